@@ -1,0 +1,135 @@
+// Package cli implements darkroom's command-line subcommands (generate, tokenize,
+// wiki, pull, models, rm, quantize, hw, bench, serve, train).
+//
+// Each subcommand lives in its own file and registers itself in init. Every
+// subcommand has --help, exits with code 1 and a one-line reason on error, and
+// offers --json where its output is data. The CLI calls the same engine and models
+// APIs as the desktop app; it never imports Fyne.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Command is one darkroom subcommand.
+type Command struct {
+	Name    string // as typed: "generate"
+	Summary string // one line for `darkroom help`
+	// Run executes the command. args excludes the command name. Output goes to
+	// stdout (data) and stderr (progress, diagnostics). A returned error is printed
+	// as one line and turns into exit code 1.
+	Run func(env *Env, args []string) error
+}
+
+// Env carries the process streams a command writes to.
+type Env struct {
+	Stdout, Stderr io.Writer
+}
+
+var commands = map[string]*Command{}
+
+// register adds a subcommand; called from init functions of the command files.
+func register(c *Command) {
+	if _, dup := commands[c.Name]; dup {
+		panic("cli: duplicate command " + c.Name) // programming error, caught by any test run
+	}
+	commands[c.Name] = c
+}
+
+// errHelp is returned by a command that printed its usage on request (--help):
+// exit code 0, no error line.
+var errHelp = flag.ErrHelp
+
+// Run dispatches args (without the program name) to a subcommand and returns the
+// process exit code.
+func Run(args []string, stdout, stderr io.Writer) int {
+	env := &Env{Stdout: stdout, Stderr: stderr}
+	if len(args) == 0 || args[0] == "help" || args[0] == "--help" || args[0] == "-h" {
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				return exitCode(env, c.Run(env, []string{"--help"}))
+			}
+		}
+		usage(stdout)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "darkroom: unknown command %q (run `darkroom help` for the list)\n", args[0])
+		return 1
+	}
+	return exitCode(env, c.Run(env, args[1:]))
+}
+
+func exitCode(env *Env, err error) int {
+	if err == nil || errors.Is(err, errHelp) {
+		return 0
+	}
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	fmt.Fprintf(env.Stderr, "darkroom: %s\n", msg)
+	return 1
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Darkroom runs block-diffusion language models on your PC.")
+	fmt.Fprintln(w, "\nUsage:\n  darkroom                 open the desktop app\n  darkroom COMMAND [flags] run a command\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].Summary)
+	}
+	fmt.Fprintln(w, "\nRun `darkroom COMMAND --help` for a command's flags.")
+}
+
+// newFlagSet returns a FlagSet for a command that reports parse errors as values
+// and prints its usage on --help to env.Stdout.
+func newFlagSet(env *Env, name, usageLine string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stdout)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stdout, "Usage: darkroom %s %s\n\nFlags:\n", name, usageLine)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, keeping parse errors on one line (the usage is printed
+// only for --help).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	// Allow flags after positional arguments (`darkroom wiki "Unix" --json`):
+	// parse, set aside the first positional argument, parse the rest again.
+	var positional []string
+	err := fs.Parse(args)
+	for err == nil && fs.NArg() > 0 {
+		rest := fs.Args()
+		if rest[0] == "--" {
+			positional = append(positional, rest[1:]...)
+			break
+		}
+		positional = append(positional, rest[0])
+		err = fs.Parse(rest[1:])
+	}
+	fs.SetOutput(out)
+	if err == nil {
+		// Re-parse only the positional arguments so fs.Args() returns them.
+		_ = fs.Parse(append([]string{"--"}, positional...))
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+		return errHelp
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"time"
+)
+
+// Mode selects how new tokens are produced from the same weights.
+type Mode string
+
+const (
+	// Diffusion develops a 256-token canvas from noise in parallel denoising steps.
+	Diffusion Mode = "diffusion"
+	// AR decodes one token per forward pass with the causal KV cache (the "printer").
+	AR Mode = "ar"
+)
+
+// Sampling holds the sampler's knobs. Zero values mean "the model's default from
+// generation_config.json".
+type Sampling struct {
+	MaxNewTokens        int
+	MaxSteps            int     // max denoising steps per canvas
+	TMin, TMax          float64 // temperature schedule, t_max at the first step → t_min at the last
+	EntropyBound        float64
+	ConfidenceThreshold float64
+	StabilityThreshold  int
+	Temperature         float64 // AR mode only; 0 = greedy
+}
+
+// Message is one chat turn.
+type Message struct {
+	Role    string `json:"role"` // "system", "user" or "model"
+	Content string `json:"content"`
+}
+
+// Request is one generation.
+type Request struct {
+	// Exactly one of Messages, Prompt and PromptIDs is used, in that order of preference.
+	Messages  []Message // formatted with the chat template
+	Prompt    string    // formatted as a single user turn, unless Raw
+	Raw       bool      // Prompt is tokenized as is (a BOS is prepended), no chat template
+	PromptIDs []int     // fed exactly as given, nothing added
+	Thinking  bool      // enable the model's thinking channel where it has one
+
+	Mode      Mode
+	Sampling  Sampling
+	Seed      uint64 // the same seed reproduces a run exactly
+	CanvasIDs []int  // warm start: initial tokens of the first canvas (edit in place)
+
+	// OnEvent, if set, is called synchronously from the generating goroutine for
+	// every denoising step, committed canvas and AR token. It must not block for long.
+	OnEvent func(Event)
+}
+
+// EventKind tells what an Event reports.
+type EventKind int
+
+const (
+	EventStep   EventKind = iota // one denoising step of the current canvas
+	EventCommit                  // a canvas was committed (argmax, EOS-truncated)
+	EventToken                   // AR mode: one new token
+	EventDone                    // generation finished (Result is final)
+)
+
+// Event reports progress of a generation; the UI draws the page developing from it.
+type Event struct {
+	Kind   EventKind
+	Canvas int // 0-based canvas index
+	Step   int // 1-based step within the canvas (EventStep)
+
+	// Draft is the canvas after this step (EventStep: accepted tokens kept, the rest
+	// re-noised) and Accepted marks positions accepted this step. Argmax is the
+	// current argmax canvas (what would be committed now). Entropy is per position.
+	Draft    []int
+	Accepted []bool
+	Argmax   []int
+	Entropy  []float32
+
+	Committed []int  // all tokens committed so far (EOS-truncated), all kinds
+	Text      string // decoded Committed (EventCommit, EventToken, EventDone); for EventStep the decoded Argmax draft appended
+
+	ForwardPasses int           // decoder+encoder forward passes so far
+	Elapsed       time.Duration // since the start of the generation
+}
+
+// CanvasStats describes how one canvas developed.
+type CanvasStats struct {
+	Steps    int   `json:"steps"`
+	Accepted []int `json:"accepted"` // accepted count per step
+}
+
+// Result is a finished generation.
+type Result struct {
+	Text          string        `json:"text"`
+	Tokens        []int         `json:"tokens"` // generated ids, up to and excluding EOS
+	Canvases      []CanvasStats `json:"canvases"`
+	ForwardPasses int           `json:"forward_passes"`
+	PromptTokens  int           `json:"prompt_tokens"`
+	Elapsed       time.Duration `json:"-"`
+	ElapsedMS     float64       `json:"elapsed_ms"`
+	TokensPerS    float64       `json:"tokens_per_s"`
+	FirstCanvasMS float64       `json:"first_canvas_ms"` // time to the first committed canvas (or AR token)
+	StopReason    string        `json:"stop_reason"`     // "eos", "max_tokens", "cancelled"
+}

@@ -1,0 +1,109 @@
+// Package config reads a DiffusionGemma-architecture checkpoint's configuration:
+// config.json (model_type "diffusion_gemma", dims under "text_config") and
+// generation_config.json (sampler defaults). Every dimension the engine uses comes
+// from here, so a tiny test model and the 26B checkpoint run the same code.
+package config
+
+// LayerType is the attention kind of one layer.
+type LayerType string
+
+const (
+	SlidingAttention LayerType = "sliding_attention"
+	FullAttention    LayerType = "full_attention"
+)
+
+// Rope describes one rotary embedding variant ("default" or "proportional").
+type Rope struct {
+	Type                string  `json:"rope_type"`
+	Theta               float64 `json:"rope_theta"`
+	PartialRotaryFactor float64 `json:"partial_rotary_factor,omitempty"` // 0 means 1 (all pairs rotate)
+}
+
+// Text is the language model's configuration (config.json "text_config").
+type Text struct {
+	VocabSize           int         `json:"vocab_size"`
+	HiddenSize          int         `json:"hidden_size"`
+	IntermediateSize    int         `json:"intermediate_size"`     // dense (shared) MLP and self-conditioning MLP
+	MoEIntermediateSize int         `json:"moe_intermediate_size"` // per expert
+	NumExperts          int         `json:"num_experts"`
+	TopKExperts         int         `json:"top_k_experts"`
+	NumHiddenLayers     int         `json:"num_hidden_layers"`
+	NumAttentionHeads   int         `json:"num_attention_heads"`
+	NumKeyValueHeads    int         `json:"num_key_value_heads"`        // sliding layers
+	NumGlobalKVHeads    int         `json:"num_global_key_value_heads"` // full layers (K=V)
+	HeadDim             int         `json:"head_dim"`                   // sliding layers
+	GlobalHeadDim       int         `json:"global_head_dim"`            // full layers
+	LayerTypes          []LayerType `json:"layer_types"`
+	SlidingWindow       int         `json:"sliding_window"`
+	RopeParameters      struct {
+		Sliding Rope `json:"sliding_attention"`
+		Full    Rope `json:"full_attention"`
+	} `json:"rope_parameters"`
+	MaxPositionEmbeddings int     `json:"max_position_embeddings"`
+	RMSNormEps            float64 `json:"rms_norm_eps"`
+	HiddenActivation      string  `json:"hidden_activation"`
+	FinalLogitSoftcapping float64 `json:"final_logit_softcapping"`
+	TieWordEmbeddings     *bool   `json:"tie_word_embeddings,omitempty"`
+	PadTokenID            int     `json:"pad_token_id"`
+	EOSTokenID            int     `json:"eos_token_id"`
+	BOSTokenID            int     `json:"bos_token_id"`
+	DType                 string  `json:"dtype,omitempty"`
+}
+
+// Model is config.json: the text config plus the diffusion-level keys.
+type Model struct {
+	Architectures []string `json:"architectures"`
+	ModelType     string   `json:"model_type"`
+	CanvasLength  int      `json:"canvas_length"`
+	// EOSTokenIDs are the ids that end generation (top-level eos_token_id: a number or a list).
+	EOSTokenIDs []int  `json:"-"`
+	DType       string `json:"dtype,omitempty"`
+	Text        Text   `json:"text_config"`
+}
+
+// Generation is generation_config.json: the sampler's defaults.
+type Generation struct {
+	MaxNewTokens        int     `json:"max_new_tokens"`
+	MaxDenoisingSteps   int     `json:"max_denoising_steps"`
+	EntropyBound        float64 `json:"-"` // sampler_config.entropy_bound
+	TMin                float64 `json:"t_min"`
+	TMax                float64 `json:"t_max"`
+	StabilityThreshold  int     `json:"stability_threshold"`
+	ConfidenceThreshold float64 `json:"confidence_threshold"`
+	EOSTokenIDs         []int   `json:"-"`
+	PadTokenID          int     `json:"pad_token_id"`
+}
+
+// DefaultGeneration is what the released checkpoint ships (reference §2.2); used for
+// keys a generation_config.json leaves out, or when there is none.
+func DefaultGeneration() Generation {
+	return Generation{MaxNewTokens: 256, MaxDenoisingSteps: 48, EntropyBound: 0.1, TMin: 0.4, TMax: 0.8,
+		StabilityThreshold: 1, ConfidenceThreshold: 0.005, EOSTokenIDs: []int{1, 106}, PadTokenID: 0}
+}
+
+// IsSliding reports whether layer i uses sliding-window attention.
+func (t *Text) IsSliding(i int) bool { return t.LayerTypes[i] == SlidingAttention }
+
+// KVHeads is the number of key/value heads of layer i.
+func (t *Text) KVHeads(i int) int {
+	if t.IsSliding(i) {
+		return t.NumKeyValueHeads
+	}
+	return t.NumGlobalKVHeads
+}
+
+// LayerHeadDim is the head dimension of layer i.
+func (t *Text) LayerHeadDim(i int) int {
+	if t.IsSliding(i) {
+		return t.HeadDim
+	}
+	return t.GlobalHeadDim
+}
+
+// LayerRope is the rotary embedding of layer i.
+func (t *Text) LayerRope(i int) Rope {
+	if t.IsSliding(i) {
+		return t.RopeParameters.Sliding
+	}
+	return t.RopeParameters.Full
+}
