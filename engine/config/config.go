@@ -4,6 +4,8 @@
 // from here, so a tiny test model and the 26B checkpoint run the same code.
 package config
 
+import "encoding/json"
+
 // LayerType is the attention kind of one layer.
 type LayerType string
 
@@ -48,6 +50,8 @@ type Text struct {
 	EOSTokenID            int     `json:"eos_token_id"`
 	BOSTokenID            int     `json:"bos_token_id"`
 	DType                 string  `json:"dtype,omitempty"`
+
+	extra map[string]json.RawMessage // keys read from text_config that this struct does not model
 }
 
 // Model is config.json: the text config plus the diffusion-level keys.
@@ -59,6 +63,26 @@ type Model struct {
 	EOSTokenIDs []int  `json:"-"`
 	DType       string `json:"dtype,omitempty"`
 	Text        Text   `json:"text_config"`
+	// Quantization is set for a checkpoint written by `darkroom quantize` (see Quantization).
+	Quantization *Quantization `json:"quantization_config,omitempty"`
+
+	// Generation holds generation_config.json (DefaultGeneration where absent).
+	Generation Generation `json:"-"`
+
+	extra map[string]json.RawMessage // top-level keys this struct does not model (vision_config, …)
+}
+
+// QuantMethod is the quant_method of Darkroom's own quantized checkpoints.
+const QuantMethod = "darkroom"
+
+// Quantization is config.json's "quantization_config" for a Darkroom-quantized
+// checkpoint. It records the profile for display and for the models library; the
+// per-tensor formats are self-describing in the safetensors files (a quantized weight
+// NAME is stored as NAME.qweight + NAME.qscale, see package engine/quant).
+type Quantization struct {
+	QuantMethod string `json:"quant_method"`         // always QuantMethod
+	Profile     string `json:"profile"`              // "int8" or "int4"
+	GroupSize   int    `json:"group_size,omitempty"` // int4 group size along the input dimension
 }
 
 // Generation is generation_config.json: the sampler's defaults.
@@ -106,4 +130,33 @@ func (t *Text) LayerRope(i int) Rope {
 		return t.RopeParameters.Sliding
 	}
 	return t.RopeParameters.Full
+}
+
+// NumLayers is the number of layers (shared by encoder and decoder).
+func (t *Text) NumLayers() int { return t.NumHiddenLayers }
+
+// Tiny returns a small valid configuration that exercises every architectural feature
+// (sliding and full layers, K=V full layers with their own head dim and partial RoPE,
+// MoE with a shared MLP) for tests: 3 layers (sliding, sliding, full), hidden 64,
+// vocab 512, 16 experts top-4, window 8, canvas 16.
+func Tiny() *Model {
+	m := &Model{
+		Architectures: []string{"DiffusionGemmaForBlockDiffusion"},
+		ModelType:     ModelType,
+		CanvasLength:  16,
+		EOSTokenIDs:   []int{1, 106},
+		Text: Text{
+			VocabSize: 512, HiddenSize: 64, IntermediateSize: 96, MoEIntermediateSize: 32,
+			NumExperts: 16, TopKExperts: 4, NumHiddenLayers: 3,
+			NumAttentionHeads: 4, NumKeyValueHeads: 2, NumGlobalKVHeads: 1, HeadDim: 16, GlobalHeadDim: 32,
+			LayerTypes:    []LayerType{SlidingAttention, SlidingAttention, FullAttention},
+			SlidingWindow: 8, MaxPositionEmbeddings: 4096, RMSNormEps: 1e-6,
+			HiddenActivation: "gelu_pytorch_tanh", FinalLogitSoftcapping: 30,
+			PadTokenID: 0, EOSTokenID: 1, BOSTokenID: 2,
+		},
+		Generation: DefaultGeneration(),
+	}
+	m.Text.RopeParameters.Sliding = Rope{Type: "default", Theta: 10000}
+	m.Text.RopeParameters.Full = Rope{Type: "proportional", Theta: 1e6, PartialRotaryFactor: 0.25}
+	return m
 }

@@ -1,0 +1,72 @@
+package quant
+
+import (
+	"fmt"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best dot-imported.
+)
+
+// DequantizeGraph rebuilds a Float32 weight inside the graph, right before its matmul.
+//
+//	q:     int8: Int8 [..., n]; int4: Uint8 [..., n/2] (two nibbles per byte)
+//	scale: Float32 [..., n/group]
+//	→ Float32 shape (= [..., n])
+//
+// Nibbles are split with float arithmetic (hi = ⌊b/16⌋, lo = b − 16·hi, exact for
+// 0…255), because the go backend has no bit shifts. Like every GoMLX graph function
+// it panics on inconsistent shapes; callers recover at their API boundary.
+func DequantizeGraph(q, scale *Node, spec Spec, shape []int) *Node {
+	if err := spec.Check(shape); err != nil {
+		panic(fmt.Errorf("quant.DequantizeGraph: %w", err))
+	}
+	wantW, wantS := spec.Shapes(shape)
+	if q.DType() != spec.DType() || !equal(q.Shape().Dimensions, wantW) {
+		panic(fmt.Errorf("quant.DequantizeGraph: qweight is %s, want %s%v for %s of %v", q.Shape(), spec.DType(), wantW, spec, shape))
+	}
+	if scale.DType() != dtypes.Float32 || !equal(scale.Shape().Dimensions, wantS) {
+		panic(fmt.Errorf("quant.DequantizeGraph: qscale is %s, want Float32%v", scale.Shape(), wantS))
+	}
+	g := q.Graph()
+	x := ConvertDType(q, dtypes.Float32)
+	if spec.Bits == 4 {
+		hi := Floor(MulScalar(x, 1.0/16))
+		lo := Sub(x, MulScalar(hi, 16))
+		x = Stack([]*Node{lo, hi}, -1) // [..., n/2, 2]: element 2j low, 2j+1 high
+		x = Sub(x, Scalar(g, dtypes.Float32, 8))
+	}
+	n := shape[len(shape)-1]
+	groups := wantS[len(wantS)-1]
+	grouped := append(append([]int{}, shape[:len(shape)-1]...), groups, n/groups)
+	x = Reshape(x, grouped...)        // [..., groups, group]
+	x = Mul(x, ExpandAxes(scale, -1)) // scale: [..., groups, 1]
+	return Reshape(x, shape...)
+}
+
+// DequantizeNode is DequantizeGraph with the spec read from the operands: int8 for an
+// Int8 q, int4 for Uint8; the group size is cols / (scale's last axis). Leading axes
+// are free, so it also dequantizes rows gathered from a larger weight (experts, the
+// embedding). It has engine/model's DequantizeFn signature:
+// `model.Dequantize = quant.DequantizeNode`.
+//
+//	q: [..., cols] Int8 or [..., cols/2] Uint8; scale: [..., groups] Float32 → Float32 [..., cols]
+func DequantizeNode(q, scale *Node, cols int) *Node {
+	var spec Spec
+	switch q.DType() {
+	case dtypes.Int8:
+		spec.Bits = 8
+	case dtypes.Uint8:
+		spec.Bits = 4
+	default:
+		panic(fmt.Errorf("quant.DequantizeNode: qweight dtype %s, want Int8 or Uint8", q.DType()))
+	}
+	groups := scale.Shape().Dimensions[scale.Rank()-1]
+	if groups <= 0 || cols%groups != 0 {
+		panic(fmt.Errorf("quant.DequantizeNode: %d scale groups do not divide %d columns", groups, cols))
+	}
+	if groups > 1 || spec.Bits == 4 {
+		spec.GroupSize = cols / groups
+	}
+	shape := append(append([]int{}, q.Shape().Dimensions[:q.Rank()-1]...), cols)
+	return DequantizeGraph(q, scale, spec, shape)
+}

@@ -1,0 +1,58 @@
+package quant
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Profile is a named choice of formats for a whole model.
+type Profile string
+
+// Profiles.
+const (
+	BF16Profile Profile = "bf16" // nothing quantized
+	Int8Profile Profile = "int8" // every projection, expert and the embedding int8 per-channel
+	// Int4Profile: experts (the bulk of the 26B model: ~22.8 of 25.2B parameters) int4
+	// g32; attention, dense MLP, self-conditioning and the embedding int8 per-channel.
+	Int4Profile Profile = "int4"
+)
+
+// Profiles lists the profiles in order of size.
+var Profiles = []Profile{BF16Profile, Int8Profile, Int4Profile}
+
+// ParseProfile checks a profile name.
+func ParseProfile(s string) (Profile, error) {
+	for _, p := range Profiles {
+		if string(p) == strings.ToLower(s) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown quantization profile %q (want bf16, int8 or int4)", s)
+}
+
+// SpecFor decides how the profile stores weight name (canonical) of the given logical
+// shape; quantizable comes from the weight table (projections, experts, embedding:
+// norms, scales and the small router stay in float). ok is false to keep it in float.
+// A weight whose input dimension the int4 group does not divide falls back to int8.
+func (p Profile) SpecFor(name string, shape []int, quantizable bool) (Spec, bool) {
+	if !quantizable || len(shape) < 2 || p == BF16Profile {
+		return Spec{}, false
+	}
+	if p == Int4Profile && strings.Contains(name, ".experts.") && Int4.Check(shape) == nil {
+		return Int4, true
+	}
+	if p == Int8Profile || p == Int4Profile {
+		if Int8.Check(shape) == nil {
+			return Int8, true
+		}
+	}
+	return Spec{}, false
+}
+
+// GroupSize is the int4 group size the profile uses (0 if none), for config.json.
+func (p Profile) GroupSize() int {
+	if p == Int4Profile {
+		return Int4.GroupSize
+	}
+	return 0
+}

@@ -1,0 +1,322 @@
+// Package quant owns Darkroom's weight quantization formats and profiles.
+//
+// Formats (symmetric, scales in float32, groups along the LAST axis, which for every
+// weight of the model is the input dimension — Linear weights are [out, in], experts
+// [E, out, in], the embedding [V, D]):
+//
+//   - int8 per-channel (Spec{Bits: 8}): one scale per row; q = round(w/s), s = max|w|/127,
+//     q ∈ [-127, 127] stored as Int8 with the weight's shape.
+//   - int4 group-wise (Spec{Bits: 4, GroupSize: 32}): one scale per 32 consecutive
+//     inputs; q = round(w/s), s = max|w|/7, q ∈ [-7, 7] stored as q+8 in a nibble; two
+//     nibbles per Uint8 byte (element 2j in the low nibble, 2j+1 in the high one), so the
+//     last axis halves.
+//
+// A quantized weight NAME is stored as two tensors, NAME.qweight (Int8 or Uint8) and
+// NAME.qscale (Float32, shape = weight shape with the last axis replaced by the number
+// of groups; 1 for per-channel). Both the format and the group size can be read back
+// from the stored dtypes and shapes (SpecOf), so the tensors are self-describing; the
+// checkpoint's config.json records the profile name in "quantization_config"
+// ({"quant_method": "darkroom", "profile": "int4", "group_size": 32}).
+//
+// Dequantization happens in the graph (DequantizeGraph) right before the matmul: the
+// weights are small at rest, compute stays float32.
+package quant
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// Suffixes of the two stored tensors of a quantized weight.
+const (
+	WeightSuffix = ".qweight"
+	ScaleSuffix  = ".qscale"
+)
+
+// Spec is one weight's format.
+type Spec struct {
+	Bits      int // 8 or 4
+	GroupSize int // inputs per scale along the last axis; 0 = the whole row (per-channel)
+}
+
+// Int8 is int8 per-channel; Int4 is int4 with groups of 32.
+var (
+	Int8 = Spec{Bits: 8}
+	Int4 = Spec{Bits: 4, GroupSize: 32}
+)
+
+func (s Spec) String() string {
+	if s.GroupSize == 0 {
+		return fmt.Sprintf("int%d per-channel", s.Bits)
+	}
+	return fmt.Sprintf("int%d g%d", s.Bits, s.GroupSize)
+}
+
+func (s Spec) maxQ() float32 {
+	if s.Bits == 4 {
+		return 7
+	}
+	return 127
+}
+
+// group is the effective group size for a row of n inputs.
+func (s Spec) group(n int) int {
+	if s.GroupSize == 0 {
+		return n
+	}
+	return s.GroupSize
+}
+
+// Check reports whether a weight of this logical shape can use the spec.
+func (s Spec) Check(shape []int) error {
+	if s.Bits != 8 && s.Bits != 4 {
+		return fmt.Errorf("unsupported quantization bits %d", s.Bits)
+	}
+	if len(shape) < 1 {
+		return fmt.Errorf("cannot quantize a scalar")
+	}
+	n := shape[len(shape)-1]
+	if n == 0 {
+		return fmt.Errorf("cannot quantize shape %v (empty rows)", shape)
+	}
+	if s.GroupSize < 0 || (s.GroupSize > 0 && n%s.GroupSize != 0) {
+		return fmt.Errorf("group size %d does not divide the last dimension of %v", s.GroupSize, shape)
+	}
+	if s.Bits == 4 && s.group(n)%2 != 0 {
+		return fmt.Errorf("int4 needs an even group size, got %d for %v", s.group(n), shape)
+	}
+	return nil
+}
+
+// Shapes returns the stored shapes of qweight and qscale for a weight of the logical shape.
+func (s Spec) Shapes(shape []int) (qweight, qscale []int) {
+	n := shape[len(shape)-1]
+	lead := shape[:len(shape)-1]
+	qweight = append(append([]int{}, lead...), n)
+	if s.Bits == 4 {
+		qweight[len(qweight)-1] = n / 2
+	}
+	qscale = append(append([]int{}, lead...), n/s.group(n))
+	return
+}
+
+// DType is the stored dtype of qweight.
+func (s Spec) DType() dtypes.DType {
+	if s.Bits == 4 {
+		return dtypes.Uint8
+	}
+	return dtypes.Int8
+}
+
+// SpecOf infers the spec from stored tensors for a weight of the logical shape, and
+// checks the stored shapes: it is how a loader accepts a quantized checkpoint.
+func SpecOf(logical []int, qweight, qscale shapes.Shape) (Spec, error) {
+	if len(logical) < 1 {
+		return Spec{}, fmt.Errorf("cannot quantize a scalar")
+	}
+	if qscale.DType != dtypes.Float32 {
+		return Spec{}, fmt.Errorf("qscale has dtype %s, want Float32", qscale.DType)
+	}
+	var s Spec
+	switch qweight.DType {
+	case dtypes.Int8:
+		s.Bits = 8
+	case dtypes.Uint8:
+		s.Bits = 4
+	default:
+		return Spec{}, fmt.Errorf("qweight has dtype %s, want Int8 (int8) or Uint8 (int4)", qweight.DType)
+	}
+	n := logical[len(logical)-1]
+	if qscale.Rank() == len(logical) {
+		if g := qscale.Dimensions[len(logical)-1]; g > 0 && n%g == 0 {
+			if g > 1 {
+				s.GroupSize = n / g
+			}
+		}
+	}
+	if s.Bits == 4 && s.GroupSize == 0 && n > 0 {
+		s.GroupSize = n // int4 with one group per row
+	}
+	if err := s.Check(logical); err != nil {
+		return Spec{}, err
+	}
+	wantW, wantS := s.Shapes(logical)
+	if !equal(qweight.Dimensions, wantW) || !equal(qscale.Dimensions, wantS) {
+		return Spec{}, fmt.Errorf("stored shapes qweight %v, qscale %v do not fit logical shape %v (%s wants %v and %v)",
+			qweight.Dimensions, qscale.Dimensions, logical, s, wantW, wantS)
+	}
+	return s, nil
+}
+
+func equal(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// floats returns a tensor's values as float32 (Float32, BFloat16 or Float64).
+func floats(t *tensors.Tensor) ([]float32, error) {
+	out := make([]float32, t.Shape().Size())
+	var err error
+	switch t.DType() {
+	case dtypes.Float32:
+		err = t.ConstFlatData(func(flat any) { copy(out, flat.([]float32)) })
+	case dtypes.BFloat16:
+		err = t.ConstFlatData(func(flat any) {
+			for i, v := range flat.([]bfloat16.BFloat16) {
+				out[i] = v.Float32()
+			}
+		})
+	case dtypes.Float64:
+		err = t.ConstFlatData(func(flat any) {
+			for i, v := range flat.([]float64) {
+				out[i] = float32(v)
+			}
+		})
+	default:
+		return nil, fmt.Errorf("cannot quantize dtype %s", t.DType())
+	}
+	return out, err
+}
+
+// Quantize quantizes a float weight (Float32, BFloat16 or Float64) on the host.
+func Quantize(t *tensors.Tensor, s Spec) (qweight, qscale *tensors.Tensor, err error) {
+	shape := t.Shape().Dimensions
+	if err := s.Check(shape); err != nil {
+		return nil, nil, err
+	}
+	w, err := floats(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := shape[len(shape)-1]
+	g := s.group(n)
+	wShape, sShape := s.Shapes(shape)
+	scales := make([]float32, len(w)/g)
+	q := make([]int8, len(w))
+	if bad := parallelGroups(len(scales), func(lo, hi int) int {
+		return quantizeGroups(w, q, scales, lo, hi, g, s.maxQ())
+	}); bad >= 0 {
+		return nil, nil, fmt.Errorf("cannot quantize non-finite value %v at flat index %d", w[bad], bad)
+	}
+	qscale = tensors.FromFlatDataAndDimensions(scales, sShape...)
+	if s.Bits == 8 {
+		return tensors.FromFlatDataAndDimensions(q, wShape...), qscale, nil
+	}
+	packed := make([]uint8, len(q)/2)
+	for i := range packed {
+		packed[i] = uint8(q[2*i]+8) | uint8(q[2*i+1]+8)<<4
+	}
+	return tensors.FromFlatDataAndDimensions(packed, wShape...), qscale, nil
+}
+
+// quantizeGroups quantizes groups [lo, hi) of w into q and scales; it returns the flat
+// index of a non-finite value, or -1.
+func quantizeGroups(w []float32, q []int8, scales []float32, lo, hi, g int, maxQ float32) int {
+	for gi := lo; gi < hi; gi++ {
+		vals := w[gi*g : (gi+1)*g]
+		// For non-negative floats the bit patterns order like the values, and every
+		// NaN/Inf pattern is ≥ 0x7f800000: one integer max finds both.
+		var mBits uint32
+		for _, v := range vals {
+			mBits = max(mBits, math.Float32bits(v)&0x7fffffff)
+		}
+		if mBits >= 0x7f800000 {
+			for j, v := range vals {
+				if math.Float32bits(v)&0x7fffffff >= 0x7f800000 {
+					return gi*g + j
+				}
+			}
+		}
+		sc := math.Float32frombits(mBits) / maxQ
+		scales[gi] = sc
+		if sc == 0 {
+			continue
+		}
+		inv := 1 / sc
+		out := q[gi*g : (gi+1)*g]
+		for j, v := range vals {
+			r := float32(math.RoundToEven(float64(v * inv)))
+			out[j] = int8(max(-maxQ, min(maxQ, r)))
+		}
+	}
+	return -1
+}
+
+// parallelGroups runs fn over [0, n) split into contiguous chunks on all CPUs and
+// returns the smallest non-negative result (or -1).
+func parallelGroups(n int, fn func(lo, hi int) int) int {
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/256))
+	if workers <= 1 {
+		return fn(0, n)
+	}
+	res := make([]int, workers)
+	var wg sync.WaitGroup
+	for k := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[k] = fn(n*k/workers, n*(k+1)/workers)
+		}()
+	}
+	wg.Wait()
+	bad := -1
+	for _, r := range res {
+		if r >= 0 && (bad < 0 || r < bad) {
+			bad = r
+		}
+	}
+	return bad
+}
+
+// Dequantize rebuilds the Float32 weight of the logical shape on the host.
+func Dequantize(qweight, qscale *tensors.Tensor, s Spec, shape []int) (*tensors.Tensor, error) {
+	got, err := SpecOf(shape, qweight.Shape(), qscale.Shape())
+	if err != nil {
+		return nil, err
+	}
+	if got.Bits != s.Bits {
+		return nil, fmt.Errorf("stored tensors are int%d, spec says int%d", got.Bits, s.Bits)
+	}
+	n := shape[len(shape)-1]
+	g := got.group(n)
+	size := 1
+	for _, d := range shape {
+		size *= d
+	}
+	out := make([]float32, size)
+	var scales []float32
+	if err := qscale.ConstFlatData(func(flat any) { scales = append(scales, flat.([]float32)...) }); err != nil {
+		return nil, err
+	}
+	err = qweight.ConstFlatData(func(flat any) {
+		switch q := flat.(type) {
+		case []int8:
+			for i, v := range q {
+				out[i] = float32(v) * scales[i/g]
+			}
+		case []uint8:
+			for i, b := range q {
+				out[2*i] = float32(int(b&15)-8) * scales[(2*i)/g]
+				out[2*i+1] = float32(int(b>>4)-8) * scales[(2*i+1)/g]
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tensors.FromFlatDataAndDimensions(out, shape...), nil
+}

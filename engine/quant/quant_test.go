@@ -1,0 +1,247 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+	_ "github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+func values(t *testing.T, x *tensors.Tensor) []float32 {
+	t.Helper()
+	var out []float32
+	if err := x.ConstFlatData(func(a any) { out = append(out, a.([]float32)...) }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func randomWeight(seed uint64, shape ...int) ([]float32, *tensors.Tensor) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	w := make([]float32, n)
+	for i := range w {
+		w[i] = float32(r.NormFloat64() * 0.05)
+		if i%97 == 0 {
+			w[i] *= 8 // outliers
+		}
+	}
+	return w, tensors.FromFlatDataAndDimensions(w, shape...)
+}
+
+// TestRoundTripBounds: every dequantized value is within half a step of the original
+// (step = the group's scale), and the relative RMS error is small.
+func TestRoundTripBounds(t *testing.T) {
+	cases := []struct {
+		spec   Spec
+		shape  []int
+		maxRel float64 // bound on RMS error / RMS weight (the weights have 8× outliers)
+	}{
+		{Int8, []int{48, 64}, 0.02},
+		{Int8, []int{4, 24, 64}, 0.02},
+		{Int4, []int{48, 64}, 0.2},
+		{Int4, []int{4, 24, 96}, 0.2},
+		{Spec{Bits: 8, GroupSize: 32}, []int{8, 64}, 0.02},
+	}
+	for _, c := range cases {
+		t.Run(c.spec.String(), func(t *testing.T) {
+			w, wt := randomWeight(1, c.shape...)
+			qw, qs, err := Quantize(wt, c.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantW, wantS := c.spec.Shapes(c.shape)
+			if !equal(qw.Shape().Dimensions, wantW) || !equal(qs.Shape().Dimensions, wantS) || qw.DType() != c.spec.DType() {
+				t.Fatalf("stored %s %s, want %v %v", qw.Shape(), qs.Shape(), wantW, wantS)
+			}
+			back, err := Dequantize(qw, qs, c.spec, c.shape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := values(t, back)
+			scales := values(t, qs)
+			n := c.shape[len(c.shape)-1]
+			g := c.spec.group(n)
+			var se, sw float64
+			for i := range w {
+				e := math.Abs(float64(d[i] - w[i]))
+				if e > float64(scales[i/g])/2*1.0001+1e-12 {
+					t.Fatalf("element %d: %v → %v, error %v > half step %v", i, w[i], d[i], e, scales[i/g]/2)
+				}
+				se += e * e
+				sw += float64(w[i]) * float64(w[i])
+			}
+			rel := math.Sqrt(se / sw)
+			t.Logf("%s %v: relative RMS error %.4f, %d bytes → %d+%d", c.spec, c.shape, rel, 4*len(w), qw.Memory(), qs.Memory())
+			if rel > c.maxRel {
+				t.Errorf("relative RMS error %.4f > %.4f", rel, c.maxRel)
+			}
+		})
+	}
+}
+
+func TestQuantizeEdgeCases(t *testing.T) {
+	// Zero rows get scale 0 and dequantize to exact zeros; extremes map to ±maxQ.
+	wt := tensors.FromFlatDataAndDimensions([]float32{0, 0, 0, 0, 1, -1, 0.5, 0}, 2, 4)
+	for _, s := range []Spec{Int8, {Bits: 4, GroupSize: 4}} {
+		qw, qs, err := Quantize(wt, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, _ := Dequantize(qw, qs, s, []int{2, 4})
+		v := values(t, back)
+		if v[0] != 0 || v[3] != 0 || v[4] != 1 || v[5] != -1 {
+			t.Errorf("%s: %v", s, v)
+		}
+	}
+	// BFloat16 input.
+	bt := tensors.FromFlatDataAndDimensions([]bfloat16.BFloat16{bfloat16.FromFloat32(2), bfloat16.FromFloat32(-1)}, 1, 2)
+	if _, _, err := Quantize(bt, Int8); err != nil {
+		t.Error(err)
+	}
+	for _, c := range []struct {
+		s     Spec
+		shape []int
+		want  string
+	}{
+		{Int4, []int{4, 40}, "group size 32 does not divide"},
+		{Spec{Bits: 3}, []int{4, 32}, "unsupported quantization bits"},
+		{Int8, []int{}, "scalar"},
+	} {
+		_, wt := randomWeight(2, c.shape...)
+		if _, _, err := Quantize(wt, c.s); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Quantize(%v, %s) = %v, want %q", c.shape, c.s, err, c.want)
+		}
+	}
+	nan := tensors.FromFlatDataAndDimensions([]float32{float32(math.NaN()), 1}, 1, 2)
+	if _, _, err := Quantize(nan, Int8); err == nil {
+		t.Error("NaN quantized")
+	}
+}
+
+func TestSpecOf(t *testing.T) {
+	_, wt := randomWeight(3, 3, 8, 64)
+	for _, s := range []Spec{Int8, Int4} {
+		qw, qs, _ := Quantize(wt, s)
+		got, err := SpecOf([]int{3, 8, 64}, qw.Shape(), qs.Shape())
+		if err != nil || got != s {
+			t.Errorf("SpecOf = %v, %v; want %v", got, err, s)
+		}
+		if _, err := SpecOf([]int{3, 8, 128}, qw.Shape(), qs.Shape()); err == nil {
+			t.Errorf("%s: wrong logical shape accepted", s)
+		}
+	}
+}
+
+func TestProfiles(t *testing.T) {
+	for _, c := range []struct {
+		p     Profile
+		name  string
+		shape []int
+		q     bool
+		want  Spec
+		ok    bool
+	}{
+		{Int4Profile, "layers.0.experts.gate_up_proj", []int{128, 1408, 2816}, true, Int4, true},
+		{Int4Profile, "layers.0.experts.down_proj", []int{128, 2816, 704}, true, Int4, true},
+		{Int4Profile, "layers.0.self_attn.q_proj.weight", []int{4096, 2816}, true, Int8, true},
+		{Int4Profile, "embed_tokens.weight", []int{262144, 2816}, true, Int8, true},
+		{Int4Profile, "layers.0.experts.down_proj", []int{4, 8, 40}, true, Int8, true}, // 32 ∤ 40
+		{Int8Profile, "layers.0.experts.down_proj", []int{128, 2816, 704}, true, Int8, true},
+		{Int8Profile, "layers.0.router.proj.weight", []int{128, 2816}, false, Spec{}, false},
+		{Int8Profile, "norm.weight", []int{2816}, false, Spec{}, false},
+		{BF16Profile, "layers.0.self_attn.q_proj.weight", []int{4096, 2816}, true, Spec{}, false},
+	} {
+		got, ok := c.p.SpecFor(c.name, c.shape, c.q)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s.SpecFor(%s) = %v %v, want %v %v", c.p, c.name, got, ok, c.want, c.ok)
+		}
+	}
+	if _, err := ParseProfile("INT4"); err != nil {
+		t.Error(err)
+	}
+	if _, err := ParseProfile("q4_k_m"); err == nil {
+		t.Error("unknown profile accepted")
+	}
+}
+
+// TestDequantizeGraph: the graph function on the go backend equals host Dequantize
+// exactly.
+func TestDequantizeGraph(t *testing.T) {
+	backend, err := backends.NewWithConfig("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.Finalize()
+	for _, c := range []struct {
+		spec  Spec
+		shape []int
+	}{
+		{Int8, []int{24, 64}},
+		{Int8, []int{3, 16, 64}},
+		{Int4, []int{24, 64}},
+		{Int4, []int{3, 16, 96}},
+		{Spec{Bits: 4, GroupSize: 0}, []int{5, 10}},
+	} {
+		t.Run(c.spec.String(), func(t *testing.T) {
+			_, wt := randomWeight(4, c.shape...)
+			qw, qs, err := Quantize(wt, c.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			host, err := Dequantize(qw, qs, c.spec, c.shape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exec, err := NewExec(backend, func(q, s *Node) *Node { return DequantizeGraph(q, s, c.spec, c.shape) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := exec.Exec1(qw, qs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.DType() != dtypes.Float32 || !equal(got.Shape().Dimensions, c.shape) {
+				t.Fatalf("graph output %s, want Float32%v", got.Shape(), c.shape)
+			}
+			a, b := values(t, host), values(t, got)
+			for i := range a {
+				if a[i] != b[i] {
+					t.Fatalf("element %d: graph %v, host %v", i, b[i], a[i])
+				}
+			}
+
+			// DequantizeNode on rows gathered along the first axis (as engine/model
+			// does for experts and embeddings) equals the same rows of the host result.
+			cols := c.shape[len(c.shape)-1]
+			rowSize := len(a) / c.shape[0]
+			idx := tensors.FromFlatDataAndDimensions([]int32{2, 0, 2}, 3, 1)
+			exec2, err := NewExec(backend, func(q, s, i *Node) *Node { return DequantizeNode(Gather(q, i), Gather(s, i), cols) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := exec2.Exec1(qw, qs, idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := values(t, rows)
+			for k, row := range []int{2, 0, 2} {
+				for j := 0; j < rowSize; j++ {
+					if r[k*rowSize+j] != a[row*rowSize+j] {
+						t.Fatalf("gathered row %d element %d: %v, want %v", row, j, r[k*rowSize+j], a[row*rowSize+j])
+					}
+				}
+			}
+		})
+	}
+}

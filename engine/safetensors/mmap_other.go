@@ -1,0 +1,12 @@
+//go:build !unix
+
+package safetensors
+
+import (
+	"errors"
+	"os"
+)
+
+func mmapFile(f *os.File, size int) ([]byte, func() error, error) {
+	return nil, nil, errors.New("mmap not available")
+}

@@ -1,0 +1,319 @@
+package safetensors
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+func flat[T any](t *testing.T, x *tensors.Tensor) []T {
+	t.Helper()
+	var out []T
+	if err := x.ConstFlatData(func(a any) { out = append(out, a.([]T)...) }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func eq[T comparable](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRoundTripAllDTypes writes one tensor of every dtype and reads it back through
+// every reader (mmap, fs.FS, bytes).
+func TestRoundTripAllDTypes(t *testing.T) {
+	f16 := []float32{0, 1, -2.5, 65504, 6.1035156e-05, 5.9604645e-08, float32(math.Inf(-1))}
+	f16raw := make([]byte, 2*len(f16))
+	for i, v := range f16 {
+		binary.LittleEndian.PutUint16(f16raw[2*i:], F32ToF16(v))
+	}
+	ts := []Named{
+		{"f32", tensors.FromFlatDataAndDimensions([]float32{1, -2, 3.5, float32(math.Pi), 0, 1e-30}, 2, 3)},
+		{"bf16", tensors.FromFlatDataAndDimensions([]bfloat16.BFloat16{bfloat16.FromFloat32(1.5), bfloat16.FromFloat32(-3)}, 2)},
+		{"i8", tensors.FromFlatDataAndDimensions([]int8{-128, 0, 127, -1}, 2, 2)},
+		{"u8", tensors.FromFlatDataAndDimensions([]uint8{0, 255, 7}, 3)},
+		{"i32", tensors.FromFlatDataAndDimensions([]int32{math.MinInt32, 1, math.MaxInt32}, 1, 3)},
+		{"i64", tensors.FromFlatDataAndDimensions([]int64{math.MinInt64, 42}, 2)},
+		{"scalar", tensors.FromFlatDataAndDimensions([]float32{7})},
+		{"empty", tensors.FromFlatDataAndDimensions([]float32{}, 0, 4)},
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.safetensors")
+	hs := []Header{}
+	for _, nt := range ts {
+		dt, _ := FromGoMLX(nt.Tensor.DType())
+		hs = append(hs, Header{nt.Name, dt, nt.Tensor.Shape().Dimensions})
+	}
+	hs = append(hs, Header{"f16", F16, []int{len(f16)}})
+	w, err := Create(p, map[string]string{"format": "pt"}, hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nt := range ts {
+		if err := w.WriteTensor(nt.Name, nt.Tensor); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Write("f16", f16raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(p)
+	if n := binary.LittleEndian.Uint64(raw); (8+n)%8 != 0 {
+		t.Errorf("data section not 8-aligned")
+	}
+	mm, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mm.Close()
+	fsf, err := OpenFS(fstest.MapFS{"x.safetensors": {Data: raw}}, "x.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := FromBytes("x.safetensors", raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*File{mm, fsf, bf} {
+		if f.Metadata["format"] != "pt" {
+			t.Errorf("metadata %v", f.Metadata)
+		}
+		if got := f.Names(); len(got) != len(hs) || got[0] != "f32" || got[len(got)-1] != "f16" {
+			t.Errorf("names %v", got)
+		}
+		for _, nt := range ts {
+			got, err := f.Tensor(nt.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Shape().Equal(nt.Tensor.Shape()) {
+				t.Fatalf("%s: shape %s, want %s", nt.Name, got.Shape(), nt.Tensor.Shape())
+			}
+			var same bool
+			switch nt.Tensor.DType() {
+			case dtypes.Float32:
+				same = eq(flat[float32](t, got), flat[float32](t, nt.Tensor))
+			case dtypes.BFloat16:
+				same = eq(flat[bfloat16.BFloat16](t, got), flat[bfloat16.BFloat16](t, nt.Tensor))
+			case dtypes.Int8:
+				same = eq(flat[int8](t, got), flat[int8](t, nt.Tensor))
+			case dtypes.Uint8:
+				same = eq(flat[uint8](t, got), flat[uint8](t, nt.Tensor))
+			case dtypes.Int32:
+				same = eq(flat[int32](t, got), flat[int32](t, nt.Tensor))
+			case dtypes.Int64:
+				same = eq(flat[int64](t, got), flat[int64](t, nt.Tensor))
+			}
+			if !same {
+				t.Errorf("%s: values differ", nt.Name)
+			}
+		}
+		got, err := f.Tensor("f16")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.DType() != dtypes.Float32 || !eq(flat[float32](t, got), f16) {
+			t.Errorf("f16 → f32: %v (%s), want %v", flat[float32](t, got), got.DType(), f16)
+		}
+	}
+}
+
+func TestF16Conversion(t *testing.T) {
+	for h := 0; h < 1<<16; h++ {
+		f := F16ToF32(uint16(h))
+		if math.IsNaN(float64(f)) {
+			continue
+		}
+		if back := F32ToF16(f); back != uint16(h) {
+			t.Fatalf("f16 %#04x → %v → %#04x", h, f, back)
+		}
+	}
+}
+
+// header builds a file from a header value and a data size.
+func header(h any, data int) []byte {
+	js, _ := json.Marshal(h)
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(js)))
+	return append(append(b, js...), make([]byte, data)...)
+}
+
+func entry(dt string, shape []int, b, e int) map[string]any {
+	return map[string]any{"dtype": dt, "shape": shape, "data_offsets": []int{b, e}}
+}
+
+// TestMalformed: every broken file is an error naming the file (and the tensor where
+// there is one), never a panic.
+func TestMalformed(t *testing.T) {
+	good := header(map[string]any{"a": entry("F32", []int{2}, 0, 8), "b": entry("BF16", []int{2, 2}, 8, 16)}, 16)
+	cases := []struct {
+		name string
+		file []byte
+		want []string
+	}{
+		{"empty", nil, []string{"too short"}},
+		{"truncated data", good[:len(good)-3], []string{"tensor b", "out of range", "truncated"}},
+		{"truncated header", good[:20], []string{"header length", "exceeds"}},
+		{"huge header length", binary.LittleEndian.AppendUint64(nil, 1<<62), []string{"too large"}},
+		{"not json", append(binary.LittleEndian.AppendUint64(nil, 4), "{{{{"...), []string{"malformed header"}},
+		{"header is a list", header([]int{1}, 0), []string{"malformed header"}},
+		{"bad dtype", header(map[string]any{"a": entry("F8", []int{2}, 0, 2)}, 2), []string{"tensor a", "unsupported dtype"}},
+		{"shape/bytes mismatch", header(map[string]any{"a": entry("F32", []int{3}, 0, 8)}, 8), []string{"tensor a", "shape [3]", "needs 12 bytes"}},
+		{"offsets reversed", header(map[string]any{"a": entry("F32", []int{0}, 8, 0)}, 8), []string{"tensor a", "out of range"}},
+		{"offsets past end", header(map[string]any{"a": entry("F32", []int{4}, 0, 16)}, 8), []string{"tensor a", "out of range"}},
+		{"overlap", header(map[string]any{"a": entry("F32", []int{2}, 0, 8), "b": entry("F32", []int{2}, 4, 12)}, 12), []string{"tensor b", "overlap tensor a"}},
+		{"negative dim", header(map[string]any{"a": entry("F32", []int{-2}, 0, 0)}, 0), []string{"tensor a", "shape"}},
+		{"offsets count", header(map[string]any{"a": map[string]any{"dtype": "F32", "shape": []int{1}, "data_offsets": []int{0}}}, 4), []string{"tensor a", "data_offsets"}},
+		{"missing shape", header(map[string]any{"a": map[string]any{"dtype": "F32", "data_offsets": []int{0, 4}}}, 4), []string{"tensor a", "shape is missing"}},
+		{"bad metadata", header(map[string]any{"__metadata__": map[string]any{"x": 1}}, 0), []string{"__metadata__"}},
+		{"overflowing shape", header(map[string]any{"a": entry("F32", []int{1 << 30, 1 << 30, 1 << 30}, 0, 4)}, 4), []string{"tensor a", "too large"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := FromBytes("bad.safetensors", c.file)
+			if err == nil {
+				t.Fatalf("no error (file %v)", f.Names())
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "bad.safetensors: ") {
+				t.Errorf("error %q does not name the file", msg)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+		})
+	}
+	// On disk, through the mmap path: the file name is in the error too.
+	p := filepath.Join(t.TempDir(), "model-00002-of-00003.safetensors")
+	os.WriteFile(p, good[:len(good)-3], 0o644)
+	if _, err := Open(p); err == nil || !strings.HasPrefix(err.Error(), "model-00002-of-00003.safetensors: tensor b") {
+		t.Errorf("Open truncated: %v", err)
+	}
+	f, err := FromBytes("ok", good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Tensor("zz"); err == nil || err.Error() != "ok: missing tensor zz" {
+		t.Errorf("missing: %v", err)
+	}
+}
+
+func TestWriterErrors(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "w.safetensors")
+	w, err := Create(p, nil, []Header{{"a", F32, []int{2}}, {"b", I8, []int{3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write("b", make([]byte, 3)); err == nil {
+		t.Error("out of order write accepted")
+	}
+	if err := w.Write("a", make([]byte, 7)); err == nil {
+		t.Error("wrong size accepted")
+	}
+	if err := w.Write("a", make([]byte, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "1 of 2 tensors") {
+		t.Errorf("incomplete close: %v", err)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Error("incomplete file published")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("temp files left: %v", ents)
+	}
+	if _, err := Create(p, nil, []Header{{"a", F32, nil}, {"a", F32, nil}}); err == nil {
+		t.Error("duplicate accepted")
+	}
+}
+
+func TestShardedCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	a := tensors.FromFlatDataAndDimensions([]float32{1, 2}, 2)
+	b := tensors.FromFlatDataAndDimensions([]int8{3}, 1)
+	if err := WriteFile(filepath.Join(dir, "s1.safetensors"), nil, []Named{{"a", a}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(filepath.Join(dir, "s2.safetensors"), nil, []Named{{"b", b}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteIndex(dir, Index{WeightMap: map[string]string{"a": "s1.safetensors", "b": "s2.safetensors"}}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := OpenCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ck.Names(); !eq(got, []string{"a", "b"}) {
+		t.Errorf("names %v", got)
+	}
+	x, err := ck.Tensor("b")
+	if err != nil || flat[int8](t, x)[0] != 3 {
+		t.Errorf("b = %v, %v", x, err)
+	}
+	ck.Close()
+	// The index pointing at the wrong shard.
+	WriteIndex(dir, Index{WeightMap: map[string]string{"a": "s2.safetensors"}})
+	if _, err := OpenCheckpoint(dir); err == nil || err.Error() != "s2.safetensors: missing tensor a (listed in model.safetensors.index.json)" {
+		t.Errorf("wrong shard: %v", err)
+	}
+	WriteIndex(dir, Index{WeightMap: map[string]string{"a": "../x"}})
+	if _, err := OpenCheckpoint(dir); err == nil {
+		t.Error("path in shard name accepted")
+	}
+	if _, err := OpenCheckpoint(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no model.safetensors") {
+		t.Errorf("empty dir: %v", err)
+	}
+}
+
+// FuzzParseHeader: arbitrary bytes never panic the parser; whatever it accepts has
+// in-range, non-overlapping offsets. `go test -fuzz FuzzParseHeader` explores further;
+// a plain `go test` runs the seeds.
+func FuzzParseHeader(f *testing.F) {
+	f.Add(header(map[string]any{"a": entry("F32", []int{2}, 0, 8)}, 8))
+	f.Add(header(map[string]any{"a": entry("BF16", []int{2, 2}, 0, 8), "__metadata__": map[string]string{"k": "v"}}, 8))
+	f.Add(header(map[string]any{"a": entry("I64", []int{}, 0, 8), "b": entry("U8", []int{0}, 8, 8)}, 8))
+	f.Add([]byte{})
+	f.Add(binary.LittleEndian.AppendUint64(nil, 2))
+	f.Add(append(binary.LittleEndian.AppendUint64(nil, 2), "{}"...))
+	f.Add(header(map[string]any{"a": entry("F32", []int{1 << 31, 4}, 0, 8)}, 8))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		file, err := FromBytes("fuzz", b)
+		if err != nil {
+			return
+		}
+		var prevEnd int64
+		for _, n := range file.Names() {
+			info, _ := file.Info(n)
+			if info.Begin < prevEnd || info.End > int64(len(file.data)) {
+				t.Fatalf("accepted bad offsets %+v", info)
+			}
+			prevEnd = info.End
+			if _, err := file.Tensor(n); err != nil {
+				t.Fatalf("accepted header but tensor %s fails: %v", n, err)
+			}
+		}
+	})
+}

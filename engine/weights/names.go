@@ -1,0 +1,224 @@
+// Package weights owns the model's tensors on the host: the one table that maps the
+// engine's canonical names to Hugging Face checkpoint names and shapes (Specs), loading
+// a checkpoint into a Set (all-or-nothing, every tensor checked), writing one (Save),
+// and random initialisation for tests and training (Random).
+//
+// Canonical names are HF's with the "model.decoder." prefix removed. HF checkpoints
+// store the shared text weights once, under model.decoder.* (what Google ships) and/or
+// under model.encoder.language_model.*; both map to the same canonical name. The
+// encoder's own layer_scalar buffers (not tied upstream) become
+// encoder.layers.{i}.layer_scalar. Vision tensors and lm_head.weight (tied) are ignored.
+package weights
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+)
+
+// HF name prefixes.
+const (
+	DecoderPrefix = "model.decoder."
+	EncoderPrefix = "model.encoder.language_model."
+)
+
+// Ignored HF name prefixes (vision; the tied head).
+var ignoredPrefixes = []string{"model.encoder.vision_tower.", "model.encoder.embed_vision.", "lm_head."}
+
+// InitKind says how Random (and a trainer) initialises a tensor.
+type InitKind int
+
+const (
+	InitOnes   InitKind = iota // norms, scales, layer scalars
+	InitNormal                 // N(0, Std²)
+)
+
+// Spec is one tensor the model needs.
+type Spec struct {
+	Name  string // canonical
+	Shape []int  // logical shape (HF's: Linear weights are [out, in])
+	// HF is where a checkpoint stores it (and Save writes it); Alt is the other place a
+	// checkpoint may store it instead ("" if none).
+	HF, Alt string
+	Layer   int // layer index, -1 for global tensors
+	Init    InitKind
+	Std     float64 // for InitNormal
+	// Buffer marks non-trained tensors (the layer scalars).
+	Buffer bool
+	// Quantizable marks weights a quantization profile may store as int8/int4
+	// (projections, experts, the embedding).
+	Quantizable bool
+}
+
+// dims computes a shape from the text config for layer i.
+type dims func(t *config.Text, i int) []int
+
+// row is one entry of the name table. "{i}" stands for the layer index.
+type row struct {
+	name  string
+	hf    string // "" = DecoderPrefix+name
+	alt   string // "" = EncoderPrefix+name; "-" = none
+	shape dims
+	init  InitKind
+	buf   bool
+	quant bool
+	// sliding: only on sliding layers (v_proj: full layers use K as V).
+	sliding bool
+}
+
+func d(t *config.Text, _ int) []int { return []int{t.HiddenSize} }
+
+// table is THE mapping between canonical names, HF names and shapes (reference §2.3,
+// contracts.md). Global rows first, then per-layer rows, then decoder-only rows.
+var globalRows = []row{
+	{name: "embed_tokens.weight", shape: func(t *config.Text, _ int) []int { return []int{t.VocabSize, t.HiddenSize} }, init: InitNormal, quant: true},
+	{name: "norm.weight", shape: d},
+}
+
+var layerRows = []row{
+	{name: "layers.{i}.input_layernorm.weight", shape: d},
+	{name: "layers.{i}.post_attention_layernorm.weight", shape: d},
+	{name: "layers.{i}.pre_feedforward_layernorm.weight", shape: d},
+	{name: "layers.{i}.post_feedforward_layernorm_1.weight", shape: d},
+	{name: "layers.{i}.pre_feedforward_layernorm_2.weight", shape: d},
+	{name: "layers.{i}.post_feedforward_layernorm_2.weight", shape: d},
+	{name: "layers.{i}.post_feedforward_layernorm.weight", shape: d},
+	// The decoder's layer scalar; the encoder's own copy is the next row. Each falls
+	// back to the other when a checkpoint stores only one.
+	{name: "layers.{i}.layer_scalar", alt: EncoderPrefix + "layers.{i}.layer_scalar", shape: one, buf: true},
+	{name: "encoder.layers.{i}.layer_scalar", hf: EncoderPrefix + "layers.{i}.layer_scalar", alt: DecoderPrefix + "layers.{i}.layer_scalar", shape: one, buf: true},
+	{name: "layers.{i}.self_attn.q_proj.weight", shape: func(t *config.Text, i int) []int {
+		return []int{t.NumAttentionHeads * t.LayerHeadDim(i), t.HiddenSize}
+	}, init: InitNormal, quant: true},
+	{name: "layers.{i}.self_attn.k_proj.weight", shape: kvProj, init: InitNormal, quant: true},
+	{name: "layers.{i}.self_attn.v_proj.weight", shape: kvProj, init: InitNormal, quant: true, sliding: true},
+	{name: "layers.{i}.self_attn.o_proj.weight", shape: func(t *config.Text, i int) []int {
+		return []int{t.HiddenSize, t.NumAttentionHeads * t.LayerHeadDim(i)}
+	}, init: InitNormal, quant: true},
+	{name: "layers.{i}.self_attn.q_norm.weight", shape: headDim},
+	{name: "layers.{i}.self_attn.k_norm.weight", shape: headDim},
+	{name: "layers.{i}.mlp.gate_proj.weight", shape: mlpIn, init: InitNormal, quant: true},
+	{name: "layers.{i}.mlp.up_proj.weight", shape: mlpIn, init: InitNormal, quant: true},
+	{name: "layers.{i}.mlp.down_proj.weight", shape: mlpOut, init: InitNormal, quant: true},
+	{name: "layers.{i}.router.proj.weight", shape: func(t *config.Text, _ int) []int { return []int{t.NumExperts, t.HiddenSize} }, init: InitNormal},
+	{name: "layers.{i}.router.scale", shape: d},
+	{name: "layers.{i}.router.per_expert_scale", shape: func(t *config.Text, _ int) []int { return []int{t.NumExperts} }},
+	{name: "layers.{i}.experts.gate_up_proj", shape: func(t *config.Text, _ int) []int {
+		return []int{t.NumExperts, 2 * t.MoEIntermediateSize, t.HiddenSize}
+	}, init: InitNormal, quant: true},
+	{name: "layers.{i}.experts.down_proj", shape: func(t *config.Text, _ int) []int {
+		return []int{t.NumExperts, t.HiddenSize, t.MoEIntermediateSize}
+	}, init: InitNormal, quant: true},
+}
+
+var decoderRows = []row{
+	{name: "self_conditioning.pre_norm.weight", alt: "-", shape: d},
+	{name: "self_conditioning.gate_proj.weight", alt: "-", shape: mlpIn, init: InitNormal, quant: true},
+	{name: "self_conditioning.up_proj.weight", alt: "-", shape: mlpIn, init: InitNormal, quant: true},
+	{name: "self_conditioning.down_proj.weight", alt: "-", shape: mlpOut, init: InitNormal, quant: true},
+}
+
+func one(*config.Text, int) []int { return []int{1} }
+func kvProj(t *config.Text, i int) []int {
+	return []int{t.KVHeads(i) * t.LayerHeadDim(i), t.HiddenSize}
+}
+func headDim(t *config.Text, i int) []int { return []int{t.LayerHeadDim(i)} }
+func mlpIn(t *config.Text, _ int) []int   { return []int{t.IntermediateSize, t.HiddenSize} }
+func mlpOut(t *config.Text, _ int) []int  { return []int{t.HiddenSize, t.IntermediateSize} }
+
+func (r row) spec(t *config.Text, layer int) Spec {
+	sub := func(s string) string {
+		if layer < 0 {
+			return s
+		}
+		return strings.ReplaceAll(s, "{i}", fmt.Sprint(layer))
+	}
+	s := Spec{Name: sub(r.name), Shape: r.shape(t, layer), Layer: layer, Init: r.init, Buffer: r.buf, Quantizable: r.quant}
+	s.HF = DecoderPrefix + s.Name
+	if r.hf != "" {
+		s.HF = sub(r.hf)
+	}
+	switch r.alt {
+	case "":
+		s.Alt = EncoderPrefix + s.Name
+	case "-":
+	default:
+		s.Alt = sub(r.alt)
+	}
+	if r.init == InitNormal {
+		// Fan-in scaling: unit-variance inputs give unit-variance outputs. The embedding
+		// (fan-in = hidden as the tied head) gets 1/√D too: × √D on lookup gives unit
+		// entries, and the head's logits have unit scale.
+		s.Std = 1 / math.Sqrt(float64(s.Shape[len(s.Shape)-1]))
+	}
+	return s
+}
+
+// Specs lists every tensor of the model for cfg, in a stable order (global, then layer
+// by layer, then self-conditioning): names, shapes, HF names and initialisation.
+func Specs(cfg *config.Model) []Spec {
+	t := &cfg.Text
+	var out []Spec
+	for _, r := range globalRows {
+		out = append(out, r.spec(t, -1))
+	}
+	for i := 0; i < t.NumHiddenLayers; i++ {
+		for _, r := range layerRows {
+			if r.sliding && !t.IsSliding(i) {
+				continue
+			}
+			out = append(out, r.spec(t, i))
+		}
+	}
+	for _, r := range decoderRows {
+		out = append(out, r.spec(t, -1))
+	}
+	return out
+}
+
+// HFName is where Save writes a canonical name (the quantization suffixes carry over).
+func HFName(cfg *config.Model, canonical string) (string, bool) {
+	base, suffix := splitQuant(canonical)
+	for _, s := range Specs(cfg) {
+		if s.Name == base {
+			return s.HF + suffix, true
+		}
+	}
+	return "", false
+}
+
+// Classify maps an HF checkpoint name to its canonical name. ignored is true for tensors
+// the engine does not use (vision, lm_head); ok is false for names it does not know.
+// A stored name used by two canonical names (a checkpoint with only one copy of the
+// layer scalars) maps to the one it is the primary place of.
+func Classify(cfg *config.Model, hf string) (canonical string, ignored, ok bool) {
+	for _, p := range ignoredPrefixes {
+		if strings.HasPrefix(hf, p) {
+			return "", true, true
+		}
+	}
+	base, suffix := splitQuant(hf)
+	for _, s := range Specs(cfg) {
+		if s.HF == base {
+			return s.Name + suffix, false, true
+		}
+	}
+	for _, s := range Specs(cfg) {
+		if s.Alt == base {
+			return s.Name + suffix, false, true
+		}
+	}
+	return "", false, false
+}
+
+func splitQuant(name string) (base, suffix string) {
+	for _, suf := range []string{quant.WeightSuffix, quant.ScaleSuffix} {
+		if strings.HasSuffix(name, suf) {
+			return strings.TrimSuffix(name, suf), suf
+		}
+	}
+	return name, ""
+}
