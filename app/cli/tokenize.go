@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+)
+
+func init() {
+	register(&Command{
+		Name:    "tokenize",
+		Summary: "show the token ids of a text (or the text of ids with --decode)",
+		Run:     runTokenize,
+	})
+}
+
+func runTokenize(env *Env, args []string) error {
+	fs := newFlagSet(env, "tokenize", "--tokenizer FILE|DIR [--json] (TEXT | --decode ID,ID,…)")
+	tokPath := fs.String("tokenizer", "", "tokenizer.json, or a model directory holding one (required)")
+	asJSON := fs.Bool("json", false, `print JSON: {"ids": […]} or, with --decode, {"text": "…"}`)
+	decode := fs.String("decode", "", "comma-separated token ids to turn back into text")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *tokPath == "" {
+		return errors.New("tokenize: --tokenizer FILE|DIR is required")
+	}
+	decoding := *decode != ""
+	switch {
+	case decoding && fs.NArg() > 0:
+		return errors.New("tokenize: give either TEXT or --decode IDS, not both")
+	case !decoding && fs.NArg() == 0:
+		return errors.New("tokenize: no TEXT given (or use --decode IDS)")
+	case !decoding && fs.NArg() > 1:
+		return fmt.Errorf("tokenize: want one TEXT argument, got %d (quote the text)", fs.NArg())
+	}
+	var ids []int
+	if decoding {
+		var err error
+		if ids, err = parseTokenIDs(*decode); err != nil {
+			return fmt.Errorf("tokenize: --decode: %w", err)
+		}
+	}
+	tok, err := tokenizer.Load(*tokPath)
+	if err != nil {
+		return fmt.Errorf("tokenize: %w", err)
+	}
+
+	if decoding {
+		for _, id := range ids {
+			if _, ok := tok.Token(id); !ok {
+				return fmt.Errorf("tokenize: --decode: id %d is not in the vocabulary (size %d)", id, tok.VocabSize())
+			}
+		}
+		text := tok.Decode(ids)
+		if *asJSON {
+			return writeTokenizeJSON(env, struct {
+				Text string `json:"text"`
+			}{text})
+		}
+		_, err := fmt.Fprintln(env.Stdout, text)
+		return err
+	}
+
+	ids = tok.Encode(fs.Arg(0))
+	if *asJSON {
+		if ids == nil {
+			ids = []int{}
+		}
+		return writeTokenizeJSON(env, struct {
+			IDs []int `json:"ids"`
+		}{ids})
+	}
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(id)
+	}
+	_, err = fmt.Fprintln(env.Stdout, strings.Join(parts, ","))
+	return err
+}
+
+// parseTokenIDs reads "2,17, 105" into ids.
+func parseTokenIDs(s string) ([]int, error) {
+	var ids []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		id, err := strconv.Atoi(f)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("%q is not a token id", f)
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("no ids given")
+	}
+	return ids, nil
+}
+
+func writeTokenizeJSON(env *Env, v any) error {
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

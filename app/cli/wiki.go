@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"regexp"
+
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+func init() {
+	register(&Command{
+		Name:    "wiki",
+		Summary: "write the encyclopedia page for a topic (HTML), as the Encyclopedia screen does",
+		Run:     runWiki,
+	})
+}
+
+// wikiPage is `darkroom wiki --json` output.
+type wikiPage struct {
+	Title         string   `json:"title"`
+	Prompt        string   `json:"prompt"`
+	HTML          string   `json:"html"`
+	Links         []string `json:"links"` // topics of the page's /wiki/ links, in order
+	Model         string   `json:"model"`
+	Backend       string   `json:"backend"`
+	Mode          string   `json:"mode"`
+	Seed          uint64   `json:"seed"`
+	Tokens        int      `json:"tokens"`
+	ForwardPasses int      `json:"forward_passes"`
+	ElapsedMS     float64  `json:"elapsed_ms"`
+	TokensPerS    float64  `json:"tokens_per_s"`
+	StopReason    string   `json:"stop_reason"`
+}
+
+func runWiki(env *Env, args []string) error {
+	fs := newFlagSet(env, "wiki", `[--model DIR] [--seed N] [--mode diffusion|ar] [--json] "TITLE"`)
+	modelDir := fs.String("model", "", "model directory in the Hugging Face layout (default: the built-in Darkroom Mini)")
+	seed := fs.Uint64("seed", 1, "sampler seed; the same seed writes the same page")
+	mode := fs.String("mode", "diffusion", `"diffusion" (canvas by canvas) or "ar" (one token per forward pass)`)
+	backendName := fs.String("backend", "", `GoMLX backend: "go", "xla", "auto" (default: $GOMLX_BACKEND, else go)`)
+	maxTokens := fs.Int("max-tokens", 0, "most tokens to write (default: the model's max_new_tokens)")
+	asJSON := fs.Bool("json", false, "print the page and its generation statistics as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf(`wiki: want one TITLE argument, got %d (quote a title with spaces: darkroom wiki "bubble sort")`, fs.NArg())
+	}
+	title := assets.CleanLine(fs.Arg(0))
+	if title == "" {
+		return errors.New("wiki: the title is empty")
+	}
+	var m engine.Mode
+	switch *mode {
+	case "diffusion":
+		m = engine.Diffusion
+	case "ar":
+		m = engine.AR
+	default:
+		return fmt.Errorf("wiki: --mode %q: want diffusion or ar", *mode)
+	}
+	if *maxTokens < 0 {
+		return fmt.Errorf("wiki: --max-tokens %d: must not be negative", *maxTokens)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	src, err := wikiSource(*modelDir)
+	if err != nil {
+		return fmt.Errorf("wiki: %w", err)
+	}
+	eng, err := engine.Load(ctx, src, engine.Options{Backend: *backendName})
+	if err != nil {
+		return fmt.Errorf("wiki: %w", err)
+	}
+	defer eng.Close()
+	if fb := eng.BackendFallback(); fb != "" {
+		fmt.Fprintln(env.Stderr, "darkroom:", fb)
+	}
+
+	prompt := assets.EncyclopediaPrompt(title)
+	res, err := eng.Generate(ctx, engine.Request{Prompt: prompt, Mode: m, Seed: *seed,
+		Sampling: engine.Sampling{MaxNewTokens: *maxTokens}})
+	if err != nil {
+		return fmt.Errorf("wiki: %w", err)
+	}
+	page := wikiPage{Title: title, Prompt: prompt, HTML: res.Text, Links: pageLinks(res.Text), Model: src.String(),
+		Backend: eng.Backend(), Mode: string(m), Seed: *seed, Tokens: len(res.Tokens), ForwardPasses: res.ForwardPasses,
+		ElapsedMS: res.ElapsedMS, TokensPerS: res.TokensPerS, StopReason: res.StopReason}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(page)
+	}
+	if _, err := fmt.Fprintln(env.Stdout, res.Text); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stderr, "%d tokens in %.2f s (%.1f tokens/s, %d forward passes, %s, stop: %s)\n",
+		page.Tokens, page.ElapsedMS/1000, page.TokensPerS, page.ForwardPasses, page.Backend, page.StopReason)
+	return nil
+}
+
+// wikiSource is the model directory given, or the embedded Darkroom Mini.
+func wikiSource(dir string) (engine.Source, error) {
+	if dir != "" {
+		return engine.Dir(dir), nil
+	}
+	mini, err := assets.Mini()
+	if err != nil {
+		if errors.Is(err, assets.ErrMiniNotBuilt) {
+			return engine.Source{}, fmt.Errorf("%w; pass --model DIR to use another model", err)
+		}
+		return engine.Source{}, err
+	}
+	return engine.FS(mini, "Darkroom Mini (built in)"), nil
+}
+
+var reWikiHref = regexp.MustCompile(`<a\s[^>]*href="([^"]*)"`)
+
+// pageLinks returns the topics a page links to through /wiki/ hrefs, in order.
+func pageLinks(html string) []string {
+	links := []string{}
+	for _, m := range reWikiHref.FindAllStringSubmatch(html, -1) {
+		if t, ok := assets.TitleFromHref(m[1]); ok {
+			links = append(links, t)
+		}
+	}
+	return links
+}

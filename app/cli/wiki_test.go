@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+)
+
+// writeWikiModel writes a random-weight checkpoint of config.Tiny with a small
+// trained tokenizer: enough to run the real load and generate path.
+func writeWikiModel(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	tr, err := tokenizer.Train(tokenizer.Slice([]string{
+		"<h1>Unix</h1>\n<p>Unix is an <a href=\"/wiki/operating_system\">operating system</a>.</p>",
+		"<|turn>user\n" + assets.EncyclopediaPrompt("Unix") + "<turn|>\n<|turn>model\n<h1>Unix</h1><turn|>",
+	}), tokenizer.TrainOptions{VocabSize: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Tiny()
+	cfg.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
+	cfg.Generation.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
+	cfg.Generation.MaxNewTokens = 24
+	cfg.Generation.MaxDenoisingSteps = 4
+	if err := weights.Save(weights.Random(cfg, 1), cfg, dir, weights.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// wikiRun runs the CLI with args.
+func wikiRun(args ...string) (stdout, stderr string, code int) {
+	var o, e bytes.Buffer
+	code = Run(args, &o, &e)
+	return o.String(), e.String(), code
+}
+
+func TestWikiArguments(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"wiki"}, "want one TITLE"},
+		{[]string{"wiki", "a", "b"}, "want one TITLE"},
+		{[]string{"wiki", "  "}, "title is empty"},
+		{[]string{"wiki", "--mode", "fast", "Unix"}, "--mode"},
+		{[]string{"wiki", "--max-tokens", "-1", "Unix"}, "--max-tokens"},
+		{[]string{"wiki", "--model", "/nonexistent/model", "Unix"}, "/nonexistent/model"},
+	} {
+		_, stderr, code := wikiRun(c.args...)
+		if code != 1 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q; want exit 1 and one line with %q", c.args, code, stderr, c.want)
+		}
+	}
+	if out, _, code := wikiRun("wiki", "--help"); code != 0 || !strings.Contains(out, "--seed") {
+		t.Errorf("wiki --help: exit %d, %q", code, out)
+	}
+}
+
+func TestWikiDefaultModel(t *testing.T) {
+	if _, err := assets.Mini(); !errors.Is(err, assets.ErrMiniNotBuilt) {
+		t.Skip("Darkroom Mini is built in; the generate path is tested with a model directory")
+	}
+	_, stderr, code := wikiRun("wiki", "Unix")
+	if code != 1 || !strings.Contains(stderr, "not built") || !strings.Contains(stderr, "--model") {
+		t.Errorf("wiki without a built-in model: exit %d, %q", code, stderr)
+	}
+}
+
+// wikiTestBackend runs ops one at a time: GoMLX v0.26 simplego's parallel op
+// execution can deadlock on a 2-CPU machine (see engine/model's tests).
+const wikiTestBackend = "go:ops_sequential"
+
+func TestWikiGenerates(t *testing.T) {
+	dir := writeWikiModel(t)
+	var pages [2]wikiPage
+	for i := range pages {
+		out, stderr, code := wikiRun("wiki", "--model", dir, "--seed", "7", "--json", "--backend", wikiTestBackend, "operating  system")
+		if code != 0 {
+			t.Fatalf("wiki: exit %d: %s", code, stderr)
+		}
+		if err := json.Unmarshal([]byte(out), &pages[i]); err != nil {
+			t.Fatalf("wiki --json output %q: %v", out, err)
+		}
+	}
+	p := pages[0]
+	if p.Title != "operating system" || p.Prompt != assets.EncyclopediaPrompt("operating system") || p.Mode != "diffusion" ||
+		p.Seed != 7 || p.Tokens == 0 || p.ForwardPasses == 0 || p.Backend != wikiTestBackend || p.StopReason == "" {
+		t.Errorf("page %+v", p)
+	}
+	if !reflect.DeepEqual(pages[0], withTiming(pages[1], pages[0])) {
+		t.Errorf("same seed, different pages:\n%+v\n%+v", pages[0], pages[1])
+	}
+	out, stderr, code := wikiRun("wiki", "--model", dir, "--seed", "7", "--mode", "ar", "--backend", wikiTestBackend, "Unix")
+	if code != 0 || !strings.Contains(stderr, "tokens in") {
+		t.Fatalf("wiki --mode ar: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
+
+// withTiming returns p with the wall-clock fields of ref (they differ run to run).
+func withTiming(p, ref wikiPage) wikiPage {
+	p.ElapsedMS, p.TokensPerS = ref.ElapsedMS, ref.TokensPerS
+	return p
+}
+
+func TestPageLinks(t *testing.T) {
+	html := `<h1>Unix</h1><p>A <a href="/wiki/time-sharing">t</a> <a href="http://x/wiki/y">x</a> <a class="c" href="/wiki/C%2B%2B">C++</a> <a href="/ui/app-vim">vim</a></p>`
+	if got, want := pageLinks(html), []string{"time-sharing", "C++"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("pageLinks = %q, want %q", got, want)
+	}
+}

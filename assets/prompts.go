@@ -1,0 +1,122 @@
+package assets
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+)
+
+// The prompt templates live in embedded text files so they can be read (and
+// reviewed) as the model sees them. A template's trailing newline is not part of
+// the prompt; {{name}} marks a value the builder fills in.
+//
+//go:embed prompts/*.txt
+var promptFS embed.FS
+
+var (
+	encyclopediaTemplate = mustTemplate("prompts/encyclopedia.txt")
+	chatSystem           = mustTemplate("prompts/chat_system.txt")
+	desktopSystem        = mustTemplate("prompts/desktop_system.txt")
+	desktopClickTemplate = mustTemplate("prompts/desktop_click.txt")
+)
+
+// mustTemplate reads an embedded template; a missing file is a build defect
+// (the embed pattern guarantees presence), caught by any test run.
+func mustTemplate(name string) string {
+	b, err := promptFS.ReadFile(name)
+	if err != nil {
+		panic(fmt.Sprintf("assets: embedded template %s: %v", name, err))
+	}
+	return strings.TrimRight(string(b), "\n")
+}
+
+// CleanLine collapses every run of white space (newlines included) in s to one
+// space and trims the ends. The prompt builders pass every value through it, so
+// a value cannot add lines to a prompt and the corpus and the app agree on the
+// spelling of a title however it was typed.
+func CleanLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// EncyclopediaPrompt is the user turn the Encyclopedia screen and `darkroom wiki`
+// send for a topic (no system turn), and the prompt of every "page" training
+// example:
+//
+//	Write the Darkroom encyclopedia page for: TITLE
+//
+// The answer is a page in the package's page format (see the package doc).
+func EncyclopediaPrompt(title string) string {
+	return fill(encyclopediaTemplate, "title", CleanLine(title))
+}
+
+// ChatSystem is the system turn of Darkroom Mini's chat: it says honestly what
+// the model is (a small computing encyclopedia, not a general assistant). The
+// chat training examples carry it, and the Chat screen sends it as the default
+// system prompt when Darkroom Mini is the active model.
+func ChatSystem() string { return chatSystem }
+
+// ChatQuestions are the user turns of the chat training examples for a topic X,
+// "%s" standing for the title. The first is asked for every entry; the corpus
+// picks one more per entry deterministically.
+var ChatQuestions = []string{
+	"What is %s?",
+	"What does %s mean?",
+	"Explain %s.",
+	"Tell me about %s.",
+	"Define %s.",
+	"What is meant by %s in computing?",
+}
+
+// ChatQuestion returns phrasing i (mod len(ChatQuestions)) of the question about title.
+func ChatQuestion(i int, title string) string {
+	n := len(ChatQuestions)
+	return fmt.Sprintf(ChatQuestions[((i%n)+n)%n], CleanLine(title))
+}
+
+// DesktopSystem is the Desktop demo's fixed "UI constitution": the system turn of
+// every click request. It also tells the model the screen format (see the package doc).
+func DesktopSystem() string { return desktopSystem }
+
+// Click is one click on a Desktop screen: what the app sends to get the next
+// screen.
+type Click struct {
+	ElementID string // the ID from the clicked element's href="/ui/ID", e.g. "app-gimp"
+	Text      string // the element's visible text, e.g. "gimp"
+	App       string // the <h1> title of the screen clicked on; "desktop" before the first screen
+}
+
+// DesktopPrompt is the user turn for a click (after DesktopSystem as the system
+// turn); the previous screen is not in the prompt, the app passes its tokens as
+// the warm-start canvas. The first screen (home) is the answer to the power-on
+// click Click{ElementID: "power", Text: "Power on", App: "desktop"}; the model is
+// trained on that click, on Click{}, and on every link of every screen of the
+// training desktop with App set to that screen's <h1>. Empty fields are written as "desktop" (App) and "-"
+// (ElementID, Text) so the prompt shape never changes:
+//
+//	Click on the screen.
+//	element: app-gimp
+//	text: gimp
+//	app: desktop
+//	Draw the next screen.
+func DesktopPrompt(c Click) string {
+	el, text, app := CleanLine(c.ElementID), CleanLine(c.Text), CleanLine(c.App)
+	if el == "" {
+		el = "-"
+	}
+	if text == "" {
+		text = "-"
+	}
+	if app == "" {
+		app = "desktop"
+	}
+	return fill(desktopClickTemplate, "element", el, "text", text, "app", app)
+}
+
+// fill replaces {{key}} with value for each key, value pair.
+func fill(tmpl string, kv ...string) string {
+	pairs := make([]string, 0, len(kv))
+	for i := 0; i+1 < len(kv); i += 2 {
+		pairs = append(pairs, "{{"+kv[i]+"}}", kv[i+1])
+	}
+	return strings.NewReplacer(pairs...).Replace(tmpl)
+}
