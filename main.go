@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/darkroomlabs/darkroom/app/cli"
+	_ "github.com/darkroomlabs/darkroom/app/posixlocale" // before Fyne reads the locale
 	"github.com/darkroomlabs/darkroom/app/ui"
 )
 

@@ -99,5 +99,7 @@ type Result struct {
 	ElapsedMS     float64       `json:"elapsed_ms"`
 	TokensPerS    float64       `json:"tokens_per_s"`
 	FirstCanvasMS float64       `json:"first_canvas_ms"` // time to the first committed canvas (or AR token)
+	ForwardMS     float64       `json:"forward_ms"`      // time inside model forward passes (the rest is sampling and bookkeeping)
+	ForwardFLOPs  float64       `json:"forward_flops"`   // model arithmetic of those passes (engine/model's count of useful FLOPs)
 	StopReason    string        `json:"stop_reason"`     // "eos", "max_tokens", "cancelled"
 }

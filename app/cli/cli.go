@@ -104,8 +104,11 @@ func newFlagSet(env *Env, name, usageLine string) *flag.FlagSet {
 // parseFlags parses args, keeping parse errors on one line (the usage is printed
 // only for --help).
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	out := fs.Output()
+	// The flag package prints the usage on --help and on every parse error; keep it
+	// quiet while parsing and print the usage only for --help, once.
+	out, usage := fs.Output(), fs.Usage
 	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	// Allow flags after positional arguments (`darkroom wiki "Unix" --json`):
 	// parse, set aside the first positional argument, parse the rest again.
 	var positional []string
@@ -120,6 +123,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		err = fs.Parse(rest[1:])
 	}
 	fs.SetOutput(out)
+	fs.Usage = usage
 	if err == nil {
 		// Re-parse only the positional arguments so fs.Args() returns them.
 		_ = fs.Parse(append([]string{"--"}, positional...))

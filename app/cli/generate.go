@@ -1,0 +1,242 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+func init() {
+	register(&Command{
+		Name:    "generate",
+		Summary: "generate text from a prompt (block diffusion, or AR with --mode ar)",
+		Run:     runGenerate,
+	})
+}
+
+// generateFlags are the flags generate and bench share.
+type generateFlags struct {
+	model, backend, mode       string
+	maxNew, maxSteps, stab     int
+	tMin, tMax, bound, conf, t float64
+	seed                       uint64
+}
+
+func (g *generateFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	IntVar(*int, string, int, string)
+	Float64Var(*float64, string, float64, string)
+	Uint64Var(*uint64, string, uint64, string)
+}) {
+	fs.StringVar(&g.model, "model", "", "model directory in the Hugging Face layout (default: the built-in Darkroom Mini)")
+	fs.StringVar(&g.backend, "backend", "", "compute backend: go, xla, xla:cpu, xla:cuda or xla:/path/plugin.so (default $GOMLX_BACKEND, else go)")
+	fs.IntVar(&g.maxNew, "max-new-tokens", 0, "most tokens to generate (default: the model's generation_config)")
+	fs.IntVar(&g.maxSteps, "max-steps", 0, "most denoising steps per canvas (default: the model's)")
+	fs.Float64Var(&g.tMin, "t-min", 0, "temperature at the last denoising step (default: the model's)")
+	fs.Float64Var(&g.tMax, "t-max", 0, "temperature at the first denoising step (default: the model's)")
+	fs.Float64Var(&g.bound, "entropy-bound", 0, "entropy bound for accepting tokens per step (default: the model's)")
+	fs.Float64Var(&g.conf, "confidence-threshold", 0, "mean entropy below which a stable canvas stops (default: the model's)")
+	fs.IntVar(&g.stab, "stability", 0, "steps the argmax canvas must stay unchanged to stop (default: the model's)")
+	fs.Float64Var(&g.t, "temperature", 0, "AR mode sampling temperature; 0 = greedy")
+	fs.Uint64Var(&g.seed, "seed", 0, "random seed; the same seed reproduces a run")
+}
+
+func (g *generateFlags) sampling() engine.Sampling {
+	return engine.Sampling{MaxNewTokens: g.maxNew, MaxSteps: g.maxSteps, TMin: g.tMin, TMax: g.tMax,
+		EntropyBound: g.bound, ConfidenceThreshold: g.conf, StabilityThreshold: g.stab, Temperature: g.t}
+}
+
+// check reports flag values that are out of range before anything loads.
+func (g *generateFlags) check() error {
+	switch {
+	case g.maxNew < 0:
+		return fmt.Errorf("--max-new-tokens must be positive, got %d", g.maxNew)
+	case g.maxSteps < 0:
+		return fmt.Errorf("--max-steps must be positive, got %d", g.maxSteps)
+	case g.stab < 0:
+		return fmt.Errorf("--stability must be ≥ 0, got %d", g.stab)
+	case g.tMin < 0 || g.tMax < 0:
+		return errors.New("--t-min and --t-max must be positive")
+	case g.bound < 0 || g.conf < 0:
+		return errors.New("--entropy-bound and --confidence-threshold must be ≥ 0")
+	case g.t < 0:
+		return fmt.Errorf("--temperature must be ≥ 0, got %g", g.t)
+	}
+	return nil
+}
+
+// load resolves --model and --backend and loads the engine, telling the user
+// (stderr) when XLA fell back to Go.
+func (g *generateFlags) load(ctx context.Context, env *Env) (*engine.Engine, error) {
+	src, err := modelSource(g.model)
+	if err != nil {
+		return nil, err
+	}
+	e, err := engine.Load(ctx, src, engine.Options{Backend: g.backend})
+	if err != nil {
+		return nil, err
+	}
+	if f := e.BackendFallback(); f != "" {
+		fmt.Fprintln(env.Stderr, f)
+	}
+	return e, nil
+}
+
+// modelSource turns --model into an engine source: empty means the built-in
+// Darkroom Mini, a directory is used as is, anything else is looked up as a
+// model name.
+func modelSource(model string) (engine.Source, error) {
+	if model == "" {
+		fsys, err := assets.Mini()
+		if err != nil {
+			return engine.Source{}, fmt.Errorf("no --model given and %w", err)
+		}
+		return engine.FS(fsys, "Darkroom Mini (built in)"), nil
+	}
+	if st, err := os.Stat(model); err == nil && st.IsDir() {
+		return engine.Dir(model), nil
+	}
+	return resolveModelName(model)
+}
+
+// resolveModelName is where catalog and local-store names (e.g.
+// "diffusiongemma-26b-a4b-it:int4") will resolve to a downloaded model
+// directory, once the models library provides its resolver. Until then only
+// directories are accepted.
+func resolveModelName(name string) (engine.Source, error) {
+	return engine.Source{}, fmt.Errorf("--model %s: no such directory (model names from the library are not supported by this command yet; give the model's directory)", name)
+}
+
+func runGenerate(env *Env, args []string) error {
+	fs := newFlagSet(env, "generate", "[flags] [PROMPT]")
+	var g generateFlags
+	g.register(fs)
+	fs.StringVar(&g.mode, "mode", "diffusion", "diffusion (canvas by canvas) or ar (one token per forward pass)")
+	raw := fs.Bool("raw", false, "tokenize PROMPT as is (BOS prepended), without the chat template")
+	promptIDs := fs.String("prompt-ids", "", "comma-separated prompt token ids, fed exactly as given (implies --raw)")
+	canvasIDs := fs.String("canvas-ids", "", "comma-separated initial tokens of the first canvas (warm start)")
+	thinking := fs.Bool("thinking", false, "enable the model's thinking channel")
+	trace := fs.Bool("trace", false, "print each denoising step's draft and accepted count on stderr")
+	asJSON := fs.Bool("json", false, "print the result as JSON (text, tokens, canvases, forward_passes, elapsed_ms, tokens_per_s, …)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := g.check(); err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	mode := engine.Mode(g.mode)
+	if mode != engine.Diffusion && mode != engine.AR {
+		return fmt.Errorf("generate: --mode must be diffusion or ar, got %q", g.mode)
+	}
+	req := engine.Request{Mode: mode, Sampling: g.sampling(), Seed: g.seed, Raw: *raw, Thinking: *thinking}
+	prompt := strings.Join(fs.Args(), " ")
+	switch {
+	case *promptIDs != "" && prompt != "":
+		return errors.New("generate: give either PROMPT or --prompt-ids, not both")
+	case *promptIDs != "":
+		ids, err := parseTokenIDs(*promptIDs)
+		if err != nil {
+			return fmt.Errorf("generate: --prompt-ids: %w", err)
+		}
+		req.PromptIDs, req.Raw = ids, true
+	case prompt == "":
+		return errors.New("generate: no PROMPT given (or use --prompt-ids)")
+	default:
+		req.Prompt = prompt
+	}
+	if *canvasIDs != "" {
+		if mode == engine.AR {
+			return errors.New("generate: --canvas-ids only applies to --mode diffusion")
+		}
+		ids, err := parseTokenIDs(*canvasIDs)
+		if err != nil {
+			return fmt.Errorf("generate: --canvas-ids: %w", err)
+		}
+		req.CanvasIDs = ids
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	e, err := g.load(ctx, env)
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	defer e.Close()
+
+	tok := e.Tokenizer()
+	printed := "" // the committed text already on stdout
+	req.OnEvent = func(ev engine.Event) {
+		switch ev.Kind {
+		case engine.EventStep:
+			if *trace {
+				n := 0
+				for _, a := range ev.Accepted {
+					if a {
+						n++
+					}
+				}
+				fmt.Fprintf(env.Stderr, "canvas %d step %d: accepted %d/%d, draft %q\n",
+					ev.Canvas, ev.Step, n, len(ev.Accepted), tok.Decode(ev.Draft))
+			}
+		case engine.EventCommit, engine.EventToken:
+			// Stream the committed text as it grows (not with --json: stdout is the document).
+			if !*asJSON && strings.HasPrefix(ev.Text, printed) {
+				fmt.Fprint(env.Stdout, ev.Text[len(printed):])
+				printed = ev.Text
+			}
+		}
+	}
+	res, err := e.Generate(ctx, req)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeGenerateJSON(env, res, mode, e.Backend())
+	}
+	if strings.HasPrefix(res.Text, printed) {
+		fmt.Fprintln(env.Stdout, res.Text[len(printed):])
+	} else { // decoding shifted at a canvas boundary: print the final text whole
+		fmt.Fprintln(env.Stdout, "\n"+res.Text)
+	}
+	fmt.Fprintf(env.Stderr, "%d tokens in %.2f s (%.1f tokens/s), %s, %d forward passes, stop: %s, backend %s\n",
+		len(res.Tokens), res.ElapsedMS/1000, res.TokensPerS, canvasSummary(res, mode), res.ForwardPasses,
+		res.StopReason, e.Backend())
+	return nil
+}
+
+func canvasSummary(res *engine.Result, mode engine.Mode) string {
+	if mode == engine.AR {
+		return "AR"
+	}
+	steps := make([]string, len(res.Canvases))
+	for i, c := range res.Canvases {
+		steps[i] = fmt.Sprint(c.Steps)
+	}
+	return fmt.Sprintf("%d canvases (steps %s)", len(res.Canvases), strings.Join(steps, ","))
+}
+
+// generateJSON is the --json document: the engine's Result plus what ran.
+type generateJSON struct {
+	*engine.Result
+	Mode             engine.Mode `json:"mode"`
+	Backend          string      `json:"backend"`
+	TokensPerForward float64     `json:"tokens_per_forward"`
+}
+
+func writeGenerateJSON(env *Env, res *engine.Result, mode engine.Mode, backend string) error {
+	doc := generateJSON{Result: res, Mode: mode, Backend: backend}
+	if res.ForwardPasses > 0 {
+		doc.TokensPerForward = float64(len(res.Tokens)) / float64(res.ForwardPasses)
+	}
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}

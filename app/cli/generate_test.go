@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+)
+
+// tinyModelDir writes a random-weight checkpoint of config.Tiny with a small
+// trained tokenizer: a complete model directory in the Hugging Face layout.
+func tinyModelDir(t *testing.T) string {
+	t.Helper()
+	dir := trainedTokenizerDir(t)
+	cfg := config.Tiny()
+	cfg.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
+	cfg.Generation.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
+	cfg.Generation.MaxNewTokens = 32
+	cfg.Generation.MaxDenoisingSteps = 5
+	if err := weights.Save(weights.Random(cfg, 3), cfg, dir, weights.SaveOptions{Shards: 2, DType: "bf16"}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestGenerateBothModesJSON(t *testing.T) {
+	dir := tinyModelDir(t)
+	for _, mode := range []string{"diffusion", "ar"} {
+		t.Run(mode, func(t *testing.T) {
+			code, out, errOut := runCLI("generate", "--model", dir, "--mode", mode, "--seed", "7", "--json",
+				"--max-new-tokens", "20", "What is Unix?")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, out)
+			}
+			for _, k := range []string{"text", "tokens", "canvases", "forward_passes", "elapsed_ms", "tokens_per_s",
+				"stop_reason", "prompt_tokens", "first_canvas_ms", "mode", "backend", "tokens_per_forward"} {
+				if _, ok := doc[k]; !ok {
+					t.Errorf("--json lacks %q: %s", k, out)
+				}
+			}
+			toks := doc["tokens"].([]any)
+			if len(toks) > 20 || doc["forward_passes"].(float64) < 1 || doc["mode"] != mode || doc["backend"] != "go" {
+				t.Errorf("document %s", out)
+			}
+			canv := doc["canvases"].([]any)
+			if mode == "diffusion" {
+				if len(canv) == 0 {
+					t.Fatalf("no canvases: %s", out)
+				}
+				c := canv[0].(map[string]any)
+				if steps := c["steps"].(float64); steps < 1 || steps > 5 || len(c["accepted"].([]any)) != int(steps) {
+					t.Errorf("canvas %v", c)
+				}
+			} else if len(canv) != 0 {
+				t.Errorf("AR run reports canvases: %s", out)
+			}
+			// The same seed reproduces the run.
+			_, out2, _ := runCLI("generate", "--model", dir, "--mode", mode, "--seed", "7", "--json",
+				"--max-new-tokens", "20", "What is Unix?")
+			var doc2 map[string]any
+			_ = json.Unmarshal([]byte(out2), &doc2)
+			if a, b := jsonOf(doc["tokens"]), jsonOf(doc2["tokens"]); a != b {
+				t.Errorf("same seed, different tokens: %s vs %s", a, b)
+			}
+		})
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestGenerateTextTraceAndIDs(t *testing.T) {
+	dir := tinyModelDir(t)
+	code, out, errOut := runCLI("generate", "--model", dir, "--prompt-ids", "2,5,40,41,6", "--canvas-ids", "30,31",
+		"--trace", "--max-new-tokens", "16", "--max-steps", "3", "--t-min", "0.5", "--t-max", "0.9",
+		"--entropy-bound", "0.2", "--confidence-threshold", "0.01", "--stability", "1", "--backend", "go")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "canvas 0 step 1: accepted ") || !strings.Contains(errOut, "tokens in") {
+		t.Errorf("stderr lacks the trace or the summary:\n%s", errOut)
+	}
+	if strings.Count(errOut, "canvas 0 step ") > 3 {
+		t.Errorf("more steps than --max-steps 3:\n%s", errOut)
+	}
+	if !strings.HasSuffix(out, "\n") {
+		t.Errorf("stdout %q", out)
+	}
+	// XLA requested where it cannot start: one plain line, then the run on Go.
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", t.TempDir())
+	code, _, errOut = runCLI("generate", "--model", dir, "--backend", "xla:cuda", "--mode", "ar",
+		"--max-new-tokens", "2", "--raw", "Unix")
+	if code != 0 {
+		t.Fatalf("xla fallback run failed: %s", errOut)
+	}
+	if first := strings.SplitN(errOut, "\n", 2)[0]; !strings.HasPrefix(first, "XLA backend unavailable (") {
+		t.Errorf("first stderr line %q", first)
+	}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	dir := tinyModelDir(t)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"generate", "--model", filepath.Join(dir, "missing"), "hi"}, "--model"},
+		{[]string{"generate", "--model", dir}, "no PROMPT"},
+		{[]string{"generate", "--model", dir, "--mode", "printer", "hi"}, "--mode"},
+		{[]string{"generate", "--model", dir, "--prompt-ids", "2,x", "hi"}, "PROMPT or --prompt-ids"},
+		{[]string{"generate", "--model", dir, "--prompt-ids", "2,x"}, "--prompt-ids"},
+		{[]string{"generate", "--model", dir, "--prompt-ids", "2,99999"}, "outside the vocabulary"},
+		{[]string{"generate", "--model", dir, "--temperature", "-1", "hi"}, "--temperature"},
+		{[]string{"generate", "--model", dir, "--mode", "ar", "--canvas-ids", "3", "hi"}, "--canvas-ids"},
+		{[]string{"generate", "--model", dir, "--backend", "tpu", "hi"}, "unknown backend"},
+	}
+	for _, c := range cases {
+		code, out, errOut := runCLI(c.args...)
+		if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and one line mentioning %q",
+				c.args[1:], code, out, errOut, c.want)
+		}
+	}
+}
+
+func TestBenchJSON(t *testing.T) {
+	dir := tinyModelDir(t)
+	code, out, errOut := runCLI("bench", "--model", dir, "--runs", "1", "--max-new-tokens", "16", "--max-steps", "3", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	d, a := rep.Diffusion, rep.AR
+	if rep.Backend != "go" || rep.CanvasLength != 16 || d.Runs != 1 || a.Runs != 1 || d.Mode != "diffusion" || a.Mode != "ar" {
+		t.Errorf("report %+v", rep)
+	}
+	if d.ForwardPasses < 2 || a.ForwardPasses < 1 || d.StepsPerCanvas < 1 || d.StepsPerCanvas > 3 || a.StepsPerCanvas != 0 {
+		t.Errorf("per-mode numbers: %+v / %+v", d, a)
+	}
+	if !(rep.MatMulGFLOPS > 0) || rep.MatMul.M != 16 || rep.MatMul.N != 512 || rep.PeakHeapBytes == 0 {
+		t.Errorf("matmul %+v, heap %d", rep.MatMul, rep.PeakHeapBytes)
+	}
+	if rep.ForwardFLOPs == nil || !(rep.ForwardGFLOPS > 0) || !(rep.ForwardVsMatMul > 0) || !(rep.SpeedupVsAR > 0) {
+		t.Errorf("forward FLOPs %+v, %v GFLOP/s, vs matmul %v, speedup %v", rep.ForwardFLOPs, rep.ForwardGFLOPS,
+			rep.ForwardVsMatMul, rep.SpeedupVsAR)
+	}
+	// The human-readable report carries the same numbers.
+	code, out, errOut = runCLI("bench", "--model", dir, "--runs", "1", "--max-new-tokens", "16", "--max-steps", "2")
+	if code != 0 || !strings.Contains(out, "diffusion vs AR:") || !strings.Contains(out, "GFLOP/s") ||
+		!strings.Contains(out, "peak memory:") || !strings.Contains(errOut, "diffusion run 1:") {
+		t.Errorf("text report (exit %d):\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI("bench", "--model", dir, "--runs", "0"); code != 1 || !strings.Contains(errOut, "--runs") {
+		t.Errorf("--runs 0: exit %d, %q", code, errOut)
+	}
+}
+
+func TestGenerateBuiltInModel(t *testing.T) {
+	code, out, errOut := runCLI("generate", "--max-new-tokens", "8", "--max-steps", "2", "--json", "What is Unix?")
+	if _, err := assets.Mini(); err != nil {
+		// Not built into this binary yet: a plain one-line error, exit 1.
+		if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "no --model given") {
+			t.Errorf("without the embedded model: exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+		return
+	}
+	if code != 0 || !strings.Contains(out, `"tokens_per_s"`) {
+		t.Errorf("embedded model: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

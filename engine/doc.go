@@ -1,0 +1,39 @@
+// Package engine runs DiffusionGemma-architecture block-diffusion language models
+// on GoMLX: it loads a checkpoint, turns a request into tokens and develops the
+// answer canvas by canvas.
+//
+// One backbone, two modes. A DiffusionGemma checkpoint has a single stack of
+// transformer layers (sliding and full attention, a routed mixture of experts next
+// to a dense MLP in every layer) that runs in two ways:
+//
+//   - as a causal encoder, over the prompt and then over every committed canvas,
+//     writing each token's keys and values to the KV cache — the same pass an
+//     ordinary autoregressive LM makes, which is also how AR mode decodes one token
+//     per forward pass;
+//   - as a bidirectional decoder over a fixed-length canvas (256 tokens for the
+//     released model) that reads the cache and never writes it: every canvas
+//     position sees the whole prefix and every other canvas position.
+//
+// The only decoder-only part is self-conditioning: at each denoising step the
+// decoder also receives the previous step's tempered prediction, as a soft
+// embedding softmax(logits/T)·E·√d, through a small MLP. Everything else — the
+// embeddings, the attention and expert weights, the tied output head — is shared,
+// and the encoder differs only in its own per-layer layer_scalar buffers.
+//
+// Generation (Engine.Generate) is block-autoregressive diffusion: encode the
+// prompt, start a canvas of uniform random tokens (or the caller's warm start),
+// and denoise it in up to max_denoising_steps steps. Each step the decoder scores
+// every position, package sampler draws a token per position from the tempered
+// distribution, keeps the lowest-entropy positions whose summed entropy stays
+// under the entropy bound, re-noises the rest, and stops once the argmax canvas is
+// stable and confident. The argmax canvas is committed, cut at the first EOS, and
+// — unless generation ends there — encoded into the cache so the next canvas
+// continues it. Every step is reported as an Event, so a UI can show the page
+// developing, and cancellation through the context is honored between steps.
+//
+// Subpackages: config (config.json, generation_config.json), weights
+// (safetensors and the tensor-name table), tokenizer, chat (the Gemma 4 turn
+// template), model (the GoMLX graph and its KV cache), sampler (the host-side
+// entropy-bound sampler) and backend (choosing the GoMLX backend, with a plain
+// fallback from XLA to pure Go).
+package engine

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+	"github.com/gomlx/gomlx/backends"
+)
+
+// Engine is a loaded model ready to generate. One generation runs at a time;
+// Generate may be called from any goroutine (concurrent calls wait their turn).
+type Engine struct {
+	mu sync.Mutex // serializes generations: the runner's KV cache is single-use
+
+	cfg       *config.Model
+	tokenizer *tokenizer.Tokenizer
+	tok       textCodec // tokenizer, or a fake in tests
+	run       runner
+	prompt    func(req *Request) ([]int, error) // request → prompt ids (chat template etc.)
+	backend   string
+	be        backends.Backend // nil for fakes
+	fallback  string           // why XLA did not start, if it was asked for
+	release   func()           // frees the model's device memory; nil when nothing to free
+	closed    bool
+}
+
+// textCodec is the tokenizer as the engine uses it.
+type textCodec interface {
+	Encode(text string) []int
+	Decode(ids []int) string
+}
+
+// Config returns the model's configuration (config.json with generation_config.json
+// in Config().Generation). Callers must not modify it.
+func (e *Engine) Config() *config.Model { return e.cfg }
+
+// Backend names the GoMLX backend the model runs on ("go", "xla:cuda", …).
+func (e *Engine) Backend() string { return e.backend }
+
+// GenerationDefaults returns the model's sampler defaults (generation_config.json),
+// the values a zero Sampling field stands for.
+func (e *Engine) GenerationDefaults() Sampling {
+	g := e.cfg.Generation
+	return Sampling{MaxNewTokens: g.MaxNewTokens, MaxSteps: g.MaxDenoisingSteps, TMin: g.TMin, TMax: g.TMax,
+		EntropyBound: g.EntropyBound, ConfidenceThreshold: g.ConfidenceThreshold,
+		StabilityThreshold: g.StabilityThreshold}
+}
+
+// Close frees the model. It waits for a running generation to finish; cancel its
+// context first to stop it early.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	if e.release != nil {
+		e.release()
+	}
+	return nil
+}
+
+// Generate runs one request to completion, to EOS, to max_new_tokens or until
+// ctx is cancelled. Cancellation is checked before every forward pass; a
+// cancelled generation is not an error: it returns the tokens committed so far
+// with StopReason "cancelled". OnEvent, if set, is called for every step.
+func (e *Engine) Generate(ctx context.Context, req Request) (res *Result, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, fmt.Errorf("generate: the engine is closed")
+	}
+	defer func() {
+		// GoMLX reports graph and execution errors by panicking; keep them inside.
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("generate: %v", r)
+		}
+	}()
+	g, err := e.newGeneration(ctx, &req)
+	if err != nil {
+		return nil, fmt.Errorf("generate: %w", err)
+	}
+	res, err = g.generate()
+	if err != nil {
+		return nil, fmt.Errorf("generate: %w", err)
+	}
+	return res, nil
+}
+
+// newGeneration checks a request and prepares its state.
+func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, error) {
+	t := e.cfg.Text
+	s, err := effectiveSampling(req.Sampling, e.GenerationDefaults())
+	if err != nil {
+		return nil, err
+	}
+	prompt, err := e.prompt(req)
+	if err != nil {
+		return nil, err
+	}
+	if len(prompt) == 0 {
+		return nil, errEmptyPrompt
+	}
+	if err := checkIDs("prompt", prompt, t.VocabSize); err != nil {
+		return nil, err
+	}
+	if err := checkIDs("canvas ids", req.CanvasIDs, t.VocabSize); err != nil {
+		return nil, err
+	}
+	canvas := e.cfg.CanvasLength
+	need := len(prompt) + s.MaxNewTokens
+	if req.Mode != AR {
+		need = len(prompt) + (s.MaxNewTokens+canvas-1)/canvas*canvas
+	}
+	if mp := t.MaxPositionEmbeddings; mp > 0 && need > mp {
+		return nil, fmt.Errorf("prompt (%d tokens) plus %d new tokens needs %d positions; the model has %d",
+			len(prompt), s.MaxNewTokens, need, mp)
+	}
+	smp, err := sampler.New(s.samplerParams(), t.VocabSize, req.Seed)
+	if err != nil {
+		return nil, err
+	}
+	eos := e.cfg.Generation.EOSTokenIDs
+	if len(eos) == 0 {
+		eos = e.cfg.EOSTokenIDs
+	}
+	return &generation{ctx: ctx, req: req, run: e.run, tok: e.tok, smp: smp, s: s,
+		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt}, nil
+}
+
+// MeasureMatMul times a raw float32 [m,k]×[k,n] matmul on the engine's own
+// backend (see backend.MeasureMatMul): the yardstick for the model's forward
+// FLOP/s. It waits for a running generation.
+func (e *Engine) MeasureMatMul(ctx context.Context, m, k, n, runs int) (backend.MatMulRate, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed || e.be == nil {
+		return backend.MatMulRate{}, errors.New("measure matmul: no backend (engine closed)")
+	}
+	return backend.MeasureMatMul(ctx, e.be, m, k, n, runs)
+}

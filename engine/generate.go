@@ -1,0 +1,308 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
+)
+
+// runner is the model as the generation loop sees it: engine/model's Runner with
+// its KV cache, or a fake in tests.
+type runner interface {
+	// Reset empties the KV cache.
+	Reset()
+	// Encode runs the causal encoder over tokens at the positions after the cache,
+	// appends their keys and values to the cache, and returns the logits of the
+	// last token: [vocab].
+	Encode(tokens []int) ([]float32, error)
+	// Decode runs the bidirectional decoder over canvas at the positions after
+	// the cache (read only), with the previous step's self-conditioning soft
+	// embedding (nil at a canvas's first step: zero). It returns the logits
+	// [len(canvas)·vocab] and the soft embedding for the next step, computed at
+	// temperature.
+	Decode(canvas []int, soft any, temperature float64) (logits []float32, next any, err error)
+}
+
+// textDecoder turns ids into text (engine/tokenizer's Tokenizer).
+type textDecoder interface {
+	Decode(ids []int) string
+}
+
+// generation is the state of one Generate call.
+type generation struct {
+	ctx     context.Context
+	req     *Request
+	run     runner
+	tok     textDecoder
+	smp     *sampler.Sampler
+	s       Sampling // effective knobs (defaults filled in)
+	canvas  int      // canvas length C
+	vocab   int
+	eos     []int
+	pad     int
+	prompt  []int
+	start   time.Time
+	forward int           // forward passes so far
+	fwdTime time.Duration // spent inside forward passes
+	flops   float64       // model arithmetic of those passes (model.FLOPs, model.EncodeFLOPs)
+	cached  int           // tokens in the KV cache
+	text    *config.Text  // dims for the FLOPs count
+	out     []int         // committed tokens, EOS excluded
+	res     *Result
+}
+
+// generate runs the request. The caller holds the Engine's lock.
+func (g *generation) generate() (*Result, error) {
+	g.start = time.Now()
+	g.res = &Result{PromptTokens: len(g.prompt), Canvases: []CanvasStats{}, Tokens: []int{}}
+	g.run.Reset()
+	var err error
+	switch g.req.Mode {
+	case AR:
+		err = g.autoregressive()
+	case Diffusion, "":
+		err = g.diffusion()
+	default:
+		err = fmt.Errorf("unknown mode %q (want %q or %q)", g.req.Mode, Diffusion, AR)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return g.finish(), nil
+}
+
+// forwardEncode runs one encoder pass, counting it.
+func (g *generation) forwardEncode(tokens []int) ([]float32, error) {
+	g.forward++
+	t0 := time.Now()
+	logits, err := g.run.Encode(tokens)
+	g.fwdTime += time.Since(t0)
+	if err != nil {
+		return nil, fmt.Errorf("encoder pass over %d tokens: %w", len(tokens), err)
+	}
+	g.flops += model.EncodeFLOPs(g.text, len(tokens), g.cached)
+	g.cached += len(tokens)
+	return logits, nil
+}
+
+// cancelled reports whether the context is done, recording the stop reason.
+func (g *generation) cancelled() bool {
+	if g.ctx.Err() != nil {
+		g.res.StopReason = "cancelled"
+		return true
+	}
+	return false
+}
+
+// diffusion is the block-diffusion loop: prefill, then per canvas denoise,
+// commit the argmax, cut at EOS, and encode the committed canvas before the next.
+func (g *generation) diffusion() error {
+	if g.cancelled() {
+		return nil
+	}
+	if _, err := g.forwardEncode(g.prompt); err != nil {
+		return err
+	}
+	canvases := (g.s.MaxNewTokens + g.canvas - 1) / g.canvas
+	var committed []int // the previous canvas, to encode before the next one
+	for ci := range canvases {
+		if committed != nil {
+			if g.cancelled() {
+				return nil
+			}
+			if _, err := g.forwardEncode(committed); err != nil {
+				return err
+			}
+		}
+		var given []int
+		if ci == 0 {
+			given = g.req.CanvasIDs
+		}
+		argmax, stats, ok, err := g.denoise(ci, given)
+		if err != nil || !ok {
+			return err
+		}
+		g.res.Canvases = append(g.res.Canvases, stats)
+		truncated, n, eos := sampler.TruncateEOS(argmax, g.eos, g.pad)
+		room := g.s.MaxNewTokens - len(g.out)
+		g.out = append(g.out, truncated[:min(n, room)]...)
+		if ci == 0 {
+			g.res.FirstCanvasMS = ms(time.Since(g.start))
+		}
+		g.emit(Event{Kind: EventCommit, Canvas: ci, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
+		if eos && n <= room {
+			g.res.StopReason = "eos"
+			return nil
+		}
+		committed = truncated
+	}
+	g.res.StopReason = "max_tokens"
+	return nil
+}
+
+// denoise develops one canvas and returns its final argmax. ok is false when the
+// context was cancelled before the canvas finished.
+func (g *generation) denoise(ci int, given []int) (argmax []int, stats CanvasStats, ok bool, err error) {
+	draft := g.smp.Canvas(given, g.canvas)
+	var soft any
+	for step := 1; step <= g.s.MaxSteps; step++ {
+		if g.cancelled() {
+			return nil, stats, false, nil
+		}
+		t := g.smp.Temperature(step)
+		g.forward++
+		t0 := time.Now()
+		logits, next, err := g.run.Decode(draft, soft, t)
+		g.fwdTime += time.Since(t0)
+		if err != nil {
+			return nil, stats, false, fmt.Errorf("canvas %d step %d: decoder pass: %w", ci, step, err)
+		}
+		g.flops += model.FLOPs(g.text, len(draft), g.cached)
+		r, err := g.smp.Step(logits, step)
+		if err != nil {
+			return nil, stats, false, fmt.Errorf("canvas %d step %d: %w", ci, step, err)
+		}
+		soft, draft, argmax = next, r.Draft, r.Argmax
+		stats.Steps = step
+		stats.Accepted = append(stats.Accepted, r.NumAccepted)
+		if g.req.OnEvent != nil {
+			// The text shows the draft as it would be committed now: cut at EOS.
+			_, n, _ := sampler.TruncateEOS(r.Argmax, g.eos, g.pad)
+			g.emit(Event{Kind: EventStep, Canvas: ci, Step: step,
+				Draft: r.Draft, Accepted: r.Accepted, Argmax: r.Argmax, Entropy: r.Entropy,
+				Committed: slices.Clone(g.out), Text: g.tok.Decode(append(slices.Clone(g.out), r.Argmax[:n]...))})
+		}
+		if r.Stop {
+			break
+		}
+	}
+	return argmax, stats, true, nil
+}
+
+// autoregressive decodes one token per encoder pass with the causal cache.
+func (g *generation) autoregressive() error {
+	if g.cancelled() {
+		return nil
+	}
+	logits, err := g.forwardEncode(g.prompt)
+	if err != nil {
+		return err
+	}
+	for {
+		if err := checkLogits(logits, g.vocab); err != nil {
+			return err
+		}
+		id := g.smp.Token(logits, g.s.Temperature)
+		if slices.Contains(g.eos, id) {
+			g.res.StopReason = "eos"
+			return nil
+		}
+		g.out = append(g.out, id)
+		if len(g.out) == 1 {
+			g.res.FirstCanvasMS = ms(time.Since(g.start))
+		}
+		g.emit(Event{Kind: EventToken, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
+		if len(g.out) >= g.s.MaxNewTokens {
+			g.res.StopReason = "max_tokens"
+			return nil
+		}
+		if g.cancelled() {
+			return nil
+		}
+		if logits, err = g.forwardEncode([]int{id}); err != nil {
+			return err
+		}
+	}
+}
+
+func checkLogits(logits []float32, vocab int) error {
+	if len(logits) != vocab {
+		return fmt.Errorf("encoder returned %d logits, want %d", len(logits), vocab)
+	}
+	return nil
+}
+
+// emit stamps an event with the run's counters and hands it to the caller.
+func (g *generation) emit(ev Event) {
+	if g.req.OnEvent == nil {
+		return
+	}
+	ev.ForwardPasses = g.forward
+	ev.Elapsed = time.Since(g.start)
+	g.req.OnEvent(ev)
+}
+
+// finish fills the Result's totals and emits EventDone.
+func (g *generation) finish() *Result {
+	r := g.res
+	r.Tokens = slices.Clone(g.out)
+	r.Text = g.tok.Decode(g.out)
+	r.ForwardPasses = g.forward
+	r.Elapsed = time.Since(g.start)
+	r.ElapsedMS = ms(r.Elapsed)
+	r.ForwardMS = ms(g.fwdTime)
+	r.ForwardFLOPs = g.flops
+	if s := r.Elapsed.Seconds(); s > 0 {
+		r.TokensPerS = float64(len(r.Tokens)) / s
+	}
+	g.emit(Event{Kind: EventDone, Canvas: max(len(r.Canvases)-1, 0), Committed: slices.Clone(g.out), Text: r.Text})
+	return r
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// effectiveSampling fills zero knobs from the model's defaults and checks them.
+func effectiveSampling(s, def Sampling) (Sampling, error) {
+	if s.MaxNewTokens == 0 {
+		s.MaxNewTokens = def.MaxNewTokens
+	}
+	if s.MaxSteps == 0 {
+		s.MaxSteps = def.MaxSteps
+	}
+	if s.TMin == 0 {
+		s.TMin = def.TMin
+	}
+	if s.TMax == 0 {
+		s.TMax = def.TMax
+	}
+	if s.EntropyBound == 0 {
+		s.EntropyBound = def.EntropyBound
+	}
+	if s.ConfidenceThreshold == 0 {
+		s.ConfidenceThreshold = def.ConfidenceThreshold
+	}
+	if s.StabilityThreshold == 0 {
+		s.StabilityThreshold = def.StabilityThreshold
+	}
+	switch {
+	case s.MaxNewTokens < 1:
+		return s, fmt.Errorf("max new tokens must be at least 1, got %d", s.MaxNewTokens)
+	case s.Temperature < 0 || math.IsNaN(s.Temperature) || math.IsInf(s.Temperature, 0):
+		return s, fmt.Errorf("temperature must be ≥ 0, got %g", s.Temperature)
+	}
+	return s, nil
+}
+
+func (s Sampling) samplerParams() sampler.Params {
+	return sampler.Params{MaxSteps: s.MaxSteps, TMin: s.TMin, TMax: s.TMax, EntropyBound: s.EntropyBound,
+		ConfidenceThreshold: s.ConfidenceThreshold, StabilityThreshold: s.StabilityThreshold}
+}
+
+// checkIDs reports an id outside [0, vocab).
+func checkIDs(what string, ids []int, vocab int) error {
+	for i, id := range ids {
+		if id < 0 || id >= vocab {
+			return fmt.Errorf("%s: id %d at index %d is outside the vocabulary [0, %d)", what, id, i, vocab)
+		}
+	}
+	return nil
+}
+
+var errEmptyPrompt = errors.New("the prompt is empty: give prompt text, messages or prompt ids")

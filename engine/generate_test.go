@@ -1,0 +1,433 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/model"
+)
+
+// scriptRunner is a fake model that "knows" the text: the token at absolute
+// position p is script(p). The decoder's confidence grows with the
+// self-conditioning state it is handed (the number of previous steps of this
+// canvas), so canvases take a few steps and then stop on stability+confidence.
+// Because the target depends on the absolute position, a loop that fails to
+// encode a committed canvas produces wrong tokens.
+type scriptRunner struct {
+	vocab   int
+	script  func(pos int) int
+	margin  func(k int) float32 // peak height at self-conditioning step k (0 at a canvas's first step)
+	cache   []int
+	decodes []decodeCall
+	encodes [][]int
+	failAt  int // decode call number (1-based) that fails; 0: never
+}
+
+type decodeCall struct {
+	canvas []int
+	soft   any
+	start  int // cache length = first canvas position
+	temp   float64
+}
+
+func (f *scriptRunner) Reset() { f.cache = nil }
+
+func (f *scriptRunner) row(pos int, margin float32) []float32 {
+	r := make([]float32, f.vocab)
+	for j := range r {
+		r[j] = float32((pos*131+j*71)%97) / 97 // deterministic clutter in [0,1)
+	}
+	r[f.script(pos)] += margin
+	return r
+}
+
+func (f *scriptRunner) Encode(tokens []int) ([]float32, error) {
+	f.encodes = append(f.encodes, slices.Clone(tokens))
+	f.cache = append(f.cache, tokens...)
+	return f.row(len(f.cache), 8), nil // the next token's prediction
+}
+
+func (f *scriptRunner) Decode(canvas []int, soft any, temp float64) ([]float32, any, error) {
+	f.decodes = append(f.decodes, decodeCall{slices.Clone(canvas), soft, len(f.cache), temp})
+	if f.failAt == len(f.decodes) {
+		return nil, nil, errors.New("device lost")
+	}
+	k := 0
+	if soft != nil {
+		k = soft.(int)
+	}
+	out := make([]float32, 0, len(canvas)*f.vocab)
+	for i := range canvas {
+		out = append(out, f.row(len(f.cache)+i, f.margin(k))...)
+	}
+	return out, k + 1, nil
+}
+
+type wordCodec struct{}
+
+func (wordCodec) Encode(text string) []int { return nil }
+func (wordCodec) Decode(ids []int) string {
+	var b strings.Builder
+	for _, id := range ids {
+		fmt.Fprintf(&b, "t%d ", id)
+	}
+	return b.String()
+}
+
+const promptLen = 5
+
+// body is the scripted text: ids in [10, 500) (no EOS, no pad).
+func body(pos int) int { return 10 + (pos*37)%490 }
+
+func testEngine(f *scriptRunner) *Engine {
+	cfg := config.Tiny() // vocab 512, canvas 16
+	cfg.Generation.EOSTokenIDs = []int{1, 106}
+	cfg.Generation.PadTokenID = 0
+	return &Engine{cfg: cfg, tok: wordCodec{}, run: f, backend: "fake",
+		prompt: func(r *Request) ([]int, error) { return r.PromptIDs, nil }}
+}
+
+func newScript(script func(int) int) *scriptRunner {
+	return &scriptRunner{vocab: 512, script: script, margin: func(k int) float32 { return 4 + 10*float32(k) }}
+}
+
+func prompt() []int { return []int{2, 105, 30, 31, 32} }
+
+func TestDiffusionMultiCanvasReencodes(t *testing.T) {
+	f := newScript(body)
+	e := testEngine(f)
+	var events []Event
+	res, err := e.Generate(context.Background(), Request{PromptIDs: prompt(), Seed: 1,
+		Sampling: Sampling{MaxNewTokens: 40}, OnEvent: func(ev Event) { events = append(events, ev) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ceil(40/16) = 3 canvases, the last cut to 8 tokens.
+	want := make([]int, 40)
+	for i := range want {
+		want[i] = body(promptLen + i)
+	}
+	if !slices.Equal(res.Tokens, want) {
+		t.Fatalf("tokens\n got %v\nwant %v", res.Tokens, want)
+	}
+	if res.StopReason != "max_tokens" || len(res.Canvases) != 3 {
+		t.Errorf("stop %q after %d canvases, want max_tokens after 3", res.StopReason, len(res.Canvases))
+	}
+	// Prompt, then canvases 0 and 1 (committed argmax), never the last canvas.
+	wantEnc := [][]int{prompt(), want[:16], want[16:32]}
+	if len(f.encodes) != len(wantEnc) {
+		t.Fatalf("%d encoder passes, want %d: %v", len(f.encodes), len(wantEnc), f.encodes)
+	}
+	for i := range wantEnc {
+		if !slices.Equal(f.encodes[i], wantEnc[i]) {
+			t.Errorf("encoder pass %d got %v, want %v", i, f.encodes[i], wantEnc[i])
+		}
+	}
+	steps := 0
+	for _, c := range res.Canvases {
+		if c.Steps < 2 || c.Steps != len(c.Accepted) {
+			t.Errorf("canvas stats %+v: want ≥ 2 steps (stability needs a repeat) and one count per step", c)
+		}
+		steps += c.Steps
+	}
+	if res.ForwardPasses != steps+len(wantEnc) || len(f.decodes) != steps {
+		t.Errorf("forward passes %d, decodes %d; want %d and %d", res.ForwardPasses, len(f.decodes), steps+3, steps)
+	}
+	// FLOPs: each encoder pass after what was cached, each decoder step after the cache.
+	tx := &e.cfg.Text
+	wantFLOPs := model.EncodeFLOPs(tx, promptLen, 0) + model.EncodeFLOPs(tx, 16, promptLen) +
+		model.EncodeFLOPs(tx, 16, promptLen+16)
+	for _, d := range f.decodes {
+		wantFLOPs += model.FLOPs(tx, 16, d.start)
+	}
+	if res.ForwardFLOPs != wantFLOPs || res.ForwardMS < 0 || res.ForwardMS > res.ElapsedMS {
+		t.Errorf("forward FLOPs %g (want %g), forward %v ms of %v", res.ForwardFLOPs, wantFLOPs, res.ForwardMS, res.ElapsedMS)
+	}
+	// Self-conditioning: nil at each canvas's first step, then the previous step's output;
+	// the decoder's positions follow the cache; temperature follows the schedule.
+	step := 0
+	ci := 0
+	for i, d := range f.decodes {
+		if step == res.Canvases[ci].Steps {
+			step, ci = 0, ci+1
+		}
+		step++
+		if step == 1 && d.soft != nil || step > 1 && d.soft != step-1 {
+			t.Errorf("decode %d (canvas %d step %d): soft %v", i, ci, step, d.soft)
+		}
+		if d.start != promptLen+16*ci || len(d.canvas) != 16 {
+			t.Errorf("decode %d: start %d len %d", i, d.start, len(d.canvas))
+		}
+		if wantT := 0.4 + 0.4*float64(48-step+1)/48; d.temp != wantT {
+			t.Errorf("decode %d: temperature %v, want %v", i, d.temp, wantT)
+		}
+	}
+	// Events: one per step, then a commit per canvas, then done.
+	var kinds []EventKind
+	nSteps := 0
+	for _, ev := range events {
+		if ev.Kind == EventStep {
+			nSteps++
+			if len(ev.Draft) != 16 || len(ev.Accepted) != 16 || len(ev.Argmax) != 16 || len(ev.Entropy) != 16 {
+				t.Fatalf("step event with short slices: %+v", ev)
+			}
+			if !strings.HasPrefix(ev.Text, wordCodec{}.Decode(ev.Committed)) {
+				t.Errorf("step text %q does not start with the committed text", ev.Text)
+			}
+			continue
+		}
+		kinds = append(kinds, ev.Kind)
+	}
+	if nSteps != steps || !slices.Equal(kinds, []EventKind{EventCommit, EventCommit, EventCommit, EventDone}) {
+		t.Errorf("%d step events (want %d), other kinds %v", nSteps, steps, kinds)
+	}
+	last := events[len(events)-1]
+	if last.Text != res.Text || last.ForwardPasses != res.ForwardPasses || !slices.Equal(last.Committed, res.Tokens) {
+		t.Errorf("done event %+v does not match the result", last)
+	}
+	if res.TokensPerS <= 0 || res.FirstCanvasMS <= 0 || res.PromptTokens != promptLen {
+		t.Errorf("result totals: %+v", res)
+	}
+}
+
+func TestDiffusionEOSTruncation(t *testing.T) {
+	// EOS (106) at the 5th token of the second canvas; what follows is pad.
+	eosAt := promptLen + 16 + 4
+	f := newScript(func(p int) int {
+		if p == eosAt {
+			return 106
+		}
+		return body(p)
+	})
+	var commits []Event
+	res, err := testEngine(f).Generate(context.Background(), Request{PromptIDs: prompt(),
+		Sampling: Sampling{MaxNewTokens: 64}, OnEvent: func(ev Event) {
+			if ev.Kind == EventCommit {
+				commits = append(commits, ev)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StopReason != "eos" || len(res.Tokens) != 20 || len(res.Canvases) != 2 {
+		t.Fatalf("stop %q, %d tokens, %d canvases; want eos, 20, 2", res.StopReason, len(res.Tokens), len(res.Canvases))
+	}
+	if slices.Contains(res.Tokens, 106) || slices.Contains(res.Tokens, 0) {
+		t.Errorf("EOS or pad in the output: %v", res.Tokens)
+	}
+	if len(f.encodes) != 2 { // prompt + first canvas; the EOS canvas is never encoded
+		t.Errorf("%d encoder passes, want 2", len(f.encodes))
+	}
+	if res.TokensPerS <= 0 || len(commits) != 2 || len(commits[1].Committed) != 20 {
+		t.Errorf("tokens/s %v, commits %d", res.TokensPerS, len(commits))
+	}
+}
+
+func TestDiffusionWarmStart(t *testing.T) {
+	f := newScript(body)
+	given := []int{7, 8, 9}
+	res, err := testEngine(f).Generate(context.Background(), Request{PromptIDs: prompt(),
+		CanvasIDs: given, Sampling: Sampling{MaxNewTokens: 32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := f.decodes[0].canvas
+	if !slices.Equal(first[:3], given) || len(first) != 16 {
+		t.Errorf("first decoder canvas %v does not start with the warm start %v", first, given)
+	}
+	second := f.decodes[res.Canvases[0].Steps].canvas // the second canvas starts from noise
+	if slices.Equal(second[:3], given) {
+		t.Errorf("warm start reused for the second canvas: %v", second)
+	}
+	if _, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(),
+		CanvasIDs: []int{5, 9999}}); err == nil || !strings.Contains(err.Error(), "9999") {
+		t.Errorf("out-of-vocabulary canvas id: err = %v", err)
+	}
+}
+
+func TestDiffusionCancelWithinOneStep(t *testing.T) {
+	f := newScript(body)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	decodesAtCancel := -1
+	res, err := testEngine(f).Generate(ctx, Request{PromptIDs: prompt(), Sampling: Sampling{MaxNewTokens: 64},
+		OnEvent: func(ev Event) {
+			if ev.Kind == EventStep && ev.Canvas == 1 && ev.Step == 1 {
+				cancel()
+				decodesAtCancel = len(f.decodes)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StopReason != "cancelled" {
+		t.Fatalf("stop reason %q", res.StopReason)
+	}
+	if len(f.decodes) != decodesAtCancel {
+		t.Errorf("%d decoder passes after the cancel", len(f.decodes)-decodesAtCancel)
+	}
+	if len(res.Tokens) != 16 || len(res.Canvases) != 1 {
+		t.Errorf("want the first canvas committed (16 tokens, 1 canvas), got %d tokens, %d canvases",
+			len(res.Tokens), len(res.Canvases))
+	}
+	// Cancelled before anything ran.
+	res, err = testEngine(newScript(body)).Generate(ctx, Request{PromptIDs: prompt()})
+	if err != nil || res.StopReason != "cancelled" || res.ForwardPasses != 0 {
+		t.Errorf("pre-cancelled: %+v, %v", res, err)
+	}
+}
+
+func TestDiffusionSameSeedIdentical(t *testing.T) {
+	// A weak, constant peak: sampling and re-noising decide what happens.
+	weak := func() *scriptRunner {
+		f := newScript(body)
+		f.margin = func(int) float32 { return 3 }
+		return f
+	}
+	run := func(seed uint64) (*Result, [][]int) {
+		var drafts [][]int
+		res, err := testEngine(weak()).Generate(context.Background(), Request{PromptIDs: prompt(), Seed: seed,
+			Sampling: Sampling{MaxNewTokens: 32, MaxSteps: 6}, OnEvent: func(ev Event) {
+				if ev.Kind == EventStep {
+					drafts = append(drafts, ev.Draft)
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, drafts
+	}
+	a, da := run(9)
+	b, db := run(9)
+	c, dc := run(10)
+	if !slices.Equal(a.Tokens, b.Tokens) || len(da) != len(db) {
+		t.Fatal("same seed, different output")
+	}
+	for i := range da {
+		if !slices.Equal(da[i], db[i]) {
+			t.Fatalf("same seed, step %d drafts differ", i)
+		}
+	}
+	for i := range a.Canvases {
+		if !slices.Equal(a.Canvases[i].Accepted, b.Canvases[i].Accepted) {
+			t.Fatalf("same seed, canvas %d acceptance differs", i)
+		}
+	}
+	if slices.EqualFunc(da, dc, func(x, y []int) bool { return slices.Equal(x, y) }) && slices.Equal(a.Tokens, c.Tokens) {
+		t.Error("different seeds, identical drafts")
+	}
+}
+
+func TestDecoderErrorIsReturned(t *testing.T) {
+	f := newScript(body)
+	f.failAt = 2
+	_, err := testEngine(f).Generate(context.Background(), Request{PromptIDs: prompt()})
+	if err == nil || !strings.Contains(err.Error(), "device lost") || !strings.Contains(err.Error(), "step 2") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestARMode(t *testing.T) {
+	eosAt := promptLen + 7
+	f := newScript(func(p int) int {
+		if p == eosAt {
+			return 1
+		}
+		return body(p)
+	})
+	var tokens []Event
+	res, err := testEngine(f).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: AR,
+		OnEvent: func(ev Event) {
+			if ev.Kind == EventToken {
+				tokens = append(tokens, ev)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]int, 7)
+	for i := range want {
+		want[i] = body(promptLen + i)
+	}
+	if !slices.Equal(res.Tokens, want) || res.StopReason != "eos" {
+		t.Fatalf("AR tokens %v (%s), want %v (eos)", res.Tokens, res.StopReason, want)
+	}
+	// Prefill + one pass per token that was followed by another prediction.
+	if res.ForwardPasses != 1+7 || len(f.decodes) != 0 || len(tokens) != 7 {
+		t.Errorf("forward passes %d, decodes %d, token events %d", res.ForwardPasses, len(f.decodes), len(tokens))
+	}
+	for i, enc := range f.encodes[1:] {
+		if len(enc) != 1 || enc[0] != want[i] {
+			t.Errorf("AR pass %d encoded %v, want [%d]", i+1, enc, want[i])
+		}
+	}
+	// max_new_tokens stops, and a temperature samples reproducibly.
+	g := func(seed uint64) *Result {
+		r, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: AR,
+			Seed: seed, Sampling: Sampling{MaxNewTokens: 5, Temperature: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r1, r2 := g(4), g(4)
+	if len(r1.Tokens) != 5 || r1.StopReason != "max_tokens" || !slices.Equal(r1.Tokens, r2.Tokens) {
+		t.Errorf("AR sampled: %v (%s) vs %v", r1.Tokens, r1.StopReason, r2.Tokens)
+	}
+}
+
+func TestRequestErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		req  Request
+		want string
+	}{
+		{"empty prompt", Request{}, "empty"},
+		{"bad prompt id", Request{PromptIDs: []int{2, -1}}, "outside the vocabulary"},
+		{"bad mode", Request{PromptIDs: prompt(), Mode: "printer"}, "unknown mode"},
+		{"negative temperature", Request{PromptIDs: prompt(), Mode: AR, Sampling: Sampling{Temperature: -1}}, "temperature"},
+		{"bad t_min", Request{PromptIDs: prompt(), Sampling: Sampling{TMin: -0.1}}, "temperatures"},
+		{"too long", Request{PromptIDs: prompt(), Sampling: Sampling{MaxNewTokens: 5000}}, "positions"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := testEngine(newScript(body)).Generate(context.Background(), c.req)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want one mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestGenerateConcurrentCallsSerialize(t *testing.T) {
+	e := testEngine(newScript(body))
+	errs := make(chan error, 4)
+	results := make(chan []int, 4)
+	for range 4 {
+		go func() {
+			r, err := e.Generate(context.Background(), Request{PromptIDs: prompt(), Seed: 3,
+				Sampling: Sampling{MaxNewTokens: 32}})
+			errs <- err
+			if err == nil {
+				results <- r.Tokens
+			}
+		}()
+	}
+	var first []int
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		toks := <-results
+		if first == nil {
+			first = toks
+		} else if !slices.Equal(first, toks) {
+			t.Errorf("concurrent runs interfered: %v vs %v", first, toks)
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/chat"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+)
+
+// Source is where a model's files are, in the Hugging Face layout (config.json,
+// generation_config.json, model.safetensors or shards, tokenizer.json): a
+// directory (Dir) or a file system rooted at the model directory (FS, e.g. the
+// embedded Darkroom Mini).
+type Source struct {
+	Dir  string
+	FS   fs.FS
+	Name string // for messages; Dir when empty
+}
+
+// Dir is the model in directory path.
+func Dir(path string) Source { return Source{Dir: path, Name: path} }
+
+// FS is the model at the root of fsys, called name in messages.
+func FS(fsys fs.FS, name string) Source { return Source{FS: fsys, Name: name} }
+
+func (s Source) String() string {
+	switch {
+	case s.Name != "":
+		return s.Name
+	case s.Dir != "":
+		return s.Dir
+	}
+	return "model"
+}
+
+// Options tune Load.
+type Options struct {
+	// Backend is "go" (pure Go), "xla", "xla:cpu", "xla:cuda", "xla:/abs/plugin.so"
+	// or "auto"; empty means $GOMLX_BACKEND, else "go". An XLA backend that cannot
+	// start falls back to "go" (see Engine.BackendFallback).
+	Backend string
+	// Progress, if set, is called as loading moves through its stages
+	// ("config", "tokenizer", "weights", "backend", "model", "ready").
+	Progress func(stage string)
+}
+
+// Load reads a model and prepares it to generate. Either the whole model loads
+// or an error names the file (and tensor) that is wrong; nothing is left half
+// loaded. ctx cancels loading between stages.
+func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) {
+	defer func() {
+		if r := recover(); r != nil { // GoMLX panics on graph errors; never let them out
+			e, err = nil, fmt.Errorf("load %s: %v", src, r)
+		}
+	}()
+	fsys := src.FS
+	if fsys == nil {
+		if src.Dir == "" {
+			return nil, fmt.Errorf("load: no model directory given")
+		}
+		st, err := os.Stat(src.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", src, err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("load %s: not a directory", src)
+		}
+		fsys = os.DirFS(src.Dir)
+	}
+	stage := func(s string) error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("load %s: %w", src, err)
+		}
+		if opts.Progress != nil {
+			opts.Progress(s)
+		}
+		return nil
+	}
+
+	if err := stage("config"); err != nil {
+		return nil, err
+	}
+	cfg, err := config.LoadFS(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", src, err)
+	}
+	if cfg.CanvasLength < 1 {
+		return nil, fmt.Errorf("load %s: %s: canvas_length must be positive, got %d", src, config.ConfigFile, cfg.CanvasLength)
+	}
+
+	if err := stage("tokenizer"); err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.LoadFS(fsys, "tokenizer.json")
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", src, err)
+	}
+	if tok.VocabSize() > cfg.Text.VocabSize {
+		return nil, fmt.Errorf("load %s: tokenizer.json has %d ids but the model's vocab_size is %d",
+			src, tok.VocabSize(), cfg.Text.VocabSize)
+	}
+
+	if err := stage("weights"); err != nil {
+		return nil, err
+	}
+	var set *weights.Set
+	if src.FS == nil {
+		set, err = weights.Load(src.Dir, cfg)
+	} else {
+		set, err = weights.LoadFS(fsys, ".", cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", src, err)
+	}
+
+	if err := stage("backend"); err != nil {
+		return nil, err
+	}
+	be, err := backend.New(opts.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", src, err)
+	}
+
+	if err := stage("model"); err != nil {
+		be.Finalize()
+		return nil, err
+	}
+	run, release, err := newModelRunner(be, cfg, set)
+	if err != nil {
+		be.Finalize()
+		return nil, fmt.Errorf("load %s: %w", src, err)
+	}
+	e = &Engine{cfg: cfg, tokenizer: tok, tok: tok, run: run, backend: be.Spec, be: be.Backend, fallback: be.Fallback,
+		release: func() {
+			release()
+			be.Finalize()
+		}}
+	e.prompt = e.promptIDs
+	if err := stage("ready"); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Tokenizer returns the model's tokenizer.
+func (e *Engine) Tokenizer() *tokenizer.Tokenizer { return e.tokenizer }
+
+// BackendFallback is the one plain line saying why XLA was asked for but the
+// pure-Go backend runs instead ("" when the requested backend runs).
+func (e *Engine) BackendFallback() string { return e.fallback }
+
+// promptIDs turns a request into the encoder's input: PromptIDs as given; Raw
+// text as BOS + its ids; Prompt as a single user turn and Messages as a
+// conversation, both in the Gemma 4 chat format with the model turn opened.
+func (e *Engine) promptIDs(req *Request) ([]int, error) {
+	switch {
+	case len(req.Messages) > 0:
+		msgs := make([]chat.Message, len(req.Messages))
+		for i, m := range req.Messages {
+			msgs[i] = chat.Message{Role: m.Role, Content: m.Content}
+		}
+		return chat.Encode(e.tokenizer, msgs, chat.Options{Thinking: req.Thinking})
+	case req.Prompt != "" && !req.Raw:
+		return chat.Encode(e.tokenizer, []chat.Message{{Role: "user", Content: req.Prompt}},
+			chat.Options{Thinking: req.Thinking})
+	case req.Prompt != "":
+		ids := e.tokenizer.Encode(req.Prompt)
+		if bos := e.tokenizer.BOS(); bos >= 0 {
+			ids = append([]int{bos}, ids...)
+		}
+		return ids, nil
+	}
+	return req.PromptIDs, nil
+}

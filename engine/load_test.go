@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+)
+
+// writeTinyModel writes a random-weight checkpoint of config.Tiny (every
+// architectural feature, vocab 512, canvas 16) with a small trained tokenizer.
+func writeTinyModel(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	tr, err := tokenizer.Train(tokenizer.Slice([]string{
+		"<h1>Unix</h1>\n<p>Unix is an operating system.</p>",
+		"<|turn>user\nWhat is Unix?<turn|>\n<|turn>model\nUnix is an operating system.<turn|>",
+		"The operating system runs programs. The kernel is part of the operating system.",
+	}), tokenizer.TrainOptions{VocabSize: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Tiny()
+	cfg.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
+	cfg.Generation.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
+	cfg.Generation.MaxNewTokens = 32
+	cfg.Generation.MaxDenoisingSteps = 6
+	if err := weights.Save(weights.Random(cfg, 1), cfg, dir, weights.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestLoadAndGenerateTinyModel(t *testing.T) {
+	dir := writeTinyModel(t)
+	var stages []string
+	e, err := Load(context.Background(), Dir(dir), Options{Backend: "go",
+		Progress: func(s string) { stages = append(stages, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.Backend() != "go" || e.BackendFallback() != "" || e.Config().CanvasLength != 16 {
+		t.Errorf("backend %q fallback %q canvas %d", e.Backend(), e.BackendFallback(), e.Config().CanvasLength)
+	}
+	if !slices.Equal(stages, []string{"config", "tokenizer", "weights", "backend", "model", "ready"}) {
+		t.Errorf("progress stages %v", stages)
+	}
+	if d := e.GenerationDefaults(); d.MaxNewTokens != 32 || d.MaxSteps != 6 || d.TMax != 0.8 {
+		t.Errorf("defaults %+v", d)
+	}
+	steps := 0
+	req := Request{Prompt: "What is Unix?", Seed: 5, OnEvent: func(ev Event) {
+		if ev.Kind == EventStep {
+			steps++
+		}
+	}}
+	res, err := e.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PromptTokens < 5 || res.ForwardPasses < 2 || steps == 0 || len(res.Canvases) == 0 {
+		t.Errorf("diffusion result %+v (%d step events)", res, steps)
+	}
+	if len(res.Tokens) > 32 || (res.StopReason != "eos" && res.StopReason != "max_tokens") {
+		t.Errorf("%d tokens, stop %q", len(res.Tokens), res.StopReason)
+	}
+	for _, c := range res.Canvases {
+		if c.Steps < 1 || c.Steps > 6 {
+			t.Errorf("canvas steps %d outside 1..6", c.Steps)
+		}
+	}
+	// The same seed reproduces the run on the real model.
+	again, err := e.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Tokens, again.Tokens) || res.ForwardPasses != again.ForwardPasses {
+		t.Errorf("same seed: %v vs %v", res.Tokens, again.Tokens)
+	}
+
+	ar, err := e.Generate(context.Background(), Request{Prompt: "What is Unix?", Mode: AR,
+		Sampling: Sampling{MaxNewTokens: 6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ar.PromptTokens != res.PromptTokens || len(ar.Tokens) > 6 || ar.ForwardPasses != 1+len(ar.Tokens)-boolInt(ar.StopReason == "max_tokens") {
+		t.Errorf("AR result %+v", ar)
+	}
+	// Raw text and prompt ids reach the encoder as documented.
+	bos := e.Tokenizer().BOS()
+	ids, err := e.promptIDs(&Request{Prompt: "Unix", Raw: true})
+	if err != nil || ids[0] != bos || !slices.Equal(ids[1:], e.Tokenizer().Encode("Unix")) {
+		t.Errorf("raw prompt ids %v, %v", ids, err)
+	}
+	ids, _ = e.promptIDs(&Request{Prompt: "Unix"})
+	if text := e.Tokenizer().Decode(ids); ids[0] != bos || !strings.HasSuffix(text, "<|turn>user\nUnix<turn|>\n<|turn>model\n<|channel>thought\n<channel|>") {
+		t.Errorf("chat prompt %q", text)
+	}
+	ids, _ = e.promptIDs(&Request{Thinking: true, Prompt: "ignored", PromptIDs: []int{9},
+		Messages: []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Unix?"}}})
+	if text := e.Tokenizer().Decode(ids); !strings.Contains(text, "<|turn>system\n<|think|>\nBe brief.<turn|>\n<|turn>user\nUnix?<turn|>\n<|turn>model\n") ||
+		strings.HasSuffix(text, "<channel|>") {
+		t.Errorf("messages prompt %q", text)
+	}
+	if ids, _ := e.promptIDs(&Request{PromptIDs: []int{9, 8}}); !slices.Equal(ids, []int{9, 8}) {
+		t.Errorf("prompt ids changed: %v", ids)
+	}
+	if _, err := e.Generate(context.Background(), Request{Messages: []Message{{Role: "robot", Content: "x"}}}); err == nil {
+		t.Error("unknown role accepted")
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestLoadErrors(t *testing.T) {
+	dir := writeTinyModel(t)
+	ctx := context.Background()
+	if _, err := Load(ctx, Dir(filepath.Join(dir, "nope")), Options{}); err == nil {
+		t.Error("missing directory loaded")
+	}
+	if err := os.Remove(filepath.Join(dir, "tokenizer.json")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(ctx, Dir(dir), Options{})
+	if err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
+		t.Errorf("missing tokenizer: %v", err)
+	}
+	good := writeTinyModel(t)
+	if _, err := Load(ctx, Dir(good), Options{Backend: "tpu"}); err == nil || !strings.Contains(err.Error(), "unknown backend") {
+		t.Errorf("unknown backend: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := Load(cctx, Dir(good), Options{}); err == nil || !strings.Contains(err.Error(), "canceled") {
+		t.Errorf("cancelled load: %v", err)
+	}
+	// The embedded-model path: the same files through an fs.FS.
+	e, err := Load(ctx, FS(os.DirFS(good), "tiny"), Options{Backend: "xla"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if (e.Backend() == "go") != strings.HasPrefix(e.BackendFallback(), "XLA backend unavailable (") {
+		t.Errorf("xla here: backend %q, fallback %q", e.Backend(), e.BackendFallback())
+	}
+}

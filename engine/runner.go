@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// modelRunner adapts engine/model's Runner to the generation loop: the
+// self-conditioning soft embedding travels as an opaque value and stays on the
+// device; each one is freed once the next step has consumed it.
+type modelRunner struct{ r *model.Runner }
+
+// newModelRunner puts the weights into a fresh GoMLX context on b and prepares
+// the runner. release frees the KV cache.
+func newModelRunner(b backends.Backend, cfg *config.Model, set *weights.Set) (runner, func(), error) {
+	ctx := context.New()
+	if err := model.LoadSet(ctx, set); err != nil {
+		return nil, nil, fmt.Errorf("model weights: %w", err)
+	}
+	r, err := model.NewRunner(b, &cfg.Text, ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: %w", err)
+	}
+	return modelRunner{r}, r.Close, nil
+}
+
+func (m modelRunner) Reset() { m.r.Reset() }
+
+func (m modelRunner) Encode(tokens []int) ([]float32, error) { return m.r.Encode(tokens) }
+
+func (m modelRunner) Decode(canvas []int, soft any, temperature float64) ([]float32, any, error) {
+	var in *tensors.Tensor
+	if soft != nil {
+		t, ok := soft.(*tensors.Tensor)
+		if !ok {
+			return nil, nil, fmt.Errorf("decode: self-conditioning input is %T, want a tensor", soft)
+		}
+		in = t
+	}
+	logits, next, err := m.r.Decode(canvas, in, temperature)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in != nil {
+		_ = in.FinalizeAll()
+	}
+	return logits, next, nil
+}

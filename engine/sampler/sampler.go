@@ -1,0 +1,355 @@
+// Package sampler owns DiffusionGemma's entropy-bound sampler, on the host, over
+// float32 logits laid out [canvas·vocab]: the linear temperature schedule, the
+// tempered softmax and its per-position entropy, categorical sampling, argmax,
+// entropy-bound acceptance, re-noising of the rest, the adaptive stop, EOS
+// truncation of the committed canvas, the canvas initialisation (uniform noise or
+// a warm start), and the AR mode's one-token sampler.
+//
+// Numerics: the tempered softmax, its entropy and the sampling CDF are
+// accumulated in float64 per position; argmax breaks ties by the lowest id; the
+// acceptance sort breaks entropy ties by the lowest position. All randomness comes
+// from one math/rand/v2 PCG stream seeded explicitly and drawn in a fixed order
+// (independent of the number of worker goroutines), so the same seed reproduces a
+// run bit for bit.
+package sampler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// Params are the sampler's knobs (generation_config.json names in comments).
+type Params struct {
+	MaxSteps            int     // max_denoising_steps per canvas
+	TMin, TMax          float64 // t_min, t_max: temperature at the last and first step
+	EntropyBound        float64 // sampler_config.entropy_bound
+	ConfidenceThreshold float64 // confidence_threshold: mean entropy below which a stable canvas stops
+	StabilityThreshold  int     // stability_threshold: steps the argmax must stay unchanged
+}
+
+// Validate reports knobs that cannot work.
+func (p Params) Validate() error {
+	switch {
+	case p.MaxSteps < 1:
+		return fmt.Errorf("max steps must be at least 1, got %d", p.MaxSteps)
+	case !(p.TMin > 0) || !(p.TMax > 0) || math.IsInf(p.TMin, 0) || math.IsInf(p.TMax, 0):
+		return fmt.Errorf("temperatures must be positive and finite, got t_min=%g t_max=%g", p.TMin, p.TMax)
+	case !(p.EntropyBound >= 0):
+		return fmt.Errorf("entropy bound must be ≥ 0, got %g", p.EntropyBound)
+	case !(p.ConfidenceThreshold >= 0):
+		return fmt.Errorf("confidence threshold must be ≥ 0, got %g", p.ConfidenceThreshold)
+	case p.StabilityThreshold < 0:
+		return fmt.Errorf("stability threshold must be ≥ 0, got %d", p.StabilityThreshold)
+	}
+	return nil
+}
+
+// Temperature is the schedule T = t_min + (t_max−t_min)·r/N, where r = N−step+1
+// counts the remaining steps N…1: step 1 runs at t_max, step N at t_min+(t_max−t_min)/N.
+func Temperature(p Params, step int) float64 {
+	n := p.MaxSteps
+	r := n - step + 1
+	return p.TMin + (p.TMax-p.TMin)*float64(r)/float64(n)
+}
+
+// NewRNG returns the seeded stream every random draw of a generation comes from.
+func NewRNG(seed uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+}
+
+// Position is what the tempered distribution of one canvas position yields.
+type Position struct {
+	Sampled int     // drawn from softmax(logits/T)
+	Argmax  int     // argmax(logits), ties → lowest id
+	Entropy float32 // entropy (nats) of softmax(logits/T)
+}
+
+// Tempered computes, for each of the len(logits)/vocab positions, the argmax, the
+// entropy of softmax(logits/T) and a sample from it, using u[i] ∈ [0,1) as the
+// sampling draw of position i (inverse CDF). Positions run in parallel; the result
+// depends only on the inputs.
+func Tempered(logits []float32, vocab int, temperature float64, u []float64) []Position {
+	c := len(logits) / vocab
+	out := make([]Position, c)
+	work := func(lo, hi int, buf []float64) {
+		for i := lo; i < hi; i++ {
+			out[i] = tempered(logits[i*vocab:(i+1)*vocab], temperature, u[i], buf)
+		}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if workers > c {
+		workers = c
+	}
+	if workers <= 1 || len(logits) < 1<<16 {
+		work(0, c, make([]float64, vocab))
+		return out
+	}
+	var wg sync.WaitGroup
+	per := (c + workers - 1) / workers
+	for lo := 0; lo < c; lo += per {
+		hi := min(lo+per, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work(lo, hi, make([]float64, vocab))
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// tempered handles one position; buf has len(row) scratch entries.
+//
+// With z = row/T, m = max z, e_j = exp(z_j − m), s = Σ e_j:
+// p_j = e_j/s and H = −Σ p_j log p_j = log s − Σ e_j (z_j − m) / s.
+func tempered(row []float32, temperature float64, u float64, buf []float64) Position {
+	am := 0
+	for j, x := range row {
+		if x > row[am] { // strict: ties keep the lowest id
+			am = j
+		}
+	}
+	inv := 1 / temperature
+	m := float64(row[am]) * inv
+	var s, ez float64
+	for j, x := range row {
+		d := float64(x)*inv - m
+		e := math.Exp(d)
+		buf[j] = e
+		s += e
+		ez += e * d
+	}
+	h := math.Log(s) - ez/s
+	if h < 0 { // rounding on a one-hot row
+		h = 0
+	}
+	target := u * s
+	sampled := -1
+	var acc float64
+	for j, e := range buf[:len(row)] {
+		acc += e
+		if acc > target {
+			sampled = j
+			break
+		}
+	}
+	if sampled < 0 { // u·s rounded above the sum: take the last id with mass
+		for j := len(row) - 1; j >= 0; j-- {
+			if buf[j] > 0 {
+				sampled = j
+				break
+			}
+		}
+	}
+	return Position{Sampled: sampled, Argmax: am, Entropy: float32(h)}
+}
+
+// Argmax returns the index of the largest value, ties → lowest index.
+func Argmax(row []float32) int {
+	am := 0
+	for j, x := range row {
+		if x > row[am] {
+			am = j
+		}
+	}
+	return am
+}
+
+// Accept applies the entropy bound: sort the entropies ascending (ties by
+// position) and accept the longest prefix whose k-th element satisfies
+// cumsum(H)_k − H_k ≤ bound, i.e. the entropies before it sum to at most bound
+// (an upper bound on the accepted tokens' joint mutual information). At least one
+// position is always accepted.
+func Accept(entropy []float32, bound float64) []bool {
+	order := make([]int, len(entropy))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return entropy[order[a]] < entropy[order[b]] })
+	accepted := make([]bool, len(entropy))
+	var before float64
+	for k, i := range order {
+		if k > 0 && before > bound {
+			break
+		}
+		accepted[i] = true
+		before += float64(entropy[i])
+	}
+	return accepted
+}
+
+// Renoise returns the next draft: accepted positions keep their sampled token,
+// the others get fresh uniform ids in [0, vocab), drawn in position order.
+func Renoise(sampled []int, accepted []bool, vocab int, rng *rand.Rand) []int {
+	out := make([]int, len(sampled))
+	for i, id := range sampled {
+		if accepted[i] {
+			out[i] = id
+		} else {
+			out[i] = rng.IntN(vocab)
+		}
+	}
+	return out
+}
+
+// InitCanvas returns a canvas of length c: the given ids first (a warm start; ids
+// beyond c are dropped), the rest uniform random ids in [0, vocab).
+func InitCanvas(given []int, c, vocab int, rng *rand.Rand) []int {
+	out := make([]int, c)
+	n := copy(out, given)
+	for i := n; i < c; i++ {
+		out[i] = rng.IntN(vocab)
+	}
+	return out
+}
+
+// TruncateEOS cuts ids at the first id in eos: that id and everything after it
+// become pad. It returns the padded canvas and the number of real tokens before
+// the EOS (len(ids) when there is none).
+func TruncateEOS(ids []int, eos []int, pad int) (out []int, n int, found bool) {
+	out = slices.Clone(ids)
+	for i, id := range ids {
+		if slices.Contains(eos, id) {
+			for j := i; j < len(out); j++ {
+				out[j] = pad
+			}
+			return out, i, true
+		}
+	}
+	return out, len(ids), false
+}
+
+// Stopper is the adaptive stop (StableAndConfidentStoppingCriteria): a canvas is
+// done when its argmax equals the argmax of each of the previous
+// StabilityThreshold steps and its mean entropy is below ConfidenceThreshold.
+type Stopper struct {
+	stability  int
+	confidence float64
+	history    [][]int // the last stability+1 argmax canvases, newest last
+}
+
+// NewStopper returns a Stopper with an empty history (one per canvas).
+func NewStopper(p Params) *Stopper {
+	return &Stopper{stability: p.StabilityThreshold, confidence: p.ConfidenceThreshold}
+}
+
+// Observe records one step's argmax and entropies and reports whether the canvas
+// is stable and confident.
+func (s *Stopper) Observe(argmax []int, entropy []float32) bool {
+	s.history = append(s.history, slices.Clone(argmax))
+	if len(s.history) > s.stability+1 {
+		s.history = s.history[len(s.history)-(s.stability+1):]
+	}
+	stable := len(s.history) == s.stability+1
+	for _, prev := range s.history[:len(s.history)-1] {
+		stable = stable && slices.Equal(prev, argmax)
+	}
+	return stable && MeanEntropy(entropy) < s.confidence
+}
+
+// MeanEntropy is the mean of the per-position entropies.
+func MeanEntropy(entropy []float32) float64 {
+	if len(entropy) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, h := range entropy {
+		sum += float64(h)
+	}
+	return sum / float64(len(entropy))
+}
+
+// Sampler runs the per-step sampling of one generation: it owns the random stream
+// and the adaptive stop of the current canvas. Not safe for concurrent use.
+type Sampler struct {
+	p       Params
+	vocab   int
+	rng     *rand.Rand
+	stopper *Stopper
+	buf     []float64 // Token's scratch row
+}
+
+// New returns a Sampler over a vocabulary of vocab ids, seeded with seed.
+func New(p Params, vocab int, seed uint64) (*Sampler, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if vocab < 1 {
+		return nil, errors.New("sampler: empty vocabulary")
+	}
+	return &Sampler{p: p, vocab: vocab, rng: NewRNG(seed), stopper: NewStopper(p)}, nil
+}
+
+// Params returns the sampler's knobs.
+func (s *Sampler) Params() Params { return s.p }
+
+// Canvas starts a new canvas of length c (resetting the adaptive stop) and returns
+// its initial tokens: given first, uniform noise for the rest.
+func (s *Sampler) Canvas(given []int, c int) []int {
+	s.stopper = NewStopper(s.p)
+	return InitCanvas(given, c, s.vocab, s.rng)
+}
+
+// Temperature is the temperature of 1-based step.
+func (s *Sampler) Temperature(step int) float64 { return Temperature(s.p, step) }
+
+// StepResult is one denoising step's outcome.
+type StepResult struct {
+	Temperature float64
+	Draft       []int     // next canvas: accepted samples kept, the rest re-noised
+	Accepted    []bool    // positions accepted this step
+	NumAccepted int       // count of Accepted
+	Argmax      []int     // argmax canvas: what would be committed now
+	Entropy     []float32 // per position, of the tempered distribution
+	MeanEntropy float64
+	Stop        bool // stable and confident, or the last allowed step
+}
+
+// Step samples from the decoder's logits [c·vocab] of 1-based step: tempered
+// softmax, sample, argmax, accept, re-noise, adaptive stop.
+func (s *Sampler) Step(logits []float32, step int) (StepResult, error) {
+	if len(logits) == 0 || len(logits)%s.vocab != 0 {
+		return StepResult{}, fmt.Errorf("sampler: %d logits is not a whole number of rows of vocab %d", len(logits), s.vocab)
+	}
+	c := len(logits) / s.vocab
+	t := s.Temperature(step)
+	u := make([]float64, c)
+	for i := range u {
+		u[i] = s.rng.Float64()
+	}
+	pos := Tempered(logits, s.vocab, t, u)
+	r := StepResult{Temperature: t, Argmax: make([]int, c), Entropy: make([]float32, c)}
+	sampled := make([]int, c)
+	for i, p := range pos {
+		sampled[i], r.Argmax[i], r.Entropy[i] = p.Sampled, p.Argmax, p.Entropy
+	}
+	r.Accepted = Accept(r.Entropy, s.p.EntropyBound)
+	for _, a := range r.Accepted {
+		if a {
+			r.NumAccepted++
+		}
+	}
+	r.Draft = Renoise(sampled, r.Accepted, s.vocab, s.rng)
+	r.MeanEntropy = MeanEntropy(r.Entropy)
+	r.Stop = s.stopper.Observe(r.Argmax, r.Entropy) || step >= s.p.MaxSteps
+	return r, nil
+}
+
+// Token samples one AR token from a single row of logits: argmax when
+// temperature is 0 (greedy), otherwise a draw from softmax(logits/temperature).
+func (s *Sampler) Token(logits []float32, temperature float64) int {
+	if temperature <= 0 {
+		return Argmax(logits)
+	}
+	u := s.rng.Float64()
+	if len(s.buf) < len(logits) {
+		s.buf = make([]float64, len(logits))
+	}
+	return tempered(logits, temperature, u, s.buf).Sampled
+}
