@@ -1,0 +1,218 @@
+package model
+
+import (
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
+
+// maskedScore is added to the scores of invisible keys. It is finite on purpose: a
+// query that sees no key at all (a padding row) gets a uniform softmax instead of NaN,
+// so padding never poisons real rows (0·NaN would).
+const maskedScore = -1e30
+
+// keySource supplies, for one layer, the keys and values the queries attend to and
+// which of them each query may see. It is how the same layer code runs as the causal
+// encoder (own keys), the cache-writing encoder (Runner) and the bidirectional decoder
+// (cached prefix + canvas).
+type keySource interface {
+	// keys receives the layer's new keys/values (k after k_norm and RoPE, v after
+	// v_norm), both [B, T, Kv, Hd], and returns K, V: [B, S, Kv, Hd] and
+	// visible: [B, T, S] Bool.
+	keys(layer int, k, v *Node) (K, V, visible *Node)
+}
+
+// Attention is one layer's self-attention block (without the surrounding norms):
+//
+//	q = RoPE(q_norm(q_proj(x)))            [B, T, H, Hd]
+//	k = RoPE(k_norm(k_proj(x)))            [B, T, Kv, Hd]
+//	v = v_norm(v_proj(x))                  sliding layers
+//	v = v_norm(k_proj(x))                  full layers (K=V: before k_norm and RoPE)
+//	o = o_proj(softmax_f32(q·Kᵀ · 1.0 + mask) · V)   grouped-query: head h uses KV head h / (H/Kv)
+//
+// QK-norm has learned weights over the head dim, v_norm has none, and the scale is
+// 1.0 (Gemma 4 folds it into the norms); there is no attention soft-cap.
+//
+// x: [B, T, D], positions: [B, T] → [B, T, D]
+func (p *Params) Attention(layer int, x, positions *Node, src keySource) *Node {
+	cfg := p.Cfg
+	pre := layerPrefix(layer) + "self_attn."
+	b, t := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
+	h, kvh, hd := cfg.NumAttentionHeads, cfg.KVHeads(layer), cfg.LayerHeadDim(layer)
+	eps := cfg.RMSNormEps
+
+	q := Reshape(Linear(x, p.Get(pre+"q_proj.weight")), b, t, h, hd)
+	kRaw := Reshape(Linear(x, p.Get(pre+"k_proj.weight")), b, t, kvh, hd)
+	vRaw := kRaw
+	if cfg.IsSliding(layer) {
+		vRaw = Reshape(Linear(x, p.Get(pre+"v_proj.weight")), b, t, kvh, hd)
+	}
+	inv := p.layerInvFreq(layer)
+	q = ApplyRoPE(RMSNorm(q, p.Get(pre+"q_norm.weight"), eps), positions, inv)
+	k := ApplyRoPE(RMSNorm(kRaw, p.Get(pre+"k_norm.weight"), eps), positions, inv)
+	v := RMSNorm(vRaw, nil, eps)
+
+	K, V, visible := src.keys(layer, k, v)
+	out := attend(q, K, V, visible) // [B, T, H·Hd]
+	return Linear(out, p.Get(pre+"o_proj.weight"))
+}
+
+// attend is grouped-query attention with scale 1.0 and the softmax in float32.
+//
+// q: [B, T, H, Hd], K, V: [B, S, Kv, Hd], visible: [B, T, S] Bool → [B, T, H·Hd]
+func attend(q, K, V, visible *Node) *Node {
+	b, t, h, hd := q.Shape().Dimensions[0], q.Shape().Dimensions[1], q.Shape().Dimensions[2], q.Shape().Dimensions[3]
+	kvh, s := K.Shape().Dimensions[2], K.Shape().Dimensions[1]
+	groups := h / kvh
+	// Batch-major layouts ([B·Kv, rows, Hd]) so both products are plain batched matmuls
+	// (the go backend's fast kernel); the G query heads of a KV head share its rows.
+	qg := TransposeAllAxes(Reshape(q, b, t, kvh, groups, hd), 0, 2, 1, 3, 4) // [B, Kv, T, G, Hd]
+	qg = Reshape(qg, b*kvh, t*groups, hd)
+	kb := Reshape(TransposeAllAxes(K, 0, 2, 1, 3), b*kvh, s, hd) // [B·Kv, S, Hd]
+	vb := Reshape(TransposeAllAxes(V, 0, 2, 1, 3), b*kvh, s, hd)
+	scores := DotGeneral(qg, []int{2}, []int{0}, kb, []int{2}, []int{0}) // [B·Kv, T·G, S]
+	scores = Reshape(scores, b, kvh, t, groups, s)
+	bias := Where(visible, ScalarZero(q.Graph(), scores.DType()), Scalar(q.Graph(), scores.DType(), maskedScore))
+	bias = Reshape(bias, b, 1, t, 1, s)
+	probs := Reshape(Softmax(Add(scores, bias), -1), b*kvh, t*groups, s)
+	out := DotGeneral(probs, []int{2}, []int{0}, vb, []int{1}, []int{0}) // [B·Kv, T·G, Hd]
+	out = TransposeAllAxes(Reshape(out, b, kvh, t, groups, hd), 0, 2, 1, 3, 4)
+	return Reshape(out, b, t, h*hd)
+}
+
+// causalVisible is the encoder's mask by absolute positions: key j is visible to
+// query i iff it is valid, pos_j ≤ pos_i and, with a window W > 0, pos_j > pos_i − W.
+//
+// qpos: [B, T], kpos: [B, S], kvalid: [B, S] Bool → [B, T, S] Bool
+func causalVisible(qpos, kpos, kvalid *Node, window int) *Node {
+	b, t, s := qpos.Shape().Dimensions[0], qpos.Shape().Dimensions[1], kpos.Shape().Dimensions[1]
+	q := Reshape(qpos, b, t, 1)
+	k := Reshape(kpos, b, 1, s)
+	vis := LessOrEqual(k, q)
+	if window > 0 {
+		vis = LogicalAnd(vis, GreaterThan(k, SubScalar(q, window)))
+	}
+	return LogicalAnd(vis, BroadcastToDims(Reshape(kvalid, b, 1, s), b, t, s))
+}
+
+// prefixVisible is the decoder's mask over the cached prefix: every valid prefix key,
+// and with a window W > 0 (sliding layers) only the last W−1 cached tokens, i.e.
+// pos_j > start − W where start is the canvas's first position (= number of cached
+// tokens), as transformers' generate does.
+//
+// start: [B], kpos: [B, S], kvalid: [B, S] Bool → [B, T, S] Bool
+func prefixVisible(start, kpos, kvalid *Node, t, window int) *Node {
+	b, s := kpos.Shape().Dimensions[0], kpos.Shape().Dimensions[1]
+	vis := kvalid
+	if window > 0 {
+		vis = LogicalAnd(vis, GreaterThan(kpos, SubScalar(Reshape(start, b, 1), window)))
+	}
+	return BroadcastToDims(Reshape(vis, b, 1, s), b, t, s)
+}
+
+// selfKeys is the causal encoder over its own tokens (no cache): it attends to the
+// layer's new keys and records them so Encoder can return the KV cache.
+type selfKeys struct {
+	positions, valid *Node // [B, T]
+	window           int
+	kv               *KV
+	masks            map[bool]*Node // by sliding
+	sliding          []bool
+}
+
+func (s *selfKeys) keys(layer int, k, v *Node) (K, V, visible *Node) {
+	s.kv.K[layer], s.kv.V[layer] = k, v
+	sliding := s.sliding[layer]
+	m, ok := s.masks[sliding]
+	if !ok {
+		w := 0
+		if sliding {
+			w = s.window
+		}
+		m = causalVisible(s.positions, s.positions, s.valid, w)
+		s.masks[sliding] = m
+	}
+	return k, v, m
+}
+
+// prefixKeys is the decoder: canvas queries see the visible part of the cached prefix
+// and the whole canvas (bidirectional). The prefix is read, never written.
+type prefixKeys struct {
+	prefix  *KV
+	masks   map[bool]*Node // [B, T, S+C] by sliding
+	start   *Node          // [B]
+	valid   *Node          // [B, S]
+	window  int
+	sliding []bool
+}
+
+func (s *prefixKeys) keys(layer int, k, v *Node) (K, V, visible *Node) {
+	if s.prefix == nil {
+		b, t := k.Shape().Dimensions[0], k.Shape().Dimensions[1]
+		return k, v, BroadcastToDims(Const(k.Graph(), true), b, t, t)
+	}
+	sliding := s.sliding[layer]
+	m, ok := s.masks[sliding]
+	if !ok {
+		b, t := k.Shape().Dimensions[0], k.Shape().Dimensions[1]
+		w := 0
+		if sliding {
+			w = s.window
+		}
+		pm := prefixVisible(s.start, s.prefix.Positions, s.valid, t, w)
+		m = Concatenate([]*Node{pm, BroadcastToDims(Const(k.Graph(), true), b, t, t)}, -1)
+		s.masks[sliding] = m
+	}
+	K = Concatenate([]*Node{toF32(s.prefix.K[layer]), k}, 1)
+	V = Concatenate([]*Node{toF32(s.prefix.V[layer]), v}, 1)
+	return K, V, m
+}
+
+// cacheKeys is the Runner's encoder: it writes the chunk's keys/values into the
+// fixed-capacity cache at slots [length, length+n) (slot index = position) and
+// attends causally over the updated cache. simplego has no DynamicUpdateSlice, so the
+// write is a Gather of the chunk by (slot − length) plus a Where over slots.
+type cacheKeys struct {
+	cache    *KV   // K, V: [B, Cap, Kv, Hd]; updated in place (new nodes) per layer
+	length   *Node // scalar int32: tokens cached before this chunk
+	count    *Node // scalar int32: valid tokens in this chunk (≤ chunk size)
+	qpos     *Node // [B, T]
+	window   int
+	sliding  []bool
+	masks    map[bool]*Node
+	writeIdx *Node // [Cap, 1] int32: clamp(slot − length, 0, T−1)
+	writeOK  *Node // [B, Cap] Bool: length ≤ slot < length+count
+}
+
+func (s *cacheKeys) prepare(g *Graph, b, t, capacity int) {
+	slots := Iota(g, shapes.Make(dtypes.Int32, capacity), 0)
+	rel := Sub(slots, s.length)
+	s.writeIdx = Reshape(Clip(rel, ScalarZero(g, dtypes.Int32), Scalar(g, dtypes.Int32, t-1)), capacity, 1)
+	ok := LogicalAnd(GreaterOrEqual(rel, ScalarZero(g, dtypes.Int32)), LessThan(rel, s.count))
+	s.writeOK = BroadcastToDims(Reshape(ok, 1, capacity), b, capacity)
+	s.cache.Valid = BroadcastToDims(Reshape(LessThan(slots, Add(s.length, s.count)), 1, capacity), b, capacity)
+}
+
+// writeCache returns cache with rows [length, length+count) replaced by chunk.
+// cache: [B, Cap, Kv, Hd], chunk: [B, T, Kv, Hd] → [B, Cap, Kv, Hd]
+func (s *cacheKeys) writeCache(cache, chunk *Node) *Node {
+	chunk = ConvertDType(chunk, cache.DType())
+	moved := TransposeAllAxes(Gather(TransposeAllAxes(chunk, 1, 0, 2, 3), s.writeIdx), 1, 0, 2, 3)
+	return Where(s.writeOK, moved, cache)
+}
+
+func (s *cacheKeys) keys(layer int, k, v *Node) (K, V, visible *Node) {
+	s.cache.K[layer] = s.writeCache(s.cache.K[layer], k)
+	s.cache.V[layer] = s.writeCache(s.cache.V[layer], v)
+	sliding := s.sliding[layer]
+	m, ok := s.masks[sliding]
+	if !ok {
+		w := 0
+		if sliding {
+			w = s.window
+		}
+		m = causalVisible(s.qpos, s.cache.Positions, s.cache.Valid, w)
+		s.masks[sliding] = m
+	}
+	return toF32(s.cache.K[layer]), toF32(s.cache.V[layer]), m
+}

@@ -1,0 +1,112 @@
+package model
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// benchConfig is a small model of the real architecture: D=128, 4 layers (3 sliding,
+// 1 full with K=V and partial RoPE), 16 experts top-2, V=4096.
+func benchConfig() *config.Text {
+	c := &config.Text{
+		VocabSize: 4096, HiddenSize: 128, IntermediateSize: 256, MoEIntermediateSize: 64,
+		NumExperts: 16, TopKExperts: 2, NumHiddenLayers: 4,
+		NumAttentionHeads: 4, NumKeyValueHeads: 2, NumGlobalKVHeads: 1, HeadDim: 32, GlobalHeadDim: 64,
+		LayerTypes: []config.LayerType{config.SlidingAttention, config.SlidingAttention, config.SlidingAttention,
+			config.FullAttention},
+		SlidingWindow: 128, RMSNormEps: 1e-6, FinalLogitSoftcapping: 30, MaxPositionEmbeddings: 1 << 16,
+	}
+	c.RopeParameters.Sliding = config.Rope{Type: "default", Theta: 10000}
+	c.RopeParameters.Full = config.Rope{Type: "proportional", Theta: 1e6, PartialRotaryFactor: 0.25}
+	return c
+}
+
+func benchRunner(b *testing.B) (*Runner, *config.Text) {
+	cfg := benchConfig()
+	ctx := context.New()
+	if err := LoadSet(ctx, weights.Random(&config.Model{Text: *cfg}, 1)); err != nil {
+		b.Fatal(err)
+	}
+	r, err := NewRunner(newBackend(b), cfg, ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r, cfg
+}
+
+func reportFLOPs(b *testing.B, flopsPerOp float64, start time.Time) {
+	sec := time.Since(start).Seconds()
+	b.ReportMetric(flopsPerOp*float64(b.N)/sec/1e9, "GFLOP/s")
+	b.ReportMetric(sec/float64(b.N)*1e3, "ms/op")
+}
+
+// BenchmarkDecoderStep: one denoising step, canvas 256 after a 64-token prompt.
+func BenchmarkDecoderStep(b *testing.B) {
+	r, cfg := benchRunner(b)
+	rng := rand.New(rand.NewPCG(1, 1))
+	if _, err := r.Encode(randTokens(rng, 64, cfg.VocabSize)); err != nil {
+		b.Fatal(err)
+	}
+	canvas := randTokens(rng, 256, cfg.VocabSize)
+	_, soft, err := r.Decode(canvas, nil, 0.8) // compile
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		if _, soft, err = r.Decode(canvas, soft, 0.8); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportFLOPs(b, FLOPs(cfg, 256, 64), start)
+}
+
+// BenchmarkEncoderPrompt64: one causal encoder pass over a 64-token prompt.
+func BenchmarkEncoderPrompt64(b *testing.B) {
+	r, cfg := benchRunner(b)
+	prompt := randTokens(rand.New(rand.NewPCG(2, 2)), 64, cfg.VocabSize)
+	if _, err := r.Encode(prompt); err != nil { // compile
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		r.Reset()
+		if _, err := r.Encode(prompt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportFLOPs(b, EncodeFLOPs(cfg, 64, 0), start)
+}
+
+// BenchmarkMatMul: the backend's raw float32 matmul rate, [256, 512] × [512, 512].
+func BenchmarkMatMul(b *testing.B) {
+	const m, k, n = 256, 512, 512
+	exec, err := NewExec(newBackend(b), func(x, y *Node) *Node { return MatMul(x, y) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := tensors.FromFlatDataAndDimensions(make([]float32, m*k), m, k)
+	y := tensors.FromFlatDataAndDimensions(make([]float32, k*n), k, n)
+	if _, err := exec.Exec(x, y); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		out, err := exec.Exec(x, y)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[0].FinalizeAll()
+	}
+	reportFLOPs(b, 2*m*k*n, start)
+}

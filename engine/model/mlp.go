@@ -1,0 +1,27 @@
+package model
+
+import (
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/ml/layers/activations"
+)
+
+// Linear applies an HF Linear weight without bias.
+//
+// x: [..., in], w: [out, in] → [..., out]
+func Linear(x, w *Node) *Node {
+	return DotGeneral(x, []int{-1}, nil, w, []int{1}, nil)
+}
+
+// GeluTanh is gelu_pytorch_tanh: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+func GeluTanh(x *Node) *Node { return activations.GeluApproximate(x) }
+
+// GatedMLP is the dense GeGLU MLP down(gelu_tanh(gate(x)) · up(x)), used as the shared
+// MLP of every layer (prefix "layers.{i}.mlp") and by self-conditioning (prefix
+// "self_conditioning").
+//
+// x: [..., D] → [..., D]
+func (p *Params) GatedMLP(x *Node, prefix string) *Node {
+	gate := Linear(x, p.Get(prefix+".gate_proj.weight"))
+	up := Linear(x, p.Get(prefix+".up_proj.weight"))
+	return Linear(Mul(GeluTanh(gate), up), p.Get(prefix+".down_proj.weight"))
+}

@@ -1,0 +1,229 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// Scope is the context scope holding the model's weights, one variable per canonical
+// weight name (contracts.md: HF names without the "model.decoder." prefix).
+const Scope = "dg"
+
+// Suffixes of a quantized weight's two variables (engine/quant layout): NAME.qweight
+// holds the integers (Int8 for int8, Uint8 with two nibbles per byte for int4),
+// NAME.qscale the Float32 scales.
+const (
+	QWeightSuffix = quant.WeightSuffix
+	QScaleSuffix  = quant.ScaleSuffix
+)
+
+// Params reads the model's weights inside one graph: every accessor returns Float32
+// nodes, whatever the storage (F32, BF16 converted in-graph, or int8/int4 dequantized
+// in-graph). It caches nodes per name so a weight used twice in a graph is read once.
+//
+// The same Params serves inference (variables loaded with LoadTensors) and training
+// (engine/train creates trainable variables with the canonical names and shapes, and
+// gradients flow through the ConvertDType/Gather nodes).
+type Params struct {
+	Cfg *config.Text
+	g   *Graph
+	ctx *context.Context // scope "dg"
+
+	cache map[string]*Node
+
+	// MoEBlock, if > 0, overrides the expert row-block size chosen by MoEBlockSize.
+	MoEBlock int
+
+	// MoERows collects, per MoE block built in this graph, the scalar Int32 count of
+	// expert rows holding real assignments (padding to the block size included).
+	MoERows []*Node
+}
+
+// NewParams returns the weight reader for graph g. ctx is the model's root context;
+// weights are looked up in ctx.In(Scope).
+func NewParams(ctx *context.Context, g *Graph, cfg *config.Text) *Params {
+	return &Params{Cfg: cfg, g: g, ctx: ctx.In(Scope), cache: map[string]*Node{}}
+}
+
+// Graph is the graph the params are read into.
+func (p *Params) Graph() *Graph { return p.g }
+
+func (p *Params) variable(name string) *context.Variable {
+	return p.ctx.GetVariable(name)
+}
+
+// Has reports whether the weight exists, plain or quantized.
+func (p *Params) Has(name string) bool {
+	return p.variable(name) != nil || p.variable(name+QWeightSuffix) != nil
+}
+
+// Shape is the logical shape of a weight (quantized weights report their dequantized
+// shape). ok is false when the weight is missing.
+func (p *Params) Shape(name string) (dims []int, ok bool) {
+	if v := p.variable(name); v != nil {
+		return v.Shape().Dimensions, true
+	}
+	qw, qs := p.variable(name+QWeightSuffix), p.variable(name+QScaleSuffix)
+	if qw == nil || qs == nil {
+		return nil, false
+	}
+	dims = append([]int(nil), qw.Shape().Dimensions...)
+	if qw.Shape().DType == dtypes.Uint8 {
+		dims[len(dims)-1] *= 2
+	}
+	return dims, true
+}
+
+// StorageDType is the dtype a weight is stored in (Int8/Uint8 for quantized weights).
+func (p *Params) StorageDType(name string) dtypes.DType {
+	if v := p.variable(name); v != nil {
+		return v.Shape().DType
+	}
+	if v := p.variable(name + QWeightSuffix); v != nil {
+		return v.Shape().DType
+	}
+	return dtypes.InvalidDType
+}
+
+// Get returns the weight as a Float32 node with its logical (HF) shape. It panics
+// (GoMLX style, recovered at the API boundary) when the weight is missing.
+func (p *Params) Get(name string) *Node {
+	if n, ok := p.cache[name]; ok {
+		return n
+	}
+	var n *Node
+	if v := p.variable(name); v != nil {
+		n = toF32(v.ValueGraph(p.g))
+	} else {
+		qw, qs := p.quantized(name)
+		n = p.dequantize(qw.ValueGraph(p.g), qs.ValueGraph(p.g), name)
+	}
+	p.cache[name] = n
+	return n
+}
+
+// GatherRows gathers slices along the weight's first axis before converting them to
+// Float32, so only the selected rows are converted or dequantized (experts,
+// embeddings). idx: [..., 1] integer → [..., rest of the weight's shape...].
+func (p *Params) GatherRows(name string, idx *Node) *Node {
+	if v := p.variable(name); v != nil {
+		return toF32(Gather(v.ValueGraph(p.g), idx))
+	}
+	qw, qs := p.quantized(name)
+	return p.dequantize(Gather(qw.ValueGraph(p.g), idx), Gather(qs.ValueGraph(p.g), idx), name)
+}
+
+// GatherRowsSplit is GatherRows on the weight viewed with its first axis multiplied by
+// split and its second divided by it ([E, 2F, …] → [2E, F, …] for split 2), so that
+// idx addresses sub-blocks of rows.
+func (p *Params) GatherRowsSplit(name string, split int, idx *Node) *Node {
+	view := func(x *Node) *Node {
+		d := append([]int{}, x.Shape().Dimensions...)
+		d[0], d[1] = d[0]*split, d[1]/split
+		return Reshape(x, d...)
+	}
+	if v := p.variable(name); v != nil {
+		return toF32(Gather(view(v.ValueGraph(p.g)), idx))
+	}
+	qw, qs := p.quantized(name)
+	return p.dequantize(Gather(view(qw.ValueGraph(p.g)), idx), Gather(view(qs.ValueGraph(p.g)), idx), name)
+}
+
+func (p *Params) quantized(name string) (qw, qs *context.Variable) {
+	qw, qs = p.variable(name+QWeightSuffix), p.variable(name+QScaleSuffix)
+	if qw == nil || qs == nil {
+		panic(fmt.Errorf("weight %q: missing from context scope %q", name, Scope))
+	}
+	return qw, qs
+}
+
+// dequantize rebuilds Float32 values from stored integers and scales (possibly
+// row-gathered: the leading axes may differ from the weight's), with engine/quant's
+// graph function; the format is read back from the stored dtypes and shapes.
+func (p *Params) dequantize(qw, qs *Node, name string) *Node {
+	logical := append([]int{}, qw.Shape().Dimensions...)
+	if qw.DType() == dtypes.Uint8 {
+		logical[len(logical)-1] *= 2
+	}
+	spec, err := quant.SpecOf(logical, qw.Shape(), qs.Shape())
+	if err != nil {
+		panic(fmt.Errorf("weight %q: %w", name, err))
+	}
+	return quant.DequantizeGraph(qw, qs, spec, logical)
+}
+
+// toF32 converts stored weights (BF16, …) to the Float32 compute dtype. Float64 is
+// kept as is, so tests can run the whole graph in float64 (exact gradient checks).
+func toF32(x *Node) *Node {
+	if x.DType() == dtypes.Float32 || x.DType() == dtypes.Float64 {
+		return x
+	}
+	return ConvertDType(x, dtypes.Float32)
+}
+
+// EmbedScale is √hidden rounded to the embedding's dtype, as upstream does: 53.0 for
+// D=2816 with bf16 weights, exact for f32. A quantized embedding no longer says what
+// it was, so the config's dtype decides ("bfloat16" → rounded, otherwise exact).
+func (p *Params) EmbedScale() float64 {
+	dt := p.StorageDType("embed_tokens.weight")
+	if dt == dtypes.Int8 || dt == dtypes.Uint8 {
+		dt = dtypes.Float32
+		if strings.EqualFold(p.Cfg.DType, "bfloat16") {
+			dt = dtypes.BFloat16
+		}
+	}
+	return EmbedScale(p.Cfg.HiddenSize, dt)
+}
+
+// EmbedScale is √hidden rounded to the given dtype (BFloat16 or Float32; float64
+// otherwise).
+func EmbedScale(hidden int, dtype dtypes.DType) float64 {
+	s := math.Sqrt(float64(hidden))
+	switch dtype {
+	case dtypes.BFloat16:
+		return float64(bfloat16.FromFloat32(float32(s)).Float32())
+	case dtypes.Float32:
+		return float64(float32(s))
+	}
+	return s
+}
+
+// LoadTensors puts weights (canonical name → tensor) into ctx.In(Scope) as variables,
+// replacing variables of the same name. Tensors are used as is (not copied): the
+// caller must not reuse them.
+func LoadTensors(ctx *context.Context, weights map[string]*tensors.Tensor) error {
+	scope := ctx.In(Scope).Checked(false)
+	for name, t := range weights {
+		if strings.Contains(name, "/") {
+			return fmt.Errorf("load weight %q: names must not contain '/'", name)
+		}
+		if v := scope.GetVariable(name); v != nil {
+			if err := v.SetValue(t); err != nil {
+				return fmt.Errorf("load weight %q: %w", name, err)
+			}
+			continue
+		}
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("load weight %q: %v", name, r)
+				}
+			}()
+			scope.VariableWithValue(name, t)
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

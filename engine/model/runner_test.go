@@ -1,0 +1,171 @@
+package model
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/model/naive"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+func toF64(x []float32) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v)
+	}
+	return out
+}
+
+// TestRunnerVsNaive drives a multi-canvas generation through the Runner (prompt in
+// pieces, decoder steps with self-conditioning, canvas commits, AR tokens, a cache
+// that must grow) and checks every output against the reference, then checks that a
+// second generation reuses the compiled executables.
+func TestRunnerVsNaive(t *testing.T) {
+	cfg := tinyConfig()
+	w, nm := randomModel(t, cfg, 11, dtypes.Float32)
+	backend := newBackend(t)
+	r, err := NewRunner(backend, cfg, newContext(t, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.MinCapacity, r.MaxChunk = 16, 8
+	rng := rand.New(rand.NewPCG(5, 6))
+	prompt := randTokens(rng, 10, cfg.VocabSize)
+	const C = 8
+	temps := []float64{0.8, 0.6}
+
+	check := func(what string, got []float32, want []float64) {
+		t.Helper()
+		e := relErr(got, want)
+		if e > 1e-4 {
+			t.Errorf("%s: max relative error %.3e > 1e-4", what, e)
+		}
+	}
+
+	generation := func() (graphs int) {
+		r.Reset()
+		cache := &naive.Cache{}
+		want := nm.Encode(cache, prompt)
+		// The prompt in pieces (7 + 3): the second piece attends to the first through the cache.
+		if _, err := r.Encode(prompt[:7]); err != nil {
+			t.Fatal(err)
+		}
+		last, err := r.Encode(prompt[7:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("prompt last logits", last, want[len(want)-1])
+		for canvasIdx := range 2 {
+			canvas := randTokens(rng, C, cfg.VocabSize)
+			var soft *tensors.Tensor
+			var wantSoft [][]float64
+			for step, temp := range temps {
+				logits, next, err := r.Decode(canvas, soft, temp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantLogits := nm.Decode(cache, canvas, wantSoft)
+				check("decode canvas/step", logits, flat(wantLogits))
+				if got := toF64(tensors.MustCopyFlatData[float32](next)); relErr(tensors.MustCopyFlatData[float32](next), flat(nm.SoftEmbedding(wantLogits, temp))) > 1e-4 {
+					t.Errorf("canvas %d step %d: soft embedding differs (%d values)", canvasIdx, step, len(got))
+				}
+				soft, wantSoft = next, nm.SoftEmbedding(wantLogits, temp)
+			}
+			// Commit the canvas (one encoder call), as the generation loop does.
+			last, err := r.Encode(canvas)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantCommit := nm.Encode(cache, canvas)
+			check("commit last logits", last, wantCommit[len(wantCommit)-1])
+		}
+		// AR: two tokens one at a time.
+		for _, tok := range randTokens(rng, 2, cfg.VocabSize) {
+			last, err := r.Encode([]int{tok})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("ar token logits", last, nm.Encode(cache, []int{tok})[0])
+		}
+		if r.Len() != cache.Len() {
+			t.Fatalf("runner has %d cached tokens, reference %d", r.Len(), cache.Len())
+		}
+		return r.CompiledGraphs()
+	}
+
+	first := generation()
+	if r.Capacity() != 32 {
+		t.Errorf("capacity %d after %d tokens with MinCapacity 16, want 32", r.Capacity(), r.Len())
+	}
+	second := generation() // the cache keeps capacity 32: the 3-token bucket is new there
+	third := generation()
+	t.Logf("compiled executables after each generation: %d, %d, %d", first, second, third)
+	// encode buckets {8, 4, 1} × capacities {16, 32}, decode × {16, 32}, one grow.
+	if first > 8 || second > 9 || third != second {
+		t.Errorf("compiled %d, %d, %d executables: want a handful, and none new once the capacity is stable", first, second, third)
+	}
+}
+
+// TestRunnerPiecesEqualWhole: encoding a prompt in pieces gives the same last logits
+// as encoding it at once.
+func TestRunnerPiecesEqualWhole(t *testing.T) {
+	cfg := tinyConfig()
+	w, _ := randomModel(t, cfg, 12, dtypes.Float32)
+	backend := newBackend(t)
+	r, err := NewRunner(backend, cfg, newContext(t, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := randTokens(rand.New(rand.NewPCG(1, 1)), 13, cfg.VocabSize)
+	whole, err := r.Encode(prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Reset()
+	var pieces []float32
+	for _, cut := range [][2]int{{0, 5}, {5, 6}, {6, 13}} {
+		if pieces, err = r.Encode(prompt[cut[0]:cut[1]]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := relErr(pieces, toF64(whole)); e > 1e-5 {
+		t.Errorf("pieces vs whole: max relative error %.3e", e)
+	}
+	if _, err := r.Encode([]int{cfg.VocabSize}); err == nil {
+		t.Error("out-of-range token accepted")
+	}
+	if _, _, err := r.Decode([]int{1, 2}, nil, 0); err == nil {
+		t.Error("zero temperature accepted")
+	}
+}
+
+// TestRunnerErrors: bad configs and missing weights come back as errors naming the
+// problem, never as panics.
+func TestRunnerErrors(t *testing.T) {
+	cfg := tinyConfig()
+	bad := tinyConfig()
+	bad.LayerTypes = bad.LayerTypes[:1]
+	if _, err := NewRunner(newBackend(t), bad, newContext(t, nil)); err == nil {
+		t.Error("config with too few layer_types accepted")
+	}
+	bad = tinyConfig()
+	bad.RopeParameters.Full.Type = "yarn"
+	if err := CheckConfig(bad); err == nil {
+		t.Error("unknown rope type accepted")
+	}
+	w, _ := randomModel(t, cfg, 1, dtypes.Float32)
+	delete(w, "layers.1.experts.down_proj")
+	r, err := NewRunner(newBackend(t), cfg, newContext(t, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Encode([]int{1, 2, 3})
+	if err == nil || !strings.Contains(err.Error(), "layers.1.experts.down_proj") {
+		t.Errorf("missing weight: got error %v, want one naming layers.1.experts.down_proj", err)
+	}
+	if r.Len() != 0 {
+		t.Errorf("failed encode left %d tokens cached", r.Len())
+	}
+}
