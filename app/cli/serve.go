@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/darkroomlabs/darkroom/app/server"
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models"
+	"github.com/darkroomlabs/darkroom/models/catalog"
+)
+
+func init() {
+	register(&Command{
+		Name:    "serve",
+		Summary: "serve browser-mode pages and an OpenAI-compatible API on 127.0.0.1",
+		Run:     runServe,
+	})
+}
+
+// serveInfo is what `darkroom serve --json` prints once it listens.
+type serveInfo struct {
+	URL     string `json:"url"`      // open in a browser (carries the token)
+	APIBase string `json:"api_base"` // OpenAI base URL
+	Token   string `json:"token"`    // the API key ("" with --no-token)
+	Model   string `json:"model"`
+	Backend string `json:"backend"`
+}
+
+func runServe(env *Env, args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, env, args)
+}
+
+// serve runs the server until ctx ends (SIGINT/SIGTERM in runServe).
+func serve(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "serve", "[--model DIR|NAME] [--addr 127.0.0.1:PORT] [--backend NAME] [--json]")
+	model := fs.String("model", "", "model folder or name from the library (default: the built-in Darkroom Mini)")
+	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on (port 0: a random free port)")
+	backendName := fs.String("backend", "", "compute backend: go, xla, xla:cpu, xla:cuda, auto (default $GOMLX_BACKEND, else go)")
+	token := fs.String("token", "", "use this token (API key) instead of a random one (at least 16 characters)")
+	noToken := fs.Bool("no-token", false, "accept requests without the token (any program on this computer can then use the server)")
+	mode := fs.String("mode", "diffusion", "how pages are written: diffusion or ar")
+	seed := fs.Uint64("seed", 1, "seed the pages are written with")
+	asJSON := fs.Bool("json", false, "print the URLs and token as one JSON line")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	if *noToken && *token != "" {
+		return errors.New("serve: give --token or --no-token, not both")
+	}
+	m := engine.Mode(*mode)
+	if m != engine.Diffusion && m != engine.AR {
+		return fmt.Errorf("serve: --mode must be diffusion or ar, got %q", *mode)
+	}
+
+	// Check the server options before looking for the model and loading it.
+	opts := server.Options{Addr: *addr, Token: *token, NoToken: *noToken, Mode: m, Seed: *seed,
+		Logf: func(format string, a ...any) { fmt.Fprintf(env.Stderr, format+"\n", a...) }}
+	opts.Engine = noEngine{}
+	if _, err := server.New(opts); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	src, id, err := serveSource(*model)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	opts.ModelID = id
+
+	fmt.Fprintf(env.Stderr, "Loading %s…\n", src)
+	eng, err := engine.Load(ctx, src, engine.Options{Backend: *backendName})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer eng.Close()
+	if fb := eng.BackendFallback(); fb != "" {
+		fmt.Fprintln(env.Stderr, "darkroom:", fb)
+	}
+	opts.Engine = eng
+	srv, err := server.New(opts)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	info := serveInfo{URL: srv.URL("/"), APIBase: "http://" + srv.Addr() + "/v1", Token: srv.Token(), Model: id, Backend: eng.Backend()}
+	if *asJSON {
+		b, _ := json.Marshal(info)
+		fmt.Fprintln(env.Stdout, string(b))
+	} else {
+		fmt.Fprintln(env.Stdout, info.URL)
+		fmt.Fprintf(env.Stderr, "Darkroom is serving %s (%s backend).\n  Browser:  %s\n  API base: %s\n", id, info.Backend, info.URL, info.APIBase)
+		if info.Token != "" {
+			fmt.Fprintf(env.Stderr, "  API key:  %s\n", info.Token)
+		} else {
+			fmt.Fprintln(env.Stderr, "  No token: any program on this computer can use the server.")
+		}
+		fmt.Fprintln(env.Stderr, "Press Ctrl+C to stop.")
+	}
+	<-srv.Done()
+	err = srv.Close() // after ctx ended: waits for open requests to finish
+	fmt.Fprintln(env.Stderr, "Stopped.")
+	return err
+}
+
+// serveSource resolves --model: empty is the built-in Darkroom Mini, anything
+// else goes through the models library (a folder, a catalog or local name).
+func serveSource(model string) (engine.Source, string, error) {
+	if model == "" {
+		fsys, err := assets.Mini()
+		if err != nil {
+			return engine.Source{}, "", fmt.Errorf("no --model given and %w", err)
+		}
+		return engine.FS(fsys, "Darkroom Mini (built in)"), catalog.MiniID, nil
+	}
+	src, err := models.Source(model)
+	if err != nil {
+		return engine.Source{}, "", err
+	}
+	id := model
+	if src.Dir != "" {
+		if st, err := os.Stat(model); err == nil && st.IsDir() {
+			id = filepath.Base(filepath.Clean(src.Dir))
+		}
+	}
+	return src, id, nil
+}
+
+// noEngine lets serve check its server options before the model is loaded.
+type noEngine struct{}
+
+func (noEngine) Generate(context.Context, engine.Request) (*engine.Result, error) {
+	return nil, errors.New("no model loaded")
+}

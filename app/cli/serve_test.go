@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestServeArguments(t *testing.T) {
+	t.Setenv("DARKROOM_MODELS_DIR", t.TempDir()) // model names resolve in a folder of the test's own
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--addr", "0.0.0.0:8080"}, "loopback only"},
+		{[]string{"serve", "--addr", "192.168.1.5:0"}, "loopback only"},
+		{[]string{"serve", "--token", "x", "--no-token"}, "not both"},
+		{[]string{"serve", "--token", "short"}, "at least 16"},
+		{[]string{"serve", "--mode", "fast"}, "--mode"},
+		{[]string{"serve", "extra"}, "unexpected argument"},
+		{[]string{"serve", "--model", "/nonexistent/model"}, "/nonexistent/model"},
+	} {
+		_, stderr, code := wikiRun(c.args...)
+		if code != 1 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q; want exit 1 and one line with %q", c.args, code, stderr, c.want)
+		}
+	}
+	if out, _, code := wikiRun("serve", "--help"); code != 0 || !strings.Contains(out, "-addr") || !strings.Contains(out, "-no-token") {
+		t.Errorf("serve --help: exit %d, %q", code, out)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestServeModel(t *testing.T) {
+	t.Setenv("DARKROOM_MODELS_DIR", t.TempDir())
+	dir := writeWikiModel(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	errc := make(chan error, 1)
+	go func() {
+		errc <- serve(ctx, &Env{Stdout: &stdout, Stderr: &stderr}, []string{"--model", dir, "--json"})
+	}()
+	var info serveInfo
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if line, _, ok := strings.Cut(stdout.String(), "\n"); ok {
+			if err := json.Unmarshal([]byte(line), &info); err != nil {
+				t.Fatalf("serve --json printed %q: %v", line, err)
+			}
+			break
+		}
+		select {
+		case err := <-errc:
+			t.Fatalf("serve ended early: %v (stderr %q)", err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve printed nothing; stderr %q", stderr.String())
+		}
+	}
+	if !strings.HasPrefix(info.URL, "http://127.0.0.1:") || !strings.Contains(info.URL, "token="+info.Token) || len(info.Token) < 32 ||
+		info.APIBase != strings.Split(info.URL, "/?")[0]+"/v1" || info.Backend != "go" {
+		t.Fatalf("info %+v", info)
+	}
+	// The API answers with the token as API key, and refuses without it.
+	get := func(auth string) (int, string) {
+		req, _ := http.NewRequest("GET", info.APIBase+"/models", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(info.Token); code != 200 || !strings.Contains(body, info.Model) {
+		t.Errorf("models: %d %s", code, body)
+	}
+	if code, _ := get(""); code != 401 {
+		t.Errorf("models without the token: %d", code)
+	}
+	// Cancelling (what SIGINT/SIGTERM do) shuts it down cleanly.
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("serve returned %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if !strings.Contains(stderr.String(), "Stopped.") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	if _, err := http.Get(info.APIBase + "/models"); err == nil {
+		t.Error("the server still answers after shutdown")
+	}
+}

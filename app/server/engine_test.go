@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+)
+
+// loadTinyEngine writes a random-weight config.Tiny checkpoint (vocab 512,
+// canvas 16) with a small trained tokenizer and loads it on the Go backend.
+func loadTinyEngine(t *testing.T) *engine.Engine {
+	t.Helper()
+	dir := t.TempDir()
+	tr, err := tokenizer.Train(tokenizer.Slice([]string{
+		"<h1>Unix</h1>\n<p>Unix is an <a href=\"/wiki/operating_system\">operating system</a>.</p>",
+		"<|turn>user\n" + assets.EncyclopediaPrompt("Unix") + "<turn|>\n<|turn>model\n<h1>Unix</h1><turn|>",
+		"<|turn>user\nWhat is Unix?<turn|>\n<|turn>model\nUnix is an operating system.<turn|>",
+	}), tokenizer.TrainOptions{VocabSize: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Tiny()
+	cfg.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
+	cfg.Generation.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
+	cfg.Generation.MaxNewTokens = 32
+	cfg.Generation.MaxDenoisingSteps = 4
+	if err := weights.Save(weights.Random(cfg, 1), cfg, dir, weights.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// TestRealEngine runs the whole server on a real (tiny, random) model: the
+// API in both forms and a browser page developing.
+func TestRealEngine(t *testing.T) {
+	e := loadTinyEngine(t)
+	s := start(t, Options{Engine: e, ModelID: "tiny", FrameInterval: time.Millisecond})
+	if s.vocab == nil {
+		t.Fatal("no vocabulary derived from the engine")
+	}
+
+	if code, _, raw := api(t, s, "GET", "/v1/models", ""); code != 200 || !strings.Contains(raw, `"id":"tiny"`) {
+		t.Errorf("models %d %s", code, raw)
+	}
+	body := `{"model":"tiny","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"What is Unix?"}],"max_tokens":20,"seed":3}`
+	code, r, raw := api(t, s, "POST", "/v1/chat/completions", body)
+	if code != 200 || len(r.Choices) != 1 || r.Usage == nil {
+		t.Fatalf("completion %d %s", code, raw)
+	}
+	if r.Usage.PromptTokens < 5 || r.Usage.CompletionTokens > 20 || r.Usage.TotalTokens != r.Usage.PromptTokens+r.Usage.CompletionTokens {
+		t.Errorf("usage %+v", *r.Usage)
+	}
+	if fr := *r.Choices[0].FinishReason; fr != "stop" && fr != "length" {
+		t.Errorf("finish reason %q", fr)
+	}
+	// The same seed streams the same answer, canvas by canvas.
+	chunks, done := stream(t, s, strings.Replace(body, `"seed":3`, `"seed":3,"stream":true,"stream_options":{"include_usage":true}`, 1))
+	if !done || content(chunks) != r.Choices[0].Message.Content {
+		t.Errorf("streamed %q (done %v), non-streamed %q", content(chunks), done, r.Choices[0].Message.Content)
+	}
+	if u := chunks[len(chunks)-1].Usage; u == nil || u.CompletionTokens != r.Usage.CompletionTokens {
+		t.Errorf("streamed usage %+v", u)
+	}
+	// AR mode on the same weights.
+	if code, r, raw := api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Unix?"}],"mode":"ar","max_tokens":4}`); code != 200 || r.Usage.CompletionTokens > 4 {
+		t.Errorf("AR completion %d %s", code, raw)
+	}
+
+	// A browser page develops: drafts, then the finished page, all sanitized.
+	c := browser(t, s)
+	_, events := openEvents(t, c, s, "/events/wiki/Unix")
+	var names []string
+	var final pageEvent
+	for ev := range events {
+		names = append(names, ev.name)
+		var p pageEvent
+		if err := json.Unmarshal([]byte(ev.data), &p); err != nil {
+			t.Fatal(err)
+		}
+		checkSafe(t, ev.name, p.HTML)
+		final = p
+	}
+	// (How many drafts get through depends on the machine's speed; the
+	// fake-generator tests pin the draft-per-step behaviour.)
+	if len(names) < 1 || names[len(names)-1] != "done" {
+		t.Errorf("events %v", names)
+	}
+	if !strings.HasPrefix(final.Status, "Done") {
+		t.Errorf("final status %q", final.Status)
+	}
+	if _, ok := s.pages.get("Unix"); !ok {
+		t.Error("page not cached")
+	}
+}

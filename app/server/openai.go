@@ -1,0 +1,541 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// The OpenAI-compatible API: GET /v1/models, GET /v1/models/{id} and POST
+// /v1/chat/completions, non-streaming or streaming (SSE "data: {chunk}" lines
+// ending with "data: [DONE]"). The API key is the server's token.
+//
+// Mapping: roles system/developer, user and assistant become the chat
+// template's system, user and model turns (system turns only at the start).
+// max_tokens (or max_completion_tokens) caps the new tokens. temperature scales
+// the model's denoising temperature schedule (1 = the model's defaults, 0 ≈
+// greedy); in AR mode it is the sampling temperature (0 = greedy). seed makes a
+// run reproducible; without it every request draws a fresh seed. stop (a string
+// or up to 4) cuts the answer at the first occurrence. Extension: "mode": "ar"
+// decodes one token per forward pass instead of block diffusion. The model field
+// is not checked: the server has one model, which every answer names.
+//
+// API requests do not cancel each other or the browser's pages: the engine runs
+// them one at a time, in turn.
+
+// maxRequestBytes bounds a request body.
+const maxRequestBytes = 8 << 20
+
+type apiModel struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (s *Server) model() apiModel {
+	return apiModel{ID: s.opts.ModelID, Object: "model", Created: startTime.Unix(), OwnedBy: "darkroom"}
+}
+
+var startTime = time.Now()
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []apiModel{s.model()}})
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	if id := r.PathValue("id"); id != s.opts.ModelID {
+		apiError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
+			fmt.Sprintf("the model %q does not exist; this server runs %q", id, s.opts.ModelID))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.model())
+}
+
+// chatRequest is the body of POST /v1/chat/completions (the fields we honour;
+// others, like top_p, are accepted and ignored).
+type chatRequest struct {
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	Seed                *int64          `json:"seed"`
+	Stop                json.RawMessage `json:"stop"`
+	N                   *int            `json:"n"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Mode string `json:"mode"` // Darkroom extension: "diffusion" (default) or "ar"
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"` // a string, or an array of {"type":"text","text":…} parts
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type choice struct {
+	Index        int             `json:"index"`
+	Message      *outMessage     `json:"message,omitempty"`
+	Delta        *outMessage     `json:"delta,omitempty"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
+}
+
+type outMessage struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type completionBody struct {
+	ID                string   `json:"id"`
+	Object            string   `json:"object"`
+	Created           int64    `json:"created"`
+	Model             string   `json:"model"`
+	SystemFingerprint string   `json:"system_fingerprint"`
+	Choices           []choice `json:"choices"`
+	Usage             *usage   `json:"usage,omitempty"`
+}
+
+// badRequest is a client error with the parameter it is about.
+type badRequest struct{ param, msg string }
+
+func (e *badRequest) Error() string { return e.msg }
+
+// defaultsProvider is implemented by *engine.Engine.
+type defaultsProvider interface {
+	GenerationDefaults() engine.Sampling
+}
+
+// engineRequest checks a chat request and turns it into an engine request.
+func (s *Server) engineRequest(cr *chatRequest) (engine.Request, []string, error) {
+	var req engine.Request
+	if cr.N != nil && *cr.N != 1 {
+		return req, nil, &badRequest{"n", "n must be 1: this server writes one answer per request"}
+	}
+	if len(cr.Messages) == 0 {
+		return req, nil, &badRequest{"messages", "messages must hold at least one message"}
+	}
+	var system []string
+	for i, m := range cr.Messages {
+		text, err := messageText(m.Content)
+		if err != nil {
+			return req, nil, &badRequest{fmt.Sprintf("messages[%d].content", i), fmt.Sprintf("messages[%d].content: %v", i, err)}
+		}
+		var role string
+		switch m.Role {
+		case "system", "developer":
+			if len(req.Messages) > 0 {
+				return req, nil, &badRequest{fmt.Sprintf("messages[%d].role", i),
+					fmt.Sprintf("messages[%d]: a system message may only come before the conversation", i)}
+			}
+			system = append(system, text)
+			continue
+		case "user":
+			role = "user"
+		case "assistant":
+			role = "model"
+		default:
+			return req, nil, &badRequest{fmt.Sprintf("messages[%d].role", i),
+				fmt.Sprintf("messages[%d]: role %q is not supported (want system, developer, user or assistant)", i, m.Role)}
+		}
+		req.Messages = append(req.Messages, engine.Message{Role: role, Content: text})
+	}
+	if len(system) > 0 {
+		req.Messages = append([]engine.Message{{Role: "system", Content: strings.Join(system, "\n\n")}}, req.Messages...)
+	}
+	if len(req.Messages) == 0 || req.Messages[len(req.Messages)-1].Role == "system" {
+		return req, nil, &badRequest{"messages", "messages must hold a user message after the system message"}
+	}
+
+	switch cr.Mode {
+	case "", "diffusion":
+		req.Mode = engine.Diffusion
+	case "ar":
+		req.Mode = engine.AR
+	default:
+		return req, nil, &badRequest{"mode", fmt.Sprintf("mode %q: want \"diffusion\" or \"ar\"", cr.Mode)}
+	}
+	maxTok := cr.MaxCompletionTokens
+	if maxTok == nil {
+		maxTok = cr.MaxTokens
+	}
+	if maxTok != nil {
+		if *maxTok < 1 {
+			return req, nil, &badRequest{"max_tokens", fmt.Sprintf("max_tokens must be at least 1, got %d", *maxTok)}
+		}
+		req.Sampling.MaxNewTokens = *maxTok
+	}
+	if t := cr.Temperature; t != nil {
+		if math.IsNaN(*t) || *t < 0 || *t > 2 {
+			return req, nil, &badRequest{"temperature", fmt.Sprintf("temperature must be between 0 and 2, got %g", *t)}
+		}
+		if req.Mode == engine.AR {
+			req.Sampling.Temperature = *t
+		} else {
+			// Diffusion needs a positive temperature at every step: scale the
+			// model's schedule, with 0 meaning "as sharp as possible".
+			scale := max(*t, 0.01)
+			tMin, tMax := 1.0, 1.0
+			if d, ok := s.opts.Engine.(defaultsProvider); ok {
+				def := d.GenerationDefaults()
+				if def.TMin > 0 && def.TMax > 0 {
+					tMin, tMax = def.TMin, def.TMax
+				}
+			}
+			req.Sampling.TMin, req.Sampling.TMax = tMin*scale, tMax*scale
+		}
+	}
+	if cr.Seed != nil {
+		req.Seed = uint64(*cr.Seed)
+	} else {
+		var b [8]byte
+		_, _ = crand.Read(b[:])
+		req.Seed = binary.LittleEndian.Uint64(b[:])
+	}
+	stops, err := stopStrings(cr.Stop)
+	if err != nil {
+		return req, nil, &badRequest{"stop", err.Error()}
+	}
+	return req, stops, nil
+}
+
+// messageText reads a message's content: a string, null, or text parts.
+func messageText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", err
+		}
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("want a string or an array of text parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("content part type %q is not supported (text only)", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+// stopStrings reads "stop": null, a string, or up to 4 strings.
+func stopStrings(raw json.RawMessage) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		if one == "" {
+			return nil, nil
+		}
+		return []string{one}, nil
+	}
+	var many []string
+	if err := json.Unmarshal(raw, &many); err != nil {
+		return nil, errors.New("stop must be a string or an array of strings")
+	}
+	if len(many) > 4 {
+		return nil, fmt.Errorf("stop holds %d strings; at most 4 are allowed", len(many))
+	}
+	out := many[:0]
+	for _, s := range many {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	var cr chatRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBytes))
+	if err := dec.Decode(&cr); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+				fmt.Sprintf("the request body is larger than %d bytes", maxRequestBytes))
+			return
+		}
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is not valid JSON: "+err.Error())
+		return
+	}
+	req, stops, err := s.engineRequest(&cr)
+	if err != nil {
+		var br *badRequest
+		errors.As(err, &br)
+		apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", br.param, br.msg)
+		return
+	}
+	id := "chatcmpl-" + randomHex(12)
+	created := time.Now().Unix()
+	if !cr.Stream {
+		c := s.complete(r.Context(), req, stops, nil)
+		if c.err != nil {
+			s.logf("server: chat completion: %v", c.err)
+			apiError(w, http.StatusInternalServerError, "server_error", "generation_failed", c.err.Error())
+			return
+		}
+		text := c.text
+		writeJSON(w, http.StatusOK, completionBody{ID: id, Object: "chat.completion", Created: created, Model: s.opts.ModelID,
+			SystemFingerprint: s.fingerprint(),
+			Choices:           []choice{{Message: &outMessage{Role: "assistant", Content: &text}, Logprobs: json.RawMessage("null"), FinishReason: &c.finish}},
+			Usage:             &c.usage})
+		return
+	}
+
+	stream, ok := newSSE(w)
+	if !ok {
+		apiError(w, http.StatusInternalServerError, "server_error", "no_streaming", "streaming is not supported by this connection")
+		return
+	}
+	chunk := func(delta *outMessage, finish *string, u *usage) error {
+		body := completionBody{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opts.ModelID,
+			SystemFingerprint: s.fingerprint(), Choices: []choice{}, Usage: u}
+		if delta != nil {
+			body.Choices = append(body.Choices, choice{Delta: delta, Logprobs: json.RawMessage("null"), FinishReason: finish})
+		}
+		return stream.event("", body)
+	}
+	empty := ""
+	if chunk(&outMessage{Role: "assistant", Content: &empty}, nil, nil) != nil {
+		return
+	}
+	c := s.complete(r.Context(), req, stops, func(delta string) error {
+		return chunk(&outMessage{Content: &delta}, nil, nil)
+	})
+	if c.err != nil {
+		if r.Context().Err() == nil {
+			s.logf("server: chat completion: %v", c.err)
+			_ = stream.event("", map[string]any{"error": apiErrorBody{Message: c.err.Error(), Type: "server_error", Code: "generation_failed"}})
+			_ = stream.raw("", "[DONE]")
+		}
+		return
+	}
+	if chunk(&outMessage{}, &c.finish, nil) != nil {
+		return
+	}
+	if cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage {
+		body := completionBody{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opts.ModelID,
+			SystemFingerprint: s.fingerprint(), Choices: []choice{}, Usage: &c.usage}
+		if stream.event("", body) != nil {
+			return
+		}
+	}
+	_ = stream.raw("", "[DONE]")
+}
+
+func (s *Server) fingerprint() string { return "darkroom-" + string(s.opts.Mode) }
+
+// completion is the outcome of one chat generation.
+type completion struct {
+	text   string
+	finish string // "stop" or "length"
+	usage  usage
+	err    error
+}
+
+var errStopString = errors.New("a stop string was written")
+
+// complete runs req. Committed text is passed to onDelta (if set) as it grows,
+// append-only: text that may still change (an incomplete UTF-8 sequence at the
+// end, or the start of a stop string) is held back. A stop string ends the
+// generation early. An onDelta error (the client went away) cancels it.
+func (s *Server) complete(ctx context.Context, req engine.Request, stops []string, onDelta func(string) error) completion {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	box := newMailbox[string]()
+	if onDelta != nil || len(stops) > 0 {
+		req.OnEvent = func(ev engine.Event) {
+			if ev.Kind == engine.EventCommit || ev.Kind == engine.EventToken {
+				box.put(ev.Text)
+			}
+		}
+	}
+	type outcome struct {
+		res *engine.Result
+		err error
+	}
+	finished := make(chan outcome, 1)
+	go func() {
+		res, err := s.opts.Engine.Generate(ctx, req)
+		finished <- outcome{res, err}
+	}()
+
+	sent := 0        // bytes of text passed to onDelta
+	var prev string  // the text sent so far is prev[:sent]
+	stopped := false // a stop string was found
+	var stopText string
+	push := func(text string, final bool) error {
+		if !stopped {
+			if i := firstStop(text, stops); i >= 0 {
+				text, stopped, stopText = text[:i], true, text[:i]
+				cancel(errStopString)
+				final = true
+			}
+		}
+		if onDelta == nil {
+			return nil
+		}
+		if !strings.HasPrefix(text, prev[:sent]) {
+			// The decoded text changed under what was sent (a token boundary
+			// inside a character): it cannot be taken back; carry on from here.
+			s.logf("server: streamed text changed after it was sent")
+			prev, sent = text, min(sent, len(text))
+			return nil
+		}
+		end := len(text)
+		if !final {
+			end = holdBack(text, stops)
+		}
+		if end <= sent {
+			return nil
+		}
+		delta := text[sent:end]
+		prev, sent = text, end
+		return onDelta(delta)
+	}
+
+	var out outcome
+loop:
+	for {
+		select {
+		case out = <-finished:
+			break loop
+		case <-box.kick:
+			if text, ok := box.take(); ok && !stopped {
+				if err := push(text, false); err != nil {
+					cancel(err)
+					out = <-finished
+					return completion{err: fmt.Errorf("send: %w", err)}
+				}
+			}
+		}
+	}
+	if out.err != nil {
+		return completion{err: out.err}
+	}
+	res := out.res
+	c := completion{usage: usage{PromptTokens: res.PromptTokens, CompletionTokens: len(res.Tokens)}}
+	c.usage.TotalTokens = c.usage.PromptTokens + c.usage.CompletionTokens
+	switch {
+	case stopped:
+		c.text, c.finish = stopText, "stop"
+	case res.StopReason == "cancelled":
+		return completion{err: fmt.Errorf("generation cancelled: %w", context.Cause(ctx))}
+	default:
+		c.text, c.finish = res.Text, "stop"
+		if res.StopReason == "max_tokens" {
+			c.finish = "length"
+		}
+		if i := firstStop(c.text, stops); i >= 0 {
+			c.text, c.finish = c.text[:i], "stop"
+		}
+	}
+	if err := push(c.text, true); err != nil {
+		return completion{err: fmt.Errorf("send: %w", err)}
+	}
+	return c
+}
+
+// firstStop is the index of the earliest stop string in text, or -1.
+func firstStop(text string, stops []string) int {
+	at := -1
+	for _, s := range stops {
+		if i := strings.Index(text, s); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	return at
+}
+
+// holdBack is how much of text may be sent now: not a trailing U+FFFD (half a
+// character whose other bytes come with the next token) nor a suffix that could
+// be the start of a stop string.
+func holdBack(text string, stops []string) int {
+	end := len(text)
+	for end > 0 {
+		r, size := utf8.DecodeLastRuneInString(text[:end])
+		if r != utf8.RuneError {
+			break
+		}
+		end -= size
+	}
+	for _, s := range stops {
+		for k := min(len(s)-1, end); k > 0; k-- {
+			if strings.HasSuffix(text[:end], s[:k]) {
+				end -= k
+				break
+			}
+		}
+	}
+	return end
+}
+
+type apiErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+// apiError writes an OpenAI-style error: {"error": {message, type, param, code}}.
+func apiError(w http.ResponseWriter, status int, typ, code, msg string) {
+	apiErrorParam(w, status, typ, code, "", msg)
+}
+
+func apiErrorParam(w http.ResponseWriter, status int, typ, code, param, msg string) {
+	body := apiErrorBody{Message: msg, Type: typ, Code: code}
+	if param != "" {
+		body.Param = &param
+	}
+	writeJSON(w, status, map[string]apiErrorBody{"error": body})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := io.ReadFull(crand.Reader, b); err != nil {
+		return "0"
+	}
+	return hex.EncodeToString(b)
+}

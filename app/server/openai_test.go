@@ -1,0 +1,381 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// The shapes an OpenAI client reads.
+type chatResponse struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Index   int `json:"index"`
+		Message struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"message"`
+		Delta struct {
+			Role    string  `json:"role"`
+			Content *string `json:"content"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		TotalTokens      int `json:"total_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    string  `json:"code"`
+	} `json:"error"`
+}
+
+// api posts body to path with the token and decodes the JSON answer.
+func api(t *testing.T, s *Server, method, path, body string) (int, chatResponse, string) {
+	t.Helper()
+	resp, raw := do(t, nil, method, base(s)+path, body, map[string]string{"Authorization": "Bearer " + s.Token(), "Content-Type": "application/json"})
+	var r chatResponse
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		t.Fatalf("%s %s: %d, body %q is not JSON: %v", method, path, resp.StatusCode, raw, err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("content type %q", ct)
+	}
+	return resp.StatusCode, r, raw
+}
+
+// withDefaults is a fake that also reports the model's sampling defaults.
+type withDefaults struct{ *fakeGen }
+
+func (withDefaults) GenerationDefaults() engine.Sampling {
+	return engine.Sampling{TMin: 0.4, TMax: 0.8}
+}
+
+func TestModels(t *testing.T) {
+	s := start(t, Options{Engine: &fakeGen{}, ModelID: "darkroom-mini"})
+	code, _, raw := api(t, s, "GET", "/v1/models", "")
+	var list struct {
+		Object string
+		Data   []struct{ ID, Object, OwnedBy string }
+	}
+	_ = json.Unmarshal([]byte(raw), &list)
+	if code != 200 || list.Object != "list" || len(list.Data) != 1 || list.Data[0].ID != "darkroom-mini" || list.Data[0].Object != "model" {
+		t.Errorf("models %d %s", code, raw)
+	}
+	if code, _, raw := api(t, s, "GET", "/v1/models/darkroom-mini", ""); code != 200 || !strings.Contains(raw, `"id":"darkroom-mini"`) {
+		t.Errorf("model %d %s", code, raw)
+	}
+	if code, r, _ := api(t, s, "GET", "/v1/models/gpt-4", ""); code != 404 || r.Error == nil || r.Error.Code != "model_not_found" {
+		t.Errorf("unknown model %d %+v", code, r.Error)
+	}
+	if code, r, _ := api(t, s, "GET", "/v1/embeddings", ""); code != 404 || r.Error == nil {
+		t.Errorf("unknown endpoint %d", code)
+	}
+	if code, r, _ := api(t, s, "GET", "/v1/chat/completions", ""); code != 405 && (code != 404 || r.Error == nil) {
+		t.Errorf("GET completions %d", code)
+	}
+}
+
+func TestChatCompletion(t *testing.T) {
+	g := &fakeGen{commits: []string{"Unix is"}, final: "Unix is an operating system."}
+	s := start(t, Options{Engine: withDefaults{g}, ModelID: "darkroom-mini"})
+	code, r, raw := api(t, s, "POST", "/v1/chat/completions", `{"model":"whatever","messages":[
+		{"role":"system","content":"Be brief."},{"role":"developer","content":"Answer in English."},
+		{"role":"user","content":"What is Unix?"},{"role":"assistant","content":[{"type":"text","text":"An OS."}]},
+		{"role":"user","content":"More?"}],"max_tokens":64,"temperature":0.5,"seed":42,"top_p":0.9}`)
+	if code != 200 || r.Object != "chat.completion" || !strings.HasPrefix(r.ID, "chatcmpl-") || r.Model != "darkroom-mini" || r.Created == 0 {
+		t.Fatalf("%d %s", code, raw)
+	}
+	if len(r.Choices) != 1 || r.Choices[0].Message.Role != "assistant" || r.Choices[0].Message.Content != "Unix is an operating system." ||
+		r.Choices[0].FinishReason == nil || *r.Choices[0].FinishReason != "stop" {
+		t.Errorf("choices %s", raw)
+	}
+	if r.Usage == nil || r.Usage.PromptTokens != 7 || r.Usage.CompletionTokens != 5 || r.Usage.TotalTokens != 12 {
+		t.Errorf("usage %s", raw)
+	}
+	req := g.lastRequest(t)
+	want := []engine.Message{{Role: "system", Content: "Be brief.\n\nAnswer in English."}, {Role: "user", Content: "What is Unix?"},
+		{Role: "model", Content: "An OS."}, {Role: "user", Content: "More?"}}
+	if len(req.Messages) != len(want) {
+		t.Fatalf("messages %+v", req.Messages)
+	}
+	for i := range want {
+		if req.Messages[i] != want[i] {
+			t.Errorf("message %d = %+v, want %+v", i, req.Messages[i], want[i])
+		}
+	}
+	if req.Sampling.MaxNewTokens != 64 || req.Seed != 42 || req.Mode != engine.Diffusion ||
+		req.Sampling.TMax != 0.4 || req.Sampling.TMin != 0.2 {
+		t.Errorf("request %+v", req)
+	}
+
+	// AR mode: temperature is the sampling temperature; no seed → a fresh one each time.
+	api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"mode":"ar","temperature":0,"max_completion_tokens":5}`)
+	ar := g.lastRequest(t)
+	api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"mode":"ar"}`)
+	ar2 := g.lastRequest(t)
+	if ar.Mode != engine.AR || ar.Sampling.Temperature != 0 || ar.Sampling.MaxNewTokens != 5 || ar.Seed == ar2.Seed {
+		t.Errorf("AR requests %+v / %+v", ar, ar2)
+	}
+	// temperature 0 in diffusion mode stays positive.
+	api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"temperature":0}`)
+	if d := g.lastRequest(t); !(d.Sampling.TMin > 0 && d.Sampling.TMax > 0 && d.Sampling.TMax < 0.1) {
+		t.Errorf("temperature 0 → %+v", d.Sampling)
+	}
+}
+
+func TestChatLengthAndStop(t *testing.T) {
+	g := &fakeGen{final: "alpha beta STOP gamma"}
+	s := start(t, Options{Engine: g})
+	_, r, raw := api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"stop":["STOP","zzz"]}`)
+	if r.Choices[0].Message.Content != "alpha beta " || *r.Choices[0].FinishReason != "stop" {
+		t.Errorf("stop: %s", raw)
+	}
+	lg := &lengthGen{fakeGen{final: "cut short"}}
+	s2 := start(t, Options{Engine: lg})
+	if _, r, raw := api(t, s2, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":2}`); *r.Choices[0].FinishReason != "length" {
+		t.Errorf("length: %s", raw)
+	}
+}
+
+// lengthGen stops at max_tokens.
+type lengthGen struct{ fakeGen }
+
+func (l *lengthGen) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	res, err := l.fakeGen.Generate(ctx, req)
+	if res != nil {
+		res.StopReason = "max_tokens"
+	}
+	return res, err
+}
+
+func TestChatErrors(t *testing.T) {
+	s := start(t, Options{Engine: &fakeGen{final: "x"}})
+	for _, c := range []struct {
+		name, body, param string
+		status            int
+	}{
+		{"not json", `{"messages":`, "", 400},
+		{"no messages", `{"messages":[]}`, "messages", 400},
+		{"tool role", `{"messages":[{"role":"tool","content":"x"}]}`, "messages[0].role", 400},
+		{"late system", `{"messages":[{"role":"user","content":"x"},{"role":"system","content":"y"}]}`, "messages[1].role", 400},
+		{"system only", `{"messages":[{"role":"system","content":"y"}]}`, "messages", 400},
+		{"image part", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"http://x"}}]}]}`, "messages[0].content", 400},
+		{"n", `{"messages":[{"role":"user","content":"x"}],"n":2}`, "n", 400},
+		{"max_tokens", `{"messages":[{"role":"user","content":"x"}],"max_tokens":0}`, "max_tokens", 400},
+		{"temperature", `{"messages":[{"role":"user","content":"x"}],"temperature":3}`, "temperature", 400},
+		{"mode", `{"messages":[{"role":"user","content":"x"}],"mode":"fast"}`, "mode", 400},
+		{"stop", `{"messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]}`, "stop", 400},
+		{"too big", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", maxRequestBytes) + `"}]}`, "", 413},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, r, raw := api(t, s, "POST", "/v1/chat/completions", c.body)
+			if code != c.status || r.Error == nil || r.Error.Message == "" || r.Error.Type != "invalid_request_error" {
+				t.Fatalf("%d %.300s", code, raw)
+			}
+			if c.param != "" && (r.Error.Param == nil || *r.Error.Param != c.param) {
+				t.Errorf("param %v, want %q", r.Error.Param, c.param)
+			}
+		})
+	}
+	s2 := start(t, Options{Engine: errGen{}})
+	if code, r, raw := api(t, s2, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`); code != 500 || r.Error == nil ||
+		r.Error.Type != "server_error" || !strings.Contains(r.Error.Message, "device lost") {
+		t.Errorf("engine error: %d %s", code, raw)
+	}
+}
+
+// streamChunks posts a streaming request and sends each parsed chunk on the
+// returned channel; the channel closes at the end of the stream, and ended
+// reports whether [DONE] came last.
+func streamChunks(t *testing.T, s *Server, body string) (chunks <-chan chatResponse, ended *bool) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base(s)+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	ch := make(chan chatResponse, 64)
+	done := new(bool)
+	go func() {
+		defer close(ch)
+		for ev := range readSSE(resp.Body) {
+			if ev.name != "" {
+				t.Errorf("named event %q in an OpenAI stream", ev.name)
+			}
+			if *done {
+				t.Errorf("data after [DONE]: %q", ev.data)
+			}
+			if ev.data == "[DONE]" {
+				*done = true
+				continue
+			}
+			var c chatResponse
+			if err := json.Unmarshal([]byte(ev.data), &c); err != nil {
+				t.Errorf("chunk %q: %v", ev.data, err)
+				return
+			}
+			ch <- c
+		}
+	}()
+	return ch, done
+}
+
+// stream collects a whole streamed answer.
+func stream(t *testing.T, s *Server, body string) ([]chatResponse, bool) {
+	t.Helper()
+	ch, done := streamChunks(t, s, body)
+	var out []chatResponse
+	for c := range ch {
+		out = append(out, c)
+	}
+	return out, *done
+}
+
+// content joins the streamed deltas.
+func content(chunks []chatResponse) string {
+	var b strings.Builder
+	for _, c := range chunks {
+		for _, ch := range c.Choices {
+			if ch.Delta.Content != nil {
+				b.WriteString(*ch.Delta.Content)
+			}
+		}
+	}
+	return b.String()
+}
+
+func TestChatStreaming(t *testing.T) {
+	// Commits grow the text; the second ends in half a character (U+FFFD),
+	// which must be held back until the next commit completes it.
+	commits := []string{"Unix is", "Unix is an operating sys\uFFFD", "Unix is an operating system café"}
+	gate := make(chan struct{})
+	g := &fakeGen{commits: commits, final: "Unix is an operating system café.", gate: gate}
+	s := start(t, Options{Engine: g, ModelID: "darkroom-mini"})
+	ch, done := streamChunks(t, s, `{"messages":[{"role":"user","content":"What is Unix?"}],"stream":true,"stream_options":{"include_usage":true}}`)
+	recv := func() chatResponse {
+		select {
+		case c, ok := <-ch:
+			if !ok {
+				t.Fatal("stream ended early")
+			}
+			return c
+		case <-time.After(30 * time.Second):
+			t.Fatal("no chunk within 30 s")
+		}
+		return chatResponse{}
+	}
+	chunks := []chatResponse{recv()} // the role chunk comes before any text
+	// Each committed canvas arrives as its own delta before the next is written.
+	for i, want := range []string{"Unix is", " an operating sys", "tem café"} {
+		gate <- struct{}{}
+		c := recv()
+		if len(c.Choices) != 1 || c.Choices[0].Delta.Content == nil || *c.Choices[0].Delta.Content != want {
+			t.Fatalf("delta %d: %+v, want %q", i, c, want)
+		}
+		chunks = append(chunks, c)
+	}
+	gate <- struct{}{}
+	for c := range ch {
+		chunks = append(chunks, c)
+	}
+	if !*done {
+		t.Error("no [DONE]")
+	}
+	first := chunks[0]
+	if first.Object != "chat.completion.chunk" || first.Choices[0].Delta.Role != "assistant" || first.Model != "darkroom-mini" {
+		t.Errorf("first chunk %+v", first)
+	}
+	for i, c := range chunks {
+		if c.ID != first.ID || c.Created != first.Created || c.Object != "chat.completion.chunk" {
+			t.Errorf("chunk %d id %q created %d", i, c.ID, c.Created)
+		}
+		for _, ch := range c.Choices {
+			if ch.Delta.Content != nil && strings.ContainsRune(*ch.Delta.Content, '\uFFFD') {
+				t.Errorf("chunk %d sent half a character: %q", i, *ch.Delta.Content)
+			}
+		}
+	}
+	if got := content(chunks); got != "Unix is an operating system café." {
+		t.Errorf("streamed content %q", got)
+	}
+	fin := chunks[len(chunks)-2]
+	if len(fin.Choices) != 1 || fin.Choices[0].FinishReason == nil || *fin.Choices[0].FinishReason != "stop" {
+		t.Errorf("finish chunk %+v", fin)
+	}
+	u := chunks[len(chunks)-1]
+	if len(u.Choices) != 0 || u.Usage == nil || u.Usage.PromptTokens != 7 || u.Usage.CompletionTokens != 6 {
+		t.Errorf("usage chunk %+v", u)
+	}
+	for _, c := range chunks[:len(chunks)-1] {
+		if c.Usage != nil {
+			t.Error("usage before the last chunk")
+		}
+	}
+
+	// Without include_usage there is no usage chunk.
+	s2 := start(t, Options{Engine: &fakeGen{final: "x"}})
+	chunks, _ = stream(t, s2, `{"messages":[{"role":"user","content":"x"}],"stream":true}`)
+	if last := chunks[len(chunks)-1]; last.Usage != nil || *last.Choices[0].FinishReason != "stop" {
+		t.Errorf("last chunk %+v", last)
+	}
+}
+
+func TestChatStreamingStop(t *testing.T) {
+	g := &fakeGen{commits: []string{"one two ST", "one two STOP three"}, final: "one two STOP three four"}
+	s := start(t, Options{Engine: g})
+	chunks, done := stream(t, s, `{"messages":[{"role":"user","content":"x"}],"stream":true,"stop":"STOP"}`)
+	if got := content(chunks); got != "one two " || !done {
+		t.Errorf("content %q, done %v", got, done)
+	}
+	if fin := chunks[len(chunks)-1]; *fin.Choices[0].FinishReason != "stop" {
+		t.Errorf("finish %+v", fin)
+	}
+}
+
+func TestChatStreamingError(t *testing.T) {
+	s := start(t, Options{Engine: errGen{}})
+	chunks, done := stream(t, s, `{"messages":[{"role":"user","content":"x"}],"stream":true}`)
+	if !done || len(chunks) != 2 || chunks[1].Error == nil || !strings.Contains(chunks[1].Error.Message, "device lost") {
+		t.Errorf("chunks %+v done %v", chunks, done)
+	}
+}
+
+func TestHoldBack(t *testing.T) {
+	for _, c := range []struct {
+		text  string
+		stops []string
+		want  int
+	}{
+		{"hello", nil, 5},
+		{"hello\uFFFD", nil, 5},
+		{"hello wor", []string{"world"}, 6},
+		{"hello w", []string{"xx", "wo"}, 6},
+		{"hello", []string{"x"}, 5},
+		{"", []string{"abc"}, 0},
+	} {
+		if got := holdBack(c.text, c.stops); got != c.want {
+			t.Errorf("holdBack(%q, %q) = %d, want %d", c.text, c.stops, got, c.want)
+		}
+	}
+	if firstStop("a STOP b END", []string{"END", "STOP"}) != 2 || firstStop("abc", []string{"x"}) != -1 {
+		t.Error("firstStop")
+	}
+}

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// harness runs develop.js against a fake DOM and EventSource, then replays a
+// draft, a done and a failed event, printing what the page showed as JSON.
+const harness = `
+const fs = require("fs");
+const src = fs.readFileSync(process.argv[2], "utf8");
+function el() { return { attrs: {}, innerHTML: "", textContent: "",
+  getAttribute(k) { return k in this.attrs ? this.attrs[k] : null; },
+  removeAttribute(k) { delete this.attrs[k]; } }; }
+function run(withEvents) {
+  const page = el(), status = el();
+  if (withEvents) { page.attrs["data-events"] = "/events/wiki/Unix"; page.attrs["aria-busy"] = "true"; }
+  const sources = [];
+  class EventSource {
+    constructor(url) { this.url = url; this.listeners = {}; this.readyState = 1; sources.push(this); }
+    addEventListener(name, fn) { this.listeners[name] = fn; }
+    close() { this.closed = true; this.readyState = 2; }
+    emit(name, data) { this.listeners[name]({ data: JSON.stringify(data) }); }
+  }
+  EventSource.CLOSED = 2;
+  const document = { getElementById(id) { return id === "page" ? page : id === "status" ? status : null; } };
+  new Function("window", "document", "EventSource", src)({ EventSource }, document, EventSource);
+  return { page, status, sources };
+}
+const out = {};
+let r = run(true);
+out.url = r.sources[0].url;
+r.sources[0].emit("draft", { html: "<h1>Un</h1>", status: "step 1" });
+out.draft = [r.page.innerHTML, r.status.textContent, !!r.sources[0].closed];
+r.sources[0].emit("done", { html: "<h1>Unix</h1>", status: "Done" });
+out.done = [r.page.innerHTML, r.status.textContent, !!r.sources[0].closed, r.page.getAttribute("aria-busy")];
+r = run(true);
+r.sources[0].emit("failed", { status: "Stopped: another page was requested." });
+out.failed = [r.status.textContent, !!r.sources[0].closed];
+r = run(true);
+r.sources[0].onerror();
+out.error = [!!r.sources[0].closed, r.status.textContent];
+r = run(false);
+out.cached = r.sources.length;
+console.log(JSON.stringify(out));
+`
+
+func TestDevelopJS(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: develop.js is not exercised")
+	}
+	dir := t.TempDir()
+	js, err := staticFS.ReadFile("static/develop.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "develop.js"), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "harness.js"), []byte(harness), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := exec.Command(node, filepath.Join(dir, "harness.js"), filepath.Join(dir, "develop.js")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, b)
+	}
+	var out struct {
+		URL    string `json:"url"`
+		Draft  []any  `json:"draft"`
+		Done   []any  `json:"done"`
+		Failed []any  `json:"failed"`
+		Error  []any  `json:"error"`
+		Cached int    `json:"cached"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("harness output %q: %v", b, err)
+	}
+	check := func(what string, got []any, want ...any) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Errorf("%s: %v, want %v", what, got, want)
+			return
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: %v, want %v", what, got, want)
+				return
+			}
+		}
+	}
+	if out.URL != "/events/wiki/Unix" {
+		t.Errorf("stream URL %q", out.URL)
+	}
+	check("draft", out.Draft, "<h1>Un</h1>", "step 1", false)
+	check("done", out.Done, "<h1>Unix</h1>", "Done", true, nil)
+	check("failed", out.Failed, "Stopped: another page was requested.", true)
+	check("error", out.Error, true, "Lost the connection to Darkroom.")
+	if out.Cached != 0 {
+		t.Error("a cached page (no data-events) opened a stream")
+	}
+}

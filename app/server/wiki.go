@@ -1,0 +1,536 @@
+package server
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// Browser mode. GET /wiki/Slug answers at once with the page shell (or the
+// finished page from the cache); the shell's develop.js opens the event stream
+// GET /events/wiki/Slug, which starts the generation (cancelling the one
+// running) and sends the sanitized draft as "draft" events, at most one per
+// FrameInterval, then "done" with the finished page or "failed" with the reason.
+// Links in pages are plain /wiki/ links: following one loads its page the same way.
+
+//go:embed static
+var staticFS embed.FS
+
+// wikiPath is the page path of title.
+func wikiPath(title string) string { return assets.WikiHref(title) }
+
+// pageTitle reads the title from a request path's escaped slug after prefix.
+func pageTitle(r *http.Request, prefix string) (title, slug string) {
+	slug = strings.TrimPrefix(r.URL.EscapedPath(), prefix)
+	return assets.CleanLine(assets.TitleFromSlug(slug)), slug
+}
+
+var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}} · Darkroom</title>
+<link rel="stylesheet" href="/static/style.css">
+<script src="/static/develop.js" defer></script>
+</head>
+<body>
+<header>
+<a class="brand" href="/">Darkroom</a>
+<form action="/wiki" method="get"><input name="q" value="{{.Query}}" placeholder="Topic" aria-label="Topic" autocomplete="off"> <button>Go</button></form>
+{{if .Regen}}<a class="regen" href="{{.Regen}}">Regenerate</a>{{end}}
+</header>
+<main id="page"{{if .Events}} data-events="{{.Events}}" aria-busy="true"{{end}}>{{.Content}}</main>
+<footer id="status">{{.Status}}</footer>
+</body>
+</html>
+`))
+
+type pageView struct {
+	Title, Query  string
+	Regen, Events string
+	Content       template.HTML // sanitized
+	Status        string
+}
+
+func (s *Server) writePage(w http.ResponseWriter, v pageView) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := pageTmpl.Execute(w, v); err != nil {
+		s.logf("server: write page: %v", err)
+	}
+}
+
+func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
+	var b strings.Builder
+	b.WriteString("<h1>Darkroom encyclopedia</h1><p>Type a topic above: the page develops from noise as the model writes it. Every link in a page writes a new page.</p>")
+	if titles := s.pages.titles(); len(titles) > 0 {
+		b.WriteString("<h2>Pages written so far</h2><ul>")
+		for _, t := range titles {
+			fmt.Fprintf(&b, `<li><a href="%s">%s</a></li>`, html.EscapeString(wikiPath(t)), html.EscapeString(t))
+		}
+		b.WriteString("</ul>")
+	}
+	s.writePage(w, pageView{Title: "Darkroom", Content: template.HTML(htmlsafe.Sanitize(b.String())),
+		Status: "Model: " + s.opts.ModelID})
+}
+
+// handleSearch turns the search form (GET /wiki?q=topic) into the topic's page.
+func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
+	title := assets.CleanLine(r.URL.Query().Get("q"))
+	if title == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, wikiPath(title), http.StatusSeeOther)
+}
+
+func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
+	title, slug := pageTitle(r, assets.WikiPrefix)
+	if title == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	regen := r.URL.Query().Has("regen")
+	if canon := assets.Slug(title); canon != slug { // one URL per topic, so the cache has one entry
+		to := wikiPath(title)
+		if regen {
+			to += "?regen=1"
+		}
+		http.Redirect(w, r, to, http.StatusMovedPermanently)
+		return
+	}
+	v := pageView{Title: title, Query: title, Regen: wikiPath(title) + "?regen=1"}
+	if p, ok := s.pages.get(title); ok && !regen {
+		v.Content, v.Status = template.HTML(p.html), p.status+" · from the cache"
+		s.writePage(w, v)
+		return
+	}
+	v.Events = "/events" + wikiPath(title)
+	if regen {
+		v.Events += "?regen=1"
+	}
+	v.Content = template.HTML(`<p class="waiting">Developing…</p>`)
+	v.Status = "Starting…"
+	s.writePage(w, v)
+}
+
+// pageEvent is the JSON data of a draft, done or failed event.
+type pageEvent struct {
+	HTML   string `json:"html,omitempty"`
+	Status string `json:"status"`
+	Canvas int    `json:"canvas"`
+	Step   int    `json:"step"`
+}
+
+func (s *Server) handlePageEvents(w http.ResponseWriter, r *http.Request) {
+	title, _ := pageTitle(r, "/events"+assets.WikiPrefix)
+	if title == "" {
+		http.NotFound(w, r)
+		return
+	}
+	sse, ok := newSSE(w)
+	if !ok {
+		http.Error(w, "streaming is not supported by this connection", http.StatusInternalServerError)
+		return
+	}
+	if p, ok := s.pages.get(title); ok && !r.URL.Query().Has("regen") {
+		sse.event("done", pageEvent{HTML: p.html, Status: p.status + " · from the cache"})
+		return
+	}
+	ctx, end := s.beginPage(r.Context())
+	defer end()
+
+	dev := &developer{vocab: s.vocab}
+	box := newMailbox[pageEvent]()
+	req := engine.Request{Prompt: assets.EncyclopediaPrompt(title), Mode: s.opts.Mode, Seed: s.opts.Seed,
+		Sampling: s.opts.Sampling, OnEvent: func(ev engine.Event) {
+			if ev.Kind == engine.EventDone {
+				return // the result below is the final word
+			}
+			box.put(pageEvent{HTML: dev.text(ev), Status: stepStatus(ev), Canvas: ev.Canvas, Step: ev.Step})
+		}}
+	type outcome struct {
+		res *engine.Result
+		err error
+	}
+	finished := make(chan outcome, 1)
+	go func() {
+		res, err := s.opts.Engine.Generate(ctx, req)
+		finished <- outcome{res, err}
+	}()
+
+	var last time.Time
+	var out outcome
+loop:
+	for {
+		select {
+		case out = <-finished:
+			break loop
+		case <-box.kick:
+		}
+		if wait := s.opts.FrameInterval - time.Since(last); wait > 0 {
+			select {
+			case out = <-finished:
+				break loop
+			case <-time.After(wait):
+			}
+		}
+		if ev, ok := box.take(); ok {
+			ev.HTML = renderHTML(ev.HTML)
+			if sse.event("draft", ev) != nil {
+				// The browser went away; the request context cancels the generation.
+				<-finished
+				return
+			}
+			last = time.Now()
+		}
+	}
+
+	switch {
+	case out.err != nil:
+		s.logf("server: page %q: %v", title, out.err)
+		sse.event("failed", pageEvent{Status: "Could not write the page: " + out.err.Error()})
+	case out.res.StopReason == "cancelled":
+		reason := "Stopped."
+		if cause := context.Cause(ctx); errors.Is(cause, errSuperseded) || errors.Is(cause, errShutdown) {
+			reason = "Stopped: " + cause.Error() + "."
+		}
+		sse.event("failed", pageEvent{Status: reason})
+	default:
+		p := finishedPage{html: renderHTML(out.res.Text), status: doneStatus(out.res)}
+		s.pages.put(title, p)
+		sse.event("done", pageEvent{HTML: p.html, Status: p.status})
+	}
+}
+
+func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	b, err := fs.ReadFile(staticFS, path.Join("static", name))
+	if err != nil || strings.Contains(name, "/") {
+		http.NotFound(w, r)
+		return
+	}
+	switch path.Ext(name) {
+	case ".js":
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	case ".css":
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	_, _ = w.Write(b)
+}
+
+// stepStatus is the status line of a developing page.
+func stepStatus(ev engine.Event) string {
+	secs := ev.Elapsed.Seconds()
+	switch ev.Kind {
+	case engine.EventStep:
+		return fmt.Sprintf("Developing · canvas %d, step %d · %d forward passes · %.1f s", ev.Canvas+1, ev.Step, ev.ForwardPasses, secs)
+	case engine.EventToken:
+		return fmt.Sprintf("Printing · %d tokens · %.1f s", len(ev.Committed), secs)
+	default:
+		return fmt.Sprintf("Developing · canvas %d committed · %d forward passes · %.1f s", ev.Canvas+1, ev.ForwardPasses, secs)
+	}
+}
+
+// doneStatus is the status line of a finished page.
+func doneStatus(res *engine.Result) string {
+	steps := 0
+	for _, c := range res.Canvases {
+		steps += c.Steps
+	}
+	state := "Done"
+	if res.StopReason == "max_tokens" {
+		state = "Done (length limit)"
+	}
+	return fmt.Sprintf("%s · %d tokens in %d steps · %d forward passes · %.2f s · %.1f tokens/s",
+		state, len(res.Tokens), steps, res.ForwardPasses, res.Elapsed.Seconds(), res.TokensPerS)
+}
+
+// developer builds the text of a page as it develops: the committed text, then
+// the current canvas with the positions accepted so far as their tokens' text
+// and the rest as noise runes about as wide as the token they stand for. It must
+// see every event (it accumulates the accepted positions); it is cheap.
+type developer struct {
+	vocab     Vocabulary
+	committed string
+	canvas    int
+	accepted  []bool
+	frame     uint32
+}
+
+func (d *developer) text(ev engine.Event) string {
+	switch ev.Kind {
+	case engine.EventStep:
+	default:
+		d.committed, d.accepted, d.canvas = ev.Text, nil, ev.Canvas+1
+		return ev.Text
+	}
+	if d.vocab == nil {
+		return ev.Text // the argmax draft
+	}
+	if ev.Canvas != d.canvas || len(d.accepted) != len(ev.Draft) {
+		d.canvas, d.accepted = ev.Canvas, make([]bool, len(ev.Draft))
+	}
+	d.frame++
+	var b strings.Builder
+	b.WriteString(d.committed)
+	for i, id := range ev.Draft {
+		if i < len(ev.Accepted) && ev.Accepted[i] {
+			d.accepted[i] = true
+		}
+		if d.accepted[i] {
+			if d.vocab.IsEnd(id) {
+				break // the page ends here
+			}
+			b.WriteString(d.vocab.TokenText(id))
+			continue
+		}
+		w := utf8.RuneCountInString(d.vocab.TokenText(id))
+		if i < len(ev.Argmax) {
+			if d.vocab.IsEnd(ev.Argmax[i]) {
+				w = 1
+			} else {
+				w = (w + utf8.RuneCountInString(d.vocab.TokenText(ev.Argmax[i])) + 1) / 2
+			}
+		}
+		b.WriteString(htmlsafe.NoiseText(min(max(w, 1), 8), d.frame*1000003+uint32(i)))
+	}
+	return b.String()
+}
+
+// renderHTML turns model text (possibly holding noise runes) into the HTML the
+// browser gets: parsed (which balances the tags of a half-written draft), runs
+// of noise runes in text turned into <span class="noise"> with visible glyphs
+// and dropped from attribute values, then reduced by htmlsafe.Sanitize, the
+// last step, so everything served is the sanitizer's output.
+func renderHTML(untrusted string) string {
+	if len(untrusted) > htmlsafe.MaxInputBytes { // Sanitize cuts too; keep the parse small
+		cut := htmlsafe.MaxInputBytes
+		for cut > 0 && !utf8.RuneStart(untrusted[cut]) {
+			cut--
+		}
+		untrusted = untrusted[:cut]
+	}
+	ctx := &html.Node{Type: html.ElementNode, Data: "main", DataAtom: atom.Main}
+	nodes, err := html.ParseFragment(strings.NewReader(untrusted), ctx)
+	if err != nil {
+		return htmlsafe.Sanitize(untrusted)
+	}
+	for _, n := range nodes { // give top-level text a parent to hold its noise spans
+		ctx.AppendChild(n)
+	}
+	markNoise(ctx)
+	var b strings.Builder
+	for n := ctx.FirstChild; n != nil; n = n.NextSibling {
+		if err := html.Render(&b, n); err != nil {
+			return htmlsafe.Sanitize(untrusted)
+		}
+	}
+	return htmlsafe.Sanitize(b.String())
+}
+
+// markNoise rewrites the noise runes under n, iteratively (hostile depth).
+// Raw-text elements (script, style…) are left alone: the sanitizer drops them.
+func markNoise(root *html.Node) {
+	stack := []*html.Node{root}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.Type == html.ElementNode {
+			switch n.DataAtom {
+			case atom.Script, atom.Style, atom.Textarea, atom.Title, atom.Xmp, atom.Iframe, atom.Noembed,
+				atom.Noframes, atom.Noscript, atom.Plaintext:
+				continue
+			}
+			for i, a := range n.Attr {
+				n.Attr[i].Val = strings.Map(func(r rune) rune {
+					if htmlsafe.IsNoise(r) {
+						return -1
+					}
+					return r
+				}, a.Val)
+			}
+		}
+		if n.Type == html.TextNode && strings.ContainsFunc(n.Data, htmlsafe.IsNoise) {
+			splitNoiseText(n)
+			continue
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			stack = append(stack, c)
+		}
+	}
+}
+
+// splitNoiseText replaces text node n (which has a parent) by its runs: plain
+// text, and noise as <span class="noise">glyphs</span>.
+func splitNoiseText(n *html.Node) {
+	parent := n.Parent
+	text := n.Data
+	add := func(run string, noisy bool) {
+		t := &html.Node{Type: html.TextNode, Data: run}
+		if noisy {
+			t.Data = htmlsafe.ShowNoise(run)
+			span := &html.Node{Type: html.ElementNode, Data: "span", DataAtom: atom.Span,
+				Attr: []html.Attribute{{Key: "class", Val: "noise"}}}
+			span.AppendChild(t)
+			t = span
+		}
+		parent.InsertBefore(t, n)
+	}
+	start, noisy := 0, false
+	for i, r := range text {
+		isN := htmlsafe.IsNoise(r)
+		if i > start && isN != noisy {
+			add(text[start:i], noisy)
+			start = i
+		}
+		noisy = isN
+	}
+	if start < len(text) {
+		add(text[start:], noisy)
+	}
+	parent.RemoveChild(n)
+}
+
+// finishedPage is a cached page.
+type finishedPage struct {
+	html   string // rendered, sanitized
+	status string
+}
+
+// pageCache keeps the last finished pages, oldest dropped first.
+type pageCache struct {
+	mu    sync.Mutex
+	max   int
+	order []string
+	pages map[string]finishedPage
+}
+
+func newPageCache(max int) *pageCache {
+	return &pageCache{max: max, pages: map[string]finishedPage{}}
+}
+
+func (c *pageCache) get(title string) (finishedPage, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.pages[title]
+	return p, ok
+}
+
+func (c *pageCache) put(title string, p finishedPage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.pages[title]; !ok {
+		c.order = append(c.order, title)
+	}
+	c.pages[title] = p
+	for len(c.order) > c.max {
+		delete(c.pages, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+func (c *pageCache) titles() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.order...)
+}
+
+func (c *pageCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.order, c.pages = nil, map[string]finishedPage{}
+}
+
+// mailbox holds the latest value put, for a consumer that may skip values:
+// put never blocks, kick signals that a value is waiting.
+type mailbox[T any] struct {
+	mu   sync.Mutex
+	v    T
+	has  bool
+	kick chan struct{}
+}
+
+func newMailbox[T any]() *mailbox[T] { return &mailbox[T]{kick: make(chan struct{}, 1)} }
+
+func (m *mailbox[T]) put(v T) {
+	m.mu.Lock()
+	m.v, m.has = v, true
+	m.mu.Unlock()
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (m *mailbox[T]) take() (T, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.v, m.has
+	var zero T
+	m.v, m.has = zero, false
+	return v, ok
+}
+
+// sse writes Server-Sent Events.
+type sse struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func newSSE(w http.ResponseWriter) (*sse, bool) {
+	f, ok := w.(http.Flusher)
+	if !ok {
+		return nil, false
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	f.Flush()
+	return &sse{w: w, f: f}, true
+}
+
+// event sends one event with v as JSON data (name "" sends an unnamed event).
+func (s *sse) event(name string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.raw(name, string(data))
+}
+
+func (s *sse) raw(name, data string) error {
+	var b strings.Builder
+	if name != "" {
+		b.WriteString("event: " + name + "\n")
+	}
+	b.WriteString("data: " + data + "\n\n")
+	if _, err := s.w.Write([]byte(b.String())); err != nil {
+		return err
+	}
+	s.f.Flush()
+	return nil
+}

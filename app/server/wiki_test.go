@@ -1,0 +1,315 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// hostile is model output that tries everything a page must not do.
+const hostile = `<h1 onclick="evil()">Unix</h1>
+<script>alert(1)</script><script src="http://evil.example/x.js"></script>
+<p onmouseover="evil()">An <a href="javascript:alert(1)">OS</a> from <a href="/wiki/Bell_Labs">Bell Labs</a>,
+see <a href="http://evil.example/">here</a> and <a href="//evil.example/x">there</a>.</p>
+<img src="http://evil.example/a.png" onerror="evil()"><iframe src="http://evil.example"></iframe>
+<style>body{background:url(http://evil.example)}</style><p style="color:red">styled</p>
+<form action="http://evil.example"><input name="q"></form><meta http-equiv="refresh" content="0;url=http://evil.example">
+<svg><script>alert(2)</script></svg><link rel="stylesheet" href="http://evil.example/x.css"><base href="http://evil.example/">`
+
+// forbidden are substrings no served page may contain.
+var forbidden = []string{"<script>", "alert", "evil", "onclick", "onmouseover", "onerror", "javascript:", "<img",
+	"<iframe", "<style", "style=", "<form", "<input", "<meta", "<svg", "<link rel=\"stylesheet\" href=\"http", "<base", "http://e", "//evil"}
+
+func checkSafe(t *testing.T, what, html string) {
+	t.Helper()
+	low := strings.ToLower(html)
+	for _, f := range forbidden {
+		if strings.Contains(low, f) {
+			t.Errorf("%s contains %q: %.300s", what, f, html)
+		}
+	}
+}
+
+func TestPageSanitized(t *testing.T) {
+	gate := make(chan struct{})
+	g := &fakeGen{drafts: []string{hostile[:200], hostile}, commits: []string{hostile}, final: hostile, gate: gate}
+	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond})
+	c := browser(t, s)
+
+	// The shell: our own script only, the stream URL, no model HTML yet.
+	resp, shell := do(t, c, "GET", base(s)+"/wiki/Unix", "", nil)
+	if resp.StatusCode != 200 || !strings.Contains(shell, `data-events="/events/wiki/Unix"`) ||
+		strings.Count(shell, "<script") != 1 || !strings.Contains(shell, `<script src="/static/develop.js" defer>`) {
+		t.Fatalf("shell %d: %s", resp.StatusCode, shell)
+	}
+	_, events := openEvents(t, c, s, "/events/wiki/Unix")
+	// Each step's draft is sent before the next step (the first two by hand).
+	var all []sseEvent
+	for range 2 {
+		gate <- struct{}{}
+		all = append(all, next(t, events))
+	}
+	go func() {
+		gate <- struct{}{} // the commit
+		gate <- struct{}{} // the end
+	}()
+	for ev := range events {
+		all = append(all, ev)
+	}
+	var drafts int
+	var done pageEvent
+	for _, ev := range all {
+		p := decodePageEvent(t, ev)
+		checkSafe(t, "event "+ev.name, p.HTML)
+		switch ev.name {
+		case "draft":
+			drafts++
+		case "done":
+			done = p
+		default:
+			t.Errorf("unexpected event %q: %s", ev.name, ev.data)
+		}
+	}
+	if drafts < 2 || !strings.Contains(done.HTML, `<a href="/wiki/Bell_Labs">Bell Labs</a>`) || !strings.Contains(done.HTML, "styled") {
+		t.Fatalf("%d drafts, final %q", drafts, done.HTML)
+	}
+	if req := g.lastRequest(t); req.Prompt != assets.EncyclopediaPrompt("Unix") || req.Seed != 1 || req.Mode != engine.Diffusion {
+		t.Errorf("request %+v", req)
+	}
+
+	// The finished page comes from the cache, sanitized, with no stream to open.
+	n := len(g.requests)
+	resp, page := do(t, c, "GET", base(s)+"/wiki/Unix", "", nil)
+	if resp.StatusCode != 200 || strings.Contains(page, "data-events") || !strings.Contains(page, "Bell Labs") {
+		t.Fatalf("cached page %d: %s", resp.StatusCode, page)
+	}
+	main := page[strings.Index(page, `<main id="page">`):strings.Index(page, "</main>")]
+	checkSafe(t, "cached page", main)
+	if strings.Count(page, "<script") != 1 {
+		t.Errorf("page has %d scripts", strings.Count(page, "<script"))
+	}
+	if len(g.requests) != n {
+		t.Error("a cached page was generated again")
+	}
+	// Regenerate bypasses the cache.
+	if _, page := do(t, c, "GET", base(s)+"/wiki/Unix?regen=1", "", nil); !strings.Contains(page, `data-events="/events/wiki/Unix?regen=1"`) {
+		t.Errorf("regen page: %s", page)
+	}
+	// The home page lists the page written.
+	if _, home := do(t, c, "GET", base(s)+"/", "", nil); !strings.Contains(home, `<a href="/wiki/Unix">Unix</a>`) {
+		t.Errorf("home: %s", home)
+	}
+}
+
+func TestPageURLs(t *testing.T) {
+	s := start(t, Options{Engine: &fakeGen{final: "<p>x</p>"}})
+	c := browser(t, s)
+	noFollow := *c
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, tc := range []struct{ path, location string }{
+		{"/wiki?q=bubble+sort", "/wiki/bubble_sort"},
+		{"/wiki?q=++", "/"},
+		{"/wiki/operating%20system", "/wiki/operating_system"},
+		{"/wiki/", "/"},
+	} {
+		resp, _ := do(t, &noFollow, "GET", base(s)+tc.path, "", nil)
+		if loc := resp.Header.Get("Location"); resp.StatusCode/100 != 3 || loc != tc.location {
+			t.Errorf("%s: %d → %q, want %q", tc.path, resp.StatusCode, loc, tc.location)
+		}
+	}
+	// Canonical slugs are served as they are, C++ included.
+	resp, body := do(t, &noFollow, "GET", base(s)+"/wiki/"+assets.Slug("C++"), "", nil)
+	if resp.StatusCode != 200 || !strings.Contains(body, `data-events="/events/wiki/C%2B%2B"`) {
+		t.Errorf("C++ page: %d %.300s", resp.StatusCode, body)
+	}
+	if s.PageURL("C++") != s.URL("/wiki/C%2B%2B") {
+		t.Errorf("PageURL %q", s.PageURL("C++"))
+	}
+	if resp, _ := do(t, c, "GET", base(s)+"/static/nope.js", "", nil); resp.StatusCode != 404 {
+		t.Errorf("missing static file: %d", resp.StatusCode)
+	}
+}
+
+func TestPageDevelops(t *testing.T) {
+	drafts := []string{"<h1>Un", "<h1>Unix</h1><p>An", "<h1>Unix</h1><p>An operating", "<h1>Unix</h1><p>An operating system"}
+	gate := make(chan struct{})
+	g := &fakeGen{drafts: drafts, final: "<h1>Unix</h1><p>An operating system.</p>", gate: gate}
+	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond})
+	c := browser(t, s)
+	_, events := openEvents(t, c, s, "/events/wiki/Unix")
+	// Release one step at a time and see each draft arrive before the next step.
+	var got []pageEvent
+	for range drafts {
+		gate <- struct{}{}
+		ev := next(t, events)
+		if ev.name != "draft" {
+			t.Fatalf("event %q before the generation finished", ev.name)
+		}
+		got = append(got, decodePageEvent(t, ev))
+	}
+	gate <- struct{}{} // let it finish
+	ev := next(t, events)
+	if ev.name != "done" {
+		t.Fatalf("last event %q", ev.name)
+	}
+	final := decodePageEvent(t, ev)
+	if len(got) != 4 || !strings.Contains(got[0].HTML, "<h1>Un</h1>") || !strings.Contains(got[3].HTML, "An operating system") ||
+		got[3].Step != 4 || !strings.Contains(got[3].Status, "step 4") {
+		t.Errorf("drafts %+v", got)
+	}
+	if final.HTML != "<h1>Unix</h1><p>An operating system.</p>" || !strings.HasPrefix(final.Status, "Done") {
+		t.Errorf("final %+v", final)
+	}
+	if _, ok := <-events; ok {
+		t.Error("stream continues after done")
+	}
+}
+
+func TestPageThrottled(t *testing.T) {
+	// 200 steps emitted back to back with a long frame interval: the stream
+	// carries far fewer drafts than steps, and always the final page.
+	drafts := make([]string, 200)
+	for i := range drafts {
+		drafts[i] = "<p>" + strings.Repeat("x", i) + "</p>"
+	}
+	g := &fakeGen{drafts: drafts, final: "<p>end</p>"}
+	s := start(t, Options{Engine: g, FrameInterval: time.Hour})
+	c := browser(t, s)
+	_, events := openEvents(t, c, s, "/events/wiki/Unix")
+	var names []string
+	for ev := range events {
+		names = append(names, ev.name)
+	}
+	if len(names) < 1 || len(names) > 2 || names[len(names)-1] != "done" {
+		t.Errorf("events %v: want at most one draft, then done", names)
+	}
+}
+
+func TestSecondPageCancelsFirst(t *testing.T) {
+	gate := make(chan struct{}, 1)
+	started := make(chan string, 4)
+	g := &fakeGen{drafts: []string{"<p>one</p>", "<p>two</p>", "<p>three</p>"}, final: "<p>three</p>", gate: gate, started: started}
+	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond})
+	c := browser(t, s)
+	_, first := openEvents(t, c, s, "/events/wiki/Unix")
+	<-started
+	gate <- struct{}{}
+	if ev := next(t, first); ev.name != "draft" {
+		t.Fatalf("first page: %+v", ev)
+	}
+	// The first generation now waits at its second step; a second page cancels it.
+	_, second := openEvents(t, c, s, "/events/wiki/Linux")
+	ev := next(t, first)
+	if ev.name != "failed" || !strings.Contains(decodePageEvent(t, ev).Status, "another page was requested") {
+		t.Fatalf("first page after the second request: %+v", ev)
+	}
+	if _, ok := <-first; ok {
+		t.Error("the first stream goes on")
+	}
+	if p := <-started; p != assets.EncyclopediaPrompt("Linux") {
+		t.Fatalf("second generation prompt %q", p)
+	}
+	for range 4 { // three steps and the end
+		gate <- struct{}{}
+	}
+	var last sseEvent
+	for ev := range second {
+		last = ev
+	}
+	if last.name != "done" || !strings.Contains(last.data, "three") {
+		t.Errorf("second page ended with %+v", last)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cancels != 1 {
+		t.Errorf("%d cancelled generations, want 1", g.cancels)
+	}
+	// The cancelled page was not cached; the finished one was.
+	if _, ok := s.pages.get("Unix"); ok {
+		t.Error("cancelled page cached")
+	}
+	if _, ok := s.pages.get("Linux"); !ok {
+		t.Error("finished page not cached")
+	}
+}
+
+func TestGenerationErrorIsReported(t *testing.T) {
+	s := start(t, Options{Engine: errGen{}})
+	c := browser(t, s)
+	_, events := openEvents(t, c, s, "/events/wiki/Unix")
+	ev := next(t, events)
+	if ev.name != "failed" || !strings.Contains(decodePageEvent(t, ev).Status, "device lost") {
+		t.Errorf("event %+v", ev)
+	}
+}
+
+// vocab maps ids to token texts for the noise draft.
+type vocab map[int]string
+
+func (v vocab) TokenText(id int) string { return v[id] }
+func (v vocab) IsEnd(id int) bool       { return id == 1 }
+
+func TestDeveloperNoise(t *testing.T) {
+	v := vocab{1: "<eos>", 10: "<h1>", 11: "Unix", 12: "</h1>", 13: "<p>", 14: "kernel", 15: "</p>", 20: "zzzz", 21: "<a href=\"/wiki/X\">"}
+	d := &developer{vocab: v}
+	// Step 1: positions 0 and 2 accepted; 1 and 3 are noise.
+	text := d.text(engine.Event{Kind: engine.EventStep, Draft: []int{10, 20, 12, 20}, Accepted: []bool{true, false, true, false},
+		Argmax: []int{10, 11, 12, 13}})
+	if !strings.HasPrefix(text, "<h1>") || !strings.Contains(text, "</h1>") || !strings.ContainsFunc(text, htmlsafe.IsNoise) {
+		t.Fatalf("step 1 text %q", text)
+	}
+	html := renderHTML(text)
+	if !strings.Contains(html, `<h1>`) || !strings.Contains(html, `<span class="noise">`) || strings.ContainsFunc(html, htmlsafe.IsNoise) {
+		t.Errorf("step 1 html %q", html)
+	}
+	// Step 2: the accepted positions stay text; an accepted end token ends the page.
+	text = d.text(engine.Event{Kind: engine.EventStep, Draft: []int{10, 11, 12, 1}, Accepted: []bool{false, true, false, true},
+		Argmax: []int{10, 11, 12, 1}})
+	if text != "<h1>Unix</h1>" {
+		t.Errorf("step 2 text %q", text)
+	}
+	// A commit replaces the draft with the committed text.
+	if text = d.text(engine.Event{Kind: engine.EventCommit, Text: "<h1>Unix</h1>"}); text != "<h1>Unix</h1>" {
+		t.Errorf("commit text %q", text)
+	}
+	// Noise inside an attribute is dropped, never turned into markup there.
+	noisy := `<p><a href="/wiki/X` + htmlsafe.NoiseText(3, 1) + `">link</a> ` + htmlsafe.NoiseText(2, 2) + `&lt;</p>`
+	html = renderHTML(noisy)
+	if !strings.Contains(html, `<a href="/wiki/X">link</a>`) || strings.Count(html, `<span class="noise">`) != 1 || !strings.Contains(html, "&lt;") {
+		t.Errorf("noisy attribute html %q", html)
+	}
+	// Noise at the top level (no element around it) is marked too.
+	if html = renderHTML("a" + htmlsafe.NoiseText(2, 3) + "b"); !strings.HasPrefix(html, `a<span class="noise">`) || !strings.HasSuffix(html, "</span>b") {
+		t.Errorf("top-level noise html %q", html)
+	}
+	// A draft with unclosed tags comes back balanced.
+	if html = renderHTML("<pre>unclosed <b>bold"); html != "<pre>unclosed <b>bold</b></pre>" {
+		t.Errorf("unbalanced draft html %q", html)
+	}
+}
+
+func TestPageCacheBounded(t *testing.T) {
+	c := newPageCache(2)
+	c.put("a", finishedPage{html: "1"})
+	c.put("b", finishedPage{html: "2"})
+	c.put("a", finishedPage{html: "3"})
+	c.put("c", finishedPage{html: "4"})
+	if _, ok := c.get("a"); ok {
+		t.Error("oldest page kept")
+	}
+	if p, ok := c.get("c"); !ok || p.html != "4" {
+		t.Error("newest page dropped")
+	}
+	if got := c.titles(); len(got) != 2 || got[0] != "b" || got[1] != "c" {
+		t.Errorf("titles %v", got)
+	}
+	c.clear()
+	if len(c.titles()) != 0 {
+		t.Error("clear kept pages")
+	}
+}
