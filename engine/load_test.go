@@ -8,36 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/tokenizer"
-	"github.com/darkroomlabs/darkroom/engine/weights"
+	"github.com/darkroomlabs/darkroom/engine/enginetest"
 )
 
-// writeTinyModel writes a random-weight checkpoint of config.Tiny (every
-// architectural feature, vocab 512, canvas 16) with a small trained tokenizer.
+// writeTinyModel writes a random-weight checkpoint of config.Tiny with a small
+// trained tokenizer (see enginetest).
 func writeTinyModel(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	tr, err := tokenizer.Train(tokenizer.Slice([]string{
-		"<h1>Unix</h1>\n<p>Unix is an operating system.</p>",
-		"<|turn>user\nWhat is Unix?<turn|>\n<|turn>model\nUnix is an operating system.<turn|>",
-		"The operating system runs programs. The kernel is part of the operating system.",
-	}), tokenizer.TrainOptions{VocabSize: 400})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Tiny()
-	cfg.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
-	cfg.Generation.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
-	cfg.Generation.MaxNewTokens = 32
-	cfg.Generation.MaxDenoisingSteps = 6
-	if err := weights.Save(weights.Random(cfg, 1), cfg, dir, weights.SaveOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 32, MaxSteps: 6})
 }
 
 func TestLoadAndGenerateTinyModel(t *testing.T) {

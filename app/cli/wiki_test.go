@@ -9,35 +9,13 @@ import (
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/assets"
-	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/tokenizer"
-	"github.com/darkroomlabs/darkroom/engine/weights"
+	"github.com/darkroomlabs/darkroom/engine/enginetest"
 )
 
 // writeWikiModel writes a random-weight checkpoint of config.Tiny with a small
 // trained tokenizer: enough to run the real load and generate path.
 func writeWikiModel(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	tr, err := tokenizer.Train(tokenizer.Slice([]string{
-		"<h1>Unix</h1>\n<p>Unix is an <a href=\"/wiki/operating_system\">operating system</a>.</p>",
-		"<|turn>user\n" + assets.EncyclopediaPrompt("Unix") + "<turn|>\n<|turn>model\n<h1>Unix</h1><turn|>",
-	}), tokenizer.TrainOptions{VocabSize: 400})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Tiny()
-	cfg.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
-	cfg.Generation.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
-	cfg.Generation.MaxNewTokens = 24
-	cfg.Generation.MaxDenoisingSteps = 4
-	if err := weights.Save(weights.Random(cfg, 1), cfg, dir, weights.SaveOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 24, MaxSteps: 4})
 }
 
 // wikiRun runs the CLI with args.

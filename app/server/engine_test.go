@@ -7,37 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
-	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/tokenizer"
-	"github.com/darkroomlabs/darkroom/engine/weights"
+	"github.com/darkroomlabs/darkroom/engine/enginetest"
 )
 
 // loadTinyEngine writes a random-weight config.Tiny checkpoint (vocab 512,
 // canvas 16) with a small trained tokenizer and loads it on the Go backend.
 func loadTinyEngine(t *testing.T) *engine.Engine {
 	t.Helper()
-	dir := t.TempDir()
-	tr, err := tokenizer.Train(tokenizer.Slice([]string{
-		"<h1>Unix</h1>\n<p>Unix is an <a href=\"/wiki/operating_system\">operating system</a>.</p>",
-		"<|turn>user\n" + assets.EncyclopediaPrompt("Unix") + "<turn|>\n<|turn>model\n<h1>Unix</h1><turn|>",
-		"<|turn>user\nWhat is Unix?<turn|>\n<|turn>model\nUnix is an operating system.<turn|>",
-	}), tokenizer.TrainOptions{VocabSize: 400})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Tiny()
-	cfg.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
-	cfg.Generation.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
-	cfg.Generation.MaxNewTokens = 32
-	cfg.Generation.MaxDenoisingSteps = 4
-	if err := weights.Save(weights.Random(cfg, 1), cfg, dir, weights.SaveOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	dir := enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 32, MaxSteps: 4})
 	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
 	if err != nil {
 		t.Fatal(err)
