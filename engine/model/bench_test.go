@@ -1,11 +1,13 @@
 package model
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/model/gemm"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -28,7 +30,12 @@ func benchConfig() *config.Text {
 	return c
 }
 
-func benchRunner(b *testing.B) (*Runner, *config.Text) {
+// benchModes are the Runner's execution modes on the pure-Go backend: everything in
+// GoMLX graphs, graphs with the output head on the host, and the host model (the
+// default there).
+var benchModes = []string{"graph", "graph+host-head", "host"}
+
+func benchRunner(b *testing.B, mode string) (*Runner, *config.Text) {
 	cfg := benchConfig()
 	ctx := context.New()
 	if err := LoadSet(ctx, weights.Random(&config.Model{Text: *cfg}, 1)); err != nil {
@@ -38,6 +45,7 @@ func benchRunner(b *testing.B) (*Runner, *config.Text) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	r.HostHead, r.HostDecoder = mode != "graph", mode == "host"
 	return r, cfg
 }
 
@@ -47,9 +55,16 @@ func reportFLOPs(b *testing.B, flopsPerOp float64, start time.Time) {
 	b.ReportMetric(sec/float64(b.N)*1e3, "ms/op")
 }
 
-// BenchmarkDecoderStep: one denoising step, canvas 256 after a 64-token prompt.
+// BenchmarkDecoderStep: one denoising step, canvas 256 after a 64-token prompt, per
+// mode (run with -count to compare them in one run).
 func BenchmarkDecoderStep(b *testing.B) {
-	r, cfg := benchRunner(b)
+	for _, mode := range benchModes {
+		b.Run(mode, func(b *testing.B) { benchDecoderStep(b, mode) })
+	}
+}
+
+func benchDecoderStep(b *testing.B, mode string) {
+	r, cfg := benchRunner(b, mode)
 	rng := rand.New(rand.NewPCG(1, 1))
 	if _, err := r.Encode(randTokens(rng, 64, cfg.VocabSize)); err != nil {
 		b.Fatal(err)
@@ -69,9 +84,15 @@ func BenchmarkDecoderStep(b *testing.B) {
 	reportFLOPs(b, FLOPs(cfg, 256, 64), start)
 }
 
-// BenchmarkEncoderPrompt64: one causal encoder pass over a 64-token prompt.
+// BenchmarkEncoderPrompt64: one causal encoder pass over a 64-token prompt, per mode.
 func BenchmarkEncoderPrompt64(b *testing.B) {
-	r, cfg := benchRunner(b)
+	for _, mode := range []string{"graph", "host"} {
+		b.Run(mode, func(b *testing.B) { benchEncoderPrompt64(b, mode) })
+	}
+}
+
+func benchEncoderPrompt64(b *testing.B, mode string) {
+	r, cfg := benchRunner(b, mode)
 	prompt := randTokens(rand.New(rand.NewPCG(2, 2)), 64, cfg.VocabSize)
 	if _, err := r.Encode(prompt); err != nil { // compile
 		b.Fatal(err)
@@ -109,4 +130,60 @@ func BenchmarkMatMul(b *testing.B) {
 		out[0].FinalizeAll()
 	}
 	reportFLOPs(b, 2*m*k*n, start)
+}
+
+// BenchmarkMatMulHost: package gemm's rate on the same product as BenchmarkMatMul
+// (the host model's matmul yardstick).
+func BenchmarkMatMulHost(b *testing.B) {
+	const m, k, n = 256, 512, 512
+	x, y, out := make([]float32, m*k), make([]float32, n*k), make([]float32, m*n)
+	for i := range x {
+		x[i] = float32(i%17) / 16
+	}
+	for i := range y {
+		y[i] = float32(i%13) / 16
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		gemm.MulNT(out, x, y, m, n, k)
+	}
+	reportFLOPs(b, 2*m*k*n, start)
+}
+
+// BenchmarkMiniCanvas: one whole canvas as the generation loop runs it with the
+// runner's default mode — a 64-token prompt through the encoder, then `steps`
+// decoder steps over the 256-token canvas with self-conditioning — on Darkroom Mini's
+// dims (engine/train DefaultMiniSize: 8 experts top-2) with a 4096-token vocabulary.
+func BenchmarkMiniCanvas(b *testing.B) {
+	cfg := benchConfig()
+	cfg.NumExperts = 8
+	ctx := context.New()
+	if err := LoadSet(ctx, weights.Random(&config.Model{Text: *cfg}, 1)); err != nil {
+		b.Fatal(err)
+	}
+	r, err := NewRunner(newBackend(b), cfg, ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	prompt, canvas := randTokens(rng, 64, cfg.VocabSize), randTokens(rng, 256, cfg.VocabSize)
+	for _, steps := range []int{8, 12, 16} {
+		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
+			start := time.Now()
+			for range b.N {
+				r.Reset()
+				if _, err := r.Encode(prompt); err != nil {
+					b.Fatal(err)
+				}
+				var soft *tensors.Tensor
+				for range steps {
+					if _, soft, err = r.Decode(canvas, soft, 0.8); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(time.Since(start).Seconds()/float64(b.N)*1e3, "ms/canvas")
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -32,6 +33,9 @@ import (
 // layers (no ring buffer: the masks stay simple; at long contexts this costs memory
 // that a window-sized ring for the sliding layers would save).
 //
+// With HostDecoder (the default on the pure-Go backend) none of this applies: the model
+// runs on the host (hostModel) with a host-memory cache and compiles nothing.
+//
 // A Runner is not safe for concurrent use.
 type Runner struct {
 	backend backends.Backend
@@ -42,8 +46,31 @@ type Runner struct {
 	// tokens encoded per graph call (default 256, a power of two).
 	MinCapacity, MaxChunk int
 
-	encodeExec, decodeExec *context.Exec
-	growExec               *Exec
+	// HostHead computes the decoder's LM head, soft-cap and next soft embedding on the
+	// host with package gemm instead of in the graph (see hostHead). NewRunner turns it
+	// on for the pure-Go backend, where it is several times faster; accelerators keep
+	// the in-graph head.
+	HostHead bool
+
+	// HostDecoder runs the model on the host (see hostModel) instead of in GoMLX
+	// graphs: Encode, Decode (with the host head) and the KV cache, kept in host
+	// memory; weights are converted to float32 host copies once (BF16 widened,
+	// int8/int4 dequantized). NewRunner turns it on for the pure-Go backend when those
+	// copies take under a quarter of RAM; otherwise the graphs convert or dequantize
+	// in-graph each call (compact storage, slower). Choose before the first Encode:
+	// the graph and host caches are separate.
+	HostDecoder bool
+
+	// MoEBlock, if > 0, overrides the experts' row-block size (see MoEBlockSize and
+	// Params.MoEBlock). Set it before the first Encode/Decode: compiled graphs keep
+	// the size they were built with.
+	MoEBlock int
+
+	encodeExec, decodeExec, hiddenExec *context.Exec
+	growExec                           *Exec
+	head                               hostHead
+	hcache                             hostCache // HostDecoder's KV cache
+	weights                            *hostWeights
 
 	k, v     []*tensors.Tensor // per layer: [1, capacity, Kv_i, Hd_i]
 	length   int
@@ -59,12 +86,15 @@ func NewRunner(backend backends.Backend, cfg *config.Text, ctx *context.Context)
 		return nil, err
 	}
 	r = &Runner{backend: backend, cfg: cfg, ctx: ctx, MinCapacity: 256, MaxChunk: 256,
-		compiled: map[string]bool{}, zeroSoft: map[int]*tensors.Tensor{}}
+		compiled: map[string]bool{}, zeroSoft: map[int]*tensors.Tensor{}, HostHead: isPureGo(backend), HostDecoder: isPureGo(backend) && hostModelFits(ctx),
+		weights: newHostWeights(ctx)}
 	err = try("new runner", func() {
 		r.encodeExec = must(context.NewExecAny(backend, ctx, r.encodeGraph))
 		r.encodeExec.SetMaxCache(-1)
 		r.decodeExec = must(context.NewExecAny(backend, ctx, r.decodeGraph))
 		r.decodeExec.SetMaxCache(-1)
+		r.hiddenExec = must(context.NewExecAny(backend, ctx, r.decodeHiddenGraph))
+		r.hiddenExec.SetMaxCache(-1)
 		r.growExec = must(NewExecAny(backend, r.growGraph))
 		r.growExec.SetMaxCache(-1)
 	})
@@ -92,7 +122,10 @@ func (r *Runner) CompiledGraphs() int { return len(r.compiled) }
 
 // Reset forgets the cached tokens. The cache memory and the compiled executables are
 // kept for the next generation (stale slots are masked out and overwritten).
-func (r *Runner) Reset() { r.length = 0 }
+func (r *Runner) Reset() {
+	r.length = 0
+	r.hcache.truncate(r.cfg, 0)
+}
 
 // Truncate drops cached tokens after the first n.
 func (r *Runner) Truncate(n int) error {
@@ -100,6 +133,7 @@ func (r *Runner) Truncate(n int) error {
 		return fmt.Errorf("truncate cache to %d: only %d tokens cached", n, r.length)
 	}
 	r.length = n
+	r.hcache.truncate(r.cfg, n)
 	return nil
 }
 
@@ -112,6 +146,7 @@ func (r *Runner) Close() {
 		}
 	}
 	r.k, r.v, r.length, r.capacity = nil, nil, 0, 0
+	r.hcache = hostCache{}
 }
 
 // Encode runs the causal encoder over tokens at positions Len()…Len()+n−1, appends
@@ -125,6 +160,9 @@ func (r *Runner) Encode(tokens []int) (lastLogits []float32, err error) {
 	if max := r.cfg.MaxPositionEmbeddings; max > 0 && r.length+len(tokens) > max {
 		return nil, fmt.Errorf("encode: %d cached + %d new tokens exceed max_position_embeddings %d",
 			r.length, len(tokens), max)
+	}
+	if r.HostDecoder {
+		return r.encodeOnHost(tokens)
 	}
 	if err := r.ensureCapacity(r.length + len(tokens)); err != nil {
 		return nil, err
@@ -177,8 +215,9 @@ func (r *Runner) encodeChunk(chunk []int) ([]float32, error) {
 // Decode runs one denoising step of the bidirectional decoder over canvas (placed
 // right after the cached tokens) and returns its float32, soft-capped logits [C·V]
 // (row-major, position-major) and the next step's self-conditioning input
-// softmax(logits/temperature)@embed·√D, which stays on the device: pass it back as soft
-// on the next step. soft == nil means the first step of a canvas (zero signal).
+// softmax(logits/temperature)@embed·√D (on the device in graph mode, a host tensor with
+// HostDecoder or HostHead): pass it back as soft on the next step. soft == nil means
+// the first step of a canvas (zero signal).
 func (r *Runner) Decode(canvas []int, soft *tensors.Tensor, temperature float64) (logits []float32, nextSoft *tensors.Tensor, err error) {
 	c := len(canvas)
 	if c == 0 {
@@ -191,8 +230,10 @@ func (r *Runner) Decode(canvas []int, soft *tensors.Tensor, temperature float64)
 		return nil, nil, fmt.Errorf("decode: %d cached + %d canvas tokens exceed max_position_embeddings %d",
 			r.length, c, max)
 	}
-	if err := r.ensureCapacity(max(r.length, 1)); err != nil {
-		return nil, nil, err
+	if !r.HostDecoder {
+		if err := r.ensureCapacity(max(r.length, 1)); err != nil {
+			return nil, nil, err
+		}
 	}
 	ids := make([]int32, c)
 	for i, t := range canvas {
@@ -210,6 +251,12 @@ func (r *Runner) Decode(canvas []int, soft *tensors.Tensor, temperature float64)
 	} else if want := shapes.Make(dtypes.Float32, 1, c, d); !soft.Shape().Equal(want) {
 		return nil, nil, fmt.Errorf("decode: soft embedding has shape %s, want %s", soft.Shape(), want)
 	}
+	if r.HostDecoder {
+		return r.decodeOnHost(ids, soft, temperature)
+	}
+	if r.HostHead {
+		return r.decodeHostHead(ids, soft, temperature)
+	}
 	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, c), soft, float32(temperature), int32(r.length)}
 	for _, t := range append(append([]*tensors.Tensor{}, r.k...), r.v...) {
 		args = append(args, t)
@@ -225,6 +272,98 @@ func (r *Runner) Decode(canvas []int, soft *tensors.Tensor, temperature float64)
 		return nil, nil, err
 	}
 	return logits, out[1], nil
+}
+
+// decodeHostHead is Decode with the output head on the host: the graph returns the
+// final-normed hidden state and hostHead does the rest.
+func (r *Runner) decodeHostHead(ids []int32, soft *tensors.Tensor, temperature float64) (logits []float32, nextSoft *tensors.Tensor, err error) {
+	c, d := len(ids), r.cfg.HiddenSize
+	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, c), soft, int32(r.length)}
+	for _, t := range append(append([]*tensors.Tensor{}, r.k...), r.v...) {
+		args = append(args, t)
+	}
+	r.compiled[fmt.Sprintf("decode-hidden/%d/%d", c, r.capacity)] = true
+	var out []*tensors.Tensor
+	if err := try("decode", func() { out = must(r.hiddenExec.Exec(args...)) }); err != nil {
+		return nil, nil, err
+	}
+	var hn []float32
+	err = try("decode: read hidden state", func() { hn = tensors.MustCopyFlatData[float32](out[0]) })
+	_ = out[0].FinalizeAll()
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.runHead(hn, c, d, temperature)
+}
+
+// runHead applies the host output head to the final-normed hidden state hn [C·D].
+func (r *Runner) runHead(hn []float32, c, d int, temperature float64) (logits []float32, nextSoft *tensors.Tensor, err error) {
+	err = try("decode: output head", func() {
+		if err := r.head.prepare(r.weights, NewParams(r.ctx, nil, r.cfg).EmbedScale()); err != nil {
+			panic(err)
+		}
+		var next []float32
+		logits, next = r.head.run(hn, c, r.cfg.FinalLogitSoftcapping, temperature)
+		nextSoft = tensors.FromFlatDataAndDimensions(next, 1, c, d)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return logits, nextSoft, nil
+}
+
+// hostModel is the host model over the runner's weights.
+func (r *Runner) hostModel() *hostModel {
+	return &hostModel{cfg: r.cfg, w: r.weights, embedScale: NewParams(r.ctx, nil, r.cfg).EmbedScale()}
+}
+
+// decodeOnHost is Decode computed on the host (hostModel + hostHead).
+func (r *Runner) decodeOnHost(ids []int32, soft *tensors.Tensor, temperature float64) (logits []float32, nextSoft *tensors.Tensor, err error) {
+	c, d := len(ids), r.cfg.HiddenSize
+	var hn []float32
+	err = try("decode", func() {
+		var sf []float32
+		if soft != r.zeroSoft[c] {
+			sf = tensors.MustCopyFlatData[float32](soft)
+		}
+		hn = r.hostModel().decode(&r.hcache, ids, sf, r.length)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.runHead(hn, c, d, temperature)
+}
+
+// encodeOnHost is Encode computed on the host: the K/V go to the host cache.
+func (r *Runner) encodeOnHost(tokens []int) (lastLogits []float32, err error) {
+	ids := make([]int32, len(tokens))
+	for i, t := range tokens {
+		if t < 0 || t >= r.cfg.VocabSize {
+			return nil, fmt.Errorf("encode: token id %d out of range [0, %d)", t, r.cfg.VocabSize)
+		}
+		ids[i] = int32(t)
+	}
+	err = try("encode", func() {
+		m := r.hostModel()
+		scalar := NewParams(r.ctx, nil, r.cfg).encoderScalar
+		var hn []float32
+		// Chunks of MaxChunk bound the attention scores' memory ([chunk, cached+chunk]).
+		for start := 0; start < len(ids); start += max(r.MaxChunk, 1) {
+			chunk := ids[start:min(start+max(r.MaxChunk, 1), len(ids))]
+			hn = m.encode(&r.hcache, chunk, r.length+start, scalar)
+		}
+		if err := r.head.prepare(r.weights, m.embedScale); err != nil {
+			panic(err)
+		}
+		lastLogits = r.head.logits(hn, 1, r.cfg.FinalLogitSoftcapping)
+	})
+	if err != nil {
+		r.hcache.truncate(r.cfg, r.length) // drop partly written chunks
+		return nil, err
+	}
+	r.length += len(tokens)
+	r.capacity = max(r.capacity, r.MinCapacity, nextPow2(r.length))
+	return lastLogits, nil
 }
 
 // ensureCapacity grows the cache (power of two ≥ MinCapacity) to hold n tokens.
@@ -278,7 +417,7 @@ func (r *Runner) encodeGraph(ctx *context.Context, in []*Node) []*Node {
 	tokens, count, length := in[0], in[1], in[2]
 	tb := tokens.Shape().Dimensions[1]
 	capacity := in[3].Shape().Dimensions[1]
-	p := NewParams(ctx, g, r.cfg)
+	p := r.params(ctx, g)
 	cache := &KV{K: append([]*Node{}, in[3:3+nl]...), V: append([]*Node{}, in[3+nl:3+2*nl]...),
 		Positions: iotaPositions(g, 1, capacity, nil)}
 	qpos := iotaPositions(g, 1, tb, length)
@@ -303,12 +442,40 @@ func (r *Runner) decodeGraph(ctx *context.Context, in []*Node) []*Node {
 	canvas, soft, temp, length := in[0], in[1], in[2], in[3]
 	c := canvas.Shape().Dimensions[1]
 	capacity := in[4].Shape().Dimensions[1]
-	p := NewParams(ctx, g, r.cfg)
+	p := r.params(ctx, g)
 	slots := iotaPositions(g, 1, capacity, nil)
 	prefix := &KV{K: in[4 : 4+nl], V: in[4+nl : 4+2*nl], Positions: slots, Valid: LessThan(slots, length)}
 	h := Decoder(p, canvas, iotaPositions(g, 1, c, length), soft, prefix, nil)
 	logits := Logits(p, h)
 	return []*Node{logits, SoftEmbedding(p, logits, temp)}
+}
+
+// decodeHiddenGraph: in = [canvas [1, C], soft [1, C, D], length, K…, V…]
+// → [final-normed hidden [1, C, D]] (the input of the LM head; see hostHead).
+func (r *Runner) decodeHiddenGraph(ctx *context.Context, in []*Node) []*Node {
+	g := in[0].Graph()
+	nl := r.cfg.NumHiddenLayers
+	canvas, soft, length := in[0], in[1], in[2]
+	c := canvas.Shape().Dimensions[1]
+	capacity := in[3].Shape().Dimensions[1]
+	p := r.params(ctx, g)
+	slots := iotaPositions(g, 1, capacity, nil)
+	prefix := &KV{K: in[3 : 3+nl], V: in[3+nl : 3+2*nl], Positions: slots, Valid: LessThan(slots, length)}
+	h := Decoder(p, canvas, iotaPositions(g, 1, c, length), soft, prefix, nil)
+	return []*Node{p.norm(h, "norm.weight")}
+}
+
+// params is the graphs' weight reader, with the runner's settings.
+func (r *Runner) params(ctx *context.Context, g *Graph) *Params {
+	p := NewParams(ctx, g, r.cfg)
+	p.MoEBlock = r.MoEBlock
+	return p
+}
+
+// isPureGo reports whether b is GoMLX's pure-Go backend (simplego).
+func isPureGo(b backends.Backend) bool {
+	_, ok := b.(*simplego.Backend)
+	return ok
 }
 
 // growGraph: in = [K…, V…] → the same with the capacity (axis 1) doubled, zero-filled.

@@ -21,8 +21,15 @@ func toF64(x []float32) []float64 {
 // TestRunnerVsNaive drives a multi-canvas generation through the Runner (prompt in
 // pieces, decoder steps with self-conditioning, canvas commits, AR tokens, a cache
 // that must grow) and checks every output against the reference, then checks that a
-// second generation reuses the compiled executables.
+// second generation reuses the compiled executables. It runs with the decoder's output
+// head in the graph and on the host (HostHead).
 func TestRunnerVsNaive(t *testing.T) {
+	for _, mode := range []string{"graph", "graph+host-head", "host"} {
+		t.Run(mode, func(t *testing.T) { testRunnerVsNaive(t, mode) })
+	}
+}
+
+func testRunnerVsNaive(t *testing.T, mode string) {
 	cfg := tinyConfig()
 	w, nm := randomModel(t, cfg, 11, dtypes.Float32)
 	backend := newBackend(t)
@@ -30,6 +37,10 @@ func TestRunnerVsNaive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !r.HostHead || !r.HostDecoder {
+		t.Fatal("the pure-Go backend should default to the host decoder and head")
+	}
+	r.HostHead, r.HostDecoder = mode != "graph", mode == "host"
 	r.MinCapacity, r.MaxChunk = 16, 8
 	rng := rand.New(rand.NewPCG(5, 6))
 	prompt := randTokens(rng, 10, cfg.VocabSize)
@@ -118,6 +129,7 @@ func TestRunnerPiecesEqualWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.MaxChunk = 4 // the whole prompt goes in chunks too
 	prompt := randTokens(rand.New(rand.NewPCG(1, 1)), 13, cfg.VocabSize)
 	whole, err := r.Encode(prompt)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
@@ -37,8 +38,9 @@ func TestSpecsMatchWeights(t *testing.T) {
 }
 
 // TestQuantizedWeights: int8 and int4 weights, dequantized in the graph (experts and
-// the embedding row-gathered first), give the same logits as the same values
-// dequantized on the host and loaded as Float32.
+// the embedding row-gathered first) or once for the host model, and BF16 weights
+// (converted in the graph or widened for the host model), give the same logits as the
+// same values loaded as Float32 and run in the graph.
 func TestQuantizedWeights(t *testing.T) {
 	cfg := tinyConfig()
 	mcfg := &config.Model{Text: *cfg}
@@ -46,7 +48,7 @@ func TestQuantizedWeights(t *testing.T) {
 	backend := newBackend(t)
 	prompt := randTokens(rand.New(rand.NewPCG(1, 2)), 9, cfg.VocabSize)
 	canvas := randTokens(rand.New(rand.NewPCG(3, 4)), 8, cfg.VocabSize)
-	run := func(s *weights.Set) ([]float32, []float32) {
+	run := func(s *weights.Set, host bool) ([]float32, []float32) {
 		t.Helper()
 		ctx := context.New()
 		if err := LoadSet(ctx, s); err != nil {
@@ -56,6 +58,7 @@ func TestQuantizedWeights(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		r.HostDecoder, r.HostHead = host, host
 		last, err := r.Encode(prompt)
 		if err != nil {
 			t.Fatal(err)
@@ -66,6 +69,27 @@ func TestQuantizedWeights(t *testing.T) {
 		}
 		return last, logits
 	}
+	// compare runs stored in the graph and on the host against ref in the graph.
+	compare := func(t *testing.T, stored, ref *weights.Set) {
+		t.Helper()
+		fLast, fLogits := run(ref, false)
+		for _, host := range []bool{false, true} {
+			sLast, sLogits := run(stored, host)
+			if e := relErr(sLast, toF64(fLast)); e > 1e-5 {
+				t.Errorf("host model %v: encoder logits differ from the reference graph by %.3e", host, e)
+			}
+			if e := relErr(sLogits, toF64(fLogits)); e > 1e-5 {
+				t.Errorf("host model %v: decoder logits differ from the reference graph by %.3e", host, e)
+			}
+		}
+	}
+	t.Run("bf16", func(t *testing.T) { // the reference: BF16 converted in the graph (same √D rounding)
+		bf, err := set.Convert(dtypes.BFloat16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compare(t, bf, bf)
+	})
 	for _, profile := range []quant.Profile{quant.Int8Profile, quant.Int4Profile} {
 		t.Run(string(profile), func(t *testing.T) {
 			q, err := set.Quantize(mcfg, profile)
@@ -87,15 +111,8 @@ func TestQuantizedWeights(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			qLast, qLogits := run(q)
-			fLast, fLogits := run(deq)
 			t.Logf("%d quantized tensors (bits %v)", len(q.Quant), bits)
-			if e := relErr(qLast, toF64(fLast)); e > 1e-5 {
-				t.Errorf("encoder logits: in-graph vs host dequantization differ by %.3e", e)
-			}
-			if e := relErr(qLogits, toF64(fLogits)); e > 1e-5 {
-				t.Errorf("decoder logits: in-graph vs host dequantization differ by %.3e", e)
-			}
+			compare(t, q, deq)
 		})
 	}
 }

@@ -1,0 +1,44 @@
+package gemm
+
+import "math"
+
+// ExpShift writes dst[i] = e^((src[i] − shift)·scale) for every i and returns the sum
+// of dst (accumulated in float32 lanes): the exponentials of a softmax. Arguments below
+// −87.3 give values ≤ 1.2e-38 (inputs of −∞ included) and above 88.37 are clamped, so
+// the result is always finite. Relative error about 2e-7 (Cephes expf).
+func ExpShift(dst, src []float32, shift, scale float32) float32 {
+	dst = dst[:len(src)]
+	n := 0
+	var sum float32
+	if useAVX2 && len(src) >= 8 {
+		n = len(src) &^ 7
+		sum = expShiftAVX2(&dst[0], &src[0], n, shift, scale)
+	}
+	for i := n; i < len(src); i++ {
+		e := Expf((src[i] - shift) * scale)
+		dst[i] = e
+		sum += e
+	}
+	return sum
+}
+
+// Expf is e^x in float32 with the same range reduction, polynomial and clamping as
+// the vector kernel (Cephes expf).
+func Expf(x float32) float32 {
+	const (
+		log2e = 1.44269504088896341
+		c1    = 0.693359375
+		c2    = -2.12194440e-4
+	)
+	x = min(max(x, -87.3365447504), 88.3762626647949)
+	fn := float32(math.Floor(float64(x*log2e + 0.5)))
+	r := x - fn*c1 - fn*c2
+	p := float32(1.9875691500e-4)
+	p = p*r + 1.3981999507e-3
+	p = p*r + 8.3334519073e-3
+	p = p*r + 4.1665795894e-2
+	p = p*r + 1.6666665459e-1
+	p = p*r + 5.0000001201e-1
+	y := p*r*r + r + 1
+	return y * math.Float32frombits(uint32(int32(fn)+127)<<23)
+}

@@ -1,0 +1,150 @@
+package model
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/darkroomlabs/darkroom/engine/model/gemm"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// hostHead is the decoder's output end computed on the host in float32 instead of in
+// the graph: the tied LM head, the soft-cap, and the next step's soft embedding
+//
+//	logits = c·tanh((h·Eᵀ)/c)                     [C, V]
+//	soft   = softmax(logits/T) · E · √D           [C, D]
+//
+// where h is the final-normed hidden state the decoder graph returns. It is the same
+// arithmetic as Logits and SoftEmbedding; it exists because these two products over
+// the whole vocabulary are about half of a decoder step's FLOPs, and on the pure-Go
+// backend package gemm does them an order of magnitude faster than DotGeneral. The
+// logits have to reach the host for the sampler anyway.
+//
+// The float32 embedding E [V, D] and its transpose Eᵀ [D, V] (so that both products
+// contract a contiguous axis) are built once from the context variable (F32 as is,
+// BF16 converted, int8/int4 dequantized) and rebuilt only when the variable's value
+// changes.
+type hostHead struct {
+	source     *tensors.Tensor // the variable value E was built from
+	v, d       int
+	emb, embT  []float32
+	embedScale float64
+	probs      []float32 // scratch [C, V]
+}
+
+// prepare (re)builds E and Eᵀ when the embedding changed.
+func (h *hostHead) prepare(w *hostWeights, embedScale float64) error {
+	name := "embed_tokens.weight"
+	e, err := w.load(name)
+	if err != nil {
+		return fmt.Errorf("weight %q: %w", name, err)
+	}
+	if e.source == h.source && h.emb != nil {
+		return nil
+	}
+	if len(e.dims) != 2 {
+		return fmt.Errorf("weight %q: shape %v, want [vocab, hidden]", name, e.dims)
+	}
+	vocab, d := e.dims[0], e.dims[1]
+	embT := make([]float32, len(e.data))
+	for i := range vocab {
+		for j := range d {
+			embT[j*vocab+i] = e.data[i*d+j]
+		}
+	}
+	h.source, h.v, h.d, h.emb, h.embT, h.embedScale = e.source, vocab, d, e.data, embT, embedScale
+	return nil
+}
+
+// logits is the soft-capped LM head alone over the final-normed rows hn [n·D] → [n·V].
+func (h *hostHead) logits(hn []float32, n int, softcap float64) []float32 {
+	out := make([]float32, n*h.v)
+	gemm.MulNT(out, hn, h.emb, n, h.v, h.d)
+	softcapRow(out, make([]float32, len(out)), softcap)
+	return out
+}
+
+// softcapRow applies c·tanh(x/c) in place (nothing when c ≤ 0), with tanh from the
+// vector exponential: tanh(y) = sign(y)·(1 − e)/(1 + e), e = e^(−2|y|) ∈ (0, 1] (no
+// overflow; absolute error about 1e-7·c). tmp is scratch of the same length.
+func softcapRow(row, tmp []float32, softcap float64) {
+	if softcap <= 0 {
+		return
+	}
+	tmp = tmp[:len(row)]
+	for j, x := range row {
+		tmp[j] = max(x, -x)
+	}
+	gemm.ExpShift(tmp, tmp, 0, float32(-2/softcap))
+	c := float32(softcap)
+	for j, x := range row {
+		e := tmp[j]
+		t := c * (1 - e) / (1 + e)
+		if x < 0 {
+			t = -t
+		}
+		row[j] = t
+	}
+}
+
+// run computes the logits [C·V] and the soft embedding [C·D] from the final-normed
+// hidden state hn [C·D] (see hostHead).
+func (h *hostHead) run(hn []float32, c int, softcap, temperature float64) (logits, soft []float32) {
+	vocab, d := h.v, h.d
+	logits = make([]float32, c*vocab)
+	gemm.MulNT(logits, hn, h.emb, c, vocab, d)
+	if len(h.probs) < c*vocab {
+		h.probs = make([]float32, c*vocab)
+	}
+	probs := h.probs[:c*vocab]
+	parallelRows(c, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row, pr := logits[i*vocab:(i+1)*vocab], probs[i*vocab:(i+1)*vocab]
+			softcapRow(row, pr, softcap)
+			softmaxInto(pr, row, temperature)
+		}
+	})
+	soft = make([]float32, c*d)
+	gemm.MulNT(soft, probs, h.embT, c, d, vocab)
+	scale := float32(h.embedScale)
+	for i := range soft {
+		soft[i] *= scale
+	}
+	return logits, soft
+}
+
+// softmaxInto writes softmax(x/t) into dst (dst may be x), with gemm.ExpShift's
+// vector exponential.
+func softmaxInto(dst, x []float32, t float64) {
+	dst = dst[:len(x)]
+	m := x[0]
+	for _, v := range x {
+		if v > m {
+			m = v
+		}
+	}
+	r := 1 / gemm.ExpShift(dst, x, m, float32(1/t))
+	for j := range dst {
+		dst[j] *= r
+	}
+}
+
+// parallelRows splits [0, n) over GOMAXPROCS goroutines.
+func parallelRows(n int, fn func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n)
+	if w <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range w {
+		lo, hi := n*i/w, n*(i+1)/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi)
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,510 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/model/gemm"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// hostWeights are float32 host copies of the model's weights for the host decoder and
+// head: converted once (F32 copied, BF16 widened, int8/int4 dequantized) and rebuilt
+// only when the context variable's value changes (e.g. a trainer updating it).
+type hostWeights struct {
+	scope *context.Context // ctx.In(Scope)
+	cache map[string]hostWeight
+}
+
+type hostWeight struct {
+	source *tensors.Tensor // the variable value the data was built from
+	data   []float32
+	dims   []int
+}
+
+func newHostWeights(ctx *context.Context) *hostWeights {
+	return &hostWeights{scope: ctx.In(Scope), cache: map[string]hostWeight{}}
+}
+
+// get returns the weight's float32 values (row-major, logical HF shape). It panics
+// with an error naming the weight when it is missing or unreadable (recovered at the
+// Runner's API boundary).
+func (w *hostWeights) get(name string) []float32 {
+	d, err := w.load(name)
+	if err != nil {
+		panic(fmt.Errorf("weight %q: %w", name, err))
+	}
+	return d.data
+}
+
+func (w *hostWeights) has(name string) bool {
+	return w.scope.GetVariable(name) != nil || w.scope.GetVariable(name+QWeightSuffix) != nil
+}
+
+func (w *hostWeights) load(name string) (hostWeight, error) {
+	v := w.scope.GetVariable(name)
+	q := w.scope.GetVariable(name + QWeightSuffix)
+	var src *tensors.Tensor
+	var err error
+	switch {
+	case v != nil:
+		src, err = v.Value()
+	case q != nil:
+		src, err = q.Value()
+	default:
+		return hostWeight{}, fmt.Errorf("missing from context scope %q", Scope)
+	}
+	if err != nil {
+		return hostWeight{}, err
+	}
+	if c, ok := w.cache[name]; ok && c.source == src {
+		return c, nil
+	}
+	out := hostWeight{source: src, dims: src.Shape().Dimensions}
+	switch {
+	case v != nil && src.DType() == dtypes.Float32:
+		out.data, err = tensors.CopyFlatData[float32](src)
+	case v != nil && src.DType() == dtypes.BFloat16:
+		var b []bfloat16.BFloat16
+		if b, err = tensors.CopyFlatData[bfloat16.BFloat16](src); err == nil {
+			out.data = make([]float32, len(b))
+			for i, x := range b {
+				out.data[i] = x.Float32()
+			}
+		}
+	case v != nil:
+		err = fmt.Errorf("dtype %s not supported by the host decoder", src.DType())
+	default:
+		s := w.scope.GetVariable(name + QScaleSuffix)
+		if s == nil {
+			return hostWeight{}, fmt.Errorf("quantized without %s", QScaleSuffix)
+		}
+		var scale, f *tensors.Tensor
+		if scale, err = s.Value(); err != nil {
+			break
+		}
+		dims := append([]int(nil), src.Shape().Dimensions...)
+		if src.DType() == dtypes.Uint8 {
+			dims[len(dims)-1] *= 2
+		}
+		var spec quant.Spec
+		if spec, err = quant.SpecOf(dims, src.Shape(), scale.Shape()); err != nil {
+			break
+		}
+		if f, err = quant.Dequantize(src, scale, spec, dims); err == nil {
+			out.data, err = tensors.CopyFlatData[float32](f)
+			out.dims = dims
+		}
+	}
+	if err != nil {
+		return hostWeight{}, err
+	}
+	w.cache[name] = out
+	return out, nil
+}
+
+// hostModel is the model for one sequence (batch 1) computed on the host in float32,
+// with every product in package gemm: the same arithmetic as the graph (and as the
+// float64 reference in package naive, which the tests compare it with), arranged as
+// row-major matrix products over the tokens. The pure-Go backend runs it an order of
+// magnitude faster than the graph, whose DotGeneral is the bottleneck there. Its KV
+// cache is a hostCache.
+type hostModel struct {
+	cfg        *config.Text
+	w          *hostWeights
+	embedScale float64
+}
+
+// hostCache is the host model's KV cache: per layer, the K (after k_norm and RoPE) and
+// V (after v_norm) rows of every cached position, [len, Kv, Hd] row-major.
+type hostCache struct {
+	k, v [][]float32
+}
+
+// truncate keeps the first n positions.
+func (c *hostCache) truncate(cfg *config.Text, n int) {
+	for i := range c.k {
+		w := cfg.KVHeads(i) * cfg.LayerHeadDim(i)
+		c.k[i], c.v[i] = c.k[i][:n*w], c.v[i][:n*w]
+	}
+}
+
+// prefixRows are one layer's cached keys/values visible to the new tokens, per KV
+// head, contiguous: k[j] and v[j] are [n, Hd]; lo is the first cached position.
+type prefixRows struct {
+	k, v  [][]float32
+	n, lo int
+}
+
+// rows splits layer i's cached positions [lo, length) per KV head.
+func (c *hostCache) rows(cfg *config.Text, i, lo, length int) prefixRows {
+	kvh, hd := cfg.KVHeads(i), cfg.LayerHeadDim(i)
+	n := length - lo
+	out := prefixRows{k: make([][]float32, kvh), v: make([][]float32, kvh), n: n, lo: lo}
+	for j := range kvh {
+		out.k[j], out.v[j] = make([]float32, n*hd), make([]float32, n*hd)
+		for s := range n {
+			base := ((lo+s)*kvh + j) * hd
+			copy(out.k[j][s*hd:(s+1)*hd], c.k[i][base:base+hd])
+			copy(out.v[j][s*hd:(s+1)*hd], c.v[i][base:base+hd])
+		}
+	}
+	return out
+}
+
+// decode runs the bidirectional decoder over canvas at positions start…start+C−1,
+// after the first start cached positions, and returns the final-normed hidden state
+// [C·D] (the LM head's input). soft nil = first step.
+func (h *hostModel) decode(cache *hostCache, canvas []int32, soft []float32, start int) []float32 {
+	cfg := h.cfg
+	c, d := len(canvas), cfg.HiddenSize
+	eps := float32(cfg.RMSNormEps)
+	x := h.embed(canvas)
+	if soft != nil {
+		n := rmsRows(soft, d, h.w.get("self_conditioning.pre_norm.weight"), eps)
+		addInto(x, h.mlp(n, c, "self_conditioning"))
+	}
+	hs := rmsRows(x, d, nil, eps)
+	for i := range cfg.NumHiddenLayers {
+		lo := 0
+		if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
+			lo = max(0, start-(cfg.SlidingWindow-1)) // the last W−1 cached tokens
+		}
+		hs, _, _ = h.layer(i, hs, c, start, cache.rows(cfg, i, lo, start), false, layerPrefix(i)+"layer_scalar")
+	}
+	return rmsRows(hs, d, h.w.get("norm.weight"), eps)
+}
+
+// encode runs the causal encoder over tokens at positions start…start+T−1, appends
+// their K/V to the cache (which must hold exactly start positions) and returns the
+// final-normed hidden state of the last token [D].
+func (h *hostModel) encode(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string) []float32 {
+	cfg := h.cfg
+	t, d := len(tokens), cfg.HiddenSize
+	nl := cfg.NumHiddenLayers
+	if cache.k == nil {
+		cache.k, cache.v = make([][]float32, nl), make([][]float32, nl)
+	}
+	hs := h.embed(tokens)
+	for i := range nl {
+		lo := 0
+		if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
+			lo = max(0, start-(cfg.SlidingWindow-1)) // what the first new token can see
+		}
+		var k, v []float32
+		hs, k, v = h.layer(i, hs, t, start, cache.rows(cfg, i, lo, start), true, encoderScalar(i))
+		cache.k[i], cache.v[i] = append(cache.k[i], k...), append(cache.v[i], v...)
+	}
+	return rmsRows(hs[(t-1)*d:], d, h.w.get("norm.weight"), float32(cfg.RMSNormEps))
+}
+
+// embed is Params.Embed: rows of the tied embedding times √D (rounded as the graph).
+func (h *hostModel) embed(tokens []int32) []float32 {
+	d := h.cfg.HiddenSize
+	emb := h.w.get("embed_tokens.weight")
+	x := make([]float32, len(tokens)*d)
+	scale := float32(h.embedScale)
+	for t, tok := range tokens {
+		row := emb[int(tok)*d : int(tok)*d+d]
+		for j, v := range row {
+			x[t*d+j] = v * scale
+		}
+	}
+	return x
+}
+
+// layer is layer i over rows hs [T·D] at positions start…start+T−1 (see Params.Layer),
+// attending to the visible cached rows and the new tokens (causally when causal). It
+// also returns the new tokens' K and V [T, Kv, Hd].
+func (h *hostModel) layer(i int, hs []float32, c, start int, pre prefixRows, causal bool, scalarName string) (out, k, v []float32) {
+	cfg := h.cfg
+	d := cfg.HiddenSize
+	eps := float32(cfg.RMSNormEps)
+	name := layerPrefix(i)
+	nw := func(s string) []float32 { return h.w.get(name + s + ".weight") }
+	a, k, v := h.attention(i, rmsRows(hs, d, nw("input_layernorm"), eps), c, start, pre, causal)
+	res := addNew(hs, rmsRows(a, d, nw("post_attention_layernorm"), eps))
+	dense := rmsRows(h.mlp(rmsRows(res, d, nw("pre_feedforward_layernorm"), eps), c, name+"mlp"), d,
+		nw("post_feedforward_layernorm_1"), eps)
+	moe := rmsRows(h.moe(i, rmsRows(res, d, nw("pre_feedforward_layernorm_2"), eps), res, c), d,
+		nw("post_feedforward_layernorm_2"), eps)
+	addInto(dense, moe)
+	out = addNew(res, rmsRows(dense, d, nw("post_feedforward_layernorm"), eps))
+	scalar := h.w.get(scalarName)[0]
+	for j := range out {
+		out[j] *= scalar
+	}
+	return out, k, v
+}
+
+// attention is Params.Attention over c new tokens with the visible cached rows in
+// front of their keys: bidirectional over the new tokens (decoder), or causal with the
+// sliding window (encoder: key position p visible to query position q iff p ≤ q and,
+// on sliding layers, p > q − W). x: [C·D] → out [C·D], and the new k, v [C, Kv, Hd].
+func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, causal bool) (out, k, v []float32) {
+	cfg := h.cfg
+	d := cfg.HiddenSize
+	nh, kvh, hd := cfg.NumAttentionHeads, cfg.KVHeads(i), cfg.LayerHeadDim(i)
+	groups := nh / kvh
+	eps := float32(cfg.RMSNormEps)
+	name := layerPrefix(i) + "self_attn."
+	q := matNT(x, h.w.get(name+"q_proj.weight"), c, nh*hd, d)
+	kRaw := matNT(x, h.w.get(name+"k_proj.weight"), c, kvh*hd, d)
+	vRaw := kRaw // full layers: K=V, before k_norm and RoPE
+	if cfg.IsSliding(i) {
+		vRaw = matNT(x, h.w.get(name+"v_proj.weight"), c, kvh*hd, d)
+	}
+	inv := make([]float32, hd/2)
+	for j, f := range mustInvFreq(cfg, i) {
+		inv[j] = float32(f)
+	}
+	cos, sin := ropeTables(start, c, inv)
+	q = rmsRows(q, hd, h.w.get(name+"q_norm.weight"), eps)
+	ropeRows(q, c, nh, hd, cos, sin)
+	k = rmsRows(kRaw, hd, h.w.get(name+"k_norm.weight"), eps)
+	ropeRows(k, c, kvh, hd, cos, sin)
+	v = rmsRows(vRaw, hd, nil, eps)
+
+	window := 0
+	if causal && cfg.IsSliding(i) {
+		window = cfg.SlidingWindow
+	}
+	s := pre.n + c
+	att := make([]float32, c*nh*hd)
+	for j := range kvh {
+		// Keys and values of KV head j: [S, Hd]; values transposed [Hd, S] for MulNT.
+		K := make([]float32, s*hd)
+		copy(K, pre.k[j])
+		vt := make([]float32, hd*s)
+		for r := range pre.n {
+			for e := range hd {
+				vt[e*s+r] = pre.v[j][r*hd+e]
+			}
+		}
+		for t := range c {
+			copy(K[(pre.n+t)*hd:(pre.n+t+1)*hd], k[(t*kvh+j)*hd:(t*kvh+j+1)*hd])
+			for e := range hd {
+				vt[e*s+pre.n+t] = v[(t*kvh+j)*hd+e]
+			}
+		}
+		// The group's query heads as rows [G·C, Hd] (head-major).
+		qg := make([]float32, groups*c*hd)
+		for g := range groups {
+			hh := j*groups + g
+			for t := range c {
+				copy(qg[(g*c+t)*hd:(g*c+t+1)*hd], q[(t*nh+hh)*hd:(t*nh+hh+1)*hd])
+			}
+		}
+		scores := matNT(qg, K, groups*c, s, hd) // scale 1.0
+		parallelRows(groups*c, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				row := scores[r*s : (r+1)*s]
+				if causal {
+					qp := start + r%c
+					for sk := range row {
+						kp := start + sk - pre.n
+						if sk < pre.n {
+							kp = pre.lo + sk
+						}
+						if kp > qp || (window > 0 && kp <= qp-window) {
+							row[sk] = float32(math.Inf(-1))
+						}
+					}
+				}
+				softmaxInto(row, row, 1)
+			}
+		})
+		o := matNT(scores, vt, groups*c, hd, s) // [G·C, Hd]
+		for g := range groups {
+			hh := j*groups + g
+			for t := range c {
+				copy(att[(t*nh+hh)*hd:(t*nh+hh+1)*hd], o[(g*c+t)*hd:(g*c+t+1)*hd])
+			}
+		}
+	}
+	return matNT(att, h.w.get(name+"o_proj.weight"), c, d, nh*hd), k, v
+}
+
+// mlp is the GeGLU MLP under prefix over rows x [n·D] → [n·D].
+func (h *hostModel) mlp(x []float32, n int, prefix string) []float32 {
+	d, inter := h.cfg.HiddenSize, h.cfg.IntermediateSize
+	gate := matNT(x, h.w.get(prefix+".gate_proj.weight"), n, inter, d)
+	up := matNT(x, h.w.get(prefix+".up_proj.weight"), n, inter, d)
+	geluMulInto(gate, gate, up, make([]float32, len(gate)))
+	return matNT(gate, h.w.get(prefix+".down_proj.weight"), n, d, inter)
+}
+
+// moe is Params.MoE: route on the residual r, run each expert on its tokens' rows of
+// x (exact and sparse: one product per expert over exactly its routed rows), combine.
+// x, r: [n·D] → [n·D]
+func (h *hostModel) moe(i int, x, r []float32, n int) []float32 {
+	cfg := h.cfg
+	d, e, k, f := cfg.HiddenSize, cfg.NumExperts, cfg.TopKExperts, cfg.MoEIntermediateSize
+	eps := float32(cfg.RMSNormEps)
+	name := layerPrefix(i)
+	// Router: RMSNorm_noscale(r)·scale·D^-½, softmax over all experts, top-k (ties to
+	// the lower index), renormalised, times per_expert_scale.
+	hr := rmsRows(r, d, h.w.get(name+"router.scale"), eps)
+	inv := float32(1 / math.Sqrt(float64(d)))
+	for j := range hr {
+		hr[j] *= inv
+	}
+	probs := matNT(hr, h.w.get(name+"router.proj.weight"), n, e, d)
+	pes := h.w.get(name + "router.per_expert_scale")
+	rows := make([][]int, e) // tokens per expert, ascending
+	wts := make([][]float32, e)
+	taken := make([]bool, e)
+	for t := range n {
+		p := probs[t*e : (t+1)*e]
+		softmaxInto(p, p, 1)
+		clear(taken)
+		var tot float32
+		idx := make([]int, 0, k)
+		for range k {
+			best := -1
+			for ex, pr := range p {
+				if !taken[ex] && (best < 0 || pr > p[best]) {
+					best = ex
+				}
+			}
+			taken[best] = true
+			idx = append(idx, best)
+			tot += p[best]
+		}
+		for _, ex := range idx {
+			rows[ex] = append(rows[ex], t)
+			wts[ex] = append(wts[ex], p[ex]/tot*pes[ex])
+		}
+	}
+	gu := h.w.get(name + "experts.gate_up_proj") // [E, 2F, D]
+	dn := h.w.get(name + "experts.down_proj")    // [E, D, F]
+	out := make([]float32, n*d)
+	for ex := range e {
+		m := len(rows[ex])
+		if m == 0 {
+			continue
+		}
+		xe := make([]float32, m*d)
+		for a, t := range rows[ex] {
+			copy(xe[a*d:(a+1)*d], x[t*d:(t+1)*d])
+		}
+		g := matNT(xe, gu[ex*2*f*d:(ex+1)*2*f*d], m, 2*f, d) // [m, 2F]: gate | up
+		hm, tmp := make([]float32, m*f), make([]float32, f)
+		for a := range m {
+			geluMulInto(hm[a*f:(a+1)*f], g[a*2*f:a*2*f+f], g[a*2*f+f:(a+1)*2*f], tmp)
+		}
+		y := matNT(hm, dn[ex*d*f:(ex+1)*d*f], m, d, f)
+		for a, t := range rows[ex] {
+			wa := wts[ex][a]
+			o := out[t*d : (t+1)*d]
+			for j, v := range y[a*d : (a+1)*d] {
+				o[j] += wa * v
+			}
+		}
+	}
+	return out
+}
+
+// matNT is a·bᵀ for a [m, k] and b [n, k] → new [m, n].
+func matNT(a, b []float32, m, n, k int) []float32 {
+	out := make([]float32, m*n)
+	gemm.MulNT(out, a, b, m, n, k)
+	return out
+}
+
+// rmsRows is RMSNorm over rows of width n (w nil: no scale) → new slice.
+func rmsRows(x []float32, n int, w []float32, eps float32) []float32 {
+	out := make([]float32, len(x))
+	for r := 0; r < len(x); r += n {
+		row := x[r : r+n]
+		var ms float32
+		for _, v := range row {
+			ms += v * v
+		}
+		inv := float32(1 / math.Sqrt(float64(ms/float32(n)+eps)))
+		o := out[r : r+n]
+		if w == nil {
+			for j, v := range row {
+				o[j] = v * inv
+			}
+		} else {
+			for j, v := range row {
+				o[j] = v * inv * w[j]
+			}
+		}
+	}
+	return out
+}
+
+func addInto(dst, x []float32) {
+	for j, v := range x {
+		dst[j] += v
+	}
+}
+
+func addNew(a, b []float32) []float32 {
+	out := make([]float32, len(a))
+	for j := range a {
+		out[j] = a[j] + b[j]
+	}
+	return out
+}
+
+// geluMulInto writes dst[j] = gelu_tanh(gate[j])·up[j] (dst may be gate), using
+// 0.5·x·(1 + tanh(u)) = x / (1 + e^(−2u)), u = √(2/π)·(x + 0.044715·x³), with the
+// vector exponential (clamped, so very negative u gives x/(1+1.6e38) ≈ 0, never NaN).
+// tmp is scratch of the same length.
+func geluMulInto(dst, gate, up, tmp []float32) {
+	const k = 0.7978845608028654
+	tmp = tmp[:len(gate)]
+	for j, x := range gate {
+		tmp[j] = -2 * k * (x + 0.044715*x*x*x)
+	}
+	gemm.ExpShift(tmp, tmp, 0, 1)
+	for j, x := range gate {
+		dst[j] = x / (1 + tmp[j]) * up[j]
+	}
+}
+
+// ropeTables are cos/sin of (start+t)·inv_freq: [C, Hd/2] each.
+func ropeTables(start, c int, inv []float32) (cos, sin []float32) {
+	half := len(inv)
+	cos, sin = make([]float32, c*half), make([]float32, c*half)
+	for t := range c {
+		pos := float32(start + t)
+		for j, f := range inv {
+			a := float64(pos * f) // float32 angle, as the graph computes it
+			cos[t*half+j], sin[t*half+j] = float32(math.Cos(a)), float32(math.Sin(a))
+		}
+	}
+	return cos, sin
+}
+
+// ropeRows rotates x [C, heads, Hd] in place (rotate-half layout, see ApplyRoPE).
+func ropeRows(x []float32, c, heads, hd int, cos, sin []float32) {
+	half := hd / 2
+	for t := range c {
+		cs, sn := cos[t*half:(t+1)*half], sin[t*half:(t+1)*half]
+		for hh := range heads {
+			v := x[(t*heads+hh)*hd : (t*heads+hh+1)*hd]
+			for j := range half {
+				x1, x2 := v[j], v[j+half]
+				v[j] = x1*cs[j] - x2*sn[j]
+				v[j+half] = x2*cs[j] + x1*sn[j]
+			}
+		}
+	}
+}
+
+func mustInvFreq(cfg *config.Text, i int) []float64 {
+	inv, err := InvFreq(cfg.LayerRope(i), cfg.LayerHeadDim(i))
+	if err != nil {
+		panic(fmt.Errorf("layer %d: %w", i, err))
+	}
+	return inv
+}
