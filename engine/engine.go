@@ -26,6 +26,7 @@ type Engine struct {
 	backend   string
 	be        backends.Backend // nil for fakes
 	fallback  string           // why XLA did not start, if it was asked for
+	path      string           // where the model runs: PathHost or PathGraph
 	release   func()           // frees the model's device memory; nil when nothing to free
 	closed    bool
 }
@@ -134,6 +135,17 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 	return &generation{ctx: ctx, req: req, run: e.run, tok: e.tok, smp: smp, s: s,
 		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt}, nil
 }
+
+// Where a loaded model's forward passes run (Engine.Path).
+const (
+	// PathHost: float32 on the host with engine/model's AVX2 GEMM (pure-Go backend).
+	PathHost = "host"
+	// PathGraph: compiled GoMLX graphs on the backend (always on XLA).
+	PathGraph = "graph"
+)
+
+// Path says where the model's forward passes run: PathHost or PathGraph.
+func (e *Engine) Path() string { return e.path }
 
 // MeasureMatMul times a raw float32 [m,k]×[k,n] matmul on the engine's own
 // backend (see backend.MeasureMatMul): the yardstick for the model's forward

@@ -18,16 +18,23 @@ type modelRunner struct{ r *model.Runner }
 
 // newModelRunner puts the weights into a fresh GoMLX context on b and prepares
 // the runner. release frees the KV cache.
-func newModelRunner(b backends.Backend, cfg *config.Model, set *weights.Set) (runner, func(), error) {
+func newModelRunner(b backends.Backend, cfg *config.Model, set *weights.Set, inGraph bool) (runner, string, func(), error) {
 	ctx := context.New()
 	if err := model.LoadSet(ctx, set); err != nil {
-		return nil, nil, fmt.Errorf("model weights: %w", err)
+		return nil, "", nil, fmt.Errorf("model weights: %w", err)
 	}
 	r, err := model.NewRunner(b, &cfg.Text, ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("model: %w", err)
+		return nil, "", nil, fmt.Errorf("model: %w", err)
 	}
-	return modelRunner{r}, r.Close, nil
+	if inGraph {
+		r.HostDecoder, r.HostHead = false, false
+	}
+	path := PathGraph
+	if r.HostDecoder {
+		path = PathHost
+	}
+	return modelRunner{r}, path, r.Close, nil
 }
 
 func (m modelRunner) Reset() { m.r.Reset() }

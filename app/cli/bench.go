@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/model/gemm"
 )
 
 func init() {
@@ -44,27 +46,32 @@ type benchMode struct {
 
 // benchReport is `darkroom bench --json`.
 type benchReport struct {
-	Model            string             `json:"model"`
-	Backend          string             `json:"backend"`
-	CanvasLength     int                `json:"canvas_length"`
-	MaxNewTokens     int                `json:"max_new_tokens"`
-	PromptTokens     int                `json:"prompt_tokens"`
-	LoadMS           float64            `json:"load_ms"`
-	WarmupMS         float64            `json:"warmup_ms"` // first run of each mode (graph compilation)
-	Diffusion        benchMode          `json:"diffusion"`
-	AR               benchMode          `json:"ar"`
-	SpeedupVsAR      float64            `json:"speedup_vs_ar"` // diffusion tokens/s ÷ AR tokens/s
-	MatMul           backend.MatMulRate `json:"matmul"`
-	MatMulGFLOPS     float64            `json:"matmul_gflops"`
-	PeakHeapBytes    uint64             `json:"peak_heap_bytes"`   // Go heap in use, peak sampled at every step
-	PeakGoSysBytes   uint64             `json:"peak_go_sys_bytes"` // memory the Go runtime holds from the OS
-	PeakRSSBytes     uint64             `json:"peak_rss_bytes"`    // process peak resident set (Linux VmHWM; 0 elsewhere)
-	NumCPU           int                `json:"num_cpu"`
-	GOMAXPROCS       int                `json:"gomaxprocs"`
-	ForwardFLOPs     *forwardFLOPsStats `json:"forward_flops,omitempty"`
-	ForwardGFLOPS    float64            `json:"forward_gflops,omitempty"`
-	ForwardVsMatMul  float64            `json:"forward_vs_matmul,omitempty"` // forward FLOP/s ÷ matmul FLOP/s
-	ForwardFLOPsNote string             `json:"forward_flops_note,omitempty"`
+	Model           string             `json:"model"`
+	Backend         string             `json:"backend"`
+	CanvasLength    int                `json:"canvas_length"`
+	MaxNewTokens    int                `json:"max_new_tokens"`
+	PromptTokens    int                `json:"prompt_tokens"`
+	LoadMS          float64            `json:"load_ms"`
+	WarmupMS        float64            `json:"warmup_ms"` // first run of each mode (graph compilation)
+	Diffusion       benchMode          `json:"diffusion"`
+	AR              benchMode          `json:"ar"`
+	SpeedupVsAR     float64            `json:"speedup_vs_ar"` // diffusion tokens/s ÷ AR tokens/s
+	MatMul          backend.MatMulRate `json:"matmul"`
+	MatMulGFLOPS    float64            `json:"matmul_gflops"`
+	PeakHeapBytes   uint64             `json:"peak_heap_bytes"`   // Go heap in use, peak sampled at every step
+	PeakGoSysBytes  uint64             `json:"peak_go_sys_bytes"` // memory the Go runtime holds from the OS
+	PeakRSSBytes    uint64             `json:"peak_rss_bytes"`    // process peak resident set (Linux VmHWM; 0 elsewhere)
+	NumCPU          int                `json:"num_cpu"`
+	GOMAXPROCS      int                `json:"gomaxprocs"`
+	ForwardFLOPs    *forwardFLOPsStats `json:"forward_flops,omitempty"`
+	ForwardGFLOPS   float64            `json:"forward_gflops,omitempty"`
+	ForwardVsMatMul float64            `json:"forward_vs_matmul,omitempty"` // forward FLOP/s ÷ the path's raw matmul FLOP/s
+	// Path is where forward passes ran: "host" (float32 with engine/model/gemm) or
+	// "graph" (GoMLX on Backend). HostMatMulGFLOPS is gemm's rate on the same shape;
+	// with Path "host" it is the yardstick for ForwardVsMatMul.
+	Path             string  `json:"path"`
+	HostMatMulGFLOPS float64 `json:"host_matmul_gflops"`
+	ForwardFLOPsNote string  `json:"forward_flops_note,omitempty"`
 }
 
 func runBench(env *Env, args []string) error {
@@ -175,11 +182,17 @@ func runBench(env *Env, args []string) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	rep.MatMulGFLOPS = rep.MatMul.FLOPS / 1e9
+	rep.Path = e.Path()
+	rep.HostMatMulGFLOPS = hostMatMulGFLOPS(rep.CanvasLength, d, v, 5)
+	yardstick := rep.MatMulGFLOPS
+	if rep.Path == engine.PathHost {
+		yardstick = rep.HostMatMulGFLOPS
+	}
 	rep.ForwardFLOPs, rep.ForwardFLOPsNote = forwardFLOPs(dres)
 	if rep.ForwardFLOPs != nil && rep.ForwardFLOPs.Seconds > 0 {
 		rep.ForwardGFLOPS = rep.ForwardFLOPs.FLOPs / rep.ForwardFLOPs.Seconds / 1e9
-		if rep.MatMulGFLOPS > 0 {
-			rep.ForwardVsMatMul = rep.ForwardGFLOPS / rep.MatMulGFLOPS
+		if yardstick > 0 {
+			rep.ForwardVsMatMul = rep.ForwardGFLOPS / yardstick
 		}
 	}
 	mem.sample()
@@ -243,10 +256,15 @@ func printBench(w io.Writer, r *benchReport) {
 	}
 	fmt.Fprintf(w, "(median over %d runs; \"median\" is per canvas for diffusion, per token for AR)\n\n", r.Diffusion.Runs)
 	fmt.Fprintf(w, "diffusion vs AR: %.2f× the tokens/s on the same weights\n", r.SpeedupVsAR)
-	fmt.Fprintf(w, "raw matmul [%d,%d]×[%d,%d]: %.2f GFLOP/s\n", r.MatMul.M, r.MatMul.K, r.MatMul.K, r.MatMul.N, r.MatMulGFLOPS)
+	fmt.Fprintf(w, "raw matmul [%d,%d]×[%d,%d]: %.2f GFLOP/s on the %s backend, %.2f GFLOP/s with the host GEMM\n",
+		r.MatMul.M, r.MatMul.K, r.MatMul.K, r.MatMul.N, r.MatMulGFLOPS, r.Backend, r.HostMatMulGFLOPS)
 	if r.ForwardFLOPs != nil {
-		fmt.Fprintf(w, "engine forward passes: %.2f GFLOP/s (%.0f%% of the raw matmul rate)\n",
-			r.ForwardGFLOPS, 100*r.ForwardVsMatMul)
+		where := "GoMLX graphs, vs the backend's matmul"
+		if r.Path == engine.PathHost {
+			where = "host float32, vs the host GEMM"
+		}
+		fmt.Fprintf(w, "engine forward passes: %.2f GFLOP/s (%.0f%% of the raw matmul rate; %s)\n",
+			r.ForwardGFLOPS, 100*r.ForwardVsMatMul, where)
 	} else if r.ForwardFLOPsNote != "" {
 		fmt.Fprintf(w, "engine forward FLOP/s: %s\n", r.ForwardFLOPsNote)
 	}
@@ -319,4 +337,29 @@ func forwardFLOPs(rs []*engine.Result) (*forwardFLOPsStats, string) {
 		return nil, "not measured (no forward passes timed)"
 	}
 	return &st, ""
+}
+
+// hostMatMulGFLOPS times engine/model/gemm's float32 product on [m,k]×[k,n] (the
+// host path's raw rate), median of runs after one warm-up.
+func hostMatMulGFLOPS(m, k, n, runs int) float64 {
+	a, b, out := make([]float32, m*k), make([]float32, n*k), make([]float32, m*n)
+	for i := range a {
+		a[i] = float32(i%7) * 0.25
+	}
+	for i := range b {
+		b[i] = float32(i%5) * 0.5
+	}
+	gemm.MulNT(out, a, b, m, n, k)
+	times := make([]float64, 0, runs)
+	for range max(runs, 1) {
+		t0 := time.Now()
+		gemm.MulNT(out, a, b, m, n, k)
+		times = append(times, time.Since(t0).Seconds())
+	}
+	slices.Sort(times)
+	med := times[len(times)/2]
+	if med <= 0 {
+		return 0
+	}
+	return 2 * float64(m) * float64(n) * float64(k) / med / 1e9
 }

@@ -27,6 +27,7 @@ type generateFlags struct {
 	maxNew, maxSteps, stab     int
 	tMin, tMax, bound, conf, t float64
 	seed                       uint64
+	graph                      bool
 }
 
 func (g *generateFlags) register(fs interface {
@@ -34,9 +35,11 @@ func (g *generateFlags) register(fs interface {
 	IntVar(*int, string, int, string)
 	Float64Var(*float64, string, float64, string)
 	Uint64Var(*uint64, string, uint64, string)
+	BoolVar(*bool, string, bool, string)
 }) {
 	fs.StringVar(&g.model, "model", "", "model directory in the Hugging Face layout (default: the built-in Darkroom Mini)")
 	fs.StringVar(&g.backend, "backend", "", "compute backend: go, xla, xla:cpu, xla:cuda or xla:/path/plugin.so (default $GOMLX_BACKEND, else go)")
+	fs.BoolVar(&g.graph, "graph", false, "run the model in GoMLX graphs even on the pure-Go backend (slower; the path XLA takes)")
 	fs.IntVar(&g.maxNew, "max-new-tokens", 0, "most tokens to generate (default: the model's generation_config)")
 	fs.IntVar(&g.maxSteps, "max-steps", 0, "most denoising steps per canvas (default: the model's)")
 	fs.Float64Var(&g.tMin, "t-min", 0, "temperature at the last denoising step (default: the model's)")
@@ -79,7 +82,7 @@ func (g *generateFlags) load(ctx context.Context, env *Env) (*engine.Engine, err
 	if err != nil {
 		return nil, err
 	}
-	e, err := engine.Load(ctx, src, engine.Options{Backend: g.backend})
+	e, err := engine.Load(ctx, src, engine.Options{Backend: g.backend, InGraph: g.graph})
 	if err != nil {
 		return nil, err
 	}

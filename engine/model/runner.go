@@ -473,9 +473,13 @@ func (r *Runner) params(ctx *context.Context, g *Graph) *Params {
 }
 
 // isPureGo reports whether b is GoMLX's pure-Go backend (simplego).
+// It looks through wrappers (such as engine/backend's Started, which embeds the
+// backend) by asking for the backend's name rather than its Go type.
 func isPureGo(b backends.Backend) bool {
-	_, ok := b.(*simplego.Backend)
-	return ok
+	if _, ok := b.(*simplego.Backend); ok {
+		return true
+	}
+	return b != nil && b.String() == simplego.BackendName
 }
 
 // growGraph: in = [K…, V…] → the same with the capacity (axis 1) doubled, zero-filled.
