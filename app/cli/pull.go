@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/darkroomlabs/darkroom/models"
+	"github.com/darkroomlabs/darkroom/models/download"
+	"github.com/darkroomlabs/darkroom/models/store"
+)
+
+func init() {
+	register(&Command{
+		Name:    "pull",
+		Summary: "download a model from Hugging Face (resumable, verified)",
+		Run:     runPull,
+	})
+}
+
+// libraryFlags are the flags of the commands that open the models library.
+type libraryFlags struct {
+	dir, endpoint, token string
+}
+
+func (l *libraryFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+}, hub bool) {
+	fs.StringVar(&l.dir, "models-dir", "", "models folder (default $DARKROOM_MODELS_DIR, else $XDG_DATA_HOME/darkroom/models)")
+	if hub {
+		fs.StringVar(&l.endpoint, "endpoint", "", "Hugging Face endpoint or mirror (default $HF_ENDPOINT, else https://huggingface.co)")
+		fs.StringVar(&l.token, "token", "", "Hugging Face access token for gated models (default $HF_TOKEN)")
+	}
+}
+
+func (l *libraryFlags) open() (*models.Manager, error) {
+	return models.New(models.Options{Dir: l.dir, Endpoint: l.endpoint, Token: l.token})
+}
+
+func runPull(env *Env, args []string) error {
+	fs := newFlagSet(env, "pull", "[flags] REPO|NAME")
+	var lib libraryFlags
+	lib.register(fs, true)
+	rev := fs.String("revision", "", "branch, tag or commit (default main)")
+	include := fs.String("include", "", "comma-separated globs of files to fetch (default: the catalog's choice, else all)")
+	asJSON := fs.Bool("json", false, "print the finished model's manifest as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("pull: give one repo (owner/name) or catalog name, e.g. `darkroom pull diffusiongemma-26b`")
+	}
+	m, err := lib.open()
+	if err != nil {
+		return err
+	}
+	var globs []string
+	for _, g := range strings.Split(*include, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			globs = append(globs, g)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	bar := newProgress(env.Stderr)
+	unsub := m.Subscribe(bar.event)
+	defer unsub()
+	tr, err := m.Pull(ctx, fs.Arg(0), models.PullOptions{Revision: *rev, Include: globs})
+	if err != nil {
+		return err
+	}
+	err = tr.Wait()
+	bar.finish()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("pull %s: interrupted; the partial files are kept — run the same command again to resume", fs.Arg(0))
+		}
+		if errors.Is(err, download.ErrNoSpace) {
+			free, _ := m.FreeSpace()
+			return fmt.Errorf("pull %s: %v (free now: %s in %s)", fs.Arg(0), err, store.FormatBytes(free), m.StorePath())
+		}
+		return fmt.Errorf("pull %s: %w", fs.Arg(0), err)
+	}
+	man, err := m.Store().Load(tr.Name())
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(man)
+	}
+	fmt.Fprintf(env.Stdout, "%s: %d files, %s, verified, in %s\n", man.Name, len(man.Files),
+		store.FormatBytes(man.TotalSize()), m.Store().ModelDir(man.Name))
+	return nil
+}
+
+// progress renders download events: a redrawn bar on a terminal, a plain line
+// every few seconds otherwise (logs, pipes).
+type progress struct {
+	w        io.Writer
+	tty      bool
+	mu       sync.Mutex
+	last     time.Time
+	drawn    bool
+	messages map[string]bool
+}
+
+func newProgress(w io.Writer) *progress {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	return &progress{w: w, tty: tty, messages: map[string]bool{}}
+}
+
+func (p *progress) event(ev models.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ev.Message != "" && !p.messages[ev.Message] {
+		p.messages[ev.Message] = true
+		if p.drawn {
+			fmt.Fprint(p.w, "\r\033[K")
+		}
+		fmt.Fprintln(p.w, ev.Message)
+		p.drawn = false
+	}
+	interval := 5 * time.Second
+	if p.tty {
+		interval = 200 * time.Millisecond
+	}
+	if time.Since(p.last) < interval || ev.Total == 0 {
+		return
+	}
+	p.last = time.Now()
+	pct := float64(ev.Done) / float64(ev.Total)
+	eta := "--"
+	if ev.ETA > 0 {
+		eta = ev.ETA.Round(time.Second).String()
+	}
+	stats := fmt.Sprintf("%5.1f%%  %s / %s  %s/s  ETA %s", 100*pct, store.FormatBytes(ev.Done), store.FormatBytes(ev.Total),
+		store.FormatBytes(int64(ev.Rate)), eta)
+	if !p.tty {
+		fmt.Fprintf(p.w, "%s: %s\n", ev.Model, stats)
+		return
+	}
+	width := 30
+	if f, ok := p.w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > len(stats)+12 {
+			width = min(40, cols-len(stats)-4)
+		}
+	}
+	n := int(pct * float64(width))
+	fmt.Fprintf(p.w, "\r\033[K[%s%s] %s", strings.Repeat("=", n), strings.Repeat(" ", width-n), stats)
+	p.drawn = true
+}
+
+func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+}

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/models/download"
+	"github.com/darkroomlabs/darkroom/models/hubtest"
+)
+
+func runLibCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestPullModelsRm pulls a gated repo from a local fake Hub through the CLI
+// (--endpoint, --token, --models-dir), lists it and deletes it.
+func TestPullModelsRm(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	cfg, _ := config.Tiny().MarshalConfig()
+	files := []*hubtest.File{{Name: "config.json", Data: cfg}, {Name: "model.safetensors", Data: bytes.Repeat([]byte("darkroom"), 40000), LFS: true}}
+	h.Add("acme/tiny", &hubtest.Repo{Files: files, Token: "tok"})
+	dir := t.TempDir()
+
+	code, _, errOut := runLibCLI("pull", "acme/tiny", "--endpoint", h.URL, "--models-dir", dir)
+	if code != 1 || !strings.Contains(errOut, "token") {
+		t.Errorf("pull without token: code %d, stderr %q", code, errOut)
+	}
+	code, out, errOut := runLibCLI("pull", "acme/tiny", "--endpoint", h.URL, "--token", "tok", "--models-dir", dir, "--json")
+	if code != 0 {
+		t.Fatalf("pull: code %d, stderr %q", code, errOut)
+	}
+	var man struct {
+		State string `json:"state"`
+		Files []struct {
+			Name, SHA256 string
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &man); err != nil || man.State != "complete" {
+		t.Fatalf("pull --json: %v, %s", err, out)
+	}
+	got, err := download.HashFile(filepath.Join(dir, "acme--tiny", "model.safetensors"))
+	if err != nil || got != files[1].SHA256() {
+		t.Errorf("sha256 %s, want %s (%v)", got, files[1].SHA256(), err)
+	}
+
+	code, out, _ = runLibCLI("models", "--models-dir", dir, "--json")
+	var list struct {
+		Models []struct {
+			ID, State string
+		} `json:"models"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
+		t.Fatalf("models --json: %d %s", code, out)
+	}
+	states := map[string]string{}
+	for _, m := range list.Models {
+		states[m.ID] = m.State
+	}
+	if states["acme/tiny"] != "complete" || states["darkroom-mini"] != "built-in" || states["diffusiongemma-26b"] != "not downloaded" {
+		t.Errorf("models: %v", states)
+	}
+	if code, out, _ := runLibCLI("models", "--models-dir", dir); code != 0 || !strings.Contains(out, "acme/tiny") {
+		t.Errorf("models table: %s", out)
+	}
+	if code, _, errOut := runLibCLI("rm", "acme/tiny", "--models-dir", dir); code != 0 {
+		t.Errorf("rm: %s", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "acme--tiny")); err == nil {
+		t.Errorf("rm left the folder")
+	}
+	if code, _, errOut := runLibCLI("rm", "acme/tiny", "--models-dir", dir); code != 1 || errOut == "" {
+		t.Errorf("rm of a missing model: %d", code)
+	}
+	if code, _, errOut := runLibCLI("pull", "acme/missing", "--endpoint", h.URL, "--models-dir", dir); code != 1 || !strings.Contains(errOut, "404") {
+		t.Errorf("404: %d %q", code, errOut)
+	}
+}

@@ -1,0 +1,136 @@
+// Package catalog lists the models Darkroom knows: what each is, where it comes
+// from, its license, its download size and the quantization profiles it can run
+// with, plus the model dimensions the fit estimator needs before anything is
+// downloaded. It also records the community formats the engine cannot load yet,
+// with the reason, so the library can say so instead of offering a 19 GB
+// download that would not run.
+package catalog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+)
+
+// Entry is one catalog model.
+type Entry struct {
+	ID          string          `json:"id"`   // short name users type: "diffusiongemma-26b"
+	Name        string          `json:"name"` // display name
+	Repo        string          `json:"repo,omitempty"`
+	Revision    string          `json:"revision,omitempty"`
+	Builtin     bool            `json:"builtin,omitempty"` // embedded in the binary (package assets)
+	License     string          `json:"license"`
+	Description string          `json:"description"`
+	Format      string          `json:"format"`        // what the files are
+	Size        int64           `json:"download_size"` // approximate; the exact size comes from the Hub
+	Profiles    []quant.Profile `json:"profiles"`      // bf16 = as downloaded; others made by `darkroom quantize`
+	// Include restricts a download to these globs (empty: every file).
+	Include []string `json:"include,omitempty"`
+	// Config returns the model's dimensions (nil when only known after download).
+	Config func() (*config.Model, error) `json:"-"`
+}
+
+// Unsupported is a known community format the engine cannot load.
+type Unsupported struct {
+	Repo   string `json:"repo"`
+	Format string `json:"format"`
+	Size   int64  `json:"download_size"`
+	Reason string `json:"reason"`
+}
+
+// MiniID is the built-in model's ID.
+const MiniID = "darkroom-mini"
+
+// DiffusionGemmaID is the 26B model's ID.
+const DiffusionGemmaID = "diffusiongemma-26b"
+
+// Entries returns the catalog.
+func Entries() []Entry {
+	return []Entry{
+		{
+			ID: MiniID, Name: "Darkroom Mini", Builtin: true,
+			License: "GFDL-1.1+ (training data: FOLDOC, Jargon File); weights Apache-2.0",
+			Description: "A small computing encyclopedia built into Darkroom: runs anywhere, instantly, " +
+				"on the CPU. Not a general assistant.",
+			Format:   "safetensors (built in)",
+			Profiles: quant.Profiles,
+		},
+		{
+			ID: DiffusionGemmaID, Name: "DiffusionGemma 26B-A4B (instruction-tuned)",
+			Repo: "google/diffusiongemma-26B-A4B-it", Revision: "main",
+			License: "Gemma Terms of Use (accept on huggingface.co before downloading)",
+			Description: "Google's block-diffusion MoE model: 26B parameters, 3.8B active. A general assistant; " +
+				"needs a 24 GB GPU when quantized to int4 (`darkroom quantize`), ~52 GB as downloaded.",
+			Format: "safetensors BF16", Size: 51_600_000_000,
+			Profiles: quant.Profiles,
+			// Text weights, config, tokenizer; the vision tower is skipped by the loader
+			// but lives in the same shards, so the shards are needed whole.
+			Include: []string{"*.json", "*.safetensors", "*.jinja", "tokenizer*"},
+			Config:  func() (*config.Model, error) { return DiffusionGemma26B(), nil },
+		},
+	}
+}
+
+// UnsupportedFormats are community repos of DiffusionGemma the engine cannot
+// load yet, and why (reference diffusiongemma.md §4.2).
+func UnsupportedFormats() []Unsupported {
+	return []Unsupported{
+		{Repo: "nvidia/diffusiongemma-26B-A4B-it-NVFP4", Format: "NVFP4 (ModelOpt)", Size: 18_900_000_000,
+			Reason: "NVFP4 stores weights as FP4 (E2M1) with FP8 block scales and a per-tensor scale; Darkroom's " +
+				"engine dequantizes only its own int8/int4 format, and GoMLX's pure-Go backend has no FP4/FP8 types. " +
+				"Use `darkroom quantize --profile int4` on the BF16 download instead (similar size)."},
+		{Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF", Format: "GGUF (Q4_K_M 16 GB … BF16 47 GB)", Size: 16_000_000_000,
+			Reason: "GGUF needs a GGUF reader and the k-quant block formats (Q4_K, Q5_0, Q6_K, Q8_0) with llama.cpp's " +
+				"tensor names for the draft `diffusion-gemma` architecture (PR #24423, unmerged); Darkroom does not " +
+				"implement them."},
+	}
+}
+
+// Find looks a name up: a catalog ID, or a repo (case-insensitive).
+func Find(name string) (Entry, bool) {
+	for _, e := range Entries() {
+		if strings.EqualFold(e.ID, name) || (e.Repo != "" && strings.EqualFold(e.Repo, name)) {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// CheckLoadable refuses repos known to hold a format the engine cannot load.
+func CheckLoadable(repo string) error {
+	for _, u := range UnsupportedFormats() {
+		if strings.EqualFold(u.Repo, repo) {
+			return fmt.Errorf("%s is %s, which Darkroom cannot load: %s", repo, u.Format, u.Reason)
+		}
+	}
+	return nil
+}
+
+// DiffusionGemma26B is the released 26B-A4B-it checkpoint's configuration
+// (reference diffusiongemma.md §1.2, §2.1), for estimates before it is downloaded.
+func DiffusionGemma26B() *config.Model {
+	m := &config.Model{
+		Architectures: []string{"DiffusionGemmaForBlockDiffusion"},
+		ModelType:     "diffusion_gemma", CanvasLength: 256, EOSTokenIDs: []int{1, 106}, DType: "bfloat16",
+	}
+	t := &m.Text
+	t.VocabSize, t.HiddenSize, t.IntermediateSize, t.MoEIntermediateSize = 262144, 2816, 2112, 704
+	t.NumExperts, t.TopKExperts, t.NumHiddenLayers = 128, 8, 30
+	t.NumAttentionHeads, t.NumKeyValueHeads, t.NumGlobalKVHeads = 16, 8, 2
+	t.HeadDim, t.GlobalHeadDim, t.SlidingWindow = 256, 512, 1024
+	for i := 0; i < 30; i++ {
+		if i%6 == 5 {
+			t.LayerTypes = append(t.LayerTypes, config.FullAttention)
+		} else {
+			t.LayerTypes = append(t.LayerTypes, config.SlidingAttention)
+		}
+	}
+	t.RopeParameters.Sliding = config.Rope{Type: "default", Theta: 1e4}
+	t.RopeParameters.Full = config.Rope{Type: "proportional", Theta: 1e6, PartialRotaryFactor: 0.25}
+	t.MaxPositionEmbeddings, t.RMSNormEps, t.HiddenActivation = 262144, 1e-6, "gelu_pytorch_tanh"
+	t.FinalLogitSoftcapping, t.PadTokenID, t.EOSTokenID, t.BOSTokenID, t.DType = 30, 0, 1, 2, "bfloat16"
+	m.Generation = config.DefaultGeneration()
+	return m
+}

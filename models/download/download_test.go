@@ -1,0 +1,401 @@
+package download
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/models/hubtest"
+)
+
+const repo = "acme/tiny"
+
+// fixture builds a fake hub with two LFS files and one small git file.
+func fixture(t *testing.T, seed int64) (*hubtest.Hub, []*hubtest.File) {
+	t.Helper()
+	rng := rand.New(rand.NewSource(seed))
+	mk := func(n int) []byte { b := make([]byte, n); rng.Read(b); return b }
+	files := []*hubtest.File{
+		{Name: "model-00001-of-00002.safetensors", Data: mk(3<<20 + 12345), LFS: true},
+		{Name: "model-00002-of-00002.safetensors", Data: mk(2<<20 + 777), LFS: true},
+		{Name: "config.json", Data: []byte(`{"model_type":"diffusion_gemma"}` + strings.Repeat(" ", 5000))},
+	}
+	h := hubtest.New()
+	t.Cleanup(h.Close)
+	h.Add(repo, &hubtest.Repo{Files: files})
+	return h, files
+}
+
+func specs(h *hubtest.Hub, files []*hubtest.File) []File {
+	var out []File
+	for _, f := range files {
+		s := File{Name: f.Name, URL: h.URL + "/" + repo + "/resolve/main/" + f.Name, Size: int64(len(f.Data))}
+		if f.LFS {
+			s.SHA256 = f.SHA256()
+		} else {
+			s.GitOID = f.GitOID()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func fastOpts() Options {
+	return Options{StallTimeout: 400 * time.Millisecond, BackoffBase: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
+		MaxRetries: 6, Interval: 20 * time.Millisecond}
+}
+
+// checkFiles asserts every file is in place with its sha256 and no .part left.
+func checkFiles(t *testing.T, dir string, files []*hubtest.File) {
+	t.Helper()
+	for _, f := range files {
+		got, err := HashFile(filepath.Join(dir, f.Name))
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		if got != f.SHA256() {
+			t.Errorf("%s: sha256 %s, want %s", f.Name, got, f.SHA256())
+		}
+		if _, err := os.Stat(filepath.Join(dir, f.Name+".part")); err == nil {
+			t.Errorf("%s: .part left behind", f.Name)
+		}
+	}
+}
+
+func TestDownloadCutAtRandomOffsets(t *testing.T) {
+	h, files := fixture(t, 1)
+	rng := rand.New(rand.NewSource(42))
+	var mu sync.Mutex
+	sizes := map[string]int64{}
+	for _, f := range files {
+		sizes[f.Name] = int64(len(f.Data))
+	}
+	h.Fault = func(name string, n int, start int64) (int64, bool) {
+		if n >= 4 { // the first four requests of each file are cut
+			return -1, false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return rng.Int63n(sizes[name] - start), false // somewhere inside what is left
+	}
+	var retries int
+	opt := fastOpts()
+	opt.OnEvent = func(ev Event) {
+		if ev.Kind == EventRetry {
+			mu.Lock()
+			retries++
+			mu.Unlock()
+		}
+	}
+	dir := t.TempDir()
+	if err := Start(context.Background(), dir, specs(h, files), opt).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir, files)
+	for _, f := range files {
+		if h.Requests(f.Name) < 5 {
+			t.Errorf("%s: %d requests, want ≥ 5 (4 cut + the rest)", f.Name, h.Requests(f.Name))
+		}
+		// Resumed from the .part: the bytes sent add up to the size, not multiples.
+		size := int64(len(f.Data))
+		if sent := h.Sent(f.Name); sent < size || sent > size+size/20 {
+			t.Errorf("%s: hub sent %d bytes for a %d-byte file", f.Name, sent, size)
+		}
+	}
+	if retries < 3*4 {
+		t.Errorf("saw %d retry events, want ≥ 12", retries)
+	}
+}
+
+func TestDownloadStallWatchdogRetries(t *testing.T) {
+	h, files := fixture(t, 2)
+	h.Fault = func(name string, n int, start int64) (int64, bool) {
+		if n == 0 && strings.HasSuffix(name, ".safetensors") {
+			return 100 << 10, true // send 100 kB, then go silent
+		}
+		return -1, false
+	}
+	var mu sync.Mutex
+	var stalls int
+	opt := fastOpts()
+	opt.OnEvent = func(ev Event) {
+		if ev.Kind == EventRetry && errors.Is(ev.Err, ErrStalled) {
+			mu.Lock()
+			stalls++
+			mu.Unlock()
+		}
+	}
+	dir := t.TempDir()
+	if err := Start(context.Background(), dir, specs(h, files), opt).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir, files)
+	if stalls != 2 {
+		t.Errorf("watchdog fired %d times, want 2", stalls)
+	}
+	for _, f := range files[:2] {
+		if sent, size := h.Sent(f.Name), int64(len(f.Data)); sent != size {
+			t.Errorf("%s: sent %d, want %d (resume after stall)", f.Name, sent, size)
+		}
+	}
+}
+
+func TestDownloadWrongHashIsQuarantined(t *testing.T) {
+	h, files := fixture(t, 3)
+	files[1].Corrupt = true
+	dir := t.TempDir()
+	err := Start(context.Background(), dir, specs(h, files), fastOpts()).Wait()
+	var ve *VerifyError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want a VerifyError", err)
+	}
+	if ve.File != files[1].Name || !strings.Contains(err.Error(), files[1].Name) {
+		t.Errorf("error does not name the file: %v", err)
+	}
+	bad := filepath.Join(dir, files[1].Name)
+	if _, err := os.Stat(bad); err == nil {
+		t.Errorf("corrupt file was put in place")
+	}
+	q, err := HashFile(bad + ".corrupt")
+	if err != nil {
+		t.Fatalf("no quarantined file: %v", err)
+	}
+	if q == files[1].SHA256() || ve.Got != q {
+		t.Errorf("quarantined sha256 %s (reported %s), listed %s", q, ve.Got, files[1].SHA256())
+	}
+	checkFiles(t, dir, []*hubtest.File{files[0], files[2]})
+}
+
+func TestDownloadFileChangedOnHub(t *testing.T) {
+	h, files := fixture(t, 9)
+	files[0].Changed = true
+	dir := t.TempDir()
+	err := Start(context.Background(), dir, specs(h, files), fastOpts()).Wait()
+	if err == nil || !strings.Contains(err.Error(), "different version") || !strings.Contains(err.Error(), files[0].Name) {
+		t.Fatalf("err = %v", err)
+	}
+	if h.Sent(files[0].Name) != 0 {
+		t.Errorf("fetched a file the Hub says changed")
+	}
+	checkFiles(t, dir, files[1:])
+}
+
+func TestDownloadNotFound(t *testing.T) {
+	h, files := fixture(t, 4)
+	sp := specs(h, files)
+	sp[2].URL = h.URL + "/" + repo + "/resolve/main/missing.json"
+	opt := fastOpts()
+	var mu sync.Mutex
+	var retries int
+	opt.OnEvent = func(ev Event) {
+		if ev.Kind == EventRetry {
+			mu.Lock()
+			retries++
+			mu.Unlock()
+		}
+	}
+	dir := t.TempDir()
+	err := Start(context.Background(), dir, sp, opt).Wait()
+	if err == nil || !strings.Contains(err.Error(), "404") || !strings.Contains(err.Error(), "config.json") {
+		t.Fatalf("err = %v, want a 404 naming config.json", err)
+	}
+	if retries != 0 {
+		t.Errorf("404 was retried %d times", retries)
+	}
+	checkFiles(t, dir, files[:2])
+}
+
+func TestDownloadFreeSpacePreflight(t *testing.T) {
+	h, files := fixture(t, 5)
+	opt := fastOpts()
+	opt.FreeSpace = func(string) (int64, error) { return 4 << 20, nil }
+	opt.SpaceMargin = func(int64) int64 { return 1 << 20 }
+	dir := t.TempDir()
+	err := Start(context.Background(), dir, specs(h, files), opt).Wait()
+	if !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("err = %v, want ErrNoSpace", err)
+	}
+	for _, f := range files {
+		if h.Sent(f.Name) != 0 {
+			t.Errorf("%s: fetched %d bytes despite the pre-flight", f.Name, h.Sent(f.Name))
+		}
+	}
+	// With room, the same download runs; every file verified.
+	opt.FreeSpace = func(string) (int64, error) { return 1 << 40, nil }
+	if err := Start(context.Background(), dir, specs(h, files), opt).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir, files)
+}
+
+// fullDisk is a PartFile that fails with ENOSPC once the shared budget is spent.
+type fullDisk struct {
+	*os.File
+	budget *int64
+	mu     *sync.Mutex
+}
+
+func (f fullDisk) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if int64(len(p)) > *f.budget {
+		n, _ := f.File.Write(p[:*f.budget])
+		*f.budget = 0
+		return n, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
+	}
+	*f.budget -= int64(len(p))
+	return f.File.Write(p)
+}
+
+func TestDownloadDiskFullStopsCleanly(t *testing.T) {
+	h, files := fixture(t, 6)
+	budget := int64(2 << 20)
+	var mu sync.Mutex
+	opt := fastOpts()
+	opt.OpenPart = func(p string) (PartFile, error) {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		return fullDisk{f, &budget, &mu}, nil
+	}
+	dir := t.TempDir()
+	j := Start(context.Background(), dir, specs(h, files[:2]), opt)
+	err := j.Wait()
+	if !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("err = %v, want ErrNoSpace", err)
+	}
+	if j.State() != StateFailed {
+		t.Errorf("state %s, want failed", j.State())
+	}
+	for _, f := range files[:2] {
+		if _, err := os.Stat(filepath.Join(dir, f.Name)); err == nil {
+			t.Errorf("%s marked complete on a full disk", f.Name)
+		}
+	}
+	// Space freed: resume from the kept .part files, verified end to end.
+	var kept int64
+	for _, f := range files[:2] {
+		kept += PartSize(dir, f.Name)
+	}
+	if kept == 0 {
+		t.Fatalf("no partial data kept")
+	}
+	opt.OpenPart = nil
+	if err := Start(context.Background(), dir, specs(h, files[:2]), opt).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir, files[:2])
+}
+
+func TestDownloadPauseResumeCancel(t *testing.T) {
+	h, files := fixture(t, 7)
+	h.SetBytesPerSec(4 << 20)
+	dir := t.TempDir()
+	opt := fastOpts()
+	progressed := make(chan struct{}, 1)
+	opt.OnEvent = func(ev Event) {
+		if ev.Kind == EventProgress && ev.Done > 1<<20 {
+			select {
+			case progressed <- struct{}{}:
+			default:
+			}
+		}
+	}
+	j := Start(context.Background(), dir, specs(h, files), opt)
+	<-progressed
+	j.Pause()
+	for j.State() != StatePaused {
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.SetBytesPerSec(0)
+	j.Resume()
+	if err := j.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir, files)
+	for _, f := range files {
+		if sent, size := h.Sent(f.Name), int64(len(f.Data)); sent > size+size/20 {
+			t.Errorf("%s: sent %d for %d bytes: pause/resume restarted from zero", f.Name, sent, size)
+		}
+	}
+
+	// Cancel removes the partial files.
+	dir2 := t.TempDir()
+	h.SetBytesPerSec(2 << 20)
+	j = Start(context.Background(), dir2, specs(h, files[:1]), opt)
+	<-progressed
+	j.Cancel()
+	if err := j.Wait(); !errors.Is(err, ErrCanceled) {
+		t.Fatalf("err = %v, want ErrCanceled", err)
+	}
+	if n := PartSize(dir2, files[0].Name); n != 0 {
+		t.Errorf(".part of %d bytes left after cancel", n)
+	}
+}
+
+// TestMain lets the kill test re-run this binary as a downloader process.
+func TestMain(m *testing.M) {
+	if os.Getenv("DL_CHILD_DIR") != "" {
+		var sp []File
+		for _, l := range strings.Split(os.Getenv("DL_CHILD_FILES"), ";") {
+			var f File
+			fmt.Sscanf(l, "%s %s %d %s", &f.Name, &f.URL, &f.Size, &f.SHA256)
+			sp = append(sp, f)
+		}
+		err := Start(context.Background(), os.Getenv("DL_CHILD_DIR"), sp, Options{}).Wait()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestDownloadKilledProcessResumes(t *testing.T) {
+	h, files := fixture(t, 8)
+	files = files[:1]
+	size := int64(len(files[0].Data))
+	h.SetBytesPerSec(1 << 20) // ~3 s for the file: time to kill it mid-way
+	dir := t.TempDir()
+	sp := specs(h, files)[0]
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "DL_CHILD_DIR="+dir,
+		fmt.Sprintf("DL_CHILD_FILES=%s %s %d %s", sp.Name, sp.URL, sp.Size, sp.SHA256))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for PartSize(dir, sp.Name) < size/4 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("child made no progress")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	kept := PartSize(dir, sp.Name)
+	if kept == 0 || kept >= size {
+		t.Fatalf("after kill -9: .part has %d of %d bytes", kept, size)
+	}
+	sentBefore := h.Sent(sp.Name)
+	h.SetBytesPerSec(0)
+	if err := Start(context.Background(), dir, []File{sp}, fastOpts()).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir, files)
+	if resent := h.Sent(sp.Name) - sentBefore; resent != size-kept {
+		t.Errorf("restart fetched %d bytes; %d were missing (resume from the .part)", resent, size-kept)
+	}
+}

@@ -1,0 +1,109 @@
+package models
+
+import (
+	"errors"
+
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/fit"
+	"github.com/darkroomlabs/darkroom/models/hw"
+)
+
+// Judgement is an estimate judged against one budget.
+type Judgement struct {
+	Budget  fit.Budget  `json:"budget"`
+	Verdict fit.Verdict `json:"verdict"`
+	Percent float64     `json:"percent"` // estimate as a share of the budget
+}
+
+// FitRow is one model × profile of the fit table.
+type FitRow struct {
+	Model    string        `json:"model"`
+	Profile  string        `json:"profile"`
+	Estimate *fit.Estimate `json:"estimate"`
+	Verdicts []Judgement   `json:"verdicts"` // one per GPU, then RAM
+}
+
+// Budgets are the memories of this machine an estimate is judged against: each
+// GPU's VRAM, then the RAM.
+func Budgets(info hw.Info) []fit.Budget {
+	var out []fit.Budget
+	for _, g := range info.GPUs {
+		out = append(out, fit.Budget{Kind: "gpu", Name: g.Name, Bytes: g.VRAMTotal})
+	}
+	if info.RAMTotal > 0 {
+		out = append(out, fit.Budget{Kind: "ram", Name: "RAM", Bytes: info.RAMTotal})
+	}
+	return out
+}
+
+// FitTable estimates every catalog model (with known dimensions) under every
+// profile at contextLen tokens and judges each against budgets.
+func FitTable(budgets []fit.Budget, contextLen int) ([]FitRow, error) {
+	var rows []FitRow
+	gpu := false
+	for _, b := range budgets {
+		gpu = gpu || b.Kind == "gpu"
+	}
+	for _, e := range catalog.Entries() {
+		cfg, err := entryConfig(e)
+		if errors.Is(err, assets.ErrMiniNotBuilt) {
+			continue // a binary built before the model was trained
+		}
+		if err != nil {
+			return nil, err
+		}
+		if cfg == nil {
+			continue
+		}
+		for _, p := range e.Profiles {
+			est, err := fit.Compute(cfg, p, fit.Runtime{Context: contextLen, GPU: gpu})
+			if err != nil {
+				return nil, err
+			}
+			row := FitRow{Model: e.ID, Profile: string(p), Estimate: est}
+			for _, b := range budgets {
+				j := Judgement{Budget: b, Verdict: fit.Judge(est.Total, b)}
+				if b.Bytes > 0 {
+					j.Percent = 100 * float64(est.Total) / float64(b.Bytes)
+				}
+				row.Verdicts = append(row.Verdicts, j)
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+// Estimate is the fit estimate of one catalog model under a profile (the
+// Library's fit badge).
+func Estimate(id string, p quant.Profile, rt fit.Runtime) (*fit.Estimate, error) {
+	e, ok := catalog.Find(id)
+	if !ok {
+		return nil, errors.New("unknown catalog model " + id)
+	}
+	cfg, err := entryConfig(e)
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		return nil, errors.New(id + ": dimensions unknown before download")
+	}
+	return fit.Compute(cfg, p, rt)
+}
+
+func entryConfig(e catalog.Entry) (*config.Model, error) {
+	if e.Builtin {
+		fsys, err := assets.Mini()
+		if err != nil {
+			return nil, err
+		}
+		return config.LoadFS(fsys, ".")
+	}
+	if e.Config == nil {
+		return nil, nil
+	}
+	return e.Config()
+}

@@ -1,0 +1,271 @@
+// Package fit estimates the memory a model needs under a quantization profile and
+// judges it against a GPU's VRAM or the machine's RAM: fits / tight / won't fit,
+// always with the parts that make up the number, so a user can see why.
+//
+// The estimate follows what Darkroom's engine actually allocates:
+//
+//   - weights: every tensor of weights.Specs(cfg) as the profile stores it
+//     (engine/quant: float tensors in the checkpoint dtype; int8 per-channel = 1 byte
+//     per weight + one f32 scale per row; int4 g32 = ½ byte + one f32 scale per 32);
+//   - KV cache at the chosen context, f32: sliding layers hold at most the window,
+//     full-attention layers (K = V) store K only;
+//   - canvas activations of one denoising step, f32: logits (canvas × vocab) and the
+//     tempered probabilities, attention scores over the context, hidden states and
+//     the MoE row buffers;
+//   - dequantization scratch: the engine computes in f32 and converts/dequantizes a
+//     weight right before its matmul, so the largest weight materialised in f32 at
+//     once — the tied embedding for the output head and the soft embedding, or the
+//     expert blocks the grouped MoE GEMM gathers — is live at the peak;
+//   - runtime overhead: backend context and allocator slack.
+//
+// Thresholds: on a GPU, fits ≤ 90% of VRAM, tight ≤ 100%; in RAM (CPU), fits ≤ 75%
+// of the total, tight ≤ 95% (the OS and other programs need the rest).
+package fit
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+)
+
+// Runtime is what the estimate assumes about a run. Zero values pick defaults.
+type Runtime struct {
+	Context      int  // tokens of context (prompt + output) the KV cache holds (4096)
+	Canvas       int  // canvas length (config canvas_length, else 256)
+	ComputeBytes int  // bytes per activation / KV element (4: f32 compute)
+	GPU          bool // overhead of a GPU backend (CUDA/XLA context) instead of the CPU one
+}
+
+func (r Runtime) withDefaults(cfg *config.Model) Runtime {
+	if r.Context <= 0 {
+		r.Context = 4096
+	}
+	if r.Canvas <= 0 {
+		r.Canvas = cfg.CanvasLength
+		if r.Canvas <= 0 {
+			r.Canvas = 256
+		}
+	}
+	if r.ComputeBytes <= 0 {
+		r.ComputeBytes = 4
+	}
+	return r
+}
+
+// Part is one component of an estimate.
+type Part struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+	Note  string `json:"note,omitempty"`
+}
+
+// Estimate is the memory a model needs under a profile, part by part.
+type Estimate struct {
+	Profile string `json:"profile"`
+	Context int    `json:"context"`
+	Parts   []Part `json:"parts"`
+	Total   int64  `json:"total_bytes"`
+}
+
+// Part returns the bytes of the named part (0 if absent).
+func (e *Estimate) Part(name string) int64 {
+	for _, p := range e.Parts {
+		if p.Name == name {
+			return p.Bytes
+		}
+	}
+	return 0
+}
+
+// Part names.
+const (
+	PartWeights     = "weights"
+	PartKV          = "kv cache"
+	PartActivations = "canvas activations"
+	PartDequant     = "dequantization scratch"
+	PartOverhead    = "runtime overhead"
+)
+
+// floatBytes is the storage size of a float weight in the checkpoint.
+func floatBytes(cfg *config.Model) int64 {
+	dt := cfg.Text.DType
+	if dt == "" {
+		dt = cfg.DType
+	}
+	switch strings.ToLower(dt) {
+	case "float32", "f32":
+		return 4
+	}
+	return 2 // bfloat16 (what Google ships), float16
+}
+
+// WeightBytes is the size at rest of cfg's weights under profile p.
+func WeightBytes(cfg *config.Model, p quant.Profile) int64 {
+	fb := floatBytes(cfg)
+	var total int64
+	for _, s := range weights.Specs(cfg) {
+		n := elems(s.Shape)
+		spec, q := p.SpecFor(s.Name, s.Shape, s.Quantizable)
+		if !q {
+			total += n * fb
+			continue
+		}
+		wShape, sShape := spec.Shapes(s.Shape)
+		// One byte per stored element (int4 packs two per byte: the shape already halves).
+		total += elems(wShape) + 4*elems(sShape)
+	}
+	return total
+}
+
+// KVBytes is the KV cache for ctx tokens: sliding layers keep at most the window;
+// full-attention layers store K only (V is K).
+func KVBytes(cfg *config.Model, ctx, elemBytes int) int64 {
+	t := &cfg.Text
+	var total int64
+	for i := 0; i < t.NumHiddenLayers; i++ {
+		n, kv := int64(ctx), int64(2)
+		if t.IsSliding(i) {
+			if t.SlidingWindow > 0 && t.SlidingWindow < ctx {
+				n = int64(t.SlidingWindow)
+			}
+		} else {
+			kv = 1
+		}
+		total += n * kv * int64(t.KVHeads(i)) * int64(t.LayerHeadDim(i)) * int64(elemBytes)
+	}
+	return total
+}
+
+// Compute estimates cfg's memory under profile p for run rt.
+func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) {
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	rt = rt.withDefaults(cfg)
+	t := &cfg.Text
+	c, v, d := int64(rt.Canvas), int64(t.VocabSize), int64(t.HiddenSize)
+	eb := int64(rt.ComputeBytes)
+	e := &Estimate{Profile: string(p), Context: rt.Context}
+
+	w := WeightBytes(cfg, p)
+	e.Parts = append(e.Parts, Part{PartWeights, w, weightNote(p)})
+
+	kv := KVBytes(cfg, rt.Context, rt.ComputeBytes)
+	e.Parts = append(e.Parts, Part{PartKV, kv, fmt.Sprintf("%d tokens, f32; sliding layers capped at %d, full layers K only",
+		rt.Context, t.SlidingWindow)})
+
+	// One denoising step over the canvas.
+	logits := c * v * eb * 2 // logits and the tempered probabilities
+	maxHd := int64(max(t.HeadDim, t.GlobalHeadDim))
+	scores := int64(t.NumAttentionHeads) * c * (int64(rt.Context) + c) * eb
+	hidden := c * d * eb * 8                                           // residual, norms, attention/MLP outputs
+	qkv := c * int64(t.NumAttentionHeads) * maxHd * eb * 3             // q, k, v of the widest layer
+	assign := c * int64(max(t.TopKExperts, 1))                         // routed rows
+	bk := int64(model.MoEBlockSize(int(assign), max(t.NumExperts, 1))) // engine's grouped GEMM layout
+	nb := int64(model.MoECapacityBlocks(int(assign), max(t.NumExperts, 1), int(bk)))
+	moeRows := nb * bk * (d + 2*int64(t.MoEIntermediateSize)) * eb
+	act := logits + scores + hidden + qkv + moeRows
+	e.Parts = append(e.Parts, Part{PartActivations, act, fmt.Sprintf("canvas %d: logits %s (canvas × vocab × 2, f32), attention %s, MoE rows %s",
+		c, human(logits), human(scores), human(moeRows))})
+
+	// Largest weight live in f32 at once.
+	embedF32 := v * d * 4
+	moeF32 := nb * 2 * int64(t.MoEIntermediateSize) * d * 4
+	if t.NumExperts == 0 {
+		moeF32 = 0
+	}
+	scratch, what := embedF32, "tied embedding in f32 (output head, soft embedding)"
+	if moeF32 > scratch {
+		scratch, what = moeF32, fmt.Sprintf("%d gathered expert blocks of gate_up_proj in f32 (grouped MoE GEMM)", nb)
+	}
+	e.Parts = append(e.Parts, Part{PartDequant, scratch, what})
+
+	over := int64(300<<20) + w/20
+	note := "Go runtime and backend buffers + 5% of weights"
+	if rt.GPU {
+		over = int64(500<<20) + w/25
+		note = "CUDA/XLA context + 4% of weights for allocator slack"
+	}
+	e.Parts = append(e.Parts, Part{PartOverhead, over, note})
+
+	for _, p := range e.Parts {
+		e.Total += p.Bytes
+	}
+	return e, nil
+}
+
+func weightNote(p quant.Profile) string {
+	switch p {
+	case quant.Int8Profile:
+		return "int8 per-channel (f32 scales); norms and router in the checkpoint dtype"
+	case quant.Int4Profile:
+		return "experts int4 g32, attention/MLP/embedding int8 (f32 scales)"
+	}
+	return "as stored (bf16)"
+}
+
+func checkConfig(cfg *config.Model) error {
+	t := &cfg.Text
+	if t.HiddenSize <= 0 || t.VocabSize <= 0 || t.NumHiddenLayers <= 0 || len(t.LayerTypes) < t.NumHiddenLayers {
+		return fmt.Errorf("fit estimate: config lacks dimensions (hidden %d, vocab %d, layers %d, layer_types %d)",
+			t.HiddenSize, t.VocabSize, t.NumHiddenLayers, len(t.LayerTypes))
+	}
+	return nil
+}
+
+func elems(shape []int) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= int64(d)
+	}
+	return n
+}
+
+// Verdict is the answer to "will it fit".
+type Verdict string
+
+const (
+	Fits    Verdict = "fits"
+	Tight   Verdict = "tight"
+	WontFit Verdict = "won't fit"
+)
+
+// Budget is memory an estimate is judged against.
+type Budget struct {
+	Kind  string `json:"kind"` // "gpu" or "ram"
+	Name  string `json:"name"` // "NVIDIA GeForce RTX 4090", "RAM"
+	Bytes int64  `json:"bytes"`
+}
+
+// Judge compares a total with a budget (thresholds in the package comment).
+func Judge(total int64, b Budget) Verdict {
+	if b.Bytes <= 0 {
+		return WontFit
+	}
+	fitsAt, tightAt := 0.90, 1.00
+	if b.Kind == "ram" {
+		fitsAt, tightAt = 0.75, 0.95
+	}
+	r := float64(total) / float64(b.Bytes)
+	switch {
+	case r <= fitsAt:
+		return Fits
+	case r <= tightAt:
+		return Tight
+	}
+	return WontFit
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+}

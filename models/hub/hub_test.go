@@ -1,0 +1,66 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/models/hubtest"
+)
+
+func TestRevisionAndErrors(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	files := []*hubtest.File{{Name: "config.json", Data: []byte("{}")}, {Name: "sub/model.safetensors", Data: make([]byte, 1000), LFS: true}}
+	h.Add("acme/m", &hubtest.Repo{Files: files, Token: "tok"})
+
+	c := New(h.URL, "")
+	if _, err := c.Revision(context.Background(), "acme/m", ""); !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "restricted") {
+		t.Errorf("no token: %v", err)
+	}
+	c.Token = "tok"
+	rev, err := c.Revision(context.Background(), "acme/m", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.Commit == "" || len(rev.Files) != 2 {
+		t.Fatalf("revision %+v", rev)
+	}
+	if f := rev.Files[1]; f.SHA256 != files[1].SHA256() || f.Size != 1000 || f.GitOID != "" {
+		t.Errorf("LFS file %+v", f)
+	}
+	if f := rev.Files[0]; f.SHA256 != "" || f.GitOID != files[0].GitOID() || f.Size != 2 {
+		t.Errorf("git file %+v", f)
+	}
+	if _, err := c.Revision(context.Background(), "acme/none", "main"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing repo: %v", err)
+	}
+	if _, err := c.Revision(context.Background(), "not-a-repo", "main"); err == nil {
+		t.Errorf("bad repo name accepted")
+	}
+	if u := c.ResolveURL("acme/m", "abc", "sub/a b.json"); u != h.URL+"/acme/m/resolve/abc/sub/a%20b.json" {
+		t.Errorf("resolve URL %s", u)
+	}
+}
+
+func TestEnvDefaults(t *testing.T) {
+	t.Setenv("HF_ENDPOINT", "https://hf-mirror.example/")
+	t.Setenv("HF_TOKEN", "hf_x")
+	c := New("", "")
+	if c.Endpoint != "https://hf-mirror.example" || c.Token != "hf_x" {
+		t.Errorf("env ignored: %+v", c)
+	}
+	c = New("https://flag.example", "flagtok")
+	if c.Endpoint != "https://flag.example" || c.Token != "flagtok" {
+		t.Errorf("flags do not override env: %+v", c)
+	}
+}
+
+func TestUnsafeNames(t *testing.T) {
+	for _, n := range []string{"../x", "/etc/passwd", "a/../../b", `a\b`, ""} {
+		if checkFileName(n) == nil {
+			t.Errorf("%q accepted", n)
+		}
+	}
+}

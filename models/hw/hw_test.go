@@ -1,0 +1,75 @@
+package hw
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func probes(gpus []GPU, nvmlErr error, backend string, xla bool) Probes {
+	return Probes{
+		NVML:      func() ([]GPU, error) { return gpus, nvmlErr },
+		NvidiaSMI: func(context.Context) ([]GPU, error) { return nil, errors.New("not installed") },
+		Memory:    func() (int64, int64, error) { return 32 << 30, 20 << 30, nil },
+		FreeSpace: func(string) (int64, error) { return 100 << 30, nil },
+		Backend:   backend, XLABuilt: xla,
+	}
+}
+
+func TestSummaries(t *testing.T) {
+	rtx := []GPU{{Name: "NVIDIA GeForce RTX 4090", VRAMTotal: 24 << 30, ComputeCapability: "8.9", Source: "nvml"}}
+	old := []GPU{{Name: "Tesla K80", VRAMTotal: 12 << 30, ComputeCapability: "3.7", Source: "nvml"}}
+	for _, tc := range []struct {
+		name    string
+		p       Probes
+		device  string
+		mention string
+	}{
+		{"no driver", probes(nil, errors.New("the NVIDIA driver is not installed"), "go", true), "cpu", "no NVIDIA GPU was found"},
+		{"gpu, go backend", probes(rtx, nil, "go", true), "cpu", "selected backend"},
+		{"gpu, no xla build", probes(rtx, nil, "xla:cuda", false), "cpu", "no XLA/CUDA backend"},
+		{"old gpu", probes(old, nil, "xla:cuda", true), "cpu", "compute capability 3.7"},
+		{"gpu used", probes(rtx, nil, "xla:cuda", true), "gpu", "will run on the GPU"},
+	} {
+		info := DetectWith(context.Background(), "/models", tc.p)
+		if info.Device != tc.device || !strings.Contains(info.Summary, tc.mention) {
+			t.Errorf("%s: device %s, summary %q (want %s, mentioning %q)", tc.name, info.Device, info.Summary, tc.device, tc.mention)
+		}
+		if info.RAMTotal != 32<<30 || info.DiskFree != 100<<30 {
+			t.Errorf("%s: RAM %d, disk %d", tc.name, info.RAMTotal, info.DiskFree)
+		}
+	}
+}
+
+func TestSMIFallback(t *testing.T) {
+	p := probes(nil, errors.New("init failed"), "xla:cuda", true)
+	p.NvidiaSMI = func(context.Context) ([]GPU, error) {
+		return ParseSMI("0, NVIDIA GeForce RTX 4080, 16376, 15000, 560.35.03, 8.9\n")
+	}
+	info := DetectWith(context.Background(), "", p)
+	if len(info.GPUs) != 1 || info.GPUs[0].VRAMTotal != 16376<<20 || info.GPUs[0].Source != "nvidia-smi" ||
+		info.GPUs[0].Driver != "560.35.03" || info.GPUs[0].ComputeCapability != "8.9" || info.GPUProblem != "" {
+		t.Errorf("fallback: %+v", info)
+	}
+	if _, err := ParseSMI("garbage"); err == nil {
+		t.Errorf("garbage parsed")
+	}
+	g, err := ParseSMI("0, Tesla T4, 15360, 15000, 470.1\n1, Tesla T4, 15360, 100, 470.1\n")
+	if err != nil || len(g) != 2 || g[1].VRAMFree != 100<<20 || g[0].ComputeCapability != "" {
+		t.Errorf("old-driver format: %+v, %v", g, err)
+	}
+}
+
+// TestDetectHere runs the real probes: on a machine without the NVIDIA driver NVML
+// must fail gracefully (no crash), and RAM must be found.
+func TestDetectHere(t *testing.T) {
+	info := Detect(context.Background(), t.TempDir())
+	if info.RAMTotal <= 0 || info.DiskFree <= 0 || info.Summary == "" {
+		t.Errorf("detect: %+v", info)
+	}
+	if len(info.GPUs) == 0 && (info.GPUProblem == "" || info.Device != "cpu") {
+		t.Errorf("no GPU but no reason: %+v", info)
+	}
+	t.Log(info.Summary)
+}

@@ -1,0 +1,825 @@
+// Package models is Darkroom's models library: what the desktop app's Library
+// screen and the CLI (pull, models, rm, hw, quantize) are built on. It never
+// imports Fyne.
+//
+// A Manager joins the pieces kept in subpackages:
+//
+//   - catalog: the known models (DiffusionGemma 26B, Darkroom Mini built in) and the
+//     community formats the engine cannot load, with the reason;
+//   - hub: the Hugging Face API client (file lists with sizes and hashes, resolve URLs,
+//     HF_TOKEN, HF_ENDPOINT, proxies);
+//   - download: resumable, verified, parallel downloads with pause/resume/cancel and
+//     progress events;
+//   - store: the models folder, per-model manifests, atomic writes, move and delete;
+//   - hw and fit: hardware detection and the "will it fit" estimates;
+//   - convert: `darkroom quantize`, streaming a checkpoint into an int8/int4 profile.
+//
+// Resolve (and Source) turn what a user typed — a catalog name, a repo, a local
+// model's name or a folder — into model files, and refuse any model a file of which
+// failed verification.
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/download"
+	"github.com/darkroomlabs/darkroom/models/hub"
+	"github.com/darkroomlabs/darkroom/models/store"
+)
+
+func init() {
+	download.StatusError = hub.StatusError // plain-language 401/404 in download errors
+}
+
+// Options configure a Manager. Zero values pick the defaults.
+type Options struct {
+	Dir      string // models folder; "" = $DARKROOM_MODELS_DIR, else $XDG_DATA_HOME/darkroom/models
+	Endpoint string // Hub endpoint; "" = $HF_ENDPOINT, else https://huggingface.co
+	Token    string // Hub token; "" = $HF_TOKEN
+	HTTP     *http.Client
+	// Download tunes transfers (parallelism, stall timeout, backoff; tests inject faults).
+	Download download.Options
+}
+
+// Manager is the models library.
+type Manager struct {
+	store *store.Store
+	hub   *hub.Client
+	dl    download.Options
+
+	mu       sync.Mutex
+	manifest sync.Mutex // serializes manifest read-modify-write
+	jobs     map[string]*Transfer
+	subs     map[int]func(Event)
+	nextSub  int
+}
+
+// New opens the library.
+func New(opt Options) (*Manager, error) {
+	st, err := store.Open(opt.Dir)
+	if err != nil {
+		return nil, err
+	}
+	h := hub.New(opt.Endpoint, opt.Token)
+	if opt.HTTP != nil {
+		h.HTTP = opt.HTTP
+	}
+	m := &Manager{store: st, hub: h, dl: opt.Download, jobs: map[string]*Transfer{}, subs: map[int]func(Event){}}
+	if m.dl.HTTP == nil {
+		m.dl.HTTP = h.HTTP
+	}
+	if m.dl.FreeSpace == nil {
+		m.dl.FreeSpace = func(p string) (int64, error) { return st.FreeSpace(p) }
+	}
+	if m.dl.SpaceMargin == nil {
+		m.dl.SpaceMargin = store.SpaceMargin
+	}
+	return m, nil
+}
+
+// Store is the models folder.
+func (m *Manager) Store() *store.Store { return m.store }
+
+// StorePath is the models folder's path.
+func (m *Manager) StorePath() string { return m.store.Root }
+
+// FreeSpace is the free disk space of the models folder.
+func (m *Manager) FreeSpace() (int64, error) { return m.store.FreeSpace(m.store.Root) }
+
+// Hub is the Hub client (endpoint and token in use).
+func (m *Manager) Hub() *hub.Client { return m.hub }
+
+// Event reports a download's progress or state to subscribers.
+type Event struct {
+	Model string        `json:"model"`
+	State string        `json:"state"` // "downloading", "verifying", "paused", "complete", "failed", "canceled"
+	File  string        `json:"file,omitempty"`
+	Done  int64         `json:"done_bytes"`
+	Total int64         `json:"total_bytes"`
+	Rate  float64       `json:"bytes_per_second"`
+	ETA   time.Duration `json:"eta_ns"` // -1 when unknown
+	Err   error         `json:"-"`
+	// Message is a plain-language line for retries and errors.
+	Message string `json:"message,omitempty"`
+}
+
+// Subscribe registers fn for every download event of this manager; fn is called
+// from download goroutines and must not block (the app hands events to fyne.Do).
+// The returned function unsubscribes.
+func (m *Manager) Subscribe(fn func(Event)) (unsubscribe func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := m.nextSub
+	m.nextSub++
+	m.subs[id] = fn
+	return func() {
+		m.mu.Lock()
+		delete(m.subs, id)
+		m.mu.Unlock()
+	}
+}
+
+func (m *Manager) publish(ev Event) {
+	m.mu.Lock()
+	subs := make([]func(Event), 0, len(m.subs))
+	for _, f := range m.subs {
+		subs = append(subs, f)
+	}
+	m.mu.Unlock()
+	for _, f := range subs {
+		f(ev)
+	}
+}
+
+// Entry is one row of the library: a catalog model or a local one, with its local state.
+type Entry struct {
+	catalog.Entry
+	// Name is what Resolve accepts for it (the catalog ID, or a local model's name).
+	Local *store.Manifest `json:"local,omitempty"` // nil when not downloaded
+	Dir   string          `json:"dir,omitempty"`
+	State string          `json:"state"` // "built-in", "not downloaded", or the manifest's state
+	// Derived are local conversions of this model (quantized profiles).
+	Derived []*store.Manifest `json:"derived,omitempty"`
+	Active  bool              `json:"active"`
+	// Progress is the latest event of a running download, nil when none.
+	Progress *Event `json:"progress,omitempty"`
+}
+
+// Entries lists the catalog with local state, then local models not in the catalog.
+func (m *Manager) Entries() ([]Entry, error) {
+	locals, err := m.store.List()
+	if err != nil {
+		return nil, err
+	}
+	lib, _ := m.store.LibraryState()
+	used := map[string]bool{}
+	var out []Entry
+	add := func(e Entry) {
+		e.Active = lib.Active != "" && (lib.Active == e.ID || (e.Local != nil && lib.Active == e.Local.Name))
+		m.mu.Lock()
+		if t := m.jobs[e.ID]; t != nil {
+			ev := t.Last()
+			e.Progress = &ev
+		} else if e.Local != nil {
+			if t := m.jobs[e.Local.Name]; t != nil {
+				ev := t.Last()
+				e.Progress = &ev
+			}
+		}
+		m.mu.Unlock()
+		out = append(out, e)
+	}
+	for _, ce := range catalog.Entries() {
+		e := Entry{Entry: ce, State: "not downloaded"}
+		if ce.Builtin {
+			e.State = "built-in"
+		}
+		for _, l := range locals {
+			switch {
+			case ce.Repo != "" && strings.EqualFold(l.Repo, ce.Repo) && l.Source == "hub":
+				e.Local, e.Dir, e.State = l, m.store.ModelDir(l.Name), string(l.State)
+				used[l.Name] = true
+			case l.BaseOf == ce.ID || (ce.Repo != "" && l.BaseOf == ce.Repo):
+				e.Derived = append(e.Derived, l)
+				used[l.Name] = true
+			}
+		}
+		add(e)
+	}
+	for _, l := range locals {
+		if used[l.Name] {
+			continue
+		}
+		e := Entry{Entry: catalog.Entry{ID: l.Name, Name: l.Name, Repo: l.Repo, Revision: l.Revision,
+			Format: "safetensors", Size: l.TotalSize()}, Local: l, Dir: m.store.ModelDir(l.Name), State: string(l.State)}
+		if l.Profile != "" {
+			e.Format = "safetensors (" + l.Profile + ")"
+		}
+		add(e)
+	}
+	return out, nil
+}
+
+// Active is the active model's name ("" = none chosen: the app uses Darkroom Mini).
+func (m *Manager) Active() (string, error) {
+	l, err := m.store.LibraryState()
+	return l.Active, err
+}
+
+// SetActive makes name the active model; it must resolve (verified or built in).
+func (m *Manager) SetActive(name string) error {
+	if _, err := m.Source(name); err != nil {
+		return err
+	}
+	l, err := m.store.LibraryState()
+	if err != nil {
+		return err
+	}
+	l.Active = name
+	return m.store.SetLibraryState(l)
+}
+
+// Delete removes a local model (its files, partial downloads and quarantined
+// files). It refuses while the model is downloading.
+func (m *Manager) Delete(name string) error {
+	key, err := m.localName(name)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	t := m.jobs[key]
+	m.mu.Unlock()
+	if t != nil {
+		return fmt.Errorf("delete %s: it is downloading; cancel the download first", name)
+	}
+	if err := m.store.Delete(key); err != nil {
+		return err
+	}
+	if l, err := m.store.LibraryState(); err == nil && (l.Active == name || l.Active == key) {
+		l.Active = ""
+		_ = m.store.SetLibraryState(l)
+	}
+	return nil
+}
+
+// localName maps what a user typed to a model name in the store.
+func (m *Manager) localName(name string) (string, error) {
+	candidates := []string{name}
+	if e, ok := catalog.Find(name); ok {
+		if e.Builtin {
+			return "", fmt.Errorf("%s is built into Darkroom and cannot be deleted", e.Name)
+		}
+		candidates = append([]string{e.Repo, e.ID}, candidates...)
+	}
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		if _, err := m.store.Load(c); err == nil {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not in the models folder %s (see `darkroom models`)", name, m.store.Root)
+}
+
+// MoveStore moves every model to dir (resumable: run it again after an
+// interruption) and keeps using dir. It refuses while downloads run. The caller
+// persists the new location (app settings or --models-dir).
+func (m *Manager) MoveStore(ctx context.Context, dir string, progress func(store.MoveProgress)) error {
+	m.mu.Lock()
+	n := len(m.jobs)
+	m.mu.Unlock()
+	if n > 0 {
+		return fmt.Errorf("move models: %d download(s) running; pause or finish them first", n)
+	}
+	return m.store.Move(ctx, dir, progress)
+}
+
+// ErrBuiltin is wrapped by Resolve for the built-in model, which has no folder:
+// load it with Source (or assets.Mini()).
+var ErrBuiltin = errors.New("the model is built into the binary")
+
+// Resolve turns a model name or folder into the folder holding its files (see
+// Manager.Resolve), using the default models folder.
+func Resolve(nameOrDir string) (string, error) {
+	m, err := New(Options{})
+	if err != nil {
+		return "", err
+	}
+	return m.Resolve(nameOrDir)
+}
+
+// Resolve turns what a user typed into a model folder:
+//
+//   - a folder with config.json: used as is, unless it carries a Darkroom manifest
+//     that is not fully verified, or holds a quarantined (.corrupt) file;
+//   - a catalog ID or repo ("diffusiongemma-26b", "google/diffusiongemma-26B-A4B-it"),
+//     a derived profile ("diffusiongemma-26b-int4") or any local model's name: the
+//     store's folder, only if every file was verified.
+//
+// The built-in model returns an error wrapping ErrBuiltin.
+func (m *Manager) Resolve(nameOrDir string) (string, error) {
+	if st, err := os.Stat(nameOrDir); err == nil && st.IsDir() {
+		return checkDir(nameOrDir)
+	}
+	if e, ok := catalog.Find(nameOrDir); ok && e.Builtin {
+		return "", fmt.Errorf("%s: %w", e.Name, ErrBuiltin)
+	}
+	var candidates []string
+	if e, ok := catalog.Find(nameOrDir); ok {
+		candidates = append(candidates, e.Repo, e.ID)
+	}
+	candidates = append(candidates, nameOrDir)
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		man, err := m.store.Load(c)
+		if err != nil {
+			continue
+		}
+		if err := man.Verified(); err != nil {
+			return "", err
+		}
+		dir := m.store.ModelDir(man.Name)
+		if err := noQuarantine(dir); err != nil {
+			return "", err
+		}
+		return dir, nil
+	}
+	if e, ok := catalog.Find(nameOrDir); ok {
+		return "", fmt.Errorf("%s is not downloaded yet: run `darkroom pull %s` (or use the Library)", e.Name, e.ID)
+	}
+	if strings.ContainsAny(nameOrDir, `/\`) && !strings.Contains(nameOrDir, "..") && strings.Count(nameOrDir, "/") == 1 {
+		return "", fmt.Errorf("%s is neither a folder nor a downloaded model: run `darkroom pull %s`", nameOrDir, nameOrDir)
+	}
+	return "", fmt.Errorf("unknown model %q: not a folder, a catalog name or a model in %s (see `darkroom models`)", nameOrDir, m.store.Root)
+}
+
+// checkDir accepts a model folder unless its manifest or files say a file failed verification.
+func checkDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if man, err := store.ReadManifest(abs); err == nil {
+		if err := man.Verified(); err != nil {
+			return "", err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	if err := noQuarantine(abs); err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(abs, "config.json")); err != nil {
+		return "", fmt.Errorf("%s is not a model folder (no config.json)", abs)
+	}
+	return abs, nil
+}
+
+// noQuarantine refuses a folder holding a file that failed verification.
+func noQuarantine(dir string) error {
+	var bad string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".corrupt") && bad == "" {
+			bad = p
+		}
+		return nil
+	})
+	if bad != "" {
+		rel, _ := filepath.Rel(dir, bad)
+		return fmt.Errorf("%s: file %s failed verification and was quarantined; download the model again (`darkroom pull`) before using it",
+			dir, strings.TrimSuffix(rel, ".corrupt"))
+	}
+	return nil
+}
+
+// PullOptions tune Pull.
+type PullOptions struct {
+	Revision string   // branch, tag or commit ("main")
+	Include  []string // globs of file names to fetch (default: the catalog's, else all)
+}
+
+// Pull starts downloading a model (a catalog ID or an owner/name repo) into the
+// store and returns at once; follow it with Subscribe or Transfer.Wait. A model
+// already partly downloaded continues from its .part files; verified files are
+// not fetched again. Before any large file, config.json is fetched and checked: a
+// repo whose format the engine cannot load is refused up front.
+func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Transfer, error) {
+	repo, include, modelName := name, opt.Include, name
+	if e, ok := catalog.Find(name); ok {
+		if e.Builtin {
+			return nil, fmt.Errorf("%s is built into Darkroom; nothing to download", e.Name)
+		}
+		repo, modelName = e.Repo, e.Repo
+		if len(include) == 0 {
+			include = e.Include
+		}
+		if opt.Revision == "" {
+			opt.Revision = e.Revision
+		}
+	}
+	if err := catalog.CheckLoadable(repo); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if t := m.jobs[modelName]; t != nil {
+		m.mu.Unlock()
+		return t, nil // already running: the same transfer
+	}
+	m.mu.Unlock()
+
+	rev, err := m.hub.Revision(ctx, repo, opt.Revision)
+	if err != nil {
+		return nil, fmt.Errorf("pull %s: %w", repo, err)
+	}
+	files := filterFiles(rev.Files, include)
+	if len(files) == 0 {
+		return nil, fmt.Errorf("pull %s: no files match %v at %s", repo, include, rev.Commit)
+	}
+	if err := checkFormat(files); err != nil {
+		return nil, fmt.Errorf("pull %s: %w", repo, err)
+	}
+
+	man, err := m.store.Load(modelName)
+	if err != nil || man.Commit != rev.Commit {
+		old := man
+		man = &store.Manifest{Name: modelName, Repo: repo, Source: "hub", Profile: "bf16"}
+		if old != nil {
+			man.Created = old.Created
+		}
+	}
+	man.Revision, man.Commit, man.Endpoint, man.Error = opt.Revision, rev.Commit, m.hub.Endpoint, ""
+	if man.Revision == "" {
+		man.Revision = "main"
+	}
+	dir := m.store.ModelDir(modelName)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pull %s: %w", repo, err)
+	}
+	man.Files = mergeFiles(man.Files, files, dir)
+	man.State = store.StateDownloading
+	if err := m.store.Save(man); err != nil {
+		return nil, fmt.Errorf("pull %s: %w", repo, err)
+	}
+
+	// config.json first: refuse what the engine cannot load before fetching gigabytes.
+	var first, rest []download.File
+	for _, f := range man.Files {
+		if f.State == store.FileComplete {
+			continue
+		}
+		df := download.File{Name: f.Name, URL: m.hub.ResolveURL(repo, rev.Commit, f.Name), Size: f.Size, SHA256: f.SHA256, GitOID: f.GitOID}
+		if f.Name == "config.json" {
+			first = append(first, df)
+		} else {
+			rest = append(rest, df)
+		}
+	}
+	t := &Transfer{m: m, name: modelName, done: make(chan struct{}), last: Event{Model: modelName, State: "downloading", ETA: -1}}
+	m.mu.Lock()
+	m.jobs[modelName] = t
+	m.mu.Unlock()
+	if len(first) > 0 {
+		if err := m.runJob(ctx, t, man, first); err != nil {
+			m.finish(t, man, err)
+			return nil, fmt.Errorf("pull %s: %w", repo, err)
+		}
+	}
+	if err := checkConfig(filepath.Join(dir, "config.json")); err != nil {
+		err = fmt.Errorf("pull %s: %w", repo, err)
+		m.finish(t, man, err)
+		return nil, err
+	}
+	go func() {
+		err := m.runJob(ctx, t, man, rest)
+		m.finish(t, man, err)
+	}()
+	return t, nil
+}
+
+// runJob runs one download job for t, keeping the manifest in step.
+func (m *Manager) runJob(ctx context.Context, t *Transfer, man *store.Manifest, files []download.File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	var verified int64
+	m.manifest.Lock()
+	for _, f := range man.Files {
+		if f.State == store.FileComplete {
+			verified += f.Size
+		}
+	}
+	m.manifest.Unlock()
+	t.mu.Lock()
+	t.verifiedAtStart = verified
+	t.mu.Unlock()
+	opt := m.dl
+	opt.Authorize = m.hub.Authorize
+	opt.OnEvent = func(ev download.Event) { m.onEvent(t, man, ev) }
+	job := download.Start(ctx, m.store.ModelDir(man.Name), files, opt)
+	t.mu.Lock()
+	t.job = job
+	canceled := t.canceled
+	t.mu.Unlock()
+	if canceled {
+		job.Cancel()
+	}
+	return job.Wait()
+}
+
+// onEvent updates the manifest on file results and forwards progress.
+func (m *Manager) onEvent(t *Transfer, man *store.Manifest, ev download.Event) {
+	out := Event{Model: man.Name, File: ev.File, Done: ev.Done, Total: ev.Total, Rate: ev.Rate, ETA: ev.ETA, Err: ev.Err}
+	// Done/Total cover the whole model, not just this job.
+	var before, total int64
+	m.manifest.Lock()
+	for _, f := range man.Files {
+		total += f.Size
+	}
+	m.manifest.Unlock()
+	t.mu.Lock()
+	before = t.verifiedAtStart
+	t.mu.Unlock()
+	out.Done, out.Total = ev.Done+before, total
+	switch ev.Kind {
+	case download.EventFileDone, download.EventFileError:
+		m.manifest.Lock()
+		for i := range man.Files {
+			if man.Files[i].Name != ev.File {
+				continue
+			}
+			if ev.Kind == download.EventFileDone {
+				man.Files[i].State, man.Files[i].Error = store.FileComplete, ""
+			} else {
+				var ve *download.VerifyError
+				if errors.As(ev.Err, &ve) {
+					man.Files[i].State, man.Files[i].Error = store.FileCorrupt, fmt.Sprintf("%s %s, expected %s", ve.Algo, ve.Got, ve.Want)
+				} else {
+					man.Files[i].State, man.Files[i].Error = store.FilePartial, ev.Err.Error()
+				}
+			}
+		}
+		_ = m.store.Save(man)
+		m.manifest.Unlock()
+		out.State = "downloading"
+		if ev.Err != nil {
+			out.State, out.Message = "file-failed", ev.Err.Error()
+		}
+	case download.EventRetry:
+		out.State, out.Message = "downloading", fmt.Sprintf("%s: retrying (attempt %d) after: %v", ev.File, ev.Attempt, ev.Err)
+	case download.EventVerifying:
+		out.State, out.Message = "verifying", "re-checking the partial "+ev.File+" before resuming"
+	default:
+		out.State = string(ev.State)
+		if ev.State == download.StateDone {
+			out.State = "downloading" // the Transfer reports "complete" when the manifest is final
+		}
+	}
+	t.setLast(out)
+	m.publish(out)
+}
+
+// finish records a transfer's end in the manifest and tells subscribers.
+func (m *Manager) finish(t *Transfer, man *store.Manifest, err error) {
+	m.manifest.Lock()
+	state := store.StateComplete
+	for _, f := range man.Files {
+		if f.State == store.FileCorrupt {
+			state = store.StateCorrupt
+		}
+	}
+	switch {
+	case errors.Is(err, download.ErrCanceled):
+		state = store.StateCanceled // the .part files are gone; verified files and the manifest stay
+		for i := range man.Files {
+			if man.Files[i].State == store.FilePartial {
+				man.Files[i].State = store.FilePending
+			}
+		}
+	case errors.Is(err, context.Canceled) && state != store.StateCorrupt:
+		state = store.StatePaused // the program stopped (Ctrl-C, app closed): resume with Pull
+		err = fmt.Errorf("interrupted; partial files kept, pull again to resume: %w", err)
+	case err != nil && state != store.StateCorrupt:
+		state = store.StateFailed
+	case err == nil:
+		if verr := man.Verified(); verr != nil {
+			state, err = store.StateFailed, verr
+		}
+	}
+	man.State = state
+	if err != nil {
+		man.Error = err.Error()
+	} else {
+		man.Error = ""
+	}
+	_ = m.store.Save(man)
+	m.manifest.Unlock()
+
+	ev := t.Last()
+	ev.State, ev.Err, ev.Rate, ev.ETA = string(state), err, 0, -1
+	if errors.Is(err, download.ErrCanceled) {
+		ev.State = "canceled"
+	}
+	if err != nil {
+		ev.Message = err.Error()
+	}
+	t.setLast(ev)
+	m.mu.Lock()
+	delete(m.jobs, t.name)
+	m.mu.Unlock()
+	t.err = err
+	close(t.done)
+	m.publish(ev)
+}
+
+// Transfer is a running download of one model.
+type Transfer struct {
+	m    *Manager
+	name string
+
+	mu              sync.Mutex
+	job             *download.Job
+	last            Event
+	canceled        bool
+	verifiedAtStart int64
+	done            chan struct{}
+	err             error
+}
+
+// Name is the model's name in the store.
+func (t *Transfer) Name() string { return t.name }
+
+// Wait blocks until the download ends (not while paused) and returns its error.
+func (t *Transfer) Wait() error {
+	<-t.done
+	return t.err
+}
+
+// Done is closed when the download ends.
+func (t *Transfer) Done() <-chan struct{} { return t.done }
+
+// Last is the latest event.
+func (t *Transfer) Last() Event {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
+}
+
+func (t *Transfer) setLast(ev Event) {
+	t.mu.Lock()
+	t.last = ev
+	t.mu.Unlock()
+}
+
+// Pause stops the transfer, keeping partial files.
+func (t *Transfer) Pause() {
+	t.mu.Lock()
+	j := t.job
+	t.mu.Unlock()
+	if j != nil {
+		j.Pause()
+	}
+}
+
+// Resume continues a paused transfer.
+func (t *Transfer) Resume() {
+	t.mu.Lock()
+	j := t.job
+	t.mu.Unlock()
+	if j != nil {
+		j.Resume()
+	}
+}
+
+// Cancel stops the transfer and removes its partial files (verified files stay).
+func (t *Transfer) Cancel() {
+	t.mu.Lock()
+	t.canceled = true
+	j := t.job
+	t.mu.Unlock()
+	if j != nil {
+		j.Cancel()
+	}
+}
+
+// Transfer returns the running download of a model, nil if none.
+func (m *Manager) Transfer(name string) *Transfer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t := m.jobs[name]; t != nil {
+		return t
+	}
+	if e, ok := catalog.Find(name); ok {
+		return m.jobs[e.Repo]
+	}
+	return nil
+}
+
+// Pause, Resume and Cancel act on a model's running download by name.
+func (m *Manager) Pause(name string) error  { return m.act(name, (*Transfer).Pause) }
+func (m *Manager) Resume(name string) error { return m.act(name, (*Transfer).Resume) }
+func (m *Manager) Cancel(name string) error { return m.act(name, (*Transfer).Cancel) }
+
+func (m *Manager) act(name string, f func(*Transfer)) error {
+	t := m.Transfer(name)
+	if t == nil {
+		return fmt.Errorf("%s has no download running", name)
+	}
+	f(t)
+	return nil
+}
+
+// filterFiles keeps files matching any glob (matched against the full path and
+// the base name); no globs keeps all.
+func filterFiles(files []hub.File, globs []string) []hub.File {
+	if len(globs) == 0 {
+		return files
+	}
+	var out []hub.File
+	for _, f := range files {
+		for _, g := range globs {
+			if ok, _ := path.Match(g, f.Name); ok {
+				out = append(out, f)
+				break
+			}
+			if ok, _ := path.Match(g, path.Base(f.Name)); ok && !strings.Contains(g, "/") {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// checkFormat refuses file sets the engine cannot load (no config.json, GGUF only).
+func checkFormat(files []hub.File) error {
+	hasConfig, hasST, hasGGUF := false, false, false
+	for _, f := range files {
+		switch {
+		case f.Name == "config.json":
+			hasConfig = true
+		case strings.HasSuffix(f.Name, ".safetensors"):
+			hasST = true
+		case strings.HasSuffix(strings.ToLower(f.Name), ".gguf"):
+			hasGGUF = true
+		}
+	}
+	switch {
+	case hasGGUF && !hasST:
+		return fmt.Errorf("the repo holds GGUF files, which Darkroom cannot load (it needs Hugging Face safetensors)")
+	case !hasConfig:
+		return fmt.Errorf("the repo has no config.json at its top level; Darkroom needs a Hugging Face model folder")
+	case !hasST:
+		return fmt.Errorf("the repo has no .safetensors weights")
+	}
+	return nil
+}
+
+// checkConfig parses config.json with the engine's rules (model type, dimensions,
+// quantization method).
+func checkConfig(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read config.json: %w", err)
+	}
+	if _, err := config.ParseModel(b); err != nil {
+		return fmt.Errorf("Darkroom cannot load this model: %w", err)
+	}
+	return nil
+}
+
+// mergeFiles builds the manifest's file list from the Hub's, keeping the states
+// of unchanged files: a verified file stays verified only if it is still there with
+// its size; a file already in place but not recorded (the process died between the
+// rename and the manifest write) is adopted after re-hashing it.
+func mergeFiles(old []store.File, hubFiles []hub.File, dir string) []store.File {
+	prev := map[string]store.File{}
+	for _, f := range old {
+		prev[f.Name] = f
+	}
+	out := make([]store.File, 0, len(hubFiles))
+	for _, h := range hubFiles {
+		f := store.File{Name: h.Name, Size: h.Size, SHA256: h.SHA256, GitOID: h.GitOID, State: store.FilePending}
+		p, had := prev[h.Name]
+		same := had && p.SHA256 == h.SHA256 && p.GitOID == h.GitOID && p.Size == h.Size
+		final := filepath.Join(dir, filepath.FromSlash(h.Name))
+		st, statErr := os.Stat(final)
+		switch {
+		case same && p.State == store.FileComplete && statErr == nil && st.Size() == h.Size:
+			f.State = store.FileComplete
+		case statErr == nil && st.Size() == h.Size && verifyFile(final, h):
+			f.State = store.FileComplete
+		case same && p.State == store.FileCorrupt:
+			f.State, f.Error = store.FilePending, "" // asked again: fetch anew (the .corrupt stays for diagnosis)
+		}
+		if f.State != store.FileComplete && download.PartSize(dir, h.Name) > 0 {
+			f.State = store.FilePartial
+		}
+		out = append(out, f)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func verifyFile(p string, h hub.File) bool {
+	if h.SHA256 == "" {
+		return false
+	}
+	got, err := download.HashFile(p)
+	return err == nil && strings.EqualFold(got, h.SHA256)
+}

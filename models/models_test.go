@@ -1,0 +1,509 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/models/download"
+	"github.com/darkroomlabs/darkroom/models/hub"
+	"github.com/darkroomlabs/darkroom/models/hubtest"
+	"github.com/darkroomlabs/darkroom/models/store"
+)
+
+// repoFiles makes a model repo: a valid tiny config.json and two LFS shards.
+func repoFiles(t *testing.T, seed int64) []*hubtest.File {
+	t.Helper()
+	cfg, err := config.Tiny().MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(seed))
+	mk := func(n int) []byte { b := make([]byte, n); rng.Read(b); return b }
+	return []*hubtest.File{
+		{Name: "config.json", Data: cfg},
+		{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)},
+		{Name: "model-00001-of-00002.safetensors", Data: mk(1<<20 + 333), LFS: true},
+		{Name: "model-00002-of-00002.safetensors", Data: mk(700<<10 + 5), LFS: true},
+		{Name: "README.md", Data: []byte("# tiny\n")},
+	}
+}
+
+func newManager(t *testing.T, h *hubtest.Hub, dir, token string) *Manager {
+	t.Helper()
+	m, err := New(Options{Dir: dir, Endpoint: h.URL, Token: token, Download: download.Options{
+		StallTimeout: 500 * time.Millisecond, BackoffBase: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
+		Interval: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.store.FreeSpace = func(string) (int64, error) { return 1 << 40, nil }
+	return m
+}
+
+// checkModel asserts every file of the repo is in dir with its sha256.
+func checkModel(t *testing.T, dir string, files []*hubtest.File) {
+	t.Helper()
+	for _, f := range files {
+		got, err := download.HashFile(filepath.Join(dir, f.Name))
+		if err != nil {
+			t.Errorf("%s: %v", f.Name, err)
+			continue
+		}
+		if got != f.SHA256() {
+			t.Errorf("%s: sha256 %s, want %s", f.Name, got, f.SHA256())
+		}
+	}
+}
+
+func TestPullTokenAndEnv(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	files := repoFiles(t, 1)
+	h.Add("acme/gated", &hubtest.Repo{Files: files, Token: "hf_secret"})
+	dir := t.TempDir()
+
+	m := newManager(t, h, dir, "")
+	_, err := m.Pull(context.Background(), "acme/gated", PullOptions{})
+	if !errors.Is(err, hub.ErrUnauthorized) || !strings.Contains(err.Error(), "token") {
+		t.Fatalf("without token: err = %v, want ErrUnauthorized mentioning the token", err)
+	}
+	// HF_ENDPOINT and HF_TOKEN from the environment.
+	t.Setenv("HF_ENDPOINT", h.URL)
+	t.Setenv("HF_TOKEN", "hf_secret")
+	m2, err := New(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2.store.FreeSpace = func(string) (int64, error) { return 1 << 40, nil }
+	var mu sync.Mutex
+	var last Event
+	m2.Subscribe(func(ev Event) { mu.Lock(); last = ev; mu.Unlock() })
+	tr, err := m2.Pull(context.Background(), "acme/gated", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	md, err := m2.Resolve("acme/gated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, md, files)
+	man, _ := m2.store.Load("acme/gated")
+	if man.State != store.StateComplete || man.Commit == "" || len(man.Files) != len(files) {
+		t.Errorf("manifest %+v", man)
+	}
+	mu.Lock()
+	if last.State != "complete" || last.Done != last.Total || last.Total != man.TotalSize() {
+		t.Errorf("last event %+v, want complete with all %d bytes", last, man.TotalSize())
+	}
+	mu.Unlock()
+}
+
+func TestPullNotFound(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	m := newManager(t, h, t.TempDir(), "")
+	_, err := m.Pull(context.Background(), "acme/nope", PullOptions{})
+	if !errors.Is(err, hub.ErrNotFound) {
+		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+	if _, err := m.Resolve("acme/nope"); err == nil {
+		t.Errorf("Resolve accepted a model that was never downloaded")
+	}
+}
+
+func TestPullCorruptFileIsRefused(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	files := repoFiles(t, 2)
+	files[3].Corrupt = true
+	h.Add("acme/bad", &hubtest.Repo{Files: files})
+	m := newManager(t, h, t.TempDir(), "")
+	tr, err := m.Pull(context.Background(), "acme/bad", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tr.Wait()
+	if err == nil || !strings.Contains(err.Error(), files[3].Name) {
+		t.Fatalf("err = %v, want one naming %s", err, files[3].Name)
+	}
+	md := m.store.ModelDir("acme/bad")
+	man, _ := m.store.Load("acme/bad")
+	if man.State != store.StateCorrupt {
+		t.Errorf("manifest state %s, want corrupt", man.State)
+	}
+	// generate's resolver refuses it, by name and by folder, naming the file.
+	for _, name := range []string{"acme/bad", md} {
+		if _, err := m.Resolve(name); err == nil || !strings.Contains(err.Error(), files[3].Name) {
+			t.Errorf("Resolve(%s) = %v, want a refusal naming the file", name, err)
+		}
+		if _, err := m.Source(name); err == nil {
+			t.Errorf("Source(%s) accepted a corrupt model", name)
+		}
+	}
+	checkModel(t, md, []*hubtest.File{files[0], files[1], files[2], files[4]})
+	q, _ := download.HashFile(filepath.Join(md, files[3].Name+".corrupt"))
+	if q == "" || q == files[3].SHA256() {
+		t.Errorf("quarantined copy missing or not the bad bytes")
+	}
+
+	// The Hub fixed: pulling again fetches only the bad file.
+	goodSent := h.Sent(files[2].Name)
+	files[3].Corrupt = false
+	tr, err = m.Pull(context.Background(), "acme/bad", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// The old quarantined copy stays for diagnosis; the manifest now verifies, but
+	// Resolve still refuses while a .corrupt file is in the folder.
+	os.Remove(filepath.Join(md, files[3].Name+".corrupt"))
+	if _, err := m.Resolve("acme/bad"); err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, md, files)
+	if h.Sent(files[2].Name) != goodSent {
+		t.Errorf("a verified file was downloaded again")
+	}
+}
+
+// enospc fails writes once a shared budget is spent, like a full disk.
+type enospc struct {
+	*os.File
+	budget *int64
+	mu     *sync.Mutex
+}
+
+func (f enospc) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if int64(len(p)) > *f.budget {
+		n, _ := f.File.Write(p[:*f.budget])
+		*f.budget = 0
+		return n, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
+	}
+	*f.budget -= int64(len(p))
+	return f.File.Write(p)
+}
+
+func TestPullDiskFull(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	files := repoFiles(t, 3)
+	h.Add("acme/big", &hubtest.Repo{Files: files})
+	dir := t.TempDir()
+
+	// Pre-flight: not enough space for what is left, nothing fetched.
+	m := newManager(t, h, dir, "")
+	m.store.FreeSpace = func(string) (int64, error) { return 10 << 20, nil }
+	tr, err := m.Pull(context.Background(), "acme/big", PullOptions{})
+	if err == nil {
+		err = tr.Wait()
+	}
+	if !errors.Is(err, download.ErrNoSpace) {
+		t.Fatalf("pre-flight: err = %v, want ErrNoSpace", err)
+	}
+	if h.Sent(files[2].Name) != 0 {
+		t.Errorf("fetched shard bytes despite the free-space check")
+	}
+
+	// The disk fills up mid-way.
+	budget := int64(800 << 10)
+	var mu sync.Mutex
+	m = newManager(t, h, dir, "")
+	m.dl.OpenPart = func(p string) (download.PartFile, error) {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		return enospc{f, &budget, &mu}, nil
+	}
+	tr, err = m.Pull(context.Background(), "acme/big", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tr.Wait()
+	if !errors.Is(err, download.ErrNoSpace) || !strings.Contains(err.Error(), "disk") {
+		t.Fatalf("err = %v, want ErrNoSpace", err)
+	}
+	man, _ := m.store.Load("acme/big")
+	if man.State != store.StateFailed {
+		t.Errorf("state %s, want failed", man.State)
+	}
+	md := m.store.ModelDir("acme/big")
+	for _, f := range man.Files {
+		_, statErr := os.Stat(filepath.Join(md, f.Name))
+		if f.State == store.FileComplete {
+			got, _ := download.HashFile(filepath.Join(md, f.Name))
+			for _, hf := range files {
+				if hf.Name == f.Name && got != hf.SHA256() {
+					t.Errorf("%s marked complete with the wrong content", f.Name)
+				}
+			}
+		} else if statErr == nil {
+			t.Errorf("%s is in place but not verified", f.Name)
+		}
+	}
+	if _, err := m.Resolve("acme/big"); err == nil {
+		t.Errorf("Resolve accepted a half-downloaded model")
+	}
+	// Space freed: the same pull finishes from the kept .part files.
+	sentBefore, kept := map[string]int64{}, map[string]int64{}
+	for _, f := range files {
+		sentBefore[f.Name], kept[f.Name] = h.Sent(f.Name), download.PartSize(md, f.Name)
+	}
+	m = newManager(t, h, dir, "")
+	tr, err = m.Pull(context.Background(), "acme/big", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, md, files)
+	for _, f := range files {
+		if kept[f.Name] == 0 {
+			continue
+		}
+		resent, missing := h.Sent(f.Name)-sentBefore[f.Name], int64(len(f.Data))-kept[f.Name]
+		if kept[f.Name] > 0 && resent != missing {
+			t.Errorf("%s: resume fetched %d bytes, %d were missing", f.Name, resent, missing)
+		}
+	}
+	var anyKept bool
+	for _, k := range kept {
+		anyKept = anyKept || k > 0
+	}
+	if !anyKept {
+		t.Errorf("no partial file kept after the disk filled up")
+	}
+}
+
+func TestPullRestartResumes(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	files := repoFiles(t, 4)
+	h.Add("acme/slow", &hubtest.Repo{Files: files})
+	h.SetBytesPerSec(1 << 20)
+	dir := t.TempDir()
+	m := newManager(t, h, dir, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	progressed := make(chan struct{}, 1)
+	m.Subscribe(func(ev Event) {
+		if ev.Done > 600<<10 {
+			select {
+			case progressed <- struct{}{}:
+			default:
+			}
+		}
+	})
+	tr, err := m.Pull(ctx, "acme/slow", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-progressed
+	cancel() // the app quits mid-download
+	if err := tr.Wait(); err == nil {
+		t.Fatal("interrupted download reported success")
+	}
+	h.SetBytesPerSec(0)
+	m = newManager(t, h, dir, "") // a new process: nothing deleted on startup
+	if ents, _ := m.Entries(); len(ents) == 0 {
+		t.Fatal("no entries")
+	}
+	tr, err = m.Pull(context.Background(), "acme/slow", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, m.store.ModelDir("acme/slow"), files)
+	for _, f := range files {
+		if sent, size := h.Sent(f.Name), int64(len(f.Data)); sent > size+size/10 {
+			t.Errorf("%s: hub sent %d bytes for %d: restarted from zero", f.Name, sent, size)
+		}
+	}
+}
+
+func TestPullRefusesUnloadableFormats(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	h.Add("acme/gguf", &hubtest.Repo{Files: []*hubtest.File{{Name: "model-Q4_K_M.gguf", Data: []byte("GGUF"), LFS: true}}})
+	h.Add("acme/nvfp4", &hubtest.Repo{Files: []*hubtest.File{
+		{Name: "config.json", Data: []byte(`{"model_type":"diffusion_gemma","quantization_config":{"quant_method":"modelopt"}}`)},
+		{Name: "model.safetensors", Data: make([]byte, 4096), LFS: true},
+	}})
+	m := newManager(t, h, t.TempDir(), "")
+	if _, err := m.Pull(context.Background(), "acme/gguf", PullOptions{}); err == nil || !strings.Contains(err.Error(), "GGUF") {
+		t.Errorf("gguf: err = %v", err)
+	}
+	if _, err := m.Pull(context.Background(), "acme/nvfp4", PullOptions{}); err == nil {
+		t.Errorf("nvfp4 config accepted")
+	}
+	if h.Sent("model.safetensors") != 0 {
+		t.Errorf("weights fetched before the config check")
+	}
+	if _, err := m.Pull(context.Background(), "nvidia/diffusiongemma-26B-A4B-it-NVFP4", PullOptions{}); err == nil || !strings.Contains(err.Error(), "NVFP4") {
+		t.Errorf("known NVFP4 repo: err = %v", err)
+	}
+}
+
+func TestLibraryDeleteActiveMove(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	files := repoFiles(t, 5)
+	h.Add("acme/tiny", &hubtest.Repo{Files: files})
+	m := newManager(t, h, t.TempDir(), "")
+	tr, err := m.Pull(context.Background(), "acme/tiny", PullOptions{Include: []string{"*.json", "*.safetensors"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(m.store.ModelDir("acme/tiny"), "README.md")); err == nil {
+		t.Errorf("--include did not filter README.md")
+	}
+	if err := m.SetActive("acme/tiny"); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := m.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, e := range ents {
+		if e.ID == "acme/tiny" {
+			found = true
+			if !e.Active || e.State != "complete" {
+				t.Errorf("entry %+v", e)
+			}
+		}
+		if e.ID == "darkroom-mini" && e.State != "built-in" {
+			t.Errorf("mini state %q", e.State)
+		}
+	}
+	if !found {
+		t.Errorf("local model missing from Entries")
+	}
+	// Move the store: files verified at the new place, Resolve follows.
+	dst := filepath.Join(t.TempDir(), "elsewhere")
+	if err := m.MoveStore(context.Background(), dst, nil); err != nil {
+		t.Fatal(err)
+	}
+	md, err := m.Resolve("acme/tiny")
+	if err != nil || !strings.HasPrefix(md, dst) {
+		t.Fatalf("after move: %s, %v", md, err)
+	}
+	checkModel(t, md, files[:4])
+	if a, _ := m.Active(); a != "acme/tiny" {
+		t.Errorf("active %q lost in the move", a)
+	}
+	if err := m.Delete("acme/tiny"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(md); err == nil {
+		t.Errorf("folder still there after delete")
+	}
+	if a, _ := m.Active(); a != "" {
+		t.Errorf("deleted model still active")
+	}
+	if err := m.Delete("darkroom-mini"); err == nil {
+		t.Errorf("deleting the built-in model succeeded")
+	}
+}
+
+// TestMain lets TestPullKilledAndRestarted run this test binary as a `pull` process.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("PULL_CHILD_DIR"); dir != "" {
+		mgr, err := New(Options{Dir: dir, Endpoint: os.Getenv("PULL_CHILD_ENDPOINT")})
+		if err == nil {
+			var tr *Transfer
+			if tr, err = mgr.Pull(context.Background(), "acme/killme", PullOptions{}); err == nil {
+				err = tr.Wait()
+			}
+		}
+		if err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestPullKilledAndRestarted kills a pulling process with SIGKILL mid-download and
+// pulls again in a new one: it resumes from the .part files (bytes fetched after the
+// restart = bytes missing) and every file verifies.
+func TestPullKilledAndRestarted(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	files := repoFiles(t, 6)
+	h.Add("acme/killme", &hubtest.Repo{Files: files})
+	h.SetBytesPerSec(512 << 10)
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PULL_CHILD_DIR="+dir, "PULL_CHILD_ENDPOINT="+h.URL)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	md := filepath.Join(dir, "acme--killme")
+	shard := files[2].Name
+	deadline := time.Now().Add(60 * time.Second)
+	for download.PartSize(md, shard) < 200<<10 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("child made no progress")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	m := newManager(t, h, dir, "")
+	man, err := m.store.Load("acme/killme")
+	if err != nil || man.State != store.StateDownloading {
+		t.Fatalf("after kill -9: manifest %+v, %v", man, err)
+	}
+	if _, err := m.Resolve("acme/killme"); err == nil {
+		t.Errorf("Resolve accepted a killed download")
+	}
+	sentBefore, kept := map[string]int64{}, map[string]int64{}
+	for _, f := range files {
+		sentBefore[f.Name], kept[f.Name] = h.Sent(f.Name), download.PartSize(md, f.Name)
+	}
+	if kept[shard] == 0 {
+		t.Fatalf("no .part kept for %s", shard)
+	}
+	h.SetBytesPerSec(0)
+	tr, err := m.Pull(context.Background(), "acme/killme", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, md, files)
+	for _, f := range files {
+		if kept[f.Name] == 0 {
+			continue
+		}
+		if resent, missing := h.Sent(f.Name)-sentBefore[f.Name], int64(len(f.Data))-kept[f.Name]; resent != missing {
+			t.Errorf("%s: fetched %d bytes after the restart, %d were missing", f.Name, resent, missing)
+		}
+	}
+}

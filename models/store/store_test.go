@@ -1,0 +1,134 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestManifestRoundTripAndVerified(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manifest{Name: "acme/tiny", Repo: "acme/tiny", Source: "hub", State: StateDownloading,
+		Files: []File{{Name: "config.json", Size: 10, State: FileComplete}, {Name: "model.safetensors", Size: 99, SHA256: "ab", State: FilePartial}}}
+	if err := s.Save(m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Load("acme/tiny")
+	if err != nil || got.Name != "acme/tiny" || len(got.Files) != 2 || got.TotalSize() != 109 {
+		t.Fatalf("load: %+v, %v", got, err)
+	}
+	if got.Verified() == nil {
+		t.Errorf("partial model verified")
+	}
+	got.Files[1].State, got.Files[1].Error = FileCorrupt, "sha256 x, expected ab"
+	if err := got.Verified(); err == nil || !strings.Contains(err.Error(), "model.safetensors") {
+		t.Errorf("corrupt: %v", err)
+	}
+	got.Files[1].State = FileComplete
+	if err := got.Verified(); err != nil {
+		t.Errorf("complete: %v", err)
+	}
+	if filepath.Base(s.ModelDir("acme/tiny")) != "acme--tiny" {
+		t.Errorf("dir name %s", s.ModelDir("acme/tiny"))
+	}
+	// No temporary files left by the atomic writes.
+	ents, _ := os.ReadDir(s.ModelDir("acme/tiny"))
+	if len(ents) != 1 {
+		t.Errorf("model folder holds %d entries, want only the manifest", len(ents))
+	}
+	l, _ := s.List()
+	if len(l) != 1 {
+		t.Errorf("list: %d", len(l))
+	}
+	if err := s.Delete("acme/tiny"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load("acme/tiny"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("after delete: %v", err)
+	}
+	if err := s.Delete("acme/tiny"); err == nil {
+		t.Errorf("deleting a missing model succeeded")
+	}
+}
+
+func TestDefaultDirEnv(t *testing.T) {
+	t.Setenv(EnvDir, "/tmp/x-models")
+	if DefaultDir() != "/tmp/x-models" {
+		t.Errorf("DARKROOM_MODELS_DIR ignored: %s", DefaultDir())
+	}
+	t.Setenv(EnvDir, "")
+	if !strings.HasSuffix(DefaultDir(), filepath.Join("darkroom", "models")) {
+		t.Errorf("default %s", DefaultDir())
+	}
+}
+
+func TestFreeSpace(t *testing.T) {
+	n, err := FreeSpace(filepath.Join(t.TempDir(), "not", "yet"))
+	if err != nil || n <= 0 {
+		t.Errorf("free space %d, %v", n, err)
+	}
+}
+
+// TestMoveResumesAndChecksSpace moves a store with a copy (forced by a stale
+// partial copy at the destination, as after an interrupted move), then checks
+// the space check refuses a destination that is too small.
+func TestMoveResumesAndChecksSpace(t *testing.T) {
+	src := t.TempDir()
+	s, _ := Open(src)
+	for _, name := range []string{"a/one", "b/two"} {
+		m := &Manifest{Name: name, Source: "hub", State: StateComplete, Files: []File{{Name: "w.bin", Size: 3 << 20, State: FileComplete}}}
+		if err := s.Save(m); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(s.ModelDir(name), "w.bin"), make([]byte, 3<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.SetLibraryState(Library{Active: "a/one"})
+	dst := filepath.Join(t.TempDir(), "new")
+	// An interrupted earlier move left a partial copy of a--one (no manifest yet).
+	os.MkdirAll(filepath.Join(dst, "a--one"), 0o755)
+	os.WriteFile(filepath.Join(dst, "a--one", "w.bin"), make([]byte, 1<<20), 0o644)
+
+	small := *s
+	small.FreeSpace = func(string) (int64, error) { return 1 << 20, nil }
+	if err := small.Move(context.Background(), dst, nil); err == nil || !strings.Contains(err.Error(), "free space") {
+		t.Errorf("too-small destination: %v", err)
+	}
+	var last MoveProgress
+	if err := s.Move(context.Background(), dst, func(p MoveProgress) { last = p }); err != nil {
+		t.Fatal(err)
+	}
+	if s.Root != dst {
+		t.Errorf("root %s after move", s.Root)
+	}
+	l, _ := s.List()
+	if len(l) != 2 {
+		t.Fatalf("%d models after move", len(l))
+	}
+	for _, m := range l {
+		st, err := os.Stat(filepath.Join(s.ModelDir(m.Name), "w.bin"))
+		if err != nil || st.Size() != 3<<20 {
+			t.Errorf("%s: %v", m.Name, err)
+		}
+	}
+	if lib, _ := s.LibraryState(); lib.Active != "a/one" {
+		t.Errorf("library state lost: %+v", lib)
+	}
+	if _, err := os.Stat(filepath.Join(src, "a--one")); err == nil {
+		t.Errorf("source folder kept after move")
+	}
+	if last.Done == 0 && last.Total != 0 {
+		t.Errorf("no progress reported: %+v", last)
+	}
+	if err := s.Move(context.Background(), filepath.Join(dst, "inside"), nil); err == nil {
+		t.Errorf("moved into itself")
+	}
+}
