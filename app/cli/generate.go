@@ -11,6 +11,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models"
 )
 
 func init() {
@@ -23,7 +24,8 @@ func init() {
 
 // generateFlags are the flags generate and bench share.
 type generateFlags struct {
-	model, backend, mode       string
+	model, modelsDir           string
+	backend, mode              string
 	maxNew, maxSteps, stab     int
 	tMin, tMax, bound, conf, t float64
 	seed                       uint64
@@ -37,7 +39,8 @@ func (g *generateFlags) register(fs interface {
 	Uint64Var(*uint64, string, uint64, string)
 	BoolVar(*bool, string, bool, string)
 }) {
-	fs.StringVar(&g.model, "model", "", "model directory in the Hugging Face layout (default: the built-in Darkroom Mini)")
+	fs.StringVar(&g.model, "model", "", "model: a directory in the Hugging Face layout, or a library name (default: the built-in Darkroom Mini)")
+	fs.StringVar(&g.modelsDir, "models-dir", "", "models folder for library names (default $DARKROOM_MODELS_DIR, else the data folder)")
 	fs.StringVar(&g.backend, "backend", "", "compute backend: go, xla, xla:cpu, xla:cuda or xla:/path/plugin.so (default $GOMLX_BACKEND, else go)")
 	fs.BoolVar(&g.graph, "graph", false, "run the model in GoMLX graphs even on the pure-Go backend (slower; the path XLA takes)")
 	fs.IntVar(&g.maxNew, "max-new-tokens", 0, "most tokens to generate (default: the model's generation_config)")
@@ -78,7 +81,7 @@ func (g *generateFlags) check() error {
 // load resolves --model and --backend and loads the engine, telling the user
 // (stderr) when XLA fell back to Go.
 func (g *generateFlags) load(ctx context.Context, env *Env) (*engine.Engine, error) {
-	src, err := modelSource(g.model)
+	src, err := modelSource(g.model, g.modelsDir)
 	if err != nil {
 		return nil, err
 	}
@@ -93,9 +96,10 @@ func (g *generateFlags) load(ctx context.Context, env *Env) (*engine.Engine, err
 }
 
 // modelSource turns --model into an engine source: empty means the built-in
-// Darkroom Mini, a directory is used as is, anything else is looked up as a
-// model name.
-func modelSource(model string) (engine.Source, error) {
+// Darkroom Mini; otherwise a model directory, a catalog name or a local model's
+// name, resolved by the models library, which refuses any model whose files
+// failed verification. modelsDir overrides the store folder ("" = default).
+func modelSource(model, modelsDir string) (engine.Source, error) {
 	if model == "" {
 		fsys, err := assets.Mini()
 		if err != nil {
@@ -103,18 +107,15 @@ func modelSource(model string) (engine.Source, error) {
 		}
 		return engine.FS(fsys, "Darkroom Mini (built in)"), nil
 	}
-	if st, err := os.Stat(model); err == nil && st.IsDir() {
-		return engine.Dir(model), nil
+	m, err := models.New(models.Options{Dir: modelsDir})
+	if err != nil {
+		return engine.Source{}, fmt.Errorf("--model: %w", err)
 	}
-	return resolveModelName(model)
-}
-
-// resolveModelName is where catalog and local-store names (e.g.
-// "diffusiongemma-26b-a4b-it:int4") will resolve to a downloaded model
-// directory, once the models library provides its resolver. Until then only
-// directories are accepted.
-func resolveModelName(name string) (engine.Source, error) {
-	return engine.Source{}, fmt.Errorf("--model %s: no such directory (model names from the library are not supported by this command yet; give the model's directory)", name)
+	src, err := m.Source(model)
+	if err != nil {
+		return engine.Source{}, fmt.Errorf("--model: %w", err)
+	}
+	return src, nil
 }
 
 func runGenerate(env *Env, args []string) error {

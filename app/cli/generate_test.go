@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -180,5 +182,22 @@ func TestGenerateBuiltInModel(t *testing.T) {
 	}
 	if code != 0 || !strings.Contains(out, `"tokens_per_s"`) {
 		t.Errorf("embedded model: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestGenerateRefusesQuarantinedModel: a model folder holding a file that failed
+// its checksum (quarantined as NAME.corrupt by the downloader) is never loaded.
+func TestGenerateRefusesQuarantinedModel(t *testing.T) {
+	dir := tinyModelDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "model-00002-of-00002.safetensors.corrupt"), []byte("bad"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Run([]string{"generate", "--model", dir, "hi"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "model-00002-of-00002.safetensors") {
+		t.Fatalf("exit %d, stderr %q; want exit 1 naming the quarantined file", code, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("generated from a quarantined model: %q", stdout.String())
 	}
 }

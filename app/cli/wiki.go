@@ -11,6 +11,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models"
 )
 
 func init() {
@@ -107,10 +108,11 @@ func runWiki(env *Env, args []string) error {
 	return nil
 }
 
-// wikiSource is the model directory given, or the embedded Darkroom Mini.
-func wikiSource(dir string) (engine.Source, error) {
-	if dir != "" {
-		return engine.Dir(dir), nil
+// wikiSource is the model named (directory or library name), or the embedded
+// Darkroom Mini.
+func wikiSource(model string) (engine.Source, error) {
+	if model != "" {
+		return models.Source(model)
 	}
 	mini, err := assets.Mini()
 	if err != nil {
