@@ -1,15 +1,177 @@
 // Package ui is Darkroom's desktop app on Fyne: the screens (Library, Encyclopedia,
-// Desktop, Chat, Race, Settings), their widgets, and the bridge that turns engine
-// events into fyne.Do updates. It is the only package that imports Fyne.
+// Desktop, Chat, Race, Settings), one file each, their widgets (htmlview), and the
+// bridge that turns engine events into fyne.Do updates (bridge.go). It is the only
+// package that imports Fyne. Screens talk to small interfaces defined here (Model,
+// Loader, Library, …) so they are tested with fakes; wire.go connects the real
+// engine and models packages.
 package ui
 
 import (
-	"fmt"
-	"os"
+	"math/rand/v2"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/engine"
 )
 
-// Run opens the main window and blocks until it closes; it returns the exit code.
-func Run() int {
-	fmt.Fprintln(os.Stderr, "darkroom: the desktop app is being built; use `darkroom help` for the CLI")
-	return 1
+// Deps are what the app is built on. Nil fields make the screens that need them
+// say plainly what is missing.
+type Deps struct {
+	Loader   Loader          // opens the active model
+	Settings *settings.Store // typed settings (required)
+	Chats    *chats.Store    // chat threads
+	Library  Library         // the models library (catalog, downloads, store)
+	System   System          // hardware, backends, local server
+	// Problems found while starting (damaged settings, unreadable chats…), shown once.
+	Problems []string
+}
+
+// App is the main window's content and the state the screens share.
+type App struct {
+	fyneApp fyne.App
+	win     fyne.Window
+	deps    Deps
+	models  *modelHost
+
+	// frameHook, if set, is called off the UI goroutine after each developing
+	// frame was drawn into a page view (tests, the window check's screenshots).
+	frameHook func(v *htmlview.View, ev engine.Event)
+
+	notices []*widget.Label // the "what this model is good for" lines
+
+	tabs *container.AppTabs
+	root *fyne.Container // swaps between the first-run screen and the tabs
+
+	Encyclopedia *Encyclopedia
+	Desktop      *Desktop
+	Chat         *Chat
+	Race         *Race
+	Library      *LibraryScreen
+	Settings     *SettingsScreen
+}
+
+// New builds the app's screens into win.
+func New(fa fyne.App, win fyne.Window, deps Deps) *App {
+	if deps.Settings == nil {
+		deps.Settings, _ = settings.Open("")
+	}
+	a := &App{fyneApp: fa, win: win, deps: deps, models: newModelHost(deps.Loader)}
+	a.applyTheme()
+	a.Encyclopedia = newEncyclopedia(a)
+	a.Desktop = newDesktop(a)
+	a.Chat = newChat(a)
+	a.Race = newRace(a)
+	a.Library = newLibraryScreen(a)
+	a.Settings = newSettingsScreen(a)
+	a.tabs = container.NewAppTabs(
+		container.NewTabItemWithIcon("Encyclopedia", theme.SearchIcon(), a.Encyclopedia.content),
+		container.NewTabItemWithIcon("Desktop", theme.ComputerIcon(), a.Desktop.content),
+		container.NewTabItemWithIcon("Chat", theme.MailComposeIcon(), a.Chat.content),
+		container.NewTabItemWithIcon("Race", theme.MediaFastForwardIcon(), a.Race.content),
+		container.NewTabItemWithIcon("Library", theme.StorageIcon(), a.Library.content),
+		container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), a.Settings.content),
+	)
+	a.tabs.SetTabLocation(container.TabLocationLeading)
+	a.tabs.OnSelected = func(t *container.TabItem) {
+		if t.Text == "Library" {
+			a.Library.Refresh()
+		}
+	}
+	a.root = container.NewStack()
+	if deps.Settings.Get().FirstRunDone {
+		a.root.Objects = []fyne.CanvasObject{a.tabs}
+	} else {
+		a.root.Objects = []fyne.CanvasObject{newFirstRun(a)}
+	}
+	win.SetContent(a.root)
+	a.addShortcuts()
+	for _, p := range deps.Problems {
+		a.Encyclopedia.showError(p)
+	}
+	return a
+}
+
+// addShortcuts binds browser-like keys: Alt+Left/Right (back/forward), Ctrl+L
+// (address bar), Ctrl+R (reload) and Escape (stop the running generation).
+func (a *App) addShortcuts() {
+	c := a.win.Canvas()
+	e := a.Encyclopedia
+	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyLeft, Modifier: fyne.KeyModifierAlt}, func(fyne.Shortcut) { e.Back() })
+	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyRight, Modifier: fyne.KeyModifierAlt}, func(fyne.Shortcut) { e.Forward() })
+	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) {
+		a.Show("Encyclopedia")
+		c.Focus(e.address)
+	})
+	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyR, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { e.Reload() })
+	c.SetOnTypedKey(func(k *fyne.KeyEvent) {
+		if k.Name == fyne.KeyEscape {
+			for _, r := range []*runner{&e.run, &a.Desktop.run, &a.Chat.run, &a.Race.run} {
+				r.Stop()
+			}
+		}
+	})
+}
+
+// Show switches to a screen by its tab name ("Encyclopedia", "Library", …),
+// leaving the first-run screen if it is up.
+func (a *App) Show(name string) {
+	if len(a.root.Objects) != 1 || a.root.Objects[0] != a.tabs {
+		a.root.Objects = []fyne.CanvasObject{a.tabs}
+		a.root.Refresh()
+	}
+	for _, t := range a.tabs.Items {
+		if t.Text == name {
+			a.tabs.Select(t)
+		}
+	}
+}
+
+// sampling is the user's sampling overrides (zero fields: the model's defaults).
+func (a *App) sampling() engine.Sampling {
+	s := a.deps.Settings.Get().Sampling
+	return engine.Sampling{MaxNewTokens: s.MaxNewTokens, MaxSteps: s.MaxSteps, TMin: s.TMin, TMax: s.TMax,
+		EntropyBound: s.EntropyBound, ConfidenceThreshold: s.ConfidenceThreshold,
+		StabilityThreshold: s.StabilityThreshold, Temperature: s.Temperature}
+}
+
+// seed is the configured seed, or a fresh one per generation.
+func (a *App) seed() uint64 {
+	if s := a.deps.Settings.Get().Seed; s != 0 {
+		return s
+	}
+	return rand.Uint64()
+}
+
+// modelNotice is the honest one-liner about what the active model is good for.
+func (a *App) modelNotice() fyne.CanvasObject {
+	l := widget.NewLabelWithStyle(a.noticeText(), fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+	l.Wrapping = fyne.TextWrapWord
+	a.notices = append(a.notices, l)
+	return l
+}
+
+func (a *App) noticeText() string {
+	name := a.activeModelName()
+	if name == "" || name == miniName {
+		return "Darkroom Mini is a small computing encyclopedia (FOLDOC and the Jargon File) that runs on any PC. " +
+			"It is not a general assistant: for that, get DiffusionGemma from the Library."
+	}
+	return "Active model: " + name + "."
+}
+
+// miniName is the display name of the built-in model.
+const miniName = "Darkroom Mini"
+
+func (a *App) activeModelName() string {
+	if a.deps.Library == nil {
+		return miniName
+	}
+	return a.deps.Library.ActiveName()
 }

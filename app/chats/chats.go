@@ -1,0 +1,203 @@
+// Package chats stores chat threads on disk: one JSON file per thread under
+// $XDG_DATA_HOME/darkroom/chats, each written atomically (temp file, fsync, rename),
+// so a process killed mid-save leaves the previous version, never a truncated file.
+// A thread file that cannot be read is reported for that thread; the rest still load.
+package chats
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/adrg/xdg"
+)
+
+// Message is one turn of a thread.
+type Message struct {
+	Role    string    `json:"role"` // "user" or "model"
+	Content string    `json:"content"`
+	Thought string    `json:"thought,omitempty"` // the model's thinking channel, when it had one
+	Time    time.Time `json:"time"`
+}
+
+// Thread is one conversation.
+type Thread struct {
+	ID       string    `json:"id"`
+	Title    string    `json:"title"`
+	System   string    `json:"system,omitempty"` // per-thread system prompt
+	Thinking bool      `json:"thinking,omitempty"`
+	Model    string    `json:"model,omitempty"` // the model that answered last
+	Messages []Message `json:"messages"`
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"`
+}
+
+// Store is a folder of thread files.
+type Store struct {
+	Dir string
+}
+
+// DefaultDir is $XDG_DATA_HOME/darkroom/chats.
+func DefaultDir() string { return filepath.Join(xdg.DataHome, "darkroom", "chats") }
+
+// Open returns the store at dir (DefaultDir when empty), creating the folder.
+func Open(dir string) (*Store, error) {
+	if dir == "" {
+		dir = DefaultDir()
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("chats folder %s: %w", dir, err)
+	}
+	return &Store{Dir: dir}, nil
+}
+
+// LoadError reports one thread file that could not be read.
+type LoadError struct {
+	File string
+	Err  error
+}
+
+func (e *LoadError) Error() string {
+	return fmt.Sprintf("chat %s could not be read: %v", filepath.Base(e.File), e.Err)
+}
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// NewID returns a fresh thread id.
+func NewID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:4])
+}
+
+// New returns an empty thread (not yet saved).
+func New(title, system string) *Thread {
+	now := time.Now().UTC()
+	return &Thread{ID: NewID(), Title: title, System: system, Created: now, Updated: now}
+}
+
+func validID(id string) bool {
+	if id == "" || len(id) > 100 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Store) path(id string) string { return filepath.Join(s.Dir, id+".json") }
+
+// List loads every thread, newest first. Threads whose file is corrupt are left
+// out of the list and reported one LoadError each.
+func (s *Store) List() ([]*Thread, []*LoadError) {
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil {
+		return nil, []*LoadError{{File: s.Dir, Err: err}}
+	}
+	var threads []*Thread
+	var errs []*LoadError
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
+			continue // temp files start with "."
+		}
+		t, err := s.Load(strings.TrimSuffix(name, ".json"))
+		if err != nil {
+			errs = append(errs, &LoadError{File: filepath.Join(s.Dir, name), Err: err})
+			continue
+		}
+		threads = append(threads, t)
+	}
+	sort.SliceStable(threads, func(i, j int) bool { return threads[i].Updated.After(threads[j].Updated) })
+	return threads, errs
+}
+
+// Load reads one thread.
+func (s *Store) Load(id string) (*Thread, error) {
+	if !validID(id) {
+		return nil, fmt.Errorf("invalid chat id %q", id)
+	}
+	data, err := os.ReadFile(s.path(id))
+	if err != nil {
+		return nil, err
+	}
+	var t Thread
+	if err := json.Unmarshal(data, &t); err != nil {
+		return nil, fmt.Errorf("not a valid chat file: %w", err)
+	}
+	if t.ID != id {
+		return nil, fmt.Errorf("file holds chat %q, not %q", t.ID, id)
+	}
+	return &t, nil
+}
+
+// Save writes a thread atomically: a temp file in the same folder, fsync, rename.
+func (s *Store) Save(t *Thread) error {
+	if !validID(t.ID) {
+		return fmt.Errorf("save chat: invalid id %q", t.ID)
+	}
+	data, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return fmt.Errorf("save chat %s: %w", t.ID, err)
+	}
+	if err := WriteFileAtomic(s.path(t.ID), data); err != nil {
+		return fmt.Errorf("save chat %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// Delete removes a thread.
+func (s *Store) Delete(id string) error {
+	if !validID(id) {
+		return fmt.Errorf("delete chat: invalid id %q", id)
+	}
+	if err := os.Remove(s.path(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete chat %s: %w", id, err)
+	}
+	return nil
+}
+
+// WriteFileAtomic replaces path with data so that readers see either the old or
+// the new content, whole, even if the process dies mid-write.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	if d, err := os.Open(dir); err == nil { // make the rename durable
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,410 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/gomlx/gomlx/backends"
+	_ "github.com/gomlx/gomlx/backends/simplego"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+	"github.com/darkroomlabs/darkroom/engine/train"
+	"github.com/darkroomlabs/darkroom/engine/train/corpus"
+)
+
+func init() {
+	register(&Command{
+		Name:    "train",
+		Summary: "build the Darkroom Mini corpus, train, export and evaluate (train corpus|run|export|eval)",
+		Run:     runTrain,
+	})
+}
+
+// trainBackend is the default backend of training runs: the pure-Go backend with
+// ops executed one after another (its parallel op scheduler can deadlock when
+// every worker waits inside a parallel matmul; the matmuls still use all cores).
+const trainBackend = "go:ops_sequential"
+
+func runTrain(env *Env, args []string) error {
+	usage := func() {
+		fmt.Fprintln(env.Stdout, `Usage: darkroom train SUBCOMMAND [flags]
+
+Subcommands:
+  corpus   build the training corpus and tokenizer from Debian's dict-foldoc and dict-jargon
+  run      train (or --resume) a model on a corpus, with checkpoints in the run directory
+  export   write a run's latest checkpoint as a Hugging Face model directory, plus the
+           recipe and loss curve
+  eval     generate held-out pages in diffusion and AR mode and score them
+
+Run "darkroom train SUBCOMMAND --help" for its flags.`)
+	}
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
+		usage()
+		if len(args) == 0 {
+			return errors.New("train: no subcommand (corpus, run, export or eval)")
+		}
+		return errHelp
+	}
+	switch args[0] {
+	case "corpus":
+		return runTrainCorpus(env, args[1:])
+	case "run":
+		return runTrainRun(env, args[1:])
+	case "export":
+		return runTrainExport(env, args[1:])
+	case "eval":
+		return runTrainEval(env, args[1:])
+	}
+	return fmt.Errorf("train: unknown subcommand %q (corpus, run, export or eval)", args[0])
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func runTrainCorpus(env *Env, args []string) error {
+	fs := newFlagSet(env, "train corpus", "--out DIR [flags]")
+	out := fs.String("out", "", "output directory (required)")
+	vocab := fs.Int("vocab", 4096, "BPE vocabulary size of the trained tokenizer")
+	dict := fs.String("dict", "", "directory with foldoc/jargon .index and .dict.dz (default: installed or fetched)")
+	fetch := fs.Bool("fetch", false, "always fetch the Debian packages with apt-get download")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return errors.New("train corpus: --out DIR is required")
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	st, err := corpus.BuildStats(ctx, corpus.Options{OutDir: *out, VocabSize: *vocab, DictDir: *dict, Fetch: *fetch, Log: env.Stderr})
+	if err != nil {
+		return fmt.Errorf("train corpus: %w", err)
+	}
+	b, _ := json.MarshalIndent(st, "", "  ")
+	fmt.Fprintln(env.Stdout, string(b))
+	return nil
+}
+
+// parseKinds parses "page=1,chat=0.5".
+func parseKinds(s string) (map[string]float64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]float64{}
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, fmt.Errorf("kind weight %q: want KIND=WEIGHT", part)
+		}
+		w, err := strconv.ParseFloat(v, 64)
+		if err != nil || w < 0 {
+			return nil, fmt.Errorf("kind weight %q: bad weight", part)
+		}
+		out[strings.TrimSpace(k)] = w
+	}
+	return out, nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// runRecipe is what a run directory records beside options.json, so that
+// --resume and export need nothing but the run directory.
+type runRecipe struct {
+	Corpus  string             `json:"corpus"`
+	Kinds   map[string]float64 `json:"kinds,omitempty"`
+	Command []string           `json:"command"`
+	Size    train.MiniSize     `json:"size"`
+}
+
+func runTrainRun(env *Env, args []string) error {
+	fs := newFlagSet(env, "train run", "--corpus DIR --run DIR [flags]")
+	def := train.DefaultOptions()
+	corpusDir := fs.String("corpus", "", "corpus directory from `darkroom train corpus` (required unless --resume)")
+	runDir := fs.String("run", "", "run directory: options, checkpoints, metrics (required)")
+	resume := fs.Bool("resume", false, "continue the run in --run from its latest checkpoint (its recorded options and corpus are used)")
+	steps := fs.Int("steps", def.Steps, "training steps")
+	batch := fs.Int("batch", def.Batch, "examples per step")
+	lr := fs.Float64("lr", def.LR, "peak learning rate")
+	minLR := fs.Float64("min-lr", def.MinLR, "final learning rate of the cosine decay")
+	warmup := fs.Int("warmup", def.Warmup, "linear warm-up steps")
+	buckets := fs.String("buckets", "32,64", "prefix length buckets (comma-separated)")
+	kinds := fs.String("kinds", "", `training mix: copies per example of each kind, e.g. "page=1,chat=0.5,desktop=0.2"`)
+	seed := fs.Uint64("seed", def.Seed, "data order and noise seed")
+	evalEvery := fs.Int("eval-every", def.EvalEvery, "steps between held-out evaluations")
+	ckptEvery := fs.Int("checkpoint-every", def.CheckpointEvery, "steps between checkpoints")
+	ckptMins := fs.Float64("checkpoint-minutes", def.CheckpointMins, "minutes between checkpoints")
+	backendCfg := fs.String("backend", trainBackend, "GoMLX backend")
+	s := train.DefaultMiniSize
+	fs.IntVar(&s.Hidden, "hidden", s.Hidden, "hidden size")
+	fs.IntVar(&s.Layers, "layers", s.Layers, "layers (the last is full attention, the others sliding)")
+	fs.IntVar(&s.Heads, "heads", s.Heads, "attention heads")
+	fs.IntVar(&s.Experts, "experts", s.Experts, "experts per layer")
+	fs.IntVar(&s.TopK, "top-k", s.TopK, "experts per token")
+	fs.IntVar(&s.Intermediate, "intermediate", s.Intermediate, "dense MLP (and self-conditioning) size")
+	fs.IntVar(&s.MoEIntermediate, "moe-intermediate", s.MoEIntermediate, "expert MLP size")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *runDir == "" {
+		return errors.New("train run: --run DIR is required")
+	}
+	opts := def
+	var rec runRecipe
+	var cfg *config.Model
+	if *resume {
+		if err := readJSONFile(filepath.Join(*runDir, "options.json"), &opts); err != nil {
+			return fmt.Errorf("train run: --resume: %w", err)
+		}
+		if err := readJSONFile(filepath.Join(*runDir, "recipe.json"), &rec); err != nil {
+			return fmt.Errorf("train run: --resume: %w", err)
+		}
+		var err error
+		if cfg, err = config.Load(filepath.Join(*runDir, "model")); err != nil {
+			return fmt.Errorf("train run: --resume: %w", err)
+		}
+	} else {
+		if *corpusDir == "" {
+			return errors.New("train run: --corpus DIR is required")
+		}
+		b, err := parseInts(*buckets)
+		if err != nil {
+			return fmt.Errorf("train run: --buckets: %w", err)
+		}
+		k, err := parseKinds(*kinds)
+		if err != nil {
+			return fmt.Errorf("train run: --kinds: %w", err)
+		}
+		opts.Steps, opts.Batch, opts.LR, opts.MinLR, opts.Warmup = *steps, *batch, *lr, *minLR, *warmup
+		opts.PrefixBuckets, opts.Seed, opts.EvalEvery = b, *seed, *evalEvery
+		opts.CheckpointEvery, opts.CheckpointMins = *ckptEvery, *ckptMins
+		abs, _ := filepath.Abs(*corpusDir)
+		rec = runRecipe{Corpus: abs, Kinds: k, Command: append([]string{"darkroom", "train", "run"}, args...), Size: s}
+	}
+	tok, err := tokenizer.Load(filepath.Join(rec.Corpus, "tokenizer"))
+	if err != nil {
+		return fmt.Errorf("train run: %w", err)
+	}
+	if cfg == nil {
+		cfg = miniConfigFor(s, tok)
+	}
+	data, err := train.LoadCorpus(rec.Corpus, tok)
+	if err != nil {
+		return fmt.Errorf("train run: %w", err)
+	}
+	data.Train = train.SelectKinds(data.Train, rec.Kinds, opts.Seed)
+	data.Heldout = train.SelectKinds(data.Heldout, map[string]float64{"page": 1, "chat": 0, "desktop": 0}, 1)
+	ls := train.Lengths(data.Train, cfg.CanvasLength)
+	fmt.Fprintf(env.Stderr, "corpus: %d training examples (after the mix), %d held-out pages; prompt tokens p99 %d max %d; answer tokens p50 %d p90 %d p99 %d max %d; %d answers span more than one canvas\n",
+		len(data.Train), len(data.Heldout), ls.PromptP99, ls.PromptMax, ls.AnswerP50, ls.AnswerP90, ls.AnswerP99, ls.AnswerMax, ls.MultiCanvas)
+	be, err := backends.NewWithConfig(*backendCfg)
+	if err != nil {
+		return fmt.Errorf("train run: backend %q: %w", *backendCfg, err)
+	}
+	if err := os.MkdirAll(*runDir, 0o755); err != nil {
+		return fmt.Errorf("train run: %w", err)
+	}
+	if !*resume {
+		if err := writeJSONFile(filepath.Join(*runDir, "recipe.json"), rec); err != nil {
+			return fmt.Errorf("train run: %w", err)
+		}
+	}
+	tr, err := train.NewTrainer(be, cfg, data, opts, *runDir, *resume, env.Stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stderr, "model: hidden %d, %d layers, %d experts top-%d, vocab %d, canvas %d; %d steps of %d from step %d\n",
+		cfg.Text.HiddenSize, cfg.Text.NumHiddenLayers, cfg.Text.NumExperts, cfg.Text.TopKExperts, cfg.Text.VocabSize,
+		cfg.CanvasLength, opts.Steps, opts.Batch, tr.State().Step)
+	ctx, cancel := signalContext()
+	defer cancel()
+	if err := tr.Run(ctx); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return errors.New("train run: interrupted (checkpoint saved; continue with --resume)")
+		}
+		return err
+	}
+	fmt.Fprintf(env.Stderr, "done: %d steps in %.0fs\n", tr.State().Step, tr.State().Elapsed)
+	return nil
+}
+
+// miniConfigFor is Darkroom Mini's config for the corpus tokenizer: its
+// vocabulary and its own end-of-generation ids (<eos> and <turn|>).
+func miniConfigFor(s train.MiniSize, tok *tokenizer.Tokenizer) *config.Model {
+	sp := tok.Specials()
+	eos := []int{sp.EOS}
+	if sp.TurnEnd >= 0 {
+		eos = append(eos, sp.TurnEnd)
+	}
+	return train.MiniConfig(s, tok.VocabSize(), eos, sp.Pad, sp.EOS, sp.BOS)
+}
+
+func readJSONFile(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func runTrainExport(env *Env, args []string) error {
+	fs := newFlagSet(env, "train export", "--run DIR [--out DIR] [--recipe DIR] [--dtype f32|bf16]")
+	runDir := fs.String("run", "", "run directory of `darkroom train run` (required)")
+	out := fs.String("out", "assets/mini", "model output directory (Hugging Face layout)")
+	recipeDir := fs.String("recipe", "assets/training", "where the recipe, config and loss curve go (empty: skip)")
+	dtype := fs.String("dtype", "f32", "weight dtype: f32 or bf16")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *runDir == "" {
+		return errors.New("train export: --run DIR is required")
+	}
+	var rec runRecipe
+	if err := readJSONFile(filepath.Join(*runDir, "recipe.json"), &rec); err != nil {
+		return fmt.Errorf("train export: %w", err)
+	}
+	cfg, err := config.Load(filepath.Join(*runDir, "model"))
+	if err != nil {
+		return fmt.Errorf("train export: %w", err)
+	}
+	st, err := train.ExportRun(*runDir, cfg, *out, train.ExportOptions{DType: *dtype, TokenizerDir: filepath.Join(rec.Corpus, "tokenizer")})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stderr, "exported step %d of %s to %s\n", st.Step, *runDir, *out)
+	if *recipeDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(*recipeDir, 0o755); err != nil {
+		return fmt.Errorf("train export: %w", err)
+	}
+	ms, err := train.ReadMetrics(filepath.Join(*runDir, "metrics.jsonl"))
+	if err != nil {
+		return fmt.Errorf("train export: %w", err)
+	}
+	png, err := train.LossCurvesPNG(ms, fmt.Sprintf("Darkroom Mini training (%d steps)", st.Step))
+	if err != nil {
+		return fmt.Errorf("train export: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(*recipeDir, "loss.png"), png, 0o644); err != nil {
+		return fmt.Errorf("train export: %w", err)
+	}
+	var opts train.Options
+	if err := readJSONFile(filepath.Join(*runDir, "options.json"), &opts); err != nil {
+		return fmt.Errorf("train export: %w", err)
+	}
+	raw, _ := cfg.MarshalConfig()
+	recipe := map[string]any{
+		"commands": []string{
+			"darkroom train corpus --out train-runs/corpus --vocab " + strconv.Itoa(cfg.Text.VocabSize),
+			strings.Join(quoteArgs(rec.Command), " "),
+			"darkroom train export --run " + *runDir + " --out " + *out + " --recipe " + *recipeDir,
+			"darkroom train eval --model " + *out + " --corpus train-runs/corpus --json",
+		},
+		"options":        opts,
+		"training_mix":   rec.Kinds,
+		"model_config":   json.RawMessage(raw),
+		"steps_done":     st.Step,
+		"train_seconds":  st.Elapsed,
+		"positions_seen": st.Tokens,
+	}
+	if err := writeJSONFile(filepath.Join(*recipeDir, "recipe.json"), recipe); err != nil {
+		return fmt.Errorf("train export: %w", err)
+	}
+	if err := copyPlain(filepath.Join(*runDir, "metrics.jsonl"), filepath.Join(*recipeDir, "metrics.jsonl")); err != nil {
+		return fmt.Errorf("train export: %w", err)
+	}
+	fmt.Fprintf(env.Stderr, "wrote %s/recipe.json, loss.png, metrics.jsonl\n", *recipeDir)
+	return nil
+}
+
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " \t\"'$") {
+			a = strconv.Quote(a)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func copyPlain(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}
+
+func runTrainEval(env *Env, args []string) error {
+	fs := newFlagSet(env, "train eval", "[--model DIR] --corpus DIR [--pages N] [--json]")
+	modelDir := fs.String("model", "assets/mini", "model directory (Hugging Face layout)")
+	corpusDir := fs.String("corpus", "train-runs/corpus", "corpus directory (heldout.jsonl, train.jsonl, words.txt)")
+	pages := fs.Int("pages", 50, "held-out titles to generate in each mode")
+	seed := fs.Uint64("seed", 1, "sampling seed of the first page (page i uses seed+i)")
+	arTemp := fs.Float64("ar-temperature", 0, "AR mode sampling temperature (0 = greedy)")
+	backendName := fs.String("backend", "", "backend for the engine (default: the engine's)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	rep, err := train.Evaluate(ctx, train.EvalOptions{ModelDir: *modelDir, CorpusDir: *corpusDir, Pages: *pages,
+		Seed: *seed, ARTemperature: *arTemp, Backend: *backendName, Log: env.Stderr})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintln(env.Stdout, string(b))
+		return nil
+	}
+	l := rep.Loss
+	fmt.Fprintf(env.Stdout, "held-out loss: AR %.3f, diffusion %.3f nats/token (unigram baseline %.3f) over %d tokens\n",
+		l.AR, l.Diffusion, l.Unigram, l.Tokens)
+	for _, m := range []struct {
+		name string
+		r    train.ModeReport
+	}{{"diffusion", rep.Diffusion}, {"ar", rep.AR}} {
+		fmt.Fprintf(env.Stdout, "%-9s pages %d: format %.0f%% (h1 %.0f%%, long paragraph %.0f%%), known words %.1f%%, links/page %.2f, distinct-2 %.3f, median %.0f ms\n",
+			m.name, m.r.Pages, 100*m.r.PageFormat, 100*m.r.TitleH1, 100*m.r.LongParagraph, 100*m.r.KnownWords,
+			m.r.LinksPerPage, m.r.Distinct2, m.r.MedianMS)
+	}
+	fmt.Fprintf(env.Stdout, "canvas speed: median %.0f ms for a 256-token canvas (goal ≤ 2000 ms)\n", rep.CanvasMedianMS)
+	return nil
+}

@@ -1,0 +1,287 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"fyne.io/fyne/v2"
+
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// The bridge between generations (running on their own goroutines) and the UI
+// goroutine: a runner per screen that cancels the previous generation when a new
+// one starts, a throttle that coalesces per-step events into at most ~30 redraws a
+// second, and the developer that turns a step's canvas into a draft page with the
+// undecided positions drawn as noise. Only fyne.Do crosses to the UI goroutine.
+
+// frameInterval is the minimum time between two redraws of a developing page.
+const frameInterval = time.Second / 30
+
+// runner runs one generation at a time for a screen. Start cancels the running
+// one first (its context is cancelled before Start returns, so the engine stops
+// within one step) and waits for it to end before the new one begins.
+type runner struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+	seq    atomic.Int64
+}
+
+// Start cancels the current generation and runs fn on a new goroutine with a fresh
+// context; seq identifies this run (see Current).
+func (r *runner) Start(fn func(ctx context.Context, seq int64)) {
+	r.mu.Lock()
+	if r.cancel != nil {
+		r.cancel()
+	}
+	prev := r.done
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	r.cancel, r.done = cancel, done
+	seq := r.seq.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer close(done)
+		defer cancel()
+		if prev != nil {
+			<-prev
+		}
+		if ctx.Err() != nil {
+			return // superseded before it began
+		}
+		fn(ctx, seq)
+	}()
+}
+
+// Stop cancels the current generation, if any.
+func (r *runner) Stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+// Current reports whether seq is the latest run (stale runs must not touch the UI).
+func (r *runner) Current(seq int64) bool { return r.seq.Load() == seq }
+
+// Invalidate makes every run so far stale without starting a new one (a screen
+// that shows something else must not be drawn over by a run winding down).
+func (r *runner) Invalidate() { r.seq.Add(1) }
+
+// Wait blocks until the current generation has ended (tests, shutdown).
+func (r *runner) Wait() {
+	r.mu.Lock()
+	d := r.done
+	r.mu.Unlock()
+	if d != nil {
+		<-d
+	}
+}
+
+// throttle coalesces events: Push keeps only the latest; a worker goroutine hands
+// it to render at most once per interval. render runs off the UI goroutine (it may
+// parse and lay out text) and uses fyne.Do for the widget update itself.
+type throttle struct {
+	interval time.Duration
+	render   func(engine.Event)
+
+	mu      sync.Mutex
+	latest  *engine.Event
+	kick    chan struct{}
+	stopped chan struct{}
+	closed  bool
+}
+
+func newThrottle(interval time.Duration, render func(engine.Event)) *throttle {
+	t := &throttle{interval: interval, render: render, kick: make(chan struct{}, 1), stopped: make(chan struct{})}
+	go t.loop()
+	return t
+}
+
+// Push records ev as the latest event. It never blocks the generating goroutine.
+// The event's slices are copied: the engine may reuse them.
+func (t *throttle) Push(ev engine.Event) {
+	ev.Draft = append([]int(nil), ev.Draft...)
+	ev.Accepted = append([]bool(nil), ev.Accepted...)
+	ev.Argmax = append([]int(nil), ev.Argmax...)
+	ev.Committed = append([]int(nil), ev.Committed...)
+	ev.Entropy = nil
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.latest = &ev
+	t.mu.Unlock()
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (t *throttle) loop() {
+	defer close(t.stopped)
+	var last time.Time
+	for range t.kick {
+		if wait := t.interval - time.Since(last); wait > 0 {
+			time.Sleep(wait)
+		}
+		t.mu.Lock()
+		ev := t.latest
+		t.latest = nil
+		t.mu.Unlock()
+		if ev != nil {
+			t.render(*ev)
+			last = time.Now()
+		}
+	}
+}
+
+// Close renders what is still pending and stops the worker; after Close returns
+// no more renders happen, so a final update can safely follow.
+func (t *throttle) Close() {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.closed = true
+	t.mu.Unlock()
+	close(t.kick)
+	<-t.stopped
+}
+
+// developer builds the text of a page as it develops, step by step.
+type developer struct {
+	model      Model
+	committed  string // text of the canvases committed so far
+	nCommitted int    // tokens in committed
+	canvas     int
+	accepted   []bool // positions of the current canvas accepted so far
+	frame      uint32
+}
+
+// Text returns the draft after ev: committed text, then the current canvas with
+// accepted positions as their tokens' text and the rest as noise runes of about
+// the width of the token they stand for.
+func (d *developer) Text(ev engine.Event) string {
+	switch ev.Kind {
+	case engine.EventCommit, engine.EventDone, engine.EventToken:
+		d.committed, d.nCommitted = ev.Text, len(ev.Committed)
+		d.accepted = nil
+		d.canvas = ev.Canvas + 1
+		return ev.Text
+	case engine.EventStep:
+	default:
+		return d.committed
+	}
+	// Events are coalesced, so the commit event of an earlier canvas may never
+	// have been seen: every step carries the committed tokens.
+	if len(ev.Committed) != d.nCommitted {
+		d.committed, d.nCommitted = d.model.Decode(ev.Committed), len(ev.Committed)
+	}
+	if ev.Canvas != d.canvas || len(d.accepted) != len(ev.Draft) {
+		d.canvas = ev.Canvas
+		d.accepted = make([]bool, len(ev.Draft))
+	}
+	d.frame++
+	var b strings.Builder
+	b.WriteString(d.committed)
+	for i, id := range ev.Draft {
+		if i < len(ev.Accepted) && ev.Accepted[i] {
+			d.accepted[i] = true
+		}
+		if d.accepted[i] {
+			if d.model.IsEnd(id) {
+				break // the page ends here
+			}
+			b.WriteString(d.model.TokenText(id))
+			continue
+		}
+		w := utf8.RuneCountInString(d.model.TokenText(id))
+		if i < len(ev.Argmax) {
+			if d.model.IsEnd(ev.Argmax[i]) {
+				w = 1
+			} else {
+				w = (w + utf8.RuneCountInString(d.model.TokenText(ev.Argmax[i])) + 1) / 2
+			}
+		}
+		w = min(max(w, 1), 8)
+		b.WriteString(htmlsafe.NoiseText(w, d.frame*1000003+uint32(i)))
+	}
+	return b.String()
+}
+
+// stepStatus is the status line of a developing generation.
+func stepStatus(ev engine.Event, tokens int) string {
+	secs := ev.Elapsed.Seconds()
+	rate := 0.0
+	if secs > 0 {
+		rate = float64(tokens) / secs
+	}
+	switch ev.Kind {
+	case engine.EventStep:
+		// Forward passes are the denoising steps plus one encoder pass for the
+		// prompt and one per committed canvas.
+		steps := max(ev.ForwardPasses-1-ev.Canvas, ev.Step)
+		return fmt.Sprintf("Developing · canvas %d, step %d (%d steps so far) · %d forward passes · %.1f s · %.1f tokens/s",
+			ev.Canvas+1, ev.Step, steps, ev.ForwardPasses, secs, rate)
+	default:
+		return fmt.Sprintf("Developing · canvas %d committed · %d forward passes · %.1f s · %.1f tokens/s",
+			ev.Canvas+1, ev.ForwardPasses, secs, rate)
+	}
+}
+
+// doneStatus is the status line of a finished generation.
+func doneStatus(res *engine.Result) string {
+	steps := 0
+	for _, c := range res.Canvases {
+		steps += c.Steps
+	}
+	state := "Done"
+	switch res.StopReason {
+	case "cancelled":
+		state = "Stopped"
+	case "max_tokens":
+		state = "Done (length limit)"
+	}
+	canvases := "1 canvas"
+	if n := len(res.Canvases); n != 1 {
+		canvases = fmt.Sprintf("%d canvases", n)
+	}
+	return fmt.Sprintf("%s · %d tokens in %d steps (%s) · %d forward passes · %.2f s · %.1f tokens/s",
+		state, len(res.Tokens), steps, canvases, res.ForwardPasses, res.Elapsed.Seconds(), res.TokensPerS)
+}
+
+// plainError turns an error into a sentence for the window.
+func plainError(what string, err error) string {
+	msg := err.Error()
+	if len(msg) > 400 {
+		msg = msg[:400] + "…"
+	}
+	return fmt.Sprintf("Could not %s: %s", what, msg)
+}
+
+// uiMu serializes onUI callbacks. The real driver already runs them one at a
+// time on the UI goroutine; the test driver runs fyne.Do inline on the calling
+// goroutine, where two generations or downloads would otherwise update widgets
+// at the same time. A callback must not call onUI directly (it may from a new
+// goroutine).
+var uiMu sync.Mutex
+
+// onUI runs f on the UI goroutine (fyne.Do).
+func onUI(f func()) {
+	fyne.Do(func() {
+		uiMu.Lock()
+		defer uiMu.Unlock()
+		f()
+	})
+}

@@ -1,0 +1,417 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/chat"
+)
+
+// Chat is plain local chat: threads on disk, markdown messages, send / stop /
+// regenerate, a system prompt per thread and a thinking toggle where the model has
+// a thinking channel. The answer develops canvas by canvas.
+type Chat struct {
+	app *App
+
+	threads  []*chats.Thread
+	cur      *chats.Thread
+	list     *widget.List
+	loadErrs *widget.Label
+
+	system    *widget.Entry
+	thinking  *widget.Check
+	messages  *fyne.Container
+	scroll    *container.Scroll
+	live      *widget.Label // the canvas developing now (plain text, noise dimmed)
+	input     *widget.Entry
+	send      *widget.Button
+	stop      *widget.Button
+	regen     *widget.Button
+	status    *widget.Label
+	errLabel  *widget.Label
+	content   fyne.CanvasObject
+	run       runner
+	answering bool
+}
+
+func newChat(a *App) *Chat {
+	c := &Chat{app: a}
+	c.loadErrs = widget.NewLabel("")
+	c.loadErrs.Wrapping = fyne.TextWrapWord
+	c.loadErrs.Importance = widget.DangerImportance
+	c.loadErrs.Hide()
+	c.list = widget.NewList(
+		func() int { return len(c.threads) },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("thread title")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			if i < len(c.threads) {
+				o.(*widget.Label).SetText(c.threads[i].Title)
+			}
+		})
+	c.list.OnSelected = func(i widget.ListItemID) {
+		if i < len(c.threads) && c.threads[i] != c.cur {
+			c.open(c.threads[i])
+		}
+	}
+	newBtn := widget.NewButtonWithIcon("New chat", theme.ContentAddIcon(), func() { c.NewThread() })
+	delBtn := widget.NewButtonWithIcon("", theme.DeleteIcon(), func() { c.deleteCurrent() })
+	left := container.NewBorder(container.NewBorder(nil, nil, nil, delBtn, newBtn), c.loadErrs, nil, nil, c.list)
+
+	c.system = widget.NewMultiLineEntry()
+	c.system.SetMinRowsVisible(2)
+	c.system.Wrapping = fyne.TextWrapWord
+	c.system.OnChanged = func(s string) {
+		if c.cur != nil && c.cur.System != s {
+			c.cur.System = s
+			c.save()
+		}
+	}
+	c.thinking = widget.NewCheck("Thinking", func(on bool) {
+		if c.cur != nil && c.cur.Thinking != on {
+			c.cur.Thinking = on
+			c.save()
+		}
+	})
+	c.messages = container.NewVBox()
+	c.live = widget.NewLabel("")
+	c.live.Wrapping = fyne.TextWrapWord
+	c.live.TextStyle = fyne.TextStyle{Monospace: true}
+	c.live.Importance = widget.LowImportance
+	c.live.Hide()
+	c.scroll = container.NewVScroll(container.NewPadded(container.NewVBox(c.messages, c.live)))
+	c.input = widget.NewMultiLineEntry()
+	c.input.SetPlaceHolder("Ask something… (Shift+Enter sends)")
+	c.input.Wrapping = fyne.TextWrapWord
+	c.input.SetMinRowsVisible(2)
+	c.input.OnSubmitted = func(string) { c.Send() }
+	c.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), c.Send)
+	c.send.Importance = widget.HighImportance
+	c.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), c.Stop)
+	c.stop.Disable()
+	c.regen = widget.NewButtonWithIcon("Regenerate", theme.ViewRefreshIcon(), c.Regenerate)
+	c.status = widget.NewLabel("")
+	c.status.Truncation = fyne.TextTruncateEllipsis
+	c.errLabel = widget.NewLabel("")
+	c.errLabel.Wrapping = fyne.TextWrapWord
+	c.errLabel.Importance = widget.DangerImportance
+	c.errLabel.Hide()
+
+	sysBox := widget.NewAccordion(widget.NewAccordionItem("System prompt", c.system))
+	top := container.NewVBox(a.modelNotice(), container.NewBorder(nil, nil, nil, c.thinking, sysBox), c.errLabel)
+	buttons := container.NewHBox(c.regen, c.stop, c.send)
+	bottom := container.NewVBox(container.NewBorder(nil, nil, nil, buttons, c.input), c.status)
+	right := container.NewBorder(top, bottom, nil, nil, c.scroll)
+	split := container.NewHSplit(left, right)
+	split.Offset = 0.22
+	c.content = split
+	c.reload()
+	return c
+}
+
+// reload reads the threads from disk; a corrupt file is reported for that thread.
+func (c *Chat) reload() {
+	c.threads = nil
+	if c.app.deps.Chats == nil {
+		c.loadErrs.SetText("Chats are not saved: the chats folder could not be opened.")
+		c.loadErrs.Show()
+	} else {
+		threads, errs := c.app.deps.Chats.List()
+		c.threads = threads
+		if len(errs) > 0 {
+			var lines []string
+			for _, e := range errs {
+				lines = append(lines, e.Error())
+			}
+			c.loadErrs.SetText(strings.Join(lines, "\n"))
+			c.loadErrs.Show()
+		}
+	}
+	c.list.Refresh()
+	if len(c.threads) > 0 {
+		c.open(c.threads[0])
+		c.list.Select(0)
+	} else {
+		c.NewThread()
+	}
+}
+
+// Threads returns the loaded threads, newest first.
+func (c *Chat) Threads() []*chats.Thread { return c.threads }
+
+// Current returns the thread shown.
+func (c *Chat) Current() *chats.Thread { return c.cur }
+
+// NewThread starts an empty thread with the default system prompt.
+func (c *Chat) NewThread() {
+	t := chats.New("New chat", c.defaultSystem())
+	c.threads = append([]*chats.Thread{t}, c.threads...)
+	c.list.Refresh()
+	c.open(t)
+	c.list.Select(0)
+}
+
+func (c *Chat) defaultSystem() string {
+	if c.app.activeModelName() == miniName {
+		return assets.ChatSystem()
+	}
+	return ""
+}
+
+func (c *Chat) open(t *chats.Thread) {
+	c.run.Stop()
+	c.run.Invalidate()
+	c.answering = false
+	c.cur = t
+	c.system.SetText(t.System)
+	c.thinking.SetChecked(t.Thinking)
+	c.updateThinking()
+	c.live.Hide()
+	c.errLabel.Hide()
+	c.status.SetText("")
+	c.renderMessages()
+	c.updateButtons()
+}
+
+func (c *Chat) deleteCurrent() {
+	if c.cur == nil {
+		return
+	}
+	if c.app.deps.Chats != nil {
+		if err := c.app.deps.Chats.Delete(c.cur.ID); err != nil {
+			c.showError(err.Error())
+			return
+		}
+	}
+	for i, t := range c.threads {
+		if t == c.cur {
+			c.threads = append(c.threads[:i], c.threads[i+1:]...)
+			break
+		}
+	}
+	c.list.UnselectAll()
+	c.list.Refresh()
+	if len(c.threads) > 0 {
+		c.open(c.threads[0])
+		c.list.Select(0)
+	} else {
+		c.NewThread()
+	}
+}
+
+// updateThinking enables the toggle only where the loaded model has the channel.
+func (c *Chat) updateThinking() {
+	m := c.app.models.Loaded()
+	if m != nil && m.Info().Thinking {
+		c.thinking.Enable()
+	} else {
+		c.thinking.Disable()
+	}
+}
+
+func (c *Chat) save() {
+	if c.app.deps.Chats == nil || c.cur == nil || len(c.cur.Messages) == 0 {
+		return
+	}
+	c.cur.Updated = time.Now().UTC()
+	if err := c.app.deps.Chats.Save(c.cur); err != nil {
+		c.showError(err.Error())
+	}
+}
+
+func (c *Chat) showError(msg string) {
+	c.errLabel.SetText(msg)
+	c.errLabel.Show()
+}
+
+func (c *Chat) renderMessages() {
+	var objs []fyne.CanvasObject
+	name := c.app.activeModelName()
+	for _, m := range c.cur.Messages {
+		objs = append(objs, messageView(m, name))
+	}
+	c.messages.Objects = objs
+	c.messages.Refresh()
+	c.scroll.ScrollToBottom()
+}
+
+func messageView(m chats.Message, model string) fyne.CanvasObject {
+	who := widget.NewLabelWithStyle("You", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	if m.Role == "model" {
+		who.SetText(model)
+		who.Importance = widget.HighImportance
+	}
+	body := widget.NewRichTextFromMarkdown(m.Content)
+	body.Wrapping = fyne.TextWrapWord
+	parts := []fyne.CanvasObject{who}
+	if m.Thought != "" {
+		th := widget.NewLabel(m.Thought)
+		th.Wrapping = fyne.TextWrapWord
+		th.Importance = widget.LowImportance
+		parts = append(parts, widget.NewAccordion(widget.NewAccordionItem("Thinking", th)))
+	}
+	return container.NewVBox(append(parts, body, widget.NewSeparator())...)
+}
+
+func (c *Chat) updateButtons() {
+	setEnabled(c.send, !c.answering)
+	setEnabled(c.stop, c.answering)
+	setEnabled(c.regen, !c.answering && c.cur != nil && len(c.cur.Messages) > 0)
+}
+
+// Send sends the input as a user turn and starts the answer.
+func (c *Chat) Send() {
+	text := strings.TrimSpace(c.input.Text)
+	if text == "" || c.answering || c.cur == nil {
+		return
+	}
+	c.input.SetText("")
+	if len(c.cur.Messages) == 0 {
+		c.cur.Title = titleFrom(text)
+		c.list.Refresh()
+	}
+	c.cur.Messages = append(c.cur.Messages, chats.Message{Role: "user", Content: text, Time: time.Now().UTC()})
+	c.save()
+	c.renderMessages()
+	c.answer()
+}
+
+// Regenerate drops the last answer and asks again.
+func (c *Chat) Regenerate() {
+	if c.answering || c.cur == nil {
+		return
+	}
+	if n := len(c.cur.Messages); n > 0 && c.cur.Messages[n-1].Role == "model" {
+		c.cur.Messages = c.cur.Messages[:n-1]
+	}
+	if len(c.cur.Messages) == 0 {
+		return
+	}
+	c.save()
+	c.renderMessages()
+	c.answer()
+}
+
+// Stop cancels the answer; what was committed is kept.
+func (c *Chat) Stop() { c.run.Stop() }
+
+func titleFrom(s string) string {
+	s = assets.CleanLine(s)
+	if r := []rune(s); len(r) > 40 {
+		s = string(r[:40]) + "…"
+	}
+	return s
+}
+
+// answer generates the model's turn for the current thread.
+func (c *Chat) answer() {
+	t := c.cur
+	var msgs []engine.Message
+	if sys := strings.TrimSpace(t.System); sys != "" {
+		msgs = append(msgs, engine.Message{Role: "system", Content: sys})
+	}
+	for _, m := range t.Messages {
+		msgs = append(msgs, engine.Message{Role: m.Role, Content: m.Content})
+	}
+	thinking := t.Thinking && !c.thinking.Disabled()
+	c.answering = true
+	c.errLabel.Hide()
+	c.updateButtons()
+	c.status.SetText("Starting…")
+	c.run.Start(func(ctx context.Context, seq int64) {
+		current := func() bool { return c.run.Current(seq) && c.cur == t }
+		if c.app.models.Loaded() == nil {
+			onUI(func() {
+				if current() {
+					c.status.SetText("Loading the model…")
+				}
+			})
+		}
+		m, err := c.app.models.Get(ctx)
+		if err != nil {
+			c.finish(current, t, nil, fmt.Errorf("load the model: %w", err))
+			return
+		}
+		onUI(c.updateThinking)
+		dev := &developer{model: m}
+		th := newThrottle(frameInterval, func(ev engine.Event) {
+			text := dev.Text(ev)
+			committed := dev.committed
+			live := ""
+			if ev.Kind == engine.EventStep {
+				live = htmlsafe.ShowNoise(strings.TrimPrefix(text, committed))
+			}
+			st := stepStatus(ev, len(ev.Committed)+countTrue(dev.accepted))
+			onUI(func() {
+				if !current() {
+					return
+				}
+				c.showPartial(t, chat.Parse(committed).Text)
+				c.live.SetText(live)
+				c.live.Show()
+				c.status.SetText(st)
+				c.scroll.ScrollToBottom()
+			})
+		})
+		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: engine.Diffusion,
+			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push})
+		th.Close()
+		c.finish(current, t, res, err)
+	})
+}
+
+// showPartial shows the committed part of the answer as the last message.
+func (c *Chat) showPartial(t *chats.Thread, text string) {
+	objs := c.messages.Objects
+	n := len(t.Messages)
+	view := messageView(chats.Message{Role: "model", Content: text}, c.app.activeModelName())
+	if len(objs) > n {
+		objs[n] = view
+	} else {
+		objs = append(objs, view)
+	}
+	c.messages.Objects = objs
+	c.messages.Refresh()
+}
+
+func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, err error) {
+	onUI(func() {
+		if !current() {
+			return
+		}
+		c.answering = false
+		c.live.Hide()
+		if err != nil {
+			c.status.SetText("Error")
+			c.showError(plainError("answer", err))
+			c.renderMessages()
+			c.updateButtons()
+			return
+		}
+		ans := chat.Parse(res.Text)
+		text := strings.TrimSpace(ans.Text)
+		if res.StopReason == "cancelled" {
+			text = strings.TrimSpace(text + "\n\n*(stopped)*")
+		}
+		t.Messages = append(t.Messages, chats.Message{Role: "model", Content: text, Thought: ans.Thought, Time: time.Now().UTC()})
+		t.Model = c.app.activeModelName()
+		c.save()
+		c.renderMessages()
+		c.status.SetText(doneStatus(res))
+		c.updateButtons()
+	})
+}

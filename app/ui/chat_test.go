@@ -1,0 +1,164 @@
+package ui
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+func chatAnswers(n *int) func(engine.Request) string {
+	return func(req engine.Request) string {
+		*n++
+		last := req.Messages[len(req.Messages)-1].Content
+		if strings.HasPrefix(last, "Long") {
+			return strings.Repeat("A long answer keeps going. ", 20)
+		}
+		if *n%2 == 1 {
+			return "**Unix** is an operating system."
+		}
+		return "Unix is a family of operating systems."
+	}
+}
+
+func TestChatSendStopRegenerateAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	m := &fakeModel{answers: chatAnswers(&n)}
+	a := newTestApp(t, m, dir)
+	c := a.Chat
+
+	// Send.
+	test.Type(c.input, "What is Unix?")
+	test.Tap(c.send)
+	c.run.Wait()
+	th := c.Current()
+	if len(th.Messages) != 2 || th.Messages[0].Content != "What is Unix?" || th.Messages[1].Content != "**Unix** is an operating system." {
+		t.Fatalf("messages %+v", th.Messages)
+	}
+	req := m.Calls()[0].req
+	if len(req.Messages) != 2 || req.Messages[0].Role != "system" || req.Messages[0].Content != assets.ChatSystem() || req.Messages[1].Role != "user" {
+		t.Errorf("request messages %+v", req.Messages)
+	}
+	if th.Title != "What is Unix?" {
+		t.Errorf("title %q", th.Title)
+	}
+	if c.input.Text != "" || c.send.Disabled() || !c.stop.Disabled() {
+		t.Error("input/buttons not reset after the answer")
+	}
+
+	// Regenerate replaces the last answer.
+	test.Tap(c.regen)
+	c.run.Wait()
+	if len(th.Messages) != 2 || th.Messages[1].Content != "Unix is a family of operating systems." {
+		t.Fatalf("after regenerate %+v", th.Messages)
+	}
+	if got := m.Calls()[1].req.Messages; len(got) != 2 {
+		t.Errorf("regenerate sent %d messages", len(got))
+	}
+
+	// Stop keeps what was committed.
+	m.gate = make(chan struct{})
+	test.Type(c.input, "Long story please")
+	test.Tap(c.send)
+	feed(t, m.gate, stepsPerCanvas+1)
+	waitFor(t, "second canvas", func() bool { return m.Steps(m.Calls()[2]) == stepsPerCanvas+1 })
+	if c.stop.Disabled() || !c.send.Disabled() {
+		t.Error("stop/send not in generating state")
+	}
+	test.Tap(c.stop)
+	c.run.Wait()
+	last := th.Messages[len(th.Messages)-1]
+	if last.Role != "model" || !strings.HasPrefix(last.Content, "A long answer") || !strings.HasSuffix(last.Content, "*(stopped)*") {
+		t.Fatalf("stopped answer %q", last.Content)
+	}
+	close(m.gate)
+
+	// Restart: the thread comes back from disk, whole.
+	files, _ := filepath.Glob(filepath.Join(dir, "chats", "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("thread files %v", files)
+	}
+	a.shutdown()
+	b := newTestApp(t, &fakeModel{answers: chatAnswers(&n)}, dir)
+	got := b.Chat.Current()
+	if got.ID != th.ID || len(got.Messages) != 4 || got.Messages[1].Content != "Unix is a family of operating systems." {
+		t.Fatalf("after restart %+v", got)
+	}
+}
+
+func TestChatCorruptThreadReported(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	a := newTestApp(t, &fakeModel{answers: chatAnswers(&n)}, dir)
+	test.Type(a.Chat.input, "What is Unix?")
+	test.Tap(a.Chat.send)
+	a.Chat.run.Wait()
+	a.shutdown()
+	os.WriteFile(filepath.Join(dir, "chats", "bad-1.json"), []byte("{not json"), 0o600)
+
+	b := newTestApp(t, &fakeModel{answers: chatAnswers(&n)}, dir)
+	if len(b.Chat.Threads()) != 1 || b.Chat.loadErrs.Hidden || !strings.Contains(b.Chat.loadErrs.Text, "bad-1.json") {
+		t.Errorf("threads %d, error %q", len(b.Chat.Threads()), b.Chat.loadErrs.Text)
+	}
+}
+
+func TestDesktopClickWarmStarts(t *testing.T) {
+	screens := []string{
+		`<nav><a href="/ui/menu-apps">Applications</a></nav><h1>Desktop</h1><section><h2>Files</h2><ul><li><a href="/ui/app-gimp">gimp</a></li></ul></section>`,
+		`<nav><a href="/ui/menu-apps">Applications</a></nav><h1>gimp</h1><section><h2>gimp</h2><p>The GNU Image Manipulation Program.</p></section>`,
+	}
+	i := 0
+	m := &fakeModel{answers: func(req engine.Request) string { s := screens[min(i, 1)]; i++; return s }}
+	a := newTestApp(t, m, "")
+	d := a.Desktop
+	a.Show("Desktop")
+	d.Click(assets.Click{ElementID: "power", Text: "Power on", App: "desktop"})
+	d.run.Wait()
+	tapLink(t, a.win.Content(), "gimp")
+	d.run.Wait()
+	calls := m.Calls()
+	if len(calls) != 2 {
+		t.Fatalf("%d calls", len(calls))
+	}
+	req := calls[1].req
+	if req.Messages[0].Content != assets.DesktopSystem() ||
+		req.Messages[1].Content != assets.DesktopPrompt(assets.Click{ElementID: "app-gimp", Text: "gimp", App: "Desktop"}) {
+		t.Errorf("click request %+v", req.Messages)
+	}
+	if len(req.CanvasIDs) == 0 || len(req.CanvasIDs) != min(len(calls[0].result.Tokens), maxWarmTokens) || req.CanvasIDs[0] != calls[0].result.Tokens[0] {
+		t.Errorf("warm start %d ids, previous screen %d tokens", len(req.CanvasIDs), len(calls[0].result.Tokens))
+	}
+	if d.view.Doc().Title != "gimp" {
+		t.Errorf("screen %q", d.view.Doc().Title)
+	}
+}
+
+func TestRaceRunsBothModes(t *testing.T) {
+	m := &fakeModel{answers: wikiAnswers}
+	a := newTestApp(t, m, "")
+	r := a.Race
+	test.Tap(r.startB)
+	r.run.Wait()
+	calls := m.Calls()
+	if len(calls) != 2 {
+		t.Fatalf("%d calls", len(calls))
+	}
+	modes := map[engine.Mode]bool{calls[0].req.Mode: true, calls[1].req.Mode: true}
+	if !modes[engine.AR] || !modes[engine.Diffusion] || calls[0].req.Seed != calls[1].req.Seed {
+		t.Errorf("modes %v seeds %d %d", modes, calls[0].req.Seed, calls[1].req.Seed)
+	}
+	if !strings.Contains(r.summary.Text, "Printer:") || !strings.Contains(r.summary.Text, "Polaroid:") || !strings.Contains(r.summary.Text, "faster") {
+		t.Errorf("summary %q", r.summary.Text)
+	}
+	for _, p := range r.panes {
+		if p.view.Doc() == nil || p.view.Doc().Title != "Unix" || !strings.HasPrefix(p.stats.Text, "Finished") {
+			t.Errorf("%s pane: %q", p.mode, p.stats.Text)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package ui
+
+import (
+	"context"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// maxWarmTokens caps the previous screen's tokens passed as the warm-start canvas
+// (one canvas; the engine fills a shorter one with noise).
+const maxWarmTokens = 256
+
+// Desktop is the generative "OS": every click on the screen sends the fixed UI
+// constitution plus the click record, and the next screen develops in place,
+// warm-started from the previous screen's tokens.
+type Desktop struct {
+	app *App
+
+	view     *htmlview.View
+	status   *widget.Label
+	clickLbl *widget.Label
+	errLabel *widget.Label
+	stop     *widget.Button
+	content  fyne.CanvasObject
+	run      runner
+
+	prevTokens []int  // tokens of the screen shown, the next warm start
+	app0       string // the active app of the screen shown ("desktop" when none)
+	Clicks     []assets.Click
+}
+
+func newDesktop(a *App) *Desktop {
+	d := &Desktop{app: a, app0: "desktop"}
+	d.view = htmlview.New(d.onLink)
+	d.status = widget.NewLabel("Ready")
+	d.status.Truncation = fyne.TextTruncateEllipsis
+	d.clickLbl = widget.NewLabel("")
+	d.clickLbl.Importance = widget.LowImportance
+	d.errLabel = widget.NewLabel("")
+	d.errLabel.Wrapping = fyne.TextWrapWord
+	d.errLabel.Importance = widget.DangerImportance
+	d.errLabel.Hide()
+	d.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() { d.run.Stop() })
+	d.stop.Disable()
+	power := widget.NewButtonWithIcon("Start the desktop", theme.ComputerIcon(), func() {
+		d.prevTokens = nil
+		d.app0 = "desktop"
+		d.Click(assets.Click{ElementID: "power", Text: "Power on", App: "desktop"})
+	})
+	power.Importance = widget.HighImportance
+	bar := container.NewBorder(nil, nil, power, d.stop, d.clickLbl)
+	intro := widget.NewLabel("A make-believe computer drawn by the model: every click draws the next whole screen. " +
+		"The screen develops from the previous one instead of from scratch.")
+	intro.Wrapping = fyne.TextWrapWord
+	intro.Importance = widget.LowImportance
+	top := container.NewVBox(bar, intro, d.errLabel)
+	d.content = container.NewBorder(top, d.status, nil, nil, container.NewVScroll(container.NewPadded(d.view)))
+	d.view.SetDoc(htmlsafe.Parse(`<h2>The screen is off</h2><p>Press <strong>Start the desktop</strong>: the model draws a desktop with a menu bar, windows and app icons. ` +
+		`Every link on it is a button; clicking one sends the click to the model, which draws the next screen.</p>`))
+	return d
+}
+
+func (d *Desktop) onLink(l htmlsafe.Inline) {
+	id, ok := assets.UIElementFromHref(l.Href)
+	if !ok {
+		if l.ID == "" {
+			return
+		}
+		id = l.ID
+	}
+	d.Click(assets.Click{ElementID: id, Text: l.Text, App: d.app0})
+}
+
+// Click sends a click and develops the next screen; a click during a generation
+// cancels it.
+func (d *Desktop) Click(c assets.Click) {
+	d.Clicks = append(d.Clicks, c)
+	d.clickLbl.SetText("Clicked " + c.ElementID + " (" + c.Text + ") in " + c.App)
+	d.errLabel.Hide()
+	d.stop.Enable()
+	warm := d.prevTokens
+	if len(warm) > maxWarmTokens {
+		warm = warm[:maxWarmTokens]
+	}
+	d.run.Start(func(ctx context.Context, seq int64) {
+		current := func() bool { return d.run.Current(seq) }
+		res, err := d.app.developPage(ctx, current, engine.Request{
+			Messages: []engine.Message{
+				{Role: "system", Content: assets.DesktopSystem()},
+				{Role: "user", Content: assets.DesktopPrompt(c)},
+			},
+			Mode:      engine.Diffusion,
+			CanvasIDs: warm,
+		}, d.view, d.status)
+		if err != nil {
+			onUI(func() {
+				if current() {
+					d.stop.Disable()
+					d.status.SetText("Error")
+					d.errLabel.SetText(plainError("draw the next screen", err))
+					d.errLabel.Show()
+				}
+			})
+			return
+		}
+		doc := htmlsafe.Parse(res.Text)
+		st := doneStatus(res)
+		onUI(func() {
+			if !current() {
+				return
+			}
+			d.view.SetDoc(doc)
+			d.status.SetText(st)
+			d.stop.Disable()
+			if res.StopReason != "cancelled" {
+				d.prevTokens = res.Tokens
+				d.app0 = "desktop"
+				if doc.Title != "" {
+					d.app0 = doc.Title
+				}
+			}
+		})
+	})
+}

@@ -1,0 +1,300 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// Encyclopedia is the generative encyclopedia: type a topic (or tap a link) and
+// the page for it develops from noise in place.
+type Encyclopedia struct {
+	app *App
+
+	address  *widget.Entry
+	back     *widget.Button
+	forward  *widget.Button
+	reload   *widget.Button
+	stop     *widget.Button
+	view     *htmlview.View
+	scroll   *container.Scroll
+	status   *widget.Label
+	errLabel *widget.Label
+	content  fyne.CanvasObject
+
+	history []string         // visited titles; pos is the one shown
+	pos     int              // -1 before the first page
+	cache   map[string]*page // finished pages by title, for back/forward
+	run     runner
+}
+
+// page is a finished generated page.
+type page struct {
+	title  string
+	html   string
+	doc    *htmlsafe.Doc
+	tokens []int
+	status string
+}
+
+// welcomeTopics are offered on the start page: entries Darkroom Mini knows.
+var welcomeTopics = []string{"Unix", "hacker", "Lisp", "kernel", "compiler", "Emacs", "TCP/IP", "bit"}
+
+func newEncyclopedia(a *App) *Encyclopedia {
+	e := &Encyclopedia{app: a, pos: -1, cache: map[string]*page{}}
+	e.address = widget.NewEntry()
+	e.address.SetPlaceHolder("Type a topic and press Enter — e.g. Unix")
+	e.address.OnSubmitted = func(s string) { e.Navigate(s) }
+	e.back = widget.NewButtonWithIcon("", theme.NavigateBackIcon(), e.Back)
+	e.forward = widget.NewButtonWithIcon("", theme.NavigateNextIcon(), e.Forward)
+	e.reload = widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), e.Reload)
+	e.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), e.Stop)
+	e.stop.Disable()
+	go1 := widget.NewButtonWithIcon("", theme.SearchIcon(), func() { e.Navigate(e.address.Text) })
+	browser := widget.NewButtonWithIcon("Open in browser", theme.ComputerIcon(), e.openInBrowser)
+	if a.deps.System.OpenPage == nil {
+		browser.Hide()
+	}
+	e.view = htmlview.New(e.onLink)
+	e.scroll = container.NewVScroll(container.NewPadded(e.view))
+	e.status = widget.NewLabel("")
+	e.status.Truncation = fyne.TextTruncateEllipsis
+	e.errLabel = widget.NewLabel("")
+	e.errLabel.Wrapping = fyne.TextWrapWord
+	e.errLabel.Importance = widget.DangerImportance
+	e.errLabel.Hide()
+
+	bar := container.NewBorder(nil, nil,
+		container.NewHBox(e.back, e.forward, e.reload),
+		container.NewHBox(go1, e.stop, browser),
+		e.address)
+	top := container.NewVBox(bar, a.modelNotice(), e.errLabel)
+	e.content = container.NewBorder(top, e.status, nil, nil, e.scroll)
+	e.showWelcome()
+	e.updateButtons()
+	return e
+}
+
+func (e *Encyclopedia) showWelcome() {
+	html := "<h1>Darkroom Encyclopedia</h1><p>Every page here is written by the model on this computer as you open it: " +
+		"the whole page starts as noise and develops in a few passes. Type a topic above, or start with one of these:</p><ul>"
+	for _, t := range welcomeTopics {
+		html += fmt.Sprintf(`<li><a href="%s">%s</a></li>`, assets.WikiHref(t), t)
+	}
+	html += "</ul><p>Links on every page work: tapping one writes the page for that topic.</p>"
+	e.view.SetDoc(htmlsafe.Parse(html))
+	e.status.SetText("Ready")
+}
+
+func (e *Encyclopedia) onLink(l htmlsafe.Inline) {
+	if title, ok := assets.TitleFromHref(l.Href); ok {
+		e.Navigate(title)
+		return
+	}
+	e.showError(fmt.Sprintf("This page links to %q, which is not an encyclopedia page.", l.Href))
+}
+
+// Navigate opens the page for title: a new history entry, generated afresh.
+func (e *Encyclopedia) Navigate(title string) {
+	title = assets.CleanLine(title)
+	if title == "" {
+		return
+	}
+	if e.pos >= 0 && e.pos < len(e.history)-1 {
+		e.history = e.history[:e.pos+1]
+	}
+	e.history = append(e.history, title)
+	e.pos = len(e.history) - 1
+	e.generate(title)
+}
+
+// Back shows the previous page (from the cache when it finished developing).
+func (e *Encyclopedia) Back() {
+	if e.pos > 0 {
+		e.pos--
+		e.showOrGenerate(e.history[e.pos])
+	}
+}
+
+// Forward shows the next page of the history.
+func (e *Encyclopedia) Forward() {
+	if e.pos < len(e.history)-1 {
+		e.pos++
+		e.showOrGenerate(e.history[e.pos])
+	}
+}
+
+// Reload regenerates the current page.
+func (e *Encyclopedia) Reload() {
+	if e.pos >= 0 {
+		delete(e.cache, e.history[e.pos])
+		e.generate(e.history[e.pos])
+	}
+}
+
+// openInBrowser shows the current page in the system browser through the local
+// server (loopback only, with a per-run token in the URL).
+func (e *Encyclopedia) openInBrowser() {
+	title := "Unix"
+	if e.pos >= 0 {
+		title = e.history[e.pos]
+	}
+	open := e.app.deps.System.OpenPage
+	go func() {
+		link, err := open(title)
+		onUI(func() {
+			if err != nil {
+				e.showError(plainError("start the local server", err))
+				return
+			}
+			u, err := url.Parse(link)
+			if err == nil {
+				err = e.app.fyneApp.OpenURL(u)
+			}
+			if err != nil {
+				e.showError(plainError("open the browser", err))
+			}
+		})
+	}()
+}
+
+// Stop cancels the running generation; the page keeps what was committed.
+func (e *Encyclopedia) Stop() { e.run.Stop() }
+
+func (e *Encyclopedia) showOrGenerate(title string) {
+	p, ok := e.cache[title]
+	if !ok {
+		e.generate(title)
+		return
+	}
+	e.run.Stop()
+	e.run.Invalidate() // a generation still winding down must not draw over this page
+	e.address.SetText(title)
+	e.hideError()
+	e.view.SetDoc(p.doc)
+	e.scroll.ScrollToTop()
+	e.status.SetText("From history · " + p.status)
+	e.stop.Disable()
+	e.updateButtons()
+}
+
+func (e *Encyclopedia) updateButtons() {
+	setEnabled(e.back, e.pos > 0)
+	setEnabled(e.forward, e.pos < len(e.history)-1)
+	setEnabled(e.reload, e.pos >= 0)
+}
+
+func (e *Encyclopedia) showError(msg string) {
+	e.errLabel.SetText(msg)
+	e.errLabel.Show()
+}
+
+func (e *Encyclopedia) hideError() { e.errLabel.Hide() }
+
+// generate starts developing the page for title, cancelling any page in progress.
+func (e *Encyclopedia) generate(title string) {
+	e.address.SetText(title)
+	e.hideError()
+	e.stop.Enable()
+	e.updateButtons()
+	e.status.SetText("Starting…")
+	e.scroll.ScrollToTop()
+	e.run.Start(func(ctx context.Context, seq int64) {
+		current := func() bool { return e.run.Current(seq) }
+		res, err := e.app.developPage(ctx, current, engine.Request{
+			Prompt: assets.EncyclopediaPrompt(title),
+			Mode:   engine.Diffusion,
+		}, e.view, e.status)
+		if err != nil {
+			onUI(func() {
+				if current() {
+					e.stop.Disable()
+					e.status.SetText("Error")
+					e.showError(plainError("write the page for "+title, err))
+				}
+			})
+			return
+		}
+		doc := htmlsafe.Parse(res.Text)
+		st := doneStatus(res)
+		onUI(func() {
+			if !current() {
+				return
+			}
+			e.view.SetDoc(doc)
+			e.status.SetText(st)
+			e.stop.Disable()
+			if res.StopReason != "cancelled" {
+				e.cache[title] = &page{title: title, html: res.Text, doc: doc, tokens: res.Tokens, status: st}
+			}
+			if len(res.Tokens) == 0 {
+				e.showError("The model wrote nothing for this topic. Try another one, or Reload.")
+			}
+		})
+	})
+}
+
+// developPage runs req on the shared model and draws the page developing into
+// view (throttled), with the status line. It returns the finished result; the
+// caller draws the final page. current reports whether this run still owns the UI.
+func (a *App) developPage(ctx context.Context, current func() bool, req engine.Request, view *htmlview.View, status *widget.Label) (*engine.Result, error) {
+	if a.models.Loaded() == nil {
+		onUI(func() {
+			if current() {
+				status.SetText("Loading the model…")
+			}
+		})
+	}
+	m, err := a.models.Get(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load the model: %w", err)
+	}
+	req.Sampling = a.sampling()
+	req.Seed = a.seed()
+	dev := &developer{model: m}
+	th := newThrottle(frameInterval, func(ev engine.Event) {
+		doc := htmlsafe.Parse(dev.Text(ev))
+		st := stepStatus(ev, len(ev.Committed)+countTrue(dev.accepted))
+		onUI(func() {
+			if current() {
+				view.SetDoc(doc)
+				status.SetText(st)
+			}
+		})
+		if a.frameHook != nil && current() {
+			a.frameHook(view, ev)
+		}
+	})
+	req.OnEvent = th.Push
+	res, err := m.Generate(ctx, req)
+	th.Close()
+	return res, err
+}
+
+func countTrue(b []bool) int {
+	n := 0
+	for _, x := range b {
+		if x {
+			n++
+		}
+	}
+	return n
+}
+
+func setEnabled(w fyne.Disableable, on bool) {
+	if on {
+		w.Enable()
+	} else {
+		w.Disable()
+	}
+}

@@ -1,0 +1,229 @@
+package ui
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+var wikiPages = map[string]string{
+	"Unix":      `<h1>Unix</h1><p>An <em>operating system</em> from <a href="/wiki/Bell_Labs">Bell Labs</a>, written in <code>C</code>.</p><ul><li>multi-user</li><li>portable</li></ul>`,
+	"Bell Labs": `<h1>Bell Labs</h1><p>The research lab where <a href="/wiki/Unix">Unix</a> began.</p>`,
+}
+
+func wikiAnswers(req engine.Request) string {
+	for title, html := range wikiPages {
+		if req.Prompt == assets.EncyclopediaPrompt(title) {
+			return html
+		}
+	}
+	return "<h1>Unknown</h1><p>No such entry.</p>"
+}
+
+func TestEncyclopediaTypeTopicAndEnter(t *testing.T) {
+	m := &fakeModel{answers: wikiAnswers}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+
+	var mu sync.Mutex
+	var frames []*htmlsafe.Doc
+	a.frameHook = func(v *htmlview.View, ev engine.Event) {
+		mu.Lock()
+		frames = append(frames, v.Doc())
+		mu.Unlock()
+	}
+	m.gate = make(chan struct{})
+	test.Type(e.address, "Unix")
+	e.address.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	// Let it develop step by step so each step is drawn.
+	for i := 0; i < 2; i++ {
+		feed(t, m.gate, 1)
+		waitFor(t, "a frame", func() bool { mu.Lock(); defer mu.Unlock(); return len(frames) > i })
+	}
+	close(m.gate)
+	e.run.Wait()
+
+	calls := m.Calls()
+	if len(calls) != 1 || calls[0].req.Prompt != assets.EncyclopediaPrompt("Unix") || calls[0].req.Mode != engine.Diffusion {
+		t.Fatalf("generate calls %+v", calls)
+	}
+	if calls[0].req.Seed != 42 {
+		t.Errorf("seed from settings not used: %d", calls[0].req.Seed)
+	}
+	if d := e.view.Doc(); d == nil || d.Title != "Unix" {
+		t.Fatalf("page shown: %+v", d)
+	}
+	if !strings.HasPrefix(e.status.Text, "Done") || !strings.Contains(e.status.Text, "tokens/s") {
+		t.Errorf("status %q", e.status.Text)
+	}
+	// The page developed in place: some frame showed noise and decided text together.
+	mu.Lock()
+	developing := false
+	for _, d := range frames {
+		noise, text := countRuns(d)
+		if noise > 0 && text > 0 {
+			developing = true
+		}
+	}
+	mu.Unlock()
+	if !developing {
+		t.Errorf("no developing frame with noise and text among %d frames", len(frames))
+	}
+	// The finished page, drawn alone at a fixed size (the master does not depend
+	// on the rest of the screen's layout).
+	v := htmlview.New(nil)
+	w := test.NewTempWindow(t, v)
+	w.Resize(fyne.NewSize(640, 300))
+	v.SetDoc(e.view.Doc())
+	test.AssertObjectRendersToMarkup(t, "encyclopedia_unix.xml", v)
+}
+
+func countRuns(d *htmlsafe.Doc) (noise, text int) {
+	var walk func([]htmlsafe.Block)
+	walk = func(bs []htmlsafe.Block) {
+		for _, b := range bs {
+			for _, r := range b.Inlines {
+				if r.Style&htmlsafe.Noise != 0 {
+					noise++
+				} else if strings.TrimSpace(r.Text) != "" {
+					text++
+				}
+			}
+			for _, it := range b.Items {
+				walk(it)
+			}
+			walk(b.Children)
+		}
+	}
+	if d != nil {
+		walk(d.Blocks)
+	}
+	return
+}
+
+func TestEncyclopediaLinkBackForwardReload(t *testing.T) {
+	m := &fakeModel{answers: wikiAnswers}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+	e.Navigate("Unix")
+	e.run.Wait()
+
+	// Tapping a link in the rendered page navigates and regenerates.
+	tapLink(t, a.win.Content(), "Bell Labs")
+	e.run.Wait()
+	if n := len(m.Calls()); n != 2 || m.Calls()[1].req.Prompt != assets.EncyclopediaPrompt("Bell Labs") {
+		t.Fatalf("after link tap: %d calls", n)
+	}
+	if e.view.Doc().Title != "Bell Labs" || e.address.Text != "Bell Labs" {
+		t.Fatalf("page %q, address %q", e.view.Doc().Title, e.address.Text)
+	}
+
+	// Back and forward restore the cached pages without generating.
+	test.Tap(e.back)
+	if e.view.Doc().Title != "Unix" || e.address.Text != "Unix" || !strings.HasPrefix(e.status.Text, "From history") {
+		t.Errorf("back: page %q status %q", e.view.Doc().Title, e.status.Text)
+	}
+	test.Tap(e.forward)
+	if e.view.Doc().Title != "Bell Labs" {
+		t.Errorf("forward: page %q", e.view.Doc().Title)
+	}
+	if n := len(m.Calls()); n != 2 {
+		t.Errorf("back/forward generated: %d calls", n)
+	}
+	if !e.forward.Disabled() || e.back.Disabled() {
+		t.Error("history buttons in the wrong state")
+	}
+
+	// Reload regenerates the current page.
+	test.Tap(e.reload)
+	e.run.Wait()
+	if n := len(m.Calls()); n != 3 || m.Calls()[2].req.Prompt != assets.EncyclopediaPrompt("Bell Labs") {
+		t.Errorf("reload: %d calls", n)
+	}
+	// A new address after going back drops the forward history.
+	test.Tap(e.back)
+	e.Navigate("Lisp")
+	e.run.Wait()
+	if !e.forward.Disabled() || len(e.history) != 2 {
+		t.Errorf("history %v", e.history)
+	}
+}
+
+func TestSecondClickCancelsFirstWithinOneStep(t *testing.T) {
+	// The first canvas of "Start" holds a whole link; the rest is long.
+	start := `<p><a href="/wiki/Unix">Unix</a></p>` + "<p>" + strings.Repeat("more text ", 30) + "</p>"
+	m := &fakeModel{gate: make(chan struct{}), answers: func(req engine.Request) string {
+		if req.Prompt == assets.EncyclopediaPrompt("Start") {
+			return start
+		}
+		return wikiAnswers(req)
+	}}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+	e.Navigate("Start")
+	feed(t, m.gate, stepsPerCanvas+2) // first canvas committed, two steps into the second
+	first := m.Calls()[0]
+	waitFor(t, "the link to develop", func() bool {
+		return m.Steps(first) == stepsPerCanvas+2 && hasLink(a.win.Content(), "Unix")
+	})
+
+	// A click on the developing page: the running generation stops within one step.
+	tapLink(t, a.win.Content(), "Unix")
+	close(m.gate)
+	e.run.Wait()
+	if first.result == nil || first.result.StopReason != "cancelled" {
+		t.Fatalf("first generation not cancelled: %+v", first.result)
+	}
+	if s := m.Steps(first); s > stepsPerCanvas+3 {
+		t.Errorf("first generation ran %d steps, %d when clicked; want at most one more", s, stepsPerCanvas+2)
+	}
+	calls := m.Calls()
+	if len(calls) != 2 || calls[1].result == nil || calls[1].result.StopReason != "eos" {
+		t.Fatalf("second generation did not finish: %d calls", len(calls))
+	}
+	if e.view.Doc().Title != "Unix" || !strings.HasPrefix(e.status.Text, "Done") {
+		t.Errorf("shown %q, status %q", e.view.Doc().Title, e.status.Text)
+	}
+	if _, cached := e.cache["Start"]; cached {
+		t.Error("a cancelled page was cached")
+	}
+}
+
+func TestStopKeepsCommittedText(t *testing.T) {
+	long := "<h1>Long</h1><p>" + strings.Repeat("word ", 40) + "</p>"
+	m := &fakeModel{answers: func(engine.Request) string { return long }, gate: make(chan struct{})}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+	e.Navigate("Long")
+	feed(t, m.gate, stepsPerCanvas+1) // one canvas committed, one step into the next
+	waitFor(t, "second canvas", func() bool { return m.Steps(m.Calls()[0]) == stepsPerCanvas+1 })
+	test.Tap(e.stop)
+	e.run.Wait()
+	if !strings.HasPrefix(e.status.Text, "Stopped") {
+		t.Errorf("status %q", e.status.Text)
+	}
+	if d := e.view.Doc(); d == nil || d.Title != "Long" {
+		t.Errorf("committed canvas not shown: %+v", d)
+	}
+	if !e.stop.Disabled() {
+		t.Error("stop still enabled")
+	}
+}
+
+func TestModelErrorShownInPlainWords(t *testing.T) {
+	fa := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	fa.models = newModelHost(nil) // no loader at all
+	fa.Encyclopedia.Navigate("Unix")
+	fa.Encyclopedia.run.Wait()
+	if fa.Encyclopedia.errLabel.Hidden || !strings.Contains(fa.Encyclopedia.errLabel.Text, "Could not write the page for Unix") {
+		t.Errorf("error label %q (hidden %v)", fa.Encyclopedia.errLabel.Text, fa.Encyclopedia.errLabel.Hidden)
+	}
+}

@@ -1,0 +1,74 @@
+package ui
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
+	"github.com/darkroomlabs/darkroom/app/ui/internal/tiny"
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// TestRealEngineDevelopsAPage runs the Encyclopedia on the real engine with a
+// tiny random model: the adapter (token texts, end ids, decode) and the bridge
+// work with real events, and the page develops through noise to a finished page.
+func TestRealEngineDevelopsAPage(t *testing.T) {
+	dir := t.TempDir()
+	if err := tiny.Write(filepath.Join(dir, "model")); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true; v.Backend = "go"; v.Seed = 3 })
+	cs, _ := chats.Open(filepath.Join(dir, "chats"))
+	loader := LoaderFunc(func(ctx context.Context) (Model, error) {
+		e, err := engine.Load(ctx, engine.Dir(filepath.Join(dir, "model")), engine.Options{Backend: st.Get().Backend})
+		if err != nil {
+			return nil, err
+		}
+		return newEngineModel(e, "tiny", false), nil
+	})
+	fa := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	a := New(fa, w, Deps{Settings: st, Chats: cs, Loader: loader})
+	w.Resize(fyne.NewSize(900, 600))
+	defer a.shutdown()
+
+	var mu sync.Mutex
+	noisy := 0
+	a.frameHook = func(v *htmlview.View, ev engine.Event) {
+		if n, _ := runeCounts(v.Doc()); n > 0 {
+			mu.Lock()
+			noisy++
+			mu.Unlock()
+		}
+	}
+	e := a.Encyclopedia
+	e.Navigate("Unix")
+	e.run.Wait()
+	if !e.errLabel.Hidden {
+		t.Fatalf("error: %s", e.errLabel.Text)
+	}
+	if !strings.HasPrefix(e.status.Text, "Done") {
+		t.Errorf("status %q", e.status.Text)
+	}
+	mu.Lock()
+	if noisy == 0 {
+		t.Error("no developing frame showed noise")
+	}
+	mu.Unlock()
+	m := a.models.Loaded()
+	if m == nil || m.Info().Backend != "go" || m.Info().Defaults.MaxSteps != 12 {
+		t.Fatalf("model info %+v", m)
+	}
+	if p := e.cache["Unix"]; p == nil || len(p.tokens) == 0 || m.Decode(p.tokens) != p.html {
+		t.Errorf("cached page does not match its tokens")
+	}
+}

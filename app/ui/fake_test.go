@@ -1,0 +1,273 @@
+package ui
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// fakeModel generates fixed answers the way the engine reports them: a canvas of
+// canvasLen positions per block, stepsPerCanvas denoising steps accepting an equal
+// share of positions each, EOS after the answer. Token ids are runes + tokBase.
+// Cancellation is checked before every step, as the engine does.
+type fakeModel struct {
+	answers func(req engine.Request) string
+	// gate, if set, must yield a value before each step (tests use it to hold a
+	// generation mid-way); closing it lets generations run freely.
+	gate chan struct{}
+
+	mu    sync.Mutex
+	calls []*fakeCall
+}
+
+type fakeCall struct {
+	req    engine.Request
+	steps  int
+	result *engine.Result
+}
+
+const (
+	fakeEOS        = 1
+	tokBase        = 16
+	canvasLen      = 48
+	stepsPerCanvas = 4
+)
+
+func (f *fakeModel) TokenText(id int) string {
+	if id < tokBase {
+		return ""
+	}
+	return string(rune(id - tokBase))
+}
+func (f *fakeModel) Decode(ids []int) string { return decodeRunes(ids) }
+func (f *fakeModel) IsEnd(id int) bool       { return id == fakeEOS }
+func (f *fakeModel) Info() ModelInfo {
+	return ModelInfo{Name: miniName, Builtin: true, Backend: "fake", Defaults: engine.Sampling{MaxSteps: stepsPerCanvas, TMin: 0.4, TMax: 0.8}}
+}
+func (f *fakeModel) Close() error { return nil }
+
+func (f *fakeModel) Calls() []*fakeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*fakeCall(nil), f.calls...)
+}
+
+func (f *fakeModel) Steps(c *fakeCall) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return c.steps
+}
+
+func (f *fakeModel) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	call := &fakeCall{req: req}
+	f.mu.Lock()
+	f.calls = append(f.calls, call)
+	f.mu.Unlock()
+	start := time.Now()
+	var ids []int
+	for _, r := range f.answers(req) {
+		ids = append(ids, int(r)+tokBase)
+	}
+	ids = append(ids, fakeEOS)
+	res := &engine.Result{PromptTokens: 10}
+	var committed []int
+	passes := 0
+	emit := func(ev engine.Event) {
+		if req.OnEvent != nil {
+			req.OnEvent(ev)
+		}
+	}
+	finish := func(reason string) (*engine.Result, error) {
+		res.Tokens = committed
+		res.Text = decodeRunes(committed)
+		res.ForwardPasses = passes
+		res.StopReason = reason
+		res.Elapsed = time.Since(start) + time.Second // never zero, for the rates
+		res.TokensPerS = float64(len(committed)) / res.Elapsed.Seconds()
+		f.mu.Lock()
+		call.result = res
+		f.mu.Unlock()
+		emit(engine.Event{Kind: engine.EventDone, Committed: committed, Text: res.Text, ForwardPasses: passes, Elapsed: res.Elapsed})
+		return res, nil
+	}
+	if req.Mode == engine.AR {
+		for _, id := range ids {
+			if ctx.Err() != nil {
+				return finish("cancelled")
+			}
+			if id == fakeEOS {
+				break
+			}
+			passes++
+			committed = append(committed, id)
+			f.mu.Lock()
+			call.steps++
+			f.mu.Unlock()
+			emit(engine.Event{Kind: engine.EventToken, Committed: committed, Text: decodeRunes(committed), ForwardPasses: passes, Elapsed: time.Since(start)})
+		}
+		return finish("eos")
+	}
+	for ci := 0; ci*canvasLen < len(ids); ci++ {
+		canvas := make([]int, canvasLen)
+		for i := range canvas {
+			canvas[i] = fakeEOS
+			if k := ci*canvasLen + i; k < len(ids) {
+				canvas[i] = ids[k]
+			}
+		}
+		accepted := make([]bool, canvasLen)
+		stats := engine.CanvasStats{}
+		for step := 1; step <= stepsPerCanvas; step++ {
+			if ctx.Err() != nil {
+				return finish("cancelled")
+			}
+			if f.gate != nil {
+				select {
+				case <-f.gate:
+				case <-ctx.Done():
+					return finish("cancelled")
+				}
+			}
+			passes++
+			f.mu.Lock()
+			call.steps++
+			f.mu.Unlock()
+			now := make([]bool, canvasLen)
+			draft := make([]int, canvasLen)
+			n := 0
+			for i := range canvas {
+				if i%stepsPerCanvas == step-1 {
+					accepted[i], now[i] = true, true
+					n++
+				}
+				draft[i] = canvas[i]
+				if !accepted[i] {
+					draft[i] = tokBase + 'a' + (i*7+step)%26 // re-noised
+				}
+			}
+			stats.Accepted = append(stats.Accepted, n)
+			emit(engine.Event{Kind: engine.EventStep, Canvas: ci, Step: step, Draft: draft, Accepted: now,
+				Argmax: append([]int(nil), canvas...), Committed: committed, ForwardPasses: passes, Elapsed: time.Since(start)})
+		}
+		stats.Steps = stepsPerCanvas
+		res.Canvases = append(res.Canvases, stats)
+		for _, id := range canvas {
+			if id == fakeEOS {
+				return finish("eos")
+			}
+			committed = append(committed, id)
+		}
+		emit(engine.Event{Kind: engine.EventCommit, Canvas: ci, Committed: committed, Text: decodeRunes(committed), ForwardPasses: passes, Elapsed: time.Since(start)})
+	}
+	return finish("max_tokens")
+}
+
+func decodeRunes(ids []int) string {
+	var b strings.Builder
+	for _, id := range ids {
+		if id >= tokBase {
+			b.WriteRune(rune(id - tokBase))
+		}
+	}
+	return b.String()
+}
+
+// testApp builds the app on a test driver with a fake model and temp folders.
+type testApp struct {
+	*App
+	model *fakeModel
+	win   fyne.Window
+	dir   string
+}
+
+func newTestApp(t *testing.T, m *fakeModel, dir string) *testApp {
+	t.Helper()
+	fa := test.NewTempApp(t)
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	st, err := settings.Open(dir + "/settings.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Update(func(v *settings.Values) { v.FirstRunDone = true; v.Seed = 42 }); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := chats.Open(dir + "/chats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := test.NewTempWindow(t, nil)
+	deps := Deps{
+		Loader:   LoaderFunc(func(context.Context) (Model, error) { return m, nil }),
+		Settings: st,
+		Chats:    cs,
+	}
+	a := New(fa, w, deps)
+	w.Resize(fyne.NewSize(1000, 700))
+	t.Cleanup(a.shutdown)
+	return &testApp{App: a, model: m, win: w, dir: dir}
+}
+
+// findLink returns the rendered hyperlink widget with the given text.
+func findLink(t *testing.T, root fyne.CanvasObject, text string) *widget.Hyperlink {
+	t.Helper()
+	for _, o := range test.LaidOutObjects(root) {
+		if h, ok := o.(*widget.Hyperlink); ok && h.Text == text {
+			return h
+		}
+	}
+	t.Fatalf("no link %q on screen", text)
+	return nil
+}
+
+func hasLink(root fyne.CanvasObject, text string) bool {
+	for _, o := range test.LaidOutObjects(root) {
+		if h, ok := o.(*widget.Hyperlink); ok && h.Text == text {
+			return true
+		}
+	}
+	return false
+}
+
+// tapLink taps the middle of the rendered hyperlink with the given text.
+func tapLink(t *testing.T, root fyne.CanvasObject, text string) {
+	t.Helper()
+	h := findLink(t, root, text)
+	test.TapAt(h, fyne.NewPos(theme.InnerPadding()+2, h.Size().Height/2)) // on the first letters: the widget may be wider than its text
+}
+
+// feed lets n steps of a held generation run.
+func feed(t *testing.T, gate chan struct{}, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		select {
+		case gate <- struct{}{}:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("generation did not take step %d", i+1)
+		}
+	}
+}
+
+// waitFor polls cond (for state reached by background goroutines).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

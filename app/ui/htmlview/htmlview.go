@@ -1,0 +1,275 @@
+// Package htmlview is the widget that shows a sanitized page (an htmlsafe.Doc) as
+// native Fyne objects: headings, paragraphs, lists, links, emphasis, code, quotes
+// and rules become RichText segments; tables become a grid; groups (Desktop
+// windows, the menu bar) become cards. Noise runs (positions of a page that is
+// still developing) are drawn as dim scattered glyphs. It never loads anything:
+// links call OnLink, they never open a browser.
+package htmlview
+
+import (
+	"net/url"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+)
+
+// View shows one Doc at a time.
+type View struct {
+	widget.BaseWidget
+
+	// OnLink is called on the UI goroutine when a link or clickable element is tapped.
+	OnLink func(htmlsafe.Inline)
+
+	box *fyne.Container
+	doc *htmlsafe.Doc
+}
+
+// New returns an empty view.
+func New(onLink func(htmlsafe.Inline)) *View {
+	v := &View{OnLink: onLink, box: container.NewVBox()}
+	v.ExtendBaseWidget(v)
+	return v
+}
+
+// CreateRenderer implements fyne.Widget.
+func (v *View) CreateRenderer() fyne.WidgetRenderer {
+	return widget.NewSimpleRenderer(v.box)
+}
+
+// Doc returns the document shown.
+func (v *View) Doc() *htmlsafe.Doc { return v.doc }
+
+// SetDoc replaces the content. Call on the UI goroutine.
+func (v *View) SetDoc(d *htmlsafe.Doc) {
+	v.doc = d
+	var objs []fyne.CanvasObject
+	if d != nil {
+		objs = v.blocks(d.Blocks)
+	}
+	v.box.Objects = objs
+	v.box.Refresh()
+}
+
+// Links returns the tappable hyperlink segments currently shown (for tests and
+// keyboard navigation), in reading order.
+func (v *View) Links() []*widget.HyperlinkSegment {
+	var out []*widget.HyperlinkSegment
+	var walkSeg func(s widget.RichTextSegment)
+	walkSeg = func(s widget.RichTextSegment) {
+		switch t := s.(type) {
+		case *widget.HyperlinkSegment:
+			out = append(out, t)
+		case *widget.ParagraphSegment:
+			for _, c := range t.Texts {
+				walkSeg(c)
+			}
+		case *widget.ListSegment:
+			for _, c := range t.Items {
+				walkSeg(c)
+			}
+		}
+	}
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		switch t := o.(type) {
+		case *widget.RichText:
+			for _, s := range t.Segments {
+				walkSeg(s)
+			}
+		case *fyne.Container:
+			for _, c := range t.Objects {
+				walk(c)
+			}
+		case *widget.Card:
+			walk(t.Content)
+		}
+	}
+	walk(v.box)
+	return out
+}
+
+// blocks renders a block list: runs of text-like blocks share one RichText,
+// tables and groups get their own objects.
+func (v *View) blocks(bs []htmlsafe.Block) []fyne.CanvasObject {
+	var objs []fyne.CanvasObject
+	var segs []widget.RichTextSegment
+	flush := func() {
+		if len(segs) > 0 {
+			rt := widget.NewRichText(segs...)
+			rt.Wrapping = fyne.TextWrapWord
+			objs = append(objs, rt)
+			segs = nil
+		}
+	}
+	for _, b := range bs {
+		switch b.Kind {
+		case htmlsafe.Table:
+			flush()
+			objs = append(objs, v.table(b))
+		case htmlsafe.Group:
+			flush()
+			objs = append(objs, v.group(b))
+		default:
+			segs = append(segs, v.segments(b)...)
+		}
+	}
+	flush()
+	return objs
+}
+
+func (v *View) segments(b htmlsafe.Block) []widget.RichTextSegment {
+	switch b.Kind {
+	case htmlsafe.Heading:
+		size, style := theme.SizeNameText, fyne.TextStyle{Bold: true}
+		switch b.Level {
+		case 1:
+			size = theme.SizeNameHeadingText
+		case 2:
+			size = theme.SizeNameSubHeadingText
+		}
+		return append(v.runs(b.Inlines, size, style), endBlock())
+	case htmlsafe.Paragraph:
+		return append(v.runs(b.Inlines, theme.SizeNameText, fyne.TextStyle{}), endBlock())
+	case htmlsafe.List:
+		l := &widget.ListSegment{Ordered: b.Ordered}
+		for _, item := range b.Items {
+			l.Items = append(l.Items, &widget.ParagraphSegment{Texts: v.itemRuns(item)})
+		}
+		return []widget.RichTextSegment{l}
+	case htmlsafe.CodeBlock:
+		return []widget.RichTextSegment{&widget.TextSegment{Style: widget.RichTextStyleCodeBlock, Text: htmlsafe.ShowNoise(htmlsafe.Text(b.Inlines))}}
+	case htmlsafe.Quote:
+		var parts []string
+		for _, c := range b.Children {
+			parts = append(parts, plain(c))
+		}
+		return []widget.RichTextSegment{&widget.TextSegment{Style: widget.RichTextStyleBlockquote, Text: htmlsafe.ShowNoise(strings.Join(parts, "\n"))}}
+	case htmlsafe.Rule:
+		return []widget.RichTextSegment{&widget.SeparatorSegment{}}
+	}
+	return nil
+}
+
+// itemRuns flattens a list item's blocks into one line of runs.
+func (v *View) itemRuns(item []htmlsafe.Block) []widget.RichTextSegment {
+	var out []widget.RichTextSegment
+	for i, b := range item {
+		if i > 0 {
+			out = append(out, &widget.TextSegment{Style: widget.RichTextStyleInline, Text: " "})
+		}
+		switch b.Kind {
+		case htmlsafe.List:
+			for j, sub := range b.Items {
+				sep := " — "
+				if j > 0 {
+					sep = "; "
+				}
+				out = append(out, &widget.TextSegment{Style: widget.RichTextStyleInline, Text: sep})
+				out = append(out, v.itemRuns(sub)...)
+			}
+		default:
+			out = append(out, v.runs(b.Inlines, theme.SizeNameText, fyne.TextStyle{})...)
+		}
+	}
+	return out
+}
+
+// runs turns inline runs into inline segments of the given size and base style.
+func (v *View) runs(in []htmlsafe.Inline, size fyne.ThemeSizeName, base fyne.TextStyle) []widget.RichTextSegment {
+	var out []widget.RichTextSegment
+	for _, r := range in {
+		if (r.Href != "" || r.ID != "") && r.Style&htmlsafe.Noise == 0 {
+			u := &url.URL{Path: r.Href}
+			if r.Href == "" { // a clickable element without a link: its id
+				u.Path = "/ui/" + r.ID
+			}
+			link := r
+			out = append(out, &widget.HyperlinkSegment{Text: r.Text, URL: u, OnTapped: func() {
+				if v.OnLink != nil {
+					v.OnLink(link)
+				}
+			}})
+			continue
+		}
+		st := widget.RichTextStyle{Inline: true, SizeName: size, TextStyle: base, ColorName: theme.ColorNameForeground}
+		text := r.Text
+		if r.Style&htmlsafe.Bold != 0 {
+			st.TextStyle.Bold = true
+		}
+		if r.Style&htmlsafe.Italic != 0 {
+			st.TextStyle.Italic = true
+		}
+		if r.Style&htmlsafe.Code != 0 {
+			st.TextStyle.Monospace = true
+		}
+		if r.Style&htmlsafe.Noise != 0 {
+			st.ColorName = theme.ColorNamePlaceHolder
+			st.TextStyle = fyne.TextStyle{Monospace: true}
+			text = htmlsafe.ShowNoise(text)
+		}
+		out = append(out, &widget.TextSegment{Style: st, Text: text})
+	}
+	return out
+}
+
+// endBlock ends a paragraph or heading, as Fyne's markdown renderer does.
+func endBlock() widget.RichTextSegment {
+	return &widget.TextSegment{Style: widget.RichTextStyleParagraph}
+}
+
+func (v *View) table(b htmlsafe.Block) fyne.CanvasObject {
+	cols := 0
+	for _, row := range b.Rows {
+		cols = max(cols, len(row))
+	}
+	grid := container.NewGridWithColumns(max(cols, 1))
+	for _, row := range b.Rows {
+		for c := 0; c < cols; c++ {
+			var segs []widget.RichTextSegment
+			if c < len(row) {
+				style := fyne.TextStyle{Bold: row[c].Header}
+				segs = v.runs(row[c].Inlines, theme.SizeNameText, style)
+			}
+			rt := widget.NewRichText(segs...)
+			rt.Wrapping = fyne.TextWrapWord
+			grid.Add(rt)
+		}
+	}
+	return container.NewVBox(widget.NewSeparator(), grid, widget.NewSeparator())
+}
+
+func (v *View) group(b htmlsafe.Block) fyne.CanvasObject {
+	children := b.Children
+	title := b.Title
+	if title == "" && len(children) > 0 && children[0].Kind == htmlsafe.Heading {
+		title = htmlsafe.ShowNoise(htmlsafe.Text(children[0].Inlines))
+		children = children[1:]
+	}
+	if b.Tag == "nav" { // a menu bar: one row
+		inner := container.NewVBox(v.blocks(children)...)
+		return container.NewVBox(inner, widget.NewSeparator())
+	}
+	return widget.NewCard(title, "", container.NewVBox(v.blocks(children)...))
+}
+
+// plain is the text of a block, noise included, for styles that take one string.
+func plain(b htmlsafe.Block) string {
+	var parts []string
+	if len(b.Inlines) > 0 {
+		parts = append(parts, htmlsafe.Text(b.Inlines))
+	}
+	for _, it := range b.Items {
+		for _, c := range it {
+			parts = append(parts, "• "+plain(c))
+		}
+	}
+	for _, c := range b.Children {
+		parts = append(parts, plain(c))
+	}
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,87 @@
+package htmlview
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+)
+
+// TestHostileInput renders hostile pages and checks that nothing is fetched, no
+// link leaves the app and nothing panics.
+func TestHostileInput(t *testing.T) {
+	test.NewTempApp(t)
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	u := srv.URL
+	deep := strings.Repeat("<ul><li><blockquote><div>", 3000) + "deep" + strings.Repeat("</div></blockquote></li></ul>", 3000)
+	pages := map[string]string{
+		"script":     `<h1>T</h1><script>fetch("` + u + `")</script><script src="` + u + `/x.js"></script><p>ok</p>`,
+		"handlers":   `<p onclick="fetch('` + u + `')" onload="x()">click</p><a href="/wiki/A" onmouseover="fetch('` + u + `')">A</a>`,
+		"javascript": `<a href="javascript:fetch('` + u + `')">js</a><a href="  JAVASCRIPT:alert(1)">js2</a>`,
+		"iframes":    `<iframe src="` + u + `/frame"></iframe><frameset><frame src="` + u + `"></frameset><p>after</p>`,
+		"images":     `<img src="` + u + `/a.png"><p><img src="` + u + `/b.png" onerror="x()">text</p><picture><source srcset="` + u + `/c.png"></picture><input type=image src="` + u + `/d.png">`,
+		"css":        `<style>@import url(` + u + `/s.css)</style><link rel=stylesheet href="` + u + `/l.css"><p style="background:url(` + u + `/bg.png)">styled</p>`,
+		"remote":     `<a href="` + u + `/page">remote</a><a href="//` + strings.TrimPrefix(u, "http://") + `/x">proto-relative</a>`,
+		"forms":      `<form action="` + u + `" method=post><input name=q><button>go</button></form>`,
+		"unclosed":   `<h1>Open <b>bold <i>both <a href="/wiki/X">link <ul><li>item <table><tr><td>cell`,
+		"invalid":    "<p>bad \xff\xfe\xfd utf8 \xc3(</p><h2>\x00nul</h2>",
+		"deep":       deep,
+		"huge":       "<p>" + strings.Repeat("<b>w</b> <i>x</i> ", 40000) + "</p>",
+		"table":      `<table><tr><th>a</th></tr><tr><td>1</td><td>2</td><td>3</td></tr></table>`,
+		"meta":       `<meta http-equiv="refresh" content="0;url=` + u + `"><base href="` + u + `/"><p>m</p>`,
+	}
+	for name, html := range pages {
+		t.Run(name, func(t *testing.T) {
+			v := New(func(htmlsafe.Inline) {})
+			w := test.NewTempWindow(t, v)
+			w.Resize(fyne.NewSize(800, 600))
+			v.SetDoc(htmlsafe.Parse(html))
+			for _, o := range test.LaidOutObjects(w.Content()) {
+				switch x := o.(type) {
+				case *widget.Hyperlink:
+					if x.URL == nil || x.URL.Scheme != "" || x.URL.Host != "" || !strings.HasPrefix(x.URL.Path, "/") {
+						t.Errorf("link leaves the app: %v", x.URL)
+					}
+					if x.OnTapped == nil {
+						t.Errorf("link %q would open a browser", x.Text)
+					}
+				}
+			}
+			for _, l := range v.Links() {
+				if l.OnTapped == nil || l.URL.Scheme != "" || l.URL.Host != "" {
+					t.Errorf("link segment %q → %v", l.Text, l.URL)
+				}
+			}
+		})
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("%d network requests made while rendering", n)
+	}
+}
+
+func TestLinkTapCallsOnLink(t *testing.T) {
+	test.NewTempApp(t)
+	var got htmlsafe.Inline
+	v := New(func(l htmlsafe.Inline) { got = l })
+	w := test.NewTempWindow(t, v)
+	w.Resize(fyne.NewSize(600, 400))
+	v.SetDoc(htmlsafe.Parse(`<ul><li>See <a href="/wiki/Unix">Unix</a></li></ul><table><tr><td><a href="/wiki/C">C</a></td></tr></table>`))
+	links := v.Links()
+	if len(links) != 2 {
+		t.Fatalf("%d links", len(links))
+	}
+	links[0].OnTapped()
+	if got.Href != "/wiki/Unix" || got.Text != "Unix" {
+		t.Errorf("tapped %+v", got)
+	}
+	test.AssertObjectRendersToMarkup(t, "list_and_table.xml", v)
+}

@@ -1,0 +1,106 @@
+package ui
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/app/ui/internal/tiny"
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/models"
+	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/download"
+	"github.com/darkroomlabs/darkroom/models/hubtest"
+	"github.com/darkroomlabs/darkroom/models/hw"
+)
+
+// TestLibraryDownloadsAndConvertsAProfile picks int8 on a card: the Library
+// downloads the published weights from a fake Hub, converts them on this PC and
+// can then make the int8 version the active model.
+func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := tiny.Write(src); err != nil {
+		t.Fatal(err)
+	}
+	var files []*hubtest.File
+	for _, name := range []string{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, &hubtest.File{Name: name, Data: b, LFS: name == "model.safetensors"})
+	}
+	h := hubtest.New()
+	defer h.Close()
+	e, _ := catalog.Find(catalog.DiffusionGemmaID)
+	h.Add(e.Repo, &hubtest.Repo{Files: files})
+
+	mgr, err := models.New(models.Options{Dir: filepath.Join(dir, "models"), Endpoint: h.URL, Download: download.Options{
+		Interval: 20 * time.Millisecond, BackoffBase: 5 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr.Store().FreeSpace = func(string) (int64, error) { return 1 << 40, nil }
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
+	cs, _ := chats.Open(filepath.Join(dir, "chats"))
+	lib := &managerLibrary{m: mgr, settings: st, hardware: func() hw.Info { return hw.Info{RAMTotal: 64 << 30} }}
+	fa := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	a := New(fa, w, Deps{Settings: st, Chats: cs, Library: lib,
+		Loader: LoaderFunc(func(context.Context) (Model, error) { return &fakeModel{answers: wikiAnswers}, nil })})
+	w.Resize(fyne.NewSize(1100, 900))
+	defer a.shutdown()
+	a.Show("Library")
+	l := a.Library
+	card := func() *libraryCard {
+		var c *libraryCard
+		fyne.DoAndWait(func() { c = l.byName[catalog.DiffusionGemmaID] })
+		return c
+	}
+	state := func() string {
+		if c := card(); c != nil {
+			return c.entry.State
+		}
+		return ""
+	}
+	waitFor(t, "the catalog", func() bool { return card() != nil })
+	fyne.DoAndWait(func() { card().profile.SetSelected("int8") })
+	tapButton(t, card().buttons, "Download")
+	waitFor(t, "the conversion", func() bool { return state() == "converting" || state() == "ready" })
+	waitFor(t, "the converted model", func() bool {
+		es, _ := mgr.Entries()
+		for _, e := range es {
+			if e.ID == catalog.DiffusionGemmaID && len(e.Derived) == 1 && e.Derived[0].Profile == "int8" {
+				return state() == "ready"
+			}
+		}
+		return false
+	})
+	if !l.errs.Hidden {
+		t.Fatalf("library error: %s", l.errs.Text)
+	}
+	fyne.DoAndWait(func() { card().profile.SetSelected("int8") })
+	tapButton(t, card().buttons, "Use")
+	waitFor(t, "the int8 model to be active", func() bool {
+		active, _ := mgr.Active()
+		return active != "" && active != catalog.DiffusionGemmaID
+	})
+	if src, err := mgr.Source(must(mgr.Active())); err != nil || src.Dir == "" {
+		t.Errorf("active model does not resolve: %v", err)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -1,0 +1,148 @@
+package ui
+
+import (
+	"context"
+	"math/rand"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/models"
+	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/download"
+	"github.com/darkroomlabs/darkroom/models/hubtest"
+	"github.com/darkroomlabs/darkroom/models/hw"
+)
+
+// TestLibraryDownloadPauseResume drives the Library screen against a fake Hub
+// through the real models manager and downloader.
+func TestLibraryDownloadPauseResume(t *testing.T) {
+	cfg, err := config.Tiny().MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	blob := func(n int) []byte { b := make([]byte, n); rng.Read(b); return b }
+	files := []*hubtest.File{
+		{Name: "config.json", Data: cfg},
+		{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)},
+		{Name: "model.safetensors", Data: blob(3 << 20), LFS: true},
+	}
+	h := hubtest.New()
+	defer h.Close()
+	e, _ := catalog.Find(catalog.DiffusionGemmaID)
+	h.Add(e.Repo, &hubtest.Repo{Files: files})
+	h.SetBytesPerSec(1 << 20)
+
+	dir := t.TempDir()
+	mgr, err := models.New(models.Options{Dir: filepath.Join(dir, "models"), Endpoint: h.URL, Download: download.Options{
+		Interval: 20 * time.Millisecond, BackoffBase: 5 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr.Store().FreeSpace = func(string) (int64, error) { return 1 << 40, nil }
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
+	cs, _ := chats.Open(filepath.Join(dir, "chats"))
+	lib := &managerLibrary{m: mgr, settings: st, hardware: func() hw.Info {
+		return hw.Info{GPUs: []hw.GPU{{Name: "Test GPU", VRAMTotal: 24 << 30}}, RAMTotal: 64 << 30}
+	}}
+	fa := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	a := New(fa, w, Deps{Settings: st, Chats: cs, Library: lib,
+		Loader: LoaderFunc(func(context.Context) (Model, error) { return &fakeModel{answers: wikiAnswers}, nil })})
+	w.Resize(fyne.NewSize(1100, 900))
+	defer a.shutdown()
+	a.Show("Library")
+	l := a.Library
+	unsub := lib.Subscribe(func(ev DownloadEvent) { t.Logf("event %s %s %d/%d %s", ev.Name, ev.State, ev.Done, ev.Total, ev.Err) })
+	defer unsub()
+
+	card := func() *libraryCard {
+		var c *libraryCard
+		fyne.DoAndWait(func() { c = l.byName[catalog.DiffusionGemmaID] })
+		return c
+	}
+	waitFor(t, "the catalog", func() bool { return card() != nil && len(l.cards.Objects) >= 2 })
+	if !strings.Contains(card().fit.Text, "Test GPU") || !strings.Contains(l.store.Text, filepath.Join(dir, "models")) {
+		t.Errorf("fit %q, store %q", card().fit.Text, l.store.Text)
+	}
+	fyne.DoAndWait(func() { card().profile.SetSelected("bf16") }) // the download itself; conversions are the models package's
+	state := func() string {
+		if c := card(); c != nil {
+			return c.entry.State
+		}
+		return ""
+	}
+	tapButton(t, card().buttons, "Download")
+	waitFor(t, "bytes to arrive", func() bool { return state() == "downloading" && card().entry.Progress.Done > 100<<10 })
+	if !strings.Contains(card().progLbl.Text, "MB of 3.1 MB") && !strings.Contains(card().progLbl.Text, "kB of 3.1 MB") {
+		t.Errorf("progress %q", card().progLbl.Text)
+	}
+
+	tapButton(t, card().buttons, "Pause")
+	waitFor(t, "paused", func() bool { return state() == "paused" })
+	sent := h.Sent("model.safetensors")
+	time.Sleep(300 * time.Millisecond)
+	if grown := h.Sent("model.safetensors") - sent; grown > 256<<10 {
+		t.Errorf("%d bytes sent while paused", grown)
+	}
+	if sent >= int64(len(files[2].Data)) {
+		t.Fatalf("download finished before pause could be tested")
+	}
+
+	tapButton(t, card().buttons, "Resume")
+	waitFor(t, "the download to finish", func() bool { return state() == "done" || state() == "ready" })
+	waitFor(t, "the card to show the model", func() bool { return state() == "ready" })
+	for _, f := range files {
+		got, err := download.HashFile(filepath.Join(mgr.StorePath(), "google--diffusiongemma-26B-A4B-it", f.Name))
+		if err != nil {
+			// the store's folder naming is the models package's; find the file instead
+			matches, _ := filepath.Glob(filepath.Join(mgr.StorePath(), "*", f.Name))
+			if len(matches) != 1 {
+				t.Fatalf("%s not in the store: %v", f.Name, err)
+			}
+			got, err = download.HashFile(matches[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got != f.SHA256() {
+			t.Errorf("%s: sha256 %s, want %s", f.Name, got, f.SHA256())
+		}
+	}
+	if total := h.Sent("model.safetensors"); total > int64(len(files[2].Data))+(512<<10) {
+		t.Errorf("resume refetched: %d bytes sent for a %d-byte file", total, len(files[2].Data))
+	}
+}
+
+// tapButton taps the button labelled text among a card's buttons.
+func tapButton(t *testing.T, box *fyne.Container, text string) {
+	t.Helper()
+	var b *widget.Button
+	fyne.DoAndWait(func() {
+		for _, o := range box.Objects {
+			if x, ok := o.(*widget.Button); ok && x.Text == text {
+				b = x
+			}
+		}
+	})
+	if b == nil {
+		var have []string
+		for _, o := range box.Objects {
+			if x, ok := o.(*widget.Button); ok {
+				have = append(have, x.Text)
+			}
+		}
+		t.Fatalf("no %q button among %q", text, have)
+	}
+	test.Tap(b)
+}

@@ -1,0 +1,119 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// Model is a loaded model as the screens use it: the engine (see engine_model.go)
+// or a fake in tests. Generate follows engine.(*Engine).Generate: one generation at
+// a time, cancellation through ctx within one step, a cancelled run returns what it
+// committed with StopReason "cancelled".
+type Model interface {
+	Generate(ctx context.Context, req engine.Request) (*engine.Result, error)
+	// TokenText is one token's text on its own (for drawing a developing canvas).
+	TokenText(id int) string
+	// Decode is the text of a token sequence.
+	Decode(ids []int) string
+	// IsEnd reports whether id ends a generation (EOS, end of turn).
+	IsEnd(id int) bool
+	Info() ModelInfo
+	Close() error
+}
+
+// ModelInfo describes the model a screen talks to.
+type ModelInfo struct {
+	Name     string // "Darkroom Mini", "DiffusionGemma 26B-A4B-it (int4)"
+	Builtin  bool   // the embedded Darkroom Mini
+	Backend  string // "go", "xla:cuda", …
+	Thinking bool   // the model has a thinking channel
+	Defaults engine.Sampling
+}
+
+// Loader opens the active model. Every call returns a new instance, so the Race
+// screen can run two generations at once on the same weights.
+type Loader interface {
+	Load(ctx context.Context) (Model, error)
+}
+
+// LoaderFunc adapts a function to Loader.
+type LoaderFunc func(ctx context.Context) (Model, error)
+
+// Load implements Loader.
+func (f LoaderFunc) Load(ctx context.Context) (Model, error) { return f(ctx) }
+
+// modelHost shares one loaded model between the screens and loads it on first use.
+type modelHost struct {
+	loader Loader
+
+	mu      sync.Mutex
+	model   Model
+	loading *loadAttempt // the load in flight, if any
+}
+
+type loadAttempt struct {
+	done  chan struct{}
+	model Model
+	err   error
+}
+
+func newModelHost(l Loader) *modelHost { return &modelHost{loader: l} }
+
+// Get returns the shared model, loading it if needed. Concurrent callers wait for
+// the same load; a failed load is reported to them all and retried on the next call.
+func (h *modelHost) Get(ctx context.Context) (Model, error) {
+	h.mu.Lock()
+	if h.model != nil {
+		m := h.model
+		h.mu.Unlock()
+		return m, nil
+	}
+	if h.loader == nil {
+		h.mu.Unlock()
+		return nil, errors.New("no model loader is configured")
+	}
+	a := h.loading
+	if a == nil {
+		a = &loadAttempt{done: make(chan struct{})}
+		h.loading = a
+		go func() {
+			m, err := h.loader.Load(context.Background())
+			h.mu.Lock()
+			a.model, a.err = m, err
+			if err == nil {
+				h.model = m
+			}
+			h.loading = nil
+			h.mu.Unlock()
+			close(a.done)
+		}()
+	}
+	h.mu.Unlock()
+	select {
+	case <-a.done:
+		return a.model, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Loaded returns the model if it is loaded, without loading it.
+func (h *modelHost) Loaded() Model {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.model
+}
+
+// Reset closes the shared model; the next Get loads the (new) active model.
+func (h *modelHost) Reset() {
+	h.mu.Lock()
+	m := h.model
+	h.model = nil
+	h.mu.Unlock()
+	if m != nil {
+		go m.Close() // Close waits for a running generation to end
+	}
+}

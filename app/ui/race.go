@@ -1,0 +1,209 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// Race runs one prompt twice at the same time on the same weights: AR, the
+// "printer" (one token per forward pass), and diffusion, the "polaroid" (a whole
+// canvas per few passes), each with live tokens/s and forward passes.
+type Race struct {
+	app *App
+
+	topic   *widget.Entry
+	startB  *widget.Button
+	stopB   *widget.Button
+	panes   [2]*racePane
+	summary *widget.Label
+	content fyne.CanvasObject
+	run     runner
+
+	second *modelHost // a second instance of the active model for the AR pane
+}
+
+type racePane struct {
+	mode   engine.Mode
+	title  string
+	view   *htmlview.View
+	stats  *widget.Label
+	result *engine.Result
+}
+
+func newRace(a *App) *Race {
+	r := &Race{app: a, second: newModelHost(a.deps.Loader)}
+	r.topic = widget.NewEntry()
+	r.topic.SetText("Unix")
+	r.topic.SetPlaceHolder("Topic of the page both write")
+	r.topic.OnSubmitted = func(string) { r.Start() }
+	r.startB = widget.NewButtonWithIcon("Race", theme.MediaPlayIcon(), r.Start)
+	r.startB.Importance = widget.HighImportance
+	r.stopB = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() { r.run.Stop() })
+	r.stopB.Disable()
+	r.summary = widget.NewLabel("Both write the same encyclopedia page with the same weights, started together. " +
+		"The race loads a second copy of the active model, so it needs twice its memory.")
+	r.summary.Wrapping = fyne.TextWrapWord
+	r.panes[0] = &racePane{mode: engine.AR, title: "Printer — autoregressive, one token per forward pass"}
+	r.panes[1] = &racePane{mode: engine.Diffusion, title: "Polaroid — diffusion, a whole canvas at a time"}
+	var cols []fyne.CanvasObject
+	for _, p := range r.panes {
+		p.view = htmlview.New(nil)
+		p.stats = widget.NewLabel("—")
+		p.stats.Truncation = fyne.TextTruncateEllipsis
+		head := widget.NewLabelWithStyle(p.title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		head.Truncation = fyne.TextTruncateEllipsis
+		cols = append(cols, container.NewBorder(container.NewVBox(head, p.stats, widget.NewSeparator()), nil, nil, nil,
+			container.NewVScroll(container.NewPadded(p.view))))
+	}
+	bar := container.NewBorder(nil, nil, widget.NewLabel("Topic"), container.NewHBox(r.startB, r.stopB), r.topic)
+	split := container.NewHSplit(cols[0], cols[1])
+	r.content = container.NewBorder(container.NewVBox(bar, a.modelNotice()), r.summary, nil, nil, split)
+	return r
+}
+
+// Start starts both runs together (cancelling a race in progress).
+func (r *Race) Start() {
+	title := assets.CleanLine(r.topic.Text)
+	if title == "" {
+		return
+	}
+	r.startB.Disable()
+	r.stopB.Enable()
+	r.summary.SetText("Loading two instances of the model…")
+	for _, p := range r.panes {
+		p.result = nil
+		p.view.SetDoc(nil)
+		p.stats.SetText("waiting…")
+	}
+	r.run.Start(func(ctx context.Context, seq int64) {
+		current := func() bool { return r.run.Current(seq) }
+		polaroid, err := r.app.models.Get(ctx)
+		var printer Model
+		if err == nil {
+			printer, err = r.second.Get(ctx)
+		}
+		if err != nil {
+			onUI(func() {
+				if current() {
+					r.summary.SetText(plainError("start the race", err))
+					r.startB.Enable()
+					r.stopB.Disable()
+				}
+			})
+			return
+		}
+		onUI(func() {
+			if current() {
+				r.summary.SetText("Racing…")
+			}
+		})
+		models := [2]Model{printer, polaroid}
+		seed := r.app.seed()
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		for i, p := range r.panes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				dev := &developer{model: models[i]}
+				th := newThrottle(frameInterval, func(ev engine.Event) {
+					doc := htmlsafe.Parse(dev.Text(ev))
+					st := raceStats(ev, len(ev.Committed)+countTrue(dev.accepted))
+					onUI(func() {
+						if current() {
+							p.view.SetDoc(doc)
+							p.stats.SetText(st)
+						}
+					})
+				})
+				<-start // started together
+				res, err := models[i].Generate(ctx, engine.Request{Prompt: assets.EncyclopediaPrompt(title), Mode: p.mode,
+					Sampling: r.app.sampling(), Seed: seed, OnEvent: th.Push})
+				th.Close()
+				errs[i] = err
+				if err == nil {
+					doc := htmlsafe.Parse(res.Text)
+					st := raceFinal(res)
+					onUI(func() {
+						if current() {
+							p.result = res
+							p.view.SetDoc(doc)
+							p.stats.SetText(st)
+						}
+					})
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		onUI(func() {
+			if !current() {
+				return
+			}
+			r.startB.Enable()
+			r.stopB.Disable()
+			for i, err := range errs {
+				if err != nil {
+					r.summary.SetText(plainError("run the "+string(r.panes[i].mode)+" side", err))
+					return
+				}
+			}
+			r.summary.SetText(raceSummary(r.panes[0].result, r.panes[1].result))
+		})
+	})
+}
+
+func raceStats(ev engine.Event, tokens int) string {
+	rate := 0.0
+	if s := ev.Elapsed.Seconds(); s > 0 {
+		rate = float64(tokens) / s
+	}
+	return fmt.Sprintf("%d tokens · %d forward passes · %.1f tokens/s · %.1f s", tokens, ev.ForwardPasses, rate, ev.Elapsed.Seconds())
+}
+
+func raceFinal(res *engine.Result) string {
+	return fmt.Sprintf("Finished: %d tokens · %d forward passes · %.1f tokens/s · %.2f s",
+		len(res.Tokens), res.ForwardPasses, res.TokensPerS, res.Elapsed.Seconds())
+}
+
+func tokensPerForward(res *engine.Result) float64 {
+	if res.ForwardPasses == 0 {
+		return 0
+	}
+	return float64(len(res.Tokens)) / float64(res.ForwardPasses)
+}
+
+// raceSummary compares the two finished runs.
+func raceSummary(ar, diff *engine.Result) string {
+	if ar == nil || diff == nil {
+		return "Stopped."
+	}
+	s := fmt.Sprintf("Printer: %d tokens, %d forward passes, %.2f tokens per pass, %.1f tokens/s.  "+
+		"Polaroid: %d tokens, %d forward passes, %.2f tokens per pass, %.1f tokens/s.",
+		len(ar.Tokens), ar.ForwardPasses, tokensPerForward(ar), ar.TokensPerS,
+		len(diff.Tokens), diff.ForwardPasses, tokensPerForward(diff), diff.TokensPerS)
+	if ar.TokensPerS > 0 && diff.TokensPerS > 0 {
+		ratio := diff.TokensPerS / ar.TokensPerS
+		if ratio >= 1 {
+			s += fmt.Sprintf("  Diffusion was %.1f× faster here.", ratio)
+		} else {
+			s += fmt.Sprintf("  AR was %.1f× faster here.", 1/ratio)
+		}
+	}
+	if ar.StopReason == "cancelled" || diff.StopReason == "cancelled" {
+		s = "Stopped early. " + s
+	}
+	return s
+}

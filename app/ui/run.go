@@ -1,0 +1,88 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/app"
+
+	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/app/server"
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/assets"
+)
+
+// AppID is the application id (also in FyneApp.toml).
+const AppID = "io.darkroomlabs.darkroom"
+
+// Run opens the main window and blocks until it closes; it returns the exit code.
+func Run() int {
+	fa := app.NewWithID(AppID)
+	fa.SetIcon(fyne.NewStaticResource("darkroom.png", assets.IconPNG()))
+	w := fa.NewWindow("Darkroom")
+	w.Resize(fyne.NewSize(1280, 800))
+	w.SetMaster()
+
+	deps, err := productionDeps()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "darkroom:", err)
+		return 1
+	}
+	// The local server (browser mode, API) runs the same shared model.
+	var a *App
+	sw := &server.Switch{Options: func() (server.Options, error) {
+		m, err := a.models.Get(context.Background())
+		if err != nil {
+			return server.Options{}, err
+		}
+		return server.Options{Engine: m, Vocab: m, ModelID: m.Info().Name, Sampling: a.sampling()}, nil
+	}}
+	deps.System.SetServer = sw.Set
+	deps.System.OpenPage = sw.PageURL
+	a = New(fa, w, deps)
+	defer sw.Close()
+	if deps.Settings.Get().ServerEnabled {
+		a.Settings.setServer(true)
+	}
+	if dir := os.Getenv(windowCheckEnv); dir != "" {
+		go a.windowCheck(dir)
+	}
+	w.ShowAndRun()
+	a.shutdown()
+	if checkFailed {
+		return 1
+	}
+	return 0
+}
+
+// productionDeps opens the settings, chats, models library and engine.
+func productionDeps() (Deps, error) {
+	var d Deps
+	s, err := settings.Open("")
+	if err != nil {
+		d.Problems = append(d.Problems, err.Error())
+	}
+	d.Settings = s
+	c, err := chats.Open("")
+	if err != nil {
+		d.Problems = append(d.Problems, "Chats will not be saved: "+err.Error())
+	} else {
+		d.Chats = c
+	}
+	wireEngine(&d)
+	return d, nil
+}
+
+// shutdown stops running generations and frees the models.
+func (a *App) shutdown() {
+	for _, r := range []*runner{&a.Encyclopedia.run, &a.Desktop.run, &a.Chat.run, &a.Race.run} {
+		r.Stop()
+	}
+	if a.Library.unsub != nil {
+		a.Library.unsub()
+	}
+	a.models.Reset()
+	a.Race.second.Reset()
+}

@@ -1,0 +1,108 @@
+package ui
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
+)
+
+func TestFirstRunThenEncyclopedia(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	fa := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	w.Resize(fyne.NewSize(1000, 800))
+	a := New(fa, w, Deps{Settings: st, Loader: LoaderFunc(func(context.Context) (Model, error) { return &fakeModel{answers: wikiAnswers}, nil }),
+		System: System{Hardware: func() []string { return []string{"GPU: Test GPU, 24 GB VRAM"} }, MiniReady: func() error { return nil }}})
+	defer a.shutdown()
+	var texts []string
+	var open *widget.Button
+	for _, o := range test.LaidOutObjects(w.Content()) {
+		switch x := o.(type) {
+		case *widget.Label:
+			texts = append(texts, x.Text)
+		case *widget.Button:
+			if x.Text == "Open the Encyclopedia" {
+				open = x
+			}
+		}
+	}
+	all := strings.Join(texts, "\n")
+	if !strings.Contains(all, "Test GPU") || !strings.Contains(all, "Darkroom Mini is built in and ready") {
+		t.Errorf("first-run screen says:\n%s", all)
+	}
+	if open == nil {
+		t.Fatal("no way into the app")
+	}
+	test.Tap(open)
+	if a.tabs.Selected().Text != "Encyclopedia" || w.Content().(*fyne.Container).Objects[0] != a.tabs {
+		t.Error("not on the Encyclopedia")
+	}
+	if !st.Get().FirstRunDone {
+		t.Error("first run not remembered")
+	}
+}
+
+func TestSettingsResetToModelDefaults(t *testing.T) {
+	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	s := a.Settings
+	test.Type(s.fields["max_steps"], "12")
+	test.Type(s.fields["t_min"], "0.3")
+	if got := a.deps.Settings.Get().Sampling; got.MaxSteps != 12 || got.TMin != 0.3 {
+		t.Fatalf("typed values not saved: %+v", got)
+	}
+	if a.sampling().MaxSteps != 12 {
+		t.Error("generation does not use the setting")
+	}
+	s.fields["max_steps"].SetText("9999") // out of bounds: not saved
+	if a.deps.Settings.Get().Sampling.MaxSteps != 12 {
+		t.Error("out-of-range value saved")
+	}
+	a.Encyclopedia.Navigate("Unix") // loads the model, so its defaults are known
+	a.Encyclopedia.run.Wait()
+	s.ResetSampling()
+	if got := a.deps.Settings.Get().Sampling; got != (settings.Sampling{}) {
+		t.Errorf("after reset %+v", got)
+	}
+	if s.fields["max_steps"].Text != "" || !strings.Contains(s.fields["max_steps"].PlaceHolder, "4") {
+		t.Errorf("field %q placeholder %q", s.fields["max_steps"].Text, s.fields["max_steps"].PlaceHolder)
+	}
+	s.theme.SetSelected("light")
+	if a.deps.Settings.Get().Theme != "light" {
+		t.Error("theme not saved")
+	}
+}
+
+func TestServerToggleUsesTheHook(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
+	var calls []bool
+	done := make(chan struct{}, 4)
+	fa := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	a := New(fa, w, Deps{Settings: st, System: System{SetServer: func(on bool) (string, error) {
+		calls = append(calls, on)
+		done <- struct{}{}
+		return "http://127.0.0.1:4242/?token=x", nil
+	}}})
+	defer a.shutdown()
+	test.Tap(a.Settings.server)
+	<-done
+	waitFor(t, "the address", func() bool { return strings.Contains(a.Settings.srvLbl.Text, "127.0.0.1:4242") })
+	if !st.Get().ServerEnabled || len(calls) != 1 || !calls[0] {
+		t.Errorf("calls %v, saved %v", calls, st.Get().ServerEnabled)
+	}
+	test.Tap(a.Settings.server)
+	<-done
+	if st.Get().ServerEnabled || len(calls) != 2 || calls[1] {
+		t.Errorf("calls %v, saved %v", calls, st.Get().ServerEnabled)
+	}
+}

@@ -1,0 +1,222 @@
+// Package settings is the desktop app's typed settings: every key with its default
+// and bounds in one place, stored as JSON in $XDG_CONFIG_HOME/darkroom/settings.json
+// (not Fyne Preferences, which roam on Windows). Values read from disk are clamped
+// to their bounds, so a hand-edited or damaged file never yields odd values.
+package settings
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/adrg/xdg"
+
+	"github.com/darkroomlabs/darkroom/app/chats"
+)
+
+// Sampling overrides the model's generation defaults; a zero field means "use the
+// model's default" (engine.Sampling has the same convention).
+type Sampling struct {
+	MaxNewTokens        int     `json:"max_new_tokens,omitempty"`
+	MaxSteps            int     `json:"max_steps,omitempty"`
+	TMin                float64 `json:"t_min,omitempty"`
+	TMax                float64 `json:"t_max,omitempty"`
+	EntropyBound        float64 `json:"entropy_bound,omitempty"`
+	ConfidenceThreshold float64 `json:"confidence_threshold,omitempty"`
+	StabilityThreshold  int     `json:"stability_threshold,omitempty"`
+	Temperature         float64 `json:"temperature,omitempty"` // AR mode
+}
+
+// Values are all settings.
+type Values struct {
+	Backend       string   `json:"backend"` // "auto", "go" or "xla"
+	Theme         string   `json:"theme"`   // "system", "dark" or "light"
+	ServerEnabled bool     `json:"server_enabled"`
+	FirstRunDone  bool     `json:"first_run_done"`
+	Sampling      Sampling `json:"sampling"`
+	Seed          uint64   `json:"seed"` // 0 = a new seed per generation
+	LastTopic     string   `json:"last_topic,omitempty"`
+	// Hugging Face access for downloads. The token is kept in this file in plain
+	// text (the Library says so); HF_TOKEN / HF_ENDPOINT apply when these are empty.
+	HFToken  string `json:"hf_token,omitempty"`
+	HFMirror string `json:"hf_mirror,omitempty"`
+	// ModelsDir is where the Library keeps models ("" = the default under
+	// $XDG_DATA_HOME; DARKROOM_MODELS_DIR overrides both).
+	ModelsDir string `json:"models_dir,omitempty"`
+}
+
+// Bound is the range of one numeric setting (for validation and the Settings UI).
+type Bound struct {
+	Key      string
+	Label    string
+	Min, Max float64
+	Step     float64
+	Int      bool
+}
+
+// Choices of the enumerated settings; the first is the default.
+var (
+	BackendChoices = []string{"auto", "go", "xla"}
+	ThemeChoices   = []string{"system", "dark", "light"}
+)
+
+// SamplingBounds lists the sampling knobs in display order. Zero always means
+// "the model's default" and is allowed besides the range.
+var SamplingBounds = []Bound{
+	{Key: "max_new_tokens", Label: "Max new tokens", Min: 16, Max: 8192, Step: 16, Int: true},
+	{Key: "max_steps", Label: "Max denoising steps per canvas", Min: 1, Max: 256, Step: 1, Int: true},
+	{Key: "t_max", Label: "Temperature at the first step", Min: 0.05, Max: 2, Step: 0.05},
+	{Key: "t_min", Label: "Temperature at the last step", Min: 0.05, Max: 2, Step: 0.05},
+	{Key: "entropy_bound", Label: "Entropy bound (acceptance per step)", Min: 0.001, Max: 10, Step: 0.01},
+	{Key: "confidence_threshold", Label: "Confidence threshold (stop)", Min: 0.0001, Max: 5, Step: 0.01},
+	{Key: "stability_threshold", Label: "Stable steps before stopping", Min: 1, Max: 64, Step: 1, Int: true},
+	{Key: "temperature", Label: "AR temperature (0 = greedy)", Min: 0, Max: 2, Step: 0.05},
+}
+
+// Defaults returns the settings of a fresh install.
+func Defaults() Values {
+	return Values{Backend: "auto", Theme: "system"}
+}
+
+// Get returns a sampling knob by key.
+func (s Sampling) Get(key string) float64 {
+	switch key {
+	case "max_new_tokens":
+		return float64(s.MaxNewTokens)
+	case "max_steps":
+		return float64(s.MaxSteps)
+	case "t_min":
+		return s.TMin
+	case "t_max":
+		return s.TMax
+	case "entropy_bound":
+		return s.EntropyBound
+	case "confidence_threshold":
+		return s.ConfidenceThreshold
+	case "stability_threshold":
+		return float64(s.StabilityThreshold)
+	case "temperature":
+		return s.Temperature
+	}
+	return 0
+}
+
+// Set sets a sampling knob by key, clamped to its bound (0 stays 0: model default).
+func (s *Sampling) Set(key string, v float64) {
+	for _, b := range SamplingBounds {
+		if b.Key == key && v != 0 {
+			v = min(max(v, b.Min), b.Max)
+		}
+	}
+	switch key {
+	case "max_new_tokens":
+		s.MaxNewTokens = int(v)
+	case "max_steps":
+		s.MaxSteps = int(v)
+	case "t_min":
+		s.TMin = v
+	case "t_max":
+		s.TMax = v
+	case "entropy_bound":
+		s.EntropyBound = v
+	case "confidence_threshold":
+		s.ConfidenceThreshold = v
+	case "stability_threshold":
+		s.StabilityThreshold = int(v)
+	case "temperature":
+		s.Temperature = v
+	}
+}
+
+// clamp puts every value in range.
+func (v *Values) clamp() {
+	if !contains(BackendChoices, v.Backend) {
+		v.Backend = BackendChoices[0]
+	}
+	if !contains(ThemeChoices, v.Theme) {
+		v.Theme = ThemeChoices[0]
+	}
+	for _, b := range SamplingBounds {
+		x := v.Sampling.Get(b.Key)
+		if x < 0 {
+			x = 0
+		}
+		v.Sampling.Set(b.Key, x)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Store holds the current values and writes them back on every change.
+type Store struct {
+	path string
+	mu   sync.Mutex
+	v    Values
+}
+
+// DefaultPath is $XDG_CONFIG_HOME/darkroom/settings.json.
+func DefaultPath() string { return filepath.Join(xdg.ConfigHome, "darkroom", "settings.json") }
+
+// Open loads the settings at path (DefaultPath when empty). A missing file gives
+// the defaults; an unreadable one gives the defaults and an error to show.
+func Open(path string) (*Store, error) {
+	if path == "" {
+		path = DefaultPath()
+	}
+	s := &Store{path: path, v: Defaults()}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("read settings %s: %w", path, err)
+	}
+	v := Defaults()
+	if err := json.Unmarshal(data, &v); err != nil {
+		return s, fmt.Errorf("settings file %s is damaged, using defaults: %w", path, err)
+	}
+	v.clamp()
+	s.v = v
+	return s, nil
+}
+
+// Path is where the settings live.
+func (s *Store) Path() string { return s.path }
+
+// Get returns a copy of the current values.
+func (s *Store) Get() Values {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.v
+}
+
+// Update changes the values with fn, clamps them and saves atomically.
+func (s *Store) Update(fn func(*Values)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.v
+	fn(&v)
+	v.clamp()
+	s.v = v
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		return fmt.Errorf("save settings: %w", err)
+	}
+	if err := chats.WriteFileAtomic(s.path, data); err != nil {
+		return fmt.Errorf("save settings %s: %w", s.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package settings
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestRoundTripAndClamp(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "darkroom", "settings.json")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Get(); got.Backend != "auto" || got.Theme != "system" {
+		t.Fatalf("defaults %+v", got)
+	}
+	if err := s.Update(func(v *Values) {
+		v.Backend = "xla"
+		v.Theme = "dark"
+		v.Sampling.MaxSteps = 1000 // above the bound
+		v.Sampling.TMin = 0.3
+		v.ServerEnabled = true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s2.Get()
+	if got.Backend != "xla" || got.Theme != "dark" || !got.ServerEnabled || got.Sampling.TMin != 0.3 || got.Sampling.MaxSteps != 256 {
+		t.Errorf("reloaded %+v", got)
+	}
+}
+
+func TestDamagedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	os.WriteFile(path, []byte(`{"backend":"quantum","theme":"dark","sampling":{"t_min":-4}}`), 0o600)
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Get(); v.Backend != "auto" || v.Theme != "dark" || v.Sampling.TMin != 0 {
+		t.Errorf("odd values kept: %+v", v)
+	}
+	os.WriteFile(path, []byte(`{"backend":`), 0o600)
+	if s, err := Open(path); err == nil || s.Get().Backend != "auto" {
+		t.Errorf("damaged file: err %v", err)
+	}
+}

@@ -1,0 +1,250 @@
+package ui
+
+import (
+	"fmt"
+	"image/color"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
+)
+
+// System is what the app knows about this PC and the services around the UI.
+// Every field may be nil; the screens then say the information is unavailable.
+type System struct {
+	Hardware  func() []string // plain sentences: GPUs, RAM, disk, why CPU
+	Backends  func() string   // what backends were detected
+	MiniReady func() error    // nil when the built-in Darkroom Mini is usable
+	// SetServer turns the local server (browser mode, API) on or off; it returns
+	// the address it listens on. Provided by app/server.
+	SetServer func(on bool) (url string, err error)
+	// OpenPage returns the browser URL of an encyclopedia page, starting the local
+	// server if needed ("Open in browser").
+	OpenPage func(title string) (url string, err error)
+}
+
+// SettingsScreen edits the typed settings.
+type SettingsScreen struct {
+	app      *App
+	backend  *widget.RadioGroup
+	detected *widget.Label
+	fields   map[string]*widget.Entry
+	seed     *widget.Entry
+	theme    *widget.Select
+	server   *widget.Check
+	srvLbl   *widget.Label
+	errLbl   *widget.Label
+	content  fyne.CanvasObject
+}
+
+func newSettingsScreen(a *App) *SettingsScreen {
+	s := &SettingsScreen{app: a, fields: map[string]*widget.Entry{}}
+	v := a.deps.Settings.Get()
+	s.errLbl = widget.NewLabel("")
+	s.errLbl.Importance = widget.DangerImportance
+	s.errLbl.Wrapping = fyne.TextWrapWord
+	s.errLbl.Hide()
+
+	s.backend = widget.NewRadioGroup(settings.BackendChoices, func(b string) {
+		if b == "" || b == a.deps.Settings.Get().Backend {
+			return
+		}
+		s.save(func(v *settings.Values) { v.Backend = b })
+		a.modelChanged() // the next generation loads the model on the new backend
+	})
+	s.backend.Horizontal = true
+	s.backend.SetSelected(v.Backend)
+	s.detected = widget.NewLabel("Detected: " + call(a.deps.System.Backends, "unknown"))
+	s.detected.Wrapping = fyne.TextWrapWord
+	backendCard := widget.NewCard("Backend", "auto picks XLA on a supported GPU and the pure-Go backend otherwise",
+		container.NewVBox(s.backend, s.detected))
+
+	form := widget.NewForm()
+	for _, b := range settings.SamplingBounds {
+		e := widget.NewEntry()
+		e.Validator = boundValidator(b)
+		key := b.Key
+		e.OnChanged = func(text string) {
+			if e.Validate() != nil {
+				return
+			}
+			x, _ := strconv.ParseFloat(strings.TrimSpace(text), 64)
+			s.save(func(v *settings.Values) { v.Sampling.Set(key, x) })
+		}
+		s.fields[key] = e
+		form.Append(b.Label, e)
+	}
+	s.seed = widget.NewEntry()
+	s.seed.SetPlaceHolder("random each time")
+	s.seed.Validator = func(t string) error {
+		if strings.TrimSpace(t) == "" {
+			return nil
+		}
+		_, err := strconv.ParseUint(strings.TrimSpace(t), 10, 64)
+		if err != nil {
+			return fmt.Errorf("a whole number, or empty for random")
+		}
+		return nil
+	}
+	s.seed.OnChanged = func(t string) {
+		if s.seed.Validate() == nil {
+			n, _ := strconv.ParseUint(strings.TrimSpace(t), 10, 64)
+			s.save(func(v *settings.Values) { v.Seed = n })
+		}
+	}
+	form.Append("Seed", s.seed)
+	reset := widget.NewButtonWithIcon("Reset to model defaults", theme.HistoryIcon(), s.ResetSampling)
+	samplingCard := widget.NewCard("Sampling", "Empty fields use the model's own defaults (shown greyed)",
+		container.NewVBox(form, container.NewHBox(reset)))
+	s.fillSampling()
+
+	s.theme = widget.NewSelect(settings.ThemeChoices, func(t string) {
+		s.save(func(v *settings.Values) { v.Theme = t })
+		a.applyTheme()
+	})
+	s.theme.SetSelected(v.Theme)
+	themeCard := widget.NewCard("Appearance", "", container.NewBorder(nil, nil, widget.NewLabel("Theme"), nil, s.theme))
+
+	s.srvLbl = widget.NewLabel("")
+	s.srvLbl.Wrapping = fyne.TextWrapWord
+	s.server = widget.NewCheck("Run the local server (browser mode and OpenAI-compatible API on 127.0.0.1)", nil)
+	if a.deps.System.SetServer == nil {
+		s.server.Disable()
+		s.srvLbl.SetText("The local server is not part of this build.")
+	} else {
+		s.server.SetChecked(v.ServerEnabled) // started by Run once the app is up
+	}
+	s.server.OnChanged = s.setServer
+	serverCard := widget.NewCard("Local server", "", container.NewVBox(s.server, s.srvLbl))
+
+	chatsDir := "not available"
+	if a.deps.Chats != nil {
+		chatsDir = a.deps.Chats.Dir
+	}
+	storage := widget.NewLabel("Settings: " + a.deps.Settings.Path() + "\nChats: " + chatsDir +
+		"\nModels: see the Library")
+	storage.Wrapping = fyne.TextWrapWord
+	storageCard := widget.NewCard("Storage", "", storage)
+
+	s.content = container.NewVScroll(container.NewPadded(container.NewVBox(s.errLbl, backendCard, samplingCard, themeCard, serverCard, storageCard)))
+	return s
+}
+
+func call(f func() string, fallback string) string {
+	if f == nil {
+		return fallback
+	}
+	return f()
+}
+
+func boundValidator(b settings.Bound) fyne.StringValidator {
+	return func(t string) error {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			return nil
+		}
+		x, err := strconv.ParseFloat(t, 64)
+		if err != nil || (b.Int && x != float64(int64(x))) {
+			if b.Int {
+				return fmt.Errorf("a whole number")
+			}
+			return fmt.Errorf("a number")
+		}
+		if x < b.Min || x > b.Max {
+			return fmt.Errorf("between %g and %g", b.Min, b.Max)
+		}
+		return nil
+	}
+}
+
+func (s *SettingsScreen) save(fn func(*settings.Values)) {
+	if err := s.app.deps.Settings.Update(fn); err != nil {
+		s.errLbl.SetText(plainError("save the settings", err))
+		s.errLbl.Show()
+	}
+}
+
+// fillSampling shows the overrides, with the model's defaults as placeholders.
+func (s *SettingsScreen) fillSampling() {
+	v := s.app.deps.Settings.Get()
+	var defaults settings.Sampling
+	if m := s.app.models.Loaded(); m != nil {
+		d := m.Info().Defaults
+		defaults = settings.Sampling{MaxNewTokens: d.MaxNewTokens, MaxSteps: d.MaxSteps, TMin: d.TMin, TMax: d.TMax,
+			EntropyBound: d.EntropyBound, ConfidenceThreshold: d.ConfidenceThreshold, StabilityThreshold: d.StabilityThreshold,
+			Temperature: d.Temperature}
+	}
+	for _, b := range settings.SamplingBounds {
+		e := s.fields[b.Key]
+		if d := defaults.Get(b.Key); d != 0 {
+			e.SetPlaceHolder(fmt.Sprintf("model default: %g", d))
+		} else {
+			e.SetPlaceHolder("model default")
+		}
+		if x := v.Sampling.Get(b.Key); x != 0 {
+			e.SetText(strconv.FormatFloat(x, 'g', -1, 64))
+		} else {
+			e.SetText("")
+		}
+	}
+	if v.Seed != 0 {
+		s.seed.SetText(strconv.FormatUint(v.Seed, 10))
+	}
+}
+
+// ResetSampling clears every override: the model's defaults apply again.
+func (s *SettingsScreen) ResetSampling() {
+	s.save(func(v *settings.Values) { v.Sampling = settings.Sampling{} })
+	s.fillSampling()
+}
+
+func (s *SettingsScreen) setServer(on bool) {
+	set := s.app.deps.System.SetServer
+	if set == nil {
+		return
+	}
+	s.save(func(v *settings.Values) { v.ServerEnabled = on })
+	go func() {
+		url, err := set(on)
+		onUI(func() {
+			switch {
+			case err != nil:
+				s.srvLbl.SetText(plainError("switch the local server", err))
+			case on:
+				s.srvLbl.SetText("Listening on " + url + " (this computer only)")
+			default:
+				s.srvLbl.SetText("Off")
+			}
+		})
+	}()
+}
+
+// applyTheme sets the theme variant from the settings.
+func (a *App) applyTheme() {
+	if a.fyneApp == nil {
+		return
+	}
+	switch a.deps.Settings.Get().Theme {
+	case "dark":
+		a.fyneApp.Settings().SetTheme(&variantTheme{Theme: theme.DefaultTheme(), variant: theme.VariantDark})
+	case "light":
+		a.fyneApp.Settings().SetTheme(&variantTheme{Theme: theme.DefaultTheme(), variant: theme.VariantLight})
+	default:
+		a.fyneApp.Settings().SetTheme(theme.DefaultTheme())
+	}
+}
+
+// variantTheme forces the default theme's dark or light variant.
+type variantTheme struct {
+	fyne.Theme
+	variant fyne.ThemeVariant
+}
+
+func (t *variantTheme) Color(n fyne.ThemeColorName, _ fyne.ThemeVariant) color.Color {
+	return t.Theme.Color(n, t.variant)
+}

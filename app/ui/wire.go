@@ -1,0 +1,456 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/models"
+	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/convert"
+	"github.com/darkroomlabs/darkroom/models/fit"
+	"github.com/darkroomlabs/darkroom/models/hw"
+	"github.com/darkroomlabs/darkroom/models/store"
+)
+
+// modelEnv overrides the active model with a folder (the window check and
+// developers use it); the Library's choice applies otherwise.
+const modelEnv = "DARKROOM_MODEL"
+
+// wireEngine connects the real engine, models library and hardware detection.
+func wireEngine(d *Deps) {
+	v := d.Settings.Get()
+	dir := v.ModelsDir
+	if env := os.Getenv("DARKROOM_MODELS_DIR"); env != "" {
+		dir = "" // the models package honours the variable itself
+	}
+	mgr, err := models.New(models.Options{Dir: dir, Endpoint: v.HFMirror, Token: v.HFToken})
+	if err != nil {
+		d.Problems = append(d.Problems, "The models library could not be opened: "+err.Error())
+	} else {
+		d.Library = &managerLibrary{m: mgr, settings: d.Settings}
+	}
+	var (
+		hwOnce sync.Once
+		info   hw.Info
+	)
+	detect := func() hw.Info {
+		hwOnce.Do(func() {
+			dir := ""
+			if mgr != nil {
+				dir = mgr.StorePath()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			info = hw.Detect(ctx, dir)
+		})
+		return info
+	}
+	if lib, ok := d.Library.(*managerLibrary); ok {
+		lib.hardware = detect
+	}
+	d.System.Hardware = func() []string { return hardwareLines(detect()) }
+	d.System.Backends = func() string {
+		return "Built with: " + strings.Join(backend.Available(), ", ") + ". " + detect().Summary
+	}
+	d.System.MiniReady = func() error {
+		_, err := assets.Mini()
+		return err
+	}
+	st := d.Settings
+	d.Loader = LoaderFunc(func(ctx context.Context) (Model, error) {
+		var src engine.Source
+		name := miniName
+		switch {
+		case os.Getenv(modelEnv) != "":
+			src = engine.Dir(os.Getenv(modelEnv))
+			name = envModelName()
+		case mgr != nil:
+			active, err := mgr.Active()
+			if err != nil {
+				return nil, err
+			}
+			if active == "" {
+				active = catalog.MiniID
+			}
+			if src, err = mgr.Source(active); err != nil {
+				return nil, err
+			}
+			if active != catalog.MiniID {
+				name = active
+			}
+		default:
+			fsys, err := assets.Mini()
+			if err != nil {
+				return nil, err
+			}
+			src = engine.FS(fsys, catalog.MiniID)
+		}
+		e, err := engine.Load(ctx, src, engine.Options{Backend: st.Get().Backend})
+		if err != nil {
+			return nil, err
+		}
+		return newEngineModel(e, name, name == miniName), nil
+	})
+}
+
+// envModelName names the model of DARKROOM_MODEL by its folder; a folder named
+// darkroom-mini is a Darkroom Mini build (e.g. exported from a training run).
+func envModelName() string {
+	base := filepath.Base(os.Getenv(modelEnv))
+	if base == catalog.MiniID {
+		return miniName
+	}
+	return base
+}
+
+func hardwareLines(info hw.Info) []string {
+	var lines []string
+	for _, g := range info.GPUs {
+		l := fmt.Sprintf("GPU: %s, %s VRAM (%s free)", g.Name, store.FormatBytes(g.VRAMTotal), store.FormatBytes(g.VRAMFree))
+		if g.Driver != "" {
+			l += ", driver " + g.Driver
+		}
+		lines = append(lines, l)
+	}
+	lines = append(lines, fmt.Sprintf("CPU: %d cores (%s/%s); RAM: %s (%s available)", info.CPUs, info.OS, info.Arch,
+		store.FormatBytes(info.RAMTotal), store.FormatBytes(info.RAMAvailable)))
+	if info.Summary != "" {
+		lines = append(lines, info.Summary)
+	}
+	return lines
+}
+
+// engineModel adapts *engine.Engine to Model.
+type engineModel struct {
+	e        *engine.Engine
+	name     string
+	builtin  bool
+	ends     map[int]bool
+	thinking bool
+}
+
+func newEngineModel(e *engine.Engine, name string, builtin bool) *engineModel {
+	m := &engineModel{e: e, name: name, builtin: builtin, ends: map[int]bool{}}
+	for _, id := range e.Config().EOSTokenIDs {
+		m.ends[id] = true
+	}
+	for _, id := range e.Config().Generation.EOSTokenIDs {
+		m.ends[id] = true
+	}
+	tok := e.Tokenizer()
+	for _, id := range tok.EndOfGeneration() {
+		m.ends[id] = true
+	}
+	if _, ok := tok.ID("<|think|>"); ok && !builtin {
+		m.thinking = true // Darkroom Mini has the token but was never trained to think
+	}
+	return m
+}
+
+func (m *engineModel) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	return m.e.Generate(ctx, req)
+}
+func (m *engineModel) TokenText(id int) string { return m.e.Tokenizer().DecodeToken(id) }
+func (m *engineModel) Decode(ids []int) string { return m.e.Tokenizer().Decode(ids) }
+func (m *engineModel) IsEnd(id int) bool       { return m.ends[id] }
+func (m *engineModel) Close() error            { return m.e.Close() }
+func (m *engineModel) Info() ModelInfo {
+	return ModelInfo{Name: m.name, Builtin: m.builtin, Backend: m.e.Backend(), Thinking: m.thinking,
+		Defaults: m.e.GenerationDefaults()}
+}
+
+// managerLibrary adapts the models manager to Library.
+type managerLibrary struct {
+	m        *models.Manager
+	settings *settings.Store
+	hardware func() hw.Info
+
+	mu        sync.Mutex
+	transfers map[string]*models.Transfer
+	subs      map[int]func(DownloadEvent) // for conversion events, which the manager does not send
+	nextSub   int
+}
+
+func (l *managerLibrary) emit(ev DownloadEvent) {
+	l.mu.Lock()
+	subs := make([]func(DownloadEvent), 0, len(l.subs))
+	for _, f := range l.subs {
+		subs = append(subs, f)
+	}
+	l.mu.Unlock()
+	for _, f := range subs {
+		f(ev)
+	}
+}
+
+func (l *managerLibrary) Entries() ([]LibraryEntry, error) {
+	es, err := l.m.Entries()
+	if err != nil {
+		return nil, err
+	}
+	var info hw.Info
+	if l.hardware != nil {
+		info = l.hardware()
+	}
+	var out []LibraryEntry
+	for _, e := range es {
+		le := LibraryEntry{Name: e.ID, Title: e.Name, Description: e.Description, Repo: e.Repo, License: e.License,
+			Builtin: e.Builtin, Active: e.Active, State: libraryState(e.State)}
+		if e.Local != nil {
+			le.Profile = e.Local.Profile
+		}
+		if e.Progress != nil {
+			le.Progress = downloadEvent(*e.Progress)
+			le.State = le.Progress.State
+		}
+		for _, p := range e.Profiles {
+			le.Profiles = append(le.Profiles, profileFit(e, p, info))
+		}
+		out = append(out, le)
+	}
+	return out, nil
+}
+
+func libraryState(s string) string {
+	switch s {
+	case "built-in":
+		return "built in"
+	case "not downloaded", "":
+		return "available"
+	case "complete", "verified":
+		return "ready"
+	}
+	return s
+}
+
+// profileFit estimates a profile against the first GPU, else the RAM.
+func profileFit(e models.Entry, p quant.Profile, info hw.Info) ProfileFit {
+	pf := ProfileFit{Name: string(p)}
+	if e.Size > 0 && p == quant.BF16Profile {
+		pf.Bytes = e.Size
+	}
+	est, err := models.Estimate(e.ID, p, fit.Runtime{GPU: len(info.GPUs) > 0})
+	if errors.Is(err, assets.ErrMiniNotBuilt) {
+		pf.Verdict, pf.Detail = "unknown", "Not built into this copy of Darkroom yet."
+		return pf
+	}
+	if err != nil {
+		pf.Verdict, pf.Detail = "unknown", err.Error()
+		return pf
+	}
+	budgets := models.Budgets(info)
+	if len(budgets) == 0 {
+		pf.Verdict, pf.Detail = "unknown", "needs "+store.FormatBytes(est.Total)+"; this PC's memory is unknown"
+		return pf
+	}
+	b := budgets[0]
+	pf.Verdict = string(fit.Judge(est.Total, b))
+	var parts []string
+	for _, part := range est.Parts {
+		parts = append(parts, part.Name+" "+store.FormatBytes(part.Bytes))
+	}
+	where := b.Name
+	if b.Kind == "gpu" {
+		where += " VRAM"
+	}
+	pf.Detail = fmt.Sprintf("needs %s (%s) of %s %s at %d tokens of context", store.FormatBytes(est.Total),
+		strings.Join(parts, " + "), store.FormatBytes(b.Bytes), where, est.Context)
+	return pf
+}
+
+func downloadEvent(ev models.Event) DownloadEvent {
+	de := DownloadEvent{Name: ev.Model, State: ev.State, Done: ev.Done, Total: ev.Total, Rate: ev.Rate}
+	if ev.ETA > 0 {
+		de.ETA = ev.ETA
+	}
+	switch ev.State {
+	case "complete":
+		de.State = "done"
+	case "canceled":
+		de.State = "cancelled"
+	case "queued", "file-failed": // one file failed; the others go on
+		de.State = "downloading"
+	}
+	if ev.Err != nil {
+		de.Err = ev.Err.Error()
+	} else if ev.State == "failed" {
+		de.Err = ev.Message
+	}
+	return de
+}
+
+// Start downloads the published weights (bf16); for a smaller profile the
+// download is then converted locally, as `darkroom quantize` does.
+func (l *managerLibrary) Start(name, profile string) error {
+	p := quant.BF16Profile
+	if profile != "" {
+		var err error
+		if p, err = quant.ParseProfile(profile); err != nil {
+			return err
+		}
+	}
+	t, err := l.m.Pull(context.Background(), name, models.PullOptions{})
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if l.transfers == nil {
+		l.transfers = map[string]*models.Transfer{}
+	}
+	l.transfers[name] = t
+	l.mu.Unlock()
+	if p != quant.BF16Profile {
+		go l.convertAfter(t, name, p)
+	}
+	return nil
+}
+
+// convertAfter waits for a download and converts it into profile p.
+func (l *managerLibrary) convertAfter(t *models.Transfer, name string, p quant.Profile) {
+	if err := t.Wait(); err != nil {
+		return // the download's own events report it
+	}
+	l.emit(DownloadEvent{Name: name, State: "converting"})
+	_, _, err := l.m.Quantize(context.Background(), name, models.QuantizeOptions{Profile: p,
+		Progress: func(pr convert.Progress) {
+			l.emit(DownloadEvent{Name: name, State: "converting", Done: pr.InBytes, Total: pr.TotalIn})
+		}})
+	if err != nil {
+		l.emit(DownloadEvent{Name: name, State: "failed", Err: "converting to " + string(p) + ": " + err.Error()})
+		return
+	}
+	l.emit(DownloadEvent{Name: name, State: "done"})
+}
+
+// transferName is the manager's name of a catalog entry's download (its repo).
+func (l *managerLibrary) transferName(name string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t := l.transfers[name]; t != nil {
+		return t.Name()
+	}
+	if e, ok := catalog.Find(name); ok && e.Repo != "" {
+		return e.Repo
+	}
+	return name
+}
+
+func (l *managerLibrary) Pause(name string) error { return l.m.Pause(l.transferName(name)) }
+
+// Resume continues a paused download; after a restart there is no transfer in
+// memory, so it starts one, which continues from the .part files.
+func (l *managerLibrary) Resume(name string) error {
+	if l.m.Transfer(l.transferName(name)) == nil {
+		return l.Start(name, "")
+	}
+	return l.m.Resume(l.transferName(name))
+}
+func (l *managerLibrary) Cancel(name string) error { return l.m.Cancel(l.transferName(name)) }
+func (l *managerLibrary) Delete(name string) error { return l.m.Delete(name) }
+
+// SetActive activates a model, or its local conversion to profile.
+func (l *managerLibrary) SetActive(name, profile string) error {
+	if profile != "" && profile != string(quant.BF16Profile) {
+		es, err := l.m.Entries()
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			if e.ID != name {
+				continue
+			}
+			for _, d := range e.Derived {
+				if d.Profile == profile {
+					return l.m.SetActive(d.Name)
+				}
+			}
+			if !e.Builtin {
+				return fmt.Errorf("%s has no %s version yet: download it with that profile, or run `darkroom quantize --model %s --profile %s`",
+					e.Name, profile, name, profile)
+			}
+		}
+	}
+	return l.m.SetActive(name)
+}
+
+func (l *managerLibrary) ActiveName() string {
+	if os.Getenv(modelEnv) != "" {
+		return envModelName()
+	}
+	a, err := l.m.Active()
+	if err != nil || a == "" || a == catalog.MiniID {
+		return miniName
+	}
+	if e, ok := catalog.Find(a); ok {
+		return e.Name
+	}
+	return a
+}
+
+func (l *managerLibrary) Store() (string, int64, error) {
+	free, err := l.m.FreeSpace()
+	return l.m.StorePath(), free, err
+}
+
+func (l *managerLibrary) Hub() (string, string) {
+	h := l.m.Hub()
+	return h.Token, h.Endpoint
+}
+
+func (l *managerLibrary) SetHub(token, mirror string) error {
+	h := l.m.Hub()
+	if mirror != "" && !strings.HasPrefix(mirror, "https://") && !strings.HasPrefix(mirror, "http://") {
+		return errors.New("the mirror must be an http(s) address, e.g. https://hf-mirror.com")
+	}
+	h.Token = token
+	if mirror != "" {
+		h.Endpoint = strings.TrimRight(mirror, "/")
+	}
+	return l.settings.Update(func(v *settings.Values) { v.HFToken, v.HFMirror = token, mirror })
+}
+
+func (l *managerLibrary) MoveStore(dir string, progress func(done, total int64)) error {
+	err := l.m.MoveStore(context.Background(), dir, func(p store.MoveProgress) { progress(p.Done, p.Total) })
+	if err != nil {
+		return err
+	}
+	return l.settings.Update(func(v *settings.Values) { v.ModelsDir = dir })
+}
+
+func (l *managerLibrary) Subscribe(fn func(DownloadEvent)) func() {
+	l.mu.Lock()
+	if l.subs == nil {
+		l.subs = map[int]func(DownloadEvent){}
+	}
+	id := l.nextSub
+	l.nextSub++
+	l.subs[id] = fn
+	l.mu.Unlock()
+	unsub := l.m.Subscribe(func(ev models.Event) {
+		de := downloadEvent(ev)
+		// The Library card is keyed by catalog ID; the manager names transfers by repo.
+		for _, e := range catalog.Entries() {
+			if e.Repo != "" && e.Repo == ev.Model {
+				de.Name = e.ID
+			}
+		}
+		fn(de)
+	})
+	return func() {
+		unsub()
+		l.mu.Lock()
+		delete(l.subs, id)
+		l.mu.Unlock()
+	}
+}
