@@ -101,7 +101,7 @@ func parseKinds(s string) (map[string]float64, error) {
 	}
 	out := map[string]float64{}
 	for _, part := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(part, "=")
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
 			return nil, fmt.Errorf("kind weight %q: want KIND=WEIGHT", part)
 		}

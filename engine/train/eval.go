@@ -1,0 +1,383 @@
+package train
+
+import (
+	stdctx "context"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/gomlx/gomlx/backends"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+)
+
+// EvalOptions configure Evaluate.
+type EvalOptions struct {
+	ModelDir  string // HF-layout model directory (e.g. assets/mini)
+	CorpusDir string // train.jsonl, heldout.jsonl, words.txt
+	Pages     int    // held-out titles to generate (50)
+	Seed      uint64
+	Backend   string // GoMLX backend for the loss graph and engine.Load
+	// ARTemperature is AR mode's sampling temperature (0 = greedy).
+	ARTemperature float64
+	LossBatches   int // held-out batches for the loss (of 4 pages each)
+	Log           io.Writer
+}
+
+// Sample is one generated page kept in the report.
+type Sample struct {
+	Title string `json:"title"`
+	Text  string `json:"text"`
+}
+
+// ModeReport scores the pages one generation mode produced.
+type ModeReport struct {
+	Pages int `json:"pages"`
+	// PageFormat is the share of pages that parse as HTML with the requested
+	// title as <h1> and at least one paragraph of ≥ 20 words (goal ≥ 0.9).
+	PageFormat    float64 `json:"page_format"`
+	TitleH1       float64 `json:"title_h1"`
+	LongParagraph float64 `json:"long_paragraph"`
+	// KnownWords is the share of generated words that occur in the training corpus (goal ≥ 0.85).
+	KnownWords   float64 `json:"known_words"`
+	LinksPerPage float64 `json:"links_per_page"` // goal ≥ 1
+	Distinct2    float64 `json:"distinct_2"`     // goal ≥ 0.3
+	MeanTokens   float64 `json:"mean_tokens"`
+	MedianMS     float64 `json:"median_ms"`
+	TokensPerS   float64 `json:"tokens_per_s"`
+	// FirstCanvasMedianMS: diffusion mode: the median time to develop and commit the
+	// first 256-token canvas with default sampling (prompt encoding included).
+	FirstCanvasMedianMS float64  `json:"first_canvas_median_ms,omitempty"`
+	MeanSteps           float64  `json:"mean_steps_per_canvas,omitempty"`
+	Samples             []Sample `json:"samples"`
+}
+
+// LossReport is the held-out loss in nats per answer token.
+type LossReport struct {
+	Tokens int `json:"tokens"`
+	// AR is the encoder's next-token loss on held-out page answers.
+	AR float64 `json:"ar_nats_per_token"`
+	// Diffusion is the decoder's loss on the same answer tokens, with t ~ U(ε, 1)
+	// and self-conditioning on half the examples, as in training.
+	Diffusion float64 `json:"diffusion_nats_per_token"`
+	// Unigram is the baseline: the unigram distribution of the training answers.
+	Unigram float64 `json:"unigram_nats_per_token"`
+}
+
+// EvalReport is `darkroom train eval --json`.
+type EvalReport struct {
+	Model     string     `json:"model"`
+	Backend   string     `json:"backend"`
+	Params    int        `json:"params"`
+	Loss      LossReport `json:"heldout_loss"`
+	Diffusion ModeReport `json:"diffusion"`
+	AR        ModeReport `json:"ar"`
+	// CanvasMedianMS is the speed budget figure: median time of a full 256-token
+	// canvas with default sampling on this machine (goal ≤ 2000 ms).
+	CanvasMedianMS float64         `json:"canvas_median_ms"`
+	Goals          map[string]bool `json:"goals"`
+	Settings       map[string]any  `json:"settings"`
+}
+
+// Evaluate scores a trained model: held-out loss against the unigram baseline,
+// then opts.Pages held-out encyclopedia titles generated in diffusion mode
+// (default sampling) and AR mode on the same weights.
+func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error) {
+	if opts.Pages <= 0 {
+		opts.Pages = 50
+	}
+	if opts.LossBatches <= 0 {
+		opts.LossBatches = 8
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	tok, err := tokenizer.Load(opts.ModelDir)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	cfg, err := config.Load(opts.ModelDir)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	trainRecs, err := ReadRecords(filepath.Join(opts.CorpusDir, "train.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	heldRecs, err := ReadRecords(filepath.Join(opts.CorpusDir, "heldout.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	var pages []Record
+	for _, r := range heldRecs {
+		if r.Kind == "page" {
+			pages = append(pages, r)
+		}
+	}
+	if len(pages) == 0 {
+		return nil, fmt.Errorf("eval: no held-out pages in %s", opts.CorpusDir)
+	}
+	known, err := LoadWordSet(filepath.Join(opts.CorpusDir, "words.txt"))
+	if err != nil {
+		// Fall back to the training answers themselves.
+		var texts []string
+		for _, r := range trainRecs {
+			texts = append(texts, r.Answer)
+		}
+		known = WordSetOf(texts)
+	}
+	rep = &EvalReport{Model: opts.ModelDir, Goals: map[string]bool{}, Settings: map[string]any{
+		"pages": opts.Pages, "seed": opts.Seed, "ar_temperature": opts.ARTemperature,
+		"diffusion_sampling": "generation_config.json defaults"}}
+
+	// Held-out loss.
+	trainEx, err := Tokenize(tok, trainRecs)
+	if err != nil {
+		return nil, err
+	}
+	heldEx, err := Tokenize(tok, pages)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(opts.Log, "eval: held-out loss on %d batches…\n", opts.LossBatches)
+	rep.Loss, rep.Params, err = heldoutLoss(opts, cfg, tok, trainEx, heldEx)
+	if err != nil {
+		return nil, err
+	}
+
+	// Generation.
+	eng, err := engine.Load(ctx, engine.Dir(opts.ModelDir), engine.Options{Backend: opts.Backend})
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	defer eng.Close()
+	rep.Backend = eng.Backend()
+	n := min(opts.Pages, len(pages))
+	for _, mode := range []engine.Mode{engine.Diffusion, engine.AR} {
+		var mr ModeReport
+		var words [][]string
+		var times, firsts []float64
+		var tokens, steps, canvases int
+		var known1, total1 int
+		for i := 0; i < n; i++ {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			req := engine.Request{Prompt: pages[i].Prompt, Mode: mode, Seed: opts.Seed + uint64(i)}
+			if mode == engine.AR {
+				req.Sampling.Temperature = opts.ARTemperature
+			}
+			res, err := eng.Generate(ctx, req)
+			if err != nil {
+				return nil, fmt.Errorf("eval: %s %q: %w", mode, pages[i].Title, err)
+			}
+			pc := CheckPage(res.Text, pages[i].Title)
+			if pc.Parses && pc.Structured {
+				mr.PageFormat++
+			}
+			if pc.TitleH1 {
+				mr.TitleH1++
+			}
+			if pc.LongPara {
+				mr.LongParagraph++
+			}
+			mr.LinksPerPage += float64(pc.Links)
+			words = append(words, pc.Words)
+			for _, w := range pc.Words {
+				total1++
+				if known[w] {
+					known1++
+				}
+			}
+			tokens += len(res.Tokens)
+			times = append(times, res.ElapsedMS)
+			firsts = append(firsts, res.FirstCanvasMS)
+			for _, c := range res.Canvases {
+				steps += c.Steps
+				canvases++
+			}
+			if i < 3 {
+				mr.Samples = append(mr.Samples, Sample{Title: pages[i].Title, Text: res.Text})
+			}
+			fmt.Fprintf(opts.Log, "eval %s %d/%d %q: %d tokens in %.0f ms, format %v, %d links\n",
+				mode, i+1, n, pages[i].Title, len(res.Tokens), res.ElapsedMS, pc.Structured, pc.Links)
+		}
+		f := float64(n)
+		mr.Pages = n
+		mr.PageFormat /= f
+		mr.TitleH1 /= f
+		mr.LongParagraph /= f
+		mr.LinksPerPage /= f
+		if total1 > 0 {
+			mr.KnownWords = float64(known1) / float64(total1)
+		}
+		mr.Distinct2 = Distinct2(words)
+		mr.MeanTokens = float64(tokens) / f
+		mr.MedianMS = median(times)
+		if s := sum(times); s > 0 {
+			mr.TokensPerS = float64(tokens) / (s / 1000)
+		}
+		if mode == engine.Diffusion {
+			mr.FirstCanvasMedianMS = median(firsts)
+			if canvases > 0 {
+				mr.MeanSteps = float64(steps) / float64(canvases)
+			}
+			rep.Diffusion = mr
+		} else {
+			rep.AR = mr
+		}
+	}
+	// The speed budget: full 256-token canvases (no early EOS) with default sampling.
+	rep.CanvasMedianMS, err = canvasSpeed(ctx, eng, pages[:min(5, len(pages))], opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	d := rep.Diffusion
+	rep.Goals["diffusion_page_format_ge_0.9"] = d.PageFormat >= 0.9
+	rep.Goals["diffusion_known_words_ge_0.85"] = d.KnownWords >= 0.85
+	rep.Goals["diffusion_links_per_page_ge_1"] = d.LinksPerPage >= 1
+	rep.Goals["diffusion_distinct2_ge_0.3"] = d.Distinct2 >= 0.3
+	rep.Goals["heldout_loss_below_unigram"] = rep.Loss.AR < rep.Loss.Unigram
+	rep.Goals["canvas_median_le_2s"] = rep.CanvasMedianMS > 0 && rep.CanvasMedianMS <= 2000
+	return rep, nil
+}
+
+// canvasSpeed times full canvases: the first canvas of a request whose EOS is
+// ignored, i.e. the time to develop 256 positions with default sampling. It
+// uses PromptIDs of the page prompts and reports the median first-canvas time.
+func canvasSpeed(ctx stdctx.Context, eng *engine.Engine, pages []Record, seed uint64) (float64, error) {
+	var ms []float64
+	for i, p := range pages {
+		res, err := eng.Generate(ctx, engine.Request{Prompt: p.Prompt, Mode: engine.Diffusion, Seed: seed + 1000 + uint64(i)})
+		if err != nil {
+			return 0, fmt.Errorf("eval: canvas speed: %w", err)
+		}
+		ms = append(ms, res.FirstCanvasMS)
+	}
+	return median(ms), nil
+}
+
+// heldoutLoss evaluates the objective's per-token losses on held-out page
+// answers and the unigram baseline on the same tokens.
+func heldoutLoss(opts EvalOptions, cfg *config.Model, tok *tokenizer.Tokenizer, trainEx, heldEx []Example) (LossReport, int, error) {
+	var lr LossReport
+	be, err := backends.NewWithConfig(evalBackend(opts.Backend))
+	if err != nil {
+		return lr, 0, fmt.Errorf("eval: backend: %w", err)
+	}
+	set, err := weights.Load(opts.ModelDir, cfg)
+	if err != nil {
+		return lr, 0, fmt.Errorf("eval: %w", err)
+	}
+	ctx := context.New()
+	if err := model.LoadTensors(ctx, set.Tensors); err != nil {
+		return lr, 0, fmt.Errorf("eval: %w", err)
+	}
+	params := 0
+	for _, t := range set.Tensors {
+		params += t.Shape().Size()
+	}
+	const batch = 4
+	plan, err := NewBatches(heldEx, []int{48, 128, 256}, cfg.CanvasLength, batch, opts.Seed+17)
+	if err != nil {
+		return lr, 0, err
+	}
+	nc := NoiseConfig{Vocab: cfg.Text.VocabSize, Eps: 1e-3, SelfCondP: 0.5}
+	exec, err := context.NewExec(be, ctx, func(ctx *context.Context, in []*Node) []*Node {
+		net := newModelNet(ctx, cfg)
+		return tokenLosses(net, in[0], in[1], in[2], in[3], in[4], in[5], SelfCondRows(0.5, in[0].Shape().Dimensions[0]))
+	})
+	if err != nil {
+		return lr, 0, fmt.Errorf("eval: %w", err)
+	}
+	var arSum, diffSum float64
+	var arN, diffN int
+	var targets [][]int
+	for step := 0; step < opts.LossBatches; step++ {
+		pb, _ := plan.At(step)
+		b := buildBatch(heldEx, pb, cfg.CanvasLength, tok.EOS(), tok.Pad(), nc, opts.Seed+17, step)
+		out, err := exec.Exec(b.inputs()...)
+		if err != nil {
+			return lr, 0, fmt.Errorf("eval: %w", err)
+		}
+		arCE := tensors.MustCopyFlatData[float32](out[0])   // [B, T-1]
+		diffCE := tensors.MustCopyFlatData[float32](out[1]) // [B, C]
+		t := b.P + b.C
+		for r, it := range pb.Items {
+			ex := heldEx[it.Example]
+			// Answer tokens of this canvas: positions P .. P+n-1 of the encoder input,
+			// predicted from position j-1 (AR) and denoised at canvas index j-P.
+			n := min(len(ex.Answer)-it.Canvas*b.C, b.C)
+			var tg []int
+			for j := 0; j < n; j++ {
+				arSum += float64(arCE[r*(t-1)+b.P+j-1])
+				diffSum += float64(diffCE[r*b.C+j])
+				tg = append(tg, ex.Answer[it.Canvas*b.C+j])
+			}
+			arN += n
+			diffN += n
+			targets = append(targets, tg)
+		}
+	}
+	var trainAnswers [][]int
+	for _, e := range trainEx {
+		trainAnswers = append(trainAnswers, e.Answer)
+	}
+	lr.Tokens = arN
+	lr.AR = arSum / float64(max(arN, 1))
+	lr.Diffusion = diffSum / float64(max(diffN, 1))
+	lr.Unigram = UnigramCE(trainAnswers, targets, cfg.Text.VocabSize)
+	return lr, params, nil
+}
+
+// tokenLosses is Objective's per-token form: the AR CE at every encoder position
+// [B, T-1] and the diffusion CE at every canvas position [B, C].
+func tokenLosses(net Net, tokens, positions, valid, prefixValid, noisy, decPos *Node, selfCondRows int) []*Node {
+	t := tokens.Shape().Dimensions[1]
+	c := noisy.Shape().Dimensions[1]
+	hidden, kv := net.Encode(tokens, positions, valid)
+	arCE := tokenCE(net.Logits(Slice(hidden, AxisRange(), AxisRange(0, t-1))), Slice(tokens, AxisRange(), AxisRange(1, t)))
+	soft := selfConditioning(net, noisy, decPos, kv, prefixValid, selfCondRows)
+	logits2 := net.Logits(net.Decode(noisy, decPos, soft, kv, prefixValid))
+	diffCE := tokenCE(logits2, Slice(tokens, AxisRange(), AxisRange(t-c, t)))
+	return []*Node{arCE, diffCE}
+}
+
+func evalBackend(b string) string {
+	if b == "" || b == "go" {
+		return "go:ops_sequential"
+	}
+	return b
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func sum(v []float64) float64 {
+	t := 0.0
+	for _, x := range v {
+		t += x
+	}
+	return t
+}
+
+var _ = time.Second

@@ -1,0 +1,45 @@
+package train
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+)
+
+// initParams creates the model's variables in scope "dg" (contracts.md: one
+// variable per canonical name, shapes from weights.Specs) in f32, initialized as
+// the spec says (ones for norms and scales, N(0, 1/fan_in) for projections) from
+// a seeded RNG. Buffers (the layer scalars) are created non-trainable, as in HF.
+func initParams(ctx *context.Context, cfg *config.Model, seed uint64) (err error) {
+	defer recoverErr(&err, "init params")
+	rng := rand.New(rand.NewPCG(seed, 0x5DEECE66D))
+	scope := ctx.In(model.Scope).Checked(false)
+	for _, s := range weights.Specs(cfg) {
+		n := 1
+		for _, d := range s.Shape {
+			n *= d
+		}
+		data := make([]float32, n)
+		switch s.Init {
+		case weights.InitOnes:
+			for i := range data {
+				data[i] = 1
+			}
+		case weights.InitNormal:
+			for i := range data {
+				data[i] = float32(rng.NormFloat64() * s.Std)
+			}
+		default:
+			return fmt.Errorf("init params: %s: unknown init kind %d", s.Name, s.Init)
+		}
+		v := scope.VariableWithValue(s.Name, tensors.FromFlatDataAndDimensions(data, s.Shape...))
+		v.SetTrainable(!s.Buffer)
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package train
+
+import (
+	"bufio"
+	"math"
+	"os"
+	"strings"
+	"unicode"
+
+	"golang.org/x/net/html"
+)
+
+// PageCheck is what the eval measures on one generated encyclopedia page.
+type PageCheck struct {
+	Parses     bool // golang.org/x/net/html builds a tree with an <h1>
+	TitleH1    bool // the first <h1>'s text is the requested title
+	LongPara   bool // at least one <p> of ≥ 20 words
+	Links      int  // <a href> elements
+	Words      []string
+	Structured bool // TitleH1 && LongPara
+}
+
+// CheckPage parses generated page HTML and checks it against the page format.
+func CheckPage(page, title string) PageCheck {
+	var pc PageCheck
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		return pc
+	}
+	pc.Parses = true
+	var h1 *html.Node
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			switch n.Data {
+			case "h1":
+				if h1 == nil {
+					h1 = n
+				}
+			case "p":
+				if len(Words(textOf(n))) >= 20 {
+					pc.LongPara = true
+				}
+			case "a":
+				for _, a := range n.Attr {
+					if a.Key == "href" && a.Val != "" {
+						pc.Links++
+						break
+					}
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if h1 != nil {
+		pc.TitleH1 = normalizeTitle(textOf(h1)) == normalizeTitle(title)
+	}
+	pc.Words = Words(textOf(doc))
+	pc.Structured = pc.TitleH1 && pc.LongPara
+	return pc
+}
+
+func normalizeTitle(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+
+// textOf concatenates the text nodes under n, separating elements by spaces.
+func textOf(n *html.Node) string {
+	var b strings.Builder
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		if n.Type == html.ElementNode {
+			b.WriteByte(' ')
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return b.String()
+}
+
+// Words splits text into lower-case words: maximal runs of letters and digits
+// (an inner apostrophe or hyphen joins, e.g. "don't", "built-in").
+func Words(s string) []string {
+	var out []string
+	var cur []rune
+	rs := []rune(s)
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	for i, r := range rs {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			cur = append(cur, r)
+		case (r == '\'' || r == '-') && len(cur) > 0 && i+1 < len(rs) && (unicode.IsLetter(rs[i+1]) || unicode.IsDigit(rs[i+1])):
+			cur = append(cur, r)
+		default:
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// LoadWordSet reads a word list (one word per line, e.g. the corpus's
+// words.txt), normalizing each line with Words.
+func LoadWordSet(path string) (map[string]bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	set := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		for _, w := range Words(sc.Text()) {
+			set[w] = true
+		}
+	}
+	return set, sc.Err()
+}
+
+// WordSetOf collects the words of texts.
+func WordSetOf(texts []string) map[string]bool {
+	set := map[string]bool{}
+	for _, t := range texts {
+		for _, w := range Words(t) {
+			set[w] = true
+		}
+	}
+	return set
+}
+
+// KnownShare is the share of words found in known (NaN for no words).
+func KnownShare(words []string, known map[string]bool) float64 {
+	if len(words) == 0 {
+		return math.NaN()
+	}
+	n := 0
+	for _, w := range words {
+		if known[w] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(words))
+}
+
+// Distinct2 is the number of distinct word bigrams over the total number of
+// bigrams, pooled over all texts (the usual corpus-level distinct-2).
+func Distinct2(texts [][]string) float64 {
+	seen := map[[2]string]bool{}
+	total := 0
+	for _, ws := range texts {
+		for i := 1; i < len(ws); i++ {
+			seen[[2]string{ws[i-1], ws[i]}] = true
+			total++
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(len(seen)) / float64(total)
+}
+
+// UnigramCE is the cross-entropy (nats/token) of targets under the unigram
+// distribution of train, with add-½ smoothing over a vocabulary of size v: the
+// baseline a model must beat.
+func UnigramCE(train [][]int, targets [][]int, v int) float64 {
+	counts := make([]float64, v)
+	total := 0.0
+	for _, seq := range train {
+		for _, t := range seq {
+			if t >= 0 && t < v {
+				counts[t]++
+				total++
+			}
+		}
+	}
+	denom := total + 0.5*float64(v)
+	sum, n := 0.0, 0
+	for _, seq := range targets {
+		for _, t := range seq {
+			if t >= 0 && t < v {
+				sum -= math.Log((counts[t] + 0.5) / denom)
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
+}

@@ -1,0 +1,54 @@
+package train
+
+import (
+	"github.com/darkroomlabs/darkroom/engine/config"
+)
+
+// MiniSize is the shape of a Darkroom Mini configuration.
+type MiniSize struct {
+	Hidden, Layers, Heads, HeadDim, GlobalHeadDim int
+	KVHeads, GlobalKVHeads                        int
+	Intermediate, MoEIntermediate                 int
+	Experts, TopK, Window                         int
+}
+
+// DefaultMiniSize is Darkroom Mini as shipped: sized from the trainer's measured
+// throughput on a 2-core machine with the pure-Go backend (see the recipe in
+// assets/training) and the 2 s/canvas inference budget.
+var DefaultMiniSize = MiniSize{Hidden: 64, Layers: 3, Heads: 2, HeadDim: 32, GlobalHeadDim: 64,
+	KVHeads: 1, GlobalKVHeads: 1, Intermediate: 128, MoEIntermediate: 64, Experts: 8, TopK: 2, Window: 128}
+
+// MiniConfig returns the Darkroom Mini architecture for a tokenizer with the
+// given vocabulary size and end-of-generation ids: the exact DiffusionGemma
+// layout at a small size — sliding layers then one full (K=V, proportional
+// partial RoPE) last layer, a routed MoE next to the dense shared MLP in every
+// layer, self-conditioning, canvas 256.
+func MiniConfig(s MiniSize, vocab int, eosIDs []int, pad, eos, bos int) *config.Model {
+	types := make([]config.LayerType, s.Layers)
+	for i := range types {
+		types[i] = config.SlidingAttention
+	}
+	types[s.Layers-1] = config.FullAttention
+	m := &config.Model{
+		Architectures: []string{"DiffusionGemmaForBlockDiffusion"},
+		ModelType:     "diffusion_gemma",
+		CanvasLength:  256,
+		EOSTokenIDs:   eosIDs,
+		DType:         "float32",
+		Text: config.Text{
+			VocabSize: vocab, HiddenSize: s.Hidden, IntermediateSize: s.Intermediate,
+			MoEIntermediateSize: s.MoEIntermediate, NumExperts: s.Experts, TopKExperts: s.TopK,
+			NumHiddenLayers: s.Layers, NumAttentionHeads: s.Heads, NumKeyValueHeads: s.KVHeads,
+			NumGlobalKVHeads: s.GlobalKVHeads, HeadDim: s.HeadDim, GlobalHeadDim: s.GlobalHeadDim,
+			LayerTypes: types, SlidingWindow: s.Window, MaxPositionEmbeddings: 8192, RMSNormEps: 1e-6,
+			HiddenActivation: "gelu_pytorch_tanh", FinalLogitSoftcapping: 30,
+			PadTokenID: pad, EOSTokenID: eos, BOSTokenID: bos,
+		},
+		Generation: config.DefaultGeneration(),
+	}
+	m.Text.RopeParameters.Sliding = config.Rope{Type: "default", Theta: 10000}
+	m.Text.RopeParameters.Full = config.Rope{Type: "proportional", Theta: 1e6, PartialRotaryFactor: 0.25}
+	m.Generation.EOSTokenIDs = eosIDs
+	m.Generation.PadTokenID = pad
+	return m
+}
