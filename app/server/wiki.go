@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -157,14 +158,14 @@ func (s *Server) handlePageEvents(w http.ResponseWriter, r *http.Request) {
 	ctx, end := s.beginPage(r.Context())
 	defer end()
 
-	dev := &developer{vocab: s.vocab}
+	dev := develop.New(s.vocab, nil)
 	box := newMailbox[pageEvent]()
 	req := engine.Request{Prompt: assets.EncyclopediaPrompt(title), Mode: s.opts.Mode, Seed: s.opts.Seed,
 		Sampling: s.opts.Sampling, OnEvent: func(ev engine.Event) {
 			if ev.Kind == engine.EventDone {
 				return // the result below is the final word
 			}
-			box.put(pageEvent{HTML: dev.text(ev), Status: stepStatus(ev), Canvas: ev.Canvas, Step: ev.Step})
+			box.put(pageEvent{HTML: dev.Text(ev), Status: stepStatus(ev), Canvas: ev.Canvas, Step: ev.Step})
 		}}
 	type outcome struct {
 		res *engine.Result
@@ -265,58 +266,6 @@ func doneStatus(res *engine.Result) string {
 	}
 	return fmt.Sprintf("%s · %d tokens in %d steps · %d forward passes · %.2f s · %.1f tokens/s",
 		state, len(res.Tokens), steps, res.ForwardPasses, res.Elapsed.Seconds(), res.TokensPerS)
-}
-
-// developer builds the text of a page as it develops: the committed text, then
-// the current canvas with the positions accepted so far as their tokens' text
-// and the rest as noise runes about as wide as the token they stand for. It must
-// see every event (it accumulates the accepted positions); it is cheap.
-type developer struct {
-	vocab     Vocabulary
-	committed string
-	canvas    int
-	accepted  []bool
-	frame     uint32
-}
-
-func (d *developer) text(ev engine.Event) string {
-	switch ev.Kind {
-	case engine.EventStep:
-	default:
-		d.committed, d.accepted, d.canvas = ev.Text, nil, ev.Canvas+1
-		return ev.Text
-	}
-	if d.vocab == nil {
-		return ev.Text // the argmax draft
-	}
-	if ev.Canvas != d.canvas || len(d.accepted) != len(ev.Draft) {
-		d.canvas, d.accepted = ev.Canvas, make([]bool, len(ev.Draft))
-	}
-	d.frame++
-	var b strings.Builder
-	b.WriteString(d.committed)
-	for i, id := range ev.Draft {
-		if i < len(ev.Accepted) && ev.Accepted[i] {
-			d.accepted[i] = true
-		}
-		if d.accepted[i] {
-			if d.vocab.IsEnd(id) {
-				break // the page ends here
-			}
-			b.WriteString(d.vocab.TokenText(id))
-			continue
-		}
-		w := utf8.RuneCountInString(d.vocab.TokenText(id))
-		if i < len(ev.Argmax) {
-			if d.vocab.IsEnd(ev.Argmax[i]) {
-				w = 1
-			} else {
-				w = (w + utf8.RuneCountInString(d.vocab.TokenText(ev.Argmax[i])) + 1) / 2
-			}
-		}
-		b.WriteString(htmlsafe.NoiseText(min(max(w, 1), 8), d.frame*1000003+uint32(i)))
-	}
-	return b.String()
 }
 
 // renderHTML turns model text (possibly holding noise runes) into the HTML the

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -256,9 +257,9 @@ func (v vocab) IsEnd(id int) bool       { return id == 1 }
 
 func TestDeveloperNoise(t *testing.T) {
 	v := vocab{1: "<eos>", 10: "<h1>", 11: "Unix", 12: "</h1>", 13: "<p>", 14: "kernel", 15: "</p>", 20: "zzzz", 21: "<a href=\"/wiki/X\">"}
-	d := &developer{vocab: v}
+	d := develop.New(v, nil)
 	// Step 1: positions 0 and 2 accepted; 1 and 3 are noise.
-	text := d.text(engine.Event{Kind: engine.EventStep, Draft: []int{10, 20, 12, 20}, Accepted: []bool{true, false, true, false},
+	text := d.Text(engine.Event{Kind: engine.EventStep, Draft: []int{10, 20, 12, 20}, Accepted: []bool{true, false, true, false},
 		Argmax: []int{10, 11, 12, 13}})
 	if !strings.HasPrefix(text, "<h1>") || !strings.Contains(text, "</h1>") || !strings.ContainsFunc(text, htmlsafe.IsNoise) {
 		t.Fatalf("step 1 text %q", text)
@@ -268,13 +269,13 @@ func TestDeveloperNoise(t *testing.T) {
 		t.Errorf("step 1 html %q", html)
 	}
 	// Step 2: the accepted positions stay text; an accepted end token ends the page.
-	text = d.text(engine.Event{Kind: engine.EventStep, Draft: []int{10, 11, 12, 1}, Accepted: []bool{false, true, false, true},
+	text = d.Text(engine.Event{Kind: engine.EventStep, Draft: []int{10, 11, 12, 1}, Accepted: []bool{false, true, false, true},
 		Argmax: []int{10, 11, 12, 1}})
 	if text != "<h1>Unix</h1>" {
 		t.Errorf("step 2 text %q", text)
 	}
 	// A commit replaces the draft with the committed text.
-	if text = d.text(engine.Event{Kind: engine.EventCommit, Text: "<h1>Unix</h1>"}); text != "<h1>Unix</h1>" {
+	if text = d.Text(engine.Event{Kind: engine.EventCommit, Text: "<h1>Unix</h1>"}); text != "<h1>Unix</h1>" {
 		t.Errorf("commit text %q", text)
 	}
 	// Noise inside an attribute is dropped, never turned into markup there.

@@ -3,15 +3,12 @@ package ui
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 
-	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
@@ -157,67 +154,6 @@ func (t *throttle) Close() {
 	t.mu.Unlock()
 	close(t.kick)
 	<-t.stopped
-}
-
-// developer builds the text of a page as it develops, step by step.
-type developer struct {
-	model      Model
-	committed  string // text of the canvases committed so far
-	nCommitted int    // tokens in committed
-	canvas     int
-	accepted   []bool // positions of the current canvas accepted so far
-	frame      uint32
-}
-
-// Text returns the draft after ev: committed text, then the current canvas with
-// accepted positions as their tokens' text and the rest as noise runes of about
-// the width of the token they stand for.
-func (d *developer) Text(ev engine.Event) string {
-	switch ev.Kind {
-	case engine.EventCommit, engine.EventDone, engine.EventToken:
-		d.committed, d.nCommitted = ev.Text, len(ev.Committed)
-		d.accepted = nil
-		d.canvas = ev.Canvas + 1
-		return ev.Text
-	case engine.EventStep:
-	default:
-		return d.committed
-	}
-	// Events are coalesced, so the commit event of an earlier canvas may never
-	// have been seen: every step carries the committed tokens.
-	if len(ev.Committed) != d.nCommitted {
-		d.committed, d.nCommitted = d.model.Decode(ev.Committed), len(ev.Committed)
-	}
-	if ev.Canvas != d.canvas || len(d.accepted) != len(ev.Draft) {
-		d.canvas = ev.Canvas
-		d.accepted = make([]bool, len(ev.Draft))
-	}
-	d.frame++
-	var b strings.Builder
-	b.WriteString(d.committed)
-	for i, id := range ev.Draft {
-		if i < len(ev.Accepted) && ev.Accepted[i] {
-			d.accepted[i] = true
-		}
-		if d.accepted[i] {
-			if d.model.IsEnd(id) {
-				break // the page ends here
-			}
-			b.WriteString(d.model.TokenText(id))
-			continue
-		}
-		w := utf8.RuneCountInString(d.model.TokenText(id))
-		if i < len(ev.Argmax) {
-			if d.model.IsEnd(ev.Argmax[i]) {
-				w = 1
-			} else {
-				w = (w + utf8.RuneCountInString(d.model.TokenText(ev.Argmax[i])) + 1) / 2
-			}
-		}
-		w = min(max(w, 1), 8)
-		b.WriteString(htmlsafe.NoiseText(w, d.frame*1000003+uint32(i)))
-	}
-	return b.String()
 }
 
 // stepStatus is the status line of a developing generation.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/engine"
 )
@@ -32,7 +33,7 @@ func TestThrottleCoalescesAndKeepsTheLast(t *testing.T) {
 
 func TestDeveloperDrawsUndecidedPositionsAsNoise(t *testing.T) {
 	m := &fakeModel{}
-	d := &developer{model: m}
+	d := develop.New(m, m.Decode)
 	tok := func(s string) []int {
 		var ids []int
 		for _, r := range s {

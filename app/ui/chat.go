@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -347,15 +348,15 @@ func (c *Chat) answer() {
 			return
 		}
 		onUI(c.updateThinking)
-		dev := &developer{model: m}
+		dev := develop.New(m, m.Decode)
 		th := newThrottle(frameInterval, func(ev engine.Event) {
 			text := dev.Text(ev)
-			committed := dev.committed
+			committed := dev.Committed()
 			live := ""
 			if ev.Kind == engine.EventStep {
 				live = htmlsafe.ShowNoise(strings.TrimPrefix(text, committed))
 			}
-			st := stepStatus(ev, len(ev.Committed)+countTrue(dev.accepted))
+			st := stepStatus(ev, len(ev.Committed)+dev.Accepted())
 			onUI(func() {
 				if !current() {
 					return

@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
 	"github.com/darkroomlabs/darkroom/assets"
@@ -261,10 +262,10 @@ func (a *App) developPage(ctx context.Context, current func() bool, req engine.R
 	}
 	req.Sampling = a.sampling()
 	req.Seed = a.seed()
-	dev := &developer{model: m}
+	dev := develop.New(m, m.Decode)
 	th := newThrottle(frameInterval, func(ev engine.Event) {
 		doc := htmlsafe.Parse(dev.Text(ev))
-		st := stepStatus(ev, len(ev.Committed)+countTrue(dev.accepted))
+		st := stepStatus(ev, len(ev.Committed)+dev.Accepted())
 		onUI(func() {
 			if current() {
 				view.SetDoc(doc)
@@ -279,16 +280,6 @@ func (a *App) developPage(ctx context.Context, current func() bool, req engine.R
 	res, err := m.Generate(ctx, req)
 	th.Close()
 	return res, err
-}
-
-func countTrue(b []bool) int {
-	n := 0
-	for _, x := range b {
-		if x {
-			n++
-		}
-	}
-	return n
 }
 
 func setEnabled(w fyne.Disableable, on bool) {

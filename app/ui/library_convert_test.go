@@ -62,7 +62,11 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 	l := a.Library
 	card := func() *libraryCard {
 		var c *libraryCard
-		fyne.DoAndWait(func() { c = l.byName[catalog.DiffusionGemmaID] })
+		fyne.DoAndWait(func() { // under uiMu: rebuilding the list writes byName
+			uiMu.Lock()
+			defer uiMu.Unlock()
+			c = l.byName[catalog.DiffusionGemmaID]
+		})
 		return c
 	}
 	state := func() string {

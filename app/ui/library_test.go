@@ -66,9 +66,23 @@ func TestLibraryDownloadPauseResume(t *testing.T) {
 	unsub := lib.Subscribe(func(ev DownloadEvent) { t.Logf("event %s %s %d/%d %s", ev.Name, ev.State, ev.Done, ev.Total, ev.Err) })
 	defer unsub()
 
+	// card is the DiffusionGemma card; the list may be rebuilt while a download
+	// reports progress, so give a rebuild a moment before reporting none.
 	card := func() *libraryCard {
 		var c *libraryCard
-		fyne.DoAndWait(func() { c = l.byName[catalog.DiffusionGemmaID] })
+		for range 100 {
+			// Under uiMu like every onUI callback: the test driver runs those inline on
+			// other goroutines, and rebuilding the list writes byName.
+			fyne.DoAndWait(func() {
+				uiMu.Lock()
+				defer uiMu.Unlock()
+				c = l.byName[catalog.DiffusionGemmaID]
+			})
+			if c != nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		return c
 	}
 	waitFor(t, "the catalog", func() bool { return card() != nil && len(l.cards.Objects) >= 2 })
@@ -83,7 +97,10 @@ func TestLibraryDownloadPauseResume(t *testing.T) {
 		return ""
 	}
 	tapButton(t, card().buttons, "Download")
-	waitFor(t, "bytes to arrive", func() bool { return state() == "downloading" && card().entry.Progress.Done > 100<<10 })
+	waitFor(t, "bytes to arrive", func() bool {
+		c := card() // the card can be rebuilt between two looks: read it once
+		return c != nil && c.entry.State == "downloading" && c.entry.Progress.Done > 100<<10
+	})
 	if !strings.Contains(card().progLbl.Text, "MB of 3.1 MB") && !strings.Contains(card().progLbl.Text, "kB of 3.1 MB") {
 		t.Errorf("progress %q", card().progLbl.Text)
 	}

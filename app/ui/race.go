@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
 	"github.com/darkroomlabs/darkroom/assets"
@@ -117,10 +118,10 @@ func (r *Race) Start() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				dev := &developer{model: models[i]}
+				dev := develop.New(models[i], models[i].Decode)
 				th := newThrottle(frameInterval, func(ev engine.Event) {
 					doc := htmlsafe.Parse(dev.Text(ev))
-					st := raceStats(ev, len(ev.Committed)+countTrue(dev.accepted))
+					st := raceStats(ev, len(ev.Committed)+dev.Accepted())
 					onUI(func() {
 						if current() {
 							p.view.SetDoc(doc)
