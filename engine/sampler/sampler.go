@@ -22,6 +22,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/darkroomlabs/darkroom/engine/model/gemm"
 )
 
 // Params are the sampler's knobs (generation_config.json names in comments).
@@ -77,7 +79,7 @@ type Position struct {
 func Tempered(logits []float32, vocab int, temperature float64, u []float64) []Position {
 	c := len(logits) / vocab
 	out := make([]Position, c)
-	work := func(lo, hi int, buf []float64) {
+	work := func(lo, hi int, buf []float32) {
 		for i := lo; i < hi; i++ {
 			out[i] = tempered(logits[i*vocab:(i+1)*vocab], temperature, u[i], buf)
 		}
@@ -87,7 +89,7 @@ func Tempered(logits []float32, vocab int, temperature float64, u []float64) []P
 		workers = c
 	}
 	if workers <= 1 || len(logits) < 1<<16 {
-		work(0, c, make([]float64, vocab))
+		work(0, c, make([]float32, vocab))
 		return out
 	}
 	var wg sync.WaitGroup
@@ -97,18 +99,24 @@ func Tempered(logits []float32, vocab int, temperature float64, u []float64) []P
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			work(lo, hi, make([]float64, vocab))
+			work(lo, hi, make([]float32, vocab))
 		}()
 	}
 	wg.Wait()
 	return out
 }
 
+// expUnderflow: gemm.ExpShift returns at least ~1.2e-38 for arguments below −87.3
+// (it clamps); anything that small is an exact zero of the softmax in float64.
+const expUnderflow = 1e-37
+
 // tempered handles one position; buf has len(row) scratch entries.
 //
 // With z = row/T, m = max z, e_j = exp(z_j − m), s = Σ e_j:
 // p_j = e_j/s and H = −Σ p_j log p_j = log s − Σ e_j (z_j − m) / s.
-func tempered(row []float32, temperature float64, u float64, buf []float64) Position {
+// The exponentials are float32 (engine/model/gemm's vectorised expf, relative
+// error ~2e-7); the sums that decide entropy and the sample are float64.
+func tempered(row []float32, temperature float64, u float64, buf []float32) Position {
 	am := 0
 	for j, x := range row {
 		if x > row[am] { // strict: ties keep the lowest id
@@ -116,14 +124,16 @@ func tempered(row []float32, temperature float64, u float64, buf []float64) Posi
 		}
 	}
 	inv := 1 / temperature
-	m := float64(row[am]) * inv
+	gemm.ExpShift(buf[:len(row)], row, row[am], float32(inv))
+	m := float64(row[am])
 	var s, ez float64
 	for j, x := range row {
-		d := float64(x)*inv - m
-		e := math.Exp(d)
-		buf[j] = e
+		e := float64(buf[j])
+		if buf[j] < expUnderflow { // expf clamps far-negative arguments to ~1e-38: that is 0
+			buf[j], e = 0, 0
+		}
 		s += e
-		ez += e * d
+		ez += e * (float64(x) - m) * inv
 	}
 	h := math.Log(s) - ez/s
 	if h < 0 { // rounding on a one-hot row
@@ -133,7 +143,7 @@ func tempered(row []float32, temperature float64, u float64, buf []float64) Posi
 	sampled := -1
 	var acc float64
 	for j, e := range buf[:len(row)] {
-		acc += e
+		acc += float64(e)
 		if acc > target {
 			sampled = j
 			break
@@ -272,7 +282,7 @@ type Sampler struct {
 	vocab   int
 	rng     *rand.Rand
 	stopper *Stopper
-	buf     []float64 // Token's scratch row
+	buf     []float32 // Token's scratch row
 }
 
 // New returns a Sampler over a vocabulary of vocab ids, seeded with seed.
@@ -349,7 +359,7 @@ func (s *Sampler) Token(logits []float32, temperature float64) int {
 	}
 	u := s.rng.Float64()
 	if len(s.buf) < len(logits) {
-		s.buf = make([]float64, len(logits))
+		s.buf = make([]float32, len(logits))
 	}
 	return tempered(logits, temperature, u, s.buf).Sampled
 }
