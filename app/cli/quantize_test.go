@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+	"github.com/darkroomlabs/darkroom/engine/enginetest"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models"
 )
@@ -52,22 +52,8 @@ func TestQuantizeCompareCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model")
 	}
-	dir := filepath.Join(t.TempDir(), "tiny")
-	tr, err := tokenizer.Train(tokenizer.Slice([]string{"<h1>Unix</h1>\n<p>Unix is an operating system.</p>",
-		"Write the Darkroom encyclopedia page for: compiler"}), tokenizer.TrainOptions{VocabSize: 300})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Tiny()
-	cfg.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
-	cfg.Generation.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
-	cfg.Generation.MaxDenoisingSteps = 3
-	if err := weights.Save(weights.Random(cfg, 2), cfg, dir, weights.SaveOptions{DType: "bf16"}); err != nil {
-		t.Fatal(err)
-	}
+	dir := enginetest.WriteTinyModel(t, enginetest.Options{MaxSteps: 3, Seed: 2,
+		Save: weights.SaveOptions{DType: "bf16"}})
 	code, out, errOut := runLibCLI("quantize", "--compare", "--model", dir, "--n", "2", "--steps", "2",
 		"--max-new-tokens", "8", "--backend", "go", "--json", "--models-dir", t.TempDir())
 	if code != 0 {

@@ -6,34 +6,15 @@ import (
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/engine"
-	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/enginetest"
 	"github.com/darkroomlabs/darkroom/engine/quant"
-	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 )
 
-// tinyModel writes a random-weight config.Tiny checkpoint with a small tokenizer.
+// tinyModel writes a random-weight config.Tiny checkpoint (bf16) with a small tokenizer.
 func tinyModel(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tiny")
-	tr, err := tokenizer.Train(tokenizer.Slice([]string{
-		"<h1>Unix</h1>\n<p>Unix is an operating system.</p>",
-		"The operating system runs programs. The kernel is part of the operating system.",
-	}), tokenizer.TrainOptions{VocabSize: 300})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Tiny()
-	cfg.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
-	cfg.Generation.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
-	cfg.Generation.MaxDenoisingSteps = 4
-	if err := weights.Save(weights.Random(cfg, 5), cfg, dir, weights.SaveOptions{DType: "bf16"}); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return enginetest.WriteTinyModel(t, enginetest.Options{MaxSteps: 4, Seed: 5,
+		Save: weights.SaveOptions{DType: "bf16"}})
 }
 
 // TestCompare: a model compared with itself has KL 0 and full agreement; int8 is
