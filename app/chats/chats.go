@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/adrg/xdg"
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 )
 
 // Message is one turn of a thread.
@@ -149,7 +150,7 @@ func (s *Store) Save(t *Thread) error {
 	if err != nil {
 		return fmt.Errorf("save chat %s: %w", t.ID, err)
 	}
-	if err := WriteFileAtomic(s.path(t.ID), data); err != nil {
+	if err := atomicfile.WriteFile(s.path(t.ID), data, 0o600); err != nil {
 		return fmt.Errorf("save chat %s: %w", t.ID, err)
 	}
 	return nil
@@ -162,42 +163,6 @@ func (s *Store) Delete(id string) error {
 	}
 	if err := os.Remove(s.path(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete chat %s: %w", id, err)
-	}
-	return nil
-}
-
-// WriteFileAtomic replaces path with data so that readers see either the old or
-// the new content, whole, even if the process dies mid-write.
-func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	if d, err := os.Open(dir); err == nil { // make the rename durable
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	_ "github.com/gomlx/gomlx/backends/simplego"
 
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/train"
@@ -273,11 +274,7 @@ func writeJSONFile(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func runTrainExport(env *Env, args []string) error {

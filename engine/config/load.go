@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 )
 
 // File names inside a checkpoint directory.
@@ -372,14 +374,17 @@ func (m *Model) Save(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, ConfigFile), cb); err != nil {
-		return err
+	if err := atomicfile.WriteFile(filepath.Join(dir, ConfigFile), cb, 0o600); err != nil {
+		return fmt.Errorf("save %s: %w", ConfigFile, err)
 	}
 	gb, err := m.Generation.Marshal()
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, GenerationConfigFile), gb)
+	if err := atomicfile.WriteFile(filepath.Join(dir, GenerationConfigFile), gb, 0o600); err != nil {
+		return fmt.Errorf("save %s: %w", GenerationConfigFile, err)
+	}
+	return nil
 }
 
 // MarshalConfig returns config.json's contents.
@@ -446,23 +451,4 @@ func (g *Generation) Marshal() ([]byte, error) {
 		return nil, fmt.Errorf("save %s: %w", GenerationConfigFile, err)
 	}
 	return append(b, '\n'), nil
-}
-
-func writeAtomic(name string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("save %s: %w", filepath.Base(name), err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("save %s: %w", filepath.Base(name), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("save %s: %w", filepath.Base(name), err)
-	}
-	if err := os.Rename(tmp.Name(), name); err != nil {
-		return fmt.Errorf("save %s: %w", filepath.Base(name), err)
-	}
-	return nil
 }

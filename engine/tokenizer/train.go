@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 )
 
 // MiniSpecialTokens are the special tokens of a trained (Darkroom Mini)
@@ -86,12 +88,7 @@ func (tr *Trained) Save(dir string) error {
 		return fmt.Errorf("save tokenizer: %w", err)
 	}
 	for name, data := range map[string][]byte{"tokenizer.json": tr.TokenizerJSON, "tokenizer_config.json": tr.ConfigJSON} {
-		p := filepath.Join(dir, name)
-		tmp := p + ".tmp"
-		if err := os.WriteFile(tmp, data, 0o644); err != nil {
-			return fmt.Errorf("save tokenizer: %w", err)
-		}
-		if err := os.Rename(tmp, p); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return fmt.Errorf("save tokenizer: %w", err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -62,7 +63,7 @@ func SaveCheckpoint(dir string, ctx *context.Context, st State, keep int) (strin
 	if err := os.Rename(tmp, final); err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "latest"), []byte(name+"\n")); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "latest"), []byte(name+"\n"), 0o600); err != nil {
 		return "", err
 	}
 	if keep > 0 {
@@ -200,7 +201,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return writeFileAtomic(path, append(b, '\n'))
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o600)
 }
 
 func readJSON(path string, v any) error {
@@ -210,31 +211,6 @@ func readJSON(path string, v any) error {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("parse %s: %w", path, err)
-	}
-	return nil
-}
-
-// writeFileAtomic writes data to path via a temporary file in the same
-// directory, synced and renamed into place.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -77,7 +78,7 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(dst, b)
+	return atomicfile.WriteFile(dst, b, 0o600)
 }
 
 // ExportRun loads the newest checkpoint of runDir and exports it (see Export).

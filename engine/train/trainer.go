@@ -17,6 +17,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/config"
 )
 
@@ -407,7 +408,7 @@ func truncateMetrics(path string, step int) error {
 			out = append(append(out, b...), '\n')
 		}
 	}
-	return writeFileAtomic(path, out)
+	return atomicfile.WriteFile(path, out, 0o600)
 }
 
 // ReadMetrics reads a run's metrics.jsonl (a torn last line is ignored).

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/safetensors"
@@ -165,7 +166,7 @@ func QuantizeCheckpoint(ctx context.Context, src, dst string, p quant.Profile, p
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dst, config.ConfigFile), cb); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dst, config.ConfigFile), cb, 0o600); err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}
 	return nil
@@ -190,20 +191,4 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), to)
-}
-
-func writeFileAtomic(name string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
 }

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 )
 
 // MoveProgress reports a store move: bytes copied so far out of total.
@@ -101,7 +103,7 @@ func (s *Store) Move(ctx context.Context, dst string, progress func(MoveProgress
 		}
 	}
 	if b, err := os.ReadFile(filepath.Join(s.Root, "library.json")); err == nil {
-		if err := WriteFileAtomic(filepath.Join(dst, "library.json"), b); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dst, "library.json"), b, 0o600); err != nil {
 			return err
 		}
 		os.Remove(filepath.Join(s.Root, "library.json"))

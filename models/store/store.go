@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/adrg/xdg"
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 )
 
 // ManifestName is the per-model manifest file inside a model's folder.
@@ -186,7 +187,7 @@ func (s *Store) Save(m *Manifest) error {
 	if err != nil {
 		return fmt.Errorf("save manifest of %s: %w", m.Name, err)
 	}
-	return WriteFileAtomic(filepath.Join(dir, ManifestName), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(dir, ManifestName), append(b, '\n'), 0o600)
 }
 
 // List returns the manifests of every model in the store, sorted by name. Folders
@@ -250,31 +251,5 @@ func (s *Store) SetLibraryState(l Library) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(s.Root, "library.json"), append(b, '\n'))
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same folder,
-// synced and renamed over path, so readers see either the old or the new content.
-func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(filepath.Join(s.Root, "library.json"), append(b, '\n'), 0o600)
 }

@@ -13,8 +13,7 @@ import (
 	"sync"
 
 	"github.com/adrg/xdg"
-
-	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 )
 
 // Sampling overrides the model's generation defaults; a zero field means "use the
@@ -215,7 +214,7 @@ func (s *Store) Update(fn func(*Values)) error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return fmt.Errorf("save settings: %w", err)
 	}
-	if err := chats.WriteFileAtomic(s.path, data); err != nil {
+	if err := atomicfile.WriteFile(s.path, data, 0o600); err != nil {
 		return fmt.Errorf("save settings %s: %w", s.path, err)
 	}
 	return nil
