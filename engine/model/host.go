@@ -14,7 +14,8 @@ import (
 )
 
 // hostWeights are float32 host copies of the model's weights for the host decoder and
-// head: converted once (F32 copied, BF16 widened, int8/int4 dequantized) and rebuilt
+// head: converted once (F32 copied, BF16 widened, int8/int4/NVFP4 dequantized by
+// quant.Dequantize, the format read back by quant.SpecOf) and rebuilt
 // only when the context variable's value changes (e.g. a trainer updating it).
 type hostWeights struct {
 	scope *context.Context // ctx.In(Scope)
@@ -90,7 +91,7 @@ func (w *hostWeights) load(name string) (hostWeight, error) {
 		}
 		dims := append([]int(nil), src.Shape().Dimensions...)
 		if src.DType() == dtypes.Uint8 {
-			dims[len(dims)-1] *= 2
+			dims[len(dims)-1] *= 2 // int4 and NVFP4: two codes per byte
 		}
 		var spec quant.Spec
 		if spec, err = quant.SpecOf(dims, src.Shape(), scale.Shape()); err != nil {
@@ -317,6 +318,14 @@ func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, 
 					}
 				}
 				softmaxInto(row, row, 1)
+				if causal { // masked keys: exactly 0, not the clamped exponential's ~1e-38,
+					// whose products are denormal floats (two orders of magnitude slower GEMM)
+					for sk, p := range row {
+						if p < 1e-30 {
+							row[sk] = 0
+						}
+					}
+				}
 			}
 		})
 		o := matNT(scores, vt, groups*c, hd, s) // [G·C, Hd]

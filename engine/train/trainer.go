@@ -46,6 +46,10 @@ type Options struct {
 	CheckpointMins  float64 `json:"checkpoint_minutes"`
 	Keep            int     `json:"keep_checkpoints"`
 	LogEvery        int     `json:"log_every"`
+
+	// Engine is EngineHost, EngineGraph or EngineAuto (host on the pure-Go backend).
+	// It changes speed, not the objective: checkpoints move between engines.
+	Engine string `json:"engine,omitempty"`
 }
 
 // DefaultOptions are the official recipes' optimizer settings (reference §5)
@@ -94,6 +98,7 @@ type Trainer struct {
 	state   State
 	log     io.Writer
 	newNet  func(ctx *context.Context, cfg *config.Model) Net
+	host    *hostState // EngineHost: parameters and optimizer on the host
 }
 
 // NewTrainer prepares a run in runDir: it writes the recipe (options + model
@@ -146,6 +151,17 @@ func NewTrainer(backend backends.Backend, cfg *config.Model, data Data, opts Opt
 	if err := cfg.Save(filepath.Join(runDir, "model")); err != nil {
 		return nil, err
 	}
+	engine, err := resolveEngine(opts.Engine, backend)
+	if err != nil {
+		return nil, err
+	}
+	tr.evalSet = tr.heldoutBatches()
+	if engine == EngineHost {
+		if tr.host, err = newHostState(tr.ctx, cfg); err != nil {
+			return nil, err
+		}
+		return tr, nil
+	}
 	tr.step, err = context.NewExec(backend, tr.ctx, tr.trainStepGraph)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -154,7 +170,6 @@ func NewTrainer(backend backends.Backend, cfg *config.Model, data Data, opts Opt
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	tr.evalSet = tr.heldoutBatches()
 	return tr, nil
 }
 
@@ -181,8 +196,23 @@ func validateOptions(o *Options, cfg *config.Model) error {
 // State returns the current training state (steps done, tokens, time).
 func (tr *Trainer) State() State { return tr.state }
 
-// Context returns the training context (parameters in scope "dg").
-func (tr *Trainer) Context() *context.Context { return tr.ctx }
+// Context returns the training context (parameters in scope "dg"), up to date.
+func (tr *Trainer) Context() *context.Context {
+	if tr.host != nil {
+		if err := tr.host.sync(tr.ctx); err != nil {
+			panic(err) // cannot happen: the host state was built from this context
+		}
+	}
+	return tr.ctx
+}
+
+// Engine returns the run's training engine (EngineHost or EngineGraph).
+func (tr *Trainer) Engine() string {
+	if tr.host != nil {
+		return EngineHost
+	}
+	return EngineGraph
+}
 
 func trainableVars(ctx *context.Context) []*context.Variable {
 	var vs []*context.Variable
@@ -276,12 +306,20 @@ func (tr *Trainer) Step() (res StepResult, err error) {
 	defer recoverErr(&err, "train step")
 	b := tr.BatchAt(tr.state.Step)
 	lr := LearningRate(tr.state.Step, tr.opts.Warmup, tr.opts.Steps, tr.opts.LR, tr.opts.MinLR)
-	in := append(b.inputs(), tensors.FromScalar(float32(lr)))
-	out, err := tr.step.Exec(in...)
-	if err != nil {
-		return res, fmt.Errorf("train step %d: %w", tr.state.Step, err)
+	if tr.host != nil {
+		l, norm, err := tr.host.step(b, lr, tr.opts)
+		if err != nil {
+			return res, fmt.Errorf("train step %d: %w", tr.state.Step, err)
+		}
+		res = StepResult{Loss: l.Total, Diffusion: l.Diffusion, AR: l.AR, GradNorm: norm, LR: lr}
+	} else {
+		in := append(b.inputs(), tensors.FromScalar(float32(lr)))
+		out, err := tr.step.Exec(in...)
+		if err != nil {
+			return res, fmt.Errorf("train step %d: %w", tr.state.Step, err)
+		}
+		res = StepResult{Loss: scalar(out[0]), Diffusion: scalar(out[1]), AR: scalar(out[2]), GradNorm: scalar(out[3]), LR: lr}
 	}
-	res = StepResult{Loss: scalar(out[0]), Diffusion: scalar(out[1]), AR: scalar(out[2]), GradNorm: scalar(out[3]), LR: lr}
 	if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
 		return res, fmt.Errorf("train step %d: loss is %v", tr.state.Step, res.Loss)
 	}
@@ -297,6 +335,14 @@ func (tr *Trainer) Eval() (total, diff, ar float64, err error) {
 		return 0, 0, 0, fmt.Errorf("eval: no held-out examples")
 	}
 	for _, b := range tr.evalSet {
+		if tr.host != nil {
+			l, err := tr.host.eval(b)
+			if err != nil {
+				return 0, 0, 0, fmt.Errorf("eval: %w", err)
+			}
+			total, diff, ar = total+l.Total, diff+l.Diffusion, ar+l.AR
+			continue
+		}
 		out, err := tr.eval.Exec(b.inputs()...)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("eval: %w", err)
@@ -311,6 +357,11 @@ func (tr *Trainer) Eval() (total, diff, ar float64, err error) {
 
 // Checkpoint saves the current state atomically under runDir/checkpoints.
 func (tr *Trainer) Checkpoint() (string, error) {
+	if tr.host != nil {
+		if err := tr.host.sync(tr.ctx); err != nil {
+			return "", err
+		}
+	}
 	return SaveCheckpoint(filepath.Join(tr.runDir, "checkpoints"), tr.ctx, tr.state, tr.opts.Keep)
 }
 
