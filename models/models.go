@@ -514,10 +514,13 @@ func (m *Manager) runJob(ctx context.Context, t *Transfer, man *store.Manifest, 
 	job := download.Start(ctx, m.store.ModelDir(man.Name), files, opt)
 	t.mu.Lock()
 	t.job = job
-	canceled := t.canceled
+	canceled, paused := t.canceled, t.paused
 	t.mu.Unlock()
-	if canceled {
+	switch {
+	case canceled:
 		job.Cancel()
+	case paused: // paused between jobs (config files → weights): the new job starts paused
+		job.Pause()
 	}
 	return job.Wait()
 }
@@ -636,6 +639,7 @@ type Transfer struct {
 	job             *download.Job
 	last            Event
 	canceled        bool
+	paused          bool // the user's last word: applies to jobs started later too
 	verifiedAtStart int64
 	done            chan struct{}
 	err             error
@@ -669,6 +673,7 @@ func (t *Transfer) setLast(ev Event) {
 // Pause stops the transfer, keeping partial files.
 func (t *Transfer) Pause() {
 	t.mu.Lock()
+	t.paused = true
 	j := t.job
 	t.mu.Unlock()
 	if j != nil {
@@ -679,6 +684,7 @@ func (t *Transfer) Pause() {
 // Resume continues a paused transfer.
 func (t *Transfer) Resume() {
 	t.mu.Lock()
+	t.paused = false
 	j := t.job
 	t.mu.Unlock()
 	if j != nil {

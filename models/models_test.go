@@ -507,3 +507,44 @@ func TestPullKilledAndRestarted(t *testing.T) {
 		}
 	}
 }
+
+// TestPauseRightAfterPull pauses in the gap between the config job and the weights
+// job (Pull returns once config.json is in): the pause must hold for the job that
+// starts next, and Resume must finish the download intact.
+func TestPauseRightAfterPull(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	files := repoFiles(t, 9)
+	h.Add("acme/pause", &hubtest.Repo{Files: files})
+	h.SetBytesPerSec(512 << 10)
+	m := newManager(t, h, t.TempDir(), "")
+	tr, err := m.Pull(context.Background(), "acme/pause", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Pause()
+	sent := func() int64 {
+		var n int64
+		for _, f := range files {
+			n += h.Sent(f.Name)
+		}
+		return n
+	}
+	time.Sleep(300 * time.Millisecond) // let anything in flight stop
+	before := sent()
+	time.Sleep(400 * time.Millisecond)
+	if after := sent(); after != before {
+		t.Fatalf("paused download kept going: %d → %d bytes sent", before, after)
+	}
+	select {
+	case <-tr.Done():
+		t.Fatal("paused download finished")
+	default:
+	}
+	h.SetBytesPerSec(0)
+	tr.Resume()
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, m.store.ModelDir("acme/pause"), files)
+}

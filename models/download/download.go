@@ -300,6 +300,7 @@ func (j *Job) loop(parent context.Context) {
 		j.setState(StateFailed)
 		return
 	}
+	resumed := false
 	for {
 		ctx, cancel := context.WithCancelCause(parent)
 		j.mu.Lock()
@@ -308,6 +309,21 @@ func (j *Job) loop(parent context.Context) {
 			cancel(ErrCanceled)
 			break
 		}
+		if j.state == StatePaused && !resumed { // paused before it started: wait for Resume
+			j.mu.Unlock()
+			cancel(nil)
+			j.emit(Event{Kind: EventState, State: StatePaused})
+			select {
+			case <-j.resumeCh:
+				resumed = true
+				continue
+			case <-parent.Done():
+				j.err = parent.Err()
+				j.setState(StateFailed)
+				return
+			}
+		}
+		resumed = false
 		j.cancel = cancel
 		j.state = StateDownloading
 		j.mu.Unlock()
@@ -320,6 +336,7 @@ func (j *Job) loop(parent context.Context) {
 			j.emit(Event{Kind: EventState, State: StatePaused})
 			select {
 			case <-j.resumeCh:
+				resumed = true
 				continue
 			case <-parent.Done():
 				j.err = parent.Err()
