@@ -162,12 +162,18 @@ func Decoder(p *Params, canvas, positions, soft *Node, prefix *KV, prefixValid *
 
 // Logits is the output head: final RMSNorm, the tied embedding as the LM head (no
 // embedding scale), and the soft-cap c·tanh(x/c) with c = final_logit_softcapping (none
-// when 0), all in float32.
+// when 0), all in float32. The embedding is converted to float32 in vocabulary chunks
+// of HeadChunkRows rows (chunk.go), so a large table is never whole in float32.
 //
 // hidden: [..., D] → [..., V]
 func Logits(p *Params, hidden *Node) *Node {
+	return logitsChunked(p, hidden, HeadChunkRows(p.Cfg.VocabSize, p.Cfg.HiddenSize))
+}
+
+// logitsChunked is Logits over vocabulary chunks of rows rows.
+func logitsChunked(p *Params, hidden *Node, rows int) *Node {
 	h := p.norm(hidden, "norm.weight")
-	logits := DotGeneral(h, []int{-1}, nil, p.Get("embed_tokens.weight"), []int{1}, nil)
+	logits := headProduct(p, h, rows)
 	if c := p.Cfg.FinalLogitSoftcapping; c > 0 {
 		logits = MulScalar(Tanh(DivScalar(logits, c)), c)
 	}

@@ -22,6 +22,9 @@ import (
 //  4. Token rows are scattered into the buffer; every row block belongs to one expert,
 //     so ONE expert's weights are gathered per block and the blocks run as one batched
 //     matmul (a grouped GEMM): [NB, Bk, D] × [NB, 2F, D] → [NB, Bk, 2F] → … → [NB, Bk, D].
+//     When the blocks' float32 weights would exceed DequantScratchBudget (the 26B model:
+//     256 blocks × 3 × 704 × 2816 × 4 B = 6.1 GB at canvas 256, top-8), the blocks run
+//     in groups of MoEGroupBlocks, one group's weights converted at a time (chunk.go).
 //  5. Results are gathered back per assignment, weighted, and summed over the k picks.
 //
 // Everything is built from Gather/Scatter/DotGeneral, which have gradients, so the
@@ -132,21 +135,56 @@ func (p *Params) Experts(layer int, x, idx, weights *Node) (out, rowsUsed *Node)
 	buf := Scatter(layout.dest, xa, shapes.Make(x.DType(), rows, d), false, true) // [R, D]
 	xb := Reshape(buf, nb, bk, d)
 
-	// gate_up_proj [E, 2F, D] viewed as [2E, F, D]: row 2e is expert e's gate, 2e+1 its
-	// up projection, so each is a plain row gather (no Slice, whose gradient needs Pad).
-	gateIdx := MulScalar(layout.blockExpert, 2)
-	wg := p.GatherRowsSplit(pre+"gate_up_proj", 2, gateIdx)               // [NB, F, D]
-	wu := p.GatherRowsSplit(pre+"gate_up_proj", 2, AddScalar(gateIdx, 1)) // [NB, F, D]
-	gate := DotGeneral(xb, []int{2}, []int{0}, wg, []int{2}, []int{0})    // [NB, Bk, F]
-	up := DotGeneral(xb, []int{2}, []int{0}, wu, []int{2}, []int{0})      // [NB, Bk, F]
-	hm := Mul(GeluTanh(gate), up)                                         // [NB, Bk, F]
-	wd := p.GatherRows(pre+"down_proj", layout.blockExpert)               // [NB, D, F]
-	yb := DotGeneral(hm, []int{2}, []int{0}, wd, []int{2}, []int{0})      // [NB, Bk, D]
+	yb := p.expertBlocks(pre, xb, layout.blockExpert, MoEGroupBlocks(cfg.MoEIntermediateSize, d)) // [NB, Bk, D]
 
 	ya := Gather(Reshape(yb, rows, d), layout.dest) // [N, D]
 	ya = Mul(ya, Reshape(weights, n, 1))            // routing weights
 	out = ReduceSum(Reshape(ya, t, k, d), 1)        // [T, D]
 	return out, layout.rowsUsed
+}
+
+// expertBlocks is the grouped GEMM itself: row block b of xb goes through expert
+// blockExpert[b]. The blocks run in groups of group blocks (all at once when they fit):
+// per group, the experts' weights are gathered and converted to float32 for the group's
+// blocks only, after the previous group's output exists (see after in chunk.go), and
+// the groups' outputs are concatenated.
+//
+// xb: [NB, Bk, D], blockExpert: [NB, 1] Int32 → [NB, Bk, D]
+func (p *Params) expertBlocks(pre string, xb, blockExpert *Node, group int) *Node {
+	nb := xb.Shape().Dimensions[0]
+	if group >= nb {
+		return p.expertGroup(pre, xb, blockExpert)
+	}
+	g := xb.Graph()
+	var parts []*Node
+	prev := xb // group 0's weights are converted only once the rows exist
+	for start := 0; start < nb; start += group {
+		n := min(group, nb-start)
+		sel := rowRange(g, start, n)
+		// Gather (not Slice, whose gradient needs Pad) the group's rows and owners.
+		xg := Gather(xb, sel)                                      // [G, Bk, D]
+		eg := Reshape(after(Gather(blockExpert, sel), prev), n, 1) // [G, 1]
+		prev = p.expertGroup(pre, xg, eg)                          // [G, Bk, D]
+		parts = append(parts, prev)
+	}
+	return Concatenate(parts, 0)
+}
+
+// expertGroup runs row blocks through their experts: expert e computes
+// down_e(gelu_tanh(gate) · up) with [gate | up] = x · gate_up_proj[e]ᵀ.
+//
+// xb: [G, Bk, D], blockExpert: [G, 1] Int32 → [G, Bk, D]
+func (p *Params) expertGroup(pre string, xb, blockExpert *Node) *Node {
+	// gate_up_proj [E, 2F, D] viewed as [2E, F, D]: row 2e is expert e's gate, 2e+1 its
+	// up projection, so each is a plain row gather (no Slice, whose gradient needs Pad).
+	gateIdx := MulScalar(blockExpert, 2)
+	wg := p.GatherRowsSplit(pre+"gate_up_proj", 2, gateIdx)               // [G, F, D]
+	wu := p.GatherRowsSplit(pre+"gate_up_proj", 2, AddScalar(gateIdx, 1)) // [G, F, D]
+	gate := DotGeneral(xb, []int{2}, []int{0}, wg, []int{2}, []int{0})    // [G, Bk, F]
+	up := DotGeneral(xb, []int{2}, []int{0}, wu, []int{2}, []int{0})      // [G, Bk, F]
+	hm := Mul(GeluTanh(gate), up)                                         // [G, Bk, F]
+	wd := p.GatherRows(pre+"down_proj", blockExpert)                      // [G, D, F]
+	return DotGeneral(hm, []int{2}, []int{0}, wd, []int{2}, []int{0})     // [G, Bk, D]
 }
 
 // groupLayout places N assignments into the expert-grouped row buffer.

@@ -25,13 +25,18 @@ func (p *Params) SelfCondition(canvas, soft *Node) *Node {
 // SoftEmbedding is the self-conditioning signal handed from one denoising step to the
 // next: softmax(logits / T) @ embed_tokens · √D (√D rounded as in Embed), computed in
 // float32 from the step's soft-capped logits and temperature T > 0. It is hidden-sized
-// ([B, C, D]) instead of vocabulary-sized.
+// ([B, C, D]) instead of vocabulary-sized. The embedding is converted to float32 in
+// vocabulary chunks of HeadChunkRows rows, the probabilities computed per chunk and
+// the products summed (softProduct, chunk.go).
 //
 // logits: [B, C, V], temperature: scalar (any float dtype) → [B, C, D]
 func (p *Params) SoftEmbedding(logits, temperature *Node) *Node {
+	return p.softEmbeddingChunked(logits, temperature, HeadChunkRows(p.Cfg.VocabSize, p.Cfg.HiddenSize))
+}
+
+// softEmbeddingChunked is SoftEmbedding over vocabulary chunks of rows rows.
+func (p *Params) softEmbeddingChunked(logits, temperature *Node, rows int) *Node {
 	logits = toF32(logits)
-	probs := Softmax(Div(logits, ConvertDType(temperature, logits.DType())), -1)
-	emb := p.Get("embed_tokens.weight") // [V, D]
-	soft := DotGeneral(probs, []int{-1}, nil, emb, []int{0}, nil)
+	soft := softProduct(p, Div(logits, ConvertDType(temperature, logits.DType())), rows) // [B, C, D]
 	return MulScalar(soft, p.EmbedScale())
 }

@@ -10,12 +10,18 @@
 //   - KV cache at the chosen context, f32: sliding layers hold at most the window,
 //     full-attention layers (K = V) store K only;
 //   - canvas activations of one denoising step, f32: logits (canvas × vocab) and the
-//     tempered probabilities, attention scores over the context, hidden states and
-//     the MoE row buffers;
+//     tempered logits the soft embedding reads chunk by chunk, attention scores over
+//     the context, hidden states and the MoE row buffers;
 //   - dequantization scratch: the engine computes in f32 and converts/dequantizes a
-//     weight right before its matmul, so the largest weight materialised in f32 at
-//     once — the tied embedding for the output head and the soft embedding, or the
-//     expert blocks the grouped MoE GEMM gathers — is live at the peak;
+//     weight right before its matmul, one bounded block at a time (engine/model
+//     chunk.go): a vocabulary chunk of the tied embedding for the output head and the
+//     soft embedding, or a group of expert row blocks (gate, up, down) of the grouped
+//     MoE GEMM, whichever is larger, at the engine's own chunk sizes. Counted once on
+//     a GPU, where XLA fuses a dequantization's elementwise steps into one kernel
+//     writing the f32 block (expected from XLA's fusion, not measured here), twice on
+//     the go backend, which runs the steps one by one — and there, as long as the
+//     runner computes the output head on the host (engine/model head.go), plus the
+//     f32 embedding and its transpose that host head keeps;
 //   - runtime overhead: backend context and allocator slack.
 //
 // Thresholds: on a GPU, fits ≤ 90% of VRAM, tight ≤ 100%; in RAM (CPU), fits ≤ 75%
@@ -169,18 +175,28 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	nb := int64(model.MoECapacityBlocks(int(assign), max(t.NumExperts, 1), int(bk)))
 	moeRows := nb * bk * (d + 2*int64(t.MoEIntermediateSize)) * eb
 	act := logits + scores + hidden + qkv + moeRows
-	e.Parts = append(e.Parts, Part{PartActivations, act, fmt.Sprintf("canvas %d: logits %s (canvas × vocab × 2, f32), attention %s, MoE rows %s",
+	e.Parts = append(e.Parts, Part{PartActivations, act, fmt.Sprintf("canvas %d: logits %s (canvas × vocab, f32: the logits and the tempered logits), attention %s, MoE rows %s",
 		c, human(logits), human(scores), human(moeRows))})
 
-	// Largest weight live in f32 at once.
-	embedF32 := v * d * 4
-	moeF32 := nb * 2 * int64(t.MoEIntermediateSize) * d * 4
-	if t.NumExperts == 0 {
-		moeF32 = 0
+	// The largest weight block the engine holds in f32 at once (engine/model chunk.go).
+	headRows := int64(model.HeadChunkRows(t.VocabSize, t.HiddenSize))
+	scratch := model.HeadChunkScratchBytes(t.VocabSize, t.HiddenSize)
+	what := fmt.Sprintf("tied embedding in f32, %d of %d vocabulary rows at a time (output head, soft embedding)", headRows, v)
+	if t.NumExperts > 0 {
+		group := min(int64(model.MoEGroupBlocks(t.MoEIntermediateSize, t.HiddenSize)), nb)
+		if moe := model.MoEGroupScratchBytes(int(nb), t.MoEIntermediateSize, t.HiddenSize); moe > scratch {
+			scratch, what = moe, fmt.Sprintf("expert gate/up/down in f32 for %d of %d row blocks at a time (grouped MoE GEMM)", group, nb)
+		}
 	}
-	scratch, what := embedF32, "tied embedding in f32 (output head, soft embedding)"
-	if moeF32 > scratch {
-		scratch, what = moeF32, fmt.Sprintf("%d gathered expert blocks of gate_up_proj in f32 (grouped MoE GEMM)", nb)
+	if rt.GPU {
+		what += "; XLA fuses the dequantization: one block live"
+	} else {
+		// The go backend runs a dequantization's steps one by one (two blocks live), and
+		// its runner computes the output head on the host (engine/model head.go) from
+		// float32 copies of the embedding and of its transpose, kept for the session.
+		host := 2 * v * d * 4
+		scratch = 2*scratch + host
+		what += fmt.Sprintf("; the go backend converts step by step (two blocks live) and keeps the embedding and its transpose in f32 for the host output head (%s)", human(host))
 	}
 	e.Parts = append(e.Parts, Part{PartDequant, scratch, what})
 

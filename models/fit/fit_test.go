@@ -60,9 +60,9 @@ func TestFitTable26B(t *testing.T) {
 		{"ram", "32 GB RAM", 32 * gb}, {"ram", "64 GB RAM", 64 * gb},
 	}
 	want := map[quant.Profile][]Verdict{
-		quant.BF16Profile: {WontFit, WontFit, WontFit, WontFit, Tight},
+		quant.BF16Profile: {WontFit, WontFit, WontFit, WontFit, WontFit},
 		quant.Int8Profile: {WontFit, WontFit, WontFit, WontFit, Fits},
-		quant.Int4Profile: {Tight, WontFit, WontFit, Fits, Fits},
+		quant.Int4Profile: {Fits, WontFit, WontFit, Tight, Fits},
 	}
 	for _, p := range quant.Profiles {
 		for i, b := range budgets {
@@ -89,14 +89,61 @@ func TestFitTable26B(t *testing.T) {
 		}
 	}
 	// Reference §4.2: a 4-bit 26B needs ≈ 16–18 GB (Google "within 18 GB", Unsloth
-	// "18 GB"). Our int4 model memory without the engine's f32 dequantization scratch
-	// is in that band; the scratch comes on top (see the package comment).
+	// "18 GB", Q4_K_M file 16 GB). Our int4 total on a GPU is 19.3 GB: what the engine
+	// adds to the weights (KV, activations, dequantization scratch) is 1.4 GB and the
+	// runtime overhead 1.2 GB, but the int4 weights are 16.7 GB, not 16, because the
+	// format keeps a float32 scale per 32 expert weights (5 bits a weight; 22.8B/32 × 4 B
+	// = 2.85 GB of scales) and the attention, MLP and embedding at int8. With 2-byte
+	// scales the weights would be 1.4 GB smaller and the total ≈ 17.9 GB, inside the
+	// band. The test holds the honest total to what it is.
 	e, _ := Compute(cfg, quant.Int4Profile, Runtime{Context: 4096, GPU: true})
-	if m := float64(e.Total-e.Part(PartDequant)) / gb; m < 16 || m > 19.5 {
-		t.Errorf("int4 model memory %.1f GB, want ≈ 16–19", m)
+	tot := float64(e.Total) / gb
+	added := float64(e.Part(PartKV)+e.Part(PartActivations)+e.Part(PartDequant)) / gb
+	t.Logf("int4, 4096 context, GPU: total %.2f GB, engine additions %.2f GB, overhead %.2f GB", tot, added,
+		float64(e.Part(PartOverhead))/gb)
+	if tot < 16 || tot > 19.5 {
+		t.Errorf("int4 total %.2f GB, want 16–19.5 (reference 16–18 + the f32 quantization scales)", tot)
 	}
-	if d := float64(e.Part(PartDequant)) / gb; d < 2.9 || d > 4.5 {
-		t.Errorf("dequant scratch %.2f GB: expected max(embedding f32 2.95 GB, gathered experts)", d)
+	if added > 1.5 {
+		t.Errorf("KV + activations + dequant scratch %.2f GB, want ≤ 1.5", added)
+	}
+	// The explanation, checked: the experts' f32 scales at 2 bytes instead of 4 (and
+	// the overhead's 4% of them) bring the same estimate into the band.
+	tx := &cfg.Text
+	expertElems := int64(tx.NumHiddenLayers) * int64(tx.NumExperts) * 3 * int64(tx.MoEIntermediateSize) * int64(tx.HiddenSize)
+	saved := expertElems / 32 * 2
+	if alt := float64(e.Total-saved-saved/25) / gb; alt < 16 || alt > 18 {
+		t.Errorf("int4 with 2-byte expert scales would total %.2f GB, not in 16–18: the explanation above is wrong", alt)
+	} else {
+		t.Logf("expert scales %.2f GB in f32; with 2-byte scales the total would be %.2f GB", float64(expertElems/32*4)/gb, alt)
+	}
+}
+
+// TestDequantScratch26B: the dequantization scratch is the engine's own chunk sizes
+// (engine/model chunk.go), computed here by hand: the 26B's tied embedding in 16
+// chunks of 16384 rows ([16384, 2816] f32 = 184.5 MB) and the MoE's 256 row blocks
+// (canvas 256 × top-8 = 2048 assignments, blocks of 16, + 128) in groups of 8 blocks
+// (8 × gate, up, down [704, 2816] f32 = 190.3 MB); the larger, once on a GPU (XLA
+// fuses the dequantization), twice on the go backend, where the runner's host output
+// head also keeps the f32 embedding and its transpose (2 × 2.95 GB). Before chunking
+// it was the whole f32 embedding (2.95 GB) or 256 gathered gate_up blocks (4.06 GB).
+func TestDequantScratch26B(t *testing.T) {
+	cfg := catalog.DiffusionGemma26B()
+	head := int64(16384 * 2816 * 4)
+	moe := int64(8 * 3 * 704 * 2816 * 4)
+	for _, tc := range []struct {
+		gpu  bool
+		want int64
+	}{{true, max(head, moe)}, {false, 2*max(head, moe) + 2*262144*2816*4}} {
+		for _, p := range quant.Profiles {
+			e, err := Compute(cfg, p, Runtime{Context: 4096, GPU: tc.gpu})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.Part(PartDequant); got != tc.want {
+				t.Errorf("%s gpu=%v: dequant scratch %d, want %d", p, tc.gpu, got, tc.want)
+			}
+		}
 	}
 }
 
