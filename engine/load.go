@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -93,6 +94,14 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 		return nil, err
 	}
 	cfg, err := config.LoadFS(fsys, ".")
+	if err != nil && src.FS == nil && errors.Is(err, fs.ErrNotExist) {
+		// No config.json: a GGUF model file carries the config in its metadata.
+		if gcfg, ok, gerr := weights.GGUFConfig(src.Dir); gerr != nil {
+			err = gerr
+		} else if ok {
+			cfg, err = gcfg, nil
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", src, err)
 	}

@@ -401,7 +401,9 @@ type PullOptions struct {
 // repo whose format the engine cannot load is refused up front.
 func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Transfer, error) {
 	repo, include, modelName := name, opt.Include, name
+	var companion *catalog.Companion
 	if e, ok := catalog.Find(name); ok {
+		companion = e.Companion
 		if e.Builtin {
 			return nil, fmt.Errorf("%s is built into Darkroom; nothing to download", e.Name)
 		}
@@ -430,6 +432,22 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 	files := filterFiles(rev.Files, include)
 	if len(files) == 0 {
 		return nil, fmt.Errorf("pull %s: no files match %v at %s", repo, include, rev.Commit)
+	}
+	urls := map[string]string{} // file → where it comes from
+	for _, f := range files {
+		urls[f.Name] = m.hub.ResolveURL(repo, rev.Commit, f.Name)
+	}
+	if companion != nil { // small files from another repo (a GGUF's tokenizer.json and config.json)
+		crev, err := m.hub.Revision(ctx, companion.Repo, companion.Revision)
+		if err != nil {
+			return nil, fmt.Errorf("pull %s: files from %s: %w", repo, companion.Repo, err)
+		}
+		for _, f := range filterFiles(crev.Files, companion.Include) {
+			if _, dup := urls[f.Name]; !dup { // the repo's own file wins
+				files = append(files, f)
+				urls[f.Name] = m.hub.ResolveURL(companion.Repo, crev.Commit, f.Name)
+			}
+		}
 	}
 	if err := checkFormat(files); err != nil {
 		return nil, fmt.Errorf("pull %s: %w", repo, err)
@@ -463,7 +481,7 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		if f.State == store.FileComplete {
 			continue
 		}
-		df := download.File{Name: f.Name, URL: m.hub.ResolveURL(repo, rev.Commit, f.Name), Size: f.Size, SHA256: f.SHA256, GitOID: f.GitOID}
+		df := download.File{Name: f.Name, URL: urls[f.Name], Size: f.Size, SHA256: f.SHA256, GitOID: f.GitOID}
 		if f.Name == "config.json" {
 			first = append(first, df)
 		} else {
@@ -480,7 +498,9 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 			return nil, fmt.Errorf("pull %s: %w", repo, err)
 		}
 	}
-	if err := checkConfig(filepath.Join(dir, "config.json")); err != nil {
+	if !hasFile(files, "config.json") {
+		// A GGUF without config.json: the engine reads the config from its metadata.
+	} else if err := checkConfig(filepath.Join(dir, "config.json")); err != nil {
 		err = fmt.Errorf("pull %s: %w", repo, err)
 		m.finish(t, man, err)
 		return nil, err
@@ -752,9 +772,20 @@ func filterFiles(files []hub.File, globs []string) []hub.File {
 	return out
 }
 
-// checkFormat refuses file sets the engine cannot load (no config.json, GGUF only).
+func hasFile(files []hub.File, name string) bool {
+	for _, f := range files {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// checkFormat refuses file sets the engine cannot load: Hugging Face safetensors need
+// config.json; a GGUF (engine/gguf) must be a single file (one quantization) with the
+// Hugging Face tokenizer.json beside it.
 func checkFormat(files []hub.File) error {
-	hasConfig, hasST, hasGGUF := false, false, false
+	hasConfig, hasST, ggufs := false, false, 0
 	for _, f := range files {
 		switch {
 		case f.Name == "config.json":
@@ -762,12 +793,18 @@ func checkFormat(files []hub.File) error {
 		case strings.HasSuffix(f.Name, ".safetensors"):
 			hasST = true
 		case strings.HasSuffix(strings.ToLower(f.Name), ".gguf"):
-			hasGGUF = true
+			ggufs++
 		}
 	}
 	switch {
-	case hasGGUF && !hasST:
-		return fmt.Errorf("the repo holds GGUF files, which Darkroom cannot load (it needs Hugging Face safetensors)")
+	case ggufs > 0 && !hasST:
+		if ggufs > 1 {
+			return fmt.Errorf("the repo holds %d GGUF files (one per quantization); choose one with --include, e.g. --include '*Q4_K_M.gguf'", ggufs)
+		}
+		if !hasFile(files, "tokenizer.json") {
+			return fmt.Errorf("the GGUF comes without tokenizer.json, which Darkroom needs beside it (Darkroom does not rebuild a tokenizer from GGUF metadata); the catalog's GGUF entries fetch it from the base model's repo")
+		}
+		return nil
 	case !hasConfig:
 		return fmt.Errorf("the repo has no config.json at its top level; Darkroom needs a Hugging Face model folder")
 	case !hasST:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hub"
 	"github.com/darkroomlabs/darkroom/models/hubtest"
@@ -262,6 +263,18 @@ func TestPullDiskFull(t *testing.T) {
 		t.Errorf("Resolve accepted a half-downloaded model")
 	}
 	// Space freed: the same pull finishes from the kept .part files.
+	// The hub may still be writing into the dead child's connections for a moment:
+	// wait until its byte counters settle before taking the "before" snapshot.
+	total := func() (n int64) {
+		for _, f := range files {
+			n += h.Sent(f.Name)
+		}
+		return n
+	}
+	for last := int64(-1); last != total(); {
+		last = total()
+		time.Sleep(150 * time.Millisecond)
+	}
 	sentBefore, kept := map[string]int64{}, map[string]int64{}
 	for _, f := range files {
 		sentBefore[f.Name], kept[f.Name] = h.Sent(f.Name), download.PartSize(md, f.Name)
@@ -349,8 +362,8 @@ func TestPullRefusesUnloadableFormats(t *testing.T) {
 		{Name: "model.safetensors", Data: make([]byte, 4096), LFS: true},
 	}})
 	m := newManager(t, h, t.TempDir(), "")
-	if _, err := m.Pull(context.Background(), "acme/gguf", PullOptions{}); err == nil || !strings.Contains(err.Error(), "GGUF") {
-		t.Errorf("gguf: err = %v", err)
+	if _, err := m.Pull(context.Background(), "acme/gguf", PullOptions{}); err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
+		t.Errorf("gguf without tokenizer.json: err = %v", err)
 	}
 	if _, err := m.Pull(context.Background(), "acme/nvfp4", PullOptions{}); err == nil {
 		t.Errorf("nvfp4 config accepted")
@@ -358,9 +371,43 @@ func TestPullRefusesUnloadableFormats(t *testing.T) {
 	if h.Sent("model.safetensors") != 0 {
 		t.Errorf("weights fetched before the config check")
 	}
-	if _, err := m.Pull(context.Background(), "nvidia/diffusiongemma-26B-A4B-it-NVFP4", PullOptions{}); err == nil || !strings.Contains(err.Error(), "NVFP4") {
-		t.Errorf("known NVFP4 repo: err = %v", err)
+}
+
+// TestPullNVFP4 pulls the catalog's NVFP4 entry from a fake hub: ModelOpt's
+// config.json (quant_method modelopt, quant_algo NVFP4) passes the config check and
+// every file verifies.
+func TestPullNVFP4(t *testing.T) {
+	e, ok := catalog.Find(catalog.NVFP4ID)
+	if !ok {
+		t.Fatalf("catalog entry %s missing", catalog.NVFP4ID)
 	}
+	h := hubtest.New()
+	defer h.Close()
+	cfg := config.Tiny()
+	cfg.Quantization = &config.Quantization{QuantMethod: config.ModelOptMethod, QuantAlgo: "NVFP4"}
+	cj, err := cfg.MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(8))
+	shard := make([]byte, 600<<10)
+	rng.Read(shard)
+	files := []*hubtest.File{
+		{Name: "config.json", Data: cj},
+		{Name: "hf_quant_config.json", Data: []byte(`{"producer":{"name":"modelopt"},"quantization":{"quant_algo":"NVFP4","group_size":16}}`)},
+		{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)},
+		{Name: "model-00001-of-00001.safetensors", Data: shard, LFS: true},
+	}
+	h.Add(e.Repo, &hubtest.Repo{Files: files})
+	m := newManager(t, h, t.TempDir(), "")
+	tr, err := m.Pull(context.Background(), catalog.NVFP4ID, PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, m.store.ModelDir(e.Repo), files)
 }
 
 func TestLibraryDeleteActiveMove(t *testing.T) {
@@ -482,6 +529,18 @@ func TestPullKilledAndRestarted(t *testing.T) {
 	if _, err := m.Resolve("acme/killme"); err == nil {
 		t.Errorf("Resolve accepted a killed download")
 	}
+	// The hub may still be writing into the dead child's connections for a moment:
+	// wait until its byte counters settle before taking the "before" snapshot.
+	total := func() (n int64) {
+		for _, f := range files {
+			n += h.Sent(f.Name)
+		}
+		return n
+	}
+	for last := int64(-1); last != total(); {
+		last = total()
+		time.Sleep(150 * time.Millisecond)
+	}
 	sentBefore, kept := map[string]int64{}, map[string]int64{}
 	for _, f := range files {
 		sentBefore[f.Name], kept[f.Name] = h.Sent(f.Name), download.PartSize(md, f.Name)
@@ -547,4 +606,56 @@ func TestPauseRightAfterPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkModel(t, m.store.ModelDir("acme/pause"), files)
+}
+
+// TestPullGGUFWithCompanion pulls the catalog's GGUF entry from a fake hub that serves
+// both repos: only the chosen quantization of the GGUF repo, plus config.json and
+// tokenizer.json from the base repo, all verified into one model folder.
+func TestPullGGUFWithCompanion(t *testing.T) {
+	e, ok := catalog.Find(catalog.GGUFID)
+	if !ok || e.Companion == nil {
+		t.Fatalf("catalog entry %s with a companion repo is missing", catalog.GGUFID)
+	}
+	h := hubtest.New()
+	defer h.Close()
+	cfg, err := config.Tiny().MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(5))
+	weights := make([]byte, 900<<10)
+	rng.Read(weights)
+	gguf := []*hubtest.File{
+		{Name: catalog.GGUFFile, Data: weights, LFS: true},
+		{Name: "diffusiongemma-26B-A4B-it-Q8_0.gguf", Data: make([]byte, 2<<20), LFS: true}, // another quant: not fetched
+		{Name: "README.md", Data: []byte("# gguf\n")},
+	}
+	base := []*hubtest.File{
+		{Name: "config.json", Data: cfg},
+		{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)},
+		{Name: "model-00001-of-00002.safetensors", Data: make([]byte, 3<<20), LFS: true}, // not fetched
+	}
+	h.Add(e.Repo, &hubtest.Repo{Files: gguf})
+	h.Add(e.Companion.Repo, &hubtest.Repo{Files: base})
+	m := newManager(t, h, t.TempDir(), "")
+	tr, err := m.Pull(context.Background(), catalog.GGUFID, PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	dir := m.store.ModelDir(e.Repo)
+	checkModel(t, dir, []*hubtest.File{gguf[0], base[0], base[1]})
+	for _, name := range []string{"diffusiongemma-26B-A4B-it-Q8_0.gguf", "model-00001-of-00002.safetensors"} {
+		if h.Sent(name) != 0 {
+			t.Errorf("%s was downloaded", name)
+		}
+	}
+	// A GGUF repo pulled by hand, without a tokenizer: refused before any download.
+	h.Add("acme/two-ggufs", &hubtest.Repo{Files: []*hubtest.File{
+		{Name: "a-Q4_K_M.gguf", Data: []byte("GGUF"), LFS: true}, {Name: "a-Q8_0.gguf", Data: []byte("GGUF"), LFS: true}}})
+	if _, err := m.Pull(context.Background(), "acme/two-ggufs", PullOptions{}); err == nil || !strings.Contains(err.Error(), "--include") {
+		t.Errorf("two GGUFs: err = %v", err)
+	}
 }

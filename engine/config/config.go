@@ -75,14 +75,19 @@ type Model struct {
 // QuantMethod is the quant_method of Darkroom's own quantized checkpoints.
 const QuantMethod = "darkroom"
 
+// ModelOptMethod is the quant_method NVIDIA ModelOpt writes into config.json; Darkroom
+// loads its NVFP4 exports (quant_algo "NVFP4" or "W4A16_NVFP4", engine/weights).
+const ModelOptMethod = "modelopt"
+
 // Quantization is config.json's "quantization_config" for a Darkroom-quantized
 // checkpoint. It records the profile for display and for the models library; the
 // per-tensor formats are self-describing in the safetensors files (a quantized weight
 // NAME is stored as NAME.qweight + NAME.qscale, see package engine/quant).
 type Quantization struct {
-	QuantMethod string `json:"quant_method"`         // always QuantMethod
-	Profile     string `json:"profile"`              // "int8" or "int4"
+	QuantMethod string `json:"quant_method"`         // QuantMethod, or ModelOptMethod for an NVFP4 export
+	Profile     string `json:"profile,omitempty"`    // "int8", "int4" or "nvfp4"
 	GroupSize   int    `json:"group_size,omitempty"` // int4 group size along the input dimension
+	QuantAlgo   string `json:"quant_algo,omitempty"` // ModelOpt's quant_algo
 }
 
 // Generation is generation_config.json: the sampler's defaults.

@@ -317,8 +317,13 @@ func (m *Model) Validate() error {
 		}
 	}
 	if q := m.Quantization; q != nil {
-		if q.QuantMethod != QuantMethod {
-			return bad("quantization_config.quant_method", "is %q, want %q", q.QuantMethod, QuantMethod)
+		switch {
+		case q.QuantMethod == QuantMethod:
+		case q.QuantMethod == ModelOptMethod && (q.QuantAlgo == "NVFP4" || q.QuantAlgo == "W4A16_NVFP4"):
+		case q.QuantMethod == ModelOptMethod:
+			return bad("quantization_config.quant_algo", "is %q; of ModelOpt's formats Darkroom loads NVFP4 and W4A16_NVFP4", q.QuantAlgo)
+		default:
+			return bad("quantization_config.quant_method", "is %q, want %q (or %q with NVFP4)", q.QuantMethod, QuantMethod, ModelOptMethod)
 		}
 	}
 	return m.Generation.validate(t.VocabSize)

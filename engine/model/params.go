@@ -19,16 +19,18 @@ import (
 const Scope = "dg"
 
 // Suffixes of a quantized weight's two variables (engine/quant layout): NAME.qweight
-// holds the integers (Int8 for int8, Uint8 with two nibbles per byte for int4),
-// NAME.qscale the Float32 scales.
+// holds the codes (Int8 for int8; Uint8 with two nibbles per byte for int4 and for
+// NVFP4's FP4 E2M1 codes), NAME.qscale the scales: Float32 for int8/int4, Uint8 rows of
+// FP8 block-scale codes plus the row's scale for NVFP4 (which is how the two 4-bit
+// formats are told apart; engine/quant).
 const (
 	QWeightSuffix = quant.WeightSuffix
 	QScaleSuffix  = quant.ScaleSuffix
 )
 
 // Params reads the model's weights inside one graph: every accessor returns Float32
-// nodes, whatever the storage (F32, BF16 converted in-graph, or int8/int4 dequantized
-// in-graph). It caches nodes per name so a weight used twice in a graph is read once.
+// nodes, whatever the storage (F32, BF16 converted in-graph, or int8/int4/NVFP4
+// dequantized in-graph). It caches nodes per name so a weight used twice in a graph is read once.
 //
 // The same Params serves inference (variables loaded with LoadTensors) and training
 // (engine/train creates trainable variables with the canonical names and shapes, and
@@ -78,12 +80,13 @@ func (p *Params) Shape(name string) (dims []int, ok bool) {
 	}
 	dims = append([]int(nil), qw.Shape().Dimensions...)
 	if qw.Shape().DType == dtypes.Uint8 {
-		dims[len(dims)-1] *= 2
+		dims[len(dims)-1] *= 2 // int4 and NVFP4: two codes per byte
 	}
 	return dims, true
 }
 
-// StorageDType is the dtype a weight is stored in (Int8/Uint8 for quantized weights).
+// StorageDType is the dtype a weight is stored in (Int8/Uint8 for quantized weights;
+// Uint8 covers both int4 and NVFP4).
 func (p *Params) StorageDType(name string) dtypes.DType {
 	if v := p.variable(name); v != nil {
 		return v.Shape().DType
@@ -146,9 +149,10 @@ func (p *Params) quantized(name string) (qw, qs *context.Variable) {
 	return qw, qs
 }
 
-// dequantize rebuilds Float32 values from stored integers and scales (possibly
+// dequantize rebuilds Float32 values from stored codes and scales (possibly
 // row-gathered: the leading axes may differ from the weight's), with engine/quant's
-// graph function; the format is read back from the stored dtypes and shapes.
+// graph function; the format (int8, int4, NVFP4) and group size are read back from the
+// stored dtypes and shapes by quant.SpecOf.
 func (p *Params) dequantize(qw, qs *Node, name string) *Node {
 	logical := append([]int{}, qw.Shape().Dimensions...)
 	if qw.DType() == dtypes.Uint8 {

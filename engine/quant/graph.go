@@ -9,13 +9,14 @@ import (
 
 // DequantizeGraph rebuilds a Float32 weight inside the graph, right before its matmul.
 //
-//	q:     int8: Int8 [..., n]; int4: Uint8 [..., n/2] (two nibbles per byte)
-//	scale: Float32 [..., n/group]
+//	q:     int8: Int8 [..., n]; int4, nvfp4: Uint8 [..., n/2] (two nibbles per byte)
+//	scale: Float32 [..., n/group] (nvfp4: Uint8 [..., n/group + 4], see nvfp4.go)
 //	→ Float32 shape (= [..., n])
 //
 // Nibbles are split with float arithmetic (hi = ⌊b/16⌋, lo = b − 16·hi, exact for
-// 0…255), because the go backend has no bit shifts. Like every GoMLX graph function
-// it panics on inconsistent shapes; callers recover at their API boundary.
+// 0…255), because the go backend has no bit shifts; FP4 E2M1 codes are decoded the
+// same way (see e2m1Graph). Like every GoMLX graph function it panics on inconsistent
+// shapes; callers recover at their API boundary.
 func DequantizeGraph(q, scale *Node, spec Spec, shape []int) *Node {
 	if err := spec.Check(shape); err != nil {
 		panic(fmt.Errorf("quant.DequantizeGraph: %w", err))
@@ -24,8 +25,8 @@ func DequantizeGraph(q, scale *Node, spec Spec, shape []int) *Node {
 	if q.DType() != spec.DType() || !equal(q.Shape().Dimensions, wantW) {
 		panic(fmt.Errorf("quant.DequantizeGraph: qweight is %s, want %s%v for %s of %v", q.Shape(), spec.DType(), wantW, spec, shape))
 	}
-	if scale.DType() != dtypes.Float32 || !equal(scale.Shape().Dimensions, wantS) {
-		panic(fmt.Errorf("quant.DequantizeGraph: qscale is %s, want Float32%v", scale.Shape(), wantS))
+	if scale.DType() != spec.ScaleDType() || !equal(scale.Shape().Dimensions, wantS) {
+		panic(fmt.Errorf("quant.DequantizeGraph: qscale is %s, want %s%v", scale.Shape(), spec.ScaleDType(), wantS))
 	}
 	g := q.Graph()
 	x := ConvertDType(q, dtypes.Float32)
@@ -33,23 +34,32 @@ func DequantizeGraph(q, scale *Node, spec Spec, shape []int) *Node {
 		hi := Floor(MulScalar(x, 1.0/16))
 		lo := Sub(x, MulScalar(hi, 16))
 		x = Stack([]*Node{lo, hi}, -1) // [..., n/2, 2]: element 2j low, 2j+1 high
-		x = Sub(x, Scalar(g, dtypes.Float32, 8))
+		if spec.Format == FP4 {
+			x = e2m1Graph(x)
+		} else {
+			x = Sub(x, Scalar(g, dtypes.Float32, 8))
+		}
 	}
 	n := shape[len(shape)-1]
-	groups := wantS[len(wantS)-1]
+	groups := shape[len(shape)-1] / spec.group(n)
 	grouped := append(append([]int{}, shape[:len(shape)-1]...), groups, n/groups)
-	x = Reshape(x, grouped...)        // [..., groups, group]
-	x = Mul(x, ExpandAxes(scale, -1)) // scale: [..., groups, 1]
+	x = Reshape(x, grouped...) // [..., groups, group]
+	if spec.Format == FP4 {
+		x = Mul(x, nvfp4ScalesGraph(scale)) // [..., groups, 1]
+	} else {
+		x = Mul(x, ExpandAxes(scale, -1)) // scale: [..., groups, 1]
+	}
 	return Reshape(x, shape...)
 }
 
 // DequantizeNode is DequantizeGraph with the spec read from the operands: int8 for an
-// Int8 q, int4 for Uint8; the group size is cols / (scale's last axis). Leading axes
-// are free, so it also dequantizes rows gathered from a larger weight (experts, the
-// embedding). It has engine/model's DequantizeFn signature:
-// `model.Dequantize = quant.DequantizeNode`.
+// Int8 q, int4 for Uint8 with a Float32 scale, nvfp4 for Uint8 with a Uint8 scale; the
+// group size is cols / (the number of scale groups). Leading axes are free, so it also
+// dequantizes rows gathered from a larger weight (experts, the embedding). It has
+// engine/model's DequantizeFn signature: `model.Dequantize = quant.DequantizeNode`.
 //
-//	q: [..., cols] Int8 or [..., cols/2] Uint8; scale: [..., groups] Float32 → Float32 [..., cols]
+//	q: [..., cols] Int8 or [..., cols/2] Uint8; scale: [..., groups] Float32
+//	(nvfp4: Uint8 [..., groups + 4]) → Float32 [..., cols]
 func DequantizeNode(q, scale *Node, cols int) *Node {
 	var spec Spec
 	switch q.DType() {
@@ -61,6 +71,10 @@ func DequantizeNode(q, scale *Node, cols int) *Node {
 		panic(fmt.Errorf("quant.DequantizeNode: qweight dtype %s, want Int8 or Uint8", q.DType()))
 	}
 	groups := scale.Shape().Dimensions[scale.Rank()-1]
+	if spec.Bits == 4 && scale.DType() == dtypes.Uint8 {
+		spec.Format = FP4
+		groups -= NVFP4ScaleBytes
+	}
 	if groups <= 0 || cols%groups != 0 {
 		panic(fmt.Errorf("quant.DequantizeNode: %d scale groups do not divide %d columns", groups, cols))
 	}

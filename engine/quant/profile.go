@@ -17,6 +17,14 @@ const (
 	Int4Profile Profile = "int4"
 )
 
+// NVFP4Profile is a community format Darkroom loads but does not make: NVIDIA
+// ModelOpt's NVFP4 export (nvidia/diffusiongemma-26B-A4B-it-NVFP4), where attention,
+// dense-MLP and expert projections are NVFP4 (FP4 E2M1, groups of 16, see NVFP4) and
+// the embedding, router, norms and self-conditioning MLP stay BF16. It is not in
+// Profiles (`darkroom quantize` cannot produce it); SpecFor describes the loaded form
+// for size estimates. A real checkpoint's layout comes from its tensors, not from this.
+const NVFP4Profile Profile = "nvfp4"
+
 // Profiles lists the profiles in order of size.
 var Profiles = []Profile{BF16Profile, Int8Profile, Int4Profile}
 
@@ -38,6 +46,15 @@ func (p Profile) SpecFor(name string, shape []int, quantizable bool) (Spec, bool
 	if !quantizable || len(shape) < 2 || p == BF16Profile {
 		return Spec{}, false
 	}
+	if p == NVFP4Profile {
+		// The self-conditioning MLP stays BF16 in the NVFP4 export: vLLM builds it from
+		// plain nn.Linear layers without a quant config (vllm diffusion_gemma.py,
+		// DiffusionGemmaSelfConditioning), which could not load NVFP4 tensors.
+		if name == "embed_tokens.weight" || strings.HasPrefix(name, "self_conditioning.") || NVFP4.Check(shape) != nil {
+			return Spec{}, false
+		}
+		return NVFP4, true
+	}
 	if p == Int4Profile && strings.Contains(name, ".experts.") && Int4.Check(shape) == nil {
 		return Int4, true
 	}
@@ -51,8 +68,11 @@ func (p Profile) SpecFor(name string, shape []int, quantizable bool) (Spec, bool
 
 // GroupSize is the int4 group size the profile uses (0 if none), for config.json.
 func (p Profile) GroupSize() int {
-	if p == Int4Profile {
+	switch p {
+	case Int4Profile:
 		return Int4.GroupSize
+	case NVFP4Profile:
+		return NVFP4.GroupSize
 	}
 	return 0
 }

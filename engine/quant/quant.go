@@ -1,20 +1,31 @@
 // Package quant owns Darkroom's weight quantization formats and profiles.
 //
-// Formats (symmetric, scales in float32, groups along the LAST axis, which for every
+// Formats (symmetric, groups along the LAST axis, which for every
 // weight of the model is the input dimension — Linear weights are [out, in], experts
 // [E, out, in], the embedding [V, D]):
 //
 //   - int8 per-channel (Spec{Bits: 8}): one scale per row; q = round(w/s), s = max|w|/127,
 //     q ∈ [-127, 127] stored as Int8 with the weight's shape.
+//
 //   - int4 group-wise (Spec{Bits: 4, GroupSize: 32}): one scale per 32 consecutive
 //     inputs; q = round(w/s), s = max|w|/7, q ∈ [-7, 7] stored as q+8 in a nibble; two
 //     nibbles per Uint8 byte (element 2j in the low nibble, 2j+1 in the high one), so the
 //     last axis halves.
 //
+//   - NVFP4 (Spec{Bits: 4, GroupSize: 16, Format: FP4}, the NVFP4 variable): NVIDIA's
+//     4-bit float weights as ModelOpt exports them, kept as they are. Each nibble is an
+//     FP4 E2M1 code (bit 3 sign, bits 0–2 the magnitude index into {0, 0.5, 1, 1.5, 2,
+//     3, 4, 6}), packed like int4 (element 2j low nibble, 2j+1 high); each block of 16
+//     has ModelOpt's FP8-E4M3 scale, times the tensor's float32 weight_scale_2:
+//     w = e2m1(code)·float32(fp8·scale_2). Darkroom does not produce this format
+//     (Quantize refuses it); it loads it (engine/weights) and saves it again.
+//
 // A quantized weight NAME is stored as two tensors, NAME.qweight (Int8 or Uint8) and
-// NAME.qscale (Float32, shape = weight shape with the last axis replaced by the number
-// of groups; 1 for per-channel). Both the format and the group size can be read back
-// from the stored dtypes and shapes (SpecOf), so the tensors are self-describing; the
+// NAME.qscale: for int8/int4 Float32 with the weight's shape, the last axis replaced by
+// the number of groups (1 for per-channel); for NVFP4 Uint8 [..., n/16 + 4], each row
+// the FP8 block-scale codes followed by the row's weight_scale_2 (nvfp4.go). The
+// format and the group size can be read back from the stored dtypes and shapes
+// (SpecOf; a Uint8 qscale is NVFP4), so the tensors are self-describing; the
 // checkpoint's config.json records the profile name in "quantization_config"
 // ({"quant_method": "darkroom", "profile": "int4", "group_size": 32}).
 //
@@ -40,19 +51,35 @@ const (
 	ScaleSuffix  = ".qscale"
 )
 
+// Format is how a weight's stored codes map to numbers.
+type Format int
+
+const (
+	// Int codes are symmetric integers: w = q·scale.
+	Int Format = iota
+	// FP4 codes are FP4 E2M1 nibbles (NVFP4): w = e2m1(q)·scale.
+	FP4
+)
+
 // Spec is one weight's format.
 type Spec struct {
 	Bits      int // 8 or 4
 	GroupSize int // inputs per scale along the last axis; 0 = the whole row (per-channel)
+	Format    Format
 }
 
-// Int8 is int8 per-channel; Int4 is int4 with groups of 32.
+// Int8 is int8 per-channel; Int4 is int4 with groups of 32; NVFP4 is FP4 E2M1 with
+// groups of 16 (ModelOpt's NVFP4 layout).
 var (
-	Int8 = Spec{Bits: 8}
-	Int4 = Spec{Bits: 4, GroupSize: 32}
+	Int8  = Spec{Bits: 8}
+	Int4  = Spec{Bits: 4, GroupSize: 32}
+	NVFP4 = Spec{Bits: 4, GroupSize: 16, Format: FP4}
 )
 
 func (s Spec) String() string {
+	if s.Format == FP4 {
+		return fmt.Sprintf("nvfp4 (fp4 e2m1) g%d", s.GroupSize)
+	}
 	if s.GroupSize == 0 {
 		return fmt.Sprintf("int%d per-channel", s.Bits)
 	}
@@ -79,6 +106,12 @@ func (s Spec) Check(shape []int) error {
 	if s.Bits != 8 && s.Bits != 4 {
 		return fmt.Errorf("unsupported quantization bits %d", s.Bits)
 	}
+	if s.Format != Int && s.Format != FP4 {
+		return fmt.Errorf("unknown quantization format %d", s.Format)
+	}
+	if s.Format == FP4 && (s.Bits != 4 || s.GroupSize <= 0) {
+		return fmt.Errorf("fp4 needs 4 bits and a positive group size, got %d bits, group %d", s.Bits, s.GroupSize)
+	}
 	if len(shape) < 1 {
 		return fmt.Errorf("cannot quantize a scalar")
 	}
@@ -104,7 +137,32 @@ func (s Spec) Shapes(shape []int) (qweight, qscale []int) {
 		qweight[len(qweight)-1] = n / 2
 	}
 	qscale = append(append([]int{}, lead...), n/s.group(n))
+	if s.Format == FP4 {
+		qscale[len(qscale)-1] += NVFP4ScaleBytes // block-scale codes, then weight_scale_2
+	}
 	return
+}
+
+// ScaleDType is the stored dtype of qscale: Uint8 for NVFP4, Float32 otherwise.
+func (s Spec) ScaleDType() dtypes.DType {
+	if s.Format == FP4 {
+		return dtypes.Uint8
+	}
+	return dtypes.Float32
+}
+
+// Bytes is the memory a weight of the logical shape takes in this format (qweight and
+// qscale), for size estimates.
+func (s Spec) Bytes(shape []int) int64 {
+	w, sc := s.Shapes(shape)
+	n := func(d []int) int64 {
+		v := int64(1)
+		for _, x := range d {
+			v *= int64(x)
+		}
+		return v
+	}
+	return n(w)*int64(s.DType().Size()) + n(sc)*int64(s.ScaleDType().Size())
 }
 
 // DType is the stored dtype of qweight.
@@ -121,27 +179,37 @@ func SpecOf(logical []int, qweight, qscale shapes.Shape) (Spec, error) {
 	if len(logical) < 1 {
 		return Spec{}, fmt.Errorf("cannot quantize a scalar")
 	}
-	if qscale.DType != dtypes.Float32 {
-		return Spec{}, fmt.Errorf("qscale has dtype %s, want Float32", qscale.DType)
-	}
 	var s Spec
-	switch qweight.DType {
-	case dtypes.Int8:
+	switch {
+	case qweight.DType == dtypes.Uint8 && qscale.DType == dtypes.Uint8:
+		s = Spec{Bits: 4, Format: FP4}
+	case qscale.DType != dtypes.Float32:
+		return Spec{}, fmt.Errorf("qscale has dtype %s, want Float32 (int8, int4) or Uint8 (nvfp4 with a Uint8 qweight)", qscale.DType)
+	case qweight.DType == dtypes.Int8:
 		s.Bits = 8
-	case dtypes.Uint8:
+	case qweight.DType == dtypes.Uint8:
 		s.Bits = 4
 	default:
-		return Spec{}, fmt.Errorf("qweight has dtype %s, want Int8 (int8) or Uint8 (int4)", qweight.DType)
+		return Spec{}, fmt.Errorf("qweight has dtype %s, want Int8 (int8) or Uint8 (int4, nvfp4)", qweight.DType)
 	}
 	n := logical[len(logical)-1]
-	if qscale.Rank() == len(logical) {
+	if s.Format == FP4 {
+		if qscale.Rank() == len(logical) {
+			if g := qscale.Dimensions[len(logical)-1] - NVFP4ScaleBytes; g > 0 && n%g == 0 {
+				s.GroupSize = n / g
+			}
+		}
+		if s.GroupSize == 0 {
+			return Spec{}, fmt.Errorf("nvfp4 qscale %v does not fit logical shape %v", qscale.Dimensions, logical)
+		}
+	} else if qscale.Rank() == len(logical) {
 		if g := qscale.Dimensions[len(logical)-1]; g > 0 && n%g == 0 {
 			if g > 1 {
 				s.GroupSize = n / g
 			}
 		}
 	}
-	if s.Bits == 4 && s.GroupSize == 0 && n > 0 {
+	if s.Bits == 4 && s.Format == Int && s.GroupSize == 0 && n > 0 {
 		s.GroupSize = n // int4 with one group per row
 	}
 	if err := s.Check(logical); err != nil {
@@ -192,11 +260,15 @@ func floats(t *tensors.Tensor) ([]float32, error) {
 	return out, err
 }
 
-// Quantize quantizes a float weight (Float32, BFloat16 or Float64) on the host.
+// Quantize quantizes a float weight (Float32, BFloat16 or Float64) on the host, to
+// int8 or int4 (NVFP4 weights only come from ModelOpt checkpoints).
 func Quantize(t *tensors.Tensor, s Spec) (qweight, qscale *tensors.Tensor, err error) {
 	shape := t.Shape().Dimensions
 	if err := s.Check(shape); err != nil {
 		return nil, nil, err
+	}
+	if s.Format != Int {
+		return nil, nil, fmt.Errorf("cannot quantize to %s: Darkroom only loads that format", s)
 	}
 	w, err := floats(t)
 	if err != nil {
@@ -288,8 +360,8 @@ func Dequantize(qweight, qscale *tensors.Tensor, s Spec, shape []int) (*tensors.
 	if err != nil {
 		return nil, err
 	}
-	if got.Bits != s.Bits {
-		return nil, fmt.Errorf("stored tensors are int%d, spec says int%d", got.Bits, s.Bits)
+	if got.Bits != s.Bits || got.Format != s.Format {
+		return nil, fmt.Errorf("stored tensors are %s, spec says %s", got, s)
 	}
 	n := shape[len(shape)-1]
 	g := got.group(n)
@@ -299,7 +371,18 @@ func Dequantize(qweight, qscale *tensors.Tensor, s Spec, shape []int) (*tensors.
 	}
 	out := make([]float32, size)
 	var scales []float32
-	if err := qscale.ConstFlatData(func(flat any) { scales = append(scales, flat.([]float32)...) }); err != nil {
+	if got.Format == FP4 {
+		var rows []uint8
+		if err := qscale.ConstFlatData(func(flat any) { rows = append(rows, flat.([]uint8)...) }); err != nil {
+			return nil, err
+		}
+		groups := n / g
+		w := groups + NVFP4ScaleBytes
+		scales = make([]float32, size/g)
+		for r := 0; r < size/n; r++ {
+			NVFP4RowScales(scales[r*groups:(r+1)*groups], rows[r*w:(r+1)*w])
+		}
+	} else if err := qscale.ConstFlatData(func(flat any) { scales = append(scales, flat.([]float32)...) }); err != nil {
 		return nil, err
 	}
 	err = qweight.ConstFlatData(func(flat any) {
@@ -309,6 +392,13 @@ func Dequantize(qweight, qscale *tensors.Tensor, s Spec, shape []int) (*tensors.
 				out[i] = float32(v) * scales[i/g]
 			}
 		case []uint8:
+			if got.Format == FP4 {
+				for i, b := range q {
+					out[2*i] = E2M1[b&15] * scales[(2*i)/g]
+					out[2*i+1] = E2M1[b>>4] * scales[(2*i+1)/g]
+				}
+				return
+			}
 			for i, b := range q {
 				out[2*i] = float32(int(b&15)-8) * scales[(2*i)/g]
 				out[2*i+1] = float32(int(b>>4)-8) * scales[(2*i+1)/g]

@@ -33,6 +33,17 @@ type Checkpoint struct {
 	Name  string
 	Files []*File
 	where map[string]*File
+	read  func(string) ([]byte, error)
+}
+
+// ReadFile reads another file of the checkpoint's directory (config.json,
+// hf_quant_config.json, …) through the same file system the checkpoint came from.
+// A missing file is an error satisfying errors.Is(err, fs.ErrNotExist).
+func (c *Checkpoint) ReadFile(name string) ([]byte, error) {
+	if c.read == nil || name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return nil, fmt.Errorf("read %q: %w", name, fs.ErrNotExist)
+	}
+	return c.read(name)
 }
 
 // OpenCheckpoint opens the checkpoint in dir.
@@ -54,7 +65,7 @@ func OpenCheckpointFS(fsys fs.FS, dir string) (*Checkpoint, error) {
 }
 
 func openCheckpoint(read func(string) ([]byte, error), open func(string) (*File, error)) (*Checkpoint, error) {
-	ck := &Checkpoint{where: map[string]*File{}}
+	ck := &Checkpoint{where: map[string]*File{}, read: read}
 	ib, err := read(IndexFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		f, err := open(SingleFile)

@@ -10,6 +10,12 @@
 // file atomically (temp file + rename).
 //
 // Tensor data is little-endian, as on every platform Go's GoMLX backends run on.
+//
+// The 8-bit float dtypes F8_E4M3 (PyTorch float8_e4m3fn: bias 7, no infinities, NaN
+// = S.1111.111, max 448) and F8_E5M2 (float8_e5m2: IEEE-like, bias 15, with
+// infinities) are read and widened to Float32 exactly, as F16 is: GoMLX's pure-Go
+// backend has no 8-bit float types. They are the block scales of NVIDIA ModelOpt's
+// NVFP4 checkpoints (see engine/weights' ModelOpt loader).
 package safetensors
 
 import (
@@ -40,6 +46,10 @@ const (
 	U8   DType = "U8"
 	I32  DType = "I32"
 	I64  DType = "I64"
+	// F8E4M3 and F8E5M2 are read only (widened to Float32); the names are the
+	// safetensors spec's (Rust crate `safetensors::Dtype::{F8_E4M3, F8_E5M2}`).
+	F8E4M3 DType = "F8_E4M3"
+	F8E5M2 DType = "F8_E5M2"
 )
 
 // Size is the bytes per element, 0 for an unknown dtype.
@@ -49,7 +59,7 @@ func (d DType) Size() int {
 		return 4
 	case BF16, F16:
 		return 2
-	case I8, U8:
+	case I8, U8, F8E4M3, F8E5M2:
 		return 1
 	case I64:
 		return 8
@@ -57,11 +67,11 @@ func (d DType) Size() int {
 	return 0
 }
 
-// GoMLX is the dtype a tensor of this dtype becomes when loaded (F16 → Float32: the
-// go backend has no Float16).
+// GoMLX is the dtype a tensor of this dtype becomes when loaded (F16, F8_E4M3 and
+// F8_E5M2 → Float32: the go backend has no Float16 or 8-bit floats).
 func (d DType) GoMLX() dtypes.DType {
 	switch d {
-	case F32, F16:
+	case F32, F16, F8E4M3, F8E5M2:
 		return dtypes.Float32
 	case BF16:
 		return dtypes.BFloat16
@@ -333,7 +343,8 @@ func (f *File) Close() error {
 	return nil
 }
 
-// Decode builds a GoMLX tensor from raw little-endian bytes (F16 → Float32).
+// Decode builds a GoMLX tensor from raw little-endian bytes (F16, F8_E4M3 and
+// F8_E5M2 → Float32, exactly).
 func Decode(dt DType, shape []int, raw []byte) (t *tensors.Tensor, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -355,10 +366,22 @@ func Decode(dt DType, shape []int, raw []byte) (t *tensors.Tensor, err error) {
 	if n == 0 {
 		return t, nil
 	}
-	if dt == F16 {
+	switch dt {
+	case F16:
 		tensors.MutableFlatData(t, func(flat []float32) {
 			for i := range flat {
 				flat[i] = F16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
+			}
+		})
+		return t, nil
+	case F8E4M3, F8E5M2:
+		conv := F8E4M3ToF32
+		if dt == F8E5M2 {
+			conv = F8E5M2ToF32
+		}
+		tensors.MutableFlatData(t, func(flat []float32) {
+			for i := range flat {
+				flat[i] = conv(raw[i])
 			}
 		})
 		return t, nil
@@ -403,6 +426,34 @@ func F16ToF32(h uint16) float32 {
 		return f
 	}
 	return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
+}
+
+// F8E4M3ToF32 converts a float8_e4m3fn value (OCP FP8 E4M3, as PyTorch's
+// torch.float8_e4m3fn and safetensors' F8_E4M3): 1 sign, 4 exponent bits (bias 7), 3
+// mantissa bits; exponent 0 is subnormal (m·2⁻⁹); S.1111.111 is NaN and there are no
+// infinities, so the largest value is S.1111.110 = 448. Exact in float32.
+func F8E4M3ToF32(b byte) float32 {
+	e, m := int(b>>3)&0xf, int(b&7)
+	var v float32
+	switch {
+	case e == 0xf && m == 7:
+		v = float32(math.NaN())
+	case e == 0:
+		v = float32(m) / 512 // m · 2⁻³ · 2⁻⁶
+	default:
+		v = float32(math.Ldexp(float64(8+m)/8, e-7))
+	}
+	if b&0x80 != 0 {
+		return -v
+	}
+	return v
+}
+
+// F8E5M2ToF32 converts a float8_e5m2 value (OCP FP8 E5M2, torch.float8_e5m2): 1 sign,
+// 5 exponent bits (bias 15), 2 mantissa bits, IEEE-style infinities and NaNs; it is
+// the top byte of an IEEE half. Exact in float32.
+func F8E5M2ToF32(b byte) float32 {
+	return F16ToF32(uint16(b) << 8)
 }
 
 // F32ToF16 converts to IEEE half precision (round to nearest even); used by tests and

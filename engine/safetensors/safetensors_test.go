@@ -3,6 +3,8 @@ package safetensors
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -316,4 +318,150 @@ func FuzzParseHeader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// e4m3Ref is an independent float8_e4m3fn decoder written from the OCP FP8 spec's
+// table of values rather than bit arithmetic: magnitude = 2^(e−7)·(1+m/8) for
+// e ≥ 1, m·2⁻⁹ for e = 0, NaN for e = 15, m = 7.
+func e4m3Ref(b byte) float64 {
+	e, m := float64(b>>3&15), float64(b&7)
+	var v float64
+	switch {
+	case b&0x7f == 0x7f:
+		return math.NaN()
+	case e == 0:
+		v = m * math.Pow(2, -9)
+	default:
+		v = math.Pow(2, e-7) * (1 + m/8)
+	}
+	if b&0x80 != 0 {
+		v = -v
+	}
+	return v
+}
+
+// e5m2Ref is float8_e5m2 from its definition: bias 15, 2 mantissa bits, e = 31 is
+// ±Inf (m = 0) or NaN.
+func e5m2Ref(b byte) float64 {
+	e, m := float64(b>>2&31), float64(b&3)
+	var v float64
+	switch {
+	case e == 31 && m == 0:
+		v = math.Inf(1)
+	case e == 31:
+		return math.NaN()
+	case e == 0:
+		v = m / 4 * math.Pow(2, -14)
+	default:
+		v = math.Pow(2, e-15) * (1 + m/4)
+	}
+	if b&0x80 != 0 {
+		v = -v
+	}
+	return v
+}
+
+// TestF8Decoding checks all 256 codes of both 8-bit float formats against the
+// independent decoders, the known extremes, and that reading an F8 tensor from a
+// file widens it to Float32.
+func TestF8Decoding(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		for _, k := range []struct {
+			name string
+			got  float32
+			want float64
+		}{{"e4m3", F8E4M3ToF32(b), e4m3Ref(b)}, {"e5m2", F8E5M2ToF32(b), e5m2Ref(b)}} {
+			if math.IsNaN(k.want) {
+				if !math.IsNaN(float64(k.got)) {
+					t.Errorf("%s code %#02x: got %v, want NaN", k.name, c, k.got)
+				}
+				continue
+			}
+			if float64(k.got) != k.want || math.Signbit(float64(k.got)) != math.Signbit(k.want) {
+				t.Errorf("%s code %#02x: got %v, want %v", k.name, c, k.got, k.want)
+			}
+		}
+	}
+	for _, c := range []struct {
+		b    byte
+		want float32
+	}{{0x7e, 448}, {0xfe, -448}, {0x01, 1.0 / 512}, {0x38, 1}, {0x08, 1.0 / 64}, {0x80, float32(math.Copysign(0, -1))}} {
+		if got := F8E4M3ToF32(c.b); got != c.want || math.Signbit(float64(got)) != math.Signbit(float64(c.want)) {
+			t.Errorf("e4m3 %#02x = %v, want %v", c.b, got, c.want)
+		}
+	}
+	if got := F8E5M2ToF32(0x7b); got != 57344 {
+		t.Errorf("e5m2 max = %v, want 57344", got)
+	}
+	// Through a file: both dtypes come back as Float32 of the same shape.
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f8.safetensors")
+	w, err := Create(p, nil, []Header{{Name: "a", DType: F8E4M3, Shape: []int{2, 2}}, {Name: "b", DType: F8E5M2, Shape: []int{3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write("a", []byte{0x38, 0xb8, 0x7e, 0x01}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write("b", []byte{0x3c, 0x7c, 0x01}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, err := f.Tensor("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.DType() != dtypes.Float32 || !eq(a.Shape().Dimensions, []int{2, 2}) || !eq(flat[float32](t, a), []float32{1, -1, 448, 1.0 / 512}) {
+		t.Errorf("F8_E4M3 tensor = %s %v", a.Shape(), flat[float32](t, a))
+	}
+	b, err := f.Tensor("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := flat[float32](t, b); got[0] != 1 || !math.IsInf(float64(got[1]), 1) || got[2] != float32(math.Pow(2, -16)) {
+		t.Errorf("F8_E5M2 tensor = %v", got)
+	}
+}
+
+// TestCheckpointReadFile reads a sidecar file through the checkpoint, from a directory
+// and from an fs.FS, and refuses paths outside the directory.
+func TestCheckpointReadFile(t *testing.T) {
+	dir := t.TempDir()
+	one := []Named{{"x", tensors.FromFlatDataAndDimensions([]float32{1}, 1)}}
+	if err := WriteFile(filepath.Join(dir, SingleFile), nil, one); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "side.json"), []byte(`{"k":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := OpenCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	if b, err := ck.ReadFile("side.json"); err != nil || string(b) != `{"k":1}` {
+		t.Errorf("ReadFile = %q, %v", b, err)
+	}
+	for _, bad := range []string{"missing.json", "../side.json", "", ".."} {
+		if _, err := ck.ReadFile(bad); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("ReadFile(%q) error = %v, want not-exist", bad, err)
+		}
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, SingleFile))
+	fsys := fstest.MapFS{"m/" + SingleFile: {Data: raw}, "m/side.json": {Data: []byte("fs")}}
+	ck2, err := OpenCheckpointFS(fsys, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ck2.ReadFile("side.json"); err != nil || string(b) != "fs" {
+		t.Errorf("FS ReadFile = %q, %v", b, err)
+	}
 }

@@ -19,8 +19,14 @@ import (
 // model.safetensors.index.json) for cfg. Every expected tensor must be present with its
 // expected shape (or as a quantized pair that fits it); unknown text tensors are an
 // error, vision tensors and lm_head.weight are ignored. BF16 stays BF16, F16 becomes
-// F32. On any error nothing is returned: no half-loaded Set.
+// F32. On any error nothing is returned: no half-loaded Set. A directory holding one
+// GGUF model file and no safetensors is read by LoadGGUF instead.
 func Load(dir string, cfg *config.Model) (*Set, error) {
+	if path, ok, err := FindGGUF(dir); err != nil {
+		return nil, fmt.Errorf("load weights from %s: %w", dir, err)
+	} else if ok { // a directory with one .gguf and no safetensors (see gguf.go)
+		return LoadGGUF(path, cfg)
+	}
 	ck, err := safetensors.OpenCheckpoint(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load weights from %s: %w", dir, err)
@@ -80,6 +86,11 @@ func FromCheckpoint(ck *safetensors.Checkpoint, cfg *config.Model) (*Set, error)
 // fn gets canonical names (a quantized weight NAME arrives as NAME.qweight, with its
 // spec, then NAME.qscale, with nil). fn's error stops the stream and is returned.
 func Each(dir string, cfg *config.Model, fn func(name string, t *tensors.Tensor, q *quant.Spec) error) error {
+	if path, ok, err := FindGGUF(dir); err != nil {
+		return fmt.Errorf("load weights from %s: %w", dir, err)
+	} else if ok {
+		return EachGGUF(path, cfg, fn)
+	}
 	ck, err := safetensors.OpenCheckpoint(dir)
 	if err != nil {
 		return fmt.Errorf("load weights from %s: %w", dir, err)
@@ -91,8 +102,12 @@ func Each(dir string, cfg *config.Model, fn func(name string, t *tensors.Tensor,
 	return nil
 }
 
-// EachFromCheckpoint is Each over an open checkpoint.
+// EachFromCheckpoint is Each over an open checkpoint. A ModelOpt NVFP4 export is read
+// by its own loader (nvfp4.go) into the same canonical names.
 func EachFromCheckpoint(ck *safetensors.Checkpoint, cfg *config.Model, fn func(name string, t *tensors.Tensor, q *quant.Spec) error) error {
+	if IsModelOpt(ck) {
+		return eachModelOpt(ck, cfg, fn)
+	}
 	plans, err := planCheckpoint(ck, cfg)
 	if err != nil {
 		return err
@@ -273,11 +288,16 @@ func Save(set *Set, cfg *config.Model, dir string, opts SaveOptions) error {
 	}
 
 	c := *cfg
-	if len(set.Quant) > 0 && c.Quantization == nil {
+	if len(set.Quant) > 0 && (c.Quantization == nil || c.Quantization.QuantMethod != config.QuantMethod) {
+		// Darkroom's own tensors (a loaded ModelOpt model saved again is no longer in
+		// ModelOpt's layout).
 		prof := quant.Int8Profile
 		for _, q := range set.Quant {
-			if q.Bits == 4 {
+			if q.Bits == 4 && prof != quant.NVFP4Profile {
 				prof = quant.Int4Profile
+			}
+			if q.Format == quant.FP4 {
+				prof = quant.NVFP4Profile // a loaded ModelOpt model saved again
 			}
 		}
 		c.Quantization = &config.Quantization{QuantMethod: config.QuantMethod, Profile: string(prof), GroupSize: prof.GroupSize()}

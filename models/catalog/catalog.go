@@ -28,8 +28,18 @@ type Entry struct {
 	Profiles    []quant.Profile `json:"profiles"`      // bf16 = as downloaded; others made by `darkroom quantize`
 	// Include restricts a download to these globs (empty: every file).
 	Include []string `json:"include,omitempty"`
+	// Companion names small files to fetch from another repo into the same model
+	// directory (nil: none): a GGUF repo ships no tokenizer.json or config.json.
+	Companion *Companion `json:"companion,omitempty"`
 	// Config returns the model's dimensions (nil when only known after download).
 	Config func() (*config.Model, error) `json:"-"`
+}
+
+// Companion is a second repo whose files complete an entry's download.
+type Companion struct {
+	Repo     string   `json:"repo"`
+	Revision string   `json:"revision,omitempty"`
+	Include  []string `json:"include"`
 }
 
 // Unsupported is a known community format the engine cannot load.
@@ -45,6 +55,15 @@ const MiniID = "darkroom-mini"
 
 // DiffusionGemmaID is the 26B model's ID.
 const DiffusionGemmaID = "diffusiongemma-26b"
+
+// GGUFID is Unsloth's Q4_K_M GGUF of the 26B model.
+const GGUFID = "diffusiongemma-26b-q4km"
+
+// GGUFFile is the quant the GGUF entry downloads (unsloth/diffusiongemma-26B-A4B-it-GGUF).
+const GGUFFile = "diffusiongemma-26B-A4B-it-Q4_K_M.gguf"
+
+// NVFP4ID is NVIDIA's NVFP4 (ModelOpt) export of the 26B model.
+const NVFP4ID = "diffusiongemma-26b-nvfp4"
 
 // Entries returns the catalog.
 func Entries() []Entry {
@@ -70,22 +89,52 @@ func Entries() []Entry {
 			Include: []string{"*.json", "*.safetensors", "*.jinja", "tokenizer*"},
 			Config:  func() (*config.Model, error) { return DiffusionGemma26B(), nil },
 		},
+		{
+			ID: NVFP4ID, Name: "DiffusionGemma 26B-A4B NVFP4 (NVIDIA ModelOpt)",
+			Repo: "nvidia/diffusiongemma-26B-A4B-it-NVFP4", Revision: "main",
+			License: "Apache-2.0 and the Gemma Terms of Use (NVIDIA's model card)",
+			Description: "NVIDIA's 4-bit float (NVFP4) export of DiffusionGemma 26B-A4B: a 19 GB download instead of 52 GB. " +
+				"Attention, MLP and expert weights stay NVFP4 in memory as downloaded (0.57 bytes per weight with " +
+				"their scales: about 15.4 GB of weights), dequantized next to each matmul; embedding, router, " +
+				"norms and the self-conditioning MLP are BF16.",
+			Format: "safetensors NVFP4 (ModelOpt: FP4 E2M1 weights, FP8 E4M3 block scales)", Size: 18_900_000_000,
+			Profiles: []quant.Profile{quant.NVFP4Profile},
+			// hf_quant_config.json (the quantization description) matches *.json.
+			Include: []string{"*.json", "*.safetensors", "*.jinja", "tokenizer*"},
+			Config:  func() (*config.Model, error) { return DiffusionGemma26B(), nil },
+		},
+		{
+			ID: GGUFID, Name: "DiffusionGemma 26B-A4B Q4_K_M (Unsloth GGUF)",
+			Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF", Revision: "main",
+			License: "Gemma Terms of Use (the tokenizer comes from Google's repo: accept the terms on huggingface.co)",
+			Description: "Unsloth's llama.cpp quantization of DiffusionGemma 26B-A4B: a 16.8 GB download instead of 52 GB. " +
+				"Darkroom converts it while loading: Q4_K, Q5_0 and other 4–5-bit tensors become int4 (groups of 32), " +
+				"Q6_K and Q8_0 become int8 (groups of 32), about 16.5 GB in memory. The requantization adds error " +
+				"(see engine/gguf); the BF16 download with `darkroom quantize` is the more faithful int4.",
+			Format: "GGUF Q4_K_M (llama.cpp diffusion-gemma, PR #24423)", Size: 16_800_000_000,
+			// The loaded layout is int4 g32 experts with int8/int4 elsewhere: the int4
+			// profile's estimate is the closest (slightly high: attention is int4 here).
+			Profiles: []quant.Profile{quant.Int4Profile},
+			// One quant only: the loader refuses a directory with several .gguf files.
+			Include: []string{GGUFFile},
+			// Unsloth's GGUF repos ship .gguf files, not the Hugging Face tokenizer.json
+			// the engine reads (not checked against the live repo: the hub is not
+			// reachable where this was written), so tokenizer.json, the chat template
+			// and config.json come from the base repo: small files. The GGUF metadata
+			// alone also gives the config (engine.Load reads it when config.json is
+			// missing), but Darkroom does not rebuild a tokenizer from it.
+			Companion: &Companion{Repo: "google/diffusiongemma-26B-A4B-it", Revision: "main",
+				Include: []string{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "*.jinja"}},
+			Config: func() (*config.Model, error) { return DiffusionGemma26B(), nil },
+		},
 	}
 }
 
 // UnsupportedFormats are community repos of DiffusionGemma the engine cannot
-// load yet, and why (reference diffusiongemma.md §4.2).
+// load yet, and why (reference diffusiongemma.md §4.2). Unsloth's GGUF (engine/gguf)
+// and NVIDIA's NVFP4 export now load; none is left.
 func UnsupportedFormats() []Unsupported {
-	return []Unsupported{
-		{Repo: "nvidia/diffusiongemma-26B-A4B-it-NVFP4", Format: "NVFP4 (ModelOpt)", Size: 18_900_000_000,
-			Reason: "NVFP4 stores weights as FP4 (E2M1) with FP8 block scales and a per-tensor scale; Darkroom's " +
-				"engine dequantizes only its own int8/int4 format, and GoMLX's pure-Go backend has no FP4/FP8 types. " +
-				"Use `darkroom quantize --profile int4` on the BF16 download instead (similar size)."},
-		{Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF", Format: "GGUF (Q4_K_M 16 GB … BF16 47 GB)", Size: 16_000_000_000,
-			Reason: "GGUF needs a GGUF reader and the k-quant block formats (Q4_K, Q5_0, Q6_K, Q8_0) with llama.cpp's " +
-				"tensor names for the draft `diffusion-gemma` architecture (PR #24423, unmerged); Darkroom does not " +
-				"implement them."},
-	}
+	return []Unsupported{}
 }
 
 // Find looks a name up: a catalog ID, or a repo (case-insensitive).

@@ -1,8 +1,10 @@
 package catalog
 
 import (
-	"strings"
+	"slices"
 	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
 func TestCatalog(t *testing.T) {
@@ -19,10 +21,29 @@ func TestCatalog(t *testing.T) {
 	if cfg.Text.LayerTypes[5] != "full_attention" || cfg.Text.LayerTypes[29] != "full_attention" || cfg.Text.LayerTypes[28] != "sliding_attention" {
 		t.Errorf("layer pattern %v", cfg.Text.LayerTypes)
 	}
-	if err := CheckLoadable("nvidia/diffusiongemma-26B-A4B-it-NVFP4"); err == nil || !strings.Contains(err.Error(), "NVFP4") {
+	// NVIDIA's NVFP4 export loads (engine/weights' ModelOpt loader): a catalog entry
+	// with the nvfp4 profile, no longer refused.
+	if e, ok := Find("nvidia/diffusiongemma-26B-A4B-it-NVFP4"); !ok || e.ID != NVFP4ID ||
+		len(e.Profiles) != 1 || e.Profiles[0] != quant.NVFP4Profile || e.Config == nil {
+		t.Errorf("NVFP4 entry: %+v", e)
+	}
+	if err := CheckLoadable("nvidia/diffusiongemma-26B-A4B-it-NVFP4"); err != nil {
 		t.Errorf("NVFP4: %v", err)
 	}
 	if err := CheckLoadable("google/diffusiongemma-26B-A4B-it"); err != nil {
 		t.Error(err)
+	}
+	// Unsloth's GGUF loads (engine/gguf): one quant file plus the base repo's
+	// tokenizer and config.
+	e, ok := Find("unsloth/diffusiongemma-26B-A4B-it-GGUF")
+	if !ok || e.ID != GGUFID || len(e.Include) != 1 || e.Include[0] != GGUFFile || e.Config == nil ||
+		e.Companion == nil || e.Companion.Repo != "google/diffusiongemma-26B-A4B-it" {
+		t.Errorf("GGUF entry: %+v", e)
+	}
+	if e.Companion != nil && !slices.Contains(e.Companion.Include, "tokenizer.json") {
+		t.Errorf("GGUF companion files %v lack tokenizer.json", e.Companion.Include)
+	}
+	if err := CheckLoadable("unsloth/diffusiongemma-26B-A4B-it-GGUF"); err != nil {
+		t.Errorf("GGUF: %v", err)
 	}
 }

@@ -1,0 +1,218 @@
+package gguf
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+)
+
+// Group is the group size of the Darkroom formats GGUF blocks are converted into.
+const Group = 32
+
+// Requantize converts whole rows of ggml blocks (raw, of type t; n elements) into
+// Darkroom's int8 or int4 layout with one float32 scale per Group consecutive elements
+// (package engine/quant: int8 stores q as an Int8 per element, dequantized q·s; int4
+// stores the nibble q+8 two per byte, element 2j low, 2j+1 high, dequantized
+// (nibble−8)·s). q receives n bytes (int8) or n/2 (int4); scales n/Group values. tmp
+// is scratch of n float32s (only used when the conversion is not exact).
+//
+// Q8_0 → int8 and Q4_0 → int4 are exact: Q8_0 is int8 with a scale per 32, Q4_0 is
+// (nibble−8)·d per 32, bit for bit the same numbers. Every other type is dequantized
+// and requantized group by group: int8 with s = max|x|/127; int4 with the
+// least-squares scale over the 16 levels −8…7 (the scale may be negative so that the
+// largest-magnitude value can take level −8), searched like ggml's make_qx_quants.
+func Requantize(t Type, raw []byte, bits int, q []byte, scales []float32, tmp []float32) error {
+	info, ok := t.info()
+	if !ok || info.dequant == nil {
+		return Dequantize(t, raw, nil) // the same "not supported" error
+	}
+	if len(raw)%info.typeSize != 0 {
+		return fmt.Errorf("%s: %d bytes are not whole blocks", t, len(raw))
+	}
+	n := len(raw) / info.typeSize * info.blockSize
+	if n%Group != 0 {
+		return fmt.Errorf("%s: %d elements are not whole groups of %d", t, n, Group)
+	}
+	wantQ := n
+	if bits == 4 {
+		wantQ = n / 2
+	} else if bits != 8 {
+		return fmt.Errorf("cannot requantize to %d bits", bits)
+	}
+	if len(q) != wantQ || len(scales) != n/Group {
+		return fmt.Errorf("requantize %s: buffers of %d and %d for %d elements", t, len(q), len(scales), n)
+	}
+	switch {
+	case t == Q8_0 && bits == 8:
+		for b := 0; b < n/32; b++ {
+			blk := raw[b*34:]
+			scales[b] = fp16(blk)
+			copy(q[b*32:b*32+32], blk[2:34])
+		}
+		return nil
+	case t == Q4_0 && bits == 4:
+		for b := 0; b < n/32; b++ {
+			blk := raw[b*18:]
+			scales[b] = fp16(blk)
+			qs := blk[2:18]
+			nib := func(e int) byte {
+				if e < 16 {
+					return qs[e] & 0x0F
+				}
+				return qs[e-16] >> 4
+			}
+			out := q[b*16 : b*16+16]
+			for k := range out {
+				out[k] = nib(2*k) | nib(2*k+1)<<4
+			}
+		}
+		return nil
+	}
+	if len(tmp) < n {
+		return fmt.Errorf("requantize %s: scratch of %d for %d elements", t, len(tmp), n)
+	}
+	x := tmp[:n]
+	info.dequant(x, raw)
+	for g := 0; g < n/Group; g++ {
+		vals := x[g*Group : (g+1)*Group]
+		for _, v := range vals {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("requantize %s: non-finite value %v in group %d", t, v, g)
+			}
+		}
+		if bits == 8 {
+			scales[g] = quantGroup8(vals, q[g*Group:(g+1)*Group])
+		} else {
+			scales[g] = quantGroup4(vals, q[g*Group/2:(g+1)*Group/2])
+		}
+	}
+	return nil
+}
+
+// quantGroup8: s = max|x|/127, q = round(x/s) (as package quant does).
+func quantGroup8(x []float32, q []byte) float32 {
+	var amax float32
+	for _, v := range x {
+		amax = max(amax, float32(math.Abs(float64(v))))
+	}
+	if amax == 0 {
+		clear(q)
+		return 0
+	}
+	s := amax / 127
+	inv := 1 / s
+	for i, v := range x {
+		r := nearestInt(v * inv)
+		if r < -127 {
+			r = -127
+		} else if r > 127 {
+			r = 127
+		}
+		q[i] = byte(int8(r))
+	}
+	return s
+}
+
+// int4Trials are the trial inverse scales of quantGroup4, as offsets k in
+// −(8 + 0.1·k)/xmax: ggml's make_qx_quants tries k = −9…9; these 7 give nearly the same
+// error (checked by TestRequantize) at a third of the cost.
+var int4Trials = []float32{-6, -4, -2, 0, 2, 4, 6}
+
+// quantGroup4 picks levels l ∈ [−8, 7] and a scale s minimising Σ(x − s·l)²: for
+// each trial inverse scale −(8 + 0.1·k)/xmax (xmax the signed value of largest
+// magnitude) the levels are rounded and s is their least-squares fit; the best trial
+// wins.
+func quantGroup4(x []float32, q []byte) float32 {
+	var amax, xmax float32
+	for _, v := range x {
+		if a := float32(math.Abs(float64(v))); a > amax {
+			amax, xmax = a, v
+		}
+	}
+	if amax == 0 {
+		for k := range q {
+			q[k] = 8 | 8<<4
+		}
+		return 0
+	}
+	var L, tryL [Group]int8
+	bestErr, bestS := float32(math.Inf(1)), float32(0)
+	for _, k := range int4Trials {
+		iscale := -(8 + 0.1*k) / xmax
+		var sumlx, suml2 float32
+		for i, v := range x {
+			l := nearestInt(iscale * v)
+			if l < -8 {
+				l = -8
+			} else if l > 7 {
+				l = 7
+			}
+			tryL[i] = int8(l)
+			fl := float32(l)
+			sumlx += v * fl
+			suml2 += fl * fl
+		}
+		if suml2 == 0 {
+			continue
+		}
+		s := sumlx / suml2
+		// Σ(x − s·l)² = Σx² − 2s·Σxl + s²·Σl² = Σx² − sumlx²/suml2 at the fitted s:
+		// minimising the error is maximising sumlx²/suml2.
+		e := -sumlx * s
+		if e < bestErr {
+			bestErr, bestS, L = e, s, tryL
+		}
+	}
+	for k := range q {
+		q[k] = byte(L[2*k]+8) | byte(L[2*k+1]+8)<<4
+	}
+	return bestS
+}
+
+// nearestInt rounds to the nearest integer, ties to even, for |f| < 2²² (ggml's
+// nearest_int: adding 1.5·2²³ leaves the integer in the low mantissa bits).
+func nearestInt(f float32) int32 {
+	v := f + 12582912
+	return int32(math.Float32bits(v)&0x007fffff) - 0x00400000
+}
+
+// RequantizeParallel is Requantize split over up to workers goroutines by whole
+// blocks (every block converts independently). tmp must hold n float32s.
+func RequantizeParallel(t Type, raw []byte, bits int, q []byte, scales []float32, tmp []float32, workers int) error {
+	info, ok := t.info()
+	if !ok || info.typeSize == 0 || len(raw)%info.typeSize != 0 {
+		return Requantize(t, raw, bits, q, scales, tmp)
+	}
+	blocks := len(raw) / info.typeSize
+	// Each piece must hold whole groups and, for int4, whole bytes: blocks are 32 or
+	// 256 elements, so any whole number of blocks does.
+	workers = min(workers, blocks/64)
+	if workers <= 1 || info.blockSize%Group != 0 {
+		return Requantize(t, raw, bits, q, scales, tmp)
+	}
+	n := blocks * info.blockSize
+	if (bits == 8 && len(q) != n) || (bits == 4 && len(q) != n/2) || len(scales) != n/Group {
+		return Requantize(t, raw, bits, q, scales, tmp) // reports the size error
+	}
+	if len(tmp) < n {
+		return fmt.Errorf("requantize %s: scratch of %d for %d elements", t, len(tmp), n)
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		b0, b1 := blocks*w/workers, blocks*(w+1)/workers
+		e0, e1 := b0*info.blockSize, b1*info.blockSize
+		qa, qb := e0, e1 // int8: a byte per element
+		if bits == 4 {
+			qa, qb = e0/2, e1/2
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = Requantize(t, raw[b0*info.typeSize:b1*info.typeSize], bits, q[qa:qb], scales[e0/Group:e1/Group], tmp[e0:e1])
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

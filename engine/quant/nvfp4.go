@@ -1,0 +1,133 @@
+package quant
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best dot-imported.
+)
+
+// NVFP4 storage (see the package comment): NAME.qweight holds the FP4 E2M1 codes as
+// ModelOpt packs them, NAME.qscale is Uint8 [..., G+4] per row: the G = n/group
+// FP8-E4M3 block-scale codes exactly as ModelOpt stores them (weight_scale), then the
+// row's float32 weight_scale_2 in four bytes (NVFP4ScaleBytes). The block scale is
+// float32(fp8) · weight_scale_2, multiplied in float32 as ModelOpt's
+// NVFP4QTensor.dequantize does (NVIDIA/Model-Optimizer,
+// modelopt/torch/quantization/qtensor/nvfp4_tensor.py), so the dequantized weights are
+// ModelOpt's exactly, at 4.5 bits per weight plus 32 bits per row.
+
+// E2M1 holds the values of the 16 FP4 E2M1 codes: bit 3 is the sign, bits 0–2 index
+// the magnitudes {0, 0.5, 1, 1.5, 2, 3, 4, 6} (1 sign, 2 exponent bits with bias 1,
+// 1 mantissa bit; exponent 0 is subnormal). It is ModelOpt's e2m1_values table
+// (nvfp4_tensor.py).
+var E2M1 = [16]float32{0, 0.5, 1, 1.5, 2, 3, 4, 6, 0, -0.5, -1, -1.5, -2, -3, -4, -6}
+
+// NVFP4ScaleBytes is the number of bytes per qscale row after the block-scale codes:
+// weight_scale_2 as a 24-bit integer mantissa m (little endian) and an exponent byte
+// e, value m·2^(e−150) — exact for every finite non-negative float32 (e = max(the
+// float's biased exponent, 1)). Both decode exactly in a graph without bit operations:
+// m by byte arithmetic, 2^(e−150) from a 256-entry table.
+const NVFP4ScaleBytes = 4
+
+// fp8E4M3 and pow2 are the decoding tables of the FP8-E4M3 block-scale codes and of the
+// weight_scale_2 exponent byte.
+var fp8E4M3, pow2 = func() (f, p [256]float32) {
+	for b := range 256 {
+		e, m := b>>3&15, b&7
+		var v float64
+		switch {
+		case b&0x7f == 0x7f:
+			v = math.NaN()
+		case e == 0:
+			v = float64(m) / 512
+		default:
+			v = math.Ldexp(1+float64(m)/8, e-7)
+		}
+		if b&0x80 != 0 {
+			v = -v
+		}
+		f[b] = float32(v)
+		if b > 0 {
+			p[b] = float32(math.Ldexp(1, b-150)) // 2^-149 … 2^105, all exact in float32
+		}
+	}
+	return
+}()
+
+// FP8E4M3 decodes a float8_e4m3fn code (NaN for S.1111.111).
+func FP8E4M3(b byte) float32 { return fp8E4M3[b] }
+
+// PutNVFP4ScaleRow writes one qscale row: the FP8-E4M3 block-scale codes of the row
+// (as stored by ModelOpt), then scale2. A NaN code or a negative, infinite or NaN
+// scale2 is an error.
+func PutNVFP4ScaleRow(dst, fp8 []byte, scale2 float32) error {
+	if len(dst) != len(fp8)+NVFP4ScaleBytes {
+		return fmt.Errorf("nvfp4 scale row: %d bytes for %d codes", len(dst), len(fp8))
+	}
+	for i, c := range fp8 {
+		if c&0x7f == 0x7f {
+			return fmt.Errorf("nvfp4 scale row: block scale %d is NaN (code %#02x)", i, c)
+		}
+	}
+	bits := math.Float32bits(scale2)
+	if bits>>31 != 0 && scale2 != 0 || math.IsNaN(float64(scale2)) || math.IsInf(float64(scale2), 0) {
+		return fmt.Errorf("nvfp4 scale row: weight_scale_2 %v is not a finite non-negative number", scale2)
+	}
+	exp, mant := bits>>23&0xff, bits&0x7fffff
+	if exp > 0 {
+		mant |= 1 << 23
+	}
+	copy(dst, fp8)
+	t := dst[len(fp8):]
+	t[0], t[1], t[2], t[3] = byte(mant), byte(mant>>8), byte(mant>>16), byte(max(exp, 1))
+	return nil
+}
+
+// NVFP4RowScales decodes a qscale row into its float32 block scales
+// float32(fp8)·scale2; dst has one entry per block.
+func NVFP4RowScales(dst []float32, row []byte) {
+	g := len(row) - NVFP4ScaleBytes
+	t := row[g:]
+	s2 := float32(int(t[0])|int(t[1])<<8|int(t[2])<<16) * pow2[t[3]]
+	for i, c := range row[:g] {
+		dst[i] = fp8E4M3[c] * s2
+	}
+}
+
+// nvfp4ScalesGraph decodes qscale rows in the graph: Uint8 [..., G+4] → Float32
+// [..., G, 1] block scales, exactly as NVFP4RowScales.
+func nvfp4ScalesGraph(qs *Node) *Node {
+	last := qs.Rank() - 1
+	groups := qs.Shape().Dimensions[last] - NVFP4ScaleBytes
+	x := ConvertDType(qs, dtypes.Int32)
+	codes := SliceAxis(x, last, AxisRange(0, groups))
+	fp8 := lookupGraph(fp8E4M3[:], codes) // [..., G]
+	byteAt := func(i int) *Node { return SliceAxis(x, last, AxisRange(groups+i, groups+i+1)) }
+	f := func(n *Node) *Node { return ConvertDType(n, dtypes.Float32) }
+	mant := Add(f(byteAt(0)), Add(MulScalar(f(byteAt(1)), 256), MulScalar(f(byteAt(2)), 65536))) // < 2^24: exact
+	s2 := Mul(mant, lookupGraph(pow2[:], byteAt(3)))                                             // [..., 1]
+	return ExpandAxes(Mul(fp8, s2), -1)
+}
+
+// lookupGraph returns table[idx] elementwise (idx: integer, any shape). The indices
+// are flattened to [N, 1] for the Gather: GoMLX v0.26's shape inference rejects
+// index-vector axes beyond the rank of a 1-D table.
+func lookupGraph(table []float32, idx *Node) *Node {
+	dims := idx.Shape().Dimensions
+	flat := Reshape(idx, idx.Shape().Size(), 1)
+	return Reshape(Gather(Const(idx.Graph(), table), flat), dims...)
+}
+
+// e2m1Graph maps FP4 E2M1 codes c ∈ {0…15} (as exact Float32) to their values
+// (E2M1) with branch-free arithmetic: h = ⌊c/8⌋ is the sign bit, m = c − 8h the
+// magnitude index, and |v| = m/2 + max(m−4, 0)/2 + max(m−6, 0) gives 0, .5, 1, 1.5, 2,
+// 3, 4, 6 for m = 0…7 (steps of .5 up to 2, then 1, then 2). Every step is exact.
+func e2m1Graph(c *Node) *Node {
+	g := c.Graph()
+	zero := ScalarZero(g, dtypes.Float32)
+	h := Floor(MulScalar(c, 1.0/8))
+	m := Sub(c, MulScalar(h, 8))
+	mag := Add(MulScalar(m, 0.5), Add(MulScalar(Max(AddScalar(m, -4), zero), 0.5), Max(AddScalar(m, -6), zero)))
+	return Mul(mag, OneMinus(MulScalar(h, 2)))
+}

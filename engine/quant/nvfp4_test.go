@@ -1,0 +1,230 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// e2m1Ref decodes an FP4 E2M1 code from its definition (1 sign bit, 2 exponent bits
+// with bias 1, 1 mantissa bit; exponent 0 is subnormal: 0.m·2⁰), independently of the
+// E2M1 table and of the graph's arithmetic.
+func e2m1Ref(c uint8) float64 {
+	e, m := float64(c>>1&3), float64(c&1)
+	v := m * 0.5
+	if e > 0 {
+		v = math.Pow(2, e-1) * (1 + m/2)
+	}
+	if c&8 != 0 {
+		v = -v
+	}
+	return v
+}
+
+func TestE2M1Table(t *testing.T) {
+	want := []float64{0, 0.5, 1, 1.5, 2, 3, 4, 6}
+	for c := uint8(0); c < 16; c++ {
+		if float64(E2M1[c]) != e2m1Ref(c) {
+			t.Errorf("E2M1[%d] = %v, want %v", c, E2M1[c], e2m1Ref(c))
+		}
+		if math.Abs(e2m1Ref(c)) != want[c&7] {
+			t.Errorf("code %d: |v| = %v, want %v", c, math.Abs(e2m1Ref(c)), want[c&7])
+		}
+	}
+	// The block scales' FP8-E4M3 table, all 256 codes (0x7f and 0xff are NaN).
+	for c := 0; c < 256; c++ {
+		got := FP8E4M3(byte(c))
+		if c&0x7f == 0x7f {
+			if !math.IsNaN(float64(got)) {
+				t.Errorf("fp8 %#02x = %v, want NaN", c, got)
+			}
+			continue
+		}
+		if float64(got) != fp8Ref(byte(c)) || math.Signbit(float64(got)) != (c&0x80 != 0) {
+			t.Errorf("fp8 %#02x = %v, want %v", c, got, fp8Ref(byte(c)))
+		}
+	}
+}
+
+// fp8Ref decodes float8_e4m3fn from its definition (bias 7, subnormal m·2⁻⁹).
+func fp8Ref(b byte) float64 {
+	e, m := float64(b>>3&15), float64(b&7)
+	v := m * math.Pow(2, -9)
+	if e > 0 {
+		v = math.Pow(2, e-7) * (1 + m/8)
+	}
+	if b&0x80 != 0 {
+		v = -v
+	}
+	return v
+}
+
+// nvfp4Case is an NVFP4 weight in stored form plus, independently, its codes, block
+// scale codes and per-row weight_scale_2.
+type nvfp4Case struct {
+	qw, qs *tensors.Tensor
+	codes  []uint8   // packed E2M1 codes
+	fp8    []uint8   // block-scale codes, [rows·groups]
+	scale2 []float32 // per row
+}
+
+// randomNVFP4 builds an NVFP4 weight of logical shape with random codes, random
+// non-NaN FP8 block scales and a weight_scale_2 per row drawn from scale2s.
+func randomNVFP4(t *testing.T, seed uint64, scale2s []float32, shape ...int) nvfp4Case {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 2))
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	cols := shape[len(shape)-1]
+	rows, groups := n/cols, cols/16
+	c := nvfp4Case{codes: make([]uint8, n/2), fp8: make([]uint8, rows*groups), scale2: make([]float32, rows)}
+	for i := range c.codes {
+		c.codes[i] = uint8(r.IntN(256))
+	}
+	packed := make([]uint8, rows*(groups+NVFP4ScaleBytes))
+	for row := range rows {
+		for j := range groups {
+			b := uint8(r.IntN(256))
+			if b&0x7f == 0x7f {
+				b = 0x38 // 1.0 instead of NaN
+			}
+			c.fp8[row*groups+j] = b
+		}
+		c.scale2[row] = scale2s[row%len(scale2s)]
+		w := groups + NVFP4ScaleBytes
+		if err := PutNVFP4ScaleRow(packed[row*w:(row+1)*w], c.fp8[row*groups:(row+1)*groups], c.scale2[row]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qw, qs := NVFP4.Shapes(shape)
+	c.qw, c.qs = tensors.FromFlatDataAndDimensions(c.codes, qw...), tensors.FromFlatDataAndDimensions(packed, qs...)
+	return c
+}
+
+// want is element i's value from the definitions: float32(e2m1 · float32(fp8 ·
+// scale2)), the block scale rounded to float32 first as ModelOpt computes it.
+func (c nvfp4Case) want(i, cols int) float32 {
+	code := c.codes[i/2] & 15
+	if i%2 == 1 {
+		code = c.codes[i/2] >> 4
+	}
+	row, col := i/cols, i%cols
+	s := float32(fp8Ref(c.fp8[row*(cols/16)+col/16]) * float64(c.scale2[row]))
+	return float32(e2m1Ref(code) * float64(s))
+}
+
+// TestNVFP4 checks host dequantization against the independent float64 formula
+// (one float32 rounding of code·scale), the graph against the host (exactly), rows
+// gathered like experts, and that SpecOf tells NVFP4 from int4 g16.
+func TestNVFP4(t *testing.T) {
+	backend, err := backends.NewWithConfig("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.Finalize()
+	// weight_scale_2 values: ordinary, tiny, a float32 subnormal, zero, the largest
+	// float32, and one with all mantissa bits set.
+	scale2s := []float32{1.7e-4, 3e-9, math.Float32frombits(0x00012345), 0, math.MaxFloat32 / 1e3, math.Float32frombits(0x3a7fffff)}
+	for _, shape := range [][]int{{24, 64}, {3, 16, 96}, {2, 32}} {
+		c := randomNVFP4(t, uint64(len(shape)*shape[0]), scale2s, shape...)
+		qw, qs := c.qw, c.qs
+		spec, err := SpecOf(shape, qw.Shape(), qs.Shape())
+		if err != nil || spec != NVFP4 {
+			t.Fatalf("SpecOf(%v) = %v, %v; want %v", shape, spec, err, NVFP4)
+		}
+		host, err := Dequantize(qw, qs, NVFP4, shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := values(t, host)
+		cols := shape[len(shape)-1]
+		for i, v := range got {
+			if w := c.want(i, cols); v != w && !(math.IsInf(float64(w), 0) && v == w) {
+				t.Fatalf("%v element %d: %v, want %v", shape, i, v, w)
+			}
+		}
+
+		exec, err := NewExec(backend, func(q, s *Node) *Node { return DequantizeGraph(q, s, NVFP4, shape) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := exec.Exec1(qw, qs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.DType() != dtypes.Float32 || !equal(g.Shape().Dimensions, shape) {
+			t.Fatalf("graph output %s, want Float32%v", g.Shape(), shape)
+		}
+		for i, v := range values(t, g) {
+			if v != got[i] && !(math.IsNaN(float64(v)) && math.IsNaN(float64(got[i]))) {
+				t.Fatalf("%v element %d: graph %v, host %v", shape, i, v, got[i])
+			}
+		}
+
+		rowSize := len(got) / shape[0]
+		rowsIdx := []int32{1, 0, 1}
+		idx := tensors.FromFlatDataAndDimensions(rowsIdx, 3, 1)
+		exec2, err := NewExec(backend, func(q, s, i *Node) *Node { return DequantizeNode(Gather(q, i), Gather(s, i), cols) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := exec2.Exec1(qw, qs, idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := values(t, rows)
+		for k, row := range rowsIdx {
+			for j := 0; j < rowSize; j++ {
+				if r[k*rowSize+j] != got[int(row)*rowSize+j] {
+					t.Fatalf("gathered row %d element %d: %v, want %v", row, j, r[k*rowSize+j], got[int(row)*rowSize+j])
+				}
+			}
+		}
+	}
+
+	// int4 g16 has the same qweight; the qscale's dtype (and width) tells them apart.
+	g16 := Spec{Bits: 4, GroupSize: 16}
+	if s, err := SpecOf([]int{8, 64}, shapes.Make(dtypes.Uint8, 8, 32), shapes.Make(dtypes.Float32, 8, 4)); err != nil || s != g16 {
+		t.Errorf("int4 g16: SpecOf = %v, %v", s, err)
+	}
+	if s, err := SpecOf([]int{8, 64}, shapes.Make(dtypes.Uint8, 8, 32), shapes.Make(dtypes.Uint8, 8, 8)); err != nil || s != NVFP4 {
+		t.Errorf("nvfp4: SpecOf = %v, %v", s, err)
+	}
+	for _, bad := range []shapes.Shape{shapes.Make(dtypes.Uint8, 8, 4), shapes.Make(dtypes.Uint8, 8, 7), shapes.Make(dtypes.Uint8, 8, 4, 1)} {
+		if _, err := SpecOf([]int{8, 64}, shapes.Make(dtypes.Uint8, 8, 32), bad); err == nil {
+			t.Errorf("nvfp4 qscale %s accepted", bad)
+		}
+	}
+	if _, err := SpecOf([]int{8, 64}, shapes.Make(dtypes.Int8, 8, 64), shapes.Make(dtypes.Uint8, 8, 8)); err == nil {
+		t.Error("Int8 qweight with an nvfp4 qscale accepted")
+	}
+	c := randomNVFP4(t, 9, scale2s, 8, 64)
+	if _, err := Dequantize(c.qw, c.qs, Spec{Bits: 4, GroupSize: 16}, []int{8, 64}); err == nil || !strings.Contains(err.Error(), "nvfp4") {
+		t.Errorf("nvfp4 tensors dequantized as int4: %v", err)
+	}
+	if got := NVFP4.Bytes([]int{128, 1408, 2816}); got != 128*1408*(2816/2+2816/16+4) {
+		t.Errorf("Bytes = %d", got)
+	}
+	_, wt := randomWeight(1, 8, 64)
+	if _, _, err := Quantize(wt, NVFP4); err == nil {
+		t.Error("Quantize to nvfp4 accepted")
+	}
+	row := make([]byte, 2+NVFP4ScaleBytes)
+	for _, bad := range []struct {
+		fp8 []byte
+		s2  float32
+	}{{[]byte{0x38, 0x7f}, 1}, {[]byte{0x38, 0xff}, 1}, {[]byte{1, 2}, -1}, {[]byte{1, 2}, float32(math.NaN())}, {[]byte{1, 2}, float32(math.Inf(1))}} {
+		if err := PutNVFP4ScaleRow(row, bad.fp8, bad.s2); err == nil {
+			t.Errorf("scale row %v, %v accepted", bad.fp8, bad.s2)
+		}
+	}
+}

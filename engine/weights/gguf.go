@@ -1,0 +1,408 @@
+package weights
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/safetensors"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// GGUF loading (llama.cpp's format; package engine/gguf reads it). Tensors are
+// converted one at a time, in Specs order, into the engine's in-memory formats:
+//
+//   - F32 and F16 tensors become Float32, BF16 stays BFloat16;
+//   - quantized weights the table marks Quantizable (projections, experts, the
+//     embedding) become Darkroom int8 or int4 with groups of 32 along the input axis:
+//     Q8_0 → int8 and Q4_0 → int4 exactly (same numbers), Q6_K → int8 and Q4_1, Q5_0,
+//     Q5_1, Q4_K, Q5_K → int4 by requantization (gguf.Requantize);
+//   - quantized tensors that must stay float (norms, router, scales) are dequantized to
+//     Float32.
+//
+// Rows are read and converted a chunk at a time straight into the result tensor, so
+// peak memory is the loaded Set plus one chunk.
+
+// GGUFInt4Types and GGUFInt8Types say which quantized GGUF types become int4 or int8.
+var (
+	GGUFInt4Types = []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q4_K, gguf.Q5_K}
+	GGUFInt8Types = []gguf.Type{gguf.Q8_0, gguf.Q6_K}
+)
+
+// chunkElems is how many elements one conversion step reads.
+const chunkElems = 1 << 22
+
+// FindGGUF returns the GGUF model file in dir when the directory holds one and no
+// safetensors checkpoint (which takes precedence). Several .gguf files are an error:
+// the loader will not pick one quant for the user.
+func FindGGUF(dir string) (path string, ok bool, err error) {
+	for _, n := range []string{safetensors.SingleFile, safetensors.IndexFile} {
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			return "", false, nil
+		}
+	}
+	matches, err := filepath.Glob(filepath.Join(dir, "*.gguf"))
+	if err != nil {
+		return "", false, err
+	}
+	var models []string
+	for _, m := range matches {
+		// mmproj-*.gguf files hold a vision projector, not the language model.
+		if strings.HasPrefix(strings.ToLower(filepath.Base(m)), "mmproj") {
+			continue
+		}
+		models = append(models, m)
+	}
+	switch len(models) {
+	case 0:
+		return "", false, nil
+	case 1:
+		return models[0], true, nil
+	}
+	sort.Strings(models)
+	for i := range models {
+		models[i] = filepath.Base(models[i])
+	}
+	return "", false, fmt.Errorf("%s holds several GGUF files (%s); keep one quantization per model directory",
+		dir, strings.Join(models, ", "))
+}
+
+// LoadGGUF reads the DiffusionGemma GGUF file at path for cfg (see Load): every tensor
+// of cfg must be present with its shape, every tensor of the file must be known, and
+// the file's metadata must agree with cfg. On any error nothing is returned.
+func LoadGGUF(path string, cfg *config.Model) (*Set, error) {
+	set := NewSet()
+	err := EachGGUF(path, cfg, func(name string, t *tensors.Tensor, q *quant.Spec) error {
+		if q != nil {
+			set.Quant[strings.TrimSuffix(name, quant.WeightSuffix)] = *q
+		}
+		set.Tensors[name] = t
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// EachGGUF is Each for a GGUF file: every name, shape and type is checked before the
+// first call to fn; then tensors arrive one at a time, converted.
+func EachGGUF(path string, cfg *config.Model, fn func(name string, t *tensors.Tensor, q *quant.Spec) error) error {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return fmt.Errorf("load weights: %w", err)
+	}
+	defer f.Close()
+	if err := EachFromGGUF(f, cfg, fn); err != nil {
+		return fmt.Errorf("load weights: %w", err)
+	}
+	return nil
+}
+
+// ggufPlan is where one canonical tensor comes from in a GGUF file.
+type ggufPlan struct {
+	spec  Spec
+	parts []gguf.TensorInfo // one, or the split gate and up experts
+	quant *quant.Spec       // nil: float
+	bf16  bool              // keep as BFloat16 (all parts BF16)
+}
+
+// EachFromGGUF is EachGGUF over an open file.
+func EachFromGGUF(f *gguf.File, cfg *config.Model, fn func(name string, t *tensors.Tensor, q *quant.Spec) error) error {
+	plans, err := planGGUF(f, cfg)
+	if err != nil {
+		return err
+	}
+	for _, p := range plans {
+		if p.quant == nil {
+			t, err := ggufFloat(f, p)
+			if err != nil {
+				return err
+			}
+			if err := fn(p.spec.Name, t, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		qw, qs, err := ggufQuant(f, p)
+		if err != nil {
+			return err
+		}
+		spec := *p.quant
+		if err := fn(p.spec.Name+quant.WeightSuffix, qw, &spec); err != nil {
+			return err
+		}
+		if err := fn(p.spec.Name+quant.ScaleSuffix, qs, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckGGUFConfig compares the dimensions cfg (config.json) gives with the ones the
+// GGUF metadata gives; a mismatch means the two files are of different models.
+func CheckGGUFConfig(f *gguf.File, cfg *config.Model) error {
+	g, err := f.Config()
+	if err != nil {
+		return err
+	}
+	a, b := &cfg.Text, &g.Text
+	type field struct {
+		name   string
+		cv, gv any
+	}
+	fields := []field{
+		{"vocab_size", a.VocabSize, b.VocabSize}, {"hidden_size", a.HiddenSize, b.HiddenSize},
+		{"intermediate_size", a.IntermediateSize, b.IntermediateSize},
+		{"moe_intermediate_size", a.MoEIntermediateSize, b.MoEIntermediateSize},
+		{"num_experts", a.NumExperts, b.NumExperts}, {"top_k_experts", a.TopKExperts, b.TopKExperts},
+		{"num_hidden_layers", a.NumHiddenLayers, b.NumHiddenLayers},
+		{"num_attention_heads", a.NumAttentionHeads, b.NumAttentionHeads},
+		{"num_key_value_heads", a.NumKeyValueHeads, b.NumKeyValueHeads},
+		{"num_global_key_value_heads", a.NumGlobalKVHeads, b.NumGlobalKVHeads},
+		{"head_dim", a.HeadDim, b.HeadDim}, {"global_head_dim", a.GlobalHeadDim, b.GlobalHeadDim},
+		{"sliding_window", a.SlidingWindow, b.SlidingWindow},
+		{"layer_types", fmt.Sprint(a.LayerTypes), fmt.Sprint(b.LayerTypes)},
+		{"rope_parameters", fmt.Sprint(a.RopeParameters), fmt.Sprint(b.RopeParameters)},
+		{"final_logit_softcapping", a.FinalLogitSoftcapping, b.FinalLogitSoftcapping},
+		{"canvas_length", cfg.CanvasLength, g.CanvasLength},
+	}
+	for _, fl := range fields {
+		if fmt.Sprint(fl.cv) != fmt.Sprint(fl.gv) {
+			return fmt.Errorf("%s: %s is %v in %s but %v in the GGUF metadata", f.Path, fl.name, fl.cv, config.ConfigFile, fl.gv)
+		}
+	}
+	return nil
+}
+
+func planGGUF(f *gguf.File, cfg *config.Model) ([]ggufPlan, error) {
+	if err := CheckGGUFConfig(f, cfg); err != nil {
+		return nil, err
+	}
+	used := map[string]bool{}
+	var plans []ggufPlan
+	for _, sp := range Specs(cfg) {
+		p := ggufPlan{spec: sp}
+		name, ok := gguf.Name(sp.Name)
+		if !ok {
+			return nil, fmt.Errorf("%s: no GGUF name is known for tensor %s", f.Path, sp.Name)
+		}
+		if t, ok := f.Lookup(name); ok {
+			if !equalInts(t.Shape(), sp.Shape) {
+				return nil, fmt.Errorf("%s: tensor %s (%s) has shape %v, want %v", f.Path, name, sp.Name, fmtShape(t.Shape()), fmtShape(sp.Shape))
+			}
+			p.parts = []gguf.TensorInfo{t}
+		} else if gate, up, split := gguf.SplitNames(sp.Name); split {
+			tg, okg := f.Lookup(gate)
+			tu, oku := f.Lookup(up)
+			if !okg || !oku {
+				return nil, fmt.Errorf("%s: missing tensor %s (or %s and %s) for %s", f.Path, name, gate, up, sp.Name)
+			}
+			half := append([]int{}, sp.Shape...)
+			half[1] /= 2
+			for _, t := range []gguf.TensorInfo{tg, tu} {
+				if !equalInts(t.Shape(), half) {
+					return nil, fmt.Errorf("%s: tensor %s has shape %v, want %v (half of %s)", f.Path, t.Name, fmtShape(t.Shape()), fmtShape(half), sp.Name)
+				}
+			}
+			p.parts = []gguf.TensorInfo{tg, tu}
+		} else {
+			return nil, fmt.Errorf("%s: missing tensor %s (%s)", f.Path, name, sp.Name)
+		}
+		if err := decideGGUF(&p); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
+		}
+		for _, t := range p.parts {
+			used[t.Name] = true
+		}
+		plans = append(plans, p)
+	}
+	for _, t := range f.Tensors {
+		if used[t.Name] {
+			continue
+		}
+		canon, ignored, ok := gguf.Canonical(t.Name)
+		switch {
+		case ignored:
+		case !ok:
+			return nil, fmt.Errorf("%s: unknown tensor %s (not part of the diffusion-gemma layout Darkroom knows)", f.Path, t.Name)
+		default:
+			return nil, fmt.Errorf("%s: unexpected tensor %s (%s) for this config (does config.json match the file?)", f.Path, t.Name, canon)
+		}
+	}
+	return plans, nil
+}
+
+// decideGGUF picks the in-memory format of p.
+func decideGGUF(p *ggufPlan) error {
+	allBF16, anyQuant, want8 := true, false, false
+	for _, t := range p.parts {
+		if !t.Type.Supported() {
+			return fmt.Errorf("tensor %s has type %s, which Darkroom cannot read (it reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)", t.Name, t.Type)
+		}
+		allBF16 = allBF16 && t.Type == gguf.BF16
+		if !t.Type.IsFloat() {
+			anyQuant = true
+			for _, q8 := range GGUFInt8Types {
+				want8 = want8 || t.Type == q8
+			}
+		}
+	}
+	if !anyQuant || !p.spec.Quantizable || len(p.spec.Shape) < 2 || p.spec.Shape[len(p.spec.Shape)-1]%gguf.Group != 0 {
+		p.bf16 = allBF16
+		return nil
+	}
+	q := quant.Spec{Bits: 4, GroupSize: gguf.Group}
+	if want8 {
+		q.Bits = 8
+	}
+	if err := q.Check(p.spec.Shape); err != nil {
+		return fmt.Errorf("tensor %s: %w", p.spec.Name, err)
+	}
+	p.quant = &q
+	return nil
+}
+
+// segments lists the row ranges that make up p's rows in order: the tensor itself, or
+// for split experts gate rows then up rows of each expert.
+type segment struct {
+	t          gguf.TensorInfo
+	row0, rows int64
+}
+
+func (p ggufPlan) segments() []segment {
+	if len(p.parts) == 1 {
+		return []segment{{p.parts[0], 0, p.parts[0].Rows()}}
+	}
+	experts := int64(p.spec.Shape[0])
+	per := p.parts[0].Rows() / experts
+	var out []segment
+	for e := int64(0); e < experts; e++ {
+		for _, t := range p.parts {
+			out = append(out, segment{t, e * per, per})
+		}
+	}
+	return out
+}
+
+// eachChunk calls fn for consecutive row chunks of p (outRow counts rows of the
+// result).
+func eachChunk(f *gguf.File, p ggufPlan, fn func(t gguf.TensorInfo, raw []byte, outRow, rows int64) error) error {
+	cols := int64(p.spec.Shape[len(p.spec.Shape)-1])
+	chunk := max(1, chunkElems/cols)
+	var outRow int64
+	for _, s := range p.segments() {
+		for r := s.row0; r < s.row0+s.rows; r += chunk {
+			n := min(chunk, s.row0+s.rows-r)
+			raw, err := f.ReadRaw(s.t, r, n)
+			if err != nil {
+				return err
+			}
+			if err := fn(s.t, raw, outRow, n); err != nil {
+				return fmt.Errorf("%s: tensor %s: %w", f.Path, s.t.Name, err)
+			}
+			outRow += n
+		}
+	}
+	return nil
+}
+
+// ggufFloat reads p as a Float32 (or BFloat16) tensor of the spec's shape.
+func ggufFloat(f *gguf.File, p ggufPlan) (*tensors.Tensor, error) {
+	cols := int64(p.spec.Shape[len(p.spec.Shape)-1])
+	var err error
+	var out *tensors.Tensor
+	if p.bf16 {
+		out = tensors.FromShape(shapes.Make(dtypes.BFloat16, p.spec.Shape...))
+		err2 := out.MutableFlatData(func(flat any) {
+			dst := flat.([]bfloat16.BFloat16)
+			err = eachChunk(f, p, func(_ gguf.TensorInfo, raw []byte, row, rows int64) error {
+				d := dst[row*cols : (row+rows)*cols]
+				for i := range d {
+					d[i] = bfloat16.BFloat16(binary.LittleEndian.Uint16(raw[2*i:]))
+				}
+				return nil
+			})
+		})
+		if err == nil {
+			err = err2
+		}
+		return out, err
+	}
+	out = tensors.FromShape(shapes.Make(dtypes.Float32, p.spec.Shape...))
+	err2 := out.MutableFlatData(func(flat any) {
+		dst := flat.([]float32)
+		err = eachChunk(f, p, func(t gguf.TensorInfo, raw []byte, row, rows int64) error {
+			return gguf.Dequantize(t.Type, raw, dst[row*cols:(row+rows)*cols])
+		})
+	})
+	if err == nil {
+		err = err2
+	}
+	return out, err
+}
+
+// ggufQuant converts p into Darkroom int8/int4 (qweight, qscale).
+func ggufQuant(f *gguf.File, p ggufPlan) (qw, qs *tensors.Tensor, err error) {
+	spec := *p.quant
+	wShape, sShape := spec.Shapes(p.spec.Shape)
+	qw = tensors.FromShape(shapes.Make(spec.DType(), wShape...))
+	qs = tensors.FromShape(shapes.Make(dtypes.Float32, sShape...))
+	cols := int64(p.spec.Shape[len(p.spec.Shape)-1])
+	qPerRow := cols
+	if spec.Bits == 4 {
+		qPerRow = cols / 2
+	}
+	sPerRow := cols / int64(spec.GroupSize)
+	tmp := make([]float32, min(max(1, chunkElems/cols), p.parts[0].Rows())*cols)
+	workers := runtime.GOMAXPROCS(0)
+	err2 := qw.MutableBytes(func(qb []byte) {
+		err3 := qs.MutableFlatData(func(flat any) {
+			scales := flat.([]float32)
+			err = eachChunk(f, p, func(t gguf.TensorInfo, raw []byte, row, rows int64) error {
+				return gguf.RequantizeParallel(t.Type, raw, spec.Bits,
+					qb[row*qPerRow:(row+rows)*qPerRow], scales[row*sPerRow:(row+rows)*sPerRow], tmp[:rows*cols], workers)
+			})
+		})
+		if err == nil {
+			err = err3
+		}
+	})
+	if err == nil {
+		err = err2
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return qw, qs, nil
+}
+
+// GGUFConfig returns the configuration in the metadata of the GGUF model file in dir
+// (see FindGGUF); ok is false when dir holds none. It lets a directory holding only a
+// .gguf (and tokenizer.json) load without config.json.
+func GGUFConfig(dir string) (cfg *config.Model, ok bool, err error) {
+	path, ok, err := FindGGUF(dir)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	cfg, err = f.Config()
+	if err != nil {
+		return nil, false, err
+	}
+	return cfg, true, nil
+}

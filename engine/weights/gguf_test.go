@@ -1,0 +1,512 @@
+package weights_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/enginetest"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/safetensors"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+	"github.com/darkroomlabs/darkroom/models/catalog"
+)
+
+// ggufConfig is config.Tiny widened to hidden 256, so that the k-quants (256-value
+// super-blocks) apply to every projection that reads the hidden state.
+func ggufConfig() *config.Model {
+	cfg := config.Tiny()
+	cfg.Text.HiddenSize = 256
+	return cfg
+}
+
+// ggufMeta writes cfg as llama.cpp's diffusion-gemma metadata (the inverse of
+// gguf.File.Config), with a tokenizer-sized token list omitted (vocab_size given).
+func ggufMeta(cfg *config.Model) []gguf.KV {
+	t := &cfg.Text
+	k := func(s string) string { return gguf.Arch + "." + s }
+	var kv, swa []gguf.Value
+	for i := 0; i < t.NumHiddenLayers; i++ {
+		kv = append(kv, gguf.U32(uint32(t.KVHeads(i))))
+		swa = append(swa, gguf.Bool(t.IsSliding(i)))
+	}
+	return []gguf.KV{
+		pair("general.architecture", gguf.Str(gguf.Arch)),
+		pair("general.name", gguf.Str("tiny")),
+		pair(k("block_count"), gguf.U32(uint32(t.NumHiddenLayers))),
+		pair(k("context_length"), gguf.U32(uint32(t.MaxPositionEmbeddings))),
+		pair(k("embedding_length"), gguf.U32(uint32(t.HiddenSize))),
+		pair(k("feed_forward_length"), gguf.U32(uint32(t.IntermediateSize))),
+		pair(k("expert_feed_forward_length"), gguf.U32(uint32(t.MoEIntermediateSize))),
+		pair(k("expert_count"), gguf.U32(uint32(t.NumExperts))),
+		pair(k("expert_used_count"), gguf.U32(uint32(t.TopKExperts))),
+		pair(k("vocab_size"), gguf.U32(uint32(t.VocabSize))),
+		pair(k("attention.head_count"), gguf.U32(uint32(t.NumAttentionHeads))),
+		pair(k("attention.head_count_kv"), gguf.Arr(gguf.TypeUint32, kv...)),
+		pair(k("attention.key_length"), gguf.U32(uint32(t.GlobalHeadDim))),
+		pair(k("attention.value_length"), gguf.U32(uint32(t.GlobalHeadDim))),
+		pair(k("attention.key_length_swa"), gguf.U32(uint32(t.HeadDim))),
+		pair(k("attention.value_length_swa"), gguf.U32(uint32(t.HeadDim))),
+		pair(k("attention.sliding_window"), gguf.U32(uint32(t.SlidingWindow))),
+		pair(k("attention.sliding_window_pattern"), gguf.Arr(gguf.TypeBool, swa...)),
+		pair(k("attention.layer_norm_rms_epsilon"), gguf.Float(float32(t.RMSNormEps))),
+		pair(k("attention.causal"), gguf.Bool(false)),
+		pair(k("rope.freq_base"), gguf.Float(float32(t.RopeParameters.Full.Theta))),
+		pair(k("rope.freq_base_swa"), gguf.Float(float32(t.RopeParameters.Sliding.Theta))),
+		pair(k("rope.dimension_count"), gguf.U32(uint32(t.GlobalHeadDim))),
+		pair(k("rope.dimension_count_swa"), gguf.U32(uint32(t.HeadDim))),
+		pair(k("final_logit_softcapping"), gguf.Float(float32(t.FinalLogitSoftcapping))),
+		pair(k("shared_kv_layers"), gguf.U32(0)),
+		pair(k("embedding_length_per_layer_input"), gguf.U32(0)),
+		pair("diffusion.canvas_length", gguf.U32(uint32(cfg.CanvasLength))),
+		pair("diffusion.eb_max_steps", gguf.U32(uint32(cfg.Generation.MaxDenoisingSteps))),
+		pair("diffusion.eb_t_min", gguf.Float(float32(cfg.Generation.TMin))),
+		pair("diffusion.eb_t_max", gguf.Float(float32(cfg.Generation.TMax))),
+		pair("diffusion.eb_entropy_bound", gguf.Float(float32(cfg.Generation.EntropyBound))),
+		pair("diffusion.eb_stability_threshold", gguf.U32(uint32(cfg.Generation.StabilityThreshold))),
+		pair("diffusion.eb_confidence_threshold", gguf.Float(float32(cfg.Generation.ConfidenceThreshold))),
+		pair("tokenizer.ggml.model", gguf.Str("gemma4")),
+		pair("tokenizer.ggml.bos_token_id", gguf.U32(uint32(t.BOSTokenID))),
+		pair("tokenizer.ggml.eos_token_id", gguf.U32(uint32(t.EOSTokenID))),
+		pair("tokenizer.ggml.padding_token_id", gguf.U32(uint32(t.PadTokenID))),
+	}
+}
+
+func pair(key string, v gguf.Value) gguf.KV { return gguf.KV{Key: key, Value: v} }
+
+// ggufType picks the stored type of each canonical tensor: a mix like a Q4_K_M file
+// (Q4_K projections, Q5_0/Q8_0 where rows are not 256 long, Q6_K embedding, F32
+// norms) plus every other format the loader reads.
+func ggufType(name string, shape []int) gguf.Type {
+	cols := shape[len(shape)-1]
+	switch {
+	case len(shape) == 1 && strings.HasSuffix(name, "router.scale"):
+		return gguf.F16
+	case len(shape) == 1 && strings.HasSuffix(name, "per_expert_scale"):
+		return gguf.BF16
+	case len(shape) == 1 || strings.Contains(name, "router.proj"):
+		return gguf.F32
+	case name == "embed_tokens.weight":
+		return gguf.Q6_K
+	case strings.HasSuffix(name, "k_proj.weight"):
+		return gguf.Q5_K
+	case strings.HasSuffix(name, "v_proj.weight"):
+		return gguf.Q8_0
+	case name == "self_conditioning.gate_proj.weight":
+		return gguf.Q4_0
+	case name == "self_conditioning.up_proj.weight":
+		return gguf.Q4_1
+	case name == "self_conditioning.down_proj.weight":
+		return gguf.Q5_1
+	case strings.HasSuffix(name, "experts.down_proj"):
+		return gguf.Q5_0
+	case cols%gguf.QK_K == 0:
+		return gguf.Q4_K
+	}
+	return gguf.Q8_0
+}
+
+type ggufFixture struct {
+	path   string
+	cfg    *config.Model
+	src    *weights.Set
+	stored map[string][]float32 // canonical name → the GGUF's own dequantization
+	types  map[string]gguf.Type
+}
+
+// writeGGUF writes random weights for cfg as a diffusion-gemma GGUF in dir, with
+// llama.cpp's names. split stores experts.gate_up_proj as ffn_gate_exps + ffn_up_exps;
+// edit may change the tensor list before writing.
+func writeGGUF(t *testing.T, dir string, cfg *config.Model, split bool, edit func([]gguf.WriteTensor) []gguf.WriteTensor) *ggufFixture {
+	t.Helper()
+	fx := &ggufFixture{path: filepath.Join(dir, "model-Q4_K_M.gguf"), cfg: cfg, src: weights.Random(cfg, 1),
+		stored: map[string][]float32{}, types: map[string]gguf.Type{}}
+	var ts []gguf.WriteTensor
+	add := func(name string, shape []int, typ gguf.Type, vals []float32) []float32 {
+		raw, err := gguf.Quantize(typ, vals)
+		if err != nil {
+			t.Fatalf("quantize %s: %v", name, err)
+		}
+		ts = append(ts, gguf.WriteTensor{Name: name, Shape: shape, Type: typ, Data: raw})
+		back := make([]float32, len(vals))
+		if err := gguf.Dequantize(typ, raw, back); err != nil {
+			t.Fatal(err)
+		}
+		return back
+	}
+	for _, sp := range weights.Specs(cfg) {
+		vals := flatOf(t, fx.src, sp.Name)
+		// Perturb norms and scales away from 1 so that a mix-up shows.
+		if sp.Init == weights.InitOnes {
+			for i := range vals {
+				vals[i] = 1 + 0.01*float32((i*7+len(sp.Name))%13)
+			}
+		}
+		typ := ggufType(sp.Name, sp.Shape)
+		fx.types[sp.Name] = typ
+		name, ok := gguf.Name(sp.Name)
+		if !ok {
+			t.Fatalf("no GGUF name for %s", sp.Name)
+		}
+		if gate, up, isSplit := gguf.SplitNames(sp.Name); isSplit && split {
+			e, f2, d := sp.Shape[0], sp.Shape[1]/2, sp.Shape[2]
+			var g, u []float32
+			for x := 0; x < e; x++ {
+				g = append(g, vals[x*2*f2*d:(x*2+1)*f2*d]...)
+				u = append(u, vals[(x*2+1)*f2*d:(x+1)*2*f2*d]...)
+			}
+			gb := add(gate, []int{e, f2, d}, typ, g)
+			ub := add(up, []int{e, f2, d}, typ, u)
+			var back []float32
+			for x := 0; x < e; x++ {
+				back = append(back, gb[x*f2*d:(x+1)*f2*d]...)
+				back = append(back, ub[x*f2*d:(x+1)*f2*d]...)
+			}
+			fx.stored[sp.Name] = back
+			continue
+		}
+		fx.stored[sp.Name] = add(name, sp.Shape, typ, vals)
+	}
+	// The full layers' proportional RoPE factors, as llama.cpp's converter writes them.
+	rot := int(cfg.Text.RopeParameters.Full.PartialRotaryFactor * float64(cfg.Text.GlobalHeadDim) / 2)
+	rf := make([]float32, cfg.Text.GlobalHeadDim/2)
+	for i := range rf {
+		rf[i] = 1
+		if i >= rot {
+			rf[i] = 1e30
+		}
+	}
+	add(gguf.RopeFreqs, []int{len(rf)}, gguf.F32, rf)
+	if edit != nil {
+		ts = edit(ts)
+	}
+	var buf bytes.Buffer
+	if err := gguf.Write(&buf, ggufMeta(cfg), ts, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fx.path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
+func flatOf(t *testing.T, s *weights.Set, name string) []float32 {
+	t.Helper()
+	f, err := s.Float32(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []float32
+	f.ConstFlatData(func(a any) { out = append(out, a.([]float32)...) })
+	return out
+}
+
+func relErr(got, want []float32) (rel, maxAbs float64) {
+	var num, den float64
+	for i := range got {
+		d := float64(got[i]) - float64(want[i])
+		num += d * d
+		den += float64(want[i]) * float64(want[i])
+		maxAbs = max(maxAbs, math.Abs(d))
+	}
+	if den == 0 {
+		return math.Sqrt(num), maxAbs
+	}
+	return math.Sqrt(num / den), maxAbs
+}
+
+func TestLoadGGUF(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		dir := t.TempDir()
+		fx := writeGGUF(t, dir, ggufConfig(), split, nil)
+		set, err := weights.LoadGGUF(fx.path, fx.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sp := range weights.Specs(fx.cfg) {
+			got := flatOf(t, set, sp.Name)
+			if len(got) != len(fx.stored[sp.Name]) {
+				t.Fatalf("%s: %d values, want %d", sp.Name, len(got), len(fx.stored[sp.Name]))
+			}
+			typ := fx.types[sp.Name]
+			vsGGUF, _ := relErr(got, fx.stored[sp.Name])
+			vsSrc, _ := relErr(got, flatOf(t, fx.src, sp.Name))
+			q, isQuant := set.Quant[sp.Name]
+			switch {
+			case typ.IsFloat() || typ == gguf.Q8_0 || typ == gguf.Q4_0 || !sp.Quantizable:
+				// Float kept, Q8_0/Q4_0 transcoded, or dequantized: exactly the GGUF's values.
+				if vsGGUF != 0 {
+					t.Errorf("%s (%s): differs from the GGUF's dequantization by %.3g", sp.Name, typ, vsGGUF)
+				}
+			default:
+				if vsGGUF > 0.15 {
+					t.Errorf("%s (%s → %v): requantization error %.3f", sp.Name, typ, q, vsGGUF)
+				}
+			}
+			if !typ.IsFloat() && vsSrc > 0.2 {
+				t.Errorf("%s (%s): error vs the source weights %.3f", sp.Name, typ, vsSrc)
+			}
+			wantQuant := sp.Quantizable && !typ.IsFloat()
+			if isQuant != wantQuant {
+				t.Errorf("%s (%s): quantized %v, want %v", sp.Name, typ, isQuant, wantQuant)
+			}
+			if isQuant {
+				wantBits := 4
+				if typ == gguf.Q8_0 || typ == gguf.Q6_K {
+					wantBits = 8
+				}
+				if q.Bits != wantBits || q.GroupSize != 32 {
+					t.Errorf("%s (%s): stored as %v, want int%d g32", sp.Name, typ, q, wantBits)
+				}
+			}
+			if !isQuant {
+				if dt := set.Tensors[sp.Name].DType().String(); (typ == gguf.BF16) != (dt == "BFloat16") {
+					t.Errorf("%s (%s): loaded as %s", sp.Name, typ, dt)
+				}
+			}
+		}
+		if t.Failed() {
+			t.Fatalf("split experts %v", split)
+		}
+	}
+}
+
+// TestGGUFConfig: the metadata gives back the configuration it was written from.
+func TestGGUFConfig(t *testing.T) {
+	cfg := ggufConfig()
+	fx := writeGGUF(t, t.TempDir(), cfg, false, nil)
+	f, err := gguf.Open(fx.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := f.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := weights.CheckGGUFConfig(f, cfg); err != nil {
+		t.Fatal(err)
+	}
+	g, w := got.Generation, cfg.Generation
+	if g.TMin != w.TMin || g.TMax != w.TMax || g.MaxDenoisingSteps != w.MaxDenoisingSteps || g.EntropyBound != w.EntropyBound ||
+		g.ConfidenceThreshold != w.ConfidenceThreshold || got.Text.RMSNormEps != cfg.Text.RMSNormEps {
+		t.Errorf("generation %+v, want %+v (eps %v)", g, w, got.Text.RMSNormEps)
+	}
+	other := ggufConfig()
+	other.Text.SlidingWindow++
+	if err := weights.CheckGGUFConfig(f, other); err == nil || !strings.Contains(err.Error(), "sliding_window") {
+		t.Errorf("mismatched config.json: %v", err)
+	}
+}
+
+func TestLoadGGUFFaults(t *testing.T) {
+	cfg := ggufConfig()
+	drop := func(name string) func([]gguf.WriteTensor) []gguf.WriteTensor {
+		return func(ts []gguf.WriteTensor) []gguf.WriteTensor {
+			var out []gguf.WriteTensor
+			for _, x := range ts {
+				if x.Name != name {
+					out = append(out, x)
+				}
+			}
+			return out
+		}
+	}
+	retype := func(name string, typ gguf.Type, bytes int) func([]gguf.WriteTensor) []gguf.WriteTensor {
+		return func(ts []gguf.WriteTensor) []gguf.WriteTensor {
+			for i := range ts {
+				if ts[i].Name == name {
+					ts[i].Type, ts[i].Data = typ, make([]byte, bytes)
+				}
+			}
+			return ts
+		}
+	}
+	cases := []struct {
+		name string
+		edit func([]gguf.WriteTensor) []gguf.WriteTensor
+		want string
+	}{
+		{"missing tensor", drop("blk.1.attn_q.weight"), "missing tensor blk.1.attn_q.weight"},
+		{"missing encoder scalar", drop("blk.0.enc_layer_output_scale.weight"), "missing tensor blk.0.enc_layer_output_scale.weight"},
+		{"unknown tensor", func(ts []gguf.WriteTensor) []gguf.WriteTensor {
+			return append(ts, gguf.WriteTensor{Name: "blk.0.attn_gate.weight", Shape: []int{4}, Type: gguf.F32, Data: make([]byte, 16)})
+		}, "unknown tensor blk.0.attn_gate.weight"},
+		{"untied head", func(ts []gguf.WriteTensor) []gguf.WriteTensor {
+			return append(ts, gguf.WriteTensor{Name: "output.weight", Shape: []int{4}, Type: gguf.F32, Data: make([]byte, 16)})
+		}, "output.weight"},
+		{"v_proj on a full layer", func(ts []gguf.WriteTensor) []gguf.WriteTensor {
+			return append(ts, gguf.WriteTensor{Name: "blk.2.attn_v.weight", Shape: []int{32, 256}, Type: gguf.F32, Data: make([]byte, 32*256*4)})
+		}, "unexpected tensor blk.2.attn_v.weight"},
+		{"unsupported type", retype("blk.0.attn_q.weight", gguf.Q2_K, 64*84), "Q2_K"},
+		{"wrong shape", func(ts []gguf.WriteTensor) []gguf.WriteTensor {
+			for i := range ts {
+				if ts[i].Name == "output_norm.weight" {
+					ts[i].Shape, ts[i].Data = []int{128}, ts[i].Data[:512]
+				}
+			}
+			return ts
+		}, "output_norm.weight (norm.weight) has shape [128]"},
+	}
+	for _, c := range cases {
+		fx := writeGGUF(t, t.TempDir(), cfg, false, c.edit)
+		set, err := weights.LoadGGUF(fx.path, cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+			continue
+		}
+		if set != nil {
+			t.Errorf("%s: a Set came back with the error", c.name)
+		}
+		if !strings.Contains(err.Error(), fx.path) {
+			t.Errorf("%s: error %q does not name the file", c.name, err)
+		}
+	}
+
+	// A file cut inside the tensor data: refused when opened.
+	fx := writeGGUF(t, t.TempDir(), cfg, false, nil)
+	b, _ := os.ReadFile(fx.path)
+	os.WriteFile(fx.path, b[:len(b)-4096], 0o644)
+	if _, err := weights.LoadGGUF(fx.path, cfg); err == nil || !strings.Contains(err.Error(), "past the end") {
+		t.Errorf("truncated file: %v", err)
+	}
+	// Bad magic.
+	os.WriteFile(fx.path, append([]byte("GGML"), b[4:]...), 0o644)
+	if _, err := weights.LoadGGUF(fx.path, cfg); err == nil || !strings.Contains(err.Error(), "not a GGUF file") {
+		t.Errorf("bad magic: %v", err)
+	}
+	// Wrong architecture.
+	var buf bytes.Buffer
+	meta := ggufMeta(cfg)
+	meta[0].Value = gguf.Str("gemma4")
+	gguf.Write(&buf, meta, nil, 0)
+	os.WriteFile(fx.path, buf.Bytes(), 0o644)
+	if _, err := weights.LoadGGUF(fx.path, cfg); err == nil || !strings.Contains(err.Error(), "autoregressive Gemma 4") {
+		t.Errorf("gemma4 file: %v", err)
+	}
+}
+
+func TestFindGGUF(t *testing.T) {
+	dir := t.TempDir()
+	if _, ok, err := weights.FindGGUF(dir); ok || err != nil {
+		t.Fatalf("empty dir: %v %v", ok, err)
+	}
+	os.WriteFile(filepath.Join(dir, "mmproj-F16.gguf"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "m-Q4_K_M.gguf"), nil, 0o644)
+	if p, ok, err := weights.FindGGUF(dir); !ok || err != nil || filepath.Base(p) != "m-Q4_K_M.gguf" {
+		t.Fatalf("one model file: %q %v %v", p, ok, err)
+	}
+	os.WriteFile(filepath.Join(dir, "m-Q8_0.gguf"), nil, 0o644)
+	if _, _, err := weights.FindGGUF(dir); err == nil || !strings.Contains(err.Error(), "several GGUF files") {
+		t.Fatalf("two model files: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, safetensors.SingleFile), nil, 0o644)
+	if _, ok, err := weights.FindGGUF(dir); ok || err != nil {
+		t.Fatalf("safetensors present: %v %v", ok, err)
+	}
+}
+
+// TestEngineLoadGGUF runs the whole path: a model directory with config.json,
+// tokenizer.json and a GGUF (no safetensors) loads through engine.Load and generates
+// exactly what the same converted weights generate from a safetensors checkpoint;
+// without config.json the GGUF metadata stands in for it.
+func TestEngineLoadGGUF(t *testing.T) {
+	dir := enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 8, MaxSteps: 2})
+	cfg, err := config.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Text.HiddenSize = 256
+	if err := cfg.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{safetensors.SingleFile, safetensors.IndexFile} {
+		os.Remove(filepath.Join(dir, n))
+	}
+	fx := writeGGUF(t, dir, cfg, false, nil)
+
+	// The same converted weights as a Darkroom safetensors checkpoint.
+	set, err := weights.LoadGGUF(fx.path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stDir := t.TempDir()
+	if err := weights.Save(set, cfg, stDir, weights.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	os.WriteFile(filepath.Join(stDir, "tokenizer.json"), tok, 0o644)
+
+	ctx := context.Background()
+	generate := func(dir string, inGraph bool) *engine.Result {
+		t.Helper()
+		e, err := engine.Load(ctx, engine.Dir(dir), engine.Options{Backend: "go", InGraph: inGraph})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		sampling := e.GenerationDefaults()
+		sampling.MaxNewTokens, sampling.MaxSteps = 8, 2
+		res, err := e.Generate(ctx, engine.Request{Prompt: "What is Unix?", Seed: 1, Sampling: sampling})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	fromGGUF := generate(dir, false)
+	fromST := generate(stDir, false)
+	if len(fromGGUF.Tokens) == 0 || fmt.Sprint(fromGGUF.Tokens) != fmt.Sprint(fromST.Tokens) {
+		t.Fatalf("GGUF generated %v, the same weights from safetensors %v", fromGGUF.Tokens, fromST.Tokens)
+	}
+	t.Logf("host path: %d tokens %q", len(fromGGUF.Tokens), fromGGUF.Text)
+
+	os.Remove(filepath.Join(dir, config.ConfigFile))
+	inGraph := generate(dir, true)
+	if len(inGraph.Tokens) == 0 {
+		t.Fatalf("in-graph generation from the GGUF alone produced nothing: %+v", inGraph)
+	}
+	t.Logf("in graph, config from the GGUF metadata: %d tokens %q", len(inGraph.Tokens), inGraph.Text)
+}
+
+// TestGGUFConfig26B: metadata with the 26B model's values (the keys the real Q4_K_M
+// file carries: per-layer head_count_kv and sliding_window_pattern, key_length
+// 512/256, rope_freqs with 64 rotated pairs of 256) gives the catalog's config.
+func TestGGUFConfig26B(t *testing.T) {
+	want := catalog.DiffusionGemma26B()
+	rf := make([]float32, 256)
+	for i := range rf {
+		rf[i] = 1e30
+		if i < 64 {
+			rf[i] = 1
+		}
+	}
+	raw, _ := gguf.Quantize(gguf.F32, rf)
+	var buf bytes.Buffer
+	if err := gguf.Write(&buf, ggufMeta(want), []gguf.WriteTensor{{Name: gguf.RopeFreqs, Shape: []int{256}, Type: gguf.F32, Data: raw}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "26b.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := weights.CheckGGUFConfig(f, want); err != nil {
+		t.Fatal(err)
+	}
+	if r := got.Text.RopeParameters.Full; r.Type != "proportional" || r.PartialRotaryFactor != 0.25 || r.Theta != 1e6 {
+		t.Errorf("full-layer rope %+v", r)
+	}
+	if got.Text.NumKeyValueHeads != 8 || got.Text.NumGlobalKVHeads != 2 || got.Text.HeadDim != 256 || got.Text.GlobalHeadDim != 512 {
+		t.Errorf("attention dims %+v", got.Text)
+	}
+}
