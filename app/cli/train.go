@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	_ "github.com/gomlx/gomlx/backends/simplego"
 
+	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
@@ -376,13 +377,28 @@ func runTrainEval(env *Env, args []string) error {
 	arTemp := fs.Float64("ar-temperature", 0, "AR mode sampling temperature (0 = greedy)")
 	backendName := fs.String("backend", "", "backend for the engine (default: the engine's)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	first := fs.Int("first", 0, "first held-out page (the report's pages are 0…pages−1; choose sampling settings on later ones)")
+	modesFlag := fs.String("modes", "diffusion,ar", "generation modes to score")
+	noLoss := fs.Bool("no-loss", false, "skip the held-out loss")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	var modes []engine.Mode
+	for _, m := range strings.Split(*modesFlag, ",") {
+		switch strings.TrimSpace(m) {
+		case "diffusion":
+			modes = append(modes, engine.Diffusion)
+		case "ar":
+			modes = append(modes, engine.AR)
+		default:
+			return fmt.Errorf("train eval: --modes: unknown mode %q (diffusion, ar)", m)
+		}
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	rep, err := train.Evaluate(ctx, train.EvalOptions{ModelDir: *modelDir, CorpusDir: *corpusDir, Pages: *pages,
-		Seed: *seed, ARTemperature: *arTemp, Backend: *backendName, Log: env.Stderr})
+		Seed: *seed, ARTemperature: *arTemp, Backend: *backendName, First: *first, Modes: modes, NoLoss: *noLoss,
+		Log: env.Stderr})
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,15 @@ type EvalOptions struct {
 	// ARTemperature is AR mode's sampling temperature (0 = greedy).
 	ARTemperature float64
 	LossBatches   int // held-out batches for the loss (of 4 pages each)
-	Log           io.Writer
+	// First is the index of the first held-out page generated: the report scores pages
+	// [0, Pages); a run with First past them scores pages the report never sees, for
+	// choosing generation settings without tuning on the reported titles.
+	First int
+	// Modes are the generation modes to score (nil: both, diffusion then AR).
+	Modes []engine.Mode
+	// NoLoss skips the held-out loss.
+	NoLoss bool
+	Log    io.Writer
 }
 
 // Sample is one generated page kept in the report.
@@ -149,10 +157,23 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(opts.Log, "eval: held-out loss on %d batches…\n", opts.LossBatches)
-	rep.Loss, rep.Params, err = heldoutLoss(opts, cfg, tok, trainEx, heldEx)
-	if err != nil {
-		return nil, err
+	if !opts.NoLoss {
+		fmt.Fprintf(opts.Log, "eval: held-out loss on %d batches…\n", opts.LossBatches)
+		rep.Loss, rep.Params, err = heldoutLoss(opts, cfg, tok, trainEx, heldEx)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if opts.First > 0 {
+		if opts.First >= len(pages) {
+			return nil, fmt.Errorf("eval: --first %d: only %d held-out pages", opts.First, len(pages))
+		}
+		pages = pages[opts.First:]
+		rep.Settings["first"] = opts.First
+	}
+	modes := opts.Modes
+	if len(modes) == 0 {
+		modes = []engine.Mode{engine.Diffusion, engine.AR}
 	}
 
 	// Generation.
@@ -163,7 +184,7 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 	defer eng.Close()
 	rep.Backend = eng.Backend()
 	n := min(opts.Pages, len(pages))
-	for _, mode := range []engine.Mode{engine.Diffusion, engine.AR} {
+	for _, mode := range modes {
 		var mr ModeReport
 		var words [][]string
 		var times, firsts []float64
