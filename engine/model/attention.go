@@ -3,7 +3,6 @@ package model
 import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
 // maskedScore is added to the scores of invisible keys. It is finite on purpose: a
@@ -168,51 +167,73 @@ func (s *prefixKeys) keys(layer int, k, v *Node) (K, V, visible *Node) {
 	return K, V, m
 }
 
-// cacheKeys is the Runner's encoder: it writes the chunk's keys/values into the
-// fixed-capacity cache at slots [length, length+n) (slot index = position) and
-// attends causally over the updated cache. simplego has no DynamicUpdateSlice, so the
-// write is a Gather of the chunk by (slot − length) plus a Where over slots.
+// cacheKeys is the Runner's encoder. Each layer's new keys/values attend over the
+// layer's cached slots (kvcache.go: a ring of the last W−1 positions on sliding
+// layers, V only on full layers) and over the chunk itself, causally by absolute
+// position and within the window on sliding layers; then the chunk is written into
+// the cache: slot s takes the chunk row of the latest position p ≡ s (mod R) in
+// [length, length+count), if there is one. simplego has no DynamicUpdateSlice, so the
+// write is a Gather of the chunk rows plus a Where over the slots.
 type cacheKeys struct {
-	cache    *KV   // K, V: [B, Cap, Kv, Hd]; updated in place (new nodes) per layer
-	length   *Node // scalar int32: tokens cached before this chunk
-	count    *Node // scalar int32: valid tokens in this chunk (≤ chunk size)
-	qpos     *Node // [B, T]
-	window   int
-	sliding  []bool
-	masks    map[bool]*Node
-	writeIdx *Node // [Cap, 1] int32: clamp(slot − length, 0, T−1)
-	writeOK  *Node // [B, Cap] Bool: length ≤ slot < length+count
+	p      *Params
+	k, v   []*Node // per layer (splitCache), [B, R_i, Kv, Hd]; replaced by the updated caches
+	length *Node   // scalar int32: tokens cached before this chunk
+	count  *Node   // scalar int32: valid tokens in this chunk (≤ chunk size)
+	qpos   *Node   // [B, T]
+	qvalid *Node   // [B, T] Bool: the chunk's real tokens (the rest is padding)
+	masks  map[int]*Node
+	writes map[int]cacheWrite // by slot count R
 }
 
-func (s *cacheKeys) prepare(g *Graph, b, t, capacity int) {
-	slots := Iota(g, shapes.Make(dtypes.Int32, capacity), 0)
-	rel := Sub(slots, s.length)
-	s.writeIdx = Reshape(Clip(rel, ScalarZero(g, dtypes.Int32), Scalar(g, dtypes.Int32, t-1)), capacity, 1)
-	ok := LogicalAnd(GreaterOrEqual(rel, ScalarZero(g, dtypes.Int32)), LessThan(rel, s.count))
-	s.writeOK = BroadcastToDims(Reshape(ok, 1, capacity), b, capacity)
-	s.cache.Valid = BroadcastToDims(Reshape(LessThan(slots, Add(s.length, s.count)), 1, capacity), b, capacity)
+// cacheWrite says, for a cache of R slots, where the chunk's rows go.
+type cacheWrite struct {
+	idx *Node // [R, 1] int32: the chunk row each slot takes (clamped to [0, T−1])
+	ok  *Node // [B, R] Bool: the slots this chunk writes
 }
 
-// writeCache returns cache with rows [length, length+count) replaced by chunk.
-// cache: [B, Cap, Kv, Hd], chunk: [B, T, Kv, Hd] → [B, Cap, Kv, Hd]
-func (s *cacheKeys) writeCache(cache, chunk *Node) *Node {
+func (s *cacheKeys) write(b, t, r int) cacheWrite {
+	if w, ok := s.writes[r]; ok {
+		return w
+	}
+	g := s.length.Graph()
+	pos, _ := ringPositions(g, Add(s.length, s.count), r) // [1, R] after the write
+	rel := Reshape(Sub(pos, s.length), r)
+	w := cacheWrite{
+		idx: Reshape(Clip(rel, ScalarZero(g, dtypes.Int32), Scalar(g, dtypes.Int32, t-1)), r, 1),
+		ok:  BroadcastToDims(Reshape(GreaterOrEqual(rel, ScalarZero(g, dtypes.Int32)), 1, r), b, r),
+	}
+	s.writes[r] = w
+	return w
+}
+
+// writeRows returns cache with the slots w.ok replaced by the chunk's rows w.idx.
+// cache: [B, R, Kv, Hd], chunk: [B, T, Kv, Hd] → [B, R, Kv, Hd]
+func writeRows(cache, chunk *Node, w cacheWrite) *Node {
 	chunk = ConvertDType(chunk, cache.DType())
-	moved := TransposeAllAxes(Gather(TransposeAllAxes(chunk, 1, 0, 2, 3), s.writeIdx), 1, 0, 2, 3)
-	return Where(s.writeOK, moved, cache)
+	moved := TransposeAllAxes(Gather(TransposeAllAxes(chunk, 1, 0, 2, 3), w.idx), 1, 0, 2, 3)
+	return Where(w.ok, moved, cache)
 }
 
 func (s *cacheKeys) keys(layer int, k, v *Node) (K, V, visible *Node) {
-	s.cache.K[layer] = s.writeCache(s.cache.K[layer], k)
-	s.cache.V[layer] = s.writeCache(s.cache.V[layer], v)
-	sliding := s.sliding[layer]
-	m, ok := s.masks[sliding]
-	if !ok {
-		w := 0
-		if sliding {
-			w = s.window
-		}
-		m = causalVisible(s.qpos, s.cache.Positions, s.cache.Valid, w)
-		s.masks[sliding] = m
+	cfg := s.p.Cfg
+	pk, pv, pos, valid := s.p.cachedPrefix(layer, s.k[layer], s.v[layer], s.length)
+	b, t, r := k.Shape().Dimensions[0], k.Shape().Dimensions[1], pv.Shape().Dimensions[1]
+	win := 0
+	if cfg.IsSliding(layer) {
+		win = cfg.SlidingWindow
 	}
-	return toF32(s.cache.K[layer]), toF32(s.cache.V[layer]), m
+	key := r<<1 | min(win, 1)
+	m, ok := s.masks[key]
+	if !ok {
+		kpos := Concatenate([]*Node{BroadcastToDims(pos, b, r), s.qpos}, 1)
+		kvalid := Concatenate([]*Node{BroadcastToDims(valid, b, r), s.qvalid}, 1)
+		m = causalVisible(s.qpos, kpos, kvalid, win)
+		s.masks[key] = m
+	}
+	w := s.write(b, t, r)
+	if s.k[layer] != nil {
+		s.k[layer] = writeRows(s.k[layer], k, w)
+	}
+	s.v[layer] = writeRows(s.v[layer], v, w)
+	return Concatenate([]*Node{pk, k}, 1), Concatenate([]*Node{pv, v}, 1), m
 }

@@ -339,11 +339,8 @@ func decoderStepStats(t *testing.T, ctx *context.Context, cfg *config.Text) (nod
 		Parameter(g, "temperature", shapes.Make(dtypes.Float32)),
 		Parameter(g, "length", shapes.Make(dtypes.Int32)),
 	}
-	for _, kind := range []string{"k", "v"} {
-		for i := range cfg.NumHiddenLayers {
-			in = append(in, Parameter(g, fmt.Sprintf("%s%d", kind, i),
-				shapes.Make(dtypes.Float32, 1, capacity, cfg.KVHeads(i), cfg.LayerHeadDim(i))))
-		}
+	for j, s := range CacheShapes(cfg, capacity, dtypes.Float32) { // the runner's cache layout
+		in = append(in, Parameter(g, fmt.Sprintf("cache%d", j), s))
 	}
 	r := &Runner{cfg: cfg}
 	var out []*Node

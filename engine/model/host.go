@@ -121,18 +121,137 @@ type hostModel struct {
 	embedScale float64
 }
 
-// hostCache is the host model's KV cache: per layer, the K (after k_norm and RoPE) and
-// V (after v_norm) rows of every cached position, [len, Kv, Hd] row-major.
+// hostCache is the host model's KV cache, by the graph Runner's rules (kvcache.go),
+// in float32, rows [Kv, Hd] row-major per position:
+//   - sliding layers: K (after k_norm and RoPE) and V (after v_norm) of the last
+//     SlidingCacheSlots positions, position p in row p mod R;
+//   - full (K=V) layers: V of every position (k[i] stays nil); hostModel.prefix
+//     recomputes K = RoPE(V ⊙ k_norm.weight).
 type hostCache struct {
-	k, v [][]float32
+	k, v    [][]float32
+	n       int   // positions cached
+	written []int // per layer: positions written (= n, except inside a failed encode)
+
+	// rot is the rotation that recomputing a full layer's K applies: for the full
+	// layers' nonzero RoPE frequencies rot.pairs (the same on every full layer), cos
+	// and sin of p·f per position p < rot.n, so they are not recomputed at every step
+	// (at a few thousand cached tokens they would cost the Mini an AR token's time
+	// again). Its values depend on the position only, so truncating keeps it.
+	rot struct {
+		pairs    []int
+		cos, sin []float32
+		n        int
+	}
 }
 
-// truncate keeps the first n positions.
-func (c *hostCache) truncate(cfg *config.Text, n int) {
-	for i := range c.k {
-		w := cfg.KVHeads(i) * cfg.LayerHeadDim(i)
-		c.k[i], c.v[i] = c.k[i][:n*w], c.v[i][:n*w]
+// rotation extends the table of cos and sin to positions < n (inv: the full layers'
+// frequencies) and returns it.
+func (c *hostCache) rotation(inv []float32, n int) (pairs []int, cos, sin []float32) {
+	r := &c.rot
+	if r.pairs == nil {
+		r.pairs = []int{}
+		for j, f := range inv {
+			if f != 0 {
+				r.pairs = append(r.pairs, j)
+			}
+		}
 	}
+	for ; r.n < n; r.n++ {
+		p := float32(r.n)
+		for _, j := range r.pairs {
+			a := float64(p * inv[j]) // float32 angle, as ropeTables computes it
+			r.cos, r.sin = append(r.cos, float32(math.Cos(a))), append(r.sin, float32(math.Sin(a)))
+		}
+	}
+	return r.pairs, r.cos, r.sin
+}
+
+// ringRows is layer i's row limit: R for a sliding layer with a window, 0 (none) for
+// a full layer.
+func (c *hostCache) ringRows(cfg *config.Text, i int) int {
+	if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
+		return SlidingCacheSlots(cfg, cfg.SlidingWindow)
+	}
+	return 0
+}
+
+// slot is the row of layer i that holds position p.
+func (c *hostCache) slot(cfg *config.Text, i, p int) int {
+	if r := c.ringRows(cfg, i); r > 0 {
+		return p % r
+	}
+	return p
+}
+
+// truncate keeps the first n positions. It reports false, and empties the cache, when
+// a sliding layer's ring has already overwritten positions that n needs (a position
+// ≥ max(n, R) was written).
+func (c *hostCache) truncate(cfg *config.Text, n int) bool {
+	ok := true
+	for i := range c.v {
+		if r := c.ringRows(cfg, i); r > 0 && c.written[i] > max(n, r) {
+			ok = false
+		}
+	}
+	if !ok {
+		n = 0
+	}
+	for i := range c.v {
+		w := cfg.KVHeads(i) * cfg.LayerHeadDim(i)
+		rows := min(n, c.written[i])
+		if r := c.ringRows(cfg, i); r > 0 {
+			rows = min(rows, r)
+		}
+		c.v[i] = c.v[i][:rows*w]
+		if c.k[i] != nil {
+			c.k[i] = c.k[i][:rows*w]
+		}
+		c.written[i] = min(n, c.written[i])
+	}
+	c.n = min(n, c.n)
+	return ok
+}
+
+// write stores the rows k, v [T, Kv, Hd] of positions start…start+T−1 (start = the
+// positions cached) in layer i; k is dropped on full layers.
+func (c *hostCache) write(cfg *config.Text, i, start int, k, v []float32) {
+	w := cfg.KVHeads(i) * cfg.LayerHeadDim(i)
+	r := c.ringRows(cfg, i)
+	c.written[i] = start + len(v)/w
+	if r == 0 {
+		c.v[i] = append(c.v[i], v...)
+		return
+	}
+	for t := range len(v) / w {
+		s := (start + t) % r
+		c.k[i] = putRow(c.k[i], s, w, r, k[t*w:(t+1)*w])
+		c.v[i] = putRow(c.v[i], s, w, r, v[t*w:(t+1)*w])
+	}
+}
+
+// putRow writes row (w values) at slot s of a ring of r rows that is filled in order:
+// appended while s is the next row, overwritten after; the buffer never grows past r
+// rows.
+func putRow(buf []float32, s, w, r int, row []float32) []float32 {
+	if s*w < len(buf) {
+		copy(buf[s*w:(s+1)*w], row)
+		return buf
+	}
+	if len(buf)+w > cap(buf) {
+		nb := make([]float32, len(buf), min(max(2*cap(buf), 64*w), r*w))
+		copy(nb, buf)
+		buf = nb
+	}
+	return append(buf, row...)
+}
+
+// bytes is the memory the cached rows take, and the rotation table.
+func (c *hostCache) bytes() int64 {
+	n := int64(len(c.rot.cos)+len(c.rot.sin)) * 4
+	for i := range c.v {
+		n += int64(len(c.v[i])+len(c.k[i])) * 4
+	}
+	return n
 }
 
 // prefixRows are one layer's cached keys/values visible to the new tokens, per KV
@@ -142,17 +261,49 @@ type prefixRows struct {
 	n, lo int
 }
 
-// rows splits layer i's cached positions [lo, length) per KV head.
-func (c *hostCache) rows(cfg *config.Text, i, lo, length int) prefixRows {
+// prefix splits layer i's cached positions [lo, length) per KV head; on full layers it
+// recomputes K = RoPE(V ⊙ k_norm.weight) at those positions — the attention's own
+// k_norm and RoPE arithmetic, so the same values bit for bit (up to the sign of zero).
+func (h *hostModel) prefix(cache *hostCache, i, lo, length int) prefixRows {
+	cfg := h.cfg
 	kvh, hd := cfg.KVHeads(i), cfg.LayerHeadDim(i)
 	n := length - lo
 	out := prefixRows{k: make([][]float32, kvh), v: make([][]float32, kvh), n: n, lo: lo}
+	full := !cachesK(cfg, i)
+	var w, inv, cos, sin []float32
+	var pairs []int
+	if full && n > 0 {
+		w = h.w.get(layerPrefix(i) + "self_attn.k_norm.weight")
+		for _, f := range mustInvFreq(cfg, i) {
+			inv = append(inv, float32(f))
+		}
+		pairs, cos, sin = cache.rotation(inv, length)
+	}
 	for j := range kvh {
 		out.k[j], out.v[j] = make([]float32, n*hd), make([]float32, n*hd)
-		for s := range n {
-			base := ((lo+s)*kvh + j) * hd
-			copy(out.k[j][s*hd:(s+1)*hd], c.k[i][base:base+hd])
-			copy(out.v[j][s*hd:(s+1)*hd], c.v[i][base:base+hd])
+	}
+	half, np := hd/2, len(pairs)
+	for s := range n {
+		base := cache.slot(cfg, i, lo+s) * kvh * hd
+		for j := range kvh {
+			row := base + j*hd
+			vr := cache.v[i][row : row+hd]
+			copy(out.v[j][s*hd:(s+1)*hd], vr)
+			kr := out.k[j][s*hd : (s+1)*hd]
+			if !full {
+				copy(kr, cache.k[i][row:row+hd])
+				continue
+			}
+			for e, x := range vr {
+				kr[e] = x * w[e]
+			}
+			// RoPE as ropeRows does it; the pairs of frequency 0 (cos 1, sin 0) stay.
+			cs, sn := cos[(lo+s)*np:(lo+s+1)*np], sin[(lo+s)*np:(lo+s+1)*np]
+			for q, jj := range pairs {
+				x1, x2 := kr[jj], kr[jj+half]
+				kr[jj] = x1*cs[q] - x2*sn[q]
+				kr[jj+half] = x2*cs[q] + x1*sn[q]
+			}
 		}
 	}
 	return out
@@ -176,20 +327,23 @@ func (h *hostModel) decode(cache *hostCache, canvas []int32, soft []float32, sta
 		if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
 			lo = max(0, start-(cfg.SlidingWindow-1)) // the last W−1 cached tokens
 		}
-		hs, _, _ = h.layer(i, hs, c, start, cache.rows(cfg, i, lo, start), false, layerPrefix(i)+"layer_scalar")
+		hs, _, _ = h.layer(i, hs, c, start, h.prefix(cache, i, lo, start), false, layerPrefix(i)+"layer_scalar")
 	}
 	return rmsRows(hs, d, h.w.get("norm.weight"), eps)
 }
 
-// encode runs the causal encoder over tokens at positions start…start+T−1, appends
+// encode runs the causal encoder over tokens at positions start…start+T−1, writes
 // their K/V to the cache (which must hold exactly start positions) and returns the
 // final-normed hidden state of the last token [D].
 func (h *hostModel) encode(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string) []float32 {
 	cfg := h.cfg
 	t, d := len(tokens), cfg.HiddenSize
 	nl := cfg.NumHiddenLayers
-	if cache.k == nil {
-		cache.k, cache.v = make([][]float32, nl), make([][]float32, nl)
+	if cache.v == nil {
+		cache.k, cache.v, cache.written = make([][]float32, nl), make([][]float32, nl), make([]int, nl)
+	}
+	if cache.n != start {
+		panic(fmt.Errorf("host cache holds %d positions, encoding at %d", cache.n, start))
 	}
 	hs := h.embed(tokens)
 	for i := range nl {
@@ -198,9 +352,10 @@ func (h *hostModel) encode(cache *hostCache, tokens []int32, start int, encoderS
 			lo = max(0, start-(cfg.SlidingWindow-1)) // what the first new token can see
 		}
 		var k, v []float32
-		hs, k, v = h.layer(i, hs, t, start, cache.rows(cfg, i, lo, start), true, encoderScalar(i))
-		cache.k[i], cache.v[i] = append(cache.k[i], k...), append(cache.v[i], v...)
+		hs, k, v = h.layer(i, hs, t, start, h.prefix(cache, i, lo, start), true, encoderScalar(i))
+		cache.write(cfg, i, start, k, v)
 	}
+	cache.n = start + t
 	return rmsRows(hs[(t-1)*d:], d, h.w.get("norm.weight"), float32(cfg.RMSNormEps))
 }
 

@@ -29,9 +29,10 @@ import (
 //
 // The cache tensors stay on the device between calls: they are donated to the encode
 // executable, which returns the updated cache, and only read by the decode executable.
-// K and V are kept for every layer (see KV), Float32, at full length even on sliding
-// layers (no ring buffer: the masks stay simple; at long contexts this costs memory
-// that a window-sized ring for the sliding layers would save).
+// They hold what the spec says a future token can see (kvcache.go): sliding layers a
+// ring of the last sliding_window−1 positions (K and V), full (K=V) layers V only for
+// every position, K recomputed from it; KVCacheBytes(cfg, Capacity(), CacheDType) is
+// their size.
 //
 // With HostDecoder (the default on the pure-Go backend) none of this applies: the model
 // runs on the host (hostModel) with a host-memory cache and compiles nothing.
@@ -66,13 +67,19 @@ type Runner struct {
 	// the size they were built with.
 	MoEBlock int
 
+	// CacheDType is the graph cache's element type (zero: Float32). BFloat16 halves
+	// the cache but moves the logits by ~4e-2 relative on the test model, against the
+	// runner's 1e-4 tolerance for Float32, so it is opt-in. Set it before the first
+	// Encode; the host path always caches Float32.
+	CacheDType dtypes.DType
+
 	encodeExec, decodeExec, hiddenExec *context.Exec
-	growExec                           *Exec
+	growExecs                          map[int]*Exec // by the capacity they grow from
 	head                               hostHead
 	hcache                             hostCache // HostDecoder's KV cache
 	weights                            *hostWeights
 
-	k, v     []*tensors.Tensor // per layer: [1, capacity, Kv_i, Hd_i]
+	cache    []*tensors.Tensor // CacheShapes(cfg, capacity, CacheDType): per layer K, V (sliding) or V (full)
 	length   int
 	capacity int
 	compiled map[string]bool
@@ -85,8 +92,8 @@ func NewRunner(backend backends.Backend, cfg *config.Text, ctx *context.Context)
 	if err := CheckConfig(cfg); err != nil {
 		return nil, err
 	}
-	r = &Runner{backend: backend, cfg: cfg, ctx: ctx, MinCapacity: 256, MaxChunk: 256,
-		compiled: map[string]bool{}, zeroSoft: map[int]*tensors.Tensor{}, HostHead: isPureGo(backend), HostDecoder: isPureGo(backend) && hostModelFits(ctx),
+	r = &Runner{backend: backend, cfg: cfg, ctx: ctx, MinCapacity: DefaultMinCapacity, MaxChunk: 256,
+		compiled: map[string]bool{}, growExecs: map[int]*Exec{}, zeroSoft: map[int]*tensors.Tensor{}, HostHead: isPureGo(backend), HostDecoder: isPureGo(backend) && hostModelFits(ctx),
 		weights: newHostWeights(ctx)}
 	err = try("new runner", func() {
 		r.encodeExec = must(context.NewExecAny(backend, ctx, r.encodeGraph))
@@ -95,8 +102,6 @@ func NewRunner(backend backends.Backend, cfg *config.Text, ctx *context.Context)
 		r.decodeExec.SetMaxCache(-1)
 		r.hiddenExec = must(context.NewExecAny(backend, ctx, r.decodeHiddenGraph))
 		r.hiddenExec.SetMaxCache(-1)
-		r.growExec = must(NewExecAny(backend, r.growGraph))
-		r.growExec.SetMaxCache(-1)
 	})
 	if err != nil {
 		return nil, err
@@ -127,10 +132,16 @@ func (r *Runner) Reset() {
 	r.hcache.truncate(r.cfg, 0)
 }
 
-// Truncate drops cached tokens after the first n.
+// Truncate drops cached tokens after the first n. The sliding layers keep only the
+// last sliding_window−1 positions, so once more than that are cached it can only
+// drop all of them (n = 0) or none.
 func (r *Runner) Truncate(n int) error {
 	if n < 0 || n > r.length {
 		return fmt.Errorf("truncate cache to %d: only %d tokens cached", n, r.length)
+	}
+	if n > 0 && n < r.length && r.length > SlidingCacheSlots(r.cfg, r.length) {
+		return fmt.Errorf("truncate cache to %d of %d tokens: the sliding layers keep only the last %d positions",
+			n, r.length, SlidingCacheSlots(r.cfg, r.length))
 	}
 	r.length = n
 	r.hcache.truncate(r.cfg, n)
@@ -140,13 +151,28 @@ func (r *Runner) Truncate(n int) error {
 // Close frees the cache tensors. The runner can still be used (the cache is
 // reallocated), but it starts empty.
 func (r *Runner) Close() {
-	for _, t := range append(r.k, r.v...) {
+	for _, t := range r.cache {
 		if t != nil {
 			_ = t.FinalizeAll()
 		}
 	}
-	r.k, r.v, r.length, r.capacity = nil, nil, 0, 0
+	r.cache, r.length, r.capacity = nil, 0, 0
 	r.hcache = hostCache{}
+}
+
+// CacheBytes is the memory the KV cache holds now: the graph cache's tensors
+// (KVCacheBytes(cfg, Capacity(), CacheDType)), or with HostDecoder the host cache's
+// rows (KVCacheBytes(cfg, Len(), Float32)) plus its table of the full layers' RoPE
+// rotations (8 bytes per rotated pair per position).
+func (r *Runner) CacheBytes() int64 {
+	if r.HostDecoder {
+		return r.hcache.bytes()
+	}
+	var n int64
+	for _, t := range r.cache {
+		n += int64(t.Shape().Memory())
+	}
+	return n
 }
 
 // Encode runs the causal encoder over tokens at positions Len()…Len()+n−1, appends
@@ -188,7 +214,7 @@ func (r *Runner) encodeChunk(chunk []int) ([]float32, error) {
 		ids[i] = int32(t)
 	}
 	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, nb), int32(n), int32(r.length)}
-	for _, t := range append(append([]*tensors.Tensor{}, r.k...), r.v...) {
+	for _, t := range r.cache {
 		d, err := DonateTensorBuffer(t, r.backend, 0)
 		if err != nil {
 			r.dropCache()
@@ -203,8 +229,7 @@ func (r *Runner) encodeChunk(chunk []int) ([]float32, error) {
 		r.dropCache() // the donated cache is gone
 		return nil, err
 	}
-	nl := r.cfg.NumHiddenLayers
-	r.k, r.v = out[1:1+nl], out[1+nl:1+2*nl]
+	r.cache = out[1:]
 	r.length += n
 	var logits []float32
 	err = try("encode: read logits", func() { logits = tensors.MustCopyFlatData[float32](out[0]) })
@@ -258,7 +283,7 @@ func (r *Runner) Decode(canvas []int, soft *tensors.Tensor, temperature float64)
 		return r.decodeHostHead(ids, soft, temperature)
 	}
 	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, c), soft, float32(temperature), int32(r.length)}
-	for _, t := range append(append([]*tensors.Tensor{}, r.k...), r.v...) {
+	for _, t := range r.cache {
 		args = append(args, t)
 	}
 	r.compiled[fmt.Sprintf("decode/%d/%d", c, r.capacity)] = true
@@ -279,7 +304,7 @@ func (r *Runner) Decode(canvas []int, soft *tensors.Tensor, temperature float64)
 func (r *Runner) decodeHostHead(ids []int32, soft *tensors.Tensor, temperature float64) (logits []float32, nextSoft *tensors.Tensor, err error) {
 	c, d := len(ids), r.cfg.HiddenSize
 	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, c), soft, int32(r.length)}
-	for _, t := range append(append([]*tensors.Tensor{}, r.k...), r.v...) {
+	for _, t := range r.cache {
 		args = append(args, t)
 	}
 	r.compiled[fmt.Sprintf("decode-hidden/%d/%d", c, r.capacity)] = true
@@ -358,7 +383,11 @@ func (r *Runner) encodeOnHost(tokens []int) (lastLogits []float32, err error) {
 		lastLogits = r.head.logits(hn, 1, r.cfg.FinalLogitSoftcapping)
 	})
 	if err != nil {
-		r.hcache.truncate(r.cfg, r.length) // drop partly written chunks
+		// Drop partly written chunks; if a sliding ring already overwrote older
+		// positions, the cache is lost (as a failed graph Encode loses it).
+		if !r.hcache.truncate(r.cfg, r.length) {
+			r.length = 0
+		}
 		return nil, err
 	}
 	r.length += len(tokens)
@@ -366,102 +395,139 @@ func (r *Runner) encodeOnHost(tokens []int) (lastLogits []float32, err error) {
 	return lastLogits, nil
 }
 
-// ensureCapacity grows the cache (power of two ≥ MinCapacity) to hold n tokens.
+// ensureCapacity grows the cache (power of two ≥ MinCapacity) to hold n tokens. Full
+// layers' caches grow with the capacity; sliding layers' rings only until they reach
+// sliding_window−1 slots. A ring grows only while it has not wrapped (length ≤ its
+// slots, since its slots equal the old capacity then), so position p stays in slot
+// p mod R and growing is appending zero slots.
 func (r *Runner) ensureCapacity(n int) error {
-	if r.k != nil && n <= r.capacity {
+	if r.cache != nil && n <= r.capacity {
 		return nil
 	}
 	newCap := max(r.MinCapacity, nextPow2(n))
-	nl := r.cfg.NumHiddenLayers
-	if r.k == nil {
-		r.k, r.v = make([]*tensors.Tensor, nl), make([]*tensors.Tensor, nl)
-		for i := range nl {
-			s := shapes.Make(dtypes.Float32, 1, newCap, r.cfg.KVHeads(i), r.cfg.LayerHeadDim(i))
-			r.k[i], r.v[i] = tensors.FromShape(s), tensors.FromShape(s)
+	if r.cache == nil {
+		if r.CacheDType == dtypes.InvalidDType {
+			r.CacheDType = dtypes.Float32
+		}
+		for _, s := range CacheShapes(r.cfg, newCap, r.CacheDType) {
+			r.cache = append(r.cache, tensors.FromShape(s))
 		}
 		r.capacity = newCap
 		return nil
 	}
 	for r.capacity < newCap { // double, one small graph per capacity
-		in := make([]any, 0, 2*nl)
-		for _, t := range append(append([]*tensors.Tensor{}, r.k...), r.v...) {
+		from, to := CacheShapes(r.cfg, r.capacity, r.CacheDType), CacheShapes(r.cfg, 2*r.capacity, r.CacheDType)
+		var grow []int // the entries whose length changes
+		var in []any
+		for j, t := range r.cache {
+			if from[j].Equal(to[j]) {
+				continue
+			}
 			d, err := DonateTensorBuffer(t, r.backend, 0)
 			if err != nil {
 				r.dropCache()
 				return fmt.Errorf("grow cache: %w", err)
 			}
-			in = append(in, d)
+			grow, in = append(grow, j), append(in, d)
 		}
-		r.compiled[fmt.Sprintf("grow/%d", r.capacity)] = true
-		var out []*tensors.Tensor
-		if err := try("grow cache", func() { out = must(r.growExec.Exec(in...)) }); err != nil {
-			r.dropCache()
-			return err
+		if len(grow) > 0 {
+			exec, err := r.growExec(r.capacity, grow, to)
+			if err != nil {
+				r.dropCache()
+				return err
+			}
+			r.compiled[fmt.Sprintf("grow/%d", r.capacity)] = true
+			var out []*tensors.Tensor
+			if err := try("grow cache", func() { out = must(exec.Exec(in...)) }); err != nil {
+				r.dropCache()
+				return err
+			}
+			for k, j := range grow {
+				r.cache[j] = out[k]
+			}
 		}
-		r.k, r.v = out[:nl], out[nl:]
 		r.capacity *= 2
 	}
 	return nil
 }
 
-// dropCache forgets a cache whose buffers were donated to a failed call.
-func (r *Runner) dropCache() {
-	r.k, r.v, r.length, r.capacity = nil, nil, 0, 0
+// growExec is the executable that grows the cache entries grow from capacity to
+// their shapes in to (zero slots appended): growGraph for those targets.
+func (r *Runner) growExec(capacity int, grow []int, to []shapes.Shape) (*Exec, error) {
+	if e, ok := r.growExecs[capacity]; ok {
+		return e, nil
+	}
+	slots := make([]int, len(grow))
+	for k, j := range grow {
+		slots[k] = to[j].Dimensions[1]
+	}
+	var e *Exec
+	err := try("grow cache", func() {
+		e = must(NewExecAny(r.backend, func(in []*Node) []*Node { return growGraph(in, slots) }))
+		e.SetMaxCache(-1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.growExecs[capacity] = e
+	return e, nil
 }
 
-// encodeGraph: in = [tokens [1, Tb], count, length, K_0…K_{L−1}, V_0…V_{L−1}]
-// → [last logits [V], K'…, V'…].
+// dropCache forgets a cache whose buffers were donated to a failed call.
+func (r *Runner) dropCache() {
+	r.cache, r.length, r.capacity = nil, 0, 0
+}
+
+// encodeGraph: in = [tokens [1, Tb], count, length, cache… (CacheShapes)]
+// → [last logits [V], cache'…].
 func (r *Runner) encodeGraph(ctx *context.Context, in []*Node) []*Node {
 	g := in[0].Graph()
-	nl := r.cfg.NumHiddenLayers
 	tokens, count, length := in[0], in[1], in[2]
 	tb := tokens.Shape().Dimensions[1]
-	capacity := in[3].Shape().Dimensions[1]
 	p := r.params(ctx, g)
-	cache := &KV{K: append([]*Node{}, in[3:3+nl]...), V: append([]*Node{}, in[3+nl:3+2*nl]...),
-		Positions: iotaPositions(g, 1, capacity, nil)}
+	k, v := splitCache(r.cfg, in[3:])
 	qpos := iotaPositions(g, 1, tb, length)
-	src := &cacheKeys{cache: cache, length: length, count: count, qpos: qpos, window: r.cfg.SlidingWindow,
-		sliding: p.slidingLayers(), masks: map[bool]*Node{}}
-	src.prepare(g, 1, tb, capacity)
+	qvalid := LessThan(Iota(g, shapes.Make(dtypes.Int32, 1, tb), 1), count)
+	src := &cacheKeys{p: p, k: k, v: v, length: length, count: count, qpos: qpos, qvalid: qvalid,
+		masks: map[int]*Node{}, writes: map[int]cacheWrite{}}
 	h := p.Embed(tokens)
-	for i := range nl {
+	for i := range r.cfg.NumHiddenLayers {
 		h = p.Layer(i, h, qpos, src, p.encoderScalar(i))
 	}
 	last := Gather(Reshape(h, tb, r.cfg.HiddenSize), Reshape(SubScalar(count, 1), 1)) // [D]
-	out := []*Node{Logits(p, last)}
-	out = append(out, cache.K...)
-	return append(out, cache.V...)
+	return append([]*Node{Logits(p, last)}, joinCache(r.cfg, src.k, src.v)...)
 }
 
-// decodeGraph: in = [canvas [1, C], soft [1, C, D], temperature, length, K…, V…]
+// runnerDecoder is Decoder over the runner's cache (runnerKeys instead of a KV
+// prefix): the canvas at positions length…length+C−1.
+//
+// canvas: [1, C], soft: [1, C, D], length: scalar, cache… → [1, C, D] (before the final norm)
+func (r *Runner) runnerDecoder(p *Params, canvas, soft, length *Node, cache []*Node) *Node {
+	c := canvas.Shape().Dimensions[1]
+	k, v := splitCache(r.cfg, cache)
+	src := &runnerKeys{p: p, k: k, v: v, length: length, masks: map[int]*Node{}}
+	positions := iotaPositions(canvas.Graph(), 1, c, length)
+	h := p.SelfCondition(canvas, soft)
+	for i := range r.cfg.NumHiddenLayers {
+		h = p.Layer(i, h, positions, src, layerPrefix(i)+"layer_scalar")
+	}
+	return h
+}
+
+// decodeGraph: in = [canvas [1, C], soft [1, C, D], temperature, length, cache…]
 // → [logits [1, C, V], next soft [1, C, D]].
 func (r *Runner) decodeGraph(ctx *context.Context, in []*Node) []*Node {
-	g := in[0].Graph()
-	nl := r.cfg.NumHiddenLayers
-	canvas, soft, temp, length := in[0], in[1], in[2], in[3]
-	c := canvas.Shape().Dimensions[1]
-	capacity := in[4].Shape().Dimensions[1]
-	p := r.params(ctx, g)
-	slots := iotaPositions(g, 1, capacity, nil)
-	prefix := &KV{K: in[4 : 4+nl], V: in[4+nl : 4+2*nl], Positions: slots, Valid: LessThan(slots, length)}
-	h := Decoder(p, canvas, iotaPositions(g, 1, c, length), soft, prefix, nil)
+	p := r.params(ctx, in[0].Graph())
+	h := r.runnerDecoder(p, in[0], in[1], in[3], in[4:])
 	logits := Logits(p, h)
-	return []*Node{logits, SoftEmbedding(p, logits, temp)}
+	return []*Node{logits, SoftEmbedding(p, logits, in[2])}
 }
 
-// decodeHiddenGraph: in = [canvas [1, C], soft [1, C, D], length, K…, V…]
+// decodeHiddenGraph: in = [canvas [1, C], soft [1, C, D], length, cache…]
 // → [final-normed hidden [1, C, D]] (the input of the LM head; see hostHead).
 func (r *Runner) decodeHiddenGraph(ctx *context.Context, in []*Node) []*Node {
-	g := in[0].Graph()
-	nl := r.cfg.NumHiddenLayers
-	canvas, soft, length := in[0], in[1], in[2]
-	c := canvas.Shape().Dimensions[1]
-	capacity := in[3].Shape().Dimensions[1]
-	p := r.params(ctx, g)
-	slots := iotaPositions(g, 1, capacity, nil)
-	prefix := &KV{K: in[3 : 3+nl], V: in[3+nl : 3+2*nl], Positions: slots, Valid: LessThan(slots, length)}
-	h := Decoder(p, canvas, iotaPositions(g, 1, c, length), soft, prefix, nil)
+	p := r.params(ctx, in[0].Graph())
+	h := r.runnerDecoder(p, in[0], in[1], in[2], in[3:])
 	return []*Node{p.norm(h, "norm.weight")}
 }
 
@@ -482,11 +548,13 @@ func isPureGo(b backends.Backend) bool {
 	return b != nil && b.String() == simplego.BackendName
 }
 
-// growGraph: in = [K…, V…] → the same with the capacity (axis 1) doubled, zero-filled.
-func (r *Runner) growGraph(in []*Node) []*Node {
+// growGraph: in = cache entries [1, R_j, Kv, Hd] → the same with slots[j] slots
+// (axis 1), the new ones zero-filled.
+func growGraph(in []*Node, slots []int) []*Node {
 	out := make([]*Node, len(in))
 	for i, x := range in {
 		dims := append([]int{}, x.Shape().Dimensions...)
+		dims[1] = slots[i] - dims[1]
 		out[i] = Concatenate([]*Node{x, Zeros(x.Graph(), shapes.Make(x.DType(), dims...))}, 1)
 	}
 	return out

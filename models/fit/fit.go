@@ -7,8 +7,9 @@
 //   - weights: every tensor of weights.Specs(cfg) as the profile stores it
 //     (engine/quant: float tensors in the checkpoint dtype; int8 per-channel = 1 byte
 //     per weight + one f32 scale per row; int4 g32 = ½ byte + one f32 scale per 32);
-//   - KV cache at the chosen context, f32: sliding layers hold at most the window,
-//     full-attention layers (K = V) store K only;
+//   - KV cache at the chosen context, f32, by the engine's rule (model.KVCacheBytes at
+//     the capacity the cache grows to): sliding layers keep K and V of the last
+//     sliding_window−1 positions, full-attention layers (K = V) store V only;
 //   - canvas activations of one denoising step, f32: logits (canvas × vocab) and the
 //     tempered logits the soft embedding reads chunk by chunk, attention scores over
 //     the context, hidden states and the MoE row buffers;
@@ -36,6 +37,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 )
 
 // Runtime is what the estimate assumes about a run. Zero values pick defaults.
@@ -120,30 +122,40 @@ func WeightBytes(cfg *config.Model, p quant.Profile) int64 {
 			total += n * fb
 			continue
 		}
-		wShape, sShape := spec.Shapes(s.Shape)
-		// One byte per stored element (int4 packs two per byte: the shape already halves).
-		total += elems(wShape) + 4*elems(sShape)
+		total += spec.Bytes(s.Shape) // codes and scales as stored (NVFP4: 1-byte FP8 scales)
 	}
 	return total
 }
 
-// KVBytes is the KV cache for ctx tokens: sliding layers keep at most the window;
-// full-attention layers store K only (V is K).
+// KVBytes is the engine's KV cache when it holds ctx tokens, elemBytes per element
+// (4: f32, 2: bf16), by the engine's own rule (model.KVCacheBytes): the cache grows
+// to the next power of two ≥ ctx (model.CacheCapacity); sliding layers keep K and V
+// of at most sliding_window−1 positions (what a future token can see); full-attention
+// layers (K = V) store V only, for every position.
 func KVBytes(cfg *config.Model, ctx, elemBytes int) int64 {
-	t := &cfg.Text
-	var total int64
-	for i := 0; i < t.NumHiddenLayers; i++ {
-		n, kv := int64(ctx), int64(2)
-		if t.IsSliding(i) {
-			if t.SlidingWindow > 0 && t.SlidingWindow < ctx {
-				n = int64(t.SlidingWindow)
-			}
-		} else {
-			kv = 1
-		}
-		total += n * kv * int64(t.KVHeads(i)) * int64(t.LayerHeadDim(i)) * int64(elemBytes)
+	dt := dtypes.Float32
+	if elemBytes == 2 {
+		dt = dtypes.BFloat16
 	}
-	return total
+	return model.KVCacheBytes(&cfg.Text, model.CacheCapacity(ctx), dt)
+}
+
+// prefixScratch is the largest per-layer transient of attending over the cache in one
+// denoising step, f32: a full layer's K recomputed from its cached V (capacity slots)
+// and the K and V concatenated with the canvas's (capacity + canvas rows); a sliding
+// layer's K and V over its window−1 slots + the canvas.
+func prefixScratch(t *config.Text, capacity, canvas int) int64 {
+	var most int64
+	for i := range t.NumHiddenLayers {
+		row := int64(t.KVHeads(i)) * int64(t.LayerHeadDim(i)) * 4
+		n := int64(model.SlidingCacheSlots(t, capacity))
+		b := 2 * (n + int64(canvas)) * row
+		if !t.IsSliding(i) {
+			b = (int64(capacity) + 2*(int64(capacity)+int64(canvas))) * row
+		}
+		most = max(most, b)
+	}
+	return most
 }
 
 // Compute estimates cfg's memory under profile p for run rt.
@@ -160,23 +172,25 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	w := WeightBytes(cfg, p)
 	e.Parts = append(e.Parts, Part{PartWeights, w, weightNote(p)})
 
+	capacity := model.CacheCapacity(rt.Context)
 	kv := KVBytes(cfg, rt.Context, rt.ComputeBytes)
-	e.Parts = append(e.Parts, Part{PartKV, kv, fmt.Sprintf("%d tokens, f32; sliding layers capped at %d, full layers K only",
-		rt.Context, t.SlidingWindow)})
+	e.Parts = append(e.Parts, Part{PartKV, kv, fmt.Sprintf("%d tokens (cache capacity %d), f32; sliding layers keep the last %d positions (K, V), full layers V only (K = V)",
+		rt.Context, capacity, model.SlidingCacheSlots(t, capacity))})
 
 	// One denoising step over the canvas.
 	logits := c * v * eb * 2 // logits and the tempered probabilities
 	maxHd := int64(max(t.HeadDim, t.GlobalHeadDim))
-	scores := int64(t.NumAttentionHeads) * c * (int64(rt.Context) + c) * eb
+	scores := int64(t.NumAttentionHeads) * c * (int64(capacity) + c) * eb // a full layer's, the widest
+	prefix := prefixScratch(t, capacity, int(c))
 	hidden := c * d * eb * 8                                           // residual, norms, attention/MLP outputs
 	qkv := c * int64(t.NumAttentionHeads) * maxHd * eb * 3             // q, k, v of the widest layer
 	assign := c * int64(max(t.TopKExperts, 1))                         // routed rows
 	bk := int64(model.MoEBlockSize(int(assign), max(t.NumExperts, 1))) // engine's grouped GEMM layout
 	nb := int64(model.MoECapacityBlocks(int(assign), max(t.NumExperts, 1), int(bk)))
 	moeRows := nb * bk * (d + 2*int64(t.MoEIntermediateSize)) * eb
-	act := logits + scores + hidden + qkv + moeRows
-	e.Parts = append(e.Parts, Part{PartActivations, act, fmt.Sprintf("canvas %d: logits %s (canvas × vocab, f32: the logits and the tempered logits), attention %s, MoE rows %s",
-		c, human(logits), human(scores), human(moeRows))})
+	act := logits + scores + prefix + hidden + qkv + moeRows
+	e.Parts = append(e.Parts, Part{PartActivations, act, fmt.Sprintf("canvas %d: logits %s (canvas × vocab, f32: the logits and the tempered logits), attention %s, cached keys/values read %s, MoE rows %s",
+		c, human(logits), human(scores), human(prefix), human(moeRows))})
 
 	// The largest weight block the engine holds in f32 at once (engine/model chunk.go).
 	headRows := int64(model.HeadChunkRows(t.VocabSize, t.HiddenSize))

@@ -10,17 +10,24 @@ import (
 
 const gb = 1e9
 
-// TestKVCacheByHand checks the KV formula on the 26B model: 25 sliding layers
-// (8 KV heads × 256, K and V, capped at the 1024 window) and 5 full layers
-// (2 KV heads × 512, K only), f32.
+// TestKVCacheByHand checks the KV formula on the 26B model: the cache grows to the
+// next power of two ≥ the context (≥ 256); 25 sliding layers keep K and V (8 KV heads
+// × 256) of the last 1023 positions (window − 1); 5 full layers keep V only (2 KV
+// heads × 512) for every slot; f32, and bf16 at half.
 func TestKVCacheByHand(t *testing.T) {
 	cfg := catalog.DiffusionGemma26B()
-	for _, ctx := range []int{512, 4096, 262144} {
-		win := min(ctx, 1024)
-		want := int64(25*win*8*256*2*4) + int64(5*ctx*2*512*1*4)
-		if got := KVBytes(cfg, ctx, 4); got != want {
-			t.Errorf("ctx %d: KV %d, want %d", ctx, got, want)
+	for _, c := range []struct{ ctx, capacity int }{{100, 256}, {512, 512}, {3000, 4096}, {4096, 4096}, {262144, 262144}} {
+		win := min(c.capacity, 1023)
+		want := int64(25*win*8*256*2*4) + int64(5*c.capacity*2*512*1*4)
+		if got := KVBytes(cfg, c.ctx, 4); got != want {
+			t.Errorf("ctx %d: KV %d, want %d", c.ctx, got, want)
 		}
+		if got := KVBytes(cfg, c.ctx, 2); got != want/2 {
+			t.Errorf("ctx %d, bf16: KV %d, want %d", c.ctx, got, want/2)
+		}
+	}
+	if got := float64(KVBytes(cfg, 4096, 4)) / gb; got < 0.50 || got > 0.51 {
+		t.Errorf("26B KV at 4096 tokens %.3f GB, want ≈ 0.503", got)
 	}
 }
 
