@@ -40,10 +40,10 @@ import (
 // KV is a per-layer key/value cache, as graph nodes.
 //
 // K[i] and V[i] are [B, S, KVHeads(i), LayerHeadDim(i)]: K after k_norm and RoPE, V
-// after the scale-free v_norm. Full (K=V) layers still keep both: they derive from the
-// same k_proj output but differ after the norms and RoPE, and storing both avoids
-// re-normalising and re-rotating the whole prefix at every denoising step (the full
-// layers have few KV heads, so this costs little memory).
+// after the scale-free v_norm. This is the trainer-facing form (Encoder, Decoder), which
+// keeps both for every layer and position. The Runner's cache is smaller (kvcache.go):
+// sliding layers keep the last sliding_window−1 positions and full (K=V) layers only V,
+// from which K = RoPE(V ⊙ k_norm.weight) is recomputed exactly at every step.
 //
 // Positions [B, S] Int32 are the absolute positions of the slots and Valid [B, S] Bool
 // marks the filled ones.
