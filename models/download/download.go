@@ -268,6 +268,20 @@ func (j *Job) Cancel() {
 	j.mu.Unlock()
 }
 
+// waitResume reports the pause and blocks until Resume or Cancel (true) or until the
+// parent context ends (false: the job has failed with its error).
+func (j *Job) waitResume(parent context.Context) bool {
+	j.emit(Event{Kind: EventState, State: StatePaused})
+	select {
+	case <-j.resumeCh:
+		return true
+	case <-parent.Done():
+		j.err = parent.Err()
+		j.setState(StateFailed)
+		return false
+	}
+}
+
 func (j *Job) setState(s State) {
 	j.mu.Lock()
 	if j.state != StateCanceled || s == StateCanceled {
@@ -312,16 +326,11 @@ func (j *Job) loop(parent context.Context) {
 		if j.state == StatePaused && !resumed { // paused before it started: wait for Resume
 			j.mu.Unlock()
 			cancel(nil)
-			j.emit(Event{Kind: EventState, State: StatePaused})
-			select {
-			case <-j.resumeCh:
-				resumed = true
-				continue
-			case <-parent.Done():
-				j.err = parent.Err()
-				j.setState(StateFailed)
+			if !j.waitResume(parent) {
 				return
 			}
+			resumed = true
+			continue
 		}
 		resumed = false
 		j.cancel = cancel
@@ -333,16 +342,11 @@ func (j *Job) loop(parent context.Context) {
 		cancel(nil)
 		switch {
 		case errors.Is(cause, ErrPaused) && j.State() == StatePaused:
-			j.emit(Event{Kind: EventState, State: StatePaused})
-			select {
-			case <-j.resumeCh:
-				resumed = true
-				continue
-			case <-parent.Done():
-				j.err = parent.Err()
-				j.setState(StateFailed)
+			if !j.waitResume(parent) {
 				return
 			}
+			resumed = true
+			continue
 		case j.State() == StateCanceled:
 		case err != nil:
 			j.err = err
