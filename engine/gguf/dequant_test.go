@@ -333,6 +333,18 @@ func TestRequantize(t *testing.T) {
 		if extra > c.maxExtra || extra > c.maxExtraOver*own {
 			t.Errorf("%s → int%d: extra relative RMS %.4f (own %.4f), want ≤ %.3f and ≤ %.1f× own", c.t, c.bits, extra, own, c.maxExtra, c.maxExtraOver)
 		}
+		if c.bits == 4 {
+			// engine/weights stores requantized int4 scales as BFloat16: the rounding
+			// must add next to nothing.
+			for i := range scales {
+				scales[i] = quant.RoundBF16(scales[i]).Float32()
+			}
+			bf, _ := relRMS(darkroomDequant(c.bits, q, scales), g)
+			t.Logf("%-5s → int4 g32 with bf16 scales: extra rel RMS %.4f", c.t, bf)
+			if bf > extra*1.01 {
+				t.Errorf("%s → int4, bf16 scales: extra rel RMS %.4f vs %.4f with f32 scales", c.t, bf, extra)
+			}
+		}
 	}
 }
 

@@ -10,12 +10,35 @@ import (
 // Group is the group size of the Darkroom formats GGUF blocks are converted into.
 const Group = 32
 
+// How engine/weights converts each type, and the error it adds on top of the GGUF's
+// own quantization (relative RMS of converted − GGUF dequantized; TestRequantize and
+// TestRequantizeAffine on a 64×2816 heavy-tailed tensor, std 0.02, quantized by this
+// package's simple quantizers; "own" is the GGUF's error vs the source weights):
+//
+//	GGUF  → Darkroom (scales)                 extra    own     bits/weight  was (symmetric int4, f32)
+//	Q8_0  → int8 g32 (f32)                     0        0.007  9.0
+//	Q4_0  → int4 g32 (f32)                     0        0.109  5.0
+//	Q4_K  → affine int4 g32 (f32, ExactScales) 0        0.091  6.0          0.100
+//	Q4_K  → affine int4 g32 (bf16, default)    0.0059   0.091  5.0          0.100
+//	Q4_1  → affine int4 g32 (f32, ExactScales) 0        0.090  6.0          0.100
+//	Q4_1  → affine int4 g32 (bf16, default)    0.0065   0.090  5.0          0.100
+//	Q6_K  → int8 g32 (f32)                     0.0061   0.022  9.0
+//	Q5_0  → int4 g32 (bf16; f32 ExactScales)   0.110    0.054  4.5 (5.0)
+//	Q5_1  → int4 g32 (bf16; f32 ExactScales)   0.103    0.044  4.5 (5.0)
+//	Q5_K  → int4 g32 (bf16; f32 ExactScales)   0.103    0.044  4.5 (5.0)
+//
+// For comparison, `darkroom quantize --profile int4` on the source weights gives 0.123.
+// bf16 scales change the requantized int4 errors by under 0.01%. Q5_0 would convert
+// exactly to int8 g32 (w = d·(q−16)), but at 9 instead of 4.5 bits a weight — 4.3 GB
+// more for the 26B model's Q5_0 down-projection experts — so it stays requantized.
+
 // Requantize converts whole rows of ggml blocks (raw, of type t; n elements) into
 // Darkroom's int8 or int4 layout with one float32 scale per Group consecutive elements
 // (package engine/quant: int8 stores q as an Int8 per element, dequantized q·s; int4
 // stores the nibble q+8 two per byte, element 2j low, 2j+1 high, dequantized
 // (nibble−8)·s). q receives n bytes (int8) or n/2 (int4); scales n/Group values. tmp
-// is scratch of n float32s (only used when the conversion is not exact).
+// is scratch of n float32s (only used when the conversion is not exact). The caller may
+// store the scales as BFloat16 (engine/weights does for requantized int4).
 //
 // Q8_0 → int8 and Q4_0 → int4 are exact: Q8_0 is int8 with a scale per 32, Q4_0 is
 // (nibble−8)·d per 32, bit for bit the same numbers. Every other type is dequantized
@@ -175,6 +198,109 @@ func quantGroup4(x []float32, q []byte) float32 {
 func nearestInt(f float32) int32 {
 	v := f + 12582912
 	return int32(math.Float32bits(v)&0x007fffff) - 0x00400000
+}
+
+// RequantizeAffine converts whole rows of Q4_0, Q4_1 or Q4_K blocks (raw; n elements)
+// into Darkroom's affine int4 layout exactly (package engine/quant, Format Affine): q
+// receives the n/2 bytes of unsigned nibbles (element 2j low, 2j+1 high), scales and
+// mins n/Group values, so that float32(q·scale) + min is, bit for bit, the value
+// ggml's dequantize_row_* computes:
+//
+//   - Q4_1: scale d, min m (the block's fp16 values), as ggml's q·d + m;
+//   - Q4_K: per sub-block of 32, scale d·sc and min −(dmin·m) (float32 products of the
+//     fp16 super-block values and the 6-bit integers, exact), as ggml's d1·q − m1;
+//   - Q4_0: scale d, min −8·d (exact), so q·d − 8·d = (q−8)·d, exact in float32.
+//
+// Storing scales and mins as BFloat16 instead (what engine/weights does by default)
+// rounds each to 8 significant bits: see TestRequantize for the error.
+func RequantizeAffine(t Type, raw []byte, q []byte, scales, mins []float32) error {
+	info, ok := t.info()
+	if !ok || (t != Q4_0 && t != Q4_1 && t != Q4_K) {
+		return fmt.Errorf("%s cannot be converted to affine int4 exactly (Q4_0, Q4_1 and Q4_K can)", t)
+	}
+	if len(raw)%info.typeSize != 0 {
+		return fmt.Errorf("%s: %d bytes are not whole blocks", t, len(raw))
+	}
+	n := len(raw) / info.typeSize * info.blockSize
+	if len(q) != n/2 || len(scales) != n/Group || len(mins) != n/Group {
+		return fmt.Errorf("affine requantize %s: buffers of %d, %d and %d for %d elements", t, len(q), len(scales), len(mins), n)
+	}
+	// pack writes group g's 32 nibbles, nib(e) for element e, two per byte.
+	pack := func(g int, nib func(e int) byte) {
+		out := q[g*Group/2 : (g+1)*Group/2]
+		for k := range out {
+			out[k] = nib(2*k) | nib(2*k+1)<<4
+		}
+	}
+	switch t {
+	case Q4_0, Q4_1:
+		for b := 0; b < n/32; b++ {
+			blk := raw[b*info.typeSize:]
+			d := fp16(blk)
+			qs := blk[2:18]
+			if t == Q4_0 {
+				mins[b] = -8 * d
+			} else {
+				mins[b] = fp16(blk[2:])
+				qs = blk[4:20]
+			}
+			scales[b] = d
+			pack(b, func(e int) byte {
+				if e < 16 {
+					return qs[e] & 0x0F
+				}
+				return qs[e-16] >> 4
+			})
+		}
+	case Q4_K:
+		for b := 0; b < n/QK_K; b++ {
+			blk := raw[b*144:]
+			d, dmin := fp16(blk), fp16(blk[2:])
+			sc := blk[4:16]
+			qs := blk[16:144]
+			for pair := 0; pair < 4; pair++ {
+				run := qs[32*pair : 32*pair+32] // low nibbles: sub-block 2·pair, high: 2·pair+1
+				for half := 0; half < 2; half++ {
+					is := 2*pair + half
+					s, m := scaleMinK4(is, sc)
+					g := b*8 + is
+					scales[g] = d * float32(s)
+					mins[g] = -(dmin * float32(m))
+					shift := uint(4 * half)
+					pack(g, func(e int) byte { return run[e] >> shift & 0x0F })
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// RequantizeAffineParallel is RequantizeAffine split over up to workers goroutines by
+// whole blocks.
+func RequantizeAffineParallel(t Type, raw []byte, q []byte, scales, mins []float32, workers int) error {
+	info, ok := t.info()
+	if !ok || info.typeSize == 0 || len(raw)%info.typeSize != 0 || info.blockSize%Group != 0 {
+		return RequantizeAffine(t, raw, q, scales, mins)
+	}
+	blocks := len(raw) / info.typeSize
+	workers = min(workers, blocks/64)
+	n := blocks * info.blockSize
+	if workers <= 1 || len(q) != n/2 || len(scales) != n/Group || len(mins) != n/Group {
+		return RequantizeAffine(t, raw, q, scales, mins)
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		b0, b1 := blocks*w/workers, blocks*(w+1)/workers
+		e0, e1 := b0*info.blockSize, b1*info.blockSize
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = RequantizeAffine(t, raw[b0*info.typeSize:b1*info.typeSize], q[e0/2:e1/2], scales[e0/Group:e1/Group], mins[e0/Group:e1/Group])
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // RequantizeParallel is Requantize split over up to workers goroutines by whole

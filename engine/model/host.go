@@ -9,12 +9,13 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
 // hostWeights are float32 host copies of the model's weights for the host decoder and
-// head: converted once (F32 copied, BF16 widened, int8/int4/NVFP4 dequantized by
+// head: converted once (F32 copied, BF16 widened, int8/int4/affine int4/NVFP4 dequantized by
 // quant.Dequantize, the format read back by quant.SpecOf) and rebuilt
 // only when the context variable's value changes (e.g. a trainer updating it).
 type hostWeights struct {
@@ -93,11 +94,20 @@ func (w *hostWeights) load(name string) (hostWeight, error) {
 		if src.DType() == dtypes.Uint8 {
 			dims[len(dims)-1] *= 2 // int4 and NVFP4: two codes per byte
 		}
+		var mins []*tensors.Tensor // affine int4: NAME.qmin
+		var minShapes []shapes.Shape
+		if m := w.scope.GetVariable(name + QMinSuffix); m != nil {
+			var mt *tensors.Tensor
+			if mt, err = m.Value(); err != nil {
+				break
+			}
+			mins, minShapes = []*tensors.Tensor{mt}, []shapes.Shape{mt.Shape()}
+		}
 		var spec quant.Spec
-		if spec, err = quant.SpecOf(dims, src.Shape(), scale.Shape()); err != nil {
+		if spec, err = quant.SpecOf(dims, src.Shape(), scale.Shape(), minShapes...); err != nil {
 			break
 		}
-		if f, err = quant.Dequantize(src, scale, spec, dims); err == nil {
+		if f, err = quant.Dequantize(src, scale, spec, dims, mins...); err == nil {
 			out.data, err = tensors.CopyFlatData[float32](f)
 			out.dims = dims
 		}

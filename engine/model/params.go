@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
@@ -22,10 +23,12 @@ const Scope = "dg"
 // holds the codes (Int8 for int8; Uint8 with two nibbles per byte for int4 and for
 // NVFP4's FP4 E2M1 codes), NAME.qscale the scales: Float32 for int8/int4, Uint8 rows of
 // FP8 block-scale codes plus the row's scale for NVFP4 (which is how the two 4-bit
-// formats are told apart; engine/quant).
+// formats are told apart; engine/quant). Affine int4 (GGUF Q4_1/Q4_K converted exactly)
+// has a third variable, NAME.qmin, with qscale's shape: its presence marks the format.
 const (
 	QWeightSuffix = quant.WeightSuffix
 	QScaleSuffix  = quant.ScaleSuffix
+	QMinSuffix    = quant.MinSuffix
 )
 
 // Params reads the model's weights inside one graph: every accessor returns Float32
@@ -107,8 +110,8 @@ func (p *Params) Get(name string) *Node {
 	if v := p.variable(name); v != nil {
 		n = toF32(v.ValueGraph(p.g))
 	} else {
-		qw, qs := p.quantized(name)
-		n = p.dequantize(qw.ValueGraph(p.g), qs.ValueGraph(p.g), name)
+		qw, qs, qm := p.quantized(name)
+		n = p.dequantize(qw.ValueGraph(p.g), qs.ValueGraph(p.g), p.minNode(qm, nil), name)
 	}
 	p.cache[name] = n
 	return n
@@ -121,8 +124,9 @@ func (p *Params) GatherRows(name string, idx *Node) *Node {
 	if v := p.variable(name); v != nil {
 		return toF32(Gather(v.ValueGraph(p.g), idx))
 	}
-	qw, qs := p.quantized(name)
-	return p.dequantize(Gather(qw.ValueGraph(p.g), idx), Gather(qs.ValueGraph(p.g), idx), name)
+	qw, qs, qm := p.quantized(name)
+	gather := func(x *Node) *Node { return Gather(x, idx) }
+	return p.dequantize(gather(qw.ValueGraph(p.g)), gather(qs.ValueGraph(p.g)), p.minNode(qm, gather), name)
 }
 
 // GatherRowsSplit is GatherRows on the weight viewed with its first axis multiplied by
@@ -137,32 +141,54 @@ func (p *Params) GatherRowsSplit(name string, split int, idx *Node) *Node {
 	if v := p.variable(name); v != nil {
 		return toF32(Gather(view(v.ValueGraph(p.g)), idx))
 	}
-	qw, qs := p.quantized(name)
-	return p.dequantize(Gather(view(qw.ValueGraph(p.g)), idx), Gather(view(qs.ValueGraph(p.g)), idx), name)
+	qw, qs, qm := p.quantized(name)
+	gather := func(x *Node) *Node { return Gather(view(x), idx) }
+	return p.dequantize(gather(qw.ValueGraph(p.g)), gather(qs.ValueGraph(p.g)), p.minNode(qm, gather), name)
 }
 
-func (p *Params) quantized(name string) (qw, qs *context.Variable) {
+// quantized returns a quantized weight's variables; qm (NAME.qmin) is nil unless the
+// format is affine int4.
+func (p *Params) quantized(name string) (qw, qs, qm *context.Variable) {
 	qw, qs = p.variable(name+QWeightSuffix), p.variable(name+QScaleSuffix)
 	if qw == nil || qs == nil {
 		panic(fmt.Errorf("weight %q: missing from context scope %q", name, Scope))
 	}
-	return qw, qs
+	return qw, qs, p.variable(name + QMinSuffix)
+}
+
+// minNode reads an affine weight's qmin (through the same gather as its qscale), or
+// returns nil when there is none.
+func (p *Params) minNode(qm *context.Variable, gather func(*Node) *Node) *Node {
+	if qm == nil {
+		return nil
+	}
+	n := qm.ValueGraph(p.g)
+	if gather != nil {
+		n = gather(n)
+	}
+	return n
 }
 
 // dequantize rebuilds Float32 values from stored codes and scales (possibly
 // row-gathered: the leading axes may differ from the weight's), with engine/quant's
-// graph function; the format (int8, int4, NVFP4) and group size are read back from the
-// stored dtypes and shapes by quant.SpecOf.
-func (p *Params) dequantize(qw, qs *Node, name string) *Node {
+// graph function; the format (int8, int4 with f32 or bf16 scales, affine int4 when qm
+// is not nil, NVFP4) and group size are read back from the stored dtypes and shapes by
+// quant.SpecOf.
+func (p *Params) dequantize(qw, qs, qm *Node, name string) *Node {
 	logical := append([]int{}, qw.Shape().Dimensions...)
 	if qw.DType() == dtypes.Uint8 {
 		logical[len(logical)-1] *= 2
 	}
-	spec, err := quant.SpecOf(logical, qw.Shape(), qs.Shape())
+	var mins []*Node
+	var minShapes []shapes.Shape
+	if qm != nil {
+		mins, minShapes = []*Node{qm}, []shapes.Shape{qm.Shape()}
+	}
+	spec, err := quant.SpecOf(logical, qw.Shape(), qs.Shape(), minShapes...)
 	if err != nil {
 		panic(fmt.Errorf("weight %q: %w", name, err))
 	}
-	return quant.DequantizeGraph(qw, qs, spec, logical)
+	return quant.DequantizeGraph(qw, qs, spec, logical, mins...)
 }
 
 // toF32 converts stored weights (BF16, …) to the Float32 compute dtype. Float64 is

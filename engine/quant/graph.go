@@ -9,15 +9,18 @@ import (
 
 // DequantizeGraph rebuilds a Float32 weight inside the graph, right before its matmul.
 //
-//	q:     int8: Int8 [..., n]; int4, nvfp4: Uint8 [..., n/2] (two nibbles per byte)
-//	scale: Float32 [..., n/group] (nvfp4: Uint8 [..., n/group + 4], see nvfp4.go)
+//	q:     int8: Int8 [..., n]; int4, affine int4, nvfp4: Uint8 [..., n/2] (two nibbles per byte)
+//	scale: Float32 or BFloat16 (spec.BF16Scales) [..., n/group] (nvfp4: Uint8 [..., n/group + 4], see nvfp4.go)
+//	qmin:  affine int4 only (exactly one): like scale
 //	→ Float32 shape (= [..., n])
 //
 // Nibbles are split with float arithmetic (hi = ⌊b/16⌋, lo = b − 16·hi, exact for
 // 0…255), because the go backend has no bit shifts; FP4 E2M1 codes are decoded the
-// same way (see e2m1Graph). Like every GoMLX graph function it panics on inconsistent
-// shapes; callers recover at their API boundary.
-func DequantizeGraph(q, scale *Node, spec Spec, shape []int) *Node {
+// same way (see e2m1Graph). BF16 scales are widened exactly; affine values are
+// q·scale then + min (two roundings, as the host's Dequantize and ggml). Like every
+// GoMLX graph function it panics on inconsistent shapes; callers recover at their API
+// boundary.
+func DequantizeGraph(q, scale *Node, spec Spec, shape []int, qmin ...*Node) *Node {
 	if err := spec.Check(shape); err != nil {
 		panic(fmt.Errorf("quant.DequantizeGraph: %w", err))
 	}
@@ -28,15 +31,22 @@ func DequantizeGraph(q, scale *Node, spec Spec, shape []int) *Node {
 	if scale.DType() != spec.ScaleDType() || !equal(scale.Shape().Dimensions, wantS) {
 		panic(fmt.Errorf("quant.DequantizeGraph: qscale is %s, want %s%v", scale.Shape(), spec.ScaleDType(), wantS))
 	}
+	if wantMin := spec.HasMin(); (len(qmin) == 1) != wantMin || len(qmin) > 1 {
+		panic(fmt.Errorf("quant.DequantizeGraph: %s with %d min operands", spec, len(qmin)))
+	}
+	if spec.HasMin() && (qmin[0].DType() != scale.DType() || !equal(qmin[0].Shape().Dimensions, wantS)) {
+		panic(fmt.Errorf("quant.DequantizeGraph: qmin is %s, want qscale's %s", qmin[0].Shape(), scale.Shape()))
+	}
 	g := q.Graph()
 	x := ConvertDType(q, dtypes.Float32)
 	if spec.Bits == 4 {
 		hi := Floor(MulScalar(x, 1.0/16))
 		lo := Sub(x, MulScalar(hi, 16))
 		x = Stack([]*Node{lo, hi}, -1) // [..., n/2, 2]: element 2j low, 2j+1 high
-		if spec.Format == FP4 {
+		switch spec.Format {
+		case FP4:
 			x = e2m1Graph(x)
-		} else {
+		case Int:
 			x = Sub(x, Scalar(g, dtypes.Float32, 8))
 		}
 	}
@@ -47,20 +57,23 @@ func DequantizeGraph(q, scale *Node, spec Spec, shape []int) *Node {
 	if spec.Format == FP4 {
 		x = Mul(x, nvfp4ScalesGraph(scale)) // [..., groups, 1]
 	} else {
-		x = Mul(x, ExpandAxes(scale, -1)) // scale: [..., groups, 1]
+		x = Mul(x, ExpandAxes(ConvertDType(scale, dtypes.Float32), -1)) // scale: [..., groups, 1]
+	}
+	if spec.HasMin() {
+		x = Add(x, ExpandAxes(ConvertDType(qmin[0], dtypes.Float32), -1)) // min: [..., groups, 1]
 	}
 	return Reshape(x, shape...)
 }
 
 // DequantizeNode is DequantizeGraph with the spec read from the operands: int8 for an
-// Int8 q, int4 for Uint8 with a Float32 scale, nvfp4 for Uint8 with a Uint8 scale; the
-// group size is cols / (the number of scale groups). Leading axes are free, so it also
-// dequantizes rows gathered from a larger weight (experts, the embedding). It has
-// engine/model's DequantizeFn signature: `model.Dequantize = quant.DequantizeNode`.
+// Int8 q, int4 for Uint8 with a Float32 or BFloat16 scale (affine int4 when a qmin is
+// given), nvfp4 for Uint8 with a Uint8 scale; the group size is cols / (the number of
+// scale groups). Leading axes are free, so it also dequantizes rows gathered from a
+// larger weight (experts, the embedding).
 //
-//	q: [..., cols] Int8 or [..., cols/2] Uint8; scale: [..., groups] Float32
-//	(nvfp4: Uint8 [..., groups + 4]) → Float32 [..., cols]
-func DequantizeNode(q, scale *Node, cols int) *Node {
+//	q: [..., cols] Int8 or [..., cols/2] Uint8; scale (and min): [..., groups] Float32
+//	or BFloat16 (nvfp4: Uint8 [..., groups + 4]) → Float32 [..., cols]
+func DequantizeNode(q, scale *Node, cols int, qmin ...*Node) *Node {
 	var spec Spec
 	switch q.DType() {
 	case dtypes.Int8:
@@ -75,6 +88,10 @@ func DequantizeNode(q, scale *Node, cols int) *Node {
 		spec.Format = FP4
 		groups -= NVFP4ScaleBytes
 	}
+	spec.BF16Scales = scale.DType() == dtypes.BFloat16
+	if len(qmin) > 0 {
+		spec.Format = Affine
+	}
 	if groups <= 0 || cols%groups != 0 {
 		panic(fmt.Errorf("quant.DequantizeNode: %d scale groups do not divide %d columns", groups, cols))
 	}
@@ -82,5 +99,5 @@ func DequantizeNode(q, scale *Node, cols int) *Node {
 		spec.GroupSize = cols / groups
 	}
 	shape := append(append([]int{}, q.Shape().Dimensions[:q.Rank()-1]...), cols)
-	return DequantizeGraph(q, scale, spec, shape)
+	return DequantizeGraph(q, scale, spec, shape, qmin...)
 }

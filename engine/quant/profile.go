@@ -13,7 +13,9 @@ const (
 	BF16Profile Profile = "bf16" // nothing quantized
 	Int8Profile Profile = "int8" // every projection, expert and the embedding int8 per-channel
 	// Int4Profile: experts (the bulk of the 26B model: ~22.8 of 25.2B parameters) int4
-	// g32; attention, dense MLP, self-conditioning and the embedding int8 per-channel.
+	// g32 with BFloat16 scales (Int4: 4.5 bits a weight; Float32 scales cost 0.5 more
+	// for a relative RMS error only 0.01% lower); attention, dense MLP,
+	// self-conditioning and the embedding int8 per-channel.
 	Int4Profile Profile = "int4"
 )
 

@@ -1,8 +1,8 @@
 // Package quant owns Darkroom's weight quantization formats and profiles.
 //
-// Formats (symmetric, groups along the LAST axis, which for every
-// weight of the model is the input dimension — Linear weights are [out, in], experts
-// [E, out, in], the embedding [V, D]):
+// Formats (groups along the LAST axis, which for every weight of the model is the
+// input dimension — Linear weights are [out, in], experts [E, out, in], the embedding
+// [V, D]):
 //
 //   - int8 per-channel (Spec{Bits: 8}): one scale per row; q = round(w/s), s = max|w|/127,
 //     q ∈ [-127, 127] stored as Int8 with the weight's shape.
@@ -10,7 +10,19 @@
 //   - int4 group-wise (Spec{Bits: 4, GroupSize: 32}): one scale per 32 consecutive
 //     inputs; q = round(w/s), s = max|w|/7, q ∈ [-7, 7] stored as q+8 in a nibble; two
 //     nibbles per Uint8 byte (element 2j in the low nibble, 2j+1 in the high one), so the
-//     last axis halves.
+//     last axis halves. (Loaded nibbles may also be 0, i.e. q = −8: GGUF Q4_0.)
+//
+//   - BF16 scales (Spec.BF16Scales, int8 and int4): the same codes with the scales
+//     stored as BFloat16 instead of Float32 — 4.5 instead of 5 bits per int4 weight.
+//     Quantize rounds the scale to bf16 first and picks q against the rounded scale,
+//     so the stored pair is self-consistent. The int4 profile's experts use it (Int4);
+//     checkpoints with Float32 scales (Int4F32, the layout before) load unchanged.
+//
+//   - affine int4 (Spec{Bits: 4, GroupSize: 32, Format: Affine}): unsigned nibbles q ∈
+//     0…15 (packed like int4) with a scale and a minimum per group: w = q·scale + min.
+//     It is GGUF Q4_1's and Q4_K's form (per 32: d·q + m, and d·sc·q − dmin·m), which
+//     engine/gguf converts into it exactly (Float32 scales and minimums) or to within
+//     bf16 rounding of them (BF16Scales).
 //
 //   - NVFP4 (Spec{Bits: 4, GroupSize: 16, Format: FP4}, the NVFP4 variable): NVIDIA's
 //     4-bit float weights as ModelOpt exports them, kept as they are. Each nibble is an
@@ -21,11 +33,13 @@
 //     (Quantize refuses it); it loads it (engine/weights) and saves it again.
 //
 // A quantized weight NAME is stored as two tensors, NAME.qweight (Int8 or Uint8) and
-// NAME.qscale: for int8/int4 Float32 with the weight's shape, the last axis replaced by
-// the number of groups (1 for per-channel); for NVFP4 Uint8 [..., n/16 + 4], each row
-// the FP8 block-scale codes followed by the row's weight_scale_2 (nvfp4.go). The
-// format and the group size can be read back from the stored dtypes and shapes
-// (SpecOf; a Uint8 qscale is NVFP4), so the tensors are self-describing; the
+// NAME.qscale: for int8/int4 Float32 (or BFloat16) with the weight's shape, the last
+// axis replaced by the number of groups (1 for per-channel); for NVFP4 Uint8 [..., n/16
+// + 4], each row the FP8 block-scale codes followed by the row's weight_scale_2
+// (nvfp4.go). Affine int4 adds a third tensor, NAME.qmin, with qscale's shape and
+// dtype: its presence marks the format. The format and the group size can be read
+// back from the stored dtypes and shapes (SpecOf; a Uint8 qscale is NVFP4, a qmin is
+// affine), so the tensors are self-describing; the
 // checkpoint's config.json records the profile name in "quantization_config"
 // ({"quant_method": "darkroom", "profile": "int4", "group_size": 32}).
 //
@@ -45,11 +59,15 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
-// Suffixes of the two stored tensors of a quantized weight.
+// Suffixes of the stored tensors of a quantized weight (MinSuffix: affine int4 only).
 const (
 	WeightSuffix = ".qweight"
 	ScaleSuffix  = ".qscale"
+	MinSuffix    = ".qmin"
 )
+
+// Suffixes lists the stored tensors' suffixes, in the order loaders deliver them.
+var Suffixes = []string{WeightSuffix, ScaleSuffix, MinSuffix}
 
 // Format is how a weight's stored codes map to numbers.
 type Format int
@@ -59,6 +77,9 @@ const (
 	Int Format = iota
 	// FP4 codes are FP4 E2M1 nibbles (NVFP4): w = e2m1(q)·scale.
 	FP4
+	// Affine codes are unsigned 4-bit integers with a scale and a minimum per group:
+	// w = q·scale + min, q ∈ 0…15 (stored in NAME.qmin).
+	Affine
 )
 
 // Spec is one weight's format.
@@ -66,25 +87,45 @@ type Spec struct {
 	Bits      int // 8 or 4
 	GroupSize int // inputs per scale along the last axis; 0 = the whole row (per-channel)
 	Format    Format
+	// BF16Scales stores qscale (and qmin) as BFloat16 instead of Float32 (Int and
+	// Affine formats).
+	BF16Scales bool
 }
 
-// Int8 is int8 per-channel; Int4 is int4 with groups of 32; NVFP4 is FP4 E2M1 with
-// groups of 16 (ModelOpt's NVFP4 layout).
+// Int8 is int8 per-channel (Float32 scales); Int4 is int4 with groups of 32 and
+// BFloat16 scales, the int4 profile's format; Int4F32 is the same with Float32 scales
+// (Darkroom's int4 before BF16 scales, and GGUF Q4_0 copied exactly); Int4Affine is
+// affine int4 with groups of 32 and Float32 scales and minimums (GGUF Q4_1/Q4_K
+// exactly); NVFP4 is FP4 E2M1 with groups of 16 (ModelOpt's NVFP4 layout).
 var (
-	Int8  = Spec{Bits: 8}
-	Int4  = Spec{Bits: 4, GroupSize: 32}
-	NVFP4 = Spec{Bits: 4, GroupSize: 16, Format: FP4}
+	Int8       = Spec{Bits: 8}
+	Int4       = Spec{Bits: 4, GroupSize: 32, BF16Scales: true}
+	Int4F32    = Spec{Bits: 4, GroupSize: 32}
+	Int4Affine = Spec{Bits: 4, GroupSize: 32, Format: Affine}
+	NVFP4      = Spec{Bits: 4, GroupSize: 16, Format: FP4}
 )
 
 func (s Spec) String() string {
 	if s.Format == FP4 {
 		return fmt.Sprintf("nvfp4 (fp4 e2m1) g%d", s.GroupSize)
 	}
-	if s.GroupSize == 0 {
-		return fmt.Sprintf("int%d per-channel", s.Bits)
+	kind := fmt.Sprintf("int%d", s.Bits)
+	if s.Format == Affine {
+		kind += " affine"
 	}
-	return fmt.Sprintf("int%d g%d", s.Bits, s.GroupSize)
+	if s.GroupSize == 0 {
+		kind += " per-channel"
+	} else {
+		kind += fmt.Sprintf(" g%d", s.GroupSize)
+	}
+	if s.BF16Scales {
+		kind += " (bf16 scales)"
+	}
+	return kind
 }
+
+// HasMin reports whether the format stores a NAME.qmin tensor (affine int4).
+func (s Spec) HasMin() bool { return s.Format == Affine }
 
 func (s Spec) maxQ() float32 {
 	if s.Bits == 4 {
@@ -106,11 +147,14 @@ func (s Spec) Check(shape []int) error {
 	if s.Bits != 8 && s.Bits != 4 {
 		return fmt.Errorf("unsupported quantization bits %d", s.Bits)
 	}
-	if s.Format != Int && s.Format != FP4 {
+	if s.Format != Int && s.Format != FP4 && s.Format != Affine {
 		return fmt.Errorf("unknown quantization format %d", s.Format)
 	}
-	if s.Format == FP4 && (s.Bits != 4 || s.GroupSize <= 0) {
-		return fmt.Errorf("fp4 needs 4 bits and a positive group size, got %d bits, group %d", s.Bits, s.GroupSize)
+	if s.Format == FP4 && (s.Bits != 4 || s.GroupSize <= 0 || s.BF16Scales) {
+		return fmt.Errorf("fp4 needs 4 bits, a positive group size and its own scale rows, got %d bits, group %d", s.Bits, s.GroupSize)
+	}
+	if s.Format == Affine && s.Bits != 4 {
+		return fmt.Errorf("affine quantization needs 4 bits, got %d", s.Bits)
 	}
 	if len(shape) < 1 {
 		return fmt.Errorf("cannot quantize a scalar")
@@ -143,16 +187,20 @@ func (s Spec) Shapes(shape []int) (qweight, qscale []int) {
 	return
 }
 
-// ScaleDType is the stored dtype of qscale: Uint8 for NVFP4, Float32 otherwise.
+// ScaleDType is the stored dtype of qscale (and of an affine format's qmin): Uint8
+// for NVFP4, BFloat16 with BF16Scales, Float32 otherwise.
 func (s Spec) ScaleDType() dtypes.DType {
-	if s.Format == FP4 {
+	switch {
+	case s.Format == FP4:
 		return dtypes.Uint8
+	case s.BF16Scales:
+		return dtypes.BFloat16
 	}
 	return dtypes.Float32
 }
 
-// Bytes is the memory a weight of the logical shape takes in this format (qweight and
-// qscale), for size estimates.
+// Bytes is the memory a weight of the logical shape takes in this format (qweight,
+// qscale and an affine format's qmin), for size estimates.
 func (s Spec) Bytes(shape []int) int64 {
 	w, sc := s.Shapes(shape)
 	n := func(d []int) int64 {
@@ -162,7 +210,11 @@ func (s Spec) Bytes(shape []int) int64 {
 		}
 		return v
 	}
-	return n(w)*int64(s.DType().Size()) + n(sc)*int64(s.ScaleDType().Size())
+	scales := n(sc) * int64(s.ScaleDType().Size())
+	if s.HasMin() {
+		scales *= 2
+	}
+	return n(w)*int64(s.DType().Size()) + scales
 }
 
 // DType is the stored dtype of qweight.
@@ -174,23 +226,38 @@ func (s Spec) DType() dtypes.DType {
 }
 
 // SpecOf infers the spec from stored tensors for a weight of the logical shape, and
-// checks the stored shapes: it is how a loader accepts a quantized checkpoint.
-func SpecOf(logical []int, qweight, qscale shapes.Shape) (Spec, error) {
+// checks the stored shapes: it is how a loader accepts a quantized checkpoint. qmin is
+// the weight's NAME.qmin when it has one (at most one; its presence means affine int4,
+// and it must have qscale's shape and dtype).
+func SpecOf(logical []int, qweight, qscale shapes.Shape, qmin ...shapes.Shape) (Spec, error) {
 	if len(logical) < 1 {
 		return Spec{}, fmt.Errorf("cannot quantize a scalar")
+	}
+	if len(qmin) > 1 {
+		return Spec{}, fmt.Errorf("%d qmin shapes, want at most one", len(qmin))
 	}
 	var s Spec
 	switch {
 	case qweight.DType == dtypes.Uint8 && qscale.DType == dtypes.Uint8:
 		s = Spec{Bits: 4, Format: FP4}
-	case qscale.DType != dtypes.Float32:
-		return Spec{}, fmt.Errorf("qscale has dtype %s, want Float32 (int8, int4) or Uint8 (nvfp4 with a Uint8 qweight)", qscale.DType)
+	case qscale.DType != dtypes.Float32 && qscale.DType != dtypes.BFloat16:
+		return Spec{}, fmt.Errorf("qscale has dtype %s, want Float32 or BFloat16 (int8, int4) or Uint8 (nvfp4 with a Uint8 qweight)", qscale.DType)
 	case qweight.DType == dtypes.Int8:
 		s.Bits = 8
 	case qweight.DType == dtypes.Uint8:
 		s.Bits = 4
 	default:
 		return Spec{}, fmt.Errorf("qweight has dtype %s, want Int8 (int8) or Uint8 (int4, nvfp4)", qweight.DType)
+	}
+	s.BF16Scales = qscale.DType == dtypes.BFloat16
+	if len(qmin) == 1 {
+		if s.Bits != 4 || s.Format != Int {
+			return Spec{}, fmt.Errorf("a qmin goes with a Uint8 qweight and a float qscale (affine int4), not %s and %s", qweight.DType, qscale.DType)
+		}
+		if qmin[0].DType != qscale.DType || !equal(qmin[0].Dimensions, qscale.Dimensions) {
+			return Spec{}, fmt.Errorf("qmin is %s, want qscale's %s", qmin[0], qscale)
+		}
+		s.Format = Affine
 	}
 	n := logical[len(logical)-1]
 	if s.Format == FP4 {
@@ -209,7 +276,7 @@ func SpecOf(logical []int, qweight, qscale shapes.Shape) (Spec, error) {
 			}
 		}
 	}
-	if s.Bits == 4 && s.Format == Int && s.GroupSize == 0 && n > 0 {
+	if s.Bits == 4 && s.Format != FP4 && s.GroupSize == 0 && n > 0 {
 		s.GroupSize = n // int4 with one group per row
 	}
 	if err := s.Check(logical); err != nil {
@@ -261,13 +328,17 @@ func floats(t *tensors.Tensor) ([]float32, error) {
 }
 
 // Quantize quantizes a float weight (Float32, BFloat16 or Float64) on the host, to
-// int8 or int4 (NVFP4 weights only come from ModelOpt checkpoints).
+// int8 or int4 with Float32 or BFloat16 scales (affine int4: QuantizeAffine; NVFP4
+// weights only come from ModelOpt checkpoints).
 func Quantize(t *tensors.Tensor, s Spec) (qweight, qscale *tensors.Tensor, err error) {
 	shape := t.Shape().Dimensions
 	if err := s.Check(shape); err != nil {
 		return nil, nil, err
 	}
 	if s.Format != Int {
+		if s.Format == Affine {
+			return nil, nil, fmt.Errorf("quantize to %s: use QuantizeAffine (three tensors)", s)
+		}
 		return nil, nil, fmt.Errorf("cannot quantize to %s: Darkroom only loads that format", s)
 	}
 	w, err := floats(t)
@@ -280,11 +351,11 @@ func Quantize(t *tensors.Tensor, s Spec) (qweight, qscale *tensors.Tensor, err e
 	scales := make([]float32, len(w)/g)
 	q := make([]int8, len(w))
 	if bad := parallelGroups(len(scales), func(lo, hi int) int {
-		return quantizeGroups(w, q, scales, lo, hi, g, s.maxQ())
+		return quantizeGroups(w, q, scales, lo, hi, g, s.maxQ(), s.BF16Scales)
 	}); bad >= 0 {
 		return nil, nil, fmt.Errorf("cannot quantize non-finite value %v at flat index %d", w[bad], bad)
 	}
-	qscale = tensors.FromFlatDataAndDimensions(scales, sShape...)
+	qscale = scaleTensor(scales, s.BF16Scales, sShape)
 	if s.Bits == 8 {
 		return tensors.FromFlatDataAndDimensions(q, wShape...), qscale, nil
 	}
@@ -295,9 +366,34 @@ func Quantize(t *tensors.Tensor, s Spec) (qweight, qscale *tensors.Tensor, err e
 	return tensors.FromFlatDataAndDimensions(packed, wShape...), qscale, nil
 }
 
+// scaleTensor stores scales (already representable in bf16 when bf16 is set) as
+// Float32 or BFloat16.
+func scaleTensor(scales []float32, bf16 bool, dims []int) *tensors.Tensor {
+	if !bf16 {
+		return tensors.FromFlatDataAndDimensions(scales, dims...)
+	}
+	b := make([]bfloat16.BFloat16, len(scales))
+	for i, v := range scales {
+		b[i] = RoundBF16(v)
+	}
+	return tensors.FromFlatDataAndDimensions(b, dims...)
+}
+
+// RoundBF16 rounds a float32 to the nearest BFloat16, ties to even (GoMLX's
+// bfloat16.FromFloat32 truncates). NaN stays NaN.
+func RoundBF16(x float32) bfloat16.BFloat16 {
+	b := math.Float32bits(x)
+	if b&0x7fffffff > 0x7f800000 {
+		return bfloat16.BFloat16(b>>16 | 0x40) // quiet NaN
+	}
+	b += 0x7fff + (b>>16)&1
+	return bfloat16.BFloat16(b >> 16)
+}
+
 // quantizeGroups quantizes groups [lo, hi) of w into q and scales; it returns the flat
-// index of a non-finite value, or -1.
-func quantizeGroups(w []float32, q []int8, scales []float32, lo, hi, g int, maxQ float32) int {
+// index of a non-finite value, or -1. With bf16 the scale is rounded to BFloat16 first
+// and q is chosen against the rounded scale.
+func quantizeGroups(w []float32, q []int8, scales []float32, lo, hi, g int, maxQ float32, bf16 bool) int {
 	for gi := lo; gi < hi; gi++ {
 		vals := w[gi*g : (gi+1)*g]
 		// For non-negative floats the bit patterns order like the values, and every
@@ -314,6 +410,9 @@ func quantizeGroups(w []float32, q []int8, scales []float32, lo, hi, g int, maxQ
 			}
 		}
 		sc := math.Float32frombits(mBits) / maxQ
+		if bf16 {
+			sc = RoundBF16(sc).Float32()
+		}
 		scales[gi] = sc
 		if sc == 0 {
 			continue
@@ -326,6 +425,68 @@ func quantizeGroups(w []float32, q []int8, scales []float32, lo, hi, g int, maxQ
 		}
 	}
 	return -1
+}
+
+// QuantizeAffine quantizes a float weight to affine int4 (s.Format == Affine): per
+// group min = min(w), scale = (max(w) − min)/15 (each rounded to bf16 first with
+// s.BF16Scales), q = round((w − min)/scale) ∈ 0…15. Darkroom's profiles do not use
+// it; it exists so the format can be written and tested like the others (GGUF
+// Q4_1/Q4_K tensors arrive in it already quantized, engine/gguf).
+func QuantizeAffine(t *tensors.Tensor, s Spec) (qweight, qscale, qmin *tensors.Tensor, err error) {
+	shape := t.Shape().Dimensions
+	if err := s.Check(shape); err != nil {
+		return nil, nil, nil, err
+	}
+	if s.Format != Affine {
+		return nil, nil, nil, fmt.Errorf("QuantizeAffine to %s: not an affine format", s)
+	}
+	w, err := floats(t)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	n := shape[len(shape)-1]
+	g := s.group(n)
+	wShape, sShape := s.Shapes(shape)
+	scales, mins := make([]float32, len(w)/g), make([]float32, len(w)/g)
+	packed := make([]uint8, len(w)/2)
+	round := func(x float32) float32 {
+		if s.BF16Scales {
+			return RoundBF16(x).Float32()
+		}
+		return x
+	}
+	bad := parallelGroups(len(scales), func(lo, hi int) int {
+		q := make([]uint8, g)
+		for gi := lo; gi < hi; gi++ {
+			vals := w[gi*g : (gi+1)*g]
+			vmin, vmax := vals[0], vals[0]
+			for j, v := range vals {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					return gi*g + j
+				}
+				vmin, vmax = min(vmin, v), max(vmax, v)
+			}
+			mn := round(vmin)
+			sc := round((vmax - mn) / 15)
+			scales[gi], mins[gi] = sc, mn
+			clear(q)
+			if sc > 0 {
+				inv := 1 / sc
+				for j, v := range vals {
+					q[j] = uint8(max(0, min(15, math.RoundToEven(float64((v-mn)*inv)))))
+				}
+			}
+			for j := 0; j < g; j += 2 {
+				packed[(gi*g+j)/2] = q[j] | q[j+1]<<4
+			}
+		}
+		return -1
+	})
+	if bad >= 0 {
+		return nil, nil, nil, fmt.Errorf("cannot quantize non-finite value %v at flat index %d", w[bad], bad)
+	}
+	return tensors.FromFlatDataAndDimensions(packed, wShape...), scaleTensor(scales, s.BF16Scales, sShape),
+		scaleTensor(mins, s.BF16Scales, sShape), nil
 }
 
 // parallelGroups runs fn over [0, n) split into contiguous chunks on all CPUs and
@@ -354,9 +515,14 @@ func parallelGroups(n int, fn func(lo, hi int) int) int {
 	return bad
 }
 
-// Dequantize rebuilds the Float32 weight of the logical shape on the host.
-func Dequantize(qweight, qscale *tensors.Tensor, s Spec, shape []int) (*tensors.Tensor, error) {
-	got, err := SpecOf(shape, qweight.Shape(), qscale.Shape())
+// Dequantize rebuilds the Float32 weight of the logical shape on the host. qmin is
+// the affine format's minimums: exactly one for Affine, none otherwise.
+func Dequantize(qweight, qscale *tensors.Tensor, s Spec, shape []int, qmin ...*tensors.Tensor) (*tensors.Tensor, error) {
+	var minShape []shapes.Shape
+	for _, m := range qmin {
+		minShape = append(minShape, m.Shape())
+	}
+	got, err := SpecOf(shape, qweight.Shape(), qscale.Shape(), minShape...)
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +536,7 @@ func Dequantize(qweight, qscale *tensors.Tensor, s Spec, shape []int) (*tensors.
 		size *= d
 	}
 	out := make([]float32, size)
-	var scales []float32
+	var scales, mins []float32
 	if got.Format == FP4 {
 		var rows []uint8
 		if err := qscale.ConstFlatData(func(flat any) { rows = append(rows, flat.([]uint8)...) }); err != nil {
@@ -382,8 +548,13 @@ func Dequantize(qweight, qscale *tensors.Tensor, s Spec, shape []int) (*tensors.
 		for r := 0; r < size/n; r++ {
 			NVFP4RowScales(scales[r*groups:(r+1)*groups], rows[r*w:(r+1)*w])
 		}
-	} else if err := qscale.ConstFlatData(func(flat any) { scales = append(scales, flat.([]float32)...) }); err != nil {
+	} else if scales, err = floats(qscale); err != nil {
 		return nil, err
+	}
+	if got.Format == Affine {
+		if mins, err = floats(qmin[0]); err != nil {
+			return nil, err
+		}
 	}
 	err = qweight.ConstFlatData(func(flat any) {
 		switch q := flat.(type) {
@@ -392,16 +563,25 @@ func Dequantize(qweight, qscale *tensors.Tensor, s Spec, shape []int) (*tensors.
 				out[i] = float32(v) * scales[i/g]
 			}
 		case []uint8:
-			if got.Format == FP4 {
+			switch got.Format {
+			case FP4:
 				for i, b := range q {
 					out[2*i] = E2M1[b&15] * scales[(2*i)/g]
 					out[2*i+1] = E2M1[b>>4] * scales[(2*i+1)/g]
 				}
-				return
-			}
-			for i, b := range q {
-				out[2*i] = float32(int(b&15)-8) * scales[(2*i)/g]
-				out[2*i+1] = float32(int(b>>4)-8) * scales[(2*i+1)/g]
+			case Affine:
+				// q·scale rounded to float32, then + min: the graph's Mul, Add (and
+				// ggml's d·q + m) — the explicit conversion keeps Go from fusing them.
+				for i, b := range q {
+					j, k := (2*i)/g, (2*i+1)/g
+					out[2*i] = float32(float32(b&15)*scales[j]) + mins[j]
+					out[2*i+1] = float32(float32(b>>4)*scales[k]) + mins[k]
+				}
+			default:
+				for i, b := range q {
+					out[2*i] = float32(int(b&15)-8) * scales[(2*i)/g]
+					out[2*i+1] = float32(int(b>>4)-8) * scales[(2*i+1)/g]
+				}
 			}
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
@@ -18,6 +19,16 @@ func values(t *testing.T, x *tensors.Tensor) []float32 {
 	t.Helper()
 	var out []float32
 	if err := x.ConstFlatData(func(a any) { out = append(out, a.([]float32)...) }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// anyFloats reads a Float32 or BFloat16 tensor as float32.
+func anyFloats(t *testing.T, x *tensors.Tensor) []float32 {
+	t.Helper()
+	out, err := floats(x)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -51,7 +62,9 @@ func TestRoundTripBounds(t *testing.T) {
 		{Int8, []int{4, 24, 64}, 0.02},
 		{Int4, []int{48, 64}, 0.2},
 		{Int4, []int{4, 24, 96}, 0.2},
+		{Int4F32, []int{48, 64}, 0.2},
 		{Spec{Bits: 8, GroupSize: 32}, []int{8, 64}, 0.02},
+		{Spec{Bits: 8, BF16Scales: true}, []int{8, 64}, 0.02},
 	}
 	for _, c := range cases {
 		t.Run(c.spec.String(), func(t *testing.T) {
@@ -68,8 +81,11 @@ func TestRoundTripBounds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if qs.DType() != c.spec.ScaleDType() {
+				t.Fatalf("qscale dtype %s, want %s", qs.DType(), c.spec.ScaleDType())
+			}
 			d := values(t, back)
-			scales := values(t, qs)
+			scales := anyFloats(t, qs)
 			n := c.shape[len(c.shape)-1]
 			g := c.spec.group(n)
 			var se, sw float64
@@ -131,7 +147,7 @@ func TestQuantizeEdgeCases(t *testing.T) {
 
 func TestSpecOf(t *testing.T) {
 	_, wt := randomWeight(3, 3, 8, 64)
-	for _, s := range []Spec{Int8, Int4} {
+	for _, s := range []Spec{Int8, Int4, Int4F32, {Bits: 8, BF16Scales: true}} {
 		qw, qs, _ := Quantize(wt, s)
 		got, err := SpecOf([]int{3, 8, 64}, qw.Shape(), qs.Shape())
 		if err != nil || got != s {
@@ -140,6 +156,40 @@ func TestSpecOf(t *testing.T) {
 		if _, err := SpecOf([]int{3, 8, 128}, qw.Shape(), qs.Shape()); err == nil {
 			t.Errorf("%s: wrong logical shape accepted", s)
 		}
+		if s.Bits == 8 {
+			if _, err := SpecOf([]int{3, 8, 64}, qw.Shape(), qs.Shape(), qs.Shape()); err == nil {
+				t.Errorf("%s: a qmin with an Int8 qweight accepted", s)
+			}
+		}
+	}
+	// Affine: the qmin's presence marks the format; it must match qscale.
+	for _, s := range []Spec{Int4Affine, {Bits: 4, GroupSize: 32, Format: Affine, BF16Scales: true}} {
+		qw, qs, qm, err := QuantizeAffine(wt, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := SpecOf([]int{3, 8, 64}, qw.Shape(), qs.Shape(), qm.Shape())
+		if err != nil || got != s {
+			t.Errorf("SpecOf = %v, %v; want %v", got, err, s)
+		}
+		if got, _ := SpecOf([]int{3, 8, 64}, qw.Shape(), qs.Shape()); got.Format != Int {
+			t.Errorf("without qmin: %v, want symmetric int4", got)
+		}
+		other := shapes.Make(dtypes.Float32, qs.Shape().Dimensions...)
+		if s.BF16Scales {
+			other = shapes.Make(dtypes.BFloat16, 3, 8, 1)
+		} else {
+			other.DType = dtypes.BFloat16
+		}
+		if _, err := SpecOf([]int{3, 8, 64}, qw.Shape(), qs.Shape(), other); err == nil || !strings.Contains(err.Error(), "qmin") {
+			t.Errorf("%s: mismatched qmin %s accepted (%v)", s, other, err)
+		}
+		if _, _, err := Quantize(wt, s); err == nil {
+			t.Errorf("Quantize(%s) accepted", s)
+		}
+	}
+	if _, err := SpecOf([]int{2, 64}, shapes.Make(dtypes.Uint8, 2, 32), shapes.Make(dtypes.Int32, 2, 2)); err == nil {
+		t.Error("Int32 qscale accepted")
 	}
 }
 
@@ -191,23 +241,45 @@ func TestDequantizeGraph(t *testing.T) {
 		{Int8, []int{3, 16, 64}},
 		{Int4, []int{24, 64}},
 		{Int4, []int{3, 16, 96}},
+		{Int4F32, []int{24, 64}},
+		{Spec{Bits: 8, BF16Scales: true}, []int{24, 64}},
 		{Spec{Bits: 4, GroupSize: 0}, []int{5, 10}},
+		{Int4Affine, []int{24, 64}},
+		{Int4Affine, []int{3, 16, 96}},
+		{Spec{Bits: 4, GroupSize: 32, Format: Affine, BF16Scales: true}, []int{3, 16, 96}},
 	} {
 		t.Run(c.spec.String(), func(t *testing.T) {
 			_, wt := randomWeight(4, c.shape...)
-			qw, qs, err := Quantize(wt, c.spec)
+			var qw, qs, qm *tensors.Tensor
+			var err error
+			var mins []*tensors.Tensor
+			if c.spec.HasMin() {
+				qw, qs, qm, err = QuantizeAffine(wt, c.spec)
+				mins = []*tensors.Tensor{qm}
+			} else {
+				qw, qs, err = Quantize(wt, c.spec)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			host, err := Dequantize(qw, qs, c.spec, c.shape)
+			host, err := Dequantize(qw, qs, c.spec, c.shape, mins...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			exec, err := NewExec(backend, func(q, s *Node) *Node { return DequantizeGraph(q, s, c.spec, c.shape) })
+			var exec *Exec
+			if c.spec.HasMin() {
+				exec, err = NewExec(backend, func(q, s, m *Node) *Node { return DequantizeGraph(q, s, c.spec, c.shape, m) })
+			} else {
+				exec, err = NewExec(backend, func(q, s *Node) *Node { return DequantizeGraph(q, s, c.spec, c.shape) })
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := exec.Exec1(qw, qs)
+			args := []any{qw, qs}
+			if qm != nil {
+				args = append(args, qm)
+			}
+			got, err := exec.Exec1(args...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,11 +298,18 @@ func TestDequantizeGraph(t *testing.T) {
 			cols := c.shape[len(c.shape)-1]
 			rowSize := len(a) / c.shape[0]
 			idx := tensors.FromFlatDataAndDimensions([]int32{2, 0, 2}, 3, 1)
-			exec2, err := NewExec(backend, func(q, s, i *Node) *Node { return DequantizeNode(Gather(q, i), Gather(s, i), cols) })
+			var exec2 *Exec
+			if c.spec.HasMin() {
+				exec2, err = NewExec(backend, func(q, s, m, i *Node) *Node {
+					return DequantizeNode(Gather(q, i), Gather(s, i), cols, Gather(m, i))
+				})
+			} else {
+				exec2, err = NewExec(backend, func(q, s, i *Node) *Node { return DequantizeNode(Gather(q, i), Gather(s, i), cols) })
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows, err := exec2.Exec1(qw, qs, idx)
+			rows, err := exec2.Exec1(append(args, idx)...)
 			if err != nil {
 				t.Fatal(err)
 			}

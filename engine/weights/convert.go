@@ -82,9 +82,10 @@ func QuantizeCheckpoint(ctx context.Context, src, dst string, p quant.Profile, p
 			}
 			ws, ss := j.q.Shapes(info.Shape)
 			wdt, _ := safetensors.FromGoMLX(j.q.DType())
+			sdt, _ := safetensors.FromGoMLX(j.q.ScaleDType()) // F32, or BF16 for the int4 profile's experts
 			headers = append(headers,
 				safetensors.Header{Name: n + quant.WeightSuffix, DType: wdt, Shape: ws},
-				safetensors.Header{Name: n + quant.ScaleSuffix, DType: safetensors.F32, Shape: ss})
+				safetensors.Header{Name: n + quant.ScaleSuffix, DType: sdt, Shape: ss})
 		}
 		for _, h := range headers {
 			idx.WeightMap[h.Name] = f.Name

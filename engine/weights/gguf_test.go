@@ -14,6 +14,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
 	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/safetensors"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
@@ -222,11 +223,19 @@ func relErr(got, want []float32) (rel, maxAbs float64) {
 	return math.Sqrt(num / den), maxAbs
 }
 
+// TestLoadGGUF: every tensor of a Q4_K_M-like file loads as the GGUF's own
+// dequantization — exactly for float, Q8_0, Q4_0 and (with ExactScales) Q4_1/Q4_K
+// (affine int4), within bf16 rounding of the affine scales and minimums by default,
+// and within the requantization error for the rest.
 func TestLoadGGUF(t *testing.T) {
-	for _, split := range []bool{false, true} {
+	for _, c := range []struct {
+		split bool
+		opts  weights.GGUFOptions
+	}{{false, weights.GGUFOptions{}}, {true, weights.GGUFOptions{}}, {false, weights.GGUFOptions{ExactScales: true}}} {
+		split := c.split
 		dir := t.TempDir()
 		fx := writeGGUF(t, dir, ggufConfig(), split, nil)
-		set, err := weights.LoadGGUF(fx.path, fx.cfg)
+		set, err := weights.LoadGGUFWith(fx.path, fx.cfg, c.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,10 +249,17 @@ func TestLoadGGUF(t *testing.T) {
 			vsSrc, _ := relErr(got, flatOf(t, fx.src, sp.Name))
 			q, isQuant := set.Quant[sp.Name]
 			switch {
-			case typ.IsFloat() || typ == gguf.Q8_0 || typ == gguf.Q4_0 || !sp.Quantizable:
-				// Float kept, Q8_0/Q4_0 transcoded, or dequantized: exactly the GGUF's values.
+			case typ.IsFloat() || typ == gguf.Q8_0 || typ == gguf.Q4_0 || !sp.Quantizable ||
+				(c.opts.ExactScales && (typ == gguf.Q4_1 || typ == gguf.Q4_K)):
+				// Float kept, Q8_0/Q4_0 transcoded, Q4_1/Q4_K as affine int4 with f32
+				// scales, or dequantized: exactly the GGUF's values.
 				if vsGGUF != 0 {
-					t.Errorf("%s (%s): differs from the GGUF's dequantization by %.3g", sp.Name, typ, vsGGUF)
+					t.Errorf("%s (%s → %v): differs from the GGUF's dequantization by %.3g", sp.Name, typ, q, vsGGUF)
+				}
+			case typ == gguf.Q4_1 || typ == gguf.Q4_K:
+				// Affine int4 with bf16 scales and minimums (requantized int4 was 0.10).
+				if vsGGUF > 0.01 {
+					t.Errorf("%s (%s → %v): error vs the GGUF's dequantization %.4f, want ≤ 0.01", sp.Name, typ, q, vsGGUF)
 				}
 			default:
 				if vsGGUF > 0.15 {
@@ -265,6 +281,15 @@ func TestLoadGGUF(t *testing.T) {
 				if q.Bits != wantBits || q.GroupSize != 32 {
 					t.Errorf("%s (%s): stored as %v, want int%d g32", sp.Name, typ, q, wantBits)
 				}
+				affine := typ == gguf.Q4_1 || typ == gguf.Q4_K
+				bf16 := !c.opts.ExactScales && wantBits == 4 && typ != gguf.Q4_0
+				if (q.Format == quant.Affine) != affine || q.BF16Scales != bf16 {
+					t.Errorf("%s (%s): stored as %v, want affine %v, bf16 scales %v", sp.Name, typ, q, affine, bf16)
+				}
+				_, hasMin := set.Tensors[sp.Name+quant.MinSuffix]
+				if hasMin != affine {
+					t.Errorf("%s (%s): qmin present %v, want %v", sp.Name, typ, hasMin, affine)
+				}
 			}
 			if !isQuant {
 				if dt := set.Tensors[sp.Name].DType().String(); (typ == gguf.BF16) != (dt == "BFloat16") {
@@ -273,7 +298,7 @@ func TestLoadGGUF(t *testing.T) {
 			}
 		}
 		if t.Failed() {
-			t.Fatalf("split experts %v", split)
+			t.Fatalf("split experts %v, %+v", split, c.opts)
 		}
 	}
 }

@@ -61,6 +61,7 @@ type plan struct {
 	qspec        quant.Spec
 	file, qsfile *safetensors.File
 	info, qsinfo safetensors.Info
+	qmfile       *safetensors.File // affine int4's NAME.qmin, else nil
 }
 
 // FromCheckpoint loads cfg's tensors from an open checkpoint (see Load). It checks
@@ -84,7 +85,8 @@ func FromCheckpoint(ck *safetensors.Checkpoint, cfg *config.Model) (*Set, error)
 // weights elsewhere (device memory, context variables) and should not hold the whole
 // Set on the host. All headers, names and shapes are checked before the first call;
 // fn gets canonical names (a quantized weight NAME arrives as NAME.qweight, with its
-// spec, then NAME.qscale, with nil). fn's error stops the stream and is returned.
+// spec, then NAME.qscale, with nil, then for affine int4 NAME.qmin, with nil). fn's
+// error stops the stream and is returned.
 func Each(dir string, cfg *config.Model, fn func(name string, t *tensors.Tensor, q *quant.Spec) error) error {
 	if path, ok, err := FindGGUF(dir); err != nil {
 		return fmt.Errorf("load weights from %s: %w", dir, err)
@@ -138,6 +140,15 @@ func EachFromCheckpoint(ck *safetensors.Checkpoint, cfg *config.Model, fn func(n
 		if err := fn(p.spec.Name+quant.ScaleSuffix, qs, nil); err != nil {
 			return err
 		}
+		if p.qmfile != nil {
+			qm, err := p.qmfile.Tensor(p.hf + quant.MinSuffix)
+			if err != nil {
+				return err
+			}
+			if err := fn(p.spec.Name+quant.MinSuffix, qm, nil); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -155,6 +166,7 @@ func planCheckpoint(ck *safetensors.Checkpoint, cfg *config.Model) ([]plan, erro
 		used[p.hf] = true
 		if p.quant {
 			used[p.hf+quant.WeightSuffix], used[p.hf+quant.ScaleSuffix] = true, true
+			used[p.hf+quant.MinSuffix] = p.qmfile != nil
 		}
 		plans = append(plans, p)
 	}
@@ -195,7 +207,12 @@ func findTensor(ck *safetensors.Checkpoint, sp Spec) (plan, error) {
 				return p, fmt.Errorf("%s: missing tensor %s%s (its %s is present)", ck.Name, hf, quant.ScaleSuffix, quant.WeightSuffix)
 			}
 			p.qsfile, p.qsinfo = sf, sinfo
-			qs, err := quant.SpecOf(sp.Shape, shapes.Make(info.DType.GoMLX(), info.Shape...), shapes.Make(sinfo.DType.GoMLX(), sinfo.Shape...))
+			var minShape []shapes.Shape
+			if mf, minfo, ok := ck.Lookup(hf + quant.MinSuffix); ok { // affine int4
+				p.qmfile = mf
+				minShape = append(minShape, shapes.Make(minfo.DType.GoMLX(), minfo.Shape...))
+			}
+			qs, err := quant.SpecOf(sp.Shape, shapes.Make(info.DType.GoMLX(), info.Shape...), shapes.Make(sinfo.DType.GoMLX(), sinfo.Shape...), minShape...)
 			if err != nil {
 				return p, fmt.Errorf("%s: tensor %s (quantized): %w", f.Name, hf, err)
 			}
@@ -267,8 +284,11 @@ func Save(set *Set, cfg *config.Model, dir string, opts SaveOptions) error {
 	}
 	var items []item
 	for _, sp := range Specs(cfg) {
-		if _, q := set.Quant[sp.Name]; q {
-			for _, suf := range []string{quant.WeightSuffix, quant.ScaleSuffix} {
+		if qs, q := set.Quant[sp.Name]; q {
+			for _, suf := range quant.Suffixes {
+				if suf == quant.MinSuffix && !qs.HasMin() {
+					continue
+				}
 				t, ok := set.Tensors[sp.Name+suf]
 				if !ok {
 					return fmt.Errorf("save weights: missing tensor %s%s", sp.Name, suf)

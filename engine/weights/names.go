@@ -215,7 +215,7 @@ func Classify(cfg *config.Model, hf string) (canonical string, ignored, ok bool)
 }
 
 func splitQuant(name string) (base, suffix string) {
-	for _, suf := range []string{quant.WeightSuffix, quant.ScaleSuffix} {
+	for _, suf := range quant.Suffixes {
 		if strings.HasSuffix(name, suf) {
 			return strings.TrimSuffix(name, suf), suf
 		}

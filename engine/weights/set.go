@@ -17,7 +17,8 @@ import (
 // Set is a model's weights on the host, keyed by canonical name.
 type Set struct {
 	// Tensors holds Float32 or BFloat16 weights; a quantized weight NAME is absent and
-	// stored as NAME.qweight + NAME.qscale instead (see Quant).
+	// stored as NAME.qweight + NAME.qscale (+ NAME.qmin for affine int4) instead (see
+	// Quant).
 	Tensors map[string]*tensors.Tensor
 	// Quant lists the quantized weights (by canonical name without suffix).
 	Quant map[string]quant.Spec
@@ -72,7 +73,15 @@ func (s *Set) Float32(name string) (*tensors.Tensor, error) {
 		if spec.Bits == 4 {
 			logical[len(logical)-1] *= 2
 		}
-		return quant.Dequantize(qw, qs, spec, logical)
+		var mins []*tensors.Tensor
+		if spec.HasMin() {
+			qm := s.Tensors[name+quant.MinSuffix]
+			if qm == nil {
+				return nil, fmt.Errorf("weights: affine int4 tensor %s lacks its qmin", name)
+			}
+			mins = append(mins, qm)
+		}
+		return quant.Dequantize(qw, qs, spec, logical, mins...)
 	}
 	t, ok := s.Tensors[name]
 	if !ok {
@@ -104,7 +113,8 @@ func (s *Set) Convert(dt dtypes.DType) (*Set, error) {
 }
 
 // Quantize returns a Set where every weight the profile selects is quantized (the
-// others shared with s).
+// others shared with s): the int4 profile's experts get int4 g32 with BFloat16 scales
+// (quant.Int4), int8 keeps Float32 per-row scales.
 func (s *Set) Quantize(cfg *config.Model, p quant.Profile) (*Set, error) {
 	out := NewSet()
 	for k, v := range s.Quant {

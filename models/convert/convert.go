@@ -156,11 +156,12 @@ func plan(ck *safetensors.Checkpoint, cfg *config.Model, p quant.Profile) ([]ite
 			it.q = &q
 			wShape, sShape := qs.Shapes(sp.Shape)
 			wdt, _ := safetensors.FromGoMLX(qs.DType())
+			sdt, _ := safetensors.FromGoMLX(qs.ScaleDType()) // F32, or BF16 for the int4 profile's experts
 			it.out = []safetensors.Header{
 				{Name: sp.HF + quant.WeightSuffix, DType: wdt, Shape: wShape},
-				{Name: sp.HF + quant.ScaleSuffix, DType: safetensors.F32, Shape: sShape},
+				{Name: sp.HF + quant.ScaleSuffix, DType: sdt, Shape: sShape},
 			}
-			it.bytes = elems(wShape) + 4*elems(sShape)
+			it.bytes = qs.Bytes(sp.Shape)
 		} else {
 			it.out = []safetensors.Header{{Name: sp.HF, DType: it.info.DType, Shape: sp.Shape}}
 			it.bytes = it.inSize

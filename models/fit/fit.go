@@ -5,8 +5,9 @@
 // The estimate follows what Darkroom's engine actually allocates:
 //
 //   - weights: every tensor of weights.Specs(cfg) as the profile stores it
-//     (engine/quant: float tensors in the checkpoint dtype; int8 per-channel = 1 byte
-//     per weight + one f32 scale per row; int4 g32 = ½ byte + one f32 scale per 32);
+//     (engine/quant, quant.Spec.Bytes: float tensors in the checkpoint dtype; int8
+//     per-channel = 1 byte per weight + one f32 scale per row; int4 g32 = ½ byte + one
+//     bf16 scale per 32; NVFP4 = ½ byte + one FP8 scale per 16 + 4 bytes per row);
 //   - KV cache at the chosen context, f32, by the engine's rule (model.KVCacheBytes at
 //     the capacity the cache grows to): sliding layers keep K and V of the last
 //     sliding_window−1 positions, full-attention layers (K = V) store V only;
@@ -233,7 +234,7 @@ func weightNote(p quant.Profile) string {
 	case quant.Int8Profile:
 		return "int8 per-channel (f32 scales); norms and router in the checkpoint dtype"
 	case quant.Int4Profile:
-		return "experts int4 g32, attention/MLP/embedding int8 (f32 scales)"
+		return "experts int4 g32 (bf16 scales), attention/MLP/embedding int8 (f32 scales)"
 	}
 	return "as stored (bf16)"
 }
