@@ -155,6 +155,7 @@ func runTrainRun(env *Env, args []string) error {
 	ckptEvery := fs.Int("checkpoint-every", def.CheckpointEvery, "steps between checkpoints")
 	ckptMins := fs.Float64("checkpoint-minutes", def.CheckpointMins, "minutes between checkpoints")
 	backendCfg := fs.String("backend", trainBackend, "GoMLX backend")
+	initDir := fs.String("init", "", "start from the weights of this model directory (e.g. assets/mini) instead of random ones; its config sets the size")
 	s := train.DefaultMiniSize
 	fs.IntVar(&s.Hidden, "hidden", s.Hidden, "hidden size")
 	fs.IntVar(&s.Layers, "layers", s.Layers, "layers (the last is full attention, the others sliding)")
@@ -198,6 +199,14 @@ func runTrainRun(env *Env, args []string) error {
 		opts.Steps, opts.Batch, opts.LR, opts.MinLR, opts.Warmup = *steps, *batch, *lr, *minLR, *warmup
 		opts.PrefixBuckets, opts.Seed, opts.EvalEvery = b, *seed, *evalEvery
 		opts.CheckpointEvery, opts.CheckpointMins = *ckptEvery, *ckptMins
+		opts.InitFrom = *initDir
+		if *initDir != "" {
+			c, err := config.Load(*initDir)
+			if err != nil {
+				return fmt.Errorf("train run: --init: %w", err)
+			}
+			cfg = c
+		}
 		abs, _ := filepath.Abs(*corpusDir)
 		rec = runRecipe{Corpus: abs, Kinds: k, Command: append([]string{"darkroom", "train", "run"}, args...), Size: s}
 	}

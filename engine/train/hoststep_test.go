@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph"
@@ -208,4 +210,50 @@ func BenchmarkHostStep(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*batch.B*(100+256))/b.Elapsed().Seconds(), "positions/s")
 	b.ReportMetric(float64(hostgrad.Flops()-f0)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// TestInitFrom starts a run from an exported model: its parameters are the
+// model's, bit for bit, and a mismatched config is refused.
+func TestInitFrom(t *testing.T) {
+	cfg := config.Tiny()
+	data := synthData(32, cfg)
+	var log bytes.Buffer
+	a, err := NewTrainer(goBackend(t), cfg, data, tinyOptions(), t.TempDir(), false, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := a.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, tokDir := t.TempDir(), t.TempDir()
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} { // copied, not read
+		if err := os.WriteFile(filepath.Join(tokDir, name), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Export(a.Context(), cfg, dir, ExportOptions{DType: "f32", TokenizerDir: tokDir}); err != nil {
+		t.Fatal(err)
+	}
+	want := paramsSnapshot(t, a)
+	opts := tinyOptions()
+	opts.InitFrom = dir
+	b, err := NewTrainer(goBackend(t), cfg, data, opts, t.TempDir(), false, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := paramsSnapshot(t, b)
+	for name, w := range want {
+		for i := range w {
+			if math.Float32bits(got[name][i]) != math.Float32bits(w[i]) {
+				t.Fatalf("%s[%d] = %v, want the exported %v", name, i, got[name][i], w[i])
+			}
+		}
+	}
+	other := config.Tiny()
+	other.Text.VocabSize = 256
+	if _, err := NewTrainer(goBackend(t), other, synthData(8, other), opts, t.TempDir(), false, &log); err == nil {
+		t.Errorf("a config that does not match the init model was accepted")
+	}
 }

@@ -43,3 +43,31 @@ func initParams(ctx *context.Context, cfg *config.Model, seed uint64) (err error
 	}
 	return nil
 }
+
+// initFrom replaces the freshly initialized parameters with the weights of the model
+// in dir (float32; quantized or bf16 weights are widened), which must have every
+// parameter of cfg with the same shape.
+func initFrom(ctx *context.Context, cfg *config.Model, dir string) error {
+	set, err := weights.Load(dir, cfg)
+	if err != nil {
+		return fmt.Errorf("init from %s: %w", dir, err)
+	}
+	scope := ctx.In(model.Scope)
+	for _, s := range weights.Specs(cfg) {
+		v := scope.GetVariable(s.Name)
+		if v == nil {
+			return fmt.Errorf("init from %s: no parameter %s", dir, s.Name)
+		}
+		t, err := set.Float32(s.Name)
+		if err != nil {
+			return fmt.Errorf("init from %s: %w", dir, err)
+		}
+		if !t.Shape().Equal(v.Shape()) {
+			return fmt.Errorf("init from %s: %s is %s, the run's config wants %s", dir, s.Name, t.Shape(), v.Shape())
+		}
+		if err := v.SetValue(t); err != nil {
+			return fmt.Errorf("init from %s: %s: %w", dir, s.Name, err)
+		}
+	}
+	return nil
+}

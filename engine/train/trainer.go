@@ -39,6 +39,10 @@ type Options struct {
 	SelfCondP     float64 `json:"self_cond_p"` // share of each batch with self-conditioning
 	Seed          uint64  `json:"seed"`
 	InitSeed      uint64  `json:"init_seed"`
+	// InitFrom is a model directory (Hugging Face layout, e.g. assets/mini) whose
+	// weights start the run instead of a random initialization; the run's config
+	// must match it. The optimizer starts fresh.
+	InitFrom string `json:"init_from,omitempty"`
 
 	EvalEvery       int     `json:"eval_every"`   // steps between held-out evals (0 = only at the end)
 	EvalBatches     int     `json:"eval_batches"` // held-out batches per eval
@@ -121,6 +125,11 @@ func NewTrainer(backend backends.Backend, cfg *config.Model, data Data, opts Opt
 	tr.ctx = context.New()
 	if err := initParams(tr.ctx, cfg, opts.InitSeed); err != nil {
 		return nil, err
+	}
+	if opts.InitFrom != "" && !resume {
+		if err := initFrom(tr.ctx, cfg, opts.InitFrom); err != nil {
+			return nil, err
+		}
 	}
 	initOptimizer(tr.ctx, trainableVars(tr.ctx))
 	tr.state = State{Seed: opts.Seed}
