@@ -379,14 +379,14 @@ func (m *Model) Save(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, ConfigFile), cb, 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, ConfigFile), cb, 0o644); err != nil {
 		return fmt.Errorf("save %s: %w", ConfigFile, err)
 	}
 	gb, err := m.Generation.Marshal()
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, GenerationConfigFile), gb, 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, GenerationConfigFile), gb, 0o644); err != nil {
 		return fmt.Errorf("save %s: %w", GenerationConfigFile, err)
 	}
 	return nil

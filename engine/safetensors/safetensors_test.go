@@ -465,3 +465,19 @@ func TestCheckpointReadFile(t *testing.T) {
 		t.Errorf("FS ReadFile = %q, %v", b, err)
 	}
 }
+
+// TestWriteFileMode: a written model file is readable by everyone (0644), like a
+// downloaded one, not os.CreateTemp's 0600.
+func TestWriteFileMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	if err := WriteFile(path, nil, []Named{{Name: "w", Tensor: tensors.FromFlatDataAndDimensions([]float32{1, 2}, 2)}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := st.Mode().Perm(); m != 0o644 {
+		t.Errorf("mode %v, want 0644", m)
+	}
+}

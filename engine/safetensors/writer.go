@@ -144,6 +144,9 @@ func (w *Writer) Close() error {
 	if w.err == nil {
 		w.err = w.w.Flush()
 	}
+	if w.err == nil { // model files are shared data, like a download: rw-r--r--, not CreateTemp's 0600
+		w.err = w.tmp.Chmod(0o644)
+	}
 	if w.err == nil {
 		w.err = w.tmp.Sync()
 	}

@@ -78,7 +78,7 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(dst, b, 0o600)
+	return atomicfile.WriteFile(dst, b, 0o644)
 }
 
 // ExportRun loads the newest checkpoint of runDir and exports it (see Export).

@@ -167,7 +167,7 @@ func QuantizeCheckpoint(ctx context.Context, src, dst string, p quant.Profile, p
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dst, config.ConfigFile), cb, 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dst, config.ConfigFile), cb, 0o644); err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}
 	return nil
