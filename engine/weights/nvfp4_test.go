@@ -14,7 +14,6 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
-	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/safetensors"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -22,7 +21,6 @@ import (
 	_ "github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
-	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 )
 
 // The test writes a tiny ModelOpt NVFP4 checkpoint of enginetest's model with its own
@@ -392,38 +390,9 @@ func TestModelOptNVFP4Generate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Finalize()
-	logits := func(s *weights.Set, host bool) []float32 {
-		ctx := mlctx.New()
-		if err := model.LoadSet(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-		r, err := model.NewRunner(b, &cfg.Text, ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		r.HostDecoder, r.HostHead = host, host
-		out, err := r.Encode([]int{2, 17, 40, 99, 5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		canvas := make([]int, cfg.CanvasLength)
-		for i := range canvas {
-			canvas[i] = (i*37 + 11) % cfg.Text.VocabSize
-		}
-		l1, soft, err := r.Decode(canvas, nil, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l2, _, err := r.Decode(canvas, soft, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return append(append(out, l1...), l2...)
-	}
 	nvSet := must(weights.Load(nvDir, cfg))
 	for _, host := range []bool{true, false} {
-		got, want := logits(nvSet, host), logits(set, host)
+		got, want := runnerLogits(t, b, cfg, nvSet, host), runnerLogits(t, b, cfg, set, host)
 		for i := range want {
 			if got[i] != want[i] {
 				t.Fatalf("host %v: logit %d: NVFP4 %v, dequantized float32 %v", host, i, got[i], want[i])
