@@ -536,20 +536,7 @@ func (h *hostModel) moe(i int, x, r []float32, n int) []float32 {
 	for t := range n {
 		p := probs[t*e : (t+1)*e]
 		softmaxInto(p, p, 1)
-		clear(taken)
-		var tot float32
-		idx := make([]int, 0, k)
-		for range k {
-			best := -1
-			for ex, pr := range p {
-				if !taken[ex] && (best < 0 || pr > p[best]) {
-					best = ex
-				}
-			}
-			taken[best] = true
-			idx = append(idx, best)
-			tot += p[best]
-		}
+		idx, tot := TopKExperts(p, k, taken)
 		for _, ex := range idx {
 			rows[ex] = append(rows[ex], t)
 			wts[ex] = append(wts[ex], p[ex]/tot*pes[ex])
@@ -582,6 +569,26 @@ func (h *hostModel) moe(i int, x, r []float32, n int) []float32 {
 		}
 	}
 	return out
+}
+
+// TopKExperts is the router's choice for one token on the host: the k largest of the
+// expert probabilities p (ties to the lower index) and their sum. taken is scratch of
+// len(p). The host model and engine/train/hostgrad both route with it.
+func TopKExperts(p []float32, k int, taken []bool) (sel []int, sum float32) {
+	clear(taken)
+	sel = make([]int, 0, k)
+	for range k {
+		best := -1
+		for ex, pr := range p {
+			if !taken[ex] && (best < 0 || pr > p[best]) {
+				best = ex
+			}
+		}
+		taken[best] = true
+		sel = append(sel, best)
+		sum += p[best]
+	}
+	return sel, sum
 }
 
 // matNT is a·bᵀ for a [m, k] and b [n, k] → new [m, n].

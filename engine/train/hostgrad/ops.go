@@ -3,6 +3,7 @@ package hostgrad
 import (
 	"math"
 
+	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/model/gemm"
 )
 
@@ -131,20 +132,7 @@ func (tp *Tape) Route(logits, pes *T, n, e, k int) ([][]int, *T) {
 	for t := range n {
 		copy(p, logits.V[t*e:(t+1)*e])
 		softmaxRow(p)
-		clear(taken)
-		var tot float32
-		sel := make([]int, 0, k)
-		for range k {
-			best := -1
-			for ex, pr := range p {
-				if !taken[ex] && (best < 0 || pr > p[best]) {
-					best = ex
-				}
-			}
-			taken[best] = true
-			sel = append(sel, best)
-			tot += p[best]
-		}
+		sel, tot := model.TopKExperts(p, k, taken)
 		idx[t] = sel
 		for s, ex := range sel {
 			q[t*k+s] = p[ex] / tot
