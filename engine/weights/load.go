@@ -115,42 +115,46 @@ func EachFromCheckpoint(ck *safetensors.Checkpoint, cfg *config.Model, fn func(n
 		return err
 	}
 	for _, p := range plans {
-		if !p.quant {
-			t, err := p.file.Tensor(p.hf)
-			if err != nil {
-				return err
-			}
-			if err := fn(p.spec.Name, t, nil); err != nil {
-				return err
-			}
-			continue
-		}
-		qw, err := p.file.Tensor(p.hf + quant.WeightSuffix)
-		if err != nil {
+		if err := p.emit(fn); err != nil {
 			return err
-		}
-		qspec := p.qspec
-		if err := fn(p.spec.Name+quant.WeightSuffix, qw, &qspec); err != nil {
-			return err
-		}
-		qs, err := p.qsfile.Tensor(p.hf + quant.ScaleSuffix)
-		if err != nil {
-			return err
-		}
-		if err := fn(p.spec.Name+quant.ScaleSuffix, qs, nil); err != nil {
-			return err
-		}
-		if p.qmfile != nil {
-			qm, err := p.qmfile.Tensor(p.hf + quant.MinSuffix)
-			if err != nil {
-				return err
-			}
-			if err := fn(p.spec.Name+quant.MinSuffix, qm, nil); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
+}
+
+// emit reads the plan's tensors and hands them to fn under their canonical names: the
+// weight, or its .qweight (with its spec), .qscale and, for affine int4, .qmin.
+func (p plan) emit(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
+	if !p.quant {
+		t, err := p.file.Tensor(p.hf)
+		if err != nil {
+			return err
+		}
+		return fn(p.spec.Name, t, nil)
+	}
+	qw, err := p.file.Tensor(p.hf + quant.WeightSuffix)
+	if err != nil {
+		return err
+	}
+	qspec := p.qspec
+	if err := fn(p.spec.Name+quant.WeightSuffix, qw, &qspec); err != nil {
+		return err
+	}
+	qs, err := p.qsfile.Tensor(p.hf + quant.ScaleSuffix)
+	if err != nil {
+		return err
+	}
+	if err := fn(p.spec.Name+quant.ScaleSuffix, qs, nil); err != nil {
+		return err
+	}
+	if p.qmfile == nil {
+		return nil
+	}
+	qm, err := p.qmfile.Tensor(p.hf + quant.MinSuffix)
+	if err != nil {
+		return err
+	}
+	return fn(p.spec.Name+quant.MinSuffix, qm, nil)
 }
 
 // planCheckpoint finds every tensor of cfg in ck and checks dtypes and shapes, and

@@ -243,7 +243,7 @@ func eachModelOpt(ck *safetensors.Checkpoint, cfg *config.Model, fn func(name st
 	for _, p := range plans {
 		switch {
 		case p.plain != nil:
-			if err := emitPlain(*p.plain, fn); err != nil {
+			if err := p.plain.emit(fn); err != nil {
 				return err
 			}
 		case p.linear != "":
@@ -273,29 +273,6 @@ func eachModelOpt(ck *safetensors.Checkpoint, cfg *config.Model, fn func(name st
 		}
 	}
 	return nil
-}
-
-func emitPlain(p plan, fn func(string, *tensors.Tensor, *quant.Spec) error) error {
-	if !p.quant {
-		t, err := p.file.Tensor(p.hf)
-		if err != nil {
-			return err
-		}
-		return fn(p.spec.Name, t, nil)
-	}
-	qw, err := p.file.Tensor(p.hf + quant.WeightSuffix)
-	if err != nil {
-		return err
-	}
-	qspec := p.qspec
-	if err := fn(p.spec.Name+quant.WeightSuffix, qw, &qspec); err != nil {
-		return err
-	}
-	qs, err := p.qsfile.Tensor(p.hf + quant.ScaleSuffix)
-	if err != nil {
-		return err
-	}
-	return fn(p.spec.Name+quant.ScaleSuffix, qs, nil)
 }
 
 func emitNVFP4(name string, qw, qs *tensors.Tensor, spec quant.Spec, fn func(string, *tensors.Tensor, *quant.Spec) error) error {
