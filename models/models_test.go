@@ -51,6 +51,22 @@ func newManager(t *testing.T, h *hubtest.Hub, dir, token string) *Manager {
 	return m
 }
 
+// waitHubIdle waits until the hub's byte counters for files stop moving: after a
+// download is cut (a killed process, a full disk) the hub may still be writing into
+// the dead connections for a moment, which a "bytes sent before" snapshot must include.
+func waitHubIdle(h *hubtest.Hub, files []*hubtest.File) {
+	total := func() (n int64) {
+		for _, f := range files {
+			n += h.Sent(f.Name)
+		}
+		return n
+	}
+	for last := int64(-1); last != total(); {
+		last = total()
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
 // checkModel asserts every file of the repo is in dir with its sha256.
 func checkModel(t *testing.T, dir string, files []*hubtest.File) {
 	t.Helper()
@@ -263,18 +279,7 @@ func TestPullDiskFull(t *testing.T) {
 		t.Errorf("Resolve accepted a half-downloaded model")
 	}
 	// Space freed: the same pull finishes from the kept .part files.
-	// The hub may still be writing into the dead child's connections for a moment:
-	// wait until its byte counters settle before taking the "before" snapshot.
-	total := func() (n int64) {
-		for _, f := range files {
-			n += h.Sent(f.Name)
-		}
-		return n
-	}
-	for last := int64(-1); last != total(); {
-		last = total()
-		time.Sleep(150 * time.Millisecond)
-	}
+	waitHubIdle(h, files)
 	sentBefore, kept := map[string]int64{}, map[string]int64{}
 	for _, f := range files {
 		sentBefore[f.Name], kept[f.Name] = h.Sent(f.Name), download.PartSize(md, f.Name)
@@ -529,18 +534,7 @@ func TestPullKilledAndRestarted(t *testing.T) {
 	if _, err := m.Resolve("acme/killme"); err == nil {
 		t.Errorf("Resolve accepted a killed download")
 	}
-	// The hub may still be writing into the dead child's connections for a moment:
-	// wait until its byte counters settle before taking the "before" snapshot.
-	total := func() (n int64) {
-		for _, f := range files {
-			n += h.Sent(f.Name)
-		}
-		return n
-	}
-	for last := int64(-1); last != total(); {
-		last = total()
-		time.Sleep(150 * time.Millisecond)
-	}
+	waitHubIdle(h, files)
 	sentBefore, kept := map[string]int64{}, map[string]int64{}
 	for _, f := range files {
 		sentBefore[f.Name], kept[f.Name] = h.Sent(f.Name), download.PartSize(md, f.Name)
