@@ -2,6 +2,7 @@ package quant
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best dot-imported.
@@ -25,16 +26,16 @@ func DequantizeGraph(q, scale *Node, spec Spec, shape []int, qmin ...*Node) *Nod
 		panic(fmt.Errorf("quant.DequantizeGraph: %w", err))
 	}
 	wantW, wantS := spec.Shapes(shape)
-	if q.DType() != spec.DType() || !equal(q.Shape().Dimensions, wantW) {
+	if q.DType() != spec.DType() || !slices.Equal(q.Shape().Dimensions, wantW) {
 		panic(fmt.Errorf("quant.DequantizeGraph: qweight is %s, want %s%v for %s of %v", q.Shape(), spec.DType(), wantW, spec, shape))
 	}
-	if scale.DType() != spec.ScaleDType() || !equal(scale.Shape().Dimensions, wantS) {
+	if scale.DType() != spec.ScaleDType() || !slices.Equal(scale.Shape().Dimensions, wantS) {
 		panic(fmt.Errorf("quant.DequantizeGraph: qscale is %s, want %s%v", scale.Shape(), spec.ScaleDType(), wantS))
 	}
 	if wantMin := spec.HasMin(); (len(qmin) == 1) != wantMin || len(qmin) > 1 {
 		panic(fmt.Errorf("quant.DequantizeGraph: %s with %d min operands", spec, len(qmin)))
 	}
-	if spec.HasMin() && (qmin[0].DType() != scale.DType() || !equal(qmin[0].Shape().Dimensions, wantS)) {
+	if spec.HasMin() && (qmin[0].DType() != scale.DType() || !slices.Equal(qmin[0].Shape().Dimensions, wantS)) {
 		panic(fmt.Errorf("quant.DequantizeGraph: qmin is %s, want qscale's %s", qmin[0].Shape(), scale.Shape()))
 	}
 	g := q.Graph()

@@ -3,6 +3,7 @@ package quant
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -161,7 +162,7 @@ func TestNVFP4(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g.DType() != dtypes.Float32 || !equal(g.Shape().Dimensions, shape) {
+		if g.DType() != dtypes.Float32 || !slices.Equal(g.Shape().Dimensions, shape) {
 			t.Fatalf("graph output %s, want Float32%v", g.Shape(), shape)
 		}
 		for i, v := range values(t, g) {

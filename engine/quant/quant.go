@@ -51,6 +51,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -254,7 +255,7 @@ func SpecOf(logical []int, qweight, qscale shapes.Shape, qmin ...shapes.Shape) (
 		if s.Bits != 4 || s.Format != Int {
 			return Spec{}, fmt.Errorf("a qmin goes with a Uint8 qweight and a float qscale (affine int4), not %s and %s", qweight.DType, qscale.DType)
 		}
-		if qmin[0].DType != qscale.DType || !equal(qmin[0].Dimensions, qscale.Dimensions) {
+		if qmin[0].DType != qscale.DType || !slices.Equal(qmin[0].Dimensions, qscale.Dimensions) {
 			return Spec{}, fmt.Errorf("qmin is %s, want qscale's %s", qmin[0], qscale)
 		}
 		s.Format = Affine
@@ -283,23 +284,11 @@ func SpecOf(logical []int, qweight, qscale shapes.Shape, qmin ...shapes.Shape) (
 		return Spec{}, err
 	}
 	wantW, wantS := s.Shapes(logical)
-	if !equal(qweight.Dimensions, wantW) || !equal(qscale.Dimensions, wantS) {
+	if !slices.Equal(qweight.Dimensions, wantW) || !slices.Equal(qscale.Dimensions, wantS) {
 		return Spec{}, fmt.Errorf("stored shapes qweight %v, qscale %v do not fit logical shape %v (%s wants %v and %v)",
 			qweight.Dimensions, qscale.Dimensions, logical, s, wantW, wantS)
 	}
 	return s, nil
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // floats returns a tensor's values as float32 (Float32, BFloat16 or Float64).

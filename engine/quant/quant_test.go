@@ -3,6 +3,7 @@ package quant
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,7 +75,7 @@ func TestRoundTripBounds(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantW, wantS := c.spec.Shapes(c.shape)
-			if !equal(qw.Shape().Dimensions, wantW) || !equal(qs.Shape().Dimensions, wantS) || qw.DType() != c.spec.DType() {
+			if !slices.Equal(qw.Shape().Dimensions, wantW) || !slices.Equal(qs.Shape().Dimensions, wantS) || qw.DType() != c.spec.DType() {
 				t.Fatalf("stored %s %s, want %v %v", qw.Shape(), qs.Shape(), wantW, wantS)
 			}
 			back, err := Dequantize(qw, qs, c.spec, c.shape)
@@ -283,7 +284,7 @@ func TestDequantizeGraph(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.DType() != dtypes.Float32 || !equal(got.Shape().Dimensions, c.shape) {
+			if got.DType() != dtypes.Float32 || !slices.Equal(got.Shape().Dimensions, c.shape) {
 				t.Fatalf("graph output %s, want Float32%v", got.Shape(), c.shape)
 			}
 			a, b := values(t, host), values(t, got)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -234,7 +235,7 @@ func TestConformanceGemma3(t *testing.T) {
 		t.Fatalf("node returned %d encodings for %d texts", len(js.IDs), len(texts))
 	}
 	// The JS package's BOS handling, as relied on above.
-	if want := append([]int{tok.BOS()}, tok.Encode("hi")...); !equalInts(js.WithBOS, want) {
+	if want := append([]int{tok.BOS()}, tok.Encode("hi")...); !slices.Equal(js.WithBOS, want) {
 		t.Errorf("JS encode(\"hi\", add_special_tokens) = %v, want BOS + Go ids %v", js.WithBOS, want)
 	}
 
@@ -242,7 +243,7 @@ func TestConformanceGemma3(t *testing.T) {
 	for i, text := range texts {
 		got := tok.Encode(text)
 		totalIDs += len(got)
-		if !equalInts(got, js.IDs[i]) {
+		if !slices.Equal(got, js.IDs[i]) {
 			t.Errorf("text %d %q:\n Go %v\n JS %v", i, text, got, js.IDs[i])
 			continue
 		}
@@ -264,16 +265,4 @@ func TestConformanceGemma3(t *testing.T) {
 	ids := tok.Encode(long)
 	el := time.Since(start)
 	t.Logf("encoded %d bytes → %d ids in %v (%.0f bytes/ms, cold cache)", len(long), len(ids), el, float64(len(long))/float64(el.Microseconds()+1)*1000)
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

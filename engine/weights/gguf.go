@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -236,7 +237,7 @@ func planGGUF(f *gguf.File, cfg *config.Model, opts GGUFOptions) ([]ggufPlan, er
 			return nil, fmt.Errorf("%s: no GGUF name is known for tensor %s", f.Path, sp.Name)
 		}
 		if t, ok := f.Lookup(name); ok {
-			if !equalInts(t.Shape(), sp.Shape) {
+			if !slices.Equal(t.Shape(), sp.Shape) {
 				return nil, fmt.Errorf("%s: tensor %s (%s) has shape %v, want %v", f.Path, name, sp.Name, fmtShape(t.Shape()), fmtShape(sp.Shape))
 			}
 			p.parts = []gguf.TensorInfo{t}
@@ -249,7 +250,7 @@ func planGGUF(f *gguf.File, cfg *config.Model, opts GGUFOptions) ([]ggufPlan, er
 			half := append([]int{}, sp.Shape...)
 			half[1] /= 2
 			for _, t := range []gguf.TensorInfo{tg, tu} {
-				if !equalInts(t.Shape(), half) {
+				if !slices.Equal(t.Shape(), half) {
 					return nil, fmt.Errorf("%s: tensor %s has shape %v, want %v (half of %s)", f.Path, t.Name, fmtShape(t.Shape()), fmtShape(half), sp.Name)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -199,7 +200,7 @@ func findTensor(ck *safetensors.Checkpoint, sp Spec) (plan, error) {
 			if info.DType != safetensors.F32 && info.DType != safetensors.BF16 && info.DType != safetensors.F16 {
 				return p, fmt.Errorf("%s: tensor %s has dtype %s, want F32, BF16 or F16", f.Name, hf, info.DType)
 			}
-			if !equalInts(info.Shape, sp.Shape) {
+			if !slices.Equal(info.Shape, sp.Shape) {
 				return p, fmt.Errorf("%s: tensor %s has shape %v, want %v", f.Name, hf, fmtShape(info.Shape), fmtShape(sp.Shape))
 			}
 			return p, nil
@@ -225,18 +226,6 @@ func findTensor(ck *safetensors.Checkpoint, sp Spec) (plan, error) {
 		}
 	}
 	return p, fmt.Errorf("%s: missing tensor %s", ck.Name, sp.HF)
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func fmtShape(s []int) string {
@@ -305,7 +294,7 @@ func Save(set *Set, cfg *config.Model, dir string, opts SaveOptions) error {
 		if !ok {
 			return fmt.Errorf("save weights: missing tensor %s", sp.Name)
 		}
-		if !equalInts(t.Shape().Dimensions, sp.Shape) {
+		if !slices.Equal(t.Shape().Dimensions, sp.Shape) {
 			return fmt.Errorf("save weights: tensor %s has shape %v, want %v", sp.Name, fmtShape(t.Shape().Dimensions), fmtShape(sp.Shape))
 		}
 		items = append(items, item{sp.HF, t})

@@ -56,6 +56,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -413,7 +414,7 @@ func planExperts(ck *safetensors.Checkpoint, sp Spec, mq *ModelOptQuant, cfg *co
 				if info.DType != safetensors.F32 && info.DType != safetensors.BF16 && info.DType != safetensors.F16 {
 					return p, fmt.Errorf("%s: tensor %s%s has dtype %s, want U8 (NVFP4), F32, BF16 or F16", f.Name, module, moWeight, info.DType)
 				}
-				if !equalInts(info.Shape, shape) {
+				if !slices.Equal(info.Shape, shape) {
 					return p, fmt.Errorf("%s: tensor %s%s has shape %v, want %v", f.Name, module, moWeight, fmtShape(info.Shape), fmtShape(shape))
 				}
 				used[module+moWeight] = true
@@ -464,7 +465,7 @@ func checkNVFP4Module(ck *safetensors.Checkpoint, module string, shape []int, gr
 			if info.NumElements() != 1 {
 				return fmt.Errorf("%s: tensor %s has shape %v, want a scalar", f.Name, name, fmtShape(info.Shape))
 			}
-		} else if !equalInts(info.Shape, w.shape) {
+		} else if !slices.Equal(info.Shape, w.shape) {
 			return fmt.Errorf("%s: tensor %s has shape %v, want %v (NVFP4 of %v)", f.Name, name, fmtShape(info.Shape), fmtShape(w.shape), fmtShape(shape))
 		}
 		used[name] = true

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestSpecsTable(t *testing.T) {
 			t.Errorf("no spec %s", n)
 			continue
 		}
-		if !equalInts(s.Shape, want) {
+		if !slices.Equal(s.Shape, want) {
 			t.Errorf("%s: shape %v, want %v", n, s.Shape, want)
 		}
 	}

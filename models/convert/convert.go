@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -142,7 +143,7 @@ func plan(ck *safetensors.Checkpoint, cfg *config.Model, p quant.Profile) ([]ite
 		if it.src == "" {
 			return nil, fmt.Errorf("%s: missing tensor %s", ck.Name, sp.HF)
 		}
-		if !equalInts(it.info.Shape, sp.Shape) {
+		if !slices.Equal(it.info.Shape, sp.Shape) {
 			return nil, fmt.Errorf("%s: tensor %s has shape %v, want %v", ck.Name, it.src, it.info.Shape, sp.Shape)
 		}
 		switch it.info.DType {
@@ -325,16 +326,4 @@ func elems(shape []int) int64 {
 		n *= int64(d)
 	}
 	return n
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
