@@ -151,6 +151,7 @@ func runTrainRun(env *Env, args []string) error {
 	buckets := fs.String("buckets", "32,64", "prefix length buckets (comma-separated)")
 	kinds := fs.String("kinds", "", `training mix: copies per example of each kind, e.g. "page=1,chat=0.5,desktop=0.2"`)
 	seed := fs.Uint64("seed", def.Seed, "data order and noise seed")
+	titleWeight := fs.Float64("title-weight", 1, "loss weight of the answer tokens that repeat the prompt's title (the page's <h1>); 1 = plain objective")
 	evalEvery := fs.Int("eval-every", def.EvalEvery, "steps between held-out evaluations")
 	ckptEvery := fs.Int("checkpoint-every", def.CheckpointEvery, "steps between checkpoints")
 	ckptMins := fs.Float64("checkpoint-minutes", def.CheckpointMins, "minutes between checkpoints")
@@ -200,6 +201,7 @@ func runTrainRun(env *Env, args []string) error {
 		opts.PrefixBuckets, opts.Seed, opts.EvalEvery = b, *seed, *evalEvery
 		opts.CheckpointEvery, opts.CheckpointMins = *ckptEvery, *ckptMins
 		opts.InitFrom = *initDir
+		opts.TitleWeight = *titleWeight
 		if *initDir != "" {
 			c, err := config.Load(*initDir)
 			if err != nil {

@@ -72,7 +72,11 @@ func Tokenize(tok *tokenizer.Tokenizer, recs []Record) ([]Example, error) {
 			return nil, fmt.Errorf("tokenize corpus record %d (%q): %w", i, r.Title, err)
 		}
 		answer := append(tok.Encode(strings.TrimSpace(r.Answer)), turnEnd)
-		out = append(out, Example{Title: r.Title, Kind: r.Kind, Prompt: prompt, Answer: answer})
+		var copied []int
+		if title := strings.Join(strings.Fields(r.Title), " "); title != "" {
+			copied = titleCopies(answer, tok.Encode(title), tok.Encode(" "+title))
+		}
+		out = append(out, Example{Title: r.Title, Kind: r.Kind, Prompt: prompt, Answer: answer, Copied: copied})
 	}
 	return out, nil
 }

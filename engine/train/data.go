@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 )
 
@@ -14,6 +15,35 @@ type Example struct {
 	Kind   string
 	Prompt []int
 	Answer []int
+	// Copied are the answer positions that repeat the title given in the prompt
+	// (the page's <h1>, a chat answer's bold term): the tokens a model can only get
+	// right by copying from the prompt. Options.TitleWeight weighs their loss.
+	Copied []int
+}
+
+// titleCopies returns the positions of answer covered by an occurrence of one of
+// the title's spellings (token sequences), in ascending order.
+func titleCopies(answer []int, spellings ...[]int) []int {
+	covered := make([]bool, len(answer))
+	for _, sp := range spellings {
+		if len(sp) == 0 {
+			continue
+		}
+		for i := 0; i+len(sp) <= len(answer); i++ {
+			if slices.Equal(answer[i:i+len(sp)], sp) {
+				for j := range sp {
+					covered[i+j] = true
+				}
+			}
+		}
+	}
+	var out []int
+	for i, c := range covered {
+		if c {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // numCanvases is how many canvases of length c the answer occupies (≥ 1): the
@@ -177,6 +207,9 @@ type Batch struct {
 	// SelfCondRows: the first rows (a random subset, as the batch order is random) get self-conditioning.
 	SelfCondRows int
 	NoiseLevels  []float32 // [B] t of each example (for logging and tests)
+	// Weight is the loss weight of predicting each token (nil: all 1; see
+	// Options.TitleWeight). Only the host engine reads it.
+	Weight []float32 // [B, T]
 	// RealTokens counts non-padding, non-EOS-fill positions (for tokens/s).
 	RealTokens int
 }
@@ -190,7 +223,9 @@ type NoiseConfig struct {
 
 // buildBatch assembles the tensors of a planned batch and draws its noise from
 // an RNG seeded by (seed, step), so the same step always gets the same noise.
-func buildBatch(ex []Example, pb plannedBatch, c, eos, pad int, nc NoiseConfig, seed uint64, step int) *Batch {
+// With titleWeight > 1 it also fills Weight: titleWeight on the examples' Copied
+// answer tokens, 1 elsewhere.
+func buildBatch(ex []Example, pb plannedBatch, c, eos, pad int, nc NoiseConfig, seed uint64, step int, titleWeight float64) *Batch {
 	bsz, p := len(pb.Items), pb.Bucket
 	t := p + c
 	bt := &Batch{B: bsz, P: p, C: c,
@@ -233,6 +268,21 @@ func buildBatch(ex []Example, pb plannedBatch, c, eos, pad int, nc NoiseConfig, 
 		}
 		real := len(e.Answer) - it.Canvas*c
 		bt.RealTokens += l + min(max(real, 0), c)
+		if titleWeight > 1 && len(e.Copied) > 0 {
+			if bt.Weight == nil {
+				bt.Weight = make([]float32, bsz*t)
+				for i := range bt.Weight {
+					bt.Weight[i] = 1
+				}
+			}
+			// Answer position j is row index p − l + len(prompt) + j (earlier canvases
+			// in the prefix, the scored canvas after it); later canvases are not in the row.
+			for _, j := range e.Copied {
+				if k := p - l + len(e.Prompt) + j; j < (it.Canvas+1)*c {
+					bt.Weight[b*t+k] = float32(titleWeight)
+				}
+			}
+		}
 	}
 	// Self-conditioning on a SelfCondP share of the batch (exactly half by
 	// default): the first rows, a random subset since batches are shuffled.

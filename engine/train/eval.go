@@ -326,7 +326,7 @@ func heldoutLoss(opts EvalOptions, cfg *config.Model, tok *tokenizer.Tokenizer, 
 	var targets [][]int
 	for step := 0; step < opts.LossBatches; step++ {
 		pb, _ := plan.At(step)
-		b := buildBatch(heldEx, pb, cfg.CanvasLength, tok.EOS(), tok.Pad(), nc, opts.Seed+17, step)
+		b := buildBatch(heldEx, pb, cfg.CanvasLength, tok.EOS(), tok.Pad(), nc, opts.Seed+17, step, 1)
 		out, err := exec.Exec(b.inputs()...)
 		if err != nil {
 			return lr, 0, fmt.Errorf("eval: %w", err)

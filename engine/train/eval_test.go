@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 )
 
 // writeCorpus writes a tiny corpus directory (train.jsonl, heldout.jsonl) in the
@@ -80,5 +83,49 @@ func TestEvaluate(t *testing.T) {
 	}
 	if _, err := Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, First: 9, NoLoss: true}); err == nil {
 		t.Errorf("a window past the held-out pages was accepted")
+	}
+}
+
+// TestTokenizeMarksTitleCopies: Example.Copied covers exactly the answer tokens
+// that repeat the title — the page's <h1> text, a chat answer's bold term — and
+// nothing when the answer never names the title.
+func TestTokenizeMarksTitleCopies(t *testing.T) {
+	tok, err := tokenizer.Load(filepath.Join("..", "..", "assets", "mini"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := Tokenize(tok, []Record{
+		page("Inprise Corporation"),
+		{Kind: "chat", Title: "aggregate type", Prompt: "Explain aggregate type.", Answer: "**aggregate type** (programming): A data type."},
+		{Kind: "chat", Title: "Unix", Prompt: "What is Unix?", Answer: "An operating system."},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := func(e Example) []string {
+		var runs []string
+		for i, j := range e.Copied {
+			if i == 0 || e.Copied[i-1] != j-1 {
+				runs = append(runs, "")
+			}
+			runs[len(runs)-1] += tok.Decode([]int{e.Answer[j]})
+		}
+		for i := range runs {
+			runs[i] = strings.TrimSpace(runs[i])
+		}
+		return runs
+	}
+	// The page names its title twice: in <h1> and at the start of the paragraph.
+	if got := copied(ex[0]); !slices.Equal(got, []string{"Inprise Corporation", "Inprise Corporation"}) {
+		t.Errorf("page copies %q", got)
+	}
+	if ex[0].Copied[0] != len(tok.Encode("<h1>")) {
+		t.Errorf("page: first copied token at %d, want right after <h1>", ex[0].Copied[0])
+	}
+	if got := copied(ex[1]); !slices.Equal(got, []string{"aggregate type"}) {
+		t.Errorf("chat copies %q", got)
+	}
+	if len(ex[2].Copied) != 0 {
+		t.Errorf("an answer without the title has copies %v", ex[2].Copied)
 	}
 }

@@ -149,13 +149,20 @@ func (b *Batch) examples() []hostgrad.Example {
 	for i := range b.B {
 		row := b.Tokens[i*t : (i+1)*t]
 		var prefix []int32
+		var weight []float32
 		for j := range b.P {
 			if b.Valid[i*t+j] {
 				prefix = append(prefix, row[j])
+				if b.Weight != nil {
+					weight = append(weight, b.Weight[i*t+j])
+				}
 			}
 		}
+		if b.Weight != nil {
+			weight = append(weight, b.Weight[i*t+b.P:(i+1)*t]...)
+		}
 		out[i] = hostgrad.Example{Prefix: prefix, Canvas: row[b.P:], Noisy: b.Noisy[i*b.C : (i+1)*b.C],
-			SelfCond: i < b.SelfCondRows}
+			SelfCond: i < b.SelfCondRows, Weight: weight}
 	}
 	return out
 }

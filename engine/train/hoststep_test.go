@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph"
@@ -66,7 +67,7 @@ func TestHostGradientMatchesGraph(t *testing.T) {
 	backend := goBackend(t)
 	for step := range 2 {
 		pb, _ := plan.At(step)
-		b := buildBatch(examples, pb, cfg.CanvasLength, 1, 0, nc, 11, step)
+		b := buildBatch(examples, pb, cfg.CanvasLength, 1, 0, nc, 11, step, 1)
 
 		var names []string
 		exec, err := context.NewExec(backend, ctx, func(ctx *context.Context, in []*Node) []*Node {
@@ -199,7 +200,7 @@ func BenchmarkHostStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	pb, _ := plan.At(0)
-	batch := buildBatch(ex, pb, cfg.CanvasLength, 1, 0, NoiseConfig{Vocab: 4096, Eps: 1e-3, SelfCondP: 0.5}, 1, 0)
+	batch := buildBatch(ex, pb, cfg.CanvasLength, 1, 0, NoiseConfig{Vocab: 4096, Eps: 1e-3, SelfCondP: 0.5}, 1, 0, 1)
 	o := DefaultOptions()
 	b.ResetTimer()
 	f0 := hostgrad.Flops()
@@ -256,4 +257,115 @@ func TestInitFrom(t *testing.T) {
 	if _, err := NewTrainer(goBackend(t), other, synthData(8, other), opts, t.TempDir(), false, &log); err == nil {
 		t.Errorf("a config that does not match the init model was accepted")
 	}
+}
+
+// TestTitleWeight checks where Options.TitleWeight lands: the batch weighs exactly
+// the Copied answer tokens — in the scored canvas and, for a later canvas, in the
+// prefix that holds the earlier one — the weights scale the host loss as written,
+// held-out batches stay unweighted, and the graph engine refuses the option.
+func TestTitleWeight(t *testing.T) {
+	cfg := config.Tiny()
+	c := cfg.CanvasLength
+	prompt := []int{2, 5, 6, 7, 8}
+	var answer []int
+	for j := range c + 6 {
+		answer = append(answer, 20+j%50)
+	}
+	ex := []Example{{Title: "t", Prompt: prompt, Answer: answer, Copied: []int{1, 2, c + 2}}}
+	pb := plannedBatch{Bucket: len(prompt) + c, Items: []item{{Example: 0, Canvas: 0}, {Example: 0, Canvas: 1}}}
+	nc := NoiseConfig{Vocab: cfg.Text.VocabSize, Eps: 0.3}
+
+	if b := buildBatch(ex, pb, c, 1, 0, nc, 1, 0, 1); b.Weight != nil {
+		t.Fatalf("title weight 1 filled Weight")
+	}
+	b := buildBatch(ex, pb, c, 1, 0, nc, 1, 0, 5)
+	hex := b.examples()
+	want := map[int][]int{ // token indexes of [prefix; canvas] weighted 5, per row
+		0: {len(prompt) + 1, len(prompt) + 2},
+		1: {len(prompt) + 1, len(prompt) + 2, len(prompt) + c + 2},
+	}
+	for r, e := range hex {
+		if len(e.Weight) != len(e.Prefix)+len(e.Canvas) {
+			t.Fatalf("row %d: %d weights for %d tokens", r, len(e.Weight), len(e.Prefix)+len(e.Canvas))
+		}
+		var got []int
+		for i, w := range e.Weight {
+			switch w {
+			case 5:
+				got = append(got, i)
+			case 1:
+			default:
+				t.Fatalf("row %d: weight %v at %d", r, w, i)
+			}
+		}
+		if !slices.Equal(got, want[r]) {
+			t.Errorf("row %d: weighted tokens %v, want %v", r, got, want[r])
+		}
+		for _, i := range got {
+			if tok := append(append([]int32{}, e.Prefix...), e.Canvas...)[i]; int(tok) != answer[i-len(prompt)] {
+				t.Errorf("row %d: weighted token %d is %d, not the answer's %d", r, i, tok, answer[i-len(prompt)])
+			}
+		}
+	}
+
+	// Explicit weights of 1 are the plain objective, bit for bit; weights of 2 double it.
+	ctx := context.New()
+	if err := initParams(ctx, cfg, 3); err != nil {
+		t.Fatal(err)
+	}
+	initOptimizer(ctx, trainableVars(ctx))
+	hs, err := newHostState(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _, err := hostgrad.Loss(hs.params, stripWeights(hex, 0), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ones, _, _ := hostgrad.Loss(hs.params, stripWeights(hex, 1), false)
+	twos, _, _ := hostgrad.Loss(hs.params, stripWeights(hex, 2), false)
+	if ones != plain {
+		t.Errorf("weights of 1 give %+v, the plain objective %+v", ones, plain)
+	}
+	if twos.Total != 2*plain.Total {
+		t.Errorf("weights of 2 give %v, want twice %v", twos.Total, plain.Total)
+	}
+	weighted, _, _ := hostgrad.Loss(hs.params, hex, false)
+	if weighted.Total <= plain.Total {
+		t.Errorf("title weight 5 gives %v, not above the plain %v", weighted.Total, plain.Total)
+	}
+
+	opts := tinyOptions()
+	opts.TitleWeight = 5
+	var log bytes.Buffer
+	data := synthData(16, cfg)
+	data.Train[0].Copied = []int{0, 1}
+	tr, err := NewTrainer(goBackend(t), cfg, data, opts, t.TempDir(), false, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hb := range tr.evalSet {
+		if hb.Weight != nil {
+			t.Errorf("a held-out batch is weighted")
+		}
+	}
+	opts.Engine = EngineGraph
+	if _, err := NewTrainer(goBackend(t), cfg, data, opts, t.TempDir(), false, &log); err == nil {
+		t.Errorf("the graph engine accepted title_weight")
+	}
+}
+
+// stripWeights returns copies of ex with every token weight set to w (0: nil).
+func stripWeights(ex []hostgrad.Example, w float32) []hostgrad.Example {
+	out := slices.Clone(ex)
+	for i := range out {
+		out[i].Weight = nil
+		if w != 0 {
+			out[i].Weight = make([]float32, len(out[i].Prefix)+len(out[i].Canvas))
+			for j := range out[i].Weight {
+				out[i].Weight[j] = w
+			}
+		}
+	}
+	return out
 }

@@ -51,7 +51,7 @@ func TestDiffusionLossOnEveryCanvasPosition(t *testing.T) {
 	const v, c, p = 8, 6, 3
 	ex := []Example{{Prompt: []int{2, 4}, Answer: []int{5, 6, 7}}}
 	pb := plannedBatch{Bucket: p, Items: []item{{0, 0}, {0, 0}}}
-	b := buildBatch(ex, pb, c, 1, 0, NoiseConfig{Vocab: v, Eps: 0.5, SelfCondP: 0}, 11, 0)
+	b := buildBatch(ex, pb, c, 1, 0, NoiseConfig{Vocab: v, Eps: 0.5, SelfCondP: 0}, 11, 0, 1)
 	// Force a known corruption: example 0 keeps positions 0..2, example 1 has all replaced.
 	b.Noisy = []int32{5, 6, 7, 0, 0, 0, 3, 3, 3, 3, 3, 3}
 	_, diff, ar := runObjective(t, b, v)
@@ -95,7 +95,7 @@ func TestSelfConditioningOnlyWhereFlagged(t *testing.T) {
 	const v, c, p = 8, 4, 2
 	ex := []Example{{Prompt: []int{2, 4}, Answer: []int{5, 6}}}
 	pb := plannedBatch{Bucket: p, Items: []item{{0, 0}}}
-	b := buildBatch(ex, pb, c, 1, 0, NoiseConfig{Vocab: v, Eps: 0.5, SelfCondP: 0}, 11, 0)
+	b := buildBatch(ex, pb, c, 1, 0, NoiseConfig{Vocab: v, Eps: 0.5, SelfCondP: 0}, 11, 0, 1)
 	b.SelfCondRows = 0
 	_, off, _ := runObjective(t, b, v)
 	b.SelfCondRows = 1
@@ -124,7 +124,7 @@ func TestNoiseRateMatchesT(t *testing.T) {
 	const v, c = 50, 4096
 	ex := []Example{{Prompt: []int{2}, Answer: []int{7}}}
 	items := make([]item, 16)
-	b := buildBatch(ex, plannedBatch{Bucket: 4, Items: items}, c, 1, 0, NoiseConfig{Vocab: v, Eps: 1e-3, SelfCondP: 0.5}, 5, 9)
+	b := buildBatch(ex, plannedBatch{Bucket: 4, Items: items}, c, 1, 0, NoiseConfig{Vocab: v, Eps: 1e-3, SelfCondP: 0.5}, 5, 9, 1)
 	clean := canvasTokens(ex[0].Answer, 0, c, 1)
 	for e := 0; e < len(items); e++ {
 		tl := float64(b.NoiseLevels[e])
@@ -158,7 +158,7 @@ func TestBatchLayoutAndEOSFill(t *testing.T) {
 	const c, p = 4, 6
 	ex := []Example{{Prompt: []int{2, 9, 9}, Answer: []int{5, 6, 7, 8, 10, 106}}} // two canvases
 	pb := plannedBatch{Bucket: p, Items: []item{{0, 0}}}
-	b := buildBatch(ex, pb, c, 1, 0, NoiseConfig{Vocab: 200, Eps: 1e-3}, 1, 0)
+	b := buildBatch(ex, pb, c, 1, 0, NoiseConfig{Vocab: 200, Eps: 1e-3}, 1, 0, 1)
 	tLen := p + c
 	type row struct {
 		tokens, pos []int32
@@ -183,7 +183,7 @@ func TestBatchLayoutAndEOSFill(t *testing.T) {
 	}
 	// Second canvas with a bucket that fits prompt + first canvas: EOS fill after <turn|>.
 	pb = plannedBatch{Bucket: 8, Items: []item{{0, 1}}}
-	b = buildBatch(ex, pb, c, 1, 0, NoiseConfig{Vocab: 200, Eps: 1e-3}, 1, 0)
+	b = buildBatch(ex, pb, c, 1, 0, NoiseConfig{Vocab: 200, Eps: 1e-3}, 1, 0, 1)
 	got := b.Tokens[8:]
 	wantCanvas := []int32{10, 106, 1, 1}
 	for j := range wantCanvas {

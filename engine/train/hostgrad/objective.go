@@ -39,11 +39,17 @@ func (p *Params) Names() []string {
 type Example struct {
 	Prefix, Canvas, Noisy []int32
 	SelfCond              bool
+	// Weight, when not nil, scales the loss of predicting each token of [prefix;
+	// canvas] (len(Prefix)+len(Canvas) values): the AR term of the pair that ends at
+	// that token and, on the canvas, its diffusion term. The trainer raises it on the
+	// tokens an answer copies from the prompt (Options.TitleWeight in engine/train).
+	Weight []float32
 }
 
 // Losses are the objective's values: Total = Diffusion + AR, with Diffusion the mean
 // cross-entropy over every canvas position of the batch and AR the mean next-token
-// cross-entropy of the encoder over every consecutive pair of [prefix; canvas].
+// cross-entropy of the encoder over every consecutive pair of [prefix; canvas]
+// (each term times its Example.Weight; the means still divide by the plain counts).
 type Losses struct {
 	Total, Diffusion, AR float64
 }
@@ -67,6 +73,9 @@ func Loss(p *Params, batch []Example, withGrad bool) (l Losses, g Grads, err err
 	for _, ex := range batch {
 		if len(ex.Canvas) != c || len(ex.Noisy) != c {
 			return l, nil, fmt.Errorf("hostgrad: canvas lengths differ in the batch")
+		}
+		if ex.Weight != nil && len(ex.Weight) != len(ex.Prefix)+c {
+			return l, nil, fmt.Errorf("hostgrad: %d token weights for %d tokens", len(ex.Weight), len(ex.Prefix)+c)
 		}
 		pairs += len(ex.Prefix) + c - 1
 	}
@@ -203,7 +212,7 @@ func (n *net) example(ex Example, wDiff, wAR float32) (diff, ar float64) {
 	}
 	if t > 1 {
 		h := tp.RMS(tp.Slice(hs, 0, (t-1)*d), d, n.get("norm.weight"), n.eps)
-		ar = tp.CrossEntropy(h, emb, t-1, d, v, softcap, tokens[1:], wAR)
+		ar = tp.CrossEntropy(h, emb, t-1, d, v, softcap, tokens[1:], wAR, rowWeights(ex.Weight, 1))
 	}
 
 	// The prefix keys the decoder reads: all of them, or on sliding layers the last
@@ -241,11 +250,19 @@ func (n *net) example(ex Example, wDiff, wAR float32) (diff, ar float64) {
 	}
 	// Decoder pass 2 over the noisy canvas → diffusion loss on every position.
 	h2 := decode(tp, soft)
-	diff = tp.CrossEntropy(h2, emb, c, d, v, softcap, ex.Canvas, wDiff)
+	diff = tp.CrossEntropy(h2, emb, c, d, v, softcap, ex.Canvas, wDiff, rowWeights(ex.Weight, l))
 	if n.withGrad {
 		tp.Backward()
 	}
 	return diff, ar
+}
+
+// rowWeights is w[from:], or nil when w is nil (every row weighs 1).
+func rowWeights(w []float32, from int) []float32 {
+	if w == nil {
+		return nil
+	}
+	return w[from:]
 }
 
 // layer is model.Params.Layer over rows hs [rows, D] at positions start…: attention to

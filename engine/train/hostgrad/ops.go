@@ -257,9 +257,10 @@ func softcapRows(logits []float32, c float32) []float32 {
 
 // CrossEntropy is the weighted cross-entropy of the output head on rows h [n, d]
 // (already final-normed) with the tied embedding emb [V, d] as the LM head, soft-capped
-// logits (cap ≤ 0: none), against targets [n]: it returns weight·Σ_rows CE and, on a
-// recording tape, seeds the gradient of that sum into h and emb.
-func (tp *Tape) CrossEntropy(h, emb *T, n, d, v int, softcap float32, targets []int32, weight float32) float64 {
+// logits (cap ≤ 0: none), against targets [n]: it returns weight·Σ_rows rowWeight·CE
+// (rowWeights nil: every row 1) and, on a recording tape, seeds the gradient of that
+// sum into h and emb.
+func (tp *Tape) CrossEntropy(h, emb *T, n, d, v int, softcap float32, targets []int32, weight float32, rowWeights []float32) float64 {
 	logits := make([]float32, n*v)
 	mulNT(logits, h.V, emb.V, n, v, d)
 	th := softcapRows(logits, softcap)
@@ -275,13 +276,17 @@ func (tp *Tape) CrossEntropy(h, emb *T, n, d, v int, softcap float32, targets []
 		}
 		zt := row[targets[r]]
 		sum := gemm.ExpShift(row, row, m, 1) // row now holds e^(z−m)
-		loss += float64(m) + math.Log(float64(sum)) - float64(zt)
-		if grads { // dz = weight·(softmax − onehot), then through the soft-cap
-			inv := weight / sum
+		w := weight
+		if rowWeights != nil {
+			w *= rowWeights[r]
+		}
+		loss += float64(w) * (float64(m) + math.Log(float64(sum)) - float64(zt))
+		if grads { // dz = w·(softmax − onehot), then through the soft-cap
+			inv := w / sum
 			for j := range row {
 				row[j] *= inv
 			}
-			row[targets[r]] -= weight
+			row[targets[r]] -= w
 			if th != nil {
 				t := th[r*v : (r+1)*v]
 				for j, x := range t {
@@ -302,7 +307,7 @@ func (tp *Tape) CrossEntropy(h, emb *T, n, d, v int, softcap float32, targets []
 			addTo(emb.grad(), tmp)
 		}
 	})
-	return float64(weight) * loss
+	return loss
 }
 
 // SoftEmbedding is the self-conditioning signal, without gradient (the objective

@@ -136,6 +136,9 @@ func TestOpGradients(t *testing.T) {
 		})
 	targets := []int32{2, 0, 5}
 	checkGrad(t, "CrossEntropy", []*T{randT(rng, 3*4, 1), randT(rng, 7*4, 1)}, func(tp *Tape, in []*T) (*T, float64) {
-		return nil, tp.CrossEntropy(in[0], in[1], 3, 4, 7, 3, targets, 0.5)
+		return nil, tp.CrossEntropy(in[0], in[1], 3, 4, 7, 3, targets, 0.5, nil)
+	})
+	checkGrad(t, "CrossEntropy row weights", []*T{randT(rng, 3*4, 1), randT(rng, 7*4, 1)}, func(tp *Tape, in []*T) (*T, float64) {
+		return nil, tp.CrossEntropy(in[0], in[1], 3, 4, 7, 3, targets, 0.5, []float32{1, 4, 0.25})
 	})
 }
