@@ -421,6 +421,10 @@ func runTrainEval(env *Env, args []string) error {
 	l := rep.Loss
 	fmt.Fprintf(env.Stdout, "held-out loss: AR %.3f, diffusion %.3f nats/token (unigram baseline %.3f) over %d tokens\n",
 		l.AR, l.Diffusion, l.Unigram, l.Tokens)
+	if l.TitleTokens > 0 {
+		fmt.Fprintf(env.Stdout, "  on the %d tokens that repeat the title: AR %.3f, diffusion %.3f nats/token\n",
+			l.TitleTokens, l.TitleAR, l.TitleDiffusion)
+	}
 	for _, m := range []struct {
 		name string
 		r    train.ModeReport

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -80,6 +81,12 @@ type LossReport struct {
 	Diffusion float64 `json:"diffusion_nats_per_token"`
 	// Unigram is the baseline: the unigram distribution of the training answers.
 	Unigram float64 `json:"unigram_nats_per_token"`
+	// TitleAR and TitleDiffusion are the same losses on just the answer tokens that
+	// repeat the requested title (Example.Copied: the page's <h1> text and later
+	// mentions), TitleTokens of them: how far the model is from copying the title.
+	TitleTokens    int     `json:"title_tokens"`
+	TitleAR        float64 `json:"title_ar_nats_per_token"`
+	TitleDiffusion float64 `json:"title_diffusion_nats_per_token"`
 }
 
 // EvalReport is `darkroom train eval --json`.
@@ -341,9 +348,15 @@ func heldoutLoss(opts EvalOptions, cfg *config.Model, tok *tokenizer.Tokenizer, 
 			n := min(len(ex.Answer)-it.Canvas*b.C, b.C)
 			var tg []int
 			for j := 0; j < n; j++ {
-				arSum += float64(arCE[r*(t-1)+b.P+j-1])
-				diffSum += float64(diffCE[r*b.C+j])
+				ar, diff := float64(arCE[r*(t-1)+b.P+j-1]), float64(diffCE[r*b.C+j])
+				arSum += ar
+				diffSum += diff
 				tg = append(tg, ex.Answer[it.Canvas*b.C+j])
+				if _, ok := slices.BinarySearch(ex.Copied, it.Canvas*b.C+j); ok {
+					lr.TitleAR += ar
+					lr.TitleDiffusion += diff
+					lr.TitleTokens++
+				}
 			}
 			arN += n
 			diffN += n
@@ -358,6 +371,10 @@ func heldoutLoss(opts EvalOptions, cfg *config.Model, tok *tokenizer.Tokenizer, 
 	lr.AR = arSum / float64(max(arN, 1))
 	lr.Diffusion = diffSum / float64(max(diffN, 1))
 	lr.Unigram = UnigramCE(trainAnswers, targets, cfg.Text.VocabSize)
+	if lr.TitleTokens > 0 {
+		lr.TitleAR /= float64(lr.TitleTokens)
+		lr.TitleDiffusion /= float64(lr.TitleTokens)
+	}
 	return lr, params, nil
 }
 

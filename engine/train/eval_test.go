@@ -56,6 +56,9 @@ func TestEvaluate(t *testing.T) {
 	if rep.Loss.Tokens == 0 || !(rep.Loss.Unigram > 0) || !(rep.Loss.AR > 0) || !(rep.Loss.Diffusion > 0) || rep.Params == 0 {
 		t.Errorf("held-out loss not measured: %+v, params %d", rep.Loss, rep.Params)
 	}
+	if rep.Loss.TitleTokens == 0 || !(rep.Loss.TitleAR > 0) || !(rep.Loss.TitleDiffusion > 0) {
+		t.Errorf("the loss on the title's tokens was not measured: %+v", rep.Loss)
+	}
 	if rep.Diffusion.Pages != 2 || rep.AR.Pages != 2 || len(rep.Diffusion.Samples) != 2 {
 		t.Fatalf("pages scored: diffusion %d, ar %d", rep.Diffusion.Pages, rep.AR.Pages)
 	}
