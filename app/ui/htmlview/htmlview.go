@@ -9,6 +9,7 @@ package htmlview
 import (
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -189,11 +190,17 @@ func (v *View) runs(in []htmlsafe.Inline, size fyne.ThemeSizeName, base fyne.Tex
 				u.Path = "/ui/" + r.ID
 			}
 			link := r
-			out = append(out, &widget.HyperlinkSegment{Text: r.Text, URL: u, OnTapped: func() {
+			tap := func() {
 				if v.OnLink != nil {
 					v.OnLink(link)
 				}
-			}})
+			}
+			text, rest := splitLongLink(r.Text)
+			out = append(out, &widget.HyperlinkSegment{Text: text, URL: u, OnTapped: tap})
+			if rest != "" {
+				out = append(out, &widget.TextSegment{Text: " " + rest, Style: widget.RichTextStyle{Inline: true,
+					SizeName: size, TextStyle: base, ColorName: theme.ColorNameHyperlink}})
+			}
 			continue
 		}
 		st := widget.RichTextStyle{Inline: true, SizeName: size, TextStyle: base, ColorName: theme.ColorNameForeground}
@@ -272,4 +279,33 @@ func plain(b htmlsafe.Block) string {
 		parts = append(parts, plain(c))
 	}
 	return strings.Join(parts, "\n")
+}
+
+// longLink is the length (in runes) above which only the start of a link's text
+// is the tappable hyperlink. Fyne 2.7 lays a hyperlink segment out as one box that
+// never wraps nor moves to the next row (fyne-io/fyne#3393, fixed in 2.8 by #6201),
+// so a long one — a small model's unclosed <a> can hold a whole paragraph — runs
+// off the page and the text after it is squeezed into a column one letter wide.
+const longLink = 32
+
+// splitLongLink returns the hyperlink part of a link's text — all of it, or its
+// first words up to longLink runes (at least one word) — and the rest, shown as
+// wrapping text in the link colour.
+func splitLongLink(text string) (link, rest string) {
+	if utf8.RuneCountInString(text) <= longLink {
+		return text, ""
+	}
+	words := strings.Fields(text)
+	n, k := 0, 0
+	for k < len(words) && (k == 0 || n+1+utf8.RuneCountInString(words[k]) <= longLink) {
+		if k > 0 {
+			n++
+		}
+		n += utf8.RuneCountInString(words[k])
+		k++
+	}
+	if k == 0 {
+		return text, ""
+	}
+	return strings.Join(words[:k], " "), strings.Join(words[k:], " ")
 }

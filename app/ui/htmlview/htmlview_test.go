@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
@@ -84,4 +85,46 @@ func TestLinkTapCallsOnLink(t *testing.T) {
 		t.Errorf("tapped %+v", got)
 	}
 	test.AssertObjectRendersToMarkup(t, "list_and_table.xml", v)
+}
+
+// TestLongLinkWraps: a link whose text is a whole paragraph (what an unclosed <a>
+// from a small model gives) keeps its first words as the hyperlink and wraps the
+// rest with the page, instead of running off it and squeezing the text after it
+// into a one-letter column (Fyne 2.7 never wraps a hyperlink segment).
+func TestLongLinkWraps(t *testing.T) {
+	test.NewTempApp(t)
+	var got htmlsafe.Inline
+	v := New(func(l htmlsafe.Inline) { got = l })
+	w := test.NewTempWindow(t, v)
+	w.Resize(fyne.NewSize(400, 600))
+	long := strings.Repeat("locing any interrongboongineeres data ", 6)
+	v.SetDoc(htmlsafe.Parse(`<p>An <a href="/wiki/Slop">` + long + `</a> tail words after the link.</p>`))
+	for _, o := range test.LaidOutObjects(w.Content()) {
+		switch x := o.(type) {
+		case *widget.Hyperlink:
+			if x.Size().Width > 400 {
+				t.Errorf("link %q is %.0f wide in a 400-wide page", x.Text, x.Size().Width)
+			}
+		case *canvas.Text:
+			if x.Position().X > 400 {
+				t.Errorf("text %q laid out at x=%.0f, off a 400-wide page", x.Text, x.Position().X)
+			}
+			if len([]rune(strings.TrimSpace(x.Text))) == 1 {
+				t.Errorf("a one-letter line %q: the text after the link is squeezed", x.Text)
+			}
+		}
+	}
+	links := v.Links()
+	if len(links) != 1 || links[0].Text != "locing any interrongboongineeres" {
+		t.Fatalf("links shown: %d, first %q", len(links), links[0].Text)
+	}
+	links[0].OnTapped()
+	if got.Href != "/wiki/Slop" {
+		t.Errorf("tapping the link followed %+v", got)
+	}
+	// Short links stay whole.
+	v.SetDoc(htmlsafe.Parse(`<p><a href="/wiki/Unix">Unix operating system</a></p>`))
+	if l := v.Links(); len(l) != 1 || l[0].Text != "Unix operating system" {
+		t.Errorf("short link shown as %d segments", len(l))
+	}
 }
