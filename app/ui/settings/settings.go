@@ -69,7 +69,7 @@ var SamplingBounds = []Bound{
 	{Key: "max_steps", Label: "Max denoising steps per canvas", Min: 1, Max: 256, Step: 1, Int: true},
 	{Key: "t_max", Label: "Temperature at the first step", Min: 0.05, Max: 2, Step: 0.05},
 	{Key: "t_min", Label: "Temperature at the last step", Min: 0.05, Max: 2, Step: 0.05},
-	{Key: "entropy_bound", Label: "Entropy bound (acceptance per step)", Min: 0.001, Max: 10, Step: 0.01},
+	{Key: "entropy_bound", Label: "Entropy bound (acceptance per step)", Min: 0.001, Max: 100, Step: 0.01},
 	{Key: "confidence_threshold", Label: "Confidence threshold (stop)", Min: 0.0001, Max: 5, Step: 0.01},
 	{Key: "stability_threshold", Label: "Stable steps before stopping", Min: 1, Max: 64, Step: 1, Int: true},
 	{Key: "temperature", Label: "AR temperature (0 = greedy)", Min: 0, Max: 2, Step: 0.05},
