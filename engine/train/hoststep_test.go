@@ -174,15 +174,7 @@ func TestGraphEngineStillTrains(t *testing.T) {
 // Mini architecture on a batch of 4 examples with ~100-token prompts.
 func BenchmarkHostStep(b *testing.B) {
 	cfg := MiniConfig(DefaultMiniSize, 4096, []int{1, 6}, 0, 1, 2)
-	ctx := context.New()
-	if err := initParams(ctx, cfg, 1); err != nil {
-		b.Fatal(err)
-	}
-	initOptimizer(ctx, trainableVars(ctx))
-	hs, err := newHostState(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	hs := freshHostState(b, cfg, 1)
 	rng := rand.New(rand.NewPCG(1, 1))
 	var ex []Example
 	for range 8 {
@@ -309,15 +301,7 @@ func TestTitleWeight(t *testing.T) {
 	}
 
 	// Explicit weights of 1 are the plain objective, bit for bit; weights of 2 double it.
-	ctx := context.New()
-	if err := initParams(ctx, cfg, 3); err != nil {
-		t.Fatal(err)
-	}
-	initOptimizer(ctx, trainableVars(ctx))
-	hs, err := newHostState(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hs := freshHostState(t, cfg, 3)
 	plain, _, err := hostgrad.Loss(hs.params, stripWeights(hex, 0), false)
 	if err != nil {
 		t.Fatal(err)
@@ -368,4 +352,20 @@ func stripWeights(ex []hostgrad.Example, w float32) []hostgrad.Example {
 		}
 	}
 	return out
+}
+
+// freshHostState is the host engine's state for freshly initialized parameters
+// (seed) and a zero optimizer.
+func freshHostState(tb testing.TB, cfg *config.Model, seed uint64) *hostState {
+	tb.Helper()
+	ctx := context.New()
+	if err := initParams(ctx, cfg, seed); err != nil {
+		tb.Fatal(err)
+	}
+	initOptimizer(ctx, trainableVars(ctx))
+	hs, err := newHostState(ctx, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return hs
 }

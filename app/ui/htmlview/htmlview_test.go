@@ -70,11 +70,7 @@ func TestHostileInput(t *testing.T) {
 }
 
 func TestLinkTapCallsOnLink(t *testing.T) {
-	test.NewTempApp(t)
-	var got htmlsafe.Inline
-	v := New(func(l htmlsafe.Inline) { got = l })
-	w := test.NewTempWindow(t, v)
-	w.Resize(fyne.NewSize(600, 400))
+	v, got := tappedView(t, 600, 400)
 	v.SetDoc(htmlsafe.Parse(`<ul><li>See <a href="/wiki/Unix">Unix</a></li></ul><table><tr><td><a href="/wiki/C">C</a></td></tr></table>`))
 	links := v.Links()
 	if len(links) != 2 {
@@ -92,14 +88,10 @@ func TestLinkTapCallsOnLink(t *testing.T) {
 // rest with the page, instead of running off it and squeezing the text after it
 // into a one-letter column (Fyne 2.7 never wraps a hyperlink segment).
 func TestLongLinkWraps(t *testing.T) {
-	test.NewTempApp(t)
-	var got htmlsafe.Inline
-	v := New(func(l htmlsafe.Inline) { got = l })
-	w := test.NewTempWindow(t, v)
-	w.Resize(fyne.NewSize(400, 600))
+	v, got := tappedView(t, 400, 600)
 	long := strings.Repeat("locing any interrongboongineeres data ", 6)
 	v.SetDoc(htmlsafe.Parse(`<p>An <a href="/wiki/Slop">` + long + `</a> tail words after the link.</p>`))
-	for _, o := range test.LaidOutObjects(w.Content()) {
+	for _, o := range test.LaidOutObjects(v) {
 		switch x := o.(type) {
 		case *widget.Hyperlink:
 			if x.Size().Width > 400 {
@@ -127,4 +119,15 @@ func TestLongLinkWraps(t *testing.T) {
 	if l := v.Links(); len(l) != 1 || l[0].Text != "Unix operating system" {
 		t.Errorf("short link shown as %d segments", len(l))
 	}
+}
+
+// tappedView shows a View in a test window of the given size; *got is the last
+// link its OnLink received.
+func tappedView(t *testing.T, width, height float32) (v *View, got *htmlsafe.Inline) {
+	t.Helper()
+	test.NewTempApp(t)
+	got = new(htmlsafe.Inline)
+	v = New(func(l htmlsafe.Inline) { *got = l })
+	test.NewTempWindow(t, v).Resize(fyne.NewSize(width, height))
+	return v, got
 }
