@@ -20,7 +20,7 @@
 // One addition of ours, off by default: Options.TitleWeight multiplies both
 // terms on the answer tokens that repeat the prompt's title (Example.Copied), so
 // that a small model gets enough signal to learn to copy the title into the
-// page's <h1> (host engine only).
+// page's <h1>.
 //
 // AdamW (β = 0.95, 0.99) with linear warm-up and cosine decay, gradient clipping
 // by global norm, periodic held-out evaluation, and atomic checkpoints with an

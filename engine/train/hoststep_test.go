@@ -38,8 +38,9 @@ func longPromptData(n int, cfg *config.Model) []Example {
 }
 
 // TestHostGradientMatchesGraph checks the host objective (package hostgrad) against
-// GoMLX's autodiff of the graph objective (Objective over engine/model's graph) on one
-// batch: the three losses and the gradient of every trainable parameter.
+// GoMLX's autodiff of the graph objective (Objective over engine/model's graph) on two
+// batches, the second with title weights: the three losses and the gradient of every
+// trainable parameter.
 func TestHostGradientMatchesGraph(t *testing.T) {
 	cfg := config.Tiny()
 	ctx := context.New()
@@ -59,6 +60,9 @@ func TestHostGradientMatchesGraph(t *testing.T) {
 	}
 	initOptimizer(ctx, trainableVars(ctx))
 	examples := longPromptData(16, cfg)
+	for i := range examples { // step 1 weighs these (Options.TitleWeight)
+		examples[i].Copied = []int{0, 2}
+	}
 	plan, err := NewBatches(examples, []int{16, 24}, cfg.CanvasLength, 4, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -67,12 +71,12 @@ func TestHostGradientMatchesGraph(t *testing.T) {
 	backend := goBackend(t)
 	for step := range 2 {
 		pb, _ := plan.At(step)
-		b := buildBatch(examples, pb, cfg.CanvasLength, 1, 0, nc, 11, step, 1)
+		b := buildBatch(examples, pb, cfg.CanvasLength, 1, 0, nc, 11, step, float64(1+2*step))
 
 		var names []string
 		exec, err := context.NewExec(backend, ctx, func(ctx *context.Context, in []*Node) []*Node {
 			g := in[0].Graph()
-			l := Objective(newModelNet(ctx, cfg), in[0], in[1], in[2], in[3], in[4], in[5], b.SelfCondRows)
+			l := Objective(newModelNet(ctx, cfg), in[0], in[1], in[2], in[3], in[4], in[5], in[6], b.SelfCondRows)
 			var values []*Node
 			names = names[:0]
 			for v := range ctx.IterVariables() {
@@ -254,7 +258,8 @@ func TestInitFrom(t *testing.T) {
 // TestTitleWeight checks where Options.TitleWeight lands: the batch weighs exactly
 // the Copied answer tokens — in the scored canvas and, for a later canvas, in the
 // prefix that holds the earlier one — the weights scale the host loss as written,
-// held-out batches stay unweighted, and the graph engine refuses the option.
+// and held-out batches stay unweighted. (TestHostGradientMatchesGraph checks the
+// graph objective's weights against the host's.)
 func TestTitleWeight(t *testing.T) {
 	cfg := config.Tiny()
 	c := cfg.CanvasLength
@@ -332,10 +337,6 @@ func TestTitleWeight(t *testing.T) {
 		if hb.Weight != nil {
 			t.Errorf("a held-out batch is weighted")
 		}
-	}
-	opts.Engine = EngineGraph
-	if _, err := NewTrainer(goBackend(t), cfg, data, opts, t.TempDir(), false, &log); err == nil {
-		t.Errorf("the graph engine accepted title_weight")
 	}
 }
 

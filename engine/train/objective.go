@@ -45,8 +45,10 @@ type Losses struct {
 //
 // Inputs (B examples, prefix bucket P, canvas C, T = P + C):
 // tokens, positions [B, T] int32; valid, prefixValid [B, T] bool; noisy, decPos
-// [B, C] int32. Rows [0, selfCondRows) get self-conditioning.
-func Objective(net Net, tokens, positions, valid, prefixValid, noisy, decPos *Node, selfCondRows int) Losses {
+// [B, C] int32; weight [B, T] float32, the loss weight of predicting each token
+// (Options.TitleWeight; nil: all 1 — the means still divide by the plain counts,
+// as in hostgrad). Rows [0, selfCondRows) get self-conditioning.
+func Objective(net Net, tokens, positions, valid, prefixValid, noisy, decPos, weight *Node, selfCondRows int) Losses {
 	t := tokens.Shape().Dimensions[1]
 	c := noisy.Shape().Dimensions[1]
 	p := t - c
@@ -55,12 +57,20 @@ func Objective(net Net, tokens, positions, valid, prefixValid, noisy, decPos *No
 	encLogits := net.Logits(Slice(hidden, AxisRange(), AxisRange(0, t-1))) // predicts tokens[:, 1:]
 	next := Slice(tokens, AxisRange(), AxisRange(1, t))
 	pairs := LogicalAnd(Slice(valid, AxisRange(), AxisRange(0, t-1)), Slice(valid, AxisRange(), AxisRange(1, t)))
-	arLoss := maskedMeanCE(encLogits, next, pairs)
+	weighted := func(ce *Node, from int) *Node { // ce · weight of the predicted tokens
+		if weight == nil {
+			return ce
+		}
+		return Mul(ce, Slice(weight, AxisRange(), AxisRange(from, t)))
+	}
+	m := ConvertDType(pairs, dtypes.Float32)
+	arLoss := Div(ReduceAllSum(Mul(weighted(tokenCE(encLogits, next), 1), m)),
+		Max(ReduceAllSum(m), ScalarOne(m.Graph(), dtypes.Float32)))
 
 	soft := selfConditioning(net, noisy, decPos, kv, prefixValid, selfCondRows)
 	logits2 := net.Logits(net.Decode(noisy, decPos, soft, kv, prefixValid))
 	target := Slice(tokens, AxisRange(), AxisRange(p, t))
-	diffLoss := ReduceAllMean(tokenCE(logits2, target))
+	diffLoss := ReduceAllMean(weighted(tokenCE(logits2, target), p))
 	return Losses{Total: Add(diffLoss, arLoss), Diffusion: diffLoss, AR: arLoss}
 }
 
@@ -70,13 +80,6 @@ func tokenCE(logits, target *Node) *Node {
 	logp := LogSoftmax(logits, -1)
 	oneHot := OneHot(target, v, logp.DType())
 	return Neg(ReduceSum(Mul(logp, oneHot), -1))
-}
-
-// maskedMeanCE is the mean of tokenCE over positions where mask [B, N] is true.
-func maskedMeanCE(logits, target, mask *Node) *Node {
-	ce := tokenCE(logits, target)
-	m := ConvertDType(mask, dtypes.Float32)
-	return Div(ReduceAllSum(Mul(ce, m)), Max(ReduceAllSum(m), ScalarOne(m.Graph(), dtypes.Float32)))
 }
 
 // selfConditioning is decoder pass 1 and its soft embedding: run on the first

@@ -31,7 +31,7 @@ func (f fakeNet) HeadKV(kv any, n int) any         { return kv }
 func runObjective(t *testing.T, b *Batch, v int) (total, diff, ar float64) {
 	t.Helper()
 	e, err := NewExec(goBackend(t), func(in []*Node) []*Node {
-		l := Objective(fakeNet{v}, in[0], in[1], in[2], in[3], in[4], in[5], b.SelfCondRows)
+		l := Objective(fakeNet{v}, in[0], in[1], in[2], in[3], in[4], in[5], in[6], b.SelfCondRows)
 		return []*Node{l.Total, l.Diffusion, l.AR}
 	})
 	if err != nil {

@@ -54,7 +54,7 @@ type Options struct {
 	// TitleWeight (> 1) multiplies the loss of the answer tokens that repeat the
 	// prompt's title (Example.Copied), in both the diffusion and the AR term: the
 	// copy is a few tokens of each answer, too weak a signal for a small model to
-	// learn from at weight 1. 0 or 1: off. Host engine only; held-out evals stay
+	// learn from at weight 1. 0 or 1: off. Both engines; held-out evals stay
 	// unweighted.
 	TitleWeight float64 `json:"title_weight,omitempty"`
 
@@ -171,9 +171,6 @@ func NewTrainer(backend backends.Backend, cfg *config.Model, data Data, opts Opt
 	if err != nil {
 		return nil, err
 	}
-	if engine == EngineGraph && opts.TitleWeight > 1 {
-		return nil, fmt.Errorf("train: title_weight needs the host engine (the graph objective has no token weights)")
-	}
 	tr.evalSet = tr.heldoutBatches()
 	if engine == EngineHost {
 		if tr.host, err = newHostState(tr.ctx, cfg); err != nil {
@@ -245,12 +242,12 @@ func trainableVars(ctx *context.Context) []*context.Variable {
 	return vs
 }
 
-// trainStepGraph: inputs = the 6 batch tensors + learning rate; outputs = total,
+// trainStepGraph: inputs = the 7 batch tensors + learning rate; outputs = total,
 // diffusion and AR losses and the gradient norm before clipping.
 func (tr *Trainer) trainStepGraph(ctx *context.Context, in []*Node) []*Node {
 	g := in[0].Graph()
 	net := tr.newNet(ctx, tr.cfg)
-	l := Objective(net, in[0], in[1], in[2], in[3], in[4], in[5], SelfCondRows(tr.opts.SelfCondP, in[0].Shape().Dimensions[0]))
+	l := Objective(net, in[0], in[1], in[2], in[3], in[4], in[5], in[6], SelfCondRows(tr.opts.SelfCondP, in[0].Shape().Dimensions[0]))
 	var vars []*context.Variable
 	var values []*Node
 	for v := range ctx.IterVariables() {
@@ -262,7 +259,7 @@ func (tr *Trainer) trainStepGraph(ctx *context.Context, in []*Node) []*Node {
 	grads := Gradient(l.Total, values...)
 	grads, norm := clipByGlobalNorm(grads, tr.opts.ClipNorm)
 	adamW{Beta1: tr.opts.Beta1, Beta2: tr.opts.Beta2, Eps: tr.opts.AdamEps, WeightDecay: tr.opts.WeightDecay}.
-		update(ctx, vars, grads, in[6])
+		update(ctx, vars, grads, in[7])
 	if os.Getenv("DARKROOM_TRAIN_NODES") != "" {
 		dumpLargestNodes(g)
 	}
@@ -272,7 +269,7 @@ func (tr *Trainer) trainStepGraph(ctx *context.Context, in []*Node) []*Node {
 // evalGraph: the same objective without the update.
 func (tr *Trainer) evalGraph(ctx *context.Context, in []*Node) []*Node {
 	net := tr.newNet(ctx, tr.cfg)
-	l := Objective(net, in[0], in[1], in[2], in[3], in[4], in[5], SelfCondRows(tr.opts.SelfCondP, in[0].Shape().Dimensions[0]))
+	l := Objective(net, in[0], in[1], in[2], in[3], in[4], in[5], in[6], SelfCondRows(tr.opts.SelfCondP, in[0].Shape().Dimensions[0]))
 	return []*Node{l.Total, l.Diffusion, l.AR}
 }
 
@@ -285,7 +282,21 @@ func (b *Batch) inputs() []any {
 		tensors.FromFlatDataAndDimensions(b.PrefixValid, bt, t),
 		tensors.FromFlatDataAndDimensions(b.Noisy, bt, c),
 		tensors.FromFlatDataAndDimensions(b.DecPos, bt, c),
+		tensors.FromFlatDataAndDimensions(b.weights(), bt, t),
 	}
+}
+
+// weights returns Weight, or all ones when the batch is unweighted (the graph
+// takes the input either way, so one compiled step serves both).
+func (b *Batch) weights() []float32 {
+	if b.Weight != nil {
+		return b.Weight
+	}
+	w := make([]float32, b.B*(b.P+b.C))
+	for i := range w {
+		w[i] = 1
+	}
+	return w
 }
 
 func (tr *Trainer) noiseConfig() NoiseConfig {
