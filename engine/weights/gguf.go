@@ -104,18 +104,9 @@ func LoadGGUF(path string, cfg *config.Model) (*Set, error) {
 
 // LoadGGUFWith is LoadGGUF with conversion options.
 func LoadGGUFWith(path string, cfg *config.Model, opts GGUFOptions) (*Set, error) {
-	set := NewSet()
-	err := EachGGUFWith(path, cfg, opts, func(name string, t *tensors.Tensor, q *quant.Spec) error {
-		if q != nil {
-			set.Quant[strings.TrimSuffix(name, quant.WeightSuffix)] = *q
-		}
-		set.Tensors[name] = t
-		return nil
+	return collect(func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
+		return EachGGUFWith(path, cfg, opts, fn)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return set, nil
 }
 
 // EachGGUF is Each for a GGUF file: every name, shape and type is checked before the

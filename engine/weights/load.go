@@ -68,18 +68,9 @@ type plan struct {
 // FromCheckpoint loads cfg's tensors from an open checkpoint (see Load). It checks
 // every header first and reads data only once all checks pass.
 func FromCheckpoint(ck *safetensors.Checkpoint, cfg *config.Model) (*Set, error) {
-	set := NewSet()
-	err := EachFromCheckpoint(ck, cfg, func(name string, t *tensors.Tensor, q *quant.Spec) error {
-		if q != nil {
-			set.Quant[strings.TrimSuffix(name, quant.WeightSuffix)] = *q
-		}
-		set.Tensors[name] = t
-		return nil
+	return collect(func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
+		return EachFromCheckpoint(ck, cfg, fn)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return set, nil
 }
 
 // Each streams the checkpoint in dir one tensor at a time, for callers that move

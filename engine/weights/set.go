@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math/rand/v2"
 	"sort"
+	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
@@ -27,6 +28,23 @@ type Set struct {
 // NewSet returns an empty Set.
 func NewSet() *Set {
 	return &Set{Tensors: map[string]*tensors.Tensor{}, Quant: map[string]quant.Spec{}}
+}
+
+// collect gathers a tensor stream (Each's callback protocol: a quantized weight's
+// NAME.qweight arrives with its spec) into a new Set; on an error it returns none.
+func collect(stream func(fn func(name string, t *tensors.Tensor, q *quant.Spec) error) error) (*Set, error) {
+	set := NewSet()
+	err := stream(func(name string, t *tensors.Tensor, q *quant.Spec) error {
+		if q != nil {
+			set.Quant[strings.TrimSuffix(name, quant.WeightSuffix)] = *q
+		}
+		set.Tensors[name] = t
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return set, nil
 }
 
 // Names lists the stored tensor names, sorted.
