@@ -126,13 +126,7 @@ func quantGroup8(x []float32, q []byte) float32 {
 	s := amax / 127
 	inv := 1 / s
 	for i, v := range x {
-		r := nearestInt(v * inv)
-		if r < -127 {
-			r = -127
-		} else if r > 127 {
-			r = 127
-		}
-		q[i] = byte(int8(r))
+		q[i] = byte(int8(min(max(nearestInt(v*inv), -127), 127)))
 	}
 	return s
 }
@@ -165,12 +159,7 @@ func quantGroup4(x []float32, q []byte) float32 {
 		iscale := -(8 + 0.1*k) / xmax
 		var sumlx, suml2 float32
 		for i, v := range x {
-			l := nearestInt(iscale * v)
-			if l < -8 {
-				l = -8
-			} else if l > 7 {
-				l = 7
-			}
+			l := min(max(nearestInt(iscale*v), -8), 7)
 			tryL[i] = int8(l)
 			fl := float32(l)
 			sumlx += v * fl
