@@ -215,22 +215,13 @@ func writeRows(cache, chunk *Node, w cacheWrite) *Node {
 }
 
 func (s *cacheKeys) keys(layer int, k, v *Node) (K, V, visible *Node) {
-	cfg := s.p.Cfg
-	pk, pv, pos, valid := s.p.cachedPrefix(layer, s.k[layer], s.v[layer], s.length)
-	b, t, r := k.Shape().Dimensions[0], k.Shape().Dimensions[1], pv.Shape().Dimensions[1]
-	win := 0
-	if cfg.IsSliding(layer) {
-		win = cfg.SlidingWindow
-	}
-	key := r<<1 | min(win, 1)
-	m, ok := s.masks[key]
-	if !ok {
-		kpos := Concatenate([]*Node{BroadcastToDims(pos, b, r), s.qpos}, 1)
-		kvalid := Concatenate([]*Node{BroadcastToDims(valid, b, r), s.qvalid}, 1)
-		m = causalVisible(s.qpos, kpos, kvalid, win)
-		s.masks[key] = m
-	}
-	w := s.write(b, t, r)
+	pk, pv, m := s.p.cachedLayer(layer, s.k[layer], s.v[layer], s.length, k, s.masks,
+		func(pos, valid *Node, b, t, r, win int) *Node {
+			kpos := Concatenate([]*Node{BroadcastToDims(pos, b, r), s.qpos}, 1)
+			kvalid := Concatenate([]*Node{BroadcastToDims(valid, b, r), s.qvalid}, 1)
+			return causalVisible(s.qpos, kpos, kvalid, win)
+		})
+	w := s.write(k.Shape().Dimensions[0], k.Shape().Dimensions[1], pv.Shape().Dimensions[1])
 	if s.k[layer] != nil {
 		s.k[layer] = writeRows(s.k[layer], k, w)
 	}

@@ -178,19 +178,31 @@ type runnerKeys struct {
 }
 
 func (s *runnerKeys) keys(layer int, k, v *Node) (K, V, visible *Node) {
-	cfg := s.p.Cfg
-	pk, pv, pos, valid := s.p.cachedPrefix(layer, s.k[layer], s.v[layer], s.length)
-	b, t, r := k.Shape().Dimensions[0], k.Shape().Dimensions[1], pv.Shape().Dimensions[1]
-	w := 0
-	if cfg.IsSliding(layer) {
-		w = cfg.SlidingWindow
-	}
-	key := r<<1 | min(w, 1)
-	m, ok := s.masks[key]
-	if !ok {
-		pm := prefixVisible(Reshape(s.length, 1), pos, valid, t, w)
-		m = Concatenate([]*Node{pm, BroadcastToDims(Const(k.Graph(), true), b, t, t)}, -1)
-		s.masks[key] = m
-	}
+	pk, pv, m := s.p.cachedLayer(layer, s.k[layer], s.v[layer], s.length, k, s.masks,
+		func(pos, valid *Node, b, t, r, win int) *Node {
+			pm := prefixVisible(Reshape(s.length, 1), pos, valid, t, win)
+			return Concatenate([]*Node{pm, BroadcastToDims(Const(k.Graph(), true), b, t, t)}, -1)
+		})
 	return Concatenate([]*Node{pk, k}, 1), Concatenate([]*Node{pv, v}, 1), m
+}
+
+// cachedLayer is what the two key sources over a cache (runnerKeys, cacheKeys) share
+// for one layer: its cached prefix (cachedPrefix, kc/vc the layer's cache entries)
+// and its attention mask, built by mask for the chunk k [B, T, Kv, Hd], R cached
+// slots and the layer's window (0 on full layers), memoized in masks by (R, sliding).
+func (p *Params) cachedLayer(layer int, kc, vc, length, k *Node, masks map[int]*Node,
+	mask func(pos, valid *Node, b, t, r, win int) *Node) (pk, pv, visible *Node) {
+	pk, pv, pos, valid := p.cachedPrefix(layer, kc, vc, length)
+	b, t, r := k.Shape().Dimensions[0], k.Shape().Dimensions[1], pv.Shape().Dimensions[1]
+	win := 0
+	if p.Cfg.IsSliding(layer) {
+		win = p.Cfg.SlidingWindow
+	}
+	key := r<<1 | min(win, 1)
+	m, ok := masks[key]
+	if !ok {
+		m = mask(pos, valid, b, t, r, win)
+		masks[key] = m
+	}
+	return pk, pv, m
 }
