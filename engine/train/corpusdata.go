@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/darkroomlabs/darkroom/assets"
+
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 )
@@ -73,7 +75,7 @@ func Tokenize(tok *tokenizer.Tokenizer, recs []Record) ([]Example, error) {
 		}
 		answer := append(tok.Encode(strings.TrimSpace(r.Answer)), turnEnd)
 		var copied []int
-		if title := strings.Join(strings.Fields(r.Title), " "); title != "" {
+		if title := assets.CleanLine(r.Title); title != "" {
 			copied = titleCopies(answer, tok.Encode(title), tok.Encode(" "+title))
 		}
 		out = append(out, Example{Title: r.Title, Kind: r.Kind, Prompt: prompt, Answer: answer, Copied: copied})

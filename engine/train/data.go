@@ -208,7 +208,7 @@ type Batch struct {
 	SelfCondRows int
 	NoiseLevels  []float32 // [B] t of each example (for logging and tests)
 	// Weight is the loss weight of predicting each token (nil: all 1; see
-	// Options.TitleWeight). Only the host engine reads it.
+	// Options.TitleWeight).
 	Weight []float32 // [B, T]
 	// RealTokens counts non-padding, non-EOS-fill positions (for tokens/s).
 	RealTokens int
@@ -270,10 +270,7 @@ func buildBatch(ex []Example, pb plannedBatch, c, eos, pad int, nc NoiseConfig, 
 		bt.RealTokens += l + min(max(real, 0), c)
 		if titleWeight > 1 && len(e.Copied) > 0 {
 			if bt.Weight == nil {
-				bt.Weight = make([]float32, bsz*t)
-				for i := range bt.Weight {
-					bt.Weight[i] = 1
-				}
+				bt.Weight = ones(bsz * t)
 			}
 			// Answer position j is row index p − l + len(prompt) + j (earlier canvases
 			// in the prefix, the scored canvas after it); later canvases are not in the row.

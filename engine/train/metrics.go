@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/darkroomlabs/darkroom/assets"
+
 	"golang.org/x/net/html"
 )
 
@@ -63,7 +65,7 @@ func CheckPage(page, title string) PageCheck {
 	return pc
 }
 
-func normalizeTitle(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+func normalizeTitle(s string) string { return strings.ToLower(assets.CleanLine(s)) }
 
 // textOf concatenates the text nodes under n, separating elements by spaces.
 func textOf(n *html.Node) string {

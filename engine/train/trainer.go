@@ -292,7 +292,12 @@ func (b *Batch) weights() []float32 {
 	if b.Weight != nil {
 		return b.Weight
 	}
-	w := make([]float32, b.B*(b.P+b.C))
+	return ones(b.B * (b.P + b.C))
+}
+
+// ones returns n float32 ones.
+func ones(n int) []float32 {
+	w := make([]float32, n)
 	for i := range w {
 		w[i] = 1
 	}
