@@ -169,7 +169,7 @@ func (c *hostCache) rotation(inv []float32, n int) (pairs []int, cos, sin []floa
 	for ; r.n < n; r.n++ {
 		p := float32(r.n)
 		for _, j := range r.pairs {
-			a := float64(p * inv[j]) // float32 angle, as ropeTables computes it
+			a := float64(p * inv[j]) // float32 angle, as RopeTables computes it
 			r.cos, r.sin = append(r.cos, float32(math.Cos(a))), append(r.sin, float32(math.Sin(a)))
 		}
 	}
@@ -429,7 +429,7 @@ func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, 
 	for j, f := range mustInvFreq(cfg, i) {
 		inv[j] = float32(f)
 	}
-	cos, sin := ropeTables(start, c, inv)
+	cos, sin := RopeTables(start, c, inv)
 	q = rmsRows(q, hd, h.w.get(name+"q_norm.weight"), eps)
 	ropeRows(q, c, nh, hd, cos, sin)
 	k = rmsRows(kRaw, hd, h.w.get(name+"k_norm.weight"), eps)
@@ -652,8 +652,9 @@ func geluMulInto(dst, gate, up, tmp []float32) {
 	}
 }
 
-// ropeTables are cos/sin of (start+t)·inv_freq: [C, Hd/2] each.
-func ropeTables(start, c int, inv []float32) (cos, sin []float32) {
+// RopeTables are cos/sin of (start+t)·inv_freq: [C, Hd/2] each, the angle rounded
+// to float32 as the graph computes it (the host path and hostgrad's trainer share them).
+func RopeTables(start, c int, inv []float32) (cos, sin []float32) {
 	half := len(inv)
 	cos, sin = make([]float32, c*half), make([]float32, c*half)
 	for t := range c {

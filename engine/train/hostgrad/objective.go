@@ -295,11 +295,15 @@ func (n *net) attention(tp *Tape, i int, x *T, rows, start int, pk, pv *T, npre 
 	if cfg.IsSliding(i) {
 		vRaw = tp.MatNT(x, n.get(name+"v_proj.weight"), rows, kvh*hd, d)
 	}
-	inv, err := model.InvFreq(cfg.LayerRope(i), hd)
+	inv64, err := model.InvFreq(cfg.LayerRope(i), hd)
 	if err != nil {
 		panic(fmt.Sprintf("layer %d: %v", i, err))
 	}
-	cos, sin := ropeTables(start, rows, inv)
+	inv := make([]float32, len(inv64))
+	for j, f := range inv64 {
+		inv[j] = float32(f)
+	}
+	cos, sin := model.RopeTables(start, rows, inv)
 	q = tp.RoPE(tp.RMS(q, hd, n.get(name+"q_norm.weight"), n.eps), rows, nh, hd, cos, sin)
 	k = tp.RoPE(tp.RMS(kRaw, hd, n.get(name+"k_norm.weight"), n.eps), rows, kvh, hd, cos, sin)
 	v = tp.RMS(vRaw, hd, nil, n.eps)
@@ -351,19 +355,4 @@ func (n *net) moe(tp *Tape, i int, x, r *T, rows int) *T {
 		ys[ex] = tp.MatNT(tp.GeGLUSplit(g, m, f), view(dn, ex*d*f, (ex+1)*d*f), m, d, f)
 	}
 	return tp.Combine(ys, tokens, slots, w, rows, d, k)
-}
-
-// ropeTables are cos/sin of (start+t)·inv_freq: [c, Hd/2] each, with the angle
-// rounded to float32 as the graph and the host model compute it.
-func ropeTables(start, c int, inv64 []float64) (cos, sin []float32) {
-	half := len(inv64)
-	cos, sin = make([]float32, c*half), make([]float32, c*half)
-	for t := range c {
-		pos := float32(start + t)
-		for j, f := range inv64 {
-			a := float64(pos * float32(f))
-			cos[t*half+j], sin[t*half+j] = float32(math.Cos(a)), float32(math.Sin(a))
-		}
-	}
-	return cos, sin
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/model"
 )
 
 // Each op's backward pass against central finite differences of a random linear
@@ -92,7 +94,7 @@ func TestOpGradients(t *testing.T) {
 	checkGrad(t, "GeGLUSplit", []*T{randT(rng, 3*2*4, 1.5)}, func(tp *Tape, in []*T) (*T, float64) {
 		return tp.GeGLUSplit(in[0], 3, 4), 0
 	})
-	cos, sin := ropeTables(3, 4, []float64{1, 0.1, 0})
+	cos, sin := model.RopeTables(3, 4, []float32{1, 0.1, 0})
 	checkGrad(t, "RoPE", []*T{randT(rng, 4*2*6, 1)}, func(tp *Tape, in []*T) (*T, float64) {
 		return tp.RoPE(in[0], 4, 2, 6, cos, sin), 0
 	})
