@@ -284,9 +284,7 @@ func (h *hostModel) prefix(cache *hostCache, i, lo, length int) prefixRows {
 	var pairs []int
 	if full && n > 0 {
 		w = h.w.get(layerPrefix(i) + "self_attn.k_norm.weight")
-		for _, f := range mustInvFreq(cfg, i) {
-			inv = append(inv, float32(f))
-		}
+		inv = mustInvFreq(cfg, i)
 		pairs, cos, sin = cache.rotation(inv, length)
 	}
 	for j := range kvh {
@@ -425,11 +423,7 @@ func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, 
 	if cfg.IsSliding(i) {
 		vRaw = matNT(x, h.w.get(name+"v_proj.weight"), c, kvh*hd, d)
 	}
-	inv := make([]float32, hd/2)
-	for j, f := range mustInvFreq(cfg, i) {
-		inv[j] = float32(f)
-	}
-	cos, sin := RopeTables(start, c, inv)
+	cos, sin := RopeTables(start, c, mustInvFreq(cfg, i))
 	q = rmsRows(q, hd, h.w.get(name+"q_norm.weight"), eps)
 	ropeRows(q, c, nh, hd, cos, sin)
 	k = rmsRows(kRaw, hd, h.w.get(name+"k_norm.weight"), eps)
@@ -683,8 +677,8 @@ func ropeRows(x []float32, c, heads, hd int, cos, sin []float32) {
 	}
 }
 
-func mustInvFreq(cfg *config.Text, i int) []float64 {
-	inv, err := InvFreq(cfg.LayerRope(i), cfg.LayerHeadDim(i))
+func mustInvFreq(cfg *config.Text, i int) []float32 {
+	inv, err := InvFreq32(cfg.LayerRope(i), cfg.LayerHeadDim(i))
 	if err != nil {
 		panic(fmt.Errorf("layer %d: %w", i, err))
 	}

@@ -50,6 +50,20 @@ func InvFreq(r config.Rope, headDim int) ([]float64, error) {
 	return inv, nil
 }
 
+// InvFreq32 is InvFreq rounded to float32, the frequencies of the host paths'
+// RoPE tables (RopeTables).
+func InvFreq32(r config.Rope, headDim int) ([]float32, error) {
+	inv, err := InvFreq(r, headDim)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, len(inv))
+	for j, f := range inv {
+		out[j] = float32(f)
+	}
+	return out, nil
+}
+
 // ApplyRoPE rotates x by its positions in float32 (rotate-half layout):
 // out = x·cos + rotate_half(x)·sin with cos/sin of positions·inv_freq repeated over
 // both halves.

@@ -295,13 +295,9 @@ func (n *net) attention(tp *Tape, i int, x *T, rows, start int, pk, pv *T, npre 
 	if cfg.IsSliding(i) {
 		vRaw = tp.MatNT(x, n.get(name+"v_proj.weight"), rows, kvh*hd, d)
 	}
-	inv64, err := model.InvFreq(cfg.LayerRope(i), hd)
+	inv, err := model.InvFreq32(cfg.LayerRope(i), hd)
 	if err != nil {
 		panic(fmt.Sprintf("layer %d: %v", i, err))
-	}
-	inv := make([]float32, len(inv64))
-	for j, f := range inv64 {
-		inv[j] = float32(f)
 	}
 	cos, sin := model.RopeTables(start, rows, inv)
 	q = tp.RoPE(tp.RMS(q, hd, n.get(name+"q_norm.weight"), n.eps), rows, nh, hd, cos, sin)
