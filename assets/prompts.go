@@ -38,6 +38,25 @@ func CleanLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// EncyclopediaOpening is the start of every encyclopedia page, decided before
+// the model writes: the title as the page's heading line,
+//
+//	<h1>TITLE</h1>
+//
+// with its newline, spelled and escaped exactly as the corpus writes it. The
+// Encyclopedia screen, `darkroom wiki` and the local server send it as
+// engine.Request.Opening, so diffusion holds it at the head of the canvas and
+// every page carries the title that was asked for; the model writes the rest.
+func EncyclopediaOpening(title string) string {
+	return "<h1>" + EscapeText(CleanLine(title)) + "</h1>\n"
+}
+
+// EscapeText escapes the three characters the page format escapes in text
+// (& < >); quotes stay as they are.
+func EscapeText(s string) string { return textEscaper.Replace(s) }
+
+var textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
 // EncyclopediaPrompt is the user turn the Encyclopedia screen and `darkroom wiki`
 // send for a topic (no system turn), and the prompt of every "page" training
 // example:

@@ -46,6 +46,14 @@ type Request struct {
 	Seed      uint64 // the same seed reproduces a run exactly
 	CanvasIDs []int  // warm start: initial tokens of the first canvas (edit in place)
 
+	// Opening is the start of the answer, fixed in advance (the Encyclopedia's
+	// "<h1>Title</h1>\n"): its tokens open the answer in both modes. Diffusion
+	// holds them at the head of the first canvas — the sampler never re-noises
+	// or changes them — and develops the rest around them (infill); AR feeds them
+	// as the first answer tokens. Result.Tokens and Text begin with them. It is
+	// tokenized as plain text (no BOS) and must fit in max new tokens and one canvas.
+	Opening string
+
 	// OnEvent, if set, is called synchronously from the generating goroutine for
 	// every denoising step, committed canvas and AR token. It must not block for long.
 	OnEvent func(Event)
@@ -91,13 +99,13 @@ type CanvasStats struct {
 // Result is a finished generation.
 type Result struct {
 	Text          string        `json:"text"`
-	Tokens        []int         `json:"tokens"` // generated ids, up to and excluding EOS
+	Tokens        []int         `json:"tokens"` // the Opening's ids then the generated ids, up to and excluding EOS
 	Canvases      []CanvasStats `json:"canvases"`
 	ForwardPasses int           `json:"forward_passes"`
 	PromptTokens  int           `json:"prompt_tokens"`
 	Elapsed       time.Duration `json:"-"`
 	ElapsedMS     float64       `json:"elapsed_ms"`
-	TokensPerS    float64       `json:"tokens_per_s"`
+	TokensPerS    float64       `json:"tokens_per_s"`    // generated tokens (the Opening not counted) per second
 	FirstCanvasMS float64       `json:"first_canvas_ms"` // time to the first committed canvas (or AR token)
 	ForwardMS     float64       `json:"forward_ms"`      // time inside model forward passes (the rest is sampling and bookkeeping)
 	ForwardFLOPs  float64       `json:"forward_flops"`   // model arithmetic of those passes (engine/model's count of useful FLOPs)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
@@ -116,6 +117,18 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 		return nil, err
 	}
 	canvas := e.cfg.CanvasLength
+	eos := e.cfg.Generation.EOSTokenIDs
+	if len(eos) == 0 {
+		eos = e.cfg.EOSTokenIDs
+	}
+	opening := e.tok.Encode(req.Opening)
+	switch {
+	case len(opening) > min(s.MaxNewTokens, canvas):
+		return nil, fmt.Errorf("the opening is %d tokens; it must fit in max new tokens (%d) and one canvas (%d)",
+			len(opening), s.MaxNewTokens, canvas)
+	case slices.ContainsFunc(opening, func(id int) bool { return slices.Contains(eos, id) }):
+		return nil, fmt.Errorf("the opening %q contains an end-of-sequence token", req.Opening)
+	}
 	need := len(prompt) + s.MaxNewTokens
 	if req.Mode != AR {
 		need = len(prompt) + (s.MaxNewTokens+canvas-1)/canvas*canvas
@@ -128,12 +141,8 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 	if err != nil {
 		return nil, err
 	}
-	eos := e.cfg.Generation.EOSTokenIDs
-	if len(eos) == 0 {
-		eos = e.cfg.EOSTokenIDs
-	}
 	return &generation{ctx: ctx, req: req, run: e.run, tok: e.tok, smp: smp, s: s,
-		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt}, nil
+		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt, opening: opening}, nil
 }
 
 // Where a loaded model's forward passes run (Engine.Path).

@@ -48,6 +48,7 @@ type generation struct {
 	eos     []int
 	pad     int
 	prompt  []int
+	opening []int // Request.Opening's ids: held at the head of the first canvas (AR: fed first)
 	start   time.Time
 	forward int           // forward passes so far
 	fwdTime time.Duration // spent inside forward passes
@@ -123,7 +124,7 @@ func (g *generation) diffusion() error {
 		}
 		var given []int
 		if ci == 0 {
-			given = g.req.CanvasIDs
+			given = append(slices.Clone(g.opening), g.req.CanvasIDs[min(len(g.opening), len(g.req.CanvasIDs)):]...)
 		}
 		argmax, stats, ok, err := g.denoise(ci, given)
 		if err != nil || !ok {
@@ -150,7 +151,11 @@ func (g *generation) diffusion() error {
 // denoise develops one canvas and returns its final argmax. ok is false when the
 // context was cancelled before the canvas finished.
 func (g *generation) denoise(ci int, given []int) (argmax []int, stats CanvasStats, ok bool, err error) {
-	draft := g.smp.Canvas(given, g.canvas)
+	hold := 0
+	if ci == 0 {
+		hold = len(g.opening)
+	}
+	draft := g.smp.Canvas(given, hold, g.canvas)
 	var soft any
 	for step := 1; step <= g.s.MaxSteps; step++ {
 		if g.cancelled() {
@@ -191,9 +196,16 @@ func (g *generation) autoregressive() error {
 	if g.cancelled() {
 		return nil
 	}
-	logits, err := g.forwardEncode(g.prompt)
+	// The opening is answer text already decided: it goes through the encoder
+	// with the prompt and opens the output.
+	logits, err := g.forwardEncode(append(slices.Clone(g.prompt), g.opening...))
 	if err != nil {
 		return err
+	}
+	g.out = slices.Clone(g.opening)
+	if len(g.out) >= g.s.MaxNewTokens {
+		g.res.StopReason = "max_tokens"
+		return nil
 	}
 	for {
 		if err := checkLogits(logits, g.vocab); err != nil {
@@ -205,7 +217,7 @@ func (g *generation) autoregressive() error {
 			return nil
 		}
 		g.out = append(g.out, id)
-		if len(g.out) == 1 {
+		if len(g.out) == len(g.opening)+1 {
 			g.res.FirstCanvasMS = ms(time.Since(g.start))
 		}
 		g.emit(Event{Kind: EventToken, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
@@ -250,7 +262,7 @@ func (g *generation) finish() *Result {
 	r.ForwardMS = ms(g.fwdTime)
 	r.ForwardFLOPs = g.flops
 	if s := r.Elapsed.Seconds(); s > 0 {
-		r.TokensPerS = float64(len(r.Tokens)) / s
+		r.TokensPerS = float64(max(len(r.Tokens)-len(g.opening), 0)) / s
 	}
 	g.emit(Event{Kind: EventDone, Canvas: max(len(r.Canvases)-1, 0), Committed: slices.Clone(g.out), Text: r.Text})
 	return r

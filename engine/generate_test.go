@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -70,7 +71,17 @@ func (f *scriptRunner) Decode(canvas []int, soft any, temp float64) ([]float32, 
 
 type wordCodec struct{}
 
-func (wordCodec) Encode(text string) []int { return nil }
+// Encode is Decode's inverse: "t7 t8" → [7 8]; anything else is skipped.
+func (wordCodec) Encode(text string) []int {
+	var ids []int
+	for _, w := range strings.Fields(text) {
+		var id int
+		if _, err := fmt.Sscanf(w, "t%d", &id); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
 func (wordCodec) Decode(ids []int) string {
 	var b strings.Builder
 	for _, id := range ids {
@@ -247,6 +258,74 @@ func TestDiffusionWarmStart(t *testing.T) {
 	if _, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(),
 		CanvasIDs: []int{5, 9999}}); err == nil || !strings.Contains(err.Error(), "9999") {
 		t.Errorf("out-of-vocabulary canvas id: err = %v", err)
+	}
+}
+
+// TestOpeningIsHeld: the opening's tokens head the first canvas at every
+// decoder step although the model would write other tokens there, the rest of
+// the canvas develops as usual, the result begins with them, and they are not
+// counted as generated; AR feeds them to the encoder with the prompt. Openings
+// that cannot be held are refused.
+func TestOpeningIsHeld(t *testing.T) {
+	opening := []int{7, 8, 9} // body() never writes ids below 10
+	f := newScript(body)
+	res, err := testEngine(f).Generate(context.Background(), Request{PromptIDs: prompt(),
+		Opening: "t7 t8 t9", CanvasIDs: []int{1, 1, 1, 44}, Sampling: Sampling{MaxNewTokens: 24}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range f.decodes[:res.Canvases[0].Steps] {
+		if !slices.Equal(d.canvas[:3], opening) {
+			t.Fatalf("decode %d canvas starts %v, want the opening %v", i, d.canvas[:3], opening)
+		}
+	}
+	if first := f.decodes[0].canvas; first[3] != 44 {
+		t.Errorf("warm start after the opening lost: canvas %v", first)
+	}
+	want := slices.Clone(opening)
+	for i := 3; i < 24; i++ {
+		want = append(want, body(promptLen+i))
+	}
+	if !slices.Equal(res.Tokens, want) || !strings.HasPrefix(res.Text, "t7 t8 t9 t") {
+		t.Errorf("tokens %v\nwant %v (text %q)", res.Tokens, want, res.Text)
+	}
+	if second := f.decodes[res.Canvases[0].Steps].canvas; slices.Equal(second[:3], opening) {
+		t.Errorf("opening held in the second canvas too: %v", second)
+	}
+	if wantRate := float64(21) / res.Elapsed.Seconds(); math.Abs(res.TokensPerS-wantRate) > 0.05*wantRate {
+		t.Errorf("tokens/s %v counts the opening (want ≈ %v)", res.TokensPerS, wantRate)
+	}
+
+	f = newScript(body)
+	res, err = testEngine(f).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: AR,
+		Opening: "t7 t8 t9", Sampling: Sampling{MaxNewTokens: 6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.encodes[0], append(prompt(), opening...)) {
+		t.Errorf("AR first encoder pass %v, want prompt + opening", f.encodes[0])
+	}
+	wantAR := append(slices.Clone(opening), body(promptLen+3), body(promptLen+4), body(promptLen+5))
+	if !slices.Equal(res.Tokens, wantAR) || res.StopReason != "max_tokens" {
+		t.Errorf("AR tokens %v (%s), want %v", res.Tokens, res.StopReason, wantAR)
+	}
+
+	for _, tc := range []struct {
+		opening string
+		max     int
+		want    string
+	}{
+		{"t7 t8 t9", 2, "must fit"},
+		{strings.Repeat("t7 ", 17), 64, "must fit"}, // canvas 16
+		{"t7 t106", 32, "end-of-sequence"},
+	} {
+		for _, m := range []Mode{Diffusion, AR} {
+			_, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: m,
+				Opening: tc.opening, Sampling: Sampling{MaxNewTokens: tc.max}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s opening %q, max %d: err = %v, want %q", m, tc.opening, tc.max, err, tc.want)
+			}
+		}
 	}
 }
 

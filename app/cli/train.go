@@ -391,6 +391,7 @@ func runTrainEval(env *Env, args []string) error {
 	first := fs.Int("first", 0, "first held-out page (the report's pages are 0…pages−1; choose sampling settings on later ones)")
 	modesFlag := fs.String("modes", "diffusion,ar", "generation modes to score")
 	noLoss := fs.Bool("no-loss", false, "skip the held-out loss")
+	freeHeading := fs.Bool("free-heading", false, "let the model write each page's <h1> too (default: the title is held as the heading, as the app does)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -408,7 +409,7 @@ func runTrainEval(env *Env, args []string) error {
 	ctx, cancel := signalContext()
 	defer cancel()
 	rep, err := train.Evaluate(ctx, train.EvalOptions{ModelDir: *modelDir, CorpusDir: *corpusDir, Pages: *pages,
-		Seed: *seed, ARTemperature: *arTemp, Backend: *backendName, First: *first, Modes: modes, NoLoss: *noLoss,
+		Seed: *seed, ARTemperature: *arTemp, Backend: *backendName, First: *first, Modes: modes, NoLoss: *noLoss, FreeHeading: *freeHeading,
 		Log: env.Stderr})
 	if err != nil {
 		return err
@@ -425,6 +426,7 @@ func runTrainEval(env *Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "  on the %d tokens that repeat the title: AR %.3f, diffusion %.3f nats/token\n",
 			l.TitleTokens, l.TitleAR, l.TitleDiffusion)
 	}
+	fmt.Fprintf(env.Stdout, "pages: the <h1> heading %s\n", rep.Settings["heading"])
 	for _, m := range []struct {
 		name string
 		r    train.ModeReport

@@ -26,6 +26,7 @@ func init() {
 type wikiPage struct {
 	Title         string   `json:"title"`
 	Prompt        string   `json:"prompt"`
+	Opening       string   `json:"opening"` // the heading held before the model writes ("" with --free-heading)
 	HTML          string   `json:"html"`
 	Links         []string `json:"links"` // topics of the page's /wiki/ links, in order
 	Model         string   `json:"model"`
@@ -40,12 +41,13 @@ type wikiPage struct {
 }
 
 func runWiki(env *Env, args []string) error {
-	fs := newFlagSet(env, "wiki", `[--model DIR] [--seed N] [--mode diffusion|ar] [--json] "TITLE"`)
+	fs := newFlagSet(env, "wiki", `[--model DIR] [--seed N] [--mode diffusion|ar] [--free-heading] [--json] "TITLE"`)
 	modelDir := fs.String("model", "", "model directory in the Hugging Face layout (default: the built-in Darkroom Mini)")
 	seed := fs.Uint64("seed", 1, "sampler seed; the same seed writes the same page")
 	mode := fs.String("mode", "diffusion", `"diffusion" (canvas by canvas) or "ar" (one token per forward pass)`)
 	backendName := fs.String("backend", "", `GoMLX backend: "go", "xla", "auto" (default: $GOMLX_BACKEND, else go)`)
 	maxTokens := fs.Int("max-tokens", 0, "most tokens to write (default: the model's max_new_tokens)")
+	free := fs.Bool("free-heading", false, "let the model write the page's <h1> too (by default the title is held as the heading, as the Encyclopedia screen does)")
 	asJSON := fs.Bool("json", false, "print the page and its generation statistics as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -85,13 +87,16 @@ func runWiki(env *Env, args []string) error {
 		fmt.Fprintln(env.Stderr, "darkroom:", fb)
 	}
 
-	prompt := assets.EncyclopediaPrompt(title)
-	res, err := eng.Generate(ctx, engine.Request{Prompt: prompt, Mode: m, Seed: *seed,
+	prompt, opening := assets.EncyclopediaPrompt(title), assets.EncyclopediaOpening(title)
+	if *free {
+		opening = ""
+	}
+	res, err := eng.Generate(ctx, engine.Request{Prompt: prompt, Opening: opening, Mode: m, Seed: *seed,
 		Sampling: engine.Sampling{MaxNewTokens: *maxTokens}})
 	if err != nil {
 		return fmt.Errorf("wiki: %w", err)
 	}
-	page := wikiPage{Title: title, Prompt: prompt, HTML: res.Text, Links: pageLinks(res.Text), Model: src.String(),
+	page := wikiPage{Title: title, Prompt: prompt, Opening: opening, HTML: res.Text, Links: pageLinks(res.Text), Model: src.String(),
 		Backend: eng.Backend(), Mode: string(m), Seed: *seed, Tokens: len(res.Tokens), ForwardPasses: res.ForwardPasses,
 		ElapsedMS: res.ElapsedMS, TokensPerS: res.TokensPerS, StopReason: res.StopReason}
 	if *asJSON {

@@ -81,9 +81,21 @@ func TestWikiGenerates(t *testing.T) {
 	if !reflect.DeepEqual(pages[0], withTiming(pages[1], pages[0])) {
 		t.Errorf("same seed, different pages:\n%+v\n%+v", pages[0], pages[1])
 	}
+	// The title is held as the heading (random weights would never write it).
+	if p.Opening != "<h1>operating system</h1>\n" || !strings.HasPrefix(p.HTML, p.Opening) {
+		t.Errorf("opening %q, page %q: want the page to start with the held heading", p.Opening, p.HTML)
+	}
 	out, stderr, code := wikiRun("wiki", "--model", dir, "--seed", "7", "--mode", "ar", "--backend", wikiTestBackend, "Unix")
-	if code != 0 || !strings.Contains(stderr, "tokens in") {
+	if code != 0 || !strings.Contains(stderr, "tokens in") || !strings.HasPrefix(out, "<h1>Unix</h1>") {
 		t.Fatalf("wiki --mode ar: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	var free wikiPage
+	out, stderr, code = wikiRun("wiki", "--model", dir, "--seed", "7", "--json", "--free-heading", "--backend", wikiTestBackend, "operating system")
+	if code != 0 {
+		t.Fatalf("wiki --free-heading: exit %d: %s", code, stderr)
+	}
+	if err := json.Unmarshal([]byte(out), &free); err != nil || free.Opening != "" || strings.HasPrefix(free.HTML, p.Opening) {
+		t.Errorf("--free-heading: err %v, opening %q, page %q", err, free.Opening, free.HTML)
 	}
 }
 

@@ -160,7 +160,7 @@ func (s *Server) handlePageEvents(w http.ResponseWriter, r *http.Request) {
 
 	dev := develop.New(s.vocab, nil)
 	box := newMailbox[pageEvent]()
-	req := engine.Request{Prompt: assets.EncyclopediaPrompt(title), Mode: s.opts.Mode, Seed: s.opts.Seed,
+	req := engine.Request{Prompt: assets.EncyclopediaPrompt(title), Opening: assets.EncyclopediaOpening(title), Mode: s.opts.Mode, Seed: s.opts.Seed,
 		Sampling: s.opts.Sampling, OnEvent: func(ev engine.Event) {
 			if ev.Kind == engine.EventDone {
 				return // the result below is the final word

@@ -79,7 +79,8 @@ func TestPageSanitized(t *testing.T) {
 	if drafts < 2 || !strings.Contains(done.HTML, `<a href="/wiki/Bell_Labs">Bell Labs</a>`) || !strings.Contains(done.HTML, "styled") {
 		t.Fatalf("%d drafts, final %q", drafts, done.HTML)
 	}
-	if req := g.lastRequest(t); req.Prompt != assets.EncyclopediaPrompt("Unix") || req.Seed != 1 || req.Mode != engine.Diffusion {
+	if req := g.lastRequest(t); req.Prompt != assets.EncyclopediaPrompt("Unix") || req.Opening != assets.EncyclopediaOpening("Unix") ||
+		req.Seed != 1 || req.Mode != engine.Diffusion {
 		t.Errorf("request %+v", req)
 	}
 

@@ -150,7 +150,8 @@ func TestRaceRunsBothModes(t *testing.T) {
 		t.Fatalf("%d calls", len(calls))
 	}
 	modes := map[engine.Mode]bool{calls[0].req.Mode: true, calls[1].req.Mode: true}
-	if !modes[engine.AR] || !modes[engine.Diffusion] || calls[0].req.Seed != calls[1].req.Seed {
+	if !modes[engine.AR] || !modes[engine.Diffusion] || calls[0].req.Seed != calls[1].req.Seed ||
+		calls[0].req.Opening != assets.EncyclopediaOpening("Unix") || calls[1].req.Opening != calls[0].req.Opening {
 		t.Errorf("modes %v seeds %d %d", modes, calls[0].req.Seed, calls[1].req.Seed)
 	}
 	if !strings.Contains(r.summary.Text, "Printer:") || !strings.Contains(r.summary.Text, "Polaroid:") || !strings.Contains(r.summary.Text, "faster") {

@@ -213,8 +213,9 @@ func (e *Encyclopedia) generate(title string) {
 	e.run.Start(func(ctx context.Context, seq int64) {
 		current := func() bool { return e.run.Current(seq) }
 		res, err := e.app.developPage(ctx, current, engine.Request{
-			Prompt: assets.EncyclopediaPrompt(title),
-			Mode:   engine.Diffusion,
+			Prompt:  assets.EncyclopediaPrompt(title),
+			Opening: assets.EncyclopediaOpening(title),
+			Mode:    engine.Diffusion,
 		}, e.view, e.status)
 		if err != nil {
 			onUI(func() {

@@ -52,7 +52,8 @@ func TestEncyclopediaTypeTopicAndEnter(t *testing.T) {
 	e.run.Wait()
 
 	calls := m.Calls()
-	if len(calls) != 1 || calls[0].req.Prompt != assets.EncyclopediaPrompt("Unix") || calls[0].req.Mode != engine.Diffusion {
+	if len(calls) != 1 || calls[0].req.Prompt != assets.EncyclopediaPrompt("Unix") || calls[0].req.Mode != engine.Diffusion ||
+		calls[0].req.Opening != assets.EncyclopediaOpening("Unix") {
 		t.Fatalf("generate calls %+v", calls)
 	}
 	if calls[0].req.Seed != 42 {

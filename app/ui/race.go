@@ -130,7 +130,8 @@ func (r *Race) Start() {
 					})
 				})
 				<-start // started together
-				res, err := models[i].Generate(ctx, engine.Request{Prompt: assets.EncyclopediaPrompt(title), Mode: p.mode,
+				res, err := models[i].Generate(ctx, engine.Request{Prompt: assets.EncyclopediaPrompt(title),
+					Opening: assets.EncyclopediaOpening(title), Mode: p.mode,
 					Sampling: r.app.sampling(), Seed: seed, OnEvent: th.Push})
 				th.Close()
 				errs[i] = err

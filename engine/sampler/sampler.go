@@ -3,7 +3,15 @@
 // tempered softmax and its per-position entropy, categorical sampling, argmax,
 // entropy-bound acceptance, re-noising of the rest, the adaptive stop, EOS
 // truncation of the committed canvas, the canvas initialisation (uniform noise or
-// a warm start), and the AR mode's one-token sampler.
+// a warm start, optionally with held positions), and the AR mode's one-token
+// sampler.
+//
+// Held positions (infill): a canvas may start with tokens fixed in advance, such
+// as an encyclopedia page's <h1> heading. The sampler treats them as already
+// decided — sampled and argmax are the held token, entropy 0, always accepted —
+// so they are never re-noised and the rest of the canvas develops around them.
+// The model was trained on canvases where any position may be clean, so held
+// tokens are inputs it knows.
 //
 // Numerics: the tempered softmax, its entropy and the sampling CDF are
 // accumulated in float64 per position; argmax breaks ties by the lowest id; the
@@ -282,6 +290,7 @@ type Sampler struct {
 	vocab   int
 	rng     *rand.Rand
 	stopper *Stopper
+	held    []int     // the current canvas's held head (Canvas)
 	buf     []float32 // Token's scratch row
 }
 
@@ -300,9 +309,12 @@ func New(p Params, vocab int, seed uint64) (*Sampler, error) {
 func (s *Sampler) Params() Params { return s.p }
 
 // Canvas starts a new canvas of length c (resetting the adaptive stop) and returns
-// its initial tokens: given first, uniform noise for the rest.
-func (s *Sampler) Canvas(given []int, c int) []int {
+// its initial tokens: given first, uniform noise for the rest. The first hold
+// tokens of given are held: every Step of this canvas keeps them as they are.
+// hold is clamped to [0, min(len(given), c)].
+func (s *Sampler) Canvas(given []int, hold, c int) []int {
 	s.stopper = NewStopper(s.p)
+	s.held = slices.Clone(given[:max(0, min(hold, len(given), c))])
 	return InitCanvas(given, c, s.vocab, s.rng)
 }
 
@@ -322,7 +334,9 @@ type StepResult struct {
 }
 
 // Step samples from the decoder's logits [c·vocab] of 1-based step: tempered
-// softmax, sample, argmax, accept, re-noise, adaptive stop.
+// softmax, sample, argmax, accept, re-noise, adaptive stop. Held positions come
+// out as their held token with entropy 0 (so they are accepted first and use
+// none of the entropy bound).
 func (s *Sampler) Step(logits []float32, step int) (StepResult, error) {
 	if len(logits) == 0 || len(logits)%s.vocab != 0 {
 		return StepResult{}, fmt.Errorf("sampler: %d logits is not a whole number of rows of vocab %d", len(logits), s.vocab)
@@ -338,6 +352,9 @@ func (s *Sampler) Step(logits []float32, step int) (StepResult, error) {
 	sampled := make([]int, c)
 	for i, p := range pos {
 		sampled[i], r.Argmax[i], r.Entropy[i] = p.Sampled, p.Argmax, p.Entropy
+	}
+	for i, id := range s.held[:min(len(s.held), c)] {
+		sampled[i], r.Argmax[i], r.Entropy[i] = id, id, 0
 	}
 	r.Accepted = Accept(r.Entropy, s.p.EntropyBound)
 	for _, a := range r.Accepted {

@@ -294,7 +294,7 @@ func TestStepAcceptsConfidentAndStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Canvas(nil, c)
+	s.Canvas(nil, 0, c)
 	// Position 3 is near-deterministic, the rest nearly uniform.
 	logits := peaked(c, v, 0.2)
 	for j := range v {
@@ -342,7 +342,7 @@ func TestSameSeedBitIdentical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		canvas := s.Canvas([]int{1, 2, 3}, c)
+		canvas := s.Canvas([]int{1, 2, 3}, 0, c)
 		var drafts [][]int
 		for step := 1; step <= 4; step++ {
 			r, err := s.Step(peaked(c, v, float32(step)), step)
@@ -383,5 +383,56 @@ func TestValidate(t *testing.T) {
 		if _, err := New(p, 10, 0); err == nil {
 			t.Errorf("case %d: bad params accepted: %+v", i, p)
 		}
+	}
+}
+
+// TestHeldPositionsNeverChange: held tokens come out of every step as they went
+// in — in the draft, the argmax and the acceptance — whatever the logits say,
+// with entropy 0 so they use none of the bound; the positions after them
+// develop as usual, and the next canvas holds nothing.
+func TestHeldPositionsNeverChange(t *testing.T) {
+	const c, v = 8, 40
+	s, err := New(defaults(), v, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := []int{7, 8, 9}
+	canvas := s.Canvas(append(slices.Clone(held), 30), len(held), c)
+	if !slices.Equal(canvas[:4], []int{7, 8, 9, 30}) {
+		t.Fatalf("canvas starts %v", canvas[:4])
+	}
+	// Logits that are sure of other tokens at the held positions.
+	logits := peaked(c, v, 60)
+	sure := make([]int, c)
+	for i := range c {
+		sure[i] = (i * 7) % v
+	}
+	for step := 1; step <= 3; step++ {
+		r, err := s.Step(logits, step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range held {
+			if r.Draft[i] != id || r.Argmax[i] != id || !r.Accepted[i] || r.Entropy[i] != 0 {
+				t.Fatalf("step %d position %d: draft %d argmax %d accepted %v entropy %v, want held %d",
+					step, i, r.Draft[i], r.Argmax[i], r.Accepted[i], r.Entropy[i], id)
+			}
+		}
+		if !slices.Equal(r.Argmax[len(held):], sure[len(held):]) {
+			t.Fatalf("step %d: free positions %v, want the logits' argmax %v", step, r.Argmax[len(held):], sure[len(held):])
+		}
+	}
+	// The 4th given token was a warm start, not held: the logits decide it.
+	if r, _ := s.Step(logits, 4); r.Argmax[3] != sure[3] {
+		t.Errorf("warm-start position took %d, want %d", r.Argmax[3], sure[3])
+	}
+	// A new canvas holds nothing unless asked; hold beyond given or c is clamped.
+	s.Canvas(held, 0, c)
+	if r, _ := s.Step(logits, 1); r.Argmax[0] != sure[0] {
+		t.Errorf("unheld canvas kept %d at 0, want %d", r.Argmax[0], sure[0])
+	}
+	s.Canvas(held, 99, 2)
+	if r, _ := s.Step(logits[:2*v], 1); !slices.Equal(r.Argmax, held[:2]) {
+		t.Errorf("hold clamped to the canvas: argmax %v, want %v", r.Argmax, held[:2])
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model"
@@ -40,7 +41,11 @@ type EvalOptions struct {
 	Modes []engine.Mode
 	// NoLoss skips the held-out loss.
 	NoLoss bool
-	Log    io.Writer
+	// FreeHeading lets the model write each page's <h1> as well. By default the
+	// pages are generated as the app asks for them: the title held as the heading
+	// (assets.EncyclopediaOpening), so TitleH1 is 1 and PageFormat measures the body.
+	FreeHeading bool
+	Log         io.Writer
 }
 
 // Sample is one generated page kept in the report.
@@ -153,7 +158,10 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 	}
 	rep = &EvalReport{Model: opts.ModelDir, Goals: map[string]bool{}, Settings: map[string]any{
 		"pages": opts.Pages, "seed": opts.Seed, "ar_temperature": opts.ARTemperature,
-		"diffusion_sampling": "generation_config.json defaults"}}
+		"diffusion_sampling": "generation_config.json defaults", "heading": "held (as the app sends it)"}}
+	if opts.FreeHeading {
+		rep.Settings["heading"] = "written by the model"
+	}
 
 	// Held-out loss.
 	trainEx, err := Tokenize(tok, trainRecs)
@@ -202,6 +210,9 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 				return nil, ctx.Err()
 			}
 			req := engine.Request{Prompt: pages[i].Prompt, Mode: mode, Seed: opts.Seed + uint64(i)}
+			if !opts.FreeHeading {
+				req.Opening = assets.EncyclopediaOpening(pages[i].Title)
+			}
 			if mode == engine.AR {
 				req.Sampling.Temperature = opts.ARTemperature
 			}

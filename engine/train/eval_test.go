@@ -65,6 +65,15 @@ func TestEvaluate(t *testing.T) {
 	if got := rep.Diffusion.Samples[0].Title; got != "Plan 9" {
 		t.Errorf("first scored page %q, want Plan 9", got)
 	}
+	// Pages are generated as the app asks for them: the title held as the heading.
+	for _, s := range append(rep.Diffusion.Samples, rep.AR.Samples...) {
+		if !strings.HasPrefix(s.Text, assets.EncyclopediaOpening(s.Title)) {
+			t.Errorf("page %q does not start with the held heading: %q", s.Title, s.Text)
+		}
+	}
+	if rep.Diffusion.TitleH1 != 1 || rep.AR.TitleH1 != 1 || rep.Settings["heading"] != "held (as the app sends it)" {
+		t.Errorf("held heading: title h1 %v / %v, settings %v", rep.Diffusion.TitleH1, rep.AR.TitleH1, rep.Settings)
+	}
 	if !(rep.CanvasMedianMS > 0) {
 		t.Errorf("canvas speed not measured")
 	}
@@ -83,6 +92,16 @@ func TestEvaluate(t *testing.T) {
 	}
 	if got := rep.Diffusion.Samples[0].Title; got != "BSD" {
 		t.Errorf("first page of the window %q, want BSD", got)
+	}
+	// The model alone (a random model never writes the title).
+	rep, err = Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, Pages: 2,
+		Modes: []engine.Mode{engine.Diffusion}, NoLoss: true, Seed: 1, FreeHeading: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Diffusion.TitleH1 != 0 || rep.Settings["heading"] != "written by the model" ||
+		strings.HasPrefix(rep.Diffusion.Samples[0].Text, "<h1>") {
+		t.Errorf("free heading: title h1 %v, settings %v, page %q", rep.Diffusion.TitleH1, rep.Settings, rep.Diffusion.Samples[0].Text)
 	}
 	if _, err := Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, First: 9, NoLoss: true}); err == nil {
 		t.Errorf("a window past the held-out pages was accepted")

@@ -116,8 +116,13 @@ func TestPages(t *testing.T) {
 <ul><li>A person who enjoys exploring the details of <a href="/wiki/programmable_systems">programmable systems</a>.</li><li>One who programs enthusiastically. See <a href="/wiki/Unix">unix</a>.</li></ul>`},
 	}
 	for _, tc := range cases {
-		if got := c.Page(entry(t, c, tc.title), 900); got != tc.want {
+		got := c.Page(entry(t, c, tc.title), 900)
+		if got != tc.want {
 			t.Errorf("page %q:\n got: %s\nwant: %s", tc.title, got, tc.want)
+		}
+		// The app holds this heading before the model writes: it must be the page's own start.
+		if !strings.HasPrefix(got, assets.EncyclopediaOpening(tc.title)) {
+			t.Errorf("page %q does not start with EncyclopediaOpening %q", tc.title, assets.EncyclopediaOpening(tc.title))
 		}
 	}
 }

@@ -96,9 +96,7 @@ func (c *Catalog) inlineHTML(s string) string {
 
 // textEscaper escapes text content: only &, < and > (quotes need no escaping
 // outside attributes, and the only attribute, href, is a slug).
-var textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-
-func escapeText(s string) string { return textEscaper.Replace(s) }
+func escapeText(s string) string { return assets.EscapeText(s) }
 
 // emphasisHTML escapes s and turns *x* into <em>x</em>.
 func emphasisHTML(s string) string {
