@@ -430,7 +430,7 @@ func runTrainEval(env *Env, args []string) error {
 	for _, m := range []struct {
 		name string
 		r    train.ModeReport
-	}{{"diffusion", rep.Diffusion}, {"ar", rep.AR}} {
+	}{{"diffusion", rep.Diffusion}, {"ar", rep.AR}, {"reference", rep.Reference}} {
 		fmt.Fprintf(env.Stdout, "%-9s pages %d: format %.0f%% (h1 %.0f%%, long paragraph %.0f%%), known words %.1f%%, links/page %.2f, distinct-2 %.3f, median %.0f ms\n",
 			m.name, m.r.Pages, 100*m.r.PageFormat, 100*m.r.TitleH1, 100*m.r.LongParagraph, 100*m.r.KnownWords,
 			m.r.LinksPerPage, m.r.Distinct2, m.r.MedianMS)

@@ -73,7 +73,7 @@ type ModeReport struct {
 	// first 256-token canvas with default sampling (prompt encoding included).
 	FirstCanvasMedianMS float64  `json:"first_canvas_median_ms,omitempty"`
 	MeanSteps           float64  `json:"mean_steps_per_canvas,omitempty"`
-	Samples             []Sample `json:"samples"`
+	Samples             []Sample `json:"samples,omitempty"`
 }
 
 // LossReport is the held-out loss in nats per answer token.
@@ -102,6 +102,9 @@ type EvalReport struct {
 	Loss      LossReport `json:"heldout_loss"`
 	Diffusion ModeReport `json:"diffusion"`
 	AR        ModeReport `json:"ar"`
+	// Reference scores the real held-out pages of the same titles with the same
+	// checks: what the corpus itself reaches (no times, tokens or samples).
+	Reference ModeReport `json:"reference"`
 	// CanvasMedianMS is the speed budget figure: median time of a full 256-token
 	// canvas with default sampling on this machine (goal ≤ 2000 ms).
 	CanvasMedianMS float64         `json:"canvas_median_ms"`
@@ -200,11 +203,9 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 	rep.Backend = eng.Backend()
 	n := min(opts.Pages, len(pages))
 	for _, mode := range modes {
-		var mr ModeReport
-		var words [][]string
+		sc := scorer{known: known}
 		var times, firsts []float64
 		var tokens, steps, canvases int
-		var known1, total1 int
 		for i := 0; i < n; i++ {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -220,24 +221,7 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 			if err != nil {
 				return nil, fmt.Errorf("eval: %s %q: %w", mode, pages[i].Title, err)
 			}
-			pc := CheckPage(res.Text, pages[i].Title)
-			if pc.Parses && pc.Structured {
-				mr.PageFormat++
-			}
-			if pc.TitleH1 {
-				mr.TitleH1++
-			}
-			if pc.LongPara {
-				mr.LongParagraph++
-			}
-			mr.LinksPerPage += float64(pc.Links)
-			words = append(words, pc.Words)
-			for _, w := range pc.Words {
-				total1++
-				if known[w] {
-					known1++
-				}
-			}
+			pc := sc.add(res.Text, pages[i].Title)
 			tokens += len(res.Tokens)
 			times = append(times, res.ElapsedMS)
 			firsts = append(firsts, res.FirstCanvasMS)
@@ -246,22 +230,13 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 				canvases++
 			}
 			if i < 3 {
-				mr.Samples = append(mr.Samples, Sample{Title: pages[i].Title, Text: res.Text})
+				sc.samples = append(sc.samples, Sample{Title: pages[i].Title, Text: res.Text})
 			}
 			fmt.Fprintf(opts.Log, "eval %s %d/%d %q: %d tokens in %.0f ms, format %v, %d links\n",
 				mode, i+1, n, pages[i].Title, len(res.Tokens), res.ElapsedMS, pc.Structured, pc.Links)
 		}
-		f := float64(n)
-		mr.Pages = n
-		mr.PageFormat /= f
-		mr.TitleH1 /= f
-		mr.LongParagraph /= f
-		mr.LinksPerPage /= f
-		if total1 > 0 {
-			mr.KnownWords = float64(known1) / float64(total1)
-		}
-		mr.Distinct2 = Distinct2(words)
-		mr.MeanTokens = float64(tokens) / f
+		mr := sc.report()
+		mr.MeanTokens = float64(tokens) / float64(n)
 		mr.MedianMS = median(times)
 		if s := sum(times); s > 0 {
 			mr.TokensPerS = float64(tokens) / (s / 1000)
@@ -276,6 +251,12 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 			rep.AR = mr
 		}
 	}
+	ref := scorer{known: known}
+	for _, p := range pages[:n] {
+		ref.add(p.Answer, p.Title)
+	}
+	rep.Reference = ref.report()
+
 	// The speed budget: full 256-token canvases (no early EOS) with default sampling.
 	rep.CanvasMedianMS, err = canvasSpeed(ctx, eng, pages[:min(5, len(pages))], opts.Seed)
 	if err != nil {
@@ -289,6 +270,55 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 	rep.Goals["heldout_loss_below_unigram"] = rep.Loss.AR < rep.Loss.Unigram
 	rep.Goals["canvas_median_le_2s"] = rep.CanvasMedianMS > 0 && rep.CanvasMedianMS <= 2000
 	return rep, nil
+}
+
+// scorer accumulates the page checks of a set of pages.
+type scorer struct {
+	known         map[string]bool // the training corpus's words
+	pages         int
+	format, h1    int
+	long, links   int
+	words         [][]string
+	knownN, total int
+	samples       []Sample
+}
+
+// add checks one page and returns the check.
+func (s *scorer) add(page, title string) PageCheck {
+	pc := CheckPage(page, title)
+	s.pages++
+	if pc.Parses && pc.Structured {
+		s.format++
+	}
+	if pc.TitleH1 {
+		s.h1++
+	}
+	if pc.LongPara {
+		s.long++
+	}
+	s.links += pc.Links
+	s.words = append(s.words, pc.Words)
+	for _, w := range pc.Words {
+		s.total++
+		if s.known[w] {
+			s.knownN++
+		}
+	}
+	return pc
+}
+
+// report returns the shares and means over the pages added.
+func (s *scorer) report() ModeReport {
+	mr := ModeReport{Pages: s.pages, Distinct2: Distinct2(s.words), Samples: s.samples}
+	if s.pages > 0 {
+		f := float64(s.pages)
+		mr.PageFormat, mr.TitleH1 = float64(s.format)/f, float64(s.h1)/f
+		mr.LongParagraph, mr.LinksPerPage = float64(s.long)/f, float64(s.links)/f
+	}
+	if s.total > 0 {
+		mr.KnownWords = float64(s.knownN) / float64(s.total)
+	}
+	return mr
 }
 
 // canvasSpeed times full canvases: the first canvas of a request whose EOS is

@@ -71,6 +71,11 @@ func TestEvaluate(t *testing.T) {
 			t.Errorf("page %q does not start with the held heading: %q", s.Title, s.Text)
 		}
 	}
+	// The real pages of the same titles: <h1>, one 6-word paragraph, one link.
+	if r := rep.Reference; r.Pages != 2 || r.TitleH1 != 1 || r.LongParagraph != 0 || r.LinksPerPage != 1 ||
+		!(r.KnownWords > 0.5 && r.KnownWords < 1) { // the held-out titles are new words
+		t.Errorf("reference pages scored %+v", r)
+	}
 	if rep.Diffusion.TitleH1 != 1 || rep.AR.TitleH1 != 1 || rep.Settings["heading"] != "held (as the app sends it)" {
 		t.Errorf("held heading: title h1 %v / %v, settings %v", rep.Diffusion.TitleH1, rep.AR.TitleH1, rep.Settings)
 	}
