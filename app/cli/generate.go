@@ -126,6 +126,7 @@ func runGenerate(env *Env, args []string) error {
 	raw := fs.Bool("raw", false, "tokenize PROMPT as is (BOS prepended), without the chat template")
 	promptIDs := fs.String("prompt-ids", "", "comma-separated prompt token ids, fed exactly as given (implies --raw)")
 	canvasIDs := fs.String("canvas-ids", "", "comma-separated initial tokens of the first canvas (warm start)")
+	opening := fs.String("opening", "", "text the answer starts with, held fixed while the rest develops (e.g. \"<h1>Unix</h1>\")")
 	thinking := fs.Bool("thinking", false, "enable the model's thinking channel")
 	trace := fs.Bool("trace", false, "print each denoising step's draft and accepted count on stderr")
 	asJSON := fs.Bool("json", false, "print the result as JSON (text, tokens, canvases, forward_passes, elapsed_ms, tokens_per_s, …)")
@@ -139,7 +140,7 @@ func runGenerate(env *Env, args []string) error {
 	if mode != engine.Diffusion && mode != engine.AR {
 		return fmt.Errorf("generate: --mode must be diffusion or ar, got %q", g.mode)
 	}
-	req := engine.Request{Mode: mode, Sampling: g.sampling(), Seed: g.seed, Raw: *raw, Thinking: *thinking}
+	req := engine.Request{Mode: mode, Sampling: g.sampling(), Seed: g.seed, Raw: *raw, Thinking: *thinking, Opening: *opening}
 	prompt := strings.Join(fs.Args(), " ")
 	switch {
 	case *promptIDs != "" && prompt != "":

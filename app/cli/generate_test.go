@@ -99,6 +99,14 @@ func TestGenerateTextTraceAndIDs(t *testing.T) {
 	if !strings.HasSuffix(out, "\n") {
 		t.Errorf("stdout %q", out)
 	}
+	// --opening: the answer starts with the held text in both modes.
+	for _, mode := range []string{"diffusion", "ar"} {
+		code, out, errOut = runCLI("generate", "--model", dir, "--mode", mode, "--opening", "<h1>Unix</h1>",
+			"--max-new-tokens", "16", "--max-steps", "3", "--backend", "go", "What is Unix?")
+		if code != 0 || !strings.HasPrefix(out, "<h1>Unix</h1>") {
+			t.Errorf("--mode %s --opening: exit %d, stdout %q, stderr %s", mode, code, out, errOut)
+		}
+	}
 	// XLA requested where it cannot start: one plain line, then the run on Go.
 	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", t.TempDir())
 	code, _, errOut = runCLI("generate", "--model", dir, "--backend", "xla:cuda", "--mode", "ar",
