@@ -28,7 +28,7 @@
 //
 // The answer to DesktopPrompt (after DesktopSystem) is one screen:
 //
-//	<nav><a href="/ui/menu-apps">Applications</a> <a href="/ui/menu-places">Places</a></nav>
+//	<nav><a href="/ui/menu-apps">Applications</a> <a href="/ui/menu-help">Help</a></nav>   always this menu bar
 //	<h1>Active window title</h1>
 //	<section><h2>Window title</h2><p>text</p><ul><li><a href="/ui/app-gimp">gimp</a></li></ul></section>
 //

@@ -92,6 +92,14 @@ func ChatQuestion(i int, title string) string {
 	return fmt.Sprintf(ChatQuestions[((i%n)+n)%n], CleanLine(title))
 }
 
+// DesktopOpening is the start of every Desktop screen, decided before the model
+// draws: the menu bar line (see the package doc) with its newline. The corpus
+// writes it at the head of every screen and the Desktop demo sends it as
+// engine.Request.Opening, so every screen keeps a working Applications menu.
+func DesktopOpening() string { return desktopMenuBar + "\n" }
+
+const desktopMenuBar = `<nav><a href="/ui/menu-apps">Applications</a> <a href="/ui/menu-help">Help</a></nav>`
+
 // DesktopSystem is the Desktop demo's fixed "UI constitution": the system turn of
 // every click request. It also tells the model the screen format (see the package doc).
 func DesktopSystem() string { return desktopSystem }

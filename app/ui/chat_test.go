@@ -131,6 +131,9 @@ func TestDesktopClickWarmStarts(t *testing.T) {
 		req.Messages[1].Content != assets.DesktopPrompt(assets.Click{ElementID: "app-gimp", Text: "gimp", App: "Desktop"}) {
 		t.Errorf("click request %+v", req.Messages)
 	}
+	if req.Opening != assets.DesktopOpening() {
+		t.Errorf("click request opening %q, want the menu bar", req.Opening)
+	}
 	if len(req.CanvasIDs) == 0 || len(req.CanvasIDs) != min(len(calls[0].result.Tokens), maxWarmTokens) || req.CanvasIDs[0] != calls[0].result.Tokens[0] {
 		t.Errorf("warm start %d ids, previous screen %d tokens", len(req.CanvasIDs), len(calls[0].result.Tokens))
 	}

@@ -98,6 +98,7 @@ func (d *Desktop) Click(c assets.Click) {
 				{Role: "user", Content: assets.DesktopPrompt(c)},
 			},
 			Mode:      engine.Diffusion,
+			Opening:   assets.DesktopOpening(),
 			CanvasIDs: warm,
 		}, d.view, d.status)
 		if err != nil {

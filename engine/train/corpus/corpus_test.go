@@ -255,6 +255,9 @@ func TestDesktop(t *testing.T) {
 		if !h1s[c.Click.App] {
 			t.Errorf("click %+v: App is no screen's title", c.Click)
 		}
+		if !strings.HasPrefix(c.Screen, assets.DesktopOpening()) { // the app holds it before the model draws
+			t.Errorf("screen for %q does not start with DesktopOpening: %q", c.Click.ElementID, c.Screen)
+		}
 		if strings.Contains(c.Screen, "<script") || strings.Contains(c.Screen, "style") {
 			t.Errorf("screen for %q has script or style", c.Click.ElementID)
 		}

@@ -247,8 +247,8 @@ var langNames = map[string]string{"c": "C", "c++": "C++", "python": "Python", "p
 // screen assembles one Desktop screen.
 func screen(title string, sections ...string) string {
 	var b strings.Builder
-	b.WriteString(`<nav><a href="/ui/menu-apps">Applications</a> <a href="/ui/menu-help">Help</a></nav>`)
-	b.WriteString("\n<h1>" + escapeText(title) + "</h1>")
+	b.WriteString(assets.DesktopOpening())
+	b.WriteString("<h1>" + escapeText(title) + "</h1>")
 	for _, s := range sections {
 		b.WriteString("\n<section>" + s + "</section>")
 	}
