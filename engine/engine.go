@@ -122,6 +122,9 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 		eos = e.cfg.EOSTokenIDs
 	}
 	opening := e.tok.Encode(req.Opening)
+	if err := checkIDs("opening", opening, t.VocabSize); err != nil {
+		return nil, err
+	}
 	switch {
 	case len(opening) > min(s.MaxNewTokens, canvas):
 		return nil, fmt.Errorf("the opening is %d tokens; it must fit in max new tokens (%d) and one canvas (%d)",
