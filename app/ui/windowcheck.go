@@ -49,10 +49,22 @@ func (a *App) windowCheck(dir string) {
 		fail("%v", err)
 		return
 	}
+	var start fyne.Size
+	fyne.DoAndWait(func() { start = a.win.Canvas().Size() })
 	shot := func(name string) {
 		time.Sleep(700 * time.Millisecond) // let the frame reach the screen
 		var img image.Image
-		fyne.DoAndWait(func() { img = a.win.Canvas().Capture() })
+		var size, need fyne.Size
+		fyne.DoAndWait(func() {
+			img = a.win.Canvas().Capture()
+			size, need = a.win.Canvas().Size(), a.win.Content().MinSize()
+		})
+		// A window grows to its content's minimum size and never shrinks back: content
+		// that cannot wrap would leave every later screen wider than the display.
+		if size.Width > start.Width+1 || need.Width > size.Width+1 {
+			fail("%s: the window grew from %.0f to %.0f px wide (its content needs %.0f): something does not wrap",
+				name, start.Width, size.Width, need.Width)
+		}
 		if checkNotBlank(img) != nil {
 			// Mesa under Xvfb cannot read the GL front buffer back: grab the X screen.
 			if x, err := captureX(); err == nil {

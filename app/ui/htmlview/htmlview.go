@@ -261,7 +261,15 @@ func (v *View) group(b htmlsafe.Block) fyne.CanvasObject {
 		inner := container.NewVBox(v.blocks(children)...)
 		return container.NewVBox(inner, widget.NewSeparator())
 	}
-	return widget.NewCard(title, "", container.NewVBox(v.blocks(children)...))
+	// The title goes inside the card as wrapping text: a Card's own title never
+	// wraps, and a long one would widen the view and, through it, the window.
+	objs := v.blocks(children)
+	if title != "" {
+		head := widget.NewRichText(&widget.TextSegment{Style: widget.RichTextStyleSubHeading, Text: title})
+		head.Wrapping = fyne.TextWrapWord
+		objs = append([]fyne.CanvasObject{head}, objs...)
+	}
+	return widget.NewCard("", "", container.NewVBox(objs...))
 }
 
 // plain is the text of a block, noise included, for styles that take one string.

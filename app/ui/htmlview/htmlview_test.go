@@ -131,3 +131,30 @@ func tappedView(t *testing.T, width, height float32) (v *View, got *htmlsafe.Inl
 	test.NewTempWindow(t, v).Resize(fyne.NewSize(width, height))
 	return v, got
 }
+
+// TestLongGroupTitleWraps: a Desktop window's title (its <h2>) wraps with the
+// page. A small model's title can be a whole sentence, or noise while the screen
+// develops; a title that cannot wrap widens the view's minimum size, and a Fyne
+// window grows to its content's minimum and never shrinks back, so one such
+// screen left every later screen wider than the display.
+func TestLongGroupTitleWraps(t *testing.T) {
+	v, _ := tappedView(t, 400, 600)
+	long := strings.Repeat("Soennster Onable heweightxtended ", 8)
+	v.SetDoc(htmlsafe.Parse(`<nav><a href="/ui/menu-apps">Applications</a> <a href="/ui/menu-help">Help</a></nav>` +
+		`<h1>Desktop</h1><section><h2>` + long + `</h2><p>text</p></section>`))
+	if w := v.MinSize().Width; w > 200 {
+		t.Errorf("a long window title makes the page at least %.0f wide", w)
+	}
+	var shown bool
+	for _, o := range test.LaidOutObjects(v) {
+		if x, ok := o.(*canvas.Text); ok && strings.Contains(x.Text, "Soennster") {
+			shown = true
+			if x.Position().X+x.Size().Width > 400 {
+				t.Errorf("title text %q runs off a 400-wide page", x.Text)
+			}
+		}
+	}
+	if !shown {
+		t.Error("the window title is not shown")
+	}
+}
