@@ -108,6 +108,22 @@ func TestChatCorruptThreadReported(t *testing.T) {
 	}
 }
 
+// TestDesktopLongClickTextKeepsWidth: the "Clicked …" line quotes the model's own
+// element text and window title, which can be a paragraph; it must not widen the
+// screen (a Fyne window grows to its content and never shrinks back).
+func TestDesktopLongClickTextKeepsWidth(t *testing.T) {
+	long := strings.Repeat("Soennster Onable heweightxtended ", 20)
+	m := &fakeModel{answers: func(engine.Request) string { return "<h1>" + long + "</h1><p>" + long + "</p>" }}
+	a := newTestApp(t, m, "")
+	d := a.Desktop
+	a.Show("Desktop")
+	d.Click(assets.Click{ElementID: "app-x", Text: long, App: long})
+	d.run.Wait()
+	if w := d.content.MinSize().Width; w > 800 {
+		t.Errorf("a long clicked element makes the Desktop screen at least %.0f wide", w)
+	}
+}
+
 func TestDesktopClickWarmStarts(t *testing.T) {
 	screens := []string{
 		`<nav><a href="/ui/menu-apps">Applications</a></nav><h1>Desktop</h1><section><h2>Files</h2><ul><li><a href="/ui/app-gimp">gimp</a></li></ul></section>`,

@@ -44,6 +44,7 @@ func newDesktop(a *App) *Desktop {
 	d.status.Truncation = fyne.TextTruncateEllipsis
 	d.clickLbl = widget.NewLabel("")
 	d.clickLbl.Importance = widget.LowImportance
+	d.clickLbl.Truncation = fyne.TextTruncateEllipsis // it quotes generated text: never let it widen the window
 	d.errLabel = widget.NewLabel("")
 	d.errLabel.Wrapping = fyne.TextWrapWord
 	d.errLabel.Importance = widget.DangerImportance
