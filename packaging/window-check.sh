@@ -4,7 +4,8 @@
 # screen (first run, Encyclopedia, Desktop, Chat, Race, Library, Settings),
 # generates with the built-in Darkroom Mini (or, while none is embedded, with a tiny
 # random model written by app/ui/internal/tinymodel), saves PNG screenshots of the
-# real window and quits. Fails on a crash, a timeout, a screen showing an error, or
+# real window and quits. Fails on a crash, a timeout, a screen showing an error, a
+# window that grew wider than it started (content that does not wrap), or
 # a blank window.
 #
 #   packaging/window-check.sh [OUTDIR]    (default: a temp folder)
