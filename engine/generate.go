@@ -123,10 +123,12 @@ func (g *generation) diffusion() error {
 			}
 		}
 		var given []int
-		if ci == 0 {
+		hold := 0
+		if ci == 0 { // the opening, then the rest of the warm start
 			given = append(slices.Clone(g.opening), g.req.CanvasIDs[min(len(g.opening), len(g.req.CanvasIDs)):]...)
+			hold = len(g.opening)
 		}
-		argmax, stats, ok, err := g.denoise(ci, given)
+		argmax, stats, ok, err := g.denoise(ci, given, hold)
 		if err != nil || !ok {
 			return err
 		}
@@ -148,13 +150,10 @@ func (g *generation) diffusion() error {
 	return nil
 }
 
-// denoise develops one canvas and returns its final argmax. ok is false when the
-// context was cancelled before the canvas finished.
-func (g *generation) denoise(ci int, given []int) (argmax []int, stats CanvasStats, ok bool, err error) {
-	hold := 0
-	if ci == 0 {
-		hold = len(g.opening)
-	}
+// denoise develops one canvas from given (its first hold tokens held) and returns
+// its final argmax. ok is false when the context was cancelled before the canvas
+// finished.
+func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats CanvasStats, ok bool, err error) {
 	draft := g.smp.Canvas(given, hold, g.canvas)
 	var soft any
 	for step := 1; step <= g.s.MaxSteps; step++ {
