@@ -51,8 +51,8 @@ func EncyclopediaOpening(title string) string {
 	return "<h1>" + EscapeText(CleanLine(title)) + "</h1>\n"
 }
 
-// EscapeText escapes the three characters the page format escapes in text
-// (& < >); quotes stay as they are.
+// EscapeText escapes the three characters the page and screen formats escape in
+// text (& < >); quotes stay as they are (the only attribute, href, is a slug).
 func EscapeText(s string) string { return textEscaper.Replace(s) }
 
 var textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")

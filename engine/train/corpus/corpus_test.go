@@ -364,7 +364,7 @@ func checkExample(t *testing.T, ex Example) {
 	t.Helper()
 	switch ex.Kind {
 	case KindPage:
-		if ex.Prompt != assets.EncyclopediaPrompt(ex.Title) || ex.System != "" || !strings.HasPrefix(ex.Answer, "<h1>"+escapeText(ex.Title)+"</h1>") {
+		if ex.Prompt != assets.EncyclopediaPrompt(ex.Title) || ex.System != "" || !strings.HasPrefix(ex.Answer, "<h1>"+assets.EscapeText(ex.Title)+"</h1>") {
 			t.Errorf("page example %+v", ex)
 		}
 	case KindChat:

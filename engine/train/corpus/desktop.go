@@ -248,7 +248,7 @@ var langNames = map[string]string{"c": "C", "c++": "C++", "python": "Python", "p
 func screen(title string, sections ...string) string {
 	var b strings.Builder
 	b.WriteString(assets.DesktopOpening())
-	b.WriteString("<h1>" + escapeText(title) + "</h1>")
+	b.WriteString("<h1>" + assets.EscapeText(title) + "</h1>")
 	for _, s := range sections {
 		b.WriteString("\n<section>" + s + "</section>")
 	}
@@ -256,7 +256,7 @@ func screen(title string, sections ...string) string {
 }
 
 func uiLink(id, text string) string {
-	return `<a href="` + assets.UIPrefix + id + `">` + escapeText(text) + `</a>`
+	return `<a href="` + assets.UIPrefix + id + `">` + assets.EscapeText(text) + `</a>`
 }
 
 func formatSize(kb int) string {
@@ -401,9 +401,9 @@ func (d *Desktop) categoryScreen(c category, page int) (string, bool) {
 	}
 	var items []string
 	for _, a := range apps[(page-1)*per : min(len(apps), page*per)] {
-		items = append(items, "<li>"+uiLink("app-"+elementID(a.Name), a.Name)+": "+escapeText(a.Summary)+"</li>")
+		items = append(items, "<li>"+uiLink("app-"+elementID(a.Name), a.Name)+": "+assets.EscapeText(a.Summary)+"</li>")
 	}
-	body := "<h2>" + escapeText(c.Name) + "</h2><ul>" + strings.Join(items, "") + "</ul>"
+	body := "<h2>" + assets.EscapeText(c.Name) + "</h2><ul>" + strings.Join(items, "") + "</ul>"
 	if page*per < len(apps) {
 		body += "<p>" + uiLink(fmt.Sprintf("menu-%s-%d", c.ID, page+1), "More") + "</p>"
 	}
@@ -467,7 +467,7 @@ func (d *Desktop) AppScreen(a App) string {
 	id := elementID(a.Name)
 	var facts []string
 	if v := a.tagValues("interface"); len(v) > 0 {
-		facts = append(facts, "<li>Interface: "+escapeText(strings.Join(v, ", "))+"</li>")
+		facts = append(facts, "<li>Interface: "+assets.EscapeText(strings.Join(v, ", "))+"</li>")
 	}
 	if v := a.tagValues("implemented-in"); len(v) > 0 {
 		for i, l := range v {
@@ -475,13 +475,13 @@ func (d *Desktop) AppScreen(a App) string {
 				v[i] = n
 			}
 		}
-		facts = append(facts, "<li>Written in: "+escapeText(strings.Join(v, ", "))+"</li>")
+		facts = append(facts, "<li>Written in: "+assets.EscapeText(strings.Join(v, ", "))+"</li>")
 	}
 	if s := formatSize(a.SizeKB); s != "" {
 		facts = append(facts, "<li>Installed size: "+s+"</li>")
 	}
-	body := "<h2>" + escapeText(a.Summary) + "</h2><p>" + escapeText(a.Name) + " " + escapeText(shortVersion(a.Version)) +
-		", from the Debian " + escapeText(a.Section) + " section.</p>"
+	body := "<h2>" + assets.EscapeText(a.Summary) + "</h2><p>" + assets.EscapeText(a.Name) + " " + assets.EscapeText(shortVersion(a.Version)) +
+		", from the Debian " + assets.EscapeText(a.Section) + " section.</p>"
 	if len(facts) > 0 {
 		body += "<ul>" + strings.Join(facts, "") + "</ul>"
 	}
@@ -497,10 +497,10 @@ func (d *Desktop) helpScreen(a App) string {
 			if len(v) > 6 {
 				v = v[:6]
 			}
-			facts = append(facts, "<li>"+f[1]+": "+escapeText(strings.Join(v, ", "))+"</li>")
+			facts = append(facts, "<li>"+f[1]+": "+assets.EscapeText(strings.Join(v, ", "))+"</li>")
 		}
 	}
-	body := "<h2>" + escapeText(a.Name) + " Help</h2><p>" + escapeText(a.Summary) + ".</p>"
+	body := "<h2>" + assets.EscapeText(a.Name) + " Help</h2><p>" + assets.EscapeText(a.Summary) + ".</p>"
 	if len(facts) > 0 {
 		body += "<ul>" + strings.Join(facts, "") + "</ul>"
 	}
@@ -510,10 +510,10 @@ func (d *Desktop) helpScreen(a App) string {
 
 func (d *Desktop) aboutScreen(a App) string {
 	id := elementID(a.Name)
-	body := "<h2>About " + escapeText(a.Name) + "</h2><p>" + escapeText(a.Name) + " version " + escapeText(a.Version) + "</p><p>" +
-		escapeText(a.Summary) + ".</p><p>A Debian package in the " + escapeText(a.Section) + " section"
+	body := "<h2>About " + assets.EscapeText(a.Name) + "</h2><p>" + assets.EscapeText(a.Name) + " version " + assets.EscapeText(a.Version) + "</p><p>" +
+		assets.EscapeText(a.Summary) + ".</p><p>A Debian package in the " + assets.EscapeText(a.Section) + " section"
 	if a.Priority != "" {
-		body += ", priority " + escapeText(a.Priority)
+		body += ", priority " + assets.EscapeText(a.Priority)
 	}
 	body += ".</p><p>" + uiLink(id+"-back", "Back") + " " + uiLink(id+"-close", "Close") + "</p>"
 	return screen("About "+a.Name, body)

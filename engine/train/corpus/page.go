@@ -94,14 +94,10 @@ func (c *Catalog) inlineHTML(s string) string {
 	return b.String()
 }
 
-// textEscaper escapes text content: only &, < and > (quotes need no escaping
-// outside attributes, and the only attribute, href, is a slug).
-func escapeText(s string) string { return assets.EscapeText(s) }
-
 // emphasisHTML escapes s and turns *x* into <em>x</em>.
 func emphasisHTML(s string) string {
 	s = reEmphasis.ReplaceAllString(s, "$1\x02$2\x03$3")
-	s = escapeText(s)
+	s = assets.EscapeText(s)
 	return strings.NewReplacer("\x02", "<em>", "\x03", "</em>").Replace(s)
 }
 
@@ -152,7 +148,7 @@ func forEachRef(s string, plain func(string), ref func(text, target string)) {
 func (c *Catalog) Page(e Entry, maxChars int) string {
 	parts := []string{"<h1>" + emphasisHTML(e.Title) + "</h1>"}
 	if e.Category != "" {
-		parts = append(parts, "<p><em>"+escapeText(e.Category)+"</em></p>")
+		parts = append(parts, "<p><em>"+assets.EscapeText(e.Category)+"</em></p>")
 	}
 	size := func() int { return len(strings.Join(parts, "\n")) }
 	body := 0
@@ -186,7 +182,7 @@ func (c *Catalog) blockHTML(b Block, budget int) string {
 	case Pre:
 		lines := strings.Split(b.Text, "\n")
 		return prefixWithin(len(lines), budget, func(n int) string {
-			return "<pre>" + escapeText(strings.Join(lines[:n], "\n")) + "</pre>"
+			return "<pre>" + assets.EscapeText(strings.Join(lines[:n], "\n")) + "</pre>"
 		})
 	case List:
 		whole := prefixWithin(len(b.Items), budget, func(n int) string {
