@@ -187,3 +187,39 @@ func BenchmarkMiniCanvas(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMiniScore: one AR guidance round's encoder pass (Runner.Score) over a
+// 255-token canvas after a 64-token prompt, next to one decoder step over the same
+// canvas, on Darkroom Mini's dims: the ratio is what a guidance round costs in
+// denoising steps.
+func BenchmarkMiniScore(b *testing.B) {
+	cfg := benchConfig()
+	cfg.NumExperts = 8
+	ctx := context.New()
+	if err := LoadSet(ctx, weights.Random(&config.Model{Text: *cfg}, 1)); err != nil {
+		b.Fatal(err)
+	}
+	r, err := NewRunner(newBackend(b), cfg, ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	prompt, canvas := randTokens(rng, 64, cfg.VocabSize), randTokens(rng, 256, cfg.VocabSize)
+	if _, err := r.Encode(prompt); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("score", func(b *testing.B) {
+		for range b.N {
+			if _, err := r.Score(canvas[:255], 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		for range b.N {
+			if _, _, err := r.Decode(canvas, nil, 0.8); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -44,6 +44,11 @@ func EncodeFLOPs(cfg *config.Text, tokens, prefix int) float64 {
 	return total + 2*float64(cfg.HiddenSize)*float64(cfg.VocabSize)
 }
 
+// ScoreFLOPs is EncodeFLOPs with logits for tokens from… (as Runner.Score does).
+func ScoreFLOPs(cfg *config.Text, tokens, from, prefix int) float64 {
+	return EncodeFLOPs(cfg, tokens, prefix) + float64(tokens-from-1)*2*float64(cfg.HiddenSize)*float64(cfg.VocabSize)
+}
+
 // layerFLOPs is one token's arithmetic in layer i outside the attention scores:
 // q/k/(v)/o projections, dense MLP, router, k experts.
 func layerFLOPs(cfg *config.Text, i int) float64 {

@@ -61,7 +61,12 @@ func (h *hostHead) prepare(w *hostWeights, embedScale float64) error {
 func (h *hostHead) logits(hn []float32, n int, softcap float64) []float32 {
 	out := make([]float32, n*h.v)
 	gemm.MulNT(out, hn, h.emb, n, h.v, h.d)
-	softcapRow(out, make([]float32, len(out)), softcap)
+	if softcap > 0 {
+		parallelRows(n, func(lo, hi int) {
+			rows := out[lo*h.v : hi*h.v]
+			softcapRow(rows, make([]float32, len(rows)), softcap)
+		})
+	}
 	return out
 }
 

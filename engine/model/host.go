@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model/gemm"
@@ -193,6 +194,20 @@ func (c *hostCache) slot(cfg *config.Text, i, p int) int {
 	return p
 }
 
+// clone is a deep copy: writing to it leaves c as it is.
+func (c *hostCache) clone() hostCache {
+	out := hostCache{n: c.n, written: slices.Clone(c.written)}
+	if c.v != nil {
+		out.k, out.v = make([][]float32, len(c.k)), make([][]float32, len(c.v))
+		for i := range c.v {
+			out.k[i], out.v[i] = slices.Clone(c.k[i]), slices.Clone(c.v[i])
+		}
+	}
+	out.rot.pairs, out.rot.n = slices.Clone(c.rot.pairs), c.rot.n
+	out.rot.cos, out.rot.sin = slices.Clone(c.rot.cos), slices.Clone(c.rot.sin)
+	return out
+}
+
 // truncate keeps the first n positions. It reports false, and empties the cache, when
 // a sliding layer's ring has already overwritten positions that n needs (a position
 // ≥ max(n, R) was written).
@@ -344,8 +359,21 @@ func (h *hostModel) decode(cache *hostCache, canvas []int32, soft []float32, sta
 // their K/V to the cache (which must hold exactly start positions) and returns the
 // final-normed hidden state of the last token [D].
 func (h *hostModel) encode(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string) []float32 {
+	hs := h.encodeHidden(cache, tokens, start, encoderScalar)
+	d := h.cfg.HiddenSize
+	return rmsRows(hs[(len(tokens)-1)*d:], d, h.w.get("norm.weight"), float32(h.cfg.RMSNormEps))
+}
+
+// encodeAll is encode returning every token's final-normed hidden state [T·D].
+func (h *hostModel) encodeAll(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string) []float32 {
+	hs := h.encodeHidden(cache, tokens, start, encoderScalar)
+	return rmsRows(hs, h.cfg.HiddenSize, h.w.get("norm.weight"), float32(h.cfg.RMSNormEps))
+}
+
+// encodeHidden is encode's layers: the last layer's output [T·D], before the final norm.
+func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string) []float32 {
 	cfg := h.cfg
-	t, d := len(tokens), cfg.HiddenSize
+	t := len(tokens)
 	nl := cfg.NumHiddenLayers
 	if cache.v == nil {
 		cache.k, cache.v, cache.written = make([][]float32, nl), make([][]float32, nl), make([]int, nl)
@@ -364,7 +392,7 @@ func (h *hostModel) encode(cache *hostCache, tokens []int32, start int, encoderS
 		cache.write(cfg, i, start, k, v)
 	}
 	cache.n = start + t
-	return rmsRows(hs[(t-1)*d:], d, h.w.get("norm.weight"), float32(cfg.RMSNormEps))
+	return hs
 }
 
 // embed is Params.Embed: rows of the tied embedding times √D (rounded as the graph).
@@ -464,21 +492,48 @@ func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, 
 		parallelRows(groups*c, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				row := scores[r*s : (r+1)*s]
-				if causal {
-					qp := start + r%c
-					for sk := range row {
-						kp := start + sk - pre.n
-						if sk < pre.n {
-							kp = pre.lo + sk
+				if !causal {
+					softmaxInto(row, row, 1)
+					continue
+				}
+				// Keys come in position order, so the visible ones (kp ≤ qp, inside
+				// the window) are one run [lo, hi): softmax over it, exact zeros
+				// elsewhere. (Masking with −∞ and a softmax over the whole row gives
+				// the masked keys the clamped exponential's ~1e-38, whose products
+				// are denormal floats: two orders of magnitude slower arithmetic.)
+				qp := start + r%c
+				masked := func(sk int) bool {
+					kp := start + sk - pre.n
+					if sk < pre.n {
+						kp = pre.lo + sk
+					}
+					return kp > qp || (window > 0 && kp <= qp-window)
+				}
+				lo, hi := -1, -1
+				for sk := range row {
+					if !masked(sk) {
+						if lo < 0 {
+							lo = sk
 						}
-						if kp > qp || (window > 0 && kp <= qp-window) {
+						hi = sk + 1
+					}
+				}
+				run := lo >= 0
+				for sk := max(lo, 0); run && sk < hi; sk++ {
+					run = !masked(sk)
+				}
+				if !run { // not expected; mask the row one key at a time
+					lo, hi = 0, s
+					for sk := range row {
+						if masked(sk) {
 							row[sk] = float32(math.Inf(-1))
 						}
 					}
 				}
-				softmaxInto(row, row, 1)
-				if causal { // masked keys: exactly 0, not the clamped exponential's ~1e-38,
-					// whose products are denormal floats (two orders of magnitude slower GEMM)
+				clear(row[:lo])
+				clear(row[hi:])
+				softmaxInto(row[lo:hi], row[lo:hi], 1)
+				if !run {
 					for sk, p := range row {
 						if p < 1e-30 {
 							row[sk] = 0

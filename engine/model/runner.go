@@ -74,6 +74,7 @@ type Runner struct {
 	CacheDType dtypes.DType
 
 	encodeExec, decodeExec, hiddenExec *context.Exec
+	scoreExec                          *context.Exec
 	growExecs                          map[int]*Exec // by the capacity they grow from
 	head                               hostHead
 	hcache                             hostCache // HostDecoder's KV cache
@@ -102,6 +103,8 @@ func NewRunner(backend backends.Backend, cfg *config.Text, ctx *context.Context)
 		r.decodeExec.SetMaxCache(-1)
 		r.hiddenExec = must(context.NewExecAny(backend, ctx, r.decodeHiddenGraph))
 		r.hiddenExec.SetMaxCache(-1)
+		r.scoreExec = must(context.NewExecAny(backend, ctx, r.scoreGraph))
+		r.scoreExec.SetMaxCache(-1)
 	})
 	if err != nil {
 		return nil, err
@@ -235,6 +238,57 @@ func (r *Runner) encodeChunk(chunk []int) ([]float32, error) {
 	err = try("encode: read logits", func() { logits = tensors.MustCopyFlatData[float32](out[0]) })
 	_ = out[0].FinalizeAll()
 	return logits, err
+}
+
+// Score runs the causal encoder over tokens at positions Len()…Len()+n−1, as Encode
+// would, and returns the float32, soft-capped logits of tokens from…n−1
+// [(n−from)·V] (row i−from predicts the token after tokens[i]) — but leaves the cache
+// as it was: nothing is appended. The generation loop uses it to read what the causal
+// model thinks of a developed canvas (AR guidance); from skips rows it already has
+// (the host path then skips their LM head). At most MaxChunk tokens.
+func (r *Runner) Score(tokens []int, from int) (logits []float32, err error) {
+	n := len(tokens)
+	switch {
+	case n == 0:
+		return nil, errors.New("score: no tokens")
+	case n > max(r.MaxChunk, 1):
+		return nil, fmt.Errorf("score: %d tokens, at most %d in one pass", n, max(r.MaxChunk, 1))
+	case from < 0 || from >= n:
+		return nil, fmt.Errorf("score: rows from %d of %d tokens", from, n)
+	}
+	if max := r.cfg.MaxPositionEmbeddings; max > 0 && r.length+n > max {
+		return nil, fmt.Errorf("score: %d cached + %d new tokens exceed max_position_embeddings %d",
+			r.length, n, max)
+	}
+	nb := nextPow2(n)
+	ids := make([]int32, nb)
+	for i, t := range tokens {
+		if t < 0 || t >= r.cfg.VocabSize {
+			return nil, fmt.Errorf("score: token id %d out of range [0, %d)", t, r.cfg.VocabSize)
+		}
+		ids[i] = int32(t)
+	}
+	if r.HostDecoder {
+		return r.scoreOnHost(ids[:n], from)
+	}
+	if err := r.ensureCapacity(r.length + n); err != nil {
+		return nil, err
+	}
+	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, nb), int32(n), int32(r.length)}
+	for _, t := range r.cache {
+		args = append(args, t) // read only: not donated
+	}
+	r.compiled[fmt.Sprintf("score/%d/%d", nb, r.capacity)] = true
+	var out []*tensors.Tensor
+	if err := try("score", func() { out = must(r.scoreExec.Exec(args...)) }); err != nil {
+		return nil, err
+	}
+	err = try("score: read logits", func() { logits = tensors.MustCopyFlatData[float32](out[0]) })
+	_ = out[0].FinalizeAll()
+	if err != nil {
+		return nil, err
+	}
+	return logits[from*r.cfg.VocabSize : n*r.cfg.VocabSize], nil
 }
 
 // Decode runs one denoising step of the bidirectional decoder over canvas (placed
@@ -395,6 +449,25 @@ func (r *Runner) encodeOnHost(tokens []int) (lastLogits []float32, err error) {
 	return lastLogits, nil
 }
 
+// scoreOnHost is Score computed on the host, over a copy of the host cache.
+func (r *Runner) scoreOnHost(ids []int32, from int) (logits []float32, err error) {
+	err = try("score", func() {
+		m := r.hostModel()
+		scalar := NewParams(r.ctx, nil, r.cfg).encoderScalar
+		cache := r.hcache.clone()
+		if cache.v == nil && r.length > 0 {
+			panic(fmt.Errorf("host cache is empty but %d tokens are cached", r.length))
+		}
+		hn := m.encodeAll(&cache, ids, r.length, scalar)
+		if err := r.head.prepare(r.weights, m.embedScale); err != nil {
+			panic(err)
+		}
+		d := r.cfg.HiddenSize
+		logits = r.head.logits(hn[from*d:], len(ids)-from, r.cfg.FinalLogitSoftcapping)
+	})
+	return logits, err
+}
+
 // ensureCapacity grows the cache (power of two ≥ MinCapacity) to hold n tokens. Full
 // layers' caches grow with the capacity; sliding layers' rings only until they reach
 // sliding_window−1 slots. A ring grows only while it has not wrapped (length ≤ its
@@ -496,6 +569,25 @@ func (r *Runner) encodeGraph(ctx *context.Context, in []*Node) []*Node {
 	}
 	last := Gather(Reshape(h, tb, r.cfg.HiddenSize), Reshape(SubScalar(count, 1), 1)) // [D]
 	return append([]*Node{Logits(p, last)}, joinCache(r.cfg, src.k, src.v)...)
+}
+
+// scoreGraph: in = [tokens [1, Tb], count, length, cache…] → [logits [1, Tb, V]]: the
+// encoder pass of encodeGraph with every row's logits, its cache writes discarded.
+func (r *Runner) scoreGraph(ctx *context.Context, in []*Node) []*Node {
+	g := in[0].Graph()
+	tokens, count, length := in[0], in[1], in[2]
+	tb := tokens.Shape().Dimensions[1]
+	p := r.params(ctx, g)
+	k, v := splitCache(r.cfg, in[3:])
+	qpos := iotaPositions(g, 1, tb, length)
+	qvalid := LessThan(Iota(g, shapes.Make(dtypes.Int32, 1, tb), 1), count)
+	src := &cacheKeys{p: p, k: k, v: v, length: length, count: count, qpos: qpos, qvalid: qvalid,
+		masks: map[int]*Node{}, writes: map[int]cacheWrite{}}
+	h := p.Embed(tokens)
+	for i := range r.cfg.NumHiddenLayers {
+		h = p.Layer(i, h, qpos, src, p.encoderScalar(i))
+	}
+	return []*Node{Logits(p, h)}
 }
 
 // runnerDecoder is Decoder over the runner's cache (runnerKeys instead of a KV

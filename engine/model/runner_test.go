@@ -84,12 +84,28 @@ func testRunnerVsNaive(t *testing.T, mode string) {
 				}
 				soft, wantSoft = next, nm.SoftEmbedding(wantLogits, temp)
 			}
-			// Commit the canvas (one encoder call), as the generation loop does.
+			// Score the canvas (AR guidance): every row, nothing cached.
+			before := r.Len()
+			scored, err := r.Score(canvas, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tail, err := r.Score(canvas, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Len() != before {
+				t.Fatalf("score cached tokens: %d → %d", before, r.Len())
+			}
+			// Commit the canvas (one encoder call), as the generation loop does;
+			// its logits also show that Score left the cache as it was.
 			last, err := r.Encode(canvas)
 			if err != nil {
 				t.Fatal(err)
 			}
 			wantCommit := nm.Encode(cache, canvas)
+			check("score logits", scored, flat(wantCommit))
+			check("score logits from row 5", tail, flat(wantCommit[5:]))
 			check("commit last logits", last, wantCommit[len(wantCommit)-1])
 		}
 		// AR: two tokens one at a time.
@@ -113,8 +129,8 @@ func testRunnerVsNaive(t *testing.T, mode string) {
 	second := generation() // the cache keeps capacity 32: the 3-token bucket is new there
 	third := generation()
 	t.Logf("compiled executables after each generation: %d, %d, %d", first, second, third)
-	// encode buckets {8, 4, 1} × capacities {16, 32}, decode × {16, 32}, one grow.
-	if first > 8 || second > 9 || third != second {
+	// encode buckets {8, 4, 1} × capacities {16, 32}, decode and score × {16, 32}, one grow.
+	if first > 10 || second > 11 || third != second {
 		t.Errorf("compiled %d, %d, %d executables: want a handful, and none new once the capacity is stable", first, second, third)
 	}
 }
@@ -179,5 +195,33 @@ func TestRunnerErrors(t *testing.T) {
 	}
 	if r.Len() != 0 {
 		t.Errorf("failed encode left %d tokens cached", r.Len())
+	}
+}
+
+// TestRunnerScoreRefusals: Score takes 1…MaxChunk valid ids and caches nothing.
+func TestRunnerScoreRefusals(t *testing.T) {
+	cfg := tinyConfig()
+	w, _ := randomModel(t, cfg, 13, dtypes.Float32)
+	for _, host := range []bool{false, true} {
+		r, err := NewRunner(newBackend(t), cfg, newContext(t, w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.HostDecoder, r.HostHead, r.MaxChunk = host, host, 8
+		for name, tokens := range map[string][]int{
+			"empty": nil, "longer than a chunk": make([]int, 9), "id out of range": {1, cfg.VocabSize},
+		} {
+			if _, err := r.Score(tokens, 0); err == nil {
+				t.Errorf("host %v, %s: no error", host, name)
+			}
+		}
+		for _, from := range []int{-1, 3} {
+			if _, err := r.Score([]int{1, 2, 3}, from); err == nil {
+				t.Errorf("host %v, rows from %d of 3: no error", host, from)
+			}
+		}
+		if r.Len() != 0 {
+			t.Errorf("host %v: %d tokens cached after refusals", host, r.Len())
+		}
 	}
 }
