@@ -24,6 +24,14 @@ type Sampling struct {
 	ConfidenceThreshold float64
 	StabilityThreshold  int
 	Temperature         float64 // AR mode only; 0 = greedy
+
+	// Guidance is the weight λ of the causal (AR) head when a developed canvas's
+	// words are revised (sampler.Guide): each position moves to the argmax of
+	// log p_decoder + λ·log p_AR, markup and end tokens left where the decoder put
+	// them. GuidanceRounds bounds the rounds per canvas (one encoder pass each).
+	// Diffusion only. Zero means the model's default; negative turns guidance off.
+	Guidance       float64
+	GuidanceRounds int
 }
 
 // Message is one chat turn.
@@ -83,6 +91,11 @@ type Event struct {
 	Argmax   []int
 	Entropy  []float32
 
+	// Guidance marks an AR guidance round after a canvas's denoising steps
+	// (Sampling.Guidance): Draft and Argmax are the revised canvas, Accepted marks
+	// the positions the round changed, Entropy is nil.
+	Guidance bool
+
 	Committed []int  // all tokens committed so far (EOS-truncated), all kinds
 	Text      string // decoded Committed (EventCommit, EventToken, EventDone); for EventStep the decoded Argmax draft appended
 
@@ -94,6 +107,9 @@ type Event struct {
 type CanvasStats struct {
 	Steps    int   `json:"steps"`
 	Accepted []int `json:"accepted"` // accepted count per step
+
+	GuidanceRounds int `json:"guidance_rounds,omitempty"` // AR guidance rounds run after the steps
+	Guided         int `json:"guided,omitempty"`          // positions they changed, in all
 }
 
 // Result is a finished generation.

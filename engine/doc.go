@@ -31,6 +31,15 @@
 // continues it. Every step is reported as an Event, so a UI can show the page
 // developing, and cancellation through the context is honored between steps.
 //
+// AR guidance (Darkroom's, off unless generation_config.json or the request
+// asks for it): the decoder guesses all positions at once, so a small model's
+// words can come out assembled from pieces of different words. Before the commit,
+// a few rounds revise the developed canvas with the model's own causal head: one
+// encoder pass over the canvas without caching it (Runner.Score), then every text
+// position moves to the argmax of log p_decoder + λ·log p_AR (sampler.Guide; tags,
+// attributes and the end stay where the decoder put them). The rounds are steps of
+// the same canvas for the events and the stats (CanvasStats.GuidanceRounds).
+//
 // Subpackages: config (config.json, generation_config.json), weights
 // (safetensors and the tensor-name table), tokenizer, chat (the Gemma 4 turn
 // template), model (the GoMLX graph and its KV cache), sampler (the host-side

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
@@ -30,6 +31,7 @@ type Engine struct {
 	path      string           // where the model runs: PathHost or PathGraph
 	release   func()           // frees the model's device memory; nil when nothing to free
 	closed    bool
+	frozen    []bool // by id: markup and end tokens, which AR guidance leaves alone (guidanceFrozen)
 }
 
 // textCodec is the tokenizer as the engine uses it.
@@ -51,7 +53,7 @@ func (e *Engine) GenerationDefaults() Sampling {
 	g := e.cfg.Generation
 	return Sampling{MaxNewTokens: g.MaxNewTokens, MaxSteps: g.MaxDenoisingSteps, TMin: g.TMin, TMax: g.TMax,
 		EntropyBound: g.EntropyBound, ConfidenceThreshold: g.ConfidenceThreshold,
-		StabilityThreshold: g.StabilityThreshold}
+		StabilityThreshold: g.StabilityThreshold, Guidance: g.ARGuidance, GuidanceRounds: g.ARGuidanceRounds}
 }
 
 // Close frees the model. It waits for a running generation to finish; cancel its
@@ -144,8 +146,24 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 	if err != nil {
 		return nil, err
 	}
-	return &generation{ctx: ctx, req: req, run: e.run, tok: e.tok, smp: smp, s: s,
+	if s.Guidance > 0 && e.frozen == nil {
+		e.frozen = guidanceFrozen(e.tok, t.VocabSize, eos)
+	}
+	return &generation{ctx: ctx, req: req, run: e.run, tok: e.tok, smp: smp, s: s, frozen: e.frozen,
 		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt, opening: opening}, nil
+}
+
+// guidanceFrozen is the set of ids AR guidance neither replaces nor writes: the
+// end tokens, ids that decode to no text (special tokens) and ids whose text holds
+// markup (< > " =), so that the decoder alone decides a page's tags, attributes
+// and end, and guidance revises the words between them.
+func guidanceFrozen(tok textCodec, vocab int, eos []int) []bool {
+	frozen := make([]bool, vocab)
+	for id := range frozen {
+		text := tok.Decode([]int{id})
+		frozen[id] = text == "" || strings.ContainsAny(text, `<>"=`) || slices.Contains(eos, id)
+	}
+	return frozen
 }
 
 // Where a loaded model's forward passes run (Engine.Path).

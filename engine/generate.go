@@ -22,6 +22,10 @@ type runner interface {
 	// appends their keys and values to the cache, and returns the logits of the
 	// last token: [vocab].
 	Encode(tokens []int) ([]float32, error)
+	// Score runs the causal encoder over tokens after the cache without caching
+	// them and returns the logits of tokens from… [(len(tokens)−from)·vocab] (row
+	// i−from predicts the token after tokens[i]).
+	Score(tokens []int, from int) ([]float32, error)
 	// Decode runs the bidirectional decoder over canvas at the positions after
 	// the cache (read only), with the previous step's self-conditioning soft
 	// embedding (nil at a canvas's first step: zero). It returns the logits
@@ -54,6 +58,8 @@ type generation struct {
 	fwdTime time.Duration // spent inside forward passes
 	flops   float64       // model arithmetic of those passes (model.FLOPs, model.EncodeFLOPs)
 	cached  int           // tokens in the KV cache
+	next    []float32     // the encoder's logits for the token after the cache (the last Encode's)
+	frozen  []bool        // ids AR guidance never replaces or writes (Engine.frozen)
 	text    *config.Text  // dims for the FLOPs count
 	out     []int         // committed tokens, EOS excluded
 	res     *Result
@@ -90,6 +96,7 @@ func (g *generation) forwardEncode(tokens []int) ([]float32, error) {
 	}
 	g.flops += model.EncodeFLOPs(g.text, len(tokens), g.cached)
 	g.cached += len(tokens)
+	g.next = logits
 	return logits, nil
 }
 
@@ -156,6 +163,7 @@ func (g *generation) diffusion() error {
 func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats CanvasStats, ok bool, err error) {
 	draft := g.smp.Canvas(given, hold, g.canvas)
 	var soft any
+	var lastLogits []float32
 	for step := 1; step <= g.s.MaxSteps; step++ {
 		if g.cancelled() {
 			return nil, stats, false, nil
@@ -174,6 +182,7 @@ func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats
 			return nil, stats, false, fmt.Errorf("canvas %d step %d: %w", ci, step, err)
 		}
 		soft, draft, argmax = next, r.Draft, r.Argmax
+		lastLogits = logits
 		stats.Steps = step
 		stats.Accepted = append(stats.Accepted, r.NumAccepted)
 		if g.req.OnEvent != nil {
@@ -187,7 +196,95 @@ func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats
 			break
 		}
 	}
+	if g.s.Guidance > 0 && g.s.GuidanceRounds > 0 && lastLogits != nil {
+		return g.guide(ci, argmax, lastLogits, hold, stats)
+	}
 	return argmax, stats, true, nil
+}
+
+// guide runs the AR guidance rounds (sampler.Guide) over the developed canvas a,
+// with dec the decoder logits of its last denoising step: each round is one
+// encoder pass over a up to its first EOS (Runner.Score, nothing cached). ok is
+// false when the context was cancelled.
+func (g *generation) guide(ci int, a []int, dec []float32, hold int, stats CanvasStats) (argmax []int, _ CanvasStats, ok bool, err error) {
+	gd, err := sampler.NewGuide(dec, g.vocab, g.s.Guidance, g.frozen)
+	if err != nil {
+		return nil, stats, false, fmt.Errorf("canvas %d: %w", ci, err)
+	}
+	v := g.vocab
+	// The text ends at the first EOS (guidance neither moves nor writes one): it
+	// revises positions from…end−1. A position before the previous round's first
+	// change sees the same canvas as then and would decide the same: each round
+	// starts at that change.
+	end := len(a)
+	if i := slices.IndexFunc(a, g.isEOS); i >= 0 {
+		end = i
+	}
+	from := hold
+	for round := 1; round <= g.s.GuidanceRounds && from < end; round++ {
+		if g.cancelled() {
+			return nil, stats, false, nil
+		}
+		var rows []float32 // rows[k] predicts a[lo+k+1]
+		lo := max(from-1, 0)
+		if end > 1 {
+			if rows, err = g.forwardScore(a[:end-1], lo); err != nil {
+				return nil, stats, false, fmt.Errorf("canvas %d guidance round %d: %w", ci, round, err)
+			}
+		}
+		ar := func(i int) []float32 {
+			if i == 0 {
+				return g.next // the encoder's prediction after the cache
+			}
+			return rows[(i-1-lo)*v : (i-lo)*v]
+		}
+		next, changed, err := gd.Round(a, from, end, ar)
+		if err != nil {
+			return nil, stats, false, fmt.Errorf("canvas %d guidance round %d: %w", ci, round, err)
+		}
+		stats.GuidanceRounds = round
+		stats.Guided += changed
+		if changed == 0 {
+			break
+		}
+		for i := range a {
+			if next[i] != a[i] {
+				from = i
+				break
+			}
+		}
+		if g.req.OnEvent != nil {
+			moved := make([]bool, len(a))
+			for i := range a {
+				moved[i] = next[i] != a[i]
+			}
+			_, n, _ := sampler.TruncateEOS(next, g.eos, g.pad)
+			g.emit(Event{Kind: EventStep, Canvas: ci, Step: stats.Steps + round, Guidance: true,
+				Draft: next, Accepted: moved, Argmax: next,
+				Committed: slices.Clone(g.out), Text: g.tok.Decode(append(slices.Clone(g.out), next[:n]...))})
+		}
+		a = next
+	}
+	return a, stats, true, nil
+}
+
+func (g *generation) isEOS(id int) bool { return slices.Contains(g.eos, id) }
+
+// forwardScore runs one encoder pass over tokens without caching them, counting
+// it, and returns the logits of tokens from….
+func (g *generation) forwardScore(tokens []int, from int) ([]float32, error) {
+	g.forward++
+	t0 := time.Now()
+	logits, err := g.run.Score(tokens, from)
+	g.fwdTime += time.Since(t0)
+	if err != nil {
+		return nil, fmt.Errorf("encoder pass over %d tokens: %w", len(tokens), err)
+	}
+	if want := (len(tokens) - from) * g.vocab; len(logits) != want {
+		return nil, fmt.Errorf("encoder pass over %d tokens returned %d logits, want %d", len(tokens), len(logits), want)
+	}
+	g.flops += model.ScoreFLOPs(g.text, len(tokens), from, g.cached)
+	return logits, nil
 }
 
 // autoregressive decodes one token per encoder pass with the causal cache.
@@ -292,11 +389,22 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 	if s.StabilityThreshold == 0 {
 		s.StabilityThreshold = def.StabilityThreshold
 	}
+	if s.Guidance == 0 {
+		s.Guidance = def.Guidance
+	}
+	if s.GuidanceRounds == 0 {
+		s.GuidanceRounds = def.GuidanceRounds
+	}
+	if s.Guidance < 0 || s.GuidanceRounds < 0 { // explicitly off
+		s.Guidance, s.GuidanceRounds = 0, 0
+	}
 	switch {
 	case s.MaxNewTokens < 1:
 		return s, fmt.Errorf("max new tokens must be at least 1, got %d", s.MaxNewTokens)
 	case s.Temperature < 0 || math.IsNaN(s.Temperature) || math.IsInf(s.Temperature, 0):
 		return s, fmt.Errorf("temperature must be ≥ 0, got %g", s.Temperature)
+	case math.IsNaN(s.Guidance) || math.IsInf(s.Guidance, 0):
+		return s, fmt.Errorf("AR guidance weight must be a finite number, got %g", s.Guidance)
 	}
 	return s, nil
 }

@@ -26,7 +26,17 @@ type scriptRunner struct {
 	cache   []int
 	decodes []decodeCall
 	encodes [][]int
+	scores  []scoreCall
 	failAt  int // decode call number (1-based) that fails; 0: never
+
+	// ar, if set, is the causal head's script (Encode and Score rows), else script.
+	ar func(pos int) int
+}
+
+type scoreCall struct {
+	tokens []int
+	from   int // first row returned
+	start  int // cache length
 }
 
 type decodeCall struct {
@@ -50,7 +60,27 @@ func (f *scriptRunner) row(pos int, margin float32) []float32 {
 func (f *scriptRunner) Encode(tokens []int) ([]float32, error) {
 	f.encodes = append(f.encodes, slices.Clone(tokens))
 	f.cache = append(f.cache, tokens...)
-	return f.row(len(f.cache), 8), nil // the next token's prediction
+	return f.arRow(len(f.cache)), nil // the next token's prediction
+}
+
+// arRow is the causal head's prediction for absolute position pos.
+func (f *scriptRunner) arRow(pos int) []float32 {
+	if f.ar == nil {
+		return f.row(pos, 8)
+	}
+	script := f.script
+	defer func() { f.script = script }()
+	f.script = f.ar
+	return f.row(pos, 8)
+}
+
+func (f *scriptRunner) Score(tokens []int, from int) ([]float32, error) {
+	f.scores = append(f.scores, scoreCall{slices.Clone(tokens), from, len(f.cache)})
+	var out []float32
+	for i := from; i < len(tokens); i++ {
+		out = append(out, f.arRow(len(f.cache)+i+1)...)
+	}
+	return out, nil
 }
 
 func (f *scriptRunner) Decode(canvas []int, soft any, temp float64) ([]float32, any, error) {

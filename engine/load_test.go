@@ -167,3 +167,35 @@ func TestHostAndGraphPathsAgree(t *testing.T) {
 		t.Errorf("greedy AR, different tokens:\nhost  %v\ngraph %v", host.Tokens, graph.Tokens)
 	}
 }
+
+// TestGuidanceOnTheTinyModel runs AR guidance through the real runner on both
+// paths: the rounds run (one uncached encoder pass each) and are counted.
+func TestGuidanceOnTheTinyModel(t *testing.T) {
+	dir := writeTinyModel(t)
+	for _, inGraph := range []bool{false, true} {
+		e, err := Load(context.Background(), Dir(dir), Options{Backend: "go", InGraph: inGraph})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen := func(s Sampling) *Result {
+			res, err := e.Generate(context.Background(), Request{Prompt: "What is Unix?", Seed: 3, Sampling: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		off := gen(Sampling{MaxNewTokens: 16})
+		on := gen(Sampling{MaxNewTokens: 16, Guidance: 3, GuidanceRounds: 4})
+		e.Close()
+		c := on.Canvases[0]
+		if off.Canvases[0].GuidanceRounds != 0 || c.GuidanceRounds < 1 || c.GuidanceRounds > 4 {
+			t.Errorf("graph %v: guidance rounds %d off, %d on (budget 4)", inGraph, off.Canvases[0].GuidanceRounds, c.GuidanceRounds)
+		}
+		if on.ForwardPasses != 1+c.Steps+c.GuidanceRounds {
+			t.Errorf("graph %v: %d forward passes, want prompt + %d steps + %d rounds", inGraph, on.ForwardPasses, c.Steps, c.GuidanceRounds)
+		}
+		if c.Guided == 0 && c.GuidanceRounds > 1 {
+			t.Errorf("graph %v: %d rounds changed nothing (a round that changes nothing is the last)", inGraph, c.GuidanceRounds)
+		}
+	}
+}

@@ -41,6 +41,8 @@ func (m modelRunner) Reset() { m.r.Reset() }
 
 func (m modelRunner) Encode(tokens []int) ([]float32, error) { return m.r.Encode(tokens) }
 
+func (m modelRunner) Score(tokens []int, from int) ([]float32, error) { return m.r.Score(tokens, from) }
+
 func (m modelRunner) Decode(canvas []int, soft any, temperature float64) ([]float32, any, error) {
 	var in *tensors.Tensor
 	if soft != nil {

@@ -32,16 +32,18 @@ func init() {
 type benchMode struct {
 	Mode             engine.Mode `json:"mode"`
 	Runs             int         `json:"runs"`
-	TokensPerS       float64     `json:"tokens_per_s"`       // median over runs; real tokens only
-	Tokens           float64     `json:"tokens"`             // mean generated tokens per run
-	ForwardPasses    float64     `json:"forward_passes"`     // mean per run
-	TokensPerForward float64     `json:"tokens_per_forward"` // total tokens / total forward passes
-	StepsPerCanvas   float64     `json:"steps_per_canvas"`   // mean denoising steps (diffusion)
-	FirstCanvasMS    float64     `json:"first_canvas_ms"`    // median time to the first canvas (AR: first token)
-	MedianCanvasMS   float64     `json:"median_canvas_ms"`   // median time per canvas (diffusion) or per token (AR)
-	ElapsedMS        float64     `json:"elapsed_ms"`         // median per run
-	ForwardMS        float64     `json:"forward_ms"`         // median per run, inside forward passes
-	SamplingShare    float64     `json:"sampling_share"`     // 1 − forward/elapsed: host-side sampling and bookkeeping
+	TokensPerS       float64     `json:"tokens_per_s"`                         // median over runs; real tokens only
+	Tokens           float64     `json:"tokens"`                               // mean generated tokens per run
+	ForwardPasses    float64     `json:"forward_passes"`                       // mean per run
+	TokensPerForward float64     `json:"tokens_per_forward"`                   // total tokens / total forward passes
+	StepsPerCanvas   float64     `json:"steps_per_canvas"`                     // mean denoising steps (diffusion)
+	GuidanceRounds   float64     `json:"guidance_rounds_per_canvas,omitempty"` // mean AR guidance rounds (diffusion)
+	GuidedPerCanvas  float64     `json:"guided_per_canvas,omitempty"`          // mean tokens those rounds revised
+	FirstCanvasMS    float64     `json:"first_canvas_ms"`                      // median time to the first canvas (AR: first token)
+	MedianCanvasMS   float64     `json:"median_canvas_ms"`                     // median time per canvas (diffusion) or per token (AR)
+	ElapsedMS        float64     `json:"elapsed_ms"`                           // median per run
+	ForwardMS        float64     `json:"forward_ms"`                           // median per run, inside forward passes
+	SamplingShare    float64     `json:"sampling_share"`                       // 1 − forward/elapsed: host-side sampling and bookkeeping
 }
 
 // benchReport is `darkroom bench --json`.
@@ -210,7 +212,7 @@ func runBench(env *Env, args []string) error {
 func summarize(mode engine.Mode, rs []*engine.Result, unitMS []float64) benchMode {
 	m := benchMode{Mode: mode, Runs: len(rs)}
 	var tps, first, elapsed, fwd []float64
-	var tokens, passes, steps, canvases int
+	var tokens, passes, steps, canvases, rounds, guided int
 	for _, r := range rs {
 		tps = append(tps, r.TokensPerS)
 		first = append(first, r.FirstCanvasMS)
@@ -220,6 +222,8 @@ func summarize(mode engine.Mode, rs []*engine.Result, unitMS []float64) benchMod
 		passes += r.ForwardPasses
 		for _, c := range r.Canvases {
 			steps += c.Steps
+			rounds += c.GuidanceRounds
+			guided += c.Guided
 			canvases++
 		}
 	}
@@ -231,6 +235,7 @@ func summarize(mode engine.Mode, rs []*engine.Result, unitMS []float64) benchMod
 	}
 	if canvases > 0 {
 		m.StepsPerCanvas = float64(steps) / float64(canvases)
+		m.GuidanceRounds, m.GuidedPerCanvas = float64(rounds)/float64(canvases), float64(guided)/float64(canvases)
 	}
 	m.FirstCanvasMS, m.MedianCanvasMS = backend.Median(first), backend.Median(unitMS)
 	m.ElapsedMS, m.ForwardMS = backend.Median(elapsed), backend.Median(fwd)
@@ -254,7 +259,12 @@ func printBench(w io.Writer, r *benchReport) {
 		fmt.Fprintf(w, "%-10s %10.1f %8.1f %9.1f %6.2f %8s %13.1f %12.1f %9.0f%%\n", m.Mode, m.TokensPerS, m.Tokens,
 			m.ForwardPasses, m.TokensPerForward, steps, m.FirstCanvasMS, m.MedianCanvasMS, 100*m.SamplingShare)
 	}
-	fmt.Fprintf(w, "(median over %d runs; \"median\" is per canvas for diffusion, per token for AR)\n\n", r.Diffusion.Runs)
+	fmt.Fprintf(w, "(median over %d runs; \"median\" is per canvas for diffusion, per token for AR)\n", r.Diffusion.Runs)
+	if d := r.Diffusion; d.GuidanceRounds > 0 {
+		fmt.Fprintf(w, "AR guidance (in the diffusion times): %.1f rounds per canvas, one encoder pass each; %.1f tokens revised per canvas\n",
+			d.GuidanceRounds, d.GuidedPerCanvas)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "diffusion vs AR: %.2f× the tokens/s on the same weights\n", r.SpeedupVsAR)
 	fmt.Fprintf(w, "raw matmul [%d,%d]×[%d,%d]: %.2f GFLOP/s on the %s backend, %.2f GFLOP/s with the host GEMM\n",
 		r.MatMul.M, r.MatMul.K, r.MatMul.K, r.MatMul.N, r.MatMulGFLOPS, r.Backend, r.HostMatMulGFLOPS)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -28,6 +29,8 @@ type generateFlags struct {
 	backend, mode              string
 	maxNew, maxSteps, stab     int
 	tMin, tMax, bound, conf, t float64
+	guide                      float64
+	guideRounds                int
 	seed                       uint64
 	graph                      bool
 }
@@ -51,12 +54,15 @@ func (g *generateFlags) register(fs interface {
 	fs.Float64Var(&g.conf, "confidence-threshold", 0, "mean entropy below which a stable canvas stops (default: the model's)")
 	fs.IntVar(&g.stab, "stability", 0, "steps the argmax canvas must stay unchanged to stop (default: the model's)")
 	fs.Float64Var(&g.t, "temperature", 0, "AR mode sampling temperature; 0 = greedy")
+	fs.Float64Var(&g.guide, "guidance", 0, "weight of the model's causal head when it revises the words of a developed canvas (default: the model's; negative: off)")
+	fs.IntVar(&g.guideRounds, "guidance-rounds", 0, "most guidance rounds per canvas, one encoder pass each (default: the model's)")
 	fs.Uint64Var(&g.seed, "seed", 0, "random seed; the same seed reproduces a run")
 }
 
 func (g *generateFlags) sampling() engine.Sampling {
 	return engine.Sampling{MaxNewTokens: g.maxNew, MaxSteps: g.maxSteps, TMin: g.tMin, TMax: g.tMax,
-		EntropyBound: g.bound, ConfidenceThreshold: g.conf, StabilityThreshold: g.stab, Temperature: g.t}
+		EntropyBound: g.bound, ConfidenceThreshold: g.conf, StabilityThreshold: g.stab, Temperature: g.t,
+		Guidance: g.guide, GuidanceRounds: g.guideRounds}
 }
 
 // check reports flag values that are out of range before anything loads.
@@ -68,6 +74,10 @@ func (g *generateFlags) check() error {
 		return fmt.Errorf("--max-steps must be positive, got %d", g.maxSteps)
 	case g.stab < 0:
 		return fmt.Errorf("--stability must be ≥ 0, got %d", g.stab)
+	case g.guideRounds < 0:
+		return fmt.Errorf("--guidance-rounds must be ≥ 0, got %d", g.guideRounds)
+	case math.IsNaN(g.guide) || math.IsInf(g.guide, 0):
+		return fmt.Errorf("--guidance must be a number, got %v", g.guide)
 	case g.tMin < 0 || g.tMax < 0:
 		return errors.New("--t-min and --t-max must be positive")
 	case g.bound < 0 || g.conf < 0:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -389,27 +390,33 @@ func runTrainEval(env *Env, args []string) error {
 	backendName := fs.String("backend", "", "backend for the engine (default: the engine's)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	first := fs.Int("first", 0, "first held-out page (the report's pages are 0…pages−1; choose sampling settings on later ones)")
-	modesFlag := fs.String("modes", "diffusion,ar", "generation modes to score")
+	modesFlag := fs.String("modes", "diffusion,unguided,ar", `generation modes to score: "diffusion", "unguided" (diffusion with the model's AR guidance off, when it has it on) and "ar"`)
 	noLoss := fs.Bool("no-loss", false, "skip the held-out loss")
 	freeHeading := fs.Bool("free-heading", false, "let the model write each page's <h1> too (default: the title is held as the heading, as the app does)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	var modes []engine.Mode
+	unguided := false
 	for _, m := range strings.Split(*modesFlag, ",") {
 		switch strings.TrimSpace(m) {
 		case "diffusion":
 			modes = append(modes, engine.Diffusion)
+		case "unguided":
+			unguided = true
 		case "ar":
 			modes = append(modes, engine.AR)
 		default:
-			return fmt.Errorf("train eval: --modes: unknown mode %q (diffusion, ar)", m)
+			return fmt.Errorf("train eval: --modes: unknown mode %q (diffusion, unguided, ar)", m)
 		}
+	}
+	if unguided && !slices.Contains(modes, engine.Diffusion) {
+		return errors.New(`train eval: --modes: "unguided" is scored beside "diffusion"; add it`)
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	rep, err := train.Evaluate(ctx, train.EvalOptions{ModelDir: *modelDir, CorpusDir: *corpusDir, Pages: *pages,
-		Seed: *seed, ARTemperature: *arTemp, Backend: *backendName, First: *first, Modes: modes, NoLoss: *noLoss, FreeHeading: *freeHeading,
+		Seed: *seed, ARTemperature: *arTemp, Backend: *backendName, First: *first, Modes: modes, Unguided: unguided, NoLoss: *noLoss, FreeHeading: *freeHeading,
 		Log: env.Stderr})
 	if err != nil {
 		return err
@@ -427,10 +434,17 @@ func runTrainEval(env *Env, args []string) error {
 			l.TitleTokens, l.TitleAR, l.TitleDiffusion)
 	}
 	fmt.Fprintf(env.Stdout, "pages: the <h1> heading %s\n", rep.Settings["heading"])
-	for _, m := range []struct {
+	rows := []struct {
 		name string
 		r    train.ModeReport
-	}{{"diffusion", rep.Diffusion}, {"ar", rep.AR}, {"reference", rep.Reference}} {
+	}{{"diffusion", rep.Diffusion}, {"ar", rep.AR}, {"reference", rep.Reference}}
+	if u := rep.DiffusionUnguided; u != nil {
+		rows = slices.Insert(rows, 1, struct {
+			name string
+			r    train.ModeReport
+		}{"unguided", *u})
+	}
+	for _, m := range rows {
 		fmt.Fprintf(env.Stdout, "%-9s pages %d: format %.0f%% (h1 %.0f%%, long paragraph %.0f%%), known words %.1f%%, links/page %.2f, distinct-2 %.3f, median %.0f ms\n",
 			m.name, m.r.Pages, 100*m.r.PageFormat, 100*m.r.TitleH1, 100*m.r.LongParagraph, 100*m.r.KnownWords,
 			m.r.LinksPerPage, m.r.Distinct2, m.r.MedianMS)

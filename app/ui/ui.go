@@ -138,7 +138,8 @@ func (a *App) sampling() engine.Sampling {
 	s := a.deps.Settings.Get().Sampling
 	return engine.Sampling{MaxNewTokens: s.MaxNewTokens, MaxSteps: s.MaxSteps, TMin: s.TMin, TMax: s.TMax,
 		EntropyBound: s.EntropyBound, ConfidenceThreshold: s.ConfidenceThreshold,
-		StabilityThreshold: s.StabilityThreshold, Temperature: s.Temperature}
+		StabilityThreshold: s.StabilityThreshold, Temperature: s.Temperature,
+		Guidance: s.Guidance, GuidanceRounds: s.GuidanceRounds}
 }
 
 // seed is the configured seed, or a fresh one per generation.

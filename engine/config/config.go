@@ -101,6 +101,12 @@ type Generation struct {
 	ConfidenceThreshold float64 `json:"confidence_threshold"`
 	EOSTokenIDs         []int   `json:"-"`
 	PadTokenID          int     `json:"pad_token_id"`
+
+	// ARGuidance and ARGuidanceRounds are Darkroom's AR guidance of developed
+	// canvases (engine.Sampling.Guidance): the causal head's weight and the most
+	// rounds per canvas. Zero (or absent, as in every Hugging Face checkpoint) is off.
+	ARGuidance       float64 `json:"darkroom_ar_guidance,omitempty"`
+	ARGuidanceRounds int     `json:"darkroom_ar_guidance_rounds,omitempty"`
 }
 
 // DefaultGeneration is what the released checkpoint ships (reference §2.2); used for

@@ -166,6 +166,8 @@ func TestInvalidValues(t *testing.T) {
 		{func(m *Model) { m.Text.HeadDim = 15 }, "config.json: text_config.head_dim must be even"},
 		{func(m *Model) { m.Generation.TMax = 0.1 }, "generation_config.json: t_max (0.1) is below t_min (0.4)"},
 		{func(m *Model) { m.Generation.MaxDenoisingSteps = 0 }, "generation_config.json: max_denoising_steps must be positive"},
+		{func(m *Model) { m.Generation.ARGuidance = -1 }, "generation_config.json: darkroom_ar_guidance must be a finite number ≥ 0"},
+		{func(m *Model) { m.Generation.ARGuidanceRounds = -2 }, "generation_config.json: darkroom_ar_guidance_rounds must be ≥ 0"},
 	}
 	for _, c := range cases {
 		m := Tiny()
@@ -207,5 +209,31 @@ func TestEOSForms(t *testing.T) {
 	}
 	if _, err := LoadFS(fstest.MapFS{}, "."); err == nil || !strings.HasPrefix(err.Error(), "config.json:") {
 		t.Errorf("absent: %v", err)
+	}
+}
+
+func TestARGuidanceKeys(t *testing.T) {
+	gen := `{"darkroom_ar_guidance": 2.5, "darkroom_ar_guidance_rounds": 20}`
+	m, err := LoadFS(fstest.MapFS{"config.json": {Data: []byte(realConfigJSON())}, "generation_config.json": {Data: []byte(gen)}}, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Generation.ARGuidance != 2.5 || m.Generation.ARGuidanceRounds != 20 {
+		t.Fatalf("guidance %v, rounds %d", m.Generation.ARGuidance, m.Generation.ARGuidanceRounds)
+	}
+	dir := t.TempDir()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Generation.ARGuidance != 2.5 || again.Generation.ARGuidanceRounds != 20 {
+		t.Errorf("after a save: guidance %v, rounds %d", again.Generation.ARGuidance, again.Generation.ARGuidanceRounds)
+	}
+	// A Hugging Face checkpoint has neither key: guidance is off.
+	if d := DefaultGeneration(); d.ARGuidance != 0 || d.ARGuidanceRounds != 0 {
+		t.Errorf("default guidance %v, rounds %d, want off", d.ARGuidance, d.ARGuidanceRounds)
 	}
 }

@@ -348,6 +348,10 @@ func (g *Generation) validate(vocab int) error {
 		return bad("confidence_threshold", "must be ≥ 0, got %v", g.ConfidenceThreshold)
 	case g.StabilityThreshold < 0:
 		return bad("stability_threshold", "must be ≥ 0, got %d", g.StabilityThreshold)
+	case !(g.ARGuidance >= 0) || math.IsInf(g.ARGuidance, 0):
+		return bad("darkroom_ar_guidance", "must be a finite number ≥ 0, got %v", g.ARGuidance)
+	case g.ARGuidanceRounds < 0:
+		return bad("darkroom_ar_guidance_rounds", "must be ≥ 0, got %d", g.ARGuidanceRounds)
 	case g.PadTokenID < 0 || g.PadTokenID >= vocab:
 		return bad("pad_token_id", "(%d) is outside the vocabulary (size %d)", g.PadTokenID, vocab)
 	}

@@ -20,7 +20,10 @@ type Options struct {
 	MaxNewTokens int    // generation_config max_new_tokens (default 32)
 	MaxSteps     int    // generation_config max_denoising_steps (default 4)
 	Seed         uint64 // weights seed (default 1)
-	Save         weights.SaveOptions
+	// Guidance and GuidanceRounds: generation_config's AR guidance (default off).
+	Guidance       float64
+	GuidanceRounds int
+	Save           weights.SaveOptions
 }
 
 // texts are what the tokenizer is trained on: enough for the encyclopedia,
@@ -44,6 +47,7 @@ func Config(opts Options) *config.Model {
 		cfg.Generation.MaxNewTokens = opts.MaxNewTokens
 	}
 	cfg.Generation.MaxDenoisingSteps = 4
+	cfg.Generation.ARGuidance, cfg.Generation.ARGuidanceRounds = opts.Guidance, opts.GuidanceRounds
 	if opts.MaxSteps > 0 {
 		cfg.Generation.MaxDenoisingSteps = opts.MaxSteps
 	}

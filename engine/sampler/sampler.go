@@ -3,8 +3,9 @@
 // tempered softmax and its per-position entropy, categorical sampling, argmax,
 // entropy-bound acceptance, re-noising of the rest, the adaptive stop, EOS
 // truncation of the committed canvas, the canvas initialisation (uniform noise or
-// a warm start, optionally with held positions), and the AR mode's one-token
-// sampler.
+// a warm start, optionally with held positions), the AR mode's one-token sampler,
+// and the AR guidance rounds that revise a developed canvas's words with the
+// model's causal head (Guide, guide.go).
 //
 // Held positions (infill): a canvas may start with tokens fixed in advance, such
 // as an encyclopedia page's <h1> heading. The sampler treats them as already

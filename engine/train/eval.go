@@ -39,6 +39,9 @@ type EvalOptions struct {
 	First int
 	// Modes are the generation modes to score (nil: both, diffusion then AR).
 	Modes []engine.Mode
+	// Unguided also scores diffusion with the model's AR guidance turned off
+	// (engine.Sampling.Guidance), when the model has it on: the decoder alone.
+	Unguided bool
 	// NoLoss skips the held-out loss.
 	NoLoss bool
 	// FreeHeading lets the model write each page's <h1> as well. By default the
@@ -101,7 +104,9 @@ type EvalReport struct {
 	Params    int        `json:"params"`
 	Loss      LossReport `json:"heldout_loss"`
 	Diffusion ModeReport `json:"diffusion"`
-	AR        ModeReport `json:"ar"`
+	// DiffusionUnguided is diffusion with AR guidance off (EvalOptions.Unguided).
+	DiffusionUnguided *ModeReport `json:"diffusion_unguided,omitempty"`
+	AR                ModeReport  `json:"ar"`
 	// Reference scores the real held-out pages of the same titles with the same
 	// checks: what the corpus itself reaches (no times, tokens or samples).
 	Reference ModeReport `json:"reference"`
@@ -202,7 +207,20 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 	defer eng.Close()
 	rep.Backend = eng.Backend()
 	n := min(opts.Pages, len(pages))
+	type run struct {
+		name     string
+		mode     engine.Mode
+		unguided bool
+	}
+	var runs []run
 	for _, mode := range modes {
+		runs = append(runs, run{string(mode), mode, false})
+		if mode == engine.Diffusion && opts.Unguided && eng.GenerationDefaults().Guidance > 0 {
+			runs = append(runs, run{"diffusion (unguided)", mode, true})
+		}
+	}
+	for _, rn := range runs {
+		mode := rn.mode
 		sc := scorer{known: known}
 		var times, firsts []float64
 		var tokens, steps, canvases int
@@ -216,6 +234,9 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 			}
 			if mode == engine.AR {
 				req.Sampling.Temperature = opts.ARTemperature
+			}
+			if rn.unguided {
+				req.Sampling.Guidance = -1
 			}
 			res, err := eng.Generate(ctx, req)
 			if err != nil {
@@ -233,7 +254,7 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 				sc.samples = append(sc.samples, Sample{Title: pages[i].Title, Text: res.Text})
 			}
 			fmt.Fprintf(opts.Log, "eval %s %d/%d %q: %d tokens in %.0f ms, format %v, %d links\n",
-				mode, i+1, n, pages[i].Title, len(res.Tokens), res.ElapsedMS, pc.Structured, pc.Links)
+				rn.name, i+1, n, pages[i].Title, len(res.Tokens), res.ElapsedMS, pc.Structured, pc.Links)
 		}
 		mr := sc.report()
 		mr.MeanTokens = float64(tokens) / float64(n)
@@ -246,7 +267,11 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 			if canvases > 0 {
 				mr.MeanSteps = float64(steps) / float64(canvases)
 			}
-			rep.Diffusion = mr
+			if rn.unguided {
+				rep.DiffusionUnguided = &mr
+			} else {
+				rep.Diffusion = mr
+			}
 		} else {
 			rep.AR = mr
 		}

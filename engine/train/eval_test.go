@@ -98,6 +98,25 @@ func TestEvaluate(t *testing.T) {
 	if got := rep.Diffusion.Samples[0].Title; got != "BSD" {
 		t.Errorf("first page of the window %q, want BSD", got)
 	}
+	if rep.DiffusionUnguided != nil {
+		t.Errorf("unguided diffusion scored without asking")
+	}
+	// A model with AR guidance on: diffusion is scored with it and, asked, without.
+	guided := enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 16, MaxSteps: 3, Guidance: 2, GuidanceRounds: 4})
+	rep, err = Evaluate(context.Background(), EvalOptions{ModelDir: guided, CorpusDir: corpus, Pages: 2,
+		Modes: []engine.Mode{engine.Diffusion}, Unguided: true, NoLoss: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := rep.DiffusionUnguided; u == nil || u.Pages != 2 || rep.Diffusion.Pages != 2 {
+		t.Errorf("guided model: diffusion %d pages, unguided %+v", rep.Diffusion.Pages, u)
+	}
+	// Without guidance in the model there is nothing to turn off.
+	rep, err = Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, Pages: 1,
+		Modes: []engine.Mode{engine.Diffusion}, Unguided: true, NoLoss: true, Seed: 1})
+	if err != nil || rep.DiffusionUnguided != nil {
+		t.Errorf("unguided row for a model without guidance: %v, %+v", err, rep.DiffusionUnguided)
+	}
 	// The model alone (a random model never writes the title).
 	rep, err = Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, Pages: 2,
 		Modes: []engine.Mode{engine.Diffusion}, NoLoss: true, Seed: 1, FreeHeading: true})

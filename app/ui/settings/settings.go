@@ -27,6 +27,8 @@ type Sampling struct {
 	ConfidenceThreshold float64 `json:"confidence_threshold,omitempty"`
 	StabilityThreshold  int     `json:"stability_threshold,omitempty"`
 	Temperature         float64 `json:"temperature,omitempty"` // AR mode
+	Guidance            float64 `json:"guidance,omitempty"`    // AR guidance weight; negative = off
+	GuidanceRounds      int     `json:"guidance_rounds,omitempty"`
 }
 
 // Values are all settings.
@@ -73,6 +75,8 @@ var SamplingBounds = []Bound{
 	{Key: "confidence_threshold", Label: "Confidence threshold (stop)", Min: 0.0001, Max: 5, Step: 0.01},
 	{Key: "stability_threshold", Label: "Stable steps before stopping", Min: 1, Max: 64, Step: 1, Int: true},
 	{Key: "temperature", Label: "AR temperature (0 = greedy)", Min: 0, Max: 2, Step: 0.05},
+	{Key: "guidance", Label: "AR guidance of the words (weight, −1 = off)", Min: -1, Max: 10, Step: 0.25},
+	{Key: "guidance_rounds", Label: "AR guidance rounds per canvas", Min: 1, Max: 64, Step: 1, Int: true},
 }
 
 // Defaults returns the settings of a fresh install.
@@ -99,6 +103,10 @@ func (s Sampling) Get(key string) float64 {
 		return float64(s.StabilityThreshold)
 	case "temperature":
 		return s.Temperature
+	case "guidance":
+		return s.Guidance
+	case "guidance_rounds":
+		return float64(s.GuidanceRounds)
 	}
 	return 0
 }
@@ -127,6 +135,10 @@ func (s *Sampling) Set(key string, v float64) {
 		s.StabilityThreshold = int(v)
 	case "temperature":
 		s.Temperature = v
+	case "guidance":
+		s.Guidance = v
+	case "guidance_rounds":
+		s.GuidanceRounds = int(v)
 	}
 }
 
@@ -140,7 +152,7 @@ func (v *Values) clamp() {
 	}
 	for _, b := range SamplingBounds {
 		x := v.Sampling.Get(b.Key)
-		if x < 0 {
+		if x < 0 && b.Min >= 0 { // a knob without a negative range: the model's default
 			x = 0
 		}
 		v.Sampling.Set(b.Key, x)

@@ -20,6 +20,8 @@ func TestRoundTripAndClamp(t *testing.T) {
 		v.Theme = "dark"
 		v.Sampling.MaxSteps = 1000 // above the bound
 		v.Sampling.TMin = 0.3
+		v.Sampling.Guidance = -5 // below the bound: off
+		v.Sampling.GuidanceRounds = 12
 		v.ServerEnabled = true
 	}); err != nil {
 		t.Fatal(err)
@@ -29,7 +31,8 @@ func TestRoundTripAndClamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := s2.Get()
-	if got.Backend != "xla" || got.Theme != "dark" || !got.ServerEnabled || got.Sampling.TMin != 0.3 || got.Sampling.MaxSteps != 256 {
+	if got.Backend != "xla" || got.Theme != "dark" || !got.ServerEnabled || got.Sampling.TMin != 0.3 || got.Sampling.MaxSteps != 256 ||
+		got.Sampling.Guidance != -1 || got.Sampling.GuidanceRounds != 12 {
 		t.Errorf("reloaded %+v", got)
 	}
 }
