@@ -189,3 +189,48 @@ func TestGuidanceFrozenSet(t *testing.T) {
 		}
 	}
 }
+
+// TestGuidanceJoinsTheLateSteps: a step's logits are reweighed by the causal
+// head (one score pass between its decoder pass and its sampling) exactly when
+// the step before it accepted at least 90% of the canvas but not all of it; the
+// rounds come after the last step.
+func TestGuidanceJoinsTheLateSteps(t *testing.T) {
+	for _, bound := range []float64{8, 9, 10, 11, 13, 15, 6, 7} {
+		f := newScript(body)
+		f.margin = func(k int) float32 { return 2 + float32(k)/2 }
+		f.ar = body
+		scoresAt := map[int]int{} // step → score passes before its event
+		var lastStep int
+		res, err := testEngine(f).Generate(context.Background(), Request{PromptIDs: prompt(), Seed: 1,
+			Sampling: Sampling{MaxNewTokens: 16, MaxSteps: 24, EntropyBound: bound, Guidance: 1, GuidanceRounds: 2},
+			OnEvent: func(ev Event) {
+				if ev.Kind == EventStep && !ev.Guidance {
+					scoresAt[ev.Step], lastStep = len(f.scores), ev.Step
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := res.Canvases[0]
+		var guided, want []int
+		for s := 1; s <= lastStep; s++ {
+			if scoresAt[s] > scoresAt[s-1] {
+				guided = append(guided, s)
+			}
+			if s > 1 && 10*st.Accepted[s-2] >= 9*16 && st.Accepted[s-2] < 16 {
+				want = append(want, s)
+			}
+		}
+		if !slices.Equal(guided, want) || st.GuidedSteps != len(want) {
+			t.Errorf("bound %v: accepted %v: guided steps %v (stats %d), want %v", bound, st.Accepted, guided, st.GuidedSteps, want)
+		}
+		if rounds := len(f.scores) - scoresAt[lastStep]; rounds != st.GuidanceRounds || rounds < 1 {
+			t.Errorf("bound %v: %d score passes after the steps, %d rounds reported", bound, rounds, st.GuidanceRounds)
+		}
+		if len(want) > 0 {
+			return // a run with guided steps, checked
+		}
+		t.Logf("bound %v: accepted %v, no step at 90–99%%", bound, st.Accepted)
+	}
+	t.Fatal("no entropy bound gave a step with 90–99% of the canvas accepted")
+}

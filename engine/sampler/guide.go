@@ -111,3 +111,48 @@ func logPartition(row, buf []float32) float64 {
 	s := gemm.ExpShift(buf[:len(row)], row, m, 1)
 	return float64(m) + math.Log(float64(s))
 }
+
+// MixText reweighs one position's decoder logits in place by the causal head
+// (AR guidance inside the denoising loop): among the text ids (not frozen) the
+// distribution becomes p_dec·p_AR^λ, renormalised to the decoder's own text mass;
+// frozen ids keep the decoder's log-probability. So the decoder alone still
+// decides text or markup at each position, and the causal head only chooses among
+// words. logits and ar have one entry per id; the result is log-probabilities.
+// buf is scratch of the same length.
+func MixText(logits, ar []float32, lambda float64, frozen []bool, buf []float32) {
+	v := len(logits)
+	buf = buf[:v]
+	ninf := float32(math.Inf(-1))
+	masked := func(f func(j int) float32) float64 {
+		for j := range buf {
+			if frozen[j] {
+				buf[j] = ninf
+			} else {
+				buf[j] = f(j)
+			}
+		}
+		return lse(buf, buf)
+	}
+	zd := lse(logits, buf)                                 // all ids, decoder
+	zt := masked(func(j int) float32 { return logits[j] }) // text ids, decoder
+	za := masked(func(j int) float32 { return ar[j] })     // text ids, causal head
+	l, a := float32(lambda), float32(za)
+	zs := masked(func(j int) float32 { return logits[j] + l*(ar[j]-a) }) // text ids, product
+	shiftText, shiftFrozen := float32(zt-zs-zd), float32(-zd)
+	for j := range logits {
+		if frozen[j] {
+			logits[j] += shiftFrozen
+		} else {
+			logits[j] += l*(ar[j]-a) + shiftText
+		}
+	}
+}
+
+// lse is log Σ e^x over x (−∞ entries contribute nothing), with buf as scratch.
+func lse(x, buf []float32) float64 {
+	m := x[Argmax(x)]
+	if math.IsInf(float64(m), -1) {
+		return math.Inf(-1)
+	}
+	return float64(m) + math.Log(float64(gemm.ExpShift(buf[:len(x)], x, m, 1)))
+}

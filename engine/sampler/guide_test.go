@@ -155,3 +155,71 @@ func TestGuideRejectsBadInput(t *testing.T) {
 		t.Error("short causal row: no error")
 	}
 }
+
+func TestMixTextMatchesItsDefinition(t *testing.T) {
+	const vocab = 50
+	rng := rand.New(rand.NewPCG(9, 10))
+	frozen := make([]bool, vocab)
+	for j := range frozen {
+		frozen[j] = j%7 == 3
+	}
+	logSoftmax := func(row []float64, keep func(int) bool) []float64 {
+		m := math.Inf(-1)
+		for j, x := range row {
+			if keep(j) {
+				m = math.Max(m, x)
+			}
+		}
+		var s float64
+		for j, x := range row {
+			if keep(j) {
+				s += math.Exp(x - m)
+			}
+		}
+		out := make([]float64, len(row))
+		for j, x := range row {
+			out[j] = x - m - math.Log(s)
+		}
+		return out
+	}
+	all := func(int) bool { return true }
+	text := func(j int) bool { return !frozen[j] }
+	for trial := range 10 {
+		dec, ar := make([]float32, vocab), make([]float32, vocab)
+		d64, a64 := make([]float64, vocab), make([]float64, vocab)
+		for j := range dec {
+			dec[j], ar[j] = float32(rng.NormFloat64()*4), float32(rng.NormFloat64()*4)
+			d64[j], a64[j] = float64(dec[j]), float64(ar[j])
+		}
+		lambda := 0.5 + float64(trial)/3
+		got := slices.Clone(dec)
+		MixText(got, ar, lambda, frozen, make([]float32, vocab))
+
+		// Definition: markup keeps log p_dec; text j gets
+		// log p_dec(text) + log[p_dec(j|text)·p_AR(j|text)^λ / Σ_text …].
+		ld, la := logSoftmax(d64, all), logSoftmax(a64, text)
+		var textMass float64
+		prod := make([]float64, vocab)
+		for j := range prod {
+			if !frozen[j] {
+				textMass += math.Exp(ld[j])
+				prod[j] = ld[j] + lambda*la[j]
+			}
+		}
+		lp := logSoftmax(prod, text)
+		var sum float64
+		for j := range got {
+			want := ld[j]
+			if !frozen[j] {
+				want = math.Log(textMass) + lp[j]
+			}
+			if math.Abs(float64(got[j])-want) > 1e-4*math.Max(1, math.Abs(want)) {
+				t.Fatalf("trial %d id %d: %v, want %v", trial, j, got[j], want)
+			}
+			sum += math.Exp(float64(got[j]))
+		}
+		if math.Abs(sum-1) > 1e-4 {
+			t.Errorf("trial %d: probabilities sum to %v", trial, sum)
+		}
+	}
+}
