@@ -25,15 +25,11 @@ type Sampling struct {
 	StabilityThreshold  int
 	Temperature         float64 // AR mode only; 0 = greedy
 
-	// Guidance is the weight λ of the model's causal (AR) head in choosing a
-	// canvas's words. Once a step has accepted 90% of the canvas, each following
-	// step's text positions sample from p_decoder·p_AR^λ (sampler.MixText; the
-	// decoder alone still decides text or markup), until a step accepts the whole
-	// canvas; then up to GuidanceRounds rounds revise the canvas (sampler.Guide:
-	// argmax of log p_decoder + λ·log p_AR, markup and end tokens left where the
-	// decoder put them). Each guided step or round costs one encoder pass over the
-	// canvas. Diffusion only. Zero means the model's default; a negative weight
-	// turns guidance off.
+	// Guidance is the weight λ of the causal (AR) head when a developed canvas's
+	// words are revised (sampler.Guide): each position moves to the argmax of
+	// log p_decoder + λ·log p_AR, markup and end tokens left where the decoder put
+	// them. GuidanceRounds bounds the rounds per canvas (one encoder pass each).
+	// Diffusion only. Zero means the model's default; negative turns guidance off.
 	Guidance       float64
 	GuidanceRounds int
 }
@@ -112,9 +108,8 @@ type CanvasStats struct {
 	Steps    int   `json:"steps"`
 	Accepted []int `json:"accepted"` // accepted count per step
 
-	GuidedSteps    int `json:"guided_steps,omitempty"`    // denoising steps whose logits AR guidance reweighed
 	GuidanceRounds int `json:"guidance_rounds,omitempty"` // AR guidance rounds run after the steps
-	Guided         int `json:"guided,omitempty"`          // positions those rounds changed, in all
+	Guided         int `json:"guided,omitempty"`          // positions they changed, in all
 }
 
 // Result is a finished generation.

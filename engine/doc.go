@@ -33,16 +33,12 @@
 //
 // AR guidance (Darkroom's, off unless generation_config.json or the request
 // asks for it): the decoder guesses all positions at once, so a small model's
-// words can come out assembled from pieces of different words. The model's own
-// causal head knows which piece continues the one before it. Once a step has
-// accepted most of the canvas, the causal head reads the previous step's argmax
-// (one encoder pass without caching it, Runner.Score) and each text position
-// samples from p_decoder·p_AR^λ, the decoder keeping its own split between text
-// and markup (sampler.MixText); once the whole canvas is accepted, a few rounds
-// move each text position to the argmax of log p_decoder + λ·log p_AR
-// (sampler.Guide; tags, attributes and the end stay where the decoder put them).
-// Rounds are reported as steps of their canvas (Event.Guidance) and counted in
-// CanvasStats.
+// words can come out assembled from pieces of different words. Before the commit,
+// a few rounds revise the developed canvas with the model's own causal head: one
+// encoder pass over the canvas without caching it (Runner.Score), then every text
+// position moves to the argmax of log p_decoder + λ·log p_AR (sampler.Guide; tags,
+// attributes and the end stay where the decoder put them). The rounds are steps of
+// the same canvas for the events and the stats (CanvasStats.GuidanceRounds).
 //
 // Subpackages: config (config.json, generation_config.json), weights
 // (safetensors and the tensor-name table), tokenizer, chat (the Gemma 4 turn

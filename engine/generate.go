@@ -164,7 +164,6 @@ func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats
 	draft := g.smp.Canvas(given, hold, g.canvas)
 	var soft any
 	var lastLogits []float32
-	prevAccepted := 0
 	for step := 1; step <= g.s.MaxSteps; step++ {
 		if g.cancelled() {
 			return nil, stats, false, nil
@@ -178,22 +177,12 @@ func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats
 			return nil, stats, false, fmt.Errorf("canvas %d step %d: decoder pass: %w", ci, step, err)
 		}
 		g.flops += model.FLOPs(g.text, len(draft), g.cached)
-		pure := logits // the decoder's own logits, for the rounds after the loop
-		if g.s.Guidance > 0 && g.s.GuidanceRounds > 0 && argmax != nil &&
-			float64(prevAccepted) >= guidanceFromAccepted*float64(len(draft)) && prevAccepted < len(draft) {
-			pure = slices.Clone(logits)
-			if err := g.mixGuidance(logits, argmax, hold); err != nil {
-				return nil, stats, false, fmt.Errorf("canvas %d step %d: guidance: %w", ci, step, err)
-			}
-			stats.GuidedSteps++
-		}
 		r, err := g.smp.Step(logits, step)
 		if err != nil {
 			return nil, stats, false, fmt.Errorf("canvas %d step %d: %w", ci, step, err)
 		}
 		soft, draft, argmax = next, r.Draft, r.Argmax
-		lastLogits = pure
-		prevAccepted = r.NumAccepted
+		lastLogits = logits
 		stats.Steps = step
 		stats.Accepted = append(stats.Accepted, r.NumAccepted)
 		if g.req.OnEvent != nil {
@@ -277,47 +266,6 @@ func (g *generation) guide(ci int, a []int, dec []float32, hold int, stats Canva
 		a = next
 	}
 	return a, stats, true, nil
-}
-
-// guidanceFromAccepted: AR guidance joins the denoising steps once a step has
-// accepted this share of the canvas (its text is mostly decided, so the causal
-// head reads real words), and leaves them once a step accepts all of it (the
-// rounds after the loop take over, with one encoder pass and no decoder pass
-// each). Chosen on held-out pages 100–199 with the Mini.
-const guidanceFromAccepted = 0.9
-
-// mixGuidance reweighs a step's decoder logits [C·vocab] in place by the causal
-// head read over a, the previous step's argmax (sampler.MixText), at every text
-// position after the held head up to a's first EOS.
-func (g *generation) mixGuidance(logits []float32, a []int, hold int) error {
-	v := g.vocab
-	end := len(a)
-	if i := slices.IndexFunc(a, g.isEOS); i >= 0 {
-		end = i
-	}
-	if end <= hold {
-		return nil
-	}
-	lo := max(hold-1, 0)
-	var rows []float32 // rows[k] predicts a[lo+k+1]
-	if end > 1 && lo < end-1 {
-		var err error
-		if rows, err = g.forwardScore(a[:end-1], lo); err != nil {
-			return err
-		}
-	}
-	buf := make([]float32, v)
-	for i := hold; i < end; i++ {
-		if g.frozen[a[i]] {
-			continue // the decoder alone decides where markup goes
-		}
-		row := g.next
-		if i > 0 {
-			row = rows[(i-1-lo)*v : (i-lo)*v]
-		}
-		sampler.MixText(logits[i*v:(i+1)*v], row, g.s.Guidance, g.frozen, buf)
-	}
-	return nil
 }
 
 func (g *generation) isEOS(id int) bool { return slices.Contains(g.eos, id) }

@@ -31,8 +31,6 @@ type scriptRunner struct {
 
 	// ar, if set, is the causal head's script (Encode and Score rows), else script.
 	ar func(pos int) int
-	// calls logs "encode", "decode" and "score" in order.
-	calls []string
 }
 
 type scoreCall struct {
@@ -61,7 +59,6 @@ func (f *scriptRunner) row(pos int, margin float32) []float32 {
 
 func (f *scriptRunner) Encode(tokens []int) ([]float32, error) {
 	f.encodes = append(f.encodes, slices.Clone(tokens))
-	f.calls = append(f.calls, "encode")
 	f.cache = append(f.cache, tokens...)
 	return f.arRow(len(f.cache)), nil // the next token's prediction
 }
@@ -79,7 +76,6 @@ func (f *scriptRunner) arRow(pos int) []float32 {
 
 func (f *scriptRunner) Score(tokens []int, from int) ([]float32, error) {
 	f.scores = append(f.scores, scoreCall{slices.Clone(tokens), from, len(f.cache)})
-	f.calls = append(f.calls, "score")
 	var out []float32
 	for i := from; i < len(tokens); i++ {
 		out = append(out, f.arRow(len(f.cache)+i+1)...)
@@ -89,7 +85,6 @@ func (f *scriptRunner) Score(tokens []int, from int) ([]float32, error) {
 
 func (f *scriptRunner) Decode(canvas []int, soft any, temp float64) ([]float32, any, error) {
 	f.decodes = append(f.decodes, decodeCall{slices.Clone(canvas), soft, len(f.cache), temp})
-	f.calls = append(f.calls, "decode")
 	if f.failAt == len(f.decodes) {
 		return nil, nil, errors.New("device lost")
 	}

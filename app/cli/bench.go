@@ -37,7 +37,6 @@ type benchMode struct {
 	ForwardPasses    float64     `json:"forward_passes"`                       // mean per run
 	TokensPerForward float64     `json:"tokens_per_forward"`                   // total tokens / total forward passes
 	StepsPerCanvas   float64     `json:"steps_per_canvas"`                     // mean denoising steps (diffusion)
-	GuidedSteps      float64     `json:"guided_steps_per_canvas,omitempty"`    // mean steps AR guidance reweighed (diffusion)
 	GuidanceRounds   float64     `json:"guidance_rounds_per_canvas,omitempty"` // mean AR guidance rounds (diffusion)
 	GuidedPerCanvas  float64     `json:"guided_per_canvas,omitempty"`          // mean tokens those rounds revised
 	FirstCanvasMS    float64     `json:"first_canvas_ms"`                      // median time to the first canvas (AR: first token)
@@ -213,7 +212,7 @@ func runBench(env *Env, args []string) error {
 func summarize(mode engine.Mode, rs []*engine.Result, unitMS []float64) benchMode {
 	m := benchMode{Mode: mode, Runs: len(rs)}
 	var tps, first, elapsed, fwd []float64
-	var tokens, passes, steps, canvases, guidedSteps, rounds, guided int
+	var tokens, passes, steps, canvases, rounds, guided int
 	for _, r := range rs {
 		tps = append(tps, r.TokensPerS)
 		first = append(first, r.FirstCanvasMS)
@@ -223,7 +222,6 @@ func summarize(mode engine.Mode, rs []*engine.Result, unitMS []float64) benchMod
 		passes += r.ForwardPasses
 		for _, c := range r.Canvases {
 			steps += c.Steps
-			guidedSteps += c.GuidedSteps
 			rounds += c.GuidanceRounds
 			guided += c.Guided
 			canvases++
@@ -237,7 +235,6 @@ func summarize(mode engine.Mode, rs []*engine.Result, unitMS []float64) benchMod
 	}
 	if canvases > 0 {
 		m.StepsPerCanvas = float64(steps) / float64(canvases)
-		m.GuidedSteps = float64(guidedSteps) / float64(canvases)
 		m.GuidanceRounds, m.GuidedPerCanvas = float64(rounds)/float64(canvases), float64(guided)/float64(canvases)
 	}
 	m.FirstCanvasMS, m.MedianCanvasMS = backend.Median(first), backend.Median(unitMS)
@@ -263,9 +260,9 @@ func printBench(w io.Writer, r *benchReport) {
 			m.ForwardPasses, m.TokensPerForward, steps, m.FirstCanvasMS, m.MedianCanvasMS, 100*m.SamplingShare)
 	}
 	fmt.Fprintf(w, "(median over %d runs; \"median\" is per canvas for diffusion, per token for AR)\n", r.Diffusion.Runs)
-	if d := r.Diffusion; d.GuidedSteps+d.GuidanceRounds > 0 {
-		fmt.Fprintf(w, "AR guidance (in the diffusion times), per canvas: %.1f guided steps and %.1f rounds, one encoder pass each; the rounds revised %.1f tokens\n",
-			d.GuidedSteps, d.GuidanceRounds, d.GuidedPerCanvas)
+	if d := r.Diffusion; d.GuidanceRounds > 0 {
+		fmt.Fprintf(w, "AR guidance (in the diffusion times): %.1f rounds per canvas, one encoder pass each; %.1f tokens revised per canvas\n",
+			d.GuidanceRounds, d.GuidedPerCanvas)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "diffusion vs AR: %.2f× the tokens/s on the same weights\n", r.SpeedupVsAR)

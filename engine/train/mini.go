@@ -55,13 +55,6 @@ func MiniConfig(s MiniSize, vocab int, eosIDs []int, pad, eos, bos int) *config.
 	// reported 50): corpus words 67% → 70%, ≥20-word paragraphs 60% → 82%, links
 	// 1.0 → 1.5 per page, 47 → 29 steps per canvas (assets/training/README.md).
 	m.Generation.EntropyBound = 30
-	// AR guidance (engine.Sampling.Guidance) with weight 2: the causal head
-	// reweighs the words of the late denoising steps, then up to 24 rounds revise
-	// the developed canvas. Chosen on held-out pages 100–199 (not the reported
-	// 50): corpus words 70.2% → 86.2%, page format 89% → 86%, distinct-2 0.91 →
-	// 0.56, a canvas 0.84 → 1.14 s (weight 1.5: 85.8% / 82%; 2.5: 86.1% / 79%;
-	// the rounds alone at weight 2: 83.7% / 87%).
-	m.Generation.ARGuidance, m.Generation.ARGuidanceRounds = 2, 24
 	m.Generation.EOSTokenIDs = eosIDs
 	m.Generation.PadTokenID = pad
 	return m
