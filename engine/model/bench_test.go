@@ -156,16 +156,7 @@ func BenchmarkMatMulHost(b *testing.B) {
 // decoder steps over the 256-token canvas with self-conditioning — on Darkroom Mini's
 // dims (engine/train DefaultMiniSize: 8 experts top-2) with a 4096-token vocabulary.
 func BenchmarkMiniCanvas(b *testing.B) {
-	cfg := benchConfig()
-	cfg.NumExperts = 8
-	ctx := context.New()
-	if err := LoadSet(ctx, weights.Random(&config.Model{Text: *cfg}, 1)); err != nil {
-		b.Fatal(err)
-	}
-	r, err := NewRunner(newBackend(b), cfg, ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	r, cfg := miniBenchRunner(b)
 	rng := rand.New(rand.NewPCG(3, 3))
 	prompt, canvas := randTokens(rng, 64, cfg.VocabSize), randTokens(rng, 256, cfg.VocabSize)
 	for _, steps := range []int{8, 12, 16} {
@@ -178,6 +169,7 @@ func BenchmarkMiniCanvas(b *testing.B) {
 				}
 				var soft *tensors.Tensor
 				for range steps {
+					var err error
 					if _, soft, err = r.Decode(canvas, soft, 0.8); err != nil {
 						b.Fatal(err)
 					}
@@ -193,16 +185,7 @@ func BenchmarkMiniCanvas(b *testing.B) {
 // canvas, on Darkroom Mini's dims: the ratio is what a guidance round costs in
 // denoising steps.
 func BenchmarkMiniScore(b *testing.B) {
-	cfg := benchConfig()
-	cfg.NumExperts = 8
-	ctx := context.New()
-	if err := LoadSet(ctx, weights.Random(&config.Model{Text: *cfg}, 1)); err != nil {
-		b.Fatal(err)
-	}
-	r, err := NewRunner(newBackend(b), cfg, ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	r, cfg := miniBenchRunner(b)
 	rng := rand.New(rand.NewPCG(3, 3))
 	prompt, canvas := randTokens(rng, 64, cfg.VocabSize), randTokens(rng, 256, cfg.VocabSize)
 	if _, err := r.Encode(prompt); err != nil {
@@ -222,4 +205,20 @@ func BenchmarkMiniScore(b *testing.B) {
 			}
 		}
 	})
+}
+
+// miniBenchRunner is a runner over random weights with Darkroom Mini's dims
+// (engine/train DefaultMiniSize: 8 experts top-2) and a 4096-token vocabulary.
+func miniBenchRunner(b *testing.B) (*Runner, *config.Text) {
+	cfg := benchConfig()
+	cfg.NumExperts = 8
+	ctx := context.New()
+	if err := LoadSet(ctx, weights.Random(&config.Model{Text: *cfg}, 1)); err != nil {
+		b.Fatal(err)
+	}
+	r, err := NewRunner(newBackend(b), cfg, ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r, cfg
 }

@@ -554,19 +554,8 @@ func (r *Runner) dropCache() {
 // encodeGraph: in = [tokens [1, Tb], count, length, cache… (CacheShapes)]
 // → [last logits [V], cache'…].
 func (r *Runner) encodeGraph(ctx *context.Context, in []*Node) []*Node {
-	g := in[0].Graph()
-	tokens, count, length := in[0], in[1], in[2]
-	tb := tokens.Shape().Dimensions[1]
-	p := r.params(ctx, g)
-	k, v := splitCache(r.cfg, in[3:])
-	qpos := iotaPositions(g, 1, tb, length)
-	qvalid := LessThan(Iota(g, shapes.Make(dtypes.Int32, 1, tb), 1), count)
-	src := &cacheKeys{p: p, k: k, v: v, length: length, count: count, qpos: qpos, qvalid: qvalid,
-		masks: map[int]*Node{}, writes: map[int]cacheWrite{}}
-	h := p.Embed(tokens)
-	for i := range r.cfg.NumHiddenLayers {
-		h = p.Layer(i, h, qpos, src, p.encoderScalar(i))
-	}
+	p, h, src := r.encoderPass(ctx, in)
+	tb, count := in[0].Shape().Dimensions[1], in[1]
 	last := Gather(Reshape(h, tb, r.cfg.HiddenSize), Reshape(SubScalar(count, 1), 1)) // [D]
 	return append([]*Node{Logits(p, last)}, joinCache(r.cfg, src.k, src.v)...)
 }
@@ -574,20 +563,28 @@ func (r *Runner) encodeGraph(ctx *context.Context, in []*Node) []*Node {
 // scoreGraph: in = [tokens [1, Tb], count, length, cache…] → [logits [1, Tb, V]]: the
 // encoder pass of encodeGraph with every row's logits, its cache writes discarded.
 func (r *Runner) scoreGraph(ctx *context.Context, in []*Node) []*Node {
+	p, h, _ := r.encoderPass(ctx, in)
+	return []*Node{Logits(p, h)}
+}
+
+// encoderPass is the causal encoder over in = [tokens [1, Tb], count, length,
+// cache…]: the last layer's output h [1, Tb, D] and the cache source holding the
+// chunk's writes (src.k, src.v: the updated caches).
+func (r *Runner) encoderPass(ctx *context.Context, in []*Node) (p *Params, h *Node, src *cacheKeys) {
 	g := in[0].Graph()
 	tokens, count, length := in[0], in[1], in[2]
 	tb := tokens.Shape().Dimensions[1]
-	p := r.params(ctx, g)
+	p = r.params(ctx, g)
 	k, v := splitCache(r.cfg, in[3:])
 	qpos := iotaPositions(g, 1, tb, length)
 	qvalid := LessThan(Iota(g, shapes.Make(dtypes.Int32, 1, tb), 1), count)
-	src := &cacheKeys{p: p, k: k, v: v, length: length, count: count, qpos: qpos, qvalid: qvalid,
+	src = &cacheKeys{p: p, k: k, v: v, length: length, count: count, qpos: qpos, qvalid: qvalid,
 		masks: map[int]*Node{}, writes: map[int]cacheWrite{}}
-	h := p.Embed(tokens)
+	h = p.Embed(tokens)
 	for i := range r.cfg.NumHiddenLayers {
 		h = p.Layer(i, h, qpos, src, p.encoderScalar(i))
 	}
-	return []*Node{Logits(p, h)}
+	return p, h, src
 }
 
 // runnerDecoder is Decoder over the runner's cache (runnerKeys instead of a KV
