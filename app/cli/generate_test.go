@@ -134,6 +134,7 @@ func TestGenerateErrors(t *testing.T) {
 		{[]string{"generate", "--model", dir, "--temperature", "-1", "hi"}, "--temperature"},
 		{[]string{"generate", "--model", dir, "--mode", "ar", "--canvas-ids", "3", "hi"}, "--canvas-ids"},
 		{[]string{"generate", "--model", dir, "--backend", "tpu", "hi"}, "unknown backend"},
+		{[]string{"generate", "--model", dir, "--guidance-rounds", "-2", "hi"}, "--guidance-rounds"},
 	}
 	for _, c := range cases {
 		code, out, errOut := runCLI(c.args...)
@@ -207,5 +208,39 @@ func TestGenerateRefusesQuarantinedModel(t *testing.T) {
 	}
 	if stdout.Len() != 0 {
 		t.Errorf("generated from a quarantined model: %q", stdout.String())
+	}
+}
+
+// TestGenerateGuidanceFlags: --guidance turns AR guidance on for a model without
+// it, and a negative weight turns the built-in Mini's off (canvas stats say so).
+func TestGenerateGuidanceFlags(t *testing.T) {
+	rounds := func(args ...string) float64 {
+		t.Helper()
+		code, out, errOut := runCLI(append([]string{"generate", "--seed", "3", "--json", "--max-new-tokens", "16"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		var doc struct {
+			Canvases []struct {
+				GuidanceRounds float64 `json:"guidance_rounds"`
+			} `json:"canvases"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Canvases) == 0 {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return doc.Canvases[0].GuidanceRounds
+	}
+	dir := tinyModelDir(t)
+	if r := rounds("--model", dir, "What is Unix?"); r != 0 {
+		t.Errorf("a model without guidance ran %v rounds", r)
+	}
+	if r := rounds("--model", dir, "--guidance", "2", "--guidance-rounds", "3", "What is Unix?"); r < 1 || r > 3 {
+		t.Errorf("--guidance 2 --guidance-rounds 3: %v rounds", r)
+	}
+	if r := rounds("--guidance", "-1", "What is Unix?"); r != 0 {
+		t.Errorf("the built-in Mini with --guidance -1 ran %v rounds", r)
+	}
+	if r := rounds("What is Unix?"); r < 1 {
+		t.Errorf("the built-in Mini ran no guidance rounds by default")
 	}
 }
