@@ -223,22 +223,28 @@ func newTestApp(t *testing.T, m *fakeModel, dir string) *testApp {
 // findLink returns the rendered hyperlink widget with the given text.
 func findLink(t *testing.T, root fyne.CanvasObject, text string) *widget.Hyperlink {
 	t.Helper()
-	for _, o := range test.LaidOutObjects(root) {
-		if h, ok := o.(*widget.Hyperlink); ok && h.Text == text {
-			return h
-		}
+	if h := linkOnScreen(root, text); h != nil {
+		return h
 	}
 	t.Fatalf("no link %q on screen", text)
 	return nil
 }
 
-func hasLink(root fyne.CanvasObject, text string) bool {
+func hasLink(root fyne.CanvasObject, text string) bool { return linkOnScreen(root, text) != nil }
+
+// linkOnScreen lays the tree out and finds the hyperlink with the given text,
+// under uiMu: laying out builds and refreshes renderers, which must not run
+// while an onUI callback (inline on a generation's goroutine under the test
+// driver) updates the same widgets.
+func linkOnScreen(root fyne.CanvasObject, text string) *widget.Hyperlink {
+	uiMu.Lock()
+	defer uiMu.Unlock()
 	for _, o := range test.LaidOutObjects(root) {
 		if h, ok := o.(*widget.Hyperlink); ok && h.Text == text {
-			return true
+			return h
 		}
 	}
-	return false
+	return nil
 }
 
 // tapLink taps the middle of the rendered hyperlink with the given text.
