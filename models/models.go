@@ -646,8 +646,10 @@ func (m *Manager) finish(t *Transfer, man *store.Manifest, err error) {
 	delete(m.jobs, t.name)
 	m.mu.Unlock()
 	t.err = err
-	close(t.done)
+	// Subscribers hear the end before Wait returns, so a caller that waits sees
+	// the final event (a subscriber must not Wait on the transfer it is told about).
 	m.publish(ev)
+	close(t.done)
 }
 
 // Transfer is a running download of one model.
