@@ -36,7 +36,13 @@ func benchConfig() *config.Text {
 var benchModes = []string{"graph", "graph+host-head", "host"}
 
 func benchRunner(b *testing.B, mode string) (*Runner, *config.Text) {
-	cfg := benchConfig()
+	r, cfg := randomRunner(b, benchConfig())
+	r.HostHead, r.HostDecoder = mode != "graph", mode == "host"
+	return r, cfg
+}
+
+// randomRunner is a runner over random weights of cfg, in the runner's default mode.
+func randomRunner(b *testing.B, cfg *config.Text) (*Runner, *config.Text) {
 	ctx := context.New()
 	if err := LoadSet(ctx, weights.Random(&config.Model{Text: *cfg}, 1)); err != nil {
 		b.Fatal(err)
@@ -45,7 +51,6 @@ func benchRunner(b *testing.B, mode string) (*Runner, *config.Text) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r.HostHead, r.HostDecoder = mode != "graph", mode == "host"
 	return r, cfg
 }
 
@@ -212,13 +217,5 @@ func BenchmarkMiniScore(b *testing.B) {
 func miniBenchRunner(b *testing.B) (*Runner, *config.Text) {
 	cfg := benchConfig()
 	cfg.NumExperts = 8
-	ctx := context.New()
-	if err := LoadSet(ctx, weights.Random(&config.Model{Text: *cfg}, 1)); err != nil {
-		b.Fatal(err)
-	}
-	r, err := NewRunner(newBackend(b), cfg, ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return r, cfg
+	return randomRunner(b, cfg)
 }

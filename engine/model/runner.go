@@ -209,12 +209,9 @@ func (r *Runner) Encode(tokens []int) (lastLogits []float32, err error) {
 func (r *Runner) encodeChunk(chunk []int) ([]float32, error) {
 	n := len(chunk)
 	nb := nextPow2(n)
-	ids := make([]int32, nb)
-	for i, t := range chunk {
-		if t < 0 || t >= r.cfg.VocabSize {
-			return nil, fmt.Errorf("encode: token id %d out of range [0, %d)", t, r.cfg.VocabSize)
-		}
-		ids[i] = int32(t)
+	ids, err := r.paddedIDs("encode", chunk, nb)
+	if err != nil {
+		return nil, err
 	}
 	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, nb), int32(n), int32(r.length)}
 	for _, t := range r.cache {
@@ -227,7 +224,7 @@ func (r *Runner) encodeChunk(chunk []int) ([]float32, error) {
 	}
 	r.compiled[fmt.Sprintf("encode/%d/%d", nb, r.capacity)] = true
 	var out []*tensors.Tensor
-	err := try("encode", func() { out = must(r.encodeExec.Exec(args...)) })
+	err = try("encode", func() { out = must(r.encodeExec.Exec(args...)) })
 	if err != nil {
 		r.dropCache() // the donated cache is gone
 		return nil, err
@@ -261,12 +258,9 @@ func (r *Runner) Score(tokens []int, from int) (logits []float32, err error) {
 			r.length, n, max)
 	}
 	nb := nextPow2(n)
-	ids := make([]int32, nb)
-	for i, t := range tokens {
-		if t < 0 || t >= r.cfg.VocabSize {
-			return nil, fmt.Errorf("score: token id %d out of range [0, %d)", t, r.cfg.VocabSize)
-		}
-		ids[i] = int32(t)
+	ids, err := r.paddedIDs("score", tokens, nb)
+	if err != nil {
+		return nil, err
 	}
 	if r.HostDecoder {
 		return r.scoreOnHost(ids[:n], from)
@@ -447,6 +441,19 @@ func (r *Runner) encodeOnHost(tokens []int) (lastLogits []float32, err error) {
 	r.length += len(tokens)
 	r.capacity = max(r.capacity, r.MinCapacity, nextPow2(r.length))
 	return lastLogits, nil
+}
+
+// paddedIDs checks tokens against the vocabulary and returns them as int32,
+// zero-padded to nb (the executable's bucket).
+func (r *Runner) paddedIDs(what string, tokens []int, nb int) ([]int32, error) {
+	ids := make([]int32, nb)
+	for i, t := range tokens {
+		if t < 0 || t >= r.cfg.VocabSize {
+			return nil, fmt.Errorf("%s: token id %d out of range [0, %d)", what, t, r.cfg.VocabSize)
+		}
+		ids[i] = int32(t)
+	}
+	return ids, nil
 }
 
 // scoreOnHost is Score computed on the host, over a copy of the host cache.
