@@ -247,10 +247,17 @@ func linkOnScreen(root fyne.CanvasObject, text string) *widget.Hyperlink {
 	return nil
 }
 
-// tapLink taps the middle of the rendered hyperlink with the given text.
+// tapLink taps the middle of the rendered hyperlink with the given text, under
+// uiMu like an onUI callback: the tap runs the app's handler on the test
+// goroutine (in the app, on the UI goroutine), which updates widgets that a
+// running generation's callbacks update too. (Link handlers start generations
+// on their own goroutines and never call onUI themselves, so this cannot
+// deadlock.)
 func tapLink(t *testing.T, root fyne.CanvasObject, text string) {
 	t.Helper()
 	h := findLink(t, root, text)
+	uiMu.Lock()
+	defer uiMu.Unlock()
 	test.TapAt(h, fyne.NewPos(theme.InnerPadding()+2, h.Size().Height/2)) // on the first letters: the widget may be wider than its text
 }
 
