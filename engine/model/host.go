@@ -359,15 +359,15 @@ func (h *hostModel) decode(cache *hostCache, canvas []int32, soft []float32, sta
 // their K/V to the cache (which must hold exactly start positions) and returns the
 // final-normed hidden state of the last token [D].
 func (h *hostModel) encode(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string) []float32 {
-	hs := h.encodeHidden(cache, tokens, start, encoderScalar)
-	d := h.cfg.HiddenSize
-	return rmsRows(hs[(len(tokens)-1)*d:], d, h.w.get("norm.weight"), float32(h.cfg.RMSNormEps))
+	return h.encodeFrom(cache, tokens, start, encoderScalar, len(tokens)-1)
 }
 
-// encodeAll is encode returning every token's final-normed hidden state [T·D].
-func (h *hostModel) encodeAll(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string) []float32 {
+// encodeFrom is encode returning the final-normed hidden states of tokens from…
+// [(T−from)·D].
+func (h *hostModel) encodeFrom(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string, from int) []float32 {
 	hs := h.encodeHidden(cache, tokens, start, encoderScalar)
-	return rmsRows(hs, h.cfg.HiddenSize, h.w.get("norm.weight"), float32(h.cfg.RMSNormEps))
+	d := h.cfg.HiddenSize
+	return rmsRows(hs[from*d:], d, h.w.get("norm.weight"), float32(h.cfg.RMSNormEps))
 }
 
 // encodeHidden is encode's layers: the last layer's output [T·D], before the final norm.
@@ -496,50 +496,21 @@ func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, 
 					softmaxInto(row, row, 1)
 					continue
 				}
-				// Keys come in position order, so the visible ones (kp ≤ qp, inside
-				// the window) are one run [lo, hi): softmax over it, exact zeros
-				// elsewhere. (Masking with −∞ and a softmax over the whole row gives
-				// the masked keys the clamped exponential's ~1e-38, whose products
-				// are denormal floats: two orders of magnitude slower arithmetic.)
+				// Key sk sits at position pre.lo+sk (the prefix holds positions
+				// pre.lo…start−1, the chunk follows), so the keys query position qp
+				// sees — kp ≤ qp and, on sliding layers, kp > qp−window — are one run
+				// [klo, khi): softmax over it, exact zeros elsewhere. (Masking with −∞
+				// and a softmax over the whole row gives the masked keys the clamped
+				// exponential's ~1e-38, whose products are denormal floats: two
+				// orders of magnitude slower arithmetic.)
 				qp := start + r%c
-				masked := func(sk int) bool {
-					kp := start + sk - pre.n
-					if sk < pre.n {
-						kp = pre.lo + sk
-					}
-					return kp > qp || (window > 0 && kp <= qp-window)
+				klo, khi := 0, min(s, qp-pre.lo+1)
+				if window > 0 {
+					klo = max(0, qp-window+1-pre.lo)
 				}
-				lo, hi := -1, -1
-				for sk := range row {
-					if !masked(sk) {
-						if lo < 0 {
-							lo = sk
-						}
-						hi = sk + 1
-					}
-				}
-				run := lo >= 0
-				for sk := max(lo, 0); run && sk < hi; sk++ {
-					run = !masked(sk)
-				}
-				if !run { // not expected; mask the row one key at a time
-					lo, hi = 0, s
-					for sk := range row {
-						if masked(sk) {
-							row[sk] = float32(math.Inf(-1))
-						}
-					}
-				}
-				clear(row[:lo])
-				clear(row[hi:])
-				softmaxInto(row[lo:hi], row[lo:hi], 1)
-				if !run {
-					for sk, p := range row {
-						if p < 1e-30 {
-							row[sk] = 0
-						}
-					}
-				}
+				clear(row[:klo])
+				clear(row[khi:])
+				softmaxInto(row[klo:khi], row[klo:khi], 1)
 			}
 		})
 		o := matNT(scores, vt, groups*c, hd, s) // [G·C, Hd]

@@ -465,12 +465,11 @@ func (r *Runner) scoreOnHost(ids []int32, from int) (logits []float32, err error
 		if cache.v == nil && r.length > 0 {
 			panic(fmt.Errorf("host cache is empty but %d tokens are cached", r.length))
 		}
-		hn := m.encodeAll(&cache, ids, r.length, scalar)
+		hn := m.encodeFrom(&cache, ids, r.length, scalar, from)
 		if err := r.head.prepare(r.weights, m.embedScale); err != nil {
 			panic(err)
 		}
-		d := r.cfg.HiddenSize
-		logits = r.head.logits(hn[from*d:], len(ids)-from, r.cfg.FinalLogitSoftcapping)
+		logits = r.head.logits(hn, len(ids)-from, r.cfg.FinalLogitSoftcapping)
 	})
 	return logits, err
 }
