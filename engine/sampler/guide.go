@@ -3,8 +3,6 @@ package sampler
 import (
 	"fmt"
 	"math"
-
-	"github.com/darkroomlabs/darkroom/engine/model/gemm"
 )
 
 // AR guidance: after a canvas has developed, its words are revised with the
@@ -18,8 +16,10 @@ import (
 //	argmax_j  log p_dec(j) + λ · log p_AR(j | canvas before it)
 //
 // with p_dec the decoder's distribution from the canvas's last denoising step (a
-// product of the two experts; λ weighs the causal one). Rounds repeat until
-// nothing changes or the round budget is spent.
+// product of the two experts; λ weighs the causal one). The log-partitions are
+// the same for every j of a position, so the argmax is taken over the logits
+// themselves: dec_j + λ·ar_j. Rounds repeat until nothing changes or the round
+// budget is spent.
 //
 // Two rules keep a round consistent and the page's layout intact:
 //   - a position whose left neighbour changed in this round keeps its token: its
@@ -28,14 +28,12 @@ import (
 //     and never written: the decoder decides where tags and the end go, guidance
 //     revises the text between them.
 
-// Guide holds one canvas's decoder log-probabilities for AR guidance rounds.
+// Guide holds one canvas's decoder logits for AR guidance rounds.
 type Guide struct {
 	vocab  int
 	lambda float64
 	frozen []bool    // by id
 	dec    []float32 // decoder logits [c·vocab]
-	decZ   []float64 // log-partition of each decoder row
-	buf    []float32 // scratch row
 }
 
 // NewGuide prepares guidance over the decoder logits dec [c·vocab] (the canvas's
@@ -50,25 +48,19 @@ func NewGuide(dec []float32, vocab int, lambda float64, frozen []bool) (*Guide, 
 	case frozen != nil && len(frozen) != vocab:
 		return nil, fmt.Errorf("guide: frozen set has %d entries, vocab is %d", len(frozen), vocab)
 	}
-	g := &Guide{vocab: vocab, lambda: lambda, frozen: frozen, dec: dec, buf: make([]float32, vocab)}
-	c := len(dec) / vocab
-	g.decZ = make([]float64, c)
-	for i := range c {
-		g.decZ[i] = logPartition(dec[i*vocab:(i+1)*vocab], g.buf)
-	}
-	return g, nil
+	return &Guide{vocab: vocab, lambda: lambda, frozen: frozen, dec: dec}, nil
 }
 
 // Positions is the number of canvas positions the guide covers.
-func (g *Guide) Positions() int { return len(g.decZ) }
+func (g *Guide) Positions() int { return len(g.dec) / g.vocab }
 
 // Round revises a (the current canvas, len Positions()) at positions from…to−1
 // and returns the new canvas and how many positions changed. ar returns the causal
 // head's logits [vocab] for position i (predicting a[i] from what precedes it);
 // it is called only for positions the round may change.
 func (g *Guide) Round(a []int, from, to int, ar func(i int) []float32) (out []int, changed int, err error) {
-	if len(a) != len(g.decZ) {
-		return nil, 0, fmt.Errorf("guide: canvas has %d positions, the decoder logits %d", len(a), len(g.decZ))
+	if len(a) != g.Positions() {
+		return nil, 0, fmt.Errorf("guide: canvas has %d positions, the decoder logits %d", len(a), g.Positions())
 	}
 	from, to = max(from, 0), min(to, len(a))
 	out = make([]int, len(a))
@@ -82,14 +74,13 @@ func (g *Guide) Round(a []int, from, to int, ar func(i int) []float32) (out []in
 		if len(row) != v {
 			return nil, 0, fmt.Errorf("guide: position %d: %d causal logits, want %d", i, len(row), v)
 		}
-		arZ := logPartition(row, g.buf)
 		dec := g.dec[i*v : (i+1)*v]
 		best, bi := math.Inf(-1), a[i]
 		for j := range v {
 			if g.isFrozen(j) {
 				continue
 			}
-			s := float64(dec[j]) - g.decZ[i] + g.lambda*(float64(row[j])-arZ)
+			s := float64(dec[j]) + g.lambda*float64(row[j])
 			if s > best { // strict: ties keep the lowest id
 				best, bi = s, j
 			}
@@ -103,11 +94,3 @@ func (g *Guide) Round(a []int, from, to int, ar func(i int) []float32) (out []in
 }
 
 func (g *Guide) isFrozen(id int) bool { return g.frozen != nil && g.frozen[id] }
-
-// logPartition is log Σ_j e^{row_j}, the exponentials from gemm.ExpShift (buf:
-// scratch of len(row)).
-func logPartition(row, buf []float32) float64 {
-	m := row[Argmax(row)]
-	s := gemm.ExpShift(buf[:len(row)], row, m, 1)
-	return float64(m) + math.Log(float64(s))
-}
