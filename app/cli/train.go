@@ -434,16 +434,15 @@ func runTrainEval(env *Env, args []string) error {
 			l.TitleTokens, l.TitleAR, l.TitleDiffusion)
 	}
 	fmt.Fprintf(env.Stdout, "pages: the <h1> heading %s\n", rep.Settings["heading"])
-	rows := []struct {
+	type row struct {
 		name string
 		r    train.ModeReport
-	}{{"diffusion", rep.Diffusion}, {"ar", rep.AR}, {"reference", rep.Reference}}
-	if u := rep.DiffusionUnguided; u != nil {
-		rows = slices.Insert(rows, 1, struct {
-			name string
-			r    train.ModeReport
-		}{"unguided", *u})
 	}
+	rows := []row{{"diffusion", rep.Diffusion}}
+	if u := rep.DiffusionUnguided; u != nil {
+		rows = append(rows, row{"unguided", *u})
+	}
+	rows = append(rows, row{"ar", rep.AR}, row{"reference", rep.Reference})
 	for _, m := range rows {
 		fmt.Fprintf(env.Stdout, "%-9s pages %d: format %.0f%% (h1 %.0f%%, long paragraph %.0f%%), known words %.1f%%, links/page %.2f, distinct-2 %.3f, median %.0f ms\n",
 			m.name, m.r.Pages, 100*m.r.PageFormat, 100*m.r.TitleH1, 100*m.r.LongParagraph, 100*m.r.KnownWords,
