@@ -392,6 +392,7 @@ func runTrainEval(env *Env, args []string) error {
 	first := fs.Int("first", 0, "first held-out page (the report's pages are 0…pages−1; choose sampling settings on later ones)")
 	modesFlag := fs.String("modes", "diffusion,unguided,ar", `generation modes to score: "diffusion", "unguided" (diffusion with the model's AR guidance off, when it has it on) and "ar"`)
 	noLoss := fs.Bool("no-loss", false, "skip the held-out loss")
+	samples := fs.Int("samples", 3, "generated pages each mode keeps in the report, for reading")
 	freeHeading := fs.Bool("free-heading", false, "let the model write each page's <h1> too (default: the title is held as the heading, as the app does)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -416,7 +417,7 @@ func runTrainEval(env *Env, args []string) error {
 	ctx, cancel := signalContext()
 	defer cancel()
 	rep, err := train.Evaluate(ctx, train.EvalOptions{ModelDir: *modelDir, CorpusDir: *corpusDir, Pages: *pages,
-		Seed: *seed, ARTemperature: *arTemp, Backend: *backendName, First: *first, Modes: modes, Unguided: unguided, NoLoss: *noLoss, FreeHeading: *freeHeading,
+		Seed: *seed, ARTemperature: *arTemp, Backend: *backendName, First: *first, Modes: modes, Unguided: unguided, NoLoss: *noLoss, FreeHeading: *freeHeading, Samples: *samples,
 		Log: env.Stderr})
 	if err != nil {
 		return err

@@ -48,7 +48,9 @@ type EvalOptions struct {
 	// pages are generated as the app asks for them: the title held as the heading
 	// (assets.EncyclopediaOpening), so TitleH1 is 1 and PageFormat measures the body.
 	FreeHeading bool
-	Log         io.Writer
+	// Samples is how many generated pages each mode keeps in its report (0: 3).
+	Samples int
+	Log     io.Writer
 }
 
 // Sample is one generated page kept in the report.
@@ -207,6 +209,10 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 	defer eng.Close()
 	rep.Backend = eng.Backend()
 	n := min(opts.Pages, len(pages))
+	keep := opts.Samples
+	if keep <= 0 {
+		keep = 3
+	}
 	type run struct {
 		name     string
 		mode     engine.Mode
@@ -250,7 +256,7 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 				steps += c.Steps
 				canvases++
 			}
-			if i < 3 {
+			if i < keep {
 				sc.samples = append(sc.samples, Sample{Title: pages[i].Title, Text: res.Text})
 			}
 			fmt.Fprintf(opts.Log, "eval %s %d/%d %q: %d tokens in %.0f ms, format %v, %d links\n",

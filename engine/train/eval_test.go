@@ -86,16 +86,19 @@ func TestEvaluate(t *testing.T) {
 		t.Errorf("goals missing: %v", rep.Goals)
 	}
 
-	// A validation window past the reported pages, diffusion only, no loss.
+	// A validation window past the reported pages, diffusion only, no loss, one
+	// page kept.
 	rep, err = Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, Pages: 2, First: 2,
-		Modes: []engine.Mode{engine.Diffusion}, NoLoss: true, Seed: 1})
+		Modes: []engine.Mode{engine.Diffusion}, NoLoss: true, Seed: 1, Samples: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Loss.Tokens != 0 || rep.AR.Pages != 0 || rep.Diffusion.Pages != 2 {
 		t.Errorf("window run: loss tokens %d, ar pages %d, diffusion pages %d", rep.Loss.Tokens, rep.AR.Pages, rep.Diffusion.Pages)
 	}
-	if got := rep.Diffusion.Samples[0].Title; got != "BSD" {
+	if len(rep.Diffusion.Samples) != 1 {
+		t.Errorf("window run kept %d pages, want 1", len(rep.Diffusion.Samples))
+	} else if got := rep.Diffusion.Samples[0].Title; got != "BSD" {
 		t.Errorf("first page of the window %q, want BSD", got)
 	}
 	if rep.DiffusionUnguided != nil {
