@@ -30,8 +30,12 @@ type Sampling struct {
 	// log p_decoder + λ·log p_AR, markup and end tokens left where the decoder put
 	// them. GuidanceRounds bounds the rounds per canvas (one encoder pass each).
 	// Diffusion only. Zero means the model's default; negative turns guidance off.
+	// GuidanceInWord is the causal head's weight at positions inside a word, where
+	// the choice is spelling (sampler.Guide.InWords); zero means the model's
+	// default, negative means Guidance there too.
 	Guidance       float64
 	GuidanceRounds int
+	GuidanceInWord float64
 }
 
 // Message is one chat turn.

@@ -37,8 +37,11 @@
 // a few rounds revise the developed canvas with the model's own causal head: one
 // encoder pass over the canvas without caching it (Runner.Score), then every text
 // position moves to the argmax of log p_decoder + λ·log p_AR (sampler.Guide; tags,
-// attributes and the end stay where the decoder put them). The rounds are steps of
-// the same canvas for the events and the stats (CanvasStats.GuidanceRounds).
+// attributes and the end stay where the decoder put them). Where the decoder wrote
+// a piece that continues a word, λ may be larger (Sampling.GuidanceInWord): that
+// choice is spelling, which the causal head knows better, while the first piece
+// of each word stays mostly the decoder's. The rounds are steps of the same canvas
+// for the events and the stats (CanvasStats.GuidanceRounds).
 //
 // Subpackages: config (config.json, generation_config.json), weights
 // (safetensors and the tensor-name table), tokenizer, chat (the Gemma 4 turn

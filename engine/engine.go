@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -31,7 +33,7 @@ type Engine struct {
 	path      string           // where the model runs: PathHost or PathGraph
 	release   func()           // frees the model's device memory; nil when nothing to free
 	closed    bool
-	frozen    []bool // by id: markup and end tokens, which AR guidance leaves alone (guidanceFrozen)
+	guideIDs  *guideIDs // what AR guidance knows of each id's text, built on first use
 }
 
 // textCodec is the tokenizer as the engine uses it.
@@ -53,7 +55,8 @@ func (e *Engine) GenerationDefaults() Sampling {
 	g := e.cfg.Generation
 	return Sampling{MaxNewTokens: g.MaxNewTokens, MaxSteps: g.MaxDenoisingSteps, TMin: g.TMin, TMax: g.TMax,
 		EntropyBound: g.EntropyBound, ConfidenceThreshold: g.ConfidenceThreshold,
-		StabilityThreshold: g.StabilityThreshold, Guidance: g.ARGuidance, GuidanceRounds: g.ARGuidanceRounds}
+		StabilityThreshold: g.StabilityThreshold, Guidance: g.ARGuidance, GuidanceRounds: g.ARGuidanceRounds,
+		GuidanceInWord: g.ARGuidanceInWord}
 }
 
 // Close frees the model. It waits for a running generation to finish; cancel its
@@ -146,24 +149,40 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 	if err != nil {
 		return nil, err
 	}
-	if s.Guidance > 0 && e.frozen == nil {
-		e.frozen = guidanceFrozen(e.tok, t.VocabSize, eos)
+	if s.Guidance > 0 && e.guideIDs == nil {
+		e.guideIDs = newGuideIDs(e.tok, t.VocabSize, eos)
 	}
-	return &generation{ctx: ctx, req: req, run: e.run, tok: e.tok, smp: smp, s: s, frozen: e.frozen,
+	return &generation{ctx: ctx, req: req, run: e.run, tok: e.tok, smp: smp, s: s, guideIDs: e.guideIDs,
 		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt, opening: opening}, nil
 }
 
-// guidanceFrozen is the set of ids AR guidance neither replaces nor writes: the
-// end tokens, ids that decode to no text (special tokens) and ids whose text holds
-// markup (< > " =), so that the decoder alone decides a page's tags, attributes
-// and end, and guidance revises the words between them.
-func guidanceFrozen(tok textCodec, vocab int, eos []int) []bool {
-	frozen := make([]bool, vocab)
-	for id := range frozen {
+// guideIDs is what AR guidance knows of each id's text, by id.
+type guideIDs struct {
+	// frozen ids are neither replaced nor written: the end tokens, ids that decode
+	// to no text (special tokens) and ids whose text holds markup (< > " =), so
+	// that the decoder alone decides a page's tags, attributes and end, and
+	// guidance revises the words between them.
+	frozen []bool
+	// endsWord: the text ends in a letter or digit; continues: it begins with one
+	// (no space), so after an endsWord id it continues that word
+	// (sampler.Guide.InWords).
+	endsWord, continues []bool
+}
+
+func newGuideIDs(tok textCodec, vocab int, eos []int) *guideIDs {
+	ids := &guideIDs{frozen: make([]bool, vocab), endsWord: make([]bool, vocab), continues: make([]bool, vocab)}
+	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+	for id := range vocab {
 		text := tok.Decode([]int{id})
-		frozen[id] = text == "" || strings.ContainsAny(text, `<>"=`) || slices.Contains(eos, id)
+		ids.frozen[id] = text == "" || strings.ContainsAny(text, `<>"=`) || slices.Contains(eos, id)
+		if first, _ := utf8.DecodeRuneInString(text); isWord(first) {
+			ids.continues[id] = true
+		}
+		if last, _ := utf8.DecodeLastRuneInString(text); isWord(last) {
+			ids.endsWord[id] = true
+		}
 	}
-	return frozen
+	return ids
 }
 
 // Where a loaded model's forward passes run (Engine.Path).

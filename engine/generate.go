@@ -41,28 +41,28 @@ type textDecoder interface {
 
 // generation is the state of one Generate call.
 type generation struct {
-	ctx     context.Context
-	req     *Request
-	run     runner
-	tok     textDecoder
-	smp     *sampler.Sampler
-	s       Sampling // effective knobs (defaults filled in)
-	canvas  int      // canvas length C
-	vocab   int
-	eos     []int
-	pad     int
-	prompt  []int
-	opening []int // Request.Opening's ids: held at the head of the first canvas (AR: fed first)
-	start   time.Time
-	forward int           // forward passes so far
-	fwdTime time.Duration // spent inside forward passes
-	flops   float64       // model arithmetic of those passes (model.FLOPs, model.EncodeFLOPs)
-	cached  int           // tokens in the KV cache
-	next    []float32     // the encoder's logits for the token after the cache (the last Encode's)
-	frozen  []bool        // ids AR guidance never replaces or writes (Engine.frozen)
-	text    *config.Text  // dims for the FLOPs count
-	out     []int         // committed tokens, EOS excluded
-	res     *Result
+	ctx      context.Context
+	req      *Request
+	run      runner
+	tok      textDecoder
+	smp      *sampler.Sampler
+	s        Sampling // effective knobs (defaults filled in)
+	canvas   int      // canvas length C
+	vocab    int
+	eos      []int
+	pad      int
+	prompt   []int
+	opening  []int // Request.Opening's ids: held at the head of the first canvas (AR: fed first)
+	start    time.Time
+	forward  int           // forward passes so far
+	fwdTime  time.Duration // spent inside forward passes
+	flops    float64       // model arithmetic of those passes (model.FLOPs, model.EncodeFLOPs)
+	cached   int           // tokens in the KV cache
+	next     []float32     // the encoder's logits for the token after the cache (the last Encode's)
+	guideIDs *guideIDs     // AR guidance's view of the ids (Engine.guideIDs)
+	text     *config.Text  // dims for the FLOPs count
+	out      []int         // committed tokens, EOS excluded
+	res      *Result
 }
 
 // generate runs the request. The caller holds the Engine's lock.
@@ -207,7 +207,10 @@ func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats
 // encoder pass over a up to its first EOS (Runner.Score, nothing cached). ok is
 // false when the context was cancelled.
 func (g *generation) guide(ci int, a []int, dec []float32, hold int, stats CanvasStats) (argmax []int, _ CanvasStats, ok bool, err error) {
-	gd, err := sampler.NewGuide(dec, g.vocab, g.s.Guidance, g.frozen)
+	gd, err := sampler.NewGuide(dec, g.vocab, g.s.Guidance, g.guideIDs.frozen)
+	if err == nil {
+		err = gd.InWords(g.s.GuidanceInWord, a, g.guideIDs.endsWord, g.guideIDs.continues)
+	}
 	if err != nil {
 		return nil, stats, false, fmt.Errorf("canvas %d: %w", ci, err)
 	}
@@ -395,8 +398,14 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 	if s.GuidanceRounds == 0 {
 		s.GuidanceRounds = def.GuidanceRounds
 	}
+	if s.GuidanceInWord == 0 {
+		s.GuidanceInWord = def.GuidanceInWord
+	}
 	if s.Guidance < 0 || s.GuidanceRounds < 0 { // explicitly off
-		s.Guidance, s.GuidanceRounds = 0, 0
+		s.Guidance, s.GuidanceRounds, s.GuidanceInWord = 0, 0, 0
+	}
+	if s.GuidanceInWord < 0 { // λ inside words too
+		s.GuidanceInWord = 0
 	}
 	switch {
 	case s.MaxNewTokens < 1:
@@ -405,6 +414,8 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 		return s, fmt.Errorf("temperature must be ≥ 0, got %g", s.Temperature)
 	case math.IsNaN(s.Guidance) || math.IsInf(s.Guidance, 0):
 		return s, fmt.Errorf("AR guidance weight must be a finite number, got %g", s.Guidance)
+	case math.IsNaN(s.GuidanceInWord) || math.IsInf(s.GuidanceInWord, 0):
+		return s, fmt.Errorf("AR guidance weight inside words must be a finite number, got %g", s.GuidanceInWord)
 	}
 	return s, nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -181,11 +182,84 @@ func TestARGuidanceLeavesMarkupEndAndOpening(t *testing.T) {
 	}
 }
 
-func TestGuidanceFrozenSet(t *testing.T) {
-	frozen := guidanceFrozen(markupCodec{}, 512, []int{1, 106})
-	for id, want := range map[int]bool{1: true, 106: true, 300: true, 309: true, 299: false, 310: false, 42: false} {
-		if frozen[id] != want {
-			t.Errorf("id %d frozen = %v, want %v", id, frozen[id], want)
+// pieceCodec spells ids 200–209 as "ing", a piece that continues a word, and
+// every other id as " tN", a word of its own.
+type pieceCodec struct{ wordCodec }
+
+func (c pieceCodec) Decode(ids []int) string {
+	var b strings.Builder
+	for _, id := range ids {
+		if id >= 200 && id < 210 {
+			b.WriteString("ing")
+			continue
 		}
+		fmt.Fprintf(&b, " t%d", id)
+	}
+	return b.String()
+}
+
+func TestARGuidanceInWordsWeighsSpelling(t *testing.T) {
+	// The decoder writes the piece "ing" (200) at 3 and the word " t210" at 9, each
+	// by a margin of 3; the causal head prefers the body's words by 8. At λ 0.25
+	// (2 < 3) neither moves; with weight 1 inside words only the piece — a
+	// question of spelling — is revised, and the word stays the decoder's.
+	script := func() *scriptRunner {
+		f := newScript(func(pos int) int {
+			switch pos - promptLen {
+			case 3:
+				return 200
+			case 9:
+				return 210
+			}
+			return body(pos)
+		})
+		f.margin = func(int) float32 { return 3 }
+		f.ar = body
+		return f
+	}
+	decoded := bodyCanvas()
+	decoded[3], decoded[9] = 200, 210
+	for _, tc := range []struct {
+		inWord float64
+		want   []int
+	}{
+		{-1, decoded}, // λ inside words too
+		{1, append(append(slices.Clone(bodyCanvas()[:9]), 210), bodyCanvas()[10:]...)},
+	} {
+		e := testEngine(script())
+		e.tok = pieceCodec{}
+		req := guidedRequest(8)
+		req.Sampling.Guidance, req.Sampling.GuidanceInWord = 0.25, tc.inWord
+		res, err := e.Generate(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(res.Tokens, tc.want) {
+			t.Errorf("in-word weight %g: tokens\n got %v\nwant %v", tc.inWord, res.Tokens, tc.want)
+		}
+	}
+}
+
+func TestGuideIDs(t *testing.T) {
+	ids := newGuideIDs(markupCodec{}, 512, []int{1, 106})
+	for id, want := range map[int]bool{1: true, 106: true, 300: true, 309: true, 299: false, 310: false, 42: false} {
+		if ids.frozen[id] != want {
+			t.Errorf("id %d frozen = %v, want %v", id, ids.frozen[id], want)
+		}
+	}
+	// " t42" begins a word and ends in a digit; "ing" continues one; a tag does neither.
+	ids = newGuideIDs(pieceCodec{}, 512, []int{1})
+	for _, tc := range []struct {
+		id              int
+		ends, continues bool
+	}{{42, true, false}, {200, true, true}, {209, true, true}} {
+		if ids.endsWord[tc.id] != tc.ends || ids.continues[tc.id] != tc.continues {
+			t.Errorf("id %d: ends a word %v, continues one %v; want %v, %v", tc.id,
+				ids.endsWord[tc.id], ids.continues[tc.id], tc.ends, tc.continues)
+		}
+	}
+	ids = newGuideIDs(markupCodec{}, 512, nil)
+	if ids.endsWord[300] || ids.continues[300] {
+		t.Error("a tag counts as part of a word")
 	}
 }

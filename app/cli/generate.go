@@ -31,6 +31,7 @@ type generateFlags struct {
 	tMin, tMax, bound, conf, t float64
 	guide                      float64
 	guideRounds                int
+	guideInWord                float64
 	seed                       uint64
 	graph                      bool
 }
@@ -55,6 +56,7 @@ func (g *generateFlags) register(fs interface {
 	fs.IntVar(&g.stab, "stability", 0, "steps the argmax canvas must stay unchanged to stop (default: the model's)")
 	fs.Float64Var(&g.t, "temperature", 0, "AR mode sampling temperature; 0 = greedy")
 	fs.Float64Var(&g.guide, "guidance", 0, "weight of the model's causal head when it revises the words of a developed canvas (default: the model's; negative: off)")
+	fs.Float64Var(&g.guideInWord, "guidance-in-word", 0, "the causal head's weight inside words, where it revises spelling (default: the model's; negative: the --guidance weight)")
 	fs.IntVar(&g.guideRounds, "guidance-rounds", 0, "most guidance rounds per canvas, one encoder pass each (default: the model's)")
 	fs.Uint64Var(&g.seed, "seed", 0, "random seed; the same seed reproduces a run")
 }
@@ -62,7 +64,7 @@ func (g *generateFlags) register(fs interface {
 func (g *generateFlags) sampling() engine.Sampling {
 	return engine.Sampling{MaxNewTokens: g.maxNew, MaxSteps: g.maxSteps, TMin: g.tMin, TMax: g.tMax,
 		EntropyBound: g.bound, ConfidenceThreshold: g.conf, StabilityThreshold: g.stab, Temperature: g.t,
-		Guidance: g.guide, GuidanceRounds: g.guideRounds}
+		Guidance: g.guide, GuidanceRounds: g.guideRounds, GuidanceInWord: g.guideInWord}
 }
 
 // check reports flag values that are out of range before anything loads.
@@ -78,6 +80,8 @@ func (g *generateFlags) check() error {
 		return fmt.Errorf("--guidance-rounds must be ≥ 0, got %d", g.guideRounds)
 	case math.IsNaN(g.guide) || math.IsInf(g.guide, 0):
 		return fmt.Errorf("--guidance must be a number, got %v", g.guide)
+	case math.IsNaN(g.guideInWord) || math.IsInf(g.guideInWord, 0):
+		return fmt.Errorf("--guidance-in-word must be a number, got %v", g.guideInWord)
 	case g.tMin < 0 || g.tMax < 0:
 		return errors.New("--t-min and --t-max must be positive")
 	case g.bound < 0 || g.conf < 0:

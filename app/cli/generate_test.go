@@ -135,6 +135,7 @@ func TestGenerateErrors(t *testing.T) {
 		{[]string{"generate", "--model", dir, "--mode", "ar", "--canvas-ids", "3", "hi"}, "--canvas-ids"},
 		{[]string{"generate", "--model", dir, "--backend", "tpu", "hi"}, "unknown backend"},
 		{[]string{"generate", "--model", dir, "--guidance-rounds", "-2", "hi"}, "--guidance-rounds"},
+		{[]string{"generate", "--model", dir, "--guidance-in-word", "NaN", "hi"}, "--guidance-in-word"},
 	}
 	for _, c := range cases {
 		code, out, errOut := runCLI(c.args...)

@@ -177,7 +177,8 @@ func (s *SettingsScreen) fillSampling() {
 		d := m.Info().Defaults
 		defaults = settings.Sampling{MaxNewTokens: d.MaxNewTokens, MaxSteps: d.MaxSteps, TMin: d.TMin, TMax: d.TMax,
 			EntropyBound: d.EntropyBound, ConfidenceThreshold: d.ConfidenceThreshold, StabilityThreshold: d.StabilityThreshold,
-			Temperature: d.Temperature, Guidance: d.Guidance, GuidanceRounds: d.GuidanceRounds}
+			Temperature: d.Temperature, Guidance: d.Guidance, GuidanceRounds: d.GuidanceRounds,
+			GuidanceInWord: d.GuidanceInWord}
 	}
 	for _, b := range settings.SamplingBounds {
 		e := s.fields[b.Key]

@@ -139,7 +139,7 @@ func (a *App) sampling() engine.Sampling {
 	return engine.Sampling{MaxNewTokens: s.MaxNewTokens, MaxSteps: s.MaxSteps, TMin: s.TMin, TMax: s.TMax,
 		EntropyBound: s.EntropyBound, ConfidenceThreshold: s.ConfidenceThreshold,
 		StabilityThreshold: s.StabilityThreshold, Temperature: s.Temperature,
-		Guidance: s.Guidance, GuidanceRounds: s.GuidanceRounds}
+		Guidance: s.Guidance, GuidanceRounds: s.GuidanceRounds, GuidanceInWord: s.GuidanceInWord}
 }
 
 // seed is the configured seed, or a fresh one per generation.

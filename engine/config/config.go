@@ -105,8 +105,11 @@ type Generation struct {
 	// ARGuidance and ARGuidanceRounds are Darkroom's AR guidance of developed
 	// canvases (engine.Sampling.Guidance): the causal head's weight and the most
 	// rounds per canvas. Zero (or absent, as in every Hugging Face checkpoint) is off.
+	// ARGuidanceInWord is the causal head's weight inside words (the spelling;
+	// sampler.Guide.InWords); zero is ARGuidance everywhere.
 	ARGuidance       float64 `json:"darkroom_ar_guidance,omitempty"`
 	ARGuidanceRounds int     `json:"darkroom_ar_guidance_rounds,omitempty"`
+	ARGuidanceInWord float64 `json:"darkroom_ar_guidance_in_word,omitempty"`
 }
 
 // DefaultGeneration is what the released checkpoint ships (reference §2.2); used for

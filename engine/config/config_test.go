@@ -168,6 +168,7 @@ func TestInvalidValues(t *testing.T) {
 		{func(m *Model) { m.Generation.MaxDenoisingSteps = 0 }, "generation_config.json: max_denoising_steps must be positive"},
 		{func(m *Model) { m.Generation.ARGuidance = -1 }, "generation_config.json: darkroom_ar_guidance must be a finite number ≥ 0"},
 		{func(m *Model) { m.Generation.ARGuidanceRounds = -2 }, "generation_config.json: darkroom_ar_guidance_rounds must be ≥ 0"},
+		{func(m *Model) { m.Generation.ARGuidanceInWord = -1 }, "generation_config.json: darkroom_ar_guidance_in_word must be a finite number ≥ 0"},
 	}
 	for _, c := range cases {
 		m := Tiny()
@@ -213,13 +214,13 @@ func TestEOSForms(t *testing.T) {
 }
 
 func TestARGuidanceKeys(t *testing.T) {
-	gen := `{"darkroom_ar_guidance": 2.5, "darkroom_ar_guidance_rounds": 20}`
+	gen := `{"darkroom_ar_guidance": 2.5, "darkroom_ar_guidance_rounds": 20, "darkroom_ar_guidance_in_word": 4}`
 	m, err := LoadFS(fstest.MapFS{"config.json": {Data: []byte(realConfigJSON())}, "generation_config.json": {Data: []byte(gen)}}, ".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Generation.ARGuidance != 2.5 || m.Generation.ARGuidanceRounds != 20 {
-		t.Fatalf("guidance %v, rounds %d", m.Generation.ARGuidance, m.Generation.ARGuidanceRounds)
+	if g := m.Generation; g.ARGuidance != 2.5 || g.ARGuidanceRounds != 20 || g.ARGuidanceInWord != 4 {
+		t.Fatalf("guidance %v, rounds %d, in words %v", g.ARGuidance, g.ARGuidanceRounds, g.ARGuidanceInWord)
 	}
 	dir := t.TempDir()
 	if err := m.Save(dir); err != nil {
@@ -229,11 +230,11 @@ func TestARGuidanceKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Generation.ARGuidance != 2.5 || again.Generation.ARGuidanceRounds != 20 {
-		t.Errorf("after a save: guidance %v, rounds %d", again.Generation.ARGuidance, again.Generation.ARGuidanceRounds)
+	if g := again.Generation; g.ARGuidance != 2.5 || g.ARGuidanceRounds != 20 || g.ARGuidanceInWord != 4 {
+		t.Errorf("after a save: guidance %v, rounds %d, in words %v", g.ARGuidance, g.ARGuidanceRounds, g.ARGuidanceInWord)
 	}
 	// A Hugging Face checkpoint has neither key: guidance is off.
-	if d := DefaultGeneration(); d.ARGuidance != 0 || d.ARGuidanceRounds != 0 {
+	if d := DefaultGeneration(); d.ARGuidance != 0 || d.ARGuidanceRounds != 0 || d.ARGuidanceInWord != 0 {
 		t.Errorf("default guidance %v, rounds %d, want off", d.ARGuidance, d.ARGuidanceRounds)
 	}
 }

@@ -27,6 +27,15 @@ import (
 //   - frozen ids (markup and end tokens, chosen by the caller) are never replaced
 //     and never written: the decoder decides where tags and the end go, guidance
 //     revises the text between them.
+//
+// Inside a word the causal head may weigh more (InWords): a position where the
+// decoder wrote a piece that continues the word on its left (the left id ends in
+// a letter or digit, its own id begins with one, with no space) is a question of
+// spelling, which the causal
+// head answers far better than the decoder; the first piece of every word — which
+// word to write — keeps weight λ, so the decoder still chooses the words. One
+// weight for all positions cannot do both: λ large enough to spell replaces the
+// decoder's words with the corpus's commonest ones.
 
 // Guide holds one canvas's decoder logits for AR guidance rounds.
 type Guide struct {
@@ -34,6 +43,9 @@ type Guide struct {
 	lambda float64
 	frozen []bool    // by id
 	dec    []float32 // decoder logits [c·vocab]
+
+	inWord       []bool  // by position: inside a word (InWords), or nil
+	inWordWeight float64 // the causal head's weight there
 }
 
 // NewGuide prepares guidance over the decoder logits dec [c·vocab] (the canvas's
@@ -49,6 +61,43 @@ func NewGuide(dec []float32, vocab int, lambda float64, frozen []bool) (*Guide, 
 		return nil, fmt.Errorf("guide: frozen set has %d entries, vocab is %d", len(frozen), vocab)
 	}
 	return &Guide{vocab: vocab, lambda: lambda, frozen: frozen, dec: dec}, nil
+}
+
+// InWords sets the causal head's weight at the positions of canvas a (the
+// developed canvas, before any round) that are inside a word: where a's id
+// continues the word of the id on its left, i.e. endsWord[a[i−1]] and
+// continues[a[i]] (tables by id; the caller decides from the ids' text). The
+// positions are fixed for all rounds, so every round maximises the same
+// objective. weight ≤ 0 (or nil tables) leaves every position at λ.
+func (g *Guide) InWords(weight float64, a []int, endsWord, continues []bool) error {
+	switch {
+	case weight <= 0 || endsWord == nil || continues == nil:
+		g.inWord = nil
+		return nil
+	case math.IsNaN(weight) || math.IsInf(weight, 0):
+		return fmt.Errorf("guide: in-word weight must be finite, got %g", weight)
+	case len(endsWord) != g.vocab || len(continues) != g.vocab:
+		return fmt.Errorf("guide: word tables have %d and %d entries, vocab is %d", len(endsWord), len(continues), g.vocab)
+	case len(a) != g.Positions():
+		return fmt.Errorf("guide: canvas has %d positions, the decoder logits %d", len(a), g.Positions())
+	}
+	g.inWord = make([]bool, len(a))
+	for i := 1; i < len(a); i++ {
+		if a[i] < 0 || a[i] >= g.vocab || a[i-1] < 0 || a[i-1] >= g.vocab {
+			return fmt.Errorf("guide: canvas id at %d is outside the vocabulary", i)
+		}
+		g.inWord[i] = endsWord[a[i-1]] && continues[a[i]]
+	}
+	g.inWordWeight = weight
+	return nil
+}
+
+// weight is the causal head's weight at position i.
+func (g *Guide) weight(i int) float64 {
+	if g.inWord != nil && g.inWord[i] {
+		return g.inWordWeight
+	}
+	return g.lambda
 }
 
 // Positions is the number of canvas positions the guide covers.
@@ -74,13 +123,13 @@ func (g *Guide) Round(a []int, from, to int, ar func(i int) []float32) (out []in
 		if len(row) != v {
 			return nil, 0, fmt.Errorf("guide: position %d: %d causal logits, want %d", i, len(row), v)
 		}
-		dec := g.dec[i*v : (i+1)*v]
+		dec, lambda := g.dec[i*v:(i+1)*v], g.weight(i)
 		best, bi := math.Inf(-1), a[i]
 		for j := range v {
 			if g.isFrozen(j) {
 				continue
 			}
-			s := float64(dec[j]) + g.lambda*float64(row[j])
+			s := float64(dec[j]) + lambda*float64(row[j])
 			if s > best { // strict: ties keep the lowest id
 				best, bi = s, j
 			}

@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// naiveRound is Guide.Round written from its definition in float64 with math.Exp.
-func naiveRound(a []int, dec, ar []float32, vocab int, lambda float64, frozen []bool, from, to int) []int {
+// naiveRound is Guide.Round written from its definition in float64 with math.Exp;
+// weight(i) is the causal head's weight at position i.
+func naiveRound(a []int, dec, ar []float32, vocab int, weight func(i int) float64, frozen []bool, from, to int) []int {
 	logSoftmax := func(row []float32) []float64 {
 		m := math.Inf(-1)
 		for _, x := range row {
@@ -35,7 +36,7 @@ func naiveRound(a []int, dec, ar []float32, vocab int, lambda float64, frozen []
 			if frozen[j] {
 				continue
 			}
-			if s := d[j] + lambda*r[j]; s > best {
+			if s := d[j] + weight(i)*r[j]; s > best {
 				best, bi = s, j
 			}
 		}
@@ -68,6 +69,24 @@ func TestGuideRoundMatchesNaive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Odd trials weigh the causal head 4λ inside words: ids ≡ 1, 2 (mod 3) end
+		// a word in a letter, ids ≡ 0, 1 (mod 4) begin with one.
+		weight := func(int) float64 { return lambda }
+		if trial%2 == 1 {
+			ends, conts := make([]bool, vocab), make([]bool, vocab)
+			for j := range vocab {
+				ends[j], conts[j] = j%3 != 0, j%4 < 2
+			}
+			if err := g.InWords(4*lambda, a, ends, conts); err != nil {
+				t.Fatal(err)
+			}
+			weight = func(i int) float64 {
+				if i > 0 && ends[a[i-1]] && conts[a[i]] {
+					return 4 * lambda
+				}
+				return lambda
+			}
+		}
 		calls := 0
 		got, changed, err := g.Round(a, from, to, func(i int) []float32 {
 			calls++
@@ -79,7 +98,7 @@ func TestGuideRoundMatchesNaive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := naiveRound(a, dec, ar, vocab, lambda, frozen, from, to)
+		want := naiveRound(a, dec, ar, vocab, weight, frozen, from, to)
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d (λ %g):\n got %v\nwant %v", trial, lambda, got, want)
 		}
@@ -148,10 +167,77 @@ func TestGuideRejectsBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, tc := range []struct {
+		name       string
+		weight     float64
+		ends, cont []bool
+	}{
+		{"NaN in-word weight", math.NaN(), make([]bool, 8), make([]bool, 8)},
+		{"infinite in-word weight", math.Inf(1), make([]bool, 8), make([]bool, 8)},
+		{"short word table", 2, make([]bool, 8), make([]bool, 5)},
+	} {
+		if err := g.InWords(tc.weight, make([]int, 4), tc.ends, tc.cont); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+	if err := g.InWords(2, make([]int, 3), make([]bool, 8), make([]bool, 8)); err == nil {
+		t.Error("in-word canvas of the wrong length: no error")
+	}
+	if err := g.InWords(2, []int{0, 9, 0, 0}, make([]bool, 8), make([]bool, 8)); err == nil {
+		t.Error("in-word canvas id outside the vocabulary: no error")
+	}
 	if _, _, err := g.Round(make([]int, 3), 0, 3, nil); err == nil {
 		t.Error("canvas of the wrong length: no error")
 	}
 	if _, _, err := g.Round(make([]int, 4), 0, 4, func(int) []float32 { return make([]float32, 7) }); err == nil {
 		t.Error("short causal row: no error")
+	}
+}
+
+func TestGuideInWordsSpellsWithTheCausalHead(t *testing.T) {
+	// ids: 0 " compu" (a word's first piece), 1 "ter" and 2 "gram" (continuations),
+	// 3 " the" (a whole word). The decoder wrote " compu" "gram" " the" and prefers
+	// its own guesses by 2 nats; the causal head prefers "ter" after " compu" and
+	// " compu" at the start, by 1.5 nats. At λ 1 nothing moves; inside words at
+	// weight 2, "gram" becomes "ter" and the word starts stay the decoder's.
+	const vocab = 4
+	a := []int{0, 2, 3}
+	dec := []float32{
+		2, 0, 0, 0, // " compu"
+		0, 0, 2, 0, // "gram"
+		0, 0, 0, 2, // " the"
+	}
+	ar := []float32{
+		0, 0, 0, 1.5, // the causal head would start with " the"
+		0, 1.5, 0, 0, // "ter" after " compu"
+		1.5, 0, 0, 0, // " compu" after it
+	}
+	ends := []bool{true, true, true, true}
+	conts := []bool{false, true, true, false}
+	rows := func(i int) []float32 { return ar[i*vocab : (i+1)*vocab] }
+	g, err := NewGuide(dec, vocab, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, n, _ := g.Round(a, 0, 3, rows); n != 0 {
+		t.Errorf("λ 1 everywhere moved %d positions: %v", n, got)
+	}
+	if err := g.InWords(2, a, ends, conts); err != nil {
+		t.Fatal(err)
+	}
+	got, n, err := g.Round(a, 0, 3, rows)
+	if err != nil || n != 1 || !slices.Equal(got, []int{0, 1, 3}) {
+		t.Errorf("in-word weight 2: %v, %d moved, err %v; want [0 1 3], 1", got, n, err)
+	}
+	// The positions are the developed canvas's: after the move, 1 holds "ter"
+	// and is still inside the word; the next round keeps it.
+	if again, n, _ := g.Round(got, 0, 3, rows); n != 0 || !slices.Equal(again, got) {
+		t.Errorf("second round moved %d positions: %v", n, again)
+	}
+	if err := g.InWords(0, a, ends, conts); err != nil { // off again
+		t.Fatal(err)
+	}
+	if _, n, _ := g.Round(a, 0, 3, rows); n != 0 {
+		t.Errorf("in-word weight off moved %d positions", n)
 	}
 }

@@ -29,6 +29,7 @@ type Sampling struct {
 	Temperature         float64 `json:"temperature,omitempty"` // AR mode
 	Guidance            float64 `json:"guidance,omitempty"`    // AR guidance weight; negative = off
 	GuidanceRounds      int     `json:"guidance_rounds,omitempty"`
+	GuidanceInWord      float64 `json:"guidance_in_word,omitempty"` // inside words; negative = Guidance there too
 }
 
 // Values are all settings.
@@ -77,6 +78,7 @@ var SamplingBounds = []Bound{
 	{Key: "temperature", Label: "AR temperature (0 = greedy)", Min: 0, Max: 2, Step: 0.05},
 	{Key: "guidance", Label: "AR guidance of the words (weight, −1 = off)", Min: -1, Max: 10, Step: 0.25},
 	{Key: "guidance_rounds", Label: "AR guidance rounds per canvas", Min: 1, Max: 64, Step: 1, Int: true},
+	{Key: "guidance_in_word", Label: "AR guidance of spelling, inside words (weight, −1 = as above)", Min: -1, Max: 20, Step: 0.5},
 }
 
 // Defaults returns the settings of a fresh install.
@@ -107,6 +109,8 @@ func (s Sampling) Get(key string) float64 {
 		return s.Guidance
 	case "guidance_rounds":
 		return float64(s.GuidanceRounds)
+	case "guidance_in_word":
+		return s.GuidanceInWord
 	}
 	return 0
 }
@@ -139,6 +143,8 @@ func (s *Sampling) Set(key string, v float64) {
 		s.Guidance = v
 	case "guidance_rounds":
 		s.GuidanceRounds = int(v)
+	case "guidance_in_word":
+		s.GuidanceInWord = v
 	}
 }
 

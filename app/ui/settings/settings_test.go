@@ -22,6 +22,7 @@ func TestRoundTripAndClamp(t *testing.T) {
 		v.Sampling.TMin = 0.3
 		v.Sampling.Guidance = -5 // below the bound: off
 		v.Sampling.GuidanceRounds = 12
+		v.Sampling.GuidanceInWord = 50 // above the bound
 		v.ServerEnabled = true
 	}); err != nil {
 		t.Fatal(err)
@@ -32,7 +33,7 @@ func TestRoundTripAndClamp(t *testing.T) {
 	}
 	got := s2.Get()
 	if got.Backend != "xla" || got.Theme != "dark" || !got.ServerEnabled || got.Sampling.TMin != 0.3 || got.Sampling.MaxSteps != 256 ||
-		got.Sampling.Guidance != -1 || got.Sampling.GuidanceRounds != 12 {
+		got.Sampling.Guidance != -1 || got.Sampling.GuidanceRounds != 12 || got.Sampling.GuidanceInWord != 20 {
 		t.Errorf("reloaded %+v", got)
 	}
 }
