@@ -244,4 +244,26 @@ func TestGenerateGuidanceFlags(t *testing.T) {
 	if r := rounds("What is Unix?"); r < 1 {
 		t.Errorf("the built-in Mini ran no guidance rounds by default")
 	}
+	// The Mini weighs spelling apart (in-word weight 5); -1 puts λ inside words too.
+	text := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(append([]string{"generate", "--seed", "3", "--json", "--max-new-tokens", "64"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		var doc struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return doc.Text
+	}
+	def, same := text("What is a compiler?"), text("--guidance-in-word", "-1", "What is a compiler?")
+	if def == same {
+		t.Errorf("--guidance-in-word -1 wrote the same page as the Mini's default: %q", def)
+	}
+	if again := text("--guidance-in-word", "5", "What is a compiler?"); again != def {
+		t.Errorf("--guidance-in-word 5 (the Mini's default) wrote\n%q\nthe default wrote\n%q", again, def)
+	}
 }
