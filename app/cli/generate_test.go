@@ -213,15 +213,18 @@ func TestGenerateRefusesQuarantinedModel(t *testing.T) {
 }
 
 // TestGenerateGuidanceFlags: --guidance turns AR guidance on for a model without
-// it, and a negative weight turns the built-in Mini's off (canvas stats say so).
+// it, a negative weight turns the built-in Mini's off (canvas stats say so), and
+// --guidance-in-word changes the Mini's default spelling weight.
 func TestGenerateGuidanceFlags(t *testing.T) {
-	rounds := func(args ...string) float64 {
+	// generate returns the page and the first canvas's guidance rounds.
+	generate := func(args ...string) (text string, rounds float64) {
 		t.Helper()
-		code, out, errOut := runCLI(append([]string{"generate", "--seed", "3", "--json", "--max-new-tokens", "16"}, args...)...)
+		code, out, errOut := runCLI(append([]string{"generate", "--seed", "3", "--json", "--max-new-tokens", "64"}, args...)...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errOut)
 		}
 		var doc struct {
+			Text     string `json:"text"`
 			Canvases []struct {
 				GuidanceRounds float64 `json:"guidance_rounds"`
 			} `json:"canvases"`
@@ -229,41 +232,27 @@ func TestGenerateGuidanceFlags(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Canvases) == 0 {
 			t.Fatalf("%v: %v\n%s", args, err, out)
 		}
-		return doc.Canvases[0].GuidanceRounds
+		return doc.Text, doc.Canvases[0].GuidanceRounds
 	}
 	dir := tinyModelDir(t)
-	if r := rounds("--model", dir, "What is Unix?"); r != 0 {
+	if _, r := generate("--model", dir, "What is Unix?"); r != 0 {
 		t.Errorf("a model without guidance ran %v rounds", r)
 	}
-	if r := rounds("--model", dir, "--guidance", "2", "--guidance-rounds", "3", "What is Unix?"); r < 1 || r > 3 {
+	if _, r := generate("--model", dir, "--guidance", "2", "--guidance-rounds", "3", "What is Unix?"); r < 1 || r > 3 {
 		t.Errorf("--guidance 2 --guidance-rounds 3: %v rounds", r)
 	}
-	if r := rounds("--guidance", "-1", "What is Unix?"); r != 0 {
+	if _, r := generate("--guidance", "-1", "What is Unix?"); r != 0 {
 		t.Errorf("the built-in Mini with --guidance -1 ran %v rounds", r)
 	}
-	if r := rounds("What is Unix?"); r < 1 {
+	def, r := generate("What is a compiler?")
+	if r < 1 {
 		t.Errorf("the built-in Mini ran no guidance rounds by default")
 	}
 	// The Mini weighs spelling apart (in-word weight 5); -1 puts λ inside words too.
-	text := func(args ...string) string {
-		t.Helper()
-		code, out, errOut := runCLI(append([]string{"generate", "--seed", "3", "--json", "--max-new-tokens", "64"}, args...)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errOut)
-		}
-		var doc struct {
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal([]byte(out), &doc); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
-		return doc.Text
-	}
-	def, same := text("What is a compiler?"), text("--guidance-in-word", "-1", "What is a compiler?")
-	if def == same {
+	if same, _ := generate("--guidance-in-word", "-1", "What is a compiler?"); same == def {
 		t.Errorf("--guidance-in-word -1 wrote the same page as the Mini's default: %q", def)
 	}
-	if again := text("--guidance-in-word", "5", "What is a compiler?"); again != def {
+	if again, _ := generate("--guidance-in-word", "5", "What is a compiler?"); again != def {
 		t.Errorf("--guidance-in-word 5 (the Mini's default) wrote\n%q\nthe default wrote\n%q", again, def)
 	}
 }
