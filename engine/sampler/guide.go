@@ -3,6 +3,7 @@ package sampler
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // AR guidance: after a canvas has developed, its words are revised with the
@@ -31,11 +32,10 @@ import (
 // Inside a word the causal head may weigh more (InWords): a position where the
 // decoder wrote a piece that continues the word on its left (the left id ends in
 // a letter or digit, its own id begins with one, with no space) is a question of
-// spelling, which the causal
-// head answers far better than the decoder; the first piece of every word — which
-// word to write — keeps weight λ, so the decoder still chooses the words. One
-// weight for all positions cannot do both: λ large enough to spell replaces the
-// decoder's words with the corpus's commonest ones.
+// spelling, which the causal head answers far better than the decoder; the first
+// piece of every word — which word to write — keeps weight λ, so the decoder
+// still chooses the words. One weight for all positions cannot do both: λ large
+// enough to spell replaces the decoder's words with the corpus's commonest ones.
 
 // Guide holds one canvas's decoder logits for AR guidance rounds.
 type Guide struct {
@@ -81,14 +81,14 @@ func (g *Guide) InWords(weight float64, a []int, endsWord, continues []bool) err
 	case len(a) != g.Positions():
 		return fmt.Errorf("guide: canvas has %d positions, the decoder logits %d", len(a), g.Positions())
 	}
-	g.inWord = make([]bool, len(a))
-	for i := 1; i < len(a); i++ {
-		if a[i] < 0 || a[i] >= g.vocab || a[i-1] < 0 || a[i-1] >= g.vocab {
-			return fmt.Errorf("guide: canvas id at %d is outside the vocabulary", i)
-		}
-		g.inWord[i] = endsWord[a[i-1]] && continues[a[i]]
+	if i := slices.IndexFunc(a, func(id int) bool { return id < 0 || id >= g.vocab }); i >= 0 {
+		return fmt.Errorf("guide: canvas id %d at %d is outside the vocabulary", a[i], i)
 	}
-	g.inWordWeight = weight
+	inWord := make([]bool, len(a))
+	for i := 1; i < len(a); i++ {
+		inWord[i] = endsWord[a[i-1]] && continues[a[i]]
+	}
+	g.inWord, g.inWordWeight = inWord, weight
 	return nil
 }
 
