@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"fyne.io/fyne/v2/test"
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -34,8 +33,8 @@ func TestChatSendStopRegenerateAndRestart(t *testing.T) {
 	c := a.Chat
 
 	// Send.
-	test.Type(c.input, "What is Unix?")
-	test.Tap(c.send)
+	typeText(c.input, "What is Unix?")
+	tap(c.send)
 	c.run.Wait()
 	th := c.Current()
 	if len(th.Messages) != 2 || th.Messages[0].Content != "What is Unix?" || th.Messages[1].Content != "**Unix** is an operating system." {
@@ -53,7 +52,7 @@ func TestChatSendStopRegenerateAndRestart(t *testing.T) {
 	}
 
 	// Regenerate replaces the last answer.
-	test.Tap(c.regen)
+	tap(c.regen)
 	c.run.Wait()
 	if len(th.Messages) != 2 || th.Messages[1].Content != "Unix is a family of operating systems." {
 		t.Fatalf("after regenerate %+v", th.Messages)
@@ -64,14 +63,14 @@ func TestChatSendStopRegenerateAndRestart(t *testing.T) {
 
 	// Stop keeps what was committed.
 	m.gate = make(chan struct{})
-	test.Type(c.input, "Long story please")
-	test.Tap(c.send)
+	typeText(c.input, "Long story please")
+	tap(c.send)
 	feed(t, m.gate, stepsPerCanvas+1)
 	waitFor(t, "second canvas", func() bool { return m.Steps(m.Calls()[2]) == stepsPerCanvas+1 })
 	if c.stop.Disabled() || !c.send.Disabled() {
 		t.Error("stop/send not in generating state")
 	}
-	test.Tap(c.stop)
+	tap(c.stop)
 	c.run.Wait()
 	last := th.Messages[len(th.Messages)-1]
 	if last.Role != "model" || !strings.HasPrefix(last.Content, "A long answer") || !strings.HasSuffix(last.Content, "*(stopped)*") {
@@ -96,8 +95,8 @@ func TestChatCorruptThreadReported(t *testing.T) {
 	dir := t.TempDir()
 	n := 0
 	a := newTestApp(t, &fakeModel{answers: chatAnswers(&n)}, dir)
-	test.Type(a.Chat.input, "What is Unix?")
-	test.Tap(a.Chat.send)
+	typeText(a.Chat.input, "What is Unix?")
+	tap(a.Chat.send)
 	a.Chat.run.Wait()
 	a.shutdown()
 	os.WriteFile(filepath.Join(dir, "chats", "bad-1.json"), []byte("{not json"), 0o600)
@@ -162,7 +161,7 @@ func TestRaceRunsBothModes(t *testing.T) {
 	m := &fakeModel{answers: wikiAnswers}
 	a := newTestApp(t, m, "")
 	r := a.Race
-	test.Tap(r.startB)
+	tap(r.startB)
 	r.run.Wait()
 	calls := m.Calls()
 	if len(calls) != 2 {

@@ -41,7 +41,7 @@ func TestEncyclopediaTypeTopicAndEnter(t *testing.T) {
 		mu.Unlock()
 	}
 	m.gate = make(chan struct{})
-	test.Type(e.address, "Unix")
+	typeText(e.address, "Unix")
 	e.address.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
 	// Let it develop step by step so each step is drawn.
 	for i := 0; i < 2; i++ {
@@ -114,7 +114,7 @@ func TestEncyclopediaLinkBackForwardReload(t *testing.T) {
 	m := &fakeModel{answers: wikiAnswers}
 	a := newTestApp(t, m, "")
 	e := a.Encyclopedia
-	e.Navigate("Unix")
+	asUI(func() { e.Navigate("Unix") })
 	e.run.Wait()
 
 	// Tapping a link in the rendered page navigates and regenerates.
@@ -128,11 +128,11 @@ func TestEncyclopediaLinkBackForwardReload(t *testing.T) {
 	}
 
 	// Back and forward restore the cached pages without generating.
-	test.Tap(e.back)
+	tap(e.back)
 	if e.view.Doc().Title != "Unix" || e.address.Text != "Unix" || !strings.HasPrefix(e.status.Text, "From history") {
 		t.Errorf("back: page %q status %q", e.view.Doc().Title, e.status.Text)
 	}
-	test.Tap(e.forward)
+	tap(e.forward)
 	if e.view.Doc().Title != "Bell Labs" {
 		t.Errorf("forward: page %q", e.view.Doc().Title)
 	}
@@ -144,14 +144,14 @@ func TestEncyclopediaLinkBackForwardReload(t *testing.T) {
 	}
 
 	// Reload regenerates the current page.
-	test.Tap(e.reload)
+	tap(e.reload)
 	e.run.Wait()
 	if n := len(m.Calls()); n != 3 || m.Calls()[2].req.Prompt != assets.EncyclopediaPrompt("Bell Labs") {
 		t.Errorf("reload: %d calls", n)
 	}
 	// A new address after going back drops the forward history.
-	test.Tap(e.back)
-	e.Navigate("Lisp")
+	tap(e.back)
+	asUI(func() { e.Navigate("Lisp") })
 	e.run.Wait()
 	if !e.forward.Disabled() || len(e.history) != 2 {
 		t.Errorf("history %v", e.history)
@@ -169,7 +169,7 @@ func TestSecondClickCancelsFirstWithinOneStep(t *testing.T) {
 	}}
 	a := newTestApp(t, m, "")
 	e := a.Encyclopedia
-	e.Navigate("Start")
+	asUI(func() { e.Navigate("Start") })
 	feed(t, m.gate, stepsPerCanvas+2) // first canvas committed, two steps into the second
 	first := m.Calls()[0]
 	waitFor(t, "the link to develop", func() bool {
@@ -203,10 +203,10 @@ func TestStopKeepsCommittedText(t *testing.T) {
 	m := &fakeModel{answers: func(engine.Request) string { return long }, gate: make(chan struct{})}
 	a := newTestApp(t, m, "")
 	e := a.Encyclopedia
-	e.Navigate("Long")
+	asUI(func() { e.Navigate("Long") })
 	feed(t, m.gate, stepsPerCanvas+1) // one canvas committed, one step into the next
 	waitFor(t, "second canvas", func() bool { return m.Steps(m.Calls()[0]) == stepsPerCanvas+1 })
-	test.Tap(e.stop)
+	tap(e.stop)
 	e.run.Wait()
 	if !strings.HasPrefix(e.status.Text, "Stopped") {
 		t.Errorf("status %q", e.status.Text)
@@ -222,7 +222,7 @@ func TestStopKeepsCommittedText(t *testing.T) {
 func TestModelErrorShownInPlainWords(t *testing.T) {
 	fa := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
 	fa.models = newModelHost(nil) // no loader at all
-	fa.Encyclopedia.Navigate("Unix")
+	asUI(func() { fa.Encyclopedia.Navigate("Unix") })
 	fa.Encyclopedia.run.Wait()
 	if fa.Encyclopedia.errLabel.Hidden || !strings.Contains(fa.Encyclopedia.errLabel.Text, "Could not write the page for Unix") {
 		t.Errorf("error label %q (hidden %v)", fa.Encyclopedia.errLabel.Text, fa.Encyclopedia.errLabel.Hidden)

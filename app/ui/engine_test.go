@@ -51,7 +51,7 @@ func TestRealEngineDevelopsAPage(t *testing.T) {
 		}
 	}
 	e := a.Encyclopedia
-	e.Navigate("Unix")
+	asUI(func() { e.Navigate("Unix") })
 	e.run.Wait()
 	if !e.errLabel.Hidden {
 		t.Fatalf("error: %s", e.errLabel.Text)

@@ -261,6 +261,23 @@ func tapLink(t *testing.T, root fyne.CanvasObject, text string) {
 	test.TapAt(h, fyne.NewPos(theme.InnerPadding()+2, h.Size().Height/2)) // on the first letters: the widget may be wider than its text
 }
 
+// asUI runs f under uiMu, as the app runs a tap or a keystroke on its UI
+// goroutine: the handler updates widgets that a running generation's onUI
+// callbacks (inline on its goroutine under the test driver) update too.
+// Handlers start their work on goroutines and never call onUI themselves, and
+// runner.Stop does not wait, so this cannot deadlock.
+func asUI(f func()) {
+	uiMu.Lock()
+	defer uiMu.Unlock()
+	f()
+}
+
+// tap taps w as the user would (asUI).
+func tap(w fyne.Tappable) { asUI(func() { test.Tap(w) }) }
+
+// typeText types s into e as the user would (asUI).
+func typeText(e fyne.Focusable, s string) { asUI(func() { test.Type(e, s) }) }
+
 // feed lets n steps of a held generation run.
 func feed(t *testing.T, gate chan struct{}, n int) {
 	t.Helper()

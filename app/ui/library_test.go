@@ -161,5 +161,5 @@ func tapButton(t *testing.T, box *fyne.Container, text string) {
 		}
 		t.Fatalf("no %q button among %q", text, have)
 	}
-	test.Tap(b)
+	tap(b)
 }

@@ -41,7 +41,7 @@ func TestFirstRunThenEncyclopedia(t *testing.T) {
 	if open == nil {
 		t.Fatal("no way into the app")
 	}
-	test.Tap(open)
+	tap(open)
 	if a.tabs.Selected().Text != "Encyclopedia" || w.Content().(*fyne.Container).Objects[0] != a.tabs {
 		t.Error("not on the Encyclopedia")
 	}
@@ -53,8 +53,8 @@ func TestFirstRunThenEncyclopedia(t *testing.T) {
 func TestSettingsResetToModelDefaults(t *testing.T) {
 	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
 	s := a.Settings
-	test.Type(s.fields["max_steps"], "12")
-	test.Type(s.fields["t_min"], "0.3")
+	typeText(s.fields["max_steps"], "12")
+	typeText(s.fields["t_min"], "0.3")
 	if got := a.deps.Settings.Get().Sampling; got.MaxSteps != 12 || got.TMin != 0.3 {
 		t.Fatalf("typed values not saved: %+v", got)
 	}
@@ -65,7 +65,7 @@ func TestSettingsResetToModelDefaults(t *testing.T) {
 	if a.deps.Settings.Get().Sampling.MaxSteps != 12 {
 		t.Error("out-of-range value saved")
 	}
-	a.Encyclopedia.Navigate("Unix") // loads the model, so its defaults are known
+	asUI(func() { a.Encyclopedia.Navigate("Unix") }) // loads the model, so its defaults are known
 	a.Encyclopedia.run.Wait()
 	s.ResetSampling()
 	if got := a.deps.Settings.Get().Sampling; got != (settings.Sampling{}) {
@@ -94,13 +94,13 @@ func TestServerToggleUsesTheHook(t *testing.T) {
 		return "http://127.0.0.1:4242/?token=x", nil
 	}}})
 	defer a.shutdown()
-	test.Tap(a.Settings.server)
+	tap(a.Settings.server)
 	<-done
 	waitFor(t, "the address", func() bool { return strings.Contains(a.Settings.srvLbl.Text, "127.0.0.1:4242") })
 	if !st.Get().ServerEnabled || len(calls) != 1 || !calls[0] {
 		t.Errorf("calls %v, saved %v", calls, st.Get().ServerEnabled)
 	}
-	test.Tap(a.Settings.server)
+	tap(a.Settings.server)
 	<-done
 	if st.Get().ServerEnabled || len(calls) != 2 || calls[1] {
 		t.Errorf("calls %v, saved %v", calls, st.Get().ServerEnabled)
