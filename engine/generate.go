@@ -219,10 +219,7 @@ func (g *generation) guide(ci int, a []int, dec []float32, hold int, stats Canva
 	// revises positions from…end−1. A position before the previous round's first
 	// change sees the same canvas as then and would decide the same: each round
 	// starts at that change.
-	end := len(a)
-	if i := slices.IndexFunc(a, g.isEOS); i >= 0 {
-		end = i
-	}
+	_, end, _ := sampler.TruncateEOS(a, g.eos, g.pad)
 	from := hold
 	for round := 1; round <= g.s.GuidanceRounds && from < end; round++ {
 		if g.cancelled() {
@@ -250,28 +247,20 @@ func (g *generation) guide(ci int, a []int, dec []float32, hold int, stats Canva
 		if changed == 0 {
 			break
 		}
+		moved := make([]bool, len(a))
 		for i := range a {
-			if next[i] != a[i] {
-				from = i
-				break
-			}
+			moved[i] = next[i] != a[i]
 		}
-		if g.req.OnEvent != nil {
-			moved := make([]bool, len(a))
-			for i := range a {
-				moved[i] = next[i] != a[i]
-			}
-			_, n, _ := sampler.TruncateEOS(next, g.eos, g.pad)
+		from = slices.Index(moved, true)
+		if g.req.OnEvent != nil { // the end stays at end: guidance neither moves nor writes one
 			g.emit(Event{Kind: EventStep, Canvas: ci, Step: stats.Steps + round, Guidance: true,
 				Draft: next, Accepted: moved, Argmax: next,
-				Committed: slices.Clone(g.out), Text: g.tok.Decode(append(slices.Clone(g.out), next[:n]...))})
+				Committed: slices.Clone(g.out), Text: g.tok.Decode(append(slices.Clone(g.out), next[:end]...))})
 		}
 		a = next
 	}
 	return a, stats, true, nil
 }
-
-func (g *generation) isEOS(id int) bool { return slices.Contains(g.eos, id) }
 
 // forwardScore runs one encoder pass over tokens without caching them, counting
 // it, and returns the logits of tokens from….
