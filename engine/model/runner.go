@@ -186,9 +186,8 @@ func (r *Runner) Encode(tokens []int) (lastLogits []float32, err error) {
 	if len(tokens) == 0 {
 		return nil, errors.New("encode: no tokens")
 	}
-	if max := r.cfg.MaxPositionEmbeddings; max > 0 && r.length+len(tokens) > max {
-		return nil, fmt.Errorf("encode: %d cached + %d new tokens exceed max_position_embeddings %d",
-			r.length, len(tokens), max)
+	if err := r.checkPositions("encode", "new tokens", len(tokens)); err != nil {
+		return nil, err
 	}
 	if r.HostDecoder {
 		return r.encodeOnHost(tokens)
@@ -253,9 +252,8 @@ func (r *Runner) Score(tokens []int, from int) (logits []float32, err error) {
 	case from < 0 || from >= n:
 		return nil, fmt.Errorf("score: rows from %d of %d tokens", from, n)
 	}
-	if max := r.cfg.MaxPositionEmbeddings; max > 0 && r.length+n > max {
-		return nil, fmt.Errorf("score: %d cached + %d new tokens exceed max_position_embeddings %d",
-			r.length, n, max)
+	if err := r.checkPositions("score", "new tokens", n); err != nil {
+		return nil, err
 	}
 	nb := nextPow2(n)
 	ids, err := r.paddedIDs("score", tokens, nb)
@@ -299,9 +297,8 @@ func (r *Runner) Decode(canvas []int, soft *tensors.Tensor, temperature float64)
 	if temperature <= 0 {
 		return nil, nil, fmt.Errorf("decode: temperature %g must be positive", temperature)
 	}
-	if max := r.cfg.MaxPositionEmbeddings; max > 0 && r.length+c > max {
-		return nil, nil, fmt.Errorf("decode: %d cached + %d canvas tokens exceed max_position_embeddings %d",
-			r.length, c, max)
+	if err := r.checkPositions("decode", "canvas tokens", c); err != nil {
+		return nil, nil, err
 	}
 	if !r.HostDecoder {
 		if err := r.ensureCapacity(max(r.length, 1)); err != nil {
@@ -441,6 +438,15 @@ func (r *Runner) encodeOnHost(tokens []int) (lastLogits []float32, err error) {
 	r.length += len(tokens)
 	r.capacity = max(r.capacity, r.MinCapacity, nextPow2(r.length))
 	return lastLogits, nil
+}
+
+// checkPositions refuses n more tokens (named what) after the cache when they would
+// run past max_position_embeddings; op names the caller in the error.
+func (r *Runner) checkPositions(op, what string, n int) error {
+	if max := r.cfg.MaxPositionEmbeddings; max > 0 && r.length+n > max {
+		return fmt.Errorf("%s: %d cached + %d %s exceed max_position_embeddings %d", op, r.length, n, what, max)
+	}
+	return nil
 }
 
 // paddedIDs checks tokens against the vocabulary and returns them as int32,
