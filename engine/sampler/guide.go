@@ -78,8 +78,9 @@ func (g *Guide) InWords(weight float64, a []int, endsWord, continues []bool) err
 		return fmt.Errorf("guide: in-word weight must be finite, got %g", weight)
 	case len(endsWord) != g.vocab || len(continues) != g.vocab:
 		return fmt.Errorf("guide: word tables have %d and %d entries, vocab is %d", len(endsWord), len(continues), g.vocab)
-	case len(a) != g.Positions():
-		return fmt.Errorf("guide: canvas has %d positions, the decoder logits %d", len(a), g.Positions())
+	}
+	if err := g.checkCanvas(a); err != nil {
+		return err
 	}
 	if i := slices.IndexFunc(a, func(id int) bool { return id < 0 || id >= g.vocab }); i >= 0 {
 		return fmt.Errorf("guide: canvas id %d at %d is outside the vocabulary", a[i], i)
@@ -103,13 +104,21 @@ func (g *Guide) weight(i int) float64 {
 // Positions is the number of canvas positions the guide covers.
 func (g *Guide) Positions() int { return len(g.dec) / g.vocab }
 
+// checkCanvas refuses a canvas whose length is not the decoder logits' rows.
+func (g *Guide) checkCanvas(a []int) error {
+	if len(a) != g.Positions() {
+		return fmt.Errorf("guide: canvas has %d positions, the decoder logits %d", len(a), g.Positions())
+	}
+	return nil
+}
+
 // Round revises a (the current canvas, len Positions()) at positions from…to−1
 // and returns the new canvas and how many positions changed. ar returns the causal
 // head's logits [vocab] for position i (predicting a[i] from what precedes it);
 // it is called only for positions the round may change.
 func (g *Guide) Round(a []int, from, to int, ar func(i int) []float32) (out []int, changed int, err error) {
-	if len(a) != g.Positions() {
-		return nil, 0, fmt.Errorf("guide: canvas has %d positions, the decoder logits %d", len(a), g.Positions())
+	if err := g.checkCanvas(a); err != nil {
+		return nil, 0, err
 	}
 	from, to = max(from, 0), min(to, len(a))
 	out = make([]int, len(a))
