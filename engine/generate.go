@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -360,36 +361,15 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // effectiveSampling fills zero knobs from the model's defaults and checks them.
 func effectiveSampling(s, def Sampling) (Sampling, error) {
-	if s.MaxNewTokens == 0 {
-		s.MaxNewTokens = def.MaxNewTokens
-	}
-	if s.MaxSteps == 0 {
-		s.MaxSteps = def.MaxSteps
-	}
-	if s.TMin == 0 {
-		s.TMin = def.TMin
-	}
-	if s.TMax == 0 {
-		s.TMax = def.TMax
-	}
-	if s.EntropyBound == 0 {
-		s.EntropyBound = def.EntropyBound
-	}
-	if s.ConfidenceThreshold == 0 {
-		s.ConfidenceThreshold = def.ConfidenceThreshold
-	}
-	if s.StabilityThreshold == 0 {
-		s.StabilityThreshold = def.StabilityThreshold
-	}
-	if s.Guidance == 0 {
-		s.Guidance = def.Guidance
-	}
-	if s.GuidanceRounds == 0 {
-		s.GuidanceRounds = def.GuidanceRounds
-	}
-	if s.GuidanceInWord == 0 {
-		s.GuidanceInWord = def.GuidanceInWord
-	}
+	// cmp.Or: the request's knob unless it is zero. Temperature has no default
+	// (0 is greedy).
+	s.MaxNewTokens, s.MaxSteps = cmp.Or(s.MaxNewTokens, def.MaxNewTokens), cmp.Or(s.MaxSteps, def.MaxSteps)
+	s.TMin, s.TMax = cmp.Or(s.TMin, def.TMin), cmp.Or(s.TMax, def.TMax)
+	s.EntropyBound = cmp.Or(s.EntropyBound, def.EntropyBound)
+	s.ConfidenceThreshold = cmp.Or(s.ConfidenceThreshold, def.ConfidenceThreshold)
+	s.StabilityThreshold = cmp.Or(s.StabilityThreshold, def.StabilityThreshold)
+	s.Guidance, s.GuidanceRounds = cmp.Or(s.Guidance, def.Guidance), cmp.Or(s.GuidanceRounds, def.GuidanceRounds)
+	s.GuidanceInWord = cmp.Or(s.GuidanceInWord, def.GuidanceInWord)
 	if s.Guidance < 0 || s.GuidanceRounds < 0 { // explicitly off
 		s.Guidance, s.GuidanceRounds, s.GuidanceInWord = 0, 0, 0
 	}
