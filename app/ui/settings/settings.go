@@ -86,31 +86,43 @@ func Defaults() Values {
 	return Values{Backend: "auto", Theme: "system"}
 }
 
-// Get returns a sampling knob by key.
-func (s Sampling) Get(key string) float64 {
+// knob returns the field behind a sampling key: exactly one of f and i is set,
+// or neither for an unknown key.
+func (s *Sampling) knob(key string) (f *float64, i *int) {
 	switch key {
 	case "max_new_tokens":
-		return float64(s.MaxNewTokens)
+		return nil, &s.MaxNewTokens
 	case "max_steps":
-		return float64(s.MaxSteps)
+		return nil, &s.MaxSteps
 	case "t_min":
-		return s.TMin
+		return &s.TMin, nil
 	case "t_max":
-		return s.TMax
+		return &s.TMax, nil
 	case "entropy_bound":
-		return s.EntropyBound
+		return &s.EntropyBound, nil
 	case "confidence_threshold":
-		return s.ConfidenceThreshold
+		return &s.ConfidenceThreshold, nil
 	case "stability_threshold":
-		return float64(s.StabilityThreshold)
+		return nil, &s.StabilityThreshold
 	case "temperature":
-		return s.Temperature
+		return &s.Temperature, nil
 	case "guidance":
-		return s.Guidance
+		return &s.Guidance, nil
 	case "guidance_rounds":
-		return float64(s.GuidanceRounds)
+		return nil, &s.GuidanceRounds
 	case "guidance_in_word":
-		return s.GuidanceInWord
+		return &s.GuidanceInWord, nil
+	}
+	return nil, nil
+}
+
+// Get returns a sampling knob by key.
+func (s Sampling) Get(key string) float64 {
+	switch f, i := s.knob(key); {
+	case f != nil:
+		return *f
+	case i != nil:
+		return float64(*i)
 	}
 	return 0
 }
@@ -122,29 +134,11 @@ func (s *Sampling) Set(key string, v float64) {
 			v = min(max(v, b.Min), b.Max)
 		}
 	}
-	switch key {
-	case "max_new_tokens":
-		s.MaxNewTokens = int(v)
-	case "max_steps":
-		s.MaxSteps = int(v)
-	case "t_min":
-		s.TMin = v
-	case "t_max":
-		s.TMax = v
-	case "entropy_bound":
-		s.EntropyBound = v
-	case "confidence_threshold":
-		s.ConfidenceThreshold = v
-	case "stability_threshold":
-		s.StabilityThreshold = int(v)
-	case "temperature":
-		s.Temperature = v
-	case "guidance":
-		s.Guidance = v
-	case "guidance_rounds":
-		s.GuidanceRounds = int(v)
-	case "guidance_in_word":
-		s.GuidanceInWord = v
+	switch f, i := s.knob(key); {
+	case f != nil:
+		*f = v
+	case i != nil:
+		*i = int(v)
 	}
 }
 
