@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 )
@@ -115,7 +114,7 @@ func TestDesktopLongClickTextKeepsWidth(t *testing.T) {
 	m := &fakeModel{answers: func(engine.Request) string { return "<h1>" + long + "</h1><p>" + long + "</p>" }}
 	a := newTestApp(t, m, "")
 	d := a.Desktop
-	a.Show("Desktop")
+	asUI(func() { a.Show("Desktop") })
 	d.Click(assets.Click{ElementID: "app-x", Text: long, App: long})
 	d.run.Wait()
 	if w := d.content.MinSize().Width; w > 800 {
@@ -132,7 +131,7 @@ func TestDesktopClickWarmStarts(t *testing.T) {
 	m := &fakeModel{answers: func(req engine.Request) string { s := screens[min(i, 1)]; i++; return s }}
 	a := newTestApp(t, m, "")
 	d := a.Desktop
-	a.Show("Desktop")
+	asUI(func() { a.Show("Desktop") })
 	d.Click(assets.Click{ElementID: "power", Text: "Power on", App: "desktop"})
 	d.run.Wait()
 	tapLink(t, a.win.Content(), "gimp")

@@ -82,7 +82,7 @@ func TestEncyclopediaTypeTopicAndEnter(t *testing.T) {
 	// on the rest of the screen's layout).
 	v := htmlview.New(nil)
 	w := test.NewTempWindow(t, v)
-	w.Resize(fyne.NewSize(640, 300))
+	asUI(func() { w.Resize(fyne.NewSize(640, 300)) })
 	v.SetDoc(e.view.Doc())
 	test.AssertObjectRendersToMarkup(t, "encyclopedia_unix.xml", v)
 }

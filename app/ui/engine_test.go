@@ -37,8 +37,8 @@ func TestRealEngineDevelopsAPage(t *testing.T) {
 	})
 	fa := test.NewTempApp(t)
 	w := test.NewTempWindow(t, nil)
-	a := New(fa, w, Deps{Settings: st, Chats: cs, Loader: loader})
-	w.Resize(fyne.NewSize(900, 600))
+	a := newApp(fa, w, Deps{Settings: st, Chats: cs, Loader: loader})
+	asUI(func() { w.Resize(fyne.NewSize(900, 600)) })
 	defer a.shutdown()
 
 	var mu sync.Mutex

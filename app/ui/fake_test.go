@@ -214,8 +214,8 @@ func newTestApp(t *testing.T, m *fakeModel, dir string) *testApp {
 		Settings: st,
 		Chats:    cs,
 	}
-	a := New(fa, w, deps)
-	w.Resize(fyne.NewSize(1000, 700))
+	a := newApp(fa, w, deps)
+	asUI(func() { w.Resize(fyne.NewSize(1000, 700)) })
 	t.Cleanup(a.shutdown)
 	return &testApp{App: a, model: m, win: w, dir: dir}
 }
@@ -270,6 +270,14 @@ func asUI(f func()) {
 	uiMu.Lock()
 	defer uiMu.Unlock()
 	f()
+}
+
+// newApp is New under uiMu, as the app builds its window on the UI goroutine:
+// New starts work (the Library's listing) whose onUI callbacks, inline on their
+// goroutines under the test driver, update widgets New is still laying out.
+func newApp(fa fyne.App, w fyne.Window, deps Deps) (a *App) {
+	asUI(func() { a = New(fa, w, deps) })
+	return a
 }
 
 // tap taps w as the user would (asUI).

@@ -54,11 +54,11 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 	lib := &managerLibrary{m: mgr, settings: st, hardware: func() hw.Info { return hw.Info{RAMTotal: 64 << 30} }}
 	fa := test.NewTempApp(t)
 	w := test.NewTempWindow(t, nil)
-	a := New(fa, w, Deps{Settings: st, Chats: cs, Library: lib,
+	a := newApp(fa, w, Deps{Settings: st, Chats: cs, Library: lib,
 		Loader: LoaderFunc(func(context.Context) (Model, error) { return &fakeModel{answers: wikiAnswers}, nil })})
-	w.Resize(fyne.NewSize(1100, 900))
+	asUI(func() { w.Resize(fyne.NewSize(1100, 900)) })
 	defer a.shutdown()
-	a.Show("Library")
+	asUI(func() { a.Show("Library") })
 	l := a.Library
 	card := func() *libraryCard {
 		var c *libraryCard

@@ -57,11 +57,11 @@ func TestLibraryDownloadPauseResume(t *testing.T) {
 	}}
 	fa := test.NewTempApp(t)
 	w := test.NewTempWindow(t, nil)
-	a := New(fa, w, Deps{Settings: st, Chats: cs, Library: lib,
+	a := newApp(fa, w, Deps{Settings: st, Chats: cs, Library: lib,
 		Loader: LoaderFunc(func(context.Context) (Model, error) { return &fakeModel{answers: wikiAnswers}, nil })})
-	w.Resize(fyne.NewSize(1100, 900))
+	asUI(func() { w.Resize(fyne.NewSize(1100, 900)) })
 	defer a.shutdown()
-	a.Show("Library")
+	asUI(func() { a.Show("Library") })
 	l := a.Library
 	unsub := lib.Subscribe(func(ev DownloadEvent) { t.Logf("event %s %s %d/%d %s", ev.Name, ev.State, ev.Done, ev.Total, ev.Err) })
 	defer unsub()

@@ -18,8 +18,8 @@ func TestFirstRunThenEncyclopedia(t *testing.T) {
 	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
 	fa := test.NewTempApp(t)
 	w := test.NewTempWindow(t, nil)
-	w.Resize(fyne.NewSize(1000, 800))
-	a := New(fa, w, Deps{Settings: st, Loader: LoaderFunc(func(context.Context) (Model, error) { return &fakeModel{answers: wikiAnswers}, nil }),
+	asUI(func() { w.Resize(fyne.NewSize(1000, 800)) })
+	a := newApp(fa, w, Deps{Settings: st, Loader: LoaderFunc(func(context.Context) (Model, error) { return &fakeModel{answers: wikiAnswers}, nil }),
 		System: System{Hardware: func() []string { return []string{"GPU: Test GPU, 24 GB VRAM"} }, MiniReady: func() error { return nil }}})
 	defer a.shutdown()
 	var texts []string
@@ -88,7 +88,7 @@ func TestServerToggleUsesTheHook(t *testing.T) {
 	done := make(chan struct{}, 4)
 	fa := test.NewTempApp(t)
 	w := test.NewTempWindow(t, nil)
-	a := New(fa, w, Deps{Settings: st, System: System{SetServer: func(on bool) (string, error) {
+	a := newApp(fa, w, Deps{Settings: st, System: System{SetServer: func(on bool) (string, error) {
 		calls = append(calls, on)
 		done <- struct{}{}
 		return "http://127.0.0.1:4242/?token=x", nil
