@@ -17,7 +17,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
-	"github.com/darkroomlabs/darkroom/engine/model/gemm"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 )
 
 func init() {
@@ -68,8 +68,8 @@ type benchReport struct {
 	ForwardFLOPs    *forwardFLOPsStats `json:"forward_flops,omitempty"`
 	ForwardGFLOPS   float64            `json:"forward_gflops,omitempty"`
 	ForwardVsMatMul float64            `json:"forward_vs_matmul,omitempty"` // forward FLOP/s ÷ the path's raw matmul FLOP/s
-	// Path is where forward passes ran: "host" (float32 with engine/model/gemm) or
-	// "graph" (GoMLX on Backend). HostMatMulGFLOPS is gemm's rate on the same shape;
+	// Path is where forward passes ran: "host" (float32 with engine/kernels) or
+	// "graph" (GoMLX on Backend). HostMatMulGFLOPS is kernels's rate on the same shape;
 	// with Path "host" it is the yardstick for ForwardVsMatMul.
 	Path             string  `json:"path"`
 	HostMatMulGFLOPS float64 `json:"host_matmul_gflops"`
@@ -349,7 +349,7 @@ func forwardFLOPs(rs []*engine.Result) (*forwardFLOPsStats, string) {
 	return &st, ""
 }
 
-// hostMatMulGFLOPS times engine/model/gemm's float32 product on [m,k]×[k,n] (the
+// hostMatMulGFLOPS times engine/kernels's float32 product on [m,k]×[k,n] (the
 // host path's raw rate), median of runs after one warm-up.
 func hostMatMulGFLOPS(m, k, n, runs int) float64 {
 	a, b, out := make([]float32, m*k), make([]float32, n*k), make([]float32, m*n)
@@ -359,11 +359,11 @@ func hostMatMulGFLOPS(m, k, n, runs int) float64 {
 	for i := range b {
 		b[i] = float32(i%5) * 0.5
 	}
-	gemm.MulNT(out, a, b, m, n, k)
+	kernels.MulNT(out, a, b, m, n, k)
 	times := make([]float64, 0, runs)
 	for range max(runs, 1) {
 		t0 := time.Now()
-		gemm.MulNT(out, a, b, m, n, k)
+		kernels.MulNT(out, a, b, m, n, k)
 		times = append(times, time.Since(t0).Seconds())
 	}
 	slices.Sort(times)

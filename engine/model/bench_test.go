@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/model/gemm"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -137,7 +137,7 @@ func BenchmarkMatMul(b *testing.B) {
 	reportFLOPs(b, 2*m*k*n, start)
 }
 
-// BenchmarkMatMulHost: package gemm's rate on the same product as BenchmarkMatMul
+// BenchmarkMatMulHost: package kernels's rate on the same product as BenchmarkMatMul
 // (the host model's matmul yardstick).
 func BenchmarkMatMulHost(b *testing.B) {
 	const m, k, n = 256, 512, 512
@@ -151,7 +151,7 @@ func BenchmarkMatMulHost(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
-		gemm.MulNT(out, x, y, m, n, k)
+		kernels.MulNT(out, x, y, m, n, k)
 	}
 	reportFLOPs(b, 2*m*k*n, start)
 }

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/darkroomlabs/darkroom/engine/model/gemm"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
@@ -18,7 +18,7 @@ import (
 // where h is the final-normed hidden state the decoder graph returns. It is the same
 // arithmetic as Logits and SoftEmbedding; it exists because these two products over
 // the whole vocabulary are about half of a decoder step's FLOPs, and on the pure-Go
-// backend package gemm does them an order of magnitude faster than DotGeneral. The
+// backend package kernels does them an order of magnitude faster than DotGeneral. The
 // logits have to reach the host for the sampler anyway.
 //
 // The float32 embedding E [V, D] and its transpose Eᵀ [D, V] (so that both products
@@ -60,7 +60,7 @@ func (h *hostHead) prepare(w *hostWeights, embedScale float64) error {
 // logits is the soft-capped LM head alone over the final-normed rows hn [n·D] → [n·V].
 func (h *hostHead) logits(hn []float32, n int, softcap float64) []float32 {
 	out := make([]float32, n*h.v)
-	gemm.MulNT(out, hn, h.emb, n, h.v, h.d)
+	kernels.MulNT(out, hn, h.emb, n, h.v, h.d)
 	if softcap > 0 {
 		parallelRows(n, func(lo, hi int) {
 			rows := out[lo*h.v : hi*h.v]
@@ -81,7 +81,7 @@ func softcapRow(row, tmp []float32, softcap float64) {
 	for j, x := range row {
 		tmp[j] = max(x, -x)
 	}
-	gemm.ExpShift(tmp, tmp, 0, float32(-2/softcap))
+	kernels.ExpShift(tmp, tmp, 0, float32(-2/softcap))
 	c := float32(softcap)
 	for j, x := range row {
 		e := tmp[j]
@@ -98,7 +98,7 @@ func softcapRow(row, tmp []float32, softcap float64) {
 func (h *hostHead) run(hn []float32, c int, softcap, temperature float64) (logits, soft []float32) {
 	vocab, d := h.v, h.d
 	logits = make([]float32, c*vocab)
-	gemm.MulNT(logits, hn, h.emb, c, vocab, d)
+	kernels.MulNT(logits, hn, h.emb, c, vocab, d)
 	if len(h.probs) < c*vocab {
 		h.probs = make([]float32, c*vocab)
 	}
@@ -111,7 +111,7 @@ func (h *hostHead) run(hn []float32, c int, softcap, temperature float64) (logit
 		}
 	})
 	soft = make([]float32, c*d)
-	gemm.MulNT(soft, probs, h.embT, c, d, vocab)
+	kernels.MulNT(soft, probs, h.embT, c, d, vocab)
 	scale := float32(h.embedScale)
 	for i := range soft {
 		soft[i] *= scale
@@ -119,7 +119,7 @@ func (h *hostHead) run(hn []float32, c int, softcap, temperature float64) (logit
 	return logits, soft
 }
 
-// softmaxInto writes softmax(x/t) into dst (dst may be x), with gemm.ExpShift's
+// softmaxInto writes softmax(x/t) into dst (dst may be x), with kernels.ExpShift's
 // vector exponential.
 func softmaxInto(dst, x []float32, t float64) {
 	dst = dst[:len(x)]
@@ -129,7 +129,7 @@ func softmaxInto(dst, x []float32, t float64) {
 			m = v
 		}
 	}
-	r := 1 / gemm.ExpShift(dst, x, m, float32(1/t))
+	r := 1 / kernels.ExpShift(dst, x, m, float32(1/t))
 	for j := range dst {
 		dst[j] *= r
 	}

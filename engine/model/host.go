@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/model/gemm"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
@@ -121,7 +121,7 @@ func (w *hostWeights) load(name string) (hostWeight, error) {
 }
 
 // hostModel is the model for one sequence (batch 1) computed on the host in float32,
-// with every product in package gemm: the same arithmetic as the graph (and as the
+// with every product in package kernels: the same arithmetic as the graph (and as the
 // float64 reference in package naive, which the tests compare it with), arranged as
 // row-major matrix products over the tokens. The pure-Go backend runs it an order of
 // magnitude faster than the graph, whose DotGeneral is the bottleneck there. Its KV
@@ -614,7 +614,7 @@ func TopKExperts(p []float32, k int, taken []bool) (sel []int, sum float32) {
 // matNT is a·bᵀ for a [m, k] and b [n, k] → new [m, n].
 func matNT(a, b []float32, m, n, k int) []float32 {
 	out := make([]float32, m*n)
-	gemm.MulNT(out, a, b, m, n, k)
+	kernels.MulNT(out, a, b, m, n, k)
 	return out
 }
 
@@ -666,7 +666,7 @@ func geluMulInto(dst, gate, up, tmp []float32) {
 	for j, x := range gate {
 		tmp[j] = -2 * k * (x + 0.044715*x*x*x)
 	}
-	gemm.ExpShift(tmp, tmp, 0, 1)
+	kernels.ExpShift(tmp, tmp, 0, 1)
 	for j, x := range gate {
 		dst[j] = x / (1 + tmp[j]) * up[j]
 	}

@@ -32,7 +32,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/darkroomlabs/darkroom/engine/model/gemm"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 )
 
 // Params are the sampler's knobs (generation_config.json names in comments).
@@ -115,7 +115,7 @@ func Tempered(logits []float32, vocab int, temperature float64, u []float64) []P
 	return out
 }
 
-// expUnderflow: gemm.ExpShift returns at least ~1.2e-38 for arguments below −87.3
+// expUnderflow: kernels.ExpShift returns at least ~1.2e-38 for arguments below −87.3
 // (it clamps); anything that small is an exact zero of the softmax in float64.
 const expUnderflow = 1e-37
 
@@ -123,7 +123,7 @@ const expUnderflow = 1e-37
 //
 // With z = row/T, m = max z, e_j = exp(z_j − m), s = Σ e_j:
 // p_j = e_j/s and H = −Σ p_j log p_j = log s − Σ e_j (z_j − m) / s.
-// The exponentials are float32 (engine/model/gemm's vectorised expf, relative
+// The exponentials are float32 (engine/kernels's vectorised expf, relative
 // error ~2e-7); the sums that decide entropy and the sample are float64.
 func tempered(row []float32, temperature float64, u float64, buf []float32) Position {
 	am := 0
@@ -133,7 +133,7 @@ func tempered(row []float32, temperature float64, u float64, buf []float32) Posi
 		}
 	}
 	inv := 1 / temperature
-	gemm.ExpShift(buf[:len(row)], row, row[am], float32(inv))
+	kernels.ExpShift(buf[:len(row)], row, row[am], float32(inv))
 	m := float64(row[am])
 	var s, ez float64
 	for j, x := range row {

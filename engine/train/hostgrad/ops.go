@@ -3,8 +3,8 @@ package hostgrad
 import (
 	"math"
 
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
-	"github.com/darkroomlabs/darkroom/engine/model/gemm"
 )
 
 // headRows copies KV head j of x [s, kvh, hd] → [s, hd].
@@ -246,7 +246,7 @@ func softcapRows(logits []float32, c float32) []float32 {
 		return nil
 	}
 	t := make([]float32, len(logits))
-	gemm.ExpShift(t, logits, 0, 2/c) // e^(2x/c)
+	kernels.ExpShift(t, logits, 0, 2/c) // e^(2x/c)
 	for i, e := range t {
 		th := 1 - 2/(e+1) // tanh(x/c); e is clamped, never Inf
 		t[i] = th
@@ -275,7 +275,7 @@ func (tp *Tape) CrossEntropy(h, emb *T, n, d, v int, softcap float32, targets []
 			}
 		}
 		zt := row[targets[r]]
-		sum := gemm.ExpShift(row, row, m, 1) // row now holds e^(z−m)
+		sum := kernels.ExpShift(row, row, m, 1) // row now holds e^(z−m)
 		w := weight
 		if rowWeights != nil {
 			w *= rowWeights[r]

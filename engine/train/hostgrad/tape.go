@@ -1,12 +1,12 @@
 // Package hostgrad computes Darkroom's training objective (engine/train.Objective) and
 // its gradient on the host in float32, with the same row-major kernels as engine/model's
-// host path (the AVX2 GEMM of engine/model/gemm).
+// host path (the GEMM of engine/kernels).
 //
 // On the pure-Go backend GoMLX's DotGeneral and its gradient run at 1–4 GFLOP/s on this
 // class of machine, so differentiating the graph is what limited Darkroom Mini's
 // training; here the forward pass records, op by op, a closure that propagates the
 // gradient back (a reverse-mode tape over float32 slices), and every product goes
-// through gemm.MulNT. The model is written once more, op for op as engine/model's
+// through kernels.MulNT. The model is written once more, op for op as engine/model's
 // host.go and the graph (model.Layer, model.Encoder, model.Decoder): the tests compare
 // its losses and every parameter's gradient with GoMLX's autodiff of the graph
 // objective on a small configuration.
@@ -16,7 +16,7 @@ import (
 	"math"
 	"sync/atomic"
 
-	"github.com/darkroomlabs/darkroom/engine/model/gemm"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 )
 
 // T is a row-major float32 tensor on the tape: its values V and, once gradient has
@@ -286,7 +286,7 @@ func geluSigmoid(sig, x []float32) {
 	for j, v := range x {
 		sig[j] = -2 * k * (v + 0.044715*v*v*v)
 	}
-	gemm.ExpShift(sig, sig, 0, 1)
+	kernels.ExpShift(sig, sig, 0, 1)
 	for j := range sig {
 		sig[j] = 1 / (1 + sig[j])
 	}
@@ -403,7 +403,7 @@ func softmaxRow(row []float32) {
 			m = v
 		}
 	}
-	r := 1 / gemm.ExpShift(row, row, m, 1)
+	r := 1 / kernels.ExpShift(row, row, m, 1)
 	for j, v := range row {
 		if v *= r; v < 1e-30 {
 			v = 0
@@ -415,10 +415,10 @@ func softmaxRow(row []float32) {
 // flops counts the floating-point operations of the products (for benchmarks).
 var flops atomic.Int64
 
-// mulNT is gemm.MulNT (out = a·bᵀ, a [m, k], b [n, k]), counted.
+// mulNT is kernels.MulNT (out = a·bᵀ, a [m, k], b [n, k]), counted.
 func mulNT(out, a, b []float32, m, n, k int) {
 	flops.Add(2 * int64(m) * int64(n) * int64(k))
-	gemm.MulNT(out, a, b, m, n, k)
+	kernels.MulNT(out, a, b, m, n, k)
 }
 
 // Flops returns the operations counted by the products so far.

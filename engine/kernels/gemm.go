@@ -1,9 +1,4 @@
-// Package gemm holds the float32 kernels of engine/model's host model (the Runner's
-// mode on the pure-Go backend, whose DotGeneral is its bottleneck): the matrix product
-// MulNT and the softmax exponential ExpShift. On amd64 with AVX2+FMA their inner loops
-// are assembly; elsewhere (or with -tags noasm) plain Go. Results match float64
-// references up to float32 rounding and summation order.
-package gemm
+package kernels
 
 import (
 	"runtime"

@@ -1,6 +1,6 @@
 //go:build !noasm
 
-package gemm
+package kernels
 
 import (
 	"unsafe"

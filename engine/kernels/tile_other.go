@@ -1,6 +1,6 @@
 //go:build !amd64 || noasm
 
-package gemm
+package kernels
 
 import "unsafe"
 
