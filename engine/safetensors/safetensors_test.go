@@ -1,9 +1,11 @@
 package safetensors
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -248,6 +250,90 @@ func TestWriterErrors(t *testing.T) {
 	}
 	if _, err := Create(p, nil, []Header{{"a", F32, nil}, {"a", F32, nil}}); err == nil {
 		t.Error("duplicate accepted")
+	}
+}
+
+// TestWriterStreams: a tensor written in parts through Next is the same file as one
+// written whole, and a tensor left short or overrun is an error that publishes nothing.
+func TestWriterStreams(t *testing.T) {
+	dir := t.TempDir()
+	data := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	hs := []Header{{"a", F32, []int{3}}, {"b", U8, []int{0}}, {"c", I8, []int{2}}}
+	whole, parts := filepath.Join(dir, "whole.safetensors"), filepath.Join(dir, "parts.safetensors")
+	w, err := Create(whole, nil, hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []error{w.Write("a", data), w.Write("b", nil), w.Write("c", []byte{13, 14}), w.Close()} {
+		if e != nil {
+			t.Fatal(e)
+		}
+	}
+	w, err = Create(parts, nil, hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw, err := w.Next("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][]byte{data[:5], data[5:5], data[5:]} {
+		if _, err := tw.Write(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Next("b"); err != nil { // empty: nothing to write
+		t.Fatal(err)
+	}
+	if tw, err = w.Next("c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(tw, bytes.NewReader([]byte{13, 14})); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(whole)
+	b, _ := os.ReadFile(parts)
+	if !bytes.Equal(a, b) {
+		t.Errorf("streamed file differs from the one written whole")
+	}
+
+	short := filepath.Join(dir, "short.safetensors")
+	w, _ = Create(short, nil, hs)
+	tw, _ = w.Next("a")
+	tw.Write(data[:11])
+	if _, err := w.Next("b"); err == nil || !strings.Contains(err.Error(), "tensor a: 1 bytes short") {
+		t.Errorf("next after a short tensor: %v", err)
+	}
+	if err := w.Close(); err == nil {
+		t.Error("close after a short tensor succeeded")
+	}
+	over := filepath.Join(dir, "over.safetensors")
+	w, _ = Create(over, nil, hs)
+	tw, _ = w.Next("a")
+	if _, err := tw.Write(make([]byte, 13)); err == nil || !strings.Contains(err.Error(), "1 bytes more") {
+		t.Errorf("overrun: %v", err)
+	}
+	if err := w.Close(); err == nil {
+		t.Error("close after an overrun succeeded")
+	}
+	w, _ = Create(over, nil, hs)
+	w.Write("a", data)
+	w.Write("b", nil)
+	tw, _ = w.Next("c")
+	tw.Write([]byte{1})
+	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "tensor c: 1 bytes short") {
+		t.Errorf("close with the last tensor short: %v", err)
+	}
+	for _, p := range []string{short, over} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s published", filepath.Base(p))
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("files left: %v", ents)
 	}
 }
 

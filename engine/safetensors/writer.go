@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -19,15 +20,18 @@ type Header struct {
 }
 
 // Writer streams a safetensors file tensor by tensor: the header (all names, dtypes and
-// shapes) is fixed up front, then each tensor's bytes are written in that order. The
-// file appears at its final path only when Close succeeds.
+// shapes) is fixed up front, then each tensor's bytes are written in that order, whole
+// (Write) or in parts (Next). The file appears at its final path only when Close
+// succeeds.
 type Writer struct {
 	path    string
 	tmp     *os.File
 	w       *bufio.Writer
 	headers []Header
 	next    int
-	err     error
+	// left is the number of bytes the tensor started last (headers[next-1]) still owes.
+	left int64
+	err  error
 }
 
 // Create starts writing path with the given tensors (written in this order) and
@@ -94,9 +98,31 @@ func (w *Writer) write(b []byte) {
 
 // Write writes the next tensor's bytes (little-endian, exactly as its header says).
 func (w *Writer) Write(name string, data []byte) error {
+	if err := w.start(name, int64(len(data))); err != nil {
+		return err
+	}
+	return w.part(data)
+}
+
+// Next starts the next tensor and returns a writer for its bytes, which may arrive in
+// any number of writes: a tensor larger than memory is streamed in pieces. They must add
+// up to exactly the size its header says; the next Next, Write or Close checks it.
+func (w *Writer) Next(name string) (io.Writer, error) {
+	if err := w.start(name, -1); err != nil {
+		return nil, err
+	}
+	return tensorWriter{w}, nil
+}
+
+// start checks the previous tensor is complete and name is the next one; size, when
+// not -1, is the number of bytes the caller is about to write in one go.
+func (w *Writer) start(name string, size int64) error {
 	fname := filepath.Base(w.path)
 	if w.err != nil {
 		return fmt.Errorf("%s: %w", fname, w.err)
+	}
+	if err := w.finished(); err != nil {
+		return err
 	}
 	if w.next >= len(w.headers) {
 		return fmt.Errorf("%s: tensor %s: not in the header", fname, name)
@@ -105,19 +131,60 @@ func (w *Writer) Write(name string, data []byte) error {
 	if h.Name != name {
 		return fmt.Errorf("%s: tensor %s written out of order (expected %s)", fname, name, h.Name)
 	}
-	n := h.DType.Size()
+	n := int64(h.DType.Size())
 	for _, d := range h.Shape {
-		n *= d
+		n *= int64(d)
 	}
-	if len(data) != n {
-		return fmt.Errorf("%s: tensor %s: %d bytes, shape %v of %s needs %d", fname, name, len(data), h.Shape, h.DType, n)
+	if size >= 0 && size != n {
+		return fmt.Errorf("%s: tensor %s: %d bytes, shape %v of %s needs %d", fname, name, size, h.Shape, h.DType, n)
 	}
-	w.write(data)
 	w.next++
+	w.left = n
+	return nil
+}
+
+// finished reports an error if the tensor started last still owes bytes.
+func (w *Writer) finished() error {
+	if w.left == 0 {
+		return nil
+	}
+	h := w.headers[w.next-1]
+	if w.err == nil {
+		w.err = fmt.Errorf("tensor %s: %d bytes short of its shape %v of %s", h.Name, w.left, h.Shape, h.DType)
+	}
+	return fmt.Errorf("%s: %w", filepath.Base(w.path), w.err)
+}
+
+// part writes bytes of the tensor started last.
+func (w *Writer) part(b []byte) error {
+	fname := filepath.Base(w.path)
 	if w.err != nil {
-		return fmt.Errorf("%s: tensor %s: %w", fname, name, w.err)
+		return fmt.Errorf("%s: %w", fname, w.err)
+	}
+	if w.next == 0 {
+		return fmt.Errorf("%s: %d bytes before the first tensor", fname, len(b))
+	}
+	h := w.headers[w.next-1]
+	if int64(len(b)) > w.left {
+		w.err = fmt.Errorf("tensor %s: %d bytes more than its shape %v of %s holds", h.Name, int64(len(b))-w.left, h.Shape, h.DType)
+		return fmt.Errorf("%s: %w", fname, w.err)
+	}
+	w.write(b)
+	w.left -= int64(len(b))
+	if w.err != nil {
+		return fmt.Errorf("%s: tensor %s: %w", fname, h.Name, w.err)
 	}
 	return nil
+}
+
+// tensorWriter is the io.Writer Next returns.
+type tensorWriter struct{ w *Writer }
+
+func (t tensorWriter) Write(b []byte) (int, error) {
+	if err := t.w.part(b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // WriteTensor writes the next tensor from a GoMLX tensor (its dtype must match the header).
@@ -137,6 +204,9 @@ func (w *Writer) Close() error {
 	fname := filepath.Base(w.path)
 	if w.tmp == nil {
 		return fmt.Errorf("%s: writer already closed", fname)
+	}
+	if w.err == nil {
+		w.finished()
 	}
 	if w.err == nil && w.next != len(w.headers) {
 		w.err = fmt.Errorf("only %d of %d tensors written (next: %s)", w.next, len(w.headers), w.headers[w.next].Name)
