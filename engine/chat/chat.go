@@ -13,6 +13,10 @@
 // is created if there is none). Thinking off prefills an empty thought channel
 // after the generation prompt, so the model answers directly. Contents are
 // trimmed of surrounding whitespace, as the template's `| trim` does.
+//
+// Only the template writes control tokens: Encode tokenizes every message as
+// plain text, so "<turn|>" or "<eos>" typed by a user stays text and cannot
+// forge a turn boundary.
 package chat
 
 import (
@@ -53,7 +57,10 @@ type Options struct {
 
 // Tokenizer is what Encode needs from engine/tokenizer.
 type Tokenizer interface {
+	// Encode recognizes the control tokens spelled in text (the template's).
 	Encode(text string) []int
+	// EncodeText reads text as plain text: a "<turn|>" in it is characters.
+	EncodeText(text string) []int
 	BOS() int
 }
 
@@ -61,21 +68,37 @@ type Tokenizer interface {
 // first; roles other than system/user/model are an error.
 func Format(msgs []Message, opts Options) (string, error) {
 	var b strings.Builder
+	err := render(msgs, opts, func(s string, _ bool) { b.WriteString(s) })
+	if err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// render writes msgs in the format piece by piece: control pieces (one
+// control token each, written by the template) and text pieces (the role
+// names, newlines and the messages' contents).
+func render(msgs []Message, opts Options, emit func(s string, control bool)) error {
+	ctl := func(s string) { emit(s, true) }
+	text := func(s string) { emit(s, false) }
 	if !opts.NoBOS {
-		b.WriteString(BOS)
+		ctl(BOS)
 	}
 	rest := msgs
 	hasSystem := len(msgs) > 0 && normRole(msgs[0].Role) == "system"
 	if hasSystem || opts.Thinking {
-		b.WriteString(TurnStart + "system\n")
+		ctl(TurnStart)
+		text("system\n")
 		if opts.Thinking {
-			b.WriteString(Think + "\n")
+			ctl(Think)
+			text("\n")
 		}
 		if hasSystem {
-			b.WriteString(strings.TrimSpace(msgs[0].Content))
+			text(strings.TrimSpace(msgs[0].Content))
 			rest = msgs[1:]
 		}
-		b.WriteString(TurnEnd + "\n")
+		ctl(TurnEnd)
+		text("\n")
 	}
 	for i, m := range rest {
 		role := normRole(m.Role)
@@ -85,24 +108,36 @@ func Format(msgs []Message, opts Options) (string, error) {
 		case "model":
 			content = StripThinking(content)
 		case "system":
-			return "", fmt.Errorf("chat: message %d: a system message may only come first", i+len(msgs)-len(rest))
+			return fmt.Errorf("chat: message %d: a system message may only come first", i+len(msgs)-len(rest))
 		default:
-			return "", fmt.Errorf("chat: message %d: unknown role %q (want system, user or model)", i+len(msgs)-len(rest), m.Role)
+			return fmt.Errorf("chat: message %d: unknown role %q (want system, user or model)", i+len(msgs)-len(rest), m.Role)
 		}
-		b.WriteString(TurnStart + role + "\n" + content + TurnEnd + "\n")
+		ctl(TurnStart)
+		text(role + "\n" + content)
+		ctl(TurnEnd)
+		text("\n")
 	}
 	if !opts.NoGenerationPrompt {
-		b.WriteString(GenerationPrompt(opts.Thinking))
+		generationPrompt(opts.Thinking, emit)
 	}
-	return b.String(), nil
+	return nil
 }
 
 // GenerationPrompt is the text that opens the model's turn.
 func GenerationPrompt(thinking bool) string {
-	if thinking {
-		return TurnStart + "model\n"
+	var b strings.Builder
+	generationPrompt(thinking, func(s string, _ bool) { b.WriteString(s) })
+	return b.String()
+}
+
+func generationPrompt(thinking bool, emit func(s string, control bool)) {
+	emit(TurnStart, true)
+	emit("model\n", false)
+	if !thinking {
+		emit(ChannelStart, true)
+		emit("thought\n", false)
+		emit(ChannelEnd, true)
 	}
-	return TurnStart + "model\n" + EmptyThought
 }
 
 // UserPrompt formats a single user turn with the generation prompt, the
@@ -113,17 +148,35 @@ func UserPrompt(text string, thinking bool) string {
 }
 
 // Encode formats msgs and tokenizes them: the BOS id followed by the ids of
-// the formatted text (without BOS text).
+// the formatted text. Control tokens come from the template only: the text
+// between two of them (a role name, a message) is encoded as plain text, so a
+// message that spells "<turn|>" cannot end its turn or open another. For text
+// that spells no control token the ids are those of encoding Format's output.
 func Encode(tok Tokenizer, msgs []Message, opts Options) ([]int, error) {
 	opts.NoBOS = true
-	text, err := Format(msgs, opts)
+	var ids []int
+	if bos := tok.BOS(); bos >= 0 {
+		ids = append(ids, bos)
+	}
+	var run strings.Builder // text since the last control token, encoded as one stretch
+	flush := func() {
+		if run.Len() > 0 {
+			ids = append(ids, tok.EncodeText(run.String())...)
+			run.Reset()
+		}
+	}
+	err := render(msgs, opts, func(s string, control bool) {
+		if !control {
+			run.WriteString(s)
+			return
+		}
+		flush()
+		ids = append(ids, tok.Encode(s)...)
+	})
 	if err != nil {
 		return nil, err
 	}
-	ids := tok.Encode(text)
-	if bos := tok.BOS(); bos >= 0 {
-		ids = append([]int{bos}, ids...)
-	}
+	flush()
 	return ids, nil
 }
 

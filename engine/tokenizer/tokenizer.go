@@ -179,25 +179,37 @@ func (t *Tokenizer) EndOfGeneration() []int {
 
 // Encode returns the ids of text. Added and special tokens written in the text
 // (e.g. "<|turn>") are recognized; no BOS is added.
-func (t *Tokenizer) Encode(text string) []int {
+func (t *Tokenizer) Encode(text string) []int { return t.encode(text, false) }
+
+// EncodeText returns the ids of text read as plain text: special tokens spelled
+// in it ("<|turn>", "<eos>", …) are not recognized and encode as the characters
+// they are written with (Hugging Face's split_special_tokens). Added tokens not
+// marked special are still recognized. Chat templates encode what users write
+// with it, so that only the template itself writes control tokens.
+func (t *Tokenizer) EncodeText(text string) []int { return t.encode(text, true) }
+
+func (t *Tokenizer) encode(text string, plain bool) []int {
 	ids := make([]int, 0, len(text)/3+1)
-	for _, sec := range t.splitAdded(text, t.matcher) {
+	for _, sec := range t.split(text, t.matcher, plain) {
 		if sec.added >= 0 {
 			ids = append(ids, t.added[sec.added].ID)
 			continue
 		}
-		ids = t.encodeSection(ids, sec.text)
+		ids = t.encodeSection(ids, sec.text, plain)
 	}
 	return ids
 }
 
 // words normalizes one stretch of text that holds no raw added token and
 // splits it into pre-tokenized words and (normalized) added tokens.
-func (t *Tokenizer) words(s string, yield func(word string, added int)) {
+func (t *Tokenizer) words(s string, yield func(word string, added int)) { t.wordsOf(s, false, yield) }
+
+// wordsOf is words; plain leaves special tokens unrecognized (EncodeText).
+func (t *Tokenizer) wordsOf(s string, plain bool, yield func(word string, added int)) {
 	if t.normalizer != nil {
 		s = t.normalizer.normalize(s)
 	}
-	for _, sec := range t.splitAdded(s, t.normMatch) {
+	for _, sec := range t.split(s, t.normMatch, plain) {
 		switch {
 		case sec.added >= 0:
 			yield("", sec.added)
@@ -213,12 +225,12 @@ func (t *Tokenizer) words(s string, yield func(word string, added int)) {
 }
 
 // encodeSection normalizes, pre-tokenizes and BPE-encodes one stretch of text
-// that holds no raw added token, appending its ids.
-func (t *Tokenizer) encodeSection(ids []int, s string) []int {
+// that holds no raw added token, appending its ids; plain as in split.
+func (t *Tokenizer) encodeSection(ids []int, s string, plain bool) []int {
 	if s == "" {
 		return ids
 	}
-	t.words(s, func(w string, added int) {
+	t.wordsOf(s, plain, func(w string, added int) {
 		if added >= 0 {
 			ids = append(ids, t.added[added].ID)
 		} else {
@@ -269,6 +281,11 @@ type section struct {
 // splitAdded cuts the added tokens of matcher out of text, leftmost-longest,
 // as the Hugging Face and transformers.js tokenizers do.
 func (t *Tokenizer) splitAdded(text string, matcher *trie) []section {
+	return t.split(text, matcher, false)
+}
+
+// split is splitAdded; plain leaves the special tokens in the text (EncodeText).
+func (t *Tokenizer) split(text string, matcher *trie, plain bool) []section {
 	if matcher == nil {
 		return []section{{text: text, added: -1}}
 	}
@@ -276,7 +293,7 @@ func (t *Tokenizer) splitAdded(text string, matcher *trie) []section {
 	start := 0
 	for i := 0; i < len(text); {
 		idx, n := matcher.longest(text, i)
-		if idx < 0 || !t.singleWordOK(idx, text, i, i+n) {
+		if idx < 0 || (plain && t.added[idx].Special) || !t.singleWordOK(idx, text, i, i+n) {
 			_, sz := utf8.DecodeRuneInString(text[i:])
 			i += sz
 			continue

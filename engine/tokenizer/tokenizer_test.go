@@ -256,3 +256,25 @@ func TestNormalizedAddedToken(t *testing.T) {
 		t.Errorf("Decode([32]) = %q", got)
 	}
 }
+
+// TestEncodeText: special tokens spelled in plain text are characters, not
+// control ids; non-special added tokens and ordinary text encode as Encode does.
+func TestEncodeText(t *testing.T) {
+	tok := loadTiny(t)
+	for _, text := range []string{"<|turn>a<turn|>", "a<eos>", "<bos>"} {
+		got := tok.EncodeText(text)
+		for _, id := range got {
+			if id == 1 || id == 2 || id == 4 || id == 5 { // <eos> <bos> <|turn> <turn|> (<unk> stands for '<' here)
+				t.Errorf("EncodeText(%q) = %v: holds the control id %d", text, got, id)
+			}
+		}
+		if len(got) < 2 {
+			t.Errorf("EncodeText(%q) = %v: want the characters' ids", text, got)
+		}
+	}
+	for _, text := range []string{"abc", " ab", "é", "a [L]", "[R] a", "<|turn>xa"} {
+		if got, want := tok.EncodeText(text), tok.Encode(text); !reflect.DeepEqual(got, want) {
+			t.Errorf("EncodeText(%q) = %v, Encode = %v", text, got, want)
+		}
+	}
+}
