@@ -82,7 +82,7 @@ func (e *Engine) Generate(ctx context.Context, req Request) (res *Result, err er
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil, fmt.Errorf("generate: the engine is closed")
+		return nil, fmt.Errorf("generate: %w", ErrClosed)
 	}
 	defer func() {
 		// GoMLX reports graph and execution errors by panicking; keep them inside.
@@ -101,25 +101,59 @@ func (e *Engine) Generate(ctx context.Context, req Request) (res *Result, err er
 	return res, nil
 }
 
-// newGeneration checks a request and prepares its state.
-func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, error) {
+// ErrClosed is the error Generate returns once the engine is closed.
+var ErrClosed = errors.New("the engine is closed")
+
+// ContextError reports a request that does not fit in the model's context:
+// Prompt tokens plus MaxNew new tokens need Need positions (the new tokens
+// rounded up to whole canvases in diffusion mode); the model has Limit.
+type ContextError struct{ Prompt, MaxNew, Need, Limit int }
+
+func (e *ContextError) Error() string {
+	if e.MaxNew > e.Limit {
+		return fmt.Sprintf("%d new tokens do not fit in the model's %d positions", e.MaxNew, e.Limit)
+	}
+	return fmt.Sprintf("prompt (%d tokens) plus %d new tokens needs %d positions; the model has %d",
+		e.Prompt, e.MaxNew, e.Need, e.Limit)
+}
+
+// Check runs the checks Generate runs before its first forward pass (sampling
+// knobs, prompt, opening, context length) without running the model, and
+// returns the prompt's length in tokens. A request too long for the context
+// is a *ContextError. Check does not wait for a running generation.
+func (e *Engine) Check(req Request) (promptTokens int, err error) {
+	p, err := e.plan(&req)
+	if err != nil {
+		return 0, err
+	}
+	return len(p.prompt), nil
+}
+
+// plan is a checked request's prompt, opening and knobs.
+type plan struct {
+	s               Sampling
+	prompt, opening []int
+	eos             []int
+}
+
+func (e *Engine) plan(req *Request) (plan, error) {
 	t := e.cfg.Text
 	s, err := effectiveSampling(req.Sampling, e.GenerationDefaults())
 	if err != nil {
-		return nil, err
+		return plan{}, err
 	}
 	prompt, err := e.prompt(req)
 	if err != nil {
-		return nil, err
+		return plan{}, err
 	}
 	if len(prompt) == 0 {
-		return nil, errEmptyPrompt
+		return plan{}, errEmptyPrompt
 	}
 	if err := checkIDs("prompt", prompt, t.VocabSize); err != nil {
-		return nil, err
+		return plan{}, err
 	}
 	if err := checkIDs("canvas ids", req.CanvasIDs, t.VocabSize); err != nil {
-		return nil, err
+		return plan{}, err
 	}
 	canvas := e.cfg.CanvasLength
 	eos := e.cfg.Generation.EOSTokenIDs
@@ -128,23 +162,38 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 	}
 	opening := e.tok.Encode(req.Opening)
 	if err := checkIDs("opening", opening, t.VocabSize); err != nil {
-		return nil, err
+		return plan{}, err
 	}
 	switch {
 	case len(opening) > min(s.MaxNewTokens, canvas):
-		return nil, fmt.Errorf("the opening is %d tokens; it must fit in max new tokens (%d) and one canvas (%d)",
+		return plan{}, fmt.Errorf("the opening is %d tokens; it must fit in max new tokens (%d) and one canvas (%d)",
 			len(opening), s.MaxNewTokens, canvas)
 	case slices.ContainsFunc(opening, func(id int) bool { return slices.Contains(eos, id) }):
-		return nil, fmt.Errorf("the opening %q contains an end-of-sequence token", req.Opening)
+		return plan{}, fmt.Errorf("the opening %q contains an end-of-sequence token", req.Opening)
 	}
-	need := len(prompt) + s.MaxNewTokens
-	if req.Mode != AR {
-		need = len(prompt) + (s.MaxNewTokens+canvas-1)/canvas*canvas
+	if mp := t.MaxPositionEmbeddings; mp > 0 {
+		if s.MaxNewTokens > mp { // before the sums below, which could overflow
+			return plan{}, &ContextError{Prompt: len(prompt), MaxNew: s.MaxNewTokens, Need: len(prompt) + mp, Limit: mp}
+		}
+		need := len(prompt) + s.MaxNewTokens
+		if req.Mode != AR {
+			need = len(prompt) + (s.MaxNewTokens+canvas-1)/canvas*canvas
+		}
+		if need > mp {
+			return plan{}, &ContextError{Prompt: len(prompt), MaxNew: s.MaxNewTokens, Need: need, Limit: mp}
+		}
 	}
-	if mp := t.MaxPositionEmbeddings; mp > 0 && need > mp {
-		return nil, fmt.Errorf("prompt (%d tokens) plus %d new tokens needs %d positions; the model has %d",
-			len(prompt), s.MaxNewTokens, need, mp)
+	return plan{s: s, prompt: prompt, opening: opening, eos: eos}, nil
+}
+
+// newGeneration checks a request and prepares its state.
+func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, error) {
+	t := e.cfg.Text
+	p, err := e.plan(req)
+	if err != nil {
+		return nil, err
 	}
+	s, prompt, opening, eos, canvas := p.s, p.prompt, p.opening, p.eos, e.cfg.CanvasLength
 	smp, err := sampler.New(s.samplerParams(), t.VocabSize, req.Seed)
 	if err != nil {
 		return nil, err
