@@ -314,6 +314,11 @@ func Resolve(nameOrDir string) (string, error) {
 func (m *Manager) Resolve(nameOrDir string) (string, error) {
 	if st, err := os.Stat(nameOrDir); err == nil && st.IsDir() {
 		return checkDir(nameOrDir)
+	} else if err == nil {
+		return "", fmt.Errorf("%s is a file, not a model folder (give the folder that holds config.json)", nameOrDir)
+	}
+	if isPath(nameOrDir) {
+		return "", fmt.Errorf("folder %s does not exist (give a model folder that holds config.json, or a name from `darkroom models`)", nameOrDir)
 	}
 	if e, ok := catalog.Find(nameOrDir); ok && e.Builtin {
 		return "", fmt.Errorf("%s: %w", e.Name, ErrBuiltin)
@@ -347,6 +352,13 @@ func (m *Manager) Resolve(nameOrDir string) (string, error) {
 		return "", fmt.Errorf("%s is neither a folder nor a downloaded model: run `darkroom pull %s`", nameOrDir, nameOrDir)
 	}
 	return "", fmt.Errorf("unknown model %q: not a folder, a catalog name or a model in %s (see `darkroom models`)", nameOrDir, m.store.Root)
+}
+
+// isPath reports whether what the user typed can only be a file-system path,
+// never a catalog name or an owner/name repo: absolute, or relative to "." or "..".
+func isPath(s string) bool {
+	return filepath.IsAbs(s) || filepath.VolumeName(s) != "" || s == "." || s == ".." ||
+		strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") || strings.HasPrefix(s, `.\`) || strings.HasPrefix(s, `..\`)
 }
 
 // checkDir accepts a model folder unless its manifest or files say a file failed verification.

@@ -22,7 +22,7 @@ type Command struct {
 	Summary string // one line for `darkroom help`
 	// Run executes the command. args excludes the command name. Output goes to
 	// stdout (data) and stderr (progress, diagnostics). A returned error is printed
-	// as one line and turns into exit code 1.
+	// as one line, "darkroom NAME: reason" (see errorLine), and turns into exit code 1.
 	Run func(env *Env, args []string) error
 }
 
@@ -52,7 +52,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "--help" || args[0] == "-h" {
 		if len(args) > 1 {
 			if c, ok := commands[args[1]]; ok {
-				return exitCode(env, c.Run(env, []string{"--help"}))
+				return exitCode(env, c.Name, c.Run(env, []string{"--help"}))
 			}
 		}
 		usage(stdout)
@@ -63,16 +63,30 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "darkroom: unknown command %q (run `darkroom help` for the list)\n", args[0])
 		return 1
 	}
-	return exitCode(env, c.Run(env, args[1:]))
+	return exitCode(env, c.Name, c.Run(env, args[1:]))
 }
 
-func exitCode(env *Env, err error) int {
+// exitCode prints err, if any, as command name's one error line and returns the
+// exit code.
+func exitCode(env *Env, name string, err error) int {
 	if err == nil || errors.Is(err, errHelp) {
 		return 0
 	}
-	msg := strings.ReplaceAll(err.Error(), "\n", " ")
-	fmt.Fprintf(env.Stderr, "darkroom: %s\n", msg)
+	fmt.Fprintln(env.Stderr, errorLine(name, err))
 	return 1
+}
+
+// errorLine is the one line an error of command name prints:
+// "darkroom NAME: reason". A reason that already starts with the command's name
+// ("wiki: …", "train run: …", "pull acme/tiny: …") names it once, not twice.
+func errorLine(name string, err error) string {
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	if head, _, ok := strings.Cut(msg, ": "); ok {
+		if rest, sub := strings.CutPrefix(head, name+" "); head == name || sub && rest != "" && !strings.Contains(rest, " ") {
+			return "darkroom " + msg
+		}
+	}
+	return "darkroom " + name + ": " + msg
 }
 
 func usage(w io.Writer) {
@@ -133,7 +147,16 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return errHelp
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", fs.Name(), err)
+		return fmt.Errorf("%s: %w", fs.Name(), err) // the subcommand too: "train run: …"
 	}
 	return nil
+}
+
+// count writes n and a noun in the right number: count(1, "canvas", "canvases")
+// is "1 canvas", count(3, …) "3 canvases".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -121,15 +121,21 @@ func modelSource(model, modelsDir string) (engine.Source, error) {
 		}
 		return engine.FS(fsys, "Darkroom Mini (built in)"), nil
 	}
-	m, err := models.New(models.Options{Dir: modelsDir})
-	if err != nil {
-		return engine.Source{}, fmt.Errorf("--model: %w", err)
-	}
-	src, err := m.Source(model)
+	src, err := librarySource(model, modelsDir)
 	if err != nil {
 		return engine.Source{}, fmt.Errorf("--model: %w", err)
 	}
 	return src, nil
+}
+
+// librarySource resolves a model directory, catalog name or local model's name
+// through the models library in modelsDir ("" = default).
+func librarySource(model, modelsDir string) (engine.Source, error) {
+	m, err := models.New(models.Options{Dir: modelsDir})
+	if err != nil {
+		return engine.Source{}, err
+	}
+	return m.Source(model)
 }
 
 func runGenerate(env *Env, args []string) error {
@@ -224,9 +230,9 @@ func runGenerate(env *Env, args []string) error {
 	} else { // decoding shifted at a canvas boundary: print the final text whole
 		fmt.Fprintln(env.Stdout, "\n"+res.Text)
 	}
-	fmt.Fprintf(env.Stderr, "%d tokens in %.2f s (%.1f tokens/s), %s, %d forward passes, stop: %s, backend %s\n",
-		len(res.Tokens), res.ElapsedMS/1000, res.TokensPerS, canvasSummary(res, mode), res.ForwardPasses,
-		res.StopReason, e.Backend())
+	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s), %s, %s, stop: %s, backend %s\n",
+		count(len(res.Tokens), "token", "tokens"), res.ElapsedMS/1000, res.TokensPerS, canvasSummary(res, mode),
+		count(res.ForwardPasses, "forward pass", "forward passes"), res.StopReason, e.Backend())
 	return nil
 }
 
@@ -238,7 +244,7 @@ func canvasSummary(res *engine.Result, mode engine.Mode) string {
 	for i, c := range res.Canvases {
 		steps[i] = fmt.Sprint(c.Steps)
 	}
-	return fmt.Sprintf("%d canvases (steps %s)", len(res.Canvases), strings.Join(steps, ","))
+	return fmt.Sprintf("%s (steps %s)", count(len(res.Canvases), "canvas", "canvases"), strings.Join(steps, ","))
 }
 
 // generateJSON is the --json document: the engine's Result plus what ran.

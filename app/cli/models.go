@@ -82,9 +82,11 @@ func runModels(env *Env, args []string) error {
 	}
 	tw.Flush()
 	fmt.Fprintf(env.Stdout, "\nModels folder: %s (%s free)\n", m.StorePath(), store.FormatBytes(free))
-	fmt.Fprintln(env.Stdout, "Not supported yet:")
-	for _, u := range catalog.UnsupportedFormats() {
-		fmt.Fprintf(env.Stdout, "  %s (%s)\n", u.Repo, u.Format)
+	if unsupported := catalog.UnsupportedFormats(); len(unsupported) > 0 {
+		fmt.Fprintln(env.Stdout, "Not supported yet:")
+		for _, u := range unsupported {
+			fmt.Fprintf(env.Stdout, "  %s (%s)\n", u.Repo, u.Format)
+		}
 	}
 	return nil
 }

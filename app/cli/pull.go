@@ -99,7 +99,7 @@ func runPull(env *Env, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(man)
 	}
-	fmt.Fprintf(env.Stdout, "%s: %d files, %s, verified, in %s\n", man.Name, len(man.Files),
+	fmt.Fprintf(env.Stdout, "%s: %s, %s, verified, in %s\n", man.Name, count(len(man.Files), "file", "files"),
 		store.FormatBytes(man.TotalSize()), m.Store().ModelDir(man.Name))
 	return nil
 }

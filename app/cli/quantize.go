@@ -197,7 +197,7 @@ func runQuantizeCompare(env *Env, lib libraryFlags, a compareArgs) error {
 		if _, err := convert.Quantize(ctx, src, out, convert.Options{Profile: p}); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stderr, "quantize --compare: measuring %s on %d prompts…\n", p, len(ids))
+		fmt.Fprintf(env.Stderr, "quantize --compare: measuring %s on %s…\n", p, count(len(ids), "prompt", "prompts"))
 		var refSpeed float64
 		if len(report.Rows) > 0 {
 			refSpeed = report.Rows[0].RefTokensPS // measured once
@@ -214,7 +214,7 @@ func runQuantizeCompare(env *Env, lib libraryFlags, a compareArgs) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(report)
 	}
-	fmt.Fprintf(env.Stdout, "%s vs its full-precision weights, %d prompts from %s:\n", a.model, len(ids), source)
+	fmt.Fprintf(env.Stdout, "%s vs its full-precision weights, %s from %s:\n", a.model, count(len(ids), "prompt", "prompts"), source)
 	tw := tabwriter.NewWriter(env.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROFILE\tSIZE RATIO\tMEAN KL (nats)\tSAME ARGMAX\tTOKENS/S (full → quantized)")
 	for _, c := range report.Rows {

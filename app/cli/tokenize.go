@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -19,15 +20,16 @@ func init() {
 }
 
 func runTokenize(env *Env, args []string) error {
-	fs := newFlagSet(env, "tokenize", "--tokenizer FILE|DIR [--json] (TEXT | --decode ID,ID,…)")
-	tokPath := fs.String("tokenizer", "", "tokenizer.json, or a model directory holding one (required)")
+	fs := newFlagSet(env, "tokenize", "--tokenizer FILE|DIR|MODEL [--json] (TEXT | --decode ID,ID,…)")
+	tokPath := fs.String("tokenizer", "", "tokenizer.json, a model directory holding one, or a model's name as in `darkroom models` (required)")
+	modelsDir := fs.String("models-dir", "", "models folder for model names (default $DARKROOM_MODELS_DIR, else the data folder)")
 	asJSON := fs.Bool("json", false, `print JSON: {"ids": […]} or, with --decode, {"text": "…"}`)
 	decode := fs.String("decode", "", "comma-separated token ids to turn back into text")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *tokPath == "" {
-		return errors.New("tokenize: --tokenizer FILE|DIR is required")
+		return errors.New("tokenize: --tokenizer FILE|DIR|MODEL is required (e.g. --tokenizer darkroom-mini)")
 	}
 	decoding := *decode != ""
 	switch {
@@ -45,7 +47,7 @@ func runTokenize(env *Env, args []string) error {
 			return fmt.Errorf("tokenize: --decode: %w", err)
 		}
 	}
-	tok, err := tokenizer.Load(*tokPath)
+	tok, err := loadTokenizer(*tokPath, *modelsDir)
 	if err != nil {
 		return fmt.Errorf("tokenize: %w", err)
 	}
@@ -81,6 +83,23 @@ func runTokenize(env *Env, args []string) error {
 	}
 	_, err = fmt.Fprintln(env.Stdout, strings.Join(parts, ","))
 	return err
+}
+
+// loadTokenizer reads the tokenizer at path (a tokenizer.json or a folder holding
+// one) or, when nothing is there, the one of the model of that name, resolved as
+// the other commands' --model is.
+func loadTokenizer(path, modelsDir string) (*tokenizer.Tokenizer, error) {
+	if _, err := os.Stat(path); err == nil {
+		return tokenizer.Load(path)
+	}
+	src, err := librarySource(path, modelsDir)
+	if err != nil {
+		return nil, fmt.Errorf("--tokenizer: %w", err)
+	}
+	if src.FS != nil {
+		return tokenizer.LoadFS(src.FS, "tokenizer.json")
+	}
+	return tokenizer.Load(src.Dir)
 }
 
 // parseTokenIDs reads "2,17, 105" into ids.

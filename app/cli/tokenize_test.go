@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 )
 
@@ -86,6 +87,27 @@ func TestTokenizeCommand(t *testing.T) {
 	}
 	if !strings.Contains(out, "<|turn>") {
 		t.Errorf("--json escapes the special tokens: %q", out)
+	}
+}
+
+// TestTokenizeModelName: --tokenizer takes a model's name, as --model does
+// elsewhere: the built-in Mini's tokenizer.
+func TestTokenizeModelName(t *testing.T) {
+	fsys, err := assets.Mini()
+	if err != nil {
+		t.Skip("Darkroom Mini is not built in:", err)
+	}
+	tok, err := tokenizer.LoadFS(fsys, "tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, id := range tok.Encode("Unix is an operating system.") {
+		parts = append(parts, strconv.Itoa(id))
+	}
+	code, out, errs := runCLI("tokenize", "--tokenizer", "darkroom-mini", "Unix is an operating system.")
+	if code != 0 || strings.TrimSpace(out) != strings.Join(parts, ",") {
+		t.Errorf("tokenize --tokenizer darkroom-mini: exit %d, out %q, err %q; want %q", code, out, errs, strings.Join(parts, ","))
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
-	"github.com/darkroomlabs/darkroom/models"
 )
 
 func init() {
@@ -41,12 +40,14 @@ type wikiPage struct {
 }
 
 func runWiki(env *Env, args []string) error {
-	fs := newFlagSet(env, "wiki", `[--model DIR] [--seed N] [--mode diffusion|ar] [--free-heading] [--json] "TITLE"`)
-	modelDir := fs.String("model", "", "model directory in the Hugging Face layout (default: the built-in Darkroom Mini)")
+	fs := newFlagSet(env, "wiki", `[--model DIR|NAME] [--seed N] [--mode diffusion|ar] [--max-new-tokens N] [--free-heading] [--json] "TITLE"`)
+	model := fs.String("model", "", "model: a directory in the Hugging Face layout, or a library name (default: the built-in Darkroom Mini)")
+	modelsDir := fs.String("models-dir", "", "models folder for library names (default $DARKROOM_MODELS_DIR, else the data folder)")
 	seed := fs.Uint64("seed", 1, "sampler seed; the same seed writes the same page")
 	mode := fs.String("mode", "diffusion", `"diffusion" (canvas by canvas) or "ar" (one token per forward pass)`)
 	backendName := fs.String("backend", "", `GoMLX backend: "go", "xla", "auto" (default: $GOMLX_BACKEND, else go)`)
-	maxTokens := fs.Int("max-tokens", 0, "most tokens to write (default: the model's max_new_tokens)")
+	maxNew := fs.Int("max-new-tokens", 0, "most tokens to write (default: the model's generation_config)")
+	fs.IntVar(maxNew, "max-tokens", 0, "deprecated: the old name of --max-new-tokens")
 	free := fs.Bool("free-heading", false, "let the model write the page's <h1> too (by default the title is held as the heading, as the Encyclopedia screen does)")
 	asJSON := fs.Bool("json", false, "print the page and its generation statistics as JSON")
 	if err := parseFlags(fs, args); err != nil {
@@ -68,13 +69,13 @@ func runWiki(env *Env, args []string) error {
 	default:
 		return fmt.Errorf("wiki: --mode %q: want diffusion or ar", *mode)
 	}
-	if *maxTokens < 0 {
-		return fmt.Errorf("wiki: --max-tokens %d: must not be negative", *maxTokens)
+	if *maxNew < 0 {
+		return fmt.Errorf("wiki: --max-new-tokens %d: must not be negative", *maxNew)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	src, err := wikiSource(*modelDir)
+	src, err := modelSource(*model, *modelsDir)
 	if err != nil {
 		return fmt.Errorf("wiki: %w", err)
 	}
@@ -92,7 +93,7 @@ func runWiki(env *Env, args []string) error {
 		opening = ""
 	}
 	res, err := eng.Generate(ctx, engine.Request{Prompt: prompt, Opening: opening, Mode: m, Seed: *seed,
-		Sampling: engine.Sampling{MaxNewTokens: *maxTokens}})
+		Sampling: engine.Sampling{MaxNewTokens: *maxNew}})
 	if err != nil {
 		return fmt.Errorf("wiki: %w", err)
 	}
@@ -108,25 +109,10 @@ func runWiki(env *Env, args []string) error {
 	if _, err := fmt.Fprintln(env.Stdout, res.Text); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "%d tokens in %.2f s (%.1f tokens/s, %d forward passes, %s, stop: %s)\n",
-		page.Tokens, page.ElapsedMS/1000, page.TokensPerS, page.ForwardPasses, page.Backend, page.StopReason)
+	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s, %s, %s, stop: %s)\n",
+		count(page.Tokens, "token", "tokens"), page.ElapsedMS/1000, page.TokensPerS,
+		count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, page.StopReason)
 	return nil
-}
-
-// wikiSource is the model named (directory or library name), or the embedded
-// Darkroom Mini.
-func wikiSource(model string) (engine.Source, error) {
-	if model != "" {
-		return models.Source(model)
-	}
-	mini, err := assets.Mini()
-	if err != nil {
-		if errors.Is(err, assets.ErrMiniNotBuilt) {
-			return engine.Source{}, fmt.Errorf("%w; pass --model DIR to use another model", err)
-		}
-		return engine.Source{}, err
-	}
-	return engine.FS(mini, "Darkroom Mini (built in)"), nil
 }
 
 var reWikiHref = regexp.MustCompile(`<a\s[^>]*href="([^"]*)"`)

@@ -34,7 +34,8 @@ func TestWikiArguments(t *testing.T) {
 		{[]string{"wiki", "a", "b"}, "want one TITLE"},
 		{[]string{"wiki", "  "}, "title is empty"},
 		{[]string{"wiki", "--mode", "fast", "Unix"}, "--mode"},
-		{[]string{"wiki", "--max-tokens", "-1", "Unix"}, "--max-tokens"},
+		{[]string{"wiki", "--max-new-tokens", "-1", "Unix"}, "--max-new-tokens"},
+		{[]string{"wiki", "--max-tokens", "-1", "Unix"}, "--max-new-tokens"}, // the deprecated name, the same flag
 		{[]string{"wiki", "--model", "/nonexistent/model", "Unix"}, "/nonexistent/model"},
 	} {
 		_, stderr, code := wikiRun(c.args...)
@@ -96,6 +97,28 @@ func TestWikiGenerates(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &free); err != nil || free.Opening != "" || strings.HasPrefix(free.HTML, p.Opening) {
 		t.Errorf("--free-heading: err %v, opening %q, page %q", err, free.Opening, free.HTML)
+	}
+}
+
+// TestWikiMaxNewTokens: wiki's length flag has generate's name, and the old
+// --max-tokens still means the same.
+func TestWikiMaxNewTokens(t *testing.T) {
+	dir := writeWikiModel(t)
+	var pages [2]wikiPage
+	for i, flag := range []string{"--max-new-tokens", "--max-tokens"} {
+		out, stderr, code := wikiRun("wiki", "--model", dir, flag, "6", "--json", "--backend", wikiTestBackend, "Unix")
+		if code != 0 {
+			t.Fatalf("wiki %s 6: exit %d: %s", flag, code, stderr)
+		}
+		if err := json.Unmarshal([]byte(out), &pages[i]); err != nil {
+			t.Fatalf("wiki %s --json output %q: %v", flag, out, err)
+		}
+		if pages[i].Tokens == 0 || pages[i].Tokens > 6 {
+			t.Errorf("wiki %s 6 wrote %d tokens", flag, pages[i].Tokens)
+		}
+	}
+	if !reflect.DeepEqual(pages[0], withTiming(pages[1], pages[0])) {
+		t.Errorf("--max-new-tokens and --max-tokens differ:\n%+v\n%+v", pages[0], pages[1])
 	}
 }
 
