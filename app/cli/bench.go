@@ -160,15 +160,15 @@ func runBench(env *Env, args []string) error {
 			return fmt.Errorf("bench: diffusion run %d: %w", i+1, err)
 		}
 		dres, dcanvas = append(dres, r), append(dcanvas, c...)
-		progress("diffusion run %d: %d tokens in %.0f ms (%.1f tokens/s), %d forward passes",
-			i+1, len(r.Tokens), r.ElapsedMS, r.TokensPerS, r.ForwardPasses)
+		progress("diffusion run %d: %s in %.0f ms (%.1f tokens/s), %s",
+			i+1, count(len(r.Tokens), "token", "tokens"), r.ElapsedMS, r.TokensPerS, count(r.ForwardPasses, "forward pass", "forward passes"))
 		r, c, err = run(engine.AR, seed)
 		if err != nil {
 			return fmt.Errorf("bench: AR run %d: %w", i+1, err)
 		}
 		ares, atoken = append(ares, r), append(atoken, c...)
-		progress("AR run %d:        %d tokens in %.0f ms (%.1f tokens/s), %d forward passes",
-			i+1, len(r.Tokens), r.ElapsedMS, r.TokensPerS, r.ForwardPasses)
+		progress("AR run %d:        %s in %.0f ms (%.1f tokens/s), %s",
+			i+1, count(len(r.Tokens), "token", "tokens"), r.ElapsedMS, r.TokensPerS, count(r.ForwardPasses, "forward pass", "forward passes"))
 	}
 	rep.Diffusion = summarize(engine.Diffusion, dres, dcanvas)
 	rep.AR = summarize(engine.AR, ares, atoken)
@@ -259,7 +259,7 @@ func printBench(w io.Writer, r *benchReport) {
 		fmt.Fprintf(w, "%-10s %10.1f %8.1f %9.1f %6.2f %8s %13.1f %12.1f %9.0f%%\n", m.Mode, m.TokensPerS, m.Tokens,
 			m.ForwardPasses, m.TokensPerForward, steps, m.FirstCanvasMS, m.MedianCanvasMS, 100*m.SamplingShare)
 	}
-	fmt.Fprintf(w, "(median over %d runs; \"median\" is per canvas for diffusion, per token for AR)\n", r.Diffusion.Runs)
+	fmt.Fprintf(w, "(median over %s; \"median\" is per canvas for diffusion, per token for AR)\n", count(r.Diffusion.Runs, "run", "runs"))
 	if d := r.Diffusion; d.GuidanceRounds > 0 {
 		fmt.Fprintf(w, "AR guidance (in the diffusion times): %.1f rounds per canvas, one encoder pass each; %.1f tokens revised per canvas\n",
 			d.GuidanceRounds, d.GuidedPerCanvas)

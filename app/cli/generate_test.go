@@ -173,7 +173,8 @@ func TestBenchJSON(t *testing.T) {
 	// The human-readable report carries the same numbers.
 	code, out, errOut = runCLI("bench", "--model", dir, "--runs", "1", "--max-new-tokens", "16", "--max-steps", "2")
 	if code != 0 || !strings.Contains(out, "diffusion vs AR:") || !strings.Contains(out, "GFLOP/s") ||
-		!strings.Contains(out, "peak memory:") || !strings.Contains(errOut, "diffusion run 1:") {
+		!strings.Contains(out, "peak memory:") || !strings.Contains(errOut, "diffusion run 1:") ||
+		!strings.Contains(out, "(median over 1 run;") {
 		t.Errorf("text report (exit %d):\n%s\n%s", code, out, errOut)
 	}
 	if code, _, errOut := runCLI("bench", "--model", dir, "--runs", "0"); code != 1 || !strings.Contains(errOut, "--runs") {
