@@ -1,15 +1,22 @@
 // Package backend chooses and starts the GoMLX backend the engine computes on:
-// "go" (pure Go, simplego: runs everywhere, the default) or "xla" (PJRT plugins:
-// "xla:cpu", "xla:cuda", or "xla:/abs/path/plugin.so").
+// "auto" (the default), "go" (pure Go, simplego: runs everywhere) or "xla" (PJRT
+// plugins: "xla:cpu", "xla:cuda", or "xla:/abs/path/plugin.so").
+//
+// auto runs XLA CUDA where an NVIDIA GPU (package nvidia: NVML, then nvidia-smi)
+// and a PJRT CUDA plugin (Locations: Darkroom's runtime folder, go-xla's install
+// folders, JAX installations, PJRT_PLUGIN_LIBRARY_PATH) are both found, else the
+// CPU, and Choose says why in one plain sentence.
 //
 // XLA is best effort. When it cannot start — this binary was built without cgo
 // or with the noxla tag, no PJRT plugin is installed, the plugin fails to load —
 // New falls back to "go" and says why in one plain line for the user. GoMLX's
 // automatic plugin download is turned off (offline it hangs or fails, and it
-// fetches unverified binaries); set DARKROOM_XLA_AUTO_INSTALL=1 to allow it.
+// fetches unverified binaries; `darkroom gpu install` fetches verified ones); set
+// DARKROOM_XLA_AUTO_INSTALL=1 to allow it.
 package backend
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -37,24 +44,26 @@ type Started struct {
 	backends.Backend
 	// Spec is what runs: "go", "xla:cpu", "xla:cuda", "xla:/path/plugin.so".
 	Spec string
-	// Fallback is set when XLA was asked for and "go" runs instead: one plain line
-	// saying why, for the user ("XLA backend unavailable (no PJRT plugin found);
-	// using the pure-Go backend").
+	// Fallback is set when XLA was asked for (or auto found a GPU it could not
+	// use) and "go" runs instead: one plain line saying why, for the user ("XLA
+	// backend unavailable (no PJRT plugin found); using the pure-Go backend").
 	Fallback string
+	// Reason, for auto, says in one sentence where it runs and why (Choice.Reason).
+	Reason string
 }
 
 // ErrUnknown is returned for a spec naming neither "go" nor "xla".
 var ErrUnknown = errors.New("unknown backend")
 
 // Resolve returns the spec New will start for spec: spec itself, else
-// $GOMLX_BACKEND, else "go"; "auto" means XLA when it starts, else Go.
+// $GOMLX_BACKEND, else "auto" (see Choose).
 func Resolve(spec string) string {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		spec = strings.TrimSpace(os.Getenv(EnvVar))
 	}
 	if spec == "" {
-		spec = Go
+		spec = Auto
 	}
 	return spec
 }
@@ -63,8 +72,16 @@ func Resolve(spec string) string {
 // start falls back to Go with Started.Fallback set; an unknown name or a Go
 // backend that fails to start is an error.
 func New(spec string) (*Started, error) {
+	return newWith(spec, DefaultProbes)
+}
+
+// newWith is New with auto's probes given (tests fake the GPU and the plugins).
+func newWith(spec string, probes func() Probes) (*Started, error) {
 	spec = Resolve(spec)
 	name, cfg, _ := strings.Cut(spec, ":")
+	if name == Auto && cfg == "" {
+		return startAuto(Choose(context.Background(), probes()))
+	}
 	switch name {
 	case Go:
 		b, err := start(goConfig(spec))
@@ -72,10 +89,7 @@ func New(spec string) (*Started, error) {
 			return nil, fmt.Errorf("backend %q: %w", spec, err)
 		}
 		return &Started{Backend: b, Spec: spec}, nil
-	case XLA, "auto", "stablehlo", "hlo", "shlo":
-		if name == "auto" {
-			cfg = ""
-		}
+	case XLA, Auto, "stablehlo", "hlo", "shlo":
 		b, xspec, err := startXLA(cfg)
 		if err == nil {
 			return &Started{Backend: b, Spec: xspec}, nil
@@ -85,13 +99,35 @@ func New(spec string) (*Started, error) {
 			return nil, fmt.Errorf("backend %q: %v; pure-Go fallback: %w", spec, err, gerr)
 		}
 		s := &Started{Backend: g, Spec: Go}
-		if name != "auto" {
-			s.Fallback = fmt.Sprintf("XLA backend unavailable (%s); using the pure-Go backend", reason(err))
-		}
+		s.Fallback = fmt.Sprintf("XLA backend unavailable (%s); using the pure-Go backend", reason(err))
 		return s, nil
 	default:
 		return nil, fmt.Errorf("%w %q (want go, xla, xla:cpu, xla:cuda or xla:/path/to/plugin.so)", ErrUnknown, spec)
 	}
+}
+
+// startAuto starts what Choose chose; a CUDA plugin that does not start falls
+// back to Go with one sentence saying so.
+func startAuto(c Choice) (*Started, error) {
+	if c.Device == "gpu" {
+		_, cfg, _ := strings.Cut(c.Spec, ":")
+		b, xspec, err := startXLA(cfg)
+		if err == nil {
+			return &Started{Backend: b, Spec: xspec, Reason: c.Reason}, nil
+		}
+		c.Reason = fmt.Sprintf("GPU found (%s) but its CUDA plugin %s did not start (%s), so Darkroom runs on the CPU.",
+			c.GPU, c.Plugin.Path, reason(err))
+		c.Missed = true
+	}
+	g, err := start(goConfig(Go))
+	if err != nil {
+		return nil, fmt.Errorf("backend %q: %w", Go, err)
+	}
+	s := &Started{Backend: g, Spec: Go, Reason: c.Reason}
+	if c.Missed {
+		s.Fallback = c.Reason
+	}
+	return s, nil
 }
 
 // goConfig adds "ops_sequential" to a pure-Go spec that does not choose an ops

@@ -1,21 +1,31 @@
 package backend
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/backend/nvidia"
 )
 
-func TestGoIsDefault(t *testing.T) {
+func TestAutoIsDefault(t *testing.T) {
 	t.Setenv(EnvVar, "")
-	s, err := New("")
+	if got := Resolve(""); got != Auto {
+		t.Fatalf("Resolve(\"\") = %q, want %q", got, Auto)
+	}
+	noGPU := func() Probes {
+		return Probes{GPUs: func(context.Context) ([]nvidia.GPU, string) { return nil, "NVML: no driver" }, XLABuilt: true}
+	}
+	s, err := newWith("", noGPU)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Finalize()
-	if s.Spec != Go || s.Fallback != "" {
-		t.Errorf("default backend %q (%s), fallback %q", s.Spec, s.Name(), s.Fallback)
+	// No GPU is not a fallback (nothing asked for failed), but the reason is there.
+	if s.Spec != Go || s.Fallback != "" || !strings.Contains(s.Reason, "No NVIDIA GPU found") {
+		t.Errorf("default backend %q, fallback %q, reason %q", s.Spec, s.Fallback, s.Reason)
 	}
 }
 
@@ -56,10 +66,6 @@ func TestXLAFallsBackToGo(t *testing.T) {
 			t.Errorf("%s: %q does not say no plugin was found", spec, f)
 		}
 		s.Finalize()
-	}
-	// "auto" falls back silently.
-	if s, err := New("auto"); err != nil || s.Spec != Go || s.Fallback != "" {
-		t.Errorf("auto: %+v, %v", s, err)
 	}
 }
 

@@ -56,8 +56,10 @@ func startXLA(cfg string) (backends.Backend, string, error) {
 }
 
 // setCUDADataDir points XLA at the nvidia libraries installed next to a CUDA
-// plugin (../nvidia). go-xla v0.1.4 would otherwise set XLA_FLAGS to a path
-// hard-coded from its author's machine; a flag already present is left alone.
+// plugin: ../nvidia in go-xla's and Darkroom's layout (the plugin sits inside
+// nvidia/), ../../nvidia in a JAX site-packages (jax_plugins/xla_cuda13/). go-xla
+// v0.1.4 would otherwise set XLA_FLAGS to a path hard-coded from its author's
+// machine; a flag already present is left alone.
 func setCUDADataDir(name, path string) {
 	up := strings.ToUpper(name + path)
 	if !strings.Contains(up, "CUDA") && !strings.Contains(up, "NVIDIA") {
@@ -67,9 +69,11 @@ func setCUDADataDir(name, path string) {
 	if strings.Contains(flags, "--xla_gpu_cuda_data_dir") {
 		return
 	}
-	dir := filepath.Join(filepath.Dir(filepath.Dir(path)), "nvidia")
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return
+	up2 := filepath.Dir(filepath.Dir(path))
+	for _, dir := range []string{filepath.Join(up2, "nvidia"), filepath.Join(filepath.Dir(up2), "nvidia")} {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			_ = os.Setenv("XLA_FLAGS", strings.TrimSpace(flags+" --xla_gpu_cuda_data_dir="+dir))
+			return
+		}
 	}
-	_ = os.Setenv("XLA_FLAGS", strings.TrimSpace(flags+" --xla_gpu_cuda_data_dir="+dir))
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/backend"
 )
 
 func probes(gpus []GPU, nvmlErr error, backend string, xla bool) Probes {
@@ -15,6 +17,13 @@ func probes(gpus []GPU, nvmlErr error, backend string, xla bool) Probes {
 		FreeSpace: func(string) (int64, error) { return 100 << 30, nil },
 		Backend:   backend, XLABuilt: xla,
 	}
+}
+
+func withCUDA(p Probes) Probes {
+	p.Plugins = func() []backend.Plugin {
+		return []backend.Plugin{{Name: "cuda", Path: "/opt/jax/jax_plugins/xla_cuda12/xla_cuda_plugin.so", From: backend.FromJAX}}
+	}
+	return p
 }
 
 func TestSummaries(t *testing.T) {
@@ -31,10 +40,16 @@ func TestSummaries(t *testing.T) {
 		{"gpu, no xla build", probes(rtx, nil, "xla:cuda", false), "cpu", "no XLA/CUDA backend"},
 		{"old gpu", probes(old, nil, "xla:cuda", true), "cpu", "compute capability 3.7"},
 		{"gpu used", probes(rtx, nil, "xla:cuda", true), "gpu", "will run on the GPU"},
+		{"auto, no GPU", probes(nil, errors.New("the NVIDIA driver is not installed"), "auto", true), "cpu", "No NVIDIA GPU found"},
+		{"auto, GPU, no plugin", probes(rtx, nil, "", true), "cpu", "darkroom gpu install"},
+		{"auto, GPU and plugin", withCUDA(probes(rtx, nil, "auto", true)), "gpu", "runs on the GPU (NVIDIA GeForce RTX 4090)"},
 	} {
 		info := DetectWith(context.Background(), "/models", tc.p)
 		if info.Device != tc.device || !strings.Contains(info.Summary, tc.mention) {
 			t.Errorf("%s: device %s, summary %q (want %s, mentioning %q)", tc.name, info.Device, info.Summary, tc.device, tc.mention)
+		}
+		if tc.device == "gpu" && tc.p.Plugins != nil && (info.Backend != "xla:/opt/jax/jax_plugins/xla_cuda12/xla_cuda_plugin.so" || len(info.Plugins) != 1) {
+			t.Errorf("%s: backend %q, plugins %v", tc.name, info.Backend, info.Plugins)
 		}
 		if info.RAMTotal != 32<<30 || info.DiskFree != 100<<30 {
 			t.Errorf("%s: RAM %d, disk %d", tc.name, info.RAMTotal, info.DiskFree)

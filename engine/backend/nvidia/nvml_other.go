@@ -1,9 +1,10 @@
 //go:build !(linux && cgo)
 
-package hw
+package nvidia
 
 import "errors"
 
-func nvmlGPUs() ([]GPU, error) {
+// NVML needs Linux and cgo (go-nvml dlopens the driver's library).
+func NVML() ([]GPU, error) {
 	return nil, errors.New("not available in this build (needs Linux and cgo)")
 }

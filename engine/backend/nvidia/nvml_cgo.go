@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package hw
+package nvidia
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-// nvmlGPUs reads the GPUs through NVML. go-nvml dlopens libnvidia-ml.so.1, so a
+// NVML reads the GPUs through NVML. go-nvml dlopens libnvidia-ml.so.1, so a
 // machine without the NVIDIA driver gets an error here, not a crash.
-func nvmlGPUs() (gpus []GPU, err error) {
+func NVML() (gpus []GPU, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			gpus, err = nil, fmt.Errorf("NVML failed: %v", r)
