@@ -90,6 +90,10 @@ type Options struct {
 	SpaceMargin func(need int64) int64
 	// OpenPart opens a .part file for writing (os.OpenFile normally).
 	OpenPart func(path string) (PartFile, error)
+	// StatusError turns a failed response into the error reported for it (nil:
+	// the package's StatusError, the Hub's wording once the models package is
+	// linked). Jobs that fetch from another server set their own.
+	StatusError func(*http.Response) error
 	// OnEvent receives progress; called from the job's goroutines, must not block.
 	OnEvent func(Event)
 	// Interval between progress events (250ms).
@@ -714,7 +718,7 @@ func (j *Job) attempt(ctx context.Context, f File, w io.Writer, h hash.Hash, off
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
 		return 0, newTag, true, fmt.Errorf("server refused the range from byte %d", offset)
 	default:
-		return 0, newTag, false, statusErr(resp)
+		return 0, newTag, false, statusErr(resp, j.opt.StatusError)
 	}
 	return j.stream(actx, ctx, f, resp.Body, w, h, &last, newTag, 0)
 }
@@ -792,9 +796,12 @@ var StatusError = func(resp *http.Response) error {
 	return fmt.Errorf("the server answered %s", resp.Status)
 }
 
-func statusErr(resp *http.Response) error {
+func statusErr(resp *http.Response, convert func(*http.Response) error) error {
+	if convert == nil {
+		convert = StatusError
+	}
 	s := resp.StatusCode
-	return &httpStatusError{err: StatusError(resp), retryable: s >= 500 || s == 429 || s == 408}
+	return &httpStatusError{err: convert(resp), retryable: s >= 500 || s == 429 || s == 408}
 }
 
 // diskErr turns ENOSPC into ErrNoSpace.

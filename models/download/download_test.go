@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -397,5 +398,21 @@ func TestDownloadKilledProcessResumes(t *testing.T) {
 	checkFiles(t, dir, files)
 	if resent := h.Sent(sp.Name) - sentBefore; resent != size-kept {
 		t.Errorf("restart fetched %d bytes; %d were missing (resume from the .part)", resent, size-kept)
+	}
+}
+
+// TestDownloadOwnStatusError: a job that fetches from another server words its
+// HTTP errors itself instead of the package-wide (Hub) wording.
+func TestDownloadOwnStatusError(t *testing.T) {
+	h, files := fixture(t, 9)
+	sp := specs(h, files)[2:]
+	sp[0].URL = h.URL + "/" + repo + "/resolve/main/missing.json"
+	opt := fastOpts()
+	opt.StatusError = func(resp *http.Response) error {
+		return fmt.Errorf("the package index has no such file (%s)", resp.Status)
+	}
+	err := Start(context.Background(), t.TempDir(), sp, opt).Wait()
+	if err == nil || !strings.Contains(err.Error(), "the package index has no such file (404") {
+		t.Fatalf("err = %v", err)
 	}
 }
