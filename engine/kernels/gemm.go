@@ -1,46 +1,222 @@
 package kernels
 
 import (
-	"runtime"
 	"sync"
+	"unsafe"
 )
 
-// Tile sizes of the cache blocking: kBlock contraction values per pass (2 KiB rows),
+// A microKernel computes one mr×nr tile of c (row stride ldc floats) from kc steps of
+// packed panels: a holds mr values per step (one per row of the tile), b nr values per
+// step (one per column). It stores the tile, or adds it to c when accumulate is set.
+type microKernel struct {
+	name   string
+	mr, nr int
+	fn     func(kc int, a, b, c *float32, ldc int, accumulate bool)
+}
+
+// Cache blocking of the packed path: a KC-deep slice of the contraction at a time; MC
+// rows of a (MC·KC·4 B ≈ 112 KiB, L2-resident) against NC columns of b (KC·NC·4 B, the
+// L3's share of one core); each kc×nr micro-panel of b (32 KiB) stays in L1 while the
+// row panels of a stream past it.
+const (
+	blockK = 256
+	blockM = 112
+	blockN = 2048
+)
+
+// MulNT computes out = a·bᵀ for row-major a [m, k] and b [n, k] (both contracted on
+// their contiguous last axis), out [m, n]: out[i·n+j] = Σ_p a[i·k+p]·b[j·k+p].
+// out is overwritten. The product is split across the package's worker pool (one
+// worker per core). Slices shorter than their shapes are a programming error and
+// panic.
+func MulNT(out, a, b []float32, m, n, k int) {
+	mulNT(gemmKernel, out, a, b, m, n, k)
+}
+
+// mulNT is MulNT with the micro-kernel given (nil: the unpacked row kernel, tile2x4).
+func mulNT(kern *microKernel, out, a, b []float32, m, n, k int) {
+	if m < 0 || n < 0 || k < 0 || len(a) < m*k || len(b) < n*k || len(out) < m*n {
+		panic("kernels.MulNT: slices shorter than their shapes")
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		clear(out[:m*n])
+		return
+	}
+	if kern == nil {
+		mulNTUnpacked(out, a, b, m, n, k)
+		return
+	}
+	// Split the columns when there are enough of them (each part packs only its own
+	// columns of b, and a is the cheaper operand to pack twice), the rows otherwise.
+	parts := min(workers(), max(1, m*n*k>>17))
+	colPanels, rowPanels := ceilDiv(n, kern.nr), ceilDiv(m, kern.mr)
+	parallel(parts, func(part int) {
+		buf := packBufs.Get().(*packBuf)
+		defer packBufs.Put(buf)
+		if colPanels >= 2*parts || colPanels >= rowPanels {
+			j0, j1 := kern.nr*(colPanels*part/parts), min(n, kern.nr*(colPanels*(part+1)/parts))
+			mulNTPacked(kern, buf, out, a, b, n, k, 0, m, j0, j1)
+		} else {
+			i0, i1 := kern.mr*(rowPanels*part/parts), min(m, kern.mr*(rowPanels*(part+1)/parts))
+			mulNTPacked(kern, buf, out, a, b, n, k, i0, i1, 0, n)
+		}
+	})
+}
+
+// packBuf is one worker's packed panels and edge tile.
+type packBuf struct {
+	a, b, tile []float32
+}
+
+var packBufs = sync.Pool{New: func() any { return new(packBuf) }}
+
+// mulNTPacked computes the block rows [i0, i1) × columns [j0, j1) of out = a·bᵀ with
+// packed panels (the loop nest of BLIS: columns, depth, rows, then micro-tiles).
+func mulNTPacked(kern *microKernel, buf *packBuf, out, a, b []float32, n, k, i0, i1, j0, j1 int) {
+	mr, nr := kern.mr, kern.nr
+	mc := blockM / mr * mr
+	nc := blockN / nr * nr
+	kcMax := min(blockK, k)
+	buf.a = grow(buf.a, ceilDiv(min(mc, i1-i0), mr)*mr*kcMax)
+	buf.b = grow(buf.b, ceilDiv(min(nc, j1-j0), nr)*nr*kcMax)
+	buf.tile = grow(buf.tile, mr*nr)
+	for jc := j0; jc < j1; jc += nc {
+		ncols := min(nc, j1-jc)
+		for pc := 0; pc < k; pc += blockK {
+			kc := min(blockK, k-pc)
+			accumulate := pc > 0
+			packPanels(buf.b, b, k, jc, ncols, pc, kc, nr)
+			for ic := i0; ic < i1; ic += mc {
+				mrows := min(mc, i1-ic)
+				packPanels(buf.a, a, k, ic, mrows, pc, kc, mr)
+				for jr := 0; jr < ncols; jr += nr {
+					bp := &buf.b[jr*kc]
+					cols := min(nr, ncols-jr)
+					for ir := 0; ir < mrows; ir += mr {
+						ap := &buf.a[ir*kc]
+						rows := min(mr, mrows-ir)
+						c := out[(ic+ir)*n+jc+jr:]
+						if rows == mr && cols == nr {
+							kern.fn(kc, ap, bp, &c[0], n, accumulate)
+							continue
+						}
+						// An edge tile: computed whole into buf.tile, then the part
+						// that exists copied out.
+						kern.fn(kc, ap, bp, &buf.tile[0], nr, false)
+						for r := range rows {
+							src, dst := buf.tile[r*nr:r*nr+cols], c[r*n:r*n+cols]
+							if accumulate {
+								for j, v := range src {
+									dst[j] += v
+								}
+							} else {
+								copy(dst, src)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// packPanels copies rows [r0, r0+rows) of src [·, k], depth [p0, p0+kc), into dst as
+// panels of w rows each stored depth-major (dst[panel·w·kc + p·w + r]), the last panel
+// padded with zeros.
+func packPanels(dst, src []float32, k, r0, rows, p0, kc, w int) {
+	for q := 0; q < rows; q += w {
+		panel := dst[q*kc : (q+w)*kc]
+		h := min(w, rows-q)
+		if h == w && packPanelVector(panel, src, k, r0+q, p0, kc, w) {
+			continue
+		}
+		for r := range h {
+			s := src[(r0+q+r)*k+p0:][:kc]
+			for p, v := range s {
+				panel[p*w+r] = v
+			}
+		}
+		if h < w {
+			for p := range kc {
+				clear(panel[p*w+h : p*w+w])
+			}
+		}
+	}
+}
+
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// kernel4x4Go is the portable micro-kernel (4×4, sixteen scalar accumulators).
+func kernel4x4Go(kc int, a, b, c *float32, ldc int, accumulate bool) {
+	ap, bp := unsafe.Slice(a, 4*kc), unsafe.Slice(b, 4*kc)
+	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 float32
+	for p := 0; p < 4*kc; p += 4 {
+		av, bv := ap[p:p+4:p+4], bp[p:p+4:p+4]
+		a0, a1, a2, a3 := av[0], av[1], av[2], av[3]
+		b0, b1, b2, b3 := bv[0], bv[1], bv[2], bv[3]
+		c00 += a0 * b0
+		c01 += a0 * b1
+		c02 += a0 * b2
+		c03 += a0 * b3
+		c10 += a1 * b0
+		c11 += a1 * b1
+		c12 += a1 * b2
+		c13 += a1 * b3
+		c20 += a2 * b0
+		c21 += a2 * b1
+		c22 += a2 * b2
+		c23 += a2 * b3
+		c30 += a3 * b0
+		c31 += a3 * b1
+		c32 += a3 * b2
+		c33 += a3 * b3
+	}
+	cs := unsafe.Slice(c, 3*ldc+4)
+	t := [16]float32{c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33}
+	for r := range 4 {
+		row := cs[r*ldc : r*ldc+4]
+		if accumulate {
+			for j := range row {
+				row[j] += t[4*r+j]
+			}
+		} else {
+			copy(row, t[4*r:4*r+4])
+		}
+	}
+}
+
+var goKernel = &microKernel{name: "go4x4", mr: 4, nr: 4, fn: kernel4x4Go}
+
+// mulNTUnpacked is the AVX2 path: rows of a against rows of b in the 2×4 dot-product
+// tile, no packing, the row pairs shared by the worker pool.
+func mulNTUnpacked(out, a, b []float32, m, n, k int) {
+	clear(out[:m*n])
+	pairs := (m + 1) / 2
+	parts := min(workers(), pairs, max(1, m*n*k>>16))
+	parallel(parts, func(w int) {
+		lo, hi := 2*(pairs*w/parts), min(m, 2*(pairs*(w+1)/parts))
+		if lo < hi {
+			mulNTRows(out, a, b, lo, hi, n, k)
+		}
+	})
+}
+
+// Tile sizes of the unpacked path: kBlock contraction values per pass (2 KiB rows),
 // nBlock rows of b per pass (nBlock·kBlock·4 B = 128 KiB, L2-resident).
 const (
 	kBlock = 512
 	nBlock = 64
 )
-
-// MulNT computes out = a·bᵀ for row-major a [m, k] and b [n, k] (both contracted on
-// their contiguous last axis), out [m, n]: out[i·n+j] = Σ_p a[i·k+p]·b[j·k+p].
-// out is overwritten. The rows of out are split across GOMAXPROCS goroutines.
-func MulNT(out, a, b []float32, m, n, k int) {
-	if len(a) < m*k || len(b) < n*k || len(out) < m*n {
-		panic("gemm.MulNT: slices shorter than their shapes")
-	}
-	clear(out[:m*n])
-	workers := min(runtime.GOMAXPROCS(0), (m+1)/2)
-	if workers <= 1 || m*n*k < 1<<16 {
-		mulNTRows(out, a, b, 0, m, n, k)
-		return
-	}
-	// Stripes of whole row pairs.
-	pairs := (m + 1) / 2
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := 2*(pairs*w/workers), min(m, 2*(pairs*(w+1)/workers))
-		if lo >= hi {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mulNTRows(out, a, b, lo, hi, n, k)
-		}()
-	}
-	wg.Wait()
-}
 
 // mulNTRows accumulates rows [lo, hi) of out += a·bᵀ.
 func mulNTRows(out, a, b []float32, lo, hi, n, k int) {

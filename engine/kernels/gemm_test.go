@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
-	"time"
-	"unsafe"
 )
 
 func randSlice(rng *rand.Rand, n int) []float32 {
@@ -32,21 +31,81 @@ func naiveNT(a, b []float32, m, n, k int) []float64 {
 	return out
 }
 
+func kernelName(k *microKernel) string {
+	if k == nil {
+		return "avx2-rows"
+	}
+	return k.name
+}
+
+// checkClose fails unless got matches the float64 reference within float32 rounding of
+// a k-term sum of products of unit-scale values.
+func checkClose(t *testing.T, got []float32, want []float64, k int, tol float64) {
+	t.Helper()
+	for i, w := range want {
+		if d := math.Abs(float64(got[i]) - w); d > tol*math.Sqrt(float64(k)) || math.IsNaN(float64(got[i])) {
+			t.Fatalf("out[%d] = %g, want %g", i, got[i], w)
+		}
+	}
+}
+
+// TestMulNT runs every path (AVX-512, AVX2 rows, portable) on shapes that are not
+// multiples of the micro-tile (14×32, 4×4) or of the cache blocks (MC 112, KC 256,
+// NC 2048), so every edge tile, the depth accumulation and the split across workers
+// are exercised; out starts as garbage and must be overwritten.
 func TestMulNT(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, c := range [][3]int{{1, 1, 1}, {2, 4, 8}, {3, 5, 7}, {7, 9, 17}, {16, 67, 130}, {33, 130, 600}, {64, 64, 1030}, {256, 40, 64}} {
-		m, n, k := c[0], c[1], c[2]
-		t.Run(fmt.Sprintf("%dx%dx%d", m, n, k), func(t *testing.T) {
-			a, b := randSlice(rng, m*k), randSlice(rng, n*k)
-			want := naiveNT(a, b, m, n, k)
-			out := randSlice(rng, m*n) // overwritten
-			MulNT(out, a, b, m, n, k)
-			for i, w := range want {
-				if d := math.Abs(float64(out[i]) - w); d > 1e-4*math.Sqrt(float64(k)) {
-					t.Fatalf("out[%d] = %g, want %g", i, out[i], w)
-				}
+	shapes := [][3]int{
+		{1, 1, 1}, {1, 7, 1}, {7, 1, 33}, {2, 4, 8}, {3, 5, 7}, {7, 9, 17}, {15, 33, 257},
+		{16, 67, 130}, {33, 130, 600}, {64, 64, 1030}, {256, 40, 64}, {113, 31, 513},
+		{29, 2049 + 32, 5}, {257, 97, 300}, {1, 300, 257}, {300, 1, 3},
+	}
+	for _, kern := range gemmKernels() {
+		for _, c := range shapes {
+			m, n, k := c[0], c[1], c[2]
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", kernelName(kern), m, n, k), func(t *testing.T) {
+				a, b := randSlice(rng, m*k), randSlice(rng, n*k)
+				out := randSlice(rng, m*n)
+				mulNT(kern, out, a, b, m, n, k)
+				checkClose(t, out, naiveNT(a, b, m, n, k), k, 1e-5)
+			})
+		}
+	}
+}
+
+// TestMulNTZeroDepth: k = 0 leaves a zero product, not what out held.
+func TestMulNTZeroDepth(t *testing.T) {
+	for _, kern := range gemmKernels() {
+		out := []float32{1, 2, 3, 4, 5, 6}
+		mulNT(kern, out, nil, nil, 2, 3, 0)
+		for i, v := range out {
+			if v != 0 {
+				t.Fatalf("%s: out[%d] = %g, want 0", kernelName(kern), i, v)
+			}
+		}
+	}
+}
+
+// TestMulNTConcurrent: products started from several goroutines at once (the pool busy)
+// all finish with the right result.
+func TestMulNTConcurrent(t *testing.T) {
+	const m, n, k = 45, 70, 300
+	rng := rand.New(rand.NewPCG(5, 6))
+	a, b := randSlice(rng, m*k), randSlice(rng, n*k)
+	want := naiveNT(a, b, m, n, k)
+	var wg sync.WaitGroup
+	outs := make([][]float32, 8)
+	for g := range outs {
+		outs[g] = make([]float32, m*n)
+		wg.Go(func() {
+			for range 5 {
+				MulNT(outs[g], a, b, m, n, k)
 			}
 		})
+	}
+	wg.Wait()
+	for _, out := range outs {
+		checkClose(t, out, want, k, 1e-5)
 	}
 }
 
@@ -68,20 +127,50 @@ func TestTileKernels(t *testing.T) {
 			}
 		}
 	}
-	_ = unsafe.Sizeof(0)
 }
 
+// benchShapes are the products bench-peers.sh compares with OpenBLAS: the Mini's
+// [256,64]×[64,4096], the 26B's expert/attention [256,2816]×[2816,704], a square 2048³
+// and the Mini's MLP-sized [256,512]×[512,512]; as [m, n, k].
+var benchShapes = [][3]int{{256, 4096, 64}, {256, 704, 2816}, {2048, 2048, 2048}, {256, 512, 512}}
+
 func BenchmarkMulNT(b *testing.B) {
-	for _, c := range [][3]int{{256, 4096, 128}, {256, 128, 4096}, {256, 256, 128}} {
-		m, n, k := c[0], c[1], c[2]
-		b.Run(fmt.Sprintf("%dx%dx%d", m, n, k), func(b *testing.B) {
-			rng := rand.New(rand.NewPCG(1, 1))
-			x, y, out := randSlice(rng, m*k), randSlice(rng, n*k), make([]float32, m*n)
-			start := time.Now()
-			for range b.N {
-				MulNT(out, x, y, m, n, k)
+	for _, kern := range gemmKernels() {
+		for _, c := range benchShapes {
+			m, n, k := c[0], c[1], c[2]
+			b.Run(fmt.Sprintf("%s/%dx%dx%d", kernelName(kern), m, k, n), func(b *testing.B) {
+				if kern == goKernel && m*n*k > 1<<28 {
+					b.Skip("portable kernel: too slow for this shape")
+				}
+				rng := rand.New(rand.NewPCG(1, 1))
+				x, y, out := randSlice(rng, m*k), randSlice(rng, n*k), make([]float32, m*n)
+				mulNT(kern, out, x, y, m, n, k)
+				b.ResetTimer()
+				for b.Loop() {
+					mulNT(kern, out, x, y, m, n, k)
+				}
+				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkMicroKernel: each micro-kernel alone on L1-resident panels (kc = 256), the
+// ceiling the packed product approaches.
+func BenchmarkMicroKernel(b *testing.B) {
+	for _, kern := range gemmKernels() {
+		if kern == nil {
+			continue
+		}
+		b.Run(kern.name, func(b *testing.B) {
+			const kc = 256
+			a := make([]float32, kern.mr*kc)
+			bb := make([]float32, kern.nr*kc)
+			c := make([]float32, kern.mr*kern.nr)
+			for b.Loop() {
+				kern.fn(kc, &a[0], &bb[0], &c[0], kern.nr, true)
 			}
-			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/time.Since(start).Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(2*float64(kern.mr*kern.nr*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
 }
