@@ -261,6 +261,39 @@ func tapLink(t *testing.T, root fyne.CanvasObject, text string) {
 	test.TapAt(h, fyne.NewPos(theme.InnerPadding()+2, h.Size().Height/2)) // on the first letters: the widget may be wider than its text
 }
 
+// shownText is the text of the labels, buttons and checks drawn under root, one
+// a line: what the user sees (hidden objects and what they hold are skipped).
+// Under uiMu, as linkOnScreen: walking builds renderers.
+func shownText(root fyne.CanvasObject) string {
+	uiMu.Lock()
+	defer uiMu.Unlock()
+	var lines []string
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		if o == nil || !o.Visible() {
+			return
+		}
+		switch x := o.(type) {
+		case *widget.Label:
+			lines = append(lines, x.Text)
+		case *widget.Button:
+			lines = append(lines, x.Text)
+		case *widget.Check:
+			lines = append(lines, x.Text)
+		case *fyne.Container:
+			for _, c := range x.Objects {
+				walk(c)
+			}
+		case fyne.Widget:
+			for _, c := range test.WidgetRenderer(x).Objects() {
+				walk(c)
+			}
+		}
+	}
+	walk(root)
+	return strings.Join(lines, "\n")
+}
+
 // asUI runs f under uiMu, as the app runs a tap or a keystroke on its UI
 // goroutine: the handler updates widgets that a running generation's onUI
 // callbacks (inline on its goroutine under the test driver) update too.

@@ -1,8 +1,12 @@
 package ui
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -10,6 +14,9 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/models/download"
+	"github.com/darkroomlabs/darkroom/models/hub"
 )
 
 // Library is the models library as the Library screen uses it (wire.go adapts
@@ -53,10 +60,20 @@ type LibraryEntry struct {
 
 // ProfileFit is one quantization profile with its fit on this PC.
 type ProfileFit struct {
-	Name    string // "bf16", "int8", "int4"
-	Bytes   int64  // download size
-	Verdict string // "fits", "tight", "won't fit"
-	Detail  string // the numbers behind the verdict
+	Name  string // "bf16", "int8", "int4", "nvfp4"
+	Bytes int64  // download size (0: unknown, or made on this PC)
+	// ConvertedFrom is the profile downloaded to make this one on this PC ("bf16"),
+	// empty when the profile is downloaded as it is.
+	ConvertedFrom string
+	Verdict       string // "fits", "tight", "won't fit", "unknown"
+	Detail        string // why the verdict is "unknown"
+	// The estimate behind a verdict: memory needed (of which the weights) at
+	// Context tokens, against Budget bytes of Where ("RTX 4090 VRAM", "RAM");
+	// it fits up to the share FitsAt of the budget and is tight up to TightAt.
+	Need, Weights, Budget int64
+	Context               int
+	Where                 string
+	FitsAt, TightAt       float64
 }
 
 // DownloadEvent is progress of one model's download.
@@ -67,7 +84,7 @@ type DownloadEvent struct {
 	Total int64
 	Rate  float64 // bytes/s
 	ETA   time.Duration
-	Err   string
+	Err   error // why it failed
 }
 
 // LibraryScreen shows the catalog as cards.
@@ -85,6 +102,9 @@ type LibraryScreen struct {
 	live     map[string]DownloadEvent // latest event of downloads in progress
 	unsub    func()
 	selected map[string]string // chosen profile per entry
+	// problems are the failures shown on each card until the user dismisses them
+	// or acts on the card again; they outlive the card's rebuilds.
+	problems map[string]string
 }
 
 type libraryCard struct {
@@ -95,10 +115,13 @@ type libraryCard struct {
 	buttons  *fyne.Container
 	profile  *widget.Select
 	fit      *widget.Label
+	problem  *widget.Label
+	probBox  *fyne.Container // problem and its Dismiss button
 }
 
 func newLibraryScreen(a *App) *LibraryScreen {
-	l := &LibraryScreen{app: a, byName: map[string]*libraryCard{}, selected: map[string]string{}, live: map[string]DownloadEvent{}}
+	l := &LibraryScreen{app: a, byName: map[string]*libraryCard{}, selected: map[string]string{}, live: map[string]DownloadEvent{},
+		problems: map[string]string{}}
 	l.cards = container.NewVBox()
 	l.store = widget.NewLabel("")
 	l.store.Wrapping = fyne.TextWrapWord
@@ -257,6 +280,12 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	c.progress = widget.NewProgressBar()
 	c.progLbl = widget.NewLabel("")
 	c.progLbl.Truncation = fyne.TextTruncateEllipsis
+	c.problem = widget.NewLabel("")
+	c.problem.Wrapping = fyne.TextWrapWord
+	c.problem.Importance = widget.DangerImportance
+	dismiss := widget.NewButtonWithIcon("Dismiss", theme.CancelIcon(), func() { l.setProblem(e.Name, "") })
+	c.probBox = container.NewBorder(nil, nil, nil, container.NewVBox(dismiss), c.problem)
+	l.showProblem(c)
 	c.buttons = container.NewHBox()
 	l.setButtons(c, e.State)
 	l.showProgress(c, e.Progress)
@@ -264,7 +293,7 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	if e.License != "" {
 		meta = append(meta, "License: "+e.License)
 	}
-	content := container.NewVBox(desc, profileRow, c.fit, c.progress, c.progLbl, c.buttons, widget.NewLabel(strings.Join(meta, " · ")))
+	content := container.NewVBox(desc, profileRow, c.fit, c.progress, c.progLbl, c.probBox, c.buttons, widget.NewLabel(strings.Join(meta, " · ")))
 	c.card = widget.NewCard(e.Title, sub, content)
 	return c
 }
@@ -278,17 +307,14 @@ func (c *libraryCard) showFit(profile string) {
 				c.fit.Refresh()
 				return
 			}
-			badge := map[string]string{"fits": "✔ Fits", "tight": "▲ Tight", "won't fit": "✖ Won't fit"}[p.Verdict]
-			if badge == "" {
-				badge = p.Verdict
-			}
 			size := ""
-			if p.Bytes > 0 {
+			switch {
+			case p.ConvertedFrom != "":
+				size = "Made on this PC from the " + p.ConvertedFrom + " download · "
+			case p.Bytes > 0:
 				size = formatBytes(p.Bytes) + " download · "
-			} else if p.Name != "bf16" && !c.entry.Builtin {
-				size = "made locally from the bf16 download · "
 			}
-			c.fit.SetText(size + badge + " — " + p.Detail)
+			c.fit.SetText(size + fitText(p))
 			switch p.Verdict {
 			case "fits":
 				c.fit.Importance = widget.SuccessImportance
@@ -302,6 +328,48 @@ func (c *libraryCard) showFit(profile string) {
 	}
 }
 
+// fitText says a profile's verdict with the numbers and the threshold behind it,
+// so that "won't fit" beside "tight" one tenth of a gigabyte apart is explained.
+func fitText(p ProfileFit) string {
+	fitsAt, tightAt := int64(float64(p.Budget)*p.FitsAt), int64(float64(p.Budget)*p.TightAt)
+	of := fmt.Sprintf("%s of %s", formatBytes(p.Budget), p.Where)
+	var s string
+	switch p.Verdict {
+	case "fits":
+		need, limit := formatBytesPair(p.Need, fitsAt)
+		s = fmt.Sprintf("✔ Fits — needs about %s of the %s, within the %.0f%% (%s) that leaves room to spare.",
+			need, of, 100*p.FitsAt, limit)
+	case "tight":
+		need, limit := formatBytesPair(p.Need, tightAt)
+		s = fmt.Sprintf("▲ Tight — needs about %s of the %s: more than the %.0f%% (%s) that runs comfortably, "+
+			"within the %.0f%% (%s) limit. Close other programs before using it.",
+			need, of, 100*p.FitsAt, formatBytes(fitsAt), 100*p.TightAt, limit)
+	default:
+		need, limit := formatBytesPair(p.Need, tightAt)
+		s = fmt.Sprintf("✖ Won't fit — needs about %s, more than the %.0f%% of the %s (%s) a model may use",
+			need, 100*p.TightAt, of, limit)
+		if p.TightAt < 1 {
+			s += ": the rest is for the system and other programs"
+		}
+		s += "."
+	}
+	if p.Weights > 0 && p.Context > 0 {
+		s += fmt.Sprintf(" Of that, %s is the weights; the rest is working memory for %d tokens of context.",
+			formatBytes(p.Weights), p.Context)
+	}
+	return s
+}
+
+// formatBytesPair formats two sizes with enough decimals to tell them apart
+// (24.04 GB needed against a 24.03 GB limit must not read "24.0 of 24.0").
+func formatBytesPair(a, b int64) (string, string) {
+	x, y := formatBytes(a), formatBytes(b)
+	for digits := 2; x == y && a != b && digits <= 3; digits++ {
+		x, y = formatBytesPrec(a, digits), formatBytesPrec(b, digits)
+	}
+	return x, y
+}
+
 // setButtons shows the actions that make sense in state.
 func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 	lib := l.app.deps.Library
@@ -310,10 +378,12 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 	// actions that change what is on disk reload the list.
 	act := func(label string, icon fyne.Resource, fn func() error) *widget.Button {
 		return widget.NewButtonWithIcon(label, icon, func() {
+			l.setProblem(name, "") // a new try: the old failure no longer applies
 			go func() {
 				err := fn()
 				if err != nil {
-					onUI(func() { l.showError(plainError(strings.ToLower(label)+" "+c.entry.Title, err)) })
+					msg := libraryProblem(strings.ToLower(label)+" "+c.entry.Title, err)
+					onUI(func() { l.setProblem(name, msg) })
 				}
 				if err != nil || (label != "Pause" && label != "Resume") {
 					l.Refresh()
@@ -385,7 +455,7 @@ func progressText(ev DownloadEvent) string {
 			s += " · " + ev.ETA.Round(time.Second).String() + " left"
 		}
 	case "failed":
-		s += " · failed: " + ev.Err
+		s += " · failed (see below)"
 	default:
 		s += " · " + ev.State
 	}
@@ -400,6 +470,13 @@ func (l *LibraryScreen) onEvent(ev DownloadEvent) {
 			delete(l.live, ev.Name)
 		default:
 			l.live[ev.Name] = ev
+		}
+		if ev.State == "failed" && ev.Err != nil {
+			title := ev.Name
+			if c := l.byName[ev.Name]; c != nil {
+				title = c.entry.Title
+			}
+			l.setProblem(ev.Name, libraryProblem("download "+title, ev.Err))
 		}
 		c := l.byName[ev.Name]
 		if c == nil {
@@ -418,8 +495,76 @@ func (l *LibraryScreen) onEvent(ev DownloadEvent) {
 	})
 }
 
+// setProblem shows msg on the card of the named entry until dismissed ("" clears
+// it). It runs on the UI goroutine.
+func (l *LibraryScreen) setProblem(name, msg string) {
+	if msg == "" {
+		delete(l.problems, name)
+	} else {
+		l.problems[name] = msg
+	}
+	if c := l.byName[name]; c != nil {
+		l.showProblem(c)
+	}
+}
+
+func (l *LibraryScreen) showProblem(c *libraryCard) {
+	msg := l.problems[c.entry.Name]
+	c.problem.SetText(msg)
+	if msg == "" {
+		c.probBox.Hide()
+	} else {
+		c.probBox.Show()
+	}
+}
+
+// libraryProblem says in plain words why a download (or another Library
+// action: what) failed and what to do next, then the cause as the system gave it.
+func libraryProblem(what string, err error) string {
+	var (
+		verify *download.VerifyError
+		dns    *net.DNSError
+		op     *net.OpError
+		nerr   net.Error
+	)
+	advice := ""
+	switch {
+	case errors.Is(err, hub.ErrUnauthorized):
+		advice = "The model hub refused access: the model is gated or private. Accept its license on huggingface.co " +
+			"while signed in, then paste your access token in the Hugging Face box below."
+	case errors.Is(err, hub.ErrNotFound):
+		advice = "The model hub (or the mirror set below) does not have this model's files: check the mirror address, " +
+			"or clear it to use huggingface.co."
+	case errors.Is(err, download.ErrNoSpace), errors.Is(err, syscall.ENOSPC):
+		advice = "The disk is full: free some space, or move the models folder to a bigger disk with Move…, then resume. " +
+			"The part already downloaded is kept."
+	case errors.As(err, &verify):
+		advice = "A downloaded file arrived damaged (its checksum does not match the published one); it was set aside. " +
+			"Download again."
+	case errors.Is(err, download.ErrStalled):
+		advice = "The download stalled: no data arrived for a while. Check the connection, then resume."
+	case errors.As(err, &dns), errors.As(err, &op) && op.Op == "dial",
+		errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
+		advice = "Cannot reach the model hub — check the connection, or set a mirror in the Hugging Face box below."
+	default:
+		return plainError(what, err)
+	}
+	return advice + " (" + shortCause(err) + ")"
+}
+
+// shortCause is an error's text cut to a readable length.
+func shortCause(err error) string {
+	msg := err.Error()
+	if r := []rune(msg); len(r) > 300 {
+		msg = string(r[:300]) + "…"
+	}
+	return msg
+}
+
 // formatBytes uses decimal units, as the models library and disk makers do.
-func formatBytes(n int64) string {
+func formatBytes(n int64) string { return formatBytesPrec(n, 1) }
+
+func formatBytesPrec(n int64, digits int) string {
 	const unit = 1000
 	if n < unit {
 		return fmt.Sprintf("%d B", n)
@@ -429,7 +574,7 @@ func formatBytes(n int64) string {
 		div *= unit
 		exp++
 	}
-	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTP"[exp])
+	return fmt.Sprintf("%.*f %cB", digits, float64(n)/float64(div), "kMGTP"[exp])
 }
 
 // modelChanged reloads the shared model after the active model changed.

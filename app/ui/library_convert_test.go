@@ -91,6 +91,9 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 	if !l.errs.Hidden {
 		t.Fatalf("library error: %s", l.errs.Text)
 	}
+	if p := shownText(card().probBox); p != "" {
+		t.Fatalf("card error: %s", p)
+	}
 	fyne.DoAndWait(func() { card().profile.SetSelected("int8") })
 	tapButton(t, card().buttons, "Use")
 	waitFor(t, "the int8 model to be active", func() bool {

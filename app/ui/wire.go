@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -203,10 +204,12 @@ func (l *managerLibrary) Entries() ([]LibraryEntry, error) {
 	if l.hardware != nil {
 		info = l.hardware()
 	}
+	// With no model chosen yet the loader opens the built-in one: it is the active model.
+	active, _ := l.m.Active()
 	var out []LibraryEntry
 	for _, e := range es {
 		le := LibraryEntry{Name: e.ID, Title: e.Name, Description: e.Description, Repo: e.Repo, License: e.License,
-			Builtin: e.Builtin, Active: e.Active, State: libraryState(e.State)}
+			Builtin: e.Builtin, Active: e.Active || (e.Builtin && active == ""), State: libraryState(e.State)}
 		if e.Local != nil {
 			le.Profile = e.Local.Profile
 		}
@@ -234,11 +237,25 @@ func libraryState(s string) string {
 	return s
 }
 
+// publishedProfile is the profile an entry's download is in: bf16 for a
+// checkpoint Darkroom converts to the others, else the entry's own format (an
+// NVFP4 or GGUF export, loaded as downloaded).
+func publishedProfile(e catalog.Entry) quant.Profile {
+	if len(e.Profiles) == 0 || slices.Contains(e.Profiles, quant.BF16Profile) {
+		return quant.BF16Profile
+	}
+	return e.Profiles[0]
+}
+
 // profileFit estimates a profile against the first GPU, else the RAM.
 func profileFit(e models.Entry, p quant.Profile, info hw.Info) ProfileFit {
 	pf := ProfileFit{Name: string(p)}
-	if e.Size > 0 && p == quant.BF16Profile {
-		pf.Bytes = e.Size
+	if !e.Builtin {
+		if p == publishedProfile(e.Entry) {
+			pf.Bytes = e.Size
+		} else {
+			pf.ConvertedFrom = string(publishedProfile(e.Entry))
+		}
 	}
 	est, err := models.Estimate(e.ID, p, fit.Runtime{GPU: len(info.GPUs) > 0})
 	if errors.Is(err, assets.ErrMiniNotBuilt) {
@@ -256,16 +273,12 @@ func profileFit(e models.Entry, p quant.Profile, info hw.Info) ProfileFit {
 	}
 	b := budgets[0]
 	pf.Verdict = string(fit.Judge(est.Total, b))
-	var parts []string
-	for _, part := range est.Parts {
-		parts = append(parts, part.Name+" "+store.FormatBytes(part.Bytes))
-	}
-	where := b.Name
+	pf.Need, pf.Weights, pf.Context = est.Total, est.Part(fit.PartWeights), est.Context
+	pf.Budget, pf.Where = b.Bytes, b.Name
 	if b.Kind == "gpu" {
-		where += " VRAM"
+		pf.Where += " VRAM"
 	}
-	pf.Detail = fmt.Sprintf("needs %s (%s) of %s %s at %d tokens of context", store.FormatBytes(est.Total),
-		strings.Join(parts, " + "), store.FormatBytes(b.Bytes), where, est.Context)
+	pf.FitsAt, pf.TightAt = fit.Limits(b)
 	return pf
 }
 
@@ -283,18 +296,23 @@ func downloadEvent(ev models.Event) DownloadEvent {
 		de.State = "downloading"
 	}
 	if ev.Err != nil {
-		de.Err = ev.Err.Error()
+		de.Err = ev.Err
 	} else if ev.State == "failed" {
-		de.Err = ev.Message
+		de.Err = errors.New(ev.Message)
 	}
 	return de
 }
 
-// Start downloads the published weights (bf16); for a smaller profile the
-// download is then converted locally, as `darkroom quantize` does.
+// Start downloads the published weights; for another profile (int8, int4 of a
+// bf16 checkpoint) the download is then converted locally, as `darkroom
+// quantize` does.
 func (l *managerLibrary) Start(name, profile string) error {
-	p := quant.BF16Profile
-	if profile != "" {
+	published := quant.BF16Profile
+	if e, ok := catalog.Find(name); ok {
+		published = publishedProfile(e)
+	}
+	p := published // ParseProfile knows only the profiles Darkroom makes, not nvfp4
+	if profile != "" && profile != string(published) {
 		var err error
 		if p, err = quant.ParseProfile(profile); err != nil {
 			return err
@@ -310,7 +328,7 @@ func (l *managerLibrary) Start(name, profile string) error {
 	}
 	l.transfers[name] = t
 	l.mu.Unlock()
-	if p != quant.BF16Profile {
+	if p != published {
 		go l.convertAfter(t, name, p)
 	}
 	return nil
@@ -327,7 +345,7 @@ func (l *managerLibrary) convertAfter(t *models.Transfer, name string, p quant.P
 			l.emit(DownloadEvent{Name: name, State: "converting", Done: pr.InBytes, Total: pr.TotalIn})
 		}})
 	if err != nil {
-		l.emit(DownloadEvent{Name: name, State: "failed", Err: "converting to " + string(p) + ": " + err.Error()})
+		l.emit(DownloadEvent{Name: name, State: "failed", Err: fmt.Errorf("converting to %s: %w", p, err)})
 		return
 	}
 	l.emit(DownloadEvent{Name: name, State: "done"})
@@ -361,7 +379,11 @@ func (l *managerLibrary) Delete(name string) error { return l.m.Delete(name) }
 
 // SetActive activates a model, or its local conversion to profile.
 func (l *managerLibrary) SetActive(name, profile string) error {
-	if profile != "" && profile != string(quant.BF16Profile) {
+	published := quant.BF16Profile
+	if e, ok := catalog.Find(name); ok {
+		published = publishedProfile(e)
+	}
+	if profile != "" && profile != string(published) {
 		es, err := l.m.Entries()
 		if err != nil {
 			return err

@@ -272,15 +272,21 @@ type Budget struct {
 	Bytes int64  `json:"bytes"`
 }
 
-// Judge compares a total with a budget (thresholds in the package comment).
+// Limits are the shares of a budget up to which an estimate fits and is tight
+// (thresholds in the package comment), so a caller can say them in words.
+func Limits(b Budget) (fitsAt, tightAt float64) {
+	if b.Kind == "ram" {
+		return 0.75, 0.95
+	}
+	return 0.90, 1.00
+}
+
+// Judge compares a total with a budget (thresholds in Limits).
 func Judge(total int64, b Budget) Verdict {
 	if b.Bytes <= 0 {
 		return WontFit
 	}
-	fitsAt, tightAt := 0.90, 1.00
-	if b.Kind == "ram" {
-		fitsAt, tightAt = 0.75, 0.95
-	}
+	fitsAt, tightAt := Limits(b)
 	r := float64(total) / float64(b.Bytes)
 	switch {
 	case r <= fitsAt:

@@ -1,0 +1,189 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/models"
+	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/download"
+	"github.com/darkroomlabs/darkroom/models/hub"
+	"github.com/darkroomlabs/darkroom/models/hw"
+)
+
+// libraryApp opens the app on the Library with the real models manager over a
+// fresh store, downloading from endpoint, on a PC with the given hardware.
+func libraryApp(t *testing.T, endpoint string, info hw.Info) (*App, *managerLibrary) {
+	t.Helper()
+	dir := t.TempDir()
+	mgr, err := models.New(models.Options{Dir: filepath.Join(dir, "models"), Endpoint: endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr.Store().FreeSpace = func(string) (int64, error) { return 1 << 40, nil }
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
+	cs, _ := chats.Open(filepath.Join(dir, "chats"))
+	lib := &managerLibrary{m: mgr, settings: st, hardware: func() hw.Info { return info }}
+	fa := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	a := newApp(fa, w, Deps{Settings: st, Chats: cs, Library: lib,
+		Loader: LoaderFunc(func(context.Context) (Model, error) { return &fakeModel{answers: wikiAnswers}, nil })})
+	asUI(func() { w.Resize(fyne.NewSize(1100, 900)) })
+	t.Cleanup(a.shutdown)
+	asUI(func() { a.Show("Library") })
+	return a, lib
+}
+
+// libraryCardOf returns the card of a catalog entry as shown now (nil while the
+// list is being built), read under uiMu: rebuilding the list writes byName.
+func libraryCardOf(l *LibraryScreen, name string) (c *libraryCard) {
+	fyne.DoAndWait(func() {
+		uiMu.Lock()
+		defer uiMu.Unlock()
+		c = l.byName[name]
+	})
+	return c
+}
+
+// TestLibraryDownloadErrorStaysOnTheCard: offline, Download says in plain words
+// that the hub cannot be reached, on the card, and the card's refresh (which
+// used to hide the error within a second) keeps it until it is dismissed.
+func TestLibraryDownloadErrorStaysOnTheCard(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now: connection refused, as offline
+	a, _ := libraryApp(t, endpoint, hw.Info{RAMTotal: 64 << 30})
+	l := a.Library
+	waitFor(t, "the catalog", func() bool { return libraryCardOf(l, catalog.NVFP4ID) != nil })
+	const offline = "Cannot reach the model hub — check the connection, or set a mirror"
+	c := libraryCardOf(l, catalog.NVFP4ID)
+	tapButton(t, c.buttons, "Download")
+	waitFor(t, "the error on the card", func() bool {
+		c := libraryCardOf(l, catalog.NVFP4ID)
+		return c != nil && strings.Contains(shownText(c.card), offline)
+	})
+	// A refresh rebuilds the cards: the error is still there.
+	before := libraryCardOf(l, catalog.NVFP4ID)
+	asUI(l.Refresh)
+	waitFor(t, "the list to be rebuilt", func() bool { return libraryCardOf(l, catalog.NVFP4ID) != before })
+	c = libraryCardOf(l, catalog.NVFP4ID)
+	if got := shownText(c.card); !strings.Contains(got, offline) || !strings.Contains(got, "connection refused") {
+		t.Fatalf("after a refresh the card says:\n%s", got)
+	}
+	if !l.errs.Hidden {
+		t.Errorf("the error is also shown above the cards: %q", l.errs.Text)
+	}
+	tapButton(t, c.probBox.Objects[1].(*fyne.Container), "Dismiss")
+	if got := shownText(c.card); strings.Contains(got, offline) {
+		t.Fatalf("dismissed, the card still says:\n%s", got)
+	}
+	before = c
+	asUI(l.Refresh)
+	waitFor(t, "the list to be rebuilt", func() bool { return libraryCardOf(l, catalog.NVFP4ID) != before })
+	if got := shownText(libraryCardOf(l, catalog.NVFP4ID).card); strings.Contains(got, offline) {
+		t.Fatalf("dismissed, the error came back:\n%s", got)
+	}
+}
+
+// TestLibraryCardsSayWhatTheyDownload: the NVFP4 and GGUF exports are direct
+// downloads (their size, no "made locally"), the bf16 checkpoint's int4 is made
+// on this PC; the fit line names its threshold in words; the built-in Mini,
+// active on a fresh install, offers no "Use".
+func TestLibraryCardsSayWhatTheyDownload(t *testing.T) {
+	a, _ := libraryApp(t, "http://127.0.0.1:9", hw.Info{RAMTotal: 25_300_000_000})
+	l := a.Library
+	waitFor(t, "the catalog", func() bool { return libraryCardOf(l, catalog.GGUFID) != nil })
+	for _, id := range []string{catalog.NVFP4ID, catalog.GGUFID} {
+		c := libraryCardOf(l, id)
+		got := shownText(c.card)
+		if strings.Contains(got, "made locally") || strings.Contains(got, "Made on this PC") ||
+			!strings.Contains(got, "GB download") {
+			t.Errorf("%s card says:\n%s", id, got)
+		}
+	}
+	dg := libraryCardOf(l, catalog.DiffusionGemmaID)
+	fyne.DoAndWait(func() { dg.profile.SetSelected("int4") })
+	if got := dg.fit.Text; !strings.Contains(got, "Made on this PC from the bf16 download") {
+		t.Errorf("int4 of the bf16 checkpoint: %q", got)
+	}
+	fyne.DoAndWait(func() { dg.profile.SetSelected("bf16") })
+	if got := dg.fit.Text; !strings.Contains(got, "51.6 GB download") || !strings.Contains(got, "Won't fit") ||
+		!strings.Contains(got, "95% of the 25.3 GB of RAM (24.0 GB)") || strings.Contains(got, " + ") {
+		t.Errorf("bf16 fit line: %q", got)
+	}
+	mini := libraryCardOf(l, catalog.MiniID)
+	if got := shownText(mini.buttons); strings.Contains(got, "Use") || !strings.Contains(got, "Active") {
+		t.Errorf("the built-in Mini, active on a fresh install, shows buttons %q", got)
+	}
+}
+
+// TestFitTextSaysTheThreshold: 19.04 GB "won't fit" beside 18.9 GB "tight" on a
+// 20 GB PC is explained by the 95% limit, with enough decimals to tell the need
+// from the limit.
+func TestFitTextSaysTheThreshold(t *testing.T) {
+	p := ProfileFit{Budget: 20_000_000_000, Where: "RAM", FitsAt: 0.75, TightAt: 0.95, Weights: 15_400_000_000, Context: 4096}
+	for _, c := range []struct {
+		verdict string
+		need    int64
+		want    []string
+	}{
+		{"won't fit", 19_040_000_000, []string{"Won't fit", "needs about 19.04 GB", "95% of the 20.0 GB of RAM (19.00 GB)", "the system and other programs"}},
+		{"tight", 18_900_000_000, []string{"Tight", "needs about 18.9 GB of the 20.0 GB of RAM", "75% (15.0 GB) that runs comfortably", "95% (19.0 GB) limit"}},
+		{"fits", 12_000_000_000, []string{"Fits", "needs about 12.0 GB of the 20.0 GB of RAM", "75% (15.0 GB)"}},
+	} {
+		p.Verdict, p.Need = c.verdict, c.need
+		got := fitText(p)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q lacks %q", c.verdict, got, w)
+			}
+		}
+		if !strings.Contains(got, "15.4 GB is the weights") || !strings.Contains(got, "4096 tokens of context") {
+			t.Errorf("%s: %q", c.verdict, got)
+		}
+	}
+}
+
+// TestLibraryProblemInPlainWords maps the common download failures to what to do.
+func TestLibraryProblemInPlainWords(t *testing.T) {
+	dial := func(e error) error {
+		return fmt.Errorf("pull x: file list: %w", &url.Error{Op: "Get", URL: "https://huggingface.co/api",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: e}})
+	}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{dial(&net.DNSError{Err: "no such host", Name: "huggingface.co", IsNotFound: true}), "Cannot reach the model hub"},
+		{dial(os.NewSyscallError("connect", syscall.ECONNREFUSED)), "Cannot reach the model hub"},
+		{fmt.Errorf("pull: %w", context.DeadlineExceeded), "Cannot reach the model hub"},
+		{fmt.Errorf("pull: %w", hub.ErrUnauthorized), "accept its license on huggingface.co"},
+		{fmt.Errorf("pull: %w", hub.ErrNotFound), "does not have this model's files"},
+		{fmt.Errorf("write: %w", download.ErrNoSpace), "The disk is full"},
+		{&os.PathError{Op: "write", Path: "x.part", Err: syscall.ENOSPC}, "The disk is full"},
+		{fmt.Errorf("model.safetensors: %w", &download.VerifyError{File: "model.safetensors", Algo: "sha256"}), "checksum does not match"},
+		{fmt.Errorf("x: %w", download.ErrStalled), "stalled"},
+		{errors.New("something else"), "Could not download M: something else"},
+	} {
+		if got := libraryProblem("download M", c.err); !strings.Contains(got, c.want) {
+			t.Errorf("%v:\n got %q\nwant %q", c.err, got, c.want)
+		}
+	}
+}
