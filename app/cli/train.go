@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/gomlx/gomlx/backends"
 	_ "github.com/gomlx/gomlx/backends/simplego"
@@ -19,15 +20,17 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/train"
 	"github.com/darkroomlabs/darkroom/engine/train/corpus"
+	"github.com/darkroomlabs/darkroom/models/store"
 )
 
 func init() {
 	register(&Command{
 		Name:    "train",
-		Summary: "build the Darkroom Mini corpus, train, export and evaluate (train corpus|run|export|eval)",
+		Summary: "build the Darkroom Mini corpus, train, export and evaluate; random checkpoints of any config (train corpus|run|export|eval|init)",
 		Run:     runTrain,
 	})
 }
@@ -47,13 +50,15 @@ Subcommands:
   export   write a run's latest checkpoint as a Hugging Face model directory, plus the
            recipe and loss curve
   eval     generate held-out pages in diffusion and AR mode and score them
+  init     write a randomly initialized checkpoint of any config, at a quantization
+           profile, tensor by tensor (real-size models without a download)
 
 Run "darkroom train SUBCOMMAND --help" for its flags.`)
 	}
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
 		usage()
 		if len(args) == 0 {
-			return errors.New("train: no subcommand (corpus, run, export or eval)")
+			return errors.New("train: no subcommand (corpus, run, export, eval or init)")
 		}
 		return errHelp
 	}
@@ -66,8 +71,10 @@ Run "darkroom train SUBCOMMAND --help" for its flags.`)
 		return runTrainExport(env, args[1:])
 	case "eval":
 		return runTrainEval(env, args[1:])
+	case "init":
+		return runTrainInit(env, args[1:])
 	}
-	return fmt.Errorf("train: unknown subcommand %q (corpus, run, export or eval)", args[0])
+	return fmt.Errorf("train: unknown subcommand %q (corpus, run, export, eval or init)", args[0])
 }
 
 func signalContext() (context.Context, context.CancelFunc) {
@@ -378,6 +385,57 @@ func copyPlain(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, b, 0o644)
+}
+
+func runTrainInit(env *Env, args []string) error {
+	fs := newFlagSet(env, "train init", "--config CONFIG.json --profile bf16|int8|int4 --out DIR [--seed N]")
+	cfgPath := fs.String("config", "", "config.json (or a model directory) of the model to create (required)")
+	profile := fs.String("profile", "bf16", "weight format: bf16, int8 or int4 (as `darkroom quantize` writes them)")
+	out := fs.String("out", "", "output directory, which must not exist or be empty (required)")
+	seed := fs.Uint64("seed", 1, "initialization seed: the same seed writes the same bytes")
+	tokDir := fs.String("tokenizer", "", "directory with tokenizer.json to copy (default: the built-in Darkroom Mini's, 4096 ids)")
+	shardGB := fs.Float64("shard-gb", float64(train.DefaultShardBytes)/1e9, "split the weights into files of at most this many GB")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *cfgPath == "" || *out == "" || fs.NArg() != 0 {
+		return errors.New("train init: give --config CONFIG.json and --out DIR")
+	}
+	p, err := quant.ParseProfile(*profile)
+	if err != nil {
+		return fmt.Errorf("train init: --profile: %w", err)
+	}
+	cfg, err := train.LoadInitConfig(*cfgPath)
+	if err != nil {
+		return fmt.Errorf("train init: --config: %w", err)
+	}
+	opts := train.InitOptions{Profile: p, Seed: *seed, MaxShardBytes: int64(*shardGB * 1e9)}
+	if *tokDir != "" {
+		opts.Tokenizer = os.DirFS(*tokDir)
+	}
+	var lastPrint time.Time
+	opts.Progress = func(done, total int64) {
+		if time.Since(lastPrint) > 5*time.Second || done == total {
+			lastPrint = time.Now()
+			fmt.Fprintf(env.Stderr, "train init: %s of %s written\n", store.FormatBytes(done), store.FormatBytes(total))
+		}
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	start := time.Now()
+	res, err := train.InitCheckpoint(ctx, cfg, *out, opts)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintln(env.Stdout, string(b))
+		return nil
+	}
+	fmt.Fprintf(env.Stdout, "%s: %.2fB parameters at %s, %d tensors, %s in %d file(s), in %s\n", res.Dir, float64(res.Params)/1e9,
+		res.Profile, res.Tensors, store.FormatBytes(res.Bytes), len(res.Files), time.Since(start).Round(time.Second))
+	return nil
 }
 
 func runTrainEval(env *Env, args []string) error {

@@ -2,8 +2,15 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/train"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 )
 
 func TestTrainCommandErrors(t *testing.T) {
@@ -19,6 +26,9 @@ func TestTrainCommandErrors(t *testing.T) {
 		{[]string{"train", "run", "--run", t.TempDir(), "--resume"}, "--resume"},
 		{[]string{"train", "export"}, "--run DIR is required"},
 		{[]string{"train", "corpus"}, "--out DIR is required"},
+		{[]string{"train", "init", "--out", t.TempDir()}, "give --config CONFIG.json and --out DIR"},
+		{[]string{"train", "init", "--config", "x.json", "--out", t.TempDir(), "--profile", "fp8"}, `unknown quantization profile "fp8"`},
+		{[]string{"train", "init", "--config", filepath.Join(t.TempDir(), "none.json"), "--out", t.TempDir()}, "--config: stat"},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
@@ -44,5 +54,43 @@ func TestParseKinds(t *testing.T) {
 		if _, err := parseKinds(bad); err == nil {
 			t.Errorf("parseKinds(%q): want an error", bad)
 		}
+	}
+}
+
+// TestTrainInitCommand: `train init` writes a checkpoint of the config it is given
+// at the profile it is asked for, which the loader reads, and refuses to write
+// over a directory that holds something.
+func TestTrainInitCommand(t *testing.T) {
+	cfg := config.Tiny()
+	cfg.Text.VocabSize = 4096 // the built-in tokenizer's ids
+	raw, err := cfg.MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "tiny.json")
+	os.WriteFile(cfgPath, raw, 0o644)
+	out := filepath.Join(t.TempDir(), "tiny-int4")
+	var stdout, stderr bytes.Buffer
+	if code := Run([]string{"train", "init", "--config", cfgPath, "--profile", "int4", "--out", out, "--seed", "9", "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("train init: exit %d: %s", code, stderr.String())
+	}
+	var res train.InitResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.Dir != out || res.Profile != "int4" || res.Bytes <= 0 {
+		t.Fatalf("result %s (%v)", stdout.String(), err)
+	}
+	got, err := config.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := weights.Load(out, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Quantization == nil || got.Quantization.Profile != "int4" || len(set.Quant) == 0 {
+		t.Errorf("quantization %+v, %d quantized weights", got.Quantization, len(set.Quant))
+	}
+	stderr.Reset()
+	if code := Run([]string{"train", "init", "--config", cfgPath, "--out", out}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "is not empty") {
+		t.Errorf("second init into the same directory: exit %d, %q", code, stderr.String())
 	}
 }

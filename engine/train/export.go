@@ -2,13 +2,11 @@ package train
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -53,32 +51,10 @@ func Export(ctx *context.Context, cfg *config.Model, dir string, opts ExportOpti
 	if err := weights.Save(set, &c, dir, weights.SaveOptions{DType: opts.DType}); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		src := filepath.Join(opts.TokenizerDir, name)
-		if _, err := os.Stat(src); err != nil {
-			if name == "tokenizer.json" {
-				return fmt.Errorf("export: %w", err)
-			}
-			continue
-		}
-		if err := copyFile(src, filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
+	if err := copyTokenizer(os.DirFS(opts.TokenizerDir), dir); err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
 	return nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	b, err := io.ReadAll(in)
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(dst, b, 0o644)
 }
 
 // ExportRun loads the newest checkpoint of runDir and exports it (see Export).

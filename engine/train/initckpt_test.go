@@ -1,0 +1,317 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/safetensors"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+)
+
+// initTiny is config.Tiny with the built-in tokenizer's vocabulary (4096 ids) and
+// its end-of-generation ids, so the checkpoint can carry that tokenizer.
+func initTiny() *config.Model {
+	cfg := config.Tiny()
+	cfg.Text.VocabSize = 4096
+	cfg.EOSTokenIDs = []int{1, 6}
+	cfg.Generation.EOSTokenIDs = []int{1, 6}
+	cfg.Generation.MaxNewTokens, cfg.Generation.MaxDenoisingSteps = 16, 3
+	return cfg
+}
+
+// checkInitValues loads dir for cfg and checks every tensor of the table against its
+// init rule: exactly 1 for InitOnes; mean ≈ 0 and standard deviation ≈ Spec.Std for
+// InitNormal (within the sampling error, and the quantization error: int4's is about
+// 15% of a weight's RMS). It returns the loaded set.
+func checkInitValues(t *testing.T, dir string, cfg *config.Model, p quant.Profile) *weights.Set {
+	t.Helper()
+	got, err := config.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p == quant.BF16Profile && got.Quantization != nil || p != quant.BF16Profile && (got.Quantization == nil || got.Quantization.Profile != string(p)) {
+		t.Errorf("config.json quantization_config = %+v, want profile %s", got.Quantization, p)
+	}
+	set, err := weights.Load(dir, got)
+	if err != nil {
+		t.Fatalf("the loader refuses the checkpoint: %v", err)
+	}
+	for _, sp := range weights.Specs(cfg) {
+		want, quantized := p.SpecFor(sp.Name, sp.Shape, sp.Quantizable)
+		if q, ok := set.Quant[sp.Name]; ok != quantized || ok && q != want {
+			t.Errorf("%s: stored as %v (quantized %v), profile %s wants %v (%v)", sp.Name, q, ok, p, want, quantized)
+		}
+		f, err := set.Float32(sp.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vals []float32
+		f.ConstFlatData(func(flat any) { vals = flat.([]float32) })
+		switch sp.Init {
+		case weights.InitOnes:
+			for i, v := range vals {
+				if v != 1 {
+					t.Fatalf("%s[%d] = %v, want 1", sp.Name, i, v)
+				}
+			}
+		case weights.InitNormal:
+			if len(vals) < 4096 {
+				continue
+			}
+			var sum, sq float64
+			for _, v := range vals {
+				sum += float64(v)
+				sq += float64(v) * float64(v)
+			}
+			mean := sum / float64(len(vals))
+			std := math.Sqrt(sq/float64(len(vals)) - mean*mean)
+			if math.Abs(mean) > 4*sp.Std/math.Sqrt(float64(len(vals))) || math.Abs(std/sp.Std-1) > 0.2 {
+				t.Errorf("%s: mean %.3g, std %.4g, want 0 and %.4g", sp.Name, mean, std, sp.Std)
+			}
+		}
+	}
+	return set
+}
+
+// TestInitCheckpointProfiles: at each profile the checkpoint loads through the
+// loader with every tensor in the profile's format and initialized by the table's
+// rule, and the engine loads it and generates in both modes.
+func TestInitCheckpointProfiles(t *testing.T) {
+	cfg := initTiny()
+	for _, p := range quant.Profiles {
+		t.Run(string(p), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "m")
+			res, err := InitCheckpoint(context.Background(), cfg, dir, InitOptions{Profile: p, Seed: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Files) != 1 || res.Files[0] != safetensors.SingleFile || res.Params == 0 {
+				t.Errorf("result %+v", res)
+			}
+			checkInitValues(t, dir, cfg, p)
+			for _, f := range []string{"tokenizer.json", "tokenizer_config.json", config.GenerationConfigFile} {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Error(err)
+				}
+			}
+			e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			for _, mode := range []engine.Mode{engine.AR, engine.Diffusion} {
+				r, err := e.Generate(context.Background(), engine.Request{Prompt: "What is Unix?", Mode: mode, Seed: 1,
+					Sampling: engine.Sampling{MaxNewTokens: 8}})
+				if err != nil {
+					t.Fatalf("%s: %v", mode, err)
+				}
+				if r.ForwardPasses == 0 || r.StopReason == "" {
+					t.Errorf("%s: %+v", mode, r)
+				}
+			}
+		})
+	}
+}
+
+// TestInitCheckpointDeterministic: the same seed writes the same bytes whatever the
+// number of goroutines generating them; another seed other bytes; sharded files
+// hold the same tensors as one file.
+func TestInitCheckpointDeterministic(t *testing.T) {
+	cfg := initTiny()
+	root := t.TempDir()
+	write := func(name string, seed uint64, procs int, maxShard int64) (string, InitResult) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		dir := filepath.Join(root, name)
+		res, err := InitCheckpoint(context.Background(), cfg, dir, InitOptions{Profile: quant.Int4Profile, Seed: seed, MaxShardBytes: maxShard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir, res
+	}
+	file := func(dir string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, safetensors.SingleFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, _ := write("a", 5, 1, 0)
+	b, _ := write("b", 5, 4, 0)
+	c, _ := write("c", 6, 4, 0)
+	if !bytes.Equal(file(a), file(b)) {
+		t.Error("the same seed wrote different bytes with 1 and 4 goroutines")
+	}
+	if bytes.Equal(file(a), file(c)) {
+		t.Error("seeds 5 and 6 wrote the same bytes")
+	}
+
+	s, res := write("sharded", 5, 2, 200_000)
+	if len(res.Files) < 3 || res.Files[0] != "model-00001-of-"+strings.TrimPrefix(res.Files[0], "model-00001-of-") {
+		t.Fatalf("files %v, want several shards", res.Files)
+	}
+	if _, err := os.Stat(filepath.Join(s, safetensors.IndexFile)); err != nil {
+		t.Fatal(err)
+	}
+	one, err := weights.Load(a, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many, err := weights.Load(s, cfg)
+	if err != nil {
+		t.Fatalf("the loader refuses the sharded checkpoint: %v", err)
+	}
+	for name, x := range one.Tensors {
+		y := many.Tensors[name]
+		if y == nil || !x.Shape().Equal(y.Shape()) {
+			t.Fatalf("%s: %v in one file, %v in shards", name, x.Shape(), y)
+		}
+		var bx, by []byte
+		x.ConstBytes(func(b []byte) { bx = bytes.Clone(b) })
+		y.ConstBytes(func(b []byte) { by = bytes.Clone(b) })
+		if !bytes.Equal(bx, by) {
+			t.Errorf("%s differs between one file and shards", name)
+		}
+	}
+}
+
+// TestInitCheckpointRealDims writes the 26B-A4B's widths (hidden 2816, 16 heads of
+// 256 and 512, dense MLP 2112, experts 704) with 2 layers (one sliding, one full)
+// and 4 experts at int4, and reads it back through the loader, while sampling the
+// heap: the generator holds a few chunks, never a whole tensor. The vocabulary is
+// the built-in tokenizer's 4096 instead of 262,144: it only sizes the embedding, one
+// [V, 2816] tensor written by the same chunked code at any V, which at the real V
+// would be 738 M values (most of this test's time and memory for nothing new).
+func TestInitCheckpointRealDims(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 180 MB checkpoint")
+	}
+	cfg := initTiny()
+	tx := &cfg.Text
+	tx.HiddenSize, tx.IntermediateSize, tx.MoEIntermediateSize = 2816, 2112, 704
+	tx.NumExperts, tx.TopKExperts, tx.NumHiddenLayers = 4, 2, 2
+	tx.NumAttentionHeads, tx.NumKeyValueHeads, tx.NumGlobalKVHeads, tx.HeadDim, tx.GlobalHeadDim = 16, 8, 2, 256, 512
+	tx.LayerTypes = []config.LayerType{config.SlidingAttention, config.FullAttention}
+	tx.SlidingWindow = 1024
+	dir := filepath.Join(t.TempDir(), "m")
+	var peak uint64
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	start := time.Now()
+	res, err := InitCheckpoint(context.Background(), cfg, dir, InitOptions{Profile: quant.Int4Profile, Seed: 1,
+		Progress: func(done, total int64) {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapAlloc-min(ms.HeapAlloc, base))
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d tensors, %.1f M parameters, %.1f MB in %v; heap peak %.1f MB above the start",
+		res.Tensors, float64(res.Params)/1e6, float64(res.Bytes)/1e6, time.Since(start).Round(time.Millisecond), float64(peak)/1e6)
+	var largest int64
+	for _, sp := range weights.Specs(cfg) {
+		n := int64(4)
+		for _, d := range sp.Shape {
+			n *= int64(d)
+		}
+		largest = max(largest, n)
+	}
+	// The largest float32 tensor (the full layer's q_proj, 92 MB) never exists; a
+	// few 4 MB chunks and their quantized copies do.
+	if int64(peak) > largest/2 {
+		t.Errorf("heap grew by %.1f MB while writing; the largest tensor in float32 is %.1f MB", float64(peak)/1e6, float64(largest)/1e6)
+	}
+	start = time.Now()
+	checkInitValues(t, dir, cfg, quant.Int4Profile)
+	t.Logf("loaded and checked in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestInitCheckpointErrors: a bad config, an output that exists, a tokenizer that
+// does not fit and a cancelled run fail with a clear error and leave nothing behind.
+func TestInitCheckpointErrors(t *testing.T) {
+	root := t.TempDir()
+	bad := initTiny()
+	bad.Text.NumKeyValueHeads = 3
+	notEmpty := filepath.Join(root, "full")
+	os.MkdirAll(notEmpty, 0o755)
+	os.WriteFile(filepath.Join(notEmpty, "x"), nil, 0o644)
+	aFile := filepath.Join(root, "file")
+	os.WriteFile(aFile, nil, 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		name string
+		cfg  *config.Model
+		ctx  context.Context
+		out  string
+		opts InitOptions
+		want string
+	}{
+		{"bad config", bad, context.Background(), filepath.Join(root, "a"), InitOptions{}, "num_key_value_heads (3) does not divide"},
+		{"bad profile", initTiny(), context.Background(), filepath.Join(root, "a"), InitOptions{Profile: "int3"}, `unknown quantization profile "int3"`},
+		{"not empty", initTiny(), context.Background(), notEmpty, InitOptions{}, "is not empty"},
+		{"under a file", initTiny(), context.Background(), filepath.Join(aFile, "m"), InitOptions{}, "not a directory"},
+		{"tokenizer too big", config.Tiny(), context.Background(), filepath.Join(root, "a"), InitOptions{}, "tokenizer has 4096 ids but the config's vocab_size is 512"},
+		{"cancelled", initTiny(), ctx, filepath.Join(root, "a"), InitOptions{}, "context canceled"},
+	} {
+		_, err := InitCheckpoint(c.ctx, c.cfg, c.out, c.opts)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error mentioning %q", c.name, err, c.want)
+		}
+	}
+	ents, _ := os.ReadDir(root)
+	if len(ents) != 2 {
+		t.Errorf("left behind: %v", ents)
+	}
+	if ents, _ := os.ReadDir(notEmpty); len(ents) != 1 {
+		t.Errorf("the non-empty directory changed: %v", ents)
+	}
+	// An empty directory is fine (and is replaced by the checkpoint).
+	empty := filepath.Join(root, "empty")
+	os.Mkdir(empty, 0o755)
+	if _, err := InitCheckpoint(context.Background(), initTiny(), empty, InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Load(empty); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestLoadInitConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := initTiny()
+	cfg.Generation.MaxDenoisingSteps = 7
+	if err := cfg.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, config.ConfigFile))
+	other := filepath.Join(t.TempDir(), "26b.json")
+	os.WriteFile(other, raw, 0o644)
+	for _, c := range []struct {
+		path  string
+		steps int
+	}{{dir, 7}, {filepath.Join(dir, config.ConfigFile), 7}, {other, config.DefaultGeneration().MaxDenoisingSteps}} {
+		m, err := LoadInitConfig(c.path)
+		if err != nil {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		if m.Text.VocabSize != 4096 || m.Generation.MaxDenoisingSteps != c.steps {
+			t.Errorf("%s: vocab %d, steps %d, want 4096 and %d", c.path, m.Text.VocabSize, m.Generation.MaxDenoisingSteps, c.steps)
+		}
+	}
+	os.WriteFile(other, []byte(`{"model_type": "diffusion_gemma"}`), 0o644)
+	if _, err := LoadInitConfig(other); err == nil || !strings.Contains(err.Error(), "text_config is missing") {
+		t.Errorf("bad config: %v", err)
+	}
+}
