@@ -41,7 +41,8 @@ type wspec struct {
 	kind  int // 0 linear, 1 norm (≈1), 2 scalar/scale (≈1, positive), 3 embedding, 4 router proj
 }
 
-// testSpecs lists every text weight by canonical name (contracts.md).
+// testSpecs lists every text weight by canonical name, written out apart from
+// weights.Specs so that the two check each other.
 func testSpecs(c *config.Text) []wspec {
 	d, v, in := c.HiddenSize, c.VocabSize, c.IntermediateSize
 	s := []wspec{{"embed_tokens.weight", []int{v, d}, 3}, {"norm.weight", []int{d}, 1},

@@ -16,7 +16,7 @@ import (
 )
 
 // Scope is the context scope holding the model's weights, one variable per canonical
-// weight name (contracts.md: HF names without the "model.decoder." prefix).
+// weight name (engine/weights' table: HF names without the "model.decoder." prefix).
 const Scope = "dg"
 
 // Suffixes of a quantized weight's two variables (engine/quant layout): NAME.qweight

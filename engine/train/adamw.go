@@ -7,7 +7,7 @@ import (
 )
 
 // Scopes of the optimizer state inside the training context. The parameters
-// themselves live in model scope "dg" (contracts.md); the moments mirror their
+// themselves live in model scope "dg" (model.Scope); the moments mirror their
 // names under these scopes, so a checkpoint is just "every variable".
 const (
 	scopeMoment1 = "adamw_m"

@@ -3,7 +3,7 @@
 // and evaluated.
 //
 // The objective is the one of the official recipes (Google's JAX SFT and
-// NVIDIA's NeMo recipe; shared/reference/diffusiongemma-training.md):
+// NVIDIA's NeMo AutoModel recipe):
 //
 //   - per example one noise level t ~ U(ε, 1); every canvas position is replaced
 //     by a uniform random token over the whole vocabulary with probability t;

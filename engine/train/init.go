@@ -12,7 +12,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/weights"
 )
 
-// initParams creates the model's variables in scope "dg" (contracts.md: one
+// initParams creates the model's variables in scope "dg" (model.Scope: one
 // variable per canonical name, shapes from weights.Specs) in f32, initialized as
 // the spec says (ones for norms and scales, N(0, 1/fan_in) for projections) from
 // a seeded RNG. Buffers (the layer scalars) are created non-trainable, as in HF.

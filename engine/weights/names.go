@@ -71,8 +71,9 @@ type row struct {
 
 func d(t *config.Text, _ int) []int { return []int{t.HiddenSize} }
 
-// table is THE mapping between canonical names, HF names and shapes (reference §2.3,
-// contracts.md). Global rows first, then per-layer rows, then decoder-only rows.
+// The rows below are THE mapping between canonical names, HF names and shapes, as the
+// released checkpoint's converter (convert_diffusion_gemma_weights.py) names them.
+// Global rows first, then per-layer rows, then decoder-only rows.
 var globalRows = []row{
 	{name: "embed_tokens.weight", shape: func(t *config.Text, _ int) []int { return []int{t.VocabSize, t.HiddenSize} }, init: InitNormal, quant: true},
 	{name: "norm.weight", shape: d},

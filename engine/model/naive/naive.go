@@ -1,7 +1,8 @@
 // Package naive is a plain-Go float64 reference of the DiffusionGemma forward pass,
-// written from the reference text (shared/reference/diffusiongemma.md §1 and §7) with
-// loops and no GoMLX. It is slow and batch-free on purpose: tests compare the GoMLX
-// graph of engine/model against it.
+// written from the published architecture (Hugging Face transformers'
+// modular_diffusion_gemma.py, vLLM's diffusion_gemma.py) with loops and no GoMLX.
+// It is slow and batch-free on purpose: tests compare the GoMLX graph of
+// engine/model against it.
 package naive
 
 import (
@@ -17,7 +18,7 @@ type Tensor struct {
 	Data  []float64
 }
 
-// Model holds the weights by canonical name (contracts.md).
+// Model holds the weights by canonical name (HF names without "model.decoder.").
 type Model struct {
 	Cfg *config.Text
 	W   map[string]Tensor
