@@ -2,7 +2,7 @@
 // conversation into the prompt text (or token ids) the model expects, and
 // splitting a generated answer into its thought and its final text.
 //
-// The format (Gemma 4 chat_template.jinja, reference diffusiongemma.md §6):
+// The format (Gemma 4's chat_template.jinja, which the -it checkpoint ships):
 //
 //	<bos><|turn>system\n[<|think|>\n]SYSTEM<turn|>\n
 //	<|turn>user\nUSER<turn|>\n

@@ -112,8 +112,8 @@ type Generation struct {
 	ARGuidanceInWord float64 `json:"darkroom_ar_guidance_in_word,omitempty"`
 }
 
-// DefaultGeneration is what the released checkpoint ships (reference §2.2); used for
-// keys a generation_config.json leaves out, or when there is none.
+// DefaultGeneration is what the released checkpoint's generation_config.json says;
+// used for keys a generation_config.json leaves out, or when there is none.
 func DefaultGeneration() Generation {
 	return Generation{MaxNewTokens: 256, MaxDenoisingSteps: 48, EntropyBound: 0.1, TMin: 0.4, TMax: 0.8,
 		StabilityThreshold: 1, ConfidenceThreshold: 0.005, EOSTokenIDs: []int{1, 106}, PadTokenID: 0}

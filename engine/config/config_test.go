@@ -9,7 +9,7 @@ import (
 	"testing/fstest"
 )
 
-// realConfig is the released checkpoint's config.json (reference §2.1), abridged
+// realConfig is the released checkpoint's config.json (as its converter writes it), abridged
 // vision_config included to check unknown keys survive.
 const realConfig = `{ "architectures": ["DiffusionGemmaForBlockDiffusion"], "model_type": "diffusion_gemma",
   "canvas_length": 256, "boi_token_id": 255999, "eoi_token_id": 258882, "image_token_id": 258880,

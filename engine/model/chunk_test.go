@@ -261,7 +261,7 @@ func graphNodeStats(g *Graph, vocab, moeF int) nodeStats {
 	return s
 }
 
-// config26B is the 26B-A4B text config (reference §1.2, as models/catalog has it) with
+// config26B is the 26B-A4B text config (as models/catalog has it) with
 // its first `layers` layers, the last one full attention.
 func config26B(layers int) *config.Text {
 	t := &config.Text{

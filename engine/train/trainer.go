@@ -63,7 +63,7 @@ type Options struct {
 	Engine string `json:"engine,omitempty"`
 }
 
-// DefaultOptions are the official recipes' optimizer settings (reference §5)
+// DefaultOptions are the official recipes' optimizer settings (Google's JAX SFT, NeMo)
 // with a learning rate suited to training a small model from scratch.
 func DefaultOptions() Options {
 	return Options{Steps: 1000, Batch: 8, PrefixBuckets: []int{64}, LR: 2e-3, MinLR: 2e-4, Warmup: 50,

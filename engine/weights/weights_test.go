@@ -593,8 +593,8 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 }
 
 // TestReleasedModelSpecs: for the 26B-A4B config the table lists the 691 text tensors
-// of the released checkpoint (1047 minus 356 vision tensors, reference A.9) and ≈25.2B
-// parameters (reference §1.2).
+// of the released checkpoint (1047 minus 356 vision tensors) and ≈25.2B parameters
+// (the model card's count of the language model).
 func TestReleasedModelSpecs(t *testing.T) {
 	cfg := config.Tiny()
 	tx := &cfg.Text

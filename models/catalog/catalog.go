@@ -131,7 +131,7 @@ func Entries() []Entry {
 }
 
 // UnsupportedFormats are community repos of DiffusionGemma the engine cannot
-// load yet, and why (reference diffusiongemma.md §4.2). Unsloth's GGUF (engine/gguf)
+// load yet, and why. Unsloth's GGUF (engine/gguf)
 // and NVIDIA's NVFP4 export now load; none is left.
 func UnsupportedFormats() []Unsupported {
 	return []Unsupported{}
@@ -158,7 +158,7 @@ func CheckLoadable(repo string) error {
 }
 
 // DiffusionGemma26B is the released 26B-A4B-it checkpoint's configuration
-// (reference diffusiongemma.md §1.2, §2.1), for estimates before it is downloaded.
+// (its config.json, as the converter writes it), for estimates before it is downloaded.
 func DiffusionGemma26B() *config.Model {
 	m := &config.Model{
 		Architectures: []string{"DiffusionGemmaForBlockDiffusion"},

@@ -6,7 +6,7 @@
 // takes proxies from the environment (HTTPS_PROXY, NO_PROXY).
 //
 // We do not use go-huggingface's downloader: it cannot resume, does not verify
-// hashes and can rename a truncated file into place (reference gemma4-gomlx.md B.3).
+// hashes and can rename a truncated file into place.
 package hub
 
 import (
