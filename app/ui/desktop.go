@@ -29,6 +29,7 @@ type Desktop struct {
 	clickLbl *widget.Label
 	errLabel *widget.Label
 	stop     *widget.Button
+	power    *widget.Button // "Start the desktop" while off, then "Restart"
 	content  fyne.CanvasObject
 	run      runner
 
@@ -51,13 +52,13 @@ func newDesktop(a *App) *Desktop {
 	d.errLabel.Hide()
 	d.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() { d.run.Stop() })
 	d.stop.Disable()
-	power := widget.NewButtonWithIcon("Start the desktop", theme.ComputerIcon(), func() {
+	d.power = widget.NewButtonWithIcon("Start the desktop", theme.ComputerIcon(), func() {
 		d.prevTokens = nil
 		d.app0 = "desktop"
 		d.Click(assets.Click{ElementID: "power", Text: "Power on", App: "desktop"})
 	})
-	power.Importance = widget.HighImportance
-	bar := container.NewBorder(nil, nil, power, d.stop, d.clickLbl)
+	d.power.Importance = widget.HighImportance
+	bar := container.NewBorder(nil, nil, d.power, d.stop, d.clickLbl)
 	intro := widget.NewLabel("A make-believe computer drawn by the model: every click draws the next whole screen. " +
 		"The screen develops from the previous one instead of from scratch.")
 	intro.Wrapping = fyne.TextWrapWord
@@ -87,13 +88,15 @@ func (d *Desktop) Click(c assets.Click) {
 	d.clickLbl.SetText("Clicked " + c.ElementID + " (" + c.Text + ") in " + c.App)
 	d.errLabel.Hide()
 	d.stop.Enable()
+	d.power.SetText("Restart")
+	d.power.SetIcon(theme.ViewRefreshIcon())
 	warm := d.prevTokens
 	if len(warm) > maxWarmTokens {
 		warm = warm[:maxWarmTokens]
 	}
 	d.run.Start(func(ctx context.Context, seq int64) {
 		current := func() bool { return d.run.Current(seq) }
-		res, err := d.app.developPage(ctx, current, engine.Request{
+		res, shown, err := d.app.developPage(ctx, current, engine.Request{
 			Messages: []engine.Message{
 				{Role: "system", Content: assets.DesktopSystem()},
 				{Role: "user", Content: assets.DesktopPrompt(c)},
@@ -119,7 +122,9 @@ func (d *Desktop) Click(c assets.Click) {
 			if !current() {
 				return
 			}
-			d.view.SetDoc(doc)
+			if res.StopReason != "cancelled" || shown == nil {
+				d.view.SetDoc(doc)
+			} // else the screen stays as it had developed
 			d.status.SetText(st)
 			d.stop.Disable()
 			if res.StopReason != "cancelled" {

@@ -31,6 +31,7 @@ type Encyclopedia struct {
 	scroll   *container.Scroll
 	status   *widget.Label
 	errLabel *widget.Label
+	stopped  *widget.Label // says the page shown is a stopped, partial one
 	content  fyne.CanvasObject
 
 	history []string         // visited titles; pos is the one shown
@@ -74,12 +75,16 @@ func newEncyclopedia(a *App) *Encyclopedia {
 	e.errLabel.Wrapping = fyne.TextWrapWord
 	e.errLabel.Importance = widget.DangerImportance
 	e.errLabel.Hide()
+	e.stopped = widget.NewLabelWithStyle(stoppedNote, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+	e.stopped.Wrapping = fyne.TextWrapWord
+	e.stopped.Importance = widget.WarningImportance
+	e.stopped.Hide()
 
 	bar := container.NewBorder(nil, nil,
 		container.NewHBox(e.back, e.forward, e.reload),
 		container.NewHBox(go1, e.stop, browser),
 		e.address)
-	top := container.NewVBox(bar, a.modelNotice(), e.errLabel)
+	top := container.NewVBox(bar, a.modelNotice(), e.errLabel, e.stopped)
 	e.content = container.NewBorder(top, e.status, nil, nil, e.scroll)
 	e.showWelcome()
 	e.updateButtons()
@@ -182,6 +187,7 @@ func (e *Encyclopedia) showOrGenerate(title string) {
 	e.run.Invalidate() // a generation still winding down must not draw over this page
 	e.address.SetText(title)
 	e.hideError()
+	e.stopped.Hide()
 	e.view.SetDoc(p.doc)
 	e.scroll.ScrollToTop()
 	e.status.SetText("From history · " + p.status)
@@ -206,13 +212,14 @@ func (e *Encyclopedia) hideError() { e.errLabel.Hide() }
 func (e *Encyclopedia) generate(title string) {
 	e.address.SetText(title)
 	e.hideError()
+	e.stopped.Hide()
 	e.stop.Enable()
 	e.updateButtons()
 	e.status.SetText("Starting…")
 	e.scroll.ScrollToTop()
 	e.run.Start(func(ctx context.Context, seq int64) {
 		current := func() bool { return e.run.Current(seq) }
-		res, err := e.app.developPage(ctx, current, engine.Request{
+		res, shown, err := e.app.developPage(ctx, current, engine.Request{
 			Prompt:  assets.EncyclopediaPrompt(title),
 			Opening: assets.EncyclopediaOpening(title),
 			Mode:    engine.Diffusion,
@@ -229,27 +236,38 @@ func (e *Encyclopedia) generate(title string) {
 		}
 		doc := htmlsafe.Parse(res.Text)
 		st := doneStatus(res)
+		partial := res.StopReason == "cancelled" && shown != nil
 		onUI(func() {
 			if !current() {
 				return
 			}
-			e.view.SetDoc(doc)
+			if partial { // the page as it had developed, undecided parts and all
+				e.stopped.Show()
+			} else {
+				e.view.SetDoc(doc)
+			}
 			e.status.SetText(st)
 			e.stop.Disable()
-			if res.StopReason != "cancelled" {
-				e.cache[title] = &page{title: title, html: res.Text, doc: doc, tokens: res.Tokens, status: st}
-			}
-			if len(res.Tokens) == 0 {
+			switch {
+			case res.StopReason == "cancelled":
+			case len(res.Tokens) == 0:
 				e.showError("The model wrote nothing for this topic. Try another one, or Reload.")
+			default:
+				e.cache[title] = &page{title: title, html: res.Text, doc: doc, tokens: res.Tokens, status: st}
 			}
 		})
 	})
 }
 
+// stoppedNote marks a page whose generation was stopped.
+const stoppedNote = "Stopped: this page is partial, as it had developed when you stopped it. Reload to write it in full."
+
 // developPage runs req on the shared model and draws the page developing into
-// view (throttled), with the status line. It returns the finished result; the
-// caller draws the final page. current reports whether this run still owns the UI.
-func (a *App) developPage(ctx context.Context, current func() bool, req engine.Request, view *htmlview.View, status *widget.Label) (*engine.Result, error) {
+// view (throttled), with the status line. It returns the finished result and
+// the last frame drawn (nil if none was); the caller draws the final page, or
+// keeps that frame when the run was stopped. current reports whether this run
+// still owns the UI.
+func (a *App) developPage(ctx context.Context, current func() bool, req engine.Request, view *htmlview.View, status *widget.Label) (*engine.Result, *htmlsafe.Doc, error) {
 	if a.models.Loaded() == nil {
 		onUI(func() {
 			if current() {
@@ -259,14 +277,19 @@ func (a *App) developPage(ctx context.Context, current func() bool, req engine.R
 	}
 	m, err := a.models.Get(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("load the model: %w", err)
+		return nil, nil, fmt.Errorf("load the model: %w", err)
 	}
 	req.Sampling = a.sampling()
 	req.Seed = a.seed()
 	dev := develop.New(m, m.Decode)
+	var shown *htmlsafe.Doc // written by the throttle's goroutine, read after th.Close
 	th := newThrottle(frameInterval, func(ev engine.Event) {
+		if ev.Kind == engine.EventDone {
+			return // the caller draws the end: the final page, or the frame shown when stopped
+		}
 		doc := htmlsafe.Parse(dev.Text(ev))
 		st := stepStatus(ev, len(ev.Committed)+dev.Accepted())
+		shown = doc
 		onUI(func() {
 			if current() {
 				view.SetDoc(doc)
@@ -280,7 +303,7 @@ func (a *App) developPage(ctx context.Context, current func() bool, req engine.R
 	req.OnEvent = th.Push
 	res, err := m.Generate(ctx, req)
 	th.Close()
-	return res, err
+	return res, shown, err
 }
 
 func setEnabled(w fyne.Disableable, on bool) {

@@ -219,6 +219,55 @@ func TestStopKeepsCommittedText(t *testing.T) {
 	}
 }
 
+// TestStopMidCanvasKeepsThePartialPage: stopped before its first canvas is
+// committed, the page stays as it had developed, marked as stopped (it used to
+// be wiped, with "The model wrote nothing for this topic").
+func TestStopMidCanvasKeepsThePartialPage(t *testing.T) {
+	m := &fakeModel{answers: wikiAnswers, gate: make(chan struct{})}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+	var mu sync.Mutex
+	var last *htmlsafe.Doc
+	a.frameHook = func(v *htmlview.View, ev engine.Event) {
+		mu.Lock()
+		last = v.Doc()
+		mu.Unlock()
+	}
+	asUI(func() { e.Navigate("Unix") })
+	feed(t, m.gate, 2) // half of the first canvas accepted, nothing committed
+	waitFor(t, "the second step drawn", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		_, text := countRuns(last)
+		return m.Steps(m.Calls()[0]) == 2 && text > 0
+	})
+	tap(e.stop)
+	e.run.Wait()
+	if res := m.Calls()[0].result; res == nil || res.StopReason != "cancelled" || len(res.Tokens) != 0 {
+		t.Fatalf("want a run stopped before any commit, got %+v", res)
+	}
+	if _, text := countRuns(e.view.Doc()); text == 0 {
+		t.Error("the partial page was wiped")
+	}
+	got := shownText(e.content)
+	if !strings.Contains(got, "Stopped: this page is partial") || strings.Contains(got, "wrote nothing") {
+		t.Errorf("screen says:\n%s", got)
+	}
+	if !strings.HasPrefix(e.status.Text, "Stopped") {
+		t.Errorf("status %q", e.status.Text)
+	}
+	if _, cached := e.cache["Unix"]; cached {
+		t.Error("a stopped page was cached")
+	}
+	// The next page clears the mark.
+	close(m.gate)
+	asUI(func() { e.Navigate("Bell Labs") })
+	e.run.Wait()
+	if got := shownText(e.content); strings.Contains(got, "Stopped: this page is partial") {
+		t.Errorf("the mark outlived its page:\n%s", got)
+	}
+}
+
 func TestModelErrorShownInPlainWords(t *testing.T) {
 	fa := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
 	fa.models = newModelHost(nil) // no loader at all
