@@ -33,7 +33,7 @@ func MulNT(out, a, b []float32, m, n, k int) {
 	mulNT(gemmKernel, out, a, b, m, n, k)
 }
 
-// mulNT is MulNT with the micro-kernel given (nil: the unpacked row kernel, tile2x4).
+// mulNT is MulNT with the micro-kernel given.
 func mulNT(kern *microKernel, out, a, b []float32, m, n, k int) {
 	if m < 0 || n < 0 || k < 0 || len(a) < m*k || len(b) < n*k || len(out) < m*n {
 		panic("kernels.MulNT: slices shorter than their shapes")
@@ -45,37 +45,54 @@ func mulNT(kern *microKernel, out, a, b []float32, m, n, k int) {
 		clear(out[:m*n])
 		return
 	}
-	if kern == nil {
-		mulNTUnpacked(out, a, b, m, n, k)
-		return
+	packB := func(dst []float32, _ *packBuf, j0, cols, p0, kc int) error {
+		packPanels(dst, b, k, j0, cols, p0, kc, kern.nr)
+		return nil
 	}
-	// Split the columns when there are enough of them (each part packs only its own
-	// columns of b, and a is the cheaper operand to pack twice), the rows otherwise.
+	_ = mulNTSplit(kern, out, a, m, n, k, packB) // packB cannot fail
+}
+
+// A packFunc writes columns [j0, j0+cols) of bᵀ, depth [p0, p0+kc), into dst as nr-wide
+// panels (packPanels' layout); buf is the calling worker's scratch.
+type packFunc func(dst []float32, buf *packBuf, j0, cols, p0, kc int) error
+
+// mulNTSplit computes out = a·bᵀ with b supplied by packB, split across the workers:
+// by columns when there are enough of them (each part packs only its own columns of b,
+// and a is the cheaper operand to pack twice), by rows otherwise. It returns the first
+// error of packB.
+func mulNTSplit(kern *microKernel, out, a []float32, m, n, k int, packB packFunc) error {
 	parts := min(workers(), max(1, m*n*k>>17))
 	colPanels, rowPanels := ceilDiv(n, kern.nr), ceilDiv(m, kern.mr)
+	errs := make([]error, parts)
 	parallel(parts, func(part int) {
 		buf := packBufs.Get().(*packBuf)
 		defer packBufs.Put(buf)
 		if colPanels >= 2*parts || colPanels >= rowPanels {
 			j0, j1 := kern.nr*(colPanels*part/parts), min(n, kern.nr*(colPanels*(part+1)/parts))
-			mulNTPacked(kern, buf, out, a, b, n, k, 0, m, j0, j1)
+			errs[part] = mulNTPacked(kern, buf, out, a, n, k, 0, m, j0, j1, packB)
 		} else {
 			i0, i1 := kern.mr*(rowPanels*part/parts), min(m, kern.mr*(rowPanels*(part+1)/parts))
-			mulNTPacked(kern, buf, out, a, b, n, k, i0, i1, 0, n)
+			errs[part] = mulNTPacked(kern, buf, out, a, n, k, i0, i1, 0, n, packB)
 		}
 	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// packBuf is one worker's packed panels and edge tile.
+// packBuf is one worker's packed panels, edge tile and decoding scratch.
 type packBuf struct {
-	a, b, tile []float32
+	a, b, tile, dec []float32
 }
 
 var packBufs = sync.Pool{New: func() any { return new(packBuf) }}
 
 // mulNTPacked computes the block rows [i0, i1) × columns [j0, j1) of out = a·bᵀ with
 // packed panels (the loop nest of BLIS: columns, depth, rows, then micro-tiles).
-func mulNTPacked(kern *microKernel, buf *packBuf, out, a, b []float32, n, k, i0, i1, j0, j1 int) {
+func mulNTPacked(kern *microKernel, buf *packBuf, out, a []float32, n, k, i0, i1, j0, j1 int, packB packFunc) error {
 	mr, nr := kern.mr, kern.nr
 	mc := blockM / mr * mr
 	nc := blockN / nr * nr
@@ -88,7 +105,9 @@ func mulNTPacked(kern *microKernel, buf *packBuf, out, a, b []float32, n, k, i0,
 		for pc := 0; pc < k; pc += blockK {
 			kc := min(blockK, k-pc)
 			accumulate := pc > 0
-			packPanels(buf.b, b, k, jc, ncols, pc, kc, nr)
+			if err := packB(buf.b, buf, jc, ncols, pc, kc); err != nil {
+				return err
+			}
 			for ic := i0; ic < i1; ic += mc {
 				mrows := min(mc, i1-ic)
 				packPanels(buf.a, a, k, ic, mrows, pc, kc, mr)
@@ -121,6 +140,7 @@ func mulNTPacked(kern *microKernel, buf *packBuf, out, a, b []float32, n, k, i0,
 			}
 		}
 	}
+	return nil
 }
 
 // packPanels copies rows [r0, r0+rows) of src [·, k], depth [p0, p0+kc), into dst as
@@ -196,128 +216,3 @@ func kernel4x4Go(kc int, a, b, c *float32, ldc int, accumulate bool) {
 }
 
 var goKernel = &microKernel{name: "go4x4", mr: 4, nr: 4, fn: kernel4x4Go}
-
-// mulNTUnpacked is the AVX2 path: rows of a against rows of b in the 2×4 dot-product
-// tile, no packing, the row pairs shared by the worker pool.
-func mulNTUnpacked(out, a, b []float32, m, n, k int) {
-	clear(out[:m*n])
-	pairs := (m + 1) / 2
-	parts := min(workers(), pairs, max(1, m*n*k>>16))
-	parallel(parts, func(w int) {
-		lo, hi := 2*(pairs*w/parts), min(m, 2*(pairs*(w+1)/parts))
-		if lo < hi {
-			mulNTRows(out, a, b, lo, hi, n, k)
-		}
-	})
-}
-
-// Tile sizes of the unpacked path: kBlock contraction values per pass (2 KiB rows),
-// nBlock rows of b per pass (nBlock·kBlock·4 B = 128 KiB, L2-resident).
-const (
-	kBlock = 512
-	nBlock = 64
-)
-
-// mulNTRows accumulates rows [lo, hi) of out += a·bᵀ.
-func mulNTRows(out, a, b []float32, lo, hi, n, k int) {
-	for p0 := 0; p0 < k; p0 += kBlock {
-		kl := min(kBlock, k-p0)
-		kv := kl &^ 7 // the vector kernel's part; the rest is done in Go
-		for j0 := 0; j0 < n; j0 += nBlock {
-			j1 := min(j0+nBlock, n)
-			for i := lo; i < hi; i += 2 {
-				a0 := a[i*k+p0 : i*k+p0+kl]
-				a1 := a0
-				two := i+1 < hi
-				if two {
-					a1 = a[(i+1)*k+p0 : (i+1)*k+p0+kl]
-				}
-				o0 := out[i*n : i*n+n]
-				o1 := o0
-				if two {
-					o1 = out[(i+1)*n : (i+1)*n+n]
-				}
-				j := j0
-				for ; j+4 <= j1; j += 4 {
-					b0 := b[j*k+p0 : j*k+p0+kl]
-					b1 := b[(j+1)*k+p0 : (j+1)*k+p0+kl]
-					b2 := b[(j+2)*k+p0 : (j+2)*k+p0+kl]
-					b3 := b[(j+3)*k+p0 : (j+3)*k+p0+kl]
-					var s [8]float32
-					if kv > 0 {
-						tile2x4(&a0[0], &a1[0], &b0[0], &b1[0], &b2[0], &b3[0], kv, &s)
-					}
-					for p := kv; p < kl; p++ {
-						x0, x1 := a0[p], a1[p]
-						s[0] += x0 * b0[p]
-						s[1] += x0 * b1[p]
-						s[2] += x0 * b2[p]
-						s[3] += x0 * b3[p]
-						s[4] += x1 * b0[p]
-						s[5] += x1 * b1[p]
-						s[6] += x1 * b2[p]
-						s[7] += x1 * b3[p]
-					}
-					o0[j] += s[0]
-					o0[j+1] += s[1]
-					o0[j+2] += s[2]
-					o0[j+3] += s[3]
-					if two {
-						o1[j] += s[4]
-						o1[j+1] += s[5]
-						o1[j+2] += s[6]
-						o1[j+3] += s[7]
-					}
-				}
-				for ; j < j1; j++ {
-					bj := b[j*k+p0 : j*k+p0+kl]
-					o0[j] += dot(a0, bj)
-					if two {
-						o1[j] += dot(a1, bj)
-					}
-				}
-			}
-		}
-	}
-}
-
-func dot(x, y []float32) float32 {
-	var s0, s1, s2, s3 float32
-	y = y[:len(x)]
-	p := 0
-	for ; p+4 <= len(x); p += 4 {
-		s0 += x[p] * y[p]
-		s1 += x[p+1] * y[p+1]
-		s2 += x[p+2] * y[p+2]
-		s3 += x[p+3] * y[p+3]
-	}
-	for ; p < len(x); p++ {
-		s0 += x[p] * y[p]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-// tile2x4Go is the portable tile: sums[4·r+c] = Σ_{p<kv} a_r[p]·b_c[p] for the first kv
-// (a multiple of 8) values, accumulated in 8 lanes (p mod 8) as the vector kernel does.
-func tile2x4Go(a0, a1, b0, b1, b2, b3 []float32, kv int, sums *[8]float32) {
-	var acc [64]float32
-	a0, a1 = a0[:kv], a1[:kv]
-	b0, b1, b2, b3 = b0[:kv], b1[:kv], b2[:kv], b3[:kv]
-	for p := 0; p < kv; p += 8 {
-		for l := range 8 {
-			x0, x1 := a0[p+l], a1[p+l]
-			acc[l] += x0 * b0[p+l]
-			acc[8+l] += x0 * b1[p+l]
-			acc[16+l] += x0 * b2[p+l]
-			acc[24+l] += x0 * b3[p+l]
-			acc[32+l] += x1 * b0[p+l]
-			acc[40+l] += x1 * b1[p+l]
-			acc[48+l] += x1 * b2[p+l]
-			acc[56+l] += x1 * b3[p+l]
-		}
-	}
-	for r := range 8 {
-		v := acc[8*r : 8*r+8]
-		sums[r] = ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))
-	}
-}

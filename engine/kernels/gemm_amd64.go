@@ -15,14 +15,21 @@ func kernel14x32AVX512(kc int, a, b, c *float32, ldc int, accumulate bool)
 
 var avx512Kernel = &microKernel{name: "avx512-14x32", mr: 14, nr: 32, fn: kernel14x32AVX512}
 
-// gemmKernel is MulNT's micro-kernel on this CPU; nil selects the unpacked AVX2 tile,
-// which beats the packed portable kernel where AVX-512 is missing.
+// kernel6x16AVX2 is the AVX2+FMA micro-kernel (gemm_amd64.s): a 6×16 tile in 12 ymm
+// accumulators.
+//
+//go:noescape
+func kernel6x16AVX2(kc int, a, b, c *float32, ldc int, accumulate bool)
+
+var avx2Kernel = &microKernel{name: "avx2-6x16", mr: 6, nr: 16, fn: kernel6x16AVX2}
+
+// gemmKernel is MulNT's micro-kernel on this CPU.
 var gemmKernel = func() *microKernel {
 	switch {
 	case useAVX512:
 		return avx512Kernel
 	case useAVX2:
-		return nil
+		return avx2Kernel
 	}
 	return goKernel
 }()
@@ -31,7 +38,7 @@ var gemmKernel = func() *microKernel {
 func gemmKernels() []*microKernel {
 	ks := []*microKernel{goKernel}
 	if useAVX2 {
-		ks = append(ks, nil)
+		ks = append(ks, avx2Kernel)
 	}
 	if useAVX512 {
 		ks = append(ks, avx512Kernel)

@@ -31,12 +31,6 @@ func naiveNT(a, b []float32, m, n, k int) []float64 {
 	return out
 }
 
-func kernelName(k *microKernel) string {
-	if k == nil {
-		return "avx2-rows"
-	}
-	return k.name
-}
 
 // checkClose fails unless got matches the float64 reference within float32 rounding of
 // a k-term sum of products of unit-scale values.
@@ -49,8 +43,8 @@ func checkClose(t *testing.T, got []float32, want []float64, k int, tol float64)
 	}
 }
 
-// TestMulNT runs every path (AVX-512, AVX2 rows, portable) on shapes that are not
-// multiples of the micro-tile (14×32, 4×4) or of the cache blocks (MC 112, KC 256,
+// TestMulNT runs every micro-kernel this CPU has (AVX-512, AVX2, portable) on shapes
+// that are not multiples of the micro-tiles (14×32, 6×16, 4×4) or of the cache blocks (MC 112, KC 256,
 // NC 2048), so every edge tile, the depth accumulation and the split across workers
 // are exercised; out starts as garbage and must be overwritten.
 func TestMulNT(t *testing.T) {
@@ -63,7 +57,7 @@ func TestMulNT(t *testing.T) {
 	for _, kern := range gemmKernels() {
 		for _, c := range shapes {
 			m, n, k := c[0], c[1], c[2]
-			t.Run(fmt.Sprintf("%s/%dx%dx%d", kernelName(kern), m, n, k), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", kern.name, m, n, k), func(t *testing.T) {
 				a, b := randSlice(rng, m*k), randSlice(rng, n*k)
 				out := randSlice(rng, m*n)
 				mulNT(kern, out, a, b, m, n, k)
@@ -80,7 +74,7 @@ func TestMulNTZeroDepth(t *testing.T) {
 		mulNT(kern, out, nil, nil, 2, 3, 0)
 		for i, v := range out {
 			if v != 0 {
-				t.Fatalf("%s: out[%d] = %g, want 0", kernelName(kern), i, v)
+				t.Fatalf("%s: out[%d] = %g, want 0", kern.name, i, v)
 			}
 		}
 	}
@@ -109,26 +103,6 @@ func TestMulNTConcurrent(t *testing.T) {
 	}
 }
 
-// TestTileKernels checks the vector tile (assembly where the CPU has it) against the
-// portable one, lane by lane.
-func TestTileKernels(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, kv := range []int{8, 16, 128, 512} {
-		s := make([][]float32, 6)
-		for i := range s {
-			s[i] = randSlice(rng, kv)
-		}
-		var got, want [8]float32
-		tile2x4(&s[0][0], &s[1][0], &s[2][0], &s[3][0], &s[4][0], &s[5][0], kv, &got)
-		tile2x4Go(s[0], s[1], s[2], s[3], s[4], s[5], kv, &want)
-		for i := range got {
-			if d := math.Abs(float64(got[i] - want[i])); d > 1e-4*math.Sqrt(float64(kv)) {
-				t.Fatalf("kv=%d lane %d: %g, want %g", kv, i, got[i], want[i])
-			}
-		}
-	}
-}
-
 // benchShapes are the products bench-peers.sh compares with OpenBLAS: the Mini's
 // [256,64]×[64,4096], the 26B's expert/attention [256,2816]×[2816,704], a square 2048³
 // and the Mini's MLP-sized [256,512]×[512,512]; as [m, n, k].
@@ -138,7 +112,7 @@ func BenchmarkMulNT(b *testing.B) {
 	for _, kern := range gemmKernels() {
 		for _, c := range benchShapes {
 			m, n, k := c[0], c[1], c[2]
-			b.Run(fmt.Sprintf("%s/%dx%dx%d", kernelName(kern), m, k, n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%dx%dx%d", kern.name, m, k, n), func(b *testing.B) {
 				if kern == goKernel && m*n*k > 1<<28 {
 					b.Skip("portable kernel: too slow for this shape")
 				}
@@ -159,9 +133,6 @@ func BenchmarkMulNT(b *testing.B) {
 // ceiling the packed product approaches.
 func BenchmarkMicroKernel(b *testing.B) {
 	for _, kern := range gemmKernels() {
-		if kern == nil {
-			continue
-		}
 		b.Run(kern.name, func(b *testing.B) {
 			const kc = 256
 			a := make([]float32, kern.mr*kc)

@@ -2,17 +2,10 @@
 
 package kernels
 
-import "unsafe"
-
-func tile2x4(a0, a1, b0, b1, b2, b3 *float32, kv int, sums *[8]float32) {
-	tile2x4Go(unsafe.Slice(a0, kv), unsafe.Slice(a1, kv), unsafe.Slice(b0, kv), unsafe.Slice(b1, kv),
-		unsafe.Slice(b2, kv), unsafe.Slice(b3, kv), kv, sums)
-}
-
 const useAVX2 = false
 
 func expShiftAVX2(dst, src *float32, n int, shift, scale float32) float32 {
-	panic("gemm: no vector exp on this platform")
+	panic("kernels: no vector exp on this platform")
 }
 
 var gemmKernel = goKernel

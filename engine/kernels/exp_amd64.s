@@ -2,64 +2,6 @@
 
 #include "textflag.h"
 
-// func tile2x4AVX2(a0, a1, b0, b1, b2, b3 *float32, kv int, sums *[8]float32)
-// Y0..Y3: a0·b0..b3, Y4..Y7: a1·b0..b3, 8 lanes each, reduced to the 8 dot products at
-// the end; kv is a positive multiple of 8.
-TEXT ·tile2x4AVX2(SB), NOSPLIT, $0-64
-	MOVQ a0+0(FP), AX
-	MOVQ a1+8(FP), BX
-	MOVQ b0+16(FP), CX
-	MOVQ b1+24(FP), DX
-	MOVQ b2+32(FP), SI
-	MOVQ b3+40(FP), DI
-	MOVQ kv+48(FP), R8
-	MOVQ sums+56(FP), R9
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ R10, R10
-	SHLQ $2, R8 // bytes
-
-loop:
-	VMOVUPS (AX)(R10*1), Y8
-	VMOVUPS (BX)(R10*1), Y9
-	VMOVUPS (CX)(R10*1), Y10
-	VFMADD231PS Y10, Y8, Y0
-	VFMADD231PS Y10, Y9, Y4
-	VMOVUPS (DX)(R10*1), Y11
-	VFMADD231PS Y11, Y8, Y1
-	VFMADD231PS Y11, Y9, Y5
-	VMOVUPS (SI)(R10*1), Y12
-	VFMADD231PS Y12, Y8, Y2
-	VFMADD231PS Y12, Y9, Y6
-	VMOVUPS (DI)(R10*1), Y13
-	VFMADD231PS Y13, Y8, Y3
-	VFMADD231PS Y13, Y9, Y7
-	ADDQ $32, R10
-	CMPQ R10, R8
-	JLT  loop
-
-	// Horizontal sums: hadd pairs twice, then fold the two 128-bit halves.
-	VHADDPS Y1, Y0, Y8
-	VHADDPS Y3, Y2, Y9
-	VHADDPS Y9, Y8, Y10
-	VEXTRACTF128 $1, Y10, X11
-	VADDPS X11, X10, X10
-	VMOVUPS X10, 0(R9)
-	VHADDPS Y5, Y4, Y8
-	VHADDPS Y7, Y6, Y9
-	VHADDPS Y9, Y8, Y10
-	VEXTRACTF128 $1, Y10, X11
-	VADDPS X11, X10, X10
-	VMOVUPS X10, 16(R9)
-	VZEROUPPER
-	RET
-
 DATA expconst<>+0(SB)/4, $88.3762626647949
 DATA expconst<>+4(SB)/4, $-87.3365447504
 DATA expconst<>+8(SB)/4, $1.44269504088896341

@@ -1,0 +1,12 @@
+//go:build !noasm
+
+package kernels
+
+import "golang.org/x/sys/cpu"
+
+var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// expShiftAVX2 is ExpShift's vector part (exp_amd64.s); n is a positive multiple of 8.
+//
+//go:noescape
+func expShiftAVX2(dst, src *float32, n int, shift, scale float32) float32
