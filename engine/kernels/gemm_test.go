@@ -31,7 +31,6 @@ func naiveNT(a, b []float32, m, n, k int) []float64 {
 	return out
 }
 
-
 // checkClose fails unless got matches the float64 reference within float32 rounding of
 // a k-term sum of products of unit-scale values.
 func checkClose(t *testing.T, got []float32, want []float64, k int, tol float64) {
