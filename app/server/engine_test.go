@@ -29,7 +29,7 @@ func loadTinyEngine(t *testing.T) *engine.Engine {
 func TestRealEngine(t *testing.T) {
 	e := loadTinyEngine(t)
 	s := start(t, Options{Engine: e, ModelID: "tiny", FrameInterval: time.Millisecond})
-	if s.vocab == nil {
+	if m, err := s.model(context.Background()); err != nil || m.Vocab == nil {
 		t.Fatal("no vocabulary derived from the engine")
 	}
 

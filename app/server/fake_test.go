@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"strings"
@@ -109,8 +110,15 @@ func start(t *testing.T, opts Options) *Server {
 	return s
 }
 
-// base is the server's origin, "http://127.0.0.1:PORT".
+// base is the server's API origin, "http://127.0.0.1:PORT".
 func base(s *Server) string { return "http://" + s.Addr() }
+
+// site is the server's browser origin, "http://darkroom-….localhost:PORT",
+// where the token cookie lives.
+func site(s *Server) string {
+	_, port, _ := net.SplitHostPort(s.Addr())
+	return "http://" + net.JoinHostPort(s.runHost, port)
+}
 
 // do sends a request with optional headers and returns the response and body.
 func do(t *testing.T, c *http.Client, method, url, body string, hdr map[string]string) (*http.Response, string) {
@@ -146,14 +154,29 @@ func do(t *testing.T, c *http.Client, method, url, body string, hdr map[string]s
 }
 
 func noRedirect() *http.Client {
-	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &http.Client{Transport: localhostTransport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// localhostTransport connects every *.localhost name to 127.0.0.1, as browsers
+// do (RFC 6761), whatever this machine's resolver says.
+var localhostTransport = &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if host, port, err := net.SplitHostPort(addr); err == nil && strings.HasSuffix(host, ".localhost") {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
+	return (&net.Dialer{}).DialContext(ctx, network, addr)
+}}
+
+// newBrowser is a client with a cookie jar that resolves *.localhost as a browser does.
+func newBrowser() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, Transport: localhostTransport}
 }
 
 // browser is a client with a cookie jar that has opened the token URL.
 func browser(t *testing.T, s *Server) *http.Client {
 	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar}
+	c := newBrowser()
 	resp, body := do(t, c, "GET", s.URL("/"), "", nil)
 	if resp.StatusCode != 200 || !strings.Contains(body, "Darkroom") {
 		t.Fatalf("home with token: %d %q", resp.StatusCode, body)
@@ -195,7 +218,7 @@ func readSSE(r io.Reader) <-chan sseEvent {
 // openEvents opens a page's event stream with client c.
 func openEvents(t *testing.T, c *http.Client, s *Server, path string) (*http.Response, <-chan sseEvent) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", base(s)+path, nil)
+	req, _ := http.NewRequest("GET", site(s)+path, nil)
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -24,20 +26,27 @@ import (
 // ending with "data: [DONE]"). The API key is the server's token.
 //
 // Mapping: roles system/developer, user and assistant become the chat
-// template's system, user and model turns (system turns only at the start).
-// max_tokens (or max_completion_tokens) caps the new tokens. temperature scales
-// the model's denoising temperature schedule (1 = the model's defaults, 0 ≈
-// greedy); in AR mode it is the sampling temperature (0 = greedy). seed makes a
-// run reproducible; without it every request draws a fresh seed. stop (a string
-// or up to 4) cuts the answer at the first occurrence. Extension: "mode": "ar"
-// decodes one token per forward pass instead of block diffusion. The model field
-// is not checked: the server has one model, which every answer names.
+// template's system, user and model turns (system turns only at the start);
+// their text is encoded as plain text, so it cannot write the template's
+// control tokens. model must be the id /v1/models lists (or left out).
+// max_tokens (or max_completion_tokens) caps the new tokens; with the prompt it
+// must fit the model's context. temperature scales the model's denoising
+// temperature schedule (1 = the model's defaults, 0 ≈ greedy); in AR mode it
+// is the sampling temperature (0 = greedy). seed makes a run reproducible;
+// without it every request draws a fresh seed. stop (a string or up to 4) cuts
+// the answer at the first occurrence. Extension: "mode": "ar" decodes one token
+// per forward pass instead of block diffusion; system_fingerprint names the
+// mode that ran.
+//
+// Errors are OpenAI's shape, {"error": {message, type, param, code}}, with a
+// 4xx for everything the client can fix: 400 (context_length_exceeded names
+// the numbers), 401, 404 model_not_found, 405, 413, 415 for a body that is not
+// JSON, 429 with Retry-After when the queue is full. A stream's status is
+// decided before its 200: only a failure of the engine itself arrives inside
+// the stream. Every response carries an x-request-id.
 //
 // API requests do not cancel each other or the browser's pages: the engine runs
 // them one at a time, in turn.
-
-// maxRequestBytes bounds a request body.
-const maxRequestBytes = 8 << 20
 
 type apiModel struct {
 	ID      string `json:"id"`
@@ -46,23 +55,46 @@ type apiModel struct {
 	OwnedBy string `json:"owned_by"`
 }
 
-func (s *Server) model() apiModel {
-	return apiModel{ID: s.opts.ModelID, Object: "model", Created: startTime.Unix(), OwnedBy: "darkroom"}
+func describe(m Model) apiModel {
+	return apiModel{ID: m.ID, Object: "model", Created: startTime.Unix(), OwnedBy: "darkroom"}
 }
 
 var startTime = time.Now()
 
+// apiModelOr writes the "model unavailable" error and returns false when no
+// model can be had.
+func (s *Server) apiModelOr(w http.ResponseWriter, r *http.Request) (Model, bool) {
+	m, err := s.model(r.Context())
+	if err != nil {
+		s.logf("server: no model: %v", err)
+		w.Header().Set("Retry-After", "5")
+		apiError(w, http.StatusServiceUnavailable, "server_error", "model_unavailable", "no model is available: "+err.Error())
+		return Model{}, false
+	}
+	return m, true
+}
+
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []apiModel{s.model()}})
+	if m, ok := s.apiModelOr(w, r); ok {
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []apiModel{describe(m)}})
+	}
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
-	if id := r.PathValue("id"); id != s.opts.ModelID {
-		apiError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
-			fmt.Sprintf("the model %q does not exist; this server runs %q", id, s.opts.ModelID))
+	m, ok := s.apiModelOr(w, r)
+	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, s.model())
+	if id := r.PathValue("id"); id != m.ID {
+		modelNotFound(w, id, m.ID)
+		return
+	}
+	writeJSON(w, http.StatusOK, describe(m))
+}
+
+func modelNotFound(w http.ResponseWriter, id, have string) {
+	apiErrorParam(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
+		fmt.Sprintf("the model %q does not exist; this server runs %q", id, have))
 }
 
 // chatRequest is the body of POST /v1/chat/completions (the fields we honour;
@@ -127,8 +159,8 @@ type defaultsProvider interface {
 	GenerationDefaults() engine.Sampling
 }
 
-// engineRequest checks a chat request and turns it into an engine request.
-func (s *Server) engineRequest(cr *chatRequest) (engine.Request, []string, error) {
+// engineRequest checks a chat request and turns it into an engine request for m.
+func engineRequest(cr *chatRequest, m Model) (engine.Request, []string, error) {
 	var req engine.Request
 	if cr.N != nil && *cr.N != 1 {
 		return req, nil, &badRequest{"n", "n must be 1: this server writes one answer per request"}
@@ -197,7 +229,7 @@ func (s *Server) engineRequest(cr *chatRequest) (engine.Request, []string, error
 			// model's schedule, with 0 meaning "as sharp as possible".
 			scale := max(*t, 0.01)
 			tMin, tMax := 1.0, 1.0
-			if d, ok := s.opts.Engine.(defaultsProvider); ok {
+			if d, ok := m.Engine.(defaultsProvider); ok {
 				def := d.GenerationDefaults()
 				if def.TMin > 0 && def.TMax > 0 {
 					tMin, tMax = def.TMin, def.TMax
@@ -280,50 +312,86 @@ func stopStrings(raw json.RawMessage) ([]string, error) {
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	var cr chatRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBytes))
-	if err := dec.Decode(&cr); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
-				fmt.Sprintf("the request body is larger than %d bytes", maxRequestBytes))
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			apiError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+				fmt.Sprintf("the request body must be JSON (Content-Type: application/json), not %q", ct))
 			return
 		}
+	}
+	var cr chatRequest
+	if err := json.NewDecoder(r.Body).Decode(&cr); err != nil {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is not valid JSON: "+err.Error())
 		return
 	}
-	req, stops, err := s.engineRequest(&cr)
+	m, ok := s.apiModelOr(w, r)
+	if !ok {
+		return
+	}
+	if cr.Model != "" && cr.Model != m.ID {
+		modelNotFound(w, cr.Model, m.ID)
+		return
+	}
+	req, stops, err := engineRequest(&cr, m)
 	if err != nil {
 		var br *badRequest
 		errors.As(err, &br)
 		apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", br.param, br.msg)
 		return
 	}
+	if c, ok := m.Engine.(checker); ok {
+		if _, err := c.Check(req); err != nil {
+			requestError(w, err)
+			return
+		}
+	}
+	if !s.queue.admit() {
+		w.Header().Set("Retry-After", strconv.Itoa(s.queue.retryAfter()))
+		apiError(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded",
+			fmt.Sprintf("%d requests are already waiting for the model; try again shortly", s.opts.QueueLimit))
+		return
+	}
+	defer s.queue.leave()
+
 	id := "chatcmpl-" + randomHex(12)
 	created := time.Now().Unix()
+	fingerprint := "darkroom-" + string(req.Mode)
 	if !cr.Stream {
-		c := s.complete(r.Context(), req, stops, nil)
+		release, err := s.queue.wait(r.Context(), 0, nil)
+		if err != nil {
+			return // the client went away
+		}
+		c := s.complete(r.Context(), m, req, stops, nil)
+		release()
 		if c.err != nil {
+			if r.Context().Err() != nil {
+				return
+			}
+			if errors.As(c.err, new(*engine.ContextError)) {
+				requestError(w, c.err)
+				return
+			}
 			s.logf("server: chat completion: %v", c.err)
 			apiError(w, http.StatusInternalServerError, "server_error", "generation_failed", c.err.Error())
 			return
 		}
 		text := c.text
-		writeJSON(w, http.StatusOK, completionBody{ID: id, Object: "chat.completion", Created: created, Model: s.opts.ModelID,
-			SystemFingerprint: s.fingerprint(),
+		writeJSON(w, http.StatusOK, completionBody{ID: id, Object: "chat.completion", Created: created, Model: m.ID,
+			SystemFingerprint: fingerprint,
 			Choices:           []choice{{Message: &outMessage{Role: "assistant", Content: &text}, Logprobs: json.RawMessage("null"), FinishReason: &c.finish}},
 			Usage:             &c.usage})
 		return
 	}
 
-	stream, ok := newSSE(w)
+	stream, ok := s.newSSE(w)
 	if !ok {
 		apiError(w, http.StatusInternalServerError, "server_error", "no_streaming", "streaming is not supported by this connection")
 		return
 	}
+	defer stream.end()
 	chunk := func(delta *outMessage, finish *string, u *usage) error {
-		body := completionBody{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opts.ModelID,
-			SystemFingerprint: s.fingerprint(), Choices: []choice{}, Usage: u}
+		body := completionBody{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.ID,
+			SystemFingerprint: fingerprint, Choices: []choice{}, Usage: u}
 		if delta != nil {
 			body.Choices = append(body.Choices, choice{Delta: delta, Logprobs: json.RawMessage("null"), FinishReason: finish})
 		}
@@ -333,7 +401,12 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if chunk(&outMessage{Role: "assistant", Content: &empty}, nil, nil) != nil {
 		return
 	}
-	c := s.complete(r.Context(), req, stops, func(delta string) error {
+	release, err := s.queue.wait(r.Context(), s.opts.KeepAlive, func() error { return stream.comment("waiting for the model") })
+	if err != nil {
+		return
+	}
+	defer release()
+	c := s.complete(r.Context(), m, req, stops, func(delta string) error {
 		return chunk(&outMessage{Content: &delta}, nil, nil)
 	})
 	if c.err != nil {
@@ -348,8 +421,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage {
-		body := completionBody{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opts.ModelID,
-			SystemFingerprint: s.fingerprint(), Choices: []choice{}, Usage: &c.usage}
+		body := completionBody{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.ID,
+			SystemFingerprint: fingerprint, Choices: []choice{}, Usage: &c.usage}
 		if stream.event("", body) != nil {
 			return
 		}
@@ -357,7 +430,26 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	_ = stream.raw("", "[DONE]")
 }
 
-func (s *Server) fingerprint() string { return "darkroom-" + string(s.opts.Mode) }
+// requestError answers a request the engine refused before running it: 400,
+// with context_length_exceeded and the numbers for a prompt that does not fit.
+func requestError(w http.ResponseWriter, err error) {
+	var ce *engine.ContextError
+	if errors.As(err, &ce) {
+		msg := fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens "+
+			"(%d in the messages, %d in the completion). Please reduce the length of the messages or max_tokens.",
+			ce.Limit, ce.Need, ce.Prompt, ce.Need-ce.Prompt)
+		if ce.MaxNew > ce.Limit {
+			msg = fmt.Sprintf("max_tokens is %d, but this model's maximum context length is %d tokens.", ce.MaxNew, ce.Limit)
+		}
+		param := "messages"
+		if ce.MaxNew > ce.Limit-ce.Prompt {
+			param = "max_tokens"
+		}
+		apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "context_length_exceeded", param, msg)
+		return
+	}
+	apiError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", err.Error())
+}
 
 // completion is the outcome of one chat generation.
 type completion struct {
@@ -373,7 +465,7 @@ var errStopString = errors.New("a stop string was written")
 // append-only: text that may still change (an incomplete UTF-8 sequence at the
 // end, or the start of a stop string) is held back. A stop string ends the
 // generation early. An onDelta error (the client went away) cancels it.
-func (s *Server) complete(ctx context.Context, req engine.Request, stops []string, onDelta func(string) error) completion {
+func (s *Server) complete(ctx context.Context, m Model, req engine.Request, stops []string, onDelta func(string) error) completion {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	box := newMailbox[string]()
@@ -390,7 +482,7 @@ func (s *Server) complete(ctx context.Context, req engine.Request, stops []strin
 	}
 	finished := make(chan outcome, 1)
 	go func() {
-		res, err := s.opts.Engine.Generate(ctx, req)
+		res, err := s.generate(ctx, m, req)
 		finished <- outcome{res, err}
 	}()
 

@@ -91,7 +91,7 @@ func TestModels(t *testing.T) {
 func TestChatCompletion(t *testing.T) {
 	g := &fakeGen{commits: []string{"Unix is"}, final: "Unix is an operating system."}
 	s := start(t, Options{Engine: withDefaults{g}, ModelID: "darkroom-mini"})
-	code, r, raw := api(t, s, "POST", "/v1/chat/completions", `{"model":"whatever","messages":[
+	code, r, raw := api(t, s, "POST", "/v1/chat/completions", `{"model":"darkroom-mini","messages":[
 		{"role":"system","content":"Be brief."},{"role":"developer","content":"Answer in English."},
 		{"role":"user","content":"What is Unix?"},{"role":"assistant","content":[{"type":"text","text":"An OS."}]},
 		{"role":"user","content":"More?"}],"max_tokens":64,"temperature":0.5,"seed":42,"top_p":0.9}`)

@@ -3,20 +3,42 @@
 // OpenAI-compatible API (/v1/models, /v1/chat/completions with SSE streaming).
 // `darkroom serve` and the desktop app's "Open in browser" both run it.
 //
-// Safety (DESIGN "Rules for bad input and safety"): the server listens on
-// loopback only; every request must carry the per-run token (the ?token= query,
-// which sets a SameSite=Strict HttpOnly cookie, the cookie, or an
-// "Authorization: Bearer" header); requests whose Host is not a loopback name
-// (DNS rebinding) or that come from another origin are refused; every response
-// carries a Content-Security-Policy that allows nothing but this origin, and all
-// model HTML is reduced by app/htmlsafe before it is served. The only script is
-// the server's own static develop.js.
+// Who may use it. The server listens on loopback only, and every request must
+// carry the per-run token: API clients send it as "Authorization: Bearer
+// TOKEN" (the OpenAI API key) to http://127.0.0.1:PORT/v1; a browser opens
+// URL's address once, with ?token=, and keeps it in a cookie. That address's
+// host is a name made for this run, darkroom-RANDOM.localhost (browsers send
+// every *.localhost name to loopback, RFC 6761), and the cookie is host-only
+// for that name. Browsers do not separate cookies by port, so a cookie for
+// 127.0.0.1 or localhost would be sent to every other program serving pages
+// on this computer, and a second Darkroom server would overwrite it; a cookie
+// for a name only this run uses reaches this server alone. No cookie is ever
+// set for another host name. Requests whose Host is neither a loopback name nor
+// this run's (DNS rebinding), or that come from another origin, are refused;
+// every response carries a Content-Security-Policy that allows nothing but this
+// origin, and all model HTML is reduced by app/htmlsafe before it is served.
+// The only script is the server's own static develop.js.
+//
+// Slow clients. Headers must arrive within 10 s and a body within 30 s, an
+// idle connection is closed after 60 s and a stream write that blocks for
+// 30 s ends the stream. A refused request is answered at once without reading
+// its body and its connection is closed, so clients without the token cannot
+// hold connections open.
+//
+// Load. One generation runs at a time. API requests wait their turn in a
+// bounded queue (Options.QueueLimit); a request that finds it full is refused
+// with 429 and Retry-After, and a stream that waits receives SSE comments so
+// that clients and proxies keep the connection.
+//
+// Model switches. With Options.Model the server asks for the model on every
+// request, so after the desktop app switches models or backends new requests
+// run on the new engine; a request that finds its engine closed under it (the
+// switch happened while it waited) runs once more on the current one.
 package server
 
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -46,11 +68,35 @@ type Vocabulary interface {
 	IsEnd(id int) bool       // the id ends a generation (EOS, end of turn, pad)
 }
 
-// Options configure a Server. Only Engine is required.
+// checker is implemented by *engine.Engine: a request's checks without the
+// model (see engine.Engine.Check), so that a client error is answered with a
+// 4xx before a stream starts.
+type checker interface {
+	Check(req engine.Request) (promptTokens int, err error)
+}
+
+// Model is what requests run on.
+type Model struct {
+	// ID names the model in /v1/models and in chat requests' "model": a stable
+	// id such as "darkroom-mini" or a catalog name; default "darkroom".
+	ID       string
+	Engine   Generator
+	Vocab    Vocabulary      // see Vocabulary; nil: derived from Engine where possible
+	Sampling engine.Sampling // the knobs pages are written with (zero: the model's defaults)
+}
+
+// Options configure a Server. Engine (or Model) is required.
 type Options struct {
-	Engine  Generator
-	Vocab   Vocabulary // see Vocabulary; nil: derived from Engine where possible
-	ModelID string     // the model's name in /v1/models and completions; default "darkroom"
+	// Engine, Vocab, ModelID and Sampling are the model when it never changes
+	// (see Model's fields).
+	Engine   Generator
+	Vocab    Vocabulary
+	ModelID  string
+	Sampling engine.Sampling
+	// Model, if set, is asked for the model on every request (and Engine,
+	// Vocab, ModelID and Sampling are ignored): the desktop app's active model,
+	// which the user may switch while the server runs.
+	Model func(ctx context.Context) (Model, error)
 
 	// Addr is where to listen, "127.0.0.1:0" (a random port) by default. The
 	// host must be a loopback address or "localhost"; an empty host means
@@ -62,35 +108,49 @@ type Options struct {
 	Token   string
 	NoToken bool
 
-	// Pages: the sampling knobs, mode and seed the encyclopedia pages are
-	// written with (zero: the model's defaults, diffusion, seed 1 — what
-	// `darkroom wiki` writes).
-	Sampling engine.Sampling
-	Mode     engine.Mode
-	Seed     uint64
+	// Pages: the mode and seed the encyclopedia pages are written with (zero:
+	// diffusion, seed 1 — what `darkroom wiki` writes).
+	Mode engine.Mode
+	Seed uint64
 	// FrameInterval is the least time between two draft events of a developing
 	// page (default 50 ms: at most 20 redraws a second).
 	FrameInterval time.Duration
 	// CacheSize is how many finished pages are kept (default 256).
 	CacheSize int
 
+	// QueueLimit is how many API requests may wait while one runs (default 8);
+	// one more is refused with 429.
+	QueueLimit int
+	// KeepAlive is how often a waiting stream gets an SSE comment (default 10 s).
+	KeepAlive time.Duration
+
 	// Logf, if set, receives one line per failed generation or server error.
 	Logf func(format string, args ...any)
 }
 
+// timeouts bound what a client may make the server wait for.
+type timeouts struct {
+	header, body, idle, write time.Duration
+}
+
+var defaultTimeouts = timeouts{header: 10 * time.Second, body: 30 * time.Second, idle: 60 * time.Second, write: 30 * time.Second}
+
 // Server is the local HTTP server. Create it with New, then Start it.
 type Server struct {
-	opts    Options
-	token   string
-	vocab   Vocabulary
-	handler http.Handler
-	pages   *pageCache
+	opts     Options
+	token    string
+	runHost  string // this run's browser host name, "darkroom-….localhost"
+	timeouts timeouts
+	handler  http.Handler
+	pages    *pageCache
+	queue    *queue
 
-	mu   sync.Mutex
-	http *http.Server
-	ln   net.Listener
-	base string // "http://127.0.0.1:PORT" once started
-	stop context.CancelFunc
+	mu        sync.Mutex
+	http      *http.Server
+	ln        net.Listener
+	port      string
+	stop      context.CancelFunc
+	lastModel string // the id of the model the pages in the cache were written by
 
 	closeOnce sync.Once
 	closeErr  error
@@ -110,7 +170,7 @@ var ErrNotLoopback = errors.New("the server listens on loopback only (127.0.0.1,
 
 // New checks opts and prepares a server; nothing listens until Start.
 func New(opts Options) (*Server, error) {
-	if opts.Engine == nil {
+	if opts.Engine == nil && opts.Model == nil {
 		return nil, errors.New("server: no engine")
 	}
 	addr, err := loopbackAddr(opts.Addr)
@@ -118,8 +178,9 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	opts.Addr = addr
-	if opts.ModelID == "" {
-		opts.ModelID = "darkroom"
+	if opts.Model == nil {
+		m := Model{ID: opts.ModelID, Engine: opts.Engine, Vocab: opts.Vocab, Sampling: opts.Sampling}
+		opts.Model = func(context.Context) (Model, error) { return m, nil }
 	}
 	if opts.Mode == "" {
 		opts.Mode = engine.Diffusion
@@ -136,7 +197,14 @@ func New(opts Options) (*Server, error) {
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = 256
 	}
-	s := &Server{opts: opts, token: opts.Token, pages: newPageCache(opts.CacheSize)}
+	if opts.QueueLimit <= 0 {
+		opts.QueueLimit = 8
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = 10 * time.Second
+	}
+	s := &Server{opts: opts, token: opts.Token, timeouts: defaultTimeouts, pages: newPageCache(opts.CacheSize),
+		queue: newQueue(opts.QueueLimit), runHost: "darkroom-" + randomHex(8) + ".localhost"}
 	if !opts.NoToken {
 		if s.token == "" {
 			b := make([]byte, 24)
@@ -150,17 +218,54 @@ func New(opts Options) (*Server, error) {
 	} else {
 		s.token = ""
 	}
-	s.vocab = opts.Vocab
-	if s.vocab == nil {
-		switch g := opts.Engine.(type) {
-		case Vocabulary:
-			s.vocab = g
-		case *engine.Engine:
-			s.vocab = newEngineVocab(g)
-		}
-	}
 	s.handler = s.guard(s.routes())
 	return s, nil
+}
+
+// model is the model a request runs on now (Options.Model), with its
+// vocabulary and id filled in. The page cache is dropped when the model changed.
+func (s *Server) model(ctx context.Context) (Model, error) {
+	m, err := s.opts.Model(ctx)
+	if err != nil {
+		return Model{}, err
+	}
+	if m.Engine == nil {
+		return Model{}, errors.New("no model is loaded")
+	}
+	if m.ID == "" {
+		m.ID = "darkroom"
+	}
+	if m.Vocab == nil {
+		switch g := m.Engine.(type) {
+		case Vocabulary:
+			m.Vocab = g
+		case *engine.Engine:
+			m.Vocab = newEngineVocab(g)
+		}
+	}
+	s.mu.Lock()
+	changed := s.lastModel != "" && s.lastModel != m.ID
+	s.lastModel = m.ID
+	s.mu.Unlock()
+	if changed {
+		s.pages.clear()
+	}
+	return m, nil
+}
+
+// generate runs req on m; when m's engine was closed before it started (the
+// app switched models or backends meanwhile), it runs once more on the model
+// in use now.
+func (s *Server) generate(ctx context.Context, m Model, req engine.Request) (*engine.Result, error) {
+	res, err := m.Engine.Generate(ctx, req)
+	if !errors.Is(err, engine.ErrClosed) {
+		return res, err
+	}
+	m, merr := s.model(ctx)
+	if merr != nil {
+		return nil, fmt.Errorf("%w; then: %w", err, merr)
+	}
+	return m.Engine.Generate(ctx, req)
 }
 
 // loopbackAddr returns addr with a default host and port, or ErrNotLoopback.
@@ -209,11 +314,11 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("server: listen on %s: %w", s.opts.Addr, err)
 	}
 	s.ln = ln
-	s.base = "http://" + ln.Addr().String()
+	_, s.port, _ = net.SplitHostPort(ln.Addr().String())
 	// Every request context derives from base, so Close ends open streams at once.
 	base, stop := context.WithCancel(context.Background())
 	s.stop = stop
-	s.http = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
+	s.http = &http.Server{Handler: s.handler, ReadHeaderTimeout: s.timeouts.header, IdleTimeout: s.timeouts.idle,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	s.done = make(chan struct{})
 	go func() {
@@ -254,30 +359,38 @@ func (s *Server) Addr() string {
 	return s.ln.Addr().String()
 }
 
+// APIBase is the OpenAI base URL, "http://127.0.0.1:PORT/v1" ("" before Start).
+func (s *Server) APIBase() string {
+	if a := s.Addr(); a != "" {
+		return "http://" + a + "/v1"
+	}
+	return ""
+}
+
 // Token is the per-run token ("" with NoToken). API clients send it as
 // "Authorization: Bearer TOKEN" (the OpenAI API key).
 func (s *Server) Token() string { return s.token }
 
-// URL is the absolute URL of path (e.g. "/wiki/Unix", "/v1") with the token in
-// the query, ready to open in a browser; "" before Start.
+// URL is the absolute browser URL of path (e.g. "/wiki/Unix"): on this run's
+// host name, with the token in the query; "" before Start.
 func (s *Server) URL(path string) string {
 	s.mu.Lock()
-	base := s.base
+	port := s.port
 	s.mu.Unlock()
-	if base == "" {
+	if port == "" {
 		return ""
 	}
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
 	if s.token == "" {
-		return base + path
+		return "http://" + s.Addr() + path
 	}
 	sep := "?"
 	if strings.Contains(path, "?") {
 		sep = "&"
 	}
-	return base + path + sep + "token=" + url.QueryEscape(s.token)
+	return "http://" + net.JoinHostPort(s.runHost, port) + path + sep + "token=" + url.QueryEscape(s.token)
 }
 
 // PageURL is URL of the encyclopedia page for title.
@@ -341,102 +454,26 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/models/{id}", s.handleModel)
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := apiMethod(r.URL.Path); allow != "" {
+			w.Header().Set("Allow", allow)
+			apiError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+				fmt.Sprintf("%s %s is not supported; use %s", r.Method, r.URL.Path, allow))
+			return
+		}
 		apiError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", fmt.Sprintf("unknown API endpoint %s %s", r.Method, r.URL.Path))
 	})
 	return mux
 }
 
-// securityHeaders go on every response, errors included.
-func securityHeaders(h http.Header) {
-	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "+
-		"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cross-Origin-Opener-Policy", "same-origin")
-	h.Set("Cross-Origin-Resource-Policy", "same-origin")
-	h.Set("Cache-Control", "no-store")
-}
-
-// guard applies the checks every request must pass: loopback Host, same
-// origin, and the token.
-func (s *Server) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		securityHeaders(w.Header())
-		api := strings.HasPrefix(r.URL.Path, "/v1/")
-		deny := func(status int, code, msg string) {
-			if api {
-				apiError(w, status, "invalid_request_error", code, msg)
-				return
-			}
-			http.Error(w, msg, status)
-		}
-		host := r.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		if !isLoopbackHost(host) {
-			deny(http.StatusForbidden, "forbidden_host", "refused: the Host header is not a loopback address")
-			return
-		}
-		if origin := r.Header.Get("Origin"); origin != "" && origin != "http://"+r.Host {
-			deny(http.StatusForbidden, "cross_origin", "refused: cross-origin request")
-			return
-		}
-		// Browsers say where a request comes from. "same-site" includes other
-		// ports of this machine (another local web app): refused as well, since
-		// the SameSite cookie would ride along.
-		if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-			deny(http.StatusForbidden, "cross_origin", "refused: request from another site")
-			return
-		}
-		if s.token == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		q := r.URL.Query()
-		var given, via string
-		if t := q.Get("token"); t != "" {
-			given, via = t, "query"
-		} else if a := r.Header.Get("Authorization"); a != "" {
-			t, ok := strings.CutPrefix(a, "Bearer ")
-			if !ok {
-				deny(http.StatusUnauthorized, "invalid_api_key", "refused: the Authorization header must be \"Bearer TOKEN\"")
-				return
-			}
-			given, via = strings.TrimSpace(t), "header"
-		} else if c, err := r.Cookie(TokenCookie); err == nil {
-			given, via = c.Value, "cookie"
-		}
-		if given == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="darkroom"`)
-			deny(http.StatusUnauthorized, "missing_api_key", "refused: this server needs the token it printed at start (open the URL with ?token=…, or send Authorization: Bearer TOKEN)")
-			return
-		}
-		if subtle.ConstantTimeCompare([]byte(given), []byte(s.token)) != 1 {
-			status := http.StatusForbidden
-			if api {
-				status = http.StatusUnauthorized // what OpenAI answers to a wrong key
-			}
-			deny(status, "invalid_api_key", "refused: wrong token")
-			return
-		}
-		if via == "query" && !api {
-			// A browser arriving with ?token=: keep the token in a cookie and
-			// drop it from the address bar (it would otherwise sit in history).
-			http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: s.token, Path: "/", HttpOnly: true,
-				SameSite: http.SameSiteStrictMode})
-			if r.Method == http.MethodGet || r.Method == http.MethodHead {
-				q.Del("token")
-				u := *r.URL
-				u.RawQuery = q.Encode()
-				u.Scheme, u.Host = "", ""
-				http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+// apiMethod is the method an API path answers to ("" for an unknown path).
+func apiMethod(path string) string {
+	switch {
+	case path == "/v1/chat/completions":
+		return http.MethodPost
+	case path == "/v1/models", strings.HasPrefix(path, "/v1/models/") && !strings.Contains(path[len("/v1/models/"):], "/"):
+		return http.MethodGet
+	}
+	return ""
 }
 
 // errShutdown and errSuperseded are the causes a page generation is cancelled with.

@@ -57,7 +57,8 @@ func TestTokenRequired(t *testing.T) {
 		t.Error("two servers share a token")
 	}
 	u, err := url.Parse(s.URL("/wiki/Unix"))
-	if err != nil || u.Query().Get("token") != tok || u.Hostname() != "127.0.0.1" || u.Path != "/wiki/Unix" {
+	if err != nil || u.Query().Get("token") != tok || u.Hostname() != s.runHost || u.Path != "/wiki/Unix" ||
+		!strings.HasPrefix(u.Hostname(), "darkroom-") || !strings.HasSuffix(u.Hostname(), ".localhost") {
 		t.Fatalf("URL %q", s.URL("/wiki/Unix"))
 	}
 
@@ -77,7 +78,7 @@ func TestTokenRequired(t *testing.T) {
 		if resp.StatusCode != wrong {
 			t.Errorf("GET %s with a wrong token: %d, want %d", path, resp.StatusCode, wrong)
 		}
-		resp, _ = do(t, nil, "GET", base(s)+path, "", map[string]string{"Cookie": TokenCookie + "=nope"})
+		resp, _ = do(t, nil, "GET", site(s)+path, "", map[string]string{"Cookie": TokenCookie + "=nope"})
 		if resp.StatusCode != wrong {
 			t.Errorf("GET %s with a wrong cookie: %d, want %d", path, resp.StatusCode, wrong)
 		}
@@ -103,7 +104,8 @@ func TestTokenRequired(t *testing.T) {
 		t.Errorf("API with Basic auth: %d, want 401", resp.StatusCode)
 	}
 
-	// ?token= sets a strict, HttpOnly cookie and redirects to the URL without it.
+	// ?token= on this run's host sets a strict, HttpOnly, host-only cookie and
+	// redirects to the URL without it.
 	resp, _ = do(t, nil, "GET", s.URL("/wiki/Unix?regen=1"), "", nil)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/wiki/Unix?regen=1" {
 		t.Errorf("token URL: %d → %q", resp.StatusCode, resp.Header.Get("Location"))
@@ -114,16 +116,24 @@ func TestTokenRequired(t *testing.T) {
 			ck = c
 		}
 	}
-	if ck == nil || ck.Value != tok || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/" {
+	if ck == nil || ck.Value != tok || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/" || ck.Domain != "" {
 		t.Fatalf("cookie %+v", ck)
 	}
-	resp, body = do(t, nil, "GET", base(s)+"/", "", map[string]string{"Cookie": TokenCookie + "=" + tok})
+	resp, body = do(t, nil, "GET", site(s)+"/", "", map[string]string{"Cookie": TokenCookie + "=" + tok})
 	if resp.StatusCode != 200 || !strings.Contains(body, "Darkroom") {
 		t.Errorf("home with cookie: %d", resp.StatusCode)
 	}
+	// The cookie counts on this run's host only; elsewhere no cookie is set.
+	if resp, _ = do(t, nil, "GET", base(s)+"/", "", map[string]string{"Cookie": TokenCookie + "=" + tok}); resp.StatusCode != 401 {
+		t.Errorf("home on 127.0.0.1 with the cookie: %d, want 401", resp.StatusCode)
+	}
+	resp, _ = do(t, nil, "GET", base(s)+"/wiki/Unix?token="+tok, "", nil)
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != s.URL("/wiki/Unix") || len(resp.Cookies()) != 0 {
+		t.Errorf("token URL on 127.0.0.1: %d → %q, cookies %v; want the run's host, no cookie", resp.StatusCode, loc, resp.Cookies())
+	}
 	// A browser following the URL ends on the page with the cookie set.
 	c := browser(t, s)
-	resp, _ = do(t, c, "GET", base(s)+"/static/develop.js", "", nil)
+	resp, _ = do(t, c, "GET", site(s)+"/static/develop.js", "", nil)
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
 		t.Errorf("script with the cookie: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}

@@ -2,8 +2,6 @@ package server
 
 import (
 	"errors"
-	"net/http"
-	"net/http/cookiejar"
 	"strings"
 	"testing"
 )
@@ -19,7 +17,7 @@ func TestSwitch(t *testing.T) {
 		t.Fatal("running before Set")
 	}
 	u, err := w.Set(true)
-	if err != nil || !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.Contains(u, "token=") {
+	if err != nil || !strings.HasPrefix(u, "http://darkroom-") || !strings.Contains(u, ".localhost:") || !strings.Contains(u, "token=") {
 		t.Fatalf("Set(true) = %q, %v", u, err)
 	}
 	if u2, _ := w.Set(true); u2 != u || starts != 1 {
@@ -29,8 +27,7 @@ func TestSwitch(t *testing.T) {
 	if err != nil || !strings.Contains(page, "/wiki/bubble_sort?token=") {
 		t.Errorf("PageURL = %q, %v", page, err)
 	}
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar} // a browser: ?token= sets the cookie the redirect needs
+	c := newBrowser() // ?token= sets the cookie the redirect needs
 	if resp, err := c.Get(page); err != nil || resp.StatusCode != 200 {
 		t.Errorf("GET page: %v %v", resp, err)
 	} else {
@@ -39,7 +36,7 @@ func TestSwitch(t *testing.T) {
 	if u, err := w.Set(false); u != "" || err != nil || w.Running() != nil {
 		t.Errorf("Set(false) = %q, %v", u, err)
 	}
-	if _, err := http.Get(page); err == nil {
+	if _, err := c.Get(page); err == nil {
 		t.Error("the server answers after Set(false)")
 	}
 	// "Open in browser" while off starts a new server, with a new token.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"net/http"
 	"path"
@@ -88,8 +89,13 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 		}
 		b.WriteString("</ul>")
 	}
-	s.writePage(w, pageView{Title: "Darkroom", Content: template.HTML(htmlsafe.Sanitize(b.String())),
-		Status: "Model: " + s.opts.ModelID})
+	status := "Model: "
+	if m, err := s.model(r.Context()); err == nil {
+		status += m.ID
+	} else {
+		status += "none (" + clip(err.Error(), 200) + ")"
+	}
+	s.writePage(w, pageView{Title: "Darkroom", Content: template.HTML(htmlsafe.Sanitize(b.String())), Status: status})
 }
 
 // handleSearch turns the search form (GET /wiki?q=topic) into the topic's page.
@@ -99,13 +105,44 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
+	if titleTooLong(w, title) {
+		return
+	}
 	http.Redirect(w, r, wikiPath(title), http.StatusSeeOther)
+}
+
+// maxTitleRunes bounds a topic: its heading is held at the head of the page's
+// first canvas, so a title must stay well inside one canvas.
+const maxTitleRunes = 200
+
+// titleTooLong answers 400 for a topic longer than maxTitleRunes.
+func titleTooLong(w http.ResponseWriter, title string) bool {
+	if n := utf8.RuneCountInString(title); n > maxTitleRunes {
+		http.Error(w, fmt.Sprintf("This topic is %d characters long; a page's title can have at most %d. Shorten the topic and try again.",
+			n, maxTitleRunes), http.StatusBadRequest)
+		return true
+	}
+	return false
+}
+
+// clip shortens s to about n bytes for a log line or a status.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
 func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	title, slug := pageTitle(r, assets.WikiPrefix)
 	if title == "" {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	if titleTooLong(w, title) {
 		return
 	}
 	regen := r.URL.Query().Has("regen")
@@ -146,34 +183,57 @@ func (s *Server) handlePageEvents(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	sse, ok := newSSE(w)
+	if titleTooLong(w, title) {
+		return
+	}
+	m, merr := s.model(r.Context())
+	sse, ok := s.newSSE(w)
 	if !ok {
 		http.Error(w, "streaming is not supported by this connection", http.StatusInternalServerError)
 		return
 	}
+	defer sse.end()
 	if p, ok := s.pages.get(title); ok && !r.URL.Query().Has("regen") {
 		sse.event("done", pageEvent{HTML: p.html, Status: p.status + " · from the cache"})
+		return
+	}
+	if merr != nil {
+		s.logf("server: page %q: no model: %v", clip(title, 80), merr)
+		sse.event("failed", pageEvent{Status: "No model is available: " + clip(merr.Error(), 300)})
 		return
 	}
 	ctx, end := s.beginPage(r.Context())
 	defer end()
 
-	dev := develop.New(s.vocab, nil)
+	dev := develop.New(m.Vocab, nil)
 	box := newMailbox[pageEvent]()
 	req := engine.Request{Prompt: assets.EncyclopediaPrompt(title), Opening: assets.EncyclopediaOpening(title), Mode: s.opts.Mode, Seed: s.opts.Seed,
-		Sampling: s.opts.Sampling, OnEvent: func(ev engine.Event) {
+		Sampling: m.Sampling, OnEvent: func(ev engine.Event) {
 			if ev.Kind == engine.EventDone {
 				return // the result below is the final word
 			}
 			box.put(pageEvent{HTML: dev.Text(ev), Status: stepStatus(ev), Canvas: ev.Canvas, Step: ev.Step})
 		}}
+	if c, ok := m.Engine.(checker); ok {
+		if _, err := c.Check(req); err != nil {
+			s.logf("server: page %q refused: %v", clip(title, 80), clip(err.Error(), 300))
+			sse.event("failed", pageEvent{Status: "This topic cannot be written as one page: " + clip(err.Error(), 300) + ". Try a shorter topic."})
+			return
+		}
+	}
+	release, err := s.queue.wait(ctx, s.opts.KeepAlive, func() error { return sse.comment("waiting for the model") })
+	if err != nil {
+		sse.event("failed", pageEvent{Status: "Stopped: " + err.Error() + "."})
+		return
+	}
+	defer release()
 	type outcome struct {
 		res *engine.Result
 		err error
 	}
 	finished := make(chan outcome, 1)
 	go func() {
-		res, err := s.opts.Engine.Generate(ctx, req)
+		res, err := s.generate(ctx, m, req)
 		finished <- outcome{res, err}
 	}()
 
@@ -206,8 +266,8 @@ loop:
 
 	switch {
 	case out.err != nil:
-		s.logf("server: page %q: %v", title, out.err)
-		sse.event("failed", pageEvent{Status: "Could not write the page: " + out.err.Error()})
+		s.logf("server: page %q: %v", clip(title, 80), clip(out.err.Error(), 300))
+		sse.event("failed", pageEvent{Status: "Could not write the page: " + clip(out.err.Error(), 300)})
 	case out.res.StopReason == "cancelled":
 		reason := "Stopped."
 		if cause := context.Cause(ctx); errors.Is(cause, errSuperseded) || errors.Is(cause, errShutdown) {
@@ -442,15 +502,17 @@ func (m *mailbox[T]) take() (T, bool) {
 	return v, ok
 }
 
-// sse writes Server-Sent Events.
+// sse writes Server-Sent Events. Each write must go through within the write
+// timeout: a client that stops reading ends its stream (and its generation)
+// instead of holding the engine.
 type sse struct {
-	w http.ResponseWriter
-	f http.Flusher
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
 }
 
-func newSSE(w http.ResponseWriter) (*sse, bool) {
-	f, ok := w.(http.Flusher)
-	if !ok {
+func (s *Server) newSSE(w http.ResponseWriter) (*sse, bool) {
+	if _, ok := w.(http.Flusher); !ok {
 		return nil, false
 	}
 	h := w.Header()
@@ -458,9 +520,28 @@ func newSSE(w http.ResponseWriter) (*sse, bool) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	f.Flush()
-	return &sse{w: w, f: f}, true
+	e := &sse{w: w, rc: http.NewResponseController(w), timeout: s.timeouts.write}
+	return e, e.write("") == nil
 }
+
+// end lifts the write deadline, which would otherwise outlive the stream on a
+// kept-alive connection.
+func (s *sse) end() { _ = s.rc.SetWriteDeadline(time.Time{}) }
+
+// write sends text (possibly none) and flushes it, within the write timeout.
+func (s *sse) write(text string) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if text != "" {
+		if _, err := io.WriteString(s.w, text); err != nil {
+			return err
+		}
+	}
+	return s.rc.Flush()
+}
+
+// comment sends an SSE comment, which clients ignore: it keeps a waiting
+// stream's connection alive.
+func (s *sse) comment(text string) error { return s.write(": " + text + "\n\n") }
 
 // event sends one event with v as JSON data (name "" sends an unnamed event).
 func (s *sse) event(name string, v any) error {
@@ -477,9 +558,5 @@ func (s *sse) raw(name, data string) error {
 		b.WriteString("event: " + name + "\n")
 	}
 	b.WriteString("data: " + data + "\n\n")
-	if _, err := s.w.Write([]byte(b.String())); err != nil {
-		return err
-	}
-	s.f.Flush()
-	return nil
+	return s.write(b.String())
 }

@@ -43,7 +43,7 @@ func TestPageSanitized(t *testing.T) {
 	c := browser(t, s)
 
 	// The shell: our own script only, the stream URL, no model HTML yet.
-	resp, shell := do(t, c, "GET", base(s)+"/wiki/Unix", "", nil)
+	resp, shell := do(t, c, "GET", site(s)+"/wiki/Unix", "", nil)
 	if resp.StatusCode != 200 || !strings.Contains(shell, `data-events="/events/wiki/Unix"`) ||
 		strings.Count(shell, "<script") != 1 || !strings.Contains(shell, `<script src="/static/develop.js" defer>`) {
 		t.Fatalf("shell %d: %s", resp.StatusCode, shell)
@@ -86,7 +86,7 @@ func TestPageSanitized(t *testing.T) {
 
 	// The finished page comes from the cache, sanitized, with no stream to open.
 	n := len(g.requests)
-	resp, page := do(t, c, "GET", base(s)+"/wiki/Unix", "", nil)
+	resp, page := do(t, c, "GET", site(s)+"/wiki/Unix", "", nil)
 	if resp.StatusCode != 200 || strings.Contains(page, "data-events") || !strings.Contains(page, "Bell Labs") {
 		t.Fatalf("cached page %d: %s", resp.StatusCode, page)
 	}
@@ -99,11 +99,11 @@ func TestPageSanitized(t *testing.T) {
 		t.Error("a cached page was generated again")
 	}
 	// Regenerate bypasses the cache.
-	if _, page := do(t, c, "GET", base(s)+"/wiki/Unix?regen=1", "", nil); !strings.Contains(page, `data-events="/events/wiki/Unix?regen=1"`) {
+	if _, page := do(t, c, "GET", site(s)+"/wiki/Unix?regen=1", "", nil); !strings.Contains(page, `data-events="/events/wiki/Unix?regen=1"`) {
 		t.Errorf("regen page: %s", page)
 	}
 	// The home page lists the page written.
-	if _, home := do(t, c, "GET", base(s)+"/", "", nil); !strings.Contains(home, `<a href="/wiki/Unix">Unix</a>`) {
+	if _, home := do(t, c, "GET", site(s)+"/", "", nil); !strings.Contains(home, `<a href="/wiki/Unix">Unix</a>`) {
 		t.Errorf("home: %s", home)
 	}
 }
@@ -119,20 +119,20 @@ func TestPageURLs(t *testing.T) {
 		{"/wiki/operating%20system", "/wiki/operating_system"},
 		{"/wiki/", "/"},
 	} {
-		resp, _ := do(t, &noFollow, "GET", base(s)+tc.path, "", nil)
+		resp, _ := do(t, &noFollow, "GET", site(s)+tc.path, "", nil)
 		if loc := resp.Header.Get("Location"); resp.StatusCode/100 != 3 || loc != tc.location {
 			t.Errorf("%s: %d → %q, want %q", tc.path, resp.StatusCode, loc, tc.location)
 		}
 	}
 	// Canonical slugs are served as they are, C++ included.
-	resp, body := do(t, &noFollow, "GET", base(s)+"/wiki/"+assets.Slug("C++"), "", nil)
+	resp, body := do(t, &noFollow, "GET", site(s)+"/wiki/"+assets.Slug("C++"), "", nil)
 	if resp.StatusCode != 200 || !strings.Contains(body, `data-events="/events/wiki/C%2B%2B"`) {
 		t.Errorf("C++ page: %d %.300s", resp.StatusCode, body)
 	}
 	if s.PageURL("C++") != s.URL("/wiki/C%2B%2B") {
 		t.Errorf("PageURL %q", s.PageURL("C++"))
 	}
-	if resp, _ := do(t, c, "GET", base(s)+"/static/nope.js", "", nil); resp.StatusCode != 404 {
+	if resp, _ := do(t, c, "GET", site(s)+"/static/nope.js", "", nil); resp.StatusCode != 404 {
 		t.Errorf("missing static file: %d", resp.StatusCode)
 	}
 }
