@@ -223,16 +223,14 @@ func planGGUF(f *gguf.File, cfg *config.Model, opts GGUFOptions) ([]ggufPlan, er
 	var plans []ggufPlan
 	for _, sp := range Specs(cfg) {
 		p := ggufPlan{spec: sp}
-		name, ok := gguf.Name(sp.Name)
-		if !ok {
-			return nil, fmt.Errorf("%s: no GGUF name is known for tensor %s", f.Path, sp.Name)
-		}
+		name := sp.GGUF
 		if t, ok := f.Lookup(name); ok {
 			if !slices.Equal(t.Shape(), sp.Shape) {
 				return nil, fmt.Errorf("%s: tensor %s (%s) has shape %v, want %v", f.Path, name, sp.Name, fmtShape(t.Shape()), fmtShape(sp.Shape))
 			}
 			p.parts = []gguf.TensorInfo{t}
-		} else if gate, up, split := gguf.SplitNames(sp.Name); split {
+		} else if len(sp.GGUFSplit) == 2 {
+			gate, up := sp.GGUFSplit[0], sp.GGUFSplit[1]
 			tg, okg := f.Lookup(gate)
 			tu, oku := f.Lookup(up)
 			if !okg || !oku {
@@ -261,7 +259,7 @@ func planGGUF(f *gguf.File, cfg *config.Model, opts GGUFOptions) ([]ggufPlan, er
 		if used[t.Name] {
 			continue
 		}
-		canon, ignored, ok := gguf.Canonical(t.Name)
+		canon, ignored, ok := ClassifyGGUF(t.Name)
 		switch {
 		case ignored:
 		case !ok:

@@ -152,11 +152,9 @@ func writeGGUF(t *testing.T, dir string, cfg *config.Model, split bool, edit fun
 		}
 		typ := ggufType(sp.Name, sp.Shape)
 		fx.types[sp.Name] = typ
-		name, ok := gguf.Name(sp.Name)
-		if !ok {
-			t.Fatalf("no GGUF name for %s", sp.Name)
-		}
-		if gate, up, isSplit := gguf.SplitNames(sp.Name); isSplit && split {
+		name := sp.GGUF
+		if len(sp.GGUFSplit) == 2 && split {
+			gate, up := sp.GGUFSplit[0], sp.GGUFSplit[1]
 			e, f2, d := sp.Shape[0], sp.Shape[1]/2, sp.Shape[2]
 			var g, u []float32
 			for x := 0; x < e; x++ {

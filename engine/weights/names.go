@@ -1,7 +1,7 @@
 // Package weights owns the model's tensors on the host: the one table that maps the
-// engine's canonical names to Hugging Face checkpoint names and shapes (Specs), loading
-// a checkpoint into a Set (all-or-nothing, every tensor checked), writing one (Save),
-// and random initialisation for tests and training (Random).
+// engine's canonical names to Hugging Face checkpoint names, GGUF names and shapes
+// (Specs), loading a checkpoint into a Set (all-or-nothing, every tensor checked),
+// writing one (Save), and random initialisation for tests and training (Random).
 //
 // Canonical names are HF's with the "model.decoder." prefix removed. HF checkpoints
 // store the shared text weights once, under model.decoder.* (what Google ships) and/or
@@ -13,9 +13,12 @@ package weights
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
@@ -43,9 +46,14 @@ type Spec struct {
 	// HF is where a checkpoint stores it (and Save writes it); Alt is the other place a
 	// checkpoint may store it instead ("" if none).
 	HF, Alt string
-	Layer   int // layer index, -1 for global tensors
-	Init    InitKind
-	Std     float64 // for InitNormal
+	// GGUF is its name in llama.cpp's diffusion-gemma GGUF files; GGUFSplit, for the
+	// fused experts.gate_up_proj only, the separate gate and up tensors some
+	// converters write instead (each [E, F, D], gate first).
+	GGUF      string
+	GGUFSplit []string
+	Layer     int // layer index, -1 for global tensors
+	Init      InitKind
+	Std       float64 // for InitNormal
 	// Buffer marks non-trained tensors (the layer scalars).
 	Buffer bool
 	// Quantizable marks weights a quantization profile may store as int8/int4
@@ -58,68 +66,95 @@ type dims func(t *config.Text, i int) []int
 
 // row is one entry of the name table. "{i}" stands for the layer index.
 type row struct {
-	name  string
-	hf    string // "" = DecoderPrefix+name
-	alt   string // "" = EncoderPrefix+name; "-" = none
-	shape dims
-	init  InitKind
-	buf   bool
-	quant bool
+	name string
+	hf   string // "" = DecoderPrefix+name
+	alt  string // "" = EncoderPrefix+name; "-" = none
+	// gguf is the GGUF name; for a layer's tensor, what follows "blk.{i}.". ggufSplit:
+	// the split gate and up names standing in for a fused gate_up_proj.
+	gguf      string
+	ggufSplit []string
+	shape     dims
+	init      InitKind
+	buf       bool
+	quant     bool
 	// sliding: only on sliding layers (v_proj: full layers use K as V).
 	sliding bool
 }
 
 func d(t *config.Text, _ int) []int { return []int{t.HiddenSize} }
 
-// The rows below are THE mapping between canonical names, HF names and shapes, as the
-// released checkpoint's converter (convert_diffusion_gemma_weights.py) names them.
+// The rows below are THE mapping between canonical names, HF names, GGUF names and
+// shapes. HF names are the released checkpoint's (its converter,
+// convert_diffusion_gemma_weights.py, and transformers' _tied_weights_keys). GGUF
+// names are llama.cpp's diffusion-gemma layout (the unmerged PR #24423, which
+// Unsloth's files are written by), from public sources that agree with each other:
+//
+//   - llama.cpp conversion/gemma.py, class Gemma4Model (the parent of the PR's
+//     converter): router.scale → blk.N.ffn_gate_inp.scale, router.per_expert_scale →
+//     blk.N.ffn_down_exps.scale, layer_scalar and experts.* get a ".weight" suffix,
+//     norms are stored as they are (no Gemma-3 "+1"), rope_freqs is an extra
+//     generated tensor (engine/gguf.RopeFreqs);
+//   - the PR's conversion/diffusion_gemma.py: model.decoder.* → the Gemma 4 map; the
+//     encoder's layer_scalar → enc_layer_output_scale; the other encoder tensors
+//     (tied) and the vision tower are dropped; self_conditioning.* → self_cond_*;
+//   - the PR's src/llama-model.cpp: layer_output_scale and enc_layer_output_scale
+//     required per layer, attn_v optional (absent on full layers);
+//   - the tensor inventory of the real Unsloth Q4_K_M file (692 tensors: these 691
+//     and rope_freqs) recorded by independent ports.
+//
+// GGUF dims are innermost-first, so reversing them gives exactly the HF shapes
+// (attn_q [2816, 8192] is q_proj [8192, 2816]); no tensor is transposed or permuted
+// (Gemma's RoPE is NeoX-style, so llama.cpp does not permute Q/K rows for it).
+//
 // Global rows first, then per-layer rows, then decoder-only rows.
 var globalRows = []row{
-	{name: "embed_tokens.weight", shape: func(t *config.Text, _ int) []int { return []int{t.VocabSize, t.HiddenSize} }, init: InitNormal, quant: true},
-	{name: "norm.weight", shape: d},
+	{name: "embed_tokens.weight", gguf: "token_embd.weight", shape: func(t *config.Text, _ int) []int { return []int{t.VocabSize, t.HiddenSize} }, init: InitNormal, quant: true},
+	{name: "norm.weight", gguf: "output_norm.weight", shape: d},
 }
 
 var layerRows = []row{
-	{name: "layers.{i}.input_layernorm.weight", shape: d},
-	{name: "layers.{i}.post_attention_layernorm.weight", shape: d},
-	{name: "layers.{i}.pre_feedforward_layernorm.weight", shape: d},
-	{name: "layers.{i}.post_feedforward_layernorm_1.weight", shape: d},
-	{name: "layers.{i}.pre_feedforward_layernorm_2.weight", shape: d},
-	{name: "layers.{i}.post_feedforward_layernorm_2.weight", shape: d},
-	{name: "layers.{i}.post_feedforward_layernorm.weight", shape: d},
+	{name: "layers.{i}.input_layernorm.weight", gguf: "attn_norm.weight", shape: d},
+	{name: "layers.{i}.post_attention_layernorm.weight", gguf: "post_attention_norm.weight", shape: d},
+	{name: "layers.{i}.pre_feedforward_layernorm.weight", gguf: "ffn_norm.weight", shape: d},
+	{name: "layers.{i}.post_feedforward_layernorm_1.weight", gguf: "post_ffw_norm_1.weight", shape: d},
+	{name: "layers.{i}.pre_feedforward_layernorm_2.weight", gguf: "pre_ffw_norm_2.weight", shape: d},
+	{name: "layers.{i}.post_feedforward_layernorm_2.weight", gguf: "post_ffw_norm_2.weight", shape: d},
+	{name: "layers.{i}.post_feedforward_layernorm.weight", gguf: "post_ffw_norm.weight", shape: d},
 	// The decoder's layer scalar; the encoder's own copy is the next row. Each falls
 	// back to the other when a checkpoint stores only one.
-	{name: "layers.{i}.layer_scalar", alt: EncoderPrefix + "layers.{i}.layer_scalar", shape: one, buf: true},
-	{name: "encoder.layers.{i}.layer_scalar", hf: EncoderPrefix + "layers.{i}.layer_scalar", alt: DecoderPrefix + "layers.{i}.layer_scalar", shape: one, buf: true},
-	{name: "layers.{i}.self_attn.q_proj.weight", shape: func(t *config.Text, i int) []int {
+	{name: "layers.{i}.layer_scalar", alt: EncoderPrefix + "layers.{i}.layer_scalar", gguf: "layer_output_scale.weight", shape: one, buf: true},
+	{name: "encoder.layers.{i}.layer_scalar", hf: EncoderPrefix + "layers.{i}.layer_scalar", alt: DecoderPrefix + "layers.{i}.layer_scalar",
+		gguf: "enc_layer_output_scale.weight", shape: one, buf: true},
+	{name: "layers.{i}.self_attn.q_proj.weight", gguf: "attn_q.weight", shape: func(t *config.Text, i int) []int {
 		return []int{t.NumAttentionHeads * t.LayerHeadDim(i), t.HiddenSize}
 	}, init: InitNormal, quant: true},
-	{name: "layers.{i}.self_attn.k_proj.weight", shape: kvProj, init: InitNormal, quant: true},
-	{name: "layers.{i}.self_attn.v_proj.weight", shape: kvProj, init: InitNormal, quant: true, sliding: true},
-	{name: "layers.{i}.self_attn.o_proj.weight", shape: func(t *config.Text, i int) []int {
+	{name: "layers.{i}.self_attn.k_proj.weight", gguf: "attn_k.weight", shape: kvProj, init: InitNormal, quant: true},
+	{name: "layers.{i}.self_attn.v_proj.weight", gguf: "attn_v.weight", shape: kvProj, init: InitNormal, quant: true, sliding: true},
+	{name: "layers.{i}.self_attn.o_proj.weight", gguf: "attn_output.weight", shape: func(t *config.Text, i int) []int {
 		return []int{t.HiddenSize, t.NumAttentionHeads * t.LayerHeadDim(i)}
 	}, init: InitNormal, quant: true},
-	{name: "layers.{i}.self_attn.q_norm.weight", shape: headDim},
-	{name: "layers.{i}.self_attn.k_norm.weight", shape: headDim},
-	{name: "layers.{i}.mlp.gate_proj.weight", shape: mlpIn, init: InitNormal, quant: true},
-	{name: "layers.{i}.mlp.up_proj.weight", shape: mlpIn, init: InitNormal, quant: true},
-	{name: "layers.{i}.mlp.down_proj.weight", shape: mlpOut, init: InitNormal, quant: true},
-	{name: "layers.{i}.router.proj.weight", shape: func(t *config.Text, _ int) []int { return []int{t.NumExperts, t.HiddenSize} }, init: InitNormal},
-	{name: "layers.{i}.router.scale", shape: d},
-	{name: "layers.{i}.router.per_expert_scale", shape: func(t *config.Text, _ int) []int { return []int{t.NumExperts} }},
-	{name: "layers.{i}.experts.gate_up_proj", shape: func(t *config.Text, _ int) []int {
-		return []int{t.NumExperts, 2 * t.MoEIntermediateSize, t.HiddenSize}
-	}, init: InitNormal, quant: true},
-	{name: "layers.{i}.experts.down_proj", shape: func(t *config.Text, _ int) []int {
+	{name: "layers.{i}.self_attn.q_norm.weight", gguf: "attn_q_norm.weight", shape: headDim},
+	{name: "layers.{i}.self_attn.k_norm.weight", gguf: "attn_k_norm.weight", shape: headDim},
+	{name: "layers.{i}.mlp.gate_proj.weight", gguf: "ffn_gate.weight", shape: mlpIn, init: InitNormal, quant: true},
+	{name: "layers.{i}.mlp.up_proj.weight", gguf: "ffn_up.weight", shape: mlpIn, init: InitNormal, quant: true},
+	{name: "layers.{i}.mlp.down_proj.weight", gguf: "ffn_down.weight", shape: mlpOut, init: InitNormal, quant: true},
+	{name: "layers.{i}.router.proj.weight", gguf: "ffn_gate_inp.weight", shape: func(t *config.Text, _ int) []int { return []int{t.NumExperts, t.HiddenSize} }, init: InitNormal},
+	{name: "layers.{i}.router.scale", gguf: "ffn_gate_inp.scale", shape: d},
+	{name: "layers.{i}.router.per_expert_scale", gguf: "ffn_down_exps.scale", shape: func(t *config.Text, _ int) []int { return []int{t.NumExperts} }},
+	{name: "layers.{i}.experts.gate_up_proj", gguf: "ffn_gate_up_exps.weight", ggufSplit: []string{"ffn_gate_exps.weight", "ffn_up_exps.weight"},
+		shape: func(t *config.Text, _ int) []int {
+			return []int{t.NumExperts, 2 * t.MoEIntermediateSize, t.HiddenSize}
+		}, init: InitNormal, quant: true},
+	{name: "layers.{i}.experts.down_proj", gguf: "ffn_down_exps.weight", shape: func(t *config.Text, _ int) []int {
 		return []int{t.NumExperts, t.HiddenSize, t.MoEIntermediateSize}
 	}, init: InitNormal, quant: true},
 }
 
 var decoderRows = []row{
-	{name: "self_conditioning.pre_norm.weight", alt: "-", shape: d},
-	{name: "self_conditioning.gate_proj.weight", alt: "-", shape: mlpIn, init: InitNormal, quant: true},
-	{name: "self_conditioning.up_proj.weight", alt: "-", shape: mlpIn, init: InitNormal, quant: true},
-	{name: "self_conditioning.down_proj.weight", alt: "-", shape: mlpOut, init: InitNormal, quant: true},
+	{name: "self_conditioning.pre_norm.weight", alt: "-", gguf: "self_cond_pre_norm.weight", shape: d},
+	{name: "self_conditioning.gate_proj.weight", alt: "-", gguf: "self_cond_gate.weight", shape: mlpIn, init: InitNormal, quant: true},
+	{name: "self_conditioning.up_proj.weight", alt: "-", gguf: "self_cond_up.weight", shape: mlpIn, init: InitNormal, quant: true},
+	{name: "self_conditioning.down_proj.weight", alt: "-", gguf: "self_cond_down.weight", shape: mlpOut, init: InitNormal, quant: true},
 }
 
 func one(*config.Text, int) []int { return []int{1} }
@@ -138,6 +173,17 @@ func (r row) spec(t *config.Text, layer int) Spec {
 		return strings.ReplaceAll(s, "{i}", fmt.Sprint(layer))
 	}
 	s := Spec{Name: sub(r.name), Shape: r.shape(t, layer), Layer: layer, Init: r.init, Buffer: r.buf, Quantizable: r.quant}
+	s.GGUF = r.gguf
+	for _, g := range r.ggufSplit {
+		s.GGUFSplit = append(s.GGUFSplit, g)
+	}
+	if layer >= 0 {
+		blk := fmt.Sprintf("blk.%d.", layer)
+		s.GGUF = blk + s.GGUF
+		for k := range s.GGUFSplit {
+			s.GGUFSplit[k] = blk + s.GGUFSplit[k]
+		}
+	}
 	s.HF = DecoderPrefix + s.Name
 	if r.hf != "" {
 		s.HF = sub(r.hf)
@@ -210,6 +256,40 @@ func Classify(cfg *config.Model, hf string) (canonical string, ignored, ok bool)
 	for _, s := range Specs(cfg) {
 		if s.Alt == base {
 			return s.Name + suffix, false, true
+		}
+	}
+	return "", false, false
+}
+
+// ClassifyGGUF maps a GGUF tensor name to the canonical name it (or, for split
+// experts, part of it) stands for, for any layer index. ignored is true for the
+// tensors the engine derives itself (rope_freqs, and per-layer copies of it); ok is
+// false for names the table does not know, which a loader refuses rather than guess.
+func ClassifyGGUF(name string) (canonical string, ignored, ok bool) {
+	if name == gguf.RopeFreqs {
+		return "", true, true
+	}
+	for _, rows := range [][]row{globalRows, decoderRows} {
+		for _, r := range rows {
+			if r.gguf == name {
+				return r.name, false, true
+			}
+		}
+	}
+	rest, found := strings.CutPrefix(name, "blk.")
+	if !found {
+		return "", false, false
+	}
+	i, suffix, found := strings.Cut(rest, ".")
+	if _, err := strconv.Atoi(i); !found || err != nil {
+		return "", false, false
+	}
+	if suffix == gguf.RopeFreqs {
+		return "", true, true
+	}
+	for _, r := range layerRows {
+		if r.gguf == suffix || slices.Contains(r.ggufSplit, suffix) {
+			return strings.ReplaceAll(r.name, "{i}", i), false, true
 		}
 	}
 	return "", false, false

@@ -596,23 +596,7 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 // of the released checkpoint (1047 minus 356 vision tensors) and ≈25.2B parameters
 // (the model card's count of the language model).
 func TestReleasedModelSpecs(t *testing.T) {
-	cfg := config.Tiny()
-	tx := &cfg.Text
-	tx.VocabSize, tx.HiddenSize, tx.IntermediateSize, tx.MoEIntermediateSize = 262144, 2816, 2112, 704
-	tx.NumExperts, tx.TopKExperts, tx.NumHiddenLayers = 128, 8, 30
-	tx.NumAttentionHeads, tx.NumKeyValueHeads, tx.NumGlobalKVHeads, tx.HeadDim, tx.GlobalHeadDim = 16, 8, 2, 256, 512
-	tx.LayerTypes = nil
-	for i := 0; i < 30; i++ {
-		lt := config.SlidingAttention
-		if i%6 == 5 {
-			lt = config.FullAttention
-		}
-		tx.LayerTypes = append(tx.LayerTypes, lt)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	specs := Specs(cfg)
+	specs := Specs(released26B(t))
 	var params int64
 	for _, s := range specs {
 		n := int64(1)
