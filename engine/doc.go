@@ -43,9 +43,23 @@
 // of each word stays mostly the decoder's. The rounds are steps of the same canvas
 // for the events and the stats (CanvasStats.GuidanceRounds).
 //
-// Subpackages: config (config.json, generation_config.json), weights
-// (safetensors and the tensor-name table), tokenizer, chat (the Gemma 4 turn
-// template), model (the GoMLX graph and its KV cache), sampler (the host-side
-// entropy-bound sampler) and backend (choosing the GoMLX backend, with a plain
-// fallback from XLA to pure Go).
+// Subpackages:
+//
+//   - config: config.json and generation_config.json, every dimension the engine uses;
+//   - weights: the one table of the model's tensors (canonical, Hugging Face and GGUF
+//     names, shapes, init rules) and loading and saving checkpoints by it;
+//   - safetensors and gguf: the two file formats, read one tensor at a time;
+//   - quant: the int8, int4 and NVFP4 weight formats and the bf16/int8/int4 profiles;
+//   - tokenizer and chat: text ↔ ids, and the Gemma 4 turn template;
+//   - model: the GoMLX graphs, the host float32 model and the KV cache (model/naive:
+//     the float64 oracle the tests hold them to);
+//   - kernels: the host compute kernels (GEMM and friends) the host model, training,
+//     the sampler and the benchmarks share;
+//   - sampler: the host-side entropy-bound sampler and AR guidance;
+//   - markup: finding the debris of HTML tags in generated text;
+//   - backend: choosing the GoMLX backend, with a plain fallback from XLA to pure Go;
+//   - train: the trainer, Darkroom Mini's recipe and random checkpoints of any config
+//     (train/hostgrad: the objective's gradient on the host; train/corpus: the corpus);
+//   - atomicfile: files that are either old or new, never torn;
+//   - enginetest: tiny real checkpoints for other packages' tests.
 package engine
