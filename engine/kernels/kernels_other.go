@@ -13,3 +13,8 @@ var gemmKernel = goKernel
 func gemmKernels() []*microKernel { return []*microKernel{goKernel} }
 
 func packPanelVector(panel, src []float32, k, base, p0, kc, w int) bool { return false }
+
+func dot(x, y []float32) float32                        { return dotGo(x, y) }
+func decodeBF16(dst []float32, src []byte)              { decodeBF16Go(dst, src) }
+func decodeInt8(dst []float32, codes []byte, s float32) { decodeInt8Go(dst, codes, s) }
+func decodeInt4(dst []float32, codes []byte, s float32) { decodeInt4Go(dst, codes, s) }

@@ -1,0 +1,294 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+)
+
+// Matrix is a weight matrix [Rows, Cols] in its stored format, multiplied without
+// widening it: the products decode one cache-sized block of it at a time into float32.
+// The rows are the outputs and Cols the contracted inputs, as Linear weights are
+// stored ([out, in]).
+//
+// With Spec set (Spec.Bits ≠ 0) the bytes are one of Darkroom's formats (engine/quant):
+// Data is NAME.qweight's bytes, Scales NAME.qscale's (Float32 or BFloat16 little
+// endian, or NVFP4's Uint8 rows) and Mins NAME.qmin's (affine int4 only). Otherwise Data
+// holds the rows as GGUF blocks of type GGUF (engine/gguf): Q4_K, Q6_K, Q4_0, Q4_1, Q8_0
+// and the other k- and legacy quants that package reads, or plain F32, F16 and BF16 —
+// a bf16 checkpoint's tensor is a Matrix with GGUF = gguf.BF16.
+//
+// The products check the byte counts first (Check) and return an error for a damaged
+// matrix; the caller names the file and tensor.
+type Matrix struct {
+	Rows, Cols         int
+	Spec               quant.Spec
+	GGUF               gguf.Type
+	Data, Scales, Mins []byte
+}
+
+func (w *Matrix) String() string {
+	if w.Spec.Bits != 0 {
+		return fmt.Sprintf("%s [%d %d]", w.Spec, w.Rows, w.Cols)
+	}
+	return fmt.Sprintf("%s [%d %d]", w.GGUF, w.Rows, w.Cols)
+}
+
+// Check reports whether the stored bytes are exactly what the format needs for
+// [Rows, Cols]: a truncated tensor, a wrong block or scale count, or a format the
+// kernels cannot decode is an error.
+func (w *Matrix) Check() error {
+	if w.Rows < 0 || w.Cols < 0 {
+		return fmt.Errorf("%s: negative shape", w)
+	}
+	bytes := func(what string, b []byte, want int) error {
+		if len(b) != want {
+			return fmt.Errorf("%s: %s holds %d bytes, want %d", w, what, len(b), want)
+		}
+		return nil
+	}
+	if w.Spec.Bits == 0 {
+		t := w.GGUF
+		if !t.Supported() {
+			return fmt.Errorf("%s: the kernels cannot decode ggml type %s", w, t)
+		}
+		if w.Cols%t.BlockSize() != 0 {
+			return fmt.Errorf("%s: rows of %d are not whole %s blocks of %d", w, w.Cols, t, t.BlockSize())
+		}
+		return bytes("data", w.Data, w.Rows*(w.Cols/t.BlockSize())*t.BlockBytes())
+	}
+	shape := []int{w.Rows, w.Cols}
+	if err := w.Spec.Check(shape); err != nil {
+		return fmt.Errorf("%s: %w", w, err)
+	}
+	qw, qs := w.Spec.Shapes(shape)
+	if err := bytes("qweight", w.Data, qw[0]*qw[1]*w.Spec.DType().Size()); err != nil {
+		return err
+	}
+	scaleBytes := qs[0] * qs[1] * w.Spec.ScaleDType().Size()
+	if err := bytes("qscale", w.Scales, scaleBytes); err != nil {
+		return err
+	}
+	if w.Spec.HasMin() {
+		return bytes("qmin", w.Mins, scaleBytes)
+	}
+	return bytes("qmin", w.Mins, 0)
+}
+
+// group is the number of inputs per scale (Darkroom formats) or per block (GGUF).
+func (w *Matrix) group() int {
+	if w.Spec.Bits == 0 {
+		return w.GGUF.BlockSize()
+	}
+	if w.Spec.GroupSize == 0 {
+		return max(w.Cols, 1)
+	}
+	return w.Spec.GroupSize
+}
+
+// decode writes row r, inputs [p0, p1), as float32 into dst[:p1−p0]. p0 is a multiple
+// of the format's block (GGUF) or of 2 (nibble pairs), and p1 one too or Cols. The
+// matrix has passed Check.
+func (w *Matrix) decode(dst []float32, r, p0, p1 int) {
+	dst = dst[:p1-p0]
+	k := w.Cols
+	if w.Spec.Bits == 0 {
+		t := w.GGUF
+		bs, bb := t.BlockSize(), t.BlockBytes()
+		row := w.Data[r*(k/bs)*bb:]
+		if t == gguf.BF16 {
+			decodeBF16(dst, row[2*p0:2*p1])
+			return
+		}
+		// Whole blocks, so this cannot fail after Check.
+		_ = gguf.Dequantize(t, row[p0/bs*bb:p1/bs*bb], dst)
+		return
+	}
+	g := w.group()
+	switch {
+	case w.Spec.Bits == 8:
+		codes := w.Data[r*k+p0 : r*k+p1]
+		for q := 0; q < len(codes); {
+			n := min(len(codes)-q, g-(p0+q)%g)
+			s := w.scale(w.Scales, (r*k+p0+q)/g)
+			decodeInt8(dst[q:q+n], codes[q:q+n], s)
+			q += n
+		}
+	case w.Spec.Format == quant.FP4:
+		groups := k / g
+		stride := groups + quant.NVFP4ScaleBytes
+		srow := w.Scales[r*stride : (r+1)*stride]
+		var scales [64]float32
+		var sbytes [64 + quant.NVFP4ScaleBytes]byte
+		codes := w.Data[(r*k+p0)/2 : (r*k+p1)/2]
+		for q := 0; q < len(dst); {
+			// Up to 64 blocks' scales at a time, from their codes and the row's scale_2.
+			g0 := (p0 + q) / g
+			nb := min(64, ceilDiv(p1-(p0+q), g))
+			copy(sbytes[:nb], srow[g0:g0+nb])
+			copy(sbytes[nb:], srow[groups:])
+			quant.NVFP4RowScales(scales[:nb], sbytes[:nb+quant.NVFP4ScaleBytes])
+			for b := range nb {
+				n := min(len(dst)-q, g-(p0+q)%g)
+				decodeE2M1(dst[q:q+n], codes[q/2:(q+n)/2], scales[b])
+				q += n
+			}
+		}
+	default: // int4, symmetric or affine
+		codes := w.Data[(r*k+p0)/2 : (r*k+p1)/2]
+		for q := 0; q < len(dst); {
+			n := min(len(dst)-q, g-(p0+q)%g)
+			gi := (r*k + p0 + q) / g
+			s := w.scale(w.Scales, gi)
+			if w.Spec.Format == quant.Affine {
+				decodeUint4(dst[q:q+n], codes[q/2:(q+n)/2], s, w.scale(w.Mins, gi))
+			} else {
+				decodeInt4(dst[q:q+n], codes[q/2:(q+n)/2], s)
+			}
+			q += n
+		}
+	}
+}
+
+// scale reads entry i of a Float32 or BFloat16 scale (or minimum) tensor.
+func (w *Matrix) scale(b []byte, i int) float32 {
+	if w.Spec.BF16Scales {
+		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16)
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+}
+
+func decodeBF16Go(dst []float32, src []byte) {
+	src = src[:2*len(dst)]
+	for i := range dst {
+		dst[i] = math.Float32frombits(uint32(src[2*i])<<16 | uint32(src[2*i+1])<<24)
+	}
+}
+
+func decodeInt8Go(dst []float32, codes []byte, s float32) {
+	codes = codes[:len(dst)]
+	for i, c := range codes {
+		dst[i] = float32(int8(c)) * s
+	}
+}
+
+// decodeInt4Go: element 2i is the low nibble of byte i, 2i+1 the high one; code − 8.
+func decodeInt4Go(dst []float32, codes []byte, s float32) {
+	dst = dst[:2*len(codes)]
+	for i, b := range codes {
+		dst[2*i] = float32(int(b&15)-8) * s
+		dst[2*i+1] = float32(int(b>>4)-8) * s
+	}
+}
+
+// decodeUint4: affine int4, q·s rounded to float32, then + m (quant.Dequantize's order).
+func decodeUint4(dst []float32, codes []byte, s, m float32) {
+	dst = dst[:2*len(codes)]
+	for i, b := range codes {
+		dst[2*i] = float32(float32(b&15)*s) + m
+		dst[2*i+1] = float32(float32(b>>4)*s) + m
+	}
+}
+
+func decodeE2M1(dst []float32, codes []byte, s float32) {
+	dst = dst[:2*len(codes)]
+	for i, b := range codes {
+		dst[2*i] = quant.E2M1[b&15] * s
+		dst[2*i+1] = quant.E2M1[b>>4] * s
+	}
+}
+
+// MulVec computes out = w·x for x [Cols], out [Rows] (the AR step's product, one pass
+// over the weights), the rows split across the worker pool; each row is decoded into
+// an L1-sized buffer and dotted with x.
+func (w *Matrix) MulVec(out, x []float32) error {
+	if err := w.Check(); err != nil {
+		return err
+	}
+	if len(x) < w.Cols || len(out) < w.Rows {
+		return fmt.Errorf("%s: MulVec with x of %d and out of %d", w, len(x), len(out))
+	}
+	parts := min(workers(), max(1, w.Rows*w.Cols>>15))
+	parallel(parts, func(part int) {
+		buf := packBufs.Get().(*packBuf)
+		defer packBufs.Put(buf)
+		chunk := w.chunk()
+		buf.dec = grow(buf.dec, chunk)
+		for r := w.Rows * part / parts; r < w.Rows*(part+1)/parts; r++ {
+			var s float32
+			for p := 0; p < w.Cols; p += chunk {
+				p1 := min(w.Cols, p+chunk)
+				w.decode(buf.dec, r, p, p1)
+				s += dot(buf.dec[:p1-p], x[p:p1])
+			}
+			out[r] = s
+		}
+	})
+	return nil
+}
+
+// chunk is MulVec's decoding block: at most 4096 inputs (16 KiB of float32), a whole
+// number of the format's blocks.
+func (w *Matrix) chunk() int {
+	g := w.group()
+	if w.Spec.Bits != 0 {
+		g = 256 // any group divides into runs; keep nibble pairs and fp4 blocks whole
+	}
+	return max(g, 4096/g*g)
+}
+
+// MulNT computes out = a·wᵀ for a [m, Cols], out [m, Rows], overwritten: MulNT's
+// packed product with each nr-row panel of w decoded into float32 as it is packed. m =
+// 1 is MulVec.
+func (w *Matrix) MulNT(out, a []float32, m int) error {
+	if err := w.Check(); err != nil {
+		return err
+	}
+	n, k := w.Rows, w.Cols
+	if m < 0 || len(a) < m*k || len(out) < m*n {
+		return fmt.Errorf("%s: MulNT with a of %d and out of %d for %d rows", w, len(a), len(out), m)
+	}
+	if m == 1 {
+		return w.MulVec(out, a)
+	}
+	if m == 0 || n == 0 {
+		return nil
+	}
+	if k == 0 {
+		clear(out[:m*n])
+		return nil
+	}
+	kern := gemmKernel
+	packB := func(dst []float32, buf *packBuf, j0, cols, p0, kc int) error {
+		nr := kern.nr
+		buf.dec = grow(buf.dec, nr*kc)
+		for q := 0; q < cols; q += nr {
+			h := min(nr, cols-q)
+			for r := range h {
+				w.decode(buf.dec[r*kc:(r+1)*kc], j0+q+r, p0, p0+kc)
+			}
+			packPanels(dst[q*kc:], buf.dec[:h*kc], kc, 0, h, 0, kc, nr)
+		}
+		return nil
+	}
+	return mulNTSplit(kern, out, a, m, n, k, packB)
+}
+
+func dotGo(x, y []float32) float32 {
+	var s0, s1, s2, s3 float32
+	y = y[:len(x)]
+	p := 0
+	for ; p+4 <= len(x); p += 4 {
+		s0 += x[p] * y[p]
+		s1 += x[p+1] * y[p+1]
+		s2 += x[p+2] * y[p+2]
+		s3 += x[p+3] * y[p+3]
+	}
+	for ; p < len(x); p++ {
+		s0 += x[p] * y[p]
+	}
+	return (s0 + s1) + (s2 + s3)
+}

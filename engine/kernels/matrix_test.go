@@ -1,0 +1,301 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+)
+
+// tensorBytes is a stored tensor's little-endian bytes, as a file holds them.
+func tensorBytes(t *testing.T, x *tensors.Tensor) []byte {
+	t.Helper()
+	var b []byte
+	err := x.ConstFlatData(func(flat any) {
+		switch v := flat.(type) {
+		case []int8:
+			for _, c := range v {
+				b = append(b, byte(c))
+			}
+		case []uint8:
+			b = append(b, v...)
+		case []float32:
+			for _, f := range v {
+				b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
+			}
+		case []bfloat16.BFloat16:
+			for _, f := range v {
+				b = binary.LittleEndian.AppendUint16(b, uint16(f))
+			}
+		default:
+			t.Fatalf("tensor of %T", flat)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// testMatrix is a weight in one stored format and the float32 weights its owner's
+// decoder (engine/quant's Dequantize, engine/gguf's) gives for it: the reference.
+type testMatrix struct {
+	w    *Matrix
+	want []float32
+}
+
+// formats are the stored formats under test, by name, each building an n×k matrix from
+// random weights.
+var formats = []struct {
+	name  string
+	block int // k must be a multiple
+	make  func(t *testing.T, rng *rand.Rand, n, k int) testMatrix
+}{
+	{"bf16", 1, ggufMatrix(gguf.BF16)},
+	{"q8_0", 32, ggufMatrix(gguf.Q8_0)},
+	{"q4_0", 32, ggufMatrix(gguf.Q4_0)},
+	{"q4_1", 32, ggufMatrix(gguf.Q4_1)},
+	{"q4_k", 256, ggufMatrix(gguf.Q4_K)},
+	{"q6_k", 256, ggufMatrix(gguf.Q6_K)},
+	{"int8", 1, quantMatrix(quant.Int8)},
+	{"int8-bf16", 1, quantMatrix(quant.Spec{Bits: 8, BF16Scales: true})},
+	{"int4", 32, quantMatrix(quant.Int4)},
+	{"int4-f32", 32, quantMatrix(quant.Int4F32)},
+	{"int4-row", 2, quantMatrix(quant.Spec{Bits: 4})},
+	{"int4-affine", 32, quantMatrix(quant.Int4Affine)},
+	{"int4-affine-bf16", 32, quantMatrix(quant.Spec{Bits: 4, GroupSize: 32, Format: quant.Affine, BF16Scales: true})},
+	{"nvfp4", 16, nvfp4Matrix},
+}
+
+func randWeights(rng *rand.Rand, n int) []float32 {
+	w := make([]float32, n)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() * 0.5)
+	}
+	return w
+}
+
+func ggufMatrix(typ gguf.Type) func(t *testing.T, rng *rand.Rand, n, k int) testMatrix {
+	return func(t *testing.T, rng *rand.Rand, n, k int) testMatrix {
+		data, err := gguf.Quantize(typ, randWeights(rng, n*k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, n*k)
+		if err := gguf.Dequantize(typ, data, want); err != nil {
+			t.Fatal(err)
+		}
+		return testMatrix{&Matrix{Rows: n, Cols: k, GGUF: typ, Data: data}, want}
+	}
+}
+
+func quantMatrix(spec quant.Spec) func(t *testing.T, rng *rand.Rand, n, k int) testMatrix {
+	return func(t *testing.T, rng *rand.Rand, n, k int) testMatrix {
+		x := tensors.FromFlatDataAndDimensions(randWeights(rng, n*k), n, k)
+		var qw, qs, qm *tensors.Tensor
+		var err error
+		var mins []*tensors.Tensor
+		if spec.HasMin() {
+			qw, qs, qm, err = quant.QuantizeAffine(x, spec)
+			mins = append(mins, qm)
+		} else {
+			qw, qs, err = quant.Quantize(x, spec)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &Matrix{Rows: n, Cols: k, Spec: spec, Data: tensorBytes(t, qw), Scales: tensorBytes(t, qs)}
+		if qm != nil {
+			w.Mins = tensorBytes(t, qm)
+		}
+		return testMatrix{w, dequantized(t, qw, qs, spec, n, k, mins...)}
+	}
+}
+
+func dequantized(t *testing.T, qw, qs *tensors.Tensor, spec quant.Spec, n, k int, qmin ...*tensors.Tensor) []float32 {
+	t.Helper()
+	d, err := quant.Dequantize(qw, qs, spec, []int{n, k}, qmin...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []float32
+	if err := d.ConstFlatData(func(flat any) { want = append(want, flat.([]float32)...) }); err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// nvfp4Matrix: random E2M1 codes, FP8 block-scale codes (no NaN) and a weight_scale_2
+// per row, stored with quant.PutNVFP4ScaleRow (Darkroom loads NVFP4, it does not make it).
+func nvfp4Matrix(t *testing.T, rng *rand.Rand, n, k int) testMatrix {
+	codes := make([]byte, n*k/2)
+	for i := range codes {
+		codes[i] = byte(rng.IntN(256))
+	}
+	g := k / 16
+	scales := make([]byte, n*(g+quant.NVFP4ScaleBytes))
+	fp8 := make([]byte, g)
+	for r := range n {
+		for i := range fp8 {
+			fp8[i] = byte(0x20 + rng.IntN(0x30)) // 2^-3 … 2^2.9, positive
+		}
+		if err := quant.PutNVFP4ScaleRow(scales[r*(g+4):(r+1)*(g+4)], fp8, float32(rng.Float64()*0.01+1e-3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qw := tensors.FromFlatDataAndDimensions(codes, n, k/2)
+	qs := tensors.FromFlatDataAndDimensions(scales, n, g+quant.NVFP4ScaleBytes)
+	return testMatrix{
+		&Matrix{Rows: n, Cols: k, Spec: quant.NVFP4, Data: codes, Scales: scales},
+		dequantized(t, qw, qs, quant.NVFP4, n, k),
+	}
+}
+
+// checkProduct compares out [m, n] with the float64 product a·wantᵀ, within float32
+// rounding of the sum of |terms|.
+func checkProduct(t *testing.T, out, a, want []float32, m, n, k int) {
+	t.Helper()
+	for i := range m {
+		for j := range n {
+			var s, abs float64
+			for p := range k {
+				v := float64(a[i*k+p]) * float64(want[j*k+p])
+				s += v
+				abs += math.Abs(v)
+			}
+			if got := float64(out[i*n+j]); math.Abs(got-s) > 2e-6*abs+1e-30 || math.IsNaN(got) {
+				t.Fatalf("out[%d, %d] = %g, want %g (Σ|terms| %g)", i, j, got, s, abs)
+			}
+		}
+	}
+}
+
+// TestMatrixProducts: every stored format's MulVec (m = 1) and MulNT against the
+// float64 product with the weights its owner's decoder gives, on row counts and depths
+// that are not multiples of the micro-tile, the packing blocks (KC 256) or the
+// decoding chunk, out starting as garbage.
+func TestMatrixProducts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, f := range formats {
+		for _, c := range [][3]int{{1, 1, 1}, {3, 7, 2}, {2, 33, 96}, {1, 257, 288}, {17, 33, 544}, {33, 70, 4640}, {40, 257, 768}} {
+			m, n, k := c[0], c[1], c[2]
+			k = max(f.block, k/f.block*f.block)
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", f.name, m, n, k), func(t *testing.T) {
+				tm := f.make(t, rng, n, k)
+				a := randWeights(rng, m*k)
+				out := randWeights(rng, m*n)
+				if err := tm.w.MulNT(out, a, m); err != nil {
+					t.Fatal(err)
+				}
+				checkProduct(t, out, a, tm.want, m, n, k)
+				if m == 1 {
+					return
+				}
+				vec := randWeights(rng, n)
+				if err := tm.w.MulVec(vec, a[:k]); err != nil {
+					t.Fatal(err)
+				}
+				checkProduct(t, vec, a[:k], tm.want, 1, n, k)
+			})
+		}
+	}
+}
+
+// TestMatrixDamaged: a truncated tensor, a wrong scale count or a missing minimum is an
+// error from Check, MulVec and MulNT, never a panic or a product of garbage.
+func TestMatrixDamaged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, f := range formats {
+		const n = 5
+		k := max(f.block, 64/f.block*f.block)
+		tm := f.make(t, rng, n, k)
+		damage := map[string]func(w *Matrix){
+			"truncated data": func(w *Matrix) { w.Data = w.Data[:len(w.Data)-1] },
+			"one row short":  func(w *Matrix) { w.Data = w.Data[:len(w.Data)*(n-1)/n] },
+			"extra data":     func(w *Matrix) { w.Data = append(w.Data, 0) },
+			"wrong shape":    func(w *Matrix) { w.Rows++ },
+		}
+		if tm.w.Spec.Bits != 0 {
+			damage["scale missing"] = func(w *Matrix) { w.Scales = w.Scales[:len(w.Scales)-w.Spec.ScaleDType().Size()] }
+			damage["scales absent"] = func(w *Matrix) { w.Scales = nil }
+			if tm.w.Spec.HasMin() {
+				damage["mins absent"] = func(w *Matrix) { w.Mins = nil }
+			} else {
+				damage["stray mins"] = func(w *Matrix) { w.Mins = w.Scales }
+			}
+		} else if f.block > 1 {
+			damage["partial block"] = func(w *Matrix) { w.Cols-- }
+		}
+		for what, hurt := range damage {
+			w := *tm.w
+			w.Data = append([]byte(nil), w.Data...)
+			hurt(&w)
+			out := make([]float32, 4*(w.Rows+1))
+			a := make([]float32, 4*(w.Cols+1))
+			if err := w.Check(); err == nil {
+				t.Errorf("%s, %s: Check accepted it", f.name, what)
+			}
+			if err := w.MulVec(out, a); err == nil {
+				t.Errorf("%s, %s: MulVec accepted it", f.name, what)
+			}
+			if err := w.MulNT(out, a, 3); err == nil {
+				t.Errorf("%s, %s: MulNT accepted it", f.name, what)
+			}
+		}
+	}
+	w := &Matrix{Rows: 2, Cols: 32, GGUF: gguf.IQ2_XXS, Data: make([]byte, 2*66)}
+	if err := w.Check(); err == nil {
+		t.Error("a ggml type without a decoder was accepted")
+	}
+}
+
+// TestDecoders: the vector decoders against the portable ones, odd lengths included.
+func TestDecoders(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{1, 7, 16, 33, 100, 1000} {
+		src := make([]byte, 2*n)
+		for i := range src {
+			src[i] = byte(rng.IntN(256))
+		}
+		for i := 1; i < len(src); i += 2 {
+			src[i] &= 0x7f // bf16 high bytes: finite
+			if src[i]&0x7f == 0x7f {
+				src[i] = 0x3f
+			}
+		}
+		cases := []struct {
+			name      string
+			got, want func(dst []float32)
+			len       int
+		}{
+			{"bf16", func(d []float32) { decodeBF16(d, src) }, func(d []float32) { decodeBF16Go(d, src) }, n},
+			{"int8", func(d []float32) { decodeInt8(d, src[:n], 0.37) }, func(d []float32) { decodeInt8Go(d, src[:n], 0.37) }, n},
+			{"int4", func(d []float32) { decodeInt4(d, src[:n], -1.5) }, func(d []float32) { decodeInt4Go(d, src[:n], -1.5) }, 2 * n},
+		}
+		for _, c := range cases {
+			got, want := make([]float32, c.len), make([]float32, c.len)
+			c.got(got)
+			c.want(want)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s n=%d: [%d] = %g, want %g", c.name, n, i, got[i], want[i])
+				}
+			}
+		}
+		x, y := randWeights(rng, n), randWeights(rng, n)
+		var want float64
+		for i := range x {
+			want += float64(x[i]) * float64(y[i])
+		}
+		if got := dot(x, y); math.Abs(float64(got)-want) > 1e-5*math.Sqrt(float64(n)) {
+			t.Fatalf("dot n=%d = %g, want %g", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+//go:build !noasm
+
+package kernels
+
+// dotAVX2 returns Σ x[i]·y[i] for n (a positive multiple of 32) values (vec_amd64.s).
+//
+//go:noescape
+func dotAVX2(x, y *float32, n int) float32
+
+// dot returns Σ x[i]·y[i] over len(x) values (y at least as long).
+func dot(x, y []float32) float32 {
+	n := 0
+	var s float32
+	if useAVX2 && len(x) >= 32 {
+		n = len(x) &^ 31
+		s = dotAVX2(&x[0], &y[0], n)
+	}
+	return s + dotGo(x[n:], y[n:len(x)])
+}
+
+// decodeBF16AVX2 widens n (a positive multiple of 16) bfloat16 values (vec_amd64.s).
+//
+//go:noescape
+func decodeBF16AVX2(dst *float32, src *byte, n int)
+
+func decodeBF16(dst []float32, src []byte) {
+	n := 0
+	if useAVX2 && len(dst) >= 16 {
+		n = len(dst) &^ 15
+		_ = src[2*n-1]
+		decodeBF16AVX2(&dst[0], &src[0], n)
+	}
+	decodeBF16Go(dst[n:], src[2*n:])
+}
+
+// decodeInt8AVX2 writes dst[i] = float32(int8(codes[i]))·s for n (a positive multiple of
+// 16) values (vec_amd64.s).
+//
+//go:noescape
+func decodeInt8AVX2(dst *float32, codes *byte, n int, s float32)
+
+func decodeInt8(dst []float32, codes []byte, s float32) {
+	n := 0
+	if useAVX2 && len(dst) >= 16 {
+		n = len(dst) &^ 15
+		_ = codes[n-1]
+		decodeInt8AVX2(&dst[0], &codes[0], n, s)
+	}
+	decodeInt8Go(dst[n:], codes[n:len(dst)], s)
+}
+
+// decodeInt4AVX2 writes the 2n values of n (a positive multiple of 8) int4 code bytes,
+// (nibble − 8)·s, element 2i from byte i's low nibble (vec_amd64.s).
+//
+//go:noescape
+func decodeInt4AVX2(dst *float32, codes *byte, n int, s float32)
+
+func decodeInt4(dst []float32, codes []byte, s float32) {
+	n := 0
+	if useAVX2 && len(codes) >= 8 {
+		n = len(codes) &^ 7
+		_ = dst[2*n-1]
+		decodeInt4AVX2(&dst[0], &codes[0], n, s)
+	}
+	decodeInt4Go(dst[2*n:], codes[n:], s)
+}

@@ -1,0 +1,119 @@
+//go:build !noasm
+
+#include "textflag.h"
+
+// func dotAVX2(x, y *float32, n int) float32
+// Four ymm accumulators over 32 values per step, summed at the end.
+TEXT ·dotAVX2(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), SI
+	MOVQ y+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+dotloop:
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JNZ  dotloop
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func decodeBF16AVX2(dst *float32, src *byte, n int)
+// Each bfloat16 is the top half of its float32: zero-extend to 32 bits, shift left 16.
+TEXT ·decodeBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+bf16loop:
+	VPMOVZXWD (SI), Y0
+	VPMOVZXWD 16(SI), Y1
+	VPSLLD $16, Y0, Y0
+	VPSLLD $16, Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNZ  bf16loop
+	VZEROUPPER
+	RET
+
+// func decodeInt8AVX2(dst *float32, codes *byte, n int, s float32)
+TEXT ·decodeInt8AVX2(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ codes+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS s+24(FP), Y7
+int8loop:
+	VPMOVSXBD (SI), Y0
+	VPMOVSXBD 8(SI), Y1
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VMULPS Y7, Y0, Y0
+	VMULPS Y7, Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $16, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNZ  int8loop
+	VZEROUPPER
+	RET
+
+DATA int4const<>+0(SB)/4, $0x0f
+DATA int4const<>+4(SB)/4, $8
+GLOBL int4const<>(SB), RODATA|NOPTR, $8
+
+// func decodeInt4AVX2(dst *float32, codes *byte, n int, s float32)
+// 8 code bytes → 16 values: each byte zero-extended to a word b, the word
+// (b & 0x0f) | (b & 0xf0) << 4 holds the low nibble in its first byte and the high one
+// in its second, which is element order; those 16 bytes widen to dwords, minus 8, times s.
+TEXT ·decodeInt4AVX2(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ codes+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS s+24(FP), Y7
+	VPBROADCASTD int4const<>+4(SB), Y6 // 8
+	MOVQ $0x0f0f0f0f0f0f0f0f, AX
+	MOVQ AX, X5
+	VPBROADCASTQ X5, X5                // 0x0f bytes
+int4loop:
+	VPMOVZXBW (SI), X0                 // 8 bytes → 8 words
+	VPSLLW $4, X0, X1                  // high nibble moved to the word's second byte
+	VPOR X1, X0, X0
+	VPAND X5, X0, X0                   // bytes: lo0 hi0 lo1 hi1 …
+	VPMOVZXBD X0, Y1                   // first 8 values
+	VPSRLDQ $8, X0, X2
+	VPMOVZXBD X2, Y2                   // last 8
+	VPSUBD Y6, Y1, Y1
+	VPSUBD Y6, Y2, Y2
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VMULPS Y7, Y1, Y1
+	VMULPS Y7, Y2, Y2
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	ADDQ $8, SI
+	ADDQ $64, DI
+	SUBQ $8, CX
+	JNZ  int4loop
+	VZEROUPPER
+	RET
