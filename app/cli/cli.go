@@ -1,5 +1,5 @@
 // Package cli implements darkroom's command-line subcommands (generate, tokenize,
-// wiki, pull, models, rm, quantize, hw, bench, serve, train).
+// wiki, pull, models, rm, quantize, hw, gpu, bench, serve, train).
 //
 // Each subcommand lives in its own file and registers itself in init. Every
 // subcommand has --help, exits with code 1 and a one-line reason on error, and

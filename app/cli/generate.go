@@ -12,6 +12,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/models"
 )
 
@@ -45,7 +46,7 @@ func (g *generateFlags) register(fs interface {
 }) {
 	fs.StringVar(&g.model, "model", "", "model: a directory in the Hugging Face layout, or a library name (default: the built-in Darkroom Mini)")
 	fs.StringVar(&g.modelsDir, "models-dir", "", "models folder for library names (default $DARKROOM_MODELS_DIR, else the data folder)")
-	fs.StringVar(&g.backend, "backend", "", "compute backend: go, xla, xla:cpu, xla:cuda or xla:/path/plugin.so (default $GOMLX_BACKEND, else go)")
+	fs.StringVar(&g.backend, "backend", "", backend.FlagUsage)
 	fs.BoolVar(&g.graph, "graph", false, "run the model in GoMLX graphs even on the pure-Go backend (slower; the path XLA takes)")
 	fs.IntVar(&g.maxNew, "max-new-tokens", 0, "most tokens to generate (default: the model's generation_config)")
 	fs.IntVar(&g.maxSteps, "max-steps", 0, "most denoising steps per canvas (default: the model's)")

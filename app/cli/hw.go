@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/fit"
 	"github.com/darkroomlabs/darkroom/models/hw"
@@ -66,7 +68,8 @@ func runHW(env *Env, args []string) error {
 	}
 	fmt.Fprintf(w, "RAM: %s (%s available), %d CPU cores, %s/%s\n", store.FormatBytes(info.RAMTotal),
 		store.FormatBytes(info.RAMAvailable), info.CPUs, info.OS, info.Arch)
-	fmt.Fprintf(w, "Models folder: %s (%s free)\n\n", info.StoreDir, store.FormatBytes(info.DiskFree))
+	fmt.Fprintf(w, "Models folder: %s (%s free)\n", info.StoreDir, store.FormatBytes(info.DiskFree))
+	writeBackend(w, info)
 	fmt.Fprintf(w, "Fit at %d tokens of context (fits ≤ 90%% of VRAM / 75%% of RAM; tight up to 100%% / 95%%):\n", *ctxLen)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	head := []string{"MODEL", "PROFILE", "TOTAL"}
@@ -86,6 +89,26 @@ func runHW(env *Env, args []string) error {
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	return tw.Flush()
+}
+
+// writeBackend says what runs and which PJRT plugins were found where.
+func writeBackend(w io.Writer, info hw.Info) {
+	fmt.Fprintf(w, "Backend: %s (%s)\n", info.Backend, info.Device)
+	rt := backend.Runtime()
+	state := "not installed (`darkroom gpu install`)"
+	if rt.Installed() {
+		state = "installed"
+	}
+	fmt.Fprintf(w, "Darkroom's GPU support: %s, %s\n", state, rt.Dir)
+	if len(info.Plugins) == 0 {
+		fmt.Fprintln(w, "PJRT plugins: none found (looked in PJRT_PLUGIN_LIBRARY_PATH, Darkroom's runtime folder, go-xla's folders and JAX installations)")
+	} else {
+		fmt.Fprintln(w, "PJRT plugins:")
+	}
+	for _, p := range info.Plugins {
+		fmt.Fprintf(w, "  %-5s %s (%s)\n", p.Name, p.Path, p.From)
+	}
+	fmt.Fprintln(w)
 }
 
 func shortName(s string) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
@@ -55,7 +56,7 @@ func runQuantize(env *Env, args []string) error {
 	steps := fs.Int("steps", 4, "with --compare: denoising steps compared per prompt")
 	maxNew := fs.Int("max-new-tokens", 64, "with --compare: tokens generated per prompt for tokens/s (0 skips the speed runs)")
 	speedN := fs.Int("speed-prompts", 4, "with --compare: how many of the prompts the tokens/s runs use")
-	backendSpec := fs.String("backend", "", "with --compare: compute backend (default $GOMLX_BACKEND, else go)")
+	backendSpec := fs.String("backend", "", "with --compare: "+backend.FlagUsage)
 	seed := fs.Uint64("seed", 1, "with --compare: seed for canvases and generation")
 	if err := parseFlags(fs, args); err != nil {
 		return err

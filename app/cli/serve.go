@@ -13,6 +13,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/server"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 )
@@ -45,7 +46,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "serve", "[--model DIR|NAME] [--addr 127.0.0.1:PORT] [--backend NAME] [--json]")
 	model := fs.String("model", "", "model folder or name from the library (default: the built-in Darkroom Mini)")
 	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on (port 0: a random free port)")
-	backendName := fs.String("backend", "", "compute backend: go, xla, xla:cpu, xla:cuda, auto (default $GOMLX_BACKEND, else go)")
+	backendName := fs.String("backend", "", backend.FlagUsage)
 	token := fs.String("token", "", "use this token (API key) instead of a random one (at least 16 characters)")
 	noToken := fs.Bool("no-token", false, "accept requests without the token (any program on this computer can then use the server)")
 	mode := fs.String("mode", "diffusion", "how pages are written: diffusion or ar")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/backend"
 )
 
 func init() {
@@ -45,7 +46,7 @@ func runWiki(env *Env, args []string) error {
 	modelsDir := fs.String("models-dir", "", "models folder for library names (default $DARKROOM_MODELS_DIR, else the data folder)")
 	seed := fs.Uint64("seed", 1, "sampler seed; the same seed writes the same page")
 	mode := fs.String("mode", "diffusion", `"diffusion" (canvas by canvas) or "ar" (one token per forward pass)`)
-	backendName := fs.String("backend", "", `GoMLX backend: "go", "xla", "auto" (default: $GOMLX_BACKEND, else go)`)
+	backendName := fs.String("backend", "", backend.FlagUsage)
 	maxNew := fs.Int("max-new-tokens", 0, "most tokens to write (default: the model's generation_config)")
 	fs.IntVar(maxNew, "max-tokens", 0, "deprecated: the old name of --max-new-tokens")
 	free := fs.Bool("free-heading", false, "let the model write the page's <h1> too (by default the title is held as the heading, as the Encyclopedia screen does)")

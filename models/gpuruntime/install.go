@@ -22,8 +22,16 @@ import (
 )
 
 // ErrNotVerified says the files are in place but no graph ran on the GPU with
-// them, so the runtime is not marked installed.
+// them, so the runtime is not marked installed. Install returns it as a
+// *NotVerifiedError, which holds the reason.
 var ErrNotVerified = errors.New("GPU support was downloaded but not verified")
+
+// NotVerifiedError is ErrNotVerified with why the test graph did not run.
+type NotVerifiedError struct{ Reason error }
+
+func (e *NotVerifiedError) Error() string        { return ErrNotVerified.Error() + ": " + e.Reason.Error() }
+func (e *NotVerifiedError) Unwrap() error        { return e.Reason }
+func (e *NotVerifiedError) Is(target error) bool { return target == ErrNotVerified }
 
 // Stages an install reports (Installer.OnStage).
 const (
@@ -152,7 +160,7 @@ func (in *Installer) Install(ctx context.Context, plan *Plan) error {
 	}
 	in.stage(StageVerifying)
 	if err := in.Verify(ctx, rt.Plugin()); err != nil {
-		return fmt.Errorf("%w: %v", ErrNotVerified, err)
+		return &NotVerifiedError{Reason: err}
 	}
 	m, _ := json.MarshalIndent(marker{Plan: plan, VerifiedAt: time.Now().UTC()}, "", "  ")
 	return atomicfile.WriteFile(rt.Marker(), m, 0o644)

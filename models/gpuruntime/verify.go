@@ -22,8 +22,8 @@ func RunTinyGraph(ctx context.Context, plugin string) error {
 		return err
 	}
 	defer s.Finalize()
-	if s.Fallback != "" {
-		return errors.New(s.Fallback)
+	if s.Fallback != "" { // "XLA backend unavailable (why); using the pure-Go backend"
+		return fmt.Errorf("the CUDA plugin did not start: %s", strings.TrimSuffix(s.Fallback, "; using the pure-Go backend"))
 	}
 	if _, err := backend.MeasureMatMul(ctx, s, 64, 64, 64, 1); err != nil {
 		return fmt.Errorf("a test graph failed on the GPU: %w", err)

@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/backend/nvidia"
+	"github.com/darkroomlabs/darkroom/models/gpuruntime"
+)
+
+// fakeGPU makes the CLI see gpus (none: no GPU) for the test's duration.
+func fakeGPU(t *testing.T, gpus ...nvidia.GPU) {
+	old := findGPUs
+	findGPUs = func(context.Context) ([]nvidia.GPU, string) {
+		if len(gpus) == 0 {
+			return nil, "NVML: the NVIDIA driver is not installed; nvidia-smi: not installed"
+		}
+		return gpus, ""
+	}
+	t.Cleanup(func() { findGPUs = old })
+}
+
+// miniIndex serves a PyPI-style index with a CUDA 12 plugin wheel and one
+// NVIDIA library wheel.
+func miniIndex(t *testing.T) *httptest.Server {
+	wheel := func(name string, data []byte) []byte {
+		var buf bytes.Buffer
+		z := zip.NewWriter(&buf)
+		w, _ := z.Create(name)
+		w.Write(data)
+		z.Close()
+		return buf.Bytes()
+	}
+	files := map[string][]byte{
+		"jax_cuda12_pjrt-0.7.2-py3-none-manylinux2014_x86_64.whl":        wheel("jax_plugins/xla_cuda12/xla_cuda_plugin.so", []byte("not a shared library")),
+		"nvidia_cublas_cu12-12.9.1.4-py3-none-manylinux_2_27_x86_64.whl": wheel("nvidia/cublas/lib/libcublas.so.12", bytes.Repeat([]byte{7}, 4096)),
+	}
+	var srv *httptest.Server
+	entry := func(name string) map[string]any {
+		sum := sha256.Sum256(files[name])
+		return map[string]any{"packagetype": "bdist_wheel", "filename": name, "url": srv.URL + "/files/" + name,
+			"size": len(files[name]), "digests": map[string]string{"sha256": hex.EncodeToString(sum[:])}}
+	}
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if name, ok := strings.CutPrefix(r.URL.Path, "/files/"); ok {
+			http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(files[name]))
+			return
+		}
+		info := map[string]any{"version": "0.7.2", "author_email": "jax-dev@google.com",
+			"requires_dist": []string{`nvidia-cublas-cu12>=12.1.3.1; extra == "with-cuda"`}}
+		var p any
+		switch r.URL.Path {
+		case "/pypi/jax-cuda12-pjrt/json":
+			p = map[string]any{"info": info, "urls": []any{entry("jax_cuda12_pjrt-0.7.2-py3-none-manylinux2014_x86_64.whl")}}
+		case "/pypi/jax-cuda12-plugin/0.7.2/json":
+			p = map[string]any{"info": info}
+		case "/pypi/nvidia-cublas-cu12/json":
+			p = map[string]any{"info": map[string]any{"version": "12.9.1.4"},
+				"releases": map[string]any{"12.9.1.4": []any{entry("nvidia_cublas_cu12-12.9.1.4-py3-none-manylinux_2_27_x86_64.whl")}}}
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		json.NewEncoder(w).Encode(p)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestGPUInstallStatusRemove: install against a fake index on a machine whose GPU
+// cannot run the plugin (here: no real plugin, no GPU) downloads and extracts,
+// then ends "not verified" in one plain line, exit 1, not marked installed;
+// status says so; remove frees the folder.
+func TestGPUInstallStatusRemove(t *testing.T) {
+	rt := t.TempDir()
+	t.Setenv(backend.RuntimeDirEnvVar, rt)
+	fakeGPU(t, nvidia.GPU{Name: "NVIDIA GeForce RTX 4090", Driver: "550.54.15", ComputeCapability: "8.9"})
+	old := gpuVerify
+	gpuVerify = func() func(context.Context, string) error { return gpuruntime.RunTinyGraph }
+	t.Cleanup(func() { gpuVerify = old })
+	srv := miniIndex(t)
+
+	code, out, errOut := runCLI("gpu", "install", "--index", srv.URL+"/pypi")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	last := lines[len(lines)-1]
+	if code != 1 || !strings.Contains(last, "GPU support was downloaded to ") || !strings.Contains(last, "not verified") ||
+		!strings.Contains(last, "CPU: the CUDA plugin did not start") {
+		t.Fatalf("install: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "the CUDA 12 plugin of JAX 0.7.2 and 1 NVIDIA library") {
+		t.Errorf("no plan line: %q", errOut)
+	}
+	if backend.Runtime().Installed() {
+		t.Fatal("marked installed without a verified run")
+	}
+	if _, err := os.Stat(filepath.Join(rt, "cuda", "nvidia", "cublas", "lib", "libcublas.so.12")); err != nil {
+		t.Errorf("library not extracted: %v", err)
+	}
+	if code, out, _ := runCLI("gpu", "status"); code != 0 || !strings.Contains(out, "not verified") || !strings.Contains(out, "GPU support is not installed") {
+		t.Errorf("status: %d %q", code, out)
+	}
+	code, out, _ = runCLI("gpu", "status", "--json")
+	var st gpuruntime.Status
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Installed || !st.Downloaded || st.Plan.JAX != "0.7.2" {
+		t.Errorf("status --json: %d %q", code, out)
+	}
+	if code, out, _ := runCLI("gpu", "remove"); code != 0 || !strings.Contains(out, "removed") {
+		t.Errorf("remove: %d %q", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(rt, "cuda")); !os.IsNotExist(err) {
+		t.Errorf("runtime left after remove: %v", err)
+	}
+	if code, out, _ := runCLI("gpu", "status"); code != 0 || !strings.Contains(out, "not installed (`darkroom gpu install`") {
+		t.Errorf("status after remove: %d %q", code, out)
+	}
+}
+
+func TestGPUInstallRefusals(t *testing.T) {
+	t.Setenv(backend.RuntimeDirEnvVar, t.TempDir())
+	fakeGPU(t)
+	code, _, errOut := runCLI("gpu", "install", "--index", "http://127.0.0.1:1/pypi")
+	if code != 1 || !strings.Contains(errOut, "No NVIDIA GPU found") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("no GPU: %d %q", code, errOut)
+	}
+	fakeGPU(t, nvidia.GPU{Name: "Tesla K40", Driver: "470.1"})
+	if code, _, errOut := runCLI("gpu", "install"); code != 1 || !strings.Contains(errOut, "driver 470.1 is too old") {
+		t.Errorf("old driver: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCLI("gpu", "verify", filepath.Join(t.TempDir(), "missing.so")); code != 1 || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("verify a missing plugin: %d %q", code, errOut)
+	}
+	if code, _, _ := runCLI("gpu", "frobnicate"); code != 1 {
+		t.Error("unknown subcommand accepted")
+	}
+}
+
+// TestHWShowsPlugins: `darkroom hw` says what runs and lists the PJRT plugins found.
+func TestHWShowsPlugins(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", dir)
+	t.Setenv(backend.RuntimeDirEnvVar, t.TempDir())
+	t.Setenv(backend.EnvVar, "")
+	plugin := filepath.Join(dir, "pjrt_c_api_cpu_plugin.so")
+	os.WriteFile(plugin, []byte("x"), 0o644)
+	code, out, errOut := runLibCLI("hw", "--models-dir", t.TempDir())
+	if code != 0 {
+		t.Fatalf("hw: %s", errOut)
+	}
+	for _, want := range []string{"Backend: ", "Darkroom's GPU support: not installed", fmt.Sprintf("cpu   %s (%s)", plugin, backend.FromEnv)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("hw output lacks %q:\n%s", want, out)
+		}
+	}
+}
