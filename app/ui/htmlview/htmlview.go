@@ -101,9 +101,7 @@ func (v *View) blocks(bs []htmlsafe.Block) []fyne.CanvasObject {
 	var segs []widget.RichTextSegment
 	flush := func() {
 		if len(segs) > 0 {
-			rt := widget.NewRichText(segs...)
-			rt.Wrapping = fyne.TextWrapWord
-			objs = append(objs, rt)
+			objs = append(objs, wrapping(segs))
 			segs = nil
 		}
 	}
@@ -242,9 +240,7 @@ func (v *View) table(b htmlsafe.Block) fyne.CanvasObject {
 				style := fyne.TextStyle{Bold: row[c].Header}
 				segs = v.runs(row[c].Inlines, theme.SizeNameText, style)
 			}
-			rt := widget.NewRichText(segs...)
-			rt.Wrapping = fyne.TextWrapWord
-			grid.Add(rt)
+			grid.Add(wrapping(segs))
 		}
 	}
 	return container.NewVBox(widget.NewSeparator(), grid, widget.NewSeparator())
@@ -316,4 +312,99 @@ func splitLongLink(text string) (link, rest string) {
 		return text, ""
 	}
 	return strings.Join(words[:k], " "), strings.Join(words[k:], " ")
+}
+
+// wrapping is a word-wrapped RichText of segs. Fyne 2.7 places an inline link on
+// the row it starts on whether or not it fits (fyne-io/fyne#3393, fixed in 2.8
+// by #6201): a link near the right edge runs off it, and the text after it gets
+// a negative width and is drawn one letter per row. So where segs hold links
+// the RichText is laid out by linkRows, which starts a new row before a link
+// that would not fit at the width it is given.
+func wrapping(segs []widget.RichTextSegment) fyne.CanvasObject {
+	rt := widget.NewRichText(segs...)
+	rt.Wrapping = fyne.TextWrapWord
+	for _, sg := range segs {
+		if _, ok := sg.(*widget.HyperlinkSegment); ok {
+			return container.New(&linkRows{rt: rt, segs: segs}, rt)
+		}
+	}
+	return rt
+}
+
+// linkRows lays out one RichText, re-breaking its rows before links whenever
+// its width changes.
+type linkRows struct {
+	rt    *widget.RichText
+	segs  []widget.RichTextSegment // as built, without breaks
+	width float32                  // the width the breaks were made for
+}
+
+func (l *linkRows) MinSize([]fyne.CanvasObject) fyne.Size { return l.rt.MinSize() }
+
+func (l *linkRows) Layout(_ []fyne.CanvasObject, size fyne.Size) {
+	if size.Width != l.width {
+		l.width = size.Width
+		l.rt.Segments = breakBeforeLinks(l.segs, size.Width-2*theme.InnerPadding())
+		l.rt.Refresh()
+	}
+	l.rt.Move(fyne.Position{})
+	l.rt.Resize(size)
+}
+
+// breakBeforeLinks returns segs with a line break before each link that would
+// run past width, following Fyne's word wrapping of the text before it: words
+// fill a row up to the width, a block (paragraph, heading) starts a new row. It
+// leaves a little slack, so a rounding difference never lets a link overflow.
+func breakBeforeLinks(segs []widget.RichTextSegment, width float32) []widget.RichTextSegment {
+	slack := fyne.MeasureText("MM", theme.TextSize(), fyne.TextStyle{}).Width
+	out := make([]widget.RichTextSegment, 0, len(segs)+4)
+	x := float32(0)
+	for _, sg := range segs {
+		switch t := sg.(type) {
+		case *widget.HyperlinkSegment:
+			w := fyne.MeasureText(t.Text, theme.TextSize(), fyne.TextStyle{}).Width
+			if x > 0 && x+w > width-slack {
+				out = append(out, &widget.TextSegment{Style: widget.RichTextStyleInline, Text: "\n"})
+				x = 0
+			}
+			x += w
+		case *widget.TextSegment:
+			if !t.Inline() {
+				x = 0
+				break
+			}
+			size, style := theme.Size(t.Style.SizeName), t.Style.TextStyle
+			if t.Style.SizeName == "" {
+				size = theme.TextSize()
+			}
+			x = wrapEnd(t.Text, x, width, func(s string) float32 { return fyne.MeasureText(s, size, style).Width })
+		default:
+			x = 0 // lists, rules: rows of their own
+		}
+		out = append(out, sg)
+	}
+	return out
+}
+
+// wrapEnd is where the last row of text ends when it starts at x, wrapped by
+// words at width as Fyne does.
+func wrapEnd(text string, x, width float32, measure func(string) float32) float32 {
+	for i, line := range strings.Split(text, "\n") {
+		if i > 0 {
+			x = 0
+		}
+		for _, word := range strings.SplitAfter(line, " ") {
+			if word == "" {
+				continue
+			}
+			if x > 0 && x+measure(strings.TrimRight(word, " ")) > width {
+				x = 0
+				if word = strings.TrimLeft(word, " "); word == "" {
+					continue
+				}
+			}
+			x += measure(word)
+		}
+	}
+	return x
 }

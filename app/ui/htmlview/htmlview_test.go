@@ -121,6 +121,37 @@ func TestLongLinkWraps(t *testing.T) {
 	}
 }
 
+// TestLinkNearTheEdgeStartsANewRow: a link that starts near the right edge moves
+// to the next row instead of running off the page and squeezing the text after
+// it into a column one letter wide (the Race's polaroid pane showed "u t i l i t
+// y" one letter per row): whatever text comes before the link, every row fits.
+func TestLinkNearTheEdgeStartsANewRow(t *testing.T) {
+	v, _ := tappedView(t, 400, 600)
+	for n := range 24 {
+		before := strings.Repeat("word ", n) + strings.Repeat("x", n%5)
+		v.SetDoc(htmlsafe.Parse(`<p>` + before + ` <a href="/wiki/Electron">electron</a>utility and then ` +
+			`<a href="/wiki/Microsoft">Microsoft</a> and <a href="/wiki/Unix">Unix</a> too</p>`))
+		var rt *widget.RichText
+		for _, o := range test.LaidOutObjects(v) {
+			if x, ok := o.(*widget.RichText); ok && rt == nil { // the page's, not a link's own
+				rt = x
+			}
+		}
+		if rt == nil {
+			t.Fatal("no rich text shown")
+		}
+		width := v.Size().Width
+		for _, o := range test.WidgetRenderer(rt).Objects() {
+			if end := o.Position().X + o.Size().Width; end > width+1 {
+				t.Errorf("%d words before: %T ends at x=%.0f, off a %.0f-wide page", n, o, end, width)
+			}
+			if x, ok := o.(*canvas.Text); ok && len([]rune(strings.TrimSpace(x.Text))) == 1 && x.Text != "x" {
+				t.Errorf("%d words before: a one-letter row %q", n, x.Text)
+			}
+		}
+	}
+}
+
 // tappedView shows a View in a test window of the given size; *got is the last
 // link its OnLink received.
 func tappedView(t *testing.T, width, height float32) (v *View, got *htmlsafe.Inline) {
