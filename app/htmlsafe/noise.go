@@ -12,8 +12,10 @@ const (
 	noiseSpan = 64
 )
 
-// noiseGlyphs are what noise looks like on screen: a dim scatter of marks.
-const noiseGlyphs = "░▒▓#%&*+=~^:;!?/|<>{}[]()@$"
+// noiseGlyphs are what noise looks like on screen: a dim scatter of marks. None
+// of them is a character of markup ("<", ">", "/", "=", quotes), so no run of
+// noise, next to text or not, reads as a tag fragment (engine/markup).
+const noiseGlyphs = "░▒▓#%&*+~^:;!?|{}[]()@$"
 
 // IsNoise reports whether r is a noise rune.
 func IsNoise(r rune) bool { return r >= noiseBase && r < noiseBase+noiseSpan }

@@ -1,8 +1,17 @@
 // Package htmlsafe makes model-generated HTML safe to show. Sanitize turns untrusted
 // HTML into a small, script-free subset that loads nothing remote (the local server
-// serves this); Parse goes further and turns it into a small document tree
-// (headings, paragraphs, lists, links, emphasis, code, quotes, rules, tables and
-// clickable elements) that the desktop app renders as native widgets.
+// serves this, and `darkroom wiki` prints it); Parse goes further and turns it into
+// a small document tree (headings, paragraphs, lists, links, emphasis, code, quotes,
+// rules, tables and clickable elements) that the desktop app renders as native
+// widgets.
+//
+// Sanitize also repairs what a small model breaks, so that no screen shows markup
+// as text: the pieces of tags the parser could only read as words (`">`,
+// `href="…"`, `<p`, `</`; engine/markup defines them) are taken out, a link whose
+// words were all such debris reads as its topic, and unclosed elements are closed
+// where HTML closes them. Well-formed pages pass unchanged, byte for byte. The
+// repair is made when a page is shown, not when the sampler accepts tokens (see
+// repair.go for why), so pages still developing are repaired on every frame.
 //
 // Both accept anything: invalid UTF-8, unclosed tags, huge or deeply nested markup.
 // Neither ever fetches anything; links survive only as site-relative paths
@@ -68,11 +77,13 @@ func Policy() *bluemonday.Policy {
 	return policy
 }
 
-// Sanitize returns untrusted HTML reduced to the safe subset (see Policy). It is
+// Sanitize returns untrusted HTML reduced to the safe subset (see Policy) and
+// repaired: its text holds no markup fragment and its tags are balanced. It is
 // safe to serve to a browser as the body of a page: it contains no script, no
-// event handler and no reference to anything outside the site.
+// event handler and no reference to anything outside the site. Sanitize of its
+// own output returns it unchanged.
 func Sanitize(untrusted string) string {
-	return Policy().Sanitize(clean(untrusted))
+	return repair(Policy().Sanitize(clean(untrusted)))
 }
 
 // clean cuts oversize input and replaces invalid UTF-8.
