@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"regexp"
 
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
@@ -98,7 +99,8 @@ func runWiki(env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("wiki: %w", err)
 	}
-	page := wikiPage{Title: title, Prompt: prompt, Opening: opening, HTML: res.Text, Links: pageLinks(res.Text), Model: src.String(),
+	shown := htmlsafe.Sanitize(res.Text) // the page as the app and the browser show it: safe, no tag fragments
+	page := wikiPage{Title: title, Prompt: prompt, Opening: opening, HTML: shown, Links: pageLinks(shown), Model: src.String(),
 		Backend: eng.Backend(), Mode: string(m), Seed: *seed, Tokens: len(res.Tokens), ForwardPasses: res.ForwardPasses,
 		ElapsedMS: res.ElapsedMS, TokensPerS: res.TokensPerS, StopReason: res.StopReason}
 	if *asJSON {
@@ -107,7 +109,7 @@ func runWiki(env *Env, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(page)
 	}
-	if _, err := fmt.Fprintln(env.Stdout, res.Text); err != nil {
+	if _, err := fmt.Fprintln(env.Stdout, page.HTML); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s, %s, %s, stop: %s)\n",
