@@ -361,7 +361,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return // the client went away
 		}
-		c := s.complete(r.Context(), m, req, stops, nil)
+		c := s.complete(r.Context(), &m, req, stops, nil)
 		release()
 		if c.err != nil {
 			if r.Context().Err() != nil {
@@ -406,7 +406,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	c := s.complete(r.Context(), m, req, stops, func(delta string) error {
+	c := s.complete(r.Context(), &m, req, stops, func(delta string) error {
 		return chunk(&outMessage{Content: &delta}, nil, nil)
 	})
 	if c.err != nil {
@@ -441,9 +441,9 @@ func requestError(w http.ResponseWriter, err error) {
 		if ce.MaxNew > ce.Limit {
 			msg = fmt.Sprintf("max_tokens is %d, but this model's maximum context length is %d tokens.", ce.MaxNew, ce.Limit)
 		}
-		param := "messages"
-		if ce.MaxNew > ce.Limit-ce.Prompt {
-			param = "max_tokens"
+		param := "max_tokens"
+		if ce.Prompt >= ce.Limit {
+			param = "messages" // no max_tokens would help
 		}
 		apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "context_length_exceeded", param, msg)
 		return
@@ -465,7 +465,7 @@ var errStopString = errors.New("a stop string was written")
 // append-only: text that may still change (an incomplete UTF-8 sequence at the
 // end, or the start of a stop string) is held back. A stop string ends the
 // generation early. An onDelta error (the client went away) cancels it.
-func (s *Server) complete(ctx context.Context, m Model, req engine.Request, stops []string, onDelta func(string) error) completion {
+func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, stops []string, onDelta func(string) error) completion {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	box := newMailbox[string]()

@@ -253,18 +253,19 @@ func (s *Server) model(ctx context.Context) (Model, error) {
 	return m, nil
 }
 
-// generate runs req on m; when m's engine was closed before it started (the
+// generate runs req on *m; when m's engine was closed before it started (the
 // app switched models or backends meanwhile), it runs once more on the model
-// in use now.
-func (s *Server) generate(ctx context.Context, m Model, req engine.Request) (*engine.Result, error) {
+// in use now, which *m then holds.
+func (s *Server) generate(ctx context.Context, m *Model, req engine.Request) (*engine.Result, error) {
 	res, err := m.Engine.Generate(ctx, req)
 	if !errors.Is(err, engine.ErrClosed) {
 		return res, err
 	}
-	m, merr := s.model(ctx)
+	now, merr := s.model(ctx)
 	if merr != nil {
 		return nil, fmt.Errorf("%w; then: %w", err, merr)
 	}
+	*m = now
 	return m.Engine.Generate(ctx, req)
 }
 

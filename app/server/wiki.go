@@ -233,7 +233,7 @@ func (s *Server) handlePageEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	finished := make(chan outcome, 1)
 	go func() {
-		res, err := s.generate(ctx, m, req)
+		res, err := s.generate(ctx, &m, req)
 		finished <- outcome{res, err}
 	}()
 
