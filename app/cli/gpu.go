@@ -32,6 +32,7 @@ const gpuUsage = `Usage: darkroom gpu install [--cuda 12|13] [--force] [--json]
        darkroom gpu status [--json]
        darkroom gpu remove
        darkroom gpu verify PLUGIN   (run by install: a test graph on the GPU)
+       darkroom gpu logits --model DIR --ids FILE --out DIR   (packaging/gpu-check.sh: logits to compare)
 
 install fetches the PJRT CUDA plugin and the NVIDIA libraries it needs from the
 Python package index (verified, resumable: run it again after an interruption)
@@ -55,6 +56,8 @@ func runGPU(env *Env, args []string) error {
 		return runGPURemove(env, args[1:])
 	case "verify":
 		return runGPUVerify(env, args[1:])
+	case "logits":
+		return runGPULogits(env, args[1:])
 	}
 	return fmt.Errorf("gpu: unknown subcommand %q (install, status, remove or verify)", args[0])
 }

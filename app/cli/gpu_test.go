@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,7 +20,11 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/backend/nvidia"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/gpuruntime"
+	gctx "github.com/gomlx/gomlx/pkg/ml/context"
 )
 
 // fakeGPU makes the CLI see gpus (none: no GPU) for the test's duration.
@@ -162,6 +168,86 @@ func TestHWShowsPlugins(t *testing.T) {
 	for _, want := range []string{"Backend: ", "Darkroom's GPU support: not installed", fmt.Sprintf("cpu   %s (%s)", plugin, backend.FromEnv)} {
 		if !strings.Contains(out, want) {
 			t.Errorf("hw output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestGPULogits: `gpu logits` writes the encoder's logits over the prompt and the
+// first decoder step's over the canvas, row-major float32, equal to what the
+// model's runner returns for the same ids.
+func TestGPULogits(t *testing.T) {
+	dir := tinyModelDir(t)
+	cfg, err := config.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := logitsInput{Prompt: []int{2, 17, 40, 99, 5}}
+	for i := 0; i < cfg.CanvasLength; i++ {
+		in.Canvas = append(in.Canvas, (i*37+11)%cfg.Text.VocabSize)
+	}
+	b, _ := json.Marshal(in)
+	ids := filepath.Join(t.TempDir(), "ids.json")
+	os.WriteFile(ids, b, 0o644)
+	out := t.TempDir()
+	code, stdout, errOut := runCLI("gpu", "logits", "--model", dir, "--ids", ids, "--out", out, "--backend", "go")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep logitsReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.Vocab != cfg.Text.VocabSize || rep.PromptTokens != 5 {
+		t.Fatalf("report %q: %v", stdout, err)
+	}
+	read := func(path string) []float32 {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := make([]float32, len(raw)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		return v
+	}
+	enc, dec := read(rep.Encoder), read(rep.Decoder)
+	V := cfg.Text.VocabSize
+	if len(enc) != 5*V || len(dec) != cfg.CanvasLength*V {
+		t.Fatalf("sizes %d, %d", len(enc), len(dec))
+	}
+	// The reference: the runner itself.
+	set, err := weights.Load(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := backend.New("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Finalize()
+	ctx := gctx.New()
+	if err := model.LoadSet(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	run, err := model.NewRunner(be.Backend, &cfg.Text, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	last, err := run.Encode(in.Prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, err := run.Decode(in.Canvas, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < V; i++ {
+		if d := math.Abs(float64(enc[4*V+i] - last[i])); d > 1e-4 {
+			t.Fatalf("encoder row 4, id %d: %g vs %g", i, enc[4*V+i], last[i])
+		}
+	}
+	for i := range want {
+		if d := math.Abs(float64(dec[i] - want[i])); d > 1e-4 {
+			t.Fatalf("decoder logit %d: %g vs %g", i, dec[i], want[i])
 		}
 	}
 }

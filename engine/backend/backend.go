@@ -39,6 +39,11 @@ const EnvVar = backends.ConfigEnvVar
 // AutoInstallEnvVar, set to 1, lets GoMLX download PJRT plugins on first use.
 const AutoInstallEnvVar = "DARKROOM_XLA_AUTO_INSTALL"
 
+// PreallocateEnvVar, set to 0, stops XLA's CUDA client from reserving most of the
+// GPU's memory when it starts (it then grows as the model needs), so the device
+// memory Darkroom uses can be measured (packaging/gpu-check.sh).
+const PreallocateEnvVar = "DARKROOM_XLA_PREALLOCATE"
+
 // Started is a running backend.
 type Started struct {
 	backends.Backend

@@ -48,11 +48,36 @@ func startXLA(cfg string) (backends.Backend, string, error) {
 	if opts != "" {
 		spec += "," + opts
 	}
-	b, err := start(spec)
+	var b backends.Backend
+	var err error
+	if isCUDA(plugin+path) && os.Getenv(PreallocateEnvVar) == "0" {
+		b, err = startWithOptions(strings.TrimPrefix(spec, XLA+":"), pjrt.NamedValuesMap{"preallocate": false})
+	} else {
+		b, err = start(spec)
+	}
 	if err != nil {
 		return nil, "", err
 	}
 	return b, spec, nil
+}
+
+// startWithOptions is start with PJRT client options.
+func startWithOptions(cfg string, opts pjrt.NamedValuesMap) (b backends.Backend, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("%v", r)
+		}
+	}()
+	xb, err := xla.NewWithOptions(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return xb, nil
+}
+
+func isCUDA(s string) bool {
+	up := strings.ToUpper(s)
+	return strings.Contains(up, "CUDA") || strings.Contains(up, "NVIDIA")
 }
 
 // setCUDADataDir points XLA at the nvidia libraries installed next to a CUDA
@@ -61,8 +86,7 @@ func startXLA(cfg string) (backends.Backend, string, error) {
 // v0.1.4 would otherwise set XLA_FLAGS to a path hard-coded from its author's
 // machine; a flag already present is left alone.
 func setCUDADataDir(name, path string) {
-	up := strings.ToUpper(name + path)
-	if !strings.Contains(up, "CUDA") && !strings.Contains(up, "NVIDIA") {
+	if !isCUDA(name + path) {
 		return
 	}
 	flags := os.Getenv("XLA_FLAGS")
