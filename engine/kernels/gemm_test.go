@@ -144,3 +144,21 @@ func BenchmarkMicroKernel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPeers is packaging/bench-peers.sh's side of the comparison with OpenBLAS:
+// MulNT as callers get it (this CPU's micro-kernel, the worker pool) at the shapes the
+// script gives numpy, named [m,k]×[k,n] as m×k×n.
+func BenchmarkPeers(b *testing.B) {
+	for _, c := range benchShapes {
+		m, n, k := c[0], c[1], c[2]
+		b.Run(fmt.Sprintf("%dx%dx%d", m, k, n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 1))
+			x, y, out := randSlice(rng, m*k), randSlice(rng, n*k), make([]float32, m*n)
+			MulNT(out, x, y, m, n, k)
+			for b.Loop() {
+				MulNT(out, x, y, m, n, k)
+			}
+			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -99,12 +99,7 @@ func (w *Matrix) decode(dst []float32, r, p0, p1 int) {
 		t := w.GGUF
 		bs, bb := t.BlockSize(), t.BlockBytes()
 		row := w.Data[r*(k/bs)*bb:]
-		if t == gguf.BF16 {
-			decodeBF16(dst, row[2*p0:2*p1])
-			return
-		}
-		// Whole blocks, so this cannot fail after Check.
-		_ = gguf.Dequantize(t, row[p0/bs*bb:p1/bs*bb], dst)
+		decodeGGUF(dst, t, row[p0/bs*bb:p1/bs*bb])
 		return
 	}
 	g := w.group()
@@ -137,7 +132,26 @@ func (w *Matrix) decode(dst []float32, r, p0, p1 int) {
 				q += n
 			}
 		}
-	default: // int4, symmetric or affine
+	case g == 32:
+		// Groups of 32 in one vector call per 128 groups: {scale, min} pairs first.
+		var sm [256]float32
+		affine := w.Spec.Format == quant.Affine
+		off := int32(8)
+		if affine {
+			off = 0
+		}
+		g0 := (r*k + p0) / 32
+		for q := 0; q < len(dst); q += 128 * 32 {
+			n := min(128, (len(dst)-q)/32)
+			for i := range n {
+				sm[2*i] = w.scale(w.Scales, g0+q/32+i)
+				if affine {
+					sm[2*i+1] = w.scale(w.Mins, g0+q/32+i)
+				}
+			}
+			decodeInt4Runs(dst[q:q+32*n], w.Data[(r*k+p0+q)/2:(r*k+p0+q)/2+16*n], sm[:2*n], off)
+		}
+	default: // int4 in other groups, symmetric or affine
 		codes := w.Data[(r*k+p0)/2 : (r*k+p1)/2]
 		for q := 0; q < len(dst); {
 			n := min(len(dst)-q, g-(p0+q)%g)
@@ -291,4 +305,76 @@ func dotGo(x, y []float32) float32 {
 		s0 += x[p] * y[p]
 	}
 	return (s0 + s1) + (s2 + s3)
+}
+
+func decodeInt4RunsGo(dst []float32, codes []byte, sm []float32, off int32) {
+	for g := range len(codes) / 16 {
+		s, m := sm[2*g], sm[2*g+1]
+		y := dst[32*g : 32*g+32]
+		for i, b := range codes[16*g : 16*g+16] {
+			y[2*i] = float32(int32(b&15)-off)*s + m
+			y[2*i+1] = float32(int32(b>>4)-off)*s + m
+		}
+	}
+}
+
+func decodeNibbleRunsGo(dst []float32, src []byte, runBytes int, sm []float32, off int32) {
+	for r := range len(sm) / 4 {
+		y := dst[2*runBytes*r : 2*runBytes*(r+1)]
+		sl, ml, sh, mh := sm[4*r], sm[4*r+1], sm[4*r+2], sm[4*r+3]
+		for i, b := range src[runBytes*r : runBytes*(r+1)] {
+			y[i] = float32(int32(b&15)-off)*sl + ml
+			y[runBytes+i] = float32(int32(b>>4)-off)*sh + mh
+		}
+	}
+}
+
+// decodeGGUF decodes whole blocks of type t: the common 4- and 8-bit types with the
+// vector decoders, per block (scales and minimums unpacked here, in ggml's float32
+// arithmetic), the rest with engine/gguf's decoders.
+func decodeGGUF(dst []float32, t gguf.Type, src []byte) {
+	half := func(b []byte) float32 { return gguf.HalfToFloat32(binary.LittleEndian.Uint16(b)) }
+	switch t {
+	case gguf.BF16:
+		decodeBF16(dst, src)
+	case gguf.Q8_0: // {fp16 d; i8 qs[32]}
+		for b := range len(dst) / 32 {
+			blk := src[34*b : 34*b+34]
+			decodeInt8(dst[32*b:32*b+32], blk[2:], half(blk))
+		}
+	case gguf.Q4_0: // {fp16 d; u8 qs[16]}: (q − 8)·d
+		for b := range len(dst) / 32 {
+			blk := src[18*b : 18*b+18]
+			d := half(blk)
+			decodeNibbleRuns(dst[32*b:32*b+32], blk[2:], 16, []float32{d, 0, d, 0}, 8)
+		}
+	case gguf.Q4_1: // {fp16 d; fp16 m; u8 qs[16]}: q·d + m
+		for b := range len(dst) / 32 {
+			blk := src[20*b : 20*b+20]
+			d, m := half(blk), half(blk[2:])
+			decodeNibbleRuns(dst[32*b:32*b+32], blk[4:], 16, []float32{d, m, d, m}, 0)
+		}
+	case gguf.Q4_K: // {fp16 d; fp16 dmin; u8 scales[12]; u8 qs[128]}: d·sc·q − dmin·m
+		var sm [16]float32
+		for b := range len(dst) / gguf.QK_K {
+			blk := src[144*b : 144*b+144]
+			d, dmin := half(blk), half(blk[2:])
+			for j := range 8 {
+				sc, m := scaleMinK4(j, blk[4:16])
+				sm[2*j], sm[2*j+1] = d*float32(sc), -(dmin * float32(m))
+			}
+			decodeNibbleRuns(dst[gguf.QK_K*b:gguf.QK_K*(b+1)], blk[16:], 32, sm[:], 0)
+		}
+	default:
+		_ = gguf.Dequantize(t, src, dst) // whole blocks: cannot fail after Check
+	}
+}
+
+// scaleMinK4 unpacks the 6-bit scale and min of sub-block j from the 12 scale bytes of
+// a Q4_K block (ggml's get_scale_min_k4, as engine/gguf's decoder reads them).
+func scaleMinK4(j int, q []byte) (d, m uint8) {
+	if j < 4 {
+		return q[j] & 63, q[j+4] & 63
+	}
+	return (q[j+4] & 0xF) | ((q[j-4] >> 6) << 4), (q[j+4] >> 4) | ((q[j] >> 6) << 4)
 }

@@ -279,6 +279,19 @@ func TestDecoders(t *testing.T) {
 			{"int8", func(d []float32) { decodeInt8(d, src[:n], 0.37) }, func(d []float32) { decodeInt8Go(d, src[:n], 0.37) }, n},
 			{"int4", func(d []float32) { decodeInt4(d, src[:n], -1.5) }, func(d []float32) { decodeInt4Go(d, src[:n], -1.5) }, 2 * n},
 		}
+		if g := n / 16; g > 0 {
+			sm := randWeights(rng, 4*g)
+			cases = append(cases, []struct {
+				name      string
+				got, want func(dst []float32)
+				len       int
+			}{
+				{"int4 runs", func(d []float32) { decodeInt4Runs(d, src[:16*g], sm[:2*g], 8) },
+					func(d []float32) { decodeInt4RunsGo(d, src[:16*g], sm[:2*g], 8) }, 32 * g},
+				{"nibble runs", func(d []float32) { decodeNibbleRuns(d, src[:16*g], 16, sm[:4*g], 0) },
+					func(d []float32) { decodeNibbleRunsGo(d, src[:16*g], 16, sm[:4*g], 0) }, 32 * g},
+			}...)
+		}
 		for _, c := range cases {
 			got, want := make([]float32, c.len), make([]float32, c.len)
 			c.got(got)
@@ -297,5 +310,44 @@ func TestDecoders(t *testing.T) {
 		if got := dot(x, y); math.Abs(float64(got)-want) > 1e-5*math.Sqrt(float64(n)) {
 			t.Fatalf("dot n=%d = %g, want %g", n, got, want)
 		}
+	}
+}
+
+// BenchmarkMatrixMulVec: the AR product on a 26B-sized weight [2816, 2816] in each
+// format; GB/s counts the stored bytes read (against this machine's memory rate).
+func BenchmarkMatrixMulVec(b *testing.B) {
+	const n, k = 2816, 2816
+	for _, f := range formats {
+		b.Run(f.name, func(b *testing.B) {
+			t := &testing.T{}
+			tm := f.make(t, rand.New(rand.NewPCG(1, 1)), n, k)
+			x, out := randWeights(rand.New(rand.NewPCG(2, 2)), k), make([]float32, n)
+			bytes := len(tm.w.Data) + len(tm.w.Scales) + len(tm.w.Mins)
+			for b.Loop() {
+				if err := tm.w.MulVec(out, x); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(bytes)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
+
+// BenchmarkMatrixMulNT: the canvas product [256, 2816]×[2816, 704] (a 26B expert's
+// shape) in each format.
+func BenchmarkMatrixMulNT(b *testing.B) {
+	const m, n, k = 256, 704, 2816
+	for _, f := range formats {
+		b.Run(f.name, func(b *testing.B) {
+			t := &testing.T{}
+			tm := f.make(t, rand.New(rand.NewPCG(1, 1)), n, k)
+			a, out := randWeights(rand.New(rand.NewPCG(2, 2)), m*k), make([]float32, m*n)
+			for b.Loop() {
+				if err := tm.w.MulNT(out, a, m); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 	}
 }

@@ -64,3 +64,37 @@ func decodeInt4(dst []float32, codes []byte, s float32) {
 	}
 	decodeInt4Go(dst[2*n:], codes[n:], s)
 }
+
+// decodeInt4RunsAVX2 decodes groups of 32 values in Darkroom's int4 order (vec_amd64.s).
+//
+//go:noescape
+func decodeInt4RunsAVX2(dst *float32, codes *byte, groups int, sm *float32, off int32)
+
+// decodeNibbleRunsAVX2 decodes runs of ggml's split-nibble layout (vec_amd64.s).
+//
+//go:noescape
+func decodeNibbleRunsAVX2(dst *float32, src *byte, runs int, runBytes int, sm *float32, off int32)
+
+// decodeInt4Runs writes dst[32g+i] = (nibble − off)·sm[2g] + sm[2g+1] for the groups of
+// 32 values in codes (16 bytes each, Darkroom's nibble order).
+func decodeInt4Runs(dst []float32, codes []byte, sm []float32, off int32) {
+	groups := len(codes) / 16
+	if useAVX2 && groups > 0 {
+		_, _ = dst[32*groups-1], sm[2*groups-1]
+		decodeInt4RunsAVX2(&dst[0], &codes[0], groups, &sm[0], off)
+		return
+	}
+	decodeInt4RunsGo(dst, codes, sm, off)
+}
+
+// decodeNibbleRuns decodes len(sm)/4 runs of runBytes bytes in ggml's split-nibble
+// layout (low nibbles, then high nibbles, each run with its own {scale, min} pairs).
+func decodeNibbleRuns(dst []float32, src []byte, runBytes int, sm []float32, off int32) {
+	runs := len(sm) / 4
+	if useAVX2 && runs > 0 && runBytes%8 == 0 {
+		_, _ = dst[2*runBytes*runs-1], src[runBytes*runs-1]
+		decodeNibbleRunsAVX2(&dst[0], &src[0], runs, runBytes, &sm[0], off)
+		return
+	}
+	decodeNibbleRunsGo(dst, src, runBytes, sm, off)
+}

@@ -117,3 +117,110 @@ int4loop:
 	JNZ  int4loop
 	VZEROUPPER
 	RET
+
+DATA nibconst<>+0(SB)/4, $0x0f
+GLOBL nibconst<>(SB), RODATA|NOPTR, $4
+
+// func decodeInt4RunsAVX2(dst *float32, codes *byte, groups int, sm *float32, off int32)
+// Groups of 32 values in 16 bytes, Darkroom's order (value 2i the low nibble of byte
+// i, 2i+1 the high one): value = (nibble − off)·sm[2g] + sm[2g+1]. The 16 bytes
+// zero-extend to words b; (b | b<<4) & 0x0f0f… puts the nibbles in value order, one
+// per byte, and those widen to dwords.
+TEXT ·decodeInt4RunsAVX2(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ codes+8(FP), SI
+	MOVQ groups+16(FP), CX
+	MOVQ sm+24(FP), DX
+	MOVL off+32(FP), AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VPBROADCASTB nibconst<>+0(SB), Y14
+i4loop:
+	VBROADCASTSS (DX), Y13           // scale
+	VBROADCASTSS 4(DX), Y12          // min
+	VPMOVZXBW (SI), Y0
+	VPSLLW $4, Y0, Y1
+	VPOR Y1, Y0, Y0
+	VPAND Y14, Y0, Y0                // 32 nibbles in value order
+	VEXTRACTI128 $1, Y0, X2
+	VPSRLDQ $8, X0, X1
+	VPSRLDQ $8, X2, X3
+	VPMOVZXBD X0, Y4
+	VPMOVZXBD X1, Y5
+	VPMOVZXBD X2, Y6
+	VPMOVZXBD X3, Y7
+	VPSUBD Y15, Y4, Y4
+	VPSUBD Y15, Y5, Y5
+	VPSUBD Y15, Y6, Y6
+	VPSUBD Y15, Y7, Y7
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VMULPS Y13, Y4, Y4
+	VMULPS Y13, Y5, Y5
+	VMULPS Y13, Y6, Y6
+	VMULPS Y13, Y7, Y7
+	VADDPS Y12, Y4, Y4
+	VADDPS Y12, Y5, Y5
+	VADDPS Y12, Y6, Y6
+	VADDPS Y12, Y7, Y7
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 64(DI)
+	VMOVUPS Y7, 96(DI)
+	ADDQ $16, SI
+	ADDQ $128, DI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  i4loop
+	VZEROUPPER
+	RET
+
+// func decodeNibbleRunsAVX2(dst *float32, src *byte, runs int, runBytes int, sm *float32, off int32)
+// ggml's 4-bit layout: a run of runBytes (a multiple of 8) bytes holds runBytes values
+// in its low nibbles, then runBytes more in its high nibbles; per run sm holds
+// {scale, min} for the low values and then for the high ones: value = (nibble −
+// off)·scale + min.
+TEXT ·decodeNibbleRunsAVX2(SB), NOSPLIT, $0-44
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ runs+16(FP), CX
+	MOVQ runBytes+24(FP), R8
+	MOVQ sm+32(FP), DX
+	MOVL off+40(FP), AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VPBROADCASTD nibconst<>+0(SB), Y14
+	MOVQ R8, R9
+	SHLQ $2, R9                      // bytes from a low value to its high partner
+nrun:
+	VBROADCASTSS (DX), Y13
+	VBROADCASTSS 4(DX), Y12
+	VBROADCASTSS 8(DX), Y11
+	VBROADCASTSS 12(DX), Y10
+	MOVQ R8, BX
+nloop:
+	VPMOVZXBD (SI), Y0
+	VPSRLD $4, Y0, Y1
+	VPAND Y14, Y0, Y0
+	VPSUBD Y15, Y0, Y0
+	VPSUBD Y15, Y1, Y1
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VMULPS Y13, Y0, Y0
+	VMULPS Y11, Y1, Y1
+	VADDPS Y12, Y0, Y0
+	VADDPS Y10, Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, (DI)(R9*1)
+	ADDQ $8, SI
+	ADDQ $32, DI
+	SUBQ $8, BX
+	JNZ  nloop
+	ADDQ R9, DI                      // past the high values
+	ADDQ $16, DX
+	DECQ CX
+	JNZ  nrun
+	VZEROUPPER
+	RET

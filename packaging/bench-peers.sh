@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Compares Darkroom's float32 GEMM (engine/kernels.MulNT) with OpenBLAS (Debian's
+# libopenblas0-pthread through numpy) at the same shapes — the Mini's head-sized
+# [256,64]×[64,4096], the 26B's [256,2816]×[2816,704], a square 2048³ and the Mini's
+# [256,512]×[512,512] — in one run, then runs `darkroom bench` on the built-in Darkroom
+# Mini for the engine's forward FLOP/s, and prints every rate and its ratio to OpenBLAS.
+# Installs python3-numpy and libopenblas0-pthread with apt when they are missing (sudo
+# only when not root). Each rate is the mean over about a second of repeats, as
+# `go test -bench` reports it. Takes about two minutes; run it on an idle machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -x /usr/local/go/bin/go ]; then export PATH="/usr/local/go/bin:$PATH"; fi
+export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# OpenBLAS through numpy.
+have_openblas() {
+	python3 -c 'import numpy' 2>/dev/null && ldconfig -p | grep -q 'libopenblas.*pthread\|openblas-pthread'
+}
+if ! have_openblas; then
+	as_root=()
+	if [ "$(id -u)" != 0 ]; then as_root=(sudo); fi
+	echo "installing python3-numpy and libopenblas0-pthread …" >&2
+	"${as_root[@]}" apt-get update -qq >&2
+	DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq python3-numpy libopenblas0-pthread >&2
+fi
+
+echo "building …" >&2
+go build -tags headless -o "$work/darkroom" .
+go test -c -o "$work/kernels.test" ./engine/kernels/
+
+echo "OpenBLAS (numpy) …" >&2
+python3 - >"$work/blas.txt" <<'PY'
+import time, numpy as np
+shapes = [(256, 64, 4096), (256, 2816, 704), (2048, 2048, 2048), (256, 512, 512)]
+rng = np.random.default_rng(1)
+for m, k, n in shapes:
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    a @ b
+    runs, t0 = 0, time.perf_counter()
+    while True:
+        a @ b
+        runs += 1
+        t = time.perf_counter() - t0
+        if t >= 1.0:
+            break
+    print(f"{m}x{k}x{n} {2 * m * k * n * runs / t / 1e9:.1f}")
+# Which BLAS numpy really called (Debian switches libblas.so.3 by alternatives).
+blas = sorted({l.split()[-1] for l in open("/proc/self/maps") if "blas" in l and ".so" in l})
+print("lib", " ".join(blas) or "unknown")
+PY
+
+echo "Darkroom kernels …" >&2
+"$work/kernels.test" -test.run '^$' -test.bench '^BenchmarkPeers$' -test.benchtime 1s \
+	| awk '/^BenchmarkPeers\// { split($1, p, "/"); sub(/-[0-9]+$/, "", p[2]); print p[2], $(NF-1) }' >"$work/ours.txt"
+
+echo "darkroom bench (Darkroom Mini) …" >&2
+"$work/darkroom" bench --json --runs 1 >"$work/bench.json"
+
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+blas, lib = {}, "unknown"
+for line in open(f"{work}/blas.txt"):
+    k, v = line.split(maxsplit=1)
+    if k == "lib":
+        lib = v.strip()
+    else:
+        blas[k] = float(v)
+ours = {k: float(v) for k, v in (l.split() for l in open(f"{work}/ours.txt"))}
+print(f"OpenBLAS: {lib}")
+print(f"{'float32 GEMM [m,k]x[k,n]':28} {'Darkroom':>10} {'OpenBLAS':>10} {'ratio':>7}")
+for shape, b in blas.items():
+    o = ours.get(shape, 0.0)
+    m, k, n = shape.split("x")
+    print(f"{'[%s,%s]x[%s,%s]' % (m, k, k, n):28} {o:10.1f} {b:10.1f} {o / b:7.2f}")
+rep = json.load(open(f"{work}/bench.json"))
+mini = blas["256x64x4096"]
+fwd = rep.get("forward_gflops", 0.0)
+print(f"{'darkroom bench forward':28} {fwd:10.1f} {mini:10.1f} {fwd / mini:7.2f}  (vs OpenBLAS at the Mini's shape)")
+print(f"{'  host matmul, head shape':28} {rep.get('host_matmul_gflops', 0.0):10.1f}")
+d, a = rep["diffusion"], rep["ar"]
+print(f"Mini canvas {d['median_canvas_ms']:.0f} ms, AR token {a['median_canvas_ms']:.2f} ms, "
+      f"diffusion {d['tokens_per_s']:.1f} tok/s, AR {a['tokens_per_s']:.1f} tok/s, path {rep['path']}")
+print("GFLOP/s; ratio = Darkroom ÷ OpenBLAS")
+PY
