@@ -14,16 +14,20 @@ export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# OpenBLAS through numpy.
+# OpenBLAS through Debian's numpy: Debian's python3, not another one first on PATH.
+py=/usr/bin/python3
+if [ ! -x "$py" ]; then py=python3; fi
 have_openblas() {
-	python3 -c 'import numpy' 2>/dev/null && ldconfig -p | grep -q 'libopenblas.*pthread\|openblas-pthread'
+	"$py" -c 'import numpy as np
+np.ones((2, 2), np.float32) @ np.ones((2, 2), np.float32)
+exit(not any("openblas" in l for l in open("/proc/self/maps")))' 2>/dev/null
 }
 if ! have_openblas; then
 	as_root=()
 	if [ "$(id -u)" != 0 ]; then as_root=(sudo); fi
 	echo "installing python3-numpy and libopenblas0-pthread …" >&2
 	"${as_root[@]}" apt-get update -qq >&2
-	DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq python3-numpy libopenblas0-pthread >&2
+	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-numpy libopenblas0-pthread >&2
 fi
 
 echo "building …" >&2
@@ -31,7 +35,7 @@ go build -tags headless -o "$work/darkroom" .
 go test -c -o "$work/kernels.test" ./engine/kernels/
 
 echo "OpenBLAS (numpy) …" >&2
-python3 - >"$work/blas.txt" <<'PY'
+"$py" - >"$work/blas.txt" <<'PY'
 import time, numpy as np
 shapes = [(256, 64, 4096), (256, 2816, 704), (2048, 2048, 2048), (256, 512, 512)]
 rng = np.random.default_rng(1)
@@ -59,7 +63,7 @@ echo "Darkroom kernels …" >&2
 echo "darkroom bench (Darkroom Mini) …" >&2
 "$work/darkroom" bench --json --runs 1 >"$work/bench.json"
 
-python3 - "$work" <<'PY'
+"$py" - "$work" <<'PY'
 import json, sys
 work = sys.argv[1]
 blas, lib = {}, "unknown"
