@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -34,8 +36,8 @@ type Chat struct {
 	thinking  *widget.Check
 	messages  *fyne.Container
 	scroll    *container.Scroll
-	live      *widget.Label // the canvas developing now (plain text, noise dimmed)
-	input     *widget.Entry
+	live      *widget.Label // the canvas developing now (plain text, noise dimmed), in the reply's bubble
+	input     *chatInput
 	send      *widget.Button
 	stop      *widget.Button
 	regen     *widget.Button
@@ -74,7 +76,7 @@ func newChat(a *App) *Chat {
 	left := container.NewBorder(container.NewBorder(nil, nil, nil, delBtn, newBtn), c.loadErrs, nil, nil, c.list)
 
 	c.system = widget.NewMultiLineEntry()
-	c.system.SetMinRowsVisible(2)
+	c.system.SetMinRowsVisible(5)
 	c.system.Wrapping = fyne.TextWrapWord
 	c.system.OnChanged = func(s string) {
 		if c.cur != nil && c.cur.System != s {
@@ -94,12 +96,10 @@ func newChat(a *App) *Chat {
 	c.live.TextStyle = fyne.TextStyle{Monospace: true}
 	c.live.Importance = widget.LowImportance
 	c.live.Hide()
-	c.scroll = container.NewVScroll(container.NewPadded(container.NewVBox(c.messages, c.live)))
-	c.input = widget.NewMultiLineEntry()
-	c.input.SetPlaceHolder("Ask something… (Shift+Enter sends)")
-	c.input.Wrapping = fyne.TextWrapWord
+	c.scroll = container.NewVScroll(container.NewPadded(c.messages))
+	c.input = newChatInput(c.Send)
+	c.input.SetPlaceHolder("Ask something… (Enter sends, Shift+Enter starts a new line)")
 	c.input.SetMinRowsVisible(2)
-	c.input.OnSubmitted = func(string) { c.Send() }
 	c.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), c.Send)
 	c.send.Importance = widget.HighImportance
 	c.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), c.Stop)
@@ -243,29 +243,123 @@ func (c *Chat) renderMessages() {
 	var objs []fyne.CanvasObject
 	name := c.app.activeModelName()
 	for _, m := range c.cur.Messages {
-		objs = append(objs, messageView(m, name))
+		objs = append(objs, c.messageView(m, name, nil))
 	}
 	c.messages.Objects = objs
 	c.messages.Refresh()
 	c.scroll.ScrollToBottom()
 }
 
-func messageView(m chats.Message, model string) fyne.CanvasObject {
+// messageView draws one message as a bubble: who wrote it, a reply's thinking,
+// the markdown body, then live (the canvas still developing, if not nil), and a
+// copy button on replies.
+func (c *Chat) messageView(m chats.Message, model string, live fyne.CanvasObject) fyne.CanvasObject {
 	who := widget.NewLabelWithStyle("You", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	var head fyne.CanvasObject = who
+	fill := theme.Color(theme.ColorNameSelection)
 	if m.Role == "model" {
 		who.SetText(model)
 		who.Importance = widget.HighImportance
+		fill = theme.Color(theme.ColorNameInputBackground)
+		content := m.Content
+		copyB := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() {
+			c.app.fyneApp.Clipboard().SetContent(content)
+			c.status.SetText("Reply copied to the clipboard")
+		})
+		copyB.Importance = widget.LowImportance
+		if content == "" || live != nil {
+			copyB.Hide() // nothing to copy yet
+		}
+		head = container.NewBorder(nil, nil, nil, copyB, who)
 	}
-	body := widget.NewRichTextFromMarkdown(m.Content)
-	body.Wrapping = fyne.TextWrapWord
-	parts := []fyne.CanvasObject{who}
+	body := markdownText(m.Content)
+	parts := []fyne.CanvasObject{head}
 	if m.Thought != "" {
 		th := widget.NewLabel(m.Thought)
 		th.Wrapping = fyne.TextWrapWord
 		th.Importance = widget.LowImportance
 		parts = append(parts, widget.NewAccordion(widget.NewAccordionItem("Thinking", th)))
 	}
-	return container.NewVBox(append(parts, body, widget.NewSeparator())...)
+	parts = append(parts, body)
+	if live != nil {
+		parts = append(parts, live)
+	}
+	bg := canvas.NewRectangle(fill)
+	bg.CornerRadius = theme.InputRadiusSize() * 2
+	return container.NewPadded(container.NewStack(bg, container.NewPadded(container.NewVBox(parts...))))
+}
+
+// markdownText renders a message's markdown. Fyne's parser (CommonMark) leaves
+// emphasis markers it cannot pair as text — "**Note:**this", "**bold" cut by
+// a canvas boundary — so the stray "**" and "__" left in plain text are dropped.
+func markdownText(md string) *widget.RichText {
+	rt := widget.NewRichTextFromMarkdown(md)
+	rt.Wrapping = fyne.TextWrapWord
+	var tidy func(segs []widget.RichTextSegment)
+	tidy = func(segs []widget.RichTextSegment) {
+		for _, sg := range segs {
+			switch t := sg.(type) {
+			case *widget.TextSegment:
+				if !t.Style.TextStyle.Monospace {
+					t.Text = strings.NewReplacer("**", "", "__", "").Replace(t.Text)
+				}
+			case widget.RichTextBlock:
+				tidy(t.Segments())
+			}
+		}
+	}
+	tidy(rt.Segments)
+	return rt
+}
+
+// chatInput is the message box: Enter sends, Shift+Enter starts a new line, as
+// in ChatGPT, LM Studio and Jan (Fyne's multi-line entry does the reverse).
+type chatInput struct {
+	widget.Entry
+	send  func()
+	shift bool // a Shift key is held
+}
+
+func newChatInput(send func()) *chatInput {
+	e := &chatInput{send: send}
+	e.MultiLine = true
+	e.Wrapping = fyne.TextWrapWord
+	e.ExtendBaseWidget(e)
+	return e
+}
+
+// KeyDown implements desktop.Keyable, noting Shift.
+func (e *chatInput) KeyDown(k *fyne.KeyEvent) {
+	if k.Name == desktop.KeyShiftLeft || k.Name == desktop.KeyShiftRight {
+		e.shift = true
+	}
+	e.Entry.KeyDown(k)
+}
+
+// KeyUp implements desktop.Keyable.
+func (e *chatInput) KeyUp(k *fyne.KeyEvent) {
+	if k.Name == desktop.KeyShiftLeft || k.Name == desktop.KeyShiftRight {
+		e.shift = false
+	}
+	e.Entry.KeyUp(k)
+}
+
+// TypedKey sends on Enter and types a newline on Shift+Enter.
+func (e *chatInput) TypedKey(k *fyne.KeyEvent) {
+	if k.Name != fyne.KeyReturn && k.Name != fyne.KeyEnter {
+		e.Entry.TypedKey(k)
+		return
+	}
+	if e.shift {
+		// The entry, told Shift is down, would treat the newline as extending a
+		// selection from where Shift went down: let it type it unshifted.
+		shift := &fyne.KeyEvent{Name: desktop.KeyShiftLeft}
+		e.Entry.KeyUp(shift)
+		e.Entry.TypedKey(k)
+		e.Entry.KeyDown(shift)
+		return
+	}
+	e.send()
 }
 
 func (c *Chat) updateButtons() {
@@ -361,9 +455,9 @@ func (c *Chat) answer() {
 				if !current() {
 					return
 				}
-				c.showPartial(t, chat.Parse(committed).Text)
 				c.live.SetText(live)
 				c.live.Show()
+				c.showPartial(t, chat.Parse(committed).Text)
 				c.status.SetText(st)
 				c.scroll.ScrollToBottom()
 			})
@@ -379,7 +473,7 @@ func (c *Chat) answer() {
 func (c *Chat) showPartial(t *chats.Thread, text string) {
 	objs := c.messages.Objects
 	n := len(t.Messages)
-	view := messageView(chats.Message{Role: "model", Content: text}, c.app.activeModelName())
+	view := c.messageView(chats.Message{Role: "model", Content: text}, c.app.activeModelName(), c.live)
 	if len(objs) > n {
 		objs[n] = view
 	} else {
