@@ -28,10 +28,10 @@ func init() {
 
 // serveInfo is what `darkroom serve --json` prints once it listens.
 type serveInfo struct {
-	URL     string `json:"url"`      // open in a browser (carries the token)
-	APIBase string `json:"api_base"` // OpenAI base URL
+	URL     string `json:"url"`      // open in a browser (carries the token; its host is this run's *.localhost name)
+	APIBase string `json:"api_base"` // OpenAI base URL, on 127.0.0.1
 	Token   string `json:"token"`    // the API key ("" with --no-token)
-	Model   string `json:"model"`
+	Model   string `json:"model"`    // the model's id in /v1/models and in requests
 	Backend string `json:"backend"`
 }
 
@@ -45,7 +45,7 @@ func runServe(env *Env, args []string) error {
 func serve(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "serve", "[--model DIR|NAME] [--addr 127.0.0.1:PORT] [--backend NAME] [--json]")
 	model := fs.String("model", "", "model folder or name from the library (default: the built-in Darkroom Mini)")
-	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on (port 0: a random free port)")
+	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on, e.g. 127.0.0.1:8765 for a fixed port (port 0: a random free port)")
 	backendName := fs.String("backend", "", backend.FlagUsage)
 	token := fs.String("token", "", "use this token (API key) instead of a random one (at least 16 characters)")
 	noToken := fs.Bool("no-token", false, "accept requests without the token (any program on this computer can then use the server)")
@@ -96,7 +96,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	info := serveInfo{URL: srv.URL("/"), APIBase: "http://" + srv.Addr() + "/v1", Token: srv.Token(), Model: id, Backend: eng.Backend()}
+	info := serveInfo{URL: srv.URL("/"), APIBase: srv.APIBase(), Token: srv.Token(), Model: id, Backend: eng.Backend()}
 	if *asJSON {
 		b, _ := json.Marshal(info)
 		fmt.Fprintln(env.Stdout, string(b))

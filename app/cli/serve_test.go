@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -61,8 +63,15 @@ func TestServeModel(t *testing.T) {
 	defer cancel()
 	var stdout, stderr lockedBuffer
 	errc := make(chan error, 1)
+	// A fixed port, as a user who wants one gives it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
 	go func() {
-		errc <- serve(ctx, &Env{Stdout: &stdout, Stderr: &stderr}, []string{"--model", dir, "--json"})
+		errc <- serve(ctx, &Env{Stdout: &stdout, Stderr: &stderr}, []string{"--model", dir, "--json", "--addr", addr})
 	}()
 	var info serveInfo
 	for deadline := time.Now().Add(60 * time.Second); ; {
@@ -81,8 +90,9 @@ func TestServeModel(t *testing.T) {
 			t.Fatalf("serve printed nothing; stderr %q", stderr.String())
 		}
 	}
-	if !strings.HasPrefix(info.URL, "http://127.0.0.1:") || !strings.Contains(info.URL, "token="+info.Token) || len(info.Token) < 32 ||
-		info.APIBase != strings.Split(info.URL, "/?")[0]+"/v1" || info.Backend != "go" {
+	_, port, _ := net.SplitHostPort(addr)
+	if !strings.HasPrefix(info.URL, "http://darkroom-") || !strings.Contains(info.URL, ".localhost:"+port+"/?token="+info.Token) || len(info.Token) < 32 ||
+		info.APIBase != "http://"+addr+"/v1" || info.Backend != "go" || info.Model != filepath.Base(dir) {
 		t.Fatalf("info %+v", info)
 	}
 	// The API answers with the token as API key, and refuses without it.

@@ -12,6 +12,8 @@ import (
 	"github.com/darkroomlabs/darkroom/app/server"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
 // AppID is the application id (also in FyneApp.toml).
@@ -30,14 +32,18 @@ func Run() int {
 		fmt.Fprintln(os.Stderr, "darkroom:", err)
 		return 1
 	}
-	// The local server (browser mode, API) runs the same shared model.
+	// The local server (browser mode, API) runs the same shared model, asked
+	// for on every request, so it follows "Use" and backend changes.
 	var a *App
 	sw := &server.Switch{Options: func() (server.Options, error) {
-		m, err := a.models.Get(context.Background())
-		if err != nil {
-			return server.Options{}, err
-		}
-		return server.Options{Engine: m, Vocab: m, ModelID: m.Info().Name, Sampling: a.sampling()}, nil
+		return server.Options{Addr: fmt.Sprintf("127.0.0.1:%d", deps.Settings.Get().ServerPort),
+			Model: func(ctx context.Context) (server.Model, error) {
+				m, err := a.models.Get(ctx)
+				if err != nil {
+					return server.Model{}, err
+				}
+				return serverModel(m, a.sampling()), nil
+			}}, nil
 	}}
 	deps.System.SetServer = sw.Set
 	deps.System.OpenPage = sw.PageURL
@@ -55,6 +61,20 @@ func Run() int {
 		return 1
 	}
 	return 0
+}
+
+// serverModel is m as the local server runs it: named by its stable id
+// (darkroom-mini, the catalog name), on the engine itself where it is one, so
+// the server can check a request against the context before it streams.
+func serverModel(m Model, sampling engine.Sampling) server.Model {
+	sm := server.Model{ID: m.Info().Name, Engine: m, Vocab: m, Sampling: sampling}
+	if m.Info().Builtin {
+		sm.ID = catalog.MiniID
+	}
+	if em, ok := m.(*engineModel); ok {
+		sm.Engine = em.e
+	}
+	return sm
 }
 
 // productionDeps opens the settings, chats, models library and engine.

@@ -120,7 +120,20 @@ func newSettingsScreen(a *App) *SettingsScreen {
 		s.server.SetChecked(v.ServerEnabled) // started by Run once the app is up
 	}
 	s.server.OnChanged = s.setServer
-	serverCard := widget.NewCard("Local server", "", container.NewVBox(s.server, s.srvLbl))
+	port := widget.NewEntry() // read by the server's next start
+	port.SetPlaceHolder("random free port")
+	if v.ServerPort != 0 {
+		port.SetText(strconv.Itoa(v.ServerPort))
+	}
+	port.Validator = boundValidator(settings.ServerPortBound)
+	port.OnChanged = func(text string) {
+		if port.Validate() == nil {
+			n, _ := strconv.Atoi(strings.TrimSpace(text))
+			s.save(func(v *settings.Values) { v.ServerPort = n })
+		}
+	}
+	serverCard := widget.NewCard("Local server", "", container.NewVBox(s.server,
+		widget.NewForm(widget.NewFormItem(settings.ServerPortBound.Label, port)), s.srvLbl))
 
 	chatsDir := "not available"
 	if a.deps.Chats != nil {

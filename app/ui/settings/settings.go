@@ -48,6 +48,9 @@ type Values struct {
 	// ModelsDir is where the Library keeps models ("" = the default under
 	// $XDG_DATA_HOME; DARKROOM_MODELS_DIR overrides both).
 	ModelsDir string `json:"models_dir,omitempty"`
+	// ServerPort is the local server's port on 127.0.0.1 (0 = a random free
+	// port at each start; see ServerPortBound).
+	ServerPort int `json:"server_port,omitempty"`
 }
 
 // Bound is the range of one numeric setting (for validation and the Settings UI).
@@ -58,6 +61,10 @@ type Bound struct {
 	Step     float64
 	Int      bool
 }
+
+// ServerPortBound is the range of a fixed server port (0, the default, is
+// allowed besides it: a random port). Ports below 1024 need privileges.
+var ServerPortBound = Bound{Key: "server_port", Label: "Port (empty: a random free port)", Min: 1024, Max: 65535, Step: 1, Int: true}
 
 // Choices of the enumerated settings; the first is the default.
 var (
@@ -149,6 +156,9 @@ func (v *Values) clamp() {
 	}
 	if !contains(ThemeChoices, v.Theme) {
 		v.Theme = ThemeChoices[0]
+	}
+	if p := float64(v.ServerPort); p != 0 && (p < ServerPortBound.Min || p > ServerPortBound.Max) {
+		v.ServerPort = 0
 	}
 	for _, b := range SamplingBounds {
 		x := v.Sampling.Get(b.Key)

@@ -53,3 +53,26 @@ func TestDamagedFile(t *testing.T) {
 		t.Errorf("damaged file: err %v", err)
 	}
 }
+
+func TestServerPort(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Get().ServerPort; p != 0 {
+		t.Fatalf("default port %d, want 0 (random)", p)
+	}
+	for _, c := range []struct{ set, want int }{{8765, 8765}, {80, 0}, {70000, 0}, {0, 0}} {
+		if err := s.Update(func(v *Values) { v.ServerPort = c.set }); err != nil {
+			t.Fatal(err)
+		}
+		s2, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s2.Get().ServerPort; got != c.want {
+			t.Errorf("port %d reloads as %d, want %d", c.set, got, c.want)
+		}
+	}
+}
