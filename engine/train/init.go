@@ -26,17 +26,8 @@ func initParams(ctx *context.Context, cfg *config.Model, seed uint64) (err error
 			n *= d
 		}
 		data := make([]float32, n)
-		switch s.Init {
-		case weights.InitOnes:
-			for i := range data {
-				data[i] = 1
-			}
-		case weights.InitNormal:
-			for i := range data {
-				data[i] = float32(rng.NormFloat64() * s.Std)
-			}
-		default:
-			return fmt.Errorf("init params: %s: unknown init kind %d", s.Name, s.Init)
+		if err := s.Fill(data, rng); err != nil {
+			return fmt.Errorf("init params: %w", err)
 		}
 		v := scope.VariableWithValue(s.Name, tensors.FromFlatDataAndDimensions(data, s.Shape...))
 		v.SetTrainable(!s.Buffer)

@@ -329,21 +329,11 @@ func writeInitTensor(w *safetensors.Writer, t initTensor, seed uint64) error {
 // values, or with q the quantized codes and their scales.
 func initChunkOut(sp weights.Spec, q *quant.Spec, seed uint64, c, r, n int) initOut {
 	vals := make([]float32, r*n)
-	switch sp.Init {
-	case weights.InitOnes:
-		for i := range vals {
-			vals[i] = 1
-		}
-	case weights.InitNormal:
-		h := fnv.New64a()
-		io.WriteString(h, sp.Name)
-		binary.Write(h, binary.LittleEndian, uint64(c))
-		rng := rand.New(rand.NewPCG(seed, h.Sum64()))
-		for i := range vals {
-			vals[i] = float32(rng.NormFloat64() * sp.Std)
-		}
-	default:
-		return initOut{err: fmt.Errorf("unknown init kind %d", sp.Init)}
+	h := fnv.New64a()
+	io.WriteString(h, sp.Name)
+	binary.Write(h, binary.LittleEndian, uint64(c))
+	if err := sp.Fill(vals, rand.New(rand.NewPCG(seed, h.Sum64()))); err != nil {
+		return initOut{err: err}
 	}
 	if q == nil {
 		b := make([]byte, 2*len(vals))

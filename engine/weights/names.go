@@ -13,6 +13,7 @@ package weights
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +60,24 @@ type Spec struct {
 	// Quantizable marks weights a quantization profile may store as int8/int4
 	// (projections, experts, the embedding).
 	Quantizable bool
+}
+
+// Fill sets vals — the tensor's values, or a run of them — by the spec's init rule:
+// 1 for InitOnes, draws of N(0, Std²) from r, in order, for InitNormal.
+func (s Spec) Fill(vals []float32, r *rand.Rand) error {
+	switch s.Init {
+	case InitOnes:
+		for i := range vals {
+			vals[i] = 1
+		}
+	case InitNormal:
+		for i := range vals {
+			vals[i] = float32(r.NormFloat64() * s.Std)
+		}
+	default:
+		return fmt.Errorf("%s: unknown init kind %d", s.Name, s.Init)
+	}
+	return nil
 }
 
 // dims computes a shape from the text config for layer i.

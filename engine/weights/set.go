@@ -206,19 +206,9 @@ func Random(cfg *config.Model, seed uint64) *Set {
 			n *= d
 		}
 		vals := make([]float32, n)
-		switch sp.Init {
-		case InitOnes:
-			for i := range vals {
-				vals[i] = 1
-			}
-		case InitNormal:
-			h := fnv.New64a()
-			h.Write([]byte(sp.Name))
-			r := rand.New(rand.NewPCG(seed, h.Sum64()))
-			for i := range vals {
-				vals[i] = float32(r.NormFloat64() * sp.Std)
-			}
-		}
+		h := fnv.New64a()
+		h.Write([]byte(sp.Name))
+		sp.Fill(vals, rand.New(rand.NewPCG(seed, h.Sum64()))) // the table's kinds only
 		s.Tensors[sp.Name] = tensors.FromFlatDataAndDimensions(vals, sp.Shape...)
 	}
 	return s
