@@ -26,3 +26,9 @@ func decodeInt4Runs(dst []float32, codes []byte, sm []float32, off int32) {
 func decodeNibbleRuns(dst []float32, src []byte, runBytes int, sm []float32, off int32) {
 	decodeNibbleRunsGo(dst, src, runBytes, sm, off)
 }
+
+func decodeQ8Blocks(dst []float32, src []byte, scales []float32) { decodeQ8BlocksGo(dst, src, scales) }
+
+func decodeE2M1Runs(dst []float32, codes []byte, scales []float32) {
+	decodeE2M1RunsGo(dst, codes, scales)
+}

@@ -126,6 +126,11 @@ func (w *Matrix) decode(dst []float32, r, p0, p1 int) {
 			copy(sbytes[:nb], srow[g0:g0+nb])
 			copy(sbytes[nb:], srow[groups:])
 			quant.NVFP4RowScales(scales[:nb], sbytes[:nb+quant.NVFP4ScaleBytes])
+			if g == 16 {
+				decodeE2M1Runs(dst[q:q+16*nb], codes[q/2:q/2+8*nb], scales[:nb])
+				q += 16 * nb
+				continue
+			}
 			for b := range nb {
 				n := min(len(dst)-q, g-(p0+q)%g)
 				decodeE2M1(dst[q:q+n], codes[q/2:(q+n)/2], scales[b])
@@ -337,10 +342,14 @@ func decodeGGUF(dst []float32, t gguf.Type, src []byte) {
 	switch t {
 	case gguf.BF16:
 		decodeBF16(dst, src)
-	case gguf.Q8_0: // {fp16 d; i8 qs[32]}
-		for b := range len(dst) / 32 {
-			blk := src[34*b : 34*b+34]
-			decodeInt8(dst[32*b:32*b+32], blk[2:], half(blk))
+	case gguf.Q8_0: // {fp16 d; i8 qs[32]}: q·d
+		var scales [64]float32
+		for b0 := 0; b0 < len(dst)/32; b0 += len(scales) {
+			n := min(len(scales), len(dst)/32-b0)
+			for b := range n {
+				scales[b] = half(src[34*(b0+b):])
+			}
+			decodeQ8Blocks(dst[32*b0:32*(b0+n)], src[34*b0:34*(b0+n)], scales[:n])
 		}
 	case gguf.Q4_0: // {fp16 d; u8 qs[16]}: (q − 8)·d
 		for b := range len(dst) / 32 {
@@ -377,4 +386,16 @@ func scaleMinK4(j int, q []byte) (d, m uint8) {
 		return q[j] & 63, q[j+4] & 63
 	}
 	return (q[j+4] & 0xF) | ((q[j-4] >> 6) << 4), (q[j+4] >> 4) | ((q[j] >> 6) << 4)
+}
+
+func decodeQ8BlocksGo(dst []float32, src []byte, scales []float32) {
+	for b, d := range scales {
+		decodeInt8Go(dst[32*b:32*b+32], src[34*b+2:34*b+34], d)
+	}
+}
+
+func decodeE2M1RunsGo(dst []float32, codes []byte, scales []float32) {
+	for b, s := range scales {
+		decodeE2M1(dst[16*b:16*b+16], codes[8*b:8*b+8], s)
+	}
 }

@@ -98,3 +98,35 @@ func decodeNibbleRuns(dst []float32, src []byte, runBytes int, sm []float32, off
 	}
 	decodeNibbleRunsGo(dst, src, runBytes, sm, off)
 }
+
+// decodeQ8BlocksAVX2 decodes GGUF Q8_0 blocks with their widened scales (vec_amd64.s).
+//
+//go:noescape
+func decodeQ8BlocksAVX2(dst *float32, src *byte, blocks int, scales *float32)
+
+// decodeQ8Blocks decodes len(scales) Q8_0 blocks of src, scales[b] being block b's d.
+func decodeQ8Blocks(dst []float32, src []byte, scales []float32) {
+	n := len(scales)
+	if useAVX2 && n > 0 {
+		_, _ = dst[32*n-1], src[34*n-1]
+		decodeQ8BlocksAVX2(&dst[0], &src[0], n, &scales[0])
+		return
+	}
+	decodeQ8BlocksGo(dst, src, scales)
+}
+
+// decodeE2M1RunsAVX2 decodes NVFP4 blocks of 16 with their scales (vec_amd64.s).
+//
+//go:noescape
+func decodeE2M1RunsAVX2(dst *float32, codes *byte, groups int, scales *float32)
+
+// decodeE2M1Runs decodes len(scales) NVFP4 blocks of 16 values (8 code bytes each).
+func decodeE2M1Runs(dst []float32, codes []byte, scales []float32) {
+	n := len(scales)
+	if useAVX2 && n > 0 {
+		_, _ = dst[16*n-1], codes[8*n-1]
+		decodeE2M1RunsAVX2(&dst[0], &codes[0], n, &scales[0])
+		return
+	}
+	decodeE2M1RunsGo(dst, codes, scales)
+}

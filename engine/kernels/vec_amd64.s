@@ -224,3 +224,89 @@ nloop:
 	JNZ  nrun
 	VZEROUPPER
 	RET
+
+// func decodeQ8BlocksAVX2(dst *float32, src *byte, blocks int, scales *float32)
+// GGUF Q8_0 blocks {fp16 d; i8 qs[32]} (34 bytes): value = float32(q)·scales[b], the
+// block scales widened beforehand.
+TEXT ·decodeQ8BlocksAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ blocks+16(FP), CX
+	MOVQ scales+24(FP), DX
+q8loop:
+	VBROADCASTSS (DX), Y7
+	VPMOVSXBD 2(SI), Y0
+	VPMOVSXBD 10(SI), Y1
+	VPMOVSXBD 18(SI), Y2
+	VPMOVSXBD 26(SI), Y3
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VCVTDQ2PS Y3, Y3
+	VMULPS Y7, Y0, Y0
+	VMULPS Y7, Y1, Y1
+	VMULPS Y7, Y2, Y2
+	VMULPS Y7, Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q8loop
+	VZEROUPPER
+	RET
+
+DATA e2m1<>+0(SB)/4, $0.0
+DATA e2m1<>+4(SB)/4, $0.5
+DATA e2m1<>+8(SB)/4, $1.0
+DATA e2m1<>+12(SB)/4, $1.5
+DATA e2m1<>+16(SB)/4, $2.0
+DATA e2m1<>+20(SB)/4, $3.0
+DATA e2m1<>+24(SB)/4, $4.0
+DATA e2m1<>+28(SB)/4, $6.0
+DATA e2m1<>+32(SB)/4, $0x80000000
+GLOBL e2m1<>(SB), RODATA|NOPTR, $36
+
+// func decodeE2M1RunsAVX2(dst *float32, codes *byte, groups int, scales *float32)
+// NVFP4 blocks of 16 values in 8 bytes (Darkroom's nibble order): the magnitude is
+// the table entry of the code's low 3 bits (VPERMPS reads only those), bit 3 the sign,
+// times the block's scale.
+TEXT ·decodeE2M1RunsAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ codes+8(FP), SI
+	MOVQ groups+16(FP), CX
+	MOVQ scales+24(FP), DX
+	VMOVUPS e2m1<>+0(SB), Y15
+	VPBROADCASTD e2m1<>+32(SB), Y14
+	VPBROADCASTB nibconst<>+0(SB), X13
+fp4loop:
+	VBROADCASTSS (DX), Y12
+	VPMOVZXBW (SI), X0
+	VPSLLW $4, X0, X1
+	VPOR X1, X0, X0
+	VPAND X13, X0, X0                // 16 codes in value order
+	VPSRLDQ $8, X0, X1
+	VPMOVZXBD X0, Y2
+	VPMOVZXBD X1, Y3
+	VPERMPS Y15, Y2, Y4
+	VPERMPS Y15, Y3, Y5
+	VPSLLD $28, Y2, Y2
+	VPSLLD $28, Y3, Y3
+	VPAND Y14, Y2, Y2
+	VPAND Y14, Y3, Y3
+	VPOR Y2, Y4, Y4
+	VPOR Y3, Y5, Y5
+	VMULPS Y12, Y4, Y4
+	VMULPS Y12, Y5, Y5
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ $8, SI
+	ADDQ $64, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  fp4loop
+	VZEROUPPER
+	RET
