@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -249,5 +250,58 @@ func TestGPULogits(t *testing.T) {
 		if d := math.Abs(float64(dec[i] - want[i])); d > 1e-4 {
 			t.Fatalf("decoder logit %d: %g vs %g", i, dec[i], want[i])
 		}
+	}
+}
+
+// TestGPUCheckScriptCPUPart runs packaging/gpu-check.sh as far as a machine
+// without a GPU or torch can: the dry run prints the plan and a "skipped:" line,
+// and with an NVIDIA GPU reported but no torch the probe skips too; both exit 0
+// and write the JSON. The Python half must at least compile.
+func TestGPUCheckScriptCPUPart(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script := filepath.Join("..", "..", "packaging", "gpu-check.sh")
+	run := func(env []string, args ...string) (string, map[string]any) {
+		out := t.TempDir()
+		cmd := exec.Command(bash, append([]string{script, "--out", out}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("gpu-check.sh %v: %v\n%s", args, err, b)
+		}
+		var doc map[string]any
+		raw, _ := os.ReadFile(filepath.Join(out, "gpu-check.json"))
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatalf("gpu-check.json %q: %v", raw, err)
+		}
+		return string(b), doc
+	}
+	out, doc := run(nil, "--dry-run")
+	for _, want := range []string{"gpu logits --backend auto", "quantize --model", "--max-steps 16", "gpu-check: skipped: dry run"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out)
+		}
+	}
+	if doc["skipped"] != "dry run" {
+		t.Errorf("json %v", doc)
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 for the probe")
+	}
+	parse := "import ast, sys; ast.parse(open(sys.argv[1]).read())"
+	if b, err := exec.Command(py, "-c", parse, filepath.Join("..", "..", "packaging", "gpu_check.py")).CombinedOutput(); err != nil {
+		t.Fatalf("gpu_check.py does not parse: %s", b)
+	}
+	// A GPU as nvidia-smi reports it, and a Python without site-packages (no torch).
+	bin := t.TempDir()
+	os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte("#!/bin/sh\necho 'GPU 0: NVIDIA H200 (UUID: GPU-0)'\n"), 0o755)
+	os.WriteFile(filepath.Join(bin, "python-bare"), []byte("#!/bin/sh\nexec "+py+" -I -S \"$@\"\n"), 0o755)
+	out, doc = run([]string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "PYTHON=" + filepath.Join(bin, "python-bare")})
+	if !strings.Contains(out, "gpu-check: skipped: no GPU/torch (no torch/transformers (torch))") ||
+		!strings.HasPrefix(doc["skipped"].(string), "no GPU/torch") {
+		t.Errorf("no torch:\n%s\n%v", out, doc)
 	}
 }

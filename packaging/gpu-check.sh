@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# GPU check: DiffusionGemma at the real 26B dimensions (hidden 2816, 128 experts top-8, vocab 262,144)
+# with 6 layers (5 sliding + 1 full), Darkroom against transformers on the same NVIDIA GPU and weights.
+# Meant for a machine with an NVIDIA GPU, PyTorch and transformers ≥ 5 (DiffusionGemma), and a
+# prebuilt headless Darkroom (the machine needs no Go). About 8 minutes:
+#
+#   1. transformers builds the random model and save_pretrained()s it (HF's names and shards);
+#      its bf16 logits (an encoder pass over a 64-token prompt, the first decoder step over a
+#      256-token canvas after it) and timings (a canvas at a fixed 16 steps; AR decoding)
+#   2. Darkroom loads the folder unchanged on xla:cuda and writes its logits for the same ids
+#      (`darkroom gpu logits`), then `darkroom bench` times a canvas at 16 steps and AR decoding
+#   3. the same for the model quantized to int4 (`darkroom quantize --profile int4`)
+#   4. a table on stdout and OUT/gpu-check.json: logits agreement, tokens/s of both engines,
+#      diffusion vs AR, device memory, and the 30-layer int4 extrapolation
+#
+# Where there is no GPU, torch or transformers ≥ 5 (or with --dry-run) it prints what it would
+# run and exits 0 with a "skipped:" line, so CI runs this far.
+#
+#   packaging/gpu-check.sh [--darkroom BIN] [--out DIR] [--dry-run]
+#
+# Build BIN where Go is (cgo on: XLA's PJRT loader needs it; no desktop libraries):
+#   go build -tags headless -o darkroom-headless .
+# GPU support: the binary's auto backend finds the PJRT CUDA plugin (Darkroom's own, `darkroom gpu
+# install`, or a JAX installation's; VIRTUAL_ENV is honoured); --backend sets it (DARKROOM_BACKEND).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+bin="${DARKROOM_BIN:-./darkroom-headless}"
+out="${OUT:-/tmp/darkroom-gpu-check}"
+backend="${DARKROOM_BACKEND:-auto}"
+dry=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--darkroom) bin="$2"; shift 2 ;;
+	--out) out="$2"; shift 2 ;;
+	--backend) backend="$2"; shift 2 ;;
+	--dry-run) dry=1; shift ;;
+	*) echo "gpu-check: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
+	esac
+done
+py="${PYTHON:-python3}"
+work="$out/work"
+mkdir -p "$out"
+# A canvas at a fixed 16 steps: no early stop, no AR guidance rounds; a full 256-token canvas.
+bench=(bench --backend "$backend" --max-steps 16 --max-new-tokens 256 --entropy-bound 0.0001 --confidence-threshold 0.0001 --guidance -1 --runs 2 --json)
+
+plan() {
+	cat <<PLAN
+gpu-check: would run, in $work:
+  $py $here/gpu_check.py build $work          # random 6-layer DiffusionGemma at 26B dims, save_pretrained, HF logits + timings
+  DARKROOM_XLA_PREALLOCATE=0 $bin gpu logits --backend $backend --model $work/model --ids $work/ids.json --out $work/dr
+  $bin ${bench[*]} --model $work/model
+  $bin quantize --model $work/model --profile int4 --out $work/model-int4
+  $bin ${bench[*]} --model $work/model-int4
+  $py $here/gpu_check.py report $work $out/gpu-check.json   # the table and the JSON
+PLAN
+}
+
+skip() {
+	plan
+	printf '{"skipped": "%s"}\n' "$1" >"$out/gpu-check.json"
+	echo "gpu-check: skipped: $1"
+	exit 0
+}
+
+[ "$dry" = 1 ] && skip "dry run"
+command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 || skip "no GPU/torch (no NVIDIA GPU: nvidia-smi is missing or finds none)"
+command -v "$py" >/dev/null 2>&1 || skip "no GPU/torch ($py not found)"
+why="$("$py" "$here/gpu_check.py" probe 2>&1)" || skip "no GPU/torch ($why)"
+[ -x "$bin" ] || { echo "gpu-check: no Darkroom binary at $bin (build it with: go build -tags headless -o darkroom-headless .)" >&2; exit 1; }
+echo "gpu-check: $why"
+
+start=$(date +%s)
+step() { echo "gpu-check: [$(( $(date +%s) - start ))s] $*"; }
+rm -rf "$work"
+mkdir -p "$work"
+export PYTHONUNBUFFERED=1 DARKROOM_XLA_PREALLOCATE=0
+
+# watch_mem PID FILE: the most device memory (bytes) in use while PID runs, above what was in use
+# before it started (nothing else runs on the GPU meanwhile; XLA's client grows as needed with
+# DARKROOM_XLA_PREALLOCATE=0 instead of reserving most of the memory).
+gpu_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
+watch_mem() {
+	local pid=$1 file=$2 base peak m
+	base=$(gpu_used)
+	peak=$base
+	while kill -0 "$pid" 2>/dev/null; do
+		m=$(gpu_used)
+		if [ -n "$m" ] && [ "$m" -gt "$peak" ]; then peak=$m; fi
+		sleep 0.2
+	done
+	echo $(((peak - base) * 1024 * 1024)) >"$file"
+}
+# run_measured NAME CMD…: CMD's stdout in $work/NAME.json, its stderr in NAME.log, its peak device memory in NAME.mem.
+run_measured() {
+	local name=$1
+	shift
+	"$@" >"$work/$name.json" 2>"$work/$name.log" &
+	local pid=$!
+	watch_mem "$pid" "$work/$name.mem" &
+	local watcher=$!
+	local rc=0
+	wait "$pid" || rc=$?
+	wait "$watcher" || true
+	if [ "$rc" != 0 ]; then
+		echo "gpu-check: $name failed (exit $rc):" >&2
+		tail -5 "$work/$name.log" >&2
+		exit 1
+	fi
+}
+
+step "transformers: building, saving and timing the model"
+timeout 240 "$py" "$here/gpu_check.py" build "$work" >"$work/hf.log" 2>&1 || { tail -20 "$work/hf.log" >&2; exit 1; }
+cp "$here/../assets/mini/tokenizer.json" "$here/../assets/mini/tokenizer_config.json" "$work/model/" # ids are fed as ids; Darkroom needs a tokenizer file
+step "Darkroom bf16: logits"
+run_measured dr_logits timeout 180 "$bin" gpu logits --backend "$backend" --model "$work/model" --ids "$work/ids.json" --out "$work/dr"
+step "Darkroom bf16: canvas at 16 steps, AR"
+run_measured dr_bench_bf16 timeout 180 "$bin" "${bench[@]}" --model "$work/model"
+step "Darkroom: quantizing to int4"
+timeout 240 "$bin" quantize --model "$work/model" --profile int4 --out "$work/model-int4" >"$work/quantize.log" 2>&1 || { tail -5 "$work/quantize.log" >&2; exit 1; }
+step "Darkroom int4: canvas at 16 steps, AR"
+run_measured dr_bench_int4 timeout 180 "$bin" "${bench[@]}" --model "$work/model-int4"
+printf '{"bf16_peak_bytes": %s, "int4_peak_bytes": %s}\n' "$(cat "$work/dr_bench_bf16.mem")" "$(cat "$work/dr_bench_int4.mem")" >"$work/dr_memory.json"
+step "report"
+"$py" "$here/gpu_check.py" report "$work" "$out/gpu-check.json"
+step "done: $out/gpu-check.json"
