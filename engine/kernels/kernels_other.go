@@ -19,8 +19,8 @@ func decodeBF16(dst []float32, src []byte)              { decodeBF16Go(dst, src)
 func decodeInt8(dst []float32, codes []byte, s float32) { decodeInt8Go(dst, codes, s) }
 func decodeInt4(dst []float32, codes []byte, s float32) { decodeInt4Go(dst, codes, s) }
 
-func decodeInt4Runs(dst []float32, codes []byte, sm []float32, off int32) {
-	decodeInt4RunsGo(dst, codes, sm, off)
+func decodeInt4Runs(dst []float32, codes []byte, scales, mins []float32, off int32) {
+	decodeInt4RunsGo(dst, codes, scales, mins, off)
 }
 
 func decodeNibbleRuns(dst []float32, src []byte, runBytes int, sm []float32, off int32) {

@@ -138,8 +138,9 @@ func (w *Matrix) decode(dst []float32, r, p0, p1 int) {
 			}
 		}
 	case g == 32:
-		// Groups of 32 in one vector call per 128 groups: {scale, min} pairs first.
-		var sm [256]float32
+		// Up to 128 groups of 32 per vector call, their scales and minimums widened
+		// first.
+		var scales, mins [128]float32
 		affine := w.Spec.Format == quant.Affine
 		off := int32(8)
 		if affine {
@@ -148,13 +149,12 @@ func (w *Matrix) decode(dst []float32, r, p0, p1 int) {
 		g0 := (r*k + p0) / 32
 		for q := 0; q < len(dst); q += 128 * 32 {
 			n := min(128, (len(dst)-q)/32)
-			for i := range n {
-				sm[2*i] = w.scale(w.Scales, g0+q/32+i)
-				if affine {
-					sm[2*i+1] = w.scale(w.Mins, g0+q/32+i)
-				}
+			gi := g0 + q/32
+			w.scales(scales[:n], w.Scales, gi)
+			if affine {
+				w.scales(mins[:n], w.Mins, gi)
 			}
-			decodeInt4Runs(dst[q:q+32*n], w.Data[(r*k+p0+q)/2:(r*k+p0+q)/2+16*n], sm[:2*n], off)
+			decodeInt4Runs(dst[q:q+32*n], w.Data[(r*k+p0+q)/2:(r*k+p0+q)/2+16*n], scales[:n], mins[:n], off)
 		}
 	default: // int4 in other groups, symmetric or affine
 		codes := w.Data[(r*k+p0)/2 : (r*k+p1)/2]
@@ -169,6 +169,18 @@ func (w *Matrix) decode(dst []float32, r, p0, p1 int) {
 			}
 			q += n
 		}
+	}
+}
+
+// scales widens entries [i, i+len(dst)) of a Float32 or BFloat16 scale (or minimum)
+// tensor.
+func (w *Matrix) scales(dst []float32, b []byte, i int) {
+	if w.Spec.BF16Scales {
+		decodeBF16(dst, b[2*i:2*(i+len(dst))])
+		return
+	}
+	for j := range dst {
+		dst[j] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*(i+j):]))
 	}
 }
 
@@ -312,9 +324,9 @@ func dotGo(x, y []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-func decodeInt4RunsGo(dst []float32, codes []byte, sm []float32, off int32) {
+func decodeInt4RunsGo(dst []float32, codes []byte, scales, mins []float32, off int32) {
 	for g := range len(codes) / 16 {
-		s, m := sm[2*g], sm[2*g+1]
+		s, m := scales[g], mins[g]
 		y := dst[32*g : 32*g+32]
 		for i, b := range codes[16*g : 16*g+16] {
 			y[2*i] = float32(int32(b&15)-off)*s + m

@@ -286,8 +286,8 @@ func TestDecoders(t *testing.T) {
 				got, want func(dst []float32)
 				len       int
 			}{
-				{"int4 runs", func(d []float32) { decodeInt4Runs(d, src[:16*g], sm[:2*g], 8) },
-					func(d []float32) { decodeInt4RunsGo(d, src[:16*g], sm[:2*g], 8) }, 32 * g},
+				{"int4 runs", func(d []float32) { decodeInt4Runs(d, src[:16*g], sm[:g], sm[g:2*g], 8) },
+					func(d []float32) { decodeInt4RunsGo(d, src[:16*g], sm[:g], sm[g:2*g], 8) }, 32 * g},
 				{"q8_0 blocks", func(d []float32) { decodeQ8Blocks(d, src[:34*(g/3)], sm[:g/3]) },
 					func(d []float32) { decodeQ8BlocksGo(d, src[:34*(g/3)], sm[:g/3]) }, 32 * (g / 3)},
 				{"e2m1 runs", func(d []float32) { decodeE2M1Runs(d, src[:8*g], sm[:g]) },

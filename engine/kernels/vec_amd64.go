@@ -68,23 +68,23 @@ func decodeInt4(dst []float32, codes []byte, s float32) {
 // decodeInt4RunsAVX2 decodes groups of 32 values in Darkroom's int4 order (vec_amd64.s).
 //
 //go:noescape
-func decodeInt4RunsAVX2(dst *float32, codes *byte, groups int, sm *float32, off int32)
+func decodeInt4RunsAVX2(dst *float32, codes *byte, groups int, scales, mins *float32, off int32)
 
 // decodeNibbleRunsAVX2 decodes runs of ggml's split-nibble layout (vec_amd64.s).
 //
 //go:noescape
 func decodeNibbleRunsAVX2(dst *float32, src *byte, runs int, runBytes int, sm *float32, off int32)
 
-// decodeInt4Runs writes dst[32g+i] = (nibble − off)·sm[2g] + sm[2g+1] for the groups of
-// 32 values in codes (16 bytes each, Darkroom's nibble order).
-func decodeInt4Runs(dst []float32, codes []byte, sm []float32, off int32) {
+// decodeInt4Runs writes dst[32g+i] = (nibble − off)·scales[g] + mins[g] for the groups
+// of 32 values in codes (16 bytes each, Darkroom's nibble order).
+func decodeInt4Runs(dst []float32, codes []byte, scales, mins []float32, off int32) {
 	groups := len(codes) / 16
 	if useAVX2 && groups > 0 {
-		_, _ = dst[32*groups-1], sm[2*groups-1]
-		decodeInt4RunsAVX2(&dst[0], &codes[0], groups, &sm[0], off)
+		_, _, _ = dst[32*groups-1], scales[groups-1], mins[groups-1]
+		decodeInt4RunsAVX2(&dst[0], &codes[0], groups, &scales[0], &mins[0], off)
 		return
 	}
-	decodeInt4RunsGo(dst, codes, sm, off)
+	decodeInt4RunsGo(dst, codes, scales, mins, off)
 }
 
 // decodeNibbleRuns decodes len(sm)/4 runs of runBytes bytes in ggml's split-nibble

@@ -121,23 +121,24 @@ int4loop:
 DATA nibconst<>+0(SB)/4, $0x0f
 GLOBL nibconst<>(SB), RODATA|NOPTR, $4
 
-// func decodeInt4RunsAVX2(dst *float32, codes *byte, groups int, sm *float32, off int32)
+// func decodeInt4RunsAVX2(dst *float32, codes *byte, groups int, scales, mins *float32, off int32)
 // Groups of 32 values in 16 bytes, Darkroom's order (value 2i the low nibble of byte
-// i, 2i+1 the high one): value = (nibble − off)·sm[2g] + sm[2g+1]. The 16 bytes
+// i, 2i+1 the high one): value = (nibble − off)·scales[g] + mins[g]. The 16 bytes
 // zero-extend to words b; (b | b<<4) & 0x0f0f… puts the nibbles in value order, one
 // per byte, and those widen to dwords.
-TEXT ·decodeInt4RunsAVX2(SB), NOSPLIT, $0-36
+TEXT ·decodeInt4RunsAVX2(SB), NOSPLIT, $0-44
 	MOVQ dst+0(FP), DI
 	MOVQ codes+8(FP), SI
 	MOVQ groups+16(FP), CX
-	MOVQ sm+24(FP), DX
-	MOVL off+32(FP), AX
+	MOVQ scales+24(FP), DX
+	MOVQ mins+32(FP), R10
+	MOVL off+40(FP), AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
 	VPBROADCASTB nibconst<>+0(SB), Y14
 i4loop:
 	VBROADCASTSS (DX), Y13           // scale
-	VBROADCASTSS 4(DX), Y12          // min
+	VBROADCASTSS (R10), Y12          // min
 	VPMOVZXBW (SI), Y0
 	VPSLLW $4, Y0, Y1
 	VPOR Y1, Y0, Y0
@@ -171,7 +172,8 @@ i4loop:
 	VMOVUPS Y7, 96(DI)
 	ADDQ $16, SI
 	ADDQ $128, DI
-	ADDQ $8, DX
+	ADDQ $4, DX
+	ADDQ $4, R10
 	DECQ CX
 	JNZ  i4loop
 	VZEROUPPER
