@@ -45,6 +45,10 @@ func mulNT(kern *microKernel, out, a, b []float32, m, n, k int) {
 		clear(out[:m*n])
 		return
 	}
+	if m < dotRows {
+		mulNTDots(out, a, b, m, n, k)
+		return
+	}
 	packB := func(dst []float32, _ *packBuf, j0, cols, p0, kc int) error {
 		packPanels(dst, b, k, j0, cols, p0, kc, kern.nr)
 		return nil
@@ -81,6 +85,25 @@ func mulNTSplit(kern *microKernel, out, a []float32, m, n, k int, packB packFunc
 		}
 	}
 	return nil
+}
+
+// dotRows is the row count below which a product is dot products of rows (each row of
+// b read once, from memory, for all rows of a) rather than packed: packing b costs
+// more than a product with one or two rows (the AR step) gains from it.
+const dotRows = 4
+
+// mulNTDots computes out = a·bᵀ as m·n dot products, the rows of b split across the
+// worker pool.
+func mulNTDots(out, a, b []float32, m, n, k int) {
+	parts := min(workers(), max(1, m*n*k>>15))
+	parallel(parts, func(part int) {
+		for j := n * part / parts; j < n*(part+1)/parts; j++ {
+			bj := b[j*k : (j+1)*k]
+			for i := range m {
+				out[i*n+j] = dot(a[i*k:(i+1)*k], bj)
+			}
+		}
+	})
 }
 
 // packBuf is one worker's packed panels, edge tile and decoding scratch.

@@ -242,23 +242,33 @@ func (w *Matrix) MulVec(out, x []float32) error {
 	if len(x) < w.Cols || len(out) < w.Rows {
 		return fmt.Errorf("%s: MulVec with x of %d and out of %d", w, len(x), len(out))
 	}
-	parts := min(workers(), max(1, w.Rows*w.Cols>>15))
+	w.mulRows(out, x, 1)
+	return nil
+}
+
+// mulRows computes out [m, Rows] = a [m, Cols]·wᵀ one decoded chunk of a row of w at a
+// time, dotted with the m rows of a (MulVec's way, for m < dotRows).
+func (w *Matrix) mulRows(out, a []float32, m int) {
+	n, k := w.Rows, w.Cols
+	parts := min(workers(), max(1, m*n*k>>15))
 	parallel(parts, func(part int) {
 		buf := packBufs.Get().(*packBuf)
 		defer packBufs.Put(buf)
 		chunk := w.chunk()
 		buf.dec = grow(buf.dec, chunk)
-		for r := w.Rows * part / parts; r < w.Rows*(part+1)/parts; r++ {
-			var s float32
-			for p := 0; p < w.Cols; p += chunk {
-				p1 := min(w.Cols, p+chunk)
-				w.decode(buf.dec, r, p, p1)
-				s += dot(buf.dec[:p1-p], x[p:p1])
+		for r := n * part / parts; r < n*(part+1)/parts; r++ {
+			for i := range m {
+				out[i*n+r] = 0
 			}
-			out[r] = s
+			for p := 0; p < k; p += chunk {
+				p1 := min(k, p+chunk)
+				w.decode(buf.dec, r, p, p1)
+				for i := range m {
+					out[i*n+r] += dot(buf.dec[:p1-p], a[i*k+p:i*k+p1])
+				}
+			}
 		}
 	})
-	return nil
 }
 
 // chunk is MulVec's decoding block: at most 4096 inputs (16 KiB of float32), a whole
@@ -272,8 +282,8 @@ func (w *Matrix) chunk() int {
 }
 
 // MulNT computes out = a·wᵀ for a [m, Cols], out [m, Rows], overwritten: MulNT's
-// packed product with each nr-row panel of w decoded into float32 as it is packed. m =
-// 1 is MulVec.
+// packed product with each nr-row panel of w decoded into float32 as it is packed
+// (below dotRows rows of a, MulVec's decoded rows and dot products).
 func (w *Matrix) MulNT(out, a []float32, m int) error {
 	if err := w.Check(); err != nil {
 		return err
@@ -282,14 +292,11 @@ func (w *Matrix) MulNT(out, a []float32, m int) error {
 	if m < 0 || len(a) < m*k || len(out) < m*n {
 		return fmt.Errorf("%s: MulNT with a of %d and out of %d for %d rows", w, len(a), len(out), m)
 	}
-	if m == 1 {
-		return w.MulVec(out, a)
-	}
 	if m == 0 || n == 0 {
 		return nil
 	}
-	if k == 0 {
-		clear(out[:m*n])
+	if k == 0 || m < dotRows {
+		w.mulRows(out, a, m)
 		return nil
 	}
 	kern := gemmKernel
