@@ -17,6 +17,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	_ "github.com/gomlx/gomlx/backends/simplego"
 
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -439,10 +440,11 @@ func runTrainInit(env *Env, args []string) error {
 }
 
 func runTrainEval(env *Env, args []string) error {
-	fs := newFlagSet(env, "train eval", "[--model DIR] --corpus DIR [--pages N] [--json]")
+	fs := newFlagSet(env, "train eval", "[--model DIR] --corpus DIR [--pages N] [--seen N] [--json]")
 	modelDir := fs.String("model", "assets/mini", "model directory (Hugging Face layout)")
 	corpusDir := fs.String("corpus", "train-runs/corpus", "corpus directory (heldout.jsonl, train.jsonl, words.txt)")
 	pages := fs.Int("pages", 50, "held-out titles to generate in each mode")
+	seenN := fs.Int("seen", 50, "titles seen in training to generate in each mode too, compared with their entries (ROUGE-L); 0: none")
 	seed := fs.Uint64("seed", 1, "sampling seed of the first page (page i uses seed+i)")
 	arTemp := fs.Float64("ar-temperature", 0, "AR mode sampling temperature (0 = greedy)")
 	backendName := fs.String("backend", "", "backend for the engine (default: the engine's)")
@@ -476,7 +478,7 @@ func runTrainEval(env *Env, args []string) error {
 	defer cancel()
 	rep, err := train.Evaluate(ctx, train.EvalOptions{ModelDir: *modelDir, CorpusDir: *corpusDir, Pages: *pages,
 		Seed: *seed, ARTemperature: *arTemp, Backend: *backendName, First: *first, Modes: modes, Unguided: unguided, NoLoss: *noLoss, FreeHeading: *freeHeading, Samples: *samples,
-		Log: env.Stderr})
+		Seen: *seenN, Render: htmlsafe.Sanitize, Log: env.Stderr})
 	if err != nil {
 		return err
 	}
@@ -502,10 +504,28 @@ func runTrainEval(env *Env, args []string) error {
 		rows = append(rows, row{"unguided", *u})
 	}
 	rows = append(rows, row{"ar", rep.AR}, row{"reference", rep.Reference})
+	if s := rep.Seen; s != nil {
+		rows = append(rows, row{"seen: diffusion", s.Diffusion})
+		if u := s.DiffusionUnguided; u != nil {
+			rows = append(rows, row{"seen: unguided", *u})
+		}
+		rows = append(rows, row{"seen: ar", s.AR}, row{"seen: reference", s.Reference})
+	}
 	for _, m := range rows {
 		fmt.Fprintf(env.Stdout, "%-9s pages %d: format %.0f%% (h1 %.0f%%, long paragraph %.0f%%), known words %.1f%%, links/page %.2f, distinct-2 %.3f, median %.0f ms\n",
 			m.name, m.r.Pages, 100*m.r.PageFormat, 100*m.r.TitleH1, 100*m.r.LongParagraph, 100*m.r.KnownWords,
 			m.r.LinksPerPage, m.r.Distinct2, m.r.MedianMS)
+		fmt.Fprintf(env.Stdout, "          markup fragments/page %.2f shown (%.2f as written), English bigrams %.1f%%",
+			m.r.Fragments, m.r.FragmentsUnrepaired, 100*m.r.English)
+		if m.r.EnglishShuffled > 0 {
+			fmt.Fprintf(env.Stdout, " (words shuffled %.1f%%)", 100*m.r.EnglishShuffled)
+		}
+		if m.r.RougeL > 0 && strings.HasSuffix(m.name, "reference") {
+			fmt.Fprintf(env.Stdout, ", ROUGE-L of another title's entry (chance) %.3f", m.r.RougeL)
+		} else if m.r.RougeL > 0 {
+			fmt.Fprintf(env.Stdout, ", ROUGE-L vs the entry %.3f", m.r.RougeL)
+		}
+		fmt.Fprintln(env.Stdout)
 	}
 	fmt.Fprintf(env.Stdout, "canvas speed: median %.0f ms for a 256-token canvas (goal ≤ 2000 ms)\n", rep.CanvasMedianMS)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -18,6 +19,7 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/markup"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -50,7 +52,16 @@ type EvalOptions struct {
 	FreeHeading bool
 	// Samples is how many generated pages each mode keeps in its report (0: 3).
 	Samples int
-	Log     io.Writer
+	// Seen is how many titles seen in training are scored too (0: none): spread
+	// evenly over the training pages, generated and checked as the held-out
+	// ones are, and compared with their corpus entries (ModeReport.RougeL).
+	Seen int
+	// Render turns a page into the HTML that is shown: app/htmlsafe.Sanitize,
+	// passed in by the CLI, since engine does not import the app. Fragments,
+	// English and RougeL are measured on its output; nil measures the pages as
+	// written (Settings["rendered"] says which).
+	Render func(page string) string
+	Log    io.Writer
 }
 
 // Sample is one generated page kept in the report.
@@ -71,9 +82,26 @@ type ModeReport struct {
 	KnownWords   float64 `json:"known_words"`
 	LinksPerPage float64 `json:"links_per_page"` // goal ≥ 1
 	Distinct2    float64 `json:"distinct_2"`     // goal ≥ 0.3
-	MeanTokens   float64 `json:"mean_tokens"`
-	MedianMS     float64 `json:"median_ms"`
-	TokensPerS   float64 `json:"tokens_per_s"`
+	// Fragments is the mean number of markup fragments (engine/markup: `">`,
+	// `href="…"`, `<p`, a site path as words) per page in the text as shown,
+	// after EvalOptions.Render (goal 0). FragmentsUnrepaired counts them in the
+	// text a browser shows for the page as the model wrote it.
+	Fragments           float64 `json:"fragments_per_page"`
+	FragmentsUnrepaired float64 `json:"fragments_per_page_unrepaired"`
+	// English is the "reads like English" measure: the share of the shown
+	// text's word bigrams that occur in the training pages' text (for a title
+	// seen in training, not counting its own entry), pooled over the pages.
+	English float64 `json:"english_bigrams"`
+	// EnglishShuffled (reference rows only) is English of the same real pages
+	// with each page's words shuffled: the score of salad of the right words.
+	EnglishShuffled float64 `json:"english_bigrams_shuffled,omitempty"`
+	// RougeL (seen titles) is the mean ROUGE-L F1 of the shown page's words
+	// after its heading against its corpus entry's. On the reference row it is
+	// the chance level: each entry against the next title's entry.
+	RougeL     float64 `json:"rouge_l,omitempty"`
+	MeanTokens float64 `json:"mean_tokens"`
+	MedianMS   float64 `json:"median_ms"`
+	TokensPerS float64 `json:"tokens_per_s"`
 	// FirstCanvasMedianMS: diffusion mode: the median time to develop and commit the
 	// first 256-token canvas with default sampling (prompt encoding included).
 	FirstCanvasMedianMS float64  `json:"first_canvas_median_ms,omitempty"`
@@ -114,14 +142,39 @@ type EvalReport struct {
 	Reference ModeReport `json:"reference"`
 	// CanvasMedianMS is the speed budget figure: median time of a full 256-token
 	// canvas with default sampling on this machine (goal ≤ 2000 ms).
-	CanvasMedianMS float64         `json:"canvas_median_ms"`
-	Goals          map[string]bool `json:"goals"`
-	Settings       map[string]any  `json:"settings"`
+	CanvasMedianMS float64 `json:"canvas_median_ms"`
+	// Seen scores EvalOptions.Seen titles of the training corpus the same way.
+	Seen     *SeenReport     `json:"seen,omitempty"`
+	Goals    map[string]bool `json:"goals"`
+	Settings map[string]any  `json:"settings"`
+}
+
+// SeenReport scores titles the model was trained on: does the page say what
+// the entry says (RougeL), beside the checks of the held-out pages.
+type SeenReport struct {
+	Titles            int         `json:"titles"`
+	Diffusion         ModeReport  `json:"diffusion"`
+	DiffusionUnguided *ModeReport `json:"diffusion_unguided,omitempty"`
+	AR                ModeReport  `json:"ar"`
+	Reference         ModeReport  `json:"reference"`
 }
 
 // Evaluate scores a trained model: held-out loss against the unigram baseline,
 // then opts.Pages held-out encyclopedia titles generated in diffusion mode
-// (default sampling) and AR mode on the same weights.
+// (default sampling) and AR mode on the same weights, and opts.Seen titles
+// seen in training the same way. Each set is also scored on the real pages of
+// its titles (Reference), so every measure has the corpus's own value beside it.
+//
+// Three measures are taken on the page as shown (opts.Render):
+//   - markup fragments per page (engine/markup), and before the repair, on the
+//     text a browser shows for the page as written;
+//   - "reads like English": the share of the text's word bigrams that real
+//     pages also use, i.e. that occur in the training pages (a seen title's
+//     own entry left out, so copying it is no advantage); the reference rows
+//     add the same pages with their words shuffled, the value of word salad;
+//   - for seen titles, ROUGE-L F1 of the page's words against the entry's, the
+//     heading left out; the reference row's is the chance level (an entry
+//     against another title's entry).
 func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error) {
 	if opts.Pages <= 0 {
 		opts.Pages = 50
@@ -168,7 +221,27 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 	}
 	rep = &EvalReport{Model: opts.ModelDir, Goals: map[string]bool{}, Settings: map[string]any{
 		"pages": opts.Pages, "seed": opts.Seed, "ar_temperature": opts.ARTemperature,
-		"diffusion_sampling": "generation_config.json defaults", "heading": "held (as the app sends it)"}}
+		"diffusion_sampling": "generation_config.json defaults", "heading": "held (as the app sends it)",
+		"rendered": "by the renderer passed in (the app's htmlsafe.Sanitize)"}}
+	rendered := opts.Render != nil
+	if !rendered {
+		opts.Render = func(page string) string { return page }
+		rep.Settings["rendered"] = "as written (no renderer passed in)"
+	}
+	var seen []Record
+	for _, r := range trainRecs {
+		if r.Kind == "page" {
+			seen = append(seen, r)
+		}
+	}
+	all := seen
+	if opts.Seen > 0 {
+		seen = spread(seen, opts.Seen)
+		rep.Settings["seen"] = len(seen)
+	} else {
+		seen = nil
+	}
+	ref := newReference(all, seen)
 	if opts.FreeHeading {
 		rep.Settings["heading"] = "written by the model"
 	}
@@ -213,26 +286,75 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 	if keep <= 0 {
 		keep = 3
 	}
-	type run struct {
-		name     string
-		mode     engine.Mode
-		unguided bool
-	}
-	var runs []run
+	var runs []evalRun
 	for _, mode := range modes {
-		runs = append(runs, run{string(mode), mode, false})
+		runs = append(runs, evalRun{string(mode), mode, false})
 		if mode == engine.Diffusion && opts.Unguided && eng.GenerationDefaults().Guidance > 0 {
-			runs = append(runs, run{"diffusion (unguided)", mode, true})
+			runs = append(runs, evalRun{"diffusion (unguided)", mode, true})
 		}
 	}
+	rep.Diffusion, rep.DiffusionUnguided, rep.AR, err = generate(ctx, eng, opts, runs, pages[:n], nil, ref, known, keep)
+	if err != nil {
+		return nil, err
+	}
+	rep.Reference = ref.real(pages[:n], nil, known, opts.Render)
+	if opts.Seen > 0 {
+		sr := &SeenReport{Titles: len(seen)}
+		entries := make([]string, len(seen))
+		for i, r := range seen {
+			entries[i] = r.Answer
+		}
+		sr.Diffusion, sr.DiffusionUnguided, sr.AR, err = generate(ctx, eng, opts, runs, seen, entries, ref, known, keep)
+		if err != nil {
+			return nil, err
+		}
+		sr.Reference = ref.real(seen, entries, known, opts.Render)
+		rep.Seen = sr
+	}
+
+	// The speed budget: full 256-token canvases (no early EOS) with default sampling.
+	rep.CanvasMedianMS, err = canvasSpeed(ctx, eng, pages[:min(5, len(pages))], opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	d := rep.Diffusion
+	if rendered {
+		rep.Goals["diffusion_fragments_shown_0"] = d.Fragments == 0
+	}
+	rep.Goals["diffusion_page_format_ge_0.9"] = d.PageFormat >= 0.9
+	rep.Goals["diffusion_known_words_ge_0.85"] = d.KnownWords >= 0.85
+	rep.Goals["diffusion_links_per_page_ge_1"] = d.LinksPerPage >= 1
+	rep.Goals["diffusion_distinct2_ge_0.3"] = d.Distinct2 >= 0.3
+	rep.Goals["heldout_loss_below_unigram"] = rep.Loss.AR < rep.Loss.Unigram
+	rep.Goals["canvas_median_le_2s"] = rep.CanvasMedianMS > 0 && rep.CanvasMedianMS <= 2000
+	return rep, nil
+}
+
+// evalRun is one way of generating the pages: a mode, and for diffusion with
+// or without the model's AR guidance.
+type evalRun struct {
+	name     string
+	mode     engine.Mode
+	unguided bool
+}
+
+// generate writes and scores pages in each run: the held-out titles, or with
+// entries (the corpus text of each title) the seen ones.
+func generate(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, runs []evalRun, pages []Record, entries []string,
+	ref *reference, known map[string]bool, keep int) (diffusion ModeReport, unguided *ModeReport, ar ModeReport, err error) {
+	set := "held-out"
+	if entries != nil {
+		set = "seen"
+	}
+	n := len(pages)
 	for _, rn := range runs {
 		mode := rn.mode
-		sc := scorer{known: known}
+		sc := scorer{known: known, ref: ref, render: opts.Render}
 		var times, firsts []float64
 		var tokens, steps, canvases int
 		for i := 0; i < n; i++ {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return diffusion, nil, ar, ctx.Err()
 			}
 			req := engine.Request{Prompt: pages[i].Prompt, Mode: mode, Seed: opts.Seed + uint64(i)}
 			if !opts.FreeHeading {
@@ -246,9 +368,13 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 			}
 			res, err := eng.Generate(ctx, req)
 			if err != nil {
-				return nil, fmt.Errorf("eval: %s %q: %w", mode, pages[i].Title, err)
+				return diffusion, nil, ar, fmt.Errorf("eval: %s %q: %w", mode, pages[i].Title, err)
 			}
-			pc := sc.add(res.Text, pages[i].Title)
+			entry := ""
+			if entries != nil {
+				entry = entries[i]
+			}
+			pc := sc.add(res.Text, pages[i].Title, entry)
 			tokens += len(res.Tokens)
 			times = append(times, res.ElapsedMS)
 			firsts = append(firsts, res.FirstCanvasMS)
@@ -259,11 +385,11 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 			if i < keep {
 				sc.samples = append(sc.samples, Sample{Title: pages[i].Title, Text: res.Text})
 			}
-			fmt.Fprintf(opts.Log, "eval %s %d/%d %q: %d tokens in %.0f ms, format %v, %d links\n",
-				rn.name, i+1, n, pages[i].Title, len(res.Tokens), res.ElapsedMS, pc.Structured, pc.Links)
+			fmt.Fprintf(opts.Log, "eval %s %s %d/%d %q: %d tokens in %.0f ms, format %v, %d links\n",
+				set, rn.name, i+1, n, pages[i].Title, len(res.Tokens), res.ElapsedMS, pc.Structured, pc.Links)
 		}
 		mr := sc.report()
-		mr.MeanTokens = float64(tokens) / float64(n)
+		mr.MeanTokens = float64(tokens) / float64(max(n, 1))
 		mr.MedianMS = median(times)
 		if s := sum(times); s > 0 {
 			mr.TokensPerS = float64(tokens) / (s / 1000)
@@ -274,48 +400,114 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 				mr.MeanSteps = float64(steps) / float64(canvases)
 			}
 			if rn.unguided {
-				rep.DiffusionUnguided = &mr
+				unguided = &mr
 			} else {
-				rep.Diffusion = mr
+				diffusion = mr
 			}
 		} else {
-			rep.AR = mr
+			ar = mr
 		}
 	}
-	ref := scorer{known: known}
-	for _, p := range pages[:n] {
-		ref.add(p.Answer, p.Title)
-	}
-	rep.Reference = ref.report()
+	return diffusion, unguided, ar, nil
+}
 
-	// The speed budget: full 256-token canvases (no early EOS) with default sampling.
-	rep.CanvasMedianMS, err = canvasSpeed(ctx, eng, pages[:min(5, len(pages))], opts.Seed)
-	if err != nil {
-		return nil, err
+// spread picks n of pages spread evenly over them, the middle of each stretch
+// (all of them when there are no more than n).
+func spread(pages []Record, n int) []Record {
+	if n >= len(pages) {
+		return pages
 	}
-	d := rep.Diffusion
-	rep.Goals["diffusion_page_format_ge_0.9"] = d.PageFormat >= 0.9
-	rep.Goals["diffusion_known_words_ge_0.85"] = d.KnownWords >= 0.85
-	rep.Goals["diffusion_links_per_page_ge_1"] = d.LinksPerPage >= 1
-	rep.Goals["diffusion_distinct2_ge_0.3"] = d.Distinct2 >= 0.3
-	rep.Goals["heldout_loss_below_unigram"] = rep.Loss.AR < rep.Loss.Unigram
-	rep.Goals["canvas_median_le_2s"] = rep.CanvasMedianMS > 0 && rep.CanvasMedianMS <= 2000
-	return rep, nil
+	out := make([]Record, n)
+	for i := range out {
+		out[i] = pages[(2*i+1)*len(pages)/(2*n)]
+	}
+	return out
+}
+
+// reference is what the English measure compares with: the training pages'
+// word bigrams, and the words of each seen title's entry, left out when that
+// title's page is scored.
+type reference struct {
+	bigrams *Bigrams
+	entry   map[string][]string // seen title → words of its training page
+}
+
+// newReference counts the bigrams of the training pages and keeps the words of
+// the seen ones.
+func newReference(pages, seen []Record) *reference {
+	r := &reference{bigrams: NewBigrams(nil), entry: map[string][]string{}}
+	for _, p := range pages {
+		r.bigrams.Add(ShownWords(p.Answer, false))
+	}
+	for _, p := range seen {
+		r.entry[p.Title] = ShownWords(p.Answer, false)
+	}
+	return r
+}
+
+// real scores the real pages of the titles with the same checks: with entries
+// (seen titles), RougeL is the chance level, each entry against the next
+// one's; EnglishShuffled is English of each page's words in a shuffled order.
+func (ref *reference) real(pages []Record, entries []string, known map[string]bool, render func(string) string) ModeReport {
+	sc := scorer{known: known, ref: ref, render: render}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var shufHit, shufTotal int
+	var chance float64
+	for i, p := range pages {
+		sc.add(p.Answer, p.Title, "")
+		words := ShownWords(render(p.Answer), false)
+		rng.Shuffle(len(words), func(a, b int) { words[a], words[b] = words[b], words[a] })
+		h, t := ref.bigrams.Attested(words, ref.entry[p.Title])
+		shufHit, shufTotal = shufHit+h, shufTotal+t
+		if entries != nil && len(pages) > 1 {
+			other := entries[(i+1)%len(entries)]
+			chance += RougeL(ShownWords(render(other), true), ShownWords(render(entries[i]), true))
+		}
+	}
+	mr := sc.report()
+	mr.EnglishShuffled = share(shufHit, shufTotal)
+	if entries != nil && len(pages) > 1 {
+		mr.RougeL = chance / float64(len(pages))
+	}
+	return mr
+}
+
+func share(hit, total int) float64 {
+	if total == 0 {
+		return 0
+	}
+	return float64(hit) / float64(total)
 }
 
 // scorer accumulates the page checks of a set of pages.
 type scorer struct {
 	known         map[string]bool // the training corpus's words
+	ref           *reference
+	render        func(string) string
 	pages         int
 	format, h1    int
 	long, links   int
 	words         [][]string
 	knownN, total int
+	frag, fragRaw int
+	engHit, engN  int
+	rouge         float64
+	rougeN        int
 	samples       []Sample
 }
 
-// add checks one page and returns the check.
-func (s *scorer) add(page, title string) PageCheck {
+// add checks one page (with entry, the corpus text of its title, also how
+// much of it the page says) and returns the check.
+func (s *scorer) add(page, title, entry string) PageCheck {
+	shown := s.render(page)
+	s.fragRaw += markup.Count(page)
+	s.frag += markup.Count(shown)
+	h, t := s.ref.bigrams.Attested(ShownWords(shown, false), s.ref.entry[title])
+	s.engHit, s.engN = s.engHit+h, s.engN+t
+	if entry != "" {
+		s.rouge += RougeL(ShownWords(shown, true), ShownWords(s.render(entry), true))
+		s.rougeN++
+	}
 	pc := CheckPage(page, title)
 	s.pages++
 	if pc.Parses && pc.Structured {
@@ -348,6 +540,14 @@ func (s *scorer) report() ModeReport {
 	}
 	if s.total > 0 {
 		mr.KnownWords = float64(s.knownN) / float64(s.total)
+	}
+	if s.pages > 0 {
+		mr.Fragments = float64(s.frag) / float64(s.pages)
+		mr.FragmentsUnrepaired = float64(s.fragRaw) / float64(s.pages)
+	}
+	mr.English = share(s.engHit, s.engN)
+	if s.rougeN > 0 {
+		mr.RougeL = s.rouge / float64(s.rougeN)
 	}
 	return mr
 }

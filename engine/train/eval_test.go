@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,9 +50,33 @@ func TestEvaluate(t *testing.T) {
 	corpus := writeCorpus(t,
 		[]Record{page("Unix"), page("Linux"), {Kind: "chat", Title: "Unix", Prompt: "What is Unix?", Answer: "An operating system."}},
 		[]Record{page("Plan 9"), page("Multics"), page("BSD"), page("Minix")})
-	rep, err := Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, Pages: 2, Seed: 1, LossBatches: 1})
+	rendered := 0
+	render := func(page string) string { rendered++; return page }
+	rep, err := Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, Pages: 2, Seed: 1, LossBatches: 1,
+		Seen: 2, Render: render})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Seen titles: both training pages, in every mode, with the real pages'
+	// measures known: "unix unix is an operating system" shares "is an", "an
+	// operating" and "operating system" with the Linux page (its own entry
+	// left out), 3 of 5 bigrams.
+	if s := rep.Seen; s == nil || s.Titles != 2 || s.Diffusion.Pages != 2 || s.AR.Pages != 2 || s.Reference.Pages != 2 {
+		t.Fatalf("seen titles scored: %+v", s)
+	}
+	if r := rep.Seen.Reference; math.Abs(r.English-0.6) > 1e-9 || !(r.RougeL > 0.5 && r.RougeL < 1) || r.EnglishShuffled >= r.English {
+		t.Errorf("seen reference: English %v (want 0.6), shuffled %v, chance ROUGE-L %v", r.English, r.EnglishShuffled, r.RougeL)
+	}
+	if got := rep.Seen.Diffusion.Samples[0].Title; got != "Unix" {
+		t.Errorf("first seen title %q, want Unix", got)
+	}
+	// Held-out real pages: "plan 9 plan 9 is an operating system" 3 of 7,
+	// "multics multics is an operating system" 3 of 5.
+	if r := rep.Reference; math.Abs(r.English-0.5) > 1e-9 || r.RougeL != 0 || r.Fragments != 0 || r.FragmentsUnrepaired != 0 {
+		t.Errorf("held-out reference: English %v (want 0.5), ROUGE-L %v, fragments %v/%v", r.English, r.RougeL, r.Fragments, r.FragmentsUnrepaired)
+	}
+	if rendered == 0 || rep.Settings["seen"] != 2 || rep.Goals["diffusion_fragments_shown_0"] != (rep.Diffusion.Fragments == 0) {
+		t.Errorf("renderer called %d times, settings %v, goals %v", rendered, rep.Settings, rep.Goals)
 	}
 	if rep.Loss.Tokens == 0 || !(rep.Loss.Unigram > 0) || !(rep.Loss.AR > 0) || !(rep.Loss.Diffusion > 0) || rep.Params == 0 {
 		t.Errorf("held-out loss not measured: %+v, params %d", rep.Loss, rep.Params)
@@ -132,6 +157,36 @@ func TestEvaluate(t *testing.T) {
 	}
 	if _, err := Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, First: 9, NoLoss: true}); err == nil {
 		t.Errorf("a window past the held-out pages was accepted")
+	}
+}
+
+// TestScorerMeasures: the page measures on hand-made pages with known answers.
+func TestScorerMeasures(t *testing.T) {
+	a := Record{Kind: "page", Title: "A", Answer: "<h1>A</h1><p>the cat sat on the mat</p>"}
+	b := Record{Kind: "page", Title: "B", Answer: "<h1>B</h1><p>the dog sat on the rug</p>"}
+	ref := newReference([]Record{a, b}, []Record{b})
+	// The renderer takes out the one fragment the page has.
+	render := func(p string) string { return strings.Replace(p, `languageset"&gt;`, "", 1) }
+	sc := scorer{known: WordSetOf([]string{a.Answer, b.Answer}), ref: ref, render: render}
+	sc.add(`<h1>B</h1><p>the cat sat on the rug languageset"&gt;</p>`, "B", b.Answer)
+	mr := sc.report()
+	if mr.FragmentsUnrepaired != 1 || mr.Fragments != 0 {
+		t.Errorf("fragments %v shown, %v as written; want 0 and 1", mr.Fragments, mr.FragmentsUnrepaired)
+	}
+	// "b the cat sat on the rug": b-the and the-rug are only in B's own entry,
+	// the-cat, cat-sat, sat-on, on-the are in A's: 4 of 6.
+	if math.Abs(mr.English-4.0/6) > 1e-12 {
+		t.Errorf("English %v, want 4/6", mr.English)
+	}
+	// Body "the cat sat on the rug" against "the dog sat on the rug": LCS 5 of 6.
+	if math.Abs(mr.RougeL-5.0/6) > 1e-12 {
+		t.Errorf("ROUGE-L %v, want 5/6", mr.RougeL)
+	}
+	// The real pages: B without itself (sat-on, on-the: 2 of 6); shuffled
+	// words score less; the chance ROUGE-L of A against B and B against A.
+	real := ref.real([]Record{a, b}, []string{a.Answer, b.Answer}, sc.known, render)
+	if math.Abs(real.English-8.0/12) > 1e-12 || real.EnglishShuffled >= real.English || math.Abs(real.RougeL-4.0/6) > 1e-12 {
+		t.Errorf("reference: English %v (want 8/12), shuffled %v, chance ROUGE-L %v (want 4/6)", real.English, real.EnglishShuffled, real.RougeL)
 	}
 }
 

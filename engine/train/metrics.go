@@ -2,6 +2,7 @@ package train
 
 import (
 	"bufio"
+	"hash/maphash"
 	"math"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 
 	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 )
 
 // PageCheck is what the eval measures on one generated encyclopedia page.
@@ -201,4 +203,106 @@ func UnigramCE(train [][]int, targets [][]int, v int) float64 {
 		return math.NaN()
 	}
 	return sum / float64(n)
+}
+
+// Bigrams is the reference of the "reads like English" measure: the word
+// bigrams (Words, in order) of a body of real text with their counts. Real
+// prose reuses the word pairs of other real prose ("of the", "a program",
+// "used to"); shuffled words and word salad form pairs no writer wrote.
+type Bigrams struct {
+	seed maphash.Seed
+	n    map[uint64]int32
+}
+
+// NewBigrams counts the word bigrams of texts.
+func NewBigrams(texts [][]string) *Bigrams {
+	b := &Bigrams{seed: maphash.MakeSeed(), n: map[uint64]int32{}}
+	for _, ws := range texts {
+		b.Add(ws)
+	}
+	return b
+}
+
+// Add counts the bigrams of one more text.
+func (b *Bigrams) Add(words []string) {
+	for i := 1; i < len(words); i++ {
+		b.n[b.key(words[i-1], words[i])]++
+	}
+}
+
+func (b *Bigrams) key(w1, w2 string) uint64 { return maphash.String(b.seed, w1+"\x00"+w2) }
+
+// Attested counts the bigrams of words that occur in the reference (hit) and
+// all of them (total). without is a text that the reference holds but that
+// must not vouch for words: the corpus entry of the page's own title, so a
+// seen page that copies its entry scores what the real page scores, and the
+// real page is not scored against itself.
+func (b *Bigrams) Attested(words, without []string) (hit, total int) {
+	own := map[uint64]int32{}
+	for i := 1; i < len(without); i++ {
+		own[b.key(without[i-1], without[i])]++
+	}
+	for i := 1; i < len(words); i++ {
+		k := b.key(words[i-1], words[i])
+		if b.n[k]-own[k] > 0 {
+			hit++
+		}
+		total++
+	}
+	return hit, total
+}
+
+// RougeL is the ROUGE-L F1 of a candidate text against a reference, on words:
+// the longest common subsequence over the candidate's length (precision) and
+// the reference's (recall), combined as their harmonic mean. 0 when either is
+// empty.
+func RougeL(cand, ref []string) float64 {
+	if len(cand) == 0 || len(ref) == 0 {
+		return 0
+	}
+	prev, cur := make([]int, len(ref)+1), make([]int, len(ref)+1)
+	for _, c := range cand {
+		for j, r := range ref {
+			if c == r {
+				cur[j+1] = prev[j] + 1
+			} else {
+				cur[j+1] = max(cur[j], prev[j+1])
+			}
+		}
+		prev, cur = cur, prev
+	}
+	lcs := float64(prev[len(ref)])
+	if lcs == 0 {
+		return 0
+	}
+	p, r := lcs/float64(len(cand)), lcs/float64(len(ref))
+	return 2 * p * r / (p + r)
+}
+
+// ShownWords are the words of a page's text (Words), as the page shows it: the
+// text of its parsed tree. With noHeading the first <h1> is left out (the title,
+// held, says nothing about what the page knows).
+func ShownWords(page string, noHeading bool) []string {
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		return Words(page)
+	}
+	if noHeading {
+		var h1 *html.Node
+		var find func(n *html.Node)
+		find = func(n *html.Node) {
+			for c := n.FirstChild; c != nil && h1 == nil; c = c.NextSibling {
+				if c.Type == html.ElementNode && c.DataAtom == atom.H1 {
+					h1 = c
+					return
+				}
+				find(c)
+			}
+		}
+		find(doc)
+		if h1 != nil {
+			h1.Parent.RemoveChild(h1)
+		}
+	}
+	return Words(textOf(doc))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"image/png"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -79,5 +80,47 @@ func TestLossCurvesPNG(t *testing.T) {
 	}
 	if _, err := LossCurvesPNG(nil, "empty"); err == nil {
 		t.Fatal("no metrics: want an error")
+	}
+}
+
+func TestRougeL(t *testing.T) {
+	w := func(s string) []string { return Words(s) }
+	for _, c := range []struct {
+		cand, ref string
+		want      float64
+	}{
+		{"a b c d", "a c d e", 0.75}, // LCS "a c d": 3/4 both ways
+		{"a b", "a b", 1},
+		{"x y", "a b", 0},
+		{"", "a b", 0},
+		{"the cat", "the cat sat on the mat", 2 * (1.0 * 2.0 / 6) / (1 + 2.0/6)}, // P 1, R 1/3
+	} {
+		if got := RougeL(w(c.cand), w(c.ref)); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("RougeL(%q, %q) = %v, want %v", c.cand, c.ref, got, c.want)
+		}
+	}
+}
+
+func TestBigramsAttested(t *testing.T) {
+	b := NewBigrams([][]string{Words("the cat sat on the mat"), Words("the dog sat on the rug")})
+	if h, n := b.Attested(Words("the cat sat on the rug"), nil); h != 5 || n != 5 {
+		t.Errorf("real pairs: %d of %d, want 5 of 5", h, n)
+	}
+	if h, n := b.Attested(Words("rug the on sat cat the"), nil); h != 0 || n != 5 {
+		t.Errorf("shuffled: %d of %d, want 0 of 5", h, n)
+	}
+	// Without the second text, only "sat on" and "on the" are vouched for by the first.
+	if h, n := b.Attested(Words("the dog sat on the rug"), Words("the dog sat on the rug")); h != 2 || n != 5 {
+		t.Errorf("left out: %d of %d, want 2 of 5", h, n)
+	}
+}
+
+func TestShownWords(t *testing.T) {
+	page := `<h1>Unix</h1><p>An <a href="/wiki/os">operating system</a>.</p><h1>Again</h1>`
+	if got := ShownWords(page, true); strings.Join(got, " ") != "an operating system again" {
+		t.Errorf("without the heading: %q", got)
+	}
+	if got := ShownWords(page, false); strings.Join(got, " ") != "unix an operating system again" {
+		t.Errorf("with the heading: %q", got)
 	}
 }
