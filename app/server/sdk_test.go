@@ -1,0 +1,319 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// The official OpenAI Node SDK, as users drive the server with it. The test
+// installs it (like engine/tokenizer's conformance test installs its npm
+// package) into $DARKROOM_TEST_CACHE/npm, else the user cache dir, and reuses
+// it across runs.
+const (
+	sdkPackage = "openai"
+	sdkVersion = "6.30.1" // the newest release that supports Node 20
+)
+
+func sdkCacheDir() string {
+	if d := os.Getenv("DARKROOM_TEST_CACHE"); d != "" {
+		return filepath.Join(d, "npm")
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		d = os.TempDir()
+	}
+	return filepath.Join(d, "darkroom-test", "npm")
+}
+
+// installSDK makes sure the SDK is installed and returns its node_modules folder.
+func installSDK(t *testing.T) string {
+	t.Helper()
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("SKIPPED OPENAI SDK TEST: npm not found on PATH; install Node.js + npm to drive the server with the official openai client")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("SKIPPED OPENAI SDK TEST: npm found but node not found on PATH")
+	}
+	dir := sdkCacheDir()
+	modules := filepath.Join(dir, "node_modules")
+	var pkg struct{ Version string }
+	if b, err := os.ReadFile(filepath.Join(modules, sdkPackage, "package.json")); err == nil && json.Unmarshal(b, &pkg) == nil && pkg.Version == sdkVersion {
+		return modules
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("npm cache dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"darkroom-test-npm","private":true}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("installing %s@%s into %s", sdkPackage, sdkVersion, dir)
+	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", dir, sdkPackage+"@"+sdkVersion)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm install %s@%s: %v\n%s", sdkPackage, sdkVersion, err, out)
+	}
+	return modules
+}
+
+// sdkScript runs the SDK against the server: argv[2] base URL, argv[3] key,
+// argv[4] model id; it prints one JSON object with what it saw.
+const sdkScript = `
+const mod = require("openai");
+const OpenAI = mod.OpenAI || mod.default || mod;
+const [baseURL, apiKey, model, page] = process.argv.slice(2);
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 120000 });
+const user = [{ role: "user", content: "What is Unix?" }];
+(async () => {
+  const out = {};
+  out.models = (await client.models.list()).data.map((m) => m.id);
+
+  const c = await client.chat.completions.create({ model, messages: user, max_tokens: 24, seed: 7 });
+  out.completion = { content: c.choices[0].message.content, finish: c.choices[0].finish_reason, usage: c.usage,
+    fingerprint: c.system_fingerprint, model: c.model };
+
+  const s = await client.chat.completions.create({ model, messages: user, max_tokens: 24, seed: 7, stream: true,
+    stream_options: { include_usage: true } });
+  let text = "", usage = null, finish = null;
+  for await (const ch of s) {
+    for (const x of ch.choices) { text += x.delta.content || ""; finish = x.finish_reason || finish; }
+    if (ch.usage) usage = ch.usage;
+  }
+  out.stream = { content: text, usage, finish };
+
+  // Abort a long stream (an encyclopedia page) 300 ms after its first chunk,
+  // while a canvas is being denoised.
+  const ac = new AbortController();
+  const long = await client.chat.completions.create({ model, messages: [{ role: "user", content: page }], max_tokens: 2048,
+    stream: true, seed: 3 }, { signal: ac.signal });
+  out.abort = { chunks: 0 };
+  try {
+    for await (const ch of long) {
+      if (out.abort.chunks++ === 0) { setTimeout(() => ac.abort(), 300); }
+    }
+  } catch (e) {
+    out.abort.error = e.constructor.name; // (the SDK ends an aborted stream quietly)
+  }
+  out.abort.aborted = ac.signal.aborted;
+
+  for (const [name, req] of [
+    ["notFound", { model: "no-such-model", messages: user }],
+    ["tooLong", { model, messages: user, max_tokens: 1000000000 }],
+  ]) {
+    try {
+      await client.chat.completions.create(req);
+      out[name] = { class: "none" };
+    } catch (e) {
+      out[name] = { class: e.constructor.name, status: e.status, code: e.code,
+        notFound: e instanceof OpenAI.NotFoundError, badRequest: e instanceof OpenAI.BadRequestError };
+    }
+  }
+  try {
+    await new OpenAI({ baseURL, apiKey: "wrong-key-wrong-key", maxRetries: 0 }).models.list();
+  } catch (e) {
+    out.badKey = { class: e.constructor.name, auth: e instanceof OpenAI.AuthenticationError, status: e.status };
+  }
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+// stepProbe wraps a Generator and measures what a cancellation leaves: how
+// many denoising steps run after the request's context ends, and how long
+// Generate takes to return then, against the longest step it ran.
+type stepProbe struct {
+	Generator
+	mu   sync.Mutex
+	runs []probeRun
+}
+
+type probeRun struct {
+	cancelled       bool
+	stepsAfter      int
+	stopAfter       time.Duration // from the cancellation to Generate's return
+	longestStep     time.Duration
+	stopReason      string
+	stepsBeforeStop int
+}
+
+func (p *stepProbe) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	var mu sync.Mutex
+	var cancelAt, last time.Time
+	var run probeRun
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		cancelAt = time.Now()
+		mu.Unlock()
+	})
+	defer stop()
+	began := time.Now()
+	last = began
+	next := req.OnEvent
+	req.OnEvent = func(ev engine.Event) {
+		if ev.Kind == engine.EventStep {
+			now := time.Now()
+			mu.Lock()
+			run.longestStep = max(run.longestStep, now.Sub(last))
+			last = now
+			if !cancelAt.IsZero() {
+				run.stepsAfter++
+			} else {
+				run.stepsBeforeStop++
+			}
+			mu.Unlock()
+		}
+		if next != nil {
+			next(ev)
+		}
+	}
+	res, err := p.Generator.Generate(ctx, req)
+	mu.Lock()
+	if !cancelAt.IsZero() {
+		run.cancelled, run.stopAfter = true, time.Since(cancelAt)
+	}
+	if res != nil {
+		run.stopReason = res.StopReason
+	}
+	mu.Unlock()
+	p.mu.Lock()
+	p.runs = append(p.runs, run)
+	p.mu.Unlock()
+	return res, err
+}
+
+// TestOpenAISDK drives the server with the official openai npm client on the
+// built-in Darkroom Mini: models, a completion and a stream with usage, an
+// aborted stream (whose generation must stop within one denoising step), and
+// errors mapped to the SDK's classes.
+func TestOpenAISDK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the openai npm client and the Darkroom Mini")
+	}
+	modules := installSDK(t)
+	fsys, err := assets.Mini()
+	if err != nil {
+		t.Skip("no built-in Darkroom Mini:", err)
+	}
+	e, err := engine.Load(context.Background(), engine.FS(fsys, "Darkroom Mini"), engine.Options{Backend: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	probe := &stepProbe{Generator: e}
+	s := start(t, Options{Model: func(context.Context) (Model, error) {
+		return Model{ID: "darkroom-mini", Engine: checkedProbe{probe, e}}, nil
+	}})
+
+	script := filepath.Join(t.TempDir(), "sdk.js")
+	if err := os.WriteFile(script, []byte(sdkScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", script, s.APIBase(), s.Token(), "darkroom-mini", assets.EncyclopediaPrompt("Operating system"))
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Models     []string
+		Completion struct {
+			Content, Finish, Fingerprint, Model string
+			Usage                               struct{ PromptTokens, CompletionTokens, TotalTokens int }
+		}
+		Stream struct {
+			Content, Finish string
+			Usage           *struct{ PromptTokens, CompletionTokens, TotalTokens int }
+		}
+		Abort struct {
+			Chunks  int
+			Error   string
+			Aborted bool
+		}
+		NotFound, TooLong struct {
+			Class, Code          string
+			Status               int
+			NotFound, BadRequest bool
+		}
+		BadKey struct {
+			Class  string
+			Auth   bool
+			Status int
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(snakeToCamel(string(out))))
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("sdk output %q: %v", out, err)
+	}
+	if len(got.Models) != 1 || got.Models[0] != "darkroom-mini" {
+		t.Errorf("models %v", got.Models)
+	}
+	c := got.Completion
+	if c.Content == "" || c.Model != "darkroom-mini" || c.Fingerprint != "darkroom-diffusion" || c.Usage.PromptTokens < 5 ||
+		c.Usage.CompletionTokens < 1 || c.Usage.TotalTokens != c.Usage.PromptTokens+c.Usage.CompletionTokens {
+		t.Errorf("completion %+v", c)
+	}
+	if st := got.Stream; st.Content != c.Content || st.Usage == nil || st.Usage.CompletionTokens != c.Usage.CompletionTokens || st.Finish != c.Finish {
+		t.Errorf("stream %+v; the completion with the same seed: %+v", st, c)
+	}
+	if a := got.Abort; !a.Aborted || a.Chunks < 1 || (a.Error != "" && a.Error != "APIUserAbortError") {
+		t.Errorf("abort %+v: want the stream aborted by the client after its first chunk", a)
+	}
+	if n := got.NotFound; !n.NotFound || n.Status != 404 || n.Code != "model_not_found" {
+		t.Errorf("unknown model: %+v", n)
+	}
+	if n := got.TooLong; !n.BadRequest || n.Status != 400 || n.Code != "context_length_exceeded" {
+		t.Errorf("max_tokens 10^9: %+v", n)
+	}
+	if b := got.BadKey; !b.Auth || b.Status != 401 {
+		t.Errorf("wrong key: %+v", b)
+	}
+
+	// The aborted stream's generation stopped within one denoising step.
+	probe.mu.Lock()
+	defer probe.mu.Unlock()
+	var aborted *probeRun
+	for i := range probe.runs {
+		if probe.runs[i].cancelled {
+			aborted = &probe.runs[i]
+		}
+	}
+	if aborted == nil {
+		t.Fatalf("no generation saw the abort: %+v", probe.runs)
+	}
+	t.Logf("aborted stream: %d steps before the abort, %d after; stopped %v after it (longest step %v)",
+		aborted.stepsBeforeStop, aborted.stepsAfter, aborted.stopAfter.Round(time.Millisecond), aborted.longestStep.Round(time.Millisecond))
+	if aborted.stopReason != "cancelled" || aborted.stepsAfter > 1 || aborted.stopAfter > aborted.longestStep+100*time.Millisecond {
+		t.Errorf("after the abort: %+v; want it stopped within one step", *aborted)
+	}
+}
+
+// checkedProbe is a stepProbe that keeps the engine's Check, so the server
+// refuses a request too long for the context before streaming.
+type checkedProbe struct {
+	*stepProbe
+	e *engine.Engine
+}
+
+func (c checkedProbe) Check(req engine.Request) (int, error) { return c.e.Check(req) }
+
+// snakeToCamel turns the SDK's snake_case keys into ones encoding/json matches
+// case-insensitively ("prompt_tokens" → "prompttokens").
+func snakeToCamel(s string) string {
+	for _, k := range []string{"prompt_tokens", "completion_tokens", "total_tokens"} {
+		s = strings.ReplaceAll(s, `"`+k+`"`, `"`+strings.ReplaceAll(k, "_", "")+`"`)
+	}
+	return s
+}
