@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/darkroomlabs/darkroom/engine/kernels"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
 // hostHead is the decoder's output end computed on the host in float32 instead of in
@@ -21,46 +20,34 @@ import (
 // backend package kernels does them an order of magnitude faster than DotGeneral. The
 // logits have to reach the host for the sampler anyway.
 //
-// The float32 embedding E [V, D] and its transpose Eᵀ [D, V] (so that both products
-// contract a contiguous axis) are built once from the context variable (F32 as is,
-// BF16 converted, int8/int4 dequantized) and rebuilt only when the variable's value
-// changes.
+// E is the tied embedding in its stored format (a hostMatrix): the logits are h·Eᵀ and
+// the soft embedding probs·E, both multiplied by package kernels against the stored
+// rows, so no float32 copy of E (nor of its transpose) is made.
 type hostHead struct {
-	source     *tensors.Tensor // the variable value E was built from
+	emb        hostMatrix
 	v, d       int
-	emb, embT  []float32
 	embedScale float64
 	probs      []float32 // scratch [C, V]
 }
 
-// prepare (re)builds E and Eᵀ when the embedding changed.
+// prepare reads E from the weights (hostWeights keeps it, and notices a changed
+// variable).
 func (h *hostHead) prepare(w *hostWeights, embedScale float64) error {
 	name := "embed_tokens.weight"
 	e, err := w.load(name)
 	if err != nil {
-		return fmt.Errorf("weight %q: %w", name, err)
-	}
-	if e.source == h.source && h.emb != nil {
-		return nil
+		return err
 	}
 	if len(e.dims) != 2 {
 		return fmt.Errorf("weight %q: shape %v, want [vocab, hidden]", name, e.dims)
 	}
-	vocab, d := e.dims[0], e.dims[1]
-	embT := make([]float32, len(e.data))
-	for i := range vocab {
-		for j := range d {
-			embT[j*vocab+i] = e.data[i*d+j]
-		}
-	}
-	h.source, h.v, h.d, h.emb, h.embT, h.embedScale = e.source, vocab, d, e.data, embT, embedScale
+	h.emb, h.v, h.d, h.embedScale = e.mat, e.dims[0], e.dims[1], embedScale
 	return nil
 }
 
 // logits is the soft-capped LM head alone over the final-normed rows hn [n·D] → [n·V].
 func (h *hostHead) logits(hn []float32, n int, softcap float64) []float32 {
-	out := make([]float32, n*h.v)
-	kernels.MulNT(out, hn, h.emb, n, h.v, h.d)
+	out := h.emb.mulNT(hn, n)
 	if softcap > 0 {
 		parallelRows(n, func(lo, hi int) {
 			rows := out[lo*h.v : hi*h.v]
@@ -96,9 +83,8 @@ func softcapRow(row, tmp []float32, softcap float64) {
 // run computes the logits [C·V] and the soft embedding [C·D] from the final-normed
 // hidden state hn [C·D] (see hostHead).
 func (h *hostHead) run(hn []float32, c int, softcap, temperature float64) (logits, soft []float32) {
-	vocab, d := h.v, h.d
-	logits = make([]float32, c*vocab)
-	kernels.MulNT(logits, hn, h.emb, c, vocab, d)
+	vocab := h.v
+	logits = h.emb.mulNT(hn, c)
 	if len(h.probs) < c*vocab {
 		h.probs = make([]float32, c*vocab)
 	}
@@ -110,8 +96,7 @@ func (h *hostHead) run(hn []float32, c int, softcap, temperature float64) (logit
 			softmaxInto(pr, row, temperature)
 		}
 	})
-	soft = make([]float32, c*d)
-	kernels.MulNT(soft, probs, h.embT, c, d, vocab)
+	soft = h.emb.mulNN(probs, c)
 	scale := float32(h.embedScale)
 	for i := range soft {
 		soft[i] *= scale

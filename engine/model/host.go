@@ -7,125 +7,15 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
-	"github.com/darkroomlabs/darkroom/engine/quant"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
-	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/gomlx/gomlx/pkg/ml/context"
 )
-
-// hostWeights are float32 host copies of the model's weights for the host decoder and
-// head: converted once (F32 copied, BF16 widened, int8/int4/affine int4/NVFP4 dequantized by
-// quant.Dequantize, the format read back by quant.SpecOf) and rebuilt
-// only when the context variable's value changes (e.g. a trainer updating it).
-type hostWeights struct {
-	scope *context.Context // ctx.In(Scope)
-	cache map[string]hostWeight
-}
-
-type hostWeight struct {
-	source *tensors.Tensor // the variable value the data was built from
-	data   []float32
-	dims   []int
-}
-
-func newHostWeights(ctx *context.Context) *hostWeights {
-	return &hostWeights{scope: ctx.In(Scope), cache: map[string]hostWeight{}}
-}
-
-// get returns the weight's float32 values (row-major, logical HF shape). It panics
-// with an error naming the weight when it is missing or unreadable (recovered at the
-// Runner's API boundary).
-func (w *hostWeights) get(name string) []float32 {
-	d, err := w.load(name)
-	if err != nil {
-		panic(fmt.Errorf("weight %q: %w", name, err))
-	}
-	return d.data
-}
-
-func (w *hostWeights) has(name string) bool {
-	return w.scope.GetVariable(name) != nil || w.scope.GetVariable(name+QWeightSuffix) != nil
-}
-
-func (w *hostWeights) load(name string) (hostWeight, error) {
-	v := w.scope.GetVariable(name)
-	q := w.scope.GetVariable(name + QWeightSuffix)
-	var src *tensors.Tensor
-	var err error
-	switch {
-	case v != nil:
-		src, err = v.Value()
-	case q != nil:
-		src, err = q.Value()
-	default:
-		return hostWeight{}, fmt.Errorf("missing from context scope %q", Scope)
-	}
-	if err != nil {
-		return hostWeight{}, err
-	}
-	if c, ok := w.cache[name]; ok && c.source == src {
-		return c, nil
-	}
-	out := hostWeight{source: src, dims: src.Shape().Dimensions}
-	switch {
-	case v != nil && src.DType() == dtypes.Float32:
-		out.data, err = tensors.CopyFlatData[float32](src)
-	case v != nil && src.DType() == dtypes.BFloat16:
-		var b []bfloat16.BFloat16
-		if b, err = tensors.CopyFlatData[bfloat16.BFloat16](src); err == nil {
-			out.data = make([]float32, len(b))
-			for i, x := range b {
-				out.data[i] = x.Float32()
-			}
-		}
-	case v != nil:
-		err = fmt.Errorf("dtype %s not supported by the host decoder", src.DType())
-	default:
-		s := w.scope.GetVariable(name + QScaleSuffix)
-		if s == nil {
-			return hostWeight{}, fmt.Errorf("quantized without %s", QScaleSuffix)
-		}
-		var scale, f *tensors.Tensor
-		if scale, err = s.Value(); err != nil {
-			break
-		}
-		dims := append([]int(nil), src.Shape().Dimensions...)
-		if src.DType() == dtypes.Uint8 {
-			dims[len(dims)-1] *= 2 // int4 and NVFP4: two codes per byte
-		}
-		var mins []*tensors.Tensor // affine int4: NAME.qmin
-		var minShapes []shapes.Shape
-		if m := w.scope.GetVariable(name + QMinSuffix); m != nil {
-			var mt *tensors.Tensor
-			if mt, err = m.Value(); err != nil {
-				break
-			}
-			mins, minShapes = []*tensors.Tensor{mt}, []shapes.Shape{mt.Shape()}
-		}
-		var spec quant.Spec
-		if spec, err = quant.SpecOf(dims, src.Shape(), scale.Shape(), minShapes...); err != nil {
-			break
-		}
-		if f, err = quant.Dequantize(src, scale, spec, dims, mins...); err == nil {
-			out.data, err = tensors.CopyFlatData[float32](f)
-			out.dims = dims
-		}
-	}
-	if err != nil {
-		return hostWeight{}, err
-	}
-	w.cache[name] = out
-	return out, nil
-}
 
 // hostModel is the model for one sequence (batch 1) computed on the host in float32,
 // with every product in package kernels: the same arithmetic as the graph (and as the
 // float64 reference in package naive, which the tests compare it with), arranged as
 // row-major matrix products over the tokens. The pure-Go backend runs it an order of
-// magnitude faster than the graph, whose DotGeneral is the bottleneck there. Its KV
-// cache is a hostCache.
+// magnitude faster than the graph, whose DotGeneral is the bottleneck there. The
+// weights stay in their stored format (hostWeights): float32 is for the activations.
+// Its KV cache is a hostCache.
 type hostModel struct {
 	cfg        *config.Text
 	w          *hostWeights
@@ -395,16 +285,18 @@ func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, en
 	return hs
 }
 
-// embed is Params.Embed: rows of the tied embedding times √D (rounded as the graph).
+// embed is Params.Embed: rows of the tied embedding times √D (rounded as the graph),
+// decoding only the rows of the tokens.
 func (h *hostModel) embed(tokens []int32) []float32 {
 	d := h.cfg.HiddenSize
-	emb := h.w.get("embed_tokens.weight")
+	emb := h.w.matrix("embed_tokens.weight") // only the rows of tokens are decoded
 	x := make([]float32, len(tokens)*d)
 	scale := float32(h.embedScale)
 	for t, tok := range tokens {
-		row := emb[int(tok)*d : int(tok)*d+d]
-		for j, v := range row {
-			x[t*d+j] = v * scale
+		row := x[t*d : (t+1)*d]
+		emb.row(row, int(tok))
+		for j := range row {
+			row[j] *= scale
 		}
 	}
 	return x
@@ -440,16 +332,15 @@ func (h *hostModel) layer(i int, hs []float32, c, start int, pre prefixRows, cau
 // on sliding layers, p > q − W). x: [C·D] → out [C·D], and the new k, v [C, Kv, Hd].
 func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, causal bool) (out, k, v []float32) {
 	cfg := h.cfg
-	d := cfg.HiddenSize
 	nh, kvh, hd := cfg.NumAttentionHeads, cfg.KVHeads(i), cfg.LayerHeadDim(i)
 	groups := nh / kvh
 	eps := float32(cfg.RMSNormEps)
 	name := layerPrefix(i) + "self_attn."
-	q := matNT(x, h.w.get(name+"q_proj.weight"), c, nh*hd, d)
-	kRaw := matNT(x, h.w.get(name+"k_proj.weight"), c, kvh*hd, d)
+	q := h.w.matrix(name+"q_proj.weight").mulNT(x, c)
+	kRaw := h.w.matrix(name+"k_proj.weight").mulNT(x, c)
 	vRaw := kRaw // full layers: K=V, before k_norm and RoPE
 	if cfg.IsSliding(i) {
-		vRaw = matNT(x, h.w.get(name+"v_proj.weight"), c, kvh*hd, d)
+		vRaw = h.w.matrix(name+"v_proj.weight").mulNT(x, c)
 	}
 	cos, sin := RopeTables(start, c, mustInvFreq(cfg, i))
 	q = rmsRows(q, hd, h.w.get(name+"q_norm.weight"), eps)
@@ -521,16 +412,15 @@ func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, 
 			}
 		}
 	}
-	return matNT(att, h.w.get(name+"o_proj.weight"), c, d, nh*hd), k, v
+	return h.w.matrix(name+"o_proj.weight").mulNT(att, c), k, v
 }
 
 // mlp is the GeGLU MLP under prefix over rows x [n·D] → [n·D].
 func (h *hostModel) mlp(x []float32, n int, prefix string) []float32 {
-	d, inter := h.cfg.HiddenSize, h.cfg.IntermediateSize
-	gate := matNT(x, h.w.get(prefix+".gate_proj.weight"), n, inter, d)
-	up := matNT(x, h.w.get(prefix+".up_proj.weight"), n, inter, d)
+	gate := h.w.matrix(prefix+".gate_proj.weight").mulNT(x, n)
+	up := h.w.matrix(prefix+".up_proj.weight").mulNT(x, n)
 	geluMulInto(gate, gate, up, make([]float32, len(gate)))
-	return matNT(gate, h.w.get(prefix+".down_proj.weight"), n, d, inter)
+	return h.w.matrix(prefix+".down_proj.weight").mulNT(gate, n)
 }
 
 // moe is Params.MoE: route on the residual r, run each expert on its tokens' rows of
@@ -548,7 +438,7 @@ func (h *hostModel) moe(i int, x, r []float32, n int) []float32 {
 	for j := range hr {
 		hr[j] *= inv
 	}
-	probs := matNT(hr, h.w.get(name+"router.proj.weight"), n, e, d)
+	probs := h.w.matrix(name+"router.proj.weight").mulNT(hr, n)
 	pes := h.w.get(name + "router.per_expert_scale")
 	rows := make([][]int, e) // tokens per expert, ascending
 	wts := make([][]float32, e)
@@ -562,8 +452,10 @@ func (h *hostModel) moe(i int, x, r []float32, n int) []float32 {
 			wts[ex] = append(wts[ex], p[ex]/tot*pes[ex])
 		}
 	}
-	gu := h.w.get(name + "experts.gate_up_proj") // [E, 2F, D]
-	dn := h.w.get(name + "experts.down_proj")    // [E, D, F]
+	// [E·2F, D] and [E·D, F] in their stored format: only the routed experts' rows are
+	// read.
+	gu := h.w.matrix(name + "experts.gate_up_proj")
+	dn := h.w.matrix(name + "experts.down_proj")
 	out := make([]float32, n*d)
 	for ex := range e {
 		m := len(rows[ex])
@@ -574,12 +466,12 @@ func (h *hostModel) moe(i int, x, r []float32, n int) []float32 {
 		for a, t := range rows[ex] {
 			copy(xe[a*d:(a+1)*d], x[t*d:(t+1)*d])
 		}
-		g := matNT(xe, gu[ex*2*f*d:(ex+1)*2*f*d], m, 2*f, d) // [m, 2F]: gate | up
+		g := gu.sub(ex*2*f, (ex+1)*2*f).mulNT(xe, m) // [m, 2F]: gate | up
 		hm, tmp := make([]float32, m*f), make([]float32, f)
 		for a := range m {
 			geluMulInto(hm[a*f:(a+1)*f], g[a*2*f:a*2*f+f], g[a*2*f+f:(a+1)*2*f], tmp)
 		}
-		y := matNT(hm, dn[ex*d*f:(ex+1)*d*f], m, d, f)
+		y := dn.sub(ex*d, (ex+1)*d).mulNT(hm, m)
 		for a, t := range rows[ex] {
 			wa := wts[ex][a]
 			o := out[t*d : (t+1)*d]

@@ -76,8 +76,8 @@ func TestQuantFormatsParams(t *testing.T) {
 			check("GatherRowsSplit", tensors.MustCopyFlatData[float32](out[2]), func(i int) int {
 				return int(rows[i/half])*half + i%half
 			})
-			hw := newHostWeights(ctx)
-			check("hostWeights", hw.get("x"), func(i int) int { return i })
+			hw := newHostWeights(ContextSource(ctx))
+			check("hostWeights", hostDense(t, hw, "x"), func(i int) int { return i })
 		})
 	}
 }

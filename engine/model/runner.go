@@ -55,11 +55,10 @@ type Runner struct {
 
 	// HostDecoder runs the model on the host (see hostModel) instead of in GoMLX
 	// graphs: Encode, Decode (with the host head) and the KV cache, kept in host
-	// memory; weights are converted to float32 host copies once (BF16 widened,
-	// int8/int4 dequantized). NewRunner turns it on for the pure-Go backend when those
-	// copies take under a quarter of RAM; otherwise the graphs convert or dequantize
-	// in-graph each call (compact storage, slower). Choose before the first Encode:
-	// the graph and host caches are separate.
+	// memory; the weights stay in their stored format (BF16, int8, int4, NVFP4: see
+	// hostWeights), so the host path takes no more memory than the weights do.
+	// NewRunner turns it on for the pure-Go backend, whatever the model's size. Choose
+	// before the first Encode: the graph and host caches are separate.
 	HostDecoder bool
 
 	// MoEBlock, if > 0, overrides the experts' row-block size (see MoEBlockSize and
@@ -94,8 +93,8 @@ func NewRunner(backend backends.Backend, cfg *config.Text, ctx *context.Context)
 		return nil, err
 	}
 	r = &Runner{backend: backend, cfg: cfg, ctx: ctx, MinCapacity: DefaultMinCapacity, MaxChunk: 256,
-		compiled: map[string]bool{}, growExecs: map[int]*Exec{}, zeroSoft: map[int]*tensors.Tensor{}, HostHead: isPureGo(backend), HostDecoder: isPureGo(backend) && hostModelFits(ctx),
-		weights: newHostWeights(ctx)}
+		compiled: map[string]bool{}, growExecs: map[int]*Exec{}, zeroSoft: map[int]*tensors.Tensor{}, HostHead: isPureGo(backend), HostDecoder: isPureGo(backend),
+		weights: newHostWeights(ContextSource(ctx))}
 	err = try("new runner", func() {
 		r.encodeExec = must(context.NewExecAny(backend, ctx, r.encodeGraph))
 		r.encodeExec.SetMaxCache(-1)

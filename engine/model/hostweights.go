@@ -1,0 +1,250 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/darkroomlabs/darkroom/engine/kernels"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// hostWeights are the host model's weights in their stored format: nothing is widened
+// to float32 but vectors (norms, scales, per-expert scales: rank ≤ 1, a few KB). A
+// matrix (rank ≥ 2, its leading axes flattened into rows) is a hostMatrix over the
+// stored bytes — Float32 values as they are, BF16 and every quantized format
+// (int8, int4 g32 and affine, NVFP4) multiplied by package kernels, which decodes one
+// row or packed panel at a time. The bytes are views: of the context variables'
+// tensors (rebuilt only when a variable's value changes, e.g. a trainer updating it),
+// or of a checkpoint's mapping (HostSource).
+type hostWeights struct {
+	src   HostSource
+	cache map[string]hostWeight
+}
+
+// HostSource hands the host model its weights as stored. Lookup returns the canonical
+// weight name as held, ok false when the model has none, and a version that changes
+// whenever the bytes do (the host model rebuilds its view of the weight then).
+type HostSource interface {
+	Lookup(name string) (s weights.Stored, version any, ok bool, err error)
+}
+
+type hostWeight struct {
+	version any
+	dims    []int
+	storage dtypes.DType // the stored dtype (Int8, Uint8 for int4/NVFP4, BFloat16, Float32)
+	vec     []float32    // rank ≤ 1
+	mat     hostMatrix   // rank ≥ 2
+}
+
+// hostMatrix is a weight [rows, cols] for the host products: Float32 values used as
+// they are (f32), and the stored format as a kernels.Matrix (always set).
+type hostMatrix struct {
+	rows, cols int
+	f32        []float32
+	q          kernels.Matrix
+}
+
+func newHostWeights(src HostSource) *hostWeights {
+	return &hostWeights{src: src, cache: map[string]hostWeight{}}
+}
+
+// load returns the weight, from the cache while its version holds.
+func (w *hostWeights) load(name string) (hostWeight, error) {
+	s, version, ok, err := w.src.Lookup(name)
+	if err != nil {
+		return hostWeight{}, err
+	}
+	if !ok {
+		return hostWeight{}, fmt.Errorf("weight %q is missing", name)
+	}
+	if c, ok := w.cache[name]; ok && c.version == version {
+		return c, nil
+	}
+	out := hostWeight{version: version, dims: s.Shape, storage: s.DType}
+	if s.Quant != nil {
+		out.storage = s.Quant.DType()
+	}
+	if len(s.Shape) < 2 {
+		if out.vec, err = s.Float32(); err != nil {
+			return hostWeight{}, err
+		}
+	} else {
+		m, err := s.Matrix()
+		if err != nil {
+			return hostWeight{}, err
+		}
+		out.mat = hostMatrix{rows: m.Rows, cols: m.Cols, q: m}
+		if s.DType == dtypes.Float32 && s.Quant == nil {
+			if out.mat.f32, err = s.Float32(); err != nil {
+				return hostWeight{}, err
+			}
+		}
+	}
+	w.cache[name] = out
+	return out, nil
+}
+
+// get returns a vector weight's float32 values. It panics with an error naming the
+// weight when it is missing, unreadable or a matrix (recovered at the Runner's API
+// boundary).
+func (w *hostWeights) get(name string) []float32 {
+	d, err := w.load(name)
+	if err == nil && len(d.dims) >= 2 {
+		err = fmt.Errorf("weight %q has shape %v: a matrix, read with matrix", name, d.dims)
+	}
+	if err != nil {
+		panic(err)
+	}
+	return d.vec
+}
+
+// matrix returns a matrix weight, panicking as get does.
+func (w *hostWeights) matrix(name string) hostMatrix {
+	d, err := w.load(name)
+	if err == nil && len(d.dims) < 2 {
+		err = fmt.Errorf("weight %q has shape %v: not a matrix", name, d.dims)
+	}
+	if err != nil {
+		panic(err)
+	}
+	return d.mat
+}
+
+// has reports whether the model holds the weight.
+func (w *hostWeights) has(name string) bool {
+	_, _, ok, err := w.src.Lookup(name)
+	return ok && err == nil
+}
+
+// mulNT is x·mᵀ for x [n, cols] → new [n, rows].
+func (m hostMatrix) mulNT(x []float32, n int) []float32 {
+	out := make([]float32, n*m.rows)
+	if m.f32 != nil {
+		kernels.MulNT(out, x, m.f32, n, m.rows, m.cols)
+		return out
+	}
+	if err := m.q.MulNT(out, x, n); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// mulNN is p·m for p [n, rows] → new [n, cols] (the tied embedding's second product).
+func (m hostMatrix) mulNN(p []float32, n int) []float32 {
+	out := make([]float32, n*m.cols)
+	if err := m.q.MulNN(out, p, n); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// sub is rows [r0, r1) (one expert of a stacked weight), sharing the bytes.
+func (m hostMatrix) sub(r0, r1 int) hostMatrix {
+	q, err := m.q.RowRange(r0, r1)
+	if err != nil {
+		panic(err)
+	}
+	out := hostMatrix{rows: r1 - r0, cols: m.cols, q: q}
+	if m.f32 != nil {
+		out.f32 = m.f32[r0*m.cols : r1*m.cols]
+	}
+	return out
+}
+
+// row decodes row r into dst[:cols].
+func (m hostMatrix) row(dst []float32, r int) {
+	if m.f32 != nil {
+		copy(dst[:m.cols], m.f32[r*m.cols:(r+1)*m.cols])
+		return
+	}
+	if err := m.q.DecodeRow(dst, r); err != nil {
+		panic(err)
+	}
+}
+
+// contextSource reads the weights from the context variables in scope Scope: a plain
+// variable NAME (Float32 or BFloat16), or a quantized one NAME.qweight with NAME.qscale
+// (and NAME.qmin for affine int4), the format read back by quant.SpecOf. The bytes are
+// views of the variables' tensors; the version is the tensor behind NAME or
+// NAME.qweight.
+type contextSource struct{ scope *context.Context }
+
+// ContextSource is the HostSource over the weights in ctx (scope "dg").
+func ContextSource(ctx *context.Context) HostSource { return contextSource{scope: ctx.In(Scope)} }
+
+func (c contextSource) Lookup(name string) (weights.Stored, any, bool, error) {
+	s := weights.Stored{Name: name}
+	if v := c.scope.GetVariable(name); v != nil {
+		t, err := v.Value()
+		if err != nil {
+			return s, nil, false, fmt.Errorf("weight %q: %w", name, err)
+		}
+		s.Shape, s.DType = t.Shape().Dimensions, t.DType()
+		if s.Data, err = tensorBytes(t); err != nil {
+			return s, nil, false, fmt.Errorf("weight %q: %w", name, err)
+		}
+		return s, t, true, nil
+	}
+	q := c.scope.GetVariable(name + QWeightSuffix)
+	if q == nil {
+		return s, nil, false, nil
+	}
+	fail := func(err error) (weights.Stored, any, bool, error) {
+		return s, nil, false, fmt.Errorf("weight %q: %w", name, err)
+	}
+	qs := c.scope.GetVariable(name + QScaleSuffix)
+	if qs == nil {
+		return fail(fmt.Errorf("quantized without %s", QScaleSuffix))
+	}
+	qw, err := q.Value()
+	if err != nil {
+		return fail(err)
+	}
+	scale, err := qs.Value()
+	if err != nil {
+		return fail(err)
+	}
+	dims := append([]int(nil), qw.Shape().Dimensions...)
+	if len(dims) > 0 && qw.DType() == dtypes.Uint8 {
+		dims[len(dims)-1] *= 2 // int4 and NVFP4: two codes per byte
+	}
+	var mins *tensors.Tensor
+	var minShapes []shapes.Shape
+	if m := c.scope.GetVariable(name + QMinSuffix); m != nil {
+		if mins, err = m.Value(); err != nil {
+			return fail(err)
+		}
+		minShapes = append(minShapes, mins.Shape())
+	}
+	spec, err := quant.SpecOf(dims, qw.Shape(), scale.Shape(), minShapes...)
+	if err != nil {
+		return fail(err)
+	}
+	s.Shape, s.Quant = dims, &spec
+	if s.Data, err = tensorBytes(qw); err != nil {
+		return fail(err)
+	}
+	if s.Scales, err = tensorBytes(scale); err != nil {
+		return fail(err)
+	}
+	if mins != nil {
+		if s.Mins, err = tensorBytes(mins); err != nil {
+			return fail(err)
+		}
+	}
+	return s, qw, true, nil
+}
+
+// tensorBytes is a view of t's bytes (not a copy), valid while t is.
+func tensorBytes(t *tensors.Tensor) ([]byte, error) {
+	if t.Shape().Size() == 0 {
+		return []byte{}, nil
+	}
+	var b []byte
+	err := t.ConstBytes(func(data []byte) { b = data })
+	return b, err
+}

@@ -1,0 +1,105 @@
+package weights
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+)
+
+// Stored is one of a model's tensors as it is held — a view of its bytes in the file's
+// mapping or in a loaded tensor, nothing converted — for the host model, which
+// multiplies weights in their stored format (kernels.Matrix) instead of widening them
+// to float32.
+type Stored struct {
+	Name  string // canonical name
+	File  string // the file it is read from, for messages ("" for one held in memory)
+	Shape []int  // logical (Hugging Face) shape
+	// DType is Float32 or BFloat16 for a plain tensor; with Quant set the tensor is
+	// quantized: Data holds NAME.qweight's bytes, Scales NAME.qscale's and Mins
+	// NAME.qmin's (affine int4 only).
+	DType              dtypes.DType
+	Quant              *quant.Spec
+	Data, Scales, Mins []byte
+}
+
+func (s *Stored) where() string {
+	if s.File == "" {
+		return "tensor " + s.Name
+	}
+	return s.File + ": tensor " + s.Name
+}
+
+// Matrix is the tensor as a matrix [rows, cols] in its stored format: the leading axes
+// flattened into rows, the last one the inputs (a stacked expert weight [E, F, D] is
+// [E·F, D]). Its byte counts are checked: a truncated tensor or a wrong scale count is
+// an error naming the file and tensor.
+func (s *Stored) Matrix() (kernels.Matrix, error) {
+	if len(s.Shape) < 2 {
+		return kernels.Matrix{}, fmt.Errorf("%s: shape %v is not a matrix", s.where(), fmtShape(s.Shape))
+	}
+	cols := s.Shape[len(s.Shape)-1]
+	rows := 1
+	for _, d := range s.Shape[:len(s.Shape)-1] {
+		rows *= d
+	}
+	m := kernels.Matrix{Rows: rows, Cols: cols, Data: s.Data, Scales: s.Scales, Mins: s.Mins}
+	switch {
+	case s.Quant != nil:
+		m.Spec = *s.Quant
+	case s.DType == dtypes.BFloat16:
+		m.GGUF = gguf.BF16
+	case s.DType == dtypes.Float32:
+		m.GGUF = gguf.F32
+	default:
+		return kernels.Matrix{}, fmt.Errorf("%s: dtype %s is not a stored weight format", s.where(), s.DType)
+	}
+	if err := m.Check(); err != nil {
+		return kernels.Matrix{}, fmt.Errorf("%s: %w", s.where(), err)
+	}
+	return m, nil
+}
+
+// Float32 returns the values of a plain Float32 tensor without a copy (a view of
+// Data, on a little-endian machine when Data is aligned), and those of a BFloat16 one widened into a new slice. Quantized tensors are
+// read through Matrix instead.
+func (s *Stored) Float32() ([]float32, error) {
+	n := 1
+	for _, d := range s.Shape {
+		n *= d
+	}
+	if s.Quant != nil {
+		return nil, fmt.Errorf("%s: quantized (%s), read it as a matrix", s.where(), s.Quant)
+	}
+	want := n * s.DType.Size()
+	if s.DType != dtypes.Float32 && s.DType != dtypes.BFloat16 {
+		return nil, fmt.Errorf("%s: dtype %s, want Float32 or BFloat16", s.where(), s.DType)
+	}
+	if len(s.Data) != want {
+		return nil, fmt.Errorf("%s: holds %d bytes, shape %v of %s needs %d", s.where(), len(s.Data), fmtShape(s.Shape), s.DType, want)
+	}
+	if n == 0 {
+		return []float32{}, nil
+	}
+	if s.DType == dtypes.Float32 && uintptr(unsafe.Pointer(&s.Data[0]))%4 == 0 {
+		return unsafe.Slice((*float32)(unsafe.Pointer(&s.Data[0])), n), nil // little endian, as stored
+	}
+	out := make([]float32, n)
+	for i := range out {
+		if s.DType == dtypes.Float32 {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(s.Data[4*i:]))
+		} else {
+			out[i] = bfloat16.BFloat16(binary.LittleEndian.Uint16(s.Data[2*i:])).Float32()
+		}
+	}
+	return out, nil
+}
+
+// Bytes is the memory the stored tensor takes.
+func (s *Stored) Bytes() int64 { return int64(len(s.Data) + len(s.Scales) + len(s.Mins)) }
