@@ -32,3 +32,5 @@ func decodeQ8Blocks(dst []float32, src []byte, scales []float32) { decodeQ8Block
 func decodeE2M1Runs(dst []float32, codes []byte, scales []float32) {
 	decodeE2M1RunsGo(dst, codes, scales)
 }
+
+func decodeQ6K(dst []float32, blk []byte, ds *[16]float32) { decodeQ6KGo(dst, blk, ds) }

@@ -393,6 +393,16 @@ func decodeGGUF(dst []float32, t gguf.Type, src []byte) {
 			}
 			decodeNibbleRuns(dst[gguf.QK_K*b:gguf.QK_K*(b+1)], blk[16:], 32, sm[:], 0)
 		}
+	case gguf.Q6_K: // {u8 ql[128]; u8 qh[64]; i8 scales[16]; fp16 d}: d·scale·(q − 32)
+		var ds [16]float32
+		for b := range len(dst) / gguf.QK_K {
+			blk := src[210*b : 210*b+210]
+			d := half(blk[208:])
+			for i, sc := range blk[192:208] {
+				ds[i] = d * float32(int8(sc))
+			}
+			decodeQ6K(dst[gguf.QK_K*b:gguf.QK_K*(b+1)], blk, &ds)
+		}
 	default:
 		_ = gguf.Dequantize(t, src, dst) // whole blocks: cannot fail after Check
 	}
@@ -416,5 +426,19 @@ func decodeQ8BlocksGo(dst []float32, src []byte, scales []float32) {
 func decodeE2M1RunsGo(dst []float32, codes []byte, scales []float32) {
 	for b, s := range scales {
 		decodeE2M1(dst[16*b:16*b+16], codes[8*b:8*b+8], s)
+	}
+}
+
+// decodeQ6KGo is ggml's dequantize_row_q6_K for one block, with d·scale precomputed.
+func decodeQ6KGo(dst []float32, blk []byte, ds *[16]float32) {
+	for h := range 2 {
+		ql, qh, y := blk[64*h:], blk[128+32*h:], dst[128*h:]
+		for l := range 32 {
+			is := 8*h + l/16
+			y[l] = ds[is] * float32(int32(ql[l]&0xF|(qh[l]&3)<<4)-32)
+			y[l+32] = ds[is+2] * float32(int32(ql[l+32]&0xF|(qh[l]>>2&3)<<4)-32)
+			y[l+64] = ds[is+4] * float32(int32(ql[l]>>4|(qh[l]>>4&3)<<4)-32)
+			y[l+96] = ds[is+6] * float32(int32(ql[l+32]>>4|(qh[l]>>6&3)<<4)-32)
+		}
 	}
 }

@@ -296,6 +296,14 @@ func TestDecoders(t *testing.T) {
 					func(d []float32) { decodeNibbleRunsGo(d, src[:16*g], 16, sm[:4*g], 0) }, 32 * g},
 			}...)
 		}
+		if n >= 105 {
+			ds := (*[16]float32)(randWeights(rng, 16))
+			cases = append(cases, struct {
+				name      string
+				got, want func(dst []float32)
+				len       int
+			}{"q6_k block", func(d []float32) { decodeQ6K(d, src[:210], ds) }, func(d []float32) { decodeQ6KGo(d, src[:210], ds) }, 256})
+		}
 		for _, c := range cases {
 			got, want := make([]float32, c.len), make([]float32, c.len)
 			c.got(got)

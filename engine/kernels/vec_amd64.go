@@ -130,3 +130,18 @@ func decodeE2M1Runs(dst []float32, codes []byte, scales []float32) {
 	}
 	decodeE2M1RunsGo(dst, codes, scales)
 }
+
+// decodeQ6KAVX2 decodes one GGUF Q6_K block with its sixteen d·scale products
+// (vec_amd64.s).
+//
+//go:noescape
+func decodeQ6KAVX2(dst *float32, blk *byte, ds *float32)
+
+func decodeQ6K(dst []float32, blk []byte, ds *[16]float32) {
+	if useAVX2 {
+		_, _ = dst[255], blk[209]
+		decodeQ6KAVX2(&dst[0], &blk[0], &ds[0])
+		return
+	}
+	decodeQ6KGo(dst, blk, ds)
+}
