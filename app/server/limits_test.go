@@ -312,3 +312,71 @@ func TestLongTopic(t *testing.T) {
 		t.Errorf("the log holds the whole title: %.300s", logs.String())
 	}
 }
+
+// holdFirst delegates to a Generator and holds its first event until release
+// is closed: a long generation, mid-way, on a real engine.
+type holdFirst struct {
+	Generator
+	once    sync.Once
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (h *holdFirst) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	next := req.OnEvent
+	req.OnEvent = func(ev engine.Event) {
+		h.once.Do(func() { close(h.held); <-h.release })
+		if next != nil {
+			next(ev)
+		}
+	}
+	return h.Generator.Generate(ctx, req)
+}
+
+// TestModelSwitchRealEngines: the app's "Use" on another model while a stream
+// runs on a real engine: the old engine is closed as the app closes it (Close
+// waits for the running generation), the stream finishes, a request that was
+// waiting finishes cleanly, and the server answers on the new engine after.
+func TestModelSwitchRealEngines(t *testing.T) {
+	e1, e2 := loadTinyEngine(t), loadTinyEngine(t)
+	h := &holdFirst{Generator: e1, held: make(chan struct{}), release: make(chan struct{})}
+	var mu sync.Mutex
+	active := Model{ID: "first", Engine: h}
+	s := start(t, Options{Model: func(context.Context) (Model, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return active, nil
+	}})
+	ch, done := streamChunks(t, s, `{"messages":[{"role":"user","content":"What is Unix?"}],"max_tokens":32,"stream":true}`)
+	<-h.held
+	waiting := make(chan int, 1)
+	go func() {
+		code, _, _ := api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":8}`)
+		waiting <- code
+	}()
+	waitFor(t, func() bool { return admitted(s) == 2 })
+	mu.Lock()
+	active = Model{ID: "second", Engine: e2}
+	mu.Unlock()
+	closed := make(chan error, 1)
+	go func() { closed <- e1.Close() }() // what the app's model host does on a switch
+	close(h.release)
+	for range ch {
+	}
+	if !*done {
+		t.Error("the stream in flight did not finish")
+	}
+	if code := <-waiting; code != 200 {
+		t.Errorf("the waiting request: %d", code)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	code, r, raw := api(t, s, "POST", "/v1/chat/completions", `{"model":"second","messages":[{"role":"user","content":"x"}],"max_tokens":8}`)
+	if code != 200 || r.Model != "second" {
+		t.Errorf("after the switch: %d %s", code, raw)
+	}
+	if code, _, raw := api(t, s, "POST", "/v1/chat/completions", `{"model":"first","messages":[{"role":"user","content":"x"}]}`); code != 404 {
+		t.Errorf("the old model's id after the switch: %d %s", code, raw)
+	}
+}
