@@ -68,6 +68,7 @@ func newFirstRun(a *App) fyne.CanvasObject {
 		widget.NewCard("This PC", "", hwText),
 		widget.NewCard("Storage", "", store),
 		widget.NewCard("Built-in model", "", mini),
+		gpuCard(a, false),
 		container.NewHBox(start, lib),
 	)
 	return container.NewVScroll(container.NewCenter(container.New(&maxWidth{w: 720}, container.NewPadded(body))))

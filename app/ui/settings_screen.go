@@ -26,6 +26,7 @@ type System struct {
 	// OpenPage returns the browser URL of an encyclopedia page, starting the local
 	// server if needed ("Open in browser").
 	OpenPage func(title string) (url string, err error)
+	GPU      GPUSupport // installs GPU support (gpu.go); nil: no card
 }
 
 // SettingsScreen edits the typed settings.
@@ -144,7 +145,7 @@ func newSettingsScreen(a *App) *SettingsScreen {
 	storage.Wrapping = fyne.TextWrapWord
 	storageCard := widget.NewCard("Storage", "", storage)
 
-	s.content = container.NewVScroll(container.NewPadded(container.NewVBox(s.errLbl, backendCard, samplingCard, themeCard, serverCard, storageCard)))
+	s.content = container.NewVScroll(container.NewPadded(container.NewVBox(s.errLbl, backendCard, gpuCard(a, true), samplingCard, themeCard, serverCard, storageCard)))
 	return s
 }
 

@@ -64,6 +64,7 @@ func wireEngine(d *Deps) {
 	d.System.Backends = func() string {
 		return "Built with: " + strings.Join(backend.Available(), ", ") + ". " + detect().Summary
 	}
+	d.System.GPU = newGPURuntime()
 	d.System.MiniReady = func() error {
 		_, err := assets.Mini()
 		return err

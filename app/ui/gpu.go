@@ -1,0 +1,320 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/backend/nvidia"
+	"github.com/darkroomlabs/darkroom/models/download"
+	"github.com/darkroomlabs/darkroom/models/gpuruntime"
+	"github.com/darkroomlabs/darkroom/models/store"
+)
+
+// GPUSupport installs Darkroom's GPU support (the PJRT CUDA plugin and the
+// NVIDIA libraries, models/gpuruntime); tests fake it. Offer and Install block
+// (NVML, the package index, the download): call them off the UI goroutine.
+type GPUSupport interface {
+	Offer(ctx context.Context) GPUOffer
+	// Install downloads, extracts and verifies; progress is called from its goroutines.
+	Install(ctx context.Context, progress func(GPUProgress)) error
+	Pause()
+	Resume()
+	Cancel()
+}
+
+// GPUOffer is what the GPU support card shows.
+type GPUOffer struct {
+	GPU         string // the NVIDIA GPU found ("" none)
+	Reason      string // where Darkroom runs now and why, in one sentence
+	Installed   bool   // Darkroom's GPU support is installed and verified
+	Unsupported string // why it cannot be installed on this system ("" it can)
+	Size        int64  // bytes to download (0: unknown, see Problem)
+	Problem     string // why the size is unknown (the package index unreachable, …)
+}
+
+// GPUProgress is one progress report of an install.
+type GPUProgress struct {
+	Stage       string // gpuruntime.StageDownloading, …
+	Done, Total int64
+	Rate        float64       // bytes/s
+	ETA         time.Duration // -1 when unknown
+	Paused      bool
+}
+
+// gpuButtonText is the install button's label: "Install GPU support — 3.4 GB".
+func gpuButtonText(size int64) string {
+	if size <= 0 {
+		return "Install GPU support"
+	}
+	return "Install GPU support — " + formatBytes(size)
+}
+
+// gpuProgressText says where a download stands: "1.2 GB of 3.4 GB · 45.0 MB/s · 52s left".
+func gpuProgressText(p GPUProgress) string {
+	switch p.Stage {
+	case gpuruntime.StageResolving:
+		return "Asking the package index what to download…"
+	case gpuruntime.StageExtracting:
+		return "Unpacking the NVIDIA libraries…"
+	case gpuruntime.StageVerifying:
+		return "Running a test on the GPU…"
+	}
+	s := formatBytes(p.Done) + " of " + formatBytes(p.Total)
+	if p.Paused {
+		return s + " · paused"
+	}
+	if p.Rate > 0 {
+		s += " · " + formatBytes(int64(p.Rate)) + "/s"
+	}
+	if p.ETA > 0 {
+		s += " · " + p.ETA.Round(time.Second).String() + " left"
+	}
+	return s
+}
+
+// gpuCard is the "GPU support" card. On the first-run screen (inSettings false)
+// it appears only where an NVIDIA GPU is found and GPU support is not installed:
+// a reader without one has nothing to do about it. In Settings it always says
+// where Darkroom runs and why, with the button where it applies.
+func gpuCard(a *App, inSettings bool) fyne.CanvasObject {
+	g := a.deps.System.GPU
+	if g == nil {
+		return container.NewVBox()
+	}
+	reason := widget.NewLabel("Looking for an NVIDIA GPU…")
+	reason.Wrapping = fyne.TextWrapWord
+	status := widget.NewLabel("")
+	status.Wrapping = fyne.TextWrapWord
+	status.Hide()
+	bar := widget.NewProgressBar()
+	bar.Hide()
+	install := widget.NewButtonWithIcon(gpuButtonText(0), theme.DownloadIcon(), nil)
+	install.Importance = widget.HighImportance
+	install.Hide()
+	pause := widget.NewButtonWithIcon("Pause", theme.MediaPauseIcon(), nil)
+	cancel := widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), nil)
+	controls := container.NewHBox(pause, cancel)
+	controls.Hide()
+	card := widget.NewCard("GPU support", "", container.NewVBox(reason, install, bar, status, controls))
+	if !inSettings {
+		card.Hide()
+	}
+
+	var paused bool
+	pause.OnTapped = func() {
+		paused = !paused
+		if paused {
+			g.Pause()
+			pause.SetText("Resume")
+			pause.SetIcon(theme.MediaPlayIcon())
+		} else {
+			g.Resume()
+			pause.SetText("Pause")
+			pause.SetIcon(theme.MediaPauseIcon())
+		}
+	}
+	cancel.OnTapped = func() { g.Cancel() }
+	install.OnTapped = func() {
+		install.Disable()
+		bar.SetValue(0)
+		bar.Show()
+		controls.Show()
+		status.SetText("Starting…")
+		status.Show()
+		go func() {
+			err := g.Install(context.Background(), func(p GPUProgress) {
+				onUI(func() {
+					if p.Total > 0 {
+						bar.SetValue(float64(p.Done) / float64(p.Total))
+					}
+					status.SetText(gpuProgressText(p))
+				})
+			})
+			onUI(func() {
+				controls.Hide()
+				paused = false
+				switch {
+				case err == nil:
+					bar.Hide()
+					install.Hide()
+					status.SetText("GPU support is installed and verified: Darkroom now runs on the GPU.")
+					status.Importance = widget.SuccessImportance
+					a.modelChanged() // the next generation loads the model on the GPU
+				case errors.Is(err, download.ErrCanceled):
+					bar.Hide()
+					install.Enable()
+					status.SetText("Canceled; nothing was installed.")
+				case errors.Is(err, download.ErrPaused):
+				default:
+					install.Enable()
+					status.SetText(gpuErrorText(err))
+					status.Importance = widget.WarningImportance
+				}
+				status.Refresh()
+			})
+		}()
+	}
+
+	go func() {
+		o := g.Offer(context.Background())
+		onUI(func() {
+			reason.SetText(o.Reason)
+			canInstall := o.GPU != "" && !o.Installed && o.Unsupported == ""
+			switch {
+			case o.Installed:
+				reason.SetText(o.Reason + " Darkroom's GPU support is installed.")
+			case o.GPU != "" && o.Unsupported != "":
+				reason.SetText(o.Unsupported)
+			case canInstall:
+				install.SetText(gpuButtonText(o.Size))
+				install.Show()
+				if o.Problem != "" {
+					status.SetText("The download's size is unknown for now: " + o.Problem)
+					status.Show()
+				}
+			}
+			if !inSettings && canInstall {
+				card.Show()
+			}
+		})
+	}()
+	return card
+}
+
+// gpuErrorText turns an install error into a sentence for the window.
+func gpuErrorText(err error) string {
+	var nv *gpuruntime.NotVerifiedError
+	if errors.As(err, &nv) {
+		return "GPU support was downloaded but not verified, so it is not used and Darkroom keeps running on the CPU: " + nv.Reason.Error()
+	}
+	return plainError("install GPU support", err)
+}
+
+// gpuRuntime is the real GPUSupport.
+type gpuRuntime struct {
+	mu   sync.Mutex
+	plan *gpuruntime.Plan
+	job  *download.Job
+	stop context.CancelFunc
+}
+
+func newGPURuntime() *gpuRuntime { return &gpuRuntime{} }
+
+func (r *gpuRuntime) installer() *gpuruntime.Installer {
+	index := os.Getenv(gpuruntime.IndexEnvVar)
+	if index == "" {
+		index = gpuruntime.DefaultIndex
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return &gpuruntime.Installer{Index: gpuruntime.Index{URL: index}, Download: download.Options{FreeSpace: store.FreeSpace},
+		Verify: gpuruntime.VerifyCommand(exe, "gpu", "verify")}
+}
+
+func (r *gpuRuntime) Offer(ctx context.Context) GPUOffer {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	gpus, problem := nvidia.Find(ctx)
+	probes := backend.DefaultProbes()
+	probes.GPUs = func(context.Context) ([]nvidia.GPU, string) { return gpus, problem }
+	o := GPUOffer{Reason: backend.Choose(ctx, probes).Reason, Installed: backend.Runtime().Installed()}
+	if len(gpus) == 0 {
+		return o
+	}
+	o.GPU = gpus[0].Name
+	in := r.installer()
+	if err := in.Supported(); err != nil {
+		o.Unsupported = err.Error()
+		return o
+	}
+	if o.Installed {
+		return o
+	}
+	cuda, err := gpuruntime.CUDAFor(gpus[0])
+	if err != nil {
+		o.Unsupported = err.Error()
+		return o
+	}
+	plan, err := in.Plan(ctx, cuda)
+	if err != nil {
+		o.Problem = err.Error()
+		return o
+	}
+	r.mu.Lock()
+	r.plan = plan
+	r.mu.Unlock()
+	o.Size = plan.Size()
+	return o
+}
+
+func (r *gpuRuntime) Install(ctx context.Context, progress func(GPUProgress)) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	in := r.installer()
+	in.OnStage = func(s string) { progress(GPUProgress{Stage: s}) }
+	in.OnJob = func(j *download.Job) {
+		r.mu.Lock()
+		r.job = j
+		r.mu.Unlock()
+	}
+	in.Download.OnEvent = func(ev download.Event) {
+		progress(GPUProgress{Stage: gpuruntime.StageDownloading, Done: ev.Done, Total: ev.Total, Rate: ev.Rate, ETA: ev.ETA,
+			Paused: ev.State == download.StatePaused})
+	}
+	r.mu.Lock()
+	plan := r.plan
+	r.stop = stop
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.job, r.stop = nil, nil
+		r.mu.Unlock()
+	}()
+	if plan == nil {
+		gpus, problem := nvidia.Find(ctx)
+		if len(gpus) == 0 {
+			return fmt.Errorf("no NVIDIA GPU found (%s)", problem)
+		}
+		cuda, err := gpuruntime.CUDAFor(gpus[0])
+		if err != nil {
+			return err
+		}
+		if plan, err = in.Plan(ctx, cuda); err != nil {
+			return err
+		}
+	}
+	return in.Install(ctx, plan)
+}
+
+func (r *gpuRuntime) withJob(f func(*download.Job)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.job != nil {
+		f(r.job)
+	}
+}
+
+func (r *gpuRuntime) Pause()  { r.withJob((*download.Job).Pause) }
+func (r *gpuRuntime) Resume() { r.withJob((*download.Job).Resume) }
+
+// Cancel stops the install; the downloader removes its partial files.
+func (r *gpuRuntime) Cancel() {
+	r.withJob((*download.Job).Cancel)
+	r.mu.Lock()
+	if r.stop != nil && r.job == nil {
+		r.stop() // still resolving
+	}
+	r.mu.Unlock()
+}
