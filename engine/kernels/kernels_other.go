@@ -23,8 +23,8 @@ func decodeInt4Runs(dst []float32, codes []byte, scales, mins []float32, off int
 	decodeInt4RunsGo(dst, codes, scales, mins, off)
 }
 
-func decodeNibbleRuns(dst []float32, src []byte, runBytes int, sm []float32, off int32) {
-	decodeNibbleRunsGo(dst, src, runBytes, sm, off)
+func decodeNibbleRuns(dst []float32, src []byte, runBytes, stride int, sm []float32, off int32) {
+	decodeNibbleRunsGo(dst, src, runBytes, stride, sm, off)
 }
 
 func decodeQ8Blocks(dst []float32, src []byte, scales []float32) { decodeQ8BlocksGo(dst, src, scales) }

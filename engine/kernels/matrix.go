@@ -342,11 +342,11 @@ func decodeInt4RunsGo(dst []float32, codes []byte, scales, mins []float32, off i
 	}
 }
 
-func decodeNibbleRunsGo(dst []float32, src []byte, runBytes int, sm []float32, off int32) {
+func decodeNibbleRunsGo(dst []float32, src []byte, runBytes, stride int, sm []float32, off int32) {
 	for r := range len(sm) / 4 {
 		y := dst[2*runBytes*r : 2*runBytes*(r+1)]
 		sl, ml, sh, mh := sm[4*r], sm[4*r+1], sm[4*r+2], sm[4*r+3]
-		for i, b := range src[runBytes*r : runBytes*(r+1)] {
+		for i, b := range src[stride*r : stride*r+runBytes] {
 			y[i] = float32(int32(b&15)-off)*sl + ml
 			y[runBytes+i] = float32(int32(b>>4)-off)*sh + mh
 		}
@@ -370,17 +370,25 @@ func decodeGGUF(dst []float32, t gguf.Type, src []byte) {
 			}
 			decodeQ8Blocks(dst[32*b0:32*(b0+n)], src[34*b0:34*(b0+n)], scales[:n])
 		}
-	case gguf.Q4_0: // {fp16 d; u8 qs[16]}: (q − 8)·d
-		for b := range len(dst) / 32 {
-			blk := src[18*b : 18*b+18]
-			d := half(blk)
-			decodeNibbleRuns(dst[32*b:32*b+32], blk[2:], 16, []float32{d, 0, d, 0}, 8)
+	case gguf.Q4_0, gguf.Q4_1:
+		// Q4_0 {fp16 d; u8 qs[16]}: (q − 8)·d; Q4_1 {fp16 d; fp16 m; u8 qs[16]}: q·d + m.
+		// One vector call per 64 blocks, their {d, m} pairs first.
+		var sm [4 * 64]float32
+		bb, codes, off := 18, 2, int32(8)
+		if t == gguf.Q4_1 {
+			bb, codes, off = 20, 4, 0
 		}
-	case gguf.Q4_1: // {fp16 d; fp16 m; u8 qs[16]}: q·d + m
-		for b := range len(dst) / 32 {
-			blk := src[20*b : 20*b+20]
-			d, m := half(blk), half(blk[2:])
-			decodeNibbleRuns(dst[32*b:32*b+32], blk[4:], 16, []float32{d, m, d, m}, 0)
+		for b0 := 0; b0 < len(dst)/32; b0 += 64 {
+			n := min(64, len(dst)/32-b0)
+			for b := range n {
+				blk := src[bb*(b0+b):]
+				d, m := half(blk), float32(0)
+				if t == gguf.Q4_1 {
+					m = half(blk[2:])
+				}
+				sm[4*b], sm[4*b+1], sm[4*b+2], sm[4*b+3] = d, m, d, m
+			}
+			decodeNibbleRuns(dst[32*b0:32*(b0+n)], src[bb*b0+codes:bb*(b0+n)], 16, bb, sm[:4*n], off)
 		}
 	case gguf.Q4_K: // {fp16 d; fp16 dmin; u8 scales[12]; u8 qs[128]}: d·sc·q − dmin·m
 		var sm [16]float32
@@ -391,7 +399,7 @@ func decodeGGUF(dst []float32, t gguf.Type, src []byte) {
 				sc, m := scaleMinK4(j, blk[4:16])
 				sm[2*j], sm[2*j+1] = d*float32(sc), -(dmin * float32(m))
 			}
-			decodeNibbleRuns(dst[gguf.QK_K*b:gguf.QK_K*(b+1)], blk[16:], 32, sm[:], 0)
+			decodeNibbleRuns(dst[gguf.QK_K*b:gguf.QK_K*(b+1)], blk[16:], 32, 32, sm[:], 0)
 		}
 	case gguf.Q6_K: // {u8 ql[128]; u8 qh[64]; i8 scales[16]; fp16 d}: d·scale·(q − 32)
 		var ds [16]float32

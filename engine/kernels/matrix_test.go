@@ -292,8 +292,10 @@ func TestDecoders(t *testing.T) {
 					func(d []float32) { decodeQ8BlocksGo(d, src[:34*(g/3)], sm[:g/3]) }, 32 * (g / 3)},
 				{"e2m1 runs", func(d []float32) { decodeE2M1Runs(d, src[:8*g], sm[:g]) },
 					func(d []float32) { decodeE2M1RunsGo(d, src[:8*g], sm[:g]) }, 16 * g},
-				{"nibble runs", func(d []float32) { decodeNibbleRuns(d, src[:16*g], 16, sm[:4*g], 0) },
-					func(d []float32) { decodeNibbleRunsGo(d, src[:16*g], 16, sm[:4*g], 0) }, 32 * g},
+				{"nibble runs", func(d []float32) { decodeNibbleRuns(d, src[:16*g], 16, 16, sm[:4*g], 0) },
+					func(d []float32) { decodeNibbleRunsGo(d, src[:16*g], 16, 16, sm[:4*g], 0) }, 32 * g},
+				{"nibble runs, strided", func(d []float32) { decodeNibbleRuns(d, src[:18*(g/2)], 16, 18, sm[:4*(g/2)], 8) },
+					func(d []float32) { decodeNibbleRunsGo(d, src[:18*(g/2)], 16, 18, sm[:4*(g/2)], 8) }, 32 * (g / 2)},
 			}...)
 		}
 		if n >= 105 {

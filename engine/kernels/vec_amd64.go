@@ -73,7 +73,7 @@ func decodeInt4RunsAVX2(dst *float32, codes *byte, groups int, scales, mins *flo
 // decodeNibbleRunsAVX2 decodes runs of ggml's split-nibble layout (vec_amd64.s).
 //
 //go:noescape
-func decodeNibbleRunsAVX2(dst *float32, src *byte, runs int, runBytes int, sm *float32, off int32)
+func decodeNibbleRunsAVX2(dst *float32, src *byte, runs, runBytes, stride int, sm *float32, off int32)
 
 // decodeInt4Runs writes dst[32g+i] = (nibble − off)·scales[g] + mins[g] for the groups
 // of 32 values in codes (16 bytes each, Darkroom's nibble order).
@@ -87,16 +87,17 @@ func decodeInt4Runs(dst []float32, codes []byte, scales, mins []float32, off int
 	decodeInt4RunsGo(dst, codes, scales, mins, off)
 }
 
-// decodeNibbleRuns decodes len(sm)/4 runs of runBytes bytes in ggml's split-nibble
-// layout (low nibbles, then high nibbles, each run with its own {scale, min} pairs).
-func decodeNibbleRuns(dst []float32, src []byte, runBytes int, sm []float32, off int32) {
+// decodeNibbleRuns decodes len(sm)/4 runs of runBytes bytes, stride bytes apart, in
+// ggml's split-nibble layout (low nibbles, then high nibbles, each run with its own
+// {scale, min} pairs).
+func decodeNibbleRuns(dst []float32, src []byte, runBytes, stride int, sm []float32, off int32) {
 	runs := len(sm) / 4
 	if useAVX2 && runs > 0 && runBytes%8 == 0 {
-		_, _ = dst[2*runBytes*runs-1], src[runBytes*runs-1]
-		decodeNibbleRunsAVX2(&dst[0], &src[0], runs, runBytes, &sm[0], off)
+		_, _ = dst[2*runBytes*runs-1], src[stride*(runs-1)+runBytes-1]
+		decodeNibbleRunsAVX2(&dst[0], &src[0], runs, runBytes, stride, &sm[0], off)
 		return
 	}
-	decodeNibbleRunsGo(dst, src, runBytes, sm, off)
+	decodeNibbleRunsGo(dst, src, runBytes, stride, sm, off)
 }
 
 // decodeQ8BlocksAVX2 decodes GGUF Q8_0 blocks with their widened scales (vec_amd64.s).

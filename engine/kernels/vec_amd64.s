@@ -179,18 +179,20 @@ i4loop:
 	VZEROUPPER
 	RET
 
-// func decodeNibbleRunsAVX2(dst *float32, src *byte, runs int, runBytes int, sm *float32, off int32)
+// func decodeNibbleRunsAVX2(dst *float32, src *byte, runs, runBytes, stride int, sm *float32, off int32)
 // ggml's 4-bit layout: a run of runBytes (a multiple of 8) bytes holds runBytes values
-// in its low nibbles, then runBytes more in its high nibbles; per run sm holds
-// {scale, min} for the low values and then for the high ones: value = (nibble −
-// off)·scale + min.
-TEXT ·decodeNibbleRunsAVX2(SB), NOSPLIT, $0-44
+// in its low nibbles, then runBytes more in its high nibbles; runs start stride bytes
+// apart; per run sm holds {scale, min} for the low values and then for the high ones:
+// value = (nibble − off)·scale + min.
+TEXT ·decodeNibbleRunsAVX2(SB), NOSPLIT, $0-52
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ runs+16(FP), CX
 	MOVQ runBytes+24(FP), R8
-	MOVQ sm+32(FP), DX
-	MOVL off+40(FP), AX
+	MOVQ stride+32(FP), R11
+	SUBQ R8, R11                     // from a run's end to the next run
+	MOVQ sm+40(FP), DX
+	MOVL off+48(FP), AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
 	VPBROADCASTD nibconst<>+0(SB), Y14
@@ -221,6 +223,7 @@ nloop:
 	SUBQ $8, BX
 	JNZ  nloop
 	ADDQ R9, DI                      // past the high values
+	ADDQ R11, SI
 	ADDQ $16, DX
 	DECQ CX
 	JNZ  nrun
