@@ -15,7 +15,7 @@ import (
 )
 
 // tensorBytes is a stored tensor's little-endian bytes, as a file holds them.
-func tensorBytes(t *testing.T, x *tensors.Tensor) []byte {
+func tensorBytes(t testing.TB, x *tensors.Tensor) []byte {
 	t.Helper()
 	var b []byte
 	err := x.ConstFlatData(func(flat any) {
@@ -56,7 +56,7 @@ type testMatrix struct {
 var formats = []struct {
 	name  string
 	block int // k must be a multiple
-	make  func(t *testing.T, rng *rand.Rand, n, k int) testMatrix
+	make  func(t testing.TB, rng *rand.Rand, n, k int) testMatrix
 }{
 	{"bf16", 1, ggufMatrix(gguf.BF16)},
 	{"q8_0", 32, ggufMatrix(gguf.Q8_0)},
@@ -82,8 +82,8 @@ func randWeights(rng *rand.Rand, n int) []float32 {
 	return w
 }
 
-func ggufMatrix(typ gguf.Type) func(t *testing.T, rng *rand.Rand, n, k int) testMatrix {
-	return func(t *testing.T, rng *rand.Rand, n, k int) testMatrix {
+func ggufMatrix(typ gguf.Type) func(t testing.TB, rng *rand.Rand, n, k int) testMatrix {
+	return func(t testing.TB, rng *rand.Rand, n, k int) testMatrix {
 		data, err := gguf.Quantize(typ, randWeights(rng, n*k))
 		if err != nil {
 			t.Fatal(err)
@@ -96,8 +96,8 @@ func ggufMatrix(typ gguf.Type) func(t *testing.T, rng *rand.Rand, n, k int) test
 	}
 }
 
-func quantMatrix(spec quant.Spec) func(t *testing.T, rng *rand.Rand, n, k int) testMatrix {
-	return func(t *testing.T, rng *rand.Rand, n, k int) testMatrix {
+func quantMatrix(spec quant.Spec) func(t testing.TB, rng *rand.Rand, n, k int) testMatrix {
+	return func(t testing.TB, rng *rand.Rand, n, k int) testMatrix {
 		x := tensors.FromFlatDataAndDimensions(randWeights(rng, n*k), n, k)
 		var qw, qs, qm *tensors.Tensor
 		var err error
@@ -119,7 +119,7 @@ func quantMatrix(spec quant.Spec) func(t *testing.T, rng *rand.Rand, n, k int) t
 	}
 }
 
-func dequantized(t *testing.T, qw, qs *tensors.Tensor, spec quant.Spec, n, k int, qmin ...*tensors.Tensor) []float32 {
+func dequantized(t testing.TB, qw, qs *tensors.Tensor, spec quant.Spec, n, k int, qmin ...*tensors.Tensor) []float32 {
 	t.Helper()
 	d, err := quant.Dequantize(qw, qs, spec, []int{n, k}, qmin...)
 	if err != nil {
@@ -134,7 +134,7 @@ func dequantized(t *testing.T, qw, qs *tensors.Tensor, spec quant.Spec, n, k int
 
 // nvfp4Matrix: random E2M1 codes, FP8 block-scale codes (no NaN) and a weight_scale_2
 // per row, stored with quant.PutNVFP4ScaleRow (Darkroom loads NVFP4, it does not make it).
-func nvfp4Matrix(t *testing.T, rng *rand.Rand, n, k int) testMatrix {
+func nvfp4Matrix(t testing.TB, rng *rand.Rand, n, k int) testMatrix {
 	codes := make([]byte, n*k/2)
 	for i := range codes {
 		codes[i] = byte(rng.IntN(256))
@@ -333,8 +333,7 @@ func BenchmarkMatrixMulVec(b *testing.B) {
 	const n, k = 2816, 2816
 	for _, f := range formats {
 		b.Run(f.name, func(b *testing.B) {
-			t := &testing.T{}
-			tm := f.make(t, rand.New(rand.NewPCG(1, 1)), n, k)
+			tm := f.make(b, rand.New(rand.NewPCG(1, 1)), n, k)
 			x, out := randWeights(rand.New(rand.NewPCG(2, 2)), k), make([]float32, n)
 			bytes := len(tm.w.Data) + len(tm.w.Scales) + len(tm.w.Mins)
 			for b.Loop() {
@@ -353,8 +352,7 @@ func BenchmarkMatrixMulNT(b *testing.B) {
 	const m, n, k = 256, 704, 2816
 	for _, f := range formats {
 		b.Run(f.name, func(b *testing.B) {
-			t := &testing.T{}
-			tm := f.make(t, rand.New(rand.NewPCG(1, 1)), n, k)
+			tm := f.make(b, rand.New(rand.NewPCG(1, 1)), n, k)
 			a, out := randWeights(rand.New(rand.NewPCG(2, 2)), m*k), make([]float32, m*n)
 			for b.Loop() {
 				if err := tm.w.MulNT(out, a, m); err != nil {
