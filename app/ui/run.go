@@ -32,19 +32,9 @@ func Run() int {
 		fmt.Fprintln(os.Stderr, "darkroom:", err)
 		return 1
 	}
-	// The local server (browser mode, API) runs the same shared model, asked
-	// for on every request, so it follows "Use" and backend changes.
+	// The local server (browser mode, API) runs the same shared model.
 	var a *App
-	sw := &server.Switch{Options: func() (server.Options, error) {
-		return server.Options{Addr: fmt.Sprintf("127.0.0.1:%d", deps.Settings.Get().ServerPort),
-			Model: func(ctx context.Context) (server.Model, error) {
-				m, err := a.models.Get(ctx)
-				if err != nil {
-					return server.Model{}, err
-				}
-				return serverModel(m, a.sampling()), nil
-			}}, nil
-	}}
+	sw := &server.Switch{Options: func() (server.Options, error) { return a.serverOptions(), nil }}
 	deps.System.SetServer = sw.Set
 	deps.System.OpenPage = sw.PageURL
 	a = New(fa, w, deps)
@@ -61,6 +51,20 @@ func Run() int {
 		return 1
 	}
 	return 0
+}
+
+// serverOptions are the local server's options at its start: the Settings
+// port, and the shared model asked for on every request, so that the server
+// follows "Use" on another model and backend changes.
+func (a *App) serverOptions() server.Options {
+	return server.Options{Addr: fmt.Sprintf("127.0.0.1:%d", a.deps.Settings.Get().ServerPort),
+		Model: func(ctx context.Context) (server.Model, error) {
+			m, err := a.models.Get(ctx)
+			if err != nil {
+				return server.Model{}, err
+			}
+			return serverModel(m, a.sampling()), nil
+		}}
 }
 
 // serverModel is m as the local server runs it: named by its stable id
