@@ -2,7 +2,6 @@ package htmlsafe
 
 import (
 	"strings"
-	"unicode"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -136,11 +135,12 @@ func gap(text string, s, e int) string {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }
 
-// fixLinks gives each encyclopedia link whose text has no word left (it was all
-// debris, or is the raw slug) the topic it links to as its text; with retitle
-// false, it takes such links out instead, keeping whatever text they hold. A
-// link still developing (noise in its text) is left as it is. It reports
-// whether it changed anything.
+// fixLinks gives each encyclopedia link whose text is gone (it was all debris,
+// or only quotes) or is its raw slug ("Bell_Labs") the topic it links to as its
+// text; with retitle false, it takes such links out instead, keeping whatever
+// text they hold. Links of symbols ("++", "*") are real and stay; a link still
+// developing (noise in its text) is left as it is. It reports whether it
+// changed anything.
 func fixLinks(root *html.Node, retitle bool) bool {
 	changed := false
 	stack := []*html.Node{root}
@@ -156,12 +156,13 @@ func fixLinks(root *html.Node, retitle bool) bool {
 		href := attr(n, "href")
 		topic, ok := assets.TitleFromHref(href)
 		text := strings.TrimSpace(textContent(n))
-		if !ok || strings.ContainsFunc(text, IsNoise) ||
-			strings.ContainsFunc(text, isWordRune) && (text != strings.TrimPrefix(href, assets.WikiPrefix) || text == topic) {
+		debris := strings.Trim(text, `"' `) == "" || // emptied by the repair, or never written
+			text == strings.TrimPrefix(href, assets.WikiPrefix) && text != topic // the raw slug
+		if !ok || !debris || strings.ContainsFunc(text, IsNoise) {
 			continue // links do not nest: nothing under n to look at
 		}
 		changed = true
-		if topic = dropFragments(topic); retitle && strings.ContainsFunc(topic, isWordRune) {
+		if topic = dropFragments(topic); retitle && strings.TrimSpace(topic) != "" {
 			for c := n.FirstChild; c != nil; c = n.FirstChild {
 				n.RemoveChild(c)
 			}
@@ -176,8 +177,6 @@ func fixLinks(root *html.Node, retitle bool) bool {
 	}
 	return changed
 }
-
-func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // void elements have no end tag.
 var void = map[atom.Atom]bool{

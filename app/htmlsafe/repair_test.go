@@ -57,6 +57,7 @@ func TestRepair(t *testing.T) {
 			`<p>language Symbolic. a Basic) word</p>`},
 		{"link text that is debris", `<p>the <a href="/wiki/ome_storage">">data</a></a>.</p>`,
 			`<p>the <a href="/wiki/ome_storage">data</a>.</p>`},
+		{"link text of quotes", `<p>a <a href="/wiki/Unix">"</a> b</p>`, `<p>a <a href="/wiki/Unix">Unix</a> b</p>`},
 		{"link text that is its own target", `<p><a href="/wiki/Plan_9">/wiki/Plan_9</a> and <a href="/wiki/Bell_Labs">Bell_Labs</a></p>`,
 			`<p><a href="/wiki/Plan_9">Plan 9</a> and <a href="/wiki/Bell_Labs">Bell Labs</a></p>`},
 		{"escaped tags in prose", `<p>a &lt;p&gt; b &lt;&lt;pp c, 2 &lt; 3</p>`, `<p>a  b &lt; c, 2 &lt; 3</p>`},
@@ -86,6 +87,8 @@ func TestRepairKeepsCleanPages(t *testing.T) {
 		`<h2>Lists</h2><ul><li>one</li><li><strong>two</strong></li></ul><ol><li>first</li></ol><hr><p>a<br>b</p><blockquote><p>q &amp; a, 2 &lt; 3</p></blockquote>`,
 		`<nav><a href="/ui/menu-apps">Applications</a> <a href="/ui/menu-help">Help</a></nav><section data-id="win-editor" data-title="Editor"><h2>Editor</h2><button data-id="btn-save">Save</button></section>`,
 		`<table><tbody><tr><th>A</th><td>1</td></tr></tbody></table>`,
+		// Links of symbols are real (FOLDOC's "bump", "--C-=C-C--").
+		`<p>C&#39;s <a href="/wiki/increment_operator">++</a> operator, <a href="/wiki/%26%26">&amp;&amp;</a> and <a href="/wiki/oblique_stroke">/</a></p>`,
 	} {
 		if got := Sanitize(in); got != in {
 			t.Errorf("clean page changed:\n got %q\nwant %q", got, in)
