@@ -380,3 +380,33 @@ func TestModelSwitchRealEngines(t *testing.T) {
 		t.Errorf("the old model's id after the switch: %d %s", code, raw)
 	}
 }
+
+// TestPagesForgottenOnModelSwitch: pages written by one model are not served
+// from the cache once another model is in use.
+func TestPagesForgottenOnModelSwitch(t *testing.T) {
+	var mu sync.Mutex
+	active := Model{ID: "first", Engine: &fakeGen{final: "<p>first</p>"}}
+	s := start(t, Options{Model: func(context.Context) (Model, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return active, nil
+	}})
+	c := browser(t, s)
+	_, events := openEvents(t, c, s, "/events/wiki/Unix")
+	for range events {
+	}
+	if _, ok := s.pages.get("Unix"); !ok {
+		t.Fatal("page not cached")
+	}
+	mu.Lock()
+	active = Model{ID: "second", Engine: &fakeGen{final: "<p>second</p>"}}
+	mu.Unlock()
+	_, events = openEvents(t, c, s, "/events/wiki/Unix")
+	var last sseEvent
+	for ev := range events {
+		last = ev
+	}
+	if p := decodePageEvent(t, last); last.name != "done" || !strings.Contains(p.HTML, "second") || strings.Contains(p.Status, "cache") {
+		t.Errorf("after the switch: %s %+v", last.name, p)
+	}
+}

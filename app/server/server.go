@@ -401,9 +401,6 @@ func (s *Server) PageURL(title string) string { return s.URL(wikiPath(title)) }
 // tests and for embedding in another server.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// ClearCache forgets the finished pages (after the model changed).
-func (s *Server) ClearCache() { s.pages.clear() }
-
 // Close stops a running page generation and shuts the server down: open
 // streams end, and it waits up to five seconds for their handlers to return.
 // Every call returns after the shutdown is complete.

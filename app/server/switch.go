@@ -8,8 +8,9 @@ import (
 
 // Switch turns the server on and off for the desktop app: the Settings toggle
 // (Set) and "Open in browser" (PageURL, which starts it when it is off). Each
-// start takes fresh options from Options, so a restarted server runs the active
-// model with the current settings; it gets a new port and a new token.
+// start takes fresh options from Options, so a restarted server listens where
+// the settings say now (a new random port unless they name one) with a new
+// token. Model switches need no restart: see Options.Model.
 type Switch struct {
 	Options func() (Options, error)
 
