@@ -395,9 +395,9 @@ func decodeGGUF(dst []float32, t gguf.Type, src []byte) {
 		for b := range len(dst) / gguf.QK_K {
 			blk := src[144*b : 144*b+144]
 			d, dmin := half(blk), half(blk[2:])
+			sc, m := scalesMinsK4((*[12]byte)(blk[4:16]))
 			for j := range 8 {
-				sc, m := scaleMinK4(j, blk[4:16])
-				sm[2*j], sm[2*j+1] = d*float32(sc), -(dmin * float32(m))
+				sm[2*j], sm[2*j+1] = d*float32(sc[j]), -(dmin * float32(m[j]))
 			}
 			decodeNibbleRuns(dst[gguf.QK_K*b:gguf.QK_K*(b+1)], blk[16:], 32, 32, sm[:], 0)
 		}
@@ -416,13 +416,15 @@ func decodeGGUF(dst []float32, t gguf.Type, src []byte) {
 	}
 }
 
-// scaleMinK4 unpacks the 6-bit scale and min of sub-block j from the 12 scale bytes of
-// a Q4_K block (ggml's get_scale_min_k4, as engine/gguf's decoder reads them).
-func scaleMinK4(j int, q []byte) (d, m uint8) {
-	if j < 4 {
-		return q[j] & 63, q[j+4] & 63
+// scalesMinsK4 unpacks the eight 6-bit scales and minimums of a Q4_K block's 12 scale
+// bytes (ggml's get_scale_min_k4 for j = 0…7, as engine/gguf's decoder reads them).
+func scalesMinsK4(q *[12]byte) (sc, m [8]uint8) {
+	for j := range 4 {
+		sc[j], m[j] = q[j]&63, q[j+4]&63
+		sc[j+4] = q[j+8]&0xF | q[j]>>6<<4
+		m[j+4] = q[j+8]>>4 | q[j+4]>>6<<4
 	}
-	return (q[j+4] & 0xF) | ((q[j-4] >> 6) << 4), (q[j+4] >> 4) | ((q[j] >> 6) << 4)
+	return
 }
 
 func decodeQ8BlocksGo(dst []float32, src []byte, scales []float32) {
