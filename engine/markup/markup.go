@@ -12,8 +12,9 @@
 //
 // Text inside code (pre, code, kbd, samp) is not searched: there, markup is the
 // content ("the <p> element"). Elsewhere anything that reads as a tag counts,
-// including the few real corpus pages that write "<Cmd>" in prose: about 1 in 100
-// of the real pages has one, which is the measure's false-positive rate.
+// including what the few real corpus pages write in prose ("<Cmd>", `"<="`):
+// 91 of the 12,313 FOLDOC and Jargon File training pages have one, which is the
+// measure's false-positive rate.
 package markup
 
 import (
