@@ -63,8 +63,8 @@ func repairRuns(root *html.Node) bool {
 }
 
 // repairRun removes the fragments of one run of text nodes, again until none is
-// left (taking "<p" out of "<<pp" leaves "<p"). It reports whether it changed
-// anything.
+// left (taking one out can bring the text on either side together). It reports
+// whether it changed anything.
 func repairRun(run []*html.Node) bool {
 	changed := false
 	for {
