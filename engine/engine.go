@@ -51,8 +51,11 @@ func (e *Engine) Backend() string { return e.backend }
 
 // GenerationDefaults returns the model's sampler defaults (generation_config.json),
 // the values a zero Sampling field stands for.
-func (e *Engine) GenerationDefaults() Sampling {
-	g := e.cfg.Generation
+func (e *Engine) GenerationDefaults() Sampling { return SamplingDefaults(e.cfg.Generation) }
+
+// SamplingDefaults are the sampler defaults of a generation config, for callers
+// that read a model's config without loading it (the app's Settings screen).
+func SamplingDefaults(g config.Generation) Sampling {
 	return Sampling{MaxNewTokens: g.MaxNewTokens, MaxSteps: g.MaxDenoisingSteps, TMin: g.TMin, TMax: g.TMax,
 		EntropyBound: g.EntropyBound, ConfidenceThreshold: g.ConfidenceThreshold,
 		StabilityThreshold: g.StabilityThreshold, Guidance: g.ARGuidance, GuidanceRounds: g.ARGuidanceRounds,

@@ -32,7 +32,12 @@ type Encyclopedia struct {
 	status   *widget.Label
 	errLabel *widget.Label
 	stopped  *widget.Label // says the page shown is a stopped, partial one
-	content  fyne.CanvasObject
+	// The browser line: what happened to "Open in browser" and the page's
+	// address, selectable and with a Copy button, whether or not a browser opened.
+	browserBox *fyne.Container
+	browserMsg *widget.Label
+	browserURL *widget.Entry
+	content    fyne.CanvasObject
 
 	history []string         // visited titles; pos is the one shown
 	pos     int              // -1 before the first page
@@ -84,7 +89,16 @@ func newEncyclopedia(a *App) *Encyclopedia {
 		container.NewHBox(e.back, e.forward, e.reload),
 		container.NewHBox(go1, e.stop, browser),
 		e.address)
-	top := container.NewVBox(bar, a.modelNotice(), e.errLabel, e.stopped)
+	e.browserMsg = widget.NewLabel("")
+	e.browserMsg.Wrapping = fyne.TextWrapWord
+	e.browserURL = widget.NewEntry()
+	copyURL := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() {
+		a.fyneApp.Clipboard().SetContent(e.browserURL.Text)
+	})
+	hideURL := widget.NewButtonWithIcon("", theme.CancelIcon(), func() { e.browserBox.Hide() })
+	e.browserBox = container.NewVBox(e.browserMsg, container.NewBorder(nil, nil, nil, container.NewHBox(copyURL, hideURL), e.browserURL))
+	e.browserBox.Hide()
+	top := container.NewVBox(bar, a.modelNotice(), e.errLabel, e.stopped, e.browserBox)
 	e.content = container.NewBorder(top, e.status, nil, nil, e.scroll)
 	e.showWelcome()
 	e.updateButtons()
@@ -163,15 +177,34 @@ func (e *Encyclopedia) openInBrowser() {
 				e.showError(plainError("start the local server", err))
 				return
 			}
+			if e.app.Settings != nil {
+				e.app.Settings.serverStarted(serverAddress(link))
+			}
 			u, err := url.Parse(link)
 			if err == nil {
 				err = e.app.fyneApp.OpenURL(u)
 			}
 			if err != nil {
-				e.showError(plainError("open the browser", err))
+				e.browserMsg.SetText("Could not open a browser (" + err.Error() + "). Open this address in one yourself:")
+				e.browserMsg.Importance = widget.WarningImportance
+			} else {
+				e.browserMsg.SetText("Opened in your browser. The page's address, for another browser on this computer:")
+				e.browserMsg.Importance = widget.MediumImportance
 			}
+			e.browserMsg.Refresh()
+			e.browserURL.SetText(link)
+			e.browserBox.Show()
 		})
 	}()
+}
+
+// serverAddress is the scheme and host of a page's link: where the local server listens.
+func serverAddress(link string) string {
+	u, err := url.Parse(link)
+	if err != nil || u.Host == "" {
+		return link
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // Stop cancels the running generation; the page keeps what was committed.
@@ -284,9 +317,6 @@ func (a *App) developPage(ctx context.Context, current func() bool, req engine.R
 	dev := develop.New(m, m.Decode)
 	var shown *htmlsafe.Doc // written by the throttle's goroutine, read after th.Close
 	th := newThrottle(frameInterval, func(ev engine.Event) {
-		if ev.Kind == engine.EventDone {
-			return // the caller draws the end: the final page, or the frame shown when stopped
-		}
 		doc := htmlsafe.Parse(dev.Text(ev))
 		st := stepStatus(ev, len(ev.Committed)+dev.Accepted())
 		shown = doc
@@ -300,7 +330,13 @@ func (a *App) developPage(ctx context.Context, current func() bool, req engine.R
 			a.frameHook(view, ev)
 		}
 	})
-	req.OnEvent = th.Push
+	req.OnEvent = func(ev engine.Event) {
+		// The caller draws the end (the final page, or the last frame when
+		// stopped): a done event must not displace the last step still pending.
+		if ev.Kind != engine.EventDone {
+			th.Push(ev)
+		}
+	}
 	res, err := m.Generate(ctx, req)
 	th.Close()
 	return res, shown, err

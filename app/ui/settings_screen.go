@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/engine"
 )
 
 // System is what the app knows about this PC and the services around the UI.
@@ -26,7 +27,10 @@ type System struct {
 	// OpenPage returns the browser URL of an encyclopedia page, starting the local
 	// server if needed ("Open in browser").
 	OpenPage func(title string) (url string, err error)
-	GPU      GPUSupport // installs GPU support (gpu.go); nil: no card
+	// SamplingDefaults reads the active model's sampler defaults without loading
+	// it (Settings shows them before the first generation).
+	SamplingDefaults func() (engine.Sampling, error)
+	GPU              GPUSupport // installs GPU support (gpu.go); nil: no card
 }
 
 // SettingsScreen edits the typed settings.
@@ -68,6 +72,7 @@ func newSettingsScreen(a *App) *SettingsScreen {
 	form := widget.NewForm()
 	for _, b := range settings.SamplingBounds {
 		e := widget.NewEntry()
+		noScroller(e)
 		e.Validator = boundValidator(b)
 		key := b.Key
 		e.OnChanged = func(text string) {
@@ -81,6 +86,7 @@ func newSettingsScreen(a *App) *SettingsScreen {
 		form.Append(b.Label, e)
 	}
 	s.seed = widget.NewEntry()
+	noScroller(s.seed)
 	s.seed.SetPlaceHolder("random each time")
 	s.seed.Validator = func(t string) error {
 		if strings.TrimSpace(t) == "" {
@@ -122,6 +128,7 @@ func newSettingsScreen(a *App) *SettingsScreen {
 	}
 	s.server.OnChanged = s.setServer
 	port := widget.NewEntry() // read by the server's next start
+	noScroller(port)
 	port.SetPlaceHolder("random free port")
 	if v.ServerPort != 0 {
 		port.SetText(strconv.Itoa(v.ServerPort))
@@ -147,6 +154,13 @@ func newSettingsScreen(a *App) *SettingsScreen {
 
 	s.content = container.NewVScroll(container.NewPadded(container.NewVBox(s.errLbl, backendCard, gpuCard(a, true), samplingCard, themeCard, serverCard, storageCard)))
 	return s
+}
+
+// noScroller removes an entry's own scroller, which would catch the mouse wheel
+// meant for the page: the settings hold short numbers.
+func noScroller(e *widget.Entry) {
+	e.Wrapping = fyne.TextWrapOff
+	e.Scroll = fyne.ScrollNone
 }
 
 func call(f func() string, fallback string) string {
@@ -186,21 +200,9 @@ func (s *SettingsScreen) save(fn func(*settings.Values)) {
 // fillSampling shows the overrides, with the model's defaults as placeholders.
 func (s *SettingsScreen) fillSampling() {
 	v := s.app.deps.Settings.Get()
-	var defaults settings.Sampling
-	if m := s.app.models.Loaded(); m != nil {
-		d := m.Info().Defaults
-		defaults = settings.Sampling{MaxNewTokens: d.MaxNewTokens, MaxSteps: d.MaxSteps, TMin: d.TMin, TMax: d.TMax,
-			EntropyBound: d.EntropyBound, ConfidenceThreshold: d.ConfidenceThreshold, StabilityThreshold: d.StabilityThreshold,
-			Temperature: d.Temperature, Guidance: d.Guidance, GuidanceRounds: d.GuidanceRounds,
-			GuidanceInWord: d.GuidanceInWord}
-	}
+	s.showDefaults()
 	for _, b := range settings.SamplingBounds {
 		e := s.fields[b.Key]
-		if d := defaults.Get(b.Key); d != 0 {
-			e.SetPlaceHolder(fmt.Sprintf("model default: %g", d))
-		} else {
-			e.SetPlaceHolder("model default")
-		}
 		if x := v.Sampling.Get(b.Key); x != 0 {
 			e.SetText(strconv.FormatFloat(x, 'g', -1, 64))
 		} else {
@@ -210,6 +212,40 @@ func (s *SettingsScreen) fillSampling() {
 	if v.Seed != 0 {
 		s.seed.SetText(strconv.FormatUint(v.Seed, 10))
 	}
+}
+
+// showDefaults writes the active model's defaults, as values, into the empty
+// fields' placeholders: the loaded model's, else those its config files give.
+func (s *SettingsScreen) showDefaults() {
+	var d engine.Sampling
+	known := false
+	if m := s.app.models.Loaded(); m != nil {
+		d, known = m.Info().Defaults, true
+	} else if f := s.app.deps.System.SamplingDefaults; f != nil {
+		var err error
+		d, err = f()
+		known = err == nil
+	}
+	defaults := settings.Sampling{MaxNewTokens: d.MaxNewTokens, MaxSteps: d.MaxSteps, TMin: d.TMin, TMax: d.TMax,
+		EntropyBound: d.EntropyBound, ConfidenceThreshold: d.ConfidenceThreshold, StabilityThreshold: d.StabilityThreshold,
+		Temperature: d.Temperature, Guidance: d.Guidance, GuidanceRounds: d.GuidanceRounds,
+		GuidanceInWord: d.GuidanceInWord}
+	for _, b := range settings.SamplingBounds {
+		hint := "the model's default"
+		if known {
+			hint = fmt.Sprintf("model default: %g", defaults.Get(b.Key))
+		}
+		s.fields[b.Key].SetPlaceHolder(hint)
+	}
+}
+
+// serverStarted shows that the local server runs (started by "Open in browser")
+// at url, without switching it again.
+func (s *SettingsScreen) serverStarted(url string) {
+	s.server.OnChanged = nil
+	s.server.SetChecked(true)
+	s.server.OnChanged = s.setServer
+	s.srvLbl.SetText("Listening on " + url + " (this computer only)")
 }
 
 // ResetSampling clears every override: the model's defaults apply again.
@@ -250,7 +286,7 @@ func (a *App) applyTheme() {
 	case "light":
 		a.fyneApp.Settings().SetTheme(&variantTheme{Theme: theme.DefaultTheme(), variant: theme.VariantLight})
 	default:
-		a.fyneApp.Settings().SetTheme(theme.DefaultTheme())
+		a.fyneApp.Settings().SetTheme(readableTheme{theme.DefaultTheme()})
 	}
 }
 
@@ -261,5 +297,22 @@ type variantTheme struct {
 }
 
 func (t *variantTheme) Color(n fyne.ThemeColorName, _ fyne.ThemeVariant) color.Color {
-	return t.Theme.Color(n, t.variant)
+	return readableTheme{t.Theme}.Color(n, t.variant)
+}
+
+// readableTheme is the default theme with the status colours that text uses
+// (Fits, Tight, Won't fit) darkened on the light variant, where the default
+// green and orange read at a contrast of about 2:1 against white.
+type readableTheme struct{ fyne.Theme }
+
+func (t readableTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
+	if v == theme.VariantLight {
+		switch n {
+		case theme.ColorNameSuccess:
+			return color.NRGBA{R: 0x1b, G: 0x6e, B: 0x20, A: 0xff} // about 6:1 on white
+		case theme.ColorNameWarning:
+			return color.NRGBA{R: 0x9a, G: 0x4f, B: 0x00, A: 0xff} // about 6:1
+		}
+	}
+	return t.Theme.Color(n, v)
 }

@@ -80,8 +80,11 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 	)
 	a.tabs.SetTabLocation(container.TabLocationLeading)
 	a.tabs.OnSelected = func(t *container.TabItem) {
-		if t.Text == "Library" {
+		switch t.Text {
+		case "Library":
 			a.Library.Refresh()
+		case "Settings":
+			a.Settings.showDefaults() // the model may have loaded, or changed, since
 		}
 	}
 	a.root = container.NewStack()

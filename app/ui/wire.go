@@ -15,6 +15,7 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
@@ -69,34 +70,12 @@ func wireEngine(d *Deps) {
 		_, err := assets.Mini()
 		return err
 	}
+	d.System.SamplingDefaults = func() (engine.Sampling, error) { return samplingDefaults(mgr) }
 	st := d.Settings
 	d.Loader = LoaderFunc(func(ctx context.Context) (Model, error) {
-		var src engine.Source
-		name := miniName
-		switch {
-		case os.Getenv(modelEnv) != "":
-			src = engine.Dir(os.Getenv(modelEnv))
-			name = envModelName()
-		case mgr != nil:
-			active, err := mgr.Active()
-			if err != nil {
-				return nil, err
-			}
-			if active == "" {
-				active = catalog.MiniID
-			}
-			if src, err = mgr.Source(active); err != nil {
-				return nil, err
-			}
-			if active != catalog.MiniID {
-				name = active
-			}
-		default:
-			fsys, err := assets.Mini()
-			if err != nil {
-				return nil, err
-			}
-			src = engine.FS(fsys, catalog.MiniID)
+		src, name, err := activeSource(mgr)
+		if err != nil {
+			return nil, err
 		}
 		e, err := engine.Load(ctx, src, engine.Options{Backend: st.Get().Backend})
 		if err != nil {
@@ -104,6 +83,56 @@ func wireEngine(d *Deps) {
 		}
 		return newEngineModel(e, name, name == miniName), nil
 	})
+}
+
+// activeSource is where the active model is read from, and its display name:
+// DARKROOM_MODEL's folder, else the Library's choice (mgr may be nil), else the
+// built-in Darkroom Mini.
+func activeSource(mgr *models.Manager) (engine.Source, string, error) {
+	switch {
+	case os.Getenv(modelEnv) != "":
+		return engine.Dir(os.Getenv(modelEnv)), envModelName(), nil
+	case mgr != nil:
+		active, err := mgr.Active()
+		if err != nil {
+			return engine.Source{}, "", err
+		}
+		if active == "" {
+			active = catalog.MiniID
+		}
+		src, err := mgr.Source(active)
+		if err != nil {
+			return engine.Source{}, "", err
+		}
+		name := miniName
+		if active != catalog.MiniID {
+			name = active
+		}
+		return src, name, nil
+	}
+	fsys, err := assets.Mini()
+	if err != nil {
+		return engine.Source{}, "", err
+	}
+	return engine.FS(fsys, catalog.MiniID), miniName, nil
+}
+
+// samplingDefaults reads the active model's sampler defaults from its config
+// files, without loading its weights, for the Settings screen.
+func samplingDefaults(mgr *models.Manager) (engine.Sampling, error) {
+	src, _, err := activeSource(mgr)
+	if err != nil {
+		return engine.Sampling{}, err
+	}
+	fsys := src.FS
+	if fsys == nil {
+		fsys = os.DirFS(src.Dir)
+	}
+	cfg, err := config.LoadFS(fsys, ".")
+	if err != nil {
+		return engine.Sampling{}, err
+	}
+	return engine.SamplingDefaults(cfg.Generation), nil
 }
 
 // envModelName names the model of DARKROOM_MODEL by its folder; a folder named

@@ -1,0 +1,164 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"image/color"
+	"math"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/ui/internal/tiny"
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/config"
+)
+
+// TestSettingsShowsDefaultValuesBeforeLoading: before any generation loaded the
+// model, the empty fields show its defaults as values ("model default: 0.7"),
+// read from its config; they used to say only "model default".
+func TestSettingsShowsDefaultValuesBeforeLoading(t *testing.T) {
+	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	a.deps.System.SamplingDefaults = func() (engine.Sampling, error) {
+		return engine.Sampling{MaxSteps: 12, TMax: 0.7, Temperature: 0}, nil
+	}
+	asUI(func() { a.Show("Settings") })
+	for key, want := range map[string]string{"max_steps": "model default: 12", "t_max": "model default: 0.7", "temperature": "model default: 0"} {
+		if got := a.Settings.fields[key].PlaceHolder; got != want {
+			t.Errorf("%s: placeholder %q, want %q", key, got, want)
+		}
+	}
+}
+
+// TestSamplingDefaultsReadTheActiveModelsConfig: the app's defaults hook reads
+// the model's generation config without loading the model.
+func TestSamplingDefaultsReadTheActiveModelsConfig(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := tiny.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(modelEnv, dir)
+	cfg, err := config.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := samplingDefaults(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := engine.SamplingDefaults(cfg.Generation); got != want || got.MaxSteps == 0 {
+		t.Errorf("defaults %+v, want %+v", got, want)
+	}
+}
+
+// TestSettingsWheelScrollsThePage: the mouse wheel over a field scrolls the
+// Settings page (each entry's own scroller used to swallow it).
+func TestSettingsWheelScrollsThePage(t *testing.T) {
+	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	asUI(func() {
+		a.win.Resize(fyne.NewSize(1000, 400))
+		a.Show("Settings")
+	})
+	page := a.Settings.content.(*container.Scroll)
+	for _, key := range []string{"max_steps", "t_min"} {
+		e := a.Settings.fields[key]
+		asUI(func() {
+			page.ScrollToTop()
+			pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(e).Add(fyne.NewPos(10, e.Size().Height/2))
+			test.Scroll(a.win.Canvas(), pos, 0, -60)
+		})
+		if page.Offset.Y <= 0 {
+			t.Errorf("the wheel over the %s field did not scroll the page", key)
+		}
+	}
+}
+
+// TestLightThemeStatusColoursAreReadable: the light theme's "Fits" green and
+// "Tight" orange read at a contrast of at least 4.5:1 (WCAG AA) on its background.
+func TestLightThemeStatusColoursAreReadable(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true; v.Theme = "light" })
+	fa := test.NewTempApp(t)
+	a := newApp(fa, test.NewTempWindow(t, nil), Deps{Settings: st,
+		Loader: LoaderFunc(func(context.Context) (Model, error) { return &fakeModel{answers: wikiAnswers}, nil })})
+	defer a.shutdown()
+	th := fa.Settings().Theme()
+	bg := th.Color(theme.ColorNameBackground, theme.VariantLight)
+	for _, n := range []fyne.ThemeColorName{theme.ColorNameSuccess, theme.ColorNameWarning} {
+		if c := contrast(th.Color(n, theme.VariantLight), bg); c < 4.5 {
+			t.Errorf("%s on the light background: contrast %.1f:1", n, c)
+		}
+	}
+}
+
+// contrast is the WCAG contrast ratio of two colours.
+func contrast(a, b color.Color) float64 {
+	lum := func(c color.Color) float64 {
+		r, g, b, _ := c.RGBA()
+		lin := func(v uint32) float64 {
+			x := float64(v) / 0xffff
+			if x <= 0.03928 {
+				return x / 12.92
+			}
+			return math.Pow((x+0.055)/1.055, 2.4)
+		}
+		return 0.2126*lin(r) + 0.7152*lin(g) + 0.0722*lin(b)
+	}
+	la, lb := lum(a), lum(b)
+	return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
+}
+
+// noBrowser is an app whose OpenURL fails, as on a machine without a browser.
+type noBrowser struct{ fyne.App }
+
+func (noBrowser) OpenURL(*url.URL) error { return errors.New("xdg-open: no method available") }
+
+// TestOpenInBrowserShowsTheAddress: "Open in browser" that starts the local
+// server ticks "Run the local server"; when no browser opens it says so, and
+// the page's address is shown either way, to copy.
+func TestOpenInBrowserShowsTheAddress(t *testing.T) {
+	const link = "http://127.0.0.1:4242/wiki/Unix?token=abc"
+	dir := t.TempDir()
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
+	fa := test.NewTempApp(t)
+	a := newApp(fa, test.NewTempWindow(t, nil), Deps{Settings: st, System: System{
+		OpenPage:  func(string) (string, error) { return link, nil },
+		SetServer: func(bool) (string, error) { return "http://127.0.0.1:4242", nil },
+	}})
+	defer a.shutdown()
+	a.fyneApp = noBrowser{fa}
+	e := a.Encyclopedia
+	asUI(e.openInBrowser)
+	waitFor(t, "the browser line", func() bool {
+		uiMu.Lock()
+		defer uiMu.Unlock()
+		return e.browserBox.Visible()
+	})
+	got := shownText(e.content)
+	if !strings.Contains(got, "Could not open a browser") || e.browserURL.Text != link {
+		t.Errorf("screen says:\n%s\naddress %q", got, e.browserURL.Text)
+	}
+	var copyB *widget.Button
+	walkObjects(e.browserBox, func(o fyne.CanvasObject) {
+		if b, ok := o.(*widget.Button); ok && b.Text == "Copy" {
+			copyB = b
+		}
+	})
+	tap(copyB)
+	if got := fa.Clipboard().Content(); got != link {
+		t.Errorf("copied %q", got)
+	}
+	if !a.Settings.server.Checked || !strings.Contains(a.Settings.srvLbl.Text, "127.0.0.1:4242") {
+		t.Errorf("Settings: server checked %v, %q", a.Settings.server.Checked, a.Settings.srvLbl.Text)
+	}
+}
