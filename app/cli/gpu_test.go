@@ -305,3 +305,83 @@ func TestGPUCheckScriptCPUPart(t *testing.T) {
 		t.Errorf("no torch:\n%s\n%v", out, doc)
 	}
 }
+
+// fixtureScript writes the files gpu_check.py report reads, for a vocabulary of
+// 50: transformers' logits, Darkroom's (the encoder's a little off, the decoder's
+// first row with another argmax), both engines' timings and an int4 checkpoint
+// of 600 bytes of layers.
+const fixtureScript = `
+import json, struct, sys
+import numpy as np
+w = sys.argv[1]
+rng = np.random.default_rng(0)
+enc = rng.standard_normal((4, 50)).astype(np.float32)
+dec = rng.standard_normal((8, 50)).astype(np.float32)
+np.save(w + "/hf_encoder.npy", enc)
+np.save(w + "/hf_decoder.npy", dec)
+(enc + 1e-3).astype("<f4").tofile(w + "/dr/encoder.f32")
+bad = dec.copy()
+bad[0, (dec[0].argmax() + 1) % 50] = 100
+bad.astype("<f4").tofile(w + "/dr/decoder.f32")
+json.dump({"gpu": "NVIDIA H200", "transformers": "5.1", "torch": "2.9", "diffusion_canvas_ms": 400.0,
+           "diffusion_tokens_s": 640.0, "ar_tokens_s": 50.0, "max_memory_bytes": 12e9}, open(w + "/hf.json", "w"))
+json.dump({"encoder_logits": w + "/dr/encoder.f32", "decoder_logits": w + "/dr/decoder.f32"}, open(w + "/dr_logits.json", "w"))
+b = {"backend": "xla:/x/cuda.so", "diffusion": {"median_canvas_ms": 100.0, "tokens_per_s": 2560.0}, "ar": {"tokens_per_s": 200.0}}
+json.dump(b, open(w + "/dr_bench_bf16.json", "w"))
+json.dump(b, open(w + "/dr_bench_int4.json", "w"))
+json.dump({"bf16_peak_bytes": 13e9, "int4_peak_bytes": 4e9}, open(w + "/dr_memory.json", "w"))
+h = json.dumps({"model.decoder.layers.0.x": {"dtype": "U8", "shape": [600], "data_offsets": [0, 600]},
+                "model.decoder.embed_tokens.weight": {"dtype": "U8", "shape": [100], "data_offsets": [600, 700]}}).encode()
+open(w + "/model-int4/model.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + bytes(700))
+`
+
+// TestGPUCheckReport runs gpu_check.py's report on fixture files where a Python
+// with numpy is found: the agreement, the speed ratios and the 30-layer
+// extrapolation come out as computed by hand.
+func TestGPUCheckReport(t *testing.T) {
+	var py string
+	for _, p := range []string{"python3", "/usr/bin/python3"} {
+		if path, err := exec.LookPath(p); err == nil && exec.Command(path, "-c", "import numpy").Run() == nil {
+			py = path
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("no Python with numpy")
+	}
+	w := t.TempDir()
+	os.MkdirAll(filepath.Join(w, "dr"), 0o755)
+	os.MkdirAll(filepath.Join(w, "model-int4"), 0o755)
+	if b, err := exec.Command(py, "-c", fixtureScript, w).CombinedOutput(); err != nil {
+		t.Fatalf("fixtures: %v\n%s", err, b)
+	}
+	out := filepath.Join(w, "gpu-check.json")
+	b, err := exec.Command(py, filepath.Join("..", "..", "packaging", "gpu_check.py"), "report", w, out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), "| diffusion tokens/s | 2560 (int4 2560) | 640 | Darkroom ≥ 1.5× transformers: 4.00× |") {
+		t.Errorf("table:\n%s", b)
+	}
+	type agreement struct {
+		Agree float64 `json:"argmax_agree"`
+		Rel   float64 `json:"max_rel_diff"`
+	}
+	var r struct {
+		Enc      agreement `json:"encoder_logits"`
+		Dec      agreement `json:"decoder_logits"`
+		DiffVsAR float64 `json:"darkroom_diffusion_vs_ar_bf16"`
+		Ext      struct {
+			Mem    float64 `json:"device_memory_bytes"`
+			Canvas float64 `json:"canvas_ms_upper_bound"`
+		} `json:"extrapolated_30_layers_int4"`
+	}
+	raw, _ := os.ReadFile(out)
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Enc.Agree != 1 || r.Enc.Rel <= 0 || r.Enc.Rel > 0.01 || r.Dec.Agree != 7.0/8 || r.DiffVsAR != 12.8 ||
+		r.Ext.Mem != 4e9+600*24/6 || r.Ext.Canvas != 500 {
+		t.Errorf("report %+v", r)
+	}
+}
