@@ -370,7 +370,7 @@ func TestGPUCheckReport(t *testing.T) {
 	var r struct {
 		Enc      agreement `json:"encoder_logits"`
 		Dec      agreement `json:"decoder_logits"`
-		DiffVsAR float64 `json:"darkroom_diffusion_vs_ar_bf16"`
+		DiffVsAR float64   `json:"darkroom_diffusion_vs_ar_bf16"`
 		Ext      struct {
 			Mem    float64 `json:"device_memory_bytes"`
 			Canvas float64 `json:"canvas_ms_upper_bound"`
