@@ -30,41 +30,48 @@ if ! have_openblas; then
 	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-numpy libopenblas0-pthread >&2
 fi
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 echo "building …" >&2
 go build -tags headless -o "$work/darkroom" .
 go test -c -o "$work/kernels.test" ./engine/kernels/
 
-echo "OpenBLAS (numpy) …" >&2
-"$py" - >"$work/blas.txt" <<'PY'
-import time, numpy as np
-shapes = [(256, 64, 4096), (256, 2816, 704), (2048, 2048, 2048), (256, 512, 512)]
+# numpy's and our rate at each shape in turn, so both see the same machine.
+cat >"$work/blas.py" <<'PY'
+import sys, time, numpy as np
+m, k, n = map(int, sys.argv[1].split("x"))
 rng = np.random.default_rng(1)
-for m, k, n in shapes:
-    a = rng.standard_normal((m, k), dtype=np.float32)
-    b = rng.standard_normal((k, n), dtype=np.float32)
+a = rng.standard_normal((m, k), dtype=np.float32)
+b = rng.standard_normal((k, n), dtype=np.float32)
+a @ b
+runs, t0 = 0, time.perf_counter()
+while True:
     a @ b
-    runs, t0 = 0, time.perf_counter()
-    while True:
-        a @ b
-        runs += 1
-        t = time.perf_counter() - t0
-        if t >= 1.0:
-            break
-    print(f"{m}x{k}x{n} {2 * m * k * n * runs / t / 1e9:.1f}")
-# Which BLAS numpy really called (Debian switches libblas.so.3 by alternatives).
-blas = sorted({l.split()[-1] for l in open("/proc/self/maps") if "blas" in l and ".so" in l})
-print("lib", " ".join(blas) or "unknown")
+    runs += 1
+    t = time.perf_counter() - t0
+    if t >= 1.0:
+        break
+print(sys.argv[1], f"{2 * m * k * n * runs / t / 1e9:.1f}")
+if sys.argv[2:] == ["lib"]:  # which BLAS numpy really called (Debian picks libblas.so.3 by alternatives)
+    blas = sorted({l.split()[-1] for l in open("/proc/self/maps") if "blas" in l and ".so" in l})
+    print("lib", " ".join(blas) or "unknown")
 PY
-
-echo "Darkroom kernels …" >&2
-"$work/kernels.test" -test.run '^$' -test.bench '^BenchmarkPeers$' -test.benchtime 1s \
-	| awk '/^BenchmarkPeers\// { split($1, p, "/"); sub(/-[0-9]+$/, "", p[2]); print p[2], $(NF-1) }' >"$work/ours.txt"
+: >"$work/blas.txt"
+: >"$work/ours.txt"
+lib=lib
+for shape in 256x64x4096 256x2816x704 2048x2048x2048 256x512x512; do
+	echo "$shape: OpenBLAS, Darkroom …" >&2
+	"$py" "$work/blas.py" "$shape" $lib >>"$work/blas.txt"
+	lib=
+	"$work/kernels.test" -test.run '^$' -test.bench "^BenchmarkPeers\$/^$shape\$" -test.benchtime 1s |
+		awk '/^BenchmarkPeers\// { split($1, p, "/"); sub(/-[0-9]+$/, "", p[2]); print p[2], $(NF-1) }' >>"$work/ours.txt"
+done
 
 echo "darkroom bench (Darkroom Mini) …" >&2
-"$work/darkroom" bench --json --runs 1 >"$work/bench.json"
+"$work/darkroom" bench --json --runs 3 >"$work/bench.json"
 
-"$py" - "$work" <<'PY'
-import json, sys
+load_after=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
+"$py" - "$work" "$load_before" "$load_after" <<'PY'
+import json, os, sys
 work = sys.argv[1]
 blas, lib = {}, "unknown"
 for line in open(f"{work}/blas.txt"):
@@ -89,4 +96,5 @@ d, a = rep["diffusion"], rep["ar"]
 print(f"Mini canvas {d['median_canvas_ms']:.0f} ms, AR token {a['median_canvas_ms']:.2f} ms, "
       f"diffusion {d['tokens_per_s']:.1f} tok/s, AR {a['tokens_per_s']:.1f} tok/s, path {rep['path']}")
 print("GFLOP/s; ratio = Darkroom ÷ OpenBLAS")
+print(f"load average before {sys.argv[2]}, after {sys.argv[3]} (on {os.cpu_count()} CPUs: above that, the rates are shared)")
 PY
