@@ -151,3 +151,29 @@ func TestAutoPluginFailsToStart(t *testing.T) {
 		t.Errorf("spec %q, fallback %q, reason %q", s.Spec, s.Fallback, s.Reason)
 	}
 }
+
+// TestNamedPluginFromDarkroomsFolders: `xla:cuda` runs the CUDA plugin Darkroom
+// found (here its verified runtime), not only what GoMLX's own folders hold.
+func TestNamedPluginFromDarkroomsFolders(t *testing.T) {
+	if !xlaBuilt {
+		t.Skip("this build has no XLA")
+	}
+	t.Setenv("XLA_FLAGS", "")
+	t.Setenv(AutoInstallEnvVar, "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", t.TempDir())
+	t.Setenv("VIRTUAL_ENV", "")
+	t.Setenv(RuntimeDirEnvVar, t.TempDir())
+	rt := Runtime()
+	touch(t, rt.Plugin())
+	touch(t, rt.Marker())
+	s, err := New("xla:cuda")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Finalize()
+	// Not a real plugin: it fails to load, and the reason names the runtime's file.
+	if s.Spec != Go || !strings.Contains(s.Fallback, rt.Plugin()) {
+		t.Errorf("spec %q, fallback %q", s.Spec, s.Fallback)
+	}
+}

@@ -22,6 +22,16 @@ const xlaBuilt = true
 func startXLA(cfg string) (backends.Backend, string, error) {
 	xla.EnableAutoInstall(os.Getenv(AutoInstallEnvVar) == "1")
 	plugin, opts, _ := strings.Cut(cfg, ",")
+	if plugin != "" && !filepath.IsAbs(plugin) {
+		// A named plugin Darkroom knows the path of (its own GPU support, a JAX
+		// installation's) runs from there; GoMLX looks only in its own folders.
+		for _, p := range FindPlugins(Locations()) {
+			if p.Name == plugin {
+				plugin = p.Path
+				break
+			}
+		}
+	}
 	path := plugin
 	if !filepath.IsAbs(plugin) {
 		names := xla.GetAvailablePlugins() // cuda first, then cpu, then others
