@@ -91,7 +91,8 @@ func newFakeIndex(t *testing.T) *fakeIndex {
 			f.contents[name] = data
 		}
 	}
-	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	f.Server = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
+	f.Start() // after f.Server is set: the handler reads f.URL
 	t.Cleanup(f.Close)
 	return f
 }
