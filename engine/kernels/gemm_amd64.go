@@ -53,11 +53,11 @@ func gemmKernels() []*microKernel {
 func transpose16(dst *float32, ldd int, src *float32, lds int, blocks int, lanes int)
 
 // packPanelVector packs one full panel (w rows from src row base, depth [p0, p0+kc))
-// with transpose16 and reports whether it did: it needs AVX-512, w ≤ 16 or w = 32, and
+// with transpose16 and reports whether it did: it needs AVX-512, w ≤ 16 or a multiple of 16, and
 // 16 rows of src from base for each 16-row group. The depth's last kc mod 16 values
 // are copied in Go.
 func packPanelVector(panel, src []float32, k, base, p0, kc, w int) bool {
-	if !useAVX512 || kc < 16 || (w > 16 && w != 32) {
+	if !useAVX512 || kc < 16 || (w > 16 && w%16 != 0) {
 		return false
 	}
 	for g := 0; g < w; g += 16 {
