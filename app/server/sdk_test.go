@@ -281,7 +281,13 @@ func TestOpenAISDK(t *testing.T) {
 		t.Errorf("wrong key: %+v", b)
 	}
 
-	// The aborted stream's generation stopped within one denoising step.
+	// The aborted stream's generation stopped within one denoising step. (It
+	// may still be in that step as the client exits: wait for its end.)
+	waitFor(t, func() bool {
+		probe.mu.Lock()
+		defer probe.mu.Unlock()
+		return len(probe.runs) == 3
+	})
 	probe.mu.Lock()
 	defer probe.mu.Unlock()
 	var aborted *probeRun
