@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 )
 
 // File names of a Hugging Face checkpoint.
@@ -181,26 +183,12 @@ func (c *Checkpoint) Close() error {
 	return first
 }
 
-// WriteIndex writes dir/model.safetensors.index.json atomically.
+// WriteIndex writes dir/model.safetensors.index.json atomically, readable by all
+// like the shards it lists.
 func WriteIndex(dir string, idx Index) error {
 	b, err := json.MarshalIndent(idx, "", "  ")
 	if err != nil {
 		return fmt.Errorf("%s: %w", IndexFile, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+IndexFile+".tmp*")
-	if err != nil {
-		return fmt.Errorf("%s: %w", IndexFile, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", IndexFile, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", IndexFile, err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, IndexFile)); err != nil {
-		return fmt.Errorf("%s: %w", IndexFile, err)
-	}
-	return nil
+	return atomicfile.WriteFile(filepath.Join(dir, IndexFile), append(b, '\n'), 0o644)
 }

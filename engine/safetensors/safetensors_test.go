@@ -350,6 +350,11 @@ func TestShardedCheckpoint(t *testing.T) {
 	if err := WriteIndex(dir, Index{WeightMap: map[string]string{"a": "s1.safetensors", "b": "s2.safetensors"}}); err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range []string{"s1.safetensors", IndexFile} { // shared model files, like a download
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v (%v), want rw-r--r--", f, st.Mode().Perm(), err)
+		}
+	}
 	ck, err := OpenCheckpoint(dir)
 	if err != nil {
 		t.Fatal(err)
