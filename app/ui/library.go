@@ -145,7 +145,7 @@ func newLibraryScreen(a *App) *LibraryScreen {
 		widget.NewFormItem("HF token", l.token),
 		widget.NewFormItem("Mirror", l.mirror),
 	)
-	hubCard := widget.NewCard("Hugging Face", "Token and mirror used for downloads (HF_TOKEN and HF_ENDPOINT work too). "+
+	hubCard := noteCard("Hugging Face", "Token and mirror used for downloads (HF_TOKEN and HF_ENDPOINT work too). "+
 		"The token is kept in plain text in Darkroom's settings file.",
 		container.NewBorder(nil, nil, nil, saveHub, hub))
 	move := widget.NewButtonWithIcon("Move…", theme.FolderOpenIcon(), l.chooseStore)
@@ -293,8 +293,17 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	if e.License != "" {
 		meta = append(meta, "License: "+e.License)
 	}
-	content := container.NewVBox(desc, profileRow, c.fit, c.progress, c.progLbl, c.probBox, c.buttons, widget.NewLabel(strings.Join(meta, " · ")))
-	c.card = widget.NewCard(e.Title, sub, content)
+	license := widget.NewLabel(strings.Join(meta, " · "))
+	license.Wrapping = fyne.TextWrapWord
+	// The title and the repo go in the content, where they wrap: a Card's own
+	// title and subtitle never do, and a long model name set the window's width.
+	title := widget.NewRichText(&widget.TextSegment{Style: widget.RichTextStyleSubHeading, Text: e.Title})
+	title.Wrapping = fyne.TextWrapWord
+	subLbl := widget.NewLabel(sub)
+	subLbl.Wrapping = fyne.TextWrapWord
+	subLbl.Importance = widget.LowImportance
+	content := container.NewVBox(title, subLbl, desc, profileRow, c.fit, c.progress, c.progLbl, c.probBox, c.buttons, license)
+	c.card = widget.NewCard("", "", content)
 	return c
 }
 

@@ -66,7 +66,7 @@ func newSettingsScreen(a *App) *SettingsScreen {
 	s.backend.SetSelected(v.Backend)
 	s.detected = widget.NewLabel("Detected: " + call(a.deps.System.Backends, "unknown"))
 	s.detected.Wrapping = fyne.TextWrapWord
-	backendCard := widget.NewCard("Backend", "auto picks XLA on a supported GPU and the pure-Go backend otherwise",
+	backendCard := noteCard("Backend", "auto picks XLA on a supported GPU and the pure-Go backend otherwise",
 		container.NewVBox(s.backend, s.detected))
 
 	form := widget.NewForm()
@@ -106,7 +106,7 @@ func newSettingsScreen(a *App) *SettingsScreen {
 	}
 	form.Append("Seed", s.seed)
 	reset := widget.NewButtonWithIcon("Reset to model defaults", theme.HistoryIcon(), s.ResetSampling)
-	samplingCard := widget.NewCard("Sampling", "Empty fields use the model's own defaults (shown greyed)",
+	samplingCard := noteCard("Sampling", "Empty fields use the model's own defaults (shown greyed)",
 		container.NewVBox(form, container.NewHBox(reset)))
 	s.fillSampling()
 

@@ -64,11 +64,11 @@ func TestSamplingDefaultsReadTheActiveModelsConfig(t *testing.T) {
 func TestSettingsWheelScrollsThePage(t *testing.T) {
 	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
 	asUI(func() {
-		a.win.Resize(fyne.NewSize(1000, 400))
+		a.win.Resize(fyne.NewSize(1000, 500))
 		a.Show("Settings")
 	})
 	page := a.Settings.content.(*container.Scroll)
-	for _, key := range []string{"max_steps", "t_min"} {
+	for _, key := range []string{"max_new_tokens", "max_steps"} { // the first fields: on screen at the top
 		e := a.Settings.fields[key]
 		asUI(func() {
 			page.ScrollToTop()

@@ -170,6 +170,16 @@ func (a *App) noticeText() string {
 	return "Active model: " + name + "."
 }
 
+// noteCard is a card whose note (what a Card calls its subtitle) wraps with the
+// window: a Card's own subtitle never wraps, and one long sentence set the
+// window's minimum width.
+func noteCard(title, note string, content fyne.CanvasObject) *widget.Card {
+	l := widget.NewLabel(note)
+	l.Wrapping = fyne.TextWrapWord
+	l.Importance = widget.LowImportance
+	return widget.NewCard(title, "", container.NewVBox(l, content))
+}
+
 // miniName is the display name of the built-in model.
 const miniName = "Darkroom Mini"
 
