@@ -50,10 +50,12 @@ type Options struct {
 	// ("config", "tokenizer", "weights", "backend", "model", "ready").
 	Progress func(stage string)
 	// InGraph runs generation in GoMLX graphs even on the pure-Go backend. By
-	// default the pure-Go backend runs the model on the host in float32 (see
-	// engine/model's HostDecoder), about 10× faster than simplego's graphs on the
-	// same weights; XLA backends always run the graphs. Both paths are held to the
-	// same float64 reference by engine/model's tests.
+	// default the pure-Go backend runs every model on the host (see engine/model's
+	// HostDecoder), its weights multiplied in their stored format and, for a
+	// safetensors directory, straight from the file's mapping: about 10× faster than
+	// simplego's graphs, in no more memory than the weights take. XLA backends always
+	// run the graphs. Both paths are held to the same float64 reference by
+	// engine/model's tests.
 	InGraph bool
 }
 
@@ -124,29 +126,38 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 	if err := stage("weights"); err != nil {
 		return nil, err
 	}
-	var set *weights.Set
+	// A safetensors directory is mapped in place (the host path multiplies the weights
+	// as stored, and a graph path copies them out at the "model" stage); a GGUF file,
+	// a ModelOpt export and an embedded model are read into a Set.
+	var w loadedWeights
 	if src.FS == nil {
-		set, err = weights.Load(src.Dir, cfg)
+		var ok bool
+		if w.mapped, ok, err = weights.Map(src.Dir, cfg); err == nil && !ok {
+			w.set, err = weights.Load(src.Dir, cfg)
+		}
 	} else {
-		set, err = weights.LoadFS(fsys, ".", cfg)
+		w.set, err = weights.LoadFS(fsys, ".", cfg)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", src, err)
 	}
 
 	if err := stage("backend"); err != nil {
+		w.close()
 		return nil, err
 	}
 	be, err := backend.New(opts.Backend)
 	if err != nil {
+		w.close()
 		return nil, fmt.Errorf("load %s: %w", src, err)
 	}
 
 	if err := stage("model"); err != nil {
+		w.close()
 		be.Finalize()
 		return nil, err
 	}
-	run, path, release, err := newModelRunner(be, cfg, set, opts.InGraph)
+	run, path, release, err := newModelRunner(be, cfg, w, opts.InGraph)
 	if err != nil {
 		be.Finalize()
 		return nil, fmt.Errorf("load %s: %w", src, err)

@@ -16,9 +16,44 @@ import (
 // device; each one is freed once the next step has consumed it.
 type modelRunner struct{ r *model.Runner }
 
-// newModelRunner puts the weights into a fresh GoMLX context on b and prepares
-// the runner. release frees the KV cache.
-func newModelRunner(b backends.Backend, cfg *config.Model, set *weights.Set, inGraph bool) (runner, string, func(), error) {
+// loadedWeights are a model's weights as Load read them: a checkpoint mapped in
+// place, or a Set.
+type loadedWeights struct {
+	mapped *weights.Mapped
+	set    *weights.Set
+}
+
+func (w loadedWeights) close() {
+	if w.mapped != nil {
+		_ = w.mapped.Close()
+	}
+}
+
+// newModelRunner prepares the runner: on the pure-Go backend (unless inGraph) a mapped
+// checkpoint runs on the host straight from its mapping (model.NewHostRunner);
+// otherwise the weights go into a fresh GoMLX context on b (a mapped checkpoint copied
+// out and unmapped). release frees the KV cache (and the mapping).
+func newModelRunner(b backends.Backend, cfg *config.Model, w loadedWeights, inGraph bool) (runner, string, func(), error) {
+	if w.mapped != nil && !inGraph && model.IsPureGo(b) {
+		r, err := model.NewHostRunner(&cfg.Text, w.mapped)
+		if err != nil {
+			w.close()
+			return nil, "", nil, fmt.Errorf("model: %w", err)
+		}
+		return modelRunner{r}, PathHost, func() {
+			r.Close()
+			w.close()
+		}, nil
+	}
+	set := w.set
+	if w.mapped != nil {
+		var err error
+		set, err = w.mapped.Set()
+		w.close()
+		if err != nil {
+			return nil, "", nil, err
+		}
+	}
 	ctx := context.New()
 	if err := model.LoadSet(ctx, set); err != nil {
 		return nil, "", nil, fmt.Errorf("model weights: %w", err)

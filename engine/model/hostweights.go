@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 
+	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -119,6 +120,18 @@ func (w *hostWeights) has(name string) bool {
 	_, _, ok, err := w.src.Lookup(name)
 	return ok && err == nil
 }
+
+// embedScale is Params.EmbedScale for the stored embedding.
+func (w *hostWeights) embedScale(cfg *config.Text) float64 {
+	d, err := w.load("embed_tokens.weight")
+	if err != nil {
+		panic(err)
+	}
+	return storedEmbedScale(cfg, d.storage)
+}
+
+// encoderScalar is Params.encoderScalar over these weights.
+func (w *hostWeights) encoderScalar(i int) string { return encoderScalar(w.has, i) }
 
 // mulNT is x·mᵀ for x [n, cols] → new [n, rows].
 func (m hostMatrix) mulNT(x []float32, n int) []float32 {

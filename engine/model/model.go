@@ -88,8 +88,12 @@ func (p *Params) Layer(i int, h, positions *Node, src keySource, scalarName stri
 
 // encoderScalar is the encoder's own layer_scalar, falling back to the decoder's when a
 // checkpoint does not store it.
-func (p *Params) encoderScalar(i int) string {
-	if name := fmt.Sprintf("encoder.layers.%d.layer_scalar", i); p.Has(name) {
+func (p *Params) encoderScalar(i int) string { return encoderScalar(p.Has, i) }
+
+// encoderScalar is the name of layer i's encoder scalar in a model that has the weights
+// has reports: the encoder's own when it has one, else the decoder's.
+func encoderScalar(has func(string) bool, i int) string {
+	if name := fmt.Sprintf("encoder.layers.%d.layer_scalar", i); has(name) {
 		return name
 	}
 	return layerPrefix(i) + "layer_scalar"

@@ -204,14 +204,19 @@ func toF32(x *Node) *Node {
 // D=2816 with bf16 weights, exact for f32. A quantized embedding no longer says what
 // it was, so the config's dtype decides ("bfloat16" → rounded, otherwise exact).
 func (p *Params) EmbedScale() float64 {
-	dt := p.StorageDType("embed_tokens.weight")
+	return storedEmbedScale(p.Cfg, p.StorageDType("embed_tokens.weight"))
+}
+
+// storedEmbedScale is EmbedScale for an embedding stored as dt (the host model reads
+// the dtype from its own weights).
+func storedEmbedScale(cfg *config.Text, dt dtypes.DType) float64 {
 	if dt == dtypes.Int8 || dt == dtypes.Uint8 {
 		dt = dtypes.Float32
-		if strings.EqualFold(p.Cfg.DType, "bfloat16") {
+		if strings.EqualFold(cfg.DType, "bfloat16") {
 			dt = dtypes.BFloat16
 		}
 	}
-	return EmbedScale(p.Cfg.HiddenSize, dt)
+	return EmbedScale(cfg.HiddenSize, dt)
 }
 
 // EmbedScale is √hidden rounded to the given dtype (BFloat16 or Float32; float64

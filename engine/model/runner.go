@@ -111,6 +111,23 @@ func NewRunner(backend backends.Backend, cfg *config.Text, ctx *context.Context)
 	return r, nil
 }
 
+// NewHostRunner prepares a runner that runs the model on the host only (HostDecoder,
+// which must stay on; the pure-Go backend's path) over the weights src holds as
+// stored — e.g. a checkpoint mapped in place (weights.Mapped) — with no GoMLX context:
+// the weights never become tensors.
+func NewHostRunner(cfg *config.Text, src HostSource) (*Runner, error) {
+	if err := CheckConfig(cfg); err != nil {
+		return nil, err
+	}
+	return &Runner{cfg: cfg, ctx: context.New(), MinCapacity: DefaultMinCapacity, MaxChunk: 256,
+		compiled: map[string]bool{}, growExecs: map[int]*Exec{}, zeroSoft: map[int]*tensors.Tensor{},
+		HostHead: true, HostDecoder: true, weights: newHostWeights(src)}, nil
+}
+
+// IsPureGo reports whether b is GoMLX's pure-Go backend, where the model runs on the
+// host (HostDecoder) unless graphs are asked for.
+func IsPureGo(b backends.Backend) bool { return isPureGo(b) }
+
 // LoadSet puts a weights.Set (plain and quantized tensors) into ctx for NewRunner and
 // the graph functions.
 func LoadSet(ctx *context.Context, set *weights.Set) error {
@@ -368,7 +385,7 @@ func (r *Runner) decodeHostHead(ids []int32, soft *tensors.Tensor, temperature f
 // runHead applies the host output head to the final-normed hidden state hn [C·D].
 func (r *Runner) runHead(hn []float32, c, d int, temperature float64) (logits []float32, nextSoft *tensors.Tensor, err error) {
 	err = try("decode: output head", func() {
-		if err := r.head.prepare(r.weights, NewParams(r.ctx, nil, r.cfg).EmbedScale()); err != nil {
+		if err := r.head.prepare(r.weights, r.weights.embedScale(r.cfg)); err != nil {
 			panic(err)
 		}
 		var next []float32
@@ -383,7 +400,7 @@ func (r *Runner) runHead(hn []float32, c, d int, temperature float64) (logits []
 
 // hostModel is the host model over the runner's weights.
 func (r *Runner) hostModel() *hostModel {
-	return &hostModel{cfg: r.cfg, w: r.weights, embedScale: NewParams(r.ctx, nil, r.cfg).EmbedScale()}
+	return &hostModel{cfg: r.cfg, w: r.weights, embedScale: r.weights.embedScale(r.cfg)}
 }
 
 // decodeOnHost is Decode computed on the host (hostModel + hostHead).
@@ -414,7 +431,7 @@ func (r *Runner) encodeOnHost(tokens []int) (lastLogits []float32, err error) {
 	}
 	err = try("encode", func() {
 		m := r.hostModel()
-		scalar := NewParams(r.ctx, nil, r.cfg).encoderScalar
+		scalar := r.weights.encoderScalar
 		var hn []float32
 		// Chunks of MaxChunk bound the attention scores' memory ([chunk, cached+chunk]).
 		for start := 0; start < len(ids); start += max(r.MaxChunk, 1) {
@@ -465,7 +482,7 @@ func (r *Runner) paddedIDs(what string, tokens []int, nb int) ([]int32, error) {
 func (r *Runner) scoreOnHost(ids []int32, from int) (logits []float32, err error) {
 	err = try("score", func() {
 		m := r.hostModel()
-		scalar := NewParams(r.ctx, nil, r.cfg).encoderScalar
+		scalar := r.weights.encoderScalar
 		cache := r.hcache.clone()
 		if cache.v == nil && r.length > 0 {
 			panic(fmt.Errorf("host cache is empty but %d tokens are cached", r.length))

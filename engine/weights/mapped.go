@@ -1,0 +1,128 @@
+package weights
+
+import (
+	"fmt"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/safetensors"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+)
+
+// Mapped is a safetensors checkpoint's tensors left where they are — in the files'
+// memory mappings, in their stored format — for the host model, which multiplies them
+// as stored (engine/model's HostSource; the bytes are read from disk as they are first
+// used, and the page cache holds them, not the heap). Graphs need GoMLX tensors
+// instead: Set copies the tensors out.
+type Mapped struct {
+	ck      *safetensors.Checkpoint
+	cfg     *config.Model
+	tensors map[string]Stored
+	bytes   int64
+}
+
+// Map opens the checkpoint in dir for cfg without reading it. Every tensor is checked
+// as Load checks it (the names, shapes and quantized pairs), and every matrix's byte
+// counts against its format (kernels.Matrix.Check): a damaged tensor is an error
+// naming the file and tensor, and nothing stays open. ok is false, with no error, for
+// a checkpoint the host model cannot use in place — a GGUF file (converted as it is
+// loaded), a ModelOpt NVFP4 export (whose experts are stored one module each), F16
+// tensors — which Load reads instead.
+func Map(dir string, cfg *config.Model) (m *Mapped, ok bool, err error) {
+	if _, isGGUF, err := FindGGUF(dir); err != nil {
+		return nil, false, fmt.Errorf("load weights from %s: %w", dir, err)
+	} else if isGGUF {
+		return nil, false, nil
+	}
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		return nil, false, fmt.Errorf("load weights from %s: %w", dir, err)
+	}
+	m, ok, err = mapCheckpoint(ck, cfg)
+	if err != nil || !ok {
+		ck.Close()
+		if err != nil {
+			return nil, false, fmt.Errorf("load weights from %s: %w", dir, err)
+		}
+		return nil, false, nil
+	}
+	return m, true, nil
+}
+
+func mapCheckpoint(ck *safetensors.Checkpoint, cfg *config.Model) (*Mapped, bool, error) {
+	if IsModelOpt(ck) {
+		return nil, false, nil
+	}
+	plans, err := planCheckpoint(ck, cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	m := &Mapped{ck: ck, cfg: cfg, tensors: make(map[string]Stored, len(plans))}
+	for _, p := range plans {
+		s := Stored{Name: p.spec.Name, File: p.file.Name, Shape: p.spec.Shape}
+		if p.quant {
+			q := p.qspec
+			s.Quant, s.DType = &q, q.DType()
+			if s.Data, err = p.file.Raw(p.hf + quant.WeightSuffix); err == nil {
+				s.Scales, err = p.qsfile.Raw(p.hf + quant.ScaleSuffix)
+			}
+			if err == nil && p.qmfile != nil {
+				s.Mins, err = p.qmfile.Raw(p.hf + quant.MinSuffix)
+			}
+		} else {
+			switch p.info.DType {
+			case safetensors.F32:
+				s.DType = dtypes.Float32
+			case safetensors.BF16:
+				s.DType = dtypes.BFloat16
+			default: // F16: widened as it is loaded
+				return nil, false, nil
+			}
+			s.Data, err = p.file.Raw(p.hf)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if len(s.Shape) >= 2 {
+			_, err = s.Matrix()
+		} else if s.Quant == nil {
+			_, err = s.Float32()
+		} else {
+			err = fmt.Errorf("%s: tensor %s: a quantized vector", s.File, s.Name)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		m.tensors[s.Name] = s
+		m.bytes += s.Bytes()
+	}
+	return m, true, nil
+}
+
+// Lookup returns the canonical tensor name as stored (a view of the mapping, valid
+// until Close). The bytes never change: the version is the Mapped itself.
+func (m *Mapped) Lookup(name string) (Stored, any, bool, error) {
+	if m.tensors == nil {
+		return Stored{}, nil, false, fmt.Errorf("weight %q: the checkpoint is closed", name)
+	}
+	s, ok := m.tensors[name]
+	return s, m, ok, nil
+}
+
+// Bytes is the size of the mapped tensors.
+func (m *Mapped) Bytes() int64 { return m.bytes }
+
+// Set reads the tensors into a Set (copies, for the graph path); the mapping stays
+// open.
+func (m *Mapped) Set() (*Set, error) {
+	if m.tensors == nil {
+		return nil, fmt.Errorf("load weights: the checkpoint is closed")
+	}
+	return FromCheckpoint(m.ck, m.cfg)
+}
+
+// Close unmaps the files; the Stored views become invalid.
+func (m *Mapped) Close() error {
+	m.tensors = nil
+	return m.ck.Close()
+}
