@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
@@ -359,6 +360,8 @@ func decodeNibbleRunsGo(dst []float32, src []byte, runBytes, stride int, sm []fl
 func decodeGGUF(dst []float32, t gguf.Type, src []byte) {
 	half := func(b []byte) float32 { return gguf.HalfToFloat32(binary.LittleEndian.Uint16(b)) }
 	switch t {
+	case gguf.F32:
+		decodeF32(dst, src)
 	case gguf.BF16:
 		decodeBF16(dst, src)
 	case gguf.Q8_0: // {fp16 d; i8 qs[32]}: q·d
@@ -452,3 +455,19 @@ func decodeQ6KGo(dst []float32, blk []byte, ds *[16]float32) {
 		}
 	}
 }
+
+// decodeF32 copies little-endian float32 values: from the bytes themselves where they
+// are 4-byte aligned and the machine is little endian (every GOARCH Darkroom ships),
+// one by one otherwise (a memory-mapped file need not align its tensors).
+func decodeF32(dst []float32, src []byte) {
+	src = src[:4*len(dst)]
+	if len(dst) > 0 && littleEndian && uintptr(unsafe.Pointer(&src[0]))%4 == 0 {
+		copy(dst, unsafe.Slice((*float32)(unsafe.Pointer(&src[0])), len(dst)))
+		return
+	}
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+	}
+}
+
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1

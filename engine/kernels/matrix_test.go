@@ -58,6 +58,8 @@ var formats = []struct {
 	block int // k must be a multiple
 	make  func(t testing.TB, rng *rand.Rand, n, k int) testMatrix
 }{
+	{"f32", 1, ggufMatrix(gguf.F32)},
+	{"f16", 1, ggufMatrix(gguf.F16)},
 	{"bf16", 1, ggufMatrix(gguf.BF16)},
 	{"q8_0", 32, ggufMatrix(gguf.Q8_0)},
 	{"q4_0", 32, ggufMatrix(gguf.Q4_0)},
@@ -205,6 +207,24 @@ func TestMatrixProducts(t *testing.T) {
 				checkProduct(t, vec, a[:k], tm.want, 1, n, k)
 			})
 		}
+	}
+}
+
+// TestMatrixUnaligned: stored bytes at an odd address (a memory-mapped file need not
+// align its tensors) multiply as well, F32's and bf16's included.
+func TestMatrixUnaligned(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, f := range formats[:3] {
+		tm := f.make(t, rng, 5, 40)
+		buf := make([]byte, len(tm.w.Data)+1)
+		w := *tm.w
+		w.Data = buf[1:]
+		copy(w.Data, tm.w.Data)
+		a, out := randWeights(rng, 40*4), make([]float32, 5*4)
+		if err := w.MulNT(out, a, 4); err != nil {
+			t.Fatal(err)
+		}
+		checkProduct(t, out, a, tm.want, 4, 5, 40)
 	}
 }
 
