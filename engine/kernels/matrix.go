@@ -243,8 +243,22 @@ func (w *Matrix) MulVec(out, x []float32) error {
 	if len(x) < w.Cols || len(out) < w.Rows {
 		return fmt.Errorf("%s: MulVec with x of %d and out of %d", w, len(x), len(out))
 	}
+	if b, ok := w.float32s(); ok {
+		mulNTDots(out, x, b, 1, w.Rows, w.Cols)
+		return nil
+	}
 	w.mulRows(out, x, 1)
 	return nil
+}
+
+// float32s is an F32 matrix's values in place, when its bytes allow it (aligned, on a
+// little-endian machine): the float32 product needs no decoding.
+func (w *Matrix) float32s() ([]float32, bool) {
+	n := w.Rows * w.Cols
+	if w.Spec.Bits != 0 || w.GGUF != gguf.F32 || n == 0 || !littleEndian || uintptr(unsafe.Pointer(&w.Data[0]))%4 != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&w.Data[0])), n), true
 }
 
 // mulRows computes out [m, Rows] = a [m, Cols]·wᵀ one decoded chunk of a row of w at a
@@ -294,6 +308,10 @@ func (w *Matrix) MulNT(out, a []float32, m int) error {
 		return fmt.Errorf("%s: MulNT with a of %d and out of %d for %d rows", w, len(a), len(out), m)
 	}
 	if m == 0 || n == 0 {
+		return nil
+	}
+	if b, ok := w.float32s(); ok {
+		mulNT(gemmKernel, out, a, b, m, n, k)
 		return nil
 	}
 	if k == 0 || m < dotRows {
