@@ -422,6 +422,14 @@ func runTrainInit(env *Env, args []string) error {
 			fmt.Fprintf(env.Stderr, "train init: %s of %s written\n", store.FormatBytes(done), store.FormatBytes(total))
 		}
 	}
+	plan, err := train.PlanInit(cfg, opts)
+	if err != nil {
+		return err
+	}
+	if free, err := store.FreeSpace(*out); err == nil && free < plan.Bytes {
+		return fmt.Errorf("train init: the checkpoint needs %s and %s is free where %s goes: free space or choose another --out",
+			store.FormatBytes(plan.Bytes), store.FormatBytes(free), *out)
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	start := time.Now()

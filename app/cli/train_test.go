@@ -93,4 +93,18 @@ func TestTrainInitCommand(t *testing.T) {
 	if code := Run([]string{"train", "init", "--config", cfgPath, "--out", out}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "is not empty") {
 		t.Errorf("second init into the same directory: exit %d, %q", code, stderr.String())
 	}
+
+	// A model larger than any disk here is refused before anything is written.
+	huge := *cfg
+	huge.Text.HiddenSize, huge.Text.MoEIntermediateSize, huge.Text.NumExperts = 1<<16, 1<<16, 1<<12
+	raw, _ = huge.MarshalConfig()
+	os.WriteFile(cfgPath, raw, 0o644)
+	hugeOut := filepath.Join(t.TempDir(), "huge")
+	stderr.Reset()
+	if code := Run([]string{"train", "init", "--config", cfgPath, "--out", hugeOut}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "free space or choose another --out") {
+		t.Errorf("a model larger than the disk: exit %d, %q", code, stderr.String())
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(hugeOut)); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
 }

@@ -93,11 +93,8 @@ func InitCheckpoint(ctx context.Context, cfg *config.Model, dir string, opts Ini
 	if err := cfg.Validate(); err != nil {
 		return fail(err)
 	}
-	p := opts.Profile
-	if p == "" {
-		p = quant.BF16Profile
-	}
-	if _, err := quant.ParseProfile(string(p)); err != nil {
+	p, err := initProfile(opts)
+	if err != nil {
 		return fail(err)
 	}
 	tokFS := opts.Tokenizer
@@ -135,14 +132,11 @@ func InitCheckpoint(ctx context.Context, cfg *config.Model, dir string, opts Ini
 	if err != nil {
 		return fail(err)
 	}
-	res.Dir, res.Profile = dir, string(p)
+	res.Dir = dir
 	var done int64
 	idx := safetensors.Index{Metadata: map[string]any{"total_size": res.Bytes}, WeightMap: map[string]string{}}
 	for k, shard := range shards {
-		name := safetensors.SingleFile
-		if len(shards) > 1 {
-			name = fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, len(shards))
-		}
+		name := res.Files[k]
 		var hs []safetensors.Header
 		for _, t := range shard {
 			hs = append(hs, t.headers...)
@@ -171,7 +165,6 @@ func InitCheckpoint(ctx context.Context, cfg *config.Model, dir string, opts Ini
 		if err := w.Close(); err != nil {
 			return fail(err)
 		}
-		res.Files = append(res.Files, name)
 	}
 	if len(shards) > 1 {
 		if err := safetensors.WriteIndex(tmp, idx); err != nil {
@@ -224,13 +217,40 @@ func checkEmptyOrMissing(dir string) error {
 	return nil
 }
 
+// PlanInit is what InitCheckpoint would write for cfg and opts — its files, tensors,
+// parameters and bytes — without writing anything, for a check of the free space
+// first.
+func PlanInit(cfg *config.Model, opts InitOptions) (InitResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return InitResult{}, fmt.Errorf("train init: %w", err)
+	}
+	p, err := initProfile(opts)
+	if err != nil {
+		return InitResult{}, fmt.Errorf("train init: %w", err)
+	}
+	_, res, err := planInit(cfg, p, opts.MaxShardBytes)
+	if err != nil {
+		return InitResult{}, fmt.Errorf("train init: %w", err)
+	}
+	return res, nil
+}
+
+// initProfile is opts.Profile, bf16 when unset.
+func initProfile(opts InitOptions) (quant.Profile, error) {
+	if opts.Profile == "" {
+		return quant.BF16Profile, nil
+	}
+	return quant.ParseProfile(string(opts.Profile))
+}
+
 // planInit decides every tensor's stored form and groups them into shards of at most
-// maxShard bytes (a weight's .qweight and .qscale stay together).
+// maxShard bytes (a weight's .qweight and .qscale stay together), named as Hugging
+// Face names them.
 func planInit(cfg *config.Model, p quant.Profile, maxShard int64) ([][]initTensor, InitResult, error) {
 	if maxShard <= 0 {
 		maxShard = DefaultShardBytes
 	}
-	var res InitResult
+	res := InitResult{Profile: string(p)}
 	var shards [][]initTensor
 	var cur []initTensor
 	var curBytes int64
@@ -268,7 +288,15 @@ func planInit(cfg *config.Model, p quant.Profile, maxShard int64) ([][]initTenso
 		res.Tensors += len(t.headers)
 		res.Bytes += t.bytes
 	}
-	return append(shards, cur), res, nil
+	shards = append(shards, cur)
+	for k := range shards {
+		name := safetensors.SingleFile
+		if len(shards) > 1 {
+			name = fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, len(shards))
+		}
+		res.Files = append(res.Files, name)
+	}
+	return shards, res, nil
 }
 
 // initOut is one generated chunk in its stored form.

@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -97,6 +98,25 @@ func TestInitCheckpointProfiles(t *testing.T) {
 			}
 			if len(res.Files) != 1 || res.Files[0] != safetensors.SingleFile || res.Params == 0 {
 				t.Errorf("result %+v", res)
+			}
+			plan, err := PlanInit(cfg, InitOptions{Profile: p, Seed: 3})
+			if plan.Dir = dir; err != nil || fmt.Sprint(plan) != fmt.Sprint(res) {
+				t.Errorf("PlanInit = %+v (%v), InitCheckpoint wrote %+v", plan, err, res)
+			}
+			var onDisk int64
+			for _, f := range res.Files {
+				sf, err := safetensors.Open(filepath.Join(dir, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range sf.Names() {
+					info, _ := sf.Info(n)
+					onDisk += info.End - info.Begin
+				}
+				sf.Close()
+			}
+			if onDisk != res.Bytes {
+				t.Errorf("%d bytes of tensor data on disk, the result says %d", onDisk, res.Bytes)
 			}
 			checkInitValues(t, dir, cfg, p)
 			for _, f := range []string{"tokenizer.json", "tokenizer_config.json", config.GenerationConfigFile} {
