@@ -307,8 +307,8 @@ type initOut struct {
 
 // writeInitTensor generates t chunk by chunk (GOMAXPROCS chunks at a time, written
 // in order) and streams it to w: the BF16 values, or the .qweight codes followed by
-// the .qscale scales, which are kept until the codes are written (1/16 of the codes
-// for int4 with BF16 scales, 1/n of them for int8 per row).
+// the .qscale scales, which are kept until the codes are written (1/8 of the codes'
+// bytes for int4 g32 with BF16 scales, 4/n of them for int8 rows of n).
 func writeInitTensor(w *safetensors.Writer, t initTensor, seed uint64) error {
 	sp := t.spec
 	n := sp.Shape[len(sp.Shape)-1]
