@@ -42,3 +42,29 @@ func Expf(x float32) float32 {
 	y := p*r*r + r + 1
 	return y * math.Float32frombits(uint32(int32(fn)+127)<<23)
 }
+
+// SoftCap replaces each x of row by c·tanh(x/c), the logit soft-cap, computed as
+// c·(1 − e)/(1 + e) with e = e^(−2|x|/c) (ExpShift's exponential) and the sign of x:
+// exact at 0, ±c in the limit and for ±∞ (a NaN's result is unspecified). c ≤ 0 leaves
+// row as it is. It is the host head's soft-cap (ExpShift, then the quotient) in one pass,
+// with the same result.
+func SoftCap(row []float32, c float32) {
+	if c <= 0 {
+		return
+	}
+	scale := -2 / c
+	n := 0
+	if useAVX2 && len(row) >= 8 {
+		n = len(row) &^ 7
+		softCapAVX2(&row[0], n, c, scale)
+	}
+	for i := n; i < len(row); i++ {
+		x := row[i]
+		e := Expf(max(x, -x) * scale)
+		t := c * (1 - e) / (1 + e)
+		if x < 0 {
+			t = -t
+		}
+		row[i] = t
+	}
+}

@@ -10,3 +10,8 @@ var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //
 //go:noescape
 func expShiftAVX2(dst, src *float32, n int, shift, scale float32) float32
+
+// softCapAVX2 is SoftCap's vector part (exp_amd64.s); n is a positive multiple of 8.
+//
+//go:noescape
+func softCapAVX2(row *float32, n int, c, scale float32)

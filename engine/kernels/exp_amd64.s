@@ -76,3 +76,68 @@ loop:
 	MOVSS X13, ret+32(FP)
 	VZEROUPPER
 	RET
+
+DATA softconst<>+0(SB)/4, $0x7fffffff
+GLOBL softconst<>(SB), RODATA|NOPTR, $4
+
+// func softCapAVX2(row *float32, n int, c, scale float32)
+// row[i] = c·(1 − e)/(1 + e) with e = exp(|row[i]|·scale) (scale = −2/c), negated where
+// row[i] < 0: c·tanh(row[i]/c) with ExpShift's exponential, for n (a positive
+// multiple of 8) values.
+TEXT ·softCapAVX2(SB), NOSPLIT, $0-24
+	MOVQ row+0(FP), DI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS c+16(FP), Y14
+	VBROADCASTSS scale+20(FP), Y15
+	VBROADCASTSS expconst<>+0(SB), Y1  // hi
+	VBROADCASTSS expconst<>+4(SB), Y2  // lo
+	VBROADCASTSS expconst<>+8(SB), Y3  // log2e
+	VBROADCASTSS expconst<>+12(SB), Y4 // c1
+	VBROADCASTSS expconst<>+16(SB), Y5 // c2
+	VBROADCASTSS expconst<>+44(SB), Y6 // 1
+	VPBROADCASTD expconst<>+48(SB), Y7 // 127 (int)
+	VPBROADCASTD softconst<>+0(SB), Y13 // |x| mask
+	VXORPS Y10, Y10, Y10               // 0
+	XORQ AX, AX
+
+softloop:
+	VMOVUPS (DI)(AX*4), Y11            // x
+	VANDPS Y13, Y11, Y0                // |x|
+	VMULPS Y15, Y0, Y0
+	VMINPS Y1, Y0, Y0
+	VMAXPS Y2, Y0, Y0
+	VMULPS Y3, Y0, Y8
+	VROUNDPS $0, Y8, Y8
+	VFNMADD231PS Y4, Y8, Y0
+	VFNMADD231PS Y5, Y8, Y0
+	VBROADCASTSS expconst<>+20(SB), Y9
+	VBROADCASTSS expconst<>+24(SB), Y12
+	VFMADD213PS Y12, Y0, Y9
+	VBROADCASTSS expconst<>+28(SB), Y12
+	VFMADD213PS Y12, Y0, Y9
+	VBROADCASTSS expconst<>+32(SB), Y12
+	VFMADD213PS Y12, Y0, Y9
+	VBROADCASTSS expconst<>+36(SB), Y12
+	VFMADD213PS Y12, Y0, Y9
+	VBROADCASTSS expconst<>+40(SB), Y12
+	VFMADD213PS Y12, Y0, Y9
+	VMULPS Y0, Y0, Y12                 // r²
+	VADDPS Y6, Y0, Y0                  // r + 1
+	VFMADD231PS Y12, Y9, Y0            // y = p·r² + r + 1
+	VCVTPS2DQ Y8, Y8
+	VPADDD Y7, Y8, Y8
+	VPSLLD $23, Y8, Y8
+	VMULPS Y8, Y0, Y0                  // e
+	VSUBPS Y0, Y6, Y8                  // 1 − e
+	VMULPS Y14, Y8, Y8                 // c·(1 − e)
+	VADDPS Y6, Y0, Y0                  // 1 + e
+	VDIVPS Y0, Y8, Y8                  // c·(1 − e)/(1 + e)
+	VCMPPS $1, Y10, Y11, Y9            // x < 0
+	VANDNPS Y9, Y13, Y12               // sign bit where x < 0
+	VXORPS Y12, Y8, Y8
+	VMOVUPS Y8, (DI)(AX*4)
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JLT  softloop
+	VZEROUPPER
+	RET

@@ -39,3 +39,55 @@ func TestExpShift(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftCap: SoftCap against float64 c·tanh(x/c), and bit for bit against the two
+// passes it replaces (ExpShift over |x|, then c·(1 − e)/(1 + e) with x's sign), on
+// lengths with and without a scalar tail.
+func TestSoftCap(t *testing.T) {
+	for _, n := range []int{1, 7, 8, 33, 1000} {
+		row := make([]float32, n)
+		for i := range row {
+			row[i] = float32(math.Sin(float64(i)*1.7)) * float32(i%40)
+		}
+		if n > 3 {
+			row[0], row[1], row[2] = 0, float32(math.Inf(1)), float32(math.Inf(-1))
+		}
+		const c = 30
+		got := append([]float32(nil), row...)
+		SoftCap(got, c)
+		two := make([]float32, n)
+		for i, x := range row {
+			two[i] = max(x, -x)
+		}
+		ExpShift(two, two, 0, -2.0/c)
+		for i, x := range row {
+			e := two[i]
+			w := c * (1 - e) / (1 + e)
+			if x < 0 {
+				w = -w
+			}
+			if got[i] != w {
+				t.Fatalf("n=%d: SoftCap(%g) = %g, the two passes give %g", n, x, got[i], w)
+			}
+			if ref := c * math.Tanh(float64(x)/c); math.Abs(float64(got[i])-ref) > 2e-6*c {
+				t.Fatalf("n=%d: SoftCap(%g) = %g, want %g", n, x, got[i], ref)
+			}
+		}
+	}
+	row := []float32{1, -2, 3}
+	SoftCap(row, 0)
+	if row[0] != 1 || row[1] != -2 || row[2] != 3 {
+		t.Fatalf("c = 0 changed the row: %v", row)
+	}
+}
+
+func BenchmarkSoftCap(b *testing.B) {
+	row := make([]float32, 4096)
+	for i := range row {
+		row[i] = float32(i%97) - 48
+	}
+	for b.Loop() {
+		SoftCap(row, 30)
+	}
+	b.ReportMetric(float64(len(row))*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gvalues/s")
+}

@@ -34,3 +34,7 @@ func decodeE2M1Runs(dst []float32, codes []byte, scales []float32) {
 }
 
 func decodeQ6K(dst []float32, blk []byte, ds *[16]float32) { decodeQ6KGo(dst, blk, ds) }
+
+func softCapAVX2(row *float32, n int, c, scale float32) {
+	panic("kernels: no vector soft-cap on this platform")
+}
