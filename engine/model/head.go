@@ -51,33 +51,10 @@ func (h *hostHead) logits(hn []float32, n int, softcap float64) []float32 {
 	if softcap > 0 {
 		parallelRows(n, func(lo, hi int) {
 			rows := out[lo*h.v : hi*h.v]
-			softcapRow(rows, make([]float32, len(rows)), softcap)
+			kernels.SoftCap(rows, float32(softcap))
 		})
 	}
 	return out
-}
-
-// softcapRow applies c·tanh(x/c) in place (nothing when c ≤ 0), with tanh from the
-// vector exponential: tanh(y) = sign(y)·(1 − e)/(1 + e), e = e^(−2|y|) ∈ (0, 1] (no
-// overflow; absolute error about 1e-7·c). tmp is scratch of the same length.
-func softcapRow(row, tmp []float32, softcap float64) {
-	if softcap <= 0 {
-		return
-	}
-	tmp = tmp[:len(row)]
-	for j, x := range row {
-		tmp[j] = max(x, -x)
-	}
-	kernels.ExpShift(tmp, tmp, 0, float32(-2/softcap))
-	c := float32(softcap)
-	for j, x := range row {
-		e := tmp[j]
-		t := c * (1 - e) / (1 + e)
-		if x < 0 {
-			t = -t
-		}
-		row[j] = t
-	}
 }
 
 // run computes the logits [C·V] and the soft embedding [C·D] from the final-normed
@@ -92,7 +69,7 @@ func (h *hostHead) run(hn []float32, c int, softcap, temperature float64) (logit
 	parallelRows(c, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row, pr := logits[i*vocab:(i+1)*vocab], probs[i*vocab:(i+1)*vocab]
-			softcapRow(row, pr, softcap)
+			kernels.SoftCap(row, float32(softcap))
 			softmaxInto(pr, row, temperature)
 		}
 	})
