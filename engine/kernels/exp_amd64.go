@@ -15,3 +15,12 @@ func expShiftAVX2(dst, src *float32, n int, shift, scale float32) float32
 //
 //go:noescape
 func softCapAVX2(row *float32, n int, c, scale float32)
+
+// maxAVX2 and scaleAVX2 are Softmax's vector passes (exp_amd64.s); n is a positive
+// multiple of 8.
+//
+//go:noescape
+func maxAVX2(x *float32, n int, m float32) float32
+
+//go:noescape
+func scaleAVX2(x *float32, n int, r float32)

@@ -141,3 +141,44 @@ softloop:
 	JLT  softloop
 	VZEROUPPER
 	RET
+
+// func maxAVX2(x *float32, n int, m float32) float32
+// The largest of m and n (a positive multiple of 8) values; a NaN among them is
+// skipped (VMAXPS keeps its second operand, the running maximum, when the first is
+// NaN), as the scalar loop `if v > m` does.
+TEXT ·maxAVX2(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS m+16(FP), Y0
+	XORQ AX, AX
+maxloop:
+	VMOVUPS (SI)(AX*4), Y1
+	VMAXPS Y0, Y1, Y0
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JLT  maxloop
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X0, X1, X0
+	VPERMILPS $0x4e, X0, X1
+	VMAXPS X0, X1, X0
+	VPERMILPS $0xb1, X0, X1
+	VMAXPS X0, X1, X0
+	MOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func scaleAVX2(x *float32, n int, r float32)
+// x[i] *= r for n (a positive multiple of 8) values.
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS r+16(FP), Y1
+	XORQ AX, AX
+scaleloop:
+	VMULPS (SI)(AX*4), Y1, Y0
+	VMOVUPS Y0, (SI)(AX*4)
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JLT  scaleloop
+	VZEROUPPER
+	RET

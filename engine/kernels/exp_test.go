@@ -91,3 +91,44 @@ func BenchmarkSoftCap(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(row))*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gvalues/s")
 }
+
+// TestSoftmax: Softmax bit for bit against the scalar passes it replaces (max, ExpShift,
+// times the reciprocal of the sum), sums to 1, and in place.
+func TestSoftmax(t *testing.T) {
+	for _, n := range []int{1, 7, 8, 9, 100, 4099} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(math.Sin(float64(i)*2.3)) * 9
+		}
+		x[n/2] = 11 // the maximum away from the start
+		want := make([]float32, n)
+		m := x[0]
+		for _, v := range x {
+			if v > m {
+				m = v
+			}
+		}
+		r := 1 / ExpShift(want, x, m, 1/0.7)
+		for j := range want {
+			want[j] *= r
+		}
+		got := make([]float32, n)
+		Softmax(got, x, 1/0.7)
+		var sum float64
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("n=%d: [%d] = %g, want %g", n, i, got[i], want[i])
+			}
+			sum += float64(got[i])
+		}
+		if math.Abs(sum-1) > 1e-5 {
+			t.Fatalf("n=%d: sums to %g", n, sum)
+		}
+		Softmax(x, x, 1/0.7)
+		for i := range x {
+			if x[i] != want[i] {
+				t.Fatalf("n=%d in place: [%d] = %g, want %g", n, i, x[i], want[i])
+			}
+		}
+	}
+}

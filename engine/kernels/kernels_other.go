@@ -38,3 +38,6 @@ func decodeQ6K(dst []float32, blk []byte, ds *[16]float32) { decodeQ6KGo(dst, bl
 func softCapAVX2(row *float32, n int, c, scale float32) {
 	panic("kernels: no vector soft-cap on this platform")
 }
+
+func maxAVX2(x *float32, n int, m float32) float32 { panic("kernels: no vector max on this platform") }
+func scaleAVX2(x *float32, n int, r float32)       { panic("kernels: no vector scale on this platform") }
