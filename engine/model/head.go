@@ -81,21 +81,8 @@ func (h *hostHead) run(hn []float32, c int, softcap, temperature float64) (logit
 	return logits, soft
 }
 
-// softmaxInto writes softmax(x/t) into dst (dst may be x), with kernels.ExpShift's
-// vector exponential.
-func softmaxInto(dst, x []float32, t float64) {
-	dst = dst[:len(x)]
-	m := x[0]
-	for _, v := range x {
-		if v > m {
-			m = v
-		}
-	}
-	r := 1 / kernels.ExpShift(dst, x, m, float32(1/t))
-	for j := range dst {
-		dst[j] *= r
-	}
-}
+// softmaxInto writes softmax(x/t) into dst (dst may be x): kernels.Softmax.
+func softmaxInto(dst, x []float32, t float64) { kernels.Softmax(dst, x, float32(1/t)) }
 
 // parallelRows splits [0, n) over GOMAXPROCS goroutines.
 func parallelRows(n int, fn func(lo, hi int)) {
