@@ -9,7 +9,6 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
-	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 )
@@ -24,7 +23,7 @@ const maxWarmTokens = 256
 type Desktop struct {
 	app *App
 
-	view     *htmlview.View
+	view     *desktopScreen
 	status   *widget.Label
 	clickLbl *widget.Label
 	errLabel *widget.Label
@@ -40,7 +39,7 @@ type Desktop struct {
 
 func newDesktop(a *App) *Desktop {
 	d := &Desktop{app: a, app0: "desktop"}
-	d.view = htmlview.New(d.onLink)
+	d.view = newDesktopScreen(d.onLink, d.Click, func() string { return d.app0 })
 	d.status = widget.NewLabel("Ready")
 	d.status.Truncation = fyne.TextTruncateEllipsis
 	d.clickLbl = widget.NewLabel("")
@@ -64,7 +63,7 @@ func newDesktop(a *App) *Desktop {
 	intro.Wrapping = fyne.TextWrapWord
 	intro.Importance = widget.LowImportance
 	top := container.NewVBox(bar, intro, d.errLabel)
-	d.content = container.NewBorder(top, d.status, nil, nil, container.NewVScroll(container.NewPadded(d.view)))
+	d.content = container.NewBorder(top, d.status, nil, nil, d.view.root)
 	d.view.SetDoc(htmlsafe.Parse(`<h2>The screen is off</h2><p>Press <strong>Start the desktop</strong>: the model draws a desktop with a menu bar, windows and app icons. ` +
 		`Every link on it is a button; clicking one sends the click to the model, which draws the next screen.</p>`))
 	return d

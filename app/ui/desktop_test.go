@@ -4,6 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
@@ -20,5 +25,91 @@ func TestDesktopPowerButtonSaysRestart(t *testing.T) {
 	d.run.Wait()
 	if got := shownText(d.content); strings.Contains(got, "Start the desktop") || !strings.Contains(got, "Restart") {
 		t.Errorf("the desktop runs and says:\n%s", got)
+	}
+}
+
+// desktopScreenHTML is a screen as the UI constitution asks for it.
+const desktopScreenHTML = `<nav><a href="/ui/menu-apps">Applications</a> <a href="/ui/menu-help">Help</a></nav>` +
+	`<h1>Files</h1><p><a href="/ui/app-gimp">gimp</a> <a href="/ui/app-files">files</a></p>` +
+	`<section id="files"><h2>Files</h2><p>Your home folder holds <a href="/ui/open-docs">Documents</a>.</p></section>`
+
+// TestDesktopDrawsAnOSScreen: the generated screen is drawn as an OS screen (a
+// task bar with the menu and a button per window, icons, windows with a title
+// bar and controls), and clicking any element — an icon, a window control —
+// draws the next screen warm-started from this one.
+func TestDesktopDrawsAnOSScreen(t *testing.T) {
+	m := &fakeModel{answers: func(engine.Request) string { return desktopScreenHTML }}
+	a := newTestApp(t, m, "")
+	d := a.Desktop
+	asUI(func() { a.Show("Desktop") })
+	tap(d.power)
+	d.run.Wait()
+
+	var icons []*tapTile
+	var buttons []*widget.Button
+	var labels []string
+	uiMu.Lock()
+	walkObjects(d.view.root, func(o fyne.CanvasObject) {
+		switch x := o.(type) {
+		case *tapTile:
+			icons = append(icons, x)
+		case *widget.Button:
+			buttons = append(buttons, x)
+		case *widget.Label:
+			labels = append(labels, x.Text)
+		case *container.Scroll:
+			walkObjects(x.Content, func(o fyne.CanvasObject) {
+				switch y := o.(type) {
+				case *widget.Button:
+					buttons = append(buttons, y)
+				case *widget.Label:
+					labels = append(labels, y.Text)
+				}
+			})
+		}
+	})
+	uiMu.Unlock()
+	var names []string
+	for _, i := range icons {
+		names = append(names, i.text)
+	}
+	if strings.Join(names, ",") != "gimp,files" {
+		t.Errorf("desktop icons %q", names)
+	}
+	byText := map[string]*widget.Button{}
+	controls := 0
+	for _, b := range buttons {
+		byText[b.Text] = b
+		if b.Text == "" {
+			controls++
+		}
+	}
+	if byText["Applications"] == nil || byText["Help"] == nil || byText["Files"] == nil {
+		t.Errorf("task bar buttons %v", byText)
+	}
+	if controls != 3 || !strings.Contains(strings.Join(labels, "\n"), "Files") {
+		t.Errorf("%d window controls, labels %q", controls, labels)
+	}
+
+	// An icon: its own element.
+	first := m.Calls()[0].result.Tokens
+	tap(icons[0])
+	d.run.Wait()
+	last := d.Clicks[len(d.Clicks)-1]
+	if last.ElementID != "app-gimp" || last.App != "Files" {
+		t.Errorf("icon click %+v", last)
+	}
+	if req := m.Calls()[1].req; len(req.CanvasIDs) == 0 || req.CanvasIDs[0] != first[0] {
+		t.Error("the next screen is not warm-started from the last")
+	}
+	// A window's close control.
+	for _, b := range buttons {
+		if b.Text == "" && b.Icon == theme.WindowCloseIcon() {
+			tap(b)
+		}
+	}
+	d.run.Wait()
+	if last := d.Clicks[len(d.Clicks)-1]; last.ElementID != "close-files" {
+		t.Errorf("close click %+v", last)
 	}
 }

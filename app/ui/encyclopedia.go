@@ -300,7 +300,7 @@ const stoppedNote = "Stopped: this page is partial, as it had developed when you
 // the last frame drawn (nil if none was); the caller draws the final page, or
 // keeps that frame when the run was stopped. current reports whether this run
 // still owns the UI.
-func (a *App) developPage(ctx context.Context, current func() bool, req engine.Request, view *htmlview.View, status *widget.Label) (*engine.Result, *htmlsafe.Doc, error) {
+func (a *App) developPage(ctx context.Context, current func() bool, req engine.Request, view pageView, status *widget.Label) (*engine.Result, *htmlsafe.Doc, error) {
 	if a.models.Loaded() == nil {
 		onUI(func() {
 			if current() {

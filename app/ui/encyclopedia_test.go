@@ -35,7 +35,7 @@ func TestEncyclopediaTypeTopicAndEnter(t *testing.T) {
 
 	var mu sync.Mutex
 	var frames []*htmlsafe.Doc
-	a.frameHook = func(v *htmlview.View, ev engine.Event) {
+	a.frameHook = func(v pageView, ev engine.Event) {
 		mu.Lock()
 		frames = append(frames, v.Doc())
 		mu.Unlock()
@@ -228,7 +228,7 @@ func TestStopMidCanvasKeepsThePartialPage(t *testing.T) {
 	e := a.Encyclopedia
 	var mu sync.Mutex
 	var last *htmlsafe.Doc
-	a.frameHook = func(v *htmlview.View, ev engine.Event) {
+	a.frameHook = func(v pageView, ev engine.Event) {
 		mu.Lock()
 		last = v.Doc()
 		mu.Unlock()

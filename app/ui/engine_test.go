@@ -11,7 +11,6 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"github.com/darkroomlabs/darkroom/app/chats"
-	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
 	"github.com/darkroomlabs/darkroom/app/ui/internal/tiny"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -43,7 +42,7 @@ func TestRealEngineDevelopsAPage(t *testing.T) {
 
 	var mu sync.Mutex
 	noisy := 0
-	a.frameHook = func(v *htmlview.View, ev engine.Event) {
+	a.frameHook = func(v pageView, ev engine.Event) {
 		if n, _ := runeCounts(v.Doc()); n > 0 {
 			mu.Lock()
 			noisy++

@@ -16,7 +16,6 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/chats"
-	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/engine"
 )
@@ -42,7 +41,7 @@ type App struct {
 
 	// frameHook, if set, is called off the UI goroutine after each developing
 	// frame was drawn into a page view (tests, the window check's screenshots).
-	frameHook func(v *htmlview.View, ev engine.Event)
+	frameHook func(v pageView, ev engine.Event)
 
 	notices []*widget.Label // the "what this model is good for" lines
 

@@ -13,7 +13,6 @@ import (
 	"fyne.io/fyne/v2"
 
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
-	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -120,7 +119,7 @@ func (a *App) windowCheck(dir string) {
 	e := a.Encyclopedia
 	var once sync.Once
 	developing := false
-	a.frameHook = func(v *htmlview.View, ev engine.Event) {
+	a.frameHook = func(v pageView, ev engine.Event) {
 		if v != e.view || ev.Kind != engine.EventStep {
 			return
 		}
