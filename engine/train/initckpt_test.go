@@ -19,11 +19,12 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/weights"
 )
 
-// initTiny is config.Tiny with the built-in tokenizer's vocabulary (4096 ids) and
-// its end-of-generation ids, so the checkpoint can carry that tokenizer.
+// initTiny is config.Tiny with a vocabulary of 8192 and the built-in tokenizer's
+// end-of-generation ids: the checkpoint carries that tokenizer (4096 ids), and the
+// model may generate the ids beyond it, as the 26B's config with it does.
 func initTiny() *config.Model {
 	cfg := config.Tiny()
-	cfg.Text.VocabSize = 4096
+	cfg.Text.VocabSize = 8192
 	cfg.EOSTokenIDs = []int{1, 6}
 	cfg.Generation.EOSTokenIDs = []int{1, 6}
 	cfg.Generation.MaxNewTokens, cfg.Generation.MaxDenoisingSteps = 16, 3
@@ -129,6 +130,7 @@ func TestInitCheckpointProfiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
+			largest := 0 // generated id: the vocabulary is twice the tokenizer's
 			for _, mode := range []engine.Mode{engine.AR, engine.Diffusion} {
 				r, err := e.Generate(context.Background(), engine.Request{Prompt: "What is Unix?", Mode: mode, Seed: 1,
 					Sampling: engine.Sampling{MaxNewTokens: 8}})
@@ -138,6 +140,12 @@ func TestInitCheckpointProfiles(t *testing.T) {
 				if r.ForwardPasses == 0 || r.StopReason == "" {
 					t.Errorf("%s: %+v", mode, r)
 				}
+				for _, id := range r.Tokens {
+					largest = max(largest, id)
+				}
+			}
+			if largest < 4096 {
+				t.Errorf("no generated id beyond the tokenizer's 4096 (largest %d): that path is untested", largest)
 			}
 		})
 	}
@@ -326,8 +334,8 @@ func TestLoadInitConfig(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.path, err)
 		}
-		if m.Text.VocabSize != 4096 || m.Generation.MaxDenoisingSteps != c.steps {
-			t.Errorf("%s: vocab %d, steps %d, want 4096 and %d", c.path, m.Text.VocabSize, m.Generation.MaxDenoisingSteps, c.steps)
+		if m.Text.VocabSize != 8192 || m.Generation.MaxDenoisingSteps != c.steps {
+			t.Errorf("%s: vocab %d, steps %d, want 8192 and %d", c.path, m.Text.VocabSize, m.Generation.MaxDenoisingSteps, c.steps)
 		}
 	}
 	os.WriteFile(other, []byte(`{"model_type": "diffusion_gemma"}`), 0o644)
