@@ -10,15 +10,6 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/markup"
 )
 
-// Why the repair happens here, when a page is shown, and not when the sampler
-// accepts tokens: every screen that shows model HTML already goes through
-// Sanitize (the app's Parse, the local server's pages, `darkroom wiki`), and so
-// does every model, the Mini and a downloaded 26B alike, and every page still
-// developing; a constraint at acceptance time would have to know HTML inside the
-// sampler, hold back the tokens that close a tag until the ones that open it are
-// decided, and would still leave earlier pages and other models unrepaired.
-// Render-time repair costs one parse of a few kilobytes per frame.
-
 // repair is Sanitize's last step, on the policy's output. It removes what the
 // parser turned into text from tags the model wrote badly (markup.Find: `">`,
 // `href="…"`, `<p`, `</`, a site path as words), gives a link whose words were

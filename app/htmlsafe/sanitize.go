@@ -9,9 +9,15 @@
 // as text: the pieces of tags the parser could only read as words (`">`,
 // `href="…"`, `<p`, `</`; engine/markup defines them) are taken out, a link whose
 // words were all such debris reads as its topic, and unclosed elements are closed
-// where HTML closes them. Well-formed pages pass unchanged, byte for byte. The
-// repair is made when a page is shown, not when the sampler accepts tokens (see
-// repair.go for why), so pages still developing are repaired on every frame.
+// where HTML closes them. Well-formed pages pass unchanged, byte for byte.
+//
+// The repair is made when a page is shown, not when the sampler accepts tokens.
+// Every screen that shows model HTML already comes here, for every model (the
+// Mini and a downloaded 26B alike) and every frame of a page still developing;
+// a constraint at acceptance would need an HTML parser inside the sampler,
+// would hold back the tokens that close a tag until those that open it are
+// decided (against diffusion's any-order development), and would still leave
+// other models' pages unrepaired. Showing costs one more parse of a few KB.
 //
 // Both accept anything: invalid UTF-8, unclosed tags, huge or deeply nested markup.
 // Neither ever fetches anything; links survive only as site-relative paths
