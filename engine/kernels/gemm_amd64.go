@@ -52,27 +52,54 @@ func gemmKernels() []*microKernel {
 //go:noescape
 func transpose16(dst *float32, ldd int, src *float32, lds int, blocks int, lanes int)
 
-// packPanelVector packs one full panel (w rows from src row base, depth [p0, p0+kc))
-// with transpose16 and reports whether it did: it needs AVX-512, w ≤ 16 or a multiple of 16, and
-// 16 rows of src from base for each 16-row group. The depth's last kc mod 16 values
-// are copied in Go.
-func packPanelVector(panel, src []float32, k, base, p0, kc, w int) bool {
-	if !useAVX512 || kc < 16 || (w > 16 && w%16 != 0) {
-		return false
+// transpose8AVX2 is transpose16 for AVX2 (8×8 blocks; mask selects the stored lanes).
+//
+//go:noescape
+func transpose8AVX2(dst *float32, ldd int, src *float32, lds int, blocks int, mask *int32)
+
+// laneMasks[l] selects the first l of eight lanes (VMASKMOVPS masks).
+var laneMasks = func() (m [9][8]int32) {
+	for l := range m {
+		for i := range l {
+			m[l][i] = -1
+		}
 	}
-	for g := 0; g < w; g += 16 {
-		if (base+g+16)*k > len(src) {
+	return
+}()
+
+// packPanelVector packs one full panel (w rows from src row base, depth [p0, p0+kc))
+// by 16×16 (AVX-512) or 8×8 (AVX2) transposes, and reports whether it did: it needs
+// w ≤ the block or a multiple of it, a depth of at least one block, and a block's rows
+// of src from base for each group of rows. The depth's last kc mod block values are
+// copied in Go.
+func packPanelVector(panel, src []float32, k, base, p0, kc, w int) bool {
+	bs := 16
+	if !useAVX512 {
+		bs = 8
+		if !useAVX2 {
 			return false
 		}
 	}
-	blocks := kc / 16
-	for g := 0; g < w; g += 16 {
-		transpose16(&panel[g], w, &src[(base+g)*k+p0], k, blocks, min(16, w-g))
+	if kc < bs || (w > bs && w%bs != 0) {
+		return false
+	}
+	for g := 0; g < w; g += bs {
+		if (base+g+bs)*k > len(src) {
+			return false
+		}
+	}
+	blocks := kc / bs
+	for g := 0; g < w; g += bs {
+		if bs == 16 {
+			transpose16(&panel[g], w, &src[(base+g)*k+p0], k, blocks, min(16, w-g))
+		} else {
+			transpose8AVX2(&panel[g], w, &src[(base+g)*k+p0], k, blocks, &laneMasks[min(8, w-g)][0])
+		}
 	}
 	for r := range w {
-		s := src[(base+r)*k+p0+16*blocks : (base+r)*k+p0+kc]
+		s := src[(base+r)*k+p0+bs*blocks : (base+r)*k+p0+kc]
 		for p, v := range s {
-			panel[(16*blocks+p)*w+r] = v
+			panel[(bs*blocks+p)*w+r] = v
 		}
 	}
 	return true

@@ -500,3 +500,84 @@ store6x16:
 	VMOVUPS Y11, 32(DX)
 	VZEROUPPER
 	RET
+
+// func transpose8AVX2(dst *float32, ldd int, src *float32, lds int, blocks int, mask *int32)
+// transpose16 for AVX2: for each of blocks 8×8 blocks, dst[(8·blk+p)·ldd + r] =
+// src[r·lds + 8·blk + p] for p < 8 and the lanes r the mask's eight int32s select
+// (all ones: stored). 8 rows of src are read. Y0–Y7 hold the rows, Y8–Y15 the unpacked
+// pairs, Y0–Y7 again the 4-wide shuffles and Y8–Y15 the columns.
+TEXT ·transpose8AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	SHLQ $2, R8
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R9
+	SHLQ $2, R9
+	MOVQ blocks+32(FP), CX
+	MOVQ mask+40(FP), DX
+t8loop:
+	MOVQ SI, R10
+	VMOVUPS (R10), Y0
+	ADDQ R9, R10
+	VMOVUPS (R10), Y1
+	ADDQ R9, R10
+	VMOVUPS (R10), Y2
+	ADDQ R9, R10
+	VMOVUPS (R10), Y3
+	ADDQ R9, R10
+	VMOVUPS (R10), Y4
+	ADDQ R9, R10
+	VMOVUPS (R10), Y5
+	ADDQ R9, R10
+	VMOVUPS (R10), Y6
+	ADDQ R9, R10
+	VMOVUPS (R10), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVDQU (DX), Y0
+	MOVQ DI, R10
+	VMASKMOVPS Y8, Y0, (R10)
+	ADDQ R8, R10
+	VMASKMOVPS Y9, Y0, (R10)
+	ADDQ R8, R10
+	VMASKMOVPS Y10, Y0, (R10)
+	ADDQ R8, R10
+	VMASKMOVPS Y11, Y0, (R10)
+	ADDQ R8, R10
+	VMASKMOVPS Y12, Y0, (R10)
+	ADDQ R8, R10
+	VMASKMOVPS Y13, Y0, (R10)
+	ADDQ R8, R10
+	VMASKMOVPS Y14, Y0, (R10)
+	ADDQ R8, R10
+	VMASKMOVPS Y15, Y0, (R10)
+	ADDQ $32, SI
+	MOVQ R8, R11
+	SHLQ $3, R11
+	ADDQ R11, DI
+	DECQ CX
+	JNZ  t8loop
+	VZEROUPPER
+	RET

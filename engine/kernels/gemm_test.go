@@ -66,6 +66,30 @@ func TestMulNT(t *testing.T) {
 	}
 }
 
+// TestMulNTAVX2Packing: the AVX2 machines' path, AVX2 micro-kernel and 8×8 transposes,
+// forced on this CPU when it has AVX-512 too.
+func TestMulNTAVX2Packing(t *testing.T) {
+	var avx2 *microKernel
+	for _, k := range gemmKernels() {
+		if k.name == "avx2-6x16" {
+			avx2 = k
+		}
+	}
+	if avx2 == nil {
+		t.Skip("no AVX2 here")
+	}
+	defer func(v bool) { useAVX512 = v }(useAVX512)
+	useAVX512 = false
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, c := range [][3]int{{6, 16, 8}, {7, 17, 9}, {40, 70, 300}, {13, 33, 600}, {256, 64, 64}} {
+		m, n, k := c[0], c[1], c[2]
+		a, b := randSlice(rng, m*k), randSlice(rng, n*k)
+		out := randSlice(rng, m*n)
+		mulNT(avx2, out, a, b, m, n, k)
+		checkClose(t, out, naiveNT(a, b, m, n, k), k, 1e-5)
+	}
+}
+
 // TestMulNTZeroDepth: k = 0 leaves a zero product, not what out held.
 func TestMulNTZeroDepth(t *testing.T) {
 	for _, kern := range gemmKernels() {

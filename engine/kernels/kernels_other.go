@@ -4,6 +4,9 @@ package kernels
 
 const useAVX2 = false
 
+// useAVX512 is a variable, as on amd64, so tests can turn it off.
+var useAVX512 = false
+
 func expShiftAVX2(dst, src *float32, n int, shift, scale float32) float32 {
 	panic("kernels: no vector exp on this platform")
 }
