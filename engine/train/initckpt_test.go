@@ -216,9 +216,9 @@ func TestInitCheckpointDeterministic(t *testing.T) {
 // 256 and 512, dense MLP 2112, experts 704) with 2 layers (one sliding, one full)
 // and 4 experts at int4, and reads it back through the loader, while sampling the
 // heap: the generator holds a few chunks, never a whole tensor. The vocabulary is
-// the built-in tokenizer's 4096 instead of 262,144: it only sizes the embedding, one
-// [V, 2816] tensor written by the same chunked code at any V, which at the real V
-// would be 738 M values (most of this test's time and memory for nothing new).
+// 8192 instead of 262,144: it only sizes the embedding, one [V, 2816] tensor written
+// by the same chunked code at any V, which at the real V would be 738 M values (most
+// of this test's time and memory for nothing new; the 26B itself is a benchmark).
 func TestInitCheckpointRealDims(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a 180 MB checkpoint")
