@@ -27,8 +27,9 @@ type hostWeights struct {
 }
 
 // HostSource hands the host model its weights as stored. Lookup returns the canonical
-// weight name as held, ok false when the model has none, and a version that changes
-// whenever the bytes do (the host model rebuilds its view of the weight then).
+// weight name as held, ok false when the model has none, and a version — a comparable
+// value — that changes whenever the bytes do (the host model rebuilds its view of the
+// weight then).
 type HostSource interface {
 	Lookup(name string) (s weights.Stored, version any, ok bool, err error)
 }

@@ -4,35 +4,46 @@ import (
 	"fmt"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/safetensors"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 )
 
-// Mapped is a safetensors checkpoint's tensors left where they are — in the files'
-// memory mappings, in their stored format — for the host model, which multiplies them
-// as stored (engine/model's HostSource; the bytes are read from disk as they are first
-// used, and the page cache holds them, not the heap). Graphs need GoMLX tensors
-// instead: Set copies the tensors out.
+// Mapped is a checkpoint's tensors in their stored format for the host model, which
+// multiplies them as stored (engine/model's HostSource): a safetensors checkpoint's
+// left where they are, in the files' memory mappings (the bytes are read from disk as
+// they are first used, and the page cache holds them, not the heap); a GGUF file's
+// read into memory as its blocks, each when first used. Graphs need GoMLX tensors
+// instead: Set reads them.
 type Mapped struct {
-	ck      *safetensors.Checkpoint
+	ck      *safetensors.Checkpoint // nil for a GGUF file
 	cfg     *config.Model
 	tensors map[string]Stored
 	bytes   int64
+
+	// A GGUF file: open, its tensors read on first Lookup (readGGUF).
+	gf    *gguf.File
+	plans map[string]ggufPlan
 }
 
 // Map opens the checkpoint in dir for cfg without reading it. Every tensor is checked
 // as Load checks it (the names, shapes and quantized pairs), and every matrix's byte
 // counts against its format (kernels.Matrix.Check): a damaged tensor is an error
-// naming the file and tensor, and nothing stays open. ok is false, with no error, for
-// a checkpoint the host model cannot use in place — a GGUF file (converted as it is
-// loaded), a ModelOpt NVFP4 export (whose experts are stored one module each), F16
-// tensors — which Load reads instead.
+// naming the file and tensor, and nothing stays open. A directory holding a GGUF file
+// is opened instead, each tensor read as stored when first looked up (its GGUF blocks
+// kept: see readGGUF).
+// ok is false, with no error, for a checkpoint the host model cannot use as stored — a
+// ModelOpt NVFP4 export (whose experts are stored one module each), F16 tensors, GGUF
+// experts of mixed types — which Load reads (and converts) instead.
 func Map(dir string, cfg *config.Model) (m *Mapped, ok bool, err error) {
-	if _, isGGUF, err := FindGGUF(dir); err != nil {
+	if path, isGGUF, err := FindGGUF(dir); err != nil {
 		return nil, false, fmt.Errorf("load weights from %s: %w", dir, err)
 	} else if isGGUF {
-		return nil, false, nil
+		if m, ok, err = openGGUFStored(path, cfg); err != nil {
+			return nil, false, fmt.Errorf("load weights from %s: %w", dir, err)
+		}
+		return m, ok, nil
 	}
 	ck, err := safetensors.OpenCheckpoint(dir)
 	if err != nil {
@@ -100,29 +111,45 @@ func mapCheckpoint(ck *safetensors.Checkpoint, cfg *config.Model) (*Mapped, bool
 }
 
 // Lookup returns the canonical tensor name as stored (a view of the mapping, valid
-// until Close). The bytes never change: the version is the Mapped itself.
+// until Close; a GGUF tensor is read on its first Lookup). The bytes never change: the
+// version is the Mapped itself. Like the Runner that reads it, a Mapped is not safe
+// for concurrent use.
 func (m *Mapped) Lookup(name string) (Stored, any, bool, error) {
 	if m.tensors == nil {
 		return Stored{}, nil, false, fmt.Errorf("weight %q: the checkpoint is closed", name)
 	}
 	s, ok := m.tensors[name]
+	if p, planned := m.plans[name]; !ok && planned {
+		var err error
+		if s, err = m.readGGUF(p); err != nil {
+			return Stored{}, nil, false, fmt.Errorf("weight %q: %w", name, err)
+		}
+		m.tensors[name], ok = s, true
+	}
 	return s, m, ok, nil
 }
 
 // Bytes is the size of the mapped tensors.
 func (m *Mapped) Bytes() int64 { return m.bytes }
 
-// Set reads the tensors into a Set (copies, for the graph path); the mapping stays
-// open.
+// Set reads the tensors into a Set (copies, for the graph path: a GGUF file is
+// converted as LoadGGUF converts it); the mapping stays open.
 func (m *Mapped) Set() (*Set, error) {
 	if m.tensors == nil {
 		return nil, fmt.Errorf("load weights: the checkpoint is closed")
 	}
+	if m.gf != nil {
+		return m.ggufSet()
+	}
 	return FromCheckpoint(m.ck, m.cfg)
 }
 
-// Close unmaps the files; the Stored views become invalid.
+// Close unmaps the files (or drops a GGUF file's tensors); the Stored views become
+// invalid.
 func (m *Mapped) Close() error {
 	m.tensors = nil
+	if m.gf != nil {
+		return m.gf.Close()
+	}
 	return m.ck.Close()
 }

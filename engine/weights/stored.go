@@ -22,10 +22,14 @@ type Stored struct {
 	File  string // the file it is read from, for messages ("" for one held in memory)
 	Shape []int  // logical (Hugging Face) shape
 	// DType is Float32 or BFloat16 for a plain tensor; with Quant set the tensor is
-	// quantized: Data holds NAME.qweight's bytes, Scales NAME.qscale's and Mins
-	// NAME.qmin's (affine int4 only).
+	// quantized in one of Darkroom's formats: Data holds NAME.qweight's bytes, Scales
+	// NAME.qscale's and Mins NAME.qmin's (affine int4 only), DType the codes' dtype.
+	// With Blocks set, Data holds the rows as GGUF blocks of type GGUF (Q4_K, Q6_K,
+	// Q8_0, F16, …), DType Uint8.
 	DType              dtypes.DType
 	Quant              *quant.Spec
+	Blocks             bool
+	GGUF               gguf.Type
 	Data, Scales, Mins []byte
 }
 
@@ -51,6 +55,8 @@ func (s *Stored) Matrix() (kernels.Matrix, error) {
 	}
 	m := kernels.Matrix{Rows: rows, Cols: cols, Data: s.Data, Scales: s.Scales, Mins: s.Mins}
 	switch {
+	case s.Blocks:
+		m.GGUF = s.GGUF
 	case s.Quant != nil:
 		m.Spec = *s.Quant
 	case s.DType == dtypes.BFloat16:
@@ -76,6 +82,17 @@ func (s *Stored) Float32() ([]float32, error) {
 	}
 	if s.Quant != nil {
 		return nil, fmt.Errorf("%s: quantized (%s), read it as a matrix", s.where(), s.Quant)
+	}
+	if s.Blocks {
+		t := s.GGUF
+		if !t.Supported() || n%t.BlockSize() != 0 || len(s.Data) != n/t.BlockSize()*t.BlockBytes() {
+			return nil, fmt.Errorf("%s: %d bytes of %s do not hold shape %v", s.where(), len(s.Data), t, fmtShape(s.Shape))
+		}
+		out := make([]float32, n)
+		if err := gguf.Dequantize(t, s.Data, out); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.where(), err)
+		}
+		return out, nil
 	}
 	want := n * s.DType.Size()
 	if s.DType != dtypes.Float32 && s.DType != dtypes.BFloat16 {
