@@ -391,6 +391,10 @@ func TestLoadGGUFFaults(t *testing.T) {
 		if !strings.Contains(err.Error(), fx.path) {
 			t.Errorf("%s: error %q does not name the file", c.name, err)
 		}
+		// The host path's reader (weights.Map, which engine.Load uses) refuses it alike.
+		if m, ok, err := weights.Map(filepath.Dir(fx.path), cfg); err == nil || m != nil || ok || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Map = %v, %v, %v; want the error %q and nothing open", c.name, m, ok, err, c.want)
+		}
 	}
 
 	// A file cut inside the tensor data: refused when opened.
@@ -399,6 +403,9 @@ func TestLoadGGUFFaults(t *testing.T) {
 	os.WriteFile(fx.path, b[:len(b)-4096], 0o644)
 	if _, err := weights.LoadGGUF(fx.path, cfg); err == nil || !strings.Contains(err.Error(), "past the end") {
 		t.Errorf("truncated file: %v", err)
+	}
+	if _, _, err := weights.Map(filepath.Dir(fx.path), cfg); err == nil || !strings.Contains(err.Error(), "past the end") {
+		t.Errorf("truncated file, Map: %v", err)
 	}
 	// Bad magic.
 	os.WriteFile(fx.path, append([]byte("GGML"), b[4:]...), 0o644)
