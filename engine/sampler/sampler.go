@@ -16,17 +16,21 @@
 //
 // Numerics: the tempered softmax, its entropy and the sampling CDF are
 // accumulated in float64 per position; argmax breaks ties by the lowest id; the
-// acceptance sort breaks entropy ties by the lowest position. All randomness comes
-// from one math/rand/v2 PCG stream seeded explicitly and drawn in a fixed order
-// (independent of the number of worker goroutines), so the same seed reproduces a
-// run bit for bit.
+// acceptance sort breaks entropy ties by the lowest position. All randomness is
+// counter-based (rng.go): each draw is a hash of the seed, the canvas, the step and
+// the position, so the same seed reproduces a run bit for bit, whatever the number of
+// worker goroutines.
+//
+// The same step runs inside a GoMLX graph on the device (StepGraph, graph.go): the
+// sampler then only plans it (Plan: temperature, the step's random keys, the held
+// tokens) and finishes it on the host (Finish: the counts and the adaptive stop from
+// the ids, acceptance mask and entropies the device returns).
 package sampler
 
 import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sort"
@@ -67,11 +71,6 @@ func Temperature(p Params, step int) float64 {
 	n := p.MaxSteps
 	r := n - step + 1
 	return p.TMin + (p.TMax-p.TMin)*float64(r)/float64(n)
-}
-
-// NewRNG returns the seeded stream every random draw of a generation comes from.
-func NewRNG(seed uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 }
 
 // Position is what the tempered distribution of one canvas position yields.
@@ -204,26 +203,26 @@ func Accept(entropy []float32, bound float64) []bool {
 }
 
 // Renoise returns the next draft: accepted positions keep their sampled token,
-// the others get fresh uniform ids in [0, vocab), drawn in position order.
-func Renoise(sampled []int, accepted []bool, vocab int, rng *rand.Rand) []int {
+// position i of the others gets the fresh uniform id noise.IntN(i, vocab).
+func Renoise(sampled []int, accepted []bool, vocab int, noise Key) []int {
 	out := make([]int, len(sampled))
 	for i, id := range sampled {
 		if accepted[i] {
 			out[i] = id
 		} else {
-			out[i] = rng.IntN(vocab)
+			out[i] = noise.IntN(i, vocab)
 		}
 	}
 	return out
 }
 
 // InitCanvas returns a canvas of length c: the given ids first (a warm start; ids
-// beyond c are dropped), the rest uniform random ids in [0, vocab).
-func InitCanvas(given []int, c, vocab int, rng *rand.Rand) []int {
+// beyond c are dropped), at the rest's positions i the uniform ids noise.IntN(i, vocab).
+func InitCanvas(given []int, c, vocab int, noise Key) []int {
 	out := make([]int, c)
 	n := copy(out, given)
 	for i := n; i < c; i++ {
-		out[i] = rng.IntN(vocab)
+		out[i] = noise.IntN(i, vocab)
 	}
 	return out
 }
@@ -284,12 +283,15 @@ func MeanEntropy(entropy []float32) float64 {
 	return sum / float64(len(entropy))
 }
 
-// Sampler runs the per-step sampling of one generation: it owns the random stream
-// and the adaptive stop of the current canvas. Not safe for concurrent use.
+// Sampler runs the per-step sampling of one generation: it owns the random source,
+// the counters that key it (canvases started, AR tokens drawn) and the adaptive stop
+// of the current canvas. Not safe for concurrent use.
 type Sampler struct {
 	p       Params
 	vocab   int
-	rng     *rand.Rand
+	rng     RNG
+	canvas  int // canvases started: the current one's counter (Key)
+	tokens  int // AR tokens drawn
 	stopper *Stopper
 	held    []int     // the current canvas's held head (Canvas)
 	buf     []float32 // Token's scratch row
@@ -314,9 +316,10 @@ func (s *Sampler) Params() Params { return s.p }
 // tokens of given are held: every Step of this canvas keeps them as they are.
 // hold is clamped to [0, min(len(given), c)].
 func (s *Sampler) Canvas(given []int, hold, c int) []int {
+	s.canvas++
 	s.stopper = NewStopper(s.p)
 	s.held = slices.Clone(given[:max(0, min(hold, len(given), c))])
-	return InitCanvas(given, c, s.vocab, s.rng)
+	return InitCanvas(given, c, s.vocab, s.rng.Key(s.canvas, 0, streamNoise))
 }
 
 // Temperature is the temperature of 1-based step.
@@ -344,12 +347,13 @@ func (s *Sampler) Step(logits []float32, step int) (StepResult, error) {
 	}
 	c := len(logits) / s.vocab
 	t := s.Temperature(step)
+	sample := s.rng.Key(s.canvas, step, streamSample)
 	u := make([]float64, c)
 	for i := range u {
-		u[i] = s.rng.Float64()
+		u[i] = sample.Float64(i)
 	}
 	pos := Tempered(logits, s.vocab, t, u)
-	r := StepResult{Temperature: t, Argmax: make([]int, c), Entropy: make([]float32, c)}
+	r := StepResult{Argmax: make([]int, c), Entropy: make([]float32, c)}
 	sampled := make([]int, c)
 	for i, p := range pos {
 		sampled[i], r.Argmax[i], r.Entropy[i] = p.Sampled, p.Argmax, p.Entropy
@@ -358,15 +362,41 @@ func (s *Sampler) Step(logits []float32, step int) (StepResult, error) {
 		sampled[i], r.Argmax[i], r.Entropy[i] = id, id, 0
 	}
 	r.Accepted = Accept(r.Entropy, s.p.EntropyBound)
+	r.Draft = Renoise(sampled, r.Accepted, s.vocab, s.rng.Key(s.canvas, step, streamNoise))
+	return s.Finish(r, step), nil
+}
+
+// Plan is what a denoising step computed elsewhere (StepGraph, on the device) takes
+// from the sampler: the same temperature, random keys, held tokens and bound Step
+// would use.
+type Plan struct {
+	Temperature  float64
+	Keys         [4]uint32 // the step's sampling Key (K1, K2), then its noise Key
+	Held         []int     // the current canvas's held head (Canvas)
+	EntropyBound float64
+}
+
+// Plan returns 1-based step's plan for the current canvas.
+func (s *Sampler) Plan(step int) Plan {
+	sample, noise := s.rng.Key(s.canvas, step, streamSample), s.rng.Key(s.canvas, step, streamNoise)
+	return Plan{Temperature: s.Temperature(step), Keys: [4]uint32{sample.K1, sample.K2, noise.K1, noise.K2},
+		Held: s.held, EntropyBound: s.p.EntropyBound}
+}
+
+// Finish completes a step whose Draft, Accepted, Argmax and Entropy were computed (by
+// Step, or on the device from Plan(step)): the temperature, the counts, the mean
+// entropy and the adaptive stop, which it advances.
+func (s *Sampler) Finish(r StepResult, step int) StepResult {
+	r.Temperature = s.Temperature(step)
+	r.NumAccepted = 0
 	for _, a := range r.Accepted {
 		if a {
 			r.NumAccepted++
 		}
 	}
-	r.Draft = Renoise(sampled, r.Accepted, s.vocab, s.rng)
 	r.MeanEntropy = MeanEntropy(r.Entropy)
 	r.Stop = s.stopper.Observe(r.Argmax, r.Entropy) || step >= s.p.MaxSteps
-	return r, nil
+	return r
 }
 
 // Token samples one AR token from a single row of logits: argmax when
@@ -375,7 +405,8 @@ func (s *Sampler) Token(logits []float32, temperature float64) int {
 	if temperature <= 0 {
 		return Argmax(logits)
 	}
-	u := s.rng.Float64()
+	s.tokens++
+	u := s.rng.Key(s.tokens, 0, streamToken).Float64(0)
 	if len(s.buf) < len(logits) {
 		s.buf = make([]float32, len(logits))
 	}

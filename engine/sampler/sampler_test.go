@@ -162,8 +162,8 @@ func TestRenoise(t *testing.T) {
 	const vocab = 1000
 	sampled := []int{5, 6, 7, 8, 9, 10, 11, 12}
 	accepted := []bool{true, false, true, false, false, false, false, true}
-	rng := NewRNG(1)
-	out := Renoise(sampled, accepted, vocab, rng)
+	noise := NewRNG(1).Key(1, 1, streamNoise)
+	out := Renoise(sampled, accepted, vocab, noise)
 	changed := 0
 	for i := range out {
 		if accepted[i] && out[i] != sampled[i] {
@@ -180,14 +180,14 @@ func TestRenoise(t *testing.T) {
 		t.Errorf("only %d of 5 rejected positions got a fresh id: %v", changed, out)
 	}
 	// The same stream gives the same noise.
-	if again := Renoise(sampled, accepted, vocab, NewRNG(1)); !slices.Equal(again, out) {
+	if again := Renoise(sampled, accepted, vocab, NewRNG(1).Key(1, 1, streamNoise)); !slices.Equal(again, out) {
 		t.Errorf("same seed, different noise: %v vs %v", again, out)
 	}
 }
 
 func TestInitCanvasWarmStart(t *testing.T) {
 	const vocab = 50
-	rng := NewRNG(3)
+	rng := NewRNG(3).Key(1, 0, streamNoise)
 	full := InitCanvas([]int{1, 2, 3, 4}, 4, vocab, rng)
 	if !slices.Equal(full, []int{1, 2, 3, 4}) {
 		t.Errorf("full warm start changed: %v", full)

@@ -1,0 +1,148 @@
+package sampler
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+	_ "github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// graphStep runs StepGraph on the go backend over logits [c·v] with plan.
+func graphStep(t *testing.T, logits []float32, c, v int, plan Plan) StepResult {
+	t.Helper()
+	b, err := backends.NewWithConfig("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make([]int32, c)
+	for i := range held {
+		held[i] = -1
+		if i < len(plan.Held) {
+			held[i] = int32(plan.Held[i])
+		}
+	}
+	exec, err := NewExec(b, func(l, temp, keys, held, bound *Node) []*Node {
+		d, a, e, am := StepGraph(l, temp, keys, held, bound)
+		return []*Node{d, a, e, am}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Exec(tensors.FromFlatDataAndDimensions(logits, c, v), plan.Temperature,
+		tensors.FromFlatDataAndDimensions(plan.Keys[:], 4), tensors.FromFlatDataAndDimensions(held, c),
+		plan.EntropyBound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toInts := func(x []int32) []int {
+		r := make([]int, len(x))
+		for i, id := range x {
+			r[i] = int(id)
+		}
+		return r
+	}
+	return StepResult{Draft: toInts(tensors.MustCopyFlatData[int32](out[0])), Accepted: tensors.MustCopyFlatData[bool](out[1]),
+		Entropy: tensors.MustCopyFlatData[float32](out[2]), Argmax: toInts(tensors.MustCopyFlatData[int32](out[3]))}
+}
+
+// TestStepGraphMatchesStep holds the in-graph step to the host's Step on the same
+// logits and plan: the same draft (samples and noise), acceptance and argmax, the
+// entropies to float32 rounding; over several steps, vocabularies that fill the
+// CDF's blocks exactly or not, sharp and nearly uniform rows, held positions.
+func TestStepGraphMatchesStep(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		c, v    int
+		hold    int
+		scale   float64
+		bound   float64
+		accepts bool // some step accepts more than one position and rejects another
+	}{
+		{"padded blocks", 24, 300, 2, 4, 1.5, true},
+		{"one block", 8, 16, 0, 2, 0.5, true},
+		{"exact blocks", 16, 256, 3, 8, 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := defaults()
+			p.EntropyBound = tc.bound
+			s, err := New(p, tc.v, 42)
+			if err != nil {
+				t.Fatal(err)
+			}
+			given := []int{5, 7, 11}
+			s.Canvas(given, tc.hold, tc.c)
+			rng := rand.New(rand.NewPCG(1, 2))
+			mixed := false
+			for step := 1; step <= 4; step++ {
+				logits := make([]float32, tc.c*tc.v)
+				for i := range tc.c {
+					sharp := float64(i%4) * tc.scale // row 0 of each four nearly uniform
+					for j := range tc.v {
+						logits[i*tc.v+j] = float32(rng.NormFloat64() * (0.1 + sharp))
+					}
+				}
+				logits[3] = logits[4] // a tie for argmax in row 0
+				plan := s.Plan(step)
+				got := graphStep(t, logits, tc.c, tc.v, plan)
+				want, err := s.Step(logits, step)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got.Draft, want.Draft) || !slices.Equal(got.Accepted, want.Accepted) ||
+					!slices.Equal(got.Argmax, want.Argmax) {
+					t.Fatalf("step %d:\ngraph draft %v accepted %v argmax %v\nhost  draft %v accepted %v argmax %v",
+						step, got.Draft, got.Accepted, got.Argmax, want.Draft, want.Accepted, want.Argmax)
+				}
+				for i := range want.Entropy {
+					if d := math.Abs(float64(got.Entropy[i] - want.Entropy[i])); d > 1e-5*(1+float64(want.Entropy[i])) {
+						t.Errorf("step %d position %d: entropy %v, host %v", step, i, got.Entropy[i], want.Entropy[i])
+					}
+				}
+				if n := want.NumAccepted; n > 1 && n < tc.c {
+					mixed = true
+				}
+			}
+			if tc.accepts && !mixed {
+				t.Error("no step both accepted several positions and rejected some: the test does not exercise acceptance")
+			}
+		})
+	}
+}
+
+// TestKeyHashInGraph checks the graph's hash, uniform and id draws against Key's for
+// many keys and positions (every bit of the uint32 arithmetic).
+func TestKeyHashInGraph(t *testing.T) {
+	b, err := backends.NewWithConfig("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, vocab = 1000, 262144 + 7
+	exec, err := NewExec(b, func(keys *Node) []*Node {
+		pos := Iota(keys.Graph(), shapes.Make(dtypes.Uint32, n), 0)
+		h := hashGraph(pos, keyElem(keys, 0), keyElem(keys, 1))
+		return []*Node{h, intNGraph(h, vocab)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(5) {
+		k := NewRNG(seed).Key(int(seed)*3, 7, streamNoise)
+		out, err := exec.Exec(tensors.FromFlatDataAndDimensions([]uint32{k.K1, k.K2, 0, 0}, 4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, ids := tensors.MustCopyFlatData[uint32](out[0]), tensors.MustCopyFlatData[int32](out[1])
+		for i := range n {
+			if h[i] != k.Uint32(i) || int(ids[i]) != k.IntN(i, vocab) {
+				t.Fatalf("seed %d position %d: graph %d/%d, host %d/%d", seed, i, h[i], ids[i], k.Uint32(i), k.IntN(i, vocab))
+			}
+		}
+	}
+}
