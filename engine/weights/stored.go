@@ -72,9 +72,10 @@ func (s *Stored) Matrix() (kernels.Matrix, error) {
 	return m, nil
 }
 
-// Float32 returns the values of a plain Float32 tensor without a copy (a view of
-// Data, on a little-endian machine when Data is aligned), and those of a BFloat16 one widened into a new slice. Quantized tensors are
-// read through Matrix instead.
+// Float32 returns the values of a plain Float32 tensor — a view of Data when it is
+// 4-byte aligned (Darkroom's platforms are little endian, as the files are), else a
+// copy — and those of a BFloat16 tensor or of GGUF blocks widened into a new slice.
+// Darkroom's quantized tensors are read through Matrix instead.
 func (s *Stored) Float32() ([]float32, error) {
 	n := 1
 	for _, d := range s.Shape {
