@@ -355,8 +355,9 @@ func decodeInt4RunsGo(dst []float32, codes []byte, scales, mins []float32, off i
 		s, m := scales[g], mins[g]
 		y := dst[32*g : 32*g+32]
 		for i, b := range codes[16*g : 16*g+16] {
-			y[2*i] = float32(int32(b&15)-off)*s + m
-			y[2*i+1] = float32(int32(b>>4)-off)*s + m
+			// The conversions round the product, as the vector code does (no fusing).
+			y[2*i] = float32(float32(int32(b&15)-off)*s) + m
+			y[2*i+1] = float32(float32(int32(b>>4)-off)*s) + m
 		}
 	}
 }
@@ -366,8 +367,8 @@ func decodeNibbleRunsGo(dst []float32, src []byte, runBytes, stride int, sm []fl
 		y := dst[2*runBytes*r : 2*runBytes*(r+1)]
 		sl, ml, sh, mh := sm[4*r], sm[4*r+1], sm[4*r+2], sm[4*r+3]
 		for i, b := range src[stride*r : stride*r+runBytes] {
-			y[i] = float32(int32(b&15)-off)*sl + ml
-			y[runBytes+i] = float32(int32(b>>4)-off)*sh + mh
+			y[i] = float32(float32(int32(b&15)-off)*sl) + ml
+			y[runBytes+i] = float32(float32(int32(b>>4)-off)*sh) + mh
 		}
 	}
 }
