@@ -16,13 +16,18 @@ import (
 	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
-// AppID is the application id (also in FyneApp.toml).
-const AppID = "io.darkroomlabs.darkroom"
-
 // Run opens the main window and blocks until it closes; it returns the exit code.
 func Run() int {
-	fa := app.NewWithID(AppID)
-	fa.SetIcon(fyne.NewStaticResource("darkroom.png", assets.IconPNG()))
+	// No app ID (FyneApp.toml's is for the installers): Darkroom keeps its
+	// settings in its own files (app/ui/settings), and with an ID Fyne persists
+	// its Preferences and rewrites their file on exit while watching it, so now
+	// and then it reads the file half-written and logs "Preferences load error:
+	// EOF" (3 exits in 9 of a bare Fyne window with an ID, none in 6 without).
+	// A packaged build's metadata (fyne package) would bring the ID back.
+	icon := fyne.NewStaticResource("darkroom.png", assets.IconPNG())
+	app.SetMetadata(fyne.AppMetadata{Name: "Darkroom", Icon: icon})
+	fa := app.NewWithID("")
+	fa.SetIcon(icon)
 	w := fa.NewWindow("Darkroom")
 	w.Resize(fyne.NewSize(1280, 800))
 	w.SetMaster()
