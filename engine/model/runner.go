@@ -74,6 +74,8 @@ type Runner struct {
 
 	encodeExec, decodeExec, hiddenExec *context.Exec
 	scoreExec                          *context.Exec
+	stepExec                           *context.Exec // DecodeStep's (step.go), made on first use
+	compilations                       int           // graphs built (counted)
 	growExecs                          map[int]*Exec // by the capacity they grow from
 	head                               hostHead
 	hcache                             hostCache // HostDecoder's KV cache
@@ -96,13 +98,13 @@ func NewRunner(backend backends.Backend, cfg *config.Text, ctx *context.Context)
 		compiled: map[string]bool{}, growExecs: map[int]*Exec{}, zeroSoft: map[int]*tensors.Tensor{}, HostHead: isPureGo(backend), HostDecoder: isPureGo(backend),
 		weights: newHostWeights(ContextSource(ctx))}
 	err = try("new runner", func() {
-		r.encodeExec = must(context.NewExecAny(backend, ctx, r.encodeGraph))
+		r.encodeExec = must(context.NewExecAny(backend, ctx, r.counted(r.encodeGraph)))
 		r.encodeExec.SetMaxCache(-1)
-		r.decodeExec = must(context.NewExecAny(backend, ctx, r.decodeGraph))
+		r.decodeExec = must(context.NewExecAny(backend, ctx, r.counted(r.decodeGraph)))
 		r.decodeExec.SetMaxCache(-1)
-		r.hiddenExec = must(context.NewExecAny(backend, ctx, r.decodeHiddenGraph))
+		r.hiddenExec = must(context.NewExecAny(backend, ctx, r.counted(r.decodeHiddenGraph)))
 		r.hiddenExec.SetMaxCache(-1)
-		r.scoreExec = must(context.NewExecAny(backend, ctx, r.scoreGraph))
+		r.scoreExec = must(context.NewExecAny(backend, ctx, r.counted(r.scoreGraph)))
 		r.scoreExec.SetMaxCache(-1)
 	})
 	if err != nil {
@@ -564,7 +566,10 @@ func (r *Runner) growExec(capacity int, grow []int, to []shapes.Shape) (*Exec, e
 	}
 	var e *Exec
 	err := try("grow cache", func() {
-		e = must(NewExecAny(r.backend, func(in []*Node) []*Node { return growGraph(in, slots) }))
+		e = must(NewExecAny(r.backend, func(in []*Node) []*Node {
+			r.compilations++
+			return growGraph(in, slots)
+		}))
 		e.SetMaxCache(-1)
 	})
 	if err != nil {

@@ -1,0 +1,139 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/darkroomlabs/darkroom/engine/sampler"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// StepsOnDevice reports whether DecodeStep runs: the model is in graphs with the
+// output head in them (neither HostDecoder nor HostHead).
+func (r *Runner) StepsOnDevice() bool { return !r.HostDecoder && !r.HostHead }
+
+// DecodeStep runs one whole denoising step on the device: the decoder over canvas
+// (placed after the cached tokens) with the self-conditioning input soft (nil: the
+// canvas's first step), its logits, and the sampler's step over them
+// (sampler.StepGraph, with plan's temperature, random keys, held tokens and bound),
+// in one executable. Only the step's ids, acceptance mask and entropies [C] come
+// back (res's Draft, Accepted, Argmax, Entropy; sampler.Finish completes it); the
+// logits never leave the device, and nextSoft, the next step's soft embedding at
+// plan.Temperature, stays there. Same draws as sampler.Sampler.Step over the same
+// logits.
+func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Plan) (res sampler.StepResult, nextSoft *tensors.Tensor, err error) {
+	c := len(canvas)
+	switch {
+	case !r.StepsOnDevice():
+		return res, nil, errors.New("decode step: the model runs on the host (HostDecoder or HostHead): use Decode and the host sampler")
+	case c == 0:
+		return res, nil, errors.New("decode step: empty canvas")
+	case !(plan.Temperature > 0):
+		return res, nil, fmt.Errorf("decode step: temperature %g must be positive", plan.Temperature)
+	case len(plan.Held) > c:
+		return res, nil, fmt.Errorf("decode step: %d held tokens on a canvas of %d", len(plan.Held), c)
+	}
+	if err := r.checkPositions("decode step", "canvas tokens", c); err != nil {
+		return res, nil, err
+	}
+	if err := r.ensureCapacity(max(r.length, 1)); err != nil {
+		return res, nil, err
+	}
+	ids, err := r.paddedIDs("decode step", canvas, c)
+	if err != nil {
+		return res, nil, err
+	}
+	held := make([]int32, c)
+	for i := range held {
+		held[i] = -1
+	}
+	for i, id := range plan.Held {
+		if id < 0 || id >= r.cfg.VocabSize {
+			return res, nil, fmt.Errorf("decode step: held token id %d out of range [0, %d)", id, r.cfg.VocabSize)
+		}
+		held[i] = int32(id)
+	}
+	d := r.cfg.HiddenSize
+	if soft == nil {
+		if r.zeroSoft[c] == nil {
+			r.zeroSoft[c] = tensors.FromShape(shapes.Make(dtypes.Float32, 1, c, d))
+		}
+		soft = r.zeroSoft[c]
+	} else if want := shapes.Make(dtypes.Float32, 1, c, d); !soft.Shape().Equal(want) {
+		return res, nil, fmt.Errorf("decode step: soft embedding has shape %s, want %s", soft.Shape(), want)
+	}
+	if r.stepExec == nil {
+		err = try("decode step", func() {
+			r.stepExec = must(context.NewExecAny(r.backend, r.ctx, r.counted(r.stepGraph)))
+			r.stepExec.SetMaxCache(-1)
+		})
+		if err != nil {
+			return res, nil, err
+		}
+	}
+	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, c), soft, plan.Temperature, int32(r.length),
+		tensors.FromFlatDataAndDimensions(plan.Keys[:], 4), tensors.FromFlatDataAndDimensions(held, c),
+		plan.EntropyBound}
+	for _, t := range r.cache {
+		args = append(args, t)
+	}
+	r.compiled[fmt.Sprintf("step/%d/%d", c, r.capacity)] = true
+	var out []*tensors.Tensor
+	if err := try("decode step", func() { out = must(r.stepExec.Exec(args...)) }); err != nil {
+		return res, nil, err
+	}
+	err = try("decode step: read the step", func() {
+		res.Draft = intsOf(tensors.MustCopyFlatData[int32](out[0]))
+		res.Accepted = tensors.MustCopyFlatData[bool](out[1])
+		res.Entropy = tensors.MustCopyFlatData[float32](out[2])
+		res.Argmax = intsOf(tensors.MustCopyFlatData[int32](out[3]))
+	})
+	for _, t := range out[:4] {
+		_ = t.FinalizeAll()
+	}
+	if err != nil {
+		_ = out[4].FinalizeAll()
+		return sampler.StepResult{}, nil, err
+	}
+	return res, out[4], nil
+}
+
+// stepGraph: in = [canvas [1, C], soft [1, C, D], temperature f64, length, keys [4]
+// Uint32, held [C] Int32, bound f64, cache…] → [draft [C], accepted [C], entropy [C],
+// argmax [C], next soft [1, C, D]]: decodeGraph with sampler.StepGraph on its logits.
+func (r *Runner) stepGraph(ctx *context.Context, in []*Node) []*Node {
+	p := r.params(ctx, in[0].Graph())
+	c, v := in[0].Shape().Dimensions[1], r.cfg.VocabSize
+	h := r.runnerDecoder(p, in[0], in[1], in[3], in[7:])
+	logits := Logits(p, h) // [1, C, V]
+	draft, accepted, entropy, argmax := sampler.StepGraph(Reshape(logits, c, v), in[2], in[4], in[5], in[6])
+	return []*Node{draft, accepted, entropy, argmax, SoftEmbedding(p, logits, in[2])}
+}
+
+// counted wraps a graph function so that every graph it builds — one per
+// compilation: an executable builds its graph once per new input shape and reuses it
+// after — is counted in Compilations.
+func (r *Runner) counted(fn func(*context.Context, []*Node) []*Node) func(*context.Context, []*Node) []*Node {
+	return func(ctx *context.Context, in []*Node) []*Node {
+		r.compilations++
+		return fn(ctx, in)
+	}
+}
+
+// Compilations is how many graphs the runner has built and compiled so far (every
+// kind and shape, the cache's growth included). Executables are kept across steps
+// and generations (Reset keeps them), so a second generation of the same shapes
+// compiles nothing.
+func (r *Runner) Compilations() int { return r.compilations }
+
+func intsOf(x []int32) []int {
+	out := make([]int, len(x))
+	for i, v := range x {
+		out[i] = int(v)
+	}
+	return out
+}
