@@ -38,7 +38,7 @@ func (f *fakeGPU) Cancel() {}
 
 // cardTexts lists the visible labels and buttons of a GPU card.
 func cardTexts(card fyne.CanvasObject) (labels, buttons []string) {
-	fyne.DoAndWait(func() {
+	asUI(func() {
 		c, ok := card.(*widget.Card)
 		if !ok || !c.Visible() {
 			return
@@ -70,7 +70,7 @@ func cardTexts(card fyne.CanvasObject) (labels, buttons []string) {
 func findCardButton(t *testing.T, card fyne.CanvasObject, text string) *widget.Button {
 	t.Helper()
 	var found *widget.Button
-	fyne.DoAndWait(func() {
+	asUI(func() {
 		for _, o := range card.(*widget.Card).Content.(*fyne.Container).Objects {
 			objs := []fyne.CanvasObject{o}
 			if c, ok := o.(*fyne.Container); ok {
