@@ -228,20 +228,17 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 		opts.Render = func(page string) string { return page }
 		rep.Settings["rendered"] = "as written (no renderer passed in)"
 	}
-	var seen []Record
+	var trainPages, seen []Record
 	for _, r := range trainRecs {
 		if r.Kind == "page" {
-			seen = append(seen, r)
+			trainPages = append(trainPages, r)
 		}
 	}
-	all := seen
 	if opts.Seen > 0 {
-		seen = spread(seen, opts.Seen)
+		seen = spread(trainPages, opts.Seen)
 		rep.Settings["seen"] = len(seen)
-	} else {
-		seen = nil
 	}
-	ref := newReference(all, seen)
+	ref := newReference(trainPages, seen)
 	if opts.FreeHeading {
 		rep.Settings["heading"] = "written by the model"
 	}
