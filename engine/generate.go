@@ -35,6 +35,19 @@ type runner interface {
 	Decode(canvas []int, soft any, temperature float64) (logits []float32, next any, err error)
 }
 
+// deviceStepper is a runner that can also run a whole denoising step on its
+// device (engine/model's Runner on the graph path): the decoder, the sampler's
+// step (sampler.StepGraph) and the next soft embedding in one executable, with
+// only the step's ids, acceptance mask and entropies coming back.
+type deviceStepper interface {
+	// StepsOnDevice reports whether DecodeStep runs (the model runs in graphs).
+	StepsOnDevice() bool
+	// DecodeStep is Decode followed by the sampler's Step planned by plan, on the
+	// device: res has Draft, Accepted, Argmax and Entropy (sampler.Finish does
+	// the rest); next is the next step's soft embedding, as Decode's.
+	DecodeStep(canvas []int, soft any, plan sampler.Plan) (res sampler.StepResult, next any, err error)
+}
+
 // textDecoder turns ids into text (engine/tokenizer's Tokenizer).
 type textDecoder interface {
 	Decode(ids []int) string
@@ -163,27 +176,42 @@ func (g *generation) diffusion() error {
 // finished.
 func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats CanvasStats, ok bool, err error) {
 	draft := g.smp.Canvas(given, hold, g.canvas)
+	guided := g.s.Guidance > 0 && g.s.GuidanceRounds > 0
+	// The whole step stays on the device when the runner can do it, unless AR
+	// guidance needs the last step's logits on the host.
+	dev, onDevice := g.run.(deviceStepper)
+	onDevice = onDevice && !guided && dev.StepsOnDevice()
 	var soft any
 	var lastLogits []float32
 	for step := 1; step <= g.s.MaxSteps; step++ {
 		if g.cancelled() {
 			return nil, stats, false, nil
 		}
-		t := g.smp.Temperature(step)
+		var r sampler.StepResult
+		var next any
 		g.forward++
 		t0 := time.Now()
-		logits, next, err := g.run.Decode(draft, soft, t)
-		g.fwdTime += time.Since(t0)
-		if err != nil {
-			return nil, stats, false, fmt.Errorf("canvas %d step %d: decoder pass: %w", ci, step, err)
+		if onDevice {
+			r, next, err = dev.DecodeStep(draft, soft, g.smp.Plan(step))
+			g.fwdTime += time.Since(t0)
+			if err != nil {
+				return nil, stats, false, fmt.Errorf("canvas %d step %d: decoder pass: %w", ci, step, err)
+			}
+			r = g.smp.Finish(r, step)
+		} else {
+			var logits []float32
+			logits, next, err = g.run.Decode(draft, soft, g.smp.Temperature(step))
+			g.fwdTime += time.Since(t0)
+			if err != nil {
+				return nil, stats, false, fmt.Errorf("canvas %d step %d: decoder pass: %w", ci, step, err)
+			}
+			if r, err = g.smp.Step(logits, step); err != nil {
+				return nil, stats, false, fmt.Errorf("canvas %d step %d: %w", ci, step, err)
+			}
+			lastLogits = logits
 		}
 		g.flops += model.FLOPs(g.text, len(draft), g.cached)
-		r, err := g.smp.Step(logits, step)
-		if err != nil {
-			return nil, stats, false, fmt.Errorf("canvas %d step %d: %w", ci, step, err)
-		}
 		soft, draft, argmax = next, r.Draft, r.Argmax
-		lastLogits = logits
 		stats.Steps = step
 		stats.Accepted = append(stats.Accepted, r.NumAccepted)
 		if g.req.OnEvent != nil {
@@ -197,7 +225,7 @@ func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats
 			break
 		}
 	}
-	if g.s.Guidance > 0 && g.s.GuidanceRounds > 0 && lastLogits != nil {
+	if guided && lastLogits != nil {
 		return g.guide(ci, argmax, lastLogits, hold, stats)
 	}
 	return argmax, stats, true, nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -79,13 +80,9 @@ func (m modelRunner) Encode(tokens []int) ([]float32, error) { return m.r.Encode
 func (m modelRunner) Score(tokens []int, from int) ([]float32, error) { return m.r.Score(tokens, from) }
 
 func (m modelRunner) Decode(canvas []int, soft any, temperature float64) ([]float32, any, error) {
-	var in *tensors.Tensor
-	if soft != nil {
-		t, ok := soft.(*tensors.Tensor)
-		if !ok {
-			return nil, nil, fmt.Errorf("decode: self-conditioning input is %T, want a tensor", soft)
-		}
-		in = t
+	in, err := softTensor(soft)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode: %w", err)
 	}
 	logits, next, err := m.r.Decode(canvas, in, temperature)
 	if err != nil {
@@ -95,4 +92,33 @@ func (m modelRunner) Decode(canvas []int, soft any, temperature float64) ([]floa
 		_ = in.FinalizeAll()
 	}
 	return logits, next, nil
+}
+
+func (m modelRunner) StepsOnDevice() bool { return m.r.StepsOnDevice() }
+
+func (m modelRunner) DecodeStep(canvas []int, soft any, plan sampler.Plan) (sampler.StepResult, any, error) {
+	in, err := softTensor(soft)
+	if err != nil {
+		return sampler.StepResult{}, nil, fmt.Errorf("decode step: %w", err)
+	}
+	res, next, err := m.r.DecodeStep(canvas, in, plan)
+	if err != nil {
+		return res, nil, err
+	}
+	if in != nil {
+		_ = in.FinalizeAll()
+	}
+	return res, next, nil
+}
+
+// softTensor is the self-conditioning input as the model takes it (nil: none).
+func softTensor(soft any) (*tensors.Tensor, error) {
+	if soft == nil {
+		return nil, nil
+	}
+	t, ok := soft.(*tensors.Tensor)
+	if !ok {
+		return nil, fmt.Errorf("self-conditioning input is %T, want a tensor", soft)
+	}
+	return t, nil
 }

@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"testing"
+)
+
+// hostSampled hides a runner's DecodeStep, so the generation loop takes the logits
+// to the host sampler as it did before the step moved onto the device.
+type hostSampled struct{ runner }
+
+// TestDeviceStepSameTokens loads the tiny model on the graph path (pure-Go
+// backend, InGraph) and generates with the same seed three ways: the denoising
+// step on the device (the graph path's default: ids, acceptance and entropies come
+// back), the same graphs with the logits taken to the host sampler, and the host
+// path. All give the same tokens and step events. It also counts the graph
+// path's compilations: a bounded number for the first generation, none for a
+// second.
+func TestDeviceStepSameTokens(t *testing.T) {
+	dir := writeTinyModel(t)
+	type run struct {
+		tokens  []int
+		entropy [][]float32
+	}
+	gen := func(e *Engine) run {
+		var r run
+		res, err := e.Generate(context.Background(), Request{Prompt: "What is Unix?", Seed: 11,
+			Sampling: Sampling{MaxNewTokens: 32, EntropyBound: 2}, OnEvent: func(ev Event) {
+				if ev.Kind == EventStep {
+					r.entropy = append(r.entropy, ev.Entropy)
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.tokens = res.Tokens
+		return r
+	}
+	load := func(inGraph bool) *Engine {
+		e, err := Load(context.Background(), Dir(dir), Options{Backend: "go", InGraph: inGraph})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Close() })
+		return e
+	}
+	e := load(true)
+	mr, ok := e.run.(modelRunner)
+	if !ok || !mr.StepsOnDevice() {
+		t.Fatalf("graph path runner %T does not step on the device", e.run)
+	}
+	device := gen(e)
+	first := mr.r.Compilations()
+	again := gen(e)
+	second := mr.r.Compilations() - first
+	e.run = hostSampled{mr}
+	hostSampler := gen(e)
+	host := gen(load(false))
+	t.Logf("compilations: %d in the first generation, %d new in the second; %d tokens, %d steps",
+		first, second, len(device.tokens), len(device.entropy))
+
+	if len(device.tokens) == 0 || len(device.entropy) < 2 {
+		t.Fatalf("device run generated %d tokens in %d steps", len(device.tokens), len(device.entropy))
+	}
+	// The host path's logits differ from the graphs' by float32 rounding of other
+	// kernels (about 1e-4 relative: engine/model's tests), its entropies by ~1e-3.
+	tol := map[string]float64{"second device run": 0, "host sampler": 1e-5, "host path": 1e-2}
+	for name, r := range map[string]run{"second device run": again, "host sampler": hostSampler, "host path": host} {
+		if !slices.Equal(r.tokens, device.tokens) {
+			t.Errorf("%s, other tokens:\ndevice %v\n%-6s %v", name, device.tokens, "", r.tokens)
+		}
+		if len(r.entropy) != len(device.entropy) {
+			t.Errorf("%s: %d steps, device %d", name, len(r.entropy), len(device.entropy))
+			continue
+		}
+		for s := range r.entropy {
+			if e := entropyErr(device.entropy[s], r.entropy[s]); e > tol[name] {
+				t.Errorf("%s, step %d: entropies differ by %.2e", name, s+1, e)
+			}
+		}
+	}
+	// Prompt bucket, canvas commit bucket(s), cache growth, the step graph: a
+	// handful; a second generation of the same shapes compiles nothing.
+	if first < 2 || first > 8 || second != 0 {
+		t.Errorf("compilations %d, then %d new: want at most 8, then none", first, second)
+	}
+}
+
+// entropyErr is the largest |a−b| / (|b| + 1) over the entries (relative for
+// large entropies, absolute for those near 0).
+func entropyErr(a, b []float32) float64 {
+	worst := 0.0
+	for i := range b {
+		d := float64(a[i] - b[i])
+		if d < 0 {
+			d = -d
+		}
+		m := float64(b[i])
+		if m < 0 {
+			m = -m
+		}
+		worst = max(worst, d/(m+1))
+	}
+	return worst
+}
