@@ -542,3 +542,20 @@ func TestSupportedAndCUDAFor(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyCommand: a child that fails gives its last stderr line, without the
+// "darkroom …:" prefix, as the reason; one that succeeds passes.
+func TestVerifyCommand(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	fail := VerifyCommand(sh, "-c", `echo compiling >&2; echo "darkroom gpu: the CUDA plugin did not start: no CUDA-capable device is detected" >&2; exit 1`, "sh")
+	if err := fail(context.Background(), "/x/plugin.so"); err == nil || err.Error() != "the CUDA plugin did not start: no CUDA-capable device is detected" {
+		t.Errorf("failing child: %v", err)
+	}
+	ok := VerifyCommand(sh, "-c", `test "$1" = /x/plugin.so`, "sh")
+	if err := ok(context.Background(), "/x/plugin.so"); err != nil {
+		t.Errorf("passing child (the plugin path is its last argument): %v", err)
+	}
+}

@@ -23,7 +23,8 @@ func RunTinyGraph(ctx context.Context, plugin string) error {
 	}
 	defer s.Finalize()
 	if s.Fallback != "" { // "XLA backend unavailable (why); using the pure-Go backend"
-		return fmt.Errorf("the CUDA plugin did not start: %s", strings.TrimSuffix(s.Fallback, "; using the pure-Go backend"))
+		why := strings.TrimSuffix(strings.TrimPrefix(s.Fallback, "XLA backend unavailable ("), "); using the pure-Go backend")
+		return fmt.Errorf("the CUDA plugin did not start: %s", why)
 	}
 	if _, err := backend.MeasureMatMul(ctx, s, 64, 64, 64, 1); err != nil {
 		return fmt.Errorf("a test graph failed on the GPU: %w", err)
@@ -48,7 +49,10 @@ func VerifyCommand(exe string, args ...string) func(ctx context.Context, plugin 
 		if err := cmd.Run(); err != nil {
 			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 			if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
-				return errors.New(strings.TrimPrefix(last, "darkroom: "))
+				if _, why, ok := strings.Cut(last, ": "); ok && strings.HasPrefix(last, "darkroom") {
+					last = why // "darkroom gpu: why" → "why"
+				}
+				return errors.New(last)
 			}
 			return fmt.Errorf("the test run on the GPU failed: %w", err)
 		}
