@@ -262,10 +262,25 @@ func (w *Matrix) float32s() ([]float32, bool) {
 }
 
 // mulRows computes out [m, Rows] = a [m, Cols]·wᵀ one decoded chunk of a row of w at a
-// time, dotted with the m rows of a (MulVec's way, for m < dotRows).
+// time, dotted with the m rows of a (MulVec's way, for m < dotRows); ggml's 4-bit
+// formats without decoding (matrix_dot.go).
 func (w *Matrix) mulRows(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	parts := min(workers(), max(1, m*n*k>>15))
+	if h := w.nibbleHalf(); h > 0 && k > 0 {
+		xs := make([]float32, m*k/h)
+		for i := range m {
+			halfSums(xs[i*k/h:(i+1)*k/h], a[i*k:(i+1)*k], h)
+		}
+		parallel(parts, func(part int) {
+			for r := n * part / parts; r < n*(part+1)/parts; r++ {
+				for i := range m {
+					out[i*n+r] = w.dotNibbles(r, a[i*k:(i+1)*k], xs[i*k/h:(i+1)*k/h])
+				}
+			}
+		})
+		return
+	}
 	parallel(parts, func(part int) {
 		buf := packBufs.Get().(*packBuf)
 		defer packBufs.Put(buf)
@@ -490,3 +505,16 @@ func decodeF32(dst []float32, src []byte) {
 }
 
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+func dotNibbleRunsGo(x []float32, src []byte, runBytes, stride int, scales []float32) float32 {
+	var s float32
+	for r := range len(scales) / 2 {
+		xr := x[2*runBytes*r : 2*runBytes*(r+1)]
+		sl, sh := scales[2*r], scales[2*r+1]
+		for i, b := range src[stride*r : stride*r+runBytes] {
+			s += float32(float32(b&15)*sl) * xr[i]
+			s += float32(float32(b>>4)*sh) * xr[runBytes+i]
+		}
+	}
+	return s
+}

@@ -336,6 +336,21 @@ func TestDecoders(t *testing.T) {
 				}
 			}
 		}
+		if g := n / 16; g >= 2 {
+			x, scales := randWeights(rng, 32*g), randWeights(rng, 2*g)
+			got := dotNibbleRuns(x, src[:16*g], 16, 16, scales)
+			want := dotNibbleRunsGo(x, src[:16*g], 16, 16, scales)
+			var abs float64
+			for r := range g {
+				for i := range 16 {
+					abs += math.Abs(float64(src[16*r+i]&15) * float64(scales[2*r]) * float64(x[32*r+i]))
+					abs += math.Abs(float64(src[16*r+i]>>4) * float64(scales[2*r+1]) * float64(x[32*r+16+i]))
+				}
+			}
+			if math.Abs(float64(got-want)) > 1e-6*abs {
+				t.Fatalf("dot of nibble runs, n=%d: %g, want %g", n, got, want)
+			}
+		}
 		x, y := randWeights(rng, n), randWeights(rng, n)
 		var want float64
 		for i := range x {

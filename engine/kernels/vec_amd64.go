@@ -146,3 +146,21 @@ func decodeQ6K(dst []float32, blk []byte, ds *[16]float32) {
 	}
 	decodeQ6KGo(dst, blk, ds)
 }
+
+// dotNibbleRunsAVX2 is Σ nibble·scale·x over runs of ggml's split-nibble layout
+// (vec_amd64.s).
+//
+//go:noescape
+func dotNibbleRunsAVX2(x *float32, src *byte, runs, runBytes, stride int, scales *float32) float32
+
+// dotNibbleRuns returns Σ nibble·scale·x over len(scales)/2 runs of runBytes bytes,
+// stride bytes apart, run r's low and high nibbles against x's values 2·runBytes·r …
+// with scales[2r] and scales[2r+1].
+func dotNibbleRuns(x []float32, src []byte, runBytes, stride int, scales []float32) float32 {
+	runs := len(scales) / 2
+	if useAVX2 && runs > 0 && runBytes%16 == 0 {
+		_, _ = x[2*runBytes*runs-1], src[stride*(runs-1)+runBytes-1]
+		return dotNibbleRunsAVX2(&x[0], &src[0], runs, runBytes, stride, &scales[0])
+	}
+	return dotNibbleRunsGo(x, src, runBytes, stride, scales)
+}

@@ -1,0 +1,84 @@
+package kernels
+
+import (
+	"encoding/binary"
+
+	"github.com/darkroomlabs/darkroom/engine/gguf"
+)
+
+// The AR step's products for ggml's 4-bit formats without decoding: a value is
+// scale·q + min per half-block, so its dot product with x is Σ scale·(Σ q·x) over the
+// half-blocks (dotNibbleRuns, in vector code) plus Σ min·(Σ x), the sums of x taken once
+// per product. It reads each weight byte once and writes nothing, which is what a
+// memory-bound product wants.
+
+// nibbleHalf is the length of the half-blocks of a format with a fused dot product
+// (values sharing a scale and a minimum), 0 for the others.
+func (w *Matrix) nibbleHalf() int {
+	if w.Spec.Bits != 0 {
+		return 0
+	}
+	switch w.GGUF {
+	case gguf.Q4_0, gguf.Q4_1:
+		return 16
+	case gguf.Q4_K:
+		return 32
+	}
+	return 0
+}
+
+// halfSums writes the sums of x's consecutive runs of h values into dst.
+func halfSums(dst, x []float32, h int) {
+	for g := range dst {
+		var s float32
+		for _, v := range x[g*h : (g+1)*h] {
+			s += v
+		}
+		dst[g] = s
+	}
+}
+
+// dotNibbles is row r of w dotted with x, xs being x's half-block sums.
+func (w *Matrix) dotNibbles(r int, x, xs []float32) float32 {
+	half := func(b []byte) float32 { return gguf.HalfToFloat32(binary.LittleEndian.Uint16(b)) }
+	t := w.GGUF
+	bb := t.BlockBytes()
+	nb := w.Cols / t.BlockSize()
+	row := w.Data[r*nb*bb : (r+1)*nb*bb]
+	var dot, mins float32
+	if t == gguf.Q4_K {
+		var scales [8]float32
+		for b := range nb {
+			blk := row[144*b : 144*b+144]
+			d, dmin := half(blk), half(blk[2:])
+			sc, m := scalesMinsK4((*[12]byte)(blk[4:16]))
+			for j := range 8 {
+				scales[j] = d * float32(sc[j])
+				mins -= dmin * float32(m[j]) * xs[8*b+j]
+			}
+			dot += dotNibbleRuns(x[256*b:256*(b+1)], blk[16:], 32, 32, scales[:])
+		}
+		return dot + mins
+	}
+	// Q4_0 {fp16 d; u8 qs[16]}: d·q − 8d; Q4_1 {fp16 d; fp16 m; u8 qs[16]}: d·q + m.
+	codes := 2
+	if t == gguf.Q4_1 {
+		codes = 4
+	}
+	var scales [128]float32
+	for b0 := 0; b0 < nb; b0 += 64 {
+		n := min(64, nb-b0)
+		for b := range n {
+			blk := row[bb*(b0+b):]
+			d := half(blk)
+			m := -8 * d
+			if t == gguf.Q4_1 {
+				m = half(blk[2:])
+			}
+			scales[2*b], scales[2*b+1] = d, d
+			mins += m * (xs[2*(b0+b)] + xs[2*(b0+b)+1])
+		}
+		dot += dotNibbleRuns(x[32*b0:32*(b0+n)], row[bb*b0+codes:bb*(b0+n)], 16, bb, scales[:2*n])
+	}
+	return dot + mins
+}
