@@ -43,7 +43,48 @@ func TestRepairGarbled(t *testing.T) {
 		if !balanced(out) {
 			t.Errorf("tags left unbalanced: %s", out)
 		}
+		if f := docFragments(Parse(in)); len(f) > 0 {
+			t.Errorf("the app's view shows %q (from %q)", f, in)
+		}
 	}
+}
+
+// docFragments returns the fragments in the text of d as the app shows it:
+// each block's runs joined (code aside, as engine/markup leaves it), noise as
+// its glyphs.
+func docFragments(d *Doc) []string {
+	var out []string
+	check := func(in []Inline) {
+		var b strings.Builder
+		for _, r := range in {
+			if r.Style&Code == 0 {
+				b.WriteString(ShowNoise(r.Text))
+			}
+		}
+		text := b.String()
+		for _, f := range markup.Find(text) {
+			out = append(out, text[f[0]:f[1]])
+		}
+	}
+	var walk func([]Block)
+	walk = func(bs []Block) {
+		for _, b := range bs {
+			if b.Kind != CodeBlock {
+				check(b.Inlines)
+			}
+			for _, it := range b.Items {
+				walk(it)
+			}
+			walk(b.Children)
+			for _, row := range b.Rows {
+				for _, c := range row {
+					check(c.Inlines)
+				}
+			}
+		}
+	}
+	walk(d.Blocks)
+	return out
 }
 
 // balanced reports whether every element of s is closed, in order.
@@ -140,6 +181,9 @@ func FuzzSanitize(f *testing.F) {
 		}
 		if again := Sanitize(out); again != out {
 			t.Fatalf("not idempotent:\n%q\n%q\nfrom %q", out, again, in)
+		}
+		if f := docFragments(Parse(in)); len(f) > 0 {
+			t.Fatalf("the app's view shows %q (from %q)", f, in)
 		}
 		// Only the policy's elements and attributes, and only local links.
 		nodes, err := html.ParseFragment(strings.NewReader(out), &html.Node{Type: html.ElementNode, Data: "body", DataAtom: atom.Body})
