@@ -13,7 +13,8 @@
 //     sliding_window−1 positions, full-attention layers (K = V) store V only;
 //   - canvas activations of one denoising step, f32: logits (canvas × vocab) and the
 //     tempered logits the soft embedding reads chunk by chunk, attention scores over
-//     the context, hidden states and the MoE row buffers;
+//     the context, hidden states and the MoE row buffers, and the self-conditioning
+//     embeddings kept across steps (model.StepBufferBytes);
 //   - dequantization scratch: the engine computes in f32 and converts/dequantizes a
 //     weight right before its matmul, one bounded block at a time (engine/model
 //     chunk.go): a vocabulary chunk of the tied embedding for the output head and the
@@ -189,9 +190,10 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	bk := int64(model.MoEBlockSize(int(assign), max(t.NumExperts, 1))) // engine's grouped GEMM layout
 	nb := int64(model.MoECapacityBlocks(int(assign), max(t.NumExperts, 1), int(bk)))
 	moeRows := nb * bk * (d + 2*int64(t.MoEIntermediateSize)) * eb
-	act := logits + scores + prefix + hidden + qkv + moeRows
-	e.Parts = append(e.Parts, Part{PartActivations, act, fmt.Sprintf("canvas %d: logits %s (canvas × vocab, f32: the logits and the tempered logits), attention %s, cached keys/values read %s, MoE rows %s",
-		c, human(logits), human(scores), human(prefix), human(moeRows))})
+	step := model.StepBufferBytes(t, int(c)) // the self-conditioning embeddings kept across steps
+	act := logits + scores + prefix + hidden + qkv + moeRows + step
+	e.Parts = append(e.Parts, Part{PartActivations, act, fmt.Sprintf("canvas %d: logits %s (canvas × vocab, f32: the logits and the tempered logits), attention %s, cached keys/values read %s, MoE rows %s, self-conditioning %s",
+		c, human(logits), human(scores), human(prefix), human(moeRows), human(step))})
 
 	// The largest weight block the engine holds in f32 at once (engine/model chunk.go).
 	headRows := int64(model.HeadChunkRows(t.VocabSize, t.HiddenSize))
