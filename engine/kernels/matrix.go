@@ -281,6 +281,22 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 		})
 		return
 	}
+	if w.int4Dot() && k > 0 {
+		xp, xs := make([]float32, m*k), make([]float32, m*k/32)
+		for i := range m {
+			evensOdds(xp[i*k:(i+1)*k], a[i*k:(i+1)*k])
+			halfSums(xs[i*k/32:(i+1)*k/32], a[i*k:(i+1)*k], 32)
+		}
+		parallel(parts, func(part int) {
+			sc := make([]float32, 3*k/32)
+			for r := n * part / parts; r < n*(part+1)/parts; r++ {
+				for i := range m {
+					out[i*n+r] = w.dotInt4(r, xp[i*k:(i+1)*k], xs[i*k/32:(i+1)*k/32], sc)
+				}
+			}
+		})
+		return
+	}
 	parallel(parts, func(part int) {
 		buf := packBufs.Get().(*packBuf)
 		defer packBufs.Put(buf)
