@@ -34,9 +34,14 @@ import (
 // temperature schedule (1 = the model's defaults, 0 ≈ greedy); in AR mode it
 // is the sampling temperature (0 = greedy). seed makes a run reproducible;
 // without it every request draws a fresh seed. stop (a string or up to 4) cuts
-// the answer at the first occurrence. Extension: "mode": "ar" decodes one token
+// the answer at the first occurrence. Extensions: "mode": "ar" decodes one token
 // per forward pass instead of block diffusion; system_fingerprint names the
-// mode that ran.
+// mode that ran. "darkroom": {"opening": text} fixes the start of the answer
+// (engine.Request.Opening: the Encyclopedia's heading), and with "steps": true
+// a stream also carries the developing canvas: chunks with no choices and a
+// "darkroom" object (see stepChunk), at most one per FrameInterval, after the
+// text of the canvases committed before it; the finish chunk's "darkroom"
+// holds the run's forward passes and canvases. Other clients see none of it.
 //
 // Errors are OpenAI's shape, {"error": {message, type, param, code}}, with a
 // 4xx for everything the client can fix: 400 (context_length_exceeded names
@@ -112,7 +117,47 @@ type chatRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	Mode string `json:"mode"` // Darkroom extension: "diffusion" (default) or "ar"
+	Mode     string             `json:"mode"` // Darkroom extension: "diffusion" (default) or "ar"
+	Darkroom *darkroomExtension `json:"darkroom"`
+}
+
+// darkroomExtension is the request's opt-in Darkroom extension.
+type darkroomExtension struct {
+	Opening string `json:"opening"` // the start of the answer, fixed in advance
+	Steps   bool   `json:"steps"`   // stream the developing canvas (stepChunk)
+}
+
+// stepChunk is a chunk's "darkroom" object: one denoising step of the current
+// canvas (Step > 0), or, in the finish chunk, the run's totals (Canvases set).
+// Draft and Argmax are the canvas positions' token texts, null for a token
+// that ends the answer; Committed counts the tokens committed before the canvas.
+type stepChunk struct {
+	Canvas        int                  `json:"canvas"`
+	Step          int                  `json:"step,omitempty"`
+	Draft         []*string            `json:"draft,omitempty"`
+	Argmax        []*string            `json:"argmax,omitempty"`
+	Accepted      []bool               `json:"accepted,omitempty"`
+	Committed     int                  `json:"committed"`
+	ForwardPasses int                  `json:"forward_passes"`
+	ElapsedMS     float64              `json:"elapsed_ms"`
+	Canvases      []engine.CanvasStats `json:"canvases,omitempty"`
+}
+
+// newStepChunk describes a step event with v's token texts.
+func newStepChunk(ev engine.Event, v Vocabulary) stepChunk {
+	texts := func(ids []int) []*string {
+		out := make([]*string, len(ids))
+		for i, id := range ids {
+			if !v.IsEnd(id) {
+				t := v.TokenText(id)
+				out[i] = &t
+			}
+		}
+		return out
+	}
+	return stepChunk{Canvas: ev.Canvas, Step: ev.Step, Draft: texts(ev.Draft), Argmax: texts(ev.Argmax),
+		Accepted: append([]bool(nil), ev.Accepted...), Committed: len(ev.Committed),
+		ForwardPasses: ev.ForwardPasses, ElapsedMS: float64(ev.Elapsed.Microseconds()) / 1000}
 }
 
 type chatMessage struct {
@@ -140,13 +185,14 @@ type outMessage struct {
 }
 
 type completionBody struct {
-	ID                string   `json:"id"`
-	Object            string   `json:"object"`
-	Created           int64    `json:"created"`
-	Model             string   `json:"model"`
-	SystemFingerprint string   `json:"system_fingerprint"`
-	Choices           []choice `json:"choices"`
-	Usage             *usage   `json:"usage,omitempty"`
+	ID                string     `json:"id"`
+	Object            string     `json:"object"`
+	Created           int64      `json:"created"`
+	Model             string     `json:"model"`
+	SystemFingerprint string     `json:"system_fingerprint"`
+	Choices           []choice   `json:"choices"`
+	Usage             *usage     `json:"usage,omitempty"`
+	Darkroom          *stepChunk `json:"darkroom,omitempty"` // only with the request's "darkroom" extension
 }
 
 // badRequest is a client error with the parameter it is about.
@@ -237,6 +283,9 @@ func engineRequest(cr *chatRequest, m Model) (engine.Request, []string, error) {
 			}
 			req.Sampling.TMin, req.Sampling.TMax = tMin*scale, tMax*scale
 		}
+	}
+	if cr.Darkroom != nil {
+		req.Opening = cr.Darkroom.Opening
 	}
 	if cr.Seed != nil {
 		req.Seed = uint64(*cr.Seed)
@@ -361,7 +410,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return // the client went away
 		}
-		c := s.complete(r.Context(), &m, req, stops, nil)
+		c := s.complete(r.Context(), &m, req, stops, nil, nil)
 		release()
 		if c.err != nil {
 			if r.Context().Err() != nil {
@@ -406,9 +455,16 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	var onStep func(stepChunk) error
+	if cr.Darkroom != nil && cr.Darkroom.Steps && m.Vocab != nil {
+		onStep = func(st stepChunk) error {
+			return stream.event("", completionBody{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.ID,
+				SystemFingerprint: fingerprint, Choices: []choice{}, Darkroom: &st})
+		}
+	}
 	c := s.complete(r.Context(), &m, req, stops, func(delta string) error {
 		return chunk(&outMessage{Content: &delta}, nil, nil)
-	})
+	}, onStep)
 	if c.err != nil {
 		if r.Context().Err() == nil {
 			s.logf("server: chat completion: %v", c.err)
@@ -417,7 +473,13 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if chunk(&outMessage{}, &c.finish, nil) != nil {
+	finish := completionBody{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.ID, SystemFingerprint: fingerprint,
+		Choices: []choice{{Delta: &outMessage{}, Logprobs: json.RawMessage("null"), FinishReason: &c.finish}}}
+	if onStep != nil {
+		finish.Darkroom = &stepChunk{Canvas: max(len(c.res.Canvases)-1, 0), Committed: c.usage.CompletionTokens,
+			ForwardPasses: c.res.ForwardPasses, ElapsedMS: float64(c.res.Elapsed.Microseconds()) / 1000, Canvases: c.res.Canvases}
+	}
+	if stream.event("", finish) != nil {
 		return
 	}
 	if cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage {
@@ -456,6 +518,7 @@ type completion struct {
 	text   string
 	finish string // "stop" or "length"
 	usage  usage
+	res    *engine.Result // the engine's result (nil with err)
 	err    error
 }
 
@@ -464,15 +527,23 @@ var errStopString = errors.New("a stop string was written")
 // complete runs req. Committed text is passed to onDelta (if set) as it grows,
 // append-only: text that may still change (an incomplete UTF-8 sequence at the
 // end, or the start of a stop string) is held back. A stop string ends the
-// generation early. An onDelta error (the client went away) cancels it.
-func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, stops []string, onDelta func(string) error) completion {
+// generation early. onStep (if set) gets the latest denoising step, at most
+// one per FrameInterval and after the text committed before it. An onDelta or
+// onStep error (the client went away) cancels the generation.
+func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, stops []string, onDelta func(string) error,
+	onStep func(stepChunk) error) completion {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	box := newMailbox[string]()
-	if onDelta != nil || len(stops) > 0 {
+	steps := newMailbox[stepChunk]()
+	if onDelta != nil || len(stops) > 0 || onStep != nil {
 		req.OnEvent = func(ev engine.Event) {
-			if ev.Kind == engine.EventCommit || ev.Kind == engine.EventToken {
+			switch {
+			case ev.Kind == engine.EventCommit || ev.Kind == engine.EventToken:
+				steps.take() // a step of the canvas just committed is stale
 				box.put(ev.Text)
+			case ev.Kind == engine.EventStep && onStep != nil:
+				steps.put(newStepChunk(ev, m.Vocab))
 			}
 		}
 	}
@@ -520,27 +591,59 @@ func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, sto
 		return onDelta(delta)
 	}
 
+	flush := func() error {
+		if text, ok := box.take(); ok && !stopped {
+			return push(text, false)
+		}
+		return nil
+	}
+	var (
+		lastStep time.Time
+		stepDue  <-chan time.Time // set while a step waits for its frame
+	)
+	sendStep := func() error {
+		if wait := s.opts.FrameInterval - time.Since(lastStep); wait > 0 {
+			if stepDue == nil {
+				stepDue = time.After(wait)
+			}
+			return nil
+		}
+		if err := flush(); err != nil { // the canvases committed before the step come first
+			return err
+		}
+		st, ok := steps.take()
+		if !ok || stopped {
+			return nil
+		}
+		lastStep = time.Now()
+		return onStep(st)
+	}
 	var out outcome
 loop:
 	for {
+		var err error
 		select {
 		case out = <-finished:
 			break loop
 		case <-box.kick:
-			if text, ok := box.take(); ok && !stopped {
-				if err := push(text, false); err != nil {
-					cancel(err)
-					out = <-finished
-					return completion{err: fmt.Errorf("send: %w", err)}
-				}
-			}
+			err = flush()
+		case <-steps.kick:
+			err = sendStep()
+		case <-stepDue:
+			stepDue = nil
+			err = sendStep()
+		}
+		if err != nil {
+			cancel(err)
+			<-finished
+			return completion{err: fmt.Errorf("send: %w", err)}
 		}
 	}
 	if out.err != nil {
 		return completion{err: out.err}
 	}
 	res := out.res
-	c := completion{usage: usage{PromptTokens: res.PromptTokens, CompletionTokens: len(res.Tokens)}}
+	c := completion{res: res, usage: usage{PromptTokens: res.PromptTokens, CompletionTokens: len(res.Tokens)}}
 	c.usage.TotalTokens = c.usage.PromptTokens + c.usage.CompletionTokens
 	switch {
 	case stopped:
