@@ -40,11 +40,11 @@ func (p *Params) Attention(layer int, x, positions *Node, src keySource) *Node {
 	h, kvh, hd := cfg.NumAttentionHeads, cfg.KVHeads(layer), cfg.LayerHeadDim(layer)
 	eps := cfg.RMSNormEps
 
-	q := Reshape(Linear(x, p.Get(pre+"q_proj.weight")), b, t, h, hd)
-	kRaw := Reshape(Linear(x, p.Get(pre+"k_proj.weight")), b, t, kvh, hd)
+	q := Reshape(p.Linear(x, pre+"q_proj.weight"), b, t, h, hd)
+	kRaw := Reshape(p.Linear(x, pre+"k_proj.weight"), b, t, kvh, hd)
 	vRaw := kRaw
 	if cfg.IsSliding(layer) {
-		vRaw = Reshape(Linear(x, p.Get(pre+"v_proj.weight")), b, t, kvh, hd)
+		vRaw = Reshape(p.Linear(x, pre+"v_proj.weight"), b, t, kvh, hd)
 	}
 	inv := p.layerInvFreq(layer)
 	q = ApplyRoPE(RMSNorm(q, p.Get(pre+"q_norm.weight"), eps), positions, inv)
@@ -53,7 +53,7 @@ func (p *Params) Attention(layer int, x, positions *Node, src keySource) *Node {
 
 	K, V, visible := src.keys(layer, k, v)
 	out := attend(q, K, V, visible) // [B, T, H·Hd]
-	return Linear(out, p.Get(pre+"o_proj.weight"))
+	return p.Linear(out, pre+"o_proj.weight")
 }
 
 // attend is grouped-query attention with scale 1.0 and the softmax in float32.

@@ -120,14 +120,14 @@ func headProduct(p *Params, h *Node, rows int) *Node {
 	const name = "embed_tokens.weight"
 	v := p.Cfg.VocabSize
 	if rows >= v {
-		return DotGeneral(h, []int{-1}, nil, p.Get(name), []int{1}, nil)
+		return WeightDot(h, []int{-1}, nil, p.Matrix(name), []int{1}, nil)
 	}
 	g := h.Graph()
 	var parts []*Node
 	prev := h // chunk 0 is converted only once its input exists
 	vocabChunks(v, rows, func(_, start, n int) {
-		e := p.GatherRows(name, after(rowRange(g, start, n), prev)) // [n, D]
-		prev = DotGeneral(h, []int{-1}, nil, e, []int{1}, nil)      // [..., n]
+		e := p.MatrixRows(name, 1, after(rowRange(g, start, n), prev)) // [n, D]
+		prev = WeightDot(h, []int{-1}, nil, e, []int{1}, nil)          // [..., n]
 		parts = append(parts, prev)
 	})
 	return Concatenate(parts, -1)
@@ -150,7 +150,7 @@ func softProduct(p *Params, scaled *Node, rows int) *Node {
 	v := p.Cfg.VocabSize
 	if rows >= v {
 		probs := Softmax(scaled, -1)
-		return DotGeneral(probs, []int{-1}, nil, p.Get(name), []int{0}, nil)
+		return WeightDot(probs, []int{-1}, nil, p.Matrix(name), []int{0}, nil)
 	}
 	g := scaled.Graph()
 	normMax := StopGradient(ReduceAndKeep(scaled, ReduceMax, -1))
@@ -159,8 +159,8 @@ func softProduct(p *Params, scaled *Node, rows int) *Node {
 	prev := denom
 	vocabChunks(v, rows, func(_, start, n int) {
 		probs := Div(Exp(Sub(SliceAxis(scaled, -1, AxisRange(start, start+n)), normMax)), denom) // [..., n]
-		e := p.GatherRows(name, after(rowRange(g, start, n), prev))                              // [n, D]
-		part := DotGeneral(probs, []int{-1}, nil, e, []int{0}, nil)                              // [..., D]
+		e := p.MatrixRows(name, 1, after(rowRange(g, start, n), prev))                           // [n, D]
+		part := WeightDot(probs, []int{-1}, nil, e, []int{0}, nil)                               // [..., D]
 		if acc == nil {
 			acc = part
 		} else {

@@ -21,7 +21,15 @@ func GeluTanh(x *Node) *Node { return activations.GeluApproximate(x) }
 //
 // x: [..., D] → [..., D]
 func (p *Params) GatedMLP(x *Node, prefix string) *Node {
-	gate := Linear(x, p.Get(prefix+".gate_proj.weight"))
-	up := Linear(x, p.Get(prefix+".up_proj.weight"))
-	return Linear(Mul(GeluTanh(gate), up), p.Get(prefix+".down_proj.weight"))
+	gate := p.Linear(x, prefix+".gate_proj.weight")
+	up := p.Linear(x, prefix+".up_proj.weight")
+	return p.Linear(Mul(GeluTanh(gate), up), prefix+".down_proj.weight")
+}
+
+// Linear applies the named HF Linear weight without bias, in the compute dtype
+// (Params.Compute: Matrix and WeightDot).
+//
+// x: [..., in] → [..., out]
+func (p *Params) Linear(x *Node, name string) *Node {
+	return WeightDot(x, []int{-1}, nil, p.Matrix(name), []int{1}, nil)
 }

@@ -178,13 +178,13 @@ func (p *Params) expertGroup(pre string, xb, blockExpert *Node) *Node {
 	// gate_up_proj [E, 2F, D] viewed as [2E, F, D]: row 2e is expert e's gate, 2e+1 its
 	// up projection, so each is a plain row gather (no Slice, whose gradient needs Pad).
 	gateIdx := MulScalar(blockExpert, 2)
-	wg := p.GatherRowsSplit(pre+"gate_up_proj", 2, gateIdx)               // [G, F, D]
-	wu := p.GatherRowsSplit(pre+"gate_up_proj", 2, AddScalar(gateIdx, 1)) // [G, F, D]
-	gate := DotGeneral(xb, []int{2}, []int{0}, wg, []int{2}, []int{0})    // [G, Bk, F]
-	up := DotGeneral(xb, []int{2}, []int{0}, wu, []int{2}, []int{0})      // [G, Bk, F]
-	hm := Mul(GeluTanh(gate), up)                                         // [G, Bk, F]
-	wd := p.GatherRows(pre+"down_proj", blockExpert)                      // [G, D, F]
-	return DotGeneral(hm, []int{2}, []int{0}, wd, []int{2}, []int{0})     // [G, Bk, D]
+	wg := p.MatrixRows(pre+"gate_up_proj", 2, gateIdx)                // [G, F, D]
+	wu := p.MatrixRows(pre+"gate_up_proj", 2, AddScalar(gateIdx, 1))  // [G, F, D]
+	gate := WeightDot(xb, []int{2}, []int{0}, wg, []int{2}, []int{0}) // [G, Bk, F]
+	up := WeightDot(xb, []int{2}, []int{0}, wu, []int{2}, []int{0})   // [G, Bk, F]
+	hm := Mul(GeluTanh(gate), up)                                     // [G, Bk, F]
+	wd := p.MatrixRows(pre+"down_proj", 1, blockExpert)               // [G, D, F]
+	return WeightDot(hm, []int{2}, []int{0}, wd, []int{2}, []int{0})  // [G, Bk, D]
 }
 
 // groupLayout places N assignments into the expert-grouped row buffer.

@@ -51,6 +51,15 @@ type Params struct {
 	// MoERows collects, per MoE block built in this graph, the scalar Int32 count of
 	// expert rows holding real assignments (padding to the block size included).
 	MoERows []*Node
+
+	// Compute is the dtype of the weight matrices' products (Matrix, WeightDot): zero or
+	// Float32 computes them in float32, as every other operation; BFloat16 multiplies
+	// bf16 operands — the stored bf16 weight itself, a quantized block dequantized
+	// to bf16, the activations rounded to bf16 — accumulating in float32 inside the
+	// dot (both GoMLX backends do; XLA on GPUs through cuBLAS/cuDNN bf16 GEMMs), and
+	// widens the product to float32, as upstream's bf16 Linear layers do. Norms,
+	// attention scores, softmaxes, the router and the residual stream stay float32.
+	Compute dtypes.DType
 }
 
 // NewParams returns the weight reader for graph g. ctx is the model's root context;
@@ -121,29 +130,82 @@ func (p *Params) Get(name string) *Node {
 // Float32, so only the selected rows are converted or dequantized (experts,
 // embeddings). idx: [..., 1] integer → [..., rest of the weight's shape...].
 func (p *Params) GatherRows(name string, idx *Node) *Node {
-	if v := p.variable(name); v != nil {
-		return toF32(Gather(v.ValueGraph(p.g), idx))
-	}
-	qw, qs, qm := p.quantized(name)
-	gather := func(x *Node) *Node { return Gather(x, idx) }
-	return p.dequantize(gather(qw.ValueGraph(p.g)), gather(qs.ValueGraph(p.g)), p.minNode(qm, gather), name)
+	return p.gatherAs(name, 1, idx, dtypes.Float32)
 }
 
 // GatherRowsSplit is GatherRows on the weight viewed with its first axis multiplied by
 // split and its second divided by it ([E, 2F, …] → [2E, F, …] for split 2), so that
 // idx addresses sub-blocks of rows.
 func (p *Params) GatherRowsSplit(name string, split int, idx *Node) *Node {
+	return p.gatherAs(name, split, idx, dtypes.Float32)
+}
+
+// gatherAs is GatherRowsSplit (split 1: GatherRows) converting the gathered rows to
+// dt (Float32, or the compute dtype; see asDType).
+func (p *Params) gatherAs(name string, split int, idx *Node, dt dtypes.DType) *Node {
 	view := func(x *Node) *Node {
+		if split == 1 {
+			return x
+		}
 		d := append([]int{}, x.Shape().Dimensions...)
 		d[0], d[1] = d[0]*split, d[1]/split
 		return Reshape(x, d...)
 	}
 	if v := p.variable(name); v != nil {
-		return toF32(Gather(view(v.ValueGraph(p.g)), idx))
+		return asDType(Gather(view(v.ValueGraph(p.g)), idx), dt)
 	}
 	qw, qs, qm := p.quantized(name)
 	gather := func(x *Node) *Node { return Gather(view(x), idx) }
-	return p.dequantize(gather(qw.ValueGraph(p.g)), gather(qs.ValueGraph(p.g)), p.minNode(qm, gather), name)
+	return asDType(p.dequantize(gather(qw.ValueGraph(p.g)), gather(qs.ValueGraph(p.g)), p.minNode(qm, gather), name), dt)
+}
+
+// computeDType is the dtype of the weight products: BFloat16 when Compute says so,
+// else Float32.
+func (p *Params) computeDType() dtypes.DType {
+	if p.Compute == dtypes.BFloat16 {
+		return dtypes.BFloat16
+	}
+	return dtypes.Float32
+}
+
+// Matrix is a weight as an operand of WeightDot, in the compute dtype (see Compute):
+// Get in float32 compute; in bf16 compute the stored bf16 weight as is (no float32
+// copy), a quantized one dequantized and rounded to bf16.
+func (p *Params) Matrix(name string) *Node {
+	dt := p.computeDType()
+	if dt == dtypes.Float32 {
+		return p.Get(name)
+	}
+	key := name + "@" + dt.String()
+	if n, ok := p.cache[key]; ok {
+		return n
+	}
+	var n *Node
+	if v := p.variable(name); v != nil {
+		n = asDType(v.ValueGraph(p.g), dt)
+	} else {
+		n = asDType(p.Get(name), dt)
+	}
+	p.cache[key] = n
+	return n
+}
+
+// MatrixRows is GatherRowsSplit (split 1: GatherRows) for a matmul operand: the rows
+// in the compute dtype, like Matrix.
+func (p *Params) MatrixRows(name string, split int, idx *Node) *Node {
+	return p.gatherAs(name, split, idx, p.computeDType())
+}
+
+// WeightDot is DotGeneral of activations lhs and a weight operand rhs from Matrix or
+// MatrixRows: when rhs is bf16, lhs is rounded to bf16 and the bf16 product
+// (float32 accumulation inside the dot) widened to float32; otherwise plain
+// DotGeneral.
+func WeightDot(lhs *Node, lhsContract, lhsBatch []int, rhs *Node, rhsContract, rhsBatch []int) *Node {
+	if rhs.DType() != dtypes.BFloat16 || lhs.DType() == dtypes.BFloat16 {
+		return DotGeneral(lhs, lhsContract, lhsBatch, rhs, rhsContract, rhsBatch)
+	}
+	out := DotGeneral(ConvertDType(lhs, dtypes.BFloat16), lhsContract, lhsBatch, rhs, rhsContract, rhsBatch)
+	return ConvertDType(out, lhs.DType())
 }
 
 // quantized returns a quantized weight's variables; qm (NAME.qmin) is nil unless the
@@ -189,6 +251,18 @@ func (p *Params) dequantize(qw, qs, qm *Node, name string) *Node {
 		panic(fmt.Errorf("weight %q: %w", name, err))
 	}
 	return quant.DequantizeGraph(qw, qs, spec, logical, mins...)
+}
+
+// asDType converts x to dt: Float32 by toF32 (Float64 kept), otherwise a plain
+// conversion (none when x is dt already).
+func asDType(x *Node, dt dtypes.DType) *Node {
+	if dt == dtypes.Float32 {
+		return toF32(x)
+	}
+	if x.DType() == dt {
+		return x
+	}
+	return ConvertDType(x, dt)
 }
 
 // toF32 converts stored weights (BF16, …) to the Float32 compute dtype. Float64 is

@@ -72,6 +72,11 @@ type Runner struct {
 	// Encode; the host path always caches Float32.
 	CacheDType dtypes.DType
 
+	// ComputeDType is the graphs' dtype for the weight products (Params.Compute): zero
+	// or Float32, or BFloat16 (bf16 operands, float32 accumulation, as upstream's bf16
+	// model). Set it before the first Encode/Decode: compiled graphs keep it.
+	ComputeDType dtypes.DType
+
 	encodeExec, decodeExec, hiddenExec *context.Exec
 	scoreExec                          *context.Exec
 	stepExec                           *context.Exec // DecodeStep's (step.go), made on first use
@@ -656,7 +661,7 @@ func (r *Runner) decodeHiddenGraph(ctx *context.Context, in []*Node) []*Node {
 // params is the graphs' weight reader, with the runner's settings.
 func (r *Runner) params(ctx *context.Context, g *Graph) *Params {
 	p := NewParams(ctx, g, r.cfg)
-	p.MoEBlock = r.MoEBlock
+	p.MoEBlock, p.Compute = r.MoEBlock, r.ComputeDType
 	return p
 }
 
