@@ -267,8 +267,8 @@ func (w *Matrix) float32s() ([]float32, bool) {
 func (w *Matrix) mulRows(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	parts := min(workers(), max(1, m*n*k>>15))
-	// The fused products' sums (and permutation) of a: scratch from the pool, as every
-	// buffer of a product (an AR step makes a thousand of these).
+	// The fused products' sums of a: scratch from the pool, as every buffer of a product
+	// (an AR step makes a thousand of these).
 	cb := packBufs.Get().(*packBuf)
 	defer packBufs.Put(cb)
 	if h := w.nibbleHalf(); h > 0 && k > 0 {
@@ -281,26 +281,6 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 			for r := n * part / parts; r < n*(part+1)/parts; r++ {
 				for i := range m {
 					out[i*n+r] = w.dotNibbles(r, a[i*k:(i+1)*k], xs[i*k/h:(i+1)*k/h])
-				}
-			}
-		})
-		return
-	}
-	if w.int4Dot() && k > 0 {
-		cb.dec = grow(cb.dec, m*k+m*k/32)
-		xp, xs := cb.dec[:m*k], cb.dec[m*k:]
-		for i := range m {
-			evensOdds(xp[i*k:(i+1)*k], a[i*k:(i+1)*k])
-			halfSums(xs[i*k/32:(i+1)*k/32], a[i*k:(i+1)*k], 32)
-		}
-		parallel(parts, func(part int) {
-			buf := packBufs.Get().(*packBuf)
-			defer packBufs.Put(buf)
-			buf.tile = grow(buf.tile, 3*k/32)
-			sc := buf.tile
-			for r := n * part / parts; r < n*(part+1)/parts; r++ {
-				for i := range m {
-					out[i*n+r] = w.dotInt4(r, xp[i*k:(i+1)*k], xs[i*k/32:(i+1)*k/32], sc)
 				}
 			}
 		})

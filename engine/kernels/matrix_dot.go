@@ -4,17 +4,16 @@ import (
 	"encoding/binary"
 
 	"github.com/darkroomlabs/darkroom/engine/gguf"
-	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
-// The AR step's products for the 4-bit formats without decoding: a value is scale·q +
-// min per (half-)block, so its dot product with x is Σ scale·(Σ q·x) over the blocks
-// (dotNibbleRuns, in vector code) plus Σ min·(Σ x), the sums of x taken once per
-// product. It reads each weight byte once and writes nothing, which is what a
-// memory-bound product wants. ggml's layouts put a run's low nibbles first and its
-// high ones after, as dotNibbleRuns reads them; Darkroom's int4 interleaves them
-// (value 2i low, 2i+1 high), so x is permuted once per product to match: each group of
-// 32 as its 16 even values, then its 16 odd ones.
+// The AR step's products for ggml's 4-bit formats without decoding: a value is
+// scale·q + min per half-block, so its dot product with x is Σ scale·(Σ q·x) over the
+// half-blocks (dotNibbleRuns, in vector code) plus Σ min·(Σ x), the sums of x taken
+// once per product. It reads each weight byte once and writes nothing, which is what a
+// memory-bound product wants. Darkroom's own int4 is not summed this way: the host
+// model holds its products bit for bit to the float32 product of the dequantized
+// weights (engine/weights' TestInt4Formats), which decoding and then dotting keeps and
+// a regrouped sum would not.
 
 // nibbleHalf is the length of the half-blocks of a format with a fused dot product
 // (values sharing a scale and a minimum), 0 for the others.
@@ -29,50 +28,6 @@ func (w *Matrix) nibbleHalf() int {
 		return 32
 	}
 	return 0
-}
-
-// int4Dot reports whether w is Darkroom's int4 in groups of 32 (symmetric or affine),
-// whose fused product takes x permuted by evensOdds.
-func (w *Matrix) int4Dot() bool {
-	return w.Spec.Bits == 4 && w.Spec.Format != quant.FP4 && w.group() == 32
-}
-
-// evensOdds writes each group of 32 values of x into dst as its 16 even values, then
-// its 16 odd ones.
-func evensOdds(dst, x []float32) {
-	for g := 0; g+32 <= len(x); g += 32 {
-		for i := range 16 {
-			dst[g+i], dst[g+16+i] = x[g+2*i], x[g+2*i+1]
-		}
-	}
-}
-
-// dotInt4 is row r of an int4 g32 w dotted with x, xp being x permuted by evensOdds and
-// xs its group sums; sc is scratch for 3·Cols/32 values.
-func (w *Matrix) dotInt4(r int, xp, xs, sc []float32) float32 {
-	k := w.Cols
-	groups := k / 32
-	g0 := r * groups
-	s := sc[2*groups : 3*groups]
-	w.scales(s, w.Scales, g0)
-	var mins float32
-	if w.Spec.Format == quant.Affine {
-		m := sc[:groups]
-		w.scales(m, w.Mins, g0)
-		for g, v := range m {
-			mins += v * xs[g]
-		}
-	} else {
-		for g, v := range s {
-			mins -= 8 * v * xs[g]
-		}
-	}
-	// Both halves of a group (its even and its odd values) share its scale.
-	pair := sc[:2*groups]
-	for g, v := range s {
-		pair[2*g], pair[2*g+1] = v, v
-	}
-	return dotNibbleRuns(xp, w.Data[g0*16:(g0+groups)*16], 16, 16, pair) + mins
 }
 
 // halfSums writes the sums of x's consecutive runs of h values into dst.
