@@ -41,7 +41,7 @@ func StepGraph(logits, temperature, keys, held, bound *Node) (draft, accepted, e
 
 	pos := Iota(g, shapes.Make(dtypes.Uint32, c), 0)
 	u := MulScalar(ConvertDType(hashGraph(pos, keyElem(keys, 0), keyElem(keys, 1)), dtypes.Float64), 1.0/(1<<32))
-	sampled := inverseCDF(e64, Mul(u, s))
+	sampled := inverseCDF(e, Mul(u, s))
 
 	isHeld := GreaterOrEqual(held, ZerosLike(held))
 	sampled = Where(isHeld, held, sampled)
@@ -93,8 +93,10 @@ func cdfBlock(v int) int {
 
 // inverseCDF returns, per row, the first id whose cumulative mass exceeds target (as
 // tempered's loop), or the last id with mass when rounding put target past the total.
+// The masses are summed in float64; they are read as float32 (widening is exact) so
+// that no float64 copy of the [C, V] block needs to exist.
 //
-// e: [C, V] Float64 (non-negative), target: [C] Float64 → [C] Int32
+// e: [C, V] Float32 (non-negative), target: [C] Float64 → [C] Int32
 func inverseCDF(e, target *Node) *Node {
 	g := e.Graph()
 	c, v := e.Shape().Dimensions[0], e.Shape().Dimensions[1]
@@ -102,18 +104,18 @@ func inverseCDF(e, target *Node) *Node {
 	nb := (v + b - 1) / b
 	padded := e
 	if nb*b > v {
-		padded = Concatenate([]*Node{e, Zeros(g, shapes.Make(dtypes.Float64, c, nb*b-v))}, -1)
+		padded = Concatenate([]*Node{e, Zeros(g, shapes.Make(e.DType(), c, nb*b-v))}, -1)
 	}
 	blocks := Reshape(padded, c, nb, b)
-	cum := CumSum(ReduceSum(blocks, -1), -1) // [C, nb]: mass up to each block's end
-	t := ExpandAxes(target, -1)              // [C, 1]
+	cum := CumSum(ReduceSum(ConvertDType(blocks, dtypes.Float64), -1), -1) // [C, nb]: mass up to each block's end
+	t := ExpandAxes(target, -1)                                            // [C, 1]
 	countInt := func(x *Node) *Node { return ReduceSum(ConvertDType(x, dtypes.Int32), -1) }
 	blk := countInt(LessOrEqual(cum, t)) // first block whose end exceeds target
 	blkIdx := Iota(g, shapes.Make(dtypes.Int32, c, nb), 1)
 	start := ReduceSum(Where(Equal(blkIdx, ExpandAxes(SubScalar(blk, 1), -1)), cum, ZerosLike(cum)), -1)
 	inBlk := Min(blk, Scalar(g, dtypes.Int32, nb-1))
 	rowIdx := Add(MulScalar(Iota(g, shapes.Make(dtypes.Int32, c), 0), nb), inBlk)
-	rows := Gather(Reshape(blocks, c*nb, b), Reshape(rowIdx, c, 1)) // [C, b]
+	rows := ConvertDType(Gather(Reshape(blocks, c*nb, b), Reshape(rowIdx, c, 1)), dtypes.Float64) // [C, b]
 	j := countInt(LessOrEqual(Add(CumSum(rows, -1), ExpandAxes(start, -1)), t))
 	ids := Add(MulScalar(inBlk, b), j)
 
