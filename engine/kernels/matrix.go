@@ -234,8 +234,8 @@ func decodeE2M1(dst []float32, codes []byte, s float32) {
 }
 
 // MulVec computes out = w·x for x [Cols], out [Rows] (the AR step's product, one pass
-// over the weights), the rows split across the worker pool; each row is decoded into
-// an L1-sized buffer and dotted with x.
+// over the weights), the rows split across the worker pool; each row is decoded into a
+// buffer and dotted with x.
 func (w *Matrix) MulVec(out, x []float32) error {
 	if err := w.Check(); err != nil {
 		return err
@@ -261,9 +261,11 @@ func (w *Matrix) float32s() ([]float32, bool) {
 	return unsafe.Slice((*float32)(unsafe.Pointer(&w.Data[0])), n), true
 }
 
-// mulRows computes out [m, Rows] = a [m, Cols]·wᵀ one decoded chunk of a row of w at a
-// time, dotted with the m rows of a (MulVec's way, for m < dotRows); ggml's 4-bit
-// formats without decoding (matrix_dot.go).
+// mulRows computes out [m, Rows] = a [m, Cols]·wᵀ a decoded row of w at a time (in L1
+// or L2: a row is at most tens of KiB), dotted with the m rows of a (MulVec's way, for
+// m < dotRows) exactly as MulNT dots float32 rows, so a stored matrix's product is bit
+// for bit that of its dequantized float32 twin; ggml's 4-bit formats without decoding
+// (matrix_dot.go).
 func (w *Matrix) mulRows(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	parts := min(workers(), max(1, m*n*k>>15))
@@ -289,31 +291,14 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 	parallel(parts, func(part int) {
 		buf := packBufs.Get().(*packBuf)
 		defer packBufs.Put(buf)
-		chunk := w.chunk()
-		buf.dec = grow(buf.dec, chunk)
+		buf.dec = grow(buf.dec, k)
 		for r := n * part / parts; r < n*(part+1)/parts; r++ {
+			w.decode(buf.dec, r, 0, k)
 			for i := range m {
-				out[i*n+r] = 0
-			}
-			for p := 0; p < k; p += chunk {
-				p1 := min(k, p+chunk)
-				w.decode(buf.dec, r, p, p1)
-				for i := range m {
-					out[i*n+r] += dot(buf.dec[:p1-p], a[i*k+p:i*k+p1])
-				}
+				out[i*n+r] = dot(buf.dec[:k], a[i*k:(i+1)*k])
 			}
 		}
 	})
-}
-
-// chunk is MulVec's decoding block: at most 4096 inputs (16 KiB of float32), a whole
-// number of the format's blocks.
-func (w *Matrix) chunk() int {
-	g := w.group()
-	if w.Spec.Bits != 0 {
-		g = 256 // any group divides into runs; keep nibble pairs and fp4 blocks whole
-	}
-	return max(g, 4096/g*g)
 }
 
 // MulNT computes out = a·wᵀ for a [m, Cols], out [m, Rows], overwritten: MulNT's

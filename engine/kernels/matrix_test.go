@@ -181,8 +181,8 @@ func checkProduct(t *testing.T, out, a, want []float32, m, n, k int) {
 
 // TestMatrixProducts: every stored format's MulVec (m = 1) and MulNT against the
 // float64 product with the weights its owner's decoder gives, on row counts and depths
-// that are not multiples of the micro-tile, the packing blocks (KC 256) or the
-// decoding chunk, out starting as garbage.
+// that are not multiples of the micro-tile or the packing blocks (KC 256), out
+// starting as garbage.
 func TestMatrixProducts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, f := range formats {
@@ -206,6 +206,35 @@ func TestMatrixProducts(t *testing.T) {
 				}
 				checkProduct(t, vec, a[:k], tm.want, 1, n, k)
 			})
+		}
+	}
+}
+
+// TestMatrixMatchesFloat32: a stored matrix's products are bit for bit MulNT's on the
+// float32 weights its owner's decoder gives (the host model's twin test relies on it),
+// rows longer than 4096 included; ggml's 4-bit types sum the AR step's products their
+// own way (matrix_dot.go) and are only held to the reference there.
+func TestMatrixMatchesFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, f := range formats {
+		for _, c := range [][3]int{{1, 37, 4608}, {2, 9, 512}, {40, 70, 768}} {
+			m, n, k := c[0], c[1], c[2]
+			tm := f.make(t, rng, n, k)
+			a := randWeights(rng, m*k)
+			got, want := make([]float32, m*n), make([]float32, m*n)
+			if err := tm.w.MulNT(got, a, m); err != nil {
+				t.Fatal(err)
+			}
+			MulNT(want, a, tm.want, m, n, k)
+			if m < dotRows && tm.w.nibbleHalf() > 0 {
+				checkProduct(t, got, a, tm.want, m, n, k)
+				continue
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("%s %dx%dx%d: out[%d] = %g, float32 MulNT %g", f.name, m, n, k, i, got[i], want[i])
+				}
+			}
 		}
 	}
 }
