@@ -104,3 +104,35 @@ func entropyErr(a, b []float32) float64 {
 	}
 	return worst
 }
+
+// reserving records the cache sizes the generation loop reserves.
+type reserving struct {
+	*scriptRunner
+	reserved []int
+}
+
+func (r *reserving) Reserve(tokens int) error {
+	r.reserved = append(r.reserved, tokens)
+	return nil
+}
+
+// TestGenerationReservesTheCache: each generation sizes the KV cache once, up
+// front, for everything it may hold: the prompt and every canvas (diffusion), or
+// the prompt and the tokens (AR).
+func TestGenerationReservesTheCache(t *testing.T) {
+	f := &reserving{scriptRunner: newScript(body)}
+	e := testEngine(f.scriptRunner)
+	e.run = f
+	for _, req := range []Request{
+		{PromptIDs: prompt(), Seed: 1, Sampling: Sampling{MaxNewTokens: 40, MaxSteps: 4}},
+		{PromptIDs: prompt(), Seed: 1, Mode: AR, Sampling: Sampling{MaxNewTokens: 7}},
+	} {
+		if _, err := e.Generate(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// canvas 16: 40 tokens take three canvases.
+	if want := []int{promptLen + 48, promptLen + 7}; !slices.Equal(f.reserved, want) {
+		t.Errorf("reserved %v, want %v", f.reserved, want)
+	}
+}

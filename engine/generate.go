@@ -48,6 +48,12 @@ type deviceStepper interface {
 	DecodeStep(canvas []int, soft any, plan sampler.Plan) (res sampler.StepResult, next any, err error)
 }
 
+// cacheReserver is a runner whose KV cache can be sized for a whole generation
+// up front (engine/model's Runner: a fixed capacity on the device).
+type cacheReserver interface {
+	Reserve(tokens int) error
+}
+
 // textDecoder turns ids into text (engine/tokenizer's Tokenizer).
 type textDecoder interface {
 	Decode(ids []int) string
@@ -84,6 +90,11 @@ func (g *generation) generate() (*Result, error) {
 	g.start = time.Now()
 	g.res = &Result{PromptTokens: len(g.prompt), Canvases: []CanvasStats{}, Tokens: []int{}}
 	g.run.Reset()
+	if rs, ok := g.run.(cacheReserver); ok {
+		if err := rs.Reserve(g.contextTokens()); err != nil {
+			return nil, fmt.Errorf("KV cache for %d tokens: %w", g.contextTokens(), err)
+		}
+	}
 	var err error
 	switch g.req.Mode {
 	case AR:
@@ -97,6 +108,21 @@ func (g *generation) generate() (*Result, error) {
 		return nil, err
 	}
 	return g.finish(), nil
+}
+
+// contextTokens is the most the KV cache holds in this generation: the prompt and
+// every canvas but the last (which a guidance round may score whole), or in AR mode
+// the prompt, the opening and the tokens
+// (at most max_position_embeddings, past which the runner refuses tokens).
+func (g *generation) contextTokens() int {
+	n := len(g.prompt) + (g.s.MaxNewTokens+g.canvas-1)/g.canvas*g.canvas
+	if g.req.Mode == AR {
+		n = len(g.prompt) + len(g.opening) + g.s.MaxNewTokens
+	}
+	if m := g.text.MaxPositionEmbeddings; m > 0 {
+		n = min(n, m)
+	}
+	return n
 }
 
 // forwardEncode runs one encoder pass, counting it.

@@ -102,6 +102,8 @@ func (m modelRunner) Decode(canvas []int, soft any, temperature float64) ([]floa
 	return logits, next, nil
 }
 
+func (m modelRunner) Reserve(tokens int) error { return m.r.Reserve(tokens) }
+
 func (m modelRunner) StepsOnDevice() bool { return m.r.StepsOnDevice() }
 
 func (m modelRunner) DecodeStep(canvas []int, soft any, plan sampler.Plan) (sampler.StepResult, any, error) {
