@@ -110,10 +110,10 @@ func (g *generation) generate() (*Result, error) {
 	return g.finish(), nil
 }
 
-// contextTokens is the most the KV cache holds in this generation: the prompt and
-// every canvas but the last (which a guidance round may score whole), or in AR mode
-// the prompt, the opening and the tokens
-// (at most max_position_embeddings, past which the runner refuses tokens).
+// contextTokens is the most the KV cache holds in this generation, at most
+// max_position_embeddings (past which the runner refuses tokens): the prompt and
+// every canvas (the last is never cached, but a guidance round scores it after the
+// cache), or in AR mode the prompt, the opening and the tokens.
 func (g *generation) contextTokens() int {
 	n := len(g.prompt) + (g.s.MaxNewTokens+g.canvas-1)/g.canvas*g.canvas
 	if g.req.Mode == AR {
