@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/adrg/xdg"
@@ -51,6 +52,36 @@ type Values struct {
 	// ServerPort is the local server's port on 127.0.0.1 (0 = a random free
 	// port at each start; see ServerPortBound).
 	ServerPort int `json:"server_port,omitempty"`
+	// RemoteServers are the OpenAI-compatible servers the Library added. Their
+	// keys are kept in this file in plain text (readable by this user only), as
+	// the HF token is; they are never logged.
+	RemoteServers []RemoteServer `json:"remote_servers,omitempty"`
+	// RemoteModel, if set, is the active model, on one of RemoteServers; the
+	// Library's local choice applies otherwise.
+	RemoteModel *RemoteModel `json:"remote_model,omitempty"`
+}
+
+// RemoteServer is an OpenAI-compatible server: its base URL and API key.
+type RemoteServer struct {
+	URL string `json:"url"`
+	Key string `json:"key,omitempty"`
+}
+
+// RemoteModel is a model of a remote server, as /v1/models lists it.
+type RemoteModel struct {
+	URL     string `json:"url"` // the server's, as in RemoteServers
+	ID      string `json:"id"`
+	OwnedBy string `json:"owned_by,omitempty"`
+}
+
+// RemoteServer returns the added server with base URL u.
+func (v Values) RemoteServer(u string) (RemoteServer, bool) {
+	for _, s := range v.RemoteServers {
+		if s.URL == u {
+			return s, true
+		}
+	}
+	return RemoteServer{}, false
 }
 
 // Bound is the range of one numeric setting (for validation and the Settings UI).
@@ -157,6 +188,18 @@ func (v *Values) clamp() {
 	if !contains(ThemeChoices, v.Theme) {
 		v.Theme = ThemeChoices[0]
 	}
+	servers := v.RemoteServers[:0:0]
+	for _, s := range v.RemoteServers {
+		if _, dup := (Values{RemoteServers: servers}).RemoteServer(s.URL); s.URL != "" && !dup {
+			servers = append(servers, s)
+		}
+	}
+	v.RemoteServers = servers
+	if r := v.RemoteModel; r != nil {
+		if _, ok := v.RemoteServer(r.URL); !ok || r.ID == "" {
+			v.RemoteModel = nil // its server was removed
+		}
+	}
 	if p := float64(v.ServerPort); p != 0 && (p < ServerPortBound.Min || p > ServerPortBound.Max) {
 		v.ServerPort = 0
 	}
@@ -218,14 +261,24 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Get() Values {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.v
+	return s.v.clone()
+}
+
+// clone copies v's slices and pointers, so a caller's changes stay its own.
+func (v Values) clone() Values {
+	v.RemoteServers = slices.Clone(v.RemoteServers)
+	if v.RemoteModel != nil {
+		r := *v.RemoteModel
+		v.RemoteModel = &r
+	}
+	return v
 }
 
 // Update changes the values with fn, clamps them and saves atomically.
 func (s *Store) Update(fn func(*Values)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v := s.v
+	v := s.v.clone()
 	fn(&v)
 	v.clamp()
 	s.v = v
