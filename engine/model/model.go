@@ -13,12 +13,18 @@
 // full layers K=V with proportional partial RoPE), then a dense shared GeGLU MLP and a
 // sparse top-k mixture of experts side by side, each with its own norms, and the
 // layer_scalar multiplying the whole layer output. Final norm, tied head, logit
-// soft-cap — all in float32 (weights may be stored in BF16 or int8/int4 and are
-// converted in-graph by Params).
+// soft-cap. Everything computes in float32 except, when Params.Compute asks for it,
+// the weight products: bf16 operands with float32 accumulation, as upstream's bf16
+// model. Weights stay on the device as stored (BF16, int8, int4, NVFP4; GGUF's
+// Q4_K/Q8_0 as exact affine int4/int8) and are converted or dequantized in-graph by
+// Params one matmul block at a time (chunk.go): rows gathered before they are
+// decoded, the tied head and the experts in bounded blocks.
 //
 // Graph functions are batched ([B, T, …]) and differentiable so engine/train can use
 // them; Runner wraps them for generation with fixed-capacity KV caches and cached
-// executables. Weights are context variables in scope "dg" named by their canonical
+// executables, and runs a whole denoising step — decoder, head, the sampler's step
+// (engine/sampler's StepGraph) and the next soft embedding — in one executable
+// (DecodeStep, step.go). memory.go says what it holds on the device. Weights are context variables in scope "dg" named by their canonical
 // names (see contracts and Params).
 //
 // On the pure-Go backend the Runner computes generation on the host instead (host.go,

@@ -31,9 +31,11 @@ const (
 	QMinSuffix    = quant.MinSuffix
 )
 
-// Params reads the model's weights inside one graph: every accessor returns Float32
-// nodes, whatever the storage (F32, BF16 converted in-graph, or int8/int4/NVFP4
-// dequantized in-graph). It caches nodes per name so a weight used twice in a graph is read once.
+// Params reads the model's weights inside one graph: Get and GatherRows return
+// Float32 nodes, whatever the storage (F32, BF16 converted in-graph, or int8/int4/NVFP4
+// dequantized in-graph); Matrix and MatrixRows return a weight product's operand in
+// the compute dtype (Compute) for WeightDot. It caches nodes per name so a weight used
+// twice in a graph is read once.
 //
 // The same Params serves inference (variables loaded with LoadTensors) and training
 // (engine/train creates trainable variables with the canonical names and shapes, and

@@ -24,8 +24,10 @@ import (
 // its tokens to a power-of-two bucket (chunks of at most MaxChunk); Decode takes the
 // canvas as is (fixed at 256 in practice). The filled length is a graph input, so one
 // executable serves every length within a capacity, and a whole generation compiles a
-// handful of graphs (prompt bucket, canvas commit, decoder; ×1 per capacity reached).
-// Executables are cached per shape and reused across generations (Reset keeps them).
+// handful of graphs (prompt bucket, canvas commit, decoder or the whole denoising step
+// of DecodeStep; ×1 per capacity reached; Reserve fixes the capacity up front).
+// Executables are cached per shape and reused across generations (Reset keeps them);
+// Compilations counts the graphs built.
 //
 // The cache tensors stay on the device between calls: they are donated to the encode
 // executable, which returns the updated cache, and only read by the decode executable.
