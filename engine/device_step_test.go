@@ -14,19 +14,23 @@ type hostSampled struct{ runner }
 // backend, InGraph) and generates with the same seed three ways: the denoising
 // step on the device (the graph path's default: ids, acceptance and entropies come
 // back), the same graphs with the logits taken to the host sampler, and the host
-// path. All give the same tokens and step events. It also counts the graph
-// path's compilations: a bounded number for the first generation, none for a
-// second.
+// path. All give the same tokens and step events, with AR guidance too (which
+// reads each canvas's last step's logits from the device). It also counts the
+// graph path's compilations: a bounded number for the first generation, none for
+// a second.
 func TestDeviceStepSameTokens(t *testing.T) {
 	dir := writeTinyModel(t)
 	type run struct {
 		tokens  []int
 		entropy [][]float32
+		rounds  int // AR guidance rounds
 	}
-	gen := func(e *Engine) run {
+	plain := Sampling{MaxNewTokens: 32, EntropyBound: 2}
+	guided := Sampling{MaxNewTokens: 32, EntropyBound: 2, Guidance: 3, GuidanceRounds: 2}
+	gen := func(e *Engine, s Sampling) run {
 		var r run
 		res, err := e.Generate(context.Background(), Request{Prompt: "What is Unix?", Seed: 11,
-			Sampling: Sampling{MaxNewTokens: 32, EntropyBound: 2}, OnEvent: func(ev Event) {
+			Sampling: s, OnEvent: func(ev Event) {
 				if ev.Kind == EventStep {
 					r.entropy = append(r.entropy, ev.Entropy)
 				}
@@ -35,6 +39,9 @@ func TestDeviceStepSameTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.tokens = res.Tokens
+		for _, c := range res.Canvases {
+			r.rounds += c.GuidanceRounds
+		}
 		return r
 	}
 	load := func(inGraph bool) *Engine {
@@ -50,13 +57,17 @@ func TestDeviceStepSameTokens(t *testing.T) {
 	if !ok || !mr.StepsOnDevice() {
 		t.Fatalf("graph path runner %T does not step on the device", e.run)
 	}
-	device := gen(e)
+	device := gen(e, plain)
 	first := mr.r.Compilations()
-	again := gen(e)
+	again := gen(e, plain)
 	second := mr.r.Compilations() - first
+	guidedDevice := gen(e, guided)
 	e.run = hostSampled{mr}
-	hostSampler := gen(e)
-	host := gen(load(false))
+	hostSampler := gen(e, plain)
+	guidedHostSampler := gen(e, guided)
+	hostEngine := load(false)
+	host := gen(hostEngine, plain)
+	guidedHost := gen(hostEngine, guided)
 	t.Logf("compilations: %d in the first generation, %d new in the second; %d tokens, %d steps",
 		first, second, len(device.tokens), len(device.entropy))
 
@@ -78,6 +89,15 @@ func TestDeviceStepSameTokens(t *testing.T) {
 			if e := entropyErr(device.entropy[s], r.entropy[s]); e > tol[name] {
 				t.Errorf("%s, step %d: entropies differ by %.2e", name, s+1, e)
 			}
+		}
+	}
+	if guidedDevice.rounds == 0 {
+		t.Error("AR guidance ran no round")
+	}
+	for name, r := range map[string]run{"host sampler": guidedHostSampler, "host path": guidedHost} {
+		if !slices.Equal(r.tokens, guidedDevice.tokens) || r.rounds != guidedDevice.rounds {
+			t.Errorf("guided, %s: other tokens or rounds:\ndevice %v (%d rounds)\n%-6s %v (%d rounds)",
+				name, guidedDevice.tokens, guidedDevice.rounds, "", r.tokens, r.rounds)
 		}
 	}
 	// Prompt bucket, canvas commit bucket(s), cache growth, the step graph: a

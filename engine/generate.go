@@ -44,8 +44,17 @@ type deviceStepper interface {
 	StepsOnDevice() bool
 	// DecodeStep is Decode followed by the sampler's Step planned by plan, on the
 	// device: res has Draft, Accepted, Argmax and Entropy (sampler.Finish does
-	// the rest); next is the next step's soft embedding, as Decode's.
-	DecodeStep(canvas []int, soft any, plan sampler.Plan) (res sampler.StepResult, next any, err error)
+	// the rest); next is the next step's soft embedding, as Decode's; the logits
+	// stay on the device until read or freed.
+	DecodeStep(canvas []int, soft any, plan sampler.Plan) (res sampler.StepResult, next any, logits stepLogits, err error)
+}
+
+// stepLogits are a device step's logits [len(canvas)·vocab], on the device.
+type stepLogits interface {
+	// Read copies them to the host and frees them.
+	Read() ([]float32, error)
+	// Free frees them unread.
+	Free()
 }
 
 // cacheReserver is a runner whose KV cache can be sized for a whole generation
@@ -203,10 +212,10 @@ func (g *generation) diffusion() error {
 func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats CanvasStats, ok bool, err error) {
 	draft := g.smp.Canvas(given, hold, g.canvas)
 	guided := g.s.Guidance > 0 && g.s.GuidanceRounds > 0
-	// The whole step stays on the device when the runner can do it, unless AR
-	// guidance needs the last step's logits on the host.
+	// The whole step stays on the device when the runner can do it; only AR
+	// guidance reads logits, the canvas's last step's.
 	dev, onDevice := g.run.(deviceStepper)
-	onDevice = onDevice && !guided && dev.StepsOnDevice()
+	onDevice = onDevice && dev.StepsOnDevice()
 	var soft any
 	var lastLogits []float32
 	for step := 1; step <= g.s.MaxSteps; step++ {
@@ -218,12 +227,20 @@ func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats
 		g.forward++
 		t0 := time.Now()
 		if onDevice {
-			r, next, err = dev.DecodeStep(draft, soft, g.smp.Plan(step))
+			var logits stepLogits
+			r, next, logits, err = dev.DecodeStep(draft, soft, g.smp.Plan(step))
 			g.fwdTime += time.Since(t0)
 			if err != nil {
 				return nil, stats, false, fmt.Errorf("canvas %d step %d: decoder pass: %w", ci, step, err)
 			}
 			r = g.smp.Finish(r, step)
+			if guided && r.Stop {
+				if lastLogits, err = logits.Read(); err != nil {
+					return nil, stats, false, fmt.Errorf("canvas %d step %d: %w", ci, step, err)
+				}
+			} else {
+				logits.Free()
+			}
 		} else {
 			var logits []float32
 			logits, next, err = g.run.Decode(draft, soft, g.smp.Temperature(step))

@@ -106,19 +106,19 @@ func (m modelRunner) Reserve(tokens int) error { return m.r.Reserve(tokens) }
 
 func (m modelRunner) StepsOnDevice() bool { return m.r.StepsOnDevice() }
 
-func (m modelRunner) DecodeStep(canvas []int, soft any, plan sampler.Plan) (sampler.StepResult, any, error) {
+func (m modelRunner) DecodeStep(canvas []int, soft any, plan sampler.Plan) (sampler.StepResult, any, stepLogits, error) {
 	in, err := softTensor(soft)
 	if err != nil {
-		return sampler.StepResult{}, nil, fmt.Errorf("decode step: %w", err)
+		return sampler.StepResult{}, nil, nil, fmt.Errorf("decode step: %w", err)
 	}
-	res, next, err := m.r.DecodeStep(canvas, in, plan)
+	res, next, logits, err := m.r.DecodeStep(canvas, in, plan)
 	if err != nil {
-		return res, nil, err
+		return res, nil, nil, err
 	}
 	if in != nil {
 		_ = in.FinalizeAll()
 	}
-	return res, next, nil
+	return res, next, logits, nil
 }
 
 // softTensor is the self-conditioning input as the model takes it (nil: none).

@@ -34,9 +34,12 @@ func TestReserveFixesTheCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := r.DecodeStep(make([]int, 4), nil, sampler.Plan{Temperature: 0.5}); err != nil {
+	_, soft, logits, err := r.DecodeStep(make([]int, 4), nil, sampler.Plan{Temperature: 0.5})
+	if err != nil {
 		t.Fatal(err)
 	}
+	logits.Free()
+	_ = soft.FinalizeAll()
 	want.Step = 4 * int64(cfg.HiddenSize) * 4
 	if got := r.DeviceMemory(); got != want || r.Capacity() != 64 || r.CompiledGraphs() != 2 {
 		t.Errorf("after 40 tokens and a step: %+v at capacity %d with %d graphs, want %+v at 64 with encode and step only",

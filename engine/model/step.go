@@ -21,31 +21,32 @@ func (r *Runner) StepsOnDevice() bool { return !r.HostDecoder && !r.HostHead }
 // canvas's first step), its logits, and the sampler's step over them
 // (sampler.StepGraph, with plan's temperature, random keys, held tokens and bound),
 // in one executable. Only the step's ids, acceptance mask and entropies [C] come
-// back (res's Draft, Accepted, Argmax, Entropy; sampler.Finish completes it); the
-// logits never leave the device, and nextSoft, the next step's soft embedding at
-// plan.Temperature, stays there. Same draws as sampler.Sampler.Step over the same
-// logits.
-func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Plan) (res sampler.StepResult, nextSoft *tensors.Tensor, err error) {
+// back (res's Draft, Accepted, Argmax, Entropy; sampler.Finish completes it);
+// nextSoft, the next step's soft embedding at plan.Temperature, stays on the device,
+// and so do the logits unless the caller reads them (AR guidance reads a canvas's
+// last step's): it must Read or Free them. Same draws as sampler.Sampler.Step over
+// the same logits.
+func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Plan) (res sampler.StepResult, nextSoft *tensors.Tensor, logits *StepLogits, err error) {
 	c := len(canvas)
 	switch {
 	case !r.StepsOnDevice():
-		return res, nil, errors.New("decode step: the model runs on the host (HostDecoder or HostHead): use Decode and the host sampler")
+		return res, nil, nil, errors.New("decode step: the model runs on the host (HostDecoder or HostHead): use Decode and the host sampler")
 	case c == 0:
-		return res, nil, errors.New("decode step: empty canvas")
+		return res, nil, nil, errors.New("decode step: empty canvas")
 	case !(plan.Temperature > 0):
-		return res, nil, fmt.Errorf("decode step: temperature %g must be positive", plan.Temperature)
+		return res, nil, nil, fmt.Errorf("decode step: temperature %g must be positive", plan.Temperature)
 	case len(plan.Held) > c:
-		return res, nil, fmt.Errorf("decode step: %d held tokens on a canvas of %d", len(plan.Held), c)
+		return res, nil, nil, fmt.Errorf("decode step: %d held tokens on a canvas of %d", len(plan.Held), c)
 	}
 	if err := r.checkPositions("decode step", "canvas tokens", c); err != nil {
-		return res, nil, err
+		return res, nil, nil, err
 	}
 	if err := r.ensureCapacity(max(r.length, 1)); err != nil {
-		return res, nil, err
+		return res, nil, nil, err
 	}
 	ids, err := r.paddedIDs("decode step", canvas, c)
 	if err != nil {
-		return res, nil, err
+		return res, nil, nil, err
 	}
 	held := make([]int32, c)
 	for i := range held {
@@ -53,7 +54,7 @@ func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Pla
 	}
 	for i, id := range plan.Held {
 		if id < 0 || id >= r.cfg.VocabSize {
-			return res, nil, fmt.Errorf("decode step: held token id %d out of range [0, %d)", id, r.cfg.VocabSize)
+			return res, nil, nil, fmt.Errorf("decode step: held token id %d out of range [0, %d)", id, r.cfg.VocabSize)
 		}
 		held[i] = int32(id)
 	}
@@ -64,7 +65,7 @@ func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Pla
 		}
 		soft = r.zeroSoft[c]
 	} else if want := shapes.Make(dtypes.Float32, 1, c, d); !soft.Shape().Equal(want) {
-		return res, nil, fmt.Errorf("decode step: soft embedding has shape %s, want %s", soft.Shape(), want)
+		return res, nil, nil, fmt.Errorf("decode step: soft embedding has shape %s, want %s", soft.Shape(), want)
 	}
 	if r.stepExec == nil {
 		err = try("decode step", func() {
@@ -72,7 +73,7 @@ func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Pla
 			r.stepExec.SetMaxCache(-1)
 		})
 		if err != nil {
-			return res, nil, err
+			return res, nil, nil, err
 		}
 	}
 	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, c), soft, plan.Temperature, int32(r.length),
@@ -84,7 +85,7 @@ func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Pla
 	r.compiled[fmt.Sprintf("step/%d/%d", c, r.capacity)] = true
 	var out []*tensors.Tensor
 	if err := try("decode step", func() { out = must(r.stepExec.Exec(args...)) }); err != nil {
-		return res, nil, err
+		return res, nil, nil, err
 	}
 	err = try("decode step: read the step", func() {
 		res.Draft = intsOf(tensors.MustCopyFlatData[int32](out[0]))
@@ -97,21 +98,37 @@ func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Pla
 	}
 	if err != nil {
 		_ = out[4].FinalizeAll()
-		return sampler.StepResult{}, nil, err
+		_ = out[5].FinalizeAll()
+		return sampler.StepResult{}, nil, nil, err
 	}
-	return res, out[4], nil
+	return res, out[4], &StepLogits{t: out[5]}, nil
 }
+
+// StepLogits are a DecodeStep's float32, soft-capped logits [C·V] (as Decode returns
+// them), left on the device until read or freed.
+type StepLogits struct{ t *tensors.Tensor }
+
+// Read copies the logits to the host and frees the device buffer.
+func (l *StepLogits) Read() (logits []float32, err error) {
+	err = try("decode step: read logits", func() { logits = tensors.MustCopyFlatData[float32](l.t) })
+	l.Free()
+	return logits, err
+}
+
+// Free frees the device buffer without reading it.
+func (l *StepLogits) Free() { _ = l.t.FinalizeAll() }
 
 // stepGraph: in = [canvas [1, C], soft [1, C, D], temperature f64, length, keys [4]
 // Uint32, held [C] Int32, bound f64, cache…] → [draft [C], accepted [C], entropy [C],
-// argmax [C], next soft [1, C, D]]: decodeGraph with sampler.StepGraph on its logits.
+// argmax [C], next soft [1, C, D], logits [1, C, V]]: decodeGraph with
+// sampler.StepGraph on its logits.
 func (r *Runner) stepGraph(ctx *context.Context, in []*Node) []*Node {
 	p := r.params(ctx, in[0].Graph())
 	c, v := in[0].Shape().Dimensions[1], r.cfg.VocabSize
 	h := r.runnerDecoder(p, in[0], in[1], in[3], in[7:])
 	logits := Logits(p, h) // [1, C, V]
 	draft, accepted, entropy, argmax := sampler.StepGraph(Reshape(logits, c, v), in[2], in[4], in[5], in[6])
-	return []*Node{draft, accepted, entropy, argmax, SoftEmbedding(p, logits, in[2])}
+	return []*Node{draft, accepted, entropy, argmax, SoftEmbedding(p, logits, in[2]), logits}
 }
 
 // counted wraps a graph function so that every graph it builds — one per

@@ -44,13 +44,18 @@ func TestDecodeStepMatchesHostSampler(t *testing.T) {
 		mixed := false
 		for step := 1; step <= steps; step++ {
 			plan := smp.Plan(step)
-			got, nextDev, err := r.DecodeStep(draft, softDev, plan)
+			got, nextDev, devLogits, err := r.DecodeStep(draft, softDev, plan)
 			if err != nil {
 				t.Fatal(err)
 			}
 			logits, nextHost, err := r.Decode(draft, softHost, plan.Temperature)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if step%2 == 0 {
+				devLogits.Free()
+			} else if l, err := devLogits.Read(); err != nil || relErr(l, toF64(logits)) > 1e-6 {
+				t.Errorf("step %d: the step's logits differ from Decode's (%v)", step, err)
 			}
 			want, err := smp.Step(logits, step)
 			if err != nil {
@@ -87,11 +92,11 @@ func TestDecodeStepMatchesHostSampler(t *testing.T) {
 		t.Errorf("compilations: %d in the first development, %d after the second; want 3–4, then none new", compiled, r.Compilations())
 	}
 	t.Logf("compilations: %d for one development, %d new for the second", compiled, r.Compilations()-compiled)
-	if _, _, err := r.DecodeStep(make([]int, c), nil, sampler.Plan{Temperature: 0.5, Held: make([]int, c+1)}); err == nil {
+	if _, _, _, err := r.DecodeStep(make([]int, c), nil, sampler.Plan{Temperature: 0.5, Held: make([]int, c+1)}); err == nil {
 		t.Error("more held tokens than the canvas accepted")
 	}
 	r.HostHead = true
-	if _, _, err := r.DecodeStep(make([]int, c), nil, sampler.Plan{Temperature: 0.5}); err == nil {
+	if _, _, _, err := r.DecodeStep(make([]int, c), nil, sampler.Plan{Temperature: 0.5}); err == nil {
 		t.Error("a step on the device with the host head accepted")
 	}
 }
