@@ -153,7 +153,7 @@ func newLibraryScreen(a *App) *LibraryScreen {
 		move.Disable()
 	}
 	storeRow := container.NewBorder(nil, nil, nil, move, l.store)
-	body := container.NewVBox(storeRow, l.errs, l.cards, hubCard)
+	body := container.NewVBox(storeRow, l.errs, l.cards, a.remoteCard(), hubCard)
 	l.content = container.NewVScroll(container.NewPadded(body))
 	if a.deps.Library == nil {
 		l.store.SetText("The models library is not available in this build.")
@@ -238,6 +238,9 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	// Events are newer than a listing that raced with them.
 	if ev, ok := l.live[e.Name]; ok {
 		e.State, e.Progress = ev.State, ev
+	}
+	if l.app.remoteActiveName() != "" {
+		e.Active = false // a remote model is active (remote.go)
 	}
 	c := &libraryCard{entry: e}
 	sub := e.Repo
@@ -406,6 +409,9 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 		if !c.entry.Active {
 			use := act("Use", theme.ConfirmIcon(), func() error {
 				err := lib.SetActive(name, c.profile.Selected)
+				if err == nil {
+					err = l.app.leaveRemote()
+				}
 				if err == nil {
 					onUI(l.app.modelChanged)
 				}
@@ -594,4 +600,7 @@ func (a *App) modelChanged() {
 	a.models.Reset()
 	a.Race.second.Reset()
 	a.Library.Refresh()
+	if a.remote != nil {
+		a.remote.rebuild()
+	}
 }

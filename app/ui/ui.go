@@ -38,6 +38,7 @@ type App struct {
 	win     fyne.Window
 	deps    Deps
 	models  *modelHost
+	remote  *remoteSection // the Library's remote servers (remote.go)
 
 	// frameHook, if set, is called off the UI goroutine after each developing
 	// frame was drawn into a page view (tests, the window check's screenshots).
@@ -61,6 +62,7 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 	if deps.Settings == nil {
 		deps.Settings, _ = settings.Open("")
 	}
+	deps.Loader = remoteLoader(deps.Settings, deps.Loader) // the active remote model (remote.go), else deps.Loader's
 	a := &App{fyneApp: fa, win: win, deps: deps, models: newModelHost(deps.Loader)}
 	a.applyTheme()
 	a.Encyclopedia = newEncyclopedia(a)
@@ -183,6 +185,9 @@ func noteCard(title, note string, content fyne.CanvasObject) *widget.Card {
 const miniName = "Darkroom Mini"
 
 func (a *App) activeModelName() string {
+	if n := a.remoteActiveName(); n != "" {
+		return n
+	}
 	if a.deps.Library == nil {
 		return miniName
 	}

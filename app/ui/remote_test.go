@@ -1,0 +1,174 @@
+package ui
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/app/server"
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/enginetest"
+	"github.com/darkroomlabs/darkroom/models"
+	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/hw"
+)
+
+// slowSteps runs a real engine with a pause after each denoising step, so a
+// test sees the steps of a tiny model arrive one by one.
+type slowSteps struct{ *engineModel }
+
+func (s slowSteps) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	on := req.OnEvent
+	req.OnEvent = func(ev engine.Event) {
+		on(ev)
+		if ev.Kind == engine.EventStep {
+			time.Sleep(40 * time.Millisecond)
+		}
+	}
+	return s.engineModel.Generate(ctx, req)
+}
+
+// startDarkroomServer runs `darkroom serve`'s server on a tiny random model.
+func startDarkroomServer(t *testing.T) *server.Server {
+	t.Helper()
+	dir := enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 32, MaxSteps: 4})
+	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	em := newEngineModel(e, "tiny", false)
+	srv, err := server.New(server.Options{Engine: slowSteps{em}, Vocab: em, ModelID: "tiny", FrameInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// buttonIn finds the button labelled text under root (laid out under uiMu).
+func buttonIn(root fyne.CanvasObject, text string) *widget.Button {
+	uiMu.Lock()
+	defer uiMu.Unlock()
+	for _, o := range test.LaidOutObjects(root) {
+		if b, ok := o.(*widget.Button); ok && b.Text == text {
+			return b
+		}
+	}
+	return nil
+}
+
+// TestRemoteServerUseAndSwitchBack: the Library adds a real Darkroom server,
+// lists its model and uses it; the Encyclopedia's page then develops step by
+// step from the server's stream, with the indicator naming the remote model;
+// the Mini's "Use" switches back, and the next page comes from the local model.
+// All in one app, without a restart.
+func TestRemoteServerUseAndSwitchBack(t *testing.T) {
+	srv := startDarkroomServer(t)
+	dir := t.TempDir()
+	mgr, err := models.New(models.Options{Dir: filepath.Join(dir, "models")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true; v.Seed = 42 })
+	cs, _ := chats.Open(filepath.Join(dir, "chats"))
+	lib := &managerLibrary{m: mgr, settings: st, hardware: func() hw.Info { return hw.Info{RAMTotal: 16 << 30} }}
+	local := &fakeModel{answers: wikiAnswers}
+	fa := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	a := newApp(fa, w, Deps{Settings: st, Chats: cs, Library: lib,
+		Loader: LoaderFunc(func(context.Context) (Model, error) { return local, nil })})
+	asUI(func() { w.Resize(fyne.NewSize(1000, 700)) })
+	t.Cleanup(a.shutdown)
+	asUI(func() { a.Show("Library") })
+	r := a.remote
+
+	// A wrong key is refused in plain words, and the key is not shown.
+	typeText(r.url, "http://"+srv.Addr())
+	typeText(r.key, "not-the-key")
+	tap(r.test)
+	waitFor(t, "the refused key", func() bool {
+		return strings.Contains(uiRead(func() string { return r.result.Text }), "refused the key")
+	})
+	if strings.Contains(uiRead(func() string { return r.result.Text }), "not-the-key") {
+		t.Error("the error shows the key")
+	}
+	asUI(func() { r.key.SetText(srv.Token()) })
+	tap(r.add)
+	var use *widget.Button
+	waitFor(t, "the server's model card", func() bool { use = buttonIn(r.servers, "Use"); return use != nil })
+	if v := st.Get(); len(v.RemoteServers) != 1 || v.RemoteServers[0].Key != srv.Token() {
+		t.Fatalf("saved servers %+v", v.RemoteServers)
+	}
+	tap(use)
+	host := srv.Addr()
+	if got := a.activeModelName(); got != "remote: tiny at "+host {
+		t.Errorf("indicator %q", got)
+	}
+	if n := uiRead(func() string { return a.notices[0].Text }); !strings.Contains(n, "remote: tiny at "+host) {
+		t.Errorf("notice %q", n)
+	}
+	waitFor(t, "the Mini's Use button", func() bool {
+		c := func() *libraryCard { uiMu.Lock(); defer uiMu.Unlock(); return a.Library.byName[catalog.MiniID] }()
+		return c != nil && buttonIn(c.card, "Use") != nil
+	})
+
+	// A page from the remote model, step by step.
+	var mu sync.Mutex
+	kinds := map[engine.EventKind]int{}
+	developing := false // a frame showed noise and decided text together
+	a.frameHook = func(v pageView, ev engine.Event) {
+		noise, text := countRuns(v.Doc())
+		mu.Lock()
+		kinds[ev.Kind]++
+		developing = developing || (noise > 0 && text > 0)
+		mu.Unlock()
+	}
+	e := a.Encyclopedia
+	asUI(func() { a.Show("Encyclopedia"); e.generate("Unix") })
+	waitFor(t, "the remote page", func() bool { return strings.HasPrefix(uiRead(func() string { return e.status.Text }), "Done") })
+	e.run.Wait()
+	mu.Lock()
+	steps := kinds[engine.EventStep]
+	mu.Unlock()
+	if steps < 2 || !developing {
+		t.Errorf("%d step frames drawn from the remote stream, with noise %v: the page did not develop step by step (%v)", steps, developing, kinds)
+	}
+	if len(local.Calls()) != 0 {
+		t.Fatal("the local model generated while the remote one was active")
+	}
+	if m := a.models.Loaded(); m == nil || !strings.HasPrefix(m.Info().Name, "remote: ") {
+		t.Fatalf("loaded model %v", m)
+	}
+	if title := uiRead(func() string { return e.view.Doc().Title }); title != "Unix" {
+		t.Errorf("remote page's title %q, want the opening's", title)
+	}
+
+	// Back to the Mini.
+	asUI(func() { a.Show("Library") })
+	c := func() *libraryCard { uiMu.Lock(); defer uiMu.Unlock(); return a.Library.byName[catalog.MiniID] }()
+	tap(buttonIn(c.card, "Use"))
+	waitFor(t, "the Mini active again", func() bool { return st.Get().RemoteModel == nil && a.activeModelName() == miniName })
+	waitFor(t, "the remote model's Use button back", func() bool { return buttonIn(r.servers, "Use") != nil })
+	asUI(func() { a.Show("Encyclopedia"); e.generate("Bell Labs") })
+	waitFor(t, "the local page", func() bool {
+		return len(local.Calls()) == 1 && strings.HasPrefix(uiRead(func() string { return e.status.Text }), "Done")
+	})
+	e.run.Wait()
+	if title := uiRead(func() string { return e.view.Doc().Title }); title != "Bell Labs" {
+		t.Errorf("local page's title %q", title)
+	}
+}
