@@ -28,10 +28,14 @@
 // names (see contracts and Params).
 //
 // On the pure-Go backend the Runner computes generation on the host instead (host.go,
-// head.go): the same arithmetic in float32 over row-major matrices, with the products
-// and exponentials in package gemm (AVX2/FMA assembly where the CPU has it). simplego's
-// DotGeneral reaches 1.5–4 GFLOP/s on two cores, gemm 25–70, so a decoder step is
-// about 10× faster; the tests hold both paths to the float64 reference.
+// head.go), for every model whatever its size: the same arithmetic in float32 over
+// row-major matrices, with the products and exponentials in package kernels, which
+// multiplies each weight in its stored format (hostweights.go: BF16, int8, int4,
+// NVFP4 and GGUF blocks, from the context's tensors or a checkpoint mapped in place —
+// NewHostRunner), so the host path takes no more memory than the weights do.
+// simplego's DotGeneral reaches 1.5–4 GFLOP/s on two cores, the kernels 25–100, so a
+// decoder step is about 10× faster; the tests hold both paths to the float64
+// reference.
 package model
 
 import (
