@@ -197,6 +197,9 @@ func (e *Error) Error() string {
 		if e.RetryAfter > 0 {
 			when = fmt.Sprintf("in %d s", int(e.RetryAfter.Round(time.Second)/time.Second))
 		}
+		if e.Status == http.StatusServiceUnavailable && e.Message != "" {
+			return fmt.Sprintf("the server at %s is not ready (503: %s): try again %s", e.Host, e.Message, when)
+		}
 		return fmt.Sprintf("the server at %s is busy (%d): try again %s", e.Host, e.Status, when)
 	}
 	msg := e.Message

@@ -282,6 +282,15 @@ func TestErrors(t *testing.T) {
 	}
 
 	v.setFault(func(w http.ResponseWriter, r *http.Request) bool {
+		w.Header().Set("Retry-After", "5")
+		w.WriteHeader(503)
+		fmt.Fprint(w, `{"error":{"message":"no model is available: loading","type":"server_error","code":"model_unavailable"}}`)
+		return true
+	})
+	_, err = m.Generate(ctx, engine.Request{Prompt: "x"})
+	check("503", err, 503, "not ready", "no model is available: loading", "try again in 5 s")
+
+	v.setFault(func(w http.ResponseWriter, r *http.Request) bool {
 		w.WriteHeader(500)
 		fmt.Fprint(w, `{"object":"error","message":"CUDA out of memory","type":"InternalServerError","code":500}`)
 		return true
