@@ -50,7 +50,7 @@ type Runner struct {
 	MinCapacity, MaxChunk int
 
 	// HostHead computes the decoder's LM head, soft-cap and next soft embedding on the
-	// host with package gemm instead of in the graph (see hostHead). NewRunner turns it
+	// host with package kernels instead of in the graph (see hostHead). NewRunner turns it
 	// on for the pure-Go backend, where it is several times faster; accelerators keep
 	// the in-graph head.
 	HostHead bool
