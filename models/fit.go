@@ -94,6 +94,10 @@ func Estimate(id string, p quant.Profile, rt fit.Runtime) (*fit.Estimate, error)
 	return fit.Compute(cfg, p, rt)
 }
 
+// EntryConfig is a catalog entry's dimensions: the built-in model's config, or
+// the entry's own (nil when only known after download).
+func EntryConfig(e catalog.Entry) (*config.Model, error) { return entryConfig(e) }
+
 func entryConfig(e catalog.Entry) (*config.Model, error) {
 	if e.Builtin {
 		fsys, err := assets.Mini()

@@ -10,9 +10,12 @@ import (
 	"text/tabwriter"
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/models"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/fit"
 	"github.com/darkroomlabs/darkroom/models/hw"
+	"github.com/darkroomlabs/darkroom/models/speed"
 	"github.com/darkroomlabs/darkroom/models/store"
 )
 
@@ -29,6 +32,20 @@ type hwReport struct {
 	Hardware hw.Info         `json:"hardware"`
 	Context  int             `json:"context_tokens"`
 	Fit      []models.FitRow `json:"fit"`
+	// Rates are this machine's measured kernel rates (nil on a GPU, or when they
+	// could not be measured: RatesProblem says why), and Speed each fit row's
+	// estimated tokens/s in both modes, in the same order.
+	Rates        *speed.Rates `json:"rates,omitempty"`
+	RatesProblem string       `json:"rates_problem,omitempty"`
+	Speed        []speedRow   `json:"speed"`
+}
+
+// speedRow is one model × profile's speed estimate for a one-canvas answer.
+type speedRow struct {
+	Model    string          `json:"model"`
+	Profile  string          `json:"profile"`
+	Estimate *speed.Estimate `json:"estimate"`
+	Default  speed.Choice    `json:"default_mode"` // what chat and the API run without a mode
 }
 
 func runHW(env *Env, args []string) error {
@@ -55,10 +72,19 @@ func runHW(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	rep := hwReport{Hardware: info, Context: *ctxLen, Fit: rows}
+	rates, err := speed.Here(context.Background(), info.Device)
+	if err != nil {
+		rep.RatesProblem = err.Error()
+	}
+	rep.Rates = rates
+	if rep.Speed, err = speedRows(rows, info.Device, rates); err != nil {
+		return err
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(hwReport{Hardware: info, Context: *ctxLen, Fit: rows})
+		return enc.Encode(rep)
 	}
 	w := env.Stdout
 	fmt.Fprintln(w, info.Summary)
@@ -76,9 +102,9 @@ func runHW(env *Env, args []string) error {
 	for _, b := range models.Budgets(info) {
 		head = append(head, fmt.Sprintf("%s %s", shortName(b.Name), store.FormatBytes(b.Bytes)))
 	}
-	head = append(head, "WEIGHTS", "KV", "ACTIVATIONS", "DEQUANT", "OVERHEAD")
+	head = append(head, "WEIGHTS", "KV", "ACTIVATIONS", "DEQUANT", "OVERHEAD", "PRINTER", "POLAROID")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, r := range rows {
+	for i, r := range rows {
 		cols := []string{r.Model, r.Profile, store.FormatBytes(r.Estimate.Total)}
 		for _, v := range r.Verdicts {
 			cols = append(cols, fmt.Sprintf("%s (%.0f%%)", v.Verdict, v.Percent))
@@ -86,9 +112,74 @@ func runHW(env *Env, args []string) error {
 		for _, p := range []string{fit.PartWeights, fit.PartKV, fit.PartActivations, fit.PartDequant, fit.PartOverhead} {
 			cols = append(cols, store.FormatBytes(r.Estimate.Part(p)))
 		}
+		cols = append(cols, tokensHere(rep.Speed[i].Estimate, "ar"), tokensHere(rep.Speed[i].Estimate, "diffusion"))
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeSpeed(w, &rep)
+	return nil
+}
+
+// speedRows estimates each fit row's tokens/s in both modes on this machine.
+func speedRows(rows []models.FitRow, device string, rates *speed.Rates) ([]speedRow, error) {
+	out := make([]speedRow, 0, len(rows))
+	for _, r := range rows {
+		e, _ := catalog.Find(r.Model)
+		cfg, err := models.EntryConfig(e)
+		if err != nil {
+			return nil, err
+		}
+		est := speed.Unknown("the model's dimensions are unknown before download")
+		if cfg != nil {
+			if est, err = speed.ForEntry(e, cfg, quant.Profile(r.Profile), device, rates, 0); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, speedRow{Model: r.Model, Profile: r.Profile, Estimate: est, Default: speed.Choose(e.ModesEqual, est)})
+	}
+	return out, nil
+}
+
+// tokensHere is a table cell: "about N tok/s", or "unknown".
+func tokensHere(est *speed.Estimate, mode string) string {
+	if !est.Known() {
+		return "unknown"
+	}
+	m := est.AR
+	if mode == "diffusion" {
+		m = est.Diffusion
+	}
+	return "~" + speed.Rate(m.TokensPerS) + " tok/s"
+}
+
+// writeSpeed says what the PRINTER and POLAROID columns rest on, and each model's
+// default mode.
+func writeSpeed(w io.Writer, rep *hwReport) {
+	fmt.Fprintln(w)
+	if rep.Rates == nil {
+		why := rep.RatesProblem
+		if why == "" {
+			why = "Darkroom measures only the CPU's rates, and the model runs on the GPU here"
+		}
+		fmt.Fprintf(w, "Speed here (PRINTER: AR, one token per forward pass; POLAROID: diffusion): unknown, %s.\n", why)
+		return
+	}
+	r := rep.Rates
+	fmt.Fprintf(w, "Speed here, about N tokens/s for a one-canvas answer (PRINTER: AR, one token per forward pass; POLAROID: diffusion),\n")
+	fmt.Fprintf(w, "from this CPU's rates measured %s with Darkroom's kernels: GEMM up to %.0f GFLOP/s (%.0f at [256,64]×[64,64]), memory reads %.1f GB/s, int4 GEMV %.1f G weights/s, sampler %.0f M logits/s.\n",
+		r.Measured.Local().Format("2006-01-02 15:04"), r.Peak()/1e9, r.GEMMAt(256, 64, 64)/1e9,
+		r.MemRead/1e9, r.GEMV["int4"]/1e9, r.Sampler/1e6)
+	seen := map[string]bool{}
+	for _, s := range rep.Speed {
+		if seen[s.Model] || !s.Estimate.Known() {
+			continue
+		}
+		seen[s.Model] = true
+		fmt.Fprintf(w, "  %s (%s): printer about %s tokens/s here, polaroid about %s; chat and the API use %s.\n", s.Model, s.Profile,
+			speed.Rate(s.Estimate.AR.TokensPerS), speed.Rate(s.Estimate.Diffusion.TokensPerS), s.Default.Reason)
+	}
 }
 
 // writeBackend says what runs and which PJRT plugins were found where.

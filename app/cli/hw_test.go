@@ -2,17 +2,22 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/hw"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 // TestHWJSON: `darkroom hw --json` reports the GPUs (none on a machine without the
 // NVIDIA driver, with the reason), RAM, the models folder's free disk and a fit table
 // with every part.
 func TestHWJSON(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the calibration's cache
 	code, out, errOut := runLibCLI("hw", "--json", "--models-dir", t.TempDir())
 	if code != 0 {
 		t.Fatalf("hw --json: %d %s", code, errOut)
@@ -44,5 +49,66 @@ func TestHWJSON(t *testing.T) {
 	}
 	if code, out, _ := runLibCLI("hw", "--models-dir", t.TempDir()); code != 0 || !strings.Contains(out, "int4") {
 		t.Errorf("hw table: %s", out)
+	}
+}
+
+// TestHWSpeed: `darkroom hw` shows each model's tokens/s here in both modes, from
+// this machine's cached calibration (the rates written below, not measured again),
+// and which mode chat and the API default to: the printer for the 26B on a CPU
+// that does 150 GFLOP/s and reads 20 GB/s, the polaroid for the Mini.
+func TestHWSpeed(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	r := &speed.Rates{Key: speed.Key(), GEMV: map[string]float64{}, MemRead: 20e9, Sampler: 300e6}
+	for _, m := range speed.GridM {
+		for _, k := range speed.GridK {
+			for _, n := range speed.GridN {
+				r.GEMM = append(r.GEMM, speed.ShapeRate{M: m, K: k, N: n, FLOPS: 150e9})
+			}
+		}
+	}
+	for _, f := range []string{"f32", "bf16", "int8", "int4", "nvfp4"} {
+		r.GEMV[f] = 40e9
+	}
+	b, _ := json.Marshal(map[string]any{"rates": map[string]*speed.Rates{r.Key: r}})
+	os.MkdirAll(filepath.Join(cache, "darkroom"), 0o755)
+	if err := os.WriteFile(filepath.Join(cache, "darkroom", "calibration.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runLibCLI("hw", "--models-dir", t.TempDir())
+	if code != 0 {
+		t.Fatalf("hw: %d %s", code, errOut)
+	}
+	for _, want := range []string{"PRINTER", "POLAROID", "tok/s", "GEMM up to 150 GFLOP/s", "memory reads 20.0 GB/s",
+		"diffusiongemma-26b (bf16): printer about", "chat and the API use the printer (AR)",
+		"darkroom-mini (bf16): printer about", "the polaroid (diffusion): this model writes better that way"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("hw output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runLibCLI("hw", "--json", "--models-dir", t.TempDir())
+	var rep struct {
+		Fit   []models.FitRow `json:"fit"`
+		Speed []struct {
+			Model, Profile string
+			Estimate       speed.Estimate
+			Default        speed.Choice `json:"default_mode"`
+		} `json:"speed"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil {
+		t.Fatal(code, err)
+	}
+	if len(rep.Speed) != len(rep.Fit) || len(rep.Speed) == 0 {
+		t.Fatalf("%d speed rows for %d fit rows", len(rep.Speed), len(rep.Fit))
+	}
+	for _, s := range rep.Speed {
+		want := engine.Diffusion
+		if strings.HasPrefix(s.Model, "diffusiongemma-26b") {
+			want = engine.AR
+		}
+		if s.Default.Mode != want || !(s.Estimate.AR.TokensPerS > 0) || !(s.Estimate.Diffusion.TokensPerS > 0) {
+			t.Errorf("%s/%s: default %s, %.3g / %.3g tokens/s", s.Model, s.Profile, s.Default.Mode,
+				s.Estimate.AR.TokensPerS, s.Estimate.Diffusion.TokensPerS)
+		}
 	}
 }

@@ -33,7 +33,22 @@ type Entry struct {
 	Companion *Companion `json:"companion,omitempty"`
 	// Config returns the model's dimensions (nil when only known after download).
 	Config func() (*config.Model, error) `json:"-"`
+	// ModesEqual says the printer (AR) and the polaroid (diffusion) write this model
+	// equally well, so chat and the API default to whichever is faster on this
+	// machine (models/speed). Darkroom Mini's diffusion pages are better than its AR
+	// pages: it keeps diffusion.
+	ModesEqual bool `json:"modes_equal,omitempty"`
+	// Steps and GuidanceRounds are the denoising steps and AR guidance rounds a
+	// canvas typically takes, for the speed estimate (0: the generation config's
+	// maximum; the sampler stops adaptively, usually well before).
+	Steps          float64 `json:"typical_steps,omitempty"`
+	GuidanceRounds float64 `json:"typical_guidance_rounds,omitempty"`
 }
+
+// dgSteps is DiffusionGemma's typical denoising steps per canvas: Google's model
+// card says adaptive stopping usually ends a canvas at 12–16 of the 48 steps
+// (shared/reference/diffusiongemma.md, "Max denoising steps"); the upper end.
+const dgSteps = 16
 
 // Companion is a second repo whose files complete an entry's download.
 type Companion struct {
@@ -75,6 +90,9 @@ func Entries() []Entry {
 				"on the CPU. Not a general assistant.",
 			Format:   "safetensors (built in)",
 			Profiles: quant.Profiles,
+			// Measured by `darkroom bench` (2026-12-01): 17.7 steps and 8.3 AR
+			// guidance rounds per canvas on its prompt.
+			Steps: 18, GuidanceRounds: 8,
 		},
 		{
 			ID: DiffusionGemmaID, Name: "DiffusionGemma 26B-A4B (instruction-tuned)",
@@ -86,8 +104,9 @@ func Entries() []Entry {
 			Profiles: quant.Profiles,
 			// Text weights, config, tokenizer; the vision tower is skipped by the loader
 			// but lives in the same shards, so the shards are needed whole.
-			Include: []string{"*.json", "*.safetensors", "*.jinja", "tokenizer*"},
-			Config:  func() (*config.Model, error) { return DiffusionGemma26B(), nil },
+			Include:    []string{"*.json", "*.safetensors", "*.jinja", "tokenizer*"},
+			Config:     func() (*config.Model, error) { return DiffusionGemma26B(), nil },
+			ModesEqual: true, Steps: dgSteps,
 		},
 		{
 			ID: NVFP4ID, Name: "DiffusionGemma 26B-A4B NVFP4 (NVIDIA ModelOpt)",
@@ -100,8 +119,9 @@ func Entries() []Entry {
 			Format: "safetensors NVFP4 (ModelOpt: FP4 E2M1 weights, FP8 E4M3 block scales)", Size: 18_900_000_000,
 			Profiles: []quant.Profile{quant.NVFP4Profile},
 			// hf_quant_config.json (the quantization description) matches *.json.
-			Include: []string{"*.json", "*.safetensors", "*.jinja", "tokenizer*"},
-			Config:  func() (*config.Model, error) { return DiffusionGemma26B(), nil },
+			Include:    []string{"*.json", "*.safetensors", "*.jinja", "tokenizer*"},
+			Config:     func() (*config.Model, error) { return DiffusionGemma26B(), nil },
+			ModesEqual: true, Steps: dgSteps,
 		},
 		{
 			ID: GGUFID, Name: "DiffusionGemma 26B-A4B Q4_K_M (Unsloth GGUF)",
@@ -125,7 +145,8 @@ func Entries() []Entry {
 			// missing), but Darkroom does not rebuild a tokenizer from it.
 			Companion: &Companion{Repo: "google/diffusiongemma-26B-A4B-it", Revision: "main",
 				Include: []string{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "*.jinja"}},
-			Config: func() (*config.Model, error) { return DiffusionGemma26B(), nil },
+			Config:     func() (*config.Model, error) { return DiffusionGemma26B(), nil },
+			ModesEqual: true, Steps: dgSteps,
 		},
 	}
 }
@@ -145,6 +166,42 @@ func Find(name string) (Entry, bool) {
 		}
 	}
 	return Entry{}, false
+}
+
+// ForModel finds the catalog entry of a model Darkroom loaded: by name (a catalog
+// ID or repo, or a profile made from one: "diffusiongemma-26b-int4"), else by its
+// dimensions (a folder holding the 26B's architecture, whatever its quantization).
+func ForModel(name string, cfg *config.Model) (Entry, bool) {
+	if e, ok := Find(name); ok {
+		return e, true
+	}
+	if i := strings.LastIndex(name, "-"); i > 0 {
+		if _, err := quant.ParseProfile(name[i+1:]); err == nil {
+			if e, ok := Find(name[:i]); ok {
+				return e, true
+			}
+		}
+	}
+	if cfg == nil {
+		return Entry{}, false
+	}
+	for _, e := range Entries() {
+		if e.Config == nil {
+			continue
+		}
+		if c, err := e.Config(); err == nil && sameDims(&c.Text, &cfg.Text) {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// sameDims reports whether two text configs have the same architecture.
+func sameDims(a, b *config.Text) bool {
+	return a.VocabSize == b.VocabSize && a.HiddenSize == b.HiddenSize && a.IntermediateSize == b.IntermediateSize &&
+		a.MoEIntermediateSize == b.MoEIntermediateSize && a.NumExperts == b.NumExperts && a.TopKExperts == b.TopKExperts &&
+		a.NumHiddenLayers == b.NumHiddenLayers && a.NumAttentionHeads == b.NumAttentionHeads &&
+		a.NumKeyValueHeads == b.NumKeyValueHeads && a.HeadDim == b.HeadDim && a.GlobalHeadDim == b.GlobalHeadDim
 }
 
 // CheckLoadable refuses repos known to hold a format the engine cannot load.

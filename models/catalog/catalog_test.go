@@ -47,3 +47,25 @@ func TestCatalog(t *testing.T) {
 		t.Errorf("GGUF: %v", err)
 	}
 }
+
+// TestForModel finds a loaded model's entry by name, by a profile made from it, or by
+// the 26B's dimensions in a folder of any name; the Mini's flag says its modes
+// differ and the 26B's that they write equally well.
+func TestForModel(t *testing.T) {
+	for _, name := range []string{"diffusiongemma-26b", "google/diffusiongemma-26B-A4B-it", "diffusiongemma-26b-int4"} {
+		if e, ok := ForModel(name, nil); !ok || e.ID != DiffusionGemmaID || !e.ModesEqual || e.Steps <= 0 {
+			t.Errorf("%s: %v %+v", name, ok, e)
+		}
+	}
+	if e, ok := ForModel("/scratch/dg26b-int4", DiffusionGemma26B()); !ok || !e.ModesEqual {
+		t.Errorf("26B folder: %v %+v", ok, e)
+	}
+	other := DiffusionGemma26B()
+	other.Text.NumHiddenLayers = 2
+	if _, ok := ForModel("/scratch/dg26b-2l", other); ok {
+		t.Error("a 2-layer model is not the 26B")
+	}
+	if e, ok := ForModel(MiniID, nil); !ok || e.ModesEqual {
+		t.Errorf("Mini: %v %+v", ok, e)
+	}
+}

@@ -115,18 +115,21 @@ func floatBytes(cfg *config.Model) int64 {
 
 // WeightBytes is the size at rest of cfg's weights under profile p.
 func WeightBytes(cfg *config.Model, p quant.Profile) int64 {
-	fb := floatBytes(cfg)
 	var total int64
 	for _, s := range weights.Specs(cfg) {
-		n := elems(s.Shape)
-		spec, q := p.SpecFor(s.Name, s.Shape, s.Quantizable)
-		if !q {
-			total += n * fb
-			continue
-		}
-		total += spec.Bytes(s.Shape) // codes and scales as stored (NVFP4: 1-byte FP8 scales)
+		total += TensorBytes(cfg, p, s)
 	}
 	return total
+}
+
+// TensorBytes is the size at rest of one of cfg's tensors under profile p: the
+// codes and scales as stored (NVFP4: 1-byte FP8 scales) when p quantizes it, else
+// its elements in the checkpoint's float dtype.
+func TensorBytes(cfg *config.Model, p quant.Profile, s weights.Spec) int64 {
+	if spec, q := p.SpecFor(s.Name, s.Shape, s.Quantizable); q {
+		return spec.Bytes(s.Shape)
+	}
+	return elems(s.Shape) * floatBytes(cfg)
 }
 
 // KVBytes is the engine's KV cache when it holds ctx tokens, elemBytes per element

@@ -1,0 +1,150 @@
+package speed
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/models/catalog"
+)
+
+// Choice is the mode a generation runs in when the user did not pick one, and why.
+type Choice struct {
+	Mode   engine.Mode `json:"mode"`
+	Reason string      `json:"reason"`
+}
+
+// Choose picks the default mode of a model. Where both modes write equally well
+// (modesEqual: the catalog's ModesEqual, DiffusionGemma) it is the faster one on
+// this machine by est; otherwise, or with no estimate, it is diffusion, the mode
+// Darkroom's models are made for (Darkroom Mini's polaroid pages are better than its
+// printer's).
+func Choose(modesEqual bool, est *Estimate) Choice {
+	if !modesEqual {
+		return Choice{engine.Diffusion, "the polaroid (diffusion): this model writes better that way"}
+	}
+	if !est.Known() {
+		why := "its speed here is unknown"
+		if est != nil {
+			why = est.Unknown
+		}
+		return Choice{engine.Diffusion, "the polaroid (diffusion), the default: " + why}
+	}
+	ar, d := est.AR.TokensPerS, est.Diffusion.TokensPerS
+	if ar > d {
+		return Choice{engine.AR, fmt.Sprintf("the printer (AR): faster on this machine, about %s tokens/s against %s for the polaroid",
+			Rate(ar), Rate(d))}
+	}
+	return Choice{engine.Diffusion, fmt.Sprintf("the polaroid (diffusion): faster on this machine, about %s tokens/s against %s for the printer",
+		Rate(d), Rate(ar))}
+}
+
+// Name is a mode's name on screen: "printer" or "polaroid".
+func Name(m engine.Mode) string {
+	if m == engine.AR {
+		return "printer"
+	}
+	return "polaroid"
+}
+
+// Why says in one sentence why mode winner is the faster here, from the
+// estimate's numbers: the canvas's compute against one token's memory read.
+func Why(est *Estimate, winner engine.Mode) string {
+	if !est.Known() {
+		return ""
+	}
+	d, ar := est.Diffusion, est.AR
+	canvas := fmt.Sprintf("a %d-token canvas costs %s (%.0f steps, %s)", est.Canvas, seconds(d.UnitSeconds),
+		est.Workload.Steps, flops(d.UnitFLOPs))
+	token := fmt.Sprintf("one token reads %s at %s/s (%s)", bytes(ar.UnitBytes), bytes(est.MemRead), seconds(ar.UnitSeconds))
+	if ar.Bound == "compute" {
+		token = fmt.Sprintf("one token's %s of weights take the GEMV kernel %s", bytes(ar.UnitBytes), seconds(ar.UnitSeconds))
+	}
+	rate := fmt.Sprintf("this CPU does %s/s", flops(est.GEMM))
+	if winner == engine.AR {
+		return fmt.Sprintf("The printer wins here: %s, so %s while %s.", rate, canvas, token)
+	}
+	return fmt.Sprintf("The polaroid wins here: %s, so %s, %s a token, while %s.", rate, canvas,
+		seconds(d.UnitSeconds/float64(est.Canvas)), token)
+}
+
+// Rate formats a tokens/s figure with the precision it deserves.
+func Rate(tps float64) string {
+	switch {
+	case tps >= 10:
+		return fmt.Sprintf("%.0f", tps)
+	case tps >= 1:
+		return fmt.Sprintf("%.1f", tps)
+	}
+	return fmt.Sprintf("%.2g", tps)
+}
+
+func seconds(s float64) string {
+	switch {
+	case s >= 10:
+		return fmt.Sprintf("%.0f s", s)
+	case s >= 1:
+		return fmt.Sprintf("%.1f s", s)
+	case s >= 0.01:
+		return fmt.Sprintf("%.0f ms", s*1e3)
+	}
+	return fmt.Sprintf("%.2g ms", s*1e3)
+}
+
+func flops(f float64) string {
+	switch {
+	case f >= 1e12:
+		return fmt.Sprintf("%.1f TFLOP", f/1e12)
+	case f >= 1e9:
+		return fmt.Sprintf("%.0f GFLOP", f/1e9)
+	}
+	return fmt.Sprintf("%.0f MFLOP", f/1e6)
+}
+
+func bytes(b float64) string {
+	switch {
+	case b >= 1e9:
+		return fmt.Sprintf("%.1f GB", b/1e9)
+	case b >= 1e6:
+		return fmt.Sprintf("%.1f MB", b/1e6)
+	}
+	return fmt.Sprintf("%.0f kB", b/1e3)
+}
+
+// ForEntry estimates catalog entry e's model (dimensions cfg) under profile p, for
+// an answer of tokens tokens (0: one canvas) with the entry's typical steps, on a
+// machine whose model runs on device ("cpu" or "gpu", hw.Info.Device) at rates r.
+// On a GPU the estimate is unknown: the rates are the CPU's.
+func ForEntry(e catalog.Entry, cfg *config.Model, p quant.Profile, device string, r *Rates, tokens int) (*Estimate, error) {
+	if device == "gpu" {
+		return Unknown("unknown on the GPU (Darkroom measures only the CPU's rates)"), nil
+	}
+	return Compute(cfg, p, r, Workload{Tokens: tokens, Steps: e.Steps, GuidanceRounds: e.GuidanceRounds})
+}
+
+// ForLoaded is the default mode of a model Darkroom loaded (name as the user gave
+// it, its config), with the estimate behind it: the catalog says whether its modes
+// write equally well (catalog.ForModel), its config.json which profile it is in.
+func ForLoaded(name string, cfg *config.Model, device string, r *Rates) (Choice, *Estimate) {
+	e, _ := catalog.ForModel(name, cfg)
+	est, err := ForEntry(e, cfg, ProfileOf(cfg), device, r, 0)
+	if err != nil {
+		est = Unknown(err.Error())
+	}
+	return Choose(e.ModesEqual, est), est
+}
+
+// Here is this machine's rates for a model running on device: the cached
+// calibration (measured now if there is none) on the CPU, nil on a GPU.
+func Here(ctx context.Context, device string) (*Rates, error) {
+	if device == "gpu" {
+		return nil, nil
+	}
+	c, err := Default()
+	if err != nil {
+		return nil, err
+	}
+	return c.Get(ctx)
+}
