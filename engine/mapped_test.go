@@ -91,7 +91,7 @@ func TestLoadKeepsWeightsOffTheHeap(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	grown := int64(ms.HeapAlloc) - int64(before)
 	t.Logf("stored %.1f MB; after Load and 4 AR tokens the heap grew by %.1f MB", float64(stored)/1e6, float64(grown)/1e6)
-	if grown > stored/4 {
+	if grown > stored/4+4<<20 { // activations, cache and the kernels' buffers: a few MB
 		t.Errorf("the heap grew by %d bytes for %d bytes of stored weights", grown, stored)
 	}
 }

@@ -210,8 +210,8 @@ func TestHostStoredFormats(t *testing.T) {
 
 // TestHostWeightsCompact: the host path over an int4 model of a few tens of MB allocates
 // nothing of its float32 size: after the first prompt and a decoder step, the heap
-// holds the stored weights plus activations and the cache (before, the host copies
-// were the model in float32, seven times the stored bytes).
+// holds the stored weights plus activations, the cache and the kernels' buffers
+// (before, the host copies were the model in float32, five times the stored bytes).
 func TestHostWeightsCompact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 30 MB model")
@@ -260,8 +260,10 @@ func TestHostWeightsCompact(t *testing.T) {
 	runtime.KeepAlive(r)
 	t.Logf("stored %.1f MB (float32 %.1f MB); heap before the runner %.1f MB, grown by %.1f MB after a prompt and a step",
 		float64(stored)/1e6, float64(4*elems)/1e6, float64(before)/1e6, float64(grown)/1e6)
-	if limit := stored / 4; grown > limit {
-		t.Errorf("the host path grew the heap by %d bytes, over a quarter of the stored weights (%d): weights were widened", grown, stored)
+	// Activations, the KV cache and the kernels' packing buffers (a few MB) are all
+	// that may grow; a float32 copy would be 4·elems.
+	if limit := stored / 2; grown > limit {
+		t.Errorf("the host path grew the heap by %d bytes, over half the stored weights (%d; float32 %d): weights were widened", grown, stored, 4*elems)
 	}
 	if int64(before) > stored+stored/4+8<<20 {
 		t.Errorf("heap %d bytes after load, stored weights %d", before, stored)
