@@ -2,7 +2,9 @@
 // judges it against a GPU's VRAM or the machine's RAM: fits / tight / won't fit,
 // always with the parts that make up the number, so a user can see why.
 //
-// The estimate follows what Darkroom's engine actually allocates:
+// The estimate follows what Darkroom's engine actually allocates (the weights and KV
+// parts are, to the byte, the buffers the graph path's runner holds on the device:
+// model.Runner.DeviceMemory, tested on an int4 model at the 26B's widths):
 //
 //   - weights: every tensor of weights.Specs(cfg) as the profile stores it
 //     (engine/quant, quant.Spec.Bytes: float tensors in the checkpoint dtype; int8
