@@ -18,6 +18,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/safetensors"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
 // ggufConfig is config.Tiny widened to hidden 256, so that the k-quants (256-value
@@ -444,9 +445,10 @@ func TestFindGGUF(t *testing.T) {
 }
 
 // TestEngineLoadGGUF runs the whole path: a model directory with config.json,
-// tokenizer.json and a GGUF (no safetensors) loads through engine.Load and generates
-// exactly what the same converted weights generate from a safetensors checkpoint;
-// without config.json the GGUF metadata stands in for it.
+// tokenizer.json and a GGUF (no safetensors) loads through engine.Load — on the host
+// path, its blocks multiplied as stored — and generates what the GGUF's own
+// dequantization generates from a float32 safetensors checkpoint; in graphs (the
+// file converted) and without config.json the GGUF metadata stands in for it.
 func TestEngineLoadGGUF(t *testing.T) {
 	dir := enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 8, MaxSteps: 2})
 	cfg, err := config.Load(dir)
@@ -462,10 +464,11 @@ func TestEngineLoadGGUF(t *testing.T) {
 	}
 	fx := writeGGUF(t, dir, cfg, false, nil)
 
-	// The same converted weights as a Darkroom safetensors checkpoint.
-	set, err := weights.LoadGGUF(fx.path, cfg)
-	if err != nil {
-		t.Fatal(err)
+	// The same weights — the GGUF's own dequantization, which the host path multiplies
+	// block by block — as a float32 safetensors checkpoint.
+	set := weights.NewSet()
+	for _, sp := range weights.Specs(cfg) {
+		set.Tensors[sp.Name] = tensors.FromFlatDataAndDimensions(fx.stored[sp.Name], sp.Shape...)
 	}
 	stDir := t.TempDir()
 	if err := weights.Save(set, cfg, stDir, weights.SaveOptions{}); err != nil {
@@ -493,7 +496,7 @@ func TestEngineLoadGGUF(t *testing.T) {
 	fromGGUF := generate(dir, false)
 	fromST := generate(stDir, false)
 	if len(fromGGUF.Tokens) == 0 || fmt.Sprint(fromGGUF.Tokens) != fmt.Sprint(fromST.Tokens) {
-		t.Fatalf("GGUF generated %v, the same weights from safetensors %v", fromGGUF.Tokens, fromST.Tokens)
+		t.Fatalf("GGUF generated %v, its dequantized weights from safetensors %v", fromGGUF.Tokens, fromST.Tokens)
 	}
 	t.Logf("host path: %d tokens %q", len(fromGGUF.Tokens), fromGGUF.Text)
 
