@@ -2,8 +2,9 @@
 # Compares Darkroom's float32 GEMM (engine/kernels.MulNT) with OpenBLAS (Debian's
 # libopenblas0-pthread through numpy) at the same shapes — the Mini's head-sized
 # [256,64]×[64,4096], the 26B's [256,2816]×[2816,704], a square 2048³ and the Mini's
-# [256,512]×[512,512] — in one run, then runs `darkroom bench` on the built-in Darkroom
-# Mini for the engine's forward FLOP/s, and prints every rate and its ratio to OpenBLAS.
+# [256,512]×[512,512] — in one run, the AR step's memory-bound GEMV against OpenBLAS's
+# float32 GEMV read rate, then `darkroom bench` on the built-in Darkroom Mini for the
+# engine's forward FLOP/s, and prints every rate and its ratio to OpenBLAS.
 # Installs python3-numpy and libopenblas0-pthread with apt when they are missing (sudo
 # only when not root). Each rate is the mean over about a second of repeats, as
 # `go test -bench` reports it. Takes about two minutes; run it on an idle machine.
@@ -66,6 +67,26 @@ for shape in 256x64x4096 256x2816x704 2048x2048x2048 256x512x512; do
 		awk '/^BenchmarkPeers\// { split($1, p, "/"); sub(/-[0-9]+$/, "", p[2]); print p[2], $(NF-1) }' >>"$work/ours.txt"
 done
 
+# The AR step is memory-bound: our GEMV on weights far past the caches (bf16, and the
+# int4 profile's int4 g32) against the rate OpenBLAS's float32 GEMV reads memory at.
+echo "GEMV: OpenBLAS, Darkroom …" >&2
+"$py" - >"$work/blas_gemv.txt" <<'PY'
+import time, numpy as np
+a = np.ones((32768, 2048), np.float32)
+x = np.ones(2048, np.float32)
+a @ x
+runs, t0 = 0, time.perf_counter()
+while True:
+    a @ x
+    runs += 1
+    t = time.perf_counter() - t0
+    if t >= 1.0:
+        break
+print(f"{a.nbytes * runs / t / 1e9:.1f}")
+PY
+"$work/kernels.test" -test.run '^$' -test.bench '^BenchmarkPeersGEMV$' -test.benchtime 1s |
+	awk '/^BenchmarkPeersGEMV\// { split($1, p, "/"); sub(/-[0-9]+$/, "", p[2]); print p[2], $(NF-1) }' >"$work/ours_gemv.txt"
+
 echo "darkroom bench (Darkroom Mini) …" >&2
 "$work/darkroom" bench --json --runs 3 >"$work/bench.json"
 
@@ -87,6 +108,10 @@ for shape, b in blas.items():
     o = ours.get(shape, 0.0)
     m, k, n = shape.split("x")
     print(f"{'[%s,%s]x[%s,%s]' % (m, k, k, n):28} {o:10.1f} {b:10.1f} {o / b:7.2f}")
+gemv = float(open(f"{work}/blas_gemv.txt").read())
+for line in open(f"{work}/ours_gemv.txt"):
+    fmt, gbs = line.split()
+    print(f"{'GEMV ' + fmt + ', GB/s read':28} {float(gbs):10.1f} {gemv:10.1f} {float(gbs) / gemv:7.2f}  (OpenBLAS: float32 GEMV)")
 rep = json.load(open(f"{work}/bench.json"))
 mini = blas["256x64x4096"]
 fwd = rep.get("forward_gflops", 0.0)
@@ -95,6 +120,6 @@ print(f"{'  host matmul, head shape':28} {rep.get('host_matmul_gflops', 0.0):10.
 d, a = rep["diffusion"], rep["ar"]
 print(f"Mini canvas {d['median_canvas_ms']:.0f} ms, AR token {a['median_canvas_ms']:.2f} ms, "
       f"diffusion {d['tokens_per_s']:.1f} tok/s, AR {a['tokens_per_s']:.1f} tok/s, path {rep['path']}")
-print("GFLOP/s; ratio = Darkroom ÷ OpenBLAS")
+print("GFLOP/s unless marked; ratio = Darkroom ÷ OpenBLAS")
 print(f"load average before {sys.argv[2]}, after {sys.argv[3]} (on {os.cpu_count()} CPUs: above that, the rates are shared)")
 PY

@@ -48,3 +48,7 @@ func scaleAVX2(x *float32, n int, r float32)       { panic("kernels: no vector s
 func dotNibbleRuns(x []float32, src []byte, runBytes, stride int, scales []float32) float32 {
 	return dotNibbleRunsGo(x, src, runBytes, stride, scales)
 }
+
+func dotInt4Runs(x []float32, codes []byte, scales, mins []float32, off int32) (float32, bool) {
+	return 0, false
+}

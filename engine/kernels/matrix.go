@@ -264,8 +264,8 @@ func (w *Matrix) float32s() ([]float32, bool) {
 // mulRows computes out [m, Rows] = a [m, Cols]·wᵀ a decoded row of w at a time (in L1
 // or L2: a row is at most tens of KiB), dotted with the m rows of a (MulVec's way, for
 // m < dotRows) exactly as MulNT dots float32 rows, so a stored matrix's product is bit
-// for bit that of its dequantized float32 twin; ggml's 4-bit formats without decoding
-// (matrix_dot.go).
+// for bit that of its dequantized float32 twin; int4 g32 without writing the decoded
+// values (the same bits), ggml's 4-bit formats without decoding (matrix_dot.go).
 func (w *Matrix) mulRows(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	parts := min(workers(), max(1, m*n*k>>15))
@@ -288,6 +288,31 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 		})
 		return
 	}
+	if w.int4Fused() {
+		groups := k / 32
+		off := int32(8)
+		if w.Spec.Format == quant.Affine {
+			off = 0
+		}
+		parallel(parts, func(part int) {
+			buf := packBufs.Get().(*packBuf)
+			defer packBufs.Put(buf)
+			buf.dec = grow(buf.dec, 2*groups)
+			scales, mins := buf.dec[:groups], buf.dec[groups:]
+			clear(mins) // symmetric int4's minimums are 0
+			for r := n * part / parts; r < n*(part+1)/parts; r++ {
+				w.scales(scales, w.Scales, r*groups)
+				if off == 0 {
+					w.scales(mins, w.Mins, r*groups)
+				}
+				codes := w.Data[r*k/2 : (r+1)*k/2]
+				for i := range m {
+					out[i*n+r], _ = dotInt4Runs(a[i*k:(i+1)*k], codes, scales, mins, off)
+				}
+			}
+		})
+		return
+	}
 	parallel(parts, func(part int) {
 		buf := packBufs.Get().(*packBuf)
 		defer packBufs.Put(buf)
@@ -299,6 +324,13 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 			}
 		}
 	})
+}
+
+// int4Fused reports whether mulRows dots w's rows without decoding them: Darkroom's
+// int4 in groups of 32 with the vector code, whose sum is bit for bit that of decoding
+// and dotting (dotInt4Runs).
+func (w *Matrix) int4Fused() bool {
+	return useAVX2 && w.Spec.Bits == 4 && w.Spec.Format != quant.FP4 && w.group() == 32 && w.Cols >= 32
 }
 
 // MulNT computes out = a·wᵀ for a [m, Cols], out [m, Rows], overwritten: MulNT's

@@ -427,3 +427,44 @@ func BenchmarkMatrixMulNT(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPeersGEMV is packaging/bench-peers.sh's memory-bound side: the AR step's
+// product on weights far larger than the caches — bf16 and the int4 profile's format
+// (int4 g32, bf16 scales), random bytes of the right layout — in GB/s of stored bytes
+// read, against the rate OpenBLAS's float32 GEMV reads memory at.
+func BenchmarkPeersGEMV(b *testing.B) {
+	const n, k = 32768, 4096
+	rng := rand.New(rand.NewPCG(3, 3))
+	randBytes := func(n int) []byte {
+		s := make([]byte, n)
+		for i := range s {
+			s[i] = byte(rng.Uint32())
+		}
+		return s
+	}
+	bf16 := func(n int) []byte { // finite values of about unit size
+		s := make([]byte, 2*n)
+		for i := range n {
+			binary.LittleEndian.PutUint16(s[2*i:], 0x3c00|uint16(rng.IntN(0x3ff)))
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name string
+		w    *Matrix
+	}{
+		{"bf16", &Matrix{Rows: n, Cols: k, GGUF: gguf.BF16, Data: bf16(n * k)}},
+		{"int4", &Matrix{Rows: n, Cols: k, Spec: quant.Int4, Data: randBytes(n * k / 2), Scales: bf16(n * k / 32)}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			x, out := randWeights(rng, k), make([]float32, n)
+			bytes := len(c.w.Data) + len(c.w.Scales)
+			for b.Loop() {
+				if err := c.w.MulVec(out, x); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(bytes)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}

@@ -744,3 +744,73 @@ dloop:
 	MOVSS X0, ret+48(FP)
 	VZEROUPPER
 	RET
+
+// func dotInt4RunsAVX2(x *float32, codes *byte, groups int, scales, mins *float32, off int32) float32
+// Σ value·x over the groups decodeInt4RunsAVX2 decodes, without storing them: each value
+// is computed as there, and multiplied into dotAVX2's four accumulators in dotAVX2's
+// order, then summed as dotAVX2 sums them — so the result is bit for bit dotAVX2's on
+// the decoded values.
+TEXT ·dotInt4RunsAVX2(SB), NOSPLIT, $0-52
+	MOVQ x+0(FP), DI
+	MOVQ codes+8(FP), SI
+	MOVQ groups+16(FP), CX
+	MOVQ scales+24(FP), DX
+	MOVQ mins+32(FP), R10
+	MOVL off+40(FP), AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VPBROADCASTB nibconst<>+0(SB), Y14
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+i4dot:
+	VBROADCASTSS (DX), Y13           // scale
+	VBROADCASTSS (R10), Y12          // min
+	VPMOVZXBW (SI), Y0
+	VPSLLW $4, Y0, Y1
+	VPOR Y1, Y0, Y0
+	VPAND Y14, Y0, Y0                // 32 nibbles in value order
+	VEXTRACTI128 $1, Y0, X2
+	VPSRLDQ $8, X0, X1
+	VPSRLDQ $8, X2, X3
+	VPMOVZXBD X0, Y4
+	VPMOVZXBD X1, Y5
+	VPMOVZXBD X2, Y6
+	VPMOVZXBD X3, Y7
+	VPSUBD Y15, Y4, Y4
+	VPSUBD Y15, Y5, Y5
+	VPSUBD Y15, Y6, Y6
+	VPSUBD Y15, Y7, Y7
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VMULPS Y13, Y4, Y4
+	VMULPS Y13, Y5, Y5
+	VMULPS Y13, Y6, Y6
+	VMULPS Y13, Y7, Y7
+	VADDPS Y12, Y4, Y4
+	VADDPS Y12, Y5, Y5
+	VADDPS Y12, Y6, Y6
+	VADDPS Y12, Y7, Y7
+	VFMADD231PS (DI), Y4, Y8
+	VFMADD231PS 32(DI), Y5, Y9
+	VFMADD231PS 64(DI), Y6, Y10
+	VFMADD231PS 96(DI), Y7, Y11
+	ADDQ $16, SI
+	ADDQ $128, DI
+	ADDQ $4, DX
+	ADDQ $4, R10
+	DECQ CX
+	JNZ  i4dot
+	VADDPS Y9, Y8, Y8
+	VADDPS Y11, Y10, Y10
+	VADDPS Y10, Y8, Y8
+	VEXTRACTF128 $1, Y8, X9
+	VADDPS X9, X8, X8
+	VHADDPS X8, X8, X8
+	VHADDPS X8, X8, X8
+	MOVSS X8, ret+48(FP)
+	VZEROUPPER
+	RET
