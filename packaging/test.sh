@@ -13,4 +13,4 @@ if [ "$status" != 0 ]; then exit "$status"; fi
 if [ -x packaging/window-check.sh ]; then
 	packaging/window-check.sh
 fi
-bash packaging/dist.sh && bash packaging/dist-check.sh # the installers, built into dist/ and checked as a fresh machine gets them
+bash packaging/dist.sh && bash packaging/dist-check.sh && bash packaging/dist-check-test.sh # the installers, built into dist/, checked as a fresh machine gets them, and the check shown to catch faults
