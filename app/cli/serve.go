@@ -16,6 +16,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 func init() {
@@ -33,6 +34,8 @@ type serveInfo struct {
 	Token   string `json:"token"`    // the API key ("" with --no-token)
 	Model   string `json:"model"`    // the model's id in /v1/models and in requests
 	Backend string `json:"backend"`
+	// APIMode is the mode a chat completion without "mode" runs in, and why.
+	APIMode speed.Choice `json:"api_mode"`
 }
 
 func runServe(env *Env, args []string) error {
@@ -89,6 +92,14 @@ func serve(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintln(env.Stderr, "darkroom:", fb)
 	}
 	opts.Engine = eng
+	// A request without "mode" runs the faster mode here where both write equally well.
+	device := speed.Device(eng.Backend())
+	rates, err := speed.Here(ctx, device)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "darkroom:", err)
+	}
+	choice, _ := speed.ForLoaded(id, eng.Config(), device, rates)
+	opts.APIMode, opts.APIModeReason = choice.Mode, choice.Reason
 	srv, err := server.New(opts)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -96,13 +107,14 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	info := serveInfo{URL: srv.URL("/"), APIBase: srv.APIBase(), Token: srv.Token(), Model: id, Backend: eng.Backend()}
+	info := serveInfo{URL: srv.URL("/"), APIBase: srv.APIBase(), Token: srv.Token(), Model: id, Backend: eng.Backend(), APIMode: choice}
 	if *asJSON {
 		b, _ := json.Marshal(info)
 		fmt.Fprintln(env.Stdout, string(b))
 	} else {
 		fmt.Fprintln(env.Stdout, info.URL)
 		fmt.Fprintf(env.Stderr, "Darkroom is serving %s (%s backend).\n  Browser:  %s\n  API base: %s\n", id, info.Backend, info.URL, info.APIBase)
+		fmt.Fprintf(env.Stderr, "  API mode: %s unless a request names one\n", choice.Reason)
 		if info.Token != "" {
 			fmt.Fprintf(env.Stderr, "  API key:  %s\n", info.Token)
 		} else {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/darkroomlabs/darkroom/engine"
 )
 
 func TestServeArguments(t *testing.T) {
@@ -58,6 +60,7 @@ func (l *lockedBuffer) String() string {
 
 func TestServeModel(t *testing.T) {
 	t.Setenv("DARKROOM_MODELS_DIR", t.TempDir())
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the speed calibration's cache
 	dir := writeWikiModel(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -92,7 +95,8 @@ func TestServeModel(t *testing.T) {
 	}
 	_, port, _ := net.SplitHostPort(addr)
 	if !strings.HasPrefix(info.URL, "http://darkroom-") || !strings.Contains(info.URL, ".localhost:"+port+"/?token="+info.Token) || len(info.Token) < 32 ||
-		info.APIBase != "http://"+addr+"/v1" || info.Backend != "go" || info.Model != filepath.Base(dir) {
+		info.APIBase != "http://"+addr+"/v1" || info.Backend != "go" || info.Model != filepath.Base(dir) ||
+		info.APIMode.Mode != engine.Diffusion || info.APIMode.Reason == "" { // a model the catalog does not know keeps diffusion
 		t.Fatalf("info %+v", info)
 	}
 	// The API answers with the token as API key, and refuses without it.

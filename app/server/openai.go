@@ -35,8 +35,11 @@ import (
 // is the sampling temperature (0 = greedy). seed makes a run reproducible;
 // without it every request draws a fresh seed. stop (a string or up to 4) cuts
 // the answer at the first occurrence. Extensions: "mode": "ar" decodes one token
-// per forward pass instead of block diffusion; system_fingerprint names the
-// mode that ran. "darkroom": {"opening": text} fixes the start of the answer
+// per forward pass instead of block diffusion, "diffusion" develops canvases;
+// without it the model's APIMode runs (the faster mode on this machine for a
+// model that writes equally well both ways, else diffusion); system_fingerprint
+// ("darkroom-ar", "darkroom-diffusion") and the X-Darkroom-Mode header name the
+// mode that ran, and X-Darkroom-Mode-Reason why when the request named none. "darkroom": {"opening": text} fixes the start of the answer
 // (engine.Request.Opening: the Encyclopedia's heading), and with "steps": true
 // a stream also carries the developing canvas: chunks with no choices and a
 // "darkroom" object (see stepChunk), at most one per FrameInterval, after the
@@ -247,7 +250,12 @@ func engineRequest(cr *chatRequest, m Model) (engine.Request, []string, error) {
 	}
 
 	switch cr.Mode {
-	case "", "diffusion":
+	case "":
+		req.Mode = m.APIMode
+		if req.Mode == "" {
+			req.Mode = engine.Diffusion
+		}
+	case "diffusion":
 		req.Mode = engine.Diffusion
 	case "ar":
 		req.Mode = engine.AR
@@ -405,6 +413,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	id := "chatcmpl-" + randomHex(12)
 	created := time.Now().Unix()
 	fingerprint := "darkroom-" + string(req.Mode)
+	w.Header().Set("X-Darkroom-Mode", string(req.Mode))
+	if cr.Mode == "" && m.APIModeReason != "" {
+		w.Header().Set("X-Darkroom-Mode-Reason", m.APIModeReason)
+	}
 	if !cr.Stream {
 		release, err := s.queue.wait(r.Context(), 0, nil)
 		if err != nil {

@@ -379,3 +379,27 @@ func TestHoldBack(t *testing.T) {
 		t.Error("firstStop")
 	}
 }
+
+// TestChatDefaultMode: a request without "mode" runs the model's APIMode (the
+// faster mode here) and says so in system_fingerprint and the X-Darkroom-Mode
+// headers; a request naming a mode gets it; a model without one gets diffusion.
+func TestChatDefaultMode(t *testing.T) {
+	g := &fakeGen{final: "ok"}
+	s := start(t, Options{Engine: g, ModelID: "diffusiongemma-26b", APIMode: engine.AR,
+		APIModeReason: "the printer (AR): faster on this machine"})
+	hdr := map[string]string{"Authorization": "Bearer " + s.Token(), "Content-Type": "application/json"}
+	resp, raw := do(t, nil, "POST", base(s)+"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`, hdr)
+	if g.lastRequest(t).Mode != engine.AR || !strings.Contains(raw, `"system_fingerprint":"darkroom-ar"`) ||
+		resp.Header.Get("X-Darkroom-Mode") != "ar" || !strings.Contains(resp.Header.Get("X-Darkroom-Mode-Reason"), "faster") {
+		t.Errorf("no mode: %s %v", raw, resp.Header)
+	}
+	resp, raw = do(t, nil, "POST", base(s)+"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"mode":"diffusion"}`, hdr)
+	if g.lastRequest(t).Mode != engine.Diffusion || !strings.Contains(raw, `"system_fingerprint":"darkroom-diffusion"`) ||
+		resp.Header.Get("X-Darkroom-Mode") != "diffusion" || resp.Header.Get("X-Darkroom-Mode-Reason") != "" {
+		t.Errorf("diffusion asked for: %s %v", raw, resp.Header)
+	}
+	s2 := start(t, Options{Engine: g, ModelID: "darkroom-mini"})
+	if _, _, raw := api(t, s2, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`); g.lastRequest(t).Mode != engine.Diffusion || !strings.Contains(raw, `"system_fingerprint":"darkroom-diffusion"`) {
+		t.Errorf("no default: %s", raw)
+	}
+}

@@ -83,6 +83,11 @@ type Model struct {
 	Engine   Generator
 	Vocab    Vocabulary      // see Vocabulary; nil: derived from Engine where possible
 	Sampling engine.Sampling // the knobs pages are written with (zero: the model's defaults)
+	// APIMode is the mode of a chat completion that names none, and APIModeReason
+	// why (models/speed.Choose: the faster mode here for a model that writes
+	// equally well both ways); "" is diffusion.
+	APIMode       engine.Mode
+	APIModeReason string
 }
 
 // Options configure a Server. Engine (or Model) is required.
@@ -93,6 +98,9 @@ type Options struct {
 	Vocab    Vocabulary
 	ModelID  string
 	Sampling engine.Sampling
+	// APIMode and APIModeReason are the model's (see Model's fields).
+	APIMode       engine.Mode
+	APIModeReason string
 	// Model, if set, is asked for the model on every request (and Engine,
 	// Vocab, ModelID and Sampling are ignored): the desktop app's active model,
 	// which the user may switch while the server runs.
@@ -179,7 +187,8 @@ func New(opts Options) (*Server, error) {
 	}
 	opts.Addr = addr
 	if opts.Model == nil {
-		m := Model{ID: opts.ModelID, Engine: opts.Engine, Vocab: opts.Vocab, Sampling: opts.Sampling}
+		m := Model{ID: opts.ModelID, Engine: opts.Engine, Vocab: opts.Vocab, Sampling: opts.Sampling,
+			APIMode: opts.APIMode, APIModeReason: opts.APIModeReason}
 		opts.Model = func(context.Context) (Model, error) { return m, nil }
 	}
 	if opts.Mode == "" {

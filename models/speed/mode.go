@@ -115,11 +115,12 @@ func bytes(b float64) string {
 
 // ForEntry estimates catalog entry e's model (dimensions cfg) under profile p, for
 // an answer of tokens tokens (0: one canvas) with the entry's typical steps, on a
-// machine whose model runs on device ("cpu" or "gpu", hw.Info.Device) at rates r.
-// On a GPU the estimate is unknown: the rates are the CPU's.
+// machine whose model runs on device ("cpu" or "gpu", hw.Info.Device; Device of an
+// engine's backend) at rates r. Anywhere but on the CPU's host kernels the
+// estimate is unknown: the rates are theirs.
 func ForEntry(e catalog.Entry, cfg *config.Model, p quant.Profile, device string, r *Rates, tokens int) (*Estimate, error) {
-	if device == "gpu" {
-		return Unknown("unknown on the GPU (Darkroom measures only the CPU's rates)"), nil
+	if device != "cpu" {
+		return Unknown(fmt.Sprintf("unknown on the %s (Darkroom measures only its CPU kernels' rates)", device)), nil
 	}
 	return Compute(cfg, p, r, Workload{Tokens: tokens, Steps: e.Steps, GuidanceRounds: e.GuidanceRounds})
 }
@@ -136,10 +137,19 @@ func ForLoaded(name string, cfg *config.Model, device string, r *Rates) (Choice,
 	return Choose(e.ModesEqual, est), est
 }
 
+// Device is where an engine on backend runs, as ForEntry and Here take it: "cpu"
+// for the pure-Go backend's host kernels, else the backend's name.
+func Device(backend string) string {
+	if backend == "go" {
+		return "cpu"
+	}
+	return backend + " backend"
+}
+
 // Here is this machine's rates for a model running on device: the cached
-// calibration (measured now if there is none) on the CPU, nil on a GPU.
+// calibration (measured now if there is none) on the CPU, nil elsewhere.
 func Here(ctx context.Context, device string) (*Rates, error) {
-	if device == "gpu" {
+	if device != "cpu" {
 		return nil, nil
 	}
 	c, err := Default()

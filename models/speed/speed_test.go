@@ -155,7 +155,7 @@ func TestChoose(t *testing.T) {
 	if c := Choose(mini.ModesEqual, slow); c.Mode != engine.Diffusion {
 		t.Errorf("Mini: %+v", c)
 	}
-	onGPU, _ := ForEntry(dg, cfg, quant.Int4Profile, "gpu", cpu, 0)
+	onGPU, _ := ForEntry(dg, cfg, quant.Int4Profile, Device("xla:cuda"), cpu, 0)
 	if c := Choose(dg.ModesEqual, onGPU); onGPU.Known() || c.Mode != engine.Diffusion || !strings.Contains(c.Reason, "unknown") {
 		t.Errorf("on a GPU backend: %+v, %+v", onGPU, c)
 	}
