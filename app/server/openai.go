@@ -39,7 +39,8 @@ import (
 // without it the model's APIMode runs (the faster mode on this machine for a
 // model that writes equally well both ways, else diffusion); system_fingerprint
 // ("darkroom-ar", "darkroom-diffusion") and the X-Darkroom-Mode header name the
-// mode that ran, and X-Darkroom-Mode-Reason why when the request named none. "darkroom": {"opening": text} fixes the start of the answer
+// mode that ran, and X-Darkroom-Mode-Reason why when the request named none.
+// "darkroom": {"opening": text} fixes the start of the answer
 // (engine.Request.Opening: the Encyclopedia's heading), and with "steps": true
 // a stream also carries the developing canvas: chunks with no choices and a
 // "darkroom" object (see stepChunk), at most one per FrameInterval, after the
