@@ -65,7 +65,12 @@ type packFunc func(dst []float32, buf *packBuf, j0, cols, p0, kc int) error
 // and a is the cheaper operand to pack twice), by rows otherwise. It returns the first
 // error of packB.
 func mulNTSplit(kern *microKernel, out, a []float32, m, n, k int, packB packFunc) error {
-	parts := min(workers(), max(1, m*n*k>>17))
+	parts := min(workers(), max(1, m*n*k/parallelMACs))
+	if parts == 1 {
+		buf := packBufs.Get().(*packBuf)
+		defer packBufs.Put(buf)
+		return mulNTPacked(kern, buf, out, a, n, k, 0, m, 0, n, packB)
+	}
 	colPanels, rowPanels := ceilDiv(n, kern.nr), ceilDiv(m, kern.mr)
 	errs := make([]error, parts)
 	parallel(parts, func(part int) {
@@ -87,15 +92,24 @@ func mulNTSplit(kern *microKernel, out, a []float32, m, n, k int, packB packFunc
 	return nil
 }
 
+// parallelMACs is the work (multiply-adds) worth a part of its own on another worker:
+// about 20 µs of the packed product, against the few µs a parked worker takes to wake.
+// Smaller products run on the calling goroutine.
+const parallelMACs = 1 << 20
+
 // dotRows is the row count below which a product is dot products of rows (each row of
 // b read once, from memory, for all rows of a) rather than packed: packing b costs
 // more than a product with one or two rows (the AR step) gains from it.
 const dotRows = 4
 
+// dotMACs is parallelMACs for dot products, which read their weights from memory once
+// (about 20 µs at this machine's read rate).
+const dotMACs = 1 << 18
+
 // mulNTDots computes out = a·bᵀ as m·n dot products, the rows of b split across the
 // worker pool.
 func mulNTDots(out, a, b []float32, m, n, k int) {
-	parts := min(workers(), max(1, m*n*k>>15))
+	parts := min(workers(), max(1, m*n*k/dotMACs))
 	parallel(parts, func(part int) {
 		for j := n * part / parts; j < n*(part+1)/parts; j++ {
 			bj := b[j*k : (j+1)*k]

@@ -43,15 +43,17 @@ func checkClose(t *testing.T, got []float32, want []float64, k int, tol float64)
 }
 
 // TestMulNT runs every micro-kernel this CPU has (AVX-512, AVX2, portable) on shapes
-// that are not multiples of the micro-tiles (14×32, 6×16, 4×4) or of the cache blocks (MC 112, KC 256,
-// NC 2048), so every edge tile, the depth accumulation and the split across workers
-// are exercised; out starts as garbage and must be overwritten.
+// that are not multiples of the micro-tiles (14×32, 6×16, 4×4) or of the cache blocks
+// (MC 112, KC 256, NC 2048), so every edge tile and the depth accumulation are
+// exercised, the larger shapes split across the pool by columns and by rows, and the
+// ones of fewer than four rows as dot products; out starts as garbage and must be
+// overwritten.
 func TestMulNT(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	shapes := [][3]int{
 		{1, 1, 1}, {1, 7, 1}, {7, 1, 33}, {2, 4, 8}, {3, 5, 7}, {7, 9, 17}, {15, 33, 257},
 		{16, 67, 130}, {33, 130, 600}, {64, 64, 1030}, {256, 40, 64}, {113, 31, 513},
-		{29, 2049 + 32, 5}, {257, 97, 300}, {1, 300, 257}, {300, 1, 3},
+		{29, 2049 + 32, 5}, {257, 97, 300}, {1, 300, 257}, {300, 1, 3}, {2, 600, 300},
 	}
 	for _, kern := range gemmKernels() {
 		for _, c := range shapes {
@@ -106,7 +108,7 @@ func TestMulNTZeroDepth(t *testing.T) {
 // TestMulNTConcurrent: products started from several goroutines at once (the pool busy)
 // all finish with the right result.
 func TestMulNTConcurrent(t *testing.T) {
-	const m, n, k = 45, 70, 300
+	const m, n, k = 90, 70, 300 // large enough to be split across the pool
 	rng := rand.New(rand.NewPCG(5, 6))
 	a, b := randSlice(rng, m*k), randSlice(rng, n*k)
 	want := naiveNT(a, b, m, n, k)
