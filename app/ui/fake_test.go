@@ -313,6 +313,16 @@ func newApp(fa fyne.App, w fyne.Window, deps Deps) (a *App) {
 	return a
 }
 
+// uiRead returns f's reading of widgets under uiMu (they are written by onUI
+// callbacks on other goroutines under the test driver).
+func uiRead(f func() string) (s string) {
+	asUI(func() { s = f() })
+	return s
+}
+
+// selectProfile picks a profile on a Library card as the user would (asUI).
+func selectProfile(c *libraryCard, profile string) { asUI(func() { c.profile.SetSelected(profile) }) }
+
 // tap taps w as the user would (asUI).
 func tap(w fyne.Tappable) { asUI(func() { test.Tap(w) }) }
 

@@ -87,8 +87,8 @@ func TestLibraryDownloadErrorStaysOnTheCard(t *testing.T) {
 	if got := shownText(c.card); !strings.Contains(got, offline) || !strings.Contains(got, "connection refused") {
 		t.Fatalf("after a refresh the card says:\n%s", got)
 	}
-	if !l.errs.Hidden {
-		t.Errorf("the error is also shown above the cards: %q", l.errs.Text)
+	if got := shownText(l.errs); got != "" {
+		t.Errorf("the error is also shown above the cards: %q", got)
 	}
 	tapButton(t, c.probBox.Objects[1].(*fyne.Container), "Dismiss")
 	if got := shownText(c.card); strings.Contains(got, offline) {
@@ -119,12 +119,12 @@ func TestLibraryCardsSayWhatTheyDownload(t *testing.T) {
 		}
 	}
 	dg := libraryCardOf(l, catalog.DiffusionGemmaID)
-	fyne.DoAndWait(func() { dg.profile.SetSelected("int4") })
-	if got := dg.fit.Text; !strings.Contains(got, "Made on this PC from the bf16 download") {
+	selectProfile(dg, "int4")
+	if got := uiRead(func() string { return dg.fit.Text }); !strings.Contains(got, "Made on this PC from the bf16 download") {
 		t.Errorf("int4 of the bf16 checkpoint: %q", got)
 	}
-	fyne.DoAndWait(func() { dg.profile.SetSelected("bf16") })
-	if got := dg.fit.Text; !strings.Contains(got, "51.6 GB download") || !strings.Contains(got, "Won't fit") ||
+	selectProfile(dg, "bf16")
+	if got := uiRead(func() string { return dg.fit.Text }); !strings.Contains(got, "51.6 GB download") || !strings.Contains(got, "Won't fit") ||
 		!strings.Contains(got, "95% of the 25.3 GB of RAM (24.0 GB)") || strings.Contains(got, " + ") {
 		t.Errorf("bf16 fit line: %q", got)
 	}

@@ -71,12 +71,12 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 	}
 	state := func() string {
 		if c := card(); c != nil {
-			return c.entry.State
+			return uiRead(func() string { return c.entry.State })
 		}
 		return ""
 	}
 	waitFor(t, "the catalog", func() bool { return card() != nil })
-	fyne.DoAndWait(func() { card().profile.SetSelected("int8") })
+	selectProfile(card(), "int8")
 	tapButton(t, card().buttons, "Download")
 	waitFor(t, "the conversion", func() bool { return state() == "converting" || state() == "ready" })
 	waitFor(t, "the converted model", func() bool {
@@ -88,13 +88,13 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 		}
 		return false
 	})
-	if !l.errs.Hidden {
-		t.Fatalf("library error: %s", l.errs.Text)
+	if e := shownText(l.errs); e != "" {
+		t.Fatalf("library error: %s", e)
 	}
 	if p := shownText(card().probBox); p != "" {
 		t.Fatalf("card error: %s", p)
 	}
-	fyne.DoAndWait(func() { card().profile.SetSelected("int8") })
+	selectProfile(card(), "int8")
 	tapButton(t, card().buttons, "Use")
 	waitFor(t, "the int8 model to be active", func() bool {
 		active, _ := mgr.Active()

@@ -86,23 +86,31 @@ func TestLibraryDownloadPauseResume(t *testing.T) {
 		return c
 	}
 	waitFor(t, "the catalog", func() bool { return card() != nil && len(l.cards.Objects) >= 2 })
-	if !strings.Contains(card().fit.Text, "Test GPU") || !strings.Contains(l.store.Text, filepath.Join(dir, "models")) {
-		t.Errorf("fit %q, store %q", card().fit.Text, l.store.Text)
+	c0 := card()
+	if fit, store := uiRead(func() string { return c0.fit.Text }), uiRead(func() string { return l.store.Text }); !strings.Contains(fit, "Test GPU") || !strings.Contains(store, filepath.Join(dir, "models")) {
+		t.Errorf("fit %q, store %q", fit, store)
 	}
-	fyne.DoAndWait(func() { card().profile.SetSelected("bf16") }) // the download itself; conversions are the models package's
+	selectProfile(c0, "bf16") // the download itself; conversions are the models package's
 	state := func() string {
 		if c := card(); c != nil {
-			return c.entry.State
+			return uiRead(func() string { return c.entry.State })
 		}
 		return ""
 	}
 	tapButton(t, card().buttons, "Download")
 	waitFor(t, "bytes to arrive", func() bool {
 		c := card() // the card can be rebuilt between two looks: read it once
-		return c != nil && c.entry.State == "downloading" && c.entry.Progress.Done > 100<<10
+		if c == nil {
+			return false
+		}
+		uiMu.Lock()
+		defer uiMu.Unlock()
+		return c.entry.State == "downloading" && c.entry.Progress.Done > 100<<10
 	})
-	if !strings.Contains(card().progLbl.Text, "MB of 3.1 MB") && !strings.Contains(card().progLbl.Text, "kB of 3.1 MB") {
-		t.Errorf("progress %q", card().progLbl.Text)
+	if c := card(); c != nil {
+		if p := uiRead(func() string { return c.progLbl.Text }); !strings.Contains(p, "MB of 3.1 MB") && !strings.Contains(p, "kB of 3.1 MB") {
+			t.Errorf("progress %q", p)
+		}
 	}
 
 	tapButton(t, card().buttons, "Pause")
@@ -145,7 +153,7 @@ func TestLibraryDownloadPauseResume(t *testing.T) {
 func tapButton(t *testing.T, box *fyne.Container, text string) {
 	t.Helper()
 	var b *widget.Button
-	fyne.DoAndWait(func() {
+	asUI(func() {
 		for _, o := range box.Objects {
 			if x, ok := o.(*widget.Button); ok && x.Text == text {
 				b = x
