@@ -170,6 +170,8 @@ func stepStatus(ev engine.Event, tokens int) string {
 		steps := max(ev.ForwardPasses-1-ev.Canvas, ev.Step)
 		return fmt.Sprintf("Developing · canvas %d, step %d (%d steps so far) · %d forward passes · %.1f s · %.1f tokens/s",
 			ev.Canvas+1, ev.Step, steps, ev.ForwardPasses, secs, rate)
+	case engine.EventToken:
+		return fmt.Sprintf("Printing · %d tokens · %d forward passes · %.1f s · %.1f tokens/s", tokens, ev.ForwardPasses, secs, rate)
 	default:
 		return fmt.Sprintf("Developing · canvas %d committed · %d forward passes · %.1f s · %.1f tokens/s",
 			ev.Canvas+1, ev.ForwardPasses, secs, rate)

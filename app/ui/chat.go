@@ -438,10 +438,13 @@ func (c *Chat) answer() {
 		}
 		m, err := c.app.models.Get(ctx)
 		if err != nil {
-			c.finish(current, t, nil, fmt.Errorf("load the model: %w", err))
+			c.finish(current, t, nil, fmt.Errorf("load the model: %w", err), "")
 			return
 		}
 		onUI(c.updateThinking)
+		// The mode: the faster one here where the model writes equally well both ways.
+		info := m.Info()
+		mode, label := info.defaultMode(), modeLabel(info.defaultMode())
 		dev := develop.New(m, m.Decode)
 		th := newThrottle(frameInterval, func(ev engine.Event) {
 			text := dev.Text(ev)
@@ -450,7 +453,7 @@ func (c *Chat) answer() {
 			if ev.Kind == engine.EventStep {
 				live = htmlsafe.ShowNoise(strings.TrimPrefix(text, committed))
 			}
-			st := stepStatus(ev, len(ev.Committed)+dev.Accepted())
+			st := label + " · " + stepStatus(ev, len(ev.Committed)+dev.Accepted())
 			onUI(func() {
 				if !current() {
 					return
@@ -462,10 +465,17 @@ func (c *Chat) answer() {
 				c.scroll.ScrollToBottom()
 			})
 		})
-		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: engine.Diffusion,
+		if info.Mode.Reason != "" {
+			onUI(func() {
+				if current() {
+					c.status.SetText("Writing with " + info.Mode.Reason)
+				}
+			})
+		}
+		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode,
 			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push})
 		th.Close()
-		c.finish(current, t, res, err)
+		c.finish(current, t, res, err, info.Mode.Reason)
 	})
 }
 
@@ -483,7 +493,8 @@ func (c *Chat) showPartial(t *chats.Thread, text string) {
 	c.messages.Refresh()
 }
 
-func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, err error) {
+// finish shows the answer, or the error; why is the mode's reason for the status line.
+func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, err error, why string) {
 	onUI(func() {
 		if !current() {
 			return
@@ -506,7 +517,19 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 		t.Model = c.app.activeModelName()
 		c.save()
 		c.renderMessages()
-		c.status.SetText(doneStatus(res))
+		st := doneStatus(res)
+		if why != "" {
+			st += " · " + why
+		}
+		c.status.SetText(st)
 		c.updateButtons()
 	})
+}
+
+// modeLabel is a mode's name in a status line.
+func modeLabel(m engine.Mode) string {
+	if m == engine.AR {
+		return "Printer (AR)"
+	}
+	return "Polaroid (diffusion)"
 }

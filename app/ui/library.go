@@ -17,6 +17,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hub"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 // Library is the models library as the Library screen uses it (wire.go adapts
@@ -74,6 +75,10 @@ type ProfileFit struct {
 	Context               int
 	Where                 string
 	FitsAt, TightAt       float64
+	// Printer and Polaroid are each mode's estimated tokens/s on this PC for a
+	// one-canvas answer (models/speed); zero, with SpeedNote saying why, when unknown.
+	Printer, Polaroid float64
+	SpeedNote         string
 }
 
 // DownloadEvent is progress of one model's download.
@@ -326,7 +331,7 @@ func (c *libraryCard) showFit(profile string) {
 			case p.Bytes > 0:
 				size = formatBytes(p.Bytes) + " download · "
 			}
-			c.fit.SetText(size + fitText(p))
+			c.fit.SetText(size + fitText(p) + speedText(p))
 			switch p.Verdict {
 			case "fits":
 				c.fit.Importance = widget.SuccessImportance
@@ -370,6 +375,18 @@ func fitText(p ProfileFit) string {
 			formatBytes(p.Weights), p.Context)
 	}
 	return s
+}
+
+// speedText says how fast each mode would write here, beside the fit.
+func speedText(p ProfileFit) string {
+	if p.Printer > 0 && p.Polaroid > 0 {
+		return fmt.Sprintf(" About %s tokens/s here as the printer (AR), %s as the polaroid (diffusion).",
+			speed.Rate(p.Printer), speed.Rate(p.Polaroid))
+	}
+	if p.SpeedNote != "" {
+		return " Speed here: " + p.SpeedNote + "."
+	}
+	return ""
 }
 
 // formatBytesPair formats two sizes with enough decimals to tell them apart

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 // Model is a loaded model as the screens use it: the engine (see engine_model.go)
@@ -31,6 +32,19 @@ type ModelInfo struct {
 	Backend  string // "go", "xla:cuda", …
 	Thinking bool   // the model has a thinking channel
 	Defaults engine.Sampling
+	// Mode is the mode chat and the local API run without a choice, and why
+	// (models/speed: the faster one here where both modes write equally well);
+	// a zero Mode is diffusion. Speed is the estimate behind it (nil: none).
+	Mode  speed.Choice
+	Speed *speed.Estimate
+}
+
+// defaultMode is the mode of a generation the user did not choose one for.
+func (i ModelInfo) defaultMode() engine.Mode {
+	if i.Mode.Mode == "" {
+		return engine.Diffusion
+	}
+	return i.Mode.Mode
 }
 
 // Loader opens the active model. Every call returns a new instance, so the Race

@@ -15,6 +15,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 // Race runs one prompt twice at the same time on the same weights: AR, the
@@ -162,7 +163,7 @@ func (r *Race) Start() {
 					return
 				}
 			}
-			r.summary.SetText(raceSummary(r.panes[0].result, r.panes[1].result))
+			r.summary.SetText(raceSummary(r.panes[0].result, r.panes[1].result, polaroid.Info().Speed))
 		})
 	})
 }
@@ -187,8 +188,9 @@ func tokensPerForward(res *engine.Result) float64 {
 	return float64(len(res.Tokens)) / float64(res.ForwardPasses)
 }
 
-// raceSummary compares the two finished runs.
-func raceSummary(ar, diff *engine.Result) string {
+// raceSummary compares the two finished runs and, with this PC's speed estimate
+// for the model (nil: none), says in one line why the winner wins here.
+func raceSummary(ar, diff *engine.Result, est *speed.Estimate) string {
 	if ar == nil || diff == nil {
 		return "Stopped."
 	}
@@ -198,10 +200,21 @@ func raceSummary(ar, diff *engine.Result) string {
 		len(diff.Tokens), diff.ForwardPasses, tokensPerForward(diff), diff.TokensPerS)
 	if ar.TokensPerS > 0 && diff.TokensPerS > 0 {
 		ratio := diff.TokensPerS / ar.TokensPerS
+		winner := engine.Diffusion
 		if ratio >= 1 {
 			s += fmt.Sprintf("  Diffusion was %.1f× faster here.", ratio)
 		} else {
+			winner = engine.AR
 			s += fmt.Sprintf("  AR was %.1f× faster here.", 1/ratio)
+		}
+		if est.Known() {
+			if est.Faster() == winner {
+				s += "  " + speed.Why(est, winner)
+			} else {
+				s += fmt.Sprintf("  This PC's estimate expected the %s (about %s tokens/s against %s): %s.",
+					speed.Name(est.Faster()), speed.Rate(est.Of(est.Faster()).TokensPerS),
+					speed.Rate(est.Of(winner).TokensPerS), speed.Because(est))
+			}
 		}
 	}
 	if ar.StopReason == "cancelled" || diff.StopReason == "cancelled" {

@@ -76,7 +76,8 @@ func (a *App) serverOptions() server.Options {
 // (darkroom-mini, the catalog name), on the engine itself where it is one, so
 // the server can check a request against the context before it streams.
 func serverModel(m Model, sampling engine.Sampling) server.Model {
-	sm := server.Model{ID: m.Info().Name, Engine: m, Vocab: m, Sampling: sampling}
+	sm := server.Model{ID: m.Info().Name, Engine: m, Vocab: m, Sampling: sampling,
+		APIMode: m.Info().Mode.Mode, APIModeReason: m.Info().Mode.Reason}
 	if m.Info().Builtin {
 		sm.ID = catalog.MiniID
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/darkroomlabs/darkroom/models/convert"
 	"github.com/darkroomlabs/darkroom/models/fit"
 	"github.com/darkroomlabs/darkroom/models/hw"
+	"github.com/darkroomlabs/darkroom/models/speed"
 	"github.com/darkroomlabs/darkroom/models/store"
 )
 
@@ -81,7 +82,9 @@ func wireEngine(d *Deps) {
 		if err != nil {
 			return nil, err
 		}
-		return newEngineModel(e, name, name == miniName), nil
+		m := newEngineModel(e, name, name == miniName)
+		m.mode, m.speed = modeChoice(ctx, e, name)
+		return m, nil
 	})
 }
 
@@ -162,6 +165,20 @@ func hardwareLines(info hw.Info) []string {
 	return lines
 }
 
+// modeChoice is the default mode of the model e loaded as name, on this machine
+// (models/speed; the rates are measured once, on the first model's load).
+func modeChoice(ctx context.Context, e *engine.Engine, name string) (speed.Choice, *speed.Estimate) {
+	if name == miniName {
+		name = catalog.MiniID
+	}
+	device := speed.Device(e.Backend())
+	rates, err := speed.Here(ctx, device)
+	if err != nil {
+		return speed.Choose(false, speed.Unknown(err.Error())), nil
+	}
+	return speed.ForLoaded(name, e.Config(), device, rates)
+}
+
 // engineModel adapts *engine.Engine to Model.
 type engineModel struct {
 	e        *engine.Engine
@@ -169,6 +186,8 @@ type engineModel struct {
 	builtin  bool
 	ends     map[int]bool
 	thinking bool
+	mode     speed.Choice
+	speed    *speed.Estimate
 }
 
 func newEngineModel(e *engine.Engine, name string, builtin bool) *engineModel {
@@ -198,7 +217,7 @@ func (m *engineModel) IsEnd(id int) bool       { return m.ends[id] }
 func (m *engineModel) Close() error            { return m.e.Close() }
 func (m *engineModel) Info() ModelInfo {
 	return ModelInfo{Name: m.name, Builtin: m.builtin, Backend: m.e.Backend(), Thinking: m.thinking,
-		Defaults: m.e.GenerationDefaults()}
+		Defaults: m.e.GenerationDefaults(), Mode: m.mode, Speed: m.speed}
 }
 
 // managerLibrary adapts the models manager to Library.
@@ -309,7 +328,29 @@ func profileFit(e models.Entry, p quant.Profile, info hw.Info) ProfileFit {
 		pf.Where += " VRAM"
 	}
 	pf.FitsAt, pf.TightAt = fit.Limits(b)
+	pf.Printer, pf.Polaroid, pf.SpeedNote = profileSpeed(e, p, info)
 	return pf
+}
+
+// profileSpeed is each mode's estimated tokens/s for the entry under p on this
+// PC, or why there is none (the CPU's rates are measured once, on first use).
+func profileSpeed(e models.Entry, p quant.Profile, info hw.Info) (printer, polaroid float64, note string) {
+	cfg, err := models.EntryConfig(e.Entry)
+	if err != nil || cfg == nil || info.Device == "" { // dimensions or hardware unknown
+		return 0, 0, ""
+	}
+	rates, err := speed.Here(context.Background(), info.Device)
+	if err != nil {
+		return 0, 0, err.Error()
+	}
+	est, err := speed.ForEntry(e.Entry, cfg, p, info.Device, rates, 0)
+	if err != nil {
+		return 0, 0, err.Error()
+	}
+	if !est.Known() {
+		return 0, 0, est.Unknown
+	}
+	return est.AR.TokensPerS, est.Diffusion.TokensPerS, ""
 }
 
 func downloadEvent(ev models.Event) DownloadEvent {

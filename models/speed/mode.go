@@ -55,19 +55,23 @@ func Why(est *Estimate, winner engine.Mode) string {
 	if !est.Known() {
 		return ""
 	}
+	return fmt.Sprintf("The %s wins here: %s.", Name(winner), Because(est))
+}
+
+// Because is the estimate's numbers in a clause: what a canvas costs at this
+// machine's GEMM rate, and what one token reads at its memory rate.
+func Because(est *Estimate) string {
+	if !est.Known() {
+		return ""
+	}
 	d, ar := est.Diffusion, est.AR
-	canvas := fmt.Sprintf("a %d-token canvas costs %s (%.0f steps, %s)", est.Canvas, seconds(d.UnitSeconds),
-		est.Workload.Steps, flops(d.UnitFLOPs))
+	canvas := fmt.Sprintf("a %d-token canvas costs %s (%.0f steps, %s), %s a token", est.Canvas, seconds(d.UnitSeconds),
+		est.Workload.Steps, flops(d.UnitFLOPs), seconds(d.UnitSeconds/float64(est.Canvas)))
 	token := fmt.Sprintf("one token reads %s at %s/s (%s)", bytes(ar.UnitBytes), bytes(est.MemRead), seconds(ar.UnitSeconds))
 	if ar.Bound == "compute" {
 		token = fmt.Sprintf("one token's %s of weights take the GEMV kernel %s", bytes(ar.UnitBytes), seconds(ar.UnitSeconds))
 	}
-	rate := fmt.Sprintf("this CPU does %s/s", flops(est.GEMM))
-	if winner == engine.AR {
-		return fmt.Sprintf("The printer wins here: %s, so %s while %s.", rate, canvas, token)
-	}
-	return fmt.Sprintf("The polaroid wins here: %s, so %s, %s a token, while %s.", rate, canvas,
-		seconds(d.UnitSeconds/float64(est.Canvas)), token)
+	return fmt.Sprintf("this CPU does %s/s, so %s, while %s", flops(est.GEMM), canvas, token)
 }
 
 // Rate formats a tokens/s figure with the precision it deserves.
@@ -120,6 +124,9 @@ func bytes(b float64) string {
 // estimate is unknown: the rates are theirs.
 func ForEntry(e catalog.Entry, cfg *config.Model, p quant.Profile, device string, r *Rates, tokens int) (*Estimate, error) {
 	if device != "cpu" {
+		if device == "gpu" {
+			device = "GPU"
+		}
 		return Unknown(fmt.Sprintf("unknown on the %s (Darkroom measures only its CPU kernels' rates)", device)), nil
 	}
 	return Compute(cfg, p, r, Workload{Tokens: tokens, Steps: e.Steps, GuidanceRounds: e.GuidanceRounds})
