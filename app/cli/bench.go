@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,13 +18,17 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
+	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/models/fit"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 func init() {
 	register(&Command{
 		Name:    "bench",
-		Summary: "measure diffusion vs AR speed on the same weights, and forward vs raw matmul FLOP/s",
+		Summary: "measure diffusion and AR speed on the same weights, against this machine's memory and GEMM bounds",
 		Run:     runBench,
 	})
 }
@@ -32,6 +37,7 @@ func init() {
 type benchMode struct {
 	Mode             engine.Mode `json:"mode"`
 	Runs             int         `json:"runs"`
+	WarmupMS         float64     `json:"warmup_ms"`                            // the untimed first run: first use of the weights (page faults), compilation on graphs
 	TokensPerS       float64     `json:"tokens_per_s"`                         // median over runs; real tokens only
 	Tokens           float64     `json:"tokens"`                               // mean generated tokens per run
 	ForwardPasses    float64     `json:"forward_passes"`                       // mean per run
@@ -44,37 +50,78 @@ type benchMode struct {
 	ElapsedMS        float64     `json:"elapsed_ms"`                           // median per run
 	ForwardMS        float64     `json:"forward_ms"`                           // median per run, inside forward passes
 	SamplingShare    float64     `json:"sampling_share"`                       // 1 − forward/elapsed: host-side sampling and bookkeeping
+	// StepMS is the median denoising step (diffusion; a canvas's second and later
+	// steps, which run nothing else between them).
+	StepMS float64    `json:"step_ms,omitempty"`
+	Bound  *modeBound `json:"bound,omitempty"`
 }
 
-// benchReport is `darkroom bench --json`.
+// modeBound is what this machine allows a mode, next to what it did (models/speed's
+// arithmetic on the model's counted FLOPs and weight bytes, at the measured rates).
+type modeBound struct {
+	// UnitFLOPs and UnitBytes are one AR token's (or one denoising step's) counted
+	// FLOPs (engine/model) and the weight bytes it reads as stored (models/fit).
+	UnitFLOPs float64 `json:"unit_flops"`
+	UnitBytes float64 `json:"unit_bytes"`
+	// MemoryMS is UnitBytes at the measured read rate; ComputeMS is UnitFLOPs at
+	// the float32 GEMM's measured rates (diffusion) — each the least a unit takes.
+	MemoryMS  float64 `json:"memory_ms"`
+	ComputeMS float64 `json:"compute_ms,omitempty"`
+	// BoundTokensPerS is the AR rate if every token took MemoryMS; OfBound the
+	// measured rate's share of it (AR), or the bound's share of the measured step
+	// (diffusion: max(MemoryMS, ComputeMS) ÷ StepMS).
+	BoundTokensPerS float64 `json:"bound_tokens_per_s,omitempty"`
+	OfBound         float64 `json:"of_bound"`
+	// EstimateTokensPerS is what darkroom hw says for this run's workload
+	// (models/speed), and VsEstimate the measured rate divided by it.
+	EstimateTokensPerS float64 `json:"estimate_tokens_per_s"`
+	VsEstimate         float64 `json:"vs_estimate"`
+}
+
+// benchReport is `darkroom bench --json`. A mode not run (--mode) is absent.
 type benchReport struct {
-	Model           string             `json:"model"`
-	Backend         string             `json:"backend"`
-	CanvasLength    int                `json:"canvas_length"`
-	MaxNewTokens    int                `json:"max_new_tokens"`
-	PromptTokens    int                `json:"prompt_tokens"`
-	LoadMS          float64            `json:"load_ms"`
-	WarmupMS        float64            `json:"warmup_ms"` // first run of each mode (graph compilation)
-	Diffusion       benchMode          `json:"diffusion"`
-	AR              benchMode          `json:"ar"`
-	SpeedupVsAR     float64            `json:"speedup_vs_ar"` // diffusion tokens/s ÷ AR tokens/s
+	Model          string     `json:"model"`
+	Backend        string     `json:"backend"`
+	Modes          string     `json:"modes"` // --mode: "both", "ar" or "diffusion"
+	CanvasLength   int        `json:"canvas_length"`
+	MaxNewTokens   int        `json:"max_new_tokens"`
+	PromptTokens   int        `json:"prompt_tokens"`
+	LoadMS         float64    `json:"load_ms"`
+	WarmupMS       float64    `json:"warmup_ms"` // the warm-up runs of every mode
+	Diffusion      *benchMode `json:"diffusion,omitempty"`
+	AR             *benchMode `json:"ar,omitempty"`
+	SpeedupVsAR    float64    `json:"speedup_vs_ar,omitempty"` // diffusion tokens/s ÷ AR tokens/s
+	WeightBytes    int64      `json:"weight_bytes"`            // the weights as stored (models/fit)
+	PeakHeapBytes  uint64     `json:"peak_heap_bytes"`         // Go heap in use, peak sampled at every step
+	PeakGoSysBytes uint64     `json:"peak_go_sys_bytes"`       // memory the Go runtime holds from the OS
+	PeakRSSBytes   uint64     `json:"peak_rss_bytes"`          // process peak resident set (Linux VmHWM; 0 elsewhere), mapped weights included
+	// RSSOverWeights is PeakRSSBytes − WeightBytes: what the run holds besides its weights.
+	RSSOverWeights int64 `json:"rss_over_weights_bytes"`
+	NumCPU         int   `json:"num_cpu"`
+	GOMAXPROCS     int   `json:"gomaxprocs"`
+	// MemReadBytesPerS and Rates are this machine's calibration (models/speed,
+	// measured once and cached), the rates the bounds use; RatesProblem says why
+	// there are none (not on the CPU's host kernels, or the measurement failed).
+	MemReadBytesPerS float64      `json:"mem_read_bytes_per_s,omitempty"`
+	Rates            *speed.Rates `json:"rates,omitempty"`
+	RatesProblem     string       `json:"rates_problem,omitempty"`
+	// MatMul is the raw float32 GEMM at the model's shape, [C, D]×[D, min(V, 8192)]:
+	// engine/kernels on the host path, the backend's own matmul on graphs.
 	MatMul          backend.MatMulRate `json:"matmul"`
 	MatMulGFLOPS    float64            `json:"matmul_gflops"`
-	PeakHeapBytes   uint64             `json:"peak_heap_bytes"`   // Go heap in use, peak sampled at every step
-	PeakGoSysBytes  uint64             `json:"peak_go_sys_bytes"` // memory the Go runtime holds from the OS
-	PeakRSSBytes    uint64             `json:"peak_rss_bytes"`    // process peak resident set (Linux VmHWM; 0 elsewhere)
-	NumCPU          int                `json:"num_cpu"`
-	GOMAXPROCS      int                `json:"gomaxprocs"`
 	ForwardFLOPs    *forwardFLOPsStats `json:"forward_flops,omitempty"`
 	ForwardGFLOPS   float64            `json:"forward_gflops,omitempty"`
-	ForwardVsMatMul float64            `json:"forward_vs_matmul,omitempty"` // forward FLOP/s ÷ the path's raw matmul FLOP/s
-	// Path is where forward passes ran: "host" (float32 with engine/kernels) or
-	// "graph" (GoMLX on Backend). HostMatMulGFLOPS is kernels's rate on the same shape;
-	// with Path "host" it is the yardstick for ForwardVsMatMul.
+	ForwardVsMatMul float64            `json:"forward_vs_matmul,omitempty"` // forward FLOP/s ÷ the raw matmul FLOP/s
+	// Path is where forward passes ran: "host" (engine/kernels) or "graph" (GoMLX
+	// on Backend). HostMatMulGFLOPS is kernels's rate on the same shape.
 	Path             string  `json:"path"`
 	HostMatMulGFLOPS float64 `json:"host_matmul_gflops"`
 	ForwardFLOPsNote string  `json:"forward_flops_note,omitempty"`
 }
+
+// headColumns bounds the raw matmul's output width: the head's shape with a slice
+// of the vocabulary, so the yardstick costs megabytes, not the 26B's 10 GB.
+const headColumns = 8192
 
 func runBench(env *Env, args []string) error {
 	fs := newFlagSet(env, "bench", "[flags]")
@@ -82,7 +129,9 @@ func runBench(env *Env, args []string) error {
 	g.register(fs)
 	runs := fs.Int("runs", 3, "timed runs per mode (after one warm-up run each)")
 	prompt := fs.String("prompt", "What is Unix?", "prompt text (chat-formatted)")
+	modes := fs.String("mode", "both", "modes to run: ar, diffusion or both")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (load, warm-up, timed runs) to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -95,6 +144,28 @@ func runBench(env *Env, args []string) error {
 	if *runs < 1 {
 		return fmt.Errorf("bench: --runs must be at least 1, got %d", *runs)
 	}
+	var order []engine.Mode
+	switch *modes {
+	case "both":
+		order = []engine.Mode{engine.Diffusion, engine.AR}
+	case "ar":
+		order = []engine.Mode{engine.AR}
+	case "diffusion":
+		order = []engine.Mode{engine.Diffusion}
+	default:
+		return fmt.Errorf("bench: --mode must be ar, diffusion or both, got %q", *modes)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench: CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
@@ -104,8 +175,10 @@ func runBench(env *Env, args []string) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	defer e.Close()
-	rep := benchReport{Model: modelLabel(g.model), Backend: e.Backend(), CanvasLength: e.Config().CanvasLength,
-		LoadMS: msSince(t0), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	cfg := e.Config()
+	rep := benchReport{Model: modelLabel(g.model), Backend: e.Backend(), Modes: *modes, CanvasLength: cfg.CanvasLength,
+		LoadMS: msSince(t0), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Path: e.Path(),
+		WeightBytes: fit.WeightBytes(cfg, speed.ProfileOf(cfg))}
 	s := g.sampling()
 	if s.MaxNewTokens == 0 {
 		s.MaxNewTokens = rep.CanvasLength // one full canvas: the speed budget's unit
@@ -118,87 +191,116 @@ func runBench(env *Env, args []string) error {
 			fmt.Fprintf(env.Stderr, format+"\n", a...)
 		}
 	}
-	run := func(mode engine.Mode, seed uint64) (*engine.Result, []float64, error) {
-		var canvasMS []float64
-		var last time.Duration
+	// run generates once; units are the times per canvas (AR: per token), steps
+	// the times of the denoising steps after each canvas's first.
+	run := func(mode engine.Mode, seed uint64) (res *engine.Result, units, steps []float64, err error) {
+		var last, lastStep time.Duration
 		req := engine.Request{Prompt: *prompt, Mode: mode, Sampling: s, Seed: seed, OnEvent: func(ev engine.Event) {
 			switch ev.Kind {
 			case engine.EventStep:
 				mem.sample()
+				if ev.Step > 1 && !ev.Guidance {
+					steps = append(steps, float64((ev.Elapsed-lastStep).Microseconds())/1000)
+				}
+				lastStep = ev.Elapsed
 			case engine.EventCommit, engine.EventToken:
 				mem.sample()
-				canvasMS = append(canvasMS, float64((ev.Elapsed-last).Microseconds())/1000)
+				units = append(units, float64((ev.Elapsed-last).Microseconds())/1000)
 				last = ev.Elapsed
 			}
 		}}
-		res, err := e.Generate(ctx, req)
+		res, err = e.Generate(ctx, req)
 		if err == nil && res.StopReason == "cancelled" {
 			err = errors.New("interrupted")
 		}
-		return res, canvasMS, err
+		return res, units, steps, err
 	}
 
-	// Warm-up: compile every graph both modes use.
+	// Warm-up: one untimed run of each mode (first touch of the weights; on graphs,
+	// compilation).
+	warm := map[engine.Mode]float64{}
 	t0 = time.Now()
-	for _, mode := range []engine.Mode{engine.Diffusion, engine.AR} {
+	for _, mode := range order {
 		progress("warm-up %s …", mode)
-		res, _, err := run(mode, g.seed)
+		t1 := time.Now()
+		res, _, _, err := run(mode, g.seed)
 		if err != nil {
 			return fmt.Errorf("bench: warm-up %s: %w", mode, err)
 		}
+		warm[mode] = msSince(t1)
 		rep.PromptTokens = res.PromptTokens
 	}
 	rep.WarmupMS = msSince(t0)
 
 	// Timed runs, the modes interleaved so both see the same machine load.
-	var dres, ares []*engine.Result
-	var dcanvas, atoken []float64
+	results := map[engine.Mode][]*engine.Result{}
+	units, steps := map[engine.Mode][]float64{}, map[engine.Mode][]float64{}
 	for i := range *runs {
 		seed := g.seed + uint64(i) + 1
-		r, c, err := run(engine.Diffusion, seed)
-		if err != nil {
-			return fmt.Errorf("bench: diffusion run %d: %w", i+1, err)
+		for _, mode := range order {
+			r, u, st, err := run(mode, seed)
+			if err != nil {
+				return fmt.Errorf("bench: %s run %d: %w", mode, i+1, err)
+			}
+			results[mode] = append(results[mode], r)
+			units[mode], steps[mode] = append(units[mode], u...), append(steps[mode], st...)
+			progress("%-9s run %d: %s in %.0f ms (%.1f tokens/s), %s", mode,
+				i+1, count(len(r.Tokens), "token", "tokens"), r.ElapsedMS, r.TokensPerS, count(r.ForwardPasses, "forward pass", "forward passes"))
 		}
-		dres, dcanvas = append(dres, r), append(dcanvas, c...)
-		progress("diffusion run %d: %s in %.0f ms (%.1f tokens/s), %s",
-			i+1, count(len(r.Tokens), "token", "tokens"), r.ElapsedMS, r.TokensPerS, count(r.ForwardPasses, "forward pass", "forward passes"))
-		r, c, err = run(engine.AR, seed)
-		if err != nil {
-			return fmt.Errorf("bench: AR run %d: %w", i+1, err)
-		}
-		ares, atoken = append(ares, r), append(atoken, c...)
-		progress("AR run %d:        %s in %.0f ms (%.1f tokens/s), %s",
-			i+1, count(len(r.Tokens), "token", "tokens"), r.ElapsedMS, r.TokensPerS, count(r.ForwardPasses, "forward pass", "forward passes"))
 	}
-	rep.Diffusion = summarize(engine.Diffusion, dres, dcanvas)
-	rep.AR = summarize(engine.AR, ares, atoken)
-	if rep.AR.TokensPerS > 0 {
+	for _, mode := range order {
+		m := summarize(mode, results[mode], units[mode])
+		m.WarmupMS = warm[mode]
+		if mode == engine.Diffusion {
+			m.StepMS = backend.Median(steps[mode])
+			rep.Diffusion = &m
+		} else {
+			rep.AR = &m
+		}
+	}
+	if rep.AR != nil && rep.Diffusion != nil && rep.AR.TokensPerS > 0 {
 		rep.SpeedupVsAR = rep.Diffusion.TokensPerS / rep.AR.TokensPerS
 	}
 
-	// Raw matmul on the same backend, shaped like the model's largest GEMM: the
-	// output head over a canvas, [C, D] × [D, V].
+	// This machine's rates and what they allow each mode.
+	progress("bounds …")
+	rates, err := speed.Here(ctx, speed.Device(rep.Backend))
+	switch {
+	case err != nil:
+		rep.RatesProblem = err.Error()
+	case rates == nil:
+		rep.RatesProblem = "not measured off the CPU's host kernels"
+	default:
+		rep.Rates, rep.MemReadBytesPerS = rates, rates.MemRead
+		if err := bounds(&rep, cfg, rates); err != nil {
+			rep.RatesProblem = err.Error()
+		}
+	}
+
+	// The raw matmul, shaped like the model's largest GEMM — the output head over
+	// a canvas, [C, D] × [D, V] — with the vocabulary cut to headColumns.
 	progress("matmul …")
-	d, v := e.Config().Text.HiddenSize, e.Config().Text.VocabSize
-	if rep.MatMul, err = e.MeasureMatMul(ctx, rep.CanvasLength, d, v, 5); err != nil {
-		return fmt.Errorf("bench: %w", err)
+	c, d, v := rep.CanvasLength, cfg.Text.HiddenSize, min(cfg.Text.VocabSize, headColumns)
+	rep.HostMatMulGFLOPS = hostMatMulGFLOPS(c, d, v, 5)
+	rep.MatMul = backend.MatMulRate{M: c, K: d, N: v, FLOPS: rep.HostMatMulGFLOPS * 1e9}
+	if rep.Path != engine.PathHost {
+		if rep.MatMul, err = e.MeasureMatMul(ctx, c, d, v, 5); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
 	}
 	rep.MatMulGFLOPS = rep.MatMul.FLOPS / 1e9
-	rep.Path = e.Path()
-	rep.HostMatMulGFLOPS = hostMatMulGFLOPS(rep.CanvasLength, d, v, 5)
-	yardstick := rep.MatMulGFLOPS
-	if rep.Path == engine.PathHost {
-		yardstick = rep.HostMatMulGFLOPS
-	}
-	rep.ForwardFLOPs, rep.ForwardFLOPsNote = forwardFLOPs(dres)
+	rep.ForwardFLOPs, rep.ForwardFLOPsNote = forwardFLOPs(results[engine.Diffusion])
 	if rep.ForwardFLOPs != nil && rep.ForwardFLOPs.Seconds > 0 {
 		rep.ForwardGFLOPS = rep.ForwardFLOPs.FLOPs / rep.ForwardFLOPs.Seconds / 1e9
-		if yardstick > 0 {
-			rep.ForwardVsMatMul = rep.ForwardGFLOPS / yardstick
+		if rep.MatMulGFLOPS > 0 {
+			rep.ForwardVsMatMul = rep.ForwardGFLOPS / rep.MatMulGFLOPS
 		}
 	}
 	mem.sample()
 	rep.PeakHeapBytes, rep.PeakGoSysBytes, rep.PeakRSSBytes = mem.heap, mem.sys, peakRSS()
+	if rep.PeakRSSBytes > 0 {
+		rep.RSSOverWeights = int64(rep.PeakRSSBytes) - rep.WeightBytes
+	}
 
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
@@ -206,6 +308,47 @@ func runBench(env *Env, args []string) error {
 		return enc.Encode(rep)
 	}
 	printBench(env.Stdout, &rep)
+	return nil
+}
+
+// bounds fills each measured mode's Bound from models/speed's estimate of the same
+// workload (this run's prompt, answer length, steps and guidance rounds) at rates.
+func bounds(rep *benchReport, cfg *config.Model, rates *speed.Rates) error {
+	w := speed.Workload{Tokens: rep.MaxNewTokens, Prompt: max(rep.PromptTokens, 1)}
+	if d := rep.Diffusion; d != nil {
+		w.Steps, w.GuidanceRounds = d.StepsPerCanvas, d.GuidanceRounds
+	}
+	est, err := speed.Compute(cfg, speed.ProfileOf(cfg), rates, w)
+	if err != nil {
+		return err
+	}
+	if a := rep.AR; a != nil {
+		b := &modeBound{UnitFLOPs: est.AR.UnitFLOPs, UnitBytes: est.AR.UnitBytes,
+			MemoryMS: 1000 * est.AR.UnitBytes / est.MemRead, EstimateTokensPerS: est.AR.TokensPerS}
+		if b.MemoryMS > 0 {
+			b.BoundTokensPerS = 1000 / b.MemoryMS
+			b.OfBound = a.TokensPerS / b.BoundTokensPerS
+		}
+		if b.EstimateTokensPerS > 0 {
+			b.VsEstimate = a.TokensPerS / b.EstimateTokensPerS
+		}
+		a.Bound = b
+	}
+	if d := rep.Diffusion; d != nil {
+		// One step over the canvas after the prompt: its FLOPs at the step's
+		// effective GEMM rate (each product at its own shape's rate).
+		flops := model.FLOPs(&cfg.Text, rep.CanvasLength, rep.PromptTokens)
+		b := &modeBound{UnitFLOPs: flops, UnitBytes: est.Diffusion.UnitBytes,
+			MemoryMS: 1000 * est.Diffusion.UnitBytes / est.MemRead, ComputeMS: 1000 * flops / est.GEMM,
+			EstimateTokensPerS: est.Diffusion.TokensPerS}
+		if d.StepMS > 0 {
+			b.OfBound = max(b.MemoryMS, b.ComputeMS) / d.StepMS
+		}
+		if b.EstimateTokensPerS > 0 {
+			b.VsEstimate = d.TokensPerS / b.EstimateTokensPerS
+		}
+		d.Bound = b
+	}
 	return nil
 }
 
@@ -248,38 +391,59 @@ func summarize(mode engine.Mode, rs []*engine.Result, unitMS []float64) benchMod
 func printBench(w io.Writer, r *benchReport) {
 	fmt.Fprintf(w, "model %s on backend %s (%d CPUs, GOMAXPROCS %d); canvas %d, max %d new tokens, prompt %d tokens\n",
 		r.Model, r.Backend, r.NumCPU, r.GOMAXPROCS, r.CanvasLength, r.MaxNewTokens, r.PromptTokens)
-	fmt.Fprintf(w, "load %.0f ms, warm-up (compilation) %.0f ms\n\n", r.LoadMS, r.WarmupMS)
+	fmt.Fprintf(w, "load %.0f ms, warm-up %.0f ms", r.LoadMS, r.WarmupMS)
+	var ms []*benchMode
+	for _, m := range []*benchMode{r.Diffusion, r.AR} {
+		if m != nil {
+			ms = append(ms, m)
+			fmt.Fprintf(w, "; %s warm-up %.0f ms", m.Mode, m.WarmupMS)
+		}
+	}
+	fmt.Fprint(w, "\n\n")
 	fmt.Fprintf(w, "%-10s %10s %8s %9s %6s %8s %13s %12s %10s\n",
 		"mode", "tokens/s", "tokens", "forwards", "TPF", "steps/c", "first (ms)", "median (ms)", "sampling")
-	for _, m := range []benchMode{r.Diffusion, r.AR} {
+	for _, m := range ms {
 		steps := "-"
 		if m.Mode == engine.Diffusion {
 			steps = strconv.FormatFloat(m.StepsPerCanvas, 'f', 1, 64)
 		}
-		fmt.Fprintf(w, "%-10s %10.1f %8.1f %9.1f %6.2f %8s %13.1f %12.1f %9.0f%%\n", m.Mode, m.TokensPerS, m.Tokens,
+		fmt.Fprintf(w, "%-10s %10.2f %8.1f %9.1f %6.2f %8s %13.1f %12.1f %9.0f%%\n", m.Mode, m.TokensPerS, m.Tokens,
 			m.ForwardPasses, m.TokensPerForward, steps, m.FirstCanvasMS, m.MedianCanvasMS, 100*m.SamplingShare)
 	}
-	fmt.Fprintf(w, "(median over %s; \"median\" is per canvas for diffusion, per token for AR)\n", count(r.Diffusion.Runs, "run", "runs"))
-	if d := r.Diffusion; d.GuidanceRounds > 0 {
+	fmt.Fprintf(w, "(median over %s; \"median\" is per canvas for diffusion, per token for AR)\n", count(ms[0].Runs, "run", "runs"))
+	if d := r.Diffusion; d != nil && d.GuidanceRounds > 0 {
 		fmt.Fprintf(w, "AR guidance (in the diffusion times): %.1f rounds per canvas, one encoder pass each; %.1f tokens revised per canvas\n",
 			d.GuidanceRounds, d.GuidedPerCanvas)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "diffusion vs AR: %.2f× the tokens/s on the same weights\n", r.SpeedupVsAR)
-	fmt.Fprintf(w, "raw matmul [%d,%d]×[%d,%d]: %.2f GFLOP/s on the %s backend, %.2f GFLOP/s with the host GEMM\n",
-		r.MatMul.M, r.MatMul.K, r.MatMul.K, r.MatMul.N, r.MatMulGFLOPS, r.Backend, r.HostMatMulGFLOPS)
+	if r.AR != nil && r.Diffusion != nil {
+		fmt.Fprintf(w, "diffusion vs AR: %.2f× the tokens/s on the same weights\n", r.SpeedupVsAR)
+	}
+	if r.MemReadBytesPerS > 0 {
+		fmt.Fprintf(w, "this machine: memory read %.1f GB/s (models/speed's calibration)\n", r.MemReadBytesPerS/1e9)
+	} else if r.RatesProblem != "" {
+		fmt.Fprintf(w, "bounds: %s\n", r.RatesProblem)
+	}
+	if a := r.AR; a != nil && a.Bound != nil {
+		b := a.Bound
+		fmt.Fprintf(w, "AR bound: %.2f GB of weights a token → %.2f tokens/s at the read rate; measured %.2f (%.0f%% of it); darkroom hw estimates %.2f (measured ÷ estimate %.2f)\n",
+			b.UnitBytes/1e9, b.BoundTokensPerS, a.TokensPerS, 100*b.OfBound, b.EstimateTokensPerS, b.VsEstimate)
+	}
+	if d := r.Diffusion; d != nil && d.Bound != nil {
+		b := d.Bound
+		fmt.Fprintf(w, "diffusion step: %.0f ms measured; bound %.0f ms (%.1f GFLOP at the GEMM rate %.0f ms, %.2f GB at the read rate %.0f ms; %.0f%%); darkroom hw estimates %.2f tokens/s (measured ÷ estimate %.2f)\n",
+			d.StepMS, max(b.ComputeMS, b.MemoryMS), b.UnitFLOPs/1e9, b.ComputeMS, b.UnitBytes/1e9, b.MemoryMS, 100*b.OfBound,
+			b.EstimateTokensPerS, b.VsEstimate)
+	}
+	fmt.Fprintf(w, "raw matmul [%d,%d]×[%d,%d]: %.2f GFLOP/s (%s), %.2f GFLOP/s with the host GEMM\n",
+		r.MatMul.M, r.MatMul.K, r.MatMul.K, r.MatMul.N, r.MatMulGFLOPS, r.Path, r.HostMatMulGFLOPS)
 	if r.ForwardFLOPs != nil {
-		where := "GoMLX graphs, vs the backend's matmul"
-		if r.Path == engine.PathHost {
-			where = "host float32, vs the host GEMM"
-		}
-		fmt.Fprintf(w, "engine forward passes: %.2f GFLOP/s (%.0f%% of the raw matmul rate; %s)\n",
-			r.ForwardGFLOPS, 100*r.ForwardVsMatMul, where)
+		fmt.Fprintf(w, "engine forward passes: %.2f GFLOP/s (%.0f%% of the raw matmul rate)\n", r.ForwardGFLOPS, 100*r.ForwardVsMatMul)
 	} else if r.ForwardFLOPsNote != "" {
 		fmt.Fprintf(w, "engine forward FLOP/s: %s\n", r.ForwardFLOPsNote)
 	}
-	fmt.Fprintf(w, "peak memory: RSS %s, Go heap %s, Go runtime %s\n",
-		mib(r.PeakRSSBytes), mib(r.PeakHeapBytes), mib(r.PeakGoSysBytes))
+	fmt.Fprintf(w, "peak memory: RSS %s (weights %s, the rest %s), Go heap %s, Go runtime %s\n",
+		mib(r.PeakRSSBytes), mib(uint64(r.WeightBytes)), mib(uint64(max(r.RSSOverWeights, 0))), mib(r.PeakHeapBytes), mib(r.PeakGoSysBytes))
 }
 
 func mib(b uint64) string {

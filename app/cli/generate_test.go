@@ -148,6 +148,7 @@ func TestGenerateErrors(t *testing.T) {
 
 func TestBenchJSON(t *testing.T) {
 	dir := tinyModelDir(t)
+	benchRates(t) // the bounds' calibration, in the test's own cache
 	code, out, errOut := runCLI("bench", "--model", dir, "--runs", "1", "--max-new-tokens", "16", "--max-steps", "3", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

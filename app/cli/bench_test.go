@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/models/fit"
+	"github.com/darkroomlabs/darkroom/models/speed"
+)
+
+// benchRates primes this test's calibration cache with known rates, so the bounds
+// bench reports are checked against arithmetic, not against this machine's load.
+func benchRates(t *testing.T) *speed.Rates {
+	t.Helper()
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	r := &speed.Rates{MemRead: 2e9, Sampler: 1e9, GEMV: map[string]float64{"f32": 1e12}}
+	for _, m := range speed.GridM {
+		for _, k := range speed.GridK {
+			for _, n := range speed.GridN {
+				r.GEMM = append(r.GEMM, speed.ShapeRate{M: m, K: k, N: n, FLOPS: 1e10})
+			}
+		}
+	}
+	c := &speed.Cache{Path: filepath.Join(cache, "darkroom", "calibration.json"),
+		Measure: func(context.Context) (*speed.Rates, error) { return r, nil }}
+	got, err := c.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func benchJSON(t *testing.T, args ...string) (map[string]json.RawMessage, benchReport) {
+	t.Helper()
+	code, out, errOut := runCLI(append([]string{"bench"}, args...)...)
+	if code != 0 {
+		t.Fatalf("bench %v: exit %d: %s", args, code, errOut)
+	}
+	var raw map[string]json.RawMessage
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	return raw, rep
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
+
+// TestBenchModeAR: --mode ar runs the printer alone and reports it against the
+// memory bound (the AR token's weight bytes at the calibration's read rate), the
+// warm-up, the peak RSS beside the weight bytes, and the raw GEMM at a bounded
+// slice of the head's shape.
+func TestBenchModeAR(t *testing.T) {
+	dir := tinyModelDir(t)
+	rates := benchRates(t)
+	raw, rep := benchJSON(t, "--model", dir, "--mode", "ar", "--runs", "1", "--max-new-tokens", "8", "--json")
+	if _, ok := raw["diffusion"]; ok || rep.AR == nil || rep.Modes != "ar" {
+		t.Fatalf("--mode ar: diffusion present %v, ar %+v, modes %q", ok, rep.AR, rep.Modes)
+	}
+	a := rep.AR
+	if a.Runs != 1 || !(a.WarmupMS > 0) || rep.WarmupMS < a.WarmupMS || !(a.TokensPerS > 0) {
+		t.Errorf("AR %+v, warm-up %v", a, rep.WarmupMS)
+	}
+	cfg, err := config.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	est, err := speed.Compute(cfg, speed.ProfileOf(cfg), rates, speed.Workload{Tokens: rep.MaxNewTokens, Prompt: rep.PromptTokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := a.Bound
+	if b == nil || !near(b.UnitBytes, est.AR.UnitBytes) || !near(b.BoundTokensPerS, rates.MemRead/est.AR.UnitBytes) ||
+		!near(b.OfBound, a.TokensPerS/b.BoundTokensPerS) || !near(b.EstimateTokensPerS, est.AR.TokensPerS) ||
+		!near(b.VsEstimate, a.TokensPerS/est.AR.TokensPerS) || rep.MemReadBytesPerS != rates.MemRead {
+		t.Errorf("AR bound %+v, want bytes %g at %g B/s (estimate %g tokens/s)", b, est.AR.UnitBytes, rates.MemRead, est.AR.TokensPerS)
+	}
+	if w := fit.WeightBytes(cfg, speed.ProfileOf(cfg)); rep.WeightBytes != w || rep.PeakRSSBytes == 0 ||
+		rep.RSSOverWeights != int64(rep.PeakRSSBytes)-w {
+		t.Errorf("weights %d (want %d), peak RSS %d, over weights %d", rep.WeightBytes, w, rep.PeakRSSBytes, rep.RSSOverWeights)
+	}
+	if m := rep.MatMul; m.M != rep.CanvasLength || m.K != cfg.Text.HiddenSize || m.N != min(cfg.Text.VocabSize, headColumns) ||
+		!(rep.MatMulGFLOPS > 0) || rep.MatMulGFLOPS != rep.HostMatMulGFLOPS {
+		t.Errorf("raw matmul %+v at %v GFLOP/s (host %v)", m, rep.MatMulGFLOPS, rep.HostMatMulGFLOPS)
+	}
+}
+
+// TestBenchModeDiffusion: --mode diffusion reports the denoising step's time against
+// its compute bound, the step's counted FLOPs at the calibration's GEMM rate.
+func TestBenchModeDiffusion(t *testing.T) {
+	dir := tinyModelDir(t)
+	benchRates(t)
+	raw, rep := benchJSON(t, "--model", dir, "--mode", "diffusion", "--runs", "1", "--max-new-tokens", "16", "--max-steps", "3", "--json")
+	if _, ok := raw["ar"]; ok || rep.Diffusion == nil {
+		t.Fatalf("--mode diffusion: ar present %v, diffusion %+v", ok, rep.Diffusion)
+	}
+	d := rep.Diffusion
+	cfg, err := config.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flops := model.FLOPs(&cfg.Text, rep.CanvasLength, rep.PromptTokens)
+	// Every GEMM rate is 1e10 FLOP/s: the step's compute bound is its FLOPs at that rate.
+	if b := d.Bound; b == nil || !near(b.UnitFLOPs, flops) || !near(b.ComputeMS, 1000*flops/1e10) ||
+		!(d.StepMS > 0) || !near(b.OfBound, math.Max(b.ComputeMS, b.MemoryMS)/d.StepMS) || !(b.EstimateTokensPerS > 0) {
+		t.Errorf("diffusion %+v, bound %+v; want %g FLOPs a step", d, d.Bound, flops)
+	}
+	code, out, errOut := runCLI("bench", "--model", dir, "--mode", "diffusion", "--runs", "1", "--max-new-tokens", "16", "--max-steps", "3")
+	if code != 0 || !strings.Contains(out, "diffusion step:") || strings.Contains(out, "AR bound") ||
+		!strings.Contains(out, "memory read 2.0 GB/s") || !strings.Contains(out, "diffusion warm-up") {
+		t.Errorf("text report (exit %d):\n%s\n%s", code, out, errOut)
+	}
+}
+
+func TestBenchModeFlag(t *testing.T) {
+	code, _, errOut := runCLI("bench", "--mode", "printer")
+	if code != 1 || !strings.Contains(errOut, "--mode must be ar, diffusion or both") {
+		t.Errorf("--mode printer: exit %d, %q", code, errOut)
+	}
+}
