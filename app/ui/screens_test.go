@@ -96,7 +96,9 @@ func TestServerToggleUsesTheHook(t *testing.T) {
 	defer a.shutdown()
 	tap(a.Settings.server)
 	<-done
-	waitFor(t, "the address", func() bool { return strings.Contains(uiRead(func() string { return a.Settings.srvLbl.Text }), "127.0.0.1:4242") })
+	waitFor(t, "the address", func() bool {
+		return strings.Contains(uiRead(func() string { return a.Settings.srvLbl.Text }), "127.0.0.1:4242")
+	})
 	if !st.Get().ServerEnabled || len(calls) != 1 || !calls[0] {
 		t.Errorf("calls %v, saved %v", calls, st.Get().ServerEnabled)
 	}
