@@ -1,5 +1,6 @@
 // Package ui is Darkroom's desktop app on Fyne: the screens (Library, Encyclopedia,
-// Desktop, Chat, Race, Settings), one file each, their widgets (htmlview), and the
+// Desktop, Chat, Race, Settings), one file each, their widgets (htmlview; the
+// Desktop's OS screen in desktop_screen.go), and the
 // bridge that turns engine events into fyne.Do updates (bridge.go). It is the only
 // package that imports Fyne. Screens talk to small interfaces defined here (Model,
 // Loader, Library, …) so they are tested with fakes; wire.go connects the real
