@@ -2,6 +2,10 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -170,5 +174,73 @@ func TestRemoteServerUseAndSwitchBack(t *testing.T) {
 	e.run.Wait()
 	if title := uiRead(func() string { return e.view.Doc().Title }); title != "Bell Labs" {
 		t.Errorf("local page's title %q", title)
+	}
+}
+
+// TestRemoteVLLMCanvasByCanvas: with a server that is not Darkroom (one that
+// streams like vLLM: whole canvases as content deltas, usage, [DONE]) the page
+// arrives canvas by canvas under the heading the app asked for; when the server
+// goes away, the Encyclopedia says it cannot reach it.
+func TestRemoteVLLMCanvasByCanvas(t *testing.T) {
+	canvases := []string{"<p>Unix is an operating system ", "from Bell Labs.</p>"}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer sk-vllm" {
+			http.Error(w, `{"error":{"message":"Unauthorized"}}`, http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"google/diffusiongemma","object":"model","owned_by":"vllm"}]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, c := range canvases {
+			b, _ := json.Marshal(c)
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"finish_reason\":null}]}\n\n", b)
+			w.(http.Flusher).Flush()
+			time.Sleep(100 * time.Millisecond) // a canvas per frame
+		}
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":14}}\n\ndata: [DONE]\n\n")
+	}))
+	defer hs.Close()
+	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	r := a.remote
+	typeText(r.url, hs.URL+"/v1")
+	typeText(r.key, "sk-vllm")
+	tap(r.add)
+	var use *widget.Button
+	waitFor(t, "the vLLM model card", func() bool { use = buttonIn(r.servers, "Use"); return use != nil })
+	tap(use)
+
+	var mu sync.Mutex
+	kinds := map[engine.EventKind]int{}
+	a.frameHook = func(v pageView, ev engine.Event) {
+		mu.Lock()
+		kinds[ev.Kind]++
+		mu.Unlock()
+	}
+	e := a.Encyclopedia
+	asUI(func() { e.generate("Unix") })
+	waitFor(t, "the remote page", func() bool { return strings.HasPrefix(uiRead(func() string { return e.status.Text }), "Done") })
+	e.run.Wait()
+	mu.Lock()
+	// (A loaded machine may draw the two canvases in one frame: the throttle keeps the latest.)
+	if kinds[engine.EventStep] != 0 || kinds[engine.EventCommit] < 1 || kinds[engine.EventCommit] > 2 {
+		t.Errorf("frames %v: want the canvases, a frame each, and no steps", kinds)
+	}
+	mu.Unlock()
+	if title := uiRead(func() string { return e.view.Doc().Title }); title != "Unix" {
+		t.Errorf("title %q, want the opening's", title)
+	}
+	if st := uiRead(func() string { return e.status.Text }); !strings.Contains(st, "14 tokens") || !strings.Contains(st, "2 canvases") {
+		t.Errorf("status %q: want the server's token count and the canvases", st)
+	}
+
+	hs.Close()
+	asUI(a.modelChanged) // as after a restart of the app: the next page loads the model again
+	asUI(func() { e.generate("Bell Labs") })
+	waitFor(t, "the error", func() bool { return uiRead(func() string { return e.errLabel.Text }) != "" })
+	if msg := uiRead(func() string { return e.errLabel.Text }); !strings.Contains(msg, "cannot reach the server at "+strings.TrimPrefix(hs.URL, "http://")) {
+		t.Errorf("error %q", msg)
 	}
 }
