@@ -17,17 +17,20 @@
 //     tempered logits the soft embedding reads chunk by chunk, attention scores over
 //     the context, hidden states and the MoE row buffers, and the self-conditioning
 //     embeddings kept across steps (model.StepBufferBytes);
-//   - dequantization scratch: the engine computes in f32 and converts/dequantizes a
+//   - dequantization scratch: on a GPU the engine computes in f32 and dequantizes a
 //     weight right before its matmul, one bounded block at a time (engine/model
 //     chunk.go): a vocabulary chunk of the tied embedding for the output head and the
 //     soft embedding, or a group of expert row blocks (gate, up, down) of the grouped
-//     MoE GEMM, whichever is larger, at the engine's own chunk sizes. Counted once on
-//     a GPU, where XLA fuses a dequantization's elementwise steps into one kernel
-//     writing the f32 block (expected from XLA's fusion, not measured here), twice on
-//     the go backend, which runs the steps one by one — and there, as long as the
-//     runner computes the output head on the host (engine/model head.go), plus the
-//     f32 embedding and its transpose that host head keeps;
-//   - runtime overhead: backend context and allocator slack.
+//     MoE GEMM, whichever is larger, at the engine's own chunk sizes, counted once
+//     (XLA fuses a dequantization's elementwise steps into one kernel writing the f32
+//     block; expected from XLA's fusion, not measured here). On the go backend the
+//     host path multiplies every weight as stored (engine/model's HostDecoder and
+//     HostHead; the tied embedding too, with no f32 copy of it or of its transpose):
+//     what it decodes lives in engine/kernels' per-worker panels, a few MB
+//     (kernels.ScratchBytes for each of kernels.Workers);
+//   - runtime overhead: backend context and allocator slack (on a GPU 4% of the
+//     weights; on the go backend the weights are mapped from the file, held once in
+//     the page cache, and need none).
 //
 // Thresholds: on a GPU, fits ≤ 90% of VRAM, tight ≤ 100%; in RAM (CPU), fits ≤ 75%
 // of the total, tight ≤ 95% (the OS and other programs need the rest).
@@ -38,6 +41,7 @@ import (
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -50,6 +54,9 @@ type Runtime struct {
 	Canvas       int  // canvas length (config canvas_length, else 256)
 	ComputeBytes int  // bytes per activation / KV element (4: f32 compute)
 	GPU          bool // overhead of a GPU backend (CUDA/XLA context) instead of the CPU one
+	// Workers is how many parts of a product the CPU's kernels run at once
+	// (default kernels.Workers(): this process's GOMAXPROCS).
+	Workers int
 }
 
 func (r Runtime) withDefaults(cfg *config.Model) Runtime {
@@ -64,6 +71,9 @@ func (r Runtime) withDefaults(cfg *config.Model) Runtime {
 	}
 	if r.ComputeBytes <= 0 {
 		r.ComputeBytes = 4
+	}
+	if r.Workers <= 0 {
+		r.Workers = kernels.Workers()
 	}
 	return r
 }
@@ -200,30 +210,32 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	e.Parts = append(e.Parts, Part{PartActivations, act, fmt.Sprintf("canvas %d: logits %s (canvas × vocab, f32: the logits and the tempered logits), attention %s, cached keys/values read %s, MoE rows %s, self-conditioning %s",
 		c, human(logits), human(scores), human(prefix), human(moeRows), human(step))})
 
-	// The largest weight block the engine holds in f32 at once (engine/model chunk.go).
-	headRows := int64(model.HeadChunkRows(t.VocabSize, t.HiddenSize))
-	scratch := model.HeadChunkScratchBytes(t.VocabSize, t.HiddenSize)
-	what := fmt.Sprintf("tied embedding in f32, %d of %d vocabulary rows at a time (output head, soft embedding)", headRows, v)
-	if t.NumExperts > 0 {
-		group := min(int64(model.MoEGroupBlocks(t.MoEIntermediateSize, t.HiddenSize)), nb)
-		if moe := model.MoEGroupScratchBytes(int(nb), t.MoEIntermediateSize, t.HiddenSize); moe > scratch {
-			scratch, what = moe, fmt.Sprintf("expert gate/up/down in f32 for %d of %d row blocks at a time (grouped MoE GEMM)", group, nb)
-		}
-	}
+	var scratch int64
+	var what string
 	if rt.GPU {
+		// The largest weight block the engine holds in f32 at once (engine/model chunk.go).
+		headRows := int64(model.HeadChunkRows(t.VocabSize, t.HiddenSize))
+		scratch = model.HeadChunkScratchBytes(t.VocabSize, t.HiddenSize)
+		what = fmt.Sprintf("tied embedding in f32, %d of %d vocabulary rows at a time (output head, soft embedding)", headRows, v)
+		if t.NumExperts > 0 {
+			group := min(int64(model.MoEGroupBlocks(t.MoEIntermediateSize, t.HiddenSize)), nb)
+			if moe := model.MoEGroupScratchBytes(int(nb), t.MoEIntermediateSize, t.HiddenSize); moe > scratch {
+				scratch, what = moe, fmt.Sprintf("expert gate/up/down in f32 for %d of %d row blocks at a time (grouped MoE GEMM)", group, nb)
+			}
+		}
 		what += "; XLA fuses the dequantization: one block live"
 	} else {
-		// The go backend runs a dequantization's steps one by one (two blocks live), and
-		// its runner computes the output head on the host (engine/model head.go) from
-		// float32 copies of the embedding and of its transpose, kept for the session.
-		host := 2 * v * d * 4
-		scratch = 2*scratch + host
-		what += fmt.Sprintf("; the go backend converts step by step (two blocks live) and keeps the embedding and its transpose in f32 for the host output head (%s)", human(host))
+		// The host path decodes inside the kernels' panels: one set per worker, for
+		// rows as wide as the widest matrix's input.
+		cols := max(t.HiddenSize, t.IntermediateSize, t.MoEIntermediateSize, t.NumAttentionHeads*int(maxHd))
+		per := kernels.ScratchBytes(cols)
+		scratch = int64(rt.Workers) * per
+		what = fmt.Sprintf("the go backend multiplies the weights as stored: %d kernel workers' packed panels and decoded rows (%s each)", rt.Workers, human(per))
 	}
 	e.Parts = append(e.Parts, Part{PartDequant, scratch, what})
 
-	over := int64(300<<20) + w/20
-	note := "Go runtime and backend buffers + 5% of weights"
+	over := int64(300 << 20)
+	note := "Go runtime and GC headroom (the weights are mapped from the file: no allocator slack)"
 	if rt.GPU {
 		over = int64(500<<20) + w/25
 		note = "CUDA/XLA context + 4% of weights for allocator slack"
