@@ -37,7 +37,8 @@ func init() {
 type benchMode struct {
 	Mode             engine.Mode `json:"mode"`
 	Runs             int         `json:"runs"`
-	WarmupMS         float64     `json:"warmup_ms"`                            // the untimed first run: first use of the weights (page faults), compilation on graphs
+	WarmupMS         float64     `json:"warmup_ms"`                            // the untimed first run (host path: one AR token, or one canvas of one step): first use of the weights; on graphs, compilation
+	WarmupTokens     int         `json:"warmup_tokens"`                        // the tokens it wrote
 	TokensPerS       float64     `json:"tokens_per_s"`                         // median over runs; real tokens only
 	Tokens           float64     `json:"tokens"`                               // mean generated tokens per run
 	ForwardPasses    float64     `json:"forward_passes"`                       // mean per run
@@ -67,14 +68,16 @@ type modeBound struct {
 	// the float32 GEMM's measured rates (diffusion) — each the least a unit takes.
 	MemoryMS  float64 `json:"memory_ms"`
 	ComputeMS float64 `json:"compute_ms,omitempty"`
-	// BoundTokensPerS is the AR rate if every token took MemoryMS; OfBound the
-	// measured rate's share of it (AR), or the bound's share of the measured step
-	// (diffusion: max(MemoryMS, ComputeMS) ÷ StepMS).
+	// BoundTokensPerS is the AR rate if every token took MemoryMS. OfBound is the
+	// bound's share of the measured unit: AR MemoryMS ÷ the median token's time,
+	// diffusion max(MemoryMS, ComputeMS) ÷ StepMS (1 would be at the bound).
 	BoundTokensPerS float64 `json:"bound_tokens_per_s,omitempty"`
 	OfBound         float64 `json:"of_bound"`
-	// EstimateTokensPerS is what darkroom hw says for this run's workload
-	// (models/speed), and VsEstimate the measured rate divided by it.
+	// EstimateTokensPerS and EstimateUnitMS are what darkroom hw says for this run's
+	// workload (models/speed: the whole answer with its prompt, and one AR token or
+	// one canvas), and VsEstimate the measured tokens/s divided by the estimate's.
 	EstimateTokensPerS float64 `json:"estimate_tokens_per_s"`
+	EstimateUnitMS     float64 `json:"estimate_unit_ms"`
 	VsEstimate         float64 `json:"vs_estimate"`
 }
 
@@ -193,7 +196,7 @@ func runBench(env *Env, args []string) error {
 	}
 	// run generates once; units are the times per canvas (AR: per token), steps
 	// the times of the denoising steps after each canvas's first.
-	run := func(mode engine.Mode, seed uint64) (res *engine.Result, units, steps []float64, err error) {
+	run := func(mode engine.Mode, s engine.Sampling, seed uint64) (res *engine.Result, units, steps []float64, err error) {
 		var last, lastStep time.Duration
 		req := engine.Request{Prompt: *prompt, Mode: mode, Sampling: s, Seed: seed, OnEvent: func(ev engine.Event) {
 			switch ev.Kind {
@@ -216,18 +219,29 @@ func runBench(env *Env, args []string) error {
 		return res, units, steps, err
 	}
 
-	// Warm-up: one untimed run of each mode (first touch of the weights; on graphs,
-	// compilation).
-	warm := map[engine.Mode]float64{}
+	// Warm-up: one untimed run of each mode. Graphs compile per shape, so there it
+	// is a whole run. The host path compiles nothing: its warm-up is the first use
+	// of the weights (the mapping's pages, the kernels' buffers), which one AR token
+	// or one denoising step does as well as a whole answer.
+	warm, warmTokens := map[engine.Mode]float64{}, map[engine.Mode]int{}
 	t0 = time.Now()
 	for _, mode := range order {
 		progress("warm-up %s …", mode)
+		ws := s
+		if rep.Path == engine.PathHost {
+			if mode == engine.AR {
+				ws.MaxNewTokens = 1
+			} else {
+				ws.MaxNewTokens, ws.MaxSteps = min(s.MaxNewTokens, max(rep.CanvasLength, 1)), 1
+			}
+		}
 		t1 := time.Now()
-		res, _, _, err := run(mode, g.seed)
+		res, _, _, err := run(mode, ws, g.seed)
 		if err != nil {
 			return fmt.Errorf("bench: warm-up %s: %w", mode, err)
 		}
 		warm[mode] = msSince(t1)
+		warmTokens[mode] = len(res.Tokens)
 		rep.PromptTokens = res.PromptTokens
 	}
 	rep.WarmupMS = msSince(t0)
@@ -238,7 +252,7 @@ func runBench(env *Env, args []string) error {
 	for i := range *runs {
 		seed := g.seed + uint64(i) + 1
 		for _, mode := range order {
-			r, u, st, err := run(mode, seed)
+			r, u, st, err := run(mode, s, seed)
 			if err != nil {
 				return fmt.Errorf("bench: %s run %d: %w", mode, i+1, err)
 			}
@@ -250,7 +264,7 @@ func runBench(env *Env, args []string) error {
 	}
 	for _, mode := range order {
 		m := summarize(mode, results[mode], units[mode])
-		m.WarmupMS = warm[mode]
+		m.WarmupMS, m.WarmupTokens = warm[mode], warmTokens[mode]
 		if mode == engine.Diffusion {
 			m.StepMS = backend.Median(steps[mode])
 			rep.Diffusion = &m
@@ -324,10 +338,13 @@ func bounds(rep *benchReport, cfg *config.Model, rates *speed.Rates) error {
 	}
 	if a := rep.AR; a != nil {
 		b := &modeBound{UnitFLOPs: est.AR.UnitFLOPs, UnitBytes: est.AR.UnitBytes,
-			MemoryMS: 1000 * est.AR.UnitBytes / est.MemRead, EstimateTokensPerS: est.AR.TokensPerS}
+			MemoryMS: 1000 * est.AR.UnitBytes / est.MemRead, EstimateTokensPerS: est.AR.TokensPerS,
+			EstimateUnitMS: 1000 * est.AR.UnitSeconds}
 		if b.MemoryMS > 0 {
 			b.BoundTokensPerS = 1000 / b.MemoryMS
-			b.OfBound = a.TokensPerS / b.BoundTokensPerS
+		}
+		if a.MedianCanvasMS > 0 {
+			b.OfBound = b.MemoryMS / a.MedianCanvasMS
 		}
 		if b.EstimateTokensPerS > 0 {
 			b.VsEstimate = a.TokensPerS / b.EstimateTokensPerS
@@ -340,7 +357,7 @@ func bounds(rep *benchReport, cfg *config.Model, rates *speed.Rates) error {
 		flops := model.FLOPs(&cfg.Text, rep.CanvasLength, rep.PromptTokens)
 		b := &modeBound{UnitFLOPs: flops, UnitBytes: est.Diffusion.UnitBytes,
 			MemoryMS: 1000 * est.Diffusion.UnitBytes / est.MemRead, ComputeMS: 1000 * flops / est.GEMM,
-			EstimateTokensPerS: est.Diffusion.TokensPerS}
+			EstimateTokensPerS: est.Diffusion.TokensPerS, EstimateUnitMS: 1000 * est.Diffusion.UnitSeconds}
 		if d.StepMS > 0 {
 			b.OfBound = max(b.MemoryMS, b.ComputeMS) / d.StepMS
 		}
@@ -426,8 +443,8 @@ func printBench(w io.Writer, r *benchReport) {
 	}
 	if a := r.AR; a != nil && a.Bound != nil {
 		b := a.Bound
-		fmt.Fprintf(w, "AR bound: %.2f GB of weights a token → %.2f tokens/s at the read rate; measured %.2f (%.0f%% of it); darkroom hw estimates %.2f (measured ÷ estimate %.2f)\n",
-			b.UnitBytes/1e9, b.BoundTokensPerS, a.TokensPerS, 100*b.OfBound, b.EstimateTokensPerS, b.VsEstimate)
+		fmt.Fprintf(w, "AR token: %.0f ms measured (median); bound %.0f ms (%.2f GB of weights at the read rate: %.2f tokens/s; %.0f%%); darkroom hw estimates %.0f ms a token, %.2f tokens/s with the prompt (measured ÷ estimate %.2f)\n",
+			a.MedianCanvasMS, b.MemoryMS, b.UnitBytes/1e9, b.BoundTokensPerS, 100*b.OfBound, b.EstimateUnitMS, b.EstimateTokensPerS, b.VsEstimate)
 	}
 	if d := r.Diffusion; d != nil && d.Bound != nil {
 		b := d.Bound
