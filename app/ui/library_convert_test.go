@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,11 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 	waitFor(t, "the int8 model to be active", func() bool {
 		active, _ := mgr.Active()
 		return active != "" && active != catalog.DiffusionGemmaID
+	})
+	// Use ends by telling every screen (after it saved the settings): wait for
+	// that, or the test's folder is removed while the settings are written.
+	waitFor(t, "the screens to name the new model", func() bool {
+		return strings.HasPrefix(uiRead(func() string { return a.notices[0].Text }), "Active model:")
 	})
 	if src, err := mgr.Source(must(mgr.Active())); err != nil || src.Dir == "" {
 		t.Errorf("active model does not resolve: %v", err)
