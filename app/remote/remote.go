@@ -15,8 +15,8 @@
 // (vLLM sends a diffusion model's canvases as whole content deltas). Counts the
 // server reports (usage, forward passes, canvases) are used; those it does not
 // are left zero. Sampling other than max new tokens, the seed and (AR) the
-// temperature is the server's; warm starts (Request.CanvasIDs), raw prompts and
-// thinking are not sent.
+// temperature is the server's; warm starts (Request.CanvasIDs) and thinking are
+// not sent, and raw prompts are refused.
 package remote
 
 import (
