@@ -74,8 +74,12 @@ func (a *App) remoteActiveName() string {
 	return remoteName(r.ID, (&remote.Server{BaseURL: r.URL}).Host())
 }
 
-// leaveRemote makes the local model (the Library's choice) active again.
+// leaveRemote makes the local model (the Library's choice) active again; it
+// writes nothing when no remote model is active.
 func (a *App) leaveRemote() error {
+	if a.deps.Settings.Get().RemoteModel == nil {
+		return nil
+	}
 	return a.deps.Settings.Update(func(v *settings.Values) { v.RemoteModel = nil })
 }
 
