@@ -52,3 +52,5 @@ func dotNibbleRuns(x []float32, src []byte, runBytes, stride int, scales []float
 func dotInt4Runs(x []float32, codes []byte, scales, mins []float32, off int32) (float32, bool) {
 	return 0, false
 }
+
+func decodeF16(dst []float32, src []byte) { decodeF16Go(dst, src) }

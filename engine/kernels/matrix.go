@@ -418,6 +418,8 @@ func decodeGGUF(dst []float32, t gguf.Type, src []byte) {
 	switch t {
 	case gguf.F32:
 		decodeF32(dst, src)
+	case gguf.F16:
+		decodeF16(dst, src)
 	case gguf.BF16:
 		decodeBF16(dst, src)
 	case gguf.Q8_0: // {fp16 d; i8 qs[32]}: q·d
@@ -539,4 +541,11 @@ func dotNibbleRunsGo(x []float32, src []byte, runBytes, stride int, scales []flo
 		}
 	}
 	return s
+}
+
+func decodeF16Go(dst []float32, src []byte) {
+	src = src[:2*len(dst)]
+	for i := range dst {
+		dst[i] = gguf.HalfToFloat32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+	}
 }

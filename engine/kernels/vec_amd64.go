@@ -2,6 +2,8 @@
 
 package kernels
 
+import "golang.org/x/sys/cpu"
+
 // dotAVX2 returns Σ x[i]·y[i] for n (a positive multiple of 32) values (vec_amd64.s).
 //
 //go:noescape
@@ -180,4 +182,21 @@ func dotInt4Runs(x []float32, codes []byte, scales, mins []float32, off int32) (
 	}
 	_, _, _ = x[32*groups-1], scales[groups-1], mins[groups-1]
 	return dotInt4RunsAVX2(&x[0], &codes[0], groups, &scales[0], &mins[0], off), true
+}
+
+var useF16C = cpu.X86.HasF16C && cpu.X86.HasAVX
+
+// decodeF16F16C widens n (a positive multiple of 16) IEEE halves (vec_amd64.s).
+//
+//go:noescape
+func decodeF16F16C(dst *float32, src *byte, n int)
+
+func decodeF16(dst []float32, src []byte) {
+	n := 0
+	if useF16C && len(dst) >= 16 {
+		n = len(dst) &^ 15
+		_ = src[2*n-1]
+		decodeF16F16C(&dst[0], &src[0], n)
+	}
+	decodeF16Go(dst[n:], src[2*n:])
 }

@@ -814,3 +814,21 @@ i4dot:
 	MOVSS X8, ret+48(FP)
 	VZEROUPPER
 	RET
+
+// func decodeF16F16C(dst *float32, src *byte, n int)
+// IEEE binary16 to float32 (exact) for n (a positive multiple of 16) values.
+TEXT ·decodeF16F16C(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+f16loop:
+	VCVTPH2PS (SI), Y0
+	VCVTPH2PS 16(SI), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNZ  f16loop
+	VZEROUPPER
+	RET
