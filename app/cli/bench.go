@@ -296,7 +296,11 @@ func runBench(env *Env, args []string) error {
 	progress("matmul …")
 	c, d, v := rep.CanvasLength, cfg.Text.HiddenSize, min(cfg.Text.VocabSize, headColumns)
 	rep.HostMatMulGFLOPS = hostMatMulGFLOPS(c, d, v, 5)
-	rep.MatMul = backend.MatMulRate{M: c, K: d, N: v, FLOPS: rep.HostMatMulGFLOPS * 1e9}
+	rep.MatMul = backend.MatMulRate{M: c, K: d, N: v, Runs: 5, FLOPs: 2 * float64(c) * float64(d) * float64(v),
+		FLOPS: rep.HostMatMulGFLOPS * 1e9}
+	if rep.MatMul.FLOPS > 0 {
+		rep.MatMul.Seconds = rep.MatMul.FLOPs / rep.MatMul.FLOPS // the median run's
+	}
 	if rep.Path != engine.PathHost {
 		if rep.MatMul, err = e.MeasureMatMul(ctx, c, d, v, 5); err != nil {
 			return fmt.Errorf("bench: %w", err)

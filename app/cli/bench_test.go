@@ -94,7 +94,8 @@ func TestBenchModeAR(t *testing.T) {
 		t.Errorf("weights %d (want %d), peak RSS %d, over weights %d", rep.WeightBytes, w, rep.PeakRSSBytes, rep.RSSOverWeights)
 	}
 	if m := rep.MatMul; m.M != rep.CanvasLength || m.K != cfg.Text.HiddenSize || m.N != min(cfg.Text.VocabSize, headColumns) ||
-		!(rep.MatMulGFLOPS > 0) || rep.MatMulGFLOPS != rep.HostMatMulGFLOPS {
+		!(rep.MatMulGFLOPS > 0) || rep.MatMulGFLOPS != rep.HostMatMulGFLOPS || m.Runs != 5 || !(m.Seconds > 0) ||
+		!near(m.FLOPs, 2*float64(m.M*m.K*m.N)) {
 		t.Errorf("raw matmul %+v at %v GFLOP/s (host %v)", m, rep.MatMulGFLOPS, rep.HostMatMulGFLOPS)
 	}
 }
