@@ -235,11 +235,13 @@ func (h *hostModel) decode(cache *hostCache, canvas []int32, soft []float32, sta
 		addInto(x, h.mlp(n, c, "self_conditioning"))
 	}
 	hs := rmsRows(x, d, nil, eps)
+	h.prefetchLayer(0)
 	for i := range cfg.NumHiddenLayers {
 		lo := 0
 		if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
 			lo = max(0, start-(cfg.SlidingWindow-1)) // the last W−1 cached tokens
 		}
+		h.prefetchLayer(i + 1)
 		hs, _, _ = h.layer(i, hs, c, start, h.prefix(cache, i, lo, start), false, layerPrefix(i)+"layer_scalar")
 	}
 	return rmsRows(hs, d, h.w.get("norm.weight"), eps)
@@ -271,6 +273,7 @@ func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, en
 	if cache.n != start {
 		panic(fmt.Errorf("host cache holds %d positions, encoding at %d", cache.n, start))
 	}
+	h.prefetchLayer(0)
 	hs := h.embed(tokens)
 	for i := range nl {
 		lo := 0
@@ -278,6 +281,7 @@ func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, en
 			lo = max(0, start-(cfg.SlidingWindow-1)) // what the first new token can see
 		}
 		var k, v []float32
+		h.prefetchLayer(i + 1)
 		hs, k, v = h.layer(i, hs, t, start, h.prefix(cache, i, lo, start), true, encoderScalar(i))
 		cache.write(cfg, i, start, k, v)
 	}
@@ -456,6 +460,12 @@ func (h *hostModel) moe(i int, x, r []float32, n int) []float32 {
 	// read.
 	gu := h.w.matrix(name + "experts.gate_up_proj")
 	dn := h.w.matrix(name + "experts.down_proj")
+	for ex := range e { // read ahead what the loop below multiplies (prefetch.go)
+		if len(rows[ex]) > 0 {
+			gu.sub(ex*2*f, (ex+1)*2*f).willNeed()
+			dn.sub(ex*d, (ex+1)*d).willNeed()
+		}
+	}
 	out := make([]float32, n*d)
 	for ex := range e {
 		m := len(rows[ex])

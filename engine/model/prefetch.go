@@ -1,0 +1,41 @@
+package model
+
+// Reading ahead. A checkpoint's weights are mapped from its files (weights.Mapped)
+// and read from disk when first touched, one page fault (and one small read) at a
+// time, while the cores wait. The host model tells the kernel what it is about to
+// multiply instead: the next layer's attention, MLP and router matrices while it
+// computes this one, and a layer's routed experts as soon as the router has chosen
+// them (all of them for a canvas, a token's k for AR), so the disk reads them in
+// large requests while the cores work. It is advice (madvise MADV_WILLNEED): nothing
+// waits for it, and weights already in memory — the page cache, or a Set on the
+// heap — are left as they are.
+
+// layerMatrices are the names, after layerPrefix, of the matrices a layer multiplies
+// before its experts.
+var layerMatrices = []string{
+	"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight",
+	"mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight", "router.proj.weight",
+}
+
+// prefetchLayer advises the kernel that layer i's matrices before the experts are
+// needed next. A layer past the last, or a matrix the model lacks, is nothing to read.
+func (h *hostModel) prefetchLayer(i int) {
+	if i >= h.cfg.NumHiddenLayers {
+		return
+	}
+	for _, s := range layerMatrices {
+		if w, err := h.w.load(layerPrefix(i) + s); err == nil && len(w.dims) >= 2 {
+			w.mat.willNeed()
+		}
+	}
+}
+
+// willNeed advises the kernel that m's stored bytes are needed soon.
+func (m hostMatrix) willNeed() {
+	for _, b := range [][]byte{m.q.Data, m.q.Scales, m.q.Mins} {
+		adviseWillNeed(b)
+	}
+}
+
+// adviseWillNeed is willNeed's system call; a test replaces it to see what is advised.
+var adviseWillNeed = willNeedBytes

@@ -1,0 +1,6 @@
+//go:build !(linux || darwin || freebsd)
+
+package model
+
+// willNeedBytes gives no advice where Darkroom does not call madvise.
+func willNeedBytes([]byte) {}
