@@ -307,7 +307,12 @@ func runBench(env *Env, args []string) error {
 		}
 	}
 	rep.MatMulGFLOPS = rep.MatMul.FLOPS / 1e9
+	// The canvas's forward passes are GEMMs, held to the raw matmul; AR's are
+	// memory-bound GEMVs, held to their bound above.
 	rep.ForwardFLOPs, rep.ForwardFLOPsNote = forwardFLOPs(results[engine.Diffusion])
+	if rep.Diffusion == nil {
+		rep.ForwardFLOPsNote = "not measured without diffusion (an AR token is bound by memory: see its bound)"
+	}
 	if rep.ForwardFLOPs != nil && rep.ForwardFLOPs.Seconds > 0 {
 		rep.ForwardGFLOPS = rep.ForwardFLOPs.FLOPs / rep.ForwardFLOPs.Seconds / 1e9
 		if rep.MatMulGFLOPS > 0 {
