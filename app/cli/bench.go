@@ -468,8 +468,12 @@ func printBench(w io.Writer, r *benchReport) {
 	} else if r.ForwardFLOPsNote != "" {
 		fmt.Fprintf(w, "engine forward FLOP/s: %s\n", r.ForwardFLOPsNote)
 	}
-	fmt.Fprintf(w, "peak memory: RSS %s (weights %s, the rest %s), Go heap %s, Go runtime %s\n",
-		mib(r.PeakRSSBytes), mib(uint64(r.WeightBytes)), mib(uint64(max(r.RSSOverWeights, 0))), mib(r.PeakHeapBytes), mib(r.PeakGoSysBytes))
+	beside := "the rest " + mib(uint64(r.RSSOverWeights))
+	if r.RSSOverWeights <= 0 {
+		beside = "not all of them resident at once"
+	}
+	fmt.Fprintf(w, "peak memory: RSS %s (weights %s, %s), Go heap %s, Go runtime %s\n",
+		mib(r.PeakRSSBytes), mib(uint64(r.WeightBytes)), beside, mib(r.PeakHeapBytes), mib(r.PeakGoSysBytes))
 }
 
 func mib(b uint64) string {
