@@ -53,9 +53,10 @@ appid="$(toml ID)"
 version="$(toml Version)"
 build="$(sed -n 's/^[[:space:]]*Build[[:space:]]*=[[:space:]]*\([0-9]*\).*/\1/p' FyneApp.toml | head -1)"
 description="$(toml Description)"
+genericname="$(toml GenericName)"
 website="$(toml Website)"
 icon="$(toml Icon)"
-for v in name appid version build description icon; do
+for v in name appid version build description genericname icon; do
 	if [ -z "${!v}" ]; then
 		echo "dist: FyneApp.toml has no $v" >&2
 		exit 1
@@ -134,7 +135,7 @@ Depends: $depends
 Section: science
 Priority: optional
 Homepage: $website
-Description: $name: block-diffusion language models on your own PC
+Description: $genericname
  $description
 CONTROL
 dpkg-deb --root-owner-group -Zxz --build "$deb" "dist/darkroom_${version}_$(dpkg --print-architecture).deb" >/dev/null
