@@ -54,3 +54,9 @@ func dotInt4Runs(x []float32, codes []byte, scales, mins []float32, off int32) (
 }
 
 func decodeF16(dst []float32, src []byte) { decodeF16Go(dst, src) }
+
+func dotBF16(x []float32, src []byte, tail []float32) float32 {
+	t := tail[:len(x)]
+	decodeBF16Go(t, src)
+	return dotGo(t, x)
+}

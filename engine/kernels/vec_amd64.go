@@ -200,3 +200,23 @@ func decodeF16(dst []float32, src []byte) {
 	}
 	decodeF16Go(dst[n:], src[2*n:])
 }
+
+// dotBF16AVX2 is dotAVX2 on bfloat16 values widened in registers (vec_amd64.s).
+//
+//go:noescape
+func dotBF16AVX2(x *float32, src *byte, n int) float32
+
+// dotBF16 returns dot(values, x) for the bfloat16 values in src, bit for bit; tail is
+// scratch of len(x) floats (only the last len(x) mod 32 are widened into it with AVX2).
+func dotBF16(x []float32, src []byte, tail []float32) float32 {
+	n := 0
+	var s float32
+	if useAVX2 && len(x) >= 32 {
+		n = len(x) &^ 31
+		_ = src[2*n-1]
+		s = dotBF16AVX2(&x[0], &src[0], n)
+	}
+	t := tail[:len(x)-n]
+	decodeBF16Go(t, src[2*n:2*len(x)])
+	return s + dotGo(t, x[n:])
+}
