@@ -65,9 +65,12 @@ type modeBound struct {
 	UnitFLOPs float64 `json:"unit_flops"`
 	UnitBytes float64 `json:"unit_bytes"`
 	// MemoryMS is UnitBytes at the measured read rate; ComputeMS is UnitFLOPs at
-	// the float32 GEMM's measured rates (diffusion) — each the least a unit takes.
+	// the float32 GEMM's best measured rate (diffusion) — each the least a unit takes.
 	MemoryMS  float64 `json:"memory_ms"`
 	ComputeMS float64 `json:"compute_ms,omitempty"`
+	// EstimateStepMS is darkroom hw's denoising step (diffusion): its products each
+	// at the GEMM rate measured for its shape, or its bytes at the read rate.
+	EstimateStepMS float64 `json:"estimate_step_ms,omitempty"`
 	// BoundTokensPerS is the AR rate if every token took MemoryMS. OfBound is the
 	// bound's share of the measured unit: AR MemoryMS ÷ the median token's time,
 	// diffusion max(MemoryMS, ComputeMS) ÷ StepMS (1 would be at the bound).
@@ -231,8 +234,8 @@ func runBench(env *Env, args []string) error {
 		if rep.Path == engine.PathHost {
 			if mode == engine.AR {
 				ws.MaxNewTokens = 1
-			} else {
-				ws.MaxNewTokens, ws.MaxSteps = min(s.MaxNewTokens, max(rep.CanvasLength, 1)), 1
+			} else { // one step, and no guidance rounds (encoder passes, as the commit's)
+				ws.MaxNewTokens, ws.MaxSteps, ws.Guidance = min(s.MaxNewTokens, max(rep.CanvasLength, 1)), 1, -1
 			}
 		}
 		t1 := time.Now()
@@ -361,12 +364,14 @@ func bounds(rep *benchReport, cfg *config.Model, rates *speed.Rates) error {
 		a.Bound = b
 	}
 	if d := rep.Diffusion; d != nil {
-		// One step over the canvas after the prompt: its FLOPs at the step's
-		// effective GEMM rate (each product at its own shape's rate).
+		// One step over the canvas after the prompt: its FLOPs at the best GEMM
+		// rate (the bound) and at the step's effective rate, each product at its
+		// own shape's (the estimate).
 		flops := model.FLOPs(&cfg.Text, rep.CanvasLength, rep.PromptTokens)
 		b := &modeBound{UnitFLOPs: flops, UnitBytes: est.Diffusion.UnitBytes,
-			MemoryMS: 1000 * est.Diffusion.UnitBytes / est.MemRead, ComputeMS: 1000 * flops / est.GEMM,
+			MemoryMS: 1000 * est.Diffusion.UnitBytes / est.MemRead, ComputeMS: 1000 * flops / rates.Peak(),
 			EstimateTokensPerS: est.Diffusion.TokensPerS, EstimateUnitMS: 1000 * est.Diffusion.UnitSeconds}
+		b.EstimateStepMS = max(1000*flops/est.GEMM, b.MemoryMS)
 		if d.StepMS > 0 {
 			b.OfBound = max(b.MemoryMS, b.ComputeMS) / d.StepMS
 		}
@@ -457,9 +462,9 @@ func printBench(w io.Writer, r *benchReport) {
 	}
 	if d := r.Diffusion; d != nil && d.Bound != nil {
 		b := d.Bound
-		fmt.Fprintf(w, "diffusion step: %.0f ms measured; bound %.0f ms (%.1f GFLOP at the GEMM rate %.0f ms, %.2f GB at the read rate %.0f ms; %.0f%%); darkroom hw estimates %.2f tokens/s (measured ÷ estimate %.2f)\n",
+		fmt.Fprintf(w, "diffusion step: %.0f ms measured; bound %.0f ms (%.1f GFLOP at the best GEMM rate %.0f ms, %.2f GB at the read rate %.0f ms; %.0f%%); darkroom hw estimates %.0f ms a step, %.2f tokens/s (measured ÷ estimate %.2f)\n",
 			d.StepMS, max(b.ComputeMS, b.MemoryMS), b.UnitFLOPs/1e9, b.ComputeMS, b.UnitBytes/1e9, b.MemoryMS, 100*b.OfBound,
-			b.EstimateTokensPerS, b.VsEstimate)
+			b.EstimateStepMS, b.EstimateTokensPerS, b.VsEstimate)
 	}
 	fmt.Fprintf(w, "raw matmul [%d,%d]×[%d,%d]: %.2f GFLOP/s (%s), %.2f GFLOP/s with the host GEMM\n",
 		r.MatMul.M, r.MatMul.K, r.MatMul.K, r.MatMul.N, r.MatMulGFLOPS, r.Path, r.HostMatMulGFLOPS)
