@@ -4,9 +4,14 @@
 # screen (first run, Encyclopedia, Desktop, Chat, Race, Library, Settings),
 # generates with the built-in Darkroom Mini (or, while none is embedded, with a tiny
 # random model written by app/ui/internal/tinymodel), saves PNG screenshots of the
-# real window and quits. Fails on a crash, a timeout, a screen showing an error, a
-# window that grew wider than it started (content that does not wrap), or
-# a blank window.
+# real window at 1280×800 (<screen>.png), then resizes it to the smallest supported
+# size (app/ui's smallestWindowSize) and shoots every screen again
+# (<screen>-small.png), and quits. On the way it checks defects a new user met:
+# Enter sends in Chat, a download's error stays on its card (the model hub is a
+# closed local port), the Race panes wrap by words. Fails on a crash, a timeout, a
+# screen showing an error, a failed defect check, a window that grew past the size
+# it was given (content that does not wrap), or a blank window; report.txt in the
+# output folder says what was checked.
 #
 #   packaging/window-check.sh [OUTDIR]    (default: a temp folder)
 #   DARKROOM_DOCS=1 packaging/window-check.sh   also copies the screenshots to docs/
@@ -49,7 +54,7 @@ echo "window-check: running the app under Xvfb (screenshots in $out)"
 set +e
 env -i PATH="$PATH" HOME="$work/home" LANG=C.UTF-8 \
 	XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data" XDG_CACHE_HOME="$work/cache" \
-	DARKROOM_MODELS_DIR="$work/models" GOMLX_BACKEND=go \
+	DARKROOM_MODELS_DIR="$work/models" GOMLX_BACKEND=go HF_ENDPOINT=http://127.0.0.1:9 \
 	DARKROOM_WINDOW_CHECK="$out" "${model_env[@]}" \
 	timeout 900 xvfb-run -a -s "-screen 0 1280x800x24" "$work/darkroom" >"$out/app.log" 2>&1
 status=$?
@@ -60,7 +65,10 @@ if [ "$status" != 0 ]; then
 	tail -n 40 "$out/app.log" >&2
 	exit 1
 fi
-for shot in encyclopedia-developing encyclopedia desktop chat race library settings; do
+screens="encyclopedia desktop chat race library settings"
+shots="encyclopedia-developing library-download-error"
+for screen in $screens; do shots="$shots $screen $screen-small"; done
+for shot in $shots; do
 	if [ ! -s "$out/$shot.png" ]; then
 		if [ "$shot" = encyclopedia-developing ]; then
 			echo "window-check: note: no mid-development screenshot (the model finished too fast)"
@@ -72,8 +80,8 @@ for shot in encyclopedia-developing encyclopedia desktop chat race library setti
 done
 if [ "${DARKROOM_DOCS:-}" = 1 ]; then
 	mkdir -p docs
-	for shot in encyclopedia-developing encyclopedia race library desktop chat; do
-		[ -s "$out/$shot.png" ] && cp "$out/$shot.png" "docs/$shot.png"
+	for shot in $shots firstrun firstrun-small; do
+		if [ -s "$out/$shot.png" ]; then cp "$out/$shot.png" "docs/$shot.png"; fi
 	done
 	echo "window-check: screenshots copied to docs/"
 fi

@@ -188,15 +188,16 @@ func TestLibraryProblemInPlainWords(t *testing.T) {
 	}
 }
 
-// TestScreensFitANarrowWindow: no screen holds the window wider than 800 px
-// (a Card's subtitle, a long model name and a license line, which never wrapped,
-// held it at about 1037).
+// TestScreensFitANarrowWindow: no screen holds the window larger than the
+// smallest supported size, smallestWindowSize (a Card's subtitle, a long model
+// name and a license line, which never wrapped, held it at about 1037 px wide).
 func TestScreensFitANarrowWindow(t *testing.T) {
 	a, _ := libraryApp(t, "http://127.0.0.1:9", hw.Info{RAMTotal: 25_300_000_000})
 	waitFor(t, "the catalog", func() bool { return libraryCardOf(a.Library, catalog.GGUFID) != nil })
-	var w float32
-	asUI(func() { w = a.win.Content().MinSize().Width })
-	if w > 800 {
-		t.Errorf("the window cannot be narrower than %.0f px", w)
+	var need fyne.Size
+	asUI(func() { need = a.win.Content().MinSize() })
+	if need.Width > smallestWindowSize.Width || need.Height > smallestWindowSize.Height {
+		t.Errorf("the window cannot be smaller than %.0f×%.0f px (the smallest supported: %.0f×%.0f)",
+			need.Width, need.Height, smallestWindowSize.Width, smallestWindowSize.Height)
 	}
 }

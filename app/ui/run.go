@@ -29,7 +29,7 @@ func Run() int {
 	fa := app.NewWithID("")
 	fa.SetIcon(icon)
 	w := fa.NewWindow("Darkroom")
-	w.Resize(fyne.NewSize(1280, 800))
+	w.Resize(defaultWindowSize)
 	w.SetMaster()
 
 	deps, err := productionDeps()

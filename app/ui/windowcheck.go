@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
@@ -50,24 +51,34 @@ func (a *App) windowCheck(dir string) {
 	}
 	var start fyne.Size
 	fyne.DoAndWait(func() { start = a.win.Canvas().Size() })
-	shot := func(name string) {
+	// shot saves the window as name.png. The window must not have grown past
+	// limit (the size it was given), nor its content need more than the window:
+	// a window grows to its content's minimum size and never shrinks back, so
+	// content that cannot wrap would leave every later screen larger than the
+	// display. The first pass checks the width only (its height is the display's).
+	shot := func(name string, limit fyne.Size, height bool) {
 		time.Sleep(700 * time.Millisecond) // let the frame reach the screen
 		var img image.Image
 		var size, need fyne.Size
+		var scale float32
 		fyne.DoAndWait(func() {
 			img = a.win.Canvas().Capture()
 			size, need = a.win.Canvas().Size(), a.win.Content().MinSize()
+			scale = a.win.Canvas().Scale()
 		})
-		// A window grows to its content's minimum size and never shrinks back: content
-		// that cannot wrap would leave every later screen wider than the display.
-		if size.Width > start.Width+1 || need.Width > size.Width+1 {
+		if size.Width > limit.Width+1 || need.Width > size.Width+1 {
 			fail("%s: the window grew from %.0f to %.0f px wide (its content needs %.0f): something does not wrap",
-				name, start.Width, size.Width, need.Width)
+				name, limit.Width, size.Width, need.Width)
+		}
+		if height && (size.Height > limit.Height+1 || need.Height > size.Height+1) {
+			fail("%s: the window grew from %.0f to %.0f px high (its content needs %.0f)",
+				name, limit.Height, size.Height, need.Height)
 		}
 		if checkNotBlank(img) != nil {
-			// Mesa under Xvfb cannot read the GL front buffer back: grab the X screen.
+			// Mesa under Xvfb cannot read the GL front buffer back: grab the X screen
+			// and keep the window's part of it (without a window manager, its top left).
 			if x, err := captureX(); err == nil {
-				img = x
+				img = cropTo(x, int(size.Width*scale+0.5), int(size.Height*scale+0.5))
 			} else {
 				report = append(report, "note: "+err.Error())
 			}
@@ -77,7 +88,7 @@ func (a *App) windowCheck(dir string) {
 		}
 		f, err := os.Create(filepath.Join(dir, name+".png"))
 		if err == nil {
-			err = png.Encode(f, img)
+			err = (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(f, img)
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
@@ -88,11 +99,15 @@ func (a *App) windowCheck(dir string) {
 		}
 		report = append(report, "shot "+name+".png")
 	}
-	showErr := func(screen string, l interface{ Visible() bool }, text func() string) {
-		var visible bool
+	resize := func(to fyne.Size) {
+		fyne.DoAndWait(func() { a.win.Resize(to) })
+		time.Sleep(500 * time.Millisecond)
+	}
+	// checkErr fails when screen shows an error.
+	checkErr := func(screen string) {
 		var msg string
-		fyne.DoAndWait(func() { visible, msg = l.Visible(), text() })
-		if visible {
+		fyne.DoAndWait(func() { msg = a.shownError(screen) })
+		if msg != "" {
 			fail("%s shows an error: %s", screen, msg)
 		}
 	}
@@ -112,7 +127,10 @@ func (a *App) windowCheck(dir string) {
 	var first bool
 	fyne.DoAndWait(func() { first = len(a.root.Objects) == 1 && a.root.Objects[0] != a.tabs })
 	if first {
-		shot("firstrun")
+		shot("firstrun", start, false)
+		resize(smallestWindowSize)
+		shot("firstrun-small", smallestWindowSize, true)
+		resize(start)
 	}
 
 	// Encyclopedia: one screenshot mid-development, one finished.
@@ -127,7 +145,7 @@ func (a *App) windowCheck(dir string) {
 		fyne.DoAndWait(func() { noise, text = runeCounts(v.Doc()) })
 		if total := noise + text; total > 40 && noise*10 >= total*3 && noise*10 <= total*7 {
 			once.Do(func() {
-				shot("encyclopedia-developing")
+				shot("encyclopedia-developing", start, false)
 				developing = true
 			})
 		}
@@ -149,15 +167,11 @@ func (a *App) windowCheck(dir string) {
 		report = append(report, fmt.Sprintf("note: the model wrote an empty page for %q (try %d)", topic, i+1))
 	}
 	a.frameHook = nil
-	var errText string
-	fyne.DoAndWait(func() { errText = e.errLabel.Text })
-	if strings.HasPrefix(errText, "Could not") {
-		showErr("Encyclopedia", e.errLabel, func() string { return e.errLabel.Text })
-	}
+	checkErr("Encyclopedia")
 	if !developing {
 		report = append(report, "note: no frame between 30% and 70% developed was drawn (the model developed too fast to catch)")
 	}
-	shot("encyclopedia")
+	shot("encyclopedia", start, false)
 
 	// Desktop: power on, then click the first clickable element.
 	d := a.Desktop
@@ -167,20 +181,22 @@ func (a *App) windowCheck(dir string) {
 	})
 	fyne.DoAndWait(func() { d.Click(firstClick) })
 	d.run.Wait()
-	showErr("Desktop", d.errLabel, func() string { return d.errLabel.Text })
-	shot("desktop")
+	checkErr("Desktop")
+	shot("desktop", start, false)
 
-	// Chat: one question.
+	// Chat: one question, typed into the message box and sent with Enter.
 	c := a.Chat
 	fyne.DoAndWait(func() {
 		a.Show("Chat")
 		c.NewThread()
-		c.input.SetText("What is Unix?")
-		c.Send()
 	})
-	c.run.Wait()
-	showErr("Chat", c.errLabel, func() string { return c.errLabel.Text })
-	shot("chat")
+	if err := a.checkEnterSends("What is Unix?"); err != nil {
+		fail("Chat: %v", err)
+	} else {
+		report = append(report, "OK Chat: Enter sent the typed message and a reply bubble appeared")
+	}
+	checkErr("Chat")
+	shot("chat", start, false)
 
 	// Race: both panes on the same weights.
 	r := a.Race
@@ -190,18 +206,72 @@ func (a *App) windowCheck(dir string) {
 		r.Start()
 	})
 	r.run.Wait()
-	var summary string
-	fyne.DoAndWait(func() { summary = r.summary.Text })
-	if strings.HasPrefix(summary, "Could not") {
-		fail("Race: %s", summary)
+	checkErr("Race")
+	shot("race", start, false)
+	raceWraps := func(size string) {
+		var notes []string
+		var err error
+		fyne.DoAndWait(func() { notes, err = r.checkWrapping() })
+		if err != nil {
+			fail("Race at %s: %v", size, err)
+			return
+		}
+		report = append(report, "OK Race at "+size+": the panes wrap by words ("+strings.Join(notes, "; ")+")")
 	}
-	shot("race")
+	raceWraps(sizeText(start))
 
 	fyne.DoAndWait(func() { a.Show("Library") })
 	time.Sleep(1500 * time.Millisecond)
-	shot("library")
+	checkErr("Library")
+	shot("library", start, false)
+	if err := a.checkDownloadErrorStays(func() { shot("library-download-error", start, false) }); err != nil {
+		fail("Library: %v", err)
+	} else {
+		report = append(report, "OK Library: a failed download's error stayed on its card through the refreshes, until dismissed")
+	}
 	fyne.DoAndWait(func() { a.Show("Settings") })
-	shot("settings")
+	checkErr("Settings")
+	shot("settings", start, false)
+
+	// The smallest supported window: every screen again, none may make it grow.
+	resize(smallestWindowSize)
+	for _, screen := range []string{"Encyclopedia", "Desktop", "Chat", "Race", "Library", "Settings"} {
+		fyne.DoAndWait(func() { a.Show(screen) })
+		checkErr(screen)
+		shot(strings.ToLower(screen)+"-small", smallestWindowSize, true)
+		if screen == "Race" {
+			raceWraps(sizeText(smallestWindowSize))
+		}
+	}
+}
+
+func sizeText(s fyne.Size) string { return fmt.Sprintf("%.0f×%.0f", s.Width, s.Height) }
+
+// shownError is the error a screen shows, or "". Call on the UI goroutine.
+func (a *App) shownError(screen string) string {
+	shown := func(l *widget.Label) string {
+		if l.Visible() {
+			return l.Text
+		}
+		return ""
+	}
+	switch screen {
+	case "Encyclopedia":
+		if t := a.Encyclopedia.errLabel.Text; strings.HasPrefix(t, "Could not") {
+			return shown(a.Encyclopedia.errLabel)
+		}
+	case "Desktop":
+		return shown(a.Desktop.errLabel)
+	case "Chat":
+		return shown(a.Chat.errLabel)
+	case "Race":
+		if t := a.Race.summary.Text; strings.HasPrefix(t, "Could not") {
+			return t
+		}
+	case "Library":
+		return shown(a.Library.errs)
+	}
+	return ""
 }
 
 // firstClick powers the Desktop demo on.
@@ -230,6 +300,18 @@ func runeCounts(d *htmlsafe.Doc) (noise, text int) {
 		walk(d.Blocks)
 	}
 	return
+}
+
+// cropTo is the top-left w×h of img (all of it when smaller).
+func cropTo(img image.Image, w, h int) image.Image {
+	b := img.Bounds()
+	r := image.Rect(b.Min.X, b.Min.Y, b.Min.X+w, b.Min.Y+h).Intersect(b)
+	if si, ok := img.(interface {
+		SubImage(image.Rectangle) image.Image
+	}); ok && r != b && !r.Empty() {
+		return si.SubImage(r)
+	}
+	return img
 }
 
 // checkNotBlank fails for an empty or single-colour capture.
