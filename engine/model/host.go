@@ -520,27 +520,11 @@ func matNT(a, b []float32, m, n, k int) []float32 {
 	return out
 }
 
-// rmsRows is RMSNorm over rows of width n (w nil: no scale) → new slice.
+// rmsRows is RMSNorm over rows of width n (w nil: no scale) → new slice
+// (kernels.RMSNorm).
 func rmsRows(x []float32, n int, w []float32, eps float32) []float32 {
 	out := make([]float32, len(x))
-	for r := 0; r < len(x); r += n {
-		row := x[r : r+n]
-		var ms float32
-		for _, v := range row {
-			ms += v * v
-		}
-		inv := float32(1 / math.Sqrt(float64(ms/float32(n)+eps)))
-		o := out[r : r+n]
-		if w == nil {
-			for j, v := range row {
-				o[j] = v * inv
-			}
-		} else {
-			for j, v := range row {
-				o[j] = v * inv * w[j]
-			}
-		}
-	}
+	kernels.RMSNorm(out, x, w, n, eps)
 	return out
 }
 

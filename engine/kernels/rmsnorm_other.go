@@ -1,0 +1,5 @@
+//go:build !amd64 || noasm
+
+package kernels
+
+func scaleRow(dst, x, w []float32, s float32) { scaleRowGo(dst, x, w, s) }
