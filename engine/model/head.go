@@ -2,8 +2,6 @@ package model
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
 
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 )
@@ -84,21 +82,5 @@ func (h *hostHead) run(hn []float32, c int, softcap, temperature float64) (logit
 // softmaxInto writes softmax(x/t) into dst (dst may be x): kernels.Softmax.
 func softmaxInto(dst, x []float32, t float64) { kernels.Softmax(dst, x, float32(1/t)) }
 
-// parallelRows splits [0, n) over GOMAXPROCS goroutines.
-func parallelRows(n int, fn func(lo, hi int)) {
-	w := min(runtime.GOMAXPROCS(0), n)
-	if w <= 1 {
-		fn(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	for i := range w {
-		lo, hi := n*i/w, n*(i+1)/w
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(lo, hi)
-		}()
-	}
-	wg.Wait()
-}
+// parallelRows splits [0, n) over the kernels' worker pool (kernels.ParallelRows).
+func parallelRows(n int, fn func(lo, hi int)) { kernels.ParallelRows(n, fn) }
