@@ -315,14 +315,19 @@ func (h *hostModel) layer(i int, hs []float32, c, start int, pre prefixRows, cau
 	eps := float32(cfg.RMSNormEps)
 	name := layerPrefix(i)
 	nw := func(s string) []float32 { return h.w.get(name + s + ".weight") }
+	// The sublayers' outputs are new slices, so their norms and the residual sums are
+	// computed in place (x + y as y + x: the same sums).
+	norm := func(x []float32, s string) []float32 { kernels.RMSNorm(x, x, nw(s), d, eps); return x }
 	a, k, v := h.attention(i, rmsRows(hs, d, nw("input_layernorm"), eps), c, start, pre, causal)
-	res := addNew(hs, rmsRows(a, d, nw("post_attention_layernorm"), eps))
-	dense := rmsRows(h.mlp(rmsRows(res, d, nw("pre_feedforward_layernorm"), eps), c, name+"mlp"), d,
-		nw("post_feedforward_layernorm_1"), eps)
-	moe := rmsRows(h.moe(i, rmsRows(res, d, nw("pre_feedforward_layernorm_2"), eps), res, c), d,
-		nw("post_feedforward_layernorm_2"), eps)
+	res := norm(a, "post_attention_layernorm")
+	addInto(res, hs)
+	dense := norm(h.mlp(rmsRows(res, d, nw("pre_feedforward_layernorm"), eps), c, name+"mlp"),
+		"post_feedforward_layernorm_1")
+	moe := norm(h.moe(i, rmsRows(res, d, nw("pre_feedforward_layernorm_2"), eps), res, c),
+		"post_feedforward_layernorm_2")
 	addInto(dense, moe)
-	out = addNew(res, rmsRows(dense, d, nw("post_feedforward_layernorm"), eps))
+	out = norm(dense, "post_feedforward_layernorm")
+	addInto(out, res)
 	scalar := h.w.get(scalarName)[0]
 	for j := range out {
 		out[j] *= scalar
@@ -347,11 +352,19 @@ func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, 
 		vRaw = h.w.matrix(name+"v_proj.weight").mulNT(x, c)
 	}
 	cos, sin := RopeTables(start, c, mustInvFreq(cfg, i))
-	q = rmsRows(q, hd, h.w.get(name+"q_norm.weight"), eps)
+	// The projections are new slices: normed in place, except V on full layers, which
+	// is kRaw (so normed into a copy before K's norm overwrites it).
+	kernels.RMSNorm(q, q, h.w.get(name+"q_norm.weight"), hd, eps)
 	ropeRows(q, c, nh, hd, cos, sin)
-	k = rmsRows(kRaw, hd, h.w.get(name+"k_norm.weight"), eps)
+	if cfg.IsSliding(i) {
+		v = vRaw
+		kernels.RMSNorm(v, v, nil, hd, eps)
+	} else {
+		v = rmsRows(vRaw, hd, nil, eps)
+	}
+	k = kRaw
+	kernels.RMSNorm(k, k, h.w.get(name+"k_norm.weight"), hd, eps)
 	ropeRows(k, c, kvh, hd, cos, sin)
-	v = rmsRows(vRaw, hd, nil, eps)
 
 	window := 0
 	if causal && cfg.IsSliding(i) {
@@ -532,14 +545,6 @@ func addInto(dst, x []float32) {
 	for j, v := range x {
 		dst[j] += v
 	}
-}
-
-func addNew(a, b []float32) []float32 {
-	out := make([]float32, len(a))
-	for j := range a {
-		out[j] = a[j] + b[j]
-	}
-	return out
 }
 
 // geluMulInto writes dst[j] = gelu_tanh(gate[j])·up[j] (dst may be gate), using
