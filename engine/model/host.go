@@ -475,8 +475,8 @@ func (h *hostModel) moe(i int, x, r []float32, n int) []float32 {
 	dn := h.w.matrix(name + "experts.down_proj")
 	for ex := range e { // read ahead what the loop below multiplies (prefetch.go)
 		if len(rows[ex]) > 0 {
-			gu.sub(ex*2*f, (ex+1)*2*f).willNeed()
-			dn.sub(ex*d, (ex+1)*d).willNeed()
+			h.w.willNeed(gu.sub(ex*2*f, (ex+1)*2*f))
+			h.w.willNeed(dn.sub(ex*d, (ex+1)*d))
 		}
 	}
 	out := make([]float32, n*d)

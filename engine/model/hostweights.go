@@ -24,6 +24,10 @@ import (
 type hostWeights struct {
 	src   HostSource
 	cache map[string]hostWeight
+	// advised holds the address of each matrix (or expert's rows) already read
+	// ahead (prefetch.go): an address, not a pointer, so that a trainer's replaced
+	// weights are not kept alive by it.
+	advised map[uintptr]bool
 }
 
 // HostSource hands the host model its weights as stored. Lookup returns the canonical
