@@ -20,6 +20,32 @@ type hostModel struct {
 	cfg        *config.Text
 	w          *hostWeights
 	embedScale float64
+
+	// ropes are the rotation tables of this forward's positions (ropeTables): a
+	// hostModel is made per call, and its layers that rotate alike share them.
+	ropes map[ropeKey][2][]float32
+}
+
+// ropeKey names a table of rotations: the same RoPE and head width at the same
+// positions give the same cos and sin.
+type ropeKey struct {
+	rope            config.Rope
+	hd, start, rows int
+}
+
+// ropeTables is RopeTables for layer i at positions start…start+c−1, computed once per
+// hostModel for all the layers with layer i's RoPE and head width.
+func (h *hostModel) ropeTables(i, start, c int) (cos, sin []float32) {
+	key := ropeKey{h.cfg.LayerRope(i), h.cfg.LayerHeadDim(i), start, c}
+	if t, ok := h.ropes[key]; ok {
+		return t[0], t[1]
+	}
+	cos, sin = RopeTables(start, c, mustInvFreq(h.cfg, i))
+	if h.ropes == nil {
+		h.ropes = map[ropeKey][2][]float32{}
+	}
+	h.ropes[key] = [2][]float32{cos, sin}
+	return cos, sin
 }
 
 // hostCache is the host model's KV cache, by the graph Runner's rules (kvcache.go),
@@ -351,7 +377,7 @@ func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, 
 	if cfg.IsSliding(i) {
 		vRaw = h.w.matrix(name+"v_proj.weight").mulNT(x, c)
 	}
-	cos, sin := RopeTables(start, c, mustInvFreq(cfg, i))
+	cos, sin := h.ropeTables(i, start, c)
 	// The projections are new slices: normed in place, except V on full layers, which
 	// is kRaw (so normed into a copy before K's norm overwrites it).
 	kernels.RMSNorm(q, q, h.w.get(name+"q_norm.weight"), hd, eps)

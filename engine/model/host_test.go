@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -19,5 +20,28 @@ func TestGeluMul(t *testing.T) {
 		if d := math.Abs(float64(dst[j]) - want); d > 1e-6*math.Max(1, math.Abs(want)) {
 			t.Fatalf("gelu(%g)·%g = %g, want %g", x, up[j], dst[j], want)
 		}
+	}
+}
+
+// TestRopeTablesShared: a forward's layers with the same RoPE and head width get
+// RopeTables' values computed once (the same slices); other layers and positions get
+// their own.
+func TestRopeTablesShared(t *testing.T) {
+	cfg := benchConfig() // layers 0–2 sliding, 3 full
+	h := &hostModel{cfg: cfg}
+	cos0, sin0 := h.ropeTables(0, 5, 7)
+	wantCos, wantSin := RopeTables(5, 7, mustInvFreq(cfg, 0))
+	if !slices.Equal(cos0, wantCos) || !slices.Equal(sin0, wantSin) {
+		t.Fatal("layer 0's tables differ from RopeTables")
+	}
+	if cos1, _ := h.ropeTables(1, 5, 7); &cos1[0] != &cos0[0] {
+		t.Error("layer 1 (sliding, as layer 0) recomputed its tables")
+	}
+	cos3, _ := h.ropeTables(3, 5, 7)
+	if want, _ := RopeTables(5, 7, mustInvFreq(cfg, 3)); !slices.Equal(cos3, want) {
+		t.Error("the full layer's tables are not its own RoPE's")
+	}
+	if cos, _ := h.ropeTables(0, 6, 7); &cos[0] == &cos0[0] {
+		t.Error("another start reused position 5's tables")
 	}
 }
