@@ -398,11 +398,13 @@ func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, 
 	}
 	s := pre.n + c
 	att := make([]float32, c*nh*hd)
+	// Per KV head, reused by the next: keys [S, Hd], values transposed [Hd, S] for
+	// MulNT, the group's queries [G·C, Hd], their scores [G·C, S] and outputs [G·C, Hd]
+	// (every element is written for each head).
+	K, vt := make([]float32, s*hd), make([]float32, hd*s)
+	qg, scores, o := make([]float32, groups*c*hd), make([]float32, groups*c*s), make([]float32, groups*c*hd)
 	for j := range kvh {
-		// Keys and values of KV head j: [S, Hd]; values transposed [Hd, S] for MulNT.
-		K := make([]float32, s*hd)
 		copy(K, pre.k[j])
-		vt := make([]float32, hd*s)
 		for r := range pre.n {
 			for e := range hd {
 				vt[e*s+r] = pre.v[j][r*hd+e]
@@ -415,14 +417,13 @@ func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, 
 			}
 		}
 		// The group's query heads as rows [G·C, Hd] (head-major).
-		qg := make([]float32, groups*c*hd)
 		for g := range groups {
 			hh := j*groups + g
 			for t := range c {
 				copy(qg[(g*c+t)*hd:(g*c+t+1)*hd], q[(t*nh+hh)*hd:(t*nh+hh+1)*hd])
 			}
 		}
-		scores := matNT(qg, K, groups*c, s, hd) // scale 1.0
+		kernels.MulNT(scores, qg, K, groups*c, s, hd) // scale 1.0
 		parallelRows(groups*c, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				row := scores[r*s : (r+1)*s]
@@ -447,7 +448,7 @@ func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, 
 				softmaxInto(row[klo:khi], row[klo:khi], 1)
 			}
 		})
-		o := matNT(scores, vt, groups*c, hd, s) // [G·C, Hd]
+		kernels.MulNT(o, scores, vt, groups*c, hd, s) // [G·C, Hd]
 		for g := range groups {
 			hh := j*groups + g
 			for t := range c {
@@ -550,13 +551,6 @@ func TopKExperts(p []float32, k int, taken []bool) (sel []int, sum float32) {
 		sum += p[best]
 	}
 	return sel, sum
-}
-
-// matNT is a·bᵀ for a [m, k] and b [n, k] → new [m, n].
-func matNT(a, b []float32, m, n, k int) []float32 {
-	out := make([]float32, m*n)
-	kernels.MulNT(out, a, b, m, n, k)
-	return out
 }
 
 // rmsRows is RMSNorm over rows of width n (w nil: no scale) → new slice
