@@ -507,21 +507,30 @@ func (h *hostModel) moe(i int, x, r []float32, n int) []float32 {
 		}
 	}
 	out := make([]float32, n*d)
+	// Each expert's rows, reused by the next (m ≤ n rows each, every element written).
+	mmax := 0
+	for ex := range e {
+		mmax = max(mmax, len(rows[ex]))
+	}
+	xs, gs := make([]float32, mmax*d), make([]float32, mmax*2*f)
+	hs, ys, tmp := make([]float32, mmax*f), make([]float32, mmax*d), make([]float32, f)
 	for ex := range e {
 		m := len(rows[ex])
 		if m == 0 {
 			continue
 		}
-		xe := make([]float32, m*d)
+		xe := xs[:m*d]
 		for a, t := range rows[ex] {
 			copy(xe[a*d:(a+1)*d], x[t*d:(t+1)*d])
 		}
-		g := gu.sub(ex*2*f, (ex+1)*2*f).mulNT(xe, m) // [m, 2F]: gate | up
-		hm, tmp := make([]float32, m*f), make([]float32, f)
+		g := gs[:m*2*f] // [m, 2F]: gate | up
+		gu.sub(ex*2*f, (ex+1)*2*f).mulNTInto(g, xe, m)
+		hm := hs[:m*f]
 		for a := range m {
 			geluMulInto(hm[a*f:(a+1)*f], g[a*2*f:a*2*f+f], g[a*2*f+f:(a+1)*2*f], tmp)
 		}
-		y := dn.sub(ex*d, (ex+1)*d).mulNT(hm, m)
+		y := ys[:m*d]
+		dn.sub(ex*d, (ex+1)*d).mulNTInto(y, hm, m)
 		for a, t := range rows[ex] {
 			wa := wts[ex][a]
 			o := out[t*d : (t+1)*d]

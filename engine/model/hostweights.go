@@ -141,14 +141,19 @@ func (w *hostWeights) encoderScalar(i int) string { return encoderScalar(w.has, 
 // mulNT is x·mᵀ for x [n, cols] → new [n, rows].
 func (m hostMatrix) mulNT(x []float32, n int) []float32 {
 	out := make([]float32, n*m.rows)
+	m.mulNTInto(out, x, n)
+	return out
+}
+
+// mulNTInto is mulNT into out [n, rows] (overwritten).
+func (m hostMatrix) mulNTInto(out, x []float32, n int) {
 	if m.f32 != nil {
 		kernels.MulNT(out, x, m.f32, n, m.rows, m.cols)
-		return out
+		return
 	}
 	if err := m.q.MulNT(out, x, n); err != nil {
 		panic(err)
 	}
-	return out
 }
 
 // mulNN is p·m for p [n, rows] → new [n, cols] (the tied embedding's second product).
