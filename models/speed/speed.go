@@ -13,18 +13,25 @@
 //     tied embedding whole for the LM head, and the KV cache; a denoising step reads
 //     every weight the 256 positions' experts touch;
 //   - this machine's rates (Rates), measured once with Darkroom's own kernels
-//     (engine/kernels: the canvas GEMM by contraction depth, the AR product by
+//     (engine/kernels: the canvas GEMM on a grid of shapes, the AR product by
 //     weight format, the memory read rate, the sampler) and cached per CPU, core
 //     count and build in the user's cache folder (Cache, DefaultPath).
 //
 // AR: each token takes, per weight format, the longer of reading its bytes from
 // memory and running the GEMV kernel over them, plus the KV cache's read and the
 // sampler's pass over the vocabulary. Diffusion: each canvas takes its expected
-// denoising steps (each the longer of its FLOPs at the GEMM rate and its bytes at
-// the memory rate, plus the sampler over canvas × vocabulary), the AR guidance
-// rounds the model runs, and the encoder pass that commits it; a canvas yields its
-// real tokens, so an answer of N tokens costs ⌈N/256⌉ canvases. Both include the
-// prompt's encoder pass. The steps a canvas takes are the sampler's adaptive
+// denoising steps (each the longer of its products — model.FLOPs term by term,
+// each at its own shape's GEMM rate — and reading the weights its positions'
+// experts touch, plus the sampler over canvas × vocabulary), the AR guidance
+// rounds the model runs, and the encoder pass that commits it (at the step's
+// effective rate); a canvas yields its real tokens, so an answer of N tokens
+// costs ⌈N/256⌉ canvases. Both include the prompt's encoder pass.
+//
+// What it does not count is what an engine spends outside its arithmetic and
+// weight reads: allocating and clearing buffers, norms and activations between
+// the products, dispatching small operations. For a model of real width that is
+// a few percent; for one as small as Darkroom Mini it is most of an AR token, so
+// the estimate there is optimistic (the closing note of issue 13 gives the ratios). The steps a canvas takes are the sampler's adaptive
 // choice: the catalog records the typical count per model (models/catalog), and a
 // model without one is assumed to take its generation config's maximum.
 //
@@ -176,17 +183,22 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	})
 	prefix := w.Prompt + w.Tokens/2
 	kv := float64(kvReadBytes(t, prefix))
-	tok, bound := 0.0, "memory"
+	var memBound, kernBound float64 // the seconds of the formats each limits
 	for f, b := range ar {
 		mem, kern := b.bytes/r.MemRead, b.weights/gemvRate(r, f)
 		if kern > mem {
-			bound = "compute"
+			kernBound += kern
+		} else {
+			memBound += mem
 		}
-		tok += max(mem, kern)
 		e.AR.UnitBytes += b.bytes
 	}
-	tok += kv/r.MemRead + v/r.Sampler
-	e.AR.UnitSeconds, e.AR.UnitFLOPs, e.AR.Bound = tok, model.EncodeFLOPs(t, 1, prefix), bound
+	e.AR.Bound = "memory"
+	if kernBound > memBound {
+		e.AR.Bound = "compute"
+	}
+	tok := memBound + kernBound + kv/r.MemRead + v/r.Sampler
+	e.AR.UnitSeconds, e.AR.UnitFLOPs = tok, model.EncodeFLOPs(t, 1, prefix)
 	e.AR.Seconds = prefill + float64(w.Tokens)*tok
 	e.AR.TokensPerS = float64(w.Tokens) / e.AR.Seconds
 
