@@ -576,21 +576,9 @@ func addInto(dst, x []float32) {
 	}
 }
 
-// geluMulInto writes dst[j] = gelu_tanh(gate[j])·up[j] (dst may be gate), using
-// 0.5·x·(1 + tanh(u)) = x / (1 + e^(−2u)), u = √(2/π)·(x + 0.044715·x³), with the
-// vector exponential (clamped, so very negative u gives x/(1+1.6e38) ≈ 0, never NaN).
-// tmp is scratch of the same length.
-func geluMulInto(dst, gate, up, tmp []float32) {
-	const k = 0.7978845608028654
-	tmp = tmp[:len(gate)]
-	for j, x := range gate {
-		tmp[j] = -2 * k * (x + 0.044715*x*x*x)
-	}
-	kernels.ExpShift(tmp, tmp, 0, 1)
-	for j, x := range gate {
-		dst[j] = x / (1 + tmp[j]) * up[j]
-	}
-}
+// geluMulInto writes dst[j] = gelu_tanh(gate[j])·up[j] (dst may be gate): the vector
+// GeGLU product, kernels.GeluMul. tmp is scratch of the same length.
+func geluMulInto(dst, gate, up, tmp []float32) { kernels.GeluMul(dst, gate, up, tmp) }
 
 // RopeTables are cos/sin of (start+t)·inv_freq: [C, Hd/2] each, the angle rounded
 // to float32 as the graph computes it (the host path and hostgrad's trainer share them).
