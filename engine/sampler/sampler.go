@@ -125,24 +125,12 @@ const expUnderflow = 1e-37
 // The exponentials are float32 (engine/kernels's vectorised expf, relative
 // error ~2e-7); the sums that decide entropy and the sample are float64.
 func tempered(row []float32, temperature float64, u float64, buf []float32) Position {
-	am := 0
-	for j, x := range row {
-		if x > row[am] { // strict: ties keep the lowest id
-			am = j
-		}
-	}
+	am := kernels.ArgMax(row) // ties keep the lowest id
 	inv := 1 / temperature
 	kernels.ExpShift(buf[:len(row)], row, row[am], float32(inv))
 	m := float64(row[am])
-	var s, ez float64
-	for j, x := range row {
-		e := float64(buf[j])
-		if buf[j] < expUnderflow { // expf clamps far-negative arguments to ~1e-38: that is 0
-			buf[j], e = 0, 0
-		}
-		s += e
-		ez += e * (float64(x) - m) * inv
-	}
+	// expf clamps far-negative arguments to ~1e-38: ExpMoments makes those 0.
+	s, ez := kernels.ExpMoments(buf[:len(row)], row, m, inv, expUnderflow)
 	h := math.Log(s) - ez/s
 	if h < 0 { // rounding on a one-hot row
 		h = 0
