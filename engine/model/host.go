@@ -21,8 +21,9 @@ type hostModel struct {
 	w          *hostWeights
 	embedScale float64
 
-	// ropes are the rotation tables of this forward's positions (ropeTables): a
-	// hostModel is made per call, and its layers that rotate alike share them.
+	// ropes are the rotation tables of this forward's positions (ropeTables), shared
+	// by its layers that rotate alike; decode and encode take them from the cache
+	// (hostCache.ropes), so later forwards at the same positions share them too.
 	ropes map[ropeKey][2][]float32
 }
 
@@ -69,6 +70,23 @@ type hostCache struct {
 		cos, sin []float32
 		n        int
 	}
+
+	// ropes are the new tokens' rotation tables of recent forwards (hostModel.ropes),
+	// kept so a canvas's denoising steps, all at the same positions, compute them once;
+	// at most maxRopes of them. Clones start without.
+	ropes map[ropeKey][2][]float32
+}
+
+// maxRopes bounds hostCache.ropes: a canvas's steps and the guidance rounds between
+// them use a few position ranges at a time.
+const maxRopes = 8
+
+// ropeMemo is the map of tables a forward over this cache shares (emptied when full).
+func (c *hostCache) ropeMemo() map[ropeKey][2][]float32 {
+	if c.ropes == nil || len(c.ropes) >= maxRopes {
+		c.ropes = map[ropeKey][2][]float32{}
+	}
+	return c.ropes
 }
 
 // rotation extends the table of cos and sin to positions < n (inv: the full layers'
@@ -186,7 +204,8 @@ func putRow(buf []float32, s, w, r int, row []float32) []float32 {
 	return append(buf, row...)
 }
 
-// bytes is the memory the cached rows take, and the rotation table.
+// bytes is the memory the cached rows take, and the rotation table (not ropes, the
+// recent forwards' scratch, which KVCacheBytes does not count).
 func (c *hostCache) bytes() int64 {
 	n := int64(len(c.rot.cos)+len(c.rot.sin)) * 4
 	for i := range c.v {
@@ -255,6 +274,7 @@ func (h *hostModel) decode(cache *hostCache, canvas []int32, soft []float32, sta
 	cfg := h.cfg
 	c, d := len(canvas), cfg.HiddenSize
 	eps := float32(cfg.RMSNormEps)
+	h.ropes = cache.ropeMemo()
 	x := h.embed(canvas)
 	if soft != nil {
 		n := rmsRows(soft, d, h.w.get("self_conditioning.pre_norm.weight"), eps)
@@ -299,6 +319,7 @@ func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, en
 	if cache.n != start {
 		panic(fmt.Errorf("host cache holds %d positions, encoding at %d", cache.n, start))
 	}
+	h.ropes = cache.ropeMemo()
 	h.prefetchLayer(0)
 	hs := h.embed(tokens)
 	for i := range nl {

@@ -45,3 +45,27 @@ func TestRopeTablesShared(t *testing.T) {
 		t.Error("another start reused position 5's tables")
 	}
 }
+
+// TestRopeTablesCached: forwards over one cache at the same positions share their
+// tables (a canvas's denoising steps), a clone starts without them, and the cache keeps
+// at most maxRopes position ranges.
+func TestRopeTablesCached(t *testing.T) {
+	cfg := benchConfig()
+	var cache hostCache
+	a := &hostModel{cfg: cfg, ropes: cache.ropeMemo()}
+	cos, _ := a.ropeTables(0, 64, 256)
+	b := &hostModel{cfg: cfg, ropes: cache.ropeMemo()}
+	if again, _ := b.ropeTables(0, 64, 256); &again[0] != &cos[0] {
+		t.Error("the next forward at the same positions recomputed the tables")
+	}
+	if cl := cache.clone(); cl.ropes != nil {
+		t.Error("a clone shares the cache's tables")
+	}
+	for start := range 3 * maxRopes {
+		h := &hostModel{cfg: cfg, ropes: cache.ropeMemo()}
+		h.ropeTables(0, start, 4)
+	}
+	if len(cache.ropes) > maxRopes {
+		t.Errorf("%d tables kept, want at most %d", len(cache.ropes), maxRopes)
+	}
+}
