@@ -59,7 +59,7 @@ func TestHWJSON(t *testing.T) {
 func TestHWSpeed(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)
-	r := &speed.Rates{Key: speed.Key(), GEMV: map[string]float64{}, MemRead: 20e9, Sampler: 300e6}
+	r := &speed.Rates{Key: speed.Key(), GEMV: map[string]float64{}, GEMVStream: map[string]float64{}, MemRead: 20e9, Sampler: 300e6}
 	for _, m := range speed.GridM {
 		for _, k := range speed.GridK {
 			for _, n := range speed.GridN {
@@ -68,7 +68,7 @@ func TestHWSpeed(t *testing.T) {
 		}
 	}
 	for _, f := range []string{"f32", "bf16", "int8", "int4", "nvfp4"} {
-		r.GEMV[f] = 40e9
+		r.GEMV[f], r.GEMVStream[f] = 40e9, 10e9
 	}
 	b, _ := json.Marshal(map[string]any{"rates": map[string]*speed.Rates{r.Key: r}})
 	os.MkdirAll(filepath.Join(cache, "darkroom"), 0o755)

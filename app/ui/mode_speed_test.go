@@ -69,7 +69,7 @@ func TestRaceSummarySaysWhy(t *testing.T) {
 	}
 	s := raceSummary(res(256, 100*time.Second), res(256, 300*time.Second), est)
 	for _, want := range []string{"AR was 3.0× faster here.", "The printer wins here: this CPU does 150 GFLOP/s, so a 256-token canvas costs",
-		"while one token reads", "GB at 20.0 GB/s"} {
+		"while one token reads", "GB of weights in", "memory reads 20.0 GB/s here"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q: %s", want, s)
 		}
@@ -85,7 +85,7 @@ func TestRaceSummarySaysWhy(t *testing.T) {
 
 // slowCPU is this PC's kind of rates: 150 GFLOP/s, 20 GB/s.
 func slowCPU() *speed.Rates {
-	r := &speed.Rates{Key: speed.Key(), GEMV: map[string]float64{}, MemRead: 20e9, Sampler: 300e6}
+	r := &speed.Rates{Key: speed.Key(), GEMV: map[string]float64{}, GEMVStream: map[string]float64{}, MemRead: 20e9, Sampler: 300e6}
 	for _, m := range speed.GridM {
 		for _, k := range speed.GridK {
 			for _, n := range speed.GridN {
@@ -94,7 +94,7 @@ func slowCPU() *speed.Rates {
 		}
 	}
 	for _, f := range []string{"f32", "bf16", "int8", "int4", "nvfp4"} {
-		r.GEMV[f] = 40e9
+		r.GEMV[f], r.GEMVStream[f] = 40e9, 10e9
 	}
 	return r
 }

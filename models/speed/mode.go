@@ -67,10 +67,8 @@ func Because(est *Estimate) string {
 	d, ar := est.Diffusion, est.AR
 	canvas := fmt.Sprintf("a %d-token canvas costs %s (%.0f steps, %s), %s a token", est.Canvas, seconds(d.UnitSeconds),
 		est.Workload.Steps, flops(d.UnitFLOPs), seconds(d.UnitSeconds/float64(est.Canvas)))
-	token := fmt.Sprintf("one token reads %s at %s/s (%s)", bytes(ar.UnitBytes), bytes(est.MemRead), seconds(ar.UnitSeconds))
-	if ar.Bound == "compute" {
-		token = fmt.Sprintf("one token's %s of weights take the GEMV kernel %s", bytes(ar.UnitBytes), seconds(ar.UnitSeconds))
-	}
+	token := fmt.Sprintf("one token reads %s of weights in %s (%s/s; memory reads %s/s here)", bytes(ar.UnitBytes),
+		seconds(ar.UnitSeconds), bytes(ar.UnitBytes/ar.UnitSeconds), bytes(est.MemRead))
 	return fmt.Sprintf("this CPU does %s/s, so %s, while %s", flops(est.GEMM), canvas, token)
 }
 

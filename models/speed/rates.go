@@ -26,7 +26,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 1
+const calibrationVersion = 2
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -44,6 +44,14 @@ type Rates struct {
 	// that stays in the CPU's caches, so it is the kernel's decoding and arithmetic
 	// speed, not the memory's.
 	GEMV map[string]float64 `json:"gemv"`
+	// GEMVStream is the same product's rate over a matrix far larger than the
+	// caches: what an AR token of a real model's weights runs at, decoding and
+	// reading from memory at once (the two overlap only in part: the int8 head of a
+	// real-width model streams at about half of either rate alone).
+	GEMVStream map[string]float64 `json:"gemv_stream"`
+	// Cache is the CPU's last-level cache in bytes (0: unknown): weights that fit
+	// stay there from one AR token to the next, and run at the GEMV rate.
+	Cache int64 `json:"cache_bytes"`
 	// MemRead is the bytes per second MulVec reads from memory: an f32 matrix far
 	// larger than the caches.
 	MemRead float64 `json:"mem_read"`
@@ -136,12 +144,39 @@ func (r *Rates) valid() error {
 			return fmt.Errorf("bad GEMM rate %+v", d)
 		}
 	}
+	if len(r.GEMVStream) != len(r.GEMV) {
+		return errors.New("streaming GEMV rates missing")
+	}
 	for f, v := range r.GEMV {
-		if !(v > 0) {
-			return fmt.Errorf("bad %s GEMV rate %g", f, v)
+		if !(v > 0) || !(r.GEMVStream[f] > 0) {
+			return fmt.Errorf("bad %s GEMV rate %g (streaming %g)", f, v, r.GEMVStream[f])
 		}
 	}
 	return nil
+}
+
+// cacheBytes is the last-level cache's size (Linux sysfs), 0 when unknown.
+func cacheBytes() int64 {
+	var most int64
+	for i := range 5 {
+		b, err := os.ReadFile(fmt.Sprintf("/sys/devices/system/cpu/cpu0/cache/index%d/size", i))
+		if err != nil {
+			continue
+		}
+		s := strings.TrimSpace(string(b))
+		mult := int64(1)
+		switch {
+		case strings.HasSuffix(s, "K"):
+			mult, s = 1<<10, strings.TrimSuffix(s, "K")
+		case strings.HasSuffix(s, "M"):
+			mult, s = 1<<20, strings.TrimSuffix(s, "M")
+		}
+		var n int64
+		if _, err := fmt.Sscan(s, &n); err == nil {
+			most = max(most, n*mult)
+		}
+	}
+	return most
 }
 
 // Key names what the rates depend on: the CPU model, its cores (and the Go
@@ -289,9 +324,9 @@ func (c *Cache) Get(ctx context.Context) (*Rates, error) {
 
 // Measure times Darkroom's kernels on this CPU: the canvas GEMM on a grid of shapes,
 // the AR product per weight format in cache and from memory, and the sampler. It
-// takes about a second, and allocates about 300 MB for a moment.
+// takes a few seconds, and allocates up to 300 MB for a moment.
 func Measure(ctx context.Context) (*Rates, error) {
-	r := &Rates{Measured: time.Now().UTC(), GEMV: map[string]float64{}}
+	r := &Rates{Measured: time.Now().UTC(), GEMV: map[string]float64{}, GEMVStream: map[string]float64{}, Cache: cacheBytes()}
 	for _, m := range GridM {
 		for _, k := range GridK {
 			for _, n := range GridN {
@@ -324,14 +359,25 @@ func Measure(ctx context.Context) (*Rates, error) {
 		r.GEMV[f] = float64(rows*cols) / sec
 	}
 
-	// From memory: 256 MiB of f32, far beyond any cache.
-	big, err := matrixOf("f32", 16384, 4096)
-	if err != nil {
-		return nil, err
+	// From memory: 64 Mi weights per format (256 MiB of f32 down to 36 MiB of int4),
+	// far beyond the caches; the f32 pass is the memory read rate.
+	const bigRows, bigCols = 16384, 4096
+	x, out := fill(bigCols), make([]float32, bigRows)
+	for _, f := range formats {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		big, err := matrixOf(f, bigRows, bigCols)
+		if err != nil {
+			return nil, err
+		}
+		sec := best(func() { _ = big.MulVec(out, x) }, 0.1)
+		r.GEMVStream[f] = float64(bigRows*bigCols) / sec
+		if f == "f32" {
+			r.MemRead = float64(len(big.Data)) / sec
+		}
 	}
-	x, out := fill(4096), make([]float32, 16384)
-	sec := best(func() { _ = big.MulVec(out, x) }, 0.2)
-	r.MemRead = float64(len(big.Data)) / sec
+	var sec float64
 
 	// The sampler over 64 rows of 4096 logits.
 	const sv, srows = 4096, 64

@@ -17,9 +17,11 @@
 //     weight format, the memory read rate, the sampler) and cached per CPU, core
 //     count and build in the user's cache folder (Cache, DefaultPath).
 //
-// AR: each token takes, per weight format, the longer of reading its bytes from
-// memory and running the GEMV kernel over them, plus the KV cache's read and the
-// sampler's pass over the vocabulary. Diffusion: each canvas takes its expected
+// AR: each token takes, per weight format, its weights at the GEMV kernel's
+// measured streaming rate (from memory: decoding and reading overlap only in
+// part), or at its in-cache rate for a model small enough to stay in the
+// last-level cache, plus the KV cache's read and the sampler's pass over the
+// vocabulary. Diffusion: each canvas takes its expected
 // denoising steps (each the longer of its products — model.FLOPs term by term,
 // each at its own shape's GEMM rate — and reading the weights its positions'
 // experts touch, plus the sampler over canvas × vocabulary), the AR guidance
@@ -30,8 +32,11 @@
 // What it does not count is what an engine spends outside its arithmetic and
 // weight reads: allocating and clearing buffers, norms and activations between
 // the products, dispatching small operations. For a model of real width that is
-// a few percent; for one as small as Darkroom Mini it is most of an AR token, so
-// the estimate there is optimistic (the closing note of issue 13 gives the ratios). The steps a canvas takes are the sampler's adaptive
+// a small part; for one as small as Darkroom Mini it is most of the time, so the
+// estimate there is optimistic: measured on a 2-core AMD EPYC (2026-12-01), the
+// Mini's canvas took 2.5× the estimate and its AR token 14×, a real-width
+// 2-layer int4 model's canvas 2.1× and its AR token 2.2× (on a machine shared
+// with other work: it had about one of its two cores). The steps a canvas takes are the sampler's adaptive
 // choice: the catalog records the typical count per model (models/catalog), and a
 // model without one is assumed to take its generation config's maximum.
 //
@@ -183,15 +188,24 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	})
 	prefix := w.Prompt + w.Tokens/2
 	kv := float64(kvReadBytes(t, prefix))
+	for _, b := range ar {
+		e.AR.UnitBytes += b.bytes
+	}
+	// Weights that fit in the last-level cache stay there from token to token and
+	// run at the kernel's in-cache rate; a real model's stream from memory at the
+	// kernel's measured streaming rate (decoding and reading overlap only in part).
+	inCache := r.Cache > 0 && e.AR.UnitBytes <= float64(r.Cache)/2
 	var memBound, kernBound float64 // the seconds of the formats each limits
 	for f, b := range ar {
-		mem, kern := b.bytes/r.MemRead, b.weights/gemvRate(r, f)
-		if kern > mem {
-			kernBound += kern
-		} else {
-			memBound += mem
+		sec, mem, kern := b.weights/rate(r.GEMVStream, f), b.bytes/r.MemRead, b.weights/rate(r.GEMV, f)
+		if inCache {
+			sec = kern
 		}
-		e.AR.UnitBytes += b.bytes
+		if kern > mem || inCache {
+			kernBound += sec
+		} else {
+			memBound += sec
+		}
 	}
 	e.AR.Bound = "memory"
 	if kernBound > memBound {
@@ -271,11 +285,12 @@ func formatOf(cfg *config.Model, p quant.Profile, s weights.Spec, b int64, n int
 	return "int8"
 }
 
-func gemvRate(r *Rates, f string) float64 {
-	if v := r.GEMV[f]; v > 0 {
+// rate is format f's rate in rates, the f32 one for a format not measured.
+func rate(rates map[string]float64, f string) float64 {
+	if v := rates[f]; v > 0 {
 		return v
 	}
-	return r.GEMV["f32"]
+	return rates["f32"]
 }
 
 // kvReadBytes is the f32 KV cache one token's attention reads at prefix tokens:

@@ -17,7 +17,7 @@ import (
 
 // flat is a machine whose GEMM runs at gemm FLOP/s at every shape.
 func flat(gemm, gemv, mem, samp float64) *Rates {
-	r := &Rates{Key: "test", GEMV: map[string]float64{}, MemRead: mem, Sampler: samp}
+	r := &Rates{Key: "test", GEMV: map[string]float64{}, GEMVStream: map[string]float64{}, MemRead: mem, Sampler: samp}
 	for _, m := range GridM {
 		for _, k := range GridK {
 			for _, n := range GridN {
@@ -27,6 +27,7 @@ func flat(gemm, gemv, mem, samp float64) *Rates {
 	}
 	for _, f := range formats {
 		r.GEMV[f] = gemv
+		r.GEMVStream[f] = min(gemv, mem) // a weight a byte or more: no faster than memory
 	}
 	return r
 }
@@ -57,6 +58,9 @@ func TestComputeByHand(t *testing.T) {
 	cfg := small()
 	const gemm, mem, samp = 1e10, 1e9, 1e9
 	r := flat(gemm, 1e15, mem, samp) // a GEMV kernel so fast that AR is memory-bound
+	for f := range r.GEMVStream {
+		r.GEMVStream[f] = mem / 4 // float32 weights stream at the memory's rate
+	}
 	est, err := Compute(cfg, quant.BF16Profile, r, Workload{Tokens: 8, Prompt: 4, Steps: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +78,14 @@ func TestComputeByHand(t *testing.T) {
 	near(t, "AR seconds per token", est.AR.UnitSeconds, token)
 	prefill := model.EncodeFLOPs(&cfg.Text, 4, 0) / gemm
 	near(t, "AR tokens/s", est.AR.TokensPerS, 8/(prefill+8*token))
+	// In a last-level cache twice its size, the weights run at the in-cache rate.
+	cached := *r
+	cached.Cache = 1 << 20
+	inCache, err := Compute(cfg, quant.BF16Profile, &cached, Workload{Tokens: 8, Prompt: 4, Steps: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "AR seconds per token in cache", inCache.AR.UnitSeconds, float64(weights)/1e15+2*8*32*4/mem+1000/samp)
 	if est.AR.Bound != "memory" {
 		t.Errorf("AR bound %q", est.AR.Bound)
 	}
@@ -173,7 +185,7 @@ func TestWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	why := Why(est, engine.AR)
-	for _, want := range []string{"The printer wins here", "GFLOP/s", "256-token canvas", "16 steps", "GB at 20.0 GB/s"} {
+	for _, want := range []string{"The printer wins here", "GFLOP/s", "256-token canvas", "16 steps", "GB of weights in", "memory reads 20.0 GB/s here"} {
 		if !strings.Contains(why, want) {
 			t.Errorf("missing %q in %q", want, why)
 		}
