@@ -25,6 +25,9 @@ type hostModel struct {
 	// by its layers that rotate alike; decode and encode take them from the cache
 	// (hostCache.ropes), so later forwards at the same positions share them too.
 	ropes map[ropeKey][2][]float32
+
+	// scratch is the working memory of the cache's forwards (nil: allocate it).
+	scratch *hostScratch
 }
 
 // ropeKey names a table of rotations: the same RoPE and head width at the same
@@ -71,10 +74,47 @@ type hostCache struct {
 		n        int
 	}
 
+	// scratch is the forward passes' working memory (hostScratch), kept between them.
+	scratch hostScratch
+
 	// ropes are the new tokens' rotation tables of recent forwards (hostModel.ropes),
 	// kept so a canvas's denoising steps, all at the same positions, compute them once;
 	// at most maxRopes of them. Clones start without.
 	ropes map[ropeKey][2][]float32
+}
+
+// hostScratch is the host forward's working memory that no result keeps — attention's
+// per-head keys, values, queries, scores and outputs, the experts' rows, GeGLU's
+// exponentials — one buffer per use, grown as needed and reused by every layer and
+// forward after (instead of allocating and zeroing them each time). Its buffers are
+// not zeroed: each use writes every element it reads.
+type hostScratch [numScratch][]float32
+
+// The uses of hostScratch.
+const (
+	scratchAtt = iota
+	scratchKeys
+	scratchValuesT
+	scratchQueries
+	scratchScores
+	scratchHeadOut
+	scratchExpertX
+	scratchExpertGU
+	scratchExpertH
+	scratchExpertY
+	scratchGelu
+	numScratch
+)
+
+// get is buffer use of n values (a new one with a nil s: no scratch kept).
+func (s *hostScratch) get(use, n int) []float32 {
+	if s == nil {
+		return make([]float32, n)
+	}
+	if cap(s[use]) < n {
+		s[use] = make([]float32, n)
+	}
+	return s[use][:n]
 }
 
 // maxRopes bounds hostCache.ropes: a canvas's steps and the guidance rounds between
@@ -274,7 +314,7 @@ func (h *hostModel) decode(cache *hostCache, canvas []int32, soft []float32, sta
 	cfg := h.cfg
 	c, d := len(canvas), cfg.HiddenSize
 	eps := float32(cfg.RMSNormEps)
-	h.ropes = cache.ropeMemo()
+	h.ropes, h.scratch = cache.ropeMemo(), &cache.scratch
 	x := h.embed(canvas)
 	if soft != nil {
 		n := rmsRows(soft, d, h.w.get("self_conditioning.pre_norm.weight"), eps)
@@ -319,7 +359,7 @@ func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, en
 	if cache.n != start {
 		panic(fmt.Errorf("host cache holds %d positions, encoding at %d", cache.n, start))
 	}
-	h.ropes = cache.ropeMemo()
+	h.ropes, h.scratch = cache.ropeMemo(), &cache.scratch
 	h.prefetchLayer(0)
 	hs := h.embed(tokens)
 	for i := range nl {
@@ -418,12 +458,13 @@ func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, 
 		window = cfg.SlidingWindow
 	}
 	s := pre.n + c
-	att := make([]float32, c*nh*hd)
+	att := h.scratch.get(scratchAtt, c*nh*hd)
 	// Per KV head, reused by the next: keys [S, Hd], values transposed [Hd, S] for
 	// MulNT, the group's queries [G·C, Hd], their scores [G·C, S] and outputs [G·C, Hd]
 	// (every element is written for each head).
-	K, vt := make([]float32, s*hd), make([]float32, hd*s)
-	qg, scores, o := make([]float32, groups*c*hd), make([]float32, groups*c*s), make([]float32, groups*c*hd)
+	K, vt := h.scratch.get(scratchKeys, s*hd), h.scratch.get(scratchValuesT, hd*s)
+	qg, o := h.scratch.get(scratchQueries, groups*c*hd), h.scratch.get(scratchHeadOut, groups*c*hd)
+	scores := h.scratch.get(scratchScores, groups*c*s)
 	for j := range kvh {
 		copy(K, pre.k[j])
 		for r := range pre.n {
@@ -484,7 +525,7 @@ func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, 
 func (h *hostModel) mlp(x []float32, n int, prefix string) []float32 {
 	gate := h.w.matrix(prefix+".gate_proj.weight").mulNT(x, n)
 	up := h.w.matrix(prefix+".up_proj.weight").mulNT(x, n)
-	geluMulInto(gate, gate, up, make([]float32, len(gate)))
+	geluMulInto(gate, gate, up, h.scratch.get(scratchGelu, len(gate)))
 	return h.w.matrix(prefix+".down_proj.weight").mulNT(gate, n)
 }
 
@@ -533,8 +574,8 @@ func (h *hostModel) moe(i int, x, r []float32, n int) []float32 {
 	for ex := range e {
 		mmax = max(mmax, len(rows[ex]))
 	}
-	xs, gs := make([]float32, mmax*d), make([]float32, mmax*2*f)
-	hs, ys, tmp := make([]float32, mmax*f), make([]float32, mmax*d), make([]float32, f)
+	xs, gs := h.scratch.get(scratchExpertX, mmax*d), h.scratch.get(scratchExpertGU, mmax*2*f)
+	hs, ys, tmp := h.scratch.get(scratchExpertH, mmax*f), h.scratch.get(scratchExpertY, mmax*d), h.scratch.get(scratchGelu, f)
 	for ex := range e {
 		m := len(rows[ex])
 		if m == 0 {
