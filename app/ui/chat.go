@@ -34,6 +34,7 @@ type Chat struct {
 
 	system    *widget.Entry
 	thinking  *widget.Check
+	mode      *widget.Select // Automatic (the model's default here), or a mode the user picked
 	messages  *fyne.Container
 	scroll    *container.Scroll
 	live      *widget.Label // the canvas developing now (plain text, noise dimmed), in the reply's bubble
@@ -90,6 +91,8 @@ func newChat(a *App) *Chat {
 			c.save()
 		}
 	})
+	c.mode = widget.NewSelect([]string{modeAuto, modeLabel(engine.Diffusion), modeLabel(engine.AR)}, nil)
+	c.mode.SetSelected(modeAuto)
 	c.messages = container.NewVBox()
 	c.live = widget.NewLabel("")
 	c.live.Wrapping = fyne.TextWrapWord
@@ -113,7 +116,7 @@ func newChat(a *App) *Chat {
 	c.errLabel.Hide()
 
 	sysBox := widget.NewAccordion(widget.NewAccordionItem("System prompt", c.system))
-	top := container.NewVBox(a.modelNotice(), container.NewBorder(nil, nil, nil, c.thinking, sysBox), c.errLabel)
+	top := container.NewVBox(a.modelNotice(), container.NewBorder(nil, nil, nil, container.NewHBox(c.mode, c.thinking), sysBox), c.errLabel)
 	buttons := container.NewHBox(c.regen, c.stop, c.send)
 	bottom := container.NewVBox(container.NewBorder(nil, nil, nil, buttons, c.input), c.status)
 	right := container.NewBorder(top, bottom, nil, nil, c.scroll)
@@ -423,6 +426,7 @@ func (c *Chat) answer() {
 		msgs = append(msgs, engine.Message{Role: m.Role, Content: m.Content})
 	}
 	thinking := t.Thinking && !c.thinking.Disabled()
+	picked := c.mode.Selected
 	c.answering = true
 	c.errLabel.Hide()
 	c.updateButtons()
@@ -444,7 +448,14 @@ func (c *Chat) answer() {
 		onUI(c.updateThinking)
 		// The mode: the faster one here where the model writes equally well both ways.
 		info := m.Info()
-		mode, label := info.defaultMode(), modeLabel(info.defaultMode())
+		mode := info.defaultMode()
+		switch picked {
+		case modeLabel(engine.Diffusion):
+			mode, info.Mode.Reason = engine.Diffusion, "the polaroid (diffusion), as chosen"
+		case modeLabel(engine.AR):
+			mode, info.Mode.Reason = engine.AR, "the printer (AR), as chosen"
+		}
+		label := modeLabel(mode)
 		dev := develop.New(m, m.Decode)
 		th := newThrottle(frameInterval, func(ev engine.Event) {
 			text := dev.Text(ev)
@@ -526,7 +537,10 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 	})
 }
 
-// modeLabel is a mode's name in a status line.
+// modeAuto is the mode picker's choice of the model's default mode here.
+const modeAuto = "Automatic mode"
+
+// modeLabel is a mode's name in a status line and the mode picker.
 func modeLabel(m engine.Mode) string {
 	if m == engine.AR {
 		return "Printer (AR)"

@@ -52,6 +52,15 @@ func TestChatRunsTheDefaultMode(t *testing.T) {
 	if st := c.status.Text; !strings.Contains(st, "the printer (AR): faster on this machine") || !strings.HasPrefix(st, "Done") {
 		t.Errorf("status %q", st)
 	}
+	// The user can always pick.
+	asUI(func() { c.mode.SetSelected(modeLabel(engine.Diffusion)) })
+	typeText(c.input, "And?")
+	tap(c.send)
+	c.run.Wait()
+	calls = m.Calls()
+	if got := calls[len(calls)-1].req.Mode; got != engine.Diffusion || !strings.Contains(c.status.Text, "as chosen") {
+		t.Errorf("picked diffusion: ran %s, status %q", got, c.status.Text)
+	}
 }
 
 // TestRaceSummarySaysWhy: the summary explains the winner with this PC's numbers,
