@@ -159,7 +159,7 @@ func BenchmarkMatMulHost(b *testing.B) {
 // BenchmarkMiniCanvas: one whole canvas as the generation loop runs it with the
 // runner's default mode — a 64-token prompt through the encoder, then `steps`
 // decoder steps over the 256-token canvas with self-conditioning — on Darkroom Mini's
-// dims (engine/train DefaultMiniSize: 8 experts top-2) with a 4096-token vocabulary.
+// dims (miniBenchRunner) with a 4096-token vocabulary.
 func BenchmarkMiniCanvas(b *testing.B) {
 	r, cfg := miniBenchRunner(b)
 	rng := rand.New(rand.NewPCG(3, 3))
@@ -213,9 +213,13 @@ func BenchmarkMiniScore(b *testing.B) {
 }
 
 // miniBenchRunner is a runner over random weights with Darkroom Mini's dims
-// (engine/train DefaultMiniSize: 8 experts top-2) and a 4096-token vocabulary.
+// (engine/train DefaultMiniSize, which imports this package: hidden 64, three layers
+// the last of them full, 2 heads of 32 over one KV head, MLP 128, 8 experts of 64 top-2,
+// window 128) and a 4096-token vocabulary — the model `darkroom bench` runs.
 func miniBenchRunner(b *testing.B) (*Runner, *config.Text) {
 	cfg := benchConfig()
-	cfg.NumExperts = 8
+	cfg.HiddenSize, cfg.NumHiddenLayers, cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 64, 3, 2, 1
+	cfg.IntermediateSize, cfg.MoEIntermediateSize, cfg.NumExperts = 128, 64, 8
+	cfg.LayerTypes = []config.LayerType{config.SlidingAttention, config.SlidingAttention, config.FullAttention}
 	return randomRunner(b, cfg)
 }
