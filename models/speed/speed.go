@@ -33,10 +33,10 @@
 // weight reads: allocating and clearing buffers, norms and activations between
 // the products, dispatching small operations. For a model of real width that is
 // a small part; for one as small as Darkroom Mini it is most of the time, so the
-// estimate there is optimistic: measured on a 2-core AMD EPYC (2026-12-01), the
-// Mini's canvas took 2.5× the estimate and its AR token 14×, a real-width
-// 2-layer int4 model's canvas 2.1× and its AR token 2.2× (on a machine shared
-// with other work: it had about one of its two cores). The steps a canvas takes are the sampler's adaptive
+// estimate there is optimistic: measured on a 2-core AMD EPYC (2026-12-01, darkroom
+// bench in the same minute as the calibration), the Mini's canvas took 1.9× the
+// estimate and its AR token 10×; a real-width 2-layer int4 model's canvas 1.7× and
+// its AR token 1.9× (its bench kept about one of the two cores busy). The steps a canvas takes are the sampler's adaptive
 // choice: the catalog records the typical count per model (models/catalog), and a
 // model without one is assumed to take its generation config's maximum.
 //
