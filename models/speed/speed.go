@@ -21,8 +21,8 @@
 // measured streaming rate (from memory: decoding and reading overlap only in
 // part), or at its in-cache rate for a model small enough to stay in the
 // last-level cache, plus the KV cache's read and the sampler's pass over the
-// vocabulary. Diffusion: each canvas takes its expected
-// denoising steps (each the longer of its products — model.FLOPs term by term,
+// vocabulary. Diffusion: each canvas takes its expected denoising steps (each the
+// longer of its products — model.FLOPs term by term,
 // each at its own shape's GEMM rate — and reading the weights its positions'
 // experts touch, plus the sampler over canvas × vocabulary), the AR guidance
 // rounds the model runs, and the encoder pass that commits it (at the step's
@@ -31,14 +31,17 @@
 //
 // What it does not count is what an engine spends outside its arithmetic and
 // weight reads: allocating and clearing buffers, norms and activations between
-// the products, dispatching small operations. For a model of real width that is
-// a small part; for one as small as Darkroom Mini it is most of the time, so the
-// estimate there is optimistic: measured on a 2-core AMD EPYC (2026-12-01, darkroom
-// bench in the same minute as the calibration), the Mini's canvas took 1.9× the
-// estimate and its AR token 10×; a real-width 2-layer int4 model's canvas 1.7× and
-// its AR token 1.9× (its bench kept about one of the two cores busy). The steps a canvas takes are the sampler's adaptive
-// choice: the catalog records the typical count per model (models/catalog), and a
-// model without one is assumed to take its generation config's maximum.
+// the products, dispatching small operations, and cores left idle. So the estimate
+// is a bound the engine approaches, optimistic by what the engine wastes: measured
+// on a 2-core AMD EPYC (2026-12-01, darkroom bench in the same minute as the
+// calibration), a real-width 2-layer int4 model's canvas took 1.7× the estimate
+// and its AR token 1.9× (its bench kept about one of the two cores busy); the
+// Mini's canvas 1.9× and its AR token 10× (a token of so small a model is nearly
+// all overhead). Which mode is faster is decided by ratios far larger than these.
+//
+// The steps a canvas takes are the sampler's adaptive choice: the catalog records
+// the typical count per model (models/catalog), and a model without one is assumed
+// to take its generation config's maximum.
 //
 // The rates are the CPU's. On a GPU backend Darkroom measures nothing of the
 // device, so the estimate there is unknown, and says so, rather than a CPU number.
