@@ -74,19 +74,8 @@ func SoftCap(row []float32, c float32) {
 // reciprocal). x must not be empty.
 func Softmax(dst, x []float32, scale float32) {
 	dst = dst[:len(x)]
-	m := x[0]
+	r := 1 / ExpShift(dst, x, maxOf(x), scale)
 	n := 0
-	if useAVX2 && len(x) >= 8 {
-		n = len(x) &^ 7
-		m = maxAVX2(&x[0], n, m)
-	}
-	for _, v := range x[n:] {
-		if v > m {
-			m = v
-		}
-	}
-	r := 1 / ExpShift(dst, x, m, scale)
-	n = 0
 	if useAVX2 && len(dst) >= 8 {
 		n = len(dst) &^ 7
 		scaleAVX2(&dst[0], n, r)

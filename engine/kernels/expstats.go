@@ -4,6 +4,19 @@ package kernels
 // scalar scan `if x[j] > x[best]` finds it (a NaN is never larger; a NaN at x[0]
 // gives 0). x must not be empty.
 func ArgMax(x []float32) int {
+	m := maxOf(x)
+	for j, v := range x {
+		if v == m {
+			return j
+		}
+	}
+	return argMaxGo(x) // m is a NaN: only x[0] can be (maxAVX2 skips the others)
+}
+
+// maxOf returns the largest value of x by `if v > m` from m = x[0], eight lanes at a
+// time where AVX2 runs (a NaN is never larger, so only a NaN at x[0] comes back).
+// x must not be empty.
+func maxOf(x []float32) float32 {
 	m := x[0]
 	n := 0
 	if useAVX2 && len(x) >= 8 {
@@ -15,12 +28,7 @@ func ArgMax(x []float32) int {
 			m = v
 		}
 	}
-	for j, v := range x {
-		if v == m {
-			return j
-		}
-	}
-	return argMaxGo(x) // m is a NaN: only x[0] can be (maxAVX2 skips the others)
+	return m
 }
 
 func argMaxGo(x []float32) int {
