@@ -337,14 +337,9 @@ func (r *Runner) Decode(canvas []int, soft *tensors.Tensor, temperature float64)
 		}
 		ids[i] = int32(t)
 	}
-	d := r.cfg.HiddenSize
-	if soft == nil {
-		if r.zeroSoft[c] == nil {
-			r.zeroSoft[c] = tensors.FromShape(shapes.Make(dtypes.Float32, 1, c, d))
-		}
-		soft = r.zeroSoft[c]
-	} else if want := shapes.Make(dtypes.Float32, 1, c, d); !soft.Shape().Equal(want) {
-		return nil, nil, fmt.Errorf("decode: soft embedding has shape %s, want %s", soft.Shape(), want)
+	soft, err = r.softInput("decode", soft, c)
+	if err != nil {
+		return nil, nil, err
 	}
 	if r.HostDecoder {
 		return r.decodeOnHost(ids, soft, temperature)
@@ -367,6 +362,23 @@ func (r *Runner) Decode(canvas []int, soft *tensors.Tensor, temperature float64)
 		return nil, nil, err
 	}
 	return logits, out[1], nil
+}
+
+// softInput is the soft embedding a decode of c canvas tokens is fed: soft itself
+// when it has shape [1, c, hidden], else (soft nil) a zero tensor kept per c. op
+// names the call in the error.
+func (r *Runner) softInput(op string, soft *tensors.Tensor, c int) (*tensors.Tensor, error) {
+	want := shapes.Make(dtypes.Float32, 1, c, r.cfg.HiddenSize)
+	if soft == nil {
+		if r.zeroSoft[c] == nil {
+			r.zeroSoft[c] = tensors.FromShape(want)
+		}
+		return r.zeroSoft[c], nil
+	}
+	if !soft.Shape().Equal(want) {
+		return nil, fmt.Errorf("%s: soft embedding has shape %s, want %s", op, soft.Shape(), want)
+	}
+	return soft, nil
 }
 
 // decodeHostHead is Decode with the output head on the host: the graph returns the

@@ -5,9 +5,7 @@ import (
 	"fmt"
 
 	"github.com/darkroomlabs/darkroom/engine/sampler"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
@@ -58,14 +56,9 @@ func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Pla
 		}
 		held[i] = int32(id)
 	}
-	d := r.cfg.HiddenSize
-	if soft == nil {
-		if r.zeroSoft[c] == nil {
-			r.zeroSoft[c] = tensors.FromShape(shapes.Make(dtypes.Float32, 1, c, d))
-		}
-		soft = r.zeroSoft[c]
-	} else if want := shapes.Make(dtypes.Float32, 1, c, d); !soft.Shape().Equal(want) {
-		return res, nil, nil, fmt.Errorf("decode step: soft embedding has shape %s, want %s", soft.Shape(), want)
+	soft, err = r.softInput("decode step", soft, c)
+	if err != nil {
+		return res, nil, nil, err
 	}
 	if r.stepExec == nil {
 		err = try("decode step", func() {
