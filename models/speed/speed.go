@@ -200,7 +200,11 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	inCache := r.Cache > 0 && e.AR.UnitBytes <= float64(r.Cache)/2
 	var memBound, kernBound float64 // the seconds of the formats each limits
 	for f, b := range ar {
-		sec, mem, kern := b.weights/rate(r.GEMVStream, f), b.bytes/r.MemRead, b.weights/rate(r.GEMV, f)
+		mem, kern := b.bytes/r.MemRead, b.weights/rate(r.GEMV, f)
+		sec := max(mem, kern)
+		if v := r.GEMVStream[f]; v > 0 {
+			sec = b.weights / v
+		}
 		if inCache {
 			sec = kern
 		}

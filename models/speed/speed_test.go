@@ -78,6 +78,15 @@ func TestComputeByHand(t *testing.T) {
 	near(t, "AR seconds per token", est.AR.UnitSeconds, token)
 	prefill := model.EncodeFLOPs(&cfg.Text, 4, 0) / gemm
 	near(t, "AR tokens/s", est.AR.TokensPerS, 8/(prefill+8*token))
+	// Rates without streaming GEMV rates (a calibration's caller may give only the
+	// in-cache ones): each format takes the longer of its memory and kernel times.
+	noStream := *r
+	noStream.GEMVStream = nil
+	if e, err := Compute(cfg, quant.BF16Profile, &noStream, Workload{Tokens: 8, Prompt: 4, Steps: 10}); err != nil {
+		t.Fatal(err)
+	} else {
+		near(t, "AR seconds per token without streaming rates", e.AR.UnitSeconds, token)
+	}
 	// In a last-level cache twice its size, the weights run at the in-cache rate.
 	cached := *r
 	cached.Cache = 1 << 20
