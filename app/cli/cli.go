@@ -45,6 +45,33 @@ func register(c *Command) {
 // exit code 0, no error line.
 var errHelp = flag.ErrHelp
 
+// subcommands is a command made of verbs (darkroom gpu install, darkroom train run):
+// runSub picks the verb args[0] names.
+type subcommands struct {
+	name  string                                // the command, prefixed to its errors
+	usage func()                                // prints the command's help
+	none  string                                // the error when no verb is given
+	list  string                                // the verbs, as the unknown-verb error names them
+	verbs map[string]func(*Env, []string) error // by name; each gets the arguments after its name
+}
+
+// runSub runs the verb args[0] names with the rest of args. No arguments print
+// the usage and return the none error; help, --help and -h print it and return
+// errHelp.
+func (s subcommands) runSub(env *Env, args []string) error {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
+		s.usage()
+		if len(args) == 0 {
+			return errors.New(s.name + ": " + s.none)
+		}
+		return errHelp
+	}
+	if run, ok := s.verbs[args[0]]; ok {
+		return run(env, args[1:])
+	}
+	return fmt.Errorf("%s: unknown subcommand %q (%s)", s.name, args[0], s.list)
+}
+
 // Run dispatches args (without the program name) to a subcommand and returns the
 // process exit code.
 func Run(args []string, stdout, stderr io.Writer) int {

@@ -40,26 +40,19 @@ into Darkroom's runtime folder, then runs a test graph on the GPU; only then is
 GPU support marked installed and the default backend, auto, uses it.`
 
 func runGPU(env *Env, args []string) error {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
-		fmt.Fprintln(env.Stdout, gpuUsage)
-		if len(args) == 0 {
-			return errors.New("gpu: which one? install, status, remove or verify")
-		}
-		return errHelp
-	}
-	switch args[0] {
-	case "install":
-		return runGPUInstall(env, args[1:])
-	case "status":
-		return runGPUStatus(env, args[1:])
-	case "remove":
-		return runGPURemove(env, args[1:])
-	case "verify":
-		return runGPUVerify(env, args[1:])
-	case "logits":
-		return runGPULogits(env, args[1:])
-	}
-	return fmt.Errorf("gpu: unknown subcommand %q (install, status, remove or verify)", args[0])
+	return subcommands{
+		name:  "gpu",
+		usage: func() { fmt.Fprintln(env.Stdout, gpuUsage) },
+		none:  "which one? install, status, remove or verify",
+		list:  "install, status, remove or verify",
+		verbs: map[string]func(*Env, []string) error{
+			"install": runGPUInstall,
+			"status":  runGPUStatus,
+			"remove":  runGPURemove,
+			"verify":  runGPUVerify,
+			"logits":  runGPULogits,
+		},
+	}.runSub(env, args)
 }
 
 func newGPUInstaller(index string) *gpuruntime.Installer {

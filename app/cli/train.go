@@ -56,26 +56,19 @@ Subcommands:
 
 Run "darkroom train SUBCOMMAND --help" for its flags.`)
 	}
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
-		usage()
-		if len(args) == 0 {
-			return errors.New("train: no subcommand (corpus, run, export, eval or init)")
-		}
-		return errHelp
-	}
-	switch args[0] {
-	case "corpus":
-		return runTrainCorpus(env, args[1:])
-	case "run":
-		return runTrainRun(env, args[1:])
-	case "export":
-		return runTrainExport(env, args[1:])
-	case "eval":
-		return runTrainEval(env, args[1:])
-	case "init":
-		return runTrainInit(env, args[1:])
-	}
-	return fmt.Errorf("train: unknown subcommand %q (corpus, run, export, eval or init)", args[0])
+	return subcommands{
+		name:  "train",
+		usage: usage,
+		none:  "no subcommand (corpus, run, export, eval or init)",
+		list:  "corpus, run, export, eval or init",
+		verbs: map[string]func(*Env, []string) error{
+			"corpus": runTrainCorpus,
+			"run":    runTrainRun,
+			"export": runTrainExport,
+			"eval":   runTrainEval,
+			"init":   runTrainInit,
+		},
+	}.runSub(env, args)
 }
 
 func signalContext() (context.Context, context.CancelFunc) {
