@@ -69,7 +69,7 @@ func TestFitTable26B(t *testing.T) {
 	}
 	want := map[quant.Profile][]Verdict{
 		quant.BF16Profile: {WontFit, WontFit, WontFit, WontFit, Tight}, // 64 GB RAM: 52.1 GB, 81%
-		quant.Int8Profile: {WontFit, WontFit, WontFit, Tight, Fits}, // 32 GB RAM: 26.9 GB, 84%
+		quant.Int8Profile: {WontFit, WontFit, WontFit, Tight, Fits},    // 32 GB RAM: 26.9 GB, 84%
 		quant.Int4Profile: {Fits, WontFit, WontFit, Fits, Fits},
 	}
 	for _, p := range quant.Profiles {
