@@ -3,10 +3,12 @@ package model
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/engine/sampler"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
@@ -94,6 +96,14 @@ func TestDecodeStepMatchesHostSampler(t *testing.T) {
 	t.Logf("compilations: %d for one development, %d new for the second", compiled, r.Compilations()-compiled)
 	if _, _, _, err := r.DecodeStep(make([]int, c), nil, sampler.Plan{Temperature: 0.5, Held: make([]int, c+1)}); err == nil {
 		t.Error("more held tokens than the canvas accepted")
+	}
+	// A soft embedding for another canvas size is refused by both, naming the call.
+	wrong := tensors.FromShape(shapes.Make(dtypes.Float32, 1, c+1, cfg.HiddenSize))
+	if _, _, _, err := r.DecodeStep(make([]int, c), wrong, sampler.Plan{Temperature: 0.5}); err == nil || !strings.HasPrefix(err.Error(), "decode step: soft embedding has shape") {
+		t.Errorf("DecodeStep with a soft embedding of %d rows on a canvas of %d: %v", c+1, c, err)
+	}
+	if _, _, err := r.Decode(make([]int, c), wrong, 0.5); err == nil || !strings.HasPrefix(err.Error(), "decode: soft embedding has shape") {
+		t.Errorf("Decode with a soft embedding of %d rows on a canvas of %d: %v", c+1, c, err)
 	}
 	r.HostHead = true
 	if _, _, _, err := r.DecodeStep(make([]int, c), nil, sampler.Plan{Temperature: 0.5}); err == nil {
