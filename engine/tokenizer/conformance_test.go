@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/darkroomlabs/darkroom/internal/npmtest"
+	"github.com/darkroomlabs/darkroom/engine/enginetest/npmtest"
 )
 
 // The conformance test compares the Go tokenizer id for id with the JavaScript
