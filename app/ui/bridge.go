@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -178,7 +179,9 @@ func stepStatus(ev engine.Event, tokens int) string {
 	}
 }
 
-// doneStatus is the status line of a finished generation.
+// doneStatus is the status line of a finished generation. A remote server that
+// is not a Darkroom streams no steps or forward passes (res has none): those are
+// unknown, not zero, so the line leaves them out.
 func doneStatus(res *engine.Result) string {
 	steps := 0
 	for _, c := range res.Canvases {
@@ -191,12 +194,25 @@ func doneStatus(res *engine.Result) string {
 	case "max_tokens":
 		state = "Done (length limit)"
 	}
-	canvases := "1 canvas"
-	if n := len(res.Canvases); n != 1 {
-		canvases = fmt.Sprintf("%d canvases", n)
+	parts := []string{state}
+	if res.ForwardPasses == 0 && steps == 0 {
+		parts = append(parts, fmt.Sprintf("%s (%s)", count(len(res.Tokens), "token", "tokens"),
+			count(len(res.Canvases), "canvas", "canvases")))
+	} else {
+		parts = append(parts, fmt.Sprintf("%s in %s (%s)", count(len(res.Tokens), "token", "tokens"),
+			count(steps, "step", "steps"), count(len(res.Canvases), "canvas", "canvases")),
+			count(res.ForwardPasses, "forward pass", "forward passes"))
 	}
-	return fmt.Sprintf("%s · %d tokens in %d steps (%s) · %d forward passes · %.2f s · %.1f tokens/s",
-		state, len(res.Tokens), steps, canvases, res.ForwardPasses, res.Elapsed.Seconds(), res.TokensPerS)
+	parts = append(parts, fmt.Sprintf("%.2f s", res.Elapsed.Seconds()), fmt.Sprintf("%.1f tokens/s", res.TokensPerS))
+	return strings.Join(parts, " · ")
+}
+
+// count is "1 thing" or "N things".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // plainError turns an error into a sentence for the window.
