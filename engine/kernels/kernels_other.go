@@ -49,10 +49,6 @@ func dotNibbleRuns(x []float32, src []byte, runBytes, stride int, scales []float
 	return dotNibbleRunsGo(x, src, runBytes, stride, scales)
 }
 
-func dotInt4Runs(x []float32, codes []byte, scales, mins []float32, off int32) (float32, bool) {
-	return 0, false
-}
-
 func decodeF16(dst []float32, src []byte) { decodeF16Go(dst, src) }
 
 func dotBF16(x []float32, src []byte, tail []float32) float32 {

@@ -294,6 +294,12 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 		if w.Spec.Format == quant.Affine {
 			off = 0
 		}
+		// x permuted once into the order the code bytes widen to (dotInt4Perm).
+		cb.dec = grow(cb.dec, m*k)
+		xp := cb.dec
+		for i := range m {
+			permuteInt4X(xp[i*k:(i+1)*k], a[i*k:(i+1)*k])
+		}
 		parallel(parts, func(part int) {
 			buf := packBufs.Get().(*packBuf)
 			defer packBufs.Put(buf)
@@ -307,7 +313,7 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 				}
 				codes := w.Data[r*k/2 : (r+1)*k/2]
 				for i := range m {
-					out[i*n+r], _ = dotInt4Runs(a[i*k:(i+1)*k], codes, scales, mins, off)
+					out[i*n+r], _ = dotInt4Perm(xp[i*k:(i+1)*k], codes, scales, mins, off, off == 0)
 				}
 			}
 		})
@@ -335,7 +341,7 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 
 // int4Fused reports whether mulRows dots w's rows without decoding them: Darkroom's
 // int4 in groups of 32 with the vector code, whose sum is bit for bit that of decoding
-// and dotting (dotInt4Runs).
+// and dotting (dotInt4Perm).
 func (w *Matrix) int4Fused() bool {
 	return useAVX2 && w.Spec.Bits == 4 && w.Spec.Format != quant.FP4 && w.group() == 32 && w.Cols >= 32
 }

@@ -167,23 +167,6 @@ func dotNibbleRuns(x []float32, src []byte, runBytes, stride int, scales []float
 	return dotNibbleRunsGo(x, src, runBytes, stride, scales)
 }
 
-// dotInt4RunsAVX2 is dotAVX2 on the values decodeInt4RunsAVX2 would write, without
-// writing them (vec_amd64.s).
-//
-//go:noescape
-func dotInt4RunsAVX2(x *float32, codes *byte, groups int, scales, mins *float32, off int32) float32
-
-// dotInt4Runs returns dot(values, x) for the values decodeInt4Runs would write, bit for
-// bit, and whether it could (AVX2; otherwise the caller decodes).
-func dotInt4Runs(x []float32, codes []byte, scales, mins []float32, off int32) (float32, bool) {
-	groups := len(codes) / 16
-	if !useAVX2 || groups == 0 {
-		return 0, false
-	}
-	_, _, _ = x[32*groups-1], scales[groups-1], mins[groups-1]
-	return dotInt4RunsAVX2(&x[0], &codes[0], groups, &scales[0], &mins[0], off), true
-}
-
 var useF16C = cpu.X86.HasF16C && cpu.X86.HasAVX
 
 // decodeF16F16C widens n (a positive multiple of 16) IEEE halves (vec_amd64.s).
