@@ -118,3 +118,48 @@ q4sum:
 	MOVSS X0, ret+48(FP)
 	VZEROUPPER
 	RET
+
+// func dotInt8AVX2(x *float32, codes *byte, n int, s float32) float32
+// dotAVX2 of x with n (a positive multiple of 32) values decodeInt8AVX2 would write,
+// float32(int8 code)·s, widened in registers: the same accumulators in the same order,
+// so the result is bit for bit dotAVX2's on the decoded values.
+TEXT ·dotInt8AVX2(SB), NOSPLIT, $0-36
+	MOVQ x+0(FP), DI
+	MOVQ codes+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS s+24(FP), Y13
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+q8dot:
+	VPMOVSXBD (SI), Y4
+	VPMOVSXBD 8(SI), Y5
+	VPMOVSXBD 16(SI), Y6
+	VPMOVSXBD 24(SI), Y7
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VMULPS Y13, Y4, Y4
+	VMULPS Y13, Y5, Y5
+	VMULPS Y13, Y6, Y6
+	VMULPS Y13, Y7, Y7
+	VFMADD231PS (DI), Y4, Y8
+	VFMADD231PS 32(DI), Y5, Y9
+	VFMADD231PS 64(DI), Y6, Y10
+	VFMADD231PS 96(DI), Y7, Y11
+	ADDQ $32, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JNZ  q8dot
+	VADDPS Y9, Y8, Y8
+	VADDPS Y11, Y10, Y10
+	VADDPS Y10, Y8, Y8
+	VEXTRACTF128 $1, Y8, X9
+	VADDPS X9, X8, X8
+	VHADDPS X8, X8, X8
+	VHADDPS X8, X8, X8
+	MOVSS X8, ret+32(FP)
+	VZEROUPPER
+	RET

@@ -264,8 +264,8 @@ func (w *Matrix) float32s() ([]float32, bool) {
 // mulRows computes out [m, Rows] = a [m, Cols]·wᵀ a decoded row of w at a time (in L1
 // or L2: a row is at most tens of KiB), dotted with the m rows of a (MulVec's way, for
 // m < dotRows) exactly as MulNT dots float32 rows, so a stored matrix's product is bit
-// for bit that of its dequantized float32 twin; bf16 and int4 g32 without writing the
-// decoded values (the same bits), ggml's 4-bit formats without decoding (matrix_dot.go).
+// for bit that of its dequantized float32 twin; bf16, per-row int8 and int4 g32 without
+// writing the decoded values (the same bits), ggml's 4-bit formats without decoding (matrix_dot.go).
 func (w *Matrix) mulRows(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	parts := min(workers(), max(1, m*n*k/dotMACs))
@@ -320,11 +320,19 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 		return
 	}
 	bf16 := w.Spec.Bits == 0 && w.GGUF == gguf.BF16
+	int8Row := w.Spec.Bits == 8 && k > 0 && w.group() == k // one scale per row
 	parallel(parts, func(part int) {
 		buf := packBufs.Get().(*packBuf)
 		defer packBufs.Put(buf)
 		buf.dec = grow(buf.dec, k)
 		for r := n * part / parts; r < n*(part+1)/parts; r++ {
+			if int8Row { // widened in registers, the same bits
+				s := w.scale(w.Scales, r)
+				for i := range m {
+					out[i*n+r] = dotInt8(a[i*k:(i+1)*k], w.Data[r*k:(r+1)*k], s, buf.dec)
+				}
+				continue
+			}
 			if bf16 { // widened in registers, the same bits
 				for i := range m {
 					out[i*n+r] = dotBF16(a[i*k:(i+1)*k], w.Data[2*r*k:2*(r+1)*k], buf.dec)
