@@ -149,6 +149,10 @@ while [ $i -lt 120 ]; do
 		xwininfo -root -tree | grep "\"$3\"" | head -1 >"$2/window.txt"
 		xwd -root -silent -out "$2/screen.xwd"
 		kill "$(cat "$2/app.pid")"
+		# Wait for it to quit while the X server is still up: xvfb-run stops the
+		# server as soon as this script ends, and a program still closing its
+		# window then logs a fatal X I/O error that is the check's, not its own.
+		wait "$(cat "$2/app.pid")" 2>/dev/null
 		exit 0
 	fi
 	i=$((i + 1))
