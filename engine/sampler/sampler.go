@@ -156,15 +156,13 @@ func tempered(row []float32, temperature float64, u float64, buf []float32) Posi
 	return Position{Sampled: sampled, Argmax: am, Entropy: float32(h)}
 }
 
-// Argmax returns the index of the largest value, ties → lowest index.
+// Argmax returns the index of the largest value, ties → lowest index (0 for an
+// empty row): kernels.ArgMax, the scan the step's statistics use.
 func Argmax(row []float32) int {
-	am := 0
-	for j, x := range row {
-		if x > row[am] {
-			am = j
-		}
+	if len(row) == 0 {
+		return 0
 	}
-	return am
+	return kernels.ArgMax(row)
 }
 
 // Accept applies the entropy bound: sort the entropies ascending (ties by
