@@ -163,12 +163,18 @@ func runTrainRun(env *Env, args []string) error {
 	fs.IntVar(&s.Hidden, "hidden", s.Hidden, "hidden size")
 	fs.IntVar(&s.Layers, "layers", s.Layers, "layers (the last is full attention, the others sliding)")
 	fs.IntVar(&s.Heads, "heads", s.Heads, "attention heads")
+	fs.IntVar(&s.KVHeads, "kv-heads", s.KVHeads, "key/value heads of every layer (sliding and full); must divide --heads")
+	fs.IntVar(&s.HeadDim, "head-dim", s.HeadDim, "sliding layers' head size (the full layer's is twice it)")
 	fs.IntVar(&s.Experts, "experts", s.Experts, "experts per layer")
 	fs.IntVar(&s.TopK, "top-k", s.TopK, "experts per token")
 	fs.IntVar(&s.Intermediate, "intermediate", s.Intermediate, "dense MLP (and self-conditioning) size")
 	fs.IntVar(&s.MoEIntermediate, "moe-intermediate", s.MoEIntermediate, "expert MLP size")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	s.GlobalKVHeads, s.GlobalHeadDim = s.KVHeads, 2*s.HeadDim
+	if s.KVHeads < 1 || s.Heads%s.KVHeads != 0 {
+		return fmt.Errorf("train run: --kv-heads %d must divide --heads %d", s.KVHeads, s.Heads)
 	}
 	if *runDir == "" {
 		return errors.New("train run: --run DIR is required")

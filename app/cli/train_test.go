@@ -24,6 +24,7 @@ func TestTrainCommandErrors(t *testing.T) {
 		{[]string{"train", "run", "--run", t.TempDir()}, "--corpus DIR is required"},
 		{[]string{"train", "run", "--run", t.TempDir(), "--corpus", "x", "--kinds", "page"}, "want KIND=WEIGHT"},
 		{[]string{"train", "run", "--run", t.TempDir(), "--resume"}, "--resume"},
+		{[]string{"train", "run", "--run", t.TempDir(), "--heads", "6", "--kv-heads", "4"}, "--kv-heads 4 must divide --heads 6"},
 		{[]string{"train", "export"}, "--run DIR is required"},
 		{[]string{"train", "corpus"}, "--out DIR is required"},
 		{[]string{"train", "init", "--out", t.TempDir()}, "give --config CONFIG.json and --out DIR"},
