@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -81,15 +82,21 @@ func runTrainCorpus(env *Env, args []string) error {
 	vocab := fs.Int("vocab", 4096, "BPE vocabulary size of the trained tokenizer")
 	dict := fs.String("dict", "", "directory with foldoc/jargon .index and .dict.dz (default: installed or fetched)")
 	fetch := fs.Bool("fetch", false, "always fetch the Debian packages with apt-get download")
+	tok := fs.String("tokenizer", "", "reuse the tokenizer in DIR (an earlier corpus's tokenizer/) instead of training one, so a run continues with the same ids")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *out == "" {
 		return errors.New("train corpus: --out DIR is required")
 	}
+	vocabSet := false
+	fs.Visit(func(f *flag.Flag) { vocabSet = vocabSet || f.Name == "vocab" })
+	if *tok != "" && vocabSet {
+		return errors.New("train corpus: --vocab and --tokenizer exclude each other (a reused tokenizer keeps its own vocabulary)")
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	st, err := corpus.BuildStats(ctx, corpus.Options{OutDir: *out, VocabSize: *vocab, DictDir: *dict, Fetch: *fetch, Log: env.Stderr})
+	st, err := corpus.BuildStats(ctx, corpus.Options{OutDir: *out, VocabSize: *vocab, Tokenizer: *tok, DictDir: *dict, Fetch: *fetch, Log: env.Stderr})
 	if err != nil {
 		return fmt.Errorf("train corpus: %w", err)
 	}

@@ -14,7 +14,8 @@
 //	words.txt                    every word (Words) of the training answers, sorted
 //	stats.json                   counts, sizes and length distributions (Stats)
 //	SOURCES.txt                  where the text comes from, and its licences
-//	tokenizer/                   tokenizer.json + tokenizer_config.json (if VocabSize > 0)
+//	tokenizer/                   tokenizer.json + tokenizer_config.json (trained if VocabSize > 0, or
+//	                             copied from Options.Tokenizer)
 //
 // Nothing of the Debian packages is kept outside OutDir.
 package corpus
@@ -23,8 +24,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,6 +35,7 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 )
@@ -87,6 +91,12 @@ type Options struct {
 	// VocabSize of the BPE tokenizer trained on train.jsonl; default 6144,
 	// negative skips the tokenizer.
 	VocabSize int
+	// Tokenizer, if set, is a directory holding the tokenizer.json (and
+	// tokenizer_config.json) of an earlier corpus: it is copied into
+	// OutDir/tokenizer instead of training a new one (VocabSize is then
+	// ignored), so a model trained on that corpus continues on this one with the
+	// same ids.
+	Tokenizer string
 	// CanvasTokens is the canvas length the token statistics compare with; default 256.
 	CanvasTokens int
 
@@ -343,12 +353,26 @@ func BuildStats(ctx context.Context, opts Options) (*Stats, error) {
 		st.AnswerChars[kind] = distribution(n, -1)
 	}
 
-	if opts.VocabSize > 0 {
+	switch {
+	case opts.Tokenizer != "":
+		logf("reusing the tokenizer in %s", opts.Tokenizer)
+		tok, err := copyTokenizer(opts.Tokenizer, filepath.Join(opts.OutDir, "tokenizer"))
+		if err != nil {
+			return nil, fmt.Errorf("build corpus: %w", err)
+		}
+		if err := measureTokens(opts, tok, train, st); err != nil {
+			return nil, fmt.Errorf("build corpus: %w", err)
+		}
+	case opts.VocabSize > 0:
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		logf("training a %d-token BPE vocabulary", opts.VocabSize)
-		if err := trainTokenizer(opts, train, st); err != nil {
+		tok, err := trainTokenizer(opts, train)
+		if err != nil {
+			return nil, fmt.Errorf("build corpus: %w", err)
+		}
+		if err := measureTokens(opts, tok, train, st); err != nil {
 			return nil, fmt.Errorf("build corpus: %w", err)
 		}
 	}
@@ -371,8 +395,8 @@ func BuildStats(ctx context.Context, opts Options) (*Stats, error) {
 
 // trainTokenizer trains the BPE vocabulary on the training examples as the
 // model sees them (Gemma 4 chat format: user turn, model turn; each distinct
-// system turn once), saves it under OutDir/tokenizer and measures token lengths.
-func trainTokenizer(opts Options, train []Example, st *Stats) error {
+// system turn once) and saves it under OutDir/tokenizer.
+func trainTokenizer(opts Options, train []Example) (*tokenizer.Tokenizer, error) {
 	texts := func(yield func(string) bool) {
 		seen := map[string]bool{}
 		if !yield(chat.GenerationPrompt(false)) {
@@ -395,15 +419,59 @@ func trainTokenizer(opts Options, train []Example, st *Stats) error {
 	}
 	tr, err := tokenizer.Train(texts, tokenizer.TrainOptions{VocabSize: opts.VocabSize})
 	if err != nil {
-		return fmt.Errorf("train tokenizer: %w", err)
+		return nil, fmt.Errorf("train tokenizer: %w", err)
 	}
 	if err := tr.Save(filepath.Join(opts.OutDir, "tokenizer")); err != nil {
-		return err
+		return nil, err
 	}
 	tok, err := tr.Tokenizer()
 	if err != nil {
-		return fmt.Errorf("load trained tokenizer: %w", err)
+		return nil, fmt.Errorf("load trained tokenizer: %w", err)
 	}
+	return tok, nil
+}
+
+// tokenizerFiles are the files of a tokenizer directory; the first is required.
+var tokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json"}
+
+// copyTokenizer loads the tokenizer in src (so a damaged one is refused before
+// anything is written) and copies its files byte for byte into dst; src itself
+// is only read.
+func copyTokenizer(src, dst string) (*tokenizer.Tokenizer, error) {
+	tok, err := tokenizer.Load(src)
+	if err != nil {
+		return nil, fmt.Errorf("reuse tokenizer: %w", err)
+	}
+	if a, b := absPath(src), absPath(dst); a == b {
+		return tok, nil // the corpus is rebuilt in place: its tokenizer is already there
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return nil, fmt.Errorf("reuse tokenizer: %w", err)
+	}
+	for i, name := range tokenizerFiles {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if errors.Is(err, fs.ErrNotExist) && i > 0 {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reuse tokenizer: %w", err)
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dst, name), b, 0o644); err != nil {
+			return nil, fmt.Errorf("reuse tokenizer: %w", err)
+		}
+	}
+	return tok, nil
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return filepath.Clean(a)
+	}
+	return filepath.Clean(p)
+}
+
+// measureTokens fills the token statistics of st with tok.
+func measureTokens(opts Options, tok *tokenizer.Tokenizer, train []Example, st *Stats) error {
 	st.VocabSize = tok.VocabSize()
 	st.AnswerTokens, st.PromptTokens = map[string]Dist{}, map[string]Dist{}
 	for _, kind := range []string{KindPage, KindChat, KindDesktop} {
