@@ -49,6 +49,18 @@ type deviceStepper interface {
 	DecodeStep(canvas []int, soft any, plan sampler.Plan) (res sampler.StepResult, next any, logits stepLogits, err error)
 }
 
+// tokenPicker is a runner that can also pick the AR mode's next token on its
+// device (engine/model's Runner on the graph path): the encoder pass and the
+// sampler's pick (sampler.TokenGraph) in one executable, with only the id coming
+// back instead of a row of logits.
+type tokenPicker interface {
+	// TokensOnDevice reports whether EncodeNext runs (the model runs in graphs).
+	TokensOnDevice() bool
+	// EncodeNext is Encode followed by the pick plan says (sampler.PickToken's),
+	// on the device: the next token's id.
+	EncodeNext(tokens []int, plan sampler.TokenPlan) (int, error)
+}
+
 // stepLogits are a device step's logits [len(canvas)·vocab], on the device.
 type stepLogits interface {
 	// Read copies them to the host and frees them.
@@ -135,18 +147,28 @@ func (g *generation) contextTokens() int {
 }
 
 // forwardEncode runs one encoder pass, counting it.
-func (g *generation) forwardEncode(tokens []int) ([]float32, error) {
+func (g *generation) forwardEncode(tokens []int) (logits []float32, err error) {
+	err = g.encoderPass(tokens, func() (err error) {
+		logits, err = g.run.Encode(tokens)
+		return err
+	})
+	g.next = logits
+	return logits, err
+}
+
+// encoderPass runs pass, an encoder pass over tokens that caches them, and
+// counts it: a forward pass, its time and arithmetic, the cached tokens.
+func (g *generation) encoderPass(tokens []int, pass func() error) error {
 	g.forward++
 	t0 := time.Now()
-	logits, err := g.run.Encode(tokens)
+	err := pass()
 	g.fwdTime += time.Since(t0)
 	if err != nil {
-		return nil, fmt.Errorf("encoder pass over %d tokens: %w", len(tokens), err)
+		return fmt.Errorf("encoder pass over %d tokens: %w", len(tokens), err)
 	}
 	g.flops += model.EncodeFLOPs(g.text, len(tokens), g.cached)
 	g.cached += len(tokens)
-	g.next = logits
-	return logits, nil
+	return nil
 }
 
 // cancelled reports whether the context is done, recording the stop reason.
@@ -358,7 +380,7 @@ func (g *generation) autoregressive() error {
 	}
 	// The opening is answer text already decided: it goes through the encoder
 	// with the prompt and opens the output.
-	logits, err := g.forwardEncode(append(slices.Clone(g.prompt), g.opening...))
+	id, err := g.forwardNext(append(slices.Clone(g.prompt), g.opening...))
 	if err != nil {
 		return err
 	}
@@ -368,10 +390,6 @@ func (g *generation) autoregressive() error {
 		return nil
 	}
 	for {
-		if err := checkLogits(logits, g.vocab); err != nil {
-			return err
-		}
-		id := g.smp.Token(logits, g.s.Temperature)
 		if slices.Contains(g.eos, id) {
 			g.res.StopReason = "eos"
 			return nil
@@ -388,10 +406,41 @@ func (g *generation) autoregressive() error {
 		if g.cancelled() {
 			return nil
 		}
-		if logits, err = g.forwardEncode([]int{id}); err != nil {
+		if id, err = g.forwardNext([]int{id}); err != nil {
 			return err
 		}
 	}
+}
+
+// forwardNext runs one encoder pass over tokens and picks the AR token after them
+// at the request's temperature: on the device when the runner can
+// (tokenPicker; only the id comes back), else from the pass's logits on the host.
+// Both draw the same token for a seed.
+func (g *generation) forwardNext(tokens []int) (int, error) {
+	tp, ok := g.run.(tokenPicker)
+	if !ok || !tp.TokensOnDevice() {
+		logits, err := g.forwardEncode(tokens)
+		if err != nil {
+			return 0, err
+		}
+		if err := checkLogits(logits, g.vocab); err != nil {
+			return 0, err
+		}
+		return g.smp.Token(logits, g.s.Temperature), nil
+	}
+	g.next = nil // no logits come back
+	var id int
+	err := g.encoderPass(tokens, func() (err error) {
+		id, err = tp.EncodeNext(tokens, g.smp.PlanToken(g.s.Temperature))
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if id < 0 || id >= g.vocab {
+		return 0, fmt.Errorf("encoder pass over %d tokens picked token %d, outside the vocabulary of %d", len(tokens), id, g.vocab)
+	}
+	return id, nil
 }
 
 func checkLogits(logits []float32, vocab int) error {

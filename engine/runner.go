@@ -104,6 +104,12 @@ func (m modelRunner) Decode(canvas []int, soft any, temperature float64) ([]floa
 
 func (m modelRunner) Reserve(tokens int) error { return m.r.Reserve(tokens) }
 
+func (m modelRunner) TokensOnDevice() bool { return m.r.TokensOnDevice() }
+
+func (m modelRunner) EncodeNext(tokens []int, plan sampler.TokenPlan) (int, error) {
+	return m.r.EncodeNext(tokens, plan)
+}
+
 func (m modelRunner) StepsOnDevice() bool { return m.r.StepsOnDevice() }
 
 func (m modelRunner) DecodeStep(canvas []int, soft any, plan sampler.Plan) (sampler.StepResult, any, stepLogits, error) {

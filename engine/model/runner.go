@@ -6,6 +6,7 @@ import (
 	"math/bits"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -25,7 +26,8 @@ import (
 // canvas as is (fixed at 256 in practice). The filled length is a graph input, so one
 // executable serves every length within a capacity, and a whole generation compiles a
 // handful of graphs (prompt bucket, canvas commit, decoder or the whole denoising step
-// of DecodeStep; ×1 per capacity reached; Reserve fixes the capacity up front).
+// of DecodeStep; in AR mode EncodeNext's prompt bucket and one token's, the pick in
+// them; ×1 per capacity reached; Reserve fixes the capacity up front).
 // Executables are cached per shape and reused across generations (Reset keeps them);
 // Compilations counts the graphs built.
 //
@@ -81,6 +83,7 @@ type Runner struct {
 
 	encodeExec, decodeExec, hiddenExec *context.Exec
 	scoreExec                          *context.Exec
+	nextExec                           *context.Exec // EncodeNext's, made on first use
 	stepExec                           *context.Exec // DecodeStep's (step.go), made on first use
 	compilations                       int           // graphs built (counted)
 	growExecs                          map[int]*Exec // by the capacity they grow from
@@ -231,34 +234,93 @@ func (r *Runner) Encode(tokens []int) (lastLogits []float32, err error) {
 }
 
 func (r *Runner) encodeChunk(chunk []int) ([]float32, error) {
-	n := len(chunk)
-	nb := nextPow2(n)
-	ids, err := r.paddedIDs("encode", chunk, nb)
+	out, err := r.runEncode("encode", r.encodeExec, chunk)
 	if err != nil {
 		return nil, err
 	}
-	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, nb), int32(n), int32(r.length)}
+	var logits []float32
+	err = try("encode: read logits", func() { logits = tensors.MustCopyFlatData[float32](out) })
+	_ = out.FinalizeAll()
+	return logits, err
+}
+
+// EncodeNext is Encode followed by the AR mode's pick of the next token
+// (sampler.TokenGraph with plan) in the same executable, the last chunk's: only
+// the picked id comes back, not the logits row [V] (a megabyte per token at the
+// 26B's vocabulary). Same id as sampler.Sampler.PickToken over Encode's logits. The
+// graph path only (TokensOnDevice).
+func (r *Runner) EncodeNext(tokens []int, plan sampler.TokenPlan) (id int, err error) {
+	switch {
+	case !r.TokensOnDevice():
+		return 0, errors.New("encode next: the model runs on the host (HostDecoder): use Encode and the host sampler")
+	case len(tokens) == 0:
+		return 0, errors.New("encode next: no tokens")
+	}
+	if err := r.checkPositions("encode next", "new tokens", len(tokens)); err != nil {
+		return 0, err
+	}
+	if err := r.ensureCapacity(r.length + len(tokens)); err != nil {
+		return 0, err
+	}
+	last := (len(tokens) - 1) / r.MaxChunk * r.MaxChunk
+	for start := 0; start < last; start += r.MaxChunk {
+		if _, err := r.encodeChunk(tokens[start : start+r.MaxChunk]); err != nil {
+			return 0, err
+		}
+	}
+	if r.nextExec == nil {
+		err = try("encode next", func() {
+			r.nextExec = must(context.NewExecAny(r.backend, r.ctx, r.counted(r.encodeNextGraph)))
+			r.nextExec.SetMaxCache(-1)
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	out, err := r.runEncode("encode next", r.nextExec, tokens[last:], plan.Temperature,
+		tensors.FromFlatDataAndDimensions([]uint32{plan.Key.K1, plan.Key.K2}, 2))
+	if err != nil {
+		return 0, err
+	}
+	err = try("encode next: read the id", func() { id = int(tensors.ToScalar[int32](out)) })
+	_ = out.FinalizeAll()
+	return id, err
+}
+
+// TokensOnDevice reports whether EncodeNext runs: the model is in graphs (not
+// HostDecoder; the encoder's head is in the graph whatever HostHead says).
+func (r *Runner) TokensOnDevice() bool { return !r.HostDecoder }
+
+// runEncode runs exec, an encoder executable over in = [tokens [1, Tb], count,
+// length, extra…, cache…] (encodeGraph, encodeNextGraph), on chunk (padded to its
+// power-of-two bucket) with the cache donated, keeps the updated cache, and returns
+// the executable's first output. op names the call in errors and the compiled set.
+func (r *Runner) runEncode(op string, exec *context.Exec, chunk []int, extra ...any) (*tensors.Tensor, error) {
+	n := len(chunk)
+	nb := nextPow2(n)
+	ids, err := r.paddedIDs(op, chunk, nb)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]any{tensors.FromFlatDataAndDimensions(ids, 1, nb), int32(n), int32(r.length)}, extra...)
 	for _, t := range r.cache {
 		d, err := DonateTensorBuffer(t, r.backend, 0)
 		if err != nil {
 			r.dropCache()
-			return nil, fmt.Errorf("encode: donate cache: %w", err)
+			return nil, fmt.Errorf("%s: donate cache: %w", op, err)
 		}
 		args = append(args, d)
 	}
-	r.compiled[fmt.Sprintf("encode/%d/%d", nb, r.capacity)] = true
+	r.compiled[fmt.Sprintf("%s/%d/%d", op, nb, r.capacity)] = true
 	var out []*tensors.Tensor
-	err = try("encode", func() { out = must(r.encodeExec.Exec(args...)) })
+	err = try(op, func() { out = must(exec.Exec(args...)) })
 	if err != nil {
 		r.dropCache() // the donated cache is gone
 		return nil, err
 	}
 	r.cache = out[1:]
 	r.length += n
-	var logits []float32
-	err = try("encode: read logits", func() { logits = tensors.MustCopyFlatData[float32](out[0]) })
-	_ = out[0].FinalizeAll()
-	return logits, err
+	return out[0], nil
 }
 
 // Score runs the causal encoder over tokens at positions Len()…Len()+n−1, as Encode
@@ -606,28 +668,43 @@ func (r *Runner) dropCache() {
 // encodeGraph: in = [tokens [1, Tb], count, length, cache… (CacheShapes)]
 // → [last logits [V], cache'…].
 func (r *Runner) encodeGraph(ctx *context.Context, in []*Node) []*Node {
-	p, h, src := r.encoderPass(ctx, in)
-	tb, count := in[0].Shape().Dimensions[1], in[1]
-	last := Gather(Reshape(h, tb, r.cfg.HiddenSize), Reshape(SubScalar(count, 1), 1)) // [D]
-	return append([]*Node{Logits(p, last)}, joinCache(r.cfg, src.k, src.v)...)
+	p, h, src := r.encoderPass(ctx, in[:3], in[3:])
+	return append([]*Node{Logits(p, r.lastRow(h, in[1]))}, joinCache(r.cfg, src.k, src.v)...)
+}
+
+// encodeNextGraph: in = [tokens [1, Tb], count, length, temperature f64, key [2]
+// Uint32, cache…] → [next id Int32 scalar, cache'…]: encodeGraph with
+// sampler.TokenGraph on its last logits.
+func (r *Runner) encodeNextGraph(ctx *context.Context, in []*Node) []*Node {
+	p, h, src := r.encoderPass(ctx, in[:3], in[5:])
+	id := sampler.TokenGraph(Logits(p, r.lastRow(h, in[1])), in[3], in[4])
+	return append([]*Node{id}, joinCache(r.cfg, src.k, src.v)...)
+}
+
+// lastRow is the hidden state of the chunk's last real token.
+//
+// h: [1, Tb, D], count: scalar → [D]
+func (r *Runner) lastRow(h, count *Node) *Node {
+	tb := h.Shape().Dimensions[1]
+	return Gather(Reshape(h, tb, r.cfg.HiddenSize), Reshape(SubScalar(count, 1), 1))
 }
 
 // scoreGraph: in = [tokens [1, Tb], count, length, cache…] → [logits [1, Tb, V]]: the
 // encoder pass of encodeGraph with every row's logits, its cache writes discarded.
 func (r *Runner) scoreGraph(ctx *context.Context, in []*Node) []*Node {
-	p, h, _ := r.encoderPass(ctx, in)
+	p, h, _ := r.encoderPass(ctx, in[:3], in[3:])
 	return []*Node{Logits(p, h)}
 }
 
-// encoderPass is the causal encoder over in = [tokens [1, Tb], count, length,
-// cache…]: the last layer's output h [1, Tb, D] and the cache source holding the
-// chunk's writes (src.k, src.v: the updated caches).
-func (r *Runner) encoderPass(ctx *context.Context, in []*Node) (p *Params, h *Node, src *cacheKeys) {
+// encoderPass is the causal encoder over in = [tokens [1, Tb], count, length] and
+// the cache (CacheShapes): the last layer's output h [1, Tb, D] and the cache source
+// holding the chunk's writes (src.k, src.v: the updated caches).
+func (r *Runner) encoderPass(ctx *context.Context, in, cache []*Node) (p *Params, h *Node, src *cacheKeys) {
 	g := in[0].Graph()
 	tokens, count, length := in[0], in[1], in[2]
 	tb := tokens.Shape().Dimensions[1]
 	p = r.params(ctx, g)
-	k, v := splitCache(r.cfg, in[3:])
+	k, v := splitCache(r.cfg, cache)
 	qpos := iotaPositions(g, 1, tb, length)
 	qvalid := LessThan(Iota(g, shapes.Make(dtypes.Int32, 1, tb), 1), count)
 	src = &cacheKeys{p: p, k: k, v: v, length: length, count: count, qpos: qpos, qvalid: qvalid,

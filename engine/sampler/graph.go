@@ -27,6 +27,43 @@ import (
 func StepGraph(logits, temperature, keys, held, bound *Node) (draft, accepted, entropy, argmax *Node) {
 	g := logits.Graph()
 	c, v := logits.Shape().Dimensions[0], logits.Shape().Dimensions[1]
+	pos := Iota(g, shapes.Make(dtypes.Uint32, c), 0)
+	sampled, argmax, entropy := temperedGraph(logits, temperature, drawGraph(pos, keys))
+
+	isHeld := GreaterOrEqual(held, ZerosLike(held))
+	sampled = Where(isHeld, held, sampled)
+	argmax = Where(isHeld, held, argmax)
+	entropy = Where(isHeld, ZerosLike(entropy), entropy)
+
+	accepted = acceptGraph(entropy, bound)
+	noise := intNGraph(hashGraph(pos, keyElem(keys, 2), keyElem(keys, 3)), v)
+	draft = Where(accepted, sampled, noise)
+	return draft, accepted, entropy, argmax
+}
+
+// TokenGraph is Sampler.PickToken inside a GoMLX graph, so that AR decoding brings
+// back one id per token instead of a row of logits: the argmax when temperature ≤ 0
+// (greedy), else the draw from softmax(logits/T) that TokenPlan's key gives position
+// 0, with StepGraph's numerics (so the same rounding caveat at a CDF boundary).
+//
+//	logits: [V] Float32; temperature: Float64 scalar (TokenPlan.Temperature); key: [2]
+//	Uint32 (TokenPlan.Key's K1, K2) → id: Int32 scalar
+func TokenGraph(logits, temperature, key *Node) *Node {
+	g := logits.Graph()
+	greedy := LessOrEqual(temperature, ZerosLike(temperature))
+	// A greedy pick still runs the draw's arithmetic (one graph for both); T = 1
+	// keeps it finite.
+	t := Where(greedy, OnesLike(temperature), temperature)
+	row := ExpandAxes(logits, 0) // [1, V]
+	sampled, argmax, _ := temperedGraph(row, t, drawGraph(Iota(g, shapes.Make(dtypes.Uint32, 1), 0), key))
+	return Reshape(Where(greedy, argmax, sampled))
+}
+
+// temperedGraph is Tempered over logits [C, V] with the draws u [C] Float64 in
+// [0, 1): per row the inverse-CDF sample and the argmax [C] Int32, and the entropy
+// [C] Float32 of softmax(logits/temperature) (temperature a Float64 scalar).
+func temperedGraph(logits, temperature, u *Node) (sampled, argmax, entropy *Node) {
+	g := logits.Graph()
 	argmax = ArgMax(logits, -1, dtypes.Int32)
 	mx := ReduceAndKeep(logits, ReduceMax, -1) // [C, 1]: the row's value at argmax
 	inv := Div(Scalar(g, dtypes.Float64, 1), temperature)
@@ -38,20 +75,14 @@ func StepGraph(logits, temperature, keys, held, bound *Node) (draft, accepted, e
 	ez := ReduceSum(Mul(e64, z), -1) // [C]
 	h := Max(Sub(Log(s), Div(ez, s)), ZerosLike(s))
 	entropy = ConvertDType(h, dtypes.Float32)
+	sampled = inverseCDF(e, Mul(u, s))
+	return sampled, argmax, entropy
+}
 
-	pos := Iota(g, shapes.Make(dtypes.Uint32, c), 0)
-	u := MulScalar(ConvertDType(hashGraph(pos, keyElem(keys, 0), keyElem(keys, 1)), dtypes.Float64), 1.0/(1<<32))
-	sampled := inverseCDF(e, Mul(u, s))
-
-	isHeld := GreaterOrEqual(held, ZerosLike(held))
-	sampled = Where(isHeld, held, sampled)
-	argmax = Where(isHeld, held, argmax)
-	entropy = Where(isHeld, ZerosLike(entropy), entropy)
-
-	accepted = acceptGraph(entropy, bound)
-	noise := intNGraph(hashGraph(pos, keyElem(keys, 2), keyElem(keys, 3)), v)
-	draft = Where(accepted, sampled, noise)
-	return draft, accepted, entropy, argmax
+// drawGraph is Key.Float64 at the Uint32 positions pos, the key's halves in keys[0],
+// keys[1]: Float64 draws in [0, 1).
+func drawGraph(pos, keys *Node) *Node {
+	return MulScalar(ConvertDType(hashGraph(pos, keyElem(keys, 0), keyElem(keys, 1)), dtypes.Float64), 1.0/(1<<32))
 }
 
 // keyElem is keys[i] as a scalar.

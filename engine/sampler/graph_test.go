@@ -146,3 +146,73 @@ func TestKeyHashInGraph(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenGraphMatchesToken holds the in-graph AR pick to the host's Token on the
+// same logits and plans: greedy (with a tie for the max, which goes to the lowest
+// id) and draws at several temperatures over vocabularies that fill the CDF's
+// blocks exactly or not, so that over the draws both the argmax and other ids come
+// out.
+func TestTokenGraphMatchesToken(t *testing.T) {
+	b, err := backends.NewWithConfig("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, err := NewExec(b, func(l, temp, key *Node) *Node { return TokenGraph(l, temp, key) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []int{300, 256, 7} {
+		s, err := New(defaults(), v, 9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(3, uint64(v)))
+		notArgmax := 0
+		for k := range 40 {
+			logits := make([]float32, v)
+			for j := range logits {
+				logits[j] = float32(rng.NormFloat64() * 2)
+			}
+			am := Argmax(logits)
+			logits[max(am-1, 0)] = logits[am] // a tie: the lowest id wins
+			temperature := []float64{0, 0.4, 1, 2.5}[k%4]
+			plan := s.PlanToken(temperature)
+			out, err := exec.Exec(tensors.FromFlatDataAndDimensions(logits, v), plan.Temperature,
+				tensors.FromFlatDataAndDimensions([]uint32{plan.Key.K1, plan.Key.K2}, 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want := int(tensors.ToScalar[int32](out[0])), s.PickToken(logits, plan)
+			if got != want {
+				t.Fatalf("vocab %d, pick %d at T=%g: graph %d, host %d", v, k, temperature, got, want)
+			}
+			if want != Argmax(logits) {
+				notArgmax++
+			}
+		}
+		if notArgmax == 0 {
+			t.Errorf("vocab %d: every pick was the argmax: the test does not exercise the draw", v)
+		}
+	}
+}
+
+// TestTokenIsPlanThenPick: Token draws what PickToken draws from PlanToken's plans,
+// the counter advancing per draw and not per greedy pick.
+func TestTokenIsPlanThenPick(t *testing.T) {
+	a, _ := New(defaults(), 50, 4)
+	b, _ := New(defaults(), 50, 4)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for k := range 30 {
+		logits := make([]float32, 50)
+		for j := range logits {
+			logits[j] = float32(rng.NormFloat64())
+		}
+		temperature := float64(k%3) * 0.7 // greedy every third
+		if got, want := a.Token(logits, temperature), b.PickToken(logits, b.PlanToken(temperature)); got != want {
+			t.Fatalf("pick %d: Token %d, PickToken(PlanToken) %d", k, got, want)
+		}
+	}
+	if p := a.PlanToken(0); p != (TokenPlan{}) {
+		t.Errorf("greedy plan %+v, want the zero plan", p)
+	}
+}

@@ -387,14 +387,38 @@ func (s *Sampler) Finish(r StepResult, step int) StepResult {
 
 // Token samples one AR token from a single row of logits: argmax when
 // temperature is 0 (greedy), otherwise a draw from softmax(logits/temperature).
+// It is PickToken with PlanToken(temperature).
 func (s *Sampler) Token(logits []float32, temperature float64) int {
+	return s.PickToken(logits, s.PlanToken(temperature))
+}
+
+// TokenPlan is what an AR token picked elsewhere (TokenGraph, on the device) takes
+// from the sampler: the temperature (≤ 0: greedy) and the draw's Key, whose
+// Float64(0) is the draw.
+type TokenPlan struct {
+	Temperature float64
+	Key         Key
+}
+
+// PlanToken returns the next AR token's plan, advancing the token counter as Token
+// does (a greedy pick draws nothing and advances nothing).
+func (s *Sampler) PlanToken(temperature float64) TokenPlan {
 	if temperature <= 0 {
-		return Argmax(logits)
+		return TokenPlan{}
 	}
 	s.tokens++
-	u := s.rng.Key(s.tokens, 0, streamToken).Float64(0)
+	return TokenPlan{Temperature: temperature, Key: s.rng.Key(s.tokens, 0, streamToken)}
+}
+
+// PickToken picks one AR token from a single row of logits as plan says: argmax
+// (ties → lowest id) when plan.Temperature ≤ 0, otherwise the inverse-CDF draw
+// plan.Key.Float64(0) from softmax(logits/T).
+func (s *Sampler) PickToken(logits []float32, plan TokenPlan) int {
+	if plan.Temperature <= 0 {
+		return Argmax(logits)
+	}
 	if len(s.buf) < len(logits) {
 		s.buf = make([]float32, len(logits))
 	}
-	return tempered(logits, temperature, u, s.buf).Sampled
+	return tempered(logits, plan.Temperature, plan.Key.Float64(0), s.buf).Sampled
 }
