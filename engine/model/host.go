@@ -6,13 +6,14 @@ import (
 	"slices"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/kernels"
+	"github.com/darkroomlabs/darkroom/engine/model/arch"
 )
 
-// hostModel is the model for one sequence (batch 1) computed on the host in float32,
-// with every product in package kernels: the same arithmetic as the graph (and as the
-// float64 reference in package naive, which the tests compare it with), arranged as
-// row-major matrix products over the tokens. The pure-Go backend runs it an order of
+// hostModel is the model for one sequence (batch 1) computed on the host in float32:
+// package arch's recipe over hostOps (hostops.go), every product in package kernels —
+// the same arithmetic as the graph (and as the float64 reference in package naive,
+// which the tests compare it with), arranged as row-major matrix products over the
+// tokens. The pure-Go backend runs it an order of
 // magnitude faster than the graph, whose DotGeneral is the bottleneck there. The
 // weights stay in their stored format (hostWeights): float32 is for the activations.
 // Its KV cache is a hostCache.
@@ -307,30 +308,14 @@ func (h *hostModel) prefix(cache *hostCache, i, lo, length int) prefixRows {
 	return out
 }
 
-// decode runs the bidirectional decoder over canvas at positions start…start+C−1,
-// after the first start cached positions, and returns the final-normed hidden state
-// [C·D] (the LM head's input). soft nil = first step.
+// decode runs the bidirectional decoder (arch's recipe over hostOps) over canvas at
+// positions start…start+C−1, after the first start cached positions, and returns the
+// final-normed hidden state [C·D] (the LM head's input). soft nil = first step.
 func (h *hostModel) decode(cache *hostCache, canvas []int32, soft []float32, start int) []float32 {
-	cfg := h.cfg
-	c, d := len(canvas), cfg.HiddenSize
-	eps := float32(cfg.RMSNormEps)
 	h.ropes, h.scratch = cache.ropeMemo(), &cache.scratch
-	x := h.embed(canvas)
-	if soft != nil {
-		n := rmsRows(soft, d, h.w.get("self_conditioning.pre_norm.weight"), eps)
-		addInto(x, h.mlp(n, c, "self_conditioning"))
-	}
-	hs := rmsRows(x, d, nil, eps)
-	h.prefetchLayer(0)
-	for i := range cfg.NumHiddenLayers {
-		lo := 0
-		if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
-			lo = max(0, start-(cfg.SlidingWindow-1)) // the last W−1 cached tokens
-		}
-		h.prefetchLayer(i + 1)
-		hs, _, _ = h.layer(i, hs, c, start, h.prefix(cache, i, lo, start), false, layerPrefix(i)+"layer_scalar")
-	}
-	return rmsRows(hs, d, h.w.get("norm.weight"), eps)
+	o := &hostOps{h: h, cache: cache, start: start}
+	x := arch.DecoderInput(o, h.cfg, h.embed(canvas), soft, soft != nil)
+	return arch.Output(o, h.cfg, arch.Layers(o, h.cfg, x, arch.DecoderScalar))
 }
 
 // encode runs the causal encoder over tokens at positions start…start+T−1, writes
@@ -344,15 +329,13 @@ func (h *hostModel) encode(cache *hostCache, tokens []int32, start int, encoderS
 // [(T−from)·D].
 func (h *hostModel) encodeFrom(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string, from int) []float32 {
 	hs := h.encodeHidden(cache, tokens, start, encoderScalar)
-	d := h.cfg.HiddenSize
-	return rmsRows(hs[from*d:], d, h.w.get("norm.weight"), float32(h.cfg.RMSNormEps))
+	return arch.Output(&hostOps{h: h}, h.cfg, hs[from*h.cfg.HiddenSize:])
 }
 
-// encodeHidden is encode's layers: the last layer's output [T·D], before the final norm.
+// encodeHidden is encode's layers (arch's recipe over hostOps): the last layer's
+// output [T·D], before the final norm.
 func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string) []float32 {
-	cfg := h.cfg
-	t := len(tokens)
-	nl := cfg.NumHiddenLayers
+	nl := h.cfg.NumHiddenLayers
 	if cache.v == nil {
 		cache.k, cache.v, cache.written = make([][]float32, nl), make([][]float32, nl), make([]int, nl)
 	}
@@ -360,19 +343,9 @@ func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, en
 		panic(fmt.Errorf("host cache holds %d positions, encoding at %d", cache.n, start))
 	}
 	h.ropes, h.scratch = cache.ropeMemo(), &cache.scratch
-	h.prefetchLayer(0)
-	hs := h.embed(tokens)
-	for i := range nl {
-		lo := 0
-		if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
-			lo = max(0, start-(cfg.SlidingWindow-1)) // what the first new token can see
-		}
-		var k, v []float32
-		h.prefetchLayer(i + 1)
-		hs, k, v = h.layer(i, hs, t, start, h.prefix(cache, i, lo, start), true, encoderScalar(i))
-		cache.write(cfg, i, start, k, v)
-	}
-	cache.n = start + t
+	o := &hostOps{h: h, cache: cache, start: start, causal: true}
+	hs := arch.Layers(o, h.cfg, h.embed(tokens), encoderScalar)
+	cache.n = start + len(tokens)
 	return hs
 }
 
@@ -391,286 +364,6 @@ func (h *hostModel) embed(tokens []int32) []float32 {
 		}
 	}
 	return x
-}
-
-// layer is layer i over rows hs [T·D] at positions start…start+T−1 (see Params.Layer),
-// attending to the visible cached rows and the new tokens (causally when causal). It
-// also returns the new tokens' K and V [T, Kv, Hd].
-func (h *hostModel) layer(i int, hs []float32, c, start int, pre prefixRows, causal bool, scalarName string) (out, k, v []float32) {
-	cfg := h.cfg
-	d := cfg.HiddenSize
-	eps := float32(cfg.RMSNormEps)
-	name := layerPrefix(i)
-	nw := func(s string) []float32 { return h.w.get(name + s + ".weight") }
-	// The sublayers' outputs are new slices, so their norms and the residual sums are
-	// computed in place (x + y as y + x: the same sums).
-	norm := func(x []float32, s string) []float32 { kernels.RMSNorm(x, x, nw(s), d, eps); return x }
-	a, k, v := h.attention(i, rmsRows(hs, d, nw("input_layernorm"), eps), c, start, pre, causal)
-	res := norm(a, "post_attention_layernorm")
-	addInto(res, hs)
-	dense := norm(h.mlp(rmsRows(res, d, nw("pre_feedforward_layernorm"), eps), c, name+"mlp"),
-		"post_feedforward_layernorm_1")
-	moe := norm(h.moe(i, rmsRows(res, d, nw("pre_feedforward_layernorm_2"), eps), res, c),
-		"post_feedforward_layernorm_2")
-	addInto(dense, moe)
-	out = norm(dense, "post_feedforward_layernorm")
-	addInto(out, res)
-	scalar := h.w.get(scalarName)[0]
-	for j := range out {
-		out[j] *= scalar
-	}
-	return out, k, v
-}
-
-// attention is Params.Attention over c new tokens with the visible cached rows in
-// front of their keys: bidirectional over the new tokens (decoder), or causal with the
-// sliding window (encoder: key position p visible to query position q iff p ≤ q and,
-// on sliding layers, p > q − W). x: [C·D] → out [C·D], and the new k, v [C, Kv, Hd].
-func (h *hostModel) attention(i int, x []float32, c, start int, pre prefixRows, causal bool) (out, k, v []float32) {
-	cfg := h.cfg
-	nh, kvh, hd := cfg.NumAttentionHeads, cfg.KVHeads(i), cfg.LayerHeadDim(i)
-	groups := nh / kvh
-	eps := float32(cfg.RMSNormEps)
-	name := layerPrefix(i) + "self_attn."
-	q := h.w.matrix(name+"q_proj.weight").mulNT(x, c)
-	kRaw := h.w.matrix(name+"k_proj.weight").mulNT(x, c)
-	vRaw := kRaw // full layers: K=V, before k_norm and RoPE
-	if cfg.IsSliding(i) {
-		vRaw = h.w.matrix(name+"v_proj.weight").mulNT(x, c)
-	}
-	cos, sin := h.ropeTables(i, start, c)
-	// The projections are new slices: normed in place, except V on full layers, which
-	// is kRaw (so normed into a copy before K's norm overwrites it).
-	kernels.RMSNorm(q, q, h.w.get(name+"q_norm.weight"), hd, eps)
-	ropeRows(q, c, nh, hd, cos, sin)
-	if cfg.IsSliding(i) {
-		v = vRaw
-		kernels.RMSNorm(v, v, nil, hd, eps)
-	} else {
-		v = rmsRows(vRaw, hd, nil, eps)
-	}
-	k = kRaw
-	kernels.RMSNorm(k, k, h.w.get(name+"k_norm.weight"), hd, eps)
-	ropeRows(k, c, kvh, hd, cos, sin)
-
-	window := 0
-	if causal && cfg.IsSliding(i) {
-		window = cfg.SlidingWindow
-	}
-	s := pre.n + c
-	att := h.scratch.get(scratchAtt, c*nh*hd)
-	// Per KV head, reused by the next: keys [S, Hd], values transposed [Hd, S] for
-	// MulNT, the group's queries [G·C, Hd], their scores [G·C, S] and outputs [G·C, Hd]
-	// (every element is written for each head).
-	K, vt := h.scratch.get(scratchKeys, s*hd), h.scratch.get(scratchValuesT, hd*s)
-	qg, o := h.scratch.get(scratchQueries, groups*c*hd), h.scratch.get(scratchHeadOut, groups*c*hd)
-	scores := h.scratch.get(scratchScores, groups*c*s)
-	for j := range kvh {
-		copy(K, pre.k[j])
-		for r := range pre.n {
-			for e := range hd {
-				vt[e*s+r] = pre.v[j][r*hd+e]
-			}
-		}
-		for t := range c {
-			copy(K[(pre.n+t)*hd:(pre.n+t+1)*hd], k[(t*kvh+j)*hd:(t*kvh+j+1)*hd])
-			for e := range hd {
-				vt[e*s+pre.n+t] = v[(t*kvh+j)*hd+e]
-			}
-		}
-		// The group's query heads as rows [G·C, Hd] (head-major).
-		for g := range groups {
-			hh := j*groups + g
-			for t := range c {
-				copy(qg[(g*c+t)*hd:(g*c+t+1)*hd], q[(t*nh+hh)*hd:(t*nh+hh+1)*hd])
-			}
-		}
-		kernels.MulNT(scores, qg, K, groups*c, s, hd) // scale 1.0
-		parallelRows(groups*c, func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				row := scores[r*s : (r+1)*s]
-				if !causal {
-					softmaxInto(row, row, 1)
-					continue
-				}
-				// Key sk sits at position pre.lo+sk (the prefix holds positions
-				// pre.lo…start−1, the chunk follows), so the keys query position qp
-				// sees — kp ≤ qp and, on sliding layers, kp > qp−window — are one run
-				// [klo, khi): softmax over it, exact zeros elsewhere. (Masking with −∞
-				// and a softmax over the whole row gives the masked keys the clamped
-				// exponential's ~1e-38, whose products are denormal floats: two
-				// orders of magnitude slower arithmetic.)
-				qp := start + r%c
-				klo, khi := 0, min(s, qp-pre.lo+1)
-				if window > 0 {
-					klo = max(0, qp-window+1-pre.lo)
-				}
-				clear(row[:klo])
-				clear(row[khi:])
-				softmaxInto(row[klo:khi], row[klo:khi], 1)
-			}
-		})
-		kernels.MulNT(o, scores, vt, groups*c, hd, s) // [G·C, Hd]
-		for g := range groups {
-			hh := j*groups + g
-			for t := range c {
-				copy(att[(t*nh+hh)*hd:(t*nh+hh+1)*hd], o[(g*c+t)*hd:(g*c+t+1)*hd])
-			}
-		}
-	}
-	return h.w.matrix(name+"o_proj.weight").mulNT(att, c), k, v
-}
-
-// mlp is the GeGLU MLP under prefix over rows x [n·D] → [n·D].
-func (h *hostModel) mlp(x []float32, n int, prefix string) []float32 {
-	gate := h.w.matrix(prefix+".gate_proj.weight").mulNT(x, n)
-	up := h.w.matrix(prefix+".up_proj.weight").mulNT(x, n)
-	geluMulInto(gate, gate, up, h.scratch.get(scratchGelu, len(gate)))
-	return h.w.matrix(prefix+".down_proj.weight").mulNT(gate, n)
-}
-
-// moe is Params.MoE: route on the residual r, run each expert on its tokens' rows of
-// x (exact and sparse: one product per expert over exactly its routed rows), combine.
-// x, r: [n·D] → [n·D]
-func (h *hostModel) moe(i int, x, r []float32, n int) []float32 {
-	cfg := h.cfg
-	d, e, k, f := cfg.HiddenSize, cfg.NumExperts, cfg.TopKExperts, cfg.MoEIntermediateSize
-	eps := float32(cfg.RMSNormEps)
-	name := layerPrefix(i)
-	// Router: RMSNorm_noscale(r)·scale·D^-½, softmax over all experts, top-k (ties to
-	// the lower index), renormalised, times per_expert_scale.
-	hr := rmsRows(r, d, h.w.get(name+"router.scale"), eps)
-	inv := float32(1 / math.Sqrt(float64(d)))
-	for j := range hr {
-		hr[j] *= inv
-	}
-	probs := h.w.matrix(name+"router.proj.weight").mulNT(hr, n)
-	pes := h.w.get(name + "router.per_expert_scale")
-	rows := make([][]int, e) // tokens per expert, ascending
-	wts := make([][]float32, e)
-	taken := make([]bool, e)
-	for t := range n {
-		p := probs[t*e : (t+1)*e]
-		softmaxInto(p, p, 1)
-		idx, tot := TopKExperts(p, k, taken)
-		for _, ex := range idx {
-			rows[ex] = append(rows[ex], t)
-			wts[ex] = append(wts[ex], p[ex]/tot*pes[ex])
-		}
-	}
-	// [E·2F, D] and [E·D, F] in their stored format: only the routed experts' rows are
-	// read.
-	gu := h.w.matrix(name + "experts.gate_up_proj")
-	dn := h.w.matrix(name + "experts.down_proj")
-	for ex := range e { // read ahead what the loop below multiplies (prefetch.go)
-		if len(rows[ex]) > 0 {
-			h.w.willNeed(gu.sub(ex*2*f, (ex+1)*2*f))
-			h.w.willNeed(dn.sub(ex*d, (ex+1)*d))
-		}
-	}
-	out := make([]float32, n*d)
-	// Each expert's rows, reused by the next (m ≤ n rows each, every element written).
-	mmax := 0
-	for ex := range e {
-		mmax = max(mmax, len(rows[ex]))
-	}
-	xs, gs := h.scratch.get(scratchExpertX, mmax*d), h.scratch.get(scratchExpertGU, mmax*2*f)
-	hs, ys, tmp := h.scratch.get(scratchExpertH, mmax*f), h.scratch.get(scratchExpertY, mmax*d), h.scratch.get(scratchGelu, f)
-	for ex := range e {
-		m := len(rows[ex])
-		if m == 0 {
-			continue
-		}
-		xe := xs[:m*d]
-		for a, t := range rows[ex] {
-			copy(xe[a*d:(a+1)*d], x[t*d:(t+1)*d])
-		}
-		g := gs[:m*2*f] // [m, 2F]: gate | up
-		gu.sub(ex*2*f, (ex+1)*2*f).mulNTInto(g, xe, m)
-		hm := hs[:m*f]
-		for a := range m {
-			geluMulInto(hm[a*f:(a+1)*f], g[a*2*f:a*2*f+f], g[a*2*f+f:(a+1)*2*f], tmp)
-		}
-		y := ys[:m*d]
-		dn.sub(ex*d, (ex+1)*d).mulNTInto(y, hm, m)
-		for a, t := range rows[ex] {
-			wa := wts[ex][a]
-			o := out[t*d : (t+1)*d]
-			for j, v := range y[a*d : (a+1)*d] {
-				o[j] += wa * v
-			}
-		}
-	}
-	return out
-}
-
-// TopKExperts is the router's choice for one token on the host: the k largest of the
-// expert probabilities p (ties to the lower index) and their sum. taken is scratch of
-// len(p). The host model and engine/train/hostgrad both route with it.
-func TopKExperts(p []float32, k int, taken []bool) (sel []int, sum float32) {
-	clear(taken)
-	sel = make([]int, 0, k)
-	for range k {
-		best := -1
-		for ex, pr := range p {
-			if !taken[ex] && (best < 0 || pr > p[best]) {
-				best = ex
-			}
-		}
-		taken[best] = true
-		sel = append(sel, best)
-		sum += p[best]
-	}
-	return sel, sum
-}
-
-// rmsRows is RMSNorm over rows of width n (w nil: no scale) → new slice
-// (kernels.RMSNorm).
-func rmsRows(x []float32, n int, w []float32, eps float32) []float32 {
-	out := make([]float32, len(x))
-	kernels.RMSNorm(out, x, w, n, eps)
-	return out
-}
-
-func addInto(dst, x []float32) {
-	for j, v := range x {
-		dst[j] += v
-	}
-}
-
-// geluMulInto writes dst[j] = gelu_tanh(gate[j])·up[j] (dst may be gate): the vector
-// GeGLU product, kernels.GeluMul. tmp is scratch of the same length.
-func geluMulInto(dst, gate, up, tmp []float32) { kernels.GeluMul(dst, gate, up, tmp) }
-
-// RopeTables are cos/sin of (start+t)·inv_freq: [C, Hd/2] each, the angle rounded
-// to float32 as the graph computes it (the host path and hostgrad's trainer share them).
-func RopeTables(start, c int, inv []float32) (cos, sin []float32) {
-	half := len(inv)
-	cos, sin = make([]float32, c*half), make([]float32, c*half)
-	for t := range c {
-		pos := float32(start + t)
-		for j, f := range inv {
-			a := float64(pos * f) // float32 angle, as the graph computes it
-			cos[t*half+j], sin[t*half+j] = float32(math.Cos(a)), float32(math.Sin(a))
-		}
-	}
-	return cos, sin
-}
-
-// ropeRows rotates x [C, heads, Hd] in place (rotate-half layout, see ApplyRoPE).
-func ropeRows(x []float32, c, heads, hd int, cos, sin []float32) {
-	half := hd / 2
-	for t := range c {
-		cs, sn := cos[t*half:(t+1)*half], sin[t*half:(t+1)*half]
-		for hh := range heads {
-			v := x[(t*heads+hh)*hd : (t*heads+hh+1)*hd]
-			for j := range half {
-				x1, x2 := v[j], v[j+half]
-				v[j] = x1*cs[j] - x2*sn[j]
-				v[j+half] = x2*cs[j] + x1*sn[j]
-			}
-		}
-	}
 }
 
 func mustInvFreq(cfg *config.Text, i int) []float32 {

@@ -28,8 +28,8 @@
 // names (see contracts and Params).
 //
 // On the pure-Go backend the Runner computes generation on the host instead (host.go,
-// head.go), for every model whatever its size: the same arithmetic in float32 over
-// row-major matrices, with the products and exponentials in package kernels, which
+// hostops.go, head.go), for every model whatever its size: package arch's layer
+// recipe — the one the trainer's tape runs too — over float32 row-major matrices, with the products and exponentials in package kernels, which
 // multiplies each weight in its stored format (hostweights.go: BF16, int8, int4,
 // NVFP4 and GGUF blocks, from the context's tensors or a checkpoint mapped in place —
 // NewHostRunner), so the host path takes no more memory than the weights do.
@@ -42,6 +42,7 @@ import (
 	"fmt"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/model/arch"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -63,7 +64,7 @@ type KV struct {
 	Valid     *Node
 }
 
-func layerPrefix(i int) string { return fmt.Sprintf("layers.%d.", i) }
+func layerPrefix(i int) string { return arch.LayerPrefix(i) }
 
 // Embed looks tokens up in the (tied) embedding table and scales by √D rounded to the
 // table's storage dtype (53.0 for D=2816 in bf16).
@@ -100,14 +101,8 @@ func (p *Params) Layer(i int, h, positions *Node, src keySource, scalarName stri
 // checkpoint does not store it.
 func (p *Params) encoderScalar(i int) string { return encoderScalar(p.Has, i) }
 
-// encoderScalar is the name of layer i's encoder scalar in a model that has the weights
-// has reports: the encoder's own when it has one, else the decoder's.
-func encoderScalar(has func(string) bool, i int) string {
-	if name := fmt.Sprintf("encoder.layers.%d.layer_scalar", i); has(name) {
-		return name
-	}
-	return layerPrefix(i) + "layer_scalar"
-}
+// encoderScalar is arch.EncoderScalar.
+func encoderScalar(has func(string) bool, i int) string { return arch.EncoderScalar(has, i) }
 
 func (p *Params) slidingLayers() []bool {
 	s := make([]bool, p.Cfg.NumHiddenLayers)

@@ -1,0 +1,321 @@
+package model
+
+import (
+	"math"
+
+	"github.com/darkroomlabs/darkroom/engine/kernels"
+	"github.com/darkroomlabs/darkroom/engine/model/arch"
+)
+
+// hostOps are arch.Ops on the host model's float32 rows, for one forward over c new
+// tokens at positions start…start+c−1: every product in package kernels over the
+// weights in their stored format (hostWeights), and every consumed operand (see
+// arch.Ops) overwritten in place, so a layer allocates only its products' outputs.
+// Attention reads the visible cached rows of the layer in front of the new tokens'
+// keys: bidirectionally over the new tokens (the decoder), or causally with the
+// sliding window, writing the new tokens' K/V to the cache (the encoder).
+type hostOps struct {
+	h      *hostModel
+	cache  *hostCache
+	start  int
+	causal bool
+}
+
+var _ arch.Ops[[]float32] = (*hostOps)(nil)
+
+// StartLayer reads the next layer's matrices ahead (and layer 0's before the first).
+func (o *hostOps) StartLayer(i int) {
+	if i == 0 {
+		o.h.prefetchLayer(0)
+	}
+	o.h.prefetchLayer(i + 1)
+}
+
+func (o *hostOps) Linear(x []float32, weight string) []float32 {
+	m := o.h.w.matrix(weight)
+	return m.mulNT(x, len(x)/m.cols)
+}
+
+// normWeight is the named norm weight, nil for "" (no scale).
+func (o *hostOps) normWeight(name string) []float32 {
+	if name == "" {
+		return nil
+	}
+	return o.h.w.get(name)
+}
+
+func (o *hostOps) Norm(x []float32, width int, weight string) []float32 {
+	return rmsRows(x, width, o.normWeight(weight), float32(o.h.cfg.RMSNormEps))
+}
+
+func (o *hostOps) NormInPlace(x []float32, width int, weight string) []float32 {
+	kernels.RMSNorm(x, x, o.normWeight(weight), width, float32(o.h.cfg.RMSNormEps))
+	return x
+}
+
+func (o *hostOps) Add(a, b []float32) []float32 {
+	addInto(a, b)
+	return a
+}
+
+func (o *hostOps) Scale(x []float32, s float64) []float32 {
+	scaleInto(x, float32(s))
+	return x
+}
+
+func (o *hostOps) ScaleBy(x []float32, weight string) []float32 {
+	scaleInto(x, o.h.w.get(weight)[0])
+	return x
+}
+
+func (o *hostOps) GeGLU(gate, up []float32) []float32 {
+	geluMulInto(gate, gate, up, o.h.scratch.get(scratchGelu, len(gate)))
+	return gate
+}
+
+func (o *hostOps) RoPE(layer int, x []float32, heads int) []float32 {
+	hd := o.h.cfg.LayerHeadDim(layer)
+	c := len(x) / (heads * hd)
+	cos, sin := o.h.ropeTables(layer, o.start, c)
+	ropeRows(x, c, heads, hd, cos, sin)
+	return x
+}
+
+// Attend reads layer's visible cached rows — on sliding layers with a window the last
+// W−1 cached positions (what the first new token can see), else all of them — and, in
+// the encoder, writes the new k and v to the cache after them.
+func (o *hostOps) Attend(layer int, q, k, v []float32) []float32 {
+	cfg := o.h.cfg
+	lo := 0
+	if cfg.IsSliding(layer) && cfg.SlidingWindow > 0 {
+		lo = max(0, o.start-(cfg.SlidingWindow-1))
+	}
+	out := o.h.attend(layer, q, k, v, o.start, o.h.prefix(o.cache, layer, lo, o.start), o.causal)
+	if o.causal {
+		o.cache.write(cfg, layer, o.start, k, v)
+	}
+	return out
+}
+
+func (o *hostOps) Experts(layer int, x, logits []float32) []float32 {
+	return o.h.experts(layer, x, logits)
+}
+
+// attend is the attention core over c = len(q)/(H·Hd) new tokens with the visible
+// cached rows pre in front of their keys: bidirectional over the new tokens (decoder),
+// or causal with the sliding window (encoder: key position p visible to query position
+// q iff p ≤ q and, on sliding layers, p > q − W). q [C, H·Hd], k, v [C, Kv·Hd] →
+// [C, H·Hd] (a scratch buffer, valid until the next layer's attention).
+func (h *hostModel) attend(i int, q, k, v []float32, start int, pre prefixRows, causal bool) []float32 {
+	cfg := h.cfg
+	nh, kvh, hd := cfg.NumAttentionHeads, cfg.KVHeads(i), cfg.LayerHeadDim(i)
+	groups := nh / kvh
+	c := len(q) / (nh * hd)
+	window := 0
+	if causal && cfg.IsSliding(i) {
+		window = cfg.SlidingWindow
+	}
+	s := pre.n + c
+	att := h.scratch.get(scratchAtt, c*nh*hd)
+	// Per KV head, reused by the next: keys [S, Hd], values transposed [Hd, S] for
+	// MulNT, the group's queries [G·C, Hd], their scores [G·C, S] and outputs [G·C, Hd]
+	// (every element is written for each head).
+	K, vt := h.scratch.get(scratchKeys, s*hd), h.scratch.get(scratchValuesT, hd*s)
+	qg, o := h.scratch.get(scratchQueries, groups*c*hd), h.scratch.get(scratchHeadOut, groups*c*hd)
+	scores := h.scratch.get(scratchScores, groups*c*s)
+	for j := range kvh {
+		copy(K, pre.k[j])
+		for r := range pre.n {
+			for e := range hd {
+				vt[e*s+r] = pre.v[j][r*hd+e]
+			}
+		}
+		for t := range c {
+			copy(K[(pre.n+t)*hd:(pre.n+t+1)*hd], k[(t*kvh+j)*hd:(t*kvh+j+1)*hd])
+			for e := range hd {
+				vt[e*s+pre.n+t] = v[(t*kvh+j)*hd+e]
+			}
+		}
+		// The group's query heads as rows [G·C, Hd] (head-major).
+		for g := range groups {
+			hh := j*groups + g
+			for t := range c {
+				copy(qg[(g*c+t)*hd:(g*c+t+1)*hd], q[(t*nh+hh)*hd:(t*nh+hh+1)*hd])
+			}
+		}
+		kernels.MulNT(scores, qg, K, groups*c, s, hd) // scale 1.0
+		parallelRows(groups*c, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				row := scores[r*s : (r+1)*s]
+				if !causal {
+					softmaxInto(row, row, 1)
+					continue
+				}
+				// Key sk sits at position pre.lo+sk (the prefix holds positions
+				// pre.lo…start−1, the chunk follows), so the keys query position qp
+				// sees — kp ≤ qp and, on sliding layers, kp > qp−window — are one run
+				// [klo, khi): softmax over it, exact zeros elsewhere. (Masking with −∞
+				// and a softmax over the whole row gives the masked keys the clamped
+				// exponential's ~1e-38, whose products are denormal floats: two
+				// orders of magnitude slower arithmetic.)
+				qp := start + r%c
+				klo, khi := 0, min(s, qp-pre.lo+1)
+				if window > 0 {
+					klo = max(0, qp-window+1-pre.lo)
+				}
+				clear(row[:klo])
+				clear(row[khi:])
+				softmaxInto(row[klo:khi], row[klo:khi], 1)
+			}
+		})
+		kernels.MulNT(o, scores, vt, groups*c, hd, s) // [G·C, Hd]
+		for g := range groups {
+			hh := j*groups + g
+			for t := range c {
+				copy(att[(t*nh+hh)*hd:(t*nh+hh+1)*hd], o[(g*c+t)*hd:(g*c+t+1)*hd])
+			}
+		}
+	}
+	return att
+}
+
+// experts is arch.Ops.Experts on the host, exact and sparse: one product per expert
+// over exactly its routed rows. x [n, D], logits [n, E] (softmaxed in place) → [n, D]
+func (h *hostModel) experts(i int, x, logits []float32) []float32 {
+	cfg := h.cfg
+	d, e, k, f := cfg.HiddenSize, cfg.NumExperts, cfg.TopKExperts, cfg.MoEIntermediateSize
+	n := len(x) / d
+	name := layerPrefix(i)
+	pes := h.w.get(name + "router.per_expert_scale")
+	rows := make([][]int, e) // tokens per expert, ascending
+	wts := make([][]float32, e)
+	taken := make([]bool, e)
+	for t := range n {
+		p := logits[t*e : (t+1)*e]
+		softmaxInto(p, p, 1)
+		idx, tot := TopKExperts(p, k, taken)
+		for _, ex := range idx {
+			rows[ex] = append(rows[ex], t)
+			wts[ex] = append(wts[ex], p[ex]/tot*pes[ex])
+		}
+	}
+	// [E·2F, D] and [E·D, F] in their stored format: only the routed experts' rows are
+	// read.
+	gu := h.w.matrix(name + "experts.gate_up_proj")
+	dn := h.w.matrix(name + "experts.down_proj")
+	for ex := range e { // read ahead what the loop below multiplies (prefetch.go)
+		if len(rows[ex]) > 0 {
+			h.w.willNeed(gu.sub(ex*2*f, (ex+1)*2*f))
+			h.w.willNeed(dn.sub(ex*d, (ex+1)*d))
+		}
+	}
+	out := make([]float32, n*d)
+	// Each expert's rows, reused by the next (m ≤ n rows each, every element written).
+	mmax := 0
+	for ex := range e {
+		mmax = max(mmax, len(rows[ex]))
+	}
+	xs, gs := h.scratch.get(scratchExpertX, mmax*d), h.scratch.get(scratchExpertGU, mmax*2*f)
+	hs, ys, tmp := h.scratch.get(scratchExpertH, mmax*f), h.scratch.get(scratchExpertY, mmax*d), h.scratch.get(scratchGelu, f)
+	for ex := range e {
+		m := len(rows[ex])
+		if m == 0 {
+			continue
+		}
+		xe := xs[:m*d]
+		for a, t := range rows[ex] {
+			copy(xe[a*d:(a+1)*d], x[t*d:(t+1)*d])
+		}
+		g := gs[:m*2*f] // [m, 2F]: gate | up
+		gu.sub(ex*2*f, (ex+1)*2*f).mulNTInto(g, xe, m)
+		hm := hs[:m*f]
+		for a := range m {
+			geluMulInto(hm[a*f:(a+1)*f], g[a*2*f:a*2*f+f], g[a*2*f+f:(a+1)*2*f], tmp)
+		}
+		y := ys[:m*d]
+		dn.sub(ex*d, (ex+1)*d).mulNTInto(y, hm, m)
+		for a, t := range rows[ex] {
+			wa := wts[ex][a]
+			o := out[t*d : (t+1)*d]
+			for j, v := range y[a*d : (a+1)*d] {
+				o[j] += wa * v
+			}
+		}
+	}
+	return out
+}
+
+// TopKExperts is the router's choice for one token on the host: the k largest of the
+// expert probabilities p (ties to the lower index) and their sum. taken is scratch of
+// len(p). The host model and engine/train/hostgrad both route with it.
+func TopKExperts(p []float32, k int, taken []bool) (sel []int, sum float32) {
+	clear(taken)
+	sel = make([]int, 0, k)
+	for range k {
+		best := -1
+		for ex, pr := range p {
+			if !taken[ex] && (best < 0 || pr > p[best]) {
+				best = ex
+			}
+		}
+		taken[best] = true
+		sel = append(sel, best)
+		sum += p[best]
+	}
+	return sel, sum
+}
+
+// rmsRows is RMSNorm over rows of width n (w nil: no scale) → new slice
+// (kernels.RMSNorm).
+func rmsRows(x []float32, n int, w []float32, eps float32) []float32 {
+	out := make([]float32, len(x))
+	kernels.RMSNorm(out, x, w, n, eps)
+	return out
+}
+
+func addInto(dst, x []float32) {
+	for j, v := range x {
+		dst[j] += v
+	}
+}
+
+func scaleInto(x []float32, s float32) {
+	for j := range x {
+		x[j] *= s
+	}
+}
+
+// geluMulInto writes dst[j] = gelu_tanh(gate[j])·up[j] (dst may be gate): the vector
+// GeGLU product, kernels.GeluMul. tmp is scratch of the same length.
+func geluMulInto(dst, gate, up, tmp []float32) { kernels.GeluMul(dst, gate, up, tmp) }
+
+// RopeTables are cos/sin of (start+t)·inv_freq: [C, Hd/2] each, the angle rounded
+// to float32 as the graph computes it (the host path and hostgrad's trainer share them).
+func RopeTables(start, c int, inv []float32) (cos, sin []float32) {
+	half := len(inv)
+	cos, sin = make([]float32, c*half), make([]float32, c*half)
+	for t := range c {
+		pos := float32(start + t)
+		for j, f := range inv {
+			a := float64(pos * f) // float32 angle, as the graph computes it
+			cos[t*half+j], sin[t*half+j] = float32(math.Cos(a)), float32(math.Sin(a))
+		}
+	}
+	return cos, sin
+}
+
+// ropeRows rotates x [C, heads, Hd] in place (rotate-half layout, see ApplyRoPE).
+func ropeRows(x []float32, c, heads, hd int, cos, sin []float32) {
+	half := hd / 2
+	for t := range c {
+		cs, sn := cos[t*half:(t+1)*half], sin[t*half:(t+1)*half]
+		for hh := range heads {
+			v := x[(t*heads+hh)*hd : (t*heads+hh+1)*hd]
+			for j := range half {
+				x1, x2 := v[j], v[j+half]
+				v[j] = x1*cs[j] - x2*sn[j]
+				v[j+half] = x2*cs[j] + x1*sn[j]
+			}
+		}
+	}
+}
