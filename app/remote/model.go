@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/darkroomlabs/darkroom/app/api"
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
@@ -19,7 +20,7 @@ import (
 // queues them).
 type Model struct {
 	server *Server
-	info   ModelInfo
+	info   api.Model
 
 	mu     sync.Mutex
 	pieces []string       // the text of each id
@@ -53,12 +54,12 @@ func Open(ctx context.Context, s *Server, id string) (*Model, error) {
 }
 
 // New returns the model info of server s, without asking the server.
-func New(s *Server, info ModelInfo) *Model {
+func New(s *Server, info api.Model) *Model {
 	return &Model{server: s, info: info, pieces: []string{"", ""}, ids: map[string]int{}}
 }
 
 // Info is the model as the server lists it.
-func (m *Model) Info() ModelInfo { return m.info }
+func (m *Model) Info() api.Model { return m.info }
 
 // Server is the server the model runs on.
 func (m *Model) Server() *Server { return m.server }
@@ -109,77 +110,21 @@ func (m *Model) piece(text string) int {
 	return id
 }
 
-// request is the body of POST /v1/chat/completions.
-type request struct {
-	Model         string        `json:"model"`
-	Messages      []message     `json:"messages"`
-	Stream        bool          `json:"stream"`
-	StreamOptions streamOptions `json:"stream_options"`
-	MaxTokens     *int          `json:"max_tokens,omitempty"`
-	Temperature   *float64      `json:"temperature,omitempty"`
-	Seed          *int64        `json:"seed,omitempty"`
-	Mode          string        `json:"mode,omitempty"`     // Darkroom: "ar"
-	Darkroom      *extension    `json:"darkroom,omitempty"` // Darkroom only
-}
-
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-type extension struct {
-	Opening string `json:"opening,omitempty"`
-	Steps   bool   `json:"steps"`
-}
-
-// chunk is one streamed chunk; Darkroom is the Darkroom server's extension.
-type chunk struct {
-	Choices []struct {
-		Delta struct {
-			Content *string `json:"content"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-	Darkroom *step           `json:"darkroom"`
-	Error    json.RawMessage `json:"error"`
-}
-
-// step is a Darkroom server's step object (app/server's stepChunk).
-type step struct {
-	Canvas        int                  `json:"canvas"`
-	Step          int                  `json:"step"`
-	Draft         []*string            `json:"draft"`
-	Argmax        []*string            `json:"argmax"`
-	Accepted      []bool               `json:"accepted"`
-	Committed     int                  `json:"committed"`
-	ForwardPasses int                  `json:"forward_passes"`
-	ElapsedMS     float64              `json:"elapsed_ms"`
-	Canvases      []engine.CanvasStats `json:"canvases"`
-}
-
 // body is the request for req.
 func (m *Model) body(req engine.Request) ([]byte, error) {
 	if req.Raw || (len(req.Messages) == 0 && req.Prompt == "") {
 		return nil, errors.New("a remote model takes chat messages or a prompt, not raw tokens")
 	}
-	r := request{Model: m.info.ID, Stream: true, StreamOptions: streamOptions{IncludeUsage: true}}
+	r := api.ChatRequest{Model: m.info.ID, Stream: true, StreamOptions: &api.StreamOptions{IncludeUsage: true}}
 	for _, msg := range req.Messages {
 		role := msg.Role
 		if role == "model" {
 			role = "assistant"
 		}
-		r.Messages = append(r.Messages, message{Role: role, Content: msg.Content})
+		r.Messages = append(r.Messages, api.TextMessage(role, msg.Content))
 	}
 	if len(req.Messages) == 0 {
-		r.Messages = []message{{Role: "user", Content: req.Prompt}}
+		r.Messages = []api.Message{api.TextMessage("user", req.Prompt)}
 	}
 	if n := req.Sampling.MaxNewTokens; n > 0 {
 		r.MaxTokens = &n
@@ -189,9 +134,9 @@ func (m *Model) body(req engine.Request) ([]byte, error) {
 		r.Seed = &seed
 	}
 	if m.info.Darkroom() {
-		r.Darkroom = &extension{Opening: req.Opening, Steps: true}
+		r.Darkroom = &api.Extension{Opening: req.Opening, Steps: true}
 		if req.Mode == engine.AR {
-			r.Mode = "ar"
+			r.Mode = engine.AR
 		}
 	}
 	if req.Mode == engine.AR && req.Sampling.Temperature > 0 {
@@ -336,10 +281,13 @@ func (g *generation) elapsedNow() time.Duration {
 }
 
 func (g *generation) chunk(data string) error {
-	if strings.TrimSpace(data) == "[DONE]" {
+	if strings.TrimSpace(data) == api.Done {
 		return errDone
 	}
-	var c chunk
+	var c struct {
+		api.ChatCompletion
+		Error json.RawMessage `json:"error"` // any server's shape: see errorBody
+	}
 	if err := json.Unmarshal([]byte(data), &c); err != nil {
 		return &streamError{g.m.server.Host(), "a chunk is not JSON: " + clip(data, 200)}
 	}
@@ -364,9 +312,9 @@ func (g *generation) chunk(data string) error {
 		}
 	}
 	for _, ch := range c.Choices {
-		if d := ch.Delta.Content; d != nil && *d != "" {
-			g.text.WriteString(*d)
-			g.committed = append(g.committed, g.m.piece(*d))
+		if d := ch.Delta; d != nil && d.Content != nil && *d.Content != "" {
+			g.text.WriteString(*d.Content)
+			g.committed = append(g.committed, g.m.piece(*d.Content))
 			g.deltas++
 			if g.res.FirstCanvasMS == 0 {
 				g.res.FirstCanvasMS = float64(time.Since(g.start).Microseconds()) / 1000
@@ -380,7 +328,7 @@ func (g *generation) chunk(data string) error {
 		}
 		if f := ch.FinishReason; f != nil {
 			switch *f {
-			case "length":
+			case api.FinishLength:
 				g.reason = "max_tokens"
 			default:
 				g.reason = "eos"
@@ -391,7 +339,7 @@ func (g *generation) chunk(data string) error {
 }
 
 // step reports a Darkroom server's denoising step.
-func (g *generation) step(st *step) {
+func (g *generation) step(st *api.Step) {
 	ids := func(texts []*string) []int {
 		out := make([]int, len(texts))
 		for i, t := range texts {

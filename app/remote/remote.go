@@ -4,6 +4,7 @@
 // /v1/chat/completions, streamed as SSE, the key sent as a Bearer token),
 // reporting the stream as engine events and an engine.Result, as a local engine
 // does, so the desktop app's screens draw a remote page as they draw a local one.
+// The bodies are app/api's types, the ones a Darkroom server encodes.
 //
 // What a remote stream cannot tell is not made up. Remote text has no token
 // ids: a Model numbers the pieces of text it receives (a vocabulary of its own,
@@ -32,6 +33,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/darkroomlabs/darkroom/app/api"
 )
 
 // Server is an OpenAI-compatible server.
@@ -46,16 +49,6 @@ type Server struct {
 	// lasts as long as the answer; connecting is bounded by dialTimeout).
 	HTTP *http.Client
 }
-
-// ModelInfo is a model a server lists.
-type ModelInfo struct {
-	ID      string `json:"id"`
-	OwnedBy string `json:"owned_by"`
-}
-
-// Darkroom reports whether the model is served by Darkroom (and so streams its
-// denoising steps when asked).
-func (m ModelInfo) Darkroom() bool { return m.OwnedBy == "darkroom" }
 
 const dialTimeout = 10 * time.Second
 
@@ -146,15 +139,13 @@ func unwrapURL(err error) error {
 }
 
 // Models lists the server's models.
-func (s *Server) Models(ctx context.Context) ([]ModelInfo, error) {
+func (s *Server) Models(ctx context.Context) ([]api.Model, error) {
 	resp, err := s.do(ctx, http.MethodGet, "/models", nil)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var list struct {
-		Data []ModelInfo `json:"data"`
-	}
+	var list api.ModelList
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&list); err != nil {
 		return nil, fmt.Errorf("the server at %s answered /v1/models with something that is not a model list: %w", s.Host(), err)
 	}

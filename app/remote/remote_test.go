@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/darkroomlabs/darkroom/app/api"
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/server"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -303,7 +304,7 @@ func TestErrors(t *testing.T) {
 // error says the answer was cut; one that ends cleanly without [DONE] too.
 func TestStreamCut(t *testing.T) {
 	v, s := startVLLM(t)
-	m := New(s, ModelInfo{ID: "google/diffusiongemma-26b"})
+	m := New(s, api.Model{ID: "google/diffusiongemma-26b"})
 	for _, abort := range []bool{true, false} {
 		v.setFault(func(w http.ResponseWriter, r *http.Request) bool {
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -331,7 +332,7 @@ func TestStreamCut(t *testing.T) {
 // the server's failure, with what had arrived.
 func TestStreamError(t *testing.T) {
 	v, s := startVLLM(t)
-	m := New(s, ModelInfo{ID: "x", OwnedBy: "darkroom"})
+	m := New(s, api.Model{ID: "x", OwnedBy: "darkroom"})
 	v.setFault(func(w http.ResponseWriter, r *http.Request) bool {
 		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"Unix\"}}]}\n\n")
 		fmt.Fprint(w, "data: {\"error\":{\"message\":\"the engine failed\",\"type\":\"server_error\"}}\n\ndata: [DONE]\n\n")
@@ -347,7 +348,7 @@ func TestStreamError(t *testing.T) {
 // request end) and returns what had arrived as a cancelled result.
 func TestCancel(t *testing.T) {
 	v, s := startVLLM(t)
-	m := New(s, ModelInfo{ID: "google/diffusiongemma-26b"})
+	m := New(s, api.Model{ID: "google/diffusiongemma-26b"})
 	closed := make(chan struct{})
 	v.setFault(func(w http.ResponseWriter, r *http.Request) bool {
 		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"Unix is\"}}]}\n\n")

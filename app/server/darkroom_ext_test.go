@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/darkroomlabs/darkroom/app/api"
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
@@ -37,7 +38,7 @@ type extChunk struct {
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Darkroom *stepChunk `json:"darkroom"`
+	Darkroom *api.Step `json:"darkroom"`
 }
 
 // streamExt posts body and returns its chunks and whether [DONE] ended them.
@@ -86,8 +87,8 @@ func TestDarkroomStepsExtension(t *testing.T) {
 		t.Fatal("no [DONE]")
 	}
 	var text strings.Builder
-	var steps []stepChunk
-	var final *stepChunk
+	var steps []api.Step
+	var final *api.Step
 	lastCanvas, lastStep := -1, 0
 	for _, c := range chunks {
 		for _, ch := range c.Choices {

@@ -33,11 +33,11 @@ func TestRealEngine(t *testing.T) {
 		t.Fatal("no vocabulary derived from the engine")
 	}
 
-	if code, _, raw := api(t, s, "GET", "/v1/models", ""); code != 200 || !strings.Contains(raw, `"id":"tiny"`) {
+	if code, _, raw := callAPI(t, s, "GET", "/v1/models", ""); code != 200 || !strings.Contains(raw, `"id":"tiny"`) {
 		t.Errorf("models %d %s", code, raw)
 	}
 	body := `{"model":"tiny","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"What is Unix?"}],"max_tokens":20,"seed":3}`
-	code, r, raw := api(t, s, "POST", "/v1/chat/completions", body)
+	code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", body)
 	if code != 200 || len(r.Choices) != 1 || r.Usage == nil {
 		t.Fatalf("completion %d %s", code, raw)
 	}
@@ -56,7 +56,7 @@ func TestRealEngine(t *testing.T) {
 		t.Errorf("streamed usage %+v", u)
 	}
 	// AR mode on the same weights.
-	if code, r, raw := api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Unix?"}],"mode":"ar","max_tokens":4}`); code != 200 || r.Usage.CompletionTokens > 4 {
+	if code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Unix?"}],"mode":"ar","max_tokens":4}`); code != 200 || r.Usage.CompletionTokens > 4 {
 		t.Errorf("AR completion %d %s", code, raw)
 	}
 

@@ -37,7 +37,7 @@ func TestClientErrorsAre4xx(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			began := time.Now()
-			code, r, raw := api(t, s, "POST", "/v1/chat/completions", c.body)
+			code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", c.body)
 			if code != c.status || r.Error == nil || r.Error.Code != c.code || r.Error.Param == nil || *r.Error.Param != c.param {
 				t.Fatalf("%d %.400s", code, raw)
 			}
@@ -47,13 +47,13 @@ func TestClientErrorsAre4xx(t *testing.T) {
 		})
 	}
 	// The context error names the numbers.
-	_, r, _ := api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"`+long+`"}]}`)
+	_, r, _ := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"`+long+`"}]}`)
 	if !strings.Contains(r.Error.Message, "4096") || !strings.Contains(r.Error.Message, "tokens") {
 		t.Errorf("message %q: want the context length and the prompt's tokens", r.Error.Message)
 	}
 	// The model's stable id is accepted, and omitting it is too.
 	for _, body := range []string{`{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`, `{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}`} {
-		if code, _, raw := api(t, s, "POST", "/v1/chat/completions", body); code != 200 {
+		if code, _, raw := callAPI(t, s, "POST", "/v1/chat/completions", body); code != 200 {
 			t.Errorf("%s: %d %s", body, code, raw)
 		}
 	}
@@ -66,7 +66,7 @@ func TestUserTextIsNotControlTokens(t *testing.T) {
 	s := start(t, Options{Engine: e})
 	prompt := func(content string) int {
 		body, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": content}}, "max_tokens": 1, "mode": "ar"})
-		code, r, raw := api(t, s, "POST", "/v1/chat/completions", string(body))
+		code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", string(body))
 		if code != 200 {
 			t.Fatalf("%d %s", code, raw)
 		}
@@ -105,7 +105,7 @@ func TestMethodTypeAndFingerprint(t *testing.T) {
 	}
 	for mode, want := range map[string]string{"": "darkroom-diffusion", "diffusion": "darkroom-diffusion", "ar": "darkroom-ar"} {
 		body := fmt.Sprintf(`{"messages":[{"role":"user","content":"x"}],"mode":%q}`, mode)
-		_, _, raw := api(t, s, "POST", "/v1/chat/completions", body)
+		_, _, raw := callAPI(t, s, "POST", "/v1/chat/completions", body)
 		var fp struct {
 			SystemFingerprint string `json:"system_fingerprint"`
 		}
@@ -133,7 +133,7 @@ func TestQueueFull(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, _, _ := api(t, s, "POST", "/v1/chat/completions", body)
+			code, _, _ := callAPI(t, s, "POST", "/v1/chat/completions", body)
 			results <- code
 		}()
 	}
@@ -249,7 +249,7 @@ func TestModelSwitchDuringStream(t *testing.T) {
 	gate <- struct{}{} // the stream is running on the old model
 	waiting := make(chan chatResponse, 1)
 	go func() {
-		_, r, _ := api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`)
+		_, r, _ := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`)
 		waiting <- r
 	}()
 	waitFor(t, func() bool { return admitted(s) == 2 })
@@ -270,11 +270,11 @@ func TestModelSwitchDuringStream(t *testing.T) {
 	if r := <-waiting; len(r.Choices) != 1 || r.Choices[0].Message.Content != "new answer" || r.Model != "diffusiongemma-26b" {
 		t.Errorf("the waiting request: %+v", r)
 	}
-	code, r, raw := api(t, s, "POST", "/v1/chat/completions", `{"model":"diffusiongemma-26b","messages":[{"role":"user","content":"x"}]}`)
+	code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"model":"diffusiongemma-26b","messages":[{"role":"user","content":"x"}]}`)
 	if code != 200 || r.Choices[0].Message.Content != "new answer" {
 		t.Errorf("after the switch: %d %s", code, raw)
 	}
-	if _, _, raw := api(t, s, "GET", "/v1/models", ""); !strings.Contains(raw, `"id":"diffusiongemma-26b"`) {
+	if _, _, raw := callAPI(t, s, "GET", "/v1/models", ""); !strings.Contains(raw, `"id":"diffusiongemma-26b"`) {
 		t.Errorf("models after the switch: %s", raw)
 	}
 }
@@ -351,7 +351,7 @@ func TestModelSwitchRealEngines(t *testing.T) {
 	<-h.held
 	waiting := make(chan int, 1)
 	go func() {
-		code, _, _ := api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":8}`)
+		code, _, _ := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":8}`)
 		waiting <- code
 	}()
 	waitFor(t, func() bool { return admitted(s) == 2 })
@@ -372,11 +372,11 @@ func TestModelSwitchRealEngines(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	code, r, raw := api(t, s, "POST", "/v1/chat/completions", `{"model":"second","messages":[{"role":"user","content":"x"}],"max_tokens":8}`)
+	code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"model":"second","messages":[{"role":"user","content":"x"}],"max_tokens":8}`)
 	if code != 200 || r.Model != "second" {
 		t.Errorf("after the switch: %d %s", code, raw)
 	}
-	if code, _, raw := api(t, s, "POST", "/v1/chat/completions", `{"model":"first","messages":[{"role":"user","content":"x"}]}`); code != 404 {
+	if code, _, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"model":"first","messages":[{"role":"user","content":"x"}]}`); code != 404 {
 		t.Errorf("the old model's id after the switch: %d %s", code, raw)
 	}
 }

@@ -18,12 +18,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/darkroomlabs/darkroom/app/api"
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
 // The OpenAI-compatible API: GET /v1/models, GET /v1/models/{id} and POST
 // /v1/chat/completions, non-streaming or streaming (SSE "data: {chunk}" lines
-// ending with "data: [DONE]"). The API key is the server's token.
+// ending with "data: [DONE]"), with app/api's types as the bodies. The API key
+// is the server's token.
 //
 // Mapping: roles system/developer, user and assistant become the chat
 // template's system, user and model turns (system turns only at the start);
@@ -43,7 +45,7 @@ import (
 // "darkroom": {"opening": text} fixes the start of the answer
 // (engine.Request.Opening: the Encyclopedia's heading), and with "steps": true
 // a stream also carries the developing canvas: chunks with no choices and a
-// "darkroom" object (see stepChunk), at most one per FrameInterval, after the
+// "darkroom" object (api.Step), at most one per FrameInterval, after the
 // text of the canvases committed before it; the finish chunk's "darkroom"
 // holds the run's forward passes and canvases. Other clients see none of it.
 //
@@ -57,15 +59,8 @@ import (
 // API requests do not cancel each other or the browser's pages: the engine runs
 // them one at a time, in turn.
 
-type apiModel struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-}
-
-func describe(m Model) apiModel {
-	return apiModel{ID: m.ID, Object: "model", Created: startTime.Unix(), OwnedBy: "darkroom"}
+func describe(m Model) api.Model {
+	return api.Model{ID: m.ID, Object: api.ObjectModel, Created: startTime.Unix(), OwnedBy: api.OwnedBy}
 }
 
 var startTime = time.Now()
@@ -85,7 +80,7 @@ func (s *Server) apiModelOr(w http.ResponseWriter, r *http.Request) (Model, bool
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	if m, ok := s.apiModelOr(w, r); ok {
-		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []apiModel{describe(m)}})
+		writeJSON(w, http.StatusOK, api.ModelList{Object: api.ObjectList, Data: []api.Model{describe(m)}})
 	}
 }
 
@@ -106,49 +101,8 @@ func modelNotFound(w http.ResponseWriter, id, have string) {
 		fmt.Sprintf("the model %q does not exist; this server runs %q", id, have))
 }
 
-// chatRequest is the body of POST /v1/chat/completions (the fields we honour;
-// others, like top_p, are accepted and ignored).
-type chatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []chatMessage   `json:"messages"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	Seed                *int64          `json:"seed"`
-	Stop                json.RawMessage `json:"stop"`
-	N                   *int            `json:"n"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	Mode     string             `json:"mode"` // Darkroom extension: "diffusion" (default) or "ar"
-	Darkroom *darkroomExtension `json:"darkroom"`
-}
-
-// darkroomExtension is the request's opt-in Darkroom extension.
-type darkroomExtension struct {
-	Opening string `json:"opening"` // the start of the answer, fixed in advance
-	Steps   bool   `json:"steps"`   // stream the developing canvas (stepChunk)
-}
-
-// stepChunk is a chunk's "darkroom" object: one denoising step of the current
-// canvas (Step > 0), or, in the finish chunk, the run's totals (Canvases set).
-// Draft and Argmax are the canvas positions' token texts, null for a token
-// that ends the answer; Committed counts the tokens committed before the canvas.
-type stepChunk struct {
-	Canvas        int                  `json:"canvas"`
-	Step          int                  `json:"step,omitempty"`
-	Draft         []*string            `json:"draft,omitempty"`
-	Argmax        []*string            `json:"argmax,omitempty"`
-	Accepted      []bool               `json:"accepted,omitempty"`
-	Committed     int                  `json:"committed"`
-	ForwardPasses int                  `json:"forward_passes"`
-	ElapsedMS     float64              `json:"elapsed_ms"`
-	Canvases      []engine.CanvasStats `json:"canvases,omitempty"`
-}
-
 // newStepChunk describes a step event with v's token texts.
-func newStepChunk(ev engine.Event, v Vocabulary) stepChunk {
+func newStepChunk(ev engine.Event, v Vocabulary) api.Step {
 	texts := func(ids []int) []*string {
 		out := make([]*string, len(ids))
 		for i, id := range ids {
@@ -159,44 +113,9 @@ func newStepChunk(ev engine.Event, v Vocabulary) stepChunk {
 		}
 		return out
 	}
-	return stepChunk{Canvas: ev.Canvas, Step: ev.Step, Draft: texts(ev.Draft), Argmax: texts(ev.Argmax),
+	return api.Step{Canvas: ev.Canvas, Step: ev.Step, Draft: texts(ev.Draft), Argmax: texts(ev.Argmax),
 		Accepted: append([]bool(nil), ev.Accepted...), Committed: len(ev.Committed),
 		ForwardPasses: ev.ForwardPasses, ElapsedMS: float64(ev.Elapsed.Microseconds()) / 1000}
-}
-
-type chatMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"` // a string, or an array of {"type":"text","text":…} parts
-}
-
-type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
-
-type choice struct {
-	Index        int             `json:"index"`
-	Message      *outMessage     `json:"message,omitempty"`
-	Delta        *outMessage     `json:"delta,omitempty"`
-	Logprobs     json.RawMessage `json:"logprobs"`
-	FinishReason *string         `json:"finish_reason"`
-}
-
-type outMessage struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
-}
-
-type completionBody struct {
-	ID                string     `json:"id"`
-	Object            string     `json:"object"`
-	Created           int64      `json:"created"`
-	Model             string     `json:"model"`
-	SystemFingerprint string     `json:"system_fingerprint"`
-	Choices           []choice   `json:"choices"`
-	Usage             *usage     `json:"usage,omitempty"`
-	Darkroom          *stepChunk `json:"darkroom,omitempty"` // only with the request's "darkroom" extension
 }
 
 // badRequest is a client error with the parameter it is about.
@@ -210,7 +129,7 @@ type defaultsProvider interface {
 }
 
 // engineRequest checks a chat request and turns it into an engine request for m.
-func engineRequest(cr *chatRequest, m Model) (engine.Request, []string, error) {
+func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, error) {
 	var req engine.Request
 	if cr.N != nil && *cr.N != 1 {
 		return req, nil, &badRequest{"n", "n must be 1: this server writes one answer per request"}
@@ -220,7 +139,7 @@ func engineRequest(cr *chatRequest, m Model) (engine.Request, []string, error) {
 	}
 	var system []string
 	for i, m := range cr.Messages {
-		text, err := messageText(m.Content)
+		text, err := m.Text()
 		if err != nil {
 			return req, nil, &badRequest{fmt.Sprintf("messages[%d].content", i), fmt.Sprintf("messages[%d].content: %v", i, err)}
 		}
@@ -256,10 +175,8 @@ func engineRequest(cr *chatRequest, m Model) (engine.Request, []string, error) {
 		if req.Mode == "" {
 			req.Mode = engine.Diffusion
 		}
-	case "diffusion":
-		req.Mode = engine.Diffusion
-	case "ar":
-		req.Mode = engine.AR
+	case engine.Diffusion, engine.AR:
+		req.Mode = cr.Mode
 	default:
 		return req, nil, &badRequest{"mode", fmt.Sprintf("mode %q: want \"diffusion\" or \"ar\"", cr.Mode)}
 	}
@@ -310,36 +227,6 @@ func engineRequest(cr *chatRequest, m Model) (engine.Request, []string, error) {
 	return req, stops, nil
 }
 
-// messageText reads a message's content: a string, null, or text parts.
-func messageText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if raw[0] == '"' {
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", err
-		}
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("want a string or an array of text parts")
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type != "text" {
-			return "", fmt.Errorf("content part type %q is not supported (text only)", p.Type)
-		}
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
-}
-
 // stopStrings reads "stop": null, a string, or up to 4 strings.
 func stopStrings(raw json.RawMessage) ([]string, error) {
 	raw = bytes.TrimSpace(raw)
@@ -377,7 +264,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var cr chatRequest
+	var cr api.ChatRequest
 	if err := json.NewDecoder(r.Body).Decode(&cr); err != nil {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is not valid JSON: "+err.Error())
 		return
@@ -438,9 +325,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		text := c.text
-		writeJSON(w, http.StatusOK, completionBody{ID: id, Object: "chat.completion", Created: created, Model: m.ID,
+		writeJSON(w, http.StatusOK, api.ChatCompletion{ID: id, Object: api.ObjectCompletion, Created: created, Model: m.ID,
 			SystemFingerprint: fingerprint,
-			Choices:           []choice{{Message: &outMessage{Role: "assistant", Content: &text}, Logprobs: json.RawMessage("null"), FinishReason: &c.finish}},
+			Choices:           []api.Choice{{Message: &api.Reply{Role: "assistant", Content: &text}, FinishReason: &c.finish}},
 			Usage:             &c.usage})
 		return
 	}
@@ -451,16 +338,16 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer stream.end()
-	chunk := func(delta *outMessage, finish *string, u *usage) error {
-		body := completionBody{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.ID,
-			SystemFingerprint: fingerprint, Choices: []choice{}, Usage: u}
+	chunk := func(delta *api.Reply, finish *string, u *api.Usage) error {
+		body := api.ChatCompletion{ID: id, Object: api.ObjectChunk, Created: created, Model: m.ID,
+			SystemFingerprint: fingerprint, Choices: []api.Choice{}, Usage: u}
 		if delta != nil {
-			body.Choices = append(body.Choices, choice{Delta: delta, Logprobs: json.RawMessage("null"), FinishReason: finish})
+			body.Choices = append(body.Choices, api.Choice{Delta: delta, FinishReason: finish})
 		}
 		return stream.event("", body)
 	}
 	empty := ""
-	if chunk(&outMessage{Role: "assistant", Content: &empty}, nil, nil) != nil {
+	if chunk(&api.Reply{Role: "assistant", Content: &empty}, nil, nil) != nil {
 		return
 	}
 	release, err := s.queue.wait(r.Context(), s.opts.KeepAlive, func() error { return stream.comment("waiting for the model") })
@@ -468,41 +355,41 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	var onStep func(stepChunk) error
+	var onStep func(api.Step) error
 	if cr.Darkroom != nil && cr.Darkroom.Steps && m.Vocab != nil {
-		onStep = func(st stepChunk) error {
-			return stream.event("", completionBody{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.ID,
-				SystemFingerprint: fingerprint, Choices: []choice{}, Darkroom: &st})
+		onStep = func(st api.Step) error {
+			return stream.event("", api.ChatCompletion{ID: id, Object: api.ObjectChunk, Created: created, Model: m.ID,
+				SystemFingerprint: fingerprint, Choices: []api.Choice{}, Darkroom: &st})
 		}
 	}
 	c := s.complete(r.Context(), &m, req, stops, func(delta string) error {
-		return chunk(&outMessage{Content: &delta}, nil, nil)
+		return chunk(&api.Reply{Content: &delta}, nil, nil)
 	}, onStep)
 	if c.err != nil {
 		if r.Context().Err() == nil {
 			s.logf("server: chat completion: %v", c.err)
-			_ = stream.event("", map[string]any{"error": apiErrorBody{Message: c.err.Error(), Type: "server_error", Code: "generation_failed"}})
-			_ = stream.raw("", "[DONE]")
+			_ = stream.event("", api.ErrorResponse{Error: api.ErrorBody{Message: c.err.Error(), Type: "server_error", Code: "generation_failed"}})
+			_ = stream.raw("", api.Done)
 		}
 		return
 	}
-	finish := completionBody{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.ID, SystemFingerprint: fingerprint,
-		Choices: []choice{{Delta: &outMessage{}, Logprobs: json.RawMessage("null"), FinishReason: &c.finish}}}
+	finish := api.ChatCompletion{ID: id, Object: api.ObjectChunk, Created: created, Model: m.ID, SystemFingerprint: fingerprint,
+		Choices: []api.Choice{{Delta: &api.Reply{}, FinishReason: &c.finish}}}
 	if onStep != nil {
-		finish.Darkroom = &stepChunk{Canvas: max(len(c.res.Canvases)-1, 0), Committed: c.usage.CompletionTokens,
+		finish.Darkroom = &api.Step{Canvas: max(len(c.res.Canvases)-1, 0), Committed: c.usage.CompletionTokens,
 			ForwardPasses: c.res.ForwardPasses, ElapsedMS: float64(c.res.Elapsed.Microseconds()) / 1000, Canvases: c.res.Canvases}
 	}
 	if stream.event("", finish) != nil {
 		return
 	}
 	if cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage {
-		body := completionBody{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.ID,
-			SystemFingerprint: fingerprint, Choices: []choice{}, Usage: &c.usage}
+		body := api.ChatCompletion{ID: id, Object: api.ObjectChunk, Created: created, Model: m.ID,
+			SystemFingerprint: fingerprint, Choices: []api.Choice{}, Usage: &c.usage}
 		if stream.event("", body) != nil {
 			return
 		}
 	}
-	_ = stream.raw("", "[DONE]")
+	_ = stream.raw("", api.Done)
 }
 
 // requestError answers a request the engine refused before running it: 400,
@@ -529,8 +416,8 @@ func requestError(w http.ResponseWriter, err error) {
 // completion is the outcome of one chat generation.
 type completion struct {
 	text   string
-	finish string // "stop" or "length"
-	usage  usage
+	finish string // api.FinishStop or api.FinishLength
+	usage  api.Usage
 	res    *engine.Result // the engine's result (nil with err)
 	err    error
 }
@@ -544,11 +431,11 @@ var errStopString = errors.New("a stop string was written")
 // one per FrameInterval and after the text committed before it. An onDelta or
 // onStep error (the client went away) cancels the generation.
 func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, stops []string, onDelta func(string) error,
-	onStep func(stepChunk) error) completion {
+	onStep func(api.Step) error) completion {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	box := newMailbox[string]()
-	steps := newMailbox[stepChunk]()
+	steps := newMailbox[api.Step]()
 	if onDelta != nil || len(stops) > 0 || onStep != nil {
 		req.OnEvent = func(ev engine.Event) {
 			switch {
@@ -656,20 +543,20 @@ loop:
 		return completion{err: out.err}
 	}
 	res := out.res
-	c := completion{res: res, usage: usage{PromptTokens: res.PromptTokens, CompletionTokens: len(res.Tokens)}}
+	c := completion{res: res, usage: api.Usage{PromptTokens: res.PromptTokens, CompletionTokens: len(res.Tokens)}}
 	c.usage.TotalTokens = c.usage.PromptTokens + c.usage.CompletionTokens
 	switch {
 	case stopped:
-		c.text, c.finish = stopText, "stop"
+		c.text, c.finish = stopText, api.FinishStop
 	case res.StopReason == "cancelled":
 		return completion{err: fmt.Errorf("generation cancelled: %w", context.Cause(ctx))}
 	default:
-		c.text, c.finish = res.Text, "stop"
+		c.text, c.finish = res.Text, api.FinishStop
 		if res.StopReason == "max_tokens" {
-			c.finish = "length"
+			c.finish = api.FinishLength
 		}
 		if i := firstStop(c.text, stops); i >= 0 {
-			c.text, c.finish = c.text[:i], "stop"
+			c.text, c.finish = c.text[:i], api.FinishStop
 		}
 	}
 	if err := push(c.text, true); err != nil {
@@ -712,24 +599,17 @@ func holdBack(text string, stops []string) int {
 	return end
 }
 
-type apiErrorBody struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    string  `json:"code"`
-}
-
 // apiError writes an OpenAI-style error: {"error": {message, type, param, code}}.
 func apiError(w http.ResponseWriter, status int, typ, code, msg string) {
 	apiErrorParam(w, status, typ, code, "", msg)
 }
 
 func apiErrorParam(w http.ResponseWriter, status int, typ, code, param, msg string) {
-	body := apiErrorBody{Message: msg, Type: typ, Code: code}
+	body := api.ErrorBody{Message: msg, Type: typ, Code: code}
 	if param != "" {
 		body.Param = &param
 	}
-	writeJSON(w, status, map[string]apiErrorBody{"error": body})
+	writeJSON(w, status, api.ErrorResponse{Error: body})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

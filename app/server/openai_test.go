@@ -42,8 +42,8 @@ type chatResponse struct {
 	} `json:"error"`
 }
 
-// api posts body to path with the token and decodes the JSON answer.
-func api(t *testing.T, s *Server, method, path, body string) (int, chatResponse, string) {
+// callAPI posts body to path with the token and decodes the JSON answer.
+func callAPI(t *testing.T, s *Server, method, path, body string) (int, chatResponse, string) {
 	t.Helper()
 	resp, raw := do(t, nil, method, base(s)+path, body, map[string]string{"Authorization": "Bearer " + s.Token(), "Content-Type": "application/json"})
 	var r chatResponse
@@ -65,7 +65,7 @@ func (withDefaults) GenerationDefaults() engine.Sampling {
 
 func TestModels(t *testing.T) {
 	s := start(t, Options{Engine: &fakeGen{}, ModelID: "darkroom-mini"})
-	code, _, raw := api(t, s, "GET", "/v1/models", "")
+	code, _, raw := callAPI(t, s, "GET", "/v1/models", "")
 	var list struct {
 		Object string
 		Data   []struct{ ID, Object, OwnedBy string }
@@ -74,16 +74,16 @@ func TestModels(t *testing.T) {
 	if code != 200 || list.Object != "list" || len(list.Data) != 1 || list.Data[0].ID != "darkroom-mini" || list.Data[0].Object != "model" {
 		t.Errorf("models %d %s", code, raw)
 	}
-	if code, _, raw := api(t, s, "GET", "/v1/models/darkroom-mini", ""); code != 200 || !strings.Contains(raw, `"id":"darkroom-mini"`) {
+	if code, _, raw := callAPI(t, s, "GET", "/v1/models/darkroom-mini", ""); code != 200 || !strings.Contains(raw, `"id":"darkroom-mini"`) {
 		t.Errorf("model %d %s", code, raw)
 	}
-	if code, r, _ := api(t, s, "GET", "/v1/models/gpt-4", ""); code != 404 || r.Error == nil || r.Error.Code != "model_not_found" {
+	if code, r, _ := callAPI(t, s, "GET", "/v1/models/gpt-4", ""); code != 404 || r.Error == nil || r.Error.Code != "model_not_found" {
 		t.Errorf("unknown model %d %+v", code, r.Error)
 	}
-	if code, r, _ := api(t, s, "GET", "/v1/embeddings", ""); code != 404 || r.Error == nil {
+	if code, r, _ := callAPI(t, s, "GET", "/v1/embeddings", ""); code != 404 || r.Error == nil {
 		t.Errorf("unknown endpoint %d", code)
 	}
-	if code, r, _ := api(t, s, "GET", "/v1/chat/completions", ""); code != 405 && (code != 404 || r.Error == nil) {
+	if code, r, _ := callAPI(t, s, "GET", "/v1/chat/completions", ""); code != 405 && (code != 404 || r.Error == nil) {
 		t.Errorf("GET completions %d", code)
 	}
 }
@@ -91,7 +91,7 @@ func TestModels(t *testing.T) {
 func TestChatCompletion(t *testing.T) {
 	g := &fakeGen{commits: []string{"Unix is"}, final: "Unix is an operating system."}
 	s := start(t, Options{Engine: withDefaults{g}, ModelID: "darkroom-mini"})
-	code, r, raw := api(t, s, "POST", "/v1/chat/completions", `{"model":"darkroom-mini","messages":[
+	code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"model":"darkroom-mini","messages":[
 		{"role":"system","content":"Be brief."},{"role":"developer","content":"Answer in English."},
 		{"role":"user","content":"What is Unix?"},{"role":"assistant","content":[{"type":"text","text":"An OS."}]},
 		{"role":"user","content":"More?"}],"max_tokens":64,"temperature":0.5,"seed":42,"top_p":0.9}`)
@@ -122,15 +122,15 @@ func TestChatCompletion(t *testing.T) {
 	}
 
 	// AR mode: temperature is the sampling temperature; no seed → a fresh one each time.
-	api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"mode":"ar","temperature":0,"max_completion_tokens":5}`)
+	callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"mode":"ar","temperature":0,"max_completion_tokens":5}`)
 	ar := g.lastRequest(t)
-	api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"mode":"ar"}`)
+	callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"mode":"ar"}`)
 	ar2 := g.lastRequest(t)
 	if ar.Mode != engine.AR || ar.Sampling.Temperature != 0 || ar.Sampling.MaxNewTokens != 5 || ar.Seed == ar2.Seed {
 		t.Errorf("AR requests %+v / %+v", ar, ar2)
 	}
 	// temperature 0 in diffusion mode stays positive.
-	api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"temperature":0}`)
+	callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"temperature":0}`)
 	if d := g.lastRequest(t); !(d.Sampling.TMin > 0 && d.Sampling.TMax > 0 && d.Sampling.TMax < 0.1) {
 		t.Errorf("temperature 0 → %+v", d.Sampling)
 	}
@@ -139,13 +139,13 @@ func TestChatCompletion(t *testing.T) {
 func TestChatLengthAndStop(t *testing.T) {
 	g := &fakeGen{final: "alpha beta STOP gamma"}
 	s := start(t, Options{Engine: g})
-	_, r, raw := api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"stop":["STOP","zzz"]}`)
+	_, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"stop":["STOP","zzz"]}`)
 	if r.Choices[0].Message.Content != "alpha beta " || *r.Choices[0].FinishReason != "stop" {
 		t.Errorf("stop: %s", raw)
 	}
 	lg := &lengthGen{fakeGen{final: "cut short"}}
 	s2 := start(t, Options{Engine: lg})
-	if _, r, raw := api(t, s2, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":2}`); *r.Choices[0].FinishReason != "length" {
+	if _, r, raw := callAPI(t, s2, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":2}`); *r.Choices[0].FinishReason != "length" {
 		t.Errorf("length: %s", raw)
 	}
 }
@@ -181,7 +181,7 @@ func TestChatErrors(t *testing.T) {
 		{"too big", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", maxRequestBytes) + `"}]}`, "", 413},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			code, r, raw := api(t, s, "POST", "/v1/chat/completions", c.body)
+			code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", c.body)
 			if code != c.status || r.Error == nil || r.Error.Message == "" || r.Error.Type != "invalid_request_error" {
 				t.Fatalf("%d %.300s", code, raw)
 			}
@@ -191,7 +191,7 @@ func TestChatErrors(t *testing.T) {
 		})
 	}
 	s2 := start(t, Options{Engine: errGen{}})
-	if code, r, raw := api(t, s2, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`); code != 500 || r.Error == nil ||
+	if code, r, raw := callAPI(t, s2, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`); code != 500 || r.Error == nil ||
 		r.Error.Type != "server_error" || !strings.Contains(r.Error.Message, "device lost") {
 		t.Errorf("engine error: %d %s", code, raw)
 	}
@@ -399,7 +399,7 @@ func TestChatDefaultMode(t *testing.T) {
 		t.Errorf("diffusion asked for: %s %v", raw, resp.Header)
 	}
 	s2 := start(t, Options{Engine: g, ModelID: "darkroom-mini"})
-	if _, _, raw := api(t, s2, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`); g.lastRequest(t).Mode != engine.Diffusion || !strings.Contains(raw, `"system_fingerprint":"darkroom-diffusion"`) {
+	if _, _, raw := callAPI(t, s2, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`); g.lastRequest(t).Mode != engine.Diffusion || !strings.Contains(raw, `"system_fingerprint":"darkroom-diffusion"`) {
 		t.Errorf("no default: %s", raw)
 	}
 }

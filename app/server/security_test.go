@@ -179,7 +179,7 @@ func TestSlowClientsAreCut(t *testing.T) {
 	slowHead := rawRequest(t, s, "GET /v1/models HTTP/1.1\r\n"+host) // never finishes its headers
 	// Meanwhile a real request is answered promptly.
 	began = time.Now()
-	code, _, raw := api(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`)
+	code, _, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`)
 	if took := time.Since(began); code != 200 || took > 2*time.Second {
 		t.Errorf("authenticated request among slow clients: %d after %v: %s", code, took, raw)
 	}

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/app/api"
 	"github.com/darkroomlabs/darkroom/app/remote"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -99,7 +100,7 @@ type remoteSection struct {
 }
 
 type remoteListing struct {
-	models []remote.ModelInfo
+	models []api.Model
 	err    error
 }
 
@@ -176,14 +177,14 @@ func (r *remoteSection) connect(add bool) {
 	}()
 }
 
-func modelCount(ms []remote.ModelInfo) string {
+func modelCount(ms []api.Model) string {
 	if len(ms) == 1 {
 		return "1 model"
 	}
 	return fmt.Sprintf("%d models", len(ms))
 }
 
-func modelIDs(ms []remote.ModelInfo) string {
+func modelIDs(ms []api.Model) string {
 	ids := make([]string, len(ms))
 	for i, m := range ms {
 		ids[i] = m.ID
@@ -255,7 +256,7 @@ func (r *remoteSection) rebuild() {
 }
 
 // modelCard is a remote model with its "Use" button, or "Active".
-func (r *remoteSection) modelCard(url string, m remote.ModelInfo, active *settings.RemoteModel) fyne.CanvasObject {
+func (r *remoteSection) modelCard(url string, m api.Model, active *settings.RemoteModel) fyne.CanvasObject {
 	how := "Streams its answers canvas by canvas."
 	if m.Darkroom() {
 		how = "A Darkroom server: pages develop step by step."
@@ -277,7 +278,7 @@ func (r *remoteSection) modelCard(url string, m remote.ModelInfo, active *settin
 }
 
 // use makes a remote model the active model for every screen.
-func (r *remoteSection) use(url string, m remote.ModelInfo) {
+func (r *remoteSection) use(url string, m api.Model) {
 	err := r.app.deps.Settings.Update(func(v *settings.Values) {
 		v.RemoteModel = &settings.RemoteModel{URL: url, ID: m.ID, OwnedBy: m.OwnedBy}
 	})

@@ -1,0 +1,203 @@
+// Package api is the wire format of Darkroom's OpenAI-compatible HTTP API: the
+// requests, responses and stream chunks of GET /v1/models and POST
+// /v1/chat/completions, with their JSON tags, and Darkroom's extensions to them
+// (the "mode" field and the "darkroom" object). app/server encodes the
+// responses and decodes the requests; app/remote encodes the requests and
+// decodes the responses; written once here, the two cannot drift apart.
+//
+// The types hold the fields Darkroom writes or reads, in OpenAI's shape; what
+// they mean to the engine (roles, the temperature scale, stop strings, when a
+// step is streamed) is app/server's to say, in its API doc.
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// OwnedBy is the owned_by of every model a Darkroom server lists. A client that
+// sees it may ask for the Darkroom extension.
+const OwnedBy = "darkroom"
+
+// Object names, the "object" field of each body.
+const (
+	ObjectModel      = "model"
+	ObjectList       = "list"
+	ObjectCompletion = "chat.completion"
+	ObjectChunk      = "chat.completion.chunk"
+)
+
+// Finish reasons Darkroom writes: the answer ended, or max_tokens cut it.
+const (
+	FinishStop   = "stop"
+	FinishLength = "length"
+)
+
+// Done is the data of a stream's last event ("data: [DONE]").
+const Done = "[DONE]"
+
+// Model is one model of GET /v1/models, and the body of GET /v1/models/{id}.
+type Model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`   // ObjectModel
+	Created int64  `json:"created"`  // Unix seconds
+	OwnedBy string `json:"owned_by"` // OwnedBy for a Darkroom server's models
+}
+
+// Darkroom reports whether a Darkroom server lists the model, and so streams its
+// denoising steps when asked.
+func (m Model) Darkroom() bool { return m.OwnedBy == OwnedBy }
+
+// ModelList is the body of GET /v1/models.
+type ModelList struct {
+	Object string  `json:"object"` // ObjectList
+	Data   []Model `json:"data"`
+}
+
+// ChatRequest is the body of POST /v1/chat/completions: the fields Darkroom
+// honours. A server ignores the others (top_p, …); a client leaves out what it
+// does not set.
+type ChatRequest struct {
+	Model               string          `json:"model"`
+	Messages            []Message       `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens,omitempty"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens,omitempty"` // takes precedence over MaxTokens
+	Temperature         *float64        `json:"temperature,omitempty"`
+	Seed                *int64          `json:"seed,omitempty"`
+	Stop                json.RawMessage `json:"stop,omitempty"` // null, a string, or an array of strings
+	N                   *int            `json:"n,omitempty"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *StreamOptions  `json:"stream_options,omitempty"`
+
+	// Mode is Darkroom's extension: engine.Diffusion or engine.AR, "" for the
+	// server's choice.
+	Mode engine.Mode `json:"mode,omitempty"`
+	// Darkroom is Darkroom's opt-in extension; other servers ignore it.
+	Darkroom *Extension `json:"darkroom,omitempty"`
+}
+
+// StreamOptions are a streamed request's options.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"` // a last chunk carries Usage
+}
+
+// Extension is a request's "darkroom" object.
+type Extension struct {
+	Opening string `json:"opening,omitempty"` // the start of the answer, fixed in advance
+	Steps   bool   `json:"steps"`             // stream the developing canvas (Step chunks)
+}
+
+// Message is one message of a request. Content is a string, null, or an array
+// of text parts ({"type": "text", "text": …}), as OpenAI allows; Text reads it.
+type Message struct {
+	Role    string          `json:"role"` // system, developer, user or assistant
+	Content json.RawMessage `json:"content"`
+}
+
+// TextMessage is a message whose content is the string text.
+func TextMessage(role, text string) Message {
+	b, _ := json.Marshal(text) // a string always encodes
+	return Message{Role: role, Content: b}
+}
+
+// Text is the message's content as one string: the string, "" for null or no
+// content, or the text parts joined. Parts of another type are an error.
+func (m Message) Text() (string, error) {
+	raw := bytes.TrimSpace(m.Content)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("want a string or an array of text parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("content part type %q is not supported (text only)", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+// ChatCompletion is a response of POST /v1/chat/completions: the whole answer
+// (Object ObjectCompletion, the text in Choices[0].Message) or one chunk of a
+// stream (ObjectChunk, the text added in Choices[0].Delta). A stream's chunks
+// with no choices carry Usage (the last, when asked for) or a Darkroom step.
+type ChatCompletion struct {
+	ID                string   `json:"id"`
+	Object            string   `json:"object"`
+	Created           int64    `json:"created"` // Unix seconds
+	Model             string   `json:"model"`
+	SystemFingerprint string   `json:"system_fingerprint"` // Darkroom: "darkroom-" and the mode that ran
+	Choices           []Choice `json:"choices"`
+	Usage             *Usage   `json:"usage,omitempty"`
+	// Darkroom is sent only to a request with the "darkroom" extension.
+	Darkroom *Step `json:"darkroom,omitempty"`
+}
+
+// Choice is the one answer of a response (Darkroom writes one per request).
+type Choice struct {
+	Index        int             `json:"index"`
+	Message      *Reply          `json:"message,omitempty"` // a whole answer's
+	Delta        *Reply          `json:"delta,omitempty"`   // a chunk's
+	Logprobs     json.RawMessage `json:"logprobs"`          // null from Darkroom
+	FinishReason *string         `json:"finish_reason"`     // FinishStop or FinishLength on the last; null before
+}
+
+// Reply is a choice's message, or the part of it one chunk adds.
+type Reply struct {
+	Role    string  `json:"role,omitempty"` // "assistant", in the whole answer and the first chunk
+	Content *string `json:"content,omitempty"`
+}
+
+// Usage counts a request's tokens.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Step is a chunk's "darkroom" object: one denoising step of the current canvas
+// (Step > 0), or, in the finish chunk, the run's totals (Canvases set). Draft
+// and Argmax are the canvas positions' token texts, null for a token that ends
+// the answer; Committed counts the tokens committed before the canvas.
+type Step struct {
+	Canvas        int                  `json:"canvas"`
+	Step          int                  `json:"step,omitempty"`
+	Draft         []*string            `json:"draft,omitempty"`
+	Argmax        []*string            `json:"argmax,omitempty"`
+	Accepted      []bool               `json:"accepted,omitempty"`
+	Committed     int                  `json:"committed"`
+	ForwardPasses int                  `json:"forward_passes"`
+	ElapsedMS     float64              `json:"elapsed_ms"`
+	Canvases      []engine.CanvasStats `json:"canvases,omitempty"`
+}
+
+// ErrorResponse is the body of an error: a response's with a 4xx or 5xx
+// status, or an event inside a stream that failed after its 200.
+type ErrorResponse struct {
+	Error ErrorBody `json:"error"`
+}
+
+// ErrorBody is what went wrong, in OpenAI's shape.
+type ErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`  // "invalid_request_error", "server_error", …
+	Param   *string `json:"param"` // the request field at fault, if one is
+	Code    string  `json:"code"`  // "model_not_found", "context_length_exceeded", …
+}
