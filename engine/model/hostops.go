@@ -36,6 +36,9 @@ func (o *hostOps) Linear(x []float32, weight string) []float32 {
 	return m.mulNT(x, len(x)/m.cols)
 }
 
+// LinearF32 is Linear: the host's products are float32 already.
+func (o *hostOps) LinearF32(x []float32, weight string) []float32 { return o.Linear(x, weight) }
+
 // normWeight is the named norm weight, nil for "" (no scale).
 func (o *hostOps) normWeight(name string) []float32 {
 	if name == "" {

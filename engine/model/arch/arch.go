@@ -43,6 +43,10 @@ type Ops[T any] interface {
 	// Linear is x·Wᵀ with the named HF Linear weight W [out, in], no bias:
 	// [rows, in] → [rows, out].
 	Linear(x T, weight string) T
+	// LinearF32 is Linear with float32 operands whatever the engine's compute dtype:
+	// the router's projection, whose top-k choice must not turn on the rounding of
+	// bf16 products.
+	LinearF32(x T, weight string) T
 
 	// Norm is RMSNorm over groups of width values, in float32:
 	// x·(mean(x²)+eps)^-½·w, with w the named [width] weight ("" for none: the
@@ -156,7 +160,7 @@ func MoE[T any](o Ops[T], cfg *config.Text, i int, x, r T) T {
 	pre := LayerPrefix(i) + "router."
 	d := cfg.HiddenSize
 	h := o.Scale(o.Norm(r, d, pre+"scale"), 1/math.Sqrt(float64(d)))
-	return o.Experts(i, x, o.Linear(h, pre+"proj.weight"))
+	return o.Experts(i, x, o.LinearF32(h, pre+"proj.weight"))
 }
 
 // DecoderInput is the decoder's input block, its only own weights:

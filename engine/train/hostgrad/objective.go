@@ -2,7 +2,6 @@ package hostgrad
 
 import (
 	"fmt"
-	"math"
 	"runtime"
 	"sort"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/engine/model/arch"
 )
 
 // Params are the model's weights as float32 host slices by canonical name (the
@@ -139,13 +139,14 @@ type net struct {
 	cfg      *config.Text
 	canvas   int
 	w        map[string]*T
+	dims     map[string][]int
 	withGrad bool
 	eps      float32
 	scale    float32 // embedding scale √D
 }
 
 func newNet(p *Params, withGrad bool) *net {
-	n := &net{cfg: &p.Cfg.Text, canvas: p.Cfg.CanvasLength, w: map[string]*T{}, withGrad: withGrad,
+	n := &net{cfg: &p.Cfg.Text, canvas: p.Cfg.CanvasLength, w: map[string]*T{}, dims: p.Dims, withGrad: withGrad,
 		eps:   float32(p.Cfg.Text.RMSNormEps),
 		scale: float32(model.EmbedScale(p.Cfg.Text.HiddenSize, dtypes.Float32))}
 	for name, v := range p.Values {
@@ -177,15 +178,9 @@ func (n *net) get(name string) *T {
 	return t
 }
 
-func layerPrefix(i int) string { return fmt.Sprintf("layers.%d.", i) }
-
-// encoderScalar is model.Params.encoderScalar: the encoder's own layer_scalar when
-// stored, else the decoder's.
+// encoderScalar is arch.EncoderScalar over these parameters.
 func (n *net) encoderScalar(i int) string {
-	if name := fmt.Sprintf("encoder.layers.%d.layer_scalar", i); n.w[name] != nil {
-		return name
-	}
-	return layerPrefix(i) + "layer_scalar"
+	return arch.EncoderScalar(func(name string) bool { return n.w[name] != nil }, i)
 }
 
 // example runs the objective on one example and returns its weighted diffusion and
@@ -200,18 +195,11 @@ func (n *net) example(ex Example, wDiff, wAR float32) (diff, ar float64) {
 	l, c, t := len(ex.Prefix), len(ex.Canvas), len(tokens)
 
 	// Encoder (causal, with gradient) over [prefix; clean canvas] → AR loss.
-	hs := tp.Embed(emb, tokens, d, n.scale)
-	ks, vs := make([]*T, cfg.NumHiddenLayers), make([]*T, cfg.NumHiddenLayers)
-	for i := range cfg.NumHiddenLayers {
-		window := 0
-		if cfg.IsSliding(i) {
-			window = cfg.SlidingWindow
-		}
-		causal := func(qi, kj int) bool { return kj <= qi && (window <= 0 || kj > qi-window) }
-		hs, ks[i], vs[i] = n.layer(tp, i, hs, t, 0, nil, nil, 0, causal, n.encoderScalar(i))
-	}
+	enc := &tapeOps{n: n, tp: tp, causal: true,
+		ks: make([]*T, cfg.NumHiddenLayers), vs: make([]*T, cfg.NumHiddenLayers)}
+	hs := arch.Layers(enc, cfg, tp.Embed(emb, tokens, d, n.scale), n.encoderScalar)
 	if t > 1 {
-		h := tp.RMS(tp.Slice(hs, 0, (t-1)*d), d, n.get("norm.weight"), n.eps)
+		h := arch.Output(enc, cfg, tp.Slice(hs, 0, (t-1)*d))
 		ar = tp.CrossEntropy(h, emb, t-1, d, v, softcap, tokens[1:], wAR, rowWeights(ex.Weight, 1))
 	}
 
@@ -226,20 +214,12 @@ func (n *net) example(ex Example, wDiff, wAR float32) (diff, ar float64) {
 			lo = max(0, l-cfg.SlidingWindow+1)
 		}
 		w := cfg.KVHeads(i) * cfg.LayerHeadDim(i)
-		return tp.Slice(ks[i], lo*w, l*w), tp.Slice(vs[i], lo*w, l*w), l - lo
+		return tp.Slice(enc.ks[i], lo*w, l*w), tp.Slice(enc.vs[i], lo*w, l*w), l - lo
 	}
 	decode := func(tp *Tape, soft *T) *T {
-		x := tp.Embed(emb, ex.Noisy, d, n.scale)
-		if soft != nil {
-			nrm := tp.RMS(soft, d, n.get("self_conditioning.pre_norm.weight"), n.eps)
-			x = tp.Add(x, n.mlp(tp, nrm, c, "self_conditioning"))
-		}
-		h := tp.RMS(x, d, nil, n.eps)
-		for i := range cfg.NumHiddenLayers {
-			pk, pv, npre := prefixKV(tp, i)
-			h, _, _ = n.layer(tp, i, h, c, l, pk, pv, npre, nil, layerPrefix(i)+"layer_scalar")
-		}
-		return tp.RMS(h, d, n.get("norm.weight"), n.eps)
+		o := &tapeOps{n: n, tp: tp, start: l, prefix: prefixKV}
+		x := arch.DecoderInput(o, cfg, tp.Embed(emb, ex.Noisy, d, n.scale), soft, soft != nil)
+		return arch.Output(o, cfg, arch.Layers(o, cfg, x, arch.DecoderScalar))
 	}
 
 	// Decoder pass 1 (no gradient) for the self-conditioning signal.
@@ -263,92 +243,4 @@ func rowWeights(w []float32, from int) []float32 {
 		return nil
 	}
 	return w[from:]
-}
-
-// layer is model.Params.Layer over rows hs [rows, D] at positions start…: attention to
-// the prefix keys pk/pv ([npre, Kv, Hd], nil for none) and the rows' own keys, masked
-// by visible (nil: all visible). Returns the output and the rows' K and V.
-func (n *net) layer(tp *Tape, i int, hs *T, rows, start int, pk, pv *T, npre int, visible func(int, int) bool, scalarName string) (out, k, v *T) {
-	d := n.cfg.HiddenSize
-	pre := layerPrefix(i)
-	nw := func(s string) *T { return n.get(pre + s + ".weight") }
-	a, k, v := n.attention(tp, i, tp.RMS(hs, d, nw("input_layernorm"), n.eps), rows, start, pk, pv, npre, visible)
-	res := tp.Add(hs, tp.RMS(a, d, nw("post_attention_layernorm"), n.eps))
-	dense := tp.RMS(n.mlp(tp, tp.RMS(res, d, nw("pre_feedforward_layernorm"), n.eps), rows, pre+"mlp"), d,
-		nw("post_feedforward_layernorm_1"), n.eps)
-	moe := tp.RMS(n.moe(tp, i, tp.RMS(res, d, nw("pre_feedforward_layernorm_2"), n.eps), res, rows), d,
-		nw("post_feedforward_layernorm_2"), n.eps)
-	out = tp.Add(res, tp.RMS(tp.Add(dense, moe), d, nw("post_feedforward_layernorm"), n.eps))
-	return tp.Scale(out, n.get(scalarName).V[0]), k, v
-}
-
-// attention is model.Params.Attention: x [rows, D] → out [rows, D], and the rows' K
-// (k_norm, RoPE) and V (v_norm) [rows, Kv, Hd]. Full layers use K=V (no v_proj).
-func (n *net) attention(tp *Tape, i int, x *T, rows, start int, pk, pv *T, npre int, visible func(int, int) bool) (out, k, v *T) {
-	cfg := n.cfg
-	d := cfg.HiddenSize
-	nh, kvh, hd := cfg.NumAttentionHeads, cfg.KVHeads(i), cfg.LayerHeadDim(i)
-	name := layerPrefix(i) + "self_attn."
-	q := tp.MatNT(x, n.get(name+"q_proj.weight"), rows, nh*hd, d)
-	kRaw := tp.MatNT(x, n.get(name+"k_proj.weight"), rows, kvh*hd, d)
-	vRaw := kRaw
-	if cfg.IsSliding(i) {
-		vRaw = tp.MatNT(x, n.get(name+"v_proj.weight"), rows, kvh*hd, d)
-	}
-	inv, err := model.InvFreq32(cfg.LayerRope(i), hd)
-	if err != nil {
-		panic(fmt.Sprintf("layer %d: %v", i, err))
-	}
-	cos, sin := model.RopeTables(start, rows, inv)
-	q = tp.RoPE(tp.RMS(q, hd, n.get(name+"q_norm.weight"), n.eps), rows, nh, hd, cos, sin)
-	k = tp.RoPE(tp.RMS(kRaw, hd, n.get(name+"k_norm.weight"), n.eps), rows, kvh, hd, cos, sin)
-	v = tp.RMS(vRaw, hd, nil, n.eps)
-	keys, vals := k, v
-	if pk != nil {
-		keys, vals = tp.Concat(pk, k), tp.Concat(pv, v)
-	}
-	var vis func(int, int) bool
-	if visible != nil { // key index j counts the prefix first
-		vis = func(qi, j int) bool { return j < npre || visible(qi, j-npre) }
-	}
-	att := tp.Attention(q, keys, vals, rows, npre+rows, nh, kvh, hd, vis)
-	return tp.MatNT(att, n.get(name+"o_proj.weight"), rows, d, nh*hd), k, v
-}
-
-// mlp is the GeGLU MLP under prefix: x [rows, D] → [rows, D].
-func (n *net) mlp(tp *Tape, x *T, rows int, prefix string) *T {
-	d, inter := n.cfg.HiddenSize, n.cfg.IntermediateSize
-	gate := tp.MatNT(x, n.get(prefix+".gate_proj.weight"), rows, inter, d)
-	up := tp.MatNT(x, n.get(prefix+".up_proj.weight"), rows, inter, d)
-	return tp.MatNT(tp.GeGLU(gate, up), n.get(prefix+".down_proj.weight"), rows, d, inter)
-}
-
-// moe is model.Params.MoE: route on the residual r, run each expert on exactly its
-// tokens' rows of x, combine. x, r: [rows, D] → [rows, D].
-func (n *net) moe(tp *Tape, i int, x, r *T, rows int) *T {
-	cfg := n.cfg
-	d, e, k, f := cfg.HiddenSize, cfg.NumExperts, cfg.TopKExperts, cfg.MoEIntermediateSize
-	name := layerPrefix(i)
-	hr := tp.Scale(tp.RMS(r, d, n.get(name+"router.scale"), n.eps), float32(1/math.Sqrt(float64(d))))
-	logits := tp.MatNT(hr, n.get(name+"router.proj.weight"), rows, e, d)
-	idx, w := tp.Route(logits, n.get(name+"router.per_expert_scale"), rows, e, k)
-	tokens, slots := make([][]int, e), make([][]int, e)
-	for t, sel := range idx {
-		for s, ex := range sel {
-			tokens[ex] = append(tokens[ex], t)
-			slots[ex] = append(slots[ex], s)
-		}
-	}
-	gu, dn := n.get(name+"experts.gate_up_proj"), n.get(name+"experts.down_proj") // [E, 2F, D], [E, D, F]
-	ys := make([]*T, e)
-	for ex := range e {
-		m := len(tokens[ex])
-		if m == 0 {
-			continue
-		}
-		xe := tp.GatherRows(x, tokens[ex], d)
-		g := tp.MatNT(xe, view(gu, ex*2*f*d, (ex+1)*2*f*d), m, 2*f, d)
-		ys[ex] = tp.MatNT(tp.GeGLUSplit(g, m, f), view(dn, ex*d*f, (ex+1)*d*f), m, d, f)
-	}
-	return tp.Combine(ys, tokens, slots, w, rows, d, k)
 }

@@ -6,10 +6,13 @@
 // class of machine, so differentiating the graph is what limited Darkroom Mini's
 // training; here the forward pass records, op by op, a closure that propagates the
 // gradient back (a reverse-mode tape over float32 slices), and every product goes
-// through kernels.MulNT. The model is written once more, op for op as engine/model's
-// host.go and the graph (model.Layer, model.Encoder, model.Decoder): the tests compare
-// its losses and every parameter's gradient with GoMLX's autodiff of the graph
-// objective on a small configuration.
+// through kernels.MulNT. The model is not written here: it is engine/model/arch's
+// layer recipe, the one the host inference path runs, over tapeOps (model.go) — this
+// package owns the taped operations (tape.go, ops.go) and the objective around the
+// recipe (objective.go: encoder with the AR loss, the no-grad self-conditioning pass,
+// the decoder with the diffusion loss). The tests compare each op's backward pass with
+// finite differences, and engine/train's tests the losses and every parameter's
+// gradient with GoMLX's autodiff of the graph objective on a small configuration.
 package hostgrad
 
 import (
