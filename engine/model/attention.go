@@ -21,41 +21,6 @@ type keySource interface {
 	keys(layer int, k, v *Node) (K, V, visible *Node)
 }
 
-// Attention is one layer's self-attention block (without the surrounding norms):
-//
-//	q = RoPE(q_norm(q_proj(x)))            [B, T, H, Hd]
-//	k = RoPE(k_norm(k_proj(x)))            [B, T, Kv, Hd]
-//	v = v_norm(v_proj(x))                  sliding layers
-//	v = v_norm(k_proj(x))                  full layers (K=V: before k_norm and RoPE)
-//	o = o_proj(softmax_f32(q·Kᵀ · 1.0 + mask) · V)   grouped-query: head h uses KV head h / (H/Kv)
-//
-// QK-norm has learned weights over the head dim, v_norm has none, and the scale is
-// 1.0 (Gemma 4 folds it into the norms); there is no attention soft-cap.
-//
-// x: [B, T, D], positions: [B, T] → [B, T, D]
-func (p *Params) Attention(layer int, x, positions *Node, src keySource) *Node {
-	cfg := p.Cfg
-	pre := layerPrefix(layer) + "self_attn."
-	b, t := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
-	h, kvh, hd := cfg.NumAttentionHeads, cfg.KVHeads(layer), cfg.LayerHeadDim(layer)
-	eps := cfg.RMSNormEps
-
-	q := Reshape(p.Linear(x, pre+"q_proj.weight"), b, t, h, hd)
-	kRaw := Reshape(p.Linear(x, pre+"k_proj.weight"), b, t, kvh, hd)
-	vRaw := kRaw
-	if cfg.IsSliding(layer) {
-		vRaw = Reshape(p.Linear(x, pre+"v_proj.weight"), b, t, kvh, hd)
-	}
-	inv := p.layerInvFreq(layer)
-	q = ApplyRoPE(RMSNorm(q, p.Get(pre+"q_norm.weight"), eps), positions, inv)
-	k := ApplyRoPE(RMSNorm(kRaw, p.Get(pre+"k_norm.weight"), eps), positions, inv)
-	v := RMSNorm(vRaw, nil, eps)
-
-	K, V, visible := src.keys(layer, k, v)
-	out := attend(q, K, V, visible) // [B, T, H·Hd]
-	return p.Linear(out, pre+"o_proj.weight")
-}
-
 // attend is grouped-query attention with scale 1.0 and the softmax in float32.
 //
 // q: [B, T, H, Hd], K, V: [B, S, Kv, Hd], visible: [B, T, S] Bool → [B, T, H·Hd]

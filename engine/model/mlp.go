@@ -15,17 +15,6 @@ func Linear(x, w *Node) *Node {
 // GeluTanh is gelu_pytorch_tanh: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 func GeluTanh(x *Node) *Node { return activations.GeluApproximate(x) }
 
-// GatedMLP is the dense GeGLU MLP down(gelu_tanh(gate(x)) · up(x)), used as the shared
-// MLP of every layer (prefix "layers.{i}.mlp") and by self-conditioning (prefix
-// "self_conditioning").
-//
-// x: [..., D] → [..., D]
-func (p *Params) GatedMLP(x *Node, prefix string) *Node {
-	gate := p.Linear(x, prefix+".gate_proj.weight")
-	up := p.Linear(x, prefix+".up_proj.weight")
-	return p.Linear(Mul(GeluTanh(gate), up), prefix+".down_proj.weight")
-}
-
 // Linear applies the named HF Linear weight without bias, in the compute dtype
 // (Params.Compute: Matrix and WeightDot).
 //

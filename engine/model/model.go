@@ -13,7 +13,11 @@
 // full layers K=V with proportional partial RoPE), then a dense shared GeGLU MLP and a
 // sparse top-k mixture of experts side by side, each with its own norms, and the
 // layer_scalar multiplying the whole layer output. Final norm, tied head, logit
-// soft-cap. Everything computes in float32 except, when Params.Compute asks for it,
+// soft-cap. That recipe is written once, in package arch, over a small set of
+// operations; this package implements them twice — on graph nodes (graphops.go: the
+// weights through Params, the keys through a keySource, the experts as a grouped
+// GEMM) and on the host's float32 rows (hostops.go) — and engine/train/hostgrad a
+// third time on its reverse-mode tape. Everything computes in float32 except, when Params.Compute asks for it,
 // the weight products: bf16 operands with float32 accumulation, as upstream's bf16
 // model. Weights stay on the device as stored (BF16, int8, int4, NVFP4; GGUF's
 // Q4_K/Q8_0 as exact affine int4/int8) and are converted or dequantized in-graph by
@@ -24,13 +28,14 @@
 // them; Runner wraps them for generation with fixed-capacity KV caches and cached
 // executables, and runs a whole denoising step — decoder, head, the sampler's step
 // (engine/sampler's StepGraph) and the next soft embedding — in one executable
-// (DecodeStep, step.go). memory.go says what it holds on the device. Weights are context variables in scope "dg" named by their canonical
-// names (see contracts and Params).
+// (DecodeStep, step.go). memory.go says what it holds on the device. Weights are
+// context variables in scope "dg" named by their canonical names (engine/weights.Specs;
+// see Params).
 //
 // On the pure-Go backend the Runner computes generation on the host instead (host.go,
-// hostops.go, head.go), for every model whatever its size: package arch's layer
-// recipe — the one the trainer's tape runs too — over float32 row-major matrices, with the products and exponentials in package kernels, which
-// multiplies each weight in its stored format (hostweights.go: BF16, int8, int4,
+// hostops.go, head.go), for every model whatever its size: the same recipe over
+// float32 row-major matrices, with the products and exponentials in package kernels,
+// which multiplies each weight in its stored format (hostweights.go: BF16, int8, int4,
 // NVFP4 and GGUF blocks, from the context's tensors or a checkpoint mapped in place —
 // NewHostRunner), so the host path takes no more memory than the weights do.
 // simplego's DotGeneral reaches 1.5–4 GFLOP/s on two cores, the kernels 25–100, so a
@@ -76,25 +81,13 @@ func (p *Params) Embed(tokens *Node) *Node {
 	return MulScalar(x, p.EmbedScale())
 }
 
-// Layer is decoder layer i of the shared stack in either mode (src decides which keys
-// the attention sees; scalarName is the mode's layer_scalar buffer):
-//
-//	h = h + post_attention_layernorm(attn(input_layernorm(h)))
-//	dense = post_feedforward_layernorm_1(mlp(pre_feedforward_layernorm(h)))
-//	moe   = post_feedforward_layernorm_2(experts(pre_feedforward_layernorm_2(h), router(h)))
-//	h = (h + post_feedforward_layernorm(dense + moe)) · layer_scalar
+// Layer is layer i of the shared stack in either mode (src decides which keys the
+// attention sees; scalarName is the mode's layer_scalar buffer): arch.Layer over
+// graphOps.
 //
 // h: [B, T, D], positions: [B, T] → [B, T, D]
 func (p *Params) Layer(i int, h, positions *Node, src keySource, scalarName string) *Node {
-	pre := layerPrefix(i)
-	a := p.Attention(i, p.norm(h, pre+"input_layernorm.weight"), positions, src)
-	h = Add(h, p.norm(a, pre+"post_attention_layernorm.weight"))
-	dense := p.norm(p.GatedMLP(p.norm(h, pre+"pre_feedforward_layernorm.weight"), pre+"mlp"),
-		pre+"post_feedforward_layernorm_1.weight")
-	moe := p.norm(p.MoE(i, p.norm(h, pre+"pre_feedforward_layernorm_2.weight"), h),
-		pre+"post_feedforward_layernorm_2.weight")
-	h = Add(h, p.norm(Add(dense, moe), pre+"post_feedforward_layernorm.weight"))
-	return Mul(h, Reshape(p.Get(scalarName), 1, 1, 1))
+	return arch.Layer(&graphOps{p: p, positions: positions, src: src}, p.Cfg, i, h, scalarName)
 }
 
 // encoderScalar is the encoder's own layer_scalar, falling back to the decoder's when a
@@ -131,11 +124,8 @@ func Encoder(p *Params, tokens, positions, keyValid *Node) (hidden *Node, kv *KV
 	kv.Positions, kv.Valid = positions, keyValid
 	src := &selfKeys{positions: positions, valid: keyValid, window: p.Cfg.SlidingWindow, kv: kv,
 		sliding: p.slidingLayers(), masks: map[bool]*Node{}}
-	h := p.Embed(tokens)
-	for i := range p.Cfg.NumHiddenLayers {
-		h = p.Layer(i, h, positions, src, p.encoderScalar(i))
-	}
-	return h, kv
+	o := &graphOps{p: p, positions: positions, src: src}
+	return arch.Layers(o, p.Cfg, p.Embed(tokens), p.encoderScalar), kv
 }
 
 // Decoder runs the bidirectional denoiser over a canvas after a cached prefix and
@@ -162,11 +152,9 @@ func Decoder(p *Params, canvas, positions, soft *Node, prefix *KV, prefixValid *
 		}
 		src.start = Reshape(Slice(positions, AxisRange(), AxisElem(0)), b)
 	}
-	h := p.SelfCondition(canvas, soft)
-	for i := range p.Cfg.NumHiddenLayers {
-		h = p.Layer(i, h, positions, src, layerPrefix(i)+"layer_scalar")
-	}
-	return h
+	o := &graphOps{p: p, positions: positions, src: src}
+	h := arch.DecoderInput(o, p.Cfg, p.Embed(canvas), soft, soft != nil)
+	return arch.Layers(o, p.Cfg, h, arch.DecoderScalar)
 }
 
 // Logits is the output head: final RMSNorm, the tied embedding as the LM head (no
@@ -181,7 +169,7 @@ func Logits(p *Params, hidden *Node) *Node {
 
 // logitsChunked is Logits over vocabulary chunks of rows rows.
 func logitsChunked(p *Params, hidden *Node, rows int) *Node {
-	h := p.norm(hidden, "norm.weight")
+	h := arch.Output(&graphOps{p: p}, p.Cfg, hidden)
 	logits := headProduct(p, h, rows)
 	if c := p.Cfg.FinalLogitSoftcapping; c > 0 {
 		logits = MulScalar(Tanh(DivScalar(logits, c)), c)

@@ -2,9 +2,9 @@ package model
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 
+	"github.com/darkroomlabs/darkroom/engine/model/arch"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -53,23 +53,20 @@ func MoECapacityBlocks(assignments, experts, block int) int {
 	return (assignments+block-1)/block + min(experts, assignments)
 }
 
-// Route is the router of layer i. It sees the raw residual stream r (no layer pre-norm):
+// routeLogits is the router of layer i after its projection (arch.MoE computes the
+// logits from the raw residual r: RMSNorm_noscale(r)·scale·D^-½·projᵀ):
 //
-//	h = RMSNorm_noscale(r) · scale · D^-½
-//	p = softmax(h · projᵀ) over ALL experts (float32)
+//	p = softmax(logits) over ALL experts (float32)
 //	top-k of p (ties go to the lower expert index), renormalised to sum 1,
 //	then multiplied by per_expert_scale[idx].
 //
-// r: [N, D] → idx: [N, k] Int32, weights: [N, k] Float32
-func (p *Params) Route(layer int, r *Node) (idx, weights *Node) {
+// logits: [N, E] → idx: [N, k] Int32, weights: [N, k] Float32
+func (p *Params) routeLogits(layer int, logits *Node) (idx, weights *Node) {
 	cfg := p.Cfg
 	pre := layerPrefix(layer) + "router."
-	g := r.Graph()
+	g := logits.Graph()
 	e, k := cfg.NumExperts, cfg.TopKExperts
-	h := RMSNorm(r, nil, cfg.RMSNormEps)
-	h = Mul(h, Reshape(p.Get(pre+"scale"), 1, cfg.HiddenSize))
-	h = MulScalar(h, 1/math.Sqrt(float64(cfg.HiddenSize)))
-	probs := Softmax(Linear(h, p.Get(pre+"proj.weight")), -1) // [N, E]
+	probs := Softmax(logits, -1) // [N, E]
 
 	// Iterated ArgMax top-k on a gradient-free copy; the weights are read from probs
 	// through a one-hot so they stay differentiable.
@@ -91,20 +88,13 @@ func (p *Params) Route(layer int, r *Node) (idx, weights *Node) {
 	return idx, Mul(weights, Reshape(scale, n, k))
 }
 
-// MoE is the layer's expert block: route on the residual r, run the experts on x (the
-// pre_feedforward_layernorm_2 output), combine. It also records the rows the grouped
-// GEMM actually used in p.MoERows.
+// MoE is the layer's expert block, arch.MoE over graphOps: route on the residual r,
+// run the experts on x (the pre_feedforward_layernorm_2 output), combine. It also
+// records the rows the grouped GEMM actually used in p.MoERows.
 //
 // x, r: [..., D] → [..., D]
 func (p *Params) MoE(layer int, x, r *Node) *Node {
-	dims := x.Shape().Dimensions
-	d := dims[len(dims)-1]
-	xf := Reshape(x, -1, d)
-	rf := Reshape(r, -1, d)
-	idx, w := p.Route(layer, rf)
-	out, used := p.Experts(layer, xf, idx, w)
-	p.MoERows = append(p.MoERows, used)
-	return Reshape(out, dims...)
+	return arch.MoE(&graphOps{p: p}, p.Cfg, layer, x, r)
 }
 
 // Experts runs the routed experts exactly and sparsely (see the file comment). Expert e

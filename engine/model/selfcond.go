@@ -1,10 +1,12 @@
 package model
 
 import (
+	"github.com/darkroomlabs/darkroom/engine/model/arch"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 )
 
-// SelfCondition is the decoder's input block, the only decoder-only weights:
+// SelfCondition is the decoder's input block (arch.DecoderInput), the only
+// decoder-only weights:
 //
 //	inputs = RMSNorm_noscale(embed(canvas)·√D + down(gelu_tanh(gate(n))·up(n))),  n = pre_norm(soft)
 //
@@ -14,12 +16,7 @@ import (
 //
 // canvas: [B, C] Int32, soft: [B, C, D] or nil → [B, C, D]
 func (p *Params) SelfCondition(canvas, soft *Node) *Node {
-	x := p.Embed(canvas)
-	if soft != nil {
-		n := p.norm(soft, "self_conditioning.pre_norm.weight")
-		x = Add(x, p.GatedMLP(n, "self_conditioning"))
-	}
-	return RMSNorm(x, nil, p.Cfg.RMSNormEps)
+	return arch.DecoderInput(&graphOps{p: p}, p.Cfg, p.Embed(canvas), soft, soft != nil)
 }
 
 // SoftEmbedding is the self-conditioning signal handed from one denoising step to the
