@@ -1,0 +1,399 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+)
+
+// The tied LM head fused with what a denoising step does with its logits.
+//
+// A decoder step ends with, for each of its C canvas positions and the whole
+// vocabulary V,
+//
+//	logits = c·tanh((h·Eᵀ)/c)              the tied head and the soft-cap   [C, V]
+//	p      = softmax(logits/T)             the tempered distribution        [C, V]
+//	argmax, entropy(p), a draw from p      the sampler's statistics         [C]
+//	soft   = p·E·scale                     the next step's self-conditioning [C, D]
+//
+// Done one after another these write the [C, V] logits and probabilities to memory
+// and read them back several times (4 MB each for Darkroom Mini, a quarter of a GB for
+// a 262,144-word vocabulary). Head does all of it a block of positions at a time —
+// the block's logits and probabilities stay in the core's L2 — against E packed once
+// into the micro-kernel's panels (both orientations), so neither E's packing nor the
+// [C, V] arrays come back each step.
+//
+// The arithmetic is the unfused one's, operation for operation: the logits are
+// MulNT's (the same micro-kernel, panels and depth order, so the same bits), the
+// soft-cap SoftCap's, the exponentials, entropy and draw Tempered's, the
+// probabilities Softmax's and the soft embedding MulNN's. The fused step therefore
+// gives bit for bit the result of Matrix.MulNT, SoftCap, Tempered, Softmax and
+// Matrix.MulNN run in turn (head_test.go), and a sampler built on Tempered draws the
+// same tokens from either.
+
+// ExpFloor is the smallest exponential a softmax keeps: ExpShift clamps arguments
+// below −87.3 to ~1.2e-38, and anything below ExpFloor is taken as an exact zero
+// (ExpMoments' floor in Tempered).
+const ExpFloor = 1e-37
+
+// Position is what the tempered distribution of one canvas position yields.
+type Position struct {
+	Sampled int     // drawn from softmax(logits/T)
+	Argmax  int     // argmax(logits), ties → lowest id
+	Entropy float32 // entropy (nats) of softmax(logits/T)
+}
+
+// Tempered is the sampler's arithmetic for one position's soft-capped logits row and
+// inv = 1/T: the argmax (ties → the lowest id), the entropy of softmax(row·inv), and
+// the id the inverse CDF gives for the uniform draw u ∈ [0, 1). e is scratch of
+// len(row).
+//
+// With z = row·inv, m = max z, e_j = exp(z_j − m), s = Σ e_j: p_j = e_j/s and
+// H = −Σ p_j log p_j = log s − Σ e_j (z_j − m) / s. The exponentials are ExpShift's
+// float32 ones (relative error ~2e-7), those below ExpFloor zero; the sums that decide
+// the entropy and the draw are float64, the draw the first id whose running sum
+// exceeds u·s.
+func Tempered(row, e []float32, inv, u float64) Position {
+	return tempered(row, e, nil, inv, u)
+}
+
+// tempered is Tempered that also writes softmax(row·inv) into probs, as Softmax does
+// (the exponentials before ExpFloor's zeroing, times the reciprocal of ExpShift's
+// float32 sum), unless probs is nil.
+func tempered(row, e, probs []float32, inv, u float64) Position {
+	e = e[:len(row)]
+	am := ArgMax(row)
+	sum := ExpShift(e, row, row[am], float32(inv))
+	if probs != nil {
+		copy(probs[:len(row)], e)
+		scale(probs[:len(row)], 1/sum)
+	}
+	m := float64(row[am])
+	s, ez := ExpMoments(e, row, m, inv, ExpFloor)
+	h := math.Log(s) - ez/s
+	if h < 0 { // rounding on a one-hot row
+		h = 0
+	}
+	target := u * s
+	sampled := -1
+	var acc float64
+	for j, v := range e {
+		acc += float64(v)
+		if acc > target {
+			sampled = j
+			break
+		}
+	}
+	if sampled < 0 { // u·s rounded above the sum: take the last id with mass
+		for j := len(e) - 1; j >= 0; j-- {
+			if e[j] > 0 {
+				sampled = j
+				break
+			}
+		}
+	}
+	return Position{Sampled: sampled, Argmax: am, Entropy: float32(h)}
+}
+
+// scale multiplies x by r in place, as Softmax does.
+func scale(x []float32, r float32) {
+	n := 0
+	if useAVX2 && len(x) >= 8 {
+		n = len(x) &^ 7
+		scaleAVX2(&x[0], n, r)
+	}
+	for j := n; j < len(x); j++ {
+		x[j] *= r
+	}
+}
+
+// Head is the tied LM head over an embedding E [V, D] (a Matrix in its stored format),
+// fused with the soft-cap, the sampler's statistics and the soft embedding (see the
+// comment above). NewHead packs E once when its two packed float32 copies take at most
+// HeadPackBytes; a larger E (a 262,144-word vocabulary) is decoded inside the products
+// as Matrix.MulNT and MulNN decode it, the step's [C, V] arrays then kept from one call
+// to the next instead of allocated. A Head is not safe for concurrent use.
+type Head struct {
+	e      Matrix
+	v, d   int
+	kern   *microKernel
+	nt, nn []float32 // E's panels for h·Eᵀ and p·E (packedOffset); nil: not packed
+	bufs   []*headBuf
+	whole  headBuf // the unpacked path's [C, V] arrays
+}
+
+// HeadPackBytes bounds the float32 panels NewHead packs E into (both orientations).
+const HeadPackBytes = 64 << 20
+
+// headBlockBytes is what one block's logits and probabilities may take: a core's L2
+// (1 MiB on this machine's cores), so they are written and read there and never reach
+// memory. Measured on Darkroom Mini's head, blocks of 28 to 126 rows run alike; 14
+// rows (B's panels streamed once per tile of rows) ran 10% slower.
+const headBlockBytes = 1 << 20
+
+// headBuf is one worker's block scratch.
+type headBuf struct {
+	a, tile, logits, probs, e []float32
+}
+
+// HeadStep is what a step's head needs besides the hidden state.
+type HeadStep struct {
+	Softcap        float32   // the logits' soft-cap c (≤ 0: none)
+	InvTemperature float64   // 1/T of the tempered softmax
+	Draws          []float64 // per position, the uniform draw of Tempered
+	SoftScale      float32   // the soft embedding's factor (the embedding scale, √D)
+}
+
+// NewHead returns the head over e [V, D], packing it when it fits HeadPackBytes.
+func NewHead(e Matrix) (*Head, error) {
+	if err := e.Check(); err != nil {
+		return nil, err
+	}
+	h := &Head{e: e, v: e.Rows, d: e.Cols, kern: gemmKernel}
+	if h.v > 0 && h.d > 0 && h.packedLen(h.v, h.d)+h.packedLen(h.d, h.v) <= HeadPackBytes/4 {
+		if err := h.pack(); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// Packed reports whether NewHead packed E (the fused, blocked path runs).
+func (h *Head) Packed() bool { return h.nt != nil }
+
+// packedLen is the float32 count of n columns over depth k packed in nr-wide panels.
+func (h *Head) packedLen(n, k int) int { return ceilDiv(n, h.kern.nr) * h.kern.nr * k }
+
+// packedOffset is where the panel of columns [q·nr, q·nr+nr) over depth [pc, pc+kc)
+// starts in a packing of n columns over depth k: the depth blocks one after another
+// (blockK deep, the last kc), each holding its column panels in order.
+func (h *Head) packedOffset(n, k, pc, q int) int {
+	nr := h.kern.nr
+	return pc*ceilDiv(n, nr)*nr + q*min(blockK, k-pc)*nr
+}
+
+// pack decodes E and packs it as the two products read it: for h·Eᵀ E's rows are the
+// columns (depth D), for p·E its columns (depth V), each panel as packPanels (h·Eᵀ)
+// and MulNN (p·E) would pack it for the product.
+func (h *Head) pack() error {
+	v, d, nr := h.v, h.d, h.kern.nr
+	src, ok := h.e.float32s()
+	if !ok {
+		src = make([]float32, v*d)
+		for r := range v {
+			if err := h.e.DecodeRow(src[r*d:(r+1)*d], r); err != nil {
+				return err
+			}
+		}
+	}
+	h.nt = make([]float32, h.packedLen(v, d))
+	for pc := 0; pc < d; pc += blockK {
+		kc := min(blockK, d-pc)
+		for q := 0; q*nr < v; q++ {
+			off := h.packedOffset(v, d, pc, q)
+			packPanels(h.nt[off:off+kc*nr], src, d, q*nr, min(nr, v-q*nr), pc, kc, nr)
+		}
+	}
+	h.nn = make([]float32, h.packedLen(d, v))
+	for pc := 0; pc < v; pc += blockK {
+		kc := min(blockK, v-pc)
+		for q := 0; q*nr < d; q++ {
+			off := h.packedOffset(d, v, pc, q)
+			cols := min(nr, d-q*nr)
+			for p := range kc {
+				copy(h.nn[off+p*nr:off+p*nr+cols], src[(pc+p)*d+q*nr:][:cols])
+			}
+		}
+	}
+	return nil
+}
+
+// blockRows is how many positions one block holds: whole micro-tiles whose logits
+// and probabilities fit headBlockBytes, at least one tile.
+func (h *Head) blockRows() int {
+	mr := h.kern.mr
+	return mr * max(1, headBlockBytes/(8*h.v*mr))
+}
+
+// buf is worker part's scratch: a row of exponentials, and with block the arrays of
+// one block's logits and probabilities.
+func (h *Head) buf(part int, block bool) *headBuf {
+	for len(h.bufs) <= part {
+		h.bufs = append(h.bufs, new(headBuf))
+	}
+	b := h.bufs[part]
+	b.e = grow(b.e, h.v)
+	if block {
+		r := h.blockRows()
+		b.logits, b.probs = grow(b.logits, r*h.v), grow(b.probs, r*h.v)
+	}
+	return b
+}
+
+// check refuses slices shorter than rows positions need.
+func (h *Head) check(op string, hidden []float32, rows int, outs ...int) error {
+	if rows < 0 || len(hidden) < rows*h.d {
+		return fmt.Errorf("%s: head: %d hidden values for %d rows of %d", op, len(hidden), rows, h.d)
+	}
+	for _, n := range outs {
+		if n < 0 {
+			return fmt.Errorf("%s: head: outputs shorter than %d rows", op, rows)
+		}
+	}
+	return nil
+}
+
+// Logits writes out [rows, V] = the soft-capped h·Eᵀ of the hidden rows [rows, D]
+// (softcap ≤ 0: none), bit for bit Matrix.MulNT followed by SoftCap on each row.
+func (h *Head) Logits(out, hidden []float32, rows int, softcap float32) error {
+	if err := h.check("logits", hidden, rows, len(out)-rows*h.v); err != nil {
+		return err
+	}
+	if h.nt == nil || rows < dotRows {
+		if err := h.e.MulNT(out, hidden, rows); err != nil {
+			return err
+		}
+		ParallelRows(rows, func(lo, hi int) { softCapRows(out[lo*h.v:hi*h.v], h.v, softcap) })
+		return nil
+	}
+	h.blocks(rows, func(b *headBuf, i0, i1 int) {
+		o := out[i0*h.v : i1*h.v]
+		h.mulPacked(b, o, hidden[i0*h.d:i1*h.d], i1-i0, h.v, h.d, h.nt)
+		softCapRows(o, h.v, softcap)
+	})
+	return nil
+}
+
+// softCapRows is SoftCap on each row of v values of x: row by row, because SoftCap's
+// vector part and its scalar tail round differently, and Step caps one row at a time.
+func softCapRows(x []float32, v int, c float32) {
+	for i := 0; i+v <= len(x); i += v {
+		SoftCap(x[i:i+v], c)
+	}
+}
+
+// Step runs a denoising step's head over the final-normed hidden rows [rows, D]:
+// pos[i] is Tempered over row i's soft-capped logits at s.InvTemperature with draw
+// s.Draws[i], and soft [rows, D] the soft embedding softmax(logits·inv)·E·s.SoftScale.
+// The logits are not kept.
+func (h *Head) Step(soft []float32, pos []Position, hidden []float32, rows int, s HeadStep) error {
+	if err := h.check("step", hidden, rows, len(soft)-rows*h.d, len(pos)-rows, len(s.Draws)-rows); err != nil {
+		return err
+	}
+	if rows == 0 {
+		return nil
+	}
+	if h.nt == nil || rows < dotRows {
+		return h.stepWhole(soft, pos, hidden, rows, s)
+	}
+	h.blocks(rows, func(b *headBuf, i0, i1 int) {
+		n, v := i1-i0, h.v
+		logits, probs := b.logits[:n*v], b.probs[:n*v]
+		h.mulPacked(b, logits, hidden[i0*h.d:i1*h.d], n, v, h.d, h.nt)
+		for r := range n {
+			row := logits[r*v : (r+1)*v]
+			SoftCap(row, s.Softcap)
+			pos[i0+r] = tempered(row, b.e, probs[r*v:(r+1)*v], s.InvTemperature, s.Draws[i0+r])
+		}
+		out := soft[i0*h.d : i1*h.d]
+		h.mulPacked(b, out, probs, n, h.d, v, h.nn)
+		for i := range out {
+			out[i] *= s.SoftScale
+		}
+	})
+	return nil
+}
+
+// blocks runs fn over the blocks of blockRows positions of [0, rows), each worker
+// taking the next block left (so a core slowed by other work takes fewer), with its
+// own scratch.
+func (h *Head) blocks(rows int, fn func(b *headBuf, i0, i1 int)) {
+	r := h.blockRows()
+	n := ceilDiv(rows, r)
+	parts := min(workers(), n)
+	for p := range parts {
+		h.buf(p, true) // before the workers start: bufs is not grown concurrently
+	}
+	var next atomic.Int64
+	parallel(parts, func(part int) {
+		b := h.bufs[part]
+		for blk := int(next.Add(1) - 1); blk < n; blk = int(next.Add(1) - 1) {
+			fn(b, blk*r, min(rows, (blk+1)*r))
+		}
+	})
+}
+
+// stepWhole is Step over E as stored: the logits of all rows by Matrix.MulNT, the
+// statistics row by row, the soft embedding by Matrix.MulNN, in [rows, V] arrays kept
+// for the next call.
+func (h *Head) stepWhole(soft []float32, pos []Position, hidden []float32, rows int, s HeadStep) error {
+	v := h.v
+	w := &h.whole
+	w.logits, w.probs = grow(w.logits, rows*v), grow(w.probs, rows*v)
+	if err := h.e.MulNT(w.logits, hidden, rows); err != nil {
+		return err
+	}
+	parts := min(workers(), rows)
+	for p := range parts {
+		h.buf(p, false)
+	}
+	parallel(parts, func(part int) {
+		e := h.bufs[part].e
+		for i := rows * part / parts; i < rows*(part+1)/parts; i++ {
+			row := w.logits[i*v : (i+1)*v]
+			SoftCap(row, s.Softcap)
+			pos[i] = tempered(row, e, w.probs[i*v:(i+1)*v], s.InvTemperature, s.Draws[i])
+		}
+	})
+	if err := h.e.MulNN(soft, w.probs, rows); err != nil {
+		return err
+	}
+	for i := range soft[:rows*h.d] {
+		soft[i] *= s.SoftScale
+	}
+	return nil
+}
+
+// mulPacked computes out [rows, n] = a·bᵀ for a [rows, k] and b packed in panels
+// (packedOffset), rows at most a block: mulNTPacked's loop nest (columns, depth,
+// micro-tiles) with b's panels read where they are, so each output value is the one
+// MulNT computes.
+func (h *Head) mulPacked(buf *headBuf, out, a []float32, rows, n, k int, packed []float32) {
+	kern := h.kern
+	mr, nr := kern.mr, kern.nr
+	nc := blockN / nr * nr
+	buf.a = grow(buf.a, ceilDiv(rows, mr)*mr*min(blockK, k))
+	buf.tile = grow(buf.tile, mr*nr)
+	for jc := 0; jc < n; jc += nc {
+		ncols := min(nc, n-jc)
+		for pc := 0; pc < k; pc += blockK {
+			kc := min(blockK, k-pc)
+			accumulate := pc > 0
+			packPanels(buf.a, a, k, 0, rows, pc, kc, mr)
+			for jr := 0; jr < ncols; jr += nr {
+				bp := &packed[h.packedOffset(n, k, pc, (jc+jr)/nr)]
+				cols := min(nr, ncols-jr)
+				for ir := 0; ir < rows; ir += mr {
+					ap := &buf.a[ir*kc]
+					nrows := min(mr, rows-ir)
+					c := out[ir*n+jc+jr:]
+					if nrows == mr && cols == nr {
+						kern.fn(kc, ap, bp, &c[0], n, accumulate)
+						continue
+					}
+					kern.fn(kc, ap, bp, &buf.tile[0], nr, false)
+					for r := range nrows {
+						src, dst := buf.tile[r*nr:r*nr+cols], c[r*n:r*n+cols]
+						if accumulate {
+							for j, v := range src {
+								dst[j] += v
+							}
+						} else {
+							copy(dst, src)
+						}
+					}
+				}
+			}
+		}
+	}
+}
