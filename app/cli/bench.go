@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -262,7 +263,7 @@ func runBench(env *Env, args []string) error {
 			results[mode] = append(results[mode], r)
 			units[mode], steps[mode] = append(units[mode], u...), append(steps[mode], st...)
 			progress("%-9s run %d: %s in %.0f ms (%.1f tokens/s), %s", mode,
-				i+1, count(len(r.Tokens), "token", "tokens"), r.ElapsedMS, r.TokensPerS, count(r.ForwardPasses, "forward pass", "forward passes"))
+				i+1, plural.Count(len(r.Tokens), "token", "tokens"), r.ElapsedMS, r.TokensPerS, plural.Count(r.ForwardPasses, "forward pass", "forward passes"))
 		}
 	}
 	for _, mode := range order {
@@ -441,7 +442,7 @@ func printBench(w io.Writer, r *benchReport) {
 		fmt.Fprintf(w, "%-10s %10.2f %8.1f %9.1f %6.2f %8s %13.1f %12.1f %9.0f%%\n", m.Mode, m.TokensPerS, m.Tokens,
 			m.ForwardPasses, m.TokensPerForward, steps, m.FirstCanvasMS, m.MedianCanvasMS, 100*m.SamplingShare)
 	}
-	fmt.Fprintf(w, "(median over %s; \"median\" is per canvas for diffusion, per token for AR)\n", count(ms[0].Runs, "run", "runs"))
+	fmt.Fprintf(w, "(median over %s; \"median\" is per canvas for diffusion, per token for AR)\n", plural.Count(ms[0].Runs, "run", "runs"))
 	if d := r.Diffusion; d != nil && d.GuidanceRounds > 0 {
 		fmt.Fprintf(w, "AR guidance (in the diffusion times): %.1f rounds per canvas, one encoder pass each; %.1f tokens revised per canvas\n",
 			d.GuidanceRounds, d.GuidedPerCanvas)

@@ -178,12 +178,3 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
-
-// count writes n and a noun in the right number: count(1, "canvas", "canvases")
-// is "1 canvas", count(3, …) "3 canvases".
-func count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}

@@ -91,12 +91,7 @@ func TestModelPathsThatDoNotExist(t *testing.T) {
 	}
 }
 
-func TestCount(t *testing.T) {
-	for n, want := range map[int]string{0: "0 canvases", 1: "1 canvas", 2: "2 canvases"} {
-		if got := count(n, "canvas", "canvases"); got != want {
-			t.Errorf("count(%d) = %q, want %q", n, got, want)
-		}
-	}
+func TestCanvasSummary(t *testing.T) {
 	one := &engine.Result{Canvases: []engine.CanvasStats{{Steps: 3}}}
 	if got := canvasSummary(one, engine.Diffusion); got != "1 canvas (steps 3)" {
 		t.Errorf("canvasSummary of one canvas = %q", got)

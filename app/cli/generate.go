@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 
+	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
@@ -232,8 +233,8 @@ func runGenerate(env *Env, args []string) error {
 		fmt.Fprintln(env.Stdout, "\n"+res.Text)
 	}
 	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s), %s, %s, stop: %s, backend %s\n",
-		count(len(res.Tokens), "token", "tokens"), res.ElapsedMS/1000, res.TokensPerS, canvasSummary(res, mode),
-		count(res.ForwardPasses, "forward pass", "forward passes"), res.StopReason, e.Backend())
+		plural.Count(len(res.Tokens), "token", "tokens"), res.ElapsedMS/1000, res.TokensPerS, canvasSummary(res, mode),
+		plural.Count(res.ForwardPasses, "forward pass", "forward passes"), res.StopReason, e.Backend())
 	return nil
 }
 
@@ -245,7 +246,7 @@ func canvasSummary(res *engine.Result, mode engine.Mode) string {
 	for i, c := range res.Canvases {
 		steps[i] = fmt.Sprint(c.Steps)
 	}
-	return fmt.Sprintf("%s (steps %s)", count(len(res.Canvases), "canvas", "canvases"), strings.Join(steps, ","))
+	return fmt.Sprintf("%s (steps %s)", plural.Count(len(res.Canvases), "canvas", "canvases"), strings.Join(steps, ","))
 }
 
 // generateJSON is the --json document: the engine's Result plus what ran.

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 
+	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/backend/nvidia"
 	"github.com/darkroomlabs/darkroom/models"
@@ -125,7 +126,7 @@ func runGPUInstall(env *Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "GPU support for %s: the CUDA %s plugin of JAX %s and %s, %s to download into %s\n",
-		gpuName, strings.TrimPrefix(gen, "cuda"), plan.JAX, count(len(plan.Library), "NVIDIA library", "NVIDIA libraries"),
+		gpuName, strings.TrimPrefix(gen, "cuda"), plan.JAX, plural.Count(len(plan.Library), "NVIDIA library", "NVIDIA libraries"),
 		store.FormatBytes(plan.Size()), backend.Runtime().Dir)
 	bar := newProgress(env.Stderr)
 	in.Download.OnEvent = func(ev download.Event) {

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/store"
@@ -99,7 +100,7 @@ func runPull(env *Env, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(man)
 	}
-	fmt.Fprintf(env.Stdout, "%s: %s, %s, verified, in %s\n", man.Name, count(len(man.Files), "file", "files"),
+	fmt.Fprintf(env.Stdout, "%s: %s, %s, verified, in %s\n", man.Name, plural.Count(len(man.Files), "file", "files"),
 		store.FormatBytes(man.TotalSize()), m.Store().ModelDir(man.Name))
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
@@ -198,7 +199,7 @@ func runQuantizeCompare(env *Env, lib libraryFlags, a compareArgs) error {
 		if _, err := convert.Quantize(ctx, src, out, convert.Options{Profile: p}); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stderr, "quantize --compare: measuring %s on %s…\n", p, count(len(ids), "prompt", "prompts"))
+		fmt.Fprintf(env.Stderr, "quantize --compare: measuring %s on %s…\n", p, plural.Count(len(ids), "prompt", "prompts"))
 		var refSpeed float64
 		if len(report.Rows) > 0 {
 			refSpeed = report.Rows[0].RefTokensPS // measured once
@@ -215,7 +216,7 @@ func runQuantizeCompare(env *Env, lib libraryFlags, a compareArgs) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(report)
 	}
-	fmt.Fprintf(env.Stdout, "%s vs its full-precision weights, %s from %s:\n", a.model, count(len(ids), "prompt", "prompts"), source)
+	fmt.Fprintf(env.Stdout, "%s vs its full-precision weights, %s from %s:\n", a.model, plural.Count(len(ids), "prompt", "prompts"), source)
 	tw := tabwriter.NewWriter(env.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROFILE\tSIZE RATIO\tMEAN KL (nats)\tSAME ARGMAX\tTOKENS/S (full → quantized)")
 	for _, c := range report.Rows {

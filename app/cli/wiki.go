@@ -10,6 +10,7 @@ import (
 	"regexp"
 
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
@@ -113,8 +114,8 @@ func runWiki(env *Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s, %s, %s, stop: %s)\n",
-		count(page.Tokens, "token", "tokens"), page.ElapsedMS/1000, page.TokensPerS,
-		count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, page.StopReason)
+		plural.Count(page.Tokens, "token", "tokens"), page.ElapsedMS/1000, page.TokensPerS,
+		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, page.StopReason)
 	return nil
 }
 
