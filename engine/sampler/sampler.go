@@ -31,10 +31,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sort"
-	"sync"
 
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 )
@@ -73,88 +71,36 @@ func Temperature(p Params, step int) float64 {
 	return p.TMin + (p.TMax-p.TMin)*float64(r)/float64(n)
 }
 
-// Position is what the tempered distribution of one canvas position yields.
-type Position struct {
-	Sampled int     // drawn from softmax(logits/T)
-	Argmax  int     // argmax(logits), ties → lowest id
-	Entropy float32 // entropy (nats) of softmax(logits/T)
-}
+// Position is what the tempered distribution of one canvas position yields: the
+// draw, the argmax and the entropy (kernels.Position).
+type Position = kernels.Position
 
 // Tempered computes, for each of the len(logits)/vocab positions, the argmax, the
 // entropy of softmax(logits/T) and a sample from it, using u[i] ∈ [0,1) as the
-// sampling draw of position i (inverse CDF). Positions run in parallel; the result
-// depends only on the inputs.
+// sampling draw of position i (inverse CDF): kernels.Tempered on each row, the
+// arithmetic the fused host head (kernels.Head) runs too. Positions run in parallel;
+// the result depends only on the inputs.
 func Tempered(logits []float32, vocab int, temperature float64, u []float64) []Position {
 	c := len(logits) / vocab
 	out := make([]Position, c)
-	work := func(lo, hi int, buf []float32) {
+	inv := 1 / temperature
+	work := func(lo, hi int) {
+		buf := make([]float32, vocab)
 		for i := lo; i < hi; i++ {
-			out[i] = tempered(logits[i*vocab:(i+1)*vocab], temperature, u[i], buf)
+			out[i] = kernels.Tempered(logits[i*vocab:(i+1)*vocab], buf, inv, u[i])
 		}
 	}
-	workers := runtime.GOMAXPROCS(0)
-	if workers > c {
-		workers = c
-	}
-	if workers <= 1 || len(logits) < 1<<16 {
-		work(0, c, make([]float32, vocab))
+	if len(logits) < 1<<16 {
+		work(0, c)
 		return out
 	}
-	var wg sync.WaitGroup
-	per := (c + workers - 1) / workers
-	for lo := 0; lo < c; lo += per {
-		hi := min(lo+per, c)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work(lo, hi, make([]float32, vocab))
-		}()
-	}
-	wg.Wait()
+	kernels.ParallelRows(c, work)
 	return out
 }
 
-// expUnderflow: kernels.ExpShift returns at least ~1.2e-38 for arguments below −87.3
-// (it clamps); anything that small is an exact zero of the softmax in float64.
-const expUnderflow = 1e-37
-
-// tempered handles one position; buf has len(row) scratch entries.
-//
-// With z = row/T, m = max z, e_j = exp(z_j − m), s = Σ e_j:
-// p_j = e_j/s and H = −Σ p_j log p_j = log s − Σ e_j (z_j − m) / s.
-// The exponentials are float32 (engine/kernels's vectorised expf, relative
-// error ~2e-7); the sums that decide entropy and the sample are float64.
-func tempered(row []float32, temperature float64, u float64, buf []float32) Position {
-	am := kernels.ArgMax(row) // ties keep the lowest id
-	inv := 1 / temperature
-	kernels.ExpShift(buf[:len(row)], row, row[am], float32(inv))
-	m := float64(row[am])
-	// expf clamps far-negative arguments to ~1e-38: ExpMoments makes those 0.
-	s, ez := kernels.ExpMoments(buf[:len(row)], row, m, inv, expUnderflow)
-	h := math.Log(s) - ez/s
-	if h < 0 { // rounding on a one-hot row
-		h = 0
-	}
-	target := u * s
-	sampled := -1
-	var acc float64
-	for j, e := range buf[:len(row)] {
-		acc += float64(e)
-		if acc > target {
-			sampled = j
-			break
-		}
-	}
-	if sampled < 0 { // u·s rounded above the sum: take the last id with mass
-		for j := len(row) - 1; j >= 0; j-- {
-			if buf[j] > 0 {
-				sampled = j
-				break
-			}
-		}
-	}
-	return Position{Sampled: sampled, Argmax: am, Entropy: float32(h)}
-}
+// expUnderflow is the exponential below which a softmax's term is zero
+// (kernels.ExpFloor), for StepGraph.
+const expUnderflow = kernels.ExpFloor
 
 // Argmax returns the index of the largest value, ties → lowest index (0 for an
 // empty row): kernels.ArgMax, the scan the step's statistics use.
@@ -331,25 +277,9 @@ func (s *Sampler) Step(logits []float32, step int) (StepResult, error) {
 	if len(logits) == 0 || len(logits)%s.vocab != 0 {
 		return StepResult{}, fmt.Errorf("sampler: %d logits is not a whole number of rows of vocab %d", len(logits), s.vocab)
 	}
-	c := len(logits) / s.vocab
-	t := s.Temperature(step)
-	sample := s.rng.Key(s.canvas, step, streamSample)
-	u := make([]float64, c)
-	for i := range u {
-		u[i] = sample.Float64(i)
-	}
-	pos := Tempered(logits, s.vocab, t, u)
-	r := StepResult{Argmax: make([]int, c), Entropy: make([]float32, c)}
-	sampled := make([]int, c)
-	for i, p := range pos {
-		sampled[i], r.Argmax[i], r.Entropy[i] = p.Sampled, p.Argmax, p.Entropy
-	}
-	for i, id := range s.held[:min(len(s.held), c)] {
-		sampled[i], r.Argmax[i], r.Entropy[i] = id, id, 0
-	}
-	r.Accepted = Accept(r.Entropy, s.p.EntropyBound)
-	r.Draft = Renoise(sampled, r.Accepted, s.vocab, s.rng.Key(s.canvas, step, streamNoise))
-	return s.Finish(r, step), nil
+	plan := s.Plan(step)
+	pos := Tempered(logits, s.vocab, plan.Temperature, plan.Draws(len(logits)/s.vocab))
+	return s.Finish(plan.Decide(pos, s.vocab), step), nil
 }
 
 // Plan is what a denoising step computed elsewhere (StepGraph, on the device) takes
@@ -360,6 +290,37 @@ type Plan struct {
 	Keys         [4]uint32 // the step's sampling Key (K1, K2), then its noise Key
 	Held         []int     // the current canvas's held head (Canvas)
 	EntropyBound float64
+}
+
+// Draws are the step's uniform draws for c positions (Tempered's u): the sampling
+// Key's Float64 of each position.
+func (p Plan) Draws(c int) []float64 {
+	sample := Key{K1: p.Keys[0], K2: p.Keys[1]}
+	u := make([]float64, c)
+	for i := range u {
+		u[i] = sample.Float64(i)
+	}
+	return u
+}
+
+// Decide completes a step from its positions' statistics (Tempered over the step's
+// logits with Draws, or the fused host head): held positions become their held token
+// with entropy 0 (so they are accepted first and use none of the entropy bound),
+// Accept picks the rest, and Renoise redraws the others from the plan's noise Key. It
+// fills Draft, Accepted, Argmax and Entropy; Finish does the rest.
+func (p Plan) Decide(pos []Position, vocab int) StepResult {
+	c := len(pos)
+	r := StepResult{Argmax: make([]int, c), Entropy: make([]float32, c)}
+	sampled := make([]int, c)
+	for i, q := range pos {
+		sampled[i], r.Argmax[i], r.Entropy[i] = q.Sampled, q.Argmax, q.Entropy
+	}
+	for i, id := range p.Held[:min(len(p.Held), c)] {
+		sampled[i], r.Argmax[i], r.Entropy[i] = id, id, 0
+	}
+	r.Accepted = Accept(r.Entropy, p.EntropyBound)
+	r.Draft = Renoise(sampled, r.Accepted, vocab, Key{K1: p.Keys[2], K2: p.Keys[3]})
+	return r
 }
 
 // Plan returns 1-based step's plan for the current canvas.
@@ -420,5 +381,5 @@ func (s *Sampler) PickToken(logits []float32, plan TokenPlan) int {
 	if len(s.buf) < len(logits) {
 		s.buf = make([]float32, len(logits))
 	}
-	return tempered(logits, plan.Temperature, plan.Key.Float64(0), s.buf).Sampled
+	return kernels.Tempered(logits, s.buf, 1/plan.Temperature, plan.Key.Float64(0)).Sampled
 }
