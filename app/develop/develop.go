@@ -1,8 +1,9 @@
 // Package develop turns a generation's events into the text of a page as it
 // develops: the text committed so far, then the current canvas with the positions
 // accepted so far as their tokens' text and the rest as noise runes about as wide
-// as the token they stand for. The desktop app and the browser mode draw the same
-// developing page from it.
+// as the token they stand for; and the status line under the page, developing
+// (Draft.Status) and finished (DoneStatus). The desktop app and the browser mode
+// draw the same developing page, and say the same about it, from it.
 package develop
 
 import (

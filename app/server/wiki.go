@@ -212,7 +212,8 @@ func (s *Server) handlePageEvents(w http.ResponseWriter, r *http.Request) {
 			if ev.Kind == engine.EventDone {
 				return // the result below is the final word
 			}
-			box.put(pageEvent{HTML: dev.Text(ev), Status: stepStatus(ev), Canvas: ev.Canvas, Step: ev.Step})
+			html := dev.Text(ev)
+			box.put(pageEvent{HTML: html, Status: dev.Status(ev), Canvas: ev.Canvas, Step: ev.Step})
 		}}
 	if c, ok := m.Engine.(checker); ok {
 		if _, err := c.Check(req); err != nil {
@@ -275,7 +276,7 @@ loop:
 		}
 		sse.event("failed", pageEvent{Status: reason})
 	default:
-		p := finishedPage{html: renderHTML(out.res.Text), status: doneStatus(out.res)}
+		p := finishedPage{html: renderHTML(out.res.Text), status: develop.DoneStatus(out.res)}
 		s.pages.put(title, p)
 		sse.event("done", pageEvent{HTML: p.html, Status: p.status})
 	}
@@ -299,33 +300,6 @@ func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "private, max-age=3600")
 	_, _ = w.Write(b)
-}
-
-// stepStatus is the status line of a developing page.
-func stepStatus(ev engine.Event) string {
-	secs := ev.Elapsed.Seconds()
-	switch ev.Kind {
-	case engine.EventStep:
-		return fmt.Sprintf("Developing · canvas %d, step %d · %d forward passes · %.1f s", ev.Canvas+1, ev.Step, ev.ForwardPasses, secs)
-	case engine.EventToken:
-		return fmt.Sprintf("Printing · %d tokens · %.1f s", len(ev.Committed), secs)
-	default:
-		return fmt.Sprintf("Developing · canvas %d committed · %d forward passes · %.1f s", ev.Canvas+1, ev.ForwardPasses, secs)
-	}
-}
-
-// doneStatus is the status line of a finished page.
-func doneStatus(res *engine.Result) string {
-	steps := 0
-	for _, c := range res.Canvases {
-		steps += c.Steps
-	}
-	state := "Done"
-	if res.StopReason == "max_tokens" {
-		state = "Done (length limit)"
-	}
-	return fmt.Sprintf("%s · %d tokens in %d steps · %d forward passes · %.2f s · %.1f tokens/s",
-		state, len(res.Tokens), steps, res.ForwardPasses, res.Elapsed.Seconds(), res.TokensPerS)
 }
 
 // renderHTML turns model text (possibly holding noise runes) into the HTML the

@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,64 +154,6 @@ func (t *throttle) Close() {
 	t.mu.Unlock()
 	close(t.kick)
 	<-t.stopped
-}
-
-// stepStatus is the status line of a developing generation.
-func stepStatus(ev engine.Event, tokens int) string {
-	secs := ev.Elapsed.Seconds()
-	rate := 0.0
-	if secs > 0 {
-		rate = float64(tokens) / secs
-	}
-	switch ev.Kind {
-	case engine.EventStep:
-		// Forward passes are the denoising steps plus one encoder pass for the
-		// prompt and one per committed canvas.
-		steps := max(ev.ForwardPasses-1-ev.Canvas, ev.Step)
-		return fmt.Sprintf("Developing · canvas %d, step %d (%d steps so far) · %d forward passes · %.1f s · %.1f tokens/s",
-			ev.Canvas+1, ev.Step, steps, ev.ForwardPasses, secs, rate)
-	case engine.EventToken:
-		return fmt.Sprintf("Printing · %d tokens · %d forward passes · %.1f s · %.1f tokens/s", tokens, ev.ForwardPasses, secs, rate)
-	default:
-		return fmt.Sprintf("Developing · canvas %d committed · %d forward passes · %.1f s · %.1f tokens/s",
-			ev.Canvas+1, ev.ForwardPasses, secs, rate)
-	}
-}
-
-// doneStatus is the status line of a finished generation. A remote server that
-// is not a Darkroom streams no steps or forward passes (res has none): those are
-// unknown, not zero, so the line leaves them out.
-func doneStatus(res *engine.Result) string {
-	steps := 0
-	for _, c := range res.Canvases {
-		steps += c.Steps
-	}
-	state := "Done"
-	switch res.StopReason {
-	case "cancelled":
-		state = "Stopped"
-	case "max_tokens":
-		state = "Done (length limit)"
-	}
-	parts := []string{state}
-	if res.ForwardPasses == 0 && steps == 0 {
-		parts = append(parts, fmt.Sprintf("%s (%s)", count(len(res.Tokens), "token", "tokens"),
-			count(len(res.Canvases), "canvas", "canvases")))
-	} else {
-		parts = append(parts, fmt.Sprintf("%s in %s (%s)", count(len(res.Tokens), "token", "tokens"),
-			count(steps, "step", "steps"), count(len(res.Canvases), "canvas", "canvases")),
-			count(res.ForwardPasses, "forward pass", "forward passes"))
-	}
-	parts = append(parts, fmt.Sprintf("%.2f s", res.Elapsed.Seconds()), fmt.Sprintf("%.1f tokens/s", res.TokensPerS))
-	return strings.Join(parts, " · ")
-}
-
-// count is "1 thing" or "N things".
-func count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // plainError turns an error into a sentence for the window.

@@ -71,24 +71,3 @@ func TestDeveloperDrawsUndecidedPositionsAsNoise(t *testing.T) {
 		t.Errorf("doc %+v", doc.Blocks)
 	}
 }
-
-// TestDoneStatus: counts of one are singular, and a result with no steps and no
-// forward passes (a remote server that is not a Darkroom) does not claim zero of
-// them.
-func TestDoneStatus(t *testing.T) {
-	local := &engine.Result{Tokens: make([]int, 1), ForwardPasses: 1, Elapsed: time.Second, TokensPerS: 1,
-		Canvases: []engine.CanvasStats{{Steps: 1}}}
-	if got, want := doneStatus(local), "Done · 1 token in 1 step (1 canvas) · 1 forward pass · 1.00 s · 1.0 tokens/s"; got != want {
-		t.Errorf("local: %q, want %q", got, want)
-	}
-	local.Tokens, local.ForwardPasses, local.Canvases = make([]int, 40), 12, []engine.CanvasStats{{Steps: 5}, {Steps: 6}}
-	if got, want := doneStatus(local), "Done · 40 tokens in 11 steps (2 canvases) · 12 forward passes · 1.00 s · 1.0 tokens/s"; got != want {
-		t.Errorf("local: %q, want %q", got, want)
-	}
-	remote := &engine.Result{Tokens: make([]int, 30), Elapsed: 2 * time.Second, TokensPerS: 15,
-		Canvases: []engine.CanvasStats{{}, {}}}
-	got := doneStatus(remote)
-	if want := "Done · 30 tokens (2 canvases) · 2.00 s · 15.0 tokens/s"; got != want {
-		t.Errorf("remote: %q, want %q", got, want)
-	}
-}

@@ -464,7 +464,7 @@ func (c *Chat) answer() {
 			if ev.Kind == engine.EventStep {
 				live = htmlsafe.ShowNoise(strings.TrimPrefix(text, committed))
 			}
-			st := label + " · " + stepStatus(ev, len(ev.Committed)+dev.Accepted())
+			st := label + " · " + dev.Status(ev)
 			onUI(func() {
 				if !current() {
 					return
@@ -528,7 +528,7 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 		t.Model = c.app.activeModelName()
 		c.save()
 		c.renderMessages()
-		st := doneStatus(res)
+		st := develop.DoneStatus(res)
 		if why != "" {
 			st += " · " + why
 		}

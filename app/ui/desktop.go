@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -116,7 +117,7 @@ func (d *Desktop) Click(c assets.Click) {
 			return
 		}
 		doc := htmlsafe.Parse(res.Text)
-		st := doneStatus(res)
+		st := develop.DoneStatus(res)
 		onUI(func() {
 			if !current() {
 				return

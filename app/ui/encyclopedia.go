@@ -268,7 +268,7 @@ func (e *Encyclopedia) generate(title string) {
 			return
 		}
 		doc := htmlsafe.Parse(res.Text)
-		st := doneStatus(res)
+		st := develop.DoneStatus(res)
 		partial := res.StopReason == "cancelled" && shown != nil
 		onUI(func() {
 			if !current() {
@@ -318,7 +318,7 @@ func (a *App) developPage(ctx context.Context, current func() bool, req engine.R
 	var shown *htmlsafe.Doc // written by the throttle's goroutine, read after th.Close
 	th := newThrottle(frameInterval, func(ev engine.Event) {
 		doc := htmlsafe.Parse(dev.Text(ev))
-		st := stepStatus(ev, len(ev.Committed)+dev.Accepted())
+		st := dev.Status(ev)
 		shown = doc
 		onUI(func() {
 			if current() {

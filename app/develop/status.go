@@ -1,0 +1,62 @@
+package develop
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/darkroomlabs/darkroom/app/plural"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// Status is the status line under the page after ev (call it after Text(ev)):
+// where the generation is, its forward passes, the time and the tokens per
+// second, counting the committed tokens and those the current canvas has
+// accepted so far.
+func (d *Draft) Status(ev engine.Event) string {
+	tokens := len(ev.Committed) + d.Accepted()
+	secs := ev.Elapsed.Seconds()
+	rate := 0.0
+	if secs > 0 {
+		rate = float64(tokens) / secs
+	}
+	passes := plural.Count(ev.ForwardPasses, "forward pass", "forward passes")
+	switch ev.Kind {
+	case engine.EventStep:
+		// Forward passes are the denoising steps plus one encoder pass for the
+		// prompt and one per committed canvas.
+		steps := max(ev.ForwardPasses-1-ev.Canvas, ev.Step)
+		return fmt.Sprintf("Developing · canvas %d, step %d (%s so far) · %s · %.1f s · %.1f tokens/s",
+			ev.Canvas+1, ev.Step, plural.Count(steps, "step", "steps"), passes, secs, rate)
+	case engine.EventToken:
+		return fmt.Sprintf("Printing · %s · %s · %.1f s · %.1f tokens/s", plural.Count(tokens, "token", "tokens"), passes, secs, rate)
+	default:
+		return fmt.Sprintf("Developing · canvas %d committed · %s · %.1f s · %.1f tokens/s", ev.Canvas+1, passes, secs, rate)
+	}
+}
+
+// DoneStatus is the status line of a finished generation. A remote server that
+// is not a Darkroom streams no steps or forward passes (res has none): those are
+// unknown, not zero, so the line leaves them out.
+func DoneStatus(res *engine.Result) string {
+	steps := 0
+	for _, c := range res.Canvases {
+		steps += c.Steps
+	}
+	state := "Done"
+	switch res.StopReason {
+	case "cancelled":
+		state = "Stopped"
+	case "max_tokens":
+		state = "Done (length limit)"
+	}
+	tokens, canvases := plural.Count(len(res.Tokens), "token", "tokens"), plural.Count(len(res.Canvases), "canvas", "canvases")
+	parts := []string{state}
+	if res.ForwardPasses == 0 && steps == 0 {
+		parts = append(parts, fmt.Sprintf("%s (%s)", tokens, canvases))
+	} else {
+		parts = append(parts, fmt.Sprintf("%s in %s (%s)", tokens, plural.Count(steps, "step", "steps"), canvases),
+			plural.Count(res.ForwardPasses, "forward pass", "forward passes"))
+	}
+	parts = append(parts, fmt.Sprintf("%.2f s", res.Elapsed.Seconds()), fmt.Sprintf("%.1f tokens/s", res.TokensPerS))
+	return strings.Join(parts, " · ")
+}

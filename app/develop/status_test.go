@@ -1,0 +1,54 @@
+package develop
+
+import (
+	"testing"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// TestDoneStatus: counts of one are singular, and a result with no steps and no
+// forward passes (a remote server that is not a Darkroom) does not claim zero of
+// them.
+func TestDoneStatus(t *testing.T) {
+	local := &engine.Result{Tokens: make([]int, 1), ForwardPasses: 1, Elapsed: time.Second, TokensPerS: 1,
+		Canvases: []engine.CanvasStats{{Steps: 1}}}
+	if got, want := DoneStatus(local), "Done · 1 token in 1 step (1 canvas) · 1 forward pass · 1.00 s · 1.0 tokens/s"; got != want {
+		t.Errorf("local: %q, want %q", got, want)
+	}
+	local.Tokens, local.ForwardPasses, local.Canvases = make([]int, 40), 12, []engine.CanvasStats{{Steps: 5}, {Steps: 6}}
+	if got, want := DoneStatus(local), "Done · 40 tokens in 11 steps (2 canvases) · 12 forward passes · 1.00 s · 1.0 tokens/s"; got != want {
+		t.Errorf("local: %q, want %q", got, want)
+	}
+	remote := &engine.Result{Tokens: make([]int, 30), Elapsed: 2 * time.Second, TokensPerS: 15,
+		Canvases: []engine.CanvasStats{{}, {}}}
+	got := DoneStatus(remote)
+	if want := "Done · 30 tokens (2 canvases) · 2.00 s · 15.0 tokens/s"; got != want {
+		t.Errorf("remote: %q, want %q", got, want)
+	}
+}
+
+// TestStatus: the developing line counts the committed tokens and the accepted
+// positions of the current canvas, and says "1 step", "1 token" in the singular.
+func TestStatus(t *testing.T) {
+	d := New(runeVocab{}, nil)
+	canvas := ids("<p>Hi</p>")
+	acc := make([]bool, len(canvas))
+	acc[0], acc[1] = true, true
+	ev := engine.Event{Kind: engine.EventStep, Step: 1, Draft: canvas, Accepted: acc, Argmax: canvas, ForwardPasses: 2,
+		Committed: ids("ab"), Elapsed: time.Second}
+	d.Text(ev)
+	if got, want := d.Status(ev), "Developing · canvas 1, step 1 (1 step so far) · 2 forward passes · 1.0 s · 4.0 tokens/s"; got != want {
+		t.Errorf("step: %q, want %q", got, want)
+	}
+	ev = engine.Event{Kind: engine.EventToken, Committed: ids("a"), Text: "a", ForwardPasses: 1, Elapsed: time.Second}
+	d.Text(ev)
+	if got, want := d.Status(ev), "Printing · 1 token · 1 forward pass · 1.0 s · 1.0 tokens/s"; got != want {
+		t.Errorf("token: %q, want %q", got, want)
+	}
+	ev = engine.Event{Kind: engine.EventCommit, Canvas: 1, Committed: ids("abc"), Text: "abc", ForwardPasses: 9, Elapsed: 2 * time.Second}
+	d.Text(ev)
+	if got, want := d.Status(ev), "Developing · canvas 2 committed · 9 forward passes · 2.0 s · 1.5 tokens/s"; got != want {
+		t.Errorf("commit: %q, want %q", got, want)
+	}
+}
