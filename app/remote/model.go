@@ -88,6 +88,30 @@ func (m *Model) Decode(ids []int) string {
 	return b.String()
 }
 
+// OneMode is "" for a model of a Darkroom server, which runs the mode a request
+// asks for. For any other server it says why the model runs one way only: such a
+// server runs its models its own way (vLLM a diffusion model as diffusion), so
+// no mode is sent to it, and Generate refuses a request for AR (ErrOneMode).
+func (m *Model) OneMode() string {
+	if m.info.Darkroom() {
+		return ""
+	}
+	return fmt.Sprintf("the server at %s offers one mode, its own: it is not a Darkroom server, so it cannot be asked for the printer (AR)",
+		m.server.Host())
+}
+
+// ErrOneMode is wrapped by the error of a request for AR to a model that runs
+// one way only (see OneMode).
+var ErrOneMode = errors.New("the server offers one mode")
+
+type oneModeError struct{ why string }
+
+func (e *oneModeError) Error() string {
+	return e.why + ": write in its own mode, or use a local model or a Darkroom server for the printer"
+}
+
+func (e *oneModeError) Unwrap() error { return ErrOneMode }
+
 // IsEnd reports whether id is EndID.
 func (m *Model) IsEnd(id int) bool { return id == EndID }
 
@@ -135,9 +159,7 @@ func (m *Model) body(req engine.Request) ([]byte, error) {
 	}
 	if m.info.Darkroom() {
 		r.Darkroom = &api.Extension{Opening: req.Opening, Steps: true}
-		if req.Mode == engine.AR {
-			r.Mode = engine.AR
-		}
+		r.Mode = req.Mode // sent when set: a request without one runs the server's choice
 	}
 	if req.Mode == engine.AR && req.Sampling.Temperature > 0 {
 		t := req.Sampling.Temperature
@@ -157,10 +179,17 @@ var ErrCut = errors.New("the connection was cut before the answer ended")
 // length is the server's count where it gave one. Without a Darkroom server the
 // opening (Request.Opening) is not sent but starts the text, as it would.
 //
+// A Darkroom server runs req.Mode (its own choice when none is set); any other
+// server runs its own mode, and a request for engine.AR fails with ErrOneMode
+// before anything is sent.
+//
 // Cancelling ctx closes the stream and returns what arrived, with StopReason
 // "cancelled". A stream cut short returns what arrived too, with an error that
 // wraps ErrCut; any other failure returns an *Error.
 func (m *Model) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	if why := m.OneMode(); why != "" && req.Mode == engine.AR {
+		return nil, &oneModeError{why}
+	}
 	body, err := m.body(req)
 	if err != nil {
 		return nil, err

@@ -17,7 +17,10 @@
 // server reports (usage, forward passes, canvases) are used; those it does not
 // are left zero. Sampling other than max new tokens, the seed and (AR) the
 // temperature is the server's; warm starts (Request.CanvasIDs) and thinking are
-// not sent, and raw prompts are refused.
+// not sent, and raw prompts are refused. Only a Darkroom server is told the mode
+// (Request.Mode); any other runs its models its own way, one mode only
+// (Model.OneMode), and a request for AR is refused rather than run as something
+// else.
 package remote
 
 import (

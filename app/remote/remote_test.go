@@ -212,6 +212,83 @@ func TestVLLMStream(t *testing.T) {
 	if msgs, _ := body["messages"].([]any); len(msgs) != 1 {
 		t.Errorf("messages %v", body["messages"])
 	}
+	if _, ok := body["mode"]; ok {
+		t.Errorf("Darkroom's mode sent to another server: %v", body)
+	}
+}
+
+// TestOneModeServer: a server that is not Darkroom offers one mode, its own. A
+// request for AR is refused with a sentence that says so and what to do, before
+// anything is sent (it used to run as the server's mode, so the Race's printer
+// raced a second polaroid); a request for diffusion or none runs.
+func TestOneModeServer(t *testing.T) {
+	v, s := startVLLM(t)
+	m := New(s, api.Model{ID: "google/diffusiongemma-26b", OwnedBy: "vllm"})
+	why := m.OneMode()
+	if !strings.Contains(why, "offers one mode") || !strings.Contains(why, s.Host()) {
+		t.Errorf("OneMode %q", why)
+	}
+	res, err := m.Generate(context.Background(), engine.Request{Prompt: "Unix", Mode: engine.AR})
+	if !errors.Is(err, ErrOneMode) || res != nil || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "use a local model or a Darkroom server") {
+		t.Errorf("AR on a one-mode server: %+v, %v", res, err)
+	}
+	v.mu.Lock()
+	sent := len(v.bodies)
+	v.mu.Unlock()
+	if sent != 0 {
+		t.Errorf("%d requests reached the server", sent)
+	}
+	for _, mode := range []engine.Mode{"", engine.Diffusion} {
+		if res, err := m.Generate(context.Background(), engine.Request{Prompt: "Unix", Mode: mode}); err != nil || res.Text == "" {
+			t.Errorf("mode %q: %+v, %v", mode, res, err)
+		}
+	}
+	if dr := New(s, api.Model{ID: "x", OwnedBy: api.OwnedBy}); dr.OneMode() != "" {
+		t.Errorf("a Darkroom server's model runs one mode: %q", dr.OneMode())
+	}
+}
+
+// TestDarkroomServerRunsTheModeAsked: a Darkroom server whose own choice is AR
+// (its APIMode: the printer is faster there) still develops a page for a
+// diffusion request and prints one for AR; the diffusion request used to go
+// without its mode, so the server's choice ran and no step arrived.
+func TestDarkroomServerRunsTheModeAsked(t *testing.T) {
+	dir := enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 16, MaxSteps: 4})
+	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	srv, err := server.New(server.Options{Engine: e, ModelID: "tiny", FrameInterval: time.Nanosecond, APIMode: engine.AR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	m, err := Open(context.Background(), &Server{BaseURL: "http://" + srv.Addr(), Key: srv.Token()}, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mode  engine.Mode
+		steps bool
+	}{{engine.Diffusion, true}, {engine.AR, false}} {
+		steps := 0
+		res, err := m.Generate(context.Background(), engine.Request{Prompt: "Unix", Mode: c.mode, Seed: 4,
+			OnEvent: func(ev engine.Event) {
+				if ev.Kind == engine.EventStep {
+					steps++
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (steps > 0) != c.steps || len(res.Tokens) == 0 {
+			t.Errorf("%s: %d step events, %d tokens", c.mode, steps, len(res.Tokens))
+		}
+	}
 }
 
 // TestErrors: each failure reads as what to do, and never shows the key.

@@ -37,6 +37,9 @@ type ModelInfo struct {
 	// a zero Mode is diffusion. Speed is the estimate behind it (nil: none).
 	Mode  speed.Choice
 	Speed *speed.Estimate
+	// OneMode, when set, says why the model runs one way only (a remote server
+	// that is not Darkroom's), so there is no printer to race the polaroid.
+	OneMode string
 }
 
 // defaultMode is the mode of a generation the user did not choose one for.

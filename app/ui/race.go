@@ -12,6 +12,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -91,8 +92,12 @@ func (r *Race) Start() {
 	r.run.Start(func(ctx context.Context, seq int64) {
 		current := func() bool { return r.run.Current(seq) }
 		polaroid, err := r.app.models.Get(ctx)
-		var printer Model
+		var printer Model // nil where the model runs one way only
+		oneMode := ""
 		if err == nil {
+			oneMode = polaroid.Info().OneMode
+		}
+		if err == nil && oneMode == "" {
 			printer, err = r.second.Get(ctx)
 		}
 		if err != nil {
@@ -106,8 +111,13 @@ func (r *Race) Start() {
 			return
 		}
 		onUI(func() {
-			if current() {
-				r.summary.SetText("Racing…")
+			if !current() {
+				return
+			}
+			r.summary.SetText("Racing…")
+			if oneMode != "" {
+				r.summary.SetText("Only the polaroid runs: " + oneMode + ".")
+				r.panes[0].stats.SetText("No printer: this server offers one mode")
 			}
 		})
 		models := [2]Model{printer, polaroid}
@@ -116,6 +126,9 @@ func (r *Race) Start() {
 		errs := make([]error, 2)
 		start := make(chan struct{})
 		for i, p := range r.panes {
+			if models[i] == nil {
+				continue
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -163,6 +176,10 @@ func (r *Race) Start() {
 					return
 				}
 			}
+			if oneMode != "" {
+				r.summary.SetText(oneModeSummary(oneMode, r.panes[1].result))
+				return
+			}
 			r.summary.SetText(raceSummary(r.panes[0].result, r.panes[1].result, polaroid.Info().Speed))
 		})
 	})
@@ -173,12 +190,29 @@ func raceStats(ev engine.Event, tokens int) string {
 	if s := ev.Elapsed.Seconds(); s > 0 {
 		rate = float64(tokens) / s
 	}
-	return fmt.Sprintf("%d tokens · %d forward passes · %.1f tokens/s · %.1f s", tokens, ev.ForwardPasses, rate, ev.Elapsed.Seconds())
+	return fmt.Sprintf("%s · %s · %.1f tokens/s · %.1f s", plural.Count(tokens, "token", "tokens"),
+		plural.Count(ev.ForwardPasses, "forward pass", "forward passes"), rate, ev.Elapsed.Seconds())
 }
 
+// raceFinal is a pane's line for its finished run. A remote server that is not
+// Darkroom reports no forward passes: unknown, not zero, so they are left out.
 func raceFinal(res *engine.Result) string {
-	return fmt.Sprintf("Finished: %d tokens · %d forward passes · %.1f tokens/s · %.2f s",
-		len(res.Tokens), res.ForwardPasses, res.TokensPerS, res.Elapsed.Seconds())
+	passes := ""
+	if res.ForwardPasses > 0 {
+		passes = " · " + plural.Count(res.ForwardPasses, "forward pass", "forward passes")
+	}
+	return fmt.Sprintf("Finished: %s%s · %.1f tokens/s · %.2f s",
+		plural.Count(len(res.Tokens), "token", "tokens"), passes, res.TokensPerS, res.Elapsed.Seconds())
+}
+
+// oneModeSummary is the summary of a race with no printer: the model runs one
+// way only, for the reason why.
+func oneModeSummary(why string, diff *engine.Result) string {
+	s := "Only the polaroid ran: " + why + "."
+	if diff != nil {
+		s += "  " + raceFinal(diff) + "."
+	}
+	return s + "  To race the printer against it, use a local model or a Darkroom server's."
 }
 
 func tokensPerForward(res *engine.Result) float64 {

@@ -60,7 +60,8 @@ func (m *remoteModel) Generate(ctx context.Context, req engine.Request) (*engine
 }
 
 func (m *remoteModel) Info() ModelInfo {
-	return ModelInfo{Name: remoteName(m.Model.Info().ID, m.Server().Host()), Backend: "remote: " + m.Server().Host()}
+	return ModelInfo{Name: remoteName(m.Model.Info().ID, m.Server().Host()), Backend: "remote: " + m.Server().Host(),
+		OneMode: m.OneMode()}
 }
 
 // remoteName is how the active model indicator names a remote model.

@@ -17,6 +17,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/app/server"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -177,13 +178,17 @@ func TestRemoteServerUseAndSwitchBack(t *testing.T) {
 	}
 }
 
-// TestRemoteVLLMCanvasByCanvas: with a server that is not Darkroom (one that
-// streams like vLLM: whole canvases as content deltas, usage, [DONE]) the page
-// arrives canvas by canvas under the heading the app asked for; when the server
-// goes away, the Encyclopedia says it cannot reach it.
-func TestRemoteVLLMCanvasByCanvas(t *testing.T) {
-	canvases := []string{"<p>Unix is an operating system ", "from Bell Labs.</p>"}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// fakeVLLM is a server that is not Darkroom and streams like vLLM: whole
+// canvases as content deltas (one each pause), usage, [DONE].
+type fakeVLLM struct {
+	*httptest.Server
+	mu    sync.Mutex
+	chats int // chat requests served
+}
+
+func startVLLM(t *testing.T, canvases []string, pause time.Duration) *fakeVLLM {
+	v := &fakeVLLM{}
+	v.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer sk-vllm" {
 			http.Error(w, `{"error":{"message":"Unauthorized"}}`, http.StatusUnauthorized)
 			return
@@ -192,25 +197,50 @@ func TestRemoteVLLMCanvasByCanvas(t *testing.T) {
 			fmt.Fprint(w, `{"object":"list","data":[{"id":"google/diffusiongemma","object":"model","owned_by":"vllm"}]}`)
 			return
 		}
+		v.mu.Lock()
+		v.chats++
+		v.mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")
 		for _, c := range canvases {
 			b, _ := json.Marshal(c)
 			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"finish_reason\":null}]}\n\n", b)
 			w.(http.Flusher).Flush()
-			time.Sleep(100 * time.Millisecond) // a canvas per frame
+			time.Sleep(pause)
 		}
 		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
 		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":14}}\n\ndata: [DONE]\n\n")
 	}))
-	defer hs.Close()
-	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	t.Cleanup(v.Close)
+	return v
+}
+
+// Chats is the number of chat requests the server has had.
+func (v *fakeVLLM) Chats() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.chats
+}
+
+// useVLLM adds the fake vLLM server in the Library and uses its model.
+func useVLLM(t *testing.T, a *App, v *fakeVLLM) {
+	t.Helper()
 	r := a.remote
-	typeText(r.url, hs.URL+"/v1")
+	typeText(r.url, v.URL+"/v1")
 	typeText(r.key, "sk-vllm")
 	tap(r.add)
 	var use *widget.Button
 	waitFor(t, "the vLLM model card", func() bool { use = buttonIn(r.servers, "Use"); return use != nil })
 	tap(use)
+}
+
+// TestRemoteVLLMCanvasByCanvas: with a server that is not Darkroom (one that
+// streams like vLLM: whole canvases as content deltas, usage, [DONE]) the page
+// arrives canvas by canvas under the heading the app asked for; when the server
+// goes away, the Encyclopedia says it cannot reach it.
+func TestRemoteVLLMCanvasByCanvas(t *testing.T) {
+	hs := startVLLM(t, []string{"<p>Unix is an operating system ", "from Bell Labs.</p>"}, 100*time.Millisecond) // a canvas per frame
+	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	useVLLM(t, a.App, hs)
 
 	var mu sync.Mutex
 	kinds := map[engine.EventKind]int{}
@@ -242,5 +272,41 @@ func TestRemoteVLLMCanvasByCanvas(t *testing.T) {
 	waitFor(t, "the error", func() bool { return uiRead(func() string { return e.errLabel.Text }) != "" })
 	if msg := uiRead(func() string { return e.errLabel.Text }); !strings.Contains(msg, "cannot reach the server at "+strings.TrimPrefix(hs.URL, "http://")) {
 		t.Errorf("error %q", msg)
+	}
+}
+
+// TestRaceOnOneModeServer: a server that is not Darkroom offers one mode, its
+// own, so the Race has no printer: the printer pane and the summary say so
+// plainly, and only the polaroid's request reaches the server; the forward
+// passes such a server does not report are not shown as 0. (The race used to
+// send both requests, and the "printer" raced a second polaroid.)
+func TestRaceOnOneModeServer(t *testing.T) {
+	hs := startVLLM(t, []string{"<p>Unix is an operating system.</p>"}, 0)
+	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	useVLLM(t, a.App, hs)
+	r := a.Race
+	tap(r.startB)
+	r.run.Wait()
+	host := strings.TrimPrefix(hs.URL, "http://")
+	summary := uiRead(func() string { return r.summary.Text })
+	if !strings.Contains(summary, "Only the polaroid ran: the server at "+host+" offers one mode") ||
+		!strings.Contains(summary, "Finished: 14 tokens") || strings.Contains(summary, "forward pass") ||
+		!strings.Contains(summary, "use a local model or a Darkroom server") {
+		t.Errorf("summary %q", summary)
+	}
+	if st := uiRead(func() string { return r.panes[0].stats.Text }); !strings.Contains(st, "offers one mode") {
+		t.Errorf("printer pane %q", st)
+	}
+	var shown *htmlsafe.Doc
+	asUI(func() { shown = r.panes[0].view.Doc() })
+	if shown != nil {
+		t.Errorf("the printer pane shows a page: %q", shown.Title)
+	}
+	if st := uiRead(func() string { return r.panes[1].stats.Text }); !strings.HasPrefix(st, "Finished: 14 tokens ·") ||
+		strings.Contains(st, "forward pass") {
+		t.Errorf("polaroid pane %q", st)
+	}
+	if n := hs.Chats(); n != 1 {
+		t.Errorf("%d chat requests reached the server, want the polaroid's alone", n)
 	}
 }
