@@ -21,19 +21,18 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
 )
 
-// TestDarkroomServer runs a real `darkroom serve` server (app/server on a tiny
-// random model) and generates through it: the model is listed as Darkroom's,
-// the page develops step by step (the canvas's 16 positions per step, drawn by
-// app/develop as the screens draw a local page), and the answer is the one the
-// engine writes locally for the same request, token count included.
-func TestDarkroomServer(t *testing.T) {
+// startDarkroom runs a real `darkroom serve` server (app/server on a tiny random
+// model, apiMode its choice for a request that names no mode) and returns its
+// engine and the server as a client reaches it.
+func startDarkroom(t *testing.T, apiMode engine.Mode) (*engine.Engine, *Server) {
+	t.Helper()
 	dir := enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 32, MaxSteps: 4})
 	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	srv, err := server.New(server.Options{Engine: e, ModelID: "tiny", FrameInterval: time.Nanosecond})
+	srv, err := server.New(server.Options{Engine: e, ModelID: "tiny", FrameInterval: time.Nanosecond, APIMode: apiMode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +40,16 @@ func TestDarkroomServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	s := &Server{BaseURL: "http://" + srv.Addr(), Key: srv.Token()}
+	return e, &Server{BaseURL: "http://" + srv.Addr(), Key: srv.Token()}
+}
+
+// TestDarkroomServer runs a real `darkroom serve` server (app/server on a tiny
+// random model) and generates through it: the model is listed as Darkroom's,
+// the page develops step by step (the canvas's 16 positions per step, drawn by
+// app/develop as the screens draw a local page), and the answer is the one the
+// engine writes locally for the same request, token count included.
+func TestDarkroomServer(t *testing.T) {
+	e, s := startDarkroom(t, "")
 
 	list, err := s.Models(context.Background())
 	if err != nil || len(list) != 1 || list[0].ID != "tiny" || !list[0].Darkroom() {
@@ -253,21 +261,8 @@ func TestOneModeServer(t *testing.T) {
 // diffusion request and prints one for AR; the diffusion request used to go
 // without its mode, so the server's choice ran and no step arrived.
 func TestDarkroomServerRunsTheModeAsked(t *testing.T) {
-	dir := enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 16, MaxSteps: 4})
-	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	srv, err := server.New(server.Options{Engine: e, ModelID: "tiny", FrameInterval: time.Nanosecond, APIMode: engine.AR})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	m, err := Open(context.Background(), &Server{BaseURL: "http://" + srv.Addr(), Key: srv.Token()}, "tiny")
+	_, s := startDarkroom(t, engine.AR)
+	m, err := Open(context.Background(), s, "tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
