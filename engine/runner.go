@@ -3,14 +3,12 @@ package engine
 import (
 	"cmp"
 	"fmt"
-	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/sampler"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
@@ -69,11 +67,9 @@ func newModelRunner(b backends.Backend, cfg *config.Model, w loadedWeights, inGr
 	if inGraph {
 		r.HostDecoder, r.HostHead = false, false
 	}
-	if dt := cmp.Or(cfg.Text.DType, cfg.DType); !model.IsPureGo(b) && strings.EqualFold(dt, "bfloat16") {
-		// An accelerator multiplies a bf16 model's weights in bf16 (float32
-		// accumulation), as upstream runs it; the go backend stays float32.
-		r.ComputeDType = dtypes.BFloat16
-	}
+	// An accelerator multiplies a bf16 model's weights in bf16 (float32
+	// accumulation), as upstream runs it; the go backend stays float32.
+	r.ComputeDType = model.ComputeDTypeFor(cmp.Or(cfg.Text.DType, cfg.DType), !model.IsPureGo(b))
 	path := PathGraph
 	if r.HostDecoder {
 		path = PathHost

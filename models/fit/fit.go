@@ -4,7 +4,8 @@
 //
 // The estimate follows what Darkroom's engine actually allocates (the weights and KV
 // parts are, to the byte, the buffers the graph path's runner holds on the device:
-// model.Runner.DeviceMemory, tested on an int4 model at the 26B's widths):
+// model.Runner.DeviceMemory; the dequantization scratch the largest chunk of blocks
+// its step graph builds; both tested on an int4 model at the 26B's widths):
 //
 //   - weights: every tensor of weights.Specs(cfg) as the profile stores it
 //     (engine/quant, quant.Spec.Bytes: float tensors in the checkpoint dtype; int8
@@ -17,13 +18,16 @@
 //     tempered logits the soft embedding reads chunk by chunk, attention scores over
 //     the context, hidden states and the MoE row buffers, and the self-conditioning
 //     embeddings kept across steps (model.StepBufferBytes);
-//   - dequantization scratch: on a GPU the engine computes in f32 and dequantizes a
-//     weight right before its matmul, one bounded block at a time (engine/model
-//     chunk.go): a vocabulary chunk of the tied embedding for the output head and the
-//     soft embedding, or a group of expert row blocks (gate, up, down) of the grouped
-//     MoE GEMM, whichever is larger, at the engine's own chunk sizes, counted once
-//     (XLA fuses a dequantization's elementwise steps into one kernel writing the f32
-//     block; expected from XLA's fusion, not measured here). On the go backend the
+//   - dequantization scratch: on a GPU the graphs dequantize (or convert) a weight
+//     right before its product, one bounded block at a time (engine/model chunk.go),
+//     in the dtype the product reads — bf16 for a bf16 model, whose products the
+//     engine runs in bf16, else f32: the largest of a vocabulary chunk of the tied
+//     embedding (output head, soft embedding), a group of expert row blocks (gate,
+//     up, down) of the grouped MoE GEMM, and a whole weight not stored in its
+//     product's dtype, at the engine's own chunk sizes, counted once — exactly the
+//     blocks the step's graph builds (model.Runner.StepWeightOperands; XLA fuses a
+//     dequantization's elementwise steps into one kernel writing the block, expected
+//     from XLA's fusion, not measured here). On the go backend the
 //     host path multiplies every weight as stored (engine/model's HostDecoder and
 //     HostHead; the tied embedding too, with no f32 copy of it or of its transpose):
 //     what it decodes lives in engine/kernels' per-worker panels, a few MB
@@ -37,6 +41,7 @@
 package fit
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -113,17 +118,7 @@ const (
 )
 
 // floatBytes is the storage size of a float weight in the checkpoint.
-func floatBytes(cfg *config.Model) int64 {
-	dt := cfg.Text.DType
-	if dt == "" {
-		dt = cfg.DType
-	}
-	switch strings.ToLower(dt) {
-	case "float32", "f32":
-		return 4
-	}
-	return 2 // bfloat16 (what Google ships), float16
-}
+func floatBytes(cfg *config.Model) int64 { return int64(storedFloat(cfg).Size()) }
 
 // WeightBytes is the size at rest of cfg's weights under profile p.
 func WeightBytes(cfg *config.Model, p quant.Profile) int64 {
@@ -213,17 +208,7 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	var scratch int64
 	var what string
 	if rt.GPU {
-		// The largest weight block the engine holds in f32 at once (engine/model chunk.go).
-		headRows := int64(model.HeadChunkRows(t.VocabSize, t.HiddenSize))
-		scratch = model.HeadChunkScratchBytes(t.VocabSize, t.HiddenSize)
-		what = fmt.Sprintf("tied embedding in f32, %d of %d vocabulary rows at a time (output head, soft embedding)", headRows, v)
-		if t.NumExperts > 0 {
-			group := min(int64(model.MoEGroupBlocks(t.MoEIntermediateSize, t.HiddenSize)), nb)
-			if moe := model.MoEGroupScratchBytes(int(nb), t.MoEIntermediateSize, t.HiddenSize); moe > scratch {
-				scratch, what = moe, fmt.Sprintf("expert gate/up/down in f32 for %d of %d row blocks at a time (grouped MoE GEMM)", group, nb)
-			}
-		}
-		what += "; XLA fuses the dequantization: one block live"
+		scratch, what = graphScratch(cfg, p, int(nb))
 	} else {
 		// The host path decodes inside the kernels' panels: one set per worker, for
 		// rows as wide as the widest matrix's input.
@@ -246,6 +231,85 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 		e.Total += p.Bytes
 	}
 	return e, nil
+}
+
+// graphScratch is the graph path's dequantization scratch on a GPU: the largest set of
+// weight blocks the denoising step's graph builds for the products of one chunk
+// (model.Runner.StepWeightOperands lists them; the estimate is tested against that
+// list), each block in the dtype its product reads — the engine's compute dtype for
+// cfg (model.ComputeDTypeFor: bf16 for a bf16 model), float32 for the router:
+//
+//   - a weight used whole (attention, dense and self-conditioning MLPs, router) is a
+//     block when it is not stored in that dtype already (quantized, or bf16 under
+//     float32 compute);
+//   - the tied embedding, when it is larger than model.DequantScratchBudget in float32,
+//     is gathered model.HeadChunkRows rows at a time (output head, soft embedding),
+//     otherwise it is a whole weight as above;
+//   - the experts are gathered for model.MoEGroupBlocks of the nb row blocks at a time,
+//     each block's gate, up and down together.
+//
+// The engine orders the chunks so that one chunk's blocks are consumed before the
+// next's are made (engine/model chunk.go); XLA fuses a dequantization's elementwise
+// steps into the kernel that writes the block (expected from XLA's fusion, not
+// measured here), so the block is what is live.
+func graphScratch(cfg *config.Model, p quant.Profile, nb int) (int64, string) {
+	t := &cfg.Text
+	compute := model.ComputeDTypeFor(modelDType(cfg), true)
+	stored := storedFloat(cfg)
+	converted := func(s weights.Spec, dt dtypes.DType) bool {
+		_, q := p.SpecFor(s.Name, s.Shape, s.Quantizable)
+		return q || stored != dt
+	}
+	d, f := int64(t.HiddenSize), int64(t.MoEIntermediateSize)
+	var most int64
+	var what string
+	consider := func(b int64, why string) {
+		if b > most {
+			most, what = b, why
+		}
+	}
+	for _, s := range weights.Specs(cfg) {
+		if len(s.Shape) != 2 || s.Buffer || s.Name == embedName {
+			continue
+		}
+		dt := compute
+		if strings.HasSuffix(s.Name, ".router.proj.weight") {
+			dt = dtypes.Float32
+		}
+		if converted(s, dt) {
+			consider(elems(s.Shape)*int64(dt.Size()), fmt.Sprintf("%s in %s, whole", s.Name, dt))
+		}
+	}
+	rows := model.HeadChunkRows(t.VocabSize, t.HiddenSize)
+	emb := weights.Spec{Name: embedName, Shape: []int{t.VocabSize, t.HiddenSize}, Quantizable: true}
+	if rows < t.VocabSize || converted(emb, compute) {
+		consider(int64(rows)*d*int64(compute.Size()), fmt.Sprintf("tied embedding in %s, %d of %d vocabulary rows at a time (output head, soft embedding)", compute, rows, t.VocabSize))
+	}
+	if t.NumExperts > 0 {
+		group := min(model.MoEGroupBlocks(t.MoEIntermediateSize, t.HiddenSize), max(nb, 1))
+		consider(int64(group)*3*f*d*int64(compute.Size()), fmt.Sprintf("expert gate/up/down in %s for %d of %d row blocks at a time (grouped MoE GEMM)", compute, group, nb))
+	}
+	if most == 0 {
+		return 0, fmt.Sprintf("every product reads its weight as stored (%s)", compute)
+	}
+	return most, what + "; one chunk's blocks live at a time"
+}
+
+const embedName = "embed_tokens.weight"
+
+// modelDType is the checkpoint's dtype as config.json says it (the text config's,
+// else the model's).
+func modelDType(cfg *config.Model) string { return cmp.Or(cfg.Text.DType, cfg.DType) }
+
+// storedFloat is the dtype of the checkpoint's float weights.
+func storedFloat(cfg *config.Model) dtypes.DType {
+	switch strings.ToLower(modelDType(cfg)) {
+	case "float32", "f32":
+		return dtypes.Float32
+	case "float16", "f16":
+		return dtypes.Float16
+	}
+	return dtypes.BFloat16 // what Google ships
 }
 
 func weightNote(p quant.Profile) string {

@@ -125,19 +125,20 @@ func TestFitTable26B(t *testing.T) {
 }
 
 // TestDequantScratch26B: on a GPU the dequantization scratch is the engine's own
-// chunk sizes (engine/model chunk.go), computed here by hand: the 26B's tied
-// embedding in 16 chunks of 16384 rows ([16384, 2816] f32 = 184.5 MB) and the MoE's
-// 256 row blocks (canvas 256 × top-8 = 2048 assignments, blocks of 16, + 128) in
-// groups of 8 blocks (8 × gate, up, down [704, 2816] f32 = 190.3 MB), the larger, once
-// (XLA fuses the dequantization). On the go backend the host path multiplies every
-// weight as stored, the tied head included: the scratch is the kernels' panels, per
-// worker, for rows up to the full layers' 16 × 512 attention output — not, as it was
-// counted, the f32 embedding and its transpose (2 × 2.95 GB) that the host head no
-// longer makes.
+// chunk sizes (engine/model chunk.go), computed here by hand, in bf16, the dtype the
+// engine multiplies the bf16 26B's weights in on an accelerator: the tied embedding
+// in 16 chunks of 16384 rows ([16384, 2816] bf16 = 92.3 MB) and the MoE's 256 row
+// blocks (canvas 256 × top-8 = 2048 assignments, blocks of 16, + 128) in groups of 8
+// blocks (8 × gate, up, down [704, 2816] bf16 = 95.2 MB; it was counted in f32, twice
+// that), the larger, once (XLA fuses the dequantization). On the go backend the host
+// path multiplies every weight as stored, the tied head included: the scratch is the
+// kernels' panels, per worker, for rows up to the full layers' 16 × 512 attention
+// output — not, as it was counted, the f32 embedding and its transpose (2 × 2.95 GB)
+// that the host head no longer makes.
 func TestDequantScratch26B(t *testing.T) {
 	cfg := catalog.DiffusionGemma26B()
-	head := int64(16384 * 2816 * 4)
-	moe := int64(8 * 3 * 704 * 2816 * 4)
+	head := int64(16384 * 2816 * 2)
+	moe := int64(8 * 3 * 704 * 2816 * 2)
 	for _, tc := range []struct {
 		gpu  bool
 		want int64
