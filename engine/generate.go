@@ -35,17 +35,15 @@ type runner interface {
 	Decode(canvas []int, soft any, temperature float64) (logits []float32, next any, err error)
 }
 
-// deviceStepper is a runner that can also run a whole denoising step on its
-// device (engine/model's Runner on the graph path): the decoder, the sampler's
-// step (sampler.StepGraph) and the next soft embedding in one executable, with
+// stepper is a runner that can also run a whole denoising step in one call
+// (engine/model's Runner: one executable on the graph path, the fused host head on
+// the host): the decoder, the sampler's statistics and the next soft embedding, with
 // only the step's ids, acceptance mask and entropies coming back.
-type deviceStepper interface {
-	// StepsOnDevice reports whether DecodeStep runs (the model runs in graphs).
-	StepsOnDevice() bool
-	// DecodeStep is Decode followed by the sampler's Step planned by plan, on the
-	// device: res has Draft, Accepted, Argmax and Entropy (sampler.Finish does
-	// the rest); next is the next step's soft embedding, as Decode's; the logits
-	// stay on the device until read or freed.
+type stepper interface {
+	// DecodeStep is Decode followed by the sampler's Step planned by plan: res has
+	// Draft, Accepted, Argmax and Entropy (sampler.Finish does the rest); next is
+	// the next step's soft embedding, as Decode's; the logits are kept back (on the
+	// device, or not computed) until read or freed.
 	DecodeStep(canvas []int, soft any, plan sampler.Plan) (res sampler.StepResult, next any, logits stepLogits, err error)
 }
 
@@ -61,9 +59,10 @@ type tokenPicker interface {
 	EncodeNext(tokens []int, plan sampler.TokenPlan) (int, error)
 }
 
-// stepLogits are a device step's logits [len(canvas)·vocab], on the device.
+// stepLogits are a whole step's logits [len(canvas)·vocab], kept back: on the
+// device, or (the host head) computed only when read.
 type stepLogits interface {
-	// Read copies them to the host and frees them.
+	// Read brings them to the host and frees them.
 	Read() ([]float32, error)
 	// Free frees them unread.
 	Free()
@@ -234,10 +233,10 @@ func (g *generation) diffusion() error {
 func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats CanvasStats, ok bool, err error) {
 	draft := g.smp.Canvas(given, hold, g.canvas)
 	guided := g.s.Guidance > 0 && g.s.GuidanceRounds > 0
-	// The whole step stays on the device when the runner can do it; only AR
-	// guidance reads logits, the canvas's last step's.
-	dev, onDevice := g.run.(deviceStepper)
-	onDevice = onDevice && dev.StepsOnDevice()
+	// The whole step runs in one call when the runner can do it (its logits stay
+	// on the device, or are never written); only AR guidance reads logits, the
+	// canvas's last step's.
+	dev, onDevice := g.run.(stepper)
 	var soft any
 	var lastLogits []float32
 	for step := 1; step <= g.s.MaxSteps; step++ {

@@ -403,11 +403,12 @@ func (r *Runner) Decode(canvas []int, soft *tensors.Tensor, temperature float64)
 	if err != nil {
 		return nil, nil, err
 	}
-	if r.HostDecoder {
-		return r.decodeOnHost(ids, soft, temperature)
-	}
-	if r.HostHead {
-		return r.decodeHostHead(ids, soft, temperature)
+	if r.HostDecoder || r.HostHead {
+		hn, err := r.decodeHidden("decode", ids, soft)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r.runHead(hn, c, temperature)
 	}
 	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, c), soft, float32(temperature), int32(r.length)}
 	for _, t := range r.cache {
@@ -443,37 +444,56 @@ func (r *Runner) softInput(op string, soft *tensors.Tensor, c int) (*tensors.Ten
 	return soft, nil
 }
 
-// decodeHostHead is Decode with the output head on the host: the graph returns the
-// final-normed hidden state and hostHead does the rest.
-func (r *Runner) decodeHostHead(ids []int32, soft *tensors.Tensor, temperature float64) (logits []float32, nextSoft *tensors.Tensor, err error) {
-	c, d := len(ids), r.cfg.HiddenSize
+// decodeHidden is the decoder pass of Decode and DecodeStep with the output head on
+// the host: the final-normed hidden state [C·D] the head reads, from the host model
+// (HostDecoder) or from the graph (HostHead). op names the call in errors.
+func (r *Runner) decodeHidden(op string, ids []int32, soft *tensors.Tensor) ([]float32, error) {
+	if r.HostDecoder {
+		return r.hiddenOnHost(op, ids, soft)
+	}
+	return r.hiddenInGraph(op, ids, soft)
+}
+
+// hiddenInGraph is decodeHidden by the graph: it returns the final-normed hidden
+// state and hostHead does the rest.
+func (r *Runner) hiddenInGraph(op string, ids []int32, soft *tensors.Tensor) (hn []float32, err error) {
+	c := len(ids)
 	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, c), soft, int32(r.length)}
 	for _, t := range r.cache {
 		args = append(args, t)
 	}
 	r.compiled[fmt.Sprintf("decode-hidden/%d/%d", c, r.capacity)] = true
 	var out []*tensors.Tensor
-	if err := try("decode", func() { out = must(r.hiddenExec.Exec(args...)) }); err != nil {
-		return nil, nil, err
+	if err := try(op, func() { out = must(r.hiddenExec.Exec(args...)) }); err != nil {
+		return nil, err
 	}
-	var hn []float32
-	err = try("decode: read hidden state", func() { hn = tensors.MustCopyFlatData[float32](out[0]) })
+	err = try(op+": read hidden state", func() { hn = tensors.MustCopyFlatData[float32](out[0]) })
 	_ = out[0].FinalizeAll()
-	if err != nil {
-		return nil, nil, err
-	}
-	return r.runHead(hn, c, d, temperature)
+	return hn, err
 }
 
-// runHead applies the host output head to the final-normed hidden state hn [C·D].
-func (r *Runner) runHead(hn []float32, c, d int, temperature float64) (logits []float32, nextSoft *tensors.Tensor, err error) {
+// hiddenOnHost is decodeHidden by the host model.
+func (r *Runner) hiddenOnHost(op string, ids []int32, soft *tensors.Tensor) (hn []float32, err error) {
+	err = try(op, func() {
+		var sf []float32
+		if soft != r.zeroSoft[len(ids)] {
+			sf = tensors.MustCopyFlatData[float32](soft)
+		}
+		hn = r.hostModel().decode(&r.hcache, ids, sf, r.length)
+	})
+	return hn, err
+}
+
+// runHead applies the host output head to the final-normed hidden state hn [C·D]:
+// Decode's logits and next soft embedding.
+func (r *Runner) runHead(hn []float32, c int, temperature float64) (logits []float32, nextSoft *tensors.Tensor, err error) {
 	err = try("decode: output head", func() {
 		if err := r.head.prepare(r.weights, r.weights.embedScale(r.cfg)); err != nil {
 			panic(err)
 		}
 		var next []float32
 		logits, next = r.head.run(hn, c, r.cfg.FinalLogitSoftcapping, temperature)
-		nextSoft = tensors.FromFlatDataAndDimensions(next, 1, c, d)
+		nextSoft = tensors.FromFlatDataAndDimensions(next, 1, c, r.cfg.HiddenSize)
 	})
 	if err != nil {
 		return nil, nil, err
@@ -484,23 +504,6 @@ func (r *Runner) runHead(hn []float32, c, d int, temperature float64) (logits []
 // hostModel is the host model over the runner's weights.
 func (r *Runner) hostModel() *hostModel {
 	return &hostModel{cfg: r.cfg, w: r.weights, embedScale: r.weights.embedScale(r.cfg)}
-}
-
-// decodeOnHost is Decode computed on the host (hostModel + hostHead).
-func (r *Runner) decodeOnHost(ids []int32, soft *tensors.Tensor, temperature float64) (logits []float32, nextSoft *tensors.Tensor, err error) {
-	c, d := len(ids), r.cfg.HiddenSize
-	var hn []float32
-	err = try("decode", func() {
-		var sf []float32
-		if soft != r.zeroSoft[c] {
-			sf = tensors.MustCopyFlatData[float32](soft)
-		}
-		hn = r.hostModel().decode(&r.hcache, ids, sf, r.length)
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return r.runHead(hn, c, d, temperature)
 }
 
 // encodeOnHost is Encode computed on the host: the K/V go to the host cache.

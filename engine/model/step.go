@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/darkroomlabs/darkroom/engine/sampler"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
@@ -10,25 +11,30 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
-// StepsOnDevice reports whether DecodeStep runs: the model is in graphs with the
-// output head in them (neither HostDecoder nor HostHead).
+// StepsOnDevice reports whether DecodeStep runs on the device: the model is in graphs
+// with the output head in them (neither HostDecoder nor HostHead). Otherwise it runs
+// with the host's fused head.
 func (r *Runner) StepsOnDevice() bool { return !r.HostDecoder && !r.HostHead }
 
-// DecodeStep runs one whole denoising step on the device: the decoder over canvas
-// (placed after the cached tokens) with the self-conditioning input soft (nil: the
-// canvas's first step), its logits, and the sampler's step over them
-// (sampler.StepGraph, with plan's temperature, random keys, held tokens and bound),
-// in one executable. Only the step's ids, acceptance mask and entropies [C] come
-// back (res's Draft, Accepted, Argmax, Entropy; sampler.Finish completes it);
-// nextSoft, the next step's soft embedding at plan.Temperature, stays on the device,
-// and so do the logits unless the caller reads them (AR guidance reads a canvas's
-// last step's): it must Read or Free them. Same draws as sampler.Sampler.Step over
-// the same logits.
+// DecodeStep runs one whole denoising step: the decoder over canvas (placed after the
+// cached tokens) with the self-conditioning input soft (nil: the canvas's first
+// step), its logits, and the sampler's step over them (with plan's temperature,
+// random keys, held tokens and bound). Only the step's ids, acceptance mask and
+// entropies [C] come back (res's Draft, Accepted, Argmax, Entropy; sampler.Finish
+// completes it) with nextSoft, the next step's soft embedding at plan.Temperature;
+// the logits are kept back unless the caller reads them (AR guidance reads a
+// canvas's last step's): it must Read or Free them. Same draws as
+// sampler.Sampler.Step over Decode's logits.
+//
+// In graphs (StepsOnDevice) it is one executable (sampler.StepGraph after the head),
+// nextSoft and the logits staying on the device. With the head on the host it is the
+// fused head (hostHead.step, kernels.Head): the sampler's statistics are taken from
+// each block of logits while it is in cache, no [C, V] array is written, and Read
+// computes the logits again from the step's hidden state; the tokens are bit for bit
+// those of Decode and Sampler.Step.
 func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Plan) (res sampler.StepResult, nextSoft *tensors.Tensor, logits *StepLogits, err error) {
 	c := len(canvas)
 	switch {
-	case !r.StepsOnDevice():
-		return res, nil, nil, errors.New("decode step: the model runs on the host (HostDecoder or HostHead): use Decode and the host sampler")
 	case c == 0:
 		return res, nil, nil, errors.New("decode step: empty canvas")
 	case !(plan.Temperature > 0):
@@ -39,8 +45,10 @@ func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Pla
 	if err := r.checkPositions("decode step", "canvas tokens", c); err != nil {
 		return res, nil, nil, err
 	}
-	if err := r.ensureCapacity(max(r.length, 1)); err != nil {
-		return res, nil, nil, err
+	if !r.HostDecoder {
+		if err := r.ensureCapacity(max(r.length, 1)); err != nil {
+			return res, nil, nil, err
+		}
 	}
 	ids, err := r.paddedIDs("decode step", canvas, c)
 	if err != nil {
@@ -59,6 +67,9 @@ func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Pla
 	soft, err = r.softInput("decode step", soft, c)
 	if err != nil {
 		return res, nil, nil, err
+	}
+	if !r.StepsOnDevice() {
+		return r.stepOnHost(ids, soft, plan)
 	}
 	if r.stepExec == nil {
 		err = try("decode step", func() {
@@ -97,19 +108,59 @@ func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Pla
 	return res, out[4], &StepLogits{t: out[5]}, nil
 }
 
-// StepLogits are a DecodeStep's float32, soft-capped logits [C·V] (as Decode returns
-// them), left on the device until read or freed.
-type StepLogits struct{ t *tensors.Tensor }
+// stepOnHost is DecodeStep with the head on the host: decodeHidden, the fused head
+// (hostHead.step) and plan.Decide.
+func (r *Runner) stepOnHost(ids []int32, soft *tensors.Tensor, plan sampler.Plan) (sampler.StepResult, *tensors.Tensor, *StepLogits, error) {
+	c, softcap := len(ids), r.cfg.FinalLogitSoftcapping
+	hn, err := r.decodeHidden("decode step", ids, soft)
+	if err != nil {
+		return sampler.StepResult{}, nil, nil, err
+	}
+	var pos []sampler.Position
+	var next []float32
+	err = try("decode step: output head", func() {
+		if err := r.head.prepare(r.weights, r.weights.embedScale(r.cfg)); err != nil {
+			panic(err)
+		}
+		pos, next = r.head.step(hn, c, softcap, plan)
+	})
+	if err != nil {
+		return sampler.StepResult{}, nil, nil, err
+	}
+	hn = slices.Clone(hn) // the host model's scratch may hold it
+	head := &r.head
+	logits := &StepLogits{host: func() (l []float32, err error) {
+		err = try("decode step: logits", func() { l = head.logits(hn, c, softcap) })
+		return l, err
+	}}
+	return plan.Decide(pos, r.cfg.VocabSize), tensors.FromFlatDataAndDimensions(next, 1, c, r.cfg.HiddenSize), logits, nil
+}
 
-// Read copies the logits to the host and frees the device buffer.
+// StepLogits are a DecodeStep's float32, soft-capped logits [C·V] (as Decode returns
+// them), kept back until read or freed: on the device in graphs, and not computed at
+// all with the host head until Read asks (from the step's hidden state [C·D]).
+type StepLogits struct {
+	t    *tensors.Tensor
+	host func() ([]float32, error)
+}
+
+// Read returns the logits (copied to the host, the device buffer freed; or computed
+// by the host head).
 func (l *StepLogits) Read() (logits []float32, err error) {
+	if l.host != nil {
+		return l.host()
+	}
 	err = try("decode step: read logits", func() { logits = tensors.MustCopyFlatData[float32](l.t) })
 	l.Free()
 	return logits, err
 }
 
 // Free frees the device buffer without reading it.
-func (l *StepLogits) Free() { _ = l.t.FinalizeAll() }
+func (l *StepLogits) Free() {
+	if l.t != nil {
+		_ = l.t.FinalizeAll()
+	}
+}
 
 // stepGraph: in = [canvas [1, C], soft [1, C, D], temperature f64, length, keys [4]
 // Uint32, held [C] Int32, bound f64, cache…] → [draft [C], accepted [C], entropy [C],

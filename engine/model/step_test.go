@@ -1,11 +1,13 @@
 package model
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/sampler"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -105,8 +107,96 @@ func TestDecodeStepMatchesHostSampler(t *testing.T) {
 	if _, _, err := r.Decode(make([]int, c), wrong, 0.5); err == nil || !strings.HasPrefix(err.Error(), "decode: soft embedding has shape") {
 		t.Errorf("Decode with a soft embedding of %d rows on a canvas of %d: %v", c+1, c, err)
 	}
-	r.HostHead = true
-	if _, _, _, err := r.DecodeStep(make([]int, c), nil, sampler.Plan{Temperature: 0.5}); err == nil {
-		t.Error("a step on the device with the host head accepted")
+}
+
+// TestHostStepMatchesDecode develops whole canvases on the host path (HostDecoder)
+// and with the host head after the graph decoder (HostHead), twice each: DecodeStep
+// (the fused head: statistics per block of logits, no [C, V] array) and the unfused
+// reference, Decode's logits followed by the sampler's Step with the same plan. Every
+// step's draft, acceptance, argmax and entropies, and the next soft embedding, are
+// equal bit for bit, and so are the logits a step hands back when read. The
+// vocabulary (1003 words) is not a multiple of any tile and the canvas (150
+// positions) spans two blocks of the fused head; E is float32 (packed) or bf16
+// (decoded, then packed).
+func TestHostStepMatchesDecode(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.VocabSize = 1003
+	for _, storage := range []dtypes.DType{dtypes.Float32, dtypes.BFloat16} {
+		for _, mode := range []string{"host", "hosthead"} {
+			t.Run(fmt.Sprintf("%s/%s", storage, mode), func(t *testing.T) {
+				w, _ := randomModel(t, cfg, 23, storage)
+				r, err := NewRunner(newBackend(t), cfg, newContext(t, w))
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.HostDecoder, r.HostHead, r.MinCapacity = mode == "host", true, 16
+				if r.StepsOnDevice() {
+					t.Fatal("a host runner steps on the device")
+				}
+				testHostStep(t, r, cfg)
+			})
+		}
+	}
+}
+
+func testHostStep(t *testing.T, r *Runner, cfg *config.Text) {
+	prompt := randTokens(rand.New(rand.NewPCG(5, 6)), 9, cfg.VocabSize)
+	if _, err := r.Encode(prompt); err != nil {
+		t.Fatal(err)
+	}
+	const c = 150
+	p := sampler.Params{MaxSteps: 12, TMin: 0.3, TMax: 1.2, EntropyBound: 40, ConfidenceThreshold: 0.05, StabilityThreshold: 1}
+	fused, err := sampler.New(p, cfg.VocabSize, 99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unfused, _ := sampler.New(p, cfg.VocabSize, 99)
+	draft := fused.Canvas([]int{5, 6, 7}, 3, c)
+	if again := unfused.Canvas([]int{5, 6, 7}, 3, c); !slices.Equal(again, draft) {
+		t.Fatal("two samplers of one seed start other canvases")
+	}
+	var softFused, softRef *tensors.Tensor
+	mixed := false
+	for step := 1; ; step++ {
+		plan := fused.Plan(step)
+		got, nextFused, stepLogits, err := r.DecodeStep(draft, softFused, plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = fused.Finish(got, step)
+		logits, nextRef, err := r.Decode(draft, softRef, plan.Temperature)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := unfused.Step(logits, step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Draft, want.Draft) || !slices.Equal(got.Accepted, want.Accepted) || !slices.Equal(got.Argmax, want.Argmax) ||
+			!slices.Equal(got.Entropy, want.Entropy) || got.Stop != want.Stop {
+			t.Fatalf("step %d: the fused step differs from Decode and Step:\nfused   draft %v…\nunfused draft %v…", step, got.Draft[:8], want.Draft[:8])
+		}
+		if !slices.Equal(tensors.MustCopyFlatData[float32](nextFused), tensors.MustCopyFlatData[float32](nextRef)) {
+			t.Fatalf("step %d: the next soft embeddings differ", step)
+		}
+		if step%3 == 0 || want.Stop {
+			l, err := stepLogits.Read()
+			if err != nil || !slices.Equal(l, logits) {
+				t.Fatalf("step %d: the step's logits, read, differ from Decode's (%v)", step, err)
+			}
+		} else {
+			stepLogits.Free()
+		}
+		if want.NumAccepted > 3 && want.NumAccepted < c {
+			mixed = true
+		}
+		if want.Stop {
+			t.Logf("%d steps; accepted %d of %d at the last", step, want.NumAccepted, c)
+			break
+		}
+		draft, softFused, softRef = want.Draft, nextFused, nextRef
+	}
+	if !mixed {
+		t.Error("no step accepted some positions besides the held ones and rejected others")
 	}
 }
