@@ -94,19 +94,24 @@ func (g *generateFlags) check() error {
 	return nil
 }
 
-// load resolves --model and --backend and loads the engine, telling the user
-// (stderr) when XLA fell back to Go.
+// load resolves --model and --backend and loads the engine (see loadEngine).
 func (g *generateFlags) load(ctx context.Context, env *Env) (*engine.Engine, error) {
 	src, err := modelSource(g.model, g.modelsDir)
 	if err != nil {
 		return nil, err
 	}
-	e, err := engine.Load(ctx, src, engine.Options{Backend: g.backend, InGraph: g.graph})
+	return loadEngine(ctx, env, src, engine.Options{Backend: g.backend, InGraph: g.graph})
+}
+
+// loadEngine loads src, telling the user (one line on stderr) when XLA could
+// not start and the CPU runs instead.
+func loadEngine(ctx context.Context, env *Env, src engine.Source, opts engine.Options) (*engine.Engine, error) {
+	e, err := engine.Load(ctx, src, opts)
 	if err != nil {
 		return nil, err
 	}
 	if f := e.BackendFallback(); f != "" {
-		fmt.Fprintln(env.Stderr, f)
+		fmt.Fprintln(env.Stderr, "darkroom:", f)
 	}
 	return e, nil
 }

@@ -83,14 +83,11 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	opts.ModelID = id
 
 	fmt.Fprintf(env.Stderr, "Loading %s…\n", src)
-	eng, err := engine.Load(ctx, src, engine.Options{Backend: *backendName})
+	eng, err := loadEngine(ctx, env, src, engine.Options{Backend: *backendName})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer eng.Close()
-	if fb := eng.BackendFallback(); fb != "" {
-		fmt.Fprintln(env.Stderr, "darkroom:", fb)
-	}
 	opts.Engine = eng
 	// A request without "mode" runs the faster mode here where both write equally well.
 	device := speed.Device(eng.Backend())

@@ -82,14 +82,11 @@ func runWiki(env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("wiki: %w", err)
 	}
-	eng, err := engine.Load(ctx, src, engine.Options{Backend: *backendName})
+	eng, err := loadEngine(ctx, env, src, engine.Options{Backend: *backendName})
 	if err != nil {
 		return fmt.Errorf("wiki: %w", err)
 	}
 	defer eng.Close()
-	if fb := eng.BackendFallback(); fb != "" {
-		fmt.Fprintln(env.Stderr, "darkroom:", fb)
-	}
 
 	prompt, opening := assets.EncyclopediaPrompt(title), assets.EncyclopediaOpening(title)
 	if *free {
