@@ -47,7 +47,8 @@ func runTrain(env *Env, args []string) error {
 		fmt.Fprintln(env.Stdout, `Usage: darkroom train SUBCOMMAND [flags]
 
 Subcommands:
-  corpus   build the training corpus and tokenizer from Debian's dict-foldoc and dict-jargon
+  corpus   build the training corpus and tokenizer from Debian's dict-foldoc and dict-jargon,
+           plus WordNet, V.E.R.A. and the Python documentation
   run      train (or --resume) a model on a corpus, with checkpoints in the run directory
   export   write a run's latest checkpoint as a Hugging Face model directory, plus the
            recipe and loss curve
@@ -80,9 +81,11 @@ func runTrainCorpus(env *Env, args []string) error {
 	fs := newFlagSet(env, "train corpus", "--out DIR [flags]")
 	out := fs.String("out", "", "output directory (required)")
 	vocab := fs.Int("vocab", 4096, "BPE vocabulary size of the trained tokenizer")
-	dict := fs.String("dict", "", "directory with foldoc/jargon .index and .dict.dz (default: installed or fetched)")
+	dict := fs.String("dict", "", "directory with the dictionaries' .index and .dict.dz (foldoc, jargon, wn, vera; default: installed or fetched)")
 	fetch := fs.Bool("fetch", false, "always fetch the Debian packages with apt-get download")
 	tok := fs.String("tokenizer", "", "reuse the tokenizer in DIR (an earlier corpus's tokenizer/) instead of training one, so a run continues with the same ids")
+	extra := fs.String("extra", strings.Join(corpus.ExtraNames(), ","), "freely licensed extra sources to add, comma-separated (\"\" for none): "+strings.Join(corpus.ExtraNames(), ", "))
+	docs := fs.String("docs", "", "directory with the Python documentation's HTML (default: installed or fetched python3.11-doc)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -96,7 +99,14 @@ func runTrainCorpus(env *Env, args []string) error {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	st, err := corpus.BuildStats(ctx, corpus.Options{OutDir: *out, VocabSize: *vocab, Tokenizer: *tok, DictDir: *dict, Fetch: *fetch, Log: env.Stderr})
+	var extras []string
+	for _, name := range strings.Split(*extra, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			extras = append(extras, name)
+		}
+	}
+	st, err := corpus.BuildStats(ctx, corpus.Options{OutDir: *out, VocabSize: *vocab, Tokenizer: *tok, DictDir: *dict, Fetch: *fetch,
+		Extra: extras, DocDir: *docs, Log: env.Stderr})
 	if err != nil {
 		return fmt.Errorf("train corpus: %w", err)
 	}

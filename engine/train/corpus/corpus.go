@@ -1,19 +1,24 @@
 // Package corpus builds Darkroom Mini's training corpus from Debian's
 // dict-foldoc (the Free On-line Dictionary of Computing) and dict-jargon (the
-// Jargon File) packages and from Debian package metadata.
+// Jargon File) packages and from Debian package metadata, plus freely licensed
+// extra sources (ExtraSources: WordNet, V.E.R.A., the Python documentation)
+// turned into the same pages and chats, for training only.
 //
 // It owns the dictd reader (.index + dictzip .dict.dz), the clean-up of
-// dictionary entries into pages (ParseEntry, Catalog.Page), the chat and
-// Desktop examples, the held-out split, and the BPE tokenizer run over the
-// result. Every prompt comes from package assets, so the app sends exactly the
+// dictionary entries into pages (ParseEntry, ParseWordNet, ParseVERA,
+// ParsePythonDocs, Catalog.Page), the chat and Desktop examples, the held-out
+// split (made on the dictionaries' titles; no training example of any source
+// has a held-out title or its prompt, in any case), and the BPE tokenizer run
+// over the result (or one reused from an earlier corpus). Every prompt comes from package assets, so the app sends exactly the
 // text the model was trained on. Build writes into Options.OutDir:
 //
 //	train.jsonl, heldout.jsonl   one Example per line
-//	titles.txt                   training page titles, one per line (sorted)
-//	heldout_titles.txt           held-out page titles (never in train.jsonl as a page or chat)
+//	titles.txt                   the titles of train.jsonl's pages, every source's, one per line (sorted)
+//	heldout_titles.txt           held-out page titles (the dictionaries'; no page or chat of train.jsonl has
+//	                             one as its title or prompt, in any case)
 //	words.txt                    every word (Words) of the training answers, sorted
 //	stats.json                   counts, sizes and length distributions (Stats)
-//	SOURCES.txt                  where the text comes from, and its licences
+//	SOURCES.txt                  where the text comes from, its licences, and each source's share
 //	tokenizer/                   tokenizer.json + tokenizer_config.json (trained if VocabSize > 0, or
 //	                             copied from Options.Tokenizer)
 //
@@ -43,8 +48,9 @@ import (
 // Example is one training example: a single-turn chat (optional system turn,
 // user prompt, model answer). The trainer applies the chat template.
 type Example struct {
-	Kind   string `json:"kind"`  // "page", "chat" or "desktop"
-	Title  string `json:"title"` // page/chat: the entry title; desktop: the app, or the screen for shared screens
+	Kind   string `json:"kind"`             // "page", "chat" or "desktop"
+	Source string `json:"source,omitempty"` // the dictionary or ExtraSource it comes from, "debian" for Desktop screens
+	Title  string `json:"title"`            // page/chat: the entry title; desktop: the app, or the screen for shared screens
 	System string `json:"system"`
 	Prompt string `json:"prompt"`
 	Answer string `json:"answer"`
@@ -78,6 +84,17 @@ type Options struct {
 	DictDir string
 	Fetch   bool     // always fetch the packages, even if installed
 	Sources []string // dictionaries, in priority order; default {"foldoc", "jargon"}
+
+	// Extra names ExtraSources to add (nil: none). Their dictionaries are read
+	// from DictDir as well (wn, vera); the Python docs from DocDir.
+	Extra []string
+	// DocDir holds the Python documentation's HTML (glossary.html, tutorial/,
+	// howto/, faq/); "" uses /usr/share/doc/python3.11/html when installed and
+	// otherwise fetches python3.11-doc.
+	DocDir string
+	// ExtraMax caps an extra source's entries by name, overriding its Max; a
+	// negative cap keeps all.
+	ExtraMax map[string]int
 
 	// PackagesFile holds Debian package records (control format) for the
 	// Desktop apps; "" runs `apt-cache show` on DesktopPackages.
@@ -152,6 +169,7 @@ type Dist struct {
 // Stats describes a built corpus (stats.json).
 type Stats struct {
 	Dictionaries  []DictStats      `json:"dictionaries"`
+	Sources       []SourceStats    `json:"sources"` // the training mix by source
 	Entries       int              `json:"entries"`
 	HeldOutTitles int              `json:"heldout_titles"`
 	Examples      map[string]Split `json:"examples"`
@@ -169,6 +187,9 @@ type Stats struct {
 	PromptTokens map[string]Dist `json:"prompt_tokens,omitempty"`
 	VocabSize    int             `json:"vocab_size,omitempty"`
 	Seconds      float64         `json:"seconds"`
+
+	tokensBySource map[string]int64 // answer tokens, for Sources
+	candidates     map[string]int   // usable entries read, for Sources
 }
 
 // Build builds the corpus into opts.OutDir (see the package doc); stats.json
@@ -190,22 +211,16 @@ func BuildStats(ctx context.Context, opts Options) (*Stats, error) {
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(opts.Log, format+"\n", args...) }
 
-	dictDir := opts.DictDir
-	if dictDir == "" {
-		if !opts.Fetch && hasDictionaries("/usr/share/dictd", opts.Sources) {
-			dictDir = "/usr/share/dictd"
-		} else {
-			tmp, err := os.MkdirTemp("", "darkroom-dict-")
-			if err != nil {
-				return nil, fmt.Errorf("build corpus: %w", err)
-			}
-			defer os.RemoveAll(tmp)
-			logf("fetching %s with apt-get download", strings.Join(DebianPackages, ", "))
-			if dictDir, err = FetchDictionaries(ctx, tmp); err != nil {
-				return nil, fmt.Errorf("build corpus: %w", err)
-			}
+	for _, name := range opts.Extra {
+		if _, ok := extraSource(name); !ok {
+			return nil, fmt.Errorf("build corpus: unknown extra source %q (known: %s)", name, strings.Join(ExtraNames(), ", "))
 		}
 	}
+	dictDir, docDir, cleanup, err := locateSources(ctx, opts, logf)
+	if err != nil {
+		return nil, fmt.Errorf("build corpus: %w", err)
+	}
+	defer cleanup()
 	st := &Stats{Examples: map[string]Split{}, Files: map[string]int64{}, AnswerChars: map[string]Dist{}}
 	cat := NewCatalog()
 	for _, name := range opts.Sources {
@@ -254,31 +269,44 @@ func BuildStats(ctx context.Context, opts Options) (*Stats, error) {
 	}
 	sort.Strings(st.HeldOutApps)
 
+	// No training example of any source is about a held-out title in another
+	// spelling ("ADA" beside a held-out "Ada") or asks for one.
+	guard := newHeldOutGuard(heldTitles)
+	dropped := map[string]int{}
 	var train, held []Example
 	add := func(heldOut bool, ex Example) {
-		if heldOut {
+		switch {
+		case heldOut:
 			held = append(held, ex)
-		} else {
+		case guard.touches(ex):
+			dropped[ex.Source]++
+		default:
 			train = append(train, ex)
 		}
 	}
 	links, pages := 0, 0
 	for _, e := range cat.Entries {
 		h := heldTitles[e.Title]
-		page := cat.Page(e, opts.MaxPageChars)
-		if !h {
-			links += strings.Count(page, `<a href=`)
-			pages++
-		}
-		add(h, Example{Kind: KindPage, Title: e.Title, Prompt: assets.EncyclopediaPrompt(e.Title), Answer: page})
-		if ans, ok := ChatAnswer(e, opts.MaxChatChars); ok {
-			add(h, Example{Kind: KindChat, Title: e.Title, System: assets.ChatSystem(), Prompt: assets.ChatQuestion(0, e.Title), Answer: ans})
-			q := 1 + int(titleHash("chat:"+e.Title)%uint64(len(assets.ChatQuestions)-1))
-			add(h, Example{Kind: KindChat, Title: e.Title, System: assets.ChatSystem(), Prompt: assets.ChatQuestion(q, e.Title), Answer: ans})
+		for _, ex := range entryExamples(cat, e, opts) {
+			if !h && ex.Kind == KindPage {
+				links += strings.Count(ex.Answer, `<a href=`)
+				pages++
+			}
+			add(h, ex)
 		}
 	}
 	if pages > 0 {
 		st.LinksPerPage = float64(links) / float64(pages)
+	}
+	// The extra sources, after the dictionaries' pages are written (so those do
+	// not change with them): their entries join the catalog first, so their
+	// cross references lead to each other's pages and to the dictionaries'.
+	extras, err := addExtras(cat, opts, dictDir, docDir, pageUsage(train), st, logf)
+	if err != nil {
+		return nil, fmt.Errorf("build corpus: %w", err)
+	}
+	for _, ex := range extras {
+		add(false, ex)
 	}
 	desk := &Desktop{Apps: apps}
 	for _, c := range desk.Clicks() {
@@ -290,7 +318,7 @@ func BuildStats(ctx context.Context, opts Options) (*Stats, error) {
 			}
 		}
 		add(c.App != "" && heldApps[c.App],
-			Example{Kind: KindDesktop, Title: title, System: assets.DesktopSystem(), Prompt: assets.DesktopPrompt(c.Click), Answer: c.Screen})
+			Example{Kind: KindDesktop, Source: "debian", Title: title, System: assets.DesktopSystem(), Prompt: assets.DesktopPrompt(c.Click), Answer: c.Screen})
 	}
 	shuffle(train)
 	shuffle(held)
@@ -316,8 +344,11 @@ func BuildStats(ctx context.Context, opts Options) (*Stats, error) {
 	for _, t := range titles {
 		if heldTitles[t] {
 			heldList = append(heldList, t)
-		} else {
-			trainTitles = append(trainTitles, t)
+		}
+	}
+	for _, ex := range train {
+		if ex.Kind == KindPage {
+			trainTitles = append(trainTitles, ex.Title)
 		}
 	}
 	if err := writeLines(filepath.Join(opts.OutDir, "titles.txt"), sorted(trainTitles)); err != nil {
@@ -339,9 +370,6 @@ func BuildStats(ctx context.Context, opts Options) (*Stats, error) {
 	st.Words = len(words)
 	if err := writeLines(filepath.Join(opts.OutDir, "words.txt"), sorted(words)); err != nil {
 		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(opts.OutDir, "SOURCES.txt"), []byte(sourcesText), 0o644); err != nil {
-		return nil, fmt.Errorf("build corpus: %w", err)
 	}
 	for _, kind := range []string{KindPage, KindChat, KindDesktop} {
 		var n []int
@@ -375,6 +403,10 @@ func BuildStats(ctx context.Context, opts Options) (*Stats, error) {
 		if err := measureTokens(opts, tok, train, st); err != nil {
 			return nil, fmt.Errorf("build corpus: %w", err)
 		}
+	}
+	st.Sources = sourceStats(opts, st, train, dropped)
+	if err := os.WriteFile(filepath.Join(opts.OutDir, "SOURCES.txt"), []byte(sourcesText(st.Sources)), 0o644); err != nil {
+		return nil, fmt.Errorf("build corpus: %w", err)
 	}
 	st.Seconds = time.Since(start).Seconds()
 	if err := filepath.Walk(opts.OutDir, func(p string, info os.FileInfo, err error) error {
@@ -474,6 +506,7 @@ func absPath(p string) string {
 func measureTokens(opts Options, tok *tokenizer.Tokenizer, train []Example, st *Stats) error {
 	st.VocabSize = tok.VocabSize()
 	st.AnswerTokens, st.PromptTokens = map[string]Dist{}, map[string]Dist{}
+	st.tokensBySource = map[string]int64{}
 	for _, kind := range []string{KindPage, KindChat, KindDesktop} {
 		var ans, prompt []int
 		for _, ex := range train {
@@ -481,7 +514,9 @@ func measureTokens(opts Options, tok *tokenizer.Tokenizer, train []Example, st *
 				continue
 			}
 			// +1: the turn close that ends the answer inside the canvas.
-			ans = append(ans, len(tok.Encode(ex.Answer))+1)
+			n := len(tok.Encode(ex.Answer)) + 1
+			ans = append(ans, n)
+			st.tokensBySource[ex.Source] += int64(n)
 			ids, err := chat.Encode(tok, ex.Messages(), chat.Options{})
 			if err != nil {
 				return fmt.Errorf("measure prompt of %q: %w", ex.Title, err)
@@ -637,19 +672,3 @@ func sorted(s []string) []string {
 	sort.Strings(s)
 	return s
 }
-
-const sourcesText = `Darkroom Mini corpus: sources and licences
-
-Encyclopedia pages and chat answers are derived from:
-- The Free On-line Dictionary of Computing, https://foldoc.org/, Editor Denis Howe
-  (Debian package dict-foldoc). Licensed under the GNU Free Documentation License,
-  version 1.1 or later, with no Invariant Sections, Front-Cover or Back-Cover Texts.
-- The Jargon File, version 4.4.7, Eric S. Raymond (Debian package dict-jargon), public domain.
-
-Entries were rewritten into small HTML pages: cross references became links, e-mail
-addresses, external links, dates and citation-only paragraphs were dropped, and long
-entries were cut at a paragraph or sentence boundary.
-
-Desktop screens use Debian package metadata (names, short descriptions, sections,
-versions, sizes, debtags) from the local apt cache.
-`

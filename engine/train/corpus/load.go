@@ -20,10 +20,35 @@ type DictStats struct {
 // AddDictionary parses one dictd dictionary (its .index and uncompressed .dict
 // data) into the catalog, in the dictionary's own order.
 func (c *Catalog) AddDictionary(name string, index io.Reader, data []byte) (DictStats, error) {
+	defs, st, err := ReadDictionary(name, index, data, func(raw string) (Entry, bool) { return ParseEntry(name, raw) })
+	if err != nil {
+		return st, err
+	}
+	for _, d := range defs {
+		if c.Add(d.Entry, d.Headwords...) {
+			st.Entries++
+		} else {
+			st.Skipped++
+		}
+	}
+	return st, nil
+}
+
+// ParsedDefinition is a parsed dictionary definition and the headwords that point to it.
+type ParsedDefinition struct {
+	Entry
+	Headwords []string
+}
+
+// ReadDictionary parses the definitions of one dictd dictionary with parse, in
+// the order they lie in data (index lines that point to the same bytes are one
+// definition with several headwords). st counts headwords and definitions, and
+// as skipped those parse refused; Entries is left for the caller.
+func ReadDictionary(name string, index io.Reader, data []byte, parse func(raw string) (Entry, bool)) ([]ParsedDefinition, DictStats, error) {
 	st := DictStats{Name: name}
 	idx, err := ParseIndex(index)
 	if err != nil {
-		return st, fmt.Errorf("%s: %w", name, err)
+		return nil, st, fmt.Errorf("%s: %w", name, err)
 	}
 	st.Headwords = len(idx)
 	type def struct {
@@ -44,41 +69,52 @@ func (c *Catalog) AddDictionary(name string, index io.Reader, data []byte) (Dict
 	}
 	sort.SliceStable(defs, func(i, j int) bool { return defs[i].Offset < defs[j].Offset })
 	st.Definitions = len(defs)
+	var out []ParsedDefinition
 	for _, d := range defs {
 		raw, err := Definition(data, d.IndexEntry)
 		if err != nil {
-			return st, fmt.Errorf("%s: %w", name, err)
+			return nil, st, fmt.Errorf("%s: %w", name, err)
 		}
-		e, ok := ParseEntry(name, raw)
-		if ok && c.Add(e, d.headwords...) {
-			st.Entries++
+		if e, ok := parse(raw); ok {
+			out = append(out, ParsedDefinition{Entry: e, Headwords: d.headwords})
 		} else {
 			st.Skipped++
 		}
 	}
-	return st, nil
+	return out, st, nil
 }
 
 // AddDictionaryFiles reads DIR/NAME.index and DIR/NAME.dict.dz (or an
 // uncompressed DIR/NAME.dict) into the catalog.
 func (c *Catalog) AddDictionaryFiles(dir, name string) (DictStats, error) {
-	indexPath := filepath.Join(dir, name+".index")
-	idx, err := os.Open(indexPath)
+	idx, data, err := openDictionary(dir, name)
 	if err != nil {
-		return DictStats{Name: name}, fmt.Errorf("open dictionary %s: %w", name, err)
+		return DictStats{Name: name}, err
 	}
 	defer idx.Close()
+	return c.AddDictionary(name, idx, data)
+}
+
+// openDictionary opens DIR/NAME.index and reads the uncompressed data of
+// DIR/NAME.dict.dz (or DIR/NAME.dict).
+func openDictionary(dir, name string) (io.ReadCloser, []byte, error) {
+	idx, err := os.Open(filepath.Join(dir, name+".index"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open dictionary %s: %w", name, err)
+	}
 	var data []byte
 	if f, err := os.Open(filepath.Join(dir, name+".dict.dz")); err == nil {
 		data, err = ReadDict(f)
 		f.Close()
 		if err != nil {
-			return DictStats{Name: name}, fmt.Errorf("%s.dict.dz: %w", filepath.Join(dir, name), err)
+			idx.Close()
+			return nil, nil, fmt.Errorf("%s.dict.dz: %w", filepath.Join(dir, name), err)
 		}
 	} else if data, err = os.ReadFile(filepath.Join(dir, name+".dict")); err != nil {
-		return DictStats{Name: name}, fmt.Errorf("open dictionary %s: no %s.dict.dz or %s.dict in %s", name, name, name, dir)
+		idx.Close()
+		return nil, nil, fmt.Errorf("open dictionary %s: no %s.dict.dz or %s.dict in %s", name, name, name, dir)
 	}
-	return c.AddDictionary(name, idx, data)
+	return idx, data, nil
 }
 
 // hasDictionaries reports whether dir holds NAME.index and NAME.dict(.dz) for every name.

@@ -73,6 +73,12 @@ func (c *Catalog) Resolve(target string) string {
 	return t
 }
 
+// known reports whether title is an entry's title, alias or headword, in any case.
+func (c *Catalog) known(title string) bool {
+	_, ok := c.lower[strings.ToLower(assets.CleanLine(title))]
+	return ok
+}
+
 // Has reports whether a page exists for title.
 func (c *Catalog) Has(title string) bool { _, ok := c.exact[title]; return ok }
 
@@ -323,6 +329,22 @@ func lastWord(s string) string {
 //
 // ok is false when the entry has no paragraph or list to open with.
 func ChatAnswer(e Entry, maxChars int) (string, bool) {
+	head := "**" + e.Title + "**"
+	if e.Category != "" {
+		head += " (" + e.Category + ")"
+	}
+	head += ": "
+	text, ok := Opening(e, maxChars-len(head))
+	if !ok {
+		return "", false
+	}
+	return head + text, true
+}
+
+// Opening is the entry's opening sentences as plain Markdown text: those of
+// its first paragraph or list item that fit in maxChars bytes, and at least
+// one. ok is false when the entry has no paragraph or list to open with.
+func Opening(e Entry, maxChars int) (string, bool) {
 	var opening string
 	for _, b := range e.Blocks {
 		if b.Kind == Paragraph {
@@ -337,19 +359,14 @@ func ChatAnswer(e Entry, maxChars int) (string, bool) {
 	if opening == "" {
 		return "", false
 	}
-	head := "**" + e.Title + "**"
-	if e.Category != "" {
-		head += " (" + e.Category + ")"
-	}
-	head += ": "
 	sents := Sentences(opening)
 	text := PlainText(sents[0])
 	for _, s := range sents[1:] {
 		next := text + " " + PlainText(s)
-		if len(head)+len(next) > maxChars {
+		if len(next) > maxChars {
 			break
 		}
 		text = next
 	}
-	return head + text, true
+	return text, true
 }
