@@ -107,14 +107,15 @@ func TestGenerateTextTraceAndIDs(t *testing.T) {
 			t.Errorf("--mode %s --opening: exit %d, stdout %q, stderr %s", mode, code, out, errOut)
 		}
 	}
-	// XLA requested where it cannot start: one plain line, then the run on Go.
+	// XLA requested where it cannot start: one plain line, as wiki and serve
+	// give it, then the run on Go.
 	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", t.TempDir())
 	code, _, errOut = runCLI("generate", "--model", dir, "--backend", "xla:cuda", "--mode", "ar",
 		"--max-new-tokens", "2", "--raw", "Unix")
 	if code != 0 {
 		t.Fatalf("xla fallback run failed: %s", errOut)
 	}
-	if first := strings.SplitN(errOut, "\n", 2)[0]; !strings.HasPrefix(first, "XLA backend unavailable (") {
+	if first := strings.SplitN(errOut, "\n", 2)[0]; !strings.HasPrefix(first, "darkroom: XLA backend unavailable (") {
 		t.Errorf("first stderr line %q", first)
 	}
 }
