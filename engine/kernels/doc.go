@@ -17,7 +17,9 @@
 //   - Matrix, a weight matrix in its stored format — F32, F16 and bf16, Darkroom's int8
 //     per row, int4 in groups (symmetric or affine, float32 or bf16 scales) and NVFP4,
 //     or GGUF blocks (Q4_K, Q6_K, Q4_0, Q4_1, Q8_0, …) — with MulVec (the AR step: one
-//     pass over the weights, each row decoded into an L1-sized buffer and dotted), MulNT
+//     pass over the weights, each row dotted with x as it is decoded — int8 and int4
+//     rows in registers, two rows at a time, without writing the values — or decoded
+//     into an L1-sized buffer and dotted), MulNT
 //     and MulNN (the canvas: the packed product, each panel of weights decoded as it is
 //     packed), RowRange and DecodeRow (matrix_rows.go), so a model stays as compact in
 //     memory as its file. The common formats decode with vector code (vec_amd64.s), the

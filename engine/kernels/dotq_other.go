@@ -2,12 +2,17 @@
 
 package kernels
 
-func dotInt4Perm(xp []float32, codes []byte, scales, mins []float32, off int32, affine bool) (float32, bool) {
-	return 0, false
+func dotInt4Rows(out, xp []float32, codes []byte, scales, mins []float32, affine bool) bool {
+	return false
 }
 
-func dotInt8(x []float32, codes []byte, s float32, tail []float32) float32 {
-	t := tail[:len(x)]
-	decodeInt8Go(t, codes[:len(x)], s)
-	return dotGo(t, x)
+func dotInt8Rows(out, x []float32, codes []byte, scales []float32, tail []float32) {
+	k := len(x)
+	t := tail[:k]
+	for j := range out {
+		decodeInt8Go(t, codes[k*j:k*(j+1)], scales[j])
+		out[j] = dotGo(t, x)
+	}
 }
+
+func dotInt8Groups(out, x []float32, codes []byte, scales []float32) bool { return false }

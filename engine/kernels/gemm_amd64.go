@@ -1,6 +1,7 @@
 //go:build !noasm
 
 //go:generate go run ./internal/genkernels -o microkernel_amd64.s
+//go:generate go run ./internal/genkernels -dots -o dotrows_amd64.s
 
 package kernels
 

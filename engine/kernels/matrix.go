@@ -264,8 +264,9 @@ func (w *Matrix) float32s() ([]float32, bool) {
 // mulRows computes out [m, Rows] = a [m, Cols]·wᵀ a decoded row of w at a time (in L1
 // or L2: a row is at most tens of KiB), dotted with the m rows of a (MulVec's way, for
 // m < dotRows) exactly as MulNT dots float32 rows, so a stored matrix's product is bit
-// for bit that of its dequantized float32 twin; bf16, per-row int8 and int4 g32 without
-// writing the decoded values (the same bits), ggml's 4-bit formats without decoding (matrix_dot.go).
+// for bit that of its dequantized float32 twin; bf16, int8 (per row, and in groups of 32
+// or a multiple) and int4 g32 without writing the decoded values (the
+// same bits), ggml's 4-bit formats without decoding (matrix_dot.go).
 func (w *Matrix) mulRows(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	parts := min(workers(), max(1, m*n*k/dotMACs))
@@ -290,11 +291,8 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 	}
 	if w.int4Fused() {
 		groups := k / 32
-		off := int32(8)
-		if w.Spec.Format == quant.Affine {
-			off = 0
-		}
-		// x permuted once into the order the code bytes widen to (dotInt4Perm).
+		affine := w.Spec.Format == quant.Affine
+		// x permuted once into the order the code bytes widen to (dotInt4Rows).
 		cb.dec = grow(cb.dec, m*k)
 		xp := cb.dec
 		for i := range m {
@@ -303,49 +301,84 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 		parallel(parts, func(part int) {
 			buf := packBufs.Get().(*packBuf)
 			defer packBufs.Put(buf)
-			buf.dec = grow(buf.dec, 2*groups)
-			scales, mins := buf.dec[:groups], buf.dec[groups:]
+			buf.dec = grow(buf.dec, 2*rowBlock*groups)
+			scales, mins := buf.dec[:rowBlock*groups], buf.dec[rowBlock*groups:]
 			clear(mins) // symmetric int4's minimums are 0
-			for r := n * part / parts; r < n*(part+1)/parts; r++ {
-				w.scales(scales, w.Scales, r*groups)
-				if off == 0 {
-					w.scales(mins, w.Mins, r*groups)
+			r1 := n * (part + 1) / parts
+			for r := n * part / parts; r < r1; r += rowBlock {
+				h := min(rowBlock, r1-r)
+				w.scales(scales[:h*groups], w.Scales, r*groups)
+				if affine {
+					w.scales(mins[:h*groups], w.Mins, r*groups)
 				}
-				codes := w.Data[r*k/2 : (r+1)*k/2]
+				codes := w.Data[r*k/2 : (r+h)*k/2]
 				for i := range m {
-					out[i*n+r], _ = dotInt4Perm(xp[i*k:(i+1)*k], codes, scales, mins, off, off == 0)
+					_ = dotInt4Rows(out[i*n+r:i*n+r+h], xp[i*k:(i+1)*k], codes, scales, mins, affine) // int4Fused: it can
 				}
 			}
 		})
 		return
 	}
 	bf16 := w.Spec.Bits == 0 && w.GGUF == gguf.BF16
-	int8Row := w.Spec.Bits == 8 && k > 0 && w.group() == k // one scale per row
+	g := w.group()
+	int8Row := w.Spec.Bits == 8 && k > 0 && g == k                  // one scale per row
+	int8Groups := w.Spec.Bits == 8 && g < k && g%32 == 0 && useAVX2 // one per 32 values or more
+	// The widened scales of rowBlock rows.
+	nScales := 0
+	switch {
+	case int8Row:
+		nScales = rowBlock
+	case int8Groups:
+		nScales = rowBlock * (k/g + k/32)
+	}
 	parallel(parts, func(part int) {
 		buf := packBufs.Get().(*packBuf)
 		defer packBufs.Put(buf)
-		buf.dec = grow(buf.dec, k)
-		for r := n * part / parts; r < n*(part+1)/parts; r++ {
-			if int8Row { // widened in registers, the same bits
-				s := w.scale(w.Scales, r)
+		buf.dec = grow(buf.dec, k+nScales)
+		dec, scales := buf.dec[:k], buf.dec[k:]
+		r1 := n * (part + 1) / parts
+		for r0 := n * part / parts; r0 < r1; r0 += rowBlock {
+			h := min(rowBlock, r1-r0)
+			if int8Row || int8Groups { // widened in registers, the same bits
+				codes := w.Data[r0*k : (r0+h)*k]
+				if int8Row {
+					w.scales(scales[:h], w.Scales, r0)
+					for i := range m {
+						dotInt8Rows(out[i*n+r0:i*n+r0+h], a[i*k:(i+1)*k], codes, scales[:h], dec)
+					}
+					continue
+				}
+				// One scale per 32 values: each group's repeated g/32 times.
+				gs, cs := scales[:h*k/g], scales[h*k/g:h*(k/g+k/32)]
+				w.scales(gs, w.Scales, r0*k/g)
+				for c := range cs {
+					cs[c] = gs[c*32/g]
+				}
 				for i := range m {
-					out[i*n+r] = dotInt8(a[i*k:(i+1)*k], w.Data[r*k:(r+1)*k], s, buf.dec)
+					_ = dotInt8Groups(out[i*n+r0:i*n+r0+h], a[i*k:(i+1)*k], codes, cs) // int8Groups: it can
 				}
 				continue
 			}
-			if bf16 { // widened in registers, the same bits
-				for i := range m {
-					out[i*n+r] = dotBF16(a[i*k:(i+1)*k], w.Data[2*r*k:2*(r+1)*k], buf.dec)
+			for r := r0; r < r0+h; r++ {
+				if bf16 { // widened in registers, the same bits
+					for i := range m {
+						out[i*n+r] = dotBF16(a[i*k:(i+1)*k], w.Data[2*r*k:2*(r+1)*k], dec)
+					}
+					continue
 				}
-				continue
-			}
-			w.decode(buf.dec, r, 0, k)
-			for i := range m {
-				out[i*n+r] = dot(buf.dec[:k], a[i*k:(i+1)*k])
+				w.decode(dec, r, 0, k)
+				for i := range m {
+					out[i*n+r] = dot(dec, a[i*k:(i+1)*k])
+				}
 			}
 		}
 	})
 }
+
+// rowBlock is the rows of w a dot-product worker takes at a time: their scales are
+// widened in one call, and with several rows of a the block's weights are read from
+// memory once and from the cache for the rest.
+const rowBlock = 8
 
 // int4Fused reports whether mulRows dots w's rows without decoding them: Darkroom's
 // int4 in groups of 32 with the vector code, whose sum is bit for bit that of decoding

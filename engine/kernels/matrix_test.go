@@ -435,7 +435,8 @@ func BenchmarkMatrixMulNT(b *testing.B) {
 
 // BenchmarkPeersGEMV is packaging/bench-peers.sh's memory-bound side: the AR step's
 // product on weights far larger than the caches — bf16 and the int4 profile's format
-// (int4 g32, bf16 scales), random bytes of the right layout — in GB/s of stored bytes
+// (int4 g32, bf16 scales) and int8, per row (the int4 profile's attention and head) and
+// in groups of 32, random bytes of the right layout — in GB/s of stored bytes
 // read, against the rate OpenBLAS's float32 GEMV reads memory at.
 func BenchmarkPeersGEMV(b *testing.B) {
 	const n, k = 32768, 4096
@@ -454,12 +455,21 @@ func BenchmarkPeersGEMV(b *testing.B) {
 		}
 		return s
 	}
+	f32 := func(n int) []byte { // scales of about 1/127
+		s := make([]byte, 4*n)
+		for i := range n {
+			binary.LittleEndian.PutUint32(s[4*i:], math.Float32bits(float32(1+rng.Float64())/127))
+		}
+		return s
+	}
 	for _, c := range []struct {
 		name string
 		w    *Matrix
 	}{
 		{"bf16", &Matrix{Rows: n, Cols: k, GGUF: gguf.BF16, Data: bf16(n * k)}},
 		{"int4", &Matrix{Rows: n, Cols: k, Spec: quant.Int4, Data: randBytes(n * k / 2), Scales: bf16(n * k / 32)}},
+		{"int8", &Matrix{Rows: n, Cols: k, Spec: quant.Int8, Data: randBytes(n * k), Scales: f32(n)}},
+		{"int8g32", &Matrix{Rows: n, Cols: k, Spec: quant.Spec{Bits: 8, GroupSize: 32}, Data: randBytes(n * k), Scales: f32(n * k / 32)}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			x, out := randWeights(rng, k), make([]float32, n)

@@ -1,9 +1,11 @@
-// Command genkernels writes engine/kernels' register-blocked micro-kernels
-// (microkernel_amd64.s): fully unrolled assembly that is clearer generated than typed.
-// Each computes an mr×nr tile of c from kc depth steps of packed panels — a holds mr
-// values per step, b nr — with the tile in accumulator registers: per step, the nr/w
-// vectors of b are loaded, each of a's mr values broadcast and multiplied into its row
-// of accumulators, then the tile is stored or added to c (row stride ldc floats).
+// Command genkernels writes engine/kernels' assembly that is clearer generated than
+// typed: the register-blocked micro-kernels (microkernel_amd64.s), and with -dots the
+// AR step's multi-row fused dot products (dotrows_amd64.s; dots.go says how they keep
+// dotAVX2's bits). Each micro-kernel computes an mr×nr tile of c from kc depth steps of
+// packed panels — a holds mr values per step, b nr — with the tile in accumulator
+// registers: per step, the nr/w vectors of b are loaded, each of a's mr values broadcast
+// and multiplied into its row of accumulators, then the tile is stored or added to c
+// (row stride ldc floats).
 //
 //	go generate ./engine/kernels/
 package main
@@ -35,6 +37,7 @@ var kernels = []kernel{
 
 func main() {
 	out := flag.String("o", "microkernel_amd64.s", "output file")
+	dots := flag.Bool("dots", false, "write the AR step's multi-row dot kernels (dots.go) instead of the micro-kernels")
 	flag.Parse()
 	var b bytes.Buffer
 	p := func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) }
@@ -43,9 +46,16 @@ func main() {
 	p("//go:build !noasm")
 	p("")
 	p(`#include "textflag.h"`)
-	for _, k := range kernels {
-		p("")
-		emit(p, k)
+	p("")
+	if *dots {
+		emitDots(p)
+	} else {
+		for i, k := range kernels {
+			if i > 0 {
+				p("")
+			}
+			emit(p, k)
+		}
 	}
 	if err := os.WriteFile(*out, b.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
