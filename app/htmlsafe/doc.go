@@ -1,6 +1,7 @@
 package htmlsafe
 
 import (
+	"iter"
 	"strings"
 	"unicode/utf8"
 
@@ -77,32 +78,56 @@ func Text(in []Inline) string {
 	return b.String()
 }
 
+// Inlines yields every inline run of the document in reading order: each
+// block's own, then its list items', its children's and its table cells'.
+func (d *Doc) Inlines() iter.Seq[Inline] {
+	return func(yield func(Inline) bool) {
+		each := func(in []Inline) bool {
+			for _, r := range in {
+				if !yield(r) {
+					return false
+				}
+			}
+			return true
+		}
+		var walk func([]Block) bool
+		walk = func(bs []Block) bool {
+			for _, b := range bs {
+				if !each(b.Inlines) {
+					return false
+				}
+				for _, it := range b.Items {
+					if !walk(it) {
+						return false
+					}
+				}
+				if !walk(b.Children) {
+					return false
+				}
+				for _, row := range b.Rows {
+					for _, c := range row {
+						if !each(c.Inlines) {
+							return false
+						}
+					}
+				}
+			}
+			return true
+		}
+		if d != nil {
+			walk(d.Blocks)
+		}
+	}
+}
+
 // Links returns every followable link of the document in reading order.
 func (d *Doc) Links() []Inline {
 	var out []Inline
-	var walk func([]Block)
-	inl := func(in []Inline) {
-		for _, r := range in {
-			if r.Href != "" || r.ID != "" {
-				out = append(out, r)
-			}
+	for r := range d.Inlines() {
+		if r.Href != "" || r.ID != "" {
+			out = append(out, r)
 		}
 	}
-	walk = func(bs []Block) {
-		for _, b := range bs {
-			inl(b.Inlines)
-			for _, it := range b.Items {
-				walk(it)
-			}
-			walk(b.Children)
-			for _, row := range b.Rows {
-				for _, c := range row {
-					inl(c.Inlines)
-				}
-			}
-		}
-	}
-	walk(d.Blocks)
 	return out
 }
 

@@ -151,3 +151,34 @@ func TestGroupsAndClickables(t *testing.T) {
 		t.Errorf("clickables %+v", links)
 	}
 }
+
+// TestInlines: every run is visited once, in reading order, through lists,
+// quotes and table cells (which the UI's noise counts used to skip), and a
+// loop that stops early stops the walk.
+func TestInlines(t *testing.T) {
+	d := Parse(`<h1>A</h1><ul><li>b<blockquote><p>c</p></blockquote></li></ul>` +
+		`<table><tr><th>d</th><td><a href="/wiki/E">e</a></td></tr></table><p>f</p>`)
+	var got []string
+	for r := range d.Inlines() {
+		if s := strings.TrimSpace(r.Text); s != "" {
+			got = append(got, s)
+		}
+	}
+	if strings.Join(got, "") != "Abcdef" {
+		t.Errorf("runs %q, want A to f in order", got)
+	}
+	n := 0
+	for range d.Inlines() {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Errorf("the walk went on after a break")
+	}
+	if links := d.Links(); len(links) != 1 || links[0].Href != "/wiki/E" {
+		t.Errorf("links %+v", links)
+	}
+	for range (*Doc)(nil).Inlines() {
+		t.Error("a nil document has runs")
+	}
+}

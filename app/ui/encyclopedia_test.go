@@ -87,25 +87,14 @@ func TestEncyclopediaTypeTopicAndEnter(t *testing.T) {
 	test.AssertObjectRendersToMarkup(t, "encyclopedia_unix.xml", v)
 }
 
+// countRuns counts a page's runs of noise and of decided text.
 func countRuns(d *htmlsafe.Doc) (noise, text int) {
-	var walk func([]htmlsafe.Block)
-	walk = func(bs []htmlsafe.Block) {
-		for _, b := range bs {
-			for _, r := range b.Inlines {
-				if r.Style&htmlsafe.Noise != 0 {
-					noise++
-				} else if strings.TrimSpace(r.Text) != "" {
-					text++
-				}
-			}
-			for _, it := range b.Items {
-				walk(it)
-			}
-			walk(b.Children)
+	for r := range d.Inlines() {
+		if r.Style&htmlsafe.Noise != 0 {
+			noise++
+		} else if strings.TrimSpace(r.Text) != "" {
+			text++
 		}
-	}
-	if d != nil {
-		walk(d.Blocks)
 	}
 	return
 }

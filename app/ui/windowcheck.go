@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/widget"
@@ -279,25 +280,13 @@ var firstClick = assets.Click{ElementID: "power", Text: "Power on", App: "deskto
 
 // runeCounts counts noise and decided runes of a page.
 func runeCounts(d *htmlsafe.Doc) (noise, text int) {
-	var walk func([]htmlsafe.Block)
-	walk = func(bs []htmlsafe.Block) {
-		for _, b := range bs {
-			for _, r := range b.Inlines {
-				n := len([]rune(r.Text))
-				if r.Style&htmlsafe.Noise != 0 {
-					noise += n
-				} else {
-					text += n
-				}
-			}
-			for _, it := range b.Items {
-				walk(it)
-			}
-			walk(b.Children)
+	for r := range d.Inlines() {
+		n := utf8.RuneCountInString(r.Text)
+		if r.Style&htmlsafe.Noise != 0 {
+			noise += n
+		} else {
+			text += n
 		}
-	}
-	if d != nil {
-		walk(d.Blocks)
 	}
 	return
 }
