@@ -287,7 +287,7 @@ func BuildStats(ctx context.Context, opts Options) (*Stats, error) {
 	links, pages := 0, 0
 	for _, e := range cat.Entries {
 		h := heldTitles[e.Title]
-		for _, ex := range entryExamples(cat, e, opts) {
+		for _, ex := range entryExamples(cat, e, opts.MaxPageChars, opts) {
 			if !h && ex.Kind == KindPage {
 				links += strings.Count(ex.Answer, `<a href=`)
 				pages++

@@ -11,7 +11,7 @@ import (
 // the dictionary's own markup until it is rendered: {cross reference},
 // {text (target)} and *emphasis*.
 type Entry struct {
-	Source   string   // "foldoc" or "jargon"
+	Source   string   // the dictionary ("foldoc", "jargon") or ExtraSource ("wordnet", "vera", "python")
 	Title    string   // the entry's own spelling of its headword (first header line)
 	Aliases  []string // other headwords in the header
 	Category string   // FOLDOC's subject, e.g. "operating system" ("" if none)

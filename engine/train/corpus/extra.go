@@ -29,6 +29,10 @@ type ExtraSource struct {
 	// pages use most: first those they link to, then by how often the title
 	// occurs as a word in them.
 	Max int
+	// PageChars, if set and below Options.MaxPageChars, caps its pages: text
+	// that tokenizes densely (code, lists of linked synonyms) would otherwise
+	// spill past one canvas far more often than FOLDOC's pages do.
+	PageChars int
 	// dict is the dictd name of a dictionary source ("" for the Python docs).
 	dict  string
 	parse func(raw string) (Entry, bool)
@@ -38,7 +42,7 @@ type ExtraSource struct {
 // added (an earlier one wins a title both have).
 var ExtraSources = []ExtraSource{
 	{
-		Name: "python", Package: "python3.11-doc",
+		Name: "python", Package: "python3.11-doc", PageChars: 640,
 		What: "The Python 3.11 documentation (glossary, tutorial, HOWTOs, FAQ), Python Software Foundation",
 		Licence: "PSF License Agreement for Python 3.11 (the software and its documentation); code examples " +
 			"also under the Zero-Clause BSD licence. Copyright (c) 2001-2023 Python Software Foundation; All Rights Reserved.",
@@ -47,7 +51,7 @@ var ExtraSources = []ExtraSource{
 			"Debian ships it in main as free documentation",
 	},
 	{
-		Name: "wordnet", Package: "dict-wn", Max: 4000, dict: "wn", parse: ParseWordNet,
+		Name: "wordnet", Package: "dict-wn", Max: 4000, PageChars: 760, dict: "wn", parse: ParseWordNet,
 		What:    "WordNet 3.0, Princeton University: general English definitions",
 		Licence: "WordNet 3.0 licence. WordNet 3.0 Copyright 2006 by Princeton University. All rights reserved.",
 		Why: "a permissive BSD-like licence: use, copy, modify and distribute for any purpose without fee, " +
@@ -241,11 +245,11 @@ func fileExists(path string) bool {
 // pythonDocDir is where python3.11-doc installs its HTML.
 var pythonDocDir = filepath.Join("usr", "share", "doc", "python3.11", "html")
 
-// entryExamples are an entry's training examples: its page, and when it has an
-// opening to answer with, two chats (the first phrasing of the question and one
-// chosen by the title's hash).
-func entryExamples(cat *Catalog, e Entry, opts Options) []Example {
-	out := []Example{{Kind: KindPage, Source: e.Source, Title: e.Title, Prompt: assets.EncyclopediaPrompt(e.Title), Answer: cat.Page(e, opts.MaxPageChars)}}
+// entryExamples are an entry's training examples: its page (at most
+// maxPage bytes), and when it has an opening to answer with, two chats (the
+// first phrasing of the question and one chosen by the title's hash).
+func entryExamples(cat *Catalog, e Entry, maxPage int, opts Options) []Example {
+	out := []Example{{Kind: KindPage, Source: e.Source, Title: e.Title, Prompt: assets.EncyclopediaPrompt(e.Title), Answer: cat.Page(e, maxPage)}}
 	if ans, ok := ChatAnswer(e, opts.MaxChatChars); ok {
 		q := 1 + int(titleHash("chat:"+e.Title)%uint64(len(assets.ChatQuestions)-1))
 		for _, i := range []int{0, q} {
@@ -292,7 +296,11 @@ func addExtras(cat *Catalog, opts Options, dictDir, docDir string, u usage, st *
 		logf("%s: %d usable entries, %d not in the dictionaries, %d kept; %d FAQ answers", name, len(entries), len(fresh), n, len(qaEx))
 	}
 	for _, e := range added {
-		out = append(out, entryExamples(cat, e, opts)...)
+		maxPage := opts.MaxPageChars
+		if src, _ := extraSource(e.Source); src.PageChars > 0 {
+			maxPage = min(maxPage, src.PageChars)
+		}
+		out = append(out, entryExamples(cat, e, maxPage, opts)...)
 	}
 	return out, nil
 }

@@ -330,6 +330,8 @@ func extraFixture(t *testing.T) (Options, string, string) {
 		[]byte("</dl>"), []byte(`<dt id="term-h">`+strings.ToLower(held)+`</dt><dd><p>A held-out glossary term.</p></dd></dl>`), 1)}
 	docs["faq/held.html"] = &fstest.MapFile{Data: []byte(pyHead + `<section id="q"><h3>What is ` + held +
 		`?</h3><p>An answer long enough to be a chat, asked with nothing but the held-out title as its question?</p></section></div>`)}
+	long := strings.Repeat("<p>A long paragraph of the HOWTO that says one thing after another, sentence by sentence.</p>", 12)
+	docs["howto/long.html"] = &fstest.MapFile{Data: []byte(pyHead + `<section id="l"><h1>A Long HOWTO</h1>` + long + `</section></div>`)}
 	docDir := t.TempDir()
 	for name, f := range docs {
 		p := filepath.Join(docDir, filepath.FromSlash(name))
@@ -475,6 +477,12 @@ func TestExtraSourcesMix(t *testing.T) {
 	for _, s := range st.Sources {
 		if s.Name == "wordnet" && (s.Candidates != 6 || s.Entries != 1 || s.Examples[KindChat] != 2) {
 			t.Errorf("wordnet stats %+v", s)
+		}
+	}
+	// Python pages keep to the source's own, smaller cap.
+	for _, ex := range withExtra {
+		if ex.Kind == KindPage && ex.Title == "A Long HOWTO" && (len(ex.Answer) > 640 || len(ex.Answer) < 500) {
+			t.Errorf("long Python page is %d bytes, want within the source's 640 (and near it)", len(ex.Answer))
 		}
 	}
 	// VERA: only ASCII is used by the fixture's pages.
