@@ -145,6 +145,11 @@ func (c *Chat) reload() {
 			c.loadErrs.Show()
 		}
 	}
+	c.openNewest()
+}
+
+// openNewest shows the newest thread, or a new one where there is none.
+func (c *Chat) openNewest() {
 	c.list.Refresh()
 	if len(c.threads) > 0 {
 		c.open(c.threads[0])
@@ -208,13 +213,7 @@ func (c *Chat) deleteCurrent() {
 		}
 	}
 	c.list.UnselectAll()
-	c.list.Refresh()
-	if len(c.threads) > 0 {
-		c.open(c.threads[0])
-		c.list.Select(0)
-	} else {
-		c.NewThread()
-	}
+	c.openNewest()
 }
 
 // updateThinking enables the toggle only where the loaded model has the channel.
