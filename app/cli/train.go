@@ -86,6 +86,7 @@ func runTrainCorpus(env *Env, args []string) error {
 	tok := fs.String("tokenizer", "", "reuse the tokenizer in DIR (an earlier corpus's tokenizer/) instead of training one, so a run continues with the same ids")
 	extra := fs.String("extra", strings.Join(corpus.ExtraNames(), ","), "freely licensed extra sources to add, comma-separated (\"\" for none): "+strings.Join(corpus.ExtraNames(), ", "))
 	docs := fs.String("docs", "", "directory with the Python documentation's HTML (default: installed or fetched python3.11-doc)")
+	extraMax := fs.String("extra-max", "", "caps on the extra sources' entries, NAME=N,... (default: each source's own; -1 keeps all)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -105,8 +106,12 @@ func runTrainCorpus(env *Env, args []string) error {
 			extras = append(extras, name)
 		}
 	}
+	caps, err := parseCaps(*extraMax)
+	if err != nil {
+		return fmt.Errorf("train corpus: --extra-max: %w", err)
+	}
 	st, err := corpus.BuildStats(ctx, corpus.Options{OutDir: *out, VocabSize: *vocab, Tokenizer: *tok, DictDir: *dict, Fetch: *fetch,
-		Extra: extras, DocDir: *docs, Log: env.Stderr})
+		Extra: extras, DocDir: *docs, ExtraMax: caps, Log: env.Stderr})
 	if err != nil {
 		return fmt.Errorf("train corpus: %w", err)
 	}
@@ -131,6 +136,23 @@ func parseKinds(s string) (map[string]float64, error) {
 			return nil, fmt.Errorf("kind weight %q: bad weight", part)
 		}
 		out[strings.TrimSpace(k)] = w
+	}
+	return out, nil
+}
+
+// parseCaps parses "wordnet=2000,vera=-1".
+func parseCaps(s string) (map[string]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]int{}
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if !ok || err != nil {
+			return nil, fmt.Errorf("%q: want NAME=N", part)
+		}
+		out[strings.TrimSpace(k)] = n
 	}
 	return out, nil
 }

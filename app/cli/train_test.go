@@ -29,6 +29,7 @@ func TestTrainCommandErrors(t *testing.T) {
 		{[]string{"train", "corpus"}, "--out DIR is required"},
 		{[]string{"train", "corpus", "--out", t.TempDir(), "--tokenizer", t.TempDir(), "--vocab", "4096"}, "--vocab and --tokenizer exclude each other"},
 		{[]string{"train", "corpus", "--out", t.TempDir(), "--dict", t.TempDir(), "--extra", "wordnet,gcide"}, `unknown extra source "gcide"`},
+		{[]string{"train", "corpus", "--out", t.TempDir(), "--extra-max", "wordnet"}, `--extra-max: "wordnet": want NAME=N`},
 		{[]string{"train", "init", "--out", t.TempDir()}, "give --config CONFIG.json and --out DIR"},
 		{[]string{"train", "init", "--config", "x.json", "--out", t.TempDir(), "--profile", "fp8"}, `unknown quantization profile "fp8"`},
 		{[]string{"train", "init", "--config", filepath.Join(t.TempDir(), "none.json"), "--out", t.TempDir()}, "--config: stat"},

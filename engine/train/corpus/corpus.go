@@ -35,6 +35,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -214,6 +215,11 @@ func BuildStats(ctx context.Context, opts Options) (*Stats, error) {
 	for _, name := range opts.Extra {
 		if _, ok := extraSource(name); !ok {
 			return nil, fmt.Errorf("build corpus: unknown extra source %q (known: %s)", name, strings.Join(ExtraNames(), ", "))
+		}
+	}
+	for name := range opts.ExtraMax {
+		if !slices.Contains(opts.Extra, name) {
+			return nil, fmt.Errorf("build corpus: a cap for %q, which is not among the extra sources (%s)", name, strings.Join(opts.Extra, ", "))
 		}
 	}
 	dictDir, docDir, cleanup, err := locateSources(ctx, opts, logf)

@@ -376,7 +376,7 @@ func TestExtraSourcesKeepHeldOut(t *testing.T) {
 	}
 	// The split is the dictionaries' alone: the same titles as a build without extras.
 	plain := opts
-	plain.Extra, plain.OutDir = nil, t.TempDir()
+	plain.Extra, plain.ExtraMax, plain.OutDir = nil, nil, t.TempDir()
 	if err := Build(context.Background(), plain); err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +449,7 @@ func TestExtraSourcesMix(t *testing.T) {
 		t.Fatal(err)
 	}
 	plain := opts
-	plain.Extra, plain.OutDir = nil, t.TempDir()
+	plain.Extra, plain.ExtraMax, plain.OutDir = nil, nil, t.TempDir()
 	if err := Build(context.Background(), plain); err != nil {
 		t.Fatal(err)
 	}
@@ -510,5 +510,8 @@ func TestExtraSourcesMix(t *testing.T) {
 	}
 	if err := Build(context.Background(), Options{OutDir: t.TempDir(), DictDir: opts.DictDir, Extra: []string{"gcide"}}); err == nil || !strings.Contains(err.Error(), "gcide") {
 		t.Errorf("unknown extra source: %v", err)
+	}
+	if err := Build(context.Background(), Options{OutDir: t.TempDir(), DictDir: opts.DictDir, Extra: []string{"vera"}, ExtraMax: map[string]int{"wordnt": 1}}); err == nil || !strings.Contains(err.Error(), "wordnt") {
+		t.Errorf("a cap for a source not built: %v", err)
 	}
 }
