@@ -25,11 +25,12 @@ import (
 )
 
 // libraryApp opens the app on the Library with the real models manager over a
-// fresh store, downloading from endpoint, on a PC with the given hardware.
-func libraryApp(t *testing.T, endpoint string, info hw.Info) (*App, *managerLibrary) {
+// fresh store, downloading from endpoint with dl's timings, on a PC with the
+// given hardware.
+func libraryApp(t *testing.T, endpoint string, dl download.Options, info hw.Info) (*App, *managerLibrary) {
 	t.Helper()
 	dir := t.TempDir()
-	mgr, err := models.New(models.Options{Dir: filepath.Join(dir, "models"), Endpoint: endpoint})
+	mgr, err := models.New(models.Options{Dir: filepath.Join(dir, "models"), Endpoint: endpoint, Download: dl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestLibraryDownloadErrorStaysOnTheCard(t *testing.T) {
 	}
 	endpoint := "http://" + ln.Addr().String()
 	ln.Close() // nothing listens there now: connection refused, as offline
-	a, _ := libraryApp(t, endpoint, hw.Info{RAMTotal: 64 << 30})
+	a, _ := libraryApp(t, endpoint, download.Options{}, hw.Info{RAMTotal: 64 << 30})
 	l := a.Library
 	waitFor(t, "the catalog", func() bool { return libraryCardOf(l, catalog.NVFP4ID) != nil })
 	const offline = "Cannot reach the model hub — check the connection, or set a mirror"
@@ -107,7 +108,7 @@ func TestLibraryDownloadErrorStaysOnTheCard(t *testing.T) {
 // on this PC; the fit line names its threshold in words; the built-in Mini,
 // active on a fresh install, offers no "Use".
 func TestLibraryCardsSayWhatTheyDownload(t *testing.T) {
-	a, _ := libraryApp(t, "http://127.0.0.1:9", hw.Info{RAMTotal: 25_300_000_000})
+	a, _ := libraryApp(t, "http://127.0.0.1:9", download.Options{}, hw.Info{RAMTotal: 25_300_000_000})
 	l := a.Library
 	waitFor(t, "the catalog", func() bool { return libraryCardOf(l, catalog.GGUFID) != nil })
 	for _, id := range []string{catalog.NVFP4ID, catalog.GGUFID} {
@@ -192,7 +193,7 @@ func TestLibraryProblemInPlainWords(t *testing.T) {
 // smallest supported size, smallestWindowSize (a Card's subtitle, a long model
 // name and a license line, which never wrapped, held it at about 1037 px wide).
 func TestScreensFitANarrowWindow(t *testing.T) {
-	a, _ := libraryApp(t, "http://127.0.0.1:9", hw.Info{RAMTotal: 25_300_000_000})
+	a, _ := libraryApp(t, "http://127.0.0.1:9", download.Options{}, hw.Info{RAMTotal: 25_300_000_000})
 	waitFor(t, "the catalog", func() bool { return libraryCardOf(a.Library, catalog.GGUFID) != nil })
 	var need fyne.Size
 	asUI(func() { need = a.win.Content().MinSize() })

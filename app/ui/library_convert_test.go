@@ -1,20 +1,13 @@
 package ui
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/test"
-
-	"github.com/darkroomlabs/darkroom/app/chats"
 	"github.com/darkroomlabs/darkroom/app/ui/internal/tiny"
-	"github.com/darkroomlabs/darkroom/app/ui/settings"
-	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hubtest"
@@ -39,37 +32,15 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 		files = append(files, &hubtest.File{Name: name, Data: b, LFS: name == "model.safetensors"})
 	}
 	h := hubtest.New()
-	defer h.Close()
+	t.Cleanup(h.Close) // after the app's shutdown
 	e, _ := catalog.Find(catalog.DiffusionGemmaID)
 	h.Add(e.Repo, &hubtest.Repo{Files: files})
 
-	mgr, err := models.New(models.Options{Dir: filepath.Join(dir, "models"), Endpoint: h.URL, Download: download.Options{
-		Interval: 20 * time.Millisecond, BackoffBase: 5 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr.Store().FreeSpace = func(string) (int64, error) { return 1 << 40, nil }
-	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
-	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
-	cs, _ := chats.Open(filepath.Join(dir, "chats"))
-	lib := &managerLibrary{m: mgr, settings: st, hardware: func() hw.Info { return hw.Info{RAMTotal: 64 << 30} }}
-	fa := test.NewTempApp(t)
-	w := test.NewTempWindow(t, nil)
-	a := newApp(fa, w, Deps{Settings: st, Chats: cs, Library: lib,
-		Loader: LoaderFunc(func(context.Context) (Model, error) { return &fakeModel{answers: wikiAnswers}, nil })})
-	asUI(func() { w.Resize(fyne.NewSize(1100, 900)) })
-	defer a.shutdown()
-	asUI(func() { a.Show("Library") })
+	a, lib := libraryApp(t, h.URL, download.Options{Interval: 20 * time.Millisecond, BackoffBase: 5 * time.Millisecond},
+		hw.Info{RAMTotal: 64 << 30})
+	mgr := lib.m
 	l := a.Library
-	card := func() *libraryCard {
-		var c *libraryCard
-		fyne.DoAndWait(func() { // under uiMu: rebuilding the list writes byName
-			uiMu.Lock()
-			defer uiMu.Unlock()
-			c = l.byName[catalog.DiffusionGemmaID]
-		})
-		return c
-	}
+	card := func() *libraryCard { return libraryCardOf(l, catalog.DiffusionGemmaID) }
 	state := func() string {
 		if c := card(); c != nil {
 			return uiRead(func() string { return c.entry.State })

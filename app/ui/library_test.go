@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"math/rand"
 	"path/filepath"
 	"strings"
@@ -9,13 +8,9 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/darkroomlabs/darkroom/app/chats"
-	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hubtest"
@@ -37,31 +32,14 @@ func TestLibraryDownloadPauseResume(t *testing.T) {
 		{Name: "model.safetensors", Data: blob(3 << 20), LFS: true},
 	}
 	h := hubtest.New()
-	defer h.Close()
+	t.Cleanup(h.Close) // after the app's shutdown
 	e, _ := catalog.Find(catalog.DiffusionGemmaID)
 	h.Add(e.Repo, &hubtest.Repo{Files: files})
 	h.SetBytesPerSec(1 << 20)
 
-	dir := t.TempDir()
-	mgr, err := models.New(models.Options{Dir: filepath.Join(dir, "models"), Endpoint: h.URL, Download: download.Options{
-		Interval: 20 * time.Millisecond, BackoffBase: 5 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr.Store().FreeSpace = func(string) (int64, error) { return 1 << 40, nil }
-	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
-	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
-	cs, _ := chats.Open(filepath.Join(dir, "chats"))
-	lib := &managerLibrary{m: mgr, settings: st, hardware: func() hw.Info {
-		return hw.Info{GPUs: []hw.GPU{{Name: "Test GPU", VRAMTotal: 24 << 30}}, RAMTotal: 64 << 30}
-	}}
-	fa := test.NewTempApp(t)
-	w := test.NewTempWindow(t, nil)
-	a := newApp(fa, w, Deps{Settings: st, Chats: cs, Library: lib,
-		Loader: LoaderFunc(func(context.Context) (Model, error) { return &fakeModel{answers: wikiAnswers}, nil })})
-	asUI(func() { w.Resize(fyne.NewSize(1100, 900)) })
-	defer a.shutdown()
-	asUI(func() { a.Show("Library") })
+	a, lib := libraryApp(t, h.URL, download.Options{Interval: 20 * time.Millisecond, BackoffBase: 5 * time.Millisecond},
+		hw.Info{GPUs: []hw.GPU{{Name: "Test GPU", VRAMTotal: 24 << 30}}, RAMTotal: 64 << 30})
+	mgr := lib.m
 	l := a.Library
 	unsub := lib.Subscribe(func(ev DownloadEvent) { t.Logf("event %s %s %d/%d %s", ev.Name, ev.State, ev.Done, ev.Total, ev.Err) })
 	defer unsub()
@@ -87,7 +65,7 @@ func TestLibraryDownloadPauseResume(t *testing.T) {
 	}
 	waitFor(t, "the catalog", func() bool { return card() != nil && len(l.cards.Objects) >= 2 })
 	c0 := card()
-	if fit, store := uiRead(func() string { return c0.fit.Text }), uiRead(func() string { return l.store.Text }); !strings.Contains(fit, "Test GPU") || !strings.Contains(store, filepath.Join(dir, "models")) {
+	if fit, store := uiRead(func() string { return c0.fit.Text }), uiRead(func() string { return l.store.Text }); !strings.Contains(fit, "Test GPU") || !strings.Contains(store, mgr.StorePath()) {
 		t.Errorf("fit %q, store %q", fit, store)
 	}
 	selectProfile(c0, "bf16") // the download itself; conversions are the models package's
