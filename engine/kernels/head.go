@@ -224,8 +224,10 @@ func (h *Head) buf(part int, block bool) *headBuf {
 	b := h.bufs[part]
 	b.e = grow(b.e, h.v)
 	if block {
+		// probs has rows to spare past the block: packPanels transposes 16 rows
+		// at a time, and reads them whole even for the last, partial panel.
 		r := h.blockRows()
-		b.logits, b.probs = grow(b.logits, r*h.v), grow(b.probs, r*h.v)
+		b.logits, b.probs = grow(b.logits, r*h.v), grow(b.probs, (r+16)*h.v)
 	}
 	return b
 }
@@ -258,7 +260,7 @@ func (h *Head) Logits(out, hidden []float32, rows int, softcap float32) error {
 	}
 	h.blocks(rows, func(b *headBuf, i0, i1 int) {
 		o := out[i0*h.v : i1*h.v]
-		h.mulPacked(b, o, hidden[i0*h.d:i1*h.d], i1-i0, h.v, h.d, h.nt)
+		h.mulPacked(b, o, hidden[i0*h.d:], i1-i0, h.v, h.d, h.nt)
 		softCapRows(o, h.v, softcap)
 	})
 	return nil
@@ -288,8 +290,8 @@ func (h *Head) Step(soft []float32, pos []Position, hidden []float32, rows int, 
 	}
 	h.blocks(rows, func(b *headBuf, i0, i1 int) {
 		n, v := i1-i0, h.v
-		logits, probs := b.logits[:n*v], b.probs[:n*v]
-		h.mulPacked(b, logits, hidden[i0*h.d:i1*h.d], n, v, h.d, h.nt)
+		logits, probs := b.logits[:n*v], b.probs
+		h.mulPacked(b, logits, hidden[i0*h.d:], n, v, h.d, h.nt)
 		for r := range n {
 			row := logits[r*v : (r+1)*v]
 			SoftCap(row, s.Softcap)
@@ -354,7 +356,8 @@ func (h *Head) stepWhole(soft []float32, pos []Position, hidden []float32, rows 
 	return nil
 }
 
-// mulPacked computes out [rows, n] = a·bᵀ for a [rows, k] and b packed in panels
+// mulPacked computes out [rows, n] = a·bᵀ for a [rows, k] (a may run on past them:
+// the vector packing then reads whole groups of rows) and b packed in panels
 // (packedOffset), rows at most a block: mulNTPacked's loop nest (columns, depth,
 // micro-tiles) with b's panels read where they are, so each output value is the one
 // MulNT computes.
