@@ -52,8 +52,9 @@
 //   - quant: the int8, int4 and NVFP4 weight formats and the bf16/int8/int4 profiles;
 //   - tokenizer and chat: text ↔ ids, and the Gemma 4 turn template;
 //   - model: the GoMLX graphs, the host model (float32 activations, weights as
-//     stored) and the KV cache (model/naive: the float64 oracle the tests hold them
-//     to);
+//     stored) and the KV cache (model/arch: the layer recipe both run, and the
+//     trainer's tape, written once over a small set of operations; model/naive: the
+//     float64 oracle the tests hold them to);
 //   - kernels: the host compute kernels (GEMM and friends) the host model, training,
 //     the sampler and the benchmarks share;
 //   - sampler: the host-side entropy-bound sampler and AR guidance;
