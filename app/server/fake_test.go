@@ -239,19 +239,21 @@ func decodePageEvent(t *testing.T, ev sseEvent) pageEvent {
 	return p
 }
 
-// next receives one event or fails after a generous timeout (a hang, not a timing assertion).
-func next(t *testing.T, ch <-chan sseEvent) sseEvent {
+// next receives one event (or chunk) of a stream, or fails after a generous
+// timeout (a hang, not a timing assertion).
+func next[T any](t *testing.T, ch <-chan T) T {
 	t.Helper()
 	select {
 	case ev, ok := <-ch:
 		if !ok {
-			t.Fatal("event stream ended early")
+			t.Fatal("the stream ended early")
 		}
 		return ev
 	case <-time.After(30 * time.Second):
-		t.Fatal("no event within 30 s")
+		t.Fatal("nothing arrived within 30 s")
 	}
-	return sseEvent{}
+	var zero T
+	return zero
 }
 
 // errGen fails every generation.

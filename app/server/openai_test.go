@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/darkroomlabs/darkroom/engine"
 )
@@ -270,18 +269,7 @@ func TestChatStreaming(t *testing.T) {
 	g := &fakeGen{commits: commits, final: "Unix is an operating system café.", gate: gate}
 	s := start(t, Options{Engine: g, ModelID: "darkroom-mini"})
 	ch, done := streamChunks(t, s, `{"messages":[{"role":"user","content":"What is Unix?"}],"stream":true,"stream_options":{"include_usage":true}}`)
-	recv := func() chatResponse {
-		select {
-		case c, ok := <-ch:
-			if !ok {
-				t.Fatal("stream ended early")
-			}
-			return c
-		case <-time.After(30 * time.Second):
-			t.Fatal("no chunk within 30 s")
-		}
-		return chatResponse{}
-	}
+	recv := func() chatResponse { return next(t, ch) }
 	chunks := []chatResponse{recv()} // the role chunk comes before any text
 	// Each committed canvas arrives as its own delta before the next is written.
 	for i, want := range []string{"Unix is", " an operating sys", "tem café"} {
