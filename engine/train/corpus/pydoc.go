@@ -168,7 +168,7 @@ func parseGlossary(page []byte) ([]Entry, error) {
 	})
 	var kept []Entry
 	for _, e := range out {
-		if e.Title != "" && reHasWord.MatchString(e.Title) {
+		if usableTitle(e.Title) && reHasWord.MatchString(e.Title) {
 			kept = append(kept, e)
 		}
 	}
@@ -200,7 +200,7 @@ func parseSections(page []byte, category string) ([]Entry, error) {
 				e.Blocks = append(e.Blocks, contentBlocks(c)...)
 			}
 		}
-		if e.Title != "" && reHasWord.MatchString(e.Title) {
+		if usableTitle(e.Title) && reHasWord.MatchString(e.Title) {
 			out = append(out, e)
 		}
 		return true // subsections are sections of their own

@@ -45,7 +45,7 @@ func ParseVERA(raw string) (Entry, bool) {
 		return Entry{}, false
 	}
 	e := Entry{Source: "vera", Title: assets.CleanLine(lines[0]), Category: "acronym"}
-	if e.Title == "" || strings.HasPrefix(e.Title, "00-database") || strings.HasPrefix(e.Title, "00database") {
+	if !usableTitle(e.Title) {
 		return Entry{}, false
 	}
 	body := ""

@@ -48,7 +48,7 @@ func ParseWordNet(raw string) (Entry, bool) {
 		return Entry{}, false
 	}
 	e := Entry{Source: "wordnet", Title: assets.CleanLine(lines[0])}
-	if e.Title == "" || strings.HasPrefix(e.Title, "00-database") || strings.HasPrefix(e.Title, "00database") {
+	if !usableTitle(e.Title) {
 		return Entry{}, false
 	}
 	var senses []wnSense
@@ -108,6 +108,16 @@ func ParseWordNet(raw string) (Entry, bool) {
 	return e, true
 }
 
+// usableTitle reports whether a headword can be a page title: not empty, not
+// dictd metadata (00-database-*), and free of control characters (a damaged
+// file's, which the page renderer also uses as markers).
+func usableTitle(t string) bool {
+	if t == "" || strings.HasPrefix(t, "00-database") || strings.HasPrefix(t, "00database") {
+		return false
+	}
+	return !strings.ContainsFunc(t, unicode.IsControl)
+}
+
 // joinWrapped joins a wrapped line to the text before it: with a space, or with
 // none after a word broken at its hyphen ("self-" + "satisfaction").
 func joinWrapped(text, next string) string {
@@ -141,6 +151,12 @@ func wnSentence(title, sense string) string {
 		}
 		return ""
 	})
+	// An unclosed list (a definition cut short) ends the gloss where it starts.
+	for _, open := range []string{"[syn:", "[ant:"} {
+		if i := strings.Index(gloss, open); i >= 0 {
+			gloss = gloss[:i]
+		}
+	}
 	gloss = strings.NewReplacer("{", "", "}", "").Replace(assets.CleanLine(gloss))
 	def, example := gloss, ""
 	if i := strings.IndexByte(gloss, '"'); i >= 0 {
