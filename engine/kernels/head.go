@@ -61,9 +61,13 @@ func Tempered(row, e []float32, inv, u float64) Position {
 // (the exponentials before ExpFloor's zeroing, times the reciprocal of ExpShift's
 // float32 sum), unless probs is nil.
 func tempered(row, e, probs []float32, inv, u float64) Position {
+	return temperedAt(row, e, probs, ArgMax(row), inv, u)
+}
+
+// temperedAt is tempered with the row's argmax am already found.
+func temperedAt(row, e, probs []float32, am int, inv, u float64) Position {
 	e = e[:len(row)]
-	am := ArgMax(row)
-	sum := ExpShift(e, row, row[am], float32(inv))
+	sum := expShift(e, row, row[am], float32(inv))
 	if probs != nil {
 		copy(probs[:len(row)], e)
 		scale(probs[:len(row)], 1/sum)
@@ -93,6 +97,53 @@ func tempered(row, e, probs []float32, inv, u float64) Position {
 		}
 	}
 	return Position{Sampled: sampled, Argmax: am, Entropy: float32(h)}
+}
+
+// softCapMax is SoftCap(row, c) and then the argmax of row (ArgMax's), in one pass
+// where AVX-512 runs: its part is SoftCap's vector arithmetic lane for lane, so the
+// values are SoftCap's, and the largest of them is ArgMax's maximum.
+func softCapMax(row []float32, c float32) (argmax int) {
+	n, m := 0, float32(math.Inf(-1))
+	if useAVX512 && c > 0 && len(row) >= 16 {
+		n = len(row) &^ 15
+		m = softCapMax512(&row[0], n, c, -2/c)
+	}
+	switch {
+	case n == 0:
+		SoftCap(row, c)
+		m = maxOf(row)
+	case n < len(row):
+		SoftCap(row[n:], c)
+		for _, v := range row[n:] {
+			if v > m {
+				m = v
+			}
+		}
+	}
+	if row[0] == row[0] { // a NaN at 0 is ArgMax's case
+		for j, v := range row {
+			if v == m {
+				return j
+			}
+		}
+	}
+	return ArgMax(row)
+}
+
+// expShift is ExpShift with AVX-512 where it runs: the same values and sum.
+func expShift(dst, src []float32, shift, scale float32) float32 {
+	if !useAVX512 || len(src) < 8 {
+		return ExpShift(dst, src, shift, scale)
+	}
+	dst = dst[:len(src)]
+	n := len(src) &^ 7
+	sum := expShift512(&dst[0], &src[0], n, shift, scale)
+	for i := n; i < len(src); i++ {
+		e := Expf((src[i] - shift) * scale)
+		dst[i] = e
+		sum += e
+	}
+	return sum
 }
 
 // scale multiplies x by r in place, as Softmax does.
@@ -266,11 +317,12 @@ func (h *Head) Logits(out, hidden []float32, rows int, softcap float32) error {
 	return nil
 }
 
-// softCapRows is SoftCap on each row of v values of x: row by row, because SoftCap's
-// vector part and its scalar tail round differently, and Step caps one row at a time.
+// softCapRows is SoftCap on each row of v values of x (by softCapMax): row by row,
+// because SoftCap's vector part and its scalar tail round differently, and Step caps
+// one row at a time.
 func softCapRows(x []float32, v int, c float32) {
 	for i := 0; i+v <= len(x); i += v {
-		SoftCap(x[i:i+v], c)
+		softCapMax(x[i:i+v], c)
 	}
 }
 
@@ -294,8 +346,8 @@ func (h *Head) Step(soft []float32, pos []Position, hidden []float32, rows int, 
 		h.mulPacked(b, logits, hidden[i0*h.d:], n, v, h.d, h.nt)
 		for r := range n {
 			row := logits[r*v : (r+1)*v]
-			SoftCap(row, s.Softcap)
-			pos[i0+r] = tempered(row, b.e, probs[r*v:(r+1)*v], s.InvTemperature, s.Draws[i0+r])
+			am := softCapMax(row, s.Softcap)
+			pos[i0+r] = temperedAt(row, b.e, probs[r*v:(r+1)*v], am, s.InvTemperature, s.Draws[i0+r])
 		}
 		out := soft[i0*h.d : i1*h.d]
 		h.mulPacked(b, out, probs, n, h.d, v, h.nn)
@@ -343,8 +395,8 @@ func (h *Head) stepWhole(soft []float32, pos []Position, hidden []float32, rows 
 		e := h.bufs[part].e
 		for i := rows * part / parts; i < rows*(part+1)/parts; i++ {
 			row := w.logits[i*v : (i+1)*v]
-			SoftCap(row, s.Softcap)
-			pos[i] = tempered(row, e, w.probs[i*v:(i+1)*v], s.InvTemperature, s.Draws[i])
+			am := softCapMax(row, s.Softcap)
+			pos[i] = temperedAt(row, e, w.probs[i*v:(i+1)*v], am, s.InvTemperature, s.Draws[i])
 		}
 	})
 	if err := h.e.MulNN(soft, w.probs, rows); err != nil {

@@ -218,6 +218,63 @@ func TestHeadVsFloat64(t *testing.T) {
 	}
 }
 
+// TestHeadRowPasses: the fused head's one-pass soft-cap and argmax, and its
+// exponentials, against SoftCap then ArgMax and ExpShift (values and sum bit for bit),
+// with AVX-512 and without, on lengths around the 8- and 16-lane steps, with ties,
+// zeros of both signs, infinities and NaNs (at 0 and elsewhere).
+func TestHeadRowPasses(t *testing.T) {
+	saved := useAVX512
+	defer func() { useAVX512 = saved }()
+	rng := rand.New(rand.NewPCG(4, 4))
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	for _, avx512 := range []bool{saved, false} {
+		useAVX512 = avx512
+		for _, n := range []int{1, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 47, 100, 4096} {
+			for trial := range 8 {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64() * 25)
+				}
+				switch trial {
+				case 1:
+					for i := range x {
+						x[i] = float32(rng.IntN(5) - 2) // ties, and zeros
+					}
+					x[rng.IntN(n)] = float32(math.Copysign(0, -1))
+				case 2:
+					x[rng.IntN(n)], x[rng.IntN(n)] = inf, -inf
+				case 3:
+					x[rng.IntN(n)] = nan
+				case 4:
+					x[0] = nan
+				case 5:
+					x[n-1] = 1e4
+				}
+				for _, c := range []float32{30, 0} {
+					want, got := slices.Clone(x), slices.Clone(x)
+					SoftCap(want, c)
+					am := softCapMax(got, c)
+					if i := firstDiff(got, want); i >= 0 && !(want[i] != want[i] && got[i] != got[i]) {
+						t.Fatalf("avx512=%v n=%d trial %d c=%g: capped[%d] = %g, SoftCap %g", avx512, n, trial, c, i, got[i], want[i])
+					}
+					if wantAm := ArgMax(want); am != wantAm {
+						t.Fatalf("avx512=%v n=%d trial %d c=%g: argmax %d, ArgMax %d", avx512, n, trial, c, am, wantAm)
+					}
+				}
+				if trial >= 2 && trial <= 4 {
+					continue // ExpShift of ±∞ and NaN: checked by its own tests
+				}
+				shift := float32(slices.Max(x))
+				wantE, gotE := make([]float32, n), make([]float32, n)
+				wantS, gotS := ExpShift(wantE, x, shift, 1/0.7), expShift(gotE, x, shift, 1/0.7)
+				if i := firstDiff(gotE, wantE); i >= 0 || math.Float32bits(gotS) != math.Float32bits(wantS) {
+					t.Fatalf("avx512=%v n=%d trial %d: exponentials differ at %d, sums %g and %g", avx512, n, trial, i, gotS, wantS)
+				}
+			}
+		}
+	}
+}
+
 // TestHeadRefusals: short slices are errors, not panics, and a damaged embedding is
 // refused by NewHead with the matrix named.
 func TestHeadRefusals(t *testing.T) {
