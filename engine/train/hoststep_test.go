@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph"
@@ -369,4 +370,36 @@ func freshHostState(tb testing.TB, cfg *config.Model, seed uint64) *hostState {
 		tb.Fatal(err)
 	}
 	return hs
+}
+
+// TestHostLossNamesBadParameter: a parameter the recipe needs that is missing, or a
+// Linear weight without its [out, in] shape, makes Loss return an error naming it,
+// not panic.
+func TestHostLossNamesBadParameter(t *testing.T) {
+	cfg := config.Tiny()
+	c := cfg.CanvasLength
+	var answer []int
+	for j := range c {
+		answer = append(answer, 20+j)
+	}
+	ex := []Example{{Title: "t", Prompt: []int{2, 5, 6}, Answer: answer}}
+	pb := plannedBatch{Bucket: 3 + c, Items: []item{{Example: 0, Canvas: 0}}}
+	b := buildBatch(ex, pb, c, 1, 0, NoiseConfig{Vocab: cfg.Text.VocabSize, Eps: 0.3}, 1, 0, 1)
+	for _, tc := range []struct {
+		name  string
+		spoil func(p *hostgrad.Params, name string)
+	}{
+		{"layers.1.mlp.up_proj.weight", func(p *hostgrad.Params, n string) { delete(p.Values, n) }},
+		{"layers.0.self_attn.q_proj.weight", func(p *hostgrad.Params, n string) { delete(p.Dims, n) }},
+	} {
+		hs := freshHostState(t, cfg, 3)
+		if _, _, err := hostgrad.Loss(hs.params, b.examples(), true); err != nil {
+			t.Fatal(err)
+		}
+		tc.spoil(hs.params, tc.name)
+		_, _, err := hostgrad.Loss(hs.params, b.examples(), true)
+		if err == nil || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%s broken: error %v, want one naming it", tc.name, err)
+		}
+	}
 }

@@ -34,7 +34,10 @@ func (o *tapeOps) StartLayer(int) {}
 // Linear takes the weight's [out, in] from Params.Dims.
 func (o *tapeOps) Linear(x *T, weight string) *T {
 	w, dims := o.n.get(weight), o.n.dims[weight]
-	out, in := dims[0], dims[len(dims)-1]
+	if len(dims) != 2 {
+		panic(fmt.Sprintf("parameter %q has shape %v, not a Linear weight [out, in]", weight, dims)) // recovered in Loss
+	}
+	out, in := dims[0], dims[1]
 	return o.tp.MatNT(x, w, len(x.V)/in, out, in)
 }
 
