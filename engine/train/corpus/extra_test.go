@@ -163,7 +163,8 @@ const pyHead = `<html><head><script>var x = "<h1>not a title</h1>";</script><sty
 // sidebar, scripts (also inside a paragraph), permalinks, section numbers,
 // admonition titles, a paragraph whose link text is an address, a paragraph
 // with literal braces, generic and index pages, a one-word FAQ answer, and
-// unclosed tags.
+// unclosed tags; and a term and a FAQ answer whose first paragraph cannot be
+// kept, so that what is left of them would start mid-thought.
 var fixturePyDocs = fstest.MapFS{
 	"glossary.html": {Data: []byte(pyHead + `<section id="glossary"><h1>Glossary<a class="headerlink" href="#glossary">¶</a></h1>
 <dl class="glossary">
@@ -174,6 +175,7 @@ var fixturePyDocs = fstest.MapFS{
 <div class="highlight-python3 notranslate"><div class="highlight"><pre><span></span><span class="k">for</span> x <span class="ow">in</span> {1, 2}: <span class="o">...</span>
 </pre></div></div>
 </dd>
+<dt id="term-braces">dict display</dt><dd><p>Written like {'a': 1}, which the entry format cannot hold.</p><p>A second paragraph that would start mid-thought.</p></dd>
 <dt id="term-iterator">iterator<a class="headerlink" href="#term-iterator">¶</a></dt><dd><p>An object representing a stream of data; <em>repeated</em> calls return items.</p></dd>
 </dl></section></div></body></html>`)},
 	"tutorial/index.html": {Data: []byte(pyHead + `<section id="t"><h1>The Python Tutorial</h1><p>Index page text, not an entry.</p></section></div>`)},
@@ -192,6 +194,8 @@ var fixturePyDocs = fstest.MapFS{
 <section id="what"><h3><a class="toc-backref" href="#id4">What is Python?</a><a class="headerlink" href="#what">¶</a></h3>
 <p>Python is an interpreted, interactive, object-oriented programming language that combines remarkable power with very clear syntax.</p></section>
 <section id="stable"><h3>Is it stable?</h3><p>Yes.</p></section>
+<section id="url"><h3>Where is the PSF?</h3><p>See <a class="reference external" href="https://www.python.org/psf/">https://www.python.org/psf/</a>.</p>
+<p>Donations to the PSF are tax-exempt in the US, which is not where the question asked it is, as you can see.</p></section>
 <section id="nq"><h3>History of the language</h3><p>Not a question, so not a chat of its own although it is long enough to be one.</p></section>
 </section></div>`)},
 }

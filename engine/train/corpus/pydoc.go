@@ -44,7 +44,11 @@ func init() {
 		"the problem|the solution|future work|credits|history|index|rationale|closing thoughts|complete example|"+
 		"putting it all together|first steps|next steps|pure python equivalents|a complete example|practical use|"+
 		"conclusions|miscellaneous|resources|prerequisites|requirements|installation|configuration|testing|"+
-		"revision history and acknowledgements|revision history|practical application|what's new|changes", "|") {
+		"revision history and acknowledgements|revision history|practical application|what's new|changes|"+
+		"number 1|planet|others|recap|primer|concepts|open issues|odds and ends|random remarks|"+
+		"who should read this|wrapping it up|other resources|for more information|python documentation|"+
+		"getting a little more advanced|the short explanation|technical tutorial|common problems|advanced topics|"+
+		"complete practical example|function examples|timeperiod|validator class|using object", "|") {
 		genericTitles[t] = true
 	}
 }
@@ -168,7 +172,8 @@ func parseGlossary(page []byte) ([]Entry, error) {
 	})
 	var kept []Entry
 	for _, e := range out {
-		if usableTitle(e.Title) && reHasWord.MatchString(e.Title) {
+		var ok bool
+		if e.Blocks, ok = finishBlocks(e.Blocks); ok && usableTitle(e.Title) && reHasWord.MatchString(e.Title) {
 			kept = append(kept, e)
 		}
 	}
@@ -200,7 +205,8 @@ func parseSections(page []byte, category string) ([]Entry, error) {
 				e.Blocks = append(e.Blocks, contentBlocks(c)...)
 			}
 		}
-		if usableTitle(e.Title) && reHasWord.MatchString(e.Title) {
+		var ok bool
+		if e.Blocks, ok = finishBlocks(e.Blocks); ok && usableTitle(e.Title) && reHasWord.MatchString(e.Title) {
 			out = append(out, e)
 		}
 		return true // subsections are sections of their own
@@ -208,12 +214,38 @@ func parseSections(page []byte, category string) ([]Entry, error) {
 	return out, nil
 }
 
+// dropped marks where contentBlocks left out a paragraph it could not keep
+// whole; finishBlocks removes the marks.
+var dropped = Block{Kind: Paragraph}
+
+// finishBlocks removes the dropped marks from blocks; ok is false when the
+// first text block was dropped, so that what is left would start mid-thought
+// (a FAQ answer that begins with its second paragraph answers something else).
+func finishBlocks(blocks []Block) (out []Block, ok bool) {
+	ok = true
+	first := true
+	for _, b := range blocks {
+		if b.Kind == Pre {
+			out = append(out, b)
+			continue
+		}
+		if b.Kind == Paragraph && b.Text == "" {
+			ok = ok && !first
+		} else {
+			out = append(out, b)
+		}
+		first = false
+	}
+	return out, ok
+}
+
 // contentBlocks converts a block-level node into entry blocks: <p> into a
 // paragraph, <ul>/<ol> into a list of its items' text, a highlighted code
 // block into Pre; notes, warnings and other containers contribute their own
-// paragraphs. A paragraph whose text has literal braces is left out (braces
-// are the entry format's cross references); scripts, styles, tables,
-// footnotes, navigation and the rest are dropped.
+// paragraphs. A paragraph whose text has literal braces or an address as a
+// link's text is left out, marked by dropped (braces are the entry format's
+// cross references; a sentence does not survive losing its link); scripts,
+// styles, tables, footnotes, navigation and the rest are dropped unmarked.
 func contentBlocks(n *html.Node) []Block {
 	if n.Type != html.ElementNode {
 		return nil
@@ -223,7 +255,11 @@ func contentBlocks(n *html.Node) []Block {
 		if hasClass(n, "admonition-title") {
 			return nil
 		}
-		if t := inlineText(n); t != "" {
+		t, lost := inlineText(n)
+		switch {
+		case lost:
+			return []Block{dropped}
+		case t != "":
 			return []Block{{Kind: Paragraph, Text: t}}
 		}
 		return nil
@@ -233,7 +269,7 @@ func contentBlocks(n *html.Node) []Block {
 			if li.DataAtom != atom.Li {
 				continue
 			}
-			if t := inlineText(li); t != "" {
+			if t, lost := inlineText(li); !lost && t != "" {
 				items = append(items, t)
 			}
 		}
@@ -264,11 +300,11 @@ func contentBlocks(n *html.Node) []Block {
 // inlineText renders a paragraph's content in the entry's inline format:
 // links into the glossary become {cross references}, <em>/<strong> *emphasis*,
 // code its plain text, other links their text; footnote marks and scripts
-// are dropped. "" if nothing is left, if the text has literal braces, or if a
-// link's text is an address (the sentence would not survive its removal).
-func inlineText(n *html.Node) string {
+// are dropped. The second result, lost, reports text with literal braces or a link whose text is
+// an address, which cannot be kept whole; "" if no word is left.
+func inlineText(n *html.Node) (string, bool) {
 	var b strings.Builder
-	braces := false // or an address: the paragraph is dropped
+	braces := false // or an address
 	var rec func(*html.Node)
 	rec = func(n *html.Node) {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -315,16 +351,17 @@ func inlineText(n *html.Node) string {
 	}
 	rec(n)
 	if braces {
-		return ""
+		return "", true
 	}
-	// Not cleanText: its dictionary rules (no space before punctuation) would
-	// glue code to the word before it ("the .profile file"), nor its removal of empty parentheses: "iter()" is a call.
+	// Not cleanText: its dictionary rules would glue code to the word before it
+	// (no space before punctuation: "the .profile file") and take the call out
+	// of "iter()" (no empty parentheses).
 	s := reBareURL.ReplaceAllString(assets.CleanLine(b.String()), "")
 	s = strings.TrimSpace(reMultiSpace.ReplaceAllString(s, " "))
 	if !reHasWord.MatchString(s) {
-		return ""
+		return "", false
 	}
-	return s
+	return s, false
 }
 
 // isGlossaryLink reports a link to a glossary term: "#term-x" inside the
