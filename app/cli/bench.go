@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
@@ -78,11 +79,15 @@ type modeBound struct {
 	BoundTokensPerS float64 `json:"bound_tokens_per_s,omitempty"`
 	OfBound         float64 `json:"of_bound"`
 	// EstimateTokensPerS and EstimateUnitMS are what darkroom hw says for this run's
-	// workload (models/speed: the whole answer with its prompt, and one AR token or
-	// one canvas), and VsEstimate the measured tokens/s divided by the estimate's.
+	// workload (models/speed: the tokens the runs wrote with their prompt, and one AR
+	// token or one canvas), and VsEstimate the measured tokens/s divided by the
+	// estimate's.
 	EstimateTokensPerS float64 `json:"estimate_tokens_per_s"`
 	EstimateUnitMS     float64 `json:"estimate_unit_ms"`
 	VsEstimate         float64 `json:"vs_estimate"`
+	// StepVsEstimate is the estimated step's time ÷ the measured one (diffusion;
+	// like VsEstimate, below 1 when the engine is slower than estimated).
+	StepVsEstimate float64 `json:"step_vs_estimate,omitempty"`
 }
 
 // benchReport is `darkroom bench --json`. A mode not run (--mode) is absent.
@@ -339,17 +344,21 @@ func runBench(env *Env, args []string) error {
 }
 
 // bounds fills each measured mode's Bound from models/speed's estimate of the same
-// workload (this run's prompt, answer length, steps and guidance rounds) at rates.
+// workload as its runs (this run's prompt, the tokens they wrote, their steps and
+// guidance rounds) at rates.
 func bounds(rep *benchReport, cfg *config.Model, rates *speed.Rates) error {
-	w := speed.Workload{Tokens: rep.MaxNewTokens, Prompt: max(rep.PromptTokens, 1)}
-	if d := rep.Diffusion; d != nil {
-		w.Steps, w.GuidanceRounds = d.StepsPerCanvas, d.GuidanceRounds
-	}
-	est, err := speed.Compute(cfg, speed.ProfileOf(cfg), rates, w)
-	if err != nil {
-		return err
+	estimate := func(m *benchMode) (*speed.Estimate, error) {
+		w := speed.Workload{Tokens: max(int(math.Round(m.Tokens)), 1), Prompt: max(rep.PromptTokens, 1)}
+		if m.Mode == engine.Diffusion {
+			w.Steps, w.GuidanceRounds = m.StepsPerCanvas, m.GuidanceRounds
+		}
+		return speed.Compute(cfg, speed.ProfileOf(cfg), rates, w)
 	}
 	if a := rep.AR; a != nil {
+		est, err := estimate(a)
+		if err != nil {
+			return err
+		}
 		b := &modeBound{UnitFLOPs: est.AR.UnitFLOPs, UnitBytes: est.AR.UnitBytes,
 			MemoryMS: 1000 * est.AR.UnitBytes / est.MemRead, EstimateTokensPerS: est.AR.TokensPerS,
 			EstimateUnitMS: 1000 * est.AR.UnitSeconds}
@@ -365,16 +374,20 @@ func bounds(rep *benchReport, cfg *config.Model, rates *speed.Rates) error {
 		a.Bound = b
 	}
 	if d := rep.Diffusion; d != nil {
+		est, err := estimate(d)
+		if err != nil {
+			return err
+		}
 		// One step over the canvas after the prompt: its FLOPs at the best GEMM
-		// rate (the bound) and at the step's effective rate, each product at its
-		// own shape's (the estimate).
+		// rate (the bound), and darkroom hw's step (the estimate).
 		flops := model.FLOPs(&cfg.Text, rep.CanvasLength, rep.PromptTokens)
 		b := &modeBound{UnitFLOPs: flops, UnitBytes: est.Diffusion.UnitBytes,
 			MemoryMS: 1000 * est.Diffusion.UnitBytes / est.MemRead, ComputeMS: 1000 * flops / rates.Peak(),
-			EstimateTokensPerS: est.Diffusion.TokensPerS, EstimateUnitMS: 1000 * est.Diffusion.UnitSeconds}
-		b.EstimateStepMS = max(1000*flops/est.GEMM, b.MemoryMS)
+			EstimateTokensPerS: est.Diffusion.TokensPerS, EstimateUnitMS: 1000 * est.Diffusion.UnitSeconds,
+			EstimateStepMS: 1000 * est.Diffusion.StepSeconds}
 		if d.StepMS > 0 {
 			b.OfBound = max(b.MemoryMS, b.ComputeMS) / d.StepMS
+			b.StepVsEstimate = b.EstimateStepMS / d.StepMS
 		}
 		if b.EstimateTokensPerS > 0 {
 			b.VsEstimate = d.TokensPerS / b.EstimateTokensPerS
@@ -458,14 +471,14 @@ func printBench(w io.Writer, r *benchReport) {
 	}
 	if a := r.AR; a != nil && a.Bound != nil {
 		b := a.Bound
-		fmt.Fprintf(w, "AR token: %.0f ms measured (median); bound %.0f ms (%.2f GB of weights at the read rate: %.2f tokens/s; %.0f%%); darkroom hw estimates %.0f ms a token, %.2f tokens/s with the prompt (measured ÷ estimate %.2f)\n",
-			a.MedianCanvasMS, b.MemoryMS, b.UnitBytes/1e9, b.BoundTokensPerS, 100*b.OfBound, b.EstimateUnitMS, b.EstimateTokensPerS, b.VsEstimate)
+		fmt.Fprintf(w, "AR token: %s measured (median); bound %s (%.2f GB of weights at the read rate: %.2f tokens/s; %.0f%%); darkroom hw estimates %s a token, %.2f tokens/s with the prompt (measured ÷ estimate %.2f)\n",
+			msText(a.MedianCanvasMS), msText(b.MemoryMS), b.UnitBytes/1e9, b.BoundTokensPerS, 100*b.OfBound, msText(b.EstimateUnitMS), b.EstimateTokensPerS, b.VsEstimate)
 	}
 	if d := r.Diffusion; d != nil && d.Bound != nil {
 		b := d.Bound
-		fmt.Fprintf(w, "diffusion step: %.0f ms measured; bound %.0f ms (%.1f GFLOP at the best GEMM rate %.0f ms, %.2f GB at the read rate %.0f ms; %.0f%%); darkroom hw estimates %.0f ms a step, %.2f tokens/s (measured ÷ estimate %.2f)\n",
-			d.StepMS, max(b.ComputeMS, b.MemoryMS), b.UnitFLOPs/1e9, b.ComputeMS, b.UnitBytes/1e9, b.MemoryMS, 100*b.OfBound,
-			b.EstimateStepMS, b.EstimateTokensPerS, b.VsEstimate)
+		fmt.Fprintf(w, "diffusion step: %s measured; bound %s (%.1f GFLOP at the best GEMM rate %s, %.2f GB at the read rate %s; %.0f%%); darkroom hw estimates %s a step (estimate ÷ measured %.2f), %s a canvas, %.2f tokens/s (measured ÷ estimate %.2f)\n",
+			msText(d.StepMS), msText(max(b.ComputeMS, b.MemoryMS)), b.UnitFLOPs/1e9, msText(b.ComputeMS), b.UnitBytes/1e9, msText(b.MemoryMS), 100*b.OfBound,
+			msText(b.EstimateStepMS), b.StepVsEstimate, msText(b.EstimateUnitMS), b.EstimateTokensPerS, b.VsEstimate)
 	}
 	fmt.Fprintf(w, "raw matmul [%d,%d]×[%d,%d]: %.2f GFLOP/s (%s), %.2f GFLOP/s with the host GEMM\n",
 		r.MatMul.M, r.MatMul.K, r.MatMul.K, r.MatMul.N, r.MatMulGFLOPS, r.Path, r.HostMatMulGFLOPS)
@@ -487,6 +500,14 @@ func mib(b uint64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
+
+// msText is a duration in milliseconds with the precision it deserves.
+func msText(ms float64) string {
+	if ms >= 10 {
+		return fmt.Sprintf("%.0f ms", ms)
+	}
+	return fmt.Sprintf("%.2g ms", ms)
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }

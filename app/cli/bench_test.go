@@ -83,7 +83,7 @@ func TestBenchModeAR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	est, err := speed.Compute(cfg, speed.ProfileOf(cfg), rates, speed.Workload{Tokens: rep.MaxNewTokens, Prompt: rep.PromptTokens})
+	est, err := speed.Compute(cfg, speed.ProfileOf(cfg), rates, speed.Workload{Tokens: int(math.Round(a.Tokens)), Prompt: rep.PromptTokens})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 2
+const calibrationVersion = 3
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -59,7 +59,92 @@ type Rates struct {
 	// Sampler is the logits per second the sampler's statistics take
 	// (sampler.Tempered: soft-capped, tempered softmax, entropy and a draw).
 	Sampler float64 `json:"sampler"`
+
+	// What the host model does beside the weights' products, each timed as the
+	// engine calls it; an estimate from rates without them (an older caller's)
+	// counts only the products and the sampler's rate.
+	//
+	// Decode is the seconds per weight a canvas product (Matrix.MulNT with four or
+	// more rows) spends decoding a stored format as it packs it, beyond float32's
+	// packing (which the GEMM rates include), by format: each weight is decoded once
+	// per product, however many rows it multiplies.
+	Decode map[string]float64 `json:"decode"`
+	// SoftEmbed is the next step's soft embedding's product, softmax(logits)·E
+	// (Matrix.MulNN of a float32 E), in FLOP/s at [256, 4096]×[4096, N] for N in
+	// GridSoftN.
+	SoftEmbed []ShapeRate `json:"soft_embed"`
+	// GEMVTimes is the AR product (MulVec) of a matrix in the caches, per format,
+	// timed at a few sizes: its fixed cost per call, and one core against the
+	// worker pool (a small product runs on the calling goroutine alone).
+	GEMVTimes map[string]Curve `json:"gemv_times"`
+	// GEMVRow is the seconds each row of a product costs beyond a square matrix's
+	// of as many weights (a tall one, as the LM head [V, D], makes a dot product per
+	// row), by format: from [4096, 64] against [512, 512].
+	GEMVRow map[string]float64 `json:"gemv_row"`
+	// Vec is the host model's passes over activations by kind (VecKinds), timed
+	// at a few sizes: per call and per element.
+	Vec map[string]Curve `json:"vec"`
+	// OpOverhead and StepOpOverhead are the engine's seconds per operation (a work
+	// item: a product or a pass) outside the kernels, in an encoder pass and in a
+	// denoising step (probe.go).
+	OpOverhead     float64 `json:"op_overhead"`
+	StepOpOverhead float64 `json:"step_op_overhead"`
 }
+
+// Curve is an operation's seconds at a few sizes (elements or weights), smallest
+// first. At returns its time at any size.
+type Curve []Point
+
+// Point is one timed size.
+type Point struct {
+	N       float64 `json:"n"`
+	Seconds float64 `json:"seconds"`
+}
+
+// At is the curve's seconds at size n: linear between the timed sizes, the
+// smallest's time below it (a call's fixed cost), and the largest's rate above it.
+func (c Curve) At(n float64) float64 {
+	switch {
+	case len(c) == 0 || n <= 0:
+		return 0
+	case n <= c[0].N:
+		return c[0].Seconds
+	}
+	for i := 1; i < len(c); i++ {
+		if n <= c[i].N {
+			a, b := c[i-1], c[i]
+			return a.Seconds + (b.Seconds-a.Seconds)*(n-a.N)/(b.N-a.N)
+		}
+	}
+	last := c[len(c)-1]
+	return last.Seconds * n / last.N
+}
+
+func (c Curve) valid() error {
+	for i, p := range c {
+		if !(p.N > 0) || !(p.Seconds > 0) || (i > 0 && !(p.N > c[i-1].N)) {
+			return fmt.Errorf("bad point %+v", p)
+		}
+	}
+	return nil
+}
+
+// The vector passes Measure times (Rates.Vec), each as the host model runs it.
+const (
+	VecRMSNorm = "rmsnorm" // kernels.RMSNorm over rows of 256
+	VecSoftmax = "softmax" // kernels.Softmax over rows of 256 across the workers (attention, router)
+	VecVocab   = "vocab"   // kernels.SoftCap then Softmax over rows of 4096 across the workers (the decoder's head)
+	VecSoftCap = "softcap" // kernels.SoftCap over rows of 4096 across the workers (the encoder's head)
+	VecGelu    = "gelu"    // kernels.GeluMul
+	VecLoop    = "loop"    // a plain Go loop over float32s: residual adds, scaling, RoPE, copies and the attention's K/V gather
+	VecSampler = "sampler" // sampler.Tempered over rows of 4096 (one row: an AR token's draw)
+)
+
+// VecKinds lists the kinds of Rates.Vec.
+var VecKinds = []string{VecRMSNorm, VecSoftmax, VecVocab, VecSoftCap, VecGelu, VecLoop, VecSampler}
+
+// GridSoftN are the soft embedding's widths timed (Rates.SoftEmbed).
+var GridSoftN = []int{64, 512}
 
 // ShapeRate is the GEMM rate at one shape.
 type ShapeRate struct {
@@ -155,6 +240,34 @@ func (r *Rates) valid() error {
 			return fmt.Errorf("bad %s streaming GEMV rate %g", f, v)
 		}
 	}
+	for f, v := range r.Decode {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("bad %s decoding time %g", f, v)
+		}
+	}
+	for _, d := range r.SoftEmbed {
+		if !(d.FLOPS > 0) {
+			return fmt.Errorf("bad soft embedding rate %+v", d)
+		}
+	}
+	for f, v := range r.GEMVRow {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("bad %s GEMV row time %g", f, v)
+		}
+	}
+	for f, c := range r.GEMVTimes {
+		if err := c.valid(); err != nil {
+			return fmt.Errorf("%s GEMV times: %w", f, err)
+		}
+	}
+	if !(r.OpOverhead >= 0) || !(r.StepOpOverhead >= 0) {
+		return fmt.Errorf("bad overheads %g, %g", r.OpOverhead, r.StepOpOverhead)
+	}
+	for k, c := range r.Vec {
+		if err := c.valid(); err != nil {
+			return fmt.Errorf("%s times: %w", k, err)
+		}
+	}
 	return nil
 }
 
@@ -184,9 +297,12 @@ func cacheBytes() int64 {
 
 // Key names what the rates depend on: the CPU model, its cores (and the Go
 // scheduler's), the build of the kernels and this calibration's version.
-func Key() string {
+func Key() string { return keyAt(calibrationVersion) }
+
+// keyAt is Key for calibration version v.
+func keyAt(v int) string {
 	return fmt.Sprintf("%s | %d cores, GOMAXPROCS %d | %s/%s | kernels %s | calibration %d",
-		cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, kernelsBuild(), calibrationVersion)
+		cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, kernelsBuild(), v)
 }
 
 // cpuModel is the processor's name (Linux: /proc/cpuinfo), else the architecture.
@@ -276,8 +392,19 @@ func Default() (*Cache, error) {
 	return defaultCaches[p], nil
 }
 
+// cacheFile is the file's layout. Each entry stays the JSON it was read as, so that
+// entries of other machines and builds (a newer one's fields included) are written
+// back as they were.
 type cacheFile struct {
-	Rates map[string]*Rates `json:"rates"` // by Key
+	Rates map[string]json.RawMessage `json:"rates"` // by Key
+}
+
+func (c *Cache) read() cacheFile {
+	var f cacheFile
+	if b, err := os.ReadFile(c.Path); err == nil {
+		_ = json.Unmarshal(b, &f) // corrupt: measured again and rewritten
+	}
+	return f
 }
 
 // Get returns this machine's rates, measuring them (and writing the file) when the
@@ -293,11 +420,11 @@ func (c *Cache) Get(ctx context.Context) (*Rates, error) {
 	if c.last != nil && c.last.Key == key {
 		return c.last, nil
 	}
-	var f cacheFile
-	if b, err := os.ReadFile(c.Path); err == nil && json.Unmarshal(b, &f) == nil {
-		if r := f.Rates[key]; r != nil && r.valid() == nil {
-			c.last = r
-			return r, nil
+	if raw, ok := c.read().Rates[key]; ok {
+		var r Rates
+		if json.Unmarshal(raw, &r) == nil && r.valid() == nil {
+			c.last = &r
+			return &r, nil
 		}
 	}
 	measure := c.Measure
@@ -313,10 +440,16 @@ func (c *Cache) Get(ctx context.Context) (*Rates, error) {
 	}
 	r.Key = key
 	c.last = r
+	// Read again: another process may have written its entry while this one measured.
+	f := c.read()
 	if f.Rates == nil {
-		f.Rates = map[string]*Rates{}
+		f.Rates = map[string]json.RawMessage{}
 	}
-	f.Rates[key] = r
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return r, nil
+	}
+	f.Rates[key] = raw
 	if b, err := json.MarshalIndent(f, "", "  "); err == nil {
 		if os.MkdirAll(filepath.Dir(c.Path), 0o755) == nil {
 			_ = atomicfile.WriteFile(c.Path, b, 0o644) // unwritable: measured again next run
@@ -326,8 +459,9 @@ func (c *Cache) Get(ctx context.Context) (*Rates, error) {
 }
 
 // Measure times Darkroom's kernels on this CPU: the canvas GEMM on a grid of shapes,
-// the AR product per weight format in cache and from memory, and the sampler. It
-// takes a few seconds, and allocates up to 300 MB for a moment.
+// the AR product per weight format in cache and from memory, the sampler, and the
+// rest of the host model's work (measureHost, measureOverhead). It takes about 3 s
+// on an idle 2-core machine, and allocates up to 300 MB for a moment.
 func Measure(ctx context.Context) (*Rates, error) {
 	r := &Rates{Measured: time.Now().UTC(), GEMV: map[string]float64{}, GEMVStream: map[string]float64{}, Cache: cacheBytes()}
 	for _, m := range GridM {
@@ -380,7 +514,6 @@ func Measure(ctx context.Context) (*Rates, error) {
 			r.MemRead = float64(len(big.Data)) / sec
 		}
 	}
-	var sec float64
 
 	// The sampler over 64 rows of 4096 logits.
 	const sv, srows = 4096, 64
@@ -388,9 +521,178 @@ func Measure(ctx context.Context) (*Rates, error) {
 	for i := range u {
 		u[i] = float64(i) / srows
 	}
-	sec = best(func() { sampler.Tempered(logits, sv, 0.8, u) }, 0.05)
+	sec := best(func() { sampler.Tempered(logits, sv, 0.8, u) }, 0.05)
 	r.Sampler = float64(sv*srows) / sec
+	if err := measureHost(ctx, r); err != nil {
+		return nil, err
+	}
 	return r, ctx.Err()
+}
+
+// measureHost times what the host model does beside the canvas GEMM and the
+// streaming AR product: decoding stored formats while packing, the soft
+// embedding's product, small AR products, and the passes over activations.
+func measureHost(ctx context.Context, r *Rates) error {
+	r.Decode, r.GEMVTimes, r.GEMVRow, r.Vec = map[string]float64{}, map[string]Curve{}, map[string]float64{}, map[string]Curve{}
+
+	// Decoding: the same canvas product, [64, 1024]×[1024, 1024], in each format
+	// against float32.
+	const dm, dk, dn = 64, 1024, 1024
+	a, out := fill(dm*dk), make([]float32, dm*dn)
+	var f32 float64
+	for _, f := range formats {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		w, err := matrixOf(f, dn, dk)
+		if err != nil {
+			return err
+		}
+		var merr error
+		sec := best(func() { merr = w.MulNT(out, a, dm) }, 0.03)
+		if merr != nil {
+			return fmt.Errorf("%s MulNT: %w", f, merr)
+		}
+		if f == "f32" {
+			f32 = sec
+			continue
+		}
+		r.Decode[f] = max(0, sec-f32) / (dn * dk)
+	}
+
+	// The soft embedding: probabilities [256, 4096] times a float32 E [4096, N].
+	const sm, sk = 256, 4096
+	probs := fill(sm * sk)
+	for _, n := range GridSoftN {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e, err := matrixOf("f32", sk, n)
+		if err != nil {
+			return err
+		}
+		out := make([]float32, sm*n)
+		var merr error
+		sec := best(func() { merr = e.MulNN(out, probs, sm) }, 0.03)
+		if merr != nil {
+			return fmt.Errorf("MulNN: %w", merr)
+		}
+		r.SoftEmbed = append(r.SoftEmbed, ShapeRate{M: sm, K: sk, N: n, FLOPS: 2 * float64(sm*sk*n) / sec})
+	}
+
+	// Small AR products in the last-level cache: [32, 32] to [512, 512] (one core:
+	// below the pool's threshold) and [1024, 1024] (split across the workers), each
+	// timed over copies that together outgrow the cores' own caches, as a model's
+	// layers do, so that every product reads its weights from the shared cache.
+	for _, f := range formats {
+		for _, side := range []int{32, 64, 256, 512, 1024} {
+			sec, err := gemvTime(ctx, f, side, side)
+			if err != nil {
+				return err
+			}
+			r.GEMVTimes[f] = append(r.GEMVTimes[f], Point{N: float64(side * side), Seconds: sec})
+		}
+		tall, err := gemvTime(ctx, f, 4096, 64)
+		if err != nil {
+			return err
+		}
+		r.GEMVRow[f] = max(0, tall-r.GEMVTimes[f].At(4096*64)) / (4096 - 512)
+	}
+
+	// The passes over activations, at three sizes each.
+	for _, kind := range VecKinds {
+		width, sizes := 256, []int{64, 256, 16 << 10, 256 << 10}
+		if kind == VecVocab || kind == VecSoftCap || kind == VecSampler {
+			width, sizes = 4096, []int{4096, 64 << 10, 1 << 20}
+		}
+		for _, n := range sizes {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			run := vecPass(kind, min(width, n), n)
+			r.Vec[kind] = append(r.Vec[kind], Point{N: float64(n), Seconds: best(run, 0.01)})
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return measureOverhead(r)
+}
+
+// gemvTime is one MulVec of a [rows, cols] matrix in format f, over copies of it
+// that together outgrow the cores' own caches (gemvSpan).
+func gemvTime(ctx context.Context, f string, rows, cols int) (float64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	w, err := matrixOf(f, rows, cols)
+	if err != nil {
+		return 0, err
+	}
+	ws := []*kernels.Matrix{w}
+	for size := len(w.Data) + len(w.Scales); size*len(ws) < gemvSpan; {
+		c := *w
+		c.Data, c.Scales, c.Mins = slices.Clone(w.Data), slices.Clone(w.Scales), slices.Clone(w.Mins)
+		ws = append(ws, &c)
+	}
+	x, out := fill(cols), make([]float32, rows)
+	i := 0
+	return best(func() {
+		_ = ws[i%len(ws)].MulVec(out, x)
+		i++
+	}, 0.01), nil
+}
+
+// gemvSpan is the bytes of weights the small AR products cycle through: more than
+// the cores' own (L2) caches, less than a last-level cache.
+const gemvSpan = 6 << 20
+
+// vecPass is one call of vector pass kind over n elements in rows of width, as the
+// host model makes it.
+func vecPass(kind string, width, n int) func() {
+	x, y, dst := fill(n), fill(n), make([]float32, n)
+	rows := n / width
+	switch kind {
+	case VecRMSNorm:
+		w := fill(width)
+		return func() { kernels.RMSNorm(dst, x, w, width, 1e-6) }
+	case VecSoftmax:
+		return func() {
+			kernels.ParallelRows(rows, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					kernels.Softmax(dst[i*width:(i+1)*width], x[i*width:(i+1)*width], 1)
+				}
+			})
+		}
+	case VecVocab:
+		return func() {
+			kernels.ParallelRows(rows, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					row := x[i*width : (i+1)*width]
+					kernels.SoftCap(row, 30)
+					kernels.Softmax(dst[i*width:(i+1)*width], row, 1)
+				}
+			})
+		}
+	case VecSoftCap:
+		return func() {
+			kernels.ParallelRows(rows, func(lo, hi int) { kernels.SoftCap(x[lo*width:hi*width], 30) })
+		}
+	case VecGelu:
+		tmp := make([]float32, n)
+		return func() { kernels.GeluMul(dst, x, y, tmp) }
+	case VecSampler:
+		u := make([]float64, rows)
+		for i := range u {
+			u[i] = float64(i) / float64(rows)
+		}
+		return func() { sampler.Tempered(x, width, 0.8, u) }
+	}
+	return func() { // VecLoop: the host model's residual add
+		for j, v := range x {
+			dst[j] += v
+		}
+	}
 }
 
 // formats are the weight formats the AR product is timed in.

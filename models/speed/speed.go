@@ -3,41 +3,38 @@
 // (diffusion, a canvas in a few denoising passes) — and picks the faster one for a
 // model that writes equally well both ways.
 //
-// The estimate is arithmetic over two things, both counted, not guessed:
+// The estimate is arithmetic over two things, both counted or measured, not
+// guessed:
 //
-//   - the model's work, from its dimensions: FLOPs per denoising step, per encoder
-//     pass and per AR token (engine/model's FLOPs, EncodeFLOPs and ScoreFLOPs, the
-//     counts the engine reports after a run) and the weight bytes each reads (each
-//     tensor as the profile stores it, models/fit's TensorBytes): an AR token reads
-//     every layer's attention, router, shared MLP and the top-k of its experts, the
-//     tied embedding whole for the LM head, and the KV cache; a denoising step reads
-//     every weight the 256 positions' experts touch;
-//   - this machine's rates (Rates), measured once with Darkroom's own kernels
-//     (engine/kernels: the canvas GEMM on a grid of shapes, the AR product by
-//     weight format, the memory read rate, the sampler) and cached per CPU, core
-//     count and build in the user's cache folder (Cache, DefaultPath).
+//   - the model's work, from its dimensions, as the host model (engine/model's
+//     host path) does it, operation by operation (cost.go): each product with its
+//     shape and its weight's stored format (models/fit's TensorBytes), each pass
+//     over activations (norms, RoPE, the attention's gathers and softmax, GeGLU,
+//     the router, the residuals, the head's soft-cap and softmax over the
+//     vocabulary, the sampler), for a denoising step, an encoder pass (the prompt,
+//     an AR token, a committed canvas, an AR guidance round) and the weights each
+//     reads; the products add up to engine/model's FLOPs, EncodeFLOPs and
+//     ScoreFLOPs, the counts the engine reports after a run;
+//   - this machine's rates (Rates), measured once with Darkroom's own kernels and
+//     cached per CPU, core count, build and calibration version in the user's cache
+//     folder (Cache, DefaultPath): the canvas GEMM on a grid of shapes, decoding each
+//     stored format while packing, the soft embedding's product, the AR product per
+//     format at small sizes in cache, per row, and streaming from memory, each pass
+//     over activations at a few sizes, the sampler, and the engine's own cost per
+//     operation outside the kernels, timed on a probe model (probe.go).
 //
-// AR: each token takes, per weight format, its weights at the GEMV kernel's
-// measured streaming rate (from memory: decoding and reading overlap only in
-// part), or at its in-cache rate for a model small enough to stay in the
-// last-level cache, plus the KV cache's read and the sampler's pass over the
-// vocabulary. Diffusion: each canvas takes its expected denoising steps (each the
-// longer of its products — model.FLOPs term by term,
-// each at its own shape's GEMM rate — and reading the weights its positions'
-// experts touch, plus the sampler over canvas × vocabulary), the AR guidance
-// rounds the model runs, and the encoder pass that commits it (at the step's
-// effective rate); a canvas yields its real tokens, so an answer of N tokens
-// costs ⌈N/256⌉ canvases. Both include the prompt's encoder pass.
+// AR: a token is one encoder pass after the answer's middle plus one draw; its
+// matrices stream from memory at the kernels' streaming rates unless the weights
+// an AR token reads fit in half the last-level cache. Diffusion: a canvas is its
+// expected denoising steps (each at least its weights' bytes at the read rate), its
+// AR guidance rounds (an encoder pass over the canvas's text and the pick over the
+// vocabulary each), and, before the next canvas, the encoder pass that commits it; a
+// canvas yields its real tokens, so an answer of N tokens costs ⌈N/256⌉ canvases.
+// Both include the prompt's encoder pass.
 //
-// What it does not count is what an engine spends outside its arithmetic and
-// weight reads: allocating and clearing buffers, norms and activations between
-// the products, dispatching small operations, and cores left idle. So the estimate
-// is a bound the engine approaches, optimistic by what the engine wastes: measured
-// on a 2-core AMD EPYC (2026-12-01, darkroom bench in the same minute as the
-// calibration), a real-width 2-layer int4 model's canvas took 1.7× the estimate
-// and its AR token 1.9× (its bench kept about one of the two cores busy); the
-// Mini's canvas 1.9× and its AR token 10× (a token of so small a model is nearly
-// all overhead). Which mode is faster is decided by ratios far larger than these.
+// What it does not count is what the machine does besides: other programs sharing
+// the cores, and the collector's pauses beyond those the probe saw. `darkroom
+// bench` prints the estimate beside what it measured (measured ÷ estimate).
 //
 // The steps a canvas takes are the sampler's adaptive choice: the catalog records
 // the typical count per model (models/catalog), and a model without one is assumed
@@ -55,7 +52,6 @@ package speed
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine"
@@ -110,6 +106,8 @@ type Mode struct {
 	UnitSeconds float64 `json:"unit_seconds"`
 	UnitFLOPs   float64 `json:"unit_flops"`
 	UnitBytes   float64 `json:"unit_bytes"`
+	// StepSeconds is one denoising step after a canvas's first (diffusion).
+	StepSeconds float64 `json:"step_seconds,omitempty"`
 	// Bound says what limits it: "memory" (reading the weights), "compute" (the
 	// GEMM or GEMV kernel's arithmetic and decoding).
 	Bound string `json:"bound"`
@@ -128,6 +126,8 @@ type Estimate struct {
 	// (bytes/s).
 	GEMM    float64 `json:"gemm_flops"`
 	MemRead float64 `json:"mem_read"`
+	// PromptSeconds is the prompt's encoder pass, in both modes' Seconds.
+	PromptSeconds float64 `json:"prompt_seconds"`
 }
 
 // Known reports whether e holds numbers.
@@ -169,17 +169,14 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	c := canvas(cfg)
 	canvases := (w.Tokens + c - 1) / c
 	mid := w.Prompt + c*(canvases-1)/2
-	// The step's products each at its shape's rate; the encoder passes (prompt,
-	// guidance, commit) at the step's effective rate.
-	stepFLOPs := model.FLOPs(t, c, mid)
-	compute := stepSeconds(t, c, mid, r)
-	gemm := stepFLOPs / compute
-	e := &Estimate{Workload: w, Canvas: c, GEMM: gemm, MemRead: r.MemRead,
+	ps := newPasses(cfg, p)
+	e := &Estimate{Workload: w, Canvas: c, MemRead: r.MemRead,
 		AR: Mode{Mode: engine.AR}, Diffusion: Mode{Mode: engine.Diffusion}}
-	prefill := model.EncodeFLOPs(t, w.Prompt, 0) / gemm
-	v := float64(t.VocabSize)
 
-	// AR: one token at the answer's middle.
+	// AR: one token at the answer's middle reads every layer's attention, router,
+	// shared MLP and the top-k of its experts, and the tied embedding whole for the
+	// LM head. Weights that fit in the last-level cache stay there from token to
+	// token; a real model's stream from memory at the kernels' measured rates.
 	ar := readSet(cfg, p, func(s weights.Spec) float64 {
 		switch {
 		case strings.HasPrefix(s.Name, "self_conditioning."):
@@ -187,66 +184,73 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 		case strings.Contains(s.Name, ".experts."):
 			return float64(t.TopKExperts) / float64(max(t.NumExperts, 1))
 		}
-		return 1 // the embedding too: the tied LM head reads it whole
+		return 1
 	})
-	prefix := w.Prompt + w.Tokens/2
-	kv := float64(kvReadBytes(t, prefix))
 	for _, b := range ar {
 		e.AR.UnitBytes += b.bytes
 	}
-	// Weights that fit in the last-level cache stay there from token to token and
-	// run at the kernel's in-cache rate; a real model's stream from memory at the
-	// kernel's measured streaming rate (decoding and reading overlap only in part).
 	inCache := r.Cache > 0 && e.AR.UnitBytes <= float64(r.Cache)/2
-	var memBound, kernBound float64 // the seconds of the formats each limits
-	for f, b := range ar {
-		mem, kern := b.bytes/r.MemRead, b.weights/rate(r.GEMV, f)
-		sec := max(mem, kern)
-		if v := r.GEMVStream[f]; v > 0 {
-			sec = b.weights / v
-		}
-		if inCache {
-			sec = kern
-		}
-		if kern > mem || inCache {
-			kernBound += sec
-		} else {
-			memBound += sec
-		}
+	prefill, _ := r.encoderSeconds(ps.encoderPass(w.Prompt, 0, 1), inCache)
+	e.PromptSeconds = prefill
+	prefix := w.Prompt + w.Tokens/2
+	pass, streamed := r.encoderSeconds(ps.encoderPass(1, prefix, 1), inCache)
+	draw := r.vecAt(VecSampler, float64(t.VocabSize)) // one row: the token's draw
+	tok := pass + draw
+	e.AR.Bound = "compute"
+	if streamed > tok/2 {
+		e.AR.Bound = "memory"
 	}
-	e.AR.Bound = "memory"
-	if kernBound > memBound {
-		e.AR.Bound = "compute"
-	}
-	tok := memBound + kernBound + kv/r.MemRead + v/r.Sampler
 	e.AR.UnitSeconds, e.AR.UnitFLOPs = tok, model.EncodeFLOPs(t, 1, prefix)
-	e.AR.Seconds = prefill + float64(w.Tokens)*tok
+	// The prompt's pass gives the first token's logits; each later token is a pass.
+	e.AR.Seconds = prefill + draw + float64(w.Tokens-1)*tok
 	e.AR.TokensPerS = float64(w.Tokens) / e.AR.Seconds
 
-	// Diffusion: whole canvases, each after the ones before it.
-	touched := 1 - math.Pow(1-float64(t.TopKExperts)/float64(max(t.NumExperts, 1)), float64(c))
+	// Diffusion: whole canvases, each after the ones before it. A step reads every
+	// weight its positions' experts touch, at least its bytes at the read rate.
+	share := touched(t.NumExperts, t.TopKExperts, c) / float64(max(t.NumExperts, 1))
 	step := readSet(cfg, p, func(s weights.Spec) float64 {
 		if strings.Contains(s.Name, ".experts.") {
-			return touched
+			return share
 		}
 		return 1
 	})
-	var stepBytes float64
 	for _, b := range step {
-		stepBytes += b.bytes
+		e.Diffusion.UnitBytes += b.bytes
 	}
-	memory := stepBytes / r.MemRead
+	memory := e.Diffusion.UnitBytes / r.MemRead
+	first := r.stepSeconds(ps.decoderStep(c, mid, false))
+	later := r.stepSeconds(ps.decoderStep(c, mid, true))
+	stepFLOPs := model.FLOPs(t, c, mid)
+	var products []work
+	for _, w := range ps.decoderStep(c, mid, true) {
+		if w.vec == "" {
+			products = append(products, w)
+		}
+	}
+	sec, _ := r.seconds(products, true)
+	e.GEMM = stepFLOPs / sec
 	e.Diffusion.Bound = "compute"
-	if memory > compute {
+	if memory > later {
 		e.Diffusion.Bound = "memory"
 	}
-	samp := float64(c) * v / r.Sampler
-	guide := model.ScoreFLOPs(t, c, 0, mid)
-	commit := model.EncodeFLOPs(t, c, mid)
-	e.Diffusion.UnitSeconds = w.Steps*(max(compute, memory)+samp) + w.GuidanceRounds*(guide/gemm+samp) + commit/gemm
-	e.Diffusion.UnitFLOPs = w.Steps*stepFLOPs + w.GuidanceRounds*guide + commit
-	e.Diffusion.UnitBytes = stepBytes
-	e.Diffusion.Seconds = prefill + float64(canvases)*e.Diffusion.UnitSeconds
+	first, later = max(first, memory), max(later, memory)
+	e.Diffusion.StepSeconds = later
+	// AR guidance: each round scores the canvas's text (up to its end) in one
+	// encoder pass over a copy of the cache, then picks each position's token
+	// against both heads' logits.
+	text := min(w.Tokens, c)
+	var round, guide float64
+	if text > 1 {
+		round, _ = r.encoderSeconds(ps.encoderPass(text-1, mid, text-1), true)
+		round += r.seconds1(vec("cache copy", VecLoop, float64(ps.cacheFloats(mid)), 1)) +
+			r.seconds1(vec("guidance pick", VecLoop, 2*float64(text)*float64(t.VocabSize), 1))
+		guide = model.ScoreFLOPs(t, text-1, 0, mid)
+	}
+	commit, _ := r.encoderSeconds(ps.encoderPass(c, mid, 1), true)
+	steps := max(w.Steps, 1)
+	e.Diffusion.UnitSeconds = first + (steps-1)*later + w.GuidanceRounds*round
+	e.Diffusion.UnitFLOPs = steps*stepFLOPs + w.GuidanceRounds*guide
+	e.Diffusion.Seconds = prefill + float64(canvases)*e.Diffusion.UnitSeconds + float64(canvases-1)*commit
 	e.Diffusion.TokensPerS = float64(w.Tokens) / e.Diffusion.Seconds
 	return e, nil
 }
@@ -300,26 +304,6 @@ func rate(rates map[string]float64, f string) float64 {
 	return rates["f32"]
 }
 
-// kvReadBytes is the f32 KV cache one token's attention reads at prefix tokens:
-// K and V of the last sliding_window−1 on sliding layers, V of all on full layers
-// (K = V).
-func kvReadBytes(t *config.Text, prefix int) int64 {
-	var b int64
-	for i := range t.NumHiddenLayers {
-		row := int64(t.KVHeads(i)) * int64(t.LayerHeadDim(i)) * 4
-		if t.IsSliding(i) {
-			n := prefix
-			if t.SlidingWindow > 0 {
-				n = min(prefix, t.SlidingWindow-1)
-			}
-			b += 2 * int64(n) * row
-		} else {
-			b += int64(prefix) * row
-		}
-	}
-	return b
-}
-
 // ProfileOf is the profile a loaded model's weights are stored in: its
 // config.json's quantization_config, else the checkpoint's float dtype (bf16).
 func ProfileOf(cfg *config.Model) quant.Profile {
@@ -327,54 +311,4 @@ func ProfileOf(cfg *config.Model) quant.Profile {
 		return quant.Profile(q.Profile)
 	}
 	return quant.BF16Profile
-}
-
-// product is count matrix products [m, k]×[k, n] (float64 m: an expert's share of
-// the canvas need not be whole).
-type product struct {
-	m     float64
-	k, n  int
-	count float64
-	what  string
-}
-
-func (p product) flops() float64 { return 2 * p.m * float64(p.k) * float64(p.n) * p.count }
-
-// stepProducts lists the matrix products of one denoising step over tokens
-// positions after prefix cached ones, the terms of model.FLOPs one by one (a test
-// holds their sum to it), so each is timed at its own shape.
-func stepProducts(t *config.Text, tokens, prefix int) []product {
-	n, d, in := float64(tokens), t.HiddenSize, t.IntermediateSize
-	ps := []product{
-		{n, d, in, 2, "self-conditioning gate, up"}, {n, in, d, 1, "self-conditioning down"},
-		{n, d, t.VocabSize, 1, "LM head"}, {n, t.VocabSize, d, 1, "soft embedding"},
-	}
-	for i := range t.NumHiddenLayers {
-		h, kv, hd := t.NumAttentionHeads, t.KVHeads(i), t.LayerHeadDim(i)
-		ps = append(ps, product{n, d, h * hd, 1, "q"}, product{n, d, kv * hd, 1, "k"}, product{n, h * hd, d, 1, "o"},
-			product{n, d, in, 2, "dense gate, up"}, product{n, in, d, 1, "dense down"}, product{n, d, t.NumExperts, 1, "router"})
-		if t.IsSliding(i) {
-			ps = append(ps, product{n, d, kv * hd, 1, "v"})
-		}
-		if e := t.NumExperts; e > 0 && t.TopKExperts > 0 {
-			rows := n * float64(t.TopKExperts) / float64(e) // routed rows per expert, on average
-			ps = append(ps, product{rows, d, 2 * t.MoEIntermediateSize, float64(e), "experts gate_up"},
-				product{rows, t.MoEIntermediateSize, d, float64(e), "experts down"})
-		}
-		keys := tokens + prefix
-		if t.IsSliding(i) && t.SlidingWindow > 0 {
-			keys = tokens + min(prefix, t.SlidingWindow-1)
-		}
-		ps = append(ps, product{n, hd, keys, float64(h), "attention scores"}, product{n, keys, hd, float64(h), "attention values"})
-	}
-	return ps
-}
-
-// stepSeconds is the time of one denoising step's products at rates r.
-func stepSeconds(t *config.Text, tokens, prefix int, r *Rates) float64 {
-	var s float64
-	for _, p := range stepProducts(t, tokens, prefix) {
-		s += p.flops() / r.GEMMAt(int(math.Round(p.m)), p.k, p.n)
-	}
-	return s
 }

@@ -2,6 +2,8 @@ package speed
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -53,15 +55,18 @@ func near(t *testing.T, what string, got, want float64) {
 }
 
 // TestComputeByHand holds the estimate to numbers worked out by hand for a model
-// whose every weight is listed, on a machine with given rates.
+// whose every weight is listed, on a machine with given rates (no vector passes,
+// decoding or overheads measured: only the products, the weights' reads and the
+// sampler count).
 func TestComputeByHand(t *testing.T) {
 	cfg := small()
-	const gemm, mem, samp = 1e10, 1e9, 1e9
-	r := flat(gemm, 1e15, mem, samp) // a GEMV kernel so fast that AR is memory-bound
+	const gemm, gemv, mem, samp = 1e10, 1e15, 1e9, 1e9
+	r := flat(gemm, gemv, mem, samp) // a GEMV kernel so fast that AR is memory-bound
 	for f := range r.GEMVStream {
 		r.GEMVStream[f] = mem / 4 // float32 weights stream at the memory's rate
 	}
-	est, err := Compute(cfg, quant.BF16Profile, r, Workload{Tokens: 8, Prompt: 4, Steps: 10})
+	w := Workload{Tokens: 8, Prompt: 4, Steps: 10}
+	est, err := Compute(cfg, quant.BF16Profile, r, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,17 +77,23 @@ func TestComputeByHand(t *testing.T) {
 	// The self-conditioning MLP is the decoder's: not read.
 	weights := 1000*64 + 64 + 7*64 + 2 + 2*64*64 + 2*32*64 + 2*32 + 3*128*64 + (4*64 + 64 + 4) + 64*64 + 64*32
 	near(t, "AR bytes per token", est.AR.UnitBytes, 4*float64(weights))
-	// At prefix 4 + 8/2 = 8 the sliding layer reads K and V of 8 positions (32 floats
-	// each), and the sampler one row of 1000 logits.
-	token := 4*float64(weights)/mem + 2*8*32*4/mem + 1000/samp
+	// Its products stream the matrices among them from memory; at prefix 4 + 8/2 = 8
+	// the sliding layer's two query heads (one K/V head) score and weigh 8 + 1 keys
+	// of 32 in cache; the sampler draws from one row of 1000 logits.
+	products := 1000*64 + 2*64*64 + 2*32*64 + 3*128*64 + 4*64 + 64*64 + 64*32
+	token := 4*float64(products)/mem + 2*(2*9*32)/gemv + 1000/samp
 	near(t, "AR seconds per token", est.AR.UnitSeconds, token)
-	prefill := model.EncodeFLOPs(&cfg.Text, 4, 0) / gemm
-	near(t, "AR tokens/s", est.AR.TokensPerS, 8/(prefill+8*token))
+	// The prompt's pass gives the first token; seven passes more.
+	if !(est.PromptSeconds > 0) {
+		t.Fatalf("prompt %g s", est.PromptSeconds)
+	}
+	near(t, "AR seconds", est.AR.Seconds-est.PromptSeconds, 1000/samp+7*token)
+	near(t, "AR tokens/s", est.AR.TokensPerS, 8/est.AR.Seconds)
 	// Rates without streaming GEMV rates (a calibration's caller may give only the
 	// in-cache ones): each format takes the longer of its memory and kernel times.
 	noStream := *r
 	noStream.GEMVStream = nil
-	if e, err := Compute(cfg, quant.BF16Profile, &noStream, Workload{Tokens: 8, Prompt: 4, Steps: 10}); err != nil {
+	if e, err := Compute(cfg, quant.BF16Profile, &noStream, w); err != nil {
 		t.Fatal(err)
 	} else {
 		near(t, "AR seconds per token without streaming rates", e.AR.UnitSeconds, token)
@@ -90,45 +101,143 @@ func TestComputeByHand(t *testing.T) {
 	// In a last-level cache twice its size, the weights run at the in-cache rate.
 	cached := *r
 	cached.Cache = 1 << 20
-	inCache, err := Compute(cfg, quant.BF16Profile, &cached, Workload{Tokens: 8, Prompt: 4, Steps: 10})
+	inCache, err := Compute(cfg, quant.BF16Profile, &cached, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	near(t, "AR seconds per token in cache", inCache.AR.UnitSeconds, float64(weights)/1e15+2*8*32*4/mem+1000/samp)
-	if est.AR.Bound != "memory" {
-		t.Errorf("AR bound %q", est.AR.Bound)
+	near(t, "AR seconds per token in cache", inCache.AR.UnitSeconds, float64(products)/gemv+2*(2*9*32)/gemv+1000/samp)
+	if est.AR.Bound != "memory" || inCache.AR.Bound != "compute" {
+		t.Errorf("AR bound %q, in cache %q", est.AR.Bound, inCache.AR.Bound)
 	}
 
-	// A canvas of 8 after the 4 prompt tokens: 10 steps of FLOPs(8, 4) at the GEMM rate
-	// (or its weights at the memory rate, whichever is longer) plus the sampler over
-	// 8·1000 logits, then the commit's encoder pass. Each expert is touched by one of
+	// A canvas of 8 after the 4 prompt tokens: 10 steps, each its weights at the
+	// memory rate (longer than its products here). Each expert is touched by one of
 	// the 8 positions with probability 1 − (3/4)^8.
 	touched := 1 - math.Pow(0.75, 8)
 	stepWeights := float64(weights-(64*64+64*32)) + touched*4*(64*64+64*32) + 64 + 3*128*64
-	stepSec := max(model.FLOPs(&cfg.Text, 8, 4)/gemm, 4*stepWeights/mem) + 8*1000/samp
-	canvas := 10*stepSec + model.EncodeFLOPs(&cfg.Text, 8, 4)/gemm
 	near(t, "diffusion bytes per step", est.Diffusion.UnitBytes, 4*stepWeights)
-	near(t, "diffusion seconds per canvas", est.Diffusion.UnitSeconds, canvas)
-	near(t, "diffusion tokens/s", est.Diffusion.TokensPerS, 8/(prefill+canvas))
+	near(t, "diffusion step", est.Diffusion.StepSeconds, 4*stepWeights/mem)
+	near(t, "diffusion seconds per canvas", est.Diffusion.UnitSeconds, 10*4*stepWeights/mem)
+	near(t, "diffusion seconds", est.Diffusion.Seconds, est.PromptSeconds+est.Diffusion.UnitSeconds)
+	// With fast memory the step is its products: FLOPs(8, 4) at the GEMM rate but
+	// the experts', whose 8 routed rows (about 2.2 per touched expert, fewer than
+	// MulNT packs) are dot products at the GEMV rate; plus the sampler over 8·1000
+	// logits. The first step has no self-conditioning MLP (3 products of 128·64).
+	fast := *r
+	fast.MemRead = 1e15
+	e, err := Compute(cfg, quant.BF16Profile, &fast, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	experts := float64(8 * 2 * (64*64 + 64*32))
+	later := (model.FLOPs(&cfg.Text, 8, 4)-experts)/gemm + experts/2/gemv + 8*1000/samp
+	first := later - 8*3*2*64*128/gemm
+	near(t, "diffusion step, compute-bound", e.Diffusion.StepSeconds, later)
+	near(t, "diffusion canvas, compute-bound", e.Diffusion.UnitSeconds, first+9*later)
+	if e.Diffusion.Bound != "compute" || est.Diffusion.Bound != "memory" {
+		t.Errorf("diffusion bounds %q, %q", e.Diffusion.Bound, est.Diffusion.Bound)
+	}
 
-	// Nine tokens need two canvases.
+	// Nine tokens need two canvases, the first committed by an encoder pass
+	// before the second.
 	est2, err := Compute(cfg, quant.BF16Profile, r, Workload{Tokens: 9, Prompt: 4, Steps: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := est2.Diffusion.Seconds - prefill; math.Abs(got-2*est2.Diffusion.UnitSeconds) > 1e-12 {
-		t.Errorf("9 tokens: %g s of canvases, want 2 × %g", got, est2.Diffusion.UnitSeconds)
+	if commit := est2.Diffusion.Seconds - est2.PromptSeconds - 2*est2.Diffusion.UnitSeconds; !(commit > 0) {
+		t.Errorf("9 tokens: %g s of canvases, want 2 × %g and a commit", est2.Diffusion.Seconds-est2.PromptSeconds, est2.Diffusion.UnitSeconds)
 	}
 }
 
-// TestStepProductsAreFLOPs: the products timed one by one are exactly the engine's
-// FLOPs count, for the Mini's shape of model and the 26B's.
+// TestEncoderPassFLOPs: an encoder pass's products are the engine's EncodeFLOPs
+// count (logits for its last token) plus the keys its causal mask hides, which
+// the host model multiplies all the same: query j of t sees prefix+j+1 of the
+// prefix+t keys, so t(t−1)/2 key rows per head are masked, each 4·head_dim FLOPs.
+func TestEncoderPassFLOPs(t *testing.T) {
+	cfg := small() // one sliding layer of window 16, 2 heads of 32
+	ps := newPasses(cfg, quant.BF16Profile)
+	for _, c := range []struct{ tokens, prefix int }{{1, 0}, {1, 40}, {5, 3}, {8, 0}} {
+		var sum float64
+		for _, w := range ps.encoderPass(c.tokens, c.prefix, 1) {
+			sum += w.flops()
+		}
+		// Within the window here: every cached row the layer keeps (at most 15) is a key.
+		masked := float64(c.tokens*(c.tokens-1)/2) * 4 * 32 * 2
+		near(t, fmt.Sprintf("encoder FLOPs of %d after %d", c.tokens, c.prefix), sum,
+			model.EncodeFLOPs(&cfg.Text, c.tokens, min(c.prefix, 15))+masked)
+	}
+}
+
+// TestOverheadPerOperation: the engine's overhead is charged once per operation of
+// each pass: an AR token's encoder pass and a denoising step.
+func TestOverheadPerOperation(t *testing.T) {
+	cfg := small()
+	w := Workload{Tokens: 8, Prompt: 4, Steps: 10}
+	r := flat(1e10, 1e12, 1e12, 1e9)
+	base, err := Compute(cfg, quant.BF16Profile, r, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := *r
+	with.OpOverhead, with.StepOpOverhead = 1e-6, 3e-6
+	e, err := Compute(cfg, quant.BF16Profile, &with, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := newPasses(cfg, quant.BF16Profile)
+	// An AR token at prefix 4 + 8/2: one sliding layer of 40 operations — the input
+	// norm, q, k, v, the q norm and the K and V norms (2), RoPE, the cached rows' 2
+	// passes, the attention's gather, scores, softmax and values, o, 7 sandwich
+	// norms, 5 residual passes, the dense gate and up (2), GeGLU and down, the
+	// router's product, softmax and top-k, the cache write, the experts' gather
+	// and combine (2), the one routed expert's gate_up, GeGLU and down — plus the
+	// embedding, the final norm, the head and its soft-cap.
+	if n := calls(ps.encoderPass(1, 8, 1)); n != 44 {
+		t.Errorf("%g operations in an AR token's pass, want 44", n)
+	}
+	near(t, "AR overhead", e.AR.UnitSeconds-base.AR.UnitSeconds, 44e-6)
+	near(t, "step overhead", e.Diffusion.StepSeconds-base.Diffusion.StepSeconds, 3e-6*calls(ps.decoderStep(8, 4, true)))
+}
+
+// TestCurve: between the sizes timed a curve is linear, below them the smallest
+// time (a call's fixed cost), above them the largest's rate.
+func TestCurve(t *testing.T) {
+	c := Curve{{N: 100, Seconds: 1}, {N: 200, Seconds: 1.5}, {N: 1000, Seconds: 5}}
+	for _, x := range []struct{ n, want float64 }{{0, 0}, {10, 1}, {100, 1}, {150, 1.25}, {600, 3.25}, {1000, 5}, {4000, 20}} {
+		near(t, fmt.Sprintf("At(%g)", x.n), c.At(x.n), x.want)
+	}
+	if (Curve{{N: 2, Seconds: 1}, {N: 1, Seconds: 1}}).valid() == nil || c.valid() != nil {
+		t.Error("valid")
+	}
+}
+
+// TestGEMVRows: a tall product pays each row beyond a square matrix's of as many
+// weights; a wide one saves at most half its time.
+func TestGEMVRows(t *testing.T) {
+	r := flat(1, 1, 1, 1)
+	r.GEMVTimes = map[string]Curve{"int4": {{N: 1 << 10, Seconds: 1e-6}, {N: 1 << 20, Seconds: 1e-3}}}
+	r.GEMVRow = map[string]float64{"int4": 1e-9}
+	sq, _ := r.gemv("int4", 256, 256, 0, true)
+	tall, _ := r.gemv("int4", 4096, 16, 0, true)
+	wide, _ := r.gemv("int4", 1, 65536, 0, true)
+	at := r.GEMVTimes["int4"].At(65536)
+	near(t, "square", sq, at)
+	near(t, "tall", tall, at+(4096-256)*1e-9)
+	near(t, "wide", wide, at-255*1e-9)
+	r.GEMVRow["int4"] = 1e-6
+	wide, _ = r.gemv("int4", 1, 65536, 0, true)
+	near(t, "wide at most halved", wide, at/2)
+}
+
+// TestStepProductsAreFLOPs: the decoder step's products, timed one by one, are
+// exactly the engine's FLOPs count, for the Mini's shape of model and the 26B's.
 func TestStepProductsAreFLOPs(t *testing.T) {
 	for _, cfg := range []*config.Model{small(), catalog.DiffusionGemma26B()} {
+		ps := newPasses(cfg, quant.Int4Profile)
 		for _, prefix := range []int{0, 100, 5000} {
 			var sum float64
-			for _, p := range stepProducts(&cfg.Text, 256, prefix) {
-				sum += p.flops()
+			for _, w := range ps.decoderStep(256, prefix, true) {
+				sum += w.flops()
 			}
 			near(t, "products' FLOPs", sum, model.FLOPs(&cfg.Text, 256, prefix))
 		}
@@ -243,6 +352,30 @@ func TestCache(t *testing.T) {
 			t.Fatalf("corrupt file %q: measured %d → %d, %v", bad, before, measured, err)
 		}
 	}
+	// Rates an older calibration measured on this machine and build are measured
+	// again, and the entries the file held (other machines', newer fields and all)
+	// are written back as they were.
+	old := flat(1e11, 1e10, 2e10, 3e8)
+	old.Key = keyAt(calibrationVersion - 1)
+	oldRaw, _ := json.Marshal(old)
+	alien := json.RawMessage(`{"key":"cpu C","future_field":[1,2]}`)
+	b, _ := json.Marshal(map[string]any{"rates": map[string]json.RawMessage{old.Key: oldRaw, "cpu C": alien}})
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := measured
+	if r, err := (&Cache{Path: path, Measure: measure}).Get(context.Background()); err != nil || measured != before+1 || r.Key != Key() {
+		t.Fatalf("an older calibration's entry: measured %d → %d, key %q, %v", before, measured, r.Key, err)
+	}
+	var back struct{ Rates map[string]json.RawMessage }
+	if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, &back) != nil {
+		t.Fatal(err)
+	}
+	var kept map[string]any
+	if json.Unmarshal(back.Rates["cpu C"], &kept) != nil || kept["future_field"] == nil || back.Rates[old.Key] == nil || back.Rates[Key()] == nil {
+		t.Errorf("file after measuring: %v", back.Rates)
+	}
+
 	// An unwritable place still gives rates.
 	ro := &Cache{Path: filepath.Join(t.TempDir(), "file", "x.json"), Measure: measure, Key: "k"}
 	os.WriteFile(filepath.Dir(ro.Path), nil, 0o644)

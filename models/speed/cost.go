@@ -1,0 +1,334 @@
+package speed
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+	"github.com/darkroomlabs/darkroom/models/fit"
+)
+
+// work is one piece of a forward pass as the host model (engine/model's host.go
+// and head.go) does it: count products [m, k]×[k, n] — of a stored weight [n, k]
+// in format (MulNT, or MulVec's dot products below dotRows rows), of two
+// activations (format "": the attention's scores and values), or the soft
+// embedding's probabilities times E (soft, MulNN) — or count calls of a vector
+// pass vec over elems elements each.
+type work struct {
+	what   string
+	m      float64 // float: an expert's share of the rows need not be whole
+	k, n   int
+	count  float64
+	format string
+	bytes  float64 // one product's weight bytes as stored
+	soft   bool
+
+	vec   string
+	elems float64
+}
+
+func (w work) flops() float64 {
+	if w.vec != "" {
+		return 0
+	}
+	return 2 * w.m * float64(w.k) * float64(w.n) * w.count
+}
+
+// dotRows is engine/kernels's row count below which a product is dot products of
+// the weights' rows, each read once for all rows (the AR step's path).
+const dotRows = 4
+
+// passes builds the work lists of one model under one profile.
+type passes struct {
+	t       *config.Text
+	formats map[string]string  // by weight name: its stored format
+	bpw     map[string]float64 // by weight name: bytes per weight as stored
+}
+
+func newPasses(cfg *config.Model, p quant.Profile) *passes {
+	ps := &passes{t: &cfg.Text, formats: map[string]string{}, bpw: map[string]float64{}}
+	for _, s := range weights.Specs(cfg) {
+		n := 1
+		for _, d := range s.Shape {
+			n *= d
+		}
+		b := fit.TensorBytes(cfg, p, s)
+		ps.formats[s.Name] = formatOf(cfg, p, s, b, n)
+		if n > 0 {
+			ps.bpw[s.Name] = float64(b) / float64(n)
+		}
+	}
+	return ps
+}
+
+// linear is count products of weight name [n, k] over m rows.
+func (p *passes) linear(what, name string, m float64, k, n int, count float64) work {
+	return work{what: what, m: m, k: k, n: n, count: count, format: p.formats[name], bytes: p.bpw[name] * float64(n*k)}
+}
+
+func vec(what, kind string, elems, count float64) work {
+	return work{what: what, vec: kind, elems: elems, count: count}
+}
+
+// touched is how many of e experts, each token picking k, the tokens' routing
+// touches on average (independent uniform choices).
+func touched(e, k, tokens int) float64 {
+	if e <= 0 || k <= 0 {
+		return 0
+	}
+	return float64(e) * (1 - math.Pow(1-float64(k)/float64(e), float64(tokens)))
+}
+
+// layers is every layer's work over tokens new positions after prefix cached ones
+// (causal: the encoder's mask, whose products still run over every key and whose
+// softmax runs over the visible ones).
+func (p *passes) layers(tokens, prefix int, causal bool) []work {
+	t := p.t
+	n, d := float64(tokens), t.HiddenSize
+	var out []work
+	for i := range t.NumHiddenLayers {
+		name := "layers." + strconv.Itoa(i) + "."
+		h, kv, hd := t.NumAttentionHeads, t.KVHeads(i), t.LayerHeadDim(i)
+		g := h / max(kv, 1)
+		cached := prefix
+		if t.IsSliding(i) && t.SlidingWindow > 0 {
+			cached = min(prefix, t.SlidingWindow-1)
+		}
+		keys := cached + tokens
+		visible := float64(keys)
+		if causal { // query j sees the cached rows and j+1 new ones, at most the window
+			var sum float64
+			for j := range tokens {
+				v := cached + j + 1
+				if t.IsSliding(i) && t.SlidingWindow > 0 {
+					v = min(v, t.SlidingWindow)
+				}
+				sum += float64(v)
+			}
+			visible = sum / n
+		}
+		out = append(out,
+			vec("input norm", VecRMSNorm, n*float64(d), 1),
+			p.linear("q", name+"self_attn.q_proj.weight", n, d, h*hd, 1),
+			p.linear("k", name+"self_attn.k_proj.weight", n, d, kv*hd, 1))
+		if t.IsSliding(i) {
+			out = append(out, p.linear("v", name+"self_attn.v_proj.weight", n, d, kv*hd, 1))
+		}
+		out = append(out,
+			vec("q, k, v norms", VecRMSNorm, n*float64(h*hd), 1),
+			vec("q, k, v norms", VecRMSNorm, n*float64(kv*hd), 2),
+			vec("RoPE", VecLoop, n*float64((h+kv)*hd), 1),
+			// The cached rows copied out of the cache (a full layer's keys rebuilt
+			// from its values: scaled and rotated), then into the heads' buffers.
+			vec("cached rows", VecLoop, float64(cached*kv*hd), cachedPasses(t, i)),
+			// Per K/V head: the keys copied and the values transposed behind the
+			// cached ones, the group's queries gathered and its outputs scattered.
+			vec("attention gather", VecLoop, float64(2*keys*hd)+2*float64(g)*n*float64(hd), float64(kv)),
+			work{what: "attention scores", m: float64(g) * n, k: hd, n: keys, count: float64(kv)},
+			vec("attention softmax", VecSoftmax, float64(g)*n*visible, float64(kv)),
+			work{what: "attention values", m: float64(g) * n, k: keys, n: hd, count: float64(kv)},
+			p.linear("o", name+"self_attn.o_proj.weight", n, h*hd, d, 1),
+			vec("sandwich norms", VecRMSNorm, n*float64(d), 7), // post-attention, pre- and post-MLP, pre-MoE, router, post-MoE, post
+			vec("residuals", VecLoop, n*float64(d), 5),         // the attention's and the block's residual adds, MLP + MoE, the router's scale, layer_scalar
+			p.linear("dense gate, up", name+"mlp.gate_proj.weight", n, d, t.IntermediateSize, 2),
+			vec("dense GeGLU", VecGelu, n*float64(t.IntermediateSize), 1),
+			p.linear("dense down", name+"mlp.down_proj.weight", n, t.IntermediateSize, d, 1),
+			p.linear("router", name+"router.proj.weight", n, d, t.NumExperts, 1),
+			vec("router softmax", VecSoftmax, n*float64(t.NumExperts), 1),
+			vec("router top-k", VecLoop, n*float64(t.NumExperts*t.TopKExperts), 1))
+		if causal {
+			out = append(out, vec("cache write", VecLoop, 2*n*float64(kv*hd), 1))
+		}
+		if e, k := t.NumExperts, t.TopKExperts; e > 0 && k > 0 {
+			// Each touched expert multiplies its own rows: tokens·k rows in all.
+			ex := touched(e, k, tokens)
+			rows := n * float64(k) / ex
+			f := t.MoEIntermediateSize
+			out = append(out,
+				vec("experts gather, combine", VecLoop, n*float64(k*d), 2),
+				p.linear("experts gate_up", name+"experts.gate_up_proj", rows, d, 2*f, ex),
+				vec("experts GeGLU", VecGelu, n*float64(k*f), 1),
+				p.linear("experts down", name+"experts.down_proj", rows, f, d, ex))
+		}
+	}
+	return out
+}
+
+// decoderStep is one denoising step over a canvas of tokens after prefix cached
+// ones (selfCond: a step after the first, whose soft embedding feeds the
+// self-conditioning MLP): the layers, the tied head with its soft-cap and softmax,
+// the next step's soft embedding, and the sampler's pass over the logits.
+func (p *passes) decoderStep(tokens, prefix int, selfCond bool) []work {
+	t := p.t
+	n, d, v := float64(tokens), t.HiddenSize, t.VocabSize
+	out := []work{vec("embedding", VecLoop, n*float64(d), 1)}
+	if selfCond {
+		out = append(out,
+			vec("self-conditioning norm", VecRMSNorm, n*float64(d), 1),
+			p.linear("self-conditioning gate, up", "self_conditioning.gate_proj.weight", n, d, t.IntermediateSize, 2),
+			vec("self-conditioning GeGLU", VecGelu, n*float64(t.IntermediateSize), 1),
+			p.linear("self-conditioning down", "self_conditioning.down_proj.weight", n, t.IntermediateSize, d, 1),
+			vec("self-conditioning add", VecLoop, n*float64(d), 1))
+	}
+	out = append(out, vec("input norm", VecRMSNorm, n*float64(d), 1))
+	out = append(out, p.layers(tokens, prefix, false)...)
+	soft := p.linear("soft embedding", "embed_tokens.weight", n, v, d, 1)
+	soft.soft = true
+	return append(out,
+		vec("final norm", VecRMSNorm, n*float64(d), 1),
+		p.linear("LM head", "embed_tokens.weight", n, d, v, 1),
+		vec("soft-cap, softmax", VecVocab, n*float64(v), 1),
+		soft,
+		vec("soft embedding scale", VecLoop, n*float64(d), 1),
+		vec("sampler", VecSampler, n*float64(v), 1))
+}
+
+// encoderPass is one causal encoder pass over tokens after prefix cached ones with
+// logits (soft-capped) for its last rows tokens: the prompt, an AR token (1 of 1),
+// a committed canvas, a guidance round's score.
+func (p *passes) encoderPass(tokens, prefix, rows int) []work {
+	t := p.t
+	n, d, v := float64(tokens), t.HiddenSize, t.VocabSize
+	out := []work{vec("embedding", VecLoop, n*float64(d), 1)}
+	out = append(out, p.layers(tokens, prefix, true)...)
+	return append(out,
+		vec("final norm", VecRMSNorm, float64(rows*d), 1),
+		p.linear("LM head", "embed_tokens.weight", float64(rows), d, v, 1),
+		vec("soft-cap", VecSoftCap, float64(rows*v), 1))
+}
+
+// seconds is the time of ws at rates r: products at their shapes' rates, vector
+// passes at their kinds' (a kind not measured costs nothing). inCache says the
+// weights stay in the last-level cache from one pass to the next; otherwise a
+// product of fewer than dotRows rows reads its weights from memory. streamed is
+// the part of it spent waiting on those reads.
+func (r *Rates) seconds(ws []work, inCache bool) (total, streamed float64) {
+	for _, w := range ws {
+		if w.vec != "" {
+			total += w.count * r.vecAt(w.vec, w.elems)
+			continue
+		}
+		if w.m < dotRows { // MulVec's way: each weight row read once, dotted with each row
+			kern, mem := r.gemv(w.format, w.n, w.k, w.bytes, inCache || w.format == "")
+			total += w.count * max(w.m*kern, mem)
+			if mem > w.m*kern {
+				streamed += w.count * mem
+			}
+			continue
+		}
+		rate := r.GEMMAt(int(math.Round(w.m)), w.k, w.n)
+		if w.soft {
+			rate = r.softEmbedAt(w.n, rate)
+		}
+		total += w.flops()/rate + w.count*float64(w.n*w.k)*r.Decode[w.format]
+	}
+	return total, streamed
+}
+
+// gemv is one MulVec of a weight [rows, cols] of format f (""; activations,
+// float32) taking b bytes: the kernel's time in cache, and, from memory, the time
+// the kernel streams it at (0 in cache).
+func (r *Rates) gemv(f string, rows, cols int, b float64, inCache bool) (kern, mem float64) {
+	if f == "" {
+		f = "f32"
+	}
+	n := float64(rows * cols)
+	if c := r.GEMVTimes[f]; len(c) > 0 {
+		kern = c.At(n)
+		// Rows beyond a square matrix's each cost a dot product's call; fewer save
+		// at most half the time.
+		kern = max(kern/2, kern+(float64(rows)-math.Sqrt(n))*r.GEMVRow[f])
+	} else {
+		kern = n / rate(r.GEMV, f)
+	}
+	if inCache {
+		return kern, 0
+	}
+	if v := r.GEMVStream[f]; v > 0 {
+		return kern, n / v
+	}
+	return kern, b / r.MemRead
+}
+
+// vecAt is one call of vector pass kind over n elements.
+func (r *Rates) vecAt(kind string, n float64) float64 {
+	if c := r.Vec[kind]; len(c) > 0 {
+		return c.At(n)
+	}
+	if kind == VecSampler && r.Sampler > 0 {
+		return n / r.Sampler
+	}
+	return 0
+}
+
+// softEmbedAt is the soft embedding's rate at output width n (log-interpolated
+// between the widths timed, held at the ends), else gemm.
+func (r *Rates) softEmbedAt(n int, gemm float64) float64 {
+	if len(r.SoftEmbed) == 0 {
+		return gemm
+	}
+	xs := make([]int, len(r.SoftEmbed))
+	for i, s := range r.SoftEmbed {
+		xs[i] = s.N
+	}
+	if len(xs) == 1 {
+		return r.SoftEmbed[0].FLOPS
+	}
+	i, f := position(xs, n)
+	return (1-f)*r.SoftEmbed[i].FLOPS + f*r.SoftEmbed[i+1].FLOPS
+}
+
+// seconds1 is one work item's time in cache.
+func (r *Rates) seconds1(w work) float64 {
+	s, _ := r.seconds([]work{w}, true)
+	return s
+}
+
+// cacheFloats is the host KV cache's float32s at prefix tokens: K and V of each
+// layer's rows (a sliding layer's ring at most sliding_window−1).
+func (p *passes) cacheFloats(prefix int) int {
+	t := p.t
+	var n int
+	for i := range t.NumHiddenLayers {
+		rows := prefix
+		if t.IsSliding(i) && t.SlidingWindow > 0 {
+			rows = min(prefix, t.SlidingWindow-1)
+		}
+		n += 2 * rows * t.KVHeads(i) * t.LayerHeadDim(i)
+	}
+	return n
+}
+
+// calls is how many operations ws makes: each product and each pass call.
+func calls(ws []work) float64 {
+	var n float64
+	for _, w := range ws {
+		n += max(1, math.Round(w.count))
+	}
+	return n
+}
+
+// encoderSeconds is an encoder pass's time: its work, and the engine's overhead
+// per operation.
+func (r *Rates) encoderSeconds(ws []work, inCache bool) (total, streamed float64) {
+	total, streamed = r.seconds(ws, inCache)
+	return total + calls(ws)*r.OpOverhead, streamed
+}
+
+// stepSeconds is a denoising step's time: its work, and the engine's overhead per
+// operation.
+func (r *Rates) stepSeconds(ws []work) float64 {
+	total, _ := r.seconds(ws, true)
+	return total + calls(ws)*r.StepOpOverhead
+}
+
+// cachedPasses is how many passes layer i's cached rows take to leave the cache:
+// K and V copied; a full layer's K (= V) also scaled by k_norm's weight and rotated.
+func cachedPasses(t *config.Text, i int) float64 {
+	if t.IsSliding(i) {
+		return 2
+	}
+	return 4
+}
