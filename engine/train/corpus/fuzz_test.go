@@ -7,11 +7,13 @@ import (
 	"testing/fstest"
 
 	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine/markup"
 )
 
 // checkParsedPage checks what every parser's entry must render to: a page that
-// opens with its title's heading, links only inside the encyclopedia, and
-// carries none of the dictionary's own markup.
+// opens with its title's heading, links only inside the encyclopedia, shows no
+// markup fragments (engine/markup) and carries none of the dictionary's own
+// markup.
 func checkParsedPage(t *testing.T, e Entry) {
 	t.Helper()
 	page := NewCatalog().Page(e, 900)
@@ -22,6 +24,9 @@ func checkParsedPage(t *testing.T, e Entry) {
 		t.Fatalf("page links outside the encyclopedia: %q", page)
 	}
 	body := page[len(assets.EncyclopediaOpening(e.Title)):] // the title is the input's, escaped
+	if n := markup.Count(body); n > 0 {
+		t.Fatalf("page shows %d markup fragments: %q", n, page)
+	}
 	for _, bad := range []string{"[syn:", "[ant:", "<script", "\t"} {
 		if strings.Contains(body, bad) {
 			t.Fatalf("page has %q: %q", bad, page)
@@ -35,6 +40,7 @@ func FuzzParseWordNet(f *testing.F) {
 	}
 	f.Add("x\n    n 1: [syn: {a\n")
 	f.Add("x\n    v 12: \"unterminated\n")
+	f.Add("x\n    n 1: see the <Cmd> key; \"a=\\\"b\\\"\"\n")
 	f.Fuzz(func(t *testing.T, raw string) {
 		if e, ok := ParseWordNet(raw); ok {
 			checkParsedPage(t, e)
@@ -48,6 +54,7 @@ func FuzzParseVERA(f *testing.F) {
 	}
 	f.Add("X\n  (((\n")
 	f.Add("X\n  a [b (c, \"d\n")
+	f.Add("X\n  Tag <b> Language (href=x)\n")
 	f.Fuzz(func(t *testing.T, raw string) {
 		if e, ok := ParseVERA(raw); ok {
 			checkParsedPage(t, e)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine/markup"
 )
 
 // The Python documentation (python3.11-doc) is Sphinx HTML. Its glossary is a
@@ -242,9 +243,8 @@ func finishBlocks(blocks []Block) (out []Block, ok bool) {
 // contentBlocks converts a block-level node into entry blocks: <p> into a
 // paragraph, <ul>/<ol> into a list of its items' text, a highlighted code
 // block into Pre; notes, warnings and other containers contribute their own
-// paragraphs. A paragraph whose text has literal braces or an address as a
-// link's text is left out, marked by dropped (braces are the entry format's
-// cross references; a sentence does not survive losing its link); scripts,
+// paragraphs. A paragraph inlineText cannot keep whole is left out, marked
+// by dropped; scripts,
 // styles, tables, footnotes, navigation and the rest are dropped unmarked.
 func contentBlocks(n *html.Node) []Block {
 	if n.Type != html.ElementNode {
@@ -300,8 +300,9 @@ func contentBlocks(n *html.Node) []Block {
 // inlineText renders a paragraph's content in the entry's inline format:
 // links into the glossary become {cross references}, <em>/<strong> *emphasis*,
 // code its plain text, other links their text; footnote marks and scripts
-// are dropped. The second result, lost, reports text with literal braces or a link whose text is
-// an address, which cannot be kept whole; "" if no word is left.
+// are dropped. The second result, lost, reports text that cannot be kept
+// whole: literal braces, a link whose text is an address, or code that reads
+// as markup (engine/markup's fragments); "" if no word is left.
 func inlineText(n *html.Node) (string, bool) {
 	var b strings.Builder
 	braces := false // or an address
@@ -360,6 +361,11 @@ func inlineText(n *html.Node) (string, bool) {
 	s = strings.TrimSpace(reMultiSpace.ReplaceAllString(s, " "))
 	if !reHasWord.MatchString(s) {
 		return "", false
+	}
+	// Code shown as prose that reads as markup (realm="REALM", <module>) would
+	// be a fragment on screen and teach the model to write one.
+	if len(markup.Find(s)) > 0 {
+		return "", true
 	}
 	return s, false
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine/markup"
 )
 
 // V.E.R.A.'s dictd layout (dict-vera): the acronym on its own line, then one
@@ -75,8 +76,8 @@ func ParseVERA(raw string) (Entry, bool) {
 		return ""
 	})
 	body = strings.NewReplacer("{", "(", "}", ")", "*", "").Replace(assets.CleanLine(body))
-	if !reHasWord.MatchString(body) {
-		return Entry{}, false
+	if !reHasWord.MatchString(body) || len(markup.Find(body+" "+strings.Join(refs, " "))) > 0 {
+		return Entry{}, false // no words, or text that would show as markup debris
 	}
 	var b strings.Builder
 	b.WriteString(sentenceCase(body))

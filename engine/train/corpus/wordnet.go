@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine/markup"
 )
 
 // WordNet's dictd layout (dict-wn): the headword on its own line, then senses
@@ -169,8 +170,8 @@ func wnSentence(title, sense string) string {
 		def = "In " + m[1] + ", " + def[len(m[0]):]
 	}
 	def = strings.TrimSpace(def)
-	if !reHasWord.MatchString(def) {
-		return ""
+	if !reHasWord.MatchString(def) || len(markup.Find(def+" "+example)) > 0 {
+		return "" // no words, or text that would show as markup debris
 	}
 	var b strings.Builder
 	b.WriteString(sentenceCase(def))
