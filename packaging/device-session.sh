@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# Device session: everything a session that is lent the device machine (one NVIDIA H200, 15 minutes of
+# device time in all) runs there, prepared and rehearsed beforehand, so that its minutes go to the GPU:
+#
+#   a. packaging/gpu-check.sh (Darkroom against transformers at the 26B's dimensions; capped at 8 minutes)
+#   b. Darkroom Mini 2 training on the GPU: `darkroom train run` on XLA CUDA (JAX's PJRT plugin, found at
+#      run time) at Mini 2's size (hidden 192, 6 layers, 6 heads, 2 K/V heads, head dim 32, intermediate
+#      384, experts 8 × 192 top-2: train-runs/mini2's), from the host run's exported weights when they were
+#      prepared (else from scratch), the host run's prefix buckets (one graph each, compiled once),
+#      a checkpoint every minute, stopped by a time budget (SIGINT: the trainer writes a checkpoint), then
+#      `darkroom train export` and `darkroom train eval` on the device
+#
+# and brings the results back under $OUT within the device tool's limits (at most 8 files of 16 MiB):
+#
+#   session.log                     everything both parts printed
+#   gpu-check.json                  part a's table as JSON ({"skipped": …} when it could not run)
+#   check.tar.gz                    part a's small logs and JSON (not the 5 GB model or the logits)
+#   model.safetensors.part-NN       part b's exported weights (float32), cut in 15 MiB pieces:
+#                                   cat model.safetensors.part-* > model.safetensors
+#   train.tar.gz                    part b's model config and tokenizer, the run's options, recipe,
+#                                   metrics and last checkpoint's state, recipe.json, loss.png, the
+#                                   training, export and eval logs, eval.json
+#
+# Usage:
+#   packaging/device-session.sh prepare [--init-run RUN | --init-model DIR] [--dir DIR]
+#       here, where Go is: builds the headless binary (cgo, stripped), compresses it and train-runs/corpus,
+#       exports RUN's latest checkpoint as the starting weights (reading RUN only), into DIR
+#       (default out/device-session, ignored by git) and checks that the tree and DIR fit the 64 MiB the
+#       device tool carries
+#   packaging/device-session.sh run [--part all|check|train] [--budget SECONDS] [--backend B] [--dry-run]
+#       [--steps N] [--batch N] [--eval-pages N] [--eval-seen N] [--eval-seconds S] [--eval-args "FLAGS"]
+#       [--dir DIR]
+#       on the device (or here, to rehearse): unpacks DIR into a scratch folder, runs the parts asked for
+#       within SECONDS of the start (default 585: a 600 s call), and packs $OUT. --dry-run runs
+#       gpu-check.sh's dry run instead of part a (what CI tests) and trains on --backend go unless told
+#       otherwise: the CPU rehearsal.
+#
+# docs/gpu.md ("A device session") gives the device tool's command lines.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+dir="$root/out/device-session"
+die() {
+	echo "device-session: $*" >&2
+	exit 1
+}
+now() { date +%s; }
+
+# unxz FILE: FILE decompressed on stdout, by xz or (where xz is missing) Python's lzma.
+unxz() {
+	if command -v xz >/dev/null 2>&1; then
+		xz -dc "$1"
+	else
+		python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"
+	fi
+}
+
+# --- prepare (here) -------------------------------------------------------------------------------
+prepare() {
+	local init_run="" init_model=""
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--init-run) init_run="$2"; shift 2 ;;
+		--init-model) init_model="$2"; shift 2 ;;
+		--dir) dir="$2"; shift 2 ;;
+		*) die "prepare: unknown argument $1 (see the header of $0)" ;;
+		esac
+	done
+	command -v go >/dev/null || die "prepare needs Go (bash packaging/setup.sh installs it)"
+	[ -d "$root/train-runs/corpus" ] || die "no train-runs/corpus: build it with darkroom train corpus --out train-runs/corpus"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	local bin="$dir/darkroom"
+	echo "device-session: building the headless binary"
+	(cd "$root" && CGO_ENABLED=1 go build -tags headless -trimpath -ldflags "-s -w" -o "$bin" .)
+	if [ -n "$init_run" ]; then
+		echo "device-session: exporting $init_run's latest checkpoint as the starting weights"
+		"$bin" train export --run "$init_run" --out "$dir/init" --recipe "" # reads the run, writes only dir/init
+	elif [ -n "$init_model" ]; then
+		mkdir -p "$dir/init"
+		cp "$init_model"/config.json "$init_model"/generation_config.json "$init_model"/*.safetensors \
+			"$init_model"/tokenizer.json "$init_model"/tokenizer_config.json "$dir/init/"
+	fi
+	echo "device-session: compressing the binary and the corpus"
+	xz -T2 -6 "$bin"
+	tar -cf - -C "$root/train-runs" corpus | xz -T2 -6 >"$dir/corpus.tar.xz"
+	git -C "$root" rev-parse HEAD >"$dir/commit" 2>/dev/null || true
+	local tree carried
+	tree=$(cd "$root" && { git ls-files -z; git ls-files -z -o --exclude-standard; } | xargs -0 du -cb 2>/dev/null | awk '$2 == "total" {s += $1} END {print s + 0}')
+	carried=$(du -sb "$dir" | cut -f1)
+	du -ab "$dir" | sort -k2
+	echo "device-session: carried ${carried} B + working tree ${tree} B = $((carried + tree)) B of 67108864"
+	[ $((carried + tree)) -le 67108864 ] || die "over the device tool's 64 MiB: leave out --init or shrink the tree"
+	echo "device-session: prepared $dir"
+}
+
+# --- run (on the device) --------------------------------------------------------------------------
+# jax_cuda_plugin: the first JAX PJRT CUDA plugin in the active virtual environment, the site-packages
+# Python knows of, or /opt/*/.venv (where the device machine keeps torch and JAX).
+jax_cuda_plugin() {
+	local sp
+	sp=$({ [ -n "${VIRTUAL_ENV:-}" ] && echo "$VIRTUAL_ENV"/lib/python3*/site-packages
+		python3 -c 'import site; print(*site.getsitepackages(), site.getusersitepackages())' 2>/dev/null
+		echo /opt/*/.venv/lib/python3*/site-packages; } | tr ' ' '\n')
+	for d in $sp; do
+		for f in "$d"/jax_plugins/xla_cuda*/xla_cuda_plugin.so; do
+			[ -f "$f" ] && { echo "$f"; return 0; }
+		done
+	done
+	return 1
+}
+
+run() {
+	local part=all budget="" backend="" dry=0 steps=2000 batch=32 eval_pages=50 eval_seen=50 eval_secs=60 eval_args=""
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--part) part="$2"; shift 2 ;;
+		--budget) budget="$2"; shift 2 ;;
+		--backend) backend="$2"; shift 2 ;;
+		--dry-run) dry=1; shift ;;
+		--steps) steps="$2"; shift 2 ;;
+		--batch) batch="$2"; shift 2 ;;
+		--eval-pages) eval_pages="$2"; shift 2 ;;
+		--eval-seen) eval_seen="$2"; shift 2 ;;
+		--eval-seconds) eval_secs="$2"; shift 2 ;;
+		--eval-args) eval_args="$2"; shift 2 ;;
+		--dir) dir="$2"; shift 2 ;;
+		*) die "run: unknown argument $1 (see the header of $0)" ;;
+		esac
+	done
+	case "$part" in all | check | train) ;; *) die "run: --part is all, check or train, not $part" ;; esac
+	local start
+	start=$(now)
+	budget=${budget:-585}
+	local deadline=$((start + budget))
+	out="${OUT:?run: OUT must name the folder that comes back}"
+	mkdir -p "$out"
+	set -o pipefail
+	session 2>&1 | tee -a "$out/session.log"
+}
+
+step() { echo "device-session: [$(($(now) - start))s] $*"; }
+
+# session: run's work, its output also in $out/session.log.
+session() {
+	step "part $part, budget ${budget}s, commit $(cat "$dir/commit" 2>/dev/null || echo unknown)"
+	[ -f "$dir/darkroom.xz" ] || die "no $dir/darkroom.xz: run $0 prepare where Go is, and carry ${dir#"$root"/}"
+	work="${DEVICE_SESSION_WORK:-/tmp/darkroom-device-session}"
+	rm -rf "$work"
+	mkdir -p "$work"
+	bin="$work/darkroom"
+	unxz "$dir/darkroom.xz" >"$bin"
+	chmod +x "$bin"
+	if [ "$part" != train ]; then
+		check_part
+	fi
+	if [ "$part" != check ]; then
+		train_part
+	fi
+	step "done; under $out: $(cd "$out" && ls | tr '\n' ' ')"
+}
+
+check_part() {
+	step "part a: gpu-check.sh"
+	local args=(--darkroom "$bin" --out "$work/check")
+	[ "$dry" = 1 ] && args+=(--dry-run)
+	[ -n "$backend" ] && args+=(--backend "$backend")
+	local rc=0
+	timeout -k 10 480 bash "$here/gpu-check.sh" "${args[@]}" || rc=$?
+	[ "$rc" = 0 ] || step "gpu-check.sh exited $rc"
+	cp "$work/check/gpu-check.json" "$out/gpu-check.json" 2>/dev/null || echo '{"failed": "gpu-check.sh wrote no gpu-check.json"}' >"$out/gpu-check.json"
+	# Its logs and small JSON, not the model, the .npy or the logits files.
+	(cd "$work/check" && find . -maxdepth 2 -type f -size -1024k \( -name '*.json' -o -name '*.log' -o -name '*.mem' \) -print0 |
+		tar -czf "$out/check.tar.gz" --null -T -)
+}
+
+train_part() {
+	step "part b: Darkroom Mini 2 training"
+	if [ -z "$backend" ]; then
+		if [ "$dry" = 1 ]; then
+			backend=go
+		else
+			local plugin
+			plugin=$(jax_cuda_plugin) || die "no JAX PJRT CUDA plugin (jax_plugins/xla_cuda*/xla_cuda_plugin.so) found: pass --backend xla:/path/to/xla_cuda_plugin.so"
+			backend="xla:$plugin"
+		fi
+	fi
+	step "backend $backend"
+	unxz "$dir/corpus.tar.xz" | tar -xf - -C "$work"
+	local run="$out/run" # checkpoints every minute land here; packed and removed at the end
+	rm -rf "$run"
+	local size=(--hidden 192 --layers 6 --heads 6 --kv-heads 2 --head-dim 32 --intermediate 384 --moe-intermediate 192 --experts 8 --top-k 2)
+	local warmup=200 from="from scratch"
+	if [ -f "$dir/init/config.json" ]; then
+		size=(--init "$dir/init")
+		warmup=100
+		from="from $dir/init"
+	fi
+	# What the export, the eval and the packing need after training: kept back from the training's time.
+	local reserve=$((15 + eval_secs + 15))
+	local train_secs=$((deadline - $(now) - reserve))
+	if [ "$train_secs" -lt 60 ]; then
+		step "skipped training: ${train_secs}s left after keeping ${reserve}s for export, eval and packing (run --part train in its own call)"
+		return 0
+	fi
+	step "training $from for at most ${train_secs}s ($steps steps of $batch)"
+	# The step lines go to train.log; every 50th comes to the session log after.
+	set +e
+	timeout -s INT -k 30 "$train_secs" "$bin" train run --backend "$backend" --corpus "$work/corpus" --run "$run" \
+		--steps "$steps" --batch "$batch" --lr 2e-3 --min-lr 1e-4 --warmup "$warmup" --buckets 48,128,256,320 \
+		--kinds page=1,chat=0.15,desktop=0.1 --eval-every "$steps" --checkpoint-every 1000000 --checkpoint-minutes 1 \
+		"${size[@]}" 2>&1 | tee "$work/train.log" | grep --line-buffered -v '^step '
+	local rc=${PIPESTATUS[0]}
+	set -e
+	grep '^step ' "$work/train.log" | awk 'NR % 50 == 1' || true
+	grep '^step ' "$work/train.log" | tail -1 || true
+	case "$rc" in
+	0) step "training finished its $steps steps" ;;
+	124) step "training stopped at its time budget (SIGINT: checkpoint written)" ;;
+	*) step "training exited $rc" ;;
+	esac
+	if [ ! -f "$run/checkpoints/latest" ]; then
+		pack_train
+		die "training left no checkpoint"
+	fi
+	step "export"
+	"$bin" train export --run "$run" --out "$work/model" --recipe "$work/recipe" 2>&1 | tee "$work/export.log"
+	local eval_left=$((deadline - $(now) - 15))
+	eval_secs=$((eval_left < eval_secs ? eval_left : eval_secs))
+	if [ "$eval_secs" -ge 10 ]; then
+		step "eval: $eval_pages held-out and $eval_seen seen titles, at most ${eval_secs}s"
+		rc=0
+		timeout -k 10 "$eval_secs" "$bin" train eval --model "$work/model" --corpus "$work/corpus" --backend "$backend" \
+			--pages "$eval_pages" --seen "$eval_seen" $eval_args --json >"$work/eval.json" 2>"$work/eval.log" || rc=$?
+		tail -3 "$work/eval.log"
+		[ "$rc" = 0 ] || step "eval exited $rc (124: out of time; run it on the host from the weights that come back)"
+	else
+		step "skipped eval: ${eval_left}s left"
+	fi
+	pack_train
+}
+
+# pack_train: the weights in pieces and the rest in one archive under $out; the run folder (its
+# checkpoints are 100 MB and too deep to come back) removed from $out.
+pack_train() {
+	step "packing"
+	local run="$out/run"
+	if [ -f "$work/model/model.safetensors" ]; then
+		split -b 15M -d -a 2 "$work/model/model.safetensors" "$out/model.safetensors.part-"
+	fi
+	local files=()
+	for f in model/config.json model/generation_config.json model/tokenizer.json model/tokenizer_config.json \
+		recipe train.log export.log eval.json eval.log; do
+		[ -e "$work/$f" ] && files+=("$f")
+	done
+	mkdir -p "$work/run"
+	for f in options.json recipe.json metrics.jsonl model checkpoints/latest; do
+		[ -e "$run/$f" ] && mkdir -p "$work/run/$(dirname "$f")" && cp -r "$run/$f" "$work/run/$f"
+	done
+	local latest
+	latest=$(cat "$run/checkpoints/latest" 2>/dev/null || true)
+	[ -n "$latest" ] && [ -f "$run/checkpoints/$latest/state.json" ] && cp "$run/checkpoints/$latest/state.json" "$work/run/state.json"
+	files+=(run)
+	tar -czf "$out/train.tar.gz" -C "$work" "${files[@]}"
+	rm -rf "$run"
+}
+
+cmd="${1:-}"
+[ $# -gt 0 ] && shift
+case "$cmd" in
+prepare) prepare "$@" ;;
+run) run "$@" ;;
+*) die "usage: $0 prepare|run [flags] (see the header)" ;;
+esac
