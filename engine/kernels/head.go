@@ -99,35 +99,35 @@ func temperedAt(row, e, probs []float32, am int, inv, u float64) Position {
 	return Position{Sampled: sampled, Argmax: am, Entropy: float32(h)}
 }
 
-// softCapMax is SoftCap(row, c) and then the argmax of row (ArgMax's), in one pass
-// where AVX-512 runs: its part is SoftCap's vector arithmetic lane for lane, so the
-// values are SoftCap's, and the largest of them is ArgMax's maximum.
+// softCapMax is SoftCap(row, c) and then ArgMax(row), in one pass where AVX-512
+// runs: its part is SoftCap's vector arithmetic lane for lane, so the values are
+// SoftCap's, and it keeps each lane's maximum and its first index, the lowest index
+// of the largest of which is ArgMax's (ties → the lowest id; NaNs never larger).
 func softCapMax(row []float32, c float32) (argmax int) {
-	n, m := 0, float32(math.Inf(-1))
-	if useAVX512 && c > 0 && len(row) >= 16 {
-		n = len(row) &^ 15
-		m = softCapMax512(&row[0], n, c, -2/c)
-	}
-	switch {
-	case n == 0:
+	if !useAVX512 || c <= 0 || len(row) < 16 {
 		SoftCap(row, c)
-		m = maxOf(row)
-	case n < len(row):
-		SoftCap(row[n:], c)
-		for _, v := range row[n:] {
-			if v > m {
-				m = v
-			}
+		return ArgMax(row)
+	}
+	n := len(row) &^ 15
+	var lm [16]float32
+	var li [16]int32
+	softCapArgMax512(&row[0], n, c, -2/c, &lm, &li)
+	m, am := float32(math.Inf(-1)), -1
+	for l, v := range lm {
+		if i := int(li[l]); i >= 0 && (v > m || v == m && i < am) {
+			m, am = v, i
 		}
 	}
-	if row[0] == row[0] { // a NaN at 0 is ArgMax's case
-		for j, v := range row {
-			if v == m {
-				return j
-			}
+	SoftCap(row[n:], c)
+	for j, v := range row[n:] {
+		if v > m {
+			m, am = v, n+j
 		}
 	}
-	return ArgMax(row)
+	if am < 0 || row[0] != row[0] { // no number, or ArgMax's NaN at 0
+		return ArgMax(row)
+	}
+	return am
 }
 
 // expShift is ExpShift with AVX-512 where it runs: the same values and sum.

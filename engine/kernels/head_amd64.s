@@ -5,7 +5,8 @@
 // The fused head's row passes with AVX-512: softCapAVX2 and expShiftAVX2
 // (exp_amd64.s) sixteen lanes at a time, operation for operation, so every value is
 // the same; the running sum of expShift512 is kept in eight lanes, added in the
-// order expShiftAVX2 adds them, so the sum is too.
+// order expShiftAVX2 adds them, so the sum is too. softCapArgMax512 also keeps each
+// lane's maximum and where it first was, so the row's argmax needs no second pass.
 
 DATA headconst<>+0(SB)/4, $88.3762626647949
 DATA headconst<>+4(SB)/4, $-87.3365447504
@@ -23,12 +24,33 @@ DATA headconst<>+48(SB)/4, $127
 DATA headconst<>+52(SB)/4, $0x7fffffff
 DATA headconst<>+56(SB)/4, $0x80000000
 DATA headconst<>+60(SB)/4, $0xff800000
-GLOBL headconst<>(SB), RODATA|NOPTR, $64
+DATA headconst<>+64(SB)/4, $16
+GLOBL headconst<>(SB), RODATA|NOPTR, $68
 
-// func softCapMax512(row *float32, n int, c, scale float32) float32
+DATA headiota<>+0(SB)/4, $0
+DATA headiota<>+4(SB)/4, $1
+DATA headiota<>+8(SB)/4, $2
+DATA headiota<>+12(SB)/4, $3
+DATA headiota<>+16(SB)/4, $4
+DATA headiota<>+20(SB)/4, $5
+DATA headiota<>+24(SB)/4, $6
+DATA headiota<>+28(SB)/4, $7
+DATA headiota<>+32(SB)/4, $8
+DATA headiota<>+36(SB)/4, $9
+DATA headiota<>+40(SB)/4, $10
+DATA headiota<>+44(SB)/4, $11
+DATA headiota<>+48(SB)/4, $12
+DATA headiota<>+52(SB)/4, $13
+DATA headiota<>+56(SB)/4, $14
+DATA headiota<>+60(SB)/4, $15
+GLOBL headiota<>(SB), RODATA|NOPTR, $64
+
+// func softCapArgMax512(row *float32, n int, c, scale float32, max *[16]float32, idx *[16]int32)
 // row[i] = c·tanh(row[i]/c) as softCapAVX2 computes it, for n (a positive multiple of
-// 16) values; returns the largest result (NaNs skipped, as maxAVX2; −∞ if all are).
-TEXT ·softCapMax512(SB), NOSPLIT, $0-28
+// 16) values; max and idx get, per lane l (the i ≡ l mod 16), the largest result and
+// the first i that has it (a result replaces the lane's only when greater, so NaNs
+// never do; idx −1 and max −∞ where none did).
+TEXT ·softCapArgMax512(SB), NOSPLIT, $0-40
 	MOVQ row+0(FP), DI
 	MOVQ n+8(FP), CX
 	VBROADCASTSS c+16(FP), Z14
@@ -48,7 +70,10 @@ TEXT ·softCapMax512(SB), NOSPLIT, $0-28
 	VBROADCASTSS headconst<>+36(SB), Z21
 	VBROADCASTSS headconst<>+40(SB), Z22
 	VPBROADCASTD headconst<>+56(SB), Z23 // sign bit
-	VPBROADCASTD headconst<>+60(SB), Z16 // running max: −∞
+	VPBROADCASTD headconst<>+60(SB), Z16 // the lanes' maxima: −∞
+	VPTERNLOGD $0xff, Z24, Z24, Z24      // their indices: −1
+	VMOVDQU32 headiota<>(SB), Z25        // this step's indices
+	VPBROADCASTD headconst<>+64(SB), Z26 // 16
 	VPXORD Z10, Z10, Z10                 // 0
 	XORQ AX, AX
 
@@ -82,21 +107,18 @@ capmaxloop:
 	VCMPPS $1, Z10, Z11, K1              // x < 0
 	VPXORD Z23, Z8, K1, Z8               // negated there
 	VMOVUPS Z8, (DI)(AX*4)
-	VMAXPS Z16, Z8, Z16
+	VCMPPS $0x1e, Z16, Z8, K2            // greater than the lane's maximum (ordered)
+	VMOVAPS Z8, K2, Z16
+	VMOVDQA32 Z25, K2, Z24
+	VPADDD Z26, Z25, Z25
 	ADDQ $16, AX
 	CMPQ AX, CX
 	JLT  capmaxloop
 
-	VMOVAPS Z16, Z0
-	VEXTRACTF64X4 $1, Z0, Y1
-	VMAXPS Y0, Y1, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS X0, X1, X0
-	VPERMILPS $0x4e, X0, X1
-	VMAXPS X0, X1, X0
-	VPERMILPS $0xb1, X0, X1
-	VMAXPS X0, X1, X0
-	MOVSS X0, ret+24(FP)
+	MOVQ max+24(FP), DI
+	VMOVUPS Z16, (DI)
+	MOVQ idx+32(FP), DI
+	VMOVDQU32 Z24, (DI)
 	VZEROUPPER
 	RET
 

@@ -2,7 +2,7 @@
 
 package kernels
 
-func softCapMax512(row *float32, n int, c, scale float32) float32 {
+func softCapArgMax512(row *float32, n int, c, scale float32, max *[16]float32, idx *[16]int32) {
 	panic("kernels: no AVX-512 on this platform")
 }
 
