@@ -11,7 +11,9 @@ import (
 // Status is the status line under the page after ev (call it after Text(ev)):
 // where the generation is, its forward passes, the time and the tokens per
 // second, counting the committed tokens and those the current canvas has
-// accepted so far.
+// accepted so far. Every generation's first event follows the prompt's encoder
+// pass, so zero forward passes means a remote server that reports none: those
+// are unknown, and the line leaves them out.
 func (d *Draft) Status(ev engine.Event) string {
 	tokens := len(ev.Committed) + d.Accepted()
 	secs := ev.Elapsed.Seconds()
@@ -19,18 +21,21 @@ func (d *Draft) Status(ev engine.Event) string {
 	if secs > 0 {
 		rate = float64(tokens) / secs
 	}
-	passes := plural.Count(ev.ForwardPasses, "forward pass", "forward passes")
+	passes := ""
+	if ev.ForwardPasses > 0 {
+		passes = " · " + plural.Count(ev.ForwardPasses, "forward pass", "forward passes")
+	}
 	switch ev.Kind {
 	case engine.EventStep:
 		// Forward passes are the denoising steps plus one encoder pass for the
 		// prompt and one per committed canvas.
 		steps := max(ev.ForwardPasses-1-ev.Canvas, ev.Step)
-		return fmt.Sprintf("Developing · canvas %d, step %d (%s so far) · %s · %.1f s · %.1f tokens/s",
+		return fmt.Sprintf("Developing · canvas %d, step %d (%s so far)%s · %.1f s · %.1f tokens/s",
 			ev.Canvas+1, ev.Step, plural.Count(steps, "step", "steps"), passes, secs, rate)
 	case engine.EventToken:
-		return fmt.Sprintf("Printing · %s · %s · %.1f s · %.1f tokens/s", plural.Count(tokens, "token", "tokens"), passes, secs, rate)
+		return fmt.Sprintf("Printing · %s%s · %.1f s · %.1f tokens/s", plural.Count(tokens, "token", "tokens"), passes, secs, rate)
 	default:
-		return fmt.Sprintf("Developing · canvas %d committed · %s · %.1f s · %.1f tokens/s", ev.Canvas+1, passes, secs, rate)
+		return fmt.Sprintf("Developing · canvas %d committed%s · %.1f s · %.1f tokens/s", ev.Canvas+1, passes, secs, rate)
 	}
 }
 

@@ -29,7 +29,8 @@ func TestDoneStatus(t *testing.T) {
 }
 
 // TestStatus: the developing line counts the committed tokens and the accepted
-// positions of the current canvas, and says "1 step", "1 token" in the singular.
+// positions of the current canvas, says "1 step", "1 token" in the singular, and
+// leaves out forward passes nobody reported.
 func TestStatus(t *testing.T) {
 	d := New(runeVocab{}, nil)
 	canvas := ids("<p>Hi</p>")
@@ -50,5 +51,11 @@ func TestStatus(t *testing.T) {
 	d.Text(ev)
 	if got, want := d.Status(ev), "Developing · canvas 2 committed · 9 forward passes · 2.0 s · 1.5 tokens/s"; got != want {
 		t.Errorf("commit: %q, want %q", got, want)
+	}
+	// A server that is not Darkroom reports no forward passes: not "0 forward passes".
+	ev = engine.Event{Kind: engine.EventCommit, Committed: ids("abcd"), Text: "abcd", Elapsed: 2 * time.Second}
+	d.Text(ev)
+	if got, want := d.Status(ev), "Developing · canvas 1 committed · 2.0 s · 2.0 tokens/s"; got != want {
+		t.Errorf("remote commit: %q, want %q", got, want)
 	}
 }

@@ -185,24 +185,29 @@ func (r *Race) Start() {
 	})
 }
 
+// raceStats is a pane's line while it runs.
 func raceStats(ev engine.Event, tokens int) string {
 	rate := 0.0
 	if s := ev.Elapsed.Seconds(); s > 0 {
 		rate = float64(tokens) / s
 	}
-	return fmt.Sprintf("%s · %s · %.1f tokens/s · %.1f s", plural.Count(tokens, "token", "tokens"),
-		plural.Count(ev.ForwardPasses, "forward pass", "forward passes"), rate, ev.Elapsed.Seconds())
+	return fmt.Sprintf("%s%s · %.1f tokens/s · %.1f s", plural.Count(tokens, "token", "tokens"), passesPart(ev.ForwardPasses),
+		rate, ev.Elapsed.Seconds())
 }
 
-// raceFinal is a pane's line for its finished run. A remote server that is not
-// Darkroom reports no forward passes: unknown, not zero, so they are left out.
+// raceFinal is a pane's line for its finished run.
 func raceFinal(res *engine.Result) string {
-	passes := ""
-	if res.ForwardPasses > 0 {
-		passes = " · " + plural.Count(res.ForwardPasses, "forward pass", "forward passes")
-	}
 	return fmt.Sprintf("Finished: %s%s · %.1f tokens/s · %.2f s",
-		plural.Count(len(res.Tokens), "token", "tokens"), passes, res.TokensPerS, res.Elapsed.Seconds())
+		plural.Count(len(res.Tokens), "token", "tokens"), passesPart(res.ForwardPasses), res.TokensPerS, res.Elapsed.Seconds())
+}
+
+// passesPart is " · N forward passes", or "" for none: a remote server that is
+// not Darkroom reports no forward passes, which are unknown, not zero.
+func passesPart(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return " · " + plural.Count(n, "forward pass", "forward passes")
 }
 
 // oneModeSummary is the summary of a race with no printer: the model runs one
