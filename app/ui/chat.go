@@ -455,6 +455,9 @@ func (c *Chat) answer() {
 			mode, info.Mode.Reason = engine.AR, "the printer (AR), as chosen"
 		}
 		label := modeLabel(mode)
+		if info.OneMode != "" && mode != engine.AR { // (AR is refused there, in words)
+			label, info.Mode.Reason = serverModeLabel, ""
+		}
 		dev := develop.New(m, m.Decode)
 		th := newThrottle(frameInterval, func(ev engine.Event) {
 			text := dev.Text(ev)
@@ -538,6 +541,10 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 
 // modeAuto is the mode picker's choice of the model's default mode here.
 const modeAuto = "Automatic mode"
+
+// serverModeLabel names the mode in the status line of a model that runs one
+// way only, the server's (ModelInfo.OneMode), whichever mode was picked.
+const serverModeLabel = "The server's own mode"
 
 // modeLabel is a mode's name in a status line and the mode picker.
 func modeLabel(m engine.Mode) string {

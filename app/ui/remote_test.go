@@ -310,3 +310,55 @@ func TestRaceOnOneModeServer(t *testing.T) {
 		t.Errorf("%d chat requests reached the server, want the polaroid's alone", n)
 	}
 }
+
+// TestChatOnOneModeServer: on a server that is not Darkroom the chat's status
+// names the server's own mode, not the polaroid it cannot vouch for (it said
+// "Polaroid (diffusion)", and "as chosen" when picked); the printer, picked, is
+// refused in words that say why and what to do.
+func TestChatOnOneModeServer(t *testing.T) {
+	hs := startVLLM(t, []string{"Unix is an operating system ", "from Bell Labs."}, 300*time.Millisecond) // a status line per canvas
+	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	useVLLM(t, a.App, hs)
+	c := a.Chat
+	var mu sync.Mutex
+	var shown []string
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the status lines while the answer streams
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				st := uiRead(func() string { return c.status.Text })
+				mu.Lock()
+				shown = append(shown, st)
+				mu.Unlock()
+			}
+		}
+	}()
+	asUI(func() { c.mode.SetSelected(modeLabel(engine.Diffusion)) })
+	typeText(c.input, "What is Unix?")
+	tap(c.send)
+	c.run.Wait()
+	mu.Lock()
+	lines := strings.Join(shown, "\n")
+	mu.Unlock()
+	if st := uiRead(func() string { return c.status.Text }); !strings.HasPrefix(st, "Done") || strings.Contains(strings.ToLower(lines+st), "polaroid") {
+		t.Errorf("status %q, while streaming:\n%s", st, lines)
+	}
+	if !strings.Contains(lines, serverModeLabel+" · Developing · canvas") {
+		t.Errorf("no streaming status names the server's mode:\n%s", lines)
+	}
+
+	asUI(func() { c.mode.SetSelected(modeLabel(engine.AR)) })
+	typeText(c.input, "And?")
+	tap(c.send)
+	c.run.Wait()
+	if msg := uiRead(func() string { return c.errLabel.Text }); !strings.Contains(msg, "offers one mode") || !strings.Contains(msg, "use a local model or a Darkroom server") {
+		t.Errorf("AR on a one-mode server: %q", msg)
+	}
+	if n := hs.Chats(); n != 1 {
+		t.Errorf("%d chat requests reached the server; the printer's should not", n)
+	}
+}
