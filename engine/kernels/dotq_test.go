@@ -21,7 +21,7 @@ func vectorPaths(t *testing.T, f func(t *testing.T)) {
 
 // TestDotInt4Rows: the fused int4 g32 dot is bit for bit dot on the decoded values (what
 // the host model's twin test relies on), for symmetric and affine codes, 1 to 3 rows at
-// a time, group counts 1 to 257, codes of 8 (zero values) and negative scales included;
+// a time, group counts 1 to 257 (whole and partial unrolled steps), codes of 8 (zero values) and negative scales included;
 // and within float32 rounding of the float64 product.
 func TestDotInt4Rows(t *testing.T) {
 	if !useAVX2 {
@@ -29,7 +29,7 @@ func TestDotInt4Rows(t *testing.T) {
 	}
 	vectorPaths(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(21, 22))
-		for _, groups := range []int{1, 7, 33, 257} {
+		for _, groups := range []int{1, 7, 8, 22, 33, 257} {
 			for _, rows := range []int{1, 2, 3} {
 				for _, affine := range []bool{false, true} {
 					t.Run(fmt.Sprintf("%d/%d/affine=%v", groups, rows, affine), func(t *testing.T) {

@@ -6,16 +6,29 @@ import (
 )
 
 // The AR step's fused dot products (dotrows_amd64.s): rows of stored weights dotted
-// with one float32 vector x without writing the decoded values, several weight rows
-// at a time — int4 with AVX-512, int8 with AVX2. Each row keeps dotAVX2's 32 accumulator lanes — lane c sums
-// value c of every 32 in order, with one FMA per value — and its final sum, so a row's
-// result is bit for bit dotAVX2's on the decoded row. A lane's sum is a chain of FMAs
-// (4 cycles each), so one row runs at 32 values per 4 cycles however wide the
-// vectors; the rows of a call are independent chains, which is why a call takes more
-// than one.
+// with one float32 vector x without writing the decoded values — int4 with AVX-512,
+// two rows at a time, int8 with AVX2. Each row keeps dotAVX2's 32 accumulator lanes —
+// lane c sums value c of every 32 in order, with one FMA per value — and its final
+// sum, so a row's result is bit for bit dotAVX2's on the decoded row. A lane's sum is
+// a chain of FMAs (4 cycles each), so one row runs at 32 values per 4 cycles however
+// wide the vectors: int4, whose decoding is cheap enough to wait on that chain, takes
+// two rows, two independent chains.
 
-// dotRows is the number of weight rows a multi-row dot kernel interleaves.
-var dotRows = []int{1, 2}
+// int4Rows are the weight row counts of the int4 kernels, which interleave two rows (a
+// leftover row takes the one-row kernel). The int8 kernel takes one row: on Zen 4
+// (where these were measured) two rows gain nothing in cache — the multiplies and FMAs
+// already fill both FMA pipes — and stream from memory at 7 GB/s a core against one
+// row's 18, the hardware prefetchers losing track of two streams a row apart.
+var int4Rows = []int{1, 2}
+
+// int4Prefetch is how far ahead (bytes) the int4 kernels prefetch each row's codes: it
+// lifts two interleaved rows streamed from memory from 5.5 to 9 GB/s a core, one row
+// from 7.3 to 9 (Zen 4; the int8 kernel, at 18 without, loses with it).
+const int4Prefetch = 4096
+
+// int4Unroll is the groups of 32 an int4 kernel's step takes per row: four, a cache
+// line of codes.
+const int4Unroll = 4
 
 func emitDots(p func(string, ...any)) {
 	p("// dotq4table holds float32(c − 8) for the codes c = 0…15 of symmetric int4, then")
@@ -28,11 +41,9 @@ func emitDots(p func(string, ...any)) {
 		p("DATA dotq4table<>+%d(SB)/4, $%s", 64+4*c, floatHex(float32(c)))
 	}
 	p("GLOBL dotq4table<>(SB), RODATA|NOPTR, $128")
-	for _, r := range dotRows {
-		p("")
-		emitDotInt8(p, r)
-	}
-	for _, r := range dotRows {
+	p("")
+	emitDotInt8(p)
+	for _, r := range int4Rows {
 		p("")
 		emitDotInt4(p, r)
 	}
@@ -43,70 +54,50 @@ func floatHex(f float32) string {
 	return fmt.Sprintf("0x%08x", math.Float32bits(f))
 }
 
-// emitDotInt8 writes dotInt8xRAVX2: rows of int8 codes (stride bytes apart) dotted
-// with x, value i of row j being float32(code)·scale, the scale read at
-// scales + j·sstride + (i/32)·step bytes (step 0: one scale per row; 4: one per 32
-// values). These stay AVX2: on the machine they were measured on (Zen 4, whose
-// AVX-512 splits each zmm operation into two ymm halves) a zmm version ran 20% slower,
-// its sign extensions costing more than they saved.
-func emitDotInt8(p func(string, ...any), rows int) {
-	if rows > 2 {
-		panic("genkernels: dotInt8 addresses two rows")
-	}
-	name := fmt.Sprintf("dotInt8x%dAVX2", rows)
-	label := func(s string) string { return fmt.Sprintf("%s_%s", name, s) }
-	code := []string{"(SI)", "(SI)(R11*1)"}
-	scale := []string{"(DX)", "(DX)(R8*1)"}
-	acc := func(j, v int) int { return 4*j + v }
-	p("// func %s(x *float32, codes *byte, stride, n int, scales *float32, sstride, step int, out *float32)", name)
-	p("// %s of n values (a positive multiple of 32), stride bytes apart, dotted with x:", rowsWord(rows, "int8 row"))
-	p("// out[j] is dotAVX2 of x with row j's float32(code)·scale, bit for bit (the same")
-	p("// accumulators, order and final sum), the scale of its values 32c … 32c+31 at")
-	p("// scales + j·sstride + c·step bytes.")
-	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+// emitDotInt8 writes dotInt8AVX2: a row of int8 codes dotted with x, value i being
+// float32(code)·scale, the scale read at scales + (i/32)·step bytes (step 0: one scale
+// per row; 4: one per 32 values). It stays AVX2: on Zen 4 a zmm version ran 20%
+// slower, its sign extensions costing more than they saved.
+func emitDotInt8(p func(string, ...any)) {
+	const name = "dotInt8AVX2"
+	p("// func %s(x *float32, codes *byte, n int, scales *float32, step int) float32", name)
+	p("// dotAVX2 of x with n (a positive multiple of 32) values float32(code)·scale, widened")
+	p("// in registers: the same accumulators in the same order and the same final sum, so")
+	p("// the result is bit for bit dotAVX2's on the decoded values. Values 32c … 32c+31")
+	p("// take the scale at scales + c·step bytes.")
+	p("TEXT ·%s(SB), NOSPLIT, $0-44", name)
 	p("\tMOVQ x+0(FP), DI")
 	p("\tMOVQ codes+8(FP), SI")
-	p("\tMOVQ stride+16(FP), R11")
-	p("\tMOVQ n+24(FP), CX")
-	p("\tMOVQ scales+32(FP), DX")
-	p("\tMOVQ sstride+40(FP), R8")
-	p("\tMOVQ step+48(FP), R10")
-	p("\tMOVQ out+56(FP), R9")
-	for j := range rows {
-		for v := range 4 {
-			p("\tVXORPS Y%d, Y%d, Y%d", acc(j, v), acc(j, v), acc(j, v))
-		}
+	p("\tMOVQ n+16(FP), CX")
+	p("\tMOVQ scales+24(FP), DX")
+	p("\tMOVQ step+32(FP), R10")
+	for v := range 4 {
+		p("\tVXORPS Y%d, Y%d, Y%d", v, v, v)
 	}
-	p("%s:", label("loop"))
-	for j := range rows {
-		sc := 12 + j
-		p("\tVBROADCASTSS %s, Y%d", scale[j], sc)
-		for v := range 4 {
-			p("\tVPMOVSXBD %d%s, Y%d", 8*v, code[j], 8+v)
-		}
-		for v := range 4 {
-			p("\tVCVTDQ2PS Y%d, Y%d", 8+v, 8+v)
-		}
-		for v := range 4 {
-			p("\tVMULPS Y%d, Y%d, Y%d", sc, 8+v, 8+v)
-		}
-		for v := range 4 {
-			p("\tVFMADD231PS %d(DI), Y%d, Y%d", 32*v, 8+v, acc(j, v))
-		}
+	p("%s_loop:", name)
+	p("\tVBROADCASTSS (DX), Y12")
+	for v := range 4 {
+		p("\tVPMOVSXBD %d(SI), Y%d", 8*v, 8+v)
+	}
+	for v := range 4 {
+		p("\tVCVTDQ2PS Y%d, Y%d", 8+v, 8+v)
+	}
+	for v := range 4 {
+		p("\tVMULPS Y12, Y%d, Y%d", 8+v, 8+v)
+	}
+	for v := range 4 {
+		p("\tVFMADD231PS %d(DI), Y%d, Y%d", 32*v, 8+v, v)
 	}
 	p("\tADDQ $32, SI")
 	p("\tADDQ $128, DI")
 	p("\tADDQ R10, DX")
 	p("\tSUBQ $32, CX")
-	p("\tJNZ %s", label("loop"))
-	for j := range rows {
-		// dotAVX2's (Y0 + Y1) + (Y2 + Y3), then its horizontal sum.
-		a0, a1, a2, a3 := acc(j, 0), acc(j, 1), acc(j, 2), acc(j, 3)
-		p("\tVADDPS Y%d, Y%d, Y%d", a1, a0, a0)
-		p("\tVADDPS Y%d, Y%d, Y%d", a3, a2, a2)
-		p("\tVADDPS Y%d, Y%d, Y%d", a2, a0, a0)
-		emitHSum(p, a0, 4*j)
-	}
+	p("\tJNZ %s_loop", name)
+	// dotAVX2's (Y0 + Y1) + (Y2 + Y3), then its horizontal sum.
+	p("\tVADDPS Y1, Y0, Y0")
+	p("\tVADDPS Y3, Y2, Y2")
+	p("\tVADDPS Y2, Y0, Y0")
+	emitHSum(p, 0, "ret+40(FP)")
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
@@ -119,13 +110,13 @@ func rowsWord(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// emitHSum ends dotAVX2: the 8 lanes of Y(r) summed as it sums them, stored at off(R9).
-func emitHSum(p func(string, ...any), r, off int) {
+// emitHSum ends dotAVX2: the 8 lanes of Y(r) summed as it sums them, stored at dst.
+func emitHSum(p func(string, ...any), r int, dst string) {
 	p("\tVEXTRACTF128 $1, Y%d, X8", r)
 	p("\tVADDPS X8, X%d, X%d", r, r)
 	p("\tVHADDPS X%d, X%d, X%d", r, r, r)
 	p("\tVHADDPS X%d, X%d, X%d", r, r, r)
-	p("\tMOVSS X%d, %d(R9)", r, off)
+	p("\tMOVSS X%d, %s", r, dst)
 }
 
 // emitDotInt4 writes dotInt4xRAVX512: rows of Darkroom's int4 in groups of 32 (16 code
@@ -188,35 +179,72 @@ func emitDotInt4(p func(string, ...any), rows int) {
 		p("\tVSHUFF32X4 $0xd8, Z18, Z18, Z%d // Y0+Y1 | Y2+Y3", e)
 		p("\tVEXTRACTF64X4 $1, Z%d, Y9", e)
 		p("\tVADDPS Y9, Y%d, Y%d", e, e)
-		emitHSum(p, e, 4*j)
+		emitHSum(p, e, fmt.Sprintf("%d(R9)", 4*j))
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
 
+// emitInt4Loop writes the group loop: int4Unroll groups a step while that many are
+// left (one prefetch per row and cache line), then one at a time; CX counts groups.
 func emitInt4Loop(p func(string, ...any), rows int, label string, affine bool, code, scale, minReg func(int) string) {
+	const u = int4Unroll
+	p("\tMOVQ CX, R13")
+	p("\tANDQ $%d, R13 // groups after the unrolled steps", u-1)
+	p("\tSHRQ $%d, CX", bitsOf(u))
+	p("\tJZ %s_one", label)
 	p("%s:", label)
-	for j := range rows {
-		t, lo, hi := 8+3*j, 9+3*j, 10+3*j
-		p("\tVMULPS.BCST (%s), Z30, Z%d", scale(j), t)
-		if affine {
-			p("\tVADDPS.BCST (%s), Z%d, Z%d", minReg(j), t, t)
-		}
-		p("\tVPMOVZXBD (%s), Z%d", code(j), lo)
-		p("\tVPSRLD $4, Z%d, Z%d", lo, hi)
-		p("\tVPERMPS Z%d, Z%d, Z%d", t, lo, lo)
-		p("\tVPERMPS Z%d, Z%d, Z%d", t, hi, hi)
-		p("\tVFMADD231PS (DI), Z%d, Z%d", lo, 2*j)
-		p("\tVFMADD231PS 64(DI), Z%d, Z%d", hi, 2*j+1)
-	}
-	for j := range rows {
-		p("\tADDQ $16, %s", code(j))
-		p("\tADDQ $4, %s", scale(j))
-		if affine {
-			p("\tADDQ $4, %s", minReg(j))
-		}
-	}
-	p("\tADDQ $128, DI")
+	emitInt4Step(p, rows, affine, u, code, scale, minReg)
 	p("\tDECQ CX")
 	p("\tJNZ %s", label)
+	p("%s_one:", label)
+	p("\tTESTQ R13, R13")
+	p("\tJZ %s_done", label)
+	p("%s_onel:", label)
+	emitInt4Step(p, rows, affine, 1, code, scale, minReg)
+	p("\tDECQ R13")
+	p("\tJNZ %s_onel", label)
+	p("%s_done:", label)
+}
+
+// emitInt4Step writes g groups of each row, in group order (each accumulator's chain
+// of FMAs stays in value order), and advances the pointers past them.
+func emitInt4Step(p func(string, ...any), rows int, affine bool, g int, code, scale, minReg func(int) string) {
+	if g > 1 {
+		for j := range rows {
+			p("\tPREFETCHT0 %d(%s)", int4Prefetch, code(j))
+		}
+	}
+	for q := range g {
+		for j := range rows {
+			t, lo, hi := 8+3*j, 9+3*j, 10+3*j
+			p("\tVMULPS.BCST %d(%s), Z30, Z%d", 4*q, scale(j), t)
+			if affine {
+				p("\tVADDPS.BCST %d(%s), Z%d, Z%d", 4*q, minReg(j), t, t)
+			}
+			p("\tVPMOVZXBD %d(%s), Z%d", 16*q, code(j), lo)
+			p("\tVPSRLD $4, Z%d, Z%d", lo, hi)
+			p("\tVPERMPS Z%d, Z%d, Z%d", t, lo, lo)
+			p("\tVPERMPS Z%d, Z%d, Z%d", t, hi, hi)
+			p("\tVFMADD231PS %d(DI), Z%d, Z%d", 128*q, lo, 2*j)
+			p("\tVFMADD231PS %d(DI), Z%d, Z%d", 128*q+64, hi, 2*j+1)
+		}
+	}
+	for j := range rows {
+		p("\tADDQ $%d, %s", 16*g, code(j))
+		p("\tADDQ $%d, %s", 4*g, scale(j))
+		if affine {
+			p("\tADDQ $%d, %s", 4*g, minReg(j))
+		}
+	}
+	p("\tADDQ $%d, DI", 128*g)
+}
+
+// bitsOf is log2 of a power of two.
+func bitsOf(n int) int {
+	b := 0
+	for ; n > 1; n >>= 1 {
+		b++
+	}
+	return b
 }
