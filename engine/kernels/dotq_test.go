@@ -21,8 +21,9 @@ func vectorPaths(t *testing.T, f func(t *testing.T)) {
 
 // TestDotInt4Rows: the fused int4 g32 dot is bit for bit dot on the decoded values (what
 // the host model's twin test relies on), for symmetric and affine codes, 1 to 3 rows at
-// a time, group counts 1 to 257 (whole and partial unrolled steps), codes of 8 (zero values) and negative scales included;
-// and within float32 rounding of the float64 product.
+// a time, group counts 1 to 257 (whole and partial unrolled steps), codes of 8 (zero
+// values) and negative scales included; and within float32 rounding of the float64
+// product.
 func TestDotInt4Rows(t *testing.T) {
 	if !useAVX2 {
 		t.Skip("no AVX2: the products decode int4 rows")
