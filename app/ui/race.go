@@ -233,10 +233,11 @@ func raceSummary(ar, diff *engine.Result, est *speed.Estimate) string {
 	if ar == nil || diff == nil {
 		return "Stopped."
 	}
-	s := fmt.Sprintf("Printer: %d tokens, %d forward passes, %.2f tokens per pass, %.1f tokens/s.  "+
-		"Polaroid: %d tokens, %d forward passes, %.2f tokens per pass, %.1f tokens/s.",
-		len(ar.Tokens), ar.ForwardPasses, tokensPerForward(ar), ar.TokensPerS,
-		len(diff.Tokens), diff.ForwardPasses, tokensPerForward(diff), diff.TokensPerS)
+	side := func(res *engine.Result) string {
+		return fmt.Sprintf("%s, %s, %.2f tokens per pass, %.1f tokens/s.", plural.Count(len(res.Tokens), "token", "tokens"),
+			plural.Count(res.ForwardPasses, "forward pass", "forward passes"), tokensPerForward(res), res.TokensPerS)
+	}
+	s := "Printer: " + side(ar) + "  Polaroid: " + side(diff)
 	if ar.TokensPerS > 0 && diff.TokensPerS > 0 {
 		ratio := diff.TokensPerS / ar.TokensPerS
 		winner := engine.Diffusion

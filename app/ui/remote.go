@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/api"
+	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/app/remote"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -166,23 +167,16 @@ func (r *remoteSection) connect(add bool) {
 				r.result.SetText(plainError("connect to "+u, err))
 			case add:
 				r.result.Importance = widget.SuccessImportance
-				r.result.SetText(fmt.Sprintf("Added %s: %s.", s.Host(), modelCount(models)))
+				r.result.SetText(fmt.Sprintf("Added %s: %s.", s.Host(), plural.Count(len(models), "model", "models")))
 				r.url.SetText("")
 				r.key.SetText("")
 				r.rebuild()
 			default:
 				r.result.Importance = widget.SuccessImportance
-				r.result.SetText(fmt.Sprintf("Connected to %s: %s%s. Add it to use one.", s.Host(), modelCount(models), modelIDs(models)))
+				r.result.SetText(fmt.Sprintf("Connected to %s: %s%s. Add it to use one.", s.Host(), plural.Count(len(models), "model", "models"), modelIDs(models)))
 			}
 		})
 	}()
-}
-
-func modelCount(ms []api.Model) string {
-	if len(ms) == 1 {
-		return "1 model"
-	}
-	return fmt.Sprintf("%d models", len(ms))
 }
 
 func modelIDs(ms []api.Model) string {
