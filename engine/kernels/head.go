@@ -3,7 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math"
-	"sync/atomic"
 )
 
 // The tied LM head fused with what a denoising step does with its logits.
@@ -358,21 +357,21 @@ func (h *Head) Step(soft []float32, pos []Position, hidden []float32, rows int, 
 	return nil
 }
 
-// blocks runs fn over the blocks of blockRows positions of [0, rows), each worker
-// taking the next block left (so a core slowed by other work takes fewer), with its
-// own scratch.
+// blocks runs fn over [0, rows) in blocks of at most blockRows positions, each worker
+// on its own share of micro-tile rows (so the shares differ by at most one tile, as
+// mulNTSplit splits a product) with its own scratch.
 func (h *Head) blocks(rows int, fn func(b *headBuf, i0, i1 int)) {
-	r := h.blockRows()
-	n := ceilDiv(rows, r)
-	parts := min(workers(), n)
+	r, mr := h.blockRows(), h.kern.mr
+	tiles := ceilDiv(rows, mr)
+	parts := min(workers(), tiles)
 	for p := range parts {
 		h.buf(p, true) // before the workers start: bufs is not grown concurrently
 	}
-	var next atomic.Int64
 	parallel(parts, func(part int) {
 		b := h.bufs[part]
-		for blk := int(next.Add(1) - 1); blk < n; blk = int(next.Add(1) - 1) {
-			fn(b, blk*r, min(rows, (blk+1)*r))
+		lo, hi := mr*(tiles*part/parts), min(rows, mr*(tiles*(part+1)/parts))
+		for i0 := lo; i0 < hi; i0 += r {
+			fn(b, i0, min(hi, i0+r))
 		}
 	})
 }
