@@ -24,6 +24,9 @@ type ExtraSource struct {
 	Licence string
 	// Why a model trained on it may be shipped with Darkroom.
 	Why string
+	// Notice is text its licence asks to appear on every copy ("" if none
+	// beyond Licence); SOURCES.txt carries it.
+	Notice string
 	// Max is the default cap on its entries (Options.ExtraMax overrides it);
 	// 0 keeps all. Capped sources keep the entries the dictionaries' training
 	// pages use most: first those they link to, then by how often the title
@@ -38,8 +41,9 @@ type ExtraSource struct {
 	parse func(raw string) (Entry, bool)
 }
 
-// ExtraSources are the sources Options.Extra may name, in the order they are
-// added (an earlier one wins a title both have).
+// ExtraSources are the sources Options.Extra may name. A source earlier in
+// Options.Extra wins a title both have; the CLI's default lists them in this
+// order.
 var ExtraSources = []ExtraSource{
 	{
 		Name: "python", Package: "python3.11-doc", PageChars: 640,
@@ -57,6 +61,11 @@ var ExtraSources = []ExtraSource{
 		Why: "a permissive BSD-like licence: use, copy, modify and distribute for any purpose without fee, " +
 			"provided the copyright notice and disclaimer appear on all copies (they do, here and in " +
 			"assets/training/SOURCES.md); Princeton's name may not be used in advertising",
+		Notice: `THIS SOFTWARE AND DATABASE IS PROVIDED "AS IS" AND PRINCETON UNIVERSITY MAKES NO REPRESENTATIONS OR ` +
+			`WARRANTIES, EXPRESS OR IMPLIED. BY WAY OF EXAMPLE, BUT NOT LIMITATION, PRINCETON UNIVERSITY MAKES NO ` +
+			`REPRESENTATIONS OR WARRANTIES OF MERCHANT- ABILITY OR FITNESS FOR ANY PARTICULAR PURPOSE OR THAT THE USE ` +
+			`OF THE LICENSED SOFTWARE, DATABASE OR DOCUMENTATION WILL NOT INFRINGE ANY THIRD PARTY PATENTS, ` +
+			`COPYRIGHTS, TRADEMARKS OR OTHER RIGHTS.`,
 	},
 	{
 		Name: "vera", Package: "dict-vera", Max: 1500, dict: "vera", parse: ParseVERA,

@@ -88,6 +88,9 @@ func sourcesText(sources []SourceStats) string {
 		if d.Why != "" {
 			fmt.Fprintf(&b, "  Shipping a model trained on it: %s.\n", d.Why)
 		}
+		if d.Notice != "" {
+			fmt.Fprintf(&b, "  %s\n", d.Notice)
+		}
 	}
 	b.WriteString(`
 Entries were rewritten into small HTML pages: cross references became links, e-mail
