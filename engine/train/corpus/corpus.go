@@ -9,8 +9,10 @@
 // ParsePythonDocs, Catalog.Page), the chat and Desktop examples, the held-out
 // split (made on the dictionaries' titles; no training example of any source
 // has a held-out title or its prompt, in any case), and the BPE tokenizer run
-// over the result (or one reused from an earlier corpus). Every prompt comes from package assets, so the app sends exactly the
-// text the model was trained on. Build writes into Options.OutDir:
+// over the result (or one reused from an earlier corpus). Every prompt but the
+// Python FAQ's questions (asked as written) comes from package assets, so the
+// app sends exactly the text the model was trained on. Build writes into
+// Options.OutDir:
 //
 //	train.jsonl, heldout.jsonl   one Example per line
 //	titles.txt                   the titles of train.jsonl's pages, every source's, one per line (sorted)
