@@ -199,7 +199,8 @@ train_part() {
 	# What the export, the eval and the packing need after training: kept back from the training's time.
 	local reserve=$((15 + eval_secs + 15))
 	local train_secs=$((deadline - $(now) - reserve))
-	if [ "$train_secs" -lt 60 ]; then
+	local least=${DEVICE_SESSION_MIN_TRAIN:-60} # seconds: less is no training (XLA compiles for about a minute)
+	if [ "$train_secs" -lt "$least" ]; then
 		step "skipped training: ${train_secs}s left after keeping ${reserve}s for export, eval and packing (run --part train in its own call)"
 		return 0
 	fi
@@ -227,7 +228,7 @@ train_part() {
 	"$bin" train export --run "$run" --out "$work/model" --recipe "$work/recipe" 2>&1 | tee "$work/export.log"
 	local eval_left=$((deadline - $(now) - 15))
 	eval_secs=$((eval_left < eval_secs ? eval_left : eval_secs))
-	if [ "$eval_secs" -ge 10 ]; then
+	if [ "$eval_secs" -ge 1 ]; then
 		step "eval: $eval_pages held-out and $eval_seen seen titles, at most ${eval_secs}s"
 		rc=0
 		timeout -k 10 "$eval_secs" "$bin" train eval --model "$work/model" --corpus "$work/corpus" --backend "$backend" \
