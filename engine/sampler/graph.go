@@ -56,7 +56,7 @@ func TokenGraph(logits, temperature, key *Node) *Node {
 	t := Where(greedy, OnesLike(temperature), temperature)
 	row := ExpandAxes(logits, 0) // [1, V]
 	sampled, argmax, _ := temperedGraph(row, t, drawGraph(Iota(g, shapes.Make(dtypes.Uint32, 1), 0), key))
-	return Reshape(Where(greedy, argmax, sampled))
+	return Reshape(Where(BroadcastToDims(greedy, 1), argmax, sampled)) // a condition of the picks' shape, as every backend takes it
 }
 
 // temperedGraph is Tempered over logits [C, V] with the draws u [C] Float64 in

@@ -24,7 +24,8 @@
 // The same step runs inside a GoMLX graph on the device (StepGraph, graph.go): the
 // sampler then only plans it (Plan: temperature, the step's random keys, the held
 // tokens) and finishes it on the host (Finish: the counts and the adaptive stop from
-// the ids, acceptance mask and entropies the device returns).
+// the ids, acceptance mask and entropies the device returns). So does the AR mode's
+// pick (TokenGraph, planned by PlanToken): only the id comes back.
 package sampler
 
 import (
