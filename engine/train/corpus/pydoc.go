@@ -215,9 +215,9 @@ func parseSections(page []byte, category string) ([]Entry, error) {
 	return out, nil
 }
 
-// dropped marks where contentBlocks left out a paragraph it could not keep
+// droppedBlock marks where contentBlocks left out a paragraph it could not keep
 // whole; finishBlocks removes the marks.
-var dropped = Block{Kind: Paragraph}
+var droppedBlock = Block{Kind: Paragraph}
 
 // finishBlocks removes the dropped marks from blocks; ok is false when the
 // first text block was dropped, so that what is left would start mid-thought
@@ -244,8 +244,8 @@ func finishBlocks(blocks []Block) (out []Block, ok bool) {
 // paragraph, <ul>/<ol> into a list of its items' text, a highlighted code
 // block into Pre; notes, warnings and other containers contribute their own
 // paragraphs. A paragraph inlineText cannot keep whole is left out, marked
-// by dropped; scripts,
-// styles, tables, footnotes, navigation and the rest are dropped unmarked.
+// by droppedBlock; scripts, styles, tables, footnotes, navigation and the
+// rest are dropped unmarked.
 func contentBlocks(n *html.Node) []Block {
 	if n.Type != html.ElementNode {
 		return nil
@@ -258,7 +258,7 @@ func contentBlocks(n *html.Node) []Block {
 		t, lost := inlineText(n)
 		switch {
 		case lost:
-			return []Block{dropped}
+			return []Block{droppedBlock}
 		case t != "":
 			return []Block{{Kind: Paragraph, Text: t}}
 		}
