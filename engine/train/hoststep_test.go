@@ -175,29 +175,29 @@ func TestGraphEngineStillTrains(t *testing.T) {
 	}
 }
 
-// BenchmarkHostStep is one host training step (loss, gradient, AdamW) of the shipped
-// Mini architecture on a batch of 4 examples with ~100-token prompts.
+// mini2Size is Darkroom Mini 2's shape (train-runs/mini2's recipe): hidden 192, six
+// layers (five sliding, one full), 6 heads over 2 KV heads of 32 (64 on the full
+// layer), MLP 384, eight experts of 192, top-2.
+var mini2Size = MiniSize{Hidden: 192, Layers: 6, Heads: 6, HeadDim: 32, GlobalHeadDim: 64,
+	KVHeads: 2, GlobalKVHeads: 2, Intermediate: 384, MoEIntermediate: 192, Experts: 8, TopK: 2, Window: 128}
+
+// BenchmarkHostStep is one host training step (loss, gradient, AdamW) on ~100-token
+// prompts (the 128 bucket) and vocabulary 4096: of the shipped Mini on a batch of 4,
+// and of Mini 2 on its run's batch of 8.
 func BenchmarkHostStep(b *testing.B) {
-	cfg := MiniConfig(DefaultMiniSize, 4096, []int{1, 6}, 0, 1, 2)
+	for _, bc := range []struct {
+		name  string
+		size  MiniSize
+		batch int
+	}{{"mini", DefaultMiniSize, 4}, {"mini2", mini2Size, 8}} {
+		b.Run(bc.name, func(b *testing.B) { benchHostStep(b, bc.size, bc.batch) })
+	}
+}
+
+func benchHostStep(b *testing.B, size MiniSize, batchSize int) {
+	cfg := MiniConfig(size, 4096, []int{1, 6}, 0, 1, 2)
 	hs := freshHostState(b, cfg, 1)
-	rng := rand.New(rand.NewPCG(1, 1))
-	var ex []Example
-	for range 8 {
-		e := Example{Title: "t"}
-		for range 100 {
-			e.Prompt = append(e.Prompt, 10+rng.IntN(4000))
-		}
-		for range 150 {
-			e.Answer = append(e.Answer, 10+rng.IntN(4000))
-		}
-		ex = append(ex, e)
-	}
-	plan, err := NewBatches(ex, []int{128}, cfg.CanvasLength, 4, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pb, _ := plan.At(0)
-	batch := buildBatch(ex, pb, cfg.CanvasLength, 1, 0, NoiseConfig{Vocab: 4096, Eps: 1e-3, SelfCondP: 0.5}, 1, 0, 1)
+	batch := benchBatch(b, cfg, batchSize)
 	o := DefaultOptions()
 	b.ResetTimer()
 	f0 := hostgrad.Flops()
@@ -208,6 +208,30 @@ func BenchmarkHostStep(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*batch.B*(100+256))/b.Elapsed().Seconds(), "positions/s")
 	b.ReportMetric(float64(hostgrad.Flops()-f0)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// benchBatch is a batch of n examples with 100-token prompts and 150-token answers
+// (one canvas each, in the 128 prefix bucket), half of them self-conditioned.
+func benchBatch(tb testing.TB, cfg *config.Model, n int) *Batch {
+	tb.Helper()
+	rng := rand.New(rand.NewPCG(1, 1))
+	var ex []Example
+	for range 2 * n {
+		e := Example{Title: "t"}
+		for range 100 {
+			e.Prompt = append(e.Prompt, 10+rng.IntN(4000))
+		}
+		for range 150 {
+			e.Answer = append(e.Answer, 10+rng.IntN(4000))
+		}
+		ex = append(ex, e)
+	}
+	plan, err := NewBatches(ex, []int{128}, cfg.CanvasLength, n, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pb, _ := plan.At(0)
+	return buildBatch(ex, pb, cfg.CanvasLength, 1, 0, NoiseConfig{Vocab: 4096, Eps: 1e-3, SelfCondP: 0.5}, 1, 0, 1)
 }
 
 // TestInitFrom starts a run from an exported model: its parameters are the

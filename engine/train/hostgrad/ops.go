@@ -57,7 +57,7 @@ func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j i
 			softmaxRow(row)
 		}
 		o := make([]float32, rows*hd)
-		mulNT(o, p, transpose(vj, s, hd), rows, hd, s)
+		gemm(o, p, vj, rows, hd, s, kernels.NN, false)
 		for g := range groups {
 			hh := j*groups + g
 			for t := range c {
@@ -82,7 +82,7 @@ func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j i
 			}
 			if V.needs() { // dV = Pᵀ·dO: [s, rows]·[rows, hd]
 				dv := make([]float32, s*hd)
-				mulNT(dv, transpose(h.p, rows, s), transpose(dO, rows, hd), s, hd, rows)
+				gemm(dv, h.p, dO, s, hd, rows, kernels.TN, false)
 				addHeadRows(V.grad(), dv, s, kvh, hd, j)
 			}
 			// dS = P ∘ (dP − rowsum(dP ∘ P)), dP = dO·Vᵀ.
@@ -100,7 +100,7 @@ func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j i
 			}
 			if q.needs() { // dQ = dS·K: [rows, s]·[s, hd]
 				dq := make([]float32, rows*hd)
-				mulNT(dq, ds, transpose(h.k, s, hd), rows, hd, s)
+				gemm(dq, ds, h.k, rows, hd, s, kernels.NN, false)
 				gq := q.grad()
 				for g := range groups {
 					hh := j*groups + g
@@ -111,7 +111,7 @@ func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j i
 			}
 			if K.needs() { // dK = dSᵀ·Q: [s, rows]·[rows, hd]
 				dk := make([]float32, s*hd)
-				mulNT(dk, transpose(ds, rows, s), transpose(h.qg, rows, hd), s, hd, rows)
+				gemm(dk, ds, h.qg, s, hd, rows, kernels.TN, false)
 				addHeadRows(K.grad(), dk, s, kvh, hd, j)
 			}
 		}
@@ -296,15 +296,11 @@ func (tp *Tape) CrossEntropy(h, emb *T, n, d, v int, softcap float32, targets []
 		}
 	}
 	tp.record(func() {
-		if h.needs() { // dh = dz·emb: [n, v]·[v, d]
-			tmp := make([]float32, n*d)
-			mulNT(tmp, logits, transpose(emb.V, v, d), n, d, v)
-			addTo(h.grad(), tmp)
+		if h.needs() { // dh += dz·emb: [n, v]·[v, d]
+			gemm(h.grad(), logits, emb.V, n, d, v, kernels.NN, true)
 		}
-		if emb.needs() { // demb = dzᵀ·h: [v, n]·[n, d]
-			tmp := make([]float32, v*d)
-			mulNT(tmp, transpose(logits, n, v), transpose(h.V, n, d), v, d, n)
-			addTo(emb.grad(), tmp)
+		if emb.needs() { // demb += dzᵀ·h: [v, n]·[n, d]
+			gemm(emb.grad(), logits, h.V, v, d, n, kernels.TN, true)
 		}
 	})
 	return loss
@@ -320,7 +316,7 @@ func SoftEmbedding(h, emb []float32, n, d, v int, softcap, scale float32) *T {
 		softmaxRow(logits[r*v : (r+1)*v])
 	}
 	out := make([]float32, n*d)
-	mulNT(out, logits, transpose(emb, v, d), n, d, v)
+	gemm(out, logits, emb, n, d, v, kernels.NN, false)
 	for i := range out {
 		out[i] *= scale
 	}

@@ -6,7 +6,9 @@
 // class of machine, so differentiating the graph is what limited Darkroom Mini's
 // training; here the forward pass records, op by op, a closure that propagates the
 // gradient back (a reverse-mode tape over float32 slices), and every product goes
-// through kernels.MulNT. The model is not written here: it is engine/model/arch's
+// through the packed GEMM of kernels.MulNT — kernels.Gemm where an operand is read
+// transposed (the backward passes: dx = dy·w, dw = dyᵀ·x, no transposed copies) or
+// the product is added into a gradient. The model is not written here: it is engine/model/arch's
 // layer recipe, the one the host inference path runs, over tapeOps (model.go) — this
 // package owns the taped operations (tape.go, ops.go) and the objective around the
 // recipe (objective.go: encoder with the AR loss, the no-grad self-conditioning pass,
@@ -87,23 +89,6 @@ func addTo(dst, src []float32) {
 	}
 }
 
-// transpose returns the [c, r] transpose of a row-major [r, c] matrix.
-func transpose(a []float32, r, c int) []float32 {
-	out := make([]float32, r*c)
-	const blk = 32
-	for i0 := 0; i0 < r; i0 += blk {
-		for j0 := 0; j0 < c; j0 += blk {
-			for i := i0; i < min(i0+blk, r); i++ {
-				row := a[i*c : (i+1)*c]
-				for j := j0; j < min(j0+blk, c); j++ {
-					out[j*r+i] = row[j]
-				}
-			}
-		}
-	}
-	return out
-}
-
 // MatNT is x·wᵀ for x [m, k] and w [n, k] → [m, n] (a Linear layer with an HF [out, in]
 // weight).
 func (tp *Tape) MatNT(x, w *T, m, n, k int) *T {
@@ -113,15 +98,11 @@ func (tp *Tape) MatNT(x, w *T, m, n, k int) *T {
 		if y.G == nil {
 			return
 		}
-		if x.needs() { // dx = dy·w: [m, n]·[n, k]
-			tmp := make([]float32, m*k)
-			mulNT(tmp, y.G, transpose(w.V, n, k), m, k, n)
-			addTo(x.grad(), tmp)
+		if x.needs() { // dx += dy·w: [m, n]·[n, k]
+			gemm(x.grad(), y.G, w.V, m, k, n, kernels.NN, true)
 		}
-		if w.needs() { // dw = dyᵀ·x: [n, m]·[m, k]
-			tmp := make([]float32, n*k)
-			mulNT(tmp, transpose(y.G, m, n), transpose(x.V, m, k), n, k, m)
-			addTo(w.grad(), tmp)
+		if w.needs() { // dw += dyᵀ·x: [n, m]·[m, k]
+			gemm(w.grad(), y.G, x.V, n, k, m, kernels.TN, true)
 		}
 	})
 	return y
@@ -422,6 +403,12 @@ var flops atomic.Int64
 func mulNT(out, a, b []float32, m, n, k int) {
 	flops.Add(2 * int64(m) * int64(n) * int64(k))
 	kernels.MulNT(out, a, b, m, n, k)
+}
+
+// gemm is kernels.Gemm (out [m, n] = op(a)·op(b) over k, or added to out), counted.
+func gemm(out, a, b []float32, m, n, k int, layout kernels.Layout, accumulate bool) {
+	flops.Add(2 * int64(m) * int64(n) * int64(k))
+	kernels.Gemm(out, a, b, m, n, k, layout, accumulate)
 }
 
 // Flops returns the operations counted by the products so far.
