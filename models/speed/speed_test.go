@@ -405,3 +405,18 @@ func TestMeasure(t *testing.T) {
 		t.Error(Key())
 	}
 }
+
+// TestFaster: two calibration passes merge into each rate's faster pass.
+func TestFaster(t *testing.T) {
+	a, b := flat(1e10, 1e9, 2e9, 1e8), flat(2e10, 5e8, 3e9, 2e8)
+	a.GEMM[3].FLOPS = 5e10
+	a.Decode, b.Decode = map[string]float64{"int4": 1e-9}, map[string]float64{"int4": 2e-9}
+	a.Vec = map[string]Curve{VecLoop: {{N: 1, Seconds: 3}, {N: 2, Seconds: 4}}}
+	b.Vec = map[string]Curve{VecLoop: {{N: 1, Seconds: 2}, {N: 2, Seconds: 5}}}
+	a.OpOverhead, b.OpOverhead = 1e-6, 2e-6
+	m := faster(a, b)
+	if m.GEMM[0].FLOPS != 2e10 || m.GEMM[3].FLOPS != 5e10 || m.GEMV["f32"] != 1e9 || m.MemRead != 3e9 || m.Sampler != 2e8 ||
+		m.Decode["int4"] != 1e-9 || m.Vec[VecLoop][0].Seconds != 2 || m.Vec[VecLoop][1].Seconds != 4 || m.OpOverhead != 1e-6 {
+		t.Errorf("merged %+v", m)
+	}
+}
