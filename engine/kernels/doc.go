@@ -15,15 +15,16 @@
 //   - ExpShift, the vectorised exponential of a softmax, and Softmax and SoftCap (the
 //     logit soft-cap c·tanh(x/c)) built on it.
 //   - Matrix, a weight matrix in its stored format — F32, F16 and bf16, Darkroom's int8
-//     per row, int4 in groups (symmetric or affine, float32 or bf16 scales) and NVFP4,
+//     (per row or in groups), int4 in groups (symmetric or affine, float32 or bf16 scales) and NVFP4,
 //     or GGUF blocks (Q4_K, Q6_K, Q4_0, Q4_1, Q8_0, …) — with MulVec (the AR step: one
-//     pass over the weights, each row dotted with x as it is decoded — int8 and int4
-//     rows in registers, two rows at a time, without writing the values — or decoded
-//     into an L1-sized buffer and dotted), MulNT
+//     pass over the weights, each row dotted with x as it is decoded — bf16, int8 and
+//     int4 rows in registers without writing the values (int4 two rows at a time, with
+//     AVX-512), the others decoded into an L1-sized buffer and dotted), MulNT
 //     and MulNN (the canvas: the packed product, each panel of weights decoded as it is
 //     packed), RowRange and DecodeRow (matrix_rows.go), so a model stays as compact in
-//     memory as its file. The common formats decode with vector code (vec_amd64.s), the
-//     rest with engine/gguf's decoders. A damaged matrix (a truncated tensor, a wrong
+//     memory as its file. The common formats decode with vector code (vec_amd64.s; the
+//     fused dots dotq_amd64.s and the generated dotrows_amd64.s), the rest with
+//     engine/gguf's decoders. A damaged matrix (a truncated tensor, a wrong
 //     scale or block count) is an error, not a panic.
 //
 // We write these rather than call a BLAS because the headless build is CGO_ENABLED=0
