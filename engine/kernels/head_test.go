@@ -275,6 +275,52 @@ func TestHeadRowPasses(t *testing.T) {
 	}
 }
 
+// TestInverseCDF: the skipping search gives the running-sum scan's answer — on rows
+// of every length around its blocks, with zeros, a huge dynamic range and all-zero
+// rows, for uniform targets, for targets exactly at a running sum and a rounding
+// either side of it (the ties the skip must send back to the scan), and past the
+// total.
+func TestInverseCDF(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for _, n := range []int{1, 3, 63, 64, 65, 128, 200, 4096} {
+		for trial := range 6 {
+			e := make([]float32, n)
+			for i := range e {
+				switch trial {
+				case 1: // many zeros
+					if rng.IntN(3) == 0 {
+						e[i] = float32(rng.Float64())
+					}
+				case 2: // a huge dynamic range
+					e[i] = float32(math.Exp(-rng.Float64() * 80))
+				case 3: // nothing
+				default:
+					e[i] = float32(rng.Float64())
+				}
+			}
+			var total float64
+			sums := make([]float64, n)
+			for i, v := range e {
+				total += float64(v)
+				sums[i] = total
+			}
+			targets := []float64{0, total, total * 2, math.Nextafter(total, 0)}
+			for range 50 {
+				targets = append(targets, rng.Float64()*total)
+			}
+			for range 20 {
+				a := sums[rng.IntN(n)]
+				targets = append(targets, a, math.Nextafter(a, 0), math.Nextafter(a, math.Inf(1)))
+			}
+			for _, target := range targets {
+				if got, want := inverseCDF(e, target, total), inverseCDFScan(e, target); got != want {
+					t.Fatalf("n=%d trial %d target %v: %d, the scan %d", n, trial, target, got, want)
+				}
+			}
+		}
+	}
+}
+
 // TestHeadRefusals: short slices are errors, not panics, and a damaged embedding is
 // refused by NewHead with the matrix named.
 func TestHeadRefusals(t *testing.T) {
