@@ -213,15 +213,16 @@ func scale(x []float32, r float32) {
 // fused with the soft-cap, the sampler's statistics and the soft embedding (see the
 // comment above). NewHead packs E once when its two packed float32 copies take at most
 // HeadPackBytes; a larger E (a 262,144-word vocabulary) is decoded inside the products
-// as Matrix.MulNT and MulNN decode it, the step's [C, V] arrays then kept from one call
-// to the next instead of allocated. A Head is not safe for concurrent use.
+// as Matrix.MulNT and MulNN decode it, the step's [C, V] logits (overwritten by the
+// probabilities) then kept from one call to the next instead of allocated. A Head is
+// not safe for concurrent use.
 type Head struct {
 	e      Matrix
 	v, d   int
 	kern   *microKernel
 	nt, nn []float32 // E's panels for h·Eᵀ and p·E (packedOffset); nil: not packed
 	bufs   []*headBuf
-	whole  headBuf // the unpacked path's [C, V] arrays
+	whole  headBuf // the unpacked path's [C, V] array
 }
 
 // HeadPackBytes bounds the float32 panels NewHead packs E into (both orientations).
@@ -236,6 +237,7 @@ const headBlockBytes = 1 << 20
 // headBuf is one worker's block scratch.
 type headBuf struct {
 	a, tile, logits, probs, e []float32
+	row                       []float32 // stepWhole's probabilities of one row
 }
 
 // HeadStep is what a step's head needs besides the hidden state.
@@ -428,29 +430,31 @@ func (h *Head) blocks(rows int, fn func(b *headBuf, i0, i1 int)) {
 	})
 }
 
-// stepWhole is Step over E as stored: the logits of all rows by Matrix.MulNT, the
-// statistics row by row, the soft embedding by Matrix.MulNN, in [rows, V] arrays kept
-// for the next call.
+// stepWhole is Step over E as stored: the logits of all rows by Matrix.MulNT into a
+// [rows, V] array kept for the next call, the statistics row by row (each row's
+// probabilities then written over its logits), the soft embedding by Matrix.MulNN.
 func (h *Head) stepWhole(soft []float32, pos []Position, hidden []float32, rows int, s HeadStep) error {
 	v := h.v
 	w := &h.whole
-	w.logits, w.probs = grow(w.logits, rows*v), grow(w.probs, rows*v)
+	w.logits = grow(w.logits, rows*v)
 	if err := h.e.MulNT(w.logits, hidden, rows); err != nil {
 		return err
 	}
 	parts := min(workers(), rows)
 	for p := range parts {
-		h.buf(p, false)
+		b := h.buf(p, false)
+		b.row = grow(b.row, v)
 	}
 	parallel(parts, func(part int) {
-		e := h.bufs[part].e
+		b := h.bufs[part]
 		for i := rows * part / parts; i < rows*(part+1)/parts; i++ {
 			row := w.logits[i*v : (i+1)*v]
 			am := softCapMax(row, s.Softcap)
-			pos[i] = temperedAt(row, e, w.probs[i*v:(i+1)*v], am, s.InvTemperature, s.Draws[i])
+			pos[i] = temperedAt(row, b.e, b.row, am, s.InvTemperature, s.Draws[i])
+			copy(row, b.row)
 		}
 	})
-	if err := h.e.MulNN(soft, w.probs, rows); err != nil {
+	if err := h.e.MulNN(soft, w.logits, rows); err != nil {
 		return err
 	}
 	for i := range soft[:rows*h.d] {
