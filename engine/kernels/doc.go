@@ -14,6 +14,11 @@
 //     core, started once (pool.go).
 //   - ExpShift, the vectorised exponential of a softmax, and Softmax and SoftCap (the
 //     logit soft-cap c·tanh(x/c)) built on it.
+//   - Head (head.go), the tied LM head fused with the soft-cap, the sampler's
+//     per-position statistics (Tempered: argmax, entropy, the inverse-CDF draw) and the
+//     next step's soft embedding p·E, a cache-sized block of positions at a time
+//     against the embedding packed once, so a denoising step writes no [C, V] array;
+//     bit for bit the unfused products and row functions.
 //   - Matrix, a weight matrix in its stored format — F32, F16 and bf16, Darkroom's int8
 //     (per row or in groups), int4 in groups (symmetric or affine, float32 or bf16 scales) and NVFP4,
 //     or GGUF blocks (Q4_K, Q6_K, Q4_0, Q4_1, Q8_0, …) — with MulVec (the AR step: one
