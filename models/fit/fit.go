@@ -29,7 +29,8 @@
 //     dequantization's elementwise steps into one kernel writing the block, expected
 //     from XLA's fusion, not measured here). On the go backend the
 //     host path multiplies every weight as stored (engine/model's HostDecoder and
-//     HostHead; the tied embedding too, with no f32 copy of it or of its transpose):
+//     HostHead; the tied embedding too, with no f32 copy of it or of its transpose
+//     unless both fit kernels.HeadPackBytes, 64 MiB — a small model's, packed once):
 //     what it decodes lives in engine/kernels' per-worker panels, a few MB
 //     (kernels.ScratchBytes for each of kernels.Workers);
 //   - runtime overhead: backend context and allocator slack (on a GPU 4% of the
