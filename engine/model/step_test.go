@@ -200,3 +200,41 @@ func testHostStep(t *testing.T, r *Runner, cfg *config.Text) {
 		t.Error("no step accepted some positions besides the held ones and rejected others")
 	}
 }
+
+// BenchmarkMiniStep: one denoising step over Darkroom Mini's 256-token canvas after a
+// 64-token prompt (miniBenchRunner), as the host path runs it — DecodeStep, the fused
+// head — against the unfused Decode followed by the sampler's Step.
+func BenchmarkMiniStep(b *testing.B) {
+	r, cfg := miniBenchRunner(b)
+	rng := rand.New(rand.NewPCG(3, 3))
+	prompt, canvas := randTokens(rng, 64, cfg.VocabSize), randTokens(rng, 256, cfg.VocabSize)
+	if _, err := r.Encode(prompt); err != nil {
+		b.Fatal(err)
+	}
+	p := sampler.Params{MaxSteps: 48, TMin: 0.4, TMax: 0.9, EntropyBound: 30, ConfidenceThreshold: 0.01, StabilityThreshold: 1}
+	smp, err := sampler.New(p, cfg.VocabSize, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	smp.Canvas(nil, 0, len(canvas))
+	b.Run("fused", func(b *testing.B) {
+		for range b.N {
+			_, _, l, err := r.DecodeStep(canvas, nil, smp.Plan(1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			l.Free()
+		}
+	})
+	b.Run("unfused", func(b *testing.B) {
+		for range b.N {
+			logits, _, err := r.Decode(canvas, nil, smp.Temperature(1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := smp.Step(logits, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
