@@ -180,9 +180,7 @@ func (w *Matrix) scales(dst []float32, b []byte, i int) {
 		decodeBF16(dst, b[2*i:2*(i+len(dst))])
 		return
 	}
-	for j := range dst {
-		dst[j] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*(i+j):]))
-	}
+	decodeF32(dst, b[4*i:4*(i+len(dst))])
 }
 
 // scale reads entry i of a Float32 or BFloat16 scale (or minimum) tensor.
@@ -351,8 +349,12 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 				// One scale per 32 values: each group's repeated g/32 times.
 				gs, cs := scales[:h*k/g], scales[h*k/g:h*(k/g+k/32)]
 				w.scales(gs, w.Scales, r0*k/g)
-				for c := range cs {
-					cs[c] = gs[c*32/g]
+				if g == 32 {
+					cs = gs
+				} else {
+					for c := range cs {
+						cs[c] = gs[c*32/g]
+					}
 				}
 				for i := range m {
 					_ = dotInt8Groups(out[i*n+r0:i*n+r0+h], a[i*k:(i+1)*k], codes, cs) // int8Groups: it can
