@@ -5,10 +5,16 @@
 # [256,512]×[512,512] — in one run, the AR step's memory-bound GEMV against OpenBLAS's
 # float32 GEMV read rate, then `darkroom bench` on the built-in Darkroom Mini for the
 # engine's forward FLOP/s, and prints every rate and its ratio to OpenBLAS.
+# With a model directory as its argument (bench-peers.sh /path/to/dg26b-int4) it also
+# runs `darkroom bench --mode ar` on that model and prints an AR token against its
+# memory bound — the weight bytes a token reads at models/speed's calibrated read rate
+# and at OpenBLAS's GEMV read rate from this same run.
 # Installs python3-numpy and libopenblas0-pthread with apt when they are missing (sudo
 # only when not root). Each rate is the mean over about a second of repeats, as
 # `go test -bench` reports it. Takes about two minutes; run it on an idle machine.
 set -euo pipefail
+ar_model=""
+if [ $# -gt 0 ]; then ar_model=$(realpath "$1"); fi
 cd "$(dirname "$0")/.."
 if [ -x /usr/local/go/bin/go ]; then export PATH="/usr/local/go/bin:$PATH"; fi
 export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
@@ -67,8 +73,9 @@ for shape in 256x64x4096 256x2816x704 2048x2048x2048 256x512x512; do
 		awk '/^BenchmarkPeers\// { split($1, p, "/"); sub(/-[0-9]+$/, "", p[2]); print p[2], $(NF-1) }' >>"$work/ours.txt"
 done
 
-# The AR step is memory-bound: our GEMV on weights far past the caches (bf16, and the
-# int4 profile's int4 g32) against the rate OpenBLAS's float32 GEMV reads memory at.
+# The AR step is memory-bound: our GEMV on weights far past the caches (bf16, the int4
+# profile's int4 g32 and per-row int8, and int8 in groups of 32) against the rate
+# OpenBLAS's float32 GEMV reads memory at.
 echo "GEMV: OpenBLAS, Darkroom …" >&2
 "$py" - >"$work/blas_gemv.txt" <<'PY'
 import time, numpy as np
@@ -89,6 +96,10 @@ PY
 
 echo "darkroom bench (Darkroom Mini) …" >&2
 "$work/darkroom" bench --json --runs 3 >"$work/bench.json"
+if [ -n "$ar_model" ]; then
+	echo "darkroom bench --mode ar ($ar_model) …" >&2
+	"$work/darkroom" bench --json --model "$ar_model" --mode ar --runs 2 --max-new-tokens 16 >"$work/bench_ar.json"
+fi
 
 load_after=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 "$py" - "$work" "$load_before" "$load_after" <<'PY'
@@ -120,6 +131,14 @@ print(f"{'  host matmul, head shape':28} {rep.get('host_matmul_gflops', 0.0):10.
 d, a = rep["diffusion"], rep["ar"]
 print(f"Mini canvas {d['median_canvas_ms']:.0f} ms, AR token {a['median_canvas_ms']:.2f} ms, "
       f"diffusion {d['tokens_per_s']:.1f} tok/s, AR {a['tokens_per_s']:.1f} tok/s, path {rep['path']}")
+if os.path.exists(f"{work}/bench_ar.json"):
+    ar = json.load(open(f"{work}/bench_ar.json"))
+    a, b = ar["ar"], ar["ar"]["bound"]
+    ms, gb = a["median_canvas_ms"], b["unit_bytes"] / 1e9
+    blas_ms = gb / gemv * 1e3
+    print(f"AR on {ar['model']}: {ms:.0f} ms a token reading {gb:.2f} GB ({gb / ms * 1e3:.1f} GB/s); "
+          f"bound {b['memory_ms']:.0f} ms at the calibrated {ar.get('mem_read_bytes_per_s', 0) / 1e9:.1f} GB/s "
+          f"({b['of_bound']:.0%}), {blas_ms:.0f} ms at OpenBLAS's GEMV {gemv:.1f} GB/s ({blas_ms / ms:.0%})")
 print("GFLOP/s unless marked; ratio = Darkroom ÷ OpenBLAS")
 print(f"load average before {sys.argv[2]}, after {sys.argv[3]} (on {os.cpu_count()} CPUs: above that, the rates are shared)")
 PY
