@@ -107,13 +107,14 @@ func TestGemmZeroDepth(t *testing.T) {
 }
 
 // BenchmarkGemm compares the layouts on the tape's shapes at Darkroom Mini 2's size:
-// a Linear's backward (dx NN, dw TN) and the LM head's ([rows, V] against E).
+// a Linear's backward (dx NN, dw TN), the LM head's ([rows, V] against E) and a KV
+// head's attention backward (dV = Pᵀ·dO, TN).
 func BenchmarkGemm(b *testing.B) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, c := range []struct {
 		name    string
 		m, n, k int
-	}{{"linear", 384, 192, 384}, {"head", 384, 4096, 192}, {"headT", 4096, 192, 384}} {
+	}{{"linear", 384, 192, 384}, {"head", 384, 4096, 192}, {"headT", 4096, 192, 384}, {"attention", 384, 32, 1152}} {
 		for _, layout := range []Layout{NN, NT, TN} {
 			a, x := randSlice(rng, c.m*c.k), randSlice(rng, c.n*c.k)
 			out := make([]float32, c.m*c.n)

@@ -183,7 +183,8 @@ var mini2Size = MiniSize{Hidden: 192, Layers: 6, Heads: 6, HeadDim: 32, GlobalHe
 
 // BenchmarkHostStep is one host training step (loss, gradient, AdamW) on ~100-token
 // prompts (the 128 bucket) and vocabulary 4096: of the shipped Mini on a batch of 4,
-// and of Mini 2 on its run's batch of 8.
+// and of Mini 2 on its run's batch of 8. Besides wall time it reports the process's
+// CPU time per step (cpu-s/op, Linux), steadier on a loaded machine.
 func BenchmarkHostStep(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
@@ -200,12 +201,13 @@ func benchHostStep(b *testing.B, size MiniSize, batchSize int) {
 	batch := benchBatch(b, cfg, batchSize)
 	o := DefaultOptions()
 	b.ResetTimer()
-	f0 := hostgrad.Flops()
+	f0, cpu0 := hostgrad.Flops(), processCPU()
 	for range b.N {
 		if _, _, err := hs.step(batch, 1e-3, o); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric((processCPU() - cpu0).Seconds()/float64(b.N), "cpu-s/op")
 	b.ReportMetric(float64(b.N*batch.B*(100+256))/b.Elapsed().Seconds(), "positions/s")
 	b.ReportMetric(float64(hostgrad.Flops()-f0)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
