@@ -70,13 +70,6 @@ func MoEGroupBlocks(moeIntermediate, hidden int) int {
 	return int(max(scratchBudget/per, 1))
 }
 
-// MoEGroupScratchBytes is the float32 weight bytes one group of the grouped MoE GEMM
-// holds for nb row blocks (the whole layer's blocks when they fit in one group).
-func MoEGroupScratchBytes(nb, moeIntermediate, hidden int) int64 {
-	g := min(MoEGroupBlocks(moeIntermediate, hidden), max(nb, 1))
-	return int64(g) * 3 * int64(moeIntermediate) * int64(hidden) * 4
-}
-
 // HeadChunkScratchBytes is the float32 bytes of one vocabulary chunk of the tied
 // embedding ([HeadChunkRows, hidden]).
 func HeadChunkScratchBytes(vocab, hidden int) int64 {
