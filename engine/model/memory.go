@@ -20,7 +20,8 @@ import (
 //   - the denoising step's self-conditioning embeddings, StepBufferBytes.
 //
 // The executables' transient activations and dequantization scratch are the
-// backend's, freed at the end of each call (fit estimates them apart).
+// backend's, freed at the end of each call (fit estimates them apart; the scratch's
+// blocks are listed by StepWeightOperands, scratch.go).
 
 // DeviceMemory is the bytes of the buffers a Runner holds on its device, by kind.
 type DeviceMemory struct {

@@ -208,8 +208,9 @@ func (r *Runner) CacheBytes() int64 {
 
 // Encode runs the causal encoder over tokens at positions Len()…Len()+n−1, appends
 // their K/V to the cache and returns the float32, soft-capped logits [V] of the last
-// token (what AR mode samples from). Used for the prompt, for committing a canvas, and
-// for AR decoding one token at a time.
+// token (what AR mode samples from on the host; on the graph path EncodeNext picks the
+// token in the same executable instead). Used for the prompt, for committing a canvas,
+// and for AR decoding one token at a time.
 func (r *Runner) Encode(tokens []int) (lastLogits []float32, err error) {
 	if len(tokens) == 0 {
 		return nil, errors.New("encode: no tokens")
