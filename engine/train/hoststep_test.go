@@ -207,7 +207,7 @@ func benchHostStep(b *testing.B, size MiniSize, batchSize int) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric((processCPU() - cpu0).Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric((processCPU()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 	b.ReportMetric(float64(b.N*batch.B*(100+256))/b.Elapsed().Seconds(), "positions/s")
 	b.ReportMetric(float64(hostgrad.Flops()-f0)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
