@@ -24,7 +24,10 @@
 // The same step runs inside a GoMLX graph on the device (StepGraph, graph.go): the
 // sampler then only plans it (Plan: temperature, the step's random keys, the held
 // tokens) and finishes it on the host (Finish: the counts and the adaptive stop from
-// the ids, acceptance mask and entropies the device returns). So does the AR mode's
+// the ids, acceptance mask and entropies the device returns). On the host path the
+// model's fused head (engine/kernels' Head) takes each position's statistics from its
+// logits while they are in cache — Tempered's arithmetic, kernels.Tempered — and
+// Plan.Decide makes the step from them, as Step does from Tempered's. So does the AR mode's
 // pick (TokenGraph, planned by PlanToken): only the id comes back.
 package sampler
 
