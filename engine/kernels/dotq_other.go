@@ -2,7 +2,7 @@
 
 package kernels
 
-func dotInt4Rows(out, xp []float32, codes []byte, scales, mins []float32, affine bool) bool {
+func dotInt4Rows(out []float32, n int, xp []float32, m int, codes []byte, scales, mins []float32, affine bool) bool {
 	return false
 }
 

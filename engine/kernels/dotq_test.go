@@ -20,10 +20,10 @@ func vectorPaths(t *testing.T, f func(t *testing.T)) {
 }
 
 // TestDotInt4Rows: the fused int4 g32 dot is bit for bit dot on the decoded values (what
-// the host model's twin test relies on), for symmetric and affine codes, 1 to 3 rows at
-// a time, group counts 1 to 257 (whole and partial unrolled steps), codes of 8 (zero
-// values) and negative scales included; and within float32 rounding of the float64
-// product.
+// the host model's twin test relies on), for symmetric and affine codes, 1 to 3 weight
+// rows against 1 to 4 rows of x, group counts 1 to 257 (whole and partial unrolled
+// steps), codes of 8 (zero values) and negative scales included; and within float32
+// rounding of the float64 product.
 func TestDotInt4Rows(t *testing.T) {
 	if !useAVX2 {
 		t.Skip("no AVX2: the products decode int4 rows")
@@ -32,19 +32,23 @@ func TestDotInt4Rows(t *testing.T) {
 		rng := rand.New(rand.NewPCG(21, 22))
 		for _, groups := range []int{1, 7, 8, 22, 33, 257} {
 			for _, rows := range []int{1, 2, 3} {
-				for _, affine := range []bool{false, true} {
-					t.Run(fmt.Sprintf("%d/%d/affine=%v", groups, rows, affine), func(t *testing.T) {
-						testDotInt4Rows(t, rng, groups, rows, affine)
-					})
+				for _, m := range []int{1, 2, 3, 4} {
+					for _, affine := range []bool{false, true} {
+						t.Run(fmt.Sprintf("%d/%dx%d/affine=%v", groups, rows, m, affine), func(t *testing.T) {
+							testDotInt4Rows(t, rng, groups, rows, m, affine)
+						})
+					}
 				}
 			}
 		}
 	})
 }
 
-func testDotInt4Rows(t *testing.T, rng *rand.Rand, groups, rows int, affine bool) {
+// testDotInt4Rows checks dotInt4Rows on rows weight rows against m rows of x, their
+// outputs in rows of n = rows + 1 (the gap must stay untouched).
+func testDotInt4Rows(t *testing.T, rng *rand.Rand, groups, rows, m int, affine bool) {
 	k := 32 * groups
-	x := randWeights(rng, k)
+	x := randWeights(rng, m*k)
 	codes := make([]byte, rows*k/2)
 	for i := range codes {
 		codes[i] = byte(rng.Uint32())
@@ -55,26 +59,30 @@ func testDotInt4Rows(t *testing.T, rng *rand.Rand, groups, rows int, affine bool
 	if affine {
 		off, mins = 0, randWeights(rng, rows*groups)
 	}
-	xp := make([]float32, k)
-	permuteInt4X(xp, x)
-	got := make([]float32, rows)
-	if !dotInt4Rows(got, xp, codes, scales, mins, affine) {
+	xp := make([]float32, m*k)
+	for i := range m {
+		permuteInt4X(xp[i*k:(i+1)*k], x[i*k:(i+1)*k])
+	}
+	n := rows + 1
+	got := make([]float32, m*n)
+	const gap = 12345
+	for i := range m {
+		got[i*n+rows] = gap
+	}
+	if !dotInt4Rows(got, n, xp, m, codes, scales, mins, affine) {
 		t.Fatal("dotInt4Rows refused vector input")
 	}
 	values := make([]float32, k)
 	for j := range rows {
 		g := scales[j*groups : (j+1)*groups]
 		decodeInt4Runs(values, codes[j*k/2:(j+1)*k/2], g, mins[j*groups:(j+1)*groups], off)
-		if want := dot(values, x); got[j] != want {
-			t.Fatalf("row %d: dotInt4Rows = %g, dot of the decoded values %g", j, got[j], want)
+		for i := range m {
+			checkDot(t, fmt.Sprintf("row %d, x row %d: dotInt4Rows", j, i), got[i*n+j], values, x[i*k:(i+1)*k])
 		}
-		var s, abs float64
-		for i, v := range values {
-			s += float64(v) * float64(x[i])
-			abs += math.Abs(float64(v) * float64(x[i]))
-		}
-		if math.Abs(float64(got[j])-s) > 2e-6*abs {
-			t.Fatalf("row %d: dotInt4Rows = %g, float64 %g (Σ|terms| %g)", j, got[j], s, abs)
+	}
+	for i := range m {
+		if got[i*n+rows] != gap {
+			t.Fatalf("x row %d: dotInt4Rows wrote past its %d rows", i, rows)
 		}
 	}
 }

@@ -90,34 +90,37 @@ dotInt8AVX2_loop:
 	VZEROUPPER
 	RET
 
-// func dotInt4x1AVX512(x *float32, codes *byte, stride, groups int, scales, mins *float32, affine bool, out *float32)
+// func dotInt4w1x1AVX512(x *float32, xstride int, codes *byte, stride, groups int, scales, mins *float32, affine bool, out *float32, ostride int)
 // 1 row of int4 groups of 32 (16 code bytes each, stride bytes apart) dotted
-// with x permuted by permuteInt4X512. Row j's scales are scales[j·groups …], its
-// minimums mins[j·groups …] (read only when affine). A group's 16 values are
-// dotq4table's row times its scale (plus its minimum: decodeInt4Runs's arithmetic),
-// looked up by nibble with VPERMPS. Z(2j) sums the even values of row j, lane l value
-// 2l of each group; Z(2j+1) the odd ones; they are put in dotAVX2's places before its
-// final sum, so out[j] is bit for bit dotAVX2 of x with the decoded row.
-TEXT ·dotInt4x1AVX512(SB), NOSPLIT, $0-64
+// with 1 row of x (xstride bytes apart) permuted by permuteInt4X. Row j's scales are
+// scales[j·groups …], its minimums mins[j·groups …] (read only when affine). A
+// group's 16 values are dotq4table's row times its scale (plus its minimum:
+// decodeInt4Runs's arithmetic), looked up by nibble with VPERMPS, once for every row
+// of x. Each pair of a weight row and a row of x sums the even values (lane l value 2l
+// of each group) and the odd ones in two accumulators; they are put in dotAVX2's
+// places before its final sum, so out[j + i·ostride/4] is bit for bit dotAVX2 of x's
+// row i with the decoded row j.
+TEXT ·dotInt4w1x1AVX512(SB), NOSPLIT, $0-80
 	MOVQ x+0(FP), DI
-	MOVQ codes+8(FP), SI
-	MOVQ stride+16(FP), R11
-	MOVQ groups+24(FP), CX
-	MOVQ scales+32(FP), DX
-	MOVQ mins+40(FP), R10
-	MOVQ out+56(FP), R9
+	MOVQ xstride+8(FP), R14
+	MOVQ codes+16(FP), SI
+	MOVQ stride+24(FP), R11
+	MOVQ groups+32(FP), CX
+	MOVQ scales+40(FP), DX
+	MOVQ mins+48(FP), R10
+	MOVQ out+64(FP), R9
 	MOVQ CX, R8
 	SHLQ $2, R8 // bytes of one row's scales
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
-	CMPB affine+48(FP), $0
-	JNE dotInt4x1AVX512_affine
+	CMPB affine+56(FP), $0
+	JNE dotInt4w1x1AVX512_affine
 	VMOVUPS dotq4table<>+0(SB), Z30
 	MOVQ CX, R13
 	ANDQ $3, R13 // groups after the unrolled steps
 	SHRQ $2, CX
-	JZ dotInt4x1AVX512_sym_one
-dotInt4x1AVX512_sym:
+	JZ dotInt4w1x1AVX512_sym_one
+dotInt4w1x1AVX512_sym:
 	PREFETCHT0 4096(SI)
 	VMULPS.BCST 0(DX), Z30, Z8
 	VPMOVZXBD 0(SI), Z9
@@ -151,11 +154,11 @@ dotInt4x1AVX512_sym:
 	ADDQ $16, DX
 	ADDQ $512, DI
 	DECQ CX
-	JNZ dotInt4x1AVX512_sym
-dotInt4x1AVX512_sym_one:
+	JNZ dotInt4w1x1AVX512_sym
+dotInt4w1x1AVX512_sym_one:
 	TESTQ R13, R13
-	JZ dotInt4x1AVX512_sym_done
-dotInt4x1AVX512_sym_onel:
+	JZ dotInt4w1x1AVX512_sym_done
+dotInt4w1x1AVX512_sym_onel:
 	VMULPS.BCST 0(DX), Z30, Z8
 	VPMOVZXBD 0(SI), Z9
 	VPSRLD $4, Z9, Z10
@@ -167,16 +170,16 @@ dotInt4x1AVX512_sym_onel:
 	ADDQ $4, DX
 	ADDQ $128, DI
 	DECQ R13
-	JNZ dotInt4x1AVX512_sym_onel
-dotInt4x1AVX512_sym_done:
-	JMP dotInt4x1AVX512_sum
-dotInt4x1AVX512_affine:
+	JNZ dotInt4w1x1AVX512_sym_onel
+dotInt4w1x1AVX512_sym_done:
+	JMP dotInt4w1x1AVX512_sum
+dotInt4w1x1AVX512_affine:
 	VMOVUPS dotq4table<>+64(SB), Z30
 	MOVQ CX, R13
 	ANDQ $3, R13 // groups after the unrolled steps
 	SHRQ $2, CX
-	JZ dotInt4x1AVX512_aff_one
-dotInt4x1AVX512_aff:
+	JZ dotInt4w1x1AVX512_aff_one
+dotInt4w1x1AVX512_aff:
 	PREFETCHT0 4096(SI)
 	VMULPS.BCST 0(DX), Z30, Z8
 	VADDPS.BCST 0(R10), Z8, Z8
@@ -215,11 +218,11 @@ dotInt4x1AVX512_aff:
 	ADDQ $16, R10
 	ADDQ $512, DI
 	DECQ CX
-	JNZ dotInt4x1AVX512_aff
-dotInt4x1AVX512_aff_one:
+	JNZ dotInt4w1x1AVX512_aff
+dotInt4w1x1AVX512_aff_one:
 	TESTQ R13, R13
-	JZ dotInt4x1AVX512_aff_done
-dotInt4x1AVX512_aff_onel:
+	JZ dotInt4w1x1AVX512_aff_done
+dotInt4w1x1AVX512_aff_onel:
 	VMULPS.BCST 0(DX), Z30, Z8
 	VADDPS.BCST 0(R10), Z8, Z8
 	VPMOVZXBD 0(SI), Z9
@@ -233,9 +236,9 @@ dotInt4x1AVX512_aff_onel:
 	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ R13
-	JNZ dotInt4x1AVX512_aff_onel
-dotInt4x1AVX512_aff_done:
-dotInt4x1AVX512_sum:
+	JNZ dotInt4w1x1AVX512_aff_onel
+dotInt4w1x1AVX512_aff_done:
+dotInt4w1x1AVX512_sum:
 	VUNPCKLPS Z1, Z0, Z16
 	VUNPCKHPS Z1, Z0, Z17
 	VSHUFF32X4 $0x88, Z17, Z16, Z18 // L0 L2 H0 H2
@@ -252,22 +255,25 @@ dotInt4x1AVX512_sum:
 	VZEROUPPER
 	RET
 
-// func dotInt4x2AVX512(x *float32, codes *byte, stride, groups int, scales, mins *float32, affine bool, out *float32)
+// func dotInt4w2x1AVX512(x *float32, xstride int, codes *byte, stride, groups int, scales, mins *float32, affine bool, out *float32, ostride int)
 // 2 rows of int4 groups of 32 (16 code bytes each, stride bytes apart) dotted
-// with x permuted by permuteInt4X512. Row j's scales are scales[j·groups …], its
-// minimums mins[j·groups …] (read only when affine). A group's 16 values are
-// dotq4table's row times its scale (plus its minimum: decodeInt4Runs's arithmetic),
-// looked up by nibble with VPERMPS. Z(2j) sums the even values of row j, lane l value
-// 2l of each group; Z(2j+1) the odd ones; they are put in dotAVX2's places before its
-// final sum, so out[j] is bit for bit dotAVX2 of x with the decoded row.
-TEXT ·dotInt4x2AVX512(SB), NOSPLIT, $0-64
+// with 1 row of x (xstride bytes apart) permuted by permuteInt4X. Row j's scales are
+// scales[j·groups …], its minimums mins[j·groups …] (read only when affine). A
+// group's 16 values are dotq4table's row times its scale (plus its minimum:
+// decodeInt4Runs's arithmetic), looked up by nibble with VPERMPS, once for every row
+// of x. Each pair of a weight row and a row of x sums the even values (lane l value 2l
+// of each group) and the odd ones in two accumulators; they are put in dotAVX2's
+// places before its final sum, so out[j + i·ostride/4] is bit for bit dotAVX2 of x's
+// row i with the decoded row j.
+TEXT ·dotInt4w2x1AVX512(SB), NOSPLIT, $0-80
 	MOVQ x+0(FP), DI
-	MOVQ codes+8(FP), SI
-	MOVQ stride+16(FP), R11
-	MOVQ groups+24(FP), CX
-	MOVQ scales+32(FP), DX
-	MOVQ mins+40(FP), R10
-	MOVQ out+56(FP), R9
+	MOVQ xstride+8(FP), R14
+	MOVQ codes+16(FP), SI
+	MOVQ stride+24(FP), R11
+	MOVQ groups+32(FP), CX
+	MOVQ scales+40(FP), DX
+	MOVQ mins+48(FP), R10
+	MOVQ out+64(FP), R9
 	MOVQ CX, R8
 	SHLQ $2, R8 // bytes of one row's scales
 	LEAQ (SI)(R11*1), R12
@@ -277,14 +283,14 @@ TEXT ·dotInt4x2AVX512(SB), NOSPLIT, $0-64
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
-	CMPB affine+48(FP), $0
-	JNE dotInt4x2AVX512_affine
+	CMPB affine+56(FP), $0
+	JNE dotInt4w2x1AVX512_affine
 	VMOVUPS dotq4table<>+0(SB), Z30
 	MOVQ CX, R13
 	ANDQ $3, R13 // groups after the unrolled steps
 	SHRQ $2, CX
-	JZ dotInt4x2AVX512_sym_one
-dotInt4x2AVX512_sym:
+	JZ dotInt4w2x1AVX512_sym_one
+dotInt4w2x1AVX512_sym:
 	PREFETCHT0 4096(SI)
 	PREFETCHT0 4096(R12)
 	VMULPS.BCST 0(DX), Z30, Z8
@@ -349,11 +355,11 @@ dotInt4x2AVX512_sym:
 	ADDQ $16, AX
 	ADDQ $512, DI
 	DECQ CX
-	JNZ dotInt4x2AVX512_sym
-dotInt4x2AVX512_sym_one:
+	JNZ dotInt4w2x1AVX512_sym
+dotInt4w2x1AVX512_sym_one:
 	TESTQ R13, R13
-	JZ dotInt4x2AVX512_sym_done
-dotInt4x2AVX512_sym_onel:
+	JZ dotInt4w2x1AVX512_sym_done
+dotInt4w2x1AVX512_sym_onel:
 	VMULPS.BCST 0(DX), Z30, Z8
 	VPMOVZXBD 0(SI), Z9
 	VPSRLD $4, Z9, Z10
@@ -374,16 +380,16 @@ dotInt4x2AVX512_sym_onel:
 	ADDQ $4, AX
 	ADDQ $128, DI
 	DECQ R13
-	JNZ dotInt4x2AVX512_sym_onel
-dotInt4x2AVX512_sym_done:
-	JMP dotInt4x2AVX512_sum
-dotInt4x2AVX512_affine:
+	JNZ dotInt4w2x1AVX512_sym_onel
+dotInt4w2x1AVX512_sym_done:
+	JMP dotInt4w2x1AVX512_sum
+dotInt4w2x1AVX512_affine:
 	VMOVUPS dotq4table<>+64(SB), Z30
 	MOVQ CX, R13
 	ANDQ $3, R13 // groups after the unrolled steps
 	SHRQ $2, CX
-	JZ dotInt4x2AVX512_aff_one
-dotInt4x2AVX512_aff:
+	JZ dotInt4w2x1AVX512_aff_one
+dotInt4w2x1AVX512_aff:
 	PREFETCHT0 4096(SI)
 	PREFETCHT0 4096(R12)
 	VMULPS.BCST 0(DX), Z30, Z8
@@ -458,11 +464,11 @@ dotInt4x2AVX512_aff:
 	ADDQ $16, BX
 	ADDQ $512, DI
 	DECQ CX
-	JNZ dotInt4x2AVX512_aff
-dotInt4x2AVX512_aff_one:
+	JNZ dotInt4w2x1AVX512_aff
+dotInt4w2x1AVX512_aff_one:
 	TESTQ R13, R13
-	JZ dotInt4x2AVX512_aff_done
-dotInt4x2AVX512_aff_onel:
+	JZ dotInt4w2x1AVX512_aff_done
+dotInt4w2x1AVX512_aff_onel:
 	VMULPS.BCST 0(DX), Z30, Z8
 	VADDPS.BCST 0(R10), Z8, Z8
 	VPMOVZXBD 0(SI), Z9
@@ -487,9 +493,9 @@ dotInt4x2AVX512_aff_onel:
 	ADDQ $4, BX
 	ADDQ $128, DI
 	DECQ R13
-	JNZ dotInt4x2AVX512_aff_onel
-dotInt4x2AVX512_aff_done:
-dotInt4x2AVX512_sum:
+	JNZ dotInt4w2x1AVX512_aff_onel
+dotInt4w2x1AVX512_aff_done:
+dotInt4w2x1AVX512_sum:
 	VUNPCKLPS Z1, Z0, Z16
 	VUNPCKHPS Z1, Z0, Z17
 	VSHUFF32X4 $0x88, Z17, Z16, Z18 // L0 L2 H0 H2
@@ -516,5 +522,442 @@ dotInt4x2AVX512_sum:
 	VHADDPS X2, X2, X2
 	VHADDPS X2, X2, X2
 	MOVSS X2, 4(R9)
+	VZEROUPPER
+	RET
+
+// func dotInt4w1x2AVX512(x *float32, xstride int, codes *byte, stride, groups int, scales, mins *float32, affine bool, out *float32, ostride int)
+// 1 row of int4 groups of 32 (16 code bytes each, stride bytes apart) dotted
+// with 2 rows of x (xstride bytes apart) permuted by permuteInt4X. Row j's scales are
+// scales[j·groups …], its minimums mins[j·groups …] (read only when affine). A
+// group's 16 values are dotq4table's row times its scale (plus its minimum:
+// decodeInt4Runs's arithmetic), looked up by nibble with VPERMPS, once for every row
+// of x. Each pair of a weight row and a row of x sums the even values (lane l value 2l
+// of each group) and the odd ones in two accumulators; they are put in dotAVX2's
+// places before its final sum, so out[j + i·ostride/4] is bit for bit dotAVX2 of x's
+// row i with the decoded row j.
+TEXT ·dotInt4w1x2AVX512(SB), NOSPLIT, $0-80
+	MOVQ x+0(FP), DI
+	MOVQ xstride+8(FP), R14
+	MOVQ codes+16(FP), SI
+	MOVQ stride+24(FP), R11
+	MOVQ groups+32(FP), CX
+	MOVQ scales+40(FP), DX
+	MOVQ mins+48(FP), R10
+	MOVQ out+64(FP), R9
+	MOVQ ostride+72(FP), BX
+	MOVQ CX, R8
+	SHLQ $2, R8 // bytes of one row's scales
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	CMPB affine+56(FP), $0
+	JNE dotInt4w1x2AVX512_affine
+	VMOVUPS dotq4table<>+0(SB), Z30
+	MOVQ CX, R13
+	ANDQ $3, R13 // groups after the unrolled steps
+	SHRQ $2, CX
+	JZ dotInt4w1x2AVX512_sym_one
+dotInt4w1x2AVX512_sym:
+	PREFETCHT0 4096(SI)
+	VMULPS.BCST 0(DX), Z30, Z8
+	VPMOVZXBD 0(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 0(DI), Z9, Z0
+	VFMADD231PS 64(DI), Z10, Z1
+	VFMADD231PS 0(DI)(R14*1), Z9, Z2
+	VFMADD231PS 64(DI)(R14*1), Z10, Z3
+	VMULPS.BCST 4(DX), Z30, Z8
+	VPMOVZXBD 16(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 128(DI), Z9, Z0
+	VFMADD231PS 192(DI), Z10, Z1
+	VFMADD231PS 128(DI)(R14*1), Z9, Z2
+	VFMADD231PS 192(DI)(R14*1), Z10, Z3
+	VMULPS.BCST 8(DX), Z30, Z8
+	VPMOVZXBD 32(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 256(DI), Z9, Z0
+	VFMADD231PS 320(DI), Z10, Z1
+	VFMADD231PS 256(DI)(R14*1), Z9, Z2
+	VFMADD231PS 320(DI)(R14*1), Z10, Z3
+	VMULPS.BCST 12(DX), Z30, Z8
+	VPMOVZXBD 48(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 384(DI), Z9, Z0
+	VFMADD231PS 448(DI), Z10, Z1
+	VFMADD231PS 384(DI)(R14*1), Z9, Z2
+	VFMADD231PS 448(DI)(R14*1), Z10, Z3
+	ADDQ $64, SI
+	ADDQ $16, DX
+	ADDQ $512, DI
+	DECQ CX
+	JNZ dotInt4w1x2AVX512_sym
+dotInt4w1x2AVX512_sym_one:
+	TESTQ R13, R13
+	JZ dotInt4w1x2AVX512_sym_done
+dotInt4w1x2AVX512_sym_onel:
+	VMULPS.BCST 0(DX), Z30, Z8
+	VPMOVZXBD 0(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 0(DI), Z9, Z0
+	VFMADD231PS 64(DI), Z10, Z1
+	VFMADD231PS 0(DI)(R14*1), Z9, Z2
+	VFMADD231PS 64(DI)(R14*1), Z10, Z3
+	ADDQ $16, SI
+	ADDQ $4, DX
+	ADDQ $128, DI
+	DECQ R13
+	JNZ dotInt4w1x2AVX512_sym_onel
+dotInt4w1x2AVX512_sym_done:
+	JMP dotInt4w1x2AVX512_sum
+dotInt4w1x2AVX512_affine:
+	VMOVUPS dotq4table<>+64(SB), Z30
+	MOVQ CX, R13
+	ANDQ $3, R13 // groups after the unrolled steps
+	SHRQ $2, CX
+	JZ dotInt4w1x2AVX512_aff_one
+dotInt4w1x2AVX512_aff:
+	PREFETCHT0 4096(SI)
+	VMULPS.BCST 0(DX), Z30, Z8
+	VADDPS.BCST 0(R10), Z8, Z8
+	VPMOVZXBD 0(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 0(DI), Z9, Z0
+	VFMADD231PS 64(DI), Z10, Z1
+	VFMADD231PS 0(DI)(R14*1), Z9, Z2
+	VFMADD231PS 64(DI)(R14*1), Z10, Z3
+	VMULPS.BCST 4(DX), Z30, Z8
+	VADDPS.BCST 4(R10), Z8, Z8
+	VPMOVZXBD 16(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 128(DI), Z9, Z0
+	VFMADD231PS 192(DI), Z10, Z1
+	VFMADD231PS 128(DI)(R14*1), Z9, Z2
+	VFMADD231PS 192(DI)(R14*1), Z10, Z3
+	VMULPS.BCST 8(DX), Z30, Z8
+	VADDPS.BCST 8(R10), Z8, Z8
+	VPMOVZXBD 32(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 256(DI), Z9, Z0
+	VFMADD231PS 320(DI), Z10, Z1
+	VFMADD231PS 256(DI)(R14*1), Z9, Z2
+	VFMADD231PS 320(DI)(R14*1), Z10, Z3
+	VMULPS.BCST 12(DX), Z30, Z8
+	VADDPS.BCST 12(R10), Z8, Z8
+	VPMOVZXBD 48(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 384(DI), Z9, Z0
+	VFMADD231PS 448(DI), Z10, Z1
+	VFMADD231PS 384(DI)(R14*1), Z9, Z2
+	VFMADD231PS 448(DI)(R14*1), Z10, Z3
+	ADDQ $64, SI
+	ADDQ $16, DX
+	ADDQ $16, R10
+	ADDQ $512, DI
+	DECQ CX
+	JNZ dotInt4w1x2AVX512_aff
+dotInt4w1x2AVX512_aff_one:
+	TESTQ R13, R13
+	JZ dotInt4w1x2AVX512_aff_done
+dotInt4w1x2AVX512_aff_onel:
+	VMULPS.BCST 0(DX), Z30, Z8
+	VADDPS.BCST 0(R10), Z8, Z8
+	VPMOVZXBD 0(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 0(DI), Z9, Z0
+	VFMADD231PS 64(DI), Z10, Z1
+	VFMADD231PS 0(DI)(R14*1), Z9, Z2
+	VFMADD231PS 64(DI)(R14*1), Z10, Z3
+	ADDQ $16, SI
+	ADDQ $4, DX
+	ADDQ $4, R10
+	ADDQ $128, DI
+	DECQ R13
+	JNZ dotInt4w1x2AVX512_aff_onel
+dotInt4w1x2AVX512_aff_done:
+dotInt4w1x2AVX512_sum:
+	VUNPCKLPS Z1, Z0, Z16
+	VUNPCKHPS Z1, Z0, Z17
+	VSHUFF32X4 $0x88, Z17, Z16, Z18 // L0 L2 H0 H2
+	VSHUFF32X4 $0xdd, Z17, Z16, Z19 // L1 L3 H1 H3
+	VADDPS Z19, Z18, Z18
+	VSHUFF32X4 $0xd8, Z18, Z18, Z0 // Y0+Y1 | Y2+Y3
+	VEXTRACTF64X4 $1, Z0, Y9
+	VADDPS Y9, Y0, Y0
+	VEXTRACTF128 $1, Y0, X8
+	VADDPS X8, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, 0(R9)
+	VUNPCKLPS Z3, Z2, Z16
+	VUNPCKHPS Z3, Z2, Z17
+	VSHUFF32X4 $0x88, Z17, Z16, Z18 // L0 L2 H0 H2
+	VSHUFF32X4 $0xdd, Z17, Z16, Z19 // L1 L3 H1 H3
+	VADDPS Z19, Z18, Z18
+	VSHUFF32X4 $0xd8, Z18, Z18, Z2 // Y0+Y1 | Y2+Y3
+	VEXTRACTF64X4 $1, Z2, Y9
+	VADDPS Y9, Y2, Y2
+	VEXTRACTF128 $1, Y2, X8
+	VADDPS X8, X2, X2
+	VHADDPS X2, X2, X2
+	VHADDPS X2, X2, X2
+	MOVSS X2, 0(R9)(BX*1)
+	VZEROUPPER
+	RET
+
+// func dotInt4w1x3AVX512(x *float32, xstride int, codes *byte, stride, groups int, scales, mins *float32, affine bool, out *float32, ostride int)
+// 1 row of int4 groups of 32 (16 code bytes each, stride bytes apart) dotted
+// with 3 rows of x (xstride bytes apart) permuted by permuteInt4X. Row j's scales are
+// scales[j·groups …], its minimums mins[j·groups …] (read only when affine). A
+// group's 16 values are dotq4table's row times its scale (plus its minimum:
+// decodeInt4Runs's arithmetic), looked up by nibble with VPERMPS, once for every row
+// of x. Each pair of a weight row and a row of x sums the even values (lane l value 2l
+// of each group) and the odd ones in two accumulators; they are put in dotAVX2's
+// places before its final sum, so out[j + i·ostride/4] is bit for bit dotAVX2 of x's
+// row i with the decoded row j.
+TEXT ·dotInt4w1x3AVX512(SB), NOSPLIT, $0-80
+	MOVQ x+0(FP), DI
+	MOVQ xstride+8(FP), R14
+	MOVQ codes+16(FP), SI
+	MOVQ stride+24(FP), R11
+	MOVQ groups+32(FP), CX
+	MOVQ scales+40(FP), DX
+	MOVQ mins+48(FP), R10
+	MOVQ out+64(FP), R9
+	MOVQ ostride+72(FP), BX
+	MOVQ CX, R8
+	SHLQ $2, R8 // bytes of one row's scales
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	CMPB affine+56(FP), $0
+	JNE dotInt4w1x3AVX512_affine
+	VMOVUPS dotq4table<>+0(SB), Z30
+	MOVQ CX, R13
+	ANDQ $3, R13 // groups after the unrolled steps
+	SHRQ $2, CX
+	JZ dotInt4w1x3AVX512_sym_one
+dotInt4w1x3AVX512_sym:
+	PREFETCHT0 4096(SI)
+	VMULPS.BCST 0(DX), Z30, Z8
+	VPMOVZXBD 0(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 0(DI), Z9, Z0
+	VFMADD231PS 64(DI), Z10, Z1
+	VFMADD231PS 0(DI)(R14*1), Z9, Z2
+	VFMADD231PS 64(DI)(R14*1), Z10, Z3
+	VFMADD231PS 0(DI)(R14*2), Z9, Z4
+	VFMADD231PS 64(DI)(R14*2), Z10, Z5
+	VMULPS.BCST 4(DX), Z30, Z8
+	VPMOVZXBD 16(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 128(DI), Z9, Z0
+	VFMADD231PS 192(DI), Z10, Z1
+	VFMADD231PS 128(DI)(R14*1), Z9, Z2
+	VFMADD231PS 192(DI)(R14*1), Z10, Z3
+	VFMADD231PS 128(DI)(R14*2), Z9, Z4
+	VFMADD231PS 192(DI)(R14*2), Z10, Z5
+	VMULPS.BCST 8(DX), Z30, Z8
+	VPMOVZXBD 32(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 256(DI), Z9, Z0
+	VFMADD231PS 320(DI), Z10, Z1
+	VFMADD231PS 256(DI)(R14*1), Z9, Z2
+	VFMADD231PS 320(DI)(R14*1), Z10, Z3
+	VFMADD231PS 256(DI)(R14*2), Z9, Z4
+	VFMADD231PS 320(DI)(R14*2), Z10, Z5
+	VMULPS.BCST 12(DX), Z30, Z8
+	VPMOVZXBD 48(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 384(DI), Z9, Z0
+	VFMADD231PS 448(DI), Z10, Z1
+	VFMADD231PS 384(DI)(R14*1), Z9, Z2
+	VFMADD231PS 448(DI)(R14*1), Z10, Z3
+	VFMADD231PS 384(DI)(R14*2), Z9, Z4
+	VFMADD231PS 448(DI)(R14*2), Z10, Z5
+	ADDQ $64, SI
+	ADDQ $16, DX
+	ADDQ $512, DI
+	DECQ CX
+	JNZ dotInt4w1x3AVX512_sym
+dotInt4w1x3AVX512_sym_one:
+	TESTQ R13, R13
+	JZ dotInt4w1x3AVX512_sym_done
+dotInt4w1x3AVX512_sym_onel:
+	VMULPS.BCST 0(DX), Z30, Z8
+	VPMOVZXBD 0(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 0(DI), Z9, Z0
+	VFMADD231PS 64(DI), Z10, Z1
+	VFMADD231PS 0(DI)(R14*1), Z9, Z2
+	VFMADD231PS 64(DI)(R14*1), Z10, Z3
+	VFMADD231PS 0(DI)(R14*2), Z9, Z4
+	VFMADD231PS 64(DI)(R14*2), Z10, Z5
+	ADDQ $16, SI
+	ADDQ $4, DX
+	ADDQ $128, DI
+	DECQ R13
+	JNZ dotInt4w1x3AVX512_sym_onel
+dotInt4w1x3AVX512_sym_done:
+	JMP dotInt4w1x3AVX512_sum
+dotInt4w1x3AVX512_affine:
+	VMOVUPS dotq4table<>+64(SB), Z30
+	MOVQ CX, R13
+	ANDQ $3, R13 // groups after the unrolled steps
+	SHRQ $2, CX
+	JZ dotInt4w1x3AVX512_aff_one
+dotInt4w1x3AVX512_aff:
+	PREFETCHT0 4096(SI)
+	VMULPS.BCST 0(DX), Z30, Z8
+	VADDPS.BCST 0(R10), Z8, Z8
+	VPMOVZXBD 0(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 0(DI), Z9, Z0
+	VFMADD231PS 64(DI), Z10, Z1
+	VFMADD231PS 0(DI)(R14*1), Z9, Z2
+	VFMADD231PS 64(DI)(R14*1), Z10, Z3
+	VFMADD231PS 0(DI)(R14*2), Z9, Z4
+	VFMADD231PS 64(DI)(R14*2), Z10, Z5
+	VMULPS.BCST 4(DX), Z30, Z8
+	VADDPS.BCST 4(R10), Z8, Z8
+	VPMOVZXBD 16(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 128(DI), Z9, Z0
+	VFMADD231PS 192(DI), Z10, Z1
+	VFMADD231PS 128(DI)(R14*1), Z9, Z2
+	VFMADD231PS 192(DI)(R14*1), Z10, Z3
+	VFMADD231PS 128(DI)(R14*2), Z9, Z4
+	VFMADD231PS 192(DI)(R14*2), Z10, Z5
+	VMULPS.BCST 8(DX), Z30, Z8
+	VADDPS.BCST 8(R10), Z8, Z8
+	VPMOVZXBD 32(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 256(DI), Z9, Z0
+	VFMADD231PS 320(DI), Z10, Z1
+	VFMADD231PS 256(DI)(R14*1), Z9, Z2
+	VFMADD231PS 320(DI)(R14*1), Z10, Z3
+	VFMADD231PS 256(DI)(R14*2), Z9, Z4
+	VFMADD231PS 320(DI)(R14*2), Z10, Z5
+	VMULPS.BCST 12(DX), Z30, Z8
+	VADDPS.BCST 12(R10), Z8, Z8
+	VPMOVZXBD 48(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 384(DI), Z9, Z0
+	VFMADD231PS 448(DI), Z10, Z1
+	VFMADD231PS 384(DI)(R14*1), Z9, Z2
+	VFMADD231PS 448(DI)(R14*1), Z10, Z3
+	VFMADD231PS 384(DI)(R14*2), Z9, Z4
+	VFMADD231PS 448(DI)(R14*2), Z10, Z5
+	ADDQ $64, SI
+	ADDQ $16, DX
+	ADDQ $16, R10
+	ADDQ $512, DI
+	DECQ CX
+	JNZ dotInt4w1x3AVX512_aff
+dotInt4w1x3AVX512_aff_one:
+	TESTQ R13, R13
+	JZ dotInt4w1x3AVX512_aff_done
+dotInt4w1x3AVX512_aff_onel:
+	VMULPS.BCST 0(DX), Z30, Z8
+	VADDPS.BCST 0(R10), Z8, Z8
+	VPMOVZXBD 0(SI), Z9
+	VPSRLD $4, Z9, Z10
+	VPERMPS Z8, Z9, Z9
+	VPERMPS Z8, Z10, Z10
+	VFMADD231PS 0(DI), Z9, Z0
+	VFMADD231PS 64(DI), Z10, Z1
+	VFMADD231PS 0(DI)(R14*1), Z9, Z2
+	VFMADD231PS 64(DI)(R14*1), Z10, Z3
+	VFMADD231PS 0(DI)(R14*2), Z9, Z4
+	VFMADD231PS 64(DI)(R14*2), Z10, Z5
+	ADDQ $16, SI
+	ADDQ $4, DX
+	ADDQ $4, R10
+	ADDQ $128, DI
+	DECQ R13
+	JNZ dotInt4w1x3AVX512_aff_onel
+dotInt4w1x3AVX512_aff_done:
+dotInt4w1x3AVX512_sum:
+	VUNPCKLPS Z1, Z0, Z16
+	VUNPCKHPS Z1, Z0, Z17
+	VSHUFF32X4 $0x88, Z17, Z16, Z18 // L0 L2 H0 H2
+	VSHUFF32X4 $0xdd, Z17, Z16, Z19 // L1 L3 H1 H3
+	VADDPS Z19, Z18, Z18
+	VSHUFF32X4 $0xd8, Z18, Z18, Z0 // Y0+Y1 | Y2+Y3
+	VEXTRACTF64X4 $1, Z0, Y9
+	VADDPS Y9, Y0, Y0
+	VEXTRACTF128 $1, Y0, X8
+	VADDPS X8, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, 0(R9)
+	VUNPCKLPS Z3, Z2, Z16
+	VUNPCKHPS Z3, Z2, Z17
+	VSHUFF32X4 $0x88, Z17, Z16, Z18 // L0 L2 H0 H2
+	VSHUFF32X4 $0xdd, Z17, Z16, Z19 // L1 L3 H1 H3
+	VADDPS Z19, Z18, Z18
+	VSHUFF32X4 $0xd8, Z18, Z18, Z2 // Y0+Y1 | Y2+Y3
+	VEXTRACTF64X4 $1, Z2, Y9
+	VADDPS Y9, Y2, Y2
+	VEXTRACTF128 $1, Y2, X8
+	VADDPS X8, X2, X2
+	VHADDPS X2, X2, X2
+	VHADDPS X2, X2, X2
+	MOVSS X2, 0(R9)(BX*1)
+	VUNPCKLPS Z5, Z4, Z16
+	VUNPCKHPS Z5, Z4, Z17
+	VSHUFF32X4 $0x88, Z17, Z16, Z18 // L0 L2 H0 H2
+	VSHUFF32X4 $0xdd, Z17, Z16, Z19 // L1 L3 H1 H3
+	VADDPS Z19, Z18, Z18
+	VSHUFF32X4 $0xd8, Z18, Z18, Z4 // Y0+Y1 | Y2+Y3
+	VEXTRACTF64X4 $1, Z4, Y9
+	VADDPS Y9, Y4, Y4
+	VEXTRACTF128 $1, Y4, X8
+	VADDPS X8, X4, X4
+	VHADDPS X4, X4, X4
+	VHADDPS X4, X4, X4
+	MOVSS X4, 0(R9)(BX*2)
 	VZEROUPPER
 	RET

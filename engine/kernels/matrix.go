@@ -309,10 +309,7 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 				if affine {
 					w.scales(mins[:h*groups], w.Mins, r*groups)
 				}
-				codes := w.Data[r*k/2 : (r+h)*k/2]
-				for i := range m {
-					_ = dotInt4Rows(out[i*n+r:i*n+r+h], xp[i*k:(i+1)*k], codes, scales, mins, affine) // int4Fused: it can
-				}
+				_ = dotInt4Rows(out[r:], n, xp, m, w.Data[r*k/2:(r+h)*k/2], scales, mins, affine) // int4Fused: it can
 			}
 		})
 		return

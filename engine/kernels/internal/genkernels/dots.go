@@ -14,13 +14,12 @@ import (
 // wide the vectors: int4, whose decoding is cheap enough to wait on that chain, takes
 // two rows, two independent chains.
 
-// int4Rows are the weight row counts of the int4 kernels, which interleave two rows (a
-// leftover row takes the one-row kernel). The int8 kernel takes one row: on Zen 4
+// The int4 kernels interleave two weight rows (a leftover row takes the one-row
+// kernel), or take one weight row against two or three rows of x (int4Kernels). The
+// int8 kernel takes one row: on Zen 4
 // (where these were measured) two rows gain nothing in cache — the multiplies and FMAs
 // already fill both FMA pipes — and stream from memory at 7 GB/s a core against one
 // row's 18, the hardware prefetchers losing track of two streams a row apart.
-var int4Rows = []int{1, 2}
-
 // int4Prefetch is how far ahead (bytes) the int4 kernels prefetch each row's codes: it
 // lifts two interleaved rows streamed from memory from 5.5 to 9 GB/s a core, one row
 // from 7.3 to 9 (Zen 4; the int8 kernel, at 18 without, loses with it).
@@ -43,9 +42,9 @@ func emitDots(p func(string, ...any)) {
 	p("GLOBL dotq4table<>(SB), RODATA|NOPTR, $128")
 	p("")
 	emitDotInt8(p)
-	for _, r := range int4Rows {
+	for _, kn := range int4Kernels {
 		p("")
-		emitDotInt4(p, r)
+		emitDotInt4(p, kn)
 	}
 }
 
@@ -119,35 +118,50 @@ func emitHSum(p func(string, ...any), r int, dst string) {
 	p("\tMOVSS X%d, %s", r, dst)
 }
 
-// emitDotInt4 writes dotInt4xRAVX512: rows of Darkroom's int4 in groups of 32 (16 code
-// bytes each, value 2i the low nibble of byte i) dotted with x permuted by
-// permuteInt4X512 (per group the even values, then the odd ones).
-func emitDotInt4(p func(string, ...any), rows int) {
-	name := fmt.Sprintf("dotInt4x%dAVX512", rows)
-	label := func(s string) string { return fmt.Sprintf("%s_%s", name, s) }
-	// Row j's pointers: codes, scales, minimums (registers for two rows).
-	if rows > 2 {
-		panic("genkernels: dotInt4 has pointer registers for 2 rows")
+// int4Kernel is one int4 kernel's shape: weight rows × rows of x, each pair with its
+// own two accumulators (its own chains of FMAs). Several rows of x share each group's
+// decoding.
+type int4Kernel struct{ rows, xrows int }
+
+var int4Kernels = []int4Kernel{{1, 1}, {2, 1}, {1, 2}, {1, 3}}
+
+// emitDotInt4 writes dotInt4wRxMAVX512: R rows of Darkroom's int4 in groups of 32 (16
+// code bytes each, value 2i the low nibble of byte i) dotted with M rows of x, each
+// permuted by permuteInt4X (per group the even values, then the odd ones).
+func emitDotInt4(p func(string, ...any), kn int4Kernel) {
+	rows, xrows := kn.rows, kn.xrows
+	if rows > 2 || xrows > 3 || rows > 1 && xrows > 1 {
+		panic("genkernels: dotInt4 has registers for 2 weight rows or 3 rows of x")
 	}
+	name := fmt.Sprintf("dotInt4w%dx%dAVX512", rows, xrows)
+	label := func(s string) string { return fmt.Sprintf("%s_%s", name, s) }
+	// Row j's pointers: codes, scales, minimums; x row i at DI + i·R14, its outputs at
+	// R9 + i·BX.
 	code := func(j int) string { return []string{"SI", "R12"}[j] }
 	scale := func(j int) string { return []string{"DX", "AX"}[j] }
 	minReg := func(j int) string { return []string{"R10", "BX"}[j] }
-	p("// func %s(x *float32, codes *byte, stride, groups int, scales, mins *float32, affine bool, out *float32)", name)
+	p("// func %s(x *float32, xstride int, codes *byte, stride, groups int, scales, mins *float32, affine bool, out *float32, ostride int)", name)
 	p("// %s of int4 groups of 32 (16 code bytes each, stride bytes apart) dotted", rowsWord(rows, "row"))
-	p("// with x permuted by permuteInt4X512. Row j's scales are scales[j·groups …], its")
-	p("// minimums mins[j·groups …] (read only when affine). A group's 16 values are")
-	p("// dotq4table's row times its scale (plus its minimum: decodeInt4Runs's arithmetic),")
-	p("// looked up by nibble with VPERMPS. Z(2j) sums the even values of row j, lane l value")
-	p("// 2l of each group; Z(2j+1) the odd ones; they are put in dotAVX2's places before its")
-	p("// final sum, so out[j] is bit for bit dotAVX2 of x with the decoded row.")
-	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	p("// with %s of x (xstride bytes apart) permuted by permuteInt4X. Row j's scales are", rowsWord(xrows, "row"))
+	p("// scales[j·groups …], its minimums mins[j·groups …] (read only when affine). A")
+	p("// group's 16 values are dotq4table's row times its scale (plus its minimum:")
+	p("// decodeInt4Runs's arithmetic), looked up by nibble with VPERMPS, once for every row")
+	p("// of x. Each pair of a weight row and a row of x sums the even values (lane l value 2l")
+	p("// of each group) and the odd ones in two accumulators; they are put in dotAVX2's")
+	p("// places before its final sum, so out[j + i·ostride/4] is bit for bit dotAVX2 of x's")
+	p("// row i with the decoded row j.")
+	p("TEXT ·%s(SB), NOSPLIT, $0-80", name)
 	p("\tMOVQ x+0(FP), DI")
-	p("\tMOVQ codes+8(FP), SI")
-	p("\tMOVQ stride+16(FP), R11")
-	p("\tMOVQ groups+24(FP), CX")
-	p("\tMOVQ scales+32(FP), DX")
-	p("\tMOVQ mins+40(FP), R10")
-	p("\tMOVQ out+56(FP), R9")
+	p("\tMOVQ xstride+8(FP), R14")
+	p("\tMOVQ codes+16(FP), SI")
+	p("\tMOVQ stride+24(FP), R11")
+	p("\tMOVQ groups+32(FP), CX")
+	p("\tMOVQ scales+40(FP), DX")
+	p("\tMOVQ mins+48(FP), R10")
+	p("\tMOVQ out+64(FP), R9")
+	if xrows > 1 { // BX holds row 1's minimums only with two weight rows
+		p("\tMOVQ ostride+72(FP), BX")
+	}
 	p("\tMOVQ CX, R8")
 	p("\tSHLQ $2, R8 // bytes of one row's scales")
 	for j := 1; j < rows; j++ {
@@ -155,53 +169,65 @@ func emitDotInt4(p func(string, ...any), rows int) {
 		p("\tLEAQ (%s)(R8*1), %s", scale(j-1), scale(j))
 		p("\tLEAQ (%s)(R8*1), %s", minReg(j-1), minReg(j))
 	}
-	for j := range 2 * rows {
-		p("\tVPXORD Z%d, Z%d, Z%d", j, j, j)
+	for a := range 2 * rows * xrows {
+		p("\tVPXORD Z%d, Z%d, Z%d", a, a, a)
 	}
-	p("\tCMPB affine+48(FP), $0")
+	p("\tCMPB affine+56(FP), $0")
 	p("\tJNE %s", label("affine"))
 	p("\tVMOVUPS dotq4table<>+0(SB), Z30")
-	emitInt4Loop(p, rows, label("sym"), false, code, scale, minReg)
+	emitInt4Loop(p, kn, label("sym"), false, code, scale, minReg)
 	p("\tJMP %s", label("sum"))
 	p("%s:", label("affine"))
 	p("\tVMOVUPS dotq4table<>+64(SB), Z30")
-	emitInt4Loop(p, rows, label("aff"), true, code, scale, minReg)
+	emitInt4Loop(p, kn, label("aff"), true, code, scale, minReg)
 	p("%s:", label("sum"))
 	for j := range rows {
-		e, o := 2*j, 2*j+1
-		// Interleaved, 128-bit lane i of L holds values 8i…8i+3 and of H 8i+4…8i+7:
-		// dotAVX2's Y(i) is [L(i), H(i)]. Its (Y0 + Y1) + (Y2 + Y3) pairs the same lanes.
-		p("\tVUNPCKLPS Z%d, Z%d, Z16", o, e)
-		p("\tVUNPCKHPS Z%d, Z%d, Z17", o, e)
-		p("\tVSHUFF32X4 $0x88, Z17, Z16, Z18 // L0 L2 H0 H2")
-		p("\tVSHUFF32X4 $0xdd, Z17, Z16, Z19 // L1 L3 H1 H3")
-		p("\tVADDPS Z19, Z18, Z18")
-		p("\tVSHUFF32X4 $0xd8, Z18, Z18, Z%d // Y0+Y1 | Y2+Y3", e)
-		p("\tVEXTRACTF64X4 $1, Z%d, Y9", e)
-		p("\tVADDPS Y9, Y%d, Y%d", e, e)
-		emitHSum(p, e, fmt.Sprintf("%d(R9)", 4*j))
+		for i := range xrows {
+			e := 2 * (j*xrows + i)
+			o := e + 1
+			// Interleaved, 128-bit lane i of L holds values 8i…8i+3 and of H 8i+4…8i+7:
+			// dotAVX2's Y(i) is [L(i), H(i)]. Its (Y0 + Y1) + (Y2 + Y3) pairs the same
+			// lanes.
+			p("\tVUNPCKLPS Z%d, Z%d, Z16", o, e)
+			p("\tVUNPCKHPS Z%d, Z%d, Z17", o, e)
+			p("\tVSHUFF32X4 $0x88, Z17, Z16, Z18 // L0 L2 H0 H2")
+			p("\tVSHUFF32X4 $0xdd, Z17, Z16, Z19 // L1 L3 H1 H3")
+			p("\tVADDPS Z19, Z18, Z18")
+			p("\tVSHUFF32X4 $0xd8, Z18, Z18, Z%d // Y0+Y1 | Y2+Y3", e)
+			p("\tVEXTRACTF64X4 $1, Z%d, Y9", e)
+			p("\tVADDPS Y9, Y%d, Y%d", e, e)
+			emitHSum(p, e, fmt.Sprintf("%d%s", 4*j, xAddr("R9", "BX", i)))
+		}
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
 
+// xAddr is the address of row i of a base register's rows, stride apart (i ≤ 2).
+func xAddr(base, stride string, i int) string {
+	if i == 0 {
+		return "(" + base + ")"
+	}
+	return fmt.Sprintf("(%s)(%s*%d)", base, stride, i)
+}
+
 // emitInt4Loop writes the group loop: int4Unroll groups a step while that many are
 // left (one prefetch per row and cache line), then one at a time; CX counts groups.
-func emitInt4Loop(p func(string, ...any), rows int, label string, affine bool, code, scale, minReg func(int) string) {
+func emitInt4Loop(p func(string, ...any), kn int4Kernel, label string, affine bool, code, scale, minReg func(int) string) {
 	const u = int4Unroll
 	p("\tMOVQ CX, R13")
 	p("\tANDQ $%d, R13 // groups after the unrolled steps", u-1)
 	p("\tSHRQ $%d, CX", bitsOf(u))
 	p("\tJZ %s_one", label)
 	p("%s:", label)
-	emitInt4Step(p, rows, affine, u, code, scale, minReg)
+	emitInt4Step(p, kn, affine, u, code, scale, minReg)
 	p("\tDECQ CX")
 	p("\tJNZ %s", label)
 	p("%s_one:", label)
 	p("\tTESTQ R13, R13")
 	p("\tJZ %s_done", label)
 	p("%s_onel:", label)
-	emitInt4Step(p, rows, affine, 1, code, scale, minReg)
+	emitInt4Step(p, kn, affine, 1, code, scale, minReg)
 	p("\tDECQ R13")
 	p("\tJNZ %s_onel", label)
 	p("%s_done:", label)
@@ -209,7 +235,8 @@ func emitInt4Loop(p func(string, ...any), rows int, label string, affine bool, c
 
 // emitInt4Step writes g groups of each row, in group order (each accumulator's chain
 // of FMAs stays in value order), and advances the pointers past them.
-func emitInt4Step(p func(string, ...any), rows int, affine bool, g int, code, scale, minReg func(int) string) {
+func emitInt4Step(p func(string, ...any), kn int4Kernel, affine bool, g int, code, scale, minReg func(int) string) {
+	rows := kn.rows
 	if g > 1 {
 		for j := range rows {
 			p("\tPREFETCHT0 %d(%s)", int4Prefetch, code(j))
@@ -226,8 +253,11 @@ func emitInt4Step(p func(string, ...any), rows int, affine bool, g int, code, sc
 			p("\tVPSRLD $4, Z%d, Z%d", lo, hi)
 			p("\tVPERMPS Z%d, Z%d, Z%d", t, lo, lo)
 			p("\tVPERMPS Z%d, Z%d, Z%d", t, hi, hi)
-			p("\tVFMADD231PS %d(DI), Z%d, Z%d", 128*q, lo, 2*j)
-			p("\tVFMADD231PS %d(DI), Z%d, Z%d", 128*q+64, hi, 2*j+1)
+			for i := range kn.xrows {
+				a := 2 * (j*kn.xrows + i)
+				p("\tVFMADD231PS %d%s, Z%d, Z%d", 128*q, xAddr("DI", "R14", i), lo, a)
+				p("\tVFMADD231PS %d%s, Z%d, Z%d", 128*q+64, xAddr("DI", "R14", i), hi, a+1)
+			}
 		}
 	}
 	for j := range rows {
