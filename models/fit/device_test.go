@@ -23,7 +23,10 @@ import (
 // layers (one sliding, one full) and four experts, loads it as the graph path does,
 // and sums the buffers the runner holds on its device — the weights' variables as
 // stored and the KV cache reserved for the context — without running a graph. The
-// estimate's weights and KV parts equal them to the byte.
+// estimate's weights and KV parts equal them to the byte, and its dequantization
+// scratch equals the largest chunk of weight blocks the step's graph builds for its
+// products (bf16, as the engine computes this bf16 model on an accelerator: it was
+// counted in f32, twice that).
 func TestEstimateCountsTheGraphBuffers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes and loads a ~0.9 GB checkpoint")
