@@ -151,6 +151,16 @@ session() {
 	bin="$work/darkroom"
 	unxz "$dir/darkroom.xz" >"$bin"
 	chmod +x "$bin"
+	# The device's python3 is a virtual environment's (/opt/torch/.venv), on PATH but not activated: name
+	# it as activating it would, so that Darkroom's auto backend finds JAX's CUDA plugin there.
+	if [ -z "${VIRTUAL_ENV:-}" ]; then
+		local venv
+		venv=$(python3 -c 'import sys; print(sys.prefix if sys.prefix != sys.base_prefix else "")' 2>/dev/null || true)
+		if [ -n "$venv" ]; then
+			export VIRTUAL_ENV="$venv"
+			step "VIRTUAL_ENV=$venv (python3's)"
+		fi
+	fi
 	if [ "$part" != train ]; then
 		check_part
 	fi
@@ -162,6 +172,7 @@ session() {
 
 check_part() {
 	step "part a: gpu-check.sh"
+	"$bin" hw || true # the GPU, the plugins found and the backend auto picks
 	local args=(--darkroom "$bin" --out "$work/check")
 	[ "$dry" = 1 ] && args+=(--dry-run)
 	[ -n "$backend" ] && args+=(--backend "$backend")
