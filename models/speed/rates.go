@@ -138,10 +138,11 @@ const (
 	VecGelu    = "gelu"    // kernels.GeluMul
 	VecLoop    = "loop"    // a plain Go loop over float32s: residual adds, scaling, RoPE, copies and the attention's K/V gather
 	VecSampler = "sampler" // sampler.Tempered over rows of 4096 (one row: an AR token's draw)
+	VecGuide   = "guide"   // sampler.Guide.Round over rows of 4096: an AR guidance round's pick against both heads' logits
 )
 
 // VecKinds lists the kinds of Rates.Vec.
-var VecKinds = []string{VecRMSNorm, VecSoftmax, VecVocab, VecSoftCap, VecGelu, VecLoop, VecSampler}
+var VecKinds = []string{VecRMSNorm, VecSoftmax, VecVocab, VecSoftCap, VecGelu, VecLoop, VecSampler, VecGuide}
 
 // GridSoftN are the soft embedding's widths timed (Rates.SoftEmbed).
 var GridSoftN = []int{64, 512}
@@ -650,14 +651,17 @@ func measureHost(ctx context.Context, r *Rates) error {
 	// The passes over activations, at three sizes each.
 	for _, kind := range VecKinds {
 		width, sizes := 256, []int{64, 256, 16 << 10, 256 << 10}
-		if kind == VecVocab || kind == VecSoftCap || kind == VecSampler {
+		if kind == VecVocab || kind == VecSoftCap || kind == VecSampler || kind == VecGuide {
 			width, sizes = 4096, []int{4096, 64 << 10, 1 << 20}
 		}
 		for _, n := range sizes {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			run := vecPass(kind, min(width, n), n)
+			run, err := vecPass(kind, min(width, n), n)
+			if err != nil {
+				return fmt.Errorf("%s pass: %w", kind, err)
+			}
 			r.Vec[kind] = append(r.Vec[kind], Point{N: float64(n), Seconds: best(run, 0.01)})
 		}
 	}
@@ -697,13 +701,13 @@ const gemvSpan = 6 << 20
 
 // vecPass is one call of vector pass kind over n elements in rows of width, as the
 // host model makes it.
-func vecPass(kind string, width, n int) func() {
+func vecPass(kind string, width, n int) (func(), error) {
 	x, y, dst := fill(n), fill(n), make([]float32, n)
 	rows := n / width
 	switch kind {
 	case VecRMSNorm:
 		w := fill(width)
-		return func() { kernels.RMSNorm(dst, x, w, width, 1e-6) }
+		return func() { kernels.RMSNorm(dst, x, w, width, 1e-6) }, nil
 	case VecSoftmax:
 		return func() {
 			kernels.ParallelRows(rows, func(lo, hi int) {
@@ -711,7 +715,7 @@ func vecPass(kind string, width, n int) func() {
 					kernels.Softmax(dst[i*width:(i+1)*width], x[i*width:(i+1)*width], 1)
 				}
 			})
-		}
+		}, nil
 	case VecVocab:
 		return func() {
 			kernels.ParallelRows(rows, func(lo, hi int) {
@@ -721,26 +725,36 @@ func vecPass(kind string, width, n int) func() {
 					kernels.Softmax(dst[i*width:(i+1)*width], row, 1)
 				}
 			})
-		}
+		}, nil
 	case VecSoftCap:
 		return func() {
 			kernels.ParallelRows(rows, func(lo, hi int) { kernels.SoftCap(x[lo*width:hi*width], 30) })
-		}
+		}, nil
 	case VecGelu:
 		tmp := make([]float32, n)
-		return func() { kernels.GeluMul(dst, x, y, tmp) }
+		return func() { kernels.GeluMul(dst, x, y, tmp) }, nil
 	case VecSampler:
 		u := make([]float64, rows)
 		for i := range u {
 			u[i] = float64(i) / float64(rows)
 		}
-		return func() { sampler.Tempered(x, width, 0.8, u) }
+		return func() { sampler.Tempered(x, width, 0.8, u) }, nil
+	case VecGuide:
+		for r := range rows { // id 0 wins every row: no position changes, so none is skipped
+			x[r*width] = 10
+		}
+		g, err := sampler.NewGuide(x, width, 0.5, nil)
+		if err != nil {
+			return nil, err
+		}
+		a := make([]int, rows)
+		return func() { _, _, _ = g.Round(a, 0, rows, func(i int) []float32 { return y[i*width : (i+1)*width] }) }, nil
 	}
 	return func() { // VecLoop: the host model's residual add
 		for j, v := range x {
 			dst[j] += v
 		}
-	}
+	}, nil
 }
 
 // formats are the weight formats the AR product is timed in.

@@ -243,7 +243,7 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	if text > 1 {
 		round, _ = r.encoderSeconds(ps.encoderPass(text-1, mid, text-1), true)
 		round += r.seconds1(vec("cache copy", VecLoop, float64(ps.cacheFloats(mid)), 1)) +
-			r.seconds1(vec("guidance pick", VecLoop, 2*float64(text)*float64(t.VocabSize), 1))
+			r.seconds1(vec("guidance pick", VecGuide, float64(text)*float64(t.VocabSize), 1))
 		guide = model.ScoreFLOPs(t, text-1, 0, mid)
 	}
 	commit, _ := r.encoderSeconds(ps.encoderPass(c, mid, 1), true)
