@@ -199,6 +199,30 @@ func testHostStep(t *testing.T, r *Runner, cfg *config.Text) {
 	if !mixed {
 		t.Error("no step accepted some positions besides the held ones and rejected others")
 	}
+	// The host step refuses what the device step refuses, naming the call.
+	plan := sampler.Plan{Temperature: 0.5}
+	for name, call := range map[string]func() error{
+		"a token id out of range": func() error {
+			_, _, _, err := r.DecodeStep([]int{cfg.VocabSize}, nil, plan)
+			return err
+		},
+		"more held tokens than the canvas": func() error {
+			_, _, _, err := r.DecodeStep(make([]int, 2), nil, sampler.Plan{Temperature: 0.5, Held: make([]int, 3)})
+			return err
+		},
+		"a soft embedding for another canvas": func() error {
+			_, _, _, err := r.DecodeStep(make([]int, 4), tensors.FromShape(shapes.Make(dtypes.Float32, 1, 5, cfg.HiddenSize)), plan)
+			return err
+		},
+		"temperature 0": func() error {
+			_, _, _, err := r.DecodeStep(make([]int, 4), nil, sampler.Plan{})
+			return err
+		},
+	} {
+		if err := call(); err == nil || !strings.HasPrefix(err.Error(), "decode step: ") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
 }
 
 // BenchmarkMiniStep: one denoising step over Darkroom Mini's 256-token canvas after a
