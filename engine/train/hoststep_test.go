@@ -2,6 +2,7 @@ package train
 
 import (
 	"bytes"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -172,6 +173,49 @@ func TestGraphEngineStillTrains(t *testing.T) {
 	}
 	if !(after < before-0.3) {
 		t.Fatalf("graph engine: loss did not fall: %.4f → %.4f", before, after)
+	}
+}
+
+// TestHostLossRepeatable: the host objective keeps its buffers between calls
+// (hostgrad's arenas), so a batch run again after another batch — on buffers that
+// batch left dirty — gives the same losses and gradients bit for bit.
+func TestHostLossRepeatable(t *testing.T) {
+	cfg := config.Tiny()
+	hs := freshHostState(t, cfg, 3)
+	examples := longPromptData(16, cfg)
+	plan, err := NewBatches(examples, []int{16, 24}, cfg.CanvasLength, 4, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := NoiseConfig{Vocab: cfg.Text.VocabSize, Eps: 1e-3, SelfCondP: 0.5}
+	batch := func(step int) []hostgrad.Example {
+		pb, _ := plan.At(step)
+		return buildBatch(examples, pb, cfg.CanvasLength, 1, 0, nc, 11, step, 1).examples()
+	}
+	l0, g0, err := hostgrad.Loss(hs.params, batch(0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0 = maps.Clone(g0)
+	for name, v := range g0 {
+		g0[name] = slices.Clone(v)
+	}
+	if _, _, err := hostgrad.Loss(hs.params, batch(1), true); err != nil {
+		t.Fatal(err)
+	}
+	l, g, err := hostgrad.Loss(hs.params, batch(0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l != l0 {
+		t.Errorf("losses %+v, the first time %+v", l, l0)
+	}
+	for name, want := range g0 {
+		for i, w := range want {
+			if math.Float32bits(g[name][i]) != math.Float32bits(w) {
+				t.Fatalf("gradient of %s[%d] = %v, the first time %v", name, i, g[name][i], w)
+			}
+		}
 	}
 }
 

@@ -103,6 +103,8 @@ func Loss(p *Params, batch []Example, withGrad bool) (l Losses, g Grads, err err
 				}
 			}()
 			net := newNet(p, withGrad)
+			net.mem = getArena()
+			defer putArena(net.mem)
 			for i := s; i < len(batch); i += n {
 				d, a := net.example(batch[i], wDiff, wAR)
 				res[s].diff += d
@@ -143,6 +145,7 @@ type net struct {
 	withGrad bool
 	eps      float32
 	scale    float32 // embedding scale √D
+	mem      *arena  // the current example's buffers, reset for each
 }
 
 func newNet(p *Params, withGrad bool) *net {
@@ -188,7 +191,8 @@ func (n *net) encoderScalar(i int) string {
 func (n *net) example(ex Example, wDiff, wAR float32) (diff, ar float64) {
 	cfg := n.cfg
 	d, v := cfg.HiddenSize, cfg.VocabSize
-	tp := &Tape{Off: !n.withGrad}
+	n.mem.reset()
+	tp := &Tape{Off: !n.withGrad, mem: n.mem}
 	emb := n.get("embed_tokens.weight")
 	softcap := float32(cfg.FinalLogitSoftcapping)
 	tokens := append(append([]int32{}, ex.Prefix...), ex.Canvas...)
@@ -225,8 +229,8 @@ func (n *net) example(ex Example, wDiff, wAR float32) (diff, ar float64) {
 	// Decoder pass 1 (no gradient) for the self-conditioning signal.
 	var soft *T
 	if ex.SelfCond {
-		h1 := decode(&Tape{Off: true}, nil)
-		soft = SoftEmbedding(h1.V, emb.V, c, d, v, softcap, n.scale)
+		h1 := decode(&Tape{Off: true, mem: n.mem}, nil)
+		soft = tp.SoftEmbedding(h1.V, emb.V, c, d, v, softcap, n.scale)
 	}
 	// Decoder pass 2 over the noisy canvas → diffusion loss on every position.
 	h2 := decode(tp, soft)

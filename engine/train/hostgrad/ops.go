@@ -8,8 +8,8 @@ import (
 )
 
 // headRows copies KV head j of x [s, kvh, hd] → [s, hd].
-func headRows(x []float32, s, kvh, hd, j int) []float32 {
-	out := make([]float32, s*hd)
+func (tp *Tape) headRows(x []float32, s, kvh, hd, j int) []float32 {
+	out := tp.buf(s * hd)
 	for r := range s {
 		copy(out[r*hd:(r+1)*hd], x[(r*kvh+j)*hd:(r*kvh+j+1)*hd])
 	}
@@ -29,20 +29,20 @@ func addHeadRows(dst, g []float32, s, kvh, hd, j int) {
 func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j int) bool) *T {
 	groups := nh / kvh
 	rows := groups * c
-	out := &T{V: make([]float32, c*nh*hd)}
+	out := tp.newT(c * nh * hd)
 	type head struct{ p, qg, k, v []float32 }
 	heads := make([]head, kvh)
 	for j := range kvh {
-		kj, vj := headRows(K.V, s, kvh, hd, j), headRows(V.V, s, kvh, hd, j)
+		kj, vj := tp.headRows(K.V, s, kvh, hd, j), tp.headRows(V.V, s, kvh, hd, j)
 		// The group's query heads as rows [G·C, Hd] (head-major), as the host model.
-		qg := make([]float32, rows*hd)
+		qg := tp.buf(rows * hd)
 		for g := range groups {
 			hh := j*groups + g
 			for t := range c {
 				copy(qg[(g*c+t)*hd:(g*c+t+1)*hd], q.V[(t*nh+hh)*hd:(t*nh+hh+1)*hd])
 			}
 		}
-		p := make([]float32, rows*s)
+		p := tp.buf(rows * s)
 		mulNT(p, qg, kj, rows, s, hd)
 		for r := range rows {
 			row := p[r*s : (r+1)*s]
@@ -56,7 +56,7 @@ func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j i
 			}
 			softmaxRow(row)
 		}
-		o := make([]float32, rows*hd)
+		o := tp.buf(rows * hd)
 		gemm(o, p, vj, rows, hd, s, kernels.NN, false)
 		for g := range groups {
 			hh := j*groups + g
@@ -73,7 +73,7 @@ func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j i
 			return
 		}
 		for j, h := range heads {
-			dO := make([]float32, rows*hd)
+			dO := tp.buf(rows * hd)
 			for g := range groups {
 				hh := j*groups + g
 				for t := range c {
@@ -81,12 +81,12 @@ func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j i
 				}
 			}
 			if V.needs() { // dV = Pᵀ·dO: [s, rows]·[rows, hd]
-				dv := make([]float32, s*hd)
+				dv := tp.buf(s * hd)
 				gemm(dv, h.p, dO, s, hd, rows, kernels.TN, false)
 				addHeadRows(V.grad(), dv, s, kvh, hd, j)
 			}
 			// dS = P ∘ (dP − rowsum(dP ∘ P)), dP = dO·Vᵀ.
-			ds := make([]float32, rows*s)
+			ds := tp.buf(rows * s)
 			mulNT(ds, dO, h.v, rows, s, hd)
 			for r := range rows {
 				pr, dr := h.p[r*s:(r+1)*s], ds[r*s:(r+1)*s]
@@ -99,7 +99,7 @@ func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j i
 				}
 			}
 			if q.needs() { // dQ = dS·K: [rows, s]·[s, hd]
-				dq := make([]float32, rows*hd)
+				dq := tp.buf(rows * hd)
 				gemm(dq, ds, h.k, rows, hd, s, kernels.NN, false)
 				gq := q.grad()
 				for g := range groups {
@@ -110,7 +110,7 @@ func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j i
 				}
 			}
 			if K.needs() { // dK = dSᵀ·Q: [s, rows]·[rows, hd]
-				dk := make([]float32, s*hd)
+				dk := tp.buf(s * hd)
 				gemm(dk, ds, h.qg, s, hd, rows, kernels.TN, false)
 				addHeadRows(K.grad(), dk, s, kvh, hd, j)
 			}
@@ -126,7 +126,7 @@ func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j i
 func (tp *Tape) Route(logits, pes *T, n, e, k int) ([][]int, *T) {
 	idx := make([][]int, n)
 	q := make([]float32, n*k) // renormalised probabilities of the chosen experts
-	w := &T{V: make([]float32, n*k)}
+	w := tp.newT(n * k)
 	p := make([]float32, e)
 	taken := make([]bool, e)
 	for t := range n {
@@ -173,7 +173,7 @@ func (tp *Tape) Route(logits, pes *T, n, e, k int) ([][]int, *T) {
 
 // GatherRows is rows of x [·, d] → [len(rows), d].
 func (tp *Tape) GatherRows(x *T, rows []int, d int) *T {
-	y := &T{V: make([]float32, len(rows)*d)}
+	y := tp.newT(len(rows) * d)
 	for a, r := range rows {
 		copy(y.V[a*d:(a+1)*d], x.V[r*d:(r+1)*d])
 	}
@@ -193,7 +193,7 @@ func (tp *Tape) GatherRows(x *T, rows []int, d int) *T {
 // where a is t's row among expert ex's rows. rows[ex] lists expert ex's tokens in
 // ascending order (ys[ex] is nil for an expert without tokens) → [n, d].
 func (tp *Tape) Combine(ys []*T, rows [][]int, slots [][]int, w *T, n, d, k int) *T {
-	out := &T{V: make([]float32, n*d)}
+	out := tp.newZeroT(n * d)
 	for ex, y := range ys {
 		for a, t := range rows[ex] {
 			wa := w.V[t*k+slots[ex][a]]
@@ -241,11 +241,11 @@ func (tp *Tape) Combine(ys []*T, rows [][]int, slots [][]int, w *T, n, d, k int)
 
 // softcapRows applies c·tanh(x/c) to logits in place (c ≤ 0: none) and returns the
 // tanh values (nil when c ≤ 0), for the backward pass.
-func softcapRows(logits []float32, c float32) []float32 {
+func (tp *Tape) softcapRows(logits []float32, c float32) []float32 {
 	if c <= 0 {
 		return nil
 	}
-	t := make([]float32, len(logits))
+	t := tp.buf(len(logits))
 	kernels.ExpShift(t, logits, 0, 2/c) // e^(2x/c)
 	for i, e := range t {
 		th := 1 - 2/(e+1) // tanh(x/c); e is clamped, never Inf
@@ -261,9 +261,9 @@ func softcapRows(logits []float32, c float32) []float32 {
 // (rowWeights nil: every row 1) and, on a recording tape, seeds the gradient of that
 // sum into h and emb.
 func (tp *Tape) CrossEntropy(h, emb *T, n, d, v int, softcap float32, targets []int32, weight float32, rowWeights []float32) float64 {
-	logits := make([]float32, n*v)
+	logits := tp.buf(n * v)
 	mulNT(logits, h.V, emb.V, n, v, d)
-	th := softcapRows(logits, softcap)
+	th := tp.softcapRows(logits, softcap)
 	grads := tp.grads()
 	var loss float64
 	for r := range n {
@@ -307,15 +307,16 @@ func (tp *Tape) CrossEntropy(h, emb *T, n, d, v int, softcap float32, targets []
 }
 
 // SoftEmbedding is the self-conditioning signal, without gradient (the objective
-// stops it): softmax(soft-capped logits)·emb·scale for rows h [n, d] → Const [n, d].
-func SoftEmbedding(h, emb []float32, n, d, v int, softcap, scale float32) *T {
-	logits := make([]float32, n*v)
+// stops it; nothing is recorded): softmax(soft-capped logits)·emb·scale for rows h
+// [n, d] → Const [n, d].
+func (tp *Tape) SoftEmbedding(h, emb []float32, n, d, v int, softcap, scale float32) *T {
+	logits := tp.buf(n * v)
 	mulNT(logits, h, emb, n, v, d)
-	softcapRows(logits, softcap)
+	tp.softcapRows(logits, softcap)
 	for r := range n {
 		softmaxRow(logits[r*v : (r+1)*v])
 	}
-	out := make([]float32, n*d)
+	out := tp.buf(n * d)
 	gemm(out, logits, emb, n, d, v, kernels.NN, false)
 	for i := range out {
 		out[i] *= scale

@@ -30,6 +30,7 @@ import (
 type T struct {
 	V, G  []float32
 	konst bool
+	mem   *arena // where G is allocated (nil: the heap)
 }
 
 // needs reports whether gradient should flow into x.
@@ -38,7 +39,7 @@ func (x *T) needs() bool { return x != nil && !x.konst }
 // grad returns x's gradient buffer, allocating it on first use.
 func (x *T) grad() []float32 {
 	if x.G == nil {
-		x.G = make([]float32, len(x.V))
+		x.G = x.mem.alloc(len(x.V))
 	}
 	return x.G
 }
@@ -47,11 +48,36 @@ func (x *T) grad() []float32 {
 func Const(v []float32) *T { return &T{V: v, konst: true} }
 
 // Tape records the backward closures of the ops run on it, in order. A nil Tape, or
-// one with Off set, records nothing: a forward-only pass.
+// one with Off set, records nothing: a forward-only pass. The values and gradients of
+// the ops' outputs come from the tape's arena when it has one (Loss gives each
+// example's tapes one), from the heap otherwise.
 type Tape struct {
 	back []func()
 	Off  bool
+	mem  *arena
 }
+
+// arena returns the tape's arena (nil: the heap).
+func (tp *Tape) arena() *arena {
+	if tp == nil {
+		return nil
+	}
+	return tp.mem
+}
+
+// alloc returns n zeroed floats from the tape's arena.
+func (tp *Tape) alloc(n int) []float32 { return tp.arena().alloc(n) }
+
+// buf returns n floats from the tape's arena with whatever values they held: for a
+// buffer the op writes whole before reading it.
+func (tp *Tape) buf(n int) []float32 { return tp.arena().buf(n) }
+
+// newT returns an output of n values, to be written whole, whose gradient comes from
+// the same arena.
+func (tp *Tape) newT(n int) *T { return &T{V: tp.buf(n), mem: tp.arena()} }
+
+// newZeroT is newT for an output the op adds into.
+func (tp *Tape) newZeroT(n int) *T { return &T{V: tp.alloc(n), mem: tp.arena()} }
 
 func (tp *Tape) record(f func()) {
 	if tp != nil && !tp.Off {
@@ -78,7 +104,7 @@ func view(x *T, lo, hi int) *T {
 	if !x.needs() {
 		return &T{V: x.V[lo:hi], konst: true}
 	}
-	return &T{V: x.V[lo:hi], G: x.grad()[lo:hi]}
+	return &T{V: x.V[lo:hi], G: x.grad()[lo:hi], mem: x.mem}
 }
 
 // addTo adds src into dst.
@@ -92,7 +118,7 @@ func addTo(dst, src []float32) {
 // MatNT is x·wᵀ for x [m, k] and w [n, k] → [m, n] (a Linear layer with an HF [out, in]
 // weight).
 func (tp *Tape) MatNT(x, w *T, m, n, k int) *T {
-	y := &T{V: make([]float32, m*n)}
+	y := tp.newT(m * n)
 	mulNT(y.V, x.V, w.V, m, n, k)
 	tp.record(func() {
 		if y.G == nil {
@@ -110,7 +136,7 @@ func (tp *Tape) MatNT(x, w *T, m, n, k int) *T {
 
 // Embed gathers rows of table [V, d] for ids and multiplies them by scale → [len(ids), d].
 func (tp *Tape) Embed(table *T, ids []int32, d int, scale float32) *T {
-	y := &T{V: make([]float32, len(ids)*d)}
+	y := tp.newT(len(ids) * d)
 	for t, id := range ids {
 		row := table.V[int(id)*d : int(id)*d+d]
 		o := y.V[t*d : t*d+d]
@@ -136,8 +162,8 @@ func (tp *Tape) Embed(table *T, ids []int32, d int, scale float32) *T {
 // RMS is RMSNorm over rows of width n: x·(mean(x²)+eps)^-½·w (w nil: no scale).
 func (tp *Tape) RMS(x *T, n int, w *T, eps float32) *T {
 	rows := len(x.V) / n
-	y := &T{V: make([]float32, len(x.V))}
-	inv := make([]float32, rows)
+	y := tp.newT(len(x.V))
+	inv := tp.buf(rows)
 	for r := range rows {
 		row := x.V[r*n : (r+1)*n]
 		var ms float32
@@ -168,7 +194,7 @@ func (tp *Tape) RMS(x *T, n int, w *T, eps float32) *T {
 		if w.needs() {
 			gw = w.grad()
 		}
-		dyw := make([]float32, n)
+		dyw := tp.buf(n)
 		for r := range rows {
 			row, dy, iv := x.V[r*n:(r+1)*n], y.G[r*n:(r+1)*n], inv[r]
 			var dot float32 // Σ dy'·x̂, dy' = dy·w, x̂ = x·iv
@@ -197,7 +223,7 @@ func (tp *Tape) RMS(x *T, n int, w *T, eps float32) *T {
 
 // Add is a + b (same length).
 func (tp *Tape) Add(a, b *T) *T {
-	y := &T{V: make([]float32, len(a.V))}
+	y := tp.newT(len(a.V))
 	for i := range y.V {
 		y.V[i] = a.V[i] + b.V[i]
 	}
@@ -217,7 +243,7 @@ func (tp *Tape) Add(a, b *T) *T {
 
 // Scale is x·s for a constant s.
 func (tp *Tape) Scale(x *T, s float32) *T {
-	y := &T{V: make([]float32, len(x.V))}
+	y := tp.newT(len(x.V))
 	for i, v := range x.V {
 		y.V[i] = v * s
 	}
@@ -235,7 +261,7 @@ func (tp *Tape) Scale(x *T, s float32) *T {
 
 // Slice is the flat range x[lo:hi] (rows lo/width … hi/width of a row-major matrix).
 func (tp *Tape) Slice(x *T, lo, hi int) *T {
-	y := &T{V: x.V[lo:hi:hi]} // read-only alias
+	y := &T{V: x.V[lo:hi:hi], mem: tp.arena()} // read-only alias
 	tp.record(func() {
 		if y.G == nil || !x.needs() {
 			return
@@ -247,8 +273,8 @@ func (tp *Tape) Slice(x *T, lo, hi int) *T {
 
 // Concat is a followed by b (row-major matrices of the same width stacked).
 func (tp *Tape) Concat(a, b *T) *T {
-	y := &T{V: make([]float32, 0, len(a.V)+len(b.V))}
-	y.V = append(append(y.V, a.V...), b.V...)
+	y := tp.newT(len(a.V) + len(b.V))
+	copy(y.V[copy(y.V, a.V):], b.V)
 	tp.record(func() {
 		if y.G == nil {
 			return
@@ -285,9 +311,9 @@ func geluGrad(x, sig float32) float32 {
 // GeGLU is gelu_tanh(gate)·up, elementwise.
 func (tp *Tape) GeGLU(gate, up *T) *T {
 	n := len(gate.V)
-	sig := make([]float32, n)
+	sig := tp.buf(n)
 	geluSigmoid(sig, gate.V)
-	y := &T{V: make([]float32, n)}
+	y := tp.newT(n)
 	for j, x := range gate.V {
 		y.V[j] = x * sig[j] * up.V[j]
 	}
@@ -318,8 +344,8 @@ func (tp *Tape) GeGLU(gate, up *T) *T {
 // GeGLUSplit is GeGLU over the halves of each row of g [m, 2f] (gate | up) → [m, f],
 // the experts' fused gate_up projection.
 func (tp *Tape) GeGLUSplit(g *T, m, f int) *T {
-	sig := make([]float32, m*f)
-	y := &T{V: make([]float32, m*f)}
+	sig := tp.buf(m * f)
+	y := tp.newT(m * f)
 	for a := range m {
 		gate, up := g.V[a*2*f:a*2*f+f], g.V[a*2*f+f:(a+1)*2*f]
 		s := sig[a*f : (a+1)*f]
@@ -351,7 +377,7 @@ func (tp *Tape) GeGLUSplit(g *T, m, f int) *T {
 // [c, hd/2] → a new tensor.
 func (tp *Tape) RoPE(x *T, c, heads, hd int, cos, sin []float32) *T {
 	half := hd / 2
-	y := &T{V: make([]float32, len(x.V))}
+	y := tp.newZeroT(len(x.V))
 	rot := func(dst, src []float32, sign float32) {
 		for t := range c {
 			cs, sn := cos[t*half:(t+1)*half], sin[t*half:(t+1)*half]
