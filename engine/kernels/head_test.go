@@ -351,7 +351,8 @@ func TestHeadRefusals(t *testing.T) {
 }
 
 // BenchmarkHead: Darkroom Mini's step head ([256, 64] against a 4096-word embedding),
-// fused against the unfused products and row functions.
+// fused against the unfused products and row functions, and the raw product h·Eᵀ
+// alone (the head's arithmetic is two of these).
 func BenchmarkHead(b *testing.B) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	const v, d, rows = 4096, 64, 256
@@ -368,6 +369,12 @@ func BenchmarkHead(b *testing.B) {
 			if err := h.Step(soft, pos, hidden, rows, s); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+	b.Run("matmul", func(b *testing.B) {
+		logits := make([]float32, rows*v)
+		for range b.N {
+			_ = m.w.MulNT(logits, hidden, rows)
 		}
 	})
 	b.Run("unfused", func(b *testing.B) {
