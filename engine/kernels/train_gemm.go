@@ -1,7 +1,5 @@
 package kernels
 
-import "unsafe"
-
 // Layout says how Gemm's operands are stored, for out [m, n] = op(a)·op(b) contracted
 // over k: each operand either row-major in the product's orientation or transposed.
 // The training tape's backward passes read their operands this way, so no product
@@ -144,40 +142,21 @@ func (g *gemmOp) block(buf *packBuf, i0, i1, j0, j1 int) {
 
 // packDepthRows is packPanels for an operand stored depth-major, src [·, ld] with the
 // product's rows along its contiguous axis: rows [r0, r0+rows), depth [p0, p0+kc) into
-// w-wide panels (dst[panel·w·kc + p·w + r]), each depth step one contiguous copy, the
-// last panel padded with zeros. The micro-kernels' panel widths are copied as arrays
-// (inline moves, not a call per step).
+// w-wide panels (dst[panel·w·kc + p·w + r]), each depth step one contiguous copy —
+// masked vector moves for a full panel where the CPU has them, not a memmove call per
+// step — the last panel padded with zeros.
 func packDepthRows(dst, src []float32, ld, r0, rows, p0, kc, w int) {
 	for q := 0; q < rows; q += w {
 		panel := dst[q*kc : (q+w)*kc]
 		h := min(w, rows-q)
 		s := src[p0*ld+r0+q:]
-		switch {
-		case h == 14 && w == 14:
-			copyPanel[[14]float32](panel, s, ld, kc)
-		case h == 32 && w == 32:
-			copyPanel[[32]float32](panel, s, ld, kc)
-		case h == 16 && w == 16:
-			copyPanel[[16]float32](panel, s, ld, kc)
-		case h == 6 && w == 6:
-			copyPanel[[6]float32](panel, s, ld, kc)
-		default:
-			for p := range kc {
-				d := panel[p*w : p*w+w]
-				copy(d[:h], s[p*ld:p*ld+h])
-				clear(d[h:])
-			}
+		if h == w && copyPanelRows(panel, s, ld, kc, w) {
+			continue
 		}
-	}
-}
-
-// copyPanel copies kc steps of a full panel of width w = len(A), one array A per step,
-// from src (steps ld apart) into panel.
-func copyPanel[A [6]float32 | [14]float32 | [16]float32 | [32]float32](panel, src []float32, ld, kc int) {
-	var a A
-	w := len(a)
-	_, _ = panel[kc*w-1], src[(kc-1)*ld+w-1] // bounds, once
-	for p := range kc {
-		*(*A)(unsafe.Pointer(&panel[p*w])) = *(*A)(unsafe.Pointer(&src[p*ld]))
+		for p := range kc {
+			d := panel[p*w : p*w+w]
+			copy(d[:h], s[p*ld:p*ld+h])
+			clear(d[h:])
+		}
 	}
 }

@@ -42,8 +42,17 @@ func naiveGemm(out0, a, b []float32, m, n, k int, layout Layout) []float64 {
 // (out starts as garbage) and accumulating (out's values are added to), on shapes
 // that are not multiples of the micro-tiles or cache blocks — edge tiles, depths past
 // one KC block, products split across the pool by columns and by rows, and ones of
-// fewer rows than a tile — against the float64 product.
+// fewer rows than a tile — against the float64 product; on an AVX-512 CPU again with
+// the portable packing.
 func TestGemm(t *testing.T) {
+	defer func(v bool) { useAVX512 = v }(useAVX512)
+	for _, vec := range []bool{useAVX512, false} { // with AVX-512: its packing, then Go's
+		useAVX512 = vec
+		testGemm(t, fmt.Sprintf("vec=%v", vec))
+	}
+}
+
+func testGemm(t *testing.T, name string) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	shapes := [][3]int{
 		{1, 1, 1}, {1, 7, 1}, {7, 1, 33}, {3, 5, 7}, {15, 33, 257}, {16, 67, 130},
@@ -55,7 +64,7 @@ func TestGemm(t *testing.T) {
 			for _, acc := range []bool{false, true} {
 				for _, c := range shapes {
 					m, n, k := c[0], c[1], c[2]
-					t.Run(fmt.Sprintf("%s/%s/acc=%v/%dx%dx%d", kern.name, layoutNames[layout], acc, m, n, k), func(t *testing.T) {
+					t.Run(fmt.Sprintf("%s/%s/%s/acc=%v/%dx%dx%d", name, kern.name, layoutNames[layout], acc, m, n, k), func(t *testing.T) {
 						a, b := randSlice(rng, m*k), randSlice(rng, n*k)
 						out := randSlice(rng, m*n)
 						var out0 []float32
