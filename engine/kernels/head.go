@@ -20,7 +20,8 @@ import (
 // a 262,144-word vocabulary). Head does all of it a block of positions at a time —
 // the block's logits and probabilities stay in the core's L2 — against E packed once
 // into the micro-kernel's panels (both orientations), so neither E's packing nor the
-// [C, V] arrays come back each step.
+// [C, V] arrays come back each step. (An E too large to pack is multiplied as stored,
+// with one [C, V] array kept: see Head.)
 //
 // The arithmetic is the unfused one's, operation for operation: the logits are
 // MulNT's (the same micro-kernel, panels and depth order, so the same bits), the
