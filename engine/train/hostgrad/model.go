@@ -94,7 +94,12 @@ func (o *tapeOps) Attend(layer int, q, k, v *T) *T {
 		if cfg.IsSliding(layer) {
 			window = cfg.SlidingWindow
 		}
-		causal := func(qi, kj int) bool { return kj <= qi && (window <= 0 || kj > qi-window) }
+		causal := func(qi int) (lo, hi int) {
+			if window > 0 {
+				lo = max(0, qi-window+1)
+			}
+			return lo, qi + 1
+		}
 		return o.tp.Attention(q, k, v, rows, rows, nh, kvh, hd, causal)
 	}
 	keys, vals, npre := k, v, 0

@@ -23,12 +23,22 @@ func addHeadRows(dst, g []float32, s, kvh, hd, j int) {
 	}
 }
 
+var negInf = float32(math.Inf(-1))
+
 // Attention is grouped-query attention with scale 1.0 (q and k are RMS-normed), as
 // engine/model's attend: q [c, nh, hd] against keys K and values V [s, kvh, hd];
-// visible(i, j) says whether key j is visible to query i (nil: all) → [c, nh·hd].
-func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j int) bool) *T {
+// query i sees the keys keys(i) returns, lo ≤ j < hi (keys nil: all) → [c, nh·hd].
+// A query's probabilities outside its keys are exactly 0, and the backward pass skips
+// them.
+func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, keys func(i int) (lo, hi int)) *T {
 	groups := nh / kvh
 	rows := groups * c
+	span := func(r int) (lo, hi int) {
+		if keys == nil {
+			return 0, s
+		}
+		return keys(r % c)
+	}
 	out := tp.newT(c * nh * hd)
 	type head struct{ p, qg, k, v []float32 }
 	heads := make([]head, kvh)
@@ -46,15 +56,14 @@ func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j i
 		mulNT(p, qg, kj, rows, s, hd)
 		for r := range rows {
 			row := p[r*s : (r+1)*s]
-			if visible != nil {
-				qi := r % c
-				for sk := range row {
-					if !visible(qi, sk) {
-						row[sk] = float32(math.Inf(-1))
-					}
-				}
+			lo, hi := span(r)
+			for i := range row[:lo] {
+				row[i] = negInf
 			}
-			softmaxRow(row)
+			for i := range row[hi:] {
+				row[hi+i] = negInf
+			}
+			softmaxRow(row) // the whole row, so every sum runs in the one order
 		}
 		o := tp.buf(rows * hd)
 		gemm(o, p, vj, rows, hd, s, kernels.NN, false)
@@ -89,7 +98,10 @@ func (tp *Tape) Attention(q, K, V *T, c, s, nh, kvh, hd int, visible func(i, j i
 			ds := tp.buf(rows * s)
 			mulNT(ds, dO, h.v, rows, s, hd)
 			for r := range rows {
-				pr, dr := h.p[r*s:(r+1)*s], ds[r*s:(r+1)*s]
+				lo, hi := span(r)
+				pr, dr := h.p[r*s+lo:r*s+hi], ds[r*s+lo:r*s+hi]
+				clear(ds[r*s : r*s+lo])
+				clear(ds[r*s+hi : (r+1)*s])
 				var dot float32
 				for i, pv := range pr {
 					dot += pv * dr[i]

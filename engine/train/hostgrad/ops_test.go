@@ -106,9 +106,9 @@ func TestOpGradients(t *testing.T) {
 		return tp.Embed(in[0], []int32{4, 1, 4}, 3, 1.7), 0
 	})
 	// Grouped attention: 4 query heads on 2 KV heads, 3 queries, 2 prefix keys + 3
-	// own keys, causal over the own keys.
+	// own keys; query i sees a window of three keys, i … i+2 (the last its own).
 	const c, s, nh, kvh, hd = 3, 5, 4, 2, 4
-	causal := func(i, j int) bool { return j < 2 || j-2 <= i }
+	causal := func(i int) (lo, hi int) { return i, i + 3 }
 	checkGrad(t, "Attention", []*T{randT(rng, c*nh*hd, 0.7), randT(rng, s*kvh*hd, 0.7), randT(rng, s*kvh*hd, 1)},
 		func(tp *Tape, in []*T) (*T, float64) {
 			return tp.Attention(in[0], in[1], in[2], c, s, nh, kvh, hd, causal), 0
