@@ -545,20 +545,30 @@ func measureOnce(ctx context.Context) (*Rates, error) {
 		r.GEMV[f] = float64(rows*cols) / sec
 	}
 
-	// From memory: 64 Mi weights per format (256 MiB of f32 down to 36 MiB of int4),
-	// far beyond the caches; the f32 pass is the memory read rate.
-	const bigRows, bigCols = 16384, 4096
-	x, out := fill(bigCols), make([]float32, bigRows)
+	// From memory: the same bytes in every format, three times the last-level
+	// cache (at least 96 MiB), so that no pass finds part of the matrix still cached
+	// from the one before, as no AR token of a real model does; the f32 pass is the
+	// memory read rate.
+	const bigCols = 4096
+	span := max(3*r.Cache, 96<<20)
+	x := fill(bigCols)
 	for _, f := range formats {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		big, err := matrixOf(f, bigRows, bigCols)
+		probe, err := matrixOf(f, 64, bigCols)
 		if err != nil {
 			return nil, err
 		}
+		perRow := (len(probe.Data) + len(probe.Scales) + len(probe.Mins)) / 64
+		rows := int(span) / perRow / 64 * 64
+		big, err := matrixOf(f, rows, bigCols)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float32, rows)
 		sec := best(func() { _ = big.MulVec(out, x) }, 0.1)
-		r.GEMVStream[f] = float64(bigRows*bigCols) / sec
+		r.GEMVStream[f] = float64(rows*bigCols) / sec
 		if f == "f32" {
 			r.MemRead = float64(len(big.Data)) / sec
 		}
