@@ -402,23 +402,17 @@ func (tp *Tape) RoPE(x *T, c, heads, hd int, cos, sin []float32) *T {
 	return y
 }
 
-// softmaxRow normalises row in place. Probabilities below 1e-30 (masked −Inf entries,
-// which the clamped exponential maps to ~1e-38, included) are flushed to exactly 0:
-// products with such values are denormal floats, which run the GEMM kernels two orders
-// of magnitude slower.
+// softmaxRow normalises row in place (kernels.Softmax: the vector maximum, exponentials
+// and scaling). Probabilities below 1e-30 (masked −Inf entries, which the clamped
+// exponential maps to ~1e-38, included) are then flushed to exactly 0: products with
+// such values are denormal floats, which run the GEMM kernels two orders of magnitude
+// slower.
 func softmaxRow(row []float32) {
-	m := row[0]
-	for _, v := range row {
-		if v > m {
-			m = v
-		}
-	}
-	r := 1 / kernels.ExpShift(row, row, m, 1)
+	kernels.Softmax(row, row, 1)
 	for j, v := range row {
-		if v *= r; v < 1e-30 {
-			v = 0
+		if v < 1e-30 {
+			row[j] = 0
 		}
-		row[j] = v
 	}
 }
 
