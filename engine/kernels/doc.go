@@ -12,6 +12,9 @@
 //     fewer than four rows (the AR step) are dot products instead: packing would cost
 //     more than it saves. The parts of a product go to a fixed pool of workers, one per
 //     core, started once (pool.go).
+//   - Gemm, MulNT's packed product with either operand stored transposed (NN, NT, TN)
+//     and optionally added into out: the training tape's backward products, packed
+//     from their layouts with no transposed copies (train_gemm.go).
 //   - ExpShift, the vectorised exponential of a softmax, and Softmax and SoftCap (the
 //     logit soft-cap c·tanh(x/c)) built on it.
 //   - Head (head.go), the tied LM head fused with the soft-cap, the sampler's

@@ -12,7 +12,8 @@
 // layer recipe, the one the host inference path runs, over tapeOps (model.go) — this
 // package owns the taped operations (tape.go, ops.go) and the objective around the
 // recipe (objective.go: encoder with the AR loss, the no-grad self-conditioning pass,
-// the decoder with the diffusion loss). The tests compare each op's backward pass with
+// the decoder with the diffusion loss). An example's values, gradients and scratch
+// come from an arena kept from one step to the next (arena.go), not the heap. The tests compare each op's backward pass with
 // finite differences, and engine/train's tests the losses and every parameter's
 // gradient with GoMLX's autodiff of the graph objective on a small configuration.
 package hostgrad
