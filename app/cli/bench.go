@@ -74,8 +74,8 @@ type modeBound struct {
 	// the float32 GEMM's best measured rate (diffusion) — each the least a unit takes.
 	MemoryMS  float64 `json:"memory_ms"`
 	ComputeMS float64 `json:"compute_ms,omitempty"`
-	// EstimateStepMS is darkroom hw's denoising step (diffusion): its products each
-	// at the GEMM rate measured for its shape, or its bytes at the read rate.
+	// EstimateStepMS is darkroom hw's denoising step after a canvas's first
+	// (diffusion; models/speed's work of the step at this machine's rates).
 	EstimateStepMS float64 `json:"estimate_step_ms,omitempty"`
 	// BoundTokensPerS is the AR rate if every token took MemoryMS. OfBound is the
 	// bound's share of the measured unit: AR MemoryMS ÷ the median token's time,

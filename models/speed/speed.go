@@ -32,9 +32,11 @@
 // canvas yields its real tokens, so an answer of N tokens costs ⌈N/256⌉ canvases.
 // Both include the prompt's encoder pass.
 //
-// What it does not count is what the machine does besides: other programs sharing
-// the cores, and the collector's pauses beyond those the probe saw. `darkroom
-// bench` prints the estimate beside what it measured (measured ÷ estimate).
+// What it does not count: other programs sharing the cores and the memory (the
+// rates are each kernel's fastest of several runs), the collector's pauses beyond
+// those the probe saw, and the events a streaming caller gets (each carries the
+// answer's text so far). `darkroom bench` prints the estimate beside the median
+// and the fastest token or step it measured.
 //
 // The steps a canvas takes are the sampler's adaptive choice: the catalog records
 // the typical count per model (models/catalog), and a model without one is assumed
