@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/fit"
@@ -27,10 +28,15 @@ type work struct {
 
 	vec   string
 	elems float64
+
+	// Or the fused head's work on logits logits (a denoising step's; packed: its
+	// embedding is packed as float32 panels).
+	logits float64
+	packed bool
 }
 
 func (w work) flops() float64 {
-	if w.vec != "" {
+	if w.vec != "" || w.logits > 0 {
 		return 0
 	}
 	return 2 * w.m * float64(w.k) * float64(w.n) * w.count
@@ -174,15 +180,20 @@ func (p *passes) decoderStep(tokens, prefix int, selfCond bool) []work {
 	}
 	out = append(out, vec("input norm", VecRMSNorm, n*float64(d), 1))
 	out = append(out, p.layers(tokens, prefix, false)...)
+	// The fused head (kernels.Head): a small embedding packed once as float32
+	// panels, a large one decoded inside the products.
+	packed := 2*4*v*d <= kernels.HeadPackBytes
+	head := p.linear("LM head", "embed_tokens.weight", n, d, v, 1)
 	soft := p.linear("soft embedding", "embed_tokens.weight", n, v, d, 1)
 	soft.soft = true
+	if packed {
+		head.format, soft.format = "f32", "f32"
+	}
 	return append(out,
 		vec("final norm", VecRMSNorm, n*float64(d), 1),
-		p.linear("LM head", "embed_tokens.weight", n, d, v, 1),
-		vec("soft-cap, softmax", VecVocab, n*float64(v), 1),
-		soft,
-		vec("soft embedding scale", VecLoop, n*float64(d), 1),
-		vec("sampler", VecSampler, n*float64(v), 1))
+		head,
+		work{what: "soft-cap, sampler, softmax", logits: n * float64(v), count: 1, packed: packed},
+		soft)
 }
 
 // encoderPass is one causal encoder pass over tokens after prefix cached ones with
@@ -208,6 +219,10 @@ func (r *Rates) seconds(ws []work, inCache bool) (total, streamed float64) {
 	for _, w := range ws {
 		if w.vec != "" {
 			total += w.count * r.vecAt(w.vec, w.elems)
+			continue
+		}
+		if w.logits > 0 {
+			total += w.count * r.headAt(w.logits, w.packed)
 			continue
 		}
 		if w.m < dotRows { // MulVec's way: each weight row read once, dotted with each row
@@ -250,6 +265,19 @@ func (r *Rates) gemv(f string, rows, cols int, b float64, inCache bool) (kern, m
 		return kern, n / v
 	}
 	return kern, b / r.MemRead
+}
+
+// headAt is the fused head's work on n logits beyond its products; without its
+// rates, the soft-cap and softmax pass and the sampler's, one after the other.
+func (r *Rates) headAt(n float64, packed bool) float64 {
+	kind := "unpacked"
+	if packed {
+		kind = "packed"
+	}
+	if v, ok := r.HeadLogit[kind]; ok {
+		return n * v
+	}
+	return r.vecAt(VecVocab, n) + r.vecAt(VecSampler, n)
 }
 
 // vecAt is one call of vector pass kind over n elements.

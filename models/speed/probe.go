@@ -8,6 +8,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -17,7 +18,7 @@ import (
 // allocating and clearing each operation's output, the collector, the calls
 // between the layers' steps — is measured on the engine itself: a probe model
 // (engine/config's Tiny, random float32 weights, no catalog model) runs AR tokens
-// and denoising steps on the host path, and what they take beyond the kernels'
+// and denoising steps (DecodeStep, as the engine does) on the host path, and what they take beyond the kernels'
 // time for the same work (at the rates just measured) is spread over the work's
 // operations. Every pass of every model is then charged that much per operation.
 
@@ -79,17 +80,23 @@ func measureOverhead(r *Rates) error {
 		_, err := run.Encode([]int{7})
 		check(err)
 	}, 0.05)
-	// One denoising step with self-conditioning after the prompt.
+	// A canvas's first two denoising steps after the prompt, as the engine runs
+	// them (DecodeStep: the fused head and the sampler's step).
+	plan := sampler.Plan{Temperature: 1, Keys: [4]uint32{1, 2, 3, 4}, EntropyBound: 1}
 	stepSec := bestOf(func() {
 		run.Reset()
 		_, err := run.Encode(tokens)
 		check(err)
 	}, func() {
-		_, soft, err := run.Decode(canvas, nil, 1)
+		_, soft, logits, err := run.DecodeStep(canvas, nil, plan)
 		check(err)
 		if err == nil {
-			_, _, err = run.Decode(canvas, soft, 1)
+			logits.Free()
+			_, _, logits, err = run.DecodeStep(canvas, soft, plan)
 			check(err)
+			if err == nil {
+				logits.Free()
+			}
 		}
 	}, 0.2) // long enough for a few steps without a collection
 	if perr != nil {
@@ -99,12 +106,7 @@ func measureOverhead(r *Rates) error {
 	ar := ps.encoderPass(1, prompt, 1)
 	kern, _ := r.seconds(ar, true)
 	r.OpOverhead = max(0, arSec-kern) / calls(ar)
-	var steps []work // the two steps without the sampler's pass, which Decode leaves to its caller
-	for _, w := range append(ps.decoderStep(probeCanvas, prompt, false), ps.decoderStep(probeCanvas, prompt, true)...) {
-		if w.vec != VecSampler {
-			steps = append(steps, w)
-		}
-	}
+	steps := append(ps.decoderStep(probeCanvas, prompt, false), ps.decoderStep(probeCanvas, prompt, true)...)
 	kern, _ = r.seconds(steps, true)
 	r.StepOpOverhead = max(0, stepSec-kern) / calls(steps)
 	return nil

@@ -84,6 +84,12 @@ type Rates struct {
 	// Vec is the host model's passes over activations by kind (VecKinds), timed
 	// at a few sizes: per call and per element.
 	Vec map[string]Curve `json:"vec"`
+	// HeadLogit is the seconds per logit a denoising step's fused head
+	// (kernels.Head.Step: soft-cap, the sampler's statistics and the softmax taken
+	// from each block of logits) spends beyond its two products, for an embedding
+	// it packs ("packed": the products read float32 panels) and one it decodes
+	// inside the products ("unpacked", beyond HeadPackBytes).
+	HeadLogit map[string]float64 `json:"head_logit"`
 	// OpOverhead and StepOpOverhead are the engine's seconds per operation (a work
 	// item: a product or a pass) outside the kernels, in an encoder pass and in a
 	// denoising step (probe.go).
@@ -249,6 +255,11 @@ func (r *Rates) valid() error {
 	for _, d := range r.SoftEmbed {
 		if !(d.FLOPS > 0) {
 			return fmt.Errorf("bad soft embedding rate %+v", d)
+		}
+	}
+	for k, v := range r.HeadLogit {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("bad %s head time %g", k, v)
 		}
 	}
 	for f, v := range r.GEMVRow {
@@ -493,7 +504,7 @@ func faster(a, b *Rates) *Rates {
 			m.a[f] = max(m.a[f], m.b[f])
 		}
 	}
-	for _, m := range []struct{ a, b map[string]float64 }{{a.Decode, b.Decode}, {a.GEMVRow, b.GEMVRow}} {
+	for _, m := range []struct{ a, b map[string]float64 }{{a.Decode, b.Decode}, {a.GEMVRow, b.GEMVRow}, {a.HeadLogit, b.HeadLogit}} {
 		for f := range m.a {
 			m.a[f] = min(m.a[f], m.b[f])
 		}
@@ -675,10 +686,60 @@ func measureHost(ctx context.Context, r *Rates) error {
 			r.Vec[kind] = append(r.Vec[kind], Point{N: float64(n), Seconds: best(run, 0.01)})
 		}
 	}
+	if err := measureHead(ctx, r); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return measureOverhead(r)
+}
+
+// measureHead times the fused head's step on a packed float32 embedding [4096, 256]
+// over a canvas of 256 and an int8 one too large to pack, [65536, 256], over 64
+// rows, and keeps what each takes per logit beyond its products at the rates
+// measured before it.
+func measureHead(ctx context.Context, r *Rates) error {
+	r.HeadLogit = map[string]float64{}
+	for _, c := range []struct {
+		kind, format string
+		v, d, rows   int
+	}{{"packed", "f32", 4096, 256, 256}, {"unpacked", "int8", 65536, 256, 64}} {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e, err := matrixOf(c.format, c.v, c.d)
+		if err != nil {
+			return err
+		}
+		h, err := kernels.NewHead(*e)
+		if err != nil {
+			return err
+		}
+		if h.Packed() != (c.kind == "packed") {
+			return fmt.Errorf("head [%d, %d] %s: packed %v", c.v, c.d, c.format, h.Packed())
+		}
+		hidden, soft := fill(c.rows*c.d), make([]float32, c.rows*c.d)
+		pos, draws := make([]kernels.Position, c.rows), make([]float64, c.rows)
+		for i := range draws {
+			draws[i] = float64(i) / float64(c.rows)
+		}
+		var serr error
+		sec := best(func() {
+			serr = h.Step(soft, pos, hidden, c.rows, kernels.HeadStep{Softcap: 30, InvTemperature: 1, Draws: draws, SoftScale: 1})
+		}, 0.05)
+		if serr != nil {
+			return fmt.Errorf("head step: %w", serr)
+		}
+		flops := 2 * float64(c.rows) * float64(c.v) * float64(c.d)
+		gemm := r.GEMMAt(c.rows, c.d, c.v)
+		products := flops/gemm + flops/r.softEmbedAt(c.d, gemm)
+		if c.kind == "unpacked" {
+			products += 2 * float64(c.v*c.d) * r.Decode[c.format]
+		}
+		r.HeadLogit[c.kind] = max(0, sec-products) / float64(c.rows*c.v)
+	}
+	return nil
 }
 
 // gemvTime is one MulVec of a [rows, cols] matrix in format f, over copies of it
