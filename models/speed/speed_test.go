@@ -420,3 +420,33 @@ func TestFaster(t *testing.T) {
 		t.Errorf("merged %+v", m)
 	}
 }
+
+// TestFusedHead: a denoising step's head reads a small embedding as the float32
+// panels kernels.Head packs it into, a large one in its stored format, and costs
+// its logits at the calibrated rate of its kind.
+func TestFusedHead(t *testing.T) {
+	for _, c := range []struct {
+		cfg    *config.Model
+		format string
+		packed bool
+	}{{small(), "f32", true}, {catalog.DiffusionGemma26B(), "int8", false}} {
+		var head, logits *work
+		ws := newPasses(c.cfg, quant.Int4Profile).decoderStep(256, 0, true)
+		for i := range ws {
+			switch {
+			case ws[i].what == "LM head":
+				head = &ws[i]
+			case ws[i].logits > 0:
+				logits = &ws[i]
+			}
+		}
+		if head == nil || logits == nil || head.format != c.format || logits.packed != c.packed ||
+			logits.logits != 256*float64(c.cfg.Text.VocabSize) {
+			t.Fatalf("vocabulary %d: head %+v, logits %+v", c.cfg.Text.VocabSize, head, logits)
+		}
+	}
+	r := flat(1, 1, 1, 1)
+	r.HeadLogit = map[string]float64{"packed": 1e-10, "unpacked": 2e-9}
+	near(t, "packed", r.headAt(1e6, true), 1e-4)
+	near(t, "unpacked", r.headAt(1e6, false), 2e-3)
+}
