@@ -225,7 +225,7 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	stepFLOPs := model.FLOPs(t, c, mid)
 	var products []work
 	for _, w := range ps.decoderStep(c, mid, true) {
-		if w.vec == "" {
+		if w.flops() > 0 {
 			products = append(products, w)
 		}
 	}
