@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -539,14 +540,35 @@ func modelLabel(model string) string {
 	return model
 }
 
-// memPeak tracks the Go runtime's peak memory between samples.
-type memPeak struct{ heap, sys uint64 }
+// memPeak tracks the Go runtime's peak memory between samples. It reads
+// runtime/metrics, not runtime.ReadMemStats: a sample is taken on every token and
+// step event, and ReadMemStats stops the world (2–30 µs here), which the timed
+// runs of a small model would count as its own time.
+type memPeak struct {
+	heap, sys uint64
+	s         []metrics.Sample
+}
+
+// Heap in use is the live objects plus the spans' free slots (ReadMemStats'
+// HeapInuse); the runtime's total is everything it mapped (MemStats.Sys).
+var memPeakMetrics = []string{"/memory/classes/heap/objects:bytes", "/memory/classes/heap/unused:bytes", "/memory/classes/total:bytes"}
 
 func (m *memPeak) sample() {
-	var s runtime.MemStats
-	runtime.ReadMemStats(&s)
-	m.heap = max(m.heap, s.HeapInuse)
-	m.sys = max(m.sys, s.Sys)
+	if m.s == nil {
+		m.s = make([]metrics.Sample, len(memPeakMetrics))
+		for i, name := range memPeakMetrics {
+			m.s[i].Name = name
+		}
+	}
+	metrics.Read(m.s)
+	u := func(i int) uint64 {
+		if m.s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return m.s[i].Value.Uint64()
+	}
+	m.heap = max(m.heap, u(0)+u(1))
+	m.sys = max(m.sys, u(2))
 }
 
 // peakRSS is the process's peak resident set size (Linux /proc/self/status

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -139,4 +140,21 @@ func TestBenchModeFlag(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "--mode must be ar, diffusion or both") {
 		t.Errorf("--mode printer: exit %d, %q", code, errOut)
 	}
+}
+
+// TestMemPeakSample: the peak follows the runtime's heap through runtime/metrics
+// (a 64 MiB live slice is counted), and the runtime's total covers the heap.
+func TestMemPeakSample(t *testing.T) {
+	var m memPeak
+	m.sample()
+	before := m.heap
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	m.sample()
+	if m.heap < before+60<<20 || m.sys < m.heap {
+		t.Fatalf("heap %d → %d, sys %d: want the 64 MiB slice counted and sys ≥ heap", before, m.heap, m.sys)
+	}
+	runtime.KeepAlive(buf)
 }
