@@ -145,6 +145,7 @@ func TestBenchModeFlag(t *testing.T) {
 // TestMemPeakSample: the peak follows the runtime's heap through runtime/metrics
 // (a 64 MiB live slice is counted), and the runtime's total covers the heap.
 func TestMemPeakSample(t *testing.T) {
+	runtime.GC() // the heap is then what is live, not what earlier tests left
 	var m memPeak
 	m.sample()
 	before := m.heap
