@@ -2,8 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -57,22 +55,8 @@ func TestHWJSON(t *testing.T) {
 // and which mode chat and the API default to: the printer for the 26B on a CPU
 // that does 150 GFLOP/s and reads 20 GB/s, the polaroid for the Mini.
 func TestHWSpeed(t *testing.T) {
-	cache := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", cache)
-	r := &speed.Rates{Key: speed.Key(), GEMV: map[string]float64{}, GEMVStream: map[string]float64{}, MemRead: 20e9, Sampler: 300e6}
-	for _, m := range speed.GridM {
-		for _, k := range speed.GridK {
-			for _, n := range speed.GridN {
-				r.GEMM = append(r.GEMM, speed.ShapeRate{M: m, K: k, N: n, FLOPS: 150e9})
-			}
-		}
-	}
-	for _, f := range []string{"f32", "bf16", "int8", "int4", "nvfp4"} {
-		r.GEMV[f], r.GEMVStream[f] = 40e9, 10e9
-	}
-	b, _ := json.Marshal(map[string]any{"rates": map[string]*speed.Rates{r.Key: r}})
-	os.MkdirAll(filepath.Join(cache, "darkroom"), 0o755)
-	if err := os.WriteFile(filepath.Join(cache, "darkroom", "calibration.json"), b, 0o644); err != nil {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	if err := speed.Prime(speed.Uniform(150e9, 40e9, 20e9)); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := runLibCLI("hw", "--models-dir", t.TempDir())

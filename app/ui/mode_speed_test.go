@@ -2,9 +2,6 @@ package ui
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -93,30 +90,13 @@ func TestRaceSummarySaysWhy(t *testing.T) {
 }
 
 // slowCPU is this PC's kind of rates: 150 GFLOP/s, 20 GB/s.
-func slowCPU() *speed.Rates {
-	r := &speed.Rates{Key: speed.Key(), GEMV: map[string]float64{}, GEMVStream: map[string]float64{}, MemRead: 20e9, Sampler: 300e6}
-	for _, m := range speed.GridM {
-		for _, k := range speed.GridK {
-			for _, n := range speed.GridN {
-				r.GEMM = append(r.GEMM, speed.ShapeRate{M: m, K: k, N: n, FLOPS: 150e9})
-			}
-		}
-	}
-	for _, f := range []string{"f32", "bf16", "int8", "int4", "nvfp4"} {
-		r.GEMV[f], r.GEMVStream[f] = 40e9, 10e9
-	}
-	return r
-}
+func slowCPU() *speed.Rates { return speed.Uniform(150e9, 40e9, 20e9) }
 
 // TestLibrarySpeed: a card's fit line says each mode's tokens/s here, from this
 // machine's cached calibration; on a GPU it says the speed is unknown.
 func TestLibrarySpeed(t *testing.T) {
-	cache := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", cache)
-	r := slowCPU()
-	b, _ := json.Marshal(map[string]any{"rates": map[string]*speed.Rates{r.Key: r}})
-	os.MkdirAll(filepath.Join(cache, "darkroom"), 0o755)
-	if err := os.WriteFile(filepath.Join(cache, "darkroom", "calibration.json"), b, 0o644); err != nil {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	if err := speed.Prime(slowCPU()); err != nil {
 		t.Fatal(err)
 	}
 	dg, _ := catalog.Find(catalog.DiffusionGemmaID)
