@@ -38,6 +38,7 @@
 // We write these rather than call a BLAS because the headless build is CGO_ENABLED=0
 // and must stay fast, and no BLAS multiplies GGUF or NVFP4 blocks without widening the
 // whole matrix first. Results match float64 references up to float32 rounding and
-// summation order; the vector decoders, Softmax and SoftCap match their scalar forms
-// bit for bit.
+// summation order; the vector decoders, ExpShift, Softmax and SoftCap match their
+// scalar forms bit for bit (Expf is a vector lane's exponential, each multiply-add
+// rounded once), so a row's values do not depend on where its lanes split.
 package kernels

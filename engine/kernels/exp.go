@@ -22,32 +22,59 @@ func ExpShift(dst, src []float32, shift, scale float32) float32 {
 	return sum
 }
 
-// Expf is e^x in float32 with the same range reduction, polynomial and clamping as
-// the vector kernel (Cephes expf).
+// Expf is e^x in float32 as a lane of the vector kernels computes it (Cephes expf):
+// the clamp (a NaN clamped to the upper bound, as the vector minimum keeps its bound),
+// x·log2e rounded to even, the two-step range reduction and the polynomial with each
+// multiply-add rounded once (fma32), in the same order, so a row's scalar tail gives
+// bit for bit the values its vector part would.
 func Expf(x float32) float32 {
 	const (
 		log2e = 1.44269504088896341
 		c1    = 0.693359375
 		c2    = -2.12194440e-4
 	)
-	x = min(max(x, -87.3365447504), 88.3762626647949)
-	fn := float32(math.Floor(float64(x*log2e + 0.5)))
-	r := x - fn*c1 - fn*c2
+	if !(x < 88.3762626647949) { // VMINPS: x < hi ? x : hi
+		x = 88.3762626647949
+	}
+	if !(x > -87.3365447504) { // VMAXPS: x > lo ? x : lo
+		x = -87.3365447504
+	}
+	fn := float32(math.RoundToEven(float64(x * log2e)))
+	r := fma32(-fn, c1, x)
+	r = fma32(-fn, c2, r)
 	p := float32(1.9875691500e-4)
-	p = p*r + 1.3981999507e-3
-	p = p*r + 8.3334519073e-3
-	p = p*r + 4.1665795894e-2
-	p = p*r + 1.6666665459e-1
-	p = p*r + 5.0000001201e-1
-	y := p*r*r + r + 1
-	return y * math.Float32frombits(uint32(int32(fn)+127)<<23)
+	p = fma32(p, r, 1.3981999507e-3)
+	p = fma32(p, r, 8.3334519073e-3)
+	p = fma32(p, r, 4.1665795894e-2)
+	p = fma32(p, r, 1.6666665459e-1)
+	p = fma32(p, r, 5.0000001201e-1)
+	y := fma32(p, float32(r*r), r+1)
+	return float32(y * math.Float32frombits(uint32(int32(fn)+127)<<23))
+}
+
+// fma32 is a·b + c rounded once to float32, as a vector FMA lane computes it (Go has
+// no float32 FMA, and the compiler fuses a·b + c only on some targets). The product is
+// exact in float64; the sum is rounded to odd there (its exact error by TwoSum), and
+// rounding that to float32 is then the exact value rounded once (Boldo and Melquiond,
+// "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to
+// odd", 2008).
+func fma32(a, b, c float32) float32 {
+	p := float64(float64(a) * float64(b)) // the conversion keeps it a product, not fused
+	s := p + float64(c)
+	bv := s - p
+	if e := (p - (s - bv)) + (float64(c) - bv); e != 0 && math.Float64bits(s)&1 == 0 {
+		s = math.Nextafter(s, math.Copysign(math.Inf(1), e))
+	}
+	return float32(s)
 }
 
 // SoftCap replaces each x of row by c·tanh(x/c), the logit soft-cap, computed as
 // c·(1 − e)/(1 + e) with e = e^(−2|x|/c) (ExpShift's exponential) and the sign of x:
-// exact at 0, ±c in the limit and for ±∞ (a NaN's result is unspecified). c ≤ 0 leaves
-// row as it is. It is the host head's soft-cap (ExpShift, then the quotient) in one pass,
-// with the same result.
+// exact at 0, ±c in the limit and for ±∞ (a NaN's result is unspecified, but the same
+// wherever it falls in the row). c ≤ 0 leaves row as it is. It is the host head's
+// soft-cap (ExpShift, then the quotient) in one pass, with the same result. The vector
+// part and the scalar tail compute the same operations in the same order, so each
+// value is the same bit for bit wherever the row's split into 8 lanes falls.
 func SoftCap(row []float32, c float32) {
 	if c <= 0 {
 		return
@@ -60,7 +87,7 @@ func SoftCap(row []float32, c float32) {
 	}
 	for i := n; i < len(row); i++ {
 		x := row[i]
-		e := Expf(max(x, -x) * scale)
+		e := Expf(math.Float32frombits(math.Float32bits(x)&^(1<<31)) * scale) // |x| as VANDPS takes it
 		t := c * (1 - e) / (1 + e)
 		if x < 0 {
 			t = -t

@@ -371,9 +371,9 @@ func (h *Head) Logits(out, hidden []float32, rows int, softcap float32) error {
 	return nil
 }
 
-// softCapRows is SoftCap on each row of v values of x (by softCapMax): row by row,
-// because SoftCap's vector part and its scalar tail round differently, and Step caps
-// one row at a time.
+// softCapRows is SoftCap on each row of v values of x, by softCapMax (whose argmax it
+// drops) as Step caps its rows; the values are SoftCap(x, c)'s, which do not depend on
+// where a row's lanes split.
 func softCapRows(x []float32, v int, c float32) {
 	for i := 0; i+v <= len(x); i += v {
 		softCapMax(x[i:i+v], c)
