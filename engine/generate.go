@@ -25,7 +25,8 @@ type runner interface {
 	Encode(tokens []int) ([]float32, error)
 	// Score runs the causal encoder over tokens after the cache without caching
 	// them and returns the logits of tokens from… [(len(tokens)−from)·vocab] (row
-	// i−from predicts the token after tokens[i]).
+	// i−from predicts the token after tokens[i]). The logits may be the runner's
+	// buffer: valid until the next Score or Encode.
 	Score(tokens []int, from int) ([]float32, error)
 	// Decode runs the bidirectional decoder over canvas at the positions after
 	// the cache (read only), with the previous step's self-conditioning soft

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
@@ -101,6 +102,7 @@ func runGPULogits(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	enc = slices.Clone(enc) // Score's buffer is the runner's, valid until its next Encode
 	rep.ScoreMS = msSince(t)
 	t = time.Now()
 	if _, err := run.Encode(in.Prompt); err != nil {

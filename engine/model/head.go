@@ -58,7 +58,12 @@ func (h *hostHead) prepare(w *hostWeights, embedScale float64) error {
 
 // logits is the soft-capped LM head alone over the final-normed rows hn [n·D] → [n·V].
 func (h *hostHead) logits(hn []float32, n int, softcap float64) []float32 {
-	out := make([]float32, n*h.v)
+	return h.logitsInto(make([]float32, n*h.v), hn, n, softcap)
+}
+
+// logitsInto is logits written into out (at least n·V long), which it returns cut to n·V.
+func (h *hostHead) logitsInto(out, hn []float32, n int, softcap float64) []float32 {
+	out = out[:n*h.v]
 	if err := h.k.Logits(out, hn, n, float32(softcap)); err != nil {
 		panic(err)
 	}

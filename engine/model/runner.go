@@ -91,6 +91,7 @@ type Runner struct {
 	hcache                             hostCache // HostDecoder's KV cache
 	weights                            *hostWeights
 
+	scored   []float32         // Score's logits, reused by every call (see Score)
 	cache    []*tensors.Tensor // CacheShapes(cfg, capacity, CacheDType): per layer K, V (sliding) or V (full)
 	length   int
 	capacity int
@@ -330,6 +331,11 @@ func (r *Runner) runEncode(op string, exec *context.Exec, chunk []int, extra ...
 // as it was: nothing is appended. The generation loop uses it to read what the causal
 // model thinks of a developed canvas (AR guidance); from skips rows it already has
 // (the host path then skips their LM head). At most MaxChunk tokens.
+//
+// The logits are in a buffer the Runner keeps for every Score (each guidance round
+// would otherwise allocate (n−from)·V floats, 4 MB at 262k×4 rows): they are valid
+// until the next Score or Encode on this Runner. A caller that keeps them longer
+// copies them first.
 func (r *Runner) Score(tokens []int, from int) (logits []float32, err error) {
 	n := len(tokens)
 	switch {
@@ -363,12 +369,26 @@ func (r *Runner) Score(tokens []int, from int) (logits []float32, err error) {
 	if err := try("score", func() { out = must(r.scoreExec.Exec(args...)) }); err != nil {
 		return nil, err
 	}
-	err = try("score: read logits", func() { logits = tensors.MustCopyFlatData[float32](out[0]) })
+	v := r.cfg.VocabSize
+	logits = r.scoreBuffer((n - from) * v)
+	err = try("score: read logits", func() {
+		if err := tensors.ConstFlatData(out[0], func(flat []float32) { copy(logits, flat[from*v:n*v]) }); err != nil {
+			panic(err)
+		}
+	})
 	_ = out[0].FinalizeAll()
 	if err != nil {
 		return nil, err
 	}
-	return logits[from*r.cfg.VocabSize : n*r.cfg.VocabSize], nil
+	return logits, nil
+}
+
+// scoreBuffer is the Runner's Score buffer, grown to hold n values and cut to n.
+func (r *Runner) scoreBuffer(n int) []float32 {
+	if cap(r.scored) < n {
+		r.scored = make([]float32, n)
+	}
+	return r.scored[:n]
 }
 
 // Decode runs one denoising step of the bidirectional decoder over canvas (placed
@@ -578,7 +598,8 @@ func (r *Runner) scoreOnHost(ids []int32, from int) (logits []float32, err error
 		if err := r.head.prepare(r.weights, m.embedScale); err != nil {
 			panic(err)
 		}
-		logits = r.head.logits(hn, len(ids)-from, r.cfg.FinalLogitSoftcapping)
+		rows := len(ids) - from
+		logits = r.head.logitsInto(r.scoreBuffer(rows*r.cfg.VocabSize), hn, rows, r.cfg.FinalLogitSoftcapping)
 	})
 	return logits, err
 }

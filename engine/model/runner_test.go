@@ -2,6 +2,7 @@ package model
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,6 +91,7 @@ func testRunnerVsNaive(t *testing.T, mode string) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			scored = slices.Clone(scored) // the next Score reuses its buffer
 			tail, err := r.Score(canvas, 5)
 			if err != nil {
 				t.Fatal(err)
@@ -222,6 +224,53 @@ func TestRunnerScoreRefusals(t *testing.T) {
 		}
 		if r.Len() != 0 {
 			t.Errorf("host %v: %d tokens cached after refusals", host, r.Len())
+		}
+	}
+}
+
+// TestRunnerScoreBuffer: Score's logits live in one buffer the Runner reuses (no
+// (n−from)·V allocation per guidance round), so two Scores in a row give the right
+// values when the first is copied out before the second, which overwrites it.
+func TestRunnerScoreBuffer(t *testing.T) {
+	cfg := tinyConfig()
+	w, nm := randomModel(t, cfg, 14, dtypes.Float32)
+	rng := rand.New(rand.NewPCG(3, 4))
+	prompt := randTokens(rng, 6, cfg.VocabSize)
+	a, b := randTokens(rng, 8, cfg.VocabSize), randTokens(rng, 7, cfg.VocabSize)
+	want := func(tokens []int, from int) []float64 {
+		cache := &naive.Cache{}
+		nm.Encode(cache, prompt)
+		return flat(nm.Encode(cache, tokens)[from:])
+	}
+	for _, host := range []bool{false, true} {
+		r, err := NewRunner(newBackend(t), cfg, newContext(t, w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.HostDecoder, r.HostHead, r.MinCapacity, r.MaxChunk = host, host, 16, 8
+		if _, err := r.Encode(prompt); err != nil {
+			t.Fatal(err)
+		}
+		first, err := r.Score(a, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := slices.Clone(first)
+		second, err := r.Score(b, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if &second[0] != &first[0] {
+			t.Errorf("host %v: the second Score allocated new logits instead of reusing the buffer", host)
+		}
+		if e := relErr(kept, want(a, 0)); e > 1e-4 {
+			t.Errorf("host %v: first Score, copied out: max relative error %.3e", host, e)
+		}
+		if e := relErr(second, want(b, 2)); e > 1e-4 {
+			t.Errorf("host %v: second Score: max relative error %.3e", host, e)
+		}
+		if len(second) != (len(b)-2)*cfg.VocabSize {
+			t.Errorf("host %v: second Score: %d logits, want %d", host, len(second), (len(b)-2)*cfg.VocabSize)
 		}
 	}
 }
