@@ -49,39 +49,53 @@ func mulNT(kern *microKernel, out, a, b []float32, m, n, k int) {
 		mulNTDots(out, a, b, m, n, k)
 		return
 	}
-	packB := func(dst []float32, _ *packBuf, j0, cols, p0, kc int) error {
-		packPanels(dst, b, k, j0, cols, p0, kc, kern.nr)
-		return nil
-	}
-	_ = mulNTSplit(kern, out, a, m, n, k, packB) // packB cannot fail
+	_ = (&gemmOp{kern: kern, out: out, a: a, b: b, m: m, n: n, k: k, layout: NT}).run() // a float32 b cannot fail
 }
 
 // A packFunc writes columns [j0, j0+cols) of bᵀ, depth [p0, p0+kc), into dst as nr-wide
 // panels (packPanels' layout); buf is the calling worker's scratch.
 type packFunc func(dst []float32, buf *packBuf, j0, cols, p0, kc int) error
 
-// mulNTSplit computes out = a·bᵀ with b supplied by packB, split across the workers:
-// by columns when there are enough of them (each part packs only its own columns of b,
-// and a is the cheaper operand to pack twice), by rows otherwise. It returns the first
-// error of packB.
+// mulNTSplit computes out = a·bᵀ, MulNT's packed product, with b's panels supplied by
+// packB (a Matrix decoding its rows or columns as they are packed). It returns the
+// first error of packB.
 func mulNTSplit(kern *microKernel, out, a []float32, m, n, k int, packB packFunc) error {
-	parts := min(workers(), max(1, m*n*k/parallelMACs))
+	return (&gemmOp{kern: kern, out: out, a: a, m: m, n: n, k: k, layout: NT, packFn: packB}).run()
+}
+
+// gemmOp is one packed product, out [m, n] = op(a)·op(b) with the operands stored as
+// layout says (Gemm's; MulNT's is NT), shared by the parts that compute its blocks.
+type gemmOp struct {
+	kern       *microKernel
+	out, a, b  []float32
+	m, n, k    int
+	layout     Layout
+	accumulate bool     // add the product to out rather than overwrite it
+	packFn     packFunc // b's panels, in place of packing b from its layout; nil: b is used
+}
+
+// run computes the product split across the workers: by columns when there are enough
+// of them (each part packs only its own columns of b, and a is the cheaper operand to
+// pack twice), by rows otherwise. It returns the first error of g.packFn.
+func (g *gemmOp) run() error {
+	kern := g.kern
+	parts := min(workers(), max(1, g.m*g.n*g.k/parallelMACs))
 	if parts == 1 {
 		buf := packBufs.Get().(*packBuf)
 		defer packBufs.Put(buf)
-		return mulNTPacked(kern, buf, out, a, n, k, 0, m, 0, n, packB)
+		return g.block(buf, 0, g.m, 0, g.n)
 	}
-	colPanels, rowPanels := ceilDiv(n, kern.nr), ceilDiv(m, kern.mr)
+	colPanels, rowPanels := ceilDiv(g.n, kern.nr), ceilDiv(g.m, kern.mr)
 	errs := make([]error, parts)
 	parallel(parts, func(part int) {
 		buf := packBufs.Get().(*packBuf)
 		defer packBufs.Put(buf)
 		if colPanels >= 2*parts || colPanels >= rowPanels {
-			j0, j1 := kern.nr*(colPanels*part/parts), min(n, kern.nr*(colPanels*(part+1)/parts))
-			errs[part] = mulNTPacked(kern, buf, out, a, n, k, 0, m, j0, j1, packB)
+			j0, j1 := kern.nr*(colPanels*part/parts), min(g.n, kern.nr*(colPanels*(part+1)/parts))
+			errs[part] = g.block(buf, 0, g.m, j0, j1)
 		} else {
-			i0, i1 := kern.mr*(rowPanels*part/parts), min(m, kern.mr*(rowPanels*(part+1)/parts))
-			errs[part] = mulNTPacked(kern, buf, out, a, n, k, i0, i1, 0, n, packB)
+			i0, i1 := kern.mr*(rowPanels*part/parts), min(g.m, kern.mr*(rowPanels*(part+1)/parts))
+			errs[part] = g.block(buf, i0, i1, 0, g.n)
 		}
 	})
 	for _, err := range errs {
@@ -90,6 +104,69 @@ func mulNTSplit(kern *microKernel, out, a []float32, m, n, k int, packB packFunc
 		}
 	}
 	return nil
+}
+
+// block computes rows [i0, i1) × columns [j0, j1) of the product with packed panels
+// (the loop nest of BLIS: columns, depth, rows, then macroKernel's micro-tiles). Every
+// sum runs over the contraction in order, in blocks of blockK.
+func (g *gemmOp) block(buf *packBuf, i0, i1, j0, j1 int) error {
+	n, k := g.n, g.k
+	mr, nr := g.kern.mr, g.kern.nr
+	mc := blockM / mr * mr
+	nc := blockN / nr * nr
+	kcMax := min(blockK, k)
+	buf.a = grow(buf.a, ceilDiv(min(mc, i1-i0), mr)*mr*kcMax)
+	buf.b = grow(buf.b, ceilDiv(min(nc, j1-j0), nr)*nr*kcMax)
+	buf.tile = grow(buf.tile, mr*nr)
+	for jc := j0; jc < j1; jc += nc {
+		ncols := min(nc, j1-jc)
+		for pc := 0; pc < k; pc += blockK {
+			kc := min(blockK, k-pc)
+			if err := g.packB(buf, jc, ncols, pc, kc); err != nil {
+				return err
+			}
+			for ic := i0; ic < i1; ic += mc {
+				mrows := min(mc, i1-ic)
+				g.packA(buf.a, ic, mrows, pc, kc)
+				macroKernel(g.kern, g.out[ic*n+jc:], n, buf.a, buf.b, buf.tile, mrows, ncols, kc, g.accumulate || pc > 0)
+			}
+		}
+	}
+	return nil
+}
+
+// macroKernel computes the rows × cols block at c (row stride ldc) from kc depth steps
+// of packed panels — a's mr-row panels in ap against b's nr-column panels in bp, each
+// last one padded — a column panel at a time, so that b's panel stays in L1 while a's
+// stream past it. A full micro-tile is stored in c; an edge tile is computed whole into
+// tile (mr·nr floats) and the part that exists copied out. With accumulate the block
+// is added to c.
+func macroKernel(kern *microKernel, c []float32, ldc int, ap, bp, tile []float32, rows, cols, kc int, accumulate bool) {
+	mr, nr, fn := kern.mr, kern.nr, kern.fn
+	for jr := 0; jr < cols; jr += nr {
+		b := &bp[jr*kc]
+		w := min(nr, cols-jr)
+		for ir := 0; ir < rows; ir += mr {
+			a := &ap[ir*kc]
+			h := min(mr, rows-ir)
+			ct := c[ir*ldc+jr:]
+			if h == mr && w == nr {
+				fn(kc, a, b, &ct[0], ldc, accumulate)
+				continue
+			}
+			fn(kc, a, b, &tile[0], nr, false)
+			for r := range h {
+				src, dst := tile[r*nr:r*nr+w], ct[r*ldc:r*ldc+w]
+				if accumulate {
+					for j, v := range src {
+						dst[j] += v
+					}
+				} else {
+					copy(dst, src)
+				}
+			}
+		}
+	}
 }
 
 // parallelMACs is the work (multiply-adds) worth a part of its own on another worker:
@@ -126,59 +203,6 @@ type packBuf struct {
 }
 
 var packBufs = sync.Pool{New: func() any { return new(packBuf) }}
-
-// mulNTPacked computes the block rows [i0, i1) × columns [j0, j1) of out = a·bᵀ with
-// packed panels (the loop nest of BLIS: columns, depth, rows, then micro-tiles).
-func mulNTPacked(kern *microKernel, buf *packBuf, out, a []float32, n, k, i0, i1, j0, j1 int, packB packFunc) error {
-	mr, nr := kern.mr, kern.nr
-	mc := blockM / mr * mr
-	nc := blockN / nr * nr
-	kcMax := min(blockK, k)
-	buf.a = grow(buf.a, ceilDiv(min(mc, i1-i0), mr)*mr*kcMax)
-	buf.b = grow(buf.b, ceilDiv(min(nc, j1-j0), nr)*nr*kcMax)
-	buf.tile = grow(buf.tile, mr*nr)
-	for jc := j0; jc < j1; jc += nc {
-		ncols := min(nc, j1-jc)
-		for pc := 0; pc < k; pc += blockK {
-			kc := min(blockK, k-pc)
-			accumulate := pc > 0
-			if err := packB(buf.b, buf, jc, ncols, pc, kc); err != nil {
-				return err
-			}
-			for ic := i0; ic < i1; ic += mc {
-				mrows := min(mc, i1-ic)
-				packPanels(buf.a, a, k, ic, mrows, pc, kc, mr)
-				for jr := 0; jr < ncols; jr += nr {
-					bp := &buf.b[jr*kc]
-					cols := min(nr, ncols-jr)
-					for ir := 0; ir < mrows; ir += mr {
-						ap := &buf.a[ir*kc]
-						rows := min(mr, mrows-ir)
-						c := out[(ic+ir)*n+jc+jr:]
-						if rows == mr && cols == nr {
-							kern.fn(kc, ap, bp, &c[0], n, accumulate)
-							continue
-						}
-						// An edge tile: computed whole into buf.tile, then the part
-						// that exists copied out.
-						kern.fn(kc, ap, bp, &buf.tile[0], nr, false)
-						for r := range rows {
-							src, dst := buf.tile[r*nr:r*nr+cols], c[r*n:r*n+cols]
-							if accumulate {
-								for j, v := range src {
-									dst[j] += v
-								}
-							} else {
-								copy(dst, src)
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	return nil
-}
 
 // packPanels copies rows [r0, r0+rows) of src [·, k], depth [p0, p0+kc), into dst as
 // panels of w rows each stored depth-major (dst[panel·w·kc + p·w + r]), the last panel

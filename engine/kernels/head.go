@@ -466,12 +466,11 @@ func (h *Head) stepWhole(soft []float32, pos []Position, hidden []float32, rows 
 
 // mulPacked computes out [rows, n] = a·bᵀ for a [rows, k] (a may run on past them:
 // the vector packing then reads whole groups of rows) and b packed in panels
-// (packedOffset), rows at most a block: mulNTPacked's loop nest (columns, depth,
-// micro-tiles) with b's panels read where they are, so each output value is the one
-// MulNT computes.
+// (packedOffset), rows at most a block: gemmOp.block's loop nest (columns, depth, then
+// macroKernel's micro-tiles) with b's panels read where they are, so each output value
+// is the one MulNT computes.
 func (h *Head) mulPacked(buf *headBuf, out, a []float32, rows, n, k int, packed []float32) {
-	kern := h.kern
-	mr, nr := kern.mr, kern.nr
+	mr, nr := h.kern.mr, h.kern.nr
 	nc := blockN / nr * nr
 	buf.a = grow(buf.a, ceilDiv(rows, mr)*mr*min(blockK, k))
 	buf.tile = grow(buf.tile, mr*nr)
@@ -479,32 +478,9 @@ func (h *Head) mulPacked(buf *headBuf, out, a []float32, rows, n, k int, packed 
 		ncols := min(nc, n-jc)
 		for pc := 0; pc < k; pc += blockK {
 			kc := min(blockK, k-pc)
-			accumulate := pc > 0
 			packPanels(buf.a, a, k, 0, rows, pc, kc, mr)
-			for jr := 0; jr < ncols; jr += nr {
-				bp := &packed[h.packedOffset(n, k, pc, (jc+jr)/nr)]
-				cols := min(nr, ncols-jr)
-				for ir := 0; ir < rows; ir += mr {
-					ap := &buf.a[ir*kc]
-					nrows := min(mr, rows-ir)
-					c := out[ir*n+jc+jr:]
-					if nrows == mr && cols == nr {
-						kern.fn(kc, ap, bp, &c[0], n, accumulate)
-						continue
-					}
-					kern.fn(kc, ap, bp, &buf.tile[0], nr, false)
-					for r := range nrows {
-						src, dst := buf.tile[r*nr:r*nr+cols], c[r*n:r*n+cols]
-						if accumulate {
-							for j, v := range src {
-								dst[j] += v
-							}
-						} else {
-							copy(dst, src)
-						}
-					}
-				}
-			}
+			bp := packed[h.packedOffset(n, k, pc, jc/nr):]
+			macroKernel(h.kern, out[jc:], n, buf.a, bp, buf.tile, rows, ncols, kc, pc > 0)
 		}
 	}
 }

@@ -42,34 +42,7 @@ func gemm(kern *microKernel, out, a, b []float32, m, n, k int, layout Layout, ac
 		}
 		return
 	}
-	g := gemmOp{kern: kern, out: out, a: a, b: b, m: m, n: n, k: k, layout: layout, accumulate: accumulate}
-	parts := min(workers(), max(1, m*n*k/parallelMACs))
-	if parts == 1 {
-		buf := packBufs.Get().(*packBuf)
-		defer packBufs.Put(buf)
-		g.block(buf, 0, m, 0, n)
-		return
-	}
-	// Split as mulNTSplit does: by columns when there are enough, by rows otherwise.
-	colPanels, rowPanels := ceilDiv(n, kern.nr), ceilDiv(m, kern.mr)
-	parallel(parts, func(part int) {
-		buf := packBufs.Get().(*packBuf)
-		defer packBufs.Put(buf)
-		if colPanels >= 2*parts || colPanels >= rowPanels {
-			g.block(buf, 0, m, kern.nr*(colPanels*part/parts), min(n, kern.nr*(colPanels*(part+1)/parts)))
-		} else {
-			g.block(buf, kern.mr*(rowPanels*part/parts), min(m, kern.mr*(rowPanels*(part+1)/parts)), 0, n)
-		}
-	})
-}
-
-// gemmOp is one Gemm call, shared by the parts that compute its blocks.
-type gemmOp struct {
-	kern       *microKernel
-	out, a, b  []float32
-	m, n, k    int
-	layout     Layout
-	accumulate bool
+	_ = (&gemmOp{kern: kern, out: out, a: a, b: b, m: m, n: n, k: k, layout: layout, accumulate: accumulate}).run() // float32 operands cannot fail
 }
 
 // packA packs rows [r0, r0+rows) of op(a), depth [p0, p0+kc), as mr-wide panels.
@@ -81,63 +54,18 @@ func (g *gemmOp) packA(dst []float32, r0, rows, p0, kc int) {
 	packPanels(dst, g.a, g.k, r0, rows, p0, kc, g.kern.mr)
 }
 
-// packB packs columns [j0, j0+cols) of op(b), depth [p0, p0+kc), as nr-wide panels.
-func (g *gemmOp) packB(dst []float32, j0, cols, p0, kc int) {
-	if g.layout == NT {
-		packPanels(dst, g.b, g.k, j0, cols, p0, kc, g.kern.nr)
-		return
+// packB packs columns [j0, j0+cols) of op(b), depth [p0, p0+kc), as nr-wide panels
+// into buf.b, or has g.packFn write them.
+func (g *gemmOp) packB(buf *packBuf, j0, cols, p0, kc int) error {
+	switch {
+	case g.packFn != nil:
+		return g.packFn(buf.b, buf, j0, cols, p0, kc)
+	case g.layout == NT:
+		packPanels(buf.b, g.b, g.k, j0, cols, p0, kc, g.kern.nr)
+	default:
+		packDepthRows(buf.b, g.b, g.n, j0, cols, p0, kc, g.kern.nr)
 	}
-	packDepthRows(dst, g.b, g.n, j0, cols, p0, kc, g.kern.nr)
-}
-
-// block computes rows [i0, i1) × columns [j0, j1) of the product: mulNTPacked's loop
-// nest (columns, depth, rows, then micro-tiles), accumulating from the first depth
-// block when g.accumulate is set.
-func (g *gemmOp) block(buf *packBuf, i0, i1, j0, j1 int) {
-	kern, n, k := g.kern, g.n, g.k
-	mr, nr := kern.mr, kern.nr
-	mc := blockM / mr * mr
-	nc := blockN / nr * nr
-	kcMax := min(blockK, k)
-	buf.a = grow(buf.a, ceilDiv(min(mc, i1-i0), mr)*mr*kcMax)
-	buf.b = grow(buf.b, ceilDiv(min(nc, j1-j0), nr)*nr*kcMax)
-	buf.tile = grow(buf.tile, mr*nr)
-	for jc := j0; jc < j1; jc += nc {
-		ncols := min(nc, j1-jc)
-		for pc := 0; pc < k; pc += blockK {
-			kc := min(blockK, k-pc)
-			accumulate := g.accumulate || pc > 0
-			g.packB(buf.b, jc, ncols, pc, kc)
-			for ic := i0; ic < i1; ic += mc {
-				mrows := min(mc, i1-ic)
-				g.packA(buf.a, ic, mrows, pc, kc)
-				for jr := 0; jr < ncols; jr += nr {
-					bp := &buf.b[jr*kc]
-					cols := min(nr, ncols-jr)
-					for ir := 0; ir < mrows; ir += mr {
-						ap := &buf.a[ir*kc]
-						rows := min(mr, mrows-ir)
-						c := g.out[(ic+ir)*n+jc+jr:]
-						if rows == mr && cols == nr {
-							kern.fn(kc, ap, bp, &c[0], n, accumulate)
-							continue
-						}
-						kern.fn(kc, ap, bp, &buf.tile[0], nr, false)
-						for r := range rows {
-							src, dst := buf.tile[r*nr:r*nr+cols], c[r*n:r*n+cols]
-							if accumulate {
-								for j, v := range src {
-									dst[j] += v
-								}
-							} else {
-								copy(dst, src)
-							}
-						}
-					}
-				}
-			}
-		}
-	}
+	return nil
 }
 
 // packDepthRows is packPanels for an operand stored depth-major, src [·, ld] with the
