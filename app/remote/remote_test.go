@@ -17,8 +17,10 @@ import (
 	"github.com/darkroomlabs/darkroom/app/api"
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/server"
+	"github.com/darkroomlabs/darkroom/app/server/servertest"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
+	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
 )
 
 // startDarkroom runs a real `darkroom serve` server (app/server on a tiny random
@@ -26,20 +28,8 @@ import (
 // engine and the server as a client reaches it.
 func startDarkroom(t *testing.T, apiMode engine.Mode) (*engine.Engine, *Server) {
 	t.Helper()
-	dir := enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 32, MaxSteps: 4})
-	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	srv, err := server.New(server.Options{Engine: e, ModelID: "tiny", FrameInterval: time.Nanosecond, APIMode: apiMode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	e := tinyengine.Load(t, enginetest.Options{})
+	srv := servertest.Start(t, server.Options{Engine: e, ModelID: "tiny", FrameInterval: time.Nanosecond, APIMode: apiMode})
 	return e, &Server{BaseURL: "http://" + srv.Addr(), Key: srv.Token()}
 }
 

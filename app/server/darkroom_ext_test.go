@@ -10,6 +10,8 @@ import (
 
 	"github.com/darkroomlabs/darkroom/app/api"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/enginetest"
+	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
 )
 
 // pacedEngine gives each denoising step a few milliseconds before the next, as a
@@ -76,7 +78,7 @@ func streamExt(t *testing.T, s *Server, body string) ([]extChunk, bool) {
 // opening starts the answer. The text is the same as without the extension, and
 // without it no chunk has a darkroom object.
 func TestDarkroomStepsExtension(t *testing.T) {
-	e := loadTinyEngine(t)
+	e := tinyengine.Load(t, enginetest.Options{})
 	s := start(t, Options{Engine: pacedEngine{e}, Vocab: newEngineVocab(e), ModelID: "tiny", FrameInterval: time.Nanosecond})
 	const opening = "<h1>Unix</h1>\n"
 	plain := `{"messages":[{"role":"user","content":"Unix?"}],"max_tokens":32,"seed":5,"stream":true,"darkroom":{"opening":"<h1>Unix</h1>\n"}}`

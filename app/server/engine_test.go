@@ -7,27 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
+	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
 )
-
-// loadTinyEngine writes a random-weight config.Tiny checkpoint (vocab 512,
-// canvas 16) with a small trained tokenizer and loads it on the Go backend.
-func loadTinyEngine(t *testing.T) *engine.Engine {
-	t.Helper()
-	dir := enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 32, MaxSteps: 4})
-	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
-}
 
 // TestRealEngine runs the whole server on a real (tiny, random) model: the
 // API in both forms and a browser page developing.
 func TestRealEngine(t *testing.T) {
-	e := loadTinyEngine(t)
+	e := tinyengine.Load(t, enginetest.Options{})
 	s := start(t, Options{Engine: e, ModelID: "tiny", FrameInterval: time.Millisecond})
 	if m, err := s.model(context.Background()); err != nil || m.Vocab == nil {
 		t.Fatal("no vocabulary derived from the engine")

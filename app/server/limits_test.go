@@ -13,13 +13,15 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/enginetest"
+	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
 )
 
 // TestClientErrorsAre4xx: what a client can fix is answered with a 4xx in
 // OpenAI's shape, streaming requests included (before their 200), on a real
 // tiny model (context 4096, canvas 16).
 func TestClientErrorsAre4xx(t *testing.T) {
-	e := loadTinyEngine(t)
+	e := tinyengine.Load(t, enginetest.Options{})
 	s := start(t, Options{Engine: e, ModelID: "tiny"})
 	long := strings.Repeat("zq xv ", 3000) // well over 4096 tokens
 	for _, c := range []struct {
@@ -62,7 +64,7 @@ func TestClientErrorsAre4xx(t *testing.T) {
 // TestUserTextIsNotControlTokens: the turn markers written in a message are
 // text, several prompt tokens, not the one control token each.
 func TestUserTextIsNotControlTokens(t *testing.T) {
-	e := loadTinyEngine(t)
+	e := tinyengine.Load(t, enginetest.Options{})
 	s := start(t, Options{Engine: e})
 	prompt := func(content string) int {
 		body, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": content}}, "max_tokens": 1, "mode": "ar"})
@@ -290,7 +292,7 @@ func TestLongTopic(t *testing.T) {
 		mu.Unlock()
 	}
 	title := strings.Repeat("Ab", 3000)
-	s := start(t, Options{Engine: loadTinyEngine(t), Logf: logf})
+	s := start(t, Options{Engine: tinyengine.Load(t, enginetest.Options{}), Logf: logf})
 	c := browser(t, s)
 	for _, path := range []string{"/wiki/" + title, "/events/wiki/" + title, "/wiki?q=" + title} {
 		resp, body := do(t, c, "GET", site(s)+path, "", nil)
@@ -338,7 +340,7 @@ func (h *holdFirst) Generate(ctx context.Context, req engine.Request) (*engine.R
 // waits for the running generation), the stream finishes, a request that was
 // waiting finishes cleanly, and the server answers on the new engine after.
 func TestModelSwitchRealEngines(t *testing.T) {
-	e1, e2 := loadTinyEngine(t), loadTinyEngine(t)
+	e1, e2 := tinyengine.Load(t, enginetest.Options{}), tinyengine.Load(t, enginetest.Options{})
 	h := &holdFirst{Generator: e1, held: make(chan struct{}), release: make(chan struct{})}
 	var mu sync.Mutex
 	active := Model{ID: "first", Engine: h}

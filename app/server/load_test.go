@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/darkroomlabs/darkroom/engine/enginetest"
+	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
 )
 
 // TestLoad runs 16 streaming clients against a real (tiny) model on loopback
@@ -32,7 +35,7 @@ func TestLoad(t *testing.T) {
 		secs = n
 	}
 	const clients = 16
-	e := loadTinyEngine(t)
+	e := tinyengine.Load(t, enginetest.Options{})
 	s, err := New(Options{Engine: e, ModelID: "tiny"})
 	if err != nil {
 		t.Fatal(err)

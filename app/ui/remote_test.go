@@ -19,9 +19,11 @@ import (
 	"github.com/darkroomlabs/darkroom/app/chats"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/app/server"
+	"github.com/darkroomlabs/darkroom/app/server/servertest"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
+	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/hw"
@@ -45,22 +47,8 @@ func (s slowSteps) Generate(ctx context.Context, req engine.Request) (*engine.Re
 // startDarkroomServer runs `darkroom serve`'s server on a tiny random model.
 func startDarkroomServer(t *testing.T) *server.Server {
 	t.Helper()
-	dir := enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 32, MaxSteps: 4})
-	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	em := newEngineModel(e, "tiny", false)
-	srv, err := server.New(server.Options{Engine: slowSteps{em}, Vocab: em, ModelID: "tiny", FrameInterval: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	em := newEngineModel(tinyengine.Load(t, enginetest.Options{}), "tiny", false)
+	return servertest.Start(t, server.Options{Engine: slowSteps{em}, Vocab: em, ModelID: "tiny", FrameInterval: time.Millisecond})
 }
 
 // buttonIn finds the button labelled text under root (laid out under uiMu).
