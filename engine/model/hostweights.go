@@ -28,6 +28,7 @@ type hostWeights struct {
 	// ahead (prefetch.go): an address, not a pointer, so that a trainer's replaced
 	// weights are not kept alive by it.
 	advised map[uintptr]bool
+	ahead   [][]string // layerMatrices of the model (prefetch.go), made on first use
 }
 
 // HostSource hands the host model its weights as stored. Lookup returns the canonical

@@ -81,15 +81,6 @@ func (p *Params) Embed(tokens *Node) *Node {
 	return MulScalar(x, p.EmbedScale())
 }
 
-// Layer is layer i of the shared stack in either mode (src decides which keys the
-// attention sees; scalarName is the mode's layer_scalar buffer): arch.Layer over
-// graphOps.
-//
-// h: [B, T, D], positions: [B, T] → [B, T, D]
-func (p *Params) Layer(i int, h, positions *Node, src keySource, scalarName string) *Node {
-	return arch.Layer(&graphOps{p: p, positions: positions, src: src}, p.Cfg, i, h, scalarName)
-}
-
 // encoderScalar is the encoder's own layer_scalar, falling back to the decoder's when a
 // checkpoint does not store it.
 func (p *Params) encoderScalar(i int) string { return encoderScalar(p.Has, i) }

@@ -1,6 +1,11 @@
 package model
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+)
 
 // Reading ahead. A checkpoint's weights are mapped from its files (weights.Mapped)
 // and read from disk when first touched, one page fault (and one small read) at a
@@ -14,11 +19,19 @@ import "unsafe"
 // first time it is used only: the system call walks the pages even when they are
 // all in memory, and an AR token of the 26B would spend 8% of its time on it.
 
-// layerMatrices are the names, after layerPrefix, of the matrices a layer multiplies
-// before its experts.
-var layerMatrices = []string{
-	"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight",
-	"mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight", "router.proj.weight",
+// layerMatrices lists, per layer of cfg, the names of the matrices the layer
+// multiplies before its experts: its two-dimensional weights in the weight table
+// (weights.Specs) — the attention projections (v_proj on sliding layers only), the
+// dense MLP's and the router's. The experts' tensors are three-dimensional, the
+// norms, scales and layer_scalar one-dimensional.
+func layerMatrices(cfg *config.Text) [][]string {
+	names := make([][]string, cfg.NumHiddenLayers)
+	for _, s := range weights.Specs(&config.Model{Text: *cfg}) {
+		if s.Layer >= 0 && s.Layer < len(names) && len(s.Shape) == 2 {
+			names[s.Layer] = append(names[s.Layer], s.Name)
+		}
+	}
+	return names
 }
 
 // prefetchLayer advises the kernel that layer i's matrices before the experts are
@@ -27,8 +40,11 @@ func (h *hostModel) prefetchLayer(i int) {
 	if i >= h.cfg.NumHiddenLayers {
 		return
 	}
-	for _, s := range layerMatrices {
-		if w, err := h.w.load(layerPrefix(i) + s); err == nil && len(w.dims) >= 2 {
+	if len(h.w.ahead) != h.cfg.NumHiddenLayers {
+		h.w.ahead = layerMatrices(h.cfg)
+	}
+	for _, name := range h.w.ahead[i] {
+		if w, err := h.w.load(name); err == nil && len(w.dims) >= 2 {
 			h.w.willNeed(w.mat)
 		}
 	}

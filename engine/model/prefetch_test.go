@@ -1,9 +1,11 @@
 package model
 
 import (
+	"slices"
 	"testing"
 	"unsafe"
 
+	"github.com/darkroomlabs/darkroom/engine/model/arch"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 )
 
@@ -36,10 +38,10 @@ func TestHostReadsAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range cfg.NumHiddenLayers {
-		for _, s := range layerMatrices {
-			m, err := h.w.load(layerPrefix(i) + s)
+		for _, s := range layerMatrices(cfg)[i] {
+			m, err := h.w.load(s)
 			if err != nil {
-				continue // v_proj on a full layer
+				t.Fatal(err)
 			}
 			found := false
 			for _, a := range advised {
@@ -71,8 +73,8 @@ func TestHostReadsAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range cfg.NumHiddenLayers {
-		for _, s := range layerMatrices {
-			if m, err := h.w.load(layerPrefix(i) + s); err == nil {
+		for _, s := range layerMatrices(cfg)[i] {
+			if m, err := h.w.load(s); err == nil {
 				for _, a := range advised {
 					if within(a, m.mat.q.Data) {
 						t.Errorf("layer %d: %s advised again", i, s)
@@ -80,5 +82,49 @@ func TestHostReadsAhead(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// linearNames are arch.Ops that do nothing but record the weights a layer multiplies
+// (Linear and LinearF32), in order.
+type linearNames struct{ names []string }
+
+func (o *linearNames) StartLayer(int) {}
+func (o *linearNames) Linear(_ struct{}, w string) struct{} {
+	o.names = append(o.names, w)
+	return struct{}{}
+}
+func (o *linearNames) LinearF32(_ struct{}, w string) struct{} {
+	o.names = append(o.names, w)
+	return struct{}{}
+}
+func (o *linearNames) Norm(x struct{}, _ int, _ string) struct{}        { return x }
+func (o *linearNames) NormInPlace(x struct{}, _ int, _ string) struct{} { return x }
+func (o *linearNames) Add(a, _ struct{}) struct{}                       { return a }
+func (o *linearNames) Scale(x struct{}, _ float64) struct{}             { return x }
+func (o *linearNames) ScaleBy(x struct{}, _ string) struct{}            { return x }
+func (o *linearNames) GeGLU(g, _ struct{}) struct{}                     { return g }
+func (o *linearNames) RoPE(_ int, x struct{}, _ int) struct{}           { return x }
+func (o *linearNames) Attend(_ int, q, _, _ struct{}) struct{}          { return q }
+func (o *linearNames) Experts(_ int, x, _ struct{}) struct{}            { return x }
+
+// TestLayerMatricesAreTheRecipes: what the host reads ahead for a layer, taken from
+// the weight table, is exactly the set of matrices the layer recipe multiplies before
+// its experts, on a sliding layer (with v_proj) and a full one (K=V, without).
+func TestLayerMatricesAreTheRecipes(t *testing.T) {
+	cfg := tinyConfig()
+	ahead := layerMatrices(cfg)
+	kinds := map[bool]bool{}
+	for i := range cfg.NumHiddenLayers {
+		o := &linearNames{}
+		arch.Layer[struct{}](o, cfg, i, struct{}{}, arch.DecoderScalar(i))
+		got, want := slices.Sorted(slices.Values(ahead[i])), slices.Sorted(slices.Values(o.names))
+		if !slices.Equal(got, want) {
+			t.Errorf("layer %d (sliding %v): read ahead %v, the recipe multiplies %v", i, cfg.IsSliding(i), got, want)
+		}
+		kinds[cfg.IsSliding(i)] = true
+	}
+	if !kinds[true] || !kinds[false] {
+		t.Fatalf("the test config has no sliding or no full layer: %v", kinds)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/model/arch"
 	"github.com/darkroomlabs/darkroom/engine/sampler"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/backends"
@@ -734,11 +735,8 @@ func (r *Runner) encoderPass(ctx *context.Context, in, cache []*Node) (p *Params
 	qvalid := LessThan(Iota(g, shapes.Make(dtypes.Int32, 1, tb), 1), count)
 	src = &cacheKeys{p: p, k: k, v: v, length: length, count: count, qpos: qpos, qvalid: qvalid,
 		masks: map[int]*Node{}, writes: map[int]cacheWrite{}}
-	h = p.Embed(tokens)
-	for i := range r.cfg.NumHiddenLayers {
-		h = p.Layer(i, h, qpos, src, p.encoderScalar(i))
-	}
-	return p, h, src
+	o := &graphOps{p: p, positions: qpos, src: src}
+	return p, arch.Layers(o, r.cfg, p.Embed(tokens), p.encoderScalar), src
 }
 
 // runnerDecoder is Decoder over the runner's cache (runnerKeys instead of a KV
@@ -749,12 +747,8 @@ func (r *Runner) runnerDecoder(p *Params, canvas, soft, length *Node, cache []*N
 	c := canvas.Shape().Dimensions[1]
 	k, v := splitCache(r.cfg, cache)
 	src := &runnerKeys{p: p, k: k, v: v, length: length, masks: map[int]*Node{}}
-	positions := iotaPositions(canvas.Graph(), 1, c, length)
-	h := p.SelfCondition(canvas, soft)
-	for i := range r.cfg.NumHiddenLayers {
-		h = p.Layer(i, h, positions, src, layerPrefix(i)+"layer_scalar")
-	}
-	return h
+	o := &graphOps{p: p, positions: iotaPositions(canvas.Graph(), 1, c, length), src: src}
+	return arch.Layers(o, r.cfg, p.SelfCondition(canvas, soft), arch.DecoderScalar)
 }
 
 // decodeGraph: in = [canvas [1, C], soft [1, C, D], temperature, length, cache…]
