@@ -3,7 +3,8 @@
 // a few kilobytes: sliding and full layers, K=V, partial RoPE, 16 experts top-4,
 // self-conditioning) in the Hugging Face layout, with a small BPE tokenizer
 // trained on HTML, chat and encyclopedia-prompt text. Loading one runs exactly the
-// path a downloaded model takes.
+// path a downloaded model takes; tinyengine loads one for the tests of packages
+// above the engine.
 package enginetest
 
 import (
