@@ -54,15 +54,25 @@ func Expf(x float32) float32 {
 
 // fma32 is a·b + c rounded once to float32, as a vector FMA lane computes it (Go has
 // no float32 FMA, and the compiler fuses a·b + c only on some targets). The product is
-// exact in float64; the sum is rounded to odd there (its exact error by TwoSum), and
-// rounding that to float32 is then the exact value rounded once (Boldo and Melquiond,
-// "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to
-// odd", 2008).
+// exact in float64, so the float64 sum s is the exact value rounded once, and rounding
+// s to float32 is rounding the exact value unless s landed on a float32 tie (or in
+// float32's subnormal range, where the ties lie elsewhere): fma32Tie settles those.
 func fma32(a, b, c float32) float32 {
 	p := float64(float64(a) * float64(b)) // the conversion keeps it a product, not fused
 	s := p + float64(c)
+	if bits := math.Float64bits(s); bits&(1<<29-1) == 1<<28 || bits&(0x7ff<<52) < (1023-126)<<52 {
+		return fma32Tie(p, float64(c), s)
+	}
+	return float32(s)
+}
+
+// fma32Tie is fma32 where s = p + c, rounded to float64, may round to float32 twice:
+// s rounded to odd instead (its exact error by TwoSum), which then rounds to float32
+// as the exact value does (Boldo and Melquiond, "Emulation of FMA and correctly
+// rounded sums: proved algorithms using rounding to odd", 2008).
+func fma32Tie(p, c, s float64) float32 {
 	bv := s - p
-	if e := (p - (s - bv)) + (float64(c) - bv); e != 0 && math.Float64bits(s)&1 == 0 {
+	if e := (p - (s - bv)) + (c - bv); e != 0 && math.Float64bits(s)&1 == 0 {
 		s = math.Nextafter(s, math.Copysign(math.Inf(1), e))
 	}
 	return float32(s)

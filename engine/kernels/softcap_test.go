@@ -109,6 +109,13 @@ func TestFMA32(t *testing.T) {
 			t.Fatalf("fma32(%g, %g, %g) = %g, want %g", a, b, c, got, want)
 		}
 	}
+	for range 20000 { // results in float32's subnormal range
+		a, b := rnd()*0x1p-60, rnd()*0x1p-60
+		c := float32(rng.NormFloat64()) * 0x1p-130
+		if got, want := fma32(a, b, c), exact(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("fma32(%g, %g, %g) = %g, want %g", a, b, c, got, want)
+		}
+	}
 	// −2^-24·(1+2^-15)·(1−2^-15) + (1 + 2^-23) is 1 + 2^-24 + 2^-54, just above a float32
 	// tie: a float64 sum rounds it to the tie, then to 1; rounded once it is 1 + 2^-23.
 	a, b, c := float32(-(1+0x1p-15)*0x1p-24), float32(1-0x1p-15), float32(1+0x1p-23)
@@ -117,5 +124,12 @@ func TestFMA32(t *testing.T) {
 	}
 	if got, want := fma32(a, b, c), float32(1+0x1p-23); got != want || exact(a, b, c) != want {
 		t.Fatalf("fma32(%g, %g, %g) = %.9g, want %.9g", a, b, c, got, want)
+	}
+	// The same in float32's subnormal range, where a tie is a half step of 2^-149:
+	// 2^-150·(1 − 2^-46) + (2^-130 + 2^-149) rounds to the tie in float64, then up to
+	// the even 2^-130 + 2^-148; rounded once it is 2^-130 + 2^-149.
+	a, b, c = float32(0x1p-75*(1+0x1p-23)), float32(0x1p-75*(1-0x1p-23)), float32(0x1p-130+0x1p-149)
+	if got := fma32(a, b, c); got != c || exact(a, b, c) != c {
+		t.Fatalf("fma32(%g, %g, %g) = %g, want %g", a, b, c, got, c)
 	}
 }
