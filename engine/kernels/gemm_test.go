@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -125,6 +126,27 @@ func TestMulNTConcurrent(t *testing.T) {
 	wg.Wait()
 	for _, out := range outs {
 		checkClose(t, out, want, k, 1e-5)
+	}
+}
+
+// TestMulNTSplitPackError: an error from packing b's panels (a Matrix whose weights
+// cannot be decoded) ends the product and is what mulNTSplit returns, whether the part
+// that met it ran alone or beside others in the pool — here the part holding b's last
+// columns, at its second depth block.
+func TestMulNTSplitPackError(t *testing.T) {
+	errDecode := errors.New("decode failed")
+	for _, c := range [][3]int{{8, 8, 300}, {64, 256, 300}, {256, 8, 300}} { // one part; split by columns; by rows
+		m, n, k := c[0], c[1], c[2]
+		out, a := make([]float32, m*n), make([]float32, m*k)
+		packB := func(_ []float32, _ *packBuf, j0, cols, p0, _ int) error {
+			if p0 > 0 && j0+cols == n {
+				return fmt.Errorf("columns [%d, %d): %w", j0, j0+cols, errDecode)
+			}
+			return nil
+		}
+		if err := mulNTSplit(gemmKernel, out, a, m, n, k, packB); !errors.Is(err, errDecode) {
+			t.Errorf("%v: mulNTSplit returned %v, want the packing's error", c, err)
+		}
 	}
 }
 
