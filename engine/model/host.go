@@ -322,30 +322,35 @@ func (h *hostModel) decode(cache *hostCache, canvas []int32, soft []float32, sta
 // their K/V to the cache (which must hold exactly start positions) and returns the
 // final-normed hidden state of the last token [D].
 func (h *hostModel) encode(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string) []float32 {
-	return h.encodeFrom(cache, tokens, start, encoderScalar, len(tokens)-1)
+	hs := h.encodeHidden(cache, tokens, start, encoderScalar, true)
+	return arch.Output(&hostOps{h: h}, h.cfg, hs[(len(tokens)-1)*h.cfg.HiddenSize:])
 }
 
-// encodeFrom is encode returning the final-normed hidden states of tokens from…
-// [(T−from)·D].
-func (h *hostModel) encodeFrom(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string, from int) []float32 {
-	hs := h.encodeHidden(cache, tokens, start, encoderScalar)
+// score is encode over one chunk that leaves the cache as it is: each layer attends
+// to the cached rows and to the tokens' own K/V, which it does not write, so no ring
+// slot is overwritten and nothing needs copying or truncating after. It returns the
+// final-normed hidden states of tokens from… [(T−from)·D].
+func (h *hostModel) score(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string, from int) []float32 {
+	hs := h.encodeHidden(cache, tokens, start, encoderScalar, false)
 	return arch.Output(&hostOps{h: h}, h.cfg, hs[from*h.cfg.HiddenSize:])
 }
 
 // encodeHidden is encode's layers (arch's recipe over hostOps): the last layer's
-// output [T·D], before the final norm.
-func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string) []float32 {
+// output [T·D], before the final norm; the tokens' K/V go to the cache only if write.
+func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string, write bool) []float32 {
 	nl := h.cfg.NumHiddenLayers
-	if cache.v == nil {
+	if cache.v == nil && write {
 		cache.k, cache.v, cache.written = make([][]float32, nl), make([][]float32, nl), make([]int, nl)
 	}
 	if cache.n != start {
 		panic(fmt.Errorf("host cache holds %d positions, encoding at %d", cache.n, start))
 	}
 	h.ropes, h.scratch = cache.ropeMemo(), &cache.scratch
-	o := &hostOps{h: h, cache: cache, start: start, causal: true}
+	o := &hostOps{h: h, cache: cache, start: start, causal: true, readOnly: !write}
 	hs := arch.Layers(o, h.cfg, h.embed(tokens), encoderScalar)
-	cache.n = start + len(tokens)
+	if write {
+		cache.n = start + len(tokens)
+	}
 	return hs
 }
 

@@ -13,12 +13,14 @@ import (
 // arch.Ops) overwritten in place, so a layer allocates only its products' outputs.
 // Attention reads the visible cached rows of the layer in front of the new tokens'
 // keys: bidirectionally over the new tokens (the decoder), or causally with the
-// sliding window, writing the new tokens' K/V to the cache (the encoder).
+// sliding window, writing the new tokens' K/V to the cache (the encoder) unless
+// readOnly (Score's encoder, which leaves the cache as it is).
 type hostOps struct {
-	h      *hostModel
-	cache  *hostCache
-	start  int
-	causal bool
+	h        *hostModel
+	cache    *hostCache
+	start    int
+	causal   bool
+	readOnly bool
 }
 
 var _ arch.Ops[[]float32] = (*hostOps)(nil)
@@ -86,7 +88,8 @@ func (o *hostOps) RoPE(layer int, x []float32, heads int) []float32 {
 
 // Attend reads layer's visible cached rows — on sliding layers with a window the last
 // W−1 cached positions (what the first new token can see), else all of them — and, in
-// the encoder, writes the new k and v to the cache after them.
+// the encoder, writes the new k and v to the cache after them (unless readOnly: the
+// new tokens see each other's k and v from the arguments, never from the cache).
 func (o *hostOps) Attend(layer int, q, k, v []float32) []float32 {
 	cfg := o.h.cfg
 	lo := 0
@@ -94,7 +97,7 @@ func (o *hostOps) Attend(layer int, q, k, v []float32) []float32 {
 		lo = max(0, o.start-(cfg.SlidingWindow-1))
 	}
 	out := o.h.attend(layer, q, k, v, o.start, o.h.prefix(o.cache, layer, lo, o.start), o.causal)
-	if o.causal {
+	if o.causal && !o.readOnly {
 		o.cache.write(cfg, layer, o.start, k, v)
 	}
 	return out

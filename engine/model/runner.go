@@ -586,16 +586,16 @@ func (r *Runner) paddedIDs(what string, tokens []int, nb int) ([]int32, error) {
 	return ids, nil
 }
 
-// scoreOnHost is Score computed on the host, over a copy of the host cache.
+// scoreOnHost is Score computed on the host: an encoder pass that reads the host
+// cache and writes nothing to it (hostModel.score), so no copy of the cache per
+// guidance round.
 func (r *Runner) scoreOnHost(ids []int32, from int) (logits []float32, err error) {
 	err = try("score", func() {
 		m := r.hostModel()
-		scalar := r.weights.encoderScalar
-		cache := r.hcache.clone()
-		if cache.v == nil && r.length > 0 {
+		if r.hcache.v == nil && r.length > 0 {
 			panic(fmt.Errorf("host cache is empty but %d tokens are cached", r.length))
 		}
-		hn := m.encodeFrom(&cache, ids, r.length, scalar, from)
+		hn := m.score(&r.hcache, ids, r.length, r.weights.encoderScalar, from)
 		if err := r.head.prepare(r.weights, m.embedScale); err != nil {
 			panic(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/darkroomlabs/darkroom/engine/model/arch"
 	"github.com/darkroomlabs/darkroom/engine/model/naive"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -272,5 +273,94 @@ func TestRunnerScoreBuffer(t *testing.T) {
 		if len(second) != (len(b)-2)*cfg.VocabSize {
 			t.Errorf("host %v: second Score: %d logits, want %d", host, len(second), (len(b)-2)*cfg.VocabSize)
 		}
+	}
+}
+
+// TestHostScoreLeavesCache: the host Score reads the cache and writes nothing to it —
+// its rows (a sliding ring that wrapped included), length and per-layer counts stay
+// exactly as they were — and its logits are bit for bit those of encoding the tokens
+// into a copy of the cache (how it was computed before), on an empty cache, after a
+// prompt longer than the window, and with rows skipped.
+func TestHostScoreLeavesCache(t *testing.T) {
+	cfg := tinyConfig() // window 4: sliding rings of 3 slots
+	w, _ := randomModel(t, cfg, 15, dtypes.Float32)
+	r, err := NewRunner(newBackend(t), cfg, newContext(t, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.HostDecoder, r.HostHead, r.MinCapacity, r.MaxChunk = true, true, 16, 8
+	rng := rand.New(rand.NewPCG(7, 8))
+	canvas := randTokens(rng, 8, cfg.VocabSize)
+	ids := make([]int32, len(canvas))
+	for i, tok := range canvas {
+		ids[i] = int32(tok)
+	}
+	// viaCopy is Score the old way: encode into a clone of the cache, which is dropped.
+	viaCopy := func(from int) []float32 {
+		m := r.hostModel()
+		cl := r.hcache.clone()
+		hs := m.encodeHidden(&cl, ids, r.length, r.weights.encoderScalar, true)
+		hn := arch.Output(&hostOps{h: m}, cfg, hs[from*cfg.HiddenSize:])
+		if err := r.head.prepare(r.weights, m.embedScale); err != nil {
+			t.Fatal(err)
+		}
+		return r.head.logits(hn, len(ids)-from, cfg.FinalLogitSoftcapping)
+	}
+	check := func(what string) {
+		t.Helper()
+		before := r.hcache.clone()
+		for _, from := range []int{0, 3} {
+			want := viaCopy(from)
+			got, err := r.Score(canvas, from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s, rows from %d: Score's logits differ from encoding into a copy of the cache", what, from)
+			}
+		}
+		c := &r.hcache
+		if c.n != before.n || !slices.Equal(c.written, before.written) || len(c.v) != len(before.v) {
+			t.Fatalf("%s: cache holds %d positions, written %v; was %d, %v", what, c.n, c.written, before.n, before.written)
+		}
+		for i := range c.v {
+			if !slices.Equal(c.k[i], before.k[i]) || !slices.Equal(c.v[i], before.v[i]) {
+				t.Errorf("%s: layer %d's cached rows changed", what, i)
+			}
+		}
+	}
+	check("empty cache")
+	if r.hcache.v != nil {
+		t.Error("Score on an empty cache allocated its layers")
+	}
+	if _, err := r.Encode(randTokens(rng, 10, cfg.VocabSize)); err != nil {
+		t.Fatal(err)
+	}
+	if r.hcache.written[0] <= r.hcache.ringRows(cfg, 0) {
+		t.Fatalf("layer 0's ring has not wrapped: %d positions written", r.hcache.written[0])
+	}
+	check("after 10 tokens")
+	// The cache still extends as if no Score had run: commit the canvas and compare
+	// with a runner that never scored.
+	fresh, err := NewRunner(newBackend(t), cfg, newContext(t, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh.HostDecoder, fresh.HostHead, fresh.MinCapacity, fresh.MaxChunk = true, true, 16, 8
+	rng = rand.New(rand.NewPCG(7, 8))
+	randTokens(rng, 8, cfg.VocabSize)
+	if _, err := fresh.Encode(randTokens(rng, 10, cfg.VocabSize)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Encode(canvas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := fresh.Encode(canvas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Error("committing the canvas after Scores gives other logits than without them")
 	}
 }
