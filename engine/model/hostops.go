@@ -186,7 +186,8 @@ func (h *hostModel) attend(i int, q, k, v []float32, start int, pre prefixRows, 
 }
 
 // experts is arch.Ops.Experts on the host, exact and sparse: one product per expert
-// over exactly its routed rows. x [n, D], logits [n, E] (softmaxed in place) → [n, D]
+// over exactly its routed rows (below expertJobRows tokens, the experts side by side
+// on the pool's workers). x [n, D], logits [n, E] (softmaxed in place) → [n, D]
 func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 	cfg := h.cfg
 	d, e, k, f := cfg.HiddenSize, cfg.NumExperts, cfg.TopKExperts, cfg.MoEIntermediateSize
@@ -215,8 +216,70 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 			h.w.willNeed(dn.sub(ex*d, (ex+1)*d))
 		}
 	}
+	// one computes expert ex over its routed rows into y [m, D], with xe, g, hm and
+	// tmp its scratch (every element written).
+	one := func(ex int, xe, g, hm, y, tmp []float32) {
+		m := len(rows[ex])
+		for a, t := range rows[ex] {
+			copy(xe[a*d:(a+1)*d], x[t*d:(t+1)*d])
+		}
+		gu.sub(ex*2*f, (ex+1)*2*f).mulNTInto(g, xe, m) // [m, 2F]: gate | up
+		for a := range m {
+			geluMulInto(hm[a*f:(a+1)*f], g[a*2*f:a*2*f+f], g[a*2*f+f:(a+1)*2*f], tmp)
+		}
+		dn.sub(ex*d, (ex+1)*d).mulNTInto(y, hm, m)
+	}
 	out := make([]float32, n*d)
-	// Each expert's rows, reused by the next (m ≤ n rows each, every element written).
+	// add adds expert ex's rows y, weighted, to their tokens' outputs.
+	add := func(ex int, y []float32) {
+		for a, t := range rows[ex] {
+			wa := wts[ex][a]
+			o := out[t*d : (t+1)*d]
+			for j, v := range y[a*d : (a+1)*d] {
+				o[j] += wa * v
+			}
+		}
+	}
+	if n < expertJobRows {
+		// The routed experts split among the pool's workers, each running whole
+		// experts, their rows side by side in the scratch; the outputs added after, in
+		// the experts' order, as below.
+		var act []int
+		at := []int{0} // act[a]'s first row
+		for ex := range e {
+			if len(rows[ex]) > 0 {
+				act = append(act, ex)
+				at = append(at, at[len(at)-1]+len(rows[ex]))
+			}
+		}
+		r := at[len(act)]
+		xs, gs := h.scratch.get(scratchExpertX, r*d), h.scratch.get(scratchExpertGU, r*2*f)
+		hs, ys, tmp := h.scratch.get(scratchExpertH, r*f), h.scratch.get(scratchExpertY, r*d), h.scratch.get(scratchGelu, r*f)
+		// A panic in a part (which may run on a pool worker, where nothing would recover
+		// it) is raised again here, on the caller, where the Runner recovers it. (A damaged
+		// weight fails earlier, on the caller: the read-ahead above checks its rows.)
+		failed := make([]any, len(act))
+		parallelRows(len(act), func(lo, hi int) {
+			for a := lo; a < hi; a++ {
+				func() {
+					defer func() { failed[a] = recover() }()
+					r0, r1 := at[a], at[a+1]
+					one(act[a], xs[r0*d:r1*d], gs[r0*2*f:r1*2*f], hs[r0*f:r1*f], ys[r0*d:r1*d], tmp[r0*f:r0*f+f])
+				}()
+			}
+		})
+		for _, p := range failed {
+			if p != nil {
+				panic(p)
+			}
+		}
+		for a, ex := range act {
+			add(ex, ys[at[a]*d:at[a+1]*d])
+		}
+		return out
+	}
+	// Each expert's rows, reused by the next (m ≤ n rows each), its products split
+	// across the pool.
 	mmax := 0
 	for ex := range e {
 		mmax = max(mmax, len(rows[ex]))
@@ -228,28 +291,18 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 		if m == 0 {
 			continue
 		}
-		xe := xs[:m*d]
-		for a, t := range rows[ex] {
-			copy(xe[a*d:(a+1)*d], x[t*d:(t+1)*d])
-		}
-		g := gs[:m*2*f] // [m, 2F]: gate | up
-		gu.sub(ex*2*f, (ex+1)*2*f).mulNTInto(g, xe, m)
-		hm := hs[:m*f]
-		for a := range m {
-			geluMulInto(hm[a*f:(a+1)*f], g[a*2*f:a*2*f+f], g[a*2*f+f:(a+1)*2*f], tmp)
-		}
-		y := ys[:m*d]
-		dn.sub(ex*d, (ex+1)*d).mulNTInto(y, hm, m)
-		for a, t := range rows[ex] {
-			wa := wts[ex][a]
-			o := out[t*d : (t+1)*d]
-			for j, v := range y[a*d : (a+1)*d] {
-				o[j] += wa * v
-			}
-		}
+		one(ex, xs[:m*d], gs[:m*2*f], hs[:m*f], ys[:m*d], tmp)
+		add(ex, ys[:m*d])
 	}
 	return out
 }
+
+// expertJobRows is the tokens below which experts runs the routed experts as one
+// parallel job, whole experts per worker, instead of one after another with each
+// product split across the pool: an AR step's experts are a few rows' dot products
+// each, a few hundred µs, and a hand-off to the pool for each of them (two a
+// routed expert: sixteen a layer of the 26B) left a processor idle for part of it.
+var expertJobRows = 4 // a variable for the test that compares the two ways
 
 // TopKExperts is the router's choice for one token on the host: the k largest of the
 // expert probabilities p (ties to the lower index) and their sum. taken is scratch of
