@@ -3,6 +3,7 @@ package kernels
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestParallelRows: every row in [0, n) is visited exactly once, in non-empty ranges,
@@ -60,5 +61,42 @@ func TestParallelParts(t *testing.T) {
 	parallel(0, func(p int) { ran++ })
 	if ran != 1 {
 		t.Errorf("parallel(0) ran f %d times, want once (f(0))", ran)
+	}
+}
+
+// TestParallelPartPanics: a part's panic reaches the caller's recover, whichever
+// goroutine ran the part — on a worker it used to end the whole process — and every
+// other part still runs. The first part claimed waits for the second to start, so
+// the panicking part runs on a worker whenever the caller claimed first.
+func TestParallelPartPanics(t *testing.T) {
+	if workers() < 2 {
+		t.Skip("one processor: no worker to run a part")
+	}
+	for trial := range 20 {
+		var claimed, ran atomic.Int32
+		second := make(chan struct{})
+		got := func() (v any) {
+			defer func() { v = recover() }()
+			parallel(3, func(p int) {
+				defer ran.Add(1)
+				switch claimed.Add(1) {
+				case 1:
+					select {
+					case <-second:
+					case <-time.After(time.Second):
+					}
+				case 2:
+					close(second)
+					panic("part failed")
+				}
+			})
+			return nil
+		}()
+		if got != "part failed" {
+			t.Fatalf("trial %d: recovered %v, want the part's panic", trial, got)
+		}
+		if n := ran.Load(); n != 3 {
+			t.Fatalf("trial %d: %d parts ran, want all 3", trial, n)
+		}
 	}
 }

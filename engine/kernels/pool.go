@@ -42,7 +42,13 @@ type job struct {
 	parts int
 	next  atomic.Int64 // the next part to claim
 	done  sync.WaitGroup
+	// panicked holds the first part's panic, re-raised on the caller: a panic on a
+	// worker goroutine would end the process, past any recover of the caller's.
+	panicked atomic.Pointer[partPanic]
 }
+
+// partPanic is a part's recovered panic value.
+type partPanic struct{ v any }
 
 // run claims and runs the job's parts until none is left; a worker that gets the job
 // after the others took every part returns at once.
@@ -52,15 +58,27 @@ func (j *job) run() {
 		if p >= j.parts {
 			return
 		}
-		j.f(p)
-		j.done.Done()
+		j.part(p)
 	}
+}
+
+// part runs part p, recording its panic instead of letting it unwind the goroutine.
+func (j *job) part(p int) {
+	defer func() {
+		if v := recover(); v != nil {
+			j.panicked.CompareAndSwap(nil, &partPanic{v})
+		}
+		j.done.Done()
+	}()
+	j.f(p)
 }
 
 // parallel runs f(0) … f(parts−1) (f(0) alone when parts < 2) and returns when all
 // are done. The caller runs parts too and claims whatever the workers have not, so it
 // waits only for parts already running: products started from several goroutines at
-// once, or from inside a part, never wait on a busy worker and never deadlock.
+// once, or from inside a part, never wait on a busy worker and never deadlock. A
+// part's panic, on whichever goroutine it ran, is raised again on the caller once
+// every part is done, so the caller's recover (engine/model's try) sees it.
 func parallel(parts int, f func(part int)) {
 	if parts < 2 {
 		f(0)
@@ -77,4 +95,7 @@ func parallel(parts int, f func(part int)) {
 	}
 	j.run()
 	j.done.Wait()
+	if pp := j.panicked.Load(); pp != nil {
+		panic(pp.v)
+	}
 }
