@@ -237,14 +237,21 @@ func hasLink(root fyne.CanvasObject, text string) bool { return linkOnScreen(roo
 // while an onUI callback (inline on a generation's goroutine under the test
 // driver) updates the same widgets.
 func linkOnScreen(root fyne.CanvasObject, text string) *widget.Hyperlink {
+	return onScreen(root, func(h *widget.Hyperlink) bool { return h.Text == text })
+}
+
+// onScreen lays the tree out under uiMu (see linkOnScreen) and returns the first
+// widget of type W that match accepts, or W's zero value.
+func onScreen[W fyne.CanvasObject](root fyne.CanvasObject, match func(W) bool) W {
 	uiMu.Lock()
 	defer uiMu.Unlock()
 	for _, o := range test.LaidOutObjects(root) {
-		if h, ok := o.(*widget.Hyperlink); ok && h.Text == text {
-			return h
+		if w, ok := o.(W); ok && match(w) {
+			return w
 		}
 	}
-	return nil
+	var none W
+	return none
 }
 
 // tapLink taps the middle of the rendered hyperlink with the given text, under

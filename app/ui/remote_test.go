@@ -53,14 +53,7 @@ func startDarkroomServer(t *testing.T) *server.Server {
 
 // buttonIn finds the button labelled text under root (laid out under uiMu).
 func buttonIn(root fyne.CanvasObject, text string) *widget.Button {
-	uiMu.Lock()
-	defer uiMu.Unlock()
-	for _, o := range test.LaidOutObjects(root) {
-		if b, ok := o.(*widget.Button); ok && b.Text == text {
-			return b
-		}
-	}
-	return nil
+	return onScreen(root, func(b *widget.Button) bool { return b.Text == text })
 }
 
 // TestRemoteServerUseAndSwitchBack: the Library adds a real Darkroom server,
