@@ -44,14 +44,7 @@ func TestDeviceStepSameTokens(t *testing.T) {
 		}
 		return r
 	}
-	load := func(inGraph bool) *Engine {
-		e, err := Load(context.Background(), Dir(dir), Options{Backend: "go", InGraph: inGraph})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = e.Close() })
-		return e
-	}
+	load := func(inGraph bool) *Engine { return loadGo(t, dir, inGraph) }
 	e := load(true)
 	mr, ok := e.run.(modelRunner)
 	if !ok || !mr.StepsOnDevice() {

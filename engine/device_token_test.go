@@ -30,14 +30,7 @@ func (c *logitsCounted) Encode(tokens []int) ([]float32, error) {
 // second.
 func TestDeviceTokenSameTokens(t *testing.T) {
 	dir := writeTinyModel(t)
-	load := func(inGraph bool) *Engine {
-		e, err := Load(context.Background(), Dir(dir), Options{Backend: "go", InGraph: inGraph})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = e.Close() })
-		return e
-	}
+	load := func(inGraph bool) *Engine { return loadGo(t, dir, inGraph) }
 	gen := func(e *Engine, temperature float64) (tokens []int, events [][]int) {
 		res, err := e.Generate(context.Background(), Request{Prompt: "What is Unix?", Seed: 7, Mode: AR,
 			Sampling: Sampling{MaxNewTokens: 24, Temperature: temperature}, OnEvent: func(ev Event) {

@@ -17,6 +17,18 @@ func writeTinyModel(t *testing.T) string {
 	return enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 32, MaxSteps: 6})
 }
 
+// loadGo loads the model in dir on the pure-Go backend — in GoMLX graphs if inGraph,
+// else on the host path — closed when the test ends.
+func loadGo(t *testing.T, dir string, inGraph bool) *Engine {
+	t.Helper()
+	e, err := Load(context.Background(), Dir(dir), Options{Backend: "go", InGraph: inGraph})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
 func TestLoadAndGenerateTinyModel(t *testing.T) {
 	dir := writeTinyModel(t)
 	var stages []string
