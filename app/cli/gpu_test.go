@@ -154,7 +154,8 @@ func TestGPUInstallRefusals(t *testing.T) {
 	}
 }
 
-// TestHWShowsPlugins: `darkroom hw` says what runs and lists the PJRT plugins found.
+// TestHWShowsPlugins: `darkroom hw` says what runs and lists the PJRT plugins found
+// and where; Darkroom's own GPU support counts (and is listed) only once verified.
 func TestHWShowsPlugins(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", dir)
@@ -162,13 +163,32 @@ func TestHWShowsPlugins(t *testing.T) {
 	t.Setenv(backend.EnvVar, "")
 	plugin := filepath.Join(dir, "pjrt_c_api_cpu_plugin.so")
 	os.WriteFile(plugin, []byte("x"), 0o644)
-	code, out, errOut := runLibCLI("hw", "--models-dir", t.TempDir())
-	if code != 0 {
-		t.Fatalf("hw: %s", errOut)
+	rt := backend.Runtime()
+	os.MkdirAll(rt.NVIDIA(), 0o755)
+	os.WriteFile(rt.Plugin(), []byte("x"), 0o644)
+	ours := fmt.Sprintf("cuda  %s (%s)", rt.Plugin(), backend.FromRuntime)
+	hw := func() string {
+		t.Helper()
+		code, out, errOut := runLibCLI("hw", "--models-dir", t.TempDir())
+		if code != 0 {
+			t.Fatalf("hw: %s", errOut)
+		}
+		return out
 	}
+	out := hw()
 	for _, want := range []string{"Backend: ", "Darkroom's GPU support: not installed", fmt.Sprintf("cpu   %s (%s)", plugin, backend.FromEnv)} {
 		if !strings.Contains(out, want) {
 			t.Errorf("hw output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, ours) {
+		t.Errorf("hw lists the unverified runtime's plugin:\n%s", out)
+	}
+	os.WriteFile(rt.Marker(), []byte("{}"), 0o644)
+	out = hw()
+	for _, want := range []string{"Darkroom's GPU support: installed, " + rt.Dir, ours} {
+		if !strings.Contains(out, want) {
+			t.Errorf("verified runtime: hw output lacks %q:\n%s", want, out)
 		}
 	}
 }

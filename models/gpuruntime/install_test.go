@@ -559,3 +559,98 @@ func TestVerifyCommand(t *testing.T) {
 		t.Errorf("passing child (the plugin path is its last argument): %v", err)
 	}
 }
+
+// TestInstallProgressPauseResumeCancel drives an install through the job it hands
+// to OnJob, as the app's buttons do, on a file server throttled to 1 MiB/s: the
+// progress events carry a rate near the throttle and a time left that agrees with
+// it (within the smoothing of the first intervals); a pause stops the transfer with the .part files kept and the install still
+// waiting, a resume continues them where they stopped (no byte fetched twice) to a
+// verified install; and a cancel ends a second install with ErrCanceled, its
+// partial files removed and nothing installed.
+func TestInstallProgressPauseResumeCancel(t *testing.T) {
+	const bps = 1 << 20
+	f := newFakeIndex(t)
+	f.slowBPS.Store(bps)
+	in, _ := f.installer(t, t.TempDir(), nil)
+	jobs := make(chan *download.Job, 1)
+	in.OnJob = func(j *download.Job) { jobs <- j }
+	var mu sync.Mutex
+	var rated []download.Event
+	in.Download.OnEvent = func(ev download.Event) {
+		if ev.Kind == download.EventProgress && ev.Rate > 0 && ev.Done > 256<<10 {
+			mu.Lock()
+			rated = append(rated, ev)
+			mu.Unlock()
+		}
+	}
+	p := plan(t, in)
+	done := make(chan error, 1)
+	go func() { done <- in.Install(context.Background(), p) }()
+	job := <-jobs
+	waitUntil(t, "a rated progress event", func() bool { mu.Lock(); defer mu.Unlock(); return len(rated) > 0 })
+	mu.Lock()
+	ev := rated[len(rated)-1]
+	mu.Unlock()
+	// Three files in flight at the throttle each: about three times it, smoothed from
+	// the first 10 ms interval's (which holds a whole 16 KiB chunk of each or none).
+	if ev.Rate < bps/4 || ev.Rate > 8*bps || ev.Total != f.wheelBytes() {
+		t.Errorf("progress %d/%d at %.0f B/s (the server sends %d B/s a file)", ev.Done, ev.Total, ev.Rate, bps)
+	}
+	if want := time.Duration(float64(ev.Total-ev.Done) / ev.Rate * float64(time.Second)); ev.ETA <= 0 || ev.ETA-want > time.Millisecond || want-ev.ETA > time.Millisecond {
+		t.Errorf("time left %v; the bytes left at that rate take %v", ev.ETA, want)
+	}
+
+	job.Pause()
+	waitUntil(t, "the pause", func() bool { return job.State() == download.StatePaused })
+	time.Sleep(300 * time.Millisecond) // the handlers notice the closed connections at their next write
+	sent := f.sentTotal()
+	time.Sleep(300 * time.Millisecond)
+	if f.sentTotal() != sent {
+		t.Errorf("%d bytes sent while paused", f.sentTotal()-sent)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("install returned while paused: %v", err)
+	default:
+	}
+	if st := in.Status(); st.Partial == 0 || st.Installed {
+		t.Errorf("paused: %+v (want .part files kept, not installed)", st)
+	}
+	f.slowBPS.Store(0)
+	job.Resume()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !in.Runtime.Installed() {
+		t.Error("not installed after resume")
+	}
+	if extra := f.sentTotal() - f.wheelBytes(); extra > f.wheelBytes()/20 {
+		t.Errorf("resume fetched %d bytes again", extra)
+	}
+
+	f.slowBPS.Store(bps)
+	in, _ = f.installer(t, t.TempDir(), nil)
+	jobs = make(chan *download.Job, 1)
+	in.OnJob = func(j *download.Job) { jobs <- j }
+	go func() { done <- in.Install(context.Background(), p) }()
+	job = <-jobs
+	waitUntil(t, "a .part file", func() bool { return in.Status().Partial > 0 })
+	job.Cancel()
+	if err := <-done; !errors.Is(err, download.ErrCanceled) {
+		t.Fatalf("canceled install: %v", err)
+	}
+	if st := in.Status(); st.Partial != 0 || st.Installed || st.Downloaded {
+		t.Errorf("after cancel: %+v", st)
+	}
+}
+
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
