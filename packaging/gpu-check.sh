@@ -16,7 +16,14 @@
 # Where there is no GPU, torch or transformers ≥ 5 (or with --dry-run) it prints what it would
 # run and exits 0 with a "skipped:" line, so CI runs this far.
 #
-#   packaging/gpu-check.sh [--darkroom BIN] [--out DIR] [--dry-run]
+# --rehearse MODEL runs Darkroom's half (steps 2–3 and its part of 4, the very commands above) on
+# the CPU, with no GPU or torch, on MODEL in place of transformers' model: a checkpoint in the HF
+# layout (`darkroom train init`, or the tests' own) whose vocabulary holds the Mini tokenizer's
+# 4,096 ids. OUT/gpu-check.json then holds Darkroom's numbers only, with "rehearsal": true. CI
+# runs it on a tiny model (app/cli's TestGPUCheckRehearsal), so a flag or a JSON field that
+# changed fails here, not on the GPU after transformers' 4 minutes.
+#
+#   packaging/gpu-check.sh [--darkroom BIN] [--out DIR] [--backend SPEC] [--dry-run | --rehearse MODEL]
 #
 # Build BIN where Go is (cgo on: XLA's PJRT loader needs it; no desktop libraries):
 #   go build -tags headless -o darkroom-headless .
@@ -28,12 +35,14 @@ bin="${DARKROOM_BIN:-./darkroom-headless}"
 out="${OUT:-/tmp/darkroom-gpu-check}"
 backend="${DARKROOM_BACKEND:-auto}"
 dry=0
+rehearse=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--darkroom) bin="$2"; shift 2 ;;
 	--out) out="$2"; shift 2 ;;
 	--backend) backend="$2"; shift 2 ;;
 	--dry-run) dry=1; shift ;;
+	--rehearse) rehearse="$2"; shift 2 ;;
 	*) echo "gpu-check: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
 	esac
 done
@@ -63,9 +72,15 @@ skip() {
 }
 
 [ "$dry" = 1 ] && skip "dry run"
-command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 || skip "no GPU/torch (no NVIDIA GPU: nvidia-smi is missing or finds none)"
-command -v "$py" >/dev/null 2>&1 || skip "no GPU/torch ($py not found)"
-why="$("$py" "$here/gpu_check.py" probe 2>&1)" || skip "no GPU/torch ($why)"
+if [ -n "$rehearse" ]; then
+	[ -f "$rehearse/config.json" ] || { echo "gpu-check: --rehearse $rehearse: no config.json there (a checkpoint in the HF layout)" >&2; exit 2; }
+	command -v "$py" >/dev/null 2>&1 || { echo "gpu-check: --rehearse needs $py" >&2; exit 1; }
+	why="rehearsal: Darkroom's half on $backend, on $rehearse instead of transformers' model"
+else
+	command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 || skip "no GPU/torch (no NVIDIA GPU: nvidia-smi is missing or finds none)"
+	command -v "$py" >/dev/null 2>&1 || skip "no GPU/torch ($py not found)"
+	why="$("$py" "$here/gpu_check.py" probe 2>&1)" || skip "no GPU/torch ($why)"
+fi
 [ -x "$bin" ] || { echo "gpu-check: no Darkroom binary at $bin (build it with: go build -tags headless -o darkroom-headless .)" >&2; exit 1; }
 echo "gpu-check: $why"
 
@@ -77,8 +92,10 @@ export PYTHONUNBUFFERED=1 DARKROOM_XLA_PREALLOCATE=0
 
 # watch_mem PID FILE: the most device memory (bytes) in use while PID runs, above what was in use
 # before it started (nothing else runs on the GPU meanwhile; XLA's client grows as needed with
-# DARKROOM_XLA_PREALLOCATE=0 instead of reserving most of the memory).
-gpu_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
+# DARKROOM_XLA_PREALLOCATE=0 instead of reserving most of the memory). A rehearsal has no GPU: 0.
+gpu_used() {
+	if [ -n "$rehearse" ]; then echo 0; else nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; fi
+}
 watch_mem() {
 	local pid=$1 file=$2 base peak m
 	base=$(gpu_used)
@@ -108,8 +125,14 @@ run_measured() {
 	fi
 }
 
-step "transformers: building, saving and timing the model"
-timeout 240 "$py" "$here/gpu_check.py" build "$work" >"$work/hf.log" 2>&1 || { tail -20 "$work/hf.log" >&2; exit 1; }
+if [ -n "$rehearse" ]; then
+	step "rehearsal: $rehearse stands in for transformers' model; ids drawn for its vocabulary"
+	cp -r "$rehearse" "$work/model"
+	"$py" "$here/gpu_check.py" ids "$work"
+else
+	step "transformers: building, saving and timing the model"
+	timeout 240 "$py" "$here/gpu_check.py" build "$work" >"$work/hf.log" 2>&1 || { tail -20 "$work/hf.log" >&2; exit 1; }
+fi
 cp "$here/../assets/mini/tokenizer.json" "$here/../assets/mini/tokenizer_config.json" "$work/model/" # ids are fed as ids; Darkroom needs a tokenizer file
 step "Darkroom bf16: logits"
 run_measured dr_logits timeout 180 "$bin" gpu logits --backend "$backend" --model "$work/model" --ids "$work/ids.json" --out "$work/dr"
@@ -121,5 +144,9 @@ step "Darkroom int4: canvas at 16 steps, AR"
 run_measured dr_bench_int4 timeout 180 "$bin" "${bench[@]}" --model "$work/model-int4"
 printf '{"bf16_peak_bytes": %s, "int4_peak_bytes": %s}\n' "$(cat "$work/dr_bench_bf16.mem")" "$(cat "$work/dr_bench_int4.mem")" >"$work/dr_memory.json"
 step "report"
-"$py" "$here/gpu_check.py" report "$work" "$out/gpu-check.json"
+if [ -n "$rehearse" ]; then
+	"$py" "$here/gpu_check.py" rehearsal "$work" "$out/gpu-check.json"
+else
+	"$py" "$here/gpu_check.py" report "$work" "$out/gpu-check.json"
+fi
 step "done: $out/gpu-check.json"

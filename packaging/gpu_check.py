@@ -7,12 +7,19 @@
                                  (WORK/hf.json) on the GPU in bf16
   gpu_check.py report WORK OUT   Darkroom's logits and timings (WORK/dr_*.json, WORK/dr/*.f32) against
                                  transformers': prints the table, writes OUT (JSON)
+  gpu_check.py ids WORK          (--rehearse) the ids for WORK/model's vocabulary and canvas, as build
+                                 draws them, without torch
+  gpu_check.py rehearsal WORK OUT  (--rehearse) Darkroom's half of report alone: the same readers and
+                                 checks, its numbers, "rehearsal": true
 """
 
 import json
+import math
 import os
+import random
 import sys
 import time
+from array import array
 
 CANVAS = 256
 PROMPT = 64
@@ -98,10 +105,7 @@ def build(work):
 
     g = torch.Generator().manual_seed(1)
     V = cfg.text_config.vocab_size
-    prompt = [2] + torch.randint(3, V, (PROMPT - 1,), generator=g).tolist()  # BOS, then random ids
-    canvas = torch.randint(0, V, (CANVAS,), generator=g).tolist()
-    with open(os.path.join(work, "ids.json"), "w") as f:
-        json.dump({"prompt": prompt, "canvas": canvas}, f)
+    prompt, canvas = write_ids(work, V, CANVAS, lambda lo, hi, n: torch.randint(lo, hi, (n,), generator=g).tolist())
 
     dev = "cuda"
     p = torch.tensor([prompt], device=dev)
@@ -170,6 +174,25 @@ def build(work):
     return 0
 
 
+def write_ids(work, vocab, canvas_len, randint):
+    """The ids both engines are fed (WORK/ids.json): BOS and PROMPT-1 random ids, a random canvas.
+    randint(lo, hi, n) draws n ids in [lo, hi)."""
+    prompt = [2] + randint(3, vocab, PROMPT - 1)
+    canvas = randint(0, vocab, canvas_len)
+    with open(os.path.join(work, "ids.json"), "w") as f:
+        json.dump({"prompt": prompt, "canvas": canvas}, f)
+    return prompt, canvas
+
+
+def ids(work):
+    """write_ids for WORK/model's vocabulary and canvas length, drawn by Python's own generator."""
+    cfg = json.load(open(os.path.join(work, "model", "config.json")))
+    rng = random.Random(1)
+    write_ids(work, cfg["text_config"]["vocab_size"], cfg.get("canvas_length", CANVAS),
+              lambda lo, hi, n: [rng.randrange(lo, hi) for _ in range(n)])
+    return 0
+
+
 def compare(ref, got):
     """Logits agreement: argmax agreement, max |Δ| relative to the largest |logit|, mean KL(ref‖got)."""
     import numpy as np
@@ -210,29 +233,67 @@ def layer_bytes(model_dir):
     return layers, rest
 
 
+def darkroom_half(work):
+    """Darkroom's outputs in WORK, read and checked: the logits files hold [prompt, vocab] and
+    [canvas, vocab] float32 values as `gpu logits` reports, and the bench reports the timings. A
+    field missing or renamed fails here (KeyError), in the rehearsal as on the GPU."""
+    dr = json.load(open(os.path.join(work, "dr_logits.json")))
+    bench = {p: json.load(open(os.path.join(work, f"dr_bench_{p}.json"))) for p in ("bf16", "int4")}
+    mem = json.load(open(os.path.join(work, "dr_memory.json")))
+    for key, rows in (("encoder_logits", dr["prompt_tokens"]), ("decoder_logits", dr["canvas_length"])):
+        want = rows * dr["vocab"] * 4
+        if os.path.getsize(dr[key]) != want:
+            raise SystemExit(f"gpu-check: {dr[key]} holds {os.path.getsize(dr[key])} bytes, want {rows} × {dr['vocab']} float32")
+    d = {"logits": dr, "backend": bench["bf16"]["backend"]}
+    for p, b in bench.items():
+        d[p] = {"canvas_ms": b["diffusion"]["median_canvas_ms"], "diffusion_tokens_s": b["diffusion"]["tokens_per_s"],
+                "ar_tokens_s": b["ar"]["tokens_per_s"], "device_memory_bytes": mem[f"{p}_peak_bytes"]}
+    d["diffusion_vs_ar_bf16"] = d["bf16"]["diffusion_tokens_s"] / d["bf16"]["ar_tokens_s"]
+    d["int4_layer_bytes"], _ = layer_bytes(os.path.join(work, "model-int4"))
+    return d
+
+
+def rehearsal(work, out):
+    """Darkroom's half alone (--rehearse): no transformers numbers to hold it against."""
+    d = darkroom_half(work)
+    for key in ("encoder_logits", "decoder_logits"):
+        v = array("f")
+        with open(d["logits"][key], "rb") as f:
+            v.frombytes(f.read())
+        if sys.byteorder != "little":
+            v.byteswap()
+        if not all(math.isfinite(x) for x in v):
+            raise SystemExit(f"gpu-check: {d['logits'][key]} holds values that are not finite")
+    res = {"rehearsal": True, "darkroom_backend": d["backend"], "canvas_steps": STEPS, "darkroom_bf16": d["bf16"],
+           "darkroom_int4": d["int4"], "darkroom_diffusion_vs_ar_bf16": d["diffusion_vs_ar_bf16"],
+           "int4_layer_bytes": d["int4_layer_bytes"]}
+    lines = [f"gpu-check rehearsal: Darkroom's half on {d['backend']}, no transformers to compare with",
+             "| what | bf16 | int4 |", "|---|---|---|"]
+    for name, key, fmt in (("canvas, %d steps (ms)" % STEPS, "canvas_ms", ".1f"), ("diffusion tokens/s", "diffusion_tokens_s", ".0f"),
+                           ("AR tokens/s", "ar_tokens_s", ".0f")):
+        lines.append(f"| {name} | {d['bf16'][key]:{fmt}} | {d['int4'][key]:{fmt}} |")
+    print("\n".join(lines))
+    res["table"] = lines
+    with open(out, "w") as f:
+        json.dump(res, f, indent=2)
+    return 0
+
+
 def report(work, out):
     import numpy as np
 
     hf = json.load(open(os.path.join(work, "hf.json")))
-    dr = json.load(open(os.path.join(work, "dr_logits.json")))
-    bf16 = json.load(open(os.path.join(work, "dr_bench_bf16.json")))
-    int4 = json.load(open(os.path.join(work, "dr_bench_int4.json")))
-    mem = json.load(open(os.path.join(work, "dr_memory.json")))
+    d = darkroom_half(work)
+    dr = d["logits"]
     enc = compare(np.load(os.path.join(work, "hf_encoder.npy")), np.fromfile(dr["encoder_logits"], dtype="<f4"))
     dec = compare(np.load(os.path.join(work, "hf_decoder.npy")), np.fromfile(dr["decoder_logits"], dtype="<f4"))
-
-    def canvas_ms(b):
-        return b["diffusion"]["median_canvas_ms"]
-
-    def tps(b, mode):
-        return b[mode]["tokens_per_s"]
 
     # Extrapolation to the real 30 layers. Canvas time: 5× the 6-layer time, an upper bound, since
     # the embedding and the LM head do not grow with the layers. Memory: the measured peak plus 24
     # more layers of int4 weights (the KV cache and activations per layer are left out: small here).
-    lb4, _ = layer_bytes(os.path.join(work, "model-int4"))
-    mem30_int4 = mem["int4_peak_bytes"] + lb4 * (REAL_LAYERS - LAYERS) / LAYERS
-    canvas30_int4_ms = canvas_ms(int4) * REAL_LAYERS / LAYERS
+    lb4 = d["int4_layer_bytes"]
+    mem30_int4 = d["int4"]["device_memory_bytes"] + lb4 * (REAL_LAYERS - LAYERS) / LAYERS
+    canvas30_int4_ms = d["int4"]["canvas_ms"] * REAL_LAYERS / LAYERS
     rows = [
         ("encoder logits vs transformers: argmax agree / max rel diff / KL", enc, "≥ 0.99 / ≤ 0.02"),
         ("decoder logits vs transformers: argmax agree / max rel diff / KL", dec, "≥ 0.99 / ≤ 0.02"),
@@ -244,16 +305,14 @@ def report(work, out):
         "layers": LAYERS,
         "encoder_logits": enc,
         "decoder_logits": dec,
-        "darkroom_backend": bf16["backend"],
+        "darkroom_backend": d["backend"],
         "canvas_steps": STEPS,
         "transformers_bf16": {"canvas_ms": hf["diffusion_canvas_ms"], "diffusion_tokens_s": hf["diffusion_tokens_s"],
                               "ar_tokens_s": hf["ar_tokens_s"], "max_memory_bytes": hf["max_memory_bytes"]},
-        "darkroom_bf16": {"canvas_ms": canvas_ms(bf16), "diffusion_tokens_s": tps(bf16, "diffusion"),
-                          "ar_tokens_s": tps(bf16, "ar"), "device_memory_bytes": mem["bf16_peak_bytes"]},
-        "darkroom_int4": {"canvas_ms": canvas_ms(int4), "diffusion_tokens_s": tps(int4, "diffusion"),
-                          "ar_tokens_s": tps(int4, "ar"), "device_memory_bytes": mem["int4_peak_bytes"]},
-        "darkroom_vs_transformers_diffusion": tps(bf16, "diffusion") / hf["diffusion_tokens_s"],
-        "darkroom_diffusion_vs_ar_bf16": tps(bf16, "diffusion") / tps(bf16, "ar"),
+        "darkroom_bf16": d["bf16"],
+        "darkroom_int4": d["int4"],
+        "darkroom_vs_transformers_diffusion": d["bf16"]["diffusion_tokens_s"] / hf["diffusion_tokens_s"],
+        "darkroom_diffusion_vs_ar_bf16": d["diffusion_vs_ar_bf16"],
         "extrapolated_30_layers_int4": {"device_memory_bytes": mem30_int4, "canvas_ms_upper_bound": canvas30_int4_ms},
     }
     gb = 1e9
@@ -287,5 +346,9 @@ if __name__ == "__main__":
         sys.exit(build(sys.argv[2]))
     if cmd == "report" and len(sys.argv) == 4:
         sys.exit(report(sys.argv[2], sys.argv[3]))
+    if cmd == "ids" and len(sys.argv) == 3:
+        sys.exit(ids(sys.argv[2]))
+    if cmd == "rehearsal" and len(sys.argv) == 4:
+        sys.exit(rehearsal(sys.argv[2], sys.argv[3]))
     print(__doc__, file=sys.stderr)
     sys.exit(2)

@@ -345,7 +345,8 @@ bad[0, (dec[0].argmax() + 1) % 50] = 100
 bad.astype("<f4").tofile(w + "/dr/decoder.f32")
 json.dump({"gpu": "NVIDIA H200", "transformers": "5.1", "torch": "2.9", "diffusion_canvas_ms": 400.0,
            "diffusion_tokens_s": 640.0, "ar_tokens_s": 50.0, "max_memory_bytes": 12e9}, open(w + "/hf.json", "w"))
-json.dump({"encoder_logits": w + "/dr/encoder.f32", "decoder_logits": w + "/dr/decoder.f32"}, open(w + "/dr_logits.json", "w"))
+json.dump({"encoder_logits": w + "/dr/encoder.f32", "decoder_logits": w + "/dr/decoder.f32", "vocab": 50,
+           "prompt_tokens": 4, "canvas_length": 8}, open(w + "/dr_logits.json", "w"))
 b = {"backend": "xla:/x/cuda.so", "diffusion": {"median_canvas_ms": 100.0, "tokens_per_s": 2560.0}, "ar": {"tokens_per_s": 200.0}}
 json.dump(b, open(w + "/dr_bench_bf16.json", "w"))
 json.dump(b, open(w + "/dr_bench_int4.json", "w"))
