@@ -1,9 +1,10 @@
 // Package catalog lists the models Darkroom knows: what each is, where it comes
 // from, its license, its download size and the quantization profiles it can run
 // with, plus the model dimensions the fit estimator needs before anything is
-// downloaded. It also records the community formats the engine cannot load yet,
-// with the reason, so the library can say so instead of offering a 19 GB
-// download that would not run.
+// downloaded; the built-in model's format, size and profile come from its
+// embedded files (BuiltinFacts). It also records the community formats the
+// engine cannot load yet, with the reason, so the library can say so instead of
+// offering a 19 GB download that would not run.
 package catalog
 
 import (
@@ -25,7 +26,7 @@ type Entry struct {
 	Description string          `json:"description"`
 	Format      string          `json:"format"`        // what the files are
 	Size        int64           `json:"download_size"` // approximate; the exact size comes from the Hub
-	Profiles    []quant.Profile `json:"profiles"`      // bf16 = as downloaded; others made by `darkroom quantize`
+	Profiles    []quant.Profile `json:"profiles"`      // bf16 = as published, nothing quantized (the built-in Mini: F32, its only one); others made by `darkroom quantize`
 	// Include restricts a download to these globs (empty: every file).
 	Include []string `json:"include,omitempty"`
 	// Companion names small files to fetch from another repo into the same model
@@ -83,17 +84,7 @@ const NVFP4ID = "diffusiongemma-26b-nvfp4"
 // Entries returns the catalog.
 func Entries() []Entry {
 	return []Entry{
-		{
-			ID: MiniID, Name: "Darkroom Mini", Builtin: true,
-			License: "GFDL-1.1+ (training data: FOLDOC, Jargon File); weights Apache-2.0",
-			Description: "A small computing encyclopedia built into Darkroom: runs anywhere, instantly, " +
-				"on the CPU. Not a general assistant.",
-			Format:   "safetensors (built in)",
-			Profiles: quant.Profiles,
-			// Measured by `darkroom bench` (2026-12-01): 17.7 steps and 8.3 AR
-			// guidance rounds per canvas on its prompt.
-			Steps: 18, GuidanceRounds: 8,
-		},
+		miniEntry(), // from its own files and card (builtin.go)
 		{
 			ID: DiffusionGemmaID, Name: "DiffusionGemma 26B-A4B (instruction-tuned)",
 			Repo: "google/diffusiongemma-26B-A4B-it", Revision: "main",
