@@ -100,3 +100,22 @@ func TestParallelPartPanics(t *testing.T) {
 		}
 	}
 }
+
+// TestParts: Parts is the split the products make — one part below the pool's
+// threshold, a part per worker above it, the dot products' lower threshold below
+// dotRows rows.
+func TestParts(t *testing.T) {
+	w := workers()
+	for _, c := range []struct{ m, n, k, want int }{
+		{256, 64, 64, 1},                // 1 Mi MACs: one part
+		{256, 4096, 64, min(w, 64)},     // 64 Mi
+		{1, 512, 512, 1},                // 256 Ki dot-product MACs: one part
+		{1, 4096, 2816, min(w, 44)},     // 11 Mi
+		{dotRows, 512, 512, min(w, 1)},  // packed from dotRows rows: 1 Mi
+		{dotRows, 1024, 512, min(w, 2)}, // 2 Mi
+	} {
+		if got := Parts(c.m, c.n, c.k); got != c.want {
+			t.Errorf("Parts(%d, %d, %d) = %d, want %d", c.m, c.n, c.k, got, c.want)
+		}
+	}
+}
