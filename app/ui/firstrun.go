@@ -45,7 +45,7 @@ func newFirstRun(a *App) fyne.CanvasObject {
 		miniErr = a.deps.System.MiniReady()
 	}
 	if miniErr == nil {
-		mini.SetText("✔ Darkroom Mini is built in and ready: a small computing encyclopedia (FOLDOC and the Jargon File) that runs on any PC, no download needed. " +
+		mini.SetText("✔ Darkroom Mini is built in and ready: a small computing encyclopedia" + miniSources() + " that runs on any PC, no download needed. " +
 			"It is not a general assistant — for that, get DiffusionGemma from the Library.")
 		mini.Importance = widget.SuccessImportance
 	} else {

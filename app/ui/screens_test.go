@@ -11,9 +11,15 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/assets"
 )
 
 func TestFirstRunThenEncyclopedia(t *testing.T) {
+	// The first-run card and the model notice name what the card says the Mini was
+	// trained on, so a shipped Mini's sources reach the screen with no code edit.
+	was := readMiniCard
+	readMiniCard = func() (assets.MiniCard, error) { return assets.MiniCard{TrainedOn: "the Test Dictionary"}, nil }
+	defer func() { readMiniCard = was }()
 	dir := t.TempDir()
 	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
 	fa := test.NewTempApp(t)
@@ -35,8 +41,12 @@ func TestFirstRunThenEncyclopedia(t *testing.T) {
 		}
 	}
 	all := strings.Join(texts, "\n")
-	if !strings.Contains(all, "Test GPU") || !strings.Contains(all, "Darkroom Mini is built in and ready") {
+	if !strings.Contains(all, "Test GPU") || !strings.Contains(all, "Darkroom Mini is built in and ready") ||
+		!strings.Contains(all, "encyclopedia (the Test Dictionary) that runs") {
 		t.Errorf("first-run screen says:\n%s", all)
+	}
+	if n := a.noticeText(); !strings.Contains(n, "encyclopedia (the Test Dictionary) that runs") {
+		t.Errorf("model notice: %q", n)
 	}
 	if open == nil {
 		t.Fatal("no way into the app")

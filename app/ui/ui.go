@@ -18,6 +18,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/app/chats"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
@@ -166,7 +167,7 @@ func (a *App) modelNotice() fyne.CanvasObject {
 func (a *App) noticeText() string {
 	name := a.activeModelName()
 	if name == "" || name == miniName {
-		return "Darkroom Mini is a small computing encyclopedia (FOLDOC and the Jargon File) that runs on any PC. " +
+		return "Darkroom Mini is a small computing encyclopedia" + miniSources() + " that runs on any PC. " +
 			"It is not a general assistant: for that, get DiffusionGemma from the Library."
 	}
 	return "Active model: " + name + "."
@@ -184,6 +185,19 @@ func noteCard(title, note string, content fyne.CanvasObject) *widget.Card {
 
 // miniName is the display name of the built-in model.
 const miniName = "Darkroom Mini"
+
+// readMiniCard reads the built-in model's card (a variable for tests).
+var readMiniCard = assets.ReadMiniCard
+
+// miniSources is " (what the built-in model was trained on)", from its card, so
+// the app's sentences follow a shipped model; empty when there is no card.
+func miniSources() string {
+	c, err := readMiniCard()
+	if err != nil {
+		return ""
+	}
+	return " (" + c.TrainedOn + ")"
+}
 
 func (a *App) activeModelName() string {
 	if n := a.remoteActiveName(); n != "" {
