@@ -3,6 +3,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,14 +24,22 @@ import (
 // wall time goes: ms/token; the process's CPU time (cpu-ms/token); its threads' time
 // runnable but waiting for a CPU (runq-ms/token: other processes holding the cores);
 // what is left of GOMAXPROCS·wall (idle-ms/token: processors with nothing to run —
-// serial work between the products and the pool's hand-offs); and each op's wall
-// (<op>-ms/token, products by weight name).
+// serial work between the products and the pool's hand-offs); the page faults taken
+// (minflt/token: a page mapped from the page cache; majflt/token: one read from the
+// disk first — the weights' first use, or pages the system dropped); and each op's
+// wall (<op>-ms/token, products by weight name). The prompt's pass, which populates
+// the mapping (prefetch.go), is logged; DARKROOM_AR_LAZY=1 leaves the weights to be
+// read as first used instead, as before populate.
 //
 //	DARKROOM_AR_MODEL=/work/scratch/dg26b-2l16e-int4 go test ./engine/model -run '^$' -bench ARToken -benchtime 20x
 func BenchmarkARToken(b *testing.B) {
 	dir := os.Getenv("DARKROOM_AR_MODEL")
 	if dir == "" {
 		b.Skip("DARKROOM_AR_MODEL names no checkpoint")
+	}
+	if os.Getenv("DARKROOM_AR_LAZY") == "1" {
+		defer func(f func([]byte) error) { populatePages = f }(populatePages)
+		populatePages = func([]byte) error { return errors.New("lazy") }
 	}
 	cfg, err := config.Load(dir)
 	if err != nil {
@@ -49,9 +58,11 @@ func BenchmarkARToken(b *testing.B) {
 	for i := range prompt {
 		prompt[i] = 100 + i
 	}
+	t0 := time.Now()
 	if _, err := r.Encode(prompt); err != nil { // also prepares the head
 		b.Fatal(err)
 	}
+	b.Logf("the %d-token prompt: %v (weights populated: %v)", len(prompt), time.Since(t0).Round(time.Millisecond), r.weights.populated)
 	ops := map[string]time.Duration{}
 	token := func(tok int32) {
 		m, cache := r.hostModel(), &r.hcache
@@ -67,29 +78,38 @@ func BenchmarkARToken(b *testing.B) {
 		token(int32(200 + i))
 	}
 	clear(ops)
-	w0, c0, q0 := time.Now(), cpuTime(b), runQueueWait(b)
+	r0 := rusage(b)
+	w0, q0 := time.Now(), runQueueWait(b)
 	b.ResetTimer()
 	for i := range b.N {
 		token(int32(300 + i%1000))
 	}
 	b.StopTimer()
-	wall, cpu, runq := time.Since(w0), cpuTime(b)-c0, runQueueWait(b)-q0
+	r1 := rusage(b)
+	wall, cpu, runq := time.Since(w0), cpuTime(r1)-cpuTime(r0), runQueueWait(b)-q0
 	per := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(b.N) }
 	b.ReportMetric(per(wall), "ms/token")
 	b.ReportMetric(per(cpu), "cpu-ms/token")
 	b.ReportMetric(per(runq), "runq-ms/token")
 	b.ReportMetric(per(time.Duration(runtime.GOMAXPROCS(0))*wall-cpu-runq), "idle-ms/token")
+	b.ReportMetric(float64(r1.Minflt-r0.Minflt)/float64(b.N), "minflt/token")
+	b.ReportMetric(float64(r1.Majflt-r0.Majflt)/float64(b.N), "majflt/token")
 	for op, d := range ops {
 		b.ReportMetric(per(d), op+"-ms/token")
 	}
 }
 
-// cpuTime is the process's user and system CPU time.
-func cpuTime(b *testing.B) time.Duration {
+// rusage is the process's resource usage so far.
+func rusage(b *testing.B) *syscall.Rusage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
 	}
+	return &ru
+}
+
+// cpuTime is ru's user and system CPU time.
+func cpuTime(ru *syscall.Rusage) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 

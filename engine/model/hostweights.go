@@ -27,8 +27,9 @@ type hostWeights struct {
 	// advised holds the address of each matrix (or expert's rows) already read
 	// ahead (prefetch.go): an address, not a pointer, so that a trainer's replaced
 	// weights are not kept alive by it.
-	advised map[uintptr]bool
-	ahead   [][]string // layerMatrices of the model (prefetch.go), made on first use
+	advised   map[uintptr]bool
+	ahead     [][]string // layerMatrices of the model (prefetch.go), made on first use
+	populated bool       // every weight is in the process's memory (prefetch.go)
 }
 
 // HostSource hands the host model its weights as stored. Lookup returns the canonical

@@ -8,15 +8,21 @@ import (
 )
 
 // Reading ahead. A checkpoint's weights are mapped from its files (weights.Mapped)
-// and read from disk when first touched, one page fault (and one small read) at a
-// time, while the cores wait. The host model tells the kernel what it is about to
-// multiply instead: the next layer's attention, MLP and router matrices while it
-// computes this one, and a layer's routed experts as soon as the router has chosen
+// and each page is read from disk, or mapped from the page cache, when first touched:
+// one page fault at a time while the cores wait. An AR token of a mixture of experts
+// touches experts no token touched before for a long while (the 26B with a random
+// router: tokens 19–34 faulted ~2,500 times each, on ~0.16 GB of new pages), so
+// at its first pass the host model maps every weight of a mapped checkpoint into the
+// process at once (populate: MADV_POPULATE_READ, the disk read in large requests) —
+// what llama.cpp's MAP_POPULATE does — when the weights fit in the memory available.
+// Otherwise, and where the weights cannot be populated, it tells the kernel what it is
+// about to multiply instead: the next layer's attention, MLP and router matrices while
+// it computes this one, and a layer's routed experts as soon as the router has chosen
 // them (all of them for a canvas, a token's k for AR), so the disk reads them in
-// large requests while the cores work. It is advice (madvise MADV_WILLNEED): nothing
-// waits for the reads, and weights already in memory — the page cache, or a Set on
-// the heap — are left as they are. Each matrix (each expert's rows) is advised the
-// first time it is used only: the system call walks the pages even when they are
+// large requests while the cores work. That is advice (madvise MADV_WILLNEED):
+// nothing waits for the reads, and weights already in memory — the page cache, or a
+// Set on the heap — are left as they are. Each matrix (each expert's rows) is advised
+// the first time it is used only: the system call walks the pages even when they are
 // all in memory, and an AR token of the 26B would spend 8% of its time on it.
 
 // layerMatrices lists, per layer of cfg, the names of the matrices the layer
@@ -42,6 +48,7 @@ func (h *hostModel) prefetchLayer(i int) {
 	}
 	if len(h.w.ahead) != h.cfg.NumHiddenLayers {
 		h.w.ahead = layerMatrices(h.cfg)
+		h.w.populate(h.cfg)
 	}
 	for _, name := range h.w.ahead[i] {
 		if w, err := h.w.load(name); err == nil && len(w.dims) >= 2 {
@@ -51,9 +58,9 @@ func (h *hostModel) prefetchLayer(i int) {
 }
 
 // willNeed advises the kernel that m's stored bytes are needed soon, unless they
-// were advised before.
+// were advised before or populated.
 func (w *hostWeights) willNeed(m hostMatrix) {
-	if len(m.q.Data) == 0 {
+	if len(m.q.Data) == 0 || w.populated {
 		return
 	}
 	at := uintptr(unsafe.Pointer(&m.q.Data[0]))
@@ -71,3 +78,53 @@ func (w *hostWeights) willNeed(m hostMatrix) {
 
 // adviseWillNeed is willNeed's system call; a test replaces it to see what is advised.
 var adviseWillNeed = willNeedBytes
+
+// populateReserve is the memory populate leaves available beside the weights: the
+// activations, the KV cache and the rest of the process, and the system's own.
+const populateReserve = 2 << 30
+
+// populate maps the stored bytes of every weight cfg's table lists (weights.Specs:
+// the experts', the vectors' and the head's too) into the process, when the weights
+// are a checkpoint's mapping and they fit in the memory available less
+// populateReserve; the weights stay as they are otherwise. A tensor that cannot be
+// read is left to fail where it is used. Each tensor is advised for read-ahead
+// before the one in front of it is populated, so the disk reads the next while the
+// kernel maps the last.
+func (w *hostWeights) populate(cfg *config.Text) {
+	if _, ok := w.src.(*weights.Mapped); !ok {
+		return
+	}
+	var spans [][]byte
+	var total int64
+	for _, s := range weights.Specs(&config.Model{Text: *cfg}) {
+		st, _, ok, err := w.src.Lookup(s.Name)
+		if err != nil || !ok {
+			continue
+		}
+		for _, b := range [][]byte{st.Data, st.Scales, st.Mins} {
+			if len(b) > 0 {
+				spans, total = append(spans, b), total+int64(len(b))
+			}
+		}
+	}
+	if len(spans) == 0 || total > availableMemory()-populateReserve {
+		return
+	}
+	adviseWillNeed(spans[0])
+	for i, b := range spans {
+		if i+1 < len(spans) {
+			adviseWillNeed(spans[i+1])
+		}
+		if err := populatePages(b); err != nil {
+			return // the rest are read on first use, as without populate
+		}
+	}
+	w.populated = true
+}
+
+// populatePages and availableMemory are populate's system calls; a test replaces
+// them to see what is populated, and when.
+var (
+	populatePages   = populateBytes
+	availableMemory = memoryAvailable
+)

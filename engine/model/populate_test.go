@@ -1,0 +1,143 @@
+package model
+
+import (
+	"errors"
+	"testing"
+	"unsafe"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+)
+
+// mappedTiny writes config.Tiny()'s random int4 checkpoint and maps it.
+func mappedTiny(t *testing.T) (*config.Model, *weights.Mapped) {
+	t.Helper()
+	cfg := config.Tiny()
+	q, err := weights.Random(cfg, 5).Quantize(cfg, quant.Int4Profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := weights.Save(q, cfg, dir, weights.SaveOptions{Shards: 2, DType: "bf16"}); err != nil {
+		t.Fatal(err)
+	}
+	lc, err := config.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok, err := weights.Map(dir, lc)
+	if err != nil || !ok {
+		t.Fatalf("map: ok %v, %v", ok, err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return lc, m
+}
+
+// TestHostPopulatesMapping: the first pass over a mapped checkpoint populates the
+// stored bytes of every weight in the table, the experts' included, once — and then
+// reads nothing ahead — when they fit in the memory available beside
+// populateReserve; one byte short of that, or when populating fails, nothing is
+// marked populated and the layers and routed experts are read ahead as before.
+func TestHostPopulatesMapping(t *testing.T) {
+	cfg, m := mappedTiny(t)
+	var want [][]byte
+	var total int64
+	for _, s := range weights.Specs(cfg) {
+		st, _, ok, err := m.Lookup(s.Name)
+		if err != nil || !ok {
+			t.Fatalf("%s: ok %v, %v", s.Name, ok, err)
+		}
+		for _, b := range [][]byte{st.Data, st.Scales, st.Mins} {
+			if len(b) > 0 {
+				want, total = append(want, b), total+int64(len(b))
+			}
+		}
+	}
+	defer func(p func([]byte) error, a func() int64, w func([]byte)) {
+		populatePages, availableMemory, adviseWillNeed = p, a, w
+	}(populatePages, availableMemory, adviseWillNeed)
+	cases := []struct {
+		name      string
+		available int64
+		fail      bool
+		populated bool
+	}{
+		{"fits", total + populateReserve, false, true},
+		{"a byte short", total + populateReserve - 1, false, false},
+		{"populate fails", total + populateReserve, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var populated [][]byte
+			advised := 0
+			availableMemory = func() int64 { return c.available }
+			adviseWillNeed = func([]byte) { advised++ }
+			populatePages = func(b []byte) error {
+				populated = append(populated, b)
+				if c.fail && len(populated) == 2 {
+					return errors.New("injected")
+				}
+				return populateBytes(b)
+			}
+			r, err := NewHostRunner(&cfg.Text, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Encode([]int{3, 4}); err != nil {
+				t.Fatal(err)
+			}
+			if r.weights.populated != c.populated {
+				t.Fatalf("populated %v, want %v", r.weights.populated, c.populated)
+			}
+			switch {
+			case c.populated:
+				if !sameSpans(populated, want) {
+					t.Errorf("populated %d spans, want the %d of every weight, each once", len(populated), len(want))
+				}
+				if advised != len(want) {
+					t.Errorf("%d read-ahead calls, want populate's own, one a span (%d)", advised, len(want))
+				}
+			case c.fail:
+				if len(populated) != 2 {
+					t.Errorf("populated %d spans after the failure, want it to stop at the second", len(populated))
+				}
+			default:
+				if len(populated) != 0 {
+					t.Errorf("populated %d spans with too little memory", len(populated))
+				}
+				if advised == 0 {
+					t.Errorf("nothing read ahead, populated or not")
+				}
+			}
+			advised = 0
+			if _, err := r.Encode([]int{5}); err != nil {
+				t.Fatal(err)
+			}
+			if len(populated) > len(want) {
+				t.Errorf("the second pass populated again")
+			}
+			if c.populated && advised != 0 {
+				t.Errorf("%d read-ahead calls after populating", advised)
+			}
+		})
+	}
+}
+
+// sameSpans reports whether got holds exactly want's byte ranges, each once.
+func sameSpans(got, want [][]byte) bool {
+	type span struct{ p, n uintptr }
+	count := map[span]int{}
+	for _, b := range want {
+		count[span{uintptr(unsafe.Pointer(&b[0])), uintptr(len(b))}]++
+	}
+	for _, b := range got {
+		count[span{uintptr(unsafe.Pointer(&b[0])), uintptr(len(b))}]--
+	}
+	for _, n := range count {
+		if n != 0 {
+			return false
+		}
+	}
+	return len(got) == len(want)
+}

@@ -1,0 +1,64 @@
+//go:build linux
+
+package model
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// populateBytes maps the pages that hold b into the process — read from the disk
+// first where they are not in the page cache — so that nothing faults on them later:
+// madvise(MADV_POPULATE_READ), Linux 5.14 and later. An older kernel, which does not
+// know the advice, gets it done by hand: read-ahead advice, then one read per page.
+func populateBytes(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	err := unix.Madvise(pageAligned(b), unix.MADV_POPULATE_READ)
+	if !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	willNeedBytes(b)
+	touchPages(b)
+	return nil
+}
+
+// touchPages reads one byte of each page b spans, faulting in those not mapped yet.
+func touchPages(b []byte) {
+	var sum byte
+	for i := 0; i < len(b); i += pageSize {
+		sum += b[i]
+	}
+	touched += sum + b[len(b)-1]
+}
+
+// touched keeps populateBytes's page reads from being optimized away.
+var touched byte
+
+// memoryAvailable is the kernel's estimate of the memory that can be used without
+// swapping (MemAvailable in /proc/meminfo: free memory and reclaimable caches, the
+// page cache of a model's own files included), in bytes; 0 when it cannot be read.
+func memoryAvailable() int64 {
+	raw, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		f := bytes.Fields(sc.Bytes())
+		if len(f) >= 2 && string(f[0]) == "MemAvailable:" {
+			kb, err := strconv.ParseInt(string(f[1]), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
