@@ -1,23 +1,16 @@
 package cli
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/backend/nvidia"
@@ -25,6 +18,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/gpuruntime"
+	"github.com/darkroomlabs/darkroom/models/gpuruntime/gpuruntimetest"
 	gctx "github.com/gomlx/gomlx/pkg/ml/context"
 )
 
@@ -40,53 +34,6 @@ func fakeGPU(t *testing.T, gpus ...nvidia.GPU) {
 	t.Cleanup(func() { findGPUs = old })
 }
 
-// miniIndex serves a PyPI-style index with a CUDA 12 plugin wheel and one
-// NVIDIA library wheel.
-func miniIndex(t *testing.T) *httptest.Server {
-	wheel := func(name string, data []byte) []byte {
-		var buf bytes.Buffer
-		z := zip.NewWriter(&buf)
-		w, _ := z.Create(name)
-		w.Write(data)
-		z.Close()
-		return buf.Bytes()
-	}
-	files := map[string][]byte{
-		"jax_cuda12_pjrt-0.7.2-py3-none-manylinux2014_x86_64.whl":        wheel("jax_plugins/xla_cuda12/xla_cuda_plugin.so", []byte("not a shared library")),
-		"nvidia_cublas_cu12-12.9.1.4-py3-none-manylinux_2_27_x86_64.whl": wheel("nvidia/cublas/lib/libcublas.so.12", bytes.Repeat([]byte{7}, 4096)),
-	}
-	var srv *httptest.Server
-	entry := func(name string) map[string]any {
-		sum := sha256.Sum256(files[name])
-		return map[string]any{"packagetype": "bdist_wheel", "filename": name, "url": srv.URL + "/files/" + name,
-			"size": len(files[name]), "digests": map[string]string{"sha256": hex.EncodeToString(sum[:])}}
-	}
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if name, ok := strings.CutPrefix(r.URL.Path, "/files/"); ok {
-			http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(files[name]))
-			return
-		}
-		info := map[string]any{"version": "0.7.2", "author_email": "jax-dev@google.com",
-			"requires_dist": []string{`nvidia-cublas-cu12>=12.1.3.1; extra == "with-cuda"`}}
-		var p any
-		switch r.URL.Path {
-		case "/pypi/jax-cuda12-pjrt/json":
-			p = map[string]any{"info": info, "urls": []any{entry("jax_cuda12_pjrt-0.7.2-py3-none-manylinux2014_x86_64.whl")}}
-		case "/pypi/jax-cuda12-plugin/0.7.2/json":
-			p = map[string]any{"info": info}
-		case "/pypi/nvidia-cublas-cu12/json":
-			p = map[string]any{"info": map[string]any{"version": "12.9.1.4"},
-				"releases": map[string]any{"12.9.1.4": []any{entry("nvidia_cublas_cu12-12.9.1.4-py3-none-manylinux_2_27_x86_64.whl")}}}
-		default:
-			http.NotFound(w, r)
-			return
-		}
-		json.NewEncoder(w).Encode(p)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // TestGPUInstallStatusRemove: install against a fake index on a machine whose GPU
 // cannot run the plugin (here: no real plugin, no GPU) downloads and extracts,
 // then ends "not verified" in one plain line, exit 1, not marked installed;
@@ -98,16 +45,16 @@ func TestGPUInstallStatusRemove(t *testing.T) {
 	old := gpuVerify
 	gpuVerify = func() func(context.Context, string) error { return gpuruntime.RunTinyGraph }
 	t.Cleanup(func() { gpuVerify = old })
-	srv := miniIndex(t)
+	index := gpuruntimetest.New(t)
 
-	code, out, errOut := runCLI("gpu", "install", "--index", srv.URL+"/pypi")
+	code, out, errOut := runCLI("gpu", "install", "--index", index.API())
 	lines := strings.Split(strings.TrimSpace(errOut), "\n")
 	last := lines[len(lines)-1]
 	if code != 1 || !strings.Contains(last, "GPU support was downloaded to ") || !strings.Contains(last, "not verified") ||
 		!strings.Contains(last, "CPU: the CUDA plugin did not start") {
 		t.Fatalf("install: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "the CUDA 12 plugin of JAX 0.7.2 and 1 NVIDIA library") {
+	if !strings.Contains(errOut, "the CUDA 12 plugin of JAX 0.7.2 and 2 NVIDIA libraries") {
 		t.Errorf("no plan line: %q", errOut)
 	}
 	if backend.Runtime().Installed() {
