@@ -179,6 +179,16 @@ const parallelMACs = 1 << 20
 // more than a product with one or two rows (the AR step) gains from it.
 const dotRows = 4
 
+// DotRows is the row count of a below which MulNT computes dot products instead of
+// the packed product (dotRows): their sums run in another order, so a caller that
+// cuts a product into parts of rows and wants the whole product's bits keeps each
+// part at DotRows rows or more.
+const DotRows = dotRows
+
+// DepthBlock is the packed products' contraction block (blockK): MulNT and Gemm sum
+// each output over the contraction in blocks of DepthBlock, one after another.
+const DepthBlock = blockK
+
 // dotMACs is parallelMACs for dot products, which read their weights from memory once
 // (about 20 µs at this machine's read rate).
 const dotMACs = 1 << 18

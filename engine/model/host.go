@@ -85,7 +85,7 @@ type hostCache struct {
 }
 
 // hostScratch is the host forward's working memory that no result keeps — attention's
-// per-head keys, values, queries, scores and outputs, the experts' rows, GeGLU's
+// keys, values, queries, scores and outputs, the experts' rows, GeGLU's
 // exponentials — one buffer per use, grown as needed and reused by every layer and
 // forward after (instead of allocating and zeroing them each time). Its buffers are
 // not zeroed: each use writes every element it reads.
@@ -95,9 +95,11 @@ type hostScratch [numScratch][]float32
 const (
 	scratchAtt = iota
 	scratchKeys
+	scratchValues
 	scratchValuesT
 	scratchQueries
 	scratchScores
+	scratchScoresPart
 	scratchHeadOut
 	scratchExpertX
 	scratchExpertGU

@@ -112,6 +112,17 @@ func (o *hostOps) Experts(layer int, x, logits []float32) []float32 {
 // or causal with the sliding window (encoder: key position p visible to query position
 // q iff p ≤ q and, on sliding layers, p > q − W). q [C, H·Hd], k, v [C, Kv·Hd] →
 // [C, H·Hd] (a scratch buffer, valid until the next layer's attention).
+//
+// Per KV head, its G = H/Kv query heads' rows are taken position-major (row t·G+g), so
+// that a run of positions is a run of rows: the queries are cut into blocks of
+// attendBlockRows rows, and a block multiplies only the keys its rows can see — in the
+// encoder the band between its first row's first key and its last row's last, not the
+// causal mask's other half or the keys that slid out of the window. The blocks of every
+// head run side by side on the pool. Every score and every output is the sum the
+// whole-row products computed, in the same order, bit for bit: a score is one dot
+// product over Hd whichever keys are beside it; an output sums its row's visible keys
+// in order within the same 256-key depth blocks, counted from the first prefix key as
+// MulNT split its contraction (the keys a row cannot see added exact zeros there).
 func (h *hostModel) attend(i int, q, k, v []float32, start int, pre prefixRows, causal bool) []float32 {
 	cfg := h.cfg
 	nh, kvh, hd := cfg.NumAttentionHeads, cfg.KVHeads(i), cfg.LayerHeadDim(i)
@@ -122,68 +133,158 @@ func (h *hostModel) attend(i int, q, k, v []float32, start int, pre prefixRows, 
 		window = cfg.SlidingWindow
 	}
 	s := pre.n + c
+	// The keys key index sk (position pre.lo+sk) the query at position qp sees —
+	// kp ≤ qp and, on sliding layers, kp > qp−window — are one run [lo, hi).
+	visible := func(qp int) (lo, hi int) {
+		if !causal {
+			return 0, s
+		}
+		lo, hi = 0, min(s, qp-pre.lo+1)
+		if window > 0 {
+			lo = max(0, qp-window+1-pre.lo)
+		}
+		return lo, hi
+	}
 	att := h.scratch.get(scratchAtt, c*nh*hd)
-	// Per KV head, reused by the next: keys [S, Hd], values transposed [Hd, S] for
-	// MulNT, the group's queries [G·C, Hd], their scores [G·C, S] and outputs [G·C, Hd]
-	// (every element is written for each head).
-	K, vt := h.scratch.get(scratchKeys, s*hd), h.scratch.get(scratchValuesT, hd*s)
-	qg, o := h.scratch.get(scratchQueries, groups*c*hd), h.scratch.get(scratchHeadOut, groups*c*hd)
-	scores := h.scratch.get(scratchScores, groups*c*s)
+	// Keys and values [S, Hd] per KV head: the prefix, then the new tokens'.
+	keys, vals := h.scratch.get(scratchKeys, kvh*s*hd), h.scratch.get(scratchValues, kvh*s*hd)
 	for j := range kvh {
-		copy(K, pre.k[j])
-		for r := range pre.n {
-			for e := range hd {
-				vt[e*s+r] = pre.v[j][r*hd+e]
-			}
-		}
+		kj, vj := keys[j*s*hd:(j+1)*s*hd], vals[j*s*hd:(j+1)*s*hd]
+		copy(kj, pre.k[j])
+		copy(vj, pre.v[j])
 		for t := range c {
-			copy(K[(pre.n+t)*hd:(pre.n+t+1)*hd], k[(t*kvh+j)*hd:(t*kvh+j+1)*hd])
-			for e := range hd {
-				vt[e*s+pre.n+t] = v[(t*kvh+j)*hd+e]
-			}
+			src := (t*kvh + j) * hd
+			copy(kj[(pre.n+t)*hd:(pre.n+t+1)*hd], k[src:src+hd])
+			copy(vj[(pre.n+t)*hd:(pre.n+t+1)*hd], v[src:src+hd])
 		}
-		// The group's query heads as rows [G·C, Hd] (head-major).
-		for g := range groups {
-			hh := j*groups + g
+	}
+	// Queries and outputs [C·G, Hd] per KV head, row t·G+g: q's and att's own rows when
+	// there is one KV head, else gathered and scattered (a position's G heads are
+	// contiguous in q).
+	qs, outs := q, att
+	if kvh > 1 {
+		qs, outs = h.scratch.get(scratchQueries, c*nh*hd), h.scratch.get(scratchHeadOut, c*nh*hd)
+		for j := range kvh {
 			for t := range c {
-				copy(qg[(g*c+t)*hd:(g*c+t+1)*hd], q[(t*nh+hh)*hd:(t*nh+hh+1)*hd])
+				copy(qs[(j*c+t)*groups*hd:(j*c+t+1)*groups*hd], q[(t*nh+j*groups)*hd:(t*nh+(j+1)*groups)*hd])
 			}
 		}
-		kernels.MulNT(scores, qg, K, groups*c, s, hd) // scale 1.0
-		parallelRows(groups*c, func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				row := scores[r*s : (r+1)*s]
-				if !causal {
-					softmaxInto(row, row, 1)
-					continue
-				}
-				// Key sk sits at position pre.lo+sk (the prefix holds positions
-				// pre.lo…start−1, the chunk follows), so the keys query position qp
-				// sees — kp ≤ qp and, on sliding layers, kp > qp−window — are one run
-				// [klo, khi): softmax over it, exact zeros elsewhere. (Masking with −∞
-				// and a softmax over the whole row gives the masked keys the clamped
-				// exponential's ~1e-38, whose products are denormal floats: two
+	}
+	// The blocks of positions, each ≥ kernels.DotRows rows unless all of them are
+	// fewer (MulNT takes another path, with sums in another order, below that), and
+	// their key runs.
+	type block struct{ t0, t1, lo, hi, at int } // positions [t0, t1), keys [lo, hi), scores at
+	per := max(1, attendBlockRows/groups, ceilDiv(kernels.DotRows, groups))
+	if !causal { // every row sees every key: blocks only to share the rows among the pool's workers
+		per = max(per, ceilDiv(c, max(1, kernels.Workers()/kvh)))
+	}
+	var blocks []block
+	scoresLen := 0
+	for t0 := 0; t0 < c; {
+		t1 := min(c, t0+per)
+		if c-t1 < per && (c-t1)*groups < kernels.DotRows {
+			t1 = c // a short tail joins this block
+		}
+		lo, _ := visible(start + t0)
+		_, hi := visible(start + t1 - 1)
+		if c*groups < kernels.DotRows {
+			lo, hi = 0, s // the dot products below take all S keys (the runs of the rows span them)
+		}
+		blocks = append(blocks, block{t0, t1, lo, hi, scoresLen})
+		scoresLen += (t1 - t0) * groups * (hi - lo)
+		t0 = t1
+	}
+	scores := h.scratch.get(scratchScores, kvh*scoresLen)
+	// tmp: a block's scores over one depth block of its keys, when its keys span more
+	// than one; vt: the keys' values transposed for MulNT's dot products below DotRows rows.
+	var tmp, vt []float32
+	if c*groups < kernels.DotRows {
+		vt = h.scratch.get(scratchValuesT, kvh*s*hd)
+	} else if s > attendDepth {
+		tmp = h.scratch.get(scratchScoresPart, kvh*scoresLen)
+	}
+	// The blocks' order on the pool, the costliest and the cheapest in turn, so that each
+	// worker's contiguous share of them costs about the same.
+	order := make([]int, 0, kvh*len(blocks))
+	for a, b := 0, len(blocks)-1; a <= b; a, b = a+1, b-1 {
+		order = append(order, len(blocks)-1-a)
+		if a < b {
+			order = append(order, len(blocks)-1-b)
+		}
+	}
+	for j := 1; j < kvh; j++ {
+		for _, b := range order[:len(blocks)] {
+			order = append(order, j*len(blocks)+b)
+		}
+	}
+	parallelRows(len(order), func(from, to int) {
+		for _, it := range order[from:to] {
+			j, b := it/len(blocks), blocks[it%len(blocks)]
+			rows, w := (b.t1-b.t0)*groups, b.hi-b.lo
+			qb := qs[(j*c+b.t0)*groups*hd:][:rows*hd]
+			ob := outs[(j*c+b.t0)*groups*hd:][:rows*hd]
+			kj, vj := keys[j*s*hd:(j+1)*s*hd], vals[j*s*hd:(j+1)*s*hd]
+			sc := scores[j*scoresLen+b.at:][:rows*w]
+			kernels.MulNT(sc, qb, kj[b.lo*hd:b.hi*hd], rows, w, hd) // scale 1.0
+			for r := range rows {
+				// softmax over the row's visible keys, exact zeros elsewhere. (Masking
+				// with −∞ and a softmax over the whole row gives the masked keys the
+				// clamped exponential's ~1e-38, whose products are denormal floats: two
 				// orders of magnitude slower arithmetic.)
-				qp := start + r%c
-				klo, khi := 0, min(s, qp-pre.lo+1)
-				if window > 0 {
-					klo = max(0, qp-window+1-pre.lo)
-				}
-				clear(row[:klo])
-				clear(row[khi:])
-				softmaxInto(row[klo:khi], row[klo:khi], 1)
+				lo, hi := visible(start + b.t0 + r/groups)
+				row := sc[r*w : (r+1)*w]
+				lo, hi = lo-b.lo, hi-b.lo
+				clear(row[:lo])
+				clear(row[hi:])
+				softmaxInto(row[lo:hi], row[lo:hi], 1)
 			}
-		})
-		kernels.MulNT(o, scores, vt, groups*c, hd, s) // [G·C, Hd]
-		for g := range groups {
-			hh := j*groups + g
+			if vt != nil {
+				// MulNT's dot products, as the whole rows had them: the one block's rows
+				// see all S keys between them (w = S).
+				vtj := vt[j*s*hd : (j+1)*s*hd]
+				for sk := range s {
+					for e := range hd {
+						vtj[e*s+sk] = vj[sk*hd+e]
+					}
+				}
+				kernels.MulNT(ob, sc, vtj, rows, hd, s)
+				continue
+			}
+			// ob = sc·V over the keys, depth block by depth block.
+			for d0 := b.lo / attendDepth * attendDepth; d0 < b.hi; d0 += attendDepth {
+				lo, hi := max(d0, b.lo), min(d0+attendDepth, b.hi)
+				a := sc
+				if hi-lo < w { // this depth block's columns of the scores, contiguous
+					a = tmp[j*scoresLen+b.at:][:rows*(hi-lo)]
+					for r := range rows {
+						copy(a[r*(hi-lo):(r+1)*(hi-lo)], sc[r*w+lo-b.lo:r*w+hi-b.lo])
+					}
+				}
+				kernels.Gemm(ob, a, vj[lo*hd:hi*hd], rows, hd, hi-lo, kernels.NN, d0 > b.lo/attendDepth*attendDepth)
+			}
+		}
+	})
+	if kvh > 1 {
+		for j := range kvh {
 			for t := range c {
-				copy(att[(t*nh+hh)*hd:(t*nh+hh+1)*hd], o[(g*c+t)*hd:(g*c+t+1)*hd])
+				copy(att[(t*nh+j*groups)*hd:(t*nh+(j+1)*groups)*hd], outs[(j*c+t)*groups*hd:(j*c+t+1)*groups*hd])
 			}
 		}
 	}
 	return att
 }
+
+// attendBlockRows is how many query rows (positions × the KV head's query heads) one
+// block of attend multiplies at a time: in the encoder a block computes up to its rows'
+// width of scores its first rows cannot see, so smaller blocks waste less, while each
+// block packs its keys and values again and runs its products apart.
+const attendBlockRows = 128
+
+// attendDepth is the contraction block of package kernels' packed products (its
+// blockK), in which MulNT summed a row of the old whole-row attention's values.
+const attendDepth = kernels.DepthBlock
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // experts is arch.Ops.Experts on the host, exact and sparse: one product per expert
 // over exactly its routed rows (below expertJobRows tokens, the experts side by side
