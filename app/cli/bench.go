@@ -96,6 +96,11 @@ type modeBound struct {
 	// fastest measured.
 	StepVsEstimate    float64 `json:"step_vs_estimate,omitempty"`
 	FastestVsEstimate float64 `json:"fastest_vs_estimate,omitempty"`
+	// EstimateTerms is what the estimated AR token's encoder pass (or denoising step)
+	// pays for (models/speed.Terms: the kernels, the wake-ups of the pool's workers,
+	// the engine's cost per operation), and Wake the calibration's wake-up.
+	EstimateTerms speed.Terms `json:"estimate_terms"`
+	Wake          float64     `json:"wake_s"`
 }
 
 // benchReport is `darkroom bench --json`. A mode not run (--mode) is absent.
@@ -375,7 +380,7 @@ func bounds(rep *benchReport, cfg *config.Model, rates *speed.Rates) error {
 		}
 		b := &modeBound{UnitFLOPs: est.AR.UnitFLOPs, UnitBytes: est.AR.UnitBytes,
 			MemoryMS: 1000 * est.AR.UnitBytes / est.MemRead, EstimateTokensPerS: est.AR.TokensPerS,
-			EstimateUnitMS: 1000 * est.AR.UnitSeconds}
+			EstimateUnitMS: 1000 * est.AR.UnitSeconds, EstimateTerms: est.AR.Terms, Wake: rates.Wake}
 		if b.MemoryMS > 0 {
 			b.BoundTokensPerS = 1000 / b.MemoryMS
 		}
@@ -401,7 +406,7 @@ func bounds(rep *benchReport, cfg *config.Model, rates *speed.Rates) error {
 		b := &modeBound{UnitFLOPs: flops, UnitBytes: est.Diffusion.UnitBytes,
 			MemoryMS: 1000 * est.Diffusion.UnitBytes / est.MemRead, ComputeMS: 1000 * flops / rates.Peak(),
 			EstimateTokensPerS: est.Diffusion.TokensPerS, EstimateUnitMS: 1000 * est.Diffusion.UnitSeconds,
-			EstimateStepMS: 1000 * est.Diffusion.StepSeconds}
+			EstimateStepMS: 1000 * est.Diffusion.StepSeconds, EstimateTerms: est.Diffusion.Terms, Wake: rates.Wake}
 		if d.StepMS > 0 {
 			b.OfBound = max(b.MemoryMS, b.ComputeMS) / d.StepMS
 			b.StepVsEstimate = b.EstimateStepMS / d.StepMS
@@ -494,12 +499,14 @@ func printBench(w io.Writer, r *benchReport) {
 		fmt.Fprintf(w, "AR token: %s measured (median); bound %s (%.2f GB of weights at the read rate: %.2f tokens/s; %.0f%%); darkroom hw estimates %s a token (estimate ÷ fastest token %s: %.2f), %.2f tokens/s with the prompt (measured ÷ estimate %.2f)\n",
 			msText(a.MedianCanvasMS), msText(b.MemoryMS), b.UnitBytes/1e9, b.BoundTokensPerS, 100*b.OfBound, msText(b.EstimateUnitMS),
 			msText(a.FastestMS), b.FastestVsEstimate, b.EstimateTokensPerS, b.VsEstimate)
+		printTerms(w, "AR token's pass", b)
 	}
 	if d := r.Diffusion; d != nil && d.Bound != nil {
 		b := d.Bound
 		fmt.Fprintf(w, "diffusion step: %s measured; bound %s (%.1f GFLOP at the best GEMM rate %s, %.2f GB at the read rate %s; %.0f%%); darkroom hw estimates %s a step (estimate ÷ measured %.2f; ÷ fastest step %s: %.2f), %s a canvas, %.2f tokens/s (measured ÷ estimate %.2f)\n",
 			msText(d.StepMS), msText(max(b.ComputeMS, b.MemoryMS)), b.UnitFLOPs/1e9, msText(b.ComputeMS), b.UnitBytes/1e9, msText(b.MemoryMS), 100*b.OfBound,
 			msText(b.EstimateStepMS), b.StepVsEstimate, msText(d.FastestMS), b.FastestVsEstimate, msText(b.EstimateUnitMS), b.EstimateTokensPerS, b.VsEstimate)
+		printTerms(w, "diffusion step", b)
 	}
 	fmt.Fprintf(w, "raw matmul [%d,%d]×[%d,%d]: %.2f GFLOP/s (%s), %.2f GFLOP/s with the host GEMM\n",
 		r.MatMul.M, r.MatMul.K, r.MatMul.K, r.MatMul.N, r.MatMulGFLOPS, r.Path, r.HostMatMulGFLOPS)
@@ -515,6 +522,16 @@ func printBench(w io.Writer, r *benchReport) {
 	fmt.Fprintf(w, "peak memory: RSS %s (weights %s, %s), Go heap %s, Go runtime %s\n",
 		mib(r.PeakRSSBytes), mib(uint64(r.WeightBytes)), beside, mib(r.PeakHeapBytes), mib(r.PeakGoSysBytes))
 }
+
+// printTerms says what darkroom hw's estimate of a unit (what) pays for.
+func printTerms(w io.Writer, what string, b *modeBound) {
+	t := b.EstimateTerms
+	fmt.Fprintf(w, "  the estimated %s: kernels %s, wake-ups %s (%.0f hand-offs to the pool, %s each at most), engine %s (%.0f operations)\n",
+		what, msText(1000*t.Kernels), msText(1000*t.WakeUps), t.Handoffs, usText(b.Wake), msText(1000*t.Engine), t.Ops)
+}
+
+// usText is a duration in seconds as microseconds.
+func usText(s float64) string { return fmt.Sprintf("%.2g µs", s*1e6) }
 
 func mib(b uint64) string {
 	if b == 0 {

@@ -82,7 +82,8 @@ func TestBenchModeAR(t *testing.T) {
 	if b == nil || !near(b.UnitBytes, est.AR.UnitBytes) || !near(b.BoundTokensPerS, rates.MemRead/est.AR.UnitBytes) ||
 		!near(b.OfBound, b.MemoryMS/a.MedianCanvasMS) || !near(b.EstimateTokensPerS, est.AR.TokensPerS) ||
 		!near(b.EstimateUnitMS, 1000*est.AR.UnitSeconds) ||
-		!near(b.VsEstimate, a.TokensPerS/est.AR.TokensPerS) || rep.MemReadBytesPerS != rates.MemRead {
+		!near(b.VsEstimate, a.TokensPerS/est.AR.TokensPerS) || rep.MemReadBytesPerS != rates.MemRead ||
+		!near(b.EstimateTerms.Kernels, est.AR.Terms.Kernels) || b.EstimateTerms.Ops != est.AR.Terms.Ops || !(b.EstimateTerms.Ops > 0) {
 		t.Errorf("AR bound %+v, want bytes %g at %g B/s (estimate %g tokens/s)", b, est.AR.UnitBytes, rates.MemRead, est.AR.TokensPerS)
 	}
 	if w := fit.WeightBytes(cfg, speed.ProfileOf(cfg)); rep.WeightBytes != w || rep.PeakRSSBytes == 0 ||
@@ -120,7 +121,8 @@ func TestBenchModeDiffusion(t *testing.T) {
 	}
 	code, out, errOut := runCLI("bench", "--model", dir, "--mode", "diffusion", "--runs", "1", "--max-new-tokens", "16", "--max-steps", "3")
 	if code != 0 || !strings.Contains(out, "diffusion step:") || strings.Contains(out, "AR token:") ||
-		!strings.Contains(out, "memory read 2.0 GB/s") || !strings.Contains(out, "diffusion warm-up") {
+		!strings.Contains(out, "memory read 2.0 GB/s") || !strings.Contains(out, "diffusion warm-up") ||
+		!strings.Contains(out, "the estimated diffusion step: kernels") {
 		t.Errorf("text report (exit %d):\n%s\n%s", code, out, errOut)
 	}
 }

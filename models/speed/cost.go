@@ -33,9 +33,49 @@ type work struct {
 	// embedding is packed as float32 panels).
 	logits float64
 	packed bool
+
+	// split is the rows a vector pass splits across the worker pool (ParallelRows;
+	// below 2 it runs on the calling goroutine). A job is one parallel call around
+	// the items of job (an AR step's experts, whole experts side by side on the
+	// workers): its time, arithmetic and operations are theirs. inJob marks a product
+	// that runs inside such a call (a job's, the packed head's blocks) and hands
+	// nothing to the pool itself.
+	split float64
+	job   []work
+	inJob bool
+}
+
+// handoffs is how many of w's calls hand parts to the worker pool: a product the
+// pool splits (kernels.Parts), a vector pass or a job over rows (experts) split
+// across it, the fused head's pass over a canvas's positions (split in micro-tile
+// rows: a canvas of 256 has many; a test's canvas of a few rows may have one tile,
+// which is counted all the same).
+func (w work) handoffs() float64 {
+	switch {
+	case w.inJob:
+		return 0
+	case w.logits > 0:
+		return w.count
+	case w.vec != "" || w.job != nil:
+		if w.split >= 2 {
+			return w.count
+		}
+		return 0
+	}
+	if kernels.Parts(max(1, int(math.Round(w.m))), w.n, w.k) >= 2 {
+		return w.count
+	}
+	return 0
 }
 
 func (w work) flops() float64 {
+	if w.job != nil {
+		var f float64
+		for _, x := range w.job {
+			f += x.flops()
+		}
+		return f
+	}
 	if w.vec != "" || w.logits > 0 {
 		return 0
 	}
@@ -133,7 +173,7 @@ func (p *passes) layers(tokens, prefix int, causal bool) []work {
 			// cached ones, the group's queries gathered and its outputs scattered.
 			vec("attention gather", VecLoop, float64(2*keys*hd)+2*float64(g)*n*float64(hd), float64(kv)),
 			work{what: "attention scores", m: float64(g) * n, k: hd, n: keys, count: float64(kv)},
-			vec("attention softmax", VecSoftmax, float64(g)*n*visible, float64(kv)),
+			work{what: "attention softmax", vec: VecSoftmax, elems: float64(g) * n * visible, count: float64(kv), split: float64(g) * n},
 			work{what: "attention values", m: float64(g) * n, k: keys, n: hd, count: float64(kv)},
 			p.linear("o", name+"self_attn.o_proj.weight", n, h*hd, d, 1),
 			vec("sandwich norms", VecRMSNorm, n*float64(d), 7), // post-attention, pre- and post-MLP, pre-MoE, router, post-MoE, post
@@ -152,11 +192,20 @@ func (p *passes) layers(tokens, prefix int, causal bool) []work {
 			ex := touched(e, k, tokens)
 			rows := n * float64(k) / ex
 			f := t.MoEIntermediateSize
-			out = append(out,
-				vec("experts gather, combine", VecLoop, n*float64(k*d), 2),
+			experts := []work{
 				p.linear("experts gate_up", name+"experts.gate_up_proj", rows, d, 2*f, ex),
 				vec("experts GeGLU", VecGelu, n*float64(k*f), 1),
-				p.linear("experts down", name+"experts.down_proj", rows, f, d, ex))
+				p.linear("experts down", name+"experts.down_proj", rows, f, d, ex)}
+			out = append(out, vec("experts gather, combine", VecLoop, n*float64(k*d), 2))
+			if tokens < dotRows {
+				// An AR step's experts run side by side as one parallel job, whole experts
+				// per worker (engine/model's experts): one hand-off for all of them.
+				for i := range experts {
+					experts[i].inJob = true
+				}
+				experts = []work{{what: "experts", count: 1, job: experts, split: ex}}
+			}
+			out = append(out, experts...)
 		}
 	}
 	return out
@@ -186,8 +235,9 @@ func (p *passes) decoderStep(tokens, prefix int, selfCond bool) []work {
 	head := p.linear("LM head", "embed_tokens.weight", n, d, v, 1)
 	soft := p.linear("soft embedding", "embed_tokens.weight", n, v, d, 1)
 	soft.soft = true
-	if packed {
+	if packed { // both products run inside the head's blocks, one parallel call
 		head.format, soft.format = "f32", "f32"
+		head.inJob, soft.inJob = true, true
 	}
 	return append(out,
 		vec("final norm", VecRMSNorm, n*float64(d), 1),
@@ -216,30 +266,79 @@ func (p *passes) encoderPass(tokens, prefix, rows int) []work {
 // product of fewer than dotRows rows reads its weights from memory. streamed is
 // the part of it spent waiting on those reads.
 func (r *Rates) seconds(ws []work, inCache bool) (total, streamed float64) {
+	c := r.cost(ws, inCache)
+	return c.Kernels + c.WakeUps, c.streamed
+}
+
+// Terms is a pass's estimated time by what it pays for, each a measured rate times
+// a count of the pass's work: Kernels at the kernels' fastest rates (Rates' GEMM,
+// GEMV, Decode, Vec, HeadLogit…), WakeUps for its Handoffs calls that hand parts to
+// parked workers (Rates.Wake each, at most the call's own time), and Engine, the
+// engine's typical cost per operation outside both (Rates.OpOverhead or
+// StepOpOverhead, times Ops).
+type Terms struct {
+	Kernels  float64 `json:"kernels_s"`
+	WakeUps  float64 `json:"wake_ups_s"`
+	Handoffs float64 `json:"handoffs"`
+	Engine   float64 `json:"engine_s"`
+	Ops      float64 `json:"ops"`
+
+	streamed float64 // the part of Kernels spent waiting on weights from memory
+}
+
+// Seconds is the pass's estimated time: the sum of its terms.
+func (t Terms) Seconds() float64 { return t.Kernels + t.WakeUps + t.Engine }
+
+// cost is ws's Terms at rates r without the engine's per-operation cost (see seconds).
+func (r *Rates) cost(ws []work, inCache bool) Terms {
+	var c Terms
 	for _, w := range ws {
-		if w.vec != "" {
-			total += w.count * r.vecAt(w.vec, w.elems)
-			continue
-		}
-		if w.logits > 0 {
-			total += w.count * r.headAt(w.logits, w.packed)
-			continue
-		}
-		if w.m < dotRows { // MulVec's way: each weight row read once, dotted with each row
-			kern, mem := r.gemv(w.format, w.n, w.k, w.bytes, inCache || w.format == "")
-			total += w.count * max(w.m*kern, mem)
-			if mem > w.m*kern {
-				streamed += w.count * mem
-			}
-			continue
-		}
-		rate := r.GEMMAt(int(math.Round(w.m)), w.k, w.n)
-		if w.soft {
-			rate = r.softEmbedAt(w.n, rate)
-		}
-		total += w.flops()/rate + w.count*float64(w.n*w.k)*r.Decode[w.format]
+		k, s := r.kernelSeconds(w, inCache)
+		c.Kernels += k
+		c.streamed += s
+		c.WakeUps += r.wakeSeconds(w, k)
+		c.Handoffs += w.handoffs()
 	}
-	return total, streamed
+	return c
+}
+
+// kernelSeconds is w's time at the kernels' rates (see seconds).
+func (r *Rates) kernelSeconds(w work, inCache bool) (total, streamed float64) {
+	switch {
+	case w.job != nil:
+		for _, x := range w.job {
+			k, s := r.kernelSeconds(x, inCache)
+			total, streamed = total+k, streamed+s
+		}
+		return total, streamed
+	case w.vec != "":
+		return w.count * r.vecAt(w.vec, w.elems), 0
+	case w.logits > 0:
+		return w.count * r.headAt(w.logits, w.packed), 0
+	case w.m < dotRows: // MulVec's way: each weight row read once, dotted with each row
+		kern, mem := r.gemv(w.format, w.n, w.k, w.bytes, inCache || w.format == "")
+		if mem > w.m*kern {
+			streamed = w.count * mem
+		}
+		return w.count * max(w.m*kern, mem), streamed
+	}
+	rate := r.GEMMAt(int(math.Round(w.m)), w.k, w.n)
+	if w.soft {
+		rate = r.softEmbedAt(w.n, rate)
+	}
+	return w.flops()/rate + w.count*float64(w.n*w.k)*r.Decode[w.format], 0
+}
+
+// wakeSeconds is what w's hand-offs to parked workers add to its kernel time
+// kernel: each call that splits waits up to Rates.Wake for a worker to start the
+// parts it cannot run itself, and no longer than running them itself would take
+// (about the call's own time, its parts being the workers' shares).
+func (r *Rates) wakeSeconds(w work, kernel float64) float64 {
+	n := w.handoffs()
+	if n == 0 || r.Wake <= 0 {
+		return 0
+	}
+	return n * min(r.Wake, kernel/max(w.count, 1))
 }
 
 // gemv is one MulVec of a weight [rows, cols] of format f (""; activations,
@@ -329,28 +428,46 @@ func (p *passes) cacheFloats(prefix int) int {
 	return n
 }
 
-// calls is how many operations ws makes: each product and each pass call.
+// calls is how many operations ws makes: each product and each pass call (a job's
+// are its items').
 func calls(ws []work) float64 {
 	var n float64
 	for _, w := range ws {
+		if w.job != nil {
+			n += calls(w.job)
+			continue
+		}
 		n += max(1, math.Round(w.count))
 	}
 	return n
 }
 
-// encoderSeconds is an encoder pass's time: its work, and the engine's overhead
-// per operation.
-func (r *Rates) encoderSeconds(ws []work, inCache bool) (total, streamed float64) {
-	total, streamed = r.seconds(ws, inCache)
-	return total + calls(ws)*r.OpOverhead, streamed
+// encoderTerms is an encoder pass's time: its work, and the engine's overhead per
+// operation.
+func (r *Rates) encoderTerms(ws []work, inCache bool) Terms {
+	c := r.cost(ws, inCache)
+	c.Ops = calls(ws)
+	c.Engine = c.Ops * r.OpOverhead
+	return c
 }
 
-// stepSeconds is a denoising step's time: its work, and the engine's overhead per
-// operation.
-func (r *Rates) stepSeconds(ws []work) float64 {
-	total, _ := r.seconds(ws, true)
-	return total + calls(ws)*r.StepOpOverhead
+// encoderSeconds is encoderTerms' total, and the part of it waiting on memory.
+func (r *Rates) encoderSeconds(ws []work, inCache bool) (total, streamed float64) {
+	c := r.encoderTerms(ws, inCache)
+	return c.Seconds(), c.streamed
 }
+
+// stepTerms is a denoising step's time: its work, and the engine's overhead per
+// operation.
+func (r *Rates) stepTerms(ws []work) Terms {
+	c := r.cost(ws, true)
+	c.Ops = calls(ws)
+	c.Engine = c.Ops * r.StepOpOverhead
+	return c
+}
+
+// stepSeconds is stepTerms' total.
+func (r *Rates) stepSeconds(ws []work) float64 { return r.stepTerms(ws).Seconds() }
 
 // cachedPasses is how many passes layer i's cached rows take to leave the cache:
 // K and V copied; a full layer's K (= V) also scaled by k_norm's weight and rotated.

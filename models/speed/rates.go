@@ -26,7 +26,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 3
+const calibrationVersion = 4
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -90,9 +90,15 @@ type Rates struct {
 	// it packs ("packed": the products read float32 panels) and one it decodes
 	// inside the products ("unpacked", beyond HeadPackBytes).
 	HeadLogit map[string]float64 `json:"head_logit"`
-	// OpOverhead and StepOpOverhead are the engine's seconds per operation (a work
-	// item: a product or a pass) outside the kernels, in an encoder pass and in a
-	// denoising step (probe.go).
+	// Wake is the typical time a parked worker of the pool takes to start a part
+	// handed to it, after serial work long enough for the workers to park, as between
+	// a model's products (probe.go). The kernels' rates above are timed one call after
+	// another, with the workers awake; in a pass, each call that hands parts to the
+	// pool waits up to this long for them, or runs them itself.
+	Wake float64 `json:"wake"`
+	// OpOverhead and StepOpOverhead are the engine's typical seconds per operation (a
+	// work item: a product or a pass) outside the kernels and the wake-ups, in an
+	// encoder pass and in a denoising step (probe.go).
 	OpOverhead     float64 `json:"op_overhead"`
 	StepOpOverhead float64 `json:"step_op_overhead"`
 }
@@ -272,8 +278,8 @@ func (r *Rates) valid() error {
 			return fmt.Errorf("%s GEMV times: %w", f, err)
 		}
 	}
-	if !(r.OpOverhead >= 0) || !(r.StepOpOverhead >= 0) {
-		return fmt.Errorf("bad overheads %g, %g", r.OpOverhead, r.StepOpOverhead)
+	if !(r.OpOverhead >= 0) || !(r.StepOpOverhead >= 0) || !(r.Wake >= 0) || math.IsInf(r.Wake, 0) {
+		return fmt.Errorf("bad overheads %g, %g, wake %g", r.OpOverhead, r.StepOpOverhead, r.Wake)
 	}
 	for k, c := range r.Vec {
 		if err := c.valid(); err != nil {
@@ -518,6 +524,7 @@ func faster(a, b *Rates) *Rates {
 	}
 	a.MemRead, a.Sampler = max(a.MemRead, b.MemRead), max(a.Sampler, b.Sampler)
 	a.OpOverhead, a.StepOpOverhead = min(a.OpOverhead, b.OpOverhead), min(a.StepOpOverhead, b.StepOpOverhead)
+	a.Wake = min(a.Wake, b.Wake)
 	return a
 }
 
@@ -692,6 +699,7 @@ func measureHost(ctx context.Context, r *Rates) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	r.Wake = measureWake()
 	return measureOverhead(r)
 }
 

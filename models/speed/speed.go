@@ -20,8 +20,30 @@
 //     folder (Cache, DefaultPath): the canvas GEMM on a grid of shapes, decoding each
 //     stored format while packing, the soft embedding's product, the AR product per
 //     format at small sizes in cache, per row, and streaming from memory, each pass
-//     over activations at a few sizes, the sampler, and the engine's own cost per
-//     operation outside the kernels, timed on a probe model (probe.go).
+//     over activations at a few sizes, the sampler, and what the engine pays beyond
+//     the kernels (probe.go).
+//
+// A pass's time is three named terms (Terms), each a count of the pass's work times
+// a measured rate:
+//
+//   - Kernels: every product and pass at its kernel's fastest measured rate — the
+//     arithmetic and the memory, which kernel speedups change, through the
+//     calibration, and nothing else;
+//   - WakeUps: each call that hands parts to the worker pool (a product the kernels
+//     split, kernels.Parts; a pass over rows split across the workers; an AR step's
+//     experts' job; the fused head) waits for a parked worker to start them — the
+//     typical wake-up (Rates.Wake), or the call's own time when that is shorter (the
+//     caller then runs the parts itself). The kernels' rates are timed one call
+//     after another with the workers awake, so they do not hold it;
+//   - Engine: the engine's typical cost per operation outside the kernels and the
+//     wake-ups — looking weights up, allocating and clearing outputs, the collector,
+//     the calls between the layers' steps — measured on the engine itself
+//     (Rates.OpOverhead, StepOpOverhead).
+//
+// The kernels' rates are fastest runs (their arithmetic); the wake-up and the
+// engine's cost are the typical — median — run, as an answer pays them, counting
+// only runs no other program interrupted (typical), so that a busy machine's
+// calibration does not charge its neighbours' work to the engine.
 //
 // AR: a token is one encoder pass after the answer's middle plus one draw; its
 // matrices stream from memory at the kernels' streaming rates unless the weights
@@ -32,11 +54,13 @@
 // canvas yields its real tokens, so an answer of N tokens costs ⌈N/256⌉ canvases.
 // Both include the prompt's encoder pass.
 //
-// What it does not count: other programs sharing the cores and the memory (the
-// rates are each kernel's fastest of several runs), the collector's pauses beyond
-// those the probe saw, and the events a streaming caller gets (each carries the
-// answer's text so far). `darkroom bench` prints the estimate beside the median
-// and the fastest token or step it measured.
+// What it does not count: other programs sharing the cores and the memory, the
+// collector's pauses beyond those the probe's allocation rate brings, and the
+// events a streaming caller gets (each carries the answer's text so far: in a CPU
+// profile of the Mini's canvases, under 2% of their time is outside the forward
+// passes and the guidance). A wake-up is measured where the calibration runs: a machine busy then
+// records the wake-ups it had. `darkroom bench` prints the estimate and its terms
+// beside the median and the fastest token or step it measured.
 //
 // The steps a canvas takes are the sampler's adaptive choice: the catalog records
 // the typical count per model (models/catalog), and a model without one is assumed
@@ -110,6 +134,9 @@ type Mode struct {
 	UnitBytes   float64 `json:"unit_bytes"`
 	// StepSeconds is one denoising step after a canvas's first (diffusion).
 	StepSeconds float64 `json:"step_seconds,omitempty"`
+	// Terms is what the unit's pass pays for: an AR token's encoder pass (its draw
+	// is in UnitSeconds, not here), a denoising step after a canvas's first.
+	Terms Terms `json:"terms"`
 	// Bound says what limits it: "memory" (reading the weights), "compute" (the
 	// GEMM or GEMV kernel's arithmetic and decoding).
 	Bound string `json:"bound"`
@@ -195,7 +222,8 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	prefill, _ := r.encoderSeconds(ps.encoderPass(w.Prompt, 0, 1), inCache)
 	e.PromptSeconds = prefill
 	prefix := w.Prompt + w.Tokens/2
-	pass, streamed := r.encoderSeconds(ps.encoderPass(1, prefix, 1), inCache)
+	e.AR.Terms = r.encoderTerms(ps.encoderPass(1, prefix, 1), inCache)
+	pass, streamed := e.AR.Terms.Seconds(), e.AR.Terms.streamed
 	draw := r.vecAt(VecSampler, float64(t.VocabSize)) // one row: the token's draw
 	tok := pass + draw
 	e.AR.Bound = "compute"
@@ -221,7 +249,8 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	}
 	memory := e.Diffusion.UnitBytes / r.MemRead
 	first := r.stepSeconds(ps.decoderStep(c, mid, false))
-	later := r.stepSeconds(ps.decoderStep(c, mid, true))
+	e.Diffusion.Terms = r.stepTerms(ps.decoderStep(c, mid, true))
+	later := e.Diffusion.Terms.Seconds()
 	stepFLOPs := model.FLOPs(t, c, mid)
 	var products []work
 	for _, w := range ps.decoderStep(c, mid, true) {
@@ -229,8 +258,7 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 			products = append(products, w)
 		}
 	}
-	sec, _ := r.seconds(products, true)
-	e.GEMM = stepFLOPs / sec
+	e.GEMM = stepFLOPs / r.cost(products, true).Kernels
 	e.Diffusion.Bound = "compute"
 	if memory > later {
 		e.Diffusion.Bound = "memory"

@@ -401,6 +401,11 @@ func TestMeasure(t *testing.T) {
 			t.Errorf("%s GEMV not measured", f)
 		}
 	}
+	// A wake-up is timed (never 0: the second part starts after the call does), and
+	// never waited for past a millisecond.
+	if !(r.Wake > 0 && r.Wake <= 1.1e-3) {
+		t.Errorf("wake-up %g s", r.Wake)
+	}
 	if !strings.Contains(Key(), "calibration") {
 		t.Error(Key())
 	}

@@ -1,0 +1,147 @@
+package speed
+
+import (
+	"math"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/kernels"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+)
+
+// TestWakeUps: each call that hands parts to the pool pays one wake-up, at most the
+// call's own time, and nothing else does. small()'s AR token has one — its
+// attention's softmax over two query rows; its one routed expert's job runs on the
+// caller, and no product is large enough to split — and with two experts a token,
+// two: the experts' job too. Its denoising step over 8 positions has two: the
+// attention's softmax over 16 rows and the fused head's pass (its products inside
+// the head's blocks). Dropping the term, or charging a serial pass, fails here.
+func TestWakeUps(t *testing.T) {
+	if kernels.Parts(256, 4096, 64) < 2 {
+		t.Skip("one worker: nothing is handed off")
+	}
+	cfg := small()
+	w := Workload{Tokens: 8, Prompt: 4, Steps: 10}
+	r := flat(1e10, 1e12, 1e12, 1e9)
+	r.Vec = map[string]Curve{VecSoftmax: {{N: 1, Seconds: 1e-5}}} // 10 µs an element: longer than a wake-up
+	base, err := Compute(cfg, quant.BF16Profile, r, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wake = 2e-6
+	with := *r
+	with.Wake = wake
+	e, err := Compute(cfg, quant.BF16Profile, &with, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.AR.Terms.Handoffs != 1 || e.Diffusion.Terms.Handoffs != 2 {
+		t.Errorf("hand-offs: AR token %g, step %g; want 1 and 2", e.AR.Terms.Handoffs, e.Diffusion.Terms.Handoffs)
+	}
+	near(t, "AR token's wake-ups", e.AR.Terms.WakeUps, wake)
+	near(t, "AR token", e.AR.UnitSeconds-base.AR.UnitSeconds, wake)
+	near(t, "step's wake-ups", e.Diffusion.Terms.WakeUps, 2*wake)
+	near(t, "step", e.Diffusion.StepSeconds-base.Diffusion.StepSeconds, 2*wake)
+	if base.AR.Terms.WakeUps != 0 || base.AR.Terms.Handoffs != 1 {
+		t.Errorf("without a wake-up time: %+v", base.AR.Terms)
+	}
+
+	// Two experts a token: their job is shorter than a wake-up (its products at
+	// 1e12 weights/s), so the caller runs it itself sooner: it costs its own time.
+	cfg.Text.TopKExperts = 2
+	if base, err = Compute(cfg, quant.BF16Profile, r, w); err != nil {
+		t.Fatal(err)
+	}
+	if e, err = Compute(cfg, quant.BF16Profile, &with, w); err != nil {
+		t.Fatal(err)
+	}
+	ps := newPasses(cfg, quant.BF16Profile)
+	var job float64
+	for _, x := range ps.encoderPass(1, 8, 1) {
+		if x.job != nil {
+			job, _ = r.kernelSeconds(x, false)
+		}
+	}
+	if !(job > 0 && job < wake) {
+		t.Fatalf("the experts' job takes %g s, want (0, %g)", job, wake)
+	}
+	if e.AR.Terms.Handoffs != 2 {
+		t.Errorf("two experts a token: %g hand-offs, want 2", e.AR.Terms.Handoffs)
+	}
+	near(t, "AR token's wake-ups, two experts", e.AR.Terms.WakeUps, wake+job)
+	near(t, "AR token, two experts", e.AR.UnitSeconds-base.AR.UnitSeconds, wake+job)
+}
+
+// TestHandoffs: a product hands off exactly when the kernels split it, a row pass
+// when it has two rows or more, and whatever runs inside a job never.
+func TestHandoffs(t *testing.T) {
+	big, small := work{m: 256, k: 64, n: 4096, count: 3}, work{m: 256, k: 64, n: 64, count: 3}
+	want := 0.0
+	if kernels.Parts(256, 4096, 64) >= 2 {
+		want = 3
+	}
+	if got := big.handoffs(); got != want {
+		t.Errorf("split product: %g hand-offs, want %g", got, want)
+	}
+	if got := small.handoffs(); got != 0 {
+		t.Errorf("unsplit product: %g hand-offs", got)
+	}
+	big.inJob = true
+	if got := big.handoffs(); got != 0 {
+		t.Errorf("a product inside a job: %g hand-offs", got)
+	}
+	for _, c := range []struct {
+		w    work
+		want float64
+	}{
+		{work{vec: VecSoftmax, split: 16, count: 2}, 2},
+		{work{vec: VecSoftmax, split: 1, count: 2}, 0},
+		{work{vec: VecRMSNorm, count: 5}, 0},
+		{work{logits: 1000, count: 1}, 1},
+		{work{job: []work{big}, count: 1, split: 8}, 1},
+		{work{job: []work{big}, count: 1, split: 1}, 0}, // one expert: on the caller
+	} {
+		if got := c.w.handoffs(); got != c.want {
+			t.Errorf("%+v: %g hand-offs, want %g", c.w, got, c.want)
+		}
+	}
+}
+
+// TestTerms: an estimate's terms add up to its unit's pass, and each is its
+// count times its rate.
+func TestTerms(t *testing.T) {
+	cfg := small()
+	r := flat(1e10, 1e12, 1e12, 1e9)
+	r.OpOverhead, r.StepOpOverhead, r.Wake = 1e-6, 3e-6, 1e-7
+	e, err := Compute(cfg, quant.BF16Profile, r, Workload{Tokens: 8, Prompt: 4, Steps: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, st := e.AR.Terms, e.Diffusion.Terms
+	near(t, "AR token", e.AR.UnitSeconds, ar.Seconds()+1000/1e9) // and the draw
+	near(t, "step", e.Diffusion.StepSeconds, st.Seconds())
+	near(t, "AR engine", ar.Engine, ar.Ops*1e-6)
+	near(t, "step engine", st.Engine, st.Ops*3e-6)
+	if ar.Ops != 44 || !(ar.Kernels > 0) || math.Abs(ar.Seconds()-ar.Kernels-ar.WakeUps-ar.Engine) > 0 {
+		t.Errorf("AR terms %+v", ar)
+	}
+}
+
+// TestTypical: the typical run is the median of those no other program
+// interrupted, however slow or fast the interrupted ones were; a machine that
+// interrupted nearly every run gets its fastest.
+func TestTypical(t *testing.T) {
+	runs := []probeRun{{3, false}, {1, false}, {2, false}, {50, true}, {0.5, true}, {40, true}}
+	if got := typical(runs); got != 2 {
+		t.Errorf("typical %g, want 2 (the median of 1, 2, 3)", got)
+	}
+	runs = append(runs, probeRun{4, false})
+	if got := typical(runs); got != 2.5 {
+		t.Errorf("typical %g, want 2.5", got)
+	}
+	if got := typical([]probeRun{{3, false}, {9, true}, {0.5, true}, {2, false}}); got != 0.5 {
+		t.Errorf("busy machine: %g, want the fastest, 0.5", got)
+	}
+	if got := typical(nil); got != 0 {
+		t.Errorf("no runs: %g", got)
+	}
+}
