@@ -3,6 +3,7 @@ package speed
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -135,7 +136,7 @@ func measureWake() float64 {
 	start := time.Now()
 	for n := 0; n < probeRuns || time.Since(start).Seconds() < 0.05; n++ {
 		busy(x, 100*time.Microsecond)
-		p0, _ := preemptions()
+		run := begin()
 		t0 := time.Now()
 		var second atomic.Int64
 		kernels.ParallelRows(2, func(lo, _ int) {
@@ -146,9 +147,7 @@ func measureWake() float64 {
 			for second.Load() == 0 && time.Since(t0) < time.Millisecond {
 			}
 		})
-		wait := float64(second.Load()-1) / 1e9
-		p1, _ := preemptions()
-		runs = append(runs, probeRun{seconds: wait, interrupted: p1 > p0})
+		runs = append(runs, run.end(float64(second.Load()-1)/1e9))
 		if n >= 2000 {
 			break
 		}
@@ -177,12 +176,10 @@ func typicalOf(setup, timed func(), budget float64) float64 {
 	start := time.Now()
 	for n := 0; n < probeRuns || time.Since(start).Seconds() < budget; n++ {
 		setup()
-		p0, _ := preemptions()
+		run := begin()
 		t0 := time.Now()
 		timed()
-		wall := time.Since(t0).Seconds()
-		p1, _ := preemptions()
-		runs = append(runs, probeRun{seconds: wall, interrupted: p1 > p0})
+		runs = append(runs, run.end(time.Since(t0).Seconds()))
 		if n >= 2000 {
 			break
 		}
@@ -193,11 +190,37 @@ func typicalOf(setup, timed func(), budget float64) float64 {
 // probeRuns is the fewest runs typicalOf times.
 const probeRuns = 15
 
-// probeRun is one timed run of the probe, and whether the kernel gave its CPU to
-// another program meanwhile (preemptions).
+// probeRun is one timed run of the probe, and whether another program may have
+// slowed it (begin).
 type probeRun struct {
 	seconds     float64
 	interrupted bool
+}
+
+// starting is a run being timed: whether it started with another program wanting a
+// CPU, and the process's preemptions then.
+type starting struct {
+	crowded     bool
+	preemptions int64
+}
+
+// begin is called just before a timed run. The run is interrupted (end) when, as it
+// started, more threads wanted a CPU than the machine has (runnable, counting this
+// process's: a worker woken then would wait for another program's), or when the
+// kernel took a CPU from the process while it ran (preemptions).
+func begin() starting {
+	var s starting
+	if n, ok := runnable(); ok {
+		s.crowded = n > runtime.NumCPU()
+	}
+	s.preemptions, _ = preemptions()
+	return s
+}
+
+// end is the run that took seconds since begin.
+func (s starting) end(seconds float64) probeRun {
+	p, _ := preemptions()
+	return probeRun{seconds: seconds, interrupted: s.crowded || p > s.preemptions}
 }
 
 // typical is the median of the runs no other program interrupted; with fewer than
