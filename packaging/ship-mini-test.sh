@@ -3,8 +3,9 @@
 # never touched, and checked not to be): trains a tiny run on a corpus written
 # here (3 steps), ships it, and checks that the copy's built-in model, card,
 # catalog entry and training recipe are the run's — in f32 and in bf16 — and that
-# a source the script cannot name, a model over the size limit and a folder that
-# is not a run are each refused with one plain line, leaving the assets as they were.
+# a source the script cannot name, a model over the size limit, a folder that is
+# not a run and a rebuild that fails are each refused with one plain line, leaving
+# the assets as they were.
 #
 #   packaging/ship-mini-test.sh
 set -euo pipefail
@@ -71,6 +72,22 @@ cp "$corpus/stats.json" "$work/stats.json"
 echo '{"sources": [{"name": "foldoc"}, {"name": "gcide"}]}' >"$corpus/stats.json"
 refused 'a source "gcide" this script cannot name' "$work/run" --runs 1
 cp "$work/stats.json" "$corpus/stats.json"
+# A rebuild with the new model that fails (here: go build, the second time) puts
+# the old model back.
+shim="$work/shim"
+mkdir -p "$shim"
+cat >"$shim/go" <<EOF
+#!/usr/bin/env bash
+if [ "\$1" = build ] && [ -f "$shim/built" ]; then echo "go: injected build failure" >&2; exit 1; fi
+if [ "\$1" = build ]; then touch "$shim/built"; fi
+exec "$(command -v go)" "\$@"
+EOF
+chmod +x "$shim/go"
+(
+	export PATH="$shim:$PATH"
+	refused "the old files are back" "$work/run" --runs 1
+)
+[ -f "$shim/built" ] || fail "the injected build failure was never reached"
 
 echo "ship-mini-test: shipping the run (f32)"
 bash "$copy/packaging/ship-mini.sh" "$work/run" --runs 1 >"$work/out" 2>"$work/err" ||

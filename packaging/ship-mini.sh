@@ -42,9 +42,6 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$run" ] || die "usage: packaging/ship-mini.sh RUN_DIR [--dtype f32|bf16] [--runs N] [--max-mb MB]"
 case "$dtype" in f32 | bf16) ;; *) die "--dtype is $dtype; want f32 or bf16" ;; esac
-for tool in go jq; do
-	command -v "$tool" >/dev/null 2>&1 || die "needs $tool (apt-get install $tool)"
-done
 given="$run"
 run="$(cd "$run" 2>/dev/null && pwd)" || die "no run directory $given"
 if [ ! -f "$run/recipe.json" ] || [ ! -d "$run/checkpoints" ]; then
@@ -52,8 +49,11 @@ if [ ! -f "$run/recipe.json" ] || [ ! -d "$run/checkpoints" ]; then
 fi
 
 cd "$(dirname "$0")/.."
-if [ -x /usr/local/go/bin/go ]; then export PATH="/usr/local/go/bin:$PATH"; fi
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then export PATH="/usr/local/go/bin:$PATH"; fi
 export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
+for tool in go jq; do
+	command -v "$tool" >/dev/null 2>&1 || die "needs $tool (packaging/setup.sh installs Go; apt-get install jq)"
+done
 mini=assets/mini training=assets/training
 work="$(mktemp -d /tmp/darkroom-ship-mini.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
@@ -165,5 +165,10 @@ Left to do by hand:
   - score it: darkroom train eval --model $mini --corpus $corpus --json > $training/eval.json
     (the eval.json there is the old model's)
   - the prose: README.md's honest note and $training/README.md (size, sources, what it can do)
+EOF
+if [ -f "$training/metrics-gpu.jsonl" ]; then
+	echo "  - $training/metrics-gpu.jsonl is the old model's GPU phase: remove it, or say in the README whose it is"
+fi
+cat <<EOF
   - commit: git add $mini $training && git commit -m "..." -- $mini $training
 EOF
