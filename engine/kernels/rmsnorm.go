@@ -11,6 +11,9 @@ func RMSNorm(dst, x, w []float32, n int, eps float32) {
 	if n <= 0 || len(x)%n != 0 || len(dst) < len(x) || (w != nil && len(w) < n) {
 		panic("kernels.RMSNorm: slices do not match the row width")
 	}
+	if rmsNormRows(dst, x, w, n, eps) { // the loop below in one vector call
+		return
+	}
 	for r := 0; r < len(x); r += n {
 		row, o := x[r:r+n], dst[r:r+n]
 		ms := dot(row, row)

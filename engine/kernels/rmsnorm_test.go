@@ -83,3 +83,46 @@ func TestRMSNormShapeMismatchPanics(t *testing.T) {
 	}()
 	RMSNorm(make([]float32, 10), make([]float32, 10), nil, 4, 1e-6)
 }
+
+// TestRMSNormRowsMatchRowLoop: the whole-matrix vector call RMSNorm makes for widths
+// that are multiples of 32 gives each row the bits of the row-by-row loop (dot,
+// the float64 reciprocal square root, scaleRow), in place or not, with and without a
+// scale, for values whose squares span many binades.
+func TestRMSNormRowsMatchRowLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, n := range []int{32, 64, 192, 512} {
+		for _, withW := range []bool{false, true} {
+			const rows, eps = 37, 1e-6
+			x := make([]float32, rows*n)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * math.Exp2(float64(rng.IntN(40)-20)))
+			}
+			clear(x[n : 2*n]) // a zero row
+			var w []float32
+			if withW {
+				w = make([]float32, n)
+				for i := range w {
+					w[i] = float32(rng.NormFloat64())
+				}
+			}
+			want := make([]float32, len(x))
+			for r := 0; r < len(x); r += n {
+				row := x[r : r+n]
+				ms := dot(row, row)
+				scaleRow(want[r:r+n], row, w, float32(1/math.Sqrt(float64(ms/float32(n)+eps))))
+			}
+			got := make([]float32, len(x))
+			ran := rmsNormRows(got, x, w, n, eps)
+			if !ran {
+				RMSNorm(got, x, w, n, eps)
+			}
+			inPlace := append([]float32(nil), x...)
+			RMSNorm(inPlace, inPlace, w, n, eps)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(inPlace[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("n=%d w=%v vector call %v: [%d] = %g (in place %g), the row loop %g", n, withW, ran, i, got[i], inPlace[i], want[i])
+				}
+			}
+		}
+	}
+}
