@@ -131,6 +131,9 @@ func measureOverhead(r *Rates) error {
 // part's start is the wake-up. A worker that has not started within a millisecond
 // is not waited for: the caller then runs the part itself, at that cost.
 func measureWake() float64 {
+	if kernels.Workers() < 2 {
+		return 0 // no pool: every part runs on the caller
+	}
 	x := fill(1 << 12)
 	var runs []probeRun
 	start := time.Now()
@@ -147,7 +150,11 @@ func measureWake() float64 {
 			for second.Load() == 0 && time.Since(t0) < time.Millisecond {
 			}
 		})
-		runs = append(runs, run.end(float64(second.Load()-1)/1e9))
+		wait := time.Since(t0).Seconds() // the caller ran the second part: never started
+		if v := second.Load(); v > 0 {
+			wait = float64(v-1) / 1e9
+		}
+		runs = append(runs, run.end(wait))
 		if n >= 2000 {
 			break
 		}
