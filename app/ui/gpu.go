@@ -154,7 +154,6 @@ func gpuCard(a *App, inSettings bool) fyne.CanvasObject {
 					bar.Hide()
 					install.Enable()
 					status.SetText("Canceled; nothing was installed.")
-				case errors.Is(err, download.ErrPaused):
 				default:
 					install.Enable()
 					status.SetText(gpuErrorText(err))
@@ -200,17 +199,29 @@ func gpuErrorText(err error) string {
 	return plainError("install GPU support", err)
 }
 
-// gpuRuntime is the real GPUSupport.
+// gpuRuntime is the real GPUSupport: models/gpuruntime's installer, its
+// download job behind the card's pause and cancel buttons.
 type gpuRuntime struct {
+	// find lists the NVIDIA GPUs, installer makes an install's Installer (tests
+	// replace both).
+	find      func(context.Context) ([]nvidia.GPU, string)
+	installer func() *gpuruntime.Installer
+
 	mu   sync.Mutex
 	plan *gpuruntime.Plan
 	job  *download.Job
 	stop context.CancelFunc
+	// paused: Pause came before the download job existed (the GPU and the index
+	// still being asked), so the job starts paused. canceled: Cancel came during
+	// this install; its error is then download.ErrCanceled, whatever stage it hit.
+	paused, canceled bool
 }
 
-func newGPURuntime() *gpuRuntime { return &gpuRuntime{} }
+func newGPURuntime() *gpuRuntime { return &gpuRuntime{find: nvidia.Find, installer: newGPUInstaller} }
 
-func (r *gpuRuntime) installer() *gpuruntime.Installer {
+// newGPUInstaller installs from $DARKROOM_GPU_INDEX (else PyPI) into the runtime
+// folder, verifying in a child process (`darkroom gpu verify`).
+func newGPUInstaller() *gpuruntime.Installer {
 	index := os.Getenv(gpuruntime.IndexEnvVar)
 	if index == "" {
 		index = gpuruntime.DefaultIndex
@@ -226,7 +237,7 @@ func (r *gpuRuntime) installer() *gpuruntime.Installer {
 func (r *gpuRuntime) Offer(ctx context.Context) GPUOffer {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	gpus, problem := nvidia.Find(ctx)
+	gpus, problem := r.find(ctx)
 	probes := backend.DefaultProbes()
 	probes.GPUs = func(context.Context) ([]nvidia.GPU, string) { return gpus, problem }
 	o := GPUOffer{Reason: backend.Choose(ctx, probes).Reason, Installed: backend.Runtime().Installed()}
@@ -267,6 +278,9 @@ func (r *gpuRuntime) Install(ctx context.Context, progress func(GPUProgress)) er
 	in.OnJob = func(j *download.Job) {
 		r.mu.Lock()
 		r.job = j
+		if r.paused {
+			j.Pause()
+		}
 		r.mu.Unlock()
 	}
 	in.Download.OnEvent = func(ev download.Event) {
@@ -275,15 +289,22 @@ func (r *gpuRuntime) Install(ctx context.Context, progress func(GPUProgress)) er
 	}
 	r.mu.Lock()
 	plan := r.plan
-	r.stop = stop
+	r.stop, r.canceled = stop, false
 	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		r.job, r.stop = nil, nil
-		r.mu.Unlock()
-	}()
+	err := r.install(ctx, in, plan)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.job, r.stop, r.paused = nil, nil, false
+	if err != nil && r.canceled {
+		return download.ErrCanceled
+	}
+	return err
+}
+
+// install finds the GPU and plans the download when Offer did not, then installs.
+func (r *gpuRuntime) install(ctx context.Context, in *gpuruntime.Installer, plan *gpuruntime.Plan) error {
 	if plan == nil {
-		gpus, problem := nvidia.Find(ctx)
+		gpus, problem := r.find(ctx)
 		if len(gpus) == 0 {
 			return fmt.Errorf("no NVIDIA GPU found (%s)", problem)
 		}
@@ -298,23 +319,42 @@ func (r *gpuRuntime) Install(ctx context.Context, progress func(GPUProgress)) er
 	return in.Install(ctx, plan)
 }
 
-func (r *gpuRuntime) withJob(f func(*download.Job)) {
+// Pause pauses the download, or has it start paused when it has not started yet.
+func (r *gpuRuntime) Pause() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.paused = true
 	if r.job != nil {
-		f(r.job)
+		r.job.Pause()
 	}
 }
 
-func (r *gpuRuntime) Pause()  { r.withJob((*download.Job).Pause) }
-func (r *gpuRuntime) Resume() { r.withJob((*download.Job).Resume) }
-
-// Cancel stops the install; the downloader removes its partial files.
-func (r *gpuRuntime) Cancel() {
-	r.withJob((*download.Job).Cancel)
+// Resume continues a paused download.
+func (r *gpuRuntime) Resume() {
 	r.mu.Lock()
-	if r.stop != nil && r.job == nil {
-		r.stop() // still resolving
+	defer r.mu.Unlock()
+	r.paused = false
+	if r.job != nil {
+		r.job.Resume()
 	}
-	r.mu.Unlock()
+}
+
+// Cancel stops the install at whatever stage it is: the download job (which
+// removes its partial files) while it runs, else the install's context — the GPU
+// and the index being asked, the unpacking, the test graph's child process.
+func (r *gpuRuntime) Cancel() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.canceled = true
+	if r.job != nil {
+		select {
+		case <-r.job.Done():
+		default:
+			r.job.Cancel()
+			return
+		}
+	}
+	if r.stop != nil {
+		r.stop()
+	}
 }

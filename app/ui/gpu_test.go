@@ -12,7 +12,11 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/backend/nvidia"
+	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/gpuruntime"
+	"github.com/darkroomlabs/darkroom/models/gpuruntime/gpuruntimetest"
 )
 
 // fakeGPU is a GPUSupport whose install reports one progress event, then waits
@@ -140,4 +144,150 @@ func TestGPUCardFirstRunOnlyWithAGPU(t *testing.T) {
 	if _, b := cardTexts(inSettings); len(b) != 0 {
 		t.Errorf("Settings offers %q without a GPU", b)
 	}
+}
+
+// gpuRuntimeOn is the app's GPUSupport over a fake package index: an RTX 4090
+// with a CUDA 12 driver, the runtime folder in a temporary folder, fast retries,
+// and a verification that waits for verified (true: it ran on the GPU) or the
+// install's context. find waits for found before it answers when found is not nil.
+func gpuRuntimeOn(t *testing.T, index *gpuruntimetest.Index, found chan struct{}, verified chan bool) *gpuRuntime {
+	t.Setenv(backend.RuntimeDirEnvVar, t.TempDir())
+	rtx := nvidia.GPU{Name: "NVIDIA GeForce RTX 4090", Driver: "550.54.15", ComputeCapability: "8.9"}
+	return &gpuRuntime{
+		find: func(ctx context.Context) ([]nvidia.GPU, string) {
+			if found != nil {
+				select {
+				case <-found:
+				case <-ctx.Done():
+				}
+			}
+			return []nvidia.GPU{rtx}, ""
+		},
+		installer: func() *gpuruntime.Installer {
+			return &gpuruntime.Installer{Index: gpuruntime.Index{URL: index.API()},
+				Download: download.Options{BackoffBase: 5 * time.Millisecond, Interval: 10 * time.Millisecond},
+				Verify: func(ctx context.Context, _ string) error {
+					select {
+					case ok := <-verified:
+						if !ok {
+							return errors.New("the CUDA plugin did not start: no CUDA-capable device is detected")
+						}
+						return nil
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				},
+				OS: "linux", Arch: "amd64"}
+		},
+	}
+}
+
+// installing runs r.Install on a goroutine, recording its stages and its last
+// progress; the error comes on the channel.
+type installing struct {
+	mu     sync.Mutex
+	stages []string
+	last   GPUProgress
+	done   chan error
+}
+
+func startInstall(r *gpuRuntime) *installing {
+	in := &installing{done: make(chan error, 1)}
+	go func() {
+		in.done <- r.Install(context.Background(), func(p GPUProgress) {
+			in.mu.Lock()
+			defer in.mu.Unlock()
+			if len(in.stages) == 0 || in.stages[len(in.stages)-1] != p.Stage {
+				in.stages = append(in.stages, p.Stage)
+			}
+			in.last = p
+		})
+	}()
+	return in
+}
+
+func (in *installing) progress() GPUProgress { in.mu.Lock(); defer in.mu.Unlock(); return in.last }
+func (in *installing) stage() string         { return in.progress().Stage }
+
+// TestGPURuntimeOfferAndInstall: the app's GPU support over a fake package index
+// offers the download's size; a pause asked before the download starts (while
+// the GPU is still being looked for) holds it once it starts, with no byte
+// fetched and the progress saying paused; resume fetches everything once, and
+// the install is marked only after the test graph ran.
+func TestGPURuntimeOfferAndInstall(t *testing.T) {
+	index := gpuruntimetest.New(t)
+	verified := make(chan bool, 1)
+	r := gpuRuntimeOn(t, index, nil, verified)
+	o := r.Offer(context.Background())
+	if o.GPU != "NVIDIA GeForce RTX 4090" || o.Installed || o.Unsupported != "" || o.Problem != "" || o.Size != index.WheelBytes() {
+		t.Fatalf("offer %+v (want the RTX 4090, %d bytes to download)", o, index.WheelBytes())
+	}
+	found := make(chan struct{})
+	r = gpuRuntimeOn(t, index, found, verified) // no offer: Install looks for the GPU and asks the index itself
+	in := startInstall(r)
+	r.Pause()
+	close(found)
+	waitFor(t, "the paused download", func() bool { p := in.progress(); return p.Stage == gpuruntime.StageDownloading && p.Paused })
+	time.Sleep(200 * time.Millisecond)
+	if n := index.Sent(); n != 0 {
+		t.Errorf("%d bytes fetched while paused", n)
+	}
+	r.Resume()
+	waitFor(t, "the verification", func() bool { return in.stage() == gpuruntime.StageVerifying })
+	if backend.Runtime().Installed() {
+		t.Error("marked installed before the test graph ran")
+	}
+	verified <- true
+	if err := <-in.done; err != nil {
+		t.Fatal(err)
+	}
+	if !backend.Runtime().Installed() || index.Sent() != index.WheelBytes() {
+		t.Errorf("installed %v, %d bytes fetched for %d", backend.Runtime().Installed(), index.Sent(), index.WheelBytes())
+	}
+	if o := r.Offer(context.Background()); !o.Installed || o.Size != 0 {
+		t.Errorf("offer once installed: %+v", o)
+	}
+}
+
+// TestGPURuntimeCancel: Cancel ends an install with download.ErrCanceled — the
+// card's "Canceled; nothing was installed." — whether it comes while the GPU is
+// looked for and the index asked, during the download (its partial files
+// removed), or while the test graph runs; nothing is marked installed.
+func TestGPURuntimeCancel(t *testing.T) {
+	index := gpuruntimetest.New(t)
+	verified := make(chan bool)
+	canceled := func(t *testing.T, r *gpuRuntime, in *installing) {
+		t.Helper()
+		r.Cancel()
+		if err := <-in.done; !errors.Is(err, download.ErrCanceled) {
+			t.Errorf("canceled install: %v (the card shows %q)", err, gpuErrorText(err))
+		}
+		if backend.Runtime().Installed() {
+			t.Error("installed after a cancel")
+		}
+	}
+	t.Run("resolving", func(t *testing.T) {
+		found := make(chan struct{})
+		r := gpuRuntimeOn(t, index, found, verified)
+		in := startInstall(r)
+		time.Sleep(50 * time.Millisecond) // Install is waiting for the GPU
+		canceled(t, r, in)
+	})
+	t.Run("downloading", func(t *testing.T) {
+		index.SetBytesPerSec(256 << 10)
+		defer index.SetBytesPerSec(0)
+		r := gpuRuntimeOn(t, index, nil, verified)
+		in := startInstall(r)
+		waitFor(t, "a partial file", func() bool { return (&gpuruntime.Installer{}).Status().Partial > 0 })
+		canceled(t, r, in)
+		if st := (&gpuruntime.Installer{}).Status(); st.Partial != 0 {
+			t.Errorf("partial files kept after a cancel: %+v", st)
+		}
+	})
+	t.Run("verifying", func(t *testing.T) {
+		r := gpuRuntimeOn(t, index, nil, verified)
+		in := startInstall(r)
+		waitFor(t, "the verification", func() bool { return in.stage() == gpuruntime.StageVerifying })
+		canceled(t, r, in)
+	})
 }

@@ -148,6 +148,9 @@ func (in *Installer) Install(ctx context.Context, plan *Plan) error {
 		if err := in.fetch(ctx, plan); err != nil {
 			return err
 		}
+		if err := ctx.Err(); err != nil { // canceled once the download was done
+			return err
+		}
 		in.stage(StageExtracting)
 		if err := in.extract(plan); err != nil {
 			return err
@@ -158,8 +161,14 @@ func (in *Installer) Install(ctx context.Context, plan *Plan) error {
 		}
 		_ = os.RemoveAll(in.downloads()) // the wheels are extracted; keep the disk
 	}
+	if err := ctx.Err(); err != nil { // canceled: not a failed verification
+		return err
+	}
 	in.stage(StageVerifying)
 	if err := in.Verify(ctx, rt.Plugin()); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return &NotVerifiedError{Reason: err}
 	}
 	m, _ := json.MarshalIndent(marker{Plan: plan, VerifiedAt: time.Now().UTC()}, "", "  ")

@@ -468,3 +468,26 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestInstallCanceledWhileVerifying: an install whose context ends while the test
+// graph runs (Ctrl-C in `gpu install`, Cancel in the app) returns the context's
+// error, not a failed verification, and marks nothing installed.
+func TestInstallCanceledWhileVerifying(t *testing.T) {
+	f := gpuruntimetest.New(t)
+	in, calls := newInstaller(t, f, t.TempDir(), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	in.Verify = func(ctx context.Context, _ string) error {
+		*calls++
+		cancel() // the child process is killed with the context
+		<-ctx.Done()
+		return errors.New("signal: killed")
+	}
+	err := in.Install(ctx, plan(t, in))
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrNotVerified) || *calls != 1 {
+		t.Errorf("canceled while verifying: %v (%d verifications)", err, *calls)
+	}
+	if in.Runtime.Installed() {
+		t.Error("installed")
+	}
+}
