@@ -119,3 +119,31 @@ func TestParts(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolWorkersSpin: products handed out back to back find the workers awake — they
+// park on fewer than one in four, where a worker used to park after every part — and
+// once the products stop, every worker parks within a few spinFor.
+func TestPoolWorkersSpin(t *testing.T) {
+	w := workers()
+	if w < 2 {
+		t.Skip("one processor: no worker")
+	}
+	const calls = 2000
+	var sink atomic.Int64
+	parallel(w, func(p int) { sink.Add(int64(p)) }) // the workers started and busy
+	p0 := pool.parks.Load()
+	for range calls {
+		parallel(w, func(p int) { sink.Add(int64(p)) })
+	}
+	if parked := pool.parks.Load() - p0; parked >= calls/4 {
+		t.Errorf("workers parked %d times in %d back-to-back products", parked, calls)
+	}
+	p1 := pool.parks.Load()
+	deadline := time.Now().Add(time.Second)
+	for pool.parks.Load()-p1 < int64(w-1) && time.Now().Before(deadline) {
+		time.Sleep(spinFor)
+	}
+	if parked := pool.parks.Load() - p1; parked < int64(w-1) {
+		t.Errorf("%d of %d workers parked in a second without products", parked, w-1)
+	}
+}
