@@ -353,3 +353,23 @@ func TestGPUCheckReport(t *testing.T) {
 		t.Errorf("report %+v", r)
 	}
 }
+
+// TestBackendFlagsDefaultToAuto: every command that runs a model leaves --backend
+// empty by default, which the engine resolves to $GOMLX_BACKEND, else auto
+// (backend.TestAutoIsDefault): none names a backend of its own, so a GPU with GPU
+// support installed is used without the flag.
+func TestBackendFlagsDefaultToAuto(t *testing.T) {
+	for _, cmd := range [][]string{{"generate"}, {"wiki"}, {"serve"}, {"bench"}, {"quantize"}, {"gpu", "logits"}, {"train", "eval"}} {
+		_, out, errOut := runCLI(append(cmd, "--help")...)
+		help := out + errOut
+		i := strings.Index(help, "  -backend string\n")
+		if i < 0 {
+			t.Errorf("%s --help has no --backend flag:\n%s", strings.Join(cmd, " "), help)
+			continue
+		}
+		usage, _, _ := strings.Cut(help[i+len("  -backend string\n"):], "\n  -")
+		if strings.Contains(usage, `(default "`) || !(strings.Contains(usage, "else auto") || strings.Contains(usage, "the engine's")) {
+			t.Errorf("%s --backend: %q", strings.Join(cmd, " "), strings.TrimSpace(usage))
+		}
+	}
+}
