@@ -174,6 +174,10 @@ func macroKernel(kern *microKernel, c []float32, ldc int, ap, bp, tile []float32
 // Smaller products run on the calling goroutine.
 const parallelMACs = 1 << 20
 
+// ParallelMACs is parallelMACs: a packed product of fewer than 2·ParallelMACs
+// multiply-adds runs on the calling goroutine alone.
+const ParallelMACs = parallelMACs
+
 // dotRows is the row count below which a product is dot products of rows (each row of
 // b read once, from memory, for all rows of a) rather than packed: packing b costs
 // more than a product with one or two rows (the AR step) gains from it.

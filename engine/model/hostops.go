@@ -341,7 +341,11 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 			}
 		}
 	}
-	if n < expertJobRows {
+	mmax := 0 // the busiest expert's rows
+	for ex := range e {
+		mmax = max(mmax, len(rows[ex]))
+	}
+	if n < expertJobRows || mmax*2*f*d < expertJobMACs {
 		// The routed experts split among the pool's workers, each running whole
 		// experts, their rows side by side in the scratch; the outputs added after, in
 		// the experts' order, as below.
@@ -381,10 +385,6 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 	}
 	// Each expert's rows, reused by the next (m ≤ n rows each), its products split
 	// across the pool.
-	mmax := 0
-	for ex := range e {
-		mmax = max(mmax, len(rows[ex]))
-	}
 	xs, gs := h.scratch.get(scratchExpertX, mmax*d), h.scratch.get(scratchExpertGU, mmax*2*f)
 	hs, ys, tmp := h.scratch.get(scratchExpertH, mmax*f), h.scratch.get(scratchExpertY, mmax*d), h.scratch.get(scratchGelu, f)
 	for ex := range e {
@@ -404,6 +404,13 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 // each, a few hundred µs, and a hand-off to the pool for each of them (two a
 // routed expert: sixteen a layer of the 26B) left a processor idle for part of it.
 var expertJobRows = 4 // a variable for the test that compares the two ways
+
+// expertJobMACs is the multiply-adds of the busiest expert's gate_up product below
+// which experts runs the routed experts as one parallel job whatever the tokens: the
+// pool would not split products that small (kernels.ParallelMACs each part), so one
+// after another they would run on one core — a small model's canvas (Darkroom Mini's
+// experts: ~64 rows × 128 × 64).
+var expertJobMACs = 2 * kernels.ParallelMACs // a variable for the test
 
 // TopKExperts is the router's choice for one token on the host: the k largest of the
 // expert probabilities p (ties to the lower index) and their sum. taken is scratch of
