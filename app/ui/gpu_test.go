@@ -291,3 +291,29 @@ func TestGPURuntimeCancel(t *testing.T) {
 		canceled(t, r, in)
 	})
 }
+
+// TestGPUCardUnsupported: where GPU support cannot be installed (Windows, with an
+// NVIDIA GPU) the card gives the explanation — WSL2 for CUDA, the CPU natively —
+// and no install button, in Settings and on the first-run screen alike (there it
+// stays hidden: nothing to install).
+func TestGPUCardUnsupported(t *testing.T) {
+	ta := newTestApp(t, &fakeModel{answers: func(engine.Request) string { return "" }}, "")
+	why := (&gpuruntime.Installer{OS: "windows", Arch: "amd64"}).Supported().Error()
+	ta.App.deps.System.GPU = &fakeGPU{offer: GPUOffer{GPU: "NVIDIA GeForce RTX 4090", Unsupported: why,
+		Reason: "GPU found (NVIDIA GeForce RTX 4090), but Darkroom uses it only inside WSL2 on Windows (install Darkroom in WSL2 and run `darkroom gpu install` there); the CPU runs natively."}}
+	var first, inSettings fyne.CanvasObject
+	asUI(func() { first, inSettings = gpuCard(ta.App, false), gpuCard(ta.App, true) })
+	waitFor(t, "the explanation in Settings", func() bool {
+		l, _ := cardTexts(inSettings)
+		return len(l) > 0 && l[0] == why
+	})
+	if !strings.Contains(why, "WSL2") || !strings.Contains(why, "runs on the CPU") {
+		t.Errorf("explanation %q", why)
+	}
+	if _, b := cardTexts(inSettings); len(b) != 0 {
+		t.Errorf("Settings offers %q where GPU support cannot be installed", b)
+	}
+	if l, b := cardTexts(first); len(l)+len(b) != 0 {
+		t.Errorf("first run shows %q %q", l, b)
+	}
+}
