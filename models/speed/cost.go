@@ -52,7 +52,7 @@ type work struct {
 // which is counted all the same).
 func (w work) handoffs() float64 {
 	switch {
-	case w.inJob:
+	case w.inJob || kernels.Workers() < 2:
 		return 0
 	case w.logits > 0:
 		return w.count

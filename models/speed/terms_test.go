@@ -72,8 +72,15 @@ func TestWakeUps(t *testing.T) {
 }
 
 // TestHandoffs: a product hands off exactly when the kernels split it, a row pass
-// when it has two rows or more, and whatever runs inside a job never.
+// when it has two rows or more, and whatever runs inside a job never (nor anything
+// with one worker: there is no pool).
 func TestHandoffs(t *testing.T) {
+	if kernels.Workers() < 2 {
+		if n := (work{vec: VecSoftmax, split: 16, count: 2}).handoffs(); n != 0 {
+			t.Errorf("one worker: %g hand-offs", n)
+		}
+		t.Skip("one worker: nothing is handed off")
+	}
 	big, small := work{m: 256, k: 64, n: 4096, count: 3}, work{m: 256, k: 64, n: 64, count: 3}
 	want := 0.0
 	if kernels.Parts(256, 4096, 64) >= 2 {
