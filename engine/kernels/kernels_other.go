@@ -44,6 +44,7 @@ func softCapAVX2(row *float32, n int, c, scale float32) {
 
 func maxAVX2(x *float32, n int, m float32) float32 { panic("kernels: no vector max on this platform") }
 func scaleAVX2(x *float32, n int, r float32)       { panic("kernels: no vector scale on this platform") }
+func addAVX2(dst, x *float32, n int)               { panic("kernels: no vector add on this platform") }
 
 func dotNibbleRuns(x []float32, src []byte, runBytes, stride int, scales []float32) float32 {
 	return dotNibbleRunsGo(x, src, runBytes, stride, scales)

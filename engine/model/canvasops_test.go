@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"syscall"
+	"runtime"
 	"testing"
 	"time"
 
@@ -19,7 +19,9 @@ import (
 // BenchmarkCanvasOps splits a canvas's two kinds of host forward pass — an AR-guidance
 // round's encoder pass (Runner.Score over 255 canvas tokens) and a denoising step's
 // decoder (Runner.DecodeStep's decoder, without its head) — after a 64-token prompt
-// into their ops' wall time (<op>-ms/op) and the process's CPU time (cpu-ms/op), on
+// into their ops' wall time (<op>-ms/op), the process's CPU time (cpu-ms/op), its
+// threads' time waiting for a CPU (runq-ms/op: other processes) and what is left of
+// GOMAXPROCS·wall (idle-ms/op: processors with nothing to run), on
 // Darkroom Mini's dims and Darkroom Mini 2's (random weights), or on the checkpoint in
 // DARKROOM_CANVAS_MODEL. With -cpu 1 the products run on the calling goroutine alone,
 // so cpu-ms/op is one core's work, which a busy machine moves less than the wall.
@@ -69,16 +71,18 @@ func BenchmarkCanvasOps(b *testing.B) {
 				}
 				run() // warm-up: the scratch and the rotation tables
 				clear(ops)
-				r0, w0 := processCPU(b), time.Now()
+				r0, w0, q0 := rusage(b), time.Now(), runQueueWait(b)
 				b.ResetTimer()
 				for range b.N {
 					run()
 				}
 				b.StopTimer()
-				wall, cpu := time.Since(w0), processCPU(b)-r0
+				wall, cpu, runq := time.Since(w0), cpuTime(rusage(b))-cpuTime(r0), runQueueWait(b)-q0
 				per := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(b.N) }
 				b.ReportMetric(per(wall), "ms/op")
 				b.ReportMetric(per(cpu), "cpu-ms/op")
+				b.ReportMetric(per(runq), "runq-ms/op")
+				b.ReportMetric(per(time.Duration(runtime.GOMAXPROCS(0))*wall-cpu-runq), "idle-ms/op")
 				for op, d := range ops {
 					b.ReportMetric(per(d), op+"-ms/op")
 				}
@@ -152,24 +156,15 @@ func BenchmarkAttend(b *testing.B) {
 					}
 					pre := m.prefix(&r.hcache, layer, lo, r.Len())
 					m.attend(layer, q, k, v, r.Len(), pre, causal) // the scratch
-					r0 := processCPU(b)
+					r0 := rusage(b)
 					b.ResetTimer()
 					for range b.N {
 						m.attend(layer, q, k, v, r.Len(), pre, causal)
 					}
 					b.StopTimer()
-					b.ReportMetric((processCPU(b)-r0).Seconds()*1e3/float64(b.N), "cpu-ms/op")
+					b.ReportMetric((cpuTime(rusage(b))-cpuTime(r0)).Seconds()*1e3/float64(b.N), "cpu-ms/op")
 				})
 			}
 		}
 	}
-}
-
-// processCPU is the process's user and system CPU time so far.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

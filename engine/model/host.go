@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model/arch"
 )
 
@@ -366,9 +367,7 @@ func (h *hostModel) embed(tokens []int32) []float32 {
 	for t, tok := range tokens {
 		row := x[t*d : (t+1)*d]
 		emb.row(row, int(tok))
-		for j := range row {
-			row[j] *= scale
-		}
+		kernels.Scale(row, scale)
 	}
 	return x
 }

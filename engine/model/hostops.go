@@ -59,17 +59,17 @@ func (o *hostOps) NormInPlace(x []float32, width int, weight string) []float32 {
 }
 
 func (o *hostOps) Add(a, b []float32) []float32 {
-	addInto(a, b)
+	kernels.Add(a, b)
 	return a
 }
 
 func (o *hostOps) Scale(x []float32, s float64) []float32 {
-	scaleInto(x, float32(s))
+	kernels.Scale(x, float32(s))
 	return x
 }
 
 func (o *hostOps) ScaleBy(x []float32, weight string) []float32 {
-	scaleInto(x, o.h.w.get(weight)[0])
+	kernels.Scale(x, o.h.w.get(weight)[0])
 	return x
 }
 
@@ -438,18 +438,6 @@ func rmsRows(x []float32, n int, w []float32, eps float32) []float32 {
 	out := make([]float32, len(x))
 	kernels.RMSNorm(out, x, w, n, eps)
 	return out
-}
-
-func addInto(dst, x []float32) {
-	for j, v := range x {
-		dst[j] += v
-	}
-}
-
-func scaleInto(x []float32, s float32) {
-	for j := range x {
-		x[j] *= s
-	}
 }
 
 // geluMulInto writes dst[j] = gelu_tanh(gate[j])·up[j] (dst may be gate): the vector
