@@ -96,9 +96,10 @@ type modeBound struct {
 	// fastest measured.
 	StepVsEstimate    float64 `json:"step_vs_estimate,omitempty"`
 	FastestVsEstimate float64 `json:"fastest_vs_estimate,omitempty"`
-	// EstimateTerms is what the estimated AR token's encoder pass (or denoising step)
+	// EstimateTerms is what the estimated AR token (but its draw) or denoising step
 	// pays for (models/speed.Terms: the kernels, the wake-ups of the pool's workers,
-	// the engine's cost per operation), and Wake the calibration's wake-up.
+	// the engine's cost per operation, its event's text), and Wake the calibration's
+	// wake-up.
 	EstimateTerms speed.Terms `json:"estimate_terms"`
 	Wake          float64     `json:"wake_s"`
 }
@@ -499,7 +500,7 @@ func printBench(w io.Writer, r *benchReport) {
 		fmt.Fprintf(w, "AR token: %s measured (median); bound %s (%.2f GB of weights at the read rate: %.2f tokens/s; %.0f%%); darkroom hw estimates %s a token (estimate ÷ fastest token %s: %.2f), %.2f tokens/s with the prompt (measured ÷ estimate %.2f)\n",
 			msText(a.MedianCanvasMS), msText(b.MemoryMS), b.UnitBytes/1e9, b.BoundTokensPerS, 100*b.OfBound, msText(b.EstimateUnitMS),
 			msText(a.FastestMS), b.FastestVsEstimate, b.EstimateTokensPerS, b.VsEstimate)
-		printTerms(w, "AR token's pass", b)
+		printTerms(w, "AR token", b)
 	}
 	if d := r.Diffusion; d != nil && d.Bound != nil {
 		b := d.Bound
@@ -526,8 +527,9 @@ func printBench(w io.Writer, r *benchReport) {
 // printTerms says what darkroom hw's estimate of a unit (what) pays for.
 func printTerms(w io.Writer, what string, b *modeBound) {
 	t := b.EstimateTerms
-	fmt.Fprintf(w, "  the estimated %s: kernels %s, wake-ups %s (%.0f hand-offs to the pool, %s each at most), engine %s (%.0f operations)\n",
-		what, msText(1000*t.Kernels), msText(1000*t.WakeUps), t.Handoffs, usText(b.Wake), msText(1000*t.Engine), t.Ops)
+	fmt.Fprintf(w, "  the estimated %s: kernels %s, wake-ups %s (%.0f hand-offs to the pool, %s each at most), engine %s (%.0f operations), event %s (%.0f tokens of text decoded)\n",
+		what, msText(1000*t.Kernels), msText(1000*t.WakeUps), t.Handoffs, usText(b.Wake), msText(1000*t.Engine), t.Ops,
+		msText(1000*t.Events), t.Decoded)
 }
 
 // usText is a duration in seconds as microseconds.

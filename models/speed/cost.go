@@ -273,21 +273,31 @@ func (r *Rates) seconds(ws []work, inCache bool) (total, streamed float64) {
 // Terms is a pass's estimated time by what it pays for, each a measured rate times
 // a count of the pass's work: Kernels at the kernels' fastest rates (Rates' GEMM,
 // GEMV, Decode, Vec, HeadLogit…), WakeUps for its Handoffs calls that hand parts to
-// parked workers (Rates.Wake each, at most the call's own time), and Engine, the
+// parked workers (Rates.Wake each, at most the call's own time), Engine, the
 // engine's typical cost per operation outside both (Rates.OpOverhead or
-// StepOpOverhead, times Ops).
+// StepOpOverhead, times Ops), and Events, the event the engine sends after it
+// (an AR token's, a denoising step's), whose text — the answer so far, Decoded
+// tokens of it — is decoded again each time (Rates.DecodeToken).
 type Terms struct {
 	Kernels  float64 `json:"kernels_s"`
 	WakeUps  float64 `json:"wake_ups_s"`
 	Handoffs float64 `json:"handoffs"`
 	Engine   float64 `json:"engine_s"`
 	Ops      float64 `json:"ops"`
+	Events   float64 `json:"events_s"`
+	Decoded  float64 `json:"decoded_tokens"`
 
 	streamed float64 // the part of Kernels spent waiting on weights from memory
 }
 
 // Seconds is the pass's estimated time: the sum of its terms.
-func (t Terms) Seconds() float64 { return t.Kernels + t.WakeUps + t.Engine }
+func (t Terms) Seconds() float64 { return t.Kernels + t.WakeUps + t.Engine + t.Events }
+
+// withEvent is t with an event whose text is tokens long, at rates r.
+func (t Terms) withEvent(r *Rates, tokens float64) Terms {
+	t.Decoded, t.Events = tokens, tokens*r.DecodeToken
+	return t
+}
 
 // cost is ws's Terms at rates r without the engine's per-operation cost (see seconds).
 func (r *Rates) cost(ws []work, inCache bool) Terms {

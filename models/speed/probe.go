@@ -1,6 +1,7 @@
 package speed
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -9,11 +10,13 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/sampler"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -160,6 +163,29 @@ func measureWake() float64 {
 		}
 	}
 	return typical(runs)
+}
+
+// measureDecode is Rates.DecodeToken: Darkroom Mini's tokenizer (every model's
+// text decodes at about the same rate per token: a table lookup and the byte-level
+// pieces joined) decoding a canvas of 256 tokens of an encyclopedia page's HTML.
+func measureDecode() (float64, error) {
+	fsys, err := assets.Mini()
+	if err != nil {
+		return 0, fmt.Errorf("decoding probe: %w", err)
+	}
+	tok, err := tokenizer.LoadFS(fsys, "tokenizer.json")
+	if err != nil {
+		return 0, fmt.Errorf("decoding probe: %w", err)
+	}
+	ids := tok.Encode(`<h1>Unix</h1><p><b>Unix</b> is a family of multitasking, multi-user <a href="operating system">operating systems</a> that derive from the original AT&amp;T Unix, developed in 1969 at <a href="Bell Labs">Bell Labs</a> by Ken Thompson and Dennis Ritchie.</p>`)
+	if len(ids) == 0 {
+		return 0, errors.New("decoding probe: the text encoded to no tokens")
+	}
+	for len(ids) < 256 {
+		ids = append(ids, ids...)
+	}
+	ids = ids[:256]
+	return best(func() { _ = tok.Decode(ids) }, 0.01) / float64(len(ids)), nil
 }
 
 // busy runs a serial loop over x for about d.

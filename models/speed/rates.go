@@ -90,6 +90,11 @@ type Rates struct {
 	// it packs ("packed": the products read float32 panels) and one it decodes
 	// inside the products ("unpacked", beyond HeadPackBytes).
 	HeadLogit map[string]float64 `json:"head_logit"`
+	// DecodeToken is the seconds the tokenizer takes per token it decodes to text
+	// (engine/tokenizer's Decode, timed on Darkroom Mini's tokenizer over a canvas of
+	// text): every event the engine sends — each AR token, each denoising step and
+	// guidance round — carries the answer's text so far, decoded again.
+	DecodeToken float64 `json:"decode_token"`
 	// Wake is the typical time a parked worker of the pool takes to start a part
 	// handed to it, after serial work long enough for the workers to park, as between
 	// a model's products (probe.go). The kernels' rates above are timed one call after
@@ -278,8 +283,9 @@ func (r *Rates) valid() error {
 			return fmt.Errorf("%s GEMV times: %w", f, err)
 		}
 	}
-	if !(r.OpOverhead >= 0) || !(r.StepOpOverhead >= 0) || !(r.Wake >= 0) || math.IsInf(r.Wake, 0) {
-		return fmt.Errorf("bad overheads %g, %g, wake %g", r.OpOverhead, r.StepOpOverhead, r.Wake)
+	if !(r.OpOverhead >= 0) || !(r.StepOpOverhead >= 0) || !(r.Wake >= 0) || math.IsInf(r.Wake, 0) ||
+		!(r.DecodeToken >= 0) || math.IsInf(r.DecodeToken, 0) {
+		return fmt.Errorf("bad overheads %g, %g, wake %g, decoding %g", r.OpOverhead, r.StepOpOverhead, r.Wake, r.DecodeToken)
 	}
 	for k, c := range r.Vec {
 		if err := c.valid(); err != nil {
@@ -524,7 +530,7 @@ func faster(a, b *Rates) *Rates {
 	}
 	a.MemRead, a.Sampler = max(a.MemRead, b.MemRead), max(a.Sampler, b.Sampler)
 	a.OpOverhead, a.StepOpOverhead = min(a.OpOverhead, b.OpOverhead), min(a.StepOpOverhead, b.StepOpOverhead)
-	a.Wake = min(a.Wake, b.Wake)
+	a.Wake, a.DecodeToken = min(a.Wake, b.Wake), min(a.DecodeToken, b.DecodeToken)
 	return a
 }
 
@@ -700,6 +706,10 @@ func measureHost(ctx context.Context, r *Rates) error {
 		return err
 	}
 	r.Wake = measureWake()
+	var err error
+	if r.DecodeToken, err = measureDecode(); err != nil {
+		return err
+	}
 	return measureOverhead(r)
 }
 

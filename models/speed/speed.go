@@ -23,8 +23,8 @@
 //     over activations at a few sizes, the sampler, and what the engine pays beyond
 //     the kernels (probe.go).
 //
-// A pass's time is three named terms (Terms), each a count of the pass's work times
-// a measured rate:
+// An AR token's or a denoising step's time is four named terms (Terms), each a
+// count of its work times a measured rate:
 //
 //   - Kernels: every product and pass at its kernel's fastest measured rate — the
 //     arithmetic and the memory, which kernel speedups change, through the
@@ -38,7 +38,10 @@
 //   - Engine: the engine's typical cost per operation outside the kernels and the
 //     wake-ups — looking weights up, allocating and clearing outputs, the collector,
 //     the calls between the layers' steps — measured on the engine itself
-//     (Rates.OpOverhead, StepOpOverhead).
+//     (Rates.OpOverhead, StepOpOverhead);
+//   - Events: the event the engine sends after each token, step and guidance round
+//     carries the answer's text so far, decoded again each time (Rates.DecodeToken
+//     per token): an AR answer's last token decodes all of it.
 //
 // The kernels' rates are fastest runs (their arithmetic); the wake-up and the
 // engine's cost are the typical — median — run, as an answer pays them, counting
@@ -55,10 +58,8 @@
 // Both include the prompt's encoder pass.
 //
 // What it does not count: other programs sharing the cores and the memory, the
-// collector's pauses beyond those the probe's allocation rate brings, and the
-// events a streaming caller gets (each carries the answer's text so far: in a CPU
-// profile of the Mini's canvases, under 2% of their time is outside the forward
-// passes and the guidance). A wake-up is measured where the calibration runs: a machine busy then
+// collector's pauses beyond those the probe's allocation rate brings, and what a
+// caller does with each event. A wake-up is measured where the calibration runs: a machine busy then
 // records the wake-ups it had. `darkroom bench` prints the estimate and its terms
 // beside the median and the fastest token or step it measured.
 //
@@ -222,7 +223,8 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	prefill, _ := r.encoderSeconds(ps.encoderPass(w.Prompt, 0, 1), inCache)
 	e.PromptSeconds = prefill
 	prefix := w.Prompt + w.Tokens/2
-	e.AR.Terms = r.encoderTerms(ps.encoderPass(1, prefix, 1), inCache)
+	// Token i's event carries the answer's first i tokens: (N+1)/2 on average.
+	e.AR.Terms = r.encoderTerms(ps.encoderPass(1, prefix, 1), inCache).withEvent(r, float64(w.Tokens+1)/2)
 	pass, streamed := e.AR.Terms.Seconds(), e.AR.Terms.streamed
 	draw := r.vecAt(VecSampler, float64(t.VocabSize)) // one row: the token's draw
 	tok := pass + draw
@@ -248,8 +250,12 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 		e.Diffusion.UnitBytes += b.bytes
 	}
 	memory := e.Diffusion.UnitBytes / r.MemRead
-	first := r.stepSeconds(ps.decoderStep(c, mid, false))
-	e.Diffusion.Terms = r.stepTerms(ps.decoderStep(c, mid, true))
+	// A step's event carries the answer so far (the middle canvas's committed text)
+	// and the canvas's text; so does each guidance round's.
+	text := min(w.Tokens, c)
+	event := float64(c*(canvases-1)/2 + text)
+	first := r.stepTerms(ps.decoderStep(c, mid, false)).withEvent(r, event).Seconds()
+	e.Diffusion.Terms = r.stepTerms(ps.decoderStep(c, mid, true)).withEvent(r, event)
 	later := e.Diffusion.Terms.Seconds()
 	stepFLOPs := model.FLOPs(t, c, mid)
 	var products []work
@@ -267,13 +273,12 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	e.Diffusion.StepSeconds = later
 	// AR guidance: each round scores the canvas's text (up to its end) in one
 	// encoder pass over a copy of the cache, then picks each position's token
-	// against both heads' logits.
-	text := min(w.Tokens, c)
+	// against both heads' logits, and sends its event.
 	var round, guide float64
 	if text > 1 {
 		round, _ = r.encoderSeconds(ps.encoderPass(text-1, mid, text-1), true)
 		round += r.seconds1(vec("cache copy", VecLoop, float64(ps.cacheFloats(mid)), 1)) +
-			r.seconds1(vec("guidance pick", VecGuide, float64(text)*float64(t.VocabSize), 1))
+			r.seconds1(vec("guidance pick", VecGuide, float64(text)*float64(t.VocabSize), 1)) + event*r.DecodeToken
 		guide = model.ScoreFLOPs(t, text-1, 0, mid)
 	}
 	commit, _ := r.encoderSeconds(ps.encoderPass(c, mid, 1), true)

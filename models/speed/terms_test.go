@@ -152,3 +152,39 @@ func TestTypical(t *testing.T) {
 		t.Errorf("no runs: %g", got)
 	}
 }
+
+// TestEvents: each AR token's event decodes the answer so far — (N+1)/2 tokens on
+// average — and each denoising step's and guidance round's the committed text and
+// the canvas's; dropping the term fails here.
+func TestEvents(t *testing.T) {
+	cfg := small()
+	w := Workload{Tokens: 8, Prompt: 4, Steps: 10, GuidanceRounds: 2}
+	r := flat(1e10, 1e12, 1e12, 1e9)
+	base, err := Compute(cfg, quant.BF16Profile, r, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const decode = 1e-6
+	with := *r
+	with.DecodeToken = decode
+	e, err := Compute(cfg, quant.BF16Profile, &with, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "AR token's event", e.AR.Terms.Events, 4.5*decode)
+	near(t, "AR token", e.AR.UnitSeconds-base.AR.UnitSeconds, 4.5*decode)
+	// One canvas of 8: nothing committed before it, its 8 tokens of text.
+	if e.Diffusion.Terms.Decoded != 8 {
+		t.Errorf("a step's event decodes %g tokens, want 8", e.Diffusion.Terms.Decoded)
+	}
+	near(t, "step", e.Diffusion.StepSeconds-base.Diffusion.StepSeconds, 8*decode)
+	near(t, "canvas: 10 steps and 2 rounds", e.Diffusion.UnitSeconds-base.Diffusion.UnitSeconds, (10+2)*8*decode)
+	// Three canvases: the middle one's step carries the first's 8 committed tokens.
+	w.Tokens = 24
+	if e, err = Compute(cfg, quant.BF16Profile, &with, w); err != nil {
+		t.Fatal(err)
+	}
+	if e.Diffusion.Terms.Decoded != 16 || e.AR.Terms.Decoded != 12.5 {
+		t.Errorf("three canvases: a step decodes %g tokens (want 16), an AR token %g (want 12.5)", e.Diffusion.Terms.Decoded, e.AR.Terms.Decoded)
+	}
+}
