@@ -23,7 +23,8 @@
 #
 # Usage:
 #   packaging/device-session.sh prepare [--init-run RUN | --init-model DIR] [--dir DIR]
-#       here, where Go is: builds the headless binary (cgo, stripped), compresses it and train-runs/corpus,
+#       here, where Go is: builds the headless binary (cgo, stripped), runs gpu-check.sh --rehearse with it
+#       on the CPU (assets/mini), compresses it and train-runs/corpus,
 #       exports RUN's latest checkpoint as the starting weights (reading RUN only), into DIR
 #       (default out/device-session, ignored by git) and checks that the tree and DIR fit the 64 MiB the
 #       device tool carries
@@ -81,6 +82,16 @@ prepare() {
 		cp "$init_model"/config.json "$init_model"/generation_config.json "$init_model"/*.safetensors \
 			"$init_model"/tokenizer.json "$init_model"/tokenizer_config.json "$dir/init/"
 	fi
+	# The binary that goes runs gpu-check's Darkroom half here first, on the CPU over the Mini (its
+	# vocabulary and canvas are the tokenizer's and the 26B's): a flag or JSON field gpu-check needs
+	# that this binary lacks fails now, not on the device.
+	echo "device-session: rehearsing gpu-check's Darkroom half with it (CPU, assets/mini, about a minute)"
+	local reh
+	reh=$(mktemp -d)
+	bash "$here/gpu-check.sh" --rehearse "$root/assets/mini" --darkroom "$bin" --backend go --out "$reh" >"$reh/log" 2>&1 ||
+		{ tail -20 "$reh/log" >&2; rm -rf "$reh"; die "gpu-check's rehearsal failed with this binary"; }
+	grep '^|' "$reh/log"
+	rm -rf "$reh"
 	echo "device-session: compressing the binary and the corpus"
 	xz -T2 -6 "$bin"
 	tar -cf - -C "$root/train-runs" corpus | xz -T2 -6 >"$dir/corpus.tar.xz"
