@@ -37,7 +37,8 @@ func fakeGPU(t *testing.T, gpus ...nvidia.GPU) {
 // TestGPUInstallStatusRemove: install against a fake index on a machine whose GPU
 // cannot run the plugin (here: no real plugin, no GPU) downloads and extracts,
 // then ends "not verified" in one plain line, exit 1, not marked installed;
-// status says so; remove frees the folder.
+// status says so; where the test graph runs, install again verifies without
+// downloading and status says installed; remove frees the folder.
 func TestGPUInstallStatusRemove(t *testing.T) {
 	rt := t.TempDir()
 	t.Setenv(backend.RuntimeDirEnvVar, rt)
@@ -70,6 +71,18 @@ func TestGPUInstallStatusRemove(t *testing.T) {
 	var st gpuruntime.Status
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Installed || !st.Downloaded || st.Plan.JAX != "0.7.2" {
 		t.Errorf("status --json: %d %q", code, out)
+	}
+	// A GPU where the test graph runs: the same install verifies the unpacked files
+	// without downloading again, and GPU support is installed.
+	gpuVerify = func() func(context.Context, string) error { return func(context.Context, string) error { return nil } }
+	sent := index.Sent()
+	if code, out, errOut := runCLI("gpu", "install", "--index", index.API()); code != 0 ||
+		!strings.Contains(out, "GPU support installed and verified on the NVIDIA GeForce RTX 4090") || index.Sent() != sent {
+		t.Errorf("install on a working GPU: exit %d, %q %q, %d bytes fetched again", code, out, errOut, index.Sent()-sent)
+	}
+	if code, out, _ := runCLI("gpu", "status"); code != 0 || !strings.Contains(out, "GPU support: installed and verified") ||
+		!strings.Contains(out, "CUDA 12 plugin of JAX 0.7.2") || !backend.Runtime().Installed() {
+		t.Errorf("status once verified: %d %q", code, out)
 	}
 	if code, out, _ := runCLI("gpu", "remove"); code != 0 || !strings.Contains(out, "removed") {
 		t.Errorf("remove: %d %q", code, out)
