@@ -84,7 +84,7 @@ func (w work) flops() float64 {
 
 // dotRows is engine/kernels's row count below which a product is dot products of
 // the weights' rows, each read once for all rows (the AR step's path).
-const dotRows = 4
+const dotRows = kernels.DotRows
 
 // passes builds the work lists of one model under one profile.
 type passes struct {
@@ -172,9 +172,12 @@ func (p *passes) layers(tokens, prefix int, causal bool) []work {
 			// Per K/V head: the keys copied and the values transposed behind the
 			// cached ones, the group's queries gathered and its outputs scattered.
 			vec("attention gather", VecLoop, float64(2*keys*hd)+2*float64(g)*n*float64(hd), float64(kv)),
-			work{what: "attention scores", m: float64(g) * n, k: hd, n: keys, count: float64(kv)},
-			work{what: "attention softmax", vec: VecSoftmax, elems: float64(g) * n * visible, count: float64(kv), split: float64(g) * n},
-			work{what: "attention values", m: float64(g) * n, k: keys, n: hd, count: float64(kv)},
+			// Every K/V head's blocks of positions side by side on the pool, one
+			// parallel call (engine/model's attend).
+			work{what: "attention", count: 1, split: float64(kv * attendBlocks(tokens, g, kv, causal)), job: []work{
+				{what: "attention scores", m: float64(g) * n, k: hd, n: keys, count: float64(kv), inJob: true},
+				vec("attention softmax", VecSoftmax, float64(g)*n*visible, float64(kv)),
+				{what: "attention values", m: float64(g) * n, k: keys, n: hd, count: float64(kv), inJob: true}}},
 			p.linear("o", name+"self_attn.o_proj.weight", n, h*hd, d, 1),
 			vec("sandwich norms", VecRMSNorm, n*float64(d), 7), // post-attention, pre- and post-MLP, pre-MoE, router, post-MoE, post
 			vec("residuals", VecLoop, n*float64(d), 5),         // the attention's and the block's residual adds, MLP + MoE, the router's scale, layer_scalar
@@ -197,9 +200,11 @@ func (p *passes) layers(tokens, prefix int, causal bool) []work {
 				vec("experts GeGLU", VecGelu, n*float64(k*f), 1),
 				p.linear("experts down", name+"experts.down_proj", rows, f, d, ex)}
 			out = append(out, vec("experts gather, combine", VecLoop, n*float64(k*d), 2))
-			if tokens < dotRows {
-				// An AR step's experts run side by side as one parallel job, whole experts
-				// per worker (engine/model's experts): one hand-off for all of them.
+			if tokens < kernels.DotRows || rows*float64(2*f*d) < 2*kernels.ParallelMACs {
+				// An AR step's experts, or any whose products the pool would not split,
+				// run side by side as one parallel job, whole experts per worker
+				// (engine/model's experts, which judge by the busiest expert's rows; these
+				// are the average's): one hand-off for all of them.
 				for i := range experts {
 					experts[i].inJob = true
 				}
@@ -209,6 +214,21 @@ func (p *passes) layers(tokens, prefix int, causal bool) []work {
 		}
 	}
 	return out
+}
+
+// attendBlockRows is engine/model's block of query rows (its attendBlockRows): the
+// attention splits each K/V head's positions into blocks of about this many rows.
+const attendBlockRows = 128
+
+// attendBlocks is how many blocks of positions engine/model's attention splits each
+// of kv K/V heads' c positions (g query heads each) into: blocks of attendBlockRows
+// rows, and bidirectionally no fewer than the workers per head.
+func attendBlocks(c, g, kv int, causal bool) int {
+	per := max(1, attendBlockRows/g, (kernels.DotRows+g-1)/g)
+	if !causal {
+		per = max(per, (c+max(1, kernels.Workers()/kv)-1)/max(1, kernels.Workers()/kv))
+	}
+	return max(1, (c+per-1)/per)
 }
 
 // decoderStep is one denoising step over a canvas of tokens after prefix cached

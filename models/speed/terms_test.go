@@ -9,66 +9,75 @@ import (
 )
 
 // TestWakeUps: each call that hands parts to the pool pays one wake-up, at most the
-// call's own time, and nothing else does. small()'s AR token has one — its
-// attention's softmax over two query rows; its one routed expert's job runs on the
-// caller, and no product is large enough to split — and with two experts a token,
-// two: the experts' job too. Its denoising step over 8 positions has two: the
-// attention's softmax over 16 rows and the fused head's pass (its products inside
-// the head's blocks). Dropping the term, or charging a serial pass, fails here.
+// call's own time, and nothing else does. small()'s AR token hands nothing off: its
+// one K/V head's one position is one block of attention, its one routed expert runs
+// on the caller, and no product is large enough to split. With two K/V heads its
+// attention is one call split two ways; with two experts a token, their job is one
+// too, shorter than a wake-up (its products at 1e12 weights/s), so it costs its own
+// time. A denoising step over 8 positions has two: its experts' job (products too
+// small for the pool to split) and the fused head's pass (its products inside the
+// head's blocks). Dropping the term, or charging a call that runs on the caller,
+// fails here.
 func TestWakeUps(t *testing.T) {
-	if kernels.Parts(256, 4096, 64) < 2 {
+	if kernels.Workers() < 2 {
 		t.Skip("one worker: nothing is handed off")
 	}
-	cfg := small()
+	const wake = 2e-6
 	w := Workload{Tokens: 8, Prompt: 4, Steps: 10}
 	r := flat(1e10, 1e12, 1e12, 1e9)
 	r.Vec = map[string]Curve{VecSoftmax: {{N: 1, Seconds: 1e-5}}} // 10 µs an element: longer than a wake-up
-	base, err := Compute(cfg, quant.BF16Profile, r, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const wake = 2e-6
 	with := *r
 	with.Wake = wake
-	e, err := Compute(cfg, quant.BF16Profile, &with, w)
-	if err != nil {
-		t.Fatal(err)
+	// job is the time of pass's first job named what.
+	job := func(pass []work, what string) float64 {
+		for _, x := range pass {
+			if x.job != nil && x.what == what {
+				s, _ := r.kernelSeconds(x, true)
+				return s
+			}
+		}
+		t.Fatalf("no %s job", what)
+		return 0
 	}
-	if e.AR.Terms.Handoffs != 1 || e.Diffusion.Terms.Handoffs != 2 {
-		t.Errorf("hand-offs: AR token %g, step %g; want 1 and 2", e.AR.Terms.Handoffs, e.Diffusion.Terms.Handoffs)
-	}
-	near(t, "AR token's wake-ups", e.AR.Terms.WakeUps, wake)
-	near(t, "AR token", e.AR.UnitSeconds-base.AR.UnitSeconds, wake)
-	near(t, "step's wake-ups", e.Diffusion.Terms.WakeUps, 2*wake)
-	near(t, "step", e.Diffusion.StepSeconds-base.Diffusion.StepSeconds, 2*wake)
-	if base.AR.Terms.WakeUps != 0 || base.AR.Terms.Handoffs != 1 {
-		t.Errorf("without a wake-up time: %+v", base.AR.Terms)
-	}
-
-	// Two experts a token: their job is shorter than a wake-up (its products at
-	// 1e12 weights/s), so the caller runs it itself sooner: it costs its own time.
-	cfg.Text.TopKExperts = 2
-	if base, err = Compute(cfg, quant.BF16Profile, r, w); err != nil {
-		t.Fatal(err)
-	}
-	if e, err = Compute(cfg, quant.BF16Profile, &with, w); err != nil {
-		t.Fatal(err)
-	}
-	ps := newPasses(cfg, quant.BF16Profile)
-	var job float64
-	for _, x := range ps.encoderPass(1, 8, 1) {
-		if x.job != nil {
-			job, _ = r.kernelSeconds(x, false)
+	for _, c := range []struct {
+		name           string
+		kv, topK       int
+		arHandoffs     float64
+		arWake         func(*passes) float64
+		stepHandoffs   float64
+		stepWakeBeside float64 // beside the experts' job's own time
+	}{
+		{"small", 1, 1, 0, func(*passes) float64 { return 0 }, 2, wake},
+		{"two K/V heads", 2, 1, 1, func(*passes) float64 { return wake }, 3, 2 * wake},
+		{"two experts a token", 1, 2, 1, func(ps *passes) float64 { return job(ps.encoderPass(1, 8, 1), "experts") }, 2, wake},
+	} {
+		cfg := small()
+		cfg.Text.NumKeyValueHeads, cfg.Text.TopKExperts = c.kv, c.topK
+		base, err := Compute(cfg, quant.BF16Profile, r, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := Compute(cfg, quant.BF16Profile, &with, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := newPasses(cfg, quant.BF16Profile)
+		arWake := c.arWake(ps)
+		if c.topK == 2 && !(arWake > 0 && arWake < wake) {
+			t.Fatalf("%s: the experts' job takes %g s, want (0, %g)", c.name, arWake, wake)
+		}
+		stepJob := job(ps.decoderStep(8, 4, true), "experts")
+		if e.AR.Terms.Handoffs != c.arHandoffs || e.Diffusion.Terms.Handoffs != c.stepHandoffs || base.AR.Terms.Handoffs != c.arHandoffs {
+			t.Errorf("%s: hand-offs: AR token %g, step %g; want %g and %g", c.name, e.AR.Terms.Handoffs, e.Diffusion.Terms.Handoffs, c.arHandoffs, c.stepHandoffs)
+		}
+		near(t, c.name+": AR token's wake-ups", e.AR.Terms.WakeUps, arWake)
+		near(t, c.name+": AR token", e.AR.UnitSeconds-base.AR.UnitSeconds, arWake)
+		near(t, c.name+": step's wake-ups", e.Diffusion.Terms.WakeUps, c.stepWakeBeside+min(wake, stepJob))
+		near(t, c.name+": step", e.Diffusion.StepSeconds-base.Diffusion.StepSeconds, c.stepWakeBeside+min(wake, stepJob))
+		if base.AR.Terms.WakeUps != 0 || base.Diffusion.Terms.WakeUps != 0 {
+			t.Errorf("%s: without a wake-up time: %+v, %+v", c.name, base.AR.Terms, base.Diffusion.Terms)
 		}
 	}
-	if !(job > 0 && job < wake) {
-		t.Fatalf("the experts' job takes %g s, want (0, %g)", job, wake)
-	}
-	if e.AR.Terms.Handoffs != 2 {
-		t.Errorf("two experts a token: %g hand-offs, want 2", e.AR.Terms.Handoffs)
-	}
-	near(t, "AR token's wake-ups, two experts", e.AR.Terms.WakeUps, wake+job)
-	near(t, "AR token, two experts", e.AR.UnitSeconds-base.AR.UnitSeconds, wake+job)
 }
 
 // TestHandoffs: a product hands off exactly when the kernels split it, a row pass
