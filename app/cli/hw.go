@@ -168,7 +168,7 @@ func writeSpeed(w io.Writer, rep *hwReport) {
 	}
 	r := rep.Rates
 	fmt.Fprintf(w, "Speed here, about N tokens/s for a one-canvas answer (PRINTER: AR, one token per forward pass; POLAROID: diffusion),\n")
-	fmt.Fprintf(w, "from this CPU's rates measured %s with Darkroom's kernels: GEMM up to %.0f GFLOP/s (%.0f at [256,64]×[64,64]), memory reads %.1f GB/s, int4 GEMV %.1f G weights/s, sampler %.0f M logits/s, a parked worker's wake-up %.2g µs, the engine's own cost %.2g µs an operation (%.2g in a denoising step), an event's text %.2g ns a token.\n",
+	fmt.Fprintf(w, "from this CPU's rates measured %s with Darkroom's kernels: GEMM up to %.0f GFLOP/s (%.0f at [256,64]×[64,64]), memory reads %.1f GB/s, int4 GEMV %.1f G weights/s, sampler %.0f M logits/s, a worker's wake-up %.2g µs, the engine's own cost %.2g µs an operation (%.2g in a denoising step), an event's text %.2g ns a token.\n",
 		r.Measured.Local().Format("2006-01-02 15:04"), r.Peak()/1e9, r.GEMMAt(256, 64, 64)/1e9,
 		r.MemRead/1e9, r.GEMV["int4"]/1e9, r.Sampler/1e6, r.Wake*1e6, r.OpOverhead*1e6, r.StepOpOverhead*1e6, r.DecodeToken*1e9)
 	seen := map[string]bool{}

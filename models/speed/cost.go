@@ -293,7 +293,7 @@ func (r *Rates) seconds(ws []work, inCache bool) (total, streamed float64) {
 // Terms is a pass's estimated time by what it pays for, each a measured rate times
 // a count of the pass's work: Kernels at the kernels' fastest rates (Rates' GEMM,
 // GEMV, Decode, Vec, HeadLogit…), WakeUps for its Handoffs calls that hand parts to
-// parked workers (Rates.Wake each, at most the call's own time), Engine, the
+// the pool's workers (Rates.Wake each, at most the call's own time), Engine, the
 // engine's typical cost per operation outside both (Rates.OpOverhead or
 // StepOpOverhead, times Ops), and Events, the event the engine sends after it
 // (an AR token's, a denoising step's), whose text — the answer so far, Decoded
@@ -359,7 +359,7 @@ func (r *Rates) kernelSeconds(w work, inCache bool) (total, streamed float64) {
 	return w.flops()/rate + w.count*float64(w.n*w.k)*r.Decode[w.format], 0
 }
 
-// wakeSeconds is what w's hand-offs to parked workers add to its kernel time
+// wakeSeconds is what w's hand-offs to the pool's workers add to its kernel time
 // kernel: each call that splits waits up to Rates.Wake for a worker to start the
 // parts it cannot run itself, and no longer than running them itself would take
 // (about the call's own time, its parts being the workers' shares).

@@ -23,13 +23,13 @@ import (
 )
 
 // The engine's cost per operation outside the kernels — looking a weight up,
-// allocating and clearing each operation's output, the collector, handing a
-// product's parts to the worker pool and waiting for the ones a parked worker picks
-// up late, the calls between the layers' steps — is measured on the engine itself:
-// a probe model (engine/config's Tiny, random float32 weights, no catalog model)
-// runs AR tokens and denoising steps over a full canvas (DecodeStep, as the engine
-// does) on the host path, and what they take beyond the kernels' time for the same
-// work (at the rates just measured) is spread over the work's operations. Every
+// allocating and clearing each operation's output, the collector, the calls
+// between the layers' steps, beyond the wake-ups counted apart (Rates.Wake) — is
+// measured on the engine itself: a probe model (engine/config's Tiny, random
+// float32 weights, no catalog model) runs AR tokens and denoising steps over a full
+// canvas (DecodeStep, as the engine does) on the host path, and what they take
+// beyond the kernels' and the wake-ups' time for the same work (at the rates just
+// measured) is spread over the work's operations. Every
 // pass of every model is then charged that much per operation.
 //
 // The kernels' rates are each kernel's fastest run: its arithmetic. These costs are
@@ -129,9 +129,10 @@ func measureOverhead(r *Rates) error {
 }
 
 // measureWake is Rates.Wake: a call over two rows (kernels.ParallelRows, as the
-// attention's softmax makes) whose first part, on whichever goroutine claims it,
-// waits for the second to start, after about 100 µs of serial work; the second
-// part's start is the wake-up. A worker that has not started within a millisecond
+// attention makes) whose first part, on whichever goroutine claims it, waits for
+// the second to start, after about 100 µs of serial work (a layer's norms and sums
+// at real width; the pool's workers are whatever state 100 µs without a job leaves
+// them in); the second part's start is the wake-up. A worker that has not started within a millisecond
 // is not waited for: the caller then runs the part itself, at that cost.
 func measureWake() float64 {
 	if kernels.Workers() < 2 {

@@ -95,11 +95,11 @@ type Rates struct {
 	// text): every event the engine sends — each AR token, each denoising step and
 	// guidance round — carries the answer's text so far, decoded again.
 	DecodeToken float64 `json:"decode_token"`
-	// Wake is the typical time a parked worker of the pool takes to start a part
-	// handed to it, after serial work long enough for the workers to park, as between
-	// a model's products (probe.go). The kernels' rates above are timed one call after
-	// another, with the workers awake; in a pass, each call that hands parts to the
-	// pool waits up to this long for them, or runs them itself.
+	// Wake is the typical time the pool's workers take to start a part handed to
+	// them after about 100 µs of serial work, as between a pass's products — however
+	// the pool keeps its workers between jobs, spinning, yielding or parked (probe.go).
+	// The kernels' rates above are timed one call after another; in a pass, each call
+	// that hands parts to the pool waits up to this long for them, or runs them itself.
 	Wake float64 `json:"wake"`
 	// OpOverhead and StepOpOverhead are the engine's typical seconds per operation (a
 	// work item: a product or a pass) outside the kernels and the wake-ups, in an

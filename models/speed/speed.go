@@ -31,7 +31,7 @@
 //     calibration, and nothing else;
 //   - WakeUps: each call that hands parts to the worker pool (a product the kernels
 //     split, kernels.Parts; a pass over rows split across the workers; an AR step's
-//     experts' job; the fused head) waits for a parked worker to start them — the
+//     experts' job; the fused head) waits for the pool's workers to start them — the
 //     typical wake-up (Rates.Wake), or the call's own time when that is shorter (the
 //     caller then runs the parts itself). The kernels' rates are timed one call
 //     after another with the workers awake, so they do not hold it;
