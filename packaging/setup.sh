@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
-pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb xauth x11-apps curl unzip ca-certificates)
+pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb xauth x11-apps curl unzip ca-certificates jq) # jq: packaging/ship-mini.sh
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
 missing=()
