@@ -244,18 +244,24 @@ type starting struct {
 // kernel took a CPU from the process while it ran (preemptions).
 func begin() starting {
 	var s starting
-	if n, ok := runnable(); ok {
+	if n, ok := machine.runnable(); ok {
 		s.crowded = n > runtime.NumCPU()
 	}
-	s.preemptions, _ = preemptions()
+	s.preemptions, _ = machine.preemptions()
 	return s
 }
 
 // end is the run that took seconds since begin.
 func (s starting) end(seconds float64) probeRun {
-	p, _ := preemptions()
+	p, _ := machine.preemptions()
 	return probeRun{seconds: seconds, interrupted: s.crowded || p > s.preemptions}
 }
+
+// machine is where begin and end read the machine's state (a test's stand-ins).
+var machine = struct {
+	runnable    func() (int, bool)
+	preemptions func() (int64, bool)
+}{runnable, preemptions}
 
 // typical is the median of the runs no other program interrupted; with fewer than
 // three of those (a machine busy throughout) it is the fastest of all, the least

@@ -2,6 +2,7 @@ package speed
 
 import (
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/engine/kernels"
@@ -195,5 +196,35 @@ func TestEvents(t *testing.T) {
 	}
 	if e.Diffusion.Terms.Decoded != 16 || e.AR.Terms.Decoded != 12.5 {
 		t.Errorf("three canvases: a step decodes %g tokens (want 16), an AR token %g (want 12.5)", e.Diffusion.Terms.Decoded, e.AR.Terms.Decoded)
+	}
+}
+
+// TestInterrupted: a run is left out of the typical when more threads wanted a
+// CPU than the machine has as it started, or when the process was preempted while
+// it ran — and not otherwise.
+func TestInterrupted(t *testing.T) {
+	saved := machine
+	defer func() { machine = saved }()
+	var waiting int
+	var preempted int64
+	machine.runnable = func() (int, bool) { return waiting, true }
+	machine.preemptions = func() (int64, bool) { return preempted, true }
+	for _, c := range []struct {
+		name        string
+		waiting     int
+		preemptions int64
+		want        bool
+	}{
+		{"alone", 1, 0, false},
+		{"every CPU taken, by this process or others", runtime.NumCPU(), 0, false},
+		{"one thread more than the CPUs", runtime.NumCPU() + 1, 0, true},
+		{"preempted while it ran", 1, 1, true},
+	} {
+		waiting, preempted = c.waiting, 0
+		run := begin()
+		preempted = c.preemptions
+		if got := run.end(1).interrupted; got != c.want {
+			t.Errorf("%s: interrupted %v, want %v", c.name, got, c.want)
+		}
 	}
 }
