@@ -68,9 +68,8 @@ func tempered(row, e, probs []float32, inv, u float64) Position {
 func temperedAt(row, e, probs []float32, am int, inv, u float64) Position {
 	e = e[:len(row)]
 	sum := expShift(e, row, row[am], float32(inv))
-	if probs != nil {
-		copy(probs[:len(row)], e)
-		scale(probs[:len(row)], 1/sum)
+	if probs != nil { // e·(1/sum), as Softmax scales its exponentials, in one pass
+		scaleRow(probs[:len(row)], e, nil, 1/sum)
 	}
 	m := float64(row[am])
 	s, ez := ExpMoments(e, row, m, inv, ExpFloor)
