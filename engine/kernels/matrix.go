@@ -267,7 +267,7 @@ func (w *Matrix) float32s() ([]float32, bool) {
 // same bits), ggml's 4-bit formats without decoding (matrix_dot.go).
 func (w *Matrix) mulRows(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
-	parts := min(workers(), max(1, m*n*k/dotMACs))
+	parts := dotParts(m * n * k)
 	// The fused products' sums of a: scratch from the pool, as every buffer of a product
 	// (an AR step makes a thousand of these).
 	cb := packBufs.Get().(*packBuf)

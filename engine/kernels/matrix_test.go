@@ -213,12 +213,13 @@ func TestMatrixProducts(t *testing.T) {
 // TestMatrixMatchesFloat32: a stored matrix's products are bit for bit MulNT's on the
 // float32 weights its owner's decoder gives (the host model's twin test relies on it),
 // rows longer than 4096 included; ggml's 4-bit types sum the AR step's products their
-// own way (matrix_dot.go) and are only held to the reference there. {1, 300, 1024} is
-// split across the pool; {3, 5, 100} leaves a row tail past the vector code's 32.
+// own way (matrix_dot.go) and are only held to the reference there. {1, 1001, 2048}
+// is split into parts that start at odd rows (the int4 kernels take two rows at a
+// time); {3, 5, 100} leaves a row tail past the vector code's 32.
 func TestMatrixMatchesFloat32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	for _, f := range formats {
-		for _, c := range [][3]int{{1, 37, 4608}, {2, 9, 512}, {40, 70, 768}, {1, 300, 1024}, {3, 5, 100}} {
+		for _, c := range [][3]int{{1, 37, 4608}, {2, 9, 512}, {40, 70, 768}, {1, 300, 1024}, {1, 1001, 2048}, {3, 5, 100}} {
 			m, n, k := c[0], c[1], c[2]
 			k = max(f.block, k/f.block*f.block)
 			tm := f.make(t, rng, n, k)

@@ -147,3 +147,23 @@ func TestPoolWorkersSpin(t *testing.T) {
 		t.Errorf("%d of %d workers parked in a second without products", parked, w-1)
 	}
 }
+
+// TestDotParts: a memory-bound product is cut into one part per dotMACs, up to
+// partsPerWorker parts a worker — more parts than workers, so a late worker holds the
+// caller for one part — and a small one is not cut.
+func TestDotParts(t *testing.T) {
+	w := workers()
+	for _, c := range []struct{ macs, want int }{
+		{0, 1},
+		{dotMACs - 1, 1},
+		{3 * dotMACs, min(3, partsPerWorker*w)},
+		{2816 * 4096, partsPerWorker * w}, // the 26B's q_proj, one token
+	} {
+		if got := dotParts(c.macs); got != c.want {
+			t.Errorf("dotParts(%d) = %d, want %d (%d workers)", c.macs, got, c.want, w)
+		}
+	}
+	if w > 1 && dotParts(2816*4096) <= w {
+		t.Errorf("a large product has %d parts for %d workers: a late worker holds the caller for its whole share", dotParts(2816*4096), w)
+	}
+}

@@ -29,6 +29,17 @@ var pool struct {
 // product.
 const spinFor = 200 * time.Microsecond
 
+// dotParts is the parts a memory-bound product of macs multiply-adds (dot products,
+// each weight read once) is split into: one per dotMACs, and at most partsPerWorker
+// per worker. More parts than workers, each claimed as the last is done, balance the
+// work: a worker that starts late, or loses its core a while to another process,
+// costs the caller the wait for one part, not for half the product.
+func dotParts(macs int) int { return min(partsPerWorker*workers(), max(1, macs/dotMACs)) }
+
+// partsPerWorker bounds dotParts: each part costs a claim and a scratch buffer, a
+// microsecond or so, against the tens a part of a large product takes.
+const partsPerWorker = 4
+
 // workers is the number of parts worth splitting a product into: the pool plus the
 // caller.
 func workers() int {
