@@ -195,8 +195,7 @@ func (h *hostModel) attend(i int, q, k, v []float32, start int, pre prefixRows, 
 		t0 = t1
 	}
 	scores := h.scratch.get(scratchScores, kvh*scoresLen)
-	// tmp: a block's scores over one depth block of its keys, when its keys span more
-	// than one; vt: the keys' values transposed for MulNT's dot products below DotRows rows.
+	// tmp: a block's scores over part of its keys, when they cross a depth block; vt: the keys' values transposed for MulNT's dot products below DotRows rows.
 	var tmp, vt []float32
 	if c*groups < kernels.DotRows {
 		vt = h.scratch.get(scratchValuesT, kvh*s*hd)
@@ -250,17 +249,22 @@ func (h *hostModel) attend(i int, q, k, v []float32, start int, pre prefixRows, 
 				kernels.MulNT(ob, sc, vtj, rows, hd, s)
 				continue
 			}
-			// ob = sc·V over the keys, depth block by depth block.
-			for d0 := b.lo / attendDepth * attendDepth; d0 < b.hi; d0 += attendDepth {
-				lo, hi := max(d0, b.lo), min(d0+attendDepth, b.hi)
-				a := sc
-				if hi-lo < w { // this depth block's columns of the scores, contiguous
-					a = tmp[j*scoresLen+b.at:][:rows*(hi-lo)]
-					for r := range rows {
-						copy(a[r*(hi-lo):(r+1)*(hi-lo)], sc[r*w+lo-b.lo:r*w+hi-b.lo])
-					}
+			// ob = sc·V over the keys: one product where they start on a depth block or
+			// stay within one (Gemm then splits its contraction where MulNT did), else
+			// the part in the first depth block and the rest after it, each from a
+			// contiguous copy of its columns of the scores.
+			d1 := (b.lo/attendDepth + 1) * attendDepth
+			if b.lo%attendDepth == 0 || b.hi <= d1 {
+				kernels.Gemm(ob, sc, vj[b.lo*hd:b.hi*hd], rows, hd, w, kernels.NN, false)
+				continue
+			}
+			for part, r := range [2][2]int{{b.lo, d1}, {d1, b.hi}} {
+				lo, hi := r[0], r[1]
+				a := tmp[j*scoresLen+b.at:][:rows*(hi-lo)]
+				for q := range rows {
+					copy(a[q*(hi-lo):(q+1)*(hi-lo)], sc[q*w+lo-b.lo:q*w+hi-b.lo])
 				}
-				kernels.Gemm(ob, a, vj[lo*hd:hi*hd], rows, hd, hi-lo, kernels.NN, d0 > b.lo/attendDepth*attendDepth)
+				kernels.Gemm(ob, a, vj[lo*hd:hi*hd], rows, hd, hi-lo, kernels.NN, part > 0)
 			}
 		}
 	})
