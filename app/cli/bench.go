@@ -60,8 +60,14 @@ type benchMode struct {
 	// FastestMS is the fastest such step (diffusion) or token after the first (AR):
 	// the machine's speed with the least interference from other programs, as its
 	// calibration measures its rates.
-	FastestMS float64    `json:"fastest_ms,omitempty"`
-	Bound     *modeBound `json:"bound,omitempty"`
+	FastestMS float64 `json:"fastest_ms,omitempty"`
+	// MajorFaults and MinorFaults are the process's page faults per timed run, mean
+	// over runs (Linux; absent elsewhere): major ones waited on a disk read (weights
+	// the system had dropped from its page cache), minor ones mapped a page already
+	// in memory. A run that faults pays for it on top of every estimate.
+	MajorFaults float64    `json:"major_faults_per_run,omitempty"`
+	MinorFaults float64    `json:"minor_faults_per_run,omitempty"`
+	Bound       *modeBound `json:"bound,omitempty"`
 }
 
 // modeBound is what this machine allows a mode, next to what it did (models/speed's
@@ -272,10 +278,15 @@ func runBench(env *Env, args []string) error {
 	// Timed runs, the modes interleaved so both see the same machine load.
 	results := map[engine.Mode][]*engine.Result{}
 	units, steps := map[engine.Mode][]float64{}, map[engine.Mode][]float64{}
+	faults, faultsOK := map[engine.Mode]pageFaults{}, true
 	for i := range *runs {
 		seed := g.seed + uint64(i) + 1
 		for _, mode := range order {
+			f0, ok0 := readPageFaults()
 			r, u, st, err := run(mode, s, seed)
+			f1, ok1 := readPageFaults()
+			faultsOK = faultsOK && ok0 && ok1
+			faults[mode] = faults[mode].add(f1.sub(f0))
 			if err != nil {
 				return fmt.Errorf("bench: %s run %d: %w", mode, i+1, err)
 			}
@@ -288,6 +299,10 @@ func runBench(env *Env, args []string) error {
 	for _, mode := range order {
 		m := summarize(mode, results[mode], units[mode])
 		m.WarmupMS, m.WarmupTokens = warm[mode], warmTokens[mode]
+		if faultsOK && m.Runs > 0 {
+			f := faults[mode]
+			m.MajorFaults, m.MinorFaults = float64(f.major)/float64(m.Runs), float64(f.minor)/float64(m.Runs)
+		}
 		if mode == engine.Diffusion {
 			m.StepMS = backend.Median(steps[mode])
 			if len(steps[mode]) > 0 {
@@ -522,6 +537,12 @@ func printBench(w io.Writer, r *benchReport) {
 	}
 	fmt.Fprintf(w, "peak memory: RSS %s (weights %s, %s), Go heap %s, Go runtime %s\n",
 		mib(r.PeakRSSBytes), mib(uint64(r.WeightBytes)), beside, mib(r.PeakHeapBytes), mib(r.PeakGoSysBytes))
+	for _, m := range []*benchMode{r.Diffusion, r.AR} {
+		if m != nil && m.MajorFaults+m.MinorFaults > 0 {
+			fmt.Fprintf(w, "page faults in a timed %s run: %.0f major (read from disk), %.0f minor (mapped from memory)\n",
+				m.Mode, m.MajorFaults, m.MinorFaults)
+		}
+	}
 }
 
 // printTerms says what darkroom hw's estimate of a unit (what) pays for.
@@ -610,6 +631,47 @@ func peakRSS() uint64 {
 		}
 	}
 	return 0
+}
+
+// pageFaults are the process's page faults so far: major ones read the page from
+// disk, minor ones found it in memory (the page cache, or a new zero page).
+type pageFaults struct{ minor, major uint64 }
+
+func (a pageFaults) add(b pageFaults) pageFaults {
+	return pageFaults{a.minor + b.minor, a.major + b.major}
+}
+func (a pageFaults) sub(b pageFaults) pageFaults {
+	return pageFaults{a.minor - b.minor, a.major - b.major}
+}
+
+// readPageFaults reads them from Linux's /proc/self/stat (minflt and majflt, its
+// 10th and 12th fields); ok is false where that file is not there or not readable.
+func readPageFaults() (f pageFaults, ok bool) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return f, false
+	}
+	return parseStatFaults(string(b))
+}
+
+// parseStatFaults is readPageFaults' reading of a /proc/[pid]/stat line. The
+// command name, the 2nd field, is in parentheses and may hold spaces or
+// parentheses itself, so the fields are counted from its last ')'.
+func parseStatFaults(stat string) (f pageFaults, ok bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return f, false
+	}
+	fields := strings.Fields(stat[i+1:]) // from the 3rd field, state
+	if len(fields) < 10 {
+		return f, false
+	}
+	minor, err1 := strconv.ParseUint(fields[7], 10, 64) // field 10
+	major, err2 := strconv.ParseUint(fields[9], 10, 64) // field 12
+	if err1 != nil || err2 != nil {
+		return f, false
+	}
+	return pageFaults{minor: minor, major: major}, true
 }
 
 // forwardFLOPsStats is the model arithmetic of the timed diffusion runs.

@@ -151,3 +151,16 @@ func TestMemPeakSample(t *testing.T) {
 	}
 	runtime.KeepAlive(buf)
 }
+
+// TestBenchPageFaults: the fields are counted from the command name's last ')'
+// (a name may hold spaces and parentheses); a short line is no count.
+func TestBenchPageFaults(t *testing.T) {
+	stat := "4242 (dr (x) 2) S 1 4242 4242 0 -1 4194560 1234 0 56 0 10 5 0 0 20 0 3 0 100 0 0"
+	f, ok := parseStatFaults(stat)
+	if !ok || f.minor != 1234 || f.major != 56 {
+		t.Errorf("parseStatFaults = %+v, %v; want 1234 minor, 56 major", f, ok)
+	}
+	if _, ok := parseStatFaults("4242 (dr) S 1 2"); ok {
+		t.Error("a short stat line parsed")
+	}
+}
