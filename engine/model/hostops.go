@@ -364,24 +364,14 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 		r := at[len(act)]
 		xs, gs := h.scratch.get(scratchExpertX, r*d), h.scratch.get(scratchExpertGU, r*2*f)
 		hs, ys, tmp := h.scratch.get(scratchExpertH, r*f), h.scratch.get(scratchExpertY, r*d), h.scratch.get(scratchGelu, r*f)
-		// A panic in a part (which may run on a pool worker, where nothing would recover
-		// it) is raised again here, on the caller, where the Runner recovers it. (A damaged
-		// weight fails earlier, on the caller: the read-ahead above checks its rows.)
-		failed := make([]any, len(act))
+		// (A part's panic, on whichever worker it ran, the pool raises again on the
+		// caller, where the Runner recovers it.)
 		parallelRows(len(act), func(lo, hi int) {
 			for a := lo; a < hi; a++ {
-				func() {
-					defer func() { failed[a] = recover() }()
-					r0, r1 := at[a], at[a+1]
-					one(act[a], xs[r0*d:r1*d], gs[r0*2*f:r1*2*f], hs[r0*f:r1*f], ys[r0*d:r1*d], tmp[r0*f:r0*f+f])
-				}()
+				r0, r1 := at[a], at[a+1]
+				one(act[a], xs[r0*d:r1*d], gs[r0*2*f:r1*2*f], hs[r0*f:r1*f], ys[r0*d:r1*d], tmp[r0*f:r0*f+f])
 			}
 		})
-		for _, p := range failed {
-			if p != nil {
-				panic(p)
-			}
-		}
 		for a, ex := range act {
 			add(ex, ys[at[a]*d:at[a+1]*d])
 		}
