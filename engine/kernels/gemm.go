@@ -79,7 +79,7 @@ type gemmOp struct {
 // pack twice), by rows otherwise. It returns the first error of g.packFn.
 func (g *gemmOp) run() error {
 	kern := g.kern
-	parts := min(workers(), max(1, g.m*g.n*g.k/parallelMACs))
+	parts := packedParts(g.m * g.n * g.k)
 	if parts == 1 {
 		buf := packBufs.Get().(*packBuf)
 		defer packBufs.Put(buf)
@@ -174,6 +174,10 @@ func macroKernel(kern *microKernel, c []float32, ldc int, ap, bp, tile []float32
 // Smaller products run on the calling goroutine.
 const parallelMACs = 1 << 20
 
+// packedParts is the parts a packed product of macs multiply-adds is split into: one
+// per parallelMACs, at most one per worker.
+func packedParts(macs int) int { return min(workers(), max(1, macs/parallelMACs)) }
+
 // ParallelMACs is parallelMACs: a packed product of fewer than 2·ParallelMACs
 // multiply-adds runs on the calling goroutine alone.
 const ParallelMACs = parallelMACs
@@ -200,7 +204,7 @@ const dotMACs = 1 << 18
 // mulNTDots computes out = a·bᵀ as m·n dot products, the rows of b split across the
 // worker pool.
 func mulNTDots(out, a, b []float32, m, n, k int) {
-	parts := min(workers(), max(1, m*n*k/dotMACs))
+	parts := min(workers(), dotParts(m*n*k))
 	parallel(parts, func(part int) {
 		for j := n * part / parts; j < n*(part+1)/parts; j++ {
 			bj := b[j*k : (j+1)*k]

@@ -1,14 +1,14 @@
 package kernels
 
-// Parts is how many parts the worker pool splits a product [m, k]×[k, n] into, as
-// MulNT, Matrix.MulNT and Matrix.MulVec split it: one per parallelMACs multiply-adds
-// of a packed product, one per dotMACs of dot products (m < dotRows), at most one per
-// worker; 1 runs on the calling goroutine, with no hand-off to the pool. It is for
+// Parts is how many goroutines the worker pool runs a product [m, k]×[k, n] on, as
+// MulNT, Matrix.MulNT and Matrix.MulVec split it: packedParts for a packed product,
+// dotParts for dot products (m < dotRows; a stored matrix's are cut into up to
+// partsPerWorker parts a worker, claimed in turn, but run on no more goroutines than
+// workers); 1 runs on the calling goroutine, with no hand-off to the pool. It is for
 // callers that count what a pass costs (models/speed) without running it.
 func Parts(m, n, k int) int {
-	per := parallelMACs
 	if m < dotRows {
-		per = dotMACs
+		return min(workers(), dotParts(m*n*k))
 	}
-	return min(workers(), max(1, m*n*k/per))
+	return packedParts(m * n * k)
 }
