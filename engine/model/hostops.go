@@ -174,17 +174,10 @@ func (h *hostModel) attend(i int, q, k, v []float32, start int, pre prefixRows, 
 	// fewer (MulNT takes another path, with sums in another order, below that), and
 	// their key runs.
 	type block struct{ t0, t1, lo, hi, at int } // positions [t0, t1), keys [lo, hi), scores at
-	per := max(1, attendBlockRows/groups, ceilDiv(kernels.DotRows, groups))
-	if !causal { // every row sees every key: blocks only to share the rows among the pool's workers
-		per = max(per, ceilDiv(c, max(1, kernels.Workers()/kvh)))
-	}
 	var blocks []block
 	scoresLen := 0
-	for t0 := 0; t0 < c; {
-		t1 := min(c, t0+per)
-		if c-t1 < per && (c-t1)*groups < kernels.DotRows {
-			t1 = c // a short tail joins this block
-		}
+	for _, b := range attendBlocks(c, groups, kvh, causal) {
+		t0, t1 := b[0], b[1]
 		lo, _ := visible(start + t0)
 		_, hi := visible(start + t1 - 1)
 		if c*groups < kernels.DotRows {
@@ -192,7 +185,6 @@ func (h *hostModel) attend(i int, q, k, v []float32, start int, pre prefixRows, 
 		}
 		blocks = append(blocks, block{t0, t1, lo, hi, scoresLen})
 		scoresLen += (t1 - t0) * groups * (hi - lo)
-		t0 = t1
 	}
 	scores := h.scratch.get(scratchScores, kvh*scoresLen)
 	// tmp: a block's scores over part of its keys, when they cross a depth block; vt: the keys' values transposed for MulNT's dot products below DotRows rows.
@@ -276,6 +268,36 @@ func (h *hostModel) attend(i int, q, k, v []float32, start int, pre prefixRows, 
 		}
 	}
 	return att
+}
+
+// attendBlocks cuts attend's c positions (groups query heads each, kvh K/V heads)
+// into its blocks [t0, t1): about attendBlockRows rows each, each ≥ kernels.DotRows
+// rows unless all of them are fewer, a short tail joined to the block before it, and,
+// bidirectionally (every row sees every key), no fewer than the pool's workers share
+// among the K/V heads.
+func attendBlocks(c, groups, kvh int, causal bool) [][2]int {
+	per := max(1, attendBlockRows/groups, ceilDiv(kernels.DotRows, groups))
+	if !causal {
+		per = max(per, ceilDiv(c, max(1, kernels.Workers()/kvh)))
+	}
+	var blocks [][2]int
+	for t0 := 0; t0 < c; {
+		t1 := min(c, t0+per)
+		if c-t1 < per && (c-t1)*groups < kernels.DotRows {
+			t1 = c // a short tail joins this block
+		}
+		blocks = append(blocks, [2]int{t0, t1})
+		t0 = t1
+	}
+	return blocks
+}
+
+// AttendBlocks is how many blocks of positions the host attention of one K/V head
+// splits c positions of groups query heads into (kvh K/V heads; causal: the
+// encoder), each one part of the layer's parallel call: for models/speed, which
+// counts the calls that hand parts to the pool.
+func AttendBlocks(c, groups, kvh int, causal bool) int {
+	return len(attendBlocks(c, groups, kvh, causal))
 }
 
 // attendBlockRows is how many query rows (positions × the KV head's query heads) one

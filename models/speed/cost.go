@@ -6,6 +6,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
+	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/fit"
@@ -174,7 +175,7 @@ func (p *passes) layers(tokens, prefix int, causal bool) []work {
 			vec("attention gather", VecLoop, float64(2*keys*hd)+2*float64(g)*n*float64(hd), float64(kv)),
 			// Every K/V head's blocks of positions side by side on the pool, one
 			// parallel call (engine/model's attend).
-			work{what: "attention", count: 1, split: float64(kv * attendBlocks(tokens, g, kv, causal)), job: []work{
+			work{what: "attention", count: 1, split: float64(kv * model.AttendBlocks(tokens, g, kv, causal)), job: []work{
 				{what: "attention scores", m: float64(g) * n, k: hd, n: keys, count: float64(kv), inJob: true},
 				vec("attention softmax", VecSoftmax, float64(g)*n*visible, float64(kv)),
 				{what: "attention values", m: float64(g) * n, k: keys, n: hd, count: float64(kv), inJob: true}}},
@@ -214,21 +215,6 @@ func (p *passes) layers(tokens, prefix int, causal bool) []work {
 		}
 	}
 	return out
-}
-
-// attendBlockRows is engine/model's block of query rows (its attendBlockRows): the
-// attention splits each K/V head's positions into blocks of about this many rows.
-const attendBlockRows = 128
-
-// attendBlocks is how many blocks of positions engine/model's attention splits each
-// of kv K/V heads' c positions (g query heads each) into: blocks of attendBlockRows
-// rows, and bidirectionally no fewer than the workers per head.
-func attendBlocks(c, g, kv int, causal bool) int {
-	per := max(1, attendBlockRows/g, (kernels.DotRows+g-1)/g)
-	if !causal {
-		per = max(per, (c+max(1, kernels.Workers()/kv)-1)/max(1, kernels.Workers()/kv))
-	}
-	return max(1, (c+per-1)/per)
 }
 
 // decoderStep is one denoising step over a canvas of tokens after prefix cached
