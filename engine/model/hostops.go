@@ -371,7 +371,7 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 	for ex := range e {
 		mmax = max(mmax, len(rows[ex]))
 	}
-	if n < expertJobRows || mmax*2*f*d < expertJobMACs {
+	if expertsInOneJob(n, float64(mmax), d, f) {
 		// The routed experts split among the pool's workers, each running whole
 		// experts, their rows side by side in the scratch; the outputs added after, in
 		// the experts' order, as below.
@@ -412,6 +412,20 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 		add(ex, ys[:m*d])
 	}
 	return out
+}
+
+// expertsInOneJob reports whether experts runs a layer's routed experts as one
+// parallel job, whole experts per worker (rows: the busiest expert's), rather than one
+// after another with each product split across the pool: below expertJobRows tokens,
+// or when the busiest expert's gate_up product is under expertJobMACs.
+func expertsInOneJob(tokens int, rows float64, d, f int) bool {
+	return tokens < expertJobRows || rows*float64(2*f*d) < float64(expertJobMACs)
+}
+
+// ExpertsInOneJob is expertsInOneJob, for models/speed, which counts the calls that
+// hand parts to the pool (it passes the average expert's rows).
+func ExpertsInOneJob(tokens int, rows float64, d, f int) bool {
+	return expertsInOneJob(tokens, rows, d, f)
 }
 
 // expertJobRows is the tokens below which experts runs the routed experts as one

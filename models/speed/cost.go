@@ -201,7 +201,7 @@ func (p *passes) layers(tokens, prefix int, causal bool) []work {
 				vec("experts GeGLU", VecGelu, n*float64(k*f), 1),
 				p.linear("experts down", name+"experts.down_proj", rows, f, d, ex)}
 			out = append(out, vec("experts gather, combine", VecLoop, n*float64(k*d), 2))
-			if tokens < kernels.DotRows || rows*float64(2*f*d) < 2*kernels.ParallelMACs {
+			if model.ExpertsInOneJob(tokens, rows, d, f) {
 				// An AR step's experts, or any whose products the pool would not split,
 				// run side by side as one parallel job, whole experts per worker
 				// (engine/model's experts, which judge by the busiest expert's rows; these
