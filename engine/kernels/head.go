@@ -254,12 +254,20 @@ func NewHead(e Matrix) (*Head, error) {
 		return nil, err
 	}
 	h := &Head{e: e, v: e.Rows, d: e.Cols, kern: gemmKernel}
-	if h.v > 0 && h.d > 0 && h.packedLen(h.v, h.d)+h.packedLen(h.d, h.v) <= HeadPackBytes/4 {
+	if HeadPacks(h.v, h.d) {
 		if err := h.pack(); err != nil {
 			return nil, err
 		}
 	}
 	return h, nil
+}
+
+// HeadPacks reports whether NewHead packs an embedding [v, d]: its two packed float32
+// copies (nr-wide panels, both orientations) take at most HeadPackBytes. models/speed
+// prices a step's head by it.
+func HeadPacks(v, d int) bool {
+	nr := gemmKernel.nr
+	return v > 0 && d > 0 && ceilDiv(v, nr)*nr*d+ceilDiv(d, nr)*nr*v <= HeadPackBytes/4
 }
 
 // Packed reports whether NewHead packed E (the fused, blocked path runs).

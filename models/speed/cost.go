@@ -237,7 +237,7 @@ func (p *passes) decoderStep(tokens, prefix int, selfCond bool) []work {
 	out = append(out, p.layers(tokens, prefix, false)...)
 	// The fused head (kernels.Head): a small embedding packed once as float32
 	// panels, a large one decoded inside the products.
-	packed := 2*4*v*d <= kernels.HeadPackBytes
+	packed := kernels.HeadPacks(v, d)
 	head := p.linear("LM head", "embed_tokens.weight", n, d, v, 1)
 	soft := p.linear("soft embedding", "embed_tokens.weight", n, v, d, 1)
 	soft.soft = true
