@@ -269,16 +269,55 @@ func checkEntry(name string, e headerEntry, dataSize int64) (Info, error) {
 	return info, nil
 }
 
-func parse(name string, buf []byte) (*File, error) {
-	if len(buf) < 8 {
-		return nil, fmt.Errorf("%s: too short for a safetensors file (%d bytes)", name, len(buf))
+// headerLength is the header length a file of size bytes starts with (its first 8
+// bytes, prefix), checked against MaxHeaderSize and the file.
+func headerLength(name string, prefix []byte, size int64) (uint64, error) {
+	if size < 8 || len(prefix) < 8 {
+		return 0, fmt.Errorf("%s: too short for a safetensors file (%d bytes)", name, size)
 	}
-	n := binary.LittleEndian.Uint64(buf[:8])
+	n := binary.LittleEndian.Uint64(prefix[:8])
 	if n > MaxHeaderSize {
-		return nil, fmt.Errorf("%s: header length %d is too large (malformed or not a safetensors file)", name, n)
+		return 0, fmt.Errorf("%s: header length %d is too large (malformed or not a safetensors file)", name, n)
 	}
-	if n > uint64(len(buf)-8) {
-		return nil, fmt.Errorf("%s: header length %d exceeds the file (%d bytes; truncated?)", name, n, len(buf))
+	if n > uint64(size-8) {
+		return 0, fmt.Errorf("%s: header length %d exceeds the file (%d bytes; truncated?)", name, n, size)
+	}
+	return n, nil
+}
+
+// ReadInfosFS reads only the header of the safetensors file name in fsys — the
+// tensors' names, dtypes and shapes, checked against the file's size — not their
+// data.
+func ReadInfosFS(fsys fs.FS, name string) ([]Info, error) {
+	file, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	prefix := make([]byte, 8)
+	if _, err := io.ReadFull(file, prefix); err != nil && st.Size() >= 8 {
+		return nil, fmt.Errorf("%s: header length: %w", name, err)
+	}
+	n, err := headerLength(name, prefix, st.Size())
+	if err != nil {
+		return nil, err
+	}
+	header := make([]byte, n)
+	if _, err := io.ReadFull(file, header); err != nil {
+		return nil, fmt.Errorf("%s: header: %w", name, err)
+	}
+	infos, _, err := ParseHeader(name, header, st.Size()-8-int64(n))
+	return infos, err
+}
+
+func parse(name string, buf []byte) (*File, error) {
+	n, err := headerLength(name, buf, int64(len(buf)))
+	if err != nil {
+		return nil, err
 	}
 	data := buf[8+n:]
 	infos, meta, err := ParseHeader(name, buf[8:8+n], int64(len(data)))

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -206,7 +207,30 @@ func TestMalformed(t *testing.T) {
 					t.Errorf("error %q does not contain %q", msg, w)
 				}
 			}
+			// Reading the header alone finds the same fault.
+			_, err = ReadInfosFS(fstest.MapFS{"bad.safetensors": {Data: c.file}}, "bad.safetensors")
+			if err == nil {
+				t.Fatal("ReadInfosFS: no error")
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, "bad.safetensors: ") {
+				t.Errorf("ReadInfosFS error %q does not name the file", msg)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("ReadInfosFS error %q does not contain %q", err, w)
+				}
+			}
 		})
+	}
+	infos, err := ReadInfosFS(fstest.MapFS{"ok.safetensors": {Data: good}}, "ok.safetensors")
+	if err != nil || len(infos) != 2 {
+		t.Fatalf("ReadInfosFS of a good file: %v, %v", infos, err)
+	}
+	whole, _ := FromBytes("ok.safetensors", good)
+	for _, in := range infos {
+		if w, ok := whole.Info(in.Name); !ok || !reflect.DeepEqual(w, in) {
+			t.Errorf("ReadInfosFS %+v, the whole file's %+v", in, w)
+		}
 	}
 	// On disk, through the mmap path: the file name is in the error too.
 	p := filepath.Join(t.TempDir(), "model-00002-of-00003.safetensors")

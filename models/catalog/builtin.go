@@ -1,10 +1,8 @@
 package catalog
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"sync"
 
@@ -86,27 +84,7 @@ func builtinFacts(fsys fs.FS) (BuiltinFacts, error) {
 
 // safetensorsIndex reads only the header of safetensors file name.
 func safetensorsIndex(fsys fs.FS, name string) ([]safetensors.Info, error) {
-	file, err := fsys.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("built-in model: %w", err)
-	}
-	defer file.Close()
-	st, err := file.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("built-in model %s: %w", name, err)
-	}
-	var n uint64
-	if err := binary.Read(file, binary.LittleEndian, &n); err != nil {
-		return nil, fmt.Errorf("built-in model %s: header length: %w", name, err)
-	}
-	if n > safetensors.MaxHeaderSize || int64(n) > st.Size()-8 {
-		return nil, fmt.Errorf("built-in model %s: header of %d bytes in a %d-byte file", name, n, st.Size())
-	}
-	header := make([]byte, n)
-	if _, err := io.ReadFull(file, header); err != nil {
-		return nil, fmt.Errorf("built-in model %s: header: %w", name, err)
-	}
-	infos, _, err := safetensors.ParseHeader(name, header, st.Size()-8-int64(n))
+	infos, err := safetensors.ReadInfosFS(fsys, name)
 	if err != nil {
 		return nil, fmt.Errorf("built-in model: %w", err)
 	}
