@@ -256,10 +256,7 @@ func planInit(cfg *config.Model, p quant.Profile, maxShard int64) ([][]initTenso
 	var curBytes int64
 	for _, sp := range weights.Specs(cfg) {
 		t := initTensor{spec: sp}
-		n := int64(1)
-		for _, d := range sp.Shape {
-			n *= int64(d)
-		}
+		n := sp.Elements()
 		res.Params += n
 		if qs, ok := p.SpecFor(sp.Name, sp.Shape, sp.Quantizable); ok {
 			t.q = &qs

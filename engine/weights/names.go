@@ -62,6 +62,15 @@ type Spec struct {
 	Quantizable bool
 }
 
+// Elements is the tensor's element count: the product of its logical shape.
+func (s Spec) Elements() int64 {
+	n := int64(1)
+	for _, d := range s.Shape {
+		n *= int64(d)
+	}
+	return n
+}
+
 // Fill sets vals — the tensor's values, or a run of them — by the spec's init rule:
 // 1 for InitOnes, draws of N(0, Std²) from r, in order, for InitNormal.
 func (s Spec) Fill(vals []float32, r *rand.Rand) error {

@@ -42,11 +42,7 @@ func builtinFacts(fsys fs.FS) (BuiltinFacts, error) {
 		return f, err
 	}
 	for _, s := range weights.Specs(cfg) {
-		n := int64(1)
-		for _, d := range s.Shape {
-			n *= int64(d)
-		}
-		f.Params += n
+		f.Params += s.Elements()
 	}
 	f.Profile = quant.BF16Profile
 	if q := cfg.Quantization; q != nil && q.Profile != "" {
