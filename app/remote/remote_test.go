@@ -29,7 +29,7 @@ import (
 func startDarkroom(t *testing.T, apiMode engine.Mode) (*engine.Engine, *Server) {
 	t.Helper()
 	e := tinyengine.Load(t, enginetest.Options{})
-	srv := servertest.Start(t, server.Options{Engine: e, ModelID: "tiny", FrameInterval: time.Nanosecond, APIMode: apiMode})
+	srv := servertest.Start(t, server.Options{Engine: tinyengine.Paced{Engine: e, Step: 10 * time.Millisecond}, ModelID: "tiny", FrameInterval: time.Nanosecond, APIMode: apiMode})
 	return e, &Server{BaseURL: "http://" + srv.Addr(), Key: srv.Token()}
 }
 

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -9,28 +8,9 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/app/api"
-	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
 	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
 )
-
-// pacedEngine gives each denoising step a few milliseconds before the next, as a
-// real model's step takes: the tiny model's steps take microseconds, and the
-// server rightly drops a step whose canvas is committed before the stream could
-// send it, so without a pace a loaded machine can stream none at all.
-type pacedEngine struct{ *engine.Engine }
-
-func (p pacedEngine) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
-	if on := req.OnEvent; on != nil {
-		req.OnEvent = func(ev engine.Event) {
-			on(ev)
-			if ev.Kind == engine.EventStep {
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
-	}
-	return p.Engine.Generate(ctx, req)
-}
 
 // extChunk is a streamed chunk as a client of the Darkroom extension reads it.
 type extChunk struct {
@@ -79,7 +59,7 @@ func streamExt(t *testing.T, s *Server, body string) ([]extChunk, bool) {
 // without it no chunk has a darkroom object.
 func TestDarkroomStepsExtension(t *testing.T) {
 	e := tinyengine.Load(t, enginetest.Options{})
-	s := start(t, Options{Engine: pacedEngine{e}, Vocab: newEngineVocab(e), ModelID: "tiny", FrameInterval: time.Nanosecond})
+	s := start(t, Options{Engine: tinyengine.Paced{Engine: e, Step: 10 * time.Millisecond}, ModelID: "tiny", FrameInterval: time.Nanosecond})
 	const opening = "<h1>Unix</h1>\n"
 	plain := `{"messages":[{"role":"user","content":"Unix?"}],"max_tokens":32,"seed":5,"stream":true,"darkroom":{"opening":"<h1>Unix</h1>\n"}}`
 	ext := strings.Replace(plain, `"darkroom":{`, `"darkroom":{"steps":true,`, 1)

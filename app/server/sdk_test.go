@@ -55,15 +55,18 @@ const user = [{ role: "user", content: "What is Unix?" }];
   }
   out.stream = { content: text, usage, finish };
 
-  // Abort a long stream (an encyclopedia page) 300 ms after its first chunk,
-  // while a canvas is being denoised.
+  // Abort a long stream (an encyclopedia page) 100 ms after its first chunk
+  // (the role, sent as the generation starts), while its canvas is being
+  // denoised: the test paces each step to at least 10 ms, so the Mini's page
+  // takes longer than that however fast this machine (it once waited 300 ms,
+  // and the Mini now writes its whole page in less).
   const ac = new AbortController();
   const long = await client.chat.completions.create({ model, messages: [{ role: "user", content: page }], max_tokens: 2048,
     stream: true, seed: 3 }, { signal: ac.signal });
   out.abort = { chunks: 0 };
   try {
     for await (const ch of long) {
-      if (out.abort.chunks++ === 0) { setTimeout(() => ac.abort(), 300); }
+      if (out.abort.chunks++ === 0) { setTimeout(() => ac.abort(), 100); }
     }
   } catch (e) {
     out.abort.error = e.constructor.name; // (the SDK ends an aborted stream quietly)
@@ -93,9 +96,12 @@ const user = [{ role: "user", content: "What is Unix?" }];
 
 // stepProbe wraps a Generator and measures what a cancellation leaves: how
 // many denoising steps run after the request's context ends, and how long
-// Generate takes to return then, against the longest step it ran.
+// Generate takes to return then, against the longest step it ran. Each step
+// takes at least pace (as a bigger model's does), so that a page is still being
+// written when the client's abort arrives, however fast this machine.
 type stepProbe struct {
 	Generator
+	pace time.Duration
 	mu   sync.Mutex
 	runs []probeRun
 }
@@ -138,6 +144,9 @@ func (p *stepProbe) Generate(ctx context.Context, req engine.Request) (*engine.R
 		if next != nil {
 			next(ev)
 		}
+		if ev.Kind == engine.EventStep {
+			time.Sleep(p.pace)
+		}
 	}
 	res, err := p.Generator.Generate(ctx, req)
 	mu.Lock()
@@ -172,7 +181,7 @@ func TestOpenAISDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	probe := &stepProbe{Generator: e}
+	probe := &stepProbe{Generator: e, pace: 10 * time.Millisecond}
 	s := start(t, Options{Model: func(context.Context) (Model, error) {
 		return Model{ID: "darkroom-mini", Engine: checkedProbe{probe, e}}, nil
 	}})

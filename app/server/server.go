@@ -51,6 +51,8 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 )
 
 // Generator runs one generation at a time; *engine.Engine is one. The server
@@ -248,7 +250,7 @@ func (s *Server) model(ctx context.Context) (Model, error) {
 		switch g := m.Engine.(type) {
 		case Vocabulary:
 			m.Vocab = g
-		case *engine.Engine:
+		case tokenized:
 			m.Vocab = newEngineVocab(g)
 		}
 	}
@@ -526,13 +528,20 @@ func (s *Server) cancelPage(cause error) {
 	s.mu.Unlock()
 }
 
-// engineVocab adapts *engine.Engine's tokenizer to Vocabulary.
+// tokenized is what a vocabulary is derived from: *engine.Engine, or a
+// Generator that embeds one (a test's paced engine).
+type tokenized interface {
+	Tokenizer() *tokenizer.Tokenizer
+	Config() *config.Model
+}
+
+// engineVocab adapts an engine's tokenizer to Vocabulary.
 type engineVocab struct {
-	e   *engine.Engine
+	e   tokenized
 	end []int
 }
 
-func newEngineVocab(e *engine.Engine) Vocabulary {
+func newEngineVocab(e tokenized) Vocabulary {
 	if e.Tokenizer() == nil || e.Config() == nil {
 		return nil
 	}

@@ -8,6 +8,7 @@ package tinyengine
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
@@ -30,4 +31,28 @@ func Load(t testing.TB, opts enginetest.Options) *engine.Engine {
 		}
 	})
 	return e
+}
+
+// Paced is an engine whose denoising steps each take at least Step, as a real
+// model's do: the tiny model's steps take microseconds, and a server rightly
+// drops a step whose canvas is committed before its stream could send it, so
+// without a pace a fast or loaded machine can stream none at all (the CI's did,
+// with app/remote's TestDarkroomServerRunsTheModeAsked). The pause follows each
+// step event; everything else is the engine's own.
+type Paced struct {
+	*engine.Engine
+	Step time.Duration
+}
+
+// Generate runs req on the engine, pausing Step after each step event.
+func (p Paced) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	if on := req.OnEvent; on != nil {
+		req.OnEvent = func(ev engine.Event) {
+			on(ev)
+			if ev.Kind == engine.EventStep {
+				time.Sleep(p.Step)
+			}
+		}
+	}
+	return p.Engine.Generate(ctx, req)
 }
