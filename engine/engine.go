@@ -132,6 +132,32 @@ func (e *Engine) Check(req Request) (promptTokens int, err error) {
 	return len(p.prompt), nil
 }
 
+// endIDs are the ids at which a generation ends on this model: generation
+// config's eos_token_id, or config.json's when it names none. It is the one
+// place that decides it; IsEnd answers from it for the screens and the server.
+func (e *Engine) endIDs() []int {
+	if eos := e.cfg.Generation.EOSTokenIDs; len(eos) > 0 {
+		return eos
+	}
+	return e.cfg.EOSTokenIDs
+}
+
+// IsEnd reports whether id ends a generation here (see endIDs: the ids at which
+// Generate stops) or is the pad id that fills a canvas after one, so that a
+// draft drawn from a step's ids shows no text from there on.
+func (e *Engine) IsEnd(id int) bool {
+	return slices.Contains(e.endIDs(), id) || id == e.cfg.Generation.PadTokenID
+}
+
+// TokenText is one token's text on its own, as a draft draws an undecided
+// position's noise.
+func (e *Engine) TokenText(id int) string {
+	if e.tokenizer == nil {
+		return ""
+	}
+	return e.tokenizer.DecodeToken(id)
+}
+
 // plan is a checked request's prompt, opening and knobs.
 type plan struct {
 	s               Sampling
@@ -159,10 +185,7 @@ func (e *Engine) plan(req *Request) (plan, error) {
 		return plan{}, err
 	}
 	canvas := e.cfg.CanvasLength
-	eos := e.cfg.Generation.EOSTokenIDs
-	if len(eos) == 0 {
-		eos = e.cfg.EOSTokenIDs
-	}
+	eos := e.endIDs()
 	opening := e.tok.Encode(req.Opening)
 	if err := checkIDs("opening", opening, t.VocabSize); err != nil {
 		return plan{}, err

@@ -540,3 +540,51 @@ func TestGenerateConcurrentCallsSerialize(t *testing.T) {
 		}
 	}
 }
+
+// TestIsEndIsWhereGenerateStops: IsEnd, which the screens and the server draw
+// drafts by, says an id ends a generation exactly when Generate stops at it —
+// generation_config's ids, or config.json's when it names none — plus the pad id.
+// (The screens and the server each kept their own list, the union of both files'
+// ids and the tokenizer's end-of-turn markers, so a draft could end where the
+// generation went on.)
+func TestIsEndIsWhereGenerateStops(t *testing.T) {
+	stopsAt := func(e *Engine, id int) bool {
+		at := promptLen + 3
+		f := newScript(func(p int) int {
+			if p == at {
+				return id
+			}
+			return body(p)
+		})
+		e.run = f
+		res, err := e.Generate(context.Background(), Request{PromptIDs: prompt(), Sampling: Sampling{MaxNewTokens: 16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.StopReason == "eos"
+	}
+	for _, c := range []struct {
+		name         string
+		gen, model   []int
+		ends, goesOn []int
+	}{
+		{"generation config's", []int{1, 106}, []int{1, 106, 50}, []int{1, 106}, []int{50, 7}},
+		{"config.json's when generation config names none", nil, []int{1, 50}, []int{1, 50}, []int{106, 7}},
+	} {
+		e := testEngine(newScript(body))
+		e.cfg.Generation.EOSTokenIDs, e.cfg.EOSTokenIDs = c.gen, c.model
+		for _, id := range c.ends {
+			if !e.IsEnd(id) || !stopsAt(e, id) {
+				t.Errorf("%s: id %d: IsEnd %v, Generate stops %v; want both", c.name, id, e.IsEnd(id), stopsAt(e, id))
+			}
+		}
+		for _, id := range c.goesOn {
+			if e.IsEnd(id) || stopsAt(e, id) {
+				t.Errorf("%s: id %d: IsEnd %v, Generate stops %v; want neither", c.name, id, e.IsEnd(id), stopsAt(e, id))
+			}
+		}
+		if !e.IsEnd(e.cfg.Generation.PadTokenID) {
+			t.Errorf("%s: the pad id is not an end", c.name)
+		}
+	}
+}

@@ -45,14 +45,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine"
-	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 )
 
 // Generator runs one generation at a time; *engine.Engine is one. The server
@@ -63,8 +60,8 @@ type Generator interface {
 
 // Vocabulary tells what single tokens look like, so a developing page can show
 // undecided positions as noise of about the right width. *engine.Engine is
-// adapted automatically; a Generator that also implements Vocabulary is used as
-// is. Without one, drafts show the current argmax text without noise.
+// one (and decides which ids end a generation); a Generator that implements it
+// is used as is. Without one, drafts show the current argmax text without noise.
 type Vocabulary interface {
 	TokenText(id int) string // one token's text on its own
 	IsEnd(id int) bool       // the id ends a generation (EOS, end of turn, pad)
@@ -247,11 +244,8 @@ func (s *Server) model(ctx context.Context) (Model, error) {
 		m.ID = "darkroom"
 	}
 	if m.Vocab == nil {
-		switch g := m.Engine.(type) {
-		case Vocabulary:
-			m.Vocab = g
-		case tokenized:
-			m.Vocab = newEngineVocab(g)
+		if v, ok := m.Engine.(Vocabulary); ok {
+			m.Vocab = v
 		}
 	}
 	s.mu.Lock()
@@ -527,34 +521,3 @@ func (s *Server) cancelPage(cause error) {
 	}
 	s.mu.Unlock()
 }
-
-// tokenized is what a vocabulary is derived from: *engine.Engine, or a
-// Generator that embeds one (a test's paced engine).
-type tokenized interface {
-	Tokenizer() *tokenizer.Tokenizer
-	Config() *config.Model
-}
-
-// engineVocab adapts an engine's tokenizer to Vocabulary.
-type engineVocab struct {
-	e   tokenized
-	end []int
-}
-
-func newEngineVocab(e tokenized) Vocabulary {
-	if e.Tokenizer() == nil || e.Config() == nil {
-		return nil
-	}
-	v := &engineVocab{e: e}
-	cfg := e.Config()
-	v.end = append(v.end, cfg.Generation.EOSTokenIDs...)
-	v.end = append(v.end, cfg.EOSTokenIDs...)
-	v.end = append(v.end, e.Tokenizer().EndOfGeneration()...)
-	if p := e.Tokenizer().Pad(); p >= 0 {
-		v.end = append(v.end, p)
-	}
-	return v
-}
-
-func (v *engineVocab) TokenText(id int) string { return v.e.Tokenizer().DecodeToken(id) }
-func (v *engineVocab) IsEnd(id int) bool       { return slices.Contains(v.end, id) }

@@ -184,24 +184,14 @@ type engineModel struct {
 	e        *engine.Engine
 	name     string
 	builtin  bool
-	ends     map[int]bool
 	thinking bool
 	mode     speed.Choice
 	speed    *speed.Estimate
 }
 
 func newEngineModel(e *engine.Engine, name string, builtin bool) *engineModel {
-	m := &engineModel{e: e, name: name, builtin: builtin, ends: map[int]bool{}}
-	for _, id := range e.Config().EOSTokenIDs {
-		m.ends[id] = true
-	}
-	for _, id := range e.Config().Generation.EOSTokenIDs {
-		m.ends[id] = true
-	}
+	m := &engineModel{e: e, name: name, builtin: builtin}
 	tok := e.Tokenizer()
-	for _, id := range tok.EndOfGeneration() {
-		m.ends[id] = true
-	}
 	if _, ok := tok.ID("<|think|>"); ok && !builtin {
 		m.thinking = true // Darkroom Mini has the token but was never trained to think
 	}
@@ -211,9 +201,9 @@ func newEngineModel(e *engine.Engine, name string, builtin bool) *engineModel {
 func (m *engineModel) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
 	return m.e.Generate(ctx, req)
 }
-func (m *engineModel) TokenText(id int) string { return m.e.Tokenizer().DecodeToken(id) }
+func (m *engineModel) TokenText(id int) string { return m.e.TokenText(id) }
 func (m *engineModel) Decode(ids []int) string { return m.e.Tokenizer().Decode(ids) }
-func (m *engineModel) IsEnd(id int) bool       { return m.ends[id] }
+func (m *engineModel) IsEnd(id int) bool       { return m.e.IsEnd(id) }
 func (m *engineModel) Close() error            { return m.e.Close() }
 func (m *engineModel) Info() ModelInfo {
 	return ModelInfo{Name: m.name, Builtin: m.builtin, Backend: m.e.Backend(), Thinking: m.thinking,
