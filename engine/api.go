@@ -129,5 +129,14 @@ type Result struct {
 	FirstCanvasMS float64       `json:"first_canvas_ms"` // time to the first committed canvas (or AR token)
 	ForwardMS     float64       `json:"forward_ms"`      // time inside model forward passes (the rest is sampling and bookkeeping)
 	ForwardFLOPs  float64       `json:"forward_flops"`   // model arithmetic of those passes (engine/model's count of useful FLOPs)
-	StopReason    string        `json:"stop_reason"`     // "eos", "max_tokens", "cancelled"
+	StopReason    string        `json:"stop_reason"`     // StopEOS, StopMaxTokens or StopCancelled
 }
+
+// Why a generation stopped (Result.StopReason; also its JSON): the engine
+// decides it, and every screen, the server and the remote client read it by these
+// names.
+const (
+	StopEOS       = "eos"        // the model wrote an id a generation ends at (see Engine.IsEnd)
+	StopMaxTokens = "max_tokens" // the request's max new tokens were written
+	StopCancelled = "cancelled"  // the request's context ended; the result is what was committed
+)

@@ -80,7 +80,7 @@ func (e *Engine) Close() error {
 // Generate runs one request to completion, to EOS, to max_new_tokens or until
 // ctx is cancelled. Cancellation is checked before every forward pass; a
 // cancelled generation is not an error: it returns the tokens committed so far
-// with StopReason "cancelled". OnEvent, if set, is called for every step.
+// with StopReason StopCancelled. OnEvent, if set, is called for every step.
 func (e *Engine) Generate(ctx context.Context, req Request) (res *Result, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -174,7 +174,7 @@ func (g *generation) encoderPass(tokens []int, pass func() error) error {
 // cancelled reports whether the context is done, recording the stop reason.
 func (g *generation) cancelled() bool {
 	if g.ctx.Err() != nil {
-		g.res.StopReason = "cancelled"
+		g.res.StopReason = StopCancelled
 		return true
 	}
 	return false
@@ -219,12 +219,12 @@ func (g *generation) diffusion() error {
 		}
 		g.emit(Event{Kind: EventCommit, Canvas: ci, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
 		if eos && n <= room {
-			g.res.StopReason = "eos"
+			g.res.StopReason = StopEOS
 			return nil
 		}
 		committed = truncated
 	}
-	g.res.StopReason = "max_tokens"
+	g.res.StopReason = StopMaxTokens
 	return nil
 }
 
@@ -386,12 +386,12 @@ func (g *generation) autoregressive() error {
 	}
 	g.out = slices.Clone(g.opening)
 	if len(g.out) >= g.s.MaxNewTokens {
-		g.res.StopReason = "max_tokens"
+		g.res.StopReason = StopMaxTokens
 		return nil
 	}
 	for {
 		if slices.Contains(g.eos, id) {
-			g.res.StopReason = "eos"
+			g.res.StopReason = StopEOS
 			return nil
 		}
 		g.out = append(g.out, id)
@@ -400,7 +400,7 @@ func (g *generation) autoregressive() error {
 		}
 		g.emit(Event{Kind: EventToken, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
 		if len(g.out) >= g.s.MaxNewTokens {
-			g.res.StopReason = "max_tokens"
+			g.res.StopReason = StopMaxTokens
 			return nil
 		}
 		if g.cancelled() {

@@ -242,7 +242,7 @@ func runBench(env *Env, args []string) error {
 			}
 		}}
 		res, err = e.Generate(ctx, req)
-		if err == nil && res.StopReason == "cancelled" {
+		if err == nil && res.StopReason == engine.StopCancelled {
 			err = errors.New("interrupted")
 		}
 		return res, units, steps, err

@@ -49,9 +49,9 @@ func DoneStatus(res *engine.Result) string {
 	}
 	state := "Done"
 	switch res.StopReason {
-	case "cancelled":
+	case engine.StopCancelled:
 		state = "Stopped"
-	case "max_tokens":
+	case engine.StopMaxTokens:
 		state = "Done (length limit)"
 	}
 	tokens, canvases := plural.Count(len(res.Tokens), "token", "tokens"), plural.Count(len(res.Canvases), "canvas", "canvases")

@@ -198,7 +198,7 @@ func (m *Model) Generate(ctx context.Context, req engine.Request) (*engine.Resul
 	resp, err := m.server.do(ctx, "POST", "/chat/completions", body)
 	if err != nil {
 		if ctx.Err() != nil {
-			return &engine.Result{StopReason: "cancelled", Elapsed: time.Since(start)}, nil
+			return &engine.Result{StopReason: engine.StopCancelled, Elapsed: time.Since(start)}, nil
 		}
 		return nil, err
 	}
@@ -212,17 +212,17 @@ func (m *Model) Generate(ctx context.Context, req engine.Request) (*engine.Resul
 	err = readEvents(resp.Body, g.chunk)
 	switch {
 	case ctx.Err() != nil:
-		return g.finish("cancelled"), nil
+		return g.finish(engine.StopCancelled), nil
 	case errors.Is(err, errDone) || (err == nil && g.reason != ""): // a finish reason, then [DONE] or the end
 		if g.reason == "" {
-			g.reason = "eos"
+			g.reason = engine.StopEOS
 		}
 		return g.finish(g.reason), nil
 	case errors.As(err, new(*streamError)):
-		return g.finish("cancelled"), err
+		return g.finish(engine.StopCancelled), err
 	}
 	// The body ended (or broke) before the answer did.
-	res := g.finish("cancelled")
+	res := g.finish(engine.StopCancelled)
 	return res, fmt.Errorf("the server at %s stopped answering mid-way (%d characters arrived and are kept): %w",
 		m.server.Host(), len(res.Text), ErrCut)
 }
@@ -358,9 +358,9 @@ func (g *generation) chunk(data string) error {
 		if f := ch.FinishReason; f != nil {
 			switch *f {
 			case api.FinishLength:
-				g.reason = "max_tokens"
+				g.reason = engine.StopMaxTokens
 			default:
-				g.reason = "eos"
+				g.reason = engine.StopEOS
 			}
 		}
 	}

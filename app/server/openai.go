@@ -548,11 +548,11 @@ loop:
 	switch {
 	case stopped:
 		c.text, c.finish = stopText, api.FinishStop
-	case res.StopReason == "cancelled":
+	case res.StopReason == engine.StopCancelled:
 		return completion{err: fmt.Errorf("generation cancelled: %w", context.Cause(ctx))}
 	default:
 		c.text, c.finish = res.Text, api.FinishStop
-		if res.StopReason == "max_tokens" {
+		if res.StopReason == engine.StopMaxTokens {
 			c.finish = api.FinishLength
 		}
 		if i := firstStop(c.text, stops); i >= 0 {

@@ -269,7 +269,7 @@ loop:
 	case out.err != nil:
 		s.logf("server: page %q: %v", clip(title, 80), clip(out.err.Error(), 300))
 		sse.event("failed", pageEvent{Status: "Could not write the page: " + clip(out.err.Error(), 300)})
-	case out.res.StopReason == "cancelled":
+	case out.res.StopReason == engine.StopCancelled:
 		reason := "Stopped."
 		if cause := context.Cause(ctx); errors.Is(cause, errSuperseded) || errors.Is(cause, errShutdown) {
 			reason = "Stopped: " + cause.Error() + "."

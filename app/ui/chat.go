@@ -523,7 +523,7 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 		}
 		ans := chat.Parse(res.Text)
 		text := strings.TrimSpace(ans.Text)
-		if res.StopReason == "cancelled" {
+		if res.StopReason == engine.StopCancelled {
 			text = strings.TrimSpace(text + "\n\n*(stopped)*")
 		}
 		t.Messages = append(t.Messages, chats.Message{Role: "model", Content: text, Thought: ans.Thought, Time: time.Now().UTC()})

@@ -122,12 +122,12 @@ func (d *Desktop) Click(c assets.Click) {
 			if !current() {
 				return
 			}
-			if res.StopReason != "cancelled" || shown == nil {
+			if res.StopReason != engine.StopCancelled || shown == nil {
 				d.view.SetDoc(doc)
 			} // else the screen stays as it had developed
 			d.status.SetText(st)
 			d.stop.Disable()
-			if res.StopReason != "cancelled" {
+			if res.StopReason != engine.StopCancelled {
 				d.prevTokens = res.Tokens
 				d.app0 = "desktop"
 				if doc.Title != "" {

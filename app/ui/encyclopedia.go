@@ -269,7 +269,7 @@ func (e *Encyclopedia) generate(title string) {
 		}
 		doc := htmlsafe.Parse(res.Text)
 		st := develop.DoneStatus(res)
-		partial := res.StopReason == "cancelled" && shown != nil
+		partial := res.StopReason == engine.StopCancelled && shown != nil
 		onUI(func() {
 			if !current() {
 				return
@@ -282,7 +282,7 @@ func (e *Encyclopedia) generate(title string) {
 			e.status.SetText(st)
 			e.stop.Disable()
 			switch {
-			case res.StopReason == "cancelled":
+			case res.StopReason == engine.StopCancelled:
 			case len(res.Tokens) == 0:
 				e.showError("The model wrote nothing for this topic. Try another one, or Reload.")
 			default:

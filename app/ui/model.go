@@ -12,7 +12,7 @@ import (
 // Model is a loaded model as the screens use it: the engine (see engine_model.go)
 // or a fake in tests. Generate follows engine.(*Engine).Generate: one generation at
 // a time, cancellation through ctx within one step, a cancelled run returns what it
-// committed with StopReason "cancelled".
+// committed with StopReason engine.StopCancelled.
 type Model interface {
 	Generate(ctx context.Context, req engine.Request) (*engine.Result, error)
 	// TokenText is one token's text on its own (for drawing a developing canvas).

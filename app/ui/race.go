@@ -257,7 +257,7 @@ func raceSummary(ar, diff *engine.Result, est *speed.Estimate) string {
 			}
 		}
 	}
-	if ar.StopReason == "cancelled" || diff.StopReason == "cancelled" {
+	if ar.StopReason == engine.StopCancelled || diff.StopReason == engine.StopCancelled {
 		s = "Stopped early. " + s
 	}
 	return s
