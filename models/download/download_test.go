@@ -72,6 +72,25 @@ func checkFiles(t *testing.T, dir string, files []*hubtest.File) {
 	}
 }
 
+// checkResumed asserts that each file's requests after its first resumed from
+// the .part: none asked from byte 0 again, nor from before the request it
+// followed. It returns how many requests resumed. (The bytes the hub sent are
+// no measure of this: a retry, a pause or a stall watchdog that fires on a busy
+// machine drops whatever was already written into the connection.)
+func checkResumed(t *testing.T, h *hubtest.Hub, files []*hubtest.File) (resumed int) {
+	t.Helper()
+	for _, f := range files {
+		starts := h.Starts(f.Name)
+		for i := 1; i < len(starts); i++ {
+			if starts[i] == 0 || starts[i] < starts[i-1] {
+				t.Errorf("%s: request %d of %v did not resume from the .part", f.Name, i, starts)
+			}
+			resumed++
+		}
+	}
+	return resumed
+}
+
 func TestDownloadCutAtRandomOffsets(t *testing.T) {
 	h, files := fixture(t, 1)
 	rng := rand.New(rand.NewSource(42))
@@ -106,12 +125,8 @@ func TestDownloadCutAtRandomOffsets(t *testing.T) {
 		if h.Requests(f.Name) < 5 {
 			t.Errorf("%s: %d requests, want ≥ 5 (4 cut + the rest)", f.Name, h.Requests(f.Name))
 		}
-		// Resumed from the .part: the bytes sent add up to the size, not multiples.
-		size := int64(len(f.Data))
-		if sent := h.Sent(f.Name); sent < size || sent > size+size/20 {
-			t.Errorf("%s: hub sent %d bytes for a %d-byte file", f.Name, sent, size)
-		}
 	}
+	checkResumed(t, h, files)
 	if retries < 3*4 {
 		t.Errorf("saw %d retry events, want ≥ 12", retries)
 	}
@@ -125,13 +140,16 @@ func TestDownloadStallWatchdogRetries(t *testing.T) {
 		}
 		return -1, false
 	}
+	// The stalled files, each seen stalling by the watchdog. (A busy machine can
+	// leave any transfer without a byte for the test's 400 ms, so a count of
+	// exactly two, and bytes sent equal to the size, held on a quiet one alone.)
 	var mu sync.Mutex
-	var stalls int
+	stalled := map[string]bool{}
 	opt := fastOpts()
 	opt.OnEvent = func(ev Event) {
 		if ev.Kind == EventRetry && errors.Is(ev.Err, ErrStalled) {
 			mu.Lock()
-			stalls++
+			stalled[ev.File] = true
 			mu.Unlock()
 		}
 	}
@@ -140,14 +158,15 @@ func TestDownloadStallWatchdogRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFiles(t, dir, files)
-	if stalls != 2 {
-		t.Errorf("watchdog fired %d times, want 2", stalls)
-	}
 	for _, f := range files[:2] {
-		if sent, size := h.Sent(f.Name), int64(len(f.Data)); sent != size {
-			t.Errorf("%s: sent %d, want %d (resume after stall)", f.Name, sent, size)
+		if !stalled[f.Name] {
+			t.Errorf("%s: the watchdog never fired (stalled: %v)", f.Name, stalled)
+		}
+		if starts := h.Starts(f.Name); len(starts) < 2 {
+			t.Errorf("%s: requests %v: not retried after the stall", f.Name, starts)
 		}
 	}
+	checkResumed(t, h, files)
 }
 
 func TestDownloadWrongHashIsQuarantined(t *testing.T) {
@@ -198,7 +217,9 @@ func TestDownloadNotFound(t *testing.T) {
 	var mu sync.Mutex
 	var retries int
 	opt.OnEvent = func(ev Event) {
-		if ev.Kind == EventRetry {
+		// The missing file's retries alone: on a busy machine the stall watchdog
+		// rightly retries the others.
+		if ev.Kind == EventRetry && ev.File == sp[2].Name {
 			mu.Lock()
 			retries++
 			mu.Unlock()
@@ -301,18 +322,6 @@ func TestDownloadDiskFullStopsCleanly(t *testing.T) {
 func TestDownloadPauseResumeCancel(t *testing.T) {
 	h, files := fixture(t, 7)
 	h.SetBytesPerSec(4 << 20)
-	// Every body request's first byte, per file: a resume must ask for the bytes
-	// after the .part, never from zero. (Counting the bytes the hub wrote is not
-	// the same: on a busy machine megabytes wait in the sockets' buffers when the
-	// pause closes the connection, and a correct resume looked like a restart.)
-	var mu sync.Mutex
-	starts := map[string][]int64{}
-	h.Fault = func(name string, n int, start int64) (int64, bool) {
-		mu.Lock()
-		starts[name] = append(starts[name], start)
-		mu.Unlock()
-		return -1, false
-	}
 	dir := t.TempDir()
 	opt := fastOpts()
 	progressed := make(chan struct{}, 1)
@@ -336,23 +345,9 @@ func TestDownloadPauseResumeCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFiles(t, dir, files)
-	mu.Lock()
-	resumed := 0
-	for _, f := range files {
-		for i, start := range starts[f.Name] {
-			if i > 0 && start == 0 {
-				t.Errorf("%s: request %d of %v started from zero: pause/resume restarted the file", f.Name, i, starts[f.Name])
-			}
-			if i > 0 {
-				resumed++
-			}
-		}
+	if checkResumed(t, h, files) == 0 {
+		t.Errorf("no file was asked for again after the pause: the pause did not stop a download")
 	}
-	mu.Unlock()
-	if resumed == 0 {
-		t.Errorf("no file was asked for again after the pause (requests %v): the pause did not stop a download", starts)
-	}
-	h.Fault = nil
 
 	// Cancel removes the partial files.
 	dir2 := t.TempDir()
@@ -414,14 +409,17 @@ func TestDownloadKilledProcessResumes(t *testing.T) {
 	if kept == 0 || kept >= size {
 		t.Fatalf("after kill -9: .part has %d of %d bytes", kept, size)
 	}
-	sentBefore := h.Sent(sp.Name)
+	// The restart's request, judged by where it starts: the hub may still be
+	// writing into the killed process's connection, so its byte count after the
+	// kill is no measure of what the restart fetched.
+	before := len(h.Starts(sp.Name))
 	h.SetBytesPerSec(0)
 	if err := Start(context.Background(), dir, []File{sp}, fastOpts()).Wait(); err != nil {
 		t.Fatal(err)
 	}
 	checkFiles(t, dir, files)
-	if resent := h.Sent(sp.Name) - sentBefore; resent != size-kept {
-		t.Errorf("restart fetched %d bytes; %d were missing (resume from the .part)", resent, size-kept)
+	if starts := h.Starts(sp.Name)[before:]; len(starts) != 1 || starts[0] != kept {
+		t.Errorf("restart asked from %v; the .part had %d bytes (resume from the .part)", starts, kept)
 	}
 }
 

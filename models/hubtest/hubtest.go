@@ -3,7 +3,7 @@
 // X-Linked-Etag / X-Linked-Size / ETag), Range and If-Range, 401 for gated repos
 // without the token and 404 for unknown ones, and can inject faults: connections
 // cut at given offsets, stalls, corrupted bodies and throttling. It counts the
-// body bytes it sends per file.
+// body bytes it sends per file and records where each body request starts.
 package hubtest
 
 import (
@@ -56,6 +56,8 @@ type Hub struct {
 	repos map[string]*Repo
 	sent  map[string]int64 // body bytes sent per file name
 	reqs  map[string]int   // body requests per file name
+	// starts holds each body request's first byte, per file name, in order.
+	starts map[string][]int64
 
 	// Fault, if set, is asked before each body: for file name, the n-th request
 	// (0-based) starting at byte start, how many bytes to send before cutting the
@@ -67,7 +69,7 @@ type Hub struct {
 
 // New starts a fake hub.
 func New() *Hub {
-	h := &Hub{repos: map[string]*Repo{}, sent: map[string]int64{}, reqs: map[string]int{}}
+	h := &Hub{repos: map[string]*Repo{}, sent: map[string]int64{}, reqs: map[string]int{}, starts: map[string][]int64{}}
 	h.Server = httptest.NewServer(http.HandlerFunc(h.serve))
 	return h
 }
@@ -101,6 +103,17 @@ func (h *Hub) Requests(name string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.reqs[name]
+}
+
+// Starts is the first byte each body request for a file asked for, in the order
+// they came. A client that resumes asks for the bytes after what it kept; this
+// says so exactly, where Sent also counts what the hub wrote into a connection
+// the client had already dropped (a pause, a kill, a stall), which on a busy
+// machine can be megabytes waiting in the sockets' buffers.
+func (h *Hub) Starts(name string) []int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]int64(nil), h.starts[name]...)
 }
 
 func (h *Hub) repo(w http.ResponseWriter, r *http.Request, name string) *Repo {
@@ -273,6 +286,7 @@ func (h *Hub) body(w http.ResponseWriter, r *http.Request, f *File, etag string)
 	h.mu.Lock()
 	n := h.reqs[f.Name]
 	h.reqs[f.Name]++
+	h.starts[f.Name] = append(h.starts[f.Name], start)
 	fault := h.Fault
 	bps := h.BytesPerSec
 	h.mu.Unlock()
