@@ -332,7 +332,7 @@ func (r *Rates) kernelSeconds(w work, inCache bool) (total, streamed float64) {
 	case w.logits > 0:
 		return w.count * r.headAt(w.logits, w.packed), 0
 	case w.m < dotRows: // MulVec's way: each weight row read once, dotted with each row
-		kern, mem := r.gemv(w.format, w.n, w.k, w.bytes, inCache || w.format == "")
+		kern, mem := r.gemv(w.format, w.n, w.k, w.bytes, inCache || w.format == "", w.inJob)
 		if mem > w.m*kern {
 			streamed = w.count * mem
 		}
@@ -359,8 +359,9 @@ func (r *Rates) wakeSeconds(w work, kernel float64) float64 {
 
 // gemv is one MulVec of a weight [rows, cols] of format f (""; activations,
 // float32) taking b bytes: the kernel's time in cache, and, from memory, the time
-// the kernel streams it at (0 in cache).
-func (r *Rates) gemv(f string, rows, cols int, b float64, inCache bool) (kern, mem float64) {
+// the kernel streams it at (0 in cache) — inside a job (an AR step's experts, whole
+// ones per worker) at the job's streaming rate where one was measured.
+func (r *Rates) gemv(f string, rows, cols int, b float64, inCache, inJob bool) (kern, mem float64) {
 	if f == "" {
 		f = "f32"
 	}
@@ -375,6 +376,9 @@ func (r *Rates) gemv(f string, rows, cols int, b float64, inCache bool) (kern, m
 	}
 	if inCache {
 		return kern, 0
+	}
+	if v := r.GEMVJob[f]; inJob && v > 0 {
+		return kern, n / v
 	}
 	if v := r.GEMVStream[f]; v > 0 {
 		return kern, n / v

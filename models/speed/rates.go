@@ -26,7 +26,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 4
+const calibrationVersion = 5
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -48,14 +48,24 @@ type Rates struct {
 	// caches: what an AR token of a real model's weights runs at, decoding and
 	// reading from memory at once (the two overlap only in part: the int8 head of a
 	// real-width model streams at about half of either rate alone). A format
-	// missing here is taken at the longer of its GEMV and memory times.
+	// missing here is taken at the longer of its GEMV and memory times. It is timed
+	// over distinct matrices of a real-width layer's shapes, one product after
+	// another, as an AR token's layers run them (steady.go).
 	GEMVStream map[string]float64 `json:"gemv_stream"`
+	// GEMVJob is the same over matrices of an expert's shapes run as the host model
+	// runs an AR step's routed experts: one parallel call over the experts, whole
+	// experts per worker (steady.go). A format missing here streams at GEMVStream.
+	GEMVJob map[string]float64 `json:"gemv_job,omitempty"`
 	// Cache is the CPU's last-level cache in bytes (0: unknown): weights that fit
 	// stay there from one AR token to the next, and run at the GEMV rate.
 	Cache int64 `json:"cache_bytes"`
 	// MemRead is the bytes per second MulVec reads from memory: an f32 matrix far
 	// larger than the caches.
 	MemRead float64 `json:"mem_read"`
+	// Spread is how the probes of some rates ranged over the calibration, each rate
+	// being their median (steady.go): "mem_read", "gemv/F", "gemv_stream/F" and
+	// "gemv_job/F" for each format F, "gemm_peak".
+	Spread map[string]Spread `json:"spread,omitempty"`
 	// Sampler is the logits per second the sampler's statistics take
 	// (sampler.Tempered: soft-capped, tempered softmax, entropy and a draw).
 	Sampler float64 `json:"sampler"`
@@ -253,9 +263,11 @@ func (r *Rates) valid() error {
 			return fmt.Errorf("bad %s GEMV rate %g", f, v)
 		}
 	}
-	for f, v := range r.GEMVStream {
-		if !(v > 0) {
-			return fmt.Errorf("bad %s streaming GEMV rate %g", f, v)
+	for _, m := range []map[string]float64{r.GEMVStream, r.GEMVJob} {
+		for f, v := range m {
+			if !(v > 0) || math.IsInf(v, 0) {
+				return fmt.Errorf("bad %s streaming GEMV rate %g", f, v)
+			}
 		}
 	}
 	for f, v := range r.Decode {
@@ -485,58 +497,100 @@ func (c *Cache) Get(ctx context.Context) (*Rates, error) {
 // Measure times Darkroom's kernels on this CPU: the canvas GEMM on a grid of shapes,
 // the AR product per weight format in cache and from memory, the sampler, and the
 // rest of the host model's work (measureHost, measureOverhead). It takes about 6 s
-// on a 2-core machine, and allocates up to 300 MB for a moment.
+// on a 2-core machine, and holds about 600 MB of matrices while it runs (the
+// streaming probes': steady.go).
 //
-// Everything is measured twice, a pass apart, and each rate kept at its faster
-// pass: a burst of another program's work then spoils one pass's numbers, not the
-// calibration.
+// Everything is measured in calibrationPasses passes, and each rate kept at its
+// median pass; the streaming rates at the median of several probes a pass
+// (steady.go): a burst of another program's work, or a moment of faster memory,
+// then moves no rate.
 func Measure(ctx context.Context) (*Rates, error) {
-	a, err := measureOnce(ctx)
+	st, err := newStreams(probes.span())
 	if err != nil {
 		return nil, err
 	}
-	b, err := measureOnce(ctx)
-	if err != nil {
-		return nil, err
+	pass := probes.pass
+	if pass == nil {
+		pass = measureOnce
 	}
-	return faster(a, b), nil
+	var passes []*Rates
+	for range calibrationPasses {
+		r, err := pass(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		passes = append(passes, r)
+	}
+	r := steady(passes)
+	st.settle(r)
+	return r, nil
 }
 
-// faster is a with each of its rates the faster of a's and b's (two passes of
-// measureOnce: the same shapes, formats and sizes).
-func faster(a, b *Rates) *Rates {
+// steady is the first of passes (measureOnce's: the same shapes, formats and sizes)
+// with each rate its median over them, and the spreads of the rates darkroom hw
+// prints: the in-cache AR products' and the GEMM's peak.
+func steady(passes []*Rates) *Rates {
+	a := passes[0]
+	of := func(get func(*Rates) float64) float64 {
+		xs := make([]float64, len(passes))
+		for i, p := range passes {
+			xs[i] = get(p)
+		}
+		return median(xs)
+	}
+	spread := map[string]Spread{}
+	peaks := make([]float64, len(passes))
+	for i, p := range passes {
+		peaks[i] = p.Peak()
+	}
+	spread["gemm_peak"] = spreadOf(peaks)
 	for i := range a.GEMM {
-		a.GEMM[i].FLOPS = max(a.GEMM[i].FLOPS, b.GEMM[i].FLOPS)
+		a.GEMM[i].FLOPS = of(func(p *Rates) float64 { return p.GEMM[i].FLOPS })
 	}
 	for i := range a.SoftEmbed {
-		a.SoftEmbed[i].FLOPS = max(a.SoftEmbed[i].FLOPS, b.SoftEmbed[i].FLOPS)
+		a.SoftEmbed[i].FLOPS = of(func(p *Rates) float64 { return p.SoftEmbed[i].FLOPS })
 	}
-	for _, m := range []struct{ a, b map[string]float64 }{{a.GEMV, b.GEMV}, {a.GEMVStream, b.GEMVStream}} {
-		for f := range m.a {
-			m.a[f] = max(m.a[f], m.b[f])
-		}
-	}
-	for _, m := range []struct{ a, b map[string]float64 }{{a.Decode, b.Decode}, {a.GEMVRow, b.GEMVRow}, {a.HeadLogit, b.HeadLogit}} {
-		for f := range m.a {
-			m.a[f] = min(m.a[f], m.b[f])
-		}
-	}
-	for _, m := range []struct{ a, b map[string]Curve }{{a.GEMVTimes, b.GEMVTimes}, {a.Vec, b.Vec}} {
-		for k, c := range m.a {
-			for i := range c {
-				c[i].Seconds = min(c[i].Seconds, m.b[k][i].Seconds)
+	for key, m := range map[string]func(*Rates) map[string]float64{
+		"gemv":       func(p *Rates) map[string]float64 { return p.GEMV },
+		"decode":     func(p *Rates) map[string]float64 { return p.Decode },
+		"gemv_row":   func(p *Rates) map[string]float64 { return p.GEMVRow },
+		"head_logit": func(p *Rates) map[string]float64 { return p.HeadLogit },
+	} {
+		for f := range m(a) {
+			xs := make([]float64, len(passes))
+			for i, p := range passes {
+				xs[i] = m(p)[f]
+			}
+			m(a)[f] = median(xs)
+			if key == "gemv" {
+				spread["gemv/"+f] = spreadOf(xs)
 			}
 		}
 	}
-	a.MemRead, a.Sampler = max(a.MemRead, b.MemRead), max(a.Sampler, b.Sampler)
-	a.OpOverhead, a.StepOpOverhead = min(a.OpOverhead, b.OpOverhead), min(a.StepOpOverhead, b.StepOpOverhead)
-	a.Wake, a.DecodeToken = min(a.Wake, b.Wake), min(a.DecodeToken, b.DecodeToken)
+	for _, m := range []func(*Rates) map[string]Curve{
+		func(p *Rates) map[string]Curve { return p.GEMVTimes },
+		func(p *Rates) map[string]Curve { return p.Vec },
+	} {
+		for k, c := range m(a) {
+			for i := range c {
+				c[i].Seconds = of(func(p *Rates) float64 { return m(p)[k][i].Seconds })
+			}
+		}
+	}
+	a.Sampler = of(func(p *Rates) float64 { return p.Sampler })
+	a.OpOverhead = of(func(p *Rates) float64 { return p.OpOverhead })
+	a.StepOpOverhead = of(func(p *Rates) float64 { return p.StepOpOverhead })
+	a.Wake = of(func(p *Rates) float64 { return p.Wake })
+	a.DecodeToken = of(func(p *Rates) float64 { return p.DecodeToken })
+	a.Spread = spread
 	return a
 }
 
-// measureOnce is one pass of Measure.
-func measureOnce(ctx context.Context) (*Rates, error) {
+// measureOnce is one pass of Measure: every rate timed once, and st's streaming
+// probes at the pass's start, middle and end.
+func measureOnce(ctx context.Context, st *streams) (*Rates, error) {
 	r := &Rates{Measured: time.Now().UTC(), GEMV: map[string]float64{}, GEMVStream: map[string]float64{}, Cache: cacheBytes()}
+	st.probe()
 	for _, m := range GridM {
 		for _, k := range GridK {
 			for _, n := range GridN {
@@ -568,35 +622,9 @@ func measureOnce(ctx context.Context) (*Rates, error) {
 		}
 		r.GEMV[f] = float64(rows*cols) / sec
 	}
-
-	// From memory: the same bytes in every format, three times the last-level
-	// cache (at least 96 MiB), so that no pass finds part of the matrix still cached
-	// from the one before, as no AR token of a real model does; the f32 pass is the
-	// memory read rate.
-	const bigCols = 4096
-	span := max(3*r.Cache, 96<<20)
-	x := fill(bigCols)
-	for _, f := range formats {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		probe, err := matrixOf(f, 64, bigCols)
-		if err != nil {
-			return nil, err
-		}
-		perRow := (len(probe.Data) + len(probe.Scales) + len(probe.Mins)) / 64
-		rows := int(span) / perRow / 64 * 64
-		big, err := matrixOf(f, rows, bigCols)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]float32, rows)
-		sec := best(func() { _ = big.MulVec(out, x) }, 0.1)
-		r.GEMVStream[f] = float64(rows*bigCols) / sec
-		if f == "f32" {
-			r.MemRead = float64(len(big.Data)) / sec
-		}
-	}
+	// From memory: the streaming probes (steady.go), whose median over the passes
+	// Measure keeps.
+	st.probe()
 
 	// The sampler over 64 rows of 4096 logits.
 	const sv, srows = 4096, 64
@@ -609,6 +637,7 @@ func measureOnce(ctx context.Context) (*Rates, error) {
 	if err := measureHost(ctx, r); err != nil {
 		return nil, err
 	}
+	st.probe()
 	return r, ctx.Err()
 }
 
@@ -904,10 +933,12 @@ func unitScale(spec quant.Spec) []byte {
 	return binary.LittleEndian.AppendUint32(nil, math.Float32bits(1))
 }
 
-// best runs f once to warm up, then repeatedly for about budget seconds (at least
-// three times), and returns the fastest run's seconds: the machine's rate with the
-// least interference from other programs.
+// best runs f once to warm up, then repeatedly for about budget seconds (times
+// passBudget: one pass's share of the calibration; at least three times), and
+// returns the fastest run's seconds: the machine's rate with the least interference
+// from other programs.
 func best(f func(), budget float64) float64 {
+	budget *= passBudget
 	f()
 	var times []float64
 	start := time.Now()

@@ -218,15 +218,15 @@ func TestGEMVRows(t *testing.T) {
 	r := flat(1, 1, 1, 1)
 	r.GEMVTimes = map[string]Curve{"int4": {{N: 1 << 10, Seconds: 1e-6}, {N: 1 << 20, Seconds: 1e-3}}}
 	r.GEMVRow = map[string]float64{"int4": 1e-9}
-	sq, _ := r.gemv("int4", 256, 256, 0, true)
-	tall, _ := r.gemv("int4", 4096, 16, 0, true)
-	wide, _ := r.gemv("int4", 1, 65536, 0, true)
+	sq, _ := r.gemv("int4", 256, 256, 0, true, false)
+	tall, _ := r.gemv("int4", 4096, 16, 0, true, false)
+	wide, _ := r.gemv("int4", 1, 65536, 0, true, false)
 	at := r.GEMVTimes["int4"].At(65536)
 	near(t, "square", sq, at)
 	near(t, "tall", tall, at+(4096-256)*1e-9)
 	near(t, "wide", wide, at-255*1e-9)
 	r.GEMVRow["int4"] = 1e-6
-	wide, _ = r.gemv("int4", 1, 65536, 0, true)
+	wide, _ = r.gemv("int4", 1, 65536, 0, true, false)
 	near(t, "wide at most halved", wide, at/2)
 }
 
@@ -412,19 +412,147 @@ func TestMeasure(t *testing.T) {
 	}
 }
 
-// TestFaster: two calibration passes merge into each rate's faster pass.
-func TestFaster(t *testing.T) {
-	a, b := flat(1e10, 1e9, 2e9, 1e8), flat(2e10, 5e8, 3e9, 2e8)
-	a.GEMM[3].FLOPS = 5e10
-	a.Decode, b.Decode = map[string]float64{"int4": 1e-9}, map[string]float64{"int4": 2e-9}
+// TestSteady: calibration passes merge into each rate's median pass, so one pass
+// far off either way moves no rate (the fastest of them did: the old merge).
+func TestSteady(t *testing.T) {
+	a, b, c := flat(1e10, 1e9, 2e9, 1e8), flat(2e10, 5e8, 3e9, 2e8), flat(1.5e10, 9e10, 4e9, 3e8)
+	a.GEMM[3].FLOPS, c.GEMM[3].FLOPS = 5e10, 7e10 // b's 2e10 is the slow outlier
+	a.Decode, b.Decode, c.Decode = map[string]float64{"int4": 1e-9}, map[string]float64{"int4": 2e-9}, map[string]float64{"int4": 9e-9}
 	a.Vec = map[string]Curve{VecLoop: {{N: 1, Seconds: 3}, {N: 2, Seconds: 4}}}
 	b.Vec = map[string]Curve{VecLoop: {{N: 1, Seconds: 2}, {N: 2, Seconds: 5}}}
-	a.OpOverhead, b.OpOverhead = 1e-6, 2e-6
-	m := faster(a, b)
-	if m.GEMM[0].FLOPS != 2e10 || m.GEMM[3].FLOPS != 5e10 || m.GEMV["f32"] != 1e9 || m.MemRead != 3e9 || m.Sampler != 2e8 ||
-		m.Decode["int4"] != 1e-9 || m.Vec[VecLoop][0].Seconds != 2 || m.Vec[VecLoop][1].Seconds != 4 || m.OpOverhead != 1e-6 {
+	c.Vec = map[string]Curve{VecLoop: {{N: 1, Seconds: 1}, {N: 2, Seconds: 6}}}
+	a.OpOverhead, b.OpOverhead, c.OpOverhead = 1e-6, 2e-6, 9e-6
+	m := steady([]*Rates{a, b, c})
+	if m.GEMM[0].FLOPS != 1.5e10 || m.GEMM[3].FLOPS != 5e10 || m.GEMV["f32"] != 1e9 || m.Sampler != 2e8 ||
+		m.Decode["int4"] != 2e-9 || m.Vec[VecLoop][0].Seconds != 2 || m.Vec[VecLoop][1].Seconds != 5 || m.OpOverhead != 2e-6 {
 		t.Errorf("merged %+v", m)
 	}
+	// c's 90 G weights/s is one pass's burst: kept in the spread, not the rate.
+	if s := m.Spread["gemv/int4"]; s != (Spread{Lo: 5e8, Hi: 9e10, N: 3}) {
+		t.Errorf("int4 GEMV spread %+v", s)
+	}
+	if s := m.Spread["gemm_peak"]; s != (Spread{Lo: 2e10, Hi: 7e10, N: 3}) {
+		t.Errorf("GEMM peak spread %+v", s)
+	}
+}
+
+// TestNoisyProbe: Measure's streaming probes run on a clock that reads every sweep
+// at 1 ms but one at 0.1 ms (a moment of memory ten times faster), and its passes
+// return rates of which one is far off; the cached rates are the typical ones, and
+// the spreads show the outliers.
+func TestNoisyProbe(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	saved := probes
+	defer func() { probes = saved }()
+	var sweeps int
+	var layerW float64
+	probes.span = func() int64 { return 1 << 20 }
+	probes.sweep = func(ws []*kernels.Matrix, job bool, x, out []float32) float64 {
+		sweeps++
+		// A probe sweeps each format's set four times (layer, layer, job, job), f32's
+		// first: the fifth probe's f32 layer sweeps, both tries, are the outlier.
+		if n := sweeps - 4*4*len(formats); n == 1 || n == 2 {
+			return 1e-4
+		}
+		return 1e-3
+	}
+	pass := 0
+	probes.pass = func(ctx context.Context, st *streams) (*Rates, error) {
+		pass++
+		for range streamProbesPerPass {
+			st.probe()
+		}
+		r := flat(1e10, 1e9, 1, 1e8)
+		if pass == 2 {
+			r.GEMV["int4"] = 1e11 // the outlier pass
+		}
+		return r, nil
+	}
+	st, err := newStreams(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layerW = st.sets[0].layerW
+	path, err := DefaultPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := (&Cache{Path: path}).Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pass != calibrationPasses || sweeps != 4*calibrationPasses*streamProbesPerPass*len(formats) {
+		t.Fatalf("%d passes, %d sweeps", pass, sweeps)
+	}
+	// The f32 set is probed first: its layer rate is its weights a millisecond in
+	// every probe but the outlier's.
+	near(t, "f32 streaming rate", r.GEMVStream["f32"], layerW/1e-3)
+	near(t, "memory read", r.MemRead, st.sets[0].layerB/1e-3)
+	if s := r.Spread["gemv_stream/f32"]; s.N != calibrationPasses*streamProbesPerPass || s.Hi != layerW/1e-4 {
+		t.Errorf("f32 streaming spread %+v", s)
+	}
+	if r.GEMV["int4"] != 1e9 || r.Spread["gemv/int4"].Hi != 1e11 {
+		t.Errorf("int4 GEMV %g, spread %+v", r.GEMV["int4"], r.Spread["gemv/int4"])
+	}
+	// What was cached is what Get returned.
+	notMeasured := func(context.Context) (*Rates, error) { return nil, fmt.Errorf("measured again") }
+	again, err := (&Cache{Path: path, Measure: notMeasured}).Get(context.Background())
+	if err != nil || again.MemRead != r.MemRead || again.Spread["mem_read"] != r.Spread["mem_read"] {
+		t.Errorf("cached %+v (%v)", again, err)
+	}
+}
+
+// TestStreamSets: every format's streaming probe holds its span of distinct bytes in
+// matrices of a real layer's and an expert's shapes, as the model multiplies them.
+func TestStreamSets(t *testing.T) {
+	for _, f := range formats {
+		s, err := newStreamSet(f, 8<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, set := range []struct {
+			ws     []*kernels.Matrix
+			shapes [][2]int
+		}{{s.layer, layerShapes}, {s.experts, expertShapes}} {
+			var bytes int
+			seen := map[*byte]bool{}
+			for i, w := range set.ws {
+				if sh := set.shapes[i%len(set.shapes)]; w.Rows != sh[0] || w.Cols != sh[1] {
+					t.Errorf("%s matrix %d is [%d, %d], want %v", f, i, w.Rows, w.Cols, sh)
+				}
+				if seen[&w.Data[0]] {
+					t.Errorf("%s matrix %d shares its bytes with another", f, i)
+				}
+				seen[&w.Data[0]] = true
+				bytes += len(w.Data) + len(w.Scales)
+			}
+			if bytes < 8<<20 {
+				t.Errorf("%s: %d bytes, want 8 MiB", f, bytes)
+			}
+		}
+	}
+}
+
+// TestExpertsJobRate: an AR token's routed experts, one parallel job, stream at the
+// job's measured rate; the other products, and a calibration without it, at the
+// products' streaming rate.
+func TestExpertsJobRate(t *testing.T) {
+	cfg := catalog.DiffusionGemma26B()
+	r := flat(1e11, 1e12, 20e9, 1e9)
+	base, err := Compute(cfg, quant.Int4Profile, r, Workload{Tokens: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.GEMVJob = map[string]float64{"int4": r.GEMVStream["int4"] * 2}
+	fast, err := Compute(cfg, quant.Int4Profile, r, Workload{Tokens: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The experts' int4 weights an AR token reads, at either rate.
+	t4 := &cfg.Text
+	perLayer := float64(t4.TopKExperts) * float64(2*t4.MoEIntermediateSize*t4.HiddenSize+t4.HiddenSize*t4.MoEIntermediateSize)
+	want := float64(t4.NumHiddenLayers) * perLayer / r.GEMVStream["int4"] / 2
+	near(t, "the experts' time saved", base.AR.Terms.Kernels-fast.AR.Terms.Kernels, want)
 }
 
 // TestFusedHead: a denoising step's head reads a small embedding as the float32

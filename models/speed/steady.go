@@ -1,0 +1,248 @@
+package speed
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/engine/kernels"
+)
+
+// A calibration that holds still. A shared or virtual machine's rates wander over
+// seconds: on the 2-core test VM, idle, three calibrations within 20 s read memory at
+// 25.5, 26.5 and 33.4 GB/s and int4's AR product at 34.9, 34.8 and 41.6 G weights/s,
+// each rate then the fastest of two passes. A fastest-of keeps a lucky moment as the
+// machine's rate, and no answer of many tokens runs in that moment only. So Measure
+// makes calibrationPasses passes, each timing every rate once (its fastest run over a
+// short budget: the kernel's arithmetic with the least interference), and keeps each
+// rate at its median over the passes: one pass disturbed either way — another
+// program's burst, a moment of fast memory — moves no rate. The streaming rates,
+// which wander the most and cost little to probe, are probed streamProbesPerPass
+// times in each pass, at its start, middle and end, and kept at the median of all
+// those probes. Rates.Spread records how the printed rates' probes ranged.
+
+// calibrationPasses is the passes Measure makes: three, so that the median leaves
+// out one disturbed pass; each times every rate within a budget of passBudget times
+// its single pass's of before, so the calibration takes about as long as two did.
+const calibrationPasses = 3
+
+// passBudget scales each rate's timing budget within a pass (best's budget).
+const passBudget = 2.0 / 3
+
+// streamProbesPerPass is how many times a pass probes the streaming rates.
+const streamProbesPerPass = 3
+
+// Spread is how one rate's probes ranged: the slowest and the fastest of N, in the
+// rate's unit.
+type Spread struct {
+	Lo float64 `json:"lo"`
+	Hi float64 `json:"hi"`
+	N  int     `json:"n"`
+}
+
+// spreadOf is xs's Spread.
+func spreadOf(xs []float64) Spread {
+	if len(xs) == 0 {
+		return Spread{}
+	}
+	return Spread{Lo: slices.Min(xs), Hi: slices.Max(xs), N: len(xs)}
+}
+
+// median is the middle of xs (the mean of the middle two for an even count), 0 for
+// none. xs is not changed.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// The streaming probes run what an AR token of a real-width model runs: distinct
+// matrices of one layer's shapes (DiffusionGemma 26B's: the attention's q, k, v and
+// o, the dense MLP's gate, up and down), each product in turn across the pool
+// (Matrix.MulVec, split as the model's are: kernels.Parts), and, for the experts,
+// matrices of an expert's gate_up and down shapes run as the host model runs an AR
+// step's routed experts — one parallel call, whole experts per worker
+// (kernels.ParallelRows). Together each set holds at least three times the last-level
+// cache (at least 96 MiB), so that no sweep finds a matrix still cached from the one
+// before, as no AR token of a real model does; the f32 set's stream is the memory
+// read rate.
+var (
+	layerShapes  = [][2]int{{4096, 2816}, {2048, 2816}, {2048, 2816}, {2816, 4096}, {2112, 2816}, {2112, 2816}, {2816, 2112}}
+	expertShapes = [][2]int{{1408, 2816}, {2816, 704}}
+)
+
+// expertsPerJob is the routed experts an AR step runs in one parallel call (the
+// 26B's top-8): a job sweep's matrices go in groups of twice that, gate_up and down.
+const expertsPerJob = 8
+
+// streamSet is one format's streaming probe: the layer's matrices and the experts',
+// both views of the same bytes (their values do not matter, only that they are not
+// cached), and what each sweep reads.
+type streamSet struct {
+	format          string
+	layer, experts  []*kernels.Matrix
+	layerW, expertW float64 // weights a sweep multiplies
+	layerB          float64 // bytes a layer sweep reads
+	rates, jobs     []float64
+	reads           []float64 // the f32 set's: bytes a second
+}
+
+// newStreamSet builds format f's matrices over span bytes: shapes in turn, again and
+// again, until they hold span.
+func newStreamSet(f string, span int64) (*streamSet, error) {
+	s := &streamSet{format: f}
+	var data, scales, mins []byte
+	cut := func(shapes [][2]int, n, b *float64) ([]*kernels.Matrix, error) {
+		var ws []*kernels.Matrix
+		var d, sc int
+		for i := 0; int64(d+sc) < span; i++ {
+			sh := shapes[i%len(shapes)]
+			w, err := matrixOf(f, 64, sh[1]) // one small matrix for the layout
+			if err != nil {
+				return nil, err
+			}
+			v := *w
+			v.Rows = sh[0]
+			dl, sl := len(w.Data)/64*sh[0], len(w.Scales)/64*sh[0]
+			if d+dl > len(data) || sc+sl > len(scales) {
+				return nil, nil // the buffers below are too small: grow them
+			}
+			v.Data, v.Scales = data[d:d+dl], scales[sc:sc+sl]
+			if w.Mins != nil {
+				v.Mins = mins[sc : sc+sl]
+			}
+			if err := v.Check(); err != nil {
+				return nil, err
+			}
+			ws = append(ws, &v)
+			d, sc = d+dl, sc+sl
+			*n += float64(sh[0] * sh[1])
+			if b != nil {
+				*b += float64(dl + sl)
+			}
+		}
+		return ws, nil
+	}
+	// Buffers of span's bytes in f and a layer's largest matrix beyond (the last cut
+	// may pass span by that much), grown if the cuts' rounding needs more.
+	layout, err := matrixOf(f, 64, 2816)
+	if err != nil {
+		return nil, err
+	}
+	perRow := int64(len(layout.Data)+len(layout.Scales)) / 64
+	for rows := int((span+int64(4096*2816)*perRow/2816)/perRow) + 1; ; rows = rows * 5 / 4 {
+		big, err := matrixOf(f, rows, 2816)
+		if err != nil {
+			return nil, err
+		}
+		data, scales, mins = big.Data, big.Scales, big.Mins
+		s.layerW, s.expertW, s.layerB = 0, 0, 0
+		if s.layer, err = cut(layerShapes, &s.layerW, &s.layerB); err != nil {
+			return nil, err
+		}
+		if s.experts, err = cut(expertShapes, &s.expertW, nil); err != nil {
+			return nil, err
+		}
+		if s.layer != nil && s.experts != nil {
+			return s, nil
+		}
+	}
+}
+
+// probe times one layer sweep and one experts sweep (each the faster of two) and
+// keeps their rates.
+func (s *streamSet) probe(x, out []float32) {
+	sec := min(probes.sweep(s.layer, false, x, out), probes.sweep(s.layer, false, x, out))
+	s.rates = append(s.rates, s.layerW/sec)
+	if s.format == "f32" {
+		s.reads = append(s.reads, s.layerB/sec)
+	}
+	sec = min(probes.sweep(s.experts, true, x, out), probes.sweep(s.experts, true, x, out))
+	s.jobs = append(s.jobs, s.expertW/sec)
+}
+
+// sweep runs ws once: each MulVec in turn, or (job) in groups of an AR step's
+// experts, each group one parallel call with whole matrices per worker; it returns
+// the seconds.
+func sweep(ws []*kernels.Matrix, job bool, x, out []float32) float64 {
+	t0 := time.Now()
+	if !job {
+		for _, w := range ws {
+			_ = w.MulVec(out, x)
+		}
+		return max(time.Since(t0).Seconds(), 1e-9)
+	}
+	for i := 0; i < len(ws); i += 2 * expertsPerJob {
+		group := ws[i:min(i+2*expertsPerJob, len(ws))]
+		kernels.ParallelRows(len(group), func(lo, hi int) {
+			buf := make([]float32, 4096)
+			for _, w := range group[lo:hi] {
+				_ = w.MulVec(buf, x)
+			}
+		})
+	}
+	return max(time.Since(t0).Seconds(), 1e-9)
+}
+
+// probes is what Measure runs (a test's stand-ins): a calibration pass (nil:
+// measureOnce), a streaming sweep, and the bytes each streaming set holds.
+var probes = struct {
+	pass  func(ctx context.Context, st *streams) (*Rates, error)
+	sweep func(ws []*kernels.Matrix, job bool, x, out []float32) float64
+	span  func() int64
+}{nil, sweep, streamSpan}
+
+// streamSpan is the bytes each streaming set holds: three times the last-level
+// cache, at least 96 MiB.
+func streamSpan() int64 { return max(3*cacheBytes(), 96<<20) }
+
+// streams is every format's streaming probe, kept for the whole calibration so that
+// its probes spread across it.
+type streams struct {
+	sets   []*streamSet
+	x, out []float32
+}
+
+func newStreams(span int64) (*streams, error) {
+	st := &streams{x: fill(4096), out: make([]float32, 4096)}
+	for _, f := range formats {
+		s, err := newStreamSet(f, span)
+		if err != nil {
+			return nil, err
+		}
+		st.sets = append(st.sets, s)
+	}
+	return st, nil
+}
+
+// probe probes every format once.
+func (st *streams) probe() {
+	if st == nil {
+		return
+	}
+	for _, s := range st.sets {
+		s.probe(st.x, st.out)
+	}
+}
+
+// settle sets r's streaming rates and the memory read rate to their probes'
+// medians, with their spreads.
+func (st *streams) settle(r *Rates) {
+	r.GEMVStream, r.GEMVJob = map[string]float64{}, map[string]float64{}
+	if r.Spread == nil {
+		r.Spread = map[string]Spread{}
+	}
+	for _, s := range st.sets {
+		r.GEMVStream[s.format], r.GEMVJob[s.format] = median(s.rates), median(s.jobs)
+		r.Spread["gemv_stream/"+s.format], r.Spread["gemv_job/"+s.format] = spreadOf(s.rates), spreadOf(s.jobs)
+		if s.format == "f32" {
+			r.MemRead, r.Spread["mem_read"] = median(s.reads), spreadOf(s.reads)
+		}
+	}
+}
