@@ -497,8 +497,8 @@ func (c *Cache) Get(ctx context.Context) (*Rates, error) {
 // Measure times Darkroom's kernels on this CPU: the canvas GEMM on a grid of shapes,
 // the AR product per weight format in cache and from memory, the sampler, and the
 // rest of the host model's work (measureHost, measureOverhead). It takes about 6 s
-// on a 2-core machine, and holds about 600 MB of matrices while it runs (the
-// streaming probes': steady.go).
+// on a 2-core machine, and holds about 150 MB of matrices while it runs (the
+// streaming probes', every format's views of the same bytes: steady.go).
 //
 // Everything is measured in calibrationPasses passes, and each rate kept at its
 // median pass; the streaming rates at the median of several probes a pass
@@ -910,16 +910,21 @@ func matrixOf(f string, rows, cols int) (*kernels.Matrix, error) {
 		for i := range w.Data {
 			w.Data[i] = byte(i * 37)
 		}
-		w.Scales = make([]byte, qs[0]*qs[1]*spec.ScaleDType().Size())
-		one := unitScale(spec)
-		for i := 0; i+len(one) <= len(w.Scales); i += len(one) {
-			copy(w.Scales[i:], one)
-		}
+		w.Scales = unitScales(spec, qs[0]*qs[1]*spec.ScaleDType().Size())
 		if spec.HasMin() {
 			w.Mins = make([]byte, len(w.Scales))
 		}
 	}
 	return w, w.Check()
+}
+
+// unitScales is n bytes of scales of about 1 in spec's scale type.
+func unitScales(spec quant.Spec, n int) []byte {
+	b, one := make([]byte, n), unitScale(spec)
+	for i := 0; i+len(one) <= n; i += len(one) {
+		copy(b[i:], one)
+	}
+	return b
 }
 
 // unitScale is the bytes of a scale of about 1 in spec's scale type.

@@ -19,7 +19,8 @@
 //     cached per CPU, core count, build and calibration version in the user's cache
 //     folder (Cache, DefaultPath): the canvas GEMM on a grid of shapes, decoding each
 //     stored format while packing, the soft embedding's product, the AR product per
-//     format at small sizes in cache, per row, and streaming from memory, each pass
+//     format at small sizes in cache, per row, and streaming from memory (a real
+//     layer's matrices one after another, an AR step's experts as one job), each pass
 //     over activations at a few sizes, the sampler, and what the engine pays beyond
 //     the kernels (probe.go).
 //
@@ -46,7 +47,10 @@
 // The kernels' rates are fastest runs (their arithmetic); the wake-up and the
 // engine's cost are the typical — median — run, as an answer pays them, counting
 // only runs no other program interrupted (typical), so that a busy machine's
-// calibration does not charge its neighbours' work to the engine.
+// calibration does not charge its neighbours' work to the engine. Every rate is then
+// the median of its calibration's passes, and the streaming rates of probes spread
+// over them, so that a moment of another program's work or of faster memory moves
+// none (steady.go); Rates.Spread keeps how the probes ranged.
 //
 // AR: a token is one encoder pass after the answer's middle plus one draw; its
 // matrices stream from memory at the kernels' streaming rates unless the weights

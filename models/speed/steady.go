@@ -2,6 +2,9 @@ package speed
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -82,8 +85,8 @@ var (
 const expertsPerJob = 8
 
 // streamSet is one format's streaming probe: the layer's matrices and the experts',
-// both views of the same bytes (their values do not matter, only that they are not
-// cached), and what each sweep reads.
+// both views of the streams' shared bytes (their values do not matter, only that they
+// are not cached), and what each sweep reads.
 type streamSet struct {
 	format          string
 	layer, experts  []*kernels.Matrix
@@ -93,78 +96,79 @@ type streamSet struct {
 	reads           []float64 // the f32 set's: bytes a second
 }
 
-// newStreamSet builds format f's matrices over span bytes: shapes in turn, again and
-// again, until they hold span.
-func newStreamSet(f string, span int64) (*streamSet, error) {
+// streamData is n bytes that read as plain float32 values whose low halves are zero,
+// so that they read as plain bf16 values too (no denormals to slow either), and as
+// any codes in the quantized formats: every format's streaming set shares them.
+func streamData(n int) []byte {
+	b := make([]byte, n)
+	for i := 0; i+4 <= n; i += 4 {
+		binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(i/4%13)/13)&^0xffff)
+	}
+	return b
+}
+
+// streamBytes is the bytes streamData must hold for sets over span: span and a
+// layer's largest float32 matrix beyond (the last cut may pass span by that much).
+func streamBytes(span int64) int { return int(span) + 4*4096*2816 + 64*len(layerShapes) }
+
+// newStreamSet is format f's matrices over data's first span bytes: shapes in turn,
+// again and again, each matrix's weights on a cache line of their own, until they
+// hold span; each format's unit scales (matrixOf's) in a buffer of their own.
+func newStreamSet(f string, span int64, data []byte) (*streamSet, error) {
 	s := &streamSet{format: f}
-	var data, scales, mins []byte
 	cut := func(shapes [][2]int, n, b *float64) ([]*kernels.Matrix, error) {
 		var ws []*kernels.Matrix
-		var d, sc int
-		for i := 0; int64(d+sc) < span; i++ {
+		for i, d := 0, 0; int64(d) < span; i++ {
 			sh := shapes[i%len(shapes)]
-			w, err := matrixOf(f, 64, sh[1]) // one small matrix for the layout
+			w, err := matrixOf(f, sh[0], 64) // the format's layout: its rows, 64 columns
 			if err != nil {
 				return nil, err
 			}
 			v := *w
-			v.Rows = sh[0]
-			dl, sl := len(w.Data)/64*sh[0], len(w.Scales)/64*sh[0]
-			if d+dl > len(data) || sc+sl > len(scales) {
-				return nil, nil // the buffers below are too small: grow them
+			v.Cols = sh[1]
+			dl := len(w.Data) / 64 * sh[1]
+			if d+dl > len(data) {
+				return nil, fmt.Errorf("streaming probe: %d bytes do not hold %s matrices over %d", len(data), f, span)
 			}
-			v.Data, v.Scales = data[d:d+dl], scales[sc:sc+sl]
-			if w.Mins != nil {
-				v.Mins = mins[sc : sc+sl]
+			v.Data = data[d : d+dl]
+			if w.Spec.Bits != 0 {
+				_, qs := w.Spec.Shapes([]int{sh[0], sh[1]})
+				v.Scales = unitScales(w.Spec, qs[0]*qs[1]*w.Spec.ScaleDType().Size())
+				if w.Spec.HasMin() {
+					v.Mins = make([]byte, len(v.Scales))
+				}
 			}
 			if err := v.Check(); err != nil {
 				return nil, err
 			}
 			ws = append(ws, &v)
-			d, sc = d+dl, sc+sl
+			d = (d + dl + 63) &^ 63
 			*n += float64(sh[0] * sh[1])
 			if b != nil {
-				*b += float64(dl + sl)
+				*b += float64(len(v.Data) + len(v.Scales))
 			}
 		}
 		return ws, nil
 	}
-	// Buffers of span's bytes in f and a layer's largest matrix beyond (the last cut
-	// may pass span by that much), grown if the cuts' rounding needs more.
-	layout, err := matrixOf(f, 64, 2816)
-	if err != nil {
+	var err error
+	if s.layer, err = cut(layerShapes, &s.layerW, &s.layerB); err != nil {
 		return nil, err
 	}
-	perRow := int64(len(layout.Data)+len(layout.Scales)) / 64
-	for rows := int((span+int64(4096*2816)*perRow/2816)/perRow) + 1; ; rows = rows * 5 / 4 {
-		big, err := matrixOf(f, rows, 2816)
-		if err != nil {
-			return nil, err
-		}
-		data, scales, mins = big.Data, big.Scales, big.Mins
-		s.layerW, s.expertW, s.layerB = 0, 0, 0
-		if s.layer, err = cut(layerShapes, &s.layerW, &s.layerB); err != nil {
-			return nil, err
-		}
-		if s.experts, err = cut(expertShapes, &s.expertW, nil); err != nil {
-			return nil, err
-		}
-		if s.layer != nil && s.experts != nil {
-			return s, nil
-		}
+	if s.experts, err = cut(expertShapes, &s.expertW, nil); err != nil {
+		return nil, err
 	}
+	return s, nil
 }
 
-// probe times one layer sweep and one experts sweep (each the faster of two) and
-// keeps their rates.
+// probe times one layer sweep and one experts sweep and keeps their rates: a
+// disturbed sweep is one probe of many, which their median leaves out.
 func (s *streamSet) probe(x, out []float32) {
-	sec := min(probes.sweep(s.layer, false, x, out), probes.sweep(s.layer, false, x, out))
+	sec := probes.sweep(s.layer, false, x, out)
 	s.rates = append(s.rates, s.layerW/sec)
 	if s.format == "f32" {
 		s.reads = append(s.reads, s.layerB/sec)
 	}
-	sec = min(probes.sweep(s.experts, true, x, out), probes.sweep(s.experts, true, x, out))
-	s.jobs = append(s.jobs, s.expertW/sec)
+	s.jobs = append(s.jobs, s.expertW/probes.sweep(s.experts, true, x, out))
 }
 
 // sweep runs ws once: each MulVec in turn, or (job) in groups of an AR step's
@@ -209,10 +213,13 @@ type streams struct {
 	x, out []float32
 }
 
+// newStreams is every format's streaming set over span bytes, all of them views
+// of the same bytes.
 func newStreams(span int64) (*streams, error) {
 	st := &streams{x: fill(4096), out: make([]float32, 4096)}
+	data := streamData(streamBytes(span))
 	for _, f := range formats {
-		s, err := newStreamSet(f, span)
+		s, err := newStreamSet(f, span, data)
 		if err != nil {
 			return nil, err
 		}
