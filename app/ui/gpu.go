@@ -213,7 +213,9 @@ type gpuRuntime struct {
 	stop context.CancelFunc
 	// paused: Pause came before the download job existed (the GPU and the index
 	// still being asked), so the job starts paused. canceled: Cancel came during
-	// this install; its error is then download.ErrCanceled, whatever stage it hit.
+	// this install, or as the card started it (its goroutine not yet in Install);
+	// its error is then download.ErrCanceled, whatever stage it hit. Both end
+	// with the install.
 	paused, canceled bool
 }
 
@@ -288,14 +290,20 @@ func (r *gpuRuntime) Install(ctx context.Context, progress func(GPUProgress)) er
 			Paused: ev.State == download.StatePaused})
 	}
 	r.mu.Lock()
+	if r.canceled { // tapped before this install got here
+		r.paused, r.canceled = false, false
+		r.mu.Unlock()
+		return download.ErrCanceled
+	}
 	plan := r.plan
-	r.stop, r.canceled = stop, false
+	r.stop = stop
 	r.mu.Unlock()
 	err := r.install(ctx, in, plan)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.job, r.stop, r.paused = nil, nil, false
-	if err != nil && r.canceled {
+	canceled := r.canceled
+	r.job, r.stop, r.paused, r.canceled = nil, nil, false, false
+	if err != nil && canceled {
 		return download.ErrCanceled
 	}
 	return err
@@ -342,6 +350,8 @@ func (r *gpuRuntime) Resume() {
 // Cancel stops the install at whatever stage it is: the download job (which
 // removes its partial files) while it runs, else the install's context — the GPU
 // and the index being asked, the unpacking, the test graph's child process.
+// Tapped as the card starts an install, before Install has begun, it cancels
+// that install as it begins (as Pause then has it start paused).
 func (r *gpuRuntime) Cancel() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

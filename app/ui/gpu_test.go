@@ -250,9 +250,10 @@ func TestGPURuntimeOfferAndInstall(t *testing.T) {
 }
 
 // TestGPURuntimeCancel: Cancel ends an install with download.ErrCanceled — the
-// card's "Canceled; nothing was installed." — whether it comes while the GPU is
-// looked for and the index asked, during the download (its partial files
-// removed), or while the test graph runs; nothing is marked installed.
+// card's "Canceled; nothing was installed." — whether it comes before Install
+// has begun (the card shows Cancel as it starts the install's goroutine), while
+// the GPU is looked for and the index asked, during the download (its partial
+// files removed), or while the test graph runs; nothing is marked installed.
 func TestGPURuntimeCancel(t *testing.T) {
 	index := gpuruntimetest.New(t)
 	verified := make(chan bool)
@@ -266,11 +267,35 @@ func TestGPURuntimeCancel(t *testing.T) {
 			t.Error("installed after a cancel")
 		}
 	}
-	t.Run("resolving", func(t *testing.T) {
+	t.Run("before it begins", func(t *testing.T) {
+		// The GPU is not found until found is closed: an install that missed the
+		// Cancel waits for ever.
 		found := make(chan struct{})
 		r := gpuRuntimeOn(t, index, found, verified)
+		r.Cancel()
 		in := startInstall(r)
-		time.Sleep(50 * time.Millisecond) // Install is waiting for the GPU
+		select {
+		case err := <-in.done:
+			if !errors.Is(err, download.ErrCanceled) {
+				t.Errorf("install canceled before it began: %v (the card shows %q)", err, gpuErrorText(err))
+			}
+		case <-time.After(30 * time.Second):
+			r.Cancel()
+			<-in.done
+			t.Fatal("a Cancel that came before Install began was lost: the install went on looking for the GPU")
+		}
+		// The cancel was that install's: the next one runs.
+		close(found)
+		in = startInstall(r)
+		waitFor(t, "the next install's verification", func() bool { return in.stage() == gpuruntime.StageVerifying })
+		canceled(t, r, in)
+	})
+	t.Run("resolving", func(t *testing.T) {
+		r := gpuRuntimeOn(t, index, make(chan struct{}), verified)
+		looking, find := make(chan struct{}), r.find
+		r.find = func(ctx context.Context) ([]nvidia.GPU, string) { close(looking); return find(ctx) }
+		in := startInstall(r)
+		<-looking // Install is waiting for the GPU
 		canceled(t, r, in)
 	})
 	t.Run("downloading", func(t *testing.T) {
