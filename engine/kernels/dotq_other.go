@@ -6,13 +6,20 @@ func dotInt4Rows(out []float32, n int, xp []float32, m int, codes []byte, scales
 	return false
 }
 
-func dotInt8Rows(out, x []float32, codes []byte, scales []float32, tail []float32) {
-	k := len(x)
+func dotInt8Rows(out []float32, n int, a []float32, m int, codes []byte, scales []float32, tail []float32) {
+	if m == 0 {
+		return
+	}
+	k := len(a) / m
 	t := tail[:k]
-	for j := range out {
+	for j := range scales {
 		decodeInt8Go(t, codes[k*j:k*(j+1)], scales[j])
-		out[j] = dotGo(t, x)
+		for i := range m {
+			out[i*n+j] = dotGo(t, a[i*k:(i+1)*k])
+		}
 	}
 }
 
-func dotInt8Groups(out, x []float32, codes []byte, scales []float32) bool { return false }
+func dotInt8Groups(out []float32, n int, a []float32, m int, codes []byte, scales []float32) bool {
+	return false
+}

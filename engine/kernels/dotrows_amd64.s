@@ -90,6 +90,291 @@ dotInt8AVX2_loop:
 	VZEROUPPER
 	RET
 
+// func dotInt8w1x1AVX512(x *float32, xstride int, codes *byte, n int, scales *float32, step int, out *float32, ostride int)
+// dotInt8AVX2 of a row of n (a positive multiple of 32) int8 codes with 1 row
+// of x (xstride bytes apart): value i is float32(code)·scale, the scale at scales +
+// (i/32)·step bytes, widened, converted and scaled once for every row of x. Each row
+// of x keeps dotAVX2's 32 lanes in two accumulators (values 0–15 and 16–31 of every
+// 32, one FMA each, in order) and ends with dotAVX2's sum of its four vectors, so
+// out[i·ostride/4] is bit for bit dotAVX2 of x's row i with the decoded row.
+TEXT ·dotInt8w1x1AVX512(SB), NOSPLIT, $0-64
+	MOVQ x+0(FP), DI
+	MOVQ xstride+8(FP), R14
+	MOVQ codes+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ scales+32(FP), DX
+	MOVQ step+40(FP), R10
+	MOVQ out+48(FP), R9
+	MOVQ ostride+56(FP), BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	SHRQ $5, CX // groups of 32
+	MOVQ CX, R13
+	ANDQ $1, R13 // groups after the unrolled steps
+	SHRQ $1, CX
+	JZ dotInt8w1x1AVX512_one
+dotInt8w1x1AVX512_loop:
+	VPMOVSXBD 0(SI), Z8
+	VPMOVSXBD 16(SI), Z9
+	VCVTDQ2PS Z8, Z8
+	VCVTDQ2PS Z9, Z9
+	VMULPS.BCST (DX), Z8, Z8
+	VMULPS.BCST (DX), Z9, Z9
+	ADDQ R10, DX
+	VFMADD231PS 0(DI), Z8, Z0
+	VFMADD231PS 64(DI), Z9, Z1
+	VPMOVSXBD 32(SI), Z10
+	VPMOVSXBD 48(SI), Z11
+	VCVTDQ2PS Z10, Z10
+	VCVTDQ2PS Z11, Z11
+	VMULPS.BCST (DX), Z10, Z10
+	VMULPS.BCST (DX), Z11, Z11
+	ADDQ R10, DX
+	VFMADD231PS 128(DI), Z10, Z0
+	VFMADD231PS 192(DI), Z11, Z1
+	ADDQ $64, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ dotInt8w1x1AVX512_loop
+dotInt8w1x1AVX512_one:
+	TESTQ R13, R13
+	JZ dotInt8w1x1AVX512_sum
+dotInt8w1x1AVX512_onel:
+	VPMOVSXBD 0(SI), Z8
+	VPMOVSXBD 16(SI), Z9
+	VCVTDQ2PS Z8, Z8
+	VCVTDQ2PS Z9, Z9
+	VMULPS.BCST (DX), Z8, Z8
+	VMULPS.BCST (DX), Z9, Z9
+	ADDQ R10, DX
+	VFMADD231PS 0(DI), Z8, Z0
+	VFMADD231PS 64(DI), Z9, Z1
+	ADDQ $32, SI
+	ADDQ $128, DI
+	DECQ R13
+	JNZ dotInt8w1x1AVX512_onel
+dotInt8w1x1AVX512_sum:
+	VEXTRACTF64X4 $1, Z0, Y12
+	VEXTRACTF64X4 $1, Z1, Y13
+	VADDPS Y12, Y0, Y0
+	VADDPS Y13, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X8
+	VADDPS X8, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, (R9)
+	VZEROUPPER
+	RET
+
+// func dotInt8w1x2AVX512(x *float32, xstride int, codes *byte, n int, scales *float32, step int, out *float32, ostride int)
+// dotInt8AVX2 of a row of n (a positive multiple of 32) int8 codes with 2 rows
+// of x (xstride bytes apart): value i is float32(code)·scale, the scale at scales +
+// (i/32)·step bytes, widened, converted and scaled once for every row of x. Each row
+// of x keeps dotAVX2's 32 lanes in two accumulators (values 0–15 and 16–31 of every
+// 32, one FMA each, in order) and ends with dotAVX2's sum of its four vectors, so
+// out[i·ostride/4] is bit for bit dotAVX2 of x's row i with the decoded row.
+TEXT ·dotInt8w1x2AVX512(SB), NOSPLIT, $0-64
+	MOVQ x+0(FP), DI
+	MOVQ xstride+8(FP), R14
+	MOVQ codes+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ scales+32(FP), DX
+	MOVQ step+40(FP), R10
+	MOVQ out+48(FP), R9
+	MOVQ ostride+56(FP), BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	SHRQ $5, CX // groups of 32
+	MOVQ CX, R13
+	ANDQ $1, R13 // groups after the unrolled steps
+	SHRQ $1, CX
+	JZ dotInt8w1x2AVX512_one
+dotInt8w1x2AVX512_loop:
+	VPMOVSXBD 0(SI), Z8
+	VPMOVSXBD 16(SI), Z9
+	VCVTDQ2PS Z8, Z8
+	VCVTDQ2PS Z9, Z9
+	VMULPS.BCST (DX), Z8, Z8
+	VMULPS.BCST (DX), Z9, Z9
+	ADDQ R10, DX
+	VFMADD231PS 0(DI), Z8, Z0
+	VFMADD231PS 64(DI), Z9, Z1
+	VFMADD231PS 0(DI)(R14*1), Z8, Z2
+	VFMADD231PS 64(DI)(R14*1), Z9, Z3
+	VPMOVSXBD 32(SI), Z10
+	VPMOVSXBD 48(SI), Z11
+	VCVTDQ2PS Z10, Z10
+	VCVTDQ2PS Z11, Z11
+	VMULPS.BCST (DX), Z10, Z10
+	VMULPS.BCST (DX), Z11, Z11
+	ADDQ R10, DX
+	VFMADD231PS 128(DI), Z10, Z0
+	VFMADD231PS 192(DI), Z11, Z1
+	VFMADD231PS 128(DI)(R14*1), Z10, Z2
+	VFMADD231PS 192(DI)(R14*1), Z11, Z3
+	ADDQ $64, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ dotInt8w1x2AVX512_loop
+dotInt8w1x2AVX512_one:
+	TESTQ R13, R13
+	JZ dotInt8w1x2AVX512_sum
+dotInt8w1x2AVX512_onel:
+	VPMOVSXBD 0(SI), Z8
+	VPMOVSXBD 16(SI), Z9
+	VCVTDQ2PS Z8, Z8
+	VCVTDQ2PS Z9, Z9
+	VMULPS.BCST (DX), Z8, Z8
+	VMULPS.BCST (DX), Z9, Z9
+	ADDQ R10, DX
+	VFMADD231PS 0(DI), Z8, Z0
+	VFMADD231PS 64(DI), Z9, Z1
+	VFMADD231PS 0(DI)(R14*1), Z8, Z2
+	VFMADD231PS 64(DI)(R14*1), Z9, Z3
+	ADDQ $32, SI
+	ADDQ $128, DI
+	DECQ R13
+	JNZ dotInt8w1x2AVX512_onel
+dotInt8w1x2AVX512_sum:
+	VEXTRACTF64X4 $1, Z0, Y12
+	VEXTRACTF64X4 $1, Z1, Y13
+	VADDPS Y12, Y0, Y0
+	VADDPS Y13, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X8
+	VADDPS X8, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, (R9)
+	VEXTRACTF64X4 $1, Z2, Y12
+	VEXTRACTF64X4 $1, Z3, Y13
+	VADDPS Y12, Y2, Y2
+	VADDPS Y13, Y3, Y3
+	VADDPS Y3, Y2, Y2
+	VEXTRACTF128 $1, Y2, X8
+	VADDPS X8, X2, X2
+	VHADDPS X2, X2, X2
+	VHADDPS X2, X2, X2
+	MOVSS X2, (R9)(BX*1)
+	VZEROUPPER
+	RET
+
+// func dotInt8w1x3AVX512(x *float32, xstride int, codes *byte, n int, scales *float32, step int, out *float32, ostride int)
+// dotInt8AVX2 of a row of n (a positive multiple of 32) int8 codes with 3 rows
+// of x (xstride bytes apart): value i is float32(code)·scale, the scale at scales +
+// (i/32)·step bytes, widened, converted and scaled once for every row of x. Each row
+// of x keeps dotAVX2's 32 lanes in two accumulators (values 0–15 and 16–31 of every
+// 32, one FMA each, in order) and ends with dotAVX2's sum of its four vectors, so
+// out[i·ostride/4] is bit for bit dotAVX2 of x's row i with the decoded row.
+TEXT ·dotInt8w1x3AVX512(SB), NOSPLIT, $0-64
+	MOVQ x+0(FP), DI
+	MOVQ xstride+8(FP), R14
+	MOVQ codes+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ scales+32(FP), DX
+	MOVQ step+40(FP), R10
+	MOVQ out+48(FP), R9
+	MOVQ ostride+56(FP), BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	SHRQ $5, CX // groups of 32
+	MOVQ CX, R13
+	ANDQ $1, R13 // groups after the unrolled steps
+	SHRQ $1, CX
+	JZ dotInt8w1x3AVX512_one
+dotInt8w1x3AVX512_loop:
+	VPMOVSXBD 0(SI), Z8
+	VPMOVSXBD 16(SI), Z9
+	VCVTDQ2PS Z8, Z8
+	VCVTDQ2PS Z9, Z9
+	VMULPS.BCST (DX), Z8, Z8
+	VMULPS.BCST (DX), Z9, Z9
+	ADDQ R10, DX
+	VFMADD231PS 0(DI), Z8, Z0
+	VFMADD231PS 64(DI), Z9, Z1
+	VFMADD231PS 0(DI)(R14*1), Z8, Z2
+	VFMADD231PS 64(DI)(R14*1), Z9, Z3
+	VFMADD231PS 0(DI)(R14*2), Z8, Z4
+	VFMADD231PS 64(DI)(R14*2), Z9, Z5
+	VPMOVSXBD 32(SI), Z10
+	VPMOVSXBD 48(SI), Z11
+	VCVTDQ2PS Z10, Z10
+	VCVTDQ2PS Z11, Z11
+	VMULPS.BCST (DX), Z10, Z10
+	VMULPS.BCST (DX), Z11, Z11
+	ADDQ R10, DX
+	VFMADD231PS 128(DI), Z10, Z0
+	VFMADD231PS 192(DI), Z11, Z1
+	VFMADD231PS 128(DI)(R14*1), Z10, Z2
+	VFMADD231PS 192(DI)(R14*1), Z11, Z3
+	VFMADD231PS 128(DI)(R14*2), Z10, Z4
+	VFMADD231PS 192(DI)(R14*2), Z11, Z5
+	ADDQ $64, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ dotInt8w1x3AVX512_loop
+dotInt8w1x3AVX512_one:
+	TESTQ R13, R13
+	JZ dotInt8w1x3AVX512_sum
+dotInt8w1x3AVX512_onel:
+	VPMOVSXBD 0(SI), Z8
+	VPMOVSXBD 16(SI), Z9
+	VCVTDQ2PS Z8, Z8
+	VCVTDQ2PS Z9, Z9
+	VMULPS.BCST (DX), Z8, Z8
+	VMULPS.BCST (DX), Z9, Z9
+	ADDQ R10, DX
+	VFMADD231PS 0(DI), Z8, Z0
+	VFMADD231PS 64(DI), Z9, Z1
+	VFMADD231PS 0(DI)(R14*1), Z8, Z2
+	VFMADD231PS 64(DI)(R14*1), Z9, Z3
+	VFMADD231PS 0(DI)(R14*2), Z8, Z4
+	VFMADD231PS 64(DI)(R14*2), Z9, Z5
+	ADDQ $32, SI
+	ADDQ $128, DI
+	DECQ R13
+	JNZ dotInt8w1x3AVX512_onel
+dotInt8w1x3AVX512_sum:
+	VEXTRACTF64X4 $1, Z0, Y12
+	VEXTRACTF64X4 $1, Z1, Y13
+	VADDPS Y12, Y0, Y0
+	VADDPS Y13, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X8
+	VADDPS X8, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, (R9)
+	VEXTRACTF64X4 $1, Z2, Y12
+	VEXTRACTF64X4 $1, Z3, Y13
+	VADDPS Y12, Y2, Y2
+	VADDPS Y13, Y3, Y3
+	VADDPS Y3, Y2, Y2
+	VEXTRACTF128 $1, Y2, X8
+	VADDPS X8, X2, X2
+	VHADDPS X2, X2, X2
+	VHADDPS X2, X2, X2
+	MOVSS X2, (R9)(BX*1)
+	VEXTRACTF64X4 $1, Z4, Y12
+	VEXTRACTF64X4 $1, Z5, Y13
+	VADDPS Y12, Y4, Y4
+	VADDPS Y13, Y5, Y5
+	VADDPS Y5, Y4, Y4
+	VEXTRACTF128 $1, Y4, X8
+	VADDPS X8, X4, X4
+	VHADDPS X4, X4, X4
+	VHADDPS X4, X4, X4
+	MOVSS X4, (R9)(BX*2)
+	VZEROUPPER
+	RET
+
 // func dotInt4w1x1AVX512(x *float32, xstride int, codes *byte, stride, groups int, scales, mins *float32, affine bool, out *float32, ostride int)
 // 1 row of int4 groups of 32 (16 code bytes each, stride bytes apart) dotted
 // with 1 row of x (xstride bytes apart) permuted by permuteInt4X. Row j's scales are

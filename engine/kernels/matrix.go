@@ -338,9 +338,7 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 				codes := w.Data[r0*k : (r0+h)*k]
 				if int8Row {
 					w.scales(scales[:h], w.Scales, r0)
-					for i := range m {
-						dotInt8Rows(out[i*n+r0:i*n+r0+h], a[i*k:(i+1)*k], codes, scales[:h], dec)
-					}
+					dotInt8Rows(out[r0:], n, a[:m*k], m, codes, scales[:h], dec)
 					continue
 				}
 				// One scale per 32 values: each group's repeated g/32 times.
@@ -353,9 +351,7 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 						cs[c] = gs[c*32/g]
 					}
 				}
-				for i := range m {
-					_ = dotInt8Groups(out[i*n+r0:i*n+r0+h], a[i*k:(i+1)*k], codes, cs) // int8Groups: it can
-				}
+				_ = dotInt8Groups(out[r0:], n, a[:m*k], m, codes, cs) // int8Groups: it can
 				continue
 			}
 			for r := r0; r < r0+h; r++ {

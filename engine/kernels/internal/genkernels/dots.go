@@ -6,8 +6,9 @@ import (
 )
 
 // The AR step's fused dot products (dotrows_amd64.s): rows of stored weights dotted
-// with one float32 vector x without writing the decoded values — int4 with AVX-512,
-// two rows at a time, int8 with AVX2. Each row keeps dotAVX2's 32 accumulator lanes —
+// with one float32 vector x (or two or three) without writing the decoded values —
+// int4 with AVX-512, two rows at a time; int8 with AVX2, and with AVX-512 one row at a
+// time. Each row keeps dotAVX2's 32 accumulator lanes —
 // lane c sums value c of every 32 in order, with one FMA per value — and its final
 // sum, so a row's result is bit for bit dotAVX2's on the decoded row. A lane's sum is
 // a chain of FMAs (4 cycles each), so one row runs at 32 values per 4 cycles however
@@ -16,7 +17,7 @@ import (
 
 // The int4 kernels interleave two weight rows (a leftover row takes the one-row
 // kernel), or take one weight row against two or three rows of x (int4Kernels). The
-// int8 kernel takes one row: on Zen 4
+// int8 kernels take one row (int8Kernels): on Zen 4
 // (where these were measured) two rows gain nothing in cache — the multiplies and FMAs
 // already fill both FMA pipes — and stream from memory at 7 GB/s a core against one
 // row's 18, the hardware prefetchers losing track of two streams a row apart.
@@ -42,6 +43,10 @@ func emitDots(p func(string, ...any)) {
 	p("GLOBL dotq4table<>(SB), RODATA|NOPTR, $128")
 	p("")
 	emitDotInt8(p)
+	for _, kn := range int8Kernels {
+		p("")
+		emitDotInt8AVX512(p, kn)
+	}
 	for _, kn := range int4Kernels {
 		p("")
 		emitDotInt4(p, kn)
@@ -55,8 +60,8 @@ func floatHex(f float32) string {
 
 // emitDotInt8 writes dotInt8AVX2: a row of int8 codes dotted with x, value i being
 // float32(code)·scale, the scale read at scales + (i/32)·step bytes (step 0: one scale
-// per row; 4: one per 32 values). It stays AVX2: on Zen 4 a zmm version ran 20%
-// slower, its sign extensions costing more than they saved.
+// per row; 4: one per 32 values): the CPUs without AVX-512's, whose products take
+// emitDotInt8AVX512's kernels, the same bits.
 func emitDotInt8(p func(string, ...any)) {
 	const name = "dotInt8AVX2"
 	p("// func %s(x *float32, codes *byte, n int, scales *float32, step int) float32", name)
@@ -277,4 +282,99 @@ func bitsOf(n int) int {
 		b++
 	}
 	return b
+}
+
+// int8Kernels are the AVX-512 int8 kernels' rows of x, against one weight row: one (the
+// AR step), or two or three (a product below dotRows rows), which share the row's
+// decoding. None takes two weight rows: on Zen 4 (2 cores, measured at load 10, each
+// kernel alone on a core) two rows against one x ran as fast as one in cache (22 GB/s of
+// codes; the multiplies and FMAs fill both FMA pipes either way) and streamed from
+// memory at 9–14 GB/s against one row's 16–18, with or without prefetching each row's
+// codes 4 KiB or a row pair ahead.
+var int8Kernels = []int{1, 2, 3}
+
+// int8Unroll is the groups of 32 an int8 kernel's step takes: two, a cache line of
+// codes (four measured the same).
+const int8Unroll = 2
+
+// emitDotInt8AVX512 writes dotInt8w1xMAVX512: a row of int8 codes dotted with M rows of
+// x, dotInt8AVX2's arithmetic with its 32 lanes in two zmm accumulators per row of x.
+func emitDotInt8AVX512(p func(string, ...any), xrows int) {
+	if xrows > 3 {
+		panic("genkernels: dotInt8 is written for up to 3 rows of x")
+	}
+	name := fmt.Sprintf("dotInt8w1x%dAVX512", xrows)
+	label := func(s string) string { return fmt.Sprintf("%s_%s", name, s) }
+	// The row's codes at SI, its scales at DX; x row i at DI + i·R14, its output at
+	// R9 + i·BX.
+	p("// func %s(x *float32, xstride int, codes *byte, n int, scales *float32, step int, out *float32, ostride int)", name)
+	p("// dotInt8AVX2 of a row of n (a positive multiple of 32) int8 codes with %s", rowsWord(xrows, "row"))
+	p("// of x (xstride bytes apart): value i is float32(code)·scale, the scale at scales +")
+	p("// (i/32)·step bytes, widened, converted and scaled once for every row of x. Each row")
+	p("// of x keeps dotAVX2's 32 lanes in two accumulators (values 0–15 and 16–31 of every")
+	p("// 32, one FMA each, in order) and ends with dotAVX2's sum of its four vectors, so")
+	p("// out[i·ostride/4] is bit for bit dotAVX2 of x's row i with the decoded row.")
+	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	p("\tMOVQ x+0(FP), DI")
+	p("\tMOVQ xstride+8(FP), R14")
+	p("\tMOVQ codes+16(FP), SI")
+	p("\tMOVQ n+24(FP), CX")
+	p("\tMOVQ scales+32(FP), DX")
+	p("\tMOVQ step+40(FP), R10")
+	p("\tMOVQ out+48(FP), R9")
+	p("\tMOVQ ostride+56(FP), BX")
+	for a := range 2 * xrows {
+		p("\tVPXORD Z%d, Z%d, Z%d", a, a, a)
+	}
+	const u = int8Unroll
+	p("\tSHRQ $5, CX // groups of 32")
+	p("\tMOVQ CX, R13")
+	p("\tANDQ $%d, R13 // groups after the unrolled steps", u-1)
+	p("\tSHRQ $%d, CX", bitsOf(u))
+	p("\tJZ %s", label("one"))
+	p("%s:", label("loop"))
+	emitInt8Step(p, xrows, u)
+	p("\tDECQ CX")
+	p("\tJNZ %s", label("loop"))
+	p("%s:", label("one"))
+	p("\tTESTQ R13, R13")
+	p("\tJZ %s", label("sum"))
+	p("%s:", label("onel"))
+	emitInt8Step(p, xrows, 1)
+	p("\tDECQ R13")
+	p("\tJNZ %s", label("onel"))
+	p("%s:", label("sum"))
+	for i := range xrows {
+		e, o := 2*i, 2*i+1
+		// Z(e) is dotAVX2's [Y0, Y1], Z(o) its [Y2, Y3]: (Y0 + Y1) + (Y2 + Y3).
+		p("\tVEXTRACTF64X4 $1, Z%d, Y12", e)
+		p("\tVEXTRACTF64X4 $1, Z%d, Y13", o)
+		p("\tVADDPS Y12, Y%d, Y%d", e, e)
+		p("\tVADDPS Y13, Y%d, Y%d", o, o)
+		p("\tVADDPS Y%d, Y%d, Y%d", o, e, e)
+		emitHSum(p, e, xAddr("R9", "BX", i))
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// emitInt8Step writes g groups of 32 values, in order, and advances the pointers past
+// them.
+func emitInt8Step(p func(string, ...any), xrows, g int) {
+	for q := range g {
+		lo, hi := 8+2*q, 9+2*q
+		p("\tVPMOVSXBD %d(SI), Z%d", 32*q, lo)
+		p("\tVPMOVSXBD %d(SI), Z%d", 32*q+16, hi)
+		p("\tVCVTDQ2PS Z%d, Z%d", lo, lo)
+		p("\tVCVTDQ2PS Z%d, Z%d", hi, hi)
+		p("\tVMULPS.BCST (DX), Z%d, Z%d", lo, lo)
+		p("\tVMULPS.BCST (DX), Z%d, Z%d", hi, hi)
+		p("\tADDQ R10, DX")
+		for i := range xrows {
+			p("\tVFMADD231PS %d%s, Z%d, Z%d", 128*q, xAddr("DI", "R14", i), lo, 2*i)
+			p("\tVFMADD231PS %d%s, Z%d, Z%d", 128*q+64, xAddr("DI", "R14", i), hi, 2*i+1)
+		}
+	}
+	p("\tADDQ $%d, SI", 32*g)
+	p("\tADDQ $%d, DI", 128*g)
 }
