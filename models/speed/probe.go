@@ -223,8 +223,9 @@ func typicalOf(setup, timed func(), budget float64) float64 {
 	return max(typical(runs), 1e-9)
 }
 
-// probeRuns is the fewest runs typicalOf times.
-const probeRuns = 15
+// probeRuns is the fewest runs typicalOf times in a pass: ten, thirty over the
+// calibration's three passes, as the two passes before them made.
+const probeRuns = 10
 
 // probeRun is one timed run of the probe, and whether another program may have
 // slowed it (begin).

@@ -939,15 +939,16 @@ func unitScale(spec quant.Spec) []byte {
 }
 
 // best runs f once to warm up, then repeatedly for about budget seconds (times
-// passBudget: one pass's share of the calibration; at least three times), and
-// returns the fastest run's seconds: the machine's rate with the least interference
-// from other programs.
+// passBudget: one pass's share of the calibration; at least twice, as the median of
+// three passes leaves out one whose runs were all disturbed), and returns the
+// fastest run's seconds: the machine's rate with the least interference from other
+// programs.
 func best(f func(), budget float64) float64 {
 	budget *= passBudget
 	f()
 	var times []float64
 	start := time.Now()
-	for len(times) < 3 || time.Since(start).Seconds() < budget {
+	for len(times) < 2 || time.Since(start).Seconds() < budget {
 		t0 := time.Now()
 		f()
 		times = append(times, max(time.Since(t0).Seconds(), 1e-9))

@@ -2,6 +2,7 @@ package speed
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -528,6 +529,23 @@ func TestStreamSets(t *testing.T) {
 			}
 			if bytes < 8<<20 {
 				t.Errorf("%s: %d bytes, want 8 MiB", f, bytes)
+			}
+		}
+	}
+}
+
+// TestStreamData: the shared bytes read as plain float32s and plain bf16s — no
+// denormal, infinity or NaN to slow a product — in their period of 13 values.
+func TestStreamData(t *testing.T) {
+	b := streamData(4*1000 + 2)
+	for i := 0; i+4 <= len(b); i += 4 {
+		u := binary.LittleEndian.Uint32(b[i:])
+		if want := math.Float32bits(float32(i/4%13)/13) &^ 0xffff; u != want {
+			t.Fatalf("float %d: %#x, want %#x", i/4, u, want)
+		}
+		for _, h := range []uint32{u >> 16, u & 0xffff} { // its bf16 halves
+			if e := h >> 7 & 0xff; h != 0 && (e == 0 || e == 0xff) {
+				t.Fatalf("float %d: half %#x is not a plain bf16", i/4, h)
 			}
 		}
 	}

@@ -101,8 +101,12 @@ type streamSet struct {
 // any codes in the quantized formats: every format's streaming set shares them.
 func streamData(n int) []byte {
 	b := make([]byte, n)
-	for i := 0; i+4 <= n; i += 4 {
-		binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(i/4%13)/13)&^0xffff)
+	const period = 13 // values, then again: copied in doubling runs (a whole period each)
+	for i := 0; i < period && 4*i+4 <= n; i++ {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(i)/period)&^0xffff)
+	}
+	for done := 4 * period; done < n; done *= 2 {
+		copy(b[done:], b[:done])
 	}
 	return b
 }
