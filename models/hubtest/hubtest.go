@@ -116,6 +116,20 @@ func (h *Hub) Starts(name string) []int64 {
 	return append([]int64(nil), h.starts[name]...)
 }
 
+// Resumed checks that every body request for a file after its first resumed
+// from what the client kept: none asked from byte 0 again, nor from before the
+// request it followed. It returns how many requests resumed, and an error
+// naming the first that did not.
+func (h *Hub) Resumed(name string) (int, error) {
+	starts := h.Starts(name)
+	for i := 1; i < len(starts); i++ {
+		if starts[i] == 0 || starts[i] < starts[i-1] {
+			return i - 1, fmt.Errorf("%s: request %d of %v did not resume from the bytes kept", name, i, starts)
+		}
+	}
+	return max(len(starts)-1, 0), nil
+}
+
 func (h *Hub) repo(w http.ResponseWriter, r *http.Request, name string) *Repo {
 	h.mu.Lock()
 	rp := h.repos[name]
