@@ -95,6 +95,7 @@ type Options struct {
 	// linked). Jobs that fetch from another server set their own.
 	StatusError func(*http.Response) error
 	// OnEvent receives progress; called from the job's goroutines, must not block.
+	// Every call has returned by the time the job ends (Wait, Done).
 	OnEvent func(Event)
 	// Interval between progress events (250ms).
 	Interval time.Duration
@@ -409,8 +410,12 @@ func (j *Job) runOnce(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	stopTick := make(chan struct{})
+	// The ticker's progress events end before runOnce returns: one still being
+	// delivered as the job ends would reach subscribers after its last event
+	// (the manager's "complete" then followed by "downloading").
+	stopTick, ticked := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(ticked)
 		t := time.NewTicker(j.opt.Interval)
 		defer t.Stop()
 		for {
@@ -455,6 +460,7 @@ func (j *Job) runOnce(ctx context.Context) error {
 	}
 	wg.Wait()
 	close(stopTick)
+	<-ticked
 	j.emit(Event{Kind: EventProgress})
 	if ctx.Err() != nil {
 		return context.Cause(ctx)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -433,5 +434,56 @@ func TestDownloadOwnStatusError(t *testing.T) {
 	err := Start(context.Background(), t.TempDir(), sp, opt).Wait()
 	if err == nil || !strings.Contains(err.Error(), "the package index has no such file (404") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestDownloadNoEventAfterTheEnd: every OnEvent call has returned when the job
+// ends, and none comes after, so the last event a subscriber sees is the job's
+// last. The progress ticker's call is held here until the file is in (as a
+// loaded machine can hold any goroutine): it once went on after the job ended,
+// and a "downloading" event then followed "complete" in the models manager,
+// leaving the Library card downloading for ever.
+func TestDownloadNoEventAfterTheEnd(t *testing.T) {
+	h, files := fixture(t, 10)
+	files = files[2:] // config.json, 5 kB: about 100 ms, several ticks
+	h.SetBytesPerSec(50 << 10)
+	var inFlight, late atomic.Int32
+	var held atomic.Bool
+	fileDone := make(chan struct{})
+	var j *Job
+	started := make(chan struct{})
+	opt := fastOpts()
+	opt.OnEvent = func(ev Event) {
+		inFlight.Add(1)
+		defer inFlight.Add(-1)
+		<-started
+		select {
+		case <-j.Done():
+			late.Add(1)
+		default:
+		}
+		switch ev.Kind {
+		case EventFileDone:
+			close(fileDone)
+		case EventProgress:
+			if held.CompareAndSwap(false, true) { // the first: the ticker's, while the file is fetched
+				<-fileDone
+				select { // the job must not end under this call (bounded, for the old code)
+				case <-j.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		}
+	}
+	j = Start(context.Background(), t.TempDir(), specs(h, files), opt)
+	close(started)
+	if err := j.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := inFlight.Load(); n != 0 {
+		t.Errorf("%d OnEvent calls still running when the job ended", n)
+	}
+	if n := late.Load(); n != 0 {
+		t.Errorf("%d events delivered after the job ended", n)
 	}
 }
