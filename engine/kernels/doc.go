@@ -26,8 +26,9 @@
 //     (per row or in groups), int4 in groups (symmetric or affine, float32 or bf16 scales) and NVFP4,
 //     or GGUF blocks (Q4_K, Q6_K, Q4_0, Q4_1, Q8_0, …) — with MulVec (the AR step: one
 //     pass over the weights, each row dotted with x as it is decoded — bf16, int8 and
-//     int4 rows in registers without writing the values (int4 two rows at a time, with
-//     AVX-512), the others decoded into an L1-sized buffer and dotted), MulNT
+//     int4 rows in registers without writing the values (with AVX-512 int4 two rows at
+//     a time, and an int4 or int8 row decoded once for up to three rows of x), the
+//     others decoded into an L1-sized buffer and dotted), MulNT
 //     and MulNN (the canvas: the packed product, each panel of weights decoded as it is
 //     packed), RowRange and DecodeRow (matrix_rows.go), so a model stays as compact in
 //     memory as its file. The common formats decode with vector code (vec_amd64.s; the
