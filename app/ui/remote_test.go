@@ -29,26 +29,13 @@ import (
 	"github.com/darkroomlabs/darkroom/models/hw"
 )
 
-// slowSteps runs a real engine with a pause after each denoising step, so a
-// test sees the steps of a tiny model arrive one by one.
-type slowSteps struct{ *engineModel }
-
-func (s slowSteps) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
-	on := req.OnEvent
-	req.OnEvent = func(ev engine.Event) {
-		on(ev)
-		if ev.Kind == engine.EventStep {
-			time.Sleep(40 * time.Millisecond)
-		}
-	}
-	return s.engineModel.Generate(ctx, req)
-}
-
-// startDarkroomServer runs `darkroom serve`'s server on a tiny random model.
+// startDarkroomServer runs `darkroom serve`'s server on a tiny random model
+// whose steps are paced, so a test sees them arrive one by one.
 func startDarkroomServer(t *testing.T) *server.Server {
 	t.Helper()
-	em := newEngineModel(tinyengine.Load(t, enginetest.Options{}), "tiny", false)
-	return servertest.Start(t, server.Options{Engine: slowSteps{em}, Vocab: em, ModelID: "tiny", FrameInterval: time.Millisecond})
+	e := tinyengine.Load(t, enginetest.Options{})
+	return servertest.Start(t, server.Options{Engine: tinyengine.Paced{Engine: e, Step: 40 * time.Millisecond},
+		Vocab: newEngineModel(e, "tiny", false), ModelID: "tiny", FrameInterval: time.Millisecond})
 }
 
 // buttonIn finds the button labelled text under root (laid out under uiMu).
