@@ -467,7 +467,11 @@ func TestDownloadNoEventAfterTheEnd(t *testing.T) {
 			close(fileDone)
 		case EventProgress:
 			if held.CompareAndSwap(false, true) { // the first: the ticker's, while the file is fetched
-				<-fileDone
+				select { // (bounded: a file that fails sends no EventFileDone)
+				case <-fileDone:
+				case <-time.After(30 * time.Second):
+					t.Error("the file was not fetched")
+				}
 				select { // the job must not end under this call (bounded, for the old code)
 				case <-j.Done():
 				case <-time.After(time.Second):
