@@ -399,9 +399,16 @@ func TestMeasure(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range formats {
-		if r.GEMV[f] <= 0 {
-			t.Errorf("%s GEMV not measured", f)
+		if r.GEMV[f] <= 0 || r.GEMVStream[f] <= 0 || r.GEMVJob[f] <= 0 {
+			t.Errorf("%s GEMV %g, streaming %g, in a job %g", f, r.GEMV[f], r.GEMVStream[f], r.GEMVJob[f])
 		}
+	}
+	// Each rate lies within its probes' spread, the memory's over every probe.
+	if s := r.Spread["mem_read"]; s.N != calibrationPasses*streamProbesPerPass || r.MemRead < s.Lo || r.MemRead > s.Hi {
+		t.Errorf("memory read %g, spread %+v", r.MemRead, s)
+	}
+	if s := r.Spread["gemv/int4"]; s.N != calibrationPasses || r.GEMV["int4"] < s.Lo || r.GEMV["int4"] > s.Hi {
+		t.Errorf("int4 GEMV %g, spread %+v", r.GEMV["int4"], s)
 	}
 	// A wake-up is timed (never 0: the second part starts after the call does), and
 	// never waited for past a millisecond; with one worker nothing is handed off.
