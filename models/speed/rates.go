@@ -531,40 +531,33 @@ func Measure(ctx context.Context) (*Rates, error) {
 // prints: the in-cache AR products' and the GEMM's peak.
 func steady(passes []*Rates) *Rates {
 	a := passes[0]
-	of := func(get func(*Rates) float64) float64 {
+	values := func(get func(*Rates) float64) []float64 {
 		xs := make([]float64, len(passes))
 		for i, p := range passes {
 			xs[i] = get(p)
 		}
-		return median(xs)
+		return xs
 	}
-	spread := map[string]Spread{}
-	peaks := make([]float64, len(passes))
-	for i, p := range passes {
-		peaks[i] = p.Peak()
+	of := func(get func(*Rates) float64) float64 { return median(values(get)) }
+	// The spreads first, from the passes as they were measured (a is one of them).
+	spread := map[string]Spread{"gemm_peak": spreadOf(values((*Rates).Peak))}
+	for f := range a.GEMV {
+		spread["gemv/"+f] = spreadOf(values(func(p *Rates) float64 { return p.GEMV[f] }))
 	}
-	spread["gemm_peak"] = spreadOf(peaks)
 	for i := range a.GEMM {
 		a.GEMM[i].FLOPS = of(func(p *Rates) float64 { return p.GEMM[i].FLOPS })
 	}
 	for i := range a.SoftEmbed {
 		a.SoftEmbed[i].FLOPS = of(func(p *Rates) float64 { return p.SoftEmbed[i].FLOPS })
 	}
-	for key, m := range map[string]func(*Rates) map[string]float64{
-		"gemv":       func(p *Rates) map[string]float64 { return p.GEMV },
-		"decode":     func(p *Rates) map[string]float64 { return p.Decode },
-		"gemv_row":   func(p *Rates) map[string]float64 { return p.GEMVRow },
-		"head_logit": func(p *Rates) map[string]float64 { return p.HeadLogit },
+	for _, m := range []func(*Rates) map[string]float64{
+		func(p *Rates) map[string]float64 { return p.GEMV },
+		func(p *Rates) map[string]float64 { return p.Decode },
+		func(p *Rates) map[string]float64 { return p.GEMVRow },
+		func(p *Rates) map[string]float64 { return p.HeadLogit },
 	} {
 		for f := range m(a) {
-			xs := make([]float64, len(passes))
-			for i, p := range passes {
-				xs[i] = m(p)[f]
-			}
-			m(a)[f] = median(xs)
-			if key == "gemv" {
-				spread["gemv/"+f] = spreadOf(xs)
-			}
+			m(a)[f] = of(func(p *Rates) float64 { return m(p)[f] })
 		}
 	}
 	for _, m := range []func(*Rates) map[string]Curve{
