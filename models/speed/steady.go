@@ -122,11 +122,16 @@ func newStreamSet(f string, span int64, data []byte) (*streamSet, error) {
 	s := &streamSet{format: f}
 	cut := func(shapes [][2]int, n, b *float64) ([]*kernels.Matrix, error) {
 		var ws []*kernels.Matrix
+		layouts := map[[2]int]*kernels.Matrix{} // per shape: the format's layout, its rows at 64 columns
 		for i, d := 0, 0; int64(d) < span; i++ {
 			sh := shapes[i%len(shapes)]
-			w, err := matrixOf(f, sh[0], 64) // the format's layout: its rows, 64 columns
-			if err != nil {
-				return nil, err
+			w := layouts[sh]
+			if w == nil {
+				var err error
+				if w, err = matrixOf(f, sh[0], 64); err != nil {
+					return nil, err
+				}
+				layouts[sh] = w
 			}
 			v := *w
 			v.Cols = sh[1]
