@@ -14,6 +14,7 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/enginetest/npmtest"
+	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
 )
 
 // The official OpenAI Node SDK, as users drive the server with it. The test
@@ -97,9 +98,9 @@ const user = [{ role: "user", content: "What is Unix?" }];
 // stepProbe wraps a Generator and measures what a cancellation leaves: how
 // many denoising steps run after the request's context ends, and how many
 // forward passes the engine started without first finding the context live.
-// Each step takes at least pace (as a bigger model's does), so that a page is
-// still being written when the client's abort arrives, however fast this
-// machine.
+// TestOpenAISDK gives it a paced engine (tinyengine.Paced: each step at least
+// 10 ms, as a bigger model's), so that a page is still being written when the
+// client's abort arrives, however fast this machine.
 //
 // What happened is read from the context itself, as the engine reads it, not
 // from the clock: the time from the cancellation to Generate's return, once
@@ -109,7 +110,6 @@ const user = [{ role: "user", content: "What is Unix?" }];
 // start after Generate has returned (the run looked never cancelled).
 type stepProbe struct {
 	Generator
-	pace time.Duration
 	mu   sync.Mutex
 	runs []probeRun
 }
@@ -174,9 +174,6 @@ func (p *stepProbe) Generate(ctx context.Context, req engine.Request) (*engine.R
 		if next != nil {
 			next(ev)
 		}
-		if ev.Kind == engine.EventStep {
-			time.Sleep(p.pace)
-		}
 	}
 	res, err := p.Generator.Generate(watchedContext{ctx, &run.liveChecks, &mu}, req)
 	returned := time.Now()
@@ -215,7 +212,7 @@ func TestOpenAISDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	probe := &stepProbe{Generator: e, pace: 10 * time.Millisecond}
+	probe := &stepProbe{Generator: tinyengine.Paced{Engine: e, Step: 10 * time.Millisecond}}
 	s := start(t, Options{Model: func(context.Context) (Model, error) {
 		return Model{ID: "darkroom-mini", Engine: checkedProbe{probe, e}}, nil
 	}})

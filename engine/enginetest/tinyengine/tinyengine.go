@@ -1,8 +1,9 @@
 // Package tinyengine loads enginetest's tiny checkpoint into a running engine on
 // the pure Go backend, for the tests of packages above the engine that need a real
-// one (the server, the remote client, the screens). It stands apart from
-// enginetest because the engine's own tests write their checkpoints with
-// enginetest, which therefore cannot import the engine.
+// one (the server, the remote client, the screens), and paces an engine's
+// denoising steps for tests that need a generation still running (Paced). It
+// stands apart from enginetest because the engine's own tests write their
+// checkpoints with enginetest, which therefore cannot import the engine.
 package tinyengine
 
 import (
