@@ -69,7 +69,7 @@ func BenchmarkARToken(b *testing.B) {
 	ops := map[string]time.Duration{}
 	token := func(tok int32) {
 		m, cache := r.hostModel(), &r.hcache
-		m.ropes, m.scratch = cache.ropeMemo(), &cache.scratch
+		m.use(cache) // as decode and encode ready it
 		o := &timedOps{o: &hostOps{h: m, cache: cache, start: cache.n, causal: true}, wall: ops}
 		hs := arch.Layers(o, m.cfg, m.embed([]int32{tok}), r.weights.encoderScalar)
 		cache.n++

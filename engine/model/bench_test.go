@@ -42,7 +42,7 @@ func benchRunner(b *testing.B, mode string) (*Runner, *config.Text) {
 }
 
 // randomRunner is a runner over random weights of cfg, in the runner's default mode.
-func randomRunner(b *testing.B, cfg *config.Text) (*Runner, *config.Text) {
+func randomRunner(b testing.TB, cfg *config.Text) (*Runner, *config.Text) {
 	ctx := context.New()
 	if err := LoadSet(ctx, weights.Random(&config.Model{Text: *cfg}, 1)); err != nil {
 		b.Fatal(err)
@@ -216,7 +216,7 @@ func BenchmarkMiniScore(b *testing.B) {
 // (engine/train DefaultMiniSize, which imports this package: hidden 64, three layers
 // the last of them full, 2 heads of 32 over one KV head, MLP 128, 8 experts of 64 top-2,
 // window 128) and a 4096-token vocabulary — the model `darkroom bench` runs.
-func miniBenchRunner(b *testing.B) (*Runner, *config.Text) {
+func miniBenchRunner(b testing.TB) (*Runner, *config.Text) {
 	cfg := benchConfig()
 	cfg.HiddenSize, cfg.NumHiddenLayers, cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 64, 3, 2, 1
 	cfg.IntermediateSize, cfg.MoEIntermediateSize, cfg.NumExperts = 128, 64, 8

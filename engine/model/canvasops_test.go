@@ -55,7 +55,7 @@ func BenchmarkCanvasOps(b *testing.B) {
 				ops := map[string]time.Duration{}
 				run := func() {
 					m, cache := r.hostModel(), &r.hcache
-					m.ropes, m.scratch = cache.ropeMemo(), &cache.scratch
+					m.use(cache) // as decode and encode ready it
 					if pass == "score" {
 						o := &timedOps{o: &hostOps{h: m, cache: cache, start: cache.n, causal: true, readOnly: true}, wall: ops}
 						hn := arch.Output(o, m.cfg, arch.Layers(o, m.cfg, m.embed(ids[:255]), r.weights.encoderScalar))

@@ -30,6 +30,25 @@ type hostModel struct {
 
 	// scratch is the working memory of the cache's forwards (nil: allocate it).
 	scratch *hostScratch
+	// acts hold the forward's operation outputs (nil: allocate them).
+	acts *activationArenas
+}
+
+// use readies h for a forward over cache: the cache's rotation tables, scratch and
+// activation arenas, the arenas started for a new forward (what the last forward
+// returned from them is overwritten from here on).
+func (h *hostModel) use(cache *hostCache) {
+	h.ropes, h.scratch, h.acts = cache.ropeMemo(), &cache.scratch, &cache.acts
+	h.acts.begin()
+}
+
+// alloc is n float32s for an operation's output, from the forward's activation arenas
+// (not zeroed: the caller writes every element) or, without them, newly allocated.
+func (h *hostModel) alloc(n int) []float32 {
+	if h.acts == nil {
+		return make([]float32, n)
+	}
+	return h.acts.get(n)
 }
 
 // ropeKey names a table of rotations: the same RoPE and head width at the same
@@ -78,6 +97,8 @@ type hostCache struct {
 
 	// scratch is the forward passes' working memory (hostScratch), kept between them.
 	scratch hostScratch
+	// acts are the forward passes' operation outputs (activationArenas), kept between them.
+	acts activationArenas
 
 	// ropes are the new tokens' rotation tables of recent forwards (hostModel.ropes),
 	// kept so a canvas's denoising steps, all at the same positions, compute them once;
@@ -119,6 +140,66 @@ func (s *hostScratch) get(use, n int) []float32 {
 		s[use] = make([]float32, n)
 	}
 	return s[use][:n]
+}
+
+// activationArenas hold a forward's operation outputs — the products, the norms that keep
+// their input, the experts' sums — from two arenas in turn, so that a denoising step
+// allocates (and the runtime zeroes, and the collector sweeps) none of its ~3 MB of
+// activations: layer i takes its values from arena i mod 2, emptied when the layer
+// starts, and what comes before the first layer (the embedding, the decoder's input
+// block) from arena 1. A layer reads only its input, the layer before's output, and
+// its own values; its input's arena is the one the layer after it empties, when that
+// input is dead. A forward's result (the last layer's output) holds until the next
+// forward over the same cache begins (begin); the Runner copies what it keeps.
+type activationArenas struct {
+	arenas [2]arena
+	cur    *arena // nil: none begun (get allocates)
+}
+
+// begin starts a forward: the values before the first layer come from arena 1.
+func (a *activationArenas) begin() { a.cur = &a.arenas[1]; a.cur.reset() }
+
+// layer starts layer i: its values come from arena i mod 2, emptied.
+func (a *activationArenas) layer(i int) { a.cur = &a.arenas[i%2]; a.cur.reset() }
+
+// get is n float32s from the current arena (newly allocated before a begin).
+func (a *activationArenas) get(n int) []float32 {
+	if a.cur == nil {
+		return make([]float32, n)
+	}
+	return a.cur.get(n)
+}
+
+// arena hands out consecutive slices of one buffer, until it is reset; what does not
+// fit is allocated, and counted, so that the next reset makes the buffer big enough
+// for all of it.
+type arena struct {
+	buf  []float32
+	used int // values handed out of buf since the reset
+	want int // values asked for since the reset
+}
+
+// reset empties the arena (every slice it handed out may be handed out again), first
+// growing it to what was asked of it since the last reset, with a quarter to spare
+// so that slowly growing forwards (an AR step's prefix, one row longer each token) do
+// not grow it every time.
+func (a *arena) reset() {
+	if a.want > len(a.buf) {
+		a.buf = make([]float32, a.want+a.want/4)
+	}
+	a.used, a.want = 0, 0
+}
+
+// get is n values, not zeroed, their capacity n (an append to one never reaches the
+// next).
+func (a *arena) get(n int) []float32 {
+	a.want += n
+	if a.used+n > len(a.buf) {
+		return make([]float32, n)
+	}
+	s := a.buf[a.used : a.used+n : a.used+n]
+	a.used += n
+	return s
 }
 
 // maxRopes bounds hostCache.ropes: a canvas's steps and the guidance rounds between
@@ -282,7 +363,7 @@ func (h *hostModel) prefix(cache *hostCache, i, lo, length int) prefixRows {
 		pairs, cos, sin = cache.rotation(inv, length)
 	}
 	for j := range kvh {
-		out.k[j], out.v[j] = make([]float32, n*hd), make([]float32, n*hd)
+		out.k[j], out.v[j] = h.alloc(n*hd), h.alloc(n*hd)
 	}
 	half, np := hd/2, len(pairs)
 	for s := range n {
@@ -315,7 +396,7 @@ func (h *hostModel) prefix(cache *hostCache, i, lo, length int) prefixRows {
 // positions start…start+C−1, after the first start cached positions, and returns the
 // final-normed hidden state [C·D] (the LM head's input). soft nil = first step.
 func (h *hostModel) decode(cache *hostCache, canvas []int32, soft []float32, start int) []float32 {
-	h.ropes, h.scratch = cache.ropeMemo(), &cache.scratch
+	h.use(cache)
 	o := &hostOps{h: h, cache: cache, start: start}
 	x := arch.DecoderInput(o, h.cfg, h.embed(canvas), soft, soft != nil)
 	return arch.Output(o, h.cfg, arch.Layers(o, h.cfg, x, arch.DecoderScalar))
@@ -348,7 +429,7 @@ func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, en
 	if cache.n != start {
 		panic(fmt.Errorf("host cache holds %d positions, encoding at %d", cache.n, start))
 	}
-	h.ropes, h.scratch = cache.ropeMemo(), &cache.scratch
+	h.use(cache)
 	o := &hostOps{h: h, cache: cache, start: start, causal: true, readOnly: !write}
 	hs := arch.Layers(o, h.cfg, h.embed(tokens), encoderScalar)
 	if write {
@@ -362,7 +443,7 @@ func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, en
 func (h *hostModel) embed(tokens []int32) []float32 {
 	d := h.cfg.HiddenSize
 	emb := h.w.matrix("embed_tokens.weight") // only the rows of tokens are decoded
-	x := make([]float32, len(tokens)*d)
+	x := h.alloc(len(tokens) * d)
 	scale := float32(h.embedScale)
 	for t, tok := range tokens {
 		row := x[t*d : (t+1)*d]

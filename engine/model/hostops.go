@@ -25,17 +25,24 @@ type hostOps struct {
 
 var _ arch.Ops[[]float32] = (*hostOps)(nil)
 
-// StartLayer reads the next layer's matrices ahead (and layer 0's before the first).
+// StartLayer reads the next layer's matrices ahead (and layer 0's before the first),
+// and takes the layer's values from its arena (activationArenas).
 func (o *hostOps) StartLayer(i int) {
 	if i == 0 {
 		o.h.prefetchLayer(0)
 	}
 	o.h.prefetchLayer(i + 1)
+	if o.h.acts != nil {
+		o.h.acts.layer(i)
+	}
 }
 
 func (o *hostOps) Linear(x []float32, weight string) []float32 {
 	m := o.h.w.matrix(weight)
-	return m.mulNT(x, len(x)/m.cols)
+	n := len(x) / m.cols
+	out := o.h.alloc(n * m.rows)
+	m.mulNTInto(out, x, n)
+	return out
 }
 
 // LinearF32 is Linear: the host's products are float32 already.
@@ -50,7 +57,9 @@ func (o *hostOps) normWeight(name string) []float32 {
 }
 
 func (o *hostOps) Norm(x []float32, width int, weight string) []float32 {
-	return rmsRows(x, width, o.normWeight(weight), float32(o.h.cfg.RMSNormEps))
+	out := o.h.alloc(len(x))
+	kernels.RMSNorm(out, x, o.normWeight(weight), width, float32(o.h.cfg.RMSNormEps))
+	return out
 }
 
 func (o *hostOps) NormInPlace(x []float32, width int, weight string) []float32 {
@@ -356,7 +365,8 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 		}
 		dn.sub(ex*d, (ex+1)*d).mulNTInto(y, hm, m)
 	}
-	out := make([]float32, n*d)
+	out := h.alloc(n * d)
+	clear(out) // the experts' rows are added to it
 	// add adds expert ex's rows y, weighted, to their tokens' outputs.
 	add := func(ex int, y []float32) {
 		for a, t := range rows[ex] {
@@ -460,14 +470,6 @@ func TopKExperts(p []float32, k int, taken []bool) (sel []int, sum float32) {
 		sum += p[best]
 	}
 	return sel, sum
-}
-
-// rmsRows is RMSNorm over rows of width n (w nil: no scale) → new slice
-// (kernels.RMSNorm).
-func rmsRows(x []float32, n int, w []float32, eps float32) []float32 {
-	out := make([]float32, len(x))
-	kernels.RMSNorm(out, x, w, n, eps)
-	return out
 }
 
 // geluMulInto writes dst[j] = gelu_tanh(gate[j])·up[j] (dst may be gate): the vector

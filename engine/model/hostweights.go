@@ -140,14 +140,7 @@ func (w *hostWeights) embedScale(cfg *config.Text) float64 {
 // encoderScalar is Params.encoderScalar over these weights.
 func (w *hostWeights) encoderScalar(i int) string { return encoderScalar(w.has, i) }
 
-// mulNT is x·mᵀ for x [n, cols] → new [n, rows].
-func (m hostMatrix) mulNT(x []float32, n int) []float32 {
-	out := make([]float32, n*m.rows)
-	m.mulNTInto(out, x, n)
-	return out
-}
-
-// mulNTInto is mulNT into out [n, rows] (overwritten).
+// mulNTInto is x·mᵀ for x [n, cols] into out [n, rows] (overwritten).
 func (m hostMatrix) mulNTInto(out, x []float32, n int) {
 	if m.f32 != nil {
 		kernels.MulNT(out, x, m.f32, n, m.rows, m.cols)
