@@ -93,13 +93,11 @@ func TestLibraryDownloadPauseResume(t *testing.T) {
 
 	tapButton(t, card().buttons, "Pause")
 	waitFor(t, "paused", func() bool { return state() == "paused" })
-	sent := h.Sent("model.safetensors")
-	time.Sleep(300 * time.Millisecond)
-	if grown := h.Sent("model.safetensors") - sent; grown > 256<<10 {
-		t.Errorf("%d bytes sent while paused", grown)
-	}
-	if sent >= int64(len(files[2].Data)) {
-		t.Fatalf("download finished before pause could be tested")
+	// That the pause stopped the transfer is judged at the end, by where the
+	// hub's requests start (one cut by the pause, one resuming it), not by the
+	// hub's byte count sitting still for a while after it.
+	if mgr.Transfer(catalog.DiffusionGemmaID) == nil {
+		t.Fatal("the download finished before the pause could be tested")
 	}
 
 	tapButton(t, card().buttons, "Resume")

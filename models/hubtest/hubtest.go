@@ -120,8 +120,11 @@ func (h *Hub) Starts(name string) []int64 {
 // from what the client kept: none asked from byte 0 again, nor from before the
 // request it followed. It returns how many requests resumed, and an error
 // naming the first that did not.
-func (h *Hub) Resumed(name string) (int, error) {
-	starts := h.Starts(name)
+func (h *Hub) Resumed(name string) (int, error) { return CheckResumed(name, h.Starts(name)) }
+
+// CheckResumed is Resumed for any server that records where a file's body
+// requests start (starts, in the order they came; gpuruntimetest's index is one).
+func CheckResumed(name string, starts []int64) (int, error) {
 	for i := 1; i < len(starts); i++ {
 		if starts[i] == 0 || starts[i] < starts[i-1] {
 			return i - 1, fmt.Errorf("%s: request %d of %v did not resume from the bytes kept", name, i, starts)

@@ -5,7 +5,8 @@
 // release without a Linux wheel that an install must pass over. It serves Range
 // requests and can inject faults: a wrong published digest, a 404, a connection
 // cut half-way through a file, a foreign package author and throttling. It
-// counts the body bytes it sends and records each file's Range headers.
+// counts the body bytes it sends and records each file's Range headers, and so
+// where each of its requests starts (Starts, Resumed).
 package gpuruntimetest
 
 import (
@@ -26,6 +27,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/darkroomlabs/darkroom/models/hubtest"
 )
 
 // The wheels served, and the plugin's member inside the plugin wheel.
@@ -131,6 +134,30 @@ func (f *Index) Ranges(wheel string) []string {
 	return append([]string(nil), f.ranges[wheel]...)
 }
 
+// Starts is the first byte each request for the wheel asked for, in the order
+// they came (0 for a request without a Range). Unlike Sent it does not count
+// what the server wrote into a connection the client had already dropped.
+func (f *Index) Starts(wheel string) []int64 {
+	var starts []int64
+	for _, rg := range f.Ranges(wheel) {
+		starts = append(starts, rangeStart(rg))
+	}
+	return starts
+}
+
+// Resumed checks, as hubtest's Resumed does for the Hub, that every request for
+// the wheel after its first resumed from the bytes kept; it returns how many did.
+func (f *Index) Resumed(wheel string) (int, error) {
+	return hubtest.CheckResumed(wheel, f.Starts(wheel))
+}
+
+// rangeStart is the first byte a Range header ("bytes=N-") asks for; 0 for none.
+func rangeStart(rg string) int64 {
+	s, _, _ := strings.Cut(strings.TrimPrefix(rg, "bytes="), "-")
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
 // Sent is the body bytes sent, over all files.
 func (f *Index) Sent() int64 {
 	f.mu.Lock()
@@ -213,8 +240,7 @@ func (f *Index) serveFile(w http.ResponseWriter, r *http.Request, name string) {
 	f.mu.Unlock()
 	start := int64(0)
 	if rg := r.Header.Get("Range"); rg != "" {
-		s, _, _ := strings.Cut(strings.TrimPrefix(rg, "bytes="), "-")
-		start, _ = strconv.ParseInt(s, 10, 64)
+		start = rangeStart(rg)
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, len(data)-1, len(data)))
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)-int(start)))
 		w.WriteHeader(http.StatusPartialContent)
