@@ -21,15 +21,24 @@ import (
 )
 
 // GPUSupport installs Darkroom's GPU support (the PJRT CUDA plugin and the
-// NVIDIA libraries, models/gpuruntime); tests fake it. Offer and Install block
-// (NVML, the package index, the download): call them off the UI goroutine.
+// NVIDIA libraries, models/gpuruntime); tests fake it. Offer blocks (NVML, the
+// package index): call it off the UI goroutine.
 type GPUSupport interface {
 	Offer(ctx context.Context) GPUOffer
-	// Install downloads, extracts and verifies; progress is called from its goroutines.
-	Install(ctx context.Context, progress func(GPUProgress)) error
+	// Install starts downloading, extracting and verifying, and returns at once;
+	// progress is called from the install's goroutines.
+	Install(ctx context.Context, progress func(GPUProgress)) GPUInstall
+}
+
+// GPUInstall is one install of GPU support. The card's buttons act on the install
+// they were shown for: a Cancel tapped as it ends cannot reach the next one.
+type GPUInstall interface {
 	Pause()
 	Resume()
 	Cancel()
+	// Wait blocks until the install ends and returns its error
+	// (download.ErrCanceled after a Cancel, whatever stage it hit).
+	Wait() error
 }
 
 // GPUOffer is what the GPU support card shows.
@@ -110,39 +119,43 @@ func gpuCard(a *App, inSettings bool) fyne.CanvasObject {
 		card.Hide()
 	}
 
-	var paused bool
-	pause.OnTapped = func() {
-		paused = !paused
-		if paused {
-			g.Pause()
-			pause.SetText("Resume")
-			pause.SetIcon(theme.MediaPlayIcon())
-		} else {
-			g.Resume()
-			pause.SetText("Pause")
-			pause.SetIcon(theme.MediaPauseIcon())
-		}
-	}
-	cancel.OnTapped = func() { g.Cancel() }
 	install.OnTapped = func() {
 		install.Disable()
 		bar.SetValue(0)
 		bar.Show()
-		controls.Show()
 		status.SetText("Starting…")
 		status.Show()
-		go func() {
-			err := g.Install(context.Background(), func(p GPUProgress) {
-				onUI(func() {
-					if p.Total > 0 {
-						bar.SetValue(float64(p.Done) / float64(p.Total))
-					}
-					status.SetText(gpuProgressText(p))
-				})
+		job := g.Install(context.Background(), func(p GPUProgress) {
+			onUI(func() {
+				if p.Total > 0 {
+					bar.SetValue(float64(p.Done) / float64(p.Total))
+				}
+				status.SetText(gpuProgressText(p))
 			})
+		})
+		// The buttons are bound to this install, so a tap that lands after it
+		// ended, before they hide, acts on it and not on the next.
+		paused := false
+		pause.SetText("Pause")
+		pause.SetIcon(theme.MediaPauseIcon())
+		pause.OnTapped = func() {
+			paused = !paused
+			if paused {
+				job.Pause()
+				pause.SetText("Resume")
+				pause.SetIcon(theme.MediaPlayIcon())
+			} else {
+				job.Resume()
+				pause.SetText("Pause")
+				pause.SetIcon(theme.MediaPauseIcon())
+			}
+		}
+		cancel.OnTapped = job.Cancel
+		controls.Show()
+		go func() {
+			err := job.Wait()
 			onUI(func() {
 				controls.Hide()
-				paused = false
 				switch {
 				case err == nil:
 					bar.Hide()
@@ -199,8 +212,8 @@ func gpuErrorText(err error) string {
 	return plainError("install GPU support", err)
 }
 
-// gpuRuntime is the real GPUSupport: models/gpuruntime's installer, its
-// download job behind the card's pause and cancel buttons.
+// gpuRuntime is the real GPUSupport: models/gpuruntime's installer, each
+// install's download job behind the card's pause and cancel buttons.
 type gpuRuntime struct {
 	// find lists the NVIDIA GPUs, installer makes an install's Installer (tests
 	// replace both).
@@ -208,15 +221,7 @@ type gpuRuntime struct {
 	installer func() *gpuruntime.Installer
 
 	mu   sync.Mutex
-	plan *gpuruntime.Plan
-	job  *download.Job
-	stop context.CancelFunc
-	// paused: Pause came before the download job existed (the GPU and the index
-	// still being asked), so the job starts paused. canceled: Cancel came during
-	// this install, or as the card started it (its goroutine not yet in Install);
-	// its error is then download.ErrCanceled, whatever stage it hit. Both end
-	// with the install.
-	paused, canceled bool
+	plan *gpuruntime.Plan // Offer's, for the installs after it
 }
 
 func newGPURuntime() *gpuRuntime { return &gpuRuntime{find: nvidia.Find, installer: newGPUInstaller} }
@@ -272,41 +277,57 @@ func (r *gpuRuntime) Offer(ctx context.Context) GPUOffer {
 	return o
 }
 
-func (r *gpuRuntime) Install(ctx context.Context, progress func(GPUProgress)) error {
+// Install starts an install on its own goroutine and returns it at once.
+func (r *gpuRuntime) Install(ctx context.Context, progress func(GPUProgress)) GPUInstall {
 	ctx, stop := context.WithCancel(ctx)
-	defer stop()
+	g := &gpuInstall{stop: stop, done: make(chan struct{})}
 	in := r.installer()
 	in.OnStage = func(s string) { progress(GPUProgress{Stage: s}) }
 	in.OnJob = func(j *download.Job) {
-		r.mu.Lock()
-		r.job = j
-		if r.paused {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.job = j
+		if g.canceled { // between the context's check and the job: cancel the job too
+			j.Cancel()
+		} else if g.paused {
 			j.Pause()
 		}
-		r.mu.Unlock()
 	}
 	in.Download.OnEvent = func(ev download.Event) {
 		progress(GPUProgress{Stage: gpuruntime.StageDownloading, Done: ev.Done, Total: ev.Total, Rate: ev.Rate, ETA: ev.ETA,
 			Paused: ev.State == download.StatePaused})
 	}
 	r.mu.Lock()
-	if r.canceled { // tapped before this install got here
-		r.paused, r.canceled = false, false
-		r.mu.Unlock()
-		return download.ErrCanceled
-	}
 	plan := r.plan
-	r.stop = stop
 	r.mu.Unlock()
-	err := r.install(ctx, in, plan)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	canceled := r.canceled
-	r.job, r.stop, r.paused, r.canceled = nil, nil, false, false
-	if err != nil && canceled {
-		return download.ErrCanceled
-	}
-	return err
+	go func() {
+		defer close(g.done)
+		defer stop()
+		err := ctx.Err() // canceled as it was started: nothing begun, nothing touched
+		if err == nil {
+			err = r.install(ctx, in, plan)
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if err != nil && g.canceled {
+			err = download.ErrCanceled
+		}
+		g.err = err
+	}()
+	return g
+}
+
+// gpuInstall is one install: its buttons' state and its download job.
+type gpuInstall struct {
+	mu   sync.Mutex
+	job  *download.Job // while the download runs
+	stop context.CancelFunc
+	// paused: a Pause that came before the download job existed (the GPU and the
+	// index still being asked) has the job start paused. canceled: a Cancel came,
+	// so the install's error is download.ErrCanceled, whatever stage it hit.
+	paused, canceled bool
+	done             chan struct{}
+	err              error
 }
 
 // install finds the GPU and plans the download when Offer did not, then installs.
@@ -328,43 +349,51 @@ func (r *gpuRuntime) install(ctx context.Context, in *gpuruntime.Installer, plan
 }
 
 // Pause pauses the download, or has it start paused when it has not started yet.
-func (r *gpuRuntime) Pause() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.paused = true
-	if r.job != nil {
-		r.job.Pause()
+func (g *gpuInstall) Pause() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.paused = true
+	if g.job != nil {
+		g.job.Pause()
 	}
 }
 
 // Resume continues a paused download.
-func (r *gpuRuntime) Resume() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.paused = false
-	if r.job != nil {
-		r.job.Resume()
+func (g *gpuInstall) Resume() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.paused = false
+	if g.job != nil {
+		g.job.Resume()
 	}
 }
 
 // Cancel stops the install at whatever stage it is: the download job (which
 // removes its partial files) while it runs, else the install's context — the GPU
-// and the index being asked, the unpacking, the test graph's child process.
-// Tapped as the card starts an install, before Install has begun, it cancels
-// that install as it begins (as Pause then has it start paused).
-func (r *gpuRuntime) Cancel() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.canceled = true
-	if r.job != nil {
+// and the index being asked, the unpacking, the test graph's child process. After
+// the install has ended it does nothing.
+func (g *gpuInstall) Cancel() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.done:
+		return
+	default:
+	}
+	g.canceled = true
+	if g.job != nil {
 		select {
-		case <-r.job.Done():
+		case <-g.job.Done():
 		default:
-			r.job.Cancel()
+			g.job.Cancel()
 			return
 		}
 	}
-	if r.stop != nil {
-		r.stop()
-	}
+	g.stop()
+}
+
+// Wait blocks until the install ends and returns its error.
+func (g *gpuInstall) Wait() error {
+	<-g.done
+	return g.err
 }

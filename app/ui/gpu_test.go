@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,26 +20,32 @@ import (
 	"github.com/darkroomlabs/darkroom/models/gpuruntime/gpuruntimetest"
 )
 
-// fakeGPU is a GPUSupport whose install reports one progress event, then waits
-// for release and fails verification as a machine without a working GPU does.
+// fakeGPU is a GPUSupport whose one install reports one progress event, then
+// waits for release and fails verification as a machine without a working GPU does.
 type fakeGPU struct {
 	offer   GPUOffer
 	release chan struct{}
+	done    chan error
 
 	mu     sync.Mutex
 	paused bool
 }
 
 func (f *fakeGPU) Offer(context.Context) GPUOffer { return f.offer }
-func (f *fakeGPU) Install(_ context.Context, progress func(GPUProgress)) error {
-	progress(GPUProgress{Stage: gpuruntime.StageDownloading, Done: 1200e6, Total: 3400e6, Rate: 45e6, ETA: 49 * time.Second})
-	<-f.release
-	progress(GPUProgress{Stage: gpuruntime.StageVerifying})
-	return &gpuruntime.NotVerifiedError{Reason: errors.New("the CUDA plugin did not start: no CUDA-capable device is detected")}
+func (f *fakeGPU) Install(_ context.Context, progress func(GPUProgress)) GPUInstall {
+	f.done = make(chan error, 1)
+	go func() {
+		progress(GPUProgress{Stage: gpuruntime.StageDownloading, Done: 1200e6, Total: 3400e6, Rate: 45e6, ETA: 49 * time.Second})
+		<-f.release
+		progress(GPUProgress{Stage: gpuruntime.StageVerifying})
+		f.done <- &gpuruntime.NotVerifiedError{Reason: errors.New("the CUDA plugin did not start: no CUDA-capable device is detected")}
+	}()
+	return f
 }
-func (f *fakeGPU) Pause()  { f.mu.Lock(); f.paused = true; f.mu.Unlock() }
-func (f *fakeGPU) Resume() { f.mu.Lock(); f.paused = false; f.mu.Unlock() }
-func (f *fakeGPU) Cancel() {}
+func (f *fakeGPU) Pause()      { f.mu.Lock(); f.paused = true; f.mu.Unlock() }
+func (f *fakeGPU) Resume()     { f.mu.Lock(); f.paused = false; f.mu.Unlock() }
+func (f *fakeGPU) Cancel()     {}
+func (f *fakeGPU) Wait() error { return <-f.done }
 
 // cardTexts lists the visible labels and buttons of a GPU card.
 func cardTexts(card fyne.CanvasObject) (labels, buttons []string) {
@@ -182,9 +189,10 @@ func gpuRuntimeOn(t *testing.T, index *gpuruntimetest.Index, found chan struct{}
 	}
 }
 
-// installing runs r.Install on a goroutine, recording its stages and its last
-// progress; the error comes on the channel.
+// installing is an install started by r.Install, recording its stages and its
+// last progress; its error comes on done.
 type installing struct {
+	GPUInstall
 	mu     sync.Mutex
 	stages []string
 	last   GPUProgress
@@ -193,16 +201,15 @@ type installing struct {
 
 func startInstall(r *gpuRuntime) *installing {
 	in := &installing{done: make(chan error, 1)}
-	go func() {
-		in.done <- r.Install(context.Background(), func(p GPUProgress) {
-			in.mu.Lock()
-			defer in.mu.Unlock()
-			if len(in.stages) == 0 || in.stages[len(in.stages)-1] != p.Stage {
-				in.stages = append(in.stages, p.Stage)
-			}
-			in.last = p
-		})
-	}()
+	in.GPUInstall = r.Install(context.Background(), func(p GPUProgress) {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		if len(in.stages) == 0 || in.stages[len(in.stages)-1] != p.Stage {
+			in.stages = append(in.stages, p.Stage)
+		}
+		in.last = p
+	})
+	go func() { in.done <- in.Wait() }()
 	return in
 }
 
@@ -225,14 +232,17 @@ func TestGPURuntimeOfferAndInstall(t *testing.T) {
 	found := make(chan struct{})
 	r = gpuRuntimeOn(t, index, found, verified) // no offer: Install looks for the GPU and asks the index itself
 	in := startInstall(r)
-	r.Pause()
+	in.Pause()
 	close(found)
+	// A job paused before it started sends its pause, and nothing else, before it
+	// waits: its first progress is that, and nothing was asked of the index.
 	waitFor(t, "the paused download", func() bool { p := in.progress(); return p.Stage == gpuruntime.StageDownloading && p.Paused })
-	time.Sleep(200 * time.Millisecond)
-	if n := index.Sent(); n != 0 {
-		t.Errorf("%d bytes fetched while paused", n)
+	for _, w := range gpuruntimetest.Wheels {
+		if starts := index.Starts(w); len(starts) != 0 {
+			t.Errorf("%s was asked for (from %v) while paused", w, starts)
+		}
 	}
-	r.Resume()
+	in.Resume()
 	waitFor(t, "the verification", func() bool { return in.stage() == gpuruntime.StageVerifying })
 	if backend.Runtime().Installed() {
 		t.Error("marked installed before the test graph ran")
@@ -241,8 +251,13 @@ func TestGPURuntimeOfferAndInstall(t *testing.T) {
 	if err := <-in.done; err != nil {
 		t.Fatal(err)
 	}
-	if !backend.Runtime().Installed() || index.Sent() != index.WheelBytes() {
-		t.Errorf("installed %v, %d bytes fetched for %d", backend.Runtime().Installed(), index.Sent(), index.WheelBytes())
+	if !backend.Runtime().Installed() {
+		t.Error("not installed after the resume")
+	}
+	for _, w := range gpuruntimetest.Wheels { // each fetched once, from its start
+		if starts := index.Starts(w); len(starts) != 1 || starts[0] != 0 {
+			t.Errorf("%s was asked for from %v (want once, whole)", w, starts)
+		}
 	}
 	if o := r.Offer(context.Background()); !o.Installed || o.Size != 0 {
 		t.Errorf("offer once installed: %+v", o)
@@ -250,16 +265,16 @@ func TestGPURuntimeOfferAndInstall(t *testing.T) {
 }
 
 // TestGPURuntimeCancel: Cancel ends an install with download.ErrCanceled — the
-// card's "Canceled; nothing was installed." — whether it comes before Install
-// has begun (the card shows Cancel as it starts the install's goroutine), while
-// the GPU is looked for and the index asked, during the download (its partial
-// files removed), or while the test graph runs; nothing is marked installed.
+// card's "Canceled; nothing was installed." — whether it comes as the install
+// starts (the card shows Cancel as it starts it), while the GPU is looked for
+// and the index asked, during the download (its partial files removed), or while
+// the test graph runs; nothing is marked installed.
 func TestGPURuntimeCancel(t *testing.T) {
 	index := gpuruntimetest.New(t)
 	verified := make(chan bool)
-	canceled := func(t *testing.T, r *gpuRuntime, in *installing) {
+	canceled := func(t *testing.T, in *installing) {
 		t.Helper()
-		r.Cancel()
+		in.Cancel()
 		if err := <-in.done; !errors.Is(err, download.ErrCanceled) {
 			t.Errorf("canceled install: %v (the card shows %q)", err, gpuErrorText(err))
 		}
@@ -267,28 +282,28 @@ func TestGPURuntimeCancel(t *testing.T) {
 			t.Error("installed after a cancel")
 		}
 	}
-	t.Run("before it begins", func(t *testing.T) {
+	t.Run("as it starts", func(t *testing.T) {
 		// The GPU is not found until found is closed: an install that missed the
 		// Cancel waits for ever.
 		found := make(chan struct{})
 		r := gpuRuntimeOn(t, index, found, verified)
-		r.Cancel()
 		in := startInstall(r)
+		in.Cancel()
 		select {
 		case err := <-in.done:
 			if !errors.Is(err, download.ErrCanceled) {
-				t.Errorf("install canceled before it began: %v (the card shows %q)", err, gpuErrorText(err))
+				t.Errorf("install canceled as it started: %v (the card shows %q)", err, gpuErrorText(err))
 			}
 		case <-time.After(30 * time.Second):
-			r.Cancel()
+			close(found)
 			<-in.done
-			t.Fatal("a Cancel that came before Install began was lost: the install went on looking for the GPU")
+			t.Fatal("a Cancel that came as the install started was lost: the install went on looking for the GPU")
 		}
 		// The cancel was that install's: the next one runs.
 		close(found)
 		in = startInstall(r)
 		waitFor(t, "the next install's verification", func() bool { return in.stage() == gpuruntime.StageVerifying })
-		canceled(t, r, in)
+		canceled(t, in)
 	})
 	t.Run("resolving", func(t *testing.T) {
 		r := gpuRuntimeOn(t, index, make(chan struct{}), verified)
@@ -296,7 +311,7 @@ func TestGPURuntimeCancel(t *testing.T) {
 		r.find = func(ctx context.Context) ([]nvidia.GPU, string) { close(looking); return find(ctx) }
 		in := startInstall(r)
 		<-looking // Install is waiting for the GPU
-		canceled(t, r, in)
+		canceled(t, in)
 	})
 	t.Run("downloading", func(t *testing.T) {
 		index.SetBytesPerSec(256 << 10)
@@ -304,7 +319,7 @@ func TestGPURuntimeCancel(t *testing.T) {
 		r := gpuRuntimeOn(t, index, nil, verified)
 		in := startInstall(r)
 		waitFor(t, "a partial file", func() bool { return (&gpuruntime.Installer{}).Status().Partial > 0 })
-		canceled(t, r, in)
+		canceled(t, in)
 		if st := (&gpuruntime.Installer{}).Status(); st.Partial != 0 {
 			t.Errorf("partial files kept after a cancel: %+v", st)
 		}
@@ -313,8 +328,45 @@ func TestGPURuntimeCancel(t *testing.T) {
 		r := gpuRuntimeOn(t, index, nil, verified)
 		in := startInstall(r)
 		waitFor(t, "the verification", func() bool { return in.stage() == gpuruntime.StageVerifying })
-		canceled(t, r, in)
+		canceled(t, in)
 	})
+}
+
+// TestGPUCardTapsAfterTheEnd: a Pause and a Cancel tapped in the moment between
+// an install's end and its buttons hiding act on that install, which has ended,
+// and not on the next: it runs, unpaused, to its verification. (They once set
+// the runtime's flags, and the next install began canceled.)
+func TestGPUCardTapsAfterTheEnd(t *testing.T) {
+	ta := newTestApp(t, &fakeModel{answers: func(engine.Request) string { return "" }}, "")
+	index := gpuruntimetest.New(t)
+	verified := make(chan bool, 1)
+	ta.App.deps.System.GPU = gpuRuntimeOn(t, index, nil, verified)
+	var card fyne.CanvasObject
+	asUI(func() { card = gpuCard(ta.App, true) })
+	label := gpuButtonText(index.WheelBytes())
+	waitFor(t, "the install button", func() bool { _, b := cardTexts(card); return slices.Contains(b, label) })
+	status := func() string { l, _ := cardTexts(card); return strings.Join(l, "\n") }
+
+	verified <- false
+	tap(findCardButton(t, card, label))
+	waitFor(t, "the first install's end", func() bool { return strings.Contains(status(), "downloaded but not verified") })
+	// The buttons are hidden now; a tap queued before they hid reaches them all the same.
+	tap(findCardButton(t, card, "Pause"))
+	tap(findCardButton(t, card, "Cancel"))
+
+	tap(findCardButton(t, card, label))
+	waitFor(t, "the next install's verification", func() bool {
+		st := status()
+		if strings.Contains(st, "Canceled") || strings.Contains(st, "paused") {
+			t.Fatalf("the taps after the first install's end reached the next: %q", st)
+		}
+		return strings.Contains(st, gpuProgressText(GPUProgress{Stage: gpuruntime.StageVerifying}))
+	})
+	if _, b := cardTexts(card); !slices.Contains(b, "Pause") {
+		t.Errorf("the next install's buttons %q (want Pause, not Resume)", b)
+	}
+	verified <- true
+	waitFor(t, "the next install's success", func() bool { return strings.Contains(status(), "installed and verified") })
 }
 
 // TestGPUCardUnsupported: where GPU support cannot be installed (Windows, with an
