@@ -94,3 +94,15 @@ func TestDecodeStepReusesActivations(t *testing.T) {
 		t.Errorf("a warm step allocates %d bytes, %.1f arrays of [%d, %d] float32s; want at most 8", per, arrays, len(canvas), cfg.HiddenSize)
 	}
 }
+
+// TestHostMatrixRowAllocatesNothing: decoding an embedding row, which a forward does
+// once per token, allocates nothing — a hostMatrix passed by value used to be copied
+// to the heap for its Matrix's pointer methods, 256 times a canvas step.
+func TestHostMatrixRowAllocatesNothing(t *testing.T) {
+	r, cfg := miniBenchRunner(t)
+	emb := r.weights.matrix("embed_tokens.weight")
+	row := make([]float32, cfg.HiddenSize)
+	if n := testing.AllocsPerRun(100, func() { emb.row(row, 3) }); n != 0 {
+		t.Errorf("decoding a row allocates %.0f times", n)
+	}
+}

@@ -48,11 +48,11 @@ func (h *hostHead) prepare(w *hostWeights, embedScale float64) error {
 	if h.k != nil && h.version == e.version {
 		return nil
 	}
-	k, err := kernels.NewHead(e.mat.q)
+	k, err := kernels.NewHead(*e.mat.q)
 	if err != nil {
 		return fmt.Errorf("weight %q: %w", name, err)
 	}
-	h.k, h.emb, h.version, h.v, h.d = k, e.mat.q, e.version, e.dims[0], e.dims[1]
+	h.k, h.emb, h.version, h.v, h.d = k, *e.mat.q, e.version, e.dims[0], e.dims[1]
 	return nil
 }
 

@@ -49,11 +49,14 @@ type hostWeight struct {
 }
 
 // hostMatrix is a weight [rows, cols] for the host products: Float32 values used as
-// they are (f32), and the stored format as a kernels.Matrix (always set).
+// they are (f32), and the stored format as a kernels.Matrix (always set). q is a
+// pointer, made once per weight (and expert), so that passing a hostMatrix by value
+// to a product does not copy the Matrix to the heap for its pointer methods: the
+// embedding's rows alone did that 256 times a canvas step.
 type hostMatrix struct {
 	rows, cols int
 	f32        []float32
-	q          kernels.Matrix
+	q          *kernels.Matrix
 }
 
 func newHostWeights(src HostSource) *hostWeights {
@@ -85,7 +88,7 @@ func (w *hostWeights) load(name string) (hostWeight, error) {
 		if err != nil {
 			return hostWeight{}, err
 		}
-		out.mat = hostMatrix{rows: m.Rows, cols: m.Cols, q: m}
+		out.mat = hostMatrix{rows: m.Rows, cols: m.Cols, q: &m}
 		if s.DType == dtypes.Float32 && s.Quant == nil {
 			if out.mat.f32, err = s.Float32(); err != nil {
 				return hostWeight{}, err
@@ -166,7 +169,7 @@ func (m hostMatrix) sub(r0, r1 int) hostMatrix {
 	if err != nil {
 		panic(err)
 	}
-	out := hostMatrix{rows: r1 - r0, cols: m.cols, q: q}
+	out := hostMatrix{rows: r1 - r0, cols: m.cols, q: &q}
 	if m.f32 != nil {
 		out.f32 = m.f32[r0*m.cols : r1*m.cols]
 	}
