@@ -506,7 +506,7 @@ func printBench(w io.Writer, r *benchReport) {
 		fmt.Fprintf(w, "diffusion vs AR: %.2f× the tokens/s on the same weights\n", r.SpeedupVsAR)
 	}
 	if r.MemReadBytesPerS > 0 {
-		fmt.Fprintf(w, "this machine: memory read %.1f GB/s%s (models/speed's calibration)\n", r.MemReadBytesPerS/1e9, spreadText(r.Rates, "mem_read", 1e9))
+		fmt.Fprintf(w, "this machine: memory read %.1f GB/s%s (models/speed's calibration)\n", r.MemReadBytesPerS/1e9, spreadText(r.Rates, speed.SpreadMemRead, 1e9))
 	} else if r.RatesProblem != "" {
 		fmt.Fprintf(w, "bounds: %s\n", r.RatesProblem)
 	}

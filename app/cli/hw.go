@@ -169,9 +169,9 @@ func writeSpeed(w io.Writer, rep *hwReport) {
 	r := rep.Rates
 	fmt.Fprintf(w, "Speed here, about N tokens/s for a one-canvas answer (PRINTER: AR, one token per forward pass; POLAROID: diffusion),\n")
 	fmt.Fprintf(w, "from this CPU's rates measured %s with Darkroom's kernels (each the median of its probes): GEMM up to %.0f GFLOP/s%s (%.0f at [256,64]×[64,64]), memory reads %.1f GB/s%s, int4 GEMV %.1f G weights/s%s in the caches and %.1f%s from memory, sampler %.0f M logits/s, a worker's wake-up %.2g µs, the engine's own cost %.2g µs an operation (%.2g in a denoising step), an event's text %.2g ns a token.\n",
-		r.Measured.Local().Format("2006-01-02 15:04"), r.Peak()/1e9, spreadText(r, "gemm_peak", 1e9), r.GEMMAt(256, 64, 64)/1e9,
-		r.MemRead/1e9, spreadText(r, "mem_read", 1e9), r.GEMV["int4"]/1e9, spreadText(r, "gemv/int4", 1e9),
-		r.GEMVStream["int4"]/1e9, spreadText(r, "gemv_stream/int4", 1e9),
+		r.Measured.Local().Format("2006-01-02 15:04"), r.Peak()/1e9, spreadText(r, speed.SpreadGEMMPeak, 1e9), r.GEMMAt(256, 64, 64)/1e9,
+		r.MemRead/1e9, spreadText(r, speed.SpreadMemRead, 1e9), r.GEMV["int4"]/1e9, spreadText(r, speed.SpreadGEMV+"int4", 1e9),
+		r.GEMVStream["int4"]/1e9, spreadText(r, speed.SpreadGEMVStream+"int4", 1e9),
 		r.Sampler/1e6, r.Wake*1e6, r.OpOverhead*1e6, r.StepOpOverhead*1e6, r.DecodeToken*1e9)
 	seen := map[string]bool{}
 	for _, s := range rep.Speed {
@@ -184,7 +184,7 @@ func writeSpeed(w io.Writer, rep *hwReport) {
 	}
 }
 
-// spreadText is how the probes of rate key in r ranged, in units of unit, as
+// spreadText is how the probes of rate key (speed.SpreadMemRead, …) in r ranged, in units of unit, as
 // " (LO–HI over N probes)"; "" for a rate whose spread was not recorded.
 func spreadText(r *speed.Rates, key string, unit float64) string {
 	if r == nil {

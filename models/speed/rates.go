@@ -63,8 +63,7 @@ type Rates struct {
 	// larger than the caches.
 	MemRead float64 `json:"mem_read"`
 	// Spread is how the probes of some rates ranged over the calibration, each rate
-	// being their median (steady.go): "mem_read", "gemv/F", "gemv_stream/F" and
-	// "gemv_job/F" for each format F, "gemm_peak".
+	// being their median (steady.go), by the keys below (SpreadMemRead, …).
 	Spread map[string]Spread `json:"spread,omitempty"`
 	// Sampler is the logits per second the sampler's statistics take
 	// (sampler.Tempered: soft-capped, tempered softmax, entropy and a draw).
@@ -117,6 +116,16 @@ type Rates struct {
 	OpOverhead     float64 `json:"op_overhead"`
 	StepOpOverhead float64 `json:"step_op_overhead"`
 }
+
+// The keys of Rates.Spread (the cached rates file's names too). A per-format
+// rate's key is its prefix and the format: SpreadGEMV+"int4" is "gemv/int4".
+const (
+	SpreadGEMMPeak   = "gemm_peak"    // Rates.Peak
+	SpreadMemRead    = "mem_read"     // Rates.MemRead
+	SpreadGEMV       = "gemv/"        // Rates.GEMV's, in the caches
+	SpreadGEMVStream = "gemv_stream/" // Rates.GEMVStream's, from memory
+	SpreadGEMVJob    = "gemv_job/"    // Rates.GEMVJob's
+)
 
 // Curve is an operation's seconds at a few sizes (elements or weights), smallest
 // first. At returns its time at any size.
@@ -540,9 +549,9 @@ func steady(passes []*Rates) *Rates {
 	}
 	of := func(get func(*Rates) float64) float64 { return median(values(get)) }
 	// The spreads first, from the passes as they were measured (a is one of them).
-	spread := map[string]Spread{"gemm_peak": spreadOf(values((*Rates).Peak))}
+	spread := map[string]Spread{SpreadGEMMPeak: spreadOf(values((*Rates).Peak))}
 	for f := range a.GEMV {
-		spread["gemv/"+f] = spreadOf(values(func(p *Rates) float64 { return p.GEMV[f] }))
+		spread[SpreadGEMV+f] = spreadOf(values(func(p *Rates) float64 { return p.GEMV[f] }))
 	}
 	for i := range a.GEMM {
 		a.GEMM[i].FLOPS = of(func(p *Rates) float64 { return p.GEMM[i].FLOPS })

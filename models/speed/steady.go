@@ -256,9 +256,9 @@ func (st *streams) settle(r *Rates) {
 	}
 	for _, s := range st.sets {
 		r.GEMVStream[s.format], r.GEMVJob[s.format] = median(s.rates), median(s.jobs)
-		r.Spread["gemv_stream/"+s.format], r.Spread["gemv_job/"+s.format] = spreadOf(s.rates), spreadOf(s.jobs)
+		r.Spread[SpreadGEMVStream+s.format], r.Spread[SpreadGEMVJob+s.format] = spreadOf(s.rates), spreadOf(s.jobs)
 		if s.format == "f32" {
-			r.MemRead, r.Spread["mem_read"] = median(s.reads), spreadOf(s.reads)
+			r.MemRead, r.Spread[SpreadMemRead] = median(s.reads), spreadOf(s.reads)
 		}
 	}
 }
