@@ -116,9 +116,13 @@ type Info struct {
 }
 
 // NumElements is the product of the shape.
-func (i Info) NumElements() int64 {
+func (i Info) NumElements() int64 { return Elements(i.Shape) }
+
+// Elements is a tensor's element count, the product of its shape (1 for a
+// scalar's empty shape), counted in int64.
+func Elements(shape []int) int64 {
 	n := int64(1)
-	for _, d := range i.Shape {
+	for _, d := range shape {
 		n *= int64(d)
 	}
 	return n

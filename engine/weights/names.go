@@ -21,6 +21,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/safetensors"
 )
 
 // HF name prefixes.
@@ -63,13 +64,7 @@ type Spec struct {
 }
 
 // Elements is the tensor's element count: the product of its logical shape.
-func (s Spec) Elements() int64 {
-	n := int64(1)
-	for _, d := range s.Shape {
-		n *= int64(d)
-	}
-	return n
-}
+func (s Spec) Elements() int64 { return safetensors.Elements(s.Shape) }
 
 // Fill sets vals — the tensor's values, or a run of them — by the spec's init rule:
 // 1 for InitOnes, draws of N(0, Std²) from r, in order, for InitNormal.

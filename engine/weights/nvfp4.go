@@ -525,8 +525,9 @@ func readNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, gr
 	groups := in / group
 	spec := quant.Spec{Bits: 4, GroupSize: group, Format: quant.FP4}
 	qwShape, qsShape := spec.Shapes(logical)
-	codes := make([]uint8, 0, elems(qwShape))
-	scales := make([]uint8, elems(qsShape))
+	nCodes := int(safetensors.Elements(qwShape))
+	codes := make([]uint8, 0, nCodes)
+	scales := make([]uint8, safetensors.Elements(qsShape))
 	row := 0
 	for _, mods := range modules {
 		for _, m := range mods {
@@ -561,9 +562,9 @@ func readNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, gr
 			}
 		}
 	}
-	if len(codes) != elems(qwShape) || row*(groups+quant.NVFP4ScaleBytes) != len(scales) {
+	if len(codes) != nCodes || row*(groups+quant.NVFP4ScaleBytes) != len(scales) {
 		return nil, nil, fmt.Errorf("%s: NVFP4 tensors of %s hold %d codes and %d scale rows, want %d and %d",
-			ck.Name, modules[0][0], len(codes), row, elems(qwShape), len(scales)/(groups+quant.NVFP4ScaleBytes))
+			ck.Name, modules[0][0], len(codes), row, nCodes, len(scales)/(groups+quant.NVFP4ScaleBytes))
 	}
 	return tensors.FromFlatDataAndDimensions(codes, qwShape...), tensors.FromFlatDataAndDimensions(scales, qsShape...), nil
 }
@@ -578,7 +579,7 @@ func readFloatExperts(ck *safetensors.Checkpoint, modules [][]string, logical []
 			allBF16 = allBF16 && info.DType == safetensors.BF16
 		}
 	}
-	n := elems(logical)
+	n := safetensors.Elements(logical)
 	if allBF16 {
 		out := make([]bfloat16.BFloat16, 0, n)
 		for _, mods := range modules {
@@ -614,12 +615,4 @@ func readFloatExperts(ck *safetensors.Checkpoint, modules [][]string, logical []
 		}
 	}
 	return tensors.FromFlatDataAndDimensions(out, logical...), nil
-}
-
-func elems(shape []int) int {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	return n
 }

@@ -319,11 +319,3 @@ func copyFile(fsys fs.FS, name, to string) error {
 	}
 	return out.Close()
 }
-
-func elems(shape []int) int64 {
-	n := int64(1)
-	for _, d := range shape {
-		n *= int64(d)
-	}
-	return n
-}

@@ -137,7 +137,7 @@ func TensorBytes(cfg *config.Model, p quant.Profile, s weights.Spec) int64 {
 	if spec, q := p.SpecFor(s.Name, s.Shape, s.Quantizable); q {
 		return spec.Bytes(s.Shape)
 	}
-	return elems(s.Shape) * floatBytes(cfg)
+	return s.Elements() * floatBytes(cfg)
 }
 
 // KVBytes is the engine's KV cache when it holds ctx tokens, elemBytes per element
@@ -278,7 +278,7 @@ func graphScratch(cfg *config.Model, p quant.Profile, nb int) (int64, string) {
 			dt = dtypes.Float32
 		}
 		if converted(s, dt) {
-			consider(elems(s.Shape)*int64(dt.Size()), fmt.Sprintf("%s in %s, whole", s.Name, dt))
+			consider(s.Elements()*int64(dt.Size()), fmt.Sprintf("%s in %s, whole", s.Name, dt))
 		}
 	}
 	rows := model.HeadChunkRows(t.VocabSize, t.HiddenSize)
@@ -330,14 +330,6 @@ func checkConfig(cfg *config.Model) error {
 			t.HiddenSize, t.VocabSize, t.NumHiddenLayers, len(t.LayerTypes))
 	}
 	return nil
-}
-
-func elems(shape []int) int64 {
-	n := int64(1)
-	for _, d := range shape {
-		n *= int64(d)
-	}
-	return n
 }
 
 // Verdict is the answer to "will it fit".
