@@ -287,7 +287,7 @@ func (r *gpuRuntime) Install(ctx context.Context, progress func(GPUProgress)) GP
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		g.job = j
-		if g.canceled { // between the context's check and the job: cancel the job too
+		if g.canceled { // canceled before the job existed: it removes its partial files too
 			j.Cancel()
 		} else if g.paused {
 			j.Pause()
@@ -320,7 +320,7 @@ func (r *gpuRuntime) Install(ctx context.Context, progress func(GPUProgress)) GP
 // gpuInstall is one install: its buttons' state and its download job.
 type gpuInstall struct {
 	mu   sync.Mutex
-	job  *download.Job // while the download runs
+	job  *download.Job // once the download has started
 	stop context.CancelFunc
 	// paused: a Pause that came before the download job existed (the GPU and the
 	// index still being asked) has the job start paused. canceled: a Cancel came,
