@@ -171,12 +171,13 @@ type Event struct {
 	Attempt int // for EventRetry
 }
 
-// Job downloads a set of files into a folder; see Start.
+// Job downloads a set of files into a folder; see New and Start.
 type Job struct {
 	dir   string
 	files []File
 	opt   Options
 
+	start    sync.Once
 	mu       sync.Mutex
 	state    State
 	cancel   context.CancelCauseFunc
@@ -191,10 +192,22 @@ type Job struct {
 	rate    rateMeter
 }
 
-// Start begins downloading files into dir and returns at once. Files already
-// present in final form are not fetched again if their size matches and the
-// caller does not list them (callers pass only what is missing).
+// Start begins downloading files into dir and returns at once: New, then
+// Job.Start. Files already present in final form are not fetched again if their
+// size matches and the caller does not list them (callers pass only what is
+// missing).
 func Start(ctx context.Context, dir string, files []File, opt Options) *Job {
+	j := New(dir, files, opt)
+	j.Start(ctx)
+	return j
+}
+
+// New makes a job that fetches files into dir once Start is called. Until then
+// it sends nothing, and a Pause or Cancel holds from its first moment: a job
+// paused before Start reports the pause and waits for Resume, a job canceled
+// before Start removes the files' .part files and ends with ErrCanceled, with
+// no request made in either case.
+func New(dir string, files []File, opt Options) *Job {
 	opt.defaults()
 	j := &Job{dir: dir, files: files, opt: opt, state: StateQueued, resumeCh: make(chan struct{}, 1),
 		doneCh: make(chan struct{}), results: map[string]error{}}
@@ -203,11 +216,16 @@ func Start(ctx context.Context, dir string, files []File, opt Options) *Job {
 			j.total += f.Size
 		}
 	}
-	go j.loop(ctx)
 	return j
 }
 
-// Wait blocks until the job is done, failed or canceled (not while paused) and
+// Start begins the job on its own goroutine; ctx ending fails it. Only the first
+// call starts it, and Wait and Done wait for a started job.
+func (j *Job) Start(ctx context.Context) {
+	j.start.Do(func() { go j.loop(ctx) })
+}
+
+// Wait blocks until the started job is done, failed or canceled (not while paused) and
 // returns its error: nil, or the files' errors joined (each names its file).
 func (j *Job) Wait() error {
 	<-j.doneCh
@@ -235,7 +253,8 @@ func (j *Job) State() State {
 	return j.state
 }
 
-// Pause stops the transfers, keeping the .part files; Resume continues them.
+// Pause stops the transfers, keeping the .part files; Resume continues them. A
+// Pause after a Resume the job has not acted on yet holds: the job waits again.
 func (j *Job) Pause() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -245,13 +264,20 @@ func (j *Job) Pause() {
 			j.cancel(ErrPaused)
 		}
 	}
+	if j.state == StatePaused {
+		select { // a Resume not yet taken is undone
+		case <-j.resumeCh:
+		default:
+		}
+	}
 }
 
-// Resume continues a paused job.
+// Resume continues a paused job: it is queued to download again.
 func (j *Job) Resume() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.state == StatePaused {
+		j.state = StateQueued
 		select {
 		case j.resumeCh <- struct{}{}:
 		default:
@@ -314,12 +340,11 @@ func (j *Job) emit(ev Event) {
 
 func (j *Job) loop(parent context.Context) {
 	defer close(j.doneCh)
-	if err := j.checkSpace(); err != nil {
+	if err := j.checkSpace(); err != nil && j.State() != StateCanceled { // canceled: removing, not fetching
 		j.err = err
 		j.setState(StateFailed)
 		return
 	}
-	resumed := false
 	for {
 		ctx, cancel := context.WithCancelCause(parent)
 		j.mu.Lock()
@@ -328,16 +353,14 @@ func (j *Job) loop(parent context.Context) {
 			cancel(ErrCanceled)
 			break
 		}
-		if j.state == StatePaused && !resumed { // paused before it started: wait for Resume
+		if j.state == StatePaused { // paused before it started, or again before a Resume was taken
 			j.mu.Unlock()
 			cancel(nil)
 			if !j.waitResume(parent) {
 				return
 			}
-			resumed = true
 			continue
 		}
-		resumed = false
 		j.cancel = cancel
 		j.state = StateDownloading
 		j.mu.Unlock()
@@ -346,13 +369,9 @@ func (j *Job) loop(parent context.Context) {
 		cause := context.Cause(ctx)
 		cancel(nil)
 		switch {
-		case errors.Is(cause, ErrPaused) && j.State() == StatePaused:
-			if !j.waitResume(parent) {
-				return
-			}
-			resumed = true
-			continue
 		case j.State() == StateCanceled:
+		case errors.Is(cause, ErrPaused):
+			continue // paused (or paused and resumed already): the loop's top waits or goes on
 		case err != nil:
 			j.err = err
 			j.setState(StateFailed)

@@ -361,6 +361,131 @@ func TestDownloadPauseResumeCancel(t *testing.T) {
 	}
 }
 
+// pauses counts a job's pause events on its channel (its OnEvent).
+func pauses(opt *Options) <-chan struct{} {
+	ch := make(chan struct{}, 16)
+	opt.OnEvent = func(ev Event) {
+		if ev.Kind == EventState && ev.State == StatePaused {
+			ch <- struct{}{}
+		}
+	}
+	return ch
+}
+
+// waitPaused waits for a job's pause event; a job that missed the pause ends
+// or runs on, which fails the test instead of hanging it.
+func waitPaused(t *testing.T, j *Job, paused <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-paused:
+	case <-j.Done():
+		t.Fatalf("the job ended (%v) instead of pausing", j.Wait())
+	case <-time.After(30 * time.Second):
+		t.Fatal("no pause event 30 s after the start")
+	}
+}
+
+// noRequests asserts the hub was asked for none of the files.
+func noRequests(t *testing.T, h *hubtest.Hub, files []*hubtest.File, while string) {
+	t.Helper()
+	for _, f := range files {
+		if starts := h.Starts(f.Name); len(starts) != 0 {
+			t.Errorf("%s was asked for (from %v) %s", f.Name, starts, while)
+		}
+	}
+}
+
+// TestDownloadPausedBeforeStart: a job paused between New and Start reports the
+// pause and asks the hub for nothing until Resume, then fetches each file once,
+// whole, and verifies it. (Start then Pause, as the callers did, let the job's
+// goroutine send its first requests before the pause held: config.json was
+// asked for about once in 60 runs of this under -cpu 1,2,8.)
+func TestDownloadPausedBeforeStart(t *testing.T) {
+	h, files := fixture(t, 11)
+	dir := t.TempDir()
+	opt := fastOpts()
+	paused := pauses(&opt)
+	j := New(dir, specs(h, files), opt)
+	j.Pause()
+	j.Start(context.Background())
+	waitPaused(t, j, paused)
+	// The job waits for Resume once it has sent the pause: nothing can follow it.
+	noRequests(t, h, files, "while paused")
+	if st := j.State(); st != StatePaused {
+		t.Errorf("state %s while paused", st)
+	}
+	j.Resume()
+	if err := j.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir, files)
+	for _, f := range files {
+		if starts := h.Starts(f.Name); len(starts) != 1 || starts[0] != 0 {
+			t.Errorf("%s was asked for from %v (want once, whole)", f.Name, starts)
+		}
+	}
+}
+
+// TestDownloadPauseAfterResume: a Pause that follows a Resume the job has not
+// taken yet holds. The Resume used to leave its wake-up queued and the Pause,
+// seeing the job still paused, did nothing, so the job downloaded although the
+// last thing asked of it was to pause.
+func TestDownloadPauseAfterResume(t *testing.T) {
+	h, files := fixture(t, 12)
+	opt := fastOpts()
+	paused, downloading := make(chan struct{}, 16), make(chan struct{}, 16)
+	opt.OnEvent = func(ev Event) {
+		switch {
+		case ev.Kind == EventState && ev.State == StatePaused:
+			paused <- struct{}{}
+		case ev.Kind == EventState && ev.State == StateDownloading:
+			downloading <- struct{}{}
+		}
+	}
+	j := New(t.TempDir(), specs(h, files), opt)
+	j.Pause()
+	j.Resume()
+	j.Pause()
+	j.Start(context.Background())
+	waitPaused(t, j, paused)
+	// The old job went on at once, from the Resume's wake-up; a second is ample
+	// for it to say so on a loaded machine.
+	select {
+	case <-downloading:
+		t.Error("the job downloaded after Pause, Resume, Pause")
+	case <-time.After(time.Second):
+	}
+	noRequests(t, h, files, "after Pause, Resume, Pause")
+	j.Cancel()
+	if err := j.Wait(); !errors.Is(err, ErrCanceled) {
+		t.Fatalf("err = %v, want ErrCanceled", err)
+	}
+}
+
+// TestDownloadCanceledBeforeStart: a job canceled before Start asks for nothing
+// and removes the .part files an earlier run left, even where the disk has no
+// room for what was left to fetch.
+func TestDownloadCanceledBeforeStart(t *testing.T) {
+	h, files := fixture(t, 13)
+	dir := t.TempDir()
+	part := filepath.Join(dir, files[0].Name+".part")
+	if err := os.WriteFile(part, files[0].Data[:1000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opt := fastOpts()
+	opt.FreeSpace = func(string) (int64, error) { return 0, nil }
+	j := New(dir, specs(h, files), opt)
+	j.Cancel()
+	j.Start(context.Background())
+	if err := j.Wait(); !errors.Is(err, ErrCanceled) {
+		t.Fatalf("err = %v, want ErrCanceled", err)
+	}
+	noRequests(t, h, files, "by a canceled job")
+	if _, err := os.Stat(part); err == nil {
+		t.Errorf("%s left after the cancel", filepath.Base(part))
+	}
+}
+
 // TestMain lets the kill test re-run this binary as a downloader process.
 func TestMain(m *testing.M) {
 	if os.Getenv("DL_CHILD_DIR") != "" {
