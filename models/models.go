@@ -543,17 +543,20 @@ func (m *Manager) runJob(ctx context.Context, t *Transfer, man *store.Manifest, 
 	opt := m.dl
 	opt.Authorize = m.hub.Authorize
 	opt.OnEvent = func(ev download.Event) { m.onEvent(t, man, ev) }
-	job := download.Start(ctx, m.store.ModelDir(man.Name), files, opt)
+	job := download.New(m.store.ModelDir(man.Name), files, opt)
+	// Paused or canceled between jobs (config files → weights): the new job
+	// takes it before it starts, so it asks the hub for nothing. It is taken
+	// under t.mu, so a Resume or Pause that follows acts on the job after it.
 	t.mu.Lock()
 	t.job = job
-	canceled, paused := t.canceled, t.paused
-	t.mu.Unlock()
 	switch {
-	case canceled:
+	case t.canceled:
 		job.Cancel()
-	case paused: // paused between jobs (config files → weights): the new job starts paused
+	case t.paused:
 		job.Pause()
 	}
+	t.mu.Unlock()
+	job.Start(ctx)
 	return job.Wait()
 }
 

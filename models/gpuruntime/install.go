@@ -53,7 +53,8 @@ type Installer struct {
 	// it ran there. VerifyCommand and RunTinyGraph are the real ones.
 	Verify func(ctx context.Context, plugin string) error
 	// OnStage and OnJob report progress: the stage, and the download job (for
-	// pause and cancel) while it runs. Either may be nil.
+	// pause and cancel), given just before it starts, so a Pause or Cancel made
+	// in OnJob holds before anything is asked of the index. Either may be nil.
 	OnStage func(stage string)
 	OnJob   func(*download.Job)
 	// OS and Arch are runtime.GOOS and GOARCH ("" = this machine's).
@@ -214,10 +215,11 @@ func (in *Installer) fetch(ctx context.Context, plan *Plan) error {
 	if err := os.MkdirAll(in.downloads(), 0o755); err != nil { // the free-space probe needs it
 		return fmt.Errorf("cannot create the download folder: %w", err)
 	}
-	job := download.Start(ctx, in.downloads(), files, opt)
+	job := download.New(in.downloads(), files, opt)
 	if in.OnJob != nil {
-		in.OnJob(job)
+		in.OnJob(job) // before it starts: a Pause or Cancel there holds before any request
 	}
+	job.Start(ctx)
 	if err := job.Wait(); err != nil {
 		return fmt.Errorf("downloading GPU support: %w", err)
 	}

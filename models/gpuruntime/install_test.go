@@ -496,6 +496,55 @@ func TestInstallProgressPauseResumeCancel(t *testing.T) {
 	}
 }
 
+// TestInstallPausedInOnJob: a job paused in OnJob, as the app pauses an install
+// whose Pause came while the index was still being asked, reports the pause
+// having asked the index for no wheel, and a resume fetches each wheel once,
+// whole, to a verified install. (OnJob used to get the job already started: a
+// few requests could go out before the pause held.)
+func TestInstallPausedInOnJob(t *testing.T) {
+	f := gpuruntimetest.New(t)
+	in, _ := newInstaller(t, f, t.TempDir(), nil)
+	jobs := make(chan *download.Job, 1)
+	in.OnJob = func(j *download.Job) { j.Pause(); jobs <- j }
+	paused := make(chan struct{}, 1)
+	in.Download.OnEvent = func(ev download.Event) {
+		if ev.Kind == download.EventState && ev.State == download.StatePaused {
+			select {
+			case paused <- struct{}{}:
+			default:
+			}
+		}
+	}
+	p := plan(t, in)
+	done := make(chan error, 1)
+	go func() { done <- in.Install(context.Background(), p) }()
+	job := <-jobs
+	select {
+	case <-paused:
+	case err := <-done:
+		t.Fatalf("install ended (%v) instead of pausing", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no pause event 30 s after the job was made")
+	}
+	for _, w := range gpuruntimetest.Wheels {
+		if starts := f.Starts(w); len(starts) != 0 {
+			t.Errorf("%s was asked for (from %v) while paused", w, starts)
+		}
+	}
+	job.Resume()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !in.Runtime.Installed() {
+		t.Error("not installed after the resume")
+	}
+	for _, w := range gpuruntimetest.Wheels {
+		if starts := f.Starts(w); len(starts) != 1 || starts[0] != 0 {
+			t.Errorf("%s was asked for from %v (want once, whole)", w, starts)
+		}
+	}
+}
+
 func waitUntil(t *testing.T, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
