@@ -928,36 +928,40 @@ func fmtBytes(n int64) string {
 
 // rateMeter smooths the transfer rate over recent samples.
 type rateMeter struct {
-	mu      sync.Mutex
-	lastT   time.Time
-	lastN   int64
-	rate    float64
-	started bool
+	mu            sync.Mutex
+	firstT, lastT time.Time
+	firstN, lastN int64
+	rate          float64
+	started       bool
 }
 
+// rateWindow is the smoothing's time constant, in seconds.
+const rateWindow = 3
+
 // Add records the cumulative byte count now.
-func (r *rateMeter) Add(total int64) {
+func (r *rateMeter) Add(total int64) { r.add(time.Now(), total) }
+
+// add records the cumulative byte count at now. For the first rateWindow
+// seconds the rate is the average since the first sample; then each interval
+// moves it a share dt/rateWindow towards the interval's rate. (The first
+// interval's rate alone once set it: two ticks a moment apart, as a ticker
+// delivers them after its goroutine was held up, made it a burst's rate
+// for seconds.)
+func (r *rateMeter) add(now time.Time, total int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := time.Now()
 	if !r.started {
-		r.lastT, r.lastN, r.started = now, total, true
+		r.firstT, r.firstN, r.lastT, r.lastN, r.started = now, total, now, total, true
 		return
 	}
 	dt := now.Sub(r.lastT).Seconds()
 	if dt <= 0 {
 		return
 	}
-	inst := float64(total-r.lastN) / dt
-	// Exponential smoothing with a ~3 s time constant.
-	a := dt / 3
-	if a > 1 {
-		a = 1
-	}
-	if r.rate == 0 {
-		r.rate = inst
+	if since := now.Sub(r.firstT).Seconds(); since < rateWindow {
+		r.rate = float64(total-r.firstN) / since
 	} else {
-		r.rate += a * (inst - r.rate)
+		r.rate += min(dt/rateWindow, 1) * (float64(total-r.lastN)/dt - r.rate)
 	}
 	r.lastT, r.lastN = now, total
 }

@@ -617,3 +617,32 @@ func TestDownloadNoEventAfterTheEnd(t *testing.T) {
 		t.Errorf("%d events delivered after the job ended", n)
 	}
 }
+
+// TestRateMeterFirstBurst: a transfer's first two samples a moment apart (a
+// ticker's stale tick and the next, after its goroutine was held up) do not set
+// the rate for seconds: a tenth of a second later it is near the steady rate.
+// The first interval's rate used to become the rate, 16 times the steady one
+// here, and smoothing over 3 s left it above 15 times after 100 ms.
+func TestRateMeterFirstBurst(t *testing.T) {
+	const steady = 3 << 20 // bytes/s
+	var r rateMeter
+	t0 := time.Now()
+	r.add(t0, 0)
+	n := int64(48 << 10) // three 16 KiB chunks in 1 ms
+	r.add(t0.Add(time.Millisecond), n)
+	for ms := 11; ms <= 101; ms += 10 {
+		n += steady / 100
+		r.add(t0.Add(time.Duration(ms)*time.Millisecond), n)
+	}
+	if got := r.Rate(); got < steady/2 || got > 2*steady {
+		t.Errorf("rate %.0f B/s after 100 ms at %d B/s", got, steady)
+	}
+	// Later, each interval moves the rate towards its own.
+	for ms := 111; ms <= 10_000; ms += 10 {
+		n += steady / 200
+		r.add(t0.Add(time.Duration(ms)*time.Millisecond), n)
+	}
+	if got := r.Rate(); got < 0.45*steady || got > 0.55*steady {
+		t.Errorf("rate %.0f B/s after 10 s at %d B/s", got, steady/2)
+	}
+}

@@ -408,7 +408,7 @@ func TestVerifyCommand(t *testing.T) {
 // TestInstallProgressPauseResumeCancel drives an install through the job it hands
 // to OnJob, as the app's buttons do, on a file server throttled to 1 MiB/s: the
 // progress events carry a rate near the throttle and a time left that agrees with
-// it (within the smoothing of the first intervals); a pause stops the transfer with the .part files kept and the install still
+// it (the average of the first intervals); a pause stops the transfer with the .part files kept and the install still
 // waiting, a resume continues them where they stopped (no byte fetched twice) to a
 // verified install; and a cancel ends a second install with ErrCanceled, its
 // partial files removed and nothing installed.
@@ -443,8 +443,8 @@ func TestInstallProgressPauseResumeCancel(t *testing.T) {
 	mu.Lock()
 	ev := rated[len(rated)-1]
 	mu.Unlock()
-	// Three files in flight at the throttle each: about three times it, smoothed from
-	// the first 10 ms interval's (which holds a whole 16 KiB chunk of each or none).
+	// Three files in flight at the throttle each: about three times it, the average
+	// since the first progress tick (the index sends whole 16 KiB chunks).
 	if ev.Rate < bps/4 || ev.Rate > 8*bps || ev.Total != f.WheelBytes() {
 		t.Errorf("progress %d/%d at %.0f B/s (the server sends %d B/s a file)", ev.Done, ev.Total, ev.Rate, bps)
 	}
