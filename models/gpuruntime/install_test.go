@@ -423,12 +423,7 @@ func TestInstallProgressPauseResumeCancel(t *testing.T) {
 	var rated []download.Event
 	paused := make(chan struct{}, 1)
 	in.Download.OnEvent = func(ev download.Event) {
-		if ev.Kind == download.EventState && ev.State == download.StatePaused {
-			select {
-			case paused <- struct{}{}:
-			default:
-			}
-		}
+		notePause(paused, ev)
 		if ev.Kind == download.EventProgress && ev.Rate > 0 && ev.Done > 256<<10 {
 			mu.Lock()
 			rated = append(rated, ev)
@@ -507,14 +502,7 @@ func TestInstallPausedInOnJob(t *testing.T) {
 	jobs := make(chan *download.Job, 1)
 	in.OnJob = func(j *download.Job) { j.Pause(); jobs <- j }
 	paused := make(chan struct{}, 1)
-	in.Download.OnEvent = func(ev download.Event) {
-		if ev.Kind == download.EventState && ev.State == download.StatePaused {
-			select {
-			case paused <- struct{}{}:
-			default:
-			}
-		}
-	}
+	in.Download.OnEvent = func(ev download.Event) { notePause(paused, ev) }
 	p := plan(t, in)
 	done := make(chan error, 1)
 	go func() { done <- in.Install(context.Background(), p) }()
@@ -544,6 +532,17 @@ func TestInstallPausedInOnJob(t *testing.T) {
 		}
 		if _, err := f.Resumed(w); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// notePause signals paused, without waiting, for an event that reports the
+// download job paused (the job sends it once its transfers have returned).
+func notePause(paused chan<- struct{}, ev download.Event) {
+	if ev.Kind == download.EventState && ev.State == download.StatePaused {
+		select {
+		case paused <- struct{}{}:
+		default:
 		}
 	}
 }
