@@ -1,8 +1,16 @@
 package cli
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 // TestBenchPageFaultsCount: the process's count rises when it touches memory it
@@ -25,4 +33,54 @@ func TestBenchPageFaultsCount(t *testing.T) {
 	if d := f1.sub(f0); d.minor < pages {
 		t.Errorf("touching %d new pages counted %d minor faults", pages, d.minor)
 	}
+}
+
+// TestBenchPeakMemoryIsTheModels: the peak RSS bench reports is the model's, over
+// its load and timed runs; the calibration that follows them holds buffers of its
+// own (a first calibration ~500 MB) and does not count. Before, a first bench on
+// a machine reported the calibration's peak as the model's.
+func TestBenchPeakMemoryIsTheModels(t *testing.T) {
+	dir := tinyModelDir(t)
+	rates := benchRates(t)
+	const held = 256 << 20
+	var rssInCalibration uint64
+	benchRatesHere = func(ctx context.Context, device string) (*speed.Rates, error) {
+		b := make([]byte, held)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		rssInCalibration = residentBytes(t)
+		runtime.KeepAlive(b)
+		return rates, nil
+	}
+	defer func() { benchRatesHere = speed.Here }()
+	debug.FreeOSMemory() // what earlier tests left resident cannot serve the calibration's buffer
+	_, rep := benchJSON(t, "--model", dir, "--mode", "ar", "--runs", "1", "--max-new-tokens", "4", "--json")
+	if rssInCalibration == 0 || rep.PeakRSSBytes == 0 {
+		t.Fatalf("RSS in the calibration %d, peak reported %d", rssInCalibration, rep.PeakRSSBytes)
+	}
+	if rep.PeakRSSBytes+held/2 > rssInCalibration {
+		t.Errorf("peak RSS %.0f MiB counts the calibration's %d MiB (resident while it ran: %.0f MiB)",
+			float64(rep.PeakRSSBytes)/(1<<20), held>>20, float64(rssInCalibration)/(1<<20))
+	}
+}
+
+// residentBytes is the process's resident set now (VmRSS).
+func residentBytes(t *testing.T) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb uint64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }
