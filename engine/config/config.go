@@ -110,13 +110,20 @@ type Generation struct {
 	ARGuidance       float64 `json:"darkroom_ar_guidance,omitempty"`
 	ARGuidanceRounds int     `json:"darkroom_ar_guidance_rounds,omitempty"`
 	ARGuidanceInWord float64 `json:"darkroom_ar_guidance_in_word,omitempty"`
+
+	// RepetitionPenalty is Hugging Face's repetition_penalty θ, read by the AR
+	// mode's pick (sampler.Penalize): the logits of ids already in the sequence are
+	// divided by θ where positive and multiplied by θ where negative. 1 (transformers'
+	// default, and what an absent key means) is off.
+	RepetitionPenalty float64 `json:"repetition_penalty"`
 }
 
 // DefaultGeneration is what the released checkpoint's generation_config.json says;
 // used for keys a generation_config.json leaves out, or when there is none.
 func DefaultGeneration() Generation {
 	return Generation{MaxNewTokens: 256, MaxDenoisingSteps: 48, EntropyBound: 0.1, TMin: 0.4, TMax: 0.8,
-		StabilityThreshold: 1, ConfidenceThreshold: 0.005, EOSTokenIDs: []int{1, 106}, PadTokenID: 0}
+		StabilityThreshold: 1, ConfidenceThreshold: 0.005, EOSTokenIDs: []int{1, 106}, PadTokenID: 0,
+		RepetitionPenalty: 1}
 }
 
 // IsSliding reports whether layer i uses sliding-window attention.

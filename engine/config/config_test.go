@@ -169,6 +169,7 @@ func TestInvalidValues(t *testing.T) {
 		{func(m *Model) { m.Generation.ARGuidance = -1 }, "generation_config.json: darkroom_ar_guidance must be a finite number ≥ 0"},
 		{func(m *Model) { m.Generation.ARGuidanceRounds = -2 }, "generation_config.json: darkroom_ar_guidance_rounds must be ≥ 0"},
 		{func(m *Model) { m.Generation.ARGuidanceInWord = -1 }, "generation_config.json: darkroom_ar_guidance_in_word must be a finite number ≥ 0"},
+		{func(m *Model) { m.Generation.RepetitionPenalty = 0 }, "generation_config.json: repetition_penalty must be a finite number > 0"},
 	}
 	for _, c := range cases {
 		m := Tiny()
@@ -236,5 +237,44 @@ func TestARGuidanceKeys(t *testing.T) {
 	// A Hugging Face checkpoint has neither key: guidance is off.
 	if d := DefaultGeneration(); d.ARGuidance != 0 || d.ARGuidanceRounds != 0 || d.ARGuidanceInWord != 0 {
 		t.Errorf("default guidance %v, rounds %d, want off", d.ARGuidance, d.ARGuidanceRounds)
+	}
+}
+
+// TestRepetitionPenaltyKey reads Hugging Face's repetition_penalty: absent is 1 (off),
+// a value is kept through a save, and a value that is not a finite number > 0 is an
+// error naming the file and the key.
+func TestRepetitionPenaltyKey(t *testing.T) {
+	load := func(gen string) (*Model, error) {
+		return LoadFS(fstest.MapFS{"config.json": {Data: []byte(realConfigJSON())}, "generation_config.json": {Data: []byte(gen)}}, ".")
+	}
+	m, err := load(`{"max_new_tokens": 64}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Generation.RepetitionPenalty != 1 {
+		t.Errorf("absent key: penalty %v, want 1 (off)", m.Generation.RepetitionPenalty)
+	}
+	if m, err = load(`{"repetition_penalty": 1.3}`); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Generation.RepetitionPenalty != 1.3 || again.Generation.RepetitionPenalty != 1.3 {
+		t.Errorf("penalty %v, after a save %v, want 1.3", m.Generation.RepetitionPenalty, again.Generation.RepetitionPenalty)
+	}
+	for _, c := range []struct{ gen, want string }{
+		{`{"repetition_penalty": 0}`, "generation_config.json: repetition_penalty must be a finite number > 0 (1 is off), got 0"},
+		{`{"repetition_penalty": -1.2}`, "generation_config.json: repetition_penalty must be a finite number > 0 (1 is off), got -1.2"},
+		{`{"repetition_penalty": "high"}`, "generation_config.json: json: cannot unmarshal string into Go struct field"},
+	} {
+		if _, err := load(c.gen); err == nil || !strings.HasPrefix(err.Error(), c.want) || !strings.Contains(err.Error(), "repetition_penalty") {
+			t.Errorf("%s: %v, want %q", c.gen, err, c.want)
+		}
 	}
 }

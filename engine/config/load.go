@@ -354,6 +354,8 @@ func (g *Generation) validate(vocab int) error {
 		return bad("darkroom_ar_guidance_rounds", "must be ≥ 0, got %d", g.ARGuidanceRounds)
 	case !(g.ARGuidanceInWord >= 0) || math.IsInf(g.ARGuidanceInWord, 0):
 		return bad("darkroom_ar_guidance_in_word", "must be a finite number ≥ 0, got %v", g.ARGuidanceInWord)
+	case !(g.RepetitionPenalty > 0) || math.IsInf(g.RepetitionPenalty, 0):
+		return bad("repetition_penalty", "must be a finite number > 0 (1 is off), got %v", g.RepetitionPenalty)
 	case g.PadTokenID < 0 || g.PadTokenID >= vocab:
 		return bad("pad_token_id", "(%d) is outside the vocabulary (size %d)", g.PadTokenID, vocab)
 	}

@@ -151,47 +151,70 @@ func TestKeyHashInGraph(t *testing.T) {
 // same logits and plans: greedy (with a tie for the max, which goes to the lowest
 // id) and draws at several temperatures over vocabularies that fill the CDF's
 // blocks exactly or not, so that over the draws both the argmax and other ids come
-// out.
+// out; without the repetition penalty and with it (θ = 1.3 over the ids picked so
+// far, as the engine's AR loop sees them), where the greedy picks must move off the
+// unpenalized argmax at least once.
 func TestTokenGraphMatchesToken(t *testing.T) {
 	b, err := backends.NewWithConfig("go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := NewExec(b, func(l, temp, key *Node) *Node { return TokenGraph(l, temp, key) })
+	exec, err := NewExec(b, func(l, temp, key, pen, seen *Node) *Node { return TokenGraph(l, temp, key, pen, seen) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []int{300, 256, 7} {
-		s, err := New(defaults(), v, 9)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rng := rand.New(rand.NewPCG(3, uint64(v)))
-		notArgmax := 0
-		for k := range 40 {
-			logits := make([]float32, v)
-			for j := range logits {
-				logits[j] = float32(rng.NormFloat64() * 2)
-			}
-			am := Argmax(logits)
-			logits[max(am-1, 0)] = logits[am] // a tie: the lowest id wins
-			temperature := []float64{0, 0.4, 1, 2.5}[k%4]
-			plan := s.PlanToken(temperature)
-			out, err := exec.Exec(tensors.FromFlatDataAndDimensions(logits, v), plan.Temperature,
-				tensors.FromFlatDataAndDimensions([]uint32{plan.Key.K1, plan.Key.K2}, 2))
+	for _, penalty := range []float64{0, 1.3} {
+		p := defaults()
+		p.RepetitionPenalty = penalty
+		for _, v := range []int{300, 256, 7} {
+			s, err := New(p, v, 9)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, want := int(tensors.ToScalar[int32](out[0])), s.PickToken(logits, plan)
-			if got != want {
-				t.Fatalf("vocab %d, pick %d at T=%g: graph %d, host %d", v, k, temperature, got, want)
+			var evens []int // half the vocabulary seen, so that greedy argmaxes are hit
+			for id := 0; id < v; id += 2 {
+				evens = append(evens, id)
 			}
-			if want != Argmax(logits) {
-				notArgmax++
+			s.See(evens)
+			rng := rand.New(rand.NewPCG(3, uint64(v)))
+			notArgmax, moved := 0, 0
+			for k := range 40 {
+				logits := make([]float32, v)
+				for j := range logits {
+					logits[j] = float32(rng.NormFloat64() * 2)
+				}
+				am := Argmax(logits)
+				logits[max(am-1, 0)] = logits[am] // a tie: the lowest id wins
+				temperature := []float64{0, 0.4, 1, 2.5}[k%4]
+				plan := s.PlanToken(temperature)
+				seen := plan.Seen
+				if seen == nil {
+					seen = make([]bool, v)
+				}
+				out, err := exec.Exec(tensors.FromFlatDataAndDimensions(logits, v), plan.Temperature,
+					tensors.FromFlatDataAndDimensions([]uint32{plan.Key.K1, plan.Key.K2}, 2), plan.Penalty,
+					tensors.FromFlatDataAndDimensions(seen, v))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, want := int(tensors.ToScalar[int32](out[0])), s.PickToken(logits, plan)
+				if got != want {
+					t.Fatalf("θ=%g vocab %d, pick %d at T=%g: graph %d, host %d", penalty, v, k, temperature, got, want)
+				}
+				if want != Argmax(logits) {
+					notArgmax++
+					if temperature == 0 {
+						moved++
+					}
+				}
+				s.See([]int{want})
 			}
-		}
-		if notArgmax == 0 {
-			t.Errorf("vocab %d: every pick was the argmax: the test does not exercise the draw", v)
+			if notArgmax == 0 {
+				t.Errorf("θ=%g vocab %d: every pick was the argmax: the test does not exercise the draw", penalty, v)
+			}
+			if (moved > 0) != (penalty > 1) {
+				t.Errorf("θ=%g vocab %d: %d greedy picks were not the argmax, want some only with the penalty", penalty, v, moved)
+			}
 		}
 	}
 }
@@ -212,7 +235,7 @@ func TestTokenIsPlanThenPick(t *testing.T) {
 			t.Fatalf("pick %d: Token %d, PickToken(PlanToken) %d", k, got, want)
 		}
 	}
-	if p := a.PlanToken(0); p != (TokenPlan{}) {
-		t.Errorf("greedy plan %+v, want the zero plan", p)
+	if p := a.PlanToken(0); p.Temperature != 0 || p.Key != (Key{}) || p.Penalty != 1 || p.Seen != nil {
+		t.Errorf("greedy plan without a penalty %+v, want no draw, θ = 1 and no seen ids", p)
 	}
 }

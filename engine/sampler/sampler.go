@@ -3,8 +3,8 @@
 // tempered softmax and its per-position entropy, categorical sampling, argmax,
 // entropy-bound acceptance, re-noising of the rest, the adaptive stop, EOS
 // truncation of the committed canvas, the canvas initialisation (uniform noise or
-// a warm start, optionally with held positions), the AR mode's one-token sampler,
-// and the AR guidance rounds that revise a developed canvas's words with the
+// a warm start, optionally with held positions), the AR mode's one-token sampler
+// with Hugging Face's repetition penalty (Penalize, See), and the AR guidance rounds that revise a developed canvas's words with the
 // model's causal head (Guide, guide.go).
 //
 // Held positions (infill): a canvas may start with tokens fixed in advance, such
@@ -48,6 +48,10 @@ type Params struct {
 	EntropyBound        float64 // sampler_config.entropy_bound
 	ConfidenceThreshold float64 // confidence_threshold: mean entropy below which a stable canvas stops
 	StabilityThreshold  int     // stability_threshold: steps the argmax must stay unchanged
+
+	// RepetitionPenalty is θ of the AR mode's pick (repetition_penalty; see
+	// Penalize); 0 or 1 is off. Diffusion steps and AR guidance never read it.
+	RepetitionPenalty float64
 }
 
 // Validate reports knobs that cannot work.
@@ -63,6 +67,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("confidence threshold must be ≥ 0, got %g", p.ConfidenceThreshold)
 	case p.StabilityThreshold < 0:
 		return fmt.Errorf("stability threshold must be ≥ 0, got %d", p.StabilityThreshold)
+	case !(p.RepetitionPenalty >= 0) || math.IsInf(p.RepetitionPenalty, 0):
+		return fmt.Errorf("repetition penalty must be finite and ≥ 0 (0 or 1: off), got %g", p.RepetitionPenalty)
 	}
 	return nil
 }
@@ -231,6 +237,8 @@ type Sampler struct {
 	stopper *Stopper
 	held    []int     // the current canvas's held head (Canvas)
 	buf     []float32 // Token's scratch row
+	pen     []float32 // Token's penalized row
+	seen    []bool    // [vocab]: the ids of the sequence so far (See), for the repetition penalty
 }
 
 // New returns a Sampler over a vocabulary of vocab ids, seeded with seed.
@@ -350,6 +358,45 @@ func (s *Sampler) Finish(r StepResult, step int) StepResult {
 	return r
 }
 
+// Penalize is Hugging Face's repetition penalty (RepetitionPenaltyLogitsProcessor,
+// from CTRL) over one row of logits, in place: the logit of every id seen is divided
+// by penalty where it is positive (or zero) and multiplied by it where it is negative,
+// so θ > 1 makes a seen id less likely whatever its sign. Each id counts once,
+// however often it occurred. The arithmetic is float32, as transformers' on float32
+// scores; θ = 1 leaves every logit bit-identical.
+func Penalize(logits []float32, seen []bool, penalty float64) {
+	p := float32(penalty)
+	for id, ok := range seen[:min(len(seen), len(logits))] {
+		if !ok {
+			continue
+		}
+		if x := logits[id]; x < 0 {
+			logits[id] = x * p
+		} else {
+			logits[id] = x / p
+		}
+	}
+}
+
+// See adds ids to the sequence so far, the set the repetition penalty reads:
+// every token the encoder is fed in AR mode — the prompt with its template and
+// BOS, the held opening and each picked token — as Hugging Face penalises every id
+// of input_ids, the prompt's included. That is what keeps a checkpoint whose
+// generation_config.json sets repetition_penalty picking as it does in
+// transformers, and it is also why a page does not repeat its own title: the
+// opening's words are the sequence's. Ids outside the vocabulary are ignored (the
+// engine rejects them before).
+func (s *Sampler) See(ids []int) {
+	if s.seen == nil {
+		s.seen = make([]bool, s.vocab)
+	}
+	for _, id := range ids {
+		if id >= 0 && id < s.vocab {
+			s.seen[id] = true
+		}
+	}
+}
+
 // Token samples one AR token from a single row of logits: argmax when
 // temperature is 0 (greedy), otherwise a draw from softmax(logits/temperature).
 // It is PickToken with PlanToken(temperature).
@@ -358,27 +405,45 @@ func (s *Sampler) Token(logits []float32, temperature float64) int {
 }
 
 // TokenPlan is what an AR token picked elsewhere (TokenGraph, on the device) takes
-// from the sampler: the temperature (≤ 0: greedy) and the draw's Key, whose
-// Float64(0) is the draw.
+// from the sampler: the temperature (≤ 0: greedy), the draw's Key, whose Float64(0)
+// is the draw, and the repetition penalty: θ (1: off) over the ids Seen so far.
 type TokenPlan struct {
 	Temperature float64
 	Key         Key
+	Penalty     float64 // θ, 1 when off
+	Seen        []bool  // [vocab] ids of the sequence so far (See); nil when the penalty is off. The Sampler's own: read it before the next See
 }
 
 // PlanToken returns the next AR token's plan, advancing the token counter as Token
 // does (a greedy pick draws nothing and advances nothing).
 func (s *Sampler) PlanToken(temperature float64) TokenPlan {
+	plan := TokenPlan{Penalty: 1}
+	if θ := s.p.RepetitionPenalty; θ > 0 && θ != 1 {
+		plan.Penalty = θ
+		if s.seen == nil {
+			s.seen = make([]bool, s.vocab)
+		}
+		plan.Seen = s.seen
+	}
 	if temperature <= 0 {
-		return TokenPlan{}
+		return plan
 	}
 	s.tokens++
-	return TokenPlan{Temperature: temperature, Key: s.rng.Key(s.tokens, 0, streamToken)}
+	plan.Temperature, plan.Key = temperature, s.rng.Key(s.tokens, 0, streamToken)
+	return plan
 }
 
-// PickToken picks one AR token from a single row of logits as plan says: argmax
-// (ties → lowest id) when plan.Temperature ≤ 0, otherwise the inverse-CDF draw
-// plan.Key.Float64(0) from softmax(logits/T).
+// PickToken picks one AR token from a single row of logits as plan says: the
+// repetition penalty first (Penalize, on a copy: logits are left as they are), then
+// argmax (ties → lowest id) when plan.Temperature ≤ 0, otherwise the inverse-CDF
+// draw plan.Key.Float64(0) from softmax(logits/T) — the order of transformers'
+// logits processors before its warpers.
 func (s *Sampler) PickToken(logits []float32, plan TokenPlan) int {
+	if plan.Seen != nil && plan.Penalty != 1 {
+		s.pen = append(s.pen[:0], logits...)
+		Penalize(s.pen, plan.Seen, plan.Penalty)
+		logits = s.pen
+	}
 	if plan.Temperature <= 0 {
 		return Argmax(logits)
 	}

@@ -3,6 +3,7 @@ package sampler
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -434,5 +435,60 @@ func TestHeldPositionsNeverChange(t *testing.T) {
 	s.Canvas(held, 99, 2)
 	if r, _ := s.Step(logits[:2*v], 1); !slices.Equal(r.Argmax, held[:2]) {
 		t.Errorf("hold clamped to the canvas: argmax %v, want %v", r.Argmax, held[:2])
+	}
+}
+
+// TestPenalize holds the repetition penalty to a hand computation of Hugging Face's
+// rule: a seen id's positive (or zero) logit divided by θ, a negative one multiplied
+// by θ, unseen ids untouched; an id seen twice is penalised once.
+func TestPenalize(t *testing.T) {
+	logits := []float32{2, -1.5, 0, 3, -4, 1.2}
+	s, err := New(Params{MaxSteps: 1, TMin: 1, TMax: 1, RepetitionPenalty: 2}, len(logits), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.See([]int{0, 1, 2, 0, 0, 4, 1})
+	got := slices.Clone(logits)
+	Penalize(got, s.PlanToken(0).Seen, 2)
+	want := []float32{1, -3, 0, 3, -8, 1.2}
+	if !slices.Equal(got, want) {
+		t.Errorf("penalized %v, want %v", got, want)
+	}
+	// Unpenalized, 3 is the argmax and unseen; make the seen id 0 the argmax (4 → 2)
+	// and greedy moves to 3.
+	logits[0] = 4
+	if id := s.Token(logits, 0); id != 3 {
+		t.Errorf("greedy pick %d, want 3", id)
+	}
+	if !slices.Equal(logits, []float32{4, -1.5, 0, 3, -4, 1.2}) {
+		t.Errorf("Token changed its logits: %v", logits)
+	}
+	// θ = 1 is off: every logit keeps its bits, and the plan carries no seen ids.
+	same := slices.Clone(logits)
+	Penalize(same, []bool{true, true, true, true, true, true}, 1)
+	for i := range same {
+		if math.Float32bits(same[i]) != math.Float32bits(logits[i]) {
+			t.Errorf("θ=1 changed logit %d: %v → %v", i, logits[i], same[i])
+		}
+	}
+	for _, θ := range []float64{0, 1} {
+		off, _ := New(Params{MaxSteps: 1, TMin: 1, TMax: 1, RepetitionPenalty: θ}, len(logits), 1)
+		off.See([]int{3})
+		if p := off.PlanToken(0.7); p.Penalty != 1 || p.Seen != nil {
+			t.Errorf("θ=%g: plan %+v, want the penalty off", θ, p)
+		}
+		if id := off.Token([]float32{0, 0, 0, 5, 0, 0}, 0); id != 3 {
+			t.Errorf("θ=%g: greedy pick %d, want the seen argmax 3", θ, id)
+		}
+	}
+}
+
+func TestRepetitionPenaltyValidate(t *testing.T) {
+	for _, θ := range []float64{-1, math.NaN(), math.Inf(1)} {
+		p := defaults()
+		p.RepetitionPenalty = θ
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "repetition penalty") {
+			t.Errorf("θ=%v: %v, want a repetition penalty error", θ, err)
+		}
 	}
 }
