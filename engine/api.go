@@ -25,6 +25,13 @@ type Sampling struct {
 	StabilityThreshold  int
 	Temperature         float64 // AR mode only; 0 = greedy
 
+	// RepetitionPenalty is Hugging Face's repetition_penalty θ, AR mode only: before
+	// each pick, the logit of every id already in the sequence (prompt, opening and
+	// the tokens so far) is divided by θ where positive and multiplied by θ where
+	// negative (sampler.Penalize), so θ > 1 keeps the printer from looping. Zero
+	// means the model's default; 1 is off. Diffusion and its AR guidance ignore it.
+	RepetitionPenalty float64
+
 	// Guidance is the weight λ of the causal (AR) head when a developed canvas's
 	// words are revised (sampler.Guide): each position moves to the argmax of
 	// log p_decoder + λ·log p_AR, markup and end tokens left where the decoder put

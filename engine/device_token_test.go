@@ -25,15 +25,16 @@ func (c *logitsCounted) Encode(tokens []int) ([]float32, error) {
 // backend, InGraph) and decodes in AR mode with the same seed three ways: the
 // pick on the device (only ids come back: no Encode's logits row is read), the
 // same graphs with the logits taken to the host sampler, and the host path;
-// greedy and at two temperatures. All give the same tokens and token events. The
-// graph path's compilations are bounded for the first generation, none for a
-// second.
+// greedy and at two temperatures, without and with the repetition penalty (θ = 1.3,
+// which must change the greedy tokens). All give the same tokens and token events.
+// The graph path's compilations are bounded for the first generation, none for a
+// second, nor for the penalty (its seen ids are an input of a fixed shape).
 func TestDeviceTokenSameTokens(t *testing.T) {
 	dir := writeTinyModel(t)
 	load := func(inGraph bool) *Engine { return loadGo(t, dir, inGraph) }
-	gen := func(e *Engine, temperature float64) (tokens []int, events [][]int) {
+	gen := func(e *Engine, temperature, penalty float64) (tokens []int, events [][]int) {
 		res, err := e.Generate(context.Background(), Request{Prompt: "What is Unix?", Seed: 7, Mode: AR,
-			Sampling: Sampling{MaxNewTokens: 24, Temperature: temperature}, OnEvent: func(ev Event) {
+			Sampling: Sampling{MaxNewTokens: 24, Temperature: temperature, RepetitionPenalty: penalty}, OnEvent: func(ev Event) {
 				if ev.Kind == EventToken {
 					events = append(events, ev.Committed)
 				}
@@ -54,44 +55,48 @@ func TestDeviceTokenSameTokens(t *testing.T) {
 	if host.run.(modelRunner).TokensOnDevice() {
 		t.Fatal("the host path claims to pick tokens on the device")
 	}
-	var first, second int
+	var first, second, penalized int
 	var greedy []int
-	for k, temperature := range []float64{0, 0.7, 1.5} {
+	for k, c := range []struct{ temperature, penalty float64 }{{0, 0}, {0.7, 0}, {1.5, 0}, {0, 1.3}, {0.7, 1.3}} {
+		temperature := c.temperature
 		before := mr.r.Compilations()
-		device, deviceEvents := gen(e, temperature)
+		device, deviceEvents := gen(e, temperature, c.penalty)
 		if k == 0 {
 			first = mr.r.Compilations() - before
-			again, _ := gen(e, temperature)
+			again, _ := gen(e, temperature, c.penalty)
 			second = mr.r.Compilations() - before - first
 			if !slices.Equal(again, device) {
 				t.Errorf("T=%g, a second device run gave other tokens:\n%v\n%v", temperature, device, again)
 			}
 		}
+		if c.penalty != 0 {
+			penalized += mr.r.Compilations() - before
+		}
 		if counted.rows != 0 {
 			t.Fatalf("T=%g: %d encoder passes brought their logits row to the host", temperature, counted.rows)
 		}
 		e.run = hostPicked{mr}
-		hostSampler, hostEvents := gen(e, temperature)
+		hostSampler, hostEvents := gen(e, temperature, c.penalty)
 		e.run = counted
-		hostPath, _ := gen(host, temperature)
+		hostPath, _ := gen(host, temperature, c.penalty)
 		if len(device) < 8 {
-			t.Fatalf("T=%g: the device run decoded only %d tokens", temperature, len(device))
+			t.Fatalf("T=%g θ=%g: the device run decoded only %d tokens", temperature, c.penalty, len(device))
 		}
 		if k == 0 {
 			greedy = device
 		} else if slices.Equal(device, greedy) {
-			t.Errorf("T=%g decoded the greedy tokens: the test does not exercise the draw", temperature)
+			t.Errorf("T=%g θ=%g decoded the unpenalized greedy tokens: the test does not exercise the draw or the penalty", temperature, c.penalty)
 		}
 		if !slices.Equal(hostSampler, device) || !slices.EqualFunc(hostEvents, deviceEvents, slices.Equal[[]int]) {
-			t.Errorf("T=%g, host sampler, other tokens or events:\ndevice %v\nhost   %v", temperature, device, hostSampler)
+			t.Errorf("T=%g θ=%g, host sampler, other tokens or events:\ndevice %v\nhost   %v", temperature, c.penalty, device, hostSampler)
 		}
 		if !slices.Equal(hostPath, device) {
-			t.Errorf("T=%g, host path, other tokens:\ndevice %v\nhost   %v", temperature, device, hostPath)
+			t.Errorf("T=%g θ=%g, host path, other tokens:\ndevice %v\nhost   %v", temperature, c.penalty, device, hostPath)
 		}
 	}
-	t.Logf("compilations: %d in the first AR generation, %d new in the second", first, second)
+	t.Logf("compilations: %d in the first AR generation, %d new in the second, %d for the penalty", first, second, penalized)
 	// The prompt's bucket and one token's, and the cache's growth: a handful.
-	if first < 2 || first > 6 || second != 0 {
-		t.Errorf("compilations %d, then %d new: want 2 to 6, then none", first, second)
+	if first < 2 || first > 6 || second != 0 || penalized != 0 {
+		t.Errorf("compilations %d, then %d new, %d for the penalty: want 2 to 6, then none and none", first, second, penalized)
 	}
 }

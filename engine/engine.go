@@ -59,7 +59,7 @@ func SamplingDefaults(g config.Generation) Sampling {
 	return Sampling{MaxNewTokens: g.MaxNewTokens, MaxSteps: g.MaxDenoisingSteps, TMin: g.TMin, TMax: g.TMax,
 		EntropyBound: g.EntropyBound, ConfidenceThreshold: g.ConfidenceThreshold,
 		StabilityThreshold: g.StabilityThreshold, Guidance: g.ARGuidance, GuidanceRounds: g.ARGuidanceRounds,
-		GuidanceInWord: g.ARGuidanceInWord}
+		GuidanceInWord: g.ARGuidanceInWord, RepetitionPenalty: g.RepetitionPenalty}
 }
 
 // Close frees the model. It waits for a running generation to finish; cancel its

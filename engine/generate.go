@@ -413,10 +413,13 @@ func (g *generation) autoregressive() error {
 }
 
 // forwardNext runs one encoder pass over tokens and picks the AR token after them
-// at the request's temperature: on the device when the runner can
-// (tokenPicker; only the id comes back), else from the pass's logits on the host.
-// Both draw the same token for a seed.
+// at the request's temperature and repetition penalty: on the device when the
+// runner can (tokenPicker; only the id comes back), else from the pass's logits on
+// the host. Both draw the same token for a seed. The tokens join the sequence the
+// penalty reads first (sampler.See): the first call's are the prompt and the
+// opening, as Hugging Face's input_ids hold the prompt.
 func (g *generation) forwardNext(tokens []int) (int, error) {
+	g.smp.See(tokens)
 	tp, ok := g.run.(tokenPicker)
 	if !ok || !tp.TokensOnDevice() {
 		logits, err := g.forwardEncode(tokens)
@@ -490,6 +493,8 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 	s.StabilityThreshold = cmp.Or(s.StabilityThreshold, def.StabilityThreshold)
 	s.Guidance, s.GuidanceRounds = cmp.Or(s.Guidance, def.Guidance), cmp.Or(s.GuidanceRounds, def.GuidanceRounds)
 	s.GuidanceInWord = cmp.Or(s.GuidanceInWord, def.GuidanceInWord)
+	// A model's defaults without a repetition penalty (a Sampling built by hand): off.
+	s.RepetitionPenalty = cmp.Or(s.RepetitionPenalty, def.RepetitionPenalty, 1)
 	if s.Guidance < 0 || s.GuidanceRounds < 0 { // explicitly off
 		s.Guidance, s.GuidanceRounds, s.GuidanceInWord = 0, 0, 0
 	}
@@ -505,13 +510,16 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 		return s, fmt.Errorf("AR guidance weight must be a finite number, got %g", s.Guidance)
 	case math.IsNaN(s.GuidanceInWord) || math.IsInf(s.GuidanceInWord, 0):
 		return s, fmt.Errorf("AR guidance weight inside words must be a finite number, got %g", s.GuidanceInWord)
+	case !(s.RepetitionPenalty > 0) || math.IsInf(s.RepetitionPenalty, 0):
+		return s, fmt.Errorf("repetition penalty must be a finite number > 0 (1 is off, 1.1–1.3 is usual), got %g", s.RepetitionPenalty)
 	}
 	return s, nil
 }
 
 func (s Sampling) samplerParams() sampler.Params {
 	return sampler.Params{MaxSteps: s.MaxSteps, TMin: s.TMin, TMax: s.TMax, EntropyBound: s.EntropyBound,
-		ConfidenceThreshold: s.ConfidenceThreshold, StabilityThreshold: s.StabilityThreshold}
+		ConfidenceThreshold: s.ConfidenceThreshold, StabilityThreshold: s.StabilityThreshold,
+		RepetitionPenalty: s.RepetitionPenalty}
 }
 
 // checkIDs reports an id outside [0, vocab).

@@ -34,6 +34,7 @@ type generateFlags struct {
 	guide                      float64
 	guideRounds                int
 	guideInWord                float64
+	repPenalty                 float64
 	seed                       uint64
 	graph                      bool
 }
@@ -60,13 +61,15 @@ func (g *generateFlags) register(fs interface {
 	fs.Float64Var(&g.guide, "guidance", 0, "weight of the model's causal head when it revises the words of a developed canvas (default: the model's; negative: off)")
 	fs.Float64Var(&g.guideInWord, "guidance-in-word", 0, "the causal head's weight inside words, where it revises spelling (default: the model's; negative: the --guidance weight)")
 	fs.IntVar(&g.guideRounds, "guidance-rounds", 0, "most guidance rounds per canvas, one encoder pass each (default: the model's)")
+	fs.Float64Var(&g.repPenalty, "repetition-penalty", 0, "AR mode: Hugging Face's repetition_penalty θ — the logits of tokens already in the text divided by θ (multiplied where negative); 1 = off (default: the model's)")
 	fs.Uint64Var(&g.seed, "seed", 0, "random seed; the same seed reproduces a run")
 }
 
 func (g *generateFlags) sampling() engine.Sampling {
 	return engine.Sampling{MaxNewTokens: g.maxNew, MaxSteps: g.maxSteps, TMin: g.tMin, TMax: g.tMax,
 		EntropyBound: g.bound, ConfidenceThreshold: g.conf, StabilityThreshold: g.stab, Temperature: g.t,
-		Guidance: g.guide, GuidanceRounds: g.guideRounds, GuidanceInWord: g.guideInWord}
+		Guidance: g.guide, GuidanceRounds: g.guideRounds, GuidanceInWord: g.guideInWord,
+		RepetitionPenalty: g.repPenalty}
 }
 
 // check reports flag values that are out of range before anything loads.
@@ -90,6 +93,8 @@ func (g *generateFlags) check() error {
 		return errors.New("--entropy-bound and --confidence-threshold must be ≥ 0")
 	case g.t < 0:
 		return fmt.Errorf("--temperature must be ≥ 0, got %g", g.t)
+	case g.repPenalty < 0 || math.IsNaN(g.repPenalty) || math.IsInf(g.repPenalty, 0):
+		return fmt.Errorf("--repetition-penalty must be a number > 0 (1 is off, 1.1–1.3 is usual), got %v", g.repPenalty)
 	}
 	return nil
 }
