@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,6 +138,8 @@ func TestGenerateErrors(t *testing.T) {
 		{[]string{"generate", "--model", dir, "--backend", "tpu", "hi"}, "unknown backend"},
 		{[]string{"generate", "--model", dir, "--guidance-rounds", "-2", "hi"}, "--guidance-rounds"},
 		{[]string{"generate", "--model", dir, "--guidance-in-word", "NaN", "hi"}, "--guidance-in-word"},
+		{[]string{"generate", "--model", dir, "--repetition-penalty", "-1", "hi"}, "--repetition-penalty"},
+		{[]string{"generate", "--model", dir, "--repetition-penalty", "NaN", "hi"}, "--repetition-penalty"},
 	}
 	for _, c := range cases {
 		code, out, errOut := runCLI(c.args...)
@@ -257,5 +260,45 @@ func TestGenerateGuidanceFlags(t *testing.T) {
 	}
 	if again, _ := generate("--guidance-in-word", "5", "What is a compiler?"); again != def {
 		t.Errorf("--guidance-in-word 5 (the Mini's default) wrote\n%q\nthe default wrote\n%q", again, def)
+	}
+}
+
+// TestGenerateRepetitionPenaltyFlag: --repetition-penalty reaches AR mode. The tiny
+// random model loops greedily (one id over and over); θ = 1.3 writes more distinct
+// bigrams, θ = 1 is the model's default (off) exactly, and diffusion ignores it.
+func TestGenerateRepetitionPenaltyFlag(t *testing.T) {
+	dir := tinyModelDir(t)
+	tokens := func(args ...string) []int {
+		t.Helper()
+		code, out, errOut := runCLI(append([]string{"generate", "--model", dir, "--json", "--max-new-tokens", "48"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		var doc struct {
+			Tokens []int `json:"tokens"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return doc.Tokens
+	}
+	distinct2 := func(ids []int) int {
+		seen := map[[2]int]bool{}
+		for i := 1; i < len(ids); i++ {
+			seen[[2]int{ids[i-1], ids[i]}] = true
+		}
+		return len(seen)
+	}
+	def := tokens("--mode", "ar", "What is Unix?")
+	off := tokens("--mode", "ar", "--repetition-penalty", "1", "What is Unix?")
+	on := tokens("--mode", "ar", "--repetition-penalty", "1.3", "What is Unix?")
+	if !slices.Equal(def, off) {
+		t.Errorf("--repetition-penalty 1 changed the tiny model's tokens (its default is off):\n%v\n%v", def, off)
+	}
+	if distinct2(on) <= distinct2(off) {
+		t.Errorf("θ = 1.3: %d distinct bigrams, θ = 1: %d; want more with the penalty\n%v\n%v", distinct2(on), distinct2(off), on, off)
+	}
+	if a, b := tokens("--seed", "2", "What is Unix?"), tokens("--seed", "2", "--repetition-penalty", "1.3", "What is Unix?"); !slices.Equal(a, b) {
+		t.Errorf("diffusion changed with --repetition-penalty 1.3:\n%v\n%v", a, b)
 	}
 }

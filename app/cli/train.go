@@ -493,6 +493,7 @@ func runTrainEval(env *Env, args []string) error {
 	seenN := fs.Int("seen", 50, "titles seen in training to generate in each mode too, compared with their entries (ROUGE-L); 0: none")
 	seed := fs.Uint64("seed", 1, "sampling seed of the first page (page i uses seed+i)")
 	arTemp := fs.Float64("ar-temperature", 0, "AR mode sampling temperature (0 = greedy)")
+	arPenalty := fs.Float64("ar-repetition-penalty", 0, "AR mode repetition penalty θ (Hugging Face's repetition_penalty; 1 = off; default: the model's)")
 	backendName := fs.String("backend", "", "backend for the engine (default: the engine's)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	first := fs.Int("first", 0, "first held-out page (the report's pages are 0…pages−1; choose sampling settings on later ones)")
@@ -523,7 +524,7 @@ func runTrainEval(env *Env, args []string) error {
 	ctx, cancel := signalContext()
 	defer cancel()
 	rep, err := train.Evaluate(ctx, train.EvalOptions{ModelDir: *modelDir, CorpusDir: *corpusDir, Pages: *pages,
-		Seed: *seed, ARTemperature: *arTemp, Backend: *backendName, First: *first, Modes: modes, Unguided: unguided, NoLoss: *noLoss, FreeHeading: *freeHeading, Samples: *samples,
+		Seed: *seed, ARTemperature: *arTemp, ARRepetitionPenalty: *arPenalty, Backend: *backendName, First: *first, Modes: modes, Unguided: unguided, NoLoss: *noLoss, FreeHeading: *freeHeading, Samples: *samples,
 		Seen: *seenN, Render: htmlsafe.Sanitize, Log: env.Stderr})
 	if err != nil {
 		return err

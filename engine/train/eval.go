@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	stdctx "context"
 	"fmt"
 	"io"
@@ -34,7 +35,10 @@ type EvalOptions struct {
 	Backend   string // GoMLX backend for the loss graph and engine.Load
 	// ARTemperature is AR mode's sampling temperature (0 = greedy).
 	ARTemperature float64
-	LossBatches   int // held-out batches for the loss (of 4 pages each)
+	// ARRepetitionPenalty is AR mode's repetition penalty θ
+	// (engine.Sampling.RepetitionPenalty; 0: the model's repetition_penalty).
+	ARRepetitionPenalty float64
+	LossBatches         int // held-out batches for the loss (of 4 pages each)
 	// First is the index of the first held-out page generated: the report scores pages
 	// [0, Pages); a run with First past them scores pages the report never sees, for
 	// choosing generation settings without tuning on the reported titles.
@@ -221,7 +225,8 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 	}
 	rep = &EvalReport{Model: opts.ModelDir, Goals: map[string]bool{}, Settings: map[string]any{
 		"pages": opts.Pages, "seed": opts.Seed, "ar_temperature": opts.ARTemperature,
-		"diffusion_sampling": "generation_config.json defaults", "heading": "held (as the app sends it)",
+		"ar_repetition_penalty": cmp.Or(opts.ARRepetitionPenalty, cfg.Generation.RepetitionPenalty),
+		"diffusion_sampling":    "generation_config.json defaults", "heading": "held (as the app sends it)",
 		"rendered": "by the renderer passed in (the app's htmlsafe.Sanitize)"}}
 	rendered := opts.Render != nil
 	if !rendered {
@@ -359,6 +364,7 @@ func generate(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, runs []e
 			}
 			if mode == engine.AR {
 				req.Sampling.Temperature = opts.ARTemperature
+				req.Sampling.RepetitionPenalty = opts.ARRepetitionPenalty
 			}
 			if rn.unguided {
 				req.Sampling.Guidance = -1
