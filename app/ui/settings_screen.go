@@ -228,8 +228,8 @@ func (s *SettingsScreen) showDefaults() {
 	}
 	defaults := settings.Sampling{MaxNewTokens: d.MaxNewTokens, MaxSteps: d.MaxSteps, TMin: d.TMin, TMax: d.TMax,
 		EntropyBound: d.EntropyBound, ConfidenceThreshold: d.ConfidenceThreshold, StabilityThreshold: d.StabilityThreshold,
-		Temperature: d.Temperature, Guidance: d.Guidance, GuidanceRounds: d.GuidanceRounds,
-		GuidanceInWord: d.GuidanceInWord}
+		Temperature: d.Temperature, RepetitionPenalty: d.RepetitionPenalty, Guidance: d.Guidance,
+		GuidanceRounds: d.GuidanceRounds, GuidanceInWord: d.GuidanceInWord}
 	for _, b := range settings.SamplingBounds {
 		hint := "the model's default"
 		if known {

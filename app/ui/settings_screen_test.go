@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -160,5 +161,38 @@ func TestOpenInBrowserShowsTheAddress(t *testing.T) {
 	}
 	if !a.Settings.server.Checked || !strings.Contains(a.Settings.srvLbl.Text, "127.0.0.1:4242") {
 		t.Errorf("Settings: server checked %v, %q", a.Settings.server.Checked, a.Settings.srvLbl.Text)
+	}
+}
+
+// TestSettingsRepetitionPenalty: the AR repetition penalty sits beside the AR
+// temperature, shows the model's default (its repetition_penalty) while empty, and
+// a typed value reaches the generation's Sampling; an out-of-range one is not saved.
+func TestSettingsRepetitionPenalty(t *testing.T) {
+	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	a.deps.System.SamplingDefaults = func() (engine.Sampling, error) {
+		return engine.Sampling{MaxSteps: 12, RepetitionPenalty: 1.2}, nil
+	}
+	asUI(func() { a.Show("Settings") })
+	keys := make([]string, len(settings.SamplingBounds))
+	for i, b := range settings.SamplingBounds {
+		keys[i] = b.Key
+	}
+	if i := slices.Index(keys, "temperature"); i < 0 || i+1 >= len(keys) || keys[i+1] != "repetition_penalty" {
+		t.Errorf("sampling fields %v: want repetition_penalty right after temperature", keys)
+	}
+	e := a.Settings.fields["repetition_penalty"]
+	if e == nil {
+		t.Fatal("no repetition penalty field")
+	}
+	if got := e.PlaceHolder; got != "model default: 1.2" {
+		t.Errorf("placeholder %q, want the model's default", got)
+	}
+	typeText(e, "1.3")
+	if got := a.deps.Settings.Get().Sampling.RepetitionPenalty; got != 1.3 || a.sampling().RepetitionPenalty != 1.3 {
+		t.Errorf("typed 1.3: saved %v, generation uses %v", got, a.sampling().RepetitionPenalty)
+	}
+	asUI(func() { e.SetText("5") }) // out of bounds: not saved
+	if got := a.deps.Settings.Get().Sampling.RepetitionPenalty; got != 1.3 {
+		t.Errorf("out-of-range 5 saved as %v", got)
 	}
 }

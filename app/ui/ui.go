@@ -144,7 +144,7 @@ func (a *App) sampling() engine.Sampling {
 	s := a.deps.Settings.Get().Sampling
 	return engine.Sampling{MaxNewTokens: s.MaxNewTokens, MaxSteps: s.MaxSteps, TMin: s.TMin, TMax: s.TMax,
 		EntropyBound: s.EntropyBound, ConfidenceThreshold: s.ConfidenceThreshold,
-		StabilityThreshold: s.StabilityThreshold, Temperature: s.Temperature,
+		StabilityThreshold: s.StabilityThreshold, Temperature: s.Temperature, RepetitionPenalty: s.RepetitionPenalty,
 		Guidance: s.Guidance, GuidanceRounds: s.GuidanceRounds, GuidanceInWord: s.GuidanceInWord}
 }
 

@@ -27,8 +27,9 @@ type Sampling struct {
 	EntropyBound        float64 `json:"entropy_bound,omitempty"`
 	ConfidenceThreshold float64 `json:"confidence_threshold,omitempty"`
 	StabilityThreshold  int     `json:"stability_threshold,omitempty"`
-	Temperature         float64 `json:"temperature,omitempty"` // AR mode
-	Guidance            float64 `json:"guidance,omitempty"`    // AR guidance weight; negative = off
+	Temperature         float64 `json:"temperature,omitempty"`        // AR mode
+	RepetitionPenalty   float64 `json:"repetition_penalty,omitempty"` // AR mode; 1 = off
+	Guidance            float64 `json:"guidance,omitempty"`           // AR guidance weight; negative = off
 	GuidanceRounds      int     `json:"guidance_rounds,omitempty"`
 	GuidanceInWord      float64 `json:"guidance_in_word,omitempty"` // inside words; negative = Guidance there too
 }
@@ -114,6 +115,7 @@ var SamplingBounds = []Bound{
 	{Key: "confidence_threshold", Label: "Confidence threshold (stop)", Min: 0.0001, Max: 5, Step: 0.01},
 	{Key: "stability_threshold", Label: "Stable steps before stopping", Min: 1, Max: 64, Step: 1, Int: true},
 	{Key: "temperature", Label: "AR temperature (0 = greedy)", Min: 0, Max: 2, Step: 0.05},
+	{Key: "repetition_penalty", Label: "AR repetition penalty (1 = off; above 1 the printer repeats itself less)", Min: 0.5, Max: 2, Step: 0.05},
 	{Key: "guidance", Label: "AR guidance of the words (weight, −1 = off)", Min: -1, Max: 10, Step: 0.25},
 	{Key: "guidance_rounds", Label: "AR guidance rounds per canvas", Min: 1, Max: 64, Step: 1, Int: true},
 	{Key: "guidance_in_word", Label: "AR guidance of spelling, inside words (weight, −1 = as above)", Min: -1, Max: 20, Step: 0.5},
@@ -144,6 +146,8 @@ func (s *Sampling) knob(key string) (f *float64, i *int) {
 		return nil, &s.StabilityThreshold
 	case "temperature":
 		return &s.Temperature, nil
+	case "repetition_penalty":
+		return &s.RepetitionPenalty, nil
 	case "guidance":
 		return &s.Guidance, nil
 	case "guidance_rounds":

@@ -22,7 +22,8 @@ func TestRoundTripAndClamp(t *testing.T) {
 		v.Sampling.TMin = 0.3
 		v.Sampling.Guidance = -5 // below the bound: off
 		v.Sampling.GuidanceRounds = 12
-		v.Sampling.GuidanceInWord = 50 // above the bound
+		v.Sampling.GuidanceInWord = 50   // above the bound
+		v.Sampling.RepetitionPenalty = 7 // above the bound
 		v.ServerEnabled = true
 	}); err != nil {
 		t.Fatal(err)
@@ -33,7 +34,8 @@ func TestRoundTripAndClamp(t *testing.T) {
 	}
 	got := s2.Get()
 	if got.Backend != "xla" || got.Theme != "dark" || !got.ServerEnabled || got.Sampling.TMin != 0.3 || got.Sampling.MaxSteps != 256 ||
-		got.Sampling.Guidance != -1 || got.Sampling.GuidanceRounds != 12 || got.Sampling.GuidanceInWord != 20 {
+		got.Sampling.Guidance != -1 || got.Sampling.GuidanceRounds != 12 || got.Sampling.GuidanceInWord != 20 ||
+		got.Sampling.RepetitionPenalty != 2 {
 		t.Errorf("reloaded %+v", got)
 	}
 }
