@@ -4,8 +4,9 @@
 // entropy-bound acceptance, re-noising of the rest, the adaptive stop, EOS
 // truncation of the committed canvas, the canvas initialisation (uniform noise or
 // a warm start, optionally with held positions), the AR mode's one-token sampler
-// with Hugging Face's repetition penalty (Penalize, See), and the AR guidance rounds that revise a developed canvas's words with the
-// model's causal head (Guide, guide.go).
+// with Hugging Face's repetition penalty (Penalize, See), and the AR guidance
+// rounds that revise a developed canvas's words with the model's causal head
+// (Guide, guide.go).
 //
 // Held positions (infill): a canvas may start with tokens fixed in advance, such
 // as an encyclopedia page's <h1> heading. The sampler treats them as already
@@ -226,8 +227,9 @@ func MeanEntropy(entropy []float32) float64 {
 }
 
 // Sampler runs the per-step sampling of one generation: it owns the random source,
-// the counters that key it (canvases started, AR tokens drawn) and the adaptive stop
-// of the current canvas. Not safe for concurrent use.
+// the counters that key it (canvases started, AR tokens drawn), the adaptive stop
+// of the current canvas and, for the repetition penalty, the ids seen so far. Not
+// safe for concurrent use.
 type Sampler struct {
 	p       Params
 	vocab   int
@@ -381,12 +383,15 @@ func Penalize(logits []float32, seen []bool, penalty float64) {
 // See adds ids to the sequence so far, the set the repetition penalty reads:
 // every token the encoder is fed in AR mode — the prompt with its template and
 // BOS, the held opening and each picked token — as Hugging Face penalises every id
-// of input_ids, the prompt's included. That is what keeps a checkpoint whose
-// generation_config.json sets repetition_penalty picking as it does in
-// transformers, and it is also why a page does not repeat its own title: the
-// opening's words are the sequence's. Ids outside the vocabulary are ignored (the
-// engine rejects them before).
+// of input_ids, the prompt's included, so that a checkpoint whose
+// generation_config.json sets repetition_penalty picks as it does in transformers.
+// The opening is answer text already written, so its ids count as the model's own.
+// Ids outside the vocabulary are ignored (the engine rejects them before); with the
+// penalty off nothing is kept.
 func (s *Sampler) See(ids []int) {
+	if θ := s.p.RepetitionPenalty; θ == 0 || θ == 1 {
+		return
+	}
 	if s.seen == nil {
 		s.seen = make([]bool, s.vocab)
 	}
@@ -411,7 +416,9 @@ type TokenPlan struct {
 	Temperature float64
 	Key         Key
 	Penalty     float64 // θ, 1 when off
-	Seen        []bool  // [vocab] ids of the sequence so far (See); nil when the penalty is off. The Sampler's own: read it before the next See
+	// Seen marks the ids of the sequence so far ([vocab], See); nil when the
+	// penalty is off. It is the Sampler's own: read it before the next See.
+	Seen []bool
 }
 
 // PlanToken returns the next AR token's plan, advancing the token counter as Token
