@@ -43,6 +43,12 @@
 // of each word stays mostly the decoder's. The rounds are steps of the same canvas
 // for the events and the stats (CanvasStats.GuidanceRounds).
 //
+// AR mode (Mode AR) picks one token per encoder pass, greedy unless a temperature
+// is asked for, after Hugging Face's repetition penalty where the model's
+// generation_config.json or the request sets one (Sampling.RepetitionPenalty):
+// every id already in the sequence has its logit divided by θ when positive,
+// multiplied by it when negative. Diffusion and its guidance never read it.
+//
 // Subpackages:
 //
 //   - config: config.json and generation_config.json, every dimension the engine uses;
@@ -57,7 +63,7 @@
 //     float64 oracle the tests hold them to);
 //   - kernels: the host compute kernels (GEMM and friends) the host model, training,
 //     the sampler and the benchmarks share;
-//   - sampler: the host-side entropy-bound sampler and AR guidance;
+//   - sampler: the entropy-bound sampler, AR guidance and the AR pick (host and graph);
 //   - markup: finding the debris of HTML tags in generated text;
 //   - backend: choosing the GoMLX backend, with a plain fallback from XLA to pure Go;
 //   - train: the trainer, Darkroom Mini's recipe and random checkpoints of any config
