@@ -389,17 +389,27 @@ func Penalize(logits []float32, seen []bool, penalty float64) {
 // Ids outside the vocabulary are ignored (the engine rejects them before); with the
 // penalty off nothing is kept.
 func (s *Sampler) See(ids []int) {
-	if θ := s.p.RepetitionPenalty; θ == 0 || θ == 1 {
+	seen := s.seenIDs()
+	if seen == nil {
 		return
+	}
+	for _, id := range ids {
+		if id >= 0 && id < s.vocab {
+			seen[id] = true
+		}
+	}
+}
+
+// seenIDs is the [vocab] set of ids seen so far, made on first use, or nil when the
+// repetition penalty is off (θ 0 or 1): the one place that decides whether it is on.
+func (s *Sampler) seenIDs() []bool {
+	if θ := s.p.RepetitionPenalty; θ == 0 || θ == 1 {
+		return nil
 	}
 	if s.seen == nil {
 		s.seen = make([]bool, s.vocab)
 	}
-	for _, id := range ids {
-		if id >= 0 && id < s.vocab {
-			s.seen[id] = true
-		}
-	}
+	return s.seen
 }
 
 // Token samples one AR token from a single row of logits: argmax when
@@ -425,12 +435,8 @@ type TokenPlan struct {
 // does (a greedy pick draws nothing and advances nothing).
 func (s *Sampler) PlanToken(temperature float64) TokenPlan {
 	plan := TokenPlan{Penalty: 1}
-	if θ := s.p.RepetitionPenalty; θ > 0 && θ != 1 {
-		plan.Penalty = θ
-		if s.seen == nil {
-			s.seen = make([]bool, s.vocab)
-		}
-		plan.Seen = s.seen
+	if seen := s.seenIDs(); seen != nil {
+		plan.Penalty, plan.Seen = s.p.RepetitionPenalty, seen
 	}
 	if temperature <= 0 {
 		return plan
