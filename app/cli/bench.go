@@ -631,7 +631,11 @@ func resetPeakRSS() {
 
 // peakRSS is the process's peak resident set size (Linux /proc/self/status
 // VmHWM, since resetPeakRSS), 0 where unavailable.
-func peakRSS() uint64 {
+func peakRSS() uint64 { return procStatusBytes("VmHWM") }
+
+// procStatusBytes is a size field of /proc/self/status ("VmHWM", "VmRSS", …) in
+// bytes, 0 where unavailable.
+func procStatusBytes(field string) uint64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0
@@ -639,7 +643,7 @@ func peakRSS() uint64 {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			fields := strings.Fields(rest) // "123456 kB"
 			if len(fields) == 2 && fields[1] == "kB" {
 				if kb, err := strconv.ParseUint(fields[0], 10, 64); err == nil {

@@ -2,11 +2,8 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -49,7 +46,7 @@ func TestBenchPeakMemoryIsTheModels(t *testing.T) {
 		for i := 0; i < len(b); i += 4096 {
 			b[i] = 1
 		}
-		rssInCalibration = residentBytes(t)
+		rssInCalibration = procStatusBytes("VmRSS")
 		runtime.KeepAlive(b)
 		return rates, nil
 	}
@@ -63,24 +60,4 @@ func TestBenchPeakMemoryIsTheModels(t *testing.T) {
 		t.Errorf("peak RSS %.0f MiB counts the calibration's %d MiB (resident while it ran: %.0f MiB)",
 			float64(rep.PeakRSSBytes)/(1<<20), held>>20, float64(rssInCalibration)/(1<<20))
 	}
-}
-
-// residentBytes is the process's resident set now (VmRSS).
-func residentBytes(t *testing.T) uint64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kb uint64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS in /proc/self/status")
-	return 0
 }
