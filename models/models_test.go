@@ -597,6 +597,132 @@ func TestPauseRightAfterPull(t *testing.T) {
 	checkModel(t, m.store.ModelDir("acme/pause"), files)
 }
 
+// TestPauseAtConfigWeightsBoundary pauses the moment config.json is verified, when
+// the config job is ending and the weights job has not asked the hub for anything
+// yet. While paused, no weights are requested and the model is neither loadable
+// (by name or by folder) nor listed as complete; Resume finishes it intact with
+// config.json fetched once and each weights file fetched once from byte 0, then
+// only resumed.
+func TestPauseAtConfigWeightsBoundary(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	files := repoFiles(t, 13)
+	const repo = "acme/boundary"
+	h.Add(repo, &hubtest.Repo{Files: files})
+	m := newManager(t, h, t.TempDir(), "")
+	weights := []string{files[2].Name, files[3].Name}
+
+	var once sync.Once
+	pausedAt := make(chan map[string]int, 1) // weights requests made when the pause was asked for
+	paused := make(chan struct{}, 1)
+	unsub := m.Subscribe(func(ev Event) {
+		if ev.File == "config.json" && ev.State == "downloading" && ev.Err == nil && ev.Message == "" {
+			once.Do(func() { // config.json's file-done: the boundary
+				reqs := map[string]int{}
+				for _, w := range weights {
+					reqs[w] = h.Requests(w)
+				}
+				if err := m.Pause(repo); err != nil {
+					t.Errorf("Pause at the boundary: %v", err)
+				}
+				pausedAt <- reqs
+			})
+		}
+		if ev.State == "paused" {
+			select {
+			case paused <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer unsub()
+
+	type pulled struct {
+		tr  *Transfer
+		err error
+	}
+	pullDone := make(chan pulled, 1)
+	go func() {
+		tr, err := m.Pull(context.Background(), repo, PullOptions{})
+		pullDone <- pulled{tr, err}
+	}()
+	var reqs map[string]int
+	select {
+	case reqs = <-pausedAt:
+	case <-time.After(30 * time.Second):
+		t.Fatal("config.json was never reported verified")
+	}
+	for _, w := range weights {
+		if reqs[w] != 0 {
+			t.Fatalf("%s had %d requests before config.json was in: the pause did not land at the boundary", w, reqs[w])
+		}
+	}
+	select {
+	case <-paused:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the download never reported the pause")
+	}
+
+	// Paused: give a download that ignored the pause time to ask for its weights.
+	time.Sleep(300 * time.Millisecond)
+	for _, w := range weights {
+		if n := h.Requests(w); n != 0 {
+			t.Errorf("paused, yet %s was requested %d times", w, n)
+		}
+	}
+	dir := m.store.ModelDir(repo)
+	if _, err := m.Resolve(repo); err == nil {
+		t.Errorf("Resolve accepted a paused download by name")
+	}
+	if _, err := m.Resolve(dir); err == nil {
+		t.Errorf("Resolve accepted a paused download's folder")
+	}
+	ents, err := m.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.ID == repo && e.State == string(store.StateComplete) {
+			t.Errorf("paused download listed as %s", e.State)
+		}
+	}
+
+	if err := m.Resume(repo); err != nil {
+		t.Fatal(err)
+	}
+	var p pulled
+	select {
+	case p = <-pullDone:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Pull did not return after Resume")
+	}
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	if err := p.tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, dir, files)
+	if n := h.Requests("config.json"); n != 1 {
+		t.Errorf("config.json requested %d times, want once", n)
+	}
+	for _, w := range weights {
+		if starts := h.Starts(w); len(starts) == 0 || starts[0] != 0 {
+			t.Errorf("%s: requests started at %v, want a first one from byte 0", w, starts)
+		}
+		if _, err := h.Resumed(w); err != nil {
+			t.Errorf("re-downloaded: %v", err)
+		}
+	}
+	if _, err := m.Resolve(repo); err != nil {
+		t.Errorf("the finished model does not resolve: %v", err)
+	}
+	man, err := m.store.Load(repo)
+	if err != nil || man.State != store.StateComplete {
+		t.Errorf("finished manifest: %+v, %v", man, err)
+	}
+}
+
 // TestPullGGUFWithCompanion pulls the catalog's GGUF entry from a fake hub that serves
 // both repos: only the chosen quantization of the GGUF repo, plus config.json and
 // tokenizer.json from the base repo, all verified into one model folder.
