@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/download"
+	"github.com/darkroomlabs/darkroom/models/hub"
 	"github.com/darkroomlabs/darkroom/models/store"
 )
 
@@ -77,6 +79,9 @@ func runPull(env *Env, args []string) error {
 	defer unsub()
 	tr, err := m.Pull(ctx, fs.Arg(0), models.PullOptions{Revision: *rev, Include: globs})
 	if err != nil {
+		if hub.Unreachable(err) && ctx.Err() == nil {
+			return unreachableHub(fs.Arg(0), m.Hub().Endpoint, "", err)
+		}
 		return err
 	}
 	err = tr.Wait()
@@ -84,6 +89,9 @@ func runPull(env *Env, args []string) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("pull %s: interrupted; the partial files are kept — run the same command again to resume", fs.Arg(0))
+		}
+		if hub.Unreachable(err) {
+			return unreachableHub(fs.Arg(0), m.Hub().Endpoint, "; the partial files are kept, so the same command resumes", err)
 		}
 		if errors.Is(err, download.ErrNoSpace) {
 			free, _ := m.FreeSpace()
@@ -103,6 +111,19 @@ func runPull(env *Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "%s: %s, %s, verified, in %s\n", man.Name, plural.Count(len(man.Files), "file", "files"),
 		store.FormatBytes(man.TotalSize()), m.Store().ModelDir(man.Name))
 	return nil
+}
+
+// unreachableHub says what to do when the hub was never reached (no network, a
+// mirror that is down), then the system's own words for it, without the chain
+// of what was being fetched that wraps them.
+func unreachableHub(name, endpoint, kept string, err error) error {
+	cause := err.Error()
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		cause = uerr.Err.Error()
+	}
+	return fmt.Errorf("pull %s: cannot reach the model hub at %s — check the internet connection, or give a mirror "+
+		"with --endpoint or HF_ENDPOINT%s (%s)", name, endpoint, kept, cause)
 }
 
 // progress renders download events: a redrawn bar on a terminal, a plain line

@@ -83,3 +83,18 @@ func TestPullModelsRm(t *testing.T) {
 		t.Errorf("404: %d %q", code, errOut)
 	}
 }
+
+// TestPullUnreachableHub: a hub that cannot be reached (nothing listens at the
+// endpoint) is one line saying so, naming the endpoint and what to do, with the
+// system's reason — not the chain of URLs it happened under.
+func TestPullUnreachableHub(t *testing.T) {
+	h := hubtest.New()
+	endpoint := h.URL
+	h.Close()
+	code, _, errOut := runLibCLI("pull", "acme/tiny", "--endpoint", endpoint, "--models-dir", t.TempDir())
+	want := "pull acme/tiny: cannot reach the model hub at " + endpoint + " — check the internet connection, or give a mirror with --endpoint or HF_ENDPOINT ("
+	if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "/api/models/") ||
+		strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("code %d, stderr %q\nwant one line with %q", code, errOut, want)
+	}
+}

@@ -1,10 +1,8 @@
 package ui
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"syscall"
 	"time"
@@ -553,12 +551,7 @@ func (l *LibraryScreen) showProblem(c *libraryCard) {
 // libraryProblem says in plain words why a download (or another Library
 // action: what) failed and what to do next, then the cause as the system gave it.
 func libraryProblem(what string, err error) string {
-	var (
-		verify *download.VerifyError
-		dns    *net.DNSError
-		op     *net.OpError
-		nerr   net.Error
-	)
+	var verify *download.VerifyError
 	advice := ""
 	switch {
 	case errors.Is(err, hub.ErrUnauthorized):
@@ -575,8 +568,7 @@ func libraryProblem(what string, err error) string {
 			"Download again."
 	case errors.Is(err, download.ErrStalled):
 		advice = "The download stalled: no data arrived for a while. Check the connection, then resume."
-	case errors.As(err, &dns), errors.As(err, &op) && op.Op == "dial",
-		errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
+	case hub.Unreachable(err):
 		advice = "Cannot reach the model hub — check the connection, or set a mirror in the Hugging Face box below."
 	default:
 		return plainError(what, err)

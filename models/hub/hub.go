@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,6 +31,20 @@ var (
 	ErrUnauthorized = errors.New("the Hub refused access (401/403): the model may be gated or private — accept its license on huggingface.co and set a token (HF_TOKEN or --token)")
 	ErrNotFound     = errors.New("not found on the Hub (404): check the repository name, revision and file name")
 )
+
+// Unreachable reports whether err says the server was never reached — its name
+// did not resolve, the connection was refused, or it timed out — rather than an
+// answer from it: what a user fixes by checking the connection or choosing a
+// mirror. The Library and `darkroom pull` word it each in their own terms.
+func Unreachable(err error) bool {
+	var (
+		dns  *net.DNSError
+		op   *net.OpError
+		nerr net.Error
+	)
+	return errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial" ||
+		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &nerr) && nerr.Timeout()
+}
 
 // Client talks to one Hub endpoint.
 type Client struct {

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,6 +42,37 @@ func TestRevisionAndErrors(t *testing.T) {
 	}
 	if u := c.ResolveURL("acme/m", "abc", "sub/a b.json"); u != h.URL+"/acme/m/resolve/abc/sub/a%20b.json" {
 		t.Errorf("resolve URL %s", u)
+	}
+}
+
+// TestUnreachable tells a hub that was never reached (a closed port, a name that
+// does not resolve) from one that answered, even with an error.
+func TestUnreachable(t *testing.T) {
+	h := hubtest.New()
+	h.Add("acme/m", &hubtest.Repo{Files: []*hubtest.File{{Name: "config.json", Data: []byte("{}")}}, Token: "tok"})
+	up := New(h.URL, "")
+	_, refused := up.Revision(context.Background(), "acme/m", "")
+	if !errors.Is(refused, ErrUnauthorized) || Unreachable(refused) {
+		t.Errorf("a hub that answered 401 counted as unreachable: %v", refused)
+	}
+	_, missing := up.Revision(context.Background(), "acme/none", "")
+	if Unreachable(missing) {
+		t.Errorf("a hub that answered 404 counted as unreachable: %v", missing)
+	}
+	h.Close() // nothing listens on its port now
+	_, closed := up.Revision(context.Background(), "acme/m", "")
+	if !Unreachable(closed) {
+		t.Errorf("a closed port: Unreachable false for %v", closed)
+	}
+	_, unknown := New("http://no-such-host.invalid", "").Revision(context.Background(), "acme/m", "")
+	if !Unreachable(unknown) {
+		t.Errorf("an unknown host: Unreachable false for %v", unknown)
+	}
+	if !Unreachable(fmt.Errorf("pull: %w", context.DeadlineExceeded)) {
+		t.Errorf("a timeout: Unreachable false")
+	}
+	if Unreachable(errors.New("disk full")) {
+		t.Errorf("an unrelated error counted as unreachable")
 	}
 }
 
