@@ -40,7 +40,7 @@ type Encyclopedia struct {
 	content    fyne.CanvasObject
 
 	history []string         // visited titles; pos is the one shown
-	pos     int              // -1 before the first page
+	pos     int              // -1: the start page, before history[0] as in a browser
 	cache   map[string]*page // finished pages by title, for back/forward
 	run     runner
 }
@@ -130,7 +130,7 @@ func (e *Encyclopedia) Navigate(title string) {
 	if title == "" {
 		return
 	}
-	if e.pos >= 0 && e.pos < len(e.history)-1 {
+	if e.pos < len(e.history)-1 { // a new page after going back drops the forward history
 		e.history = e.history[:e.pos+1]
 	}
 	e.history = append(e.history, title)
@@ -138,11 +138,16 @@ func (e *Encyclopedia) Navigate(title string) {
 	e.generate(title)
 }
 
-// Back shows the previous page (from the cache when it finished developing).
+// Back shows the previous page (from the cache when it finished developing), and
+// from the first page the start page with its suggested topics.
 func (e *Encyclopedia) Back() {
-	if e.pos > 0 {
+	switch {
+	case e.pos > 0:
 		e.pos--
 		e.showOrGenerate(e.history[e.pos])
+	case e.pos == 0:
+		e.pos = -1
+		e.showStart()
 	}
 }
 
@@ -228,8 +233,21 @@ func (e *Encyclopedia) showOrGenerate(title string) {
 	e.updateButtons()
 }
 
+// showStart goes back to the start page, stopping a page still developing.
+func (e *Encyclopedia) showStart() {
+	e.run.Stop()
+	e.run.Invalidate() // a generation still winding down must not draw over it
+	e.address.SetText("")
+	e.hideError()
+	e.stopped.Hide()
+	e.showWelcome()
+	e.scroll.ScrollToTop()
+	e.stop.Disable()
+	e.updateButtons()
+}
+
 func (e *Encyclopedia) updateButtons() {
-	setEnabled(e.back, e.pos > 0)
+	setEnabled(e.back, e.pos >= 0)
 	setEnabled(e.forward, e.pos < len(e.history)-1)
 	setEnabled(e.reload, e.pos >= 0)
 }

@@ -147,6 +147,54 @@ func TestEncyclopediaLinkBackForwardReload(t *testing.T) {
 	}
 }
 
+// TestEncyclopediaBackToTheStartPage: Back from the first page opened returns to
+// the start page and its suggested topics, as a browser goes back to where it
+// started (Back was disabled there, and the start page unreachable without a
+// restart); Forward returns to the page without writing it again, and a page still
+// developing when Back is tapped does not draw over the start page.
+func TestEncyclopediaBackToTheStartPage(t *testing.T) {
+	m := &fakeModel{answers: wikiAnswers}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+	start := e.view.Doc().Title
+	asUI(func() { e.Navigate("Unix") })
+	e.run.Wait()
+	if e.back.Disabled() {
+		t.Fatal("Back is disabled on the first page: the start page cannot be reached again")
+	}
+	tap(e.back)
+	if got := e.view.Doc().Title; got != start || e.address.Text != "" || e.status.Text != "Ready" {
+		t.Errorf("back from the first page: page %q, address %q, status %q; want the start page %q", got, e.address.Text, e.status.Text, start)
+	}
+	if !e.back.Disabled() || e.forward.Disabled() || !e.reload.Disabled() {
+		t.Errorf("on the start page: back disabled %v, forward disabled %v, reload disabled %v; want true, false, true",
+			e.back.Disabled(), e.forward.Disabled(), e.reload.Disabled())
+	}
+	tapLink(t, a.win.Content(), "Lisp") // the start page's links still work
+	e.run.Wait()
+	if e.address.Text != "Lisp" || len(e.history) != 1 || e.history[0] != "Lisp" {
+		t.Errorf("a topic from the start page: address %q, history %v; want [Lisp] (the old forward page dropped)", e.address.Text, e.history)
+	}
+	tap(e.back)
+	tap(e.forward)
+	if e.address.Text != "Lisp" || !strings.HasPrefix(e.status.Text, "From history") || len(m.Calls()) != 2 {
+		t.Errorf("forward from the start page: address %q, status %q, %d generations; want Lisp from history, 2",
+			e.address.Text, e.status.Text, len(m.Calls()))
+	}
+
+	// Back while the first page is still developing: the start page stays.
+	tap(e.back)
+	m.gate = make(chan struct{})
+	asUI(func() { e.Navigate("Bell Labs") })
+	feed(t, m.gate, 1)
+	tap(e.back)
+	close(m.gate)
+	e.run.Wait()
+	if got := e.view.Doc().Title; got != start || e.address.Text != "" {
+		t.Errorf("back while developing: page %q, address %q; want the start page", got, e.address.Text)
+	}
+}
+
 func TestSecondClickCancelsFirstWithinOneStep(t *testing.T) {
 	// The first canvas of "Start" holds a whole link; the rest is long.
 	start := `<p><a href="/wiki/Unix">Unix</a></p>` + "<p>" + strings.Repeat("more text ", 30) + "</p>"
