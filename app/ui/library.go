@@ -93,7 +93,7 @@ type DownloadEvent struct {
 // LibraryScreen shows the catalog as cards.
 type LibraryScreen struct {
 	app     *App
-	cards   *fyne.Container
+	cards   *fyne.Container // the catalog's cards; a loading line until the first list arrives
 	store   *widget.Label
 	errs    *widget.Label
 	token   *widget.Entry
@@ -125,7 +125,11 @@ type libraryCard struct {
 func newLibraryScreen(a *App) *LibraryScreen {
 	l := &LibraryScreen{app: a, byName: map[string]*libraryCard{}, selected: map[string]string{}, live: map[string]DownloadEvent{},
 		problems: map[string]string{}}
-	l.cards = container.NewVBox()
+	// The first list can take seconds (the fit and speed estimates measure this
+	// PC once): say so rather than show a Library without models.
+	loading := widget.NewLabel(libraryLoading)
+	loading.Wrapping = fyne.TextWrapWord
+	l.cards = container.NewVBox(loading)
 	l.store = widget.NewLabel("")
 	l.store.Wrapping = fyne.TextWrapWord
 	l.errs = widget.NewLabel("")
@@ -219,11 +223,17 @@ func (l *LibraryScreen) Refresh() {
 			}
 			if err == nil {
 				l.entries = entries
+			}
+			if err == nil || l.entries == nil { // a failed first list: the error says why, not the loading line
 				l.rebuild()
 			}
 		})
 	}()
 }
+
+// libraryLoading is the Library's line while its first list is being read.
+const libraryLoading = "Reading the models library and working out which models fit this PC and how fast they run here " +
+	"(the first time, Darkroom measures this PC's speed: a few seconds)…"
 
 func (l *LibraryScreen) rebuild() {
 	l.byName = map[string]*libraryCard{}

@@ -29,6 +29,13 @@ import (
 // given hardware.
 func libraryApp(t *testing.T, endpoint string, dl download.Options, info hw.Info) (*App, *managerLibrary) {
 	t.Helper()
+	return libraryAppWith(t, endpoint, dl, func() hw.Info { return info })
+}
+
+// libraryAppWith is libraryApp with the hardware probe given (a test holds it to
+// hold the Library's first list).
+func libraryAppWith(t *testing.T, endpoint string, dl download.Options, hardware func() hw.Info) (*App, *managerLibrary) {
+	t.Helper()
 	dir := t.TempDir()
 	mgr, err := models.New(models.Options{Dir: filepath.Join(dir, "models"), Endpoint: endpoint, Download: dl})
 	if err != nil {
@@ -38,7 +45,7 @@ func libraryApp(t *testing.T, endpoint string, dl download.Options, info hw.Info
 	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
 	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
 	cs, _ := chats.Open(filepath.Join(dir, "chats"))
-	lib := &managerLibrary{m: mgr, settings: st, hardware: func() hw.Info { return info }}
+	lib := &managerLibrary{m: mgr, settings: st, hardware: hardware}
 	fa := test.NewTempApp(t)
 	w := test.NewTempWindow(t, nil)
 	a := newApp(fa, w, Deps{Settings: st, Chats: cs, Library: lib,
@@ -159,6 +166,36 @@ func TestFitTextSaysTheThreshold(t *testing.T) {
 		if !strings.Contains(got, "15.4 GB is the weights") || !strings.Contains(got, "4096 tokens of context") {
 			t.Errorf("%s: %q", c.verdict, got)
 		}
+	}
+}
+
+// TestLibrarySaysItIsLoading: while the first list is being read (the fit and
+// speed estimates measure this PC once, seconds on a small one), the Library says
+// so instead of showing no models at all; the line goes when the cards come.
+func TestLibrarySaysItIsLoading(t *testing.T) {
+	release := make(chan struct{})
+	a, _ := libraryAppWith(t, "http://127.0.0.1:9", download.Options{}, func() hw.Info {
+		<-release
+		return hw.Info{RAMTotal: 25_300_000_000}
+	})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	shown := shownText(a.win.Content())
+	if !strings.Contains(shown, libraryLoading) {
+		t.Errorf("while the list is read the Library shows:\n%s\nwant a line saying it is loading", shown)
+	}
+	if libraryCardOf(a.Library, catalog.GGUFID) != nil {
+		t.Fatal("a card before the list was read")
+	}
+	close(release)
+	waitFor(t, "the catalog", func() bool { return libraryCardOf(a.Library, catalog.GGUFID) != nil })
+	if shown := shownText(a.win.Content()); strings.Contains(shown, libraryLoading) {
+		t.Errorf("the loading line stays beside the cards")
 	}
 }
 
