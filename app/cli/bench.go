@@ -334,7 +334,7 @@ func runBench(env *Env, args []string) error {
 
 	// This machine's rates and what they allow each mode.
 	progress("bounds …")
-	rates, err := benchRatesHere(ctx, speed.Device(rep.Backend))
+	rates, err := ratesHere(ctx, speed.Device(rep.Backend))
 	switch {
 	case err != nil:
 		rep.RatesProblem = err.Error()
@@ -616,11 +616,6 @@ func (m *memPeak) sample() {
 	m.heap = max(m.heap, u(0)+u(1))
 	m.sys = max(m.sys, u(2))
 }
-
-// benchRatesHere is this machine's calibration as bench reads it (speed.Here);
-// a test replaces it to see that what the calibration holds is not counted as the
-// model's memory.
-var benchRatesHere = speed.Here
 
 // resetPeakRSS starts the process's peak resident set over from what is resident
 // now (Linux ≥ 4.0: "5" written to /proc/self/clear_refs resets VmHWM). Elsewhere,

@@ -41,7 +41,7 @@ func TestBenchPeakMemoryIsTheModels(t *testing.T) {
 	rates := benchRates(t)
 	const held = 256 << 20
 	var rssInCalibration uint64
-	benchRatesHere = func(ctx context.Context, device string) (*speed.Rates, error) {
+	ratesHere = func(ctx context.Context, device string) (*speed.Rates, error) {
 		b := make([]byte, held)
 		for i := 0; i < len(b); i += 4096 {
 			b[i] = 1
@@ -50,7 +50,7 @@ func TestBenchPeakMemoryIsTheModels(t *testing.T) {
 		runtime.KeepAlive(b)
 		return rates, nil
 	}
-	defer func() { benchRatesHere = speed.Here }()
+	defer func() { ratesHere = speed.Here }()
 	debug.FreeOSMemory() // what earlier tests left resident cannot serve the calibration's buffer
 	_, rep := benchJSON(t, "--model", dir, "--mode", "ar", "--runs", "1", "--max-new-tokens", "4", "--json")
 	if rssInCalibration == 0 || rep.PeakRSSBytes == 0 {

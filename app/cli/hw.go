@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/quant"
@@ -73,7 +74,7 @@ func runHW(env *Env, args []string) error {
 		return err
 	}
 	rep := hwReport{Hardware: info, Context: *ctxLen, Fit: rows}
-	rates, err := speed.Here(context.Background(), info.Device)
+	rates, err := ratesNoted(context.Background(), env.Stderr, info.Device)
 	if err != nil {
 		rep.RatesProblem = err.Error()
 	}
@@ -221,4 +222,34 @@ func shortName(s string) string {
 	s = strings.TrimPrefix(s, "NVIDIA ")
 	s = strings.TrimPrefix(s, "GeForce ")
 	return s
+}
+
+// ratesHere is this machine's calibration as the commands read it (speed.Here);
+// tests replace it (bench's, to see that what the calibration holds is not
+// counted as the model's memory).
+var ratesHere = speed.Here
+
+// measuringNoteAfter is how long ratesNoted waits before saying it is measuring.
+var measuringNoteAfter = 500 * time.Millisecond
+
+// measuringNote is what ratesNoted says.
+const measuringNote = "Measuring this PC's speed for the estimates (only the first time; a few seconds)…"
+
+// ratesNoted is ratesHere that says on w what it is doing once it takes a moment:
+// the first run on a machine measures the CPU, seconds on a small one, and a
+// command should not sit silent meanwhile.
+func ratesNoted(ctx context.Context, w io.Writer, device string) (*speed.Rates, error) {
+	done, noted := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(noted)
+		select {
+		case <-time.After(measuringNoteAfter):
+			fmt.Fprintln(w, measuringNote)
+		case <-done:
+		}
+	}()
+	r, err := ratesHere(ctx, device)
+	close(done)
+	<-noted // the note is written before the command goes on writing
+	return r, err
 }

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/models"
@@ -96,5 +98,32 @@ func TestHWSpeed(t *testing.T) {
 			t.Errorf("%s/%s: default %s, %.3g / %.3g tokens/s", s.Model, s.Profile, s.Default.Mode,
 				s.Estimate.AR.TokensPerS, s.Estimate.Diffusion.TokensPerS)
 		}
+	}
+}
+
+// TestHWSaysItIsMeasuring: a first run on a machine measures its speed, seconds
+// on a small PC, and hw said nothing until its report (10 s of silence at load 5
+// on 2 cores); now it says what it is doing once that takes a moment, and says
+// nothing when the measurement is cached.
+func TestHWSaysItIsMeasuring(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	rates := speed.Uniform(150e9, 40e9, 20e9)
+	if err := speed.Prime(rates); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runLibCLI("hw", "--models-dir", t.TempDir())
+	if code != 0 || strings.Contains(errOut, measuringNote) {
+		t.Errorf("cached rates: code %d, stderr %q; want no note", code, errOut)
+	}
+	oldAfter := measuringNoteAfter
+	measuringNoteAfter = 10 * time.Millisecond
+	ratesHere = func(ctx context.Context, device string) (*speed.Rates, error) {
+		time.Sleep(200 * time.Millisecond) // a measurement
+		return rates, nil
+	}
+	defer func() { ratesHere, measuringNoteAfter = speed.Here, oldAfter }()
+	code, out, errOut := runLibCLI("hw", "--models-dir", t.TempDir())
+	if code != 0 || !strings.Contains(errOut, measuringNote) || !strings.Contains(out, "tok/s") {
+		t.Errorf("measuring: code %d, stderr %q; want %q, then the report", code, errOut, measuringNote)
 	}
 }

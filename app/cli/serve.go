@@ -91,7 +91,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	opts.Engine = eng
 	// A request without "mode" runs the faster mode here where both write equally well.
 	device := speed.Device(eng.Backend())
-	rates, err := speed.Here(ctx, device)
+	rates, err := ratesNoted(ctx, env.Stderr, device)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "darkroom:", err)
 	}
