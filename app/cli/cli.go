@@ -174,7 +174,8 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return errHelp
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", fs.Name(), err) // the subcommand too: "train run: …"
+		// The subcommand too ("train run: …"), and where its flags are listed.
+		return fmt.Errorf("%s: %w (see `darkroom %s --help`)", fs.Name(), err, fs.Name())
 	}
 	return nil
 }

@@ -38,6 +38,42 @@ func TestErrorLinesNameTheCommand(t *testing.T) {
 	}
 }
 
+// TestHelpNamesEachFlagsValue: in every command's --help, a flag's value is one
+// word (string, int, DIR…). The flag package takes a usage's first `quoted`
+// phrase as the value's name, which had made "-tokenizer darkroom models" and
+// "-profile darkroom quantize" out of usages that quoted a command.
+func TestHelpNamesEachFlagsValue(t *testing.T) {
+	cmds := [][]string{{"train", "corpus"}, {"train", "run"}, {"train", "export"}, {"train", "eval"}, {"train", "init"}}
+	for name := range commands {
+		cmds = append(cmds, []string{name})
+	}
+	for _, c := range cmds {
+		code, out, _ := runCLI(append(c, "--help")...)
+		if code != 0 {
+			continue // gpu and train print their own usage without flags
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if !strings.HasPrefix(line, "  -") {
+				continue
+			}
+			if f := strings.Fields(line); len(f) > 2 {
+				t.Errorf("darkroom %s --help: %q names the value of %s with %d words", strings.Join(c, " "), line, f[0], len(f)-1)
+			}
+		}
+	}
+}
+
+// TestFlagErrorPointsToHelp: a mistyped flag says where the flags are listed.
+func TestFlagErrorPointsToHelp(t *testing.T) {
+	for _, args := range [][]string{{"generate", "--frobnicate"}, {"train", "run", "--frobnicate"}} {
+		name := strings.Join(args[:len(args)-1], " ")
+		_, _, stderr := runCLI(args...)
+		if want := "(see `darkroom " + name + " --help`)"; !strings.Contains(stderr, want) {
+			t.Errorf("%q: stderr %q lacks %q", args, stderr, want)
+		}
+	}
+}
+
 func TestErrorLine(t *testing.T) {
 	for _, c := range []struct{ name, err, want string }{
 		{"generate", "no PROMPT given", "darkroom generate: no PROMPT given"},

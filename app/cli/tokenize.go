@@ -21,7 +21,7 @@ func init() {
 
 func runTokenize(env *Env, args []string) error {
 	fs := newFlagSet(env, "tokenize", "--tokenizer FILE|DIR|MODEL [--json] (TEXT | --decode ID,ID,…)")
-	tokPath := fs.String("tokenizer", "", "tokenizer.json, a model directory holding one, or a model's name as in `darkroom models` (required)")
+	tokPath := fs.String("tokenizer", "", "tokenizer.json, a model directory holding one, or a model's name as darkroom models lists it (required)")
 	modelsDir := fs.String("models-dir", "", "models folder for model names (default $DARKROOM_MODELS_DIR, else the data folder)")
 	asJSON := fs.Bool("json", false, `print JSON: {"ids": […]} or, with --decode, {"text": "…"}`)
 	decode := fs.String("decode", "", "comma-separated token ids to turn back into text")

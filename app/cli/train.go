@@ -181,7 +181,7 @@ type runRecipe struct {
 func runTrainRun(env *Env, args []string) error {
 	fs := newFlagSet(env, "train run", "--corpus DIR --run DIR [flags]")
 	def := train.DefaultOptions()
-	corpusDir := fs.String("corpus", "", "corpus directory from `darkroom train corpus` (required unless --resume)")
+	corpusDir := fs.String("corpus", "", "corpus directory that darkroom train corpus wrote (required unless --resume)")
 	runDir := fs.String("run", "", "run directory: options, checkpoints, metrics (required)")
 	resume := fs.Bool("resume", false, "continue the run in --run from its latest checkpoint (its recorded options and corpus are used)")
 	steps := fs.Int("steps", def.Steps, "training steps")
@@ -338,7 +338,7 @@ func writeJSONFile(path string, v any) error {
 
 func runTrainExport(env *Env, args []string) error {
 	fs := newFlagSet(env, "train export", "--run DIR [--out DIR] [--recipe DIR] [--dtype f32|bf16]")
-	runDir := fs.String("run", "", "run directory of `darkroom train run` (required)")
+	runDir := fs.String("run", "", "run directory that darkroom train run wrote into (required)")
 	out := fs.String("out", "assets/mini", "model output directory (Hugging Face layout)")
 	recipeDir := fs.String("recipe", "assets/training", "where the recipe, config and loss curve go (empty: skip)")
 	dtype := fs.String("dtype", "f32", "weight dtype: f32 or bf16")
@@ -429,7 +429,7 @@ func copyPlain(src, dst string) error {
 func runTrainInit(env *Env, args []string) error {
 	fs := newFlagSet(env, "train init", "--config CONFIG.json --profile bf16|int8|int4 --out DIR [--seed N]")
 	cfgPath := fs.String("config", "", "config.json (or a model directory) of the model to create (required)")
-	profile := fs.String("profile", "bf16", "weight format: bf16, int8 or int4 (as `darkroom quantize` writes them)")
+	profile := fs.String("profile", "bf16", "weight format: bf16, int8 or int4 (as darkroom quantize writes them)")
 	out := fs.String("out", "", "output directory, which must not exist or be empty (required)")
 	seed := fs.Uint64("seed", 1, "initialization seed: the same seed writes the same bytes")
 	tokDir := fs.String("tokenizer", "", "directory with tokenizer.json to copy (default: the built-in Darkroom Mini's, 4096 ids)")
