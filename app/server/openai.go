@@ -13,6 +13,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -266,6 +267,12 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	var cr api.ChatRequest
 	if err := json.NewDecoder(r.Body).Decode(&cr); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_type", te.Field,
+				fmt.Sprintf("%s must be %s, not %s", te.Field, jsonWant(te.Type), jsonGot(te.Value)))
+			return
+		}
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is not valid JSON: "+err.Error())
 		return
 	}
@@ -600,6 +607,47 @@ func holdBack(text string, stops []string) int {
 }
 
 // apiError writes an OpenAI-style error: {"error": {message, type, param, code}}.
+// jsonWant names, in JSON's terms, what a request field of Go type t takes: a
+// client sees the API's fields, not the server's structs.
+func jsonWant(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another kind of value"
+}
+
+// jsonGot names the JSON value a field was sent (UnmarshalTypeError.Value:
+// "string", "number 1.5", "bool", "array", "object").
+func jsonGot(v string) string {
+	switch kind, num, _ := strings.Cut(v, " "); kind {
+	case "string", "object", "array":
+		return map[string]string{"string": "a string", "object": "an object", "array": "an array"}[kind]
+	case "bool":
+		return "true or false"
+	case "number":
+		if num != "" {
+			return num
+		}
+		return "a number"
+	}
+	return v
+}
+
 func apiError(w http.ResponseWriter, status int, typ, code, msg string) {
 	apiErrorParam(w, status, typ, code, "", msg)
 }

@@ -196,6 +196,26 @@ func TestChatErrors(t *testing.T) {
 	}
 }
 
+// TestChatWrongTypeInPlainWords: a field sent as the wrong kind of JSON value is
+// named, with what it takes, in the API's terms; it read "json: cannot unmarshal
+// string into Go struct field ChatRequest.temperature of type float64".
+func TestChatWrongTypeInPlainWords(t *testing.T) {
+	s := start(t, Options{Engine: &fakeGen{final: "x"}})
+	for _, c := range []struct{ body, param, want string }{
+		{`{"messages":[{"role":"user","content":"x"}],"temperature":"hot"}`, "temperature", "temperature must be a number, not a string"},
+		{`{"messages":[{"role":"user","content":"x"}],"max_tokens":1.5}`, "max_tokens", "max_tokens must be a whole number, not 1.5"},
+		{`{"messages":[{"role":7,"content":"x"}]}`, "messages.role", "messages.role must be a string, not a number"},
+		{`{"messages":{"role":"user"}}`, "messages", "messages must be an array, not an object"},
+		{`{"messages":[{"role":"user","content":"x"}],"stream":"yes"}`, "stream", "stream must be true or false, not a string"},
+	} {
+		code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", c.body)
+		if code != 400 || r.Error == nil || r.Error.Message != c.want || r.Error.Param == nil || *r.Error.Param != c.param ||
+			strings.Contains(raw, "Go ") {
+			t.Errorf("%s:\n got %d %s\nwant 400, %q (param %s)", c.body, code, raw, c.want, c.param)
+		}
+	}
+}
+
 // streamChunks posts a streaming request and sends each parsed chunk on the
 // returned channel; the channel closes at the end of the stream, and ended
 // reports whether [DONE] came last.
