@@ -156,6 +156,20 @@ func TestDesktopClickWarmStarts(t *testing.T) {
 	}
 }
 
+// TestRaceWithoutATopicSaysSo: Race pressed with the topic cleared says what it
+// needs and writes nothing; it did nothing at all, as if the button were broken.
+func TestRaceWithoutATopicSaysSo(t *testing.T) {
+	m := &fakeModel{answers: wikiAnswers}
+	a := newTestApp(t, m, "")
+	r := a.Race
+	asUI(func() { r.topic.SetText("  ") })
+	tap(r.startB)
+	r.run.Wait()
+	if n := len(m.Calls()); n != 0 || r.summary.Text != raceNeedsTopic || r.startB.Disabled() {
+		t.Errorf("no topic: %d generations, summary %q, Race disabled %v; want none, %q, enabled", n, r.summary.Text, r.startB.Disabled(), raceNeedsTopic)
+	}
+}
+
 func TestRaceRunsBothModes(t *testing.T) {
 	m := &fakeModel{answers: wikiAnswers}
 	a := newTestApp(t, m, "")

@@ -75,10 +75,15 @@ func newRace(a *App) *Race {
 	return r
 }
 
+// raceNeedsTopic is the Race's line when Race is pressed with no topic.
+const raceNeedsTopic = "Type a topic first (e.g. Unix): both write the encyclopedia page for it."
+
 // Start starts both runs together (cancelling a race in progress).
 func (r *Race) Start() {
 	title := assets.CleanLine(r.topic.Text)
-	if title == "" {
+	if title == "" { // a Race button that does nothing would look broken
+		r.summary.SetText(raceNeedsTopic)
+		r.app.win.Canvas().Focus(r.topic)
 		return
 	}
 	r.startB.Disable()
