@@ -16,6 +16,18 @@ import (
 	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
+// newWindow makes a window, turning the window library's panic where it cannot
+// open the display (GLFW's "NotInitialized", after "X11: Failed to open display")
+// into an error.
+func newWindow(fa fyne.App, title string) (w fyne.Window, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return fa.NewWindow(title), nil
+}
+
 // Run opens the main window and blocks until it closes; it returns the exit code.
 func Run() int {
 	// No app ID (FyneApp.toml's is for the installers): Darkroom keeps its
@@ -28,7 +40,12 @@ func Run() int {
 	app.SetMetadata(fyne.AppMetadata{Name: "Darkroom", Icon: icon})
 	fa := app.NewWithID("")
 	fa.SetIcon(icon)
-	w := fa.NewWindow("Darkroom")
+	w, err := newWindow(fa, "Darkroom")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "darkroom: could not open the window (%v): start Darkroom from your desktop, "+
+			"or use the command line (`darkroom help` lists the commands)\n", err)
+		return 1
+	}
 	w.Resize(defaultWindowSize)
 	w.SetMaster()
 
