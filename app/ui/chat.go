@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -16,6 +17,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/chats"
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/chat"
@@ -42,6 +44,7 @@ type Chat struct {
 	send      *widget.Button
 	stop      *widget.Button
 	regen     *widget.Button
+	del       *widget.Button // deletes the open thread, asking first when it holds messages
 	status    *widget.Label
 	errLabel  *widget.Label
 	content   fyne.CanvasObject
@@ -73,8 +76,8 @@ func newChat(a *App) *Chat {
 		}
 	}
 	newBtn := widget.NewButtonWithIcon("New chat", theme.ContentAddIcon(), func() { c.NewThread() })
-	delBtn := widget.NewButtonWithIcon("", theme.DeleteIcon(), func() { c.deleteCurrent() })
-	left := container.NewBorder(container.NewBorder(nil, nil, nil, delBtn, newBtn), c.loadErrs, nil, nil, c.list)
+	c.del = widget.NewButtonWithIcon("", theme.DeleteIcon(), c.confirmDelete)
+	left := container.NewBorder(container.NewBorder(nil, nil, nil, c.del, newBtn), c.loadErrs, nil, nil, c.list)
 
 	c.system = widget.NewMultiLineEntry()
 	c.system.SetMinRowsVisible(5)
@@ -194,6 +197,31 @@ func (c *Chat) open(t *chats.Thread) {
 	c.status.SetText("")
 	c.renderMessages()
 	c.updateButtons()
+}
+
+// confirmDelete deletes the open thread once the user confirms: one click on a
+// small icon must not lose a conversation. An empty thread goes at once.
+func (c *Chat) confirmDelete() {
+	t := c.cur
+	if t == nil {
+		return
+	}
+	if len(t.Messages) == 0 {
+		c.deleteCurrent()
+		return
+	}
+	d := dialog.NewConfirm("Delete this chat?",
+		fmt.Sprintf("“%s” and its %s will be removed from this computer. This cannot be undone.",
+			t.Title, plural.Count(len(t.Messages), "message", "messages")),
+		func(ok bool) {
+			if ok && c.cur == t {
+				c.deleteCurrent()
+			}
+		}, c.app.win)
+	d.SetConfirmText("Delete")
+	d.SetDismissText("Cancel")
+	d.SetConfirmImportance(widget.DangerImportance)
+	d.Show()
 }
 
 func (c *Chat) deleteCurrent() {

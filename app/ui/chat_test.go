@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2/widget"
+
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 )
@@ -87,6 +89,67 @@ func TestChatSendStopRegenerateAndRestart(t *testing.T) {
 	got := b.Chat.Current()
 	if got.ID != th.ID || len(got.Messages) != 4 || got.Messages[1].Content != "Unix is a family of operating systems." {
 		t.Fatalf("after restart %+v", got)
+	}
+}
+
+// TestChatDeleteAsksFirst: the small trash icon deleted a conversation at once,
+// with no way back; now a chat with messages goes only once the user confirms,
+// Cancel keeps it (on disk too), and an empty chat goes at once.
+func TestChatDeleteAsksFirst(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	m := &fakeModel{answers: chatAnswers(&n)}
+	a := newTestApp(t, m, dir)
+	c := a.Chat
+	typeText(c.input, "What is Unix?")
+	tap(c.send)
+	c.run.Wait()
+	th := c.Current()
+	onDisk := func() bool {
+		ts, _ := a.deps.Chats.List()
+		for _, x := range ts {
+			if x.ID == th.ID {
+				return true
+			}
+		}
+		return false
+	}
+	dialogButton := func(text string) *widget.Button {
+		top := a.win.Canvas().Overlays().Top()
+		if top == nil {
+			return nil
+		}
+		return onScreen(top, func(b *widget.Button) bool { return b.Text == text })
+	}
+
+	tap(c.del)
+	if c.Current() != th || !onDisk() {
+		t.Fatal("the trash icon deleted a chat with messages without asking")
+	}
+	cancel := dialogButton("Cancel")
+	if cancel == nil {
+		t.Fatal("no dialog with Cancel after the trash icon")
+	}
+	tap(cancel)
+	if c.Current() != th || !onDisk() {
+		t.Fatal("Cancel deleted the chat")
+	}
+	tap(c.del)
+	del := dialogButton("Delete")
+	if del == nil {
+		t.Fatal("no dialog with Delete after the trash icon")
+	}
+	tap(del)
+	if c.Current() == th || onDisk() {
+		t.Error("confirmed, yet the chat is still there")
+	}
+
+	// An empty chat has nothing to lose: it goes at once.
+	asUI(c.NewThread)
+	empty := c.Current()
+	tap(c.del)
+	if c.Current() == empty || a.win.Canvas().Overlays().Top() != nil {
+		t.Error("an empty chat asked before going, or stayed")
 	}
 }
 
