@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"fyne.io/fyne/v2/widget"
-
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 )
@@ -114,19 +112,12 @@ func TestChatDeleteAsksFirst(t *testing.T) {
 		}
 		return false
 	}
-	dialogButton := func(text string) *widget.Button {
-		top := a.win.Canvas().Overlays().Top()
-		if top == nil {
-			return nil
-		}
-		return onScreen(top, func(b *widget.Button) bool { return b.Text == text })
-	}
 
 	tap(c.del)
 	if c.Current() != th || !onDisk() {
 		t.Fatal("the trash icon deleted a chat with messages without asking")
 	}
-	cancel := dialogButton("Cancel")
+	cancel := dialogButton(a.win, "Cancel")
 	if cancel == nil {
 		t.Fatal("no dialog with Cancel after the trash icon")
 	}
@@ -135,7 +126,7 @@ func TestChatDeleteAsksFirst(t *testing.T) {
 		t.Fatal("Cancel deleted the chat")
 	}
 	tap(c.del)
-	del := dialogButton("Delete")
+	del := dialogButton(a.win, "Delete")
 	if del == nil {
 		t.Fatal("no dialog with Delete after the trash icon")
 	}

@@ -254,6 +254,17 @@ func onScreen[W fyne.CanvasObject](root fyne.CanvasObject, match func(W) bool) W
 	return none
 }
 
+// dialogButton is the button labelled text in the dialog shown over w, nil
+// when no dialog is shown or it has no such button.
+func dialogButton(w fyne.Window, text string) *widget.Button {
+	var top fyne.CanvasObject
+	asUI(func() { top = w.Canvas().Overlays().Top() })
+	if top == nil {
+		return nil
+	}
+	return onScreen(top, func(b *widget.Button) bool { return b.Text == text })
+}
+
 // tapLink taps the middle of the rendered hyperlink with the given text, under
 // uiMu like an onUI callback: the tap runs the app's handler on the test
 // goroutine (in the app, on the UI goroutine), which updates widgets that a

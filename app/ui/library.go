@@ -428,6 +428,37 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 			}()
 		})
 	}
+	// confirmed is act for what cannot be undone: the user answers question
+	// (detail, read at the tap, says what is lost) with confirm, or keeps things
+	// with dismiss.
+	confirmed := func(label string, icon fyne.Resource, question string, detail func() string, confirm, dismiss string,
+		fn func() error) *widget.Button {
+		b := act(label, icon, fn)
+		run := b.OnTapped
+		b.OnTapped = func() {
+			d := dialog.NewConfirm(question, detail(), func(ok bool) {
+				if ok {
+					run()
+				}
+			}, l.app.win)
+			d.SetConfirmText(confirm)
+			d.SetDismissText(dismiss)
+			d.SetConfirmImportance(widget.DangerImportance)
+			d.Show()
+		}
+		return b
+	}
+	cancel := func() *widget.Button {
+		lost := func() string {
+			kept := "The part downloaded so far"
+			if done := l.live[name].Done; done > 0 {
+				kept = "The " + formatBytes(done) + " downloaded so far"
+			}
+			return kept + " will be removed; Pause keeps it, to resume later."
+		}
+		return confirmed("Cancel", theme.CancelIcon(), "Cancel the download of "+c.entry.Title+"?", lost,
+			"Cancel download", "Keep it", func() error { return lib.Cancel(name) })
+	}
 	var bs []fyne.CanvasObject
 	switch state {
 	case "built in", "ready":
@@ -451,16 +482,18 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 			bs = append(bs, widget.NewLabelWithStyle("Active", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 		}
 		if state == "ready" {
-			bs = append(bs, act("Delete", theme.DeleteIcon(), func() error { return lib.Delete(name) }))
+			bs = append(bs, confirmed("Delete", theme.DeleteIcon(), "Delete "+c.entry.Title+"?",
+				func() string {
+					return "Its files will be removed from this computer; using it again means downloading it again."
+				},
+				"Delete", "Keep it", func() error { return lib.Delete(name) }))
 		}
 	case "converting":
 		bs = append(bs, widget.NewLabel("Converting to "+c.profile.Selected+" on this PC…"))
 	case "downloading", "verifying":
-		bs = append(bs, act("Pause", theme.MediaPauseIcon(), func() error { return lib.Pause(name) }),
-			act("Cancel", theme.CancelIcon(), func() error { return lib.Cancel(name) }))
+		bs = append(bs, act("Pause", theme.MediaPauseIcon(), func() error { return lib.Pause(name) }), cancel())
 	case "paused":
-		bs = append(bs, act("Resume", theme.MediaPlayIcon(), func() error { return lib.Resume(name) }),
-			act("Cancel", theme.CancelIcon(), func() error { return lib.Cancel(name) }))
+		bs = append(bs, act("Resume", theme.MediaPlayIcon(), func() error { return lib.Resume(name) }), cancel())
 	default: // available, failed, cancelled
 		dl := act("Download", theme.DownloadIcon(), func() error { return lib.Start(name, c.profile.Selected) })
 		dl.Importance = widget.HighImportance

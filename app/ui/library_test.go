@@ -100,6 +100,17 @@ func TestLibraryDownloadPauseResume(t *testing.T) {
 		t.Fatal("the download finished before the pause could be tested")
 	}
 
+	// Cancel would throw away what is downloaded: it asks, and "Keep it" keeps it.
+	tapButton(t, card().buttons, "Cancel")
+	keep := dialogButton(a.win, "Keep it")
+	if keep == nil || dialogButton(a.win, "Cancel download") == nil {
+		t.Fatal("Cancel did not ask before removing the partial download")
+	}
+	tap(keep)
+	if state() != "paused" || mgr.Transfer(catalog.DiffusionGemmaID) == nil {
+		t.Fatalf("Keep it: state %q; want the download still paused", state())
+	}
+
 	tapButton(t, card().buttons, "Resume")
 	waitFor(t, "the download to finish", func() bool { return state() == "done" || state() == "ready" })
 	waitFor(t, "the card to show the model", func() bool { return state() == "ready" })
@@ -126,6 +137,24 @@ func TestLibraryDownloadPauseResume(t *testing.T) {
 	if n, err := h.Resumed("model.safetensors"); err != nil || n == 0 {
 		t.Errorf("resume refetched (%d requests resumed): %v", n, err)
 	}
+
+	// Delete asks too: "Keep it" keeps the model, "Delete" removes it.
+	tapButton(t, card().buttons, "Delete")
+	if keep := dialogButton(a.win, "Keep it"); keep == nil {
+		t.Fatal("Delete did not ask before removing the model")
+	} else {
+		tap(keep)
+	}
+	if state() != "ready" {
+		t.Fatalf("Keep it: state %q; want the model still ready", state())
+	}
+	tapButton(t, card().buttons, "Delete")
+	del := dialogButton(a.win, "Delete")
+	if del == nil {
+		t.Fatal("no Delete in Delete's dialog")
+	}
+	tap(del)
+	waitFor(t, "the model to be deleted", func() bool { return state() == "available" })
 }
 
 // tapButton taps the button labelled text among a card's buttons.
