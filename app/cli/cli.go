@@ -14,6 +14,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Command is one darkroom subcommand.
@@ -178,4 +179,30 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("%s: %w (see `darkroom %s --help`)", fs.Name(), err, fs.Name())
 	}
 	return nil
+}
+
+// noteAfter is how long a step runs before whileNoting says what it is doing.
+var noteAfter = 500 * time.Millisecond
+
+// whileNoting runs f and, once it has taken noteAfter, writes note on w: a step
+// that can take seconds (measuring this PC, loading a big model) should not leave
+// a command silent, and a quick one stays quiet. The note is written before
+// whileNoting returns, so it never lands in the middle of what follows.
+func whileNoting(w io.Writer, note string, f func()) {
+	start := time.Now()
+	done, noted := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(noted)
+		select {
+		case <-time.After(noteAfter):
+		case <-done:
+			if time.Since(start) < noteAfter {
+				return // quick: nothing to say
+			}
+		}
+		fmt.Fprintln(w, note)
+	}()
+	f()
+	close(done)
+	<-noted
 }

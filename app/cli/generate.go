@@ -108,10 +108,13 @@ func (g *generateFlags) load(ctx context.Context, env *Env) (*engine.Engine, err
 	return loadEngine(ctx, env, src, engine.Options{Backend: g.backend, InGraph: g.graph})
 }
 
-// loadEngine loads src, telling the user (one line on stderr) when XLA could
-// not start and the CPU runs instead.
+// loadEngine loads src, saying so on stderr when that takes a moment (a big
+// model read from disk), and telling the user (one line) when XLA could not
+// start and the CPU runs instead.
 func loadEngine(ctx context.Context, env *Env, src engine.Source, opts engine.Options) (*engine.Engine, error) {
-	e, err := engine.Load(ctx, src, opts)
+	var e *engine.Engine
+	var err error
+	whileNoting(env.Stderr, "Loading "+src.String()+"…", func() { e, err = engine.Load(ctx, src, opts) })
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -198,6 +199,26 @@ func TestGenerateBuiltInModel(t *testing.T) {
 	}
 	if code != 0 || !strings.Contains(out, `"tokens_per_s"`) {
 		t.Errorf("embedded model: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestGenerateSaysItIsLoading: a model that takes a moment to load (the 26B
+// read from disk: tens of seconds) is named on stderr while it loads; generate
+// and wiki were silent until the first canvas. (noteAfter is shortened so that
+// the tiny model's load counts as slow.)
+func TestGenerateSaysItIsLoading(t *testing.T) {
+	dir := tinyModelDir(t)
+	old := noteAfter
+	noteAfter = time.Nanosecond
+	defer func() { noteAfter = old }()
+	for _, cmd := range [][]string{
+		{"generate", "--model", dir, "--max-new-tokens", "4", "--max-steps", "2", "hi"},
+		{"wiki", "--model", dir, "--max-new-tokens", "12", "Unix"},
+	} {
+		code, _, errOut := runCLI(cmd...)
+		if want := "Loading " + dir + "…\n"; code != 0 || !strings.HasPrefix(errOut, want) {
+			t.Errorf("%s: exit %d, stderr %q; want it to start %q", cmd[0], code, errOut, want)
+		}
 	}
 }
 

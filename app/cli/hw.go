@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/quant"
@@ -229,27 +228,12 @@ func shortName(s string) string {
 // counted as the model's memory).
 var ratesHere = speed.Here
 
-// measuringNoteAfter is how long ratesNoted waits before saying it is measuring.
-var measuringNoteAfter = 500 * time.Millisecond
-
 // measuringNote is what ratesNoted says.
 const measuringNote = "Measuring this PC's speed for the estimates (only the first time; a few seconds)…"
 
 // ratesNoted is ratesHere that says on w what it is doing once it takes a moment:
-// the first run on a machine measures the CPU, seconds on a small one, and a
-// command should not sit silent meanwhile.
-func ratesNoted(ctx context.Context, w io.Writer, device string) (*speed.Rates, error) {
-	done, noted := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(noted)
-		select {
-		case <-time.After(measuringNoteAfter):
-			fmt.Fprintln(w, measuringNote)
-		case <-done:
-		}
-	}()
-	r, err := ratesHere(ctx, device)
-	close(done)
-	<-noted // the note is written before the command goes on writing
+// the first run on a machine measures the CPU, seconds on a small one.
+func ratesNoted(ctx context.Context, w io.Writer, device string) (r *speed.Rates, err error) {
+	whileNoting(w, measuringNote, func() { r, err = ratesHere(ctx, device) })
 	return r, err
 }

@@ -115,13 +115,13 @@ func TestHWSaysItIsMeasuring(t *testing.T) {
 	if code != 0 || strings.Contains(errOut, measuringNote) {
 		t.Errorf("cached rates: code %d, stderr %q; want no note", code, errOut)
 	}
-	oldAfter := measuringNoteAfter
-	measuringNoteAfter = 10 * time.Millisecond
+	oldAfter := noteAfter
+	noteAfter = 10 * time.Millisecond
 	ratesHere = func(ctx context.Context, device string) (*speed.Rates, error) {
 		time.Sleep(200 * time.Millisecond) // a measurement
 		return rates, nil
 	}
-	defer func() { ratesHere, measuringNoteAfter = speed.Here, oldAfter }()
+	defer func() { ratesHere, noteAfter = speed.Here, oldAfter }()
 	code, out, errOut := runLibCLI("hw", "--models-dir", t.TempDir())
 	if code != 0 || !strings.Contains(errOut, measuringNote) || !strings.Contains(out, "tok/s") {
 		t.Errorf("measuring: code %d, stderr %q; want %q, then the report", code, errOut, measuringNote)

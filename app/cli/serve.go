@@ -82,7 +82,6 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	}
 	opts.ModelID = id
 
-	fmt.Fprintf(env.Stderr, "Loading %s…\n", src)
 	eng, err := loadEngine(ctx, env, src, engine.Options{Backend: *backendName})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
