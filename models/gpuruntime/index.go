@@ -83,7 +83,8 @@ func (ix Index) get(ctx context.Context, parts ...string) (*project, error) {
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the package index (%s): %w", base, err)
+		return nil, fmt.Errorf("cannot reach the package index (%s) — check the internet connection, or set %s to a mirror of it: %w",
+			base, IndexEnvVar, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {

@@ -216,6 +216,18 @@ func TestInstallBadSHA(t *testing.T) {
 
 // TestInstall404: a wheel the file server does not have is a plain error in
 // the index's words (not the Hub's), and nothing is installed.
+// TestPlanOfflineSaysWhatToDo: an index that cannot be reached is named, with
+// what to do (it said only "cannot reach the package index (URL): Get …").
+func TestPlanOfflineSaysWhatToDo(t *testing.T) {
+	f := gpuruntimetest.New(t)
+	in, _ := newInstaller(t, f, t.TempDir(), nil)
+	in.Index.URL = "http://127.0.0.1:9/pypi" // nothing listens on the discard port
+	_, err := in.Plan(context.Background(), "cuda12")
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the package index (http://127.0.0.1:9/pypi) — check the internet connection, or set "+IndexEnvVar) {
+		t.Errorf("offline: %v", err)
+	}
+}
+
 func TestInstall404(t *testing.T) {
 	f := gpuruntimetest.New(t)
 	f.Missing(pluginWheel)
