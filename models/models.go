@@ -150,15 +150,25 @@ type Entry struct {
 	// Name is what Resolve accepts for it (the catalog ID, or a local model's name).
 	Local *store.Manifest `json:"local,omitempty"` // nil when not downloaded
 	Dir   string          `json:"dir,omitempty"`
-	State string          `json:"state"` // "built-in", "not downloaded", or the manifest's state
+	// State is "built-in", "not downloaded", or the manifest's state — except that a
+	// download no transfer of this Manager runs is "paused" (see Entries).
+	State string `json:"state"`
 	// Derived are local conversions of this model (quantized profiles).
 	Derived []*store.Manifest `json:"derived,omitempty"`
 	Active  bool              `json:"active"`
-	// Progress is the latest event of a running download, nil when none.
+	// Progress is the latest event of a running download, or for a paused one
+	// what it has kept; nil when none.
 	Progress *Event `json:"progress,omitempty"`
 }
 
 // Entries lists the catalog with local state, then local models not in the catalog.
+//
+// A download that no transfer of this Manager runs is listed as paused, with the
+// bytes it has kept, whether the program quit (the manifest says paused) or was
+// cut off (killed, the PC lost power: the manifest still says downloading, and
+// no transfer will ever end it). Pull resumes it and Cancel removes what it kept.
+// (A download another process runs is listed the same: there is no lock
+// between processes.)
 func (m *Manager) Entries() ([]Entry, error) {
 	locals, err := m.store.List()
 	if err != nil {
@@ -180,6 +190,10 @@ func (m *Manager) Entries() ([]Entry, error) {
 			}
 		}
 		m.mu.Unlock()
+		if e.Progress == nil && e.Local != nil && unfinished(e.Local.State) {
+			ev := m.kept(e.Local)
+			e.Progress, e.State = &ev, ev.State
+		}
 		out = append(out, e)
 	}
 	for _, ce := range catalog.Entries() {
@@ -753,10 +767,65 @@ func (m *Manager) Transfer(name string) *Transfer {
 	return nil
 }
 
-// Pause, Resume and Cancel act on a model's running download by name.
+// Pause, Resume and Cancel act on a model's running download by name. Cancel
+// also ends a paused download no transfer runs (after a restart, or a download
+// cut off): it removes its partial files, keeping the verified ones, as
+// canceling a running one does.
 func (m *Manager) Pause(name string) error  { return m.act(name, (*Transfer).Pause) }
 func (m *Manager) Resume(name string) error { return m.act(name, (*Transfer).Resume) }
-func (m *Manager) Cancel(name string) error { return m.act(name, (*Transfer).Cancel) }
+func (m *Manager) Cancel(name string) error {
+	if m.Transfer(name) != nil {
+		return m.act(name, (*Transfer).Cancel)
+	}
+	key, err := m.localName(name)
+	if err != nil {
+		return err
+	}
+	m.manifest.Lock()
+	defer m.manifest.Unlock()
+	man, err := m.store.Load(key)
+	if err != nil {
+		return err
+	}
+	if !unfinished(man.State) {
+		return fmt.Errorf("%s has no download to cancel (it is %s)", name, man.State)
+	}
+	dir := m.store.ModelDir(key)
+	for i, f := range man.Files {
+		if f.State == store.FileComplete || f.State == store.FileCorrupt {
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(f.Name))
+		for _, q := range []string{p + ".part", p + ".part.json"} {
+			if err := os.Remove(q); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("cancel %s: %w", name, err)
+			}
+		}
+		man.Files[i].State, man.Files[i].Error = store.FilePending, ""
+	}
+	man.State, man.Error = store.StateCanceled, ""
+	return m.store.Save(man)
+}
+
+// unfinished reports whether a manifest's state is a download that has not
+// ended: running, paused, or cut off while it ran.
+func unfinished(s store.State) bool { return s == store.StateDownloading || s == store.StatePaused }
+
+// kept is the event of a download no transfer runs: paused, with the bytes its
+// verified and partial files hold.
+func (m *Manager) kept(man *store.Manifest) Event {
+	ev := Event{Model: man.Name, State: string(store.StatePaused), ETA: -1}
+	dir := m.store.ModelDir(man.Name)
+	for _, f := range man.Files {
+		ev.Total += f.Size
+		if f.State == store.FileComplete {
+			ev.Done += f.Size
+		} else {
+			ev.Done += min(download.PartSize(dir, f.Name), f.Size)
+		}
+	}
+	return ev
+}
 
 func (m *Manager) act(name string, f func(*Transfer)) error {
 	t := m.Transfer(name)

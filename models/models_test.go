@@ -723,6 +723,87 @@ func TestPauseAtConfigWeightsBoundary(t *testing.T) {
 	}
 }
 
+// TestCutOffDownloadIsPausedAndCancels: a download cut off while it ran (the
+// program killed, the PC off: its manifest still says downloading, as
+// TestPullKilledAndRestarted sees) was listed as downloading by the next
+// process, whose Pause and Cancel then failed with "no download running": a
+// dead end. It is listed as paused with the bytes kept; Cancel removes the
+// partial files and keeps the verified ones; Pull then fetches the rest.
+func TestCutOffDownloadIsPausedAndCancels(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	files := repoFiles(t, 17)
+	const repo = "acme/cutoff"
+	h.Add(repo, &hubtest.Repo{Files: files})
+	h.SetBytesPerSec(512 << 10)
+	dir := t.TempDir()
+	m := newManager(t, h, dir, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	tr, err := m.Pull(ctx, repo, PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := m.store.ModelDir(repo)
+	shard := files[2].Name
+	waitUntil := time.Now().Add(30 * time.Second)
+	for download.PartSize(md, shard) < 100<<10 {
+		if time.Now().After(waitUntil) {
+			t.Fatal("no progress")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	tr.Wait()
+	// As a kill leaves it: the manifest says downloading, and no transfer runs.
+	man, err := m.store.Load(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man.State = store.StateDownloading
+	if err := m.store.Save(man); err != nil {
+		t.Fatal(err)
+	}
+
+	m = newManager(t, h, dir, "") // the next process
+	var e *Entry
+	ents, err := m.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ents {
+		if ents[i].ID == repo {
+			e = &ents[i]
+		}
+	}
+	if e == nil || e.State != "paused" || e.Progress == nil || e.Progress.State != "paused" ||
+		e.Progress.Done < 100<<10 || e.Progress.Total != man.TotalSize() {
+		t.Fatalf("a cut-off download listed as %+v (progress %+v); want paused with the bytes kept", e, e.Progress)
+	}
+	if err := m.Cancel(repo); err != nil {
+		t.Fatalf("Cancel of a cut-off download: %v", err)
+	}
+	if n := download.PartSize(md, shard); n != 0 {
+		t.Errorf("%s.part holds %d bytes after Cancel", shard, n)
+	}
+	if got, _ := download.HashFile(filepath.Join(md, "config.json")); got != files[0].SHA256() {
+		t.Error("Cancel removed the verified config.json")
+	}
+	if man, _ := m.store.Load(repo); man == nil || man.State != store.StateCanceled {
+		t.Errorf("manifest after Cancel: %+v", man)
+	}
+	if err := m.Cancel(repo); err == nil {
+		t.Error("a second Cancel found a download to cancel")
+	}
+	h.SetBytesPerSec(0)
+	if tr, err = m.Pull(context.Background(), repo, PullOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, md, files)
+}
+
 // TestPullGGUFWithCompanion pulls the catalog's GGUF entry from a fake hub that serves
 // both repos: only the chosen quantization of the GGUF repo, plus config.json and
 // tokenizer.json from the base repo, all verified into one model folder.

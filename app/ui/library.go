@@ -451,7 +451,11 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 	cancel := func() *widget.Button {
 		lost := func() string {
 			kept := "The part downloaded so far"
-			if done := l.live[name].Done; done > 0 {
+			done := c.entry.Progress.Done // a paused download's, after a restart
+			if ev, ok := l.live[name]; ok {
+				done = ev.Done
+			}
+			if done > 0 {
 				kept = "The " + formatBytes(done) + " downloaded so far"
 			}
 			return kept + " will be removed; Pause keeps it, to resume later."
