@@ -99,6 +99,17 @@ type ModeReport struct {
 	// EnglishShuffled (reference rows only) is English of the same real pages
 	// with each page's words shuffled: the score of salad of the right words.
 	EnglishShuffled float64 `json:"english_bigrams_shuffled,omitempty"`
+	// BitsPerWord is the second "reads like English" measure: the
+	// cross-entropy, in bits per word, of the shown text's words under a
+	// Kneser-Ney trigram model of the training pages' words (KneserNey),
+	// pooled over the pages. It rewards common words as much as good order:
+	// the real pages score worse than salad of common words, their content
+	// words being rare.
+	BitsPerWord float64 `json:"bits_per_word"`
+	// OrderGain is what the words' order is worth: BitsPerWord of the same
+	// words shuffled within each page, less BitsPerWord. Given the words, how
+	// much does their order look like the training pages' order.
+	OrderGain float64 `json:"order_gain_bits"`
 	// RougeL (seen titles) is the mean ROUGE-L F1 of the shown page's words
 	// after its heading against its corpus entry's. On the reference row it is
 	// the chance level: each entry against the next title's entry.
@@ -351,7 +362,7 @@ func generate(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, runs []e
 	n := len(pages)
 	for _, rn := range runs {
 		mode := rn.mode
-		sc := scorer{known: known, ref: ref, render: opts.Render}
+		sc := newScorer(known, ref, opts.Render)
 		var times, firsts []float64
 		var tokens, steps, canvases int
 		for i := 0; i < n; i++ {
@@ -427,21 +438,25 @@ func spread(pages []Record, n int) []Record {
 	return out
 }
 
-// reference is what the English measure compares with: the training pages'
-// word bigrams, and the words of each seen title's entry, left out when that
-// title's page is scored.
+// reference is what the English measures compare with: the training pages'
+// word bigrams and their Kneser-Ney model, and the words of each seen title's
+// entry, left out when that title's page is scored.
 type reference struct {
 	bigrams *Bigrams
+	kn      *KneserNey
 	entry   map[string][]string // seen title → words of its training page
 }
 
-// newReference counts the bigrams of the training pages and keeps the words of
-// the seen ones.
+// newReference counts the bigrams of the training pages, fits the Kneser-Ney
+// model on the same words, and keeps the words of the seen ones.
 func newReference(pages, seen []Record) *reference {
 	r := &reference{bigrams: NewBigrams(nil), entry: map[string][]string{}}
-	for _, p := range pages {
-		r.bigrams.Add(ShownWords(p.Answer, false))
+	texts := make([][]string, len(pages))
+	for i, p := range pages {
+		texts[i] = ShownWords(p.Answer, false)
+		r.bigrams.Add(texts[i])
 	}
+	r.kn = NewKneserNey(texts)
 	for _, p := range seen {
 		r.entry[p.Title] = ShownWords(p.Answer, false)
 	}
@@ -452,7 +467,7 @@ func newReference(pages, seen []Record) *reference {
 // (seen titles), RougeL is the chance level, each entry against the next
 // one's; EnglishShuffled is English of each page's words in a shuffled order.
 func (ref *reference) real(pages []Record, entries []string, known map[string]bool, render func(string) string) ModeReport {
-	sc := scorer{known: known, ref: ref, render: render}
+	sc := newScorer(known, ref, render)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var shufHit, shufTotal int
 	var chance float64
@@ -494,9 +509,15 @@ type scorer struct {
 	knownN, total int
 	frag, fragRaw int
 	engHit, engN  int
+	order         OrderScore
+	orderRNG      *rand.Rand // shuffles each page's words for order
 	rouge         float64
 	rougeN        int
 	samples       []Sample
+}
+
+func newScorer(known map[string]bool, ref *reference, render func(string) string) scorer {
+	return scorer{known: known, ref: ref, render: render, orderRNG: rand.New(rand.NewPCG(1, 3))}
 }
 
 // add checks one page (with entry, the corpus text of its title, also how
@@ -505,8 +526,10 @@ func (s *scorer) add(page, title, entry string) PageCheck {
 	shown := s.render(page)
 	s.fragRaw += markup.Count(page)
 	s.frag += markup.Count(shown)
-	h, t := s.ref.bigrams.Attested(ShownWords(shown, false), s.ref.entry[title])
+	words := ShownWords(shown, false)
+	h, t := s.ref.bigrams.Attested(words, s.ref.entry[title])
 	s.engHit, s.engN = s.engHit+h, s.engN+t
+	s.order.Add(s.ref.kn, words, s.orderRNG)
 	if entry != "" {
 		s.rouge += RougeL(ShownWords(shown, true), ShownWords(s.render(entry), true))
 		s.rougeN++
@@ -549,6 +572,7 @@ func (s *scorer) report() ModeReport {
 		mr.FragmentsUnrepaired = float64(s.fragRaw) / float64(s.pages)
 	}
 	mr.English = share(s.engHit, s.engN)
+	mr.BitsPerWord, mr.OrderGain = s.order.BitsPerWord(), s.order.OrderGain()
 	if s.rougeN > 0 {
 		mr.RougeL = s.rouge / float64(s.rougeN)
 	}

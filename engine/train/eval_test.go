@@ -75,6 +75,12 @@ func TestEvaluate(t *testing.T) {
 	if r := rep.Reference; math.Abs(r.English-0.5) > 1e-9 || r.RougeL != 0 || r.Fragments != 0 || r.FragmentsUnrepaired != 0 {
 		t.Errorf("held-out reference: English %v (want 0.5), ROUGE-L %v, fragments %v/%v", r.English, r.RougeL, r.Fragments, r.FragmentsUnrepaired)
 	}
+	// The Kneser-Ney measure of every row: the real pages' order is the
+	// training pages' ("… is an operating system"), worth bits over salad.
+	if r := rep.Reference; !(r.BitsPerWord > 0) || !(r.OrderGain > 0.5) || !(rep.Diffusion.BitsPerWord > 0) || !(rep.AR.BitsPerWord > 0) {
+		t.Errorf("Kneser-Ney measure: reference %v bits/word, order gain %v; diffusion %v, ar %v bits/word",
+			r.BitsPerWord, r.OrderGain, rep.Diffusion.BitsPerWord, rep.AR.BitsPerWord)
+	}
 	if rendered == 0 || rep.Settings["seen"] != 2 || rep.Goals["diffusion_fragments_shown_0"] != (rep.Diffusion.Fragments == 0) {
 		t.Errorf("renderer called %d times, settings %v, goals %v", rendered, rep.Settings, rep.Goals)
 	}
@@ -167,7 +173,7 @@ func TestScorerMeasures(t *testing.T) {
 	ref := newReference([]Record{a, b}, []Record{b})
 	// The renderer takes out the one fragment the page has.
 	render := func(p string) string { return strings.Replace(p, `languageset"&gt;`, "", 1) }
-	sc := scorer{known: WordSetOf([]string{a.Answer, b.Answer}), ref: ref, render: render}
+	sc := newScorer(WordSetOf([]string{a.Answer, b.Answer}), ref, render)
 	sc.add(`<h1>B</h1><p>the cat sat on the rug languageset"&gt;</p>`, "B", b.Answer)
 	mr := sc.report()
 	if mr.FragmentsUnrepaired != 1 || mr.Fragments != 0 {
