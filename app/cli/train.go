@@ -567,6 +567,8 @@ func runTrainEval(env *Env, args []string) error {
 		if m.r.EnglishShuffled > 0 {
 			fmt.Fprintf(env.Stdout, " (words shuffled %.1f%%)", 100*m.r.EnglishShuffled)
 		}
+		fmt.Fprintf(env.Stdout, ", Kneser-Ney %.2f bits/word (order gain %.2f over the words shuffled)",
+			m.r.BitsPerWord, m.r.OrderGain)
 		if m.r.RougeL > 0 && strings.HasSuffix(m.name, "reference") {
 			fmt.Fprintf(env.Stdout, ", ROUGE-L of another title's entry (chance) %.3f", m.r.RougeL)
 		} else if m.r.RougeL > 0 {
