@@ -101,8 +101,9 @@ type ModeReport struct {
 	EnglishShuffled float64 `json:"english_bigrams_shuffled,omitempty"`
 	// BitsPerWord is the second "reads like English" measure: the
 	// cross-entropy, in bits per word, of the shown text's words under a
-	// Kneser-Ney trigram model of the training pages' words (KneserNey),
-	// pooled over the pages. It rewards common words as much as good order:
+	// Kneser-Ney trigram model of the training pages' words (KneserNey; for a
+	// title seen in training, with its own entry taken out), pooled over the
+	// pages. It rewards common words as much as good order:
 	// the real pages score worse than salad of common words, their content
 	// words being rare.
 	BitsPerWord float64 `json:"bits_per_word"`
@@ -529,7 +530,7 @@ func (s *scorer) add(page, title, entry string) PageCheck {
 	words := ShownWords(shown, false)
 	h, t := s.ref.bigrams.Attested(words, s.ref.entry[title])
 	s.engHit, s.engN = s.engHit+h, s.engN+t
-	s.order.Add(s.ref.kn, words, s.orderRNG)
+	s.order.Add(s.ref.kn.Without(s.ref.entry[title]), words, s.orderRNG)
 	if entry != "" {
 		s.rouge += RougeL(ShownWords(shown, true), ShownWords(s.render(entry), true))
 		s.rougeN++

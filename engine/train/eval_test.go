@@ -188,6 +188,11 @@ func TestScorerMeasures(t *testing.T) {
 	if math.Abs(mr.RougeL-5.0/6) > 1e-12 {
 		t.Errorf("ROUGE-L %v, want 5/6", mr.RougeL)
 	}
+	// The Kneser-Ney measure scores the page by the model without B's entry.
+	shown := ShownWords(`<h1>B</h1><p>the cat sat on the rug</p>`, false)
+	if b, n := ref.kn.Without(ref.entry["B"]).Bits(shown); math.Abs(mr.BitsPerWord-b/float64(n)) > 1e-12 {
+		t.Errorf("bits/word %v, want %v: the model without B's entry", mr.BitsPerWord, b/float64(n))
+	}
 	// The real pages: B without itself (sat-on, on-the: 2 of 6); shuffled
 	// words score less; the chance ROUGE-L of A against B and B against A.
 	real := ref.real([]Record{a, b}, []string{a.Answer, b.Answer}, sc.known, render)

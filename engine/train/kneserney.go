@@ -41,6 +41,18 @@ type KneserNey struct {
 	ctx1  map[int32]knContext  // v: N1+(•v•), N1+(v•)
 	cc1   map[int32]int32      // w: N1+(••w)
 	cc1N  int                  // N1+(•••)
+	out   *knCounts            // counts taken out (Without), or nil
+}
+
+// knCounts are the counts of KneserNey, as differences when they are what
+// Without takes out.
+type knCounts struct {
+	c3   map[uint64]int32
+	ctx2 map[uint64]knContext
+	cc2  map[uint64]int32
+	ctx1 map[int32]knContext
+	cc1  map[int32]int32
+	cc1N int
 }
 
 // knContext is what one context holds: the total count of what follows it
@@ -111,29 +123,118 @@ func (m *KneserNey) ids(words []string) []int32 {
 	return ids
 }
 
+// Without is the model fitted on the same texts less text, one of them: the
+// counts text added are taken out, so a page is not scored by a model that
+// has seen it. Its words keep their places in the vocabulary (a word seen
+// only in text, twice or more, stays a word with no counts: p1's add-one
+// share), so the model is the one fitted without text when that leaves
+// every word's count at two or more. Without(nil) is m.
+func (m *KneserNey) Without(text []string) *KneserNey {
+	if len(text) == 0 {
+		return m
+	}
+	d := &knCounts{c3: map[uint64]int32{}, ctx2: map[uint64]knContext{}, cc2: map[uint64]int32{},
+		ctx1: map[int32]knContext{}, cc1: map[int32]int32{}}
+	ids := m.ids(text)
+	for i := 2; i < len(ids); i++ {
+		d.c3[knKey3(ids[i-2], ids[i-1], ids[i])]++
+	}
+	// Trigrams that text alone wrote leave their contexts' and
+	// continuations' distinct counts...
+	for k3, n := range d.c3 {
+		n = min(n, m.c3[k3]) // text was fitted; a stranger takes out no more than there is
+		d.c3[k3] = n
+		u, v, w := int32(k3>>42), int32(k3>>21&(1<<21-1)), int32(k3&(1<<21-1))
+		c := d.ctx2[knKey2(u, v)]
+		c.total += n
+		if n > 0 && n == m.c3[k3] {
+			c.distinct++
+			d.cc2[knKey2(v, w)]++
+		}
+		d.ctx2[knKey2(u, v)] = c
+	}
+	// ...and bigram continuations left with none leave the lowest order's.
+	for k2, n := range d.cc2 {
+		v, w := int32(k2>>32), int32(uint32(k2))
+		c := d.ctx1[v]
+		c.total += n
+		if n == m.cc2[k2] {
+			c.distinct++
+			d.cc1[w]++
+			d.cc1N++
+		}
+		d.ctx1[v] = c
+	}
+	without := *m
+	without.out = d
+	return &without
+}
+
+// The counts, less what Without took out.
+
+func (m *KneserNey) count3(k uint64) int32 {
+	if m.out == nil {
+		return m.c3[k]
+	}
+	return m.c3[k] - m.out.c3[k]
+}
+
+func (m *KneserNey) context2(k uint64) knContext {
+	c := m.ctx2[k]
+	if m.out != nil {
+		o := m.out.ctx2[k]
+		c.total, c.distinct = c.total-o.total, c.distinct-o.distinct
+	}
+	return c
+}
+
+func (m *KneserNey) count2(k uint64) int32 {
+	if m.out == nil {
+		return m.cc2[k]
+	}
+	return m.cc2[k] - m.out.cc2[k]
+}
+
+func (m *KneserNey) context1(v int32) knContext {
+	c := m.ctx1[v]
+	if m.out != nil {
+		o := m.out.ctx1[v]
+		c.total, c.distinct = c.total-o.total, c.distinct-o.distinct
+	}
+	return c
+}
+
+func (m *KneserNey) count1(w int32) (n int32, total int) {
+	if m.out == nil {
+		return m.cc1[w], m.cc1N
+	}
+	return m.cc1[w] - m.out.cc1[w], m.cc1N - m.out.cc1N
+}
+
 // Vocabulary is V: the words the model knows (seen more than once) and <unk>.
 func (m *KneserNey) Vocabulary() int { return m.v }
 
 func (m *KneserNey) p1(w int32) float64 {
-	return float64(m.cc1[w]+1) / float64(m.cc1N+m.v)
+	n, total := m.count1(w)
+	return float64(n+1) / float64(total+m.v)
 }
 
 func (m *KneserNey) p2(v, w int32) float64 {
-	c, ok := m.ctx1[v]
-	if !ok || c.total == 0 {
+	c := m.context1(v)
+	if c.total == 0 {
 		return m.p1(w)
 	}
 	t := float64(c.total)
-	return max(float64(m.cc2[knKey2(v, w)])-KNDiscount, 0)/t + KNDiscount*float64(c.distinct)/t*m.p1(w)
+	return max(float64(m.count2(knKey2(v, w)))-KNDiscount, 0)/t + KNDiscount*float64(c.distinct)/t*m.p1(w)
 }
 
 func (m *KneserNey) p3(u, v, w int32) float64 {
-	c, ok := m.ctx2[knKey2(u, v)]
-	if !ok || c.total == 0 {
+	c := m.context2(knKey2(u, v))
+	if c.total == 0 {
 		return m.p2(v, w)
 	}
 	t := float64(c.total)
-	return max(float64(m.c3[knKey3(u, v, w)])-KNDiscount, 0)/t + KNDiscount*float64(c.distinct)/t*m.p2(v, w)
+	return max(float64(m.count3(knKey3(u, v, w)))-KNDiscount, 0)/t + KNDiscount*float64(c.distinct)/t*m.p2(v, w)
 }
 
 // Prob is p(w | u, v), the probability that w follows the words u and v

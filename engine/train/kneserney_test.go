@@ -244,3 +244,42 @@ func TestOrderGain(t *testing.T) {
 		t.Errorf("no words: %v, %v", empty.OrderGain(), empty.BitsPerWord())
 	}
 }
+
+// TestKneserNeyWithout: taking a text's counts out gives the model fitted
+// without it, p(w|u,v) for every context and word, when the vocabulary stays
+// the same; Without(nil) is the model itself.
+func TestKneserNeyWithout(t *testing.T) {
+	extra := ShownWords("<h1>Unix</h1><p>It is a family of operating systems from the original Unix.</p>", false)
+	others := knFixtureTexts()
+	full := NewKneserNey(append(slices.Clone(others), extra))
+	refit, without := NewKneserNey(others), full.Without(extra)
+	if refit.Vocabulary() != full.Vocabulary() {
+		t.Fatalf("fixture: the vocabulary changes without the text (%d, %d words)", refit.Vocabulary(), full.Vocabulary())
+	}
+	if full.Without(nil) != full {
+		t.Errorf("Without(nil) is a new model")
+	}
+	words := append(newNaiveKN(others).words(), "")
+	changed := 0
+	for _, u := range words {
+		for _, v := range words {
+			for _, w := range words[:len(words)-1] {
+				got, want := without.Prob(u, v, w), refit.Prob(u, v, w)
+				if math.Abs(got-want) > 1e-12 {
+					t.Fatalf("p(%s | %q %q) without the text = %v, fitted without it %v", w, u, v, got, want)
+				}
+				if math.Abs(got-full.Prob(u, v, w)) > 1e-12 {
+					changed++
+				}
+			}
+		}
+	}
+	if changed == 0 {
+		t.Fatal("fixture: the text changes no probability")
+	}
+	out, _ := without.Bits(extra)
+	in, _ := full.Bits(extra)
+	if out <= in {
+		t.Errorf("the text scores %v bits left out, %v seen; want more left out", out, in)
+	}
+}
