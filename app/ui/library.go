@@ -30,6 +30,9 @@ type Library interface {
 	Cancel(name string) error // stop and remove partial files
 	Delete(name string) error // remove a downloaded model
 	SetActive(name, profile string) error
+	// Convert makes profile from the downloaded model on this PC, reporting as
+	// download events ("converting", then "done" or "failed").
+	Convert(name, profile string) error
 	ActiveName() string // display name of the active model
 	// Store is the models folder and its free space in bytes.
 	Store() (dir string, free int64, err error)
@@ -64,6 +67,7 @@ type ProfileFit struct {
 	// ConvertedFrom is the profile downloaded to make this one on this PC ("bf16"),
 	// empty when the profile is downloaded as it is.
 	ConvertedFrom string
+	Made          bool   // this PC holds the conversion (ConvertedFrom profiles only)
 	Verdict       string // "fits", "tight", "won't fit", "unknown"
 	Detail        string // why the verdict is "unknown"
 	// The estimate behind a verdict: memory needed (of which the weights) at
@@ -274,6 +278,9 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	c.profile = widget.NewSelect(names, func(s string) {
 		l.selected[e.Name] = s
 		c.showFit(s)
+		if c.buttons != nil { // a downloaded model's actions depend on the profile: Use, or Convert
+			l.setButtons(c, c.entry.State)
+		}
 	})
 	sel := l.selected[e.Name]
 	if sel == "" {
@@ -321,6 +328,16 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	content := container.NewVBox(title, subLbl, desc, profileRow, c.fit, c.progress, c.progLbl, c.probBox, c.buttons, license)
 	c.card = widget.NewCard("", "", content)
 	return c
+}
+
+// selectedProfile is the profile picked on the card.
+func (c *libraryCard) selectedProfile() (ProfileFit, bool) {
+	for _, p := range c.entry.Profiles {
+		if p.Name == c.profile.Selected {
+			return p, true
+		}
+	}
+	return ProfileFit{}, false
 }
 
 func (c *libraryCard) showFit(profile string) {
@@ -466,7 +483,13 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 	var bs []fyne.CanvasObject
 	switch state {
 	case "built in", "ready":
-		if !c.entry.Active {
+		if pf, ok := c.selectedProfile(); ok && c.entry.State == "ready" && pf.ConvertedFrom != "" && !pf.Made {
+			// Downloaded, but not yet in this profile (picked after the download, or a
+			// restart came between the download and its conversion).
+			conv := act("Convert to "+pf.Name, theme.ViewRefreshIcon(), func() error { return lib.Convert(name, pf.Name) })
+			conv.Importance = widget.HighImportance
+			bs = append(bs, conv)
+		} else if !c.entry.Active {
 			use := act("Use", theme.ConfirmIcon(), func() error {
 				err := lib.SetActive(name, c.profile.Selected)
 				if err == nil {

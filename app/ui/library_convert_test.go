@@ -82,6 +82,74 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 	}
 }
 
+// TestLibraryConvertsAfterTheDownload: a model downloaded as published (bf16),
+// with int8 picked afterwards — or a restart between a download and its
+// conversion, which forgets the profile that was asked for — offers "Convert to
+// int8", which makes it; the card offered Use, which failed with "has no int8
+// version yet: download it with that profile", and no Download button to do so.
+func TestLibraryConvertsAfterTheDownload(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := tiny.Write(src); err != nil {
+		t.Fatal(err)
+	}
+	var files []*hubtest.File
+	for _, name := range []string{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, &hubtest.File{Name: name, Data: b, LFS: name == "model.safetensors"})
+	}
+	h := hubtest.New()
+	t.Cleanup(h.Close)
+	e, _ := catalog.Find(catalog.DiffusionGemmaID)
+	h.Add(e.Repo, &hubtest.Repo{Files: files})
+	a, lib := libraryApp(t, h.URL, download.Options{Interval: 20 * time.Millisecond, BackoffBase: 5 * time.Millisecond},
+		hw.Info{RAMTotal: 64 << 30})
+	l := a.Library
+	card := func() *libraryCard { return libraryCardOf(l, catalog.DiffusionGemmaID) }
+	state := func() string {
+		if c := card(); c != nil {
+			return uiRead(func() string { return c.entry.State })
+		}
+		return ""
+	}
+	buttons := func() string {
+		c := card()
+		if c == nil {
+			return ""
+		}
+		return shownText(c.buttons)
+	}
+	waitFor(t, "the catalog", func() bool { return card() != nil })
+	selectProfile(card(), "bf16")
+	tapButton(t, card().buttons, "Download")
+	waitFor(t, "the download", func() bool { return state() == "ready" })
+
+	selectProfile(card(), "int8")
+	if b := buttons(); !strings.Contains(b, "Convert to int8") || strings.Contains(b, "Use") {
+		t.Fatalf("bf16 downloaded, int8 picked: buttons %q; want Convert to int8, not Use", b)
+	}
+	tapButton(t, card().buttons, "Convert to int8")
+	waitFor(t, "the int8 version", func() bool {
+		es, _ := lib.m.Entries()
+		for _, e := range es {
+			if e.ID == catalog.DiffusionGemmaID && len(e.Derived) == 1 && e.Derived[0].Profile == "int8" {
+				return state() == "ready"
+			}
+		}
+		return false
+	})
+	selectProfile(card(), "int8")
+	if b := buttons(); !strings.Contains(b, "Use") || strings.Contains(b, "Convert") {
+		t.Errorf("int8 made: buttons %q; want Use", b)
+	}
+	if p := shownText(card().probBox); p != "" {
+		t.Errorf("card error: %s", p)
+	}
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)

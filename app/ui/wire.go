@@ -257,7 +257,11 @@ func (l *managerLibrary) Entries() ([]LibraryEntry, error) {
 			le.State = le.Progress.State
 		}
 		for _, p := range e.Profiles {
-			le.Profiles = append(le.Profiles, profileFit(e, p, info))
+			pf := profileFit(e, p, info)
+			for _, d := range e.Derived {
+				pf.Made = pf.Made || (pf.ConvertedFrom != "" && d.Profile == pf.Name)
+			}
+			le.Profiles = append(le.Profiles, pf)
 		}
 		out = append(out, le)
 	}
@@ -400,6 +404,22 @@ func (l *managerLibrary) convertAfter(t *models.Transfer, name string, p quant.P
 	if err := t.Wait(); err != nil {
 		return // the download's own events report it
 	}
+	l.convert(name, p)
+}
+
+// Convert converts the downloaded model into profile, as a download with that
+// profile does once the files are in.
+func (l *managerLibrary) Convert(name, profile string) error {
+	p, err := quant.ParseProfile(profile)
+	if err != nil {
+		return err
+	}
+	go l.convert(name, p)
+	return nil
+}
+
+// convert converts the downloaded model into profile p, reporting as download events.
+func (l *managerLibrary) convert(name string, p quant.Profile) {
 	l.emit(DownloadEvent{Name: name, State: "converting"})
 	_, _, err := l.m.Quantize(context.Background(), name, models.QuantizeOptions{Profile: p,
 		Progress: func(pr convert.Progress) {
