@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -520,6 +521,22 @@ func (c *Chat) answer() {
 	})
 }
 
+// chatTooLong says what to do when a chat no longer fits in the model's context
+// (earlier says the chat has turns before the last message): every answer in it
+// would fail the same way, so the way on is a new chat, or a shorter message.
+func chatTooLong(ce *engine.ContextError, earlier bool) string {
+	if ce.MaxNew > ce.Limit {
+		return fmt.Sprintf("Max new tokens in Settings (%d) is more than this model can read and write at once (%d tokens): "+
+			"lower it in Settings, or clear it to use the model's default.", ce.MaxNew, ce.Limit)
+	}
+	if !earlier {
+		return fmt.Sprintf("This message is too long for the model to read at once (%d tokens; with room for the answer "+
+			"it needs %d of the %d it reads): send a shorter one.", ce.Prompt, ce.Need, ce.Limit)
+	}
+	return fmt.Sprintf("This chat is now too long for the model to read at once (%d tokens; with room for the answer "+
+		"it needs %d of the %d it reads): start a New chat to go on.", ce.Prompt, ce.Need, ce.Limit)
+}
+
 // showPartial shows the committed part of the answer as the last message.
 func (c *Chat) showPartial(t *chats.Thread, text string) {
 	objs := c.messages.Objects
@@ -544,7 +561,12 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 		c.live.Hide()
 		if err != nil {
 			c.status.SetText("Error")
-			c.showError(plainError("answer", err))
+			var ce *engine.ContextError
+			if errors.As(err, &ce) {
+				c.showError(chatTooLong(ce, len(t.Messages) > 1))
+			} else {
+				c.showError(plainError("answer", err))
+			}
 			c.renderMessages()
 			c.updateButtons()
 			return

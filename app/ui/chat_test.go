@@ -144,6 +144,43 @@ func TestChatDeleteAsksFirst(t *testing.T) {
 	}
 }
 
+// TestChatTooLongSaysWhatToDo: a chat grown past the model's context failed
+// every answer with "Could not answer: prompt (8100 tokens) plus 256 new tokens
+// needs 8356 positions; the model has 8192"; it says in words that the chat is
+// too long and to start a new one (or, for a first message, to send a shorter one).
+func TestChatTooLongSaysWhatToDo(t *testing.T) {
+	n := 0
+	m := &fakeModel{answers: chatAnswers(&n), fail: func(call int) error {
+		if call == 1 {
+			return nil // the first answer fits
+		}
+		return &engine.ContextError{Prompt: 8100, MaxNew: 256, Need: 8356, Limit: 8192}
+	}}
+	a := newTestApp(t, m, "")
+	c := a.Chat
+	typeText(c.input, "What is Unix?")
+	tap(c.send)
+	c.run.Wait()
+	typeText(c.input, "And Lisp?")
+	tap(c.send)
+	c.run.Wait()
+	got := uiRead(func() string { return c.errLabel.Text })
+	if !strings.Contains(got, "This chat is now too long for the model to read at once") || !strings.Contains(got, "start a New chat") ||
+		strings.Contains(got, "positions") {
+		t.Errorf("a chat past the context: %q", got)
+	}
+	asUI(c.NewThread)
+	typeText(c.input, "A very long paste")
+	tap(c.send)
+	c.run.Wait()
+	if got := uiRead(func() string { return c.errLabel.Text }); !strings.Contains(got, "This message is too long") || !strings.Contains(got, "send a shorter one") {
+		t.Errorf("a first message past the context: %q", got)
+	}
+	if got := chatTooLong(&engine.ContextError{MaxNew: 10000, Limit: 8192}, true); !strings.Contains(got, "Max new tokens in Settings (10000)") {
+		t.Errorf("max new tokens past the context: %q", got)
+	}
+}
+
 func TestChatCorruptThreadReported(t *testing.T) {
 	dir := t.TempDir()
 	n := 0

@@ -26,6 +26,9 @@ type fakeModel struct {
 	// gate, if set, must yield a value before each step (tests use it to hold a
 	// generation mid-way); closing it lets generations run freely.
 	gate chan struct{}
+	// fail, if set, is asked before each generation (numbered from 1) for an
+	// error to return instead of an answer.
+	fail func(call int) error
 
 	mu    sync.Mutex
 	calls []*fakeCall
@@ -73,7 +76,13 @@ func (f *fakeModel) Generate(ctx context.Context, req engine.Request) (*engine.R
 	call := &fakeCall{req: req}
 	f.mu.Lock()
 	f.calls = append(f.calls, call)
+	n := len(f.calls)
 	f.mu.Unlock()
+	if f.fail != nil {
+		if err := f.fail(n); err != nil {
+			return nil, err
+		}
+	}
 	start := time.Now()
 	var ids []int
 	for _, r := range f.answers(req) {
