@@ -109,6 +109,7 @@ func newChat(a *App) *Chat {
 	c.input.SetMinRowsVisible(2)
 	c.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), c.Send)
 	c.send.Importance = widget.HighImportance
+	c.input.OnChanged = func(string) { c.updateButtons() } // Send is on once there is something to send
 	c.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), c.Stop)
 	c.stop.Disable()
 	c.regen = widget.NewButtonWithIcon("Regenerate", theme.ViewRefreshIcon(), c.Regenerate)
@@ -394,7 +395,7 @@ func (e *chatInput) TypedKey(k *fyne.KeyEvent) {
 }
 
 func (c *Chat) updateButtons() {
-	setEnabled(c.send, !c.answering)
+	setEnabled(c.send, !c.answering && strings.TrimSpace(c.input.Text) != "")
 	setEnabled(c.stop, c.answering)
 	setEnabled(c.regen, !c.answering && c.cur != nil && len(c.cur.Messages) > 0)
 }

@@ -46,9 +46,14 @@ func TestChatSendStopRegenerateAndRestart(t *testing.T) {
 	if th.Title != "What is Unix?" {
 		t.Errorf("title %q", th.Title)
 	}
-	if c.input.Text != "" || c.send.Disabled() || !c.stop.Disabled() {
-		t.Error("input/buttons not reset after the answer")
+	if c.input.Text != "" || !c.send.Disabled() || !c.stop.Disabled() {
+		t.Error("input/buttons not reset after the answer (Send waits for something to send)")
 	}
+	typeText(c.input, "  ")
+	if !c.send.Disabled() {
+		t.Error("Send is on with only spaces to send")
+	}
+	asUI(func() { c.input.SetText("") })
 
 	// Regenerate replaces the last answer.
 	tap(c.regen)
