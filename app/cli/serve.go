@@ -76,6 +76,11 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	if _, err := server.New(opts); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	if err := server.CheckAddr(*addr); errors.Is(err, server.ErrPortInUse) {
+		return fmt.Errorf("serve: %w: choose another port with --addr 127.0.0.1:PORT, or leave --addr out for a free one", err)
+	} else if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	src, id, err := serveSource(*model)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

@@ -35,6 +35,19 @@ func TestServeArguments(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want exit 1 and one line with %q", c.args, code, stderr, c.want)
 		}
 	}
+	// A port another program holds: said at once, before any model is looked
+	// for or loaded (it was said after the load, in net's words: "listen tcp …:
+	// bind: address already in use").
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	_, stderr, code := wikiRun("serve", "--addr", busy.Addr().String(), "--model", "/nonexistent/model")
+	if want := "another program is using that port"; code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "--addr") ||
+		strings.Contains(stderr, "nonexistent") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("a port in use: exit %d, stderr %q; want one line with %q and --addr, before the model", code, stderr, want)
+	}
 	if out, _, code := wikiRun("serve", "--help"); code != 0 || !strings.Contains(out, "-addr") || !strings.Contains(out, "-no-token") {
 		t.Errorf("serve --help: exit %d, %q", code, out)
 	}

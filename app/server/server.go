@@ -274,6 +274,37 @@ func (s *Server) generate(ctx context.Context, m *Model, req engine.Request) (*e
 	return m.Engine.Generate(ctx, req)
 }
 
+// ErrPortInUse is wrapped by Start and CheckAddr when another program holds the
+// port asked for.
+var ErrPortInUse = errors.New("another program is using that port (another darkroom serve, or the Darkroom app's local server?)")
+
+// CheckAddr reports whether the server could listen on addr now: a loopback
+// address whose port is free. `darkroom serve` asks before it loads a model,
+// so that a port in use is said at once, not after the load.
+func CheckAddr(addr string) error {
+	a, err := loopbackAddr(addr)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	ln, err := listen(a)
+	if err != nil {
+		return err
+	}
+	return ln.Close()
+}
+
+// listen listens on the loopback address addr, a port in use wrapping ErrPortInUse.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if addrInUse(err) {
+		return nil, fmt.Errorf("server: %s: %w", addr, ErrPortInUse)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("server: listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
 // loopbackAddr returns addr with a default host and port, or ErrNotLoopback.
 func loopbackAddr(addr string) (string, error) {
 	if addr == "" {
@@ -315,9 +346,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.closed {
 		return errors.New("server: closed")
 	}
-	ln, err := net.Listen("tcp", s.opts.Addr)
+	ln, err := listen(s.opts.Addr)
 	if err != nil {
-		return fmt.Errorf("server: listen on %s: %w", s.opts.Addr, err)
+		return err
 	}
 	s.ln = ln
 	_, s.port, _ = net.SplitHostPort(ln.Addr().String())

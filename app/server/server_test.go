@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -44,6 +45,33 @@ func TestNewRefusesNonLoopback(t *testing.T) {
 	}
 	if _, err := New(Options{Engine: &fakeGen{}, Token: "short"}); err == nil {
 		t.Error("a 5-character token was accepted")
+	}
+}
+
+// TestPortInUse: a port another program holds is ErrPortInUse, from CheckAddr
+// and from Start alike, and a free one checks out.
+func TestPortInUse(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	if err := CheckAddr(addr); !errors.Is(err, ErrPortInUse) {
+		t.Errorf("CheckAddr(%s) = %v; want ErrPortInUse", addr, err)
+	}
+	s, err := New(Options{Addr: addr, Engine: &fakeGen{final: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); !errors.Is(err, ErrPortInUse) {
+		t.Errorf("Start on %s = %v; want ErrPortInUse", addr, err)
+	}
+	if err := CheckAddr("127.0.0.1:0"); err != nil {
+		t.Errorf("a free port: %v", err)
+	}
+	if err := CheckAddr("0.0.0.0:0"); !errors.Is(err, ErrNotLoopback) {
+		t.Errorf("not loopback: %v", err)
 	}
 }
 
