@@ -107,6 +107,11 @@ jq -e '.trained_on == "FOLDOC and the Jargon File"' "$copy/assets/mini/card.json
 	fail "card.json: $(cat "$copy/assets/mini/card.json")"
 [ -f "$copy/assets/mini/README.md" ] || fail "assets/mini/README.md was removed"
 jq -e '.steps_done == 3' "$copy/assets/training/recipe.json" >/dev/null || fail "assets/training/recipe.json is not the run's"
+if jq -r '.commands[]' "$copy/assets/training/recipe.json" | grep -q "/tmp/darkroom-ship-mini\\."; then
+	fail "assets/training/recipe.json's commands name the script's scratch folder: $(jq -c .commands "$copy/assets/training/recipe.json")"
+fi
+jq -e --arg run "$work/run" '.commands | any(. == "darkroom train export --run \($run) --out assets/mini --recipe assets/training")' \
+	"$copy/assets/training/recipe.json" >/dev/null || fail "the recipe's export command: $(jq -c .commands "$copy/assets/training/recipe.json")"
 grep -q '→ "safetensors F32, 0\.' "$work/out" || fail "the report does not show the new format"
 grep -q 'canvas (CPU, this PC)' "$work/out" || fail "the report does not give the canvas time"
 (cd "$copy" && go test -count=1 ./models/catalog ./assets >"$work/gotest" 2>&1) || fail "catalog and assets tests on the shipped model: $(cat "$work/gotest")"

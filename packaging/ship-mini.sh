@@ -66,6 +66,11 @@ before="$(mini_entry "$work/before")"
 
 echo "ship-mini: exporting the latest checkpoint of $run ($dtype)"
 "$work/before" train export --run "$run" --out "$work/mini" --recipe "$work/training" --dtype "$dtype"
+# The recipe's commands name where they wrote: this script's scratch folder and
+# the run's absolute path. Say them as a reader of assets/training can rerun them.
+jq --arg m "$work/mini" --arg t "$work/training" --arg r "$run" --arg given "$given" \
+	'.commands |= map(split($m) | join("assets/mini") | split($t) | join("assets/training") | split($r) | join($given))' \
+	"$work/training/recipe.json" >"$work/recipe.json" && mv "$work/recipe.json" "$work/training/recipe.json"
 bytes="$(du -cb "$work/mini"/* | tail -n 1 | cut -f1)"
 if [ "$bytes" -gt $((max_mb * 1000 * 1000)) ]; then
 	die "the exported model is $((bytes / 1000 / 1000)) MB, over the $max_mb MB the repository allows (try --dtype bf16)"
