@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2"
+
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 )
@@ -263,6 +265,32 @@ func TestRaceWithoutATopicSaysSo(t *testing.T) {
 	r.run.Wait()
 	if n := len(m.Calls()); n != 0 || r.summary.Text != raceNeedsTopic || r.startB.Disabled() {
 		t.Errorf("no topic: %d generations, summary %q, Race disabled %v; want none, %q, enabled", n, r.summary.Text, r.startB.Disabled(), raceNeedsTopic)
+	}
+}
+
+// TestRaceLinkRacesThatTopic: a link on either side's page races the topic it
+// names, as a link in the Encyclopedia opens its page; tapping one did nothing
+// (the links are drawn as links, underlined under the pointer).
+func TestRaceLinkRacesThatTopic(t *testing.T) {
+	m := &fakeModel{answers: wikiAnswers}
+	a := newTestApp(t, m, "")
+	r := a.Race
+	asUI(func() { r.content.Resize(fyne.NewSize(1000, 700)) })
+	tap(r.startB)
+	r.run.Wait()
+	tapLink(t, r.content, "Bell Labs")
+	r.run.Wait()
+	calls := m.Calls()
+	if len(calls) != 4 || calls[2].req.Prompt != assets.EncyclopediaPrompt("Bell Labs") || calls[3].req.Prompt != calls[2].req.Prompt {
+		t.Fatalf("after tapping Bell Labs: %d generations; want 4, the last two for Bell Labs", len(calls))
+	}
+	if r.topic.Text != "Bell Labs" {
+		t.Errorf("topic %q, want Bell Labs", r.topic.Text)
+	}
+	for _, p := range r.panes {
+		if p.view.Doc() == nil || p.view.Doc().Title != "Bell Labs" {
+			t.Errorf("%s pane shows %v", p.mode, p.view.Doc())
+		}
 	}
 }
 

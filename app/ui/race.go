@@ -61,7 +61,7 @@ func newRace(a *App) *Race {
 	r.panes[1] = &racePane{mode: engine.Diffusion, title: "Polaroid — diffusion, a whole canvas at a time"}
 	var cols []fyne.CanvasObject
 	for _, p := range r.panes {
-		p.view = htmlview.New(nil)
+		p.view = htmlview.New(r.onLink)
 		p.stats = widget.NewLabel("—")
 		p.stats.Truncation = fyne.TextTruncateEllipsis
 		head := widget.NewLabelWithStyle(p.title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
@@ -73,6 +73,18 @@ func newRace(a *App) *Race {
 	split := container.NewHSplit(cols[0], cols[1])
 	r.content = container.NewBorder(container.NewVBox(bar, a.modelNotice()), r.summary, nil, nil, split)
 	return r
+}
+
+// onLink races the topic a page links to, as a link in the Encyclopedia opens
+// its page: links are drawn as links, and one that did nothing would look broken.
+func (r *Race) onLink(l htmlsafe.Inline) {
+	title, ok := assets.TitleFromHref(l.Href)
+	if !ok {
+		r.summary.SetText(fmt.Sprintf("This page links to %q, which is not an encyclopedia page.", l.Href))
+		return
+	}
+	r.topic.SetText(title)
+	r.Start()
 }
 
 // raceNeedsTopic is the Race's line when Race is pressed with no topic.
