@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image/color"
+	"math"
 	"strings"
 	"time"
 
@@ -121,7 +123,7 @@ func newChat(a *App) *Chat {
 	c.errLabel.Hide()
 
 	sysBox := widget.NewAccordion(widget.NewAccordionItem("System prompt", c.system))
-	top := container.NewVBox(a.modelNotice(), container.NewBorder(nil, nil, nil, container.NewHBox(c.mode, c.thinking), sysBox), c.errLabel)
+	top := container.NewVBox(a.modelNotice(), container.NewBorder(nil, nil, nil, container.NewHBox(fitOptions(c.mode), c.thinking), sysBox), c.errLabel)
 	buttons := container.NewHBox(c.regen, c.stop, c.send)
 	bottom := container.NewVBox(container.NewBorder(nil, nil, nil, buttons, c.input), c.status)
 	right := container.NewBorder(top, bottom, nil, nil, c.scroll)
@@ -603,4 +605,19 @@ func modeLabel(m engine.Mode) string {
 		return "Printer (AR)"
 	}
 	return "Polaroid (diffusion)"
+}
+
+// fitOptions is sel, as wide as its widest option needs: Fyne sizes a Select by
+// its placeholder ("(Select one)"), so a longer choice was cut off ("Automatic ...")
+// wherever nothing stretched the picker.
+func fitOptions(sel *widget.Select) fyne.CanvasObject {
+	text := func(s string) float32 { return fyne.MeasureText(s, theme.TextSize(), fyne.TextStyle{}).Width }
+	widest := float32(0)
+	for _, o := range sel.Options {
+		widest = max(widest, text(o))
+	}
+	width := sel.MinSize().Width - text(sel.PlaceHolder) + widest
+	spacer := canvas.NewRectangle(color.Transparent)
+	spacer.SetMinSize(fyne.NewSize(float32(math.Ceil(float64(width))), 0))
+	return container.NewStack(spacer, sel)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -185,6 +187,23 @@ func TestChatTooLongSaysWhatToDo(t *testing.T) {
 	}
 	if got := chatTooLong(&engine.ContextError{MaxNew: 10000, Limit: 8192}, true); !strings.Contains(got, "Max new tokens in Settings (10000)") {
 		t.Errorf("max new tokens past the context: %q", got)
+	}
+}
+
+// TestChatModeShowsWholeChoice: the mode picker is wide enough for each of its
+// choices; it showed "Automatic ..." and "Polaroid (di..." (Fyne sizes a Select
+// by its placeholder, "(Select one)", not by its options).
+func TestChatModeShowsWholeChoice(t *testing.T) {
+	a := newTestApp(t, &fakeModel{}, "")
+	c := a.Chat
+	asUI(func() { c.content.Resize(fyne.NewSize(1000, 700)) })
+	test.LaidOutObjects(c.content)
+	text := func(s string) float32 { return fyne.MeasureText(s, theme.TextSize(), fyne.TextStyle{}).Width }
+	chrome := c.mode.MinSize().Width - text(c.mode.PlaceHolder) // what Fyne adds around the text: padding, the arrow
+	for _, o := range c.mode.Options {
+		if need := chrome + text(o); c.mode.Size().Width < need {
+			t.Errorf("the mode picker is %.0f wide; %q needs %.0f", c.mode.Size().Width, o, need)
+		}
 	}
 }
 
