@@ -15,6 +15,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/models"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
 func init() {
@@ -97,6 +98,11 @@ func (g *generateFlags) check() error {
 		return fmt.Errorf("--repetition-penalty must be a number > 0 (1 is off, 1.1–1.3 is usual), got %v", g.repPenalty)
 	}
 	return nil
+}
+
+// builtin reports whether --model names the built-in Darkroom Mini.
+func (g *generateFlags) builtin() bool {
+	return g.model == "" || strings.EqualFold(g.model, catalog.MiniID)
 }
 
 // load resolves --model and --backend and loads the engine (see loadEngine).
@@ -188,6 +194,10 @@ func runGenerate(env *Env, args []string) error {
 		req.PromptIDs, req.Raw = ids, true
 	case prompt == "":
 		return errors.New("generate: no PROMPT given (or use --prompt-ids)")
+	case !*raw && g.builtin():
+		// The built-in Mini answers in the system turn it was trained with, as
+		// in the app's Chat and the API; without it, it writes a page.
+		req.Messages = []engine.Message{{Role: "system", Content: catalog.System(catalog.MiniID)}, {Role: "user", Content: prompt}}
 	default:
 		req.Prompt = prompt
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -199,6 +200,24 @@ func TestGenerateBuiltInModel(t *testing.T) {
 	}
 	if code != 0 || !strings.Contains(out, `"tokens_per_s"`) {
 		t.Errorf("embedded model: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// The question goes in the system turn the Mini's chats were trained with,
+	// as the app's Chat sends it: without it the Mini answered with an
+	// encyclopedia page ("<h1>bu a compiler</h1>…").
+	fsys, _ := assets.Mini()
+	tok, err := tokenizer.LoadFS(fsys, "tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := chat.Encode(tok, []chat.Message{{Role: "system", Content: assets.ChatSystem()}, {Role: "user", Content: "What is Unix?"}}, chat.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		PromptTokens int `json:"prompt_tokens"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.PromptTokens != len(want) {
+		t.Errorf("the built-in model's prompt: %d tokens, want %d (the system turn and the question; %v)", doc.PromptTokens, len(want), err)
 	}
 }
 

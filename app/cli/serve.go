@@ -85,7 +85,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	opts.ModelID = id
+	opts.ModelID, opts.System = id, catalog.System(id)
 
 	eng, err := loadEngine(ctx, env, src, engine.Options{Backend: *backendName})
 	if err != nil {

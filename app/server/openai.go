@@ -163,6 +163,9 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 		}
 		req.Messages = append(req.Messages, engine.Message{Role: role, Content: text})
 	}
+	if len(system) == 0 && m.System != "" {
+		system = []string{m.System}
+	}
 	if len(system) > 0 {
 		req.Messages = append([]engine.Message{{Role: "system", Content: strings.Join(system, "\n\n")}}, req.Messages...)
 	}

@@ -411,3 +411,25 @@ func TestChatDefaultMode(t *testing.T) {
 		t.Errorf("no default: %s", raw)
 	}
 }
+
+// TestChatDefaultSystem: a chat request with no system message is given the
+// model's System (the built-in Mini's training turn, without which it answers
+// with a page); one that brings its own keeps it alone.
+func TestChatDefaultSystem(t *testing.T) {
+	g := &fakeGen{final: "ok"}
+	s := start(t, Options{Engine: g, ModelID: "darkroom-mini", System: "You are Darkroom Mini."})
+	callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"What is Unix?"}]}`)
+	want := []engine.Message{{Role: "system", Content: "You are Darkroom Mini."}, {Role: "user", Content: "What is Unix?"}}
+	if req := g.lastRequest(t); len(req.Messages) != 2 || req.Messages[0] != want[0] || req.Messages[1] != want[1] {
+		t.Errorf("no system message: %+v; want %+v", req.Messages, want)
+	}
+	callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"x"}]}`)
+	if req := g.lastRequest(t); len(req.Messages) != 2 || req.Messages[0].Content != "Be brief." {
+		t.Errorf("own system message: %+v", req.Messages)
+	}
+	plain := start(t, Options{Engine: g, ModelID: "other"})
+	callAPI(t, plain, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`)
+	if req := g.lastRequest(t); len(req.Messages) != 1 || req.Messages[0].Role != "user" {
+		t.Errorf("a model with no System: %+v", req.Messages)
+	}
+}

@@ -87,6 +87,9 @@ type Model struct {
 	// equally well both ways); "" is diffusion.
 	APIMode       engine.Mode
 	APIModeReason string
+	// System is the system turn a chat request without one is given (the
+	// model's catalog.System; "": none).
+	System string
 }
 
 // Options configure a Server. Engine (or Model) is required.
@@ -97,9 +100,10 @@ type Options struct {
 	Vocab    Vocabulary
 	ModelID  string
 	Sampling engine.Sampling
-	// APIMode and APIModeReason are the model's (see Model's fields).
+	// APIMode, APIModeReason and System are the model's (see Model's fields).
 	APIMode       engine.Mode
 	APIModeReason string
+	System        string
 	// Model, if set, is asked for the model on every request (and Engine,
 	// Vocab, ModelID and Sampling are ignored): the desktop app's active model,
 	// which the user may switch while the server runs.
@@ -187,7 +191,7 @@ func New(opts Options) (*Server, error) {
 	opts.Addr = addr
 	if opts.Model == nil {
 		m := Model{ID: opts.ModelID, Engine: opts.Engine, Vocab: opts.Vocab, Sampling: opts.Sampling,
-			APIMode: opts.APIMode, APIModeReason: opts.APIModeReason}
+			APIMode: opts.APIMode, APIModeReason: opts.APIModeReason, System: opts.System}
 		opts.Model = func(context.Context) (Model, error) { return m, nil }
 	}
 	if opts.Mode == "" {

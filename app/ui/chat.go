@@ -24,6 +24,7 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/chat"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
 // Chat is plain local chat: threads on disk, markdown messages, send / stop /
@@ -183,7 +184,7 @@ func (c *Chat) NewThread() {
 
 func (c *Chat) defaultSystem() string {
 	if c.app.activeModelName() == miniName {
-		return assets.ChatSystem()
+		return catalog.System(catalog.MiniID)
 	}
 	return ""
 }

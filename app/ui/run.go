@@ -98,6 +98,7 @@ func serverModel(m Model, sampling engine.Sampling) server.Model {
 	if m.Info().Builtin {
 		sm.ID = catalog.MiniID
 	}
+	sm.System = catalog.System(sm.ID)
 	if em, ok := m.(*engineModel); ok {
 		sm.Engine = em.e
 	}

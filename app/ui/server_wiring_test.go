@@ -16,7 +16,9 @@ import (
 
 	"github.com/darkroomlabs/darkroom/app/server"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
 // namedModel is a fake model under a Library name (not the built-in Mini).
@@ -101,5 +103,17 @@ func TestServerFollowsModelSwitch(t *testing.T) {
 	}
 	if sw.Running() != srv {
 		t.Error("the server was restarted")
+	}
+}
+
+// TestServerModelSystem: the app's local server gives the built-in Mini's chats
+// the system turn it was trained with when a request brings none, as the Chat
+// screen does; a Library model gets none.
+func TestServerModelSystem(t *testing.T) {
+	if got := serverModel(&fakeModel{}, engine.Sampling{}); got.ID != catalog.MiniID || got.System != assets.ChatSystem() {
+		t.Errorf("the built-in Mini: id %q, system %q", got.ID, got.System)
+	}
+	if got := serverModel(namedModel{&fakeModel{}, "some-model"}, engine.Sampling{}); got.System != "" {
+		t.Errorf("a Library model: system %q, want none", got.System)
 	}
 }

@@ -100,6 +100,7 @@ func miniEntry() Entry {
 			"on the CPU. Not a general assistant.",
 		Format:   "safetensors (built in)",
 		Profiles: []quant.Profile{quant.BF16Profile},
+		System:   assets.ChatSystem(),
 	}
 	if f, err := MiniFacts(); err == nil {
 		e.Format = fmt.Sprintf("safetensors %s, %.1f M parameters (built in)", f.DType, float64(f.Params)/1e6)

@@ -44,6 +44,11 @@ type Entry struct {
 	// maximum; the sampler stops adaptively, usually well before).
 	Steps          float64 `json:"typical_steps,omitempty"`
 	GuidanceRounds float64 `json:"typical_guidance_rounds,omitempty"`
+	// System is the system turn a chat with this model is given when it brings
+	// none — the app's Chat, `darkroom generate` and the API alike ("": none).
+	// Darkroom Mini's is assets.ChatSystem, the turn every chat it was trained
+	// on has: without it the Mini answers a question with an encyclopedia page.
+	System string `json:"-"`
 }
 
 // dgSteps is DiffusionGemma's typical denoising steps per canvas: Google's model
@@ -158,6 +163,14 @@ func Find(name string) (Entry, bool) {
 		}
 	}
 	return Entry{}, false
+}
+
+// System is the system turn a chat with the model named id (a catalog ID or
+// repo) is given when it brings none: its entry's System, "" for a model the
+// catalog does not know.
+func System(id string) string {
+	e, _ := Find(id)
+	return e.System
 }
 
 // ForModel finds the catalog entry of a model Darkroom loaded: by name (a catalog
