@@ -8,10 +8,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"sort"
 	"strings"
 	"time"
@@ -179,6 +182,15 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("%s: %w (see `darkroom %s --help`)", fs.Name(), err, fs.Name())
 	}
 	return nil
+}
+
+// interruptContext is the context a command's work runs under: Ctrl-C cancels
+// it, and a second Ctrl-C, while the first is still stopping the work (a big
+// model's step can take seconds), ends the program at once.
+var interruptContext = func() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
 }
 
 // noteAfter is how long a step runs before whileNoting says what it is doing.

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"os/signal"
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/app/plural"
@@ -212,10 +210,13 @@ func runGenerate(env *Env, args []string) error {
 		req.CanvasIDs = ids
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptContext()
 	defer stop()
 	e, err := g.load(ctx, env)
 	if err != nil {
+		if ctx.Err() != nil {
+			return errors.New("generate: " + interruptedLoading)
+		}
 		return fmt.Errorf("generate: %w", err)
 	}
 	defer e.Close()
@@ -248,7 +249,10 @@ func runGenerate(env *Env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return writeGenerateJSON(env, res, mode, e.Backend())
+		if err := writeGenerateJSON(env, res, mode, e.Backend()); err != nil || ctx.Err() == nil {
+			return err
+		}
+		return interrupted("generate", res, "the document above holds the text so far")
 	}
 	if strings.HasPrefix(res.Text, printed) {
 		fmt.Fprintln(env.Stdout, res.Text[len(printed):])
@@ -258,12 +262,31 @@ func runGenerate(env *Env, args []string) error {
 	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s), %s, %s, stop: %s, backend %s\n",
 		plural.Count(len(res.Tokens), "token", "tokens"), res.ElapsedMS/1000, res.TokensPerS, canvasSummary(res, mode),
 		plural.Count(res.ForwardPasses, "forward pass", "forward passes"), res.StopReason, e.Backend())
+	if ctx.Err() != nil {
+		return interrupted("generate", res, "the text so far is above")
+	}
 	return nil
+}
+
+// interruptedLoading is a command's reason when Ctrl-C stops it before the model
+// has loaded (the engine's own words would be 'load DIR: context canceled').
+const interruptedLoading = "interrupted (Ctrl-C) while loading the model"
+
+// interrupted is the error of command cmd when Ctrl-C stopped its generation:
+// exit 1, not 0 as for a whole answer, saying how far it got and where that is.
+func interrupted(cmd string, res *engine.Result, where string) error {
+	if len(res.Tokens) == 0 {
+		return errors.New(cmd + ": interrupted (Ctrl-C) before any text was written")
+	}
+	return fmt.Errorf("%s: interrupted (Ctrl-C) after %s; %s", cmd, plural.Count(len(res.Tokens), "token", "tokens"), where)
 }
 
 func canvasSummary(res *engine.Result, mode engine.Mode) string {
 	if mode == engine.AR {
 		return "AR"
+	}
+	if len(res.Canvases) == 0 { // stopped before its first canvas was done
+		return "0 canvases"
 	}
 	steps := make([]string, len(res.Canvases))
 	for i, c := range res.Canvases {

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"regexp"
 
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
@@ -76,7 +73,7 @@ func runWiki(env *Env, args []string) error {
 		return fmt.Errorf("wiki: --max-new-tokens %d: must not be negative", *maxNew)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptContext()
 	defer stop()
 	src, err := modelSource(*model, *modelsDir)
 	if err != nil {
@@ -84,6 +81,9 @@ func runWiki(env *Env, args []string) error {
 	}
 	eng, err := loadEngine(ctx, env, src, engine.Options{Backend: *backendName})
 	if err != nil {
+		if ctx.Err() != nil {
+			return errors.New("wiki: " + interruptedLoading)
+		}
 		return fmt.Errorf("wiki: %w", err)
 	}
 	defer eng.Close()
@@ -105,7 +105,10 @@ func runWiki(env *Env, args []string) error {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
-		return enc.Encode(page)
+		if err := enc.Encode(page); err != nil || ctx.Err() == nil {
+			return err
+		}
+		return interrupted("wiki", res, "the document above holds the page so far")
 	}
 	if _, err := fmt.Fprintln(env.Stdout, page.HTML); err != nil {
 		return err
@@ -113,6 +116,9 @@ func runWiki(env *Env, args []string) error {
 	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s, %s, %s, stop: %s)\n",
 		plural.Count(page.Tokens, "token", "tokens"), page.ElapsedMS/1000, page.TokensPerS,
 		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, page.StopReason)
+	if ctx.Err() != nil {
+		return interrupted("wiki", res, "the page so far is above")
+	}
 	return nil
 }
 
