@@ -17,10 +17,35 @@ import (
 
 	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/models"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hub"
 	"github.com/darkroomlabs/darkroom/models/store"
 )
+
+// checkPullName refuses a name that is neither a catalog name nor a repo
+// (owner/name) before anything is asked of the hub, naming the catalog's: the
+// hub's own words would be only that it is not a repo name.
+func checkPullName(name string) error {
+	if strings.Contains(name, "/") {
+		return nil
+	}
+	if _, ok := catalog.Find(name); ok {
+		return nil
+	}
+	var ids []string
+	example := ""
+	for _, e := range catalog.Entries() {
+		if !e.Builtin {
+			ids = append(ids, e.ID)
+			if example == "" {
+				example = e.Repo
+			}
+		}
+	}
+	return fmt.Errorf("pull %s: %q is neither a catalog name (%s; `darkroom models` lists them) nor a Hugging Face repo (owner/name, e.g. %s)",
+		name, name, strings.Join(ids, ", "), example)
+}
 
 func init() {
 	register(&Command{
@@ -61,6 +86,9 @@ func runPull(env *Env, args []string) error {
 	}
 	if fs.NArg() != 1 {
 		return errors.New("pull: give one repo (owner/name) or catalog name, e.g. `darkroom pull diffusiongemma-26b`")
+	}
+	if err := checkPullName(fs.Arg(0)); err != nil {
+		return err
 	}
 	m, err := lib.open()
 	if err != nil {

@@ -98,3 +98,16 @@ func TestPullUnreachableHub(t *testing.T) {
 		t.Errorf("code %d, stderr %q\nwant one line with %q", code, errOut, want)
 	}
 }
+
+// TestPullNameNotInTheCatalog: a name that is neither a catalog name nor a repo
+// ('darkroom pull diffusiongemma', the model's own name) lists the names there
+// are; it said only '"diffusiongemma" is not a Hugging Face repo name (want
+// owner/name)', with no word of the catalog names that pull takes too.
+func TestPullNameNotInTheCatalog(t *testing.T) {
+	code, _, errOut := runLibCLI("pull", "diffusiongemma", "--models-dir", t.TempDir())
+	want := "darkroom pull diffusiongemma: \"diffusiongemma\" is neither a catalog name (diffusiongemma-26b, diffusiongemma-26b-nvfp4, " +
+		"diffusiongemma-26b-q4km; `darkroom models` lists them) nor a Hugging Face repo (owner/name, e.g. google/diffusiongemma-26B-A4B-it)\n"
+	if code != 1 || errOut != want {
+		t.Errorf("code %d, stderr %q\nwant %q", code, errOut, want)
+	}
+}
