@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/models/catalog"
@@ -255,6 +256,7 @@ func rowsOf(objs []fyne.CanvasObject) []laidOutRow {
 	var top, first, prevEnd float32
 	for _, o := range objs {
 		var text string
+		pos, sz := o.Position(), o.Size()
 		switch x := o.(type) {
 		case *canvas.Text:
 			text = x.Text
@@ -262,13 +264,15 @@ func rowsOf(objs []fyne.CanvasObject) []laidOutRow {
 			if len(x.Objects) > 0 {
 				if l, ok := x.Objects[0].(*widget.Hyperlink); ok {
 					text = l.Text
+					// Where its text ends: Fyne 2.7 sizes a link that ends a
+					// row to the whole width, wherever it starts.
+					sz.Width = fyne.MeasureText(text, theme.TextSize(), fyne.TextStyle{}).Width
 				}
 			}
 		}
 		if text == "" {
 			continue
 		}
-		pos, sz := o.Position(), o.Size()
 		// Items of a row run left to right, a little up or down to share a
 		// baseline; a row starts back at the left, a line lower.
 		if len(rows) == 0 || pos.X+0.5 < prevEnd || pos.Y > top+first/2 {

@@ -8,6 +8,7 @@ package htmlview
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -323,12 +324,29 @@ func splitLongLink(text string) (link, rest string) {
 func wrapping(segs []widget.RichTextSegment) fyne.CanvasObject {
 	rt := widget.NewRichText(segs...)
 	rt.Wrapping = fyne.TextWrapWord
-	for _, sg := range segs {
-		if _, ok := sg.(*widget.HyperlinkSegment); ok {
-			return container.New(&linkRows{rt: rt, segs: segs}, rt)
-		}
+	if hasLink(segs) {
+		return container.New(&linkRows{rt: rt, segs: segs}, rt)
 	}
 	return rt
+}
+
+// hasLink reports whether segs hold a link, in a paragraph or a list item too.
+func hasLink(segs []widget.RichTextSegment) bool {
+	for _, sg := range segs {
+		switch t := sg.(type) {
+		case *widget.HyperlinkSegment:
+			return true
+		case *widget.ParagraphSegment:
+			if hasLink(t.Texts) {
+				return true
+			}
+		case *widget.ListSegment:
+			if hasLink(t.Items) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // linkRows lays out one RichText, re-breaking its rows before links whenever
@@ -355,11 +373,24 @@ func (l *linkRows) Layout(_ []fyne.CanvasObject, size fyne.Size) {
 // run past width, following Fyne's word wrapping of the text before it: words
 // fill a row up to the width, a block (paragraph, heading) starts a new row. It
 // leaves a little slack, so a rounding difference never lets a link overflow.
+// A list's items are rows of their own, each after its bullet (Fyne 2.7 draws an
+// item as a paragraph: the bullet, then the item's runs at the same width).
 func breakBeforeLinks(segs []widget.RichTextSegment, width float32) []widget.RichTextSegment {
 	slack := fyne.MeasureText("MM", theme.TextSize(), fyne.TextStyle{}).Width
+	out, _ := breakRuns(segs, 0, width, slack)
+	return out
+}
+
+// breakRuns is breakBeforeLinks for runs whose first row starts at x; it
+// returns where the last row ends.
+func breakRuns(segs []widget.RichTextSegment, x, width, slack float32) ([]widget.RichTextSegment, float32) {
 	out := make([]widget.RichTextSegment, 0, len(segs)+4)
-	x := float32(0)
 	for _, sg := range segs {
+		if l, ok := sg.(*widget.ListSegment); ok {
+			out = append(out, breakList(l, width, slack))
+			x = 0
+			continue
+		}
 		switch t := sg.(type) {
 		case *widget.HyperlinkSegment:
 			w := fyne.MeasureText(t.Text, theme.TextSize(), fyne.TextStyle{}).Width
@@ -379,11 +410,34 @@ func breakBeforeLinks(segs []widget.RichTextSegment, width float32) []widget.Ric
 			}
 			x = wrapEnd(t.Text, x, width, func(s string) float32 { return fyne.MeasureText(s, size, style).Width })
 		default:
-			x = 0 // lists, rules: rows of their own
+			x = 0 // rules: rows of their own
 		}
 		out = append(out, sg)
 	}
-	return out
+	return out, x
+}
+
+// breakList is l with breaks before the links of its items that would run past
+// width, each item's first row starting after its bullet (drawn as
+// ListSegment.Segments draws it).
+func breakList(l *widget.ListSegment, width, slack float32) *widget.ListSegment {
+	c := *l
+	c.Items = make([]widget.RichTextSegment, len(l.Items))
+	for i, item := range l.Items {
+		p, ok := item.(*widget.ParagraphSegment)
+		if !ok {
+			c.Items[i] = item
+			continue
+		}
+		bullet := "• "
+		if l.Ordered {
+			bullet = strconv.Itoa(l.StartNumber()+i) + "."
+		}
+		x := fyne.MeasureText(bullet+" ", theme.TextSize(), fyne.TextStyle{Bold: true}).Width
+		texts, _ := breakRuns(p.Texts, x, width, slack)
+		c.Items[i] = &widget.ParagraphSegment{Texts: texts}
+	}
+	return &c
 }
 
 // wrapEnd is where the last row of text ends when it starts at x, wrapped by

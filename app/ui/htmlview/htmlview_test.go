@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
@@ -147,6 +148,46 @@ func TestLinkNearTheEdgeStartsANewRow(t *testing.T) {
 			}
 			if x, ok := o.(*canvas.Text); ok && len([]rune(strings.TrimSpace(x.Text))) == 1 && x.Text != "x" {
 				t.Errorf("%d words before: a one-letter row %q", n, x.Text)
+			}
+		}
+	}
+}
+
+// TestLinkInAListItemStartsANewRow: a list item's links wrap as a paragraph's
+// do. The Race's printer wrote "• Microsoft's Unix command to be a terminal
+// emulators." (three links in one item) and the last link ran off its pane at
+// 800×600 (window-check), cut at "terminal emu": the breaks before links were
+// made for paragraphs only, not for the rows of a list.
+func TestLinkInAListItemStartsANewRow(t *testing.T) {
+	v, _ := tappedView(t, 340, 600)
+	for n := range 12 {
+		before := strings.Repeat("word ", n)
+		for _, list := range []string{"ul", "ol"} {
+			v.SetDoc(htmlsafe.Parse(`<h1>Unix</h1><p><em>operating system</em></p><` + list + `><li>` + before +
+				`<a href="/wiki/Microsoft">Microsoft</a>'s <a href="/wiki/Unix">Unix</a> command to be a ` +
+				`<a href="/wiki/terminal_emulator">terminal emulators</a>.</li><li>A second <a href="/wiki/item">item</a></li></` + list + `>`))
+			var rt *widget.RichText
+			for _, o := range test.LaidOutObjects(v) {
+				if x, ok := o.(*widget.RichText); ok && rt == nil {
+					rt = x
+				}
+			}
+			if rt == nil {
+				t.Fatal("no rich text shown")
+			}
+			width := v.Size().Width
+			for _, o := range test.WidgetRenderer(rt).Objects() {
+				// Where its text ends: Fyne 2.7 sizes a link that ends a row
+				// to the page's whole width, wherever it starts.
+				end := o.Position().X + o.Size().Width
+				if c, ok := o.(*fyne.Container); ok && len(c.Objects) > 0 {
+					if l, ok := c.Objects[0].(*widget.Hyperlink); ok {
+						end = o.Position().X + fyne.MeasureText(l.Text, theme.TextSize(), fyne.TextStyle{}).Width
+					}
+				}
+				if end > width+1 {
+					t.Errorf("<%s>, %d words before: %T ends at x=%.0f, off a %.0f-wide page", list, n, o, end, width)
+				}
 			}
 		}
 	}
