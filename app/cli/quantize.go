@@ -93,6 +93,9 @@ func runQuantize(env *Env, args []string) error {
 				store.FormatBytes(pr.InBytes), store.FormatBytes(pr.TotalIn), pr.Tensor)
 		}
 	}})
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("%w (--out FOLDER, or --models-dir FOLDER)", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ package convert
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -105,10 +106,10 @@ func Quantize(ctx context.Context, src Source, out string, opt Options) (*Result
 	}
 	tmp := out + ".incomplete"
 	if err := os.RemoveAll(tmp); err != nil {
-		return nil, fmt.Errorf("quantize: %w", err)
+		return nil, outputFolderErr(out, err)
 	}
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("quantize: %w", err)
+		return nil, outputFolderErr(out, err)
 	}
 	res, err := write(ctx, ck, items, tmp, opt)
 	if err == nil {
@@ -124,6 +125,26 @@ func Quantize(ctx context.Context, src Source, out string, opt Options) (*Result
 	}
 	res.Dir = out
 	return res, nil
+}
+
+// outputFolderErr says why the output folder out could not be made, naming the
+// folder in the way and what to do, where the system's words would name
+// out+".incomplete" and a syscall ('unlinkat …: not a directory').
+func outputFolderErr(out string, err error) error {
+	parent := filepath.Dir(out)
+	for { // the nearest part of the path that exists
+		if _, serr := os.Stat(parent); serr == nil || filepath.Dir(parent) == parent {
+			break
+		}
+		parent = filepath.Dir(parent)
+	}
+	if st, serr := os.Stat(parent); serr == nil && !st.IsDir() {
+		return fmt.Errorf("quantize: cannot make the folder %s: %s is a file, not a folder", out, parent)
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("quantize: cannot write in %s (%w): choose a folder you can write to", parent, fs.ErrPermission)
+	}
+	return fmt.Errorf("quantize: %w", err)
 }
 
 // plan lists the output tensors in weights.Specs order with their stored formats.

@@ -3,6 +3,8 @@ package convert
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -131,5 +133,40 @@ func TestQuantizeFromFS(t *testing.T) {
 	}
 	if _, err := weights.Load(out, cfg2); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestQuantizeOutputFolderInPlainWords: an output folder that cannot be made is
+// said in plain words, naming the folder and what to do — a file where a folder
+// of its path should be said 'quantize: unlinkat FILE/q.incomplete: not a
+// directory'; a folder Darkroom may not write in said 'mkdir ….incomplete:
+// permission denied' (checked only where the test does not run as root, who may
+// write anywhere).
+func TestQuantizeOutputFolderInPlainWords(t *testing.T) {
+	cfg := config.Tiny()
+	src := t.TempDir()
+	if err := weights.Save(weights.Random(cfg, 3), cfg, src, weights.SaveOptions{DType: "bf16"}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Quantize(context.Background(), Source{Dir: src}, filepath.Join(file, "q"), Options{Profile: quant.Int8Profile})
+	want := "quantize: cannot make the folder " + filepath.Join(file, "q") + ": " + file + " is a file, not a folder"
+	if err == nil || err.Error() != want {
+		t.Errorf("output under a file: %v\nwant %s", err, want)
+	}
+	if os.Geteuid() == 0 {
+		return
+	}
+	ro := t.TempDir()
+	if err := os.Chmod(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Quantize(context.Background(), Source{Dir: src}, filepath.Join(ro, "q"), Options{Profile: quant.Int8Profile})
+	want = "quantize: cannot write in " + ro + " (permission denied): choose a folder you can write to"
+	if err == nil || err.Error() != want || !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("output in a read-only folder: %v\nwant %s", err, want)
 	}
 }
