@@ -36,8 +36,9 @@ type Entry struct {
 	Config func() (*config.Model, error) `json:"-"`
 	// ModesEqual says the printer (AR) and the polaroid (diffusion) write this model
 	// equally well, so chat and the API default to whichever is faster on this
-	// machine (models/speed). Darkroom Mini's diffusion pages are better than its AR
-	// pages: it keeps diffusion.
+	// machine (models/speed). Darkroom Mini keeps diffusion: its AR pages have more
+	// English-like word pairs but in a few repeated sentence frames, and miss the
+	// page format far more often (60% against 86%; assets/training/eval.json).
 	ModesEqual bool `json:"modes_equal,omitempty"`
 	// Steps and GuidanceRounds are the denoising steps and AR guidance rounds a
 	// canvas typically takes, for the speed estimate (0: the generation config's
