@@ -498,8 +498,17 @@ func (s *Server) routes() http.Handler {
 				fmt.Sprintf("%s %s is not supported; use %s", r.Method, r.URL.Path, allow))
 			return
 		}
-		apiError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", fmt.Sprintf("unknown API endpoint %s %s", r.Method, r.URL.Path))
+		apiError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
+			fmt.Sprintf("unknown API endpoint %s %s: this server offers GET /v1/models and POST /v1/chat/completions", r.Method, r.URL.Path))
 	})
+	// An OpenAI client given the base URL without /v1 asks for these: say where
+	// the API is, in the JSON it reads, not "404 page not found".
+	for _, p := range []string{"/chat/completions", "/completions", "/models", "/models/", "/responses", "/embeddings"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			apiError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
+				fmt.Sprintf("the API is under /v1: set the base URL to http://%s/v1 (POST /v1/chat/completions, GET /v1/models)", r.Host))
+		})
+	}
 	return mux
 }
 
