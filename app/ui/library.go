@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -640,6 +641,10 @@ func libraryProblem(what string, err error) string {
 		advice = "The download stalled: no data arrived for a while. Check the connection, then resume."
 	case hub.Unreachable(err):
 		advice = "Cannot reach the model hub — check the connection, or set a mirror in the Hugging Face box below."
+		var uerr *url.Error
+		if errors.As(err, &uerr) { // the system's reason, not the requests it happened under
+			return advice + " (" + shortCause(uerr.Err) + ")"
+		}
 	default:
 		return plainError(what, err)
 	}

@@ -226,6 +226,23 @@ func TestLibraryProblemInPlainWords(t *testing.T) {
 	}
 }
 
+// TestLibraryUnreachableHubSaysTheReasonOnly: a hub that cannot be reached says
+// so and, in brackets, the system's reason — not the chain of requests it
+// happened under ('pull nvidia/…: file list of nvidia/…@main: Get
+// "https://huggingface.co/api/models/…?blobs=true": dial tcp: lookup …'), four
+// lines of red on the card, as darkroom pull says it.
+func TestLibraryUnreachableHubSaysTheReasonOnly(t *testing.T) {
+	err := fmt.Errorf("pull nvidia/m: file list of nvidia/m@main: %w", &url.Error{Op: "Get",
+		URL: "https://huggingface.co/api/models/nvidia/m/revision/main?blobs=true",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "huggingface.co", IsNotFound: true}}})
+	got := libraryProblem("download M", err)
+	want := "Cannot reach the model hub — check the connection, or set a mirror in the Hugging Face box below. " +
+		"(dial tcp: lookup huggingface.co: no such host)"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
 // TestScreensFitANarrowWindow: no screen holds the window larger than the
 // smallest supported size, smallestWindowSize (a Card's subtitle, a long model
 // name and a license line, which never wrapped, held it at about 1037 px wide).
