@@ -73,9 +73,20 @@ func (s *Server) Host() string {
 	return u.Host
 }
 
+// BaseURL is a server address as typed, as it is kept: trimmed, and with
+// http:// where no scheme is given ("gpu-box:8000" → "http://gpu-box:8000"), as
+// a browser's address bar takes it.
+func BaseURL(typed string) string {
+	u := strings.TrimSpace(typed)
+	if u != "" && !strings.Contains(u, "://") {
+		u = "http://" + u
+	}
+	return u
+}
+
 // endpoint is the URL of an API path ("/models") under the base URL's /v1.
 func (s *Server) endpoint(path string) (string, error) {
-	raw := strings.TrimSpace(s.BaseURL)
+	raw := BaseURL(s.BaseURL)
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("%q is not a server address: write it as http://HOST:PORT or https://HOST/v1", raw)

@@ -310,8 +310,8 @@ func TestErrors(t *testing.T) {
 		!strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("refused: %v", err)
 	}
-	if _, err := (&Server{BaseURL: "gpu-box:8000"}).Models(ctx); err == nil || !strings.Contains(err.Error(), "http://") {
-		t.Errorf("no scheme: %v", err)
+	if _, err := (&Server{BaseURL: "ftp://gpu-box:8000"}).Models(ctx); err == nil || !strings.Contains(err.Error(), "http://") {
+		t.Errorf("not http: %v", err) // with no scheme at all, http:// is meant (TestBaseURL)
 	}
 
 	_, err = (&Server{BaseURL: s.BaseURL, Key: "wrong"}).Models(ctx)
@@ -458,5 +458,20 @@ func TestReadEvents(t *testing.T) {
 	}
 	if err := readEvents(io.MultiReader(strings.NewReader("data: [DONE]\n\n")), func(d string) error { return errDone }); !errors.Is(err, errDone) {
 		t.Error(err)
+	}
+}
+
+func TestBaseURL(t *testing.T) {
+	for typed, want := range map[string]string{
+		"":                          "",
+		"  ":                        "",
+		"gpu-box:8000":              "http://gpu-box:8000",
+		" 127.0.0.1:8797/v1 ":       "http://127.0.0.1:8797/v1",
+		"https://api.example/v1":    "https://api.example/v1",
+		"http://gpu-server:8000/v1": "http://gpu-server:8000/v1",
+	} {
+		if got := BaseURL(typed); got != want {
+			t.Errorf("BaseURL(%q) = %q, want %q", typed, got, want)
+		}
 	}
 }

@@ -128,10 +128,24 @@ func newRemoteSection(a *App) *remoteSection {
 	return r
 }
 
+// remoteNeedsURL is the Remote servers box's line when Test connection or Add is
+// pressed with no address.
+const remoteNeedsURL = "Type the server's base URL first, e.g. http://gpu-server:8000/v1 (vLLM) or the API base `darkroom serve` prints."
+
 // connect lists the models of the server in the form; with add, it then keeps
 // the server in the settings.
 func (r *remoteSection) connect(add bool) {
-	u, key := strings.TrimSpace(r.url.Text), strings.TrimSpace(r.key.Text)
+	u, key := remote.BaseURL(r.url.Text), strings.TrimSpace(r.key.Text)
+	if u == "" { // a button that did nothing, or said 'Could not connect to : ""', would look broken
+		r.result.Importance = widget.WarningImportance
+		r.result.SetText(remoteNeedsURL)
+		r.result.Show()
+		r.app.win.Canvas().Focus(r.url)
+		return
+	}
+	if u != r.url.Text {
+		r.url.SetText(u) // as it is kept: "gpu-box:8000" → "http://gpu-box:8000"
+	}
 	r.result.Importance = widget.MediumImportance
 	r.result.SetText("Connecting to " + u + "…")
 	r.result.Show()

@@ -330,3 +330,39 @@ func TestChatOnOneModeServer(t *testing.T) {
 		t.Errorf("%d chat requests reached the server; the printer's should not", n)
 	}
 }
+
+// TestRemoteServerAddressAsTyped: the Remote servers box takes an address as
+// people type it — 'gpu-box:8000', without http:// — and, left empty, says what
+// it wants. 'host:port' was refused ('"127.0.0.1:8797" is not a server address:
+// write it as http://HOST:PORT or https://HOST/v1'), and an empty box said
+// 'Could not connect to : "" is not a server address: …'.
+func TestRemoteServerAddressAsTyped(t *testing.T) {
+	srv := startDarkroomServer(t)
+	dir := t.TempDir()
+	mgr, err := models.New(models.Options{Dir: filepath.Join(dir, "models")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
+	lib := &managerLibrary{m: mgr, settings: st, hardware: func() hw.Info { return hw.Info{RAMTotal: 16 << 30} }}
+	w := test.NewTempWindow(t, nil)
+	a := newApp(test.NewTempApp(t), w, Deps{Settings: st, Library: lib,
+		Loader: LoaderFunc(func(context.Context) (Model, error) { return &fakeModel{}, nil })})
+	asUI(func() { w.Resize(fyne.NewSize(1000, 700)) })
+	t.Cleanup(a.shutdown)
+	asUI(func() { a.Show("Library") })
+	r := a.remote
+
+	tap(r.test)
+	if got := uiRead(func() string { return r.result.Text }); got != remoteNeedsURL {
+		t.Errorf("Test connection with no address: %q, want %q", got, remoteNeedsURL)
+	}
+	typeText(r.url, srv.Addr()) // 127.0.0.1:PORT
+	typeText(r.key, srv.Token())
+	tap(r.add)
+	waitFor(t, "the server added", func() bool { return buttonIn(r.servers, "Use") != nil })
+	if v := st.Get(); len(v.RemoteServers) != 1 || v.RemoteServers[0].URL != "http://"+srv.Addr() {
+		t.Errorf("saved servers %+v; want http://%s", v.RemoteServers, srv.Addr())
+	}
+}
