@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"image/color"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/app/server"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/engine"
 )
@@ -245,6 +247,7 @@ func (s *SettingsScreen) serverStarted(url string) {
 	s.server.OnChanged = nil
 	s.server.SetChecked(true)
 	s.server.OnChanged = s.setServer
+	s.srvLbl.Importance = widget.MediumImportance
 	s.srvLbl.SetText("Listening on " + url + " (this computer only)")
 }
 
@@ -263,9 +266,16 @@ func (s *SettingsScreen) setServer(on bool) {
 	go func() {
 		url, err := set(on)
 		onUI(func() {
+			s.srvLbl.Importance = widget.MediumImportance
 			switch {
 			case err != nil:
-				s.srvLbl.SetText(plainError("switch the local server", err))
+				s.srvLbl.Importance = widget.DangerImportance
+				s.srvLbl.SetText(s.serverProblem(err))
+				if on { // nothing listens: a ticked box would say it does (the wish stays saved, for the next start)
+					s.server.OnChanged = nil
+					s.server.SetChecked(false)
+					s.server.OnChanged = s.setServer
+				}
 			case on:
 				s.srvLbl.SetText("Listening on " + url + " (this computer only)")
 			default:
@@ -273,6 +283,19 @@ func (s *SettingsScreen) setServer(on bool) {
 			}
 		})
 	}()
+}
+
+// serverProblem says why the local server could not be switched, and what to do.
+func (s *SettingsScreen) serverProblem(err error) string {
+	if !errors.Is(err, server.ErrPortInUse) {
+		return plainError("switch the local server", err)
+	}
+	port := "That port"
+	if p := s.app.deps.Settings.Get().ServerPort; p != 0 {
+		port = fmt.Sprintf("Port %d", p)
+	}
+	return port + " is in use by another program (another darkroom serve, or a second Darkroom?): " +
+		"choose another port, or leave it empty for a free one, then tick the box again."
 }
 
 // applyTheme sets the theme variant from the settings.

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"image/color"
 	"math"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/app/server"
 	"github.com/darkroomlabs/darkroom/app/ui/internal/tiny"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -194,5 +196,34 @@ func TestSettingsRepetitionPenalty(t *testing.T) {
 	asUI(func() { e.SetText("5") }) // out of bounds: not saved
 	if got := a.deps.Settings.Get().Sampling.RepetitionPenalty; got != 1.3 {
 		t.Errorf("out-of-range 5 saved as %v", got)
+	}
+}
+
+// TestLocalServerPortInUseSaysWhatToDo: turning the local server on where its
+// port is taken says so in red, with what to do, and leaves the box unticked,
+// since nothing listens; it said, in the grey of a status line and with the box
+// ticked, 'Could not switch the local server: server: 127.0.0.1:8797: another
+// program is using that port (…)'. (The wish stays saved: the next start tries
+// again.)
+func TestLocalServerPortInUseSaysWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true; v.ServerPort = 8797 })
+	a := newApp(test.NewTempApp(t), test.NewTempWindow(t, nil), Deps{Settings: st, System: System{
+		SetServer: func(on bool) (string, error) {
+			return "", fmt.Errorf("server: 127.0.0.1:8797: %w", server.ErrPortInUse)
+		},
+	}})
+	defer a.shutdown()
+	s := a.Settings
+	asUI(func() { s.server.SetChecked(true) })
+	waitFor(t, "the server's answer", func() bool { return uiRead(func() string { return s.srvLbl.Text }) != "" })
+	want := "Port 8797 is in use by another program (another darkroom serve, or a second Darkroom?): " +
+		"choose another port, or leave it empty for a free one, then tick the box again."
+	uiMu.Lock()
+	defer uiMu.Unlock()
+	if s.srvLbl.Text != want || s.srvLbl.Importance != widget.DangerImportance || s.server.Checked {
+		t.Errorf("port in use: %q (importance %v), box ticked %v\nwant %q in red, the box unticked",
+			s.srvLbl.Text, s.srvLbl.Importance, s.server.Checked, want)
 	}
 }
