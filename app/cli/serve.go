@@ -48,7 +48,7 @@ func runServe(env *Env, args []string) error {
 func serve(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "serve", "[--model DIR|NAME] [--addr 127.0.0.1:PORT] [--backend NAME] [--json]")
 	model := fs.String("model", "", "model folder or name from the library (default: the built-in Darkroom Mini)")
-	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on, e.g. 127.0.0.1:8765 for a fixed port (port 0: a random free port)")
+	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on, e.g. 127.0.0.1:8765 (or just 8765) for a fixed port (port 0: a random free port)")
 	backendName := fs.String("backend", "", backend.FlagUsage)
 	token := fs.String("token", "", "use this token (API key) instead of a random one (at least 16 characters)")
 	noToken := fs.Bool("no-token", false, "accept requests without the token (any program on this computer can then use the server)")

@@ -45,6 +45,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -311,12 +312,16 @@ func listen(addr string) (net.Listener, error) {
 
 // loopbackAddr returns addr with a default host and port, or ErrNotLoopback.
 func loopbackAddr(addr string) (string, error) {
+	addr = strings.TrimSpace(addr)
 	if addr == "" {
 		return "127.0.0.1:0", nil
 	}
+	if _, err := strconv.ParseUint(addr, 10, 16); err == nil {
+		addr = ":" + addr // the port alone, as Settings takes it: "8765"
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", fmt.Errorf("address %q: %w", addr, err)
+		return "", fmt.Errorf("address %q: write it as 127.0.0.1:PORT, or the port alone", addr)
 	}
 	if host == "" {
 		host = "127.0.0.1"

@@ -20,6 +20,8 @@ func TestNewRefusesNonLoopback(t *testing.T) {
 		{"localhost:0", "127.0.0.1:0"},
 		{"[::1]:9000", "[::1]:9000"},
 		{":8080", "127.0.0.1:8080"},
+		{"8080", "127.0.0.1:8080"}, // a port alone: it was 'address 8080: missing port in address'
+		{" 8765 ", "127.0.0.1:8765"},
 		{"127.8.9.10:0", "127.8.9.10:0"},
 		{"0.0.0.0:8080", ""},
 		{"[::]:8080", ""},
@@ -42,6 +44,11 @@ func TestNewRefusesNonLoopback(t *testing.T) {
 	}
 	if _, err := New(Options{}); err == nil {
 		t.Error("New without an engine accepted")
+	}
+	// An address that is neither says how to write one, not 'missing port in address'.
+	want := `address "no-port": write it as 127.0.0.1:PORT, or the port alone`
+	if _, err := New(Options{Engine: &fakeGen{}, Addr: "no-port"}); err == nil || err.Error() != "server: "+want {
+		t.Errorf("New(no-port): %v, want %q", err, "server: "+want)
 	}
 	if _, err := New(Options{Engine: &fakeGen{}, Token: "short"}); err == nil {
 		t.Error("a 5-character token was accepted")
