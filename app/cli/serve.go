@@ -89,6 +89,10 @@ func serve(ctx context.Context, env *Env, args []string) error {
 
 	eng, err := loadEngine(ctx, env, src, engine.Options{Backend: *backendName})
 	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(env.Stderr, serveStoppedEarly)
+			return nil
+		}
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer eng.Close()
@@ -96,6 +100,10 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	// A request without "mode" runs the faster mode here where both write equally well.
 	device := speed.Device(eng.Backend())
 	rates, err := ratesNoted(ctx, env.Stderr, device)
+	if ctx.Err() != nil { // Ctrl-C while measuring: announcing the server now would say it serves
+		fmt.Fprintln(env.Stderr, serveStoppedEarly)
+		return nil
+	}
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "darkroom:", err)
 	}
@@ -128,6 +136,9 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintln(env.Stderr, "Stopped.")
 	return err
 }
+
+// serveStoppedEarly is serve's last line when Ctrl-C stops it before it serves.
+const serveStoppedEarly = "Stopped (Ctrl+C) before serving."
 
 // serveSource resolves --model: empty is the built-in Darkroom Mini, anything
 // else goes through the models library (a folder, a catalog or local name).

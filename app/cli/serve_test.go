@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 func TestServeArguments(t *testing.T) {
@@ -147,5 +149,32 @@ func TestServeModel(t *testing.T) {
 	}
 	if _, err := http.Get(info.APIBase + "/models"); err == nil {
 		t.Error("the server still answers after shutdown")
+	}
+}
+
+// TestServeCtrlCBeforeServing: Ctrl-C while serve loads the model or measures
+// this PC stops it there, saying so; it said 'darkroom: measure this machine's
+// speed: context canceled' and then announced the server — its URLs, its key
+// and 'Press Ctrl+C to stop.' — before 'Stopped.' (and while loading, 'darkroom
+// serve: load …: context canceled').
+func TestServeCtrlCBeforeServing(t *testing.T) {
+	t.Setenv("DARKROOM_MODELS_DIR", t.TempDir())
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir := writeWikiModel(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ratesHere = func(c context.Context, device string) (*speed.Rates, error) {
+		cancel() // Ctrl-C while this PC is measured
+		return nil, fmt.Errorf("measure this machine's speed: %w", c.Err())
+	}
+	defer func() { ratesHere = speed.Here }()
+	done, stop := context.WithCancel(context.Background())
+	stop() // Ctrl-C while the model loads
+	for name, c := range map[string]context.Context{"measuring": ctx, "loading": done} {
+		var stdout, stderr lockedBuffer
+		err := serve(c, &Env{Stdout: &stdout, Stderr: &stderr}, []string{"--model", dir, "--addr", "127.0.0.1:0"})
+		if err != nil || stdout.String() != "" || !strings.HasSuffix(stderr.String(), serveStoppedEarly+"\n") ||
+			strings.Contains(stderr.String(), "is serving") || strings.Contains(stderr.String(), "context canceled") {
+			t.Errorf("Ctrl-C while %s: %v, stdout %q, stderr %q; want nil, nothing on stdout, %q last", name, err, stdout.String(), stderr.String(), serveStoppedEarly)
+		}
 	}
 }
