@@ -28,12 +28,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hub"
@@ -206,7 +208,9 @@ func (m *Manager) Entries() ([]Entry, error) {
 			case ce.Repo != "" && strings.EqualFold(l.Repo, ce.Repo) && l.Source == "hub":
 				e.Local, e.Dir, e.State = l, m.store.ModelDir(l.Name), string(l.State)
 				used[l.Name] = true
-			case l.BaseOf == ce.ID || (ce.Repo != "" && l.BaseOf == ce.Repo):
+			case (l.BaseOf == ce.ID || (ce.Repo != "" && l.BaseOf == ce.Repo)) && slices.Contains(ce.Profiles, quant.Profile(l.Profile)):
+				// A conversion the entry's profile picker offers; another (the
+				// Mini, bf16 alone, made int8) is listed as a model of its own.
 				e.Derived = append(e.Derived, l)
 				used[l.Name] = true
 			}

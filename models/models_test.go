@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hub"
@@ -853,5 +854,35 @@ func TestPullGGUFWithCompanion(t *testing.T) {
 		{Name: "a-Q4_K_M.gguf", Data: []byte("GGUF"), LFS: true}, {Name: "a-Q8_0.gguf", Data: []byte("GGUF"), LFS: true}}})
 	if _, err := m.Pull(context.Background(), "acme/two-ggufs", PullOptions{}); err == nil || !strings.Contains(err.Error(), "--include") {
 		t.Errorf("two GGUFs: err = %v", err)
+	}
+}
+
+// TestConvertedMiniIsListed: the built-in Mini converted into a profile
+// (`darkroom quantize --model darkroom-mini --profile int8`) is listed as a model
+// of its own, to use and delete. It was filed under the Mini's conversions, which
+// only a card with a profile picker shows, and the Mini's has none (bf16 alone):
+// the Library never showed it.
+func TestConvertedMiniIsListed(t *testing.T) {
+	m, err := New(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, _, err := m.Quantize(context.Background(), catalog.MiniID, QuantizeOptions{Profile: quant.Int8Profile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := m.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own bool
+	for _, e := range ents {
+		if e.ID == catalog.MiniID && len(e.Derived) != 0 {
+			t.Errorf("%s filed under the Mini's conversions, which nothing shows", e.Derived[0].Name)
+		}
+		own = own || (e.ID == name && e.Local != nil && e.State == string(store.StateComplete))
+	}
+	if !own {
+		t.Errorf("%s is not listed as a model of its own", name)
 	}
 }
