@@ -261,15 +261,22 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 		e.Active = false // a remote model is active (remote.go)
 	}
 	c := &libraryCard{entry: e}
-	sub := e.Repo
+	var subs []string
+	if e.Repo != "" {
+		subs = append(subs, e.Repo)
+	}
 	if e.Builtin {
-		sub = "Built in — no download needed"
+		subs = []string{"Built in — no download needed"}
 	}
 	if e.Active {
-		sub += " · active model"
+		subs = append(subs, "active model")
 	}
+	sub := strings.Join(subs, " · ")
 	desc := widget.NewLabel(e.Description)
 	desc.Wrapping = fyne.TextWrapWord
+	if e.Description == "" { // a model the catalog does not know: no blank lines
+		desc.Hide()
+	}
 	c.fit = widget.NewLabel("")
 	c.fit.Wrapping = fyne.TextWrapWord
 	var names []string
@@ -297,7 +304,7 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 		c.profile.Disable()
 	}
 	profileRow := fyne.CanvasObject(container.NewBorder(nil, nil, widget.NewLabel("Profile"), nil, c.profile))
-	if e.Builtin { // nothing to choose: it ships as it is
+	if e.Builtin || len(names) == 0 { // nothing to choose: it ships, or was made, as it is
 		profileRow = widget.NewLabel("")
 		profileRow.Hide()
 	}

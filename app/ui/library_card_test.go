@@ -17,6 +17,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/app/chats"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
@@ -254,5 +255,30 @@ func TestScreensFitANarrowWindow(t *testing.T) {
 	if need.Width > smallestWindowSize.Width || need.Height > smallestWindowSize.Height {
 		t.Errorf("the window cannot be smaller than %.0f×%.0f px (the smallest supported: %.0f×%.0f)",
 			need.Width, need.Height, smallestWindowSize.Width, smallestWindowSize.Height)
+	}
+}
+
+// TestLibraryLocalModelCardHasNoEmptyPicker: a model with no catalog entry (the
+// Mini made int8 here, a repo pulled by name) has nothing to choose, so its card
+// shows no profile picker; it showed 'Profile (Select one)' over an empty list,
+// and its subtitle read ' · active model'.
+func TestLibraryLocalModelCardHasNoEmptyPicker(t *testing.T) {
+	a, lib := libraryApp(t, "http://127.0.0.1:9", download.Options{}, hw.Info{RAMTotal: 25_300_000_000})
+	name, _, err := lib.m.Quantize(context.Background(), catalog.MiniID, models.QuantizeOptions{Profile: quant.Int8Profile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.m.SetActive(name); err != nil {
+		t.Fatal(err)
+	}
+	a.Library.Refresh()
+	var c *libraryCard
+	waitFor(t, "the local model's card", func() bool { c = libraryCardOf(a.Library, name); return c != nil })
+	shown := shownText(c.card)
+	if strings.Contains(shown, "Profile") || strings.Contains(shown, "(Select one)") {
+		t.Errorf("the card of %s offers a profile to pick from none:\n%s", name, shown)
+	}
+	if strings.Contains(shown, " · active model") || !strings.Contains(shown, "active model") {
+		t.Errorf("the card of %s: want its subtitle 'active model':\n%s", name, shown)
 	}
 }
