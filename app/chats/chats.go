@@ -34,6 +34,7 @@ type Thread struct {
 	Title    string    `json:"title"`
 	System   string    `json:"system,omitempty"` // per-thread system prompt
 	Thinking bool      `json:"thinking,omitempty"`
+	Mode     string    `json:"mode,omitempty"`  // the mode picked for it: "diffusion" or "ar"; "" automatic
 	Model    string    `json:"model,omitempty"` // the model that answered last
 	Messages []Message `json:"messages"`
 	Created  time.Time `json:"created"`

@@ -100,6 +100,12 @@ func newChat(a *App) *Chat {
 	})
 	c.mode = widget.NewSelect([]string{modeAuto, modeLabel(engine.Diffusion), modeLabel(engine.AR)}, nil)
 	c.mode.SetSelected(modeAuto)
+	c.mode.OnChanged = func(label string) { // the chat's, as its system prompt is
+		if m := pickedMode(label); c.cur != nil && c.cur.Mode != m {
+			c.cur.Mode = m
+			c.save()
+		}
+	}
 	c.messages = container.NewVBox()
 	c.live = widget.NewLabel("")
 	c.live.Wrapping = fyne.TextWrapWord
@@ -197,6 +203,7 @@ func (c *Chat) open(t *chats.Thread) {
 	c.system.SetText(t.System)
 	c.thinking.SetChecked(t.Thinking)
 	c.updateThinking()
+	c.mode.SetSelected(pickedLabel(t.Mode))
 	c.live.Hide()
 	c.errLabel.Hide()
 	c.status.SetText("")
@@ -595,6 +602,24 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 
 // modeAuto is the mode picker's choice of the model's default mode here.
 const modeAuto = "Automatic mode"
+
+// pickedMode is the mode a chat keeps for the picker's label ("" automatic).
+func pickedMode(label string) string {
+	for _, m := range []engine.Mode{engine.Diffusion, engine.AR} {
+		if label == modeLabel(m) {
+			return string(m)
+		}
+	}
+	return ""
+}
+
+// pickedLabel is the picker's label of a chat's kept mode.
+func pickedLabel(mode string) string {
+	if m := engine.Mode(mode); m == engine.Diffusion || m == engine.AR {
+		return modeLabel(m)
+	}
+	return modeAuto
+}
 
 // serverModeLabel names the mode in the status line of a model that runs one
 // way only, the server's (ModelInfo.OneMode), whichever mode was picked.

@@ -207,6 +207,40 @@ func TestChatModeShowsWholeChoice(t *testing.T) {
 	}
 }
 
+// TestChatModeSticksToTheChat: the mode picked for a chat is the chat's, as its
+// system prompt and Thinking are: kept on disk, back after a restart, and back
+// when the chat is opened again after another; it came back as 'Automatic mode'
+// on every start, and a new chat took the last one's.
+func TestChatModeSticksToTheChat(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	a := newTestApp(t, &fakeModel{answers: chatAnswers(&n)}, dir)
+	c := a.Chat
+	printer := modeLabel(engine.AR)
+	asUI(func() { c.mode.SetSelected(printer) })
+	typeText(c.input, "What is Unix?")
+	tap(c.send)
+	c.run.Wait()
+	if got := a.model.Calls()[0].req.Mode; got != engine.AR {
+		t.Fatalf("asked for the printer, ran %q", got)
+	}
+	th := c.Current()
+	asUI(c.NewThread)
+	if c.mode.Selected != modeAuto {
+		t.Errorf("a new chat's mode: %q, want %q", c.mode.Selected, modeAuto)
+	}
+	asUI(func() { c.open(th) })
+	if c.mode.Selected != printer {
+		t.Errorf("the chat opened again: mode %q, want %q", c.mode.Selected, printer)
+	}
+	a.shutdown()
+	b := newTestApp(t, &fakeModel{answers: chatAnswers(&n)}, dir)
+	asUI(func() { b.Chat.open(b.Chat.Threads()[0]) })
+	if got := b.Chat.mode.Selected; got != printer {
+		t.Errorf("after a restart: mode %q, want %q", got, printer)
+	}
+}
+
 func TestChatCorruptThreadReported(t *testing.T) {
 	dir := t.TempDir()
 	n := 0
