@@ -136,7 +136,7 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 		return req, nil, &badRequest{"n", "n must be 1: this server writes one answer per request"}
 	}
 	if len(cr.Messages) == 0 {
-		return req, nil, &badRequest{"messages", "messages must hold at least one message"}
+		return req, nil, &badRequest{"messages", `messages must hold at least one message, e.g. "messages": [{"role": "user", "content": "What is Unix?"}]`}
 	}
 	var system []string
 	for i, m := range cr.Messages {

@@ -457,3 +457,17 @@ func TestWrongEndpointSaysWhichThereAre(t *testing.T) {
 		}
 	}
 }
+
+// TestNoMessagesShowsTheShape: a request without messages (a completions-style
+// {"prompt": "…"} sent to the chat endpoint, or an empty list) shows what the
+// field looks like; it said only 'messages must hold at least one message'.
+func TestNoMessagesShowsTheShape(t *testing.T) {
+	s := start(t, Options{Engine: &fakeGen{final: "x"}})
+	want := `messages must hold at least one message, e.g. "messages": [{"role": "user", "content": "What is Unix?"}]`
+	for _, body := range []string{`{"prompt":"What is Unix?"}`, `{"messages":[]}`} {
+		code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", body)
+		if code != 400 || r.Error == nil || r.Error.Message != want {
+			t.Errorf("%s: %d %s\nwant %q", body, code, raw, want)
+		}
+	}
+}
