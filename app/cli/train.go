@@ -486,11 +486,12 @@ func runTrainInit(env *Env, args []string) error {
 }
 
 func runTrainEval(env *Env, args []string) error {
-	fs := newFlagSet(env, "train eval", "[--model DIR] --corpus DIR [--pages N] [--seen N] [--json]")
+	fs := newFlagSet(env, "train eval", "[--model DIR] --corpus DIR [--pages N] [--seen N] [--chats N] [--json]")
 	modelDir := fs.String("model", "assets/mini", "model directory (Hugging Face layout)")
 	corpusDir := fs.String("corpus", "train-runs/corpus", "corpus directory (heldout.jsonl, train.jsonl, words.txt)")
 	pages := fs.Int("pages", 50, "held-out titles to generate in each mode")
 	seenN := fs.Int("seen", 50, "titles seen in training to generate in each mode too, compared with their entries (ROUGE-L); 0: none")
+	chatsN := fs.Int("chats", 0, "held-out chat questions to answer in diffusion and AR too, each with its system turn: which mode chat and the API should run in (0: none)")
 	seed := fs.Uint64("seed", 1, "sampling seed of the first page (page i uses seed+i)")
 	arTemp := fs.Float64("ar-temperature", 0, "AR mode sampling temperature (0 = greedy)")
 	arPenalty := fs.Float64("ar-repetition-penalty", 0, "AR mode repetition penalty θ (Hugging Face's repetition_penalty; 1 = off; default: the model's)")
@@ -525,7 +526,7 @@ func runTrainEval(env *Env, args []string) error {
 	defer cancel()
 	rep, err := train.Evaluate(ctx, train.EvalOptions{ModelDir: *modelDir, CorpusDir: *corpusDir, Pages: *pages,
 		Seed: *seed, ARTemperature: *arTemp, ARRepetitionPenalty: *arPenalty, Backend: *backendName, First: *first, Modes: modes, Unguided: unguided, NoLoss: *noLoss, FreeHeading: *freeHeading, Samples: *samples,
-		Seen: *seenN, Render: htmlsafe.Sanitize, Log: env.Stderr})
+		Seen: *seenN, Chats: *chatsN, Render: htmlsafe.Sanitize, Log: env.Stderr})
 	if err != nil {
 		return err
 	}
@@ -575,6 +576,20 @@ func runTrainEval(env *Env, args []string) error {
 			fmt.Fprintf(env.Stdout, ", ROUGE-L vs the entry %.3f", m.r.RougeL)
 		}
 		fmt.Fprintln(env.Stdout)
+	}
+	if c := rep.Chats; c != nil {
+		fmt.Fprintf(env.Stdout, "chats: %d held-out questions, each with its system turn\n", c.Questions)
+		for _, m := range []row{{"diffusion", c.Diffusion}, {"ar", c.AR}, {"reference", c.Reference}} {
+			fmt.Fprintf(env.Stdout, "  %-9s known words %.1f%%, English bigrams %.1f%%", m.name, 100*m.r.KnownWords, 100*m.r.English)
+			if m.r.EnglishShuffled > 0 {
+				fmt.Fprintf(env.Stdout, " (words shuffled %.1f%%)", 100*m.r.EnglishShuffled)
+			}
+			fmt.Fprintf(env.Stdout, ", Kneser-Ney %.2f bits/word (order gain %.2f), distinct-2 %.3f", m.r.BitsPerWord, m.r.OrderGain, m.r.Distinct2)
+			if m.r.MedianMS > 0 {
+				fmt.Fprintf(env.Stdout, ", %.0f tokens in %.0f ms median", m.r.MeanTokens, m.r.MedianMS)
+			}
+			fmt.Fprintln(env.Stdout)
+		}
 	}
 	fmt.Fprintf(env.Stdout, "canvas speed: median %.0f ms for a 256-token canvas (goal ≤ 2000 ms)\n", rep.CanvasMedianMS)
 	return nil

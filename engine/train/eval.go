@@ -60,6 +60,10 @@ type EvalOptions struct {
 	// evenly over the training pages, generated and checked as the held-out
 	// ones are, and compared with their corpus entries (ModeReport.RougeL).
 	Seen int
+	// Chats is how many held-out chat questions are answered in each mode (0:
+	// none), spread evenly over them, each with its own system turn as the app
+	// sends it: what chat and the API should run in (assets.MiniCard.ChatMode).
+	Chats int
 	// Render turns a page into the HTML that is shown: app/htmlsafe.Sanitize,
 	// passed in by the CLI, since engine does not import the app. Fragments,
 	// English and RougeL are measured on its output; nil measures the pages as
@@ -160,7 +164,9 @@ type EvalReport struct {
 	// canvas with default sampling on this machine (goal ≤ 2000 ms).
 	CanvasMedianMS float64 `json:"canvas_median_ms"`
 	// Seen scores EvalOptions.Seen titles of the training corpus the same way.
-	Seen     *SeenReport     `json:"seen,omitempty"`
+	Seen *SeenReport `json:"seen,omitempty"`
+	// Chats scores EvalOptions.Chats held-out chat answers.
+	Chats    *ChatReport     `json:"chats,omitempty"`
 	Goals    map[string]bool `json:"goals"`
 	Settings map[string]any  `json:"settings"`
 }
@@ -173,6 +179,19 @@ type SeenReport struct {
 	DiffusionUnguided *ModeReport `json:"diffusion_unguided,omitempty"`
 	AR                ModeReport  `json:"ar"`
 	Reference         ModeReport  `json:"reference"`
+}
+
+// ChatReport scores answers to held-out chat questions in each mode, and the
+// corpus's own answers to them (Reference), by the word measures of the pages:
+// KnownWords, Distinct2, English (with EnglishShuffled on the reference),
+// BitsPerWord and OrderGain, on the answer as the chat shows its words. The
+// page checks (format, links, fragments, ROUGE-L) do not apply to an answer and
+// stay zero; MeanTokens, MedianMS and TokensPerS are the answers'.
+type ChatReport struct {
+	Questions int        `json:"questions"`
+	Diffusion ModeReport `json:"diffusion"`
+	AR        ModeReport `json:"ar"`
+	Reference ModeReport `json:"reference"`
 }
 
 // Evaluate scores a trained model: held-out loss against the unigram baseline,
@@ -326,6 +345,18 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 		rep.Seen = sr
 	}
 
+	if opts.Chats > 0 {
+		var chats []Record
+		for _, r := range heldRecs {
+			if r.Kind == "chat" {
+				chats = append(chats, r)
+			}
+		}
+		if rep.Chats, err = answerChats(ctx, eng, opts, spread(chats, opts.Chats), ref, known, keep); err != nil {
+			return nil, err
+		}
+	}
+
 	// The speed budget: full 256-token canvases (no early EOS) with default sampling.
 	rep.CanvasMedianMS, err = canvasSpeed(ctx, eng, pages[:min(5, len(pages))], opts.Seed)
 	if err != nil {
@@ -424,6 +455,99 @@ func generate(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, runs []e
 		}
 	}
 	return diffusion, unguided, ar, nil
+}
+
+// answerChats answers each chat question in each mode (greedy AR with the
+// model's repetition penalty, as AR pages; diffusion with its defaults) and
+// scores the answers beside the corpus's.
+func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats []Record, ref *reference,
+	known map[string]bool, keep int) (*ChatReport, error) {
+	cr := &ChatReport{Questions: len(chats)}
+	answers := func(mode engine.Mode) (ModeReport, error) {
+		var texts []string
+		var samples []Sample
+		var times []float64
+		var tokens int
+		for i, c := range chats {
+			if ctx.Err() != nil {
+				return ModeReport{}, ctx.Err()
+			}
+			req := engine.Request{Mode: mode, Seed: opts.Seed + uint64(i), Messages: []engine.Message{{Role: "user", Content: c.Prompt}}}
+			if c.System != "" {
+				req.Messages = append([]engine.Message{{Role: "system", Content: c.System}}, req.Messages...)
+			}
+			if mode == engine.AR {
+				req.Sampling.Temperature = opts.ARTemperature
+				req.Sampling.RepetitionPenalty = opts.ARRepetitionPenalty
+			}
+			res, err := eng.Generate(ctx, req)
+			if err != nil {
+				return ModeReport{}, fmt.Errorf("eval: chat %s %q: %w", mode, c.Prompt, err)
+			}
+			texts = append(texts, res.Text)
+			tokens += len(res.Tokens)
+			times = append(times, res.ElapsedMS)
+			if i < keep {
+				samples = append(samples, Sample{Title: c.Prompt, Text: res.Text})
+			}
+			fmt.Fprintf(opts.Log, "eval chat %s %d/%d %q: %d tokens in %.0f ms\n", mode, i+1, len(chats), c.Prompt, len(res.Tokens), res.ElapsedMS)
+		}
+		mr := scoreAnswers(texts, ref, known, opts.Render, false)
+		mr.Samples, mr.MeanTokens, mr.MedianMS = samples, float64(tokens)/float64(max(len(chats), 1)), median(times)
+		if s := sum(times); s > 0 {
+			mr.TokensPerS = float64(tokens) / (s / 1000)
+		}
+		return mr, nil
+	}
+	var err error
+	if cr.Diffusion, err = answers(engine.Diffusion); err != nil {
+		return nil, err
+	}
+	if cr.AR, err = answers(engine.AR); err != nil {
+		return nil, err
+	}
+	real := make([]string, len(chats))
+	for i, c := range chats {
+		real[i] = c.Answer
+	}
+	cr.Reference = scoreAnswers(real, ref, known, opts.Render, true)
+	return cr, nil
+}
+
+// scoreAnswers takes the word measures of chat answers (see ChatReport); with
+// shuffled, also English of each answer's words in a shuffled order.
+func scoreAnswers(texts []string, ref *reference, known map[string]bool, render func(string) string, shuffled bool) ModeReport {
+	mr := ModeReport{Pages: len(texts)}
+	var all [][]string
+	var order OrderScore
+	orderRNG, shufRNG := rand.New(rand.NewPCG(1, 3)), rand.New(rand.NewPCG(1, 2))
+	var hit, n, shufHit, shufN, knownN, total int
+	for _, t := range texts {
+		words := ShownWords(render(t), false)
+		all = append(all, words)
+		h, k := ref.bigrams.Attested(words, nil)
+		hit, n = hit+h, n+k
+		order.Add(ref.kn, words, orderRNG)
+		for _, w := range words {
+			total++
+			if known[w] {
+				knownN++
+			}
+		}
+		if shuffled {
+			sh := append([]string(nil), words...)
+			shufRNG.Shuffle(len(sh), func(a, b int) { sh[a], sh[b] = sh[b], sh[a] })
+			h, k := ref.bigrams.Attested(sh, nil)
+			shufHit, shufN = shufHit+h, shufN+k
+		}
+	}
+	mr.Distinct2, mr.English = Distinct2(all), share(hit, n)
+	mr.KnownWords = share(knownN, total)
+	mr.BitsPerWord, mr.OrderGain = order.BitsPerWord(), order.OrderGain()
+	if shuffled {
+		mr.EnglishShuffled = share(shufHit, shufN)
+	}
+	return mr
 }
 
 // spread picks n of pages spread evenly over them, the middle of each stretch

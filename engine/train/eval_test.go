@@ -166,6 +166,44 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
+// TestEvaluateChats: held-out chat questions are answered in both modes and
+// scored by the word measures beside the corpus's own answers, spread over the
+// questions; pages alone do not ask for them.
+func TestEvaluateChats(t *testing.T) {
+	model := enginetest.WriteTinyModel(t, enginetest.Options{MaxNewTokens: 16, MaxSteps: 3})
+	chat := func(q, a string) Record {
+		return Record{Kind: "chat", Title: q, System: "You are a small encyclopedia.", Prompt: "What is " + q + "?", Answer: a}
+	}
+	corpus := writeCorpus(t, []Record{page("Unix"), page("Linux")},
+		[]Record{page("Plan 9"), chat("Plan 9", "Plan 9 is an operating system."), chat("Multics", "Multics, a system."),
+			chat("BSD", "A kernel."), chat("Minix", "Minix is an operating system.")})
+	rep, err := Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, Pages: 1, Seed: 1,
+		Modes: []engine.Mode{engine.Diffusion}, NoLoss: true, Chats: 2, Samples: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Chats
+	if c == nil || c.Questions != 2 || c.Diffusion.Pages != 2 || c.AR.Pages != 2 || c.Reference.Pages != 2 {
+		t.Fatalf("chats scored: %+v", c)
+	}
+	// spread: the middle of each half, Multics and Minix.
+	if got := []string{c.AR.Samples[0].Title, c.AR.Samples[1].Title}; got[0] != "What is Multics?" || got[1] != "What is Minix?" {
+		t.Errorf("questions %q, want Multics and Minix", got)
+	}
+	// "multics a system": no bigram of the training pages; "minix is an
+	// operating system": 3 of 4.
+	if r := c.Reference; math.Abs(r.English-0.5) > 1e-9 || !(r.OrderGain > 0) || !(r.KnownWords > 0) || r.PageFormat != 0 {
+		t.Errorf("reference answers: English %v (want 0.5), order gain %v, known %v, format %v", r.English, r.OrderGain, r.KnownWords, r.PageFormat)
+	}
+	if !(c.Diffusion.BitsPerWord > 0) || !(c.AR.MedianMS > 0) || c.AR.MeanTokens == 0 {
+		t.Errorf("answers not measured: diffusion %+v, ar %+v", c.Diffusion, c.AR)
+	}
+	if rep, err := Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, Pages: 1, Seed: 1,
+		Modes: []engine.Mode{engine.Diffusion}, NoLoss: true}); err != nil || rep.Chats != nil {
+		t.Errorf("chats scored without asking: %v, %+v", err, rep.Chats)
+	}
+}
+
 // TestScorerMeasures: the page measures on hand-made pages with known answers.
 func TestScorerMeasures(t *testing.T) {
 	a := Record{Kind: "page", Title: "A", Answer: "<h1>A</h1><p>the cat sat on the mat</p>"}
