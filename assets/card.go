@@ -26,6 +26,14 @@ type MiniCard struct {
 	// guidance_rounds_per_canvas), for the speed estimate.
 	Steps          float64 `json:"typical_steps"`
 	GuidanceRounds float64 `json:"typical_guidance_rounds"`
+	// ChatMode is the mode the model's chats and API answers run in when the
+	// user picks none — "ar" where its printer's answers were measured to read
+	// better than its polaroid's (assets/training/README.md says how) — and
+	// ChatModeWhy the reason the app shows for it. "" is diffusion, the mode
+	// Darkroom's models are made for; packaging/ship-mini.sh writes a card
+	// without it, so each model is measured before it says otherwise.
+	ChatMode    string `json:"chat_mode,omitempty"`
+	ChatModeWhy string `json:"chat_mode_why,omitempty"`
 }
 
 // ReadMiniCard returns the embedded model's card. It wraps ErrMiniNotBuilt when
@@ -59,6 +67,10 @@ func readMiniCard(fsys fs.FS) (MiniCard, error) {
 	case c.Steps <= 0 || c.GuidanceRounds < 0:
 		return c, fmt.Errorf("embedded Darkroom Mini %s: typical_steps %g and typical_guidance_rounds %g must be positive",
 			MiniCardFile, c.Steps, c.GuidanceRounds)
+	case c.ChatMode != "" && c.ChatMode != "ar" && c.ChatMode != "diffusion":
+		return c, fmt.Errorf("embedded Darkroom Mini %s: chat_mode %q is neither \"ar\" nor \"diffusion\"", MiniCardFile, c.ChatMode)
+	case c.ChatMode != "" && c.ChatModeWhy == "":
+		return c, fmt.Errorf("embedded Darkroom Mini %s: chat_mode %q without chat_mode_why, the reason the app shows", MiniCardFile, c.ChatMode)
 	}
 	return c, nil
 }

@@ -27,6 +27,8 @@ func TestMiniCardFaults(t *testing.T) {
 		{"no sources", `{"license":"GFDL","typical_steps":18}`, "trained_on is empty"},
 		{"no licence", `{"trained_on":"FOLDOC","typical_steps":18}`, "license is empty"},
 		{"no steps", `{"trained_on":"FOLDOC","license":"GFDL"}`, "typical_steps 0"},
+		{"bad chat mode", `{"trained_on":"FOLDOC","license":"GFDL","typical_steps":18,"chat_mode":"printer","chat_mode_why":"x"}`, `chat_mode "printer"`},
+		{"chat mode without a reason", `{"trained_on":"FOLDOC","license":"GFDL","typical_steps":18,"chat_mode":"ar"}`, "without chat_mode_why"},
 	}
 	for _, c := range cases {
 		fsys := fstest.MapFS{}

@@ -167,7 +167,9 @@ git status --short -- "$mini" "$training" | sed 's/^/    /'
 cat <<EOF
 
 Left to do by hand:
-  - score it: darkroom train eval --model $mini --corpus $corpus --json > $training/eval.json
+  - score it: darkroom train eval --model $mini --corpus $corpus --chats 40 --json > $training/eval.json
+  - its chat mode: card.json names none, so chat and the API run in diffusion; where the eval's chats read
+    better in AR, set "chat_mode": "ar" and "chat_mode_why" (the reason the app shows) in $mini/card.json
     (the eval.json there is the old model's)
   - the prose: README.md's honest note and $training/README.md (size, sources, what it can do)
 EOF

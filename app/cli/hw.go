@@ -137,7 +137,7 @@ func speedRows(rows []models.FitRow, device string, rates *speed.Rates) ([]speed
 				return nil, err
 			}
 		}
-		out = append(out, speedRow{Model: r.Model, Profile: r.Profile, Estimate: est, Default: speed.Choose(e.ModesEqual, est)})
+		out = append(out, speedRow{Model: r.Model, Profile: r.Profile, Estimate: est, Default: speed.Choose(e, est)})
 	}
 	return out, nil
 }

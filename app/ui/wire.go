@@ -174,7 +174,8 @@ func modeChoice(ctx context.Context, e *engine.Engine, name string) (speed.Choic
 	device := speed.Device(e.Backend())
 	rates, err := speed.Here(ctx, device)
 	if err != nil {
-		return speed.Choose(false, speed.Unknown(err.Error())), nil
+		entry, _ := catalog.ForModel(name, e.Config())
+		return speed.Choose(entry, speed.Unknown(err.Error())), nil
 	}
 	return speed.ForLoaded(name, e.Config(), device, rates)
 }

@@ -108,6 +108,7 @@ func miniEntry() Entry {
 	}
 	if c, err := assets.ReadMiniCard(); err == nil {
 		e.License, e.Steps, e.GuidanceRounds = c.License, c.Steps, c.GuidanceRounds
+		e.ChatMode, e.ChatModeWhy = c.ChatMode, c.ChatModeWhy
 	}
 	return e
 }

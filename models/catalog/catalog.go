@@ -36,10 +36,12 @@ type Entry struct {
 	Config func() (*config.Model, error) `json:"-"`
 	// ModesEqual says the printer (AR) and the polaroid (diffusion) write this model
 	// equally well, so chat and the API default to whichever is faster on this
-	// machine (models/speed). Darkroom Mini keeps diffusion: its AR pages have more
-	// English-like word pairs but in a few repeated sentence frames, and miss the
-	// page format far more often (60% against 86%; assets/training/eval.json).
-	ModesEqual bool `json:"modes_equal,omitempty"`
+	// machine (models/speed). Where they do not, chat and the API run in
+	// ChatMode ("" is diffusion), for the reason ChatModeWhy: Darkroom Mini's
+	// is its card's (assets.MiniCard), measured on its answers.
+	ModesEqual  bool   `json:"modes_equal,omitempty"`
+	ChatMode    string `json:"chat_mode,omitempty"`
+	ChatModeWhy string `json:"-"`
 	// Steps and GuidanceRounds are the denoising steps and AR guidance rounds a
 	// canvas typically takes, for the speed estimate (0: the generation config's
 	// maximum; the sampler stops adaptively, usually well before).

@@ -16,13 +16,20 @@ type Choice struct {
 	Reason string      `json:"reason"`
 }
 
-// Choose picks the default mode of a model. Where both modes write equally well
-// (modesEqual: the catalog's ModesEqual, DiffusionGemma) it is the faster one on
-// this machine by est; otherwise, or with no estimate, it is diffusion, the mode
-// Darkroom's models are made for (Darkroom Mini's polaroid pages are better than its
-// printer's).
-func Choose(modesEqual bool, est *Estimate) Choice {
-	if !modesEqual {
+// Choose picks the default mode of catalog entry e's chats and API answers.
+// Where both modes write equally well (the catalog's ModesEqual, DiffusionGemma)
+// it is the faster one on this machine by est, diffusion with no estimate;
+// otherwise it is the mode the entry says its answers read better in (ChatMode:
+// Darkroom Mini 2's printer), else diffusion, the mode Darkroom's models are made
+// for.
+func Choose(e catalog.Entry, est *Estimate) Choice {
+	if !e.ModesEqual {
+		if e.ChatMode == string(engine.AR) {
+			return Choice{engine.AR, "the printer (AR): " + e.ChatModeWhy}
+		}
+		if e.ChatMode == string(engine.Diffusion) && e.ChatModeWhy != "" {
+			return Choice{engine.Diffusion, "the polaroid (diffusion): " + e.ChatModeWhy}
+		}
 		return Choice{engine.Diffusion, "the polaroid (diffusion): this model writes better that way"}
 	}
 	if !est.Known() {
@@ -139,7 +146,7 @@ func ForLoaded(name string, cfg *config.Model, device string, r *Rates) (Choice,
 	if err != nil {
 		est = Unknown(err.Error())
 	}
-	return Choose(e.ModesEqual, est), est
+	return Choose(e, est), est
 }
 
 // Device is where an engine on backend runs, as ForEntry and Here take it: "cpu"

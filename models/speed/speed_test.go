@@ -258,7 +258,7 @@ func TestGEMMAt(t *testing.T) {
 	near(t, "above", r.GEMMAt(9999, 9999, 9999), 2048)
 }
 
-// TestChoose: the Mini keeps diffusion; a model flagged as writing equally well
+// TestChoose: the Mini runs in the mode its card names; a model flagged as writing equally well
 // both ways gets the printer on a slow CPU and the polaroid on GPU-like rates; with
 // no estimate it keeps diffusion and says why.
 func TestChoose(t *testing.T) {
@@ -274,21 +274,34 @@ func TestChoose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := Choose(dg.ModesEqual, slow); c.Mode != engine.AR || !strings.Contains(c.Reason, "printer") {
+	if c := Choose(dg, slow); c.Mode != engine.AR || !strings.Contains(c.Reason, "printer") {
 		t.Errorf("26B on a slow CPU: %+v (AR %.2f, diffusion %.2f tokens/s)", c, slow.AR.TokensPerS, slow.Diffusion.TokensPerS)
 	}
 	fast, err := ForEntry(dg, cfg, quant.Int4Profile, "cpu", gpu, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := Choose(dg.ModesEqual, fast); c.Mode != engine.Diffusion {
+	if c := Choose(dg, fast); c.Mode != engine.Diffusion {
 		t.Errorf("26B on GPU-like rates: %+v (AR %.0f, diffusion %.0f tokens/s)", c, fast.AR.TokensPerS, fast.Diffusion.TokensPerS)
 	}
-	if c := Choose(mini.ModesEqual, slow); c.Mode != engine.Diffusion {
-		t.Errorf("Mini: %+v", c)
+	// The built-in Mini: the mode its card says its answers read better in, for
+	// its reason; a model that says nothing keeps diffusion.
+	want := engine.Mode(mini.ChatMode)
+	if want == "" {
+		want = engine.Diffusion
+	}
+	if c := Choose(mini, slow); c.Mode != want || (mini.ChatModeWhy != "" && !strings.HasSuffix(c.Reason, mini.ChatModeWhy)) {
+		t.Errorf("Mini (card: %q, %q): %+v", mini.ChatMode, mini.ChatModeWhy, c)
+	}
+	printer := catalog.Entry{ChatMode: "ar", ChatModeWhy: "its answers read better that way"}
+	if c := Choose(printer, slow); c.Mode != engine.AR || c.Reason != "the printer (AR): its answers read better that way" {
+		t.Errorf("an entry whose answers read better in AR: %+v", c)
+	}
+	if c := Choose(catalog.Entry{}, slow); c.Mode != engine.Diffusion || !strings.Contains(c.Reason, "polaroid") {
+		t.Errorf("an entry that says nothing: %+v", c)
 	}
 	onGPU, _ := ForEntry(dg, cfg, quant.Int4Profile, Device("xla:cuda"), cpu, 0)
-	if c := Choose(dg.ModesEqual, onGPU); onGPU.Known() || c.Mode != engine.Diffusion || !strings.Contains(c.Reason, "unknown") {
+	if c := Choose(dg, onGPU); onGPU.Known() || c.Mode != engine.Diffusion || !strings.Contains(c.Reason, "unknown") {
 		t.Errorf("on a GPU backend: %+v, %+v", onGPU, c)
 	}
 	// A folder holding the 26B's architecture under a name the catalog does not know.
