@@ -24,6 +24,7 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/chat"
+	"github.com/darkroomlabs/darkroom/engine/markup"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
@@ -315,6 +316,9 @@ func (c *Chat) messageView(m chats.Message, model string, live fyne.CanvasObject
 		head = container.NewBorder(nil, nil, nil, copyB, who)
 	}
 	body := markdownText(m.Content)
+	if m.Role == "model" {
+		body = answerText(m.Content)
+	}
 	parts := []fyne.CanvasObject{head}
 	if m.Thought != "" {
 		th := widget.NewLabel(m.Thought)
@@ -351,6 +355,41 @@ func markdownText(md string) *widget.RichText {
 		}
 	}
 	tidy(rt.Segments)
+	return rt
+}
+
+// answerText renders a model's reply: its markdown, less the markup fragments
+// Fyne would show as text (engine/markup: a half tag "<a dup", an attribute
+// end `eraer">`). A small model mixes its pages' HTML into answers; Fyne drops
+// a whole inline tag and keeps its text, but shows the debris of a broken one
+// — the pages' "no broken markup on screen", kept in Chat too. Code is left as
+// written. The user's own messages are shown as typed (markdownText).
+func answerText(md string) *widget.RichText {
+	rt := markdownText(md)
+	var strip func(segs []widget.RichTextSegment)
+	strip = func(segs []widget.RichTextSegment) {
+		for _, sg := range segs {
+			switch t := sg.(type) {
+			case *widget.TextSegment:
+				if t.Style.TextStyle.Monospace {
+					continue
+				}
+				if found := markup.Find(t.Text); len(found) > 0 {
+					var b strings.Builder
+					last := 0
+					for _, f := range found {
+						b.WriteString(t.Text[last:f[0]])
+						last = f[1]
+					}
+					b.WriteString(t.Text[last:])
+					t.Text = b.String()
+				}
+			case widget.RichTextBlock:
+				strip(t.Segments())
+			}
+		}
+	}
+	strip(rt.Segments)
 	return rt
 }
 

@@ -96,6 +96,28 @@ func TestChatMarkdownLeavesNoStrayStars(t *testing.T) {
 	}
 }
 
+// TestChatAnswerShowsNoMarkupFragments: a model's reply shows no tag debris —
+// Darkroom Mini 2's polaroid answered "case the <a dup and a disk disk** … eraer">ergering",
+// and Chat showed "<a dup" and `eraer">` as text — while a whole inline tag keeps
+// its text, code keeps its markup, and the user's own message is shown as typed.
+func TestChatAnswerShowsNoMarkupFragments(t *testing.T) {
+	got := answerText("case the <a dup").String() + " " +
+		answerText("a disk disk (storage) eraer\">ergering. A <a href=\"/wiki/loop\">loop</a> in `<p>` code.").String()
+	for _, bad := range []string{"<a", `">`, "href"} {
+		if strings.Contains(strings.ReplaceAll(got, "<p>", ""), bad) {
+			t.Errorf("answer shown as %q: has %q", got, bad)
+		}
+	}
+	for _, keep := range []string{"case the", "disk disk", "ergering", "loop", "<p>"} {
+		if !strings.Contains(got, keep) {
+			t.Errorf("answer shown as %q: lost %q", got, keep)
+		}
+	}
+	if typed := markdownText("what does <a dup mean?").String(); !strings.Contains(typed, "<a dup") {
+		t.Errorf("the user's message shown as %q", typed)
+	}
+}
+
 // TestChatSystemPromptShowsFourLines: the system prompt box is at least four
 // lines tall (it showed two and a half).
 func TestChatSystemPromptShowsFourLines(t *testing.T) {
