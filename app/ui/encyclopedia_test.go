@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 )
@@ -312,5 +315,45 @@ func TestModelErrorShownInPlainWords(t *testing.T) {
 	fa.Encyclopedia.run.Wait()
 	if fa.Encyclopedia.errLabel.Hidden || !strings.Contains(fa.Encyclopedia.errLabel.Text, "Could not write the page for Unix") {
 		t.Errorf("error label %q (hidden %v)", fa.Encyclopedia.errLabel.Text, fa.Encyclopedia.errLabel.Hidden)
+	}
+}
+
+// fallbackModel is a model whose backend fell back to the CPU.
+type fallbackModel struct {
+	*fakeModel
+	why string
+}
+
+func (f fallbackModel) Info() ModelInfo {
+	i := f.fakeModel.Info()
+	i.Fallback = f.why
+	return i
+}
+
+// TestBackendFallbackIsSaid: where the backend asked for did not start (Settings
+// → Backend xla with no XLA plugin, or a GPU whose CUDA plugin fails) and the
+// CPU runs instead, every screen says so once the model is loaded, in the
+// engine's sentence; the app said nothing (darkroom generate says it on stderr),
+// and the pages were just slower.
+func TestBackendFallbackIsSaid(t *testing.T) {
+	const why = "XLA backend unavailable (no PJRT plugin found); using the pure-Go backend"
+	dir := t.TempDir()
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
+	m := fallbackModel{&fakeModel{answers: wikiAnswers}, why}
+	a := newApp(test.NewTempApp(t), test.NewTempWindow(t, nil), Deps{Settings: st,
+		Loader: LoaderFunc(func(context.Context) (Model, error) { return m, nil })})
+	defer a.shutdown()
+	e := a.Encyclopedia
+	asUI(func() { e.Navigate("Unix") })
+	e.run.Wait()
+	want := why + " (Settings → Backend)."
+	waitFor(t, "the fallback said", func() bool {
+		return strings.HasSuffix(uiRead(func() string { return a.notices[0].Text }), want)
+	})
+	for i, n := range a.notices {
+		if got := uiRead(func() string { return n.Text }); !strings.HasSuffix(got, want) {
+			t.Errorf("notice %d: %q, want it to end %q", i, got, want)
+		}
 	}
 }

@@ -685,10 +685,8 @@ func formatBytesPrec(n int64, digits int) string {
 
 // modelChanged reloads the shared model after the active model changed.
 func (a *App) modelChanged() {
-	for _, n := range a.notices {
-		n.SetText(a.noticeText())
-	}
 	a.models.Reset()
+	a.refreshNotices()
 	a.Race.second.Reset()
 	a.Library.Refresh()
 	if a.remote != nil {

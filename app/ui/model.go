@@ -40,6 +40,9 @@ type ModelInfo struct {
 	// OneMode, when set, says why the model runs one way only (a remote server
 	// that is not Darkroom's), so there is no printer to race the polaroid.
 	OneMode string
+	// Fallback, when set, is the engine's one sentence saying why the backend
+	// asked for (XLA, or auto's GPU) did not start and the CPU runs instead.
+	Fallback string
 }
 
 // defaultMode is the mode of a generation the user did not choose one for.
@@ -65,6 +68,7 @@ func (f LoaderFunc) Load(ctx context.Context) (Model, error) { return f(ctx) }
 // modelHost shares one loaded model between the screens and loads it on first use.
 type modelHost struct {
 	loader Loader
+	onLoad func(Model) // called, off the UI goroutine, once a model has loaded (nil: nothing)
 
 	mu      sync.Mutex
 	model   Model
@@ -104,7 +108,11 @@ func (h *modelHost) Get(ctx context.Context) (Model, error) {
 				h.model = m
 			}
 			h.loading = nil
+			onLoad := h.onLoad
 			h.mu.Unlock()
+			if err == nil && onLoad != nil {
+				onLoad(m)
+			}
 			close(a.done)
 		}()
 	}

@@ -9,6 +9,7 @@ package ui
 
 import (
 	"math/rand/v2"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -66,6 +67,7 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 	}
 	deps.Loader = remoteLoader(deps.Settings, deps.Loader) // the active remote model (remote.go), else deps.Loader's
 	a := &App{fyneApp: fa, win: win, deps: deps, models: newModelHost(deps.Loader)}
+	a.models.onLoad = func(Model) { onUI(a.refreshNotices) } // a backend that fell back is said there
 	a.applyTheme()
 	a.Encyclopedia = newEncyclopedia(a)
 	a.Desktop = newDesktop(a)
@@ -168,9 +170,26 @@ func (a *App) noticeText() string {
 	name := a.activeModelName()
 	if name == "" || name == miniName {
 		return "Darkroom Mini is a small computing encyclopedia" + miniSources() + " that runs on any PC. " +
-			"It is not a general assistant: for that, get DiffusionGemma from the Library."
+			"It is not a general assistant: for that, get DiffusionGemma from the Library." + a.fallbackNote()
 	}
-	return "Active model: " + name + "."
+	return "Active model: " + name + "." + a.fallbackNote()
+}
+
+// fallbackNote is " WHY (Settings → Backend)." when the loaded model's backend is
+// not the one asked for (XLA did not start, so the CPU runs), else "".
+func (a *App) fallbackNote() string {
+	m := a.models.Loaded()
+	if m == nil || m.Info().Fallback == "" {
+		return ""
+	}
+	return " " + strings.TrimSuffix(m.Info().Fallback, ".") + " (Settings → Backend)."
+}
+
+// refreshNotices writes every screen's model line again (UI goroutine).
+func (a *App) refreshNotices() {
+	for _, n := range a.notices {
+		n.SetText(a.noticeText())
+	}
 }
 
 // noteCard is a card whose note (what a Card calls its subtitle) wraps with the

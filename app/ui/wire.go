@@ -208,7 +208,7 @@ func (m *engineModel) IsEnd(id int) bool       { return m.e.IsEnd(id) }
 func (m *engineModel) Close() error            { return m.e.Close() }
 func (m *engineModel) Info() ModelInfo {
 	return ModelInfo{Name: m.name, Builtin: m.builtin, Backend: m.e.Backend(), Thinking: m.thinking,
-		Defaults: m.e.GenerationDefaults(), Mode: m.mode, Speed: m.speed}
+		Defaults: m.e.GenerationDefaults(), Mode: m.mode, Speed: m.speed, Fallback: m.e.BackendFallback()}
 }
 
 // managerLibrary adapts the models manager to Library.
