@@ -80,7 +80,7 @@ func runQuantize(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptContext()
 	defer stop()
 	start := time.Now()
 	var last convert.Progress
@@ -93,6 +93,9 @@ func runQuantize(env *Env, args []string) error {
 				store.FormatBytes(pr.InBytes), store.FormatBytes(pr.TotalIn), pr.Tensor)
 		}
 	}})
+	if err != nil && ctx.Err() != nil {
+		return errors.New("quantize: " + quantizeInterrupted)
+	}
 	if errors.Is(err, os.ErrPermission) {
 		return fmt.Errorf("%w (--out FOLDER, or --models-dir FOLDER)", err)
 	}
@@ -111,6 +114,9 @@ func runQuantize(env *Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "%s: %s of weights (%.2f× the original) in %s\n", name, store.FormatBytes(res.Bytes), res.SizeRatio, dir)
 	return nil
 }
+
+// quantizeInterrupted is quantize's reason when Ctrl-C stops a conversion.
+const quantizeInterrupted = "interrupted (Ctrl-C); the unfinished conversion was removed — run the same command again to convert from the start"
 
 type compareArgs struct {
 	model, profile, prompts, backend string

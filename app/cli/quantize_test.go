@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -67,5 +68,27 @@ func TestQuantizeCompareCommand(t *testing.T) {
 		if c.SizeRatio <= 0 || c.SizeRatio >= 1 || c.MeanKL <= 0 || c.Positions != 2*2*16 || c.RefTokensPS <= 0 || c.QuantTokensS <= 0 {
 			t.Errorf("%+v", c)
 		}
+	}
+}
+
+// TestQuantizeCtrlC: Ctrl-C in the middle of a conversion says it was
+// interrupted and that nothing half made is left; it said 'darkroom quantize:
+// context canceled'.
+func TestQuantizeCtrlC(t *testing.T) {
+	cfg := config.Tiny()
+	src := filepath.Join(t.TempDir(), "tiny")
+	if err := weights.Save(weights.Random(cfg, 1), cfg, src, weights.SaveOptions{DType: "bf16"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	withInterrupt(t, ctx)
+	store := t.TempDir()
+	code, _, errOut := runLibCLI("quantize", "--model", src, "--profile", "int4", "--models-dir", store)
+	if want := "darkroom quantize: " + quantizeInterrupted + "\n"; code != 1 || errOut != want {
+		t.Errorf("Ctrl-C: exit %d, %q; want 1, %q", code, errOut, want)
+	}
+	if left, _ := filepath.Glob(filepath.Join(store, "*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }
