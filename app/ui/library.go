@@ -103,6 +103,8 @@ type LibraryScreen struct {
 	errs    *widget.Label
 	token   *widget.Entry
 	mirror  *widget.Entry
+	saveHub *widget.Button
+	hubMsg  *widget.Label // under the Hugging Face box: what Save saved, or why not
 	content fyne.CanvasObject
 
 	entries  []LibraryEntry
@@ -145,21 +147,31 @@ func newLibraryScreen(a *App) *LibraryScreen {
 	l.token.SetPlaceHolder("hf_… (only for gated or private models)")
 	l.mirror = widget.NewEntry()
 	l.mirror.SetPlaceHolder("https://huggingface.co")
-	saveHub := widget.NewButton("Save", func() {
+	l.hubMsg = widget.NewLabel("")
+	l.hubMsg.Wrapping = fyne.TextWrapWord
+	l.hubMsg.Hide()
+	l.saveHub = widget.NewButton("Save", func() {
 		if a.deps.Library == nil {
 			return
 		}
+		l.hubMsg.Show() // beside the box: the Library's top line is out of sight down here
 		if err := a.deps.Library.SetHub(strings.TrimSpace(l.token.Text), strings.TrimSpace(l.mirror.Text)); err != nil {
-			l.showError(plainError("save the Hugging Face settings", err))
+			l.hubMsg.Importance = widget.DangerImportance
+			l.hubMsg.SetText(plainError("save the Hugging Face settings", err))
+			return
 		}
+		_, endpoint := a.deps.Library.Hub()
+		l.hubMsg.Importance = widget.MediumImportance
+		l.hubMsg.SetText("Saved: downloads come from " + endpoint + ".")
 	})
+	saveHub := l.saveHub
 	hub := widget.NewForm(
 		widget.NewFormItem("HF token", l.token),
 		widget.NewFormItem("Mirror", l.mirror),
 	)
 	hubCard := noteCard("Hugging Face", "Token and mirror used for downloads (HF_TOKEN and HF_ENDPOINT work too). "+
 		"The token is kept in plain text in Darkroom's settings file.",
-		container.NewBorder(nil, nil, nil, saveHub, hub))
+		container.NewVBox(container.NewBorder(nil, nil, nil, saveHub, hub), l.hubMsg))
 	move := widget.NewButtonWithIcon("Move…", theme.FolderOpenIcon(), l.chooseStore)
 	if a.deps.Library == nil {
 		move.Disable()

@@ -282,3 +282,32 @@ func TestLibraryLocalModelCardHasNoEmptyPicker(t *testing.T) {
 		t.Errorf("the card of %s: want its subtitle 'active model':\n%s", name, shown)
 	}
 }
+
+// TestHuggingFaceBoxSaves: the Hugging Face box's Save says what it saved, next
+// to it, and a mirror cleared there is dropped at once. Save showed nothing
+// when it worked and put a refusal at the top of the Library, out of sight of
+// the box at its bottom; a cleared mirror stayed in use until a restart (the
+// card's 'clear it to use huggingface.co' did not), and HF_TOKEN was dropped
+// with an empty token box.
+func TestHuggingFaceBoxSaves(t *testing.T) {
+	t.Setenv("HF_ENDPOINT", "")
+	t.Setenv("HF_TOKEN", "hf_env")
+	a, lib := libraryApp(t, "", download.Options{}, hw.Info{RAMTotal: 25_300_000_000})
+	l := a.Library
+	said := func() string { return uiRead(func() string { return l.hubMsg.Text }) }
+	typeText(l.mirror, "hf-mirror.example")
+	tap(l.saveHub)
+	if got := said(); !strings.Contains(got, "the mirror must be an http(s) address") {
+		t.Errorf("a mirror without http(s): the box says %q", got)
+	}
+	asUI(func() { l.mirror.SetText("https://hf-mirror.example/") })
+	tap(l.saveHub)
+	if got, h := said(), lib.m.Hub(); got != "Saved: downloads come from https://hf-mirror.example." || h.Endpoint != "https://hf-mirror.example" {
+		t.Errorf("a mirror saved: the box says %q, downloads from %s", got, h.Endpoint)
+	}
+	asUI(func() { l.mirror.SetText("") })
+	tap(l.saveHub)
+	if got, h := said(), lib.m.Hub(); got != "Saved: downloads come from https://huggingface.co." || h.Endpoint != "https://huggingface.co" || h.Token != "hf_env" {
+		t.Errorf("the mirror cleared: the box says %q, downloads from %s with token %q; want huggingface.co and HF_TOKEN's", got, h.Endpoint, h.Token)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/convert"
 	"github.com/darkroomlabs/darkroom/models/fit"
+	"github.com/darkroomlabs/darkroom/models/hub"
 	"github.com/darkroomlabs/darkroom/models/hw"
 	"github.com/darkroomlabs/darkroom/models/speed"
 	"github.com/darkroomlabs/darkroom/models/store"
@@ -517,10 +518,8 @@ func (l *managerLibrary) SetHub(token, mirror string) error {
 	if mirror != "" && !strings.HasPrefix(mirror, "https://") && !strings.HasPrefix(mirror, "http://") {
 		return errors.New("the mirror must be an http(s) address, e.g. https://hf-mirror.com")
 	}
-	h.Token = token
-	if mirror != "" {
-		h.Endpoint = strings.TrimRight(mirror, "/")
-	}
+	d := hub.New(mirror, token) // empty: HF_ENDPOINT / HF_TOKEN, then the public Hub, as at start
+	h.Endpoint, h.Token = d.Endpoint, d.Token
 	return l.settings.Update(func(v *settings.Values) { v.HFToken, v.HFMirror = token, mirror })
 }
 
