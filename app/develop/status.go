@@ -56,9 +56,12 @@ func DoneStatus(res *engine.Result) string {
 	}
 	tokens, canvases := plural.Count(len(res.Tokens), "token", "tokens"), plural.Count(len(res.Canvases), "canvas", "canvases")
 	parts := []string{state}
-	if res.ForwardPasses == 0 && steps == 0 {
+	switch {
+	case res.ForwardPasses == 0 && steps == 0:
 		parts = append(parts, fmt.Sprintf("%s (%s)", tokens, canvases))
-	} else {
+	case len(res.Canvases) == 0: // the printer (AR), or stopped before a first canvas: no steps to count
+		parts = append(parts, tokens, plural.Count(res.ForwardPasses, "forward pass", "forward passes"))
+	default:
 		parts = append(parts, fmt.Sprintf("%s in %s (%s)", tokens, plural.Count(steps, "step", "steps"), canvases),
 			plural.Count(res.ForwardPasses, "forward pass", "forward passes"))
 	}

@@ -28,6 +28,22 @@ func TestDoneStatus(t *testing.T) {
 	}
 }
 
+// TestDoneStatusWithoutCanvases: a printer's (AR) answer, and a page stopped
+// before its first canvas was committed, have no canvases: their line gives the
+// tokens and forward passes, not '44 tokens in 0 steps (0 canvases)' (the Chat
+// in Printer mode) or '0 tokens in 0 steps (0 canvases) · 10 forward passes'
+// (the Desktop stopped while its first screen developed).
+func TestDoneStatusWithoutCanvases(t *testing.T) {
+	ar := &engine.Result{Tokens: make([]int, 44), ForwardPasses: 45, Elapsed: 100 * time.Millisecond, TokensPerS: 440, StopReason: engine.StopEOS}
+	if got, want := DoneStatus(ar), "Done · 44 tokens · 45 forward passes · 0.10 s · 440.0 tokens/s"; got != want {
+		t.Errorf("AR: %q, want %q", got, want)
+	}
+	stopped := &engine.Result{ForwardPasses: 10, Elapsed: 1380 * time.Millisecond, StopReason: engine.StopCancelled}
+	if got, want := DoneStatus(stopped), "Stopped · 0 tokens · 10 forward passes · 1.38 s · 0.0 tokens/s"; got != want {
+		t.Errorf("stopped in the first canvas: %q, want %q", got, want)
+	}
+}
+
 // TestStatus: the developing line counts the committed tokens and the accepted
 // positions of the current canvas, says "1 step", "1 token" in the singular, and
 // leaves out forward passes nobody reported.
