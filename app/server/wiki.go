@@ -79,9 +79,18 @@ func (s *Server) writePage(w http.ResponseWriter, v pageView) {
 	}
 }
 
+// WelcomeTopics are the topics the start pages suggest, the app's and the
+// browser's alike.
+var WelcomeTopics = []string{"Unix", "hacker", "Lisp", "kernel", "compiler", "Emacs", "TCP/IP", "bit"}
+
 func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
 	b.WriteString("<h1>Darkroom encyclopedia</h1><p>Type a topic above: the page develops from noise as the model writes it. Every link in a page writes a new page.</p>")
+	b.WriteString("<p>Or start with one of these:</p><ul>")
+	for _, t := range WelcomeTopics {
+		fmt.Fprintf(&b, `<li><a href="%s">%s</a></li>`, html.EscapeString(wikiPath(t)), html.EscapeString(t))
+	}
+	b.WriteString("</ul>")
 	if titles := s.pages.titles(); len(titles) > 0 {
 		b.WriteString("<h2>Pages written so far</h2><ul>")
 		for _, t := range titles {
@@ -95,7 +104,7 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 	} else {
 		status += "none (" + clip(err.Error(), 200) + ")"
 	}
-	s.writePage(w, pageView{Title: "Darkroom", Content: template.HTML(htmlsafe.Sanitize(b.String())), Status: status})
+	s.writePage(w, pageView{Title: "Encyclopedia", Content: template.HTML(htmlsafe.Sanitize(b.String())), Status: status})
 }
 
 // handleSearch turns the search form (GET /wiki?q=topic) into the topic's page.

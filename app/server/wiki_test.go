@@ -1,6 +1,7 @@
 package server
 
 import (
+	"html"
 	"net/http"
 	"strings"
 	"testing"
@@ -313,5 +314,23 @@ func TestPageCacheBounded(t *testing.T) {
 	c.clear()
 	if len(c.titles()) != 0 {
 		t.Error("clear kept pages")
+	}
+}
+
+// TestHomeSuggestsTopics: the browser's start page offers the topics the app's
+// start page does, as links, under a tab titled 'Encyclopedia · Darkroom'; it
+// offered none (a first visitor had only the search box) and its tab read
+// 'Darkroom · Darkroom'.
+func TestHomeSuggestsTopics(t *testing.T) {
+	s := start(t, Options{Engine: &fakeGen{final: "x"}})
+	c := browser(t, s)
+	_, body := do(t, c, "GET", s.URL("/"), "", nil)
+	if !strings.Contains(body, "<title>Encyclopedia · Darkroom</title>") {
+		t.Errorf("home's title: %s", body)
+	}
+	for _, topic := range WelcomeTopics {
+		if link := `<a href="` + html.EscapeString(wikiPath(topic)) + `">` + html.EscapeString(topic) + `</a>`; !strings.Contains(body, link) {
+			t.Errorf("home lacks %s", link)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/app/server"
 	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -55,7 +56,7 @@ type page struct {
 }
 
 // welcomeTopics are offered on the start page: entries Darkroom Mini knows.
-var welcomeTopics = []string{"Unix", "hacker", "Lisp", "kernel", "compiler", "Emacs", "TCP/IP", "bit"}
+var welcomeTopics = server.WelcomeTopics // the browser's start page suggests the same
 
 func newEncyclopedia(a *App) *Encyclopedia {
 	e := &Encyclopedia{app: a, pos: -1, cache: map[string]*page{}}
