@@ -73,12 +73,21 @@ type ChatRequest struct {
 	N                   *int            `json:"n,omitempty"`
 	Stream              bool            `json:"stream"`
 	StreamOptions       *StreamOptions  `json:"stream_options,omitempty"`
+	// ResponseFormat is read to refuse JSON mode, which Darkroom cannot hold an
+	// answer to: "text" (or none) is what it writes.
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
 
 	// Mode is Darkroom's extension: engine.Diffusion or engine.AR, "" for the
 	// server's choice.
 	Mode engine.Mode `json:"mode,omitempty"`
 	// Darkroom is Darkroom's opt-in extension; other servers ignore it.
 	Darkroom *Extension `json:"darkroom,omitempty"`
+}
+
+// ResponseFormat is a request's "response_format": its type, "text",
+// "json_object" or "json_schema" (the schema itself is not read).
+type ResponseFormat struct {
+	Type string `json:"type"`
 }
 
 // StreamOptions are a streamed request's options.

@@ -135,6 +135,10 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 	if cr.N != nil && *cr.N != 1 {
 		return req, nil, &badRequest{"n", "n must be 1: this server writes one answer per request"}
 	}
+	if f := cr.ResponseFormat; f != nil && f.Type != "" && f.Type != "text" {
+		return req, nil, &badRequest{"response_format", fmt.Sprintf("response_format %q is not supported: this server cannot hold "+
+			"an answer to JSON; ask for JSON in the prompt, or leave response_format out", f.Type)}
+	}
 	if len(cr.Messages) == 0 {
 		return req, nil, &badRequest{"messages", `messages must hold at least one message, e.g. "messages": [{"role": "user", "content": "What is Unix?"}]`}
 	}

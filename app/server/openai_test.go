@@ -471,3 +471,22 @@ func TestNoMessagesShowsTheShape(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONModeRefused: a request for JSON mode (response_format json_object or
+// json_schema), which this server cannot hold the answer to, is refused in
+// words, where it was ignored and the answer came back as prose a client then
+// failed to parse; response_format text is what the server does anyway.
+func TestJSONModeRefused(t *testing.T) {
+	s := start(t, Options{Engine: &fakeGen{final: "x"}})
+	for _, kind := range []string{"json_object", "json_schema"} {
+		body := `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"` + kind + `","json_schema":{"name":"a","schema":{}}}}`
+		code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", body)
+		want := `response_format "` + kind + `" is not supported: this server cannot hold an answer to JSON; ask for JSON in the prompt, or leave response_format out`
+		if code != 400 || r.Error == nil || r.Error.Message != want || r.Error.Param == nil || *r.Error.Param != "response_format" {
+			t.Errorf("%s: %d %s\nwant 400 %q", kind, code, raw, want)
+		}
+	}
+	if code, _, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"text"}}`); code != 200 {
+		t.Errorf("response_format text: %d %s", code, raw)
+	}
+}
