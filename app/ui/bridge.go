@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/engine"
 )
@@ -163,6 +164,18 @@ func plainError(what string, err error) string {
 		msg = msg[:400] + "…"
 	}
 	return fmt.Sprintf("Could not %s: %s", what, msg)
+}
+
+// showWrapped shows a hidden wrapping label as wide as width and lays screen
+// out again: a hidden label has no width, so the size it first asks for is one
+// line's, and the window did not make room for it at all — a two-line error was
+// drawn over the page below (UI goroutine).
+func showWrapped(l *widget.Label, width float32, screen fyne.CanvasObject) {
+	if width > 0 {
+		l.Resize(fyne.NewSize(width, l.Size().Height))
+	}
+	l.Show()
+	screen.Refresh()
 }
 
 // uiMu serializes onUI callbacks. The real driver already runs them one at a

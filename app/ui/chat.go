@@ -279,7 +279,7 @@ func (c *Chat) save() {
 
 func (c *Chat) showError(msg string) {
 	c.errLabel.SetText(msg)
-	c.errLabel.Show()
+	showWrapped(c.errLabel, c.scroll.Size().Width, c.content) // the answers' column, as wide as the error's
 }
 
 func (c *Chat) renderMessages() {

@@ -111,7 +111,7 @@ func (d *Desktop) Click(c assets.Click) {
 					d.stop.Disable()
 					d.status.SetText("Error")
 					d.errLabel.SetText(plainError("draw the next screen", err))
-					d.errLabel.Show()
+					showWrapped(d.errLabel, d.content.Size().Width, d.content)
 				}
 			})
 			return

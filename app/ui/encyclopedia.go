@@ -255,7 +255,7 @@ func (e *Encyclopedia) updateButtons() {
 
 func (e *Encyclopedia) showError(msg string) {
 	e.errLabel.SetText(msg)
-	e.errLabel.Show()
+	showWrapped(e.errLabel, e.content.Size().Width, e.content)
 }
 
 func (e *Encyclopedia) hideError() { e.errLabel.Hide() }
@@ -294,7 +294,7 @@ func (e *Encyclopedia) generate(title string) {
 				return
 			}
 			if partial { // the page as it had developed, undecided parts and all
-				e.stopped.Show()
+				showWrapped(e.stopped, e.content.Size().Width, e.content)
 			} else {
 				e.view.SetDoc(doc)
 			}

@@ -357,3 +357,35 @@ func TestBackendFallbackIsSaid(t *testing.T) {
 		}
 	}
 }
+
+// TestLongErrorDoesNotCoverThePage: an error of two lines or more pushes the
+// page down, whole, instead of being drawn over its heading (seen in the real
+// window: a remote server that had gone away, 'Could not write the page for
+// Emacs: load the model: … cannot reach the server at 127.0.0.1:8797 (…)', over
+// 'Darkroom Encyclopedia').
+func TestLongErrorDoesNotCoverThePage(t *testing.T) {
+	fa := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	e := fa.Encyclopedia
+	asUI(func() { fa.win.Resize(fyne.NewSize(1000, 700)) })
+	test.LaidOutObjects(fa.win.Content())
+	long := "Could not write the page for Emacs: load the model: open darkroom-mini at 127.0.0.1:8797: cannot reach the server at " +
+		"127.0.0.1:8797 (connection refused: nothing listens there): check that it is running and that the address is right"
+	asUI(func() {
+		e.showError(long)
+		// One layout pass, as the window's next frame makes: the screen laid out
+		// with the sizes its parts ask for now.
+		c := e.content.(*fyne.Container)
+		c.Layout.Layout(c.Objects, c.Size())
+	})
+	var errBottom, pageTop float32
+	asUI(func() {
+		errBottom = fyne.CurrentApp().Driver().AbsolutePositionForObject(e.errLabel).Y + e.errLabel.Size().Height
+		pageTop = fyne.CurrentApp().Driver().AbsolutePositionForObject(e.scroll).Y
+		if need := e.errLabel.MinSize().Height; e.errLabel.Size().Height < need {
+			t.Errorf("the error is %.0f high; its text needs %.0f", e.errLabel.Size().Height, need)
+		}
+	})
+	if errBottom > pageTop+0.5 {
+		t.Errorf("the error ends at y=%.0f, below the page's top at y=%.0f: it is drawn over the page", errBottom, pageTop)
+	}
+}
