@@ -258,9 +258,13 @@ func (c *Chat) deleteCurrent() {
 }
 
 // updateThinking enables the toggle only where the loaded model has the channel.
+// updateThinking offers Thinking where the model has a thinking channel, and
+// before a downloaded model has loaded, when that is not known yet (a box greyed
+// until a first answer had loaded the model kept a chat from starting with it);
+// the built-in Mini has none.
 func (c *Chat) updateThinking() {
 	m := c.app.models.Loaded()
-	if m != nil && m.Info().Thinking {
+	if m != nil && m.Info().Thinking || m == nil && c.app.activeModelName() != miniName {
 		c.thinking.Enable()
 	} else {
 		c.thinking.Disable()
@@ -524,6 +528,7 @@ func (c *Chat) answer() {
 			return
 		}
 		onUI(c.updateThinking)
+		thinking = thinking && m.Info().Thinking // ticked before the model was known to have it
 		// The mode: the faster one here where the model writes equally well both ways.
 		info := m.Info()
 		mode := info.defaultMode()

@@ -311,3 +311,46 @@ func TestHuggingFaceBoxSaves(t *testing.T) {
 		t.Errorf("the mirror cleared: the box says %q, downloads from %s with token %q; want huggingface.co and HF_TOKEN's", got, h.Endpoint, h.Token)
 	}
 }
+
+// thinkingModel is a model with a thinking channel.
+type thinkingModel struct{ *fakeModel }
+
+func (m thinkingModel) Info() ModelInfo {
+	i := m.fakeModel.Info()
+	i.Name, i.Builtin, i.Thinking = "thinker", false, true
+	return i
+}
+
+// TestChatThinkingBeforeTheModelLoads: with a downloaded model active, the Chat's
+// Thinking box can be ticked before the first message — it was greyed out until
+// a generation had loaded the model, so a chat could not start with thinking on —
+// and the request asks for thinking only where the loaded model has it; with the
+// built-in Mini, which has none, it stays greyed from the start.
+func TestChatThinkingBeforeTheModelLoads(t *testing.T) {
+	a, lib := libraryApp(t, "http://127.0.0.1:9", download.Options{}, hw.Info{RAMTotal: 25_300_000_000})
+	if got := uiRead(func() string { return fmt.Sprint(a.Chat.thinking.Disabled()) }); got != "true" {
+		t.Errorf("Darkroom Mini active: Thinking enabled")
+	}
+	name, _, err := lib.m.Quantize(context.Background(), catalog.MiniID, models.QuantizeOptions{Profile: quant.Int8Profile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.m.SetActive(name); err != nil {
+		t.Fatal(err)
+	}
+	m := thinkingModel{&fakeModel{answers: wikiAnswers}}
+	a.deps.Loader = LoaderFunc(func(context.Context) (Model, error) { return m, nil })
+	a.models = newModelHost(a.deps.Loader)
+	c := a.Chat
+	asUI(c.NewThread)
+	if c.thinking.Disabled() {
+		t.Fatalf("%s active, nothing loaded yet: Thinking greyed out", name)
+	}
+	tap(c.thinking)
+	typeText(c.input, "What is Unix?")
+	tap(c.send)
+	c.run.Wait()
+	if calls := m.Calls(); len(calls) != 1 || !calls[0].req.Thinking {
+		t.Errorf("the first message with Thinking ticked: %d requests, thinking %v", len(calls), len(calls) == 1 && calls[0].req.Thinking)
+	}
+}

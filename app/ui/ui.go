@@ -67,7 +67,12 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 	}
 	deps.Loader = remoteLoader(deps.Settings, deps.Loader) // the active remote model (remote.go), else deps.Loader's
 	a := &App{fyneApp: fa, win: win, deps: deps, models: newModelHost(deps.Loader)}
-	a.models.onLoad = func(Model) { onUI(a.refreshNotices) } // a backend that fell back is said there
+	a.models.onLoad = func(Model) { // a backend that fell back is said there; Thinking is offered or not
+		onUI(func() {
+			a.refreshNotices()
+			a.Chat.updateThinking()
+		})
+	}
 	a.applyTheme()
 	a.Encyclopedia = newEncyclopedia(a)
 	a.Desktop = newDesktop(a)
