@@ -165,6 +165,8 @@ func newLibraryScreen(a *App) *LibraryScreen {
 		l.hubMsg.SetText("Saved: downloads come from " + endpoint + ".")
 	})
 	saveHub := l.saveHub
+	l.token.OnSubmitted = func(string) { l.saveHub.OnTapped() } // Enter saves
+	l.mirror.OnSubmitted = l.token.OnSubmitted
 	hub := widget.NewForm(
 		widget.NewFormItem("HF token", l.token),
 		widget.NewFormItem("Mirror", l.mirror),

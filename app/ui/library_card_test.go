@@ -14,6 +14,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/chats"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
@@ -352,5 +353,34 @@ func TestChatThinkingBeforeTheModelLoads(t *testing.T) {
 	c.run.Wait()
 	if calls := m.Calls(); len(calls) != 1 || !calls[0].req.Thinking {
 		t.Errorf("the first message with Thinking ticked: %d requests, thinking %v", len(calls), len(calls) == 1 && calls[0].req.Thinking)
+	}
+}
+
+// TestEnterSubmitsTheLibraryBoxes: Enter in the Remote servers box tests the
+// connection and Enter in the Hugging Face box saves it, as Enter in the
+// Encyclopedia's address bar or the Race's topic starts them; it did nothing.
+func TestEnterSubmitsTheLibraryBoxes(t *testing.T) {
+	t.Setenv("HF_ENDPOINT", "")
+	a, _ := libraryApp(t, "", download.Options{}, hw.Info{RAMTotal: 25_300_000_000})
+	enter := func(e *widget.Entry) { asUI(func() { e.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn}) }) }
+	r := a.remote
+	enter(r.url)
+	if got := uiRead(func() string { return r.result.Text }); got != remoteNeedsURL {
+		t.Errorf("Enter in the Base URL box: %q, want %q", got, remoteNeedsURL)
+	}
+	enter(r.key)
+	if got := uiRead(func() string { return r.result.Text }); got != remoteNeedsURL {
+		t.Errorf("Enter in the Key box: %q, want %q", got, remoteNeedsURL)
+	}
+	l := a.Library
+	asUI(func() { l.mirror.SetText("https://hf-mirror.example") })
+	enter(l.mirror)
+	if got := uiRead(func() string { return l.hubMsg.Text }); got != "Saved: downloads come from https://hf-mirror.example." {
+		t.Errorf("Enter in the Mirror box: %q", got)
+	}
+	asUI(func() { l.mirror.SetText("") })
+	enter(l.token)
+	if got := uiRead(func() string { return l.hubMsg.Text }); got != "Saved: downloads come from https://huggingface.co." {
+		t.Errorf("Enter in the token box: %q", got)
 	}
 }

@@ -117,6 +117,8 @@ func newRemoteSection(a *App) *remoteSection {
 	r.result.Hide()
 	r.test = widget.NewButtonWithIcon("Test connection", theme.SearchIcon(), func() { r.connect(false) })
 	r.add = widget.NewButtonWithIcon("Add", theme.ContentAddIcon(), func() { r.connect(true) })
+	r.url.OnSubmitted = func(string) { r.connect(false) } // Enter tests, as a form's Enter does; Add stays a choice
+	r.key.OnSubmitted = r.url.OnSubmitted
 	r.servers = container.NewVBox()
 	form := widget.NewForm(widget.NewFormItem("Base URL", r.url), widget.NewFormItem("Key", r.key))
 	r.content = noteCard("Remote servers",
