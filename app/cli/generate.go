@@ -222,6 +222,13 @@ func runGenerate(env *Env, args []string) error {
 	defer e.Close()
 
 	tok := e.Tokenizer()
+	if _, ok := tok.ID("<|think|>"); *thinking && (!ok || g.builtin()) { // the Mini has the token, never trained on it
+		name := g.model
+		if g.builtin() {
+			name = "Darkroom Mini"
+		}
+		return errors.New("generate: " + noThinking(name))
+	}
 	printed := "" // the committed text already on stdout
 	req.OnEvent = func(ev engine.Event) {
 		switch ev.Kind {
@@ -266,6 +273,12 @@ func runGenerate(env *Env, args []string) error {
 		return interrupted("generate", res, "the text so far is above")
 	}
 	return nil
+}
+
+// noThinking is generate's reason for --thinking with a model that has no
+// thinking channel.
+func noThinking(model string) string {
+	return "--thinking: " + model + " has no thinking channel (it was not trained to think); leave --thinking out"
 }
 
 // interruptedLoading is a command's reason when Ctrl-C stops it before the model

@@ -342,3 +342,14 @@ func TestGenerateRepetitionPenaltyFlag(t *testing.T) {
 		t.Errorf("diffusion changed with --repetition-penalty 1.3:\n%v\n%v", a, b)
 	}
 }
+
+// TestGenerateThinkingWhereThereIsNone: --thinking with a model that has no
+// thinking channel says so — the built-in Mini was never trained to think (the
+// app greys its Thinking box); it was taken, and the Mini, given a think token
+// it never saw in training, wrote worse.
+func TestGenerateThinkingWhereThereIsNone(t *testing.T) {
+	code, _, errOut := runCLI("generate", "--thinking", "--max-new-tokens", "4", "What is Unix?")
+	if want := "darkroom generate: " + noThinking("Darkroom Mini") + "\n"; code != 1 || errOut != want {
+		t.Errorf("--thinking with the Mini: exit %d, %q; want 1, %q", code, errOut, want)
+	}
+}
