@@ -489,6 +489,7 @@ func (s *Server) logf(format string, args ...any) {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.handleHome)
+	mux.HandleFunc("/", s.handleNoPage) // any other address a browser is sent to
 	mux.HandleFunc("GET /wiki", s.handleSearch)
 	mux.HandleFunc("GET /wiki/{slug...}", s.handlePage)
 	mux.HandleFunc("GET /events/wiki/{slug...}", s.handlePageEvents)

@@ -73,10 +73,28 @@ type pageView struct {
 }
 
 func (s *Server) writePage(w http.ResponseWriter, v pageView) {
+	s.writePageStatus(w, http.StatusOK, v)
+}
+
+// writePageStatus writes the page v with an HTTP status.
+func (s *Server) writePageStatus(w http.ResponseWriter, status int, v pageView) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
 	if err := pageTmpl.Execute(w, v); err != nil {
 		s.logf("server: write page: %v", err)
 	}
+}
+
+// handleNoPage answers a browser at an address with no page: a page that says
+// so, with the search box and the way to the start page.
+func (s *Server) handleNoPage(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		http.NotFound(w, r) // not a browser's visit
+		return
+	}
+	body := fmt.Sprintf("<h1>No page here</h1><p>Darkroom has no page at %s. Type a topic above, or go to <a href=\"/\">the start page</a>.</p>",
+		html.EscapeString(r.URL.Path))
+	s.writePageStatus(w, http.StatusNotFound, pageView{Title: "No page here", Content: template.HTML(htmlsafe.Sanitize(body))})
 }
 
 // WelcomeTopics are the topics the start pages suggest, the app's and the

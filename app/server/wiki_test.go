@@ -334,3 +334,17 @@ func TestHomeSuggestsTopics(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownPageHasAWayBack: a browser sent to an address the server has no
+// page for (a mistyped /wki/Unix) gets a page saying so, with the search box and
+// a link to the start page; it got '404 page not found' as plain text, with no
+// way back but the browser's.
+func TestUnknownPageHasAWayBack(t *testing.T) {
+	s := start(t, Options{Engine: &fakeGen{final: "x"}})
+	c := browser(t, s)
+	resp, body := do(t, c, "GET", s.URL("/wki/Unix"), "", nil)
+	if resp.StatusCode != 404 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(body, `<a href="/">the start page</a>`) || !strings.Contains(body, `<form action="/wiki"`) {
+		t.Errorf("GET /wki/Unix: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+}
