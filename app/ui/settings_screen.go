@@ -45,6 +45,8 @@ type SettingsScreen struct {
 	theme    *widget.Select
 	server   *widget.Check
 	srvLbl   *widget.Label
+	port     *widget.Entry
+	srvURL   string // where the local server listens, "" when it is off
 	errLbl   *widget.Label
 	content  fyne.CanvasObject
 }
@@ -129,7 +131,8 @@ func newSettingsScreen(a *App) *SettingsScreen {
 		s.server.SetChecked(v.ServerEnabled) // started by Run once the app is up
 	}
 	s.server.OnChanged = s.setServer
-	port := widget.NewEntry() // read by the server's next start
+	port := widget.NewEntry() // read by the server's next start; Enter moves a running one
+	s.port = port
 	noScroller(port)
 	port.SetPlaceHolder("random free port")
 	if v.ServerPort != 0 {
@@ -140,8 +143,16 @@ func newSettingsScreen(a *App) *SettingsScreen {
 		if port.Validate() == nil {
 			n, _ := strconv.Atoi(strings.TrimSpace(text))
 			s.save(func(v *settings.Values) { v.ServerPort = n })
+			if s.srvURL != "" { // running on the port it started on: say how to move it
+				to := fmt.Sprintf("port %d", n)
+				if n == 0 {
+					to = "a random free port"
+				}
+				s.srvLbl.SetText("Listening on " + s.srvURL + " (this computer only) — press Enter in the port box to move it to " + to)
+			}
 		}
 	}
+	port.OnSubmitted = func(string) { s.moveServer() }
 	serverCard := widget.NewCard("Local server", "", container.NewVBox(s.server,
 		widget.NewForm(widget.NewFormItem(settings.ServerPortBound.Label, port)), s.srvLbl))
 
@@ -248,6 +259,7 @@ func (s *SettingsScreen) serverStarted(url string) {
 	s.server.SetChecked(true)
 	s.server.OnChanged = s.setServer
 	s.srvLbl.Importance = widget.MediumImportance
+	s.srvURL = url
 	s.srvLbl.SetText("Listening on " + url + " (this computer only)")
 }
 
@@ -265,24 +277,43 @@ func (s *SettingsScreen) setServer(on bool) {
 	s.save(func(v *settings.Values) { v.ServerEnabled = on })
 	go func() {
 		url, err := set(on)
-		onUI(func() {
-			s.srvLbl.Importance = widget.MediumImportance
-			switch {
-			case err != nil:
-				s.srvLbl.Importance = widget.DangerImportance
-				s.srvLbl.SetText(s.serverProblem(err))
-				if on { // nothing listens: a ticked box would say it does (the wish stays saved, for the next start)
-					s.server.OnChanged = nil
-					s.server.SetChecked(false)
-					s.server.OnChanged = s.setServer
-				}
-			case on:
-				s.srvLbl.SetText("Listening on " + url + " (this computer only)")
-			default:
-				s.srvLbl.SetText("Off")
-			}
-		})
+		onUI(func() { s.showServer(on, url, err) })
 	}()
+}
+
+// moveServer starts the running local server again on the port in the box.
+func (s *SettingsScreen) moveServer() {
+	set := s.app.deps.System.SetServer
+	if set == nil || s.srvURL == "" || s.port.Validate() != nil {
+		return
+	}
+	s.srvLbl.SetText("Moving the server…")
+	go func() {
+		_, _ = set(false)
+		url, err := set(true)
+		onUI(func() { s.showServer(true, url, err) })
+	}()
+}
+
+// showServer shows the local server's state after it was switched on or off.
+func (s *SettingsScreen) showServer(on bool, url string, err error) {
+	s.srvLbl.Importance = widget.MediumImportance
+	s.srvURL = ""
+	switch {
+	case err != nil:
+		s.srvLbl.Importance = widget.DangerImportance
+		s.srvLbl.SetText(s.serverProblem(err))
+		if on { // nothing listens: a ticked box would say it does (the wish stays saved, for the next start)
+			s.server.OnChanged = nil
+			s.server.SetChecked(false)
+			s.server.OnChanged = s.setServer
+		}
+	case on:
+		s.srvURL = url
+		s.srvLbl.SetText("Listening on " + url + " (this computer only)")
+	default:
+		s.srvLbl.SetText("Off")
+	}
 }
 
 // serverProblem says why the local server could not be switched, and what to do.

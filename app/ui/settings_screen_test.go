@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"fyne.io/fyne/v2"
@@ -225,5 +226,42 @@ func TestLocalServerPortInUseSaysWhatToDo(t *testing.T) {
 	if s.srvLbl.Text != want || s.srvLbl.Importance != widget.DangerImportance || s.server.Checked {
 		t.Errorf("port in use: %q (importance %v), box ticked %v\nwant %q in red, the box unticked",
 			s.srvLbl.Text, s.srvLbl.Importance, s.server.Checked, want)
+	}
+}
+
+// TestLocalServerPortMovesOnEnter: a port typed while the local server runs
+// says how to move it there, and Enter in the port box moves it (stopped, then
+// started on the new port); the port was only 'read by the server's next start',
+// so a typed port did nothing and the line kept saying the old address.
+func TestLocalServerPortMovesOnEnter(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
+	var mu sync.Mutex
+	var calls []string
+	a := newApp(test.NewTempApp(t), test.NewTempWindow(t, nil), Deps{Settings: st, System: System{
+		SetServer: func(on bool) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			port := st.Get().ServerPort
+			calls = append(calls, fmt.Sprintf("%v %d", on, port))
+			return fmt.Sprintf("http://127.0.0.1:%d/", port), nil
+		},
+	}})
+	defer a.shutdown()
+	s := a.Settings
+	asUI(func() { s.server.SetChecked(true) })
+	label := func() string { return uiRead(func() string { return s.srvLbl.Text }) }
+	waitFor(t, "the server on", func() bool { return strings.HasPrefix(label(), "Listening on") })
+	typeText(s.port, "8797")
+	if got, want := label(), "Listening on http://127.0.0.1:0/ (this computer only) — press Enter in the port box to move it to port 8797"; got != want {
+		t.Errorf("port typed: %q, want %q", got, want)
+	}
+	asUI(func() { s.port.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn}) })
+	waitFor(t, "the server moved", func() bool { return label() == "Listening on http://127.0.0.1:8797/ (this computer only)" })
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"true 0", "false 8797", "true 8797"}; !slices.Equal(calls, want) {
+		t.Errorf("server switched %v, want %v", calls, want)
 	}
 }
