@@ -58,6 +58,12 @@ func Run() int {
 	var a *App
 	sw := &server.Switch{Options: func() (server.Options, error) { return a.serverOptions(), nil }}
 	deps.System.SetServer = sw.Set
+	deps.System.ServerAPI = func() (string, string) {
+		if srv := sw.Running(); srv != nil {
+			return srv.APIBase(), srv.Token()
+		}
+		return "", ""
+	}
 	deps.System.OpenPage = sw.PageURL
 	a = New(fa, w, deps)
 	defer sw.Close()

@@ -26,6 +26,9 @@ type System struct {
 	// SetServer turns the local server (browser mode, API) on or off; it returns
 	// the address it listens on. Provided by app/server.
 	SetServer func(on bool) (url string, err error)
+	// ServerAPI returns the running local server's OpenAI API base and key
+	// ("" when it is off), for the Settings line.
+	ServerAPI func() (base, key string)
 	// OpenPage returns the browser URL of an encyclopedia page, starting the local
 	// server if needed ("Open in browser").
 	OpenPage func(title string) (url string, err error)
@@ -123,6 +126,7 @@ func newSettingsScreen(a *App) *SettingsScreen {
 
 	s.srvLbl = widget.NewLabel("")
 	s.srvLbl.Wrapping = fyne.TextWrapWord
+	s.srvLbl.Selectable = true // the address and the API key are there to copy
 	s.server = widget.NewCheck("Run the local server (browser mode and OpenAI-compatible API on 127.0.0.1)", nil)
 	if a.deps.System.SetServer == nil {
 		s.server.Disable()
@@ -260,7 +264,22 @@ func (s *SettingsScreen) serverStarted(url string) {
 	s.server.OnChanged = s.setServer
 	s.srvLbl.Importance = widget.MediumImportance
 	s.srvURL = url
-	s.srvLbl.SetText("Listening on " + url + " (this computer only)")
+	s.srvLbl.SetText(s.listening(url))
+}
+
+// listening is the Settings line of a local server listening at url: the
+// browser address, and what an API client needs (base and key), to copy.
+func (s *SettingsScreen) listening(url string) string {
+	line := "Listening on " + url + " (this computer only)"
+	if f := s.app.deps.System.ServerAPI; f != nil {
+		if base, key := f(); base != "" {
+			line += "\nAPI base: " + base
+			if key != "" {
+				line += " · API key: " + key
+			}
+		}
+	}
+	return line
 }
 
 // ResetSampling clears every override: the model's defaults apply again.
@@ -310,7 +329,7 @@ func (s *SettingsScreen) showServer(on bool, url string, err error) {
 		}
 	case on:
 		s.srvURL = url
-		s.srvLbl.SetText("Listening on " + url + " (this computer only)")
+		s.srvLbl.SetText(s.listening(url))
 	default:
 		s.srvLbl.SetText("Off")
 	}

@@ -265,3 +265,25 @@ func TestLocalServerPortMovesOnEnter(t *testing.T) {
 		t.Errorf("server switched %v, want %v", calls, want)
 	}
 }
+
+// TestLocalServerShowsTheAPI: with the local server on, Settings gives what an
+// API client needs — the API base and its key — in a line that can be selected
+// and copied; it gave only the browser address (the key inside it as ?token=…),
+// in a label nothing could be copied from.
+func TestLocalServerShowsTheAPI(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
+	a := newApp(test.NewTempApp(t), test.NewTempWindow(t, nil), Deps{Settings: st, System: System{
+		SetServer: func(on bool) (string, error) { return "http://darkroom-ab.localhost:4242/?token=k3y", nil },
+		ServerAPI: func() (string, string) { return "http://127.0.0.1:4242/v1", "k3y" },
+	}})
+	defer a.shutdown()
+	s := a.Settings
+	asUI(func() { s.server.SetChecked(true) })
+	want := "Listening on http://darkroom-ab.localhost:4242/?token=k3y (this computer only)\nAPI base: http://127.0.0.1:4242/v1 · API key: k3y"
+	waitFor(t, "the server on", func() bool { return uiRead(func() string { return s.srvLbl.Text }) == want })
+	if !s.srvLbl.Selectable {
+		t.Error("the server's line cannot be selected, to copy the key")
+	}
+}
