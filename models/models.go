@@ -333,6 +333,9 @@ func (m *Manager) Resolve(nameOrDir string) (string, error) {
 	if st, err := os.Stat(nameOrDir); err == nil && st.IsDir() {
 		return checkDir(nameOrDir)
 	} else if err == nil {
+		if strings.EqualFold(filepath.Ext(nameOrDir), ".gguf") {
+			return "", fmt.Errorf("%s is a GGUF file: give the folder that holds it (with the model's tokenizer.json beside it)", nameOrDir)
+		}
 		return "", fmt.Errorf("%s is a file, not a model folder (give the folder that holds config.json)", nameOrDir)
 	}
 	if isPath(nameOrDir) {
@@ -396,7 +399,10 @@ func checkDir(dir string) (string, error) {
 		return "", err
 	}
 	if _, err := os.Stat(filepath.Join(abs, "config.json")); err != nil {
-		return "", fmt.Errorf("%s is not a model folder (no config.json)", abs)
+		// A GGUF file carries its config in its metadata (the engine reads it there).
+		if ggufs, _ := filepath.Glob(filepath.Join(abs, "*.gguf")); len(ggufs) == 0 {
+			return "", fmt.Errorf("%s is not a model folder (no config.json)", abs)
+		}
 	}
 	return abs, nil
 }

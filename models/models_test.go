@@ -886,3 +886,26 @@ func TestConvertedMiniIsListed(t *testing.T) {
 		t.Errorf("%s is not listed as a model of its own", name)
 	}
 }
+
+// TestResolveGGUFFolder: a folder holding a GGUF file, whose config is in the
+// file (the engine reads it there), is a model folder; it was refused, '… is not
+// a model folder (no config.json)'. A .gguf file given itself is told to give its
+// folder, not 'give the folder that holds config.json'.
+func TestResolveGGUFFolder(t *testing.T) {
+	m, err := New(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "diffusiongemma-26b-Q4_K_M.gguf")
+	if err := os.WriteFile(file, []byte("GGUF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Resolve(dir); err != nil || got != dir {
+		t.Errorf("Resolve(a folder with a GGUF) = %q, %v; want the folder", got, err)
+	}
+	want := file + " is a GGUF file: give the folder that holds it (with the model's tokenizer.json beside it)"
+	if _, err := m.Resolve(file); err == nil || err.Error() != want {
+		t.Errorf("Resolve(the .gguf file): %v\nwant %s", err, want)
+	}
+}
