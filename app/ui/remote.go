@@ -32,6 +32,10 @@ const remoteListTimeout = 15 * time.Second
 
 // remoteLoader opens the active remote model when settings name one, else
 // loads with local.
+// remoteGoneAdvice ends the error of a remote model whose server cannot be
+// reached: the way back to this PC's models.
+const remoteGoneAdvice = "; or, in the Library, Use a model on this PC"
+
 func remoteLoader(st *settings.Store, local Loader) Loader {
 	return LoaderFunc(func(ctx context.Context) (Model, error) {
 		v := st.Get()
@@ -39,6 +43,10 @@ func remoteLoader(st *settings.Store, local Loader) Loader {
 			srv, _ := v.RemoteServer(r.URL)
 			s := &remote.Server{BaseURL: srv.URL, Key: srv.Key}
 			m, err := remote.Open(ctx, s, r.ID)
+			var rerr *remote.Error
+			if errors.As(err, &rerr) && rerr.Unreachable { // every screen fails so until it is back
+				return nil, fmt.Errorf("open %s at %s: %w%s", r.ID, s.Host(), err, remoteGoneAdvice)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("open %s at %s: %w", r.ID, s.Host(), err)
 			}

@@ -366,3 +366,27 @@ func TestRemoteServerAddressAsTyped(t *testing.T) {
 		t.Errorf("saved servers %+v; want http://%s", v.RemoteServers, srv.Addr())
 	}
 }
+
+// TestRemoteGoneSaysTheWayBack: with a remote model in use whose server has
+// gone, the error names the way back to a model on this PC as well as the
+// server to check; it said only 'check that it is running and that the address
+// is right', and every screen failed so until the server came back.
+func TestRemoteGoneSaysTheWayBack(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) {
+		v.FirstRunDone = true
+		v.RemoteServers = []settings.RemoteServer{{URL: "http://127.0.0.1:9"}}
+		v.RemoteModel = &settings.RemoteModel{URL: "http://127.0.0.1:9", ID: "tiny"}
+	})
+	a := newApp(test.NewTempApp(t), test.NewTempWindow(t, nil), Deps{Settings: st,
+		Loader: LoaderFunc(func(context.Context) (Model, error) { return &fakeModel{answers: wikiAnswers}, nil })})
+	defer a.shutdown()
+	e := a.Encyclopedia
+	asUI(func() { e.Navigate("Unix") })
+	e.run.Wait()
+	got := uiRead(func() string { return e.errLabel.Text })
+	if !strings.Contains(got, "cannot reach the server") || !strings.HasSuffix(got, remoteGoneAdvice) {
+		t.Errorf("error %q; want it to end %q", got, remoteGoneAdvice)
+	}
+}
