@@ -18,26 +18,7 @@ import (
 // downloads the published weights from a fake Hub, converts them on this PC and
 // can then make the int8 version the active model.
 func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
-	dir := t.TempDir()
-	src := filepath.Join(dir, "src")
-	if err := tiny.Write(src); err != nil {
-		t.Fatal(err)
-	}
-	var files []*hubtest.File
-	for _, name := range []string{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"} {
-		b, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, &hubtest.File{Name: name, Data: b, LFS: name == "model.safetensors"})
-	}
-	h := hubtest.New()
-	t.Cleanup(h.Close) // after the app's shutdown
-	e, _ := catalog.Find(catalog.DiffusionGemmaID)
-	h.Add(e.Repo, &hubtest.Repo{Files: files})
-
-	a, lib := libraryApp(t, h.URL, download.Options{Interval: 20 * time.Millisecond, BackoffBase: 5 * time.Millisecond},
-		hw.Info{RAMTotal: 64 << 30})
+	a, lib := tinyHubLibrary(t)
 	mgr := lib.m
 	l := a.Library
 	card := func() *libraryCard { return libraryCardOf(l, catalog.DiffusionGemmaID) }
@@ -88,25 +69,7 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 // int8", which makes it; the card offered Use, which failed with "has no int8
 // version yet: download it with that profile", and no Download button to do so.
 func TestLibraryConvertsAfterTheDownload(t *testing.T) {
-	dir := t.TempDir()
-	src := filepath.Join(dir, "src")
-	if err := tiny.Write(src); err != nil {
-		t.Fatal(err)
-	}
-	var files []*hubtest.File
-	for _, name := range []string{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"} {
-		b, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, &hubtest.File{Name: name, Data: b, LFS: name == "model.safetensors"})
-	}
-	h := hubtest.New()
-	t.Cleanup(h.Close)
-	e, _ := catalog.Find(catalog.DiffusionGemmaID)
-	h.Add(e.Repo, &hubtest.Repo{Files: files})
-	a, lib := libraryApp(t, h.URL, download.Options{Interval: 20 * time.Millisecond, BackoffBase: 5 * time.Millisecond},
-		hw.Info{RAMTotal: 64 << 30})
+	a, lib := tinyHubLibrary(t)
 	l := a.Library
 	card := func() *libraryCard { return libraryCardOf(l, catalog.DiffusionGemmaID) }
 	state := func() string {
@@ -155,4 +118,29 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// tinyHubLibrary is a Library app whose fake Hub serves a tiny model's files
+// (HF layout, the weights as LFS) as the DiffusionGemma catalog entry's repo,
+// on a PC with 64 GB of RAM.
+func tinyHubLibrary(t *testing.T) (*App, *managerLibrary) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "src")
+	if err := tiny.Write(src); err != nil {
+		t.Fatal(err)
+	}
+	var files []*hubtest.File
+	for _, name := range []string{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, &hubtest.File{Name: name, Data: b, LFS: name == "model.safetensors"})
+	}
+	h := hubtest.New()
+	t.Cleanup(h.Close) // after the app's shutdown
+	e, _ := catalog.Find(catalog.DiffusionGemmaID)
+	h.Add(e.Repo, &hubtest.Repo{Files: files})
+	return libraryApp(t, h.URL, download.Options{Interval: 20 * time.Millisecond, BackoffBase: 5 * time.Millisecond},
+		hw.Info{RAMTotal: 64 << 30})
 }
