@@ -41,7 +41,7 @@ type KneserNey struct {
 	ctx1  map[int32]knContext  // v: N1+(•v•), N1+(v•)
 	cc1   map[int32]int32      // w: N1+(••w)
 	cc1N  int                  // N1+(•••)
-	out   *knCounts            // counts taken out (Without), or nil
+	out   knCounts             // counts taken out (Without); zero: none
 }
 
 // knCounts are the counts of KneserNey, as differences when they are what
@@ -166,49 +166,23 @@ func (m *KneserNey) Without(text []string) *KneserNey {
 		d.ctx1[v] = c
 	}
 	without := *m
-	without.out = d
+	without.out = *d
 	return &without
 }
 
-// The counts, less what Without took out.
+// The counts, less what Without took out (none: m.out's maps are nil, and a
+// nil map reads 0).
 
-func (m *KneserNey) count3(k uint64) int32 {
-	if m.out == nil {
-		return m.c3[k]
-	}
-	return m.c3[k] - m.out.c3[k]
-}
-
-func (m *KneserNey) context2(k uint64) knContext {
-	c := m.ctx2[k]
-	if m.out != nil {
-		o := m.out.ctx2[k]
-		c.total, c.distinct = c.total-o.total, c.distinct-o.distinct
-	}
-	return c
-}
-
-func (m *KneserNey) count2(k uint64) int32 {
-	if m.out == nil {
-		return m.cc2[k]
-	}
-	return m.cc2[k] - m.out.cc2[k]
-}
-
-func (m *KneserNey) context1(v int32) knContext {
-	c := m.ctx1[v]
-	if m.out != nil {
-		o := m.out.ctx1[v]
-		c.total, c.distinct = c.total-o.total, c.distinct-o.distinct
-	}
-	return c
-}
-
+func (m *KneserNey) count3(k uint64) int32       { return m.c3[k] - m.out.c3[k] }
+func (m *KneserNey) context2(k uint64) knContext { return m.ctx2[k].less(m.out.ctx2[k]) }
+func (m *KneserNey) count2(k uint64) int32       { return m.cc2[k] - m.out.cc2[k] }
+func (m *KneserNey) context1(v int32) knContext  { return m.ctx1[v].less(m.out.ctx1[v]) }
 func (m *KneserNey) count1(w int32) (n int32, total int) {
-	if m.out == nil {
-		return m.cc1[w], m.cc1N
-	}
 	return m.cc1[w] - m.out.cc1[w], m.cc1N - m.out.cc1N
+}
+
+func (c knContext) less(o knContext) knContext {
+	return knContext{total: c.total - o.total, distinct: c.distinct - o.distinct}
 }
 
 // Vocabulary is V: the words the model knows (seen more than once) and <unk>.
