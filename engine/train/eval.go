@@ -464,8 +464,7 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 	known map[string]bool, keep int) (*ChatReport, error) {
 	cr := &ChatReport{Questions: len(chats)}
 	answers := func(mode engine.Mode) (ModeReport, error) {
-		var texts []string
-		var samples []Sample
+		sc := newScorer(known, ref, opts.Render)
 		var times []float64
 		var tokens int
 		for i, c := range chats {
@@ -484,16 +483,16 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 			if err != nil {
 				return ModeReport{}, fmt.Errorf("eval: chat %s %q: %w", mode, c.Prompt, err)
 			}
-			texts = append(texts, res.Text)
+			sc.addAnswer(res.Text)
 			tokens += len(res.Tokens)
 			times = append(times, res.ElapsedMS)
 			if i < keep {
-				samples = append(samples, Sample{Title: c.Prompt, Text: res.Text})
+				sc.samples = append(sc.samples, Sample{Title: c.Prompt, Text: res.Text})
 			}
 			fmt.Fprintf(opts.Log, "eval chat %s %d/%d %q: %d tokens in %.0f ms\n", mode, i+1, len(chats), c.Prompt, len(res.Tokens), res.ElapsedMS)
 		}
-		mr := scoreAnswers(texts, ref, known, opts.Render, false)
-		mr.Samples, mr.MeanTokens, mr.MedianMS = samples, float64(tokens)/float64(max(len(chats), 1)), median(times)
+		mr := sc.report()
+		mr.MeanTokens, mr.MedianMS = float64(tokens)/float64(max(len(chats), 1)), median(times)
 		if s := sum(times); s > 0 {
 			mr.TokensPerS = float64(tokens) / (s / 1000)
 		}
@@ -506,48 +505,16 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 	if cr.AR, err = answers(engine.AR); err != nil {
 		return nil, err
 	}
-	real := make([]string, len(chats))
-	for i, c := range chats {
-		real[i] = c.Answer
+	sc := newScorer(known, ref, opts.Render)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var shufHit, shufTotal int
+	for _, c := range chats {
+		h, t := ref.shuffledAttested(sc.addAnswer(c.Answer), nil, rng)
+		shufHit, shufTotal = shufHit+h, shufTotal+t
 	}
-	cr.Reference = scoreAnswers(real, ref, known, opts.Render, true)
+	cr.Reference = sc.report()
+	cr.Reference.EnglishShuffled = share(shufHit, shufTotal)
 	return cr, nil
-}
-
-// scoreAnswers takes the word measures of chat answers (see ChatReport); with
-// shuffled, also English of each answer's words in a shuffled order.
-func scoreAnswers(texts []string, ref *reference, known map[string]bool, render func(string) string, shuffled bool) ModeReport {
-	mr := ModeReport{Pages: len(texts)}
-	var all [][]string
-	var order OrderScore
-	orderRNG, shufRNG := rand.New(rand.NewPCG(1, 3)), rand.New(rand.NewPCG(1, 2))
-	var hit, n, shufHit, shufN, knownN, total int
-	for _, t := range texts {
-		words := ShownWords(render(t), false)
-		all = append(all, words)
-		h, k := ref.bigrams.Attested(words, nil)
-		hit, n = hit+h, n+k
-		order.Add(ref.kn, words, orderRNG)
-		for _, w := range words {
-			total++
-			if known[w] {
-				knownN++
-			}
-		}
-		if shuffled {
-			sh := append([]string(nil), words...)
-			shufRNG.Shuffle(len(sh), func(a, b int) { sh[a], sh[b] = sh[b], sh[a] })
-			h, k := ref.bigrams.Attested(sh, nil)
-			shufHit, shufN = shufHit+h, shufN+k
-		}
-	}
-	mr.Distinct2, mr.English = Distinct2(all), share(hit, n)
-	mr.KnownWords = share(knownN, total)
-	mr.BitsPerWord, mr.OrderGain = order.BitsPerWord(), order.OrderGain()
-	if shuffled {
-		mr.EnglishShuffled = share(shufHit, shufN)
-	}
-	return mr
 }
 
 // spread picks n of pages spread evenly over them, the middle of each stretch
@@ -598,9 +565,7 @@ func (ref *reference) real(pages []Record, entries []string, known map[string]bo
 	var chance float64
 	for i, p := range pages {
 		sc.add(p.Answer, p.Title, "")
-		words := ShownWords(render(p.Answer), false)
-		rng.Shuffle(len(words), func(a, b int) { words[a], words[b] = words[b], words[a] })
-		h, t := ref.bigrams.Attested(words, ref.entry[p.Title])
+		h, t := ref.shuffledAttested(ShownWords(render(p.Answer), false), ref.entry[p.Title], rng)
 		shufHit, shufTotal = shufHit+h, shufTotal+t
 		if entries != nil && len(pages) > 1 {
 			other := entries[(i+1)%len(entries)]
@@ -613,6 +578,14 @@ func (ref *reference) real(pages []Record, entries []string, known map[string]bo
 		mr.RougeL = chance / float64(len(pages))
 	}
 	return mr
+}
+
+// shuffledAttested is bigrams.Attested of a copy of words in the order rng
+// shuffles it to: the English of salad of the same words.
+func (ref *reference) shuffledAttested(words, own []string, rng *rand.Rand) (hit, total int) {
+	sh := append([]string(nil), words...)
+	rng.Shuffle(len(sh), func(a, b int) { sh[a], sh[b] = sh[b], sh[a] })
+	return ref.bigrams.Attested(sh, own)
 }
 
 func share(hit, total int) float64 {
@@ -651,10 +624,7 @@ func (s *scorer) add(page, title, entry string) PageCheck {
 	shown := s.render(page)
 	s.fragRaw += markup.Count(page)
 	s.frag += markup.Count(shown)
-	words := ShownWords(shown, false)
-	h, t := s.ref.bigrams.Attested(words, s.ref.entry[title])
-	s.engHit, s.engN = s.engHit+h, s.engN+t
-	s.order.Add(s.ref.kn.Without(s.ref.entry[title]), words, s.orderRNG)
+	s.addEnglish(ShownWords(shown, false), s.ref.entry[title])
 	if entry != "" {
 		s.rouge += RougeL(ShownWords(shown, true), ShownWords(s.render(entry), true))
 		s.rougeN++
@@ -671,14 +641,37 @@ func (s *scorer) add(page, title, entry string) PageCheck {
 		s.long++
 	}
 	s.links += pc.Links
-	s.words = append(s.words, pc.Words)
-	for _, w := range pc.Words {
+	s.addWords(pc.Words)
+	return pc
+}
+
+// addEnglish adds words to the "reads like English" measures, scored without
+// own (the words of the text's own training entry, if any).
+func (s *scorer) addEnglish(words, own []string) {
+	h, t := s.ref.bigrams.Attested(words, own)
+	s.engHit, s.engN = s.engHit+h, s.engN+t
+	s.order.Add(s.ref.kn.Without(own), words, s.orderRNG)
+}
+
+// addAnswer adds a chat answer by the word measures alone (ChatReport: the
+// page checks stay zero) and returns its words as shown.
+func (s *scorer) addAnswer(text string) []string {
+	words := ShownWords(s.render(text), false)
+	s.addEnglish(words, nil)
+	s.pages++
+	s.addWords(words)
+	return words
+}
+
+// addWords adds a text's words to distinct-2 and the corpus-words share.
+func (s *scorer) addWords(words []string) {
+	s.words = append(s.words, words)
+	for _, w := range words {
 		s.total++
 		if s.known[w] {
 			s.knownN++
 		}
 	}
-	return pc
 }
 
 // report returns the shares and means over the pages added.
