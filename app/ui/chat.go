@@ -345,21 +345,25 @@ func (c *Chat) messageView(m chats.Message, model string, live fyne.CanvasObject
 func markdownText(md string) *widget.RichText {
 	rt := widget.NewRichTextFromMarkdown(md)
 	rt.Wrapping = fyne.TextWrapWord
-	var tidy func(segs []widget.RichTextSegment)
-	tidy = func(segs []widget.RichTextSegment) {
-		for _, sg := range segs {
-			switch t := sg.(type) {
-			case *widget.TextSegment:
-				if !t.Style.TextStyle.Monospace {
-					t.Text = strings.NewReplacer("**", "", "__", "").Replace(t.Text)
-				}
-			case widget.RichTextBlock:
-				tidy(t.Segments())
-			}
+	walkSegments(rt.Segments, func(t *widget.TextSegment) {
+		if !t.Style.TextStyle.Monospace {
+			t.Text = strings.NewReplacer("**", "", "__", "").Replace(t.Text)
+		}
+	})
+	return rt
+}
+
+// walkSegments calls fn on every text segment under segs, through blocks
+// (paragraphs, lists).
+func walkSegments(segs []widget.RichTextSegment, fn func(*widget.TextSegment)) {
+	for _, s := range segs {
+		switch t := s.(type) {
+		case *widget.TextSegment:
+			fn(t)
+		case widget.RichTextBlock:
+			walkSegments(t.Segments(), fn)
 		}
 	}
-	tidy(rt.Segments)
-	return rt
 }
 
 // answerText renders a model's reply: its markdown, less the markup fragments
@@ -370,30 +374,20 @@ func markdownText(md string) *widget.RichText {
 // written. The user's own messages are shown as typed (markdownText).
 func answerText(md string) *widget.RichText {
 	rt := markdownText(md)
-	var strip func(segs []widget.RichTextSegment)
-	strip = func(segs []widget.RichTextSegment) {
-		for _, sg := range segs {
-			switch t := sg.(type) {
-			case *widget.TextSegment:
-				if t.Style.TextStyle.Monospace {
-					continue
-				}
-				if found := markup.Find(t.Text); len(found) > 0 {
-					var b strings.Builder
-					last := 0
-					for _, f := range found {
-						b.WriteString(t.Text[last:f[0]])
-						last = f[1]
-					}
-					b.WriteString(t.Text[last:])
-					t.Text = b.String()
-				}
-			case widget.RichTextBlock:
-				strip(t.Segments())
-			}
+	walkSegments(rt.Segments, func(t *widget.TextSegment) {
+		found := markup.Find(t.Text)
+		if t.Style.TextStyle.Monospace || len(found) == 0 {
+			return
 		}
-	}
-	strip(rt.Segments)
+		var b strings.Builder
+		last := 0
+		for _, f := range found {
+			b.WriteString(t.Text[last:f[0]])
+			last = f[1]
+		}
+		b.WriteString(t.Text[last:])
+		t.Text = b.String()
+	})
 	return rt
 }
 

@@ -150,14 +150,3 @@ func walkObjects(root fyne.CanvasObject, fn func(fyne.CanvasObject)) {
 		}
 	}
 }
-
-func walkSegments(segs []widget.RichTextSegment, fn func(*widget.TextSegment)) {
-	for _, s := range segs {
-		switch t := s.(type) {
-		case *widget.TextSegment:
-			fn(t)
-		case widget.RichTextBlock:
-			walkSegments(t.Segments(), fn)
-		}
-	}
-}
