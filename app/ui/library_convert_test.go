@@ -21,13 +21,7 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 	a, lib := tinyHubLibrary(t)
 	mgr := lib.m
 	l := a.Library
-	card := func() *libraryCard { return libraryCardOf(l, catalog.DiffusionGemmaID) }
-	state := func() string {
-		if c := card(); c != nil {
-			return uiRead(func() string { return c.entry.State })
-		}
-		return ""
-	}
+	card, state := dgCard(l)
 	waitFor(t, "the catalog", func() bool { return card() != nil })
 	selectProfile(card(), "int8")
 	tapButton(t, card().buttons, "Download")
@@ -71,13 +65,7 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 func TestLibraryConvertsAfterTheDownload(t *testing.T) {
 	a, lib := tinyHubLibrary(t)
 	l := a.Library
-	card := func() *libraryCard { return libraryCardOf(l, catalog.DiffusionGemmaID) }
-	state := func() string {
-		if c := card(); c != nil {
-			return uiRead(func() string { return c.entry.State })
-		}
-		return ""
-	}
+	card, state := dgCard(l)
 	buttons := func() string {
 		c := card()
 		if c == nil {
@@ -143,4 +131,17 @@ func tinyHubLibrary(t *testing.T) (*App, *managerLibrary) {
 	h.Add(e.Repo, &hubtest.Repo{Files: files})
 	return libraryApp(t, h.URL, download.Options{Interval: 20 * time.Millisecond, BackoffBase: 5 * time.Millisecond},
 		hw.Info{RAMTotal: 64 << 30})
+}
+
+// dgCard reads the DiffusionGemma card of l as it is now (nil while the
+// catalog is not listed yet) and its entry's state.
+func dgCard(l *LibraryScreen) (card func() *libraryCard, state func() string) {
+	card = func() *libraryCard { return libraryCardOf(l, catalog.DiffusionGemmaID) }
+	state = func() string {
+		if c := card(); c != nil {
+			return uiRead(func() string { return c.entry.State })
+		}
+		return ""
+	}
+	return card, state
 }
