@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -31,6 +32,8 @@ import (
 // running) and sends the sanitized draft as "draft" events, at most one per
 // FrameInterval, then "done" with the finished page or "failed" with the reason.
 // Links in pages are plain /wiki/ links: following one loads its page the same way.
+// A slug whose title is not readable text (see readableTitle) has no page, and
+// neither address starts a generation for it.
 
 //go:embed static
 var staticFS embed.FS
@@ -39,9 +42,45 @@ var staticFS embed.FS
 func wikiPath(title string) string { return assets.WikiHref(title) }
 
 // pageTitle reads the title from a request path's escaped slug after prefix.
+// Check it with readableTitle before it goes anywhere.
 func pageTitle(r *http.Request, prefix string) (title, slug string) {
 	slug = strings.TrimPrefix(r.URL.EscapedPath(), prefix)
 	return assets.CleanLine(assets.TitleFromSlug(slug)), slug
+}
+
+// readableTitle says why title (from pageTitle) is no topic a page can be
+// written for, or nil: a topic is printable text with at least one letter,
+// digit, punctuation mark or symbol. A slug may decode to anything — a control
+// character (/wiki/%00), bytes that are not UTF-8 (/wiki/%FF, which
+// TitleFromSlug turns into U+FFFD), only blanks or invisible characters
+// (/wiki/___, /wiki/%E2%80%8B) — and none of that may reach the model.
+func readableTitle(title string) error {
+	seen := false
+	for _, r := range title {
+		switch {
+		case r == utf8.RuneError:
+			return errors.New("its title holds U+FFFD, the mark of bytes that are not UTF-8 text")
+		case unicode.IsControl(r):
+			return fmt.Errorf("its title holds the control character %U", r)
+		case !unicode.IsGraphic(r) && !unicode.Is(unicode.Cf, r): // Cf: joiners and marks some scripts need
+			return fmt.Errorf("its title holds %U, which is not a printable character", r)
+		}
+		seen = seen || unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S)
+	}
+	if !seen {
+		return errors.New("its title has nothing to read, only blanks or invisible characters")
+	}
+	return nil
+}
+
+// shownPath is the request's path as a page may show it: decoded when it is
+// printable text, else as sent (percent-escaped).
+func shownPath(r *http.Request) string {
+	p := r.URL.Path
+	if !utf8.ValidString(p) || strings.ContainsFunc(p, func(c rune) bool { return c == utf8.RuneError || !unicode.IsGraphic(c) }) {
+		return r.URL.EscapedPath()
+	}
+	return p
 }
 
 var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
@@ -87,13 +126,22 @@ func (s *Server) writePageStatus(w http.ResponseWriter, status int, v pageView) 
 
 // handleNoPage answers a browser at an address with no page: a page that says
 // so, with the search box and the way to the start page.
-func (s *Server) handleNoPage(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleNoPage(w http.ResponseWriter, r *http.Request) { s.noPage(w, r, nil) }
+
+// noPage is handleNoPage's answer; why, if not nil, says why the address has
+// no page ("its title holds …").
+func (s *Server) noPage(w http.ResponseWriter, r *http.Request, why error) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		http.NotFound(w, r) // not a browser's visit
 		return
 	}
-	body := fmt.Sprintf("<h1>No page here</h1><p>Darkroom has no page at %s. Type a topic above, or go to <a href=\"/\">the start page</a>.</p>",
-		html.EscapeString(r.URL.Path))
+	reason := ""
+	if why != nil {
+		reason = ": " + why.Error()
+	}
+	// The path in <code>: Sanitize takes a bare /wiki/… in text for a link's debris.
+	body := fmt.Sprintf("<h1>No page here</h1><p>Darkroom has no page at <code>%s</code>%s. Type a topic above, or go to <a href=\"/\">the start page</a>.</p>",
+		html.EscapeString(clip(shownPath(r), 200)), html.EscapeString(reason))
 	s.writePageStatus(w, http.StatusNotFound, pageView{Title: "No page here", Content: template.HTML(htmlsafe.Sanitize(body))})
 }
 
@@ -165,8 +213,12 @@ func clip(s string, n int) string {
 
 func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	title, slug := pageTitle(r, assets.WikiPrefix)
-	if title == "" {
+	if slug == "" {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	if err := readableTitle(title); err != nil {
+		s.noPage(w, r, err)
 		return
 	}
 	if titleTooLong(w, title) {
@@ -206,8 +258,8 @@ type pageEvent struct {
 
 func (s *Server) handlePageEvents(w http.ResponseWriter, r *http.Request) {
 	title, _ := pageTitle(r, "/events"+assets.WikiPrefix)
-	if title == "" {
-		http.NotFound(w, r)
+	if err := readableTitle(title); err != nil {
+		http.Error(w, fmt.Sprintf("No page at %s: %v. Type another topic.", clip(shownPath(r), 200), err), http.StatusNotFound)
 		return
 	}
 	if titleTooLong(w, title) {

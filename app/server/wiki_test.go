@@ -3,9 +3,11 @@ package server
 import (
 	"html"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
@@ -346,5 +348,76 @@ func TestUnknownPageHasAWayBack(t *testing.T) {
 	if resp.StatusCode != 404 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
 		!strings.Contains(body, `<a href="/">the start page</a>`) || !strings.Contains(body, `<form action="/wiki"`) {
 		t.Errorf("GET /wki/Unix: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+}
+
+// TestUnreadableTitleHasNoPage: an address whose title is not readable text — a
+// control character, bytes that are not UTF-8, nothing but blanks — gets the
+// page for an address with no page (the search box and a link home), and no
+// generation starts, neither from the page nor from its event stream; the
+// model was asked to write a page titled "\x00" or "��". Titles in any
+// script, with punctuation, are pages as before.
+func TestUnreadableTitleHasNoPage(t *testing.T) {
+	g := &fakeGen{final: "<p>x</p>"}
+	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond})
+	c := browser(t, s)
+	noFollow := *c
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	generations := func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.requests)
+	}
+	for _, slug := range []string{"%00", "%01", "%1B", "%7F", "%FF%FE", "Unix%00", "%1B%5B31mUnix", "%C2%9B",
+		"%EF%BF%BD", "___", "%20_%09", "%E2%80%8B", "%EF%BB%BF_%E2%80%8E"} {
+		resp, body := do(t, &noFollow, "GET", site(s)+"/wiki/"+slug, "", nil)
+		if resp.StatusCode != 404 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+			!strings.Contains(body, "No page here") || !strings.Contains(body, "<code>/wiki/"+slug+"</code>: its title") ||
+			!strings.Contains(body, `<a href="/">the start page</a>`) ||
+			!strings.Contains(body, `<form action="/wiki"`) || strings.Contains(body, "data-events") ||
+			strings.ContainsAny(body, "\x00\x01\x1b\x7f\uFFFD") || !utf8.ValidString(body) {
+			t.Errorf("GET /wiki/%s: %d %s %q", slug, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+		// A HEAD is a browser's visit too; a POST is not, and gets a plain 404.
+		if resp, _ := do(t, &noFollow, "HEAD", site(s)+"/wiki/"+slug, "", nil); resp.StatusCode != 404 {
+			t.Errorf("HEAD /wiki/%s: %d", slug, resp.StatusCode)
+		}
+		if resp, _ := do(t, &noFollow, "POST", site(s)+"/wiki/"+slug, "", nil); resp.StatusCode != 404 ||
+			strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("POST /wiki/%s: %d %s", slug, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		resp, body = do(t, &noFollow, "GET", site(s)+"/events/wiki/"+slug, "", nil)
+		if resp.StatusCode != 404 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			t.Errorf("GET /events/wiki/%s: %d %s %q", slug, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+		// The same title typed in the search box starts no generation either.
+		q := url.QueryEscape(assets.TitleFromSlug(slug))
+		resp, body = do(t, c, "GET", site(s)+"/wiki?q="+q, "", nil)
+		if resp.StatusCode/100 == 2 && strings.Contains(body, "data-events") {
+			t.Errorf("GET /wiki?q=%s: %d %q", q, resp.StatusCode, body)
+		}
+		if n := generations(); n != 0 {
+			t.Fatalf("after /wiki/%s: %d generations, want none", slug, n)
+		}
+	}
+	// Readable titles in any script, with punctuation, are pages.
+	for _, title := range []string{"Café", "C++", "Löb's theorem", "Unix", "TCP/IP", "日本語", "Ωmega (letter)"} {
+		path := wikiPath(title)
+		resp, body := do(t, &noFollow, "GET", site(s)+path, "", nil)
+		if resp.StatusCode != 200 || !strings.Contains(body, `data-events="/events`+html.EscapeString(path)+`"`) {
+			t.Errorf("GET %s: %d %.400s", path, resp.StatusCode, body)
+			continue
+		}
+		_, events := openEvents(t, c, s, "/events"+path)
+		var last sseEvent
+		for ev := range events {
+			last = ev
+		}
+		if last.name != "done" {
+			t.Errorf("%s ended with %+v", path, last)
+		}
+		if req := g.lastRequest(t); req.Prompt != assets.EncyclopediaPrompt(title) || req.Opening != assets.EncyclopediaOpening(title) {
+			t.Errorf("%s: prompt %q, opening %q", path, req.Prompt, req.Opening)
+		}
 	}
 }
