@@ -32,6 +32,9 @@ type Desktop struct {
 	power    *widget.Button // "Start the desktop" while off, then "Restart"
 	content  fyne.CanvasObject
 	run      runner
+	// offDoc is the "screen is off" page. It is drawn as a window like the
+	// model's screens, but its controls do not reach the model.
+	offDoc *htmlsafe.Doc
 
 	prevTokens []int  // tokens of the screen shown, the next warm start
 	app0       string // the active app of the screen shown ("desktop" when none)
@@ -40,7 +43,7 @@ type Desktop struct {
 
 func newDesktop(a *App) *Desktop {
 	d := &Desktop{app: a, app0: "desktop"}
-	d.view = newDesktopScreen(d.onLink, d.Click, func() string { return d.app0 })
+	d.view = newDesktopScreen(d.onLink, d.screenClick, func() string { return d.app0 })
 	d.status = widget.NewLabel("Ready")
 	d.status.Truncation = fyne.TextTruncateEllipsis
 	d.clickLbl = widget.NewLabel("")
@@ -65,9 +68,21 @@ func newDesktop(a *App) *Desktop {
 	intro.Importance = widget.LowImportance
 	top := container.NewVBox(bar, intro, d.errLabel)
 	d.content = container.NewBorder(top, d.status, nil, nil, d.view.root)
-	d.view.SetDoc(htmlsafe.Parse(`<h2>The screen is off</h2><p>Press <strong>Start the desktop</strong>: the model draws a desktop with a menu bar, windows and app icons. ` +
-		`Every link on it is a button; clicking one sends the click to the model, which draws the next screen.</p>`))
+	d.offDoc = htmlsafe.Parse(`<h2>The screen is off</h2><p>Press <strong>Start the desktop</strong>: the model draws a desktop with a menu bar, windows and app icons. ` +
+		`Every link on it is a button; clicking one sends the click to the model, which draws the next screen.</p>`)
+	d.view.SetDoc(d.offDoc)
 	return d
+}
+
+// screenClick is a click on the screen (a window control, a task-bar button, a
+// link). While the screen is off it draws nothing, as on a computer that is
+// off: the off page stays and the status line says how to turn it on.
+func (d *Desktop) screenClick(c assets.Click) {
+	if d.view.Doc() == d.offDoc {
+		d.status.SetText("The computer is off: press " + d.power.Text + " to turn it on.")
+		return
+	}
+	d.Click(c)
 }
 
 func (d *Desktop) onLink(l htmlsafe.Inline) {
@@ -78,7 +93,7 @@ func (d *Desktop) onLink(l htmlsafe.Inline) {
 		}
 		id = l.ID
 	}
-	d.Click(assets.Click{ElementID: id, Text: l.Text, App: d.app0})
+	d.screenClick(assets.Click{ElementID: id, Text: l.Text, App: d.app0})
 }
 
 // Click sends a click and develops the next screen; a click during a generation

@@ -45,30 +45,7 @@ func TestDesktopDrawsAnOSScreen(t *testing.T) {
 	tap(d.power)
 	d.run.Wait()
 
-	var icons []*tapTile
-	var buttons []*widget.Button
-	var labels []string
-	uiMu.Lock()
-	walkObjects(d.view.root, func(o fyne.CanvasObject) {
-		switch x := o.(type) {
-		case *tapTile:
-			icons = append(icons, x)
-		case *widget.Button:
-			buttons = append(buttons, x)
-		case *widget.Label:
-			labels = append(labels, x.Text)
-		case *container.Scroll:
-			walkObjects(x.Content, func(o fyne.CanvasObject) {
-				switch y := o.(type) {
-				case *widget.Button:
-					buttons = append(buttons, y)
-				case *widget.Label:
-					labels = append(labels, y.Text)
-				}
-			})
-		}
-	})
-	uiMu.Unlock()
+	icons, buttons, labels := desktopScreenParts(d)
 	var names []string
 	for _, i := range icons {
 		names = append(names, i.text)
@@ -111,5 +88,104 @@ func TestDesktopDrawsAnOSScreen(t *testing.T) {
 	d.run.Wait()
 	if last := d.Clicks[len(d.Clicks)-1]; last.ElementID != "close-files" {
 		t.Errorf("close click %+v", last)
+	}
+}
+
+// desktopScreenParts is what the Desktop's screen draws now: its icons, its
+// buttons (task bar, window controls) and its labels, read under uiMu.
+func desktopScreenParts(d *Desktop) (icons []*tapTile, buttons []*widget.Button, labels []string) {
+	uiMu.Lock()
+	defer uiMu.Unlock()
+	walkObjects(d.view.root, func(o fyne.CanvasObject) {
+		switch x := o.(type) {
+		case *tapTile:
+			icons = append(icons, x)
+		case *widget.Button:
+			buttons = append(buttons, x)
+		case *widget.Label:
+			labels = append(labels, x.Text)
+		case *container.Scroll:
+			walkObjects(x.Content, func(o fyne.CanvasObject) {
+				switch y := o.(type) {
+				case *widget.Button:
+					buttons = append(buttons, y)
+				case *widget.Label:
+					labels = append(labels, y.Text)
+				}
+			})
+		}
+	})
+	return icons, buttons, labels
+}
+
+// docText is the text of the page a view shows, read under uiMu.
+func docText(v pageView) string {
+	uiMu.Lock()
+	defer uiMu.Unlock()
+	var b strings.Builder
+	if doc := v.Doc(); doc != nil {
+		for in := range doc.Inlines() {
+			b.WriteString(in.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestDesktopOffScreenClosesWithoutDrawing: the "screen is off" page is drawn
+// as a window, with a title bar (minimize, maximize, close) and a task-bar
+// button. Closing it made the model draw a screen, as if Start had been
+// pressed. On a computer that is off nothing happens: the off page stays and
+// says how to turn it on; only "Start the desktop" starts the model, and on the
+// running desktop closing a window is a click again.
+func TestDesktopOffScreenClosesWithoutDrawing(t *testing.T) {
+	m := &fakeModel{answers: func(engine.Request) string { return desktopScreenHTML }}
+	a := newTestApp(t, m, "")
+	d := a.Desktop
+	asUI(func() { a.Show("Desktop") })
+	const off = "The screen is off"
+	if !strings.Contains(docText(d.view), off) {
+		t.Fatalf("the Desktop starts with %q", docText(d.view))
+	}
+	controlOf := func(icon fyne.Resource) *widget.Button {
+		_, buttons, _ := desktopScreenParts(d)
+		for _, b := range buttons {
+			if b.Icon == icon {
+				return b
+			}
+		}
+		t.Fatalf("no control with the %s icon on the screen", icon.Name())
+		return nil
+	}
+	tap(controlOf(theme.WindowCloseIcon()))
+	d.run.Wait()
+	if n := len(m.Calls()); n != 0 || len(d.Clicks) != 0 {
+		t.Fatalf("closing the off screen's window asked the model for %d screen(s) (clicks %+v)", n, d.Clicks)
+	}
+	if got := docText(d.view); !strings.Contains(got, off) {
+		t.Fatalf("after closing it the screen shows %q", got)
+	}
+	if got := shownText(d.content); !strings.Contains(got, "Start the desktop") || strings.Contains(got, "Restart") {
+		t.Errorf("after closing the off screen's window the Desktop says:\n%s", got)
+	} else if status := uiRead(func() string { return d.status.Text }); !strings.Contains(status, "Start the desktop") {
+		t.Errorf("closing the off screen's window says %q; want how to turn the computer on", status)
+	}
+	// Its other controls and its task-bar button draw nothing either.
+	tap(controlOf(theme.ContentRemoveIcon()))
+	tap(controlOf(theme.ViewFullScreenIcon()))
+	tap(controlOf(theme.FileApplicationIcon()))
+	d.run.Wait()
+	if n := len(m.Calls()); n != 0 {
+		t.Fatalf("the off screen's controls asked the model for %d screen(s)", n)
+	}
+
+	tap(d.power)
+	d.run.Wait()
+	if n := len(m.Calls()); n != 1 || strings.Contains(docText(d.view), off) {
+		t.Fatalf("Start the desktop: %d screen(s) asked for, the screen shows %q", n, docText(d.view))
+	}
+	tap(controlOf(theme.WindowCloseIcon()))
+	d.run.Wait()
+	if n := len(m.Calls()); n != 2 || !strings.HasPrefix(d.Clicks[len(d.Clicks)-1].ElementID, "close-") {
+		t.Errorf("closing a window of the running desktop: %d screens asked for, clicks %+v", n, d.Clicks)
 	}
 }
