@@ -76,6 +76,13 @@ type ChatRequest struct {
 	// ResponseFormat is read to refuse JSON mode, which Darkroom cannot hold an
 	// answer to: "text" (or none) is what it writes.
 	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
+	// Tools, ToolChoice and the legacy Functions and FunctionCall are read to
+	// refuse tool calls, which Darkroom's models cannot make: absent, null, an
+	// empty list and "none" ask for none.
+	Tools        json.RawMessage `json:"tools,omitempty"`
+	ToolChoice   json.RawMessage `json:"tool_choice,omitempty"`
+	Functions    json.RawMessage `json:"functions,omitempty"`
+	FunctionCall json.RawMessage `json:"function_call,omitempty"`
 
 	// Mode is Darkroom's extension: engine.Diffusion or engine.AR, "" for the
 	// server's choice.

@@ -50,6 +50,11 @@ import (
 // text of the canvases committed before it; the finish chunk's "darkroom"
 // holds the run's forward passes and canvases. Other clients see none of it.
 //
+// Tool calls are refused: no model here can make one, so a request with
+// tools or functions (other than an empty list), or with a tool_choice or
+// function_call other than "none", is a 400 naming the field, and so is
+// response_format json_object or json_schema (no answer is held to JSON).
+//
 // Errors are OpenAI's shape, {"error": {message, type, param, code}}, with a
 // 4xx for everything the client can fix: 400 (context_length_exceeded names
 // the numbers), 401, 404 model_not_found, 405, 413, 415 for a body that is not
@@ -138,6 +143,9 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 	if f := cr.ResponseFormat; f != nil && f.Type != "" && f.Type != "text" {
 		return req, nil, &badRequest{"response_format", fmt.Sprintf("response_format %q is not supported: this server cannot hold "+
 			"an answer to JSON; ask for JSON in the prompt, or leave response_format out", f.Type)}
+	}
+	if err := toolsRefused(cr); err != nil {
+		return req, nil, err
 	}
 	if len(cr.Messages) == 0 {
 		return req, nil, &badRequest{"messages", `messages must hold at least one message, e.g. "messages": [{"role": "user", "content": "What is Unix?"}]`}
@@ -233,6 +241,38 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 		return req, nil, &badRequest{"stop", err.Error()}
 	}
 	return req, stops, nil
+}
+
+// toolsRefused is the badRequest for a request that offers tools (tools, or
+// the legacy functions) or asks for a tool call (tool_choice, function_call),
+// or nil: no model here can call a tool, and a client told nothing would wait
+// for a call that never comes. Absent, null, an empty list and "none" ask for
+// no tool call.
+func toolsRefused(cr *api.ChatRequest) error {
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"tools", cr.Tools}, {"functions", cr.Functions}} {
+		var list []json.RawMessage
+		if raw := bytes.TrimSpace(f.raw); len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &list) == nil && len(list) == 0 {
+			continue
+		}
+		return &badRequest{f.name, fmt.Sprintf("%s are not supported: this server's models cannot call tools, so no call would ever come; "+
+			"leave %[1]s out and ask for what you need in the messages", f.name)}
+	}
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"tool_choice", cr.ToolChoice}, {"function_call", cr.FunctionCall}} {
+		raw := bytes.TrimSpace(f.raw)
+		var choice string
+		if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &choice) == nil && choice == "none" {
+			continue
+		}
+		return &badRequest{f.name, fmt.Sprintf("%s %s is not supported: this server's models cannot call tools; leave %[1]s out, or set it to \"none\"",
+			f.name, clip(string(raw), 80))}
+	}
+	return nil
 }
 
 // stopStrings reads "stop": null, a string, or up to 4 strings.

@@ -490,3 +490,49 @@ func TestJSONModeRefused(t *testing.T) {
 		t.Errorf("response_format text: %d %s", code, raw)
 	}
 }
+
+// TestToolsRefused: a request that offers tools (tools, or the legacy
+// functions) or asks for a tool call (tool_choice, function_call other than
+// "none") is refused in words naming the field, and nothing is generated; it
+// was answered as if they were not there, and the client waited for a tool
+// call that never came. An empty list, "none" and null ask for no tool call
+// and are answered.
+func TestToolsRefused(t *testing.T) {
+	g := &fakeGen{final: "x"}
+	s := start(t, Options{Engine: g})
+	const msgs = `{"messages":[{"role":"user","content":"What is the weather in Paris?"}]`
+	const tool = `{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{}}}}`
+	for _, c := range []struct{ extra, param string }{
+		{`"tools":[` + tool + `]`, "tools"},
+		{`"tools":[` + tool + `],"tool_choice":"auto"`, "tools"},
+		{`"tools":[` + tool + `],"tool_choice":"none"`, "tools"},
+		{`"tools":[` + tool + `],"stream":true`, "tools"},
+		{`"tools":{"type":"function"}`, "tools"},
+		{`"tool_choice":"auto"`, "tool_choice"},
+		{`"tool_choice":"required"`, "tool_choice"},
+		{`"tools":[],"tool_choice":{"type":"function","function":{"name":"get_weather"}}`, "tool_choice"},
+		{`"functions":[{"name":"get_weather","parameters":{}}]`, "functions"},
+		{`"functions":[{"name":"get_weather","parameters":{}}],"function_call":"auto"`, "functions"},
+		{`"function_call":"auto"`, "function_call"},
+		{`"function_call":{"name":"get_weather"}`, "function_call"},
+	} {
+		body := msgs + "," + c.extra + "}"
+		code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", body)
+		if code != 400 || r.Error == nil || r.Error.Type != "invalid_request_error" || r.Error.Param == nil || *r.Error.Param != c.param ||
+			!strings.Contains(r.Error.Message, "this server's models cannot call tools") || !strings.Contains(r.Error.Message, "leave "+c.param+" out") {
+			t.Errorf("%s:\n got %d %s\nwant 400 about %s saying the models cannot call tools and to leave it out", c.extra, code, raw, c.param)
+		}
+	}
+	g.mu.Lock()
+	n := len(g.requests)
+	g.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d generations for requests with tools, want none", n)
+	}
+	for _, extra := range []string{`"tools":[]`, `"tool_choice":"none"`, `"tools":[],"tool_choice":"none"`, `"tools":null,"tool_choice":null`,
+		`"functions":[]`, `"function_call":"none"`, `"functions":null,"function_call":null`} {
+		if code, _, raw := callAPI(t, s, "POST", "/v1/chat/completions", msgs+","+extra+"}"); code != 200 {
+			t.Errorf("%s: %d %s", extra, code, raw)
+		}
+	}
+}

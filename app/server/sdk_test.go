@@ -77,12 +77,14 @@ const user = [{ role: "user", content: "What is Unix?" }];
   for (const [name, req] of [
     ["notFound", { model: "no-such-model", messages: user }],
     ["tooLong", { model, messages: user, max_tokens: 1000000000 }],
+    ["tools", { model, messages: user, tools: [{ type: "function", function: { name: "get_weather",
+      parameters: { type: "object", properties: {} } } }] }],
   ]) {
     try {
       await client.chat.completions.create(req);
       out[name] = { class: "none" };
     } catch (e) {
-      out[name] = { class: e.constructor.name, status: e.status, code: e.code,
+      out[name] = { class: e.constructor.name, status: e.status, code: e.code, param: e.param, message: e.message,
         notFound: e instanceof OpenAI.NotFoundError, badRequest: e instanceof OpenAI.BadRequestError };
     }
   }
@@ -244,8 +246,9 @@ func TestOpenAISDK(t *testing.T) {
 			Error   string
 			Aborted bool
 		}
-		NotFound, TooLong struct {
+		NotFound, TooLong, Tools struct {
 			Class, Code          string
+			Param, Message       string
 			Status               int
 			NotFound, BadRequest bool
 		}
@@ -278,6 +281,9 @@ func TestOpenAISDK(t *testing.T) {
 	}
 	if n := got.TooLong; !n.BadRequest || n.Status != 400 || n.Code != "context_length_exceeded" {
 		t.Errorf("max_tokens 10^9: %+v", n)
+	}
+	if n := got.Tools; !n.BadRequest || n.Status != 400 || n.Param != "tools" || !strings.Contains(n.Message, "cannot call tools") {
+		t.Errorf("tools: %+v", n)
 	}
 	if b := got.BadKey; !b.Auth || b.Status != 401 {
 		t.Errorf("wrong key: %+v", b)
