@@ -115,6 +115,10 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 		return nil, err
 	}
 	tok, err := tokenizer.LoadFS(fsys, "tokenizer.json")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("load %s: the folder has no tokenizer.json, which the model needs to read and write text: "+
+			"download the model again, or copy the tokenizer.json of the repository it came from into the folder", src)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", src, err)
 	}

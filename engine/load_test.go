@@ -126,8 +126,8 @@ func TestLoadErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Load(ctx, Dir(dir), Options{})
-	if err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
-		t.Errorf("missing tokenizer: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "no tokenizer.json") || !strings.Contains(err.Error(), "download the model again") {
+		t.Errorf("missing tokenizer: %v, want it named and what to do", err)
 	}
 	good := writeTinyModel(t)
 	if _, err := Load(ctx, Dir(good), Options{Backend: "tpu"}); err == nil || !strings.Contains(err.Error(), "unknown backend") {
