@@ -7,16 +7,29 @@
 package main
 
 import (
+	_ "embed"
+	"fmt"
 	"os"
 
 	"github.com/darkroomlabs/darkroom/app/cli"
 	"github.com/darkroomlabs/darkroom/app/desktop"
 	_ "github.com/darkroomlabs/darkroom/app/posixlocale" // before Fyne reads the locale
+	"github.com/darkroomlabs/darkroom/app/version"
 )
+
+// fyneApp is FyneApp.toml, the one place the app's name, version and build are
+// written (the packagers read it too); `darkroom version` reports it.
+//
+//go:embed FyneApp.toml
+var fyneApp []byte
 
 func main() {
 	if len(os.Args) < 2 {
 		os.Exit(desktop.Run())
 	}
-	os.Exit(cli.Run(os.Args[1:], os.Stdout, os.Stderr))
+	v, err := version.Parse(fyneApp)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "darkroom:", err) // a broken FyneApp.toml is a build defect; the commands still run
+	}
+	os.Exit(cli.Run(os.Args[1:], os.Stdout, os.Stderr, cli.WithVersion(v)))
 }

@@ -129,6 +129,8 @@ installed="$home/.local/bin/darkroom"
 grep -qx "Exec=$installed" "$home/.local/share/applications/$appid.desktop" ||
 	fail "the installed menu entry does not run $installed"
 [ -s "$home/.local/share/icons/hicolor/512x512/apps/$appid.png" ] || fail "install.sh did not install the icon"
+got_version=$("${fresh[@]}" "$installed" --version 2>&1) || fail "darkroom --version failed: $got_version"
+case "$got_version" in "$name $version (build $build"*) ;; *) fail "darkroom --version says '$got_version', the package $name $version (build $build)" ;; esac
 "${fresh[@]}" "$installed" generate --max-new-tokens 16 "What is Unix?" >"$work/generate.out" 2>"$work/generate.err" ||
 	fail "darkroom generate on a fresh HOME failed: $(tail -n 3 "$work/generate.err")"
 [ -s "$work/generate.out" ] || fail "darkroom generate wrote nothing"

@@ -18,6 +18,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/darkroomlabs/darkroom/app/version"
 )
 
 // Command is one darkroom subcommand.
@@ -30,10 +32,18 @@ type Command struct {
 	Run func(env *Env, args []string) error
 }
 
-// Env carries the process streams a command writes to.
+// Env carries the process streams a command writes to, and which Darkroom this is.
 type Env struct {
 	Stdout, Stderr io.Writer
+	Version        version.Info // the zero Info where the caller gave none (tests)
 }
+
+// An Option sets something of the Env that Run builds.
+type Option func(*Env)
+
+// WithVersion gives the binary's version (main reads it from the embedded
+// FyneApp.toml) to `darkroom version`, `--version` and the help's first line.
+func WithVersion(v version.Info) Option { return func(e *Env) { e.Version = v } }
 
 var commands = map[string]*Command{}
 
@@ -78,16 +88,22 @@ func (s subcommands) runSub(env *Env, args []string) error {
 
 // Run dispatches args (without the program name) to a subcommand and returns the
 // process exit code.
-func Run(args []string, stdout, stderr io.Writer) int {
+func Run(args []string, stdout, stderr io.Writer, opts ...Option) int {
 	env := &Env{Stdout: stdout, Stderr: stderr}
+	for _, o := range opts {
+		o(env)
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "--help" || args[0] == "-h" {
 		if len(args) > 1 {
 			if c, ok := commands[args[1]]; ok {
 				return exitCode(env, c.Name, c.Run(env, []string{"--help"}))
 			}
 		}
-		usage(stdout)
+		usage(env)
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" || args[0] == "-V" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -120,8 +136,13 @@ func errorLine(name string, err error) string {
 	return "darkroom " + name + ": " + msg
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "Darkroom runs block-diffusion language models on your PC.")
+func usage(env *Env) {
+	w := env.Stdout
+	name := "Darkroom"
+	if env.Version.Version != "" {
+		name += " " + env.Version.Version
+	}
+	fmt.Fprintln(w, name+" runs block-diffusion language models on your PC.")
 	fmt.Fprintln(w, "\nUsage:\n  darkroom                 open the desktop app\n  darkroom COMMAND [flags] run a command\n\nCommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
