@@ -22,12 +22,15 @@
 #                                   training, export and eval logs, eval.json
 #
 # Usage:
-#   packaging/device-session.sh prepare [--init-run RUN | --init-model DIR] [--dir DIR]
-#       here, where Go is: builds the headless binary (cgo, stripped), runs gpu-check.sh --rehearse with it
-#       on the CPU (assets/mini), compresses it and train-runs/corpus,
-#       exports RUN's latest checkpoint as the starting weights (reading RUN only), into DIR
-#       (default out/device-session, ignored by git) and checks that the tree and DIR fit the 64 MiB the
-#       device tool carries
+#   packaging/device-session.sh prepare [--init-run RUN | --init-model DIR | --scratch] [--dir DIR]
+#       here, where Go is: builds the headless binary (cgo, stripped), takes the starting weights —
+#       the built-in Mini (assets/mini) unless told otherwise: RUN's latest checkpoint exported
+#       (reading RUN only), a model folder, or none (--scratch) —, builds train-runs/corpus with the
+#       starting weights' tokenizer when it is missing (apt-get download of the Debian packages,
+#       about 20 s) and refuses a corpus whose tokenizer is not theirs, runs gpu-check.sh --rehearse
+#       with the binary on the CPU (assets/mini), compresses the binary and the corpus into DIR
+#       (default out/device-session, ignored by git) and checks that the tree and DIR fit the 64 MiB
+#       the device tool carries. On a fresh machine: bash packaging/setup.sh, then this, nothing else.
 #   packaging/device-session.sh run [--part all|check|train] [--budget SECONDS] [--backend B] [--dry-run]
 #       [--steps N] [--batch N] [--eval-pages N] [--eval-seen N] [--eval-seconds S] [--eval-args "FLAGS"]
 #       [--dir DIR]
@@ -58,17 +61,17 @@ unxz() {
 
 # --- prepare (here) -------------------------------------------------------------------------------
 prepare() {
-	local init_run="" init_model=""
+	local init_run="" init_model="$root/assets/mini"
 	while [ $# -gt 0 ]; do
 		case "$1" in
-		--init-run) init_run="$2"; shift 2 ;;
+		--init-run) init_run="$2"; init_model=""; shift 2 ;;
 		--init-model) init_model="$2"; shift 2 ;;
+		--scratch) init_model=""; shift ;;
 		--dir) dir="$2"; shift 2 ;;
 		*) die "prepare: unknown argument $1 (see the header of $0)" ;;
 		esac
 	done
 	command -v go >/dev/null || die "prepare needs Go (bash packaging/setup.sh installs it)"
-	[ -d "$root/train-runs/corpus" ] || die "no train-runs/corpus: build it with darkroom train corpus --out train-runs/corpus"
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	local bin="$dir/darkroom"
@@ -78,9 +81,27 @@ prepare() {
 		echo "device-session: exporting $init_run's latest checkpoint as the starting weights"
 		"$bin" train export --run "$init_run" --out "$dir/init" --recipe "" # reads the run, writes only dir/init
 	elif [ -n "$init_model" ]; then
+		echo "device-session: starting weights from $init_model"
 		mkdir -p "$dir/init"
 		cp "$init_model"/config.json "$init_model"/generation_config.json "$init_model"/*.safetensors \
 			"$init_model"/tokenizer.json "$init_model"/tokenizer_config.json "$dir/init/"
+	else
+		echo "device-session: no starting weights: part b trains from scratch"
+	fi
+	# The corpus's token ids must be the starting weights' own: build it with their tokenizer where
+	# there is none, and refuse one built with another.
+	local corpus="$root/train-runs/corpus"
+	if [ ! -f "$corpus/train.jsonl" ]; then
+		local tokflag=()
+		[ -f "$dir/init/tokenizer.json" ] && tokflag=(--tokenizer "$dir/init")
+		echo "device-session: no train-runs/corpus: building it (darkroom train corpus ${tokflag[*]})"
+		"$bin" train corpus --out "$corpus" "${tokflag[@]}" >"$dir/corpus.log" 2>&1 ||
+			{ tail -5 "$dir/corpus.log" >&2; die "building the corpus failed (log: $dir/corpus.log)"; }
+		grep '^examples:' "$dir/corpus.log" || true
+		rm -f "$dir/corpus.log"
+	fi
+	if [ -f "$dir/init/tokenizer.json" ] && ! cmp -s "$dir/init/tokenizer.json" "$corpus/tokenizer/tokenizer.json"; then
+		die "train-runs/corpus was built with another tokenizer than the starting weights': move it away and prepare again (it is rebuilt with theirs), or build it with darkroom train corpus --tokenizer $dir/init"
 	fi
 	# The binary that goes runs gpu-check's Darkroom half here first, on the CPU over the Mini (its
 	# vocabulary and canvas are the tokenizer's and the 26B's): a flag or JSON field gpu-check needs
