@@ -93,6 +93,12 @@ func TestHrefs(t *testing.T) {
 		{"/wiki/Unix?x=1", "Unix", true},
 		{"/wiki/", "", false},
 		{"/wiki/___", "", false},
+		{"/wiki/Caf%C3%A9", "Café", true},
+		{"/wiki/%E6%97%A5%E6%9C%AC%E8%AA%9E", "日本語", true},
+		{"/wiki/%00", "", false},          // a model's link to a control character
+		{"/wiki/Unix%1B%5B2J", "", false}, // an escape sequence
+		{"/wiki/%FF%FE", "", false},       // not UTF-8
+		{"/wiki/%E2%80%8B", "", false},    // a zero-width space alone
 		{"http://example.com/wiki/Unix", "", false},
 		{"/ui/app-gimp", "", false},
 		{"javascript:alert(1)", "", false},

@@ -1,7 +1,11 @@
 package assets
 
 import (
+	"errors"
+	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The link protocol of generated pages and screens. An encyclopedia link is
@@ -65,14 +69,45 @@ func TitleFromSlug(slug string) string {
 func WikiHref(title string) string { return WikiPrefix + Slug(title) }
 
 // TitleFromHref returns the topic a /wiki/ link points to. A query or fragment
-// is ignored; ok is false for any other href or an empty topic.
+// is ignored; ok is false for any other href and for a topic that is not
+// readable text (ReadableTitle), an empty one included.
 func TitleFromHref(href string) (title string, ok bool) {
 	rest, found := strings.CutPrefix(stripQuery(href), WikiPrefix)
 	if !found {
 		return "", false
 	}
 	title = CleanLine(TitleFromSlug(rest))
-	return title, title != ""
+	if ReadableTitle(title) != nil {
+		return "", false
+	}
+	return title, true
+}
+
+// ReadableTitle says why title is no topic a page can be written for, or nil:
+// a topic is printable text with at least one letter, digit, punctuation mark
+// or symbol. A slug may decode to anything — a control character (/wiki/%00),
+// bytes that are not UTF-8 (/wiki/%FF, which TitleFromSlug turns into U+FFFD),
+// only blanks or invisible characters (/wiki/___, /wiki/%E2%80%8B) — and none
+// of that may reach the model, from a link in a page, an address typed in the
+// app or the browser, or the command line. The reason completes "… has no
+// page: ".
+func ReadableTitle(title string) error {
+	seen := false
+	for _, r := range title {
+		switch {
+		case r == utf8.RuneError:
+			return errors.New("its title holds U+FFFD, the mark of bytes that are not UTF-8 text")
+		case unicode.IsControl(r):
+			return fmt.Errorf("its title holds the control character %U", r)
+		case !unicode.IsGraphic(r) && !unicode.Is(unicode.Cf, r): // Cf: joiners and marks some scripts need
+			return fmt.Errorf("its title holds %U, which is not a printable character", r)
+		}
+		seen = seen || unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S)
+	}
+	if !seen {
+		return errors.New("its title has nothing to read, only blanks or invisible characters")
+	}
+	return nil
 }
 
 // UIElementFromHref returns the Desktop element ID a /ui/ link points to. ok is

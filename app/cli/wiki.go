@@ -60,6 +60,9 @@ func runWiki(env *Env, args []string) error {
 	if title == "" {
 		return errors.New("wiki: the title is empty")
 	}
+	if err := assets.ReadableTitle(title); err != nil {
+		return fmt.Errorf("wiki: %q has no page: %v; give a topic in words", title, err)
+	}
 	var m engine.Mode
 	switch *mode {
 	case "diffusion":

@@ -32,7 +32,7 @@ import (
 // running) and sends the sanitized draft as "draft" events, at most one per
 // FrameInterval, then "done" with the finished page or "failed" with the reason.
 // Links in pages are plain /wiki/ links: following one loads its page the same way.
-// A slug whose title is not readable text (see readableTitle) has no page, and
+// A slug whose title is not readable text (see assets.ReadableTitle) has no page, and
 // neither address starts a generation for it.
 
 //go:embed static
@@ -42,35 +42,10 @@ var staticFS embed.FS
 func wikiPath(title string) string { return assets.WikiHref(title) }
 
 // pageTitle reads the title from a request path's escaped slug after prefix.
-// Check it with readableTitle before it goes anywhere.
+// Check it with assets.ReadableTitle before it goes anywhere.
 func pageTitle(r *http.Request, prefix string) (title, slug string) {
 	slug = strings.TrimPrefix(r.URL.EscapedPath(), prefix)
 	return assets.CleanLine(assets.TitleFromSlug(slug)), slug
-}
-
-// readableTitle says why title (from pageTitle) is no topic a page can be
-// written for, or nil: a topic is printable text with at least one letter,
-// digit, punctuation mark or symbol. A slug may decode to anything — a control
-// character (/wiki/%00), bytes that are not UTF-8 (/wiki/%FF, which
-// TitleFromSlug turns into U+FFFD), only blanks or invisible characters
-// (/wiki/___, /wiki/%E2%80%8B) — and none of that may reach the model.
-func readableTitle(title string) error {
-	seen := false
-	for _, r := range title {
-		switch {
-		case r == utf8.RuneError:
-			return errors.New("its title holds U+FFFD, the mark of bytes that are not UTF-8 text")
-		case unicode.IsControl(r):
-			return fmt.Errorf("its title holds the control character %U", r)
-		case !unicode.IsGraphic(r) && !unicode.Is(unicode.Cf, r): // Cf: joiners and marks some scripts need
-			return fmt.Errorf("its title holds %U, which is not a printable character", r)
-		}
-		seen = seen || unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S)
-	}
-	if !seen {
-		return errors.New("its title has nothing to read, only blanks or invisible characters")
-	}
-	return nil
 }
 
 // shownPath is the request's path as a page may show it: decoded when it is
@@ -217,7 +192,7 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	if err := readableTitle(title); err != nil {
+	if err := assets.ReadableTitle(title); err != nil {
 		s.noPage(w, r, err)
 		return
 	}
@@ -258,7 +233,7 @@ type pageEvent struct {
 
 func (s *Server) handlePageEvents(w http.ResponseWriter, r *http.Request) {
 	title, _ := pageTitle(r, "/events"+assets.WikiPrefix)
-	if err := readableTitle(title); err != nil {
+	if err := assets.ReadableTitle(title); err != nil {
 		http.Error(w, fmt.Sprintf("No page at %s: %v. Type another topic.", clip(shownPath(r), 200), err), http.StatusNotFound)
 		return
 	}

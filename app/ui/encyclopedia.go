@@ -131,6 +131,10 @@ func (e *Encyclopedia) Navigate(title string) {
 	if title == "" {
 		return
 	}
+	if err := assets.ReadableTitle(title); err != nil { // pasted control characters, say: never sent to the model
+		e.showError(fmt.Sprintf("There is no page for %q: %v. Type a topic in words.", title, err))
+		return
+	}
 	if e.pos < len(e.history)-1 { // a new page after going back drops the forward history
 		e.history = e.history[:e.pos+1]
 	}

@@ -389,3 +389,25 @@ func TestLongErrorDoesNotCoverThePage(t *testing.T) {
 		t.Errorf("the error ends at y=%.0f, below the page's top at y=%.0f: it is drawn over the page", errBottom, pageTop)
 	}
 }
+
+// TestEncyclopediaUnreadableTitleNotSent: an address that is not readable text —
+// pasted with a control character, or only an invisible one — is refused on the
+// screen in words and never reaches the model, as browser mode and a model's
+// own links to such titles are (assets.ReadableTitle).
+func TestEncyclopediaUnreadableTitleNotSent(t *testing.T) {
+	m := &fakeModel{answers: wikiAnswers}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+	for _, typed := range []string{"Unix\x1b[2J", "\u200b"} {
+		asUI(func() { e.address.SetText(typed) }) // as pasted
+		e.address.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+		if !e.errLabel.Visible() || !strings.Contains(e.errLabel.Text, "There is no page for") {
+			t.Errorf("typed %q: error line %q (shown %v)", typed, e.errLabel.Text, e.errLabel.Visible())
+		}
+	}
+	e.onLink(htmlsafe.Inline{Href: "/wiki/%00"})
+	e.run.Wait()
+	if calls := m.Calls(); len(calls) != 0 {
+		t.Errorf("the model was asked for %d pages, the first %q", len(calls), calls[0].req.Prompt)
+	}
+}
