@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -11,12 +12,14 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hub"
 	"github.com/darkroomlabs/darkroom/models/speed"
+	"github.com/darkroomlabs/darkroom/models/store"
 )
 
 // Library is the models library as the Library screen uses it (wire.go adapts
@@ -39,7 +42,12 @@ type Library interface {
 	Store() (dir string, free int64, err error)
 	Hub() (token, mirror string)
 	SetHub(token, mirror string) error
-	// MoveStore moves every model to dir and keeps using it; progress reports bytes.
+	// PlanMove says what moving the models to the folder chosen would carry, and
+	// where they would go (Store.MoveDir: a new folder inside chosen when it
+	// holds other things).
+	PlanMove(chosen string) (store.MovePlan, error)
+	// MoveStore moves every model to dir (a plan's To) and keeps using it;
+	// progress reports bytes copied.
 	MoveStore(dir string, progress func(done, total int64)) error
 	// Subscribe calls fn (from any goroutine) on every download event until the
 	// returned function is called.
@@ -100,6 +108,10 @@ type LibraryScreen struct {
 	app     *App
 	cards   *fyne.Container // the catalog's cards; a loading line until the first list arrives
 	store   *widget.Label
+	move    *widget.Button      // Move…: disabled while the models move
+	moveBar *widget.ProgressBar // a move's copying
+	moveMsg *widget.Label       // under the models folder: a move's progress, result or failure
+	body    *fyne.Container     // what the Library's scroll holds
 	errs    *widget.Label
 	token   *widget.Entry
 	mirror  *widget.Entry
@@ -108,6 +120,7 @@ type LibraryScreen struct {
 	content fyne.CanvasObject
 
 	entries  []LibraryEntry
+	storeDir string // the models folder, as last read
 	byName   map[string]*libraryCard
 	live     map[string]DownloadEvent // latest event of downloads in progress
 	unsub    func()
@@ -174,13 +187,18 @@ func newLibraryScreen(a *App) *LibraryScreen {
 	hubCard := noteCard("Hugging Face", "Token and mirror used for downloads (HF_TOKEN and HF_ENDPOINT work too). "+
 		"The token is kept in plain text in Darkroom's settings file.",
 		container.NewVBox(container.NewBorder(nil, nil, nil, saveHub, hub), l.hubMsg))
-	move := widget.NewButtonWithIcon("Move…", theme.FolderOpenIcon(), l.chooseStore)
+	l.move = widget.NewButtonWithIcon("Move…", theme.FolderOpenIcon(), l.chooseStore)
 	if a.deps.Library == nil {
-		move.Disable()
+		l.move.Disable()
 	}
-	storeRow := container.NewBorder(nil, nil, nil, move, l.store)
-	body := container.NewVBox(storeRow, l.errs, l.cards, a.remoteCard(), hubCard)
-	l.content = container.NewVScroll(container.NewPadded(body))
+	l.moveBar = widget.NewProgressBar()
+	l.moveBar.Hide()
+	l.moveMsg = widget.NewLabel("")
+	l.moveMsg.Wrapping = fyne.TextWrapWord
+	l.moveMsg.Hide()
+	storeRow := container.NewBorder(nil, nil, nil, l.move, l.store)
+	l.body = container.NewVBox(storeRow, l.moveBar, l.moveMsg, l.errs, l.cards, a.remoteCard(), hubCard)
+	l.content = container.NewVScroll(container.NewPadded(l.body))
 	if a.deps.Library == nil {
 		l.store.SetText("The models library is not available in this build.")
 	} else {
@@ -193,26 +211,146 @@ func newLibraryScreen(a *App) *LibraryScreen {
 	return l
 }
 
-// chooseStore asks for a new models folder and moves everything there.
+// chooseStore asks where the models should go, starting beside the models
+// folder; confirmMove then says what the move would carry.
 func (l *LibraryScreen) chooseStore() {
-	dialog.ShowFolderOpen(func(u fyne.ListableURI, err error) {
+	d := dialog.NewFolderOpen(func(u fyne.ListableURI, err error) {
 		if err != nil || u == nil {
 			return
 		}
-		dir := u.Path()
-		l.store.SetText("Moving the models to " + dir + "…")
+		chosen := u.Path()
 		go func() {
-			err := l.app.deps.Library.MoveStore(dir, func(done, total int64) {
-				onUI(func() {
-					l.store.SetText(fmt.Sprintf("Moving the models to %s… %s of %s", dir, formatBytes(done), formatBytes(total)))
-				})
-			})
-			if err != nil {
-				onUI(func() { l.showError(plainError("move the models", err)) })
-			}
-			l.Refresh()
+			plan, err := l.app.deps.Library.PlanMove(chosen)
+			onUI(func() { l.confirmMove(plan, err) })
 		}()
 	}, l.app.win)
+	d.SetTitleText("Choose the new models folder")
+	d.SetConfirmText("Choose this folder")
+	if l.storeDir != "" {
+		if parent, err := storage.ListerForURI(storage.NewFileURI(filepath.Dir(l.storeDir))); err == nil {
+			d.SetLocation(parent)
+		}
+	}
+	d.Show()
+}
+
+// confirmMove says what moving the models would carry, in numbers, and moves
+// them once the user agrees; a folder the models cannot move to is refused
+// before anything moves (UI goroutine).
+func (l *LibraryScreen) confirmMove(p store.MovePlan, err error) {
+	win := l.app.win
+	refuse := func(title, msg string) {
+		d := dialog.NewConfirm(title, msg, func(again bool) {
+			if again {
+				l.chooseStore()
+			}
+		}, win)
+		d.SetConfirmText("Choose another folder")
+		d.SetDismissText("Cancel")
+		d.Show()
+	}
+	what := movedWhat(p)
+	switch {
+	case err != nil:
+		refuse("The models cannot move there", plainError("move the models", err))
+		return
+	case p.To == p.From:
+		refuse("This is the models folder", "The models are in "+p.From+" already. Choose another folder to move them to.")
+		return
+	case !p.Fits():
+		refuse("Not enough free space", fmt.Sprintf("Moving %s to %s needs %s free there: the %s to copy and %s to spare "+
+			"for the disk's own needs. That disk has only %s free.\n\nFree some space on it, or choose another folder.",
+			what, p.To, formatBytes(p.Need), formatBytes(p.Copy), formatBytes(p.Need-p.Copy), formatBytes(p.Free)))
+		return
+	}
+	msg := fmt.Sprintf("%s will move\nfrom %s\nto %s", what, p.From, p.To)
+	if p.Models == 0 {
+		msg = "There are no downloaded models to move. New downloads will go to " + p.To
+	}
+	msg += "."
+	if filepath.Base(p.To) == "darkroom-models" && filepath.Dir(p.To) != p.From {
+		msg += "\nA new folder: the folder chosen holds other things, and a models folder should hold only models."
+	}
+	switch {
+	case p.Models == 0:
+	case p.Copy == 0:
+		msg += "\n\nBoth folders are on the same disk: the models are renamed there, nothing is copied."
+	default:
+		if p.Free >= 0 {
+			msg += fmt.Sprintf("\n\nThat disk has %s free; %s is copied there.", formatBytes(p.Free), formatBytes(p.Copy))
+		}
+		msg += " The old folder keeps the models until every one has arrived: if the move stops half-way, they stay where they are."
+	}
+	action := "Move " + what
+	if p.Models == 0 {
+		action = "Use this folder"
+	}
+	d := dialog.NewConfirm("Move the models?", msg, func(ok bool) {
+		if ok {
+			l.startMove(p)
+		}
+	}, win)
+	d.SetConfirmText(action)
+	d.SetDismissText("Cancel")
+	d.Show()
+}
+
+// sayMove shows msg under the models folder, with the copy's progress bar when
+// bar, and lays the Library out again to make room for them (UI goroutine).
+func (l *LibraryScreen) sayMove(msg string, importance widget.Importance, bar bool) {
+	l.moveMsg.Importance = importance
+	l.moveMsg.SetText(msg)
+	if bar {
+		l.moveBar.Show()
+	} else {
+		l.moveBar.Hide()
+	}
+	showWrapped(l.moveMsg, l.cards.Size().Width, l.body)
+	l.content.Refresh()
+}
+
+// movedWhat is "2 models (15.3 GB)".
+func movedWhat(p store.MovePlan) string {
+	n := "1 model"
+	if p.Models != 1 {
+		n = fmt.Sprintf("%d models", p.Models)
+	}
+	return n + " (" + formatBytes(p.Bytes) + ")"
+}
+
+// startMove moves the models as planned, showing the copy's progress under the
+// models folder, then the result (UI goroutine).
+func (l *LibraryScreen) startMove(p store.MovePlan) {
+	what := movedWhat(p)
+	moving := "Moving " + what + " to " + p.To + "…"
+	l.move.Disable()
+	l.moveBar.SetValue(0)
+	l.sayMove(moving, widget.MediumImportance, p.Copy > 0)
+	lib := l.app.deps.Library
+	go func() {
+		var shown time.Time
+		err := lib.MoveStore(p.To, func(done, total int64) {
+			if time.Since(shown) < 100*time.Millisecond && done < total {
+				return // the copy reports every megabyte
+			}
+			shown = time.Now()
+			onUI(func() {
+				if total > 0 {
+					l.moveBar.SetValue(float64(done) / float64(total))
+				}
+				l.moveMsg.SetText(fmt.Sprintf("%s %s of %s copied.", moving, formatBytes(done), formatBytes(total)))
+			})
+		})
+		onUI(func() {
+			l.move.Enable()
+			if err != nil {
+				l.sayMove(plainError("move the models", err), widget.DangerImportance, false)
+			} else {
+				l.sayMove("Moved "+what+" to "+p.To+".", widget.MediumImportance, false)
+			}
+		})
+		l.Refresh()
+	}()
 }
 
 func (l *LibraryScreen) showError(msg string) {
@@ -235,6 +373,7 @@ func (l *LibraryScreen) Refresh() {
 			} else {
 				l.errs.Hide()
 			}
+			l.storeDir = dir
 			if serr != nil {
 				l.store.SetText("Models folder: " + dir + " (free space unknown: " + serr.Error() + ")")
 			} else {

@@ -523,6 +523,11 @@ func (l *managerLibrary) SetHub(token, mirror string) error {
 	return l.settings.Update(func(v *settings.Values) { v.HFToken, v.HFMirror = token, mirror })
 }
 
+func (l *managerLibrary) PlanMove(chosen string) (store.MovePlan, error) {
+	st := l.m.Store()
+	return st.PlanMove(st.MoveDir(chosen))
+}
+
 func (l *managerLibrary) MoveStore(dir string, progress func(done, total int64)) error {
 	err := l.m.MoveStore(context.Background(), dir, func(p store.MoveProgress) { progress(p.Done, p.Total) })
 	if err != nil {

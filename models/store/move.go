@@ -22,43 +22,83 @@ type MoveProgress struct {
 // (downloads and moves): 2% plus 1 GiB, for the file system's own needs.
 func SpaceMargin(n int64) int64 { return n/50 + 1<<30 }
 
-// Move moves every model (and library.json) from s.Root to dst and points s at
-// dst. It is resumable: a model whose folder already exists at dst keeps the files
-// copied so far (same name and size) and only the rest are copied; a model's source
-// folder is removed only after its manifest has been written at dst, last. Before
-// copying anything it checks that dst has room for what is left plus a margin.
-// On the same file system each model folder is renamed instead of copied.
-func (s *Store) Move(ctx context.Context, dst string, progress func(MoveProgress)) error {
+// MoveDir is where a move to chosen, a folder a person picked, puts the models:
+// chosen itself when it is missing, empty or a models folder already (it holds
+// library.json, a model's manifest, or a folder of this store's that a move
+// which stopped half-way left there); otherwise a new "darkroom-models" folder
+// inside it. A models folder holds only models: a later move carries every
+// folder in it along (a home folder's, a disk's, the chats beside the models).
+func (s *Store) MoveDir(chosen string) string {
+	ents, err := os.ReadDir(chosen)
+	if err != nil || len(ents) == 0 {
+		return chosen
+	}
+	for _, e := range ents {
+		if e.Name() == "library.json" {
+			return chosen
+		}
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(chosen, e.Name(), ManifestName)); err == nil {
+			return chosen
+		}
+		if _, err := os.Stat(filepath.Join(s.Root, e.Name(), ManifestName)); err == nil {
+			return chosen
+		}
+	}
+	return filepath.Join(chosen, "darkroom-models")
+}
+
+// MovePlan is what moving the store to a folder would carry, read before
+// anything moves (Store.PlanMove), so that a person can be asked first.
+type MovePlan struct {
+	From, To string // the models folder now and the one it would move to (absolute)
+	Models   int    // model folders that move
+	Bytes    int64  // their size
+	// Copy is the part of Bytes written at To: a folder on the same file system
+	// is renamed (nothing written); files an interrupted move copied already are kept.
+	Copy int64
+	Need int64 // free space To needs: Copy plus SpaceMargin (0 when nothing is copied)
+	Free int64 // free space at To; -1 when unknown (the move is not refused for it)
+	dirs []string
+	same bool
+}
+
+// Fits reports whether To has the free space the move needs.
+func (p MovePlan) Fits() bool { return p.Copy == 0 || p.Free < 0 || p.Free >= p.Need }
+
+// PlanMove says what Move(dst) would carry and whether dst has room for it. A
+// dst that is the store itself plans nothing (To == From); one inside the store
+// is an error.
+func (s *Store) PlanMove(dst string) (MovePlan, error) {
 	dst, err := filepath.Abs(dst)
 	if err != nil {
-		return fmt.Errorf("move models to %s: %w", dst, err)
+		return MovePlan{}, fmt.Errorf("move models to %s: %w", dst, err)
 	}
+	p := MovePlan{From: s.Root, To: dst, Free: -1}
 	if dst == s.Root {
-		return nil
+		return p, nil
 	}
 	if rel, err := filepath.Rel(s.Root, dst); err == nil && rel != ".." && !startsWithDotDot(rel) {
-		return fmt.Errorf("move models to %s: the new folder is inside the current one (%s)", dst, s.Root)
-	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return fmt.Errorf("move models to %s: %w", dst, err)
+		return p, fmt.Errorf("move models to %s: the new folder is inside the current one (%s)", dst, s.Root)
 	}
 	ents, err := os.ReadDir(s.Root)
 	if err != nil {
-		return fmt.Errorf("move models from %s: %w", s.Root, err)
+		return p, fmt.Errorf("move models from %s: %w", s.Root, err)
 	}
-	// What is left to copy.
-	same := sameDevice(s.Root, dst)
-	var left int64
-	var dirs []string
+	p.same = sameDevice(s.Root, dst)
+	if s.SameDisk != nil {
+		p.same = s.SameDisk(s.Root, dst)
+	}
 	for _, e := range ents {
 		if !e.IsDir() {
 			continue
 		}
-		dirs = append(dirs, e.Name())
-		if _, err := os.Stat(filepath.Join(dst, e.Name())); errors.Is(err, fs.ErrNotExist) && same {
-			continue // will be renamed: no extra space
-		}
-		err := filepath.WalkDir(filepath.Join(s.Root, e.Name()), func(p string, d fs.DirEntry, err error) error {
+		p.dirs = append(p.dirs, e.Name())
+		_, err := os.Stat(filepath.Join(dst, e.Name()))
+		renamed := errors.Is(err, fs.ErrNotExist) && p.same // no extra space
+		err = filepath.WalkDir(filepath.Join(s.Root, e.Name()), func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
@@ -66,48 +106,95 @@ func (s *Store) Move(ctx context.Context, dst string, progress func(MoveProgress
 			if err != nil {
 				return err
 			}
-			rel, _ := filepath.Rel(s.Root, p)
+			p.Bytes += info.Size()
+			if renamed {
+				return nil
+			}
+			rel, _ := filepath.Rel(s.Root, path)
 			if st, err := os.Stat(filepath.Join(dst, rel)); err == nil && st.Size() == info.Size() {
 				return nil
 			}
-			left += info.Size()
+			p.Copy += info.Size()
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("move models from %s: %w", s.Root, err)
+			return p, fmt.Errorf("move models from %s: %w", s.Root, err)
 		}
 	}
-	if free, err := s.FreeSpace(dst); err == nil && left > 0 && free < left+SpaceMargin(left) {
+	p.Models = len(p.dirs)
+	if p.Copy > 0 {
+		p.Need = p.Copy + SpaceMargin(p.Copy)
+	}
+	if free, err := s.FreeSpace(dst); err == nil {
+		p.Free = free
+	}
+	return p, nil
+}
+
+// Move moves every model (and library.json) from s.Root to dst and points s at
+// dst. Before copying anything it checks that dst has room for what is left plus
+// a margin (PlanMove). On the same file system each model folder is renamed
+// instead of copied. Every model is in place at dst before any is removed from
+// s.Root: a move that stops half-way (an error, ctx cancelled) renames back the
+// folders it renamed and leaves every model where it was, with s still at its
+// old root. It is resumable: a model whose folder already exists at dst keeps
+// the files copied so far (same name and size) and only the rest are copied,
+// the manifest last.
+func (s *Store) Move(ctx context.Context, dst string, progress func(MoveProgress)) error {
+	p, err := s.PlanMove(dst)
+	if err != nil {
+		return err
+	}
+	if p.To == s.Root {
+		return nil
+	}
+	dst = p.To
+	if !p.Fits() {
 		return fmt.Errorf("move models to %s: not enough free space (%s needed with margin, %s free)",
-			dst, FormatBytes(left+SpaceMargin(left)), FormatBytes(free))
+			dst, FormatBytes(p.Need), FormatBytes(p.Free))
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("move models to %s: %w", dst, err)
+	}
+	var renamed, copied []string
+	// stopped undoes the renames and says that every model is still in s.Root.
+	stopped := func(err error) error {
+		for _, name := range renamed {
+			os.Rename(filepath.Join(dst, name), filepath.Join(s.Root, name))
+		}
+		return fmt.Errorf("%w (every model is still in %s; moving to %s again continues where this stopped)", err, s.Root, dst)
 	}
 	var done int64
-	for _, name := range dirs {
+	for _, name := range p.dirs {
 		src := filepath.Join(s.Root, name)
 		to := filepath.Join(dst, name)
-		if _, err := os.Stat(to); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(to); errors.Is(err, fs.ErrNotExist) && p.same {
 			if err := os.Rename(src, to); err == nil {
-				continue // same file system
+				renamed = append(renamed, name)
+				continue
 			}
 		}
 		if err := copyTree(ctx, src, to, func(n int64) {
 			done += n
 			if progress != nil {
-				progress(MoveProgress{Model: name, Done: done, Total: left})
+				progress(MoveProgress{Model: name, Done: done, Total: p.Copy})
 			}
 		}); err != nil {
-			return fmt.Errorf("move %s to %s: %w (run the move again to continue)", name, dst, err)
+			return stopped(fmt.Errorf("move %s to %s: %w", name, dst, err))
 		}
-		if err := os.RemoveAll(src); err != nil {
-			return fmt.Errorf("move %s: copied, but removing the old folder failed: %w", name, err)
-		}
+		copied = append(copied, name)
 	}
 	if b, err := os.ReadFile(filepath.Join(s.Root, "library.json")); err == nil {
 		if err := atomicfile.WriteFile(filepath.Join(dst, "library.json"), b, 0o600); err != nil {
-			return err
+			return stopped(err)
 		}
-		os.Remove(filepath.Join(s.Root, "library.json"))
 	}
+	for _, name := range copied {
+		if err := os.RemoveAll(filepath.Join(s.Root, name)); err != nil {
+			return fmt.Errorf("move %s: copied, but removing the old folder failed: %w", name, err)
+		}
+	}
+	os.Remove(filepath.Join(s.Root, "library.json"))
 	s.Root = dst
 	return nil
 }

@@ -129,6 +129,9 @@ type Store struct {
 	Root string
 	// FreeSpace reports the bytes available at a path; tests replace it.
 	FreeSpace func(path string) (int64, error)
+	// SameDisk reports whether two folders are on one file system, where a move
+	// renames instead of copying; nil asks the system. Tests replace it.
+	SameDisk func(a, b string) bool
 }
 
 // Open returns the store at root (created if missing). An empty root means DefaultDir().

@@ -76,10 +76,9 @@ func TestFreeSpace(t *testing.T) {
 	}
 }
 
-// TestMoveResumesAndChecksSpace moves a store with a copy (forced by a stale
-// partial copy at the destination, as after an interrupted move), then checks
-// the space check refuses a destination that is too small.
-func TestMoveResumesAndChecksSpace(t *testing.T) {
+// twoModels is a store holding a/one and b/two (a 3 MiB w.bin each), a/one active.
+func twoModels(t *testing.T) (*Store, string) {
+	t.Helper()
 	src := t.TempDir()
 	s, _ := Open(src)
 	for _, name := range []string{"a/one", "b/two"} {
@@ -92,6 +91,14 @@ func TestMoveResumesAndChecksSpace(t *testing.T) {
 		}
 	}
 	s.SetLibraryState(Library{Active: "a/one"})
+	return s, src
+}
+
+// TestMoveResumesAndChecksSpace moves a store with a copy (forced by a stale
+// partial copy at the destination, as after an interrupted move), then checks
+// the space check refuses a destination that is too small.
+func TestMoveResumesAndChecksSpace(t *testing.T) {
+	s, src := twoModels(t)
 	dst := filepath.Join(t.TempDir(), "new")
 	// An interrupted earlier move left a partial copy of a--one (no manifest yet).
 	os.MkdirAll(filepath.Join(dst, "a--one"), 0o755)
@@ -130,5 +137,49 @@ func TestMoveResumesAndChecksSpace(t *testing.T) {
 	}
 	if err := s.Move(context.Background(), filepath.Join(dst, "inside"), nil); err == nil {
 		t.Errorf("moved into itself")
+	}
+}
+
+// TestMoveStoppedHalfWayLeavesEveryModel: a move that fails on its second model
+// (a folder in the way at the destination) leaves both models in the old
+// folder — the first, renamed there already, is renamed back; it was left at
+// the destination, out of the store's sight — and the store where it was.
+// Moving again once the way is clear finishes the move.
+func TestMoveStoppedHalfWayLeavesEveryModel(t *testing.T) {
+	s, src := twoModels(t)
+	dst := filepath.Join(t.TempDir(), "new")
+	os.MkdirAll(filepath.Join(dst, "b--two", "w.bin", "in-the-way"), 0o755)
+	p, err := s.PlanMove(dst)
+	if err != nil || p.Models != 2 || p.Bytes < 6<<20 || p.Copy < 3<<20 || p.Copy >= p.Bytes || !p.Fits() {
+		t.Fatalf("plan %+v, %v; want 2 models, a/one renamed and b/two copied", p, err)
+	}
+	err = s.Move(context.Background(), dst, nil)
+	if err == nil || !strings.Contains(err.Error(), "every model is still in "+src) {
+		t.Fatalf("move with a folder in the way: %v", err)
+	}
+	if s.Root != src {
+		t.Errorf("root %s after a failed move", s.Root)
+	}
+	for _, dir := range []string{"a--one", "b--two"} {
+		if st, err := os.Stat(filepath.Join(src, dir, "w.bin")); err != nil || st.Size() != 3<<20 {
+			t.Errorf("%s after a failed move: %v", dir, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dst, "a--one")); err == nil {
+		t.Errorf("a--one stayed at the destination of a failed move")
+	}
+	if l, err := s.List(); err != nil || len(l) != 2 {
+		t.Errorf("the store lists %d models after a failed move: %v", len(l), err)
+	}
+
+	os.RemoveAll(filepath.Join(dst, "b--two", "w.bin"))
+	if err := s.Move(context.Background(), dst, nil); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := s.List(); s.Root != dst || err != nil || len(l) != 2 {
+		t.Fatalf("moved again: root %s, %d models, %v", s.Root, len(l), err)
+	}
+	if ents, _ := os.ReadDir(src); len(ents) != 0 {
+		t.Errorf("the old folder keeps %d entries", len(ents))
 	}
 }
