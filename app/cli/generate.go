@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"strings"
@@ -14,12 +15,13 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 func init() {
 	register(&Command{
 		Name:    "generate",
-		Summary: "generate text from a prompt (block diffusion, or AR with --mode ar)",
+		Summary: "generate text from a prompt (the mode Chat picks for the model, or --mode diffusion|ar)",
 		Run:     runGenerate,
 	})
 }
@@ -161,7 +163,7 @@ func runGenerate(env *Env, args []string) error {
 	fs := newFlagSet(env, "generate", "[flags] [PROMPT]")
 	var g generateFlags
 	g.register(fs)
-	fs.StringVar(&g.mode, "mode", "diffusion", "diffusion (canvas by canvas) or ar (one token per forward pass)")
+	fs.StringVar(&g.mode, "mode", "auto", "diffusion (canvas by canvas), ar (one token per forward pass), or auto: the mode the app's Chat and the API pick for this model here (said on stderr)")
 	raw := fs.Bool("raw", false, "tokenize PROMPT as is (BOS prepended), without the chat template")
 	promptIDs := fs.String("prompt-ids", "", "comma-separated prompt token ids, fed exactly as given (implies --raw)")
 	canvasIDs := fs.String("canvas-ids", "", "comma-separated initial tokens of the first canvas (warm start)")
@@ -176,8 +178,8 @@ func runGenerate(env *Env, args []string) error {
 		return fmt.Errorf("generate: %w", err)
 	}
 	mode := engine.Mode(g.mode)
-	if mode != engine.Diffusion && mode != engine.AR {
-		return fmt.Errorf("generate: --mode must be diffusion or ar, got %q", g.mode)
+	if mode != engine.Diffusion && mode != engine.AR && g.mode != "auto" {
+		return fmt.Errorf("generate: --mode must be auto, diffusion or ar, got %q", g.mode)
 	}
 	req := engine.Request{Mode: mode, Sampling: g.sampling(), Seed: g.seed, Raw: *raw, Thinking: *thinking, Opening: *opening}
 	prompt := strings.Join(fs.Args(), " ")
@@ -198,6 +200,13 @@ func runGenerate(env *Env, args []string) error {
 		req.Messages = []engine.Message{{Role: "system", Content: catalog.System(catalog.MiniID)}, {Role: "user", Content: prompt}}
 	default:
 		req.Prompt = prompt
+	}
+	if g.mode == "auto" { // a flag of one mode's asks for that mode
+		fs.Visit(func(f *flag.Flag) {
+			if m, ok := modeFlags[f.Name]; ok && g.mode == "auto" {
+				g.mode, mode, req.Mode = string(m), m, m
+			}
+		})
 	}
 	if *canvasIDs != "" {
 		if mode == engine.AR {
@@ -228,6 +237,16 @@ func runGenerate(env *Env, args []string) error {
 			name = "Darkroom Mini"
 		}
 		return errors.New("generate: " + noThinking(name))
+	}
+	if g.mode == "auto" {
+		choice, err := g.autoMode(ctx, env, e)
+		if err != nil {
+			return fmt.Errorf("generate: %w", err)
+		}
+		mode, req.Mode = choice.Mode, choice.Mode
+		if choice.Reason != "" {
+			fmt.Fprintf(env.Stderr, "mode: %s (--mode %s for the %s)\n", choice.Reason, otherMode(mode), speed.Name(otherMode(mode)))
+		}
 	}
 	printed := "" // the committed text already on stdout
 	req.OnEvent = func(ev engine.Event) {
@@ -273,6 +292,52 @@ func runGenerate(env *Env, args []string) error {
 		return interrupted("generate", res, "the text so far is above")
 	}
 	return nil
+}
+
+// modeFlags are generate's flags that only one mode reads: given without --mode,
+// they choose it.
+var modeFlags = map[string]engine.Mode{
+	"canvas-ids": engine.Diffusion, "max-steps": engine.Diffusion, "t-min": engine.Diffusion, "t-max": engine.Diffusion,
+	"entropy-bound": engine.Diffusion, "confidence-threshold": engine.Diffusion, "stability": engine.Diffusion,
+	"guidance": engine.Diffusion, "guidance-in-word": engine.Diffusion, "guidance-rounds": engine.Diffusion, "trace": engine.Diffusion,
+	"temperature": engine.AR, "repetition-penalty": engine.AR,
+}
+
+// autoMode is the mode of a generate without --mode: the one the app's Chat and
+// the API pick for the loaded model on this machine (speed.ForLoaded, as
+// `darkroom serve` does) — Darkroom Mini 2's card says the printer, DiffusionGemma
+// takes the faster mode here. Only a model whose modes write equally well needs
+// this machine's rates, measured once and cached.
+func (g *generateFlags) autoMode(ctx context.Context, env *Env, e *engine.Engine) (speed.Choice, error) {
+	name := g.model
+	if g.builtin() {
+		name = catalog.MiniID
+	}
+	device := speed.Device(e.Backend())
+	var rates *speed.Rates
+	if entry, _ := catalog.ForModel(name, e.Config()); entry.ModesEqual {
+		var err error
+		if rates, err = ratesNoted(ctx, env.Stderr, device); err != nil {
+			if ctx.Err() != nil {
+				return speed.Choice{}, errors.New(interruptedLoading)
+			}
+			fmt.Fprintln(env.Stderr, "darkroom:", err) // the choice says the speed is unknown
+		}
+	}
+	entry, _ := catalog.ForModel(name, e.Config())
+	if !entry.ModesEqual && entry.ChatMode == "" {
+		return speed.Choice{Mode: engine.Diffusion}, nil // no choice to speak of: the mode Darkroom's models are made for
+	}
+	choice, _ := speed.ForLoaded(name, e.Config(), device, rates)
+	return choice, nil
+}
+
+// otherMode is the mode mode is not.
+func otherMode(mode engine.Mode) engine.Mode {
+	if mode == engine.AR {
+		return engine.Diffusion
+	}
+	return engine.AR
 }
 
 // noThinking is generate's reason for --thinking with a model that has no

@@ -11,10 +11,13 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/weights"
+	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 // tinyModelDir writes a random-weight checkpoint of config.Tiny with a small
@@ -190,7 +193,7 @@ func TestBenchJSON(t *testing.T) {
 }
 
 func TestGenerateBuiltInModel(t *testing.T) {
-	code, out, errOut := runCLI("generate", "--max-new-tokens", "8", "--max-steps", "2", "--json", "What is Unix?")
+	code, out, errOut := runCLI("generate", "--max-new-tokens", "8", "--json", "What is Unix?")
 	if _, err := assets.Mini(); err != nil {
 		// Not built into this binary yet: a plain one-line error, exit 1.
 		if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "no --model given") {
@@ -214,10 +217,28 @@ func TestGenerateBuiltInModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		PromptTokens int `json:"prompt_tokens"`
+		PromptTokens int         `json:"prompt_tokens"`
+		Mode         engine.Mode `json:"mode"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.PromptTokens != len(want) {
 		t.Errorf("the built-in model's prompt: %d tokens, want %d (the system turn and the question; %v)", doc.PromptTokens, len(want), err)
+	}
+	// Without --mode it answers in the mode Chat and the API pick for it (its
+	// card's: the printer), and says so; it ran the polaroid, whose answers
+	// read worse, while the app's Chat answered the same question with the printer.
+	entry, _ := catalog.Find(catalog.MiniID)
+	chats := speed.Choose(entry, nil)
+	if doc.Mode != chats.Mode || !strings.Contains(errOut, "mode: "+chats.Reason) {
+		t.Errorf("generate without --mode ran %q, Chat runs %q (%s); stderr %q", doc.Mode, chats.Mode, chats.Reason, errOut)
+	}
+	if code, out, _ := runCLI("generate", "--max-new-tokens", "8", "--max-steps", "2", "--json", "--mode", "diffusion", "What is Unix?"); code != 0 ||
+		!strings.Contains(out, `"mode": "diffusion"`) {
+		t.Errorf("--mode diffusion: exit %d\n%s", code, out)
+	}
+	// A flag only the polaroid reads asks for it.
+	if code, out, errOut := runCLI("generate", "--max-new-tokens", "8", "--max-steps", "2", "--json", "What is Unix?"); code != 0 ||
+		!strings.Contains(out, `"mode": "diffusion"`) || strings.Contains(errOut, "mode:") {
+		t.Errorf("--max-steps without --mode: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
 
@@ -265,7 +286,7 @@ func TestGenerateGuidanceFlags(t *testing.T) {
 	// generate returns the page and the first canvas's guidance rounds.
 	generate := func(args ...string) (text string, rounds float64) {
 		t.Helper()
-		code, out, errOut := runCLI(append([]string{"generate", "--seed", "3", "--json", "--max-new-tokens", "64"}, args...)...)
+		code, out, errOut := runCLI(append([]string{"generate", "--mode", "diffusion", "--seed", "3", "--json", "--max-new-tokens", "64"}, args...)...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errOut)
 		}
@@ -338,7 +359,7 @@ func TestGenerateRepetitionPenaltyFlag(t *testing.T) {
 	if distinct2(on) <= distinct2(off) {
 		t.Errorf("θ = 1.3: %d distinct bigrams, θ = 1: %d; want more with the penalty\n%v\n%v", distinct2(on), distinct2(off), on, off)
 	}
-	if a, b := tokens("--seed", "2", "What is Unix?"), tokens("--seed", "2", "--repetition-penalty", "1.3", "What is Unix?"); !slices.Equal(a, b) {
+	if a, b := tokens("--mode", "diffusion", "--seed", "2", "What is Unix?"), tokens("--mode", "diffusion", "--seed", "2", "--repetition-penalty", "1.3", "What is Unix?"); !slices.Equal(a, b) {
 		t.Errorf("diffusion changed with --repetition-penalty 1.3:\n%v\n%v", a, b)
 	}
 }
