@@ -32,6 +32,17 @@ func securityHeaders(h http.Header) {
 	h.Set("Cache-Control", "no-store")
 }
 
+// earlierRunHost reports whether host has the form of a run's browser host
+// name, darkroom-HEX.localhost, as a bookmark from an earlier start has.
+func earlierRunHost(host string) bool {
+	name, ok := strings.CutPrefix(strings.ToLower(host), "darkroom-")
+	if !ok {
+		return false
+	}
+	hex, ok := strings.CutSuffix(name, ".localhost")
+	return ok && hex != "" && strings.Trim(hex, "0123456789abcdef") == ""
+}
+
 // guard applies the checks every request must pass.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -52,7 +63,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		onRunHost := strings.EqualFold(host, s.runHost)
 		if !onRunHost && !isLoopbackHost(host) {
-			deny(http.StatusForbidden, "forbidden_host", "refused: the Host header is not a loopback address")
+			msg := "refused: the Host header is not a loopback address"
+			if earlierRunHost(host) {
+				msg = "refused: " + host + " is the address of an earlier start of Darkroom's server, and each start makes a new one: " +
+					"open the address it printed this time (darkroom serve's Browser line; in the app, Settings → Local server)"
+			}
+			deny(http.StatusForbidden, "forbidden_host", msg)
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && origin != "http://"+r.Host {

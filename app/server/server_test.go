@@ -278,3 +278,31 @@ func TestStartCloseEndsStreams(t *testing.T) {
 		t.Errorf("%d cancelled generations, want 1", g.cancels)
 	}
 }
+
+// TestEarlierRunsAddressSaysSo: a bookmark of an earlier run's page — its host
+// name, darkroom-….localhost, is made anew at every start, while a fixed port
+// stays — is refused in words that say why and where to go; it was told
+// 'refused: the Host header is not a loopback address', which is not so.
+func TestEarlierRunsAddressSaysSo(t *testing.T) {
+	s := start(t, Options{Engine: &fakeGen{}})
+	_, port, _ := net.SplitHostPort(s.Addr())
+	old := "http://" + net.JoinHostPort("darkroom-0123456789abcdef.localhost", port)
+	for _, path := range []string{"/wiki/Unix", "/?token=" + s.Token(), "/v1/models"} {
+		resp, body := do(t, nil, "GET", old+path, "", nil)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("GET %s on an earlier run's host: %d, want 403", path, resp.StatusCode)
+		}
+		if strings.Contains(body, "not a loopback address") || !strings.Contains(body, "earlier start") ||
+			!strings.Contains(body, "darkroom serve") || !strings.Contains(body, "Settings → Local server") {
+			t.Errorf("GET %s on an earlier run's host says %q; want why (an earlier start's address) and where the new one is", path, body)
+		}
+		if strings.Contains(body, s.Token()) || strings.Contains(body, s.runHost) {
+			t.Errorf("GET %s on an earlier run's host gives away this run's address or token: %q", path, body)
+		}
+	}
+	// Another name still gets the rebinding refusal.
+	if resp, body := do(t, nil, "GET", base(s)+"/", "", map[string]string{"Host": "evil.example"}); resp.StatusCode != 403 ||
+		!strings.Contains(body, "not a loopback address") {
+		t.Errorf("foreign host: %d %q", resp.StatusCode, body)
+	}
+}
