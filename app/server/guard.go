@@ -106,7 +106,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				if api {
 					status = http.StatusUnauthorized // what OpenAI answers to a wrong key
 				}
-				deny(status, "invalid_api_key", "refused: wrong token")
+				msg := "refused: wrong token: the token is in the address this server printed when it started, a new one at every start " +
+					"unless fixed with --token: open that address (darkroom serve's Browser line; in the app, Settings → Local server)"
+				if api {
+					msg = "refused: wrong token: the API key is the token this server printed when it started, a new one at every start " +
+						"unless fixed with --token (darkroom serve's API key line; in the app, Settings → Local server)"
+				}
+				deny(status, "invalid_api_key", msg)
 				return
 			}
 			if via == "query" && !api && (r.Method == http.MethodGet || r.Method == http.MethodHead) {

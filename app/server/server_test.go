@@ -306,3 +306,27 @@ func TestEarlierRunsAddressSaysSo(t *testing.T) {
 		t.Errorf("foreign host: %d %q", resp.StatusCode, body)
 	}
 }
+
+// TestWrongTokenSaysWhereTheRightOneIs: the token is new at every start, so a
+// script or a bookmark keeps an earlier one; a wrong token is told where this
+// start's is, where it was told only 'refused: wrong token'.
+func TestWrongTokenSaysWhereTheRightOneIs(t *testing.T) {
+	s := start(t, Options{Engine: &fakeGen{}})
+	for _, c := range []struct {
+		url string
+		hdr map[string]string
+	}{
+		{base(s) + "/v1/models", map[string]string{"Authorization": "Bearer sk-an-earlier-start-of-it"}},
+		{base(s) + "/wiki/Unix?token=an-earlier-start-of-it", nil},
+		{site(s) + "/", map[string]string{"Cookie": TokenCookie + "=an-earlier-start-of-it"}},
+	} {
+		_, body := do(t, nil, "GET", c.url, "", c.hdr)
+		if !strings.Contains(body, "wrong token") || !strings.Contains(body, "new one at every start") ||
+			!strings.Contains(body, "darkroom serve") || !strings.Contains(body, "Settings → Local server") {
+			t.Errorf("GET %s with a wrong token says %q; want where this start's token is", c.url, body)
+		}
+		if strings.Contains(body, s.Token()) {
+			t.Errorf("GET %s with a wrong token gives the token away", c.url)
+		}
+	}
+}
