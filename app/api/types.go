@@ -79,6 +79,11 @@ type ChatRequest struct {
 	// Tools, ToolChoice and the legacy Functions and FunctionCall are read to
 	// refuse tool calls, which Darkroom's models cannot make: absent, null, an
 	// empty list and "none" ask for none.
+	// Logprobs and TopLogprobs are read to refuse a request for log
+	// probabilities, which Darkroom does not return: false, 0 and null ask for
+	// none.
+	Logprobs     *bool           `json:"logprobs,omitempty"`
+	TopLogprobs  *int            `json:"top_logprobs,omitempty"`
 	Tools        json.RawMessage `json:"tools,omitempty"`
 	ToolChoice   json.RawMessage `json:"tool_choice,omitempty"`
 	Functions    json.RawMessage `json:"functions,omitempty"`

@@ -53,7 +53,8 @@ import (
 // Tool calls are refused: no model here can make one, so a request with
 // tools or functions (other than an empty list), or with a tool_choice or
 // function_call other than "none", is a 400 naming the field, and so is
-// response_format json_object or json_schema (no answer is held to JSON).
+// response_format json_object or json_schema (no answer is held to JSON), and
+// logprobs true or top_logprobs above 0 (none are returned).
 //
 // Errors are OpenAI's shape, {"error": {message, type, param, code}}, with a
 // 4xx for everything the client can fix: 400 (context_length_exceeded names
@@ -146,6 +147,12 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 	}
 	if err := toolsRefused(cr); err != nil {
 		return req, nil, err
+	}
+	if cr.Logprobs != nil && *cr.Logprobs {
+		return req, nil, &badRequest{"logprobs", "logprobs are not supported: this server does not return the tokens' log probabilities; leave logprobs out, or set it to false"}
+	}
+	if cr.TopLogprobs != nil && *cr.TopLogprobs > 0 {
+		return req, nil, &badRequest{"top_logprobs", "top_logprobs are not supported: this server does not return the tokens' log probabilities; leave top_logprobs out, or set it to 0"}
 	}
 	if len(cr.Messages) == 0 {
 		return req, nil, &badRequest{"messages", `messages must hold at least one message, e.g. "messages": [{"role": "user", "content": "What is Unix?"}]`}

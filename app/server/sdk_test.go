@@ -79,6 +79,7 @@ const user = [{ role: "user", content: "What is Unix?" }];
     ["tooLong", { model, messages: user, max_tokens: 1000000000 }],
     ["tools", { model, messages: user, tools: [{ type: "function", function: { name: "get_weather",
       parameters: { type: "object", properties: {} } } }] }],
+    ["logprobs", { model, messages: user, logprobs: true, top_logprobs: 2 }],
   ]) {
     try {
       await client.chat.completions.create(req);
@@ -246,7 +247,7 @@ func TestOpenAISDK(t *testing.T) {
 			Error   string
 			Aborted bool
 		}
-		NotFound, TooLong, Tools struct {
+		NotFound, TooLong, Tools, Logprobs struct {
 			Class, Code          string
 			Param, Message       string
 			Status               int
@@ -284,6 +285,9 @@ func TestOpenAISDK(t *testing.T) {
 	}
 	if n := got.Tools; !n.BadRequest || n.Status != 400 || n.Param != "tools" || !strings.Contains(n.Message, "cannot call tools") {
 		t.Errorf("tools: %+v", n)
+	}
+	if n := got.Logprobs; !n.BadRequest || n.Status != 400 || n.Param != "logprobs" || !strings.Contains(n.Message, "logprobs are not supported") {
+		t.Errorf("logprobs: %+v", n)
 	}
 	if b := got.BadKey; !b.Auth || b.Status != 401 {
 		t.Errorf("wrong key: %+v", b)
