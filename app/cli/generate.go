@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/app/plural"
@@ -201,17 +202,35 @@ func runGenerate(env *Env, args []string) error {
 	default:
 		req.Prompt = prompt
 	}
-	if g.mode == "auto" { // a flag of one mode's asks for that mode
-		fs.Visit(func(f *flag.Flag) {
-			if m, ok := modeFlags[f.Name]; ok && g.mode == "auto" {
-				g.mode, mode, req.Mode = string(m), m, m
-			}
-		})
+	// A flag only one mode reads asks for that mode, and is refused with the
+	// other: it would be silently ignored.
+	byMode := map[engine.Mode][]string{}
+	fs.Visit(func(f *flag.Flag) {
+		if m, ok := modeFlags[f.Name]; ok {
+			byMode[m] = append(byMode[m], "--"+f.Name)
+		}
+	})
+	if g.mode == "auto" {
+		d, a := byMode[engine.Diffusion], byMode[engine.AR]
+		switch {
+		case len(d) > 0 && len(a) > 0:
+			return fmt.Errorf("generate: %s %s for --mode diffusion; %s %s for --mode ar: give one mode's flags",
+				andList(d), oneOrMany(len(d), "is", "are"), andList(a), oneOrMany(len(a), "is", "are"))
+		case len(d) > 0:
+			g.mode, mode, req.Mode = string(engine.Diffusion), engine.Diffusion, engine.Diffusion
+		case len(a) > 0:
+			g.mode, mode, req.Mode = string(engine.AR), engine.AR, engine.AR
+		}
+	} else if other := byMode[otherMode(mode)]; len(other) > 0 {
+		msg := fmt.Sprintf("generate: %s only %s to --mode %s (the %s), not to --mode %s: leave %s out, or use --mode %[3]s",
+			andList(other), oneOrMany(len(other), "applies", "apply"), otherMode(mode), speed.Name(otherMode(mode)), mode,
+			oneOrMany(len(other), "it", "them"))
+		if slices.Contains(other, "--temperature") {
+			msg += " (the polaroid's temperatures are --t-max and --t-min)"
+		}
+		return errors.New(msg)
 	}
 	if *canvasIDs != "" {
-		if mode == engine.AR {
-			return errors.New("generate: --canvas-ids only applies to --mode diffusion")
-		}
 		ids, err := parseTokenIDs(*canvasIDs)
 		if err != nil {
 			return fmt.Errorf("generate: --canvas-ids: %w", err)
@@ -330,6 +349,22 @@ func (g *generateFlags) autoMode(ctx context.Context, env *Env, e *engine.Engine
 	}
 	choice, _ := speed.ForLoaded(name, e.Config(), device, rates)
 	return choice, nil
+}
+
+// andList joins names as "a", "a and b", "a, b and c".
+func andList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// oneOrMany is one for n == 1, else many.
+func oneOrMany(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // otherMode is the mode mode is not.
