@@ -106,6 +106,11 @@ type Event struct {
 	// (Sampling.Guidance): Draft and Argmax are the revised canvas, Accepted marks
 	// the positions the round changed, Entropy is nil.
 	Guidance bool
+	Round    int // the guidance round of a Guidance event, 1-based (Step is then the canvas's steps + Round)
+
+	// Steps is the denoising steps of the generation so far, every canvas's
+	// (EventStep; guidance rounds are not steps).
+	Steps int
 
 	Committed []int  // all tokens committed so far (EOS-truncated), all kinds
 	Text      string // decoded Committed (EventCommit, EventToken, EventDone); for EventStep the decoded Argmax draft appended

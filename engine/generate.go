@@ -282,7 +282,7 @@ func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats
 		if g.req.OnEvent != nil {
 			// The text shows the draft as it would be committed now: cut at EOS.
 			_, n, _ := sampler.TruncateEOS(r.Argmax, g.eos, g.pad)
-			g.emit(Event{Kind: EventStep, Canvas: ci, Step: step,
+			g.emit(Event{Kind: EventStep, Canvas: ci, Step: step, Steps: g.stepsBefore() + step,
 				Draft: r.Draft, Accepted: r.Accepted, Argmax: r.Argmax, Entropy: r.Entropy,
 				Committed: slices.Clone(g.out), Text: g.tok.Decode(append(slices.Clone(g.out), r.Argmax[:n]...))})
 		}
@@ -347,7 +347,7 @@ func (g *generation) guide(ci int, a []int, dec []float32, hold int, stats Canva
 		}
 		from = slices.Index(moved, true)
 		if g.req.OnEvent != nil { // the end stays at end: guidance neither moves nor writes one
-			g.emit(Event{Kind: EventStep, Canvas: ci, Step: stats.Steps + round, Guidance: true,
+			g.emit(Event{Kind: EventStep, Canvas: ci, Step: stats.Steps + round, Guidance: true, Round: round, Steps: g.stepsBefore() + stats.Steps,
 				Draft: next, Accepted: moved, Argmax: next,
 				Committed: slices.Clone(g.out), Text: g.tok.Decode(append(slices.Clone(g.out), next[:end]...))})
 		}
@@ -454,6 +454,15 @@ func checkLogits(logits []float32, vocab int) error {
 }
 
 // emit stamps an event with the run's counters and hands it to the caller.
+// stepsBefore is the denoising steps of the canvases committed so far.
+func (g *generation) stepsBefore() int {
+	n := 0
+	for _, c := range g.res.Canvases {
+		n += c.Steps
+	}
+	return n
+}
+
 func (g *generation) emit(ev Event) {
 	if g.req.OnEvent == nil {
 		return

@@ -137,6 +137,17 @@ func TestARGuidanceRevisesTheDecodersGuesses(t *testing.T) {
 		!slices.Equal(guided[1].Argmax, bodyCanvas()) || !guided[1].Accepted[4] {
 		t.Errorf("guidance events %+v, want two rounds after the steps marking what changed", guided)
 	}
+	// A round's event says its round, and the steps so far count no round.
+	for i, ev := range guided {
+		if ev.Round != i+1 || ev.Steps != st.Steps {
+			t.Errorf("guidance event %d: round %d, steps %d; want round %d, steps %d", i, ev.Round, ev.Steps, i+1, st.Steps)
+		}
+	}
+	for _, ev := range events {
+		if ev.Kind == EventStep && !ev.Guidance && ev.Steps != ev.Step {
+			t.Errorf("step %d of the one canvas: steps so far %d", ev.Step, ev.Steps)
+		}
+	}
 }
 
 func TestARGuidanceLeavesMarkupEndAndOpening(t *testing.T) {

@@ -170,7 +170,7 @@ func runGenerate(env *Env, args []string) error {
 	canvasIDs := fs.String("canvas-ids", "", "comma-separated initial tokens of the first canvas (warm start)")
 	opening := fs.String("opening", "", "text the answer starts with, held fixed while the rest develops (e.g. \"<h1>Unix</h1>\")")
 	thinking := fs.Bool("thinking", false, "enable the model's thinking channel")
-	trace := fs.Bool("trace", false, "print each denoising step's draft and accepted count on stderr")
+	trace := fs.Bool("trace", false, "print each denoising step's draft and accepted count (and each guidance round's changes) on stderr")
 	asJSON := fs.Bool("json", false, "print the result as JSON (text, tokens, canvases, forward_passes, elapsed_ms, tokens_per_s, …)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -277,6 +277,11 @@ func runGenerate(env *Env, args []string) error {
 					if a {
 						n++
 					}
+				}
+				if ev.Guidance { // the causal head revising the canvas's words: n positions changed
+					fmt.Fprintf(env.Stderr, "canvas %d guidance round %d: changed %d/%d, draft %q\n",
+						ev.Canvas, ev.Round, n, len(ev.Accepted), tok.Decode(ev.Draft))
+					break
 				}
 				fmt.Fprintf(env.Stderr, "canvas %d step %d: accepted %d/%d, draft %q\n",
 					ev.Canvas, ev.Step, n, len(ev.Accepted), tok.Decode(ev.Draft))

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -412,5 +413,32 @@ func TestGenerateRefusesTheOtherModesFlags(t *testing.T) {
 		if code, _, errOut := runCLI(append(append([]string{"generate", "--model", dir, "--max-new-tokens", "8"}, args...), "What is Unix?")...); code != 0 {
 			t.Errorf("%v: exit %d: %s", args, code, errOut)
 		}
+	}
+}
+
+// TestTraceSaysGuidanceRounds: --trace names a canvas's guidance rounds as
+// rounds — they were traced as more steps ('canvas 0 step 8 … step 13' after a
+// canvas the summary then gave as 'steps 7').
+func TestTraceSaysGuidanceRounds(t *testing.T) {
+	code, _, errOut := runCLI("generate", "--mode", "diffusion", "--trace", "--seed", "1", "--max-new-tokens", "64", "What is Unix?")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var steps []int
+	last, want := 0, 0
+	if i := strings.LastIndex(errOut, "(steps "); i < 0 {
+		t.Fatalf("no summary of steps in %s", errOut)
+	} else if _, err := fmt.Sscanf(errOut[i:], "(steps %d", &want); err != nil {
+		t.Fatalf("summary of steps: %v in %s", err, errOut)
+	}
+	for _, line := range strings.Split(errOut, "\n") {
+		var c, s int
+		if n, _ := fmt.Sscanf(line, "canvas %d step %d:", &c, &s); n == 2 && c == 0 {
+			steps = append(steps, s)
+			last = s
+		}
+	}
+	if last != want || !strings.Contains(errOut, "canvas 0 guidance round 1: changed ") {
+		t.Errorf("traced steps %v, the summary says %d steps; want its steps traced as steps and its rounds as rounds:\n%s", steps, want, errOut)
 	}
 }

@@ -27,9 +27,17 @@ func (d *Draft) Status(ev engine.Event) string {
 	}
 	switch ev.Kind {
 	case engine.EventStep:
-		// Forward passes are the denoising steps plus one encoder pass for the
-		// prompt and one per committed canvas.
-		steps := max(ev.ForwardPasses-1-ev.Canvas, ev.Step)
+		if ev.Guidance && ev.Round > 0 { // the causal head revising the canvas's words: not a step
+			return fmt.Sprintf("Developing · canvas %d, guidance round %d after %s%s · %.1f s · %.1f tokens/s",
+				ev.Canvas+1, ev.Round, plural.Count(ev.Step-ev.Round, "step", "steps"), passes, secs, rate)
+		}
+		steps := ev.Steps
+		if steps == 0 {
+			// A remote server's events do not count them: forward passes are
+			// the denoising steps plus one encoder pass for the prompt and one
+			// per committed canvas (where no guidance round ran).
+			steps = max(ev.ForwardPasses-1-ev.Canvas, ev.Step)
+		}
 		return fmt.Sprintf("Developing · canvas %d, step %d (%s so far)%s · %.1f s · %.1f tokens/s",
 			ev.Canvas+1, ev.Step, plural.Count(steps, "step", "steps"), passes, secs, rate)
 	case engine.EventToken:

@@ -75,3 +75,30 @@ func TestStatus(t *testing.T) {
 		t.Errorf("remote commit: %q, want %q", got, want)
 	}
 }
+
+// TestStatusWithGuidance: a canvas's guidance rounds (the causal head revising
+// its words after the denoising steps; the Mini's default) are said as rounds,
+// and the steps so far count denoising steps only, as the finished line does —
+// the line read 'canvas 1, step 17 (17 steps so far)' during the rounds of a
+// canvas of 12 steps, then 'Done · 33 tokens in 12 steps (1 canvas)' (seen in
+// browser mode), and a second canvas counted the first's rounds as steps.
+func TestStatusWithGuidance(t *testing.T) {
+	d := New(runeVocab{}, nil)
+	canvas := ids("<p>Hi</p>")
+	acc := make([]bool, len(canvas))
+	acc[0] = true
+	// Canvas 1: 12 steps, then its 5th guidance round (1 prompt pass + 12 + 5).
+	ev := engine.Event{Kind: engine.EventStep, Step: 17, Guidance: true, Round: 5, Steps: 12, Draft: canvas, Accepted: acc,
+		Argmax: canvas, ForwardPasses: 18, Elapsed: time.Second}
+	d.Text(ev)
+	if got, want := d.Status(ev), "Developing · canvas 1, guidance round 5 after 12 steps · 18 forward passes · 1.0 s · 1.0 tokens/s"; got != want {
+		t.Errorf("guidance: %q, want %q", got, want)
+	}
+	// Canvas 2, step 3: 15 denoising steps in all, though 1 + 12 + 6 rounds + 3 = 22 passes.
+	ev = engine.Event{Kind: engine.EventStep, Canvas: 1, Step: 3, Steps: 15, Draft: canvas, Accepted: acc, Argmax: canvas,
+		ForwardPasses: 22, Committed: ids("abc"), Elapsed: time.Second}
+	d.Text(ev)
+	if got, want := d.Status(ev), "Developing · canvas 2, step 3 (15 steps so far) · 22 forward passes · 1.0 s · 4.0 tokens/s"; got != want {
+		t.Errorf("second canvas: %q, want %q", got, want)
+	}
+}
