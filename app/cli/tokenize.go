@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -89,7 +91,11 @@ func runTokenize(env *Env, args []string) error {
 // one) or, when nothing is there, the one of the model of that name, resolved as
 // the other commands' --model is.
 func loadTokenizer(path, modelsDir string) (*tokenizer.Tokenizer, error) {
-	if _, err := os.Stat(path); err == nil {
+	if st, err := os.Stat(path); err == nil {
+		if _, err := os.Stat(filepath.Join(path, "tokenizer.json")); st.IsDir() && errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("--tokenizer: %s has no tokenizer.json: give the folder of a model that holds one, the tokenizer.json itself, "+
+				"or a model's name from `darkroom models` (e.g. --tokenizer darkroom-mini)", path)
+		}
 		return tokenizer.Load(path)
 	}
 	src, err := librarySource(path, modelsDir)

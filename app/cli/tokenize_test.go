@@ -139,3 +139,16 @@ func TestTokenizeErrors(t *testing.T) {
 		t.Errorf("--help: exit %d, out %q", code, out)
 	}
 }
+
+// TestTokenizeFolderWithoutTokenizer: a folder that holds no tokenizer.json (a
+// model folder whose download lost it, or the wrong folder) says so and what
+// to give, as loading a model does — it said 'load tokenizer DIR/tokenizer.json:
+// open tokenizer.json: no such file or directory'.
+func TestTokenizeFolderWithoutTokenizer(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runCLI("tokenize", "--tokenizer", dir, "hello")
+	want := "darkroom tokenize: --tokenizer: " + dir + " has no tokenizer.json: give the folder of a model that holds one, the tokenizer.json itself, or a model's name from `darkroom models` (e.g. --tokenizer darkroom-mini)\n"
+	if code != 1 || out != "" || errs != want {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and\n%q", code, out, errs, want)
+	}
+}
