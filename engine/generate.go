@@ -453,7 +453,6 @@ func checkLogits(logits []float32, vocab int) error {
 	return nil
 }
 
-// emit stamps an event with the run's counters and hands it to the caller.
 // stepsBefore is the denoising steps of the canvases committed so far.
 func (g *generation) stepsBefore() int {
 	n := 0
@@ -463,6 +462,7 @@ func (g *generation) stepsBefore() int {
 	return n
 }
 
+// emit stamps an event with the run's counters and hands it to the caller.
 func (g *generation) emit(ev Event) {
 	if g.req.OnEvent == nil {
 		return
