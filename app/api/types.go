@@ -200,6 +200,8 @@ type Usage struct {
 type Step struct {
 	Canvas        int                  `json:"canvas"`
 	Step          int                  `json:"step,omitempty"`
+	Round         int                  `json:"guidance_round,omitempty"` // engine.Event.Round: a guidance round's, 1-based (0: a denoising step)
+	Steps         int                  `json:"steps,omitempty"`          // engine.Event.Steps: denoising steps of every canvas so far
 	Draft         []*string            `json:"draft,omitempty"`
 	Argmax        []*string            `json:"argmax,omitempty"`
 	Accepted      []bool               `json:"accepted,omitempty"`

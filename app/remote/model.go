@@ -387,7 +387,8 @@ func (g *generation) step(st *api.Step) {
 		}
 		draft.WriteString(*t)
 	}
-	g.emit(engine.Event{Kind: engine.EventStep, Canvas: st.Canvas, Step: st.Step, Draft: ids(st.Draft),
+	g.emit(engine.Event{Kind: engine.EventStep, Canvas: st.Canvas, Step: st.Step, Guidance: st.Round > 0, Round: st.Round,
+		Steps: st.Steps, Draft: ids(st.Draft),
 		Accepted: st.Accepted, Argmax: ids(st.Argmax), Committed: g.ids(), Text: draft.String(),
 		ForwardPasses: st.ForwardPasses, Elapsed: g.elapsedNow()})
 }

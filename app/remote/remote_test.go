@@ -55,12 +55,14 @@ func TestDarkroomServer(t *testing.T) {
 	var (
 		steps, commits int
 		drawn          []string
+		counts         [][3]int // each step's canvas, step and steps so far
 	)
 	dev := develop.New(m, m.Decode)
 	req.OnEvent = func(ev engine.Event) {
 		switch ev.Kind {
 		case engine.EventStep:
 			steps++
+			counts = append(counts, [3]int{ev.Canvas, ev.Step, ev.Steps})
 			if len(ev.Draft) != 16 || len(ev.Accepted) != 16 || len(ev.Argmax) != 16 || ev.Step < 1 {
 				t.Errorf("step event: %d positions, %d accepted marks, step %d", len(ev.Draft), len(ev.Accepted), ev.Step)
 			}
@@ -78,10 +80,23 @@ func TestDarkroomServer(t *testing.T) {
 	}
 
 	// The server's engine request for the same chat: one user message, seed as sent.
+	localCounts := map[[3]int]bool{}
 	local, err := e.Generate(context.Background(), engine.Request{Messages: []engine.Message{{Role: "user", Content: req.Prompt}},
-		Opening: opening, Mode: engine.Diffusion, Seed: req.Seed >> 1, Sampling: req.Sampling})
+		Opening: opening, Mode: engine.Diffusion, Seed: req.Seed >> 1, Sampling: req.Sampling,
+		OnEvent: func(ev engine.Event) {
+			if ev.Kind == engine.EventStep {
+				localCounts[[3]int{ev.Canvas, ev.Step, ev.Steps}] = true
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Each step says the steps so far as the local engine does (the status
+	// line's count: guidance rounds are not steps), on the later canvases too.
+	for _, c := range counts {
+		if !localCounts[c] {
+			t.Errorf("remote step (canvas %d, step %d, %d steps so far) is none of the local engine's", c[0], c[1], c[2])
+		}
 	}
 	if res.Text != local.Text || !strings.HasPrefix(res.Text, opening) {
 		t.Errorf("remote text %q, local %q", res.Text, local.Text)

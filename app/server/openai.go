@@ -120,7 +120,7 @@ func newStepChunk(ev engine.Event, v Vocabulary) api.Step {
 		}
 		return out
 	}
-	return api.Step{Canvas: ev.Canvas, Step: ev.Step, Draft: texts(ev.Draft), Argmax: texts(ev.Argmax),
+	return api.Step{Canvas: ev.Canvas, Step: ev.Step, Round: ev.Round, Steps: ev.Steps, Draft: texts(ev.Draft), Argmax: texts(ev.Argmax),
 		Accepted: append([]bool(nil), ev.Accepted...), Committed: len(ev.Committed),
 		ForwardPasses: ev.ForwardPasses, ElapsedMS: float64(ev.Elapsed.Microseconds()) / 1000}
 }
