@@ -39,7 +39,7 @@ type Chat struct {
 	list     *widget.List
 	loadErrs *widget.Label
 
-	system    *widget.Entry
+	system    *keyEntry
 	thinking  *widget.Check
 	mode      *widget.Select // Automatic (the model's default here), or a mode the user picked
 	messages  *fyne.Container
@@ -84,7 +84,8 @@ func newChat(a *App) *Chat {
 	c.del = widget.NewButtonWithIcon("", theme.DeleteIcon(), c.confirmDelete)
 	left := container.NewBorder(container.NewBorder(nil, nil, nil, c.del, newBtn), c.loadErrs, nil, nil, c.list)
 
-	c.system = widget.NewMultiLineEntry()
+	c.system = newKeyEntry(a)
+	c.system.MultiLine = true
 	c.system.SetMinRowsVisible(5)
 	c.system.Wrapping = fyne.TextWrapWord
 	c.system.OnChanged = func(s string) {
@@ -114,7 +115,7 @@ func newChat(a *App) *Chat {
 	c.live.Importance = widget.LowImportance
 	c.live.Hide()
 	c.scroll = container.NewVScroll(container.NewPadded(c.messages))
-	c.input = newChatInput(c.Send)
+	c.input = newChatInput(a, c.Send)
 	c.input.SetPlaceHolder("Ask something… (Enter sends, Shift+Enter starts a new line)")
 	c.input.SetMinRowsVisible(2)
 	c.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), c.Send)
@@ -394,13 +395,13 @@ func answerText(md string) *widget.RichText {
 // chatInput is the message box: Enter sends, Shift+Enter starts a new line, as
 // in ChatGPT, LM Studio and Jan (Fyne's multi-line entry does the reverse).
 type chatInput struct {
-	widget.Entry
-	send  func()
-	shift bool // a Shift key is held
+	keyEntry // the app's keys (Escape stops the reply) reach the app
+	send     func()
+	shift    bool // a Shift key is held
 }
 
-func newChatInput(send func()) *chatInput {
-	e := &chatInput{send: send}
+func newChatInput(a *App, send func()) *chatInput {
+	e := &chatInput{keyEntry: keyEntry{app: a}, send: send}
 	e.MultiLine = true
 	e.Wrapping = fyne.TextWrapWord
 	e.ExtendBaseWidget(e)
@@ -426,7 +427,7 @@ func (e *chatInput) KeyUp(k *fyne.KeyEvent) {
 // TypedKey sends on Enter and types a newline on Shift+Enter.
 func (e *chatInput) TypedKey(k *fyne.KeyEvent) {
 	if k.Name != fyne.KeyReturn && k.Name != fyne.KeyEnter {
-		e.Entry.TypedKey(k)
+		e.keyEntry.TypedKey(k)
 		return
 	}
 	if e.shift {

@@ -23,7 +23,7 @@ import (
 type Encyclopedia struct {
 	app *App
 
-	address  *widget.Entry
+	address  *keyEntry
 	back     *widget.Button
 	forward  *widget.Button
 	reload   *widget.Button
@@ -60,7 +60,7 @@ var welcomeTopics = server.WelcomeTopics // the browser's start page suggests th
 
 func newEncyclopedia(a *App) *Encyclopedia {
 	e := &Encyclopedia{app: a, pos: -1, cache: map[string]*page{}}
-	e.address = widget.NewEntry()
+	e.address = newKeyEntry(a)
 	e.address.SetPlaceHolder("Type a topic and press Enter — e.g. Unix")
 	e.address.OnSubmitted = func(s string) { e.Navigate(s) }
 	e.back = widget.NewButtonWithIcon("", theme.NavigateBackIcon(), e.Back)

@@ -25,7 +25,7 @@ import (
 type Race struct {
 	app *App
 
-	topic   *widget.Entry
+	topic   *keyEntry
 	startB  *widget.Button
 	stopB   *widget.Button
 	panes   [2]*racePane
@@ -46,7 +46,7 @@ type racePane struct {
 
 func newRace(a *App) *Race {
 	r := &Race{app: a, second: newModelHost(a.deps.Loader)}
-	r.topic = widget.NewEntry()
+	r.topic = newKeyEntry(a)
 	r.topic.SetText("Unix")
 	r.topic.SetPlaceHolder("Topic of the page both write")
 	r.topic.OnSubmitted = func(string) { r.Start() }

@@ -9,6 +9,7 @@ package ui
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -48,6 +49,7 @@ type App struct {
 	frameHook func(v pageView, ev engine.Event)
 
 	notices []*widget.Label // the "what this model is good for" lines
+	keys    []appKey        // the app's key combinations (addShortcuts)
 
 	tabs *container.AppTabs
 	root *fyne.Container // swaps between the first-run screen and the tabs
@@ -112,24 +114,94 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 }
 
 // addShortcuts binds browser-like keys: Alt+Left/Right (back/forward), Ctrl+L
-// (address bar), Ctrl+R (reload) and Escape (stop the running generation).
+// (address bar), Ctrl+R (reload) and Escape (stop the running generation). The
+// window gives keys to the focused widget first, so the text boxes that keep the
+// focus while the user works (keyEntry: the address bar, the chat box, …) hand
+// these on to the app.
 func (a *App) addShortcuts() {
 	c := a.win.Canvas()
 	e := a.Encyclopedia
-	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyLeft, Modifier: fyne.KeyModifierAlt}, func(fyne.Shortcut) { e.Back() })
-	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyRight, Modifier: fyne.KeyModifierAlt}, func(fyne.Shortcut) { e.Forward() })
-	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) {
-		a.Show("Encyclopedia")
-		c.Focus(e.address)
-	})
-	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyR, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { e.Reload() })
+	a.keys = []appKey{
+		{desktop.CustomShortcut{KeyName: fyne.KeyLeft, Modifier: fyne.KeyModifierAlt}, e.Back},
+		{desktop.CustomShortcut{KeyName: fyne.KeyRight, Modifier: fyne.KeyModifierAlt}, e.Forward},
+		{desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}, func() {
+			a.Show("Encyclopedia")
+			c.Focus(e.address)
+		}},
+		{desktop.CustomShortcut{KeyName: fyne.KeyR, Modifier: fyne.KeyModifierShortcutDefault}, e.Reload},
+	}
+	for _, k := range a.keys {
+		c.AddShortcut(&k.shortcut, func(fyne.Shortcut) { k.do() })
+	}
 	c.SetOnTypedKey(func(k *fyne.KeyEvent) {
 		if k.Name == fyne.KeyEscape {
-			for _, r := range []*runner{&e.run, &a.Desktop.run, &a.Chat.run, &a.Race.run} {
-				r.Stop()
-			}
+			a.stopAll()
 		}
 	})
+}
+
+// appKey is one of the app's key combinations and what it does.
+type appKey struct {
+	shortcut desktop.CustomShortcut
+	do       func()
+}
+
+// stopAll stops every screen's running generation (Escape).
+func (a *App) stopAll() {
+	for _, r := range []*runner{&a.Encyclopedia.run, &a.Desktop.run, &a.Chat.run, &a.Race.run} {
+		r.Stop()
+	}
+}
+
+// keyEntry is a text box that leaves the app's keys to the app: in a plain
+// Entry, Alt+Left, Ctrl+R, Ctrl+L and Escape went to the box, which ignored
+// them, so none worked in the address bar after Enter or in the chat box while
+// a reply was written. Its own keys (Ctrl+A, Ctrl+C, Ctrl+Left, …) stay its own.
+type keyEntry struct {
+	widget.Entry
+	app *App
+}
+
+// newKeyEntry is a single-line keyEntry.
+func newKeyEntry(a *App) *keyEntry {
+	e := &keyEntry{app: a}
+	e.ExtendBaseWidget(e)
+	return e
+}
+
+// TypedShortcut implements fyne.Shortcutable.
+func (e *keyEntry) TypedShortcut(s fyne.Shortcut) {
+	if !e.app.appShortcut(s) {
+		e.Entry.TypedShortcut(s)
+	}
+}
+
+// TypedKey implements fyne.Focusable: Escape stops, as it does off the box.
+func (e *keyEntry) TypedKey(k *fyne.KeyEvent) {
+	if k.Name == fyne.KeyEscape {
+		e.app.stopAll()
+	}
+	e.Entry.TypedKey(k)
+}
+
+// appShortcut runs s, reaching a text box, where it is one of the app's keys,
+// and says whether it was. On macOS a box keeps Option+Left/Right, its word
+// moves.
+func (a *App) appShortcut(s fyne.Shortcut) bool {
+	cs, ok := s.(*desktop.CustomShortcut)
+	if !ok {
+		return false
+	}
+	if runtime.GOOS == "darwin" && cs.Modifier == fyne.KeyModifierAlt && (cs.KeyName == fyne.KeyLeft || cs.KeyName == fyne.KeyRight) {
+		return false
+	}
+	for _, k := range a.keys {
+		if k.shortcut == *cs {
+			k.do()
+			return true
+		}
+	}
+	return false
 }
 
 // Show switches to a screen by its tab name ("Encyclopedia", "Library", …),

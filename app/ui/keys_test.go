@@ -1,0 +1,117 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// press delivers a key combination as the window does (glfw's
+// triggersShortcut): to the focused widget when it takes shortcuts — a text
+// box does — else to the window's shortcuts.
+func press(a *testApp, key fyne.KeyName, mod fyne.KeyModifier) {
+	asUI(func() {
+		s := &desktop.CustomShortcut{KeyName: key, Modifier: mod}
+		c := a.win.Canvas()
+		if f, ok := c.Focused().(fyne.Shortcutable); ok {
+			f.TypedShortcut(s)
+			return
+		}
+		c.(fyne.Shortcutable).TypedShortcut(s)
+	})
+}
+
+// pressKey delivers a key without modifiers as the window does: to the focused
+// widget, else to the window's key handler.
+func pressKey(a *testApp, key fyne.KeyName) {
+	asUI(func() {
+		c := a.win.Canvas()
+		if f := c.Focused(); f != nil {
+			f.TypedKey(&fyne.KeyEvent{Name: key})
+			return
+		}
+		c.OnTypedKey()(&fyne.KeyEvent{Name: key})
+	})
+}
+
+// TestKeysWorkWhileTyping: the app's keys — Alt+Left/Right (back/forward),
+// Ctrl+R (reload), Ctrl+L (address bar) and Escape (stop) — work while a text
+// box has the focus, as in a browser's address bar. The address bar keeps the
+// focus after Enter and the chat box after a message is sent, and every one of
+// those keys went to the box, which ignored it: Alt+Left after typing a topic
+// did nothing, and Escape did not stop a reply.
+func TestKeysWorkWhileTyping(t *testing.T) {
+	long := "A long answer: " + strings.Repeat("word ", 60)
+	m := &fakeModel{answers: func(req engine.Request) string {
+		if len(req.Messages) > 0 { // Chat
+			return long
+		}
+		return wikiAnswers(req)
+	}}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+	for _, topic := range []string{"Unix", "Bell Labs"} {
+		asUI(func() { a.win.Canvas().Focus(e.address); e.address.SetText("") })
+		typeText(e.address, topic)
+		pressKey(a, fyne.KeyReturn)
+		e.run.Wait()
+	}
+	if uiRead(func() string { return e.view.Doc().Title }) != "Bell Labs" {
+		t.Fatalf("page %q", e.view.Doc().Title)
+	}
+	if a.win.Canvas().Focused() != e.address {
+		t.Fatal("the address bar lost the focus on Enter")
+	}
+	press(a, fyne.KeyLeft, fyne.KeyModifierAlt)
+	if got := uiRead(func() string { return e.view.Doc().Title }); got != "Unix" {
+		t.Errorf("Alt+Left in the address bar: page %q, want Unix", got)
+	}
+	press(a, fyne.KeyRight, fyne.KeyModifierAlt)
+	if got := uiRead(func() string { return e.view.Doc().Title }); got != "Bell Labs" {
+		t.Errorf("Alt+Right in the address bar: page %q, want Bell Labs", got)
+	}
+	press(a, fyne.KeyR, fyne.KeyModifierShortcutDefault)
+	e.run.Wait()
+	if n := len(m.Calls()); n != 3 {
+		t.Errorf("Ctrl+R in the address bar: %d generations, want 3", n)
+	}
+	// The box's own keys stay its own: Ctrl+A still selects its text.
+	asUI(func() { e.address.TypedShortcut(&fyne.ShortcutSelectAll{}) })
+	if got := uiRead(func() string { return e.address.SelectedText() }); got != "Bell Labs" {
+		t.Errorf("Ctrl+A in the address bar selected %q", got)
+	}
+
+	// Escape in the chat box stops the reply being written.
+	c := a.Chat
+	asUI(func() { a.Show("Chat") })
+	m.gate = make(chan struct{})
+	asUI(func() { a.win.Canvas().Focus(c.input) })
+	typeText(c.input, "Long story please")
+	pressKey(a, fyne.KeyReturn)
+	feed(t, m.gate, stepsPerCanvas+1)
+	if a.win.Canvas().Focused() != c.input {
+		t.Fatal("the chat box lost the focus on Enter")
+	}
+	pressKey(a, fyne.KeyEscape)
+	stopped := false
+	for i := 0; i < 500 && !stopped; i++ { // a stopped reply takes no more steps
+		asUI(func() { stopped = !c.answering })
+		time.Sleep(2 * time.Millisecond)
+	}
+	close(m.gate)
+	c.run.Wait()
+	if !stopped {
+		t.Error("Escape in the chat box did not stop the reply")
+	}
+
+	// Ctrl+L from the chat box goes to the address bar.
+	press(a, fyne.KeyL, fyne.KeyModifierShortcutDefault)
+	if a.win.Canvas().Focused() != e.address {
+		t.Errorf("Ctrl+L in the chat box: focus on %T, want the address bar", a.win.Canvas().Focused())
+	}
+}
