@@ -80,7 +80,10 @@ func newChat(a *App) *Chat {
 			c.open(c.threads[i])
 		}
 	}
-	newBtn := widget.NewButtonWithIcon("New chat", theme.ContentAddIcon(), func() { c.NewThread() })
+	newBtn := widget.NewButtonWithIcon("New chat", theme.ContentAddIcon(), func() {
+		c.NewThread()
+		a.win.Canvas().Focus(c.input) // ready for the first message
+	})
 	c.del = widget.NewButtonWithIcon("", theme.DeleteIcon(), c.confirmDelete)
 	left := container.NewBorder(container.NewBorder(nil, nil, nil, c.del, newBtn), c.loadErrs, nil, nil, c.list)
 

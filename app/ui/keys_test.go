@@ -1,13 +1,18 @@
 package ui
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
@@ -113,5 +118,60 @@ func TestKeysWorkWhileTyping(t *testing.T) {
 	press(a, fyne.KeyL, fyne.KeyModifierShortcutDefault)
 	if a.win.Canvas().Focused() != e.address {
 		t.Errorf("Ctrl+L in the chat box: focus on %T, want the address bar", a.win.Canvas().Focused())
+	}
+}
+
+// TestTypingGoesWhereTheScreenAsks: the screens that ask for typing have the
+// focus in their box — the Encyclopedia's address bar ('Type a topic and press
+// Enter') after Open the Encyclopedia and at start, the chat box on the Chat tab
+// and after New chat, the Race's topic on the Race tab; on a screen without one
+// the keys go to no box of another screen. Nothing had the focus:
+// a new user typed 'Unix' after Open the Encyclopedia and the keys went nowhere.
+func TestTypingGoesWhereTheScreenAsks(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	fa := test.NewTempApp(t)
+	w := test.NewTempWindow(t, nil)
+	asUI(func() { w.Resize(fyne.NewSize(1000, 800)) })
+	m := &fakeModel{answers: wikiAnswers}
+	a := newApp(fa, w, Deps{Settings: st, Loader: LoaderFunc(func(context.Context) (Model, error) { return m, nil }),
+		System: System{MiniReady: func() error { return nil }}})
+	defer a.shutdown()
+	open := onScreen(w.Content(), func(b *widget.Button) bool { return b.Text == "Open the Encyclopedia" })
+	if open == nil {
+		t.Fatal("no first-run screen")
+	}
+	focused := func() fyne.Focusable {
+		var f fyne.Focusable
+		asUI(func() { f = w.Canvas().Focused() })
+		return f
+	}
+	tap(open)
+	if f := focused(); f != a.Encyclopedia.address {
+		t.Errorf("after Open the Encyclopedia the focus is on %T, want the address bar", f)
+	}
+	for _, c := range []struct {
+		tab  string
+		want fyne.Focusable
+	}{{"Chat", a.Chat.input}, {"Race", a.Race.topic}, {"Library", nil}, {"Encyclopedia", a.Encyclopedia.address}, {"Settings", nil}} {
+		asUI(func() { a.Show(c.tab) })
+		if f := focused(); f != c.want {
+			t.Errorf("on the %s tab the focus is on %T, want %T", c.tab, f, c.want)
+		}
+	}
+	asUI(func() { a.Show("Chat") })
+	asUI(func() { w.Canvas().Unfocus() })
+	tap(onScreen(w.Content(), func(b *widget.Button) bool { return b.Text == "New chat" }))
+	if f := focused(); f != a.Chat.input {
+		t.Errorf("after New chat the focus is on %T, want the chat box", f)
+	}
+	a.shutdown()
+
+	// The next start opens on the Encyclopedia, ready to type.
+	w2 := test.NewTempWindow(t, nil)
+	b := newApp(fa, w2, Deps{Settings: st, Loader: LoaderFunc(func(context.Context) (Model, error) { return m, nil })})
+	defer b.shutdown()
+	if f := w2.Canvas().Focused(); f != b.Encyclopedia.address {
+		t.Errorf("at start the focus is on %T, want the address bar", f)
 	}
 }

@@ -98,6 +98,7 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 		case "Settings":
 			a.Settings.showDefaults() // the model may have loaded, or changed, since
 		}
+		a.focusScreen(t.Text)
 	}
 	a.root = container.NewStack()
 	if deps.Settings.Get().FirstRunDone {
@@ -106,6 +107,9 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 		a.root.Objects = []fyne.CanvasObject{newFirstRun(a)}
 	}
 	win.SetContent(a.root)
+	if a.root.Objects[0] == a.tabs {
+		a.focusScreen(a.tabs.Selected().Text) // ready to type a topic
+	}
 	a.addShortcuts()
 	for _, p := range deps.Problems {
 		a.Encyclopedia.showError(p)
@@ -213,8 +217,30 @@ func (a *App) Show(name string) {
 	}
 	for _, t := range a.tabs.Items {
 		if t.Text == name {
-			a.tabs.Select(t)
+			a.tabs.Select(t) // says nothing when t is already selected
 		}
+	}
+	a.focusScreen(name)
+}
+
+// focusScreen puts the focus in the box the screen asks the user to type in —
+// the Encyclopedia's address bar, the chat box, the Race's topic — so typing
+// goes there; on the other screens nothing has it (not a box of a screen no
+// longer shown, which took the keys typed there unseen).
+func (a *App) focusScreen(name string) {
+	var box fyne.Focusable
+	switch name {
+	case "Encyclopedia":
+		box = a.Encyclopedia.address
+	case "Chat":
+		box = a.Chat.input
+	case "Race":
+		box = a.Race.topic
+	}
+	if box != nil {
+		a.win.Canvas().Focus(box)
+	} else {
+		a.win.Canvas().Unfocus()
 	}
 }
 
