@@ -50,6 +50,7 @@ type Chat struct {
 	stop      *widget.Button
 	regen     *widget.Button
 	del       *widget.Button // deletes the open thread, asking first when it holds messages
+	rename    *widget.Button // asks for the open thread's new name
 	status    *widget.Label
 	errLabel  *widget.Label
 	content   fyne.CanvasObject
@@ -85,7 +86,8 @@ func newChat(a *App) *Chat {
 		a.win.Canvas().Focus(c.input) // ready for the first message
 	})
 	c.del = widget.NewButtonWithIcon("", theme.DeleteIcon(), c.confirmDelete)
-	left := container.NewBorder(container.NewBorder(nil, nil, nil, c.del, newBtn), c.loadErrs, nil, nil, c.list)
+	c.rename = widget.NewButtonWithIcon("", theme.DocumentCreateIcon(), c.askRename)
+	left := container.NewBorder(container.NewBorder(nil, nil, nil, container.NewHBox(c.rename, c.del), newBtn), c.loadErrs, nil, nil, c.list)
 
 	c.system = newKeyEntry(a)
 	c.system.MultiLine = true
@@ -186,7 +188,7 @@ func (c *Chat) Current() *chats.Thread { return c.cur }
 
 // NewThread starts an empty thread with the default system prompt.
 func (c *Chat) NewThread() {
-	t := chats.New("New chat", c.defaultSystem())
+	t := chats.New(newChatTitle, c.defaultSystem())
 	c.threads = append([]*chats.Thread{t}, c.threads...)
 	c.list.Refresh()
 	c.open(t)
@@ -239,6 +241,40 @@ func (c *Chat) confirmDelete() {
 	d.SetDismissText("Cancel")
 	d.SetConfirmImportance(widget.DangerImportance)
 	d.Show()
+}
+
+// newChatTitle names a chat until its first message does.
+const newChatTitle = "New chat"
+
+// askRename asks for the open chat's new name (the pencil beside the trash
+// icon): prefilled and focused; Enter or Rename keeps it, an empty name changes
+// nothing.
+func (c *Chat) askRename() {
+	t := c.cur
+	if t == nil {
+		return
+	}
+	box := widget.NewEntry()
+	box.SetText(t.Title)
+	d := dialog.NewForm("Rename this chat", "Rename", "Cancel",
+		[]*widget.FormItem{widget.NewFormItem("Name", box)},
+		func(ok bool) {
+			name := titleFrom(box.Text)
+			if !ok || name == "" || name == t.Title {
+				return
+			}
+			t.Title = name
+			if c.cur == t {
+				c.save()
+			} else if c.app.deps.Chats != nil && len(t.Messages) > 0 {
+				_ = c.app.deps.Chats.Save(t)
+			}
+			c.list.Refresh()
+		}, c.app.win)
+	box.OnSubmitted = func(string) { d.Submit() }
+	d.Resize(fyne.NewSize(420, d.MinSize().Height))
+	d.Show()
+	c.app.win.Canvas().Focus(box)
 }
 
 func (c *Chat) deleteCurrent() {
@@ -458,7 +494,7 @@ func (c *Chat) Send() {
 		return
 	}
 	c.input.SetText("")
-	if len(c.cur.Messages) == 0 {
+	if len(c.cur.Messages) == 0 && c.cur.Title == newChatTitle { // not one the user named
 		c.cur.Title = titleFrom(text)
 		c.list.Refresh()
 	}

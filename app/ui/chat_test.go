@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -369,5 +370,81 @@ func TestRaceRunsBothModes(t *testing.T) {
 		if p.view.Doc() == nil || p.view.Doc().Title != "Unix" || !strings.HasPrefix(p.stats.Text, "Finished") {
 			t.Errorf("%s pane: %q", p.mode, p.stats.Text)
 		}
+	}
+}
+
+// TestChatRename: a chat can be renamed — the pencil beside the trash icon asks
+// for the new name, prefilled and focused, and Enter (or Rename) keeps it, in
+// the list and on disk after a restart; an empty name keeps the old one, and a
+// chat renamed before its first message keeps its name. Chats were named only
+// after their first message ('What is Unix?'), with no way to change it.
+func TestChatRename(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	m := &fakeModel{answers: chatAnswers(&n)}
+	a := newTestApp(t, m, dir)
+	c := a.Chat
+	asUI(func() { a.Show("Chat") })
+	typeText(c.input, "What is Unix?")
+	tap(c.send)
+	c.run.Wait()
+	th := c.Current()
+
+	rename := func(name string, submit func()) {
+		t.Helper()
+		tap(c.rename)
+		var box *widget.Entry
+		asUI(func() {
+			if top := a.win.Canvas().Overlays().Top(); top != nil {
+				box, _ = a.win.Canvas().Focused().(*widget.Entry)
+			}
+		})
+		if box == nil {
+			t.Fatal("the pencil showed no name box with the focus")
+		}
+		if box.Text != c.Current().Title {
+			t.Errorf("name box holds %q, want %q", box.Text, c.Current().Title)
+		}
+		asUI(func() { box.SetText("") })
+		typeText(box, name)
+		if submit == nil {
+			asUI(func() { box.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn}) })
+		} else {
+			submit()
+		}
+	}
+	rename("  My Unix notes ", nil)
+	if th.Title != "My Unix notes" {
+		t.Fatalf("title %q after Enter", th.Title)
+	}
+	if !strings.Contains(shownText(a.win.Content()), "My Unix notes") {
+		t.Errorf("the list does not show the new name:\n%s", shownText(a.win.Content()))
+	}
+	rename("   ", func() { tap(dialogButton(a.win, "Rename")) })
+	if th.Title != "My Unix notes" {
+		t.Errorf("an empty name gave the title %q", th.Title)
+	}
+	if a.win.Canvas().Overlays().Top() != nil {
+		asUI(func() { a.win.Canvas().Overlays().Top().Hide() })
+	}
+
+	// A new chat renamed before its first message keeps its name.
+	asUI(c.NewThread)
+	rename("Kernels", func() { tap(dialogButton(a.win, "Rename")) })
+	typeText(c.input, "What is a kernel?")
+	tap(c.send)
+	c.run.Wait()
+	if got := c.Current().Title; got != "Kernels" {
+		t.Errorf("the first message renamed the chat to %q", got)
+	}
+
+	a.shutdown()
+	b := newTestApp(t, &fakeModel{answers: chatAnswers(&n)}, dir)
+	titles := map[string]bool{}
+	for _, x := range b.Chat.Threads() {
+		titles[x.Title] = true
+	}
+	if !titles["My Unix notes"] || !titles["Kernels"] {
+		t.Errorf("after a restart the chats are %v", titles)
 	}
 }
