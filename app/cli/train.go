@@ -53,6 +53,8 @@ Subcommands:
   export   write a run's latest checkpoint as a Hugging Face model directory, plus the
            recipe and loss curve
   eval     generate held-out pages in diffusion and AR mode and score them
+  distill  a corpus whose pages are the model's own printer's (AR) pages, for training its
+           polaroid (sequence-level distillation)
   init     write a randomly initialized checkpoint of any config, at a quantization
            profile, tensor by tensor (real-size models without a download)
 
@@ -61,14 +63,15 @@ Run "darkroom train SUBCOMMAND --help" for its flags.`)
 	return subcommands{
 		name:  "train",
 		usage: usage,
-		none:  "no subcommand (corpus, run, export, eval or init)",
-		list:  "corpus, run, export, eval or init",
+		none:  "no subcommand (corpus, run, export, eval, distill or init)",
+		list:  "corpus, run, export, eval, distill or init",
 		verbs: map[string]func(*Env, []string) error{
-			"corpus": runTrainCorpus,
-			"run":    runTrainRun,
-			"export": runTrainExport,
-			"eval":   runTrainEval,
-			"init":   runTrainInit,
+			"corpus":  runTrainCorpus,
+			"run":     runTrainRun,
+			"export":  runTrainExport,
+			"eval":    runTrainEval,
+			"distill": runTrainDistill,
+			"init":    runTrainInit,
 		},
 	}.runSub(env, args)
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/assets"
-
+	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 )
@@ -18,11 +18,21 @@ import (
 // Record is one line of the corpus files train.jsonl / heldout.jsonl (written by
 // engine/train/corpus): the trainer applies the chat template.
 type Record struct {
-	Kind   string `json:"kind"` // "page", "chat", "desktop"
+	Kind   string `json:"kind"`             // "page", "chat", "desktop"
+	Source string `json:"source,omitempty"` // the dictionary or extra source it comes from (corpus.Example's)
 	Title  string `json:"title"`
 	System string `json:"system,omitempty"`
 	Prompt string `json:"prompt"`
 	Answer string `json:"answer"`
+}
+
+// Messages is the record's prompt as the app sends it: its system turn, when it
+// has one, then the user turn.
+func (r Record) Messages() []engine.Message {
+	if r.System == "" {
+		return []engine.Message{{Role: "user", Content: r.Prompt}}
+	}
+	return []engine.Message{{Role: "system", Content: r.System}, {Role: "user", Content: r.Prompt}}
 }
 
 // ReadRecords reads a JSONL corpus file.

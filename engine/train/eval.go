@@ -471,10 +471,7 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 			if ctx.Err() != nil {
 				return ModeReport{}, ctx.Err()
 			}
-			req := engine.Request{Mode: mode, Seed: opts.Seed + uint64(i), Messages: []engine.Message{{Role: "user", Content: c.Prompt}}}
-			if c.System != "" {
-				req.Messages = append([]engine.Message{{Role: "system", Content: c.System}}, req.Messages...)
-			}
+			req := engine.Request{Mode: mode, Seed: opts.Seed + uint64(i), Messages: c.Messages()}
 			if mode == engine.AR {
 				req.Sampling.Temperature = opts.ARTemperature
 				req.Sampling.RepetitionPenalty = opts.ARRepetitionPenalty

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
+	"github.com/darkroomlabs/darkroom/engine/train"
+)
+
+// corpusFiles are the files of a corpus folder beside train.jsonl that a
+// distilled corpus keeps as they are (the held-out set, the word lists, the
+// tokenizer), so that `train run` and `train eval` take it as any corpus.
+var corpusFiles = []string{"heldout.jsonl", "heldout_titles.txt", "titles.txt", "words.txt", "stats.json", "SOURCES.txt",
+	"tokenizer/tokenizer.json", "tokenizer/tokenizer_config.json"}
+
+func runTrainDistill(env *Env, args []string) error {
+	fs := newFlagSet(env, "train distill", "--corpus DIR --out DIR --pages N [flags]")
+	modelDir := fs.String("model", "assets/mini", "the model whose printer (AR) writes the pages")
+	corpusDir := fs.String("corpus", "train-runs/corpus", "the corpus to distill (train.jsonl and the files beside it)")
+	outDir := fs.String("out", "", "the distilled corpus's folder (required; must not exist yet)")
+	pages := fs.Int("pages", 0, "page records to rewrite, chosen by a seeded shuffle (required)")
+	source := fs.String("source", "", `only pages of this source ("foldoc", "jargon", "wordnet", …; default any)`)
+	seed := fs.Uint64("seed", 1, "which pages, and the first page's sampling seed")
+	only := fs.Bool("only-distilled", false, "train.jsonl holds only the rewritten pages (default: the whole corpus with them in place)")
+	backendName := fs.String("backend", "", "backend for the engine (default: auto)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case *outDir == "":
+		return errors.New("train distill: --out DIR is required")
+	case *pages < 1:
+		return errors.New("train distill: --pages N is required (at least 1)")
+	}
+	if _, err := os.Stat(*outDir); err == nil {
+		return fmt.Errorf("train distill: %s exists: give a new folder", *outDir)
+	}
+	recs, err := train.ReadRecords(filepath.Join(*corpusDir, "train.jsonl"))
+	if err != nil {
+		return fmt.Errorf("train distill: %w", err)
+	}
+	ctx, stop := interruptContext()
+	defer stop()
+	e, err := loadEngine(ctx, env, engine.Dir(*modelDir), engine.Options{Backend: *backendName})
+	if err != nil {
+		return fmt.Errorf("train distill: %w", err)
+	}
+	defer e.Close()
+	start := time.Now()
+	out, chosen, err := train.Distill(ctx, e, recs, train.DistillOptions{Pages: *pages, Source: *source, Seed: *seed,
+		Progress: func(done, total int) {
+			if done%100 == 0 || done == total {
+				fmt.Fprintf(env.Stderr, "distill: %d/%d pages, %.0f s\n", done, total, time.Since(start).Seconds())
+			}
+		}})
+	if err != nil {
+		if ctx.Err() != nil {
+			return errors.New("train distill: interrupted (Ctrl-C); nothing was written — run the same command again")
+		}
+		return fmt.Errorf("train distill: %w", err)
+	}
+	if *only {
+		kept := make([]train.Record, 0, len(chosen))
+		for _, i := range chosen {
+			kept = append(kept, out[i])
+		}
+		out = kept
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for _, r := range out {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("train distill: %w", err)
+		}
+	}
+	// Into a temporary folder renamed at the end: a failed or interrupted copy
+	// leaves no corpus that looks whole.
+	tmp := *outDir + ".partial"
+	os.RemoveAll(tmp)
+	if err := writeDistilled(tmp, *corpusDir, b.Bytes()); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("train distill: %w", err)
+	}
+	if err := os.Rename(tmp, *outDir); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("train distill: %w", err)
+	}
+	fmt.Fprintf(env.Stdout, "distilled %d pages with %s's printer into %s/train.jsonl (%d records)\n", len(chosen), *modelDir, *outDir, len(out))
+	return nil
+}
+
+// writeDistilled writes dir: train.jsonl and the corpus's other files, copied.
+func writeDistilled(dir, corpusDir string, trainJSONL []byte) error {
+	if err := os.MkdirAll(filepath.Join(dir, "tokenizer"), 0o755); err != nil {
+		return err
+	}
+	for _, f := range corpusFiles {
+		b, err := os.ReadFile(filepath.Join(corpusDir, f))
+		if errors.Is(err, os.ErrNotExist) && f != "heldout.jsonl" && f != "tokenizer/tokenizer.json" {
+			continue // optional
+		}
+		if err != nil {
+			return fmt.Errorf("copy the corpus's %s: %w", f, err)
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, "train.jsonl"), trainJSONL, 0o644)
+}

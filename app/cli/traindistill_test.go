@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/train"
+)
+
+// TestTrainDistill: `train distill` writes a corpus folder `train run` and `train
+// eval` take — train.jsonl with the chosen pages rewritten by the model's
+// printer and every other record as it was, the held-out set and tokenizer
+// beside it — and never over an existing folder.
+func TestTrainDistill(t *testing.T) {
+	model := tinyModelDir(t)
+	corpus := t.TempDir()
+	lines := `{"kind":"chat","source":"foldoc","title":"Unix","system":"s","prompt":"What is Unix?","answer":"An OS."}
+{"kind":"page","source":"foldoc","title":"Unix","prompt":"Write the Darkroom encyclopedia page for: Unix","answer":"<h1>Unix</h1>\n<p>An OS.</p>"}
+{"kind":"page","source":"foldoc","title":"C","prompt":"Write the Darkroom encyclopedia page for: C","answer":"<h1>C</h1>\n<p>A language.</p>"}
+`
+	os.MkdirAll(filepath.Join(corpus, "tokenizer"), 0o755)
+	for name, body := range map[string]string{"train.jsonl": lines, "heldout.jsonl": lines, "words.txt": "unix\n"} {
+		os.WriteFile(filepath.Join(corpus, name), []byte(body), 0o644)
+	}
+	tok, _ := os.ReadFile(filepath.Join(model, "tokenizer.json"))
+	os.WriteFile(filepath.Join(corpus, "tokenizer", "tokenizer.json"), tok, 0o644)
+	out := filepath.Join(t.TempDir(), "kd")
+
+	code, stdout, stderr := runCLI("train", "distill", "--model", model, "--corpus", corpus, "--out", out, "--pages", "1")
+	if code != 0 || !strings.Contains(stdout, "distilled 1 pages") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	orig, _ := train.ReadRecords(filepath.Join(corpus, "train.jsonl"))
+	got, err := train.ReadRecords(filepath.Join(out, "train.jsonl"))
+	if err != nil || len(got) != len(orig) {
+		t.Fatalf("distilled corpus: %d records, %v", len(got), err)
+	}
+	changed := 0
+	for i := range got {
+		if got[i] != orig[i] {
+			changed++
+			if got[i].Kind != "page" || !strings.HasPrefix(got[i].Answer, "<h1>"+got[i].Title+"</h1>\n") {
+				t.Errorf("record %d rewritten: %+v", i, got[i])
+			}
+		}
+	}
+	if changed != 1 {
+		t.Errorf("%d records rewritten, want 1", changed)
+	}
+	for _, f := range []string{"heldout.jsonl", "words.txt", "tokenizer/tokenizer.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("the distilled corpus lacks %s", f)
+		}
+	}
+	if code, _, stderr := runCLI("train", "distill", "--model", model, "--corpus", corpus, "--out", out, "--pages", "1"); code != 1 ||
+		!strings.Contains(stderr, "exists") {
+		t.Errorf("over an existing folder: exit %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(out + ".partial"); err == nil {
+		t.Error("a .partial folder was left behind")
+	}
+}

@@ -1,0 +1,74 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/enginetest"
+	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
+)
+
+// TestDistill: the chosen pages' answers become what the engine's printer writes
+// for the same prompt with the title held as its heading — the same text a
+// direct AR generation with the same seed gives —, the other records stay as
+// they were, the choice follows the seed and the source, and a cancelled run
+// returns no corpus.
+func TestDistill(t *testing.T) {
+	e := tinyengine.Load(t, enginetest.Options{})
+	recs := []Record{
+		{Kind: "chat", Source: "foldoc", Title: "Unix", System: "sys", Prompt: "What is Unix?", Answer: "An OS."},
+		{Kind: "page", Source: "foldoc", Title: "Unix", Prompt: assets.EncyclopediaPrompt("Unix"), Answer: "<h1>Unix</h1>\n<p>An OS.</p>"},
+		{Kind: "page", Source: "wordnet", Title: "cat", Prompt: assets.EncyclopediaPrompt("cat"), Answer: "<h1>cat</h1>\n<p>A pet.</p>"},
+		{Kind: "page", Source: "foldoc", Title: "Lisp", Prompt: assets.EncyclopediaPrompt("Lisp"), Answer: "<h1>Lisp</h1>\n<p>A language.</p>"},
+		{Kind: "page", Source: "foldoc", Title: "C", Prompt: assets.EncyclopediaPrompt("C"), Answer: "<h1>C</h1>\n<p>A language.</p>"},
+	}
+	orig := slices.Clone(recs)
+	var progress []int
+	out, chosen, err := Distill(context.Background(), e, recs, DistillOptions{Pages: 2, Source: "foldoc", Seed: 5,
+		Progress: func(done, total int) { progress = append(progress, done, total) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(recs, orig) {
+		t.Error("Distill changed its input")
+	}
+	if len(chosen) != 2 || !slices.Equal(progress, []int{1, 2, 2, 2}) {
+		t.Fatalf("chose %v, progress %v; want 2 foldoc pages", chosen, progress)
+	}
+	for n, i := range chosen {
+		r := out[i]
+		if recs[i].Kind != "page" || recs[i].Source != "foldoc" {
+			t.Errorf("rewrote record %d, a %s of %s", i, recs[i].Kind, recs[i].Source)
+		}
+		want, err := e.Generate(context.Background(), engine.Request{Prompt: recs[i].Prompt, Mode: engine.AR, Seed: 5 + uint64(n),
+			Opening: assets.EncyclopediaOpening(recs[i].Title)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Answer != want.Text || !strings.HasPrefix(r.Answer, "<h1>"+r.Title+"</h1>\n") || r.Answer == recs[i].Answer {
+			t.Errorf("page %q: %q, want the printer's %q", r.Title, r.Answer, want.Text)
+		}
+	}
+	for i := range recs {
+		if !slices.Contains(chosen, i) && out[i] != recs[i] {
+			t.Errorf("record %d changed: %+v", i, out[i])
+		}
+	}
+	again, chosen2, err := Distill(context.Background(), e, recs, DistillOptions{Pages: 2, Source: "foldoc", Seed: 5})
+	if err != nil || !slices.Equal(chosen2, chosen) || !slices.Equal(again, out) {
+		t.Errorf("a second run with the same seed differs: %v %v", chosen2, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got, _, err := Distill(ctx, e, recs, DistillOptions{Pages: 1}); got != nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %d records, %v", len(got), err)
+	}
+	if _, _, err := Distill(context.Background(), e, recs, DistillOptions{Pages: 1, Source: "jargon"}); err == nil || !strings.Contains(err.Error(), "no page records") {
+		t.Errorf("no pages of the source: %v", err)
+	}
+}
