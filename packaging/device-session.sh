@@ -22,12 +22,13 @@
 #                                   training, export and eval logs, eval.json
 #
 # Usage:
-#   packaging/device-session.sh prepare [--init-run RUN | --init-model DIR | --scratch] [--dir DIR]
+#   packaging/device-session.sh prepare [--init-run RUN | --init-model DIR | --scratch] [--corpus DIR] [--dir DIR]
 #       here, where Go is: builds the headless binary (cgo, stripped), takes the starting weights —
 #       the built-in Mini (assets/mini) unless told otherwise: RUN's latest checkpoint exported
 #       (reading RUN only), a model folder, or none (--scratch) —, builds train-runs/corpus with the
 #       starting weights' tokenizer when it is missing (apt-get download of the Debian packages,
-#       about 20 s) and refuses a corpus whose tokenizer is not theirs, runs gpu-check.sh --rehearse
+#       about 20 s; --corpus DIR carries another, e.g. one `darkroom train distill` wrote) and refuses a
+#       corpus whose tokenizer is not theirs, runs gpu-check.sh --rehearse
 #       with the binary on the CPU (assets/mini), compresses the binary and the corpus into DIR
 #       (default out/device-session, ignored by git) and checks that the tree and DIR fit the 64 MiB
 #       the device tool carries. On a fresh machine: bash packaging/setup.sh, then this, nothing else.
@@ -61,12 +62,13 @@ unxz() {
 
 # --- prepare (here) -------------------------------------------------------------------------------
 prepare() {
-	local init_run="" init_model="$root/assets/mini"
+	local init_run="" init_model="$root/assets/mini" corpus="$root/train-runs/corpus"
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--init-run) init_run="$2"; init_model=""; shift 2 ;;
 		--init-model) init_model="$2"; shift 2 ;;
 		--scratch) init_model=""; shift ;;
+		--corpus) [ -f "$2/train.jsonl" ] || die "prepare: --corpus $2 holds no train.jsonl"; corpus="$(cd "$2" && pwd)"; shift 2 ;;
 		--dir) dir="$2"; shift 2 ;;
 		*) die "prepare: unknown argument $1 (see the header of $0)" ;;
 		esac
@@ -90,7 +92,6 @@ prepare() {
 	fi
 	# The corpus's token ids must be the starting weights' own: build it with their tokenizer where
 	# there is none, and refuse one built with another.
-	local corpus="$root/train-runs/corpus"
 	if [ ! -f "$corpus/train.jsonl" ]; then
 		local tokflag=()
 		[ -f "$dir/init/tokenizer.json" ] && tokflag=(--tokenizer "$dir/init")
@@ -101,7 +102,7 @@ prepare() {
 		rm -f "$dir/corpus.log"
 	fi
 	if [ -f "$dir/init/tokenizer.json" ] && ! cmp -s "$dir/init/tokenizer.json" "$corpus/tokenizer/tokenizer.json"; then
-		die "train-runs/corpus was built with another tokenizer than the starting weights': move it away and prepare again (it is rebuilt with theirs), or build it with darkroom train corpus --tokenizer $dir/init"
+		die "${corpus#"$root"/} was built with another tokenizer than the starting weights': move it away and prepare again (it is rebuilt with theirs), or build it with darkroom train corpus --tokenizer $dir/init"
 	fi
 	# The binary that goes runs gpu-check's Darkroom half here first, on the CPU over the Mini (its
 	# vocabulary and canvas are the tokenizer's and the 26B's): a flag or JSON field gpu-check needs
@@ -115,7 +116,7 @@ prepare() {
 	rm -rf "$reh"
 	echo "device-session: compressing the binary and the corpus"
 	xz -T2 -6 "$bin"
-	tar -cf - -C "$root/train-runs" corpus | xz -T2 -6 >"$dir/corpus.tar.xz"
+	tar -chf - -C "$corpus" --transform 's,^\.,corpus,' . | xz -T2 -6 >"$dir/corpus.tar.xz" # as corpus/, links followed
 	git -C "$root" rev-parse HEAD >"$dir/commit" 2>/dev/null || true
 	local tree carried
 	tree=$(cd "$root" && { git ls-files -z; git ls-files -z -o --exclude-standard; } | xargs -0 du -cb 2>/dev/null | awk '$2 == "total" {s += $1} END {print s + 0}')
