@@ -2,7 +2,8 @@
 # Proves that packaging/dist-check.sh catches broken installers: copies the
 # packages packaging/dist.sh built, breaks one thing at a time (a checksum, the
 # archive's install.sh, the menu entry's icon, the .deb's dependencies, the
-# Windows resources, the GUI program, a Linux program that opens no window) and
+# Windows resources, the GUI program, a Linux program that opens no window or is
+# another version's) and
 # wants dist-check.sh to fail, naming what is wrong.
 #
 #   packaging/dist-check-test.sh [DIST]    (default: dist)
@@ -43,7 +44,7 @@ unzipw() { mkdir -p "$work/w" && unzip -q "$zip" -d "$work/w"; }
 rezip() { rm "$zip" && (cd "$work/w" && zip -qr -X "$zip" darkroom); }
 
 fresh
-sed -i '1s/^[0-9a-f]/0/;1s/^0\(.\)/f\1/' "$d/SHA256SUMS"
+sed -i '1s/^0/X/;1s/^[1-9a-f]/0/;1s/^X/1/' "$d/SHA256SUMS" # the first digest's first digit changed, whatever it was
 expect "a wrong checksum" "SHA256SUMS does not match"
 
 fresh
@@ -66,12 +67,24 @@ fresh
 unzipw && cp "$work/w/darkroom/darkroom-cli.exe" "$work/w/darkroom/Darkroom.exe" && rezip && sums
 expect "a console program as the desktop app" "Darkroom.exe is not a PE32+ GUI x86-64 program"
 
-# A Linux program that answers commands but opens no window.
+# A Linux program that answers commands (its --version as the package's) but opens no window, and one whose
+# --version is another's.
+name="$(sed -n 's/^[[:space:]]*Name[[:space:]]*=[[:space:]]*"\(.*\)".*/\1/p' FyneApp.toml | head -1)"
+build="$(sed -n 's/^[[:space:]]*Build[[:space:]]*=[[:space:]]*\([0-9]*\).*/\1/p' FyneApp.toml | head -1)"
+fake() { # VERSIONLINE OUT: a program printing VERSIONLINE for --version, "text" for other commands, no window
+	printf '#include <stdio.h>\n#include <string.h>\nint main(int argc, char **argv) { if (argc > 1) puts(strcmp(argv[1], "--version") ? "text" : "%s"); return 0; }\n' "$1" >"$2.c"
+	gcc -o "$2" "$2.c"
+}
+fake "$name $version (build $build, go1, linux/amd64)" "$work/nowindow"
 fresh
-printf '#include <stdio.h>\nint main(int argc, char **argv) { if (argc > 1) puts("text"); return 0; }\n' >"$work/nowindow.c"
-gcc -o "$work/nowindow" "$work/nowindow.c"
 untar && cp "$work/nowindow" "$work/t/darkroom/usr/local/bin/darkroom" && retar
 undeb && cp "$work/nowindow" "$work/r/usr/bin/darkroom" && redeb && sums
 expect "a program that opens no window" "no window: the program exited before a window opened"
+
+fake "$name 0.0.9 (build $build, go1, linux/amd64)" "$work/oldversion"
+fresh
+untar && cp "$work/oldversion" "$work/t/darkroom/usr/local/bin/darkroom" && retar
+undeb && cp "$work/oldversion" "$work/r/usr/bin/darkroom" && redeb && sums
+expect "a program of another version" "darkroom --version says '$name 0.0.9"
 
 echo "dist-check-test: ok (dist-check.sh caught every fault)"
