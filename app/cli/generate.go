@@ -215,7 +215,7 @@ func runGenerate(env *Env, args []string) error {
 		switch {
 		case len(d) > 0 && len(a) > 0:
 			return fmt.Errorf("generate: %s %s for --mode diffusion; %s %s for --mode ar: give one mode's flags",
-				andList(d), oneOrMany(len(d), "is", "are"), andList(a), oneOrMany(len(a), "is", "are"))
+				andList(d), plural.Word(len(d), "is", "are"), andList(a), plural.Word(len(a), "is", "are"))
 		case len(d) > 0:
 			g.mode, mode, req.Mode = string(engine.Diffusion), engine.Diffusion, engine.Diffusion
 		case len(a) > 0:
@@ -223,8 +223,8 @@ func runGenerate(env *Env, args []string) error {
 		}
 	} else if other := byMode[otherMode(mode)]; len(other) > 0 {
 		msg := fmt.Sprintf("generate: %s only %s to --mode %s (the %s), not to --mode %s: leave %s out, or use --mode %[3]s",
-			andList(other), oneOrMany(len(other), "applies", "apply"), otherMode(mode), speed.Name(otherMode(mode)), mode,
-			oneOrMany(len(other), "it", "them"))
+			andList(other), plural.Word(len(other), "applies", "apply"), otherMode(mode), speed.Name(otherMode(mode)), mode,
+			plural.Word(len(other), "it", "them"))
 		if slices.Contains(other, "--temperature") {
 			msg += " (the polaroid's temperatures are --t-max and --t-min)"
 		}
@@ -337,9 +337,13 @@ func (g *generateFlags) autoMode(ctx context.Context, env *Env, e *engine.Engine
 	if g.builtin() {
 		name = catalog.MiniID
 	}
+	entry, _ := catalog.ForModel(name, e.Config())
+	if !entry.ModesEqual && entry.ChatMode == "" {
+		return speed.Choice{Mode: engine.Diffusion}, nil // no choice to speak of: the mode Darkroom's models are made for
+	}
 	device := speed.Device(e.Backend())
 	var rates *speed.Rates
-	if entry, _ := catalog.ForModel(name, e.Config()); entry.ModesEqual {
+	if entry.ModesEqual {
 		var err error
 		if rates, err = ratesNoted(ctx, env.Stderr, device); err != nil {
 			if ctx.Err() != nil {
@@ -347,10 +351,6 @@ func (g *generateFlags) autoMode(ctx context.Context, env *Env, e *engine.Engine
 			}
 			fmt.Fprintln(env.Stderr, "darkroom:", err) // the choice says the speed is unknown
 		}
-	}
-	entry, _ := catalog.ForModel(name, e.Config())
-	if !entry.ModesEqual && entry.ChatMode == "" {
-		return speed.Choice{Mode: engine.Diffusion}, nil // no choice to speak of: the mode Darkroom's models are made for
 	}
 	choice, _ := speed.ForLoaded(name, e.Config(), device, rates)
 	return choice, nil
@@ -362,14 +362,6 @@ func andList(names []string) string {
 		return strings.Join(names, "")
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
-}
-
-// oneOrMany is one for n == 1, else many.
-func oneOrMany(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // otherMode is the mode mode is not.

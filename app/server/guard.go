@@ -32,14 +32,21 @@ func securityHeaders(h http.Header) {
 	h.Set("Cache-Control", "no-store")
 }
 
+// A run's browser host name is runHostPrefix + random hex + runHostSuffix,
+// new at every start (Server.runHost).
+const (
+	runHostPrefix = "darkroom-"
+	runHostSuffix = ".localhost"
+)
+
 // earlierRunHost reports whether host has the form of a run's browser host
-// name, darkroom-HEX.localhost, as a bookmark from an earlier start has.
+// name, as a bookmark from an earlier start has.
 func earlierRunHost(host string) bool {
-	name, ok := strings.CutPrefix(strings.ToLower(host), "darkroom-")
+	name, ok := strings.CutPrefix(strings.ToLower(host), runHostPrefix)
 	if !ok {
 		return false
 	}
-	hex, ok := strings.CutSuffix(name, ".localhost")
+	hex, ok := strings.CutSuffix(name, runHostSuffix)
 	return ok && hex != "" && strings.Trim(hex, "0123456789abcdef") == ""
 }
 

@@ -217,7 +217,7 @@ func New(opts Options) (*Server, error) {
 		opts.KeepAlive = 10 * time.Second
 	}
 	s := &Server{opts: opts, token: opts.Token, timeouts: defaultTimeouts, pages: newPageCache(opts.CacheSize),
-		queue: newQueue(opts.QueueLimit), runHost: "darkroom-" + randomHex(8) + ".localhost"}
+		queue: newQueue(opts.QueueLimit), runHost: runHostPrefix + randomHex(8) + runHostSuffix}
 	if !opts.NoToken {
 		if s.token == "" {
 			b := make([]byte, 24)

@@ -16,6 +16,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hub"
 	"github.com/darkroomlabs/darkroom/models/speed"
@@ -311,11 +312,7 @@ func (l *LibraryScreen) sayMove(msg string, importance widget.Importance, bar bo
 
 // movedWhat is "2 models (15.3 GB)".
 func movedWhat(p store.MovePlan) string {
-	n := "1 model"
-	if p.Models != 1 {
-		n = fmt.Sprintf("%d models", p.Models)
-	}
-	return n + " (" + formatBytes(p.Bytes) + ")"
+	return plural.Count(p.Models, "model", "models") + " (" + formatBytes(p.Bytes) + ")"
 }
 
 // startMove moves the models as planned, showing the copy's progress under the
