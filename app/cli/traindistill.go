@@ -29,11 +29,14 @@ func runTrainDistill(env *Env, args []string) error {
 	source := fs.String("source", "", `only pages of this source ("foldoc", "jargon", "wordnet", …; default any)`)
 	seed := fs.Uint64("seed", 1, "which pages, and the first page's sampling seed")
 	only := fs.Bool("only-distilled", false, "train.jsonl holds only the rewritten pages (default: the whole corpus with them in place)")
+	beside := fs.Bool("beside", false, "keep each rewritten page's original for the printer (AR loss only) and add the rewritten one for the polaroid (diffusion loss only)")
 	backendName := fs.String("backend", "", "backend for the engine (default: auto)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	switch {
+	case *only && *beside:
+		return errors.New("train distill: --only-distilled and --beside are two different corpora: choose one")
 	case *outDir == "":
 		return errors.New("train distill: --out DIR is required")
 	case *pages < 1:
@@ -54,7 +57,7 @@ func runTrainDistill(env *Env, args []string) error {
 	}
 	defer e.Close()
 	start := time.Now()
-	out, chosen, err := train.Distill(ctx, e, recs, train.DistillOptions{Pages: *pages, Source: *source, Seed: *seed,
+	out, chosen, err := train.Distill(ctx, e, recs, train.DistillOptions{Pages: *pages, Source: *source, Seed: *seed, Beside: *beside,
 		Progress: func(done, total int) {
 			if done%100 == 0 || done == total {
 				fmt.Fprintf(env.Stderr, "distill: %d/%d pages, %.0f s\n", done, total, time.Since(start).Seconds())

@@ -61,4 +61,33 @@ func TestTrainDistill(t *testing.T) {
 	if _, err := os.Stat(out + ".partial"); err == nil {
 		t.Error("a .partial folder was left behind")
 	}
+
+	// --beside: the original page stays for the printer, the rewritten one is added
+	// for the polaroid, and the trainer's tokenizer accepts both.
+	besideDir := filepath.Join(t.TempDir(), "beside")
+	if code, stdout, stderr := runCLI("train", "distill", "--model", model, "--corpus", corpus, "--out", besideDir, "--pages", "1", "--beside"); code != 0 ||
+		!strings.Contains(stdout, "(4 records)") {
+		t.Fatalf("--beside: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	beside, err := train.ReadRecords(filepath.Join(besideDir, "train.jsonl"))
+	if err != nil || len(beside) != 4 {
+		t.Fatalf("--beside: %d records, %v", len(beside), err)
+	}
+	added := beside[3]
+	if added.Kind != "page" || added.Loss != train.LossDiffusion || !strings.HasPrefix(added.Answer, "<h1>"+added.Title+"</h1>\n") {
+		t.Errorf("--beside: the added record is %+v, want the rewritten page for the polaroid", added)
+	}
+	for i, r := range beside[:3] {
+		want := orig[i]
+		if r.Kind == "page" && r.Title == added.Title {
+			want.Loss = train.LossAR
+		}
+		if r != want {
+			t.Errorf("--beside: record %d is %+v, want %+v", i, r, want)
+		}
+	}
+	if code, _, stderr := runCLI("train", "distill", "--model", model, "--corpus", corpus, "--out", besideDir+"2", "--pages", "1", "--beside", "--only-distilled"); code != 1 ||
+		!strings.Contains(stderr, "choose one") {
+		t.Errorf("--beside with --only-distilled: exit %d, %q", code, stderr)
+	}
 }

@@ -24,7 +24,18 @@ type Record struct {
 	System string `json:"system,omitempty"`
 	Prompt string `json:"prompt"`
 	Answer string `json:"answer"`
+	// Loss is which of the objective's two losses the record trains: both (""),
+	// LossDiffusion (the decoder's only: the polaroid learns the answer, the
+	// printer does not) or LossAR (the encoder's next-token loss only).
+	// Distillation with DistillOptions.Beside writes them.
+	Loss string `json:"loss,omitempty"`
 }
+
+// The values of Record.Loss and Example.Loss besides "" (both losses).
+const (
+	LossDiffusion = "diffusion" // the decoder's denoising loss only
+	LossAR        = "ar"        // the encoder's next-token loss only
+)
 
 // Messages is the record's prompt as the app sends it: its system turn, when it
 // has one, then the user turn.
@@ -74,6 +85,9 @@ func Tokenize(tok *tokenizer.Tokenizer, recs []Record) ([]Example, error) {
 	}
 	out := make([]Example, 0, len(recs))
 	for i, r := range recs {
+		if r.Loss != "" && r.Loss != LossDiffusion && r.Loss != LossAR {
+			return nil, fmt.Errorf("tokenize corpus record %d (%q): loss %q is not %q, %q or empty (both)", i, r.Title, r.Loss, LossDiffusion, LossAR)
+		}
 		var msgs []chat.Message
 		if r.System != "" {
 			msgs = append(msgs, chat.Message{Role: "system", Content: r.System})
@@ -88,7 +102,7 @@ func Tokenize(tok *tokenizer.Tokenizer, recs []Record) ([]Example, error) {
 		if title := assets.CleanLine(r.Title); title != "" {
 			copied = titleCopies(answer, tok.Encode(title), tok.Encode(" "+title))
 		}
-		out = append(out, Example{Title: r.Title, Kind: r.Kind, Prompt: prompt, Answer: answer, Copied: copied})
+		out = append(out, Example{Title: r.Title, Kind: r.Kind, Prompt: prompt, Answer: answer, Copied: copied, Loss: r.Loss})
 	}
 	return out, nil
 }

@@ -19,6 +19,8 @@ type Example struct {
 	// (the page's <h1>, a chat answer's bold term): the tokens a model can only get
 	// right by copying from the prompt. Options.TitleWeight weighs their loss.
 	Copied []int
+	// Loss is the record's (Record.Loss): "" both losses, LossDiffusion or LossAR.
+	Loss string
 }
 
 // titleCopies returns the positions of answer covered by an occurrence of one of
@@ -210,6 +212,10 @@ type Batch struct {
 	// Weight is the loss weight of predicting each token (nil: all 1; see
 	// Options.TitleWeight).
 	Weight []float32 // [B, T]
+	// DiffusionRows and ARRows are 1 for the rows whose diffusion (AR) loss counts
+	// and 0 for the others (Example.Loss); nil when every row trains both. Each
+	// loss's mean is over its counted rows.
+	DiffusionRows, ARRows []float32 // [B]
 	// RealTokens counts non-padding, non-EOS-fill positions (for tokens/s).
 	RealTokens int
 }
@@ -265,6 +271,15 @@ func buildBatch(ex []Example, pb plannedBatch, c, eos, pad int, nc NoiseConfig, 
 				noisy = rng.IntN(nc.Vocab)
 			}
 			bt.Noisy[b*c+j] = int32(noisy)
+		}
+		if e.Loss != "" && bt.ARRows == nil {
+			bt.DiffusionRows, bt.ARRows = ones(bsz), ones(bsz)
+		}
+		switch e.Loss {
+		case LossDiffusion:
+			bt.ARRows[b] = 0
+		case LossAR:
+			bt.DiffusionRows[b] = 0
 		}
 		real := len(e.Answer) - it.Canvas*c
 		bt.RealTokens += l + min(max(real, 0), c)

@@ -20,6 +20,11 @@ type DistillOptions struct {
 	Pages  int    // how many page records to rewrite (at most all of them); required
 	Source string // only pages of this source ("" any)
 	Seed   uint64 // which pages (a seeded shuffle) and each page's sampling seed (Seed + its index)
+	// Beside keeps each rewritten page's original for the printer (Loss LossAR)
+	// and appends the rewritten one for the polaroid (Loss LossDiffusion), instead
+	// of replacing it: the decoder learns the teacher's pages, the printer keeps
+	// learning the real ones rather than its own (which made it repeat itself).
+	Beside bool
 	// Progress, if set, is called after each page with the pages done and the total.
 	Progress func(done, total int)
 }
@@ -35,6 +40,8 @@ type DistillOptions struct {
 // 2018, Zhou et al. 2020, for non-autoregressive translation); on Darkroom Mini
 // 2 it raised the decoder's held-out bigram share from 53% to 68% at a cost in
 // repetition (assets/training/README.md, session 15). recs is not changed.
+// With opts.Beside the rewritten records are appended after recs (the indices
+// returned are theirs) and the originals only train the printer.
 func Distill(ctx context.Context, gen Generator, recs []Record, opts DistillOptions) ([]Record, []int, error) {
 	if opts.Pages < 1 {
 		return nil, nil, errors.New("distill: the number of pages must be at least 1")
@@ -61,7 +68,14 @@ func Distill(ctx context.Context, gen Generator, recs []Record, opts DistillOpti
 		if err != nil {
 			return nil, nil, fmt.Errorf("distill page %d of %d (%q): %w", n+1, len(pages), r.Title, err)
 		}
-		out[i].Answer = res.Text
+		if opts.Beside {
+			out[i].Loss = LossAR
+			r.Answer, r.Loss = res.Text, LossDiffusion
+			out = append(out, r)
+			pages[n] = len(out) - 1
+		} else {
+			out[i].Answer = res.Text
+		}
 		if opts.Progress != nil {
 			opts.Progress(n+1, len(pages))
 		}

@@ -63,6 +63,32 @@ func TestDistill(t *testing.T) {
 	if err != nil || !slices.Equal(chosen2, chosen) || !slices.Equal(again, out) {
 		t.Errorf("a second run with the same seed differs: %v %v", chosen2, err)
 	}
+	// Beside: the originals stay, for the printer only; the same rewritten pages
+	// follow them, for the polaroid only.
+	beside, appended, err := Distill(context.Background(), e, recs, DistillOptions{Pages: 2, Source: "foldoc", Seed: 5, Beside: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(beside) != len(recs)+2 || !slices.Equal(appended, []int{len(recs), len(recs) + 1}) {
+		t.Fatalf("beside: %d records, rewritten at %v; want %d, at the end", len(beside), appended, len(recs)+2)
+	}
+	for n, i := range chosen {
+		want := recs[i]
+		want.Loss = LossAR
+		if beside[i] != want {
+			t.Errorf("beside: original %d is %+v, want it kept for the printer", i, beside[i])
+		}
+		want = out[i]
+		want.Loss = LossDiffusion
+		if got := beside[appended[n]]; got != want {
+			t.Errorf("beside: rewritten page %d is %+v, want %+v", n, got, want)
+		}
+	}
+	for i := range recs {
+		if !slices.Contains(chosen, i) && beside[i] != recs[i] {
+			t.Errorf("beside: record %d changed: %+v", i, beside[i])
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if got, _, err := Distill(ctx, e, recs, DistillOptions{Pages: 1}); got != nil || !errors.Is(err, context.Canceled) {

@@ -20,7 +20,9 @@
 // One addition of ours, off by default: Options.TitleWeight multiplies both
 // terms on the answer tokens that repeat the prompt's title (Example.Copied), so
 // that a small model gets enough signal to learn to copy the title into the
-// page's <h1>.
+// page's <h1>. Another: a corpus record may train one term only (Record.Loss),
+// which sequence-level distillation uses (Distill with Beside): the decoder
+// learns the printer's rewritten pages, the encoder the pages as written.
 //
 // AdamW (β = 0.95, 0.99) with linear warm-up and cosine decay, gradient clipping
 // by global norm, periodic held-out evaluation, and atomic checkpoints with an

@@ -162,7 +162,8 @@ func (b *Batch) examples() []hostgrad.Example {
 			weight = append(weight, b.Weight[i*t+b.P:(i+1)*t]...)
 		}
 		out[i] = hostgrad.Example{Prefix: prefix, Canvas: row[b.P:], Noisy: b.Noisy[i*b.C : (i+1)*b.C],
-			SelfCond: i < b.SelfCondRows, Weight: weight}
+			SelfCond: i < b.SelfCondRows, Weight: weight,
+			NoAR: b.ARRows != nil && b.ARRows[i] == 0, NoDiffusion: b.DiffusionRows != nil && b.DiffusionRows[i] == 0}
 	}
 	return out
 }

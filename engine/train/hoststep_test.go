@@ -41,7 +41,8 @@ func longPromptData(n int, cfg *config.Model) []Example {
 
 // TestHostGradientMatchesGraph checks the host objective (package hostgrad) against
 // GoMLX's autodiff of the graph objective (Objective over engine/model's graph) on two
-// batches, the second with title weights: the three losses and the gradient of every
+// batches, the second with title weights, a third whose examples train one loss or
+// both (Example.Loss): the three losses and the gradient of every
 // trainable parameter.
 func TestHostGradientMatchesGraph(t *testing.T) {
 	cfg := config.Tiny()
@@ -71,14 +72,19 @@ func TestHostGradientMatchesGraph(t *testing.T) {
 	}
 	nc := NoiseConfig{Vocab: cfg.Text.VocabSize, Eps: 1e-3, SelfCondP: 0.5}
 	backend := goBackend(t)
-	for step := range 2 {
+	for step := range 3 {
+		if step == 2 {
+			for i := range examples {
+				examples[i].Loss = []string{"", LossDiffusion, LossAR}[i%3]
+			}
+		}
 		pb, _ := plan.At(step)
 		b := buildBatch(examples, pb, cfg.CanvasLength, 1, 0, nc, 11, step, float64(1+2*step))
 
 		var names []string
 		exec, err := context.NewExec(backend, ctx, func(ctx *context.Context, in []*Node) []*Node {
 			g := in[0].Graph()
-			l := Objective(newModelNet(ctx, cfg), in[0], in[1], in[2], in[3], in[4], in[5], in[6], b.SelfCondRows)
+			l := Objective(newModelNet(ctx, cfg), in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], b.SelfCondRows)
 			var values []*Node
 			names = names[:0]
 			for v := range ctx.IterVariables() {

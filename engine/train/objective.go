@@ -47,8 +47,10 @@ type Losses struct {
 // tokens, positions [B, T] int32; valid, prefixValid [B, T] bool; noisy, decPos
 // [B, C] int32; weight [B, T] float32, the loss weight of predicting each token
 // (Options.TitleWeight; nil: all 1 — the means still divide by the plain counts,
-// as in hostgrad). Rows [0, selfCondRows) get self-conditioning.
-func Objective(net Net, tokens, positions, valid, prefixValid, noisy, decPos, weight *Node, selfCondRows int) Losses {
+// as in hostgrad); diffRows, arRows [B] float32, 1 for the rows whose
+// diffusion (AR) loss counts and 0 for the others (Example.Loss; nil: all 1),
+// each mean over its counted rows. Rows [0, selfCondRows) get self-conditioning.
+func Objective(net Net, tokens, positions, valid, prefixValid, noisy, decPos, weight, diffRows, arRows *Node, selfCondRows int) Losses {
 	t := tokens.Shape().Dimensions[1]
 	c := noisy.Shape().Dimensions[1]
 	p := t - c
@@ -64,13 +66,24 @@ func Objective(net Net, tokens, positions, valid, prefixValid, noisy, decPos, we
 		return Mul(ce, Slice(weight, AxisRange(), AxisRange(from, t)))
 	}
 	m := ConvertDType(pairs, dtypes.Float32)
+	if arRows != nil {
+		m = Mul(m, ExpandAxes(arRows, -1))
+	}
+	one := ScalarOne(m.Graph(), dtypes.Float32)
 	arLoss := Div(ReduceAllSum(Mul(weighted(tokenCE(encLogits, next), 1), m)),
-		Max(ReduceAllSum(m), ScalarOne(m.Graph(), dtypes.Float32)))
+		Max(ReduceAllSum(m), one))
 
 	soft := selfConditioning(net, noisy, decPos, kv, prefixValid, selfCondRows)
 	logits2 := net.Logits(net.Decode(noisy, decPos, soft, kv, prefixValid))
 	target := Slice(tokens, AxisRange(), AxisRange(p, t))
-	diffLoss := ReduceAllMean(weighted(tokenCE(logits2, target), p))
+	diffCE := weighted(tokenCE(logits2, target), p) // [B, C]
+	var diffLoss *Node
+	if diffRows == nil {
+		diffLoss = ReduceAllMean(diffCE)
+	} else {
+		diffLoss = Div(ReduceAllSum(Mul(diffCE, ExpandAxes(diffRows, -1))),
+			Max(MulScalar(ReduceAllSum(diffRows), float64(c)), one))
+	}
 	return Losses{Total: Add(diffLoss, arLoss), Diffusion: diffLoss, AR: arLoss}
 }
 

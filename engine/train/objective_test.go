@@ -2,6 +2,7 @@ package train
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -31,7 +32,7 @@ func (f fakeNet) HeadKV(kv any, n int) any         { return kv }
 func runObjective(t *testing.T, b *Batch, v int) (total, diff, ar float64) {
 	t.Helper()
 	e, err := NewExec(goBackend(t), func(in []*Node) []*Node {
-		l := Objective(fakeNet{v}, in[0], in[1], in[2], in[3], in[4], in[5], in[6], b.SelfCondRows)
+		l := Objective(fakeNet{v}, in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], b.SelfCondRows)
 		return []*Node{l.Total, l.Diffusion, l.AR}
 	})
 	if err != nil {
@@ -244,3 +245,44 @@ func TestLearningRateSchedule(t *testing.T) {
 }
 
 var _ = tensors.FromScalar[float32]
+
+// TestPerExampleLosses: a row whose Loss is LossDiffusion leaves the AR loss and
+// its mean, one with LossAR the diffusion loss and its mean; the rest train both.
+func TestPerExampleLosses(t *testing.T) {
+	const v, c, p = 8, 4, 3
+	ex := []Example{
+		{Prompt: []int{2, 4}, Answer: []int{5, 6}},
+		{Prompt: []int{3}, Answer: []int{7, 7, 5}, Loss: LossDiffusion},
+		{Prompt: []int{2, 2, 4}, Answer: []int{6}, Loss: LossAR},
+	}
+	pb := plannedBatch{Bucket: p, Items: []item{{0, 0}, {1, 0}, {2, 0}}}
+	b := buildBatch(ex, pb, c, 1, 0, NoiseConfig{Vocab: v, Eps: 0.5}, 11, 0, 1)
+	if !slices.Equal(b.DiffusionRows, []float32{1, 1, 0}) || !slices.Equal(b.ARRows, []float32{1, 0, 1}) {
+		t.Fatalf("rows: diffusion %v, AR %v; want [1 1 0], [1 0 1]", b.DiffusionRows, b.ARRows)
+	}
+	// Corruption that gives each row its own diffusion loss: all clean, one clean, none.
+	b.Noisy = []int32{5, 6, 1, 1, 7, 0, 0, 0, 3, 3, 3, 3}
+	_, diff, ar := runObjective(t, b, v)
+
+	// Each row's own means: the same batch counting that row alone.
+	alone := func(i int) (diff, ar float64) {
+		r := *b
+		r.DiffusionRows, r.ARRows = make([]float32, 3), make([]float32, 3)
+		r.DiffusionRows[i], r.ARRows[i] = 1, 1
+		_, diff, ar = runObjective(t, &r, v)
+		return diff, ar
+	}
+	d0, a0 := alone(0)
+	d1, a1 := alone(1)
+	d2, a2 := alone(2)
+	pairs := func(i int) float64 { return float64(len(ex[i].Prompt) + c - 1) }
+	wantDiff := (d0 + d1) / 2
+	wantAR := (a0*pairs(0) + a2*pairs(2)) / (pairs(0) + pairs(2))
+	if math.Abs(diff-wantDiff) > 1e-5 || math.Abs(ar-wantAR) > 1e-5 {
+		t.Fatalf("diffusion %.6f, AR %.6f; want %.6f (rows 0, 1), %.6f (rows 0, 2)", diff, ar, wantDiff, wantAR)
+	}
+	// The left-out rows' losses differ from the counted ones', so the test can fail.
+	if math.Abs(d2-d0) < 1e-6 && math.Abs(d2-d1) < 1e-6 || math.Abs(a1-a0) < 1e-6 && math.Abs(a1-a2) < 1e-6 {
+		t.Fatalf("rows have equal losses (diffusion %v %v %v, AR %v %v %v): the test proves nothing", d0, d1, d2, a0, a1, a2)
+	}
+}

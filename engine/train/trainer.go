@@ -242,12 +242,12 @@ func trainableVars(ctx *context.Context) []*context.Variable {
 	return vs
 }
 
-// trainStepGraph: inputs = the 7 batch tensors + learning rate; outputs = total,
+// trainStepGraph: inputs = the 9 batch tensors + learning rate; outputs = total,
 // diffusion and AR losses and the gradient norm before clipping.
 func (tr *Trainer) trainStepGraph(ctx *context.Context, in []*Node) []*Node {
 	g := in[0].Graph()
 	net := tr.newNet(ctx, tr.cfg)
-	l := Objective(net, in[0], in[1], in[2], in[3], in[4], in[5], in[6], SelfCondRows(tr.opts.SelfCondP, in[0].Shape().Dimensions[0]))
+	l := Objective(net, in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], SelfCondRows(tr.opts.SelfCondP, in[0].Shape().Dimensions[0]))
 	var vars []*context.Variable
 	var values []*Node
 	for v := range ctx.IterVariables() {
@@ -259,7 +259,7 @@ func (tr *Trainer) trainStepGraph(ctx *context.Context, in []*Node) []*Node {
 	grads := Gradient(l.Total, values...)
 	grads, norm := clipByGlobalNorm(grads, tr.opts.ClipNorm)
 	adamW{Beta1: tr.opts.Beta1, Beta2: tr.opts.Beta2, Eps: tr.opts.AdamEps, WeightDecay: tr.opts.WeightDecay}.
-		update(ctx, vars, grads, in[7])
+		update(ctx, vars, grads, in[9])
 	if os.Getenv("DARKROOM_TRAIN_NODES") != "" {
 		dumpLargestNodes(g)
 	}
@@ -269,7 +269,7 @@ func (tr *Trainer) trainStepGraph(ctx *context.Context, in []*Node) []*Node {
 // evalGraph: the same objective without the update.
 func (tr *Trainer) evalGraph(ctx *context.Context, in []*Node) []*Node {
 	net := tr.newNet(ctx, tr.cfg)
-	l := Objective(net, in[0], in[1], in[2], in[3], in[4], in[5], in[6], SelfCondRows(tr.opts.SelfCondP, in[0].Shape().Dimensions[0]))
+	l := Objective(net, in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], SelfCondRows(tr.opts.SelfCondP, in[0].Shape().Dimensions[0]))
 	return []*Node{l.Total, l.Diffusion, l.AR}
 }
 
@@ -283,7 +283,18 @@ func (b *Batch) inputs() []any {
 		tensors.FromFlatDataAndDimensions(b.Noisy, bt, c),
 		tensors.FromFlatDataAndDimensions(b.DecPos, bt, c),
 		tensors.FromFlatDataAndDimensions(b.weights(), bt, t),
+		tensors.FromFlatDataAndDimensions(rowsOrOnes(b.DiffusionRows, bt), bt),
+		tensors.FromFlatDataAndDimensions(rowsOrOnes(b.ARRows, bt), bt),
 	}
+}
+
+// rowsOrOnes is rows, or b ones when rows is nil (every row counts; the graph
+// takes the input either way, so one compiled step serves both).
+func rowsOrOnes(rows []float32, b int) []float32 {
+	if rows != nil {
+		return rows
+	}
+	return ones(b)
 }
 
 // weights returns Weight, or all ones when the batch is unweighted (the graph

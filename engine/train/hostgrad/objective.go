@@ -44,12 +44,17 @@ type Example struct {
 	// that token and, on the canvas, its diffusion term. The trainer raises it on the
 	// tokens an answer copies from the prompt (Options.TitleWeight in engine/train).
 	Weight []float32
+	// NoAR and NoDiffusion leave the example out of the AR (diffusion) loss and of
+	// its mean (engine/train's Record.Loss); an example without the diffusion loss
+	// skips the decoder. Not both.
+	NoAR, NoDiffusion bool
 }
 
 // Losses are the objective's values: Total = Diffusion + AR, with Diffusion the mean
 // cross-entropy over every canvas position of the batch and AR the mean next-token
 // cross-entropy of the encoder over every consecutive pair of [prefix; canvas]
-// (each term times its Example.Weight; the means still divide by the plain counts).
+// (each term times its Example.Weight; the means still divide by the plain counts),
+// each over the examples that train it (Example.NoAR, NoDiffusion).
 type Losses struct {
 	Total, Diffusion, AR float64
 }
@@ -69,7 +74,7 @@ func Loss(p *Params, batch []Example, withGrad bool) (l Losses, g Grads, err err
 		return l, nil, fmt.Errorf("hostgrad: empty batch")
 	}
 	c := len(batch[0].Canvas)
-	pairs := 0
+	pairs, diffRows := 0, 0
 	for _, ex := range batch {
 		if len(ex.Canvas) != c || len(ex.Noisy) != c {
 			return l, nil, fmt.Errorf("hostgrad: canvas lengths differ in the batch")
@@ -77,9 +82,17 @@ func Loss(p *Params, batch []Example, withGrad bool) (l Losses, g Grads, err err
 		if ex.Weight != nil && len(ex.Weight) != len(ex.Prefix)+c {
 			return l, nil, fmt.Errorf("hostgrad: %d token weights for %d tokens", len(ex.Weight), len(ex.Prefix)+c)
 		}
-		pairs += len(ex.Prefix) + c - 1
+		if ex.NoAR && ex.NoDiffusion {
+			return l, nil, fmt.Errorf("hostgrad: an example without either loss")
+		}
+		if !ex.NoAR {
+			pairs += len(ex.Prefix) + c - 1
+		}
+		if !ex.NoDiffusion {
+			diffRows++
+		}
 	}
-	wDiff := 1 / float32(len(batch)*c)
+	wDiff := 1 / float32(max(diffRows*c, 1))
 	wAR := 1 / float32(max(pairs, 1))
 
 	n := min(shards, len(batch))
@@ -202,7 +215,7 @@ func (n *net) example(ex Example, wDiff, wAR float32) (diff, ar float64) {
 	enc := &tapeOps{n: n, tp: tp, causal: true,
 		ks: make([]*T, cfg.NumHiddenLayers), vs: make([]*T, cfg.NumHiddenLayers)}
 	hs := arch.Layers(enc, cfg, tp.Embed(emb, tokens, d, n.scale), n.encoderScalar)
-	if t > 1 {
+	if t > 1 && !ex.NoAR {
 		h := arch.Output(enc, cfg, tp.Slice(hs, 0, (t-1)*d))
 		ar = tp.CrossEntropy(h, emb, t-1, d, v, softcap, tokens[1:], wAR, rowWeights(ex.Weight, 1))
 	}
@@ -224,6 +237,13 @@ func (n *net) example(ex Example, wDiff, wAR float32) (diff, ar float64) {
 		o := &tapeOps{n: n, tp: tp, start: l, prefix: prefixKV}
 		x := arch.DecoderInput(o, cfg, tp.Embed(emb, ex.Noisy, d, n.scale), soft, soft != nil)
 		return arch.Output(o, cfg, arch.Layers(o, cfg, x, arch.DecoderScalar))
+	}
+
+	if ex.NoDiffusion {
+		if n.withGrad {
+			tp.Backward()
+		}
+		return 0, ar
 	}
 
 	// Decoder pass 1 (no gradient) for the self-conditioning signal.
