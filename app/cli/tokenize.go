@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
 func init() {
@@ -22,8 +23,8 @@ func init() {
 }
 
 func runTokenize(env *Env, args []string) error {
-	fs := newFlagSet(env, "tokenize", "--tokenizer FILE|DIR|MODEL [--json] (TEXT | --decode ID,ID,…)")
-	tokPath := fs.String("tokenizer", "", "tokenizer.json, a model directory holding one, or a model's name as darkroom models lists it (required)")
+	fs := newFlagSet(env, "tokenize", "[--tokenizer FILE|DIR|MODEL] [--json] (TEXT | --decode ID,ID,…)")
+	tokPath := fs.String("tokenizer", "", "tokenizer.json, a model directory holding one, or a model's name as darkroom models lists it (default: the built-in "+catalog.MiniID+", as generate)")
 	modelsDir := fs.String("models-dir", "", "models folder for model names (default $DARKROOM_MODELS_DIR, else the data folder)")
 	asJSON := fs.Bool("json", false, `print JSON: {"ids": […]} or, with --decode, {"text": "…"}`)
 	decode := fs.String("decode", "", "comma-separated token ids to turn back into text")
@@ -31,7 +32,7 @@ func runTokenize(env *Env, args []string) error {
 		return err
 	}
 	if *tokPath == "" {
-		return errors.New("tokenize: --tokenizer FILE|DIR|MODEL is required (e.g. --tokenizer darkroom-mini)")
+		*tokPath = catalog.MiniID
 	}
 	decoding := *decode != ""
 	switch {

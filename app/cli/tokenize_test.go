@@ -109,6 +109,11 @@ func TestTokenizeModelName(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != strings.Join(parts, ",") {
 		t.Errorf("tokenize --tokenizer darkroom-mini: exit %d, out %q, err %q; want %q", code, out, errs, strings.Join(parts, ","))
 	}
+	// Without --tokenizer: the built-in model's, as generate's default model.
+	code, out, errs = runCLI("tokenize", "Unix is an operating system.")
+	if code != 0 || strings.TrimSpace(out) != strings.Join(parts, ",") {
+		t.Errorf("tokenize without --tokenizer: exit %d, out %q, err %q; want %q", code, out, errs, strings.Join(parts, ","))
+	}
 }
 
 func TestTokenizeErrors(t *testing.T) {
@@ -118,7 +123,6 @@ func TestTokenizeErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{"no tokenizer flag", []string{"tokenize", "hello"}, "--tokenizer"},
 		{"missing file", []string{"tokenize", "--tokenizer", filepath.Join(dir, "nope"), "hello"}, "nope"},
 		{"no text", []string{"tokenize", "--tokenizer", dir}, "no TEXT"},
 		{"text and decode", []string{"tokenize", "--tokenizer", dir, "--decode", "1", "hi"}, "not both"},

@@ -107,7 +107,7 @@ func newWith(spec string, probes func() Probes) (*Started, error) {
 		s.Fallback = fmt.Sprintf("XLA backend unavailable (%s); using the pure-Go backend", reason(err))
 		return s, nil
 	default:
-		return nil, fmt.Errorf("%w %q (want go, xla, xla:cpu, xla:cuda or xla:/path/to/plugin.so)", ErrUnknown, spec)
+		return nil, fmt.Errorf("%w %q (want auto, go, xla, xla:cpu, xla:cuda or xla:/path/to/plugin.so)", ErrUnknown, spec)
 	}
 }
 

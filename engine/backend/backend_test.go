@@ -71,7 +71,7 @@ func TestXLAFallsBackToGo(t *testing.T) {
 
 func TestUnknown(t *testing.T) {
 	_, err := New("tpu")
-	if !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "xla:cuda") {
+	if !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "xla:cuda") || !strings.Contains(err.Error(), "want auto,") {
 		t.Errorf("err = %v", err)
 	}
 }
