@@ -81,10 +81,7 @@ func newChat(a *App) *Chat {
 			c.open(c.threads[i])
 		}
 	}
-	newBtn := widget.NewButtonWithIcon("New chat", theme.ContentAddIcon(), func() {
-		c.NewThread()
-		a.win.Canvas().Focus(c.input) // ready for the first message
-	})
+	newBtn := widget.NewButtonWithIcon("New chat", theme.ContentAddIcon(), c.StartNew)
 	c.del = widget.NewButtonWithIcon("", theme.DeleteIcon(), c.confirmDelete)
 	c.rename = widget.NewButtonWithIcon("", theme.DocumentCreateIcon(), c.askRename)
 	left := container.NewBorder(container.NewBorder(nil, nil, nil, container.NewHBox(c.rename, c.del), newBtn), c.loadErrs, nil, nil, c.list)
@@ -186,13 +183,29 @@ func (c *Chat) Threads() []*chats.Thread { return c.threads }
 // Current returns the thread shown.
 func (c *Chat) Current() *chats.Thread { return c.cur }
 
-// NewThread starts an empty thread with the default system prompt.
+// NewThread opens an empty thread with the default system prompt at the top
+// of the list: one already waiting there untouched when there is one (each
+// click of New chat used to add another empty "New chat"), else a new one.
 func (c *Chat) NewThread() {
-	t := chats.New(newChatTitle, c.defaultSystem())
-	c.threads = append([]*chats.Thread{t}, c.threads...)
+	fresh := chats.New(newChatTitle, c.defaultSystem())
+	t, rest := fresh, c.threads
+	for i, old := range c.threads {
+		if len(old.Messages) == 0 && old.Title == fresh.Title && old.System == fresh.System && old.Mode == fresh.Mode && old.Thinking == fresh.Thinking {
+			t, rest = old, append(append([]*chats.Thread(nil), c.threads[:i]...), c.threads[i+1:]...)
+			break
+		}
+	}
+	c.threads = append([]*chats.Thread{t}, rest...)
 	c.list.Refresh()
 	c.open(t)
 	c.list.Select(0)
+}
+
+// StartNew is New chat (the button, Ctrl+N): an empty thread, the chat box
+// focused for its first message.
+func (c *Chat) StartNew() {
+	c.NewThread()
+	c.app.win.Canvas().Focus(c.input)
 }
 
 func (c *Chat) defaultSystem() string {

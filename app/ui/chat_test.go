@@ -448,3 +448,50 @@ func TestChatRename(t *testing.T) {
 		t.Errorf("after a restart the chats are %v", titles)
 	}
 }
+
+// TestNewChatReusesTheEmptyOne: each click of New chat added another empty "New
+// chat" to the list; now a click with an untouched empty chat in the list opens
+// that one, at the top, and a chat with messages, or one given a name or its
+// own system prompt, is never taken for it.
+func TestNewChatReusesTheEmptyOne(t *testing.T) {
+	n := 0
+	a := newTestApp(t, &fakeModel{answers: chatAnswers(&n)}, t.TempDir())
+	c := a.Chat
+	asUI(func() { a.Show("Chat") })
+	newBtn := onScreen(a.win.Content(), func(b *widget.Button) bool { return b.Text == "New chat" })
+	count := func() int { return len(c.Threads()) }
+	start := count()
+	tap(newBtn)
+	tap(newBtn)
+	tap(newBtn)
+	if got := count(); got != max(start, 1) || len(c.Current().Messages) != 0 {
+		t.Fatalf("three clicks of New chat: %d chats (from %d)", got, start)
+	}
+	empty := c.Current()
+
+	typeText(c.input, "What is Unix?")
+	tap(c.send)
+	c.run.Wait()
+	asked := c.Current()
+	if asked != empty {
+		t.Fatal("the message went to another chat")
+	}
+	tap(newBtn)
+	if count() != start+1 || c.Current() == asked || len(c.Current().Messages) != 0 {
+		t.Fatalf("New chat after a message: %d chats, current has %d messages", count(), len(c.Current().Messages))
+	}
+	// An empty chat with its own system prompt is the user's work: a new one comes.
+	asUI(func() { c.system.SetText("Answer in French.") })
+	own := c.Current()
+	tap(newBtn)
+	if count() != start+2 || c.Current() == own || own.System != "Answer in French." {
+		t.Fatalf("New chat beside an empty chat with its own system prompt: %d chats", count())
+	}
+	// The untouched one below the others comes back to the top.
+	asUI(func() { c.open(asked) })
+	fresh := c.Threads()[0]
+	tap(newBtn)
+	if count() != start+2 || c.Current() != fresh || c.Threads()[0] != fresh {
+		t.Errorf("New chat with an untouched chat in the list: %d chats, not that one on top", count())
+	}
+}

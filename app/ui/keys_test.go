@@ -165,6 +165,14 @@ func TestTypingGoesWhereTheScreenAsks(t *testing.T) {
 	if f := focused(); f != a.Chat.input {
 		t.Errorf("after New chat the focus is on %T, want the chat box", f)
 	}
+	// Ctrl+N from another screen, typing in the address bar: the Chat screen, an
+	// empty chat, the chat box focused.
+	asUI(func() { a.Show("Encyclopedia") })
+	press(&testApp{App: a, win: w}, fyne.KeyN, fyne.KeyModifierShortcutDefault)
+	if sel := a.tabs.Selected().Text; sel != "Chat" || len(a.Chat.Current().Messages) != 0 || focused() != a.Chat.input {
+		t.Errorf("after Ctrl+N: the %s tab, %d messages, focus on %T; want Chat, an empty chat, the chat box",
+			sel, len(a.Chat.Current().Messages), focused())
+	}
 	a.shutdown()
 
 	// The next start opens on the Encyclopedia, ready to type.

@@ -118,7 +118,8 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 }
 
 // addShortcuts binds browser-like keys: Alt+Left/Right (back/forward), Ctrl+L
-// (address bar), Ctrl+R (reload) and Escape (stop the running generation). The
+// (address bar), Ctrl+R (reload), Ctrl+N (a new chat) and Escape (stop the
+// running generation). The
 // window gives keys to the focused widget first, so the text boxes that keep the
 // focus while the user works (keyEntry: the address bar, the chat box, …) hand
 // these on to the app.
@@ -133,6 +134,10 @@ func (a *App) addShortcuts() {
 			c.Focus(e.address)
 		}},
 		{desktop.CustomShortcut{KeyName: fyne.KeyR, Modifier: fyne.KeyModifierShortcutDefault}, e.Reload},
+		{desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}, func() {
+			a.Show("Chat")
+			a.Chat.StartNew()
+		}},
 	}
 	for _, k := range a.keys {
 		c.AddShortcut(&k.shortcut, func(fyne.Shortcut) { k.do() })
