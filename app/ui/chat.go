@@ -114,7 +114,6 @@ func newChat(a *App) *Chat {
 	c.live = widget.NewLabel("")
 	c.live.Wrapping = fyne.TextWrapWord
 	c.live.TextStyle = fyne.TextStyle{Monospace: true}
-	c.live.Importance = widget.LowImportance
 	c.live.Hide()
 	c.scroll = container.NewVScroll(container.NewPadded(c.messages))
 	c.input = newChatInput(a, c.Send)
@@ -380,7 +379,7 @@ func (c *Chat) messageView(m chats.Message, model string, live fyne.CanvasObject
 	if m.Thought != "" {
 		th := widget.NewLabel(m.Thought)
 		th.Wrapping = fyne.TextWrapWord
-		th.Importance = widget.LowImportance
+		secondaryText(th)
 		parts = append(parts, widget.NewAccordion(widget.NewAccordionItem("Thinking", th)))
 	}
 	parts = append(parts, body)

@@ -47,7 +47,7 @@ func newDesktop(a *App) *Desktop {
 	d.status = widget.NewLabel("Ready")
 	d.status.Truncation = fyne.TextTruncateEllipsis
 	d.clickLbl = widget.NewLabel("")
-	d.clickLbl.Importance = widget.LowImportance
+	secondaryText(d.clickLbl)
 	d.clickLbl.Truncation = fyne.TextTruncateEllipsis // it quotes generated text: never let it widen the window
 	d.errLabel = widget.NewLabel("")
 	d.errLabel.Wrapping = fyne.TextWrapWord
@@ -65,7 +65,7 @@ func newDesktop(a *App) *Desktop {
 	intro := widget.NewLabel("A make-believe computer drawn by the model: every click draws the next whole screen. " +
 		"The screen develops from the previous one instead of from scratch.")
 	intro.Wrapping = fyne.TextWrapWord
-	intro.Importance = widget.LowImportance
+	secondaryText(intro)
 	top := container.NewVBox(bar, intro, d.errLabel)
 	d.content = container.NewBorder(top, d.status, nil, nil, d.view.root)
 	d.offDoc = htmlsafe.Parse(`<h2>The screen is off</h2><p>Press <strong>Start the desktop</strong>: the model draws a desktop with a menu bar, windows and app icons. ` +

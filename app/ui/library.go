@@ -482,7 +482,7 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	title.Wrapping = fyne.TextWrapWord
 	subLbl := widget.NewLabel(sub)
 	subLbl.Wrapping = fyne.TextWrapWord
-	subLbl.Importance = widget.LowImportance
+	secondaryText(subLbl)
 	content := container.NewVBox(title, subLbl, desc, profileRow, c.fit, c.progress, c.progLbl, c.probBox, c.buttons, license)
 	c.card = widget.NewCard("", "", content)
 	return c
@@ -503,7 +503,7 @@ func (c *libraryCard) showFit(profile string) {
 		if p.Name == profile {
 			if p.Verdict == "unknown" {
 				c.fit.SetText(p.Detail)
-				c.fit.Importance = widget.LowImportance
+				secondaryText(c.fit)
 				c.fit.Refresh()
 				return
 			}
@@ -515,6 +515,7 @@ func (c *libraryCard) showFit(profile string) {
 				size = formatBytes(p.Bytes) + " download · "
 			}
 			c.fit.SetText(size + fitText(p) + speedText(p))
+			c.fit.SizeName = "" // the text size again after an unknown profile's note
 			switch p.Verdict {
 			case "fits":
 				c.fit.Importance = widget.SuccessImportance

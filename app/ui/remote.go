@@ -282,7 +282,7 @@ func (r *remoteSection) modelCard(url string, m api.Model, active *settings.Remo
 	}
 	note := widget.NewLabel(how)
 	note.Wrapping = fyne.TextWrapWord
-	note.Importance = widget.LowImportance
+	secondaryText(note)
 	var action fyne.CanvasObject
 	if active != nil && active.URL == url && active.ID == m.ID {
 		action = widget.NewLabelWithStyle("Active", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})

@@ -118,3 +118,25 @@ func TestServerToggleUsesTheHook(t *testing.T) {
 		t.Errorf("calls %v, saved %v", calls, st.Get().ServerEnabled)
 	}
 }
+
+// TestNoDimText: no text shown on a screen is drawn in the theme's disabled
+// colour (widget.LowImportance), which reads at about 1.6:1 on the dark
+// background: the Desktop's description and the last click, the Library's model
+// notes and the GPU card's note could hardly be read.
+func TestNoDimText(t *testing.T) {
+	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, t.TempDir())
+	for _, tab := range []string{"Encyclopedia", "Desktop", "Chat", "Race", "Library", "Settings"} {
+		asUI(func() { a.Show(tab) })
+		var dim []string
+		asUI(func() {
+			for _, o := range test.LaidOutObjects(a.win.Content()) {
+				if l, ok := o.(*widget.Label); ok && l.Visible() && strings.TrimSpace(l.Text) != "" && l.Importance == widget.LowImportance {
+					dim = append(dim, l.Text)
+				}
+			}
+		})
+		for _, s := range dim {
+			t.Errorf("%s: %q is drawn in the disabled colour", tab, s)
+		}
+	}
+}

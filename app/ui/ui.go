@@ -306,8 +306,18 @@ func (a *App) refreshNotices() {
 func noteCard(title, note string, content fyne.CanvasObject) *widget.Card {
 	l := widget.NewLabel(note)
 	l.Wrapping = fyne.TextWrapWord
-	l.Importance = widget.LowImportance
+	secondaryText(l)
 	return widget.NewCard(title, "", container.NewVBox(l, content))
+}
+
+// secondaryText styles a label of secondary information (a card's note, what
+// was clicked, an explanation under a title): the text colour at caption size.
+// widget.LowImportance draws text in the theme's disabled colour — about 1.6:1
+// on the dark background — which could hardly be read and looked like a
+// greyed-out control.
+func secondaryText(l *widget.Label) {
+	l.Importance = widget.MediumImportance
+	l.SizeName = theme.SizeNameCaptionText
 }
 
 // miniName is the display name of the built-in model.
