@@ -16,9 +16,9 @@ const src = fs.readFileSync(process.argv[2], "utf8");
 function el() { return { attrs: {}, innerHTML: "", textContent: "",
   getAttribute(k) { return k in this.attrs ? this.attrs[k] : null; },
   removeAttribute(k) { delete this.attrs[k]; } }; }
-function run(withEvents) {
+function run(withEvents, noEventSource) {
   const page = el(), status = el();
-  if (withEvents) { page.attrs["data-events"] = "/events/wiki/Unix"; page.attrs["aria-busy"] = "true"; }
+  if (withEvents) { page.attrs["data-events"] = "/events/wiki/Unix"; page.attrs["data-whole"] = "/wiki/Unix?whole=1"; page.attrs["aria-busy"] = "true"; }
   const sources = [];
   class EventSource {
     constructor(url) { this.url = url; this.listeners = {}; this.readyState = 1; sources.push(this); }
@@ -28,8 +28,10 @@ function run(withEvents) {
   }
   EventSource.CLOSED = 2;
   const document = { getElementById(id) { return id === "page" ? page : id === "status" ? status : null; } };
-  new Function("window", "document", "EventSource", src)({ EventSource }, document, EventSource);
-  return { page, status, sources };
+  const location = { replace(u) { this.to = u; } };
+  const win = noEventSource ? { location } : { EventSource, location };
+  new Function("window", "document", "EventSource", src)(win, document, noEventSource ? undefined : EventSource);
+  return { page, status, sources, location };
 }
 const out = {};
 let r = run(true);
@@ -46,6 +48,8 @@ r.sources[0].onerror();
 out.error = [!!r.sources[0].closed, r.status.textContent];
 r = run(false);
 out.cached = r.sources.length;
+r = run(true, true);
+out.noEventSource = [r.location.to || "", r.sources.length];
 console.log(JSON.stringify(out));
 `
 
@@ -76,6 +80,7 @@ func TestDevelopJS(t *testing.T) {
 		Failed []any  `json:"failed"`
 		Error  []any  `json:"error"`
 		Cached int    `json:"cached"`
+		NoES   []any  `json:"noEventSource"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("harness output %q: %v", b, err)
@@ -100,6 +105,8 @@ func TestDevelopJS(t *testing.T) {
 	check("done", out.Done, "<h1>Unix</h1>", "Done", true, nil)
 	check("failed", out.Failed, "Stopped: another page was requested.", true)
 	check("error", out.Error, true, "Lost the connection to Darkroom.")
+	// A browser without EventSource goes to the finished page's address.
+	check("no EventSource", out.NoES, "/wiki/Unix?whole=1", 0.0)
 	if out.Cached != 0 {
 		t.Error("a cached page (no data-events) opened a stream")
 	}

@@ -32,6 +32,8 @@ import (
 // running) and sends the sanitized draft as "draft" events, at most one per
 // FrameInterval, then "done" with the finished page or "failed" with the reason.
 // Links in pages are plain /wiki/ links: following one loads its page the same way.
+// A browser without JavaScript (or EventSource) gets a link to GET /wiki/Slug?whole=1,
+// which answers with the finished page once it is written.
 // A slug whose title is not readable text (see assets.ReadableTitle) has no page, and
 // neither address starts a generation for it.
 
@@ -73,7 +75,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <form action="/wiki" method="get"><input name="q" value="{{.Query}}" placeholder="Topic" aria-label="Topic" autocomplete="off"> <button>Go</button></form>
 {{if .Regen}}<a class="regen" href="{{.Regen}}">Regenerate</a>{{end}}
 </header>
-<main id="page"{{if .Events}} data-events="{{.Events}}" aria-busy="true"{{end}}>{{.Content}}</main>
+<main id="page"{{if .Events}} data-events="{{.Events}}" data-whole="{{.Whole}}" aria-busy="true"{{end}}>{{.Content}}</main>
 <footer id="status">{{.Status}}</footer>
 </body>
 </html>
@@ -82,6 +84,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 type pageView struct {
 	Title, Query  string
 	Regen, Events string
+	Whole         string        // the finished page's address, for a browser that cannot follow Events
 	Content       template.HTML // sanitized
 	Status        string
 }
@@ -199,28 +202,51 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	if titleTooLong(w, title) {
 		return
 	}
-	regen := r.URL.Query().Has("regen")
+	regen, whole := r.URL.Query().Has("regen"), r.URL.Query().Has("whole")
 	if canon := assets.Slug(title); canon != slug { // one URL per topic, so the cache has one entry
-		to := wikiPath(title)
-		if regen {
-			to += "?regen=1"
-		}
-		http.Redirect(w, r, to, http.StatusMovedPermanently)
+		http.Redirect(w, r, pageURL(title, regen, whole), http.StatusMovedPermanently)
 		return
 	}
-	v := pageView{Title: title, Query: title, Regen: wikiPath(title) + "?regen=1"}
+	v := pageView{Title: title, Query: title, Regen: pageURL(title, true, whole)}
 	if p, ok := s.pages.get(title); ok && !regen {
 		v.Content, v.Status = template.HTML(p.html), p.status+" · from the cache"
 		s.writePage(w, v)
 		return
 	}
-	v.Events = "/events" + wikiPath(title)
-	if regen {
-		v.Events += "?regen=1"
+	if whole {
+		// A browser without JavaScript: the page once it is finished.
+		p, failed := s.developPage(r.Context(), title, regen, nil, nil)
+		if failed != "" {
+			v.Content, v.Status = template.HTML(htmlsafe.Sanitize("<p>"+html.EscapeString(failed)+"</p>")), failed
+			s.writePageStatus(w, http.StatusServiceUnavailable, v)
+			return
+		}
+		v.Content, v.Status = template.HTML(p.html), p.status
+		s.writePage(w, v)
+		return
 	}
-	v.Content = template.HTML(`<p class="waiting">Developing…</p>`)
+	v.Events = "/events" + pageURL(title, regen, false)
+	v.Whole = pageURL(title, regen, true)
+	// Without JavaScript the page cannot develop here: a link to the whole page.
+	v.Content = template.HTML(`<p class="waiting">Developing…</p><noscript><p>JavaScript is off in this browser, so the page cannot develop here. <a href="` +
+		html.EscapeString(v.Whole) + `">Show the page when it is finished</a> (it takes as long as the model needs to write it).</p></noscript>`)
 	v.Status = "Starting…"
 	s.writePage(w, v)
+}
+
+// pageURL is title's page address: with regen, written anew; with whole, the
+// finished page in one answer (for browsers without JavaScript).
+func pageURL(title string, regen, whole bool) string {
+	u := wikiPath(title)
+	switch {
+	case regen && whole:
+		u += "?regen=1&whole=1"
+	case regen:
+		u += "?regen=1"
+	case whole:
+		u += "?whole=1"
+	}
+	return u
 }
 
 // pageEvent is the JSON data of a draft, done or failed event.
@@ -240,30 +266,46 @@ func (s *Server) handlePageEvents(w http.ResponseWriter, r *http.Request) {
 	if titleTooLong(w, title) {
 		return
 	}
-	m, merr := s.model(r.Context())
 	sse, ok := s.newSSE(w)
 	if !ok {
 		http.Error(w, "streaming is not supported by this connection", http.StatusInternalServerError)
 		return
 	}
 	defer sse.end()
-	if p, ok := s.pages.get(title); ok && !r.URL.Query().Has("regen") {
-		sse.event("done", pageEvent{HTML: p.html, Status: p.status + " · from the cache"})
+	p, failed := s.developPage(r.Context(), title, r.URL.Query().Has("regen"),
+		func() error { return sse.comment("waiting for the model") },
+		func(ev pageEvent) error { return sse.event("draft", ev) })
+	if failed != "" {
+		sse.event("failed", pageEvent{Status: failed})
 		return
+	}
+	sse.event("done", pageEvent{HTML: p.html, Status: p.status})
+}
+
+// developPage writes title's page — the cache's unless regen, else a new
+// generation, queued behind the running one and superseding the page being
+// written — and returns it, or in failed the reason, as the status line says
+// it. waiting is called while the page waits for the model; draft, when not
+// nil, gets the sanitized drafts, at most one per FrameInterval; an error from
+// either (the browser went away) stops the generation.
+func (s *Server) developPage(parent context.Context, title string, regen bool, waiting func() error, draft func(pageEvent) error) (p finishedPage, failed string) {
+	m, merr := s.model(parent) // first: a model switch forgets the pages cached
+	if p, ok := s.pages.get(title); ok && !regen {
+		p.status += " · from the cache"
+		return p, ""
 	}
 	if merr != nil {
 		s.logf("server: page %q: no model: %v", clip(title, 80), merr)
-		sse.event("failed", pageEvent{Status: "No model is available: " + clip(merr.Error(), 300)})
-		return
+		return p, "No model is available: " + clip(merr.Error(), 300)
 	}
-	ctx, end := s.beginPage(r.Context())
+	ctx, end := s.beginPage(parent)
 	defer end()
 
 	dev := develop.New(m.Vocab, nil)
 	box := newMailbox[pageEvent]()
 	req := engine.Request{Prompt: assets.EncyclopediaPrompt(title), Opening: assets.EncyclopediaOpening(title), Mode: s.opts.Mode, Seed: s.opts.Seed,
 		Sampling: m.Sampling, OnEvent: func(ev engine.Event) {
-			if ev.Kind == engine.EventDone {
+			if ev.Kind == engine.EventDone || draft == nil {
 				return // the result below is the final word
 			}
 			html := dev.Text(ev)
@@ -272,14 +314,12 @@ func (s *Server) handlePageEvents(w http.ResponseWriter, r *http.Request) {
 	if c, ok := m.Engine.(checker); ok {
 		if _, err := c.Check(req); err != nil {
 			s.logf("server: page %q refused: %v", clip(title, 80), clip(err.Error(), 300))
-			sse.event("failed", pageEvent{Status: "This topic cannot be written as one page: " + clip(err.Error(), 300) + ". Try a shorter topic."})
-			return
+			return p, "This topic cannot be written as one page: " + clip(err.Error(), 300) + ". Try a shorter topic."
 		}
 	}
-	release, err := s.queue.wait(ctx, s.opts.KeepAlive, func() error { return sse.comment("waiting for the model") })
+	release, err := s.queue.wait(ctx, s.opts.KeepAlive, waiting)
 	if err != nil {
-		sse.event("failed", pageEvent{Status: "Stopped: " + err.Error() + "."})
-		return
+		return p, "Stopped: " + err.Error() + "."
 	}
 	defer release()
 	type outcome struct {
@@ -310,10 +350,10 @@ loop:
 		}
 		if ev, ok := box.take(); ok {
 			ev.HTML = renderHTML(ev.HTML)
-			if sse.event("draft", ev) != nil {
+			if err := draft(ev); err != nil {
 				// The browser went away; the request context cancels the generation.
 				<-finished
-				return
+				return p, "Stopped: the browser went away."
 			}
 			last = time.Now()
 		}
@@ -322,18 +362,16 @@ loop:
 	switch {
 	case out.err != nil:
 		s.logf("server: page %q: %v", clip(title, 80), clip(out.err.Error(), 300))
-		sse.event("failed", pageEvent{Status: "Could not write the page: " + clip(out.err.Error(), 300)})
+		return p, "Could not write the page: " + clip(out.err.Error(), 300)
 	case out.res.StopReason == engine.StopCancelled:
-		reason := "Stopped."
 		if cause := context.Cause(ctx); errors.Is(cause, errSuperseded) || errors.Is(cause, errShutdown) {
-			reason = "Stopped: " + cause.Error() + "."
+			return p, "Stopped: " + cause.Error() + "."
 		}
-		sse.event("failed", pageEvent{Status: reason})
-	default:
-		p := finishedPage{html: renderHTML(out.res.Text), status: develop.DoneStatus(out.res)}
-		s.pages.put(title, p)
-		sse.event("done", pageEvent{HTML: p.html, Status: p.status})
+		return p, "Stopped."
 	}
+	p = finishedPage{html: renderHTML(out.res.Text), status: develop.DoneStatus(out.res)}
+	s.pages.put(title, p)
+	return p, ""
 }
 
 func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request) {

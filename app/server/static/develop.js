@@ -8,8 +8,10 @@
   var status = document.getElementById("status");
   var url = page && page.getAttribute("data-events");
   if (!url) return;
-  if (!window.EventSource) {
-    status.textContent = "This browser cannot follow the page as it develops.";
+  if (!window.EventSource) { // cannot follow the page as it develops: wait for the whole page
+    var whole = page.getAttribute("data-whole");
+    status.textContent = "This browser cannot follow the page as it develops; showing it when it is finished…";
+    if (whole) window.location.replace(whole);
     return;
   }
   var es = new EventSource(url);
