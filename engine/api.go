@@ -2,6 +2,8 @@ package engine
 
 import (
 	"time"
+
+	"github.com/darkroomlabs/darkroom/engine/chat"
 )
 
 // Mode selects how new tokens are produced from the same weights.
@@ -45,11 +47,9 @@ type Sampling struct {
 	GuidanceInWord float64
 }
 
-// Message is one chat turn.
-type Message struct {
-	Role    string `json:"role"` // "system", "user" or "model"
-	Content string `json:"content"`
-}
+// Message is one chat turn: role "system", "user" or "model", and its text
+// (the chat template's own type, so that a conversation reaches it as given).
+type Message = chat.Message
 
 // Request is one generation.
 type Request struct {

@@ -192,11 +192,7 @@ func (e *Engine) BackendFallback() string { return e.fallback }
 func (e *Engine) promptIDs(req *Request) ([]int, error) {
 	switch {
 	case len(req.Messages) > 0:
-		msgs := make([]chat.Message, len(req.Messages))
-		for i, m := range req.Messages {
-			msgs[i] = chat.Message{Role: m.Role, Content: m.Content}
-		}
-		return chat.Encode(e.tokenizer, msgs, chat.Options{Thinking: req.Thinking})
+		return chat.Encode(e.tokenizer, req.Messages, chat.Options{Thinking: req.Thinking})
 	case req.Prompt != "" && !req.Raw:
 		return chat.Encode(e.tokenizer, []chat.Message{{Role: "user", Content: req.Prompt}},
 			chat.Options{Thinking: req.Thinking})

@@ -88,12 +88,7 @@ func Tokenize(tok *tokenizer.Tokenizer, recs []Record) ([]Example, error) {
 		if r.Loss != "" && r.Loss != LossDiffusion && r.Loss != LossAR {
 			return nil, fmt.Errorf("tokenize corpus record %d (%q): loss %q is not %q, %q or empty (both)", i, r.Title, r.Loss, LossDiffusion, LossAR)
 		}
-		var msgs []chat.Message
-		if r.System != "" {
-			msgs = append(msgs, chat.Message{Role: "system", Content: r.System})
-		}
-		msgs = append(msgs, chat.Message{Role: "user", Content: r.Prompt})
-		prompt, err := chat.Encode(tok, msgs, chat.Options{})
+		prompt, err := chat.Encode(tok, r.Messages(), chat.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("tokenize corpus record %d (%q): %w", i, r.Title, err)
 		}
