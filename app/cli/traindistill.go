@@ -30,6 +30,8 @@ func runTrainDistill(env *Env, args []string) error {
 	seed := fs.Uint64("seed", 1, "which pages, and the first page's sampling seed")
 	only := fs.Bool("only-distilled", false, "train.jsonl holds only the rewritten pages (default: the whole corpus with them in place)")
 	beside := fs.Bool("beside", false, "keep each rewritten page's original for the printer (AR loss only) and add the rewritten one for the polaroid (diffusion loss only)")
+	keepGood := fs.Bool("keep-good", false, "use only the rewritten pages in the page format (the title's <h1> and a paragraph of ≥ 20 words)")
+	reuse := fs.String("reuse", "", "take the pages from this earlier distilled corpus (same --pages and --seed) instead of writing them again")
 	backendName := fs.String("backend", "", "backend for the engine (default: auto)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -51,14 +53,29 @@ func runTrainDistill(env *Env, args []string) error {
 	}
 	ctx, stop := interruptContext()
 	defer stop()
-	e, err := loadEngine(ctx, env, engine.Dir(*modelDir), engine.Options{Backend: *backendName})
-	if err != nil {
-		return fmt.Errorf("train distill: %w", err)
+	var gen train.Generator
+	if *reuse != "" {
+		earlier, err := train.ReadRecords(filepath.Join(*reuse, "train.jsonl"))
+		if err != nil {
+			return fmt.Errorf("train distill: --reuse: %w", err)
+		}
+		gen = train.NewRewritten(earlier)
+	} else {
+		e, err := loadEngine(ctx, env, engine.Dir(*modelDir), engine.Options{Backend: *backendName})
+		if err != nil {
+			return fmt.Errorf("train distill: %w", err)
+		}
+		defer e.Close()
+		gen = e
 	}
-	defer e.Close()
-	start := time.Now()
-	out, chosen, err := train.Distill(ctx, e, recs, train.DistillOptions{Pages: *pages, Source: *source, Seed: *seed, Beside: *beside,
+	var keep func(train.Record, string) bool
+	if *keepGood {
+		keep = train.GoodPage
+	}
+	start, rewritten := time.Now(), 0
+	out, chosen, err := train.Distill(ctx, gen, recs, train.DistillOptions{Pages: *pages, Source: *source, Seed: *seed, Beside: *beside, Keep: keep,
 		Progress: func(done, total int) {
+			rewritten = done
 			if done%100 == 0 || done == total {
 				fmt.Fprintf(env.Stderr, "distill: %d/%d pages, %.0f s\n", done, total, time.Since(start).Seconds())
 			}
@@ -96,7 +113,15 @@ func runTrainDistill(env *Env, args []string) error {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("train distill: %w", err)
 	}
-	fmt.Fprintf(env.Stdout, "distilled %d pages with %s's printer into %s/train.jsonl (%d records)\n", len(chosen), *modelDir, *outDir, len(out))
+	by := *modelDir + "'s printer"
+	if *reuse != "" {
+		by = "the pages of " + *reuse
+	}
+	kept := ""
+	if keep != nil {
+		kept = fmt.Sprintf(" (%d of %d pages in the page format)", len(chosen), rewritten)
+	}
+	fmt.Fprintf(env.Stdout, "distilled %d pages with %s into %s/train.jsonl (%d records)%s\n", len(chosen), by, *outDir, len(out), kept)
 	return nil
 }
 

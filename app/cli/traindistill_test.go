@@ -86,6 +86,28 @@ func TestTrainDistill(t *testing.T) {
 			t.Errorf("--beside: record %d is %+v, want %+v", i, r, want)
 		}
 	}
+	// --reuse lays out the pages written before again, without the model: the
+	// same corpus as writing them anew; --keep-good drops the rewritten pages out
+	// of the page format (the tiny model's are).
+	reused := filepath.Join(t.TempDir(), "reused")
+	if code, stdout, stderr := runCLI("train", "distill", "--model", filepath.Join(t.TempDir(), "no-model"), "--corpus", corpus, "--out", reused,
+		"--pages", "1", "--beside", "--reuse", out); code != 0 || !strings.Contains(stdout, "with the pages of "+out) {
+		t.Fatalf("--reuse: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	a, _ := os.ReadFile(filepath.Join(besideDir, "train.jsonl"))
+	b, _ := os.ReadFile(filepath.Join(reused, "train.jsonl"))
+	if string(a) != string(b) {
+		t.Errorf("--reuse wrote another corpus than writing the pages anew:\n%s\n%s", a, b)
+	}
+	good := filepath.Join(t.TempDir(), "good")
+	if code, stdout, stderr := runCLI("train", "distill", "--corpus", corpus, "--out", good, "--pages", "1", "--beside", "--reuse", out, "--keep-good"); code != 0 ||
+		!strings.Contains(stdout, "distilled 0 pages") || !strings.Contains(stdout, "(0 of 1 pages in the page format)") {
+		t.Fatalf("--keep-good: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI("train", "distill", "--corpus", corpus, "--out", good+"2", "--pages", "1", "--seed", "9", "--reuse", filepath.Join(t.TempDir())); code != 1 ||
+		!strings.Contains(stderr, "--reuse") {
+		t.Errorf("--reuse of a folder without train.jsonl: exit %d, %q", code, stderr)
+	}
 	if code, _, stderr := runCLI("train", "distill", "--model", model, "--corpus", corpus, "--out", besideDir+"2", "--pages", "1", "--beside", "--only-distilled"); code != 1 ||
 		!strings.Contains(stderr, "choose one") {
 		t.Errorf("--beside with --only-distilled: exit %d, %q", code, stderr)

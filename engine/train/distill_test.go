@@ -89,6 +89,27 @@ func TestDistill(t *testing.T) {
 			t.Errorf("beside: record %d changed: %+v", i, beside[i])
 		}
 	}
+	// The same pages again from what was written (Rewritten), and a Keep that
+	// refuses one: it is not used, its original stays as it was (beside: for the
+	// printer only, as every chosen page's).
+	again2, _, err := Distill(context.Background(), NewRewritten(out), recs, DistillOptions{Pages: 2, Source: "foldoc", Seed: 5})
+	if err != nil || !slices.Equal(again2, out) {
+		t.Errorf("from the pages written before: %v (same records: %v)", err, slices.Equal(again2, out))
+	}
+	refused := recs[chosen[0]].Title
+	keep := func(r Record, page string) bool { return r.Title != refused }
+	kept, keptAt, err := Distill(context.Background(), e, recs, DistillOptions{Pages: 2, Source: "foldoc", Seed: 5, Keep: keep})
+	if err != nil || !slices.Equal(keptAt, chosen[1:]) || kept[chosen[0]] != recs[chosen[0]] || kept[chosen[1]] != out[chosen[1]] {
+		t.Errorf("Keep refusing %q: used %v (want %v), %v", refused, keptAt, chosen[1:], err)
+	}
+	keptB, keptBAt, err := Distill(context.Background(), e, recs, DistillOptions{Pages: 2, Source: "foldoc", Seed: 5, Keep: keep, Beside: true})
+	if err != nil || len(keptB) != len(recs)+1 || !slices.Equal(keptBAt, []int{len(recs)}) ||
+		keptB[chosen[0]].Loss != LossAR || keptB[len(recs)].Title == refused {
+		t.Errorf("Keep refusing %q beside: %d records, used %v, %v", refused, len(keptB), keptBAt, err)
+	}
+	if _, _, err := Distill(context.Background(), NewRewritten(nil), recs, DistillOptions{Pages: 1}); err == nil || !strings.Contains(err.Error(), "same --pages and --seed") {
+		t.Errorf("a page not written before: %v", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if got, _, err := Distill(ctx, e, recs, DistillOptions{Pages: 1}); got != nil || !errors.Is(err, context.Canceled) {
@@ -96,5 +117,23 @@ func TestDistill(t *testing.T) {
 	}
 	if _, _, err := Distill(context.Background(), e, recs, DistillOptions{Pages: 1, Source: "jargon"}); err == nil || !strings.Contains(err.Error(), "no page records") {
 		t.Errorf("no pages of the source: %v", err)
+	}
+}
+
+// TestGoodPage: the page format — the title's <h1> and a paragraph of ≥ 20 words.
+func TestGoodPage(t *testing.T) {
+	long := "<p>" + strings.Repeat("word ", 20) + "</p>"
+	for _, c := range []struct {
+		page string
+		want bool
+	}{
+		{"<h1>Unix</h1>\n" + long, true},
+		{"<h1>Unix</h1>\n<p>An OS.</p>", false},
+		{"<h1>Linux</h1>\n" + long, false},
+		{long, false},
+	} {
+		if got := GoodPage(Record{Title: "Unix"}, c.page); got != c.want {
+			t.Errorf("GoodPage(%q) = %v", c.page, got)
+		}
 	}
 }
