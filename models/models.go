@@ -65,6 +65,8 @@ type Manager struct {
 	mu       sync.Mutex
 	manifest sync.Mutex // serializes manifest read-modify-write
 	jobs     map[string]*Transfer
+	pulling  int    // Pulls between their first check and their transfer's start
+	moving   string // where the store is moving to (MoveStore), "" when it is not
 	subs     map[int]func(Event)
 	nextSub  int
 }
@@ -259,7 +261,11 @@ func (m *Manager) Delete(name string) error {
 	}
 	m.mu.Lock()
 	t := m.jobs[key]
+	moving := m.notMoving("delete " + name)
 	m.mu.Unlock()
+	if moving != nil {
+		return moving
+	}
 	if t != nil {
 		return fmt.Errorf("delete %s: it is downloading; cancel the download first", name)
 	}
@@ -298,12 +304,35 @@ func (m *Manager) localName(name string) (string, error) {
 // persists the new location (app settings or --models-dir).
 func (m *Manager) MoveStore(ctx context.Context, dir string, progress func(store.MoveProgress)) error {
 	m.mu.Lock()
-	n := len(m.jobs)
-	m.mu.Unlock()
-	if n > 0 {
-		return fmt.Errorf("move models: %d download(s) running; pause or finish them first", n)
+	n := len(m.jobs) + m.pulling
+	if n == 0 && m.moving == "" {
+		m.moving = dir
 	}
+	moving := m.moving
+	m.mu.Unlock()
+	switch {
+	case n > 0:
+		return fmt.Errorf("move models: %d download(s) running; pause or finish them first", n)
+	case moving != dir:
+		return fmt.Errorf("move models: they are moving to %s already", moving)
+	}
+	defer func() {
+		m.mu.Lock()
+		m.moving = ""
+		m.mu.Unlock()
+	}()
 	return m.store.Move(ctx, dir, progress)
+}
+
+// ErrMoving is wrapped by Pull and Delete while the models folder moves.
+var ErrMoving = errors.New("the models folder is moving")
+
+// notMoving returns an ErrMoving error naming what waits (m.mu held).
+func (m *Manager) notMoving(what string) error {
+	if m.moving == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: %w to %s; try again once it has moved", what, ErrMoving, m.moving)
 }
 
 // ErrBuiltin is wrapped by Resolve for the built-in model, which has no folder:
@@ -459,7 +488,17 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		m.mu.Unlock()
 		return t, nil // already running: the same transfer
 	}
+	if err := m.notMoving("download " + name); err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
+	m.pulling++ // a move waits for this pull's transfer, or its failure
 	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.pulling--
+		m.mu.Unlock()
+	}()
 
 	rev, err := m.hub.Revision(ctx, repo, opt.Revision)
 	if err != nil {

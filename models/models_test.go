@@ -909,3 +909,55 @@ func TestResolveGGUFFolder(t *testing.T) {
 		t.Errorf("Resolve(the .gguf file): %v\nwant %s", err, want)
 	}
 }
+
+// TestNothingStartsWhileTheModelsMove: while the models folder moves, a
+// download (which would write into the folder being copied) and a delete are
+// refused in words, as is a second move; once it has moved they work again.
+func TestNothingStartsWhileTheModelsMove(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	h.Add("acme/tiny", &hubtest.Repo{Files: repoFiles(t, 5)})
+	h.Add("acme/other", &hubtest.Repo{Files: repoFiles(t, 5)})
+	m := newManager(t, h, t.TempDir(), "")
+	tr, err := m.Pull(context.Background(), "acme/tiny", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	m.store.SameDisk = func(a, b string) bool { return false } // copied, so the move reports progress
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	dst := filepath.Join(t.TempDir(), "elsewhere")
+	moved := make(chan error, 1)
+	go func() {
+		moved <- m.MoveStore(context.Background(), dst, func(store.MoveProgress) {
+			once.Do(func() { close(started); <-release })
+		})
+	}()
+	<-started
+	if _, err := m.Pull(context.Background(), "acme/other", PullOptions{}); !errors.Is(err, ErrMoving) || !strings.Contains(err.Error(), dst) {
+		t.Errorf("a download during the move: %v", err)
+	}
+	if err := m.Delete("acme/tiny"); !errors.Is(err, ErrMoving) {
+		t.Errorf("a delete during the move: %v", err)
+	}
+	if err := m.MoveStore(context.Background(), t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "moving to "+dst) {
+		t.Errorf("a second move during the move: %v", err)
+	}
+	close(release)
+	if err := <-moved; err != nil {
+		t.Fatal(err)
+	}
+	tr, err = m.Pull(context.Background(), "acme/other", PullOptions{})
+	if err != nil {
+		t.Fatalf("a download after the move: %v", err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if md, err := m.Resolve("acme/other"); err != nil || !strings.HasPrefix(md, dst) {
+		t.Errorf("the download after the move went to %s (%v), not the new folder %s", md, err, dst)
+	}
+}

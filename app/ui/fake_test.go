@@ -342,9 +342,9 @@ func newApp(fa fyne.App, w fyne.Window, deps Deps) (a *App) {
 
 // uiRead returns f's reading of widgets under uiMu (they are written by onUI
 // callbacks on other goroutines under the test driver).
-func uiRead(f func() string) (s string) {
-	asUI(func() { s = f() })
-	return s
+func uiRead[T any](f func() T) (v T) {
+	asUI(func() { v = f() })
+	return v
 }
 
 // selectProfile picks a profile on a Library card as the user would (asUI).

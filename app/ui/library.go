@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -48,8 +49,9 @@ type Library interface {
 	// holds other things).
 	PlanMove(chosen string) (store.MovePlan, error)
 	// MoveStore moves every model to dir (a plan's To) and keeps using it;
-	// progress reports bytes copied.
-	MoveStore(dir string, progress func(done, total int64)) error
+	// progress reports bytes copied. Cancelling ctx stops it with every model
+	// where it was. Downloads cannot start while it runs.
+	MoveStore(ctx context.Context, dir string, progress func(done, total int64)) error
 	// Subscribe calls fn (from any goroutine) on every download event until the
 	// returned function is called.
 	Subscribe(fn func(DownloadEvent)) (cancel func())
@@ -111,6 +113,9 @@ type LibraryScreen struct {
 	store   *widget.Label
 	move    *widget.Button      // Move…: disabled while the models move
 	moveBar *widget.ProgressBar // a move's copying
+	moveRow *fyne.Container     // the bar and Stop beside it, shown while a move copies
+	stopMv  *widget.Button      // Stop: ends a move's copying, every model staying where it was
+	stopFn  context.CancelFunc  // the running move's, nil when none
 	moveMsg *widget.Label       // under the models folder: a move's progress, result or failure
 	body    *fyne.Container     // what the Library's scroll holds
 	errs    *widget.Label
@@ -193,12 +198,19 @@ func newLibraryScreen(a *App) *LibraryScreen {
 		l.move.Disable()
 	}
 	l.moveBar = widget.NewProgressBar()
-	l.moveBar.Hide()
+	l.stopMv = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() {
+		if l.stopFn != nil {
+			l.stopFn()
+			l.stopMv.Disable() // until the copy has stopped and said so
+		}
+	})
+	l.moveRow = container.NewBorder(nil, nil, nil, l.stopMv, l.moveBar)
+	l.moveRow.Hide()
 	l.moveMsg = widget.NewLabel("")
 	l.moveMsg.Wrapping = fyne.TextWrapWord
 	l.moveMsg.Hide()
 	storeRow := container.NewBorder(nil, nil, nil, l.move, l.store)
-	l.body = container.NewVBox(storeRow, l.moveBar, l.moveMsg, l.errs, l.cards, a.remoteCard(), hubCard)
+	l.body = container.NewVBox(storeRow, l.moveRow, l.moveMsg, l.errs, l.cards, a.remoteCard(), hubCard)
 	l.content = container.NewVScroll(container.NewPadded(l.body))
 	if a.deps.Library == nil {
 		l.store.SetText("The models library is not available in this build.")
@@ -296,15 +308,16 @@ func (l *LibraryScreen) confirmMove(p store.MovePlan, err error) {
 	d.Show()
 }
 
-// sayMove shows msg under the models folder, with the copy's progress bar when
-// bar, and lays the Library out again to make room for them (UI goroutine).
+// sayMove shows msg under the models folder, with the copy's progress bar and
+// its Stop when bar, and lays the Library out again to make room for them (UI
+// goroutine).
 func (l *LibraryScreen) sayMove(msg string, importance widget.Importance, bar bool) {
 	l.moveMsg.Importance = importance
 	l.moveMsg.SetText(msg)
 	if bar {
-		l.moveBar.Show()
+		l.moveRow.Show()
 	} else {
-		l.moveBar.Hide()
+		l.moveRow.Hide()
 	}
 	showWrapped(l.moveMsg, l.cards.Size().Width, l.body)
 	l.content.Refresh()
@@ -322,11 +335,14 @@ func (l *LibraryScreen) startMove(p store.MovePlan) {
 	moving := "Moving " + what + " to " + p.To + "…"
 	l.move.Disable()
 	l.moveBar.SetValue(0)
+	ctx, stop := context.WithCancel(context.Background())
+	l.stopFn = stop
+	l.stopMv.Enable()
 	l.sayMove(moving, widget.MediumImportance, p.Copy > 0)
 	lib := l.app.deps.Library
 	go func() {
 		var shown time.Time
-		err := lib.MoveStore(p.To, func(done, total int64) {
+		err := lib.MoveStore(ctx, p.To, func(done, total int64) {
 			if time.Since(shown) < 100*time.Millisecond && done < total {
 				return // the copy reports every megabyte
 			}
@@ -338,11 +354,18 @@ func (l *LibraryScreen) startMove(p store.MovePlan) {
 				l.moveMsg.SetText(fmt.Sprintf("%s %s of %s copied.", moving, formatBytes(done), formatBytes(total)))
 			})
 		})
+		stopped := ctx.Err() != nil
+		stop()
 		onUI(func() {
 			l.move.Enable()
-			if err != nil {
+			l.stopFn = nil
+			switch {
+			case err != nil && stopped:
+				l.sayMove("Stopped moving the models: every model is still in "+p.From+". Moving them to "+p.To+
+					" again goes on from where this stopped.", widget.MediumImportance, false)
+			case err != nil:
 				l.sayMove(plainError("move the models", err), widget.DangerImportance, false)
-			} else {
+			default:
 				l.sayMove("Moved "+what+" to "+p.To+".", widget.MediumImportance, false)
 			}
 		})

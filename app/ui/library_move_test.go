@@ -1,11 +1,14 @@
 package ui
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -248,4 +251,60 @@ func TestLibraryMoveThatFailsKeepsTheModels(t *testing.T) {
 			t.Errorf("after a failed move %s is not ready in the Library", name)
 		}
 	}
+}
+
+// TestLibraryMoveCanBeStopped: a move copying gigabytes could not be stopped
+// from the app; Stop beside its progress bar ends it with every model where it
+// was, says so, and moving again later carries them all.
+func TestLibraryMoveCanBeStopped(t *testing.T) {
+	a, lib, from, usb, _ := moveApp(t)
+	l := a.Library
+	held := &heldMove{managerLibrary: lib, started: make(chan struct{})}
+	a.deps.Library = held
+	openMove(t, a)
+	chooseFolder(t, a, "usb")
+	tap(waitDialogButton(t, a, "Move 2 models (5.2 MB)"))
+	select {
+	case <-held.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the move did not start copying")
+	}
+	if !uiRead(func() bool { return l.moveRow.Visible() && !l.stopMv.Disabled() }) {
+		t.Fatal("no Stop beside the move's progress")
+	}
+	tap(l.stopMv)
+	waitFor(t, "the move to stop", func() bool { return strings.Contains(shownText(l.content), "Stopped moving the models") })
+	got := shownText(l.content)
+	if !strings.Contains(got, "every model is still in "+from) || strings.Contains(got, "Could not") || uiRead(l.moveRow.Visible) {
+		t.Errorf("after Stop the Library says:\n%s", got)
+	}
+	checkModelsIn(t, from)
+	if lib.m.StorePath() != from || lib.settings.Get().ModelsDir != "" {
+		t.Errorf("after Stop the store is %s, the setting %q", lib.m.StorePath(), lib.settings.Get().ModelsDir)
+	}
+
+	a.deps.Library = lib
+	openMove(t, a)
+	chooseFolder(t, a, "usb")
+	tap(waitDialogButton(t, a, "Move 2 models (5.2 MB)"))
+	waitFor(t, "the move", func() bool { return strings.Contains(uiRead(func() string { return l.store.Text }), usb) })
+	checkModelsIn(t, usb)
+}
+
+// heldMove is the Library whose move holds at its first progress until it is
+// cancelled.
+type heldMove struct {
+	*managerLibrary
+	started chan struct{}
+	once    sync.Once
+}
+
+func (h *heldMove) MoveStore(ctx context.Context, dir string, progress func(done, total int64)) error {
+	return h.managerLibrary.MoveStore(ctx, dir, func(done, total int64) {
+		h.once.Do(func() {
+			close(h.started)
+			<-ctx.Done()
+		})
+		progress(done, total)
+	})
 }

@@ -528,8 +528,8 @@ func (l *managerLibrary) PlanMove(chosen string) (store.MovePlan, error) {
 	return st.PlanMove(st.MoveDir(chosen))
 }
 
-func (l *managerLibrary) MoveStore(dir string, progress func(done, total int64)) error {
-	err := l.m.MoveStore(context.Background(), dir, func(p store.MoveProgress) { progress(p.Done, p.Total) })
+func (l *managerLibrary) MoveStore(ctx context.Context, dir string, progress func(done, total int64)) error {
+	err := l.m.MoveStore(ctx, dir, func(p store.MoveProgress) { progress(p.Done, p.Total) })
 	if err != nil {
 		return err
 	}
