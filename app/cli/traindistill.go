@@ -72,11 +72,12 @@ func runTrainDistill(env *Env, args []string) error {
 	if *keepGood {
 		keep = train.GoodPage
 	}
-	start, rewritten := time.Now(), 0
+	start, said, rewritten := time.Now(), time.Now(), 0
 	out, chosen, err := train.Distill(ctx, gen, recs, train.DistillOptions{Pages: *pages, Source: *source, Seed: *seed, Beside: *beside, Keep: keep,
 		Progress: func(done, total int) {
 			rewritten = done
-			if done%100 == 0 || done == total {
+			if done == total || time.Since(said) >= 10*time.Second {
+				said = time.Now()
 				fmt.Fprintf(env.Stderr, "distill: %d/%d pages, %.0f s\n", done, total, time.Since(start).Seconds())
 			}
 		}})
