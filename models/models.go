@@ -65,7 +65,7 @@ type Manager struct {
 	mu       sync.Mutex
 	manifest sync.Mutex // serializes manifest read-modify-write
 	jobs     map[string]*Transfer
-	pulling  int    // Pulls between their first check and their transfer's start
+	busy     int    // Pulls before their transfer starts, and conversions (Quantize), which a move waits for
 	moving   string // where the store is moving to (MoveStore), "" when it is not
 	subs     map[int]func(Event)
 	nextSub  int
@@ -304,7 +304,7 @@ func (m *Manager) localName(name string) (string, error) {
 // persists the new location (app settings or --models-dir).
 func (m *Manager) MoveStore(ctx context.Context, dir string, progress func(store.MoveProgress)) error {
 	m.mu.Lock()
-	n := len(m.jobs) + m.pulling
+	n := len(m.jobs) + m.busy
 	if n == 0 && m.moving == "" {
 		m.moving = dir
 	}
@@ -312,7 +312,7 @@ func (m *Manager) MoveStore(ctx context.Context, dir string, progress func(store
 	m.mu.Unlock()
 	switch {
 	case n > 0:
-		return fmt.Errorf("move models: %d download(s) running; pause or finish them first", n)
+		return fmt.Errorf("move models: %d download(s) or conversion(s) running; pause or finish them first", n)
 	case moving != dir:
 		return fmt.Errorf("move models: they are moving to %s already", moving)
 	}
@@ -324,7 +324,7 @@ func (m *Manager) MoveStore(ctx context.Context, dir string, progress func(store
 	return m.store.Move(ctx, dir, progress)
 }
 
-// ErrMoving is wrapped by Pull and Delete while the models folder moves.
+// ErrMoving is wrapped by Pull, Delete and Quantize while the models folder moves.
 var ErrMoving = errors.New("the models folder is moving")
 
 // notMoving returns an ErrMoving error naming what waits (m.mu held).
@@ -492,11 +492,11 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		m.mu.Unlock()
 		return nil, err
 	}
-	m.pulling++ // a move waits for this pull's transfer, or its failure
+	m.busy++ // a move waits for this pull's transfer, or its failure
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
-		m.pulling--
+		m.busy--
 		m.mu.Unlock()
 	}()
 

@@ -911,8 +911,9 @@ func TestResolveGGUFFolder(t *testing.T) {
 }
 
 // TestNothingStartsWhileTheModelsMove: while the models folder moves, a
-// download (which would write into the folder being copied) and a delete are
-// refused in words, as is a second move; once it has moved they work again.
+// download or a conversion (which would write into the folder being copied)
+// and a delete are refused in words, as is a second move; once it has moved
+// they work again.
 func TestNothingStartsWhileTheModelsMove(t *testing.T) {
 	h := hubtest.New()
 	defer h.Close()
@@ -942,6 +943,9 @@ func TestNothingStartsWhileTheModelsMove(t *testing.T) {
 	}
 	if err := m.Delete("acme/tiny"); !errors.Is(err, ErrMoving) {
 		t.Errorf("a delete during the move: %v", err)
+	}
+	if _, _, err := m.Quantize(context.Background(), "acme/tiny", QuantizeOptions{Profile: "int8"}); !errors.Is(err, ErrMoving) {
+		t.Errorf("a conversion during the move: %v", err)
 	}
 	if err := m.MoveStore(context.Background(), t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "moving to "+dst) {
 		t.Errorf("a second move during the move: %v", err)
