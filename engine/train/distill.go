@@ -44,7 +44,8 @@ type DistillOptions struct {
 // whose many ways of saying a thing they average into word salad (Gu et al.
 // 2018, Zhou et al. 2020, for non-autoregressive translation); on Darkroom Mini
 // 2 it raised the decoder's held-out bigram share from 53% to 68% at a cost in
-// repetition (assets/training/README.md, session 15). recs is not changed.
+// repetition (assets/training/README.md, sessions 15 and 16; the shipped Mini 2
+// is distilled so). recs is not changed.
 // With opts.Beside the rewritten records are appended after recs (the indices
 // returned are theirs) and the originals only train the printer. Pages
 // opts.Keep refuses are not used and their indices not returned.
