@@ -327,6 +327,23 @@ func (m *Manager) MoveStore(ctx context.Context, dir string, progress func(store
 // ErrMoving is wrapped by Pull, Delete and Quantize while the models folder moves.
 var ErrMoving = errors.New("the models folder is moving")
 
+// holdStore keeps a move of the models folder from starting until release is
+// called, or refuses what (an ErrMoving error) while one runs: for the work that
+// reads or writes the folder outside the jobs a move already waits for.
+func (m *Manager) holdStore(what string) (release func(), err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.notMoving(what); err != nil {
+		return nil, err
+	}
+	m.busy++
+	return func() {
+		m.mu.Lock()
+		m.busy--
+		m.mu.Unlock()
+	}, nil
+}
+
 // notMoving returns an ErrMoving error naming what waits (m.mu held).
 func (m *Manager) notMoving(what string) error {
 	if m.moving == "" {
@@ -488,17 +505,12 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		m.mu.Unlock()
 		return t, nil // already running: the same transfer
 	}
-	if err := m.notMoving("download " + name); err != nil {
-		m.mu.Unlock()
+	m.mu.Unlock()
+	release, err := m.holdStore("download " + name) // until this pull's transfer is a job, or fails
+	if err != nil {
 		return nil, err
 	}
-	m.busy++ // a move waits for this pull's transfer, or its failure
-	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		m.busy--
-		m.mu.Unlock()
-	}()
+	defer release()
 
 	rev, err := m.hub.Revision(ctx, repo, opt.Revision)
 	if err != nil {

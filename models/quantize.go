@@ -30,18 +30,11 @@ type QuantizeOptions struct {
 // listing every file's sha256, so Resolve and the library treat it like a download.
 // It returns the model's name (or Out) and folder.
 func (m *Manager) Quantize(ctx context.Context, nameOrDir string, opt QuantizeOptions) (name, dir string, err error) {
-	m.mu.Lock()
-	if err := m.notMoving("convert " + nameOrDir); err != nil {
-		m.mu.Unlock()
+	release, err := m.holdStore("convert " + nameOrDir) // it reads and writes the models folder
+	if err != nil {
 		return "", "", err
 	}
-	m.busy++ // a move waits for the conversion: it reads and writes the models folder
-	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		m.busy--
-		m.mu.Unlock()
-	}()
+	defer release()
 	var src convert.Source
 	base := ""
 	d, rerr := m.Resolve(nameOrDir)

@@ -282,28 +282,20 @@ func (b *Batch) inputs() []any {
 		tensors.FromFlatDataAndDimensions(b.PrefixValid, bt, t),
 		tensors.FromFlatDataAndDimensions(b.Noisy, bt, c),
 		tensors.FromFlatDataAndDimensions(b.DecPos, bt, c),
-		tensors.FromFlatDataAndDimensions(b.weights(), bt, t),
-		tensors.FromFlatDataAndDimensions(rowsOrOnes(b.DiffusionRows, bt), bt),
-		tensors.FromFlatDataAndDimensions(rowsOrOnes(b.ARRows, bt), bt),
+		tensors.FromFlatDataAndDimensions(orOnes(b.Weight, bt*t), bt, t),
+		tensors.FromFlatDataAndDimensions(orOnes(b.DiffusionRows, bt), bt),
+		tensors.FromFlatDataAndDimensions(orOnes(b.ARRows, bt), bt),
 	}
 }
 
-// rowsOrOnes is rows, or b ones when rows is nil (every row counts; the graph
-// takes the input either way, so one compiled step serves both).
-func rowsOrOnes(rows []float32, b int) []float32 {
-	if rows != nil {
-		return rows
+// orOnes is one of a batch's optional inputs (Weight, DiffusionRows, ARRows),
+// or n ones when it is nil (the graph takes the input either way, so one
+// compiled step serves batches with and without it).
+func orOnes(v []float32, n int) []float32 {
+	if v != nil {
+		return v
 	}
-	return ones(b)
-}
-
-// weights returns Weight, or all ones when the batch is unweighted (the graph
-// takes the input either way, so one compiled step serves both).
-func (b *Batch) weights() []float32 {
-	if b.Weight != nil {
-		return b.Weight
-	}
-	return ones(b.B * (b.P + b.C))
+	return ones(n)
 }
 
 // ones returns n float32 ones.
