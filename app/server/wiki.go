@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -72,7 +73,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <body>
 <header>
 <a class="brand" href="/">Darkroom</a>
-<form action="/wiki" method="get"><input name="q" value="{{.Query}}" placeholder="Topic" aria-label="Topic" autocomplete="off"> <button>Go</button></form>
+<form action="/wiki" method="get"><input name="q" value="{{.Query}}" placeholder="Topic" aria-label="Topic" autocomplete="off">{{if .StayWhole}}<input type="hidden" name="whole" value="1">{{end}} <button>Go</button></form>
 {{if .Regen}}<a class="regen" href="{{.Regen}}">Regenerate</a>{{end}}
 </header>
 <main id="page"{{if .Events}} data-events="{{.Events}}" data-whole="{{.Whole}}" aria-busy="true"{{end}}>{{.Content}}</main>
@@ -85,6 +86,7 @@ type pageView struct {
 	Title, Query  string
 	Regen, Events string
 	Whole         string        // the finished page's address, for a browser that cannot follow Events
+	StayWhole     bool          // a whole page: its links and search lead to whole pages too
 	Content       template.HTML // sanitized
 	Status        string
 }
@@ -161,7 +163,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	if titleTooLong(w, title) {
 		return
 	}
-	http.Redirect(w, r, wikiPath(title), http.StatusSeeOther)
+	http.Redirect(w, r, pageURL(title, false, r.URL.Query().Has("whole")), http.StatusSeeOther)
 }
 
 // maxTitleRunes bounds a topic: its heading is held at the head of the page's
@@ -207,9 +209,9 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, pageURL(title, regen, whole), http.StatusMovedPermanently)
 		return
 	}
-	v := pageView{Title: title, Query: title, Regen: pageURL(title, true, whole)}
+	v := pageView{Title: title, Query: title, Regen: pageURL(title, true, whole), StayWhole: whole}
 	if p, ok := s.pages.get(title); ok && !regen {
-		v.Content, v.Status = template.HTML(p.html), p.status+" · from the cache"
+		v.Content, v.Status = template.HTML(wholeLinks(p.html, whole)), p.status+" · from the cache"
 		s.writePage(w, v)
 		return
 	}
@@ -221,7 +223,7 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 			s.writePageStatus(w, http.StatusServiceUnavailable, v)
 			return
 		}
-		v.Content, v.Status = template.HTML(p.html), p.status
+		v.Content, v.Status = template.HTML(wholeLinks(p.html, true)), p.status
 		s.writePage(w, v)
 		return
 	}
@@ -232,6 +234,20 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 		html.EscapeString(v.Whole) + `">Show the page when it is finished</a> (it takes as long as the model needs to write it).</p></noscript>`)
 	v.Status = "Starting…"
 	s.writePage(w, v)
+}
+
+// pageLink matches a sanitized page's links to other pages (htmlsafe.Sanitize
+// writes every attribute in double quotes and keeps only site paths).
+var pageLink = regexp.MustCompile(`href="(` + regexp.QuoteMeta(assets.WikiPrefix) + `[^"?#]*)"`)
+
+// wholeLinks, when whole, points the links of a sanitized page h at the
+// linked pages' whole addresses, so that a browser without JavaScript goes on
+// from page to page without passing through the shell it cannot use.
+func wholeLinks(h string, whole bool) string {
+	if !whole {
+		return h
+	}
+	return pageLink.ReplaceAllString(h, `href="${1}?whole=1"`)
 }
 
 // pageURL is title's page address: with regen, written anew; with whole, the

@@ -425,7 +425,9 @@ func TestUnreadableTitleHasNoPage(t *testing.T) {
 // TestPageWithoutJavaScript: a browser without JavaScript stayed on
 // "Developing…" for ever; the shell now links, inside <noscript>, to the page's
 // whole=1 address, which answers with the finished page once it is written
-// (sanitized, cached like any page), or with the reason it could not be.
+// (sanitized, cached like any page), or with the reason it could not be. Its
+// links and its search box lead to whole pages too (they led back to the
+// shell, one more click each).
 func TestPageWithoutJavaScript(t *testing.T) {
 	g := &fakeGen{drafts: []string{hostile[:200]}, final: hostile}
 	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond})
@@ -437,24 +439,35 @@ func TestPageWithoutJavaScript(t *testing.T) {
 	}
 	resp, page := do(t, c, "GET", site(s)+"/wiki/Unix?whole=1", "", nil)
 	main := page[strings.Index(page, `<main id="page"`):strings.Index(page, "</main>")]
-	if resp.StatusCode != 200 || strings.Contains(page, "data-events") || !strings.Contains(main, `<a href="/wiki/Bell_Labs">Bell Labs</a>`) ||
+	if resp.StatusCode != 200 || strings.Contains(page, "data-events") || !strings.Contains(main, `<a href="/wiki/Bell_Labs?whole=1">Bell Labs</a>`) ||
 		!strings.Contains(page, "Done") {
 		t.Fatalf("whole page %d: %s", resp.StatusCode, page)
 	}
 	checkSafe(t, "whole page", main)
+	if !strings.Contains(page, `<input type="hidden" name="whole" value="1">`) {
+		t.Errorf("the whole page's search box leads to the shell: %s", page)
+	}
+	noFollow := *c
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if resp, _ := do(t, &noFollow, "GET", site(s)+"/wiki?q=Bell+Labs&whole=1", "", nil); resp.Header.Get("Location") != "/wiki/Bell_Labs?whole=1" {
+		t.Errorf("a search from a whole page goes to %q", resp.Header.Get("Location"))
+	}
+	if _, page := do(t, c, "GET", site(s)+"/wiki/Unix?whole=1", "", nil); !strings.Contains(page, "from the cache") ||
+		!strings.Contains(page, `<a href="/wiki/Bell_Labs?whole=1">Bell Labs</a>`) {
+		t.Errorf("the cached whole page's links lead to the shell: %s", page)
+	}
 	if !strings.Contains(page, `href="/wiki/Unix?regen=1&amp;whole=1"`) {
 		t.Errorf("the whole page's Regenerate does not stay without JavaScript: %s", page)
 	}
 	n := len(g.requests)
-	if _, page := do(t, c, "GET", site(s)+"/wiki/Unix", "", nil); strings.Contains(page, "data-events") || !strings.Contains(page, "from the cache") {
-		t.Errorf("the page written for whole=1 is not cached: %s", page)
+	if _, page := do(t, c, "GET", site(s)+"/wiki/Unix", "", nil); strings.Contains(page, "data-events") || !strings.Contains(page, "from the cache") ||
+		!strings.Contains(page, `<a href="/wiki/Bell_Labs">Bell Labs</a>`) {
+		t.Errorf("the page written for whole=1 is not cached as any page: %s", page)
 	}
 	if _, page := do(t, c, "GET", site(s)+"/wiki/Unix?regen=1&whole=1", "", nil); len(g.requests) != n+1 || !strings.Contains(page, "Bell Labs") {
 		t.Errorf("regen=1&whole=1: %d generations (want %d): %s", len(g.requests), n+1, page)
 	}
 	// A non-canonical address keeps both.
-	noFollow := *c
-	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	if resp, _ := do(t, &noFollow, "GET", site(s)+"/wiki/Unix_?regen=1&whole=1", "", nil); resp.Header.Get("Location") != "/wiki/Unix?regen=1&whole=1" {
 		t.Errorf("redirect to %q", resp.Header.Get("Location"))
 	}
