@@ -30,6 +30,13 @@ func TestPromptBuildersExact(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", c.name, c.got, c.want)
 		}
 	}
+	for title, want := range map[string]string{"compiler": "What is a compiler?", " interrupt\n": "What is an interrupt?",
+		"user": "What is a user?", "octet": "What is an octet?", "Unix": "", "C++": "", "100%": "", "": "", "école": ""} {
+		q, ok := ChatArticleQuestion(title)
+		if q != want || ok != (want != "") {
+			t.Errorf("ChatArticleQuestion(%q) = %q, %v; want %q", title, q, ok, want)
+		}
+	}
 }
 
 func TestSystemPrompts(t *testing.T) {

@@ -92,6 +92,25 @@ func ChatQuestion(i int, title string) string {
 	return fmt.Sprintf(ChatQuestions[((i%n)+n)%n], CleanLine(title))
 }
 
+// ChatArticleQuestion is the question about a common noun as people type it,
+// with its article: "What is a compiler?", "What is an interrupt?". ok is false
+// for a title that does not start with a lower-case letter ("Unix", "C++",
+// "100%"), which is asked without one. The corpus asks it for every entry it
+// holds (a third chat): asked only "What is compiler?", the Mini copied "a
+// compiler" from the question into its answer's heading as "al compil".
+// The article is "an" before a, e, i and o; "a" otherwise ("a user", "a URL").
+func ChatArticleQuestion(title string) (q string, ok bool) {
+	t := CleanLine(title)
+	if t == "" || t[0] < 'a' || t[0] > 'z' {
+		return "", false
+	}
+	article := "a"
+	if strings.IndexByte("aeio", t[0]) >= 0 {
+		article = "an"
+	}
+	return "What is " + article + " " + t + "?", true
+}
+
 // DesktopOpening is the start of every Desktop screen, decided before the model
 // draws: the menu bar line (see the package doc) with its newline. The corpus
 // writes it at the head of every screen and the Desktop demo sends it as

@@ -324,8 +324,26 @@ func TestBuild(t *testing.T) {
 	if n := st.Examples[KindPage]; n.Train+n.HeldOut != 5 {
 		t.Errorf("pages: %+v, want 5 in all", n)
 	}
-	if n := st.Examples[KindChat]; n.Train+n.HeldOut != 10 {
-		t.Errorf("chats: %+v, want 2 per entry", n)
+	// Two chats per entry, and a third for a common noun, asked with its article.
+	wantChats, asked := 0, map[string]bool{}
+	for _, ex := range append(append([]Example(nil), train...), held...) {
+		switch ex.Kind {
+		case KindPage:
+			wantChats += 2
+			if _, ok := assets.ChatArticleQuestion(ex.Title); ok {
+				wantChats++
+			}
+		case KindChat:
+			asked[ex.Prompt] = true
+		}
+	}
+	if n := st.Examples[KindChat]; n.Train+n.HeldOut != wantChats || wantChats == 10 {
+		t.Errorf("chats: %+v, want %d (2 per entry, 3 for a common noun, and the fixture has one)", n, wantChats)
+	}
+	for _, ex := range append(append([]Example(nil), train...), held...) {
+		if q, ok := assets.ChatArticleQuestion(ex.Title); ex.Kind == KindPage && ok && !asked[q] {
+			t.Errorf("%q is not asked %q", ex.Title, q)
+		}
 	}
 	titles, _ := os.ReadFile(filepath.Join(out, "titles.txt"))
 	heldTitles, _ := os.ReadFile(filepath.Join(out, "heldout_titles.txt"))

@@ -127,6 +127,9 @@ func newHeldOutGuard(held map[string]bool) heldOutGuard {
 		for i := range assets.ChatQuestions {
 			g[strings.ToLower(assets.ChatQuestion(i, t))] = true
 		}
+		if q, ok := assets.ChatArticleQuestion(strings.ToLower(t)); ok {
+			g[strings.ToLower(q)] = true
+		}
 	}
 	return g
 }
@@ -256,13 +259,17 @@ var pythonDocDir = filepath.Join("usr", "share", "doc", "python3.11", "html")
 
 // entryExamples are an entry's training examples: its page (at most
 // maxPage bytes), and when it has an opening to answer with, two chats (the
-// first phrasing of the question and one chosen by the title's hash).
+// first phrasing of the question and one chosen by the title's hash) and, for a
+// common noun, a third asked with its article (assets.ChatArticleQuestion).
 func entryExamples(cat *Catalog, e Entry, maxPage int, opts Options) []Example {
 	out := []Example{{Kind: KindPage, Source: e.Source, Title: e.Title, Prompt: assets.EncyclopediaPrompt(e.Title), Answer: cat.Page(e, maxPage)}}
 	if ans, ok := ChatAnswer(e, opts.MaxChatChars); ok {
 		q := 1 + int(titleHash("chat:"+e.Title)%uint64(len(assets.ChatQuestions)-1))
 		for _, i := range []int{0, q} {
 			out = append(out, Example{Kind: KindChat, Source: e.Source, Title: e.Title, System: assets.ChatSystem(), Prompt: assets.ChatQuestion(i, e.Title), Answer: ans})
+		}
+		if aq, ok := assets.ChatArticleQuestion(e.Title); ok {
+			out = append(out, Example{Kind: KindChat, Source: e.Source, Title: e.Title, System: assets.ChatSystem(), Prompt: aq, Answer: ans})
 		}
 	}
 	return out

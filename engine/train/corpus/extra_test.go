@@ -429,7 +429,7 @@ func TestHeldOutGuard(t *testing.T) {
 	g := newHeldOutGuard(map[string]bool{"Ada": true})
 	for _, ex := range []Example{
 		{Title: "ADA"}, {Title: " ada "}, {Title: "x", Prompt: assets.EncyclopediaPrompt("ADA")},
-		{Title: "x", Prompt: assets.ChatQuestion(3, "ada")}, {Title: "x", Prompt: "aDa"},
+		{Title: "x", Prompt: assets.ChatQuestion(3, "ada")}, {Title: "x", Prompt: "aDa"}, {Title: "x", Prompt: "What is an ADA?"},
 	} {
 		if !g.touches(ex) {
 			t.Errorf("guard misses %+v", ex)
@@ -480,7 +480,7 @@ func TestExtraSourcesMix(t *testing.T) {
 		t.Errorf("wordnet pages %q, want the linked title only", got)
 	}
 	for _, s := range st.Sources {
-		if s.Name == "wordnet" && (s.Candidates != 6 || s.Entries != 1 || s.Examples[KindChat] != 2) {
+		if s.Name == "wordnet" && (s.Candidates != 6 || s.Entries != 1 || s.Examples[KindChat] != 3) { // "computer": also "What is a computer?"
 			t.Errorf("wordnet stats %+v", s)
 		}
 	}
@@ -495,7 +495,7 @@ func TestExtraSourcesMix(t *testing.T) {
 		t.Errorf("vera pages %q, want the used acronym only", got)
 	}
 	sources, _ := os.ReadFile(filepath.Join(opts.OutDir, "SOURCES.txt"))
-	for _, want := range []string{"WordNet 3.0 Copyright 2006 by Princeton University", "PRINCETON UNIVERSITY MAKES NO REPRESENTATIONS", "PSF License", "V.E.R.A.", "public domain", "wordnet 1 pages 2 chats 0 screens"} {
+	for _, want := range []string{"WordNet 3.0 Copyright 2006 by Princeton University", "PRINCETON UNIVERSITY MAKES NO REPRESENTATIONS", "PSF License", "V.E.R.A.", "public domain", "wordnet 1 pages 3 chats 0 screens"} {
 		if !strings.Contains(strings.Join(strings.Fields(string(sources)), " "), want) {
 			t.Errorf("SOURCES.txt lacks %q:\n%s", want, sources)
 		}
