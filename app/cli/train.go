@@ -587,7 +587,8 @@ func runTrainEval(env *Env, args []string) error {
 			if m.r.EnglishShuffled > 0 {
 				fmt.Fprintf(env.Stdout, " (words shuffled %.1f%%)", 100*m.r.EnglishShuffled)
 			}
-			fmt.Fprintf(env.Stdout, ", Kneser-Ney %.2f bits/word (order gain %.2f), distinct-2 %.3f", m.r.BitsPerWord, m.r.OrderGain, m.r.Distinct2)
+			fmt.Fprintf(env.Stdout, ", Kneser-Ney %.2f bits/word (order gain %.2f), distinct-2 %.3f, heading names the topic %.0f%%",
+				m.r.BitsPerWord, m.r.OrderGain, m.r.Distinct2, 100*m.r.Named)
 			if m.r.MedianMS > 0 {
 				fmt.Fprintf(env.Stdout, ", %.0f tokens in %.0f ms median", m.r.MeanTokens, m.r.MedianMS)
 			}

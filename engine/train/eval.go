@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
@@ -118,7 +119,10 @@ type ModeReport struct {
 	// RougeL (seen titles) is the mean ROUGE-L F1 of the shown page's words
 	// after its heading against its corpus entry's. On the reference row it is
 	// the chance level: each entry against the next title's entry.
-	RougeL     float64 `json:"rouge_l,omitempty"`
+	RougeL float64 `json:"rouge_l,omitempty"`
+	// Named (chat answers only) is the share of answers whose bold heading
+	// names the topic asked about (HeadingNames): the corpus's answers always do.
+	Named      float64 `json:"heading_named,omitempty"`
 	MeanTokens float64 `json:"mean_tokens"`
 	MedianMS   float64 `json:"median_ms"`
 	TokensPerS float64 `json:"tokens_per_s"`
@@ -466,7 +470,7 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 	answers := func(mode engine.Mode) (ModeReport, error) {
 		sc := newScorer(known, ref, opts.Render)
 		var times []float64
-		var tokens int
+		var tokens, named int
 		for i, c := range chats {
 			if ctx.Err() != nil {
 				return ModeReport{}, ctx.Err()
@@ -481,6 +485,9 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 				return ModeReport{}, fmt.Errorf("eval: chat %s %q: %w", mode, c.Prompt, err)
 			}
 			sc.addAnswer(res.Text)
+			if HeadingNames(res.Text, c.Title) {
+				named++
+			}
 			tokens += len(res.Tokens)
 			times = append(times, res.ElapsedMS)
 			if i < keep {
@@ -489,6 +496,7 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 			fmt.Fprintf(opts.Log, "eval chat %s %d/%d %q: %d tokens in %.0f ms\n", mode, i+1, len(chats), c.Prompt, len(res.Tokens), res.ElapsedMS)
 		}
 		mr := sc.report()
+		mr.Named = share(named, len(chats))
 		mr.MeanTokens, mr.MedianMS = float64(tokens)/float64(max(len(chats), 1)), median(times)
 		if s := sum(times); s > 0 {
 			mr.TokensPerS = float64(tokens) / (s / 1000)
@@ -504,14 +512,30 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 	}
 	sc := newScorer(known, ref, opts.Render)
 	rng := rand.New(rand.NewPCG(1, 2))
-	var shufHit, shufTotal int
+	var shufHit, shufTotal, named int
 	for _, c := range chats {
 		h, t := ref.shuffledAttested(sc.addAnswer(c.Answer), nil, rng)
 		shufHit, shufTotal = shufHit+h, shufTotal+t
+		if HeadingNames(c.Answer, c.Title) {
+			named++
+		}
 	}
 	cr.Reference = sc.report()
+	cr.Reference.Named = share(named, len(chats))
 	cr.Reference.EnglishShuffled = share(shufHit, shufTotal)
 	return cr, nil
+}
+
+// HeadingNames reports whether a chat answer opens with the topic asked about
+// as its bold heading, as the corpus's answers do ("**compiler** (programming):
+// …"): the heading's text equals title, ignoring case and runs of white space.
+func HeadingNames(answer, title string) bool {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(answer), "**")
+	if !ok {
+		return false
+	}
+	heading, _, ok := strings.Cut(rest, "**")
+	return ok && strings.EqualFold(strings.Join(strings.Fields(heading), " "), strings.Join(strings.Fields(title), " "))
 }
 
 // spread picks n of pages spread evenly over them, the middle of each stretch

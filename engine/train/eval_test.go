@@ -175,7 +175,7 @@ func TestEvaluateChats(t *testing.T) {
 		return Record{Kind: "chat", Title: q, System: "You are a small encyclopedia.", Prompt: "What is " + q + "?", Answer: a}
 	}
 	corpus := writeCorpus(t, []Record{page("Unix"), page("Linux")},
-		[]Record{page("Plan 9"), chat("Plan 9", "Plan 9 is an operating system."), chat("Multics", "Multics, a system."),
+		[]Record{page("Plan 9"), chat("Plan 9", "Plan 9 is an operating system."), chat("Multics", "**Multics**: a system."),
 			chat("BSD", "A kernel."), chat("Minix", "Minix is an operating system.")})
 	rep, err := Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, Pages: 1, Seed: 1,
 		Modes: []engine.Mode{engine.Diffusion}, NoLoss: true, Chats: 2, Samples: 5})
@@ -191,9 +191,12 @@ func TestEvaluateChats(t *testing.T) {
 		t.Errorf("questions %q, want Multics and Minix", got)
 	}
 	// "multics a system": no bigram of the training pages; "minix is an
-	// operating system": 3 of 4.
+	// operating system": 3 of 4. Multics's answer alone has its heading.
 	if r := c.Reference; math.Abs(r.English-0.5) > 1e-9 || !(r.OrderGain > 0) || !(r.KnownWords > 0) || r.PageFormat != 0 {
 		t.Errorf("reference answers: English %v (want 0.5), order gain %v, known %v, format %v", r.English, r.OrderGain, r.KnownWords, r.PageFormat)
+	}
+	if c.Reference.Named != 0.5 {
+		t.Errorf("reference answers whose heading names the topic: %v, want 0.5", c.Reference.Named)
 	}
 	if !(c.Diffusion.BitsPerWord > 0) || !(c.AR.MedianMS > 0) || c.AR.MeanTokens == 0 {
 		t.Errorf("answers not measured: diffusion %+v, ar %+v", c.Diffusion, c.AR)

@@ -124,3 +124,23 @@ func TestShownWords(t *testing.T) {
 		t.Errorf("with the heading: %q", got)
 	}
 }
+
+func TestHeadingNames(t *testing.T) {
+	for _, c := range []struct {
+		answer, title string
+		want          bool
+	}{
+		{"**compiler** (programming): A program that translates.", "compiler", true},
+		{"  **Compiler**: a program", "compiler", true},
+		{"**operating  system** (os): x", "operating system", true},
+		{"**al compil**: A language used to be executed", "compiler", false},
+		{"**a compiler**: x", "compiler", false},
+		{"compiler: a program", "compiler", false},
+		{"**compiler (programming): unclosed", "compiler", false},
+		{"", "compiler", false},
+	} {
+		if got := HeadingNames(c.answer, c.title); got != c.want {
+			t.Errorf("HeadingNames(%q, %q) = %v, want %v", c.answer, c.title, got, c.want)
+		}
+	}
+}
