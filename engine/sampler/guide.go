@@ -66,7 +66,10 @@ func NewGuide(dec []float32, vocab int, lambda float64, frozen []bool) (*Guide, 
 // InWords sets the causal head's weight at the positions of canvas a (the
 // developed canvas, before any round) that are inside a word: where a's id
 // continues the word of the id on its left, i.e. endsWord[a[i−1]] and
-// continues[a[i]] (tables by id; the caller decides from the ids' text). The
+// continues[a[i]] (tables by id; the caller decides from the ids' text), and
+// where a's id repeats the id on its left ("language language"): the decoder,
+// guessing every position at once, writes a word twice side by side where the
+// causal head, reading left to right, rarely would. The
 // positions are fixed for all rounds, so every round maximises the same
 // objective. weight ≤ 0 (or nil tables) leaves every position at λ.
 func (g *Guide) InWords(weight float64, a []int, endsWord, continues []bool) error {
@@ -87,7 +90,7 @@ func (g *Guide) InWords(weight float64, a []int, endsWord, continues []bool) err
 	}
 	inWord := make([]bool, len(a))
 	for i := 1; i < len(a); i++ {
-		inWord[i] = endsWord[a[i-1]] && continues[a[i]]
+		inWord[i] = endsWord[a[i-1]] && continues[a[i]] || a[i] == a[i-1]
 	}
 	g.inWord, g.inWordWeight = inWord, weight
 	return nil

@@ -81,7 +81,7 @@ func TestGuideRoundMatchesNaive(t *testing.T) {
 				t.Fatal(err)
 			}
 			weight = func(i int) float64 {
-				if i > 0 && ends[a[i-1]] && conts[a[i]] {
+				if i > 0 && (ends[a[i-1]] && conts[a[i]] || a[i] == a[i-1]) {
 					return 4 * lambda
 				}
 				return lambda
@@ -239,5 +239,39 @@ func TestGuideInWordsSpellsWithTheCausalHead(t *testing.T) {
 	}
 	if _, n, _ := g.Round(a, 0, 3, rows); n != 0 {
 		t.Errorf("in-word weight off moved %d positions", n)
+	}
+}
+
+// TestGuideRepeatedWordGoesToTheCausalHead: the decoder wrote a word twice side
+// by side (" anything else else"); at the repeat the causal head weighs as it
+// does inside a word, and there only.
+func TestGuideRepeatedWordGoesToTheCausalHead(t *testing.T) {
+	// ids: 0 " else", 1 " anything", 2 " it" — whole words, none continues one.
+	const vocab = 3
+	a := []int{1, 0, 0}
+	dec := []float32{
+		0, 2, 0, // " anything"
+		2, 0, 0, // " else"
+		2, 0, 0, // " else" again
+	}
+	ar := []float32{
+		0, 2, 0, // " anything" at the start
+		0, 0, 1.5, // the causal head would go on with " it" after " anything"…
+		0, 0, 1.5, // …and after " anything else"
+	}
+	rows := func(i int) []float32 { return ar[i*vocab : (i+1)*vocab] }
+	g, err := NewGuide(dec, vocab, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, n, _ := g.Round(a, 0, 3, rows); n != 0 {
+		t.Errorf("λ 1 everywhere moved %d positions: %v", n, got)
+	}
+	if err := g.InWords(2, a, []bool{true, true, true}, make([]bool, vocab)); err != nil {
+		t.Fatal(err)
+	}
+	got, n, err := g.Round(a, 0, 3, rows)
+	if err != nil || n != 1 || !slices.Equal(got, []int{1, 0, 2}) {
+		t.Errorf("repeat at weight 2: %v, %d moved, err %v; want [1 0 2] (\" anything else it\"), 1", got, n, err)
 	}
 }
