@@ -194,6 +194,22 @@ func TestGuideRejectsBadInput(t *testing.T) {
 	}
 }
 
+// guideMovingNothingAtOne is a guide at λ 1 over dec for canvas a, and the
+// causal rows of ar; it checks that a round at λ 1 everywhere moves nothing,
+// the starting point of the hand-made cases below.
+func guideMovingNothingAtOne(t *testing.T, a []int, dec, ar []float32, vocab int) (*Guide, func(int) []float32) {
+	t.Helper()
+	rows := func(i int) []float32 { return ar[i*vocab : (i+1)*vocab] }
+	g, err := NewGuide(dec, vocab, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, n, _ := g.Round(a, 0, len(a), rows); n != 0 {
+		t.Errorf("λ 1 everywhere moved %d positions: %v", n, got)
+	}
+	return g, rows
+}
+
 func TestGuideInWordsSpellsWithTheCausalHead(t *testing.T) {
 	// ids: 0 " compu" (a word's first piece), 1 "ter" and 2 "gram" (continuations),
 	// 3 " the" (a whole word). The decoder wrote " compu" "gram" " the" and prefers
@@ -214,14 +230,7 @@ func TestGuideInWordsSpellsWithTheCausalHead(t *testing.T) {
 	}
 	ends := []bool{true, true, true, true}
 	conts := []bool{false, true, true, false}
-	rows := func(i int) []float32 { return ar[i*vocab : (i+1)*vocab] }
-	g, err := NewGuide(dec, vocab, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, n, _ := g.Round(a, 0, 3, rows); n != 0 {
-		t.Errorf("λ 1 everywhere moved %d positions: %v", n, got)
-	}
+	g, rows := guideMovingNothingAtOne(t, a, dec, ar, vocab)
 	if err := g.InWords(2, a, ends, conts); err != nil {
 		t.Fatal(err)
 	}
@@ -259,14 +268,7 @@ func TestGuideRepeatedWordGoesToTheCausalHead(t *testing.T) {
 		0, 0, 1.5, // the causal head would go on with " it" after " anything"…
 		0, 0, 1.5, // …and after " anything else"
 	}
-	rows := func(i int) []float32 { return ar[i*vocab : (i+1)*vocab] }
-	g, err := NewGuide(dec, vocab, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, n, _ := g.Round(a, 0, 3, rows); n != 0 {
-		t.Errorf("λ 1 everywhere moved %d positions: %v", n, got)
-	}
+	g, rows := guideMovingNothingAtOne(t, a, dec, ar, vocab)
 	if err := g.InWords(2, a, []bool{true, true, true}, make([]bool, vocab)); err != nil {
 		t.Fatal(err)
 	}
