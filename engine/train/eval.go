@@ -535,7 +535,7 @@ func HeadingNames(answer, title string) bool {
 		return false
 	}
 	heading, _, ok := strings.Cut(rest, "**")
-	return ok && strings.EqualFold(strings.Join(strings.Fields(heading), " "), strings.Join(strings.Fields(title), " "))
+	return ok && strings.EqualFold(assets.CleanLine(heading), assets.CleanLine(title))
 }
 
 // spread picks n of pages spread evenly over them, the middle of each stretch

@@ -325,8 +325,8 @@ func TestBuild(t *testing.T) {
 		t.Errorf("pages: %+v, want 5 in all", n)
 	}
 	// Two chats per entry, and a third for a common noun, asked with its article.
-	wantChats, asked := 0, map[string]bool{}
-	for _, ex := range append(append([]Example(nil), train...), held...) {
+	wantChats, asked, all := 0, map[string]bool{}, append(append([]Example(nil), train...), held...)
+	for _, ex := range all {
 		switch ex.Kind {
 		case KindPage:
 			wantChats += 2
@@ -340,7 +340,7 @@ func TestBuild(t *testing.T) {
 	if n := st.Examples[KindChat]; n.Train+n.HeldOut != wantChats || wantChats == 10 {
 		t.Errorf("chats: %+v, want %d (2 per entry, 3 for a common noun, and the fixture has one)", n, wantChats)
 	}
-	for _, ex := range append(append([]Example(nil), train...), held...) {
+	for _, ex := range all {
 		if q, ok := assets.ChatArticleQuestion(ex.Title); ex.Kind == KindPage && ok && !asked[q] {
 			t.Errorf("%q is not asked %q", ex.Title, q)
 		}

@@ -265,11 +265,12 @@ func entryExamples(cat *Catalog, e Entry, maxPage int, opts Options) []Example {
 	out := []Example{{Kind: KindPage, Source: e.Source, Title: e.Title, Prompt: assets.EncyclopediaPrompt(e.Title), Answer: cat.Page(e, maxPage)}}
 	if ans, ok := ChatAnswer(e, opts.MaxChatChars); ok {
 		q := 1 + int(titleHash("chat:"+e.Title)%uint64(len(assets.ChatQuestions)-1))
-		for _, i := range []int{0, q} {
-			out = append(out, Example{Kind: KindChat, Source: e.Source, Title: e.Title, System: assets.ChatSystem(), Prompt: assets.ChatQuestion(i, e.Title), Answer: ans})
-		}
+		asks := []string{assets.ChatQuestion(0, e.Title), assets.ChatQuestion(q, e.Title)}
 		if aq, ok := assets.ChatArticleQuestion(e.Title); ok {
-			out = append(out, Example{Kind: KindChat, Source: e.Source, Title: e.Title, System: assets.ChatSystem(), Prompt: aq, Answer: ans})
+			asks = append(asks, aq)
+		}
+		for _, ask := range asks {
+			out = append(out, Example{Kind: KindChat, Source: e.Source, Title: e.Title, System: assets.ChatSystem(), Prompt: ask, Answer: ans})
 		}
 	}
 	return out
