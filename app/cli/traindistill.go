@@ -31,6 +31,7 @@ func runTrainDistill(env *Env, args []string) error {
 	only := fs.Bool("only-distilled", false, "train.jsonl holds only the rewritten pages (default: the whole corpus with them in place)")
 	beside := fs.Bool("beside", false, "keep each rewritten page's original for the printer (AR loss only) and add the rewritten one for the polaroid (diffusion loss only)")
 	keepGood := fs.Bool("keep-good", false, "use only the rewritten pages in the page format (the title's <h1> and a paragraph of ≥ 20 words)")
+	lead := fs.Bool("lead", false, "hold each real page's heading, category and first sentence as the teacher's opening (default: the heading only)")
 	reuse := fs.String("reuse", "", "take the pages from this earlier distilled corpus (same --pages and --seed) instead of writing them again")
 	backendName := fs.String("backend", "", "backend for the engine (default: auto)")
 	if err := parseFlags(fs, args); err != nil {
@@ -73,7 +74,7 @@ func runTrainDistill(env *Env, args []string) error {
 		keep = train.GoodPage
 	}
 	start, said, rewritten := time.Now(), time.Now(), 0
-	out, chosen, err := train.Distill(ctx, gen, recs, train.DistillOptions{Pages: *pages, Source: *source, Seed: *seed, Beside: *beside, Keep: keep,
+	out, chosen, err := train.Distill(ctx, gen, recs, train.DistillOptions{Pages: *pages, Source: *source, Seed: *seed, Beside: *beside, Keep: keep, Lead: *lead,
 		Progress: func(done, total int) {
 			rewritten = done
 			if done == total || time.Since(said) >= 10*time.Second {
