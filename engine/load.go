@@ -30,6 +30,24 @@ func Dir(path string) Source { return Source{Dir: path, Name: path} }
 // FS is the model at the root of fsys, called name in messages.
 func FS(fsys fs.FS, name string) Source { return Source{FS: fsys, Name: name} }
 
+// Files is the model folder's files: FS, or the directory Dir.
+func (s Source) Files() (fs.FS, error) {
+	if s.FS != nil {
+		return s.FS, nil
+	}
+	if s.Dir == "" {
+		return nil, fmt.Errorf("load: no model directory given")
+	}
+	st, err := os.Stat(s.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", s, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("load %s: not a directory", s)
+	}
+	return os.DirFS(s.Dir), nil
+}
+
 func (s Source) String() string {
 	switch {
 	case s.Name != "":
@@ -68,19 +86,9 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 			e, err = nil, fmt.Errorf("load %s: %v", src, r)
 		}
 	}()
-	fsys := src.FS
-	if fsys == nil {
-		if src.Dir == "" {
-			return nil, fmt.Errorf("load: no model directory given")
-		}
-		st, err := os.Stat(src.Dir)
-		if err != nil {
-			return nil, fmt.Errorf("load %s: %w", src, err)
-		}
-		if !st.IsDir() {
-			return nil, fmt.Errorf("load %s: not a directory", src)
-		}
-		fsys = os.DirFS(src.Dir)
+	fsys, err := src.Files()
+	if err != nil {
+		return nil, err
 	}
 	stage := func(s string) error {
 		if err := ctx.Err(); err != nil {

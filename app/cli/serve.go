@@ -86,6 +86,9 @@ func serve(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	opts.ModelID, opts.System = id, catalog.System(id)
+	if opts.Leads, err = modelLeads(src); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 
 	eng, err := loadEngine(ctx, env, src, engine.Options{Backend: *backendName})
 	if err != nil {

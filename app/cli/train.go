@@ -19,6 +19,7 @@ import (
 	_ "github.com/gomlx/gomlx/backends/simplego"
 
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -55,6 +56,8 @@ Subcommands:
   eval     generate held-out pages in diffusion and AR mode and score them
   distill  a corpus whose pages are the model's own printer's (AR) pages, for training its
            polaroid (sequence-level distillation)
+  leads    write the first sentence of every entry a corpus trains on into a model folder
+           (leads.jsonl.gz), for its encyclopedia pages to open with
   init     write a randomly initialized checkpoint of any config, at a quantization
            profile, tensor by tensor (real-size models without a download)
 
@@ -63,14 +66,15 @@ Run "darkroom train SUBCOMMAND --help" for its flags.`)
 	return subcommands{
 		name:  "train",
 		usage: usage,
-		none:  "no subcommand (corpus, run, export, eval, distill or init)",
-		list:  "corpus, run, export, eval, distill or init",
+		none:  "no subcommand (corpus, run, export, eval, distill, leads or init)",
+		list:  "corpus, run, export, eval, distill, leads or init",
 		verbs: map[string]func(*Env, []string) error{
 			"corpus":  runTrainCorpus,
 			"run":     runTrainRun,
 			"export":  runTrainExport,
 			"eval":    runTrainEval,
 			"distill": runTrainDistill,
+			"leads":   runTrainLeads,
 			"init":    runTrainInit,
 		},
 	}.runSub(env, args)
@@ -505,8 +509,16 @@ func runTrainEval(env *Env, args []string) error {
 	noLoss := fs.Bool("no-loss", false, "skip the held-out loss")
 	samples := fs.Int("samples", 3, "generated pages each mode keeps in the report, for reading")
 	freeHeading := fs.Bool("free-heading", false, "let the model write each page's <h1> too (default: the title is held as the heading, as the app does)")
+	noLeads := fs.Bool("no-leads", false, "hold the heading alone, not the entry's first sentence where the model's folder holds it (default: as the app does)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	var leads *assets.Leads
+	if !*noLeads {
+		var err error
+		if leads, err = modelLeads(engine.Dir(*modelDir)); err != nil {
+			return fmt.Errorf("train eval: %w", err)
+		}
 	}
 	var modes []engine.Mode
 	unguided := false
@@ -529,7 +541,7 @@ func runTrainEval(env *Env, args []string) error {
 	defer cancel()
 	rep, err := train.Evaluate(ctx, train.EvalOptions{ModelDir: *modelDir, CorpusDir: *corpusDir, Pages: *pages,
 		Seed: *seed, ARTemperature: *arTemp, ARRepetitionPenalty: *arPenalty, Backend: *backendName, First: *first, Modes: modes, Unguided: unguided, NoLoss: *noLoss, FreeHeading: *freeHeading, Samples: *samples,
-		Seen: *seenN, Chats: *chatsN, Render: htmlsafe.Sanitize, Log: env.Stderr})
+		Seen: *seenN, Chats: *chatsN, Leads: leads, Render: htmlsafe.Sanitize, Log: env.Stderr})
 	if err != nil {
 		return err
 	}

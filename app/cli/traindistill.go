@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/train"
@@ -145,4 +146,37 @@ func writeDistilled(dir, corpusDir string, trainJSONL []byte) error {
 		}
 	}
 	return atomicfile.WriteFile(filepath.Join(dir, "train.jsonl"), trainJSONL, 0o644)
+}
+
+func runTrainLeads(env *Env, args []string) error {
+	fs := newFlagSet(env, "train leads", "--corpus DIR --model DIR")
+	corpusDir := fs.String("corpus", "train-runs/corpus", "the corpus whose pages' first sentences to write (train.jsonl; held-out titles are never in it)")
+	modelDir := fs.String("model", "", "the model folder to write leads.jsonl.gz into (required)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *modelDir == "" {
+		return errors.New("train leads: --model DIR is required")
+	}
+	if st, err := os.Stat(*modelDir); err != nil || !st.IsDir() {
+		return fmt.Errorf("train leads: %s is not a model folder", *modelDir)
+	}
+	recs, err := train.ReadRecords(filepath.Join(*corpusDir, "train.jsonl"))
+	if err != nil {
+		return fmt.Errorf("train leads: %w", err)
+	}
+	leads, pages := train.Leads(recs)
+	if leads.Len() == 0 {
+		return fmt.Errorf("train leads: none of the %d page records of %s has a first sentence", pages, *corpusDir)
+	}
+	var b bytes.Buffer
+	if err := leads.Write(&b); err != nil {
+		return fmt.Errorf("train leads: %w", err)
+	}
+	out := filepath.Join(*modelDir, assets.LeadsFile)
+	if err := atomicfile.WriteFile(out, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("train leads: %w", err)
+	}
+	fmt.Fprintf(env.Stdout, "wrote the first sentences of %d of %d titles' pages into %s (%.1f MB)\n", leads.Len(), pages, out, float64(b.Len())/1e6)
+	return nil
 }

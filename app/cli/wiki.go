@@ -25,7 +25,7 @@ func init() {
 type wikiPage struct {
 	Title         string   `json:"title"`
 	Prompt        string   `json:"prompt"`
-	Opening       string   `json:"opening"` // the heading held before the model writes ("" with --free-heading)
+	Opening       string   `json:"opening"` // what was held before the model wrote: the heading, and the entry's first sentence where the model knows it ("" with --free-heading)
 	HTML          string   `json:"html"`
 	Links         []string `json:"links"` // topics of the page's /wiki/ links, in order
 	Model         string   `json:"model"`
@@ -40,7 +40,7 @@ type wikiPage struct {
 }
 
 func runWiki(env *Env, args []string) error {
-	fs := newFlagSet(env, "wiki", `[--model DIR|NAME] [--seed N] [--mode diffusion|ar] [--max-new-tokens N] [--free-heading] [--json] "TITLE"`)
+	fs := newFlagSet(env, "wiki", `[--model DIR|NAME] [--seed N] [--mode diffusion|ar] [--max-new-tokens N] [--free-heading] [--no-lead] [--json] "TITLE"`)
 	model := fs.String("model", "", "model: a directory in the Hugging Face layout, or a library name (default: the built-in Darkroom Mini)")
 	modelsDir := fs.String("models-dir", "", "models folder for library names (default $DARKROOM_MODELS_DIR, else the data folder)")
 	seed := fs.Uint64("seed", 1, "sampler seed; the same seed writes the same page")
@@ -49,6 +49,7 @@ func runWiki(env *Env, args []string) error {
 	maxNew := fs.Int("max-new-tokens", 0, "most tokens to write (default: the model's generation_config)")
 	fs.IntVar(maxNew, "max-tokens", 0, "deprecated: the old name of --max-new-tokens")
 	free := fs.Bool("free-heading", false, "let the model write the page's <h1> too (by default the title is held as the heading, as the Encyclopedia screen does)")
+	noLead := fs.Bool("no-lead", false, "hold the heading only, not the entry's first sentence where the model's folder holds it (as the Encyclopedia screen does)")
 	asJSON := fs.Bool("json", false, "print the page and its generation statistics as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -91,9 +92,16 @@ func runWiki(env *Env, args []string) error {
 	}
 	defer eng.Close()
 
-	prompt, opening := assets.EncyclopediaPrompt(title), assets.EncyclopediaOpening(title)
-	if *free {
+	leads, err := modelLeads(src)
+	if err != nil {
+		return fmt.Errorf("wiki: %w", err)
+	}
+	prompt, opening := assets.EncyclopediaPrompt(title), leads.Opening(title)
+	switch {
+	case *free:
 		opening = ""
+	case *noLead:
+		opening = assets.EncyclopediaOpening(title)
 	}
 	res, err := eng.Generate(ctx, engine.Request{Prompt: prompt, Opening: opening, Mode: m, Seed: *seed,
 		Sampling: engine.Sampling{MaxNewTokens: *maxNew}})

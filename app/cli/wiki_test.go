@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -132,5 +134,44 @@ func TestPageLinks(t *testing.T) {
 	html := `<h1>Unix</h1><p>A <a href="/wiki/time-sharing">t</a> <a href="http://x/wiki/y">x</a> <a class="c" href="/wiki/C%2B%2B">C++</a> <a href="/ui/app-vim">vim</a></p>`
 	if got, want := pageLinks(html), []string{"time-sharing", "C++"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("pageLinks = %q, want %q", got, want)
+	}
+}
+
+// TestWikiOpensWithTheEntrysLead: `train leads` writes a corpus's first
+// sentences into a model folder; wiki then holds a known title's after its
+// heading (--no-lead: the heading alone), and a damaged leads file is an error
+// naming it, not a page without them.
+func TestWikiOpensWithTheEntrysLead(t *testing.T) {
+	dir := writeWikiModel(t)
+	corpus := t.TempDir()
+	recs := `{"kind":"page","title":"Unix","prompt":"p","answer":"<h1>Unix</h1>\n<p>An OS. Yes.</p>"}` + "\n" +
+		`{"kind":"chat","title":"Unix","prompt":"What is Unix?","answer":"An OS."}` + "\n"
+	if err := os.WriteFile(filepath.Join(corpus, "train.jsonl"), []byte(recs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, code := wikiRun("train", "leads", "--corpus", corpus, "--model", dir); code != 0 || !strings.Contains(out, "1 of 1 titles") {
+		t.Fatalf("train leads: exit %d, %q %q", code, out, stderr)
+	}
+	for _, c := range []struct {
+		flags []string
+		title string
+		want  string
+	}{
+		{nil, "Unix", "<h1>Unix</h1>\n<p>An OS."},
+		{[]string{"--no-lead"}, "Unix", "<h1>Unix</h1>\n"},
+		{nil, "Emacs", "<h1>Emacs</h1>\n"},
+	} {
+		args := append(append([]string{"wiki", "--model", dir, "--json", "--backend", wikiTestBackend}, c.flags...), c.title)
+		out, stderr, code := wikiRun(args...)
+		var p wikiPage
+		if code != 0 || json.Unmarshal([]byte(out), &p) != nil || p.Opening != c.want {
+			t.Errorf("wiki %v %s: exit %d, opening %q (want %q), stderr %q", c.flags, c.title, code, p.Opening, c.want, stderr)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, assets.LeadsFile), []byte("not gzip"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := wikiRun("wiki", "--model", dir, "--backend", wikiTestBackend, "Unix"); code == 0 || !strings.Contains(stderr, assets.LeadsFile) {
+		t.Errorf("a damaged leads file: exit %d, %q", code, stderr)
 	}
 }

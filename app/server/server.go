@@ -50,6 +50,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
@@ -91,6 +92,9 @@ type Model struct {
 	// System is the system turn a chat request without one is given (the
 	// model's catalog.System; "": none).
 	System string
+	// Leads are the entries whose first sentence the model's folder holds
+	// (assets.Leads; nil: none): a page opens with its title's.
+	Leads *assets.Leads
 }
 
 // Options configure a Server. Engine (or Model) is required.
@@ -101,10 +105,11 @@ type Options struct {
 	Vocab    Vocabulary
 	ModelID  string
 	Sampling engine.Sampling
-	// APIMode, APIModeReason and System are the model's (see Model's fields).
+	// APIMode, APIModeReason, System and Leads are the model's (see Model's fields).
 	APIMode       engine.Mode
 	APIModeReason string
 	System        string
+	Leads         *assets.Leads
 	// Model, if set, is asked for the model on every request (and Engine,
 	// Vocab, ModelID and Sampling are ignored): the desktop app's active model,
 	// which the user may switch while the server runs.
@@ -192,7 +197,7 @@ func New(opts Options) (*Server, error) {
 	opts.Addr = addr
 	if opts.Model == nil {
 		m := Model{ID: opts.ModelID, Engine: opts.Engine, Vocab: opts.Vocab, Sampling: opts.Sampling,
-			APIMode: opts.APIMode, APIModeReason: opts.APIModeReason, System: opts.System}
+			APIMode: opts.APIMode, APIModeReason: opts.APIModeReason, System: opts.System, Leads: opts.Leads}
 		opts.Model = func(context.Context) (Model, error) { return m, nil }
 	}
 	if opts.Mode == "" {

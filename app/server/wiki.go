@@ -319,7 +319,7 @@ func (s *Server) developPage(parent context.Context, title string, regen bool, w
 
 	dev := develop.New(m.Vocab, nil)
 	box := newMailbox[pageEvent]()
-	req := engine.Request{Prompt: assets.EncyclopediaPrompt(title), Opening: assets.EncyclopediaOpening(title), Mode: s.opts.Mode, Seed: s.opts.Seed,
+	req := engine.Request{Prompt: assets.EncyclopediaPrompt(title), Opening: m.Leads.Opening(title), Mode: s.opts.Mode, Seed: s.opts.Seed,
 		Sampling: m.Sampling, OnEvent: func(ev engine.Event) {
 			if ev.Kind == engine.EventDone || draft == nil {
 				return // the result below is the final word

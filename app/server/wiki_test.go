@@ -479,3 +479,22 @@ func TestPageWithoutJavaScript(t *testing.T) {
 		t.Errorf("failed whole page %d: %s", resp.StatusCode, page)
 	}
 }
+
+// TestPageOpensWithTheEntrysLead: a model whose folder holds a title's first
+// sentence (Options.Leads) has its page written after it; another title gets
+// the heading alone.
+func TestPageOpensWithTheEntrysLead(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system. It runs.</p>")
+	g := &fakeGen{final: "<h1>Unix</h1>\n<p>An operating system.</p>"}
+	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
+	c := browser(t, s)
+	for title, want := range map[string]string{"Unix": "<h1>Unix</h1>\n<p>An operating system.", "Emacs": "<h1>Emacs</h1>\n"} {
+		if resp, _ := do(t, c, "GET", site(s)+"/wiki/"+title+"?whole=1", "", nil); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", title, resp.StatusCode)
+		}
+		if req := g.lastRequest(t); req.Opening != want {
+			t.Errorf("%s: opening %q, want %q", title, req.Opening, want)
+		}
+	}
+}

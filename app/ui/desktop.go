@@ -111,14 +111,16 @@ func (d *Desktop) Click(c assets.Click) {
 	}
 	d.run.Start(func(ctx context.Context, seq int64) {
 		current := func() bool { return d.run.Current(seq) }
-		res, shown, err := d.app.developPage(ctx, current, engine.Request{
-			Messages: []engine.Message{
-				{Role: "system", Content: assets.DesktopSystem()},
-				{Role: "user", Content: assets.DesktopPrompt(c)},
-			},
-			Mode:      engine.Diffusion,
-			Opening:   assets.DesktopOpening(),
-			CanvasIDs: warm,
+		res, shown, err := d.app.developPage(ctx, current, func(ModelInfo) engine.Request {
+			return engine.Request{
+				Messages: []engine.Message{
+					{Role: "system", Content: assets.DesktopSystem()},
+					{Role: "user", Content: assets.DesktopPrompt(c)},
+				},
+				Mode:      engine.Diffusion,
+				Opening:   assets.DesktopOpening(),
+				CanvasIDs: warm,
+			}
 		}, d.view, d.status)
 		if err != nil {
 			onUI(func() {

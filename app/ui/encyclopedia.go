@@ -275,10 +275,12 @@ func (e *Encyclopedia) generate(title string) {
 	e.scroll.ScrollToTop()
 	e.run.Start(func(ctx context.Context, seq int64) {
 		current := func() bool { return e.run.Current(seq) }
-		res, shown, err := e.app.developPage(ctx, current, engine.Request{
-			Prompt:  assets.EncyclopediaPrompt(title),
-			Opening: assets.EncyclopediaOpening(title),
-			Mode:    engine.Diffusion,
+		res, shown, err := e.app.developPage(ctx, current, func(info ModelInfo) engine.Request {
+			return engine.Request{
+				Prompt:  assets.EncyclopediaPrompt(title),
+				Opening: info.Leads.Opening(title), // the heading, and the entry's first sentence where the model's folder holds it
+				Mode:    engine.Diffusion,
+			}
 		}, e.view, e.status)
 		if err != nil {
 			onUI(func() {
@@ -318,12 +320,13 @@ func (e *Encyclopedia) generate(title string) {
 // stoppedNote marks a page whose generation was stopped.
 const stoppedNote = "Stopped: this page is partial, as it had developed when you stopped it. Reload to write it in full."
 
-// developPage runs req on the shared model and draws the page developing into
+// developPage runs the request req makes for the shared model (from its Info)
+// on it and draws the page developing into
 // view (throttled), with the status line. It returns the finished result and
 // the last frame drawn (nil if none was); the caller draws the final page, or
 // keeps that frame when the run was stopped. current reports whether this run
 // still owns the UI.
-func (a *App) developPage(ctx context.Context, current func() bool, req engine.Request, view pageView, status *widget.Label) (*engine.Result, *htmlsafe.Doc, error) {
+func (a *App) developPage(ctx context.Context, current func() bool, request func(ModelInfo) engine.Request, view pageView, status *widget.Label) (*engine.Result, *htmlsafe.Doc, error) {
 	if a.models.Loaded() == nil {
 		onUI(func() {
 			if current() {
@@ -335,6 +338,7 @@ func (a *App) developPage(ctx context.Context, current func() bool, req engine.R
 	if err != nil {
 		return nil, nil, fmt.Errorf("load the model: %w", err)
 	}
+	req := request(m.Info())
 	req.Sampling = a.sampling()
 	req.Seed = a.seed()
 	dev := develop.New(m, m.Decode)

@@ -411,3 +411,32 @@ func TestEncyclopediaUnreadableTitleNotSent(t *testing.T) {
 		t.Errorf("the model was asked for %d pages, the first %q", len(calls), calls[0].req.Prompt)
 	}
 }
+
+// TestPagesOpenWithTheEntrysLead: where the model's folder holds a title's
+// first sentence (ModelInfo.Leads), the Encyclopedia and both of the Race's
+// pages hold it after the heading; a title it does not hold gets the heading
+// alone. The pages had always opened with the heading alone.
+func TestPagesOpenWithTheEntrysLead(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system. It runs.</p>")
+	m := &fakeModel{answers: wikiAnswers, leads: &leads}
+	a := newTestApp(t, m, "")
+	asUI(func() { a.Encyclopedia.Navigate("Unix") })
+	a.Encyclopedia.run.Wait()
+	asUI(func() { a.Encyclopedia.Navigate("Bell Labs") })
+	a.Encyclopedia.run.Wait()
+	tap(a.Race.startB) // Unix
+	a.Race.run.Wait()
+	calls := m.Calls()
+	const unix = "<h1>Unix</h1>\n<p>An operating system."
+	if len(calls) != 4 || calls[0].req.Opening != unix || calls[1].req.Opening != assets.EncyclopediaOpening("Bell Labs") ||
+		calls[2].req.Opening != unix || calls[3].req.Opening != unix {
+		for _, c := range calls {
+			t.Errorf("opening %q", c.req.Opening)
+		}
+		t.Fatalf("%d calls; want Unix with its lead, Bell Labs with its heading, and the Race's two with the lead", len(calls))
+	}
+	if sm := serverModel(m, engine.Sampling{}); sm.Leads != &leads {
+		t.Error("the local server is not given the model's leads")
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/app/chats"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
@@ -29,6 +30,8 @@ type fakeModel struct {
 	// fail, if set, is asked before each generation (numbered from 1) for an
 	// error to return instead of an answer.
 	fail func(call int) error
+	// leads, if set, are the model folder's (ModelInfo.Leads).
+	leads *assets.Leads
 
 	mu    sync.Mutex
 	calls []*fakeCall
@@ -56,7 +59,8 @@ func (f *fakeModel) TokenText(id int) string {
 func (f *fakeModel) Decode(ids []int) string { return decodeRunes(ids) }
 func (f *fakeModel) IsEnd(id int) bool       { return id == fakeEOS }
 func (f *fakeModel) Info() ModelInfo {
-	return ModelInfo{Name: miniName, Builtin: true, Backend: "fake", Defaults: engine.Sampling{MaxSteps: stepsPerCanvas, TMin: 0.4, TMax: 0.8}}
+	return ModelInfo{Name: miniName, Builtin: true, Backend: "fake", Defaults: engine.Sampling{MaxSteps: stepsPerCanvas, TMin: 0.4, TMax: 0.8},
+		Leads: f.leads}
 }
 func (f *fakeModel) Close() error { return nil }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/models/speed"
 )
@@ -43,6 +44,9 @@ type ModelInfo struct {
 	// Fallback, when set, is the engine's one sentence saying why the backend
 	// asked for (XLA, or auto's GPU) did not start and the CPU runs instead.
 	Fallback string
+	// Leads are the entries whose first sentence the model's folder holds
+	// (assets.Leads; nil: none): an encyclopedia page opens with its title's.
+	Leads *assets.Leads
 }
 
 // defaultMode is the mode of a generation the user did not choose one for.

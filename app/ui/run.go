@@ -100,7 +100,7 @@ func (a *App) serverOptions() server.Options {
 // the server can check a request against the context before it streams.
 func serverModel(m Model, sampling engine.Sampling) server.Model {
 	sm := server.Model{ID: m.Info().Name, Engine: m, Vocab: m, Sampling: sampling,
-		APIMode: m.Info().Mode.Mode, APIModeReason: m.Info().Mode.Reason}
+		APIMode: m.Info().Mode.Mode, APIModeReason: m.Info().Mode.Reason, Leads: m.Info().Leads}
 	if m.Info().Builtin {
 		sm.ID = catalog.MiniID
 	}

@@ -79,12 +79,17 @@ func wireEngine(d *Deps) {
 		if err != nil {
 			return nil, err
 		}
+		leads, err := readLeads(src)
+		if err != nil {
+			return nil, err
+		}
 		e, err := engine.Load(ctx, src, engine.Options{Backend: st.Get().Backend})
 		if err != nil {
 			return nil, err
 		}
 		m := newEngineModel(e, name, name == miniName)
 		m.mode, m.speed = modeChoice(ctx, e, name)
+		m.leads = leads
 		return m, nil
 	})
 }
@@ -189,6 +194,22 @@ type engineModel struct {
 	thinking bool
 	mode     speed.Choice
 	speed    *speed.Estimate
+	leads    *assets.Leads
+}
+
+// readLeads reads the leads the model folder src holds (assets.Leads: none for
+// most models). A damaged file fails the load, naming it, rather than leaving
+// the Encyclopedia without them unsaid.
+func readLeads(src engine.Source) (*assets.Leads, error) {
+	fsys, err := src.Files()
+	if err != nil {
+		return nil, err
+	}
+	leads, err := assets.ReadLeads(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w (remove that file to use the model without it)", src, err)
+	}
+	return leads, nil
 }
 
 func newEngineModel(e *engine.Engine, name string, builtin bool) *engineModel {
@@ -209,7 +230,7 @@ func (m *engineModel) IsEnd(id int) bool       { return m.e.IsEnd(id) }
 func (m *engineModel) Close() error            { return m.e.Close() }
 func (m *engineModel) Info() ModelInfo {
 	return ModelInfo{Name: m.name, Builtin: m.builtin, Backend: m.e.Backend(), Thinking: m.thinking,
-		Defaults: m.e.GenerationDefaults(), Mode: m.mode, Speed: m.speed, Fallback: m.e.BackendFallback()}
+		Defaults: m.e.GenerationDefaults(), Mode: m.mode, Speed: m.speed, Fallback: m.e.BackendFallback(), Leads: m.leads}
 }
 
 // managerLibrary adapts the models manager to Library.

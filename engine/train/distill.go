@@ -31,7 +31,7 @@ type DistillOptions struct {
 	// with Beside, for the printer only, as every chosen page's original.
 	Keep func(r Record, page string) bool
 	// Lead holds the start of each real page — its heading, category and first
-	// sentence (Lead) — as the teacher's opening instead of the heading alone: the
+	// sentence (assets.PageLead) — as the teacher's opening instead of the heading alone: the
 	// teacher continues the entry's own words, so its pages start from what the
 	// entry says and differ from each other where the heading-only teacher opened
 	// every page with the same few frames.
@@ -76,7 +76,7 @@ func Distill(ctx context.Context, gen Generator, recs []Record, opts DistillOpti
 		r := recs[i]
 		opening := assets.EncyclopediaOpening(r.Title)
 		if opts.Lead {
-			opening = Lead(r.Answer, r.Title)
+			opening = assets.PageLead(r.Answer, r.Title)
 		}
 		res, err := gen.Generate(ctx, engine.Request{Messages: r.Messages(), Mode: engine.AR, Seed: opts.Seed + uint64(n),
 			Opening: opening})
@@ -106,67 +106,6 @@ func Distill(ctx context.Context, gen Generator, recs []Record, opts DistillOpti
 	return out, used, nil
 }
 
-// leadMax bounds a lead past the heading, in bytes (about 100 tokens): an
-// opening must fit in one canvas with room for the teacher to write.
-const leadMax = 400
-
-// Lead is the start of a real page up to the end of its first sentence: the
-// heading, the category line if there is one, and the text of the first
-// paragraph or list item up to a sentence's end — '.', '?' or '!' in text (not in
-// a tag, a link or an emphasis, nor after a lone letter or digit: "R.M.", "1."),
-// followed by a closing tag, or by a space and a capital, a tag, a parenthesis or
-// a quote. A page that does not begin with the
-// title's heading, or whose first sentence ends more than leadMax bytes past the
-// heading (or never), gives the heading alone (assets.EncyclopediaOpening), the
-// opening the app holds.
-func Lead(page, title string) string {
-	opening := assets.EncyclopediaOpening(title)
-	if !strings.HasPrefix(page, opening) {
-		return opening
-	}
-	var inTag bool
-	var nested int // open <a> and <em> elements
-	for i := len(opening); i < len(page) && i <= len(opening)+leadMax; i++ {
-		c := page[i]
-		switch {
-		case inTag:
-			inTag = c != '>'
-		case c == '<':
-			inTag = true
-			switch tag := page[i:]; {
-			case strings.HasPrefix(tag, "<a ") || strings.HasPrefix(tag, "<em>"):
-				nested++
-			case strings.HasPrefix(tag, "</a>") || strings.HasPrefix(tag, "</em>"):
-				nested = max(nested-1, 0)
-			}
-		case nested == 0 && (c == '.' || c == '?' || c == '!') && !initial(page[:i]) && sentenceEnds(page[i+1:]):
-			return page[:i+1]
-		}
-	}
-	return opening
-}
-
-// initial reports whether the text before a '.' ends in a lone letter or digit
-// ("R.M. Keller", "E.W.", "[IBM] 1."): an initial or a list number, not a
-// sentence's last word.
-func initial(before string) bool {
-	n := len(before)
-	isAlnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
-	return n >= 1 && isAlnum(before[n-1]) && (n == 1 || !isAlnum(before[n-2]))
-}
-
-// sentenceEnds reports whether the text after a '.', '?' or '!' ends its sentence.
-func sentenceEnds(rest string) bool {
-	switch {
-	case strings.HasPrefix(rest, "</"):
-		return true
-	case !strings.HasPrefix(rest, " ") || len(rest) < 2:
-		return false
-	}
-	c := rest[1]
-	return c >= 'A' && c <= 'Z' || c == '<' || c == '(' || c == '"'
-}
-
 // GoodPage is the usual DistillOptions.Keep: a rewritten page in the page
 // format, its <h1> the title and a paragraph of at least 20 words (CheckPage's
 // Structured), as the polaroid should write it. Mini 2's printer writes 62% of
@@ -175,6 +114,22 @@ func sentenceEnds(rest string) bool {
 // repeat within a page (distinct-2 ≥ 0.97 for 95% of them): its repetition is
 // across pages, which no page's test can see.
 func GoodPage(r Record, page string) bool { return CheckPage(page, r.Title).Structured }
+
+// Leads are the first sentences (assets.Leads) of the corpus records' pages, one
+// per title, the first page of a title that has one; and the number of distinct
+// titles with a page. The pages as written, never rewritten ones (Loss
+// LossDiffusion, which Distill's Lead makes begin with the same sentence anyway).
+func Leads(recs []Record) (*assets.Leads, int) {
+	l := &assets.Leads{}
+	titles := map[string]bool{}
+	for _, r := range recs {
+		if r.Kind == "page" && r.Loss != LossDiffusion {
+			titles[assets.CleanLine(r.Title)] = true
+			l.Add(r.Title, r.Answer)
+		}
+	}
+	return l, len(titles)
+}
 
 // Rewritten is a Generator that answers with pages written before: those of a
 // distilled corpus's records (train distill's output), by their prompt. It lets

@@ -138,33 +138,6 @@ func TestGoodPage(t *testing.T) {
 	}
 }
 
-// TestLead: a page's lead is its heading, category and first sentence; a
-// sentence does not end inside a tag, a link or an emphasis, nor before a
-// lower-case word; a page without its heading, or whose first sentence never ends
-// within leadMax bytes, leads with the heading alone.
-func TestLead(t *testing.T) {
-	long := "<h1>L</h1>\n<p>" + strings.Repeat("word ", leadMax/5+1) + "end.</p>"
-	for _, tc := range []struct{ page, title, want string }{
-		{"<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS. It runs.</p>", "Unix",
-			"<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS."},
-		{"<h1>vera</h1>\n<p><em>acronym</em></p>\n<p>Very Early Rabbit Access.</p>", "vera",
-			"<h1>vera</h1>\n<p><em>acronym</em></p>\n<p>Very Early Rabbit Access."},
-		{`<h1>X</h1>` + "\n" + `<p>See <a href="/wiki/a.b">a. B</a>, e.g. the U.S. census. <a href="/wiki/y">y</a> too.</p>`, "X",
-			`<h1>X</h1>` + "\n" + `<p>See <a href="/wiki/a.b">a. B</a>, e.g. the U.S. census.`},
-		{"<h1>cat</h1>\n<p><em>noun</em></p>\n<ul><li>A pet? Yes. For example: \"x\".</li></ul>", "cat",
-			"<h1>cat</h1>\n<p><em>noun</em></p>\n<ul><li>A pet?"},
-		{"<h1>R</h1>\n<p>[IBM] 1. R.M. Keller, U Utah. In 1990. More.</p>", "R",
-			"<h1>R</h1>\n<p>[IBM] 1. R.M. Keller, U Utah."},
-		{"<h1>Unix</h1>\n<p>An OS. It runs.</p>", "Linux", "<h1>Linux</h1>\n"},
-		{"<h1>Unix</h1>\n<p>No end at all</p>", "Unix", "<h1>Unix</h1>\n"},
-		{long, "L", "<h1>L</h1>\n"},
-	} {
-		if got := Lead(tc.page, tc.title); got != tc.want {
-			t.Errorf("Lead(%q) = %q, want %q", tc.page, got, tc.want)
-		}
-	}
-}
-
 // openingRecorder is a Generator that answers every request with its opening
 // and a fixed continuation, and records the openings it was given.
 type openingRecorder struct{ openings []string }

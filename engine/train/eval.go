@@ -55,6 +55,11 @@ type EvalOptions struct {
 	// pages are generated as the app asks for them: the title held as the heading
 	// (assets.EncyclopediaOpening), so TitleH1 is 1 and PageFormat measures the body.
 	FreeHeading bool
+	// Leads, when set, are held after each heading as the app holds the model
+	// folder's (assets.Leads: an entry's first sentence, for the titles it was
+	// trained on — seen titles, never held-out ones); nil: the heading alone,
+	// the model writing the whole page. Ignored with FreeHeading.
+	Leads *assets.Leads
 	// Samples is how many generated pages each mode keeps in its report (0: 3).
 	Samples int
 	// Seen is how many titles seen in training are scored too (0: none): spread
@@ -116,6 +121,9 @@ type ModeReport struct {
 	// words shuffled within each page, less BitsPerWord. Given the words, how
 	// much does their order look like the training pages' order.
 	OrderGain float64 `json:"order_gain_bits"`
+	// Leads is how many pages opened with their entry's first sentence held
+	// (EvalOptions.Leads): the words RougeL then counts include it.
+	Leads int `json:"leads_held,omitempty"`
 	// RougeL (seen titles) is the mean ROUGE-L F1 of the shown page's words
 	// after its heading against its corpus entry's. On the reference row it is
 	// the chance level: each entry against the next title's entry.
@@ -241,10 +249,18 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	var pages []Record
+	var leaked []string
 	for _, r := range heldRecs {
 		if r.Kind == "page" {
 			pages = append(pages, r)
+			if _, ok := opts.Leads.Lead(r.Title); ok {
+				leaked = append(leaked, r.Title)
+			}
 		}
+	}
+	if len(leaked) > 0 && !opts.FreeHeading {
+		return nil, fmt.Errorf("eval: the model's leads hold the first sentence of %d held-out titles (%q, …): they were written from a corpus that holds them; write them again from the training corpus (darkroom train leads), or pass --no-leads",
+			len(leaked), leaked[0])
 	}
 	if len(pages) == 0 {
 		return nil, fmt.Errorf("eval: no held-out pages in %s", opts.CorpusDir)
@@ -279,8 +295,11 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 		rep.Settings["seen"] = len(seen)
 	}
 	ref := newReference(trainPages, seen)
-	if opts.FreeHeading {
+	switch {
+	case opts.FreeHeading:
 		rep.Settings["heading"] = "written by the model"
+	case opts.Leads.Len() > 0:
+		rep.Settings["heading"] = fmt.Sprintf("held (as the app sends it), with the entry's first sentence where the model's folder holds it (%d titles)", opts.Leads.Len())
 	}
 
 	// Held-out loss.
@@ -400,14 +419,17 @@ func generate(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, runs []e
 		mode := rn.mode
 		sc := newScorer(known, ref, opts.Render)
 		var times, firsts []float64
-		var tokens, steps, canvases int
+		var tokens, steps, canvases, leads int
 		for i := 0; i < n; i++ {
 			if ctx.Err() != nil {
 				return diffusion, nil, ar, ctx.Err()
 			}
 			req := engine.Request{Prompt: pages[i].Prompt, Mode: mode, Seed: opts.Seed + uint64(i)}
 			if !opts.FreeHeading {
-				req.Opening = assets.EncyclopediaOpening(pages[i].Title)
+				req.Opening = opts.Leads.Opening(pages[i].Title)
+				if req.Opening != assets.EncyclopediaOpening(pages[i].Title) {
+					leads++
+				}
 			}
 			if mode == engine.AR {
 				req.Sampling.Temperature = opts.ARTemperature
@@ -439,6 +461,7 @@ func generate(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, runs []e
 				set, rn.name, i+1, n, pages[i].Title, len(res.Tokens), res.ElapsedMS, pc.Structured, pc.Links)
 		}
 		mr := sc.report()
+		mr.Leads = leads
 		mr.MeanTokens = float64(tokens) / float64(max(n, 1))
 		mr.MedianMS = median(times)
 		if s := sum(times); s > 0 {

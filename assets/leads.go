@@ -1,0 +1,258 @@
+package assets
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Leads: what a small model cannot remember, its folder can hold. Darkroom
+// Mini has 8 M parameters and cannot recall seventeen thousand entries; its
+// folder holds the first sentence of each entry it was trained on (LeadsFile),
+// and the Encyclopedia holds that sentence after the heading (Leads.Opening), as
+// it holds the heading: a page on a known title then begins with what the entry
+// says, and the polaroid develops the rest around it. A title the folder does
+// not hold — a held-out title, anything typed — gets the heading alone, and the
+// model writes the whole page. Any model folder may carry the file; only the
+// built-in Mini does (packaging/ship-mini.sh writes it from the training corpus).
+
+// LeadsFile is the optional file of a model folder that holds its leads: gzip'd
+// JSON lines {"title": …, "lead": …}, sorted by title.
+const LeadsFile = "leads.jsonl.gz"
+
+// leadMax bounds a lead past the heading, in bytes (about 100 tokens): an
+// opening must fit in one canvas with room for the model to write.
+const leadMax = 400
+
+// Limits ReadLeads puts on a leads file, so that a hostile one cannot exhaust
+// memory: the decompressed size and the number of entries.
+const (
+	leadsMaxBytes   = 64 << 20
+	leadsMaxEntries = 1 << 20
+)
+
+// PageLead is the start of a page up to the end of its first sentence: the
+// heading, the category line if there is one, and the text of the first
+// paragraph or list item up to a sentence's end — '.', '?' or '!' in text (not
+// in a tag, a link or an emphasis, nor after a lone letter or digit: "R.M.",
+// "1."), followed by a closing tag, or by a space and a capital, a tag, a
+// parenthesis or a quote. A page that does not begin with the title's heading
+// (EncyclopediaOpening), or whose first sentence ends more than leadMax bytes past
+// it (or never), gives the heading alone.
+func PageLead(page, title string) string {
+	opening := EncyclopediaOpening(title)
+	if !strings.HasPrefix(page, opening) {
+		return opening
+	}
+	var inTag bool
+	var nested int // open <a> and <em> elements
+	for i := len(opening); i < len(page) && i <= len(opening)+leadMax; i++ {
+		c := page[i]
+		switch {
+		case inTag:
+			inTag = c != '>'
+		case c == '<':
+			inTag = true
+			switch tag := page[i:]; {
+			case strings.HasPrefix(tag, "<a ") || strings.HasPrefix(tag, "<em>"):
+				nested++
+			case strings.HasPrefix(tag, "</a>") || strings.HasPrefix(tag, "</em>"):
+				nested = max(nested-1, 0)
+			}
+		case nested == 0 && (c == '.' || c == '?' || c == '!') && !initial(page[:i]) && sentenceEnds(page[i+1:]):
+			return page[:i+1]
+		}
+	}
+	return opening
+}
+
+// initial reports whether the text before a '.' ends in a lone letter or digit
+// ("R.M. Keller", "E.W.", "[IBM] 1."): an initial or a list number, not a
+// sentence's last word.
+func initial(before string) bool {
+	n := len(before)
+	return n >= 1 && isAlnum(before[n-1]) && (n == 1 || !isAlnum(before[n-2]))
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// sentenceEnds reports whether the text after a '.', '?' or '!' ends its sentence.
+func sentenceEnds(rest string) bool {
+	switch {
+	case strings.HasPrefix(rest, "</"):
+		return true
+	case !strings.HasPrefix(rest, " ") || len(rest) < 2:
+		return false
+	}
+	c := rest[1]
+	return c >= 'A' && c <= 'Z' || c == '<' || c == '(' || c == '"'
+}
+
+// Leads are a model folder's entries by title: each title's lead, the text of
+// its page after the heading through its first sentence. The zero value and nil
+// hold none.
+type Leads struct {
+	byTitle map[string]string // CleanLine(title) → lead
+	folded  map[string]string // lower-case title → lead, for titles unique when folded
+}
+
+// leadEntry is one line of LeadsFile.
+type leadEntry struct {
+	Title string `json:"title"`
+	Lead  string `json:"lead"`
+}
+
+// Add records page's lead (PageLead) for title and reports whether it had one; a
+// title already held keeps its first lead.
+func (l *Leads) Add(title, page string) bool {
+	title = CleanLine(title)
+	lead := strings.TrimPrefix(PageLead(page, title), EncyclopediaOpening(title))
+	if lead == "" || title == "" {
+		return false
+	}
+	l.put(title, lead)
+	return true
+}
+
+// put holds lead for title unless title is held already, and keeps the
+// case-folded index: a folded title two titles share maps to "" (ambiguous,
+// not found). Lookups only read the maps, so they may run at once.
+func (l *Leads) put(title, lead string) {
+	if l.byTitle == nil {
+		l.byTitle, l.folded = map[string]string{}, map[string]string{}
+	}
+	if _, ok := l.byTitle[title]; ok {
+		return
+	}
+	l.byTitle[title] = lead
+	k := strings.ToLower(title)
+	if _, dup := l.folded[k]; dup {
+		lead = ""
+	}
+	l.folded[k] = lead
+}
+
+// Len is the number of titles held.
+func (l *Leads) Len() int {
+	if l == nil {
+		return 0
+	}
+	return len(l.byTitle)
+}
+
+// Lead is title's lead: the exact title's, else that of the one title equal to
+// it but for case ("unix" finds "Unix"; "Lisp" finds "LISP" only if no other
+// spelling exists).
+func (l *Leads) Lead(title string) (string, bool) {
+	if l.Len() == 0 {
+		return "", false
+	}
+	title = CleanLine(title)
+	if lead, ok := l.byTitle[title]; ok {
+		return lead, true
+	}
+	lead, ok := l.folded[strings.ToLower(title)]
+	return lead, ok && lead != ""
+}
+
+// Opening is the start of title's encyclopedia page: its heading
+// (EncyclopediaOpening) and, where title is held, its lead. The Encyclopedia,
+// the Race, `darkroom wiki`, the local server and `train eval` send it as
+// engine.Request.Opening.
+func (l *Leads) Opening(title string) string {
+	lead, _ := l.Lead(title)
+	return EncyclopediaOpening(title) + lead
+}
+
+// Write writes the leads as LeadsFile's format.
+func (l *Leads) Write(w io.Writer) error {
+	zw := gzip.NewWriter(w)
+	enc := json.NewEncoder(zw)
+	enc.SetEscapeHTML(false)
+	titles := make([]string, 0, l.Len())
+	if l != nil {
+		for t := range l.byTitle {
+			titles = append(titles, t)
+		}
+	}
+	slices.Sort(titles)
+	for _, t := range titles {
+		if err := enc.Encode(leadEntry{Title: t, Lead: l.byTitle[t]}); err != nil {
+			return fmt.Errorf("write leads: %w", err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("write leads: %w", err)
+	}
+	return nil
+}
+
+// ReadLeads reads the model folder fsys's LeadsFile: nil and no error when the
+// folder has none; an error naming the line when it is damaged, too large or
+// holds a lead that is not one (empty, longer than a lead can be, or with a
+// heading in it), so that no half-read file is used.
+func ReadLeads(fsys fs.FS) (*Leads, error) {
+	f, err := fsys.Open(LeadsFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", LeadsFile, err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", LeadsFile, err)
+	}
+	r := bufio.NewReader(io.LimitReader(zr, leadsMaxBytes+1))
+	l := &Leads{}
+	var read int
+	for line := 1; ; line++ {
+		b, err := r.ReadBytes('\n')
+		read += len(b)
+		if read > leadsMaxBytes {
+			return nil, fmt.Errorf("read %s: larger than %d MB decompressed", LeadsFile, leadsMaxBytes>>20)
+		}
+		if len(b) > 0 {
+			var e leadEntry
+			switch uerr := json.Unmarshal(b, &e); {
+			case uerr != nil:
+				return nil, fmt.Errorf("read %s line %d: %w", LeadsFile, line, uerr)
+			case CleanLine(e.Title) != e.Title || e.Title == "":
+				return nil, fmt.Errorf("read %s line %d: title %q is empty or not on one line", LeadsFile, line, e.Title)
+			case e.Lead == "" || len(e.Lead) > leadMax+1 || strings.Contains(e.Lead, "<h1"):
+				return nil, fmt.Errorf("read %s line %d (%q): not a lead (%d bytes)", LeadsFile, line, e.Title, len(e.Lead))
+			case len(l.byTitle) >= leadsMaxEntries:
+				return nil, fmt.Errorf("read %s: more than %d entries", LeadsFile, leadsMaxEntries)
+			}
+			l.put(e.Title, e.Lead)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s line %d: %w", LeadsFile, line, err)
+		}
+	}
+	return l, nil
+}
+
+var miniLeads = sync.OnceValues(func() (*Leads, error) {
+	fsys, err := Mini()
+	if err != nil {
+		return nil, err
+	}
+	return ReadLeads(fsys)
+})
+
+// MiniLeads are the embedded Darkroom Mini's leads (nil where it has none).
+func MiniLeads() (*Leads, error) { return miniLeads() }

@@ -1,0 +1,113 @@
+package assets
+
+import (
+	"bytes"
+	"compress/gzip"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+)
+
+// TestPageLead: a page's lead is its heading, category and first sentence; a
+// sentence does not end inside a tag, a link or an emphasis, nor before a
+// lower-case word; a page without its heading, or whose first sentence never ends
+// within leadMax bytes, leads with the heading alone.
+func TestPageLead(t *testing.T) {
+	long := "<h1>L</h1>\n<p>" + strings.Repeat("word ", leadMax/5+1) + "end.</p>"
+	for _, tc := range []struct{ page, title, want string }{
+		{"<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS. It runs.</p>", "Unix",
+			"<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS."},
+		{"<h1>vera</h1>\n<p><em>acronym</em></p>\n<p>Very Early Rabbit Access.</p>", "vera",
+			"<h1>vera</h1>\n<p><em>acronym</em></p>\n<p>Very Early Rabbit Access."},
+		{`<h1>X</h1>` + "\n" + `<p>See <a href="/wiki/a.b">a. B</a>, e.g. the U.S. census. <a href="/wiki/y">y</a> too.</p>`, "X",
+			`<h1>X</h1>` + "\n" + `<p>See <a href="/wiki/a.b">a. B</a>, e.g. the U.S. census.`},
+		{"<h1>cat</h1>\n<p><em>noun</em></p>\n<ul><li>A pet? Yes. For example: \"x\".</li></ul>", "cat",
+			"<h1>cat</h1>\n<p><em>noun</em></p>\n<ul><li>A pet?"},
+		{"<h1>R</h1>\n<p>[IBM] 1. R.M. Keller, U Utah. In 1990. More.</p>", "R",
+			"<h1>R</h1>\n<p>[IBM] 1. R.M. Keller, U Utah."},
+		{"<h1>Unix</h1>\n<p>An OS. It runs.</p>", "Linux", "<h1>Linux</h1>\n"},
+		{"<h1>Unix</h1>\n<p>No end at all</p>", "Unix", "<h1>Unix</h1>\n"},
+		{long, "L", "<h1>L</h1>\n"},
+	} {
+		if got := PageLead(tc.page, tc.title); got != tc.want {
+			t.Errorf("PageLead(%q) = %q, want %q", tc.page, got, tc.want)
+		}
+	}
+}
+
+// TestLeads: a folder's leads are written and read back whole; a title finds
+// its lead exactly or by case where that is unambiguous; the opening is the
+// heading and the lead (the heading alone for a title not held); a folder
+// without the file holds none.
+func TestLeads(t *testing.T) {
+	var l Leads
+	for _, p := range [][2]string{
+		{"Unix", "<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS. It runs.</p>"},
+		{"Unix", "<h1>Unix</h1>\n<p>A second page of the title.</p>"},
+		{"LISP", "<h1>LISP</h1>\n<p>A language. Old.</p>"},
+		{"Lisp", "<h1>Lisp</h1>\n<p>The same, spelled so. Yes.</p>"},
+		{"C", "<h1>C</h1>\n<p>no sentence end</p>"},
+	} {
+		l.Add(p[0], p[1])
+	}
+	var b bytes.Buffer
+	if err := l.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadLeads(fstest.MapFS{LeadsFile: {Data: b.Bytes()}})
+	if err != nil || got.Len() != 3 {
+		t.Fatalf("read back %d leads, %v; want 3", got.Len(), err)
+	}
+	for title, want := range map[string]string{
+		"Unix":  "<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS.",
+		"unix":  "<h1>unix</h1>\n<p><em>os</em></p>\n<p>An OS.",
+		"Lisp":  "<h1>Lisp</h1>\n<p>The same, spelled so.",
+		"lisp":  "<h1>lisp</h1>\n", // LISP or Lisp: ambiguous
+		"C":     "<h1>C</h1>\n",
+		"Emacs": "<h1>Emacs</h1>\n",
+	} {
+		if o := got.Opening(title); o != want {
+			t.Errorf("Opening(%q) = %q, want %q", title, o, want)
+		}
+	}
+	none, err := ReadLeads(fstest.MapFS{"config.json": {Data: []byte("{}")}})
+	if err != nil || none != nil || none.Opening("Unix") != "<h1>Unix</h1>\n" {
+		t.Errorf("a folder without %s: %v, %v", LeadsFile, none, err)
+	}
+	var wg sync.WaitGroup // lookups run at once (go test -race)
+	for range 4 {
+		wg.Go(func() { got.Opening("lisp"); got.Opening("UNIX") })
+	}
+	wg.Wait()
+}
+
+// TestReadLeadsRefusesDamage: a damaged, hostile or truncated leads file is an
+// error naming the file, never a partial set of leads.
+func TestReadLeadsRefusesDamage(t *testing.T) {
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write([]byte(s))
+		w.Close()
+		return b.Bytes()
+	}
+	good := gz(`{"title":"Unix","lead":"<p>An OS."}` + "\n")
+	for name, data := range map[string][]byte{
+		"not gzip":         []byte(`{"title":"Unix","lead":"<p>An OS."}`),
+		"truncated":        good[:len(good)-6],
+		"bad json":         gz(`{"title":"Unix","lead":"<p>An OS."}` + "\n{oops\n"),
+		"empty lead":       gz(`{"title":"Unix","lead":""}`),
+		"heading in lead":  gz(`{"title":"Unix","lead":"<h1>X</h1>"}`),
+		"lead too long":    gz(`{"title":"Unix","lead":"` + strings.Repeat("a", leadMax+2) + `"}`),
+		"title two lines":  gz(`{"title":"Un\nix","lead":"<p>An OS."}`),
+		"larger than says": gz(strings.Repeat(" ", leadsMaxBytes+1)),
+	} {
+		if l, err := ReadLeads(fstest.MapFS{LeadsFile: {Data: data}}); err == nil || l != nil || !strings.Contains(err.Error(), LeadsFile) {
+			t.Errorf("%s: %v leads, error %v", name, l.Len(), err)
+		}
+	}
+	if l, err := ReadLeads(fstest.MapFS{LeadsFile: {Data: good}}); err != nil || l.Len() != 1 {
+		t.Errorf("the good file: %d leads, %v", l.Len(), err)
+	}
+}
