@@ -47,6 +47,10 @@ func (d *Draft) Status(ev engine.Event) string {
 	}
 }
 
+// LeadNote ends the status line of a page that opened with its entry's first
+// sentence (assets.Leads), so that the sentence is not taken for the model's.
+const LeadNote = "first sentence from the entry"
+
 // DoneStatus is the status line of a finished generation. A remote server that
 // is not a Darkroom streams no steps or forward passes (res has none): those are
 // unknown, not zero, so the line leaves them out.

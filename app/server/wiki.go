@@ -386,6 +386,9 @@ loop:
 		return p, "Stopped."
 	}
 	p = finishedPage{html: renderHTML(out.res.Text), status: develop.DoneStatus(out.res)}
+	if _, lead := m.Leads.Lead(title); lead {
+		p.status += " · " + develop.LeadNote
+	}
 	s.pages.put(title, p)
 	return p, ""
 }

@@ -490,8 +490,12 @@ func TestPageOpensWithTheEntrysLead(t *testing.T) {
 	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
 	c := browser(t, s)
 	for title, want := range map[string]string{"Unix": "<h1>Unix</h1>\n<p>An operating system.", "Emacs": "<h1>Emacs</h1>\n"} {
-		if resp, _ := do(t, c, "GET", site(s)+"/wiki/"+title+"?whole=1", "", nil); resp.StatusCode != 200 {
+		resp, page := do(t, c, "GET", site(s)+"/wiki/"+title+"?whole=1", "", nil)
+		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d", title, resp.StatusCode)
+		}
+		if said := strings.Contains(page, develop.LeadNote); said != (title == "Unix") {
+			t.Errorf("%s: the status says the first sentence is the entry's: %v", title, said)
 		}
 		if req := g.lastRequest(t); req.Opening != want {
 			t.Errorf("%s: opening %q, want %q", title, req.Opening, want)

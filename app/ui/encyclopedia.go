@@ -275,7 +275,9 @@ func (e *Encyclopedia) generate(title string) {
 	e.scroll.ScrollToTop()
 	e.run.Start(func(ctx context.Context, seq int64) {
 		current := func() bool { return e.run.Current(seq) }
+		var lead bool // the page opens with the entry's first sentence, not the model's
 		res, shown, err := e.app.developPage(ctx, current, func(info ModelInfo) engine.Request {
+			_, lead = info.Leads.Lead(title)
 			return engine.Request{
 				Prompt:  assets.EncyclopediaPrompt(title),
 				Opening: info.Leads.Opening(title), // the heading, and the entry's first sentence where the model's folder holds it
@@ -294,6 +296,9 @@ func (e *Encyclopedia) generate(title string) {
 		}
 		doc := htmlsafe.Parse(res.Text)
 		st := develop.DoneStatus(res)
+		if lead {
+			st += " · " + develop.LeadNote
+		}
 		partial := res.StopReason == engine.StopCancelled && shown != nil
 		onUI(func() {
 			if !current() {

@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
@@ -423,8 +424,14 @@ func TestPagesOpenWithTheEntrysLead(t *testing.T) {
 	a := newTestApp(t, m, "")
 	asUI(func() { a.Encyclopedia.Navigate("Unix") })
 	a.Encyclopedia.run.Wait()
+	if st := uiRead(func() string { return a.Encyclopedia.status.Text }); !strings.HasSuffix(st, " · "+develop.LeadNote) {
+		t.Errorf("Unix's status %q does not say its first sentence is the entry's", st)
+	}
 	asUI(func() { a.Encyclopedia.Navigate("Bell Labs") })
 	a.Encyclopedia.run.Wait()
+	if st := uiRead(func() string { return a.Encyclopedia.status.Text }); strings.Contains(st, develop.LeadNote) {
+		t.Errorf("Bell Labs's status %q says it opened with the entry's sentence", st)
+	}
 	tap(a.Race.startB) // Unix
 	a.Race.run.Wait()
 	calls := m.Calls()
