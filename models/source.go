@@ -34,3 +34,19 @@ func (m *Manager) Source(nameOrDir string) (engine.Source, error) {
 	}
 	return engine.Dir(dir), nil
 }
+
+// Leads reads the leads src's folder holds (assets.Leads: each entry's first
+// sentence, which an encyclopedia page holds after a known title's heading; nil
+// for most models). A damaged file is an error naming it and how to go on, not a
+// model without its leads unsaid.
+func Leads(src engine.Source) (*assets.Leads, error) {
+	fsys, err := src.Files()
+	if err != nil {
+		return nil, err
+	}
+	leads, err := assets.ReadLeads(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (remove that file to use the model without it)", src, err)
+	}
+	return leads, nil
+}

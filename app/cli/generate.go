@@ -150,21 +150,6 @@ func modelSource(model, modelsDir string) (engine.Source, error) {
 	return src, nil
 }
 
-// modelLeads reads the leads src's folder holds (assets.Leads: an entry's first
-// sentence, which an encyclopedia page holds after its heading; nil for most
-// models). A damaged file is an error naming it.
-func modelLeads(src engine.Source) (*assets.Leads, error) {
-	fsys, err := src.Files()
-	if err != nil {
-		return nil, err
-	}
-	leads, err := assets.ReadLeads(fsys)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w (remove that file to use the model without it)", src, err)
-	}
-	return leads, nil
-}
-
 // librarySource resolves a model directory, catalog name or local model's name
 // through the models library in modelsDir ("" = default).
 func librarySource(model, modelsDir string) (engine.Source, error) {

@@ -86,7 +86,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	opts.ModelID, opts.System = id, catalog.System(id)
-	if opts.Leads, err = modelLeads(src); err != nil {
+	if opts.Leads, err = models.Leads(src); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 

@@ -27,6 +27,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/train"
 	"github.com/darkroomlabs/darkroom/engine/train/corpus"
+	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/store"
 )
 
@@ -516,7 +517,7 @@ func runTrainEval(env *Env, args []string) error {
 	var leads *assets.Leads
 	if !*noLeads {
 		var err error
-		if leads, err = modelLeads(engine.Dir(*modelDir)); err != nil {
+		if leads, err = models.Leads(engine.Dir(*modelDir)); err != nil {
 			return fmt.Errorf("train eval: %w", err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/models"
 )
 
 func init() {
@@ -92,7 +93,7 @@ func runWiki(env *Env, args []string) error {
 	}
 	defer eng.Close()
 
-	leads, err := modelLeads(src)
+	leads, err := models.Leads(src)
 	if err != nil {
 		return fmt.Errorf("wiki: %w", err)
 	}

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"github.com/darkroomlabs/darkroom/app/chats"
 	"github.com/darkroomlabs/darkroom/app/ui/internal/tiny"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
-	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
@@ -71,28 +69,5 @@ func TestRealEngineDevelopsAPage(t *testing.T) {
 	}
 	if p := e.cache["Unix"]; p == nil || len(p.tokens) == 0 || m.Decode(p.tokens) != p.html {
 		t.Errorf("cached page does not match its tokens")
-	}
-}
-
-// TestReadLeads: the loader reads a model folder's leads (none where it has no
-// file; the built-in Mini's from the binary) and refuses a damaged file by name,
-// saying how to go on without it.
-func TestReadLeads(t *testing.T) {
-	dir := t.TempDir()
-	if l, err := readLeads(engine.Dir(dir)); err != nil || l != nil {
-		t.Errorf("a folder without leads: %v, %v", l, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, assets.LeadsFile), []byte("not gzip"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := readLeads(engine.Dir(dir)); err == nil || !strings.Contains(err.Error(), assets.LeadsFile) || !strings.Contains(err.Error(), "remove that file") {
-		t.Errorf("a damaged leads file: %v", err)
-	}
-	mini, err := assets.Mini()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l, err := readLeads(engine.FS(mini, miniName)); err != nil || l.Len() < 10000 {
-		t.Errorf("the built-in Mini holds %d leads (%v), want its entries'", l.Len(), err)
 	}
 }

@@ -79,7 +79,7 @@ func wireEngine(d *Deps) {
 		if err != nil {
 			return nil, err
 		}
-		leads, err := readLeads(src)
+		leads, err := models.Leads(src)
 		if err != nil {
 			return nil, err
 		}
@@ -195,21 +195,6 @@ type engineModel struct {
 	mode     speed.Choice
 	speed    *speed.Estimate
 	leads    *assets.Leads
-}
-
-// readLeads reads the leads the model folder src holds (assets.Leads: none for
-// most models). A damaged file fails the load, naming it, rather than leaving
-// the Encyclopedia without them unsaid.
-func readLeads(src engine.Source) (*assets.Leads, error) {
-	fsys, err := src.Files()
-	if err != nil {
-		return nil, err
-	}
-	leads, err := assets.ReadLeads(fsys)
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w (remove that file to use the model without it)", src, err)
-	}
-	return leads, nil
 }
 
 func newEngineModel(e *engine.Engine, name string, builtin bool) *engineModel {
