@@ -29,6 +29,12 @@ type Record struct {
 	// printer does not) or LossAR (the encoder's next-token loss only).
 	// Distillation with DistillOptions.Beside writes them.
 	Loss string `json:"loss,omitempty"`
+	// Held is the start of Answer that is held, as engine.Request.Opening holds it
+	// at inference: the decoder sees its tokens clean and is not asked for them
+	// (their diffusion loss weighs 0), so it learns to continue them, not to
+	// write them. Diffusion-only records (Loss LossDiffusion); Distill with Lead
+	// and Beside writes it (the heading and the real entry's first sentence).
+	Held string `json:"held,omitempty"`
 }
 
 // The values of Record.Loss and Example.Loss besides "" (both losses).
@@ -92,12 +98,28 @@ func Tokenize(tok *tokenizer.Tokenizer, recs []Record) ([]Example, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tokenize corpus record %d (%q): %w", i, r.Title, err)
 		}
-		answer := append(tok.Encode(strings.TrimSpace(r.Answer)), turnEnd)
+		text := strings.TrimSpace(r.Answer)
+		var answer []int
+		held := 0
+		switch {
+		case r.Held == "":
+			answer = tok.Encode(text)
+		case r.Loss != LossDiffusion:
+			return nil, fmt.Errorf("tokenize corpus record %d (%q): a held opening is for a %q record only (its loss weighs 0 there), this one's loss is %q",
+				i, r.Title, LossDiffusion, r.Loss)
+		case !strings.HasPrefix(text, r.Held):
+			return nil, fmt.Errorf("tokenize corpus record %d (%q): the held opening %q does not begin the answer", i, r.Title, r.Held)
+		default: // tokenized apart, as the engine tokenizes an opening
+			answer = tok.Encode(r.Held)
+			held = len(answer)
+			answer = append(answer, tok.Encode(text[len(r.Held):])...)
+		}
+		answer = append(answer, turnEnd)
 		var copied []int
 		if title := assets.CleanLine(r.Title); title != "" {
 			copied = titleCopies(answer, tok.Encode(title), tok.Encode(" "+title))
 		}
-		out = append(out, Example{Title: r.Title, Kind: r.Kind, Prompt: prompt, Answer: answer, Copied: copied, Loss: r.Loss})
+		out = append(out, Example{Title: r.Title, Kind: r.Kind, Prompt: prompt, Answer: answer, Copied: copied, Loss: r.Loss, Held: held})
 	}
 	return out, nil
 }

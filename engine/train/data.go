@@ -21,6 +21,9 @@ type Example struct {
 	Copied []int
 	// Loss is the record's (Record.Loss): "" both losses, LossDiffusion or LossAR.
 	Loss string
+	// Held is how many of the answer's first tokens are held (Record.Held): on
+	// the first canvas they stay clean and their loss weighs 0.
+	Held int
 }
 
 // titleCopies returns the positions of answer covered by an occurrence of one of
@@ -270,7 +273,18 @@ func buildBatch(ex []Example, pb plannedBatch, c, eos, pad int, nc NoiseConfig, 
 			if rng.Float64() < level {
 				noisy = rng.IntN(nc.Vocab)
 			}
+			if it.Canvas == 0 && j < e.Held { // drawn all the same, so the rest of the batch's noise does not move
+				noisy = tok
+			}
 			bt.Noisy[b*c+j] = int32(noisy)
+		}
+		if it.Canvas == 0 && e.Held > 0 { // held: clean above, not asked for here
+			if bt.Weight == nil {
+				bt.Weight = ones(bsz * t)
+			}
+			for j := range min(e.Held, c) {
+				bt.Weight[b*t+p+j] = 0
+			}
 		}
 		if e.Loss != "" && bt.ARRows == nil {
 			bt.DiffusionRows, bt.ARRows = ones(bsz), ones(bsz)

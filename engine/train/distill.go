@@ -31,10 +31,12 @@ type DistillOptions struct {
 	// with Beside, for the printer only, as every chosen page's original.
 	Keep func(r Record, page string) bool
 	// Lead holds the start of each real page — its heading, category and first
-	// sentence (assets.PageLead) — as the teacher's opening instead of the heading alone: the
-	// teacher continues the entry's own words, so its pages start from what the
-	// entry says and differ from each other where the heading-only teacher opened
-	// every page with the same few frames.
+	// sentence (assets.PageLead) — as the teacher's opening instead of the heading
+	// alone: the teacher continues the entry's own words, so its pages start from
+	// what the entry says and differ from each other where the heading-only
+	// teacher opened every page with the same few frames. With Beside the opening
+	// is the rewritten record's Held: the app holds the same sentence
+	// (assets.Leads), so the polaroid learns to continue it, not to write it.
 	Lead bool
 	// Progress, if set, is called after each page with the pages done and the total.
 	Progress func(done, total int)
@@ -83,16 +85,20 @@ func Distill(ctx context.Context, gen Generator, recs []Record, opts DistillOpti
 		if err == nil {
 			err = ctx.Err() // a cancelled generation returns its partial page: not a page to train on
 		}
-		if err != nil {
+		refused := errors.Is(err, ErrRefusedBefore) && opts.Keep != nil
+		if err != nil && !refused {
 			return nil, nil, fmt.Errorf("distill page %d of %d (%q): %w", n+1, len(pages), r.Title, err)
 		}
 		if opts.Beside {
 			out[i].Loss = LossAR
 		}
 		switch {
-		case opts.Keep != nil && !opts.Keep(r, res.Text):
+		case refused || opts.Keep != nil && !opts.Keep(r, res.Text):
 		case opts.Beside:
 			r.Answer, r.Loss = res.Text, LossDiffusion
+			if opts.Lead {
+				r.Held = opening // held at inference: the decoder learns to continue it, not to write it
+			}
 			out = append(out, r)
 			used = append(used, len(out)-1)
 		default:
@@ -133,16 +139,32 @@ func Leads(recs []Record) (*assets.Leads, int) {
 
 // Rewritten is a Generator that answers with pages written before: those of a
 // distilled corpus's records (train distill's output), by their prompt. It lets
-// a distillation be laid out again — Beside, another Keep — without writing its
-// pages a second time; a prompt it does not hold is an error.
+// a distillation be laid out again — Beside, another Keep, Lead's held openings —
+// without writing its pages a second time. A prompt it does not hold is an
+// error; one whose page was refused before (a Beside corpus keeps only its
+// original, for the printer) is ErrRefusedBefore, which Distill takes as refused
+// again when it has a Keep.
 type Rewritten map[string]string
 
-// NewRewritten indexes recs' page answers by their prompt.
+// ErrRefusedBefore: the earlier distillation refused this prompt's page.
+var ErrRefusedBefore = errors.New("this page was refused by the earlier distillation: it holds only the original")
+
+// NewRewritten indexes recs' rewritten page answers by their prompt: records
+// that train the polaroid (Loss LossDiffusion, or both losses in a corpus
+// distilled in place), never an original kept for the printer (LossAR), which
+// a Beside corpus holds for every page; a prompt with only an original maps to
+// "" (refused before).
 func NewRewritten(recs []Record) Rewritten {
 	w := Rewritten{}
 	for _, r := range recs {
-		if r.Kind == "page" {
-			w[rewrittenKey(r.Messages())] = r.Answer
+		if r.Kind != "page" {
+			continue
+		}
+		k := rewrittenKey(r.Messages())
+		if r.Loss != LossAR {
+			w[k] = r.Answer
+		} else if _, ok := w[k]; !ok {
+			w[k] = ""
 		}
 	}
 	return w
@@ -159,8 +181,11 @@ func rewrittenKey(msgs []engine.Message) string {
 // Generate implements Generator.
 func (w Rewritten) Generate(_ context.Context, req engine.Request) (*engine.Result, error) {
 	page, ok := w[rewrittenKey(req.Messages)]
-	if !ok {
+	switch {
+	case !ok:
 		return nil, errors.New("no page written before for this prompt: give the distilled corpus of the same --pages and --seed")
+	case page == "":
+		return nil, ErrRefusedBefore
 	}
 	return &engine.Result{Text: page}, nil
 }

@@ -107,6 +107,16 @@ func TestDistill(t *testing.T) {
 		keptB[chosen[0]].Loss != LossAR || keptB[len(recs)].Title == refused {
 		t.Errorf("Keep refusing %q beside: %d records, used %v, %v", refused, len(keptB), keptBAt, err)
 	}
+	// Laid out again from that corpus (Rewritten), the refused page stays refused
+	// under any Keep: the original it holds for the printer is not a rewritten page.
+	all := func(Record, string) bool { return true }
+	keptB2, _, err := Distill(context.Background(), NewRewritten(keptB), recs, DistillOptions{Pages: 2, Source: "foldoc", Seed: 5, Keep: all, Beside: true})
+	if err != nil || !slices.Equal(keptB2, keptB) {
+		t.Errorf("a beside corpus laid out again: %v, same records: %v", err, slices.Equal(keptB2, keptB))
+	}
+	if _, _, err := Distill(context.Background(), NewRewritten(keptB), recs, DistillOptions{Pages: 2, Source: "foldoc", Seed: 5}); !errors.Is(err, ErrRefusedBefore) {
+		t.Errorf("a page refused before, without a Keep: %v", err)
+	}
 	if _, _, err := Distill(context.Background(), NewRewritten(nil), recs, DistillOptions{Pages: 1}); err == nil || !strings.Contains(err.Error(), "same --pages and --seed") {
 		t.Errorf("a page not written before: %v", err)
 	}
@@ -164,7 +174,17 @@ func TestDistillLead(t *testing.T) {
 	if want := []string{"<h1>C</h1>\n", "<h1>Unix</h1>\n<p>An OS."}; !slices.Equal(g.openings, want) || len(chosen) != 2 {
 		t.Fatalf("openings %q (chose %v), want %q", g.openings, chosen, want)
 	}
-	if got := out[0].Answer; got != "<h1>Unix</h1>\n<p>An OS. More words.</p>" {
-		t.Errorf("Unix rewritten as %q", got)
+	if got := out[0].Answer; got != "<h1>Unix</h1>\n<p>An OS. More words.</p>" || out[0].Held != "" {
+		t.Errorf("Unix rewritten as %q (held %q)", got, out[0].Held)
+	}
+	// Beside, the rewritten page holds its opening, as the app will.
+	beside, at, err := Distill(context.Background(), g, recs, DistillOptions{Pages: 2, Lead: true, Beside: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range at {
+		if r := beside[i]; r.Held != assets.PageLead(recs[0].Answer, "Unix") && r.Title == "Unix" || r.Title == "C" && r.Held != "<h1>C</h1>\n" || !strings.HasPrefix(r.Answer, r.Held) {
+			t.Errorf("beside: %q holds %q", r.Answer, r.Held)
+		}
 	}
 }

@@ -322,3 +322,33 @@ func TestEvaluateLeads(t *testing.T) {
 		t.Errorf("leads holding a held-out title: %v", err)
 	}
 }
+
+// TestTokenizeHeldOpening: a record's held opening is tokenized apart from the
+// rest, as the engine tokenizes an opening, and counted; a held opening on a
+// record that trains the printer, or one that does not begin the answer, is an
+// error naming the record.
+func TestTokenizeHeldOpening(t *testing.T) {
+	tok, err := tokenizer.Load(filepath.Join("..", "..", "assets", "mini"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := "<h1>Unix</h1>\n<p>An operating system."
+	r := Record{Kind: "page", Title: "Unix", Prompt: "p", Answer: held + " It runs.</p>", Loss: LossDiffusion, Held: held}
+	ex, err := Tokenize(tok, []Record{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(append(tok.Encode(held), tok.Encode(" It runs.</p>")...), tok.Specials().TurnEnd)
+	if e := ex[0]; e.Held != len(tok.Encode(held)) || !slices.Equal(e.Answer, want) {
+		t.Errorf("held %d of %v, want %d of %v", e.Held, e.Answer, len(tok.Encode(held)), want)
+	}
+	both := r
+	both.Loss = ""
+	other := r
+	other.Held = "<h1>Linux</h1>\n"
+	for _, bad := range []Record{both, other} {
+		if _, err := Tokenize(tok, []Record{bad}); err == nil || !strings.Contains(err.Error(), `"Unix"`) {
+			t.Errorf("held %q on a %q record: %v", bad.Held, bad.Loss, err)
+		}
+	}
+}

@@ -286,3 +286,45 @@ func TestPerExampleLosses(t *testing.T) {
 		t.Fatalf("rows have equal losses (diffusion %v %v %v, AR %v %v %v): the test proves nothing", d0, d1, d2, a0, a1, a2)
 	}
 }
+
+// TestHeldOpening: an example's held opening (Example.Held, Record.Held) stays
+// clean on its first canvas whatever the noise level, leaves the rest of the
+// batch's noise as it was, and weighs nothing in the diffusion loss — the loss
+// does not move when a held target does, and does when one after it does.
+func TestHeldOpening(t *testing.T) {
+	const v, c, p = 8, 4, 3
+	ex := []Example{
+		{Prompt: []int{2, 4}, Answer: []int{5, 6, 7, 1}, Loss: LossDiffusion, Held: 2},
+		{Prompt: []int{3}, Answer: []int{7, 6, 5}},
+	}
+	pb := plannedBatch{Bucket: p, Items: []item{{0, 0}, {1, 0}}}
+	nc := NoiseConfig{Vocab: v, Eps: 0.999} // every position re-drawn
+	b := buildBatch(ex, pb, c, 1, 0, nc, 11, 0, 1)
+	free := slices.Clone(ex)
+	free[0].Held = 0
+	bf := buildBatch(free, pb, c, 1, 0, nc, 11, 0, 1)
+	if !slices.Equal(b.Noisy[:2], []int32{5, 6}) || !slices.Equal(b.Noisy[2:], bf.Noisy[2:]) {
+		t.Fatalf("noisy %v, without the hold %v: want the held 5 6 clean and the rest the same", b.Noisy, bf.Noisy)
+	}
+	if w := b.Weight; w == nil || !slices.Equal(w[p:p+c], []float32{0, 0, 1, 1}) || slices.Contains(w[p+c:], 0) {
+		t.Fatalf("weights %v: want 0 on the held canvas positions only", w)
+	}
+	_, diff, _ := runObjective(t, b, v)
+	moved := func(pos int) float64 { // the first row's target at canvas position pos, changed: fakeNet scores
+		r := *b // the noisy id high, so the loss moves where the target becomes it or stops being it
+		r.Tokens = slices.Clone(b.Tokens)
+		if r.Tokens[p+pos] == b.Noisy[pos] {
+			r.Tokens[p+pos] = (r.Tokens[p+pos] + 1) % v
+		} else {
+			r.Tokens[p+pos] = b.Noisy[pos]
+		}
+		_, d, _ := runObjective(t, &r, v)
+		return d
+	}
+	if d := moved(1); math.Abs(d-diff) > 1e-6 {
+		t.Errorf("a held target moved the diffusion loss: %v → %v", diff, d)
+	}
+	if d := moved(2); math.Abs(d-diff) < 1e-6 {
+		t.Errorf("a target after the hold did not move the diffusion loss (%v): the test proves nothing", d)
+	}
+}
