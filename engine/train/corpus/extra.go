@@ -260,13 +260,14 @@ var pythonDocDir = filepath.Join("usr", "share", "doc", "python3.11", "html")
 // entryExamples are an entry's training examples: its page (at most
 // maxPage bytes), and when it has an opening to answer with, two chats (the
 // first phrasing of the question and one chosen by the title's hash) and, for a
-// common noun, a third asked with its article (assets.ChatArticleQuestion).
+// common noun, a third asked with its article (assets.ChatArticleQuestion) —
+// not for a WordNet verb, adjective or adverb ("What is a poor?").
 func entryExamples(cat *Catalog, e Entry, maxPage int, opts Options) []Example {
 	out := []Example{{Kind: KindPage, Source: e.Source, Title: e.Title, Prompt: assets.EncyclopediaPrompt(e.Title), Answer: cat.Page(e, maxPage)}}
 	if ans, ok := ChatAnswer(e, opts.MaxChatChars); ok {
 		q := 1 + int(titleHash("chat:"+e.Title)%uint64(len(assets.ChatQuestions)-1))
 		asks := []string{assets.ChatQuestion(0, e.Title), assets.ChatQuestion(q, e.Title)}
-		if aq, ok := assets.ChatArticleQuestion(e.Title); ok {
+		if aq, ok := assets.ChatArticleQuestion(e.Title); ok && (e.Source != "wordnet" || e.Category == "noun") {
 			asks = append(asks, aq)
 		}
 		for _, ask := range asks {

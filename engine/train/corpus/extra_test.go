@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -518,5 +519,28 @@ func TestExtraSourcesMix(t *testing.T) {
 	}
 	if err := Build(context.Background(), Options{OutDir: t.TempDir(), DictDir: opts.DictDir, Extra: []string{"vera"}, ExtraMax: map[string]int{"wordnt": 1}}); err == nil || !strings.Contains(err.Error(), "wordnt") {
 		t.Errorf("a cap for a source not built: %v", err)
+	}
+}
+
+// TestArticleQuestionsAskNouns: a common noun is asked a third time with its
+// article; a WordNet adjective is not ("What is a poor?" was in the corpus).
+func TestArticleQuestionsAskNouns(t *testing.T) {
+	cat := NewCatalog()
+	for _, e := range []Entry{
+		{Source: "wordnet", Title: "poor", Category: "adjective", Blocks: []Block{{Kind: Paragraph, Text: "Deserving or inciting pity."}}},
+		{Source: "wordnet", Title: "manner", Category: "noun", Blocks: []Block{{Kind: Paragraph, Text: "How something is done."}}},
+		{Source: "foldoc", Title: "compiler", Blocks: []Block{{Kind: Paragraph, Text: "A program that translates programs."}}},
+	} {
+		cat.Add(e)
+		var asked []string
+		for _, ex := range entryExamples(cat, e, 800, Options{}) {
+			if ex.Kind == KindChat {
+				asked = append(asked, ex.Prompt)
+			}
+		}
+		aq, _ := assets.ChatArticleQuestion(e.Title)
+		if got, want := slices.Contains(asked, aq), e.Category != "adjective"; got != want || len(asked) < 2 {
+			t.Errorf("%s (%s) asked %q: with its article %v, want %v", e.Title, e.Category, asked, got, want)
+		}
 	}
 }
