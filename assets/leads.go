@@ -41,9 +41,9 @@ const (
 // PageLead is the start of a page up to the end of its first sentence: the
 // heading, the category line if there is one, and the text of the first
 // paragraph or list item up to a sentence's end — '.', '?' or '!' in text (not
-// in a tag, a link or an emphasis, nor after a lone letter or digit: "R.M.",
-// "1."), followed by a closing tag, or by a space and a capital, a tag, a
-// parenthesis or a quote. A page that does not begin with the title's heading
+// in a tag, a link or an emphasis), followed by a closing tag, or by a space and
+// a capital, a tag, a parenthesis or a quote where it does not follow a lone
+// letter or digit ("R.M. Keller", "[IBM] 1. The"). A page that does not begin with the title's heading
 // (EncyclopediaOpening), or whose first sentence ends more than leadMax bytes past
 // it (or never), gives the heading alone.
 func PageLead(page, title string) string {
@@ -66,7 +66,7 @@ func PageLead(page, title string) string {
 			case strings.HasPrefix(tag, "</a>") || strings.HasPrefix(tag, "</em>"):
 				nested = max(nested-1, 0)
 			}
-		case nested == 0 && (c == '.' || c == '?' || c == '!') && !initial(page[:i]) && sentenceEnds(page[i+1:]):
+		case nested == 0 && (c == '.' || c == '?' || c == '!') && sentenceEnds(page[:i], page[i+1:]):
 			return page[:i+1]
 		}
 	}
@@ -85,12 +85,15 @@ func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-// sentenceEnds reports whether the text after a '.', '?' or '!' ends its sentence.
-func sentenceEnds(rest string) bool {
+// sentenceEnds reports whether a '.', '?' or '!' between before and rest ends
+// its sentence: before a closing tag, always ("either x R y or y R x.</p>");
+// before a space and a capital, a tag, a parenthesis or a quote, unless it
+// follows an initial.
+func sentenceEnds(before, rest string) bool {
 	switch {
 	case strings.HasPrefix(rest, "</"):
 		return true
-	case !strings.HasPrefix(rest, " ") || len(rest) < 2:
+	case !strings.HasPrefix(rest, " ") || len(rest) < 2 || initial(before):
 		return false
 	}
 	c := rest[1]

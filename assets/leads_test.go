@@ -26,6 +26,7 @@ func TestPageLead(t *testing.T) {
 			"<h1>cat</h1>\n<p><em>noun</em></p>\n<ul><li>A pet?"},
 		{"<h1>R</h1>\n<p>[IBM] 1. R.M. Keller, U Utah. In 1990. More.</p>", "R",
 			"<h1>R</h1>\n<p>[IBM] 1. R.M. Keller, U Utah."},
+		{"<h1>T</h1>\n<p>Either x R y or y R x.</p>\n<p>More.</p>", "T", "<h1>T</h1>\n<p>Either x R y or y R x."},
 		{"<h1>Unix</h1>\n<p>An OS. It runs.</p>", "Linux", "<h1>Linux</h1>\n"},
 		{"<h1>Unix</h1>\n<p>No end at all</p>", "Unix", "<h1>Unix</h1>\n"},
 		{long, "L", "<h1>L</h1>\n"},
