@@ -43,16 +43,20 @@ const (
 // paragraph or list item up to a sentence's end — '.', '?' or '!' in text (not
 // in a tag, a link or an emphasis), followed by a closing tag, or by a space and
 // a capital, a tag, a parenthesis or a quote where it does not follow a lone
-// letter or digit ("R.M. Keller", "[IBM] 1. The"). A page that does not begin with the title's heading
-// (EncyclopediaOpening), or whose first sentence ends more than leadMax bytes past
-// it (or never), gives the heading alone.
+// letter or digit ("R.M. Keller", "[IBM] 1. The"). A first sentence of fewer
+// than leadWords words outside parentheses — a note ("(Note: NOT "kernal")."),
+// an expansion ("(b) binary digit.") — runs on to the second where there is one.
+// A page that does not begin with the title's heading (EncyclopediaOpening), or
+// whose first sentence ends more than leadMax bytes past it (or never), gives
+// the heading alone.
 func PageLead(page, title string) string {
 	opening := EncyclopediaOpening(title)
 	if !strings.HasPrefix(page, opening) {
 		return opening
 	}
 	var inTag bool
-	var nested int // open <a> and <em> elements
+	var links, ems, parens, words int // open <a>, <em> and parentheses; words outside ems and parentheses
+	first := -1                       // the end of a first sentence too short to stand alone
 	for i := len(opening); i < len(page) && i <= len(opening)+leadMax; i++ {
 		c := page[i]
 		switch {
@@ -61,17 +65,38 @@ func PageLead(page, title string) string {
 		case c == '<':
 			inTag = true
 			switch tag := page[i:]; {
-			case strings.HasPrefix(tag, "<a ") || strings.HasPrefix(tag, "<em>"):
-				nested++
-			case strings.HasPrefix(tag, "</a>") || strings.HasPrefix(tag, "</em>"):
-				nested = max(nested-1, 0)
+			case strings.HasPrefix(tag, "<a "):
+				links++
+			case strings.HasPrefix(tag, "</a>"):
+				links = max(links-1, 0)
+			case strings.HasPrefix(tag, "<em>"):
+				ems++
+			case strings.HasPrefix(tag, "</em>"):
+				ems = max(ems-1, 0)
 			}
-		case nested == 0 && (c == '.' || c == '?' || c == '!') && sentenceEnds(page[:i], page[i+1:]):
-			return page[:i+1]
+		case c == '(':
+			parens++
+		case c == ')':
+			parens = max(parens-1, 0)
+		case isAlnum(c) && !isAlnum(page[i-1]) && ems == 0 && parens == 0:
+			words++
+		case links == 0 && ems == 0 && (c == '.' || c == '?' || c == '!') && sentenceEnds(page[:i], page[i+1:]):
+			if words >= leadWords {
+				return page[:i+1]
+			}
+			if first < 0 {
+				first = i
+			}
 		}
+	}
+	if first >= 0 {
+		return page[:first+1]
 	}
 	return opening
 }
+
+// leadWords is the fewest words outside parentheses a lead's sentence stands alone with.
+const leadWords = 4
 
 // initial reports whether the text before a '.' ends in a lone letter or digit
 // ("R.M. Keller", "E.W.", "[IBM] 1."): an initial or a list number, not a

@@ -16,14 +16,16 @@ import (
 func TestPageLead(t *testing.T) {
 	long := "<h1>L</h1>\n<p>" + strings.Repeat("word ", leadMax/5+1) + "end.</p>"
 	for _, tc := range []struct{ page, title, want string }{
-		{"<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS. It runs.</p>", "Unix",
-			"<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS."},
+		{"<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An operating system for computers. It runs.</p>", "Unix",
+			"<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An operating system for computers."},
+		{"<h1>bit</h1>\n<p>(b) Binary digit.</p>\n<p>The unit of information. More.</p>", "bit", // too short alone: runs on
+			"<h1>bit</h1>\n<p>(b) Binary digit.</p>\n<p>The unit of information."},
 		{"<h1>vera</h1>\n<p><em>acronym</em></p>\n<p>Very Early Rabbit Access.</p>", "vera",
 			"<h1>vera</h1>\n<p><em>acronym</em></p>\n<p>Very Early Rabbit Access."},
 		{`<h1>X</h1>` + "\n" + `<p>See <a href="/wiki/a.b">a. B</a>, e.g. the U.S. census. <a href="/wiki/y">y</a> too.</p>`, "X",
 			`<h1>X</h1>` + "\n" + `<p>See <a href="/wiki/a.b">a. B</a>, e.g. the U.S. census.`},
-		{"<h1>cat</h1>\n<p><em>noun</em></p>\n<ul><li>A pet? Yes. For example: \"x\".</li></ul>", "cat",
-			"<h1>cat</h1>\n<p><em>noun</em></p>\n<ul><li>A pet?"},
+		{"<h1>cat</h1>\n<p><em>noun</em></p>\n<ul><li>Is it a pet? Yes. For example: \"x\".</li></ul>", "cat",
+			"<h1>cat</h1>\n<p><em>noun</em></p>\n<ul><li>Is it a pet?"},
 		{"<h1>R</h1>\n<p>[IBM] 1. R.M. Keller, U Utah. In 1990. More.</p>", "R",
 			"<h1>R</h1>\n<p>[IBM] 1. R.M. Keller, U Utah."},
 		{"<h1>T</h1>\n<p>Either x R y or y R x.</p>\n<p>More.</p>", "T", "<h1>T</h1>\n<p>Either x R y or y R x."},
@@ -61,8 +63,8 @@ func TestLeads(t *testing.T) {
 		t.Fatalf("read back %d leads, %v; want 3", got.Len(), err)
 	}
 	for title, want := range map[string]string{
-		"Unix":  "<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS.",
-		"unix":  "<h1>unix</h1>\n<p><em>os</em></p>\n<p>An OS.",
+		"Unix":  "<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS. It runs.", // "An OS." alone is too short
+		"unix":  "<h1>unix</h1>\n<p><em>os</em></p>\n<p>An OS. It runs.",
 		"Lisp":  "<h1>Lisp</h1>\n<p>The same, spelled so.",
 		"lisp":  "<h1>lisp</h1>\n", // LISP or Lisp: ambiguous
 		"C":     "<h1>C</h1>\n",

@@ -485,11 +485,11 @@ func TestPageWithoutJavaScript(t *testing.T) {
 // the heading alone.
 func TestPageOpensWithTheEntrysLead(t *testing.T) {
 	var leads assets.Leads
-	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system. It runs.</p>")
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs. It runs.</p>")
 	g := &fakeGen{final: "<h1>Unix</h1>\n<p>An operating system.</p>"}
 	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
 	c := browser(t, s)
-	for title, want := range map[string]string{"Unix": "<h1>Unix</h1>\n<p>An operating system.", "Emacs": "<h1>Emacs</h1>\n"} {
+	for title, want := range map[string]string{"Unix": "<h1>Unix</h1>\n<p>An operating system from Bell Labs.", "Emacs": "<h1>Emacs</h1>\n"} {
 		resp, page := do(t, c, "GET", site(s)+"/wiki/"+title+"?whole=1", "", nil)
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d", title, resp.StatusCode)

@@ -419,7 +419,7 @@ func TestEncyclopediaUnreadableTitleNotSent(t *testing.T) {
 // alone. The pages had always opened with the heading alone.
 func TestPagesOpenWithTheEntrysLead(t *testing.T) {
 	var leads assets.Leads
-	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system. It runs.</p>")
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs. It runs.</p>")
 	m := &fakeModel{answers: wikiAnswers, leads: &leads}
 	a := newTestApp(t, m, "")
 	asUI(func() { a.Encyclopedia.Navigate("Unix") })
@@ -435,7 +435,7 @@ func TestPagesOpenWithTheEntrysLead(t *testing.T) {
 	tap(a.Race.startB) // Unix
 	a.Race.run.Wait()
 	calls := m.Calls()
-	const unix = "<h1>Unix</h1>\n<p>An operating system."
+	const unix = "<h1>Unix</h1>\n<p>An operating system from Bell Labs."
 	if len(calls) != 4 || calls[0].req.Opening != unix || calls[1].req.Opening != assets.EncyclopediaOpening("Bell Labs") ||
 		calls[2].req.Opening != unix || calls[3].req.Opening != unix {
 		for _, c := range calls {

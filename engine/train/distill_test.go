@@ -162,7 +162,7 @@ func (g *openingRecorder) Generate(_ context.Context, req engine.Request) (*engi
 // writes starts with the entry's own first sentence.
 func TestDistillLead(t *testing.T) {
 	recs := []Record{
-		{Kind: "page", Title: "Unix", Prompt: assets.EncyclopediaPrompt("Unix"), Answer: "<h1>Unix</h1>\n<p>An OS. It runs.</p>"},
+		{Kind: "page", Title: "Unix", Prompt: assets.EncyclopediaPrompt("Unix"), Answer: "<h1>Unix</h1>\n<p>An operating system for computers. It runs.</p>"},
 		{Kind: "page", Title: "C", Prompt: assets.EncyclopediaPrompt("C"), Answer: "<h1>C</h1>\n<p>no end</p>"},
 	}
 	g := &openingRecorder{}
@@ -171,10 +171,10 @@ func TestDistillLead(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(g.openings)
-	if want := []string{"<h1>C</h1>\n", "<h1>Unix</h1>\n<p>An OS."}; !slices.Equal(g.openings, want) || len(chosen) != 2 {
+	if want := []string{"<h1>C</h1>\n", "<h1>Unix</h1>\n<p>An operating system for computers."}; !slices.Equal(g.openings, want) || len(chosen) != 2 {
 		t.Fatalf("openings %q (chose %v), want %q", g.openings, chosen, want)
 	}
-	if got := out[0].Answer; got != "<h1>Unix</h1>\n<p>An OS. More words.</p>" || out[0].Held != "" {
+	if got := out[0].Answer; got != "<h1>Unix</h1>\n<p>An operating system for computers. More words.</p>" || out[0].Held != "" {
 		t.Errorf("Unix rewritten as %q (held %q)", got, out[0].Held)
 	}
 	// Beside, the rewritten page holds its opening, as the app will.
