@@ -27,9 +27,15 @@ import (
 // JSON lines {"title": …, "lead": …}, sorted by title.
 const LeadsFile = "leads.jsonl.gz"
 
-// leadMax bounds a lead past the heading, in bytes (about 100 tokens): an
-// opening must fit in one canvas with room for the model to write.
-const leadMax = 400
+// leadMax bounds a lead's first sentence past the heading, in bytes (at most
+// 160 tokens of the Mini's): an opening must fit in one canvas with room for
+// the model to write. A first sentence too short to stand alone may run on to
+// a second that ends within leadRunOnMax (Unix's opens with a note on its
+// plural; its second sentence says what it is, 560 bytes in).
+const (
+	leadMax      = 400
+	leadRunOnMax = 600
+)
 
 // Limits ReadLeads puts on a leads file, so that a hostile one cannot exhaust
 // memory: the decompressed size and the number of entries.
@@ -48,7 +54,7 @@ const (
 // an expansion ("(b) binary digit.") — runs on to the second where there is one.
 // A page that does not begin with the title's heading (EncyclopediaOpening), or
 // whose first sentence ends more than leadMax bytes past it (or never), gives
-// the heading alone.
+// the heading alone; a second sentence must end within leadRunOnMax.
 func PageLead(page, title string) string {
 	opening := EncyclopediaOpening(title)
 	if !strings.HasPrefix(page, opening) {
@@ -57,7 +63,10 @@ func PageLead(page, title string) string {
 	var inTag bool
 	var links, ems, parens, words int // open <a>, <em> and parentheses; words outside ems and parentheses
 	first := -1                       // the end of a first sentence too short to stand alone
-	for i := len(opening); i < len(page) && i <= len(opening)+leadMax; i++ {
+	for i := len(opening); i < len(page) && i <= len(opening)+leadRunOnMax; i++ {
+		if i > len(opening)+leadMax && first < 0 {
+			break // no first sentence within leadMax
+		}
 		c := page[i]
 		switch {
 		case inTag:
@@ -257,7 +266,7 @@ func ReadLeads(fsys fs.FS) (*Leads, error) {
 				return nil, fmt.Errorf("read %s line %d: %w", LeadsFile, line, uerr)
 			case CleanLine(e.Title) != e.Title || e.Title == "":
 				return nil, fmt.Errorf("read %s line %d: title %q is empty or not on one line", LeadsFile, line, e.Title)
-			case e.Lead == "" || len(e.Lead) > leadMax+1 || strings.Contains(e.Lead, "<h1"):
+			case e.Lead == "" || len(e.Lead) > leadRunOnMax+1 || strings.Contains(e.Lead, "<h1"):
 				return nil, fmt.Errorf("read %s line %d (%q): not a lead (%d bytes)", LeadsFile, line, e.Title, len(e.Lead))
 			case len(l.byTitle) >= leadsMaxEntries:
 				return nil, fmt.Errorf("read %s: more than %d entries", LeadsFile, leadsMaxEntries)

@@ -15,6 +15,9 @@ import (
 // within leadMax bytes, leads with the heading alone.
 func TestPageLead(t *testing.T) {
 	long := "<h1>L</h1>\n<p>" + strings.Repeat("word ", leadMax/5+1) + "end.</p>"
+	runOn := func(words int) string {
+		return "<h1>U</h1>\n<p>Plural Unices. An " + strings.Repeat("word ", words) + "end.</p>"
+	}
 	for _, tc := range []struct{ page, title, want string }{
 		{"<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An operating system for computers. It runs.</p>", "Unix",
 			"<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An operating system for computers."},
@@ -32,6 +35,9 @@ func TestPageLead(t *testing.T) {
 		{"<h1>Unix</h1>\n<p>An OS. It runs.</p>", "Linux", "<h1>Linux</h1>\n"},
 		{"<h1>Unix</h1>\n<p>No end at all</p>", "Unix", "<h1>Unix</h1>\n"},
 		{long, "L", "<h1>L</h1>\n"},
+		{runOn(90), "U", strings.TrimSuffix(runOn(90), "</p>")},                     // a second sentence past leadMax, within leadRunOnMax
+		{runOn(130), "U", "<h1>U</h1>\n<p>Plural Unices."},                          // past leadRunOnMax: the first alone
+		{"<h1>U</h1>\n<p>Plural Unices.</p>", "U", "<h1>U</h1>\n<p>Plural Unices."}, // no second
 	} {
 		if got := PageLead(tc.page, tc.title); got != tc.want {
 			t.Errorf("PageLead(%q) = %q, want %q", tc.page, got, tc.want)
@@ -102,7 +108,7 @@ func TestReadLeadsRefusesDamage(t *testing.T) {
 		"bad json":         gz(`{"title":"Unix","lead":"<p>An OS."}` + "\n{oops\n"),
 		"empty lead":       gz(`{"title":"Unix","lead":""}`),
 		"heading in lead":  gz(`{"title":"Unix","lead":"<h1>X</h1>"}`),
-		"lead too long":    gz(`{"title":"Unix","lead":"` + strings.Repeat("a", leadMax+2) + `"}`),
+		"lead too long":    gz(`{"title":"Unix","lead":"` + strings.Repeat("a", leadRunOnMax+2) + `"}`),
 		"title two lines":  gz(`{"title":"Un\nix","lead":"<p>An OS."}`),
 		"larger than says": gz(strings.Repeat(" ", leadsMaxBytes+1)),
 	} {
