@@ -325,9 +325,9 @@ func (e *Encyclopedia) generate(title string) {
 // stoppedNote marks a page whose generation was stopped.
 const stoppedNote = "Stopped: this page is partial, as it had developed when you stopped it. Reload to write it in full."
 
-// developPage runs the request req makes for the shared model (from its Info)
-// on it and draws the page developing into
-// view (throttled), with the status line. It returns the finished result and
+// developPage runs the request that request builds from the shared model's
+// Info (a known title's opening, say) on that model and draws the page
+// developing into view (throttled), with the status line. It returns the finished result and
 // the last frame drawn (nil if none was); the caller draws the final page, or
 // keeps that frame when the run was stopped. current reports whether this run
 // still owns the UI.
