@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
@@ -408,7 +409,7 @@ func breakRuns(segs []widget.RichTextSegment, x, width, slack float32) ([]widget
 			if t.Style.SizeName == "" {
 				size = theme.TextSize()
 			}
-			x = wrapEnd(t.Text, x, width, func(s string) float32 { return fyne.MeasureText(s, size, style).Width })
+			x = wrapEnd([]rune(t.Text), x, width, func(r []rune) float32 { return fyne.MeasureText(string(r), size, style).Width })
 		default:
 			x = 0 // rules: rows of their own
 		}
@@ -440,25 +441,104 @@ func breakList(l *widget.ListSegment, width, slack float32) *widget.ListSegment 
 	return &c
 }
 
-// wrapEnd is where the last row of text ends when it starts at x, wrapped by
-// words at width as Fyne does.
-func wrapEnd(text string, x, width float32, measure func(string) float32) float32 {
-	for i, line := range strings.Split(text, "\n") {
-		if i > 0 {
-			x = 0
+// wrapEnd is where the last row of text ends when it starts at x on rows of
+// width: Fyne 2.7's word wrapping of a text segment (widget.RichText's
+// lineBounds, TextWrapWord, and how updateRowBounds carries the row on), done
+// the same way so that the breaks before links agree with the rows Fyne draws.
+// Its rule that a guess by words would miss: when the first word after the
+// segment's leading space does not fit the rest of the row, the row keeps the
+// space alone and the words start the next row.
+func wrapEnd(text []rune, x, width float32, measure func([]rune) float32) float32 {
+	measureWidth := min(width-x, width)
+	fits := func(lo, hi int) bool { return measure(text[lo:hi]) <= measureWidth }
+	type row struct{ lo, hi int }
+	var rows []row
+	begin := 0
+lines:
+	for i := 0; i <= len(text); i++ { // each line, as splitLines cuts them
+		if i < len(text) && text[i] != '\n' {
+			continue
 		}
-		for _, word := range strings.SplitAfter(line, " ") {
-			if word == "" {
+		low, high, end := begin, i, i
+		begin = i + 1
+		if low == high {
+			rows = append(rows, row{low, low})
+			continue
+		}
+		for low < high {
+			sub := text[low:high]
+			subWidth := measure(sub)
+			if subWidth <= measureWidth {
+				rows = append(rows, row{low, high})
+				low, high = high, end
+				if low < high && unicode.IsSpace(text[low]) {
+					low++
+				}
+				measureWidth = width
 				continue
 			}
-			if x > 0 && x+measure(strings.TrimRight(word, " ")) > width {
-				x = 0
-				if word = strings.TrimLeft(word, " "); word == "" {
-					continue
+			oldHigh := high
+			fallback := fyneBinarySearch(fits, low, low+len(sub)-1) - low
+			if fallback < 1 { // not even a letter fits
+				rows = append(rows, row{low, low + 1})
+				low++
+				high = low + 1
+				if high > end {
+					break lines // as Fyne returns
 				}
+			} else {
+				spaceIndex := fyneSpaceIndex(sub, fallback)
+				if spaceIndex == 0 {
+					spaceIndex = 1
+				}
+				high = low + spaceIndex
 			}
-			x += measure(word)
+			if high == fallback && subWidth <= width {
+				rows = append(rows, row{low, low})
+				high = oldHigh
+				measureWidth = width
+			}
 		}
 	}
-	return x
+	if len(rows) == 0 {
+		return x
+	}
+	last := rows[len(rows)-1]
+	if len(rows) == 1 {
+		return x + measure(text[:last.hi])
+	}
+	return measure(text[last.lo:last.hi])
+}
+
+// fyneBinarySearch is Fyne 2.7's binarySearch: the largest high in [low,
+// maxHigh] with fits(low, high), found as Fyne finds it.
+func fyneBinarySearch(fits func(int, int) bool, low, maxHigh int) int {
+	if low >= maxHigh {
+		return low
+	}
+	if fits(low, maxHigh) {
+		return maxHigh
+	}
+	high, delta := low, maxHigh-low
+	for delta > 0 {
+		delta /= 2
+		if fits(low, high+delta) {
+			high += delta
+		}
+	}
+	for high < maxHigh && fits(low, high+1) {
+		high++
+	}
+	return high
+}
+
+// fyneSpaceIndex is Fyne 2.7's findSpaceIndex: the last space at or before
+// fallback, else fallback.
+func fyneSpaceIndex(text []rune, fallback int) int {
+	for i := fallback; i >= 0; i-- {
+		if unicode.IsSpace(text[i]) {
+			return i
+		}
+	}
+	return fallback
 }

@@ -230,3 +230,45 @@ func TestLongGroupTitleWraps(t *testing.T) {
 		t.Error("the window title is not shown")
 	}
 }
+
+// TestTextAfterLinksWrapsAsFyneDoes: where the text after a link does not fit
+// the rest of its row, Fyne 2.7 starts it on the next row (the row keeps only
+// its leading space), which the breaks before links had not foreseen: at 800×600
+// the Race's Unix page — its entry's first sentence, four links in a row — ran
+// "Bell Labs" off the pane and drew "left the" one letter per row (window-check).
+// At any width, every row fits and none is one letter.
+func TestTextAfterLinksWrapsAsFyneDoes(t *testing.T) {
+	page := `<h1>Unix</h1><p><em>operating system</em></p><p>(Or "UNIX", in the authors' words, "A weak pun on Multics") ` +
+		`Plural "Unices". An interactive <a href="/wiki/time-sharing">time-sharing</a> <a href="/wiki/operating_system">operating ` +
+		`system</a> invented in 1969 by <a href="/wiki/Ken_Thompson">Ken Thompson</a> after <a href="/wiki/Bell_Laboratories">Bell ` +
+		`Labs</a> left the <a href="/wiki/Multics">Multics</a> project, originally so he could play games on his scavenged ` +
+		`<a href="/wiki/PDP-7">PDP-7</a>. It has been ported to the <a href="/wiki/X_Window_System">X Window System</a>.</p>`
+	for width := float32(260); width <= 520; width++ {
+		v, _ := tappedView(t, width, 900)
+		v.SetDoc(htmlsafe.Parse(page))
+		var rt *widget.RichText
+		for _, o := range test.LaidOutObjects(v) {
+			if x, ok := o.(*widget.RichText); ok && rt == nil {
+				rt = x
+			}
+		}
+		if rt == nil {
+			t.Fatal("no rich text shown")
+		}
+		w := v.Size().Width
+		for _, o := range test.WidgetRenderer(rt).Objects() {
+			end := o.Position().X + o.Size().Width
+			if c, ok := o.(*fyne.Container); ok && len(c.Objects) > 0 {
+				if l, ok := c.Objects[0].(*widget.Hyperlink); ok {
+					end = o.Position().X + fyne.MeasureText(l.Text, theme.TextSize(), fyne.TextStyle{}).Width
+				}
+			}
+			if end > w+1 {
+				t.Errorf("width %.0f: %T ends at x=%.0f, off the page", w, o, end)
+			}
+			if x, ok := o.(*canvas.Text); ok && len([]rune(strings.TrimSpace(x.Text))) == 1 && strings.TrimSpace(x.Text) != "." {
+				t.Errorf("width %.0f: a one-letter row %q", w, x.Text)
+			}
+		}
+	}
+}
