@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/assets"
@@ -125,9 +126,13 @@ func runWiki(env *Env, args []string) error {
 	if _, err := fmt.Fprintln(env.Stdout, page.HTML); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s, %s, %s, stop: %s)\n",
+	lead := ""
+	if opening != "" && opening != assets.EncyclopediaOpening(title) {
+		lead = " · " + develop.LeadNote // as the app's status line says it
+	}
+	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s, %s, %s, stop: %s)%s\n",
 		plural.Count(page.Tokens, "token", "tokens"), page.ElapsedMS/1000, page.TokensPerS,
-		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, page.StopReason)
+		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, page.StopReason, lead)
 	if ctx.Err() != nil {
 		return interrupted("wiki", res, "the page so far is above")
 	}

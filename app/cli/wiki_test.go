@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
 )
@@ -166,6 +167,12 @@ func TestWikiOpensWithTheEntrysLead(t *testing.T) {
 		var p wikiPage
 		if code != 0 || json.Unmarshal([]byte(out), &p) != nil || p.Opening != c.want {
 			t.Errorf("wiki %v %s: exit %d, opening %q (want %q), stderr %q", c.flags, c.title, code, p.Opening, c.want, stderr)
+		}
+	}
+	for title, said := range map[string]bool{"Unix": true, "Emacs": false} { // said on stderr, as the app's status line says it
+		_, stderr, code := wikiRun("wiki", "--model", dir, "--backend", wikiTestBackend, title)
+		if code != 0 || strings.Contains(stderr, develop.LeadNote) != said {
+			t.Errorf("wiki %s: exit %d, stderr %q; want the first sentence said to be the entry's: %v", title, code, stderr, said)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, assets.LeadsFile), []byte("not gzip"), 0o644); err != nil {
