@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // Leads: what a small model cannot remember, its folder can hold. Darkroom
@@ -282,14 +281,3 @@ func ReadLeads(fsys fs.FS) (*Leads, error) {
 	}
 	return l, nil
 }
-
-var miniLeads = sync.OnceValues(func() (*Leads, error) {
-	fsys, err := Mini()
-	if err != nil {
-		return nil, err
-	}
-	return ReadLeads(fsys)
-})
-
-// MiniLeads are the embedded Darkroom Mini's leads (nil where it has none).
-func MiniLeads() (*Leads, error) { return miniLeads() }
