@@ -85,6 +85,10 @@ func runWiki(env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("wiki: %w", err)
 	}
+	leads, err := models.Leads(src) // before the model: a damaged file is said at once
+	if err != nil {
+		return fmt.Errorf("wiki: %w", err)
+	}
 	eng, err := loadEngine(ctx, env, src, engine.Options{Backend: *backendName})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -94,10 +98,6 @@ func runWiki(env *Env, args []string) error {
 	}
 	defer eng.Close()
 
-	leads, err := models.Leads(src)
-	if err != nil {
-		return fmt.Errorf("wiki: %w", err)
-	}
 	prompt, opening := assets.EncyclopediaPrompt(title), leads.Opening(title)
 	switch {
 	case *free:
