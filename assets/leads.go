@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"io/fs"
 	"slices"
@@ -138,7 +139,7 @@ func sentenceEnds(before, rest string) bool {
 // hold none.
 type Leads struct {
 	byTitle map[string]string // CleanLine(title) → lead
-	folded  map[string]string // lower-case title → lead, for titles unique when folded
+	folded  map[string]string // lower-case title → the title, for titles unique when folded
 }
 
 // leadEntry is one line of LeadsFile.
@@ -172,9 +173,9 @@ func (l *Leads) put(title, lead string) {
 	l.byTitle[title] = lead
 	k := strings.ToLower(title)
 	if _, dup := l.folded[k]; dup {
-		lead = ""
+		title = ""
 	}
-	l.folded[k] = lead
+	l.folded[k] = title
 }
 
 // Len is the number of titles held.
@@ -189,15 +190,23 @@ func (l *Leads) Len() int {
 // it but for case ("unix" finds "Unix"; "Lisp" finds "LISP" only if no other
 // spelling exists).
 func (l *Leads) Lead(title string) (string, bool) {
+	_, lead, ok := l.entry(title)
+	return lead, ok
+}
+
+// entry is Lead's lookup, with the title as the leads spell it.
+func (l *Leads) entry(title string) (held, lead string, ok bool) {
 	if l.Len() == 0 {
-		return "", false
+		return "", "", false
 	}
 	title = CleanLine(title)
 	if lead, ok := l.byTitle[title]; ok {
-		return lead, true
+		return title, lead, true
 	}
-	lead, ok := l.folded[strings.ToLower(title)]
-	return lead, ok && lead != ""
+	if held = l.folded[strings.ToLower(title)]; held == "" {
+		return "", "", false // not held, or two titles equal but for case
+	}
+	return held, l.byTitle[held], true
 }
 
 // Opening is the start of title's encyclopedia page: its heading
@@ -207,6 +216,78 @@ func (l *Leads) Lead(title string) (string, bool) {
 func (l *Leads) Opening(title string) string {
 	lead, _ := l.Lead(title)
 	return EncyclopediaOpening(title) + lead
+}
+
+// ChatOpening is the start of the chat answer to message where it asks about a
+// title the leads hold (ChatTopic; "a", "an" or "the" before the topic dropped
+// when the topic with it is not held): the entry's lead written as the chat
+// examples write an answer — bold title, category, the sentence as Markdown:
+//
+//	**Unix** (operating system): (Or "UNIX", …) An interactive time-sharing operating system invented in 1969 by …
+//
+// The Chat screen sends it as engine.Request.Opening, so the answer to "What is
+// Unix?" begins with what the entry says and the model writes what follows. ""
+// for any other message.
+func (l *Leads) ChatOpening(message string) string {
+	topic, ok := ChatTopic(message)
+	if !ok || l.Len() == 0 {
+		return ""
+	}
+	title, lead, ok := l.entry(topic)
+	if !ok {
+		for _, article := range []string{"a ", "an ", "the "} {
+			if len(topic) > len(article) && strings.EqualFold(topic[:len(article)], article) {
+				title, lead, ok = l.entry(topic[len(article):])
+				break
+			}
+		}
+	}
+	if !ok {
+		return ""
+	}
+	category, text := leadMarkdown(lead)
+	if text == "" {
+		return ""
+	}
+	head := "**" + title + "**"
+	if category != "" {
+		head += " (" + category + ")"
+	}
+	return head + ": " + text
+}
+
+// leadMarkdown is a lead (HTML in the page format) as the chat examples write
+// an answer: its category line apart, and its text with links as their words,
+// emphasis as *…*, paragraphs and list items run together and entities
+// unescaped.
+func leadMarkdown(lead string) (category, text string) {
+	if rest, ok := strings.CutPrefix(lead, "<p><em>"); ok {
+		if cat, after, ok := strings.Cut(rest, "</em></p>\n"); ok && !strings.Contains(cat, "<") {
+			category, lead = html.UnescapeString(cat), after
+		}
+	}
+	var b strings.Builder
+	for lead != "" {
+		open := strings.IndexByte(lead, '<')
+		if open < 0 {
+			b.WriteString(lead)
+			break
+		}
+		b.WriteString(lead[:open])
+		end := strings.IndexByte(lead[open:], '>')
+		if end < 0 {
+			break // a tag cut off: drop it
+		}
+		switch tag := lead[open : open+end+1]; {
+		case tag == "<em>" || tag == "</em>":
+			b.WriteByte('*')
+		case strings.HasPrefix(tag, "<a ") || tag == "</a>":
+		default: // a block's edge: paragraphs and list items run on
+			b.WriteByte(' ')
+		}
+		lead = lead[open+end+1:]
+	}
+	return CleanLine(category), CleanLine(html.UnescapeString(b.String()))
 }
 
 // Write writes the leads as LeadsFile's format.

@@ -120,3 +120,70 @@ func TestReadLeadsRefusesDamage(t *testing.T) {
 		t.Errorf("the good file: %d leads, %v", l.Len(), err)
 	}
 }
+
+// TestChatTopic: every way the chat examples ask, and the common variants, give
+// the topic whatever the case and the ending; other messages give none.
+func TestChatTopic(t *testing.T) {
+	for i := range ChatQuestions {
+		if got, ok := ChatTopic(ChatQuestion(i, "TCP/IP")); !ok || got != "TCP/IP" {
+			t.Errorf("ChatTopic(%q) = %q, %v", ChatQuestion(i, "TCP/IP"), got, ok)
+		}
+	}
+	for msg, want := range map[string]string{
+		"What is a compiler?":                   "a compiler",
+		"  what   is  Unix ":                    "Unix",
+		"WHAT'S LISP??":                         "LISP",
+		"What is meant by kernel in computing?": "kernel",
+		"what does RTFM stand for?":             "RTFM",
+		"Who is Ken Thompson?":                  "Ken Thompson",
+		"define hacker!":                        "hacker",
+		"tell me about emacs":                   "emacs",
+	} {
+		if got, ok := ChatTopic(msg); !ok || got != want {
+			t.Errorf("ChatTopic(%q) = %q, %v; want %q", msg, got, ok, want)
+		}
+	}
+	for _, msg := range []string{"", "?", "What is ?", "Hello there", "Write me a poem about Unix.", "What is", "Explain."} {
+		if got, ok := ChatTopic(msg); ok {
+			t.Errorf("ChatTopic(%q) = %q, want none", msg, got)
+		}
+	}
+}
+
+// TestChatOpening: a question about a held title opens its answer with the
+// entry's lead in the chat examples' form (engine/train/corpus.ChatAnswer's);
+// a question about anything else opens with nothing.
+func TestChatOpening(t *testing.T) {
+	var l Leads
+	for _, p := range [][2]string{
+		{"Unix", `<h1>Unix</h1>` + "\n" + `<p><em>operating system</em></p>` + "\n" +
+			`<p>An interactive <a href="/wiki/time-sharing">time-sharing</a> system by <em>Ken</em> &amp; co. It runs.</p>`},
+		{"bit", "<h1>bit</h1>\n<p><em>unit</em></p>\n<p>(b) binary digit.</p>\n<p>The unit of information; a 0 or 1.</p>"},
+		{"poor", "<h1>poor</h1>\n<p><em>adjective</em></p>\n<ul><li>Deserving or inciting pity.</li></ul>"},
+		{"compiler", "<h1>compiler</h1>\n<p>A program that converts a program to machine language.</p>"},
+		{"LISP", "<h1>LISP</h1>\n<p>A language, LISt Processing.</p>"},
+		{"Lisp", "<h1>Lisp</h1>\n<p>The same, spelled so here.</p>"},
+	} {
+		l.Add(p[0], p[1])
+	}
+	for msg, want := range map[string]string{
+		"What is unix?":          "**Unix** (operating system): An interactive time-sharing system by *Ken* & co.",
+		"Explain bit.":           "**bit** (unit): (b) binary digit. The unit of information; a 0 or 1.",
+		"What is a poor?":        "**poor** (adjective): Deserving or inciting pity.",
+		"What is a compiler?":    "**compiler**: A program that converts a program to machine language.",
+		"What is the compiler?":  "**compiler**: A program that converts a program to machine language.",
+		"What is Lisp?":          "**Lisp**: The same, spelled so here.",
+		"What is lisp?":          "", // LISP or Lisp
+		"What is a hacker?":      "",
+		"Compile this for me.":   "",
+		"What is an Unix thing?": "",
+	} {
+		if got := l.ChatOpening(msg); got != want {
+			t.Errorf("ChatOpening(%q) = %q, want %q", msg, got, want)
+		}
+	}
+	var none *Leads
+	if got := none.ChatOpening("What is Unix?"); got != "" {
+		t.Errorf("no leads: ChatOpening = %q", got)
+	}
+}

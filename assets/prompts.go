@@ -3,6 +3,7 @@ package assets
 import (
 	"embed"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -87,6 +88,43 @@ var ChatQuestions = []string{
 	"Define %s.",
 	"What is meant by %s in computing?",
 }
+
+// ChatTopic is the topic of a chat message that asks about one the way the
+// chat examples ask (ChatQuestions, ChatArticleQuestion) or as people often do
+// ("what's X", "who is X", "what does X stand for", "define X"), case, spacing
+// and the ending's punctuation aside: "what is a compiler?" → "a compiler"
+// (the article is the caller's to drop). ok is false for any other message.
+func ChatTopic(message string) (topic string, ok bool) {
+	q := strings.TrimRight(CleanLine(message), "?.! ")
+	for _, f := range chatTopicForms {
+		if len(q) <= len(f.before)+len(f.after) ||
+			!strings.EqualFold(q[:len(f.before)], f.before) || !strings.EqualFold(q[len(q)-len(f.after):], f.after) {
+			continue
+		}
+		if t := strings.TrimSpace(q[len(f.before) : len(q)-len(f.after)]); t != "" {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// chatTopicForms are the questions ChatTopic knows, the text before and after
+// the topic (without the ending's punctuation), longest first so that "What is
+// meant by X in computing" is not read as "What is X".
+var chatTopicForms = func() []struct{ before, after string } {
+	forms := []struct{ before, after string }{
+		{"what's ", ""}, {"who is ", ""}, {"who was ", ""}, {"what was ", ""},
+		{"what does ", " stand for"}, {"what is the meaning of ", ""}, {"meaning of ", ""},
+	}
+	for _, q := range ChatQuestions {
+		before, after, _ := strings.Cut(q, "%s")
+		forms = append(forms, struct{ before, after string }{before, strings.TrimRight(after, "?.! ")})
+	}
+	slices.SortStableFunc(forms, func(a, b struct{ before, after string }) int {
+		return (len(b.before) + len(b.after)) - (len(a.before) + len(a.after))
+	})
+	return forms
+}()
 
 // ChatQuestion returns phrasing i (mod len(ChatQuestions)) of the question about title.
 func ChatQuestion(i int, title string) string {

@@ -588,6 +588,17 @@ func (c *Chat) answer() {
 		if info.OneMode != "" && mode != engine.AR { // (AR is refused there, in words)
 			label, info.Mode.Reason = serverModeLabel, ""
 		}
+		// A question about an entry the model's folder holds opens its answer with
+		// the entry's first sentence, as the entry's encyclopedia page does; the
+		// model writes what follows. (Not before a thinking channel's thoughts.)
+		var opening string
+		if last := t.Messages[len(t.Messages)-1]; last.Role == "user" && !thinking {
+			opening = info.Leads.ChatOpening(last.Content)
+		}
+		why := info.Mode.Reason
+		if opening != "" {
+			why = strings.TrimPrefix(why+" · "+develop.LeadNote, " · ")
+		}
 		dev := develop.New(m, m.Decode)
 		th := newThrottle(frameInterval, func(ev engine.Event) {
 			text := dev.Text(ev)
@@ -615,10 +626,10 @@ func (c *Chat) answer() {
 				}
 			})
 		}
-		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode,
+		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Opening: opening,
 			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push})
 		th.Close()
-		c.finish(current, t, res, err, info.Mode.Reason)
+		c.finish(current, t, res, err, why)
 	})
 }
 
@@ -652,7 +663,8 @@ func (c *Chat) showPartial(t *chats.Thread, text string) {
 	c.messages.Refresh()
 }
 
-// finish shows the answer, or the error; why is the mode's reason for the status line.
+// finish shows the answer, or the error; why ends the status line (the mode's
+// reason, and whether the answer opened with the entry's first sentence).
 func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, err error, why string) {
 	onUI(func() {
 		if !current() {

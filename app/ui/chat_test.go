@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 )
@@ -493,5 +494,35 @@ func TestNewChatReusesTheEmptyOne(t *testing.T) {
 	tap(newBtn)
 	if count() != start+2 || c.Current() != fresh || c.Threads()[0] != fresh {
 		t.Errorf("New chat with an untouched chat in the list: %d chats, not that one on top", count())
+	}
+}
+
+// TestChatAnswerOpensWithTheEntrysLead: a question about an entry the model's
+// folder holds (ModelInfo.Leads) opens its answer with the entry's first
+// sentence in the chat answers' form, and the status line says so; any other
+// message is answered by the model alone. Chat had never used the leads.
+func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("Unix", "<h1>Unix</h1>\n<p><em>operating system</em></p>\n<p>An operating system from <a href=\"/wiki/Bell_Labs\">Bell Labs</a>. It runs.</p>")
+	m := &fakeModel{answers: func(req engine.Request) string { return req.Opening + " It is old." }, leads: &leads}
+	a := newTestApp(t, m, t.TempDir())
+	c := a.Chat
+	const lead = "**Unix** (operating system): An operating system from Bell Labs."
+	for _, tc := range []struct{ ask, opening string }{{"what is unix?", lead}, {"Hello there", ""}, {"Tell me about Unix.", lead}} {
+		typeText(c.input, tc.ask)
+		tap(c.send)
+		c.run.Wait()
+		calls := m.Calls()
+		if got := calls[len(calls)-1].req.Opening; got != tc.opening {
+			t.Errorf("%q: opening %q, want %q", tc.ask, got, tc.opening)
+		}
+		th := c.Current()
+		if got := th.Messages[len(th.Messages)-1].Content; !strings.HasPrefix(got, strings.TrimSpace(tc.opening+" It is old.")) {
+			t.Errorf("%q: answer %q", tc.ask, got)
+		}
+		st := uiRead(func() string { return c.status.Text })
+		if said := strings.Contains(st, develop.LeadNote); said != (tc.opening != "") {
+			t.Errorf("%q: status %q (says the first sentence is the entry's: %v)", tc.ask, st, said)
+		}
 	}
 }
