@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/darkroomlabs/darkroom/app/api"
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
@@ -44,7 +45,11 @@ import (
 // ("darkroom-ar", "darkroom-diffusion") and the X-Darkroom-Mode header name the
 // mode that ran, and X-Darkroom-Mode-Reason why when the request named none.
 // "darkroom": {"opening": text} fixes the start of the answer
-// (engine.Request.Opening: the Encyclopedia's heading), and with "steps": true
+// (engine.Request.Opening: the Encyclopedia's heading). Without one, a last
+// user message that asks about an entry the model's folder holds ("What is
+// Unix?": assets.Leads.ChatOpening) opens the answer with the entry's first
+// sentence, as the app's Chat does, and the X-Darkroom-Lead header says so;
+// "darkroom": {"no_lead": true} asks for the model alone. With "steps": true
 // a stream also carries the developing canvas: chunks with no choices and a
 // "darkroom" object (api.Step), at most one per FrameInterval, after the
 // text of the canvases committed before it; the finish chunk's "darkroom"
@@ -236,6 +241,11 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 	if cr.Darkroom != nil {
 		req.Opening = cr.Darkroom.Opening
 	}
+	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" {
+			req.Opening = m.Leads.ChatOpening(last.Content) // as the app's Chat opens it
+		}
+	}
 	if cr.Seed != nil {
 		req.Seed = uint64(*cr.Seed)
 	} else {
@@ -365,6 +375,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Darkroom-Mode", string(req.Mode))
 	if cr.Mode == "" && m.APIModeReason != "" {
 		w.Header().Set("X-Darkroom-Mode-Reason", m.APIModeReason)
+	}
+	if req.Opening != "" && (cr.Darkroom == nil || cr.Darkroom.Opening == "") {
+		w.Header().Set("X-Darkroom-Lead", develop.LeadNote)
 	}
 	if !cr.Stream {
 		release, err := s.queue.wait(r.Context(), 0, nil)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
@@ -431,6 +432,37 @@ func TestChatDefaultSystem(t *testing.T) {
 	callAPI(t, plain, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`)
 	if req := g.lastRequest(t); len(req.Messages) != 1 || req.Messages[0].Role != "user" {
 		t.Errorf("a model with no System: %+v", req.Messages)
+	}
+}
+
+// TestChatAnswerOpensWithTheEntrysLead: a question about an entry the model's
+// folder holds opens the API's answer with the entry's first sentence, as the
+// app's Chat does, and X-Darkroom-Lead says so; the client's own opening, or
+// "no_lead", leaves the model alone, as does any other question.
+func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs. It runs.</p>")
+	g := &fakeGen{final: "ok"}
+	s := start(t, Options{Engine: g, ModelID: "darkroom-mini", Leads: &leads})
+	hdr := map[string]string{"Authorization": "Bearer " + s.Token(), "Content-Type": "application/json"}
+	const lead = "**Unix**: An operating system from Bell Labs."
+	for _, tc := range []struct{ body, opening string }{
+		{`{"messages":[{"role":"user","content":"What is unix?"}]}`, lead},
+		{`{"messages":[{"role":"user","content":"What is Unix?"},{"role":"assistant","content":"x"},{"role":"user","content":"And Bell Labs?"}]}`, ""},
+		{`{"messages":[{"role":"user","content":"What is Unix?"}],"darkroom":{"no_lead":true}}`, ""},
+		{`{"messages":[{"role":"user","content":"What is Unix?"}],"darkroom":{"opening":"Unix is"}}`, "Unix is"},
+		{`{"messages":[{"role":"user","content":"Tell me about Unix."}],"stream":true}`, lead},
+	} {
+		resp, raw := do(t, nil, "POST", base(s)+"/v1/chat/completions", tc.body, hdr)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", tc.body, resp.StatusCode, raw)
+		}
+		if got := g.lastRequest(t).Opening; got != tc.opening {
+			t.Errorf("%s: opening %q, want %q", tc.body, got, tc.opening)
+		}
+		if said, want := resp.Header.Get("X-Darkroom-Lead") != "", tc.opening == lead; said != want {
+			t.Errorf("%s: X-Darkroom-Lead %q", tc.body, resp.Header.Get("X-Darkroom-Lead"))
+		}
 	}
 }
 
