@@ -65,8 +65,9 @@ type Manager struct {
 	mu       sync.Mutex
 	manifest sync.Mutex // serializes manifest read-modify-write
 	jobs     map[string]*Transfer
-	busy     int    // Pulls before their transfer starts, and conversions (Quantize), which a move waits for
-	moving   string // where the store is moving to (MoveStore), "" when it is not
+	starting map[string]chan struct{} // Pulls claimed before their transfer is a job (startPull): closed when it is, or failed
+	busy     int                      // Pulls before their transfer starts, and conversions (Quantize), which a move waits for
+	moving   string                   // where the store is moving to (MoveStore), "" when it is not
 	subs     map[int]func(Event)
 	nextSub  int
 }
@@ -81,7 +82,7 @@ func New(opt Options) (*Manager, error) {
 	if opt.HTTP != nil {
 		h.HTTP = opt.HTTP
 	}
-	m := &Manager{store: st, hub: h, dl: opt.Download, jobs: map[string]*Transfer{}, subs: map[int]func(Event){}}
+	m := &Manager{store: st, hub: h, dl: opt.Download, jobs: map[string]*Transfer{}, starting: map[string]chan struct{}{}, subs: map[int]func(Event){}}
 	if m.dl.HTTP == nil {
 		m.dl.HTTP = h.HTTP
 	}
@@ -344,6 +345,47 @@ func (m *Manager) holdStore(what string) (release func(), err error) {
 	}, nil
 }
 
+// startPull returns the transfer already running for modelName, or claims its
+// start: until release is called, a move of the models folder waits (as for
+// holdStore) and another Pull of the same model waits for this one, then gets
+// its transfer (or, if this one failed before it had one, tries itself). The
+// check and the claim are one step under m.mu, so two Pulls at once (a double
+// click, the Library and the first-run screen) cannot both fetch the files.
+func (m *Manager) startPull(ctx context.Context, modelName, what string) (running *Transfer, release func(), err error) {
+	m.mu.Lock()
+	for {
+		if t := m.jobs[modelName]; t != nil {
+			m.mu.Unlock()
+			return t, nil, nil
+		}
+		other, starting := m.starting[modelName]
+		if !starting {
+			break
+		}
+		m.mu.Unlock()
+		select {
+		case <-other:
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("%s: %w", what, ctx.Err())
+		}
+		m.mu.Lock()
+	}
+	defer m.mu.Unlock()
+	if err := m.notMoving(what); err != nil {
+		return nil, nil, err
+	}
+	m.busy++
+	claimed := make(chan struct{})
+	m.starting[modelName] = claimed
+	return nil, func() {
+		m.mu.Lock()
+		m.busy--
+		delete(m.starting, modelName)
+		close(claimed)
+		m.mu.Unlock()
+	}, nil
+}
+
 // notMoving returns an ErrMoving error naming what waits (m.mu held).
 func (m *Manager) notMoving(what string) error {
 	if m.moving == "" {
@@ -500,15 +542,9 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 	if err := catalog.CheckLoadable(repo); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	if t := m.jobs[modelName]; t != nil {
-		m.mu.Unlock()
-		return t, nil // already running: the same transfer
-	}
-	m.mu.Unlock()
-	release, err := m.holdStore("download " + name) // until this pull's transfer is a job, or fails
-	if err != nil {
-		return nil, err
+	running, release, err := m.startPull(ctx, modelName, "download "+name) // until this pull's transfer is a job, or fails
+	if running != nil || err != nil {
+		return running, err // already running: the same transfer
 	}
 	defer release()
 

@@ -965,3 +965,42 @@ func TestNothingStartsWhileTheModelsMove(t *testing.T) {
 		t.Errorf("the download after the move went to %s (%v), not the new folder %s", md, err, dst)
 	}
 }
+
+// TestConcurrentPullsShareOneTransfer: two Pulls of one model at once (a
+// double click, the Library and the first-run screen) get the same transfer,
+// and each file is fetched once. The check for a running transfer and its
+// registration were apart, so both pulls passed the check and raced over the
+// same files.
+func TestConcurrentPullsShareOneTransfer(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	files := repoFiles(t, 21)
+	h.Add("acme/twice", &hubtest.Repo{Files: files})
+	m := newManager(t, h, t.TempDir(), "")
+	const n = 4
+	var wg sync.WaitGroup
+	trs, errs := make([]*Transfer, n), make([]error, n)
+	for i := range n {
+		wg.Go(func() { trs[i], errs[i] = m.Pull(context.Background(), "acme/twice", PullOptions{}) })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("pull %d: %v", i, errs[i])
+		}
+		if trs[i] != trs[0] {
+			t.Errorf("pull %d got its own transfer", i)
+		}
+	}
+	for _, tr := range trs {
+		if err := tr.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range files {
+		if starts := h.Starts(f.Name); len(starts) != 1 {
+			t.Errorf("%s fetched %d times (from %v)", f.Name, len(starts), starts)
+		}
+	}
+	checkModel(t, m.store.ModelDir("acme/twice"), files)
+}
