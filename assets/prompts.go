@@ -17,6 +17,7 @@ var promptFS embed.FS
 var (
 	encyclopediaTemplate = mustTemplate("prompts/encyclopedia.txt")
 	chatSystem           = mustTemplate("prompts/chat_system.txt")
+	chatElsewhere        = mustTemplate("prompts/chat_elsewhere.txt")
 	desktopSystem        = mustTemplate("prompts/desktop_system.txt")
 	desktopClickTemplate = mustTemplate("prompts/desktop_click.txt")
 )
@@ -76,6 +77,13 @@ func EncyclopediaPrompt(title string) string {
 // chat training examples carry it, and the Chat screen sends it as the default
 // system prompt when Darkroom Mini is the active model.
 func ChatSystem() string { return chatSystem }
+
+// ChatElsewhere is Darkroom Mini's answer to a message it is not for — a
+// greeting, a task, a question on anything but a term (ChatSystem: "for
+// anything else, say that a larger model from the Library will do better").
+// The corpus's off-topic chat examples answer with it, so the model says it
+// itself; train eval counts the answers that begin with its first sentence.
+func ChatElsewhere() string { return chatElsewhere }
 
 // ChatQuestions are the user turns of the chat training examples for a topic X,
 // "%s" standing for the title. The first is asked for every entry; the corpus

@@ -59,6 +59,8 @@ Subcommands:
            polaroid (sequence-level distillation)
   leads    write the first sentence of every entry a corpus trains on into a model folder
            (leads.jsonl.gz), for its encyclopedia pages to open with
+  elsewhere  add off-topic chats (greetings, tasks) answered "a larger model from the Library
+           will do better" to a corpus, and held-out ones for train eval --elsewhere
   init     write a randomly initialized checkpoint of any config, at a quantization
            profile, tensor by tensor (real-size models without a download)
 
@@ -67,16 +69,17 @@ Run "darkroom train SUBCOMMAND --help" for its flags.`)
 	return subcommands{
 		name:  "train",
 		usage: usage,
-		none:  "no subcommand (corpus, run, export, eval, distill, leads or init)",
-		list:  "corpus, run, export, eval, distill, leads or init",
+		none:  "no subcommand (corpus, run, export, eval, distill, leads, elsewhere or init)",
+		list:  "corpus, run, export, eval, distill, leads, elsewhere or init",
 		verbs: map[string]func(*Env, []string) error{
-			"corpus":  runTrainCorpus,
-			"run":     runTrainRun,
-			"export":  runTrainExport,
-			"eval":    runTrainEval,
-			"distill": runTrainDistill,
-			"leads":   runTrainLeads,
-			"init":    runTrainInit,
+			"corpus":    runTrainCorpus,
+			"run":       runTrainRun,
+			"export":    runTrainExport,
+			"eval":      runTrainEval,
+			"distill":   runTrainDistill,
+			"leads":     runTrainLeads,
+			"elsewhere": runTrainElsewhere,
+			"init":      runTrainInit,
 		},
 	}.runSub(env, args)
 }
@@ -499,6 +502,7 @@ func runTrainEval(env *Env, args []string) error {
 	corpusDir := fs.String("corpus", "train-runs/corpus", "corpus directory (heldout.jsonl, train.jsonl, words.txt)")
 	pages := fs.Int("pages", 50, "held-out titles to generate in each mode")
 	seenN := fs.Int("seen", 50, "titles seen in training to generate in each mode too, compared with their entries (ROUGE-L); 0: none")
+	elsewhereN := fs.Int("elsewhere", 0, "held-out off-topic messages (greetings, tasks: train elsewhere) to answer in both modes too, counting those sent to the Library (0: none)")
 	chatsN := fs.Int("chats", 0, "held-out chat questions to answer in diffusion and AR too, each with its system turn: which mode chat and the API should run in (0: none)")
 	seed := fs.Uint64("seed", 1, "sampling seed of the first page (page i uses seed+i)")
 	arTemp := fs.Float64("ar-temperature", 0, "AR mode sampling temperature (0 = greedy)")
@@ -542,7 +546,7 @@ func runTrainEval(env *Env, args []string) error {
 	defer cancel()
 	rep, err := train.Evaluate(ctx, train.EvalOptions{ModelDir: *modelDir, CorpusDir: *corpusDir, Pages: *pages,
 		Seed: *seed, ARTemperature: *arTemp, ARRepetitionPenalty: *arPenalty, Backend: *backendName, First: *first, Modes: modes, Unguided: unguided, NoLoss: *noLoss, FreeHeading: *freeHeading, Samples: *samples,
-		Seen: *seenN, Chats: *chatsN, Leads: leads, Render: htmlsafe.Sanitize, Log: env.Stderr})
+		Seen: *seenN, Chats: *chatsN, Elsewhere: *elsewhereN, Leads: leads, Render: htmlsafe.Sanitize, Log: env.Stderr})
 	if err != nil {
 		return err
 	}
@@ -593,15 +597,22 @@ func runTrainEval(env *Env, args []string) error {
 		}
 		fmt.Fprintln(env.Stdout)
 	}
-	if c := rep.Chats; c != nil {
-		fmt.Fprintf(env.Stdout, "chats: %d held-out questions, each with its system turn\n", c.Questions)
+	for _, cs := range []struct {
+		c    *train.ChatReport
+		what string
+	}{{rep.Chats, "held-out questions"}, {rep.Elsewhere, "held-out off-topic messages"}} {
+		c := cs.c
+		if c == nil {
+			continue
+		}
+		fmt.Fprintf(env.Stdout, "chats: %d %s, each with its system turn\n", c.Questions, cs.what)
 		for _, m := range []row{{"diffusion", c.Diffusion}, {"ar", c.AR}, {"reference", c.Reference}} {
 			fmt.Fprintf(env.Stdout, "  %-9s known words %.1f%%, English bigrams %.1f%%", m.name, 100*m.r.KnownWords, 100*m.r.English)
 			if m.r.EnglishShuffled > 0 {
 				fmt.Fprintf(env.Stdout, " (words shuffled %.1f%%)", 100*m.r.EnglishShuffled)
 			}
-			fmt.Fprintf(env.Stdout, ", Kneser-Ney %.2f bits/word (order gain %.2f), distinct-2 %.3f, heading names the topic %.0f%%",
-				m.r.BitsPerWord, m.r.OrderGain, m.r.Distinct2, 100*m.r.Named)
+			fmt.Fprintf(env.Stdout, ", Kneser-Ney %.2f bits/word (order gain %.2f), distinct-2 %.3f, heading names the topic %.0f%%, sent to the Library %.0f%%",
+				m.r.BitsPerWord, m.r.OrderGain, m.r.Distinct2, 100*m.r.Named, 100*m.r.Declined)
 			if m.r.MedianMS > 0 {
 				fmt.Fprintf(env.Stdout, ", %.0f tokens in %.0f ms median", m.r.MeanTokens, m.r.MedianMS)
 			}

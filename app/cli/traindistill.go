@@ -13,6 +13,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/train"
+	"github.com/darkroomlabs/darkroom/engine/train/corpus"
 )
 
 // corpusFiles are the files of a corpus folder beside train.jsonl that a
@@ -178,5 +179,26 @@ func runTrainLeads(env *Env, args []string) error {
 		return fmt.Errorf("train leads: %w", err)
 	}
 	fmt.Fprintf(env.Stdout, "wrote the first sentences of %d of %d titles' pages into %s (%.1f MB)\n", leads.Len(), pages, out, float64(b.Len())/1e6)
+	return nil
+}
+
+func runTrainElsewhere(env *Env, args []string) error {
+	fs := newFlagSet(env, "train elsewhere", "--corpus DIR [--n N]")
+	corpusDir := fs.String("corpus", "", "the corpus to add off-topic chats to (train.jsonl and heldout.jsonl; required)")
+	n := fs.Int("n", 4000, "off-topic chats to add for training (and n/40, at least 10, held out)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *corpusDir == "" {
+		return errors.New("train elsewhere: --corpus DIR is required")
+	}
+	if *n < 1 {
+		return fmt.Errorf("train elsewhere: --n must be at least 1, got %d", *n)
+	}
+	trained, held, err := corpus.AddElsewhere(*corpusDir, *n)
+	if err != nil {
+		return fmt.Errorf("train elsewhere: %w", err)
+	}
+	fmt.Fprintf(env.Stdout, "added %d off-topic chats to %s's train.jsonl and %d to its heldout.jsonl\n", trained, *corpusDir, held)
 	return nil
 }

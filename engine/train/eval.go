@@ -24,6 +24,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/markup"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+	"github.com/darkroomlabs/darkroom/engine/train/corpus"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 )
 
@@ -70,6 +71,11 @@ type EvalOptions struct {
 	// none), spread evenly over them, each with its own system turn as the app
 	// sends it: what chat and the API should run in (assets.MiniCard.ChatMode).
 	Chats int
+	// Elsewhere is how many held-out off-topic messages (corpus.SourceElsewhere:
+	// greetings, tasks) are answered in each mode (0: none), as Chats are; the
+	// report's Declined is the share answered with assets.ChatElsewhere, and
+	// Chats' the share of real questions turned away so.
+	Elsewhere int
 	// Render turns a page into the HTML that is shown: app/htmlsafe.Sanitize,
 	// passed in by the CLI, since engine does not import the app. Fragments,
 	// English and RougeL are measured on its output; nil measures the pages as
@@ -131,6 +137,9 @@ type ModeReport struct {
 	// Named (chat answers only) is the share of answers whose bold heading
 	// names the topic asked about (HeadingNames): the corpus's answers always do.
 	Named      float64 `json:"heading_named,omitempty"`
+	// Declined (chat answers only) is the share of answers that send the user
+	// to the Library (Declines): wanted for off-topic messages, not for terms.
+	Declined float64 `json:"declined,omitempty"`
 	MeanTokens float64 `json:"mean_tokens"`
 	MedianMS   float64 `json:"median_ms"`
 	TokensPerS float64 `json:"tokens_per_s"`
@@ -179,6 +188,8 @@ type EvalReport struct {
 	Seen *SeenReport `json:"seen,omitempty"`
 	// Chats scores EvalOptions.Chats held-out chat answers.
 	Chats    *ChatReport     `json:"chats,omitempty"`
+	// Elsewhere scores EvalOptions.Elsewhere held-out off-topic messages.
+	Elsewhere *ChatReport `json:"elsewhere,omitempty"`
 	Goals    map[string]bool `json:"goals"`
 	Settings map[string]any  `json:"settings"`
 }
@@ -368,15 +379,29 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 		rep.Seen = sr
 	}
 
-	if opts.Chats > 0 {
-		var chats []Record
+	if opts.Chats > 0 || opts.Elsewhere > 0 {
+		var chats, elsewhere []Record
 		for _, r := range heldRecs {
-			if r.Kind == "chat" {
+			switch {
+			case r.Kind != "chat":
+			case r.Source == corpus.SourceElsewhere:
+				elsewhere = append(elsewhere, r)
+			default:
 				chats = append(chats, r)
 			}
 		}
-		if rep.Chats, err = answerChats(ctx, eng, opts, spread(chats, opts.Chats), ref, known, keep); err != nil {
-			return nil, err
+		if opts.Chats > 0 {
+			if rep.Chats, err = answerChats(ctx, eng, opts, spread(chats, opts.Chats), ref, known, keep); err != nil {
+				return nil, err
+			}
+		}
+		if opts.Elsewhere > 0 {
+			if len(elsewhere) == 0 {
+				return nil, fmt.Errorf("eval: %s holds no off-topic messages (add them with darkroom train elsewhere)", opts.CorpusDir)
+			}
+			if rep.Elsewhere, err = answerChats(ctx, eng, opts, spread(elsewhere, opts.Elsewhere), ref, known, keep); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -493,7 +518,7 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 	answers := func(mode engine.Mode) (ModeReport, error) {
 		sc := newScorer(known, ref, opts.Render)
 		var times []float64
-		var tokens, named int
+		var tokens, named, declined int
 		for i, c := range chats {
 			if ctx.Err() != nil {
 				return ModeReport{}, ctx.Err()
@@ -511,6 +536,9 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 			if HeadingNames(res.Text, c.Title) {
 				named++
 			}
+			if Declines(res.Text) {
+				declined++
+			}
 			tokens += len(res.Tokens)
 			times = append(times, res.ElapsedMS)
 			if i < keep {
@@ -519,7 +547,7 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 			fmt.Fprintf(opts.Log, "eval chat %s %d/%d %q: %d tokens in %.0f ms\n", mode, i+1, len(chats), c.Prompt, len(res.Tokens), res.ElapsedMS)
 		}
 		mr := sc.report()
-		mr.Named = share(named, len(chats))
+		mr.Named, mr.Declined = share(named, len(chats)), share(declined, len(chats))
 		mr.MeanTokens, mr.MedianMS = float64(tokens)/float64(max(len(chats), 1)), median(times)
 		if s := sum(times); s > 0 {
 			mr.TokensPerS = float64(tokens) / (s / 1000)
@@ -535,16 +563,19 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 	}
 	sc := newScorer(known, ref, opts.Render)
 	rng := rand.New(rand.NewPCG(1, 2))
-	var shufHit, shufTotal, named int
+	var shufHit, shufTotal, named, declined int
 	for _, c := range chats {
 		h, t := ref.shuffledAttested(sc.addAnswer(c.Answer), nil, rng)
 		shufHit, shufTotal = shufHit+h, shufTotal+t
 		if HeadingNames(c.Answer, c.Title) {
 			named++
 		}
+		if Declines(c.Answer) {
+			declined++
+		}
 	}
 	cr.Reference = sc.report()
-	cr.Reference.Named = share(named, len(chats))
+	cr.Reference.Named, cr.Reference.Declined = share(named, len(chats)), share(declined, len(chats))
 	cr.Reference.EnglishShuffled = share(shufHit, shufTotal)
 	return cr, nil
 }
@@ -559,6 +590,24 @@ func HeadingNames(answer, title string) bool {
 	}
 	heading, _, ok := strings.Cut(rest, "**")
 	return ok && strings.EqualFold(assets.CleanLine(heading), assets.CleanLine(title))
+}
+
+// Declines reports whether a chat answer sends the user to the Library: it
+// opens with the first words of assets.ChatElsewhere ("I am Darkroom Mini, a
+// small computing encyclopedia …"), case and spacing aside.
+func Declines(answer string) bool {
+	want := strings.Fields(assets.ChatElsewhere())
+	got := strings.Fields(answer)
+	n := min(8, len(want))
+	if len(got) < n {
+		return false
+	}
+	for i := range n {
+		if !strings.EqualFold(got[i], want[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // spread picks n of pages spread evenly over them, the middle of each stretch

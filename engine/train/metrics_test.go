@@ -2,6 +2,7 @@ package train
 
 import (
 	"bytes"
+	"github.com/darkroomlabs/darkroom/assets"
 	"image/png"
 	"math"
 	"strings"
@@ -141,6 +142,24 @@ func TestHeadingNames(t *testing.T) {
 	} {
 		if got := HeadingNames(c.answer, c.title); got != c.want {
 			t.Errorf("HeadingNames(%q, %q) = %v, want %v", c.answer, c.title, got, c.want)
+		}
+	}
+}
+
+// TestDeclines: an answer that opens with the Library answer's first words is
+// counted as sent to the Library, whatever follows; anything else is not.
+func TestDeclines(t *testing.T) {
+	for answer, want := range map[string]bool{
+		assets.ChatElsewhere(): true,
+		"I am Darkroom Mini, a small computing encyclopedia that runs elsewhere.": true,
+		"  i am  darkroom mini, a SMALL computing encyclopedia":                   true,
+		"I am Darkroom Mini.":                   false,
+		"**Unix** (operating system): An OS.":   false,
+		"I am Darkroom Mini, a small computing": false,
+		"":                                      false,
+	} {
+		if got := Declines(answer); got != want {
+			t.Errorf("Declines(%q) = %v, want %v", answer, got, want)
 		}
 	}
 }
