@@ -2,11 +2,12 @@ package train
 
 import (
 	"bytes"
-	"github.com/darkroomlabs/darkroom/assets"
 	"image/png"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/darkroomlabs/darkroom/assets"
 )
 
 func TestCheckPage(t *testing.T) {
