@@ -100,19 +100,30 @@ func ElsewhereChats(nouns []string, n int) (train, held []Example) {
 }
 
 // ElsewhereNouns are the nouns of examples' WordNet chats (a one-word,
-// lower-case title answered as a noun), in the examples' order, once each.
+// lower-case title answered as a noun) that no other source has a page or
+// chat on, in any case ("encoding", "resistor": asked about those, the Mini
+// should answer), sorted, so that corpora holding the same entries in another
+// order get the same off-topic chats.
 func ElsewhereNouns(examples []Example) []string {
+	terms := map[string]bool{}
+	for _, ex := range examples {
+		if ex.Source != "wordnet" && ex.Kind != KindDesktop {
+			terms[strings.ToLower(ex.Title)] = true
+		}
+	}
 	seen := map[string]bool{}
 	var nouns []string
 	for _, ex := range examples {
-		if ex.Kind != KindChat || ex.Source != "wordnet" || seen[ex.Title] || !strings.Contains(ex.Answer, "** (noun):") {
+		w := ex.Title
+		if ex.Kind != KindChat || ex.Source != "wordnet" || seen[w] || terms[w] || !strings.Contains(ex.Answer, "** (noun):") {
 			continue
 		}
-		if w := ex.Title; w != "" && !strings.ContainsAny(w, " -'") && strings.ToLower(w) == w {
+		if w != "" && !strings.ContainsAny(w, " -'") && strings.ToLower(w) == w {
 			seen[w] = true
 			nouns = append(nouns, w)
 		}
 	}
+	slices.Sort(nouns)
 	return nouns
 }
 

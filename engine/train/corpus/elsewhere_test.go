@@ -72,7 +72,9 @@ func TestAddElsewhere(t *testing.T) {
 		w := fmt.Sprintf("thing%c%c", 'a'+i/26, 'a'+i%26)
 		train = append(train, Example{Kind: KindChat, Source: "wordnet", Title: w, Prompt: "What is " + w + "?", Answer: "**" + w + "** (noun): A thing."})
 	}
-	train = append(train, Example{Kind: KindChat, Source: "wordnet", Title: "quick", Prompt: "Explain quick.", Answer: "**quick** (adjective): Fast."})
+	train = append(train, Example{Kind: KindChat, Source: "wordnet", Title: "quick", Prompt: "Explain quick.", Answer: "**quick** (adjective): Fast."},
+		Example{Kind: KindChat, Source: "wordnet", Title: "kernel", Prompt: "Explain kernel.", Answer: "**kernel** (noun): A seed."},
+		Example{Kind: KindPage, Source: "foldoc", Title: "Kernel", Prompt: "p", Answer: "<h1>Kernel</h1>"})
 	held := []Example{{Kind: KindPage, Source: "foldoc", Title: "ABC", Prompt: "p", Answer: "a"}}
 	if err := writeJSONL(filepath.Join(dir, "train.jsonl"), train); err != nil {
 		t.Fatal(err)
@@ -81,7 +83,7 @@ func TestAddElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	if nouns := ElsewhereNouns(train); len(nouns) != 150 {
-		t.Fatalf("%d nouns, want the 150 nouns and not the adjective", len(nouns))
+		t.Fatalf("%d nouns, want the 150 nouns and not the adjective or a FOLDOC title", len(nouns))
 	}
 	if n, h, err := AddElsewhere(dir, 200); err != nil || n != 200 || h != 10 {
 		t.Fatalf("AddElsewhere: %d, %d, %v", n, h, err)
