@@ -16,7 +16,8 @@ import (
 // Leads: what a small model cannot remember, its folder can hold. Darkroom
 // Mini has 8 M parameters and cannot recall seventeen thousand entries; its
 // folder holds the first sentence of each entry it was trained on (LeadsFile),
-// and the Encyclopedia holds that sentence after the heading (Leads.Opening), as
+// and the Encyclopedia holds that sentence after the heading (Leads.Lead, sent
+// as engine.Request.Lead after the heading's Opening), as
 // it holds the heading: a page on a known title then begins with what the entry
 // says, and the polaroid develops the rest around it. A title the folder does
 // not hold — a held-out title, anything typed — gets the heading alone, and the
@@ -188,7 +189,9 @@ func (l *Leads) Len() int {
 
 // Lead is title's lead: the exact title's, else that of the one title equal to
 // it but for case ("unix" finds "Unix"; "Lisp" finds "LISP" only if no other
-// spelling exists).
+// spelling exists). The Encyclopedia, the Race, `darkroom wiki`, the local
+// server and `train eval` send it as engine.Request.Lead after the heading
+// (EncyclopediaOpening), which holds it where it fits.
 func (l *Leads) Lead(title string) (string, bool) {
 	_, lead, ok := l.entry(title)
 	return lead, ok
@@ -209,26 +212,17 @@ func (l *Leads) entry(title string) (held, lead string, ok bool) {
 	return held, l.byTitle[held], true
 }
 
-// Opening is the start of title's encyclopedia page: its heading
-// (EncyclopediaOpening) and, where title is held, its lead. The Encyclopedia,
-// the Race, `darkroom wiki`, the local server and `train eval` send it as
-// engine.Request.Opening.
-func (l *Leads) Opening(title string) string {
-	lead, _ := l.Lead(title)
-	return EncyclopediaOpening(title) + lead
-}
-
-// ChatOpening is the start of the chat answer to message where it asks about a
+// ChatLead is the start of the chat answer to message where it asks about a
 // title the leads hold (ChatTopic; "a", "an" or "the" before the topic dropped
 // when the topic with it is not held): the entry's lead written as the chat
 // examples write an answer — bold title, category, the sentence as Markdown:
 //
 //	**Unix** (operating system): (Or "UNIX", …) An interactive time-sharing operating system invented in 1969 by …
 //
-// The Chat screen sends it as engine.Request.Opening, so the answer to "What is
-// Unix?" begins with what the entry says and the model writes what follows. ""
-// for any other message.
-func (l *Leads) ChatOpening(message string) string {
+// The Chat screen, the API and `darkroom generate` send it as
+// engine.Request.Lead, so the answer to "What is Unix?" begins with what the
+// entry says and the model writes what follows. "" for any other message.
+func (l *Leads) ChatLead(message string) string {
 	topic, ok := ChatTopic(message)
 	if !ok || l.Len() == 0 {
 		return ""

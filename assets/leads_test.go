@@ -76,17 +76,17 @@ func TestLeads(t *testing.T) {
 		"C":     "<h1>C</h1>\n",
 		"Emacs": "<h1>Emacs</h1>\n",
 	} {
-		if o := got.Opening(title); o != want {
-			t.Errorf("Opening(%q) = %q, want %q", title, o, want)
+		if lead, _ := got.Lead(title); EncyclopediaOpening(title)+lead != want {
+			t.Errorf("Lead(%q) = %q, want the page to open %q", title, lead, want)
 		}
 	}
 	none, err := ReadLeads(fstest.MapFS{"config.json": {Data: []byte("{}")}})
-	if err != nil || none != nil || none.Opening("Unix") != "<h1>Unix</h1>\n" {
+	if lead, ok := none.Lead("Unix"); err != nil || none != nil || ok || lead != "" {
 		t.Errorf("a folder without %s: %v, %v", LeadsFile, none, err)
 	}
 	var wg sync.WaitGroup // lookups run at once (go test -race)
 	for range 4 {
-		wg.Go(func() { got.Opening("lisp"); got.Opening("UNIX") })
+		wg.Go(func() { got.Lead("lisp"); got.ChatLead("What is UNIX?") })
 	}
 	wg.Wait()
 }
@@ -150,10 +150,10 @@ func TestChatTopic(t *testing.T) {
 	}
 }
 
-// TestChatOpening: a question about a held title opens its answer with the
+// TestChatLead: a question about a held title opens its answer with the
 // entry's lead in the chat examples' form (engine/train/corpus.ChatAnswer's);
 // a question about anything else opens with nothing.
-func TestChatOpening(t *testing.T) {
+func TestChatLead(t *testing.T) {
 	var l Leads
 	for _, p := range [][2]string{
 		{"Unix", `<h1>Unix</h1>` + "\n" + `<p><em>operating system</em></p>` + "\n" +
@@ -178,12 +178,12 @@ func TestChatOpening(t *testing.T) {
 		"Compile this for me.":   "",
 		"What is an Unix thing?": "",
 	} {
-		if got := l.ChatOpening(msg); got != want {
-			t.Errorf("ChatOpening(%q) = %q, want %q", msg, got, want)
+		if got := l.ChatLead(msg); got != want {
+			t.Errorf("ChatLead(%q) = %q, want %q", msg, got, want)
 		}
 	}
 	var none *Leads
-	if got := none.ChatOpening("What is Unix?"); got != "" {
-		t.Errorf("no leads: ChatOpening = %q", got)
+	if got := none.ChatLead("What is Unix?"); got != "" {
+		t.Errorf("no leads: ChatLead = %q", got)
 	}
 }

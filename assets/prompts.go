@@ -47,7 +47,7 @@ func CleanLine(s string) string {
 //
 // with its newline, spelled and escaped exactly as the corpus writes it. The
 // Encyclopedia screen, `darkroom wiki` and the local server send it as
-// engine.Request.Opening (Leads.Opening: followed by the entry's first sentence
+// engine.Request.Opening (followed by engine.Request.Lead, the entry's first sentence
 // where the model's folder holds one), so diffusion holds it at the head of the
 // canvas and every page carries the title that was asked for; the model writes
 // the rest.

@@ -72,6 +72,12 @@ type Request struct {
 	// as the first answer tokens. Result.Tokens and Text begin with them. It is
 	// tokenized as plain text (no BOS) and must fit in max new tokens and one canvas.
 	Opening string
+	// Lead is held after Opening where both fit (an entry's first sentence, from
+	// the model folder's leads: the Encyclopedia and Chat send it). Where Opening
+	// and Lead together do not fit in max new tokens and one canvas — a small
+	// max new tokens — Lead is dropped whole, Opening alone is held, and
+	// Result.LeadHeld says so: a lead is optional, an opening is not.
+	Lead string
 
 	// OnEvent, if set, is called synchronously from the generating goroutine for
 	// every denoising step, committed canvas and AR token. It must not block for long.
@@ -137,11 +143,12 @@ type Result struct {
 	PromptTokens  int           `json:"prompt_tokens"`
 	Elapsed       time.Duration `json:"-"`
 	ElapsedMS     float64       `json:"elapsed_ms"`
-	TokensPerS    float64       `json:"tokens_per_s"`    // generated tokens (the Opening not counted) per second
-	FirstCanvasMS float64       `json:"first_canvas_ms"` // time to the first committed canvas (or AR token)
-	ForwardMS     float64       `json:"forward_ms"`      // time inside model forward passes (the rest is sampling and bookkeeping)
-	ForwardFLOPs  float64       `json:"forward_flops"`   // model arithmetic of those passes (engine/model's count of useful FLOPs)
-	StopReason    string        `json:"stop_reason"`     // StopEOS, StopMaxTokens or StopCancelled
+	TokensPerS    float64       `json:"tokens_per_s"`        // generated tokens (the Opening not counted) per second
+	FirstCanvasMS float64       `json:"first_canvas_ms"`     // time to the first committed canvas (or AR token)
+	ForwardMS     float64       `json:"forward_ms"`          // time inside model forward passes (the rest is sampling and bookkeeping)
+	ForwardFLOPs  float64       `json:"forward_flops"`       // model arithmetic of those passes (engine/model's count of useful FLOPs)
+	StopReason    string        `json:"stop_reason"`         // StopEOS, StopMaxTokens or StopCancelled
+	LeadHeld      bool          `json:"lead_held,omitempty"` // Request.Lead was held after the Opening (Tokens and Text begin with both)
 }
 
 // Why a generation stopped (Result.StopReason; also its JSON): the engine

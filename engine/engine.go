@@ -120,16 +120,22 @@ func (e *ContextError) Error() string {
 		e.Prompt, e.MaxNew, e.Need, e.Limit)
 }
 
+// Checked is what Check found: what Generate would read and hold.
+type Checked struct {
+	PromptTokens int  // the prompt's length in tokens
+	LeadHeld     bool // Request.Lead fits after the Opening and would be held (Result.LeadHeld)
+}
+
 // Check runs the checks Generate runs before its first forward pass (sampling
-// knobs, prompt, opening, context length) without running the model, and
-// returns the prompt's length in tokens. A request too long for the context
-// is a *ContextError. Check does not wait for a running generation.
-func (e *Engine) Check(req Request) (promptTokens int, err error) {
+// knobs, prompt, opening, context length) without running the model. A request
+// too long for the context is a *ContextError. Check does not wait for a
+// running generation.
+func (e *Engine) Check(req Request) (Checked, error) {
 	p, err := e.plan(&req)
 	if err != nil {
-		return 0, err
+		return Checked{}, err
 	}
-	return len(p.prompt), nil
+	return Checked{PromptTokens: len(p.prompt), LeadHeld: p.lead}, nil
 }
 
 // endIDs are the ids at which a generation ends on this model: generation
@@ -161,7 +167,8 @@ func (e *Engine) TokenText(id int) string {
 // plan is a checked request's prompt, opening and knobs.
 type plan struct {
 	s               Sampling
-	prompt, opening []int
+	prompt, opening []int // opening: Request.Opening's ids, and Lead's where it fits
+	lead            bool  // Request.Lead is in opening
 	eos             []int
 }
 
@@ -187,6 +194,14 @@ func (e *Engine) plan(req *Request) (plan, error) {
 	canvas := e.cfg.CanvasLength
 	eos := e.endIDs()
 	opening := e.tok.Encode(req.Opening)
+	lead := false
+	if req.Lead != "" {
+		// Encoded with the opening, as one text: the ids the model reads are
+		// those of the page as written.
+		if both := e.tok.Encode(req.Opening + req.Lead); len(both) <= min(s.MaxNewTokens, canvas) {
+			opening, lead = both, true
+		}
+	}
 	if err := checkIDs("opening", opening, t.VocabSize); err != nil {
 		return plan{}, err
 	}
@@ -209,7 +224,7 @@ func (e *Engine) plan(req *Request) (plan, error) {
 			return plan{}, &ContextError{Prompt: len(prompt), MaxNew: s.MaxNewTokens, Need: need, Limit: mp}
 		}
 	}
-	return plan{s: s, prompt: prompt, opening: opening, eos: eos}, nil
+	return plan{s: s, prompt: prompt, opening: opening, lead: lead, eos: eos}, nil
 }
 
 // newGeneration checks a request and prepares its state.
@@ -228,7 +243,8 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 		e.guideIDs = newGuideIDs(e.tok, t.VocabSize, eos)
 	}
 	return &generation{ctx: ctx, req: req, run: e.run, tok: e.tok, smp: smp, s: s, guideIDs: e.guideIDs,
-		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt, opening: opening}, nil
+		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt, opening: opening,
+		lead: p.lead}, nil
 }
 
 // guideIDs is what AR guidance knows of each id's text, by id.

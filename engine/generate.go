@@ -93,7 +93,8 @@ type generation struct {
 	eos      []int
 	pad      int
 	prompt   []int
-	opening  []int // Request.Opening's ids: held at the head of the first canvas (AR: fed first)
+	opening  []int // Request.Opening's ids (and Lead's, where it fits): held at the head of the first canvas (AR: fed first)
+	lead     bool  // Request.Lead is in opening (Result.LeadHeld)
 	start    time.Time
 	forward  int           // forward passes so far
 	fwdTime  time.Duration // spent inside forward passes
@@ -109,7 +110,7 @@ type generation struct {
 // generate runs the request. The caller holds the Engine's lock.
 func (g *generation) generate() (*Result, error) {
 	g.start = time.Now()
-	g.res = &Result{PromptTokens: len(g.prompt), Canvases: []CanvasStats{}, Tokens: []int{}}
+	g.res = &Result{PromptTokens: len(g.prompt), Canvases: []CanvasStats{}, Tokens: []int{}, LeadHeld: g.lead}
 	g.run.Reset()
 	if rs, ok := g.run.(cacheReserver); ok {
 		if err := rs.Reserve(g.contextTokens()); err != nil {

@@ -359,6 +359,36 @@ func TestOpeningIsHeld(t *testing.T) {
 	}
 }
 
+// TestLeadHeldWhereItFits: a Lead is held after the Opening, in both modes,
+// where the two fit in max new tokens and one canvas; where they do not, the
+// Opening alone is held and Result.LeadHeld says the lead was dropped, where
+// an opening and lead sent together as Opening were refused (a known title's
+// page with a small max new tokens failed).
+func TestLeadHeldWhereItFits(t *testing.T) {
+	for _, tc := range []struct {
+		max      int
+		wantHead []int
+		held     bool
+	}{
+		{24, []int{7, 8, 9, 10, 11}, true}, // opening t7 t8 t9, lead t10 t11
+		{4, []int{7, 8, 9}, false},         // both would need 5
+	} {
+		for _, m := range []Mode{Diffusion, AR} {
+			res, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: m,
+				Opening: "t7 t8 t9", Lead: " t10 t11", Sampling: Sampling{MaxNewTokens: tc.max}})
+			if err != nil {
+				t.Fatalf("%s max %d: %v", m, tc.max, err)
+			}
+			if !slices.Equal(res.Tokens[:len(tc.wantHead)], tc.wantHead) || res.LeadHeld != tc.held {
+				t.Errorf("%s max %d: tokens %v, lead held %v; want them to begin %v, lead held %v", m, tc.max, res.Tokens, res.LeadHeld, tc.wantHead, tc.held)
+			}
+			if !tc.held && len(res.Tokens) > 3 && res.Tokens[3] == 10 && body(promptLen+3) != 10 {
+				t.Errorf("%s max %d: the dropped lead was written anyway: %v", m, tc.max, res.Tokens)
+			}
+		}
+	}
+}
+
 func TestDiffusionCancelWithinOneStep(t *testing.T) {
 	f := newScript(body)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -169,6 +170,7 @@ func runGenerate(env *Env, args []string) error {
 	promptIDs := fs.String("prompt-ids", "", "comma-separated prompt token ids, fed exactly as given (implies --raw)")
 	canvasIDs := fs.String("canvas-ids", "", "comma-separated initial tokens of the first canvas (warm start)")
 	opening := fs.String("opening", "", "text the answer starts with, held fixed while the rest develops (e.g. \"<h1>Unix</h1>\")")
+	noLead := fs.Bool("no-lead", false, "the model alone: do not open the answer to a question about an entry the model's folder holds with the entry's first sentence (as the app's Chat does)")
 	thinking := fs.Bool("thinking", false, "enable the model's thinking channel")
 	trace := fs.Bool("trace", false, "print each denoising step's draft and accepted count (and each guidance round's changes) on stderr")
 	asJSON := fs.Bool("json", false, "print the result as JSON (text, tokens, canvases, forward_passes, elapsed_ms, tokens_per_s, …)")
@@ -240,7 +242,21 @@ func runGenerate(env *Env, args []string) error {
 
 	ctx, stop := interruptContext()
 	defer stop()
-	e, err := g.load(ctx, env)
+	src, err := modelSource(g.model, g.modelsDir)
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	// A question about an entry the model's folder holds opens with the entry's
+	// first sentence where it fits, as in the app's Chat and the API
+	// (assets.Leads.ChatLead).
+	if req.Opening == "" && !*noLead && !*thinking && len(req.Messages) > 0 {
+		leads, err := models.Leads(src) // before the model: a damaged file is said at once
+		if err != nil {
+			return fmt.Errorf("generate: %w", err)
+		}
+		req.Lead = leads.ChatLead(prompt)
+	}
+	e, err := loadEngine(ctx, env, src, engine.Options{Backend: g.backend, InGraph: g.graph})
 	if err != nil {
 		if ctx.Err() != nil {
 			return errors.New("generate: " + interruptedLoading)
@@ -309,9 +325,13 @@ func runGenerate(env *Env, args []string) error {
 	} else { // decoding shifted at a canvas boundary: print the final text whole
 		fmt.Fprintln(env.Stdout, "\n"+res.Text)
 	}
-	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s), %s, %s, stop: %s, backend %s\n",
+	note := ""
+	if res.LeadHeld {
+		note = " · " + develop.LeadNote // as the app's status line says it
+	}
+	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s), %s, %s, stop: %s, backend %s%s\n",
 		plural.Count(len(res.Tokens), "token", "tokens"), res.ElapsedMS/1000, res.TokensPerS, canvasSummary(res, mode),
-		plural.Count(res.ForwardPasses, "forward pass", "forward passes"), res.StopReason, e.Backend())
+		plural.Count(res.ForwardPasses, "forward pass", "forward passes"), res.StopReason, e.Backend(), note)
 	if ctx.Err() != nil {
 		return interrupted("generate", res, "the text so far is above")
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/chat"
@@ -243,6 +244,30 @@ func TestGenerateBuiltInModel(t *testing.T) {
 	if code, out, errOut := runCLI("generate", "--max-new-tokens", "8", "--max-steps", "2", "--json", "What is Unix?"); code != 0 ||
 		!strings.Contains(out, `"mode": "diffusion"`) || strings.Contains(errOut, "mode:") {
 		t.Errorf("--max-steps without --mode: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestGenerateOpensWithTheEntrysLead: asked about an entry the built-in
+// model's folder holds, generate answers as the app's Chat does — the entry's
+// first sentence, then the model — and says so on stderr; --no-lead asks the
+// model alone.
+func TestGenerateOpensWithTheEntrysLead(t *testing.T) {
+	fsys, err := assets.Mini()
+	if err != nil {
+		t.Skip("the built-in model is not in this binary")
+	}
+	leads, err := assets.ReadLeads(fsys)
+	if err != nil || leads.Len() == 0 {
+		t.Skipf("the built-in model holds no leads (%v)", err)
+	}
+	lead := leads.ChatLead("What is Unix?")
+	code, out, errOut := runCLI("generate", "--mode", "ar", "--max-new-tokens", "160", "What is Unix?")
+	if code != 0 || !strings.HasPrefix(out, lead) || !strings.Contains(errOut, develop.LeadNote) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the answer to open with %q, said so", code, out, errOut, lead)
+	}
+	code, out, errOut = runCLI("generate", "--mode", "ar", "--max-new-tokens", "160", "--no-lead", "What is Unix?")
+	if code != 0 || strings.HasPrefix(out, lead) || strings.Contains(errOut, develop.LeadNote) {
+		t.Errorf("--no-lead: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
 

@@ -98,17 +98,21 @@ func runWiki(env *Env, args []string) error {
 	}
 	defer eng.Close()
 
-	prompt, opening := assets.EncyclopediaPrompt(title), leads.Opening(title)
+	prompt, opening := assets.EncyclopediaPrompt(title), assets.EncyclopediaOpening(title)
+	lead, _ := leads.Lead(title)
 	switch {
 	case *free:
-		opening = ""
+		opening, lead = "", ""
 	case *noLead:
-		opening = assets.EncyclopediaOpening(title)
+		lead = ""
 	}
-	res, err := eng.Generate(ctx, engine.Request{Prompt: prompt, Opening: opening, Mode: m, Seed: *seed,
+	res, err := eng.Generate(ctx, engine.Request{Prompt: prompt, Opening: opening, Lead: lead, Mode: m, Seed: *seed,
 		Sampling: engine.Sampling{MaxNewTokens: *maxNew}})
 	if err != nil {
 		return fmt.Errorf("wiki: %w", err)
+	}
+	if res.LeadHeld {
+		opening += lead
 	}
 	shown := htmlsafe.Sanitize(res.Text) // the page as the app and the browser show it: safe, no tag fragments
 	page := wikiPage{Title: title, Prompt: prompt, Opening: opening, HTML: shown, Links: pageLinks(shown), Model: src.String(),
@@ -126,13 +130,13 @@ func runWiki(env *Env, args []string) error {
 	if _, err := fmt.Fprintln(env.Stdout, page.HTML); err != nil {
 		return err
 	}
-	lead := ""
-	if opening != "" && opening != assets.EncyclopediaOpening(title) {
-		lead = " · " + develop.LeadNote // as the app's status line says it
+	note := ""
+	if res.LeadHeld {
+		note = " · " + develop.LeadNote // as the app's status line says it
 	}
 	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s, %s, %s, stop: %s)%s\n",
 		plural.Count(page.Tokens, "token", "tokens"), page.ElapsedMS/1000, page.TokensPerS,
-		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, page.StopReason, lead)
+		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, page.StopReason, note)
 	if ctx.Err() != nil {
 		return interrupted("wiki", res, "the page so far is above")
 	}

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 )
 
 // writeWikiModel writes a random-weight checkpoint of config.Tiny with a small
@@ -168,6 +170,21 @@ func TestWikiOpensWithTheEntrysLead(t *testing.T) {
 		if code != 0 || json.Unmarshal([]byte(out), &p) != nil || p.Opening != c.want {
 			t.Errorf("wiki %v %s: exit %d, opening %q (want %q), stderr %q", c.flags, c.title, code, p.Opening, c.want, stderr)
 		}
+	}
+	// A max new tokens too small for the lead holds the heading alone (the page
+	// failed: "the opening is 137 tokens; it must fit in max new tokens (32)").
+	tok, err := tokenizer.LoadFS(os.DirFS(dir), "tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heading := len(tok.Encode(assets.EncyclopediaOpening("Unix")))
+	if both := len(tok.Encode(assets.EncyclopediaOpening("Unix") + "<p>An OS.")); both <= heading {
+		t.Fatalf("the lead adds no tokens (%d, %d)", heading, both)
+	}
+	out, stderr, code := wikiRun("wiki", "--model", dir, "--json", "--backend", wikiTestBackend, "--max-new-tokens", strconv.Itoa(heading), "Unix")
+	var p wikiPage
+	if code != 0 || json.Unmarshal([]byte(out), &p) != nil || p.Opening != "<h1>Unix</h1>\n" || strings.Contains(stderr, develop.LeadNote) {
+		t.Errorf("wiki --max-new-tokens %d Unix: exit %d, opening %q, stderr %q; want the heading alone, said as such", heading, code, p.Opening, stderr)
 	}
 	for title, said := range map[string]bool{"Unix": true, "Emacs": false} { // said on stderr, as the app's status line says it
 		_, stderr, code := wikiRun("wiki", "--model", dir, "--backend", wikiTestBackend, title)

@@ -158,6 +158,8 @@ func (m *Model) body(req engine.Request) ([]byte, error) {
 		r.Seed = &seed
 	}
 	if m.info.Darkroom() {
+		// req.Lead is not sent: a Darkroom server holds its own model folder's
+		// leads (and a remote model's ModelInfo has none to send).
 		r.Darkroom = &api.Extension{Opening: req.Opening, Steps: true}
 		r.Mode = req.Mode // sent when set: a request without one runs the server's choice
 	}

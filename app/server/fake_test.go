@@ -76,7 +76,7 @@ func (f *fakeGen) Generate(ctx context.Context, req engine.Request) (*engine.Res
 		return cancelled()
 	}
 	toks := make([]int, len(strings.Fields(f.final)))
-	res := &engine.Result{Text: f.final, Tokens: toks, PromptTokens: 7, StopReason: "eos",
+	res := &engine.Result{Text: f.final, Tokens: toks, PromptTokens: 7, StopReason: "eos", LeadHeld: req.Lead != "", // as the engine, where it fits
 		Canvases: []engine.CanvasStats{{Steps: len(f.drafts)}}, ForwardPasses: len(f.drafts) + 1, Elapsed: time.Millisecond}
 	emit(engine.Event{Kind: engine.EventDone, Text: f.final})
 	return res, nil

@@ -47,7 +47,7 @@ import (
 // "darkroom": {"opening": text} fixes the start of the answer
 // (engine.Request.Opening: the Encyclopedia's heading). Without one, a last
 // user message that asks about an entry the model's folder holds ("What is
-// Unix?": assets.Leads.ChatOpening) opens the answer with the entry's first
+// Unix?": assets.Leads.ChatLead) opens the answer with the entry's first
 // sentence, as the app's Chat does, and the X-Darkroom-Lead header says so;
 // "darkroom": {"no_lead": true} asks for the model alone. With "steps": true
 // a stream also carries the developing canvas: chunks with no choices and a
@@ -243,7 +243,7 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 	}
 	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" {
-			req.Opening = m.Leads.ChatOpening(last.Content) // as the app's Chat opens it
+			req.Lead = m.Leads.ChatLead(last.Content) // as the app's Chat opens it, where it fits
 		}
 	}
 	if cr.Seed != nil {
@@ -355,11 +355,14 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", br.param, br.msg)
 		return
 	}
+	leadHeld := req.Lead != "" // an engine that cannot say (none here but tests') holds what it is sent
 	if c, ok := m.Engine.(checker); ok {
-		if _, err := c.Check(req); err != nil {
+		checked, err := c.Check(req)
+		if err != nil {
 			requestError(w, err)
 			return
 		}
+		leadHeld = checked.LeadHeld
 	}
 	if !s.queue.admit() {
 		w.Header().Set("Retry-After", strconv.Itoa(s.queue.retryAfter()))
@@ -376,7 +379,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if cr.Mode == "" && m.APIModeReason != "" {
 		w.Header().Set("X-Darkroom-Mode-Reason", m.APIModeReason)
 	}
-	if req.Opening != "" && (cr.Darkroom == nil || cr.Darkroom.Opening == "") {
+	if leadHeld {
 		w.Header().Set("X-Darkroom-Lead", develop.LeadNote)
 	}
 	if !cr.Stream {

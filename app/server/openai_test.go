@@ -457,8 +457,8 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %s", tc.body, resp.StatusCode, raw)
 		}
-		if got := g.lastRequest(t).Opening; got != tc.opening {
-			t.Errorf("%s: opening %q, want %q", tc.body, got, tc.opening)
+		if got := g.lastRequest(t); got.Opening+got.Lead != tc.opening || (got.Lead != "") != (tc.opening == lead) {
+			t.Errorf("%s: opening %q, lead %q; want %q", tc.body, got.Opening, got.Lead, tc.opening)
 		}
 		if said, want := resp.Header.Get("X-Darkroom-Lead") != "", tc.opening == lead; said != want {
 			t.Errorf("%s: X-Darkroom-Lead %q", tc.body, resp.Header.Get("X-Darkroom-Lead"))

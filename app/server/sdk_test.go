@@ -325,7 +325,7 @@ type checkedProbe struct {
 	e *engine.Engine
 }
 
-func (c checkedProbe) Check(req engine.Request) (int, error) { return c.e.Check(req) }
+func (c checkedProbe) Check(req engine.Request) (engine.Checked, error) { return c.e.Check(req) }
 
 // snakeToCamel turns the SDK's snake_case keys into ones encoding/json matches
 // case-insensitively ("prompt_tokens" → "prompttokens").

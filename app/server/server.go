@@ -73,7 +73,7 @@ type Vocabulary interface {
 // model (see engine.Engine.Check), so that a client error is answered with a
 // 4xx before a stream starts.
 type checker interface {
-	Check(req engine.Request) (promptTokens int, err error)
+	Check(req engine.Request) (engine.Checked, error)
 }
 
 // Model is what requests run on.

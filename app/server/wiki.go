@@ -319,7 +319,8 @@ func (s *Server) developPage(parent context.Context, title string, regen bool, w
 
 	dev := develop.New(m.Vocab, nil)
 	box := newMailbox[pageEvent]()
-	req := engine.Request{Prompt: assets.EncyclopediaPrompt(title), Opening: m.Leads.Opening(title), Mode: s.opts.Mode, Seed: s.opts.Seed,
+	lead, _ := m.Leads.Lead(title) // the entry's first sentence, held after the heading where it fits
+	req := engine.Request{Prompt: assets.EncyclopediaPrompt(title), Opening: assets.EncyclopediaOpening(title), Lead: lead, Mode: s.opts.Mode, Seed: s.opts.Seed,
 		Sampling: m.Sampling, OnEvent: func(ev engine.Event) {
 			if ev.Kind == engine.EventDone || draft == nil {
 				return // the result below is the final word
@@ -386,7 +387,7 @@ loop:
 		return p, "Stopped."
 	}
 	p = finishedPage{html: renderHTML(out.res.Text), status: develop.DoneStatus(out.res)}
-	if _, lead := m.Leads.Lead(title); lead {
+	if out.res.LeadHeld {
 		p.status += " · " + develop.LeadNote
 	}
 	s.pages.put(title, p)

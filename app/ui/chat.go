@@ -591,13 +591,9 @@ func (c *Chat) answer() {
 		// A question about an entry the model's folder holds opens its answer with
 		// the entry's first sentence, as the entry's encyclopedia page does; the
 		// model writes what follows. (Not before a thinking channel's thoughts.)
-		var opening string
+		var lead string
 		if last := t.Messages[len(t.Messages)-1]; last.Role == "user" && !thinking {
-			opening = info.Leads.ChatOpening(last.Content)
-		}
-		why := info.Mode.Reason
-		if opening != "" {
-			why = strings.TrimPrefix(why+" · "+develop.LeadNote, " · ")
+			lead = info.Leads.ChatLead(last.Content)
 		}
 		dev := develop.New(m, m.Decode)
 		th := newThrottle(frameInterval, func(ev engine.Event) {
@@ -626,9 +622,13 @@ func (c *Chat) answer() {
 				}
 			})
 		}
-		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Opening: opening,
+		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Lead: lead,
 			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push})
 		th.Close()
+		why := info.Mode.Reason
+		if err == nil && res.LeadHeld {
+			why = strings.TrimPrefix(why+" · "+develop.LeadNote, " · ")
+		}
 		c.finish(current, t, res, err, why)
 	})
 }

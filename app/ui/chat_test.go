@@ -504,7 +504,7 @@ func TestNewChatReusesTheEmptyOne(t *testing.T) {
 func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 	var leads assets.Leads
 	leads.Add("Unix", "<h1>Unix</h1>\n<p><em>operating system</em></p>\n<p>An operating system from <a href=\"/wiki/Bell_Labs\">Bell Labs</a>. It runs.</p>")
-	m := &fakeModel{answers: func(req engine.Request) string { return req.Opening + " It is old." }, leads: &leads}
+	m := &fakeModel{answers: func(req engine.Request) string { return req.Lead + " It is old." }, leads: &leads}
 	a := newTestApp(t, m, t.TempDir())
 	c := a.Chat
 	const lead = "**Unix** (operating system): An operating system from Bell Labs."
@@ -513,8 +513,8 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 		tap(c.send)
 		c.run.Wait()
 		calls := m.Calls()
-		if got := calls[len(calls)-1].req.Opening; got != tc.opening {
-			t.Errorf("%q: opening %q, want %q", tc.ask, got, tc.opening)
+		if got := calls[len(calls)-1].req; got.Lead != tc.opening || got.Opening != "" {
+			t.Errorf("%q: opening %q, lead %q; want the lead %q", tc.ask, got.Opening, got.Lead, tc.opening)
 		}
 		th := c.Current()
 		if got := th.Messages[len(th.Messages)-1].Content; !strings.HasPrefix(got, strings.TrimSpace(tc.opening+" It is old.")) {

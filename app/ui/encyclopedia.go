@@ -275,12 +275,11 @@ func (e *Encyclopedia) generate(title string) {
 	e.scroll.ScrollToTop()
 	e.run.Start(func(ctx context.Context, seq int64) {
 		current := func() bool { return e.run.Current(seq) }
-		var lead bool // the page opens with the entry's first sentence, not the model's
 		res, shown, err := e.app.developPage(ctx, current, func(info ModelInfo) engine.Request {
-			_, lead = info.Leads.Lead(title)
 			return engine.Request{
 				Prompt:  assets.EncyclopediaPrompt(title),
-				Opening: info.Leads.Opening(title), // the heading, and the entry's first sentence where the model's folder holds it
+				Opening: assets.EncyclopediaOpening(title),
+				Lead:    lead(info, title), // the entry's first sentence where the model's folder holds it
 				Mode:    engine.Diffusion,
 			}
 		}, e.view, e.status)
@@ -296,7 +295,7 @@ func (e *Encyclopedia) generate(title string) {
 		}
 		doc := htmlsafe.Parse(res.Text)
 		st := develop.DoneStatus(res)
-		if lead {
+		if res.LeadHeld { // the page opens with the entry's first sentence, not the model's
 			st += " · " + develop.LeadNote
 		}
 		partial := res.StopReason == engine.StopCancelled && shown != nil
@@ -380,4 +379,12 @@ func setEnabled(w fyne.Disableable, on bool) {
 	} else {
 		w.Disable()
 	}
+}
+
+// lead is title's lead where the model's folder holds one (ModelInfo.Leads),
+// sent as engine.Request.Lead after the heading: the engine holds it where it
+// fits (Result.LeadHeld).
+func lead(info ModelInfo, title string) string {
+	l, _ := info.Leads.Lead(title)
+	return l
 }

@@ -435,11 +435,13 @@ func TestPagesOpenWithTheEntrysLead(t *testing.T) {
 	tap(a.Race.startB) // Unix
 	a.Race.run.Wait()
 	calls := m.Calls()
-	const unix = "<h1>Unix</h1>\n<p>An operating system from Bell Labs."
-	if len(calls) != 4 || calls[0].req.Opening != unix || calls[1].req.Opening != assets.EncyclopediaOpening("Bell Labs") ||
-		calls[2].req.Opening != unix || calls[3].req.Opening != unix {
+	const unix = "<p>An operating system from Bell Labs."
+	heading := assets.EncyclopediaOpening
+	if len(calls) != 4 || calls[0].req.Opening != heading("Unix") || calls[0].req.Lead != unix ||
+		calls[1].req.Opening != heading("Bell Labs") || calls[1].req.Lead != "" ||
+		calls[2].req.Opening != heading("Unix") || calls[2].req.Lead != unix || calls[3].req.Opening != heading("Unix") || calls[3].req.Lead != unix {
 		for _, c := range calls {
-			t.Errorf("opening %q", c.req.Opening)
+			t.Errorf("opening %q, lead %q", c.req.Opening, c.req.Lead)
 		}
 		t.Fatalf("%d calls; want Unix with its lead, Bell Labs with its heading, and the Race's two with the lead", len(calls))
 	}

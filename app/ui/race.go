@@ -162,7 +162,7 @@ func (r *Race) Start() {
 				})
 				<-start // started together
 				res, err := models[i].Generate(ctx, engine.Request{Prompt: assets.EncyclopediaPrompt(title),
-					Opening: models[i].Info().Leads.Opening(title), Mode: p.mode,
+					Opening: assets.EncyclopediaOpening(title), Lead: lead(models[i].Info(), title), Mode: p.mode,
 					Sampling: r.app.sampling(), Seed: seed, OnEvent: th.Push})
 				th.Close()
 				errs[i] = err

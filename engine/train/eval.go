@@ -136,10 +136,10 @@ type ModeReport struct {
 	RougeL float64 `json:"rouge_l,omitempty"`
 	// Named (chat answers only) is the share of answers whose bold heading
 	// names the topic asked about (HeadingNames): the corpus's answers always do.
-	Named      float64 `json:"heading_named,omitempty"`
+	Named float64 `json:"heading_named,omitempty"`
 	// Declined (chat answers only) is the share of answers that send the user
 	// to the Library (Declines): wanted for off-topic messages, not for terms.
-	Declined float64 `json:"declined,omitempty"`
+	Declined   float64 `json:"declined,omitempty"`
 	MeanTokens float64 `json:"mean_tokens"`
 	MedianMS   float64 `json:"median_ms"`
 	TokensPerS float64 `json:"tokens_per_s"`
@@ -187,11 +187,11 @@ type EvalReport struct {
 	// Seen scores EvalOptions.Seen titles of the training corpus the same way.
 	Seen *SeenReport `json:"seen,omitempty"`
 	// Chats scores EvalOptions.Chats held-out chat answers.
-	Chats    *ChatReport     `json:"chats,omitempty"`
+	Chats *ChatReport `json:"chats,omitempty"`
 	// Elsewhere scores EvalOptions.Elsewhere held-out off-topic messages.
-	Elsewhere *ChatReport `json:"elsewhere,omitempty"`
-	Goals    map[string]bool `json:"goals"`
-	Settings map[string]any  `json:"settings"`
+	Elsewhere *ChatReport     `json:"elsewhere,omitempty"`
+	Goals     map[string]bool `json:"goals"`
+	Settings  map[string]any  `json:"settings"`
 }
 
 // SeenReport scores titles the model was trained on: does the page say what
@@ -451,10 +451,8 @@ func generate(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, runs []e
 			}
 			req := engine.Request{Prompt: pages[i].Prompt, Mode: mode, Seed: opts.Seed + uint64(i)}
 			if !opts.FreeHeading {
-				req.Opening = opts.Leads.Opening(pages[i].Title)
-				if req.Opening != assets.EncyclopediaOpening(pages[i].Title) {
-					leads++
-				}
+				req.Opening = assets.EncyclopediaOpening(pages[i].Title)
+				req.Lead, _ = opts.Leads.Lead(pages[i].Title)
 			}
 			if mode == engine.AR {
 				req.Sampling.Temperature = opts.ARTemperature
@@ -466,6 +464,9 @@ func generate(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, runs []e
 			res, err := eng.Generate(ctx, req)
 			if err != nil {
 				return diffusion, nil, ar, fmt.Errorf("eval: %s %q: %w", mode, pages[i].Title, err)
+			}
+			if res.LeadHeld {
+				leads++
 			}
 			entry := ""
 			if entries != nil {

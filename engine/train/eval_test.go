@@ -312,8 +312,8 @@ func TestEvaluateLeads(t *testing.T) {
 		t.Errorf("leads held: seen %d, held-out %d (settings %v)", rep.Seen.Diffusion.Leads, rep.Diffusion.Leads, rep.Settings["heading"])
 	}
 	for _, s := range rep.Seen.Diffusion.Samples {
-		if want := leads.Opening(s.Title); !strings.HasPrefix(s.Text, want) {
-			t.Errorf("seen page %q does not open with its lead %q: %q", s.Title, want, s.Text)
+		if lead, _ := leads.Lead(s.Title); !strings.HasPrefix(s.Text, assets.EncyclopediaOpening(s.Title)+lead) {
+			t.Errorf("seen page %q does not open with its lead %q: %q", s.Title, lead, s.Text)
 		}
 	}
 	leaky, _ := Leads(append(trainRecs, short("Multics")))
