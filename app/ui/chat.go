@@ -626,8 +626,8 @@ func (c *Chat) answer() {
 			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push})
 		th.Close()
 		why := info.Mode.Reason
-		if err == nil && res.LeadHeld {
-			why = strings.TrimPrefix(why+" · "+develop.LeadNote, " · ")
+		if err == nil && res.LeadHeld { // first: the mode's reason may run past the window's edge
+			why = strings.TrimSuffix(develop.LeadNote+" · "+why, " · ")
 		}
 		c.finish(current, t, res, err, why)
 	})
