@@ -315,7 +315,9 @@ func TestGenerateGuidanceFlags(t *testing.T) {
 	// generate returns the page and the first canvas's guidance rounds.
 	generate := func(args ...string) (text string, rounds float64) {
 		t.Helper()
-		code, out, errOut := runCLI(append([]string{"generate", "--mode", "diffusion", "--seed", "3", "--json", "--max-new-tokens", "64"}, args...)...)
+		// --no-lead: the model writes the whole answer (a held first sentence
+		// would leave it little to write, and guidance nothing to change).
+		code, out, errOut := runCLI(append([]string{"generate", "--mode", "diffusion", "--seed", "3", "--json", "--max-new-tokens", "64", "--no-lead"}, args...)...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errOut)
 		}
