@@ -143,12 +143,13 @@ type Result struct {
 	PromptTokens  int           `json:"prompt_tokens"`
 	Elapsed       time.Duration `json:"-"`
 	ElapsedMS     float64       `json:"elapsed_ms"`
-	TokensPerS    float64       `json:"tokens_per_s"`        // generated tokens (the Opening not counted) per second
-	FirstCanvasMS float64       `json:"first_canvas_ms"`     // time to the first committed canvas (or AR token)
-	ForwardMS     float64       `json:"forward_ms"`          // time inside model forward passes (the rest is sampling and bookkeeping)
-	ForwardFLOPs  float64       `json:"forward_flops"`       // model arithmetic of those passes (engine/model's count of useful FLOPs)
-	StopReason    string        `json:"stop_reason"`         // StopEOS, StopMaxTokens or StopCancelled
-	LeadHeld      bool          `json:"lead_held,omitempty"` // Request.Lead was held after the Opening (Tokens and Text begin with both)
+	TokensPerS    float64       `json:"tokens_per_s"`          // generated tokens (the Opening not counted) per second
+	FirstCanvasMS float64       `json:"first_canvas_ms"`       // time to the first committed canvas (or AR token)
+	ForwardMS     float64       `json:"forward_ms"`            // time inside model forward passes (the rest is sampling and bookkeeping)
+	ForwardFLOPs  float64       `json:"forward_flops"`         // model arithmetic of those passes (engine/model's count of useful FLOPs)
+	StopReason    string        `json:"stop_reason"`           // StopEOS, StopMaxTokens or StopCancelled
+	LeadHeld      bool          `json:"lead_held,omitempty"`   // Request.Lead was held after the Opening (Tokens and Text begin with both)
+	HeldTokens    int           `json:"held_tokens,omitempty"` // how many of Tokens were held (the Opening's and, where held, the Lead's), not written
 }
 
 // Why a generation stopped (Result.StopReason; also its JSON): the engine

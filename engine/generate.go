@@ -479,6 +479,7 @@ func (g *generation) finish() *Result {
 	r.Tokens = slices.Clone(g.out)
 	r.Text = g.tok.Decode(g.out)
 	r.ForwardPasses = g.forward
+	r.HeldTokens = min(len(g.opening), len(r.Tokens))
 	r.Elapsed = time.Since(g.start)
 	r.ElapsedMS = ms(r.Elapsed)
 	r.ForwardMS = ms(g.fwdTime)

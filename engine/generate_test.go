@@ -379,7 +379,7 @@ func TestLeadHeldWhereItFits(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s max %d: %v", m, tc.max, err)
 			}
-			if !slices.Equal(res.Tokens[:len(tc.wantHead)], tc.wantHead) || res.LeadHeld != tc.held {
+			if !slices.Equal(res.Tokens[:len(tc.wantHead)], tc.wantHead) || res.LeadHeld != tc.held || res.HeldTokens != len(tc.wantHead) {
 				t.Errorf("%s max %d: tokens %v, lead held %v; want them to begin %v, lead held %v", m, tc.max, res.Tokens, res.LeadHeld, tc.wantHead, tc.held)
 			}
 			if !tc.held && len(res.Tokens) > 3 && res.Tokens[3] == 10 && body(promptLen+3) != 10 {

@@ -67,6 +67,9 @@ func DoneStatus(res *engine.Result) string {
 		state = "Done (length limit)"
 	}
 	tokens, canvases := plural.Count(len(res.Tokens), "token", "tokens"), plural.Count(len(res.Canvases), "canvas", "canvases")
+	if res.LeadHeld && res.HeldTokens > 0 { // most of a short answer may be the entry's sentence: the rate counts the rest
+		tokens += fmt.Sprintf(" (%d held)", res.HeldTokens)
+	}
 	parts := []string{state}
 	switch {
 	case res.ForwardPasses == 0 && steps == 0:
