@@ -47,9 +47,19 @@ func (d *Draft) Status(ev engine.Event) string {
 	}
 }
 
-// LeadNote ends the status line of a page that opened with its entry's first
-// sentence (assets.Leads), so that the sentence is not taken for the model's.
+// LeadNote ends the status line of a page or answer that opened with its
+// entry's first sentence (assets.Leads, engine.Result.LeadHeld), so that the
+// sentence is not taken for the model's.
 const LeadNote = "first sentence from the entry"
+
+// LeadSuffix is " · " and LeadNote where res held its lead, else "": DoneStatus
+// ends with it, and the CLI's summary lines (wiki, generate) too.
+func LeadSuffix(res *engine.Result) string {
+	if !res.LeadHeld {
+		return ""
+	}
+	return " · " + LeadNote
+}
 
 // DoneStatus is the status line of a finished generation. A remote server that
 // is not a Darkroom streams no steps or forward passes (res has none): those are
@@ -81,5 +91,5 @@ func DoneStatus(res *engine.Result) string {
 			plural.Count(res.ForwardPasses, "forward pass", "forward passes"))
 	}
 	parts = append(parts, fmt.Sprintf("%.2f s", res.Elapsed.Seconds()), fmt.Sprintf("%.1f tokens/s", res.TokensPerS))
-	return strings.Join(parts, " · ")
+	return strings.Join(parts, " · ") + LeadSuffix(res)
 }

@@ -41,7 +41,7 @@ func TestDoneStatusWithoutCanvases(t *testing.T) {
 	// An answer that is all the entry's held sentence says so, or its rate of 0
 	// reads as a fault ("78 tokens · 1 forward pass · 0.0 tokens/s").
 	lead := &engine.Result{Tokens: make([]int, 78), ForwardPasses: 1, Elapsed: 30 * time.Millisecond, LeadHeld: true, HeldTokens: 78, StopReason: engine.StopEOS}
-	if got, want := DoneStatus(lead), "Done · 78 tokens (78 held) · 1 forward pass · 0.03 s · 0.0 tokens/s"; got != want {
+	if got, want := DoneStatus(lead), "Done · 78 tokens (78 held) · 1 forward pass · 0.03 s · 0.0 tokens/s · "+LeadNote; got != want {
 		t.Errorf("lead: %q, want %q", got, want)
 	}
 	stopped := &engine.Result{ForwardPasses: 10, Elapsed: 1380 * time.Millisecond, StopReason: engine.StopCancelled}

@@ -387,9 +387,6 @@ loop:
 		return p, "Stopped."
 	}
 	p = finishedPage{html: renderHTML(out.res.Text), status: develop.DoneStatus(out.res)}
-	if out.res.LeadHeld {
-		p.status += " · " + develop.LeadNote
-	}
 	s.pages.put(title, p)
 	return p, ""
 }

@@ -625,11 +625,7 @@ func (c *Chat) answer() {
 		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Lead: lead,
 			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push})
 		th.Close()
-		why := info.Mode.Reason
-		if err == nil && res.LeadHeld { // first: the mode's reason may run past the window's edge
-			why = strings.TrimSuffix(develop.LeadNote+" · "+why, " · ")
-		}
-		c.finish(current, t, res, err, why)
+		c.finish(current, t, res, err, info.Mode.Reason)
 	})
 }
 
@@ -663,8 +659,9 @@ func (c *Chat) showPartial(t *chats.Thread, text string) {
 	c.messages.Refresh()
 }
 
-// finish shows the answer, or the error; why ends the status line (the mode's
-// reason, and whether the answer opened with the entry's first sentence).
+// finish shows the answer, or the error; why is the mode's reason, which ends
+// the status line (after DoneStatus's note of a held first sentence: the
+// reason may run past the window's edge).
 func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, err error, why string) {
 	onUI(func() {
 		if !current() {

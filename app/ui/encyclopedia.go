@@ -295,9 +295,6 @@ func (e *Encyclopedia) generate(title string) {
 		}
 		doc := htmlsafe.Parse(res.Text)
 		st := develop.DoneStatus(res)
-		if res.LeadHeld { // the page opens with the entry's first sentence, not the model's
-			st += " · " + develop.LeadNote
-		}
 		partial := res.StopReason == engine.StopCancelled && shown != nil
 		onUI(func() {
 			if !current() {
