@@ -63,14 +63,16 @@ Subcommands:
            will do better" to a corpus, and held-out ones for train eval --elsewhere
   init     write a randomly initialized checkpoint of any config, at a quantization
            profile, tensor by tensor (real-size models without a download)
+  grow     a deeper copy of a trained model that computes what it does (progressive
+           stacking: the added layers start switched off), for train run --init
 
 Run "darkroom train SUBCOMMAND --help" for its flags.`)
 	}
 	return subcommands{
 		name:  "train",
 		usage: usage,
-		none:  "no subcommand (corpus, run, export, eval, distill, leads, elsewhere or init)",
-		list:  "corpus, run, export, eval, distill, leads, elsewhere or init",
+		none:  "no subcommand (corpus, run, export, eval, distill, leads, elsewhere, init or grow)",
+		list:  "corpus, run, export, eval, distill, leads, elsewhere, init or grow",
 		verbs: map[string]func(*Env, []string) error{
 			"corpus":    runTrainCorpus,
 			"run":       runTrainRun,
@@ -80,6 +82,7 @@ Run "darkroom train SUBCOMMAND --help" for its flags.`)
 			"leads":     runTrainLeads,
 			"elsewhere": runTrainElsewhere,
 			"init":      runTrainInit,
+			"grow":      runTrainGrow,
 		},
 	}.runSub(env, args)
 }
@@ -493,6 +496,32 @@ func runTrainInit(env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "%s: %.2fB parameters at %s, %d tensors, %s in %d file(s), in %s\n", res.Dir, float64(res.Params)/1e9,
 		res.Profile, res.Tensors, store.FormatBytes(res.Bytes), len(res.Files), time.Since(start).Round(time.Second))
+	return nil
+}
+
+func runTrainGrow(env *Env, args []string) error {
+	fs := newFlagSet(env, "train grow", "--model DIR --layers N --out DIR")
+	src := fs.String("model", "assets/mini", "the trained model to grow (a model folder, bf16 or float32)")
+	layers := fs.Int("layers", 0, "layers of the grown model, more than the model has (required)")
+	out := fs.String("out", "", "output directory, which must not exist or be empty (required)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *layers == 0 || *out == "" || fs.NArg() != 0 {
+		return errors.New("train grow: give --layers N and --out DIR")
+	}
+	cfg, err := train.Grow(*src, *out, *layers)
+	if err != nil {
+		return fmt.Errorf("train grow: %w", err)
+	}
+	full := 0
+	for i := range cfg.Text.NumHiddenLayers {
+		if !cfg.Text.IsSliding(i) {
+			full++
+		}
+	}
+	fmt.Fprintf(env.Stdout, "%s: %d layers (%d sliding, %d full) grown from %s, the added ones switched off; train it with darkroom train run --init %s\n",
+		*out, cfg.Text.NumHiddenLayers, cfg.Text.NumHiddenLayers-full, full, *src, *out)
 	return nil
 }
 
