@@ -258,10 +258,15 @@ type guideIDs struct {
 	// (no space), so after an endsWord id it continues that word
 	// (sampler.Guide.InWords).
 	endsWord, continues []bool
+	// word: which word the text spells (lower-cased, without spaces), the same
+	// number for ids that spell the same one, −1 when it holds no letter; no word
+	// is written twice side by side (sampler.Guide.NoStutters).
+	word []int
 }
 
 func newGuideIDs(tok textCodec, vocab int, eos []int) *guideIDs {
-	ids := &guideIDs{frozen: make([]bool, vocab), endsWord: make([]bool, vocab), continues: make([]bool, vocab)}
+	ids := &guideIDs{frozen: make([]bool, vocab), endsWord: make([]bool, vocab), continues: make([]bool, vocab), word: make([]int, vocab)}
+	words := map[string]int{}
 	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 	for id := range vocab {
 		text := tok.Decode([]int{id})
@@ -271,6 +276,14 @@ func newGuideIDs(tok textCodec, vocab int, eos []int) *guideIDs {
 		}
 		if last, _ := utf8.DecodeLastRuneInString(text); isWord(last) {
 			ids.endsWord[id] = true
+		}
+		ids.word[id] = -1
+		if strings.IndexFunc(text, unicode.IsLetter) >= 0 {
+			key := strings.ToLower(strings.TrimSpace(text))
+			if _, ok := words[key]; !ok {
+				words[key] = len(words)
+			}
+			ids.word[id] = words[key]
 		}
 	}
 	return ids

@@ -306,6 +306,9 @@ func (g *generation) guide(ci int, a []int, dec []float32, hold int, stats Canva
 	if err == nil {
 		err = gd.InWords(g.s.GuidanceInWord, a, g.guideIDs.endsWord, g.guideIDs.continues)
 	}
+	if err == nil {
+		err = gd.NoStutters(g.guideIDs.word)
+	}
 	if err != nil {
 		return nil, stats, false, fmt.Errorf("canvas %d: %w", ci, err)
 	}

@@ -269,8 +269,41 @@ func TestGuideIDs(t *testing.T) {
 				ids.endsWord[tc.id], ids.continues[tc.id], tc.ends, tc.continues)
 		}
 	}
+	// Every "ing" is one word; " t42" and " t43" are two.
+	if w := ids.word; w[200] < 0 || w[200] != w[209] || w[42] < 0 || w[42] == w[43] || w[42] == w[200] {
+		t.Errorf("word classes: ing %d/%d, t42 %d, t43 %d", w[200], w[209], w[42], w[43])
+	}
 	ids = newGuideIDs(markupCodec{}, 512, nil)
 	if ids.endsWord[300] || ids.continues[300] {
 		t.Error("a tag counts as part of a word")
+	}
+}
+
+// TestARGuidanceUndoesStutters: with a causal head too light to outweigh the
+// decoder (λ 0.25: 2 against 3), a wrong word the decoder is sure of stays, but a
+// word it writes twice side by side does not — the second takes the causal
+// head's word.
+func TestARGuidanceUndoesStutters(t *testing.T) {
+	f := newScript(func(pos int) int {
+		switch pos - promptLen {
+		case 5:
+			return body(pos - 1) // position 4's word again
+		case 9:
+			return 200
+		}
+		return body(pos)
+	})
+	f.margin = func(int) float32 { return 3 }
+	f.ar = body
+	req := guidedRequest(8)
+	req.Sampling.Guidance = 0.25
+	res, err := testEngine(f).Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bodyCanvas()
+	want[9] = 200
+	if !slices.Equal(res.Tokens, want) {
+		t.Errorf("tokens\n got %v\nwant %v", res.Tokens, want)
 	}
 }

@@ -46,6 +46,7 @@ type Guide struct {
 
 	inWord       []bool  // by position: inside a word (InWords), or nil
 	inWordWeight float64 // the causal head's weight there
+	word         []int   // by id: its word, never written twice side by side (NoStutters), or nil
 }
 
 // NewGuide prepares guidance over the decoder logits dec [c·vocab] (the canvas's
@@ -96,6 +97,24 @@ func (g *Guide) InWords(weight float64, a []int, endsWord, continues []bool) err
 	return nil
 }
 
+// NoStutters keeps every round from leaving or writing, at a position, a piece
+// that spells the same word as the piece on its left: word[id] ≥ 0 names the word
+// an id spells (the caller gives ids that differ only by a leading space or by
+// case one number, and −1 to ids without a letter). The decoder, guessing every
+// position at once, writes a piece twice side by side ("Windows Windows",
+// "necessarilyarily") where the page's own text almost never does, and a causal
+// head reading a garbled canvas does not always outweigh a confident decoder.
+// Digits, spaces and punctuation may still repeat ("00", ".."). A stutter a round
+// leaves is one whose position it did not reach (its left neighbour changed); the
+// next round does. word nil turns it off.
+func (g *Guide) NoStutters(word []int) error {
+	if word != nil && len(word) != g.vocab {
+		return fmt.Errorf("guide: word table has %d entries, vocab is %d", len(word), g.vocab)
+	}
+	g.word = word
+	return nil
+}
+
 // weight is the causal head's weight at position i.
 func (g *Guide) weight(i int) float64 {
 	if g.inWord != nil && g.inWord[i] {
@@ -137,8 +156,12 @@ func (g *Guide) Round(a []int, from, to int, ar func(i int) []float32) (out []in
 		}
 		dec, lambda := g.dec[i*v:(i+1)*v], g.weight(i)
 		best, bi := math.Inf(-1), a[i]
+		stutter := -1 // the word this position may not spell
+		if g.word != nil && i > 0 {
+			stutter = g.word[a[i-1]]
+		}
 		for j := range v {
-			if g.isFrozen(j) {
+			if g.isFrozen(j) || stutter >= 0 && g.word[j] == stutter {
 				continue
 			}
 			s := float64(dec[j]) + lambda*float64(row[j])

@@ -277,3 +277,54 @@ func TestGuideRepeatedWordGoesToTheCausalHead(t *testing.T) {
 		t.Errorf("repeat at weight 2: %v, %d moved, err %v; want [1 0 2] (\" anything else it\"), 1", got, n, err)
 	}
 }
+
+// TestGuideNoStutters: a decoder sure of the same word at two neighbouring
+// positions, and a causal head that does not object, keep it twice without
+// NoStutters; with it the second position takes its next-best piece that spells
+// another word — not the same word with a leading space or in capitals (ids 3
+// and 4 spell id 2's word) — while digits (word −1) may repeat.
+func TestGuideNoStutters(t *testing.T) {
+	const vocab = 8
+	row := func(best ...int) []float32 { // logits falling in the order given
+		r := make([]float32, vocab)
+		for j := range r {
+			r[j] = -10
+		}
+		for k, j := range best {
+			r[j] = float32(5 - k)
+		}
+		return r
+	}
+	// Canvas: 1 2 2 6 6; id 6 is a digit.
+	a := []int{1, 2, 2, 6, 6}
+	dec := slices.Concat(row(1), row(2), row(2, 3, 4, 5), row(6), row(6, 7))
+	flat := make([]float32, vocab)
+	ar := func(int) []float32 { return flat }
+	word := []int{-1, 0, 1, 1, 1, 2, -1, 3}
+	for _, on := range []bool{false, true} {
+		g, err := NewGuide(dec, vocab, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if on {
+			if err := g.NoStutters(word); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, _, err := g.Round(a, 0, len(a), ar)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := a
+		if on {
+			want = []int{1, 2, 5, 6, 6}
+		}
+		if !slices.Equal(out, want) {
+			t.Errorf("NoStutters %v: %v, want %v", on, out, want)
+		}
+	}
+	g, _ := NewGuide(dec, vocab, 1, nil)
+	if err := g.NoStutters(make([]int, vocab-1)); err == nil {
+		t.Error("a word table of the wrong size: no error")
+	}
+}

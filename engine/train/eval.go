@@ -108,6 +108,10 @@ type ModeReport struct {
 	// text a browser shows for the page as the model wrote it.
 	Fragments           float64 `json:"fragments_per_page"`
 	FragmentsUnrepaired float64 `json:"fragments_per_page_unrepaired"`
+	// Stutters is the mean number of stutters per page in the text as shown
+	// (Stutters: a word written twice side by side, or a word that ends in the
+	// same three or more letters twice, "Macintoshacintosh").
+	Stutters float64 `json:"stutters_per_page"`
 	// English is the "reads like English" measure: the share of the shown
 	// text's word bigrams that occur in the training pages' text (for a title
 	// seen in training, not counting its own entry), pooled over the pages.
@@ -700,6 +704,7 @@ type scorer struct {
 	words         [][]string
 	knownN, total int
 	frag, fragRaw int
+	stutters      int
 	engHit, engN  int
 	order         OrderScore
 	orderRNG      *rand.Rand // shuffles each page's words for order
@@ -718,6 +723,7 @@ func (s *scorer) add(page, title, entry string) PageCheck {
 	shown := s.render(page)
 	s.fragRaw += markup.Count(page)
 	s.frag += markup.Count(shown)
+	s.stutters += Stutters(ShownWords(shown, false))
 	s.addEnglish(ShownWords(shown, false), s.ref.entry[title])
 	if entry != "" {
 		s.rouge += RougeL(ShownWords(shown, true), ShownWords(s.render(entry), true))
@@ -782,6 +788,7 @@ func (s *scorer) report() ModeReport {
 	if s.pages > 0 {
 		mr.Fragments = float64(s.frag) / float64(s.pages)
 		mr.FragmentsUnrepaired = float64(s.fragRaw) / float64(s.pages)
+		mr.Stutters = float64(s.stutters) / float64(s.pages)
 	}
 	mr.English = share(s.engHit, s.engN)
 	mr.BitsPerWord, mr.OrderGain = s.order.BitsPerWord(), s.order.OrderGain()

@@ -306,3 +306,26 @@ func ShownWords(page string, noHeading bool) []string {
 	}
 	return Words(textOf(doc))
 }
+
+// Stutters counts the stutters of a text's words (Words): a word with a letter
+// written twice side by side ("windows windows"), and a word that ends in the
+// same run of three or more characters twice ("macintoshacintosh",
+// "necessarilyarily") — what a parallel decoder writes when neighbouring
+// positions guess the same piece. Real words of that shape ("murmur") count too;
+// the real pages, scored the same way, say how often.
+func Stutters(words []string) int {
+	n := 0
+	for i, w := range words {
+		if i > 0 && w == words[i-1] && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
+			n++
+			continue
+		}
+		for k := 3; 2*k <= len(w); k++ {
+			if w[len(w)-2*k:len(w)-k] == w[len(w)-k:] {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}

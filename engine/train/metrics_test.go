@@ -164,3 +164,18 @@ func TestDeclines(t *testing.T) {
 		}
 	}
 }
+
+func TestStutters(t *testing.T) {
+	for text, want := range map[string]int{
+		"It runs on Windows Windows and MS-DOS.":                   1,
+		"used by later at macintoshacintosh, and necessarilyarily": 2,
+		"The The term was was":                                     2,
+		"version 3 3 of 1000 and ... the real pages":               0,
+		"a quick brown fox":                                        0,
+		"murmur":                                                   1, // a real word of the shape: the reference pages say how often
+	} {
+		if got := Stutters(Words(text)); got != want {
+			t.Errorf("Stutters(%q) = %d, want %d", text, got, want)
+		}
+	}
+}
