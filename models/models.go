@@ -334,14 +334,23 @@ var ErrMoving = errors.New("the models folder is moving")
 func (m *Manager) holdStore(what string) (release func(), err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.holdLocked(what, nil)
+}
+
+// holdLocked is holdStore with m.mu held; release also runs then (m.mu held) when
+// it is not nil.
+func (m *Manager) holdLocked(what string, then func()) (release func(), err error) {
 	if err := m.notMoving(what); err != nil {
 		return nil, err
 	}
 	m.busy++
 	return func() {
 		m.mu.Lock()
+		defer m.mu.Unlock()
 		m.busy--
-		m.mu.Unlock()
+		if then != nil {
+			then()
+		}
 	}, nil
 }
 
@@ -371,19 +380,16 @@ func (m *Manager) startPull(ctx context.Context, modelName, what string) (runnin
 		m.mu.Lock()
 	}
 	defer m.mu.Unlock()
-	if err := m.notMoving(what); err != nil {
-		return nil, nil, err
-	}
-	m.busy++
 	claimed := make(chan struct{})
-	m.starting[modelName] = claimed
-	return nil, func() {
-		m.mu.Lock()
-		m.busy--
+	release, err = m.holdLocked(what, func() {
 		delete(m.starting, modelName)
 		close(claimed)
-		m.mu.Unlock()
-	}, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	m.starting[modelName] = claimed
+	return nil, release, nil
 }
 
 // notMoving returns an ErrMoving error naming what waits (m.mu held).
