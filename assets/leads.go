@@ -197,6 +197,13 @@ func (l *Leads) Lead(title string) (string, bool) {
 	return lead, ok
 }
 
+// Has reports whether title has a lead (as Lead finds it): an entry the model
+// was trained on. htmlsafe.Relink sends a garbled link there.
+func (l *Leads) Has(title string) bool {
+	_, _, ok := l.entry(title)
+	return ok
+}
+
 // entry is Lead's lookup, with the title as the leads spell it.
 func (l *Leads) entry(title string) (held, lead string, ok bool) {
 	if l.Len() == 0 {

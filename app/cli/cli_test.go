@@ -43,7 +43,7 @@ func TestErrorLinesNameTheCommand(t *testing.T) {
 // phrase as the value's name, which had made "-tokenizer darkroom models" and
 // "-profile darkroom quantize" out of usages that quoted a command.
 func TestHelpNamesEachFlagsValue(t *testing.T) {
-	cmds := [][]string{{"train", "corpus"}, {"train", "run"}, {"train", "export"}, {"train", "eval"}, {"train", "init"}}
+	cmds := [][]string{{"train", "corpus"}, {"train", "run"}, {"train", "export"}, {"train", "eval"}, {"train", "init"}, {"train", "grow"}}
 	for name := range commands {
 		cmds = append(cmds, []string{name})
 	}

@@ -19,7 +19,6 @@ import (
 	_ "github.com/gomlx/gomlx/backends/simplego"
 
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
-	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -547,13 +546,16 @@ func runTrainEval(env *Env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	var leads *assets.Leads
-	if !*noLeads {
-		var err error
-		if leads, err = models.Leads(engine.Dir(*modelDir)); err != nil {
-			return fmt.Errorf("train eval: %w", err)
-		}
+	entries, err := models.Leads(engine.Dir(*modelDir))
+	if err != nil {
+		return fmt.Errorf("train eval: %w", err)
 	}
+	leads := entries
+	if *noLeads {
+		leads = nil
+	}
+	// The pages as the app shows them: links that open what they say, then safe.
+	render := func(page string) string { return htmlsafe.Sanitize(htmlsafe.Relink(page, entries.Has)) }
 	var modes []engine.Mode
 	unguided := false
 	for _, m := range strings.Split(*modesFlag, ",") {
@@ -575,7 +577,7 @@ func runTrainEval(env *Env, args []string) error {
 	defer cancel()
 	rep, err := train.Evaluate(ctx, train.EvalOptions{ModelDir: *modelDir, CorpusDir: *corpusDir, Pages: *pages,
 		Seed: *seed, ARTemperature: *arTemp, ARRepetitionPenalty: *arPenalty, Backend: *backendName, First: *first, Modes: modes, Unguided: unguided, NoLoss: *noLoss, FreeHeading: *freeHeading, Samples: *samples,
-		Seen: *seenN, Chats: *chatsN, Elsewhere: *elsewhereN, Leads: leads, Render: htmlsafe.Sanitize, Log: env.Stderr})
+		Seen: *seenN, Chats: *chatsN, Elsewhere: *elsewhereN, Leads: leads, Entries: entries, Render: render, Log: env.Stderr})
 	if err != nil {
 		return err
 	}

@@ -114,7 +114,7 @@ func runWiki(env *Env, args []string) error {
 	if res.LeadHeld {
 		opening += lead
 	}
-	shown := htmlsafe.Sanitize(res.Text) // the page as the app and the browser show it: safe, no tag fragments
+	shown := htmlsafe.Sanitize(htmlsafe.Relink(res.Text, leads.Has)) // the page as the app and the browser show it: safe, no tag fragments, links that open what they say
 	page := wikiPage{Title: title, Prompt: prompt, Opening: opening, HTML: shown, Links: pageLinks(shown), Model: src.String(),
 		Backend: eng.Backend(), Mode: string(m), Seed: *seed, Tokens: len(res.Tokens), ForwardPasses: res.ForwardPasses,
 		ElapsedMS: res.ElapsedMS, TokensPerS: res.TokensPerS, StopReason: res.StopReason}

@@ -386,7 +386,7 @@ loop:
 		}
 		return p, "Stopped."
 	}
-	p = finishedPage{html: renderHTML(out.res.Text), status: develop.DoneStatus(out.res)}
+	p = finishedPage{html: renderHTML(htmlsafe.Relink(out.res.Text, m.Leads.Has)), status: develop.DoneStatus(out.res)}
 	s.pages.put(title, p)
 	return p, ""
 }

@@ -502,3 +502,17 @@ func TestPageOpensWithTheEntrysLead(t *testing.T) {
 		}
 	}
 }
+
+// TestPageLinksOpenWhatTheySay: a finished page's link whose topic the model does
+// not know but whose text names an entry it does opens that entry
+// (htmlsafe.Relink with the model's leads).
+func TestPageLinksOpenWhatTheySay(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("virtual memory", "<h1>virtual memory</h1>\n<p>A memory system. It pages.</p>")
+	g := &fakeGen{final: `<h1>Paging</h1><p>Uses <a href="/wiki/virtual_program">virtual memory</a> and <a href="/wiki/swap">swapping</a>.</p>`}
+	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
+	_, page := do(t, browser(t, s), "GET", site(s)+"/wiki/Paging?whole=1", "", nil)
+	if !strings.Contains(page, `href="/wiki/virtual_memory`) || strings.Contains(page, "virtual_program") || !strings.Contains(page, `href="/wiki/swap`) {
+		t.Errorf("links: want virtual memory's relinked and swap's kept; page:\n%s", page)
+	}
+}

@@ -275,7 +275,9 @@ func (e *Encyclopedia) generate(title string) {
 	e.scroll.ScrollToTop()
 	e.run.Start(func(ctx context.Context, seq int64) {
 		current := func() bool { return e.run.Current(seq) }
+		var leads *assets.Leads // the model's, for its links (htmlsafe.Relink)
 		res, shown, err := e.app.developPage(ctx, current, func(info ModelInfo) engine.Request {
+			leads = info.Leads
 			return engine.Request{
 				Prompt:  assets.EncyclopediaPrompt(title),
 				Opening: assets.EncyclopediaOpening(title),
@@ -293,7 +295,8 @@ func (e *Encyclopedia) generate(title string) {
 			})
 			return
 		}
-		doc := htmlsafe.Parse(res.Text)
+		text := htmlsafe.Relink(res.Text, leads.Has)
+		doc := htmlsafe.Parse(text)
 		st := develop.DoneStatus(res)
 		partial := res.StopReason == engine.StopCancelled && shown != nil
 		onUI(func() {
@@ -312,7 +315,7 @@ func (e *Encyclopedia) generate(title string) {
 			case len(res.Tokens) == 0:
 				e.showError("The model wrote nothing for this topic. Try another one, or Reload.")
 			default:
-				e.cache[title] = &page{title: title, html: res.Text, doc: doc, tokens: res.Tokens, status: st}
+				e.cache[title] = &page{title: title, html: text, doc: doc, tokens: res.Tokens, status: st}
 			}
 		})
 	})

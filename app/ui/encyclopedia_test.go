@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -447,5 +448,30 @@ func TestPagesOpenWithTheEntrysLead(t *testing.T) {
 	}
 	if sm := serverModel(m, engine.Sampling{}); sm.Leads != &leads {
 		t.Error("the local server is not given the model's leads")
+	}
+}
+
+// TestPageLinksOpenWhatTheySay: a link whose topic the model does not know but
+// whose text names an entry it does opens that entry, in the Encyclopedia as in
+// the browser (htmlsafe.Relink); the others stay as written.
+func TestPageLinksOpenWhatTheySay(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("virtual memory", "<h1>virtual memory</h1>\n<p>A memory system. It pages.</p>")
+	m := &fakeModel{leads: &leads, answers: func(engine.Request) string {
+		return `<h1>Paging</h1><p>Uses <a href="/wiki/virtual_program">virtual memory</a> and <a href="/wiki/swap">swapping</a>.</p>`
+	}}
+	a := newTestApp(t, m, "")
+	asUI(func() { a.Encyclopedia.Navigate("Paging") })
+	a.Encyclopedia.run.Wait()
+	p := uiRead(func() *page { return a.Encyclopedia.cache["Paging"] })
+	if p == nil {
+		t.Fatal("the page was not written")
+	}
+	var hrefs []string
+	for _, l := range p.doc.Links() {
+		hrefs = append(hrefs, l.Href)
+	}
+	if want := []string{"/wiki/virtual_memory", "/wiki/swap"}; !slices.Equal(hrefs, want) {
+		t.Errorf("links %q, want %q", hrefs, want)
 	}
 }

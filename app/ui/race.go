@@ -167,7 +167,7 @@ func (r *Race) Start() {
 				th.Close()
 				errs[i] = err
 				if err == nil {
-					doc := htmlsafe.Parse(res.Text)
+					doc := htmlsafe.Parse(htmlsafe.Relink(res.Text, models[i].Info().Leads.Has))
 					st := raceFinal(res)
 					onUI(func() {
 						if current() {

@@ -81,7 +81,11 @@ type EvalOptions struct {
 	// English and RougeL are measured on its output; nil measures the pages as
 	// written (Settings["rendered"] says which).
 	Render func(page string) string
-	Log    io.Writer
+	// Entries are the titles the model's folder holds a lead for (its whole
+	// leads file, whether or not Leads holds them): the pages' links are scored
+	// by whether they open one (ModeReport.LinksToEntries); nil: not scored.
+	Entries *assets.Leads
+	Log     io.Writer
 }
 
 // Sample is one generated page kept in the report.
@@ -112,6 +116,13 @@ type ModeReport struct {
 	// (Stutters: a word written twice side by side, or a word that ends in the
 	// same three or more letters twice, "Macintoshacintosh").
 	Stutters float64 `json:"stutters_per_page"`
+	// LinksToEntries is the share of the shown pages' encyclopedia links whose
+	// topic is an entry the model's folder holds (EvalOptions.Entries): a link
+	// that opens a page the model knows, not one on a garbled topic.
+	// LinksToEntriesAsWritten is the same share of the links as the model wrote
+	// them, before Render (which relinks).
+	LinksToEntries          float64 `json:"links_to_entries,omitempty"`
+	LinksToEntriesAsWritten float64 `json:"links_to_entries_as_written,omitempty"`
 	// English is the "reads like English" measure: the share of the shown
 	// text's word bigrams that occur in the training pages' text (for a title
 	// seen in training, not counting its own entry), pooled over the pages.
@@ -310,6 +321,7 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 		rep.Settings["seen"] = len(seen)
 	}
 	ref := newReference(trainPages, seen)
+	ref.entries = opts.Entries
 	switch {
 	case opts.FreeHeading:
 		rep.Settings["heading"] = "written by the model"
@@ -635,6 +647,7 @@ type reference struct {
 	bigrams *Bigrams
 	kn      *KneserNey
 	entry   map[string][]string // seen title → words of its training page
+	entries *assets.Leads       // EvalOptions.Entries
 }
 
 // newReference counts the bigrams of the training pages, fits the Kneser-Ney
@@ -705,6 +718,8 @@ type scorer struct {
 	knownN, total int
 	frag, fragRaw int
 	stutters      int
+	linkN, linkOK int
+	rawN, rawOK   int
 	engHit, engN  int
 	order         OrderScore
 	orderRNG      *rand.Rand // shuffles each page's words for order
@@ -724,6 +739,20 @@ func (s *scorer) add(page, title, entry string) PageCheck {
 	s.fragRaw += markup.Count(page)
 	s.frag += markup.Count(shown)
 	s.stutters += Stutters(ShownWords(shown, false))
+	if s.ref.entries != nil {
+		for _, t := range LinkTopics(shown) {
+			s.linkN++
+			if s.ref.entries.Has(t) {
+				s.linkOK++
+			}
+		}
+		for _, t := range LinkTopics(page) {
+			s.rawN++
+			if s.ref.entries.Has(t) {
+				s.rawOK++
+			}
+		}
+	}
 	s.addEnglish(ShownWords(shown, false), s.ref.entry[title])
 	if entry != "" {
 		s.rouge += RougeL(ShownWords(shown, true), ShownWords(s.render(entry), true))
@@ -790,6 +819,7 @@ func (s *scorer) report() ModeReport {
 		mr.FragmentsUnrepaired = float64(s.fragRaw) / float64(s.pages)
 		mr.Stutters = float64(s.stutters) / float64(s.pages)
 	}
+	mr.LinksToEntries, mr.LinksToEntriesAsWritten = share(s.linkOK, s.linkN), share(s.rawOK, s.rawN)
 	mr.English = share(s.engHit, s.engN)
 	mr.BitsPerWord, mr.OrderGain = s.order.BitsPerWord(), s.order.OrderGain()
 	if s.rougeN > 0 {

@@ -329,3 +329,30 @@ func Stutters(words []string) int {
 	}
 	return n
 }
+
+// LinkTopics are the topics of a page's encyclopedia links
+// (assets.TitleFromHref), in order.
+func LinkTopics(page string) []string {
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.DataAtom == atom.A {
+			for _, a := range n.Attr {
+				if a.Key == "href" {
+					if t, ok := assets.TitleFromHref(a.Val); ok {
+						out = append(out, t)
+					}
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"image/png"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,5 +178,12 @@ func TestStutters(t *testing.T) {
 		if got := Stutters(Words(text)); got != want {
 			t.Errorf("Stutters(%q) = %d, want %d", text, got, want)
 		}
+	}
+}
+
+func TestLinkTopics(t *testing.T) {
+	got := LinkTopics(`<p><a href="/wiki/operating_system">OS</a>, <a href="https://e.com/">e</a> and <a href="/wiki/C%2B%2B">C++</a>`)
+	if want := []string{"operating system", "C++"}; !slices.Equal(got, want) {
+		t.Errorf("LinkTopics = %q, want %q", got, want)
 	}
 }
