@@ -357,13 +357,6 @@ func (g *generation) guide(ci int, a []int, dec []float32, hold int, stats Canva
 		}
 		a = next
 	}
-	// What the rounds left of a word written twice (they ran out before reaching
-	// it) takes the decoder's next choice.
-	a, changed, err := gd.Unstutter(a, max(hold, 1), end)
-	if err != nil {
-		return nil, stats, false, fmt.Errorf("canvas %d: %w", ci, err)
-	}
-	stats.Guided += changed
 	return a, stats, true, nil
 }
 

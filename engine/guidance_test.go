@@ -307,37 +307,3 @@ func TestARGuidanceUndoesStutters(t *testing.T) {
 		t.Errorf("tokens\n got %v\nwant %v", res.Tokens, want)
 	}
 }
-
-// TestARGuidanceUnstuttersWhenRoundsRunOut: the one round revises the piece at 4
-// ("ing", inside a word) to position 5's word, and cannot revisit 5 (its left
-// neighbour changed); the rounds spent, 5 takes the decoder's next choice rather
-// than stay the same word twice.
-func TestARGuidanceUnstuttersWhenRoundsRunOut(t *testing.T) {
-	f := newScript(func(pos int) int {
-		switch pos - promptLen {
-		case 4:
-			return 200 // "ing"
-		case 5:
-			return body(pos - 1)
-		}
-		return body(pos)
-	})
-	f.margin = func(int) float32 { return 3 }
-	f.ar = body
-	e := testEngine(f)
-	e.tok = pieceCodec{}
-	req := guidedRequest(1)
-	req.Sampling.Guidance, req.Sampling.GuidanceInWord = 0.25, 1
-	res, err := e.Generate(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := bodyCanvas()
-	got := res.Tokens
-	if len(got) == len(want) {
-		want[5] = got[5] // the decoder's next choice, whichever it is…
-	}
-	if !slices.Equal(got, want) || got[5] == got[4] { // …but not position 4's word
-		t.Errorf("tokens\n got %v\nwant %v with another word than %d at 5", got, want, bodyCanvas()[4])
-	}
-}

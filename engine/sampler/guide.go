@@ -177,38 +177,4 @@ func (g *Guide) Round(a []int, from, to int, ar func(i int) []float32) (out []in
 	return out, changed, nil
 }
 
-// Unstutter gives each position from…to−1 whose piece still spells the word on
-// its left (NoStutters; a round had not reached it when the rounds ran out) the
-// decoder's best piece that does not, left to right, without the causal head: the
-// decoder's next choice reads better than a word written twice. It returns the
-// new canvas and how many positions changed; without NoStutters, a copy of a.
-func (g *Guide) Unstutter(a []int, from, to int) (out []int, changed int, err error) {
-	if err := g.checkCanvas(a); err != nil {
-		return nil, 0, err
-	}
-	out = slices.Clone(a)
-	if g.word == nil {
-		return out, 0, nil
-	}
-	v := g.vocab
-	for i := max(from, 1); i < min(to, len(a)); i++ {
-		w := g.word[out[i-1]]
-		if w < 0 || g.word[out[i]] != w || g.isFrozen(out[i]) {
-			continue
-		}
-		dec := g.dec[i*v : (i+1)*v]
-		best, bi := float32(math.Inf(-1)), out[i]
-		for j := range v {
-			if !g.isFrozen(j) && g.word[j] != w && dec[j] > best {
-				best, bi = dec[j], j
-			}
-		}
-		if bi != out[i] {
-			out[i] = bi
-			changed++
-		}
-	}
-	return out, changed, nil
-}
-
 func (g *Guide) isFrozen(id int) bool { return g.frozen != nil && g.frozen[id] }

@@ -328,39 +328,3 @@ func TestGuideNoStutters(t *testing.T) {
 		t.Error("a word table of the wrong size: no error")
 	}
 }
-
-// TestGuideUnstutter: what a round left of a word written twice (here all of it:
-// no round ran) takes the decoder's best piece of another word, left to right, so
-// "w w w" becomes "w x w"; without NoStutters nothing changes.
-func TestGuideUnstutter(t *testing.T) {
-	const vocab = 8
-	row := func(best ...int) []float32 {
-		r := make([]float32, vocab)
-		for k, j := range best {
-			r[j] = float32(5 - k)
-		}
-		return r
-	}
-	// Canvas 1 2 2 2 6 6: ids 2 and 3 spell one word, 6 is a digit; position 2's
-	// decoder ranks 2, 3 (the same word), then 5.
-	a := []int{1, 2, 2, 2, 6, 6}
-	dec := slices.Concat(row(1), row(2), row(2, 3, 5), row(2, 4), row(6), row(6))
-	word := []int{-1, 0, 1, 1, 2, 3, -1, 4}
-	g, err := NewGuide(dec, vocab, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, n, err := g.Unstutter(a, 0, len(a)); err != nil || n != 0 || !slices.Equal(out, a) {
-		t.Errorf("without NoStutters: %v, %d changed, %v", out, n, err)
-	}
-	if err := g.NoStutters(word); err != nil {
-		t.Fatal(err)
-	}
-	out, n, err := g.Unstutter(a, 0, len(a))
-	if want := []int{1, 2, 5, 2, 6, 6}; err != nil || n != 1 || !slices.Equal(out, want) {
-		t.Errorf("Unstutter: %v (%d changed, %v), want %v", out, n, err, want)
-	}
-	if out, n, _ := g.Unstutter(a, 3, len(a)); n != 1 || out[3] != 4 { // from 3: position 2 stays, 3 moves
-		t.Errorf("Unstutter from 3: %v, %d changed", out, n)
-	}
-}
