@@ -259,8 +259,9 @@ type guideIDs struct {
 	// (sampler.Guide.InWords).
 	endsWord, continues []bool
 	// word: which word the text spells (lower-cased, without spaces), the same
-	// number for ids that spell the same one, −1 when it holds no letter; no word
-	// is written twice side by side (sampler.Guide.NoStutters).
+	// number for ids that spell the same one, sampler.Space for spaces alone, −1
+	// for any other text without a letter; no word is written twice side by side
+	// (sampler.Guide.NoStutters).
 	word []int
 }
 
@@ -278,6 +279,9 @@ func newGuideIDs(tok textCodec, vocab int, eos []int) *guideIDs {
 			ids.endsWord[id] = true
 		}
 		ids.word[id] = -1
+		if text != "" && strings.TrimSpace(text) == "" {
+			ids.word[id] = sampler.Space
+		}
 		if strings.IndexFunc(text, unicode.IsLetter) >= 0 {
 			key := strings.ToLower(strings.TrimSpace(text))
 			if _, ok := words[key]; !ok {

@@ -97,10 +97,15 @@ func (g *Guide) InWords(weight float64, a []int, endsWord, continues []bool) err
 	return nil
 }
 
+// Space marks, in NoStutters' table, an id of spaces alone: a stutter is looked
+// for across it ("of  of").
+const Space = -2
+
 // NoStutters keeps every round from leaving or writing, at a position, a piece
-// that spells the same word as the piece on its left: word[id] ≥ 0 names the word
-// an id spells (the caller gives ids that differ only by a leading space or by
-// case one number, and −1 to ids without a letter). The decoder, guessing every
+// that spells the same word as the piece on its left, spaces between them aside:
+// word[id] ≥ 0 names the word an id spells (the caller gives ids that differ only
+// by a leading space or by case one number), Space marks an id of spaces, and −1
+// any other id without a letter. The decoder, guessing every
 // position at once, writes a piece twice side by side ("Windows Windows",
 // "necessarilyarily") where the page's own text almost never does, and a causal
 // head reading a garbled canvas does not always outweigh a confident decoder.
@@ -156,9 +161,15 @@ func (g *Guide) Round(a []int, from, to int, ar func(i int) []float32) (out []in
 		}
 		dec, lambda := g.dec[i*v:(i+1)*v], g.weight(i)
 		best, bi := math.Inf(-1), a[i]
-		stutter := -1 // the word this position may not spell
-		if g.word != nil && i > 0 {
-			stutter = g.word[a[i-1]]
+		stutter := -1 // the word this position may not spell: the one on its left, across spaces
+		if g.word != nil {
+			k := i - 1
+			for k >= 0 && g.word[out[k]] == Space {
+				k--
+			}
+			if k >= 0 {
+				stutter = g.word[out[k]]
+			}
 		}
 		for j := range v {
 			if g.isFrozen(j) || stutter >= 0 && g.word[j] == stutter {

@@ -282,7 +282,8 @@ func TestGuideRepeatedWordGoesToTheCausalHead(t *testing.T) {
 // positions, and a causal head that does not object, keep it twice without
 // NoStutters; with it the second position takes its next-best piece that spells
 // another word — not the same word with a leading space or in capitals (ids 3
-// and 4 spell id 2's word) — while digits (word −1) may repeat.
+// and 4 spell id 2's word), nor across a space — while digits (word −1) may
+// repeat.
 func TestGuideNoStutters(t *testing.T) {
 	const vocab = 8
 	row := func(best ...int) []float32 { // logits falling in the order given
@@ -295,12 +296,12 @@ func TestGuideNoStutters(t *testing.T) {
 		}
 		return r
 	}
-	// Canvas: 1 2 2 6 6; id 6 is a digit.
-	a := []int{1, 2, 2, 6, 6}
-	dec := slices.Concat(row(1), row(2), row(2, 3, 4, 5), row(6), row(6, 7))
+	// Canvas: 1 2 2 6 6 1 0 1; id 6 is a digit and id 0 a space (Space).
+	a := []int{1, 2, 2, 6, 6, 1, 0, 1}
+	dec := slices.Concat(row(1), row(2), row(2, 3, 4, 5), row(6), row(6, 7), row(1), row(0), row(1, 4))
 	flat := make([]float32, vocab)
 	ar := func(int) []float32 { return flat }
-	word := []int{-1, 0, 1, 1, 1, 2, -1, 3}
+	word := []int{Space, 0, 1, 1, 1, 2, -1, 3}
 	for _, on := range []bool{false, true} {
 		g, err := NewGuide(dec, vocab, 1, nil)
 		if err != nil {
@@ -317,7 +318,7 @@ func TestGuideNoStutters(t *testing.T) {
 		}
 		want := a
 		if on {
-			want = []int{1, 2, 5, 6, 6}
+			want = []int{1, 2, 5, 6, 6, 1, 0, 4} // 7 looks past the space to 5's word
 		}
 		if !slices.Equal(out, want) {
 			t.Errorf("NoStutters %v: %v, want %v", on, out, want)
