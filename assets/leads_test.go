@@ -81,10 +81,13 @@ func TestLeads(t *testing.T) {
 		}
 	}
 	none, err := ReadLeads(fstest.MapFS{"config.json": {Data: []byte("{}")}})
-	if lead, ok := none.Lead("Unix"); err != nil || none != nil || ok || lead != "" {
+	if lead, ok := none.Lead("Unix"); err != nil || none != nil || ok || lead != "" || none.Has("Unix") {
 		t.Errorf("a folder without %s: %v, %v", LeadsFile, none, err)
 	}
 	var wg sync.WaitGroup // lookups run at once (go test -race)
+	if !got.Has("unix") || got.Has("Emacs") {
+		t.Errorf(`Has("unix") %v, Has("Emacs") %v; want true (as Lead finds it), false`, got.Has("unix"), got.Has("Emacs"))
+	}
 	for range 4 {
 		wg.Go(func() { got.Lead("lisp"); got.ChatLead("What is UNIX?") })
 	}
