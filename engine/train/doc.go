@@ -23,6 +23,9 @@
 // page's <h1>. Another: a corpus record may train one term only (Record.Loss),
 // which sequence-level distillation uses (Distill with Beside): the decoder
 // learns the printer's rewritten pages, the encoder the pages as written.
+// A trained model can also start a deeper one (Grow: progressive stacking, the
+// added layers switched off until training fades them in), so the canvas budget
+// buys depth without training from scratch.
 //
 // AdamW (β = 0.95, 0.99) with linear warm-up and cosine decay, gradient clipping
 // by global norm, periodic held-out evaluation, and atomic checkpoints with an
