@@ -33,7 +33,7 @@ import (
 func init() {
 	register(&Command{
 		Name:    "train",
-		Summary: "build the Darkroom Mini corpus, train, export and evaluate; random checkpoints of any config (train corpus|run|export|eval|init)",
+		Summary: "build the Darkroom Mini corpus, train, export and evaluate; random checkpoints of any config (train corpus|run|export|eval|init|grow…)",
 		Run:     runTrain,
 	})
 }
