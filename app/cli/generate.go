@@ -326,7 +326,7 @@ func runGenerate(env *Env, args []string) error {
 		fmt.Fprintln(env.Stdout, "\n"+res.Text)
 	}
 	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s), %s, %s, stop: %s, backend %s%s\n",
-		plural.Count(len(res.Tokens), "token", "tokens"), res.ElapsedMS/1000, res.TokensPerS, canvasSummary(res, mode),
+		develop.TokenCount(res), res.ElapsedMS/1000, res.TokensPerS, canvasSummary(res, mode),
 		plural.Count(res.ForwardPasses, "forward pass", "forward passes"), res.StopReason, e.Backend(), develop.LeadSuffix(res)) // as the app's status line says it
 	if ctx.Err() != nil {
 		return interrupted("generate", res, "the text so far is above")

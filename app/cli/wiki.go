@@ -131,7 +131,7 @@ func runWiki(env *Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s, %s, %s, stop: %s)%s\n",
-		plural.Count(page.Tokens, "token", "tokens"), page.ElapsedMS/1000, page.TokensPerS,
+		develop.TokenCount(res), page.ElapsedMS/1000, page.TokensPerS,
 		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, page.StopReason, develop.LeadSuffix(res)) // as the app's status line says it
 	if ctx.Err() != nil {
 		return interrupted("wiki", res, "the page so far is above")

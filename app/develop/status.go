@@ -61,6 +61,18 @@ func LeadSuffix(res *engine.Result) string {
 	return " · " + LeadNote
 }
 
+// TokenCount is how many tokens res holds, as the status lines say it: "78
+// tokens", with "(78 held)" after it when the entry's sentence was held — most of
+// a short answer may be that sentence, and the rate counts the rest. DoneStatus
+// and the CLI's summary lines say it so.
+func TokenCount(res *engine.Result) string {
+	tokens := plural.Count(len(res.Tokens), "token", "tokens")
+	if res.LeadHeld && res.HeldTokens > 0 {
+		tokens += fmt.Sprintf(" (%d held)", res.HeldTokens)
+	}
+	return tokens
+}
+
 // DoneStatus is the status line of a finished generation. A remote server that
 // is not a Darkroom streams no steps or forward passes (res has none): those are
 // unknown, not zero, so the line leaves them out.
@@ -76,10 +88,7 @@ func DoneStatus(res *engine.Result) string {
 	case engine.StopMaxTokens:
 		state = "Done (length limit)"
 	}
-	tokens, canvases := plural.Count(len(res.Tokens), "token", "tokens"), plural.Count(len(res.Canvases), "canvas", "canvases")
-	if res.LeadHeld && res.HeldTokens > 0 { // most of a short answer may be the entry's sentence: the rate counts the rest
-		tokens += fmt.Sprintf(" (%d held)", res.HeldTokens)
-	}
+	tokens, canvases := TokenCount(res), plural.Count(len(res.Canvases), "canvas", "canvases")
 	parts := []string{state}
 	switch {
 	case res.ForwardPasses == 0 && steps == 0:

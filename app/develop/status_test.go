@@ -108,3 +108,20 @@ func TestStatusWithGuidance(t *testing.T) {
 		t.Errorf("second canvas: %q, want %q", got, want)
 	}
 }
+
+// TestTokenCount: the CLI's summary lines say the held tokens as the status line
+// does ("78 tokens in 0.04 s (0.0 tokens/s)" had read as a fault).
+func TestTokenCount(t *testing.T) {
+	for _, tc := range []struct {
+		res  engine.Result
+		want string
+	}{
+		{engine.Result{Tokens: make([]int, 78), LeadHeld: true, HeldTokens: 78}, "78 tokens (78 held)"},
+		{engine.Result{Tokens: make([]int, 1)}, "1 token"},
+		{engine.Result{Tokens: make([]int, 5), HeldTokens: 3}, "5 tokens"}, // an opening, not the entry's sentence
+	} {
+		if got := TokenCount(&tc.res); got != tc.want {
+			t.Errorf("TokenCount(%d tokens, lead %v, %d held) = %q, want %q", len(tc.res.Tokens), tc.res.LeadHeld, tc.res.HeldTokens, got, tc.want)
+		}
+	}
+}
