@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
@@ -12,6 +11,7 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/train"
 	"github.com/darkroomlabs/darkroom/models"
 )
 
@@ -139,15 +139,11 @@ func runWiki(env *Env, args []string) error {
 	return nil
 }
 
-var reWikiHref = regexp.MustCompile(`<a\s[^>]*href="([^"]*)"`)
-
-// pageLinks returns the topics a page links to through /wiki/ hrefs, in order.
+// pageLinks returns the topics a page links to through /wiki/ hrefs, in order
+// (train.LinkTopics; [] rather than null in the JSON when there are none).
 func pageLinks(html string) []string {
-	links := []string{}
-	for _, m := range reWikiHref.FindAllStringSubmatch(html, -1) {
-		if t, ok := assets.TitleFromHref(m[1]); ok {
-			links = append(links, t)
-		}
+	if links := train.LinkTopics(html); links != nil {
+		return links
 	}
-	return links
+	return []string{}
 }

@@ -738,22 +738,11 @@ func (s *scorer) add(page, title, entry string) PageCheck {
 	shown := s.render(page)
 	s.fragRaw += markup.Count(page)
 	s.frag += markup.Count(shown)
-	s.stutters += Stutters(ShownWords(shown, false))
-	if s.ref.entries != nil {
-		for _, t := range LinkTopics(shown) {
-			s.linkN++
-			if s.ref.entries.Has(t) {
-				s.linkOK++
-			}
-		}
-		for _, t := range LinkTopics(page) {
-			s.rawN++
-			if s.ref.entries.Has(t) {
-				s.rawOK++
-			}
-		}
-	}
-	s.addEnglish(ShownWords(shown, false), s.ref.entry[title])
+	words := ShownWords(shown, false)
+	s.stutters += Stutters(words)
+	s.countLinks(shown, &s.linkN, &s.linkOK)
+	s.countLinks(page, &s.rawN, &s.rawOK)
+	s.addEnglish(words, s.ref.entry[title])
 	if entry != "" {
 		s.rouge += RougeL(ShownWords(shown, true), ShownWords(s.render(entry), true))
 		s.rougeN++
@@ -772,6 +761,20 @@ func (s *scorer) add(page, title, entry string) PageCheck {
 	s.links += pc.Links
 	s.addWords(pc.Words)
 	return pc
+}
+
+// countLinks adds page's encyclopedia links to n and those that open an entry
+// (EvalOptions.Entries) to ok; without entries it counts nothing.
+func (s *scorer) countLinks(page string, n, ok *int) {
+	if s.ref.entries == nil {
+		return
+	}
+	for _, t := range LinkTopics(page) {
+		*n++
+		if s.ref.entries.Has(t) {
+			*ok++
+		}
+	}
 }
 
 // addEnglish adds words to the "reads like English" measures, scored without

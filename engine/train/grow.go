@@ -141,6 +141,9 @@ func Grow(src, dst string, n int) (*config.Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grow %s: %w", src, err)
 	}
+	if err := checkEmptyOrMissing(dst); err != nil { // before the weights are read
+		return nil, fmt.Errorf("grow: %w", err)
+	}
 	set, err := weights.Load(src, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("grow %s: %w", src, err)
@@ -148,9 +151,6 @@ func Grow(src, dst string, n int) (*config.Model, error) {
 	out, err := GrowSet(set, cfg.Text.NumHiddenLayers, grown)
 	if err != nil {
 		return nil, fmt.Errorf("grow %s: %w", src, err)
-	}
-	if err := checkEmptyOrMissing(dst); err != nil {
-		return nil, fmt.Errorf("grow: %w", err)
 	}
 	dtype := map[string]string{"bfloat16": "bf16", "float32": "f32"}[cfg.DType]
 	if err := weights.Save(out, grown, dst, weights.SaveOptions{DType: dtype}); err != nil {
