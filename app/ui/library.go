@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -127,6 +128,11 @@ type LibraryScreen struct {
 
 	entries  []LibraryEntry
 	storeDir string // the models folder, as last read
+	// listings counts the listings Refresh started; shown is the number of the
+	// one on screen. Listings run side by side and may land out of order: one
+	// older than the one shown is dropped (it would hide what changed since).
+	listings atomic.Uint64
+	shown    uint64
 	byName   map[string]*libraryCard
 	live     map[string]DownloadEvent // latest event of downloads in progress
 	unsub    func()
@@ -384,10 +390,15 @@ func (l *LibraryScreen) Refresh() {
 	if lib == nil {
 		return
 	}
+	n := l.listings.Add(1)
 	go func() {
 		entries, err := lib.Entries()
 		dir, free, serr := lib.Store()
 		onUI(func() {
+			if n < l.shown {
+				return
+			}
+			l.shown = n
 			if err != nil {
 				l.showError(plainError("read the models library", err))
 			} else {
