@@ -26,7 +26,8 @@ func repair(safe string) string {
 	for _, n := range nodes {
 		body.AppendChild(n)
 	}
-	changed := repairRuns(body)
+	changed := unwrapProse(body)
+	changed = repairRuns(body) || changed
 	if fixLinks(body, true) { // the topics are text too: they may end a fragment
 		changed = true
 		repairRuns(body)
@@ -42,6 +43,32 @@ func repair(safe string) string {
 		}
 	}
 	return b.String()
+}
+
+// unwrapProse takes away the code tags around prose (a <pre> holding links and
+// paragraphs: not markup.IsCode), keeping what they hold where they were: the
+// model's prose, repaired and shown as prose, not in a monospace box that would
+// flatten its links to text. It reports whether it changed anything.
+func unwrapProse(root *html.Node) bool {
+	changed := false
+	stack := []*html.Node{root}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			stack = append(stack, c)
+		}
+		if !markup.CodeTag(n) || markup.IsCode(n) || n.Parent == nil {
+			continue
+		}
+		changed = true
+		for c := n.FirstChild; c != nil; c = n.FirstChild {
+			n.RemoveChild(c)
+			n.Parent.InsertBefore(c, n)
+		}
+		n.Parent.RemoveChild(n)
+	}
+	return changed
 }
 
 // repairRuns removes the fragments of every run of text under root.

@@ -109,6 +109,10 @@ func TestRepair(t *testing.T) {
 		{"a link inside a link", `<p><a href="/wiki/A">a <a href="/wiki/B">b</a> c</p>`,
 			`<p><a href="/wiki/A">a </a><a href="/wiki/B">b</a> c</p>`},
 		{"stray end tags", `<p>a</a> b</em></p></p>`, `<p>a b</p>`},
+		{"a code tag around prose is not code", "<pre>import&#34;&gt;import of <a href=\"/wiki/procedure\">proced</a>.\n<p>It is.</p></pre>",
+			"import of <a href=\"/wiki/procedure\">proced</a>.\n<p>It is.</p>"},
+		{"an inline code tag around a link", `<p>a <code>x&#34;&gt; <a href="/wiki/Unix">Unix</a></code> b</p>`,
+			`<p>a  <a href="/wiki/Unix">Unix</a> b</p>`},
 		{"code keeps its markup", `<p>the <code>&lt;p&gt;</code> element</p><pre>&lt;a href="x"&gt;</pre>`,
 			`<p>the <code>&lt;p&gt;</code> element</p><pre>&lt;a href=&#34;x&#34;&gt;</pre>`},
 	} {

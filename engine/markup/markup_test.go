@@ -43,6 +43,9 @@ func TestCount(t *testing.T) {
 		{`<p>x&lt;</p><p>p</p>`, 0},                                      // paragraphs are apart
 		{`<p>the <code>&lt;p&gt;</code> tag</p><pre>a="b"&gt;</pre>`, 0}, // code is content
 		{`<script>a="b"></script><p>ok</p>`, 0},
+		// A code tag around the model's prose and links is not code.
+		{`<pre>import&#34;&gt;import of <a href="/wiki/procedure">proced</a>.<p>It is</p></pre>`, 1},
+		{`<p>a <code>x&#34;&gt; <a href="/wiki/Unix">Unix</a></code></p>`, 1},
 		{"<p>half <p", 0}, // the parser drops a tag cut off at the end
 		{"<p>half &lt;/", 1},
 	} {
