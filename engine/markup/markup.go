@@ -11,11 +11,11 @@
 // golang.org/x/net/html.
 //
 // Text inside code (pre, code, kbd, samp) is not searched: there, markup is the
-// content ("the <p> element", Python's `<Color.RED: 1>`). Code holds text only:
-// none of the 715 code blocks of the training pages holds an element, while a
-// model that lost track writes a <pre> around its prose, links and paragraphs
-// and tag debris with them; such an element is not code (IsCode) and its text is
-// prose. Elsewhere anything that reads as a tag counts, including what the few
+// content ("the <p> element", Python's `<Color.RED: 1>`). Code holds text (and
+// inline formatting): none of the 715 code blocks of the training pages holds
+// an element, while a model that lost track writes a <pre> around its prose,
+// links and paragraphs and tag debris with them; such an element is not code
+// (IsCode) and its text is prose. Elsewhere anything that reads as a tag counts, including what the few
 // real corpus pages write in prose ("<Cmd>", `"<="`): 91 of the 12,313 FOLDOC
 // and Jargon File training pages have one, which is the measure's
 // false-positive rate.
@@ -88,16 +88,25 @@ var hidden = map[atom.Atom]bool{
 }
 
 // IsCode reports whether n is code, whose markup-like text is content: a pre,
-// code, kbd or samp element (or the old xmp and plaintext) holding text only. One
-// that holds elements (a link, a paragraph) is prose a model wrapped in a code
-// tag, and is read as prose.
+// code, kbd or samp element (or the old xmp and plaintext) holding text and
+// inline formatting (bold, emphasis) only. One that holds a link or a block (a
+// paragraph) is prose a model wrapped in a code tag, and is read as prose.
 func IsCode(n *html.Node) bool {
 	if !CodeTag(n) {
 		return false
 	}
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type == html.ElementNode {
-			return false
+	stack := []*html.Node{n}
+	for len(stack) > 0 {
+		e := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for c := e.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			if c.DataAtom == atom.A || !inline[c.DataAtom] && !code[c.DataAtom] {
+				return false
+			}
+			stack = append(stack, c)
 		}
 	}
 	return true

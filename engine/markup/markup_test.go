@@ -46,6 +46,7 @@ func TestCount(t *testing.T) {
 		// A code tag around the model's prose and links is not code.
 		{`<pre>import&#34;&gt;import of <a href="/wiki/procedure">proced</a>.<p>It is</p></pre>`, 1},
 		{`<p>a <code>x&#34;&gt; <a href="/wiki/Unix">Unix</a></code></p>`, 1},
+		{`<pre>a="b"&gt; <b>bold</b> <code>&lt;p&gt;</code></pre>`, 0}, // formatting in code is code
 		{"<p>half <p", 0}, // the parser drops a tag cut off at the end
 		{"<p>half &lt;/", 1},
 	} {
