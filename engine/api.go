@@ -68,15 +68,17 @@ type Request struct {
 	// Opening is the start of the answer, fixed in advance (the Encyclopedia's
 	// "<h1>Title</h1>\n"): its tokens open the answer in both modes. Diffusion
 	// holds them at the head of the first canvas — the sampler never re-noises
-	// or changes them — and develops the rest around them (infill); AR feeds them
-	// as the first answer tokens. Result.Tokens and Text begin with them. It is
-	// tokenized as plain text (no BOS) and must fit in max new tokens and one canvas.
+	// or changes them — and develops the rest around them (infill); an opening
+	// longer than a canvas fills the canvases it covers (committed as they are,
+	// nothing to develop) and is held at the head of the next. AR feeds them as
+	// the first answer tokens. Result.Tokens and Text begin with them. It is
+	// tokenized as plain text (no BOS) and must fit in max new tokens.
 	Opening string
 	// Lead is held after Opening where both fit (an entry's first sentence, from
 	// the model folder's leads: the Encyclopedia and Chat send it). Where Opening
-	// and Lead together do not fit in max new tokens and one canvas — a small
-	// max new tokens — Lead is dropped whole, Opening alone is held, and
-	// Result.LeadHeld says so: a lead is optional, an opening is not.
+	// and Lead together do not fit in max new tokens — a small max new tokens —
+	// Lead is dropped whole, Opening alone is held, and Result.LeadHeld says so:
+	// a lead is optional, an opening is not.
 	Lead string
 
 	// OnEvent, if set, is called synchronously from the generating goroutine for
@@ -138,7 +140,7 @@ type CanvasStats struct {
 type Result struct {
 	Text          string        `json:"text"`
 	Tokens        []int         `json:"tokens"` // the Opening's ids then the generated ids, up to and excluding EOS
-	Canvases      []CanvasStats `json:"canvases"`
+	Canvases      []CanvasStats `json:"canvases"` // one per canvas developed (not one the opening filled)
 	ForwardPasses int           `json:"forward_passes"`
 	PromptTokens  int           `json:"prompt_tokens"`
 	Elapsed       time.Duration `json:"-"`

@@ -198,7 +198,7 @@ func (e *Engine) plan(req *Request) (plan, error) {
 	if req.Lead != "" {
 		// Encoded with the opening, as one text: the ids the model reads are
 		// those of the page as written.
-		if both := e.tok.Encode(req.Opening + req.Lead); len(both) <= min(s.MaxNewTokens, canvas) {
+		if both := e.tok.Encode(req.Opening + req.Lead); len(both) <= s.MaxNewTokens {
 			opening, lead = both, true
 		}
 	}
@@ -206,9 +206,8 @@ func (e *Engine) plan(req *Request) (plan, error) {
 		return plan{}, err
 	}
 	switch {
-	case len(opening) > min(s.MaxNewTokens, canvas):
-		return plan{}, fmt.Errorf("the opening is %d tokens; it must fit in max new tokens (%d) and one canvas (%d)",
-			len(opening), s.MaxNewTokens, canvas)
+	case len(opening) > s.MaxNewTokens:
+		return plan{}, fmt.Errorf("the opening is %d tokens; it must fit in max new tokens (%d)", len(opening), s.MaxNewTokens)
 	case slices.ContainsFunc(opening, func(id int) bool { return slices.Contains(eos, id) }):
 		return plan{}, fmt.Errorf("the opening %q contains an end-of-sequence token", req.Opening)
 	}

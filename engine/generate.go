@@ -93,7 +93,7 @@ type generation struct {
 	eos      []int
 	pad      int
 	prompt   []int
-	opening  []int // Request.Opening's ids (and Lead's, where it fits): held at the head of the first canvas (AR: fed first)
+	opening  []int // Request.Opening's ids (and Lead's, where it fits): held at the head of the answer, over as many canvases as they reach (AR: fed first)
 	lead     bool  // Request.Lead is in opening (Result.LeadHeld)
 	start    time.Time
 	forward  int           // forward passes so far
@@ -201,17 +201,28 @@ func (g *generation) diffusion() error {
 				return err
 			}
 		}
-		var given []int
-		hold := 0
-		if ci == 0 { // the opening, then the rest of the warm start
-			given = append(slices.Clone(g.opening), g.req.CanvasIDs[min(len(g.opening), len(g.req.CanvasIDs)):]...)
-			hold = len(g.opening)
+		// The opening is held at the head of the answer: over as many canvases as
+		// it reaches (a canvas it fills is committed as it is, with nothing to
+		// develop), then the rest of the warm start in the first.
+		off := ci * g.canvas
+		held := g.opening[min(off, len(g.opening)):min(off+g.canvas, len(g.opening))]
+		given := slices.Clone(held)
+		if ci == 0 {
+			given = append(given, g.req.CanvasIDs[min(len(g.opening), len(g.req.CanvasIDs)):]...)
 		}
-		argmax, stats, ok, err := g.denoise(ci, given, hold)
-		if err != nil || !ok {
-			return err
+		var argmax []int
+		if len(held) < g.canvas {
+			var stats CanvasStats
+			var ok bool
+			var err error
+			argmax, stats, ok, err = g.denoise(ci, given, len(held))
+			if err != nil || !ok {
+				return err
+			}
+			g.res.Canvases = append(g.res.Canvases, stats)
+		} else {
+			argmax = given
 		}
-		g.res.Canvases = append(g.res.Canvases, stats)
 		truncated, n, eos := sampler.TruncateEOS(argmax, g.eos, g.pad)
 		room := g.s.MaxNewTokens - len(g.out)
 		g.out = append(g.out, truncated[:min(n, room)]...)

@@ -346,7 +346,6 @@ func TestOpeningIsHeld(t *testing.T) {
 		want    string
 	}{
 		{"t7 t8 t9", 2, "must fit"},
-		{strings.Repeat("t7 ", 17), 64, "must fit"}, // canvas 16
 		{"t7 t106", 32, "end-of-sequence"},
 	} {
 		for _, m := range []Mode{Diffusion, AR} {
@@ -360,7 +359,7 @@ func TestOpeningIsHeld(t *testing.T) {
 }
 
 // TestLeadHeldWhereItFits: a Lead is held after the Opening, in both modes,
-// where the two fit in max new tokens and one canvas; where they do not, the
+// where the two fit in max new tokens; where they do not, the
 // Opening alone is held and Result.LeadHeld says the lead was dropped, where
 // an opening and lead sent together as Opening were refused (a known title's
 // page with a small max new tokens failed).
@@ -385,6 +384,50 @@ func TestLeadHeldWhereItFits(t *testing.T) {
 			if !tc.held && len(res.Tokens) > 3 && res.Tokens[3] == 10 && body(promptLen+3) != 10 {
 				t.Errorf("%s max %d: the dropped lead was written anyway: %v", m, tc.max, res.Tokens)
 			}
+		}
+	}
+}
+
+// TestOpeningLongerThanACanvas: an opening longer than a canvas (a lead of 57
+// tokens after a 7-token heading, on a model of 64-token canvases) was refused,
+// and with it the lead. It fills the canvases it covers, committed with no
+// step, and is held at the head of the next, which develops around it.
+func TestOpeningLongerThanACanvas(t *testing.T) {
+	opening := strings.TrimSpace(strings.Repeat("t7 t8 ", 10)) // 20 ids; the test model's canvas is 16
+	ids := slices.Repeat([]int{7, 8}, 10)
+	f := newScript(body)
+	var commits []int
+	res, err := testEngine(f).Generate(context.Background(), Request{PromptIDs: prompt(), Opening: "t9",
+		Lead: " " + opening, Sampling: Sampling{MaxNewTokens: 48},
+		OnEvent: func(ev Event) {
+			if ev.Kind == EventCommit {
+				commits = append(commits, len(ev.Committed))
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]int{9}, ids...) // 21 held
+	if !res.LeadHeld || res.HeldTokens != 21 || !slices.Equal(res.Tokens[:21], want) {
+		t.Fatalf("tokens %v (lead held %v, %d held), want them to begin %v", res.Tokens, res.LeadHeld, res.HeldTokens, want)
+	}
+	if len(f.decodes) == 0 || !slices.Equal(f.decodes[0].canvas[:5], want[16:]) {
+		t.Errorf("the first canvas developed does not hold the opening's last 5 ids: %v", f.decodes)
+	}
+	if len(commits) == 0 || commits[0] != 16 {
+		t.Errorf("commits %v: want the first canvas, wholly held, committed first", commits)
+	}
+	if got := res.Canvases[0].Steps; len(res.Canvases) != len(commits)-1 || got == 0 {
+		t.Errorf("%d canvases developed (first %d steps) for %d committed: the held one has no steps", len(res.Canvases), got, len(commits))
+	}
+	if len(f.encodes) < 2 || !slices.Equal(f.encodes[1], want[:16]) {
+		t.Errorf("encoder passes %v: want the held canvas encoded before the next", f.encodes)
+	}
+	for _, m := range []Mode{Diffusion, AR} { // longer than max new tokens: refused
+		_, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: m,
+			Opening: opening, Sampling: Sampling{MaxNewTokens: 16}})
+		if err == nil || !strings.Contains(err.Error(), "must fit") {
+			t.Errorf("%s: an opening of 20 in 16 new tokens: err = %v", m, err)
 		}
 	}
 }
