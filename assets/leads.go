@@ -29,8 +29,7 @@ import (
 const LeadsFile = "leads.jsonl.gz"
 
 // leadMax bounds a lead's first sentence past the heading, in bytes (at most
-// 160 tokens of the Mini's): an opening must fit in one canvas with room for
-// the model to write. A first sentence too short to stand alone may run on to
+// 160 tokens of the Mini's): the page must leave the model room to write. A first sentence too short to stand alone may run on to
 // a second that ends within leadRunOnMax (Unix's opens with a note on its
 // plural; its second sentence says what it is, 560 bytes in).
 const (
