@@ -45,6 +45,13 @@ type Sampling struct {
 	Guidance       float64
 	GuidanceRounds int
 	GuidanceInWord float64
+
+	// NoStutters, AR mode: above zero the printer never writes a word twice side
+	// by side, spaces between aside (sampler.Sampler.NoStutters: "always always
+	// always" from a small model stuck in a loop). Zero means the model's default
+	// (generation_config.json's darkroom_ar_no_stutters); negative is off.
+	// Diffusion's AR guidance keeps the rule whatever this says.
+	NoStutters int
 }
 
 // Message is one chat turn: role "system", "user" or "model", and its text

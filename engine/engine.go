@@ -59,7 +59,15 @@ func SamplingDefaults(g config.Generation) Sampling {
 	return Sampling{MaxNewTokens: g.MaxNewTokens, MaxSteps: g.MaxDenoisingSteps, TMin: g.TMin, TMax: g.TMax,
 		EntropyBound: g.EntropyBound, ConfidenceThreshold: g.ConfidenceThreshold,
 		StabilityThreshold: g.StabilityThreshold, Guidance: g.ARGuidance, GuidanceRounds: g.ARGuidanceRounds,
-		GuidanceInWord: g.ARGuidanceInWord, RepetitionPenalty: g.RepetitionPenalty}
+		GuidanceInWord: g.ARGuidanceInWord, RepetitionPenalty: g.RepetitionPenalty, NoStutters: on(g.ARNoStutters)}
+}
+
+// on is a config switch as a Sampling knob: 1 on, 0 (the default: off) off.
+func on(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Close frees the model. It waits for a running generation to finish; cancel its
@@ -238,8 +246,13 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 	if err != nil {
 		return nil, err
 	}
-	if s.Guidance > 0 && e.guideIDs == nil {
+	if (s.Guidance > 0 || s.NoStutters > 0) && e.guideIDs == nil {
 		e.guideIDs = newGuideIDs(e.tok, t.VocabSize, eos)
+	}
+	if s.NoStutters > 0 && req.Mode == AR {
+		if err := smp.NoStutters(e.guideIDs.word); err != nil {
+			return nil, err
+		}
 	}
 	return &generation{ctx: ctx, req: req, run: e.run, tok: e.tok, smp: smp, s: s, guideIDs: e.guideIDs,
 		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt, opening: opening,
@@ -260,7 +273,7 @@ type guideIDs struct {
 	// word: which word the text spells (lower-cased, without spaces), the same
 	// number for ids that spell the same one, sampler.Space for spaces alone, −1
 	// for any other text without a letter; no word is written twice side by side
-	// (sampler.Guide.NoStutters).
+	// (sampler.Guide.NoStutters; in AR mode, Sampler.NoStutters).
 	word []int
 }
 

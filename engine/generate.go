@@ -520,6 +520,9 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 	s.GuidanceInWord = cmp.Or(s.GuidanceInWord, def.GuidanceInWord)
 	// A model's defaults without a repetition penalty (a Sampling built by hand): off.
 	s.RepetitionPenalty = cmp.Or(s.RepetitionPenalty, def.RepetitionPenalty, 1)
+	if s.NoStutters = cmp.Or(s.NoStutters, def.NoStutters); s.NoStutters < 0 { // explicitly off
+		s.NoStutters = 0
+	}
 	if s.Guidance < 0 || s.GuidanceRounds < 0 { // explicitly off
 		s.Guidance, s.GuidanceRounds, s.GuidanceInWord = 0, 0, 0
 	}

@@ -84,3 +84,52 @@ func TestRepetitionPenaltyErrors(t *testing.T) {
 		}
 	}
 }
+
+// stutterRunner is a fake causal model whose best next token is the last one
+// again (logit 2), then 40 + the last (1.5): a printer that writes a word twice.
+type stutterRunner struct{ scriptRunner }
+
+func (f *stutterRunner) Encode(tokens []int) ([]float32, error) {
+	last := tokens[len(tokens)-1]
+	row := make([]float32, f.vocab)
+	row[last], row[(last+40)%f.vocab] = 2, 1.5
+	return row, nil
+}
+
+// TestNoStuttersInAR: the printer of a model that repeats its last word writes
+// it twice side by side without the rule and never with it; the model's
+// generation_config (darkroom_ar_no_stutters) turns it on by default, a
+// request's −1 off.
+func TestNoStuttersInAR(t *testing.T) {
+	gen := func(byDefault bool, stutters int) []int {
+		t.Helper()
+		e := testEngine(newScript(body))
+		e.cfg.Generation.ARNoStutters = byDefault
+		e.run = &stutterRunner{*newScript(body)}
+		res, err := e.Generate(context.Background(),
+			Request{PromptIDs: []int{2, 105, 30}, Mode: AR, Sampling: Sampling{MaxNewTokens: 12, NoStutters: stutters}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Tokens
+	}
+	twice := func(ids []int) bool {
+		for i := 1; i < len(ids); i++ {
+			if ids[i] == ids[i-1] {
+				return true
+			}
+		}
+		return false
+	}
+	if off := gen(false, 0); !twice(off) {
+		t.Fatalf("without the rule: %v, want a word written twice", off)
+	}
+	if off := gen(true, -1); !twice(off) {
+		t.Errorf("the rule turned off by the request: %v, want a word written twice", off)
+	}
+	for _, ids := range [][]int{gen(false, 1), gen(true, 0)} {
+		if twice(ids) || len(ids) != 12 {
+			t.Errorf("with the rule: %v, want 12 tokens, no word twice", ids)
+		}
+	}
+}

@@ -111,6 +111,11 @@ type Generation struct {
 	ARGuidanceRounds int     `json:"darkroom_ar_guidance_rounds,omitempty"`
 	ARGuidanceInWord float64 `json:"darkroom_ar_guidance_in_word,omitempty"`
 
+	// ARNoStutters keeps AR mode from writing a word twice side by side
+	// (engine.Sampling.NoStutters; AR guidance always does it). False (or absent,
+	// as in every Hugging Face checkpoint) is off.
+	ARNoStutters bool `json:"darkroom_ar_no_stutters,omitempty"`
+
 	// RepetitionPenalty is Hugging Face's repetition_penalty θ, read by the AR
 	// mode's pick (sampler.Penalize): the logits of ids already in the sequence are
 	// divided by θ where positive and multiplied by θ where negative. 1 (transformers'

@@ -85,7 +85,7 @@ type Runner struct {
 	encodeExec, decodeExec, hiddenExec *context.Exec
 	scoreExec                          *context.Exec
 	nextExec                           *context.Exec // EncodeNext's, made on first use
-	unseen                             []bool        // EncodeNext's seen mask when the repetition penalty is off: all false
+	unseen                             []bool        // EncodeNext's seen (banned) mask when the repetition penalty (the stutter rule) is off: all false
 	stepExec                           *context.Exec // DecodeStep's (step.go), made on first use
 	compilations                       int           // graphs built (counted)
 	growExecs                          map[int]*Exec // by the capacity they grow from
@@ -290,9 +290,18 @@ func (r *Runner) EncodeNext(tokens []int, plan sampler.TokenPlan) (id int, err e
 	} else if len(seen) != r.cfg.VocabSize {
 		return 0, fmt.Errorf("encode next: %d seen ids' mask for a vocabulary of %d", len(seen), r.cfg.VocabSize)
 	}
+	banned := plan.Banned
+	if banned == nil { // no id is banned
+		if r.unseen == nil {
+			r.unseen = make([]bool, r.cfg.VocabSize)
+		}
+		banned = r.unseen
+	} else if len(banned) != r.cfg.VocabSize {
+		return 0, fmt.Errorf("encode next: %d banned ids' mask for a vocabulary of %d", len(banned), r.cfg.VocabSize)
+	}
 	out, err := r.runEncode("encode next", r.nextExec, tokens[last:], plan.Temperature,
 		tensors.FromFlatDataAndDimensions([]uint32{plan.Key.K1, plan.Key.K2}, 2), plan.Penalty,
-		tensors.FromFlatDataAndDimensions(seen, len(seen)))
+		tensors.FromFlatDataAndDimensions(seen, len(seen)), tensors.FromFlatDataAndDimensions(banned, len(banned)))
 	if err != nil {
 		return 0, err
 	}
@@ -710,11 +719,11 @@ func (r *Runner) encodeGraph(ctx *context.Context, in []*Node) []*Node {
 }
 
 // encodeNextGraph: in = [tokens [1, Tb], count, length, temperature f64, key [2]
-// Uint32, penalty f64, seen [V] Bool, cache…] → [next id Int32 scalar, cache'…]:
+// Uint32, penalty f64, seen [V] Bool, banned [V] Bool, cache…] → [next id Int32 scalar, cache'…]:
 // encodeGraph with sampler.TokenGraph on its last logits.
 func (r *Runner) encodeNextGraph(ctx *context.Context, in []*Node) []*Node {
-	p, h, src := r.encoderPass(ctx, in[:3], in[7:])
-	id := sampler.TokenGraph(Logits(p, r.lastRow(h, in[1])), in[3], in[4], in[5], in[6])
+	p, h, src := r.encoderPass(ctx, in[:3], in[8:])
+	id := sampler.TokenGraph(Logits(p, r.lastRow(h, in[1])), in[3], in[4], in[5], in[6], in[7])
 	return append([]*Node{id}, joinCache(r.cfg, src.k, src.v)...)
 }
 

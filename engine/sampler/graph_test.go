@@ -159,11 +159,17 @@ func TestTokenGraphMatchesToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := NewExec(b, func(l, temp, key, pen, seen *Node) *Node { return TokenGraph(l, temp, key, pen, seen) })
+	exec, err := NewExec(b, func(l, temp, key, pen, seen, banned *Node) *Node {
+		return TokenGraph(l, temp, key, pen, seen, banned)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, penalty := range []float64{0, 1.3} {
+	for _, tc := range []struct {
+		penalty  float64
+		stutters bool
+	}{{0, false}, {1.3, false}, {0, true}} {
+		penalty := tc.penalty
 		p := defaults()
 		p.RepetitionPenalty = penalty
 		for _, v := range []int{300, 256, 7} {
@@ -171,6 +177,21 @@ func TestTokenGraphMatchesToken(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tc.stutters { // words of three ids; every fifth id is punctuation, every seventh spaces
+				word := make([]int, v)
+				for id := range word {
+					word[id] = id / 3
+					if id%5 == 4 {
+						word[id] = -1
+					} else if id%7 == 6 {
+						word[id] = Space
+					}
+				}
+				if err := s.NoStutters(word); err != nil {
+					t.Fatal(err)
+				}
+			}
+			prev := -1
 			var evens []int // half the vocabulary seen, so that greedy argmaxes are hit
 			for id := 0; id < v; id += 2 {
 				evens = append(evens, id)
@@ -185,15 +206,22 @@ func TestTokenGraphMatchesToken(t *testing.T) {
 				}
 				am := Argmax(logits)
 				logits[max(am-1, 0)] = logits[am] // a tie: the lowest id wins
+				if tc.stutters && prev >= 0 && k%2 == 0 {
+					logits[prev] = logits[am] + 1 // the previous word, on top: banned
+				}
 				temperature := []float64{0, 0.4, 1, 2.5}[k%4]
 				plan := s.PlanToken(temperature)
 				seen := plan.Seen
 				if seen == nil {
 					seen = make([]bool, v)
 				}
+				banned := plan.Banned
+				if banned == nil {
+					banned = make([]bool, v)
+				}
 				out, err := exec.Exec(tensors.FromFlatDataAndDimensions(logits, v), plan.Temperature,
 					tensors.FromFlatDataAndDimensions([]uint32{plan.Key.K1, plan.Key.K2}, 2), plan.Penalty,
-					tensors.FromFlatDataAndDimensions(seen, v))
+					tensors.FromFlatDataAndDimensions(seen, v), tensors.FromFlatDataAndDimensions(banned, v))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -207,13 +235,18 @@ func TestTokenGraphMatchesToken(t *testing.T) {
 						moved++
 					}
 				}
+				if tc.stutters && plan.Banned != nil && plan.Banned[want] {
+					t.Fatalf("vocab %d, pick %d: %d spells the word of the id before it", v, k, want)
+				}
 				s.See([]int{want})
+				prev = want
 			}
 			if notArgmax == 0 {
 				t.Errorf("θ=%g vocab %d: every pick was the argmax: the test does not exercise the draw", penalty, v)
 			}
-			if (moved > 0) != (penalty > 1) {
-				t.Errorf("θ=%g vocab %d: %d greedy picks were not the argmax, want some only with the penalty", penalty, v, moved)
+			if (moved > 0) != (penalty > 1 || tc.stutters) {
+				t.Errorf("θ=%g stutters %v vocab %d: %d greedy picks were not the argmax, want some only with the penalty or the stutter rule",
+					penalty, tc.stutters, v, moved)
 			}
 		}
 	}

@@ -241,6 +241,14 @@ type Sampler struct {
 	buf     []float32 // Token's scratch row
 	pen     []float32 // Token's penalized row
 	seen    []bool    // [vocab]: the ids of the sequence so far (See), for the repetition penalty
+
+	// The AR stutter rule (NoStutters): word is the table, byWord its ids per
+	// word, last the word of the sequence's last id (spaces aside; −1 none), and
+	// banned [vocab] the ids of that word, which the next pick may not take.
+	word   []int
+	byWord map[int][]int
+	last   int
+	banned []bool
 }
 
 // New returns a Sampler over a vocabulary of vocab ids, seeded with seed.
@@ -251,7 +259,55 @@ func New(p Params, vocab int, seed uint64) (*Sampler, error) {
 	if vocab < 1 {
 		return nil, errors.New("sampler: empty vocabulary")
 	}
-	return &Sampler{p: p, vocab: vocab, rng: NewRNG(seed), stopper: NewStopper(p)}, nil
+	return &Sampler{p: p, vocab: vocab, rng: NewRNG(seed), stopper: NewStopper(p), last: -1}, nil
+}
+
+// NoStutters keeps the AR picks from writing a word twice side by side: after an
+// id that spells a word (word[id] ≥ 0, the table of Guide.NoStutters: ids that
+// differ by a leading space or case spell one word), the next pick may not be
+// an id of the same word, spaces between them aside ("always always always",
+// "for for" from a printer stuck in a loop the repetition penalty only slows).
+// Digits, punctuation and spaces may repeat. It reads the sequence as See sees
+// it, so call it before the first See; word nil turns it off.
+func (s *Sampler) NoStutters(word []int) error {
+	if word == nil {
+		s.word, s.byWord, s.banned, s.last = nil, nil, nil, -1
+		return nil
+	}
+	if len(word) != s.vocab {
+		return fmt.Errorf("sampler: word table has %d entries, vocab is %d", len(word), s.vocab)
+	}
+	s.word, s.byWord, s.banned, s.last = word, map[int][]int{}, make([]bool, s.vocab), -1
+	for id, w := range word {
+		if w >= 0 {
+			s.byWord[w] = append(s.byWord[w], id)
+		}
+	}
+	return nil
+}
+
+// follow moves the stutter rule's last word to the end of ids and the banned
+// mask with it.
+func (s *Sampler) follow(ids []int) {
+	last := s.last
+	for _, id := range ids {
+		if id < 0 || id >= s.vocab {
+			continue
+		}
+		if w := s.word[id]; w != Space {
+			last = max(w, -1)
+		}
+	}
+	if last == s.last {
+		return
+	}
+	for _, id := range s.byWord[s.last] {
+		s.banned[id] = false
+	}
+	for _, id := range s.byWord[last] {
+		s.banned[id] = true
+	}
+	s.last = last
 }
 
 // Params returns the sampler's knobs.
@@ -389,6 +445,9 @@ func Penalize(logits []float32, seen []bool, penalty float64) {
 // Ids outside the vocabulary are ignored (the engine rejects them before); with the
 // penalty off nothing is kept.
 func (s *Sampler) See(ids []int) {
+	if s.word != nil {
+		s.follow(ids)
+	}
 	seen := s.seenIDs()
 	if seen == nil {
 		return
@@ -429,7 +488,15 @@ type TokenPlan struct {
 	// Seen marks the ids of the sequence so far ([vocab], See); nil when the
 	// penalty is off. It is the Sampler's own: read it before the next See.
 	Seen []bool
+	// Banned marks the ids the pick may not take ([vocab]: the last word's, under
+	// NoStutters); nil when none is. Its logits become Banish, after the penalty.
+	// It is the Sampler's own: read it before the next See.
+	Banned []bool
 }
+
+// Banish is the logit of a banned id: far below any real one, yet finite, so
+// that the draw's arithmetic (exp, and the entropy's e·z) stays a number.
+const Banish = -1e30
 
 // PlanToken returns the next AR token's plan, advancing the token counter as Token
 // does (a greedy pick draws nothing and advances nothing).
@@ -437,6 +504,9 @@ func (s *Sampler) PlanToken(temperature float64) TokenPlan {
 	plan := TokenPlan{Penalty: 1}
 	if seen := s.seenIDs(); seen != nil {
 		plan.Penalty, plan.Seen = s.p.RepetitionPenalty, seen
+	}
+	if s.last >= 0 && len(s.byWord[s.last]) < s.vocab { // (never every id)
+		plan.Banned = s.banned
 	}
 	if temperature <= 0 {
 		return plan
@@ -447,15 +517,25 @@ func (s *Sampler) PlanToken(temperature float64) TokenPlan {
 }
 
 // PickToken picks one AR token from a single row of logits as plan says: the
-// repetition penalty first (Penalize, on a copy: logits are left as they are), then
-// argmax (ties → lowest id) when plan.Temperature ≤ 0, otherwise the inverse-CDF
+// repetition penalty first (Penalize, on a copy: logits are left as they are),
+// the banned ids' logits set to Banish (NoStutters), then argmax (ties → lowest id) when plan.Temperature ≤ 0, otherwise the inverse-CDF
 // draw plan.Key.Float64(0) from softmax(logits/T) — the order of transformers'
 // logits processors before its warpers.
 func (s *Sampler) PickToken(logits []float32, plan TokenPlan) int {
-	if plan.Seen != nil && plan.Penalty != 1 {
+	penalize, ban := plan.Seen != nil && plan.Penalty != 1, plan.Banned != nil
+	if penalize || ban {
 		s.pen = append(s.pen[:0], logits...)
-		Penalize(s.pen, plan.Seen, plan.Penalty)
 		logits = s.pen
+	}
+	if penalize {
+		Penalize(logits, plan.Seen, plan.Penalty)
+	}
+	if ban {
+		for id, b := range plan.Banned[:min(len(plan.Banned), len(logits))] {
+			if b {
+				logits[id] = Banish
+			}
+		}
 	}
 	if plan.Temperature <= 0 {
 		return Argmax(logits)

@@ -65,6 +65,10 @@ func MiniConfig(s MiniSize, vocab int, eosIDs []int, pad, eos, bos int) *config.
 	// ered to the ered": common words in place of the decoder's
 	// (assets/training/README.md).
 	m.Generation.ARGuidance, m.Generation.ARGuidanceRounds, m.Generation.ARGuidanceInWord = 0.5, 16, 5
+	// The printer writes no word twice side by side (engine.Sampling.NoStutters):
+	// greedy decoding of a small model falls into "always always always", which
+	// the repetition penalty only slows (session 22 in the training README).
+	m.Generation.ARNoStutters = true
 	m.Generation.EOSTokenIDs = eosIDs
 	m.Generation.PadTokenID = pad
 	return m
