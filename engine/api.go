@@ -146,7 +146,7 @@ type CanvasStats struct {
 // Result is a finished generation.
 type Result struct {
 	Text          string        `json:"text"`
-	Tokens        []int         `json:"tokens"` // the Opening's ids then the generated ids, up to and excluding EOS
+	Tokens        []int         `json:"tokens"`   // the Opening's ids then the generated ids, up to and excluding EOS
 	Canvases      []CanvasStats `json:"canvases"` // one per canvas developed (not one the opening filled)
 	ForwardPasses int           `json:"forward_passes"`
 	PromptTokens  int           `json:"prompt_tokens"`
