@@ -17,6 +17,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 var wikiPages = map[string]string{
@@ -425,7 +426,7 @@ func TestPagesOpenWithTheEntrysLead(t *testing.T) {
 	a := newTestApp(t, m, "")
 	asUI(func() { a.Encyclopedia.Navigate("Unix") })
 	a.Encyclopedia.run.Wait()
-	if st := uiRead(func() string { return a.Encyclopedia.status.Text }); !strings.HasSuffix(st, " · "+develop.LeadNote) {
+	if st := uiRead(func() string { return a.Encyclopedia.status.Text }); !strings.Contains(st, " · "+develop.LeadNote) {
 		t.Errorf("Unix's status %q does not say its first sentence is the entry's", st)
 	}
 	asUI(func() { a.Encyclopedia.Navigate("Bell Labs") })
@@ -473,5 +474,41 @@ func TestPageLinksOpenWhatTheySay(t *testing.T) {
 	}
 	if want := []string{"/wiki/virtual_memory", "/wiki/swap"}; !slices.Equal(hrefs, want) {
 		t.Errorf("links %q, want %q", hrefs, want)
+	}
+}
+
+// TestEncyclopediaPageMode: the Encyclopedia wrote every page with the polaroid,
+// whatever the model; Darkroom Mini's printer writes pages that read more like
+// English, seven times sooner on a CPU (its card's mode, which Chat already
+// follows). Its mode picker starts on the model's choice, says the mode in the
+// status line, writes with the one picked, and keeps the pick for the next start.
+func TestEncyclopediaPageMode(t *testing.T) {
+	dir := t.TempDir()
+	m := &fakeModel{answers: wikiAnswers, mode: speed.Choice{Mode: engine.AR, Reason: "the printer (AR): reads better"}}
+	a := newTestApp(t, m, dir)
+	e := a.Encyclopedia
+	if e.mode.Selected != modeAuto {
+		t.Fatalf("the mode picker starts on %q, want %q", e.mode.Selected, modeAuto)
+	}
+	page := func(title string) engine.Mode {
+		t.Helper()
+		asUI(func() { e.Navigate(title) })
+		e.run.Wait()
+		calls := m.Calls()
+		return calls[len(calls)-1].req.Mode
+	}
+	if got := page("Unix"); got != engine.AR || !strings.HasSuffix(e.status.Text, " · Printer (AR)") {
+		t.Errorf("automatic: mode %q, status %q; want the model's printer, said", got, e.status.Text)
+	}
+	asUI(func() { e.mode.SetSelected(modeLabel(engine.Diffusion)) })
+	if got := page("Lisp"); got != engine.Diffusion || !strings.HasSuffix(e.status.Text, " · Polaroid (diffusion)") {
+		t.Errorf("polaroid picked: mode %q, status %q", got, e.status.Text)
+	}
+	if v := a.deps.Settings.Get(); v.PageMode != "diffusion" {
+		t.Errorf("the pick is not kept: settings page mode %q", v.PageMode)
+	}
+	again := newTestApp(t, &fakeModel{answers: wikiAnswers}, dir)
+	if again.Encyclopedia.mode.Selected != modeLabel(engine.Diffusion) {
+		t.Errorf("after a restart the picker shows %q", again.Encyclopedia.mode.Selected)
 	}
 }

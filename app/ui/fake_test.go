@@ -16,6 +16,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 // fakeModel generates fixed answers the way the engine reports them: a canvas of
@@ -32,6 +33,8 @@ type fakeModel struct {
 	fail func(call int) error
 	// leads, if set, are the model folder's (ModelInfo.Leads).
 	leads *assets.Leads
+	// mode is ModelInfo.Mode (zero: diffusion, with no reason).
+	mode speed.Choice
 
 	mu    sync.Mutex
 	calls []*fakeCall
@@ -60,7 +63,7 @@ func (f *fakeModel) Decode(ids []int) string { return decodeRunes(ids) }
 func (f *fakeModel) IsEnd(id int) bool       { return id == fakeEOS }
 func (f *fakeModel) Info() ModelInfo {
 	return ModelInfo{Name: miniName, Builtin: true, Backend: "fake", Defaults: engine.Sampling{MaxSteps: stepsPerCanvas, TMin: 0.4, TMax: 0.8},
-		Leads: f.leads}
+		Leads: f.leads, Mode: f.mode}
 }
 func (f *fakeModel) Close() error { return nil }
 

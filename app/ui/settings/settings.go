@@ -43,6 +43,10 @@ type Values struct {
 	Sampling      Sampling `json:"sampling"`
 	Seed          uint64   `json:"seed"` // 0 = a new seed per generation
 	LastTopic     string   `json:"last_topic,omitempty"`
+	// PageMode is the mode the Encyclopedia writes pages in: "diffusion" (the
+	// polaroid), "ar" (the printer), or "" for the model's own choice (the mode
+	// its writing reads best in, or the faster one here where both read alike).
+	PageMode string `json:"page_mode,omitempty"`
 	// Hugging Face access for downloads. The token is kept in this file in plain
 	// text (the Library says so); HF_TOKEN / HF_ENDPOINT apply when these are empty.
 	HFToken  string `json:"hf_token,omitempty"`
@@ -191,6 +195,9 @@ func (v *Values) clamp() {
 	}
 	if !contains(ThemeChoices, v.Theme) {
 		v.Theme = ThemeChoices[0]
+	}
+	if v.PageMode != "diffusion" && v.PageMode != "ar" {
+		v.PageMode = "" // the model's choice
 	}
 	servers := v.RemoteServers[:0:0]
 	for _, s := range v.RemoteServers {
