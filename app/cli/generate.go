@@ -343,14 +343,21 @@ var modeFlags = map[string]engine.Mode{
 	"temperature": engine.AR, "repetition-penalty": engine.AR,
 }
 
-// autoMode is the mode of a generate without --mode: the one the app's Chat and
+// autoMode is the mode of a generate without --mode (autoMode): the one the app's Chat and
 // the API pick for the loaded model on this machine (speed.ForLoaded, as
 // `darkroom serve` does) — Darkroom Mini 2's card says the printer, DiffusionGemma
 // takes the faster mode here. Only a model whose modes write equally well needs
 // this machine's rates, measured once and cached.
 func (g *generateFlags) autoMode(ctx context.Context, env *Env, e *engine.Engine) (speed.Choice, error) {
-	name := g.model
-	if g.builtin() {
+	return autoMode(ctx, env, g.model, e)
+}
+
+// autoMode is the mode the app picks for model (a --model value, "" for the
+// built-in Mini) loaded as e, when the user picks none: Chat's and the API's, and
+// the Encyclopedia's automatic page mode (`darkroom wiki` without --mode).
+func autoMode(ctx context.Context, env *Env, model string, e *engine.Engine) (speed.Choice, error) {
+	name := model
+	if model == "" || strings.EqualFold(model, catalog.MiniID) {
 		name = catalog.MiniID
 	}
 	entry, _ := catalog.ForModel(name, e.Config())

@@ -13,6 +13,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/train"
 	"github.com/darkroomlabs/darkroom/models"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 func init() {
@@ -46,7 +47,7 @@ func runWiki(env *Env, args []string) error {
 	model := fs.String("model", "", "model: a directory in the Hugging Face layout, or a library name (default: the built-in Darkroom Mini)")
 	modelsDir := fs.String("models-dir", "", "models folder for library names (default $DARKROOM_MODELS_DIR, else the data folder)")
 	seed := fs.Uint64("seed", 1, "sampler seed; the same seed writes the same page")
-	mode := fs.String("mode", "diffusion", `"diffusion" (canvas by canvas) or "ar" (one token per forward pass)`)
+	mode := fs.String("mode", "", `"diffusion" (canvas by canvas) or "ar" (one token per forward pass) (default: the model's, as the Encyclopedia's automatic mode: the printer for Darkroom Mini)`)
 	backendName := fs.String("backend", "", backend.FlagUsage)
 	maxNew := fs.Int("max-new-tokens", 0, "most tokens to write (default: the model's generation_config)")
 	fs.IntVar(maxNew, "max-tokens", 0, "deprecated: the old name of --max-new-tokens")
@@ -68,6 +69,7 @@ func runWiki(env *Env, args []string) error {
 	}
 	var m engine.Mode
 	switch *mode {
+	case "": // the model's, once it is loaded
 	case "diffusion":
 		m = engine.Diffusion
 	case "ar":
@@ -97,6 +99,13 @@ func runWiki(env *Env, args []string) error {
 		return fmt.Errorf("wiki: %w", err)
 	}
 	defer eng.Close()
+	if m == "" {
+		choice, err := autoMode(ctx, env, *model, eng)
+		if err != nil {
+			return fmt.Errorf("wiki: %w", err)
+		}
+		m = choice.Mode
+	}
 
 	prompt, opening := assets.EncyclopediaPrompt(title), assets.EncyclopediaOpening(title)
 	lead, _ := leads.Lead(title)
@@ -130,9 +139,9 @@ func runWiki(env *Env, args []string) error {
 	if _, err := fmt.Fprintln(env.Stdout, page.HTML); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s, %s, %s, stop: %s)%s\n",
+	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s, %s, %s, the %s, stop: %s)%s\n",
 		develop.TokenCount(res), page.ElapsedMS/1000, page.TokensPerS,
-		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, page.StopReason, develop.LeadSuffix(res)) // as the app's status line says it
+		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, speed.Name(m), page.StopReason, develop.LeadSuffix(res)) // as the app's status line says it
 	if ctx.Err() != nil {
 		return interrupted("wiki", res, "the page so far is above")
 	}

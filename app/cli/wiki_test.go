@@ -199,3 +199,20 @@ func TestWikiOpensWithTheEntrysLead(t *testing.T) {
 		t.Errorf("a damaged leads file: exit %d, %q", code, stderr)
 	}
 }
+
+// TestWikiModelsMode: without --mode, wiki writes the page in the mode the
+// Encyclopedia's automatic mode picks for the model: the built-in Mini's printer
+// (its card's), a model without a choice's polaroid (TestWikiGenerates).
+func TestWikiModelsMode(t *testing.T) {
+	if _, err := assets.Mini(); err != nil {
+		t.Skip("Darkroom Mini is not built in")
+	}
+	out, stderr, code := wikiRun("wiki", "--json", "--max-new-tokens", "16", "--backend", wikiTestBackend, "Unix")
+	var p wikiPage
+	if code != 0 || json.Unmarshal([]byte(out), &p) != nil || p.Mode != "ar" {
+		t.Fatalf("wiki on the built-in Mini: exit %d, mode %q, stderr %q; want the printer", code, p.Mode, stderr)
+	}
+	if _, stderr, code := wikiRun("wiki", "--max-new-tokens", "16", "--backend", wikiTestBackend, "Unix"); code != 0 || !strings.Contains(stderr, "the printer") {
+		t.Errorf("the summary line does not name the mode: exit %d, %q", code, stderr)
+	}
+}

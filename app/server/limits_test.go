@@ -412,3 +412,42 @@ func TestPagesForgottenOnModelSwitch(t *testing.T) {
 		t.Errorf("after the switch: %s %+v", last.name, p)
 	}
 }
+
+// TestPagesInTheModelsPageMode: a model's PageMode (the desktop app's
+// Encyclopedia mode) writes the pages, Options.Mode where it has none; pages
+// written in one mode are not served from the cache once the mode changed.
+func TestPagesInTheModelsPageMode(t *testing.T) {
+	var mu sync.Mutex
+	gen := &fakeGen{final: "<p>page</p>"}
+	active := Model{ID: "mini", Engine: gen, PageMode: engine.AR}
+	s := start(t, Options{Model: func(context.Context) (Model, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return active, nil
+	}})
+	c := browser(t, s)
+	page := func() (engine.Mode, string) {
+		t.Helper()
+		_, events := openEvents(t, c, s, "/events/wiki/Unix")
+		var last sseEvent
+		for ev := range events {
+			last = ev
+		}
+		gen.mu.Lock()
+		defer gen.mu.Unlock()
+		return gen.requests[len(gen.requests)-1].Mode, decodePageEvent(t, last).Status
+	}
+	if mode, _ := page(); mode != engine.AR {
+		t.Errorf("the model's page mode printer: the page was written in %q", mode)
+	}
+	if _, status := page(); !strings.Contains(status, "cache") {
+		t.Errorf("the same page again: %q, want it from the cache", status)
+	}
+	mu.Lock()
+	active.PageMode = ""
+	mu.Unlock()
+	mode, status := page()
+	if mode != engine.Diffusion || strings.Contains(status, "cache") {
+		t.Errorf("no page mode (Options.Mode, diffusion): written in %q, status %q; want a new polaroid page", mode, status)
+	}
+}

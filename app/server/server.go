@@ -95,6 +95,9 @@ type Model struct {
 	// Leads are the entries whose first sentence the model's folder holds
 	// (assets.Leads; nil: none): a page opens with its title's.
 	Leads *assets.Leads
+	// PageMode is the mode pages are written in ("": Options.Mode): the desktop
+	// app's Encyclopedia's, so that browser mode writes the pages it does.
+	PageMode engine.Mode
 }
 
 // Options configure a Server. Engine (or Model) is required.
@@ -167,7 +170,7 @@ type Server struct {
 	ln        net.Listener
 	port      string
 	stop      context.CancelFunc
-	lastModel string // the id of the model the pages in the cache were written by
+	lastModel string // the id and page mode of the model the pages in the cache were written by
 
 	closeOnce sync.Once
 	closeErr  error
@@ -241,7 +244,8 @@ func New(opts Options) (*Server, error) {
 }
 
 // model is the model a request runs on now (Options.Model), with its
-// vocabulary and id filled in. The page cache is dropped when the model changed.
+// vocabulary, id and page mode filled in. The page cache is dropped when the
+// model or its page mode changed.
 func (s *Server) model(ctx context.Context) (Model, error) {
 	m, err := s.opts.Model(ctx)
 	if err != nil {
@@ -258,9 +262,13 @@ func (s *Server) model(ctx context.Context) (Model, error) {
 			m.Vocab = v
 		}
 	}
+	if m.PageMode == "" {
+		m.PageMode = s.opts.Mode
+	}
 	s.mu.Lock()
-	changed := s.lastModel != "" && s.lastModel != m.ID
-	s.lastModel = m.ID
+	key := m.ID + " " + string(m.PageMode) // the pages cached were written by this model, in this mode
+	changed := s.lastModel != "" && s.lastModel != key
+	s.lastModel = key
 	s.mu.Unlock()
 	if changed {
 		s.pages.clear()

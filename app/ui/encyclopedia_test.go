@@ -497,11 +497,19 @@ func TestEncyclopediaPageMode(t *testing.T) {
 		calls := m.Calls()
 		return calls[len(calls)-1].req.Mode
 	}
-	if got := page("Unix"); got != engine.AR || !strings.HasSuffix(e.status.Text, " · Printer (AR)") {
-		t.Errorf("automatic: mode %q, status %q; want the model's printer, said", got, e.status.Text)
+	browserMode := func() engine.Mode { // the local server's pages (browser mode)
+		t.Helper()
+		sm, err := a.serverOptions().Model(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sm.PageMode
+	}
+	if got := page("Unix"); got != engine.AR || !strings.HasSuffix(e.status.Text, " · Printer (AR)") || browserMode() != engine.AR {
+		t.Errorf("automatic: mode %q (browser mode %q), status %q; want the model's printer, said", got, browserMode(), e.status.Text)
 	}
 	asUI(func() { e.mode.SetSelected(modeLabel(engine.Diffusion)) })
-	if got := page("Lisp"); got != engine.Diffusion || !strings.HasSuffix(e.status.Text, " · Polaroid (diffusion)") {
+	if got := page("Lisp"); got != engine.Diffusion || !strings.HasSuffix(e.status.Text, " · Polaroid (diffusion)") || browserMode() != engine.Diffusion {
 		t.Errorf("polaroid picked: mode %q, status %q", got, e.status.Text)
 	}
 	if v := a.deps.Settings.Get(); v.PageMode != "diffusion" {

@@ -83,7 +83,8 @@ func Run() int {
 
 // serverOptions are the local server's options at its start: the Settings
 // port, and the shared model asked for on every request, so that the server
-// follows "Use" on another model and backend changes.
+// follows "Use" on another model and backend changes, and writes pages in the
+// Encyclopedia's page mode.
 func (a *App) serverOptions() server.Options {
 	return server.Options{Addr: fmt.Sprintf("127.0.0.1:%d", a.deps.Settings.Get().ServerPort),
 		Model: func(ctx context.Context) (server.Model, error) {
@@ -91,7 +92,9 @@ func (a *App) serverOptions() server.Options {
 			if err != nil {
 				return server.Model{}, err
 			}
-			return serverModel(m, a.sampling()), nil
+			sm := serverModel(m, a.sampling())
+			sm.PageMode = pageMode(m.Info(), pickedLabel(a.deps.Settings.Get().PageMode)) // the Encyclopedia's
+			return sm, nil
 		}}
 }
 
