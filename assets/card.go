@@ -26,9 +26,11 @@ type MiniCard struct {
 	// guidance_rounds_per_canvas), for the speed estimate.
 	Steps          float64 `json:"typical_steps"`
 	GuidanceRounds float64 `json:"typical_guidance_rounds"`
-	// ChatMode is the mode the model's chats and API answers run in when the
-	// user picks none — "ar" where its printer's answers were measured to read
-	// better than its polaroid's (assets/training/README.md says how) — and
+	// ChatMode is the mode the model's chats, API answers and encyclopedia pages
+	// run in when the user picks none — "ar" where its printer's answers and
+	// pages were measured to read better than its polaroid's
+	// (assets/training/README.md says how; the name is from when it was chats'
+	// alone) — and
 	// ChatModeWhy the reason the app shows for it. "" is diffusion, the mode
 	// Darkroom's models are made for; packaging/ship-mini.sh writes a card
 	// without it, so each model is measured before it says otherwise.

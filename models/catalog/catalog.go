@@ -36,9 +36,10 @@ type Entry struct {
 	Config func() (*config.Model, error) `json:"-"`
 	// ModesEqual says the printer (AR) and the polaroid (diffusion) write this model
 	// equally well, so chat and the API default to whichever is faster on this
-	// machine (models/speed). Where they do not, chat and the API run in
-	// ChatMode ("" is diffusion), for the reason ChatModeWhy: Darkroom Mini's
-	// is its card's (assets.MiniCard), measured on its answers.
+	// machine (models/speed). Where they do not, chat, the API and the
+	// Encyclopedia's automatic page mode run in ChatMode ("" is diffusion), for
+	// the reason ChatModeWhy: Darkroom Mini's is its card's (assets.MiniCard),
+	// measured on its answers and pages.
 	ModesEqual  bool   `json:"modes_equal,omitempty"`
 	ChatMode    string `json:"chat_mode,omitempty"`
 	ChatModeWhy string `json:"-"`
