@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,9 @@ type serveInfo struct {
 	Backend string `json:"backend"`
 	// APIMode is the mode a chat completion without "mode" runs in, and why.
 	APIMode speed.Choice `json:"api_mode"`
+	// PageMode is the mode the browser's pages are written in (--mode, else the
+	// model's, as APIMode).
+	PageMode engine.Mode `json:"page_mode"`
 }
 
 func runServe(env *Env, args []string) error {
@@ -52,7 +56,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	backendName := fs.String("backend", "", backend.FlagUsage)
 	token := fs.String("token", "", "use this token (API key) instead of a random one (at least 16 characters)")
 	noToken := fs.Bool("no-token", false, "accept requests without the token (any program on this computer can then use the server)")
-	mode := fs.String("mode", "diffusion", "how pages are written: diffusion or ar")
+	mode := fs.String("mode", "", "how pages are written: diffusion or ar (default: the model's, as the Encyclopedia's automatic mode: the printer for Darkroom Mini)")
 	seed := fs.Uint64("seed", 1, "seed the pages are written with")
 	asJSON := fs.Bool("json", false, "print the URLs and token as one JSON line")
 	if err := parseFlags(fs, args); err != nil {
@@ -65,7 +69,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 		return errors.New("serve: give --token or --no-token, not both")
 	}
 	m := engine.Mode(*mode)
-	if m != engine.Diffusion && m != engine.AR {
+	if m != "" && m != engine.Diffusion && m != engine.AR {
 		return fmt.Errorf("serve: --mode must be diffusion or ar, got %q", *mode)
 	}
 
@@ -112,6 +116,9 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	}
 	choice, _ := speed.ForLoaded(id, eng.Config(), device, rates)
 	opts.APIMode, opts.APIModeReason = choice.Mode, choice.Reason
+	if m == "" { // pages in the model's mode too, as the app's Encyclopedia writes them
+		opts.Mode = choice.Mode
+	}
 	srv, err := server.New(opts)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -119,7 +126,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	info := serveInfo{URL: srv.URL("/"), APIBase: srv.APIBase(), Token: srv.Token(), Model: id, Backend: eng.Backend(), APIMode: choice}
+	info := serveInfo{URL: srv.URL("/"), APIBase: srv.APIBase(), Token: srv.Token(), Model: id, Backend: eng.Backend(), APIMode: choice, PageMode: cmp.Or(opts.Mode, engine.Diffusion)}
 	if *asJSON {
 		b, _ := json.Marshal(info)
 		fmt.Fprintln(env.Stdout, string(b))
@@ -127,6 +134,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintln(env.Stdout, info.URL)
 		fmt.Fprintf(env.Stderr, "Darkroom is serving %s (%s backend).\n  Browser:  %s\n  API base: %s\n", id, info.Backend, info.URL, info.APIBase)
 		fmt.Fprintf(env.Stderr, "  API mode: %s unless a request names one\n", choice.Reason)
+		fmt.Fprintf(env.Stderr, "  Pages:    written with the %s\n", speed.Name(info.PageMode))
 		if info.Token != "" {
 			fmt.Fprintf(env.Stderr, "  API key:  %s\n", info.Token)
 		} else {

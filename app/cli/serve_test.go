@@ -111,7 +111,8 @@ func TestServeModel(t *testing.T) {
 	_, port, _ := net.SplitHostPort(addr)
 	if !strings.HasPrefix(info.URL, "http://darkroom-") || !strings.Contains(info.URL, ".localhost:"+port+"/?token="+info.Token) || len(info.Token) < 32 ||
 		info.APIBase != "http://"+addr+"/v1" || info.Backend != "go" || info.Model != filepath.Base(dir) ||
-		info.APIMode.Mode != engine.Diffusion || info.APIMode.Reason == "" { // a model the catalog does not know keeps diffusion
+		info.APIMode.Mode != engine.Diffusion || info.APIMode.Reason == "" || // a model the catalog does not know keeps diffusion
+		info.PageMode != engine.Diffusion { // for its pages too
 		t.Fatalf("info %+v", info)
 	}
 	// The API answers with the token as API key, and refuses without it.

@@ -134,8 +134,10 @@ func (a *App) windowCheck(dir string) {
 		resize(start)
 	}
 
-	// Encyclopedia: one screenshot mid-development, one finished.
+	// Encyclopedia: one screenshot of a polaroid page mid-development, one of a
+	// page finished in the automatic mode (the model's).
 	e := a.Encyclopedia
+	fyne.DoAndWait(func() { e.mode.SetSelected(modeLabel(engine.Diffusion)) })
 	var once sync.Once
 	developing := false
 	a.frameHook = func(v pageView, ev engine.Event) {
@@ -172,6 +174,12 @@ func (a *App) windowCheck(dir string) {
 	if !developing {
 		report = append(report, "note: no frame between 30% and 70% developed was drawn (the model developed too fast to catch)")
 	}
+	fyne.DoAndWait(func() {
+		e.mode.SetSelected(modeAuto)
+		e.Reload()
+	})
+	e.run.Wait()
+	checkErr("Encyclopedia")
 	shot("encyclopedia", start, false)
 
 	// Desktop: power on, then click the first clickable element.
