@@ -99,7 +99,7 @@ func newEncyclopedia(a *App) *Encyclopedia {
 	}
 	bar := container.NewBorder(nil, nil,
 		container.NewHBox(e.back, e.forward, e.reload),
-		container.NewHBox(go1, fitOptions(e.mode), e.stop, browser),
+		container.NewHBox(go1, e.stop, browser),
 		e.address)
 	e.browserMsg = widget.NewLabel("")
 	e.browserMsg.Wrapping = fyne.TextWrapWord
@@ -111,7 +111,10 @@ func newEncyclopedia(a *App) *Encyclopedia {
 	e.browserBox = container.NewVBox(e.browserMsg, container.NewBorder(nil, nil, nil, container.NewHBox(copyURL, hideURL), e.browserURL))
 	e.browserBox.Hide()
 	top := container.NewVBox(bar, a.modelNotice(), e.errLabel, e.stopped, e.browserBox)
-	e.content = container.NewBorder(top, e.status, nil, nil, e.scroll)
+	// The mode picker sits by the status line, which names the mode a page was
+	// written in; the toolbar keeps its room for the address.
+	bottom := container.NewBorder(nil, nil, nil, fitOptions(e.mode), e.status)
+	e.content = container.NewBorder(top, bottom, nil, nil, e.scroll)
 	e.showWelcome()
 	e.updateButtons()
 	return e

@@ -42,12 +42,12 @@ func TestRoundTripAndClamp(t *testing.T) {
 
 func TestDamagedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "settings.json")
-	os.WriteFile(path, []byte(`{"backend":"quantum","theme":"dark","sampling":{"t_min":-4}}`), 0o600)
+	os.WriteFile(path, []byte(`{"backend":"quantum","theme":"dark","sampling":{"t_min":-4},"page_mode":"telepathy"}`), 0o600)
 	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := s.Get(); v.Backend != "auto" || v.Theme != "dark" || v.Sampling.TMin != 0 {
+	if v := s.Get(); v.Backend != "auto" || v.Theme != "dark" || v.Sampling.TMin != 0 || v.PageMode != "" {
 		t.Errorf("odd values kept: %+v", v)
 	}
 	os.WriteFile(path, []byte(`{"backend":`), 0o600)
