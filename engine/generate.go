@@ -221,7 +221,7 @@ func (g *generation) diffusion() error {
 			}
 			g.res.Canvases = append(g.res.Canvases, stats)
 		} else {
-			argmax = given
+			argmax = slices.Clone(held) // wholly held: the warm start has no room here
 		}
 		truncated, n, eos := sampler.TruncateEOS(argmax, g.eos, g.pad)
 		room := g.s.MaxNewTokens - len(g.out)
