@@ -423,6 +423,14 @@ func TestOpeningLongerThanACanvas(t *testing.T) {
 	if len(f.encodes) < 2 || !slices.Equal(f.encodes[1], want[:16]) {
 		t.Errorf("encoder passes %v: want the held canvas encoded before the next", f.encodes)
 	}
+	// A warm start longer than the opening: the canvas the opening fills is the
+	// opening's alone; the rest of the opening opens the next.
+	warm := slices.Repeat([]int{50}, 30)
+	res, err = testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(), Opening: "t9",
+		Lead: " " + opening, CanvasIDs: warm, Sampling: Sampling{MaxNewTokens: 48}})
+	if err != nil || !slices.Equal(res.Tokens[:21], want) {
+		t.Errorf("with a warm start of 30 ids: %v (%v), want them to begin %v", res.Tokens, err, want)
+	}
 	for _, m := range []Mode{Diffusion, AR} { // longer than max new tokens: refused
 		_, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: m,
 			Opening: opening, Sampling: Sampling{MaxNewTokens: 16}})
