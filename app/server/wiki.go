@@ -131,7 +131,8 @@ var WelcomeTopics = []string{"Unix", "hacker", "Lisp", "kernel", "compiler", "Em
 
 func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
-	b.WriteString("<h1>Darkroom encyclopedia</h1><p>Type a topic above: the page develops from noise as the model writes it. Every link in a page writes a new page.</p>")
+	b.WriteString("<h1>Darkroom encyclopedia</h1><p>Type a topic above: the model writes the page as you watch, developing it from noise " +
+		"(the polaroid) or typing it out word by word (the printer), in the mode the app's Encyclopedia picks. Every link in a page writes a new page.</p>")
 	b.WriteString("<p>Or start with one of these:</p><ul>")
 	for _, t := range WelcomeTopics {
 		fmt.Fprintf(&b, `<li><a href="%s">%s</a></li>`, html.EscapeString(wikiPath(t)), html.EscapeString(t))

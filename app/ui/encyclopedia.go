@@ -121,8 +121,10 @@ func newEncyclopedia(a *App) *Encyclopedia {
 }
 
 func (e *Encyclopedia) showWelcome() {
-	html := "<h1>Darkroom Encyclopedia</h1><p>Every page here is written by the model on this computer as you open it: " +
-		"the whole page starts as noise and develops in a few passes. Type a topic above, or start with one of these:</p><ul>"
+	html := "<h1>Darkroom Encyclopedia</h1><p>Every page here is written by the model on this computer as you open it. " +
+		"With the polaroid the whole page starts as noise and develops in a few passes; with the printer it is typed out " +
+		"word by word. The picker at the bottom chooses; its automatic mode takes the one this model writes best in. " +
+		"Type a topic above, or start with one of these:</p><ul>"
 	for _, t := range welcomeTopics {
 		html += fmt.Sprintf(`<li><a href="%s">%s</a></li>`, assets.WikiHref(t), t)
 	}
