@@ -206,22 +206,19 @@ func (g *generation) diffusion() error {
 		// develop), then the rest of the warm start in the first.
 		off := ci * g.canvas
 		held := g.opening[min(off, len(g.opening)):min(off+g.canvas, len(g.opening))]
-		given := slices.Clone(held)
-		if ci == 0 {
-			given = append(given, g.req.CanvasIDs[min(len(g.opening), len(g.req.CanvasIDs)):]...)
-		}
-		var argmax []int
+		argmax := slices.Clone(held) // wholly held: the warm start has no room here
 		if len(held) < g.canvas {
+			given := argmax
+			if ci == 0 {
+				given = append(given, g.req.CanvasIDs[min(len(g.opening), len(g.req.CanvasIDs)):]...)
+			}
 			var stats CanvasStats
 			var ok bool
 			var err error
-			argmax, stats, ok, err = g.denoise(ci, given, len(held))
-			if err != nil || !ok {
+			if argmax, stats, ok, err = g.denoise(ci, given, len(held)); err != nil || !ok {
 				return err
 			}
 			g.res.Canvases = append(g.res.Canvases, stats)
-		} else {
-			argmax = slices.Clone(held) // wholly held: the warm start has no room here
 		}
 		truncated, n, eos := sampler.TruncateEOS(argmax, g.eos, g.pad)
 		room := g.s.MaxNewTokens - len(g.out)

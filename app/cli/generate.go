@@ -103,8 +103,12 @@ func (g *generateFlags) check() error {
 }
 
 // builtin reports whether --model names the built-in Darkroom Mini.
-func (g *generateFlags) builtin() bool {
-	return g.model == "" || strings.EqualFold(g.model, catalog.MiniID)
+func (g *generateFlags) builtin() bool { return builtinModel(g.model) }
+
+// builtinModel reports whether a --model value names the built-in Darkroom Mini
+// ("" or its catalog id).
+func builtinModel(model string) bool {
+	return model == "" || strings.EqualFold(model, catalog.MiniID)
 }
 
 // load resolves --model and --backend and loads the engine (see loadEngine).
@@ -343,7 +347,7 @@ var modeFlags = map[string]engine.Mode{
 	"temperature": engine.AR, "repetition-penalty": engine.AR,
 }
 
-// autoMode is the mode of a generate without --mode (autoMode): the one the app's Chat and
+// autoMode is the mode of a generate without --mode: the one the app's Chat and
 // the API pick for the loaded model on this machine (speed.ForLoaded, as
 // `darkroom serve` does) — Darkroom Mini 2's card says the printer, DiffusionGemma
 // takes the faster mode here. Only a model whose modes write equally well needs
@@ -357,7 +361,7 @@ func (g *generateFlags) autoMode(ctx context.Context, env *Env, e *engine.Engine
 // the Encyclopedia's automatic page mode (`darkroom wiki` without --mode).
 func autoMode(ctx context.Context, env *Env, model string, e *engine.Engine) (speed.Choice, error) {
 	name := model
-	if model == "" || strings.EqualFold(model, catalog.MiniID) {
+	if builtinModel(model) {
 		name = catalog.MiniID
 	}
 	entry, _ := catalog.ForModel(name, e.Config())

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,8 +116,9 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	choice, _ := speed.ForLoaded(id, eng.Config(), device, rates)
 	opts.APIMode, opts.APIModeReason = choice.Mode, choice.Reason
 	if m == "" { // pages in the model's mode too, as the app's Encyclopedia writes them
-		opts.Mode = choice.Mode
+		m = choice.Mode
 	}
+	opts.Mode = m
 	srv, err := server.New(opts)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -126,7 +126,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	info := serveInfo{URL: srv.URL("/"), APIBase: srv.APIBase(), Token: srv.Token(), Model: id, Backend: eng.Backend(), APIMode: choice, PageMode: cmp.Or(opts.Mode, engine.Diffusion)}
+	info := serveInfo{URL: srv.URL("/"), APIBase: srv.APIBase(), Token: srv.Token(), Model: id, Backend: eng.Backend(), APIMode: choice, PageMode: m}
 	if *asJSON {
 		b, _ := json.Marshal(info)
 		fmt.Fprintln(env.Stdout, string(b))

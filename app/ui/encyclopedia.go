@@ -296,7 +296,8 @@ func (e *Encyclopedia) generate(title string) {
 		var mode engine.Mode
 		var label string // the mode's, in the status line
 		res, shown, err := e.app.developPage(ctx, current, func(info ModelInfo) engine.Request {
-			leads, mode, label = info.Leads, pageMode(info, picked), modeLabel(pageMode(info, picked))
+			leads, mode = info.Leads, pageMode(info, picked)
+			label = modeLabel(mode)
 			if info.OneMode != "" {
 				label = serverModeLabel
 			}
@@ -346,7 +347,7 @@ func (e *Encyclopedia) generate(title string) {
 // pageMode is the mode a page is written in: the one picked in the
 // Encyclopedia's mode picker, else the model's (ModelInfo.Mode, as Chat's
 // automatic mode: the printer for Darkroom Mini, whose pages and answers read
-// more like English that way and come seven times sooner on a CPU; the faster
+// more like English that way and come several times sooner on a CPU; the faster
 // one here for a model that writes equally well both ways). A server that runs
 // one way only (ModelInfo.OneMode) writes in its own.
 func pageMode(info ModelInfo, picked string) engine.Mode {

@@ -15,10 +15,10 @@
 // inline formatting): none of the 715 code blocks of the training pages holds
 // an element, while a model that lost track writes a <pre> around its prose,
 // links and paragraphs and tag debris with them; such an element is not code
-// (IsCode) and its text is prose. Elsewhere anything that reads as a tag counts, including what the few
-// real corpus pages write in prose ("<Cmd>", `"<="`): 91 of the 12,313 FOLDOC
-// and Jargon File training pages have one, which is the measure's
-// false-positive rate.
+// (IsCode) and its text is prose. Elsewhere anything that reads as a tag
+// counts, including what the few real corpus pages write in prose ("<Cmd>",
+// `"<="`): 91 of the 12,313 FOLDOC and Jargon File training pages have one,
+// which is the measure's false-positive rate.
 package markup
 
 import (
@@ -114,9 +114,9 @@ func IsCode(n *html.Node) bool {
 
 // Runs returns the text nodes under root that a reader sees as prose, grouped
 // into runs: the nodes of one run read as one stretch of text (only inline
-// elements between them), so a fragment may span several. Text in code (IsCode)
-// and in elements that are not shown is left out. The walk is iterative: a hostile
-// page's depth costs no stack.
+// elements between them), so a fragment may span several. Text in code
+// (IsCode) and in elements that are not shown is left out. The walk is
+// iterative: a hostile page's depth costs no stack.
 func Runs(root *html.Node) [][]*html.Node {
 	var out [][]*html.Node
 	var cur []*html.Node

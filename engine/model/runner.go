@@ -85,7 +85,7 @@ type Runner struct {
 	encodeExec, decodeExec, hiddenExec *context.Exec
 	scoreExec                          *context.Exec
 	nextExec                           *context.Exec // EncodeNext's, made on first use
-	unseen                             []bool        // EncodeNext's seen (banned) mask when the repetition penalty (the stutter rule) is off: all false
+	unseen                             []bool        // EncodeNext's mask where a TokenPlan has none (idMask): all false
 	stepExec                           *context.Exec // DecodeStep's (step.go), made on first use
 	compilations                       int           // graphs built (counted)
 	growExecs                          map[int]*Exec // by the capacity they grow from
@@ -281,23 +281,13 @@ func (r *Runner) EncodeNext(tokens []int, plan sampler.TokenPlan) (id int, err e
 			return 0, err
 		}
 	}
-	seen := plan.Seen
-	if seen == nil { // the penalty is off (θ = 1): no id is penalised
-		if r.unseen == nil {
-			r.unseen = make([]bool, r.cfg.VocabSize)
-		}
-		seen = r.unseen
-	} else if len(seen) != r.cfg.VocabSize {
-		return 0, fmt.Errorf("encode next: %d seen ids' mask for a vocabulary of %d", len(seen), r.cfg.VocabSize)
+	seen, err := r.idMask("seen", plan.Seen) // nil: the penalty is off (θ = 1)
+	if err != nil {
+		return 0, err
 	}
-	banned := plan.Banned
-	if banned == nil { // no id is banned
-		if r.unseen == nil {
-			r.unseen = make([]bool, r.cfg.VocabSize)
-		}
-		banned = r.unseen
-	} else if len(banned) != r.cfg.VocabSize {
-		return 0, fmt.Errorf("encode next: %d banned ids' mask for a vocabulary of %d", len(banned), r.cfg.VocabSize)
+	banned, err := r.idMask("banned", plan.Banned) // nil: no id is banned
+	if err != nil {
+		return 0, err
 	}
 	out, err := r.runEncode("encode next", r.nextExec, tokens[last:], plan.Temperature,
 		tensors.FromFlatDataAndDimensions([]uint32{plan.Key.K1, plan.Key.K2}, 2), plan.Penalty,
@@ -308,6 +298,21 @@ func (r *Runner) EncodeNext(tokens []int, plan sampler.TokenPlan) (id int, err e
 	err = try("encode next: read the id", func() { id = int(tensors.ToScalar[int32](out)) })
 	_ = out.FinalizeAll()
 	return id, err
+}
+
+// idMask is a [vocab] mask of ids EncodeNext sends (TokenPlan.Seen, Banned): m
+// itself, or all false where m is nil.
+func (r *Runner) idMask(what string, m []bool) ([]bool, error) {
+	switch {
+	case m == nil:
+		if r.unseen == nil {
+			r.unseen = make([]bool, r.cfg.VocabSize)
+		}
+		return r.unseen, nil
+	case len(m) != r.cfg.VocabSize:
+		return nil, fmt.Errorf("encode next: %d %s ids' mask for a vocabulary of %d", len(m), what, r.cfg.VocabSize)
+	}
+	return m, nil
 }
 
 // TokensOnDevice reports whether EncodeNext runs: the model is in graphs (not

@@ -518,8 +518,9 @@ func (s *Sampler) PlanToken(temperature float64) TokenPlan {
 
 // PickToken picks one AR token from a single row of logits as plan says: the
 // repetition penalty first (Penalize, on a copy: logits are left as they are),
-// the banned ids' logits set to Banish (NoStutters), then argmax (ties → lowest id) when plan.Temperature ≤ 0, otherwise the inverse-CDF
-// draw plan.Key.Float64(0) from softmax(logits/T) — the order of transformers'
+// the banned ids' logits set to Banish (NoStutters), then argmax (ties → lowest
+// id) when plan.Temperature ≤ 0, otherwise the inverse-CDF draw
+// plan.Key.Float64(0) from softmax(logits/T) — the order of transformers'
 // logits processors before its warpers.
 func (s *Sampler) PickToken(logits []float32, plan TokenPlan) int {
 	penalize, ban := plan.Seen != nil && plan.Penalty != 1, plan.Banned != nil
