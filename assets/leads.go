@@ -19,7 +19,8 @@ import (
 // and the Encyclopedia holds that sentence after the heading (Leads.Lead, sent
 // as engine.Request.Lead after the heading's Opening), as
 // it holds the heading: a page on a known title then begins with what the entry
-// says, and the polaroid develops the rest around it. A title the folder does
+// says, and the model writes the rest; Chat does the same for a question about
+// an entry (Leads.ChatOpening). A title the folder does
 // not hold — a held-out title, anything typed — gets the heading alone, and the
 // model writes the whole page. Any model folder may carry the file; only the
 // built-in Mini does (packaging/ship-mini.sh writes it from the training corpus).
@@ -218,42 +219,88 @@ func (l *Leads) entry(title string) (held, lead string, ok bool) {
 	return held, l.byTitle[held], true
 }
 
-// ChatLead is the start of the chat answer to message where it asks about a
-// title the leads hold (ChatTopic; "a", "an" or "the" before the topic dropped
-// when the topic with it is not held): the entry's lead written as the chat
-// examples write an answer — bold title, category, the sentence as Markdown:
+// ChatOpening is the start of the chat answer to message where it asks about
+// a topic the way the chat examples ask (ChatTopic), split as the Encyclopedia
+// splits a page's: opening, the start of the bold heading the examples open
+// with, is sent as engine.Request.Opening, and lead, where the leads hold the
+// topic ("a", "an" or "the" before it dropped when the topic with it is not
+// held), the heading's end and the entry's first sentence as the examples
+// write it — category, then the sentence as Markdown — as engine.Request.Lead:
 //
-//	**Unix** (operating system): (Or "UNIX", …) An interactive time-sharing operating system invented in 1969 by …
+//	"**Unix"  +  "** (operating system): (Or "UNIX", …) An interactive time-sharing operating system …"
 //
-// The Chat screen, the API and `darkroom generate` send it as
-// engine.Request.Lead, so the answer to "What is Unix?" begins with what the
-// entry says and the model writes what follows. "" for any other message.
-func (l *Leads) ChatLead(message string) string {
+// The Chat screen, the API and `darkroom generate` send them, so the answer
+// to "What is Unix?" begins with what the entry says and the model writes
+// what follows, and an answer about a topic the leads do not hold is headed
+// with that topic — left to write its own heading, the Mini named another term
+// in half its answers ("What is a server room?" → "**server close**"). The
+// heading is left open for the model to close: the Mini's tokenizer writes
+// "**:" as one token, so a held closing "**" would rule out an answer without
+// a category (held so, it wrote "(noun)" and a dictionary sense for "bus
+// error"). The held heading is the topic as asked, its article dropped, where
+// it reads as a term: at most chatHeadingWords words and chatHeadingBytes
+// bytes, no "**" or markup, no "you", "my" and the like ("What is your name?"
+// is not about an entry), not "it", "up" or "new" alone. Both are "" for any
+// other message, and for a model folder without leads: the leads are what
+// says the model was trained on this answer form.
+func (l *Leads) ChatOpening(message string) (opening, lead string) {
 	topic, ok := ChatTopic(message)
 	if !ok || l.Len() == 0 {
-		return ""
+		return "", ""
 	}
-	title, lead, ok := l.entry(topic)
-	if !ok {
-		for _, article := range []string{"a ", "an ", "the "} {
-			if len(topic) > len(article) && strings.EqualFold(topic[:len(article)], article) {
-				title, lead, ok = l.entry(topic[len(article):])
-				break
-			}
+	bare := topic
+	for _, article := range []string{"a ", "an ", "the "} {
+		if len(topic) > len(article) && strings.EqualFold(topic[:len(article)], article) {
+			bare = strings.TrimSpace(topic[len(article):])
+			break
 		}
 	}
-	if !ok {
-		return ""
+	title, entry, ok := l.entry(topic)
+	if !ok && bare != topic {
+		title, entry, ok = l.entry(bare)
 	}
-	category, text := leadMarkdown(lead)
-	if text == "" {
-		return ""
+	if ok {
+		category, text := leadMarkdown(entry)
+		if text != "" {
+			lead = "**: " + text
+			if category != "" {
+				lead = "** (" + category + "): " + text
+			}
+			return "**" + title, lead
+		}
 	}
-	head := "**" + title + "**"
-	if category != "" {
-		head += " (" + category + ")"
+	if !chatHeading(bare) {
+		return "", ""
 	}
-	return head + ": " + text
+	return "**" + bare, ""
+}
+
+// Bounds on a chat heading the leads do not hold: the titles the Mini was
+// trained on have at most 5 words in 99% of cases.
+const (
+	chatHeadingWords = 5
+	chatHeadingBytes = 60
+)
+
+// chatHeading reports whether a topic not held reads as a term to head an
+// answer with (ChatOpening).
+func chatHeading(topic string) bool {
+	words := strings.Fields(topic)
+	if len(words) == 0 || len(words) > chatHeadingWords || len(topic) > chatHeadingBytes ||
+		strings.ContainsAny(topic, "*<>`_[]") {
+		return false
+	}
+	switch strings.ToLower(topic) {
+	case "it", "this", "that", "there", "up", "new", "wrong", "happening", "going on":
+		return false // "What is it?", "What's up?", "What's new?"
+	}
+	for _, w := range words {
+		switch strings.ToLower(strings.Trim(w, ".,;:!?'\"")) {
+		case "i", "me", "my", "mine", "you", "your", "yours", "we", "us", "our":
+			return false
+		}
+	}
+	return true
 }
 
 // leadMarkdown is a lead (HTML in the page format) as the chat examples write

@@ -89,7 +89,7 @@ func TestLeads(t *testing.T) {
 		t.Errorf(`Has("unix") %v, Has("Emacs") %v; want true (as Lead finds it), false`, got.Has("unix"), got.Has("Emacs"))
 	}
 	for range 4 {
-		wg.Go(func() { got.Lead("lisp"); got.ChatLead("What is UNIX?") })
+		wg.Go(func() { got.Lead("lisp"); got.ChatOpening("What is UNIX?") })
 	}
 	wg.Wait()
 }
@@ -153,10 +153,12 @@ func TestChatTopic(t *testing.T) {
 	}
 }
 
-// TestChatLead: a question about a held title opens its answer with the
-// entry's lead in the chat examples' form (engine/train/corpus.ChatAnswer's);
-// a question about anything else opens with nothing.
-func TestChatLead(t *testing.T) {
+// TestChatOpening: a question about a held title opens its answer with the
+// bold title and the entry's lead in the chat examples' form
+// (engine/train/corpus.ChatAnswer's), the heading's end in the lead; one
+// about a topic not held, with the topic as the heading's start, where it reads
+// as a term; anything else with nothing.
+func TestChatOpening(t *testing.T) {
 	var l Leads
 	for _, p := range [][2]string{
 		{"Unix", `<h1>Unix</h1>` + "\n" + `<p><em>operating system</em></p>` + "\n" +
@@ -166,27 +168,44 @@ func TestChatLead(t *testing.T) {
 		{"compiler", "<h1>compiler</h1>\n<p>A program that converts a program to machine language.</p>"},
 		{"LISP", "<h1>LISP</h1>\n<p>A language, LISt Processing.</p>"},
 		{"Lisp", "<h1>Lisp</h1>\n<p>The same, spelled so here.</p>"},
+		{"The Cathedral", "<h1>The Cathedral</h1>\n<p>An essay.</p>"},
 	} {
 		l.Add(p[0], p[1])
 	}
-	for msg, want := range map[string]string{
-		"What is unix?":          "**Unix** (operating system): An interactive time-sharing system by *Ken* & co.",
-		"Explain bit.":           "**bit** (unit): (b) binary digit. The unit of information; a 0 or 1.",
-		"What is a poor?":        "**poor** (adjective): Deserving or inciting pity.",
-		"What is a compiler?":    "**compiler**: A program that converts a program to machine language.",
-		"What is the compiler?":  "**compiler**: A program that converts a program to machine language.",
-		"What is Lisp?":          "**Lisp**: The same, spelled so here.",
-		"What is lisp?":          "", // LISP or Lisp
-		"What is a hacker?":      "",
-		"Compile this for me.":   "",
-		"What is an Unix thing?": "",
+	for msg, want := range map[string][2]string{
+		"What is unix?":                {"**Unix", "** (operating system): An interactive time-sharing system by *Ken* & co."},
+		"Explain bit.":                 {"**bit", "** (unit): (b) binary digit. The unit of information; a 0 or 1."},
+		"What is a poor?":              {"**poor", "** (adjective): Deserving or inciting pity."},
+		"What is a compiler?":          {"**compiler", "**: A program that converts a program to machine language."},
+		"What is the compiler?":        {"**compiler", "**: A program that converts a program to machine language."},
+		"What is Lisp?":                {"**Lisp", "**: The same, spelled so here."},
+		"Tell me about the Cathedral.": {"**The Cathedral", "**: An essay."},
+		// Not held: the topic heads the answer, as asked, its article dropped.
+		"What is lisp?":              {"**lisp", ""}, // LISP or Lisp: neither is the one
+		"What is a hacker?":          {"**hacker", ""},
+		"What is a server room?":     {"**server room", ""},
+		"What is an Unix thing?":     {"**Unix thing", ""},
+		"Who is the president?":      {"**president", ""},
+		"what's the weather today?":  {"**weather today", ""},
+		"What is meant by power up?": {"**power up", ""},
+		// Not a term: nothing held.
+		"Compile this for me.":   {"", ""},
+		"Hello!":                 {"", ""},
+		"What is your name?":     {"", ""},
+		"Who are you?":           {"", ""},
+		"What's up?":             {"", ""},
+		"What is it?":            {"", ""},
+		"What is my IP address?": {"", ""},
+		"What is **bold**?":      {"", ""},
+		"What is <b>?":           {"", ""},
+		"What is the best way to learn programming quickly?": {"", ""}, // 7 words
 	} {
-		if got := l.ChatLead(msg); got != want {
-			t.Errorf("ChatLead(%q) = %q, want %q", msg, got, want)
+		if o, ld := l.ChatOpening(msg); o != want[0] || ld != want[1] {
+			t.Errorf("ChatOpening(%q) = %q, %q; want %q, %q", msg, o, ld, want[0], want[1])
 		}
 	}
 	var none *Leads
-	if got := none.ChatLead("What is Unix?"); got != "" {
-		t.Errorf("no leads: ChatLead = %q", got)
+	if o, ld := none.ChatOpening("What is Unix?"); o != "" || ld != "" {
+		t.Errorf("no leads: ChatOpening = %q, %q", o, ld)
 	}
 }

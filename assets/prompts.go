@@ -122,7 +122,7 @@ func ChatTopic(message string) (topic string, ok bool) {
 var chatTopicForms = func() []struct{ before, after string } {
 	forms := []struct{ before, after string }{
 		{"what's ", ""}, {"who is ", ""}, {"who was ", ""}, {"what was ", ""},
-		{"what does ", " stand for"}, {"what is the meaning of ", ""}, {"meaning of ", ""},
+		{"what does ", " stand for"}, {"what is the meaning of ", ""}, {"meaning of ", ""}, {"what is meant by ", ""},
 	}
 	for _, q := range ChatQuestions {
 		before, after, _ := strings.Cut(q, "%s")

@@ -250,7 +250,7 @@ func TestGenerateBuiltInModel(t *testing.T) {
 // TestGenerateOpensWithTheEntrysLead: asked about an entry the built-in
 // model's folder holds, generate answers as the app's Chat does — the entry's
 // first sentence, then the model — and says so on stderr; --no-lead asks the
-// model alone.
+// model alone; a topic the folder does not hold heads the answer.
 func TestGenerateOpensWithTheEntrysLead(t *testing.T) {
 	fsys, err := assets.Mini()
 	if err != nil {
@@ -260,7 +260,8 @@ func TestGenerateOpensWithTheEntrysLead(t *testing.T) {
 	if err != nil || leads.Len() == 0 {
 		t.Skipf("the built-in model holds no leads (%v)", err)
 	}
-	lead := leads.ChatLead("What is Unix?")
+	opening, rest := leads.ChatOpening("What is Unix?")
+	lead := opening + rest
 	code, out, errOut := runCLI("generate", "--mode", "ar", "--max-new-tokens", "160", "What is Unix?")
 	if code != 0 || !strings.HasPrefix(out, lead) || !strings.Contains(errOut, develop.LeadNote) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want the answer to open with %q, said so", code, out, errOut, lead)
@@ -268,6 +269,12 @@ func TestGenerateOpensWithTheEntrysLead(t *testing.T) {
 	code, out, errOut = runCLI("generate", "--mode", "ar", "--max-new-tokens", "160", "--no-lead", "What is Unix?")
 	if code != 0 || strings.HasPrefix(out, lead) || strings.Contains(errOut, develop.LeadNote) {
 		t.Errorf("--no-lead: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// A topic the folder does not hold: the answer is headed with it, and
+	// nothing claims the entry's sentence.
+	code, out, errOut = runCLI("generate", "--mode", "ar", "--max-new-tokens", "60", "What is a server room?")
+	if code != 0 || !strings.HasPrefix(out, "**server room") || strings.Contains(errOut, develop.LeadNote) {
+		t.Errorf("a topic not held: exit %d, stdout %q, stderr %q; want the answer headed **server room…", code, out, errOut)
 	}
 }
 

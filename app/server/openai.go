@@ -46,9 +46,11 @@ import (
 // mode that ran, and X-Darkroom-Mode-Reason why when the request named none.
 // "darkroom": {"opening": text} fixes the start of the answer
 // (engine.Request.Opening: the Encyclopedia's heading). Without one, a last
-// user message that asks about an entry the model's folder holds ("What is
-// Unix?": assets.Leads.ChatLead) opens the answer with the entry's first
-// sentence, as the app's Chat does, and the X-Darkroom-Lead header says so;
+// user message that asks about a topic, to a model whose folder holds leads,
+// opens the answer with the topic as its bold heading and, where the folder
+// holds the entry ("What is Unix?"), the entry's first sentence, as the app's
+// Chat does (assets.Leads.ChatOpening); the X-Darkroom-Lead header says when
+// the sentence is held;
 // "darkroom": {"no_lead": true} asks for the model alone. With "steps": true
 // a stream also carries the developing canvas: chunks with no choices and a
 // "darkroom" object (api.Step), at most one per FrameInterval, after the
@@ -243,7 +245,7 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 	}
 	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" {
-			req.Lead = m.Leads.ChatLead(last.Content) // as the app's Chat opens it, where it fits
+			req.Opening, req.Lead = m.Leads.ChatOpening(last.Content) // as the app's Chat opens it
 		}
 	}
 	if cr.Seed != nil {

@@ -588,12 +588,14 @@ func (c *Chat) answer() {
 		if info.OneMode != "" && mode != engine.AR { // (AR is refused there, in words)
 			label, info.Mode.Reason = serverModeLabel, ""
 		}
-		// A question about an entry the model's folder holds opens its answer with
-		// the entry's first sentence, as the entry's encyclopedia page does; the
-		// model writes what follows. (Not before a thinking channel's thoughts.)
-		var lead string
+		// A question about a topic opens its answer with the topic as its bold
+		// heading and, where the model's folder holds the entry, the entry's
+		// first sentence, as the entry's encyclopedia page does; the model
+		// writes what follows (assets.Leads.ChatOpening; not before a thinking
+		// channel's thoughts).
+		var opening, lead string
 		if last := t.Messages[len(t.Messages)-1]; last.Role == "user" && !thinking {
-			lead = info.Leads.ChatLead(last.Content)
+			opening, lead = info.Leads.ChatOpening(last.Content)
 		}
 		dev := develop.New(m, m.Decode)
 		th := newThrottle(frameInterval, func(ev engine.Event) {
@@ -622,7 +624,7 @@ func (c *Chat) answer() {
 				}
 			})
 		}
-		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Lead: lead,
+		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Opening: opening, Lead: lead,
 			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push})
 		th.Close()
 		c.finish(current, t, res, err, info.Mode.Reason)

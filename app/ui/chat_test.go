@@ -499,29 +499,36 @@ func TestNewChatReusesTheEmptyOne(t *testing.T) {
 
 // TestChatAnswerOpensWithTheEntrysLead: a question about an entry the model's
 // folder holds (ModelInfo.Leads) opens its answer with the entry's first
-// sentence in the chat answers' form, and the status line says so; any other
-// message is answered by the model alone. Chat had never used the leads.
+// sentence in the chat answers' form, and the status line says so; a question
+// about another term is headed with it, the status saying nothing of an entry;
+// any other message is answered by the model alone. Chat had never used the
+// leads, and had let the model name another term.
 func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 	var leads assets.Leads
 	leads.Add("Unix", "<h1>Unix</h1>\n<p><em>operating system</em></p>\n<p>An operating system from <a href=\"/wiki/Bell_Labs\">Bell Labs</a>. It runs.</p>")
-	m := &fakeModel{answers: func(req engine.Request) string { return req.Lead + " It is old." }, leads: &leads}
+	m := &fakeModel{answers: func(req engine.Request) string { return req.Opening + req.Lead + " It is old." }, leads: &leads}
 	a := newTestApp(t, m, t.TempDir())
 	c := a.Chat
-	const lead = "**Unix** (operating system): An operating system from Bell Labs."
-	for _, tc := range []struct{ ask, opening string }{{"what is unix?", lead}, {"Hello there", ""}, {"Tell me about Unix.", lead}} {
+	const lead = "** (operating system): An operating system from Bell Labs."
+	for _, tc := range []struct{ ask, opening, lead string }{
+		{"what is unix?", "**Unix", lead},
+		{"Hello there", "", ""},
+		{"Tell me about Unix.", "**Unix", lead},
+		{"What is a server room?", "**server room", ""},
+	} {
 		typeText(c.input, tc.ask)
 		tap(c.send)
 		c.run.Wait()
 		calls := m.Calls()
-		if got := calls[len(calls)-1].req; got.Lead != tc.opening || got.Opening != "" {
-			t.Errorf("%q: opening %q, lead %q; want the lead %q", tc.ask, got.Opening, got.Lead, tc.opening)
+		if got := calls[len(calls)-1].req; got.Lead != tc.lead || got.Opening != tc.opening {
+			t.Errorf("%q: opening %q, lead %q; want %q, %q", tc.ask, got.Opening, got.Lead, tc.opening, tc.lead)
 		}
 		th := c.Current()
-		if got := th.Messages[len(th.Messages)-1].Content; !strings.HasPrefix(got, strings.TrimSpace(tc.opening+" It is old.")) {
+		if got := th.Messages[len(th.Messages)-1].Content; !strings.HasPrefix(got, strings.TrimSpace(tc.opening+tc.lead+" It is old.")) {
 			t.Errorf("%q: answer %q", tc.ask, got)
 		}
 		st := uiRead(func() string { return c.status.Text })
-		if said := strings.Contains(st, develop.LeadNote); said != (tc.opening != "") {
+		if said := strings.Contains(st, develop.LeadNote); said != (tc.lead != "") {
 			t.Errorf("%q: status %q (says the first sentence is the entry's: %v)", tc.ask, st, said)
 		}
 	}

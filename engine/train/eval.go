@@ -146,8 +146,9 @@ type ModeReport struct {
 	// (EvalOptions.Leads): the words RougeL then counts include it.
 	Leads int `json:"leads_held,omitempty"`
 	// RougeL (seen titles) is the mean ROUGE-L F1 of the shown page's words
-	// after its heading against its corpus entry's. On the reference row it is
-	// the chance level: each entry against the next title's entry.
+	// after its heading against its corpus entry's (chat answers: of the
+	// answer's body, ChatReport). On the reference row it is the chance level:
+	// each entry against the next title's entry.
 	RougeL float64 `json:"rouge_l,omitempty"`
 	// Named (chat answers only) is the share of answers whose bold heading
 	// names the topic asked about (HeadingNames): the corpus's answers always do.
@@ -222,9 +223,13 @@ type SeenReport struct {
 // ChatReport scores answers to held-out chat questions in each mode, and the
 // corpus's own answers to them (Reference), by the word measures of the pages:
 // KnownWords, Distinct2, English (with EnglishShuffled on the reference),
-// BitsPerWord and OrderGain, on the answer as the chat shows its words. The
-// page checks (format, links, fragments, ROUGE-L) do not apply to an answer and
-// stay zero; MeanTokens, MedianMS and TokensPerS are the answers'.
+// BitsPerWord and OrderGain, on the answer as the chat shows its words, and
+// RougeL, of the answer's body against the corpus answer's (AnswerBody; the
+// reference row's is the chance level: each answer against the next
+// question's). The page checks (format, links, fragments) do not apply to an
+// answer and stay zero; MeanTokens, MedianMS and TokensPerS are the answers'.
+// The answers open as the app's Chat opens them (assets.Leads.ChatOpening,
+// with EvalOptions.Leads).
 type ChatReport struct {
 	Questions int        `json:"questions"`
 	Diffusion ModeReport `json:"diffusion"`
@@ -541,6 +546,7 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 				return ModeReport{}, ctx.Err()
 			}
 			req := engine.Request{Mode: mode, Seed: opts.Seed + uint64(i), Messages: c.Messages()}
+			req.Opening, req.Lead = opts.Leads.ChatOpening(c.Prompt) // as the app's Chat sends them
 			if mode == engine.AR {
 				req.Sampling.Temperature = opts.ARTemperature
 				req.Sampling.RepetitionPenalty = opts.ARRepetitionPenalty
@@ -549,7 +555,7 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 			if err != nil {
 				return ModeReport{}, fmt.Errorf("eval: chat %s %q: %w", mode, c.Prompt, err)
 			}
-			sc.addAnswer(res.Text)
+			sc.addAnswer(res.Text, c.Answer)
 			if HeadingNames(res.Text, c.Title) {
 				named++
 			}
@@ -581,8 +587,12 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 	sc := newScorer(known, ref, opts.Render)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var shufHit, shufTotal, named, declined int
-	for _, c := range chats {
-		h, t := ref.shuffledAttested(sc.addAnswer(c.Answer), nil, rng)
+	for i, c := range chats {
+		other := "" // chance: the answer against the next question's
+		if len(chats) > 1 {
+			other = chats[(i+1)%len(chats)].Answer
+		}
+		h, t := ref.shuffledAttested(sc.addAnswer(c.Answer, other), nil, rng)
 		shufHit, shufTotal = shufHit+h, shufTotal+t
 		if HeadingNames(c.Answer, c.Title) {
 			named++
@@ -607,6 +617,28 @@ func HeadingNames(answer, title string) bool {
 	}
 	heading, _, ok := strings.Cut(rest, "**")
 	return ok && strings.EqualFold(assets.CleanLine(heading), assets.CleanLine(title))
+}
+
+// AnswerBody is a chat answer after its bold heading and the category after
+// it ("**compiler** (programming): A program …" → "A program …"); an answer
+// without the heading is its own body. ROUGE-L of the bodies says how much of
+// the entry an answer says, the heading — held by the app — left out.
+func AnswerBody(answer string) string {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(answer), "**")
+	if !ok {
+		return answer
+	}
+	_, body, ok := strings.Cut(rest, "**")
+	if !ok {
+		return answer
+	}
+	body = strings.TrimSpace(body)
+	if strings.HasPrefix(body, "(") {
+		if end := strings.Index(body, "):"); end >= 0 {
+			body = body[end+1:]
+		}
+	}
+	return strings.TrimSpace(strings.TrimPrefix(body, ":"))
 }
 
 // Declines reports whether a chat answer sends the user to the Library: it
@@ -785,10 +817,16 @@ func (s *scorer) addEnglish(words, own []string) {
 	s.order.Add(s.ref.kn.Without(own), words, s.orderRNG)
 }
 
-// addAnswer adds a chat answer by the word measures alone (ChatReport: the
-// page checks stay zero) and returns its words as shown.
-func (s *scorer) addAnswer(text string) []string {
+// addAnswer adds a chat answer by the word measures (ChatReport: the page
+// checks stay zero) and, with want (the corpus's answer), ROUGE-L of their
+// bodies (AnswerBody: the words after the bold heading); it returns the
+// answer's words as shown.
+func (s *scorer) addAnswer(text, want string) []string {
 	words := ShownWords(s.render(text), false)
+	if want != "" {
+		s.rouge += RougeL(ShownWords(s.render(AnswerBody(text)), false), ShownWords(s.render(AnswerBody(want)), false))
+		s.rougeN++
+	}
 	s.addEnglish(words, nil)
 	s.pages++
 	s.addWords(words)

@@ -148,6 +148,23 @@ func TestHeadingNames(t *testing.T) {
 	}
 }
 
+// TestAnswerBody: the heading and its category are left out, whatever the
+// form; an answer without a heading is all body.
+func TestAnswerBody(t *testing.T) {
+	for answer, want := range map[string]string{
+		"**compiler** (programming, tool): A program that translates.": "A program that translates.",
+		"**jp**: *character* An encoding.":                             "*character* An encoding.",
+		"  **Unix** (os) : x":                                          "(os) : x",
+		"**unclosed heading":                                           "**unclosed heading",
+		"A plain answer (with parentheses): yes.":                      "A plain answer (with parentheses): yes.",
+		"**bit** (unit): (b) binary digit.":                            "(b) binary digit.",
+	} {
+		if got := AnswerBody(answer); got != want {
+			t.Errorf("AnswerBody(%q) = %q, want %q", answer, got, want)
+		}
+	}
+}
+
 // TestDeclines: an answer that opens with the Library answer's first words is
 // counted as sent to the Library, whatever follows; anything else is not.
 func TestDeclines(t *testing.T) {
