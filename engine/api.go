@@ -52,6 +52,14 @@ type Sampling struct {
 	// (generation_config.json's darkroom_ar_no_stutters); negative is off.
 	// Diffusion's AR guidance keeps the rule whatever this says.
 	NoStutters int
+
+	// FrequencyPenalty is OpenAI's frequency_penalty α, AR mode only: before
+	// each pick, the logit of every id picked so far (not the prompt's nor a
+	// held opening's) is lowered by α times its count (sampler.Sampler.Picked),
+	// after the repetition penalty. Zero means the
+	// model's default (generation_config.json's darkroom_ar_frequency_penalty);
+	// negative is off. Diffusion and its AR guidance ignore it.
+	FrequencyPenalty float64
 }
 
 // Message is one chat turn: role "system", "user" or "model", and its text

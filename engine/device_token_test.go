@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"testing"
@@ -26,17 +27,19 @@ func (c *logitsCounted) Encode(tokens []int) ([]float32, error) {
 // pick on the device (only ids come back: no Encode's logits row is read), the
 // same graphs with the logits taken to the host sampler, and the host path;
 // greedy and at two temperatures, without and with the repetition penalty (θ = 1.3,
-// which must change the greedy tokens) and the stutter rule (which must too). All
+// which must change the greedy tokens), the stutter rule and the frequency penalty
+// (α = 0.5; each must too). All
 // give the same tokens and token events. The graph path's compilations are bounded
 // for the first generation, none for a second, nor for the penalty and the rule
-// (their seen and banned ids are inputs of a fixed shape).
+// (their seen and banned ids and biases are inputs of a fixed shape).
 func TestDeviceTokenSameTokens(t *testing.T) {
 	dir := writeTinyModel(t)
 	load := func(inGraph bool) *Engine { return loadGo(t, dir, inGraph) }
-	stutters := 0 // Sampling.NoStutters of the runs
+	stutters := 0    // Sampling.NoStutters of the runs
+	frequency := 0.0 // Sampling.FrequencyPenalty of the runs (negative: off)
 	gen := func(e *Engine, temperature, penalty float64) (tokens []int, events [][]int) {
 		res, err := e.Generate(context.Background(), Request{Prompt: "What is Unix?", Seed: 7, Mode: AR,
-			Sampling: Sampling{MaxNewTokens: 24, Temperature: temperature, RepetitionPenalty: penalty, NoStutters: stutters}, OnEvent: func(ev Event) {
+			Sampling: Sampling{MaxNewTokens: 24, Temperature: temperature, RepetitionPenalty: penalty, NoStutters: stutters, FrequencyPenalty: frequency}, OnEvent: func(ev Event) {
 				if ev.Kind == EventToken {
 					events = append(events, ev.Committed)
 				}
@@ -62,9 +65,11 @@ func TestDeviceTokenSameTokens(t *testing.T) {
 	for k, c := range []struct {
 		temperature, penalty float64
 		stutters             int
-	}{{0, 0, 0}, {0.7, 0, 0}, {1.5, 0, 0}, {0, 1.3, 0}, {0.7, 1.3, 0}, {0, 0, 1}, {0.7, 1.3, 1}} {
+		frequency            float64
+	}{{0, 0, 0, 0}, {0.7, 0, 0, 0}, {1.5, 0, 0, 0}, {0, 1.3, 0, 0}, {0.7, 1.3, 0, 0}, {0, 0, 1, 0}, {0.7, 1.3, 1, 0},
+		{0, 0, 0, 0.5}, {0.7, 1.3, 1, 0.5}} {
 		temperature := c.temperature
-		stutters = c.stutters
+		stutters, frequency = c.stutters, cmp.Or(c.frequency, -1)
 		before := mr.r.Compilations()
 		device, deviceEvents := gen(e, temperature, c.penalty)
 		if k == 0 {
@@ -75,7 +80,7 @@ func TestDeviceTokenSameTokens(t *testing.T) {
 				t.Errorf("T=%g, a second device run gave other tokens:\n%v\n%v", temperature, device, again)
 			}
 		}
-		if c.penalty != 0 || c.stutters != 0 {
+		if c.penalty != 0 || c.stutters != 0 || c.frequency != 0 {
 			penalized += mr.r.Compilations() - before
 		}
 		if counted.rows != 0 {
@@ -91,8 +96,8 @@ func TestDeviceTokenSameTokens(t *testing.T) {
 		if k == 0 {
 			greedy = device
 		} else if slices.Equal(device, greedy) {
-			t.Errorf("T=%g θ=%g stutters %d decoded the unpenalized greedy tokens: the test does not exercise the draw, the penalty or the stutter rule",
-				temperature, c.penalty, c.stutters)
+			t.Errorf("T=%g θ=%g stutters %d α=%g decoded the unpenalized greedy tokens: the test does not exercise the draw, the penalties or the stutter rule",
+				temperature, c.penalty, c.stutters, c.frequency)
 		}
 		if !slices.Equal(hostSampler, device) || !slices.EqualFunc(hostEvents, deviceEvents, slices.Equal[[]int]) {
 			t.Errorf("T=%g θ=%g, host sampler, other tokens or events:\ndevice %v\nhost   %v", temperature, c.penalty, device, hostSampler)

@@ -47,7 +47,10 @@
 // is asked for, after Hugging Face's repetition penalty where the model's
 // generation_config.json or the request sets one (Sampling.RepetitionPenalty):
 // every id already in the sequence has its logit divided by θ when positive,
-// multiplied by it when negative. Diffusion and its guidance never read it.
+// multiplied by it when negative; then OpenAI's frequency penalty where one is
+// set (Sampling.FrequencyPenalty: each id's logit lowered by α times the times
+// the model has picked it) and the stutter rule (Sampling.NoStutters).
+// Diffusion and its guidance never read them.
 //
 // Subpackages:
 //

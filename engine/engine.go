@@ -59,7 +59,8 @@ func SamplingDefaults(g config.Generation) Sampling {
 	return Sampling{MaxNewTokens: g.MaxNewTokens, MaxSteps: g.MaxDenoisingSteps, TMin: g.TMin, TMax: g.TMax,
 		EntropyBound: g.EntropyBound, ConfidenceThreshold: g.ConfidenceThreshold,
 		StabilityThreshold: g.StabilityThreshold, Guidance: g.ARGuidance, GuidanceRounds: g.ARGuidanceRounds,
-		GuidanceInWord: g.ARGuidanceInWord, RepetitionPenalty: g.RepetitionPenalty, NoStutters: on(g.ARNoStutters)}
+		GuidanceInWord: g.ARGuidanceInWord, RepetitionPenalty: g.RepetitionPenalty, NoStutters: on(g.ARNoStutters),
+		FrequencyPenalty: g.ARFrequencyPenalty}
 }
 
 // on is a config switch as a Sampling knob: 1 on, 0 (the default: off) off.

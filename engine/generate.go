@@ -418,6 +418,7 @@ func (g *generation) autoregressive() error {
 		if g.cancelled() {
 			return nil
 		}
+		g.smp.Picked(id)
 		if id, err = g.forwardNext([]int{id}); err != nil {
 			return err
 		}
@@ -425,11 +426,12 @@ func (g *generation) autoregressive() error {
 }
 
 // forwardNext runs one encoder pass over tokens and picks the AR token after them
-// at the request's temperature and repetition penalty: on the device when the
-// runner can (tokenPicker; only the id comes back), else from the pass's logits on
-// the host. Both draw the same token for a seed. The tokens join the sequence the
-// penalty reads first (sampler.See): the first call's are the prompt and the
-// opening, as Hugging Face's input_ids hold the prompt.
+// at the request's temperature and penalties: on the device when the runner can
+// (tokenPicker; only the id comes back), else from the pass's logits on the
+// host. Both draw the same token for a seed. The tokens join the sequence the
+// repetition penalty reads first (sampler.See): the first call's are the prompt
+// and the opening, as Hugging Face's input_ids hold the prompt. (The frequency
+// penalty counts the picked tokens alone: the caller tells the sampler, Picked.)
 func (g *generation) forwardNext(tokens []int) (int, error) {
 	g.smp.See(tokens)
 	tp, ok := g.run.(tokenPicker)
@@ -520,6 +522,9 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 	if s.NoStutters = cmp.Or(s.NoStutters, def.NoStutters); s.NoStutters < 0 { // explicitly off
 		s.NoStutters = 0
 	}
+	if s.FrequencyPenalty = cmp.Or(s.FrequencyPenalty, def.FrequencyPenalty); s.FrequencyPenalty < 0 { // explicitly off
+		s.FrequencyPenalty = 0
+	}
 	if s.Guidance < 0 || s.GuidanceRounds < 0 { // explicitly off
 		s.Guidance, s.GuidanceRounds, s.GuidanceInWord = 0, 0, 0
 	}
@@ -537,6 +542,8 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 		return s, fmt.Errorf("AR guidance weight inside words must be a finite number, got %g", s.GuidanceInWord)
 	case !(s.RepetitionPenalty > 0) || math.IsInf(s.RepetitionPenalty, 0):
 		return s, fmt.Errorf("repetition penalty must be a finite number > 0 (1 is off, 1.1–1.3 is usual), got %g", s.RepetitionPenalty)
+	case math.IsNaN(s.FrequencyPenalty) || math.IsInf(s.FrequencyPenalty, 0):
+		return s, fmt.Errorf("frequency penalty must be a finite number (0 is the model's default, negative is off), got %g", s.FrequencyPenalty)
 	}
 	return s, nil
 }
@@ -544,7 +551,7 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 func (s Sampling) samplerParams() sampler.Params {
 	return sampler.Params{MaxSteps: s.MaxSteps, TMin: s.TMin, TMax: s.TMax, EntropyBound: s.EntropyBound,
 		ConfidenceThreshold: s.ConfidenceThreshold, StabilityThreshold: s.StabilityThreshold,
-		RepetitionPenalty: s.RepetitionPenalty}
+		RepetitionPenalty: s.RepetitionPenalty, FrequencyPenalty: s.FrequencyPenalty}
 }
 
 // checkIDs reports an id outside [0, vocab).

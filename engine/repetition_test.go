@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -72,6 +73,49 @@ func TestRepetitionPenaltyStopsALoop(t *testing.T) {
 	// Diffusion develops canvases with Decode; the AR knob does not reach it.
 	if a, b := gen(Diffusion, 0), gen(Diffusion, 1.3); !slices.Equal(a, b) {
 		t.Errorf("diffusion with θ = 1.3 changed:\n%v\n%v", a, b)
+	}
+}
+
+// TestFrequencyPenaltyEndsALoop: greedy decoding of the looping model repeats
+// its 4-grams without the frequency penalty and leaves the loop with α = 0.2,
+// once each of its ids is written often enough; the prompt's ids do not count
+// (OpenAI's penalty counts what the model wrote), so the first pick is the loop's 30; the
+// model's generation_config (darkroom_ar_frequency_penalty) sets it by default,
+// a request's −1 turns it off; diffusion ignores it; NaN is refused.
+func TestFrequencyPenaltyEndsALoop(t *testing.T) {
+	gen := func(mode Mode, byDefault, α float64) []int {
+		t.Helper()
+		e := testEngine(newScript(body))
+		e.cfg.Generation.ARFrequencyPenalty = byDefault
+		e.run = &loopRunner{scriptRunner: *newScript(body)}
+		res, err := e.Generate(context.Background(),
+			Request{PromptIDs: []int{2, 105, 30, 31, 32}, Mode: mode, Sampling: Sampling{MaxNewTokens: 48, FrequencyPenalty: α}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Tokens
+	}
+	loop := gen(AR, 0, 0)
+	if repeated4(loop) < 40 {
+		t.Fatalf("without the penalty: %v, want the loop", loop)
+	}
+	penalized := gen(AR, 0, 0.2)
+	if penalized[0] != 30 || repeated4(penalized) > repeated4(loop)/2 {
+		t.Errorf("α = 0.2: %v (%d repeated 4-grams, %d without), want the loop's 30 first and the loop left", penalized, repeated4(penalized), repeated4(loop))
+	}
+	if got := gen(AR, 0.2, 0); !slices.Equal(got, penalized) {
+		t.Errorf("the model's default α = 0.2:\n%v\nwant\n%v", got, penalized)
+	}
+	if got := gen(AR, 0.2, -1); !slices.Equal(got, loop) {
+		t.Errorf("the default turned off by the request:\n%v\nwant the loop\n%v", got, loop)
+	}
+	if a, b := gen(Diffusion, 0, 0), gen(Diffusion, 0, 0.2); !slices.Equal(a, b) {
+		t.Errorf("diffusion with α = 0.2 changed:\n%v\n%v", a, b)
+	}
+	_, err := testEngine(newScript(body)).Generate(context.Background(),
+		Request{PromptIDs: prompt(), Mode: AR, Sampling: Sampling{FrequencyPenalty: math.NaN()}})
+	if err == nil || !strings.Contains(err.Error(), "frequency penalty must be a finite number") {
+		t.Errorf("α = NaN: %v", err)
 	}
 }
 

@@ -37,7 +37,7 @@ type generateFlags struct {
 	guide                      float64
 	guideRounds                int
 	guideInWord                float64
-	repPenalty                 float64
+	repPenalty, freqPenalty    float64
 	seed                       uint64
 	graph                      bool
 }
@@ -65,6 +65,7 @@ func (g *generateFlags) register(fs interface {
 	fs.Float64Var(&g.guideInWord, "guidance-in-word", 0, "the causal head's weight inside words, where it revises spelling (default: the model's; negative: the --guidance weight)")
 	fs.IntVar(&g.guideRounds, "guidance-rounds", 0, "most guidance rounds per canvas, one encoder pass each (default: the model's)")
 	fs.Float64Var(&g.repPenalty, "repetition-penalty", 0, "AR mode: Hugging Face's repetition_penalty θ — the logits of tokens already in the text divided by θ (multiplied where negative); 1 = off (default: the model's)")
+	fs.Float64Var(&g.freqPenalty, "frequency-penalty", 0, "AR mode: OpenAI's frequency_penalty α — the logit of each token the answer holds lowered by α for every time it occurs (default: the model's; negative: off)")
 	fs.Uint64Var(&g.seed, "seed", 0, "random seed; the same seed reproduces a run")
 }
 
@@ -72,7 +73,7 @@ func (g *generateFlags) sampling() engine.Sampling {
 	return engine.Sampling{MaxNewTokens: g.maxNew, MaxSteps: g.maxSteps, TMin: g.tMin, TMax: g.tMax,
 		EntropyBound: g.bound, ConfidenceThreshold: g.conf, StabilityThreshold: g.stab, Temperature: g.t,
 		Guidance: g.guide, GuidanceRounds: g.guideRounds, GuidanceInWord: g.guideInWord,
-		RepetitionPenalty: g.repPenalty}
+		RepetitionPenalty: g.repPenalty, FrequencyPenalty: g.freqPenalty}
 }
 
 // check reports flag values that are out of range before anything loads.
@@ -98,6 +99,8 @@ func (g *generateFlags) check() error {
 		return fmt.Errorf("--temperature must be ≥ 0, got %g", g.t)
 	case g.repPenalty < 0 || math.IsNaN(g.repPenalty) || math.IsInf(g.repPenalty, 0):
 		return fmt.Errorf("--repetition-penalty must be a number > 0 (1 is off, 1.1–1.3 is usual), got %v", g.repPenalty)
+	case math.IsNaN(g.freqPenalty) || math.IsInf(g.freqPenalty, 0):
+		return fmt.Errorf("--frequency-penalty must be a number (negative: off), got %v", g.freqPenalty)
 	}
 	return nil
 }
@@ -344,7 +347,7 @@ var modeFlags = map[string]engine.Mode{
 	"canvas-ids": engine.Diffusion, "max-steps": engine.Diffusion, "t-min": engine.Diffusion, "t-max": engine.Diffusion,
 	"entropy-bound": engine.Diffusion, "confidence-threshold": engine.Diffusion, "stability": engine.Diffusion,
 	"guidance": engine.Diffusion, "guidance-in-word": engine.Diffusion, "guidance-rounds": engine.Diffusion, "trace": engine.Diffusion,
-	"temperature": engine.AR, "repetition-penalty": engine.AR,
+	"temperature": engine.AR, "repetition-penalty": engine.AR, "frequency-penalty": engine.AR,
 }
 
 // autoMode is the mode of a generate without --mode: the one the app's Chat and

@@ -116,6 +116,13 @@ type Generation struct {
 	// as in every Hugging Face checkpoint) is off.
 	ARNoStutters bool `json:"darkroom_ar_no_stutters,omitempty"`
 
+	// ARFrequencyPenalty is OpenAI's frequency_penalty α for AR mode
+	// (engine.Sampling.FrequencyPenalty): the logit of an id written c times
+	// is lowered by α·c, so a list the printer cannot stop ("[C++], [Lisp],
+	// [Scheme], …" to the last token) ends. Zero (or absent, as in every Hugging
+	// Face checkpoint) is off.
+	ARFrequencyPenalty float64 `json:"darkroom_ar_frequency_penalty,omitempty"`
+
 	// RepetitionPenalty is Hugging Face's repetition_penalty θ, read by the AR
 	// mode's pick (sampler.Penalize): the logits of ids already in the sequence are
 	// divided by θ where positive and multiplied by θ where negative. 1 (transformers'

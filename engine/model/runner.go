@@ -86,6 +86,7 @@ type Runner struct {
 	scoreExec                          *context.Exec
 	nextExec                           *context.Exec // EncodeNext's, made on first use
 	unseen                             []bool        // EncodeNext's mask where a TokenPlan has none (idMask): all false
+	noBias                             []float32     // EncodeNext's bias where a TokenPlan has none: all zero
 	stepExec                           *context.Exec // DecodeStep's (step.go), made on first use
 	compilations                       int           // graphs built (counted)
 	growExecs                          map[int]*Exec // by the capacity they grow from
@@ -289,9 +290,20 @@ func (r *Runner) EncodeNext(tokens []int, plan sampler.TokenPlan) (id int, err e
 	if err != nil {
 		return 0, err
 	}
+	bias := plan.Bias // nil: the frequency and presence penalties are off
+	switch {
+	case bias == nil:
+		if r.noBias == nil {
+			r.noBias = make([]float32, r.cfg.VocabSize)
+		}
+		bias = r.noBias
+	case len(bias) != r.cfg.VocabSize:
+		return 0, fmt.Errorf("encode next: %d biases for a vocabulary of %d", len(bias), r.cfg.VocabSize)
+	}
 	out, err := r.runEncode("encode next", r.nextExec, tokens[last:], plan.Temperature,
 		tensors.FromFlatDataAndDimensions([]uint32{plan.Key.K1, plan.Key.K2}, 2), plan.Penalty,
-		tensors.FromFlatDataAndDimensions(seen, len(seen)), tensors.FromFlatDataAndDimensions(banned, len(banned)))
+		tensors.FromFlatDataAndDimensions(seen, len(seen)), tensors.FromFlatDataAndDimensions(bias, len(bias)),
+		tensors.FromFlatDataAndDimensions(banned, len(banned)))
 	if err != nil {
 		return 0, err
 	}
@@ -724,11 +736,11 @@ func (r *Runner) encodeGraph(ctx *context.Context, in []*Node) []*Node {
 }
 
 // encodeNextGraph: in = [tokens [1, Tb], count, length, temperature f64, key [2]
-// Uint32, penalty f64, seen [V] Bool, banned [V] Bool, cache…] → [next id Int32 scalar, cache'…]:
-// encodeGraph with sampler.TokenGraph on its last logits.
+// Uint32, penalty f64, seen [V] Bool, bias [V] Float32, banned [V] Bool, cache…] →
+// [next id Int32 scalar, cache'…]: encodeGraph with sampler.TokenGraph on its last logits.
 func (r *Runner) encodeNextGraph(ctx *context.Context, in []*Node) []*Node {
-	p, h, src := r.encoderPass(ctx, in[:3], in[8:])
-	id := sampler.TokenGraph(Logits(p, r.lastRow(h, in[1])), in[3], in[4], in[5], in[6], in[7])
+	p, h, src := r.encoderPass(ctx, in[:3], in[9:])
+	id := sampler.TokenGraph(Logits(p, r.lastRow(h, in[1])), in[3], in[4], in[5], in[6], in[7], in[8])
 	return append([]*Node{id}, joinCache(r.cfg, src.k, src.v)...)
 }
 

@@ -44,7 +44,8 @@ func StepGraph(logits, temperature, keys, held, bound *Node) (draft, accepted, e
 // TokenGraph is Sampler.PickToken inside a GoMLX graph, so that AR decoding brings
 // back one id per token instead of a row of logits: the repetition penalty
 // (Penalize: seen ids' logits divided by θ where ≥ 0, multiplied where < 0, in
-// float32), the banned ids' logits set to Banish (NoStutters), then the argmax when temperature ≤ 0 (greedy), else the draw from
+// float32), the frequency penalty's bias added, the banned ids'
+// logits set to Banish (NoStutters), then the argmax when temperature ≤ 0 (greedy), else the draw from
 // softmax(logits/T) that TokenPlan's key gives position 0, with StepGraph's numerics
 // (so the same rounding caveat at a CDF boundary). The seen ids come as a [V] mask,
 // so one executable serves every length of the sequence; θ = 1 (or no id seen)
@@ -52,13 +53,15 @@ func StepGraph(logits, temperature, keys, held, bound *Node) (draft, accepted, e
 //
 //	logits: [V] Float32; temperature: Float64 scalar (TokenPlan.Temperature); key: [2]
 //	Uint32 (TokenPlan.Key's K1, K2); penalty: Float64 scalar (TokenPlan.Penalty); seen:
-//	[V] Bool (TokenPlan.Seen, all false when nil); banned: [V] Bool (TokenPlan.Banned,
-//	all false when nil: their logits become Banish) → id: Int32 scalar
-func TokenGraph(logits, temperature, key, penalty, seen, banned *Node) *Node {
+//	[V] Bool (TokenPlan.Seen, all false when nil); bias: [V] Float32 (TokenPlan.Bias,
+//	all zero when nil); banned: [V] Bool (TokenPlan.Banned, all false when nil: their
+//	logits become Banish) → id: Int32 scalar
+func TokenGraph(logits, temperature, key, penalty, seen, bias, banned *Node) *Node {
 	g := logits.Graph()
 	p := ConvertDType(penalty, dtypes.Float32)
 	penalized := Where(LessThan(logits, ZerosLike(logits)), Mul(logits, p), Div(logits, p))
 	logits = Where(seen, penalized, logits)
+	logits = Add(logits, bias)
 	logits = Where(banned, BroadcastToDims(Scalar(g, dtypes.Float32, Banish), logits.Shape().Dimensions...), logits)
 	greedy := LessOrEqual(temperature, ZerosLike(temperature))
 	// A greedy pick still runs the draw's arithmetic (one graph for both); T = 1

@@ -153,25 +153,28 @@ func TestKeyHashInGraph(t *testing.T) {
 // blocks exactly or not, so that over the draws both the argmax and other ids come
 // out; without the repetition penalty and with it (θ = 1.3 over the ids picked so
 // far, as the engine's AR loop sees them), where the greedy picks must move off the
-// unpenalized argmax at least once.
+// unpenalized argmax at least once; and with the frequency penalty over the
+// picked ids too.
 func TestTokenGraphMatchesToken(t *testing.T) {
 	b, err := backends.NewWithConfig("go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := NewExec(b, func(l, temp, key, pen, seen, banned *Node) *Node {
-		return TokenGraph(l, temp, key, pen, seen, banned)
+	exec, err := NewExec(b, func(in []*Node) *Node { // logits, temperature, key, penalty, seen, bias, banned
+		return TokenGraph(in[0], in[1], in[2], in[3], in[4], in[5], in[6])
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		penalty  float64
-		stutters bool
-	}{{0, false}, {1.3, false}, {0, true}} {
+		penalty   float64
+		stutters  bool
+		frequency float64
+	}{{0, false, 0}, {1.3, false, 0}, {0, true, 0}, {1.3, false, 0.7}} {
 		penalty := tc.penalty
 		p := defaults()
 		p.RepetitionPenalty = penalty
+		p.FrequencyPenalty = tc.frequency
 		for _, v := range []int{300, 256, 7} {
 			s, err := New(p, v, 9)
 			if err != nil {
@@ -197,6 +200,7 @@ func TestTokenGraphMatchesToken(t *testing.T) {
 				evens = append(evens, id)
 			}
 			s.See(evens)
+			s.Picked(evens[:len(evens)/2]...) // the frequency penalty's counts, where on
 			rng := rand.New(rand.NewPCG(3, uint64(v)))
 			notArgmax, moved := 0, 0
 			for k := range 40 {
@@ -219,9 +223,14 @@ func TestTokenGraphMatchesToken(t *testing.T) {
 				if banned == nil {
 					banned = make([]bool, v)
 				}
+				bias := plan.Bias
+				if bias == nil {
+					bias = make([]float32, v)
+				}
 				out, err := exec.Exec(tensors.FromFlatDataAndDimensions(logits, v), plan.Temperature,
 					tensors.FromFlatDataAndDimensions([]uint32{plan.Key.K1, plan.Key.K2}, 2), plan.Penalty,
-					tensors.FromFlatDataAndDimensions(seen, v), tensors.FromFlatDataAndDimensions(banned, v))
+					tensors.FromFlatDataAndDimensions(seen, v), tensors.FromFlatDataAndDimensions(bias, v),
+					tensors.FromFlatDataAndDimensions(banned, v))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -239,6 +248,7 @@ func TestTokenGraphMatchesToken(t *testing.T) {
 					t.Fatalf("vocab %d, pick %d: %d spells the word of the id before it", v, k, want)
 				}
 				s.See([]int{want})
+				s.Picked(want)
 				prev = want
 			}
 			if notArgmax == 0 {

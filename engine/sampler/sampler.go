@@ -53,6 +53,11 @@ type Params struct {
 	// RepetitionPenalty is θ of the AR mode's pick (repetition_penalty; see
 	// Penalize); 0 or 1 is off. Diffusion steps and AR guidance never read it.
 	RepetitionPenalty float64
+	// FrequencyPenalty is OpenAI's frequency_penalty α of the AR mode's pick:
+	// the logit of an id picked c times so far is lowered by α·c (see
+	// Picked), after the repetition penalty. 0 is off. Diffusion steps and AR
+	// guidance never read it.
+	FrequencyPenalty float64
 }
 
 // Validate reports knobs that cannot work.
@@ -70,6 +75,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("stability threshold must be ≥ 0, got %d", p.StabilityThreshold)
 	case !(p.RepetitionPenalty >= 0) || math.IsInf(p.RepetitionPenalty, 0):
 		return fmt.Errorf("repetition penalty must be finite and ≥ 0 (0 or 1: off), got %g", p.RepetitionPenalty)
+	case math.IsNaN(p.FrequencyPenalty) || math.IsInf(p.FrequencyPenalty, 0):
+		return fmt.Errorf("frequency penalty must be a finite number, got %g", p.FrequencyPenalty)
 	}
 	return nil
 }
@@ -241,6 +248,10 @@ type Sampler struct {
 	buf     []float32 // Token's scratch row
 	pen     []float32 // Token's penalized row
 	seen    []bool    // [vocab]: the ids of the sequence so far (See), for the repetition penalty
+	// The frequency penalty: counts [vocab] of each id picked so far (Picked),
+	// and bias [vocab], what it adds to each id's logit.
+	counts []int32
+	bias   []float32
 
 	// The AR stutter rule (NoStutters): word is the table, byWord its ids per
 	// word, last the word of the sequence's last id (spaces aside; −1 none), and
@@ -459,6 +470,28 @@ func (s *Sampler) See(ids []int) {
 	}
 }
 
+// Picked adds the ids the model picked to the counts the frequency penalty
+// reads — not the prompt's nor a held opening's: OpenAI's penalty counts the
+// text the model has written (held, an entry's first sentence counted against
+// its own words: on 50 seen titles ROUGE-L with the entry 0.419 against 0.423
+// without). See them too (the repetition penalty's set holds the prompt's as
+// well). With the penalty off nothing is kept.
+func (s *Sampler) Picked(ids ...int) {
+	if s.p.FrequencyPenalty == 0 {
+		return
+	}
+	if s.counts == nil {
+		s.counts, s.bias = make([]int32, s.vocab), make([]float32, s.vocab)
+	}
+	α := float32(s.p.FrequencyPenalty)
+	for _, id := range ids {
+		if id >= 0 && id < s.vocab {
+			s.counts[id]++
+			s.bias[id] = -α * float32(s.counts[id])
+		}
+	}
+}
+
 // seenIDs is the [vocab] set of ids seen so far, made on first use, or nil when the
 // repetition penalty is off (θ 0 or 1): the one place that decides whether it is on.
 func (s *Sampler) seenIDs() []bool {
@@ -480,7 +513,8 @@ func (s *Sampler) Token(logits []float32, temperature float64) int {
 
 // TokenPlan is what an AR token picked elsewhere (TokenGraph, on the device) takes
 // from the sampler: the temperature (≤ 0: greedy), the draw's Key, whose Float64(0)
-// is the draw, and the repetition penalty: θ (1: off) over the ids Seen so far.
+// is the draw, the repetition penalty: θ (1: off) over the ids Seen so far, the
+// frequency penalty's Bias, and the Banned ids.
 type TokenPlan struct {
 	Temperature float64
 	Key         Key
@@ -488,6 +522,11 @@ type TokenPlan struct {
 	// Seen marks the ids of the sequence so far ([vocab], See); nil when the
 	// penalty is off. It is the Sampler's own: read it before the next See.
 	Seen []bool
+	// Bias is added to the logits after the repetition penalty: the frequency
+	// penalty, −α·count for each id picked so far (Picked), 0 for the others;
+	// nil when it is off. It is the Sampler's own: read it before the next
+	// Picked.
+	Bias []float32
 	// Banned marks the ids the pick may not take ([vocab]: the last word's, under
 	// NoStutters); nil when none is. Its logits become Banish, after the penalty.
 	// It is the Sampler's own: read it before the next See.
@@ -505,6 +544,9 @@ func (s *Sampler) PlanToken(temperature float64) TokenPlan {
 	if seen := s.seenIDs(); seen != nil {
 		plan.Penalty, plan.Seen = s.p.RepetitionPenalty, seen
 	}
+	if s.bias != nil {
+		plan.Bias = s.bias
+	}
 	if s.last >= 0 && len(s.byWord[s.last]) < s.vocab { // (never every id)
 		plan.Banned = s.banned
 	}
@@ -518,18 +560,22 @@ func (s *Sampler) PlanToken(temperature float64) TokenPlan {
 
 // PickToken picks one AR token from a single row of logits as plan says: the
 // repetition penalty first (Penalize, on a copy: logits are left as they are),
-// the banned ids' logits set to Banish (NoStutters), then argmax (ties → lowest
+// then the frequency penalty's bias added (float32), the banned
+// ids' logits set to Banish (NoStutters), then argmax (ties → lowest
 // id) when plan.Temperature ≤ 0, otherwise the inverse-CDF draw
 // plan.Key.Float64(0) from softmax(logits/T) — the order of transformers'
 // logits processors before its warpers.
 func (s *Sampler) PickToken(logits []float32, plan TokenPlan) int {
 	penalize, ban := plan.Seen != nil && plan.Penalty != 1, plan.Banned != nil
-	if penalize || ban {
+	if penalize || ban || plan.Bias != nil {
 		s.pen = append(s.pen[:0], logits...)
 		logits = s.pen
 	}
 	if penalize {
 		Penalize(logits, plan.Seen, plan.Penalty)
+	}
+	for id, b := range plan.Bias[:min(len(plan.Bias), len(logits))] {
+		logits[id] += b
 	}
 	if ban {
 		for id, b := range plan.Banned[:min(len(plan.Banned), len(logits))] {
