@@ -63,16 +63,19 @@ type ModelList struct {
 // honours. A server ignores the others (top_p, …); a client leaves out what it
 // does not set.
 type ChatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []Message       `json:"messages"`
-	MaxTokens           *int            `json:"max_tokens,omitempty"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens,omitempty"` // takes precedence over MaxTokens
-	Temperature         *float64        `json:"temperature,omitempty"`
-	Seed                *int64          `json:"seed,omitempty"`
-	Stop                json.RawMessage `json:"stop,omitempty"` // null, a string, or an array of strings
-	N                   *int            `json:"n,omitempty"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *StreamOptions  `json:"stream_options,omitempty"`
+	Model               string    `json:"model"`
+	Messages            []Message `json:"messages"`
+	MaxTokens           *int      `json:"max_tokens,omitempty"`
+	MaxCompletionTokens *int      `json:"max_completion_tokens,omitempty"` // takes precedence over MaxTokens
+	Temperature         *float64  `json:"temperature,omitempty"`
+	// FrequencyPenalty is OpenAI's frequency_penalty, 0 to 2 here (below 0, a
+	// wish for repetition, is refused); AR mode reads it.
+	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
+	Seed             *int64          `json:"seed,omitempty"`
+	Stop             json.RawMessage `json:"stop,omitempty"` // null, a string, or an array of strings
+	N                *int            `json:"n,omitempty"`
+	Stream           bool            `json:"stream"`
+	StreamOptions    *StreamOptions  `json:"stream_options,omitempty"`
 	// ResponseFormat is read to refuse JSON mode, which Darkroom cannot hold an
 	// answer to: "text" (or none) is what it writes.
 	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`

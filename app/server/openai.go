@@ -36,7 +36,10 @@ import (
 // max_tokens (or max_completion_tokens) caps the new tokens; with the prompt it
 // must fit the model's context. temperature scales the model's denoising
 // temperature schedule (1 = the model's defaults, 0 ≈ greedy); in AR mode it
-// is the sampling temperature (0 = greedy). seed makes a run reproducible;
+// is the sampling temperature (0 = greedy). frequency_penalty (0 to 2; AR mode:
+// each token's logit lowered by it for every time the model wrote the token)
+// replaces the model's own (the Mini's is 0.1), 0 turning it off; diffusion
+// ignores it. seed makes a run reproducible;
 // without it every request draws a fresh seed. stop (a string or up to 4) cuts
 // the answer at the first occurrence. Extensions: "mode": "ar" decodes one token
 // per forward pass instead of block diffusion, "diffusion" develops canvases;
@@ -238,6 +241,18 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 				}
 			}
 			req.Sampling.TMin, req.Sampling.TMax = tMin*scale, tMax*scale
+		}
+	}
+	if f := cr.FrequencyPenalty; f != nil {
+		switch {
+		case math.IsNaN(*f) || *f < -2 || *f > 2:
+			return req, nil, &badRequest{"frequency_penalty", fmt.Sprintf("frequency_penalty must be between -2 and 2, got %g", *f)}
+		case *f < 0:
+			return req, nil, &badRequest{"frequency_penalty", fmt.Sprintf("frequency_penalty %g asks the model to repeat itself, which Darkroom does not do: give 0 (off) to 2", *f)}
+		case *f == 0:
+			req.Sampling.FrequencyPenalty = -1 // off, not the model's default
+		default:
+			req.Sampling.FrequencyPenalty = *f
 		}
 	}
 	if cr.Darkroom != nil {

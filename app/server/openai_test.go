@@ -129,6 +129,13 @@ func TestChatCompletion(t *testing.T) {
 	if ar.Mode != engine.AR || ar.Sampling.Temperature != 0 || ar.Sampling.MaxNewTokens != 5 || ar.Seed == ar2.Seed {
 		t.Errorf("AR requests %+v / %+v", ar, ar2)
 	}
+	// frequency_penalty: the model's own without it, α with it, 0 is off.
+	for body, want := range map[string]float64{`"mode":"ar"`: 0, `"mode":"ar","frequency_penalty":0.5`: 0.5, `"mode":"ar","frequency_penalty":0`: -1} {
+		callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],`+body+`}`)
+		if got := g.lastRequest(t).Sampling.FrequencyPenalty; got != want {
+			t.Errorf("%s: Sampling.FrequencyPenalty %g, want %g", body, got, want)
+		}
+	}
 	// temperature 0 in diffusion mode stays positive.
 	callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"temperature":0}`)
 	if d := g.lastRequest(t); !(d.Sampling.TMin > 0 && d.Sampling.TMax > 0 && d.Sampling.TMax < 0.1) {
@@ -176,6 +183,8 @@ func TestChatErrors(t *testing.T) {
 		{"n", `{"messages":[{"role":"user","content":"x"}],"n":2}`, "n", 400},
 		{"max_tokens", `{"messages":[{"role":"user","content":"x"}],"max_tokens":0}`, "max_tokens", 400},
 		{"temperature", `{"messages":[{"role":"user","content":"x"}],"temperature":3}`, "temperature", 400},
+		{"frequency_penalty", `{"messages":[{"role":"user","content":"x"}],"frequency_penalty":2.5}`, "frequency_penalty", 400},
+		{"negative frequency_penalty", `{"messages":[{"role":"user","content":"x"}],"frequency_penalty":-0.5}`, "frequency_penalty", 400},
 		{"mode", `{"messages":[{"role":"user","content":"x"}],"mode":"fast"}`, "mode", 400},
 		{"stop", `{"messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]}`, "stop", 400},
 		{"too big", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", maxRequestBytes) + `"}]}`, "", 413},
