@@ -233,7 +233,11 @@ func (l *Leads) entry(title string) (held, lead string, ok bool) {
 // to "What is Unix?" begins with what the entry says and the model writes
 // what follows, and an answer about a topic the leads do not hold is headed
 // with that topic — left to write its own heading, the Mini named another term
-// in half its answers ("What is a server room?" → "**server close**"). The
+// in half its answers ("What is a server room?" → "**server close**") — where
+// the message asks as the chat examples ask ("What is X?", "Explain X.": the
+// other forms ChatTopic knows, "What's X?" among them, are also how its
+// off-topic chats ask, which it learned to turn away). A plural topic finds
+// its entry by the singular ("What are interrupts?" → "**interrupt"). The
 // heading is left open for the model to close: the Mini's tokenizer writes
 // "**:" as one token, so a held closing "**" would rule out an answer without
 // a category (held so, it wrote "(noun)" and a dictionary sense for "bus
@@ -244,7 +248,7 @@ func (l *Leads) entry(title string) (held, lead string, ok bool) {
 // other message, and for a model folder without leads: the leads are what
 // says the model was trained on this answer form.
 func (l *Leads) ChatOpening(message string) (opening, lead string) {
-	topic, ok := ChatTopic(message)
+	topic, asked, ok := chatTopic(message)
 	if !ok || l.Len() == 0 {
 		return "", ""
 	}
@@ -259,6 +263,12 @@ func (l *Leads) ChatOpening(message string) (opening, lead string) {
 	if !ok && bare != topic {
 		title, entry, ok = l.entry(bare)
 	}
+	for _, one := range singulars(bare) { // "What are interrupts?"
+		if ok {
+			break
+		}
+		title, entry, ok = l.entry(one)
+	}
 	if ok {
 		category, text := leadMarkdown(entry)
 		if text != "" {
@@ -269,10 +279,29 @@ func (l *Leads) ChatOpening(message string) (opening, lead string) {
 			return "**" + title, lead
 		}
 	}
-	if !chatHeading(bare) {
+	if !asked || !chatHeading(bare) {
 		return "", ""
 	}
 	return "**" + bare, ""
+}
+
+// singulars are the singular forms a plural topic may have, most likely
+// first: "interrupts" → "interrupt"; "processes" → "process", "processe";
+// "libraries" → "library". None for a word that does not end in "s", or ends
+// in "ss" ("class").
+func singulars(topic string) []string {
+	lower := strings.ToLower(topic)
+	if len(topic) < 3 || !strings.HasSuffix(lower, "s") || strings.HasSuffix(lower, "ss") {
+		return nil
+	}
+	var out []string
+	if strings.HasSuffix(lower, "ies") {
+		out = append(out, topic[:len(topic)-3]+"y")
+	}
+	if strings.HasSuffix(lower, "es") {
+		out = append(out, topic[:len(topic)-2])
+	}
+	return append(out, topic[:len(topic)-1])
 }
 
 // Bounds on a chat heading the leads do not hold: the titles the Mini was

@@ -99,10 +99,19 @@ var ChatQuestions = []string{
 
 // ChatTopic is the topic of a chat message that asks about one the way the
 // chat examples ask (ChatQuestions, ChatArticleQuestion) or as people often do
-// ("what's X", "who is X", "what does X stand for", "define X"), case, spacing
+// ("what's X", "who is X", "what are X", "what does X stand for"), case, spacing
 // and the ending's punctuation aside: "what is a compiler?" → "a compiler"
 // (the article is the caller's to drop). ok is false for any other message.
 func ChatTopic(message string) (topic string, ok bool) {
+	topic, _, ok = chatTopic(message)
+	return topic, ok
+}
+
+// chatTopic is ChatTopic, with asked true where the message asks as the chat
+// examples do (ChatQuestions, ChatArticleQuestion) — the questions the model
+// answered with a definition in training, and none of its off-topic chats
+// ("What's the weather like today?" is one, answered with ChatElsewhere).
+func chatTopic(message string) (topic string, asked, ok bool) {
 	q := strings.TrimRight(CleanLine(message), "?.! ")
 	for _, f := range chatTopicForms {
 		if len(q) <= len(f.before)+len(f.after) ||
@@ -110,29 +119,37 @@ func ChatTopic(message string) (topic string, ok bool) {
 			continue
 		}
 		if t := strings.TrimSpace(q[len(f.before) : len(q)-len(f.after)]); t != "" {
-			return t, true
+			return t, f.asked, true
 		}
 	}
-	return "", false
+	return "", false, false
 }
 
 // chatTopicForms are the questions ChatTopic knows, the text before and after
 // the topic (without the ending's punctuation), longest first so that "What is
 // meant by X in computing" is not read as "What is X".
-var chatTopicForms = func() []struct{ before, after string } {
-	forms := []struct{ before, after string }{
-		{"what's ", ""}, {"who is ", ""}, {"who was ", ""}, {"what was ", ""},
-		{"what does ", " stand for"}, {"what is the meaning of ", ""}, {"meaning of ", ""}, {"what is meant by ", ""},
+var chatTopicForms = func() []chatForm {
+	forms := []chatForm{
+		{"what's ", "", false}, {"who is ", "", false}, {"who was ", "", false}, {"what was ", "", false},
+		{"what are ", "", false}, {"what does ", " stand for", false}, {"what is the meaning of ", "", false},
+		{"meaning of ", "", false}, {"what is meant by ", "", false},
 	}
 	for _, q := range ChatQuestions {
 		before, after, _ := strings.Cut(q, "%s")
-		forms = append(forms, struct{ before, after string }{before, strings.TrimRight(after, "?.! ")})
+		forms = append(forms, chatForm{before, strings.TrimRight(after, "?.! "), true})
 	}
-	slices.SortStableFunc(forms, func(a, b struct{ before, after string }) int {
+	slices.SortStableFunc(forms, func(a, b chatForm) int {
 		return (len(b.before) + len(b.after)) - (len(a.before) + len(a.after))
 	})
 	return forms
 }()
+
+// chatForm is a question ChatTopic knows: the text before and after the topic,
+// and whether the chat examples ask so (chatTopic).
+type chatForm struct {
+	before, after string
+	asked         bool
+}
 
 // ChatQuestion returns phrasing i (mod len(ChatQuestions)) of the question about title.
 func ChatQuestion(i int, title string) string {

@@ -13,13 +13,16 @@ import (
 // TestElsewhereChats: the off-topic chats answer with assets.ChatElsewhere;
 // the held-out ones share no prompt, template or noun with the training ones,
 // and none asks a question the Chat would take for a term's (assets.ChatTopic
-// with "What is"), which the model must still answer.
+// with "What is") and head as one (assets.Leads.ChatOpening): the model must
+// still turn them away.
 func TestElsewhereChats(t *testing.T) {
 	var nouns []string
 	for i := range 300 {
 		nouns = append(nouns, fmt.Sprintf("noun%03d", i))
 	}
 	train, held := ElsewhereChats(nouns, 400)
+	var leads assets.Leads // a folder with leads, as the Mini's: Chat heads the answers to terms' questions
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system.</p>")
 	if len(train) != 400 || len(held) != 10 {
 		t.Fatalf("%d training and %d held-out chats, want 400 and 10", len(train), len(held))
 	}
@@ -42,6 +45,9 @@ func TestElsewhereChats(t *testing.T) {
 		}
 		if strings.HasPrefix(strings.ToLower(ex.Prompt), "what is") {
 			t.Errorf("%q asks as a term's question does", ex.Prompt)
+		}
+		if opening, lead := leads.ChatOpening(ex.Prompt); opening != "" || lead != "" {
+			t.Errorf("%q: the Chat would open its answer with %q%q, not let the model turn it away", ex.Prompt, opening, lead)
 		}
 	}
 	for _, ex := range held {
