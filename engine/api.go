@@ -56,9 +56,9 @@ type Sampling struct {
 	// FrequencyPenalty is OpenAI's frequency_penalty α, AR mode only: before
 	// each pick, the logit of every id picked so far (not the prompt's nor a
 	// held opening's) is lowered by α times its count (sampler.Sampler.Picked),
-	// after the repetition penalty. Zero means the
-	// model's default (generation_config.json's darkroom_ar_frequency_penalty);
-	// negative is off. Diffusion and its AR guidance ignore it.
+	// after the repetition penalty. Zero means the model's default
+	// (generation_config.json's darkroom_ar_frequency_penalty); negative is
+	// off. Diffusion and its AR guidance ignore it.
 	FrequencyPenalty float64
 }
 

@@ -290,7 +290,7 @@ func (r *Runner) EncodeNext(tokens []int, plan sampler.TokenPlan) (id int, err e
 	if err != nil {
 		return 0, err
 	}
-	bias := plan.Bias // nil: the frequency and presence penalties are off
+	bias := plan.Bias // nil: the frequency penalty is off
 	switch {
 	case bias == nil:
 		if r.noBias == nil {

@@ -44,8 +44,8 @@ func StepGraph(logits, temperature, keys, held, bound *Node) (draft, accepted, e
 // TokenGraph is Sampler.PickToken inside a GoMLX graph, so that AR decoding brings
 // back one id per token instead of a row of logits: the repetition penalty
 // (Penalize: seen ids' logits divided by θ where ≥ 0, multiplied where < 0, in
-// float32), the frequency penalty's bias added, the banned ids'
-// logits set to Banish (NoStutters), then the argmax when temperature ≤ 0 (greedy), else the draw from
+// float32), the frequency penalty's bias added, the banned ids' logits set to
+// Banish (NoStutters), then the argmax when temperature ≤ 0 (greedy), else the draw from
 // softmax(logits/T) that TokenPlan's key gives position 0, with StepGraph's numerics
 // (so the same rounding caveat at a CDF boundary). The seen ids come as a [V] mask,
 // so one executable serves every length of the sequence; θ = 1 (or no id seen)
