@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -320,7 +321,10 @@ func (e *Encyclopedia) generate(title string) {
 		}
 		text := htmlsafe.Relink(res.Text, leads.Has)
 		doc := htmlsafe.Parse(text)
-		st := develop.DoneStatus(res) + " · " + label
+		// The mode right after the state ("Done · Printer (AR) · 213 tokens …"):
+		// at the end, an 800-pixel window cut it off.
+		state, rest, _ := strings.Cut(develop.DoneStatus(res), " · ")
+		st := state + " · " + label + " · " + rest
 		partial := res.StopReason == engine.StopCancelled && shown != nil
 		onUI(func() {
 			if !current() {

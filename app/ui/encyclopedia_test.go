@@ -505,11 +505,11 @@ func TestEncyclopediaPageMode(t *testing.T) {
 		}
 		return sm.PageMode
 	}
-	if got := page("Unix"); got != engine.AR || !strings.HasSuffix(e.status.Text, " · Printer (AR)") || browserMode() != engine.AR {
+	if got := page("Unix"); got != engine.AR || !strings.HasPrefix(e.status.Text, "Done · Printer (AR) · ") || browserMode() != engine.AR {
 		t.Errorf("automatic: mode %q (browser mode %q), status %q; want the model's printer, said", got, browserMode(), e.status.Text)
 	}
 	asUI(func() { e.mode.SetSelected(modeLabel(engine.Diffusion)) })
-	if got := page("Lisp"); got != engine.Diffusion || !strings.HasSuffix(e.status.Text, " · Polaroid (diffusion)") || browserMode() != engine.Diffusion {
+	if got := page("Lisp"); got != engine.Diffusion || !strings.HasPrefix(e.status.Text, "Done · Polaroid (diffusion) · ") || browserMode() != engine.Diffusion {
 		t.Errorf("polaroid picked: mode %q, status %q", got, e.status.Text)
 	}
 	if v := a.deps.Settings.Get(); v.PageMode != "diffusion" {
