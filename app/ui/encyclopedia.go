@@ -355,13 +355,11 @@ func (e *Encyclopedia) generate(title string) {
 // one here for a model that writes equally well both ways). A server that runs
 // one way only (ModelInfo.OneMode) writes in its own.
 func pageMode(info ModelInfo, picked string) engine.Mode {
-	switch {
-	case info.OneMode != "":
+	if info.OneMode != "" {
 		return engine.Diffusion
-	case picked == modeLabel(engine.Diffusion):
-		return engine.Diffusion
-	case picked == modeLabel(engine.AR):
-		return engine.AR
+	}
+	if m := pickedMode(picked); m != "" {
+		return engine.Mode(m)
 	}
 	return info.defaultMode()
 }

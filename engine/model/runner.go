@@ -85,8 +85,8 @@ type Runner struct {
 	encodeExec, decodeExec, hiddenExec *context.Exec
 	scoreExec                          *context.Exec
 	nextExec                           *context.Exec // EncodeNext's, made on first use
-	unseen                             []bool        // EncodeNext's mask where a TokenPlan has none (idMask): all false
-	noBias                             []float32     // EncodeNext's bias where a TokenPlan has none: all zero
+	unseen                             []bool        // EncodeNext's mask where a TokenPlan has none (vocabRow): all false
+	noBias                             []float32     // EncodeNext's bias where a TokenPlan has none (vocabRow): all zero
 	stepExec                           *context.Exec // DecodeStep's (step.go), made on first use
 	compilations                       int           // graphs built (counted)
 	growExecs                          map[int]*Exec // by the capacity they grow from
@@ -282,23 +282,17 @@ func (r *Runner) EncodeNext(tokens []int, plan sampler.TokenPlan) (id int, err e
 			return 0, err
 		}
 	}
-	seen, err := r.idMask("seen", plan.Seen) // nil: the penalty is off (θ = 1)
+	seen, err := vocabRow("seen ids' mask", plan.Seen, &r.unseen, r.cfg.VocabSize) // nil: the penalty is off (θ = 1)
 	if err != nil {
 		return 0, err
 	}
-	banned, err := r.idMask("banned", plan.Banned) // nil: no id is banned
+	bias, err := vocabRow("biases", plan.Bias, &r.noBias, r.cfg.VocabSize) // nil: the frequency penalty is off
 	if err != nil {
 		return 0, err
 	}
-	bias := plan.Bias // nil: the frequency penalty is off
-	switch {
-	case bias == nil:
-		if r.noBias == nil {
-			r.noBias = make([]float32, r.cfg.VocabSize)
-		}
-		bias = r.noBias
-	case len(bias) != r.cfg.VocabSize:
-		return 0, fmt.Errorf("encode next: %d biases for a vocabulary of %d", len(bias), r.cfg.VocabSize)
+	banned, err := vocabRow("banned ids' mask", plan.Banned, &r.unseen, r.cfg.VocabSize) // nil: no id is banned
+	if err != nil {
+		return 0, err
 	}
 	out, err := r.runEncode("encode next", r.nextExec, tokens[last:], plan.Temperature,
 		tensors.FromFlatDataAndDimensions([]uint32{plan.Key.K1, plan.Key.K2}, 2), plan.Penalty,
@@ -312,19 +306,20 @@ func (r *Runner) EncodeNext(tokens []int, plan sampler.TokenPlan) (id int, err e
 	return id, err
 }
 
-// idMask is a [vocab] mask of ids EncodeNext sends (TokenPlan.Seen, Banned): m
-// itself, or all false where m is nil.
-func (r *Runner) idMask(what string, m []bool) ([]bool, error) {
+// vocabRow is a [vocab] row EncodeNext sends (TokenPlan.Seen, Bias, Banned):
+// row itself, or, where row is nil, *none — all false or zero, made on first
+// use and kept.
+func vocabRow[T bool | float32](what string, row []T, none *[]T, vocab int) ([]T, error) {
 	switch {
-	case m == nil:
-		if r.unseen == nil {
-			r.unseen = make([]bool, r.cfg.VocabSize)
+	case row == nil:
+		if *none == nil {
+			*none = make([]T, vocab)
 		}
-		return r.unseen, nil
-	case len(m) != r.cfg.VocabSize:
-		return nil, fmt.Errorf("encode next: %d %s ids' mask for a vocabulary of %d", len(m), what, r.cfg.VocabSize)
+		return *none, nil
+	case len(row) != vocab:
+		return nil, fmt.Errorf("encode next: %d %s entries for a vocabulary of %d", len(row), what, vocab)
 	}
-	return m, nil
+	return row, nil
 }
 
 // TokensOnDevice reports whether EncodeNext runs: the model is in graphs (not

@@ -611,12 +611,19 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 // as its bold heading, as the corpus's answers do ("**compiler** (programming):
 // …"): the heading's text equals title, ignoring case and runs of white space.
 func HeadingNames(answer, title string) bool {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(answer), "**")
-	if !ok {
-		return false
-	}
-	heading, _, ok := strings.Cut(rest, "**")
+	heading, _, ok := answerHeading(answer)
 	return ok && strings.EqualFold(assets.CleanLine(heading), assets.CleanLine(title))
+}
+
+// answerHeading splits a chat answer that opens with a bold heading
+// ("**compiler** (programming): …") into the heading's text and what follows
+// it; ok is false for an answer without one.
+func answerHeading(answer string) (heading, rest string, ok bool) {
+	rest, ok = strings.CutPrefix(strings.TrimSpace(answer), "**")
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, "**")
 }
 
 // AnswerBody is a chat answer after its bold heading and the category after
@@ -624,11 +631,7 @@ func HeadingNames(answer, title string) bool {
 // without the heading is its own body. ROUGE-L of the bodies says how much of
 // the entry an answer says, the heading — held by the app — left out.
 func AnswerBody(answer string) string {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(answer), "**")
-	if !ok {
-		return answer
-	}
-	_, body, ok := strings.Cut(rest, "**")
+	_, body, ok := answerHeading(answer)
 	if !ok {
 		return answer
 	}
