@@ -20,7 +20,7 @@ import (
 // as engine.Request.Lead after the heading's Opening), as
 // it holds the heading: a page on a known title then begins with what the entry
 // says, and the model writes the rest; Chat does the same for a question about
-// an entry (Leads.ChatOpening). A title the folder does
+// an entry (Leads.ChatStart). A title the folder does
 // not hold — a held-out title, anything typed — gets the heading alone, and the
 // model writes the whole page. Any model folder may carry the file; only the
 // built-in Mini does (packaging/ship-mini.sh writes it from the training corpus).
@@ -219,38 +219,58 @@ func (l *Leads) entry(title string) (held, lead string, ok bool) {
 	return held, l.byTitle[held], true
 }
 
-// ChatOpening is the start of the chat answer to message where it asks about
-// a topic the way the chat examples ask (ChatTopic), split as the Encyclopedia
-// splits a page's: opening, the start of the bold heading the examples open
-// with, is sent as engine.Request.Opening, and lead, where the leads hold the
-// topic ("a", "an" or "the" before it dropped when the topic with it is not
-// held), the heading's end and the entry's first sentence as the examples
-// write it — category, then the sentence as Markdown — as engine.Request.Lead:
+// ChatStart is how Darkroom Mini's answer to a chat message begins
+// (Leads.ChatStart): the engine.Request fields of the same names, which
+// Chat, the API, `darkroom generate` and `train eval` set from it.
+type ChatStart struct {
+	Opening, Lead    string
+	OpeningTentative bool
+	Reply            string
+}
+
+// ChatStart is how the answer to message begins. Where it asks about a topic
+// the way the chat examples ask (ChatTopic), it is split as the Encyclopedia
+// splits a page: Opening, the start of the bold heading the examples open
+// with, and Lead, where the leads hold the topic ("a", "an" or "the" before it
+// dropped when the topic with it is not held), the heading's end and the
+// entry's first sentence as the examples write it — category, then the
+// sentence as Markdown:
 //
 //	"**Unix"  +  "** (operating system): (Or "UNIX", …) An interactive time-sharing operating system …"
 //
-// The Chat screen, the API and `darkroom generate` send them, so the answer
-// to "What is Unix?" begins with what the entry says and the model writes
-// what follows, and an answer about a topic the leads do not hold is headed
-// with that topic — left to write its own heading, the Mini named another term
-// in half its answers ("What is a server room?" → "**server close**") — where
-// the message asks as the chat examples ask ("What is X?", "Explain X.": the
-// other forms ChatTopic knows, "What's X?" among them, are also how its
-// off-topic chats ask, which it learned to turn away). A plural topic finds
-// its entry by the singular ("What are interrupts?" → "**interrupt"). The
-// heading is left open for the model to close: the Mini's tokenizer writes
-// "**:" as one token, so a held closing "**" would rule out an answer without
-// a category (held so, it wrote "(noun)" and a dictionary sense for "bus
-// error"). The held heading is the topic as asked, its article dropped, where
-// it reads as a term: at most chatHeadingWords words and chatHeadingBytes
-// bytes, no "**" or markup, no "you", "my" and the like ("What is your name?"
-// is not about an entry), not "it", "up" or "new" alone. Both are "" for any
-// other message, and for a model folder without leads: the leads are what
-// says the model was trained on this answer form.
-func (l *Leads) ChatOpening(message string) (opening, lead string) {
+// so the answer to "What is Unix?" begins with what the entry says and the
+// model writes what follows. A topic the leads do not hold heads the answer
+// as asked, its article dropped — left to write its own heading, the Mini
+// named another term in half its answers ("What is a server room?" →
+// "**server close**") — where the message asks as the chat examples ask ("What
+// is X?", "Explain X.": the other forms ChatTopic knows, "What's X?" among
+// them, are also how its off-topic chats ask, which it learned to turn away)
+// and the topic reads as a term: at most chatHeadingWords words and
+// chatHeadingBytes bytes, no "**" or markup, no "you", "my" and the like
+// ("What is your name?" is not about an entry), not "it", "up" or "new" alone.
+// That heading is tentative (OpeningTentative): held only where the model
+// begins its answer with a heading itself, so a question it turns away ("What
+// is a good recipe for pancakes?") is not forced into a made-up definition.
+// A plural topic finds its entry by the singular ("What are interrupts?" →
+// "**interrupt"). The heading is left open for the model to close: the Mini's
+// tokenizer writes "**:" as one token, so a held closing "**" would rule out an
+// answer without a category (held so, it wrote "(noun)" and a dictionary
+// sense for "bus error").
+//
+// With no entry held, Reply is the Library answer (ChatElsewhere), which the
+// model learned to write word for word: where it begins it, it is held whole
+// (engine.Request.Reply; left to write it, the Mini garbled it in half the
+// off-topic questions it turned away). All is empty for a model folder
+// without leads: the leads are what says the model was trained on these
+// answer forms.
+func (l *Leads) ChatStart(message string) ChatStart {
+	if l.Len() == 0 {
+		return ChatStart{}
+	}
+	reply := ChatStart{Reply: ChatElsewhere()}
 	topic, asked, ok := chatTopic(message)
-	if !ok || l.Len() == 0 {
-		return "", ""
+	if !ok {
+		return reply
 	}
 	bare := topic
 	for _, article := range []string{"a ", "an ", "the "} {
@@ -272,17 +292,18 @@ func (l *Leads) ChatOpening(message string) (opening, lead string) {
 	if ok {
 		category, text := leadMarkdown(entry)
 		if text != "" {
-			lead = "**: " + text
+			lead := "**: " + text
 			if category != "" {
 				lead = "** (" + category + "): " + text
 			}
-			return "**" + title, lead
+			return ChatStart{Opening: "**" + title, Lead: lead}
 		}
 	}
 	if !asked || !chatHeading(bare) {
-		return "", ""
+		return reply
 	}
-	return "**" + bare, ""
+	reply.Opening, reply.OpeningTentative = "**"+bare, true
+	return reply
 }
 
 // singulars are the singular forms a plural topic may have, most likely
@@ -312,7 +333,7 @@ const (
 )
 
 // chatHeading reports whether a topic not held reads as a term to head an
-// answer with (ChatOpening).
+// answer with (ChatStart).
 func chatHeading(topic string) bool {
 	words := strings.Fields(topic)
 	if len(words) == 0 || len(words) > chatHeadingWords || len(topic) > chatHeadingBytes ||

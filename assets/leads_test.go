@@ -89,7 +89,7 @@ func TestLeads(t *testing.T) {
 		t.Errorf(`Has("unix") %v, Has("Emacs") %v; want true (as Lead finds it), false`, got.Has("unix"), got.Has("Emacs"))
 	}
 	for range 4 {
-		wg.Go(func() { got.Lead("lisp"); got.ChatOpening("What is UNIX?") })
+		wg.Go(func() { got.Lead("lisp"); got.ChatStart("What is UNIX?") })
 	}
 	wg.Wait()
 }
@@ -154,12 +154,12 @@ func TestChatTopic(t *testing.T) {
 	}
 }
 
-// TestChatOpening: a question about a held title opens its answer with the
+// TestChatStart: a question about a held title opens its answer with the
 // bold title and the entry's lead in the chat examples' form
 // (engine/train/corpus.ChatAnswer's), the heading's end in the lead; one
 // about a topic not held, asked as the chat examples ask, with the topic as the
 // heading's start, where it reads as a term; anything else with nothing.
-func TestChatOpening(t *testing.T) {
+func TestChatStart(t *testing.T) {
 	var l Leads
 	for _, p := range [][2]string{
 		{"Unix", `<h1>Unix</h1>` + "\n" + `<p><em>operating system</em></p>` + "\n" +
@@ -214,12 +214,20 @@ func TestChatOpening(t *testing.T) {
 		"What is <b>?":           {"", ""},
 		"What is the best way to learn programming quickly?": {"", ""}, // 7 words
 	} {
-		if o, ld := l.ChatOpening(msg); o != want[0] || ld != want[1] {
-			t.Errorf("ChatOpening(%q) = %q, %q; want %q, %q", msg, o, ld, want[0], want[1])
+		// Only a heading the leads do not hold is tentative: the model may
+		// begin otherwise (engine.Request.OpeningTentative).
+		// The Library answer is the reply wherever no entry is held.
+		got := l.ChatStart(msg)
+		o, ld := got.Opening, got.Lead
+		if o != want[0] || ld != want[1] || got.OpeningTentative != (o != "" && ld == "") || (got.Reply == "") != (ld != "") {
+			t.Errorf("ChatStart(%q) = %+v; want opening %q, lead %q", msg, got, want[0], want[1])
+		}
+		if got.Reply != "" && got.Reply != ChatElsewhere() {
+			t.Errorf("ChatStart(%q).Reply = %q, want the Library answer", msg, got.Reply)
 		}
 	}
 	var none *Leads
-	if o, ld := none.ChatOpening("What is Unix?"); o != "" || ld != "" {
-		t.Errorf("no leads: ChatOpening = %q, %q", o, ld)
+	if got := none.ChatStart("What is Unix?"); got != (ChatStart{}) {
+		t.Errorf("no leads: ChatStart = %+v", got)
 	}
 }

@@ -95,6 +95,24 @@ type Request struct {
 	// Lead is dropped whole, Opening alone is held, and Result.LeadHeld says so:
 	// a lead is optional, an opening is not.
 	Lead string
+	// OpeningTentative holds Opening (and Lead) only where the model would begin
+	// the answer with Opening's first token itself: in AR mode its own pick after
+	// the prompt (at the request's temperature and penalties), in diffusion the
+	// causal head's most likely token after the prompt. Otherwise the answer is
+	// written as if neither had been sent (Result.HeldTokens is 0). Chat's
+	// heading names the term asked about where the model writes a heading, and
+	// does not force a definition on a message it answers otherwise ("What is
+	// the capital of France?", which the Mini sends to the Library).
+	OpeningTentative bool
+	// Reply is a whole answer the model was trained to give word for word (the
+	// Mini's Library answer to a message it is not for, assets.ChatElsewhere).
+	// Where the model begins its answer with Reply's start — its own first
+	// token, tested as a tentative opening's, after that opening — Reply is the
+	// answer, held whole (Result.Replied). Left to write it, the Mini's printer
+	// let the topic's words, and the repetition penalty on the system turn's,
+	// pull it apart ("I am Darkroom Mallmour to theft**: …"). Not with a held
+	// (not tentative) Opening, nor one longer than max new tokens.
+	Reply string
 
 	// OnEvent, if set, is called synchronously from the generating goroutine for
 	// every denoising step, committed canvas and AR token. It must not block for long.
@@ -166,7 +184,8 @@ type Result struct {
 	ForwardFLOPs  float64       `json:"forward_flops"`         // model arithmetic of those passes (engine/model's count of useful FLOPs)
 	StopReason    string        `json:"stop_reason"`           // StopEOS, StopMaxTokens or StopCancelled
 	LeadHeld      bool          `json:"lead_held,omitempty"`   // Request.Lead was held after the Opening (Tokens and Text begin with both)
-	HeldTokens    int           `json:"held_tokens,omitempty"` // how many of Tokens were held (the Opening's and, where held, the Lead's), not written
+	HeldTokens    int           `json:"held_tokens,omitempty"` // how many of Tokens were held (the Opening's and, where held, the Lead's; or the Reply's), not written
+	Replied       bool          `json:"replied,omitempty"`     // the model began Request.Reply, held whole as the answer
 }
 
 // Why a generation stopped (Result.StopReason; also its JSON): the engine

@@ -178,6 +178,7 @@ type plan struct {
 	s               Sampling
 	prompt, opening []int // opening: Request.Opening's ids, and Lead's where it fits
 	lead            bool  // Request.Lead is in opening
+	reply           []int // Request.Reply's ids, where it may be held (nil where not)
 	eos             []int
 }
 
@@ -220,6 +221,16 @@ func (e *Engine) plan(req *Request) (plan, error) {
 	case slices.ContainsFunc(opening, func(id int) bool { return slices.Contains(eos, id) }):
 		return plan{}, fmt.Errorf("the opening %q contains an end-of-sequence token", req.Opening)
 	}
+	var reply []int
+	if req.Reply != "" && (req.OpeningTentative || len(opening) == 0) {
+		reply = e.tok.Encode(req.Reply)
+		if err := checkIDs("reply", reply, t.VocabSize); err != nil {
+			return plan{}, err
+		}
+		if len(reply) > s.MaxNewTokens || slices.ContainsFunc(reply, func(id int) bool { return slices.Contains(eos, id) }) {
+			reply = nil // not the whole reply: the model writes its answer
+		}
+	}
 	if mp := t.MaxPositionEmbeddings; mp > 0 {
 		if s.MaxNewTokens > mp { // before the sums below, which could overflow
 			return plan{}, &ContextError{Prompt: len(prompt), MaxNew: s.MaxNewTokens, Need: len(prompt) + mp, Limit: mp}
@@ -232,7 +243,7 @@ func (e *Engine) plan(req *Request) (plan, error) {
 			return plan{}, &ContextError{Prompt: len(prompt), MaxNew: s.MaxNewTokens, Need: need, Limit: mp}
 		}
 	}
-	return plan{s: s, prompt: prompt, opening: opening, lead: lead, eos: eos}, nil
+	return plan{s: s, prompt: prompt, opening: opening, lead: lead, reply: reply, eos: eos}, nil
 }
 
 // newGeneration checks a request and prepares its state.
@@ -257,7 +268,7 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 	}
 	return &generation{ctx: ctx, req: req, run: e.run, tok: e.tok, smp: smp, s: s, guideIDs: e.guideIDs,
 		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt, opening: opening,
-		lead: p.lead}, nil
+		lead: p.lead, reply: p.reply}, nil
 }
 
 // guideIDs is what AR guidance knows of each id's text, by id.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -95,6 +96,7 @@ type generation struct {
 	prompt   []int
 	opening  []int // Request.Opening's ids (and Lead's, where it fits): held at the head of the answer, over as many canvases as they reach (AR: fed first)
 	lead     bool  // Request.Lead is in opening (Result.LeadHeld)
+	reply    []int // Request.Reply's ids, where it may be held
 	start    time.Time
 	forward  int           // forward passes so far
 	fwdTime  time.Duration // spent inside forward passes
@@ -187,8 +189,26 @@ func (g *generation) diffusion() error {
 	if g.cancelled() {
 		return nil
 	}
-	if _, err := g.forwardEncode(g.prompt); err != nil {
+	logits, err := g.forwardEncode(g.prompt)
+	if err != nil {
 		return err
+	}
+	// A tentative opening, or a reply, only where the causal head's first
+	// token begins it.
+	if tentative := g.req.OpeningTentative && len(g.opening) > 0; tentative || len(g.reply) > 0 {
+		if err := checkLogits(logits, g.vocab); err != nil {
+			return err
+		}
+		switch first := sampler.Argmax(logits); {
+		case tentative && g.begins(first, g.opening):
+		case g.begins(first, g.reply):
+			g.holdReply()
+			g.res.FirstCanvasMS = ms(time.Since(g.start))
+			g.emit(Event{Kind: EventCommit, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
+			return nil
+		default:
+			g.dropOpening()
+		}
 	}
 	canvases := (g.s.MaxNewTokens + g.canvas - 1) / g.canvas
 	var committed []int // the previous canvas, to encode before the next one
@@ -385,14 +405,55 @@ func (g *generation) forwardScore(tokens []int, from int) ([]float32, error) {
 	return logits, nil
 }
 
+// begins reports whether the model's first token id begins held, a
+// tentative opening or a reply: its text is held's start (the Mini writes "**"
+// where the opening's first token is "**w", the tokenizer's piece for
+// "**within"). Never for an empty held.
+func (g *generation) begins(id int, held []int) bool {
+	text := g.tok.Decode([]int{id})
+	return len(held) > 0 && strings.TrimSpace(text) != "" && strings.HasPrefix(g.tok.Decode(held), text)
+}
+
+// dropOpening lets the model write the answer from its start: a tentative
+// opening it would not begin with (Request.OpeningTentative).
+func (g *generation) dropOpening() {
+	g.opening, g.lead, g.res.LeadHeld = nil, false, false
+}
+
+// holdReply makes Request.Reply the whole answer: the model began it.
+func (g *generation) holdReply() {
+	g.dropOpening()
+	g.opening, g.out = g.reply, slices.Clone(g.reply) // held: Result.HeldTokens, no rate
+	g.res.Replied, g.res.StopReason = true, StopEOS
+}
+
 // autoregressive decodes one token per encoder pass with the causal cache.
 func (g *generation) autoregressive() error {
 	if g.cancelled() {
 		return nil
 	}
 	// The opening is answer text already decided: it goes through the encoder
-	// with the prompt and opens the output.
-	id, err := g.forwardNext(append(slices.Clone(g.prompt), g.opening...))
+	// with the prompt and opens the output. A tentative one, or a reply, only
+	// where the model's own first pick begins it (the prompt, then the opening).
+	var id int
+	var err error
+	if tentative := g.req.OpeningTentative && len(g.opening) > 0; tentative || len(g.reply) > 0 {
+		if id, err = g.forwardNext(g.prompt); err != nil {
+			return err
+		}
+		switch {
+		case tentative && g.begins(id, g.opening):
+			id, err = g.forwardNext(g.opening)
+		case g.begins(id, g.reply):
+			g.holdReply()
+			g.emit(Event{Kind: EventToken, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
+			return nil
+		default:
+			g.dropOpening()
+		}
+	} else {
+		id, err = g.forwardNext(append(slices.Clone(g.prompt), g.opening...))
+	}
 	if err != nil {
 		return err
 	}

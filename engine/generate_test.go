@@ -388,6 +388,125 @@ func TestLeadHeldWhereItFits(t *testing.T) {
 	}
 }
 
+// TestTentativeOpening: a tentative opening (and its lead) is held only where
+// the model's own first pick after the prompt is the opening's first token —
+// the causal head's, in both modes — and otherwise the answer is the one
+// written with no opening at all, nothing held ("What is the capital of
+// France?" was forced into a definition under the heading "capital of France").
+func TestTentativeOpening(t *testing.T) {
+	firstAR := func(pos int) int { // the causal head begins the answer with t7
+		if pos == promptLen {
+			return 7
+		}
+		return body(pos)
+	}
+	for _, m := range []Mode{Diffusion, AR} {
+		run := func(opening, lead string) *Result {
+			t.Helper()
+			f := newScript(body)
+			f.ar = firstAR
+			res, err := testEngine(f).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: m,
+				Opening: opening, Lead: lead, OpeningTentative: opening != "", Sampling: Sampling{MaxNewTokens: 24}})
+			if err != nil {
+				t.Fatalf("%s, opening %q: %v", m, opening, err)
+			}
+			return res
+		}
+		free := run("", "")
+		if held := run("t7 t8", " t9"); !slices.Equal(held.Tokens[:3], []int{7, 8, 9}) || held.HeldTokens != 3 || !held.LeadHeld {
+			t.Errorf("%s: the model begins with t7, opening t7 t8 + lead t9: tokens %v, %d held, lead held %v; want them held",
+				m, held.Tokens, held.HeldTokens, held.LeadHeld)
+		}
+		dropped := run("t9 t8", " t10")
+		if !slices.Equal(dropped.Tokens, free.Tokens) || dropped.HeldTokens != 0 || dropped.LeadHeld {
+			t.Errorf("%s: the model begins with t7, opening t9 t8: tokens %v, %d held, lead held %v; want %v, nothing held",
+				m, dropped.Tokens, dropped.HeldTokens, dropped.LeadHeld, free.Tokens)
+		}
+	}
+}
+
+// TestReplyHeldWhereBegun: a Reply is the whole answer, held, where the
+// model's first token begins it (its first pick in AR, the causal head's in
+// diffusion), after a tentative opening it does not begin; otherwise, or with
+// a held opening, or where it could not be held whole, the model writes.
+func TestReplyHeldWhereBegun(t *testing.T) {
+	firstAR := func(pos int) int { // the causal head begins the answer with t7
+		if pos == promptLen {
+			return 7
+		}
+		return body(pos)
+	}
+	for _, m := range []Mode{Diffusion, AR} {
+		run := func(req Request) (*Result, *scriptRunner) {
+			t.Helper()
+			f := newScript(body)
+			f.ar = firstAR
+			req.PromptIDs, req.Mode, req.Sampling.MaxNewTokens = prompt(), m, 24
+			res, err := testEngine(f).Generate(context.Background(), req)
+			if err != nil {
+				t.Fatalf("%s: %v", m, err)
+			}
+			return res, f
+		}
+		free, _ := run(Request{})
+		res, f := run(Request{Reply: "t7 t8 t9 t10"})
+		if !res.Replied || !slices.Equal(res.Tokens, []int{7, 8, 9, 10}) || res.HeldTokens != 4 || res.StopReason != StopEOS ||
+			res.ForwardPasses != 1 || len(f.decodes) != 0 {
+			t.Errorf("%s: the model begins with t7, reply t7…t10: tokens %v (replied %v, %d held, %s, %d passes, %d decodes); want the reply, held, after the prompt's pass",
+				m, res.Tokens, res.Replied, res.HeldTokens, res.StopReason, res.ForwardPasses, len(f.decodes))
+		}
+		if res, _ := run(Request{Opening: "t9", OpeningTentative: true, Reply: "t7 t8"}); !res.Replied || !slices.Equal(res.Tokens, []int{7, 8}) {
+			t.Errorf("%s: a tentative opening not begun, then the reply: tokens %v (replied %v); want the reply", m, res.Tokens, res.Replied)
+		}
+		if res, _ := run(Request{Opening: "t7", OpeningTentative: true, Reply: "t7 t8"}); res.Replied || res.Tokens[0] != 7 || res.HeldTokens != 1 {
+			t.Errorf("%s: a tentative opening begun: tokens %v (replied %v, %d held); want the opening", m, res.Tokens, res.Replied, res.HeldTokens)
+		}
+		for _, req := range []Request{
+			{Reply: "t9 t8"},                       // not begun
+			{Reply: "t7 t1 t9"},                    // an end id inside: not whole
+			{Reply: strings.Repeat("t7 ", 25)},     // longer than max new tokens
+			{Opening: "t9", Reply: "t7 t8 t9 t10"}, // a held opening
+		} {
+			res, _ := run(req)
+			want := free.Tokens
+			if req.Opening != "" {
+				want = nil // begins with the opening; the rest is the script's
+			}
+			if res.Replied || (want != nil && !slices.Equal(res.Tokens, want)) || (want == nil && res.Tokens[0] != 9) {
+				t.Errorf("%s: opening %q, reply %q: tokens %v (replied %v); want the model's own answer", m, req.Opening, req.Reply, res.Tokens, res.Replied)
+			}
+		}
+	}
+}
+
+// pieceTable decodes ids through a table of pieces.
+type pieceTable map[int]string
+
+func (p pieceTable) Decode(ids []int) string {
+	var b strings.Builder
+	for _, id := range ids {
+		b.WriteString(p[id])
+	}
+	return b.String()
+}
+
+// TestOpeningBegunInOtherPieces: the model's first token begins a tentative
+// opening when its text is the opening's start, whatever the pieces: the
+// Mini writes "**" then "ne…" where "**within" is tokenized "**w" "ithin",
+// and lost the heading of "What is within delta of?".
+func TestOpeningBegunInOtherPieces(t *testing.T) {
+	codec := pieceTable{1: "**", 2: "**w", 3: "ithin", 4: "I", 5: " ", 6: "within"}
+	for _, tc := range []struct {
+		first int
+		want  bool
+	}{{1, true}, {2, true}, {4, false}, {5, false}, {6, false}} {
+		g := &generation{tok: codec}
+		if got := g.begins(tc.first, []int{2, 3}); got != tc.want {
+			t.Errorf("first token %q, opening \"**within\": begins = %v, want %v", codec[tc.first], got, tc.want)
+		}
+	}
+}
+
 // TestOpeningLongerThanACanvas: an opening longer than a canvas (a lead of 57
 // tokens after a 7-token heading, on a model of 64-token canvases) was refused,
 // and with it the lead. It fills the canvases it covers, committed with no

@@ -255,13 +255,14 @@ func runGenerate(env *Env, args []string) error {
 	}
 	// A question about a topic opens with the topic as its heading and, where
 	// the model's folder holds the entry, the entry's first sentence where it
-	// fits, as in the app's Chat and the API (assets.Leads.ChatOpening).
+	// fits, as in the app's Chat and the API (assets.Leads.ChatStart).
 	if req.Opening == "" && !*noLead && !*thinking && len(req.Messages) > 0 {
 		leads, err := models.Leads(src) // before the model: a damaged file is said at once
 		if err != nil {
 			return fmt.Errorf("generate: %w", err)
 		}
-		req.Opening, req.Lead = leads.ChatOpening(prompt)
+		start := leads.ChatStart(prompt)
+		req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
 	}
 	e, err := loadEngine(ctx, env, src, engine.Options{Backend: g.backend, InGraph: g.graph})
 	if err != nil {

@@ -260,8 +260,8 @@ func TestGenerateOpensWithTheEntrysLead(t *testing.T) {
 	if err != nil || leads.Len() == 0 {
 		t.Skipf("the built-in model holds no leads (%v)", err)
 	}
-	opening, rest := leads.ChatOpening("What is Unix?")
-	lead := opening + rest
+	start := leads.ChatStart("What is Unix?")
+	lead := start.Opening + start.Lead
 	code, out, errOut := runCLI("generate", "--mode", "ar", "--max-new-tokens", "160", "What is Unix?")
 	if code != 0 || !strings.HasPrefix(out, lead) || !strings.Contains(errOut, develop.LeadNote) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want the answer to open with %q, said so", code, out, errOut, lead)
@@ -275,6 +275,15 @@ func TestGenerateOpensWithTheEntrysLead(t *testing.T) {
 	code, out, errOut = runCLI("generate", "--mode", "ar", "--max-new-tokens", "60", "What is a server room?")
 	if code != 0 || !strings.HasPrefix(out, "**server room") || strings.Contains(errOut, develop.LeadNote) {
 		t.Errorf("a topic not held: exit %d, stdout %q, stderr %q; want the answer headed **server room…", code, out, errOut)
+	}
+	// A greeting, and a question the Mini turns away: the Library answer,
+	// begun by the model and held whole, said so; not a made-up definition of
+	// "good recipe for pancakes" under a held heading.
+	for _, msg := range []string{"Hello!", "What is a good recipe for pancakes?"} {
+		code, out, errOut = runCLI("generate", "--mode", "ar", msg)
+		if code != 0 || strings.TrimSpace(out) != assets.ChatElsewhere() || !strings.Contains(errOut, develop.ReplyNote) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want the Library answer, said to be held", msg, code, out, errOut)
+		}
 	}
 }
 

@@ -52,22 +52,31 @@ func (d *Draft) Status(ev engine.Event) string {
 // sentence is not taken for the model's.
 const LeadNote = "first sentence from the entry"
 
-// LeadSuffix is " · " and LeadNote where res held its lead, else "": DoneStatus
-// ends with it, and the CLI's summary lines (wiki, generate) too.
+// ReplyNote ends the status line of an answer that is the model's set reply,
+// held whole once the model began it (engine.Result.Replied: Darkroom Mini's
+// Library answer), so that its even wording is not taken for the model's.
+const ReplyNote = "set answer, held once begun"
+
+// LeadSuffix is " · " and LeadNote where res held its lead (ReplyNote where
+// it held its reply), else "": DoneStatus ends with it, and the CLI's summary
+// lines (wiki, generate) too.
 func LeadSuffix(res *engine.Result) string {
-	if !res.LeadHeld {
-		return ""
+	switch {
+	case res.LeadHeld:
+		return " · " + LeadNote
+	case res.Replied:
+		return " · " + ReplyNote
 	}
-	return " · " + LeadNote
+	return ""
 }
 
 // TokenCount is how many tokens res holds, as the status lines say it: "78
-// tokens", with "(78 held)" after it when the entry's sentence was held — most of
-// a short answer may be that sentence, and the rate counts the rest. DoneStatus
-// and the CLI's summary lines say it so.
+// tokens", with "(78 held)" after it when the entry's sentence or the set reply
+// was held — most of a short answer may be that sentence, and the rate counts
+// the rest. DoneStatus and the CLI's summary lines say it so.
 func TokenCount(res *engine.Result) string {
 	tokens := plural.Count(len(res.Tokens), "token", "tokens")
-	if res.LeadHeld && res.HeldTokens > 0 {
+	if (res.LeadHeld || res.Replied) && res.HeldTokens > 0 {
 		tokens += fmt.Sprintf(" (%d held)", res.HeldTokens)
 	}
 	return tokens

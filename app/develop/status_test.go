@@ -44,6 +44,11 @@ func TestDoneStatusWithoutCanvases(t *testing.T) {
 	if got, want := DoneStatus(lead), "Done · 78 tokens (78 held) · 1 forward pass · 0.03 s · 0.0 tokens/s · "+LeadNote; got != want {
 		t.Errorf("lead: %q, want %q", got, want)
 	}
+	// The set reply, held once begun, says so too.
+	reply := &engine.Result{Tokens: make([]int, 68), ForwardPasses: 1, Elapsed: 20 * time.Millisecond, Replied: true, HeldTokens: 68, StopReason: engine.StopEOS}
+	if got, want := DoneStatus(reply), "Done · 68 tokens (68 held) · 1 forward pass · 0.02 s · 0.0 tokens/s · "+ReplyNote; got != want {
+		t.Errorf("reply: %q, want %q", got, want)
+	}
 	stopped := &engine.Result{ForwardPasses: 10, Elapsed: 1380 * time.Millisecond, StopReason: engine.StopCancelled}
 	if got, want := DoneStatus(stopped), "Stopped · 0 tokens · 10 forward passes · 1.38 s · 0.0 tokens/s"; got != want {
 		t.Errorf("stopped in the first canvas: %q, want %q", got, want)

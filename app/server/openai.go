@@ -52,7 +52,9 @@ import (
 // user message that asks about a topic, to a model whose folder holds leads,
 // opens the answer with the topic as its bold heading and, where the folder
 // holds the entry ("What is Unix?"), the entry's first sentence, as the app's
-// Chat does (assets.Leads.ChatOpening); the X-Darkroom-Lead header says when
+// Chat does (assets.Leads.ChatStart: a heading the folder does not hold is
+// held only where the model begins a heading itself, and the Library answer,
+// where it begins that, is held whole); the X-Darkroom-Lead header says when
 // the sentence is held;
 // "darkroom": {"no_lead": true} asks for the model alone. With "steps": true
 // a stream also carries the developing canvas: chunks with no choices and a
@@ -260,7 +262,8 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 	}
 	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" {
-			req.Opening, req.Lead = m.Leads.ChatOpening(last.Content) // as the app's Chat opens it
+			start := m.Leads.ChatStart(last.Content) // as the app's Chat opens it
+			req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
 		}
 	}
 	if cr.Seed != nil {

@@ -591,11 +591,11 @@ func (c *Chat) answer() {
 		// A question about a topic opens its answer with the topic as its bold
 		// heading and, where the model's folder holds the entry, the entry's
 		// first sentence, as the entry's encyclopedia page does; the model
-		// writes what follows (assets.Leads.ChatOpening; not before a thinking
+		// writes what follows (assets.Leads.ChatStart; not before a thinking
 		// channel's thoughts).
-		var opening, lead string
+		var start assets.ChatStart
 		if last := t.Messages[len(t.Messages)-1]; last.Role == "user" && !thinking {
-			opening, lead = info.Leads.ChatOpening(last.Content)
+			start = info.Leads.ChatStart(last.Content)
 		}
 		dev := develop.New(m, m.Decode)
 		th := newThrottle(frameInterval, func(ev engine.Event) {
@@ -624,7 +624,7 @@ func (c *Chat) answer() {
 				}
 			})
 		}
-		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Opening: opening, Lead: lead,
+		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Opening: start.Opening, Lead: start.Lead, OpeningTentative: start.OpeningTentative, Reply: start.Reply,
 			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push})
 		th.Close()
 		c.finish(current, t, res, err, info.Mode.Reason)

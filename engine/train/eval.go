@@ -155,7 +155,11 @@ type ModeReport struct {
 	Named float64 `json:"heading_named,omitempty"`
 	// Declined (chat answers only) is the share of answers that send the user
 	// to the Library (Declines): wanted for off-topic messages, not for terms.
-	Declined   float64 `json:"declined,omitempty"`
+	Declined float64 `json:"declined,omitempty"`
+	// Replied (chat answers only) is the share of answers that are the Library
+	// answer held whole once the model began it (engine.Result.Replied), as
+	// the app holds it; Declined counts them too.
+	Replied    float64 `json:"replied,omitempty"`
 	MeanTokens float64 `json:"mean_tokens"`
 	MedianMS   float64 `json:"median_ms"`
 	TokensPerS float64 `json:"tokens_per_s"`
@@ -228,7 +232,7 @@ type SeenReport struct {
 // reference row's is the chance level: each answer against the next
 // question's). The page checks (format, links, fragments) do not apply to an
 // answer and stay zero; MeanTokens, MedianMS and TokensPerS are the answers'.
-// The answers open as the app's Chat opens them (assets.Leads.ChatOpening,
+// The answers open as the app's Chat opens them (assets.Leads.ChatStart,
 // with EvalOptions.Leads).
 type ChatReport struct {
 	Questions int        `json:"questions"`
@@ -540,13 +544,14 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 	answers := func(mode engine.Mode) (ModeReport, error) {
 		sc := newScorer(known, ref, opts.Render)
 		var times []float64
-		var tokens, named, declined int
+		var tokens, named, declined, replied int
 		for i, c := range chats {
 			if ctx.Err() != nil {
 				return ModeReport{}, ctx.Err()
 			}
 			req := engine.Request{Mode: mode, Seed: opts.Seed + uint64(i), Messages: c.Messages()}
-			req.Opening, req.Lead = opts.Leads.ChatOpening(c.Prompt) // as the app's Chat sends them
+			start := opts.Leads.ChatStart(c.Prompt) // as the app's Chat sends them
+			req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
 			if mode == engine.AR {
 				req.Sampling.Temperature = opts.ARTemperature
 				req.Sampling.RepetitionPenalty = opts.ARRepetitionPenalty
@@ -562,6 +567,9 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 			if Declines(res.Text) {
 				declined++
 			}
+			if res.Replied {
+				replied++
+			}
 			tokens += len(res.Tokens)
 			times = append(times, res.ElapsedMS)
 			if i < keep {
@@ -570,7 +578,7 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 			fmt.Fprintf(opts.Log, "eval chat %s %d/%d %q: %d tokens in %.0f ms\n", mode, i+1, len(chats), c.Prompt, len(res.Tokens), res.ElapsedMS)
 		}
 		mr := sc.report()
-		mr.Named, mr.Declined = share(named, len(chats)), share(declined, len(chats))
+		mr.Named, mr.Declined, mr.Replied = share(named, len(chats)), share(declined, len(chats)), share(replied, len(chats))
 		mr.MeanTokens, mr.MedianMS = float64(tokens)/float64(max(len(chats), 1)), median(times)
 		if s := sum(times); s > 0 {
 			mr.TokensPerS = float64(tokens) / (s / 1000)

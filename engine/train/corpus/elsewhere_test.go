@@ -13,7 +13,7 @@ import (
 // TestElsewhereChats: the off-topic chats answer with assets.ChatElsewhere;
 // the held-out ones share no prompt, template or noun with the training ones,
 // and none asks a question the Chat would take for a term's (assets.ChatTopic
-// with "What is") and head as one (assets.Leads.ChatOpening): the model must
+// with "What is") and head as one (assets.Leads.ChatStart): the model must
 // still turn them away.
 func TestElsewhereChats(t *testing.T) {
 	var nouns []string
@@ -46,8 +46,8 @@ func TestElsewhereChats(t *testing.T) {
 		if strings.HasPrefix(strings.ToLower(ex.Prompt), "what is") {
 			t.Errorf("%q asks as a term's question does", ex.Prompt)
 		}
-		if opening, lead := leads.ChatOpening(ex.Prompt); opening != "" || lead != "" {
-			t.Errorf("%q: the Chat would open its answer with %q%q, not let the model turn it away", ex.Prompt, opening, lead)
+		if start := leads.ChatStart(ex.Prompt); start.Opening != "" || start.Lead != "" {
+			t.Errorf("%q: the Chat would open its answer with %q%q, not let the model turn it away", ex.Prompt, start.Opening, start.Lead)
 		}
 	}
 	for _, ex := range held {
