@@ -333,8 +333,12 @@ func runGenerate(env *Env, args []string) error {
 	} else { // decoding shifted at a canvas boundary: print the final text whole
 		fmt.Fprintln(env.Stdout, "\n"+res.Text)
 	}
-	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s), %s, %s, stop: %s, backend %s%s\n",
-		develop.TokenCount(res), res.ElapsedMS/1000, res.TokensPerS, canvasSummary(res, mode),
+	rate := develop.Rate(res)
+	if rate != "" {
+		rate = " (" + rate + ")"
+	}
+	fmt.Fprintf(env.Stderr, "%s in %.2f s%s, %s, %s, stop: %s, backend %s%s\n",
+		develop.TokenCount(res), res.ElapsedMS/1000, rate, canvasSummary(res, mode),
 		plural.Count(res.ForwardPasses, "forward pass", "forward passes"), res.StopReason, e.Backend(), develop.LeadSuffix(res)) // as the app's status line says it
 	if ctx.Err() != nil {
 		return interrupted("generate", res, "the text so far is above")

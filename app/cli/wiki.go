@@ -139,8 +139,12 @@ func runWiki(env *Env, args []string) error {
 	if _, err := fmt.Fprintln(env.Stdout, page.HTML); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "%s in %.2f s (%.1f tokens/s, %s, %s, the %s, stop: %s)%s\n",
-		develop.TokenCount(res), page.ElapsedMS/1000, page.TokensPerS,
+	rate := develop.Rate(res)
+	if rate != "" {
+		rate += ", "
+	}
+	fmt.Fprintf(env.Stderr, "%s in %.2f s (%s%s, %s, the %s, stop: %s)%s\n",
+		develop.TokenCount(res), page.ElapsedMS/1000, rate,
 		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, speed.Name(m), page.StopReason, develop.LeadSuffix(res)) // as the app's status line says it
 	if ctx.Err() != nil {
 		return interrupted("wiki", res, "the page so far is above")

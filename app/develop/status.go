@@ -108,6 +108,20 @@ func DoneStatus(res *engine.Result) string {
 		parts = append(parts, fmt.Sprintf("%s in %s (%s)", tokens, plural.Count(steps, "step", "steps"), canvases),
 			plural.Count(res.ForwardPasses, "forward pass", "forward passes"))
 	}
-	parts = append(parts, fmt.Sprintf("%.2f s", res.Elapsed.Seconds()), fmt.Sprintf("%.1f tokens/s", res.TokensPerS))
+	parts = append(parts, fmt.Sprintf("%.2f s", res.Elapsed.Seconds()))
+	if rate := Rate(res); rate != "" {
+		parts = append(parts, rate)
+	}
 	return strings.Join(parts, " · ") + LeadSuffix(res)
+}
+
+// Rate is res's rate of written tokens, "440.0 tokens/s", or "" where the
+// model wrote none because all of them were held (the Library answer, a lead
+// that fills the answer): "0.0 tokens/s" there read as a fault. DoneStatus and
+// the CLI's summary lines say it so.
+func Rate(res *engine.Result) string {
+	if res.HeldTokens > 0 && res.HeldTokens >= len(res.Tokens) {
+		return ""
+	}
+	return fmt.Sprintf("%.1f tokens/s", res.TokensPerS)
 }

@@ -38,15 +38,15 @@ func TestDoneStatusWithoutCanvases(t *testing.T) {
 	if got, want := DoneStatus(ar), "Done · 44 tokens · 45 forward passes · 0.10 s · 440.0 tokens/s"; got != want {
 		t.Errorf("AR: %q, want %q", got, want)
 	}
-	// An answer that is all the entry's held sentence says so, or its rate of 0
-	// reads as a fault ("78 tokens · 1 forward pass · 0.0 tokens/s").
+	// An answer that is all the entry's held sentence says so, with no rate: its
+	// rate of 0 read as a fault ("78 tokens · 1 forward pass · 0.0 tokens/s").
 	lead := &engine.Result{Tokens: make([]int, 78), ForwardPasses: 1, Elapsed: 30 * time.Millisecond, LeadHeld: true, HeldTokens: 78, StopReason: engine.StopEOS}
-	if got, want := DoneStatus(lead), "Done · 78 tokens (78 held) · 1 forward pass · 0.03 s · 0.0 tokens/s · "+LeadNote; got != want {
+	if got, want := DoneStatus(lead), "Done · 78 tokens (78 held) · 1 forward pass · 0.03 s · "+LeadNote; got != want {
 		t.Errorf("lead: %q, want %q", got, want)
 	}
 	// The set reply, held once begun, says so too.
 	reply := &engine.Result{Tokens: make([]int, 68), ForwardPasses: 1, Elapsed: 20 * time.Millisecond, Replied: true, HeldTokens: 68, StopReason: engine.StopEOS}
-	if got, want := DoneStatus(reply), "Done · 68 tokens (68 held) · 1 forward pass · 0.02 s · 0.0 tokens/s · "+ReplyNote; got != want {
+	if got, want := DoneStatus(reply), "Done · 68 tokens (68 held) · 1 forward pass · 0.02 s · "+ReplyNote; got != want {
 		t.Errorf("reply: %q, want %q", got, want)
 	}
 	stopped := &engine.Result{ForwardPasses: 10, Elapsed: 1380 * time.Millisecond, StopReason: engine.StopCancelled}
