@@ -388,28 +388,35 @@ func TestLeadHeldWhereItFits(t *testing.T) {
 	}
 }
 
+// generateFirstT7 runs req (24 new tokens after prompt()) on the script model
+// whose causal head begins the answer with t7 and then writes body.
+func generateFirstT7(t *testing.T, req Request) (*Result, *scriptRunner) {
+	t.Helper()
+	f := newScript(body)
+	f.ar = func(pos int) int {
+		if pos == promptLen {
+			return 7
+		}
+		return body(pos)
+	}
+	req.PromptIDs, req.Sampling.MaxNewTokens = prompt(), 24
+	res, err := testEngine(f).Generate(context.Background(), req)
+	if err != nil {
+		t.Fatalf("%s, opening %q, reply %q: %v", req.Mode, req.Opening, req.Reply, err)
+	}
+	return res, f
+}
+
 // TestTentativeOpening: a tentative opening (and its lead) is held only where
 // the model's own first pick after the prompt is the opening's first token —
 // the causal head's, in both modes — and otherwise the answer is the one
 // written with no opening at all, nothing held ("What is the capital of
 // France?" was forced into a definition under the heading "capital of France").
 func TestTentativeOpening(t *testing.T) {
-	firstAR := func(pos int) int { // the causal head begins the answer with t7
-		if pos == promptLen {
-			return 7
-		}
-		return body(pos)
-	}
 	for _, m := range []Mode{Diffusion, AR} {
 		run := func(opening, lead string) *Result {
 			t.Helper()
-			f := newScript(body)
-			f.ar = firstAR
-			res, err := testEngine(f).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: m,
-				Opening: opening, Lead: lead, OpeningTentative: opening != "", Sampling: Sampling{MaxNewTokens: 24}})
-			if err != nil {
-				t.Fatalf("%s, opening %q: %v", m, opening, err)
-			}
+			res, _ := generateFirstT7(t, Request{Mode: m, Opening: opening, Lead: lead, OpeningTentative: opening != ""})
 			return res
 		}
 		free := run("", "")
@@ -430,23 +437,11 @@ func TestTentativeOpening(t *testing.T) {
 // diffusion), after a tentative opening it does not begin; otherwise, or with
 // a held opening, or where it could not be held whole, the model writes.
 func TestReplyHeldWhereBegun(t *testing.T) {
-	firstAR := func(pos int) int { // the causal head begins the answer with t7
-		if pos == promptLen {
-			return 7
-		}
-		return body(pos)
-	}
 	for _, m := range []Mode{Diffusion, AR} {
 		run := func(req Request) (*Result, *scriptRunner) {
 			t.Helper()
-			f := newScript(body)
-			f.ar = firstAR
-			req.PromptIDs, req.Mode, req.Sampling.MaxNewTokens = prompt(), m, 24
-			res, err := testEngine(f).Generate(context.Background(), req)
-			if err != nil {
-				t.Fatalf("%s: %v", m, err)
-			}
-			return res, f
+			req.Mode = m
+			return generateFirstT7(t, req)
 		}
 		free, _ := run(Request{})
 		res, f := run(Request{Reply: "t7 t8 t9 t10"})
