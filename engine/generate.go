@@ -203,7 +203,6 @@ func (g *generation) diffusion() error {
 		case tentative && g.begins(first, g.opening):
 		case g.begins(first, g.reply):
 			g.holdReply()
-			g.res.FirstCanvasMS = ms(time.Since(g.start))
 			g.emit(Event{Kind: EventCommit, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
 			return nil
 		default:
@@ -425,6 +424,7 @@ func (g *generation) holdReply() {
 	g.dropOpening()
 	g.opening, g.out = g.reply, slices.Clone(g.reply) // held: Result.HeldTokens, no rate
 	g.res.Replied, g.res.StopReason = true, StopEOS
+	g.res.FirstCanvasMS = ms(time.Since(g.start))
 }
 
 // autoregressive decodes one token per encoder pass with the causal cache.
