@@ -473,6 +473,27 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 			t.Errorf("%s: X-Darkroom-Lead %q", tc.body, resp.Header.Get("X-Darkroom-Lead"))
 		}
 	}
+	// As in the app's Chat: a term not held is a tentative heading, and where
+	// no entry is held the Library answer is the reply held once begun; not
+	// with "no_lead".
+	for _, tc := range []struct {
+		body, opening string
+		tentative     bool
+		reply         string
+	}{
+		{`{"messages":[{"role":"user","content":"What is a server room?"}]}`, "**server room", true, assets.ChatElsewhere()},
+		{`{"messages":[{"role":"user","content":"Hello!"}]}`, "", false, assets.ChatElsewhere()},
+		{`{"messages":[{"role":"user","content":"What is Unix?"}]}`, "**Unix", false, ""},
+		{`{"messages":[{"role":"user","content":"Hello!"}],"darkroom":{"no_lead":true}}`, "", false, ""},
+	} {
+		if resp, raw := do(t, nil, "POST", base(s)+"/v1/chat/completions", tc.body, hdr); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", tc.body, resp.StatusCode, raw)
+		}
+		if got := g.lastRequest(t); got.Opening != tc.opening || got.OpeningTentative != tc.tentative || got.Reply != tc.reply {
+			t.Errorf("%s: opening %q (tentative %v), reply %q; want %q (%v), %q", tc.body, got.Opening, got.OpeningTentative, got.Reply,
+				tc.opening, tc.tentative, tc.reply)
+		}
+	}
 }
 
 // TestWrongEndpointSaysWhichThereAre: a request to an endpoint this server does

@@ -502,34 +502,53 @@ func TestNewChatReusesTheEmptyOne(t *testing.T) {
 // sentence in the chat answers' form, and the status line says so; a question
 // about another term is headed with it, the status saying nothing of an entry;
 // any other message is answered by the model alone. Chat had never used the
-// leads, and had let the model name another term.
+// leads, and had let the model name another term. The heading of a term not
+// held is tentative, and where no entry is held the Library answer is sent as
+// the reply held once begun: a greeting the model turns away says so.
 func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 	var leads assets.Leads
 	leads.Add("Unix", "<h1>Unix</h1>\n<p><em>operating system</em></p>\n<p>An operating system from <a href=\"/wiki/Bell_Labs\">Bell Labs</a>. It runs.</p>")
-	m := &fakeModel{answers: func(req engine.Request) string { return req.Opening + req.Lead + " It is old." }, leads: &leads}
+	m := &fakeModel{answers: func(req engine.Request) string {
+		if req.Opening == "" && req.Reply != "" { // the model begins the Library answer
+			return req.Reply
+		}
+		return req.Opening + req.Lead + " It is old."
+	}, leads: &leads}
 	a := newTestApp(t, m, t.TempDir())
 	c := a.Chat
 	const lead = "** (operating system): An operating system from Bell Labs."
-	for _, tc := range []struct{ ask, opening, lead string }{
-		{"what is unix?", "**Unix", lead},
-		{"Hello there", "", ""},
-		{"Tell me about Unix.", "**Unix", lead},
-		{"What is a server room?", "**server room", ""},
+	for _, tc := range []struct {
+		ask, opening, lead string
+		tentative, reply   bool
+	}{
+		{"what is unix?", "**Unix", lead, false, false},
+		{"Hello there", "", "", false, true},
+		{"Tell me about Unix.", "**Unix", lead, false, false},
+		{"What is a server room?", "**server room", "", true, true},
 	} {
 		typeText(c.input, tc.ask)
 		tap(c.send)
 		c.run.Wait()
 		calls := m.Calls()
-		if got := calls[len(calls)-1].req; got.Lead != tc.lead || got.Opening != tc.opening {
-			t.Errorf("%q: opening %q, lead %q; want %q, %q", tc.ask, got.Opening, got.Lead, tc.opening, tc.lead)
+		if got := calls[len(calls)-1].req; got.Lead != tc.lead || got.Opening != tc.opening || got.OpeningTentative != tc.tentative ||
+			(got.Reply == assets.ChatElsewhere()) != tc.reply {
+			t.Errorf("%q: opening %q (tentative %v), lead %q, reply %q; want %q (%v), %q, reply %v", tc.ask, got.Opening, got.OpeningTentative,
+				got.Lead, got.Reply, tc.opening, tc.tentative, tc.lead, tc.reply)
 		}
 		th := c.Current()
-		if got := th.Messages[len(th.Messages)-1].Content; !strings.HasPrefix(got, strings.TrimSpace(tc.opening+tc.lead+" It is old.")) {
+		want := strings.TrimSpace(tc.opening + tc.lead + " It is old.")
+		if tc.reply && tc.opening == "" {
+			want = assets.ChatElsewhere()
+		}
+		if got := th.Messages[len(th.Messages)-1].Content; !strings.HasPrefix(got, want) {
 			t.Errorf("%q: answer %q", tc.ask, got)
 		}
 		st := uiRead(func() string { return c.status.Text })
 		if said := strings.Contains(st, develop.LeadNote); said != (tc.lead != "") {
 			t.Errorf("%q: status %q (says the first sentence is the entry's: %v)", tc.ask, st, said)
+		}
+		if said := strings.Contains(st, develop.ReplyNote); said != (tc.reply && tc.opening == "") {
+			t.Errorf("%q: status %q (says the answer is the set one: %v)", tc.ask, st, said)
 		}
 	}
 }

@@ -111,6 +111,10 @@ func (f *fakeModel) Generate(ctx context.Context, req engine.Request) (*engine.R
 		res.StopReason = reason
 		// As the engine: the lead is held where it fits (a rune a token here).
 		res.LeadHeld = req.Lead != "" && (req.Sampling.MaxNewTokens == 0 || len([]rune(req.Opening+req.Lead)) <= req.Sampling.MaxNewTokens)
+		// and the reply, where the answer is it (the model began it).
+		if res.Replied = req.Reply != "" && res.Text == req.Reply; res.Replied {
+			res.HeldTokens = len(committed)
+		}
 		res.Elapsed = time.Since(start) + time.Second // never zero, for the rates
 		res.TokensPerS = float64(len(committed)) / res.Elapsed.Seconds()
 		f.mu.Lock()
