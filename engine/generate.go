@@ -195,18 +195,12 @@ func (g *generation) diffusion() error {
 	}
 	// A tentative opening, or a reply, only where the causal head's first
 	// token begins it.
-	if tentative := g.req.OpeningTentative && len(g.opening) > 0; tentative || len(g.reply) > 0 {
+	if g.startUnsettled() {
 		if err := checkLogits(logits, g.vocab); err != nil {
 			return err
 		}
-		switch first := sampler.Argmax(logits); {
-		case tentative && g.begins(first, g.opening):
-		case g.begins(first, g.reply):
-			g.holdReply()
-			g.emit(Event{Kind: EventCommit, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
+		if g.settleStart(sampler.Argmax(logits), EventCommit) {
 			return nil
-		default:
-			g.dropOpening()
 		}
 	}
 	canvases := (g.s.MaxNewTokens + g.canvas - 1) / g.canvas
@@ -419,6 +413,29 @@ func (g *generation) dropOpening() {
 	g.opening, g.lead, g.res.LeadHeld = nil, false, false
 }
 
+// startUnsettled reports whether the model's first token decides how the
+// answer starts: a tentative opening, or a reply, to hold where it begins it.
+func (g *generation) startUnsettled() bool {
+	return g.req.OpeningTentative && len(g.opening) > 0 || len(g.reply) > 0
+}
+
+// settleStart settles the answer's start by the model's first token: a
+// tentative opening it begins stays; else the reply, where it begins that, is
+// the whole answer, emitted as one event of kind (true: nothing is left to
+// write); else the opening is dropped and the model writes from the start.
+func (g *generation) settleStart(first int, kind EventKind) (replied bool) {
+	switch {
+	case g.req.OpeningTentative && g.begins(first, g.opening):
+	case g.begins(first, g.reply):
+		g.holdReply()
+		g.emit(Event{Kind: kind, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
+		return true
+	default:
+		g.dropOpening()
+	}
+	return false
+}
+
 // holdReply makes Request.Reply the whole answer: the model began it.
 func (g *generation) holdReply() {
 	g.dropOpening()
@@ -437,19 +454,15 @@ func (g *generation) autoregressive() error {
 	// where the model's own first pick begins it (the prompt, then the opening).
 	var id int
 	var err error
-	if tentative := g.req.OpeningTentative && len(g.opening) > 0; tentative || len(g.reply) > 0 {
+	if g.startUnsettled() {
 		if id, err = g.forwardNext(g.prompt); err != nil {
 			return err
 		}
-		switch {
-		case tentative && g.begins(id, g.opening):
-			id, err = g.forwardNext(g.opening)
-		case g.begins(id, g.reply):
-			g.holdReply()
-			g.emit(Event{Kind: EventToken, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
+		if g.settleStart(id, EventToken) {
 			return nil
-		default:
-			g.dropOpening()
+		}
+		if len(g.opening) > 0 {
+			id, err = g.forwardNext(g.opening)
 		}
 	} else {
 		id, err = g.forwardNext(append(slices.Clone(g.prompt), g.opening...))
