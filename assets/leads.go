@@ -267,10 +267,10 @@ func (l *Leads) ChatStart(message string) ChatStart {
 	if l.Len() == 0 {
 		return ChatStart{}
 	}
-	reply := ChatStart{Reply: ChatElsewhere()}
+	start := ChatStart{Reply: ChatElsewhere()} // no entry held: the Library answer, where begun
 	topic, asked, ok := chatTopic(message)
 	if !ok {
-		return reply
+		return start
 	}
 	bare := topic
 	for _, article := range []string{"a ", "an ", "the "} {
@@ -300,10 +300,10 @@ func (l *Leads) ChatStart(message string) ChatStart {
 		}
 	}
 	if !asked || !chatHeading(bare) {
-		return reply
+		return start
 	}
-	reply.Opening, reply.OpeningTentative = "**"+bare, true
-	return reply
+	start.Opening, start.OpeningTentative = "**"+bare, true
+	return start
 }
 
 // singulars are the singular forms a plural topic may have, most likely

@@ -96,7 +96,8 @@ type Request struct {
 	// a lead is optional, an opening is not.
 	Lead string
 	// OpeningTentative holds Opening (and Lead) only where the model would begin
-	// the answer with Opening's first token itself: in AR mode its own pick after
+	// the answer with Opening itself — its first token's text is Opening's start
+	// (the pieces may differ) — that token being, in AR mode, its own pick after
 	// the prompt (at the request's temperature and penalties), in diffusion the
 	// causal head's most likely token after the prompt. Otherwise the answer is
 	// written as if neither had been sent (Result.HeldTokens is 0). Chat's
