@@ -183,9 +183,10 @@ func runTrainLeads(env *Env, args []string) error {
 }
 
 func runTrainElsewhere(env *Env, args []string) error {
-	fs := newFlagSet(env, "train elsewhere", "--corpus DIR [--n N]")
+	fs := newFlagSet(env, "train elsewhere", "--corpus DIR [--n N] [--asked]")
 	corpusDir := fs.String("corpus", "", "the corpus to add off-topic chats to (train.jsonl and heldout.jsonl; required)")
 	n := fs.Int("n", 4000, "off-topic chats to add for training (and n/40, at least 10, held out)")
+	asked := fs.Bool("asked", false, "add off-topic questions asked the way terms are (\"What is the best bicycle to buy?\"), to a corpus that has the others; none held out")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -194,6 +195,14 @@ func runTrainElsewhere(env *Env, args []string) error {
 	}
 	if *n < 1 {
 		return fmt.Errorf("train elsewhere: --n must be at least 1, got %d", *n)
+	}
+	if *asked {
+		trained, err := corpus.AddElsewhereAsked(*corpusDir, *n)
+		if err != nil {
+			return fmt.Errorf("train elsewhere: %w", err)
+		}
+		fmt.Fprintf(env.Stdout, "added %d off-topic questions to %s's train.jsonl\n", trained, *corpusDir)
+		return nil
 	}
 	trained, held, err := corpus.AddElsewhere(*corpusDir, *n)
 	if err != nil {

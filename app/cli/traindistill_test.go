@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,5 +112,34 @@ func TestTrainDistill(t *testing.T) {
 	if code, _, stderr := runCLI("train", "distill", "--model", model, "--corpus", corpus, "--out", besideDir+"2", "--pages", "1", "--beside", "--only-distilled"); code != 1 ||
 		!strings.Contains(stderr, "choose one") {
 		t.Errorf("--beside with --only-distilled: exit %d, %q", code, stderr)
+	}
+}
+
+// TestTrainElsewhereAsked: `train elsewhere --asked` adds the off-topic
+// questions to a corpus that has the other off-topic chats, says how many, and
+// refuses a corpus without them, naming the command to run first.
+func TestTrainElsewhereAsked(t *testing.T) {
+	corpus := t.TempDir()
+	var lines strings.Builder
+	for i := range 120 {
+		w := fmt.Sprintf("thing%c%c", 'a'+i/26, 'a'+i%26)
+		fmt.Fprintf(&lines, `{"kind":"chat","source":"wordnet","title":%q,"prompt":"What is %s?","answer":"**%s** (noun): A thing."}`+"\n", w, w, w)
+	}
+	os.WriteFile(filepath.Join(corpus, "train.jsonl"), []byte(lines.String()), 0o644)
+	os.WriteFile(filepath.Join(corpus, "heldout.jsonl"), nil, 0o644)
+	if code, _, stderr := runCLI("train", "elsewhere", "--corpus", corpus, "--asked", "--n", "30"); code != 1 ||
+		!strings.Contains(stderr, "run train elsewhere without --asked first") {
+		t.Errorf("before the other off-topic chats: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := runCLI("train", "elsewhere", "--corpus", corpus, "--n", "40"); code != 0 {
+		t.Fatalf("train elsewhere: exit %d, %q", code, stderr)
+	}
+	code, stdout, stderr := runCLI("train", "elsewhere", "--corpus", corpus, "--asked", "--n", "30")
+	if code != 0 || !strings.Contains(stdout, "added 30 off-topic questions") {
+		t.Fatalf("train elsewhere --asked: exit %d, %q, %q", code, stdout, stderr)
+	}
+	got, err := train.ReadRecords(filepath.Join(corpus, "train.jsonl"))
+	if err != nil || len(got) != 120+40+30 || !strings.HasPrefix(got[len(got)-1].Answer, "I am Darkroom Mini") {
+		t.Errorf("train.jsonl: %d records, want 190 ending in an off-topic answer; %v", len(got), err)
 	}
 }

@@ -24,6 +24,15 @@ import (
 // templates and other nouns, so that `train eval` measures whether the model
 // tells such a message from a question about a term, not whether it remembers
 // these. None asks "What is …?", the form of the questions it must answer.
+//
+// The asked ones (ElsewhereAsked, `train elsewhere --asked`) do: "What is the
+// best bicycle to buy?", "Explain how to make a cake.", "Tell me about the
+// history of the lamp.". Without them the Mini answered "What is the capital
+// of France?" with a made-up definition of "capital of France": it had never
+// turned a "What is …?" away. Their topics are phrases no entry is titled
+// ("the best X", "how to …", "the history of the X"), never a term or a
+// WordNet noun the corpus defines, so that the model learns to tell the
+// phrase, not to turn away a form of question.
 
 // SourceElsewhere is the Source of the off-topic chat examples.
 const SourceElsewhere = "elsewhere"
@@ -60,6 +69,73 @@ var (
 		"Write a letter to my friend about %s.", "Tell me a funny story about a %s.",
 	}
 )
+
+// ElsewhereAskedFile is the corpus file `train elsewhere --asked` records its
+// additions in.
+const ElsewhereAskedFile = "elsewhere-asked.json"
+
+var (
+	elsewhereAskedFixed = []string{
+		"What is the capital of Italy?", "What is the capital of Germany?", "What is the biggest animal?",
+		"What is the longest river in the world?", "What is the best song ever?", "What is your favourite colour?",
+		"What is the date today?", "What is a good film for tonight?", "What is the best team in the league?",
+		"What is the price of a house in London?", "What is the secret of happiness?", "What is the deepest ocean?",
+		"What is the best holiday for a family?", "What is the cheapest flight to Rome?", "What is a good gift for my dad?",
+		"What is the nicest beach in Spain?", "What is the height of the Eiffel Tower?", "What is the news today?",
+		"Explain the offside rule.", "Explain how to make a cake.", "Explain why the sea is salty.",
+		"Explain the Second World War.", "Explain how to plant tomatoes.", "Explain how to swim.",
+		"Tell me about the Middle Ages.", "Tell me about London.", "Tell me about your family.",
+		"Tell me about the ancient Greeks.", "Tell me about the moon landing.", "Tell me about Napoleon.",
+		"What does my name mean?", "What does a nurse earn?", "What does the cat say?", "What does my dream mean?",
+		"Define beauty in one word.", "Define friendship.", "What is meant by a balanced diet?",
+	}
+	elsewhereAskedNoun = []string{
+		"What is the best %s to buy?", "What is the best way to clean a %s?", "What is a good %s for a child?",
+		"What is the price of a %s?", "Explain how to choose a %s.", "Explain how to look after a %s.",
+		"Tell me about the history of the %s.", "Tell me about your favourite %s.", "What does a new %s cost?",
+		"Define the perfect %s.", "What does a broken %s look like?", "What is meant by a cheap %s?",
+	}
+)
+
+// ElsewhereAsked returns n off-topic chats asked the way terms are (the
+// package doc), each answered with assets.ChatElsewhere: about a fifth fixed
+// questions, the rest templates filled with nouns; every third lower-cased
+// without its end punctuation, as ElsewhereChats does. Prompts whose topic
+// (assets.ChatTopic, its article dropped or not) is one of titles, in any
+// case, are left out: the model must answer those. None is a held-out one: the
+// off-topic questions `train eval` and the training README measure with
+// (assets/training/session24/offtopic-questions.txt) are other ones.
+func ElsewhereAsked(nouns []string, titles map[string]bool, n int) []Example {
+	rng := rand.New(rand.NewPCG(13, 17))
+	out := make([]Example, 0, n)
+	for i := 0; len(out) < n && i < 20*n; i++ {
+		var prompt string
+		if i%5 == 0 || len(nouns) == 0 {
+			prompt = elsewhereAskedFixed[(i/5)%len(elsewhereAskedFixed)]
+		} else {
+			prompt = fmt.Sprintf(elsewhereAskedNoun[rng.IntN(len(elsewhereAskedNoun))], nouns[rng.IntN(len(nouns))])
+		}
+		if i%3 == 2 {
+			prompt = strings.TrimRight(strings.ToLower(prompt), ".!?")
+		}
+		if topic, ok := assets.ChatTopic(prompt); ok && (titles[strings.ToLower(dropArticle(topic))] || titles[strings.ToLower(topic)]) {
+			continue
+		}
+		out = append(out, Example{Kind: KindChat, Source: SourceElsewhere, Title: assets.CleanLine(prompt),
+			System: assets.ChatSystem(), Prompt: prompt, Answer: assets.ChatElsewhere()})
+	}
+	return out
+}
+
+// dropArticle is topic without a leading "a ", "an " or "the ".
+func dropArticle(topic string) string {
+	for _, a := range []string{"a ", "an ", "the "} {
+		if len(topic) > len(a) && strings.EqualFold(topic[:len(a)], a) {
+			return topic[len(a):]
+		}
+	}
+	return topic
+}
 
 // ElsewhereChats returns off-topic chat examples, n for training and n/40 (at
 // least 10) held out, each answered with assets.ChatElsewhere: about a fifth
@@ -160,6 +236,43 @@ func AddElsewhere(dir string, n int) (trained, heldOut int, err error) {
 		return 0, 0, fmt.Errorf("add off-topic chats: %w", err)
 	}
 	return len(train), len(held), nil
+}
+
+// AddElsewhereAsked adds n off-topic chats asked the way terms are
+// (ElsewhereAsked, nouns from the corpus's own WordNet chats, none whose topic
+// titles an example) to train.jsonl of the corpus in dir, after its other
+// off-topic chats (AddElsewhere), then records it in ElsewhereAskedFile. None
+// is held out (ElsewhereAsked). A corpus that has them already is refused.
+func AddElsewhereAsked(dir string, n int) (int, error) {
+	if _, err := os.Stat(filepath.Join(dir, ElsewhereAskedFile)); err == nil {
+		return 0, fmt.Errorf("%s has its asked off-topic chats already (%s)", dir, ElsewhereAskedFile)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ElsewhereFile)); err != nil {
+		return 0, fmt.Errorf("%s has no off-topic chats yet: run train elsewhere without --asked first", dir)
+	}
+	examples, err := ReadExamples(filepath.Join(dir, "train.jsonl"))
+	if err != nil {
+		return 0, err
+	}
+	titles := map[string]bool{}
+	for _, ex := range examples {
+		if ex.Source != SourceElsewhere {
+			titles[strings.ToLower(ex.Title)] = true
+		}
+	}
+	nouns := ElsewhereNouns(examples)
+	if len(nouns) < 100 {
+		return 0, fmt.Errorf("%s: %d WordNet nouns to fill the off-topic templates with; build the corpus with --extra wordnet", dir, len(nouns))
+	}
+	asked := ElsewhereAsked(nouns, titles, n)
+	if err := appendJSONL(filepath.Join(dir, "train.jsonl"), asked); err != nil {
+		return 0, err
+	}
+	note, _ := json.MarshalIndent(map[string]int{"train": len(asked), "nouns": len(nouns)}, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, ElsewhereAskedFile), append(note, '\n'), 0o644); err != nil {
+		return 0, fmt.Errorf("add asked off-topic chats: %w", err)
+	}
+	return len(asked), nil
 }
 
 // appendJSONL appends examples to path, one JSON line each, and syncs it.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,6 +92,9 @@ func TestAddElsewhere(t *testing.T) {
 	if nouns := ElsewhereNouns(train); len(nouns) != 150 {
 		t.Fatalf("%d nouns, want the 150 nouns and not the adjective or a FOLDOC title", len(nouns))
 	}
+	if _, err := AddElsewhereAsked(dir, 50); err == nil || !strings.Contains(err.Error(), "without --asked first") {
+		t.Errorf("asked chats before the others: %v", err)
+	}
 	if n, h, err := AddElsewhere(dir, 200); err != nil || n != 200 || h != 10 {
 		t.Fatalf("AddElsewhere: %d, %d, %v", n, h, err)
 	}
@@ -109,11 +113,74 @@ func TestAddElsewhere(t *testing.T) {
 	if after, _ := os.ReadFile(filepath.Join(dir, "train.jsonl")); string(after) != string(before) {
 		t.Error("a refused second run changed train.jsonl")
 	}
+	if n, err := AddElsewhereAsked(dir, 50); err != nil || n != 50 {
+		t.Fatalf("AddElsewhereAsked: %d, %v", n, err)
+	}
+	withAsked, _ := os.ReadFile(filepath.Join(dir, "train.jsonl"))
+	if !strings.HasPrefix(string(withAsked), string(before)) || strings.Count(string(withAsked), "\n") != len(train)+250 {
+		t.Errorf("train.jsonl after the asked chats: %d lines, the earlier ones kept: %v",
+			strings.Count(string(withAsked), "\n"), strings.HasPrefix(string(withAsked), string(before)))
+	}
+	if _, err := AddElsewhereAsked(dir, 50); err == nil || !strings.Contains(err.Error(), "already") {
+		t.Errorf("a second asked run: %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "train.jsonl")); string(after) != string(withAsked) {
+		t.Error("a refused second asked run changed train.jsonl")
+	}
 	bare := t.TempDir()
 	if err := writeJSONL(filepath.Join(bare, "train.jsonl"), train[:5]); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := AddElsewhere(bare, 200); err == nil || !strings.Contains(err.Error(), "wordnet") {
 		t.Errorf("a corpus with 5 nouns: %v", err)
+	}
+}
+
+// TestElsewhereAsked: the asked off-topic chats ask as terms' questions do
+// (assets.ChatTopic knows most of them), answer with assets.ChatElsewhere,
+// never ask about a title (in any case, with or without its article), and
+// none is one of the off-topic questions the training README measures with.
+func TestElsewhereAsked(t *testing.T) {
+	var nouns []string
+	for i := range 300 {
+		nouns = append(nouns, fmt.Sprintf("noun%03d", i))
+	}
+	titles := map[string]bool{"noun007": true, "capital of italy": true, "the longest river in the world": true}
+	asked := ElsewhereAsked(nouns, titles, 500)
+	if len(asked) != 500 {
+		t.Fatalf("%d chats, want 500", len(asked))
+	}
+	measured, err := os.ReadFile("../../../assets/training/session24/offtopic-questions.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]bool{}
+	for _, q := range strings.Split(strings.TrimSpace(string(measured)), "\n") {
+		held[strings.ToLower(strings.TrimRight(q, ".!?"))] = true
+	}
+	again := ElsewhereAsked(nouns, titles, 500)
+	topics, fixed := 0, 0
+	for i, ex := range asked {
+		if ex.Kind != KindChat || ex.Source != SourceElsewhere || ex.Answer != assets.ChatElsewhere() || ex.System != assets.ChatSystem() {
+			t.Errorf("%+v", ex)
+		}
+		if held[strings.ToLower(strings.TrimRight(ex.Prompt, ".!?"))] {
+			t.Errorf("%q is one of the measured off-topic questions", ex.Prompt)
+		}
+		if topic, ok := assets.ChatTopic(ex.Prompt); ok {
+			topics++
+			if low := strings.ToLower(topic); titles[low] || titles[strings.ToLower(dropArticle(topic))] {
+				t.Errorf("%q asks about the title %q", ex.Prompt, topic)
+			}
+		}
+		if slices.Contains(elsewhereAskedFixed, ex.Prompt) {
+			fixed++
+		}
+		if ex != again[i] {
+			t.Fatalf("not the same examples from the same nouns at %d", i)
+		}
+	}
+	if topics < 400 || fixed == 0 {
+		t.Errorf("%d of 500 ask as terms' questions do, %d are fixed questions: want most, and some", topics, fixed)
 	}
 }
