@@ -186,7 +186,7 @@ func runTrainElsewhere(env *Env, args []string) error {
 	fs := newFlagSet(env, "train elsewhere", "--corpus DIR [--n N] [--asked]")
 	corpusDir := fs.String("corpus", "", "the corpus to add off-topic chats to (train.jsonl and heldout.jsonl; required)")
 	n := fs.Int("n", 4000, "off-topic chats to add for training (and n/40, at least 10, held out)")
-	asked := fs.Bool("asked", false, "add off-topic questions asked the way terms are (\"What is the best bicycle to buy?\"), to a corpus that has the others; none held out")
+	asked := fs.Bool("asked", false, "add off-topic questions asked the way terms are (\"What is the best airplane to buy?\"), to a corpus that has the others; none held out")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

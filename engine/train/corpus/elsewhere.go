@@ -26,7 +26,7 @@ import (
 // these. None asks "What is …?", the form of the questions it must answer.
 //
 // The asked ones (ElsewhereAsked, `train elsewhere --asked`) do: "What is the
-// best bicycle to buy?", "Explain how to make a cake.", "Tell me about the
+// best airplane to buy?", "Explain how to make a cake.", "Tell me about the
 // history of the lamp.". Without them the Mini answered "What is the capital
 // of France?" with a made-up definition of "capital of France": it had never
 // turned a "What is …?" away. Their topics are phrases no entry is titled
