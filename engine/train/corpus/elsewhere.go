@@ -109,20 +109,11 @@ func ElsewhereAsked(nouns []string, titles map[string]bool, n int) []Example {
 	rng := rand.New(rand.NewPCG(13, 17))
 	out := make([]Example, 0, n)
 	for i := 0; len(out) < n && i < 20*n; i++ {
-		var prompt string
-		if i%5 == 0 || len(nouns) == 0 {
-			prompt = elsewhereAskedFixed[(i/5)%len(elsewhereAskedFixed)]
-		} else {
-			prompt = fmt.Sprintf(elsewhereAskedNoun[rng.IntN(len(elsewhereAskedNoun))], nouns[rng.IntN(len(nouns))])
-		}
-		if i%3 == 2 {
-			prompt = strings.TrimRight(strings.ToLower(prompt), ".!?")
-		}
+		prompt := offTopicPrompt(i, elsewhereAskedFixed, elsewhereAskedNoun, nouns, rng)
 		if topic, ok := assets.ChatTopic(prompt); ok && (titles[strings.ToLower(dropArticle(topic))] || titles[strings.ToLower(topic)]) {
 			continue
 		}
-		out = append(out, Example{Kind: KindChat, Source: SourceElsewhere, Title: assets.CleanLine(prompt),
-			System: assets.ChatSystem(), Prompt: prompt, Answer: assets.ChatElsewhere()})
+		out = append(out, offTopicChat(prompt))
 	}
 	return out
 }
@@ -158,21 +149,34 @@ func ElsewhereChats(nouns []string, n int) (train, held []Example) {
 	chats := func(count int, fixed, templates, nouns []string) []Example {
 		out := make([]Example, 0, count)
 		for i := range count {
-			var prompt string
-			if i%5 == 0 || len(nouns) == 0 {
-				prompt = fixed[(i/5)%len(fixed)]
-			} else {
-				prompt = fmt.Sprintf(templates[rng.IntN(len(templates))], nouns[rng.IntN(len(nouns))])
-			}
-			if i%3 == 2 {
-				prompt = strings.TrimRight(strings.ToLower(prompt), ".!?")
-			}
-			out = append(out, Example{Kind: KindChat, Source: SourceElsewhere, Title: assets.CleanLine(prompt),
-				System: assets.ChatSystem(), Prompt: prompt, Answer: assets.ChatElsewhere()})
+			out = append(out, offTopicChat(offTopicPrompt(i, fixed, templates, nouns, rng)))
 		}
 		return out
 	}
 	return chats(n, elsewhereFixed, elsewhereNoun, trainNouns), chats(max(n/40, 10), elsewhereFixedHeld, elsewhereNounHeld, heldNouns)
+}
+
+// offTopicPrompt is the i-th off-topic prompt: every fifth one (all, with no
+// nouns) the next of fixed, the others one of templates filled with one of
+// nouns, both drawn from rng; every third lower-cased and stripped of its end
+// punctuation, as people type.
+func offTopicPrompt(i int, fixed, templates, nouns []string, rng *rand.Rand) string {
+	var prompt string
+	if i%5 == 0 || len(nouns) == 0 {
+		prompt = fixed[(i/5)%len(fixed)]
+	} else {
+		prompt = fmt.Sprintf(templates[rng.IntN(len(templates))], nouns[rng.IntN(len(nouns))])
+	}
+	if i%3 == 2 {
+		prompt = strings.TrimRight(strings.ToLower(prompt), ".!?")
+	}
+	return prompt
+}
+
+// offTopicChat is the chat example that answers prompt with assets.ChatElsewhere.
+func offTopicChat(prompt string) Example {
+	return Example{Kind: KindChat, Source: SourceElsewhere, Title: assets.CleanLine(prompt),
+		System: assets.ChatSystem(), Prompt: prompt, Answer: assets.ChatElsewhere()}
 }
 
 // ElsewhereNouns are the nouns of examples' WordNet chats (a one-word,
