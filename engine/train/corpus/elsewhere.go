@@ -102,8 +102,8 @@ var (
 // questions, the rest templates filled with nouns; every third lower-cased
 // without its end punctuation, as ElsewhereChats does. Prompts whose topic
 // (assets.ChatTopic, its article dropped or not) is one of titles, in any
-// case, are left out: the model must answer those. None is a held-out one: the
-// off-topic questions `train eval` and the training README measure with
+// case, are left out: the model must answer those. None is held out: the
+// off-topic questions the training README measures with
 // (assets/training/session24/offtopic-questions.txt) are other ones.
 func ElsewhereAsked(nouns []string, titles map[string]bool, n int) []Example {
 	rng := rand.New(rand.NewPCG(13, 17))
