@@ -40,14 +40,12 @@
 package assets
 
 import (
-	"embed"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 )
-
-//go:embed mini
-var miniFS embed.FS
 
 //go:embed icons/darkroom.png
 var iconPNG []byte
@@ -68,11 +66,32 @@ var miniRequired = []string{"config.json", "tokenizer.json"}
 // wrapping ErrMiniNotBuilt when the binary was built before the model was
 // trained, and never panics.
 func Mini() (fs.FS, error) {
-	return miniFrom(miniFS)
+	root, dir, err := miniSource()
+	if err != nil {
+		return nil, err
+	}
+	return miniFrom(root, dir)
 }
 
-func miniFrom(root fs.FS) (fs.FS, error) {
-	sub, err := fs.Sub(root, "mini")
+// MiniDirEnv names the folder a binary built with -tags nomini reads the
+// built-in model from. Such a binary carries none of the Mini's files: the
+// device session's (packaging/device-session.sh), whose working tree holds
+// assets/mini already, so that the weights do not travel twice within the
+// device tool's 64 MiB.
+const MiniDirEnv = "DARKROOM_MINI_DIR"
+
+// miniDirSource is a nomini binary's model source: the folder dir, or an error
+// wrapping ErrMiniNotBuilt that names MiniDirEnv where dir is "".
+func miniDirSource(dir string) (fs.FS, string, error) {
+	if dir == "" {
+		return nil, "", fmt.Errorf("this binary was built without Darkroom Mini's files (-tags nomini): set %s to a folder holding them, such as assets/mini: %w", MiniDirEnv, ErrMiniNotBuilt)
+	}
+	return os.DirFS(dir), ".", nil
+}
+
+// miniFrom is the model directory dir of root, checked for miniRequired.
+func miniFrom(root fs.FS, dir string) (fs.FS, error) {
+	sub, err := fs.Sub(root, dir)
 	if err != nil {
 		return nil, fmt.Errorf("open embedded Darkroom Mini: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"image/png"
 	"io/fs"
+	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -136,14 +137,14 @@ func TestHrefs(t *testing.T) {
 }
 
 func TestMiniNotBuiltIsAnError(t *testing.T) {
-	if _, err := miniFrom(fstest.MapFS{"mini/README.md": {Data: []byte("x")}}); !errors.Is(err, ErrMiniNotBuilt) {
+	if _, err := miniFrom(fstest.MapFS{"mini/README.md": {Data: []byte("x")}}, "mini"); !errors.Is(err, ErrMiniNotBuilt) {
 		t.Fatalf("empty mini: err = %v, want ErrMiniNotBuilt", err)
 	}
-	_, err := miniFrom(fstest.MapFS{"mini/config.json": {Data: []byte("{}")}})
+	_, err := miniFrom(fstest.MapFS{"mini/config.json": {Data: []byte("{}")}}, "mini")
 	if !errors.Is(err, ErrMiniNotBuilt) || !strings.Contains(err.Error(), "tokenizer.json") {
 		t.Fatalf("incomplete mini: err = %v, want ErrMiniNotBuilt naming tokenizer.json", err)
 	}
-	sub, err := miniFrom(fstest.MapFS{"mini/config.json": {Data: []byte("{}")}, "mini/tokenizer.json": {Data: []byte("{}")}})
+	sub, err := miniFrom(fstest.MapFS{"mini/config.json": {Data: []byte("{}")}, "mini/tokenizer.json": {Data: []byte("{}")}}, "mini")
 	if err != nil {
 		t.Fatalf("complete mini: %v", err)
 	}
@@ -177,5 +178,36 @@ func TestIcons(t *testing.T) {
 	}
 	if !bytes.HasPrefix(IconSVG(), []byte("<svg")) {
 		t.Error("IconSVG is not an SVG document")
+	}
+}
+
+// TestMiniDirSource: a binary built without the Mini's files (-tags nomini)
+// reads them from $DARKROOM_MINI_DIR — the same model as the embedded one — and,
+// with it unset, says which variable to set, wrapping ErrMiniNotBuilt.
+func TestMiniDirSource(t *testing.T) {
+	if _, _, err := miniDirSource(""); !errors.Is(err, ErrMiniNotBuilt) || !strings.Contains(err.Error(), MiniDirEnv) {
+		t.Errorf("unset: %v", err)
+	}
+	root, dir, err := miniDirSource("mini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromDir, err := miniFrom(root, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded, err := Mini()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"config.json", "tokenizer.json", "card.json"} {
+		a, errA := fs.ReadFile(fromDir, name)
+		b, errB := fs.ReadFile(embedded, name)
+		if errA != nil || errB != nil || string(a) != string(b) {
+			t.Errorf("%s: from the folder %d bytes (%v), embedded %d bytes (%v)", name, len(a), errA, len(b), errB)
+		}
+	}
+	if _, err := miniFrom(os.DirFS(t.TempDir()), "."); !errors.Is(err, ErrMiniNotBuilt) {
+		t.Errorf("an empty folder: %v", err)
 	}
 }

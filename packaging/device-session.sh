@@ -4,9 +4,9 @@
 #
 #   a. packaging/gpu-check.sh (Darkroom against transformers at the 26B's dimensions; capped at 8 minutes)
 #   b. Darkroom Mini 2 training on the GPU: `darkroom train run` on XLA CUDA (JAX's PJRT plugin, found at
-#      run time) at Mini 2's size (hidden 192, 6 layers, 6 heads, 2 K/V heads, head dim 32, intermediate
-#      384, experts 8 × 192 top-2: train-runs/mini2's), from the host run's exported weights when they were
-#      prepared (else from scratch), the host run's prefix buckets (one graph each, compiled once),
+#      run time) from the starting weights prepared (the built-in Mini's by default, read from the carried
+#      tree's assets/mini; else from scratch at the 6-layer Mini 2's size: hidden 192, 6 layers, 6 heads,
+#      2 K/V heads, head dim 32, intermediate 384, experts 8 × 192 top-2), the host run's prefix buckets (one graph each, compiled once),
 #      a checkpoint every minute, stopped by a time budget (SIGINT: the trainer writes a checkpoint), then
 #      `darkroom train export` and `darkroom train eval` on the device
 #
@@ -23,7 +23,9 @@
 #
 # Usage:
 #   packaging/device-session.sh prepare [--init-run RUN | --init-model DIR | --scratch] [--corpus DIR] [--dir DIR]
-#       here, where Go is: builds the headless binary (cgo, stripped), takes the starting weights —
+#       here, where Go is: builds the headless binary (cgo, stripped, and without the Mini's files:
+#       -tags nomini, so it reads them from the carried tree's assets/mini through DARKROOM_MINI_DIR and the
+#       weights do not travel twice), takes the starting weights —
 #       the built-in Mini (assets/mini) unless told otherwise: RUN's latest checkpoint exported
 #       (reading RUN only), a model folder, or none (--scratch) —, builds train-runs/corpus with the
 #       starting weights' tokenizer when it is missing (apt-get download of the Debian packages,
@@ -78,10 +80,18 @@ prepare() {
 	mkdir -p "$dir"
 	local bin="$dir/darkroom"
 	echo "device-session: building the headless binary"
-	(cd "$root" && CGO_ENABLED=1 go build -tags headless -trimpath -ldflags "-s -w" -o "$bin" .)
+	(cd "$root" && CGO_ENABLED=1 go build -tags headless,nomini -trimpath -ldflags "-s -w" -o "$bin" .)
+	export DARKROOM_MINI_DIR="$root/assets/mini" # the built-in model of a nomini binary (assets.MiniDirEnv)
+	# Where the starting weights are read here: a copy in DIR/init, or the tree's assets/mini itself,
+	# which the device gets with the tree (DIR/init-tree names it).
+	local init_dir="$dir/init"
 	if [ -n "$init_run" ]; then
 		echo "device-session: exporting $init_run's latest checkpoint as the starting weights"
 		"$bin" train export --run "$init_run" --out "$dir/init" --recipe "" # reads the run, writes only dir/init
+	elif [ -n "$init_model" ] && [ "$(cd "$init_model" && pwd)" = "$root/assets/mini" ]; then
+		echo "device-session: starting weights from assets/mini (carried with the tree)"
+		echo assets/mini >"$dir/init-tree"
+		init_dir="$root/assets/mini"
 	elif [ -n "$init_model" ]; then
 		echo "device-session: starting weights from $init_model"
 		mkdir -p "$dir/init"
@@ -94,15 +104,15 @@ prepare() {
 	# there is none, and refuse one built with another.
 	if [ ! -f "$corpus/train.jsonl" ]; then
 		local tokflag=()
-		[ -f "$dir/init/tokenizer.json" ] && tokflag=(--tokenizer "$dir/init")
+		[ -f "$init_dir/tokenizer.json" ] && tokflag=(--tokenizer "$init_dir")
 		echo "device-session: no train-runs/corpus: building it (darkroom train corpus ${tokflag[*]})"
 		"$bin" train corpus --out "$corpus" "${tokflag[@]}" >"$dir/corpus.log" 2>&1 ||
 			{ tail -5 "$dir/corpus.log" >&2; die "building the corpus failed (log: $dir/corpus.log)"; }
 		grep '^examples:' "$dir/corpus.log" || true
 		rm -f "$dir/corpus.log"
 	fi
-	if [ -f "$dir/init/tokenizer.json" ] && ! cmp -s "$dir/init/tokenizer.json" "$corpus/tokenizer/tokenizer.json"; then
-		die "${corpus#"$root"/} was built with another tokenizer than the starting weights': move it away and prepare again (it is rebuilt with theirs), or build it with darkroom train corpus --tokenizer $dir/init"
+	if [ -f "$init_dir/tokenizer.json" ] && ! cmp -s "$init_dir/tokenizer.json" "$corpus/tokenizer/tokenizer.json"; then
+		die "${corpus#"$root"/} was built with another tokenizer than the starting weights': move it away and prepare again (it is rebuilt with theirs), or build it with darkroom train corpus --tokenizer $init_dir"
 	fi
 	# The binary that goes runs gpu-check's Darkroom half here first, on the CPU over the Mini (its
 	# vocabulary and canvas are the tokenizer's and the 26B's): a flag or JSON field gpu-check needs
@@ -183,6 +193,7 @@ session() {
 	mkdir -p "$work"
 	bin="$work/darkroom"
 	unxz "$dir/darkroom.xz" >"$bin"
+	export DARKROOM_MINI_DIR="$root/assets/mini" # the binary is built without the Mini's files (prepare)
 	chmod +x "$bin"
 	# The device's python3 is a virtual environment's (/opt/torch/.venv), on PATH but not activated: name
 	# it as activating it would, so that Darkroom's auto backend finds JAX's CUDA plugin there.
@@ -239,6 +250,10 @@ train_part() {
 		size=(--init "$dir/init")
 		warmup=100
 		from="from $dir/init"
+	elif [ -f "$dir/init-tree" ] && [ -f "$root/$(cat "$dir/init-tree")/config.json" ]; then
+		size=(--init "$root/$(cat "$dir/init-tree")")
+		warmup=100
+		from="from $(cat "$dir/init-tree")"
 	fi
 	# What the export, the eval and the packing need after training: kept back from the training's time.
 	local reserve=$((15 + eval_secs + 15))
