@@ -272,13 +272,7 @@ func (l *Leads) ChatStart(message string) ChatStart {
 	if !ok {
 		return start
 	}
-	bare := topic
-	for _, article := range []string{"a ", "an ", "the "} {
-		if len(topic) > len(article) && strings.EqualFold(topic[:len(article)], article) {
-			bare = strings.TrimSpace(topic[len(article):])
-			break
-		}
-	}
+	bare := TopicBare(topic)
 	title, entry, ok := l.entry(topic)
 	if !ok && bare != topic {
 		title, entry, ok = l.entry(bare)

@@ -101,10 +101,22 @@ var ChatQuestions = []string{
 // chat examples ask (ChatQuestions, ChatArticleQuestion) or as people often do
 // ("what's X", "who is X", "what are X", "what does X stand for"), case, spacing
 // and the ending's punctuation aside: "what is a compiler?" → "a compiler"
-// (the article is the caller's to drop). ok is false for any other message.
+// (the article is the caller's to drop: TopicBare). ok is false for any other message.
 func ChatTopic(message string) (topic string, ok bool) {
 	topic, _, ok = chatTopic(message)
 	return topic, ok
+}
+
+// TopicBare is a ChatTopic topic without its leading article ("a ", "an " or
+// "the ", in any case): "a compiler" → "compiler". A topic with none is
+// returned as it is.
+func TopicBare(topic string) string {
+	for _, article := range []string{"a ", "an ", "the "} {
+		if len(topic) > len(article) && strings.EqualFold(topic[:len(article)], article) {
+			return strings.TrimSpace(topic[len(article):])
+		}
+	}
+	return topic
 }
 
 // chatTopic is ChatTopic, with asked true where the message asks as the chat

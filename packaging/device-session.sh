@@ -250,10 +250,14 @@ train_part() {
 		size=(--init "$dir/init")
 		warmup=100
 		from="from $dir/init"
-	elif [ -f "$dir/init-tree" ] && [ -f "$root/$(cat "$dir/init-tree")/config.json" ]; then
-		size=(--init "$root/$(cat "$dir/init-tree")")
-		warmup=100
-		from="from $(cat "$dir/init-tree")"
+	elif [ -f "$dir/init-tree" ]; then # prepare's starting weights are the tree's own (assets/mini)
+		local tree_init
+		tree_init=$(cat "$dir/init-tree")
+		if [ -f "$root/$tree_init/config.json" ]; then
+			size=(--init "$root/$tree_init")
+			warmup=100
+			from="from $tree_init"
+		fi
 	fi
 	# What the export, the eval and the packing need after training: kept back from the training's time.
 	local reserve=$((15 + eval_secs + 15))

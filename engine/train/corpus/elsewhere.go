@@ -110,22 +110,12 @@ func ElsewhereAsked(nouns []string, titles map[string]bool, n int) []Example {
 	out := make([]Example, 0, n)
 	for i := 0; len(out) < n && i < 20*n; i++ {
 		prompt := offTopicPrompt(i, elsewhereAskedFixed, elsewhereAskedNoun, nouns, rng)
-		if topic, ok := assets.ChatTopic(prompt); ok && (titles[strings.ToLower(dropArticle(topic))] || titles[strings.ToLower(topic)]) {
+		if topic, ok := assets.ChatTopic(prompt); ok && (titles[strings.ToLower(assets.TopicBare(topic))] || titles[strings.ToLower(topic)]) {
 			continue
 		}
 		out = append(out, offTopicChat(prompt))
 	}
 	return out
-}
-
-// dropArticle is topic without a leading "a ", "an " or "the ".
-func dropArticle(topic string) string {
-	for _, a := range []string{"a ", "an ", "the "} {
-		if len(topic) > len(a) && strings.EqualFold(topic[:len(a)], a) {
-			return topic[len(a):]
-		}
-	}
-	return topic
 }
 
 // ElsewhereChats returns off-topic chat examples, n for training and n/40 (at
@@ -222,9 +212,9 @@ func AddElsewhere(dir string, n int) (trained, heldOut int, err error) {
 	if slices.ContainsFunc(examples, func(ex Example) bool { return ex.Source == SourceElsewhere }) {
 		return 0, 0, fmt.Errorf("%s: train.jsonl holds off-topic chats already", dir)
 	}
-	nouns := ElsewhereNouns(examples)
-	if len(nouns) < 100 {
-		return 0, 0, fmt.Errorf("%s: %d WordNet nouns to fill the off-topic templates with; build the corpus with --extra wordnet", dir, len(nouns))
+	nouns, err := templateNouns(dir, examples)
+	if err != nil {
+		return 0, 0, err
 	}
 	train, held := ElsewhereChats(nouns, n)
 	for _, f := range []struct {
@@ -264,9 +254,9 @@ func AddElsewhereAsked(dir string, n int) (int, error) {
 			titles[strings.ToLower(ex.Title)] = true
 		}
 	}
-	nouns := ElsewhereNouns(examples)
-	if len(nouns) < 100 {
-		return 0, fmt.Errorf("%s: %d WordNet nouns to fill the off-topic templates with; build the corpus with --extra wordnet", dir, len(nouns))
+	nouns, err := templateNouns(dir, examples)
+	if err != nil {
+		return 0, err
 	}
 	asked := ElsewhereAsked(nouns, titles, n)
 	if err := appendJSONL(filepath.Join(dir, "train.jsonl"), asked); err != nil {
@@ -277,6 +267,16 @@ func AddElsewhereAsked(dir string, n int) (int, error) {
 		return 0, fmt.Errorf("add asked off-topic chats: %w", err)
 	}
 	return len(asked), nil
+}
+
+// templateNouns are the nouns that fill the off-topic templates of the corpus
+// in dir (ElsewhereNouns of its examples), refused below 100.
+func templateNouns(dir string, examples []Example) ([]string, error) {
+	nouns := ElsewhereNouns(examples)
+	if len(nouns) < 100 {
+		return nil, fmt.Errorf("%s: %d WordNet nouns to fill the off-topic templates with; build the corpus with --extra wordnet", dir, len(nouns))
+	}
+	return nouns, nil
 }
 
 // appendJSONL appends examples to path, one JSON line each, and syncs it.

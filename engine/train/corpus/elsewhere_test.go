@@ -169,7 +169,7 @@ func TestElsewhereAsked(t *testing.T) {
 		}
 		if topic, ok := assets.ChatTopic(ex.Prompt); ok {
 			topics++
-			if low := strings.ToLower(topic); titles[low] || titles[strings.ToLower(dropArticle(topic))] {
+			if low := strings.ToLower(topic); titles[low] || titles[strings.ToLower(assets.TopicBare(topic))] {
 				t.Errorf("%q asks about the title %q", ex.Prompt, topic)
 			}
 		}
