@@ -1,8 +1,8 @@
 // Package assets owns the files embedded in the darkroom binary: the built-in
 // Darkroom Mini model (assets/mini/, Hugging Face layout, with its card.json:
 // what it was trained on and how a canvas typically runs, see MiniCard; and its
-// leads.jsonl.gz: the first sentence of each entry it was trained on, which
-// encyclopedia pages hold after a known title's heading, see Leads), the app
+// leads.jsonl.gz: each entry it was trained on, as its training page wrote it,
+// which encyclopedia pages hold after a known title's heading, see Leads), the app
 // icon, and the demo prompt templates with the builders that fill them in.
 //
 // The prompt builders are the single source of the text the app sends and the

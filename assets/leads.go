@@ -14,29 +14,44 @@ import (
 )
 
 // Leads: what a small model cannot remember, its folder can hold. Darkroom
-// Mini has 8 M parameters and cannot recall seventeen thousand entries; its
-// folder holds the first sentence of each entry it was trained on (LeadsFile),
-// and the Encyclopedia holds that sentence after the heading (Leads.Lead, sent
-// as engine.Request.Lead after the heading's Opening), as
-// it holds the heading: a page on a known title then begins with what the entry
-// says, and the model writes the rest; Chat does the same for a question about
-// an entry (Leads.ChatStart). A title the folder does
-// not hold — a held-out title, anything typed — gets the heading alone, and the
-// model writes the whole page. Any model folder may carry the file; only the
-// built-in Mini does (packaging/ship-mini.sh writes it from the training corpus).
+// Mini has 16 M parameters and cannot recall seventeen thousand entries (left
+// alone, its pages on titles it was trained on share a tenth of their words'
+// order with the entry, as pages on other titles do); its folder holds each
+// entry it was trained on (LeadsFile) as its training page wrote it, past the
+// heading — whole, or cut at a sentence's end where the whole does not fit a
+// canvas (PageEntry) — and the Encyclopedia holds that text after the heading
+// (Leads.Lead, sent as engine.Request.Lead after the heading's Opening), as it
+// holds the heading: a page on a known title says what the entry says, and the
+// model writes only what the entry leaves (its end, or what follows a cut).
+// Chat holds the entry's opening sentences as the chat examples answered with
+// them (Leads.ChatStart); the Race holds the first sentence alone
+// (Leads.Sentence), so that both its models have a page to write. A title the
+// folder does not hold — a held-out title, anything typed — gets the heading
+// alone, and the model writes the whole page. Any model folder may carry the
+// file; only the built-in Mini does (packaging/ship-mini.sh writes it from the
+// training corpus with darkroom train leads).
 
-// LeadsFile is the optional file of a model folder that holds its leads: gzip'd
-// JSON lines {"title": …, "lead": …}, sorted by title.
+// LeadsFile is the optional file of a model folder that holds its entries:
+// gzip'd JSON lines {"title": …, "lead": …}, sorted by title, "lead" being the
+// entry's page past its heading.
 const LeadsFile = "leads.jsonl.gz"
 
-// leadMax bounds a lead's first sentence past the heading, in bytes (at most
-// 160 tokens of the Mini's): the page must leave the model room to write. A first sentence too short to stand alone may run on to
-// a second that ends within leadRunOnMax (Unix's opens with a note on its
-// plural; its second sentence says what it is, 560 bytes in).
+// leadMax bounds a page's first sentence past the heading, in bytes (at most
+// 160 tokens of the Mini's): the Race's page must leave its models room to
+// write. A first sentence too short to stand alone may run on to a second that
+// ends within leadRunOnMax (Unix's opens with a note on its plural; its second
+// sentence says what it is, 560 bytes in). leadBytesMax bounds a held entry:
+// the corpus's pages are at most 900 bytes.
 const (
 	leadMax      = 400
 	leadRunOnMax = 600
+	leadBytesMax = 4096
 )
+
+// ChatLeadMax bounds the answer a chat example gives about an entry, in bytes
+// (heading, category and its opening sentences; corpus.ChatAnswer writes it,
+// Leads.ChatStart holds it).
+const ChatLeadMax = 320
 
 // Limits ReadLeads puts on a leads file, so that a hostile one cannot exhaust
 // memory: the decompressed size and the number of entries.
@@ -47,27 +62,73 @@ const (
 
 // PageLead is the start of a page up to the end of its first sentence: the
 // heading, the category line if there is one, and the text of the first
-// paragraph or list item up to a sentence's end — '.', '?' or '!' in text (not
-// in a tag, a link or an emphasis), followed by a closing tag, or by a space and
-// a capital, a tag, a parenthesis or a quote where it does not follow a lone
-// letter or digit ("R.M. Keller", "[IBM] 1. The"). A first sentence of fewer
-// than leadWords words outside parentheses — a note ("(Note: NOT "kernal")."),
-// an expansion ("(b) binary digit.") — runs on to the second where there is one.
-// A page that does not begin with the title's heading (EncyclopediaOpening), or
-// whose first sentence ends more than leadMax bytes past it (or never), gives
-// the heading alone; a second sentence must end within leadRunOnMax.
+// paragraph or list item up to a sentence's end (as pageSentences finds one).
+// A first sentence of fewer than leadWords words outside parentheses — a note
+// ("(Note: NOT "kernal")."), an expansion ("(b) binary digit.") — runs on to
+// the second where there is one. A page that does not begin with the title's
+// heading (EncyclopediaOpening), or whose first sentence ends more than leadMax
+// bytes past it (or never), gives the heading alone; a second sentence must end
+// within leadRunOnMax.
 func PageLead(page, title string) string {
 	opening := EncyclopediaOpening(title)
 	if !strings.HasPrefix(page, opening) {
 		return opening
 	}
+	lead, first := opening, -1 // first: the end of a first sentence too short to stand alone
+	pageSentences(page, len(opening), func(end, words int) bool {
+		switch {
+		case end-1 > len(opening)+leadRunOnMax, first < 0 && end-1 > len(opening)+leadMax:
+			return false
+		case words >= leadWords:
+			lead, first = page[:end], -1
+			return false
+		case first < 0:
+			first = end
+		}
+		return true
+	})
+	if first >= 0 {
+		return page[:first]
+	}
+	return lead
+}
+
+// PageEntry is as much of a page as its folder holds (Leads.Add): the whole
+// page where fits says it fits (a nil fits: where it is at most leadBytesMax
+// bytes), else the longest start of it that ends at a sentence's end
+// (pageSentences) and fits, else the heading alone — as is a page that does
+// not begin with the title's heading (EncyclopediaOpening). fits is asked
+// about longer starts only while shorter ones fit.
+func PageEntry(page, title string, fits func(page string) bool) string {
+	opening := EncyclopediaOpening(title)
+	if !strings.HasPrefix(page, opening) {
+		return opening
+	}
+	ok := func(p string) bool { return len(p)-len(opening) <= leadBytesMax && (fits == nil || fits(p)) }
+	if ok(page) {
+		return page
+	}
+	entry := opening
+	pageSentences(page, len(opening), func(end, _ int) bool {
+		if !ok(page[:end]) {
+			return false
+		}
+		entry = page[:end]
+		return true
+	})
+	return entry
+}
+
+// pageSentences calls yield with the end of each sentence of page from index
+// from on — the index past its '.', '?' or '!' in text (not in a tag, a link or
+// an emphasis), followed by a closing tag, or by a space and a capital, a tag,
+// a parenthesis or a quote where it does not follow a lone letter or digit
+// ("R.M. Keller", "[IBM] 1. The") — and the words outside emphasis and
+// parentheses before it, until yield returns false or the page ends.
+func pageSentences(page string, from int, yield func(end, words int) bool) {
 	var inTag bool
 	var links, ems, parens, words int // open <a>, <em> and parentheses; words outside ems and parentheses
-	first := -1                       // the end of a first sentence too short to stand alone
-	for i := len(opening); i < len(page) && i <= len(opening)+leadRunOnMax; i++ {
-		if i > len(opening)+leadMax && first < 0 {
-			break // no first sentence within leadMax
-		}
+	for i := from; i < len(page); i++ {
 		c := page[i]
 		switch {
 		case inTag:
@@ -88,21 +149,14 @@ func PageLead(page, title string) string {
 			parens++
 		case c == ')':
 			parens = max(parens-1, 0)
-		case isAlnum(c) && !isAlnum(page[i-1]) && ems == 0 && parens == 0:
+		case isAlnum(c) && (i == 0 || !isAlnum(page[i-1])) && ems == 0 && parens == 0:
 			words++
 		case links == 0 && ems == 0 && (c == '.' || c == '?' || c == '!') && sentenceEnds(page[:i], page[i+1:]):
-			if words >= leadWords {
-				return page[:i+1]
-			}
-			if first < 0 {
-				first = i
+			if !yield(i+1, words) {
+				return
 			}
 		}
 	}
-	if first >= 0 {
-		return page[:first+1]
-	}
-	return opening
 }
 
 // leadWords is the fewest words outside parentheses a lead's sentence stands alone with.
@@ -136,8 +190,7 @@ func sentenceEnds(before, rest string) bool {
 }
 
 // Leads are a model folder's entries by title: each title's lead, the text of
-// its page after the heading through its first sentence. The zero value and nil
-// hold none.
+// its page after the heading (PageEntry). The zero value and nil hold none.
 type Leads struct {
 	byTitle map[string]string // CleanLine(title) → lead
 	folded  map[string]string // lower-case title → the title, for titles unique when folded
@@ -149,11 +202,13 @@ type leadEntry struct {
 	Lead  string `json:"lead"`
 }
 
-// Add records page's lead (PageLead) for title and reports whether it had one; a
-// title already held keeps its first lead.
-func (l *Leads) Add(title, page string) bool {
+// Add holds page's entry for title (PageEntry: whole, or cut at a sentence's
+// end where the whole does not fit; fits as PageEntry's) and reports whether
+// it held any text past the heading; a title already held keeps its first
+// entry.
+func (l *Leads) Add(title, page string, fits func(page string) bool) bool {
 	title = CleanLine(title)
-	lead := strings.TrimPrefix(PageLead(page, title), EncyclopediaOpening(title))
+	lead := strings.TrimPrefix(PageEntry(page, title, fits), EncyclopediaOpening(title))
 	if lead == "" || title == "" {
 		return false
 	}
@@ -187,14 +242,29 @@ func (l *Leads) Len() int {
 	return len(l.byTitle)
 }
 
-// Lead is title's lead: the exact title's, else that of the one title equal to
-// it but for case ("unix" finds "Unix"; "Lisp" finds "LISP" only if no other
-// spelling exists). The Encyclopedia, the Race, `darkroom wiki`, the local
-// server and `train eval` send it as engine.Request.Lead after the heading
-// (EncyclopediaOpening), which holds it where it fits.
+// Lead is title's lead, the entry as the folder holds it: the exact title's,
+// else that of the one title equal to it but for case ("unix" finds "Unix";
+// "Lisp" finds "LISP" only if no other spelling exists). The Encyclopedia,
+// `darkroom wiki`, the local server and `train eval` send it as
+// engine.Request.Lead after the heading (EncyclopediaOpening), which holds it
+// where it fits.
 func (l *Leads) Lead(title string) (string, bool) {
 	_, lead, ok := l.entry(title)
 	return lead, ok
+}
+
+// Sentence is the first sentence of title's lead (PageLead), found as Lead
+// finds the lead: what the Race holds after the heading, so that its two
+// models still have most of a page to write. ok is false where the folder does
+// not hold the title or its entry has no first sentence within leadMax bytes.
+func (l *Leads) Sentence(title string) (string, bool) {
+	held, lead, ok := l.entry(title)
+	if !ok {
+		return "", false
+	}
+	opening := EncyclopediaOpening(held)
+	s := strings.TrimPrefix(PageLead(opening+lead, held), opening)
+	return s, s != ""
 }
 
 // Has reports whether title has a lead (as Lead finds it): an entry the model
@@ -233,13 +303,13 @@ type ChatStart struct {
 // splits a page: Opening, the start of the bold heading the examples open
 // with, and Lead, where the leads hold the topic ("a", "an" or "the" before it
 // dropped when the topic with it is not held), the heading's end and the
-// entry's first sentence as the examples write it — category, then the
-// sentence as Markdown:
+// entry's opening as the examples write it (chatLead) — category, then the
+// opening sentences as Markdown:
 //
 //	"**Unix"  +  "** (operating system): (Or "UNIX", …) An interactive time-sharing operating system …"
 //
-// so the answer to "What is Unix?" begins with what the entry says and the
-// model writes what follows. A topic the leads do not hold heads the answer
+// so the answer to "What is Unix?" says what the entry says and the model
+// writes what follows (its end, as a rule). A topic the leads do not hold heads the answer
 // as asked, its article dropped — left to write its own heading, the Mini
 // named another term in half its answers ("What is a server room?" →
 // "**server close**") — where the message asks as the chat examples ask ("What
@@ -284,7 +354,7 @@ func (l *Leads) ChatStart(message string) ChatStart {
 		title, entry, ok = l.entry(one)
 	}
 	if ok {
-		category, text := leadMarkdown(entry)
+		category, text := chatLead(title, entry)
 		if text != "" {
 			lead := "**: " + text
 			if category != "" {
@@ -345,6 +415,65 @@ func chatHeading(topic string) bool {
 		}
 	}
 	return true
+}
+
+// chatLead is an entry (a lead) as the chat examples answer with it
+// (corpus.ChatAnswer): its category, and the opening sentences of its first
+// paragraph or list item as Markdown (leadMarkdown) — those that fit in
+// ChatLeadMax bytes after the heading ("**title** (category): "), and at
+// least the first (the whole item where it has no sentence's end).
+func chatLead(title, entry string) (category, text string) {
+	if rest, ok := strings.CutPrefix(entry, "<p><em>"); ok {
+		if cat, after, ok := strings.Cut(rest, "</em></p>\n"); ok && !strings.Contains(cat, "<") {
+			category, entry = CleanLine(html.UnescapeString(cat)), after
+		}
+	}
+	block := firstBlock(entry)
+	budget := ChatLeadMax - len("**"+title+"**: ")
+	if category != "" {
+		budget -= len(" (" + category + ")")
+	}
+	if _, text = leadMarkdown(block); len(text) <= budget {
+		return category, text
+	}
+	var first string
+	pageSentences(block, 0, func(end, _ int) bool {
+		_, t := leadMarkdown(block[:end])
+		if first == "" {
+			first = t
+		}
+		if len(t) > budget {
+			return false
+		}
+		text = t
+		return true
+	})
+	if len(text) > budget {
+		text = first // no sentence's end within the budget: the first sentence
+	}
+	if text == "" {
+		_, text = leadMarkdown(block)
+	}
+	return category, text
+}
+
+// firstBlock is an entry's first paragraph or list item, from its opening tag
+// through its closing one (to the entry's end where that is missing); the
+// entry whole where it has neither.
+func firstBlock(entry string) string {
+	p, li := strings.Index(entry, "<p>"), strings.Index(entry, "<li>")
+	start, end := p, "</p>"
+	if p < 0 || li >= 0 && li < p {
+		start, end = li, "</li>"
+	}
+	if start < 0 {
+		return entry
+	}
+	block := entry[start:]
+	if i := strings.Index(block, end); i >= 0 {
+		block = block[:i+len(end)]
+	}
+	return block
 }
 
 // leadMarkdown is a lead (HTML in the page format) as the chat examples write
@@ -437,8 +566,8 @@ func ReadLeads(fsys fs.FS) (*Leads, error) {
 				return nil, fmt.Errorf("read %s line %d: %w", LeadsFile, line, uerr)
 			case CleanLine(e.Title) != e.Title || e.Title == "":
 				return nil, fmt.Errorf("read %s line %d: title %q is empty or not on one line", LeadsFile, line, e.Title)
-			case e.Lead == "" || len(e.Lead) > leadRunOnMax+1 || strings.Contains(e.Lead, "<h1"):
-				return nil, fmt.Errorf("read %s line %d (%q): not a lead (%d bytes)", LeadsFile, line, e.Title, len(e.Lead))
+			case e.Lead == "" || len(e.Lead) > leadBytesMax || strings.Contains(e.Lead, "<h1"):
+				return nil, fmt.Errorf("read %s line %d (%q): not an entry (%d bytes)", LeadsFile, line, e.Title, len(e.Lead))
 			case len(l.byTitle) >= leadsMaxEntries:
 				return nil, fmt.Errorf("read %s: more than %d entries", LeadsFile, leadsMaxEntries)
 			}

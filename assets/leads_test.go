@@ -45,6 +45,37 @@ func TestPageLead(t *testing.T) {
 	}
 }
 
+// TestPageEntry: a page is held whole where it fits, else cut at the last
+// sentence's end that fits (never inside a link or an emphasis, never after an
+// initial), else to its heading; a page without its heading holds the heading
+// alone; a nil fits holds pages of up to leadBytesMax bytes past the heading.
+func TestPageEntry(t *testing.T) {
+	page := "<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS by R.M. Keller. It <a href=\"/wiki/x\">runs. Fast</a> now.</p>\n<ul><li>One. Two</li></ul>"
+	within := func(n int) func(string) bool { return func(p string) bool { return len(p) <= n } }
+	for _, tc := range []struct {
+		fits func(string) bool
+		want string
+	}{
+		{nil, page},
+		{within(len(page)), page},
+		{within(len(page) - 1), "<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS by R.M. Keller. It <a href=\"/wiki/x\">runs. Fast</a> now.</p>\n<ul><li>One."},
+		{within(len(page) - 15), "<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS by R.M. Keller. It <a href=\"/wiki/x\">runs. Fast</a> now."},
+		{within(60), "<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS by R.M. Keller."},
+		{within(40), "<h1>Unix</h1>\n"},
+	} {
+		if got := PageEntry(page, "Unix", tc.fits); got != tc.want {
+			t.Errorf("PageEntry(within %v) = %q, want %q", tc.fits != nil, got, tc.want)
+		}
+	}
+	if got := PageEntry(page, "Linux", nil); got != "<h1>Linux</h1>\n" {
+		t.Errorf("another title's page: %q", got)
+	}
+	long := "<h1>L</h1>\n<p>" + strings.Repeat("A word. ", leadBytesMax/8) + "</p>"
+	if got := PageEntry(long, "L", nil); len(got)-len("<h1>L</h1>\n") > leadBytesMax || !strings.HasSuffix(got, "word.") {
+		t.Errorf("a page over leadBytesMax: %d bytes held, ending %q", len(got), got[max(len(got)-10, 0):])
+	}
+}
+
 // TestLeads: a folder's leads are written and read back whole; a title finds
 // its lead exactly or by case where that is unambiguous; the opening is the
 // heading and the lead (the heading alone for a title not held); a folder
@@ -58,26 +89,32 @@ func TestLeads(t *testing.T) {
 		{"Lisp", "<h1>Lisp</h1>\n<p>The same, spelled so. Yes.</p>"},
 		{"C", "<h1>C</h1>\n<p>no sentence end</p>"},
 	} {
-		l.Add(p[0], p[1])
+		l.Add(p[0], p[1], nil)
 	}
 	var b bytes.Buffer
 	if err := l.Write(&b); err != nil {
 		t.Fatal(err)
 	}
 	got, err := ReadLeads(fstest.MapFS{LeadsFile: {Data: b.Bytes()}})
-	if err != nil || got.Len() != 3 {
-		t.Fatalf("read back %d leads, %v; want 3", got.Len(), err)
+	if err != nil {
+		t.Fatalf("read back: %v", err)
 	}
-	for title, want := range map[string]string{
-		"Unix":  "<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS. It runs.", // "An OS." alone is too short
-		"unix":  "<h1>unix</h1>\n<p><em>os</em></p>\n<p>An OS. It runs.",
-		"Lisp":  "<h1>Lisp</h1>\n<p>The same, spelled so.",
-		"lisp":  "<h1>lisp</h1>\n", // LISP or Lisp: ambiguous
-		"C":     "<h1>C</h1>\n",
-		"Emacs": "<h1>Emacs</h1>\n",
+	if got.Len() != 4 {
+		t.Fatalf("read back %d entries, want 4", got.Len())
+	}
+	for title, want := range map[string][2]string{ // the page as held; its first sentence
+		"Unix":  {"<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS. It runs.</p>", "<h1>Unix</h1>\n<p><em>os</em></p>\n<p>An OS. It runs."}, // "An OS." alone is too short
+		"unix":  {"<h1>unix</h1>\n<p><em>os</em></p>\n<p>An OS. It runs.</p>", "<h1>unix</h1>\n<p><em>os</em></p>\n<p>An OS. It runs."},
+		"Lisp":  {"<h1>Lisp</h1>\n<p>The same, spelled so. Yes.</p>", "<h1>Lisp</h1>\n<p>The same, spelled so."},
+		"lisp":  {"<h1>lisp</h1>\n", "<h1>lisp</h1>\n"}, // LISP or Lisp: ambiguous
+		"C":     {"<h1>C</h1>\n<p>no sentence end</p>", "<h1>C</h1>\n"},
+		"Emacs": {"<h1>Emacs</h1>\n", "<h1>Emacs</h1>\n"},
 	} {
-		if lead, _ := got.Lead(title); EncyclopediaOpening(title)+lead != want {
-			t.Errorf("Lead(%q) = %q, want the page to open %q", title, lead, want)
+		if lead, _ := got.Lead(title); EncyclopediaOpening(title)+lead != want[0] {
+			t.Errorf("Lead(%q) = %q, want the page to open %q", title, lead, want[0])
+		}
+		if s, ok := got.Sentence(title); EncyclopediaOpening(title)+s != want[1] || ok != (s != "") {
+			t.Errorf("Sentence(%q) = %q, %v, want the page to open %q", title, s, ok, want[1])
 		}
 	}
 	none, err := ReadLeads(fstest.MapFS{"config.json": {Data: []byte("{}")}})
@@ -104,14 +141,14 @@ func TestReadLeadsRefusesDamage(t *testing.T) {
 		w.Close()
 		return b.Bytes()
 	}
-	good := gz(`{"title":"Unix","lead":"<p>An OS."}` + "\n")
+	good := gz(`{"title":"Unix","lead":"<p>An OS.` + strings.Repeat(" It runs.", leadBytesMax/9-1) + `"}` + "\n")
 	for name, data := range map[string][]byte{
 		"not gzip":         []byte(`{"title":"Unix","lead":"<p>An OS."}`),
 		"truncated":        good[:len(good)-6],
 		"bad json":         gz(`{"title":"Unix","lead":"<p>An OS."}` + "\n{oops\n"),
 		"empty lead":       gz(`{"title":"Unix","lead":""}`),
 		"heading in lead":  gz(`{"title":"Unix","lead":"<h1>X</h1>"}`),
-		"lead too long":    gz(`{"title":"Unix","lead":"` + strings.Repeat("a", leadRunOnMax+2) + `"}`),
+		"lead too long":    gz(`{"title":"Unix","lead":"` + strings.Repeat("a", leadBytesMax+1) + `"}`),
 		"title two lines":  gz(`{"title":"Un\nix","lead":"<p>An OS."}`),
 		"larger than says": gz(strings.Repeat(" ", leadsMaxBytes+1)),
 	} {
@@ -173,12 +210,17 @@ func TestChatStart(t *testing.T) {
 		{"interrupt", "<h1>interrupt</h1>\n<p>A signal.</p>"},
 		{"library", "<h1>library</h1>\n<p>A collection of routines.</p>"},
 		{"process", "<h1>process</h1>\n<p>A running program.</p>"},
+		// 20 sentences of 31 bytes: 9 fit ChatLeadMax after "**long one**: ".
+		{"long one", "<h1>long one</h1>\n<p>" + strings.TrimSpace(strings.Repeat("Word word word word word word. ", 20)) + "</p>\n<p>More.</p>"},
+		{"unending", "<h1>unending</h1>\n<ul><li>An item that never ends a sentence</li><li>Two.</li></ul>"},
 	} {
-		l.Add(p[0], p[1])
+		l.Add(p[0], p[1], nil)
 	}
 	for msg, want := range map[string][2]string{
-		"What is unix?":                {"**Unix", "** (operating system): An interactive time-sharing system by *Ken* & co."},
-		"Explain bit.":                 {"**bit", "** (unit): (b) binary digit. The unit of information; a 0 or 1."},
+		"What is unix?":                {"**Unix", "** (operating system): An interactive time-sharing system by *Ken* & co. It runs."},
+		"Explain bit.":                 {"**bit", "** (unit): (b) binary digit."}, // the first paragraph, as corpus.Opening takes it
+		"What is a long one?":          {"**long one", "**: " + strings.Repeat("Word word word word word word. ", 8) + "Word word word word word word."},
+		"What is unending?":            {"**unending", "**: An item that never ends a sentence"},
 		"What is a poor?":              {"**poor", "** (adjective): Deserving or inciting pity."},
 		"What is a compiler?":          {"**compiler", "**: A program that converts a program to machine language."},
 		"What is the compiler?":        {"**compiler", "**: A program that converts a program to machine language."},

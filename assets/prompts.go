@@ -47,8 +47,8 @@ func CleanLine(s string) string {
 //
 // with its newline, spelled and escaped exactly as the corpus writes it. The
 // Encyclopedia screen, `darkroom wiki` and the local server send it as
-// engine.Request.Opening (followed by engine.Request.Lead, the entry's first sentence
-// where the model's folder holds one), so diffusion holds it at the head of the
+// engine.Request.Opening (followed by engine.Request.Lead, the entry as the
+// model's folder holds it, where it holds one), so diffusion holds it at the head of the
 // canvas and every page carries the title that was asked for; the model writes
 // the rest.
 func EncyclopediaOpening(title string) string {

@@ -89,12 +89,22 @@ type Request struct {
 	// the first answer tokens. Result.Tokens and Text begin with them. It is
 	// tokenized as plain text (no BOS) and must fit in max new tokens.
 	Opening string
-	// Lead is held after Opening where both fit (an entry's first sentence, from
+	// Lead is held after Opening where both fit (an entry's text, from
 	// the model folder's leads: the Encyclopedia and Chat send it). Where Opening
 	// and Lead together do not fit in max new tokens — a small max new tokens —
 	// Lead is dropped whole, Opening alone is held, and Result.LeadHeld says so:
 	// a lead is optional, an opening is not.
 	Lead string
+	// LeadEnds makes a held Lead the end of the answer: the entry's page or
+	// chat answer as the model was trained to write it (assets.Leads), which
+	// ends there — Result.StopReason StopEOS, and no forward pass. Left to
+	// write past it, Darkroom Mini's printer added a sentence of its own to
+	// most chat answers ("… originally so he could play games on his
+	// scavenged PDP-7. It was developed at MIT's IBM 701 …"). Where the Lead
+	// is not held (it does not fit; a tentative Opening) the model writes the
+	// answer as without it. The Race sends a first sentence without it, to be
+	// continued.
+	LeadEnds bool
 	// OpeningTentative holds Opening (and Lead) only where the model would begin
 	// the answer with Opening itself — its first token's text is Opening's start
 	// (the pieces may differ) — that token being, in AR mode, its own pick after

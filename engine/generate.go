@@ -113,6 +113,10 @@ type generation struct {
 func (g *generation) generate() (*Result, error) {
 	g.start = time.Now()
 	g.res = &Result{PromptTokens: len(g.prompt), Canvases: []CanvasStats{}, Tokens: []int{}, LeadHeld: g.lead}
+	if g.lead && g.req.LeadEnds && !g.req.OpeningTentative {
+		g.endWithLead()
+		return g.finish(), nil
+	}
 	g.run.Reset()
 	if rs, ok := g.run.(cacheReserver); ok {
 		if err := rs.Reserve(g.contextTokens()); err != nil {
@@ -434,6 +438,21 @@ func (g *generation) settleStart(first int, kind EventKind) (replied bool) {
 		g.dropOpening()
 	}
 	return false
+}
+
+// endWithLead makes the held Opening and Lead the whole answer
+// (Request.LeadEnds): no forward pass, one commit (AR: token) event, and the
+// answer ends where the entry ends, as the page or answer it was trained on
+// ended there (StopEOS).
+func (g *generation) endWithLead() {
+	g.out = slices.Clone(g.opening)
+	g.res.StopReason = StopEOS
+	g.res.FirstCanvasMS = ms(time.Since(g.start))
+	kind := EventCommit
+	if g.req.Mode == AR {
+		kind = EventToken
+	}
+	g.emit(Event{Kind: kind, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
 }
 
 // holdReply makes Request.Reply the whole answer: the model began it.

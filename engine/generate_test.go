@@ -388,6 +388,39 @@ func TestLeadHeldWhereItFits(t *testing.T) {
 	}
 }
 
+// TestLeadEnds: a held lead that ends the answer (Request.LeadEnds) is the
+// whole answer in both modes — no forward pass, one commit or token event,
+// stopped at the end as the entry ends — and where it is not held (it does
+// not fit) the model writes the answer as without it.
+func TestLeadEnds(t *testing.T) {
+	for _, m := range []Mode{Diffusion, AR} {
+		var events []Event
+		res, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: m,
+			Opening: "t7 t8 t9", Lead: " t10 t11", LeadEnds: true, Sampling: Sampling{MaxNewTokens: 24},
+			OnEvent: func(ev Event) { events = append(events, ev) }})
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		if want := []int{7, 8, 9, 10, 11}; !slices.Equal(res.Tokens, want) || !res.LeadHeld || res.HeldTokens != 5 ||
+			res.ForwardPasses != 0 || res.StopReason != StopEOS || len(res.Canvases) != 0 {
+			t.Errorf("%s: tokens %v (held %d, lead held %v), %d forward passes, stop %q, %d canvases; want %v held whole, none, eos",
+				m, res.Tokens, res.HeldTokens, res.LeadHeld, res.ForwardPasses, res.StopReason, len(res.Canvases), want)
+		}
+		if len(events) != 2 || events[1].Kind != EventDone || !slices.Equal(events[0].Committed, res.Tokens) {
+			t.Errorf("%s: events %+v; want one with the answer, then done", m, events)
+		}
+		dropped, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: m,
+			Opening: "t7 t8 t9", Lead: " t10 t11", LeadEnds: true, Sampling: Sampling{MaxNewTokens: 4}})
+		if err != nil {
+			t.Fatalf("%s, not fitting: %v", m, err)
+		}
+		if dropped.LeadHeld || dropped.ForwardPasses == 0 || dropped.HeldTokens != 3 {
+			t.Errorf("%s, a lead that does not fit: lead held %v, %d forward passes, %d held; want the model to write after the opening",
+				m, dropped.LeadHeld, dropped.ForwardPasses, dropped.HeldTokens)
+		}
+	}
+}
+
 // generateFirstT7 runs req (24 new tokens after prompt()) on the script model
 // whose causal head begins the answer with t7 and then writes body.
 func generateFirstT7(t *testing.T, req Request) (*Result, *scriptRunner) {

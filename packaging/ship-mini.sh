@@ -7,8 +7,9 @@
 #      per canvas, canvas time against the 1.5 s budget);
 #   3. writes its card (assets/mini/card.json: training sources and licence line
 #      from the run's corpus, typical steps from the bench) and its leads
-#      (assets/mini/leads.jsonl.gz: the first sentence of every entry of the run's
-#      corpus, which the Encyclopedia holds after a known title's heading);
+#      (assets/mini/leads.jsonl.gz: every entry of the run's corpus as its page,
+#      cut to fit a canvas, which the Encyclopedia holds after a known title's
+#      heading and Chat answers with);
 #   4. replaces assets/mini's model files (README.md stays) and assets/training's
 #      recipe.json, loss.png and metrics.jsonl, rebuilds darkroom and checks that the
 #      new built-in model writes a page — putting the old files back if it does not;
@@ -112,9 +113,9 @@ jq -n --arg on "$trained_on" --arg lic "$licence" --argjson steps "$steps" --arg
 	'{trained_on: $on, license: $lic, typical_steps: ($steps * 10 | round / 10), typical_guidance_rounds: ($rounds * 10 | round / 10)}' \
 	>"$work/mini/card.json"
 
-# The entries' first sentences, which the Encyclopedia holds after a known
-# title's heading (assets.Leads): from the corpus the run trained on, so never a
-# held-out title's.
+# The entries, which the Encyclopedia holds after a known title's heading and
+# Chat answers with (assets.Leads): from the corpus the run trained on, so never
+# a held-out title's.
 "$work/before" train leads --corpus "$corpus" --model "$work/mini" >"$work/leads.out" 2>&1 ||
 	die "train leads: $(tail -n 1 "$work/leads.out")"
 bytes="$(du -cb "$work/mini"/* | tail -n 1 | cut -f1)"

@@ -113,7 +113,7 @@ type StreamOptions struct {
 // Extension is a request's "darkroom" object.
 type Extension struct {
 	Opening string `json:"opening,omitempty"` // the start of the answer, fixed in advance
-	NoLead  bool   `json:"no_lead,omitempty"` // the model alone: no entry's first sentence opens the answer
+	NoLead  bool   `json:"no_lead,omitempty"` // the model alone: no entry's text opens the answer
 	Steps   bool   `json:"steps"`             // stream the developing canvas (Step chunks)
 }
 

@@ -177,7 +177,7 @@ func runGenerate(env *Env, args []string) error {
 	promptIDs := fs.String("prompt-ids", "", "comma-separated prompt token ids, fed exactly as given (implies --raw)")
 	canvasIDs := fs.String("canvas-ids", "", "comma-separated initial tokens of the first canvas (warm start)")
 	opening := fs.String("opening", "", "text the answer starts with, held fixed while the rest develops (e.g. \"<h1>Unix</h1>\")")
-	noLead := fs.Bool("no-lead", false, "the model alone: do not open the answer to a question about a topic with the topic as its heading and, where the model's folder holds the entry, the entry's first sentence (as the app's Chat does)")
+	noLead := fs.Bool("no-lead", false, "the model alone: do not open the answer to a question about a topic with the topic as its heading and, where the model's folder holds the entry, the entry's opening sentences (as the app's Chat does)")
 	thinking := fs.Bool("thinking", false, "enable the model's thinking channel")
 	trace := fs.Bool("trace", false, "print each denoising step's draft and accepted count (and each guidance round's changes) on stderr")
 	asJSON := fs.Bool("json", false, "print the result as JSON (text, tokens, canvases, forward_passes, elapsed_ms, tokens_per_s, …)")
@@ -254,8 +254,8 @@ func runGenerate(env *Env, args []string) error {
 		return fmt.Errorf("generate: %w", err)
 	}
 	// A question about a topic opens with the topic as its heading and, where
-	// the model's folder holds the entry, the entry's first sentence where it
-	// fits, as in the app's Chat and the API (assets.Leads.ChatStart).
+	// the model's folder holds the entry, the entry's opening sentences where
+	// they fit, as in the app's Chat and the API (assets.Leads.ChatStart).
 	if req.Opening == "" && !*noLead && !*thinking && len(req.Messages) > 0 {
 		leads, err := models.Leads(src) // before the model: a damaged file is said at once
 		if err != nil {
@@ -263,6 +263,7 @@ func runGenerate(env *Env, args []string) error {
 		}
 		start := leads.ChatStart(prompt)
 		req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
+		req.LeadEnds = req.Lead != "" // the entry's answer, as trained: it ends there
 	}
 	e, err := loadEngine(ctx, env, src, engine.Options{Backend: g.backend, InGraph: g.graph})
 	if err != nil {

@@ -248,8 +248,8 @@ func TestGenerateBuiltInModel(t *testing.T) {
 }
 
 // TestGenerateOpensWithTheEntrysLead: asked about an entry the built-in
-// model's folder holds, generate answers as the app's Chat does — the entry's
-// first sentence, then the model — and says so on stderr; --no-lead asks the
+// model's folder holds, generate answers as the app's Chat does — with the
+// entry's opening sentences, which end it — and says so on stderr; --no-lead asks the
 // model alone; a topic the folder does not hold heads the answer.
 func TestGenerateOpensWithTheEntrysLead(t *testing.T) {
 	fsys, err := assets.Mini()
@@ -263,8 +263,8 @@ func TestGenerateOpensWithTheEntrysLead(t *testing.T) {
 	start := leads.ChatStart("What is Unix?")
 	lead := start.Opening + start.Lead
 	code, out, errOut := runCLI("generate", "--mode", "ar", "--max-new-tokens", "160", "What is Unix?")
-	if code != 0 || !strings.HasPrefix(out, lead) || !strings.Contains(errOut, develop.LeadNote) {
-		t.Errorf("exit %d, stdout %q, stderr %q; want the answer to open with %q, said so", code, out, errOut, lead)
+	if code != 0 || strings.TrimSpace(out) != lead || !strings.Contains(errOut, develop.LeadNote) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the answer to be %q, said so", code, out, errOut, lead)
 	}
 	code, out, errOut = runCLI("generate", "--mode", "ar", "--max-new-tokens", "160", "--no-lead", "What is Unix?")
 	if code != 0 || strings.HasPrefix(out, lead) || strings.Contains(errOut, develop.LeadNote) {
@@ -331,8 +331,8 @@ func TestGenerateGuidanceFlags(t *testing.T) {
 	// generate returns the page and the first canvas's guidance rounds.
 	generate := func(args ...string) (text string, rounds float64) {
 		t.Helper()
-		// --no-lead: the model writes the whole answer (a held first sentence
-		// would leave it little to write, and guidance nothing to change).
+		// --no-lead: the model writes the whole answer (a held entry would
+		// leave it nothing to write, and guidance nothing to change).
 		code, out, errOut := runCLI(append([]string{"generate", "--mode", "diffusion", "--seed", "3", "--json", "--max-new-tokens", "64", "--no-lead"}, args...)...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errOut)

@@ -56,8 +56,8 @@ Subcommands:
   eval     generate held-out pages in diffusion and AR mode and score them
   distill  a corpus whose pages are the model's own printer's (AR) pages, for training its
            polaroid (sequence-level distillation)
-  leads    write the first sentence of every entry a corpus trains on into a model folder
-           (leads.jsonl.gz), for its encyclopedia pages to open with
+  leads    write every entry a corpus trains on into a model folder (leads.jsonl.gz), as its
+           page, cut to fit a canvas: the encyclopedia pages and chat answers it holds
   elsewhere  add off-topic chats (greetings, tasks) answered "a larger model from the Library
            will do better" to a corpus, and held-out ones for train eval --elsewhere
   init     write a randomly initialized checkpoint of any config, at a quantization
@@ -542,7 +542,7 @@ func runTrainEval(env *Env, args []string) error {
 	noLoss := fs.Bool("no-loss", false, "skip the held-out loss")
 	samples := fs.Int("samples", 3, "generated pages each mode keeps in the report, for reading")
 	freeHeading := fs.Bool("free-heading", false, "let the model write each page's <h1> too (default: the title is held as the heading, as the app does)")
-	noLeads := fs.Bool("no-leads", false, "hold the heading alone, not the entry's first sentence where the model's folder holds it (default: as the app does)")
+	noLeads := fs.Bool("no-leads", false, "hold the heading alone, not the entry where the model's folder holds it (default: as the app does)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

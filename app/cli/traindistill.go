@@ -12,6 +12,8 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/atomicfile"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/train"
 	"github.com/darkroomlabs/darkroom/engine/train/corpus"
 )
@@ -151,8 +153,8 @@ func writeDistilled(dir, corpusDir string, trainJSONL []byte) error {
 
 func runTrainLeads(env *Env, args []string) error {
 	fs := newFlagSet(env, "train leads", "--corpus DIR --model DIR")
-	corpusDir := fs.String("corpus", "train-runs/corpus", "the corpus whose pages' first sentences to write (train.jsonl; held-out titles are never in it)")
-	modelDir := fs.String("model", "", "the model folder to write leads.jsonl.gz into (required)")
+	corpusDir := fs.String("corpus", "train-runs/corpus", "the corpus whose pages to write as the model's entries (train.jsonl; held-out titles are never in it)")
+	modelDir := fs.String("model", "", "the model folder to write leads.jsonl.gz into (required; its tokenizer and max_new_tokens say how much of a page fits)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -162,13 +164,21 @@ func runTrainLeads(env *Env, args []string) error {
 	if st, err := os.Stat(*modelDir); err != nil || !st.IsDir() {
 		return fmt.Errorf("train leads: %s is not a model folder", *modelDir)
 	}
+	cfg, err := config.Load(*modelDir)
+	if err != nil {
+		return fmt.Errorf("train leads: the model in %s: %w", *modelDir, err)
+	}
+	tok, err := tokenizer.Load(*modelDir)
+	if err != nil {
+		return fmt.Errorf("train leads: the model in %s: %w", *modelDir, err)
+	}
 	recs, err := train.ReadRecords(filepath.Join(*corpusDir, "train.jsonl"))
 	if err != nil {
 		return fmt.Errorf("train leads: %w", err)
 	}
-	leads, pages := train.Leads(recs)
+	leads, pages, cut := train.Leads(recs, train.EntryFits(tok, cfg.Generation.MaxNewTokens))
 	if leads.Len() == 0 {
-		return fmt.Errorf("train leads: none of the %d page records of %s has a first sentence", pages, *corpusDir)
+		return fmt.Errorf("train leads: none of the %d page records of %s has text past its heading", pages, *corpusDir)
 	}
 	var b bytes.Buffer
 	if err := leads.Write(&b); err != nil {
@@ -178,7 +188,8 @@ func runTrainLeads(env *Env, args []string) error {
 	if err := atomicfile.WriteFile(out, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("train leads: %w", err)
 	}
-	fmt.Fprintf(env.Stdout, "wrote the first sentences of %d of %d titles' pages into %s (%.1f MB)\n", leads.Len(), pages, out, float64(b.Len())/1e6)
+	fmt.Fprintf(env.Stdout, "wrote the entries of %d of %d titles' pages into %s (%.1f MB); %d cut at a sentence's end to fit %d tokens\n",
+		leads.Len(), pages, out, float64(b.Len())/1e6, cut, cfg.Generation.MaxNewTokens-train.LeadRoom)
 	return nil
 }
 

@@ -28,7 +28,7 @@ func init() {
 type wikiPage struct {
 	Title         string   `json:"title"`
 	Prompt        string   `json:"prompt"`
-	Opening       string   `json:"opening"` // what was held before the model wrote: the heading, and the entry's first sentence where the model knows it ("" with --free-heading)
+	Opening       string   `json:"opening"` // what was held before the model wrote: the heading, and the entry where the model's folder holds it ("" with --free-heading)
 	HTML          string   `json:"html"`
 	Links         []string `json:"links"` // topics of the page's /wiki/ links, in order
 	Model         string   `json:"model"`
@@ -52,7 +52,7 @@ func runWiki(env *Env, args []string) error {
 	maxNew := fs.Int("max-new-tokens", 0, "most tokens to write (default: the model's generation_config)")
 	fs.IntVar(maxNew, "max-tokens", 0, "deprecated: the old name of --max-new-tokens")
 	free := fs.Bool("free-heading", false, "let the model write the page's <h1> too (by default the title is held as the heading, as the Encyclopedia screen does)")
-	noLead := fs.Bool("no-lead", false, "hold the heading only, not the entry's first sentence where the model's folder holds it (as the Encyclopedia screen does)")
+	noLead := fs.Bool("no-lead", false, "hold the heading only, not the entry where the model's folder holds it (as the Encyclopedia screen does)")
 	asJSON := fs.Bool("json", false, "print the page and its generation statistics as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -115,7 +115,7 @@ func runWiki(env *Env, args []string) error {
 	case *noLead:
 		lead = ""
 	}
-	res, err := eng.Generate(ctx, engine.Request{Prompt: prompt, Opening: opening, Lead: lead, Mode: m, Seed: *seed,
+	res, err := eng.Generate(ctx, engine.Request{Prompt: prompt, Opening: opening, Lead: lead, LeadEnds: true, Mode: m, Seed: *seed,
 		Sampling: engine.Sampling{MaxNewTokens: *maxNew}})
 	if err != nil {
 		return fmt.Errorf("wiki: %w", err)

@@ -189,7 +189,7 @@ func TestWikiOpensWithTheEntrysLead(t *testing.T) {
 	for title, said := range map[string]bool{"Unix": true, "Emacs": false} { // said on stderr, as the app's status line says it
 		_, stderr, code := wikiRun("wiki", "--model", dir, "--backend", wikiTestBackend, title)
 		if code != 0 || strings.Contains(stderr, develop.LeadNote) != said {
-			t.Errorf("wiki %s: exit %d, stderr %q; want the first sentence said to be the entry's: %v", title, code, stderr, said)
+			t.Errorf("wiki %s: exit %d, stderr %q; want the text said to be the entry's: %v", title, code, stderr, said)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, assets.LeadsFile), []byte("not gzip"), 0o644); err != nil {

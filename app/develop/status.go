@@ -47,10 +47,10 @@ func (d *Draft) Status(ev engine.Event) string {
 	}
 }
 
-// LeadNote ends the status line of a page or answer that opened with its
-// entry's first sentence (assets.Leads, engine.Result.LeadHeld), so that the
-// sentence is not taken for the model's.
-const LeadNote = "first sentence from the entry"
+// LeadNote ends the status line of a page or answer that holds its entry's
+// text (assets.Leads, engine.Result.LeadHeld), so that the entry is not taken
+// for the model's writing: "(78 held)" beside the token count says how much.
+const LeadNote = "text from the entry"
 
 // ReplyNote ends the status line of an answer that is the model's set reply,
 // held whole once the model began it (engine.Result.Replied: Darkroom Mini's
@@ -71,9 +71,9 @@ func LeadSuffix(res *engine.Result) string {
 }
 
 // TokenCount is how many tokens res holds, as the status lines say it: "78
-// tokens", with "(78 held)" after it when the entry's sentence or the set reply
-// was held — most of a short answer may be that sentence, and the rate counts
-// the rest. DoneStatus and the CLI's summary lines say it so.
+// tokens", with "(78 held)" after it when the entry's text or the set reply
+// was held — most of an answer may be that text, and the rate counts the
+// rest. DoneStatus and the CLI's summary lines say it so.
 func TokenCount(res *engine.Result) string {
 	tokens := plural.Count(len(res.Tokens), "token", "tokens")
 	if (res.LeadHeld || res.Replied) && res.HeldTokens > 0 {

@@ -51,11 +51,11 @@ import (
 // (engine.Request.Opening: the Encyclopedia's heading). Without one, a last
 // user message that asks about a topic, to a model whose folder holds leads,
 // opens the answer with the topic as its bold heading and, where the folder
-// holds the entry ("What is Unix?"), the entry's first sentence, as the app's
+// holds the entry ("What is Unix?"), the entry's opening sentences, as the app's
 // Chat does (assets.Leads.ChatStart: a heading the folder does not hold is
 // held only where the model begins a heading itself, and the Library answer,
 // where it begins that, is held whole); the X-Darkroom-Lead header says when
-// the sentence is held;
+// the entry's text is held;
 // "darkroom": {"no_lead": true} asks for the model alone. With "steps": true
 // a stream also carries the developing canvas: chunks with no choices and a
 // "darkroom" object (api.Step), at most one per FrameInterval, after the
@@ -264,6 +264,7 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" {
 			start := m.Leads.ChatStart(last.Content) // as the app's Chat opens it
 			req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
+			req.LeadEnds = req.Lead != "" // the entry's answer, as trained: it ends there
 		}
 	}
 	if cr.Seed != nil {

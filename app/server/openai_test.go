@@ -445,16 +445,16 @@ func TestChatDefaultSystem(t *testing.T) {
 }
 
 // TestChatAnswerOpensWithTheEntrysLead: a question about an entry the model's
-// folder holds opens the API's answer with the entry's first sentence, as the
+// folder holds opens the API's answer with the entry's opening sentences, as the
 // app's Chat does, and X-Darkroom-Lead says so; the client's own opening, or
 // "no_lead", leaves the model alone, as does any other question.
 func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 	var leads assets.Leads
-	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs. It runs.</p>")
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs. It runs.</p>", nil)
 	g := &fakeGen{final: "ok"}
 	s := start(t, Options{Engine: g, ModelID: "darkroom-mini", Leads: &leads})
 	hdr := map[string]string{"Authorization": "Bearer " + s.Token(), "Content-Type": "application/json"}
-	const lead = "**Unix**: An operating system from Bell Labs."
+	const lead = "**Unix**: An operating system from Bell Labs. It runs."
 	for _, tc := range []struct{ body, opening string }{
 		{`{"messages":[{"role":"user","content":"What is unix?"}]}`, lead},
 		{`{"messages":[{"role":"user","content":"What is Unix?"},{"role":"assistant","content":"x"},{"role":"user","content":"And Bell Labs?"}]}`, ""},
@@ -466,7 +466,7 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %s", tc.body, resp.StatusCode, raw)
 		}
-		if got := g.lastRequest(t); got.Opening+got.Lead != tc.opening || (got.Lead != "") != (tc.opening == lead) {
+		if got := g.lastRequest(t); got.Opening+got.Lead != tc.opening || (got.Lead != "") != (tc.opening == lead) || got.LeadEnds != (got.Lead != "") {
 			t.Errorf("%s: opening %q, lead %q; want %q", tc.body, got.Opening, got.Lead, tc.opening)
 		}
 		if said, want := resp.Header.Get("X-Darkroom-Lead") != "", tc.opening == lead; said != want {

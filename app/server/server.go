@@ -92,7 +92,7 @@ type Model struct {
 	// System is the system turn a chat request without one is given (the
 	// model's catalog.System; "": none).
 	System string
-	// Leads are the entries whose first sentence the model's folder holds
+	// Leads are the entries the model's folder holds
 	// (assets.Leads; nil: none): a page opens with its title's.
 	Leads *assets.Leads
 	// PageMode is the mode pages are written in ("": Options.Mode): the desktop

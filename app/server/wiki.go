@@ -320,8 +320,8 @@ func (s *Server) developPage(parent context.Context, title string, regen bool, w
 
 	dev := develop.New(m.Vocab, nil)
 	box := newMailbox[pageEvent]()
-	lead, _ := m.Leads.Lead(title) // the entry's first sentence, held after the heading where it fits
-	req := engine.Request{Prompt: assets.EncyclopediaPrompt(title), Opening: assets.EncyclopediaOpening(title), Lead: lead, Mode: m.PageMode, Seed: s.opts.Seed,
+	lead, _ := m.Leads.Lead(title) // the entry, held after the heading where it fits
+	req := engine.Request{Prompt: assets.EncyclopediaPrompt(title), Opening: assets.EncyclopediaOpening(title), Lead: lead, LeadEnds: true, Mode: m.PageMode, Seed: s.opts.Seed,
 		Sampling: m.Sampling, OnEvent: func(ev engine.Event) {
 			if ev.Kind == engine.EventDone || draft == nil {
 				return // the result below is the final word

@@ -480,24 +480,24 @@ func TestPageWithoutJavaScript(t *testing.T) {
 	}
 }
 
-// TestPageOpensWithTheEntrysLead: a model whose folder holds a title's first
-// sentence (Options.Leads) has its page written after it; another title gets
+// TestPageOpensWithTheEntrysLead: a model whose folder holds a title's entry
+// (Options.Leads) has its page written after it; another title gets
 // the heading alone.
 func TestPageOpensWithTheEntrysLead(t *testing.T) {
 	var leads assets.Leads
-	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs. It runs.</p>")
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs. It runs.</p>", nil)
 	g := &fakeGen{final: "<h1>Unix</h1>\n<p>An operating system.</p>"}
 	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
 	c := browser(t, s)
-	for title, want := range map[string]string{"Unix": "<p>An operating system from Bell Labs.", "Emacs": ""} {
+	for title, want := range map[string]string{"Unix": "<p>An operating system from Bell Labs. It runs.</p>", "Emacs": ""} {
 		resp, page := do(t, c, "GET", site(s)+"/wiki/"+title+"?whole=1", "", nil)
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d", title, resp.StatusCode)
 		}
 		if said := strings.Contains(page, develop.LeadNote); said != (title == "Unix") {
-			t.Errorf("%s: the status says the first sentence is the entry's: %v", title, said)
+			t.Errorf("%s: the status says the text is the entry's: %v", title, said)
 		}
-		if req := g.lastRequest(t); req.Opening != assets.EncyclopediaOpening(title) || req.Lead != want {
+		if req := g.lastRequest(t); req.Opening != assets.EncyclopediaOpening(title) || req.Lead != want || !req.LeadEnds {
 			t.Errorf("%s: opening %q, lead %q; want the heading, then %q", title, req.Opening, req.Lead, want)
 		}
 	}
@@ -508,7 +508,7 @@ func TestPageOpensWithTheEntrysLead(t *testing.T) {
 // (htmlsafe.Relink with the model's leads).
 func TestPageLinksOpenWhatTheySay(t *testing.T) {
 	var leads assets.Leads
-	leads.Add("virtual memory", "<h1>virtual memory</h1>\n<p>A memory system. It pages.</p>")
+	leads.Add("virtual memory", "<h1>virtual memory</h1>\n<p>A memory system. It pages.</p>", nil)
 	g := &fakeGen{final: `<h1>Paging</h1><p>Uses <a href="/wiki/virtual_program">virtual memory</a> and <a href="/wiki/swap">swapping</a>.</p>`}
 	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
 	_, page := do(t, browser(t, s), "GET", site(s)+"/wiki/Paging?whole=1", "", nil)

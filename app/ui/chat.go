@@ -590,7 +590,7 @@ func (c *Chat) answer() {
 		}
 		// A question about a topic opens its answer with the topic as its bold
 		// heading and, where the model's folder holds the entry, the entry's
-		// first sentence, as the entry's encyclopedia page does; the model
+		// opening sentences, as the chat examples answered; the model
 		// writes what follows (assets.Leads.ChatStart; not before a thinking
 		// channel's thoughts).
 		var start assets.ChatStart
@@ -624,7 +624,7 @@ func (c *Chat) answer() {
 				}
 			})
 		}
-		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Opening: start.Opening, Lead: start.Lead, OpeningTentative: start.OpeningTentative, Reply: start.Reply,
+		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Opening: start.Opening, Lead: start.Lead, LeadEnds: start.Lead != "", OpeningTentative: start.OpeningTentative, Reply: start.Reply,
 			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push})
 		th.Close()
 		c.finish(current, t, res, err, info.Mode.Reason)
@@ -662,7 +662,7 @@ func (c *Chat) showPartial(t *chats.Thread, text string) {
 }
 
 // finish shows the answer, or the error; why is the mode's reason, which ends
-// the status line (after DoneStatus's note of a held first sentence: the
+// the status line (after DoneStatus's note of the entry's held text: the
 // reason may run past the window's edge).
 func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, err error, why string) {
 	onUI(func() {

@@ -507,7 +507,7 @@ func TestNewChatReusesTheEmptyOne(t *testing.T) {
 // the reply held once begun: a greeting the model turns away says so.
 func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 	var leads assets.Leads
-	leads.Add("Unix", "<h1>Unix</h1>\n<p><em>operating system</em></p>\n<p>An operating system from <a href=\"/wiki/Bell_Labs\">Bell Labs</a>. It runs.</p>")
+	leads.Add("Unix", "<h1>Unix</h1>\n<p><em>operating system</em></p>\n<p>An operating system from <a href=\"/wiki/Bell_Labs\">Bell Labs</a>. It runs.</p>", nil)
 	m := &fakeModel{answers: func(req engine.Request) string {
 		if req.Opening == "" && req.Reply != "" { // the model begins the Library answer
 			return req.Reply
@@ -516,7 +516,7 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 	}, leads: &leads}
 	a := newTestApp(t, m, t.TempDir())
 	c := a.Chat
-	const lead = "** (operating system): An operating system from Bell Labs."
+	const lead = "** (operating system): An operating system from Bell Labs. It runs."
 	for _, tc := range []struct {
 		ask, opening, lead string
 		tentative, reply   bool
@@ -530,7 +530,7 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 		tap(c.send)
 		c.run.Wait()
 		calls := m.Calls()
-		if got := calls[len(calls)-1].req; got.Lead != tc.lead || got.Opening != tc.opening || got.OpeningTentative != tc.tentative ||
+		if got := calls[len(calls)-1].req; got.Lead != tc.lead || got.Opening != tc.opening || got.OpeningTentative != tc.tentative || got.LeadEnds != (tc.lead != "") ||
 			(got.Reply == assets.ChatElsewhere()) != tc.reply {
 			t.Errorf("%q: opening %q (tentative %v), lead %q, reply %q; want %q (%v), %q, reply %v", tc.ask, got.Opening, got.OpeningTentative,
 				got.Lead, got.Reply, tc.opening, tc.tentative, tc.lead, tc.reply)
@@ -545,7 +545,7 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 		}
 		st := uiRead(func() string { return c.status.Text })
 		if said := strings.Contains(st, develop.LeadNote); said != (tc.lead != "") {
-			t.Errorf("%q: status %q (says the first sentence is the entry's: %v)", tc.ask, st, said)
+			t.Errorf("%q: status %q (says the text is the entry's: %v)", tc.ask, st, said)
 		}
 		if said := strings.Contains(st, develop.ReplyNote); said != (tc.reply && tc.opening == "") {
 			t.Errorf("%q: status %q (says the answer is the set one: %v)", tc.ask, st, said)

@@ -303,10 +303,11 @@ func (e *Encyclopedia) generate(title string) {
 				label = serverModeLabel
 			}
 			return engine.Request{
-				Prompt:  assets.EncyclopediaPrompt(title),
-				Opening: assets.EncyclopediaOpening(title),
-				Lead:    lead(info, title), // the entry's first sentence where the model's folder holds it
-				Mode:    mode,
+				Prompt:   assets.EncyclopediaPrompt(title),
+				Opening:  assets.EncyclopediaOpening(title),
+				Lead:     lead(info, title), // the entry, where the model's folder holds it
+				LeadEnds: true,              // and the page ends where it ends
+				Mode:     mode,
 			}
 		}, e.view, e.status)
 		if err != nil {

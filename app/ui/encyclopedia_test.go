@@ -416,36 +416,38 @@ func TestEncyclopediaUnreadableTitleNotSent(t *testing.T) {
 }
 
 // TestPagesOpenWithTheEntrysLead: where the model's folder holds a title's
-// first sentence (ModelInfo.Leads), the Encyclopedia and both of the Race's
-// pages hold it after the heading; a title it does not hold gets the heading
-// alone. The pages had always opened with the heading alone.
+// entry (ModelInfo.Leads), the Encyclopedia holds it whole after the heading,
+// and both of the Race's pages its first sentence, leaving them a page to
+// write; a title it does not hold gets the heading alone. The pages had always
+// opened with the heading alone.
 func TestPagesOpenWithTheEntrysLead(t *testing.T) {
 	var leads assets.Leads
-	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs. It runs.</p>")
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs. It runs.</p>", nil)
 	m := &fakeModel{answers: wikiAnswers, leads: &leads}
 	a := newTestApp(t, m, "")
 	asUI(func() { a.Encyclopedia.Navigate("Unix") })
 	a.Encyclopedia.run.Wait()
 	if st := uiRead(func() string { return a.Encyclopedia.status.Text }); !strings.Contains(st, " · "+develop.LeadNote) {
-		t.Errorf("Unix's status %q does not say its first sentence is the entry's", st)
+		t.Errorf("Unix's status %q does not say its text is the entry's", st)
 	}
 	asUI(func() { a.Encyclopedia.Navigate("Bell Labs") })
 	a.Encyclopedia.run.Wait()
 	if st := uiRead(func() string { return a.Encyclopedia.status.Text }); strings.Contains(st, develop.LeadNote) {
-		t.Errorf("Bell Labs's status %q says it opened with the entry's sentence", st)
+		t.Errorf("Bell Labs's status %q says it holds the entry's text", st)
 	}
 	tap(a.Race.startB) // Unix
 	a.Race.run.Wait()
 	calls := m.Calls()
-	const unix = "<p>An operating system from Bell Labs."
+	const unix, sentence = "<p>An operating system from Bell Labs. It runs.</p>", "<p>An operating system from Bell Labs."
 	heading := assets.EncyclopediaOpening
 	if len(calls) != 4 || calls[0].req.Opening != heading("Unix") || calls[0].req.Lead != unix ||
 		calls[1].req.Opening != heading("Bell Labs") || calls[1].req.Lead != "" ||
-		calls[2].req.Opening != heading("Unix") || calls[2].req.Lead != unix || calls[3].req.Opening != heading("Unix") || calls[3].req.Lead != unix {
+		calls[2].req.Opening != heading("Unix") || calls[2].req.Lead != sentence || calls[3].req.Opening != heading("Unix") || calls[3].req.Lead != sentence ||
+		!calls[0].req.LeadEnds || calls[2].req.LeadEnds || calls[3].req.LeadEnds {
 		for _, c := range calls {
-			t.Errorf("opening %q, lead %q", c.req.Opening, c.req.Lead)
+			t.Errorf("opening %q, lead %q (ends the page: %v)", c.req.Opening, c.req.Lead, c.req.LeadEnds)
 		}
-		t.Fatalf("%d calls; want Unix with its lead, Bell Labs with its heading, and the Race's two with the lead", len(calls))
+		t.Fatalf("%d calls; want Unix with its entry ending the page, Bell Labs with its heading, and the Race's two with the entry's first sentence to continue", len(calls))
 	}
 	if sm := serverModel(m, engine.Sampling{}); sm.Leads != &leads {
 		t.Error("the local server is not given the model's leads")
@@ -457,7 +459,7 @@ func TestPagesOpenWithTheEntrysLead(t *testing.T) {
 // the browser (htmlsafe.Relink); the others stay as written.
 func TestPageLinksOpenWhatTheySay(t *testing.T) {
 	var leads assets.Leads
-	leads.Add("virtual memory", "<h1>virtual memory</h1>\n<p>A memory system. It pages.</p>")
+	leads.Add("virtual memory", "<h1>virtual memory</h1>\n<p>A memory system. It pages.</p>", nil)
 	m := &fakeModel{leads: &leads, answers: func(engine.Request) string {
 		return `<h1>Paging</h1><p>Uses <a href="/wiki/virtual_program">virtual memory</a> and <a href="/wiki/swap">swapping</a>.</p>`
 	}}

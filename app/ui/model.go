@@ -44,7 +44,7 @@ type ModelInfo struct {
 	// Fallback, when set, is the engine's one sentence saying why the backend
 	// asked for (XLA, or auto's GPU) did not start and the CPU runs instead.
 	Fallback string
-	// Leads are the entries whose first sentence the model's folder holds
+	// Leads are the entries the model's folder holds
 	// (assets.Leads; nil: none): an encyclopedia page opens with its title's.
 	Leads *assets.Leads
 }

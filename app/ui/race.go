@@ -162,7 +162,7 @@ func (r *Race) Start() {
 				})
 				<-start // started together
 				res, err := models[i].Generate(ctx, engine.Request{Prompt: assets.EncyclopediaPrompt(title),
-					Opening: assets.EncyclopediaOpening(title), Lead: lead(models[i].Info(), title), Mode: p.mode,
+					Opening: assets.EncyclopediaOpening(title), Lead: raceLead(models[i].Info(), title), Mode: p.mode,
 					Sampling: r.app.sampling(), Seed: seed, OnEvent: th.Push})
 				th.Close()
 				errs[i] = err
@@ -277,5 +277,14 @@ func raceSummary(ar, diff *engine.Result, est *speed.Estimate) string {
 	if ar.StopReason == engine.StopCancelled || diff.StopReason == engine.StopCancelled {
 		s = "Stopped early. " + s
 	}
+	return s
+}
+
+// raceLead is the first sentence of title's entry where the model's folder
+// holds it (assets.Leads.Sentence), held after the heading as the Encyclopedia
+// holds the whole entry: the Race holds no more, so that both its models have
+// a page to write.
+func raceLead(info ModelInfo, title string) string {
+	s, _ := info.Leads.Sentence(title)
 	return s
 }

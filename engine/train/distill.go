@@ -9,6 +9,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 )
 
 // Generator writes an answer: *engine.Engine, or a fake in tests.
@@ -121,20 +122,40 @@ func Distill(ctx context.Context, gen Generator, recs []Record, opts DistillOpti
 // across pages, which no page's test can see.
 func GoodPage(r Record, page string) bool { return CheckPage(page, r.Title).Structured }
 
-// Leads are the first sentences (assets.Leads) of the corpus records' pages, one
-// per title, the first page of a title that has one; and the number of distinct
-// titles with a page. The pages as written, never rewritten ones (Loss
-// LossDiffusion, which Distill's Lead makes begin with the same sentence anyway).
-func Leads(recs []Record) (*assets.Leads, int) {
-	l := &assets.Leads{}
+// Leads are the entries (assets.Leads) of the corpus records' pages, one per
+// title, the first page of a title that has one: whole where fits says the
+// page fits, else cut at a sentence's end (assets.PageEntry; EntryFits is the
+// canvas's test); the number of distinct titles with a page; and how many of
+// the entries were cut. The pages as written, never rewritten ones (Loss
+// LossDiffusion).
+func Leads(recs []Record, fits func(page string) bool) (l *assets.Leads, pages, cut int) {
+	l = &assets.Leads{}
 	titles := map[string]bool{}
 	for _, r := range recs {
-		if r.Kind == "page" && r.Loss != LossDiffusion {
-			titles[assets.CleanLine(r.Title)] = true
-			l.Add(r.Title, r.Answer)
+		if r.Kind != "page" || r.Loss == LossDiffusion {
+			continue
+		}
+		title := assets.CleanLine(r.Title)
+		titles[title] = true
+		if n := l.Len(); l.Add(title, r.Answer, fits) && l.Len() > n {
+			if lead, _ := l.Lead(title); assets.EncyclopediaOpening(title)+lead != r.Answer {
+				cut++
+			}
 		}
 	}
-	return l, len(titles)
+	return l, len(titles), cut
+}
+
+// LeadRoom is how many of a canvas's tokens a held entry leaves the model: room
+// to end the page.
+const LeadRoom = 8
+
+// EntryFits is whether a page, heading and all, fits a model's answer of
+// maxNewTokens tokens (its generation config's max_new_tokens) with LeadRoom
+// to spare, in tok's tokens: the engine holds a lead only where it fits
+// (engine.Request.Lead), so the leads are cut to fit.
+func EntryFits(tok *tokenizer.Tokenizer, maxNewTokens int) func(page string) bool {
+	return func(page string) bool { return len(tok.Encode(page)) <= maxNewTokens-LeadRoom }
 }
 
 // Rewritten is a Generator that answers with pages written before: those of a

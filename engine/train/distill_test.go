@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
 	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 )
 
 // TestDistill: the chosen pages' answers become what the engine's printer writes
@@ -186,5 +188,39 @@ func TestDistillLead(t *testing.T) {
 		if r := beside[i]; r.Held != assets.PageLead(recs[0].Answer, "Unix") && r.Title == "Unix" || r.Title == "C" && r.Held != "<h1>C</h1>\n" || !strings.HasPrefix(r.Answer, r.Held) {
 			t.Errorf("beside: %q holds %q", r.Answer, r.Held)
 		}
+	}
+}
+
+// TestLeadsFitTheCanvas: a corpus's entries are its pages as written — the
+// printer's originals, never the polaroid's rewritten pages — whole where they
+// fit the model's answer (EntryFits: max new tokens less LeadRoom, in the
+// model's tokens), else cut at the last sentence's end that fits, and counted.
+func TestLeadsFitTheCanvas(t *testing.T) {
+	tok, err := tokenizer.Load(filepath.Join("..", "..", "assets", "mini"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := "<h1>Unix</h1>\n<p>An operating system. It runs.</p>"
+	long := "<h1>Lisp</h1>\n<p>" + strings.Repeat("A list processing language from MIT. ", 20) + "</p>"
+	recs := []Record{
+		{Kind: "page", Title: "Unix", Answer: short},
+		{Kind: "page", Title: "Lisp", Answer: long},
+		{Kind: "page", Title: "Unix", Answer: "<h1>Unix</h1>\n<p>A rewritten page.</p>", Loss: LossDiffusion},
+		{Kind: "chat", Title: "C", Answer: "**C**: A language."},
+	}
+	const maxNew = 64
+	fits := EntryFits(tok, maxNew)
+	leads, pages, cut := Leads(recs, fits)
+	if leads.Len() != 2 || pages != 2 || cut != 1 {
+		t.Fatalf("%d entries of %d titles, %d cut; want 2 of 2, 1 cut", leads.Len(), pages, cut)
+	}
+	if lead, _ := leads.Lead("Unix"); "<h1>Unix</h1>\n"+lead != short {
+		t.Errorf("Unix: %q, want its page whole", lead)
+	}
+	lead, _ := leads.Lead("Lisp")
+	page := "<h1>Lisp</h1>\n" + lead
+	if n := len(tok.Encode(page)); n > maxNew-LeadRoom || !strings.HasSuffix(page, "MIT.") || !strings.HasPrefix(long, page) ||
+		fits(page+" A list processing language from MIT.") {
+		t.Errorf("Lisp cut to %d tokens (at most %d): %q", n, maxNew-LeadRoom, page)
 	}
 }

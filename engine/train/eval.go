@@ -57,8 +57,8 @@ type EvalOptions struct {
 	// (assets.EncyclopediaOpening), so TitleH1 is 1 and PageFormat measures the body.
 	FreeHeading bool
 	// Leads, when set, are held after each heading as the app holds the model
-	// folder's (assets.Leads: an entry's first sentence, for the titles it was
-	// trained on — seen titles, never held-out ones); nil: the heading alone,
+	// folder's (assets.Leads: the entry as its training page wrote it, for the
+	// titles it was trained on — seen titles, never held-out ones); nil: the heading alone,
 	// the model writing the whole page. Ignored with FreeHeading.
 	Leads *assets.Leads
 	// Samples is how many generated pages each mode keeps in its report (0: 3).
@@ -142,8 +142,8 @@ type ModeReport struct {
 	// words shuffled within each page, less BitsPerWord. Given the words, how
 	// much does their order look like the training pages' order.
 	OrderGain float64 `json:"order_gain_bits"`
-	// Leads is how many pages opened with their entry's first sentence held
-	// (EvalOptions.Leads): the words RougeL then counts include it.
+	// Leads is how many pages opened with their entry held (EvalOptions.Leads):
+	// the words RougeL then counts include it.
 	Leads int `json:"leads_held,omitempty"`
 	// RougeL (seen titles) is the mean ROUGE-L F1 of the shown page's words
 	// after its heading against its corpus entry's (chat answers: of the
@@ -294,7 +294,7 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 		}
 	}
 	if len(leaked) > 0 && !opts.FreeHeading {
-		return nil, fmt.Errorf("eval: the model's leads hold the first sentence of %d held-out titles (%q, …): they were written from a corpus that holds them; write them again from the training corpus (darkroom train leads), or pass --no-leads",
+		return nil, fmt.Errorf("eval: the model's leads hold the entries of %d held-out titles (%q, …): they were written from a corpus that holds them; write them again from the training corpus (darkroom train leads), or pass --no-leads",
 			len(leaked), leaked[0])
 	}
 	if len(pages) == 0 {
@@ -335,7 +335,7 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 	case opts.FreeHeading:
 		rep.Settings["heading"] = "written by the model"
 	case opts.Leads.Len() > 0:
-		rep.Settings["heading"] = fmt.Sprintf("held (as the app sends it), with the entry's first sentence where the model's folder holds it (%d titles)", opts.Leads.Len())
+		rep.Settings["heading"] = fmt.Sprintf("held (as the app sends it), with the entry where the model's folder holds it (%d titles)", opts.Leads.Len())
 	}
 
 	// Held-out loss.
@@ -478,6 +478,7 @@ func generate(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, runs []e
 			if !opts.FreeHeading {
 				req.Opening = assets.EncyclopediaOpening(pages[i].Title)
 				req.Lead, _ = opts.Leads.Lead(pages[i].Title)
+				req.LeadEnds = req.Lead != "" // as the app sends it
 			}
 			if mode == engine.AR {
 				req.Sampling.Temperature = opts.ARTemperature
@@ -552,6 +553,7 @@ func answerChats(ctx stdctx.Context, eng *engine.Engine, opts EvalOptions, chats
 			req := engine.Request{Mode: mode, Seed: opts.Seed + uint64(i), Messages: c.Messages()}
 			start := opts.Leads.ChatStart(c.Prompt) // as the app's Chat sends them
 			req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
+			req.LeadEnds = req.Lead != "" // as the app sends it
 			if mode == engine.AR {
 				req.Sampling.Temperature = opts.ARTemperature
 				req.Sampling.RepetitionPenalty = opts.ARRepetitionPenalty

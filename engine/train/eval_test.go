@@ -287,7 +287,7 @@ func TestTokenizeMarksTitleCopies(t *testing.T) {
 }
 
 // TestEvaluateLeads: with the model folder's leads, seen titles' pages open with
-// their entry's first sentence as the app's do (counted in leads_held), held-out
+// their entry as the app's do (counted in leads_held), held-out
 // ones with the heading alone; leads that hold a held-out title are refused, not
 // scored as if the model had known it.
 func TestEvaluateLeads(t *testing.T) {
@@ -299,16 +299,16 @@ func TestEvaluateLeads(t *testing.T) {
 	}
 	trainRecs := []Record{short("Unix"), short("Linux")}
 	corpus := writeCorpus(t, trainRecs, []Record{short("Plan 9"), short("Multics")})
-	leads, titles := Leads(trainRecs)
-	if leads.Len() != 2 || titles != 2 {
-		t.Fatalf("%d leads of %d titles, want 2 of 2", leads.Len(), titles)
+	leads, titles, cut := Leads(trainRecs, nil)
+	if leads.Len() != 2 || titles != 2 || cut != 0 {
+		t.Fatalf("%d leads of %d titles (%d cut), want 2 of 2, none cut", leads.Len(), titles, cut)
 	}
 	rep, err := Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, Pages: 2, Seen: 2,
 		Modes: []engine.Mode{engine.Diffusion}, NoLoss: true, Seed: 1, Leads: leads})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Seen.Diffusion.Leads != 2 || rep.Diffusion.Leads != 0 || !strings.Contains(rep.Settings["heading"].(string), "first sentence") {
+	if rep.Seen.Diffusion.Leads != 2 || rep.Diffusion.Leads != 0 || !strings.Contains(rep.Settings["heading"].(string), "with the entry") {
 		t.Errorf("leads held: seen %d, held-out %d (settings %v)", rep.Seen.Diffusion.Leads, rep.Diffusion.Leads, rep.Settings["heading"])
 	}
 	for _, s := range rep.Seen.Diffusion.Samples {
@@ -316,7 +316,7 @@ func TestEvaluateLeads(t *testing.T) {
 			t.Errorf("seen page %q does not open with its lead %q: %q", s.Title, lead, s.Text)
 		}
 	}
-	leaky, _ := Leads(append(trainRecs, short("Multics")))
+	leaky, _, _ := Leads(append(trainRecs, short("Multics")), nil)
 	if _, err := Evaluate(context.Background(), EvalOptions{ModelDir: model, CorpusDir: corpus, Pages: 2,
 		Modes: []engine.Mode{engine.Diffusion}, NoLoss: true, Leads: leaky}); err == nil || !strings.Contains(err.Error(), "held-out") {
 		t.Errorf("leads holding a held-out title: %v", err)

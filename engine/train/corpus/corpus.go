@@ -131,7 +131,7 @@ func (o *Options) defaults() {
 		o.MaxPageChars = 900
 	}
 	if o.MaxChatChars <= 0 {
-		o.MaxChatChars = 320
+		o.MaxChatChars = assets.ChatLeadMax
 	}
 	if o.HeldOutFraction <= 0 {
 		o.HeldOutFraction = 0.03

@@ -23,7 +23,7 @@ func TestElsewhereChats(t *testing.T) {
 	}
 	train, held := ElsewhereChats(nouns, 400)
 	var leads assets.Leads // a folder with leads, as the Mini's: Chat heads the answers to terms' questions
-	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system.</p>")
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system.</p>", nil)
 	if len(train) != 400 || len(held) != 10 {
 		t.Fatalf("%d training and %d held-out chats, want 400 and 10", len(train), len(held))
 	}
