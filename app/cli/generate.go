@@ -256,11 +256,13 @@ func runGenerate(env *Env, args []string) error {
 	// A question about a topic opens with the topic as its heading and, where
 	// the model's folder holds the entry, the entry's opening sentences where
 	// they fit, as in the app's Chat and the API (assets.Leads.ChatStart).
+	entries := false // the model's folder holds entries: the summary says when the answer is not one
 	if req.Opening == "" && !*noLead && !*thinking && len(req.Messages) > 0 {
 		leads, err := models.Leads(src) // before the model: a damaged file is said at once
 		if err != nil {
 			return fmt.Errorf("generate: %w", err)
 		}
+		entries = leads.Len() > 0
 		start := leads.ChatStart(prompt)
 		req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
 		req.LeadEnds = req.Lead != "" // the entry's answer, as trained: it ends there
@@ -340,7 +342,7 @@ func runGenerate(env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stderr, "%s in %.2f s%s, %s, %s, stop: %s, backend %s%s\n",
 		develop.TokenCount(res), res.ElapsedMS/1000, rate, canvasSummary(res, mode),
-		plural.Count(res.ForwardPasses, "forward pass", "forward passes"), res.StopReason, e.Backend(), develop.LeadSuffix(res)) // as the app's status line says it
+		plural.Count(res.ForwardPasses, "forward pass", "forward passes"), res.StopReason, e.Backend(), develop.LeadSuffix(res, entries)) // as the app's status line says it
 	if ctx.Err() != nil {
 		return interrupted("generate", res, "the text so far is above")
 	}

@@ -145,7 +145,7 @@ func runWiki(env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stderr, "%s in %.2f s (%s%s, %s, the %s, stop: %s)%s\n",
 		develop.TokenCount(res), page.ElapsedMS/1000, rate,
-		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, speed.Name(m), page.StopReason, develop.LeadSuffix(res)) // as the app's status line says it
+		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, speed.Name(m), page.StopReason, develop.LeadSuffix(res, leads.Len() > 0 && !*noLead)) // as the app's status line says it
 	if ctx.Err() != nil {
 		return interrupted("wiki", res, "the page so far is above")
 	}

@@ -57,15 +57,24 @@ const LeadNote = "text from the entry"
 // Library answer), so that its even wording is not taken for the model's.
 const ReplyNote = "set answer, held once begun"
 
+// OwnNote ends the status line of a page or answer that a model whose folder
+// holds entries (assets.Leads: Darkroom Mini) wrote alone — on a title or
+// term that is not one of them — so that the model's invention is not taken
+// for an entry: its pages read like the entries and are not true.
+const OwnNote = "not one of its entries: the model's own writing, often wrong"
+
 // LeadSuffix is " · " and LeadNote where res held its lead (ReplyNote where
-// it held its reply), else "": DoneStatus ends with it, and the CLI's summary
-// lines (wiki, generate) too.
-func LeadSuffix(res *engine.Result) string {
+// it held its reply), else, where the model's folder holds entries (entries),
+// OwnNote, else "": DoneStatus ends with it, and the CLI's summary lines
+// (wiki, generate) too.
+func LeadSuffix(res *engine.Result, entries bool) string {
 	switch {
 	case res.LeadHeld:
 		return " · " + LeadNote
 	case res.Replied:
 		return " · " + ReplyNote
+	case entries && len(res.Tokens) > res.HeldTokens:
+		return " · " + OwnNote
 	}
 	return ""
 }
@@ -82,10 +91,12 @@ func TokenCount(res *engine.Result) string {
 	return tokens
 }
 
-// DoneStatus is the status line of a finished generation. A remote server that
-// is not a Darkroom streams no steps or forward passes (res has none): those are
-// unknown, not zero, so the line leaves them out.
-func DoneStatus(res *engine.Result) string {
+// DoneStatus is the status line of a finished generation, by a model whose
+// folder holds entries or not (LeadSuffix). A remote server that is not a
+// Darkroom streams no steps or forward passes (res has none): those are
+// unknown, not zero, so the line leaves them out; an answer held whole (an
+// entry, engine.Request.LeadEnds) has none either, and no canvas.
+func DoneStatus(res *engine.Result, entries bool) string {
 	steps := 0
 	for _, c := range res.Canvases {
 		steps += c.Steps
@@ -100,6 +111,8 @@ func DoneStatus(res *engine.Result) string {
 	tokens, canvases := TokenCount(res), plural.Count(len(res.Canvases), "canvas", "canvases")
 	parts := []string{state}
 	switch {
+	case res.ForwardPasses == 0 && steps == 0 && res.HeldTokens > 0 && res.HeldTokens == len(res.Tokens):
+		parts = append(parts, tokens)
 	case res.ForwardPasses == 0 && steps == 0:
 		parts = append(parts, fmt.Sprintf("%s (%s)", tokens, canvases))
 	case len(res.Canvases) == 0: // the printer (AR), or stopped before a first canvas: no steps to count
@@ -112,7 +125,7 @@ func DoneStatus(res *engine.Result) string {
 	if rate := Rate(res); rate != "" {
 		parts = append(parts, rate)
 	}
-	return strings.Join(parts, " · ") + LeadSuffix(res)
+	return strings.Join(parts, " · ") + LeadSuffix(res, entries)
 }
 
 // Rate is res's rate of written tokens, "440.0 tokens/s", or "" where the

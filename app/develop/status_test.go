@@ -13,16 +13,16 @@ import (
 func TestDoneStatus(t *testing.T) {
 	local := &engine.Result{Tokens: make([]int, 1), ForwardPasses: 1, Elapsed: time.Second, TokensPerS: 1,
 		Canvases: []engine.CanvasStats{{Steps: 1}}}
-	if got, want := DoneStatus(local), "Done · 1 token in 1 step (1 canvas) · 1 forward pass · 1.00 s · 1.0 tokens/s"; got != want {
+	if got, want := DoneStatus(local, false), "Done · 1 token in 1 step (1 canvas) · 1 forward pass · 1.00 s · 1.0 tokens/s"; got != want {
 		t.Errorf("local: %q, want %q", got, want)
 	}
 	local.Tokens, local.ForwardPasses, local.Canvases = make([]int, 40), 12, []engine.CanvasStats{{Steps: 5}, {Steps: 6}}
-	if got, want := DoneStatus(local), "Done · 40 tokens in 11 steps (2 canvases) · 12 forward passes · 1.00 s · 1.0 tokens/s"; got != want {
+	if got, want := DoneStatus(local, false), "Done · 40 tokens in 11 steps (2 canvases) · 12 forward passes · 1.00 s · 1.0 tokens/s"; got != want {
 		t.Errorf("local: %q, want %q", got, want)
 	}
 	remote := &engine.Result{Tokens: make([]int, 30), Elapsed: 2 * time.Second, TokensPerS: 15,
 		Canvases: []engine.CanvasStats{{}, {}}}
-	got := DoneStatus(remote)
+	got := DoneStatus(remote, false)
 	if want := "Done · 30 tokens (2 canvases) · 2.00 s · 15.0 tokens/s"; got != want {
 		t.Errorf("remote: %q, want %q", got, want)
 	}
@@ -35,22 +35,33 @@ func TestDoneStatus(t *testing.T) {
 // (the Desktop stopped while its first screen developed).
 func TestDoneStatusWithoutCanvases(t *testing.T) {
 	ar := &engine.Result{Tokens: make([]int, 44), ForwardPasses: 45, Elapsed: 100 * time.Millisecond, TokensPerS: 440, StopReason: engine.StopEOS}
-	if got, want := DoneStatus(ar), "Done · 44 tokens · 45 forward passes · 0.10 s · 440.0 tokens/s"; got != want {
+	if got, want := DoneStatus(ar, false), "Done · 44 tokens · 45 forward passes · 0.10 s · 440.0 tokens/s"; got != want {
 		t.Errorf("AR: %q, want %q", got, want)
 	}
 	// An answer that is all the entry's held sentence says so, with no rate: its
 	// rate of 0 read as a fault ("78 tokens · 1 forward pass · 0.0 tokens/s").
 	lead := &engine.Result{Tokens: make([]int, 78), ForwardPasses: 1, Elapsed: 30 * time.Millisecond, LeadHeld: true, HeldTokens: 78, StopReason: engine.StopEOS}
-	if got, want := DoneStatus(lead), "Done · 78 tokens (78 held) · 1 forward pass · 0.03 s · "+LeadNote; got != want {
+	if got, want := DoneStatus(lead, true), "Done · 78 tokens (78 held) · 1 forward pass · 0.03 s · "+LeadNote; got != want {
 		t.Errorf("lead: %q, want %q", got, want)
 	}
 	// The set reply, held once begun, says so too.
 	reply := &engine.Result{Tokens: make([]int, 68), ForwardPasses: 1, Elapsed: 20 * time.Millisecond, Replied: true, HeldTokens: 68, StopReason: engine.StopEOS}
-	if got, want := DoneStatus(reply), "Done · 68 tokens (68 held) · 1 forward pass · 0.02 s · "+ReplyNote; got != want {
+	if got, want := DoneStatus(reply, true), "Done · 68 tokens (68 held) · 1 forward pass · 0.02 s · "+ReplyNote; got != want {
 		t.Errorf("reply: %q, want %q", got, want)
 	}
+	// An entry held whole and ending the answer (engine.Request.LeadEnds): no
+	// forward pass, no canvas, said so; not "135 tokens (135 held) (0 canvases)".
+	entry := &engine.Result{Tokens: make([]int, 135), Elapsed: time.Millisecond, LeadHeld: true, HeldTokens: 135, StopReason: engine.StopEOS}
+	if got, want := DoneStatus(entry, true), "Done · 135 tokens (135 held) · 0.00 s · "+LeadNote; got != want {
+		t.Errorf("entry: %q, want %q", got, want)
+	}
+	// The model's own page, by a model whose folder holds entries, says it is
+	// not one of them; by another model, nothing.
+	if got, want := DoneStatus(ar, true), "Done · 44 tokens · 45 forward passes · 0.10 s · 440.0 tokens/s · "+OwnNote; got != want {
+		t.Errorf("the model's own, with entries: %q, want %q", got, want)
+	}
 	stopped := &engine.Result{ForwardPasses: 10, Elapsed: 1380 * time.Millisecond, StopReason: engine.StopCancelled}
-	if got, want := DoneStatus(stopped), "Stopped · 0 tokens · 10 forward passes · 1.38 s · 0.0 tokens/s"; got != want {
+	if got, want := DoneStatus(stopped, false), "Stopped · 0 tokens · 10 forward passes · 1.38 s · 0.0 tokens/s"; got != want {
 		t.Errorf("stopped in the first canvas: %q, want %q", got, want)
 	}
 }

@@ -387,7 +387,7 @@ loop:
 		}
 		return p, "Stopped."
 	}
-	p = finishedPage{html: renderHTML(htmlsafe.Relink(out.res.Text, m.Leads.Has)), status: develop.DoneStatus(out.res)}
+	p = finishedPage{html: renderHTML(htmlsafe.Relink(out.res.Text, m.Leads.Has)), status: develop.DoneStatus(out.res, m.Leads.Len() > 0)}
 	s.pages.put(title, p)
 	return p, ""
 }

@@ -497,6 +497,9 @@ func TestPageOpensWithTheEntrysLead(t *testing.T) {
 		if said := strings.Contains(page, develop.LeadNote); said != (title == "Unix") {
 			t.Errorf("%s: the status says the text is the entry's: %v", title, said)
 		}
+		if said := strings.Contains(page, html.EscapeString(develop.OwnNote)); said != (title == "Emacs") {
+			t.Errorf("%s: the status says the model wrote it alone: %v", title, said)
+		}
 		if req := g.lastRequest(t); req.Opening != assets.EncyclopediaOpening(title) || req.Lead != want || !req.LeadEnds {
 			t.Errorf("%s: opening %q, lead %q; want the heading, then %q", title, req.Opening, req.Lead, want)
 		}

@@ -570,7 +570,7 @@ func (c *Chat) answer() {
 		}
 		m, err := c.app.models.Get(ctx)
 		if err != nil {
-			c.finish(current, t, nil, fmt.Errorf("load the model: %w", err), "")
+			c.finish(current, t, nil, fmt.Errorf("load the model: %w", err), "", false)
 			return
 		}
 		onUI(c.updateThinking)
@@ -627,7 +627,7 @@ func (c *Chat) answer() {
 		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Opening: start.Opening, Lead: start.Lead, LeadEnds: start.Lead != "", OpeningTentative: start.OpeningTentative, Reply: start.Reply,
 			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push})
 		th.Close()
-		c.finish(current, t, res, err, info.Mode.Reason)
+		c.finish(current, t, res, err, info.Mode.Reason, info.Leads.Len() > 0)
 	})
 }
 
@@ -662,9 +662,10 @@ func (c *Chat) showPartial(t *chats.Thread, text string) {
 }
 
 // finish shows the answer, or the error; why is the mode's reason, which ends
-// the status line (after DoneStatus's note of the entry's held text: the
-// reason may run past the window's edge).
-func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, err error, why string) {
+// the status line (after DoneStatus's note of the entry's held text, or, where
+// the model's folder holds entries, of the model's own writing: the reason may
+// run past the window's edge).
+func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, err error, why string, entries bool) {
 	onUI(func() {
 		if !current() {
 			return
@@ -692,7 +693,7 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 		t.Model = c.app.activeModelName()
 		c.save()
 		c.renderMessages()
-		st := develop.DoneStatus(res)
+		st := develop.DoneStatus(res, entries)
 		if why != "" {
 			st += " · " + why
 		}

@@ -547,6 +547,9 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 		if said := strings.Contains(st, develop.LeadNote); said != (tc.lead != "") {
 			t.Errorf("%q: status %q (says the text is the entry's: %v)", tc.ask, st, said)
 		}
+		if said := strings.Contains(st, develop.OwnNote); said != (tc.lead == "" && tc.opening != "") {
+			t.Errorf("%q: status %q (says the model wrote it alone: %v)", tc.ask, st, said)
+		}
 		if said := strings.Contains(st, develop.ReplyNote); said != (tc.reply && tc.opening == "") {
 			t.Errorf("%q: status %q (says the answer is the set one: %v)", tc.ask, st, said)
 		}

@@ -134,7 +134,7 @@ func (d *Desktop) Click(c assets.Click) {
 			return
 		}
 		doc := htmlsafe.Parse(res.Text)
-		st := develop.DoneStatus(res)
+		st := develop.DoneStatus(res, false)
 		onUI(func() {
 			if !current() {
 				return

@@ -324,7 +324,7 @@ func (e *Encyclopedia) generate(title string) {
 		doc := htmlsafe.Parse(text)
 		// The mode right after the state ("Done · Printer (AR) · 213 tokens …"):
 		// at the end, an 800-pixel window cut it off.
-		state, rest, _ := strings.Cut(develop.DoneStatus(res), " · ")
+		state, rest, _ := strings.Cut(develop.DoneStatus(res, leads.Len() > 0), " · ")
 		st := state + " · " + label + " · " + rest
 		partial := res.StopReason == engine.StopCancelled && shown != nil
 		onUI(func() {
