@@ -531,6 +531,7 @@ func runTrainEval(env *Env, args []string) error {
 	pages := fs.Int("pages", 50, "held-out titles to generate in each mode")
 	seenN := fs.Int("seen", 50, "titles seen in training to generate in each mode too, compared with their entries (ROUGE-L); 0: none")
 	elsewhereN := fs.Int("elsewhere", 0, "held-out off-topic messages (greetings, tasks: train elsewhere) to answer in both modes too, counting those sent to the Library (0: none)")
+	desktopsN := fs.Int("desktops", 0, "held-out Desktop clicks to draw in both modes too, scored against the training desktop's screens (0: none)")
 	chatsN := fs.Int("chats", 0, "held-out chat questions to answer in diffusion and AR too, each with its system turn: which mode chat and the API should run in (0: none)")
 	seed := fs.Uint64("seed", 1, "sampling seed of the first page (page i uses seed+i)")
 	arTemp := fs.Float64("ar-temperature", 0, "AR mode sampling temperature (0 = greedy)")
@@ -577,7 +578,7 @@ func runTrainEval(env *Env, args []string) error {
 	defer cancel()
 	rep, err := train.Evaluate(ctx, train.EvalOptions{ModelDir: *modelDir, CorpusDir: *corpusDir, Pages: *pages,
 		Seed: *seed, ARTemperature: *arTemp, ARRepetitionPenalty: *arPenalty, Backend: *backendName, First: *first, Modes: modes, Unguided: unguided, NoLoss: *noLoss, FreeHeading: *freeHeading, Samples: *samples,
-		Seen: *seenN, Chats: *chatsN, Elsewhere: *elsewhereN, Leads: leads, Entries: entries, Render: render, Log: env.Stderr})
+		Seen: *seenN, Chats: *chatsN, Elsewhere: *elsewhereN, Desktops: *desktopsN, Leads: leads, Entries: entries, Render: render, Log: env.Stderr})
 	if err != nil {
 		return err
 	}

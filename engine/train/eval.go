@@ -76,6 +76,10 @@ type EvalOptions struct {
 	// report's Declined is the share answered with assets.ChatElsewhere, and
 	// Chats' the share of real questions turned away so.
 	Elsewhere int
+	// Desktops is how many held-out Desktop clicks are drawn in each mode (0:
+	// none), spread evenly over them, and scored against the training
+	// desktop's screens (DesktopReport).
+	Desktops int
 	// Render turns a page into the HTML that is shown: app/htmlsafe.Sanitize,
 	// passed in by the CLI, since engine does not import the app. Fragments,
 	// English and RougeL are measured on its output; nil measures the pages as
@@ -210,6 +214,7 @@ type EvalReport struct {
 	Chats *ChatReport `json:"chats,omitempty"`
 	// Elsewhere scores EvalOptions.Elsewhere held-out off-topic messages.
 	Elsewhere *ChatReport     `json:"elsewhere,omitempty"`
+	Desktop   *DesktopReport  `json:"desktop,omitempty"`
 	Goals     map[string]bool `json:"goals"`
 	Settings  map[string]any  `json:"settings"`
 }
@@ -427,6 +432,21 @@ func Evaluate(ctx stdctx.Context, opts EvalOptions) (rep *EvalReport, err error)
 			if rep.Elsewhere, err = answerChats(ctx, eng, opts, spread(elsewhere, opts.Elsewhere), ref, known, keep); err != nil {
 				return nil, err
 			}
+		}
+	}
+
+	if opts.Desktops > 0 {
+		var clicks []Record
+		for _, r := range heldRecs {
+			if r.Kind == corpus.KindDesktop {
+				clicks = append(clicks, r)
+			}
+		}
+		if len(clicks) == 0 {
+			return nil, fmt.Errorf("eval: %s holds no held-out desktop clicks", opts.CorpusDir)
+		}
+		if rep.Desktop, err = drawDesktops(ctx, eng, opts, spread(clicks, opts.Desktops), keep); err != nil {
+			return nil, err
 		}
 	}
 
