@@ -106,6 +106,7 @@ jq -e '.text_config.hidden_size == 32 and .text_config.num_hidden_layers == 2' "
 jq -e '.trained_on == "FOLDOC and the Jargon File"' "$copy/assets/mini/card.json" >/dev/null ||
 	fail "card.json: $(cat "$copy/assets/mini/card.json")"
 [ -f "$copy/assets/mini/README.md" ] || fail "assets/mini/README.md was removed"
+[ -f "$copy/assets/mini/GFDL-1.3.txt" ] || fail "assets/mini/GFDL-1.3.txt (the licence the entries are shipped under) was removed"
 [ "$(gzip -dc "$copy/assets/mini/leads.jsonl.gz" | jq -r .title | LC_ALL=C sort | tr '\n' ' ')" = "Unix byte kernel " ] ||
 	fail "assets/mini/leads.jsonl.gz does not hold the corpus's three titles (the held-out bit never): $(gzip -dc "$copy/assets/mini/leads.jsonl.gz")"
 jq -e '.steps_done == 3' "$copy/assets/training/recipe.json" >/dev/null || fail "assets/training/recipe.json is not the run's"

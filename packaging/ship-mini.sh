@@ -10,7 +10,7 @@
 #      (assets/mini/leads.jsonl.gz: every entry of the run's corpus as its page,
 #      cut to fit a canvas, which the Encyclopedia holds after a known title's
 #      heading and Chat answers with);
-#   4. replaces assets/mini's model files (README.md stays) and assets/training's
+#   4. replaces assets/mini's model files (README.md and GFDL-1.3.txt stay) and assets/training's
 #      recipe.json, loss.png and metrics.jsonl, rebuilds darkroom and checks that the
 #      new built-in model writes a page — putting the old files back if it does not;
 #   5. prints what changed: the catalog entry (format, dtype, parameters, size,
@@ -130,11 +130,11 @@ for f in recipe.json loss.png metrics.jsonl; do
 	if [ -f "$training/$f" ]; then cp -p "$training/$f" "$work/old/training/"; fi
 done
 restore() {
-	find "$mini" -mindepth 1 -maxdepth 1 ! -name README.md -delete
+	find "$mini" -mindepth 1 -maxdepth 1 ! -name README.md ! -name GFDL-1.3.txt -delete
 	cp -p "$work/old/mini"/* "$mini/"
 	cp -p "$work/old/training"/* "$training/" 2>/dev/null || true
 }
-find "$mini" -mindepth 1 -maxdepth 1 ! -name README.md -delete # an old index or shards must not linger
+find "$mini" -mindepth 1 -maxdepth 1 ! -name README.md ! -name GFDL-1.3.txt -delete # an old index or shards must not linger
 cp "$work/mini"/* "$mini/"
 mkdir -p "$training"
 cp "$work/training/recipe.json" "$work/training/loss.png" "$work/training/metrics.jsonl" "$training/"

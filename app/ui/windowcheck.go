@@ -154,8 +154,10 @@ func (a *App) windowCheck(dir string) {
 		}
 	}
 	// A small model may answer a topic with an empty page: that is the model's
-	// answer, not a failure of the app; try the next topic then.
-	for i, topic := range []string{"Unix", "kernel", "compiler", "hacker", "Lisp"} {
+	// answer, not a failure of the app; try the next topic then. The topics are
+	// titles held out of Darkroom Mini's training: a title its folder holds is
+	// its entry, held whole, with nothing left to develop.
+	for i, topic := range []string{"information superhighway", "locale", "DDCMP", "kernel", "hacker"} {
 		fyne.DoAndWait(func() {
 			a.Show("Encyclopedia")
 			a.win.Canvas().Focus(e.address)
@@ -174,9 +176,11 @@ func (a *App) windowCheck(dir string) {
 	if !developing {
 		report = append(report, "note: no frame between 30% and 70% developed was drawn (the model developed too fast to catch)")
 	}
+	// The finished page: a known title in the automatic mode (on Darkroom
+	// Mini, its entry).
 	fyne.DoAndWait(func() {
 		e.mode.SetSelected(modeAuto)
-		e.Reload()
+		e.Navigate("Unix")
 	})
 	e.run.Wait()
 	checkErr("Encyclopedia")
