@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -62,8 +63,8 @@ func newDesktop(a *App) *Desktop {
 	})
 	d.power.Importance = widget.HighImportance
 	bar := container.NewBorder(nil, nil, d.power, d.stop, d.clickLbl)
-	intro := widget.NewLabel("A make-believe computer drawn by the model: every click draws the next whole screen. " +
-		"The screen develops from the previous one instead of from scratch.")
+	intro := widget.NewLabel("A make-believe computer drawn by the model: every click draws the next whole screen, " +
+		"in the model's own mode. The polaroid develops it from the previous screen instead of from scratch.")
 	intro.Wrapping = fyne.TextWrapWord
 	secondaryText(intro)
 	top := container.NewVBox(bar, intro, d.errLabel)
@@ -111,16 +112,24 @@ func (d *Desktop) Click(c assets.Click) {
 	}
 	d.run.Start(func(ctx context.Context, seq int64) {
 		current := func() bool { return d.run.Current(seq) }
-		res, shown, err := d.app.developPage(ctx, current, func(ModelInfo) engine.Request {
-			return engine.Request{
+		var label string // the mode, for the status line
+		res, shown, err := d.app.developPage(ctx, current, func(info ModelInfo) engine.Request {
+			req := engine.Request{
 				Messages: []engine.Message{
 					{Role: "system", Content: assets.DesktopSystem()},
 					{Role: "user", Content: assets.DesktopPrompt(c)},
 				},
-				Mode:      engine.Diffusion,
-				Opening:   assets.DesktopOpening(),
-				CanvasIDs: warm,
+				Mode:    desktopMode(info),
+				Opening: assets.DesktopOpening(),
 			}
+			if req.Mode == engine.Diffusion {
+				req.CanvasIDs = warm
+			}
+			label = modeLabel(req.Mode)
+			if info.OneMode != "" {
+				label = serverModeLabel
+			}
+			return req
 		}, d.view, d.status)
 		if err != nil {
 			onUI(func() {
@@ -134,7 +143,8 @@ func (d *Desktop) Click(c assets.Click) {
 			return
 		}
 		doc := htmlsafe.Parse(res.Text)
-		st := develop.DoneStatus(res, false)
+		state, rest, _ := strings.Cut(develop.DoneStatus(res, false), " · ")
+		st := state + " · " + label + " · " + rest
 		onUI(func() {
 			if !current() {
 				return
@@ -154,3 +164,10 @@ func (d *Desktop) Click(c assets.Click) {
 		})
 	})
 }
+
+// desktopMode is the mode the Desktop draws in: the model's own, as the
+// Encyclopedia's Automatic mode picks it (pageMode) — DiffusionGemma's
+// polaroid, warm-started from the previous screen; Darkroom Mini's printer,
+// which draws one whole window on 68% of held-out clicks against its
+// polaroid's 3% (train eval --desktops 40, assets/training/session26/).
+func desktopMode(info ModelInfo) engine.Mode { return pageMode(info, "") }

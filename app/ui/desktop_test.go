@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 // TestDesktopPowerButtonSaysRestart: once the desktop runs, its power button
@@ -187,5 +188,38 @@ func TestDesktopOffScreenClosesWithoutDrawing(t *testing.T) {
 	d.run.Wait()
 	if n := len(m.Calls()); n != 2 || !strings.HasPrefix(d.Clicks[len(d.Clicks)-1].ElementID, "close-") {
 		t.Errorf("closing a window of the running desktop: %d screens asked for, clicks %+v", n, d.Clicks)
+	}
+}
+
+// TestDesktopDrawsInTheModelsMode: the Desktop draws in the model's own mode,
+// as the Encyclopedia's Automatic does — for a model whose mode is the printer
+// (Darkroom Mini), an AR request with no warm start, and the status line names
+// it; it had always asked for the polaroid, in which the Mini drew a whole
+// window on 3% of held-out clicks against its printer's 68%.
+func TestDesktopDrawsInTheModelsMode(t *testing.T) {
+	m := &fakeModel{answers: func(engine.Request) string { return desktopScreenHTML },
+		mode: speed.Choice{Mode: engine.AR, Reason: "the printer (AR): reads better"}}
+	a := newTestApp(t, m, "")
+	d := a.Desktop
+	asUI(func() { a.Show("Desktop") })
+	tap(d.power)
+	d.run.Wait()
+	icons, _, _ := desktopScreenParts(d)
+	if len(icons) == 0 {
+		t.Fatal("no icons drawn")
+	}
+	tap(icons[0])
+	d.run.Wait()
+	calls := m.Calls()
+	if len(calls) != 2 {
+		t.Fatalf("%d calls", len(calls))
+	}
+	for i, c := range calls {
+		if c.req.Mode != engine.AR || len(c.req.CanvasIDs) != 0 {
+			t.Errorf("call %d: mode %q, %d warm-start ids; want the printer, none", i, c.req.Mode, len(c.req.CanvasIDs))
+		}
+	}
+	if st := uiRead(func() string { return d.status.Text }); !strings.Contains(st, modeLabel(engine.AR)) {
+		t.Errorf("status %q does not name the printer", st)
 	}
 }
