@@ -59,9 +59,10 @@ const ReplyNote = "set answer, held once begun"
 
 // OwnNote ends the status line of a page or answer that a model whose folder
 // holds entries (assets.Leads: Darkroom Mini) wrote alone — on a title or
-// term that is not one of them — so that the model's invention is not taken
-// for an entry: its pages read like the entries and are not true.
-const OwnNote = "not one of its entries: the model's own writing, often wrong"
+// term that is not one of them, or one whose entry did not fit the answer —
+// so that the model's invention is not taken for an entry: its pages read
+// like the entries and are not true.
+const OwnNote = "the model's own writing, not an entry: often wrong"
 
 // LeadSuffix is " · " and LeadNote where res held its lead (ReplyNote where
 // it held its reply), else, where the model's folder holds entries (entries),
