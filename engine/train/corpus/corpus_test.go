@@ -244,6 +244,15 @@ func TestDesktop(t *testing.T) {
 	// id is one the app can parse, and every click's App is the <h1> of a screen
 	// (or "desktop" before the first one).
 	clicks := d.Clicks()
+	starts := 0
+	for _, c := range clicks {
+		if c.Click.ElementID == "power" && c.Screen == d.HomeScreen() {
+			starts++
+		}
+	}
+	if starts != StartCopies {
+		t.Errorf("%d power-on clicks leading home, want %d", starts, StartCopies)
+	}
 	h1s := map[string]bool{"desktop": true, "": true}
 	for _, c := range clicks {
 		h1s[reH1.FindStringSubmatch(c.Screen)[1]] = true
