@@ -40,11 +40,7 @@ const desktopScreenHTML = `<nav><a href="/ui/menu-apps">Applications</a> <a href
 // draws the next screen warm-started from this one.
 func TestDesktopDrawsAnOSScreen(t *testing.T) {
 	m := &fakeModel{answers: func(engine.Request) string { return desktopScreenHTML }}
-	a := newTestApp(t, m, "")
-	d := a.Desktop
-	asUI(func() { a.Show("Desktop") })
-	tap(d.power)
-	d.run.Wait()
+	d := poweredDesktop(t, m)
 
 	icons, buttons, labels := desktopScreenParts(d)
 	var names []string
@@ -199,11 +195,7 @@ func TestDesktopOffScreenClosesWithoutDrawing(t *testing.T) {
 func TestDesktopDrawsInTheModelsMode(t *testing.T) {
 	m := &fakeModel{answers: func(engine.Request) string { return desktopScreenHTML },
 		mode: speed.Choice{Mode: engine.AR, Reason: "the printer (AR): reads better"}}
-	a := newTestApp(t, m, "")
-	d := a.Desktop
-	asUI(func() { a.Show("Desktop") })
-	tap(d.power)
-	d.run.Wait()
+	d := poweredDesktop(t, m)
 	icons, _, _ := desktopScreenParts(d)
 	if len(icons) == 0 {
 		t.Fatal("no icons drawn")
@@ -222,4 +214,16 @@ func TestDesktopDrawsInTheModelsMode(t *testing.T) {
 	if st := uiRead(func() string { return d.status.Text }); !strings.Contains(st, modeLabel(engine.AR)) {
 		t.Errorf("status %q does not name the printer", st)
 	}
+}
+
+// poweredDesktop opens the Desktop of a test app on m and powers it on, its
+// first screen drawn.
+func poweredDesktop(t *testing.T, m *fakeModel) *Desktop {
+	t.Helper()
+	a := newTestApp(t, m, "")
+	d := a.Desktop
+	asUI(func() { a.Show("Desktop") })
+	tap(d.power)
+	d.run.Wait()
+	return d
 }
