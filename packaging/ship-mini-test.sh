@@ -110,6 +110,8 @@ jq -e '.trained_on == "FOLDOC and the Jargon File"' "$copy/assets/mini/card.json
 [ "$(gzip -dc "$copy/assets/mini/leads.jsonl.gz" | jq -r .title | LC_ALL=C sort | tr '\n' ' ')" = "Unix byte kernel " ] ||
 	fail "assets/mini/leads.jsonl.gz does not hold the corpus's three titles (the held-out bit never): $(gzip -dc "$copy/assets/mini/leads.jsonl.gz")"
 jq -e '.steps_done == 3' "$copy/assets/training/recipe.json" >/dev/null || fail "assets/training/recipe.json is not the run's"
+jq -e --slurpfile old assets/training/recipe.json '.commands[:($old[0].commands | length)] == $old[0].commands' \
+	"$copy/assets/training/recipe.json" >/dev/null || fail "assets/training/recipe.json lost the shipped lineage: $(jq -c '.commands[:3]' "$copy/assets/training/recipe.json")"
 if jq -r '.commands[]' "$copy/assets/training/recipe.json" | grep -q "/tmp/darkroom-ship-mini\\."; then
 	fail "assets/training/recipe.json's commands name the script's scratch folder: $(jq -c .commands "$copy/assets/training/recipe.json")"
 fi

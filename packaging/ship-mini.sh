@@ -74,6 +74,15 @@ echo "ship-mini: exporting the latest checkpoint of $run ($dtype)"
 jq --arg m "$work/mini" --arg t "$work/training" --arg r "$run" --arg given "$given" \
 	'.commands |= map(split($m) | join("assets/mini") | split($t) | join("assets/training") | split($r) | join($given))' \
 	"$work/training/recipe.json" >"$work/recipe.json" && mv "$work/recipe.json" "$work/training/recipe.json"
+# The shipped recipe's commands are the Mini's whole lineage (runs started from
+# earlier weights, distilled corpora, settings chosen by hand); the run's own
+# follow them, those not already there, so that shipping never loses how the
+# weights it started from were made.
+if [ -f "$training/recipe.json" ]; then
+	jq --slurpfile old "$training/recipe.json" \
+		'.commands = ($old[0].commands + [.commands[] | select(. as $c | $old[0].commands | index($c) | not)])' \
+		"$work/training/recipe.json" >"$work/recipe.json" && mv "$work/recipe.json" "$work/training/recipe.json"
+fi
 bytes="$(du -cb "$work/mini"/* | tail -n 1 | cut -f1)"
 if [ "$bytes" -gt $((max_mb * 1000 * 1000)) ]; then
 	die "the exported model is $((bytes / 1000 / 1000)) MB, over the $max_mb MB the repository allows (try --dtype bf16)"
