@@ -2,14 +2,12 @@ package ui
 
 import (
 	"context"
-	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -125,10 +123,7 @@ func (d *Desktop) Click(c assets.Click) {
 			if req.Mode == engine.Diffusion {
 				req.CanvasIDs = warm
 			}
-			label = modeLabel(req.Mode)
-			if info.OneMode != "" {
-				label = serverModeLabel
-			}
+			label = pageModeLabel(info, req.Mode)
 			return req
 		}, d.view, d.status)
 		if err != nil {
@@ -143,8 +138,7 @@ func (d *Desktop) Click(c assets.Click) {
 			return
 		}
 		doc := htmlsafe.Parse(res.Text)
-		state, rest, _ := strings.Cut(develop.DoneStatus(res, false), " · ")
-		st := state + " · " + label + " · " + rest
+		st := pageDoneStatus(res, label, false)
 		onUI(func() {
 			if !current() {
 				return

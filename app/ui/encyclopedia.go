@@ -298,10 +298,7 @@ func (e *Encyclopedia) generate(title string) {
 		var label string // the mode's, in the status line
 		res, shown, err := e.app.developPage(ctx, current, func(info ModelInfo) engine.Request {
 			leads, mode = info.Leads, pageMode(info, picked)
-			label = modeLabel(mode)
-			if info.OneMode != "" {
-				label = serverModeLabel
-			}
+			label = pageModeLabel(info, mode)
 			return engine.Request{
 				Prompt:   assets.EncyclopediaPrompt(title),
 				Opening:  assets.EncyclopediaOpening(title),
@@ -322,10 +319,7 @@ func (e *Encyclopedia) generate(title string) {
 		}
 		text := htmlsafe.Relink(res.Text, leads.Has)
 		doc := htmlsafe.Parse(text)
-		// The mode right after the state ("Done · Printer (AR) · 213 tokens …"):
-		// at the end, an 800-pixel window cut it off.
-		state, rest, _ := strings.Cut(develop.DoneStatus(res, leads.Len() > 0), " · ")
-		st := state + " · " + label + " · " + rest
+		st := pageDoneStatus(res, label, leads.Len() > 0)
 		partial := res.StopReason == engine.StopCancelled && shown != nil
 		onUI(func() {
 			if !current() {
@@ -363,6 +357,23 @@ func pageMode(info ModelInfo, picked string) engine.Mode {
 		return engine.Mode(m)
 	}
 	return info.defaultMode()
+}
+
+// pageModeLabel names mode in a page screen's status line (the Encyclopedia's,
+// the Desktop's): the server's own mode on a server that runs one.
+func pageModeLabel(info ModelInfo, mode engine.Mode) string {
+	if info.OneMode != "" {
+		return serverModeLabel
+	}
+	return modeLabel(mode)
+}
+
+// pageDoneStatus is a page screen's status line when res is done: the mode's
+// label right after the state ("Done · Printer (AR) · 213 tokens …"), since at
+// the end an 800-pixel window cut it off; entries as develop.DoneStatus's.
+func pageDoneStatus(res *engine.Result, label string, entries bool) string {
+	state, rest, _ := strings.Cut(develop.DoneStatus(res, entries), " · ")
+	return state + " · " + label + " · " + rest
 }
 
 // stoppedNote marks a page whose generation was stopped.
