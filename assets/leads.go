@@ -419,40 +419,31 @@ func chatHeading(topic string) bool {
 
 // chatLead is an entry (a lead) as the chat examples answer with it
 // (corpus.ChatAnswer): its category, and the opening sentences of its first
-// paragraph or list item as Markdown (leadMarkdown) — those that fit in
+// paragraph or list item as Markdown (blockMarkdown) — those that fit in
 // ChatLeadMax bytes after the heading ("**title** (category): "), and at
 // least the first (the whole item where it has no sentence's end).
 func chatLead(title, entry string) (category, text string) {
-	if rest, ok := strings.CutPrefix(entry, "<p><em>"); ok {
-		if cat, after, ok := strings.Cut(rest, "</em></p>\n"); ok && !strings.Contains(cat, "<") {
-			category, entry = CleanLine(html.UnescapeString(cat)), after
-		}
-	}
+	category, entry = splitCategory(entry)
 	block := firstBlock(entry)
 	budget := ChatLeadMax - len("**"+title+"**: ")
 	if category != "" {
 		budget -= len(" (" + category + ")")
 	}
-	if _, text = leadMarkdown(block); len(text) <= budget {
-		return category, text
+	whole := blockMarkdown(block)
+	if len(whole) <= budget {
+		return category, whole
 	}
-	var first string
+	text = ""
 	pageSentences(block, 0, func(end, _ int) bool {
-		_, t := leadMarkdown(block[:end])
-		if first == "" {
-			first = t
-		}
-		if len(t) > budget {
+		t := blockMarkdown(block[:end])
+		if text != "" && len(t) > budget {
 			return false
 		}
-		text = t
-		return true
+		text = t // the first sentence, whatever its length
+		return len(t) <= budget
 	})
-	if len(text) > budget {
-		text = first // no sentence's end within the budget: the first sentence
-	}
-	if text == "" {
-		_, text = leadMarkdown(block)
+	if text == "" { // no sentence's end: the whole item
+		text = whole
 	}
 	return category, text
 }
@@ -476,16 +467,22 @@ func firstBlock(entry string) string {
 	return block
 }
 
-// leadMarkdown is a lead (HTML in the page format) as the chat examples write
-// an answer: its category line apart, and its text with links as their words,
-// emphasis as *…*, paragraphs and list items run together and entities
-// unescaped.
-func leadMarkdown(lead string) (category, text string) {
-	if rest, ok := strings.CutPrefix(lead, "<p><em>"); ok {
-		if cat, after, ok := strings.Cut(rest, "</em></p>\n"); ok && !strings.Contains(cat, "<") {
-			category, lead = html.UnescapeString(cat), after
+// splitCategory parts a lead's category line ("<p><em>operating
+// system</em></p>\n") from the rest: the category as text ("" where there is
+// none) and the lead after it.
+func splitCategory(lead string) (category, rest string) {
+	if after, ok := strings.CutPrefix(lead, "<p><em>"); ok {
+		if cat, after, ok := strings.Cut(after, "</em></p>\n"); ok && !strings.Contains(cat, "<") {
+			return CleanLine(html.UnescapeString(cat)), after
 		}
 	}
+	return "", lead
+}
+
+// blockMarkdown is lead text (HTML in the page format, no category line) as
+// the chat examples write it: links as their words, emphasis as *…*,
+// paragraphs and list items run together and entities unescaped.
+func blockMarkdown(lead string) string {
 	var b strings.Builder
 	for lead != "" {
 		open := strings.IndexByte(lead, '<')
@@ -507,7 +504,7 @@ func leadMarkdown(lead string) (category, text string) {
 		}
 		lead = lead[open+end+1:]
 	}
-	return CleanLine(category), CleanLine(html.UnescapeString(b.String()))
+	return CleanLine(html.UnescapeString(b.String()))
 }
 
 // Write writes the leads as LeadsFile's format.
