@@ -52,7 +52,7 @@ func runWiki(env *Env, args []string) error {
 	maxNew := fs.Int("max-new-tokens", 0, "most tokens to write (default: the model's generation_config)")
 	fs.IntVar(maxNew, "max-tokens", 0, "deprecated: the old name of --max-new-tokens")
 	free := fs.Bool("free-heading", false, "let the model write the page's <h1> too (by default the title is held as the heading, as the Encyclopedia screen does)")
-	noLead := fs.Bool("no-lead", false, "hold the heading only, not the entry where the model's folder holds it (as the Encyclopedia screen does)")
+	noLead := fs.Bool("no-lead", false, "hold the heading only, not the entry where the model's folder holds it: the model writes the page alone (the Encyclopedia's “Let the model write it”)")
 	asJSON := fs.Bool("json", false, "print the page and its generation statistics as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -107,21 +107,18 @@ func runWiki(env *Env, args []string) error {
 		m = choice.Mode
 	}
 
-	prompt, opening := assets.EncyclopediaPrompt(title), assets.EncyclopediaOpening(title)
-	lead, _ := leads.Lead(title)
-	switch {
-	case *free:
-		opening, lead = "", ""
-	case *noLead:
-		lead = ""
+	req := develop.PageRequest(title, leads, *noLead || *free) // the Encyclopedia's page: the entry, where the folder holds it
+	if *free {
+		req.Opening = ""
 	}
-	res, err := eng.Generate(ctx, engine.Request{Prompt: prompt, Opening: opening, Lead: lead, LeadEnds: true, Mode: m, Seed: *seed,
-		Sampling: engine.Sampling{MaxNewTokens: *maxNew}})
+	req.Mode, req.Seed, req.Sampling = m, *seed, engine.Sampling{MaxNewTokens: *maxNew}
+	res, err := eng.Generate(ctx, req)
 	if err != nil {
 		return fmt.Errorf("wiki: %w", err)
 	}
+	prompt, opening := req.Prompt, req.Opening
 	if res.LeadHeld {
-		opening += lead
+		opening += req.Lead
 	}
 	shown := htmlsafe.Sanitize(htmlsafe.Relink(res.Text, leads.Has)) // the page as the app and the browser show it: safe, no tag fragments, links that open what they say
 	page := wikiPage{Title: title, Prompt: prompt, Opening: opening, HTML: shown, Links: pageLinks(shown), Model: src.String(),

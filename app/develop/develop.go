@@ -3,7 +3,10 @@
 // accepted so far as their tokens' text and the rest as noise runes about as wide
 // as the token they stand for; and the status line under the page, developing
 // (Draft.Status) and finished (DoneStatus). The desktop app and the browser mode
-// draw the same developing page, and say the same about it, from it.
+// draw the same developing page, and say the same about it, from it. It also
+// says what an encyclopedia page is, for the app, the browser and `darkroom
+// wiki` alike: the request that writes it (PageRequest: a known title's entry,
+// or the model's own page) and the start page that explains it (StartPage).
 package develop
 
 import (

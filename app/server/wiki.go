@@ -75,6 +75,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <a class="brand" href="/">Darkroom</a>
 <form action="/wiki" method="get"><input name="q" value="{{.Query}}" placeholder="Topic" aria-label="Topic" autocomplete="off">{{if .StayWhole}}<input type="hidden" name="whole" value="1">{{end}} <button>Go</button></form>
 {{if .Regen}}<a class="regen" href="{{.Regen}}">Regenerate</a>{{end}}
+{{if .Other}}<a class="regen" href="{{.Other}}">{{.OtherLabel}}</a>{{end}}
 </header>
 <main id="page"{{if .Events}} data-events="{{.Events}}" data-whole="{{.Whole}}" aria-busy="true"{{end}}>{{.Content}}</main>
 <footer id="status">{{.Status}}</footer>
@@ -85,10 +86,13 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 type pageView struct {
 	Title, Query  string
 	Regen, Events string
-	Whole         string        // the finished page's address, for a browser that cannot follow Events
-	StayWhole     bool          // a whole page: its links and search lead to whole pages too
-	Content       template.HTML // sanitized
-	Status        string
+	// Other, on a page whose title's entry the model's folder holds, is the
+	// page written the other way (OtherLabel): the model's own, or the entry.
+	Other, OtherLabel string
+	Whole             string        // the finished page's address, for a browser that cannot follow Events
+	StayWhole         bool          // a whole page: its links and search lead to whole pages too
+	Content           template.HTML // sanitized
+	Status            string
 }
 
 func (s *Server) writePage(w http.ResponseWriter, v pageView) {
@@ -125,19 +129,14 @@ func (s *Server) noPage(w http.ResponseWriter, r *http.Request, why error) {
 	s.writePageStatus(w, http.StatusNotFound, pageView{Title: "No page here", Content: template.HTML(htmlsafe.Sanitize(body))})
 }
 
-// WelcomeTopics are the topics the start pages suggest, the app's and the
-// browser's alike.
-var WelcomeTopics = []string{"Unix", "hacker", "Lisp", "kernel", "compiler", "Emacs", "TCP/IP", "bit"}
+// startHow is the browser's start page's sentence on how a page is written.
+const startHow = "the model develops it from noise (the polaroid) or types it out word by word (the printer), " +
+	"in the mode the app's Encyclopedia picks."
 
 func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
-	b.WriteString("<h1>Darkroom encyclopedia</h1><p>Type a topic above: the model writes the page as you watch, developing it from noise " +
-		"(the polaroid) or typing it out word by word (the printer), in the mode the app's Encyclopedia picks. Every link in a page writes a new page.</p>")
-	b.WriteString("<p>Or start with one of these:</p><ul>")
-	for _, t := range WelcomeTopics {
-		fmt.Fprintf(&b, `<li><a href="%s">%s</a></li>`, html.EscapeString(wikiPath(t)), html.EscapeString(t))
-	}
-	b.WriteString("</ul>")
+	m, merr := s.model(r.Context())
+	b.WriteString(develop.StartPage(m.Leads, startHow, wikiPath))
 	if titles := s.pages.titles(); len(titles) > 0 {
 		b.WriteString("<h2>Pages written so far</h2><ul>")
 		for _, t := range titles {
@@ -146,10 +145,10 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 		b.WriteString("</ul>")
 	}
 	status := "Model: "
-	if m, err := s.model(r.Context()); err == nil {
+	if merr == nil {
 		status += m.ID
 	} else {
-		status += "none (" + clip(err.Error(), 200) + ")"
+		status += "none (" + clip(merr.Error(), 200) + ")"
 	}
 	s.writePage(w, pageView{Title: "Encyclopedia", Content: template.HTML(htmlsafe.Sanitize(b.String())), Status: status})
 }
@@ -164,7 +163,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	if titleTooLong(w, title) {
 		return
 	}
-	http.Redirect(w, r, pageURL(title, false, r.URL.Query().Has("whole")), http.StatusSeeOther)
+	http.Redirect(w, r, pageURL(title, pageQuery{whole: r.URL.Query().Has("whole")}), http.StatusSeeOther)
 }
 
 // maxTitleRunes bounds a topic: its heading is held at the head of the page's
@@ -205,20 +204,26 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	if titleTooLong(w, title) {
 		return
 	}
-	regen, whole := r.URL.Query().Has("regen"), r.URL.Query().Has("whole")
+	q := readPageQuery(r)
 	if canon := assets.Slug(title); canon != slug { // one URL per topic, so the cache has one entry
-		http.Redirect(w, r, pageURL(title, regen, whole), http.StatusMovedPermanently)
+		http.Redirect(w, r, pageURL(title, q), http.StatusMovedPermanently)
 		return
 	}
-	v := pageView{Title: title, Query: title, Regen: pageURL(title, true, whole), StayWhole: whole}
-	if p, ok := s.pages.get(title); ok && !regen {
-		v.Content, v.Status = template.HTML(wholeLinks(p.html, whole)), p.status+" · from the cache"
+	regen, whole := q, q // the page written anew; the finished page in one answer
+	regen.regen, whole.whole = true, true
+	v := pageView{Title: title, Query: title, Regen: pageURL(title, regen), StayWhole: q.whole}
+	if m, err := s.model(r.Context()); err == nil && m.Leads.Has(title) { // its entry, or the model's own page
+		other := pageQuery{whole: q.whole, own: !q.own}
+		v.Other, v.OtherLabel = pageURL(title, other), ownLabel[q.own]
+	}
+	if p, ok := s.pages.get(q.key(title)); ok && !q.regen {
+		v.Content, v.Status = template.HTML(wholeLinks(p.html, q.whole)), p.status+" · from the cache"
 		s.writePage(w, v)
 		return
 	}
-	if whole {
+	if q.whole {
 		// A browser without JavaScript: the page once it is finished.
-		p, failed := s.developPage(r.Context(), title, regen, nil, nil)
+		p, failed := s.developPage(r.Context(), title, q, nil, nil)
 		if failed != "" {
 			v.Content, v.Status = template.HTML(htmlsafe.Sanitize("<p>"+html.EscapeString(failed)+"</p>")), failed
 			s.writePageStatus(w, http.StatusServiceUnavailable, v)
@@ -228,8 +233,8 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 		s.writePage(w, v)
 		return
 	}
-	v.Events = "/events" + pageURL(title, regen, false)
-	v.Whole = pageURL(title, regen, true)
+	v.Events = "/events" + pageURL(title, q)
+	v.Whole = pageURL(title, whole)
 	// Without JavaScript the page cannot develop here: a link to the whole page.
 	v.Content = template.HTML(`<p class="waiting">Developing…</p><noscript><p>JavaScript is off in this browser, so the page cannot develop here. <a href="` +
 		html.EscapeString(v.Whole) + `">Show the page when it is finished</a> (it takes as long as the model needs to write it).</p></noscript>`)
@@ -251,19 +256,53 @@ func wholeLinks(h string, whole bool) string {
 	return pageLink.ReplaceAllString(h, `href="${1}?whole=1"`)
 }
 
-// pageURL is title's page address: with regen, written anew; with whole, the
-// finished page in one answer (for browsers without JavaScript).
-func pageURL(title string, regen, whole bool) string {
-	u := wikiPath(title)
-	switch {
-	case regen && whole:
-		u += "?regen=1&whole=1"
-	case regen:
-		u += "?regen=1"
-	case whole:
-		u += "?whole=1"
+// pageQuery is how a page is asked for beyond its title: its address's query.
+type pageQuery struct {
+	regen bool // written anew, not the cache's
+	whole bool // the finished page in one answer (for browsers without JavaScript)
+	own   bool // the model's own page for a title whose entry its folder holds (develop.PageRequest)
+}
+
+// readPageQuery is r's pageQuery.
+func readPageQuery(r *http.Request) pageQuery {
+	v := r.URL.Query()
+	return pageQuery{regen: v.Has("regen"), whole: v.Has("whole"), own: v.Has("own")}
+}
+
+// key is the page cache's key of title's page asked so: the model's own page
+// for a title with an entry is kept apart from the entry's.
+func (q pageQuery) key(title string) string {
+	if q.own {
+		return title + ownKey
 	}
-	return u
+	return title
+}
+
+// ownKey ends the cache key of a page the model wrote alone for a title with
+// an entry; no title holds it (assets.ReadableTitle refuses control characters).
+const ownKey = "\x00own"
+
+// ownLabel is the link to the other way of writing a page with an entry,
+// by whether the page shown is the model's own: the app's button's words.
+var ownLabel = map[bool]string{false: "Let the model write it", true: "Show the entry"}
+
+// pageURL is title's page address asked as q: with regen, written anew; with
+// whole, the finished page in one answer; with own, the model's own page.
+func pageURL(title string, q pageQuery) string {
+	var query []string
+	if q.regen {
+		query = append(query, "regen=1")
+	}
+	if q.whole {
+		query = append(query, "whole=1")
+	}
+	if q.own {
+		query = append(query, "own=1")
+	}
+	if len(query) == 0 {
+		return wikiPath(title)
+	}
+	return wikiPath(title) + "?" + strings.Join(query, "&")
 }
 
 // pageEvent is the JSON data of a draft, done or failed event.
@@ -289,7 +328,7 @@ func (s *Server) handlePageEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer sse.end()
-	p, failed := s.developPage(r.Context(), title, r.URL.Query().Has("regen"),
+	p, failed := s.developPage(r.Context(), title, readPageQuery(r),
 		func() error { return sse.comment("waiting for the model") },
 		func(ev pageEvent) error { return sse.event("draft", ev) })
 	if failed != "" {
@@ -299,15 +338,15 @@ func (s *Server) handlePageEvents(w http.ResponseWriter, r *http.Request) {
 	sse.event("done", pageEvent{HTML: p.html, Status: p.status})
 }
 
-// developPage writes title's page — the cache's unless regen, else a new
+// developPage writes title's page asked as q — the cache's unless q.regen, else a new
 // generation, queued behind the running one and superseding the page being
 // written — and returns it, or in failed the reason, as the status line says
 // it. waiting is called while the page waits for the model; draft, when not
 // nil, gets the sanitized drafts, at most one per FrameInterval; an error from
 // either (the browser went away) stops the generation.
-func (s *Server) developPage(parent context.Context, title string, regen bool, waiting func() error, draft func(pageEvent) error) (p finishedPage, failed string) {
+func (s *Server) developPage(parent context.Context, title string, q pageQuery, waiting func() error, draft func(pageEvent) error) (p finishedPage, failed string) {
 	m, merr := s.model(parent) // first: a model switch forgets the pages cached
-	if p, ok := s.pages.get(title); ok && !regen {
+	if p, ok := s.pages.get(q.key(title)); ok && !q.regen {
 		p.status += " · from the cache"
 		return p, ""
 	}
@@ -320,15 +359,15 @@ func (s *Server) developPage(parent context.Context, title string, regen bool, w
 
 	dev := develop.New(m.Vocab, nil)
 	box := newMailbox[pageEvent]()
-	lead, _ := m.Leads.Lead(title) // the entry, held after the heading where it fits
-	req := engine.Request{Prompt: assets.EncyclopediaPrompt(title), Opening: assets.EncyclopediaOpening(title), Lead: lead, LeadEnds: true, Mode: m.PageMode, Seed: s.opts.Seed,
-		Sampling: m.Sampling, OnEvent: func(ev engine.Event) {
-			if ev.Kind == engine.EventDone || draft == nil {
-				return // the result below is the final word
-			}
-			html := dev.Text(ev)
-			box.put(pageEvent{HTML: html, Status: dev.Status(ev), Canvas: ev.Canvas, Step: ev.Step})
-		}}
+	req := develop.PageRequest(title, m.Leads, q.own) // the entry, held after the heading where it fits, unless own
+	req.Mode, req.Seed, req.Sampling = m.PageMode, s.opts.Seed, m.Sampling
+	req.OnEvent = func(ev engine.Event) {
+		if ev.Kind == engine.EventDone || draft == nil {
+			return // the result below is the final word
+		}
+		html := dev.Text(ev)
+		box.put(pageEvent{HTML: html, Status: dev.Status(ev), Canvas: ev.Canvas, Step: ev.Step})
+	}
 	if c, ok := m.Engine.(checker); ok {
 		if _, err := c.Check(req); err != nil {
 			s.logf("server: page %q refused: %v", clip(title, 80), clip(err.Error(), 300))
@@ -388,7 +427,7 @@ loop:
 		return p, "Stopped."
 	}
 	p = finishedPage{html: renderHTML(htmlsafe.Relink(out.res.Text, m.Leads.Has)), status: develop.DoneStatus(out.res, m.Leads.Len() > 0)}
-	s.pages.put(title, p)
+	s.pages.put(q.key(title), p)
 	return p, ""
 }
 
@@ -544,10 +583,18 @@ func (c *pageCache) put(title string, p finishedPage) {
 	}
 }
 
+// titles are the titles of the pages kept, oldest first, each once: the
+// model's own page of a title with an entry is listed by its entry's.
 func (c *pageCache) titles() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string(nil), c.order...)
+	var ts []string
+	for _, k := range c.order {
+		if !strings.HasSuffix(k, ownKey) {
+			ts = append(ts, k)
+		}
+	}
+	return ts
 }
 
 func (c *pageCache) clear() {

@@ -330,7 +330,7 @@ func TestHomeSuggestsTopics(t *testing.T) {
 	if !strings.Contains(body, "<title>Encyclopedia · Darkroom</title>") {
 		t.Errorf("home's title: %s", body)
 	}
-	for _, topic := range WelcomeTopics {
+	for _, topic := range develop.EntryTopics {
 		if link := `<a href="` + html.EscapeString(wikiPath(topic)) + `">` + html.EscapeString(topic) + `</a>`; !strings.Contains(body, link) {
 			t.Errorf("home lacks %s", link)
 		}
@@ -503,6 +503,56 @@ func TestPageOpensWithTheEntrysLead(t *testing.T) {
 		if req := g.lastRequest(t); req.Opening != assets.EncyclopediaOpening(title) || req.Lead != want || !req.LeadEnds {
 			t.Errorf("%s: opening %q, lead %q; want the heading, then %q", title, req.Opening, req.Lead, want)
 		}
+	}
+}
+
+// TestLetTheModelWriteItInTheBrowser: a page that is its title's entry links
+// to the model's own page for it ("Let the model write it", ?own=1), which is
+// written without the entry and links back to it; each is cached apart, the
+// start page lists the title once, and a title with no entry has no such link.
+func TestLetTheModelWriteItInTheBrowser(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs. It runs.</p>", nil)
+	g := &fakeGen{final: "<h1>Unix</h1>\n<p>An operating system.</p>"}
+	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
+	c := browser(t, s)
+	for i, step := range []struct {
+		path, link, label, note string
+		lead, cached            bool
+	}{
+		{"/wiki/Unix?whole=1", "/wiki/Unix?whole=1&amp;own=1", ownLabel[false], develop.LeadNote, true, false},
+		{"/wiki/Unix?whole=1&own=1", "/wiki/Unix?whole=1", ownLabel[true], html.EscapeString(develop.OwnNote), false, false},
+		{"/wiki/Unix?whole=1", "/wiki/Unix?whole=1&amp;own=1", ownLabel[false], develop.LeadNote, true, true},
+		{"/wiki/Unix?whole=1&own=1", "/wiki/Unix?whole=1", ownLabel[true], html.EscapeString(develop.OwnNote), false, true},
+	} {
+		_, page := do(t, c, "GET", site(s)+step.path, "", nil)
+		if link := `<a class="regen" href="` + step.link + `">` + step.label + `</a>`; !strings.Contains(page, link) {
+			t.Errorf("%d. %s lacks %s:\n%s", i+1, step.path, link, page)
+		}
+		if !strings.Contains(page, step.note) || strings.Contains(page, "from the cache") != step.cached {
+			t.Errorf("%d. %s: want the status to say %q, from the cache %v:\n%s", i+1, step.path, step.note, step.cached, page)
+		}
+		if req := g.lastRequest(t); !step.cached && (req.Lead != "") != step.lead {
+			t.Errorf("%d. %s: lead %q sent; want one: %v", i+1, step.path, req.Lead, step.lead)
+		}
+	}
+	g.mu.Lock()
+	n := len(g.requests)
+	g.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d pages written, want 2 (the entry's and the model's own, each once)", n)
+	}
+	_, home := do(t, c, "GET", site(s)+"/", "", nil)
+	if n := strings.Count(home, `<a href="/wiki/Unix">Unix</a>`); n != 2 { // the suggestion, and once among the pages written
+		t.Errorf("the start page links Unix %d times, want 2:\n%s", n, home)
+	}
+	_, shell := do(t, c, "GET", site(s)+"/wiki/Unix?own=1&regen=1", "", nil)
+	if !strings.Contains(shell, `data-events="/events/wiki/Unix?regen=1&amp;own=1"`) {
+		t.Errorf("the model's own page, with JavaScript, does not follow its own events:\n%s", shell)
+	}
+	_, emacs := do(t, c, "GET", site(s)+"/wiki/Emacs?whole=1", "", nil)
+	if strings.Contains(emacs, ownLabel[false]) || strings.Contains(emacs, "own=1") {
+		t.Errorf("Emacs, which has no entry, offers the model's own page:\n%s", emacs)
 	}
 }
 

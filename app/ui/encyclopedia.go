@@ -13,7 +13,6 @@ import (
 
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
-	"github.com/darkroomlabs/darkroom/app/server"
 	"github.com/darkroomlabs/darkroom/app/ui/htmlview"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/assets"
@@ -36,6 +35,9 @@ type Encyclopedia struct {
 	errLabel *widget.Label
 	stopped  *widget.Label  // says the page shown is a stopped, partial one
 	mode     *widget.Select // the page mode: automatic (the model's), polaroid or printer (settings.Values.PageMode)
+	// ownBtn, on a page the model's folder holds an entry for, writes it again:
+	// the model's own page ("Let the model write it"), or the entry back.
+	ownBtn *widget.Button
 	// The browser line: what happened to "Open in browser" and the page's
 	// address, selectable and with a Copy button, whether or not a browser opened.
 	browserBox *fyne.Container
@@ -46,6 +48,7 @@ type Encyclopedia struct {
 	history []string         // visited titles; pos is the one shown
 	pos     int              // -1: the start page, before history[0] as in a browser
 	cache   map[string]*page // finished pages by title, for back/forward
+	own     map[string]bool  // titles with entries whose page the model writes alone (ownBtn) until next navigated to
 	run     runner
 }
 
@@ -56,13 +59,12 @@ type page struct {
 	doc    *htmlsafe.Doc
 	tokens []int
 	status string
+	known  bool // the model's folder holds title's entry
+	own    bool // and the model wrote the page alone all the same
 }
 
-// welcomeTopics are offered on the start page: entries Darkroom Mini knows.
-var welcomeTopics = server.WelcomeTopics // the browser's start page suggests the same
-
 func newEncyclopedia(a *App) *Encyclopedia {
-	e := &Encyclopedia{app: a, pos: -1, cache: map[string]*page{}}
+	e := &Encyclopedia{app: a, pos: -1, cache: map[string]*page{}, own: map[string]bool{}}
 	e.address = newKeyEntry(a)
 	e.address.SetPlaceHolder("Type a topic and press Enter — e.g. Unix")
 	e.address.OnSubmitted = func(s string) { e.Navigate(s) }
@@ -114,23 +116,24 @@ func newEncyclopedia(a *App) *Encyclopedia {
 	top := container.NewVBox(bar, a.modelNotice(), e.errLabel, e.stopped, e.browserBox)
 	// The mode picker sits by the status line, which names the mode a page was
 	// written in; the toolbar keeps its room for the address.
-	bottom := container.NewBorder(nil, nil, nil, fitOptions(e.mode), e.status)
+	e.ownBtn = widget.NewButtonWithIcon(letModelWrite, theme.DocumentCreateIcon(), e.toggleOwn)
+	e.ownBtn.Hide()
+	bottom := container.NewBorder(nil, nil, nil, container.NewHBox(e.ownBtn, fitOptions(e.mode)), e.status)
 	e.content = container.NewBorder(top, bottom, nil, nil, e.scroll)
 	e.showWelcome()
 	e.updateButtons()
 	return e
 }
 
+// startHow is the start page's sentence on how a page is written here.
+const startHow = "with the polaroid the whole page starts as noise and develops in a few passes; with the printer it is " +
+	"typed out word by word. The picker at the bottom chooses; its automatic mode takes the one this model writes best in."
+
+// showWelcome draws the start page: what a page is (develop.StartPage), for
+// the model a page would be asked of — whether its pages are entries is its
+// folder's (App.startLeads).
 func (e *Encyclopedia) showWelcome() {
-	html := "<h1>Darkroom Encyclopedia</h1><p>Every page here is written by the model on this computer as you open it. " +
-		"With the polaroid the whole page starts as noise and develops in a few passes; with the printer it is typed out " +
-		"word by word. The picker at the bottom chooses; its automatic mode takes the one this model writes best in. " +
-		"Type a topic above, or start with one of these:</p><ul>"
-	for _, t := range welcomeTopics {
-		html += fmt.Sprintf(`<li><a href="%s">%s</a></li>`, assets.WikiHref(t), t)
-	}
-	html += "</ul><p>Links on every page work: tapping one writes the page for that topic.</p>"
-	e.view.SetDoc(htmlsafe.Parse(html))
+	e.view.SetDoc(htmlsafe.Parse(develop.StartPage(e.app.startLeads(), startHow, assets.WikiHref)))
 	e.status.SetText("Ready")
 }
 
@@ -157,7 +160,50 @@ func (e *Encyclopedia) Navigate(title string) {
 	}
 	e.history = append(e.history, title)
 	e.pos = len(e.history) - 1
+	delete(e.own, title) // a title navigated to anew opens its entry again
 	e.generate(title)
+}
+
+// The own button's labels: on an entry's page, and on the model's own page
+// for a title it holds an entry for.
+const (
+	letModelWrite = "Let the model write it"
+	showEntry     = "Show the entry"
+)
+
+// toggleOwn writes the page shown again the other way: the model's own page
+// for a title whose entry it shows, the entry for one the model wrote alone.
+func (e *Encyclopedia) toggleOwn() {
+	if e.pos < 0 {
+		return
+	}
+	title := e.history[e.pos]
+	e.own[title] = !e.own[title]
+	delete(e.cache, title)
+	e.generate(title)
+}
+
+// showOwnButton offers the other way of writing a page for a title whose
+// entry the model's folder holds (known); own: the page shown is the model's.
+func (e *Encyclopedia) showOwnButton(known, own bool) {
+	if !known {
+		e.ownBtn.Hide()
+		return
+	}
+	if own {
+		e.ownBtn.SetText(showEntry)
+	} else {
+		e.ownBtn.SetText(letModelWrite)
+	}
+	e.ownBtn.Show()
+}
+
+// modelChanged redraws the start page, if it is shown, for the model now
+// active or loaded: whether its pages are entries is the model's.
+func (e *Encyclopedia) modelChanged() {
+	if e.pos == -1 {
+		e.showWelcome()
+	}
 }
 
 // Back shows the previous page (from the cache when it finished developing), and
@@ -251,6 +297,7 @@ func (e *Encyclopedia) showOrGenerate(title string) {
 	e.view.SetDoc(p.doc)
 	e.scroll.ScrollToTop()
 	e.status.SetText("From history · " + p.status)
+	e.showOwnButton(p.known, p.own)
 	e.stop.Disable()
 	e.updateButtons()
 }
@@ -263,6 +310,7 @@ func (e *Encyclopedia) showStart() {
 	e.hideError()
 	e.stopped.Hide()
 	e.showWelcome()
+	e.ownBtn.Hide()
 	e.scroll.ScrollToTop()
 	e.stop.Disable()
 	e.updateButtons()
@@ -289,8 +337,10 @@ func (e *Encyclopedia) generate(title string) {
 	e.stop.Enable()
 	e.updateButtons()
 	e.status.SetText("Starting…")
+	e.ownBtn.Hide()
 	e.scroll.ScrollToTop()
 	picked := e.mode.Selected
+	own := e.own[title]
 	e.run.Start(func(ctx context.Context, seq int64) {
 		current := func() bool { return e.run.Current(seq) }
 		var leads *assets.Leads // the model's, for its links (htmlsafe.Relink)
@@ -299,13 +349,9 @@ func (e *Encyclopedia) generate(title string) {
 		res, shown, err := e.app.developPage(ctx, current, func(info ModelInfo) engine.Request {
 			leads, mode = info.Leads, pageMode(info, picked)
 			label = pageModeLabel(info, mode)
-			return engine.Request{
-				Prompt:   assets.EncyclopediaPrompt(title),
-				Opening:  assets.EncyclopediaOpening(title),
-				Lead:     lead(info, title), // the entry, where the model's folder holds it
-				LeadEnds: true,              // and the page ends where it ends
-				Mode:     mode,
-			}
+			req := develop.PageRequest(title, info.Leads, own) // the entry, where the model's folder holds it, unless own
+			req.Mode = mode
+			return req
 		}, e.view, e.status)
 		if err != nil {
 			onUI(func() {
@@ -321,6 +367,7 @@ func (e *Encyclopedia) generate(title string) {
 		doc := htmlsafe.Parse(text)
 		st := pageDoneStatus(res, label, leads.Len() > 0)
 		partial := res.StopReason == engine.StopCancelled && shown != nil
+		known := leads.Has(title)
 		onUI(func() {
 			if !current() {
 				return
@@ -332,12 +379,13 @@ func (e *Encyclopedia) generate(title string) {
 			}
 			e.status.SetText(st)
 			e.stop.Disable()
+			e.showOwnButton(known, own)
 			switch {
 			case res.StopReason == engine.StopCancelled:
 			case len(res.Tokens) == 0:
 				e.showError("The model wrote nothing for this topic. Try another one, or Reload.")
 			default:
-				e.cache[title] = &page{title: title, html: text, doc: doc, tokens: res.Tokens, status: st}
+				e.cache[title] = &page{title: title, html: text, doc: doc, tokens: res.Tokens, status: st, known: known, own: own}
 			}
 		})
 	})
@@ -434,12 +482,4 @@ func setEnabled(w fyne.Disableable, on bool) {
 	} else {
 		w.Disable()
 	}
-}
-
-// lead is title's lead where the model's folder holds one (ModelInfo.Leads),
-// sent as engine.Request.Lead after the heading: the engine holds it where it
-// fits (Result.LeadHeld).
-func lead(info ModelInfo, title string) string {
-	l, _ := info.Leads.Lead(title)
-	return l
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -451,6 +452,104 @@ func TestPagesOpenWithTheEntrysLead(t *testing.T) {
 	}
 	if sm := serverModel(m, engine.Sampling{}); sm.Leads != &leads {
 		t.Error("the local server is not given the model's leads")
+	}
+}
+
+// TestLetTheModelWriteIt: a known title's page is its entry, shown at once, so
+// a user never saw the model write one; the page offers "Let the model write
+// it", which writes the page again without the entry (the model's own, said so
+// in the status line) and then offers the entry back; back and forward show
+// each as it was; a title navigated to anew opens its entry; a title with no
+// entry offers nothing.
+func TestLetTheModelWriteIt(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs. It runs.</p>", nil)
+	m := &fakeModel{answers: wikiAnswers, leads: &leads}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+	button := func() string {
+		return uiRead(func() string {
+			if !e.ownBtn.Visible() {
+				return "(hidden)"
+			}
+			return e.ownBtn.Text
+		})
+	}
+	status := func() string { return uiRead(func() string { return e.status.Text }) }
+	asUI(func() { e.Navigate("Unix") })
+	e.run.Wait()
+	if b := button(); b != letModelWrite {
+		t.Fatalf("on Unix's entry the button is %q, want %q", b, letModelWrite)
+	}
+	tap(e.ownBtn)
+	e.run.Wait()
+	if b, st := button(), status(); b != showEntry || !strings.Contains(st, develop.OwnNote) {
+		t.Errorf("after %q: button %q, status %q; want %q and the model's own writing said", letModelWrite, b, st, showEntry)
+	}
+	asUI(func() { e.Navigate("Bell Labs") })
+	e.run.Wait()
+	if b := button(); b != "(hidden)" {
+		t.Errorf("on Bell Labs, which has no entry, the button is %q", b)
+	}
+	asUI(e.Back)
+	if b, st := button(), status(); b != showEntry || !strings.Contains(st, develop.OwnNote) {
+		t.Errorf("back on Unix: button %q, status %q; want the model's own page, from history", b, st)
+	}
+	tap(e.ownBtn)
+	e.run.Wait()
+	if b, st := button(), status(); b != letModelWrite || !strings.Contains(st, develop.LeadNote) {
+		t.Errorf("after %q: button %q, status %q; want the entry again", showEntry, b, st)
+	}
+	tap(e.ownBtn) // the model's own again, then Unix navigated to anew: its entry
+	e.run.Wait()
+	asUI(func() { e.Navigate("Unix") })
+	e.run.Wait()
+	if b := button(); b != letModelWrite {
+		t.Errorf("Unix navigated to anew: button %q, want its entry's %q", b, letModelWrite)
+	}
+	var leadsSent []string
+	for _, c := range m.Calls() {
+		leadsSent = append(leadsSent, fmt.Sprintf("%s:%t", strings.TrimSpace(strings.TrimPrefix(c.req.Opening, "<h1>")), c.req.Lead != ""))
+	}
+	want := []string{"Unix</h1>:true", "Unix</h1>:false", "Bell Labs</h1>:false", "Unix</h1>:true", "Unix</h1>:false", "Unix</h1>:true"}
+	if !slices.Equal(leadsSent, want) {
+		t.Errorf("pages asked for (opening:entry held) %q, want %q", leadsSent, want)
+	}
+	asUI(func() { e.Back() }) // back to the start page and further: nothing to offer
+	for uiRead(func() int { return e.pos }) >= 0 {
+		asUI(e.Back)
+	}
+	if b := button(); b != "(hidden)" {
+		t.Errorf("on the start page the button is %q", b)
+	}
+}
+
+// TestStartPageSaysWhatAPageIs: the start page said every page is written by
+// the model as you open it, and offered only titles Darkroom Mini holds entries
+// for — pages shown at once, never developing. For a model with entries it
+// says which is which and offers topics the model writes alone; redrawn when
+// the model loads.
+func TestStartPageSaysWhatAPageIs(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system. It runs.</p>", nil)
+	m := &fakeModel{answers: wikiAnswers, leads: &leads}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+	asUI(func() { e.Navigate("Bell Labs") })
+	e.run.Wait() // the model is loaded now
+	asUI(e.Back)
+	waitFor(t, "the start page for a model with one entry", func() bool {
+		text := docText(e.view)
+		return strings.Contains(text, "holds 1 entry ") && strings.Contains(text, "Topics it has no entry for")
+	})
+	text := docText(e.view)
+	for _, topic := range develop.OwnTopics {
+		if !strings.Contains(text, topic) {
+			t.Errorf("the start page does not offer %q, which the model holds no entry for:\n%s", topic, text)
+		}
+	}
+	if strings.Contains(text, "Every page here is written by the model") || strings.Contains(text, "Lisp") {
+		t.Errorf("the start page says every page is the model's, or offers Lisp, which the model holds no entry for:\n%s", text)
 	}
 }
 

@@ -872,6 +872,7 @@ func formatBytesPrec(n int64, digits int) string {
 func (a *App) modelChanged() {
 	a.models.Reset()
 	a.refreshNotices()
+	a.Encyclopedia.modelChanged()
 	a.Race.second.Reset()
 	a.Library.Refresh()
 	if a.remote != nil {

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -73,6 +74,7 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 		onUI(func() {
 			a.refreshNotices()
 			a.Chat.updateThinking()
+			a.Encyclopedia.modelChanged()
 		})
 	}
 	a.applyTheme()
@@ -335,6 +337,31 @@ func miniSources() string {
 	}
 	return " (" + c.TrainedOn + ")"
 }
+
+// startLeads are the entries the model the screens would ask now holds, for
+// the Encyclopedia's start page: the loaded model's, else, where the built-in
+// Darkroom Mini is the active one, its embedded entries (builtinLeads), else
+// none.
+func (a *App) startLeads() *assets.Leads {
+	if m := a.models.Loaded(); m != nil {
+		return m.Info().Leads
+	}
+	if a.activeModelName() != miniName {
+		return nil
+	}
+	return builtinLeads()
+}
+
+// builtinLeads are the built-in Darkroom Mini's entries, read once (a tenth of
+// a second): nil where they cannot be read, which loading the model then says.
+var builtinLeads = sync.OnceValue(func() *assets.Leads {
+	fsys, err := assets.Mini()
+	if err != nil {
+		return nil
+	}
+	leads, _ := assets.ReadLeads(fsys)
+	return leads
+})
 
 func (a *App) activeModelName() string {
 	if n := a.remoteActiveName(); n != "" {
