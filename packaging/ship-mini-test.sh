@@ -103,8 +103,9 @@ jq -e --argjson size "$size" '.download_size == $size and .profiles == ["bf16"] 
 	.typical_steps > 0' <<<"$entry" >/dev/null || fail "the shipped catalog entry (size $size): $entry"
 jq -e '.text_config.hidden_size == 32 and .text_config.num_hidden_layers == 2' "$copy/assets/mini/config.json" >/dev/null ||
 	fail "assets/mini/config.json is not the run's"
-jq -e '.trained_on == "FOLDOC and the Jargon File"' "$copy/assets/mini/card.json" >/dev/null ||
-	fail "card.json: $(cat "$copy/assets/mini/card.json")"
+jq -e --slurpfile old assets/mini/card.json '.trained_on == "FOLDOC and the Jargon File" and
+	.chat_mode == $old[0].chat_mode and .chat_mode_why == $old[0].chat_mode_why' "$copy/assets/mini/card.json" >/dev/null ||
+	fail "card.json (its chat mode must be the shipped card's): $(cat "$copy/assets/mini/card.json")"
 [ -f "$copy/assets/mini/README.md" ] || fail "assets/mini/README.md was removed"
 [ -f "$copy/assets/mini/GFDL-1.3.txt" ] || fail "assets/mini/GFDL-1.3.txt (the licence the entries are shipped under) was removed"
 [ "$(gzip -dc "$copy/assets/mini/leads.jsonl.gz" | jq -r .title | LC_ALL=C sort | tr '\n' ' ')" = "Unix byte kernel " ] ||

@@ -6,7 +6,8 @@
 #   2. measures it with `darkroom bench` on the CPU (steps and AR guidance rounds
 #      per canvas, canvas time against the 1.5 s budget);
 #   3. writes its card (assets/mini/card.json: training sources and licence line
-#      from the run's corpus, typical steps from the bench) and its leads
+#      from the run's corpus, typical steps from the bench, the chat mode kept
+#      from the shipped card) and its leads
 #      (assets/mini/leads.jsonl.gz: every entry of the run's corpus as its page,
 #      cut to fit a canvas, which the Encyclopedia holds after a known title's
 #      heading and Chat answers with);
@@ -118,9 +119,15 @@ for ((i = 1; i < ${#names[@]}; i++)); do
 	licence+=", ${licences[i]}"
 done
 licence+="; weights Apache-2.0"
-jq -n --arg on "$trained_on" --arg lic "$licence" --argjson steps "$steps" --argjson rounds "$rounds" \
-	'{trained_on: $on, license: $lic, typical_steps: ($steps * 10 | round / 10), typical_guidance_rounds: ($rounds * 10 | round / 10)}' \
+# The chat mode (and the reason the app gives for it) is the shipped card's: a
+# choice measured on the eval's chats, kept until a new eval says otherwise.
+old_card='{}'
+if [ -f "$mini/card.json" ]; then old_card="$(cat "$mini/card.json")"; fi
+jq -n --arg on "$trained_on" --arg lic "$licence" --argjson steps "$steps" --argjson rounds "$rounds" --argjson old "$old_card" \
+	'{trained_on: $on, license: $lic, typical_steps: ($steps * 10 | round / 10), typical_guidance_rounds: ($rounds * 10 | round / 10)}
+	+ ($old | {chat_mode, chat_mode_why} | with_entries(select(.value != null)))' \
 	>"$work/mini/card.json"
+chat_mode="$(jq -r '.chat_mode // "diffusion (none named)"' "$work/mini/card.json")"
 
 # The entries, which the Encyclopedia holds after a known title's heading and
 # Chat answers with (assets.Leads): from the corpus the run trained on, so never
@@ -190,9 +197,9 @@ cat <<EOF
 
 Left to do by hand:
   - score it: darkroom train eval --model $mini --corpus $corpus --chats 40 --json > $training/eval.json
-  - its chat mode: card.json names none, so chat and the API run in diffusion; where the eval's chats read
-    better in AR, set "chat_mode": "ar" and "chat_mode_why" (the reason the app shows) in $mini/card.json
-    (the eval.json there is the old model's)
+  - its chat mode, kept from the old card: $chat_mode. Check it against the eval's chats in both modes, and
+    set "chat_mode" ("ar" or "diffusion") and "chat_mode_why" (the reason the app shows) in $mini/card.json
+    where they say otherwise (the eval.json there is the old model's)
   - the prose: README.md's honest note and $training/README.md (size, sources, what it can do)
 EOF
 if [ -f "$training/metrics-gpu.jsonl" ]; then

@@ -277,7 +277,9 @@ func runTrainRun(env *Env, args []string) error {
 		return fmt.Errorf("train run: %w", err)
 	}
 	if cfg == nil {
-		cfg = miniConfigFor(s, tok)
+		if cfg, err = miniConfigFor(s, tok); err != nil {
+			return fmt.Errorf("train run: %w", err)
+		}
 	}
 	data, err := train.LoadCorpus(rec.Corpus, tok)
 	if err != nil {
@@ -321,7 +323,7 @@ func runTrainRun(env *Env, args []string) error {
 
 // miniConfigFor is Darkroom Mini's config for the corpus tokenizer: its
 // vocabulary and its own end-of-generation ids (<eos> and <turn|>).
-func miniConfigFor(s train.MiniSize, tok *tokenizer.Tokenizer) *config.Model {
+func miniConfigFor(s train.MiniSize, tok *tokenizer.Tokenizer) (*config.Model, error) {
 	sp := tok.Specials()
 	eos := []int{sp.EOS}
 	if sp.TurnEnd >= 0 {

@@ -35,9 +35,12 @@ type Encyclopedia struct {
 	errLabel *widget.Label
 	stopped  *widget.Label  // says the page shown is a stopped, partial one
 	mode     *widget.Select // the page mode: automatic (the model's), polaroid or printer (settings.Values.PageMode)
-	// ownBtn, on a page the model's folder holds an entry for, writes it again:
-	// the model's own page ("Let the model write it"), or the entry back.
-	ownBtn *widget.Button
+	// The entry bar, over a page the model's folder holds an entry for: says
+	// whether the page is that entry or the model's own, and ownBtn writes it
+	// again the other way ("Let the model write it", "Show the entry").
+	entryBar *fyne.Container
+	entryMsg *widget.Label
+	ownBtn   *widget.Button
 	// The browser line: what happened to "Open in browser" and the page's
 	// address, selectable and with a Copy button, whether or not a browser opened.
 	browserBox *fyne.Container
@@ -113,12 +116,15 @@ func newEncyclopedia(a *App) *Encyclopedia {
 	hideURL := widget.NewButtonWithIcon("", theme.CancelIcon(), func() { e.browserBox.Hide() })
 	e.browserBox = container.NewVBox(e.browserMsg, container.NewBorder(nil, nil, nil, container.NewHBox(copyURL, hideURL), e.browserURL))
 	e.browserBox.Hide()
-	top := container.NewVBox(bar, a.modelNotice(), e.errLabel, e.stopped, e.browserBox)
+	e.ownBtn = widget.NewButtonWithIcon(letModelWrite, theme.DocumentCreateIcon(), e.toggleOwn)
+	e.entryMsg = widget.NewLabel("")
+	e.entryMsg.Wrapping = fyne.TextWrapWord
+	e.entryBar = container.NewBorder(nil, nil, nil, e.ownBtn, e.entryMsg)
+	e.entryBar.Hide()
+	top := container.NewVBox(bar, a.modelNotice(), e.errLabel, e.stopped, e.browserBox, e.entryBar)
 	// The mode picker sits by the status line, which names the mode a page was
 	// written in; the toolbar keeps its room for the address.
-	e.ownBtn = widget.NewButtonWithIcon(letModelWrite, theme.DocumentCreateIcon(), e.toggleOwn)
-	e.ownBtn.Hide()
-	bottom := container.NewBorder(nil, nil, nil, container.NewHBox(e.ownBtn, fitOptions(e.mode)), e.status)
+	bottom := container.NewBorder(nil, nil, nil, fitOptions(e.mode), e.status)
 	e.content = container.NewBorder(top, bottom, nil, nil, e.scroll)
 	e.showWelcome()
 	e.updateButtons()
@@ -164,10 +170,12 @@ func (e *Encyclopedia) Navigate(title string) {
 	e.generate(title)
 }
 
-// The own button's labels: on an entry's page, and on the model's own page
-// for a title it holds an entry for.
+// The entry bar's words: on an entry's page, and on the model's own page for
+// a title it holds an entry for.
 const (
+	entryNote     = "This page is the entry the model's folder holds, as written."
 	letModelWrite = "Let the model write it"
+	ownNote       = "The model wrote this page alone, without the entry: it reads like one and is often wrong."
 	showEntry     = "Show the entry"
 )
 
@@ -183,19 +191,25 @@ func (e *Encyclopedia) toggleOwn() {
 	e.generate(title)
 }
 
-// showOwnButton offers the other way of writing a page for a title whose
-// entry the model's folder holds (known); own: the page shown is the model's.
-func (e *Encyclopedia) showOwnButton(known, own bool) {
+// showEntryBar, over the page of a title whose entry the model's folder holds
+// (known), says which the page is — own: the model's — and offers the other.
+func (e *Encyclopedia) showEntryBar(known, own bool) {
 	if !known {
-		e.ownBtn.Hide()
+		e.entryBar.Hide()
 		return
 	}
 	if own {
+		e.entryMsg.SetText(ownNote)
 		e.ownBtn.SetText(showEntry)
 	} else {
+		e.entryMsg.SetText(entryNote)
 		e.ownBtn.SetText(letModelWrite)
 	}
-	e.ownBtn.Show()
+	// The message wraps to the room beside the button before the bar is laid
+	// out, as showWrapped does for a label alone.
+	showWrapped(e.entryMsg, e.content.Size().Width-e.ownBtn.MinSize().Width-theme.Padding(), e.content)
+	e.entryBar.Show()
+	e.content.Refresh()
 }
 
 // modelChanged redraws the start page, if it is shown, for the model now
@@ -297,7 +311,7 @@ func (e *Encyclopedia) showOrGenerate(title string) {
 	e.view.SetDoc(p.doc)
 	e.scroll.ScrollToTop()
 	e.status.SetText("From history · " + p.status)
-	e.showOwnButton(p.known, p.own)
+	e.showEntryBar(p.known, p.own)
 	e.stop.Disable()
 	e.updateButtons()
 }
@@ -310,7 +324,7 @@ func (e *Encyclopedia) showStart() {
 	e.hideError()
 	e.stopped.Hide()
 	e.showWelcome()
-	e.ownBtn.Hide()
+	e.entryBar.Hide()
 	e.scroll.ScrollToTop()
 	e.stop.Disable()
 	e.updateButtons()
@@ -337,7 +351,7 @@ func (e *Encyclopedia) generate(title string) {
 	e.stop.Enable()
 	e.updateButtons()
 	e.status.SetText("Starting…")
-	e.ownBtn.Hide()
+	e.entryBar.Hide()
 	e.scroll.ScrollToTop()
 	picked := e.mode.Selected
 	own := e.own[title]
@@ -379,7 +393,7 @@ func (e *Encyclopedia) generate(title string) {
 			}
 			e.status.SetText(st)
 			e.stop.Disable()
-			e.showOwnButton(known, own)
+			e.showEntryBar(known, own)
 			switch {
 			case res.StopReason == engine.StopCancelled:
 			case len(res.Tokens) == 0:
@@ -418,9 +432,15 @@ func pageModeLabel(info ModelInfo, mode engine.Mode) string {
 
 // pageDoneStatus is a page screen's status line when res is done: the mode's
 // label right after the state ("Done · Printer (AR) · 213 tokens …"), since at
-// the end an 800-pixel window cut it off; entries as develop.DoneStatus's.
+// the end an 800-pixel window cut it off; entries as develop.DoneStatus's. A
+// page that is its entry whole was written in no mode: the line says it is the
+// entry's text first ("Done · text from the entry · 232 tokens (232 held) …").
 func pageDoneStatus(res *engine.Result, label string, entries bool) string {
-	state, rest, _ := strings.Cut(develop.DoneStatus(res, entries), " · ")
+	line := develop.DoneStatus(res, entries)
+	state, rest, _ := strings.Cut(line, " · ")
+	if res.LeadHeld && res.ForwardPasses == 0 && res.HeldTokens == len(res.Tokens) {
+		return state + " · " + develop.LeadNote + " · " + strings.TrimSuffix(rest, " · "+develop.LeadNote)
+	}
 	return state + " · " + label + " · " + rest
 }
 

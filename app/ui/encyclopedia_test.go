@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -469,7 +470,7 @@ func TestLetTheModelWriteIt(t *testing.T) {
 	e := a.Encyclopedia
 	button := func() string {
 		return uiRead(func() string {
-			if !e.ownBtn.Visible() {
+			if !e.entryBar.Visible() {
 				return "(hidden)"
 			}
 			return e.ownBtn.Text
@@ -478,13 +479,16 @@ func TestLetTheModelWriteIt(t *testing.T) {
 	status := func() string { return uiRead(func() string { return e.status.Text }) }
 	asUI(func() { e.Navigate("Unix") })
 	e.run.Wait()
-	if b := button(); b != letModelWrite {
-		t.Fatalf("on Unix's entry the button is %q, want %q", b, letModelWrite)
+	if b, msg := button(), uiRead(func() string { return e.entryMsg.Text }); b != letModelWrite || msg != entryNote {
+		t.Fatalf("on Unix's entry the bar says %q, its button %q; want %q, %q", msg, b, entryNote, letModelWrite)
 	}
 	tap(e.ownBtn)
 	e.run.Wait()
 	if b, st := button(), status(); b != showEntry || !strings.Contains(st, develop.OwnNote) {
 		t.Errorf("after %q: button %q, status %q; want %q and the model's own writing said", letModelWrite, b, st, showEntry)
+	}
+	if msg := uiRead(func() string { return e.entryMsg.Text }); msg != ownNote {
+		t.Errorf("over the model's own page: %q, want %q", msg, ownNote)
 	}
 	asUI(func() { e.Navigate("Bell Labs") })
 	e.run.Wait()
@@ -619,5 +623,20 @@ func TestEncyclopediaPageMode(t *testing.T) {
 	again := newTestApp(t, &fakeModel{answers: wikiAnswers}, dir)
 	if again.Encyclopedia.mode.Selected != modeLabel(engine.Diffusion) {
 		t.Errorf("after a restart the picker shows %q", again.Encyclopedia.mode.Selected)
+	}
+}
+
+// TestPageDoneStatusOfAnEntry: a page that is its entry whole says so right
+// after its state, with no mode (none wrote it: "Printer (AR)" there read as
+// if the printer had, and at 800 pixels the line's end, the entry's note, was
+// cut off); a page the model wrote names its mode there, as before.
+func TestPageDoneStatusOfAnEntry(t *testing.T) {
+	entry := &engine.Result{Tokens: []int{1, 2, 3}, LeadHeld: true, HeldTokens: 3, StopReason: engine.StopEOS}
+	if got, want := pageDoneStatus(entry, "Printer (AR)", true), "Done · "+develop.LeadNote+" · 3 tokens (3 held) · 0.00 s"; got != want {
+		t.Errorf("an entry held whole: %q, want %q", got, want)
+	}
+	own := &engine.Result{Tokens: []int{1, 2, 3}, ForwardPasses: 3, StopReason: engine.StopEOS, Elapsed: time.Second, TokensPerS: 3}
+	if got, want := pageDoneStatus(own, "Printer (AR)", true), "Done · Printer (AR) · 3 tokens · 3 forward passes · 1.00 s · 3.0 tokens/s · "+develop.OwnNote; got != want {
+		t.Errorf("the model's own page: %q, want %q", got, want)
 	}
 }

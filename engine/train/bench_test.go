@@ -28,7 +28,10 @@ func TestMeasureThroughput(t *testing.T) {
 	size.Intermediate = env("INTER", size.Intermediate)
 	size.MoEIntermediate = env("MOE", size.MoEIntermediate)
 	size.Experts = env("EXPERTS", size.Experts)
-	cfg := MiniConfig(size, env("VOCAB", 4096), []int{1, 106}, 0, 1, 2)
+	cfg, err := MiniConfig(size, env("VOCAB", 4096), []int{1, 106}, 0, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := DefaultOptions()
 	o.Batch, o.PrefixBuckets, o.Steps = env("BATCH", 4), []int{env("PREFIX", 32)}, 100
 	o.EvalBatches = 0

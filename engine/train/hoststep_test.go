@@ -246,7 +246,10 @@ func BenchmarkHostStep(b *testing.B) {
 }
 
 func benchHostStep(b *testing.B, size MiniSize, batchSize int) {
-	cfg := MiniConfig(size, 4096, []int{1, 6}, 0, 1, 2)
+	cfg, err := MiniConfig(size, 4096, []int{1, 6}, 0, 1, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
 	hs := freshHostState(b, cfg, 1)
 	batch := benchBatch(b, cfg, batchSize)
 	o := DefaultOptions()

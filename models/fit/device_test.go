@@ -153,7 +153,10 @@ func TestScratchIsTheStepGraphsLargestChunk(t *testing.T) {
 	var cases []tc
 	for _, p := range []quant.Profile{quant.BF16Profile, quant.Int8Profile, quant.Int4Profile} {
 		cases = append(cases, tc{"bf16 checkpoint, " + string(p), p, func(t *testing.T) string {
-			cfg := train.MiniConfig(train.DefaultMiniSize, 4096, []int{1}, 0, 1, 2)
+			cfg, err := train.MiniConfig(train.DefaultMiniSize, 4096, []int{1}, 0, 1, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
 			dir := t.TempDir() + "/m"
 			if _, err := train.InitCheckpoint(context.Background(), cfg, dir, train.InitOptions{Profile: p, Seed: 2}); err != nil {
 				t.Fatal(err)
