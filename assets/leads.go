@@ -289,6 +289,38 @@ func (l *Leads) entry(title string) (held, lead string, ok bool) {
 	return held, l.byTitle[held], true
 }
 
+// Find is the title of the entry a topic names, as a reader types it: the
+// title itself (Lead's lookup: "unix" finds "Unix"), else without its article
+// ("the kernel" finds "kernel"), else by its singular ("compilers" finds
+// "compiler", "libraries" "library"). Chat finds the entry a question asks
+// about so (ChatStart), and the encyclopedia a typed topic's page
+// (develop.PageTitle): left to the model, "compilers" got a page of its own
+// invention though the entry for "compiler" was held. ok is false where none
+// is held.
+func (l *Leads) Find(topic string) (title string, ok bool) {
+	title, _, ok = l.find(topic)
+	return title, ok
+}
+
+// find is Find, with the entry.
+func (l *Leads) find(topic string) (title, entry string, ok bool) {
+	if title, entry, ok = l.entry(topic); ok {
+		return title, entry, true
+	}
+	bare := TopicBare(CleanLine(topic))
+	if bare != topic {
+		if title, entry, ok = l.entry(bare); ok {
+			return title, entry, true
+		}
+	}
+	for _, one := range singulars(bare) { // "What are interrupts?"
+		if title, entry, ok = l.entry(one); ok {
+			return title, entry, true
+		}
+	}
+	return "", "", false
+}
+
 // ChatStart is how Darkroom Mini's answer to a chat message begins
 // (Leads.ChatStart): the engine.Request fields of the same names, which
 // Chat, the API, `darkroom generate` and `train eval` set from it.
@@ -343,16 +375,7 @@ func (l *Leads) ChatStart(message string) ChatStart {
 		return start
 	}
 	bare := TopicBare(topic)
-	title, entry, ok := l.entry(topic)
-	if !ok && bare != topic {
-		title, entry, ok = l.entry(bare)
-	}
-	for _, one := range singulars(bare) { // "What are interrupts?"
-		if ok {
-			break
-		}
-		title, entry, ok = l.entry(one)
-	}
+	title, entry, ok := l.find(topic)
 	if ok {
 		category, text := chatLead(title, entry)
 		if text != "" {
@@ -373,10 +396,14 @@ func (l *Leads) ChatStart(message string) ChatStart {
 // singulars are the singular forms a plural topic may have, most likely
 // first: "interrupts" → "interrupt"; "processes" → "process", "processe";
 // "libraries" → "library". None for a word that does not end in "s", or ends
-// in "ss" ("class").
+// in "ss" ("class"), or in a capital S after a capital: an acronym ("MIIS" is
+// not more than one "MII"; "APIs" is).
 func singulars(topic string) []string {
 	lower := strings.ToLower(topic)
 	if len(topic) < 3 || !strings.HasSuffix(lower, "s") || strings.HasSuffix(lower, "ss") {
+		return nil
+	}
+	if n := len(topic); topic[n-1] == 'S' && topic[n-2] >= 'A' && topic[n-2] <= 'Z' {
 		return nil
 	}
 	var out []string

@@ -273,3 +273,29 @@ func TestChatStart(t *testing.T) {
 		t.Errorf("no leads: ChatStart = %+v", got)
 	}
 }
+
+// TestFind: a topic as a reader types it finds its entry — by case, without
+// its article, by its singular — and the title found is the entry's; an
+// acronym ending in a capital S is not a plural, a topic held as typed is
+// never taken for another, and nothing is found in no leads.
+func TestFind(t *testing.T) {
+	var l Leads
+	for _, title := range []string{"Unix", "compiler", "library", "process", "kernel", "MII", "The Cathedral", "news", "API"} {
+		l.Add(title, "<h1>"+title+"</h1>\n<p>An entry. It is one.</p>", nil)
+	}
+	for topic, want := range map[string]string{
+		"Unix": "Unix", "unix": "Unix", "compilers": "compiler", "Compilers": "compiler", "libraries": "library",
+		"processes": "process", "the kernel": "kernel", "a compiler": "compiler", "The Cathedral": "The Cathedral",
+		"news": "news", "APIs": "API", "  unix ": "Unix",
+		"MIIS": "", "class": "", "bus": "", "kernels of corn": "", "": "",
+	} {
+		got, ok := l.Find(topic)
+		if got != want || ok != (want != "") {
+			t.Errorf("Find(%q) = %q, %v; want %q", topic, got, ok, want)
+		}
+	}
+	var none *Leads
+	if got, ok := none.Find("Unix"); ok || got != "" {
+		t.Errorf("no leads: Find = %q, %v", got, ok)
+	}
+}

@@ -161,6 +161,7 @@ func TestWikiOpensWithTheEntrysLead(t *testing.T) {
 		want  string
 	}{
 		{nil, "Unix", "<h1>Unix</h1>\n<p>An OS."},
+		{nil, "the unix", "<h1>Unix</h1>\n<p>An OS."}, // the entry a typed topic names (develop.PageTitle)
 		{[]string{"--no-lead"}, "Unix", "<h1>Unix</h1>\n"},
 		{nil, "Emacs", "<h1>Emacs</h1>\n"},
 	} {

@@ -10,6 +10,19 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
+// PageTitle is the title a typed topic's page is written under, the app's,
+// the browser's and `darkroom wiki`'s alike: the title of the entry it names
+// where the model's folder holds one (assets.Leads.Find: its case, article or
+// plural aside — "compilers" opens "compiler", "the kernel" "kernel"), else
+// the topic as typed. Left to the model, such a topic got a page of its own
+// invention though its entry was held.
+func PageTitle(topic string, leads *assets.Leads) string {
+	if title, ok := leads.Find(topic); ok {
+		return title
+	}
+	return topic
+}
+
 // PageRequest is the request for title's encyclopedia page — the Encyclopedia
 // screen's, browser mode's and `darkroom wiki`'s alike: the encyclopedia
 // prompt, the title held as the page's heading, and, where the model's folder
@@ -17,7 +30,8 @@ import (
 // held after the heading, ending the page (engine.Request.LeadEnds: a known
 // title's page is its entry, as written). own is "let the model write it": the
 // heading only, the rest the model's own, as for a title it holds no entry
-// for. The caller sets the mode, seed, sampling and events.
+// for. title is a page title (PageTitle). The caller sets the mode, seed,
+// sampling and events.
 func PageRequest(title string, leads *assets.Leads, own bool) engine.Request {
 	req := engine.Request{
 		Prompt:   assets.EncyclopediaPrompt(title),

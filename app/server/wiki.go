@@ -212,9 +212,15 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	regen, whole := q, q // the page written anew; the finished page in one answer
 	regen.regen, whole.whole = true, true
 	v := pageView{Title: title, Query: title, Regen: pageURL(title, regen), StayWhole: q.whole}
-	if m, err := s.model(r.Context()); err == nil && m.Leads.Has(title) { // its entry, or the model's own page
-		other := pageQuery{whole: q.whole, own: !q.own}
-		v.Other, v.OtherLabel = pageURL(title, other), ownLabel[q.own]
+	if m, err := s.model(r.Context()); err == nil {
+		if t := develop.PageTitle(title, m.Leads); t != title { // "compilers": the entry for "compiler", at its address
+			http.Redirect(w, r, pageURL(t, q), http.StatusFound)
+			return
+		}
+		if m.Leads.Has(title) { // its entry, or the model's own page
+			other := pageQuery{whole: q.whole, own: !q.own}
+			v.Other, v.OtherLabel = pageURL(title, other), ownLabel[q.own]
+		}
 	}
 	if p, ok := s.pages.get(q.key(title)); ok && !q.regen {
 		v.Content, v.Status = template.HTML(wholeLinks(p.html, q.whole)), p.status+" · from the cache"
@@ -346,6 +352,7 @@ func (s *Server) handlePageEvents(w http.ResponseWriter, r *http.Request) {
 // either (the browser went away) stops the generation.
 func (s *Server) developPage(parent context.Context, title string, q pageQuery, waiting func() error, draft func(pageEvent) error) (p finishedPage, failed string) {
 	m, merr := s.model(parent) // first: a model switch forgets the pages cached
+	title = develop.PageTitle(title, m.Leads)
 	if p, ok := s.pages.get(q.key(title)); ok && !q.regen {
 		p.status += " · from the cache"
 		return p, ""

@@ -556,6 +556,24 @@ func TestLetTheModelWriteItInTheBrowser(t *testing.T) {
 	}
 }
 
+// TestTypedTopicOpensItsEntryInTheBrowser: a topic that names a held entry
+// but for its plural or article is sent to the entry's address (a redirect
+// that is not permanent: it is the model's folder that holds the entry).
+func TestTypedTopicOpensItsEntryInTheBrowser(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("compiler", "<h1>compiler</h1>\n<p>A program that translates programs. It runs.</p>", nil)
+	g := &fakeGen{final: "<h1>x</h1>"}
+	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
+	c := browser(t, s)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, path := range []string{"/wiki/compilers?whole=1", "/wiki/the_compiler?whole=1"} {
+		resp, _ := do(t, c, "GET", site(s)+path, "", nil)
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/wiki/compiler?whole=1" {
+			t.Errorf("%s: %d to %q; want 302 to /wiki/compiler?whole=1", path, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+}
+
 // TestPageLinksOpenWhatTheySay: a finished page's link whose topic the model does
 // not know but whose text names an entry it does opens that entry
 // (htmlsafe.Relink with the model's leads).

@@ -360,9 +360,13 @@ func (e *Encyclopedia) generate(title string) {
 		var leads *assets.Leads // the model's, for its links (htmlsafe.Relink)
 		var mode engine.Mode
 		var label string // the mode's, in the status line
+		typed := title
 		res, shown, err := e.app.developPage(ctx, current, func(info ModelInfo) engine.Request {
 			leads, mode = info.Leads, pageMode(info, picked)
 			label = pageModeLabel(info, mode)
+			if title = develop.PageTitle(typed, info.Leads); title != typed { // "compilers": the entry for "compiler"
+				e.retitle(current, typed, title)
+			}
 			req := develop.PageRequest(title, info.Leads, own) // the entry, where the model's folder holds it, unless own
 			req.Mode = mode
 			return req
@@ -402,6 +406,24 @@ func (e *Encyclopedia) generate(title string) {
 				e.cache[title] = &page{title: title, html: text, doc: doc, tokens: res.Tokens, status: st, known: known, own: own}
 			}
 		})
+	})
+}
+
+// retitle shows the page being written for typed under title, the entry's
+// title it names (develop.PageTitle): in the address, and in the history,
+// where it is the page shown — if the run (current) still owns the screen.
+func (e *Encyclopedia) retitle(current func() bool, typed, title string) {
+	onUI(func() {
+		if !current() {
+			return
+		}
+		e.address.SetText(title)
+		if e.pos >= 0 && e.history[e.pos] == typed {
+			e.history[e.pos] = title
+		}
+		if e.own[typed] {
+			e.own[title] = true
+		}
 	})
 }
 

@@ -528,6 +528,30 @@ func TestLetTheModelWriteIt(t *testing.T) {
 	}
 }
 
+// TestTypedTopicOpensItsEntry: a topic typed as a reader types it —
+// "compilers", "the kernel" — opens the entry it names, under the entry's
+// title in the address and the history (left to the model, it got a page of
+// its own invention though the entry was held).
+func TestTypedTopicOpensItsEntry(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("compiler", "<h1>compiler</h1>\n<p>A program that translates programs. It runs.</p>", nil)
+	m := &fakeModel{answers: wikiAnswers, leads: &leads}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+	asUI(func() { e.Navigate("compilers") })
+	e.run.Wait()
+	calls := m.Calls()
+	if len(calls) != 1 || calls[0].req.Opening != assets.EncyclopediaOpening("compiler") || calls[0].req.Lead == "" {
+		t.Fatalf("%d pages asked for; want compiler's with its entry, got %+v", len(calls), calls)
+	}
+	if addr, hist := uiRead(func() string { return e.address.Text }), uiRead(func() []string { return slices.Clone(e.history) }); addr != "compiler" || !slices.Equal(hist, []string{"compiler"}) {
+		t.Errorf("address %q, history %q; want the entry's title", addr, hist)
+	}
+	if !uiRead(func() bool { return e.entryBar.Visible() }) {
+		t.Error("the entry's page has no entry bar")
+	}
+}
+
 // TestStartPageSaysWhatAPageIs: the start page said every page is written by
 // the model as you open it, and offered only titles Darkroom Mini holds entries
 // for — pages shown at once, never developing. For a model with entries it
