@@ -107,7 +107,7 @@ func runWiki(env *Env, args []string) error {
 		m = choice.Mode
 	}
 
-	title = develop.PageTitle(title, leads) // "compilers": the entry for "compiler"
+	title = develop.PageTitle(title, leads)                    // "compilers": the entry for "compiler"
 	req := develop.PageRequest(title, leads, *noLead || *free) // the Encyclopedia's page: the entry, where the folder holds it
 	if *free {
 		req.Opening = ""
