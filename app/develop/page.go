@@ -3,6 +3,7 @@ package develop
 import (
 	"fmt"
 	"html"
+	"strconv"
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/app/plural"
@@ -48,7 +49,7 @@ func PageRequest(title string, leads *assets.Leads, own bool) engine.Request {
 // computing titles Darkroom Mini holds no entry for (held out of its training,
 // assets/training), so that a new user sees a page develop — a known title's
 // page is its entry, shown at once. Where a model's folder holds one of them it
-// is not offered (StartTopics).
+// is not offered (StartPage).
 var OwnTopics = []string{"information superhighway", "line feed", "noise shaping", "capability"}
 
 // EntryTopics are the start pages' first suggestions: entries Darkroom Mini
@@ -58,41 +59,46 @@ var EntryTopics = []string{"Unix", "hacker", "Lisp", "kernel", "compiler", "Emac
 // StartPage is the body of the encyclopedia's start page (HTML), the app's and
 // the browser's alike: what a page is — the model's writing, or the entry
 // where the model's folder holds one (leads) — how it is written (how, the
-// screen's own sentence on choosing the mode), and topics to start with, each
-// linked by href.
+// screen's own sentences on the modes), and topics to start with, each linked
+// by href.
 func StartPage(leads *assets.Leads, how string, href func(title string) string) string {
 	var b strings.Builder
-	link := func(t string) {
-		fmt.Fprintf(&b, `<li><a href="%s">%s</a></li>`, html.EscapeString(href(t)), html.EscapeString(t))
+	list := func(topics []string, keep func(string) bool) {
+		b.WriteString("<ul>")
+		for _, t := range topics {
+			if keep(t) {
+				fmt.Fprintf(&b, `<li><a href="%s">%s</a></li>`, html.EscapeString(href(t)), html.EscapeString(t))
+			}
+		}
+		b.WriteString("</ul>")
 	}
 	b.WriteString("<h1>Darkroom Encyclopedia</h1>")
 	if leads.Len() == 0 {
-		b.WriteString("<p>Every page here is written by the model on this computer as you open it: ")
-		b.WriteString(how)
-		b.WriteString(" Type a topic above, or start with one of these:</p><ul>")
-		for _, t := range EntryTopics {
-			link(t)
-		}
-		b.WriteString("</ul><p>Every link in a page writes the page for that topic.</p>")
+		b.WriteString("<p>Every page here is written by the model on this computer as you open it. ")
+		b.WriteString(html.EscapeString(how))
+		b.WriteString("</p><p>Type a topic above, or start with one of these:</p>")
+		list(EntryTopics, func(string) bool { return true })
+		b.WriteString("<p>Every link in a page writes the page for that topic.</p>")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "<p>This model's folder holds %s from the dictionaries it was trained on. "+
-		"A topic it holds opens its entry, as written, at once. Any other topic the model writes on this computer "+
-		"as you open it — its own writing, which reads like an entry and is often wrong: ", plural.Count(leads.Len(), "entry", "entries"))
-	b.WriteString(how)
-	b.WriteString("</p><p>Entries it holds:</p><ul>")
-	for _, t := range EntryTopics {
-		if leads.Has(t) {
-			link(t)
-		}
-	}
-	b.WriteString("</ul><p>Topics it has no entry for, written by the model alone:</p><ul>")
-	for _, t := range OwnTopics {
-		if !leads.Has(t) {
-			link(t)
-		}
-	}
-	b.WriteString("</ul><p>Every link in a page opens the page for that topic. On an entry's page, " +
+	fmt.Fprintf(&b, "<p>This model holds %s from the dictionaries it learned from: a topic it holds opens its entry "+
+		"at once, as written. Any other topic the model writes on this computer as you open it — its own writing, "+
+		"which reads like an entry and is often wrong. ", thousands(leads.Len())+" "+plural.Word(leads.Len(), "entry", "entries"))
+	b.WriteString(html.EscapeString(how))
+	b.WriteString("</p><p>Entries it holds:</p>")
+	list(EntryTopics, leads.Has)
+	b.WriteString("<p>Topics it has no entry for, which the model writes alone:</p>")
+	list(OwnTopics, func(t string) bool { return !leads.Has(t) })
+	b.WriteString("<p>Every link in a page opens the page for that topic. Over an entry, " +
 		"“Let the model write it” shows what the model writes for it alone.</p>")
 	return b.String()
+}
+
+// thousands is n with its thousands grouped by commas: 17,227.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

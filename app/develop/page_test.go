@@ -53,7 +53,7 @@ func TestStartPage(t *testing.T) {
 	leads.Add(OwnTopics[0], "<h1>"+OwnTopics[0]+"</h1>\n<p>A road. It is fast.</p>", nil)
 	page := StartPage(&leads, "HOW", href)
 	entries, own, ok := strings.Cut(page, "Topics it has no entry for")
-	if !ok || !strings.Contains(page, "holds 2 entries") || !strings.Contains(page, "HOW") {
+	if !ok || !strings.Contains(page, "holds 2 entries ") || !strings.Contains(page, "HOW") {
 		t.Fatalf("with entries: %s", page)
 	}
 	if !strings.Contains(entries, `>Unix</a>`) || strings.Contains(entries, ">Lisp</a>") || strings.Contains(own, ">"+OwnTopics[0]+"</a>") || !strings.Contains(own, ">"+OwnTopics[1]+"</a>") {
@@ -82,6 +82,14 @@ func TestStartTopicsOfTheBuiltinMini(t *testing.T) {
 	for _, topic := range OwnTopics {
 		if leads.Has(topic) {
 			t.Errorf("%q is offered as the model's own writing; the built-in Mini holds its entry", topic)
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 7: "7", 999: "999", 1000: "1,000", 17227: "17,227", 1234567: "1,234,567", -1234: "-1,234"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

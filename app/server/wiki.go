@@ -130,7 +130,7 @@ func (s *Server) noPage(w http.ResponseWriter, r *http.Request, why error) {
 }
 
 // startHow is the browser's start page's sentence on how a page is written.
-const startHow = "the model develops it from noise (the polaroid) or types it out word by word (the printer), " +
+const startHow = "The model develops a page from noise (the polaroid) or types it out word by word (the printer), " +
 	"in the mode the app's Encyclopedia picks."
 
 func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {

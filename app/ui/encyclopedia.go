@@ -132,7 +132,7 @@ func newEncyclopedia(a *App) *Encyclopedia {
 }
 
 // startHow is the start page's sentence on how a page is written here.
-const startHow = "with the polaroid the whole page starts as noise and develops in a few passes; with the printer it is " +
+const startHow = "With the polaroid the whole page starts as noise and develops in a few passes; with the printer it is " +
 	"typed out word by word. The picker at the bottom chooses; its automatic mode takes the one this model writes best in."
 
 // showWelcome draws the start page: what a page is (develop.StartPage), for

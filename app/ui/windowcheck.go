@@ -134,9 +134,14 @@ func (a *App) windowCheck(dir string) {
 		resize(start)
 	}
 
-	// Encyclopedia: one screenshot of a polaroid page mid-development, one of a
-	// page finished in the automatic mode (the model's).
+	// Encyclopedia: its start page (what a page is, topics to begin with), one
+	// screenshot of a polaroid page mid-development, one of a page finished in
+	// the automatic mode (the model's).
 	e := a.Encyclopedia
+	fyne.DoAndWait(func() { a.Show("Encyclopedia") })
+	time.Sleep(500 * time.Millisecond)
+	checkErr("Encyclopedia")
+	shot("encyclopedia-start", start, false)
 	fyne.DoAndWait(func() { e.mode.SetSelected(modeLabel(engine.Diffusion)) })
 	var once sync.Once
 	developing := false
