@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Leads: what a small model cannot remember, its folder can hold. Darkroom
@@ -192,8 +193,9 @@ func sentenceEnds(before, rest string) bool {
 // Leads are a model folder's entries by title: each title's lead, the text of
 // its page after the heading (PageEntry). The zero value and nil hold none.
 type Leads struct {
-	byTitle map[string]string // CleanLine(title) → lead
-	folded  map[string]string // lower-case title → the title, for titles unique when folded
+	byTitle  map[string]string // CleanLine(title) → lead
+	folded   map[string]string // lower-case title → the title, for titles unique when folded
+	squashed map[string]string // squash(title) → the title, for titles unique when squashed
 }
 
 // leadEntry is one line of LeadsFile.
@@ -221,17 +223,39 @@ func (l *Leads) Add(title, page string, fits func(page string) bool) bool {
 // not found). Lookups only read the maps, so they may run at once.
 func (l *Leads) put(title, lead string) {
 	if l.byTitle == nil {
-		l.byTitle, l.folded = map[string]string{}, map[string]string{}
+		l.byTitle, l.folded, l.squashed = map[string]string{}, map[string]string{}, map[string]string{}
 	}
 	if _, ok := l.byTitle[title]; ok {
 		return
 	}
 	l.byTitle[title] = lead
-	k := strings.ToLower(title)
-	if _, dup := l.folded[k]; dup {
+	unique(l.folded, strings.ToLower(title), title)
+	if k := squash(title); k != "" {
+		unique(l.squashed, k, title)
+	}
+}
+
+// unique maps k to title in index, or to "" (ambiguous, not found) where
+// another title has k too.
+func unique(index map[string]string, k, title string) {
+	if _, dup := index[k]; dup {
 		title = ""
 	}
-	l.folded[k] = title
+	index[k] = title
+}
+
+// squash is a title as a reader may spell it apart from its separators:
+// lower case, without spaces, hyphens, slashes, dots, underscores and
+// apostrophes ("e-mail" and "email", "TCP-IP" and "TCP/IP" are one). Other
+// signs stay: "C++" is not "C".
+func squash(title string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case ' ', '-', '/', '.', '_', '\'', '’':
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, title)
 }
 
 // Len is the number of titles held.
@@ -292,7 +316,8 @@ func (l *Leads) entry(title string) (held, lead string, ok bool) {
 // Find is the title of the entry a topic names, as a reader types it: the
 // title itself (Lead's lookup: "unix" finds "Unix"), else without its article
 // ("the kernel" finds "kernel"), else by its singular ("compilers" finds
-// "compiler", "libraries" "library"). Chat finds the entry a question asks
+// "compiler", "libraries" "library"), else apart from its separators where
+// one title is so spelled ("e-mail" finds "email", "TCP-IP" "TCP/IP": squash). Chat finds the entry a question asks
 // about so (ChatStart), and the encyclopedia a typed topic's page
 // (develop.PageTitle): left to the model, "compilers" got a page of its own
 // invention though the entry for "compiler" was held. ok is false where none
@@ -304,6 +329,9 @@ func (l *Leads) Find(topic string) (title string, ok bool) {
 
 // find is Find, with the entry.
 func (l *Leads) find(topic string) (title, entry string, ok bool) {
+	if l.Len() == 0 {
+		return "", "", false
+	}
 	if title, entry, ok = l.entry(topic); ok {
 		return title, entry, true
 	}
@@ -317,6 +345,10 @@ func (l *Leads) find(topic string) (title, entry string, ok bool) {
 		if title, entry, ok = l.entry(one); ok {
 			return title, entry, true
 		}
+	}
+	if k := squash(bare); k != "" && l.squashed[k] != "" { // "e-mail": "email"
+		title = l.squashed[k]
+		return title, l.byTitle[title], true
 	}
 	return "", "", false
 }

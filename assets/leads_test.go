@@ -3,6 +3,7 @@ package assets
 import (
 	"bytes"
 	"compress/gzip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -280,14 +281,14 @@ func TestChatStart(t *testing.T) {
 // never taken for another, and nothing is found in no leads.
 func TestFind(t *testing.T) {
 	var l Leads
-	for _, title := range []string{"Unix", "compiler", "library", "process", "kernel", "MII", "The Cathedral", "news", "API"} {
+	for _, title := range []string{"Unix", "compiler", "library", "process", "kernel", "MII", "The Cathedral", "news", "API", "email", "TCP/IP", "C", "C++", "on-line", "online"} {
 		l.Add(title, "<h1>"+title+"</h1>\n<p>An entry. It is one.</p>", nil)
 	}
 	for topic, want := range map[string]string{
 		"Unix": "Unix", "unix": "Unix", "compilers": "compiler", "Compilers": "compiler", "libraries": "library",
 		"processes": "process", "the kernel": "kernel", "a compiler": "compiler", "The Cathedral": "The Cathedral",
-		"news": "news", "APIs": "API", "  unix ": "Unix",
-		"MIIS": "", "class": "", "bus": "", "kernels of corn": "", "": "",
+		"news": "news", "APIs": "API", "  unix ": "Unix", "e-mail": "email", "TCP-IP": "TCP/IP", "c": "C", "c++": "C++",
+		"MIIS": "", "class": "", "bus": "", "kernels of corn": "", "": "", "on line": "", // two titles squash to "online"
 	} {
 		got, ok := l.Find(topic)
 		if got != want || ok != (want != "") {
@@ -297,5 +298,52 @@ func TestFind(t *testing.T) {
 	var none *Leads
 	if got, ok := none.Find("Unix"); ok || got != "" {
 		t.Errorf("no leads: Find = %q, %v", got, ok)
+	}
+}
+
+// TestSimilar: a topic not held offers the entries it may have meant — a typo
+// or two away, apart from case and separators, closest first; then those that
+// begin with it — and none for a held topic, a short one or no leads.
+func TestSimilar(t *testing.T) {
+	var l Leads
+	for _, title := range []string{"compiler", "compile", "compiler-compiler", "Unix", "linked list", "linked list traversal", "kernel", "email", "TCP/IP", "C", "C++"} {
+		l.Add(title, "<h1>"+title+"</h1>\n<p>An entry. It is one.</p>", nil)
+	}
+	for topic, want := range map[string][]string{
+		"compilr":     {"compile", "compiler"},
+		"Kernal":      {"kernel"},
+		"linked":      {"linked list", "linked list traversal"},
+		"the compilr": {"compile", "compiler"},
+		"Unixxx":      nil, // 6 letters: one edit
+		"Unixx":       {"Unix"},
+		"tcp ip x":    {"TCP/IP"},
+		"Unx":         nil, // a short one must be spelt right
+		"compiler":    nil, // held
+		"e-mail":      nil, // found: Find squashes it to "email"
+		"Cx":          nil, // too short
+		"zzzzzz":      nil,
+	} {
+		if got := l.Similar(topic, 3); !slices.Equal(got, want) {
+			t.Errorf("Similar(%q) = %q, want %q", topic, got, want)
+		}
+	}
+	if got := l.Similar("compilr", 1); !slices.Equal(got, []string{"compile"}) {
+		t.Errorf("Similar(compilr, 1) = %q", got)
+	}
+	var none *Leads
+	if got := none.Similar("compilr", 3); got != nil {
+		t.Errorf("no leads: %q", got)
+	}
+}
+
+func TestEditsWithin(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		max  int
+		want int
+	}{{"kitten", "sitting", 3, 3}, {"kitten", "sitting", 2, -1}, {"abc", "abc", 0, 0}, {"abc", "abd", 1, 1}, {"", "ab", 2, 2}, {"naïve", "naive", 1, 1}, {"abcdef", "a", 2, -1}} {
+		if got := editsWithin(c.a, c.b, c.max); got != c.want {
+			t.Errorf("editsWithin(%q, %q, %d) = %d, want %d", c.a, c.b, c.max, got, c.want)
+		}
 	}
 }

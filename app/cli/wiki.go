@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
@@ -30,7 +31,8 @@ type wikiPage struct {
 	Prompt        string   `json:"prompt"`
 	Opening       string   `json:"opening"` // what was held before the model wrote: the heading, and the entry where the model's folder holds it ("" with --free-heading)
 	HTML          string   `json:"html"`
-	Links         []string `json:"links"` // topics of the page's /wiki/ links, in order
+	Links         []string `json:"links"`             // topics of the page's /wiki/ links, in order
+	Similar       []string `json:"similar,omitempty"` // where the model's folder holds no entry for the title, entries it may have meant (the app offers them over the page)
 	Model         string   `json:"model"`
 	Backend       string   `json:"backend"`
 	Mode          string   `json:"mode"`
@@ -124,7 +126,7 @@ func runWiki(env *Env, args []string) error {
 	shown := htmlsafe.Sanitize(htmlsafe.Relink(res.Text, leads.Has)) // the page as the app and the browser show it: safe, no tag fragments, links that open what they say
 	page := wikiPage{Title: title, Prompt: prompt, Opening: opening, HTML: shown, Links: pageLinks(shown), Model: src.String(),
 		Backend: eng.Backend(), Mode: string(m), Seed: *seed, Tokens: len(res.Tokens), ForwardPasses: res.ForwardPasses,
-		ElapsedMS: res.ElapsedMS, TokensPerS: res.TokensPerS, StopReason: res.StopReason}
+		ElapsedMS: res.ElapsedMS, TokensPerS: res.TokensPerS, StopReason: res.StopReason, Similar: leads.Similar(title, similarMax)}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetEscapeHTML(false)
@@ -143,12 +145,19 @@ func runWiki(env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stderr, "%s in %.2f s (%s%s, %s, the %s, stop: %s)%s\n",
 		develop.TokenCount(res), page.ElapsedMS/1000, rate,
-		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, speed.Name(m), page.StopReason, develop.LeadSuffix(res, leads.Len() > 0 && !*noLead)) // as the app's status line says it
+		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, speed.Name(m), page.StopReason, develop.LeadSuffix(res, leads.Len() > 0)) // as the app's status line says it
+	if len(page.Similar) > 0 {
+		fmt.Fprintf(env.Stderr, "no entry for %q; entries with a similar title: %s\n", title, strings.Join(page.Similar, ", "))
+	}
 	if ctx.Err() != nil {
 		return interrupted("wiki", res, "the page so far is above")
 	}
 	return nil
 }
+
+// similarMax is how many entries wiki names for a title with none, as the
+// Encyclopedia's entry bar offers.
+const similarMax = 3
 
 // pageLinks returns the topics a page links to through /wiki/ hrefs, in order
 // (train.LinkTopics; [] rather than null in the JSON when there are none).

@@ -193,6 +193,14 @@ func TestWikiOpensWithTheEntrysLead(t *testing.T) {
 			t.Errorf("wiki %s: exit %d, stderr %q; want the text said to be the entry's: %v", title, code, stderr, said)
 		}
 	}
+	// The model's own page says so, asked for (--no-lead) or not; one a typo
+	// away from an entry names it.
+	for _, c := range [][]string{{"--no-lead", "Unix"}, {"Unixx"}} {
+		_, stderr, code := wikiRun(append([]string{"wiki", "--model", dir, "--backend", wikiTestBackend}, c...)...)
+		if code != 0 || !strings.Contains(stderr, develop.OwnNote) || strings.Contains(stderr, "similar title: Unix") != (c[0] == "Unixx") {
+			t.Errorf("wiki %v: exit %d, stderr %q; want the model's own writing said, and Unix offered for Unixx", c, code, stderr)
+		}
+	}
 	if err := os.WriteFile(filepath.Join(dir, assets.LeadsFile), []byte("not gzip"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,8 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 {{if .Regen}}<a class="regen" href="{{.Regen}}">Regenerate</a>{{end}}
 {{if .Other}}<a class="regen" href="{{.Other}}">{{.OtherLabel}}</a>{{end}}
 </header>
-<main id="page"{{if .Events}} data-events="{{.Events}}" data-whole="{{.Whole}}" aria-busy="true"{{end}}>{{.Content}}</main>
+{{if .Similar}}<p class="similar">{{.SimilarNote}} {{range $i, $t := .Similar}}{{if $i}}, {{end}}<a href="{{$t.Href}}">{{$t.Title}}</a>{{end}}</p>
+{{end}}<main id="page"{{if .Events}} data-events="{{.Events}}" data-whole="{{.Whole}}" aria-busy="true"{{end}}>{{.Content}}</main>
 <footer id="status">{{.Status}}</footer>
 </body>
 </html>
@@ -89,10 +90,14 @@ type pageView struct {
 	// Other, on a page whose title's entry the model's folder holds, is the
 	// page written the other way (OtherLabel): the model's own, or the entry.
 	Other, OtherLabel string
-	Whole             string        // the finished page's address, for a browser that cannot follow Events
-	StayWhole         bool          // a whole page: its links and search lead to whole pages too
-	Content           template.HTML // sanitized
-	Status            string
+	// Similar, on a page whose title the model's folder holds no entry for,
+	// are the entries it may have meant (assets.Leads.Similar), after SimilarNote.
+	Similar     []titleLink
+	SimilarNote string
+	Whole       string        // the finished page's address, for a browser that cannot follow Events
+	StayWhole   bool          // a whole page: its links and search lead to whole pages too
+	Content     template.HTML // sanitized
+	Status      string
 }
 
 func (s *Server) writePage(w http.ResponseWriter, v pageView) {
@@ -221,6 +226,10 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 			other := pageQuery{whole: q.whole, own: !q.own}
 			v.Other, v.OtherLabel = pageURL(title, other), ownLabel[q.own]
 		}
+		for _, t := range m.Leads.Similar(title, similarMax) { // a title with no entry: those it may have meant
+			v.Similar = append(v.Similar, titleLink{Title: t, Href: pageURL(t, pageQuery{whole: q.whole})})
+			v.SimilarNote = similarNote
+		}
 	}
 	if p, ok := s.pages.get(q.key(title)); ok && !q.regen {
 		v.Content, v.Status = template.HTML(wholeLinks(p.html, q.whole)), p.status+" · from the cache"
@@ -287,6 +296,16 @@ func (q pageQuery) key(title string) string {
 // ownKey ends the cache key of a page the model wrote alone for a title with
 // an entry; no title holds it (assets.ReadableTitle refuses control characters).
 const ownKey = "\x00own"
+
+// titleLink is a link to title's page.
+type titleLink struct{ Title, Href string }
+
+// similarMax is how many entries a page with none offers; similarNote says
+// what they are (the app's entry bar's words).
+const (
+	similarMax  = 3
+	similarNote = "The model holds no entry for this title: the page is its own writing, often wrong. Entries with a similar title:"
+)
 
 // ownLabel is the link to the other way of writing a page with an entry,
 // by whether the page shown is the model's own: the app's button's words.

@@ -574,6 +574,27 @@ func TestTypedTopicOpensItsEntryInTheBrowser(t *testing.T) {
 	}
 }
 
+// TestMisspeltTopicOffersEntriesInTheBrowser: a page whose title the model
+// holds no entry for, a typo away from one, links to that entry above it.
+func TestMisspeltTopicOffersEntriesInTheBrowser(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("compiler", "<h1>compiler</h1>\n<p>A program that translates programs. It runs.</p>", nil)
+	g := &fakeGen{final: "<h1>compilr</h1>\n<p>Made up.</p>"}
+	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
+	c := browser(t, s)
+	for path, want := range map[string]string{
+		"/wiki/compilr?whole=1": `<p class="similar">` + html.EscapeString(similarNote) + ` <a href="/wiki/compiler?whole=1">compiler</a></p>`,
+		"/wiki/compilr":         `<p class="similar">` + html.EscapeString(similarNote) + ` <a href="/wiki/compiler">compiler</a></p>`,
+	} {
+		if _, page := do(t, c, "GET", site(s)+path, "", nil); !strings.Contains(page, want) {
+			t.Errorf("%s lacks %s:\n%s", path, want, page)
+		}
+	}
+	if _, page := do(t, c, "GET", site(s)+"/wiki/compiler?whole=1", "", nil); strings.Contains(page, `class="similar"`) {
+		t.Errorf("compiler's own entry offers similar ones:\n%s", page)
+	}
+}
+
 // TestPageLinksOpenWhatTheySay: a finished page's link whose topic the model does
 // not know but whose text names an entry it does opens that entry
 // (htmlsafe.Relink with the model's leads).

@@ -40,6 +40,7 @@ type Encyclopedia struct {
 	// again the other way ("Let the model write it", "Show the entry").
 	entryBar *fyne.Container
 	entryMsg *widget.Label
+	similar  *fyne.Container // links to entries a title with none may have meant (assets.Leads.Similar)
 	ownBtn   *widget.Button
 	// The browser line: what happened to "Open in browser" and the page's
 	// address, selectable and with a Copy button, whether or not a browser opened.
@@ -57,13 +58,14 @@ type Encyclopedia struct {
 
 // page is a finished generated page.
 type page struct {
-	title  string
-	html   string
-	doc    *htmlsafe.Doc
-	tokens []int
-	status string
-	known  bool // the model's folder holds title's entry
-	own    bool // and the model wrote the page alone all the same
+	title   string
+	html    string
+	doc     *htmlsafe.Doc
+	tokens  []int
+	status  string
+	known   bool     // the model's folder holds title's entry
+	own     bool     // and the model wrote the page alone all the same
+	similar []string // where it holds none, entries the title may have meant
 }
 
 func newEncyclopedia(a *App) *Encyclopedia {
@@ -119,7 +121,8 @@ func newEncyclopedia(a *App) *Encyclopedia {
 	e.ownBtn = widget.NewButtonWithIcon(letModelWrite, theme.DocumentCreateIcon(), e.toggleOwn)
 	e.entryMsg = widget.NewLabel("")
 	e.entryMsg.Wrapping = fyne.TextWrapWord
-	e.entryBar = container.NewBorder(nil, nil, nil, e.ownBtn, e.entryMsg)
+	e.similar = container.NewHBox()
+	e.entryBar = container.NewBorder(nil, nil, nil, e.ownBtn, container.NewVBox(e.entryMsg, e.similar))
 	e.entryBar.Hide()
 	top := container.NewVBox(bar, a.modelNotice(), e.errLabel, e.stopped, e.browserBox, e.entryBar)
 	// The mode picker sits by the status line, which names the mode a page was
@@ -177,7 +180,11 @@ const (
 	letModelWrite = "Let the model write it"
 	ownNote       = "The model wrote this page alone, without the entry: it reads like one and is often wrong."
 	showEntry     = "Show the entry"
+	similarNote   = "The model holds no entry for this title: the page is its own writing, often wrong. Entries with a similar title:"
 )
+
+// similarMax is how many entries the entry bar offers for a title with none.
+const similarMax = 3
 
 // toggleOwn writes the page shown again the other way: the model's own page
 // for a title whose entry it shows, the entry for one the model wrote alone.
@@ -192,22 +199,39 @@ func (e *Encyclopedia) toggleOwn() {
 }
 
 // showEntryBar, over the page of a title whose entry the model's folder holds
-// (known), says which the page is — own: the model's — and offers the other.
-func (e *Encyclopedia) showEntryBar(known, own bool) {
-	if !known {
+// (known), says which the page is — own: the model's — and offers the other;
+// over one it holds no entry for, it offers the entries the title may have
+// meant (similar), where there are any.
+func (e *Encyclopedia) showEntryBar(known, own bool, similar []string) {
+	e.similar.RemoveAll()
+	switch {
+	case known && own:
+		e.entryMsg.SetText(ownNote)
+		e.ownBtn.SetText(showEntry)
+		e.ownBtn.Show()
+	case known:
+		e.entryMsg.SetText(entryNote)
+		e.ownBtn.SetText(letModelWrite)
+		e.ownBtn.Show()
+	case len(similar) > 0:
+		e.entryMsg.SetText(similarNote)
+		e.ownBtn.Hide()
+		for _, t := range similar {
+			l := widget.NewHyperlink(t, nil)
+			l.OnTapped = func() { e.Navigate(t) }
+			e.similar.Add(l)
+		}
+	default:
 		e.entryBar.Hide()
 		return
 	}
-	if own {
-		e.entryMsg.SetText(ownNote)
-		e.ownBtn.SetText(showEntry)
-	} else {
-		e.entryMsg.SetText(entryNote)
-		e.ownBtn.SetText(letModelWrite)
-	}
 	// The message wraps to the room beside the button before the bar is laid
 	// out, as showWrapped does for a label alone.
-	showWrapped(e.entryMsg, e.content.Size().Width-e.ownBtn.MinSize().Width-theme.Padding(), e.content)
+	room := e.content.Size().Width
+	if e.ownBtn.Visible() {
+		room -= e.ownBtn.MinSize().Width + theme.Padding()
+	}
+	showWrapped(e.entryMsg, room, e.content)
 	e.entryBar.Show()
 	e.content.Refresh()
 }
@@ -311,7 +335,7 @@ func (e *Encyclopedia) showOrGenerate(title string) {
 	e.view.SetDoc(p.doc)
 	e.scroll.ScrollToTop()
 	e.status.SetText("From history · " + p.status)
-	e.showEntryBar(p.known, p.own)
+	e.showEntryBar(p.known, p.own, p.similar)
 	e.stop.Disable()
 	e.updateButtons()
 }
@@ -386,6 +410,10 @@ func (e *Encyclopedia) generate(title string) {
 		st := pageDoneStatus(res, label, leads.Len() > 0)
 		partial := res.StopReason == engine.StopCancelled && shown != nil
 		known := leads.Has(title)
+		var similar []string
+		if !known {
+			similar = leads.Similar(title, similarMax)
+		}
 		onUI(func() {
 			if !current() {
 				return
@@ -397,13 +425,13 @@ func (e *Encyclopedia) generate(title string) {
 			}
 			e.status.SetText(st)
 			e.stop.Disable()
-			e.showEntryBar(known, own)
+			e.showEntryBar(known, own, similar)
 			switch {
 			case res.StopReason == engine.StopCancelled:
 			case len(res.Tokens) == 0:
 				e.showError("The model wrote nothing for this topic. Try another one, or Reload.")
 			default:
-				e.cache[title] = &page{title: title, html: text, doc: doc, tokens: res.Tokens, status: st, known: known, own: own}
+				e.cache[title] = &page{title: title, html: text, doc: doc, tokens: res.Tokens, status: st, known: known, own: own, similar: similar}
 			}
 		})
 	})

@@ -12,6 +12,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
@@ -549,6 +550,38 @@ func TestTypedTopicOpensItsEntry(t *testing.T) {
 	}
 	if !uiRead(func() bool { return e.entryBar.Visible() }) {
 		t.Error("the entry's page has no entry bar")
+	}
+}
+
+// TestMisspeltTopicOffersEntries: a title the model holds no entry for but is
+// a typo away from one ("compilr") gets the model's own page, and over it the
+// entries it may have meant, as links that open them.
+func TestMisspeltTopicOffersEntries(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("compiler", "<h1>compiler</h1>\n<p>A program that translates programs. It runs.</p>", nil)
+	m := &fakeModel{answers: wikiAnswers, leads: &leads}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+	asUI(func() { e.Navigate("compilr") })
+	e.run.Wait()
+	var links []*widget.Hyperlink
+	msg := uiRead(func() string {
+		for _, o := range e.similar.Objects {
+			links = append(links, o.(*widget.Hyperlink))
+		}
+		return e.entryMsg.Text
+	})
+	if !uiRead(func() bool { return e.entryBar.Visible() && !e.ownBtn.Visible() }) || msg != similarNote || len(links) != 1 || links[0].Text != "compiler" {
+		t.Fatalf("over compilr's page: %q with %d links; want %q and a link to compiler", msg, len(links), similarNote)
+	}
+	asUI(links[0].OnTapped) // as a tap on its text
+	e.run.Wait()
+	calls := m.Calls()
+	if last := calls[len(calls)-1].req; last.Opening != assets.EncyclopediaOpening("compiler") || last.Lead == "" {
+		t.Errorf("the link opened %q with lead %q; want compiler's entry", last.Opening, last.Lead)
+	}
+	if b := uiRead(func() string { return e.ownBtn.Text }); b != letModelWrite {
+		t.Errorf("over compiler's entry the button says %q", b)
 	}
 }
 

@@ -1,0 +1,89 @@
+package assets
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Similar are up to n titles of entries the leads hold that a topic they do
+// not hold may have meant, best first: spelled within a typo or two of it
+// (apart from case and separators, squash: none for a topic of up to 4
+// letters, one edit up to 8, two beyond), then titles that begin with it as
+// their first words ("linked" → "linked list"). The screens offer them over
+// a page the model wrote alone: a misspelt "compilr" gets a page of the model's
+// invention, and a link to the entry for "compiler". None for a topic of
+// fewer than 3 letters, or one the leads hold (Find).
+func (l *Leads) Similar(topic string, n int) []string {
+	topic = TopicBare(CleanLine(topic))
+	key := squash(topic)
+	if l.Len() == 0 || n <= 0 || utf8.RuneCountInString(key) < 3 {
+		return nil
+	}
+	if _, ok := l.Find(topic); ok {
+		return nil
+	}
+	maxEdits := 0 // among the many short acronyms, one letter off is another term ("ABC", "ABP")
+	switch k := utf8.RuneCountInString(key); {
+	case k > 8:
+		maxEdits = 2
+	case k > 4:
+		maxEdits = 1
+	}
+	type hit struct {
+		title string
+		rank  int // edits; a title that begins with the topic ranks after a typo or two
+	}
+	var hits []hit
+	prefix := strings.ToLower(topic) + " "
+	for title := range l.byTitle {
+		if d := editsWithin(key, squash(title), maxEdits); d >= 0 {
+			hits = append(hits, hit{title, d})
+		} else if strings.HasPrefix(strings.ToLower(title), prefix) {
+			hits = append(hits, hit{title, maxEdits + 1})
+		}
+	}
+	slices.SortFunc(hits, func(a, b hit) int {
+		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(len(a.title), len(b.title)), strings.Compare(a.title, b.title))
+	})
+	out := make([]string, 0, min(n, len(hits)))
+	for _, h := range hits[:min(n, len(hits))] {
+		out = append(out, h.title)
+	}
+	return out
+}
+
+// editsWithin is the edit distance (Levenshtein, on runes) between a and b
+// where it is at most max, else -1; it gives up as soon as every path is
+// over max.
+func editsWithin(a, b string, max int) int {
+	ra, rb := []rune(a), []rune(b)
+	if d := len(ra) - len(rb); d > max || -d > max {
+		return -1
+	}
+	prev, cur := make([]int, len(rb)+1), make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		best := cur[0]
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			best = min(best, cur[j])
+		}
+		if best > max {
+			return -1
+		}
+		prev, cur = cur, prev
+	}
+	if prev[len(rb)] > max {
+		return -1
+	}
+	return prev[len(rb)]
+}
