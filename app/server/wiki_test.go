@@ -511,11 +511,8 @@ func TestPageOpensWithTheEntrysLead(t *testing.T) {
 // written without the entry and links back to it; each is cached apart, the
 // start page lists the title once, and a title with no entry has no such link.
 func TestLetTheModelWriteItInTheBrowser(t *testing.T) {
-	var leads assets.Leads
-	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs. It runs.</p>", nil)
 	g := &fakeGen{final: "<h1>Unix</h1>\n<p>An operating system.</p>"}
-	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
-	c := browser(t, s)
+	s, c := entriesServer(t, g, "Unix")
 	for i, step := range []struct {
 		path, link, label, note string
 		lead, cached            bool
@@ -560,11 +557,7 @@ func TestLetTheModelWriteItInTheBrowser(t *testing.T) {
 // but for its plural or article is sent to the entry's address (a redirect
 // that is not permanent: it is the model's folder that holds the entry).
 func TestTypedTopicOpensItsEntryInTheBrowser(t *testing.T) {
-	var leads assets.Leads
-	leads.Add("compiler", "<h1>compiler</h1>\n<p>A program that translates programs. It runs.</p>", nil)
-	g := &fakeGen{final: "<h1>x</h1>"}
-	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
-	c := browser(t, s)
+	s, c := entriesServer(t, &fakeGen{final: "<h1>x</h1>"}, "compiler")
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	for _, path := range []string{"/wiki/compilers?whole=1", "/wiki/the_compiler?whole=1"} {
 		resp, _ := do(t, c, "GET", site(s)+path, "", nil)
@@ -577,11 +570,7 @@ func TestTypedTopicOpensItsEntryInTheBrowser(t *testing.T) {
 // TestMisspeltTopicOffersEntriesInTheBrowser: a page whose title the model
 // holds no entry for, a typo away from one, links to that entry above it.
 func TestMisspeltTopicOffersEntriesInTheBrowser(t *testing.T) {
-	var leads assets.Leads
-	leads.Add("compiler", "<h1>compiler</h1>\n<p>A program that translates programs. It runs.</p>", nil)
-	g := &fakeGen{final: "<h1>compilr</h1>\n<p>Made up.</p>"}
-	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
-	c := browser(t, s)
+	s, c := entriesServer(t, &fakeGen{final: "<h1>compilr</h1>\n<p>Made up.</p>"}, "compiler")
 	for path, want := range map[string]string{
 		"/wiki/compilr?whole=1": `<p class="similar">` + html.EscapeString(similarNote) + ` <a href="/wiki/compiler?whole=1">compiler</a></p>`,
 		"/wiki/compilr":         `<p class="similar">` + html.EscapeString(similarNote) + ` <a href="/wiki/compiler">compiler</a></p>`,
@@ -607,4 +596,16 @@ func TestPageLinksOpenWhatTheySay(t *testing.T) {
 	if !strings.Contains(page, `href="/wiki/virtual_memory`) || strings.Contains(page, "virtual_program") || !strings.Contains(page, `href="/wiki/swap`) {
 		t.Errorf("links: want virtual memory's relinked and swap's kept; page:\n%s", page)
 	}
+}
+
+// entriesServer is a server on g whose model's folder holds an entry for each
+// of titles, and a browser for it.
+func entriesServer(t *testing.T, g *fakeGen, titles ...string) (*Server, *http.Client) {
+	t.Helper()
+	var leads assets.Leads
+	for _, title := range titles {
+		leads.Add(title, "<h1>"+title+"</h1>\n<p>An entry about "+title+". It is one.</p>", nil)
+	}
+	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
+	return s, browser(t, s)
 }

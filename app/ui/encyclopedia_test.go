@@ -464,10 +464,7 @@ func TestPagesOpenWithTheEntrysLead(t *testing.T) {
 // each as it was; a title navigated to anew opens its entry; a title with no
 // entry offers nothing.
 func TestLetTheModelWriteIt(t *testing.T) {
-	var leads assets.Leads
-	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs. It runs.</p>", nil)
-	m := &fakeModel{answers: wikiAnswers, leads: &leads}
-	a := newTestApp(t, m, "")
+	a, m := entriesApp(t, "Unix")
 	e := a.Encyclopedia
 	button := func() string {
 		return uiRead(func() string {
@@ -534,10 +531,7 @@ func TestLetTheModelWriteIt(t *testing.T) {
 // title in the address and the history (left to the model, it got a page of
 // its own invention though the entry was held).
 func TestTypedTopicOpensItsEntry(t *testing.T) {
-	var leads assets.Leads
-	leads.Add("compiler", "<h1>compiler</h1>\n<p>A program that translates programs. It runs.</p>", nil)
-	m := &fakeModel{answers: wikiAnswers, leads: &leads}
-	a := newTestApp(t, m, "")
+	a, m := entriesApp(t, "compiler")
 	e := a.Encyclopedia
 	asUI(func() { e.Navigate("compilers") })
 	e.run.Wait()
@@ -557,10 +551,7 @@ func TestTypedTopicOpensItsEntry(t *testing.T) {
 // a typo away from one ("compilr") gets the model's own page, and over it the
 // entries it may have meant, as links that open them.
 func TestMisspeltTopicOffersEntries(t *testing.T) {
-	var leads assets.Leads
-	leads.Add("compiler", "<h1>compiler</h1>\n<p>A program that translates programs. It runs.</p>", nil)
-	m := &fakeModel{answers: wikiAnswers, leads: &leads}
-	a := newTestApp(t, m, "")
+	a, m := entriesApp(t, "compiler")
 	e := a.Encyclopedia
 	asUI(func() { e.Navigate("compilr") })
 	e.run.Wait()
@@ -591,10 +582,7 @@ func TestMisspeltTopicOffersEntries(t *testing.T) {
 // says which is which and offers topics the model writes alone; redrawn when
 // the model loads.
 func TestStartPageSaysWhatAPageIs(t *testing.T) {
-	var leads assets.Leads
-	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system. It runs.</p>", nil)
-	m := &fakeModel{answers: wikiAnswers, leads: &leads}
-	a := newTestApp(t, m, "")
+	a, _ := entriesApp(t, "Unix")
 	e := a.Encyclopedia
 	asUI(func() { e.Navigate("Bell Labs") })
 	e.run.Wait() // the model is loaded now
@@ -696,4 +684,16 @@ func TestPageDoneStatusOfAnEntry(t *testing.T) {
 	if got, want := pageDoneStatus(own, "Printer (AR)", true), "Done · Printer (AR) · 3 tokens · 3 forward passes · 1.00 s · 3.0 tokens/s · "+develop.OwnNote; got != want {
 		t.Errorf("the model's own page: %q, want %q", got, want)
 	}
+}
+
+// entriesApp is an app on a fake model whose folder holds an entry for each
+// of titles ("<p>An entry about T. It is one.</p>").
+func entriesApp(t *testing.T, titles ...string) (*testApp, *fakeModel) {
+	t.Helper()
+	var leads assets.Leads
+	for _, title := range titles {
+		leads.Add(title, "<h1>"+title+"</h1>\n<p>An entry about "+title+". It is one.</p>", nil)
+	}
+	m := &fakeModel{answers: wikiAnswers, leads: &leads}
+	return newTestApp(t, m, ""), m
 }
