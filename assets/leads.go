@@ -478,12 +478,20 @@ func chatHeading(topic string) bool {
 
 // chatLead is an entry (a lead) as the chat examples answer with it
 // (corpus.ChatAnswer): its category, and the opening sentences of its first
-// paragraph or list item as Markdown (blockMarkdown) — those that fit in
+// paragraph or list item (with the next, where the first is an aside) as
+// Markdown (blockMarkdown) — those that fit in
 // ChatLeadMax bytes after the heading ("**title** (category): "), and at
 // least the first (the whole item where it has no sentence's end).
 func chatLead(title, entry string) (category, text string) {
 	category, entry = splitCategory(entry)
 	block := firstBlock(entry)
+	if aside(blockMarkdown(block)) { // "(Note: NOT "kernal")." alone is no answer: the block after it too
+		if i := strings.Index(entry, block); i >= 0 {
+			if rest := entry[i+len(block):]; strings.Contains(rest, "<p>") || strings.Contains(rest, "<li>") {
+				block += firstBlock(rest)
+			}
+		}
+	}
 	budget := ChatLeadMax - len("**"+title+"**: ")
 	if category != "" {
 		budget -= len(" (" + category + ")")
@@ -505,6 +513,29 @@ func chatLead(title, entry string) (category, text string) {
 		text = whole
 	}
 	return category, text
+}
+
+// aside reports whether a block's text is a parenthesis alone — "(Note: NOT
+// "kernal").", "(also written ‘e-mail’ and ‘E-mail’)", "(ACP)" — as the first
+// block of 51 of the Mini's 17,055 entries is: chatLead answers with the
+// block after it too.
+func aside(text string) bool {
+	if !strings.HasPrefix(text, "(") {
+		return false
+	}
+	depth := 0
+	for i, r := range text {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				rest := strings.TrimSpace(text[i+1:])
+				return rest == "" || rest == "."
+			}
+		}
+	}
+	return false
 }
 
 // firstBlock is an entry's first paragraph or list item, from its opening tag
