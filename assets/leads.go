@@ -478,14 +478,14 @@ func chatHeading(topic string) bool {
 
 // chatLead is an entry (a lead) as the chat examples answer with it
 // (corpus.ChatAnswer): its category, and the opening sentences of its first
-// paragraph or list item (with the next, where the first is an aside) as
+// paragraph or list item (with the next, where the first leads on to it) as
 // Markdown (blockMarkdown) — those that fit in
 // ChatLeadMax bytes after the heading ("**title** (category): "), and at
 // least the first (the whole item where it has no sentence's end).
 func chatLead(title, entry string) (category, text string) {
 	category, entry = splitCategory(entry)
 	block := firstBlock(entry)
-	if aside(blockMarkdown(block)) { // "(Note: NOT "kernal")." alone is no answer: the block after it too
+	if leadsOn(blockMarkdown(block)) { // "(Note: NOT "kernal")." alone is no answer: the block after it too
 		if i := strings.Index(entry, block); i >= 0 {
 			if rest := entry[i+len(block):]; strings.Contains(rest, "<p>") || strings.Contains(rest, "<li>") {
 				block += firstBlock(rest)
@@ -515,11 +515,16 @@ func chatLead(title, entry string) (category, text string) {
 	return category, text
 }
 
-// aside reports whether a block's text is a parenthesis alone — "(Note: NOT
-// "kernal").", "(also written ‘e-mail’ and ‘E-mail’)", "(ACP)" — as the first
-// block of 51 of the Mini's 17,055 entries is: chatLead answers with the
-// block after it too.
-func aside(text string) bool {
+// leadsOn reports whether a block's text does not stand alone as an answer
+// but leads on to the next block: a parenthesis alone — "(Note: NOT
+// "kernal").", "(also written ‘e-mail’ and ‘E-mail’)", "(ACP)", the first
+// block of 51 of the Mini's 17,055 entries — or text that ends in a colon
+// ("An axiom of set theory:", 201 of them). chatLead answers with the block
+// after it too.
+func leadsOn(text string) bool {
+	if strings.HasSuffix(text, ":") {
+		return true
+	}
 	if !strings.HasPrefix(text, "(") {
 		return false
 	}

@@ -349,25 +349,27 @@ func TestEditsWithin(t *testing.T) {
 }
 
 // TestChatStartPastAnAside: an entry whose first block is a parenthesis alone
-// ("(Note: NOT "kernal").") is answered with the block after it too: the
-// aside alone was the whole answer to "What is the kernel?".
+// ("(Note: NOT "kernal").") or ends in a colon is answered with the block
+// after it too: the aside alone was the whole answer to "What is the kernel?".
 func TestChatStartPastAnAside(t *testing.T) {
 	var l Leads
 	l.Add("kernel", "<h1>kernel</h1>\n<p>(Note: NOT \"kernal\").</p>\n<ul><li><em>operating system</em> The essential part of <a href=\"/wiki/Unix\">Unix</a>. See also microkernel.</li><li>Two.</li></ul>", nil)
 	l.Add("ACP", "<h1>ACP</h1>\n<p>(ACP)</p>", nil)                                             // nothing after it: the aside is all there is
 	l.Add("Colossus", "<h1>Colossus</h1>\n<p>(A statue (huge) on Rhodes) A computer.</p>", nil) // not an aside alone
+	l.Add("AC", "<h1>AC</h1>\n<p>An axiom of set theory:</p>\n<p>If X is a set, f exists. So it is.</p>", nil)
 	for msg, want := range map[string]string{
 		"Explain the kernel.": `**: (Note: NOT "kernal"). *operating system* The essential part of Unix. See also microkernel.`,
 		"What is ACP?":        "**: (ACP)",
 		"What is Colossus?":   "**: (A statue (huge) on Rhodes) A computer.",
+		"What is AC?":         "**: An axiom of set theory: If X is a set, f exists. So it is.",
 	} {
 		if got := l.ChatStart(msg).Lead; got != want {
 			t.Errorf("%s: lead %q, want %q", msg, got, want)
 		}
 	}
-	for text, want := range map[string]bool{"(ACP)": true, "(ACP).": true, "(a (b)) c": false, "(unclosed": false, "no": false, "(a) (b)": false} {
-		if aside(text) != want {
-			t.Errorf("aside(%q) = %v", text, !want)
+	for text, want := range map[string]bool{"(ACP)": true, "(ACP).": true, "An axiom of set theory:": true, "(a (b)) c": false, "(unclosed": false, "no": false, "(a) (b)": false} {
+		if leadsOn(text) != want {
+			t.Errorf("leadsOn(%q) = %v", text, !want)
 		}
 	}
 }
