@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -196,6 +197,9 @@ type Leads struct {
 	byTitle  map[string]string // CleanLine(title) → lead
 	folded   map[string]string // lower-case title → the title, for titles unique when folded
 	squashed map[string]string // squash(title) → the title, for titles unique when squashed
+
+	sortOnce sync.Once
+	sorted   []string // lower-case titles, sorted, each with its title after a "\x00" (Prefixed)
 }
 
 // leadEntry is one line of LeadsFile.

@@ -373,3 +373,27 @@ func TestChatStartPastAnAside(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixed: the titles held that begin with what is typed, apart from
+// case, shortest first; none for nothing typed or no leads.
+func TestPrefixed(t *testing.T) {
+	var l Leads
+	for _, title := range []string{"compiler-compiler", "compiler", "Compile", "computer", "Unix", "compiler compiler"} {
+		l.Add(title, "<h1>"+title+"</h1>\n<p>An entry. It is one.</p>", nil)
+	}
+	for prefix, want := range map[string][]string{
+		"compi":    {"Compile", "compiler", "compiler compiler"},
+		"COMPILER": {"compiler", "compiler compiler", "compiler-compiler"},
+		" u":       {"Unix"},
+		"x":        nil,
+		"":         nil,
+	} {
+		if got := l.Prefixed(prefix, 3); !slices.Equal(got, want) {
+			t.Errorf("Prefixed(%q) = %q, want %q", prefix, got, want)
+		}
+	}
+	var none *Leads
+	if got := none.Prefixed("u", 3); got != nil {
+		t.Errorf("no leads: %q", got)
+	}
+}

@@ -87,3 +87,41 @@ func editsWithin(a, b string, max int) int {
 	}
 	return prev[len(rb)]
 }
+
+// Prefixed are up to n titles of entries the leads hold that begin with
+// prefix, apart from case, shortest first (then in order): what the
+// Encyclopedia's address bar offers as a topic is typed ("compi": compile,
+// compiler, compiler-compiler…). None for an empty prefix. Its index is built
+// at its first call: add no title after it.
+func (l *Leads) Prefixed(prefix string, n int) []string {
+	prefix = strings.ToLower(strings.TrimLeft(prefix, " "))
+	if l.Len() == 0 || n <= 0 || prefix == "" {
+		return nil
+	}
+	l.sortOnce.Do(func() {
+		for title := range l.byTitle {
+			l.sorted = append(l.sorted, strings.ToLower(title)+"\x00"+title)
+		}
+		slices.Sort(l.sorted)
+	})
+	// The range of keys that begin with prefix; at most prefixScan of them
+	// are weighed, so that one letter does not sort thousands.
+	var hits []string
+	for _, k := range l.sorted[sortSearch(l.sorted, prefix):] {
+		if !strings.HasPrefix(k, prefix) || len(hits) == prefixScan {
+			break
+		}
+		hits = append(hits, k[strings.IndexByte(k, 0)+1:])
+	}
+	slices.SortStableFunc(hits, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+	return hits[:min(n, len(hits))]
+}
+
+// prefixScan bounds the titles Prefixed weighs.
+const prefixScan = 500
+
+// sortSearch is the index of the first of sorted not below key.
+func sortSearch(sorted []string, key string) int {
+	i, _ := slices.BinarySearch(sorted, key)
+	return i
+}

@@ -41,6 +41,9 @@ type Encyclopedia struct {
 	entryBar *fyne.Container
 	entryMsg *widget.Label
 	similar  *fyne.Container // links to entries a title with none may have meant (assets.Leads.Similar)
+	// suggest, under the address as a topic is typed, links to the entries
+	// whose titles begin with it (assets.Leads.Prefixed).
+	suggest *fyne.Container
 	ownBtn   *widget.Button
 	// The browser line: what happened to "Open in browser" and the page's
 	// address, selectable and with a Copy button, whether or not a browser opened.
@@ -73,6 +76,7 @@ func newEncyclopedia(a *App) *Encyclopedia {
 	e.address = newKeyEntry(a)
 	e.address.SetPlaceHolder("Type a topic and press Enter — e.g. Unix")
 	e.address.OnSubmitted = func(s string) { e.Navigate(s) }
+	e.address.OnChanged = e.suggestFor
 	e.back = widget.NewButtonWithIcon("", theme.NavigateBackIcon(), e.Back)
 	e.forward = widget.NewButtonWithIcon("", theme.NavigateNextIcon(), e.Forward)
 	e.reload = widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), e.Reload)
@@ -124,7 +128,9 @@ func newEncyclopedia(a *App) *Encyclopedia {
 	e.similar = container.NewHBox()
 	e.entryBar = container.NewBorder(nil, nil, nil, e.ownBtn, container.NewVBox(e.entryMsg, e.similar))
 	e.entryBar.Hide()
-	top := container.NewVBox(bar, a.modelNotice(), e.errLabel, e.stopped, e.browserBox, e.entryBar)
+	e.suggest = container.NewHBox()
+	e.suggest.Hide()
+	top := container.NewVBox(bar, e.suggest, a.modelNotice(), e.errLabel, e.stopped, e.browserBox, e.entryBar)
 	// The mode picker sits by the status line, which names the mode a page was
 	// written in; the toolbar keeps its room for the address.
 	bottom := container.NewBorder(nil, nil, nil, fitOptions(e.mode), e.status)
@@ -183,8 +189,44 @@ const (
 	similarNote   = "The model holds no entry for this title: the page is its own writing, often wrong. Entries with a similar title:"
 )
 
-// similarMax is how many entries the entry bar offers for a title with none.
-const similarMax = 3
+// similarMax is how many entries the entry bar offers for a title with none;
+// suggestMax how many the address offers as a topic is typed.
+const (
+	similarMax = 3
+	suggestMax = 6
+)
+
+// suggestFor offers, under the address, the entries whose titles begin with
+// typed (assets.Leads.Prefixed: "compi" — compile, compiler…), each a link
+// that opens it: the model's folder holds thousands, and a title a letter off
+// gets the model's invention. Nothing while the address shows the page's
+// own title, or holds nothing.
+func (e *Encyclopedia) suggestFor(typed string) {
+	e.suggest.RemoveAll()
+	typed = strings.TrimSpace(typed)
+	var titles []string
+	if typed != "" && (e.pos < 0 || typed != e.history[e.pos]) {
+		titles = e.app.startLeads().Prefixed(typed, suggestMax)
+	}
+	if len(titles) == 0 {
+		e.suggest.Hide()
+		return
+	}
+	label := widget.NewLabel("Entries:")
+	e.suggest.Add(label)
+	// One line, never wider than the screen: a row wider than the window
+	// would widen the window's least size (an HBox asks for all of it).
+	room, used := e.content.Size().Width, label.MinSize().Width
+	for _, t := range titles {
+		l := widget.NewHyperlink(t, nil)
+		l.OnTapped = func() { e.Navigate(t) }
+		if used += l.MinSize().Width + theme.Padding(); room > 0 && used > room {
+			break
+		}
+		e.suggest.Add(l)
+	}
+	e.suggest.Show()
+}
 
 // toggleOwn writes the page shown again the other way: the model's own page
 // for a title whose entry it shows, the entry for one the model wrote alone.
@@ -445,10 +487,10 @@ func (e *Encyclopedia) retitle(current func() bool, typed, title string) {
 		if !current() {
 			return
 		}
-		e.address.SetText(title)
 		if e.pos >= 0 && e.history[e.pos] == typed {
 			e.history[e.pos] = title
 		}
+		e.address.SetText(title)
 		if e.own[typed] {
 			e.own[title] = true
 		}

@@ -576,6 +576,75 @@ func TestMisspeltTopicOffersEntries(t *testing.T) {
 	}
 }
 
+// TestAddressSuggestsEntries: typing a topic offers, under the address, the
+// entries whose titles begin with it, as links that open them; none once the
+// page is opened, or for what no title begins with.
+func TestAddressSuggestsEntries(t *testing.T) {
+	a, m := entriesApp(t, "compiler", "Compile", "Unix")
+	e := a.Encyclopedia
+	suggested := func() []string {
+		return uiRead(func() []string {
+			if !e.suggest.Visible() {
+				return nil
+			}
+			var titles []string
+			for _, o := range e.suggest.Objects {
+				if l, ok := o.(*widget.Hyperlink); ok {
+					titles = append(titles, l.Text)
+				}
+			}
+			return titles
+		})
+	}
+	asUI(func() { e.Navigate("Bell Labs") }) // the model loaded: its entries are these three
+	e.run.Wait()
+	asUI(func() { e.address.SetText("") })
+	test.Type(e.address, "comp")
+	if got, want := suggested(), []string{"Compile", "compiler"}; !slices.Equal(got, want) {
+		t.Fatalf("typing comp: suggested %q, want %q", got, want)
+	}
+	asUI(func() {
+		for _, o := range e.suggest.Objects {
+			if l, ok := o.(*widget.Hyperlink); ok && l.Text == "compiler" {
+				l.OnTapped() // as a tap on its text
+			}
+		}
+	})
+	e.run.Wait()
+	calls := m.Calls()
+	if last := calls[len(calls)-1].req; last.Opening != assets.EncyclopediaOpening("compiler") || last.Lead == "" {
+		t.Errorf("the suggestion opened %q with lead %q; want compiler's entry", last.Opening, last.Lead)
+	}
+	if got := suggested(); got != nil {
+		t.Errorf("compiler opened, the address still suggests %q", got)
+	}
+	test.Type(e.address, "zz")
+	if got := suggested(); got != nil {
+		t.Errorf("typing compilerzz: suggested %q", got)
+	}
+}
+
+// TestAddressSuggestionsFitTheWindow: the suggestions are one line no wider
+// than the screen at the smallest window, so they never widen it.
+func TestAddressSuggestionsFitTheWindow(t *testing.T) {
+	var titles []string
+	for i := range 6 {
+		titles = append(titles, fmt.Sprintf("compiler of the %d%s very long title", i, strings.Repeat("x", 20+i)))
+	}
+	a, _ := entriesApp(t, titles...)
+	e := a.Encyclopedia
+	asUI(func() { a.win.Resize(smallestWindowSize) })
+	test.LaidOutObjects(a.win.Content())
+	asUI(func() { e.Navigate("Bell Labs") })
+	e.run.Wait()
+	asUI(func() { e.address.SetText("") })
+	test.Type(e.address, "comp")
+	row, room, links := uiRead(func() float32 { return e.suggest.MinSize().Width }), uiRead(func() float32 { return e.content.Size().Width }), uiRead(func() int { return len(e.suggest.Objects) - 1 })
+	if links == 0 || links == len(titles) || row > room {
+		t.Errorf("%d of %d suggestions in a row %.0f wide, the screen %.0f; want some, not all, within it", links, len(titles), row, room)
+	}
+}
+
 // TestStartPageSaysWhatAPageIs: the start page said every page is written by
 // the model as you open it, and offered only titles Darkroom Mini holds entries
 // for — pages shown at once, never developing. For a model with entries it

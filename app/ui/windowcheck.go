@@ -134,11 +134,15 @@ func (a *App) windowCheck(dir string) {
 		resize(start)
 	}
 
-	// Encyclopedia: its start page (what a page is, topics to begin with), one
+	// Encyclopedia: its start page (what a page is, topics to begin with, and
+	// entries offered for a topic being typed), one
 	// screenshot of a polaroid page mid-development, one of a page finished in
 	// the automatic mode (the model's).
 	e := a.Encyclopedia
-	fyne.DoAndWait(func() { a.Show("Encyclopedia") })
+	fyne.DoAndWait(func() {
+		a.Show("Encyclopedia")
+		e.address.SetText("compi") // a topic being typed: the entries it begins are offered
+	})
 	time.Sleep(500 * time.Millisecond)
 	checkErr("Encyclopedia")
 	shot("encyclopedia-start", start, false)
