@@ -44,7 +44,7 @@ type Encyclopedia struct {
 	// suggest, under the address as a topic is typed, links to the entries
 	// whose titles begin with it (assets.Leads.Prefixed).
 	suggest *fyne.Container
-	ownBtn   *widget.Button
+	ownBtn  *widget.Button
 	// The browser line: what happened to "Open in browser" and the page's
 	// address, selectable and with a Copy button, whether or not a browser opened.
 	browserBox *fyne.Container
