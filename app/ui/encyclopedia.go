@@ -37,14 +37,16 @@ type Encyclopedia struct {
 	mode     *widget.Select // the page mode: automatic (the model's), polaroid or printer (settings.Values.PageMode)
 	// The entry bar, over a page the model's folder holds an entry for: says
 	// whether the page is that entry or the model's own, and ownBtn writes it
-	// again the other way ("Let the model write it", "Show the entry").
+	// again the other way ("Let the model write it", "Show the entry"); over
+	// one it holds none for, similar links the entries it may have meant
+	// (assets.Leads.Similar).
 	entryBar *fyne.Container
 	entryMsg *widget.Label
-	similar  *fyne.Container // links to entries a title with none may have meant (assets.Leads.Similar)
+	ownBtn   *widget.Button
+	similar  *fyne.Container
 	// suggest, under the address as a topic is typed, links to the entries
 	// whose titles begin with it (assets.Leads.Prefixed).
 	suggest *fyne.Container
-	ownBtn  *widget.Button
 	// The browser line: what happened to "Open in browser" and the page's
 	// address, selectable and with a Copy button, whether or not a browser opened.
 	browserBox *fyne.Container
