@@ -645,6 +645,29 @@ func TestAddressSuggestionsFitTheWindow(t *testing.T) {
 	}
 }
 
+// TestRaceOpensTheTypedTopicsEntry: the Race, too, races the entry a topic
+// names ("compilers": compiler, its first sentence held on both sides), and
+// says which tokens of a side's count were held.
+func TestRaceOpensTheTypedTopicsEntry(t *testing.T) {
+	a, m := entriesApp(t, "compiler")
+	r := a.Race
+	asUI(func() { r.topic.SetText("compilers") })
+	tap(r.startB)
+	r.run.Wait()
+	calls := m.Calls()
+	if len(calls) != 2 || calls[0].req.Opening != assets.EncyclopediaOpening("compiler") || calls[1].req.Opening != calls[0].req.Opening || calls[0].req.Lead == "" {
+		t.Fatalf("%d pages raced; want compiler's twice, its first sentence held: %+v", len(calls), calls)
+	}
+	if topic := uiRead(func() string { return r.topic.Text }); topic != "compiler" {
+		t.Errorf("the topic reads %q, want compiler", topic)
+	}
+	for _, p := range r.panes {
+		if st := uiRead(func() string { return p.stats.Text }); !strings.Contains(st, " held)") {
+			t.Errorf("%s pane: %q does not say which tokens were held", p.mode, st)
+		}
+	}
+}
+
 // TestStartPageSaysWhatAPageIs: the start page said every page is written by
 // the model as you open it, and offered only titles Darkroom Mini holds entries
 // for — pages shown at once, never developing. For a model with entries it

@@ -111,6 +111,9 @@ func (f *fakeModel) Generate(ctx context.Context, req engine.Request) (*engine.R
 		res.StopReason = reason
 		// As the engine: the lead is held where it fits (a rune a token here).
 		res.LeadHeld = req.Lead != "" && (req.Sampling.MaxNewTokens == 0 || len([]rune(req.Opening+req.Lead)) <= req.Sampling.MaxNewTokens)
+		if res.LeadHeld { // the heading and the lead, as the engine counts them
+			res.HeldTokens = min(len([]rune(req.Opening+req.Lead)), len(committed))
+		}
 		// and the reply, where the answer is it (the model began it).
 		if res.Replied = req.Reply != "" && res.Text == req.Reply; res.Replied {
 			res.HeldTokens = len(committed)

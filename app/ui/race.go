@@ -127,6 +127,14 @@ func (r *Race) Start() {
 			})
 			return
 		}
+		if t := develop.PageTitle(title, polaroid.Info().Leads); t != title { // "compilers": the entry for "compiler"
+			title = t
+			onUI(func() {
+				if current() {
+					r.topic.SetText(t)
+				}
+			})
+		}
 		onUI(func() {
 			if !current() {
 				return
@@ -212,10 +220,12 @@ func raceStats(ev engine.Event, tokens int) string {
 		rate, ev.Elapsed.Seconds())
 }
 
-// raceFinal is a pane's line for its finished run.
+// raceFinal is a pane's line for its finished run: its tokens, those of the
+// entry's first sentence held among them said (develop.TokenCount), since
+// the rate counts the written ones only.
 func raceFinal(res *engine.Result) string {
 	return fmt.Sprintf("Finished: %s%s · %.1f tokens/s · %.2f s",
-		plural.Count(len(res.Tokens), "token", "tokens"), passesPart(res.ForwardPasses), res.TokensPerS, res.Elapsed.Seconds())
+		develop.TokenCount(res), passesPart(res.ForwardPasses), res.TokensPerS, res.Elapsed.Seconds())
 }
 
 // passesPart is " · N forward passes", or "" for none: a remote server that is
