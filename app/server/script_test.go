@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// harness runs develop.js against a fake DOM and EventSource, then replays a
-// draft, a done and a failed event, printing what the page showed as JSON.
+// harness runs develop.js against a fake DOM, EventSource and fetch, then
+// replays a draft, a done and a failed event, and a topic typed into the search
+// box, printing what the page showed as JSON.
 const harness = `
 const fs = require("fs");
 const src = fs.readFileSync(process.argv[2], "utf8");
@@ -18,6 +19,15 @@ function el() { return { attrs: {}, innerHTML: "", textContent: "",
   removeAttribute(k) { delete this.attrs[k]; } }; }
 function run(withEvents, noEventSource) {
   const page = el(), status = el();
+  const input = { value: "", listeners: {}, addEventListener(n, fn) { this.listeners[n] = fn; } };
+  const list = { children: [], appendChild(c) { this.children.push(c); } };
+  Object.defineProperty(list, "textContent", { set(v) { this.children = []; } });
+  const fetches = [];
+  function fetch(url, opts) {
+    fetches.push([url, opts.credentials]);
+    const titles = url.endsWith("comp") ? ["compile", "compiler"] : [];
+    return Promise.resolve({ ok: true, json() { return Promise.resolve(titles); } });
+  }
   if (withEvents) { page.attrs["data-events"] = "/events/wiki/Unix"; page.attrs["data-whole"] = "/wiki/Unix?whole=1"; page.attrs["aria-busy"] = "true"; }
   const sources = [];
   class EventSource {
@@ -27,11 +37,13 @@ function run(withEvents, noEventSource) {
     emit(name, data) { this.listeners[name]({ data: JSON.stringify(data) }); }
   }
   EventSource.CLOSED = 2;
-  const document = { getElementById(id) { return id === "page" ? page : id === "status" ? status : null; } };
+  const document = { getElementById(id) { return id === "page" ? page : id === "status" ? status : id === "topics" ? list : null; },
+    querySelector(sel) { return sel === 'header input[name="q"]' ? input : null; },
+    createElement(tag) { return { tag, value: "" }; } };
   const location = { replace(u) { this.to = u; } };
-  const win = noEventSource ? { location } : { EventSource, location };
+  const win = noEventSource ? { location, fetch } : { EventSource, location, fetch };
   new Function("window", "document", "EventSource", src)(win, document, noEventSource ? undefined : EventSource);
-  return { page, status, sources, location };
+  return { page, status, sources, location, input, list, fetches };
 }
 const out = {};
 let r = run(true);
@@ -50,7 +62,17 @@ r = run(false);
 out.cached = r.sources.length;
 r = run(true, true);
 out.noEventSource = [r.location.to || "", r.sources.length];
-console.log(JSON.stringify(out));
+r = run(false);
+r.input.value = " comp"; r.input.listeners.input(); // typed; then typed on past any title
+setImmediate(() => {
+  out.suggest = [r.fetches.map(f => f.join(" ")).join(","), r.list.children.map(o => o.tag + ":" + o.value).join(",")];
+  r.input.value = "comp/x"; r.input.listeners.input();
+  r.input.listeners.input(); // the same again: not asked twice
+  setImmediate(() => {
+    out.suggestNone = [r.fetches.map(f => f[0]).join(","), r.list.children.length];
+    console.log(JSON.stringify(out));
+  });
+});
 `
 
 func TestDevelopJS(t *testing.T) {
@@ -81,6 +103,8 @@ func TestDevelopJS(t *testing.T) {
 		Error  []any  `json:"error"`
 		Cached int    `json:"cached"`
 		NoES   []any  `json:"noEventSource"`
+		Sug    []any  `json:"suggest"`
+		SugNo  []any  `json:"suggestNone"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("harness output %q: %v", b, err)
@@ -107,6 +131,10 @@ func TestDevelopJS(t *testing.T) {
 	check("error", out.Error, true, "Lost the connection to Darkroom.")
 	// A browser without EventSource goes to the finished page's address.
 	check("no EventSource", out.NoES, "/wiki/Unix?whole=1", 0.0)
+	// A topic typed is asked of GET /suggest and its titles offered, in a
+	// datalist of options; typing on past them empties it.
+	check("suggest", out.Sug, "/suggest?q=comp same-origin", "option:compile,option:compiler")
+	check("suggest none", out.SugNo, "/suggest?q=comp,/suggest?q=comp%2Fx", 0.0)
 	if out.Cached != 0 {
 		t.Error("a cached page (no data-events) opened a stream")
 	}

@@ -211,6 +211,7 @@ func TestRequestIDEverywhere(t *testing.T) {
 		{"GET", "/v1/models", map[string]string{"Host": "evil.example"}, 403},
 		{"GET", "/v1/nothing", map[string]string{"Authorization": "Bearer " + s.Token()}, 404},
 		{"GET", "/wiki/Unix", nil, 401},
+		{"GET", "/suggest?q=Un", nil, 401}, // the entries a model holds are the token holder's to read, as its pages are
 	} {
 		resp, _ := do(t, nil, c.method, base(s)+c.path, "", c.hdr)
 		id := resp.Header.Get("X-Request-Id")

@@ -504,6 +504,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /{$}", s.handleHome)
 	mux.HandleFunc("/", s.handleNoPage) // any other address a browser is sent to
 	mux.HandleFunc("GET /wiki", s.handleSearch)
+	mux.HandleFunc("GET /suggest", s.handleSuggest)
 	mux.HandleFunc("GET /wiki/{slug...}", s.handlePage)
 	mux.HandleFunc("GET /events/wiki/{slug...}", s.handlePageEvents)
 	mux.HandleFunc("GET /static/{file}", s.handleStatic)

@@ -73,7 +73,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <body>
 <header>
 <a class="brand" href="/">Darkroom</a>
-<form action="/wiki" method="get"><input name="q" value="{{.Query}}" placeholder="Topic" aria-label="Topic" autocomplete="off">{{if .StayWhole}}<input type="hidden" name="whole" value="1">{{end}} <button>Go</button></form>
+<form action="/wiki" method="get"><input name="q" value="{{.Query}}" placeholder="Topic" aria-label="Topic" autocomplete="off" list="topics"><datalist id="topics"></datalist>{{if .StayWhole}}<input type="hidden" name="whole" value="1">{{end}} <button>Go</button></form>
 {{if .Regen}}<a class="regen" href="{{.Regen}}">Regenerate</a>{{end}}
 {{if .Other}}<a class="regen" href="{{.Other}}">{{.OtherLabel}}</a>{{end}}
 </header>
@@ -156,6 +156,27 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 		status += "none (" + clip(merr.Error(), 200) + ")"
 	}
 	s.writePage(w, pageView{Title: "Encyclopedia", Content: template.HTML(htmlsafe.Sanitize(b.String())), Status: status})
+}
+
+// suggestMax is how many entries GET /suggest offers, as the app's address does.
+const suggestMax = 6
+
+// handleSuggest answers GET /suggest?q=TOPIC with the titles of the entries
+// the model's folder holds that begin with it (assets.Leads.Prefixed), as a
+// JSON list: develop.js offers them under the search box as a topic is typed.
+// An empty, over-long or unreadable topic, or a model with no entries, gets [].
+func (s *Server) handleSuggest(w http.ResponseWriter, r *http.Request) {
+	titles := []string{}
+	q := assets.CleanLine(r.URL.Query().Get("q"))
+	if q != "" && utf8.RuneCountInString(q) <= maxTitleRunes && assets.ReadableTitle(q) == nil {
+		if m, err := s.model(r.Context()); err == nil {
+			titles = append(titles, m.Leads.Prefixed(q, suggestMax)...)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(titles); err != nil {
+		s.logf("server: suggest: %v", err)
+	}
 }
 
 // handleSearch turns the search form (GET /wiki?q=topic) into the topic's page.

@@ -584,6 +584,29 @@ func TestMisspeltTopicOffersEntriesInTheBrowser(t *testing.T) {
 	}
 }
 
+// TestSuggest: GET /suggest?q= lists the entries whose titles begin with a
+// topic being typed, for the search box's datalist on every page; nothing for
+// an empty, over-long or unreadable topic, or a model with no entries.
+func TestSuggest(t *testing.T) {
+	s, c := entriesServer(t, &fakeGen{final: "x"}, "compiler", "Compile", "Unix")
+	for q, want := range map[string]string{
+		"comp": `["Compile","compiler"]`, "COMPILER": `["compiler"]`, "": `[]`, "x": `[]`,
+		strings.Repeat("c", maxTitleRunes+1): `[]`, "comp%1B": `[]`,
+	} {
+		resp, body := do(t, c, "GET", site(s)+"/suggest?q="+q, "", nil)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || strings.TrimSpace(body) != want {
+			t.Errorf("suggest %q: %d %q %s; want %s", q, resp.StatusCode, resp.Header.Get("Content-Type"), body, want)
+		}
+	}
+	if _, page := do(t, c, "GET", site(s)+"/", "", nil); !strings.Contains(page, `list="topics"><datalist id="topics"></datalist>`) {
+		t.Errorf("the search box has no list of topics:\n%s", page)
+	}
+	plain := start(t, Options{Engine: &fakeGen{final: "x"}})
+	if _, body := do(t, browser(t, plain), "GET", site(plain)+"/suggest?q=comp", "", nil); strings.TrimSpace(body) != "[]" {
+		t.Errorf("a model with no entries suggests %s", body)
+	}
+}
+
 // TestPageLinksOpenWhatTheySay: a finished page's link whose topic the model does
 // not know but whose text names an entry it does opens that entry
 // (htmlsafe.Relink with the model's leads).

@@ -1,5 +1,6 @@
 // develop.js: Darkroom's only script. It follows the event stream of a page that
-// is being written and swaps in each draft. The HTML it receives was sanitized by
+// is being written and swaps in each draft, and offers the entries whose titles
+// begin with the topic being typed in the search box (GET /suggest). The HTML it receives was sanitized by
 // the server (no scripts, handlers or remote URLs); the page's CSP forbids
 // anything but this origin anyway.
 (function () {
@@ -35,4 +36,30 @@
     if (es.readyState !== EventSource.CLOSED) status.textContent = "Lost the connection to Darkroom.";
     end();
   };
+})();
+
+(function () {
+  "use strict";
+  var input = document.querySelector && document.querySelector('header input[name="q"]');
+  var list = document.getElementById("topics");
+  if (!input || !list || !window.fetch) return;
+  var asked = "";
+  input.addEventListener("input", function () {
+    var q = input.value.trim();
+    if (q === asked) return;
+    asked = q;
+    if (!q) { list.textContent = ""; return; }
+    window.fetch("/suggest?q=" + encodeURIComponent(q), { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : []; })
+      .then(function (titles) {
+        if (q !== asked) return; // typed on since
+        list.textContent = "";
+        titles.forEach(function (t) {
+          var o = document.createElement("option");
+          o.value = t;
+          list.appendChild(o);
+        });
+      })
+      .catch(function () {});
+  });
 })();
