@@ -397,3 +397,24 @@ func TestPrefixed(t *testing.T) {
 		t.Errorf("no leads: %q", got)
 	}
 }
+
+// TestChatSimilar: a question about a topic a typo away from an entry offers
+// the entry; one about an entry held, or not asked about a topic, none.
+func TestChatSimilar(t *testing.T) {
+	var l Leads
+	for _, title := range []string{"compiler", "recursion"} {
+		l.Add(title, "<h1>"+title+"</h1>\n<p>An entry. It is one.</p>", nil)
+	}
+	for msg, want := range map[string][]string{
+		"What is a compilr?":    {"compiler"},
+		"Explain recursoin.":    {"recursion"},
+		"What is a compiler?":   nil,
+		"Write me a compilr.":   nil,
+		"What are compilers?":   nil, // found: its singular
+		"Tell me about zzzzzz.": nil,
+	} {
+		if got := l.ChatSimilar(msg, 3); !slices.Equal(got, want) {
+			t.Errorf("ChatSimilar(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}

@@ -125,3 +125,16 @@ func sortSearch(sorted []string, key string) int {
 	i, _ := slices.BinarySearch(sorted, key)
 	return i
 }
+
+// ChatSimilar are up to n titles of entries a chat message may have meant:
+// where it asks about a topic the way the chat examples ask ("What is a
+// compilr?") and the leads hold no entry for it (ChatStart finds none), the
+// entries Similar offers for it. Chat offers them under the model's answer,
+// which is its own writing there.
+func (l *Leads) ChatSimilar(message string, n int) []string {
+	topic, ok := ChatTopic(message)
+	if !ok || l.Len() == 0 {
+		return nil
+	}
+	return l.Similar(topic, n)
+}

@@ -257,6 +257,7 @@ func runGenerate(env *Env, args []string) error {
 	// the model's folder holds the entry, the entry's opening sentences where
 	// they fit, as in the app's Chat and the API (assets.Leads.ChatStart).
 	entries := false // the model's folder holds entries: the summary says when the answer is not one
+	var similar []string // entries a question about a topic with none may have meant
 	if req.Opening == "" && !*noLead && !*thinking && len(req.Messages) > 0 {
 		leads, err := models.Leads(src) // before the model: a damaged file is said at once
 		if err != nil {
@@ -264,6 +265,7 @@ func runGenerate(env *Env, args []string) error {
 		}
 		entries = leads.Len() > 0
 		start := leads.ChatStart(prompt)
+		similar = leads.ChatSimilar(prompt, similarMax)
 		req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
 		req.LeadEnds = req.Lead != "" // the entry's answer, as trained: it ends there
 	}
@@ -343,6 +345,9 @@ func runGenerate(env *Env, args []string) error {
 	fmt.Fprintf(env.Stderr, "%s in %.2f s%s, %s, %s, stop: %s, backend %s%s\n",
 		develop.TokenCount(res), res.ElapsedMS/1000, rate, canvasSummary(res, mode),
 		plural.Count(res.ForwardPasses, "forward pass", "forward passes"), res.StopReason, e.Backend(), develop.LeadSuffix(res, entries)) // as the app's status line says it
+	if len(similar) > 0 && !res.LeadHeld && !res.Replied {
+		fmt.Fprintf(env.Stderr, "no entry for this; entries with a similar title: %s\n", strings.Join(similar, ", "))
+	}
 	if ctx.Err() != nil {
 		return interrupted("generate", res, "the text so far is above")
 	}

@@ -276,6 +276,11 @@ func TestGenerateOpensWithTheEntrysLead(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "**server room") || strings.Contains(errOut, develop.LeadNote) {
 		t.Errorf("a topic not held: exit %d, stdout %q, stderr %q; want the answer headed **server room…", code, out, errOut)
 	}
+	// A typo of an entry's title: the model's answer, and the entry named.
+	code, _, errOut = runCLI("generate", "--mode", "ar", "--max-new-tokens", "60", "What is a compilr?")
+	if code != 0 || !strings.Contains(errOut, "entries with a similar title: compile, compiler") {
+		t.Errorf("a typo: exit %d, stderr %q; want compile and compiler named", code, errOut)
+	}
 	// A greeting, and a question the Mini turns away: the Library answer,
 	// begun by the model and held whole, said so; not a made-up definition of
 	// "good recipe for pancakes" under a held heading.

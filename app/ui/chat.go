@@ -39,20 +39,24 @@ type Chat struct {
 	list     *widget.List
 	loadErrs *widget.Label
 
-	system    *keyEntry
-	thinking  *widget.Check
-	mode      *widget.Select // Automatic (the model's default here), or a mode the user picked
-	messages  *fyne.Container
-	scroll    *container.Scroll
-	live      *widget.Label // the canvas developing now (plain text, noise dimmed), in the reply's bubble
-	input     *chatInput
-	send      *widget.Button
-	stop      *widget.Button
-	regen     *widget.Button
-	del       *widget.Button // deletes the open thread, asking first when it holds messages
-	rename    *widget.Button // asks for the open thread's new name
-	status    *widget.Label
-	errLabel  *widget.Label
+	system   *keyEntry
+	thinking *widget.Check
+	mode     *widget.Select // Automatic (the model's default here), or a mode the user picked
+	messages *fyne.Container
+	scroll   *container.Scroll
+	live     *widget.Label // the canvas developing now (plain text, noise dimmed), in the reply's bubble
+	input    *chatInput
+	send     *widget.Button
+	stop     *widget.Button
+	regen    *widget.Button
+	del      *widget.Button // deletes the open thread, asking first when it holds messages
+	rename   *widget.Button // asks for the open thread's new name
+	status   *widget.Label
+	errLabel *widget.Label
+	// similar, under an answer the model wrote alone about a topic a typo
+	// away from an entry, asks about the entries it may have meant
+	// (assets.Leads.ChatSimilar).
+	similar   *fyne.Container
 	content   fyne.CanvasObject
 	run       runner
 	answering bool
@@ -135,7 +139,9 @@ func newChat(a *App) *Chat {
 	sysBox := widget.NewAccordion(widget.NewAccordionItem("System prompt", c.system))
 	top := container.NewVBox(a.modelNotice(), container.NewBorder(nil, nil, nil, container.NewHBox(fitOptions(c.mode), c.thinking), sysBox), c.errLabel)
 	buttons := container.NewHBox(c.regen, c.stop, c.send)
-	bottom := container.NewVBox(container.NewBorder(nil, nil, nil, buttons, c.input), c.status)
+	c.similar = container.NewHBox()
+	c.similar.Hide()
+	bottom := container.NewVBox(c.similar, container.NewBorder(nil, nil, nil, buttons, c.input), c.status)
 	right := container.NewBorder(top, bottom, nil, nil, c.scroll)
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.22
@@ -225,6 +231,7 @@ func (c *Chat) open(t *chats.Thread) {
 	c.mode.SetSelected(pickedLabel(t.Mode))
 	c.live.Hide()
 	c.errLabel.Hide()
+	c.similar.Hide()
 	c.status.SetText("")
 	c.renderMessages()
 	c.updateButtons()
@@ -557,6 +564,7 @@ func (c *Chat) answer() {
 	picked := c.mode.Selected
 	c.answering = true
 	c.errLabel.Hide()
+	c.similar.Hide()
 	c.updateButtons()
 	c.status.SetText("Starting…")
 	c.run.Start(func(ctx context.Context, seq int64) {
@@ -570,7 +578,7 @@ func (c *Chat) answer() {
 		}
 		m, err := c.app.models.Get(ctx)
 		if err != nil {
-			c.finish(current, t, nil, fmt.Errorf("load the model: %w", err), "", false)
+			c.finish(current, t, nil, fmt.Errorf("load the model: %w", err), "", false, nil)
 			return
 		}
 		onUI(c.updateThinking)
@@ -594,8 +602,10 @@ func (c *Chat) answer() {
 		// writes what follows (assets.Leads.ChatStart; not before a thinking
 		// channel's thoughts).
 		var start assets.ChatStart
+		var similar []string // entries a question about a topic with none may have meant
 		if last := t.Messages[len(t.Messages)-1]; last.Role == "user" && !thinking {
 			start = info.Leads.ChatStart(last.Content)
+			similar = info.Leads.ChatSimilar(last.Content, similarMax)
 		}
 		dev := develop.New(m, m.Decode)
 		th := newThrottle(frameInterval, func(ev engine.Event) {
@@ -627,7 +637,7 @@ func (c *Chat) answer() {
 		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Opening: start.Opening, Lead: start.Lead, LeadEnds: start.Lead != "", OpeningTentative: start.OpeningTentative, Reply: start.Reply,
 			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push})
 		th.Close()
-		c.finish(current, t, res, err, info.Mode.Reason, info.Leads.Len() > 0)
+		c.finish(current, t, res, err, info.Mode.Reason, info.Leads.Len() > 0, similar)
 	})
 }
 
@@ -664,8 +674,9 @@ func (c *Chat) showPartial(t *chats.Thread, text string) {
 // finish shows the answer, or the error; why is the mode's reason, which ends
 // the status line (after DoneStatus's note of the entry's held text, or, where
 // the model's folder holds entries, of the model's own writing: the reason may
-// run past the window's edge).
-func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, err error, why string, entries bool) {
+// run past the window's edge). similar, where the model wrote the answer
+// alone, are the entries the question may have meant (showSimilar).
+func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, err error, why string, entries bool, similar []string) {
 	onUI(func() {
 		if !current() {
 			return
@@ -698,8 +709,38 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 			st += " · " + why
 		}
 		c.status.SetText(st)
+		if !res.LeadHeld && !res.Replied && res.StopReason != engine.StopCancelled {
+			c.showSimilar(similar)
+		}
 		c.updateButtons()
 	})
+}
+
+// showSimilar offers, under the answer, to ask about each of titles
+// ("What is compiler?"), the entries a question the model answered alone may
+// have meant; nothing where there are none. One line, cut to the screen's
+// width as the Encyclopedia's suggestions are.
+func (c *Chat) showSimilar(titles []string) {
+	c.similar.RemoveAll()
+	if len(titles) == 0 {
+		c.similar.Hide()
+		return
+	}
+	label := widget.NewLabel("No entry for this; entries with a similar title:")
+	c.similar.Add(label)
+	room, used := c.scroll.Size().Width, label.MinSize().Width
+	for _, t := range titles {
+		l := widget.NewHyperlink(t, nil)
+		l.OnTapped = func() {
+			c.input.SetText("What is " + t + "?")
+			c.Send()
+		}
+		if used += l.MinSize().Width + theme.Padding(); room > 0 && used > room {
+			break
+		}
+		c.similar.Add(l)
+	}
+	c.similar.Show()
 }
 
 // modeAuto is the mode picker's choice of the model's default mode here.

@@ -3,6 +3,7 @@ package ui
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -553,5 +554,52 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 		if said := strings.Contains(st, develop.ReplyNote); said != (tc.reply && tc.opening == "") {
 			t.Errorf("%q: status %q (says the answer is the set one: %v)", tc.ask, st, said)
 		}
+	}
+}
+
+// TestChatOffersEntriesForATypo: a question about a topic a typo away from an
+// entry ("What is a compilr?") is answered by the model alone, and under the
+// answer Chat offers to ask about the entries it may have meant; one tap asks
+// "What is compiler?", answered with the entry, and the offer goes.
+func TestChatOffersEntriesForATypo(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("compiler", "<h1>compiler</h1>\n<p>A program that translates programs. It runs.</p>", nil)
+	m := &fakeModel{answers: func(req engine.Request) string { return req.Opening + req.Lead + " It is old." }, leads: &leads}
+	a := newTestApp(t, m, t.TempDir())
+	c := a.Chat
+	offered := func() []string {
+		return uiRead(func() []string {
+			if !c.similar.Visible() {
+				return nil
+			}
+			var titles []string
+			for _, o := range c.similar.Objects {
+				if l, ok := o.(*widget.Hyperlink); ok {
+					titles = append(titles, l.Text)
+				}
+			}
+			return titles
+		})
+	}
+	typeText(c.input, "What is a compilr?")
+	tap(c.send)
+	c.run.Wait()
+	if got := offered(); !slices.Equal(got, []string{"compiler"}) {
+		t.Fatalf("under the answer to a typo: %q, want compiler", got)
+	}
+	asUI(func() {
+		for _, o := range c.similar.Objects {
+			if l, ok := o.(*widget.Hyperlink); ok {
+				l.OnTapped() // as a tap on its text
+			}
+		}
+	})
+	c.run.Wait()
+	th := c.Current()
+	if n := len(th.Messages); n != 4 || th.Messages[2].Content != "What is compiler?" || !strings.HasPrefix(th.Messages[3].Content, "**compiler**") {
+		t.Errorf("after the tap, %d messages: %+v", n, th.Messages)
+	}
+	if got := offered(); got != nil {
+		t.Errorf("the entry's answer still offers %q", got)
 	}
 }
