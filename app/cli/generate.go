@@ -256,7 +256,7 @@ func runGenerate(env *Env, args []string) error {
 	// A question about a topic opens with the topic as its heading and, where
 	// the model's folder holds the entry, the entry's opening sentences where
 	// they fit, as in the app's Chat and the API (assets.Leads.ChatStart).
-	entries := false // the model's folder holds entries: the summary says when the answer is not one
+	entries := false     // the model's folder holds entries: the summary says when the answer is not one
 	var similar []string // entries a question about a topic with none may have meant
 	if req.Opening == "" && !*noLead && !*thinking && len(req.Messages) > 0 {
 		leads, err := models.Leads(src) // before the model: a damaged file is said at once
