@@ -143,9 +143,13 @@ func runWiki(env *Env, args []string) error {
 	if rate != "" {
 		rate += ", "
 	}
-	fmt.Fprintf(env.Stderr, "%s in %.2f s (%s%s, %s, the %s, stop: %s)%s\n",
+	writer := ", the " + speed.Name(m)
+	if develop.HeldWhole(res) {
+		writer = "" // no mode wrote it, as the app's status line says
+	}
+	fmt.Fprintf(env.Stderr, "%s in %.2f s (%s%s, %s%s, stop: %s)%s\n",
 		develop.TokenCount(res), page.ElapsedMS/1000, rate,
-		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, speed.Name(m), page.StopReason, develop.LeadSuffix(res, leads.Len() > 0)) // as the app's status line says it
+		plural.Count(page.ForwardPasses, "forward pass", "forward passes"), page.Backend, writer, page.StopReason, develop.LeadSuffix(res, leads.Len() > 0)) // as the app's status line says it
 	if len(page.Similar) > 0 {
 		fmt.Fprintf(env.Stderr, "no entry for %q; entries with a similar title: %s\n", title, strings.Join(page.Similar, ", "))
 	}

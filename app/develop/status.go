@@ -92,6 +92,13 @@ func TokenCount(res *engine.Result) string {
 	return tokens
 }
 
+// HeldWhole reports whether res is an entry held whole (engine.Request.LeadEnds):
+// its every token the entry's, no forward pass — written in no mode, which the
+// status lines therefore do not name.
+func HeldWhole(res *engine.Result) bool {
+	return res.LeadHeld && res.ForwardPasses == 0 && res.HeldTokens == len(res.Tokens)
+}
+
 // DoneStatus is the status line of a finished generation, by a model whose
 // folder holds entries or not (LeadSuffix). A remote server that is not a
 // Darkroom streams no steps or forward passes (res has none): those are

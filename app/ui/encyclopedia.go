@@ -532,7 +532,7 @@ func pageModeLabel(info ModelInfo, mode engine.Mode) string {
 func pageDoneStatus(res *engine.Result, label string, entries bool) string {
 	line := develop.DoneStatus(res, entries)
 	state, rest, _ := strings.Cut(line, " · ")
-	if res.LeadHeld && res.ForwardPasses == 0 && res.HeldTokens == len(res.Tokens) {
+	if develop.HeldWhole(res) {
 		return state + " · " + develop.LeadNote + " · " + strings.TrimSuffix(rest, " · "+develop.LeadNote)
 	}
 	return state + " · " + label + " · " + rest
