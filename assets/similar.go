@@ -55,11 +55,11 @@ func (l *Leads) Similar(topic string, n int) []string {
 }
 
 // editsWithin is the edit distance (Levenshtein, on runes) between a and b
-// where it is at most max, else -1; it gives up as soon as every path is
-// over max.
-func editsWithin(a, b string, max int) int {
+// where it is at most limit, else -1; it gives up as soon as every path is
+// over limit.
+func editsWithin(a, b string, limit int) int {
 	ra, rb := []rune(a), []rune(b)
-	if d := len(ra) - len(rb); d > max || -d > max {
+	if d := len(ra) - len(rb); d > limit || -d > limit {
 		return -1
 	}
 	prev, cur := make([]int, len(rb)+1), make([]int, len(rb)+1)
@@ -77,12 +77,12 @@ func editsWithin(a, b string, max int) int {
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
 			best = min(best, cur[j])
 		}
-		if best > max {
+		if best > limit {
 			return -1
 		}
 		prev, cur = cur, prev
 	}
-	if prev[len(rb)] > max {
+	if prev[len(rb)] > limit {
 		return -1
 	}
 	return prev[len(rb)]
@@ -107,7 +107,8 @@ func (l *Leads) Prefixed(prefix string, n int) []string {
 	// The range of keys that begin with prefix; at most prefixScan of them
 	// are weighed, so that one letter does not sort thousands.
 	var hits []string
-	for _, k := range l.sorted[sortSearch(l.sorted, prefix):] {
+	from, _ := slices.BinarySearch(l.sorted, prefix)
+	for _, k := range l.sorted[from:] {
 		if !strings.HasPrefix(k, prefix) || len(hits) == prefixScan {
 			break
 		}
@@ -119,12 +120,6 @@ func (l *Leads) Prefixed(prefix string, n int) []string {
 
 // prefixScan bounds the titles Prefixed weighs.
 const prefixScan = 500
-
-// sortSearch is the index of the first of sorted not below key.
-func sortSearch(sorted []string, key string) int {
-	i, _ := slices.BinarySearch(sorted, key)
-	return i
-}
 
 // ChatSimilar are up to n titles of entries a chat message may have meant:
 // where it asks about a topic the way the chat examples ask ("What is a

@@ -705,7 +705,7 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 		c.save()
 		c.renderMessages()
 		st := develop.DoneStatus(res, entries)
-		if why != "" {
+		if why != "" && !develop.HeldWhole(res) { // an entry held whole was written in no mode
 			st += " · " + why
 		}
 		c.status.SetText(st)
@@ -721,25 +721,14 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 // have meant; nothing where there are none. One line, cut to the screen's
 // width as the Encyclopedia's suggestions are.
 func (c *Chat) showSimilar(titles []string) {
-	c.similar.RemoveAll()
 	if len(titles) == 0 {
 		c.similar.Hide()
 		return
 	}
-	label := widget.NewLabel("No entry for this; entries with a similar title:")
-	c.similar.Add(label)
-	room, used := c.scroll.Size().Width, label.MinSize().Width
-	for _, t := range titles {
-		l := widget.NewHyperlink(t, nil)
-		l.OnTapped = func() {
-			c.input.SetText("What is " + t + "?")
-			c.Send()
-		}
-		if used += l.MinSize().Width + theme.Padding(); room > 0 && used > room {
-			break
-		}
-		c.similar.Add(l)
-	}
+	linkRow(c.similar, widget.NewLabel("No entry for this; entries with a similar title:"), titles, c.scroll.Size().Width, func(t string) {
+		c.input.SetText("What is " + t + "?")
+		c.Send()
+	})
 	c.similar.Show()
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
 func chatAnswers(n *int) func(engine.Request) string {
@@ -538,6 +539,9 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 		}
 		th := c.Current()
 		want := strings.TrimSpace(tc.opening + tc.lead + " It is old.")
+		if tc.lead != "" { // the entry ends the answer
+			want = tc.opening + tc.lead
+		}
 		if tc.reply && tc.opening == "" {
 			want = assets.ChatElsewhere()
 		}
@@ -564,7 +568,9 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 func TestChatOffersEntriesForATypo(t *testing.T) {
 	var leads assets.Leads
 	leads.Add("compiler", "<h1>compiler</h1>\n<p>A program that translates programs. It runs.</p>", nil)
-	m := &fakeModel{answers: func(req engine.Request) string { return req.Opening + req.Lead + " It is old." }, leads: &leads}
+	const why = "the printer (AR): reads better"
+	m := &fakeModel{answers: func(req engine.Request) string { return req.Opening + req.Lead + " It is old." }, leads: &leads,
+		mode: speed.Choice{Mode: engine.AR, Reason: why}}
 	a := newTestApp(t, m, t.TempDir())
 	c := a.Chat
 	offered := func() []string {
@@ -587,6 +593,9 @@ func TestChatOffersEntriesForATypo(t *testing.T) {
 	if got := offered(); !slices.Equal(got, []string{"compiler"}) {
 		t.Fatalf("under the answer to a typo: %q, want compiler", got)
 	}
+	if st := uiRead(func() string { return c.status.Text }); !strings.HasSuffix(st, why) {
+		t.Errorf("the model's answer: status %q, want it to end with the mode's reason", st)
+	}
 	asUI(func() {
 		for _, o := range c.similar.Objects {
 			if l, ok := o.(*widget.Hyperlink); ok {
@@ -601,5 +610,9 @@ func TestChatOffersEntriesForATypo(t *testing.T) {
 	}
 	if got := offered(); got != nil {
 		t.Errorf("the entry's answer still offers %q", got)
+	}
+	// The entry, held whole, was written in no mode: the line names none.
+	if st := uiRead(func() string { return c.status.Text }); strings.Contains(st, why) || !strings.HasSuffix(st, develop.LeadNote) {
+		t.Errorf("the entry's answer: status %q, want it to end with %q and name no mode", st, develop.LeadNote)
 	}
 }

@@ -214,20 +214,28 @@ func (e *Encyclopedia) suggestFor(typed string) {
 		e.suggest.Hide()
 		return
 	}
-	label := widget.NewLabel("Entries:")
-	e.suggest.Add(label)
-	// One line, never wider than the screen: a row wider than the window
-	// would widen the window's least size (an HBox asks for all of it).
-	room, used := e.content.Size().Width, label.MinSize().Width
+	linkRow(e.suggest, widget.NewLabel("Entries:"), titles, e.content.Size().Width, e.Navigate)
+	e.suggest.Show()
+}
+
+// linkRow fills row with label, then a link for each of titles that open
+// calls with it, on one line no wider than room (0: unknown): a row wider
+// than the window would widen the window's least size (an HBox asks for all
+// of it). The Encyclopedia's suggestions and entry bar, and Chat's, use it.
+func linkRow(row *fyne.Container, label fyne.CanvasObject, titles []string, room float32, open func(title string)) {
+	row.RemoveAll()
+	if label != nil {
+		row.Add(label)
+	}
+	used := row.MinSize().Width
 	for _, t := range titles {
 		l := widget.NewHyperlink(t, nil)
-		l.OnTapped = func() { e.Navigate(t) }
-		if used += l.MinSize().Width + theme.Padding(); room > 0 && used > room {
+		l.OnTapped = func() { open(t) }
+		if used += l.MinSize().Width + theme.Padding(); room > 0 && used > room && len(row.Objects) > 0 {
 			break
 		}
-		e.suggest.Add(l)
+		row.Add(l)
 	}
-	e.suggest.Show()
 }
 
 // toggleOwn writes the page shown again the other way: the model's own page
@@ -260,11 +268,7 @@ func (e *Encyclopedia) showEntryBar(known, own bool, similar []string) {
 	case len(similar) > 0:
 		e.entryMsg.SetText(similarNote)
 		e.ownBtn.Hide()
-		for _, t := range similar {
-			l := widget.NewHyperlink(t, nil)
-			l.OnTapped = func() { e.Navigate(t) }
-			e.similar.Add(l)
-		}
+		linkRow(e.similar, nil, similar, e.content.Size().Width, e.Navigate)
 	default:
 		e.entryBar.Hide()
 		return

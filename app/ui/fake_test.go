@@ -126,6 +126,14 @@ func (f *fakeModel) Generate(ctx context.Context, req engine.Request) (*engine.R
 		emit(engine.Event{Kind: engine.EventDone, Committed: committed, Text: res.Text, ForwardPasses: passes, Elapsed: res.Elapsed})
 		return res, nil
 	}
+	// As the engine: an entry held whole ends the answer (engine.Request.LeadEnds),
+	// with no forward pass.
+	if req.LeadEnds && req.Lead != "" && (req.Sampling.MaxNewTokens == 0 || len([]rune(req.Opening+req.Lead)) <= req.Sampling.MaxNewTokens) {
+		for _, r := range req.Opening + req.Lead {
+			committed = append(committed, int(r)+tokBase)
+		}
+		return finish("eos")
+	}
 	if req.Mode == engine.AR {
 		for _, id := range ids {
 			if ctx.Err() != nil {
