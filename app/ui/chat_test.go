@@ -573,20 +573,7 @@ func TestChatOffersEntriesForATypo(t *testing.T) {
 		mode: speed.Choice{Mode: engine.AR, Reason: why}}
 	a := newTestApp(t, m, t.TempDir())
 	c := a.Chat
-	offered := func() []string {
-		return uiRead(func() []string {
-			if !c.similar.Visible() {
-				return nil
-			}
-			var titles []string
-			for _, o := range c.similar.Objects {
-				if l, ok := o.(*widget.Hyperlink); ok {
-					titles = append(titles, l.Text)
-				}
-			}
-			return titles
-		})
-	}
+	offered := func() []string { return rowLinks(c.similar) }
 	typeText(c.input, "What is a compilr?")
 	tap(c.send)
 	c.run.Wait()
@@ -596,13 +583,7 @@ func TestChatOffersEntriesForATypo(t *testing.T) {
 	if st := uiRead(func() string { return c.status.Text }); !strings.HasSuffix(st, why) {
 		t.Errorf("the model's answer: status %q, want it to end with the mode's reason", st)
 	}
-	asUI(func() {
-		for _, o := range c.similar.Objects {
-			if l, ok := o.(*widget.Hyperlink); ok {
-				l.OnTapped() // as a tap on its text
-			}
-		}
-	})
+	tapRowLink(c.similar, "compiler")
 	c.run.Wait()
 	th := c.Current()
 	if n := len(th.Messages); n != 4 || th.Messages[2].Content != "What is compiler?" || !strings.HasPrefix(th.Messages[3].Content, "**compiler**") {

@@ -555,17 +555,11 @@ func TestMisspeltTopicOffersEntries(t *testing.T) {
 	e := a.Encyclopedia
 	asUI(func() { e.Navigate("compilr") })
 	e.run.Wait()
-	var links []*widget.Hyperlink
-	msg := uiRead(func() string {
-		for _, o := range e.similar.Objects {
-			links = append(links, o.(*widget.Hyperlink))
-		}
-		return e.entryMsg.Text
-	})
-	if !uiRead(func() bool { return e.entryBar.Visible() && !e.ownBtn.Visible() }) || msg != similarNote || len(links) != 1 || links[0].Text != "compiler" {
-		t.Fatalf("over compilr's page: %q with %d links; want %q and a link to compiler", msg, len(links), similarNote)
+	links, msg := rowLinks(e.similar), uiRead(func() string { return e.entryMsg.Text })
+	if !uiRead(func() bool { return e.entryBar.Visible() && !e.ownBtn.Visible() }) || msg != similarNote || !slices.Equal(links, []string{"compiler"}) {
+		t.Fatalf("over compilr's page: %q with links %q; want %q and a link to compiler", msg, links, similarNote)
 	}
-	asUI(links[0].OnTapped) // as a tap on its text
+	tapRowLink(e.similar, "compiler")
 	e.run.Wait()
 	calls := m.Calls()
 	if last := calls[len(calls)-1].req; last.Opening != assets.EncyclopediaOpening("compiler") || last.Lead == "" {
@@ -582,20 +576,7 @@ func TestMisspeltTopicOffersEntries(t *testing.T) {
 func TestAddressSuggestsEntries(t *testing.T) {
 	a, m := entriesApp(t, "compiler", "Compile", "Unix")
 	e := a.Encyclopedia
-	suggested := func() []string {
-		return uiRead(func() []string {
-			if !e.suggest.Visible() {
-				return nil
-			}
-			var titles []string
-			for _, o := range e.suggest.Objects {
-				if l, ok := o.(*widget.Hyperlink); ok {
-					titles = append(titles, l.Text)
-				}
-			}
-			return titles
-		})
-	}
+	suggested := func() []string { return rowLinks(e.suggest) }
 	asUI(func() { e.Navigate("Bell Labs") }) // the model loaded: its entries are these three
 	e.run.Wait()
 	asUI(func() { e.address.SetText("") })
@@ -603,13 +584,7 @@ func TestAddressSuggestsEntries(t *testing.T) {
 	if got, want := suggested(), []string{"Compile", "compiler"}; !slices.Equal(got, want) {
 		t.Fatalf("typing comp: suggested %q, want %q", got, want)
 	}
-	asUI(func() {
-		for _, o := range e.suggest.Objects {
-			if l, ok := o.(*widget.Hyperlink); ok && l.Text == "compiler" {
-				l.OnTapped() // as a tap on its text
-			}
-		}
-	})
+	tapRowLink(e.suggest, "compiler")
 	e.run.Wait()
 	calls := m.Calls()
 	if last := calls[len(calls)-1].req; last.Opening != assets.EncyclopediaOpening("compiler") || last.Lead == "" {
@@ -788,4 +763,33 @@ func entriesApp(t *testing.T, titles ...string) (*testApp, *fakeModel) {
 	}
 	m := &fakeModel{answers: wikiAnswers, leads: &leads}
 	return newTestApp(t, m, ""), m
+}
+
+// rowLinks are the texts of the links a row of them shows (linkRow), nil
+// while the row is hidden; read under uiMu.
+func rowLinks(row *fyne.Container) []string {
+	return uiRead(func() []string {
+		if !row.Visible() {
+			return nil
+		}
+		var titles []string
+		for _, o := range row.Objects {
+			if l, ok := o.(*widget.Hyperlink); ok {
+				titles = append(titles, l.Text)
+			}
+		}
+		return titles
+	})
+}
+
+// tapRowLink taps the link of a row that reads title, as a tap on its text
+// (Fyne's test.Tap lands outside a hyperlink's text).
+func tapRowLink(row *fyne.Container, title string) {
+	asUI(func() {
+		for _, o := range row.Objects {
+			if l, ok := o.(*widget.Hyperlink); ok && l.Text == title {
+				l.OnTapped()
+			}
+		}
+	})
 }
