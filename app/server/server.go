@@ -117,6 +117,13 @@ type Options struct {
 	// Vocab, ModelID and Sampling are ignored): the desktop app's active model,
 	// which the user may switch while the server runs.
 	Model func(ctx context.Context) (Model, error)
+	// LoadedLeads, if set with Model, gives the entries of the model when it
+	// is loaded now, without loading it (ok false while it is not): a page's
+	// shell, which answers at once and leaves the model to its event stream,
+	// asks it for what its links need (the entry a typed topic names, the
+	// model's own page, entries a typo may have meant). The desktop app's
+	// model loads on first use — a 26B's in tens of seconds.
+	LoadedLeads func() (leads *assets.Leads, ok bool)
 
 	// Addr is where to listen, "127.0.0.1:0" (a random port) by default. The
 	// host must be a loopback address or "localhost"; an empty host means
@@ -274,6 +281,16 @@ func (s *Server) model(ctx context.Context) (Model, error) {
 		s.pages.clear()
 	}
 	return m, nil
+}
+
+// shellLeads are the entries of the model a page's shell is written for,
+// where they are known without loading a model (Options.LoadedLeads).
+func (s *Server) shellLeads(ctx context.Context) (*assets.Leads, bool) {
+	if s.opts.LoadedLeads != nil {
+		return s.opts.LoadedLeads()
+	}
+	m, err := s.model(ctx)
+	return m.Leads, err == nil
 }
 
 // generate runs req on *m; when m's engine was closed before it started (the

@@ -238,16 +238,16 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	regen, whole := q, q // the page written anew; the finished page in one answer
 	regen.regen, whole.whole = true, true
 	v := pageView{Title: title, Query: title, Regen: pageURL(title, regen), StayWhole: q.whole}
-	if m, err := s.model(r.Context()); err == nil {
-		if t := develop.PageTitle(title, m.Leads); t != title { // "compilers": the entry for "compiler", at its address
+	if leads, ok := s.shellLeads(r.Context()); ok {
+		if t := develop.PageTitle(title, leads); t != title { // "compilers": the entry for "compiler", at its address
 			http.Redirect(w, r, pageURL(t, q), http.StatusFound)
 			return
 		}
-		if m.Leads.Has(title) { // its entry, or the model's own page
+		if leads.Has(title) { // its entry, or the model's own page
 			other := pageQuery{whole: q.whole, own: !q.own}
 			v.Other, v.OtherLabel = pageURL(title, other), ownLabel[q.own]
 		}
-		for _, t := range m.Leads.Similar(title, similarMax) { // a title with no entry: those it may have meant
+		for _, t := range leads.Similar(title, similarMax) { // a title with no entry: those it may have meant
 			v.Similar = append(v.Similar, titleLink{Title: t, Href: pageURL(t, pageQuery{whole: q.whole})})
 			v.SimilarNote = similarNote
 		}

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"html"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -604,6 +606,40 @@ func TestSuggest(t *testing.T) {
 	plain := start(t, Options{Engine: &fakeGen{final: "x"}})
 	if _, body := do(t, browser(t, plain), "GET", site(plain)+"/suggest?q=comp", "", nil); strings.TrimSpace(body) != "[]" {
 		t.Errorf("a model with no entries suggests %s", body)
+	}
+}
+
+// TestPageShellDoesNotWaitForTheModel: a page's shell answers at once while
+// the app's model is still loading (Options.LoadedLeads says it is not), as
+// before the shell needed the model's entries — only its event stream waits;
+// once the model is loaded, its entries send a typed topic to the entry.
+func TestPageShellDoesNotWaitForTheModel(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("compiler", "<h1>compiler</h1>\n<p>A program. It runs.</p>", nil)
+	loaded := make(chan struct{})
+	var isLoaded atomic.Bool
+	g := &fakeGen{final: "x"}
+	s := start(t, Options{FrameInterval: time.Millisecond,
+		Model: func(ctx context.Context) (Model, error) {
+			select {
+			case <-loaded:
+				return Model{Engine: g, Leads: &leads}, nil
+			case <-ctx.Done():
+				return Model{}, ctx.Err()
+			}
+		},
+		LoadedLeads: func() (*assets.Leads, bool) { return &leads, isLoaded.Load() }})
+	c := newBrowser() // not browser(t, s): the start page waits for the model
+	c.Timeout = 5 * time.Second
+	resp, page := do(t, c, "GET", s.URL("/wiki/compilers"), "", nil) // the token's address sets its cookie
+	if resp.StatusCode != 200 || !strings.Contains(page, `data-events="/events/wiki/compilers"`) {
+		t.Fatalf("while the model loads: %d\n%s", resp.StatusCode, page)
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	close(loaded)
+	isLoaded.Store(true)
+	if resp, _ := do(t, c, "GET", site(s)+"/wiki/compilers", "", nil); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/wiki/compiler" {
+		t.Errorf("once loaded: %d to %q; want 302 to /wiki/compiler", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
 

@@ -643,6 +643,22 @@ func TestRaceOpensTheTypedTopicsEntry(t *testing.T) {
 	}
 }
 
+// TestServerShellsKnowTheLoadedModelsEntries: the local server's page shells
+// learn the entries of the app's model only once it is loaded
+// (server.Options.LoadedLeads), so that a shell never waits for a load.
+func TestServerShellsKnowTheLoadedModelsEntries(t *testing.T) {
+	a, m := entriesApp(t, "Unix")
+	opts := a.serverOptions()
+	if leads, ok := opts.LoadedLeads(); ok || leads != nil {
+		t.Errorf("before the model loads: %v, %v; want none, not loaded", leads, ok)
+	}
+	asUI(func() { a.Encyclopedia.Navigate("Unix") })
+	a.Encyclopedia.run.Wait()
+	if leads, ok := opts.LoadedLeads(); !ok || leads != m.leads {
+		t.Errorf("once loaded: %v, %v; want the model's entries", leads, ok)
+	}
+}
+
 // TestStartPageSaysWhatAPageIs: the start page said every page is written by
 // the model as you open it, and offered only titles Darkroom Mini holds entries
 // for — pages shown at once, never developing. For a model with entries it

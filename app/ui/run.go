@@ -95,6 +95,12 @@ func (a *App) serverOptions() server.Options {
 			sm := serverModel(m, a.sampling())
 			sm.PageMode = pageMode(m.Info(), pickedLabel(a.deps.Settings.Get().PageMode)) // the Encyclopedia's
 			return sm, nil
+		},
+		LoadedLeads: func() (*assets.Leads, bool) {
+			if m := a.models.Loaded(); m != nil {
+				return m.Info().Leads, true
+			}
+			return nil, false
 		}}
 }
 
