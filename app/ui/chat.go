@@ -53,10 +53,12 @@ type Chat struct {
 	rename   *widget.Button // asks for the open thread's new name
 	status   *widget.Label
 	errLabel *widget.Label
-	// similar, under an answer the model wrote alone about a topic a typo
-	// away from an entry, asks about the entries it may have meant
-	// (assets.Leads.ChatSimilar).
-	similar   *fyne.Container
+	// after, the row under the last answer: over an entry's answer, "Let the
+	// model answer" (and "Show the entry" back); under one the model wrote
+	// alone about a topic a typo away from an entry, links that ask about the
+	// entries it may have meant (assets.Leads.ChatSimilar).
+	after     *fyne.Container
+	own       bool // the next answer is the model's alone, without the entry (the after row's button)
 	content   fyne.CanvasObject
 	run       runner
 	answering bool
@@ -139,9 +141,9 @@ func newChat(a *App) *Chat {
 	sysBox := widget.NewAccordion(widget.NewAccordionItem("System prompt", c.system))
 	top := container.NewVBox(a.modelNotice(), container.NewBorder(nil, nil, nil, container.NewHBox(fitOptions(c.mode), c.thinking), sysBox), c.errLabel)
 	buttons := container.NewHBox(c.regen, c.stop, c.send)
-	c.similar = container.NewHBox()
-	c.similar.Hide()
-	bottom := container.NewVBox(c.similar, container.NewBorder(nil, nil, nil, buttons, c.input), c.status)
+	c.after = container.NewHBox()
+	c.after.Hide()
+	bottom := container.NewVBox(c.after, container.NewBorder(nil, nil, nil, buttons, c.input), c.status)
 	right := container.NewBorder(top, bottom, nil, nil, c.scroll)
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.22
@@ -231,7 +233,7 @@ func (c *Chat) open(t *chats.Thread) {
 	c.mode.SetSelected(pickedLabel(t.Mode))
 	c.live.Hide()
 	c.errLabel.Hide()
-	c.similar.Hide()
+	c.after.Hide()
 	c.status.SetText("")
 	c.renderMessages()
 	c.updateButtons()
@@ -513,6 +515,7 @@ func (c *Chat) Send() {
 		return
 	}
 	c.input.SetText("")
+	c.own = false                                                // a new question opens with its entry, where the folder holds one
 	if len(c.cur.Messages) == 0 && c.cur.Title == newChatTitle { // not one the user named
 		c.cur.Title = titleFrom(text)
 		c.list.Refresh()
@@ -562,9 +565,11 @@ func (c *Chat) answer() {
 	}
 	thinking := t.Thinking && !c.thinking.Disabled()
 	picked := c.mode.Selected
+	own := c.own
+	c.own = false
 	c.answering = true
 	c.errLabel.Hide()
-	c.similar.Hide()
+	c.after.Hide()
 	c.updateButtons()
 	c.status.SetText("Starting…")
 	c.run.Start(func(ctx context.Context, seq int64) {
@@ -578,7 +583,7 @@ func (c *Chat) answer() {
 		}
 		m, err := c.app.models.Get(ctx)
 		if err != nil {
-			c.finish(current, t, nil, fmt.Errorf("load the model: %w", err), "", false, nil)
+			c.finish(current, t, nil, fmt.Errorf("load the model: %w", err), "", false, askedAbout{})
 			return
 		}
 		onUI(c.updateThinking)
@@ -602,10 +607,13 @@ func (c *Chat) answer() {
 		// writes what follows (assets.Leads.ChatStart; not before a thinking
 		// channel's thoughts).
 		var start assets.ChatStart
-		var similar []string // entries a question about a topic with none may have meant
+		var asked askedAbout
 		if last := t.Messages[len(t.Messages)-1]; last.Role == "user" && !thinking {
 			start = info.Leads.ChatStart(last.Content)
-			similar = info.Leads.ChatSimilar(last.Content, similarMax)
+			asked = askedAbout{similar: info.Leads.ChatSimilar(last.Content, similarMax), entry: start.Lead != "", own: own}
+			if own { // the model alone, as `darkroom generate --no-lead` asks
+				start = assets.ChatStart{}
+			}
 		}
 		dev := develop.New(m, m.Decode)
 		th := newThrottle(frameInterval, func(ev engine.Event) {
@@ -637,7 +645,7 @@ func (c *Chat) answer() {
 		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Opening: start.Opening, Lead: start.Lead, LeadEnds: start.Lead != "", OpeningTentative: start.OpeningTentative, Reply: start.Reply,
 			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push})
 		th.Close()
-		c.finish(current, t, res, err, info.Mode.Reason, info.Leads.Len() > 0, similar)
+		c.finish(current, t, res, err, info.Mode.Reason, info.Leads.Len() > 0, asked)
 	})
 }
 
@@ -674,9 +682,9 @@ func (c *Chat) showPartial(t *chats.Thread, text string) {
 // finish shows the answer, or the error; why is the mode's reason, which ends
 // the status line (after DoneStatus's note of the entry's held text, or, where
 // the model's folder holds entries, of the model's own writing: the reason may
-// run past the window's edge). similar, where the model wrote the answer
-// alone, are the entries the question may have meant (showSimilar).
-func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, err error, why string, entries bool, similar []string) {
+// run past the window's edge). asked says what the row under the answer
+// offers (showAfter).
+func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, err error, why string, entries bool, asked askedAbout) {
 	onUI(func() {
 		if !current() {
 			return
@@ -709,27 +717,60 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 			st += " · " + why
 		}
 		c.status.SetText(st)
-		if !res.LeadHeld && !res.Replied && res.StopReason != engine.StopCancelled {
-			c.showSimilar(similar)
+		if res.StopReason != engine.StopCancelled {
+			c.showAfter(res, asked)
 		}
 		c.updateButtons()
 	})
 }
 
-// showSimilar offers, under the answer, to ask about each of titles
-// ("What is compiler?"), the entries a question the model answered alone may
-// have meant; nothing where there are none. One line, cut to the screen's
-// width as the Encyclopedia's suggestions are.
-func (c *Chat) showSimilar(titles []string) {
-	if len(titles) == 0 {
-		c.similar.Hide()
+// askedAbout is what the row under an answer offers: the entries a question
+// about a topic with none may have meant (similar), or, for a question about
+// an entry the model's folder holds (entry), the answer the other way — the
+// model's own where it was the entry, the entry where it was the model's
+// (own).
+type askedAbout struct {
+	similar    []string
+	entry, own bool
+}
+
+// The row under an answer: its words for an entry's answer and the model's
+// own, and its button's.
+const (
+	chatEntryNote  = "This answer is the entry, as written."
+	letModelAnswer = "Let the model answer"
+	chatOwnNote    = "The model wrote this answer alone, without the entry: often wrong."
+)
+
+// showAfter fills the row under the answer res as asked says: for an entry's
+// answer "Let the model answer", for the model's own answer to a question
+// about an entry "Show the entry" (each asks again the other way); for an
+// answer the model wrote alone, the entries the question may have meant, each
+// a link that asks about it ("What is compiler?"), on one line cut to the
+// screen's width as the Encyclopedia's suggestions are; else nothing.
+func (c *Chat) showAfter(res *engine.Result, asked askedAbout) {
+	c.after.RemoveAll()
+	switch {
+	case asked.entry && (asked.own || res.LeadHeld):
+		note, label := chatEntryNote, letModelAnswer
+		if asked.own {
+			note, label = chatOwnNote, showEntry
+		}
+		c.after.Add(widget.NewLabel(note))
+		c.after.Add(widget.NewButtonWithIcon(label, theme.DocumentCreateIcon(), func() {
+			c.own = !asked.own
+			c.Regenerate()
+		}))
+	case len(asked.similar) > 0 && !res.LeadHeld && !res.Replied:
+		linkRow(c.after, widget.NewLabel("No entry for this; entries with a similar title:"), asked.similar, c.scroll.Size().Width, func(t string) {
+			c.input.SetText("What is " + t + "?")
+			c.Send()
+		})
+	default:
+		c.after.Hide()
 		return
 	}
-	linkRow(c.similar, widget.NewLabel("No entry for this; entries with a similar title:"), titles, c.scroll.Size().Width, func(t string) {
-		c.input.SetText("What is " + t + "?")
-		c.Send()
-	})
-	c.similar.Show()
+	c.after.Show()
 }
 
 // modeAuto is the mode picker's choice of the model's default mode here.

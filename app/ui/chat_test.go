@@ -573,7 +573,7 @@ func TestChatOffersEntriesForATypo(t *testing.T) {
 		mode: speed.Choice{Mode: engine.AR, Reason: why}}
 	a := newTestApp(t, m, t.TempDir())
 	c := a.Chat
-	offered := func() []string { return rowLinks(c.similar) }
+	offered := func() []string { return rowLinks(c.after) }
 	typeText(c.input, "What is a compilr?")
 	tap(c.send)
 	c.run.Wait()
@@ -583,7 +583,7 @@ func TestChatOffersEntriesForATypo(t *testing.T) {
 	if st := uiRead(func() string { return c.status.Text }); !strings.HasSuffix(st, why) {
 		t.Errorf("the model's answer: status %q, want it to end with the mode's reason", st)
 	}
-	tapRowLink(c.similar, "compiler")
+	tapRowLink(c.after, "compiler")
 	c.run.Wait()
 	th := c.Current()
 	if n := len(th.Messages); n != 4 || th.Messages[2].Content != "What is compiler?" || !strings.HasPrefix(th.Messages[3].Content, "**compiler**") {
@@ -595,5 +595,68 @@ func TestChatOffersEntriesForATypo(t *testing.T) {
 	// The entry, held whole, was written in no mode: the line names none.
 	if st := uiRead(func() string { return c.status.Text }); strings.Contains(st, why) || !strings.HasSuffix(st, develop.LeadNote) {
 		t.Errorf("the entry's answer: status %q, want it to end with %q and name no mode", st, develop.LeadNote)
+	}
+}
+
+// TestChatLetTheModelAnswer: under an entry's answer, "Let the model answer"
+// asks again without the entry (the model's own answer, said so), and "Show
+// the entry" brings the entry back, as the Encyclopedia's entry bar does; the
+// thread keeps one answer each time.
+func TestChatLetTheModelAnswer(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system. It runs.</p>", nil)
+	m := &fakeModel{answers: func(req engine.Request) string { return req.Opening + req.Lead + "Made up." }, leads: &leads}
+	a := newTestApp(t, m, t.TempDir())
+	c := a.Chat
+	row := func() (note, button string) {
+		uiMu.Lock()
+		defer uiMu.Unlock()
+		if !c.after.Visible() {
+			return "", ""
+		}
+		for _, o := range c.after.Objects {
+			switch w := o.(type) {
+			case *widget.Label:
+				note = w.Text
+			case *widget.Button:
+				button = w.Text
+			}
+		}
+		return note, button
+	}
+	tapButton := func() {
+		asUI(func() {
+			for _, o := range c.after.Objects {
+				if b, ok := o.(*widget.Button); ok {
+					b.OnTapped()
+				}
+			}
+		})
+		c.run.Wait()
+	}
+	typeText(c.input, "What is Unix?")
+	tap(c.send)
+	c.run.Wait()
+	if note, b := row(); note != chatEntryNote || b != letModelAnswer {
+		t.Fatalf("under the entry's answer: %q [%s]; want %q [%s]", note, b, chatEntryNote, letModelAnswer)
+	}
+	tapButton()
+	th := c.Current()
+	last := m.Calls()[len(m.Calls())-1].req
+	if note, b := row(); note != chatOwnNote || b != showEntry || last.Lead != "" || last.Opening != "" || len(th.Messages) != 2 || th.Messages[1].Content != "Made up." {
+		t.Errorf("after %q: %q [%s], lead %q, %d messages (last %q); want the model's own answer, said so", letModelAnswer, note, b, last.Lead, len(th.Messages), th.Messages[len(th.Messages)-1].Content)
+	}
+	if st := uiRead(func() string { return c.status.Text }); !strings.Contains(st, develop.OwnNote) {
+		t.Errorf("the model's own answer: status %q", st)
+	}
+	tapButton()
+	if note, b := row(); note != chatEntryNote || b != letModelAnswer || !strings.HasPrefix(c.Current().Messages[1].Content, "**Unix**") {
+		t.Errorf("after %q: %q [%s], answer %q; want the entry back", showEntry, note, b, c.Current().Messages[1].Content)
+	}
+	typeText(c.input, "Hello!") // another question: no row (the Library answer is neither)
+	tap(c.send)
+	c.run.Wait()
+	if note, b := row(); note != "" || b != "" {
+		t.Errorf("under a greeting's answer: %q [%s]", note, b)
 	}
 }
