@@ -515,7 +515,8 @@ func (c *Chat) Send() {
 		return
 	}
 	c.input.SetText("")
-	c.own = false                                                // a new question opens with its entry, where the folder holds one
+	c.own = false // a new question opens with its entry, where the folder holds one
+
 	if len(c.cur.Messages) == 0 && c.cur.Title == newChatTitle { // not one the user named
 		c.cur.Title = titleFrom(text)
 		c.list.Refresh()
