@@ -809,3 +809,18 @@ func tapRowLink(row *fyne.Container, title string) {
 		}
 	})
 }
+
+// TestRaceSummaryCountsWrittenTokens: the Race's summary gives the tokens a
+// side wrote a forward pass, not counting those held (the heading and the
+// entry's first sentence: the printer read 2.53 a pass for 225 tokens, 137
+// held, in 89 passes), and says how many were held.
+func TestRaceSummaryCountsWrittenTokens(t *testing.T) {
+	ar := &engine.Result{Tokens: make([]int, 225), HeldTokens: 137, LeadHeld: true, ForwardPasses: 89, TokensPerS: 300}
+	diff := &engine.Result{Tokens: make([]int, 243), HeldTokens: 137, LeadHeld: true, ForwardPasses: 19, TokensPerS: 74}
+	got := raceSummary(ar, diff, nil)
+	for _, want := range []string{"Printer: 225 tokens (137 held), 89 forward passes, 0.99 tokens per pass", "Polaroid: 243 tokens (137 held), 19 forward passes, 5.58 tokens per pass"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary %q lacks %q", got, want)
+		}
+	}
+}

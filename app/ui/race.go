@@ -247,11 +247,14 @@ func oneModeSummary(why string, diff *engine.Result) string {
 	return s + "  To race the printer against it, use a local model or a Darkroom server's."
 }
 
+// tokensPerForward is how many tokens res's model wrote a forward pass: the
+// held ones (the heading, the entry's first sentence) were written by none,
+// and counted had given the printer 2.5 a pass.
 func tokensPerForward(res *engine.Result) float64 {
 	if res.ForwardPasses == 0 {
 		return 0
 	}
-	return float64(len(res.Tokens)) / float64(res.ForwardPasses)
+	return float64(len(res.Tokens)-res.HeldTokens) / float64(res.ForwardPasses)
 }
 
 // raceSummary compares the two finished runs and, with this PC's speed estimate
@@ -261,7 +264,7 @@ func raceSummary(ar, diff *engine.Result, est *speed.Estimate) string {
 		return "Stopped."
 	}
 	side := func(res *engine.Result) string {
-		return fmt.Sprintf("%s, %s, %.2f tokens per pass, %.1f tokens/s.", plural.Count(len(res.Tokens), "token", "tokens"),
+		return fmt.Sprintf("%s, %s, %.2f tokens per pass, %.1f tokens/s.", develop.TokenCount(res),
 			plural.Count(res.ForwardPasses, "forward pass", "forward passes"), tokensPerForward(res), res.TokensPerS)
 	}
 	s := "Printer: " + side(ar) + "  Polaroid: " + side(diff)
