@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"io/fs"
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -81,13 +80,9 @@ func MiniGeneration() (config.Generation, error) {
 	if err != nil {
 		return config.Generation{}, fmt.Errorf("the built-in Darkroom Mini's sampler settings: %w", err)
 	}
-	raw, err := fs.ReadFile(fsys, config.GenerationConfigFile)
+	mini, err := config.LoadFS(fsys, ".") // as the engine reads a model folder
 	if err != nil {
 		return config.Generation{}, fmt.Errorf("the built-in Darkroom Mini's sampler settings: %w", err)
 	}
-	gen, err := config.ParseGeneration(raw, config.DefaultGeneration())
-	if err != nil {
-		return config.Generation{}, fmt.Errorf("the built-in Darkroom Mini's sampler settings: %w", err)
-	}
-	return gen, nil
+	return mini.Generation, nil
 }
