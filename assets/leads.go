@@ -321,11 +321,11 @@ func (l *Leads) entry(title string) (held, lead string, ok bool) {
 // title itself (Lead's lookup: "unix" finds "Unix"), else without its article
 // ("the kernel" finds "kernel"), else by its singular ("compilers" finds
 // "compiler", "libraries" "library"), else apart from its separators where
-// one title is so spelled ("e-mail" finds "email", "TCP-IP" "TCP/IP": squash). Chat finds the entry a question asks
-// about so (ChatStart), and the encyclopedia a typed topic's page
-// (develop.PageTitle): left to the model, "compilers" got a page of its own
-// invention though the entry for "compiler" was held. ok is false where none
-// is held.
+// one title is so spelled ("e-mail" finds "email", "TCP-IP" "TCP/IP":
+// squash). Chat finds the entry a question asks about so (ChatStart), and the
+// encyclopedia a typed topic's page (develop.PageTitle): left to the model,
+// "compilers" got a page of its own invention though the entry for
+// "compiler" was held. ok is false where none is held.
 func (l *Leads) Find(topic string) (title string, ok bool) {
 	title, _, ok = l.find(topic)
 	return title, ok

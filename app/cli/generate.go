@@ -265,7 +265,7 @@ func runGenerate(env *Env, args []string) error {
 		}
 		entries = leads.Len() > 0
 		start := leads.ChatStart(prompt)
-		similar = leads.ChatSimilar(prompt, similarMax)
+		similar = leads.ChatSimilar(prompt, develop.SimilarMax)
 		req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
 		req.LeadEnds = req.Lead != "" // the entry's answer, as trained: it ends there
 	}

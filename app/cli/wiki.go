@@ -126,7 +126,7 @@ func runWiki(env *Env, args []string) error {
 	shown := htmlsafe.Sanitize(htmlsafe.Relink(res.Text, leads.Has)) // the page as the app and the browser show it: safe, no tag fragments, links that open what they say
 	page := wikiPage{Title: title, Prompt: prompt, Opening: opening, HTML: shown, Links: pageLinks(shown), Model: src.String(),
 		Backend: eng.Backend(), Mode: string(m), Seed: *seed, Tokens: len(res.Tokens), ForwardPasses: res.ForwardPasses,
-		ElapsedMS: res.ElapsedMS, TokensPerS: res.TokensPerS, StopReason: res.StopReason, Similar: leads.Similar(title, similarMax)}
+		ElapsedMS: res.ElapsedMS, TokensPerS: res.TokensPerS, StopReason: res.StopReason, Similar: leads.Similar(title, develop.SimilarMax)}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetEscapeHTML(false)
@@ -158,10 +158,6 @@ func runWiki(env *Env, args []string) error {
 	}
 	return nil
 }
-
-// similarMax is how many entries wiki names for a title with none, as the
-// Encyclopedia's entry bar offers.
-const similarMax = 3
 
 // pageLinks returns the topics a page links to through /wiki/ hrefs, in order
 // (train.LinkTopics; [] rather than null in the JSON when there are none).

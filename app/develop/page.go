@@ -45,6 +45,25 @@ func PageRequest(title string, leads *assets.Leads, own bool) engine.Request {
 	return req
 }
 
+// The words and bounds the screens share around a page's entry — the app's
+// Encyclopedia and browser mode alike, and `darkroom wiki`'s bound.
+const (
+	// LetModelWrite is offered over a page that is its title's entry: the
+	// page written again by the model alone (PageRequest's own).
+	LetModelWrite = "Let the model write it"
+	// ShowEntry is offered over the model's own page of a title whose entry
+	// the folder holds: the entry back.
+	ShowEntry = "Show the entry"
+	// SimilarNote heads the entries offered over the page of a title the
+	// folder holds none for (assets.Leads.Similar).
+	SimilarNote = "The model holds no entry for this title: the page is its own writing, often wrong. Entries with a similar title:"
+	// SimilarMax is how many entries are offered for a title with none.
+	SimilarMax = 3
+	// SuggestMax is how many entries are offered as a topic is typed
+	// (assets.Leads.Prefixed).
+	SuggestMax = 6
+)
+
 // OwnTopics are topics the start pages offer as the model's own writing:
 // computing titles Darkroom Mini holds no entry for (held out of its training,
 // assets/training), so that a new user sees a page develop — a known title's

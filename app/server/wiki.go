@@ -158,19 +158,17 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 	s.writePage(w, pageView{Title: "Encyclopedia", Content: template.HTML(htmlsafe.Sanitize(b.String())), Status: status})
 }
 
-// suggestMax is how many entries GET /suggest offers, as the app's address does.
-const suggestMax = 6
-
 // handleSuggest answers GET /suggest?q=TOPIC with the titles of the entries
-// the model's folder holds that begin with it (assets.Leads.Prefixed), as a
-// JSON list: develop.js offers them under the search box as a topic is typed.
-// An empty, over-long or unreadable topic, or a model with no entries, gets [].
+// the model's folder holds that begin with it (assets.Leads.Prefixed;
+// develop.SuggestMax of them, as the app's address offers), as a JSON list:
+// develop.js offers them under the search box as a topic is typed. An empty,
+// over-long or unreadable topic, or a model with no entries, gets [].
 func (s *Server) handleSuggest(w http.ResponseWriter, r *http.Request) {
 	titles := []string{}
 	q := assets.CleanLine(r.URL.Query().Get("q"))
 	if q != "" && utf8.RuneCountInString(q) <= maxTitleRunes && assets.ReadableTitle(q) == nil {
 		if m, err := s.model(r.Context()); err == nil {
-			titles = append(titles, m.Leads.Prefixed(q, suggestMax)...)
+			titles = append(titles, m.Leads.Prefixed(q, develop.SuggestMax)...)
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -247,9 +245,11 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 			other := pageQuery{whole: q.whole, own: !q.own}
 			v.Other, v.OtherLabel = pageURL(title, other), ownLabel[q.own]
 		}
-		for _, t := range leads.Similar(title, similarMax) { // a title with no entry: those it may have meant
+		for _, t := range leads.Similar(title, develop.SimilarMax) { // a title with no entry: those it may have meant
 			v.Similar = append(v.Similar, titleLink{Title: t, Href: pageURL(t, pageQuery{whole: q.whole})})
-			v.SimilarNote = similarNote
+		}
+		if len(v.Similar) > 0 {
+			v.SimilarNote = develop.SimilarNote
 		}
 	}
 	if p, ok := s.pages.get(q.key(title)); ok && !q.regen {
@@ -321,16 +321,9 @@ const ownKey = "\x00own"
 // titleLink is a link to title's page.
 type titleLink struct{ Title, Href string }
 
-// similarMax is how many entries a page with none offers; similarNote says
-// what they are (the app's entry bar's words).
-const (
-	similarMax  = 3
-	similarNote = "The model holds no entry for this title: the page is its own writing, often wrong. Entries with a similar title:"
-)
-
 // ownLabel is the link to the other way of writing a page with an entry,
 // by whether the page shown is the model's own: the app's button's words.
-var ownLabel = map[bool]string{false: "Let the model write it", true: "Show the entry"}
+var ownLabel = map[bool]string{false: develop.LetModelWrite, true: develop.ShowEntry}
 
 // pageURL is title's page address asked as q: with regen, written anew; with
 // whole, the finished page in one answer; with own, the model's own page.

@@ -574,8 +574,8 @@ func TestTypedTopicOpensItsEntryInTheBrowser(t *testing.T) {
 func TestMisspeltTopicOffersEntriesInTheBrowser(t *testing.T) {
 	s, c := entriesServer(t, &fakeGen{final: "<h1>compilr</h1>\n<p>Made up.</p>"}, "compiler")
 	for path, want := range map[string]string{
-		"/wiki/compilr?whole=1": `<p class="similar">` + html.EscapeString(similarNote) + ` <a href="/wiki/compiler?whole=1">compiler</a></p>`,
-		"/wiki/compilr":         `<p class="similar">` + html.EscapeString(similarNote) + ` <a href="/wiki/compiler">compiler</a></p>`,
+		"/wiki/compilr?whole=1": `<p class="similar">` + html.EscapeString(develop.SimilarNote) + ` <a href="/wiki/compiler?whole=1">compiler</a></p>`,
+		"/wiki/compilr":         `<p class="similar">` + html.EscapeString(develop.SimilarNote) + ` <a href="/wiki/compiler">compiler</a></p>`,
 	} {
 		if _, page := do(t, c, "GET", site(s)+path, "", nil); !strings.Contains(page, want) {
 			t.Errorf("%s lacks %s:\n%s", path, want, page)

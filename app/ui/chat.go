@@ -611,7 +611,7 @@ func (c *Chat) answer() {
 		var asked askedAbout
 		if last := t.Messages[len(t.Messages)-1]; last.Role == "user" && !thinking {
 			start = info.Leads.ChatStart(last.Content)
-			asked = askedAbout{similar: info.Leads.ChatSimilar(last.Content, similarMax), entry: start.Lead != "", own: own}
+			asked = askedAbout{similar: info.Leads.ChatSimilar(last.Content, develop.SimilarMax), entry: start.Lead != "", own: own}
 			if own { // the model alone, as `darkroom generate --no-lead` asks
 				start = assets.ChatStart{}
 			}
@@ -755,7 +755,7 @@ func (c *Chat) showAfter(res *engine.Result, asked askedAbout) {
 	case asked.entry && (asked.own || res.LeadHeld):
 		note, label := chatEntryNote, letModelAnswer
 		if asked.own {
-			note, label = chatOwnNote, showEntry
+			note, label = chatOwnNote, develop.ShowEntry
 		}
 		c.after.Add(widget.NewLabel(note))
 		c.after.Add(widget.NewButtonWithIcon(label, theme.DocumentCreateIcon(), func() {

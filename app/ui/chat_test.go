@@ -643,7 +643,7 @@ func TestChatLetTheModelAnswer(t *testing.T) {
 	tapButton()
 	th := c.Current()
 	last := m.Calls()[len(m.Calls())-1].req
-	if note, b := row(); note != chatOwnNote || b != showEntry || last.Lead != "" || last.Opening != "" || len(th.Messages) != 2 || th.Messages[1].Content != "Made up." {
+	if note, b := row(); note != chatOwnNote || b != develop.ShowEntry || last.Lead != "" || last.Opening != "" || len(th.Messages) != 2 || th.Messages[1].Content != "Made up." {
 		t.Errorf("after %q: %q [%s], lead %q, %d messages (last %q); want the model's own answer, said so", letModelAnswer, note, b, last.Lead, len(th.Messages), th.Messages[len(th.Messages)-1].Content)
 	}
 	if st := uiRead(func() string { return c.status.Text }); !strings.Contains(st, develop.OwnNote) {
@@ -651,7 +651,7 @@ func TestChatLetTheModelAnswer(t *testing.T) {
 	}
 	tapButton()
 	if note, b := row(); note != chatEntryNote || b != letModelAnswer || !strings.HasPrefix(c.Current().Messages[1].Content, "**Unix**") {
-		t.Errorf("after %q: %q [%s], answer %q; want the entry back", showEntry, note, b, c.Current().Messages[1].Content)
+		t.Errorf("after %q: %q [%s], answer %q; want the entry back", develop.ShowEntry, note, b, c.Current().Messages[1].Content)
 	}
 	typeText(c.input, "Hello!") // another question: no row (the Library answer is neither)
 	tap(c.send)

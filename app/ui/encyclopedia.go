@@ -124,7 +124,7 @@ func newEncyclopedia(a *App) *Encyclopedia {
 	hideURL := widget.NewButtonWithIcon("", theme.CancelIcon(), func() { e.browserBox.Hide() })
 	e.browserBox = container.NewVBox(e.browserMsg, container.NewBorder(nil, nil, nil, container.NewHBox(copyURL, hideURL), e.browserURL))
 	e.browserBox.Hide()
-	e.ownBtn = widget.NewButtonWithIcon(letModelWrite, theme.DocumentCreateIcon(), e.toggleOwn)
+	e.ownBtn = widget.NewButtonWithIcon(develop.LetModelWrite, theme.DocumentCreateIcon(), e.toggleOwn)
 	e.entryMsg = widget.NewLabel("")
 	e.entryMsg.Wrapping = fyne.TextWrapWord
 	e.similar = container.NewHBox()
@@ -181,21 +181,12 @@ func (e *Encyclopedia) Navigate(title string) {
 	e.generate(title)
 }
 
-// The entry bar's words: on an entry's page, and on the model's own page for
-// a title it holds an entry for.
+// The entry bar's own words: on an entry's page, and on the model's own page
+// for a title it holds an entry for (its buttons' and the rest are
+// develop's, which browser mode shares).
 const (
-	entryNote     = "This page is the entry the model's folder holds, as written."
-	letModelWrite = "Let the model write it"
-	ownNote       = "The model wrote this page alone, without the entry: it reads like one and is often wrong."
-	showEntry     = "Show the entry"
-	similarNote   = "The model holds no entry for this title: the page is its own writing, often wrong. Entries with a similar title:"
-)
-
-// similarMax is how many entries the entry bar offers for a title with none;
-// suggestMax how many the address offers as a topic is typed.
-const (
-	similarMax = 3
-	suggestMax = 6
+	entryNote = "This page is the entry the model's folder holds, as written."
+	ownNote   = "The model wrote this page alone, without the entry: it reads like one and is often wrong."
 )
 
 // suggestFor offers, under the address, the entries whose titles begin with
@@ -208,7 +199,7 @@ func (e *Encyclopedia) suggestFor(typed string) {
 	typed = strings.TrimSpace(typed)
 	var titles []string
 	if typed != "" && (e.pos < 0 || typed != e.history[e.pos]) {
-		titles = e.app.startLeads().Prefixed(typed, suggestMax)
+		titles = e.app.startLeads().Prefixed(typed, develop.SuggestMax)
 	}
 	if len(titles) == 0 {
 		e.suggest.Hide()
@@ -259,14 +250,14 @@ func (e *Encyclopedia) showEntryBar(known, own bool, similar []string) {
 	switch {
 	case known && own:
 		e.entryMsg.SetText(ownNote)
-		e.ownBtn.SetText(showEntry)
+		e.ownBtn.SetText(develop.ShowEntry)
 		e.ownBtn.Show()
 	case known:
 		e.entryMsg.SetText(entryNote)
-		e.ownBtn.SetText(letModelWrite)
+		e.ownBtn.SetText(develop.LetModelWrite)
 		e.ownBtn.Show()
 	case len(similar) > 0:
-		e.entryMsg.SetText(similarNote)
+		e.entryMsg.SetText(develop.SimilarNote)
 		e.ownBtn.Hide()
 		linkRow(e.similar, nil, similar, e.content.Size().Width, e.Navigate)
 	default:
@@ -460,7 +451,7 @@ func (e *Encyclopedia) generate(title string) {
 		known := leads.Has(title)
 		var similar []string
 		if !known {
-			similar = leads.Similar(title, similarMax)
+			similar = leads.Similar(title, develop.SimilarMax)
 		}
 		onUI(func() {
 			if !current() {

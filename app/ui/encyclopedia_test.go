@@ -477,13 +477,13 @@ func TestLetTheModelWriteIt(t *testing.T) {
 	status := func() string { return uiRead(func() string { return e.status.Text }) }
 	asUI(func() { e.Navigate("Unix") })
 	e.run.Wait()
-	if b, msg := button(), uiRead(func() string { return e.entryMsg.Text }); b != letModelWrite || msg != entryNote {
-		t.Fatalf("on Unix's entry the bar says %q, its button %q; want %q, %q", msg, b, entryNote, letModelWrite)
+	if b, msg := button(), uiRead(func() string { return e.entryMsg.Text }); b != develop.LetModelWrite || msg != entryNote {
+		t.Fatalf("on Unix's entry the bar says %q, its button %q; want %q, %q", msg, b, entryNote, develop.LetModelWrite)
 	}
 	tap(e.ownBtn)
 	e.run.Wait()
-	if b, st := button(), status(); b != showEntry || !strings.Contains(st, develop.OwnNote) {
-		t.Errorf("after %q: button %q, status %q; want %q and the model's own writing said", letModelWrite, b, st, showEntry)
+	if b, st := button(), status(); b != develop.ShowEntry || !strings.Contains(st, develop.OwnNote) {
+		t.Errorf("after %q: button %q, status %q; want %q and the model's own writing said", develop.LetModelWrite, b, st, develop.ShowEntry)
 	}
 	if msg := uiRead(func() string { return e.entryMsg.Text }); msg != ownNote {
 		t.Errorf("over the model's own page: %q, want %q", msg, ownNote)
@@ -494,20 +494,20 @@ func TestLetTheModelWriteIt(t *testing.T) {
 		t.Errorf("on Bell Labs, which has no entry, the button is %q", b)
 	}
 	asUI(e.Back)
-	if b, st := button(), status(); b != showEntry || !strings.Contains(st, develop.OwnNote) {
+	if b, st := button(), status(); b != develop.ShowEntry || !strings.Contains(st, develop.OwnNote) {
 		t.Errorf("back on Unix: button %q, status %q; want the model's own page, from history", b, st)
 	}
 	tap(e.ownBtn)
 	e.run.Wait()
-	if b, st := button(), status(); b != letModelWrite || !strings.Contains(st, develop.LeadNote) {
-		t.Errorf("after %q: button %q, status %q; want the entry again", showEntry, b, st)
+	if b, st := button(), status(); b != develop.LetModelWrite || !strings.Contains(st, develop.LeadNote) {
+		t.Errorf("after %q: button %q, status %q; want the entry again", develop.ShowEntry, b, st)
 	}
 	tap(e.ownBtn) // the model's own again, then Unix navigated to anew: its entry
 	e.run.Wait()
 	asUI(func() { e.Navigate("Unix") })
 	e.run.Wait()
-	if b := button(); b != letModelWrite {
-		t.Errorf("Unix navigated to anew: button %q, want its entry's %q", b, letModelWrite)
+	if b := button(); b != develop.LetModelWrite {
+		t.Errorf("Unix navigated to anew: button %q, want its entry's %q", b, develop.LetModelWrite)
 	}
 	var leadsSent []string
 	for _, c := range m.Calls() {
@@ -556,8 +556,8 @@ func TestMisspeltTopicOffersEntries(t *testing.T) {
 	asUI(func() { e.Navigate("compilr") })
 	e.run.Wait()
 	links, msg := rowLinks(e.similar), uiRead(func() string { return e.entryMsg.Text })
-	if !uiRead(func() bool { return e.entryBar.Visible() && !e.ownBtn.Visible() }) || msg != similarNote || !slices.Equal(links, []string{"compiler"}) {
-		t.Fatalf("over compilr's page: %q with links %q; want %q and a link to compiler", msg, links, similarNote)
+	if !uiRead(func() bool { return e.entryBar.Visible() && !e.ownBtn.Visible() }) || msg != develop.SimilarNote || !slices.Equal(links, []string{"compiler"}) {
+		t.Fatalf("over compilr's page: %q with links %q; want %q and a link to compiler", msg, links, develop.SimilarNote)
 	}
 	tapRowLink(e.similar, "compiler")
 	e.run.Wait()
@@ -565,7 +565,7 @@ func TestMisspeltTopicOffersEntries(t *testing.T) {
 	if last := calls[len(calls)-1].req; last.Opening != assets.EncyclopediaOpening("compiler") || last.Lead == "" {
 		t.Errorf("the link opened %q with lead %q; want compiler's entry", last.Opening, last.Lead)
 	}
-	if b := uiRead(func() string { return e.ownBtn.Text }); b != letModelWrite {
+	if b := uiRead(func() string { return e.ownBtn.Text }); b != develop.LetModelWrite {
 		t.Errorf("over compiler's entry the button says %q", b)
 	}
 }
