@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
-	"sync"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -349,19 +348,9 @@ func (a *App) startLeads() *assets.Leads {
 	if a.activeModelName() != miniName {
 		return nil
 	}
-	return builtinLeads()
-}
-
-// builtinLeads are the built-in Darkroom Mini's entries, read once (a tenth of
-// a second): nil where they cannot be read, which loading the model then says.
-var builtinLeads = sync.OnceValue(func() *assets.Leads {
-	fsys, err := assets.Mini()
-	if err != nil {
-		return nil
-	}
-	leads, _ := assets.ReadLeads(fsys)
+	leads, _ := builtinLeads() // where they cannot be read, loading the model says so
 	return leads
-})
+}
 
 func (a *App) activeModelName() string {
 	if n := a.remoteActiveName(); n != "" {

@@ -79,7 +79,7 @@ func wireEngine(d *Deps) {
 		if err != nil {
 			return nil, err
 		}
-		leads, err := models.Leads(src)
+		leads, err := sourceLeads(src)
 		if err != nil {
 			return nil, err
 		}
@@ -93,6 +93,27 @@ func wireEngine(d *Deps) {
 		return m, nil
 	})
 }
+
+// sourceLeads are the entries src's folder holds (models.Leads): the
+// built-in Mini's — the source activeSource and the Library give it, the
+// embedded files named catalog.MiniID — read once (builtinLeads).
+func sourceLeads(src engine.Source) (*assets.Leads, error) {
+	if src.FS != nil && src.Name == catalog.MiniID {
+		return builtinLeads()
+	}
+	return models.Leads(src)
+}
+
+// builtinLeads are the built-in Darkroom Mini's entries, read once (a tenth of
+// a second) for the start page and every load of the built-in model (the
+// Race loads a second one).
+var builtinLeads = sync.OnceValues(func() (*assets.Leads, error) {
+	fsys, err := assets.Mini()
+	if err != nil {
+		return nil, err
+	}
+	return models.Leads(engine.FS(fsys, catalog.MiniID))
+})
 
 // activeSource is where the active model is read from, and its display name:
 // DARKROOM_MODEL's folder, else the Library's choice (mgr may be nil), else the
