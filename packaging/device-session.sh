@@ -245,17 +245,21 @@ train_part() {
 	local run="$out/run" # checkpoints every minute land here; packed and removed at the end
 	rm -rf "$run"
 	local size=(--hidden 192 --layers 6 --heads 6 --kv-heads 2 --head-dim 32 --intermediate 384 --moe-intermediate 192 --experts 8 --top-k 2)
-	local warmup=200 from="from scratch"
+	# From scratch: the host's from-scratch schedule (2e-3 → 1e-4). From trained
+	# weights: the host's fine-tunes' (5e-4 → 5e-5, warm-up 20; sessions 19–26),
+	# not a from-scratch peak that would first undo what the weights hold.
+	local lr=(--lr 2e-3 --min-lr 1e-4 --warmup 200) from="from scratch"
+	local tune=(--lr 5e-4 --min-lr 5e-5 --warmup 20)
 	if [ -f "$dir/init/config.json" ]; then
 		size=(--init "$dir/init")
-		warmup=100
+		lr=("${tune[@]}")
 		from="from $dir/init"
 	elif [ -f "$dir/init-tree" ]; then # prepare's starting weights are the tree's own (assets/mini)
 		local tree_init
 		tree_init=$(cat "$dir/init-tree")
 		if [ -f "$root/$tree_init/config.json" ]; then
 			size=(--init "$root/$tree_init")
-			warmup=100
+			lr=("${tune[@]}")
 			from="from $tree_init"
 		fi
 	fi
@@ -267,11 +271,11 @@ train_part() {
 		step "skipped training: ${train_secs}s left after keeping ${reserve}s for export, eval and packing (run --part train in its own call)"
 		return 0
 	fi
-	step "training $from for at most ${train_secs}s ($steps steps of $batch)"
+	step "training $from for at most ${train_secs}s ($steps steps of $batch, ${lr[*]})"
 	# The step lines go to train.log; every 50th comes to the session log after.
 	set +e
 	timeout -s INT -k 30 "$train_secs" "$bin" train run --backend "$backend" --corpus "$work/corpus" --run "$run" \
-		--steps "$steps" --batch "$batch" --lr 2e-3 --min-lr 1e-4 --warmup "$warmup" --buckets 48,128,256,320 \
+		--steps "$steps" --batch "$batch" "${lr[@]}" --buckets 48,128,256,320 \
 		--kinds page=1,chat=0.15,desktop=0.1 --eval-every "$steps" --checkpoint-every 1000000 --checkpoint-minutes 1 \
 		"${size[@]}" 2>&1 | tee "$work/train.log" | grep --line-buffered -v '^step '
 	local rc=${PIPESTATUS[0]}

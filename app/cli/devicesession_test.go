@@ -130,7 +130,7 @@ func TestDeviceSessionScript(t *testing.T) {
 	}
 	args, _ := os.ReadFile(filepath.Join(work, "stub-args"))
 	for _, want := range []string{"--backend go", "--init " + filepath.Join(prep, "init"), "--buckets 48,128,256,320",
-		"--checkpoint-minutes 1", "--batch 32", "train export --run " + filepath.Join(out, "run"), "train eval"} {
+		"--checkpoint-minutes 1", "--batch 32", "--lr 5e-4 --min-lr 5e-5 --warmup 20", "train export --run " + filepath.Join(out, "run"), "train eval"} {
 		if !strings.Contains(string(args), want) {
 			t.Errorf("the binary was not run with %q:\n%s", want, args)
 		}
