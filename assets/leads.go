@@ -395,6 +395,12 @@ type ChatStart struct {
 // answer without a category (held so, it wrote "(noun)" and a dictionary
 // sense for "bus error").
 //
+// A term asked alone ("unix?", "compilers?": chatTerm) is a question about
+// it: where the leads hold it, the answer is its entry, as for "What is
+// Unix?"; where they do not, the Library answer, which shows how to ask. A
+// lower-case word does not name an acronym so asked ("cool?" is not about
+// COOL, "help?" not about HELP).
+//
 // With no entry held, Reply is the Library answer (ChatElsewhere), which the
 // model learned to write word for word: where it begins it, it is held whole
 // (engine.Request.Reply; left to write it, the Mini garbled it in half the
@@ -407,11 +413,18 @@ func (l *Leads) ChatStart(message string) ChatStart {
 	}
 	start := ChatStart{Reply: ChatElsewhere()} // no entry held: the Library answer, where begun
 	topic, asked, ok := chatTopic(message)
+	alone := false // a term asked alone
 	if !ok {
-		return start
+		if topic, ok = chatTerm(message); !ok {
+			return start
+		}
+		alone = true
 	}
 	bare := TopicBare(topic)
 	title, entry, ok := l.find(topic)
+	if ok && alone && acronymOf(topic, title) {
+		ok = false // "cool?" is no question about COOL
+	}
 	if ok {
 		category, text := chatLead(title, entry)
 		if text != "" {
@@ -427,6 +440,42 @@ func (l *Leads) ChatStart(message string) ChatStart {
 	}
 	start.Opening, start.OpeningTentative = "**"+bare, true
 	return start
+}
+
+// chatTerm is the term a message asks about alone, a question mark after it
+// ("unix?", "Compilers?", "linked list??"): a topic that reads as a term
+// (chatHeading), not a question's words ("How is it going?", "Can you help
+// me?" — a message that begins with a question word or an auxiliary is a
+// sentence, not a term). Without the question mark a bare word is as often
+// a greeting or a reply ("hi", "thanks", "yes" and "no" are all entries of
+// the Mini's), so it is not read as a term.
+func chatTerm(message string) (topic string, ok bool) {
+	q := CleanLine(message)
+	if !strings.HasSuffix(q, "?") {
+		return "", false
+	}
+	topic = strings.TrimSpace(strings.TrimRight(q, "?"))
+	first, _, _ := strings.Cut(strings.ToLower(topic), " ")
+	if _, sentence := questionWords[first]; sentence || !chatHeading(topic) {
+		return "", false
+	}
+	return topic, true
+}
+
+// questionWords begin a question that is a sentence, not a term (chatTerm).
+var questionWords = func() map[string]struct{} {
+	m := map[string]struct{}{}
+	for _, w := range strings.Fields("what whats what's who whom whose which where when why how is are was were am " +
+		"do does did can could will would shall should may might must have has had any anything anyone") {
+		m[w] = struct{}{}
+	}
+	return m
+}()
+
+// acronymOf reports whether title is an acronym (upper case only) that topic
+// names in other letters than capitals ("cool" → "COOL").
+func acronymOf(topic, title string) bool {
+	return title == strings.ToUpper(title) && title != strings.ToLower(title) && topic != strings.ToUpper(topic)
 }
 
 // singulars are the singular forms a plural topic may have, most likely

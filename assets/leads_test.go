@@ -214,6 +214,7 @@ func TestChatStart(t *testing.T) {
 		// 20 sentences of 31 bytes: 9 fit ChatLeadMax after "**long one**: ".
 		{"long one", "<h1>long one</h1>\n<p>" + strings.TrimSpace(strings.Repeat("Word word word word word word. ", 20)) + "</p>\n<p>More.</p>"},
 		{"unending", "<h1>unending</h1>\n<ul><li>An item that never ends a sentence</li><li>Two.</li></ul>"},
+		{"COOL", "<h1>COOL</h1>\n<p>A language.</p>"},
 	} {
 		l.Add(p[0], p[1], nil)
 	}
@@ -245,6 +246,20 @@ func TestChatStart(t *testing.T) {
 		"What's on TV tonight?":      {"", ""},
 		"What is meant by power up?": {"", ""},
 		"What are you?":              {"", ""},
+		// A term asked alone: its entry, where held; else the Library answer,
+		// no heading (a bare word is often no question at all).
+		"unix?":            {"**Unix", "** (operating system): An interactive time-sharing system by *Ken* & co. It runs."},
+		"Interrupts ??":    {"**interrupt", "**: A signal."},
+		"the compiler?":    {"**compiler", "**: A program that converts a program to machine language."},
+		"COOL?":            {"**COOL", "**: A language."},
+		"cool?":            {"", ""}, // not about the acronym
+		"hacker?":          {"", ""},
+		"lisp?":            {"", ""},
+		"unix":             {"", ""}, // no question mark: "hi", "thanks" and "yes" are entries too
+		"How is it going?": {"", ""},
+		"Can you help me?": {"", ""},
+		"Is Unix free?":    {"", ""},
+		"Why unix?":        {"", ""},
 		// Not a term: nothing held.
 		"Compile this for me.":   {"", ""},
 		"Hello!":                 {"", ""},
@@ -412,6 +427,9 @@ func TestChatSimilar(t *testing.T) {
 		"Write me a compilr.":   nil,
 		"What are compilers?":   nil, // found: its singular
 		"Tell me about zzzzzz.": nil,
+		"compilr?":              {"compiler"}, // a term asked alone
+		"compilr":               nil,
+		"compiler?":             nil,
 	} {
 		if got := l.ChatSimilar(msg, 3); !slices.Equal(got, want) {
 			t.Errorf("ChatSimilar(%q) = %q, want %q", msg, got, want)

@@ -123,11 +123,15 @@ const prefixScan = 500
 
 // ChatSimilar are up to n titles of entries a chat message may have meant:
 // where it asks about a topic the way the chat examples ask ("What is a
-// compilr?") and the leads hold no entry for it (ChatStart finds none), the
-// entries Similar offers for it. Chat offers them under the model's answer,
-// which is its own writing there.
+// compilr?") or alone ("compilr?": chatTerm) and the leads hold no entry for
+// it (ChatStart finds none), the entries Similar offers for it. Chat offers
+// them under the model's answer, which is its own writing there (or the
+// Library answer, for a term asked alone).
 func (l *Leads) ChatSimilar(message string, n int) []string {
 	topic, ok := ChatTopic(message)
+	if !ok {
+		topic, ok = chatTerm(message)
+	}
 	if !ok || l.Len() == 0 {
 		return nil
 	}
