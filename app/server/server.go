@@ -117,13 +117,16 @@ type Options struct {
 	// Vocab, ModelID and Sampling are ignored): the desktop app's active model,
 	// which the user may switch while the server runs.
 	Model func(ctx context.Context) (Model, error)
-	// LoadedLeads, if set with Model, gives the entries of the model when it
-	// is loaded now, without loading it (ok false while it is not): a page's
-	// shell, which answers at once and leaves the model to its event stream,
-	// asks it for what its links need (the entry a typed topic names, the
-	// model's own page, entries a typo may have meant). The desktop app's
-	// model loads on first use — a 26B's in tens of seconds.
-	LoadedLeads func() (leads *assets.Leads, ok bool)
+	// Known, if set with Model, is the model pages are written by, where it is
+	// known without loading it (ok false where not): its id, as Model names
+	// it, and its entries — the loaded model's, or those of one whose entries
+	// are read without its weights (the built-in Mini's). A page's shell,
+	// which answers at once and leaves the model to its event stream, takes
+	// what its links need from it (the entry a typed topic names, the model's
+	// own page, entries a typo may have meant), and so do the start page and
+	// the search box's suggestions. The desktop app's model loads on first
+	// use — a 26B's in tens of seconds.
+	Known func() (id string, leads *assets.Leads, ok bool)
 
 	// Addr is where to listen, "127.0.0.1:0" (a random port) by default. The
 	// host must be a loopback address or "localhost"; an empty host means
@@ -178,6 +181,7 @@ type Server struct {
 	port      string
 	stop      context.CancelFunc
 	lastModel string // the id and page mode of the model the pages in the cache were written by
+	lastID    string // that model's id
 
 	closeOnce sync.Once
 	closeErr  error
@@ -275,7 +279,7 @@ func (s *Server) model(ctx context.Context) (Model, error) {
 	s.mu.Lock()
 	key := m.ID + " " + string(m.PageMode) // the pages cached were written by this model, in this mode
 	changed := s.lastModel != "" && s.lastModel != key
-	s.lastModel = key
+	s.lastModel, s.lastID = key, m.ID
 	s.mu.Unlock()
 	if changed {
 		s.pages.clear()
@@ -284,10 +288,11 @@ func (s *Server) model(ctx context.Context) (Model, error) {
 }
 
 // shellLeads are the entries of the model a page's shell is written for,
-// where they are known without loading a model (Options.LoadedLeads).
+// where they are known without loading a model (Options.Known).
 func (s *Server) shellLeads(ctx context.Context) (*assets.Leads, bool) {
-	if s.opts.LoadedLeads != nil {
-		return s.opts.LoadedLeads()
+	if s.opts.Known != nil {
+		_, leads, ok := s.opts.Known()
+		return leads, ok
 	}
 	m, err := s.model(ctx)
 	return m.Leads, err == nil

@@ -138,11 +138,24 @@ func (s *Server) noPage(w http.ResponseWriter, r *http.Request, why error) {
 const startHow = "The model develops a page from noise (the polaroid) or types it out word by word (the printer), " +
 	"in the mode the app's Encyclopedia picks."
 
+// handleHome answers GET / with the start page (develop.StartPage), the pages
+// written so far and the model's name: at once where the model is known
+// without loading it (Options.Known), else once it is loaded.
 func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
-	m, merr := s.model(r.Context())
-	b.WriteString(develop.StartPage(m.Leads, startHow, wikiPath))
-	if titles := s.pages.titles(); len(titles) > 0 {
+	var id string
+	var leads *assets.Leads
+	ok, merr := false, error(nil)
+	if s.opts.Known != nil {
+		id, leads, ok = s.opts.Known()
+	}
+	if !ok {
+		var m Model
+		m, merr = s.model(r.Context())
+		id, leads = m.ID, m.Leads
+	}
+	b.WriteString(develop.StartPage(leads, startHow, wikiPath))
+	if titles := s.pages.titles(); len(titles) > 0 && s.cachedBy(id) {
 		b.WriteString("<h2>Pages written so far</h2><ul>")
 		for _, t := range titles {
 			fmt.Fprintf(&b, `<li><a href="%s">%s</a></li>`, html.EscapeString(wikiPath(t)), html.EscapeString(t))
@@ -151,24 +164,33 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 	}
 	status := "Model: "
 	if merr == nil {
-		status += m.ID
+		status += id
 	} else {
 		status += "none (" + clip(merr.Error(), 200) + ")"
 	}
 	s.writePage(w, pageView{Title: "Encyclopedia", Content: template.HTML(htmlsafe.Sanitize(b.String())), Status: status})
 }
 
+// cachedBy reports whether the pages in the cache were written by the model
+// named id (the cache is cleared when the next page asks for another model).
+func (s *Server) cachedBy(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastID == id
+}
+
 // handleSuggest answers GET /suggest?q=TOPIC with the titles of the entries
 // the model's folder holds that begin with it (assets.Leads.Prefixed;
 // develop.SuggestMax of them, as the app's address offers), as a JSON list:
 // develop.js offers them under the search box as a topic is typed. An empty,
-// over-long or unreadable topic, or a model with no entries, gets [].
+// over-long or unreadable topic, a model with no entries, or one whose
+// entries are not known while it loads (Options.Known), gets [].
 func (s *Server) handleSuggest(w http.ResponseWriter, r *http.Request) {
 	titles := []string{}
 	q := assets.CleanLine(r.URL.Query().Get("q"))
 	if q != "" && utf8.RuneCountInString(q) <= maxTitleRunes && assets.ReadableTitle(q) == nil {
-		if m, err := s.model(r.Context()); err == nil {
-			titles = append(titles, m.Leads.Prefixed(q, develop.SuggestMax)...)
+		if leads, ok := s.shellLeads(r.Context()); ok { // none while a model not Known loads
+			titles = append(titles, leads.Prefixed(q, develop.SuggestMax)...)
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -610,7 +610,7 @@ func TestSuggest(t *testing.T) {
 }
 
 // TestPageShellDoesNotWaitForTheModel: a page's shell answers at once while
-// the app's model is still loading (Options.LoadedLeads says it is not), as
+// the app's model is still loading (Options.Known says it is not known), as
 // before the shell needed the model's entries — only its event stream waits;
 // once the model is loaded, its entries send a typed topic to the entry.
 func TestPageShellDoesNotWaitForTheModel(t *testing.T) {
@@ -628,18 +628,72 @@ func TestPageShellDoesNotWaitForTheModel(t *testing.T) {
 				return Model{}, ctx.Err()
 			}
 		},
-		LoadedLeads: func() (*assets.Leads, bool) { return &leads, isLoaded.Load() }})
-	c := newBrowser() // not browser(t, s): the start page waits for the model
+		Known: func() (string, *assets.Leads, bool) { return "m", &leads, isLoaded.Load() }})
+	c := newBrowser() // not browser(t, s): the start page waits for a model not known
 	c.Timeout = 5 * time.Second
 	resp, page := do(t, c, "GET", s.URL("/wiki/compilers"), "", nil) // the token's address sets its cookie
 	if resp.StatusCode != 200 || !strings.Contains(page, `data-events="/events/wiki/compilers"`) {
 		t.Fatalf("while the model loads: %d\n%s", resp.StatusCode, page)
+	}
+	if _, body := do(t, c, "GET", site(s)+"/suggest?q=comp", "", nil); strings.TrimSpace(body) != "[]" {
+		t.Errorf("suggestions while a model not known loads: %s; want none, at once", body)
 	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	close(loaded)
 	isLoaded.Store(true)
 	if resp, _ := do(t, c, "GET", site(s)+"/wiki/compilers", "", nil); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/wiki/compiler" {
 		t.Errorf("once loaded: %d to %q; want 302 to /wiki/compiler", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// TestStartPageDoesNotWaitForAKnownModel: the start page, the search box's
+// suggestions and a page's shell answer at once while a model whose entries
+// are known without its weights (the app's built-in Mini: Options.Known) is
+// loading; the start page names it and offers its entries. Before, the start
+// page waited for the load.
+func TestStartPageDoesNotWaitForAKnownModel(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("compiler", "<h1>compiler</h1>\n<p>A program. It runs.</p>", nil)
+	s := start(t, Options{FrameInterval: time.Millisecond,
+		Model: func(ctx context.Context) (Model, error) { // loads until the test ends
+			<-ctx.Done()
+			return Model{}, ctx.Err()
+		},
+		Known: func() (string, *assets.Leads, bool) { return "darkroom-mini", &leads, true }})
+	c := newBrowser()
+	c.Timeout = 5 * time.Second
+	resp, page := do(t, c, "GET", s.URL("/"), "", nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, "Model: darkroom-mini") || !strings.Contains(page, `href="/wiki/compiler"`) {
+		t.Fatalf("start page while the model loads: %d\n%s", resp.StatusCode, page)
+	}
+	if _, body := do(t, c, "GET", site(s)+"/suggest?q=comp", "", nil); strings.TrimSpace(body) != `["compiler"]` {
+		t.Errorf("suggestions while the model loads: %s; want [\"compiler\"]", body)
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if resp, _ := do(t, c, "GET", site(s)+"/wiki/compilers", "", nil); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/wiki/compiler" {
+		t.Errorf("a typed plural while the model loads: %d to %q; want 302 to /wiki/compiler", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// TestStartPageListsOnlyTheKnownModelsPages: the start page lists the pages
+// written so far only while they are the model's it names (Options.Known):
+// after the app switches models, the old model's pages — cleared from the
+// cache when the next page asks for the new one — are not offered.
+func TestStartPageListsOnlyTheKnownModelsPages(t *testing.T) {
+	var id atomic.Value
+	id.Store("one")
+	g := &fakeGen{final: "<h1>Paging</h1><p>Pages.</p>"}
+	s := start(t, Options{FrameInterval: time.Millisecond,
+		Model: func(context.Context) (Model, error) { return Model{ID: id.Load().(string), Engine: g}, nil },
+		Known: func() (string, *assets.Leads, bool) { return id.Load().(string), nil, true }})
+	c := browser(t, s)
+	do(t, c, "GET", site(s)+"/wiki/Paging?whole=1", "", nil)
+	if _, page := do(t, c, "GET", site(s)+"/", "", nil); !strings.Contains(page, `href="/wiki/Paging"`) {
+		t.Errorf("the start page does not list the page written:\n%s", page)
+	}
+	id.Store("two")
+	if _, page := do(t, c, "GET", site(s)+"/", "", nil); strings.Contains(page, "Paging") || !strings.Contains(page, "Model: two") {
+		t.Errorf("after the switch, the start page lists the other model's page or names another:\n%s", page)
 	}
 }
 

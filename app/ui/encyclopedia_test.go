@@ -20,6 +20,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
@@ -643,19 +644,36 @@ func TestRaceOpensTheTypedTopicsEntry(t *testing.T) {
 	}
 }
 
-// TestServerShellsKnowTheLoadedModelsEntries: the local server's page shells
-// learn the entries of the app's model only once it is loaded
-// (server.Options.LoadedLeads), so that a shell never waits for a load.
-func TestServerShellsKnowTheLoadedModelsEntries(t *testing.T) {
+// TestServerKnowsTheModelWithoutLoadingIt: the local server's start page and
+// page shells learn the app's model and its entries without waiting for a load
+// (server.Options.Known): before the built-in Mini loads, its embedded entries
+// by its id; once a model is loaded, that model's; for another model not yet
+// loaded, nothing (the start page waits for it, the shells go without).
+func TestServerKnowsTheModelWithoutLoadingIt(t *testing.T) {
 	a, m := entriesApp(t, "Unix")
 	opts := a.serverOptions()
-	if leads, ok := opts.LoadedLeads(); ok || leads != nil {
-		t.Errorf("before the model loads: %v, %v; want none, not loaded", leads, ok)
+	builtin, err := builtinLeads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, leads, ok := opts.Known(); !ok || id != catalog.MiniID || leads != builtin {
+		t.Errorf("before the built-in model loads: %q, %d entries, %v; want %s and its %d embedded entries", id, leads.Len(), ok, catalog.MiniID, builtin.Len())
 	}
 	asUI(func() { a.Encyclopedia.Navigate("Unix") })
 	a.Encyclopedia.run.Wait()
-	if leads, ok := opts.LoadedLeads(); !ok || leads != m.leads {
-		t.Errorf("once loaded: %v, %v; want the model's entries", leads, ok)
+	if id, leads, ok := opts.Known(); !ok || id != catalog.MiniID || leads != m.leads {
+		t.Errorf("once loaded: %q, %d entries, %v; want the model's %d", id, leads.Len(), ok, m.leads.Len())
+	}
+
+	other, _ := entriesApp(t, "Unix")
+	if err := other.deps.Settings.Update(func(v *settings.Values) { // a model on another PC
+		v.RemoteServers = []settings.RemoteServer{{URL: "http://127.0.0.1:9"}}
+		v.RemoteModel = &settings.RemoteModel{URL: "http://127.0.0.1:9", ID: "tiny"}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if id, leads, ok := other.serverOptions().Known(); ok || leads != nil || id != "" {
+		t.Errorf("another model, not loaded: %q, %d entries, %v; want not known", id, leads.Len(), ok)
 	}
 }
 

@@ -96,12 +96,7 @@ func (a *App) serverOptions() server.Options {
 			sm.PageMode = pageMode(m.Info(), pickedLabel(a.deps.Settings.Get().PageMode)) // the Encyclopedia's
 			return sm, nil
 		},
-		LoadedLeads: func() (*assets.Leads, bool) {
-			if m := a.models.Loaded(); m != nil {
-				return m.Info().Leads, true
-			}
-			return nil, false
-		}}
+		Known: a.knownModel}
 }
 
 // serverModel is m as the local server runs it: named by its stable id

@@ -22,6 +22,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
 // Deps are what the app is built on. Nil fields make the screens that need them
@@ -338,18 +339,29 @@ func miniSources() string {
 }
 
 // startLeads are the entries the model the screens would ask now holds, for
-// the Encyclopedia's start page: the loaded model's, else, where the built-in
-// Darkroom Mini is the active one, its embedded entries (builtinLeads), else
-// none.
+// the Encyclopedia's start page and address suggestions (knownModel's; none
+// where they are not known before the model loads).
 func (a *App) startLeads() *assets.Leads {
+	_, leads, _ := a.knownModel()
+	return leads
+}
+
+// knownModel is the model the screens would ask now, where it is known without
+// loading it: its id as the local server names it (serverModel) and its
+// entries — the loaded model's, else, where the built-in Darkroom Mini is the
+// active one, its embedded entries (builtinLeads). ok is false for another
+// model not loaded yet, and where the Mini's entries cannot be read (loading
+// the model says why). The local server's start page and page shells ask it
+// (server.Options.Known), so they never wait for a load.
+func (a *App) knownModel() (id string, leads *assets.Leads, ok bool) {
 	if m := a.models.Loaded(); m != nil {
-		return m.Info().Leads
+		return serverModel(m, engine.Sampling{}).ID, m.Info().Leads, true
 	}
 	if a.activeModelName() != miniName {
-		return nil
+		return "", nil, false
 	}
-	leads, _ := builtinLeads() // where they cannot be read, loading the model says so
-	return leads
+	leads, err := builtinLeads()
+	return catalog.MiniID, leads, err == nil
 }
 
 func (a *App) activeModelName() string {
