@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -32,7 +33,7 @@ func TestRealEngineDevelopsAPage(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return newEngineModel(e, "tiny", false), nil
+		return stepPaced{newEngineModel(e, "tiny", false)}, nil
 	})
 	fa := test.NewTempApp(t)
 	w := test.NewTempWindow(t, nil)
@@ -70,4 +71,26 @@ func TestRealEngineDevelopsAPage(t *testing.T) {
 	if p := e.cache["Unix"]; p == nil || len(p.tokens) == 0 || m.Decode(p.tokens) != p.html {
 		t.Errorf("cached page does not match its tokens")
 	}
+}
+
+// stepPaced is a model whose denoising steps take at least stepPace each: the
+// tiny model's whole page takes milliseconds, and under a loaded machine the
+// throttle's goroutine could first run after the last step, showing no
+// developing frame at all (TestRealEngineDevelopsAPage failed so once in a full
+// run). A real model's steps take tens of milliseconds or more.
+type stepPaced struct{ Model }
+
+const stepPace = 5 * time.Millisecond
+
+func (m stepPaced) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	on := req.OnEvent
+	req.OnEvent = func(ev engine.Event) {
+		if on != nil {
+			on(ev)
+		}
+		if ev.Kind == engine.EventStep {
+			time.Sleep(stepPace)
+		}
+	}
+	return m.Model.Generate(ctx, req)
 }
