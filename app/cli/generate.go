@@ -345,7 +345,7 @@ func runGenerate(env *Env, args []string) error {
 	fmt.Fprintf(env.Stderr, "%s in %.2f s%s, %s, %s, stop: %s, backend %s%s\n",
 		develop.TokenCount(res), res.ElapsedMS/1000, rate, canvasSummary(res, mode),
 		plural.Count(res.ForwardPasses, "forward pass", "forward passes"), res.StopReason, e.Backend(), develop.LeadSuffix(res, entries)) // as the app's status line says it
-	if len(similar) > 0 && !res.LeadHeld && !res.Replied {
+	if len(similar) > 0 && !res.LeadHeld {
 		fmt.Fprintf(env.Stderr, "no entry for this; entries with a similar title: %s\n", strings.Join(similar, ", "))
 	}
 	if ctx.Err() != nil {

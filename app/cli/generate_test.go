@@ -281,6 +281,16 @@ func TestGenerateOpensWithTheEntrysLead(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "entries with a similar title: compile, compiler") {
 		t.Errorf("a typo: exit %d, stderr %q; want compile and compiler named", code, errOut)
 	}
+	// A term asked alone: its entry; a typo of one: the Library answer (the
+	// built-in Mini begins it), the entries named under it.
+	code, out, errOut = runCLI("generate", "--mode", "ar", "unix?")
+	if code != 0 || strings.TrimSpace(out) != lead || !strings.Contains(errOut, develop.LeadNote) {
+		t.Errorf("\"unix?\": exit %d, stdout %q, stderr %q; want the entry's answer %q", code, out, errOut, lead)
+	}
+	code, out, errOut = runCLI("generate", "--mode", "ar", "compilr?")
+	if code != 0 || strings.TrimSpace(out) != assets.ChatElsewhere() || !strings.Contains(errOut, "entries with a similar title: compile, compiler") {
+		t.Errorf("\"compilr?\": exit %d, stdout %q, stderr %q; want the Library answer, compile and compiler named", code, out, errOut)
+	}
 	// A greeting, and a question the Mini turns away: the Library answer,
 	// begun by the model and held whole, said so; not a made-up definition of
 	// "good recipe for pancakes" under a held heading.

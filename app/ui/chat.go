@@ -746,7 +746,8 @@ const (
 // showAfter fills the row under the answer res as asked says: for an entry's
 // answer "Let the model answer", for the model's own answer to a question
 // about an entry "Show the entry" (each asks again the other way); for an
-// answer the model wrote alone, the entries the question may have meant, each
+// answer the model wrote alone or the Library answer ("compilr?" asked alone
+// gets it), the entries the question may have meant, each
 // a link that asks about it ("What is compiler?"), on one line cut to the
 // screen's width as the Encyclopedia's suggestions are; else nothing.
 func (c *Chat) showAfter(res *engine.Result, asked askedAbout) {
@@ -762,7 +763,7 @@ func (c *Chat) showAfter(res *engine.Result, asked askedAbout) {
 			c.own = !asked.own
 			c.Regenerate()
 		}))
-	case len(asked.similar) > 0 && !res.LeadHeld && !res.Replied:
+	case len(asked.similar) > 0 && !res.LeadHeld:
 		linkRow(c.after, widget.NewLabel("No entry for this; entries with a similar title:"), asked.similar, c.scroll.Size().Width, func(t string) {
 			c.input.SetText("What is " + t + "?")
 			c.Send()

@@ -569,8 +569,12 @@ func TestChatOffersEntriesForATypo(t *testing.T) {
 	var leads assets.Leads
 	leads.Add("compiler", "<h1>compiler</h1>\n<p>A program that translates programs. It runs.</p>", nil)
 	const why = "the printer (AR): reads better"
-	m := &fakeModel{answers: func(req engine.Request) string { return req.Opening + req.Lead + " It is old." }, leads: &leads,
-		mode: speed.Choice{Mode: engine.AR, Reason: why}}
+	m := &fakeModel{answers: func(req engine.Request) string {
+		if req.Opening == "" && req.Reply != "" {
+			return req.Reply // the Mini turns a message with no heading away
+		}
+		return req.Opening + req.Lead + " It is old."
+	}, leads: &leads, mode: speed.Choice{Mode: engine.AR, Reason: why}}
 	a := newTestApp(t, m, t.TempDir())
 	c := a.Chat
 	offered := func() []string { return rowLinks(c.after) }
@@ -595,6 +599,16 @@ func TestChatOffersEntriesForATypo(t *testing.T) {
 	// The entry, held whole, was written in no mode: the line names none.
 	if st := uiRead(func() string { return c.status.Text }); strings.Contains(st, why) || !strings.HasSuffix(st, develop.LeadNote) {
 		t.Errorf("the entry's answer: status %q, want it to end with %q and name no mode", st, develop.LeadNote)
+	}
+	// The typo asked alone gets the Library answer, and the same offer under it.
+	typeText(c.input, "compilr?")
+	tap(c.send)
+	c.run.Wait()
+	if th := c.Current(); th.Messages[len(th.Messages)-1].Content != assets.ChatElsewhere() {
+		t.Errorf("\"compilr?\" answered %q, want the Library answer", th.Messages[len(th.Messages)-1].Content)
+	}
+	if got := offered(); !slices.Equal(got, []string{"compiler"}) {
+		t.Errorf("under the Library answer to \"compilr?\": %q, want compiler", got)
 	}
 }
 
