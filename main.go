@@ -24,12 +24,12 @@ import (
 var fyneApp []byte
 
 func main() {
-	if len(os.Args) < 2 {
-		os.Exit(desktop.Run())
-	}
 	v, err := version.Parse(fyneApp)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "darkroom:", err) // a broken FyneApp.toml is a build defect; the commands still run
+		fmt.Fprintln(os.Stderr, "darkroom:", err) // a broken FyneApp.toml is a build defect; the app and commands still run
+	}
+	if len(os.Args) < 2 {
+		os.Exit(desktop.Run(v))
 	}
 	os.Exit(cli.Run(os.Args[1:], os.Stdout, os.Stderr, cli.WithVersion(v)))
 }

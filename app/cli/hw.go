@@ -9,7 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
@@ -87,15 +86,8 @@ func runHW(env *Env, args []string) error {
 		return enc.Encode(rep)
 	}
 	w := env.Stdout
-	fmt.Fprintln(w, info.Summary)
-	for _, g := range info.GPUs {
-		fmt.Fprintf(w, "GPU %d: %s, %s VRAM (%s free), driver %s, compute %s [%s]\n", g.Index, g.Name,
-			store.FormatBytes(g.VRAMTotal), store.FormatBytes(g.VRAMFree), g.Driver, g.ComputeCapability, g.Source)
-	}
-	fmt.Fprintf(w, "RAM: %s (%s available), %d CPU cores, %s/%s\n", store.FormatBytes(info.RAMTotal),
-		store.FormatBytes(info.RAMAvailable), info.CPUs, info.OS, info.Arch)
-	fmt.Fprintf(w, "Models folder: %s (%s free)\n", info.StoreDir, store.FormatBytes(info.DiskFree))
-	writeBackend(w, info)
+	info.Report(w)
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Fit at %d tokens of context (fits ≤ 90%% of VRAM / 75%% of RAM; tight up to 100%% / 95%%):\n", *ctxLen)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	head := []string{"MODEL", "PROFILE", "TOTAL"}
@@ -195,26 +187,6 @@ func spreadText(r *speed.Rates, key string, unit float64) string {
 		return ""
 	}
 	return fmt.Sprintf(" (%.1f–%.1f over %d probes)", s.Lo/unit, s.Hi/unit, s.N)
-}
-
-// writeBackend says what runs and which PJRT plugins were found where.
-func writeBackend(w io.Writer, info hw.Info) {
-	fmt.Fprintf(w, "Backend: %s (%s)\n", info.Backend, info.Device)
-	rt := backend.Runtime()
-	state := "not installed (`darkroom gpu install`)"
-	if rt.Installed() {
-		state = "installed"
-	}
-	fmt.Fprintf(w, "Darkroom's GPU support: %s, %s\n", state, rt.Dir)
-	if len(info.Plugins) == 0 {
-		fmt.Fprintln(w, "PJRT plugins: none found (looked in PJRT_PLUGIN_LIBRARY_PATH, Darkroom's runtime folder, go-xla's folders and JAX installations)")
-	} else {
-		fmt.Fprintln(w, "PJRT plugins:")
-	}
-	for _, p := range info.Plugins {
-		fmt.Fprintf(w, "  %-5s %s (%s)\n", p.Name, p.Path, p.From)
-	}
-	fmt.Fprintln(w)
 }
 
 func shortName(s string) string {

@@ -13,6 +13,7 @@ import (
 	"runtime"
 
 	"github.com/darkroomlabs/darkroom/app/ui"
+	"github.com/darkroomlabs/darkroom/app/version"
 )
 
 // Available reports whether this build contains the desktop app.
@@ -20,13 +21,14 @@ const Available = true
 
 // Run opens the desktop app and blocks until its window closes; it returns the
 // exit code. Where there is no screen to open the window on (a terminal over
-// SSH, a server) it says so in one line and returns 1.
-func Run() int {
+// SSH, a server) it says so in one line and returns 1. v is the binary's
+// version, which Settings shows and its system report holds.
+func Run(v version.Info) int {
 	if why := noDisplay(runtime.GOOS, os.Getenv); why != "" {
 		fmt.Fprintln(os.Stderr, "darkroom: "+why)
 		return 1
 	}
-	return ui.Run()
+	return ui.Run(v)
 }
 
 // noDisplay says why the app cannot open a window here, "" when it may: on Linux

@@ -7,13 +7,15 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/darkroomlabs/darkroom/app/version"
 )
 
 // TestMain lets TestNoScreenIsOneLine run this test binary as `darkroom` with no
 // arguments.
 func TestMain(m *testing.M) {
 	if os.Getenv("DESKTOP_RUN_CHILD") != "" {
-		os.Exit(Run())
+		os.Exit(Run(version.Info{}))
 	}
 	os.Exit(m.Run())
 }

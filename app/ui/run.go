@@ -11,6 +11,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/chats"
 	"github.com/darkroomlabs/darkroom/app/server"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/app/version"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/models/catalog"
@@ -28,8 +29,9 @@ func newWindow(fa fyne.App, title string) (w fyne.Window, err error) {
 	return fa.NewWindow(title), nil
 }
 
-// Run opens the main window and blocks until it closes; it returns the exit code.
-func Run() int {
+// Run opens the main window and blocks until it closes; it returns the exit
+// code. v is the binary's version (Settings shows it).
+func Run(v version.Info) int {
 	// No app ID (FyneApp.toml's is for the installers): Darkroom keeps its
 	// settings in its own files (app/ui/settings), and with an ID Fyne persists
 	// its Preferences and rewrites their file on exit while watching it, so now
@@ -54,6 +56,7 @@ func Run() int {
 		fmt.Fprintln(os.Stderr, "darkroom:", err)
 		return 1
 	}
+	deps.System.Version = v.String()
 	// The local server (browser mode, API) runs the same shared model.
 	var a *App
 	sw := &server.Switch{Options: func() (server.Options, error) { return a.serverOptions(), nil }}

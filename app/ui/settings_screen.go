@@ -20,9 +20,14 @@ import (
 // System is what the app knows about this PC and the services around the UI.
 // Every field may be nil; the screens then say the information is unavailable.
 type System struct {
-	Hardware  func() []string // plain sentences: GPUs, RAM, disk, why CPU
-	Backends  func() string   // what backends were detected
-	MiniReady func() error    // nil when the built-in Darkroom Mini is usable
+	Hardware func() []string // plain sentences: GPUs, RAM, disk, why CPU
+	Backends func() string   // what backends were detected
+	// Version is the binary's version line (version.Info's String), and Report
+	// what hardware detection found, as `darkroom hw` prints it (hw.Info's
+	// Report): Settings' "About Darkroom" shows the one and copies both.
+	Version   string
+	Report    func() string
+	MiniReady func() error // nil when the built-in Darkroom Mini is usable
 	// SetServer turns the local server (browser mode, API) on or off; it returns
 	// the address it listens on. Provided by app/server.
 	SetServer func(on bool) (url string, err error)
@@ -169,7 +174,7 @@ func newSettingsScreen(a *App) *SettingsScreen {
 	storage.Wrapping = fyne.TextWrapWord
 	storageCard := widget.NewCard("Storage", "", storage)
 
-	s.content = container.NewVScroll(container.NewPadded(container.NewVBox(s.errLbl, backendCard, gpuCard(a, true), samplingCard, themeCard, serverCard, storageCard)))
+	s.content = container.NewVScroll(container.NewPadded(container.NewVBox(s.errLbl, backendCard, gpuCard(a, true), samplingCard, themeCard, serverCard, storageCard, aboutCard(a))))
 	return s
 }
 

@@ -64,6 +64,11 @@ func wireEngine(d *Deps) {
 		lib.hardware = detect
 	}
 	d.System.Hardware = func() []string { return hardwareLines(detect()) }
+	d.System.Report = func() string {
+		var b strings.Builder
+		detect().Report(&b)
+		return b.String()
+	}
 	d.System.Backends = func() string {
 		return "Built with: " + strings.Join(backend.Available(), ", ") + ". " + detect().Summary
 	}

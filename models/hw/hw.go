@@ -10,6 +10,7 @@ package hw
 import (
 	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"strconv"
 	"strings"
@@ -93,6 +94,38 @@ func DetectWith(ctx context.Context, storeDir string, p Probes) Info {
 	}
 	info.Device, info.Summary = summarize(&info, p)
 	return info
+}
+
+// Report writes what Detect found, a line each: where Darkroom runs and why
+// (Summary), each GPU, RAM and CPUs, the models folder, the backend, Darkroom's
+// GPU support and the PJRT plugins found. `darkroom hw` prints it above its fit
+// table, and the app's system report (Settings, "Copy system report") holds it.
+func (i Info) Report(w io.Writer) {
+	fmt.Fprintln(w, i.Summary)
+	for _, g := range i.GPUs {
+		fmt.Fprintf(w, "GPU %d: %s, %s VRAM (%s free), driver %s, compute %s [%s]\n", g.Index, g.Name,
+			store.FormatBytes(g.VRAMTotal), store.FormatBytes(g.VRAMFree), g.Driver, g.ComputeCapability, g.Source)
+	}
+	fmt.Fprintf(w, "RAM: %s (%s available), %d CPU cores, %s/%s\n", store.FormatBytes(i.RAMTotal),
+		store.FormatBytes(i.RAMAvailable), i.CPUs, i.OS, i.Arch)
+	if i.StoreDir != "" {
+		fmt.Fprintf(w, "Models folder: %s (%s free)\n", i.StoreDir, store.FormatBytes(i.DiskFree))
+	}
+	fmt.Fprintf(w, "Backend: %s (%s)\n", i.Backend, i.Device)
+	rt := backend.Runtime()
+	state := "not installed (`darkroom gpu install`)"
+	if rt.Installed() {
+		state = "installed"
+	}
+	fmt.Fprintf(w, "Darkroom's GPU support: %s, %s\n", state, rt.Dir)
+	if len(i.Plugins) == 0 {
+		fmt.Fprintln(w, "PJRT plugins: none found (looked in PJRT_PLUGIN_LIBRARY_PATH, Darkroom's runtime folder, go-xla's folders and JAX installations)")
+		return
+	}
+	fmt.Fprintln(w, "PJRT plugins:")
+	for _, p := range i.Plugins {
+		fmt.Fprintf(w, "  %-5s %s (%s)\n", p.Name, p.Path, p.From)
+	}
 }
 
 // summarize decides where Darkroom runs and says it in one sentence: for auto,

@@ -88,3 +88,29 @@ func TestDetectHere(t *testing.T) {
 	}
 	t.Log(info.Summary)
 }
+
+// TestReport: the report `darkroom hw` prints and the app's system report
+// holds names each GPU with its driver and compute capability, RAM and CPUs,
+// the models folder, the backend chosen and the PJRT plugins found (or where
+// none was looked for).
+func TestReport(t *testing.T) {
+	rtx := []GPU{{Name: "NVIDIA GeForce RTX 4090", VRAMTotal: 24 << 30, VRAMFree: 20 << 30, Driver: "570.86", ComputeCapability: "8.9", Source: "nvml"}}
+	var b strings.Builder
+	DetectWith(context.Background(), "/models", withCUDA(probes(rtx, nil, "auto", true))).Report(&b)
+	got := b.String()
+	for _, want := range []string{"runs on the GPU (NVIDIA GeForce RTX 4090)",
+		"GPU 0: NVIDIA GeForce RTX 4090, 25.8 GB VRAM (21.5 GB free), driver 570.86, compute 8.9 [nvml]",
+		"RAM: 34.4 GB (21.5 GB available)", "Models folder: /models (107.4 GB free)",
+		"Backend: xla:/opt/jax/jax_plugins/xla_cuda12/xla_cuda_plugin.so (gpu)", "Darkroom's GPU support: ",
+		"  cuda  /opt/jax/jax_plugins/xla_cuda12/xla_cuda_plugin.so (JAX installation)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report lacks %q:\n%s", want, got)
+		}
+	}
+	b.Reset()
+	DetectWith(context.Background(), "", probes(nil, errors.New("the NVIDIA driver is not installed"), "go", true)).Report(&b)
+	got = b.String()
+	if strings.Contains(got, "GPU 0") || strings.Contains(got, "Models folder") || !strings.Contains(got, "PJRT plugins: none found") {
+		t.Errorf("no GPU, no models folder, no plugin:\n%s", got)
+	}
+}
