@@ -55,6 +55,7 @@ bench=(bench --backend "$backend" --max-steps 16 --max-new-tokens 256 --entropy-
 plan() {
 	cat <<PLAN
 gpu-check: would run, in $work:
+  $bin hw --json; $bin gpu verify PLUGIN     # preflight: Darkroom runs on the GPU, its CUDA plugin starts
   $py $here/gpu_check.py build $work          # random 6-layer DiffusionGemma at 26B dims, save_pretrained, HF logits + timings
   DARKROOM_XLA_PREALLOCATE=0 $bin gpu logits --backend $backend --model $work/model --ids $work/ids.json --out $work/dr
   $bin ${bench[*]} --model $work/model
@@ -83,6 +84,38 @@ else
 fi
 [ -x "$bin" ] || { echo "gpu-check: no Darkroom binary at $bin (build it with: go build -tags headless -o darkroom-headless .)" >&2; exit 1; }
 echo "gpu-check: $why"
+
+# preflight: Darkroom must run on the GPU, or the check measures nothing. Asked first, in seconds,
+# rather than after transformers' minutes: where auto would run on the CPU (no CUDA plugin found:
+# `darkroom hw`'s device and summary), and whether the plugin it would use starts (`darkroom gpu
+# verify`: a test graph on the GPU). Until session 28 a plugin that did not start showed only after
+# transformers' build, as a CPU fallback that ran into the 180 s timeouts.
+preflight() {
+	local spec=$backend
+	if [ "$spec" = auto ]; then
+		local hw dev summary
+		hw=$("$bin" hw --json 2>/dev/null) || { echo "gpu-check: \`$bin hw --json\` failed" >&2; exit 1; }
+		dev=$(printf '%s' "$hw" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["hardware"]["device"])')
+		spec=$(printf '%s' "$hw" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["hardware"]["backend"])')
+		if [ "$dev" != gpu ]; then
+			summary=$(printf '%s' "$hw" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["hardware"]["summary"])')
+			echo "gpu-check: Darkroom would run on the CPU here: $summary" >&2
+			echo "gpu-check: give the CUDA plugin with --backend xla:/path/to/xla_cuda_plugin.so, or install it (\`$bin gpu install\`)" >&2
+			exit 1
+		fi
+	fi
+	case "$spec" in
+	xla:/*)
+		local msg
+		msg=$(timeout 120 "$bin" gpu verify "${spec#xla:}" 2>&1) || {
+			echo "gpu-check: the CUDA plugin ${spec#xla:} does not start: $msg" >&2
+			exit 1
+		}
+		echo "gpu-check: preflight: $msg" ;;
+	*) echo "gpu-check: preflight: Darkroom runs on $spec" ;;
+	esac
+}
+[ -n "$rehearse" ] || preflight
 
 start=$(date +%s)
 step() { echo "gpu-check: [$(( $(date +%s) - start ))s] $*"; }

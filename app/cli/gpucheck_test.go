@@ -113,3 +113,86 @@ func TestGPUCheckRehearsal(t *testing.T) {
 		t.Errorf("output:\n%s", b)
 	}
 }
+
+// TestGPUCheckPreflight: on a GPU machine gpu-check.sh asks Darkroom first
+// whether it will run on the GPU — `hw --json`'s device for auto, then `gpu
+// verify` on the plugin it would use — and stops in seconds with the reason
+// where it will not, before transformers' minutes of building (the stand-ins
+// here: an nvidia-smi, a python that passes the probe and records the build,
+// and a darkroom whose hw and verify answer as each case says).
+func TestGPUCheckPreflight(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/usr/bin/env bash\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("nvidia-smi", `case "$1" in -L) echo "GPU 0: NVIDIA H200";; *) echo 0;; esac`+"\n")
+	py := write("py", `case "$2" in
+probe) echo "torch 2.9, transformers 5.1, NVIDIA H200" ;;
+build) echo build >>"$STUB_LOG"; exit 1 ;;
+*) exec `+python+` "$@" ;;
+esac
+`)
+	bin := write("darkroom", `echo "$*" >>"$STUB_LOG"
+case "$1 $2" in
+"hw --json") printf '{"hardware": {"device": "%s", "backend": "%s", "summary": "%s"}}\n' "$STUB_DEVICE" "$STUB_BACKEND" "$STUB_SUMMARY" ;;
+"gpu verify") if [ -n "$STUB_VERIFY_FAILS" ]; then echo "$STUB_VERIFY_FAILS" >&2; exit 1; fi; echo "a test graph ran on the GPU with $3" ;;
+*) exit 3 ;;
+esac
+`)
+	for _, tc := range []struct {
+		name, backend, device, spec, verifyFails string
+		want                                     []string // in the output
+		calls                                    []string // in the stubs' log, in order
+		built                                    bool
+	}{
+		{name: "no plugin found", backend: "auto", device: "cpu", spec: "go",
+			want:  []string{"Darkroom would run on the CPU here: no plugin, so the CPU", "--backend xla:/path/to/xla_cuda_plugin.so"},
+			calls: []string{"hw --json"}},
+		{name: "plugin does not start", backend: "auto", device: "gpu", spec: "xla:/venv/xla_cuda_plugin.so", verifyFails: "PJRT_Api version 0.61 is older than 0.67",
+			want:  []string{"the CUDA plugin /venv/xla_cuda_plugin.so does not start: PJRT_Api version 0.61 is older than 0.67"},
+			calls: []string{"hw --json", "gpu verify /venv/xla_cuda_plugin.so"}},
+		{name: "plugin starts", backend: "auto", device: "gpu", spec: "xla:/venv/xla_cuda_plugin.so",
+			want:  []string{"preflight: a test graph ran on the GPU with /venv/xla_cuda_plugin.so"},
+			calls: []string{"hw --json", "gpu verify /venv/xla_cuda_plugin.so"}, built: true},
+		{name: "plugin given", backend: "xla:/opt/p.so",
+			want:  []string{"preflight: a test graph ran on the GPU with /opt/p.so"},
+			calls: []string{"gpu verify /opt/p.so"}, built: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "log")
+			cmd := exec.Command(bash, filepath.Join("..", "..", "packaging", "gpu-check.sh"), "--darkroom", bin, "--out", t.TempDir(), "--backend", tc.backend)
+			cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "PYTHON="+py, "STUB_LOG="+log,
+				"STUB_DEVICE="+tc.device, "STUB_BACKEND="+tc.spec, "STUB_SUMMARY=no plugin, so the CPU", "STUB_VERIFY_FAILS="+tc.verifyFails)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("gpu-check.sh exited 0 (the stand-in build fails):\n%s", out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("the output lacks %q:\n%s", w, out)
+				}
+			}
+			b, _ := os.ReadFile(log)
+			calls := strings.Split(strings.TrimSpace(string(b)), "\n")
+			built := len(calls) > 0 && calls[len(calls)-1] == "build"
+			if built {
+				calls = calls[:len(calls)-1]
+			}
+			if strings.Join(calls, "|") != strings.Join(tc.calls, "|") || built != tc.built {
+				t.Errorf("calls %q, built %v; want %q, built %v\n%s", calls, built, tc.calls, tc.built, out)
+			}
+		})
+	}
+}
