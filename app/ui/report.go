@@ -68,20 +68,21 @@ func orUnknown(s, unknown string) string {
 }
 
 // aboutCard is Settings' "About Darkroom": the version line, and "Copy system
-// report", which puts systemReport on the clipboard and says so beside it.
-func aboutCard(a *App) *widget.Card {
+// report", which puts systemReport on the clipboard and says so under it.
+func (s *SettingsScreen) aboutCard() *widget.Card {
+	a := s.app
 	ver := widget.NewLabel(orUnknown(a.deps.System.Version, "Darkroom (version unknown)"))
 	ver.Wrapping = fyne.TextWrapWord
 	ver.Selectable = true
-	done := widget.NewLabel("")
-	done.Wrapping = fyne.TextWrapWord
-	done.Hide()
-	copyBtn := widget.NewButtonWithIcon("Copy system report", theme.ContentCopyIcon(), func() {
+	s.reportNote = widget.NewLabel("")
+	s.reportNote.Wrapping = fyne.TextWrapWord
+	s.reportNote.Hide()
+	s.copyReport = widget.NewButtonWithIcon("Copy system report", theme.ContentCopyIcon(), func() {
 		a.fyneApp.Clipboard().SetContent(a.systemReport())
-		done.SetText(reportCopied)
-		done.Show()
+		s.reportNote.SetText(reportCopied)
+		s.reportNote.Show()
 	})
-	return widget.NewCard("About Darkroom", "", container.NewVBox(ver, container.NewHBox(copyBtn), done))
+	return widget.NewCard("About Darkroom", "", container.NewVBox(ver, container.NewHBox(s.copyReport), s.reportNote))
 }
 
 // reportCopied is what Settings says once the system report is on the clipboard.

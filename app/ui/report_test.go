@@ -21,7 +21,7 @@ func TestCopySystemReport(t *testing.T) {
 	}
 	a.deps.System.Version = "Darkroom 9.9.9 (build 7, go1.26.8, linux/amd64)"
 	a.deps.System.Report = func() string { return "No NVIDIA GPU found, so Darkroom runs on the CPU.\nBackend: go (cpu)\n" }
-	card := aboutCard(a.App)
+	card := (&SettingsScreen{app: a.App}).aboutCard() // the System fields set above
 	copyBtn := findCardButton(t, card, "Copy system report")
 	copied := func() string { return uiRead(func() string { return a.fyneApp.Clipboard().Content() }) }
 

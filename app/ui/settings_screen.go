@@ -57,6 +57,9 @@ type SettingsScreen struct {
 	srvURL   string // where the local server listens, "" when it is off
 	errLbl   *widget.Label
 	content  fyne.CanvasObject
+
+	copyReport *widget.Button // "Copy system report" (aboutCard)
+	reportNote *widget.Label  // says the report was copied
 }
 
 func newSettingsScreen(a *App) *SettingsScreen {
@@ -174,7 +177,7 @@ func newSettingsScreen(a *App) *SettingsScreen {
 	storage.Wrapping = fyne.TextWrapWord
 	storageCard := widget.NewCard("Storage", "", storage)
 
-	s.content = container.NewVScroll(container.NewPadded(container.NewVBox(s.errLbl, backendCard, gpuCard(a, true), samplingCard, themeCard, serverCard, storageCard, aboutCard(a))))
+	s.content = container.NewVScroll(container.NewPadded(container.NewVBox(s.errLbl, backendCard, gpuCard(a, true), samplingCard, themeCard, serverCard, storageCard, s.aboutCard())))
 	return s
 }
 

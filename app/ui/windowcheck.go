@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
@@ -254,6 +255,30 @@ func (a *App) windowCheck(dir string) {
 	fyne.DoAndWait(func() { a.Show("Settings") })
 	checkErr("Settings")
 	shot("settings", start, false)
+	// The foot of Settings: "Copy system report" through the real clipboard.
+	var copied string
+	fyne.DoAndWait(func() {
+		a.Settings.copyReport.OnTapped() // as a click does
+		copied = a.fyneApp.Clipboard().Content()
+	})
+	time.Sleep(300 * time.Millisecond) // the note under the button laid out
+	fyne.DoAndWait(func() {
+		if sc, ok := a.Settings.content.(*container.Scroll); ok {
+			sc.ScrollToBottom()
+		}
+	})
+	shot("settings-about", start, false)
+	switch {
+	case !strings.HasPrefix(copied, orUnknown(a.deps.System.Version, "Darkroom")) || !strings.Contains(copied, "Backend setting: "):
+		fail("Settings: after \"Copy system report\" the clipboard holds %.200q", copied)
+	default:
+		report = append(report, fmt.Sprintf("OK Settings: \"Copy system report\" put %d lines on the clipboard", strings.Count(copied, "\n")))
+	}
+	fyne.DoAndWait(func() {
+		if sc, ok := a.Settings.content.(*container.Scroll); ok {
+			sc.ScrollToTop()
+		}
+	})
 
 	// The smallest supported window: every screen again, none may make it grow.
 	resize(smallestWindowSize)
