@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,7 +50,7 @@ type Chat struct {
 	send     *widget.Button
 	stop     *widget.Button
 	regen    *widget.Button
-	del      *widget.Button // deletes the open thread, asking first when it holds messages
+	del      *widget.Button // deletes the open thread; one with messages can be brought back (undoBar)
 	rename   *widget.Button // asks for the open thread's new name
 	status   *widget.Label
 	errLabel *widget.Label
@@ -57,8 +58,14 @@ type Chat struct {
 	// model answer" (and "Show the entry" back); under one the model wrote
 	// alone about a topic a typo away from an entry, links that ask about the
 	// entries it may have meant (assets.Leads.ChatSimilar).
-	after     *fyne.Container
-	own       bool // the next answer is the model's alone, without the entry (the after row's button)
+	after *fyne.Container
+	own   bool // the next answer is the model's alone, without the entry (the after row's button)
+	// undoBar, under the thread list, says which chat was deleted and offers
+	// Undo, until the user goes on (sends, starts or picks a chat) or deletes
+	// another; deleted is that chat, as it was.
+	undoBar   *fyne.Container
+	undoNote  *widget.Label
+	deleted   *chats.Thread
 	content   fyne.CanvasObject
 	run       runner
 	answering bool
@@ -84,13 +91,19 @@ func newChat(a *App) *Chat {
 		})
 	c.list.OnSelected = func(i widget.ListItemID) {
 		if i < len(c.threads) && c.threads[i] != c.cur {
+			c.forgetDeleted()
 			c.open(c.threads[i])
 		}
 	}
 	newBtn := widget.NewButtonWithIcon("New chat", theme.ContentAddIcon(), c.StartNew)
-	c.del = widget.NewButtonWithIcon("", theme.DeleteIcon(), c.confirmDelete)
+	c.del = widget.NewButtonWithIcon("", theme.DeleteIcon(), c.deleteCurrent)
 	c.rename = widget.NewButtonWithIcon("", theme.DocumentCreateIcon(), c.askRename)
-	left := container.NewBorder(container.NewBorder(nil, nil, nil, container.NewHBox(c.rename, c.del), newBtn), c.loadErrs, nil, nil, c.list)
+	c.undoNote = widget.NewLabel("")
+	c.undoNote.Wrapping = fyne.TextWrapWord
+	c.undoBar = container.NewBorder(nil, nil, nil, widget.NewButtonWithIcon("Undo", theme.ContentUndoIcon(), c.UndoDelete), c.undoNote)
+	c.undoBar.Hide()
+	left := container.NewBorder(container.NewBorder(nil, nil, nil, container.NewHBox(c.rename, c.del), newBtn),
+		container.NewVBox(c.undoBar, c.loadErrs), nil, nil, c.list)
 
 	c.system = newKeyEntry(a)
 	c.system.MultiLine = true
@@ -211,6 +224,7 @@ func (c *Chat) NewThread() {
 // StartNew is New chat (the button, Ctrl+N): an empty thread, the chat box
 // focused for its first message.
 func (c *Chat) StartNew() {
+	c.forgetDeleted()
 	c.NewThread()
 	c.app.win.Canvas().Focus(c.input)
 }
@@ -237,31 +251,6 @@ func (c *Chat) open(t *chats.Thread) {
 	c.status.SetText("")
 	c.renderMessages()
 	c.updateButtons()
-}
-
-// confirmDelete deletes the open thread once the user confirms: one click on a
-// small icon must not lose a conversation. An empty thread goes at once.
-func (c *Chat) confirmDelete() {
-	t := c.cur
-	if t == nil {
-		return
-	}
-	if len(t.Messages) == 0 {
-		c.deleteCurrent()
-		return
-	}
-	d := dialog.NewConfirm("Delete this chat?",
-		fmt.Sprintf("“%s” and its %s will be removed from this computer. This cannot be undone.",
-			t.Title, plural.Count(len(t.Messages), "message", "messages")),
-		func(ok bool) {
-			if ok && c.cur == t {
-				c.deleteCurrent()
-			}
-		}, c.app.win)
-	d.SetConfirmText("Delete")
-	d.SetDismissText("Cancel")
-	d.SetConfirmImportance(widget.DangerImportance)
-	d.Show()
 }
 
 // newChatTitle names a chat until its first message does.
@@ -298,24 +287,68 @@ func (c *Chat) askRename() {
 	c.app.win.Canvas().Focus(box)
 }
 
+// deleteCurrent deletes the open thread (the trash icon) at once; one with
+// messages can be brought back with Undo in the bar under the list, which says
+// which chat went — as mail apps do, rather than a dialog to confirm (which
+// Darkroom asked until session 28; an empty chat has nothing to bring back).
 func (c *Chat) deleteCurrent() {
-	if c.cur == nil {
+	t := c.cur
+	if t == nil {
 		return
 	}
 	if c.app.deps.Chats != nil {
-		if err := c.app.deps.Chats.Delete(c.cur.ID); err != nil {
+		if err := c.app.deps.Chats.Delete(t.ID); err != nil {
 			c.showError(err.Error())
 			return
 		}
 	}
-	for i, t := range c.threads {
-		if t == c.cur {
+	for i, x := range c.threads {
+		if x == t {
 			c.threads = append(c.threads[:i], c.threads[i+1:]...)
 			break
 		}
 	}
+	c.forgetDeleted()
+	if len(t.Messages) > 0 {
+		c.deleted = t
+		c.undoNote.SetText(fmt.Sprintf("Deleted “%s” (%s).", t.Title, plural.Count(len(t.Messages), "message", "messages")))
+		c.undoBar.Show()
+	}
 	c.list.UnselectAll()
 	c.openNewest()
+}
+
+// UndoDelete brings back the chat deleted last (the Undo under the list): saved
+// again as it was, in its place in the list, and opened.
+func (c *Chat) UndoDelete() {
+	t := c.deleted
+	if t == nil {
+		return
+	}
+	if c.app.deps.Chats != nil {
+		if err := c.app.deps.Chats.Save(t); err != nil {
+			c.showError(err.Error())
+			return
+		}
+	}
+	c.forgetDeleted()
+	at := len(c.threads) // newest first, as List reads them
+	for i, x := range c.threads {
+		if !x.Updated.After(t.Updated) {
+			at = i
+			break
+		}
+	}
+	c.threads = slices.Insert(c.threads, at, t)
+	c.list.Refresh()
+	c.open(t)
+	c.list.Select(at)
+}
+
+// forgetDeleted hides the Undo bar: the user went on.
+func (c *Chat) forgetDeleted() {
+	c.deleted = nil
+	c.undoBar.Hide()
 }
 
 // updateThinking enables the toggle only where the loaded model has the channel.
@@ -516,6 +549,7 @@ func (c *Chat) Send() {
 	}
 	c.input.SetText("")
 	c.own = false // a new question opens with its entry, where the folder holds one
+	c.forgetDeleted()
 
 	if len(c.cur.Messages) == 0 && c.cur.Title == newChatTitle { // not one the user named
 		c.cur.Title = titleFrom(text)

@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/app/chats"
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -103,57 +104,85 @@ func TestChatSendStopRegenerateAndRestart(t *testing.T) {
 	}
 }
 
-// TestChatDeleteAsksFirst: the small trash icon deleted a conversation at once,
-// with no way back; now a chat with messages goes only once the user confirms,
-// Cancel keeps it (on disk too), and an empty chat goes at once.
-func TestChatDeleteAsksFirst(t *testing.T) {
+// TestChatDeleteCanBeUndone: the trash icon deletes the open chat at once —
+// from the list and from disk — and the bar under the list says which went and
+// offers Undo, which brings it back as it was (on disk, in its place, open);
+// the bar goes once the user goes on. An empty chat goes with no bar. (Until
+// session 28 a dialog asked first; before that, the icon deleted with no way
+// back.)
+func TestChatDeleteCanBeUndone(t *testing.T) {
 	dir := t.TempDir()
 	n := 0
 	m := &fakeModel{answers: chatAnswers(&n)}
 	a := newTestApp(t, m, dir)
 	c := a.Chat
-	typeText(c.input, "What is Unix?")
-	tap(c.send)
-	c.run.Wait()
-	th := c.Current()
-	onDisk := func() bool {
+	ask := func(q string) *chats.Thread {
+		asUI(c.StartNew)
+		typeText(c.input, q)
+		tap(c.send)
+		c.run.Wait()
+		return c.Current()
+	}
+	older := ask("What is Unix?")
+	th := ask("What is Lisp?")
+	onDisk := func(id string) bool {
 		ts, _ := a.deps.Chats.List()
 		for _, x := range ts {
-			if x.ID == th.ID {
+			if x.ID == id {
 				return true
 			}
 		}
 		return false
 	}
-
-	tap(c.del)
-	if c.Current() != th || !onDisk() {
-		t.Fatal("the trash icon deleted a chat with messages without asking")
-	}
-	cancel := dialogButton(a.win, "Cancel")
-	if cancel == nil {
-		t.Fatal("no dialog with Cancel after the trash icon")
-	}
-	tap(cancel)
-	if c.Current() != th || !onDisk() {
-		t.Fatal("Cancel deleted the chat")
-	}
-	tap(c.del)
-	del := dialogButton(a.win, "Delete")
-	if del == nil {
-		t.Fatal("no dialog with Delete after the trash icon")
-	}
-	tap(del)
-	if c.Current() == th || onDisk() {
-		t.Error("confirmed, yet the chat is still there")
+	barShown := func() (bool, string) {
+		return uiRead(func() bool { return c.undoBar.Visible() }), uiRead(func() string { return c.undoNote.Text })
 	}
 
-	// An empty chat has nothing to lose: it goes at once.
-	asUI(c.NewThread)
+	tap(c.del)
+	if c.Current() == th || onDisk(th.ID) || slices.Contains(c.Threads(), th) {
+		t.Fatal("the trash icon left the chat in place")
+	}
+	if a.win.Canvas().Overlays().Top() != nil {
+		t.Error("the trash icon opened a dialog")
+	}
+	if shown, note := barShown(); !shown || note != "Deleted “What is Lisp?” (2 messages)." {
+		t.Errorf("undo bar shown %v, %q", shown, note)
+	}
+	asUI(c.UndoDelete)
+	if c.Current() != th || !onDisk(th.ID) || len(c.Threads()) < 2 || c.Threads()[0] != th || len(th.Messages) != 2 {
+		t.Errorf("Undo did not bring the chat back as it was: current %q, on disk %v, threads %d", c.Current().Title, onDisk(th.ID), len(c.Threads()))
+	}
+	if shown, _ := barShown(); shown {
+		t.Error("the undo bar stayed after Undo")
+	}
+
+	// The older chat, deleted and brought back, goes back under the newer one.
+	asUI(func() { c.list.Select(slices.Index(c.Threads(), older)) })
+	tap(c.del)
+	asUI(c.UndoDelete)
+	if i := slices.Index(c.Threads(), older); i != 1 || c.Current() != older {
+		t.Errorf("the older chat came back at %d (current %q); want 1, open", i, c.Current().Title)
+	}
+
+	// Going on hides the bar, and Undo then brings nothing back.
+	tap(c.del)
+	asUI(c.StartNew)
+	if shown, _ := barShown(); shown {
+		t.Error("the undo bar stayed after New chat")
+	}
+	asUI(c.UndoDelete)
+	if onDisk(older.ID) {
+		t.Error("Undo after going on brought the chat back")
+	}
+
+	// An empty chat has nothing to bring back: it goes with no bar.
 	empty := c.Current()
 	tap(c.del)
-	if c.Current() == empty || a.win.Canvas().Overlays().Top() != nil {
-		t.Error("an empty chat asked before going, or stayed")
+	if c.Current() == empty && len(c.Threads()) > 1 {
+		t.Error("an empty chat stayed")
+	}
+	if shown, _ := barShown(); shown {
+		t.Error("deleting an empty chat offered Undo")
 	}
 }
 
