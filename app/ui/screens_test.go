@@ -63,6 +63,10 @@ func TestFirstRunThenEncyclopedia(t *testing.T) {
 func TestSettingsResetToModelDefaults(t *testing.T) {
 	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
 	s := a.Settings
+	s.ResetSampling()
+	if s.undoReset.Visible() {
+		t.Error("a reset with no values of the user's offers Undo")
+	}
 	typeText(s.fields["max_steps"], "12")
 	typeText(s.fields["t_min"], "0.3")
 	if got := a.deps.Settings.Get().Sampling; got.MaxSteps != 12 || got.TMin != 0.3 {
@@ -83,6 +87,25 @@ func TestSettingsResetToModelDefaults(t *testing.T) {
 	}
 	if s.fields["max_steps"].Text != "" || !strings.Contains(s.fields["max_steps"].PlaceHolder, "4") {
 		t.Errorf("field %q placeholder %q", s.fields["max_steps"].Text, s.fields["max_steps"].PlaceHolder)
+	}
+	// Undo brings the user's values back; an edit after a reset takes the offer away.
+	if !s.undoReset.Visible() || s.undoReset.Text != "Undo (bring back 2 values)" {
+		t.Errorf("after the reset: undo shown %v, %q", s.undoReset.Visible(), s.undoReset.Text)
+	}
+	tap(s.undoReset)
+	if got := a.deps.Settings.Get().Sampling; got.MaxSteps != 12 || got.TMin != 0.3 || s.fields["max_steps"].Text != "12" || s.undoReset.Visible() {
+		t.Errorf("after Undo: %+v, field %q, undo shown %v", got, s.fields["max_steps"].Text, s.undoReset.Visible())
+	}
+	s.ResetSampling()
+	typeText(s.fields["t_max"], "0.9")
+	if s.undoReset.Visible() {
+		t.Error("an edit after the reset left Undo offered")
+	}
+	s.ResetSampling()
+	s.ResetSampling() // nothing more cleared: the offer is the last reset's
+	tap(s.undoReset)
+	if got := a.deps.Settings.Get().Sampling; got.TMax != 0.9 || got.MaxSteps != 0 {
+		t.Errorf("Undo after a second reset: %+v; want t_max 0.9 alone back", got)
 	}
 	s.theme.SetSelected("light")
 	if a.deps.Settings.Get().Theme != "light" {

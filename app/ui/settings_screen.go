@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/app/server"
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -58,6 +59,11 @@ type SettingsScreen struct {
 	errLbl   *widget.Label
 	content  fyne.CanvasObject
 
+	// undoReset brings back the sampling values "Reset to model defaults"
+	// cleared (resetFrom), until one is edited again.
+	undoReset *widget.Button
+	resetFrom settings.Sampling
+
 	copyReport *widget.Button // "Copy system report" (aboutCard)
 	reportNote *widget.Label  // says the report was copied
 }
@@ -95,6 +101,10 @@ func newSettingsScreen(a *App) *SettingsScreen {
 				return
 			}
 			x, _ := strconv.ParseFloat(strings.TrimSpace(text), 64)
+			if x == s.app.deps.Settings.Get().Sampling.Get(key) {
+				return // the field refilled with the value it holds (fillSampling)
+			}
+			s.undoReset.Hide() // an edit after a reset: the reset is no longer the last change
 			s.save(func(v *settings.Values) { v.Sampling.Set(key, x) })
 		}
 		s.fields[key] = e
@@ -121,8 +131,10 @@ func newSettingsScreen(a *App) *SettingsScreen {
 	}
 	form.Append("Seed", s.seed)
 	reset := widget.NewButtonWithIcon("Reset to model defaults", theme.HistoryIcon(), s.ResetSampling)
+	s.undoReset = widget.NewButtonWithIcon("Undo", theme.ContentUndoIcon(), s.UndoReset)
+	s.undoReset.Hide()
 	samplingCard := noteCard("Sampling", "Empty fields use the model's own defaults (shown greyed)",
-		container.NewVBox(form, container.NewHBox(reset)))
+		container.NewVBox(form, container.NewHBox(reset, s.undoReset)))
 	s.fillSampling()
 
 	s.theme = widget.NewSelect(settings.ThemeChoices, func(t string) {
@@ -292,8 +304,36 @@ func (s *SettingsScreen) listening(url string) string {
 
 // ResetSampling clears every override: the model's defaults apply again.
 func (s *SettingsScreen) ResetSampling() {
+	was := s.app.deps.Settings.Get().Sampling
 	s.save(func(v *settings.Values) { v.Sampling = settings.Sampling{} })
 	s.fillSampling()
+	if was != (settings.Sampling{}) { // values of the user's to bring back
+		s.resetFrom = was
+		s.undoReset.SetText(fmt.Sprintf("Undo (bring back %s)", plural.Count(setValues(was), "value", "values")))
+		s.undoReset.Show()
+	}
+}
+
+// UndoReset brings back the sampling values the last reset cleared.
+func (s *SettingsScreen) UndoReset() {
+	if !s.undoReset.Visible() {
+		return
+	}
+	s.undoReset.Hide()
+	was := s.resetFrom
+	s.save(func(v *settings.Values) { v.Sampling = was })
+	s.fillSampling()
+}
+
+// setValues counts the sampling values set (not the model's defaults).
+func setValues(v settings.Sampling) int {
+	n := 0
+	for _, b := range settings.SamplingBounds {
+		if v.Get(b.Key) != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *SettingsScreen) setServer(on bool) {
