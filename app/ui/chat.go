@@ -63,12 +63,18 @@ type Chat struct {
 	// undoBar, under the thread list, says which chat was deleted and offers
 	// Undo, until the user goes on (sends, starts or picks a chat) or deletes
 	// another; deleted is that chat, as it was.
-	undoBar   *fyne.Container
-	undoNote  *widget.Label
-	deleted   *chats.Thread
-	content   fyne.CanvasObject
-	run       runner
-	answering bool
+	undoBar  *fyne.Container
+	undoNote *widget.Label
+	deleted  *chats.Thread
+	// other is the answer Regenerate replaced in the open thread (after a swap,
+	// the newer one), which swap brings back; otherNewer says which it is.
+	// Kept until the thread is left or a message sent.
+	other      *chats.Message
+	otherNewer bool
+	swap       *widget.Button // "Previous answer" / "Newer answer", beside Regenerate
+	content    fyne.CanvasObject
+	run        runner
+	answering  bool
 }
 
 func newChat(a *App) *Chat {
@@ -144,6 +150,8 @@ func newChat(a *App) *Chat {
 	c.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), c.Stop)
 	c.stop.Disable()
 	c.regen = widget.NewButtonWithIcon("Regenerate", theme.ViewRefreshIcon(), c.Regenerate)
+	c.swap = widget.NewButtonWithIcon("Previous answer", theme.HistoryIcon(), c.SwapAnswer)
+	c.swap.Hide()
 	c.status = widget.NewLabel("")
 	c.status.Truncation = fyne.TextTruncateEllipsis
 	c.errLabel = widget.NewLabel("")
@@ -153,7 +161,7 @@ func newChat(a *App) *Chat {
 
 	sysBox := widget.NewAccordion(widget.NewAccordionItem("System prompt", c.system))
 	top := container.NewVBox(a.modelNotice(), container.NewBorder(nil, nil, nil, container.NewHBox(fitOptions(c.mode), c.thinking), sysBox), c.errLabel)
-	buttons := container.NewHBox(c.regen, c.stop, c.send)
+	buttons := container.NewHBox(c.swap, c.regen, c.stop, c.send)
 	c.after = container.NewHBox()
 	c.after.Hide()
 	bottom := container.NewVBox(c.after, container.NewBorder(nil, nil, nil, buttons, c.input), c.status)
@@ -240,6 +248,7 @@ func (c *Chat) open(t *chats.Thread) {
 	c.run.Stop()
 	c.run.Invalidate()
 	c.answering = false
+	c.other = nil // the answer Regenerate replaced is the thread left's
 	c.cur = t
 	c.system.SetText(t.System)
 	c.thinking.SetChecked(t.Thinking)
@@ -248,6 +257,32 @@ func (c *Chat) open(t *chats.Thread) {
 	c.live.Hide()
 	c.errLabel.Hide()
 	c.after.Hide()
+	c.status.SetText("")
+	c.renderMessages()
+	c.updateButtons()
+}
+
+// SwapAnswer ("Previous answer" beside Regenerate) brings back the answer the
+// last Regenerate replaced, and "Newer answer" the one it wrote; the thread is
+// saved with the answer shown. Where the new answer failed (no answer
+// followed the question), the previous one comes back as the answer.
+func (c *Chat) SwapAnswer() {
+	t := c.cur
+	if c.answering || t == nil || c.other == nil {
+		return
+	}
+	n := len(t.Messages)
+	if n > 0 && t.Messages[n-1].Role == "model" {
+		shown := t.Messages[n-1]
+		t.Messages[n-1] = *c.other
+		c.other, c.otherNewer = &shown, !c.otherNewer
+	} else {
+		t.Messages = append(t.Messages, *c.other)
+		c.other = nil
+	}
+	c.save()
+	c.errLabel.Hide()
+	c.after.Hide() // its offers were the other answer's
 	c.status.SetText("")
 	c.renderMessages()
 	c.updateButtons()
@@ -539,6 +574,16 @@ func (c *Chat) updateButtons() {
 	setEnabled(c.send, !c.answering && strings.TrimSpace(c.input.Text) != "")
 	setEnabled(c.stop, c.answering)
 	setEnabled(c.regen, !c.answering && c.cur != nil && len(c.cur.Messages) > 0)
+	switch {
+	case c.other == nil || c.answering:
+		c.swap.Hide()
+	case c.otherNewer:
+		c.swap.SetText("Newer answer")
+		c.swap.Show()
+	default:
+		c.swap.SetText("Previous answer")
+		c.swap.Show()
+	}
 }
 
 // Send sends the input as a user turn and starts the answer.
@@ -550,6 +595,7 @@ func (c *Chat) Send() {
 	c.input.SetText("")
 	c.own = false // a new question opens with its entry, where the folder holds one
 	c.forgetDeleted()
+	c.other = nil // the answers to swap were to the question before
 
 	if len(c.cur.Messages) == 0 && c.cur.Title == newChatTitle { // not one the user named
 		c.cur.Title = titleFrom(text)
@@ -562,11 +608,21 @@ func (c *Chat) Send() {
 }
 
 // Regenerate drops the last answer and asks again.
-func (c *Chat) Regenerate() {
+func (c *Chat) Regenerate() { c.regenerate(true) }
+
+// regenerate asks for the last answer again; keep keeps the answer it replaces
+// for "Previous answer" (SwapAnswer).
+func (c *Chat) regenerate(keep bool) {
 	if c.answering || c.cur == nil {
 		return
 	}
 	if n := len(c.cur.Messages); n > 0 && c.cur.Messages[n-1].Role == "model" {
+		if keep {
+			was := c.cur.Messages[n-1]
+			c.other, c.otherNewer = &was, false
+		} else {
+			c.other = nil
+		}
 		c.cur.Messages = c.cur.Messages[:n-1]
 	}
 	if len(c.cur.Messages) == 0 {
@@ -795,7 +851,7 @@ func (c *Chat) showAfter(res *engine.Result, asked askedAbout) {
 		c.after.Add(widget.NewLabel(note))
 		c.after.Add(widget.NewButtonWithIcon(label, theme.DocumentCreateIcon(), func() {
 			c.own = !asked.own
-			c.Regenerate()
+			c.regenerate(false) // the other answer is this button's to bring back
 		}))
 	case len(asked.similar) > 0 && !res.LeadHeld:
 		linkRow(c.after, widget.NewLabel("No entry for this; entries with a similar title:"), asked.similar, c.scroll.Size().Width, func(t string) {

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -183,6 +184,90 @@ func TestChatDeleteCanBeUndone(t *testing.T) {
 	}
 	if shown, _ := barShown(); shown {
 		t.Error("deleting an empty chat offered Undo")
+	}
+}
+
+// TestChatRegenerateCanBeUndone: Regenerate replaced the answer for good;
+// now "Previous answer" beside it brings the replaced one back (saved so),
+// "Newer answer" the regenerated one, until a message is sent or the thread
+// left. Where the new answer fails, the previous one comes back as the answer.
+func TestChatRegenerateCanBeUndone(t *testing.T) {
+	n := 0
+	fail := false
+	m := &fakeModel{answers: chatAnswers(&n), fail: func(int) error {
+		if fail {
+			return errors.New("the model stopped")
+		}
+		return nil
+	}}
+	a := newTestApp(t, m, "")
+	c := a.Chat
+	last := func() string { th := c.Current(); return th.Messages[len(th.Messages)-1].Content }
+	saved := func() string {
+		th, err := a.deps.Chats.Load(c.Current().ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return th.Messages[len(th.Messages)-1].Content
+	}
+	swap := func() (bool, string) {
+		return uiRead(func() bool { return c.swap.Visible() }), uiRead(func() string { return c.swap.Text })
+	}
+	typeText(c.input, "What is Unix?")
+	tap(c.send)
+	c.run.Wait()
+	first := last()
+	if shown, _ := swap(); shown {
+		t.Error("a first answer offers a previous one")
+	}
+	tap(c.regen)
+	c.run.Wait()
+	second := last()
+	if second == first {
+		t.Fatalf("the fake model answered the same twice: %q", first)
+	}
+	if shown, label := swap(); !shown || label != "Previous answer" {
+		t.Fatalf("after Regenerate: swap shown %v, %q", shown, label)
+	}
+	if w := uiRead(func() float32 { return a.win.Content().MinSize().Width }); w > smallestWindowSize.Width {
+		t.Errorf("with the swap shown the window needs %.0f px, more than the smallest supported %.0f", w, smallestWindowSize.Width)
+	}
+	tap(c.swap)
+	if last() != first || saved() != first || len(c.Current().Messages) != 2 {
+		t.Errorf("Previous answer: %q (saved %q), %d messages; want %q", last(), saved(), len(c.Current().Messages), first)
+	}
+	if _, label := swap(); label != "Newer answer" {
+		t.Errorf("after the swap the button says %q", label)
+	}
+	tap(c.swap)
+	if last() != second || saved() != second {
+		t.Errorf("Newer answer: %q (saved %q); want %q", last(), saved(), second)
+	}
+
+	// A regenerated answer that fails: the previous one comes back.
+	fail = true
+	tap(c.regen)
+	c.run.Wait()
+	if th := c.Current(); th.Messages[len(th.Messages)-1].Role != "user" {
+		t.Fatalf("the failed answer left %+v", th.Messages)
+	}
+	tap(c.swap)
+	if last() != second || len(c.Current().Messages) != 2 {
+		t.Errorf("after a failed regenerate, Previous answer gave %q, %d messages", last(), len(c.Current().Messages))
+	}
+	if shown, _ := swap(); shown {
+		t.Error("the swap stays offered with no other answer")
+	}
+
+	// Sending goes on: the offer goes.
+	fail = false
+	tap(c.regen)
+	c.run.Wait()
+	typeText(c.input, "What is Lisp?")
+	tap(c.send)
+	c.run.Wait()
+	if shown, _ := swap(); shown {
+		t.Error("a new question's answer offers the one before's previous answer")
 	}
 }
 
