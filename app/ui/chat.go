@@ -72,13 +72,18 @@ type Chat struct {
 	other      *chats.Message
 	otherNewer bool
 	swap       *widget.Button // "Previous answer" / "Newer answer", beside Regenerate
-	content    fyne.CanvasObject
-	run        runner
-	answering  bool
+	// editing is the index of the user message being edited (its Edit button
+	// put it in the chat box; Send replaces it and what follows), -1 for none;
+	// editBar says so over the chat box, with Cancel.
+	editing   int
+	editBar   *fyne.Container
+	content   fyne.CanvasObject
+	run       runner
+	answering bool
 }
 
 func newChat(a *App) *Chat {
-	c := &Chat{app: a}
+	c := &Chat{app: a, editing: -1}
 	c.loadErrs = widget.NewLabel("")
 	c.loadErrs.Wrapping = fyne.TextWrapWord
 	c.loadErrs.Importance = widget.DangerImportance
@@ -164,7 +169,11 @@ func newChat(a *App) *Chat {
 	buttons := container.NewHBox(c.swap, c.regen, c.stop, c.send)
 	c.after = container.NewHBox()
 	c.after.Hide()
-	bottom := container.NewVBox(c.after, container.NewBorder(nil, nil, nil, buttons, c.input), c.status)
+	editNote := widget.NewLabel(editingNote)
+	editNote.Wrapping = fyne.TextWrapWord
+	c.editBar = container.NewBorder(nil, nil, nil, widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), c.CancelEdit), editNote)
+	c.editBar.Hide()
+	bottom := container.NewVBox(c.after, c.editBar, container.NewBorder(nil, nil, nil, buttons, c.input), c.status)
 	right := container.NewBorder(top, bottom, nil, nil, c.scroll)
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.22
@@ -249,6 +258,8 @@ func (c *Chat) open(t *chats.Thread) {
 	c.run.Invalidate()
 	c.answering = false
 	c.other = nil // the answer Regenerate replaced is the thread left's
+	c.editing = -1
+	c.editBar.Hide()
 	c.cur = t
 	c.system.SetText(t.System)
 	c.thinking.SetChecked(t.Thinking)
@@ -286,6 +297,33 @@ func (c *Chat) SwapAnswer() {
 	c.status.SetText("")
 	c.renderMessages()
 	c.updateButtons()
+}
+
+// editingNote is what the bar over the chat box says while a message is edited.
+const editingNote = "Editing your message: Send replaces it and the answers after it."
+
+// EditMessage puts the user message at index i of the open thread in the chat
+// box to edit; Send then replaces it and drops what followed (the answers to
+// it), as ChatGPT, LM Studio and Jan do. Nothing changes until Send; Cancel
+// leaves the thread as it was.
+func (c *Chat) EditMessage(i int) {
+	if c.answering || c.cur == nil || i < 0 || i >= len(c.cur.Messages) || c.cur.Messages[i].Role != "user" {
+		return
+	}
+	c.editing = i
+	c.input.SetText(c.cur.Messages[i].Content)
+	c.editBar.Show()
+	c.app.win.Canvas().Focus(c.input)
+}
+
+// CancelEdit leaves the message being edited as it was and empties the chat box.
+func (c *Chat) CancelEdit() {
+	if c.editing < 0 {
+		return
+	}
+	c.editing = -1
+	c.editBar.Hide()
+	c.input.SetText("")
 }
 
 // newChatTitle names a chat until its first message does.
@@ -418,8 +456,8 @@ func (c *Chat) showError(msg string) {
 func (c *Chat) renderMessages() {
 	var objs []fyne.CanvasObject
 	name := c.app.activeModelName()
-	for _, m := range c.cur.Messages {
-		objs = append(objs, c.messageView(m, name, nil))
+	for i, m := range c.cur.Messages {
+		objs = append(objs, c.messageView(m, name, nil, func() { c.EditMessage(i) }))
 	}
 	c.messages.Objects = objs
 	c.messages.Refresh()
@@ -428,11 +466,16 @@ func (c *Chat) renderMessages() {
 
 // messageView draws one message as a bubble: who wrote it, a reply's thinking,
 // the markdown body, then live (the canvas still developing, if not nil), and a
-// copy button on replies.
-func (c *Chat) messageView(m chats.Message, model string, live fyne.CanvasObject) fyne.CanvasObject {
+// copy button on replies; edit, if not nil, is a user message's Edit button.
+func (c *Chat) messageView(m chats.Message, model string, live fyne.CanvasObject, edit func()) fyne.CanvasObject {
 	who := widget.NewLabelWithStyle("You", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	var head fyne.CanvasObject = who
 	fill := theme.Color(theme.ColorNameSelection)
+	if m.Role == "user" && edit != nil { // Edit (EditMessage) where Copy is on an answer
+		editB := widget.NewButtonWithIcon("Edit", theme.DocumentCreateIcon(), edit)
+		editB.Importance = widget.LowImportance
+		head = container.NewBorder(nil, nil, nil, editB, who)
+	}
 	if m.Role == "model" {
 		who.SetText(model)
 		who.Importance = widget.HighImportance
@@ -596,6 +639,14 @@ func (c *Chat) Send() {
 	c.own = false // a new question opens with its entry, where the folder holds one
 	c.forgetDeleted()
 	c.other = nil // the answers to swap were to the question before
+	if i := c.editing; i >= 0 && i < len(c.cur.Messages) && c.cur.Messages[i].Role == "user" {
+		if i == 0 && c.cur.Title == titleFrom(c.cur.Messages[0].Content) { // named by the message, not by the user
+			c.cur.Title = newChatTitle
+		}
+		c.cur.Messages = c.cur.Messages[:i] // the edited message and what followed it go
+	}
+	c.editing = -1
+	c.editBar.Hide()
 
 	if len(c.cur.Messages) == 0 && c.cur.Title == newChatTitle { // not one the user named
 		c.cur.Title = titleFrom(text)
@@ -760,7 +811,7 @@ func chatTooLong(ce *engine.ContextError, earlier bool) string {
 func (c *Chat) showPartial(t *chats.Thread, text string) {
 	objs := c.messages.Objects
 	n := len(t.Messages)
-	view := c.messageView(chats.Message{Role: "model", Content: text}, c.app.activeModelName(), c.live)
+	view := c.messageView(chats.Message{Role: "model", Content: text}, c.app.activeModelName(), c.live, nil)
 	if len(objs) > n {
 		objs[n] = view
 	} else {

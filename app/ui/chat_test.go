@@ -271,6 +271,64 @@ func TestChatRegenerateCanBeUndone(t *testing.T) {
 	}
 }
 
+// TestChatEditAMessage: Edit on one of the user's messages puts it in the chat
+// box and says so; Send replaces it and drops the answers after it, answering
+// the edited question (saved so; a chat named by its first message is renamed
+// by the edit); Cancel leaves the thread as it was.
+func TestChatEditAMessage(t *testing.T) {
+	n := 0
+	m := &fakeModel{answers: chatAnswers(&n)}
+	a := newTestApp(t, m, "")
+	c := a.Chat
+	for _, q := range []string{"What is Unix?", "What is Lisp?"} {
+		typeText(c.input, q)
+		tap(c.send)
+		c.run.Wait()
+	}
+	th := c.Current()
+	if len(th.Messages) != 4 || th.Title != "What is Unix?" {
+		t.Fatalf("before: %d messages, title %q", len(th.Messages), th.Title)
+	}
+	editShown := func() bool { return uiRead(func() bool { return c.editBar.Visible() }) }
+	editButtons := func() int {
+		n := 0
+		onScreen(c.messages, func(b *widget.Button) bool {
+			if b.Text == "Edit" {
+				n++
+			}
+			return false
+		})
+		return n
+	}
+	if got := editButtons(); got != 2 {
+		t.Errorf("%d Edit buttons; want one per message of the user's (2)", got)
+	}
+
+	asUI(func() { c.EditMessage(2) })
+	if c.input.Text != "What is Lisp?" || !editShown() {
+		t.Fatalf("Edit: chat box %q, bar shown %v", c.input.Text, editShown())
+	}
+	asUI(c.CancelEdit)
+	if c.input.Text != "" || editShown() || len(th.Messages) != 4 {
+		t.Errorf("Cancel: chat box %q, bar shown %v, %d messages", c.input.Text, editShown(), len(th.Messages))
+	}
+
+	asUI(func() { c.EditMessage(0) })
+	asUI(func() { c.input.SetText("What is Linux?") })
+	tap(c.send)
+	c.run.Wait()
+	if len(th.Messages) != 2 || th.Messages[0].Content != "What is Linux?" || th.Messages[1].Role != "model" || editShown() {
+		t.Fatalf("after the edit was sent: %+v (bar shown %v)", th.Messages, editShown())
+	}
+	if th.Title != "What is Linux?" {
+		t.Errorf("the chat named by its first message is still %q", th.Title)
+	}
+	saved, err := a.deps.Chats.Load(th.ID)
+	if err != nil || len(saved.Messages) != 2 || saved.Messages[0].Content != "What is Linux?" {
+		t.Errorf("saved: %+v, %v", saved, err)
+	}
+}
+
 // TestChatTooLongSaysWhatToDo: a chat grown past the model's context failed
 // every answer with "Could not answer: prompt (8100 tokens) plus 256 new tokens
 // needs 8356 positions; the model has 8192"; it says in words that the chat is
