@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/adrg/xdg"
 	"github.com/darkroomlabs/darkroom/engine/atomicfile"
@@ -166,4 +167,54 @@ func (s *Store) Delete(id string) error {
 		return fmt.Errorf("delete chat %s: %w", id, err)
 	}
 	return nil
+}
+
+// Markdown is the thread as a Markdown document, for "Export chat": its title as
+// the heading, the system prompt where it has one, then each message under who
+// wrote it ("You", or the model the thread names; "Model" where it names none),
+// its content as written (the answers are Markdown already), a thought in a
+// quoted block before its answer.
+func (t *Thread) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", strings.TrimSpace(t.Title))
+	if s := strings.TrimSpace(t.System); s != "" {
+		fmt.Fprintf(&b, "*System prompt:* %s\n\n", strings.Join(strings.Fields(s), " "))
+	}
+	model := t.Model
+	if model == "" {
+		model = "Model"
+	}
+	for _, m := range t.Messages {
+		who := "You"
+		if m.Role == "model" {
+			who = model
+		}
+		fmt.Fprintf(&b, "## %s\n\n", who)
+		if th := strings.TrimSpace(m.Thought); th != "" {
+			b.WriteString("> *Thinking:* " + strings.ReplaceAll(th, "\n", "\n> ") + "\n\n")
+		}
+		b.WriteString(strings.TrimSpace(m.Content) + "\n\n")
+	}
+	return strings.TrimRight(b.String(), "\n") + "\n"
+}
+
+// FileName is a file name for the thread's export: its title with the
+// characters file systems refuse (and leading dots) replaced, at most 80
+// bytes, then ext ("What is Unix?" → "What is Unix_.md").
+func (t *Thread) FileName(ext string) string {
+	name := strings.Map(func(r rune) rune {
+		if r < ' ' || strings.ContainsRune(`<>:"/\|?*`, r) {
+			return '_'
+		}
+		return r
+	}, strings.TrimSpace(t.Title))
+	name = strings.TrimLeft(name, ".")
+	for len(name) > 80 {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
+	}
+	if name = strings.TrimSpace(name); name == "" {
+		name = "chat"
+	}
+	return name + ext
 }

@@ -102,3 +102,31 @@ func TestKilledWriterLeavesNoTruncatedFile(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdown: an exported thread reads as the conversation: its title, its
+// system prompt, each message under who wrote it, a thought quoted before its
+// answer; a file name from the title with what file systems refuse replaced.
+func TestMarkdown(t *testing.T) {
+	th := New("What is Unix?", "You are\nDarkroom Mini.")
+	th.Model = "Darkroom Mini"
+	th.Messages = []Message{
+		{Role: "user", Content: "What is Unix?"},
+		{Role: "model", Content: "**Unix** (operating system): An OS.\n\n- multi-user", Thought: "Recall.\nAnswer."},
+	}
+	want := "# What is Unix?\n\n*System prompt:* You are Darkroom Mini.\n\n## You\n\nWhat is Unix?\n\n" +
+		"## Darkroom Mini\n\n> *Thinking:* Recall.\n> Answer.\n\n**Unix** (operating system): An OS.\n\n- multi-user\n"
+	if got := th.Markdown(); got != want {
+		t.Errorf("Markdown:\n%s\nwant:\n%s", got, want)
+	}
+	for title, want := range map[string]string{
+		"What is Unix?":         "What is Unix_.md",
+		"a/b\\c:d*e":            "a_b_c_d_e.md",
+		"..hidden":              "hidden.md",
+		"   ":                   "chat.md",
+		strings.Repeat("é", 60): strings.Repeat("é", 40) + ".md",
+	} {
+		if got := (&Thread{Title: title}).FileName(".md"); got != want {
+			t.Errorf("FileName(%q) = %q, want %q", title, got, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -52,6 +53,7 @@ type Chat struct {
 	regen    *widget.Button
 	del      *widget.Button // deletes the open thread; one with messages can be brought back (undoBar)
 	rename   *widget.Button // asks for the open thread's new name
+	export   *widget.Button // saves the open thread as a Markdown file (ExportChat)
 	status   *widget.Label
 	errLabel *widget.Label
 	// after, the row under the last answer: over an entry's answer, "Let the
@@ -109,11 +111,12 @@ func newChat(a *App) *Chat {
 	newBtn := widget.NewButtonWithIcon("New chat", theme.ContentAddIcon(), c.StartNew)
 	c.del = widget.NewButtonWithIcon("", theme.DeleteIcon(), c.deleteCurrent)
 	c.rename = widget.NewButtonWithIcon("", theme.DocumentCreateIcon(), c.askRename)
+	c.export = widget.NewButtonWithIcon("", theme.DocumentSaveIcon(), c.ExportChat)
 	c.undoNote = widget.NewLabel("")
 	c.undoNote.Wrapping = fyne.TextWrapWord
 	c.undoBar = container.NewBorder(nil, nil, nil, widget.NewButtonWithIcon("Undo", theme.ContentUndoIcon(), c.UndoDelete), c.undoNote)
 	c.undoBar.Hide()
-	left := container.NewBorder(container.NewBorder(nil, nil, nil, container.NewHBox(c.rename, c.del), newBtn),
+	left := container.NewBorder(container.NewBorder(nil, nil, nil, container.NewHBox(c.export, c.rename, c.del), newBtn),
 		container.NewVBox(c.undoBar, c.loadErrs), nil, nil, c.list)
 
 	c.system = newKeyEntry(a)
@@ -297,6 +300,38 @@ func (c *Chat) SwapAnswer() {
 	c.status.SetText("")
 	c.renderMessages()
 	c.updateButtons()
+}
+
+// ExportChat (the save icon over the list) asks where to save the open chat as
+// a Markdown file (chats.Thread.Markdown), named after it.
+func (c *Chat) ExportChat() {
+	t := c.cur
+	if t == nil || len(t.Messages) == 0 {
+		return
+	}
+	d := dialog.NewFileSave(func(w fyne.URIWriteCloser, err error) { c.writeExport(t, w, err) }, c.app.win)
+	d.SetFileName(t.FileName(".md"))
+	d.Show()
+}
+
+// writeExport is ExportChat's answer from the file dialog: t's Markdown into w
+// (nil: the dialog was cancelled), then the status line says where it went, or
+// the error stays on screen.
+func (c *Chat) writeExport(t *chats.Thread, w fyne.URIWriteCloser, err error) {
+	if err == nil && w == nil {
+		return
+	}
+	if err == nil {
+		_, err = io.WriteString(w, t.Markdown())
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		c.showError(fmt.Sprintf("Could not save the chat: %v. Choose another folder and try again.", err))
+		return
+	}
+	c.status.SetText("Chat saved to " + w.URI().Path())
 }
 
 // editingNote is what the bar over the chat box says while a message is edited.
@@ -617,6 +652,7 @@ func (c *Chat) updateButtons() {
 	setEnabled(c.send, !c.answering && strings.TrimSpace(c.input.Text) != "")
 	setEnabled(c.stop, c.answering)
 	setEnabled(c.regen, !c.answering && c.cur != nil && len(c.cur.Messages) > 0)
+	setEnabled(c.export, c.cur != nil && len(c.cur.Messages) > 0)
 	switch {
 	case c.other == nil || c.answering:
 		c.swap.Hide()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -326,6 +327,47 @@ func TestChatEditAMessage(t *testing.T) {
 	saved, err := a.deps.Chats.Load(th.ID)
 	if err != nil || len(saved.Messages) != 2 || saved.Messages[0].Content != "What is Linux?" {
 		t.Errorf("saved: %+v, %v", saved, err)
+	}
+}
+
+// TestChatExport: the save icon over the list asks where to save the open chat
+// (a file dialog, named after it), and the file holds the conversation as
+// Markdown; the status line says where it went, and a write that fails says so
+// and stays on screen. An empty chat has nothing to export.
+func TestChatExport(t *testing.T) {
+	n := 0
+	a := newTestApp(t, &fakeModel{answers: chatAnswers(&n)}, "")
+	c := a.Chat
+	if !c.export.Disabled() {
+		t.Error("an empty chat can be exported")
+	}
+	typeText(c.input, "What is Unix?")
+	tap(c.send)
+	c.run.Wait()
+	if c.export.Disabled() {
+		t.Fatal("a chat with messages cannot be exported")
+	}
+	tap(c.export)
+	if a.win.Canvas().Overlays().Top() == nil {
+		t.Error("the save icon opened no dialog")
+	}
+
+	path := filepath.Join(t.TempDir(), "unix.md")
+	w, err := storage.Writer(storage.NewFileURI(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asUI(func() { c.writeExport(c.Current(), w, nil) })
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != c.Current().Markdown() || !strings.Contains(string(got), "## You\n\nWhat is Unix?") {
+		t.Errorf("the file holds %q (%v)", got, err)
+	}
+	if st := uiRead(func() string { return c.status.Text }); st != "Chat saved to "+path {
+		t.Errorf("status %q", st)
+	}
+	asUI(func() { c.writeExport(c.Current(), nil, errors.New("permission denied")) })
+	if !uiRead(func() bool { return c.errLabel.Visible() }) || !strings.Contains(c.errLabel.Text, "Could not save the chat: permission denied") {
+		t.Errorf("a failed save shows %q", c.errLabel.Text)
 	}
 }
 
