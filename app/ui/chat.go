@@ -73,7 +73,7 @@ type Chat struct {
 	// Kept until the thread is left or a message sent.
 	other      *chats.Message
 	otherNewer bool
-	swap       *widget.Button // "Previous answer" / "Newer answer", beside Regenerate
+	swap       *widget.Button // "Previous answer" / "Newer answer" in the last answer's head; nil when not offered
 	// editing is the index of the user message being edited (its Edit button
 	// put it in the chat box; Send replaces it and what follows), -1 for none;
 	// editBar says so over the chat box, with Cancel.
@@ -158,8 +158,6 @@ func newChat(a *App) *Chat {
 	c.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), c.Stop)
 	c.stop.Disable()
 	c.regen = widget.NewButtonWithIcon("Regenerate", theme.ViewRefreshIcon(), c.Regenerate)
-	c.swap = widget.NewButtonWithIcon("Previous answer", theme.HistoryIcon(), c.SwapAnswer)
-	c.swap.Hide()
 	c.status = widget.NewLabel("")
 	c.status.Truncation = fyne.TextTruncateEllipsis
 	c.errLabel = widget.NewLabel("")
@@ -169,7 +167,7 @@ func newChat(a *App) *Chat {
 
 	sysBox := widget.NewAccordion(widget.NewAccordionItem("System prompt", c.system))
 	top := container.NewVBox(a.modelNotice(), container.NewBorder(nil, nil, nil, container.NewHBox(fitOptions(c.mode), c.thinking), sysBox), c.errLabel)
-	buttons := container.NewHBox(c.swap, c.regen, c.stop, c.send)
+	buttons := container.NewHBox(c.regen, c.stop, c.send)
 	c.after = container.NewHBox()
 	c.after.Hide()
 	editNote := widget.NewLabel(editingNote)
@@ -276,30 +274,36 @@ func (c *Chat) open(t *chats.Thread) {
 	c.updateButtons()
 }
 
-// SwapAnswer ("Previous answer" beside Regenerate) brings back the answer the
-// last Regenerate replaced, and "Newer answer" the one it wrote; the thread is
-// saved with the answer shown. Where the new answer failed (no answer
-// followed the question), the previous one comes back as the answer.
+// SwapAnswer ("Previous answer" in the last answer's head) brings back the
+// answer the last Regenerate replaced, and "Newer answer" the one it wrote;
+// the thread is saved with the answer shown.
 func (c *Chat) SwapAnswer() {
 	t := c.cur
-	if c.answering || t == nil || c.other == nil {
+	if c.answering || t == nil || c.other == nil || len(t.Messages) == 0 || t.Messages[len(t.Messages)-1].Role != "model" {
 		return
 	}
 	n := len(t.Messages)
-	if n > 0 && t.Messages[n-1].Role == "model" {
-		shown := t.Messages[n-1]
-		t.Messages[n-1] = *c.other
-		c.other, c.otherNewer = &shown, !c.otherNewer
-	} else {
-		t.Messages = append(t.Messages, *c.other)
-		c.other = nil
-	}
+	shown := t.Messages[n-1]
+	t.Messages[n-1] = *c.other
+	c.other, c.otherNewer = &shown, !c.otherNewer
 	c.save()
 	c.errLabel.Hide()
 	c.after.Hide() // its offers were the other answer's
 	c.status.SetText("")
 	c.renderMessages()
 	c.updateButtons()
+}
+
+// withSwap is the last answer's view with "Previous answer" (or "Newer
+// answer": SwapAnswer) at its foot, where ChatGPT shows an answer's versions.
+func (c *Chat) withSwap(view fyne.CanvasObject) fyne.CanvasObject {
+	label := "Previous answer"
+	if c.otherNewer {
+		label = "Newer answer"
+	}
+	c.swap = widget.NewButtonWithIcon(label, theme.HistoryIcon(), c.SwapAnswer)
+	c.swap.Importance = widget.LowImportance
+	return container.NewVBox(view, container.NewHBox(c.swap))
 }
 
 // ExportChat (the save icon over the list) asks where to save the open chat as
@@ -491,8 +495,14 @@ func (c *Chat) showError(msg string) {
 func (c *Chat) renderMessages() {
 	var objs []fyne.CanvasObject
 	name := c.app.activeModelName()
+	c.swap = nil
+	last := len(c.cur.Messages) - 1
 	for i, m := range c.cur.Messages {
-		objs = append(objs, c.messageView(m, name, nil, func() { c.EditMessage(i) }))
+		v := c.messageView(m, name, nil, func() { c.EditMessage(i) })
+		if i == last && m.Role == "model" && c.other != nil && !c.answering {
+			v = c.withSwap(v)
+		}
+		objs = append(objs, v)
 	}
 	c.messages.Objects = objs
 	c.messages.Refresh()
@@ -653,16 +663,6 @@ func (c *Chat) updateButtons() {
 	setEnabled(c.stop, c.answering)
 	setEnabled(c.regen, !c.answering && c.cur != nil && len(c.cur.Messages) > 0)
 	setEnabled(c.export, c.cur != nil && len(c.cur.Messages) > 0)
-	switch {
-	case c.other == nil || c.answering:
-		c.swap.Hide()
-	case c.otherNewer:
-		c.swap.SetText("Newer answer")
-		c.swap.Show()
-	default:
-		c.swap.SetText("Previous answer")
-		c.swap.Show()
-	}
 }
 
 // Send sends the input as a user turn and starts the answer.
@@ -876,6 +876,11 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 				c.showError(chatTooLong(ce, len(t.Messages) > 1))
 			} else {
 				c.showError(plainError("answer", err))
+			}
+			if c.other != nil && !c.otherNewer { // a regenerated answer that failed: the one it replaced stays
+				t.Messages = append(t.Messages, *c.other)
+				c.other = nil
+				c.save()
 			}
 			c.renderMessages()
 			c.updateButtons()
