@@ -149,7 +149,7 @@ func newChat(a *App) *Chat {
 	c.live.TextStyle = fyne.TextStyle{Monospace: true}
 	c.live.Hide()
 	c.scroll = container.NewVScroll(container.NewPadded(c.messages))
-	c.input = newChatInput(a, c.Send)
+	c.input = newChatInput(a, c.Send, c.CancelEdit)
 	c.input.SetPlaceHolder("Ask something… (Enter sends, Shift+Enter starts a new line)")
 	c.input.SetMinRowsVisible(2)
 	c.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), c.Send)
@@ -339,7 +339,7 @@ func (c *Chat) writeExport(t *chats.Thread, w fyne.URIWriteCloser, err error) {
 }
 
 // editingNote is what the bar over the chat box says while a message is edited.
-const editingNote = "Editing your message: Send replaces it and the answers after it."
+const editingNote = "Editing your message: Send replaces it and the answers after it (Escape leaves it as it was)."
 
 // EditMessage puts the user message at index i of the open thread in the chat
 // box to edit; Send then replaces it and drops what followed (the answers to
@@ -613,11 +613,12 @@ func answerText(md string) *widget.RichText {
 type chatInput struct {
 	keyEntry // the app's keys (Escape stops the reply) reach the app
 	send     func()
-	shift    bool // a Shift key is held
+	escape   func() // Escape in the box, besides stopping: leaves an edit (Chat.CancelEdit)
+	shift    bool   // a Shift key is held
 }
 
-func newChatInput(a *App, send func()) *chatInput {
-	e := &chatInput{keyEntry: keyEntry{app: a}, send: send}
+func newChatInput(a *App, send, escape func()) *chatInput {
+	e := &chatInput{keyEntry: keyEntry{app: a}, send: send, escape: escape}
 	e.MultiLine = true
 	e.Wrapping = fyne.TextWrapWord
 	e.ExtendBaseWidget(e)
@@ -640,8 +641,12 @@ func (e *chatInput) KeyUp(k *fyne.KeyEvent) {
 	e.Entry.KeyUp(k)
 }
 
-// TypedKey sends on Enter and types a newline on Shift+Enter.
+// TypedKey sends on Enter, types a newline on Shift+Enter, and on Escape
+// leaves a message being edited as well as stopping the reply.
 func (e *chatInput) TypedKey(k *fyne.KeyEvent) {
+	if k.Name == fyne.KeyEscape && e.escape != nil {
+		e.escape()
+	}
 	if k.Name != fyne.KeyReturn && k.Name != fyne.KeyEnter {
 		e.keyEntry.TypedKey(k)
 		return

@@ -312,6 +312,11 @@ func TestChatEditAMessage(t *testing.T) {
 	if c.input.Text != "" || editShown() || len(th.Messages) != 4 {
 		t.Errorf("Cancel: chat box %q, bar shown %v, %d messages", c.input.Text, editShown(), len(th.Messages))
 	}
+	asUI(func() { c.EditMessage(2) })
+	asUI(func() { c.input.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape}) })
+	if c.input.Text != "" || editShown() {
+		t.Errorf("Escape in the chat box: %q, bar shown %v; want the edit left", c.input.Text, editShown())
+	}
 
 	asUI(func() { c.EditMessage(0) })
 	asUI(func() { c.input.SetText("What is Linux?") })
