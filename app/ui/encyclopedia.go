@@ -58,7 +58,13 @@ type Encyclopedia struct {
 	pos     int              // -1: the start page, before history[0] as in a browser
 	cache   map[string]*page // finished pages by title, for back/forward
 	own     map[string]bool  // titles with entries whose page the model writes alone (ownBtn) until next navigated to
-	run     runner
+	// prev is the page Reload replaced (after a swap, the newer one), which
+	// prevBtn by the status line brings back ("Previous version", "Newer
+	// version"), until another page is shown; prevNewer says which it is.
+	prev      *page
+	prevNewer bool
+	prevBtn   *widget.Button
+	run       runner
 }
 
 // page is a finished generated page.
@@ -135,7 +141,10 @@ func newEncyclopedia(a *App) *Encyclopedia {
 	top := container.NewVBox(bar, e.suggest, a.modelNotice(), e.errLabel, e.stopped, e.browserBox, e.entryBar)
 	// The mode picker sits by the status line, which names the mode a page was
 	// written in; the toolbar keeps its room for the address.
-	bottom := container.NewBorder(nil, nil, nil, fitOptions(e.mode), e.status)
+	e.prevBtn = widget.NewButtonWithIcon("Previous version", theme.HistoryIcon(), e.SwapVersion)
+	e.prevBtn.Importance = widget.LowImportance
+	e.prevBtn.Hide()
+	bottom := container.NewBorder(nil, nil, nil, container.NewHBox(e.prevBtn, fitOptions(e.mode)), e.status)
 	e.content = container.NewBorder(top, bottom, nil, nil, e.scroll)
 	e.showWelcome()
 	e.updateButtons()
@@ -178,6 +187,7 @@ func (e *Encyclopedia) Navigate(title string) {
 	e.history = append(e.history, title)
 	e.pos = len(e.history) - 1
 	delete(e.own, title) // a title navigated to anew opens its entry again
+	e.forgetPrev()
 	e.generate(title)
 }
 
@@ -238,6 +248,7 @@ func (e *Encyclopedia) toggleOwn() {
 	title := e.history[e.pos]
 	e.own[title] = !e.own[title]
 	delete(e.cache, title)
+	e.forgetPrev()
 	e.generate(title)
 }
 
@@ -304,12 +315,59 @@ func (e *Encyclopedia) Forward() {
 	}
 }
 
-// Reload regenerates the current page.
+// Reload regenerates the current page; the page it replaces comes back with
+// "Previous version" by the status line (SwapVersion) — a page the model
+// writes differently each time is often worth keeping.
 func (e *Encyclopedia) Reload() {
-	if e.pos >= 0 {
-		delete(e.cache, e.history[e.pos])
-		e.generate(e.history[e.pos])
+	if e.pos < 0 {
+		return
 	}
+	title := e.history[e.pos]
+	e.forgetPrev()
+	if p, ok := e.cache[title]; ok {
+		e.prev = p
+	}
+	delete(e.cache, title)
+	e.generate(title)
+}
+
+// SwapVersion shows the page Reload replaced ("Previous version"), or back the
+// one it wrote ("Newer version"); where the reload was stopped or failed, the
+// previous page comes back as the page.
+func (e *Encyclopedia) SwapVersion() {
+	p := e.prev
+	if p == nil || e.pos < 0 || e.history[e.pos] != p.title {
+		return
+	}
+	e.run.Stop()
+	e.run.Invalidate()
+	if shown, ok := e.cache[p.title]; ok {
+		e.prev, e.prevNewer = shown, !e.prevNewer
+	} else {
+		e.prev = nil
+	}
+	e.cache[p.title] = p
+	e.showPage(p, "")
+	e.showPrev()
+}
+
+// forgetPrev drops the page Reload replaced: another page is shown.
+func (e *Encyclopedia) forgetPrev() {
+	e.prev, e.prevNewer = nil, false
+	e.prevBtn.Hide()
+}
+
+// showPrev offers the other version of the page shown, where there is one.
+func (e *Encyclopedia) showPrev() {
+	if e.prev == nil || e.pos < 0 || e.history[e.pos] != e.prev.title {
+		e.prevBtn.Hide()
+		return
+	}
+	e.prevBtn.SetText("Previous version")
+	if e.prevNewer {
+		e.prevBtn.SetText("Newer version")
+	}
+	e.prevBtn.Show()
 }
 
 // openInBrowser shows the current page in the system browser through the local
@@ -361,6 +419,7 @@ func serverAddress(link string) string {
 func (e *Encyclopedia) Stop() { e.run.Stop() }
 
 func (e *Encyclopedia) showOrGenerate(title string) {
+	e.forgetPrev()
 	p, ok := e.cache[title]
 	if !ok {
 		e.generate(title)
@@ -368,12 +427,17 @@ func (e *Encyclopedia) showOrGenerate(title string) {
 	}
 	e.run.Stop()
 	e.run.Invalidate() // a generation still winding down must not draw over this page
-	e.address.SetText(title)
+	e.showPage(p, "From history · ")
+}
+
+// showPage shows the finished page p, its status line after prefix.
+func (e *Encyclopedia) showPage(p *page, prefix string) {
+	e.address.SetText(p.title)
 	e.hideError()
 	e.stopped.Hide()
 	e.view.SetDoc(p.doc)
 	e.scroll.ScrollToTop()
-	e.status.SetText("From history · " + p.status)
+	e.status.SetText(prefix + p.status)
 	e.showEntryBar(p.known, p.own, p.similar)
 	e.stop.Disable()
 	e.updateButtons()
@@ -381,6 +445,7 @@ func (e *Encyclopedia) showOrGenerate(title string) {
 
 // showStart goes back to the start page, stopping a page still developing.
 func (e *Encyclopedia) showStart() {
+	e.forgetPrev()
 	e.run.Stop()
 	e.run.Invalidate() // a generation still winding down must not draw over it
 	e.address.SetText("")
@@ -415,6 +480,7 @@ func (e *Encyclopedia) generate(title string) {
 	e.updateButtons()
 	e.status.SetText("Starting…")
 	e.entryBar.Hide()
+	e.prevBtn.Hide() // offered again when this page ends (showPrev)
 	e.scroll.ScrollToTop()
 	picked := e.mode.Selected
 	own := e.own[title]
@@ -440,6 +506,7 @@ func (e *Encyclopedia) generate(title string) {
 					e.stop.Disable()
 					e.status.SetText("Error")
 					e.showError(plainError("write the page for "+title, err))
+					e.showPrev()
 				}
 			})
 			return
@@ -472,6 +539,7 @@ func (e *Encyclopedia) generate(title string) {
 			default:
 				e.cache[title] = &page{title: title, html: text, doc: doc, tokens: res.Tokens, status: st, known: known, own: own, similar: similar}
 			}
+			e.showPrev()
 		})
 	})
 }

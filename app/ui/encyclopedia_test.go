@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -840,5 +841,80 @@ func TestRaceSummaryCountsWrittenTokens(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary %q lacks %q", got, want)
 		}
+	}
+}
+
+// TestEncyclopediaReloadKeepsThePreviousVersion: Reload wrote a page anew and
+// the one it replaced was gone; now "Previous version" by the status line
+// brings it back and "Newer version" the new one, until another page is shown.
+// A reload that fails (or is stopped) leaves the previous page one tap away.
+func TestEncyclopediaReloadKeepsThePreviousVersion(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	failing := false
+	m := &fakeModel{answers: func(req engine.Request) string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return fmt.Sprintf("<h1>Paging</h1><p>Version %d of the page.</p>", n)
+	}, fail: func(int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return errors.New("the model stopped")
+		}
+		return nil
+	}}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+	shown := func() string { return docText(e.view) }
+	offer := func() string {
+		return uiRead(func() string {
+			if !e.prevBtn.Visible() {
+				return ""
+			}
+			return e.prevBtn.Text
+		})
+	}
+	asUI(func() { e.Navigate("Paging") })
+	e.run.Wait()
+	if !strings.Contains(shown(), "Version 1") || offer() != "" {
+		t.Fatalf("first page %q, offer %q", shown(), offer())
+	}
+	asUI(e.Reload)
+	e.run.Wait()
+	if !strings.Contains(shown(), "Version 2") || offer() != "Previous version" {
+		t.Fatalf("after Reload: %q, offer %q", shown(), offer())
+	}
+	asUI(e.SwapVersion)
+	if !strings.Contains(shown(), "Version 1") || offer() != "Newer version" {
+		t.Errorf("Previous version: %q, offer %q", shown(), offer())
+	}
+	asUI(e.SwapVersion)
+	if !strings.Contains(shown(), "Version 2") || offer() != "Previous version" {
+		t.Errorf("Newer version: %q, offer %q", shown(), offer())
+	}
+	// A reload that fails: the page it would have replaced comes back.
+	mu.Lock()
+	failing = true
+	mu.Unlock()
+	asUI(e.Reload)
+	e.run.Wait()
+	if offer() != "Previous version" {
+		t.Fatalf("after a failed reload the offer is %q", offer())
+	}
+	asUI(e.SwapVersion)
+	if !strings.Contains(shown(), "Version 2") || offer() != "" || e.errLabel.Visible() {
+		t.Errorf("Previous version after a failed reload: %q, offer %q, error shown %v", shown(), offer(), e.errLabel.Visible())
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	// Back and forward show the version last chosen, with no offer.
+	asUI(func() { e.Navigate("Unix") })
+	e.run.Wait()
+	asUI(e.Back)
+	if !strings.Contains(shown(), "Version 2") || offer() != "" {
+		t.Errorf("back to the page: %q, offer %q", shown(), offer())
 	}
 }
