@@ -38,7 +38,25 @@ type Desktop struct {
 	prevTokens []int  // tokens of the screen shown, the next warm start
 	app0       string // the active app of the screen shown ("desktop" when none)
 	Clicks     []assets.Click
+
+	// back shows the screen before the last click again (Back), from past:
+	// the finished screens before shown, the last one drawn; a click that
+	// drew junk costs one tap, not a restart.
+	back  *widget.Button
+	shown desktopShot
+	past  []desktopShot
 }
+
+// desktopShot is a finished Desktop screen, as Back brings it back.
+type desktopShot struct {
+	doc    *htmlsafe.Doc
+	tokens []int
+	app0   string
+	status string
+}
+
+// maxPastScreens bounds the screens Back can go through.
+const maxPastScreens = 20
 
 func newDesktop(a *App) *Desktop {
 	d := &Desktop{app: a, app0: "desktop"}
@@ -57,10 +75,13 @@ func newDesktop(a *App) *Desktop {
 	d.power = widget.NewButtonWithIcon("Start the desktop", theme.ComputerIcon(), func() {
 		d.prevTokens = nil
 		d.app0 = "desktop"
+		d.shown, d.past = desktopShot{}, nil
 		d.Click(assets.Click{ElementID: "power", Text: "Power on", App: "desktop"})
 	})
 	d.power.Importance = widget.HighImportance
-	bar := container.NewBorder(nil, nil, d.power, d.stop, d.clickLbl)
+	d.back = widget.NewButtonWithIcon("Back", theme.NavigateBackIcon(), d.Back)
+	d.back.Disable()
+	bar := container.NewBorder(nil, nil, container.NewHBox(d.power, d.back), d.stop, d.clickLbl)
 	intro := widget.NewLabel("A make-believe computer drawn by the model: every click draws the next whole screen, " +
 		"in the model's own mode. The polaroid develops it from the previous screen instead of from scratch.")
 	intro.Wrapping = fyne.TextWrapWord
@@ -104,6 +125,7 @@ func (d *Desktop) Click(c assets.Click) {
 	d.stop.Enable()
 	d.power.SetText("Restart")
 	d.power.SetIcon(theme.ViewRefreshIcon())
+	setEnabled(d.back, d.shown.doc != nil || len(d.past) > 0) // Back leaves this screen half drawn
 	warm := d.prevTokens
 	if len(warm) > maxWarmTokens {
 		warm = warm[:maxWarmTokens]
@@ -133,6 +155,7 @@ func (d *Desktop) Click(c assets.Click) {
 					d.status.SetText("Error")
 					d.errLabel.SetText(plainError("draw the next screen", err))
 					showWrapped(d.errLabel, d.content.Size().Width, d.content)
+					d.updateBack()
 				}
 			})
 			return
@@ -154,9 +177,44 @@ func (d *Desktop) Click(c assets.Click) {
 				if doc.Title != "" {
 					d.app0 = doc.Title
 				}
+				if d.shown.doc != nil {
+					d.past = append(d.past, d.shown)
+					if len(d.past) > maxPastScreens {
+						d.past = d.past[1:]
+					}
+				}
+				d.shown = desktopShot{doc: doc, tokens: res.Tokens, app0: d.app0, status: st}
 			}
+			d.updateBack()
 		})
 	})
+}
+
+// Back shows the screen before the last click again, without asking the model:
+// the last finished screen where a click was stopped or failed, else the one
+// before it. The next click starts from the screen shown.
+func (d *Desktop) Back() {
+	if d.view.Doc() == d.shown.doc || d.shown.doc == nil { // the finished screen is up: go to the one before
+		if len(d.past) == 0 {
+			return
+		}
+		d.shown = d.past[len(d.past)-1]
+		d.past = d.past[:len(d.past)-1]
+	}
+	d.run.Stop()
+	d.run.Invalidate() // a screen still developing must not draw over this one
+	d.view.SetDoc(d.shown.doc)
+	d.prevTokens, d.app0 = d.shown.tokens, d.shown.app0
+	d.errLabel.Hide()
+	d.stop.Disable()
+	d.clickLbl.SetText("Back to the screen before")
+	d.status.SetText("Back · " + d.shown.status)
+	d.updateBack()
+}
+
+// updateBack enables Back where there is a screen to go back to.
+func (d *Desktop) updateBack() {
+	setEnabled(d.back, len(d.past) > 0 || d.shown.doc != nil && d.view.Doc() != d.shown.doc)
 }
 
 // desktopMode is the mode the Desktop draws in: the model's own, as the

@@ -1,7 +1,11 @@
 package ui
 
 import (
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"fyne.io/fyne/v2"
@@ -9,6 +13,8 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/app/htmlsafe"
+	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/models/speed"
 )
@@ -226,4 +232,87 @@ func poweredDesktop(t *testing.T, m *fakeModel) *Desktop {
 	tap(d.power)
 	d.run.Wait()
 	return d
+}
+
+// TestDesktopBack: Back shows the screen before the last click again, without
+// asking the model — screen by screen to the first — and the next click starts
+// from the screen shown (its tokens the warm start); where a click failed, Back
+// brings back the last finished screen. Restart forgets them.
+func TestDesktopBack(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	failing := false
+	m := &fakeModel{answers: func(engine.Request) string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return fmt.Sprintf(`<h1>Screen %d</h1><p><a href="/ui/next">next</a></p>`, n)
+	}, fail: func(int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return errors.New("the model stopped")
+		}
+		return nil
+	}}
+	d := poweredDesktop(t, m)
+	click := func() {
+		asUI(func() { d.Click(assets.Click{ElementID: "next", Text: "next", App: d.app0}) })
+		d.run.Wait()
+	}
+	screen := func() string { return docText(d.view) }
+	calls := func() int { return len(m.Calls()) }
+	if !strings.Contains(screen(), "Screen 1") || !d.back.Disabled() {
+		t.Fatalf("the first screen: %q, Back enabled %v", screen(), !d.back.Disabled())
+	}
+	click()
+	click()
+	if !strings.Contains(screen(), "Screen 3") || d.back.Disabled() {
+		t.Fatalf("after two clicks: %q, Back disabled %v", screen(), d.back.Disabled())
+	}
+	before := calls()
+	tap(d.back)
+	if !strings.Contains(screen(), "Screen 2") || d.app0 != "Screen 2" || calls() != before {
+		t.Errorf("Back: %q (app %q), %d model calls; want screen 2 from memory", screen(), d.app0, calls()-before)
+	}
+	tap(d.back)
+	if !strings.Contains(screen(), "Screen 1") || !d.back.Disabled() {
+		t.Errorf("Back again: %q, Back enabled %v; want the first screen and no further back", screen(), !d.back.Disabled())
+	}
+	click() // from screen 1: screen 4, and Back to 1
+	if !strings.Contains(screen(), "Screen 4") {
+		t.Fatalf("a click after Back: %q", screen())
+	}
+	first := d.past[len(d.past)-1].tokens
+	if got := m.Calls()[len(m.Calls())-1].req.CanvasIDs; !slices.Equal(got, first[:min(len(first), maxWarmTokens)]) {
+		t.Errorf("the click after Back warm-started from %d tokens, not the first screen's %d", len(got), len(first))
+	}
+
+	// A screen left half drawn (a click stopped): Back brings the last finished one.
+	asUI(func() { d.view.SetDoc(htmlsafe.Parse("<h1>Scre</h1><p>half drawn</p>")) })
+	asUI(d.updateBack)
+	tap(d.back)
+	if !strings.Contains(screen(), "Screen 4") {
+		t.Errorf("Back from a half-drawn screen: %q; want screen 4", screen())
+	}
+	// A click that fails leaves its screen up, with the error; Back goes on back.
+	mu.Lock()
+	failing = true
+	mu.Unlock()
+	click()
+	if !d.errLabel.Visible() || d.back.Disabled() {
+		t.Fatalf("after a failed click: error shown %v, Back enabled %v", d.errLabel.Visible(), !d.back.Disabled())
+	}
+	tap(d.back)
+	if !strings.Contains(screen(), "Screen 1") || d.errLabel.Visible() {
+		t.Errorf("Back after a failed click: %q, error shown %v; want screen 1, the error gone", screen(), d.errLabel.Visible())
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	tap(d.power) // Restart
+	d.run.Wait()
+	if !d.back.Disabled() {
+		t.Error("after Restart Back goes to the screens before it")
+	}
 }
