@@ -64,7 +64,7 @@ func runWiki(env *Env, args []string) error {
 	}
 	title := assets.CleanLine(fs.Arg(0))
 	if title == "" {
-		return errors.New("wiki: the title is empty")
+		return errors.New(`wiki: the title is empty; give a topic, as in: darkroom wiki Unix`)
 	}
 	if err := assets.ReadableTitle(title); err != nil {
 		return fmt.Errorf("wiki: %q has no page: %v; give a topic in words", title, err)
