@@ -12,7 +12,7 @@ import (
 
 // systemReport is what "Copy system report" puts on the clipboard, for a bug
 // report or a question about a slow or CPU-only run: which Darkroom this is,
-// what it found on this PC and where it runs (System.Hardware's report, as
+// what it found on this PC and where it runs (System.Report: hardware, as
 // `darkroom hw` prints it), the settings that decide how it runs, the model
 // active and loaded, where its files are, and the problems met at start. No
 // secret is in it: not the Hugging Face token, nor the local server's key.
