@@ -1,11 +1,8 @@
 package ui
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"fyne.io/fyne/v2"
@@ -239,22 +236,7 @@ func poweredDesktop(t *testing.T, m *fakeModel) *Desktop {
 // from the screen shown (its tokens the warm start); where a click failed, Back
 // brings back the last finished screen. Restart forgets them.
 func TestDesktopBack(t *testing.T) {
-	var mu sync.Mutex
-	n := 0
-	failing := false
-	m := &fakeModel{answers: func(engine.Request) string {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return fmt.Sprintf(`<h1>Screen %d</h1><p><a href="/ui/next">next</a></p>`, n)
-	}, fail: func(int) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if failing {
-			return errors.New("the model stopped")
-		}
-		return nil
-	}}
+	m, failing := numberedModel(`<h1>Screen %d</h1><p><a href="/ui/next">next</a></p>`)
 	d := poweredDesktop(t, m)
 	click := func() {
 		asUI(func() { d.Click(assets.Click{ElementID: "next", Text: "next", App: d.app0}) })
@@ -296,9 +278,7 @@ func TestDesktopBack(t *testing.T) {
 		t.Errorf("Back from a half-drawn screen: %q; want screen 4", screen())
 	}
 	// A click that fails leaves its screen up, with the error; Back goes on back.
-	mu.Lock()
-	failing = true
-	mu.Unlock()
+	failing(true)
 	click()
 	if !d.errLabel.Visible() || d.back.Disabled() {
 		t.Fatalf("after a failed click: error shown %v, Back enabled %v", d.errLabel.Visible(), !d.back.Disabled())
@@ -307,9 +287,7 @@ func TestDesktopBack(t *testing.T) {
 	if !strings.Contains(screen(), "Screen 1") || d.errLabel.Visible() {
 		t.Errorf("Back after a failed click: %q, error shown %v; want screen 1, the error gone", screen(), d.errLabel.Visible())
 	}
-	mu.Lock()
-	failing = false
-	mu.Unlock()
+	failing(false)
 	tap(d.power) // Restart
 	d.run.Wait()
 	if !d.back.Disabled() {

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -849,22 +848,7 @@ func TestRaceSummaryCountsWrittenTokens(t *testing.T) {
 // brings it back and "Newer version" the new one, until another page is shown.
 // A reload that fails (or is stopped) leaves the previous page one tap away.
 func TestEncyclopediaReloadKeepsThePreviousVersion(t *testing.T) {
-	var mu sync.Mutex
-	n := 0
-	failing := false
-	m := &fakeModel{answers: func(req engine.Request) string {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return fmt.Sprintf("<h1>Paging</h1><p>Version %d of the page.</p>", n)
-	}, fail: func(int) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if failing {
-			return errors.New("the model stopped")
-		}
-		return nil
-	}}
+	m, failing := numberedModel("<h1>Paging</h1><p>Version %d of the page.</p>")
 	a := newTestApp(t, m, "")
 	e := a.Encyclopedia
 	shown := func() string { return docText(e.view) }
@@ -895,9 +879,7 @@ func TestEncyclopediaReloadKeepsThePreviousVersion(t *testing.T) {
 		t.Errorf("Newer version: %q, offer %q", shown(), offer())
 	}
 	// A reload that fails: the page it would have replaced comes back.
-	mu.Lock()
-	failing = true
-	mu.Unlock()
+	failing(true)
 	asUI(e.Reload)
 	e.run.Wait()
 	if offer() != "Previous version" {
@@ -907,9 +889,7 @@ func TestEncyclopediaReloadKeepsThePreviousVersion(t *testing.T) {
 	if !strings.Contains(shown(), "Version 2") || offer() != "" || e.errLabel.Visible() {
 		t.Errorf("Previous version after a failed reload: %q, offer %q, error shown %v", shown(), offer(), e.errLabel.Visible())
 	}
-	mu.Lock()
-	failing = false
-	mu.Unlock()
+	failing(false)
 	// Back and forward show the version last chosen, with no offer.
 	asUI(func() { e.Navigate("Unix") })
 	e.run.Wait()

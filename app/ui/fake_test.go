@@ -2,6 +2,8 @@ package ui
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -404,4 +406,26 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// numberedModel is a fake model whose nth answer is fmt.Sprintf(format, n)
+// (a page or screen written anew each time), and which fails every call while
+// failing(true) holds.
+func numberedModel(format string) (m *fakeModel, failing func(on bool)) {
+	var mu sync.Mutex
+	n, fail := 0, false
+	m = &fakeModel{answers: func(engine.Request) string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return fmt.Sprintf(format, n)
+	}, fail: func(int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return errors.New("the model stopped")
+		}
+		return nil
+	}}
+	return m, func(on bool) { mu.Lock(); fail = on; mu.Unlock() }
 }
