@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
+	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
@@ -181,5 +183,69 @@ func TestTypingGoesWhereTheScreenAsks(t *testing.T) {
 	defer b.shutdown()
 	if f := w2.Canvas().Focused(); f != b.Encyclopedia.address {
 		t.Errorf("at start the focus is on %T, want the address bar", f)
+	}
+}
+
+// TestKeysActOnTheScreenShown: Alt+Left, Alt+Right and Ctrl+R act on the
+// screen shown — the Desktop's Back, Chat's Regenerate — and move nothing
+// unseen: they had always driven the Encyclopedia, so Ctrl+R in Chat wrote a
+// page no one was looking at and Alt+Left there changed it.
+func TestKeysActOnTheScreenShown(t *testing.T) {
+	screens, answers := 0, 0
+	m := &fakeModel{answers: func(req engine.Request) string {
+		if len(req.Messages) > 0 && req.Messages[0].Content == assets.DesktopSystem() {
+			screens++
+			return fmt.Sprintf(`<h1>Screen %d</h1><p><a href="/ui/next">next</a></p>`, screens)
+		}
+		if len(req.Messages) > 0 {
+			return chatAnswers(&answers)(req)
+		}
+		return wikiAnswers(req)
+	}}
+	a := newTestApp(t, m, "")
+	e := a.Encyclopedia
+	for _, topic := range []string{"Unix", "Bell Labs"} {
+		asUI(func() { e.Navigate(topic) })
+		e.run.Wait()
+	}
+	pages := func() int {
+		k := 0
+		for _, c := range m.Calls() {
+			if len(c.req.Messages) == 0 {
+				k++
+			}
+		}
+		return k
+	}
+
+	asUI(func() { a.Show("Chat") })
+	c := a.Chat
+	typeText(c.input, "What is Unix?")
+	tap(c.send)
+	c.run.Wait()
+	calls := len(m.Calls())
+	press(a, fyne.KeyR, fyne.KeyModifierShortcutDefault)
+	c.run.Wait()
+	e.run.Wait()
+	if pages() != 2 || len(m.Calls()) != calls+1 || len(c.Current().Messages) != 2 {
+		t.Errorf("Ctrl+R in Chat: %d pages written (want 2), %d calls (want %d: the answer again)", pages(), len(m.Calls()), calls+1)
+	}
+	press(a, fyne.KeyLeft, fyne.KeyModifierAlt)
+	if got := uiRead(func() string { return e.view.Doc().Title }); got != "Bell Labs" {
+		t.Errorf("Alt+Left in Chat moved the Encyclopedia to %q", got)
+	}
+
+	asUI(func() { a.Show("Desktop") })
+	d := a.Desktop
+	tap(d.power)
+	d.run.Wait()
+	asUI(func() { d.Click(assets.Click{ElementID: "next", Text: "next", App: d.app0}) })
+	d.run.Wait()
+	press(a, fyne.KeyLeft, fyne.KeyModifierAlt)
+	if got := docText(d.view); !strings.Contains(got, "Screen 1") {
+		t.Errorf("Alt+Left on the Desktop shows %q; want the screen before", got)
+	}
+	if got := uiRead(func() string { return e.view.Doc().Title }); got != "Bell Labs" {
+		t.Errorf("Alt+Left on the Desktop moved the Encyclopedia to %q", got)
 	}
 }

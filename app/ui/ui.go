@@ -121,7 +121,9 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 
 // addShortcuts binds browser-like keys: Alt+Left/Right (back/forward), Ctrl+L
 // (address bar), Ctrl+R (reload), Ctrl+N (a new chat) and Escape (stop the
-// running generation). The
+// running generation). Back, forward and reload act on the screen shown
+// (onScreen); they had always moved the Encyclopedia, unseen from another
+// screen — Ctrl+R in Chat wrote a page no one was looking at. The
 // window gives keys to the focused widget first, so the text boxes that keep the
 // focus while the user works (keyEntry: the address bar, the chat box, …) hand
 // these on to the app.
@@ -129,13 +131,16 @@ func (a *App) addShortcuts() {
 	c := a.win.Canvas()
 	e := a.Encyclopedia
 	a.keys = []appKey{
-		{desktop.CustomShortcut{KeyName: fyne.KeyLeft, Modifier: fyne.KeyModifierAlt}, e.Back},
-		{desktop.CustomShortcut{KeyName: fyne.KeyRight, Modifier: fyne.KeyModifierAlt}, e.Forward},
+		{desktop.CustomShortcut{KeyName: fyne.KeyLeft, Modifier: fyne.KeyModifierAlt}, a.onScreen(map[string]func(){
+			"Encyclopedia": e.Back, "Desktop": a.Desktop.Back})},
+		{desktop.CustomShortcut{KeyName: fyne.KeyRight, Modifier: fyne.KeyModifierAlt}, a.onScreen(map[string]func(){
+			"Encyclopedia": e.Forward})},
 		{desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}, func() {
 			a.Show("Encyclopedia")
 			c.Focus(e.address)
 		}},
-		{desktop.CustomShortcut{KeyName: fyne.KeyR, Modifier: fyne.KeyModifierShortcutDefault}, e.Reload},
+		{desktop.CustomShortcut{KeyName: fyne.KeyR, Modifier: fyne.KeyModifierShortcutDefault}, a.onScreen(map[string]func(){
+			"Encyclopedia": e.Reload, "Chat": a.Chat.Regenerate})},
 		{desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}, func() {
 			a.Show("Chat")
 			a.Chat.StartNew()
@@ -149,6 +154,19 @@ func (a *App) addShortcuts() {
 			a.stopAll()
 		}
 	})
+}
+
+// onScreen is a key's action on the screen shown: do's entry for its name,
+// nothing on another screen or the first-run screen.
+func (a *App) onScreen(do map[string]func()) func() {
+	return func() {
+		if len(a.root.Objects) != 1 || a.root.Objects[0] != a.tabs {
+			return
+		}
+		if f := do[a.tabs.Selected().Text]; f != nil {
+			f()
+		}
+	}
 }
 
 // appKey is one of the app's key combinations and what it does.
