@@ -252,6 +252,9 @@ func TestDesktopBack(t *testing.T) {
 	if !strings.Contains(screen(), "Screen 3") || d.back.Disabled() {
 		t.Fatalf("after two clicks: %q, Back disabled %v", screen(), d.back.Disabled())
 	}
+	if w := uiRead(func() float32 { return d.app.win.Content().MinSize().Width }); w > smallestWindowSize.Width {
+		t.Errorf("with Back the window needs %.0f px, more than the smallest supported %.0f", w, smallestWindowSize.Width)
+	}
 	before := calls()
 	tap(d.back)
 	if !strings.Contains(screen(), "Screen 2") || d.app0 != "Screen 2" || calls() != before {

@@ -870,6 +870,9 @@ func TestEncyclopediaReloadKeepsThePreviousVersion(t *testing.T) {
 	if !strings.Contains(shown(), "Version 2") || offer() != "Previous version" {
 		t.Fatalf("after Reload: %q, offer %q", shown(), offer())
 	}
+	if w := uiRead(func() float32 { return a.win.Content().MinSize().Width }); w > smallestWindowSize.Width {
+		t.Errorf("with the offer shown the window needs %.0f px, more than the smallest supported %.0f", w, smallestWindowSize.Width)
+	}
 	asUI(e.SwapVersion)
 	if !strings.Contains(shown(), "Version 1") || offer() != "Newer version" {
 		t.Errorf("Previous version: %q, offer %q", shown(), offer())
