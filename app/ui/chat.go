@@ -757,14 +757,7 @@ func (c *Chat) answer() {
 	c.status.SetText("Starting…")
 	c.run.Start(func(ctx context.Context, seq int64) {
 		current := func() bool { return c.run.Current(seq) && c.cur == t }
-		if c.app.models.Loaded() == nil {
-			onUI(func() {
-				if current() {
-					c.status.SetText("Loading the model…")
-				}
-			})
-		}
-		m, err := c.app.models.Get(ctx)
+		m, err := c.app.loadModel(ctx, current, c.status)
 		if err != nil {
 			c.finish(current, t, nil, fmt.Errorf("load the model: %w", err), "", false, askedAbout{})
 			return

@@ -611,14 +611,7 @@ const stoppedNote = "Stopped: this page is partial, as it had developed when you
 // keeps that frame when the run was stopped. current reports whether this run
 // still owns the UI.
 func (a *App) developPage(ctx context.Context, current func() bool, request func(ModelInfo) engine.Request, view pageView, status *widget.Label) (*engine.Result, *htmlsafe.Doc, error) {
-	if a.models.Loaded() == nil {
-		onUI(func() {
-			if current() {
-				status.SetText("Loading the model…")
-			}
-		})
-	}
-	m, err := a.models.Get(ctx)
+	m, err := a.loadModel(ctx, current, status)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load the model: %w", err)
 	}

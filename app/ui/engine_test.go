@@ -94,3 +94,45 @@ func (m stepPaced) Generate(ctx context.Context, req engine.Request) (*engine.Re
 	}
 	return m.Model.Generate(ctx, req)
 }
+
+// TestLoadingSaysWhereItIs: while the model loads, the status line names the
+// stage the loader reports (LoadStage) and counts the seconds — a 26B's load
+// said only "Loading the model…" for tens of seconds — and the page's own line
+// takes over once it has loaded.
+func TestLoadingSaysWhereItIs(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
+	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
+	atWeights, release := make(chan struct{}), make(chan struct{})
+	loader := LoaderFunc(func(ctx context.Context) (Model, error) {
+		stage := LoadStage(ctx)
+		stage("config")
+		stage("weights")
+		close(atWeights)
+		<-release
+		stage("ready")
+		return &fakeModel{answers: wikiAnswers}, nil
+	})
+	a := newApp(test.NewTempApp(t), test.NewTempWindow(t, nil), Deps{Settings: st, Loader: loader})
+	defer a.shutdown()
+	e := a.Encyclopedia
+	asUI(func() { e.Navigate("Unix") })
+	<-atWeights
+	status := func() string { return uiRead(func() string { return e.status.Text }) }
+	deadline := time.Now().Add(3 * time.Second)
+	for !strings.HasPrefix(status(), "Loading the model: opening its weights · ") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := status(); !strings.HasPrefix(got, "Loading the model: opening its weights · ") || !strings.HasSuffix(got, " s") {
+		t.Errorf("while the weights load the status says %q", got)
+	}
+	close(release)
+	e.run.Wait()
+	time.Sleep(600 * time.Millisecond) // a tick after the load must not cover the page's line
+	if got := status(); !strings.HasPrefix(got, "Done") {
+		t.Errorf("after the load the status says %q", got)
+	}
+	if got := loadingText("", 0); got != "Loading the model…" {
+		t.Errorf("before a stage: %q", got)
+	}
+}

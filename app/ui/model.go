@@ -3,7 +3,12 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -63,6 +68,21 @@ type Loader interface {
 	Load(ctx context.Context) (Model, error)
 }
 
+// LoadStage is the function a Loader calls with ctx as loading moves through
+// its stages (engine.Options.Progress's names, and "speed" for the choice of
+// mode by this PC's rates, measured on the first load), so that the screens waiting for the model say
+// where it is (loadingText); it does nothing where ctx carries none.
+func LoadStage(ctx context.Context) func(stage string) {
+	if f, ok := ctx.Value(loadStageKey{}).(func(string)); ok {
+		return f
+	}
+	return func(string) {}
+}
+
+// loadStageKey carries a load's stage reporter in its context, as
+// net/http/httptrace carries its hooks.
+type loadStageKey struct{}
+
 // LoaderFunc adapts a function to Loader.
 type LoaderFunc func(ctx context.Context) (Model, error)
 
@@ -80,9 +100,11 @@ type modelHost struct {
 }
 
 type loadAttempt struct {
-	done  chan struct{}
-	model Model
-	err   error
+	done    chan struct{}
+	model   Model
+	err     error
+	started time.Time
+	stage   string // the last stage the loader reported (LoadStage), under the host's mu
 }
 
 func newModelHost(l Loader) *modelHost { return &modelHost{loader: l} }
@@ -102,10 +124,15 @@ func (h *modelHost) Get(ctx context.Context) (Model, error) {
 	}
 	a := h.loading
 	if a == nil {
-		a = &loadAttempt{done: make(chan struct{})}
+		a = &loadAttempt{done: make(chan struct{}), started: time.Now()}
 		h.loading = a
 		go func() {
-			m, err := h.loader.Load(context.Background())
+			ctx := context.WithValue(context.Background(), loadStageKey{}, func(stage string) {
+				h.mu.Lock()
+				a.stage = stage
+				h.mu.Unlock()
+			})
+			m, err := h.loader.Load(ctx)
 			h.mu.Lock()
 			a.model, a.err = m, err
 			if err == nil {
@@ -129,6 +156,36 @@ func (h *modelHost) Get(ctx context.Context) (Model, error) {
 	}
 }
 
+// Loading reports the load in flight: the stage it is at (LoadStage; "" before
+// the first) and when it started; ok is false where none is.
+func (h *modelHost) Loading() (stage string, started time.Time, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.loading == nil {
+		return "", time.Time{}, false
+	}
+	return h.loading.stage, h.loading.started, true
+}
+
+// loadingText is the status line while the model loads: the stage it is at,
+// in words, and the seconds so far, so that a 26B's tens of seconds read as
+// work going on ("Loading the model: opening its weights · 12 s").
+func loadingText(stage string, since time.Duration) string {
+	words := map[string]string{
+		"config": "reading its settings", "tokenizer": "reading its tokenizer", "weights": "opening its weights",
+		"backend": "starting the backend", "model": "putting its weights in place", "ready": "ready",
+		"speed": "working out how fast it runs here (measured the first time only)",
+	}[stage]
+	s := "Loading the model"
+	if words != "" {
+		s += ": " + words
+	}
+	if secs := int(since.Seconds()); secs >= 1 {
+		return fmt.Sprintf("%s · %d s", s, secs)
+	}
+	return s + "…"
+}
+
 // Loaded returns the model if it is loaded, without loading it.
 func (h *modelHost) Loaded() Model {
 	h.mu.Lock()
@@ -145,4 +202,44 @@ func (h *modelHost) Reset() {
 	if m != nil {
 		go m.Close() // Close waits for a running generation to end
 	}
+}
+
+// loadModel is the shared model for a screen's run (current: whether the run
+// still owns the screen), loading it if needed; while it loads, status says
+// how far it has got (loadingText), twice a second. The Encyclopedia, the
+// Desktop and Chat wait for it so.
+func (a *App) loadModel(ctx context.Context, current func() bool, status *widget.Label) (Model, error) {
+	if m := a.models.Loaded(); m != nil {
+		return m, nil
+	}
+	var loaded atomic.Bool // a tick's line drawn after the load must not cover the run's own
+	show := func() {
+		text := loadingText("", 0)
+		if stage, started, ok := a.models.Loading(); ok {
+			text = loadingText(stage, time.Since(started))
+		}
+		onUI(func() {
+			if current() && !loaded.Load() {
+				status.SetText(text)
+			}
+		})
+	}
+	show()
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				show()
+			}
+		}
+	}()
+	m, err := a.models.Get(ctx)
+	loaded.Store(true)
+	close(done)
+	return m, err
 }

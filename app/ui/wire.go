@@ -88,11 +88,13 @@ func wireEngine(d *Deps) {
 		if err != nil {
 			return nil, err
 		}
-		e, err := engine.Load(ctx, src, engine.Options{Backend: st.Get().Backend})
+		stage := LoadStage(ctx)
+		e, err := engine.Load(ctx, src, engine.Options{Backend: st.Get().Backend, Progress: stage})
 		if err != nil {
 			return nil, err
 		}
 		m := newEngineModel(e, name, name == miniName)
+		stage("speed") // the first load on this PC measures its rates: seconds
 		m.mode, m.speed = modeChoice(ctx, e, name)
 		m.leads = leads
 		return m, nil
