@@ -138,6 +138,12 @@ const (
 	EventCommit                  // a canvas was committed (argmax, EOS-truncated)
 	EventToken                   // AR mode: one new token
 	EventDone                    // generation finished (Result is final)
+	// EventPrepare: the step about to run first prepares the model for this
+	// device — builds and compiles a graph (the graph path, XLA's: a shape not
+	// run before, as every one is in the first generation), seconds to a
+	// minute for a big model. Once per generation at most, before the event
+	// of the step it delays; the host path never sends it.
+	EventPrepare
 )
 
 // Event reports progress of a generation; the UI draws the page developing from it.

@@ -149,3 +149,41 @@ func TestGenerationReservesTheCache(t *testing.T) {
 		t.Errorf("reserved %v, want %v", f.reserved, want)
 	}
 }
+
+// TestPrepareEvent: on the graph path the first generation builds its graphs,
+// and says so once, before the step it delays (EventPrepare: "preparing the
+// model for this device"); a second generation of the same shapes builds
+// nothing and says nothing, and the host path never does.
+func TestPrepareEvent(t *testing.T) {
+	dir := writeTinyModel(t)
+	kinds := func(e *Engine) []EventKind {
+		var out []EventKind
+		_, err := e.Generate(context.Background(), Request{Prompt: "What is Unix?", Seed: 11,
+			Sampling: Sampling{MaxNewTokens: 16}, OnEvent: func(ev Event) { out = append(out, ev.Kind) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	graph := loadGo(t, dir, true)
+	first := kinds(graph)
+	if n := countKind(first, EventPrepare); n != 1 || first[0] != EventPrepare {
+		t.Errorf("first generation on the graph path: %d prepare events, events %v; want one, first", n, first)
+	}
+	if n := countKind(kinds(graph), EventPrepare); n != 0 {
+		t.Errorf("second generation on the graph path: %d prepare events; want none (nothing to build)", n)
+	}
+	if n := countKind(kinds(loadGo(t, dir, false)), EventPrepare); n != 0 {
+		t.Errorf("host path: %d prepare events; want none", n)
+	}
+}
+
+func countKind(kinds []EventKind, k EventKind) int {
+	n := 0
+	for _, x := range kinds {
+		if x == k {
+			n++
+		}
+	}
+	return n
+}

@@ -33,7 +33,18 @@ type Engine struct {
 	path      string           // where the model runs: PathHost or PathGraph
 	release   func()           // frees the model's device memory; nil when nothing to free
 	closed    bool
-	guideIDs  *guideIDs // what AR guidance knows of each id's text, built on first use
+	guideIDs  *guideIDs   // what AR guidance knows of each id's text, built on first use
+	gen       *generation // the generation running (under mu), for onCompile
+}
+
+// onCompile is the graph runner's OnCompile: the first graph a generation
+// builds tells its caller (EventPrepare). It runs on the generation's own
+// goroutine, inside Generate, which holds mu.
+func (e *Engine) onCompile() {
+	if g := e.gen; g != nil && !g.prepared {
+		g.prepared = true
+		g.emit(Event{Kind: EventPrepare, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
+	}
 }
 
 // textCodec is the tokenizer as the engine uses it.
@@ -106,6 +117,8 @@ func (e *Engine) Generate(ctx context.Context, req Request) (res *Result, err er
 	if err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
+	e.gen = g
+	defer func() { e.gen = nil }()
 	res, err = g.generate()
 	if err != nil {
 		return nil, fmt.Errorf("generate: %w", err)

@@ -85,6 +85,7 @@ type textDecoder interface {
 type generation struct {
 	ctx      context.Context
 	req      *Request
+	prepared bool // EventPrepare was sent (Engine.onCompile)
 	run      runner
 	tok      textDecoder
 	smp      *sampler.Sampler

@@ -180,6 +180,9 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 			be.Finalize()
 		}}
 	e.prompt = e.promptIDs
+	if mr, ok := run.(modelRunner); ok {
+		mr.r.OnCompile = e.onCompile
+	}
 	if err := stage("ready"); err != nil {
 		e.Close()
 		return nil, err

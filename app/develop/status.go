@@ -42,6 +42,8 @@ func (d *Draft) Status(ev engine.Event) string {
 			ev.Canvas+1, ev.Step, plural.Count(steps, "step", "steps"), passes, secs, rate)
 	case engine.EventToken:
 		return fmt.Sprintf("Printing · %s%s · %.1f s · %.1f tokens/s", plural.Count(tokens, "token", "tokens"), passes, secs, rate)
+	case engine.EventPrepare: // the graph path building its graphs: on a GPU, seconds to a minute, once
+		return fmt.Sprintf("Preparing the model for this device (once, on its first run) · %.1f s", secs)
 	default:
 		return fmt.Sprintf("Developing · canvas %d committed%s · %.1f s · %.1f tokens/s", ev.Canvas+1, passes, secs, rate)
 	}

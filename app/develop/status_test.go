@@ -90,6 +90,15 @@ func TestStatus(t *testing.T) {
 	if got, want := d.Status(ev), "Developing · canvas 2 committed · 9 forward passes · 2.0 s · 1.5 tokens/s"; got != want {
 		t.Errorf("commit: %q, want %q", got, want)
 	}
+	// The graph path building its graphs (a GPU's first run): said as such, the
+	// page's text unchanged.
+	ev = engine.Event{Kind: engine.EventPrepare, Committed: ids("abc"), Text: "abc", ForwardPasses: 9, Elapsed: 3 * time.Second}
+	if got := d.Text(ev); got != "abc" {
+		t.Errorf("prepare: text %q, want the committed %q", got, "abc")
+	}
+	if got, want := d.Status(ev), "Preparing the model for this device (once, on its first run) · 3.0 s"; got != want {
+		t.Errorf("prepare: %q, want %q", got, want)
+	}
 	// A server that is not Darkroom reports no forward passes: not "0 forward passes".
 	ev = engine.Event{Kind: engine.EventCommit, Committed: ids("abcd"), Text: "abcd", Elapsed: 2 * time.Second}
 	d.Text(ev)

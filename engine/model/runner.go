@@ -89,10 +89,14 @@ type Runner struct {
 	noBias                             []float32     // EncodeNext's bias where a TokenPlan has none (vocabRow): all zero
 	stepExec                           *context.Exec // DecodeStep's (step.go), made on first use
 	compilations                       int           // graphs built (counted)
-	growExecs                          map[int]*Exec // by the capacity they grow from
-	head                               hostHead
-	hcache                             hostCache // HostDecoder's KV cache
-	weights                            *hostWeights
+	// OnCompile, if set, is called as a graph is built, before it compiles:
+	// the engine tells the caller that the step about to run prepares the
+	// model for this device first (engine.EventPrepare).
+	OnCompile func()
+	growExecs map[int]*Exec // by the capacity they grow from
+	head      hostHead
+	hcache    hostCache // HostDecoder's KV cache
+	weights   *hostWeights
 
 	scored   []float32         // Score's logits, reused by every call (see Score)
 	cache    []*tensors.Tensor // CacheShapes(cfg, capacity, CacheDType): per layer K, V (sliding) or V (full)
@@ -706,7 +710,7 @@ func (r *Runner) growExec(capacity int, grow []int, to []shapes.Shape) (*Exec, e
 	var e *Exec
 	err := try("grow cache", func() {
 		e = must(NewExecAny(r.backend, func(in []*Node) []*Node {
-			r.compilations++
+			r.compiling()
 			return growGraph(in, slots)
 		}))
 		e.SetMaxCache(-1)

@@ -180,8 +180,16 @@ func (r *Runner) stepGraph(ctx *context.Context, in []*Node) []*Node {
 // after — is counted in Compilations.
 func (r *Runner) counted(fn func(*context.Context, []*Node) []*Node) func(*context.Context, []*Node) []*Node {
 	return func(ctx *context.Context, in []*Node) []*Node {
-		r.compilations++
+		r.compiling()
 		return fn(ctx, in)
+	}
+}
+
+// compiling counts a graph being built and calls OnCompile.
+func (r *Runner) compiling() {
+	r.compilations++
+	if r.OnCompile != nil {
+		r.OnCompile()
 	}
 }
 
