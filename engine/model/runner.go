@@ -58,6 +58,12 @@ type Runner struct {
 	// the in-graph head.
 	HostHead bool
 
+	// OnCompile, if set, is called as a graph is built, before it compiles
+	// (every one Compilations counts): the engine tells its caller that the
+	// step about to run first prepares the model for this device
+	// (engine.EventPrepare).
+	OnCompile func()
+
 	// HostDecoder runs the model on the host (see hostModel) instead of in GoMLX
 	// graphs: Encode, Decode (with the host head) and the KV cache, kept in host
 	// memory; the weights stay in their stored format (BF16, int8, int4, NVFP4: see
@@ -89,14 +95,10 @@ type Runner struct {
 	noBias                             []float32     // EncodeNext's bias where a TokenPlan has none (vocabRow): all zero
 	stepExec                           *context.Exec // DecodeStep's (step.go), made on first use
 	compilations                       int           // graphs built (counted)
-	// OnCompile, if set, is called as a graph is built, before it compiles:
-	// the engine tells the caller that the step about to run prepares the
-	// model for this device first (engine.EventPrepare).
-	OnCompile func()
-	growExecs map[int]*Exec // by the capacity they grow from
-	head      hostHead
-	hcache    hostCache // HostDecoder's KV cache
-	weights   *hostWeights
+	growExecs                          map[int]*Exec // by the capacity they grow from
+	head                               hostHead
+	hcache                             hostCache // HostDecoder's KV cache
+	weights                            *hostWeights
 
 	scored   []float32         // Score's logits, reused by every call (see Score)
 	cache    []*tensors.Tensor // CacheShapes(cfg, capacity, CacheDType): per layer K, V (sliding) or V (full)
