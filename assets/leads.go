@@ -412,13 +412,9 @@ func (l *Leads) ChatStart(message string) ChatStart {
 		return ChatStart{}
 	}
 	start := ChatStart{Reply: ChatElsewhere()} // no entry held: the Library answer, where begun
-	topic, asked, ok := chatTopic(message)
-	alone := false // a term asked alone
+	topic, asked, alone, ok := chatSubject(message)
 	if !ok {
-		if topic, ok = chatTerm(message); !ok {
-			return start
-		}
-		alone = true
+		return start
 	}
 	bare := TopicBare(topic)
 	title, entry, ok := l.find(topic)
@@ -440,6 +436,17 @@ func (l *Leads) ChatStart(message string) ChatStart {
 	}
 	start.Opening, start.OpeningTentative = "**"+bare, true
 	return start
+}
+
+// chatSubject is what a chat message asks about: a question's topic
+// (chatTopic; asked where it asks as the chat examples do), else a term asked
+// alone (chatTerm; alone). ChatStart and ChatSimilar read a message so.
+func chatSubject(message string) (topic string, asked, alone, ok bool) {
+	if topic, asked, ok = chatTopic(message); ok {
+		return topic, asked, false, true
+	}
+	topic, ok = chatTerm(message)
+	return topic, false, ok, ok
 }
 
 // chatTerm is the term a message asks about alone, a question mark after it

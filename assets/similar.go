@@ -128,10 +128,7 @@ const prefixScan = 500
 // them under the model's answer, which is its own writing there (or the
 // Library answer, for a term asked alone).
 func (l *Leads) ChatSimilar(message string, n int) []string {
-	topic, ok := ChatTopic(message)
-	if !ok {
-		topic, ok = chatTerm(message)
-	}
+	topic, _, _, ok := chatSubject(message)
 	if !ok || l.Len() == 0 {
 		return nil
 	}
