@@ -73,7 +73,7 @@ type Chat struct {
 	// Kept until the thread is left or a message sent.
 	other      *chats.Message
 	otherNewer bool
-	swap       *widget.Button // "Previous answer" / "Newer answer" in the last answer's head; nil when not offered
+	swap       *widget.Button // "Previous answer" / "Newer answer" at the last answer's foot; nil when not offered
 	// editing is the index of the user message being edited (its Edit button
 	// put it in the chat box; Send replaces it and what follows), -1 for none;
 	// editBar says so over the chat box, with Cancel.
@@ -274,7 +274,7 @@ func (c *Chat) open(t *chats.Thread) {
 	c.updateButtons()
 }
 
-// SwapAnswer ("Previous answer" in the last answer's head) brings back the
+// SwapAnswer ("Previous answer" at the last answer's foot) brings back the
 // answer the last Regenerate replaced, and "Newer answer" the one it wrote;
 // the thread is saved with the answer shown.
 func (c *Chat) SwapAnswer() {
@@ -283,7 +283,7 @@ func (c *Chat) SwapAnswer() {
 		return
 	}
 	n := len(t.Messages)
-	shown := t.Messages[n-1]
+	shown := t.Messages[n-1] // the answer on screen becomes the other
 	t.Messages[n-1] = *c.other
 	c.other, c.otherNewer = &shown, !c.otherNewer
 	c.save()

@@ -70,8 +70,9 @@ type Loader interface {
 
 // LoadStage is the function a Loader calls with ctx as loading moves through
 // its stages (engine.Options.Progress's names, and "speed" for the choice of
-// mode by this PC's rates, measured on the first load), so that the screens waiting for the model say
-// where it is (loadingText); it does nothing where ctx carries none.
+// mode by this PC's rates, measured on the first load), so that the screens
+// waiting for the model say where it is (loadingText); it does nothing where
+// ctx carries none.
 func LoadStage(ctx context.Context) func(stage string) {
 	if f, ok := ctx.Value(loadStageKey{}).(func(string)); ok {
 		return f
@@ -171,11 +172,7 @@ func (h *modelHost) Loading() (stage string, started time.Time, ok bool) {
 // in words, and the seconds so far, so that a 26B's tens of seconds read as
 // work going on ("Loading the model: opening its weights · 12 s").
 func loadingText(stage string, since time.Duration) string {
-	words := map[string]string{
-		"config": "reading its settings", "tokenizer": "reading its tokenizer", "weights": "opening its weights",
-		"backend": "starting the backend", "model": "putting its weights in place", "ready": "ready",
-		"speed": "working out how fast it runs here (measured the first time only)",
-	}[stage]
+	words := loadStageWords[stage]
 	s := "Loading the model"
 	if words != "" {
 		s += ": " + words
@@ -184,6 +181,13 @@ func loadingText(stage string, since time.Duration) string {
 		return fmt.Sprintf("%s · %d s", s, secs)
 	}
 	return s + "…"
+}
+
+// loadStageWords say each loading stage (LoadStage) in the status line.
+var loadStageWords = map[string]string{
+	"config": "reading its settings", "tokenizer": "reading its tokenizer", "weights": "opening its weights",
+	"backend": "starting the backend", "model": "putting its weights in place", "ready": "ready",
+	"speed": "working out how fast it runs here (measured the first time only)",
 }
 
 // Loaded returns the model if it is loaded, without loading it.

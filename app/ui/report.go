@@ -19,7 +19,7 @@ import (
 func (a *App) systemReport() string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	line("%s", orUnknown(a.deps.System.Version, "Darkroom (version unknown)"))
+	line("%s", a.versionLine())
 	b.WriteString("\n")
 	if a.deps.System.Report != nil {
 		b.WriteString(a.deps.System.Report())
@@ -67,11 +67,17 @@ func orUnknown(s, unknown string) string {
 	return s
 }
 
+// versionLine is which Darkroom this is (System.Version), as Settings shows it
+// and the system report begins.
+func (a *App) versionLine() string {
+	return orUnknown(a.deps.System.Version, "Darkroom (version unknown)")
+}
+
 // aboutCard is Settings' "About Darkroom": the version line, and "Copy system
 // report", which puts systemReport on the clipboard and says so under it.
 func (s *SettingsScreen) aboutCard() *widget.Card {
 	a := s.app
-	ver := widget.NewLabel(orUnknown(a.deps.System.Version, "Darkroom (version unknown)"))
+	ver := widget.NewLabel(a.versionLine())
 	ver.Wrapping = fyne.TextWrapWord
 	ver.Selectable = true
 	s.reportNote = widget.NewLabel("")

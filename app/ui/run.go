@@ -106,16 +106,22 @@ func (a *App) serverOptions() server.Options {
 // (darkroom-mini, the catalog name), on the engine itself where it is one, so
 // the server can check a request against the context before it streams.
 func serverModel(m Model, sampling engine.Sampling) server.Model {
-	sm := server.Model{ID: m.Info().Name, Engine: m, Vocab: m, Sampling: sampling,
+	sm := server.Model{ID: serverID(m.Info()), Engine: m, Vocab: m, Sampling: sampling,
 		APIMode: m.Info().Mode.Mode, APIModeReason: m.Info().Mode.Reason, Leads: m.Info().Leads}
-	if m.Info().Builtin {
-		sm.ID = catalog.MiniID
-	}
 	sm.System = catalog.System(sm.ID)
 	if em, ok := m.(*engineModel); ok {
 		sm.Engine = em.e
 	}
 	return sm
+}
+
+// serverID is the local server's name for a model: the built-in Mini by its
+// stable id (darkroom-mini), any other by its display name.
+func serverID(info ModelInfo) string {
+	if info.Builtin {
+		return catalog.MiniID
+	}
+	return info.Name
 }
 
 // productionDeps opens the settings, chats, models library and engine.

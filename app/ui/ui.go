@@ -365,7 +365,7 @@ func (a *App) startLeads() *assets.Leads {
 }
 
 // knownModel is the model the screens would ask now, where it is known without
-// loading it: its id as the local server names it (serverModel) and its
+// loading it: its id as the local server names it (serverID) and its
 // entries — the loaded model's, else, where the built-in Darkroom Mini is the
 // active one, its embedded entries (builtinLeads). ok is false for another
 // model not loaded yet, and where the Mini's entries cannot be read (loading
@@ -373,7 +373,7 @@ func (a *App) startLeads() *assets.Leads {
 // (server.Options.Known), so they never wait for a load.
 func (a *App) knownModel() (id string, leads *assets.Leads, ok bool) {
 	if m := a.models.Loaded(); m != nil {
-		return serverModel(m, engine.Sampling{}).ID, m.Info().Leads, true
+		return serverID(m.Info()), m.Info().Leads, true
 	}
 	if a.activeModelName() != miniName {
 		return "", nil, false

@@ -269,7 +269,7 @@ func (a *App) windowCheck(dir string) {
 	})
 	shot("settings-about", start, false)
 	switch {
-	case !strings.HasPrefix(copied, orUnknown(a.deps.System.Version, "Darkroom")) || !strings.Contains(copied, "Backend setting: "):
+	case !strings.HasPrefix(copied, a.versionLine()) || !strings.Contains(copied, "Backend setting: "):
 		fail("Settings: after \"Copy system report\" the clipboard holds %.200q", copied)
 	default:
 		report = append(report, fmt.Sprintf("OK Settings: \"Copy system report\" put %d lines on the clipboard", strings.Count(copied, "\n")))
