@@ -335,10 +335,10 @@ func (e *Encyclopedia) Reload() {
 // one it wrote ("Newer version"); where the reload was stopped or failed, the
 // previous page comes back as the page.
 func (e *Encyclopedia) SwapVersion() {
-	p := e.prev
-	if p == nil || e.pos < 0 || e.history[e.pos] != p.title {
+	if !e.hasPrev() {
 		return
 	}
+	p := e.prev
 	e.run.Stop()
 	e.run.Invalidate()
 	if shown, ok := e.cache[p.title]; ok {
@@ -351,6 +351,11 @@ func (e *Encyclopedia) SwapVersion() {
 	e.showPrev()
 }
 
+// hasPrev reports whether there is another version of the page shown.
+func (e *Encyclopedia) hasPrev() bool {
+	return e.prev != nil && e.pos >= 0 && e.history[e.pos] == e.prev.title
+}
+
 // forgetPrev drops the page Reload replaced: another page is shown.
 func (e *Encyclopedia) forgetPrev() {
 	e.prev, e.prevNewer = nil, false
@@ -359,7 +364,7 @@ func (e *Encyclopedia) forgetPrev() {
 
 // showPrev offers the other version of the page shown, where there is one.
 func (e *Encyclopedia) showPrev() {
-	if e.prev == nil || e.pos < 0 || e.history[e.pos] != e.prev.title {
+	if !e.hasPrev() {
 		e.prevBtn.Hide()
 		return
 	}
