@@ -197,6 +197,7 @@ type Leads struct {
 	byTitle  map[string]string // CleanLine(title) → lead
 	folded   map[string]string // lower-case title → the title, for titles unique when folded
 	squashed map[string]string // squash(title) → the title, for titles unique when squashed
+	keys     []titleKey        // every title with its squash, in the order held (Similar)
 
 	sortOnce sync.Once
 	sorted   []string // lower-case titles, sorted, each with its title after a "\x00" (Prefixed)
@@ -234,10 +235,15 @@ func (l *Leads) put(title, lead string) {
 	}
 	l.byTitle[title] = lead
 	unique(l.folded, strings.ToLower(title), title)
-	if k := squash(title); k != "" {
+	k := squash(title)
+	if k != "" {
 		unique(l.squashed, k, title)
 	}
+	l.keys = append(l.keys, titleKey{title: title, squashed: k})
 }
+
+// titleKey is a title held and its squash.
+type titleKey struct{ title, squashed string }
 
 // unique maps k to title in index, or to "" (ambiguous, not found) where
 // another title has k too.

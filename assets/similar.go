@@ -37,11 +37,11 @@ func (l *Leads) Similar(topic string, n int) []string {
 	}
 	var hits []hit
 	prefix := strings.ToLower(topic) + " "
-	for title := range l.byTitle {
-		if d := editsWithin(key, squash(title), maxEdits); d >= 0 {
-			hits = append(hits, hit{title, d})
-		} else if strings.HasPrefix(strings.ToLower(title), prefix) {
-			hits = append(hits, hit{title, maxEdits + 1})
+	for _, t := range l.keys { // each title's squash, made once as it was held
+		if d := editsWithin(key, t.squashed, maxEdits); d >= 0 {
+			hits = append(hits, hit{t.title, d})
+		} else if strings.HasPrefix(strings.ToLower(t.title), prefix) {
+			hits = append(hits, hit{t.title, maxEdits + 1})
 		}
 	}
 	slices.SortFunc(hits, func(a, b hit) int {
