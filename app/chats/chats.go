@@ -2,6 +2,8 @@
 // $XDG_DATA_HOME/darkroom/chats, each written atomically (temp file, fsync, rename),
 // so a process killed mid-save leaves the previous version, never a truncated file.
 // A thread file that cannot be read is reported for that thread; the rest still load.
+// A thread also says whether a search finds it, and where (Match, search.go), and
+// writes itself out as Markdown for export.
 package chats
 
 import (

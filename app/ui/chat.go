@@ -40,6 +40,14 @@ type Chat struct {
 	cur      *chats.Thread
 	list     *widget.List
 	loadErrs *widget.Label
+	// search, over the list, finds chats by what was said in them
+	// (chats.Thread.Match); shown are the threads the list shows (all of them
+	// when the box is empty), snippets where each matched when its title does
+	// not show it, noMatch what the list says when none does.
+	search   *keyEntry
+	shown    []*chats.Thread
+	snippets []string
+	noMatch  *widget.Label
 
 	system   *keyEntry
 	thinking *widget.Check
@@ -91,23 +99,33 @@ func newChat(a *App) *Chat {
 	c.loadErrs.Importance = widget.DangerImportance
 	c.loadErrs.Hide()
 	c.list = widget.NewList(
-		func() int { return len(c.threads) },
-		func() fyne.CanvasObject {
-			l := widget.NewLabel("thread title")
-			l.Truncation = fyne.TextTruncateEllipsis
-			return l
-		},
+		func() int { return len(c.shown) },
+		func() fyne.CanvasObject { return newThreadRow() },
 		func(i widget.ListItemID, o fyne.CanvasObject) {
-			if i < len(c.threads) {
-				o.(*widget.Label).SetText(c.threads[i].Title)
+			if i < len(c.shown) {
+				setThreadRow(o, c.shown[i].Title, c.snippets[i])
 			}
 		})
 	c.list.OnSelected = func(i widget.ListItemID) {
-		if i < len(c.threads) && c.threads[i] != c.cur {
+		if i < len(c.shown) && c.shown[i] != c.cur {
 			c.forgetDeleted()
-			c.open(c.threads[i])
+			c.open(c.shown[i])
 		}
 	}
+	c.search = newKeyEntry(a)
+	c.search.SetPlaceHolder("Search chats (" + keyHint("F") + ")")
+	c.search.ActionItem = widget.NewButtonWithIcon("", theme.ContentClearIcon(), func() { c.search.SetText("") })
+	c.search.onEscape = func() bool { // Escape empties the box first, then stops as elsewhere
+		if c.search.Text == "" {
+			return false
+		}
+		c.search.SetText("")
+		return true
+	}
+	c.search.OnChanged = func(string) { c.refreshList() }
+	c.noMatch = widget.NewLabel("")
+	c.noMatch.Wrapping = fyne.TextWrapWord
+	c.noMatch.Hide()
 	newBtn := widget.NewButtonWithIcon("New chat", theme.ContentAddIcon(), c.StartNew)
 	c.del = widget.NewButtonWithIcon("", theme.DeleteIcon(), c.deleteCurrent)
 	c.rename = widget.NewButtonWithIcon("", theme.DocumentCreateIcon(), c.askRename)
@@ -116,8 +134,8 @@ func newChat(a *App) *Chat {
 	c.undoNote.Wrapping = fyne.TextWrapWord
 	c.undoBar = container.NewBorder(nil, nil, nil, widget.NewButtonWithIcon("Undo", theme.ContentUndoIcon(), c.UndoDelete), c.undoNote)
 	c.undoBar.Hide()
-	left := container.NewBorder(container.NewBorder(nil, nil, nil, container.NewHBox(c.export, c.rename, c.del), newBtn),
-		container.NewVBox(c.undoBar, c.loadErrs), nil, nil, c.list)
+	left := container.NewBorder(container.NewVBox(container.NewBorder(nil, nil, nil, container.NewHBox(c.export, c.rename, c.del), newBtn), c.search),
+		container.NewVBox(c.undoBar, c.loadErrs), nil, nil, container.NewStack(c.list, container.NewVBox(c.noMatch)))
 
 	c.system = newKeyEntry(a)
 	c.system.MultiLine = true
@@ -204,15 +222,96 @@ func (c *Chat) reload() {
 	c.openNewest()
 }
 
-// openNewest shows the newest thread, or a new one where there is none.
+// openNewest shows the newest thread the list shows (the newest of all when a
+// search shows none), or a new one where there is none.
 func (c *Chat) openNewest() {
-	c.list.Refresh()
-	if len(c.threads) > 0 {
+	c.refreshList()
+	switch {
+	case len(c.shown) > 0:
+		c.open(c.shown[0])
+	case len(c.threads) > 0:
 		c.open(c.threads[0])
-		c.list.Select(0)
-	} else {
+	default:
 		c.NewThread()
+		return
 	}
+	c.refreshList()
+}
+
+// refreshList shows the threads the search box matches (all when it is empty),
+// each with where it matched, and selects the open thread where it is shown.
+func (c *Chat) refreshList() {
+	q := c.search.Text
+	c.shown, c.snippets = nil, nil
+	for _, t := range c.threads {
+		if snippet, ok := t.Match(q); ok {
+			c.shown = append(c.shown, t)
+			c.snippets = append(c.snippets, snippet)
+		}
+	}
+	if strings.TrimSpace(q) != "" && len(c.shown) == 0 {
+		c.noMatch.SetText(fmt.Sprintf("No chat holds “%s”.", strings.TrimSpace(q)))
+		c.noMatch.Show()
+	} else {
+		c.noMatch.Hide()
+	}
+	one, two := threadRowHeights()
+	for i, snippet := range c.snippets {
+		if snippet != "" {
+			c.list.SetItemHeight(i, two)
+		} else {
+			c.list.SetItemHeight(i, one)
+		}
+	}
+	c.list.Refresh()
+	if at := slices.Index(c.shown, c.cur); at >= 0 && c.cur != nil {
+		c.list.Select(at) // the open thread: OnSelected leaves it be
+	} else {
+		c.list.UnselectAll()
+	}
+}
+
+// Shown returns the threads the list shows, newest first: those the search box
+// matches.
+func (c *Chat) Shown() []*chats.Thread { return c.shown }
+
+// FocusSearch puts the focus in the search box over the chat list (Ctrl+F).
+func (c *Chat) FocusSearch() { c.app.win.Canvas().Focus(c.search) }
+
+// newThreadRow is a row of the chat list: the thread's title, and under it,
+// during a search, where the thread matched.
+func newThreadRow() fyne.CanvasObject {
+	title := widget.NewLabel("thread title")
+	title.Truncation = fyne.TextTruncateEllipsis
+	snippet := widget.NewLabel("")
+	snippet.Truncation = fyne.TextTruncateEllipsis
+	snippet.SizeName = theme.SizeNameCaptionText
+	snippet.TextStyle = fyne.TextStyle{Italic: true}
+	snippet.Hide()
+	return container.NewVBox(title, snippet)
+}
+
+// setThreadRow shows title and snippet ("" for none) in a newThreadRow.
+func setThreadRow(o fyne.CanvasObject, title, snippet string) {
+	row := o.(*fyne.Container)
+	row.Objects[0].(*widget.Label).SetText(title)
+	s := row.Objects[1].(*widget.Label)
+	s.SetText(snippet)
+	if snippet == "" {
+		s.Hide()
+	} else {
+		s.Show()
+	}
+	row.Refresh() // laid out again: a label shown keeps the place it had hidden
+}
+
+// threadRowHeights are a list row's heights with the title alone and with a
+// snippet under it.
+func threadRowHeights() (one, two float32) {
+	row := newThreadRow()
+	one = row.MinSize().Height
+	setThreadRow(row, "title", "snippet")
+	return one, row.MinSize().Height
 }
 
 // Threads returns the loaded threads, newest first.
@@ -234,9 +333,9 @@ func (c *Chat) NewThread() {
 		}
 	}
 	c.threads = append([]*chats.Thread{t}, rest...)
-	c.list.Refresh()
 	c.open(t)
-	c.list.Select(0)
+	c.search.SetText("") // a search would hide the new chat
+	c.refreshList()
 }
 
 // StartNew is New chat (the button, Ctrl+N): an empty thread, the chat box
@@ -391,7 +490,7 @@ func (c *Chat) askRename() {
 			} else if c.app.deps.Chats != nil && len(t.Messages) > 0 {
 				_ = c.app.deps.Chats.Save(t)
 			}
-			c.list.Refresh()
+			c.refreshList()
 		}, c.app.win)
 	box.OnSubmitted = func(string) { d.Submit() }
 	d.Resize(fyne.NewSize(420, d.MinSize().Height))
@@ -426,7 +525,7 @@ func (c *Chat) deleteCurrent() {
 		c.undoNote.SetText(fmt.Sprintf("Deleted “%s” (%s).", t.Title, plural.Count(len(t.Messages), "message", "messages")))
 		c.undoBar.Show()
 	}
-	c.list.UnselectAll()
+	c.cur = nil
 	c.openNewest()
 }
 
@@ -452,9 +551,8 @@ func (c *Chat) UndoDelete() {
 		}
 	}
 	c.threads = slices.Insert(c.threads, at, t)
-	c.list.Refresh()
 	c.open(t)
-	c.list.Select(at)
+	c.refreshList()
 }
 
 // forgetDeleted hides the Undo bar: the user went on.
@@ -691,9 +789,9 @@ func (c *Chat) Send() {
 
 	if len(c.cur.Messages) == 0 && c.cur.Title == newChatTitle { // not one the user named
 		c.cur.Title = titleFrom(text)
-		c.list.Refresh()
 	}
 	c.cur.Messages = append(c.cur.Messages, chats.Message{Role: "user", Content: text, Time: time.Now().UTC()})
+	c.refreshList() // its title, and what a search finds in it
 	c.save()
 	c.renderMessages()
 	c.answer()

@@ -120,8 +120,8 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 }
 
 // addShortcuts binds browser-like keys: Alt+Left/Right (back/forward), Ctrl+L
-// (address bar), Ctrl+R (reload), Ctrl+N (a new chat) and Escape (stop the
-// running generation). Back, forward and reload act on the screen shown
+// (address bar), Ctrl+R (reload), Ctrl+N (a new chat), Ctrl+F (search the
+// chats, on Chat) and Escape (stop the running generation). Back, forward and reload act on the screen shown
 // (onScreen); they had always moved the Encyclopedia, unseen from another
 // screen — Ctrl+R in Chat wrote a page no one was looking at. The
 // window gives keys to the focused widget first, so the text boxes that keep the
@@ -145,6 +145,8 @@ func (a *App) addShortcuts() {
 			a.Show("Chat")
 			a.Chat.StartNew()
 		}},
+		{desktop.CustomShortcut{KeyName: fyne.KeyF, Modifier: fyne.KeyModifierShortcutDefault}, a.onScreen(map[string]func(){
+			"Chat": a.Chat.FocusSearch})},
 	}
 	for _, k := range a.keys {
 		c.AddShortcut(&k.shortcut, func(fyne.Shortcut) { k.do() })
@@ -189,6 +191,9 @@ func (a *App) stopAll() {
 type keyEntry struct {
 	widget.Entry
 	app *App
+	// onEscape, where set, is Escape's in this box first: it reports whether it
+	// took the key (else Escape stops, as everywhere).
+	onEscape func() bool
 }
 
 // newKeyEntry is a single-line keyEntry.
@@ -205,12 +210,22 @@ func (e *keyEntry) TypedShortcut(s fyne.Shortcut) {
 	}
 }
 
-// TypedKey implements fyne.Focusable: Escape stops, as it does off the box.
+// TypedKey implements fyne.Focusable: Escape stops, as it does off the box
+// (unless the box's onEscape takes it).
 func (e *keyEntry) TypedKey(k *fyne.KeyEvent) {
-	if k.Name == fyne.KeyEscape {
+	if k.Name == fyne.KeyEscape && (e.onEscape == nil || !e.onEscape()) {
 		e.app.stopAll()
 	}
 	e.Entry.TypedKey(k)
+}
+
+// keyHint names the app key letter with the platform's shortcut modifier, as
+// a hint beside what it does: "Ctrl+F" (on macOS "⌘F").
+func keyHint(letter string) string {
+	if runtime.GOOS == "darwin" {
+		return "⌘" + letter
+	}
+	return "Ctrl+" + letter
 }
 
 // appShortcut runs s, reaching a text box, where it is one of the app's keys,

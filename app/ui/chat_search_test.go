@@ -1,0 +1,121 @@
+package ui
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// TestChatSearch: the box over the chat list (Ctrl+F on Chat) shows only the chats
+// holding every word typed, in title or messages, each row with where it matched
+// when its title does not show it; picking one opens it; a search that finds none
+// says so; Escape in the box empties it (the whole list back) before it stops
+// anything; New chat empties it, so that the new chat is in the list.
+func TestChatSearch(t *testing.T) {
+	m := &fakeModel{answers: func(req engine.Request) string {
+		switch q := req.Messages[len(req.Messages)-1].Content; {
+		case strings.Contains(q, "Unix"):
+			return "Unix is an operating system written at Bell Labs."
+		case strings.Contains(q, "Lisp"):
+			return "Lisp is a family of programming languages with fully parenthesized prefix notation."
+		default:
+			return "TCP is a protocol of the Internet."
+		}
+	}}
+	a := newTestApp(t, m, t.TempDir())
+	c := a.Chat
+	asUI(func() { a.Show("Chat") })
+	var unix, lisp, tcp *chats.Thread
+	for _, q := range []string{"What is Unix?", "What is Lisp?", "Tell me about TCP"} {
+		asUI(c.StartNew)
+		typeText(c.input, q)
+		tap(c.send)
+		c.run.Wait()
+		switch th := c.Current(); {
+		case strings.Contains(q, "Unix"):
+			unix = th
+		case strings.Contains(q, "Lisp"):
+			lisp = th
+		default:
+			tcp = th
+		}
+	}
+	rows := func() (titles, snippets []string) {
+		asUI(func() {
+			for i := range c.shown {
+				o := c.list.CreateItem()
+				c.list.UpdateItem(i, o)
+				row := o.(*fyne.Container)
+				titles = append(titles, row.Objects[0].(*widget.Label).Text)
+				s := row.Objects[1].(*widget.Label)
+				if s.Visible() {
+					if title := row.Objects[0]; s.Position().Y < title.Position().Y+title.MinSize().Height {
+						t.Errorf("row %d: the snippet over the title (at y %v)", i, s.Position().Y)
+					}
+					snippets = append(snippets, s.Text)
+				} else {
+					snippets = append(snippets, "")
+				}
+			}
+		})
+		return titles, snippets
+	}
+
+	press(a, fyne.KeyF, fyne.KeyModifierShortcutDefault)
+	if a.win.Canvas().Focused() != c.search {
+		t.Fatal("Ctrl+F on Chat did not put the focus in the search box")
+	}
+	typeText(c.search, "bell")
+	titles, snippets := rows()
+	if !slices.Equal(titles, []string{"What is Unix?"}) || snippets[0] != "Unix is an operating system written at Bell Labs." {
+		t.Fatalf("search \"bell\": rows %q, snippets %q", titles, snippets)
+	}
+	// Every word, in title or messages, any case.
+	asUI(func() { c.search.SetText("") })
+	typeText(c.search, "WHAT language")
+	if titles, snippets = rows(); !slices.Equal(titles, []string{"What is Lisp?"}) || !strings.Contains(snippets[0], "programming languages") {
+		t.Errorf("search \"WHAT language\": rows %q, snippets %q", titles, snippets)
+	}
+	// A title match needs no snippet; the chat open (TCP, the newest) is not
+	// shown, so none is selected, and picking a row opens it.
+	asUI(func() { c.search.SetText("what is") })
+	if titles, snippets = rows(); !slices.Equal(titles, []string{"What is Lisp?", "What is Unix?"}) || snippets[0] != "" || snippets[1] != "" {
+		t.Errorf("search \"what is\": rows %q, snippets %q", titles, snippets)
+	}
+	if c.Current() != tcp {
+		t.Fatal("searching changed the chat open")
+	}
+	asUI(func() { c.list.Select(1) })
+	if c.Current() != unix {
+		t.Errorf("picking the second row opened %q, want What is Unix?", c.Current().Title)
+	}
+	// None found: the list says so.
+	asUI(func() { c.search.SetText("kernel") })
+	if len(c.Shown()) != 0 || !c.noMatch.Visible() || c.noMatch.Text != "No chat holds “kernel”." {
+		t.Errorf("search with no match: %d rows, note %v %q", len(c.Shown()), c.noMatch.Visible(), c.noMatch.Text)
+	}
+	// Escape in the box empties it: every chat back, the one open selected.
+	asUI(func() { a.win.Canvas().Focus(c.search) })
+	pressKey(a, fyne.KeyEscape)
+	if c.search.Text != "" || len(c.Shown()) != 3 || c.noMatch.Visible() {
+		t.Errorf("Escape left %q, %d rows", c.search.Text, len(c.Shown()))
+	}
+	if i := slices.Index(c.Shown(), unix); i < 0 {
+		t.Error("the chat open is not in the list after Escape")
+	}
+	// New chat during a search empties the box: the new chat is in the list.
+	asUI(func() { c.search.SetText("lisp") })
+	if !slices.Equal(c.Shown(), []*chats.Thread{lisp}) {
+		t.Fatalf("search \"lisp\": %d rows", len(c.Shown()))
+	}
+	asUI(c.StartNew)
+	if c.search.Text != "" || len(c.Shown()) != 4 || c.Shown()[0] != c.Current() {
+		t.Errorf("New chat during a search: box %q, %d rows, the new chat first %v", c.search.Text, len(c.Shown()), c.Shown()[0] == c.Current())
+	}
+}
