@@ -575,6 +575,8 @@ func (c *Chat) updateThinking() {
 	}
 }
 
+// save writes the open thread (one with messages) to disk, stamped as the
+// newest, and puts it at the top of the list.
 func (c *Chat) save() {
 	if c.app.deps.Chats == nil || c.cur == nil || len(c.cur.Messages) == 0 {
 		return
@@ -582,6 +584,12 @@ func (c *Chat) save() {
 	c.cur.Updated = time.Now().UTC()
 	if err := c.app.deps.Chats.Save(c.cur); err != nil {
 		c.showError(err.Error())
+	}
+	// Now the newest, it goes to the top of the list, where the next start lists
+	// it (Store.List: newest first); it stayed in its place until then.
+	if i := slices.Index(c.threads, c.cur); i > 0 {
+		c.threads = slices.Insert(slices.Delete(c.threads, i, i+1), 0, c.cur)
+		c.refreshList()
 	}
 }
 

@@ -119,3 +119,37 @@ func TestChatSearch(t *testing.T) {
 		t.Errorf("New chat during a search: box %q, %d rows, the new chat first %v", c.search.Text, len(c.Shown()), c.Shown()[0] == c.Current())
 	}
 }
+
+// TestChatGoesOnTopWhenContinued: a chat written in goes to the top of the list at
+// once, where the next start lists it (newest first). It stayed in its place until
+// a restart reordered the list.
+func TestChatGoesOnTopWhenContinued(t *testing.T) {
+	dir := t.TempDir()
+	m := &fakeModel{answers: func(engine.Request) string { return "An answer." }}
+	a := newTestApp(t, m, dir)
+	c := a.Chat
+	var older *chats.Thread
+	for _, q := range []string{"What is Unix?", "What is Lisp?"} {
+		asUI(c.StartNew)
+		typeText(c.input, q)
+		tap(c.send)
+		c.run.Wait()
+		if older == nil {
+			older = c.Current()
+		}
+	}
+	if c.Threads()[0] == older {
+		t.Fatal("the older chat is first before it was continued")
+	}
+	asUI(func() { c.list.Select(slices.Index(c.Shown(), older)) })
+	typeText(c.input, "And Plan 9?")
+	tap(c.send)
+	c.run.Wait()
+	if c.Threads()[0] != older || c.Shown()[0] != older || c.Current() != older {
+		t.Errorf("the chat continued is not first: %q", c.Threads()[0].Title)
+	}
+	onDisk, _ := a.deps.Chats.List()
+	if len(onDisk) != 2 || onDisk[0].ID != older.ID {
+		t.Errorf("the next start lists %q first", onDisk[0].Title)
+	}
+}
