@@ -172,8 +172,10 @@ type Entry struct {
 // bytes it has kept, whether the program quit (the manifest says paused) or was
 // cut off (killed, the PC lost power: the manifest still says downloading, and
 // no transfer will ever end it). Pull resumes it and Cancel removes what it kept.
-// (A download another process runs is listed the same: there is no lock
-// between processes.)
+// A download another process runs (the app opened twice, `darkroom pull`) is
+// listed as "elsewhere", with the bytes it has so far and, as the event's
+// Message, what that process said it is doing (store.Hold); Pull and Cancel
+// refuse it until that process lets it go.
 func (m *Manager) Entries() ([]Entry, error) {
 	locals, err := m.store.List()
 	if err != nil {
@@ -197,6 +199,9 @@ func (m *Manager) Entries() ([]Entry, error) {
 		m.mu.Unlock()
 		if e.Progress == nil && e.Local != nil && unfinished(e.Local.State) {
 			ev := m.kept(e.Local)
+			if doing, held := m.store.Elsewhere(e.Local.Name); held {
+				ev.State, ev.Message = StateElsewhere, doing
+			}
 			e.Progress, e.State = &ev, ev.State
 		}
 		out = append(out, e)
@@ -254,7 +259,7 @@ func (m *Manager) SetActive(name string) error {
 }
 
 // Delete removes a local model (its files, partial downloads and quarantined
-// files). It refuses while the model is downloading.
+// files). It refuses while the model is downloading, here or in another process.
 func (m *Manager) Delete(name string) error {
 	key, err := m.localName(name)
 	if err != nil {
@@ -270,6 +275,11 @@ func (m *Manager) Delete(name string) error {
 	if t != nil {
 		return fmt.Errorf("delete %s: it is downloading; cancel the download first", name)
 	}
+	unhold, err := m.store.Hold(key, "deleting it") // not while another process downloads it
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", name, err)
+	}
+	defer unhold()
 	if err := m.store.Delete(key); err != nil {
 		return err
 	}
@@ -302,7 +312,8 @@ func (m *Manager) localName(name string) (string, error) {
 
 // MoveStore moves every model to dir (resumable: run it again after an
 // interruption) and keeps using dir. It refuses while downloads run. The caller
-// persists the new location (app settings or --models-dir).
+// persists the new location (app settings or --models-dir). It refuses while
+// another process holds a model (store.Hold).
 func (m *Manager) MoveStore(ctx context.Context, dir string, progress func(store.MoveProgress)) error {
 	m.mu.Lock()
 	n := len(m.jobs) + m.busy
@@ -322,8 +333,16 @@ func (m *Manager) MoveStore(ctx context.Context, dir string, progress func(store
 		m.moving = ""
 		m.mu.Unlock()
 	}()
+	unhold, err := m.store.HoldAll("moving the models folder") // not from under another process's work
+	if err != nil {
+		return fmt.Errorf("move models: %w", err)
+	}
+	defer unhold()
 	return m.store.Move(ctx, dir, progress)
 }
+
+// StateElsewhere is the state Entries gives a download another process runs.
+const StateElsewhere = "elsewhere"
 
 // ErrMoving is wrapped by Pull, Delete and Quantize while the models folder moves.
 var ErrMoving = errors.New("the models folder is moving")
@@ -553,6 +572,19 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		return running, err // already running: the same transfer
 	}
 	defer release()
+	// Another process's download of the model (the app opened twice, `darkroom
+	// pull`) would write the same .part files: the model's hold, kept until the
+	// transfer finishes (finish lets it go).
+	unhold, err := m.store.Hold(modelName, "downloading it")
+	if err != nil {
+		return nil, fmt.Errorf("download %s: %w", name, err)
+	}
+	handed := false
+	defer func() {
+		if !handed {
+			unhold()
+		}
+	}()
 
 	rev, err := m.hub.Revision(ctx, repo, opt.Revision)
 	if err != nil {
@@ -617,7 +649,8 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 			rest = append(rest, df)
 		}
 	}
-	t := &Transfer{m: m, name: modelName, done: make(chan struct{}), last: Event{Model: modelName, State: "downloading", ETA: -1}}
+	t := &Transfer{m: m, name: modelName, done: make(chan struct{}), last: Event{Model: modelName, State: "downloading", ETA: -1}, unhold: unhold}
+	handed = true
 	m.mu.Lock()
 	m.jobs[modelName] = t
 	m.mu.Unlock()
@@ -777,6 +810,7 @@ func (m *Manager) finish(t *Transfer, man *store.Manifest, err error) {
 	m.mu.Lock()
 	delete(m.jobs, t.name)
 	m.mu.Unlock()
+	t.unhold()
 	t.err = err
 	// Subscribers hear the end before Wait returns, so a caller that waits sees
 	// the final event (a subscriber must not Wait on the transfer it is told about).
@@ -797,6 +831,7 @@ type Transfer struct {
 	verifiedAtStart int64
 	done            chan struct{}
 	err             error
+	unhold          func() // lets the model's hold (store.Hold) go, at the end
 }
 
 // Name is the model's name in the store.
@@ -884,6 +919,11 @@ func (m *Manager) Cancel(name string) error {
 	if err != nil {
 		return err
 	}
+	unhold, err := m.store.Hold(key, "canceling its download") // not from under another process's download
+	if err != nil {
+		return fmt.Errorf("cancel %s: %w", name, err)
+	}
+	defer unhold()
 	m.manifest.Lock()
 	defer m.manifest.Unlock()
 	man, err := m.store.Load(key)

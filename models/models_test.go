@@ -484,13 +484,18 @@ func TestLibraryDeleteActiveMove(t *testing.T) {
 	}
 }
 
-// TestMain lets TestPullKilledAndRestarted run this test binary as a `pull` process.
+// TestMain lets TestPullKilledAndRestarted and TestTwoProcessesOneModel run this test
+// binary as a `pull` process.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("PULL_CHILD_DIR"); dir != "" {
 		mgr, err := New(Options{Dir: dir, Endpoint: os.Getenv("PULL_CHILD_ENDPOINT")})
 		if err == nil {
 			var tr *Transfer
-			if tr, err = mgr.Pull(context.Background(), "acme/killme", PullOptions{}); err == nil {
+			repo := os.Getenv("PULL_CHILD_REPO")
+			if repo == "" {
+				repo = "acme/killme"
+			}
+			if tr, err = mgr.Pull(context.Background(), repo, PullOptions{}); err == nil {
 				err = tr.Wait()
 			}
 		}
@@ -1003,4 +1008,70 @@ func TestConcurrentPullsShareOneTransfer(t *testing.T) {
 		}
 	}
 	checkModel(t, m.store.ModelDir("acme/twice"), files)
+}
+
+// TestTwoProcessesOneModel: while another process (this test binary as `darkroom
+// pull`) downloads a model into the same models folder, this one's Pull, Delete
+// and MoveStore refuse, saying the model is in use by another Darkroom and doing
+// what, instead of writing the same .part files (their bytes interleaved, the file
+// failing verification), deleting it from under the download, or moving the
+// folder; the other download ends intact, and then this process has the model.
+func TestTwoProcessesOneModel(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	files := repoFiles(t, 12)
+	h.Add("acme/two", &hubtest.Repo{Files: files})
+	h.SetBytesPerSec(256 << 10)
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PULL_CHILD_DIR="+dir, "PULL_CHILD_ENDPOINT="+h.URL, "PULL_CHILD_REPO=acme/two")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	md := filepath.Join(dir, "acme--two")
+	deadline := time.Now().Add(60 * time.Second)
+	for download.PartSize(md, files[2].Name) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the other process made no progress")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	m := newManager(t, h, dir, "")
+	held := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, store.ErrHeld) || !strings.Contains(err.Error(), "downloading it") {
+			t.Errorf("%s while another process downloads: %v; want it refused as in use there, downloading it", what, err)
+		}
+	}
+	tr, err := m.Pull(context.Background(), "acme/two", PullOptions{})
+	if err == nil {
+		tr.Wait()
+	}
+	held("Pull", err)
+	held("Delete", m.Delete("acme/two"))
+	held("MoveStore", m.MoveStore(context.Background(), filepath.Join(t.TempDir(), "moved"), nil))
+	if m.StorePath() != dir {
+		t.Errorf("the models folder moved to %s", m.StorePath())
+	}
+
+	h.SetBytesPerSec(0)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the other process's download: %v: %s", err, stderr.String())
+	}
+	checkModel(t, md, files)
+	// Now this process may: the pull finds every file verified.
+	tr, err = m.Pull(context.Background(), "acme/two", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Resolve("acme/two"); err != nil {
+		t.Errorf("the model after both: %v", err)
+	}
 }

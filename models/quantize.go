@@ -68,6 +68,11 @@ func (m *Manager) Quantize(ctx context.Context, nameOrDir string, opt QuantizeOp
 		return out, out, nil
 	}
 	name = strings.TrimSuffix(base, "-bf16") + "-" + string(opt.Profile)
+	unhold, err := m.store.Hold(name, "converting a model into it") // two writers of one folder
+	if err != nil {
+		return "", "", fmt.Errorf("quantize: %w", err)
+	}
+	defer unhold()
 	dir = m.store.ModelDir(name)
 	if _, err := os.Stat(dir); err == nil {
 		return "", "", fmt.Errorf("quantize: %s already exists in %s (`darkroom rm %s` first)", name, m.store.Root, name)

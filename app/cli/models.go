@@ -71,7 +71,9 @@ func runModels(env *Env, args []string) error {
 			act = "*"
 		}
 		state := e.State
-		if e.Local != nil && e.Local.Error != "" && e.Local.State != store.StateComplete {
+		if e.State == models.StateElsewhere && e.Progress != nil {
+			state = "in use by another Darkroom, " + e.Progress.Message
+		} else if e.Local != nil && e.Local.Error != "" && e.Local.State != store.StateComplete {
 			state += " (" + firstLine(e.Local.Error) + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.ID, state, sz, e.Format, act)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -68,7 +69,7 @@ type LibraryEntry struct {
 	Builtin     bool
 	Profiles    []ProfileFit
 	Profile     string // the profile downloaded or selected
-	State       string // "available", "downloading", "paused", "ready", "failed", "built in"
+	State       string // "available", "downloading", "paused", "elsewhere", "ready", "failed", "built in"
 	Active      bool
 	Progress    DownloadEvent
 }
@@ -98,8 +99,12 @@ type ProfileFit struct {
 
 // DownloadEvent is progress of one model's download.
 type DownloadEvent struct {
-	Name  string
-	State string // "downloading", "paused", "verifying", "done", "failed", "cancelled"
+	Name string
+	// State: "downloading", "paused", "verifying", "done", "failed", "cancelled",
+	// or "elsewhere": another Darkroom (the app opened twice, `darkroom pull`) is
+	// downloading it, saying what it does in Doing.
+	State string
+	Doing string
 	Done  int64
 	Total int64
 	Rate  float64 // bytes/s
@@ -134,6 +139,7 @@ type LibraryScreen struct {
 	listings atomic.Uint64
 	shown    uint64
 	byName   map[string]*libraryCard
+	watching bool                     // a watchElsewhere read is due
 	live     map[string]DownloadEvent // latest event of downloads in progress
 	unsub    func()
 	selected map[string]string // chosen profile per entry
@@ -434,6 +440,50 @@ func (l *LibraryScreen) rebuild() {
 	}
 	l.cards.Objects = objs
 	l.cards.Refresh()
+	l.watchElsewhere()
+}
+
+// elsewherePoll is how often the Library reads again a download another
+// process runs.
+var elsewherePoll = 2 * time.Second // a variable for the tests
+
+// watchElsewhere follows the downloads other processes run (a card "elsewhere"):
+// while there is one, it reads the listing every elsewherePoll and moves those
+// cards' bars, and rebuilds the cards once a state changes (the other process
+// finished, paused or closed: this window can then resume, use or cancel it). One
+// watch at a time; it runs on the UI goroutine, the reading off it.
+func (l *LibraryScreen) watchElsewhere() {
+	lib := l.app.deps.Library
+	if l.watching || lib == nil || !slices.ContainsFunc(l.entries, func(e LibraryEntry) bool { return e.State == "elsewhere" }) {
+		return
+	}
+	l.watching = true
+	time.AfterFunc(elsewherePoll, func() {
+		entries, err := lib.Entries()
+		onUI(func() {
+			l.watching = false
+			if err != nil {
+				l.watchElsewhere() // try again later
+				return
+			}
+			same := len(entries) == len(l.entries)
+			for i := 0; same && i < len(entries); i++ {
+				same = entries[i].Name == l.entries[i].Name && entries[i].State == l.entries[i].State
+			}
+			l.entries = entries
+			if !same {
+				l.rebuild()
+				return
+			}
+			for _, e := range entries {
+				if c := l.byName[e.Name]; c != nil && e.State == "elsewhere" {
+					c.entry.Progress = e.Progress
+					l.showProgress(c, e.Progress)
+				}
+			}
+			l.watchElsewhere()
+		})
+	})
 }
 
 func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
@@ -484,7 +534,7 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	if sel != "" {
 		c.profile.SetSelected(sel)
 	}
-	if e.State == "downloading" || e.State == "paused" || e.State == "converting" {
+	if e.State == "downloading" || e.State == "paused" || e.State == "converting" || e.State == "elsewhere" {
 		c.profile.Disable()
 	}
 	profileRow := fyne.CanvasObject(container.NewBorder(nil, nil, widget.NewLabel("Profile"), nil, c.profile))
@@ -714,6 +764,11 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 		bs = append(bs, act("Pause", theme.MediaPauseIcon(), func() error { return lib.Pause(name) }), cancel())
 	case "paused":
 		bs = append(bs, act("Resume", theme.MediaPlayIcon(), func() error { return lib.Resume(name) }), cancel())
+	case "elsewhere": // its bar moves as the other process writes (watchElsewhere)
+		note := widget.NewLabel("Another Darkroom (a second window, or a `darkroom` command) is " + c.entry.Progress.Doing +
+			": its progress shows here. If that one is closed first, Resume here goes on from where it stopped.")
+		note.Wrapping = fyne.TextWrapWord
+		bs = append(bs, note)
 	default: // available, failed, cancelled
 		dl := act("Download", theme.DownloadIcon(), func() error { return lib.Start(name, c.profile.Selected) })
 		dl.Importance = widget.HighImportance
@@ -749,6 +804,8 @@ func progressText(ev DownloadEvent) string {
 		}
 	case "failed":
 		s += " · failed (see below)"
+	case "elsewhere":
+		s += " · " + ev.Doing + " in another Darkroom"
 	default:
 		s += " · " + ev.State
 	}

@@ -385,6 +385,9 @@ func profileSpeed(e models.Entry, p quant.Profile, info hw.Info) (printer, polar
 
 func downloadEvent(ev models.Event) DownloadEvent {
 	de := DownloadEvent{Name: ev.Model, State: ev.State, Done: ev.Done, Total: ev.Total, Rate: ev.Rate}
+	if ev.State == models.StateElsewhere {
+		de.Doing = ev.Message
+	}
 	if ev.ETA > 0 {
 		de.ETA = ev.ETA
 	}

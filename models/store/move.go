@@ -92,7 +92,7 @@ func (s *Store) PlanMove(dst string) (MovePlan, error) {
 		p.same = s.SameDisk(s.Root, dst)
 	}
 	for _, e := range ents {
-		if !e.IsDir() {
+		if !e.IsDir() || e.Name() == locksDir { // the holds stay with the folder they guard
 			continue
 		}
 		p.dirs = append(p.dirs, e.Name())

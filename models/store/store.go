@@ -2,7 +2,9 @@
 // downloaded or converted model, one sub-folder per model with a manifest
 // (darkroom-manifest.json) recording where the files came from, their sizes and
 // hashes and whether each was verified. It also owns atomic file writes, the
-// free-space query, deleting a model and moving the whole store to another folder.
+// free-space query, deleting a model, moving the whole store to another folder,
+// and the holds that keep two processes from working on one model at once
+// (hold.go: <root>/.locks).
 //
 // Layout:
 //
