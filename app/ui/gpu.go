@@ -133,6 +133,7 @@ func gpuCard(a *App, inSettings bool) fyne.CanvasObject {
 				status.SetText(gpuProgressText(p))
 			})
 		})
+		a.gpuWork = func() string { return lowerFirst(status.Text) }
 		// The buttons are bound to this install, so a tap that lands after it
 		// ended, before they hide, acts on it and not on the next.
 		paused := false
@@ -155,6 +156,7 @@ func gpuCard(a *App, inSettings bool) fyne.CanvasObject {
 		go func() {
 			err := job.Wait()
 			onUI(func() {
+				a.gpuWork = nil
 				controls.Hide()
 				switch {
 				case err == nil:

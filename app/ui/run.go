@@ -48,7 +48,6 @@ func Run(v version.Info) int {
 			"or use the command line (`darkroom help` lists the commands)\n", err)
 		return 1
 	}
-	w.Resize(defaultWindowSize)
 	w.SetMaster()
 
 	deps, err := productionDeps()
@@ -56,6 +55,8 @@ func Run(v version.Info) int {
 		fmt.Fprintln(os.Stderr, "darkroom:", err)
 		return 1
 	}
+	ws := deps.Settings.Get()
+	w.Resize(savedWindowSize(ws.WindowWidth, ws.WindowHeight))
 	deps.System.Version = v.String()
 	// The local server (browser mode, API) runs the same shared model.
 	var a *App
@@ -69,6 +70,7 @@ func Run(v version.Info) int {
 	}
 	deps.System.OpenPage = sw.PageURL
 	a = New(fa, w, deps)
+	w.SetCloseIntercept(a.requestClose) // asks first while a download or the like runs (quit.go)
 	defer sw.Close()
 	if deps.Settings.Get().ServerEnabled {
 		a.Settings.setServer(true)

@@ -48,6 +48,13 @@ type App struct {
 	// frameHook, if set, is called off the UI goroutine after each developing
 	// frame was drawn into a page view (tests, the window check's screenshots).
 	frameHook func(v pageView, ev engine.Event)
+	// closeHook, if set, closes the window in quit's place (tests: their
+	// windows are closed once, by the test).
+	closeHook func()
+
+	// gpuWork, while GPU support installs, says how far it is (for the question
+	// closing the window asks; quit.go); nil otherwise.
+	gpuWork func() string
 
 	notices []*widget.Label // the "what this model is good for" lines
 	keys    []appKey        // the app's key combinations (addShortcuts)

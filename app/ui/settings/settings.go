@@ -64,6 +64,10 @@ type Values struct {
 	// RemoteModel, if set, is the active model, on one of RemoteServers; the
 	// Library's local choice applies otherwise.
 	RemoteModel *RemoteModel `json:"remote_model,omitempty"`
+	// WindowWidth and WindowHeight are the main window's size when it was last
+	// closed (0: never), which it opens at.
+	WindowWidth  float32 `json:"window_width,omitempty"`
+	WindowHeight float32 `json:"window_height,omitempty"`
 }
 
 // RemoteServer is an OpenAI-compatible server: its base URL and API key.
