@@ -221,7 +221,12 @@ func newLibraryScreen(a *App) *LibraryScreen {
 	l.moveMsg = widget.NewLabel("")
 	l.moveMsg.Wrapping = fyne.TextWrapWord
 	l.moveMsg.Hide()
-	storeRow := container.NewBorder(nil, nil, nil, l.move, l.store)
+	open := widget.NewButtonWithIcon("Open", theme.FolderIcon(), func() {
+		if l.storeDir != "" {
+			a.openFolder(l.storeDir, l.showError)
+		}
+	})
+	storeRow := container.NewBorder(nil, nil, nil, container.NewHBox(open, l.move), l.store)
 	l.body = container.NewVBox(storeRow, l.moveRow, l.moveMsg, l.errs, l.cards, a.remoteCard(), hubCard)
 	l.content = container.NewVScroll(container.NewPadded(l.body))
 	if a.deps.Library == nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -187,7 +188,23 @@ func newSettingsScreen(a *App) *SettingsScreen {
 	storage := widget.NewLabel("Settings: " + a.deps.Settings.Path() + "\nChats: " + chatsDir +
 		"\nModels: see the Library")
 	storage.Wrapping = fyne.TextWrapWord
-	storageCard := widget.NewCard("Storage", "", storage)
+	openErr := widget.NewLabel("") // why a folder did not open
+	openErr.Wrapping = fyne.TextWrapWord
+	openErr.Importance = widget.DangerImportance
+	openErr.Hide()
+	showOpenErr := func(msg string) { openErr.SetText(msg); openErr.Show() }
+	openSettings := widget.NewButtonWithIcon("Open settings folder", theme.FolderIcon(), func() {
+		openErr.Hide()
+		a.openFolder(filepath.Dir(a.deps.Settings.Path()), showOpenErr)
+	})
+	openChats := widget.NewButtonWithIcon("Open chats folder", theme.FolderIcon(), func() {
+		openErr.Hide()
+		a.openFolder(chatsDir, showOpenErr)
+	})
+	if a.deps.Chats == nil {
+		openChats.Disable()
+	}
+	storageCard := widget.NewCard("Storage", "", container.NewVBox(storage, container.NewHBox(openSettings, openChats), openErr))
 
 	s.content = container.NewVScroll(container.NewPadded(container.NewVBox(s.errLbl, backendCard, gpuCard(a, true), samplingCard, themeCard, serverCard, storageCard, s.aboutCard())))
 	return s
