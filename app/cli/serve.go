@@ -39,6 +39,8 @@ type serveInfo struct {
 	// PageMode is the mode the browser's pages are written in (--mode, else the
 	// model's, as APIMode).
 	PageMode engine.Mode `json:"page_mode"`
+	// Origins are the web pages allowed to call the API (--allow-origin).
+	Origins []string `json:"allowed_origins,omitempty"`
 }
 
 func runServe(env *Env, args []string) error {
@@ -58,6 +60,12 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	mode := fs.String("mode", "", "how pages are written: diffusion or ar (default: the model's, as the Encyclopedia's automatic mode: the printer for Darkroom Mini)")
 	seed := fs.Uint64("seed", 1, "seed the pages are written with")
 	asJSON := fs.Bool("json", false, "print the URLs and token as one JSON line")
+	var origins []string
+	fs.Func("allow-origin", "a web page allowed to call the API from a browser, by its `ORIGIN`, e.g. http://localhost:3000 (repeat, or separate with commas, for more; it still needs the API key)", func(v string) error {
+		o, err := server.ParseOrigins(v)
+		origins = append(origins, o...)
+		return err
+	})
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -73,7 +81,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	}
 
 	// Check the server options before looking for the model and loading it.
-	opts := server.Options{Addr: *addr, Token: *token, NoToken: *noToken, Mode: m, Seed: *seed,
+	opts := server.Options{Addr: *addr, Token: *token, NoToken: *noToken, Mode: m, Seed: *seed, Origins: origins,
 		Logf: func(format string, a ...any) { fmt.Fprintf(env.Stderr, format+"\n", a...) }}
 	opts.Engine = noEngine{}
 	if _, err := server.New(opts); err != nil {
@@ -126,7 +134,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	info := serveInfo{URL: srv.URL("/"), APIBase: srv.APIBase(), Token: srv.Token(), Model: id, Backend: eng.Backend(), APIMode: choice, PageMode: m}
+	info := serveInfo{URL: srv.URL("/"), APIBase: srv.APIBase(), Token: srv.Token(), Model: id, Backend: eng.Backend(), APIMode: choice, PageMode: m, Origins: origins}
 	if *asJSON {
 		b, _ := json.Marshal(info)
 		fmt.Fprintln(env.Stdout, string(b))
@@ -139,6 +147,9 @@ func serve(ctx context.Context, env *Env, args []string) error {
 			fmt.Fprintf(env.Stderr, "  API key:  %s\n", info.Token)
 		} else {
 			fmt.Fprintln(env.Stderr, "  No token: any program on this computer can use the server.")
+		}
+		for _, o := range origins {
+			fmt.Fprintf(env.Stderr, "  Web page: %s may call the API from a browser\n", o)
 		}
 		fmt.Fprintln(env.Stderr, "Press Ctrl+C to stop.")
 	}

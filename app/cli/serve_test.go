@@ -31,6 +31,8 @@ func TestServeArguments(t *testing.T) {
 		{[]string{"serve", "--mode", "fast"}, "--mode"},
 		{[]string{"serve", "extra"}, "unexpected argument"},
 		{[]string{"serve", "--model", "/nonexistent/model"}, "/nonexistent/model"},
+		{[]string{"serve", "--allow-origin", "localhost:3000"}, "http://HOST:PORT"},
+		{[]string{"serve", "--allow-origin", "*"}, "no wildcard"},
 	} {
 		_, stderr, code := wikiRun(c.args...)
 		if code != 1 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
@@ -89,7 +91,8 @@ func TestServeModel(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	go func() {
-		errc <- serve(ctx, &Env{Stdout: &stdout, Stderr: &stderr}, []string{"--model", dir, "--json", "--addr", addr})
+		errc <- serve(ctx, &Env{Stdout: &stdout, Stderr: &stderr}, []string{"--model", dir, "--json", "--addr", addr,
+			"--allow-origin", "http://localhost:3000/,http://127.0.0.1:5173"})
 	}()
 	var info serveInfo
 	for deadline := time.Now().Add(60 * time.Second); ; {
@@ -112,7 +115,8 @@ func TestServeModel(t *testing.T) {
 	if !strings.HasPrefix(info.URL, "http://darkroom-") || !strings.Contains(info.URL, ".localhost:"+port+"/?token="+info.Token) || len(info.Token) < 32 ||
 		info.APIBase != "http://"+addr+"/v1" || info.Backend != "go" || info.Model != filepath.Base(dir) ||
 		info.APIMode.Mode != engine.Diffusion || info.APIMode.Reason == "" || // a model the catalog does not know keeps diffusion
-		info.PageMode != engine.Diffusion { // for its pages too
+		info.PageMode != engine.Diffusion || // for its pages too
+		strings.Join(info.Origins, " ") != "http://localhost:3000 http://127.0.0.1:5173" {
 		t.Fatalf("info %+v", info)
 	}
 	// The API answers with the token as API key, and refuses without it.
@@ -134,6 +138,15 @@ func TestServeModel(t *testing.T) {
 	}
 	if code, _ := get(""); code != 401 {
 		t.Errorf("models without the token: %d", code)
+	}
+	// A web page --allow-origin names calls it from a browser (with the key).
+	req, _ := http.NewRequest("GET", info.APIBase+"/models", nil)
+	req.Header.Set("Authorization", "Bearer "+info.Token)
+	req.Header.Set("Origin", "http://127.0.0.1:5173")
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "http://127.0.0.1:5173" {
+		t.Errorf("the allowed web page: %d, ACAO %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
 	}
 	// Cancelling (what SIGINT/SIGTERM do) shuts it down cleanly.
 	cancel()

@@ -14,8 +14,9 @@ import (
 )
 
 // The checks every request passes before a handler sees it (see the package
-// doc): loopback or this run's Host, same origin, the token, and a body that
-// arrives in time.
+// doc): loopback or this run's Host, same origin (or, for the API, a web page's
+// origin the user allowed: origins.go), the token, and a body that arrives in
+// time.
 
 // maxRequestBytes bounds a request body.
 const maxRequestBytes = 8 << 20
@@ -78,15 +79,29 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			deny(http.StatusForbidden, "forbidden_host", msg)
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && origin != "http://"+r.Host {
-			deny(http.StatusForbidden, "cross_origin", "refused: cross-origin request")
-			return
-		}
-		// Browsers say where a request comes from. "same-site" includes other
-		// ports of this machine and other *.localhost names: refused as well.
-		if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-			deny(http.StatusForbidden, "cross_origin", "refused: request from another site")
-			return
+		origin := r.Header.Get("Origin")
+		if s.allowedOrigin(origin, r.URL.Path) { // a web page the user allowed to call the API (origins.go)
+			corsHeaders(w.Header(), origin)
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				preflight(w, r)
+				return
+			}
+		} else {
+			if origin != "" && origin != "http://"+r.Host {
+				msg := "refused: cross-origin request"
+				if api {
+					msg = "refused: a request from the web page " + origin + ", which is not allowed to use this API: " +
+						"allow it in Settings → Local server (web pages that may call the API), or with darkroom serve --allow-origin " + origin
+				}
+				deny(http.StatusForbidden, "cross_origin", msg)
+				return
+			}
+			// Browsers say where a request comes from. "same-site" includes other
+			// ports of this machine and other *.localhost names: refused as well.
+			if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+				deny(http.StatusForbidden, "cross_origin", "refused: request from another site")
+				return
+			}
 		}
 		if s.token != "" {
 			q := r.URL.Query()

@@ -14,7 +14,8 @@
 // on this computer, and a second Darkroom server would overwrite it; a cookie
 // for a name only this run uses reaches this server alone. No cookie is ever
 // set for another host name. Requests whose Host is neither a loopback name nor
-// this run's (DNS rebinding), or that come from another origin, are refused;
+// this run's (DNS rebinding), or that come from another origin (but API requests
+// from the web pages the user allowed: origins.go), are refused;
 // every response carries a Content-Security-Policy that allows nothing but this
 // origin, and all model HTML is reduced by app/htmlsafe before it is served.
 // The only script is the server's own static develop.js.
@@ -48,6 +49,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/darkroomlabs/darkroom/assets"
@@ -154,6 +156,11 @@ type Options struct {
 	// KeepAlive is how often a waiting stream gets an SSE comment (default 10 s).
 	KeepAlive time.Duration
 
+	// Origins are the web pages allowed to call the API from a browser
+	// (origins.go): "http://localhost:3000", as ParseOrigins reads them; none by
+	// default. SetOrigins changes them while the server runs.
+	Origins []string
+
 	// Logf, if set, receives one line per failed generation or server error.
 	Logf func(format string, args ...any)
 }
@@ -190,6 +197,8 @@ type Server struct {
 	serveErr  error
 	page      *pageRun // the running page generation, if any
 	pageSeq   uint64
+
+	origins atomic.Pointer[[]string] // the web pages allowed to call the API (origins.go)
 }
 
 // TokenCookie is the name of the cookie that carries the token after a browser
@@ -237,6 +246,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, token: opts.Token, timeouts: defaultTimeouts, pages: newPageCache(opts.CacheSize),
 		queue: newQueue(opts.QueueLimit), runHost: runHostPrefix + randomHex(8) + runHostSuffix}
+	if err := s.SetOrigins(opts.Origins); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if !opts.NoToken {
 		if s.token == "" {
 			b := make([]byte, 24)

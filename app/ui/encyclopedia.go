@@ -395,7 +395,7 @@ func (e *Encyclopedia) openInBrowser() {
 			}
 			u, err := url.Parse(link)
 			if err == nil {
-				err = e.app.openURL(u)
+				err = e.app.open(u)
 			}
 			if err != nil {
 				e.browserMsg.SetText("Could not open a browser (" + err.Error() + "). Open this address in one yourself:")

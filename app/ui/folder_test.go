@@ -59,3 +59,30 @@ func buttonOnScreen(t *testing.T, root fyne.CanvasObject, text string) *widget.B
 	}
 	return b
 }
+
+// TestSettingsWebPagesMayCallTheAPI: the origins typed in Settings → Local server
+// are kept once they read as origins (a box that does not say why it refuses
+// one), and reach the running server at once (no restart: it would change the
+// API key); its next start reads them from the settings.
+func TestSettingsWebPagesMayCallTheAPI(t *testing.T) {
+	a := newTestApp(t, &fakeModel{}, "")
+	var given [][]string
+	a.deps.System.SetServerOrigins = func(o []string) error { given = append(given, o); return nil }
+	box := a.Settings.origins
+	typeText(box, "localhost:3000")
+	if err := uiRead(box.Validate); err == nil || len(given) != 0 || len(a.deps.Settings.Get().ServerOrigins) != 0 {
+		t.Fatalf("a bad origin: validate %v, given %q, saved %q", err, given, a.deps.Settings.Get().ServerOrigins)
+	}
+	asUI(func() { box.SetText("") })
+	typeText(box, "http://localhost:3000/, http://127.0.0.1:5173")
+	want := "http://localhost:3000 http://127.0.0.1:5173"
+	if err := uiRead(box.Validate); err != nil || len(given) == 0 || strings.Join(given[len(given)-1], " ") != want {
+		t.Fatalf("good origins: validate %v, given %q", err, given)
+	}
+	if got := strings.Join(a.deps.Settings.Get().ServerOrigins, " "); got != want {
+		t.Errorf("saved %q", got)
+	}
+	if got := strings.Join(a.serverOptions().Origins, " "); got != want {
+		t.Errorf("the server's next start would allow %q", got)
+	}
+}

@@ -69,6 +69,12 @@ func Run(v version.Info) int {
 		return "", ""
 	}
 	deps.System.OpenPage = sw.PageURL
+	deps.System.SetServerOrigins = func(origins []string) error {
+		if srv := sw.Running(); srv != nil {
+			return srv.SetOrigins(origins)
+		}
+		return nil
+	}
 	a = New(fa, w, deps)
 	w.SetCloseIntercept(a.requestClose) // asks first while a download or the like runs (quit.go)
 	defer sw.Close()
@@ -91,7 +97,8 @@ func Run(v version.Info) int {
 // follows "Use" on another model and backend changes, and writes pages in the
 // Encyclopedia's page mode.
 func (a *App) serverOptions() server.Options {
-	return server.Options{Addr: fmt.Sprintf("127.0.0.1:%d", a.deps.Settings.Get().ServerPort),
+	v := a.deps.Settings.Get()
+	return server.Options{Addr: fmt.Sprintf("127.0.0.1:%d", v.ServerPort), Origins: v.ServerOrigins,
 		Model: func(ctx context.Context) (server.Model, error) {
 			m, err := a.models.Get(ctx)
 			if err != nil {

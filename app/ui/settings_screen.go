@@ -36,6 +36,10 @@ type System struct {
 	// ServerAPI returns the running local server's OpenAI API base and key
 	// ("" when it is off), for the Settings line.
 	ServerAPI func() (base, key string)
+	// SetServerOrigins gives the running local server the web pages allowed to
+	// call its API (server.Server.SetOrigins; nothing when it is off: its next
+	// start reads them from the settings).
+	SetServerOrigins func([]string) error
 	// OpenPage returns the browser URL of an encyclopedia page, starting the local
 	// server if needed ("Open in browser").
 	OpenPage func(title string) (url string, err error)
@@ -56,7 +60,8 @@ type SettingsScreen struct {
 	server   *widget.Check
 	srvLbl   *widget.Label
 	port     *widget.Entry
-	srvURL   string // where the local server listens, "" when it is off
+	origins  *widget.Entry // the web pages allowed to call the API (server.ParseOrigins)
+	srvURL   string        // where the local server listens, "" when it is off
 	errLbl   *widget.Label
 	content  fyne.CanvasObject
 
@@ -178,8 +183,31 @@ func newSettingsScreen(a *App) *SettingsScreen {
 		}
 	}
 	port.OnSubmitted = func(string) { s.moveServer() }
+	// Web pages that may call the API from a browser (a demo on its own dev
+	// server): at once, without a restart, which would change the API key.
+	origins := widget.NewEntry()
+	noScroller(origins)
+	origins.SetPlaceHolder("none (e.g. http://localhost:3000)")
+	origins.SetText(strings.Join(v.ServerOrigins, ", "))
+	origins.Validator = func(text string) error { _, err := server.ParseOrigins(text); return err }
+	origins.OnChanged = func(text string) {
+		list, err := server.ParseOrigins(text)
+		if err != nil {
+			return // the box says why
+		}
+		s.save(func(v *settings.Values) { v.ServerOrigins = list })
+		if set := a.deps.System.SetServerOrigins; set != nil {
+			if err := set(list); err != nil {
+				s.errLbl.SetText(plainError("allow the web pages", err))
+				s.errLbl.Show()
+			}
+		}
+	}
+	s.origins = origins
+	originsItem := widget.NewFormItem("Web pages that may call the API", origins)
+	originsItem.HintText = "Their origins, separated by commas; a page still needs the API key"
 	serverCard := widget.NewCard("Local server", "", container.NewVBox(s.server,
-		widget.NewForm(widget.NewFormItem(settings.ServerPortBound.Label, port)), s.srvLbl))
+		widget.NewForm(widget.NewFormItem(settings.ServerPortBound.Label, port), originsItem), s.srvLbl))
 
 	chatsDir := "not available"
 	if a.deps.Chats != nil {

@@ -52,8 +52,8 @@ type App struct {
 	// closeHook, if set, closes the window in quit's place (tests: their
 	// windows are closed once, by the test).
 	closeHook func()
-	// openURL opens a link or a folder with the desktop's handler (the Fyne
-	// app's OpenURL; tests record it).
+	// openURL, if set, opens links and folders in the Fyne app's OpenURL's
+	// place (tests record them); see open.
 	openURL func(*url.URL) error
 
 	// gpuWork, while GPU support installs, says how far it is (for the question
@@ -80,7 +80,7 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 		deps.Settings, _ = settings.Open("")
 	}
 	deps.Loader = remoteLoader(deps.Settings, deps.Loader) // the active remote model (remote.go), else deps.Loader's
-	a := &App{fyneApp: fa, win: win, deps: deps, models: newModelHost(deps.Loader), openURL: fa.OpenURL}
+	a := &App{fyneApp: fa, win: win, deps: deps, models: newModelHost(deps.Loader)}
 	a.models.onLoad = func(Model) { // a backend that fell back is said there; Thinking is offered or not
 		onUI(func() {
 			a.refreshNotices()

@@ -57,6 +57,9 @@ type Values struct {
 	// ServerPort is the local server's port on 127.0.0.1 (0 = a random free
 	// port at each start; see ServerPortBound).
 	ServerPort int `json:"server_port,omitempty"`
+	// ServerOrigins are the web pages allowed to call the local server's API from
+	// a browser, by origin ("http://localhost:3000"; app/server.ParseOrigins).
+	ServerOrigins []string `json:"server_origins,omitempty"`
 	// RemoteServers are the OpenAI-compatible servers the Library added. Their
 	// keys are kept in this file in plain text (readable by this user only), as
 	// the HF token is; they are never logged.
