@@ -107,11 +107,32 @@ func HeldWhole(res *engine.Result) bool {
 // unknown, not zero, so the line leaves them out; an answer held whole (an
 // entry, engine.Request.LeadEnds) has none either, and no canvas.
 func DoneStatus(res *engine.Result, entries bool) string {
+	state, rest := doneParts(res)
+	return strings.Join(append([]string{state}, rest...), " · ") + LeadSuffix(res, entries)
+}
+
+// PageDoneStatus is the status line of a page screen (the Encyclopedia, the
+// Desktop) when res is done: DoneStatus with the mode's label right after the
+// state ("Done · Printer (AR) · 213 tokens …"), since at the end an 800-pixel
+// window cut it off. A page that is its entry whole (HeldWhole) was written in no
+// mode: the line says it is the entry's text there ("Done · text from the entry ·
+// 232 tokens (232 held) …").
+func PageDoneStatus(res *engine.Result, label string, entries bool) string {
+	state, rest := doneParts(res)
+	if HeldWhole(res) {
+		return strings.Join(append([]string{state, LeadNote}, rest...), " · ")
+	}
+	return strings.Join(append([]string{state, label}, rest...), " · ") + LeadSuffix(res, entries)
+}
+
+// doneParts are the status line of a finished generation (DoneStatus) without
+// what follows its numbers: the state ("Done", "Stopped", …) and the numbers.
+func doneParts(res *engine.Result) (state string, rest []string) {
 	steps := 0
 	for _, c := range res.Canvases {
 		steps += c.Steps
 	}
-	state := "Done"
+	state = "Done"
 	switch res.StopReason {
 	case engine.StopCancelled:
 		state = "Stopped"
@@ -119,7 +140,7 @@ func DoneStatus(res *engine.Result, entries bool) string {
 		state = "Done (length limit)"
 	}
 	tokens, canvases := TokenCount(res), plural.Count(len(res.Canvases), "canvas", "canvases")
-	parts := []string{state}
+	var parts []string
 	switch {
 	case res.ForwardPasses == 0 && steps == 0 && res.HeldTokens > 0 && res.HeldTokens == len(res.Tokens):
 		parts = append(parts, tokens)
@@ -135,7 +156,7 @@ func DoneStatus(res *engine.Result, entries bool) string {
 	if rate := Rate(res); rate != "" {
 		parts = append(parts, rate)
 	}
-	return strings.Join(parts, " · ") + LeadSuffix(res, entries)
+	return state, parts
 }
 
 // Rate is res's rate of written tokens, "440.0 tokens/s", or "" where the

@@ -150,3 +150,18 @@ func TestTokenCount(t *testing.T) {
 		}
 	}
 }
+
+// TestPageDoneStatus: a page that is its entry whole says so right
+// after its state, with no mode (none wrote it: "Printer (AR)" there read as
+// if the printer had, and at 800 pixels the line's end, the entry's note, was
+// cut off); a page the model wrote names its mode there, as before.
+func TestPageDoneStatus(t *testing.T) {
+	entry := &engine.Result{Tokens: []int{1, 2, 3}, LeadHeld: true, HeldTokens: 3, StopReason: engine.StopEOS}
+	if got, want := PageDoneStatus(entry, "Printer (AR)", true), "Done · "+LeadNote+" · 3 tokens (3 held) · 0.00 s"; got != want {
+		t.Errorf("an entry held whole: %q, want %q", got, want)
+	}
+	own := &engine.Result{Tokens: []int{1, 2, 3}, ForwardPasses: 3, StopReason: engine.StopEOS, Elapsed: time.Second, TokensPerS: 3}
+	if got, want := PageDoneStatus(own, "Printer (AR)", true), "Done · Printer (AR) · 3 tokens · 3 forward passes · 1.00 s · 3.0 tokens/s · "+OwnNote; got != want {
+		t.Errorf("the model's own page: %q, want %q", got, want)
+	}
+}

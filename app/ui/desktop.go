@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/htmlsafe"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -161,7 +162,7 @@ func (d *Desktop) Click(c assets.Click) {
 			return
 		}
 		doc := htmlsafe.Parse(res.Text)
-		st := pageDoneStatus(res, label, false)
+		st := develop.PageDoneStatus(res, label, false)
 		onUI(func() {
 			if !current() {
 				return

@@ -518,7 +518,7 @@ func (e *Encyclopedia) generate(title string) {
 		}
 		text := htmlsafe.Relink(res.Text, leads.Has)
 		doc := htmlsafe.Parse(text)
-		st := pageDoneStatus(res, label, leads.Len() > 0)
+		st := develop.PageDoneStatus(res, label, leads.Len() > 0)
 		partial := res.StopReason == engine.StopCancelled && shown != nil
 		known := leads.Has(title)
 		var similar []string
@@ -590,20 +590,6 @@ func pageModeLabel(info ModelInfo, mode engine.Mode) string {
 		return serverModeLabel
 	}
 	return modeLabel(mode)
-}
-
-// pageDoneStatus is a page screen's status line when res is done: the mode's
-// label right after the state ("Done · Printer (AR) · 213 tokens …"), since at
-// the end an 800-pixel window cut it off; entries as develop.DoneStatus's. A
-// page that is its entry whole was written in no mode: the line says it is the
-// entry's text first ("Done · text from the entry · 232 tokens (232 held) …").
-func pageDoneStatus(res *engine.Result, label string, entries bool) string {
-	line := develop.DoneStatus(res, entries)
-	state, rest, _ := strings.Cut(line, " · ")
-	if develop.HeldWhole(res) {
-		return state + " · " + develop.LeadNote + " · " + strings.TrimSuffix(rest, " · "+develop.LeadNote)
-	}
-	return state + " · " + label + " · " + rest
 }
 
 // stoppedNote marks a page whose generation was stopped.

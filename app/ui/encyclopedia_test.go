@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -769,21 +768,6 @@ func TestEncyclopediaPageMode(t *testing.T) {
 	again := newTestApp(t, &fakeModel{answers: wikiAnswers}, dir)
 	if again.Encyclopedia.mode.Selected != modeLabel(engine.Diffusion) {
 		t.Errorf("after a restart the picker shows %q", again.Encyclopedia.mode.Selected)
-	}
-}
-
-// TestPageDoneStatusOfAnEntry: a page that is its entry whole says so right
-// after its state, with no mode (none wrote it: "Printer (AR)" there read as
-// if the printer had, and at 800 pixels the line's end, the entry's note, was
-// cut off); a page the model wrote names its mode there, as before.
-func TestPageDoneStatusOfAnEntry(t *testing.T) {
-	entry := &engine.Result{Tokens: []int{1, 2, 3}, LeadHeld: true, HeldTokens: 3, StopReason: engine.StopEOS}
-	if got, want := pageDoneStatus(entry, "Printer (AR)", true), "Done · "+develop.LeadNote+" · 3 tokens (3 held) · 0.00 s"; got != want {
-		t.Errorf("an entry held whole: %q, want %q", got, want)
-	}
-	own := &engine.Result{Tokens: []int{1, 2, 3}, ForwardPasses: 3, StopReason: engine.StopEOS, Elapsed: time.Second, TokensPerS: 3}
-	if got, want := pageDoneStatus(own, "Printer (AR)", true), "Done · Printer (AR) · 3 tokens · 3 forward passes · 1.00 s · 3.0 tokens/s · "+develop.OwnNote; got != want {
-		t.Errorf("the model's own page: %q, want %q", got, want)
 	}
 }
 
