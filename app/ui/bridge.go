@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/widget"
@@ -192,4 +194,24 @@ func onUI(f func()) {
 		defer uiMu.Unlock()
 		f()
 	})
+}
+
+// upperFirst is s with its first letter in upper case ("needs …" → "Needs …"),
+// to begin a sentence.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// lowerFirst is s with its first letter in lower case ("Starting…" → "starting…"),
+// to go on a sentence.
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToLower(r)) + s[n:]
 }

@@ -577,6 +577,17 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	return c
 }
 
+// fittingProfile is the largest of the card's profiles that fits this PC
+// (the profiles are listed largest first), "" when none does.
+func (c *libraryCard) fittingProfile() string {
+	for _, p := range c.entry.Profiles {
+		if p.Verdict == "fits" {
+			return p.Name
+		}
+	}
+	return ""
+}
+
 // selectedProfile is the profile picked on the card.
 func (c *libraryCard) selectedProfile() (ProfileFit, bool) {
 	for _, p := range c.entry.Profiles {
@@ -728,6 +739,36 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 		return confirmed("Cancel", theme.CancelIcon(), "Cancel the download of "+c.entry.Title+"?", lost,
 			"Cancel download", "Keep it", func() error { return lib.Cancel(name) })
 	}
+	// unfit is b asking first where the profile picked at the tap will not fit
+	// this PC: what b does (what: "Download", "Use") — a download of gigabytes
+	// the PC cannot run, a load that would push it into swap until it stops
+	// answering — then needs "… anyway", with the numbers and a profile that
+	// fits, where one does. Its fit line said so in red, and nothing more.
+	unfit := func(b *widget.Button, what, consequence string) *widget.Button {
+		run := b.OnTapped
+		b.OnTapped = func() {
+			pf, ok := c.selectedProfile()
+			if !ok || pf.Verdict != "won't fit" {
+				run()
+				return
+			}
+			detail := strings.TrimPrefix(fitText(pf), "✖ Won't fit — ")
+			detail = upperFirst(detail) + " " + consequence
+			if alt := c.fittingProfile(); alt != "" {
+				detail += " The " + alt + " profile fits."
+			}
+			d := dialog.NewConfirm(what+" "+c.entry.Title+" ("+pf.Name+") anyway?", detail, func(ok bool) {
+				if ok {
+					run()
+				}
+			}, l.app.win)
+			d.SetConfirmText(what + " anyway")
+			d.SetDismissText("Cancel")
+			d.SetConfirmImportance(widget.DangerImportance)
+			d.Show()
+		}
+		return b
+	}
 	var bs []fyne.CanvasObject
 	switch state {
 	case "built in", "ready":
@@ -749,6 +790,7 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 				return err
 			})
 			use.Importance = widget.HighImportance
+			unfit(use, "Use", "Loading it would make this computer slow to respond, or close Darkroom.")
 			if c.entry.Builtin && l.app.deps.System.MiniReady != nil && l.app.deps.System.MiniReady() != nil {
 				use.Disable()
 			}
@@ -777,6 +819,7 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 	default: // available, failed, cancelled
 		dl := act("Download", theme.DownloadIcon(), func() error { return lib.Start(name, c.profile.Selected) })
 		dl.Importance = widget.HighImportance
+		unfit(dl, "Download", "It would not run on this PC.")
 		bs = append(bs, dl)
 	}
 	c.buttons.Objects = bs

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -94,5 +95,74 @@ func TestLibraryDownloadElsewhere(t *testing.T) {
 	waitFor(t, "the card to show the model ready", func() bool { s, _, _, _, _ := look(); return s == "ready" })
 	if _, _, _, _, buttons := look(); !strings.Contains(strings.Join(buttons, ","), "Delete") {
 		t.Errorf("ready: buttons %q; want the model's (Delete among them)", buttons)
+	}
+}
+
+// TestLibraryAsksBeforeWhatWontFit: on a PC a profile will not fit (here 24 GB of
+// RAM, and the 26B's bf16), Download asks first — the numbers, that it would not
+// run here, and the profile that does fit — and Cancel starts nothing; "Download
+// anyway" starts it. A profile that fits downloads at once, as before. Its fit
+// line said "Won't fit" in red, and the button started a 52 GB download all the
+// same.
+func TestLibraryAsksBeforeWhatWontFit(t *testing.T) {
+	cfg, err := config.Tiny().MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []*hubtest.File{
+		{Name: "config.json", Data: cfg},
+		{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)},
+		{Name: "model.safetensors", Data: make([]byte, 64<<10), LFS: true},
+	}
+	h := hubtest.New()
+	t.Cleanup(h.Close)
+	e, _ := catalog.Find(catalog.DiffusionGemmaID)
+	h.Add(e.Repo, &hubtest.Repo{Files: files})
+	h.SetBytesPerSec(16 << 10) // slow: the download is still running when looked at
+	a, _ := libraryApp(t, h.URL, download.Options{Interval: 20 * time.Millisecond}, hw.Info{RAMTotal: 24 << 30})
+	l := a.Library
+	waitFor(t, "the catalog", func() bool { return libraryCardOf(l, catalog.DiffusionGemmaID) != nil })
+	c := libraryCardOf(l, catalog.DiffusionGemmaID)
+	selectProfile(c, "bf16")
+	if pf := uiRead(func() ProfileFit { pf, _ := c.selectedProfile(); return pf }); pf.Verdict != "won't fit" {
+		t.Fatalf("bf16 on 24 GB: %q; the test wants one that won't fit", pf.Verdict)
+	}
+	tapButton(t, c.buttons, "Download")
+	if dialogButton(a.win, "Download anyway") == nil {
+		t.Fatal("Download of a profile that won't fit did not ask")
+	}
+	text := shownText(uiRead(func() fyne.CanvasObject { return a.win.Canvas().Overlays().Top() }))
+	for _, want := range []string{"Download DiffusionGemma", "(bf16) anyway?", "Needs about", "It would not run on this PC.", "The int4 profile fits."} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the question does not say %q:\n%s", want, text)
+		}
+	}
+	tap(dialogButton(a.win, "Cancel"))
+	time.Sleep(100 * time.Millisecond)
+	if n := len(h.Starts("model.safetensors")); n != 0 || uiRead(func() string { return c.entry.State }) != "available" {
+		t.Fatalf("Cancel: %d requests, state %q", n, c.entry.State)
+	}
+	tapButton(t, c.buttons, "Download")
+	tap(dialogButton(a.win, "Download anyway"))
+	waitFor(t, "the download to start", func() bool {
+		c := libraryCardOf(l, catalog.DiffusionGemmaID)
+		return c != nil && uiRead(func() string { return c.entry.State }) == "downloading"
+	})
+
+	// Downloaded, Use asks too: loading it would push the PC into swap.
+	h.SetBytesPerSec(0)
+	waitFor(t, "the model ready", func() bool {
+		c := libraryCardOf(l, catalog.DiffusionGemmaID)
+		return c != nil && uiRead(func() string { return c.entry.State }) == "ready"
+	})
+	c = libraryCardOf(l, catalog.DiffusionGemmaID)
+	selectProfile(c, "bf16")
+	tapButton(t, c.buttons, "Use")
+	if dialogButton(a.win, "Use anyway") == nil {
+		t.Fatal("Use of a profile that won't fit did not ask")
+	}
+	tap(dialogButton(a.win, "Cancel"))
+	if active, _ := a.deps.Library.(*managerLibrary).m.Active(); active != "" {
+		t.Errorf("Cancel made %q active", active)
 	}
 }

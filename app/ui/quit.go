@@ -3,8 +3,6 @@ package ui
 import (
 	"sort"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
@@ -91,14 +89,4 @@ func savedWindowSize(w, h float32) fyne.Size {
 		return defaultWindowSize
 	}
 	return fyne.NewSize(w, h)
-}
-
-// lowerFirst is s with its first letter in lower case ("Starting…" → "starting…"),
-// to go on a sentence.
-func lowerFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	r, n := utf8.DecodeRuneInString(s)
-	return string(unicode.ToLower(r)) + s[n:]
 }
