@@ -95,7 +95,9 @@ func corsHeaders(h http.Header, origin string) {
 // preflight answers a browser's CORS preflight (OPTIONS with
 // Access-Control-Request-Method) from an allowed origin: the methods the API
 // takes, the headers the page asked to send (Authorization and Content-Type, and
-// the extra headers client libraries add), for 10 minutes.
+// the extra headers client libraries add), for 10 minutes; and, to a page on a
+// public site that Chrome asks about reaching this computer (Private Network
+// Access), that it may.
 func preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
@@ -105,5 +107,8 @@ func preflight(w http.ResponseWriter, r *http.Request) {
 		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
 	}
 	h.Set("Access-Control-Max-Age", "600")
+	if r.Header.Get("Access-Control-Request-Private-Network") == "true" {
+		h.Set("Access-Control-Allow-Private-Network", "true")
+	}
 	w.WriteHeader(http.StatusNoContent)
 }

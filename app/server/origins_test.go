@@ -43,8 +43,15 @@ func TestAllowedOrigins(t *testing.T) {
 		"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type,x-stainless-os"}))
 	if resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Origin") != page ||
 		resp.Header.Get("Access-Control-Allow-Headers") != "authorization,content-type,x-stainless-os" ||
-		!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") {
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") ||
+		resp.Header.Get("Access-Control-Allow-Private-Network") != "" {
 		t.Errorf("preflight: %d, headers %v", resp.StatusCode, resp.Header)
+	}
+	// Chrome asks before a page on a public site reaches this computer.
+	resp, _ = do(t, nil, "OPTIONS", base(s)+"/v1/models", "", cors(map[string]string{
+		"Access-Control-Request-Method": "GET", "Access-Control-Request-Private-Network": "true"}))
+	if resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Private-Network") != "true" {
+		t.Errorf("private-network preflight: %d, headers %v", resp.StatusCode, resp.Header)
 	}
 
 	resp, body := do(t, nil, "POST", base(s)+"/v1/chat/completions", `{"messages":[{"role":"user","content":"What is Unix?"}]}`,
