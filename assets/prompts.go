@@ -72,6 +72,53 @@ func EncyclopediaPrompt(title string) string {
 	return fill(encyclopediaTemplate, "title", CleanLine(title))
 }
 
+// A user's own prompts. A demo built on a general model (DiffusionGemma) may ask
+// for other pages than the Darkroom encyclopedia's ("Write a Star Wars fan wiki
+// page for: {{title}}") and draw another make-believe computer; the app's
+// Settings keep such prompts, and the Encyclopedia, browser mode, `darkroom wiki`
+// and the Desktop send them in the built-in ones' place. Darkroom Mini was
+// trained on the built-in prompts alone: it writes worse pages for any other.
+
+// EncyclopediaTemplate is the built-in page prompt's template, {{title}} where
+// the title goes (the text a user's own starts from).
+func EncyclopediaTemplate() string { return encyclopediaTemplate }
+
+// PagePrompt is EncyclopediaPrompt on a user's own template ("" is the
+// built-in one), which CheckPageTemplate has accepted.
+func PagePrompt(template, title string) string {
+	if strings.TrimSpace(template) == "" {
+		return EncyclopediaPrompt(title)
+	}
+	return fill(strings.TrimSpace(template), "title", CleanLine(title))
+}
+
+// CheckPageTemplate says why a page prompt template cannot be used: it must
+// name the title once with {{title}}, and no other {{…}}.
+func CheckPageTemplate(template string) error {
+	if strings.TrimSpace(template) == "" {
+		return nil // the built-in one
+	}
+	switch n := strings.Count(template, "{{title}}"); {
+	case n == 0:
+		return fmt.Errorf("the prompt must say where the page's title goes, with {{title}}")
+	case n > 1:
+		return fmt.Errorf("{{title}} may appear once in the prompt, not %d times", n)
+	}
+	if rest := strings.Replace(template, "{{title}}", "", 1); strings.Contains(rest, "{{") {
+		return fmt.Errorf("{{title}} is the only placeholder a page prompt takes")
+	}
+	return nil
+}
+
+// DesktopSystemOr is the Desktop's system turn: a user's own (own, where it is
+// not blank) or the built-in DesktopSystem.
+func DesktopSystemOr(own string) string {
+	if s := strings.TrimSpace(own); s != "" {
+		return s
+	}
+	return DesktopSystem()
+}
+
 // ChatSystem is the system turn of Darkroom Mini's chat: it says honestly what
 // the model is (a small computing encyclopedia, not a general assistant). The
 // chat training examples carry it, and the Chat screen sends it as the default

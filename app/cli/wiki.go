@@ -56,8 +56,12 @@ func runWiki(env *Env, args []string) error {
 	free := fs.Bool("free-heading", false, "let the model write the page's <h1> too (by default the title is held as the heading, as the Encyclopedia screen does)")
 	noLead := fs.Bool("no-lead", false, "hold the heading only, not the entry where the model's folder holds it: the model writes the page alone (the Encyclopedia's “Let the model write it”)")
 	asJSON := fs.Bool("json", false, "print the page and its generation statistics as JSON")
+	template := fs.String("prompt", "", "the page prompt, with {{title}} where the title goes (default: the built-in \"Write the Darkroom encyclopedia page for: {{title}}\", the one Darkroom Mini was trained on)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if err := assets.CheckPageTemplate(*template); err != nil {
+		return fmt.Errorf("wiki: --prompt: %w", err)
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf(`wiki: want one TITLE argument, got %d (quote a title with spaces: darkroom wiki "bubble sort")`, fs.NArg())
@@ -109,8 +113,8 @@ func runWiki(env *Env, args []string) error {
 		m = choice.Mode
 	}
 
-	title = develop.PageTitle(title, leads)                    // "compilers": the entry for "compiler"
-	req := develop.PageRequest(title, leads, *noLead || *free) // the Encyclopedia's page: the entry, where the folder holds it
+	title = develop.PageTitle(title, leads)                               // "compilers": the entry for "compiler"
+	req := develop.PageRequest(title, *template, leads, *noLead || *free) // the Encyclopedia's page: the entry, where the folder holds it
 	if *free {
 		req.Opening = ""
 	}

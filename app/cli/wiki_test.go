@@ -42,6 +42,7 @@ func TestWikiArguments(t *testing.T) {
 		{[]string{"wiki", "--max-new-tokens", "-1", "Unix"}, "--max-new-tokens"},
 		{[]string{"wiki", "--max-tokens", "-1", "Unix"}, "--max-new-tokens"}, // the deprecated name, the same flag
 		{[]string{"wiki", "--model", "/nonexistent/model", "Unix"}, "/nonexistent/model"},
+		{[]string{"wiki", "--prompt", "Write a Star Wars page", "Unix"}, "{{title}}"},
 	} {
 		_, stderr, code := wikiRun(c.args...)
 		if code != 1 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
@@ -102,6 +103,15 @@ func TestWikiGenerates(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &free); err != nil || free.Opening != "" || strings.HasPrefix(free.HTML, p.Opening) {
 		t.Errorf("--free-heading: err %v, opening %q, page %q", err, free.Opening, free.HTML)
+	}
+	// The user's own page prompt, as the app's Settings keep it.
+	var own wikiPage
+	out, stderr, code = wikiRun("wiki", "--model", dir, "--json", "--backend", wikiTestBackend, "--prompt", "Write a Star Wars fan wiki page for: {{title}}", "Death Star")
+	if code != 0 {
+		t.Fatalf("wiki --prompt: exit %d: %s", code, stderr)
+	}
+	if err := json.Unmarshal([]byte(out), &own); err != nil || own.Prompt != "Write a Star Wars fan wiki page for: Death Star" {
+		t.Errorf("--prompt: err %v, prompt %q", err, own.Prompt)
 	}
 }
 

@@ -31,11 +31,12 @@ func PageTitle(topic string, leads *assets.Leads) string {
 // held after the heading, ending the page (engine.Request.LeadEnds: a known
 // title's page is its entry, as written). own is "let the model write it": the
 // heading only, the rest the model's own, as for a title it holds no entry
-// for. title is a page title (PageTitle). The caller sets the mode, seed,
-// sampling and events.
-func PageRequest(title string, leads *assets.Leads, own bool) engine.Request {
+// for. title is a page title (PageTitle); template is the page prompt's
+// (assets.PagePrompt: "" the built-in one, else the user's own from Settings).
+// The caller sets the mode, seed, sampling and events.
+func PageRequest(title, template string, leads *assets.Leads, own bool) engine.Request {
 	req := engine.Request{
-		Prompt:   assets.EncyclopediaPrompt(title),
+		Prompt:   assets.PagePrompt(template, title),
 		Opening:  assets.EncyclopediaOpening(title),
 		LeadEnds: true,
 	}

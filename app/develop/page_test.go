@@ -9,7 +9,8 @@ import (
 
 // TestPageRequest: a known title's page holds its entry after the heading and
 // ends there; asked as the model's own, or for a title with no entry, the
-// heading only — the same prompt and heading either way.
+// heading only — the same prompt and heading either way; a user's own page
+// prompt takes the built-in one's place.
 func TestPageRequest(t *testing.T) {
 	var leads assets.Leads
 	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system. It runs.</p>", nil)
@@ -23,13 +24,18 @@ func TestPageRequest(t *testing.T) {
 		{"Unix", true, ""},
 		{"Bell Labs", false, ""},
 	} {
-		req := PageRequest(c.title, &leads, c.own)
+		req := PageRequest(c.title, "", &leads, c.own)
 		if req.Prompt != assets.EncyclopediaPrompt(c.title) || req.Opening != assets.EncyclopediaOpening(c.title) || req.Lead != c.lead || !req.LeadEnds {
 			t.Errorf("%q own=%v: prompt %q, opening %q, lead %q, ends %v; want lead %q ending the page", c.title, c.own, req.Prompt, req.Opening, req.Lead, req.LeadEnds, c.lead)
 		}
 	}
-	if req := PageRequest("Unix", nil, false); req.Lead != "" {
+	if req := PageRequest("Unix", "", nil, false); req.Lead != "" {
 		t.Errorf("a model with no entries: lead %q", req.Lead)
+	}
+	// The user's own page prompt (Settings) in the built-in one's place.
+	if req := PageRequest("Death Star", "Write a Star Wars fan wiki page for: {{title}}", nil, false); req.Prompt != "Write a Star Wars fan wiki page for: Death Star" ||
+		req.Opening != assets.EncyclopediaOpening("Death Star") {
+		t.Errorf("own prompt: %q, opening %q", req.Prompt, req.Opening)
 	}
 }
 

@@ -100,6 +100,9 @@ type Model struct {
 	// PageMode is the mode pages are written in ("": Options.Mode): the desktop
 	// app's Encyclopedia's, so that browser mode writes the pages it does.
 	PageMode engine.Mode
+	// PagePrompt is the page prompt's template (assets.PagePrompt; "": the
+	// built-in one): the desktop app's, from its Settings.
+	PagePrompt string
 }
 
 // Options configure a Server. Engine (or Model) is required.
@@ -187,7 +190,7 @@ type Server struct {
 	ln        net.Listener
 	port      string
 	stop      context.CancelFunc
-	lastModel string // the id and page mode of the model the pages in the cache were written by
+	lastModel string // the id, page mode and page prompt of the model the pages in the cache were written by
 	lastID    string // that model's id
 
 	closeOnce sync.Once
@@ -289,7 +292,7 @@ func (s *Server) model(ctx context.Context) (Model, error) {
 		m.PageMode = s.opts.Mode
 	}
 	s.mu.Lock()
-	key := m.ID + " " + string(m.PageMode) // the pages cached were written by this model, in this mode
+	key := m.ID + " " + string(m.PageMode) + " " + m.PagePrompt // the pages cached were written by this model, in this mode, on this prompt
 	changed := s.lastModel != "" && s.lastModel != key
 	s.lastModel, s.lastID = key, m.ID
 	s.mu.Unlock()

@@ -421,7 +421,7 @@ func (s *Server) developPage(parent context.Context, title string, q pageQuery, 
 
 	dev := develop.New(m.Vocab, nil)
 	box := newMailbox[pageEvent]()
-	req := develop.PageRequest(title, m.Leads, q.own) // the entry, held after the heading where it fits, unless own
+	req := develop.PageRequest(title, m.PagePrompt, m.Leads, q.own) // the entry, held after the heading where it fits, unless own
 	req.Mode, req.Seed, req.Sampling = m.PageMode, s.opts.Seed, m.Sampling
 	req.OnEvent = func(ev engine.Event) {
 		if ev.Kind == engine.EventDone || draft == nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -721,4 +722,34 @@ func entriesServer(t *testing.T, g *fakeGen, titles ...string) (*Server, *http.C
 	}
 	s := start(t, Options{Engine: g, FrameInterval: time.Millisecond, Leads: &leads})
 	return s, browser(t, s)
+}
+
+// TestPageOnTheUsersPrompt: a model whose page prompt is the user's own (the
+// desktop app's Settings) has its browser pages asked with it; changing it
+// forgets the pages cached, which the old prompt wrote.
+func TestPageOnTheUsersPrompt(t *testing.T) {
+	g := &fakeGen{final: "<p>A moon-sized station.</p>"}
+	var mu sync.Mutex
+	prompt := "Write a Star Wars fan wiki page for: {{title}}"
+	s := start(t, Options{Model: func(context.Context) (Model, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return Model{ID: "m", Engine: g, PagePrompt: prompt}, nil
+	}})
+	c := browser(t, s)
+	do(t, c, "GET", site(s)+"/wiki/Death_Star?whole=1", "", nil)
+	if got := g.lastRequest(t).Prompt; got != "Write a Star Wars fan wiki page for: Death Star" {
+		t.Fatalf("the page was asked %q", got)
+	}
+	if _, page := do(t, c, "GET", site(s)+"/wiki/Death_Star?whole=1", "", nil); !strings.Contains(page, "from the cache") {
+		t.Errorf("the same prompt again: not from the cache")
+	}
+	mu.Lock()
+	prompt = "Write a Star Trek page for: {{title}}"
+	mu.Unlock()
+	n := len(g.requests)
+	if _, page := do(t, c, "GET", site(s)+"/wiki/Death_Star?whole=1", "", nil); strings.Contains(page, "from the cache") || len(g.requests) != n+1 ||
+		g.lastRequest(t).Prompt != "Write a Star Trek page for: Death Star" {
+		t.Errorf("after the prompt changed: cached %v, %d generations, prompt %q", strings.Contains(page, "from the cache"), len(g.requests)-n, g.lastRequest(t).Prompt)
+	}
 }

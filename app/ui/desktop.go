@@ -137,7 +137,7 @@ func (d *Desktop) Click(c assets.Click) {
 		res, shown, err := d.app.developPage(ctx, current, func(info ModelInfo) engine.Request {
 			req := engine.Request{
 				Messages: []engine.Message{
-					{Role: "system", Content: assets.DesktopSystem()},
+					{Role: "system", Content: assets.DesktopSystemOr(d.app.deps.Settings.Get().DesktopPrompt)},
 					{Role: "user", Content: assets.DesktopPrompt(c)},
 				},
 				Mode:    desktopMode(info),

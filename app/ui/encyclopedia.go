@@ -501,7 +501,7 @@ func (e *Encyclopedia) generate(title string) {
 			if title = develop.PageTitle(typed, info.Leads); title != typed { // "compilers": the entry for "compiler"
 				e.retitle(current, typed, title)
 			}
-			req := develop.PageRequest(title, info.Leads, own) // the entry, where the model's folder holds it, unless own
+			req := develop.PageRequest(title, e.app.deps.Settings.Get().PagePrompt, info.Leads, own) // the entry, where the model's folder holds it, unless own
 			req.Mode = mode
 			return req
 		}, e.view, e.status)

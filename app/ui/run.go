@@ -105,7 +105,9 @@ func (a *App) serverOptions() server.Options {
 				return server.Model{}, err
 			}
 			sm := serverModel(m, a.sampling())
-			sm.PageMode = pageMode(m.Info(), pickedLabel(a.deps.Settings.Get().PageMode)) // the Encyclopedia's
+			v := a.deps.Settings.Get()
+			sm.PageMode = pageMode(m.Info(), pickedLabel(v.PageMode)) // the Encyclopedia's
+			sm.PagePrompt = v.PagePrompt
 			return sm, nil
 		},
 		Known: a.knownModel}

@@ -61,9 +61,11 @@ type SettingsScreen struct {
 	srvLbl   *widget.Label
 	port     *widget.Entry
 	origins  *widget.Entry // the web pages allowed to call the API (server.ParseOrigins)
-	srvURL   string        // where the local server listens, "" when it is off
-	errLbl   *widget.Label
-	content  fyne.CanvasObject
+	// pagePrompt and deskPrompt are the Demo prompts card's boxes (promptsCard).
+	pagePrompt, deskPrompt *widget.Entry
+	srvURL                 string // where the local server listens, "" when it is off
+	errLbl                 *widget.Label
+	content                fyne.CanvasObject
 
 	// undoReset brings back the sampling values "Reset to model defaults"
 	// cleared (resetFrom), until one is edited again.
@@ -234,7 +236,7 @@ func newSettingsScreen(a *App) *SettingsScreen {
 	}
 	storageCard := widget.NewCard("Storage", "", container.NewVBox(storage, container.NewHBox(openSettings, openChats), openErr))
 
-	s.content = container.NewVScroll(container.NewPadded(container.NewVBox(s.errLbl, backendCard, gpuCard(a, true), samplingCard, themeCard, serverCard, storageCard, s.aboutCard())))
+	s.content = container.NewVScroll(container.NewPadded(container.NewVBox(s.errLbl, backendCard, gpuCard(a, true), samplingCard, s.promptsCard(), themeCard, serverCard, storageCard, s.aboutCard())))
 	return s
 }
 

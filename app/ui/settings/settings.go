@@ -67,6 +67,11 @@ type Values struct {
 	// RemoteModel, if set, is the active model, on one of RemoteServers; the
 	// Library's local choice applies otherwise.
 	RemoteModel *RemoteModel `json:"remote_model,omitempty"`
+	// PagePrompt and DesktopPrompt are the user's own prompts for the
+	// Encyclopedia's pages (a template with {{title}}: assets.PagePrompt) and the
+	// Desktop's system turn; "" is the built-in one.
+	PagePrompt    string `json:"page_prompt,omitempty"`
+	DesktopPrompt string `json:"desktop_prompt,omitempty"`
 	// WindowWidth and WindowHeight are the main window's size when it was last
 	// closed (0: never), which it opens at.
 	WindowWidth  float32 `json:"window_width,omitempty"`
