@@ -86,3 +86,18 @@ func TestSavedWindowSize(t *testing.T) {
 		t.Errorf("savedWindowSize(1600, 1000) = %v", got)
 	}
 }
+
+// TestKeysListed: Settings' About lists every key the app binds, with what it
+// does, and Escape: the keys were in the README alone.
+func TestKeysListed(t *testing.T) {
+	a := newTestApp(t, &fakeModel{}, "")
+	got := uiRead(func() string { return a.Settings.keys.Text })
+	if n := strings.Count(got, " · ") + 1; n != len(a.keys)+1 {
+		t.Errorf("%d keys listed, the app binds %d and Escape: %q", n, len(a.keys), got)
+	}
+	for _, want := range []string{"Keys: Alt+← back · Alt+→ forward · ", keyHint("F") + " search the chats", "Esc stop"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the keys line %q lacks %q", got, want)
+		}
+	}
+}

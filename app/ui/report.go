@@ -88,7 +88,9 @@ func (s *SettingsScreen) aboutCard() *widget.Card {
 		s.reportNote.SetText(reportCopied)
 		s.reportNote.Show()
 	})
-	return widget.NewCard("About Darkroom", "", container.NewVBox(ver, container.NewHBox(s.copyReport), s.reportNote))
+	s.keys = widget.NewLabel("") // the app's keys, once bound (New)
+	s.keys.Wrapping = fyne.TextWrapWord
+	return widget.NewCard("About Darkroom", "", container.NewVBox(ver, s.keys, container.NewHBox(s.copyReport), s.reportNote))
 }
 
 // reportCopied is what Settings says once the system report is on the clipboard.

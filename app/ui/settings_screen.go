@@ -61,6 +61,7 @@ type SettingsScreen struct {
 	srvLbl   *widget.Label
 	port     *widget.Entry
 	origins  *widget.Entry // the web pages allowed to call the API (server.ParseOrigins)
+	keys     *widget.Label // About's line of the app's keys (App.keysHelp)
 	// pagePrompt and deskPrompt are the Demo prompts card's boxes (promptsCard).
 	pagePrompt, deskPrompt *widget.Entry
 	srvURL                 string // where the local server listens, "" when it is off

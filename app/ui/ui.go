@@ -124,6 +124,7 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 		a.focusScreen(a.tabs.Selected().Text) // ready to type a topic
 	}
 	a.addShortcuts()
+	a.Settings.keys.SetText("Keys: " + a.keysHelp())
 	for _, p := range deps.Problems {
 		a.Encyclopedia.showError(p)
 	}
@@ -142,21 +143,21 @@ func (a *App) addShortcuts() {
 	c := a.win.Canvas()
 	e := a.Encyclopedia
 	a.keys = []appKey{
-		{desktop.CustomShortcut{KeyName: fyne.KeyLeft, Modifier: fyne.KeyModifierAlt}, a.onScreen(map[string]func(){
+		{desktop.CustomShortcut{KeyName: fyne.KeyLeft, Modifier: fyne.KeyModifierAlt}, "back", a.onScreen(map[string]func(){
 			"Encyclopedia": e.Back, "Desktop": a.Desktop.Back})},
-		{desktop.CustomShortcut{KeyName: fyne.KeyRight, Modifier: fyne.KeyModifierAlt}, a.onScreen(map[string]func(){
+		{desktop.CustomShortcut{KeyName: fyne.KeyRight, Modifier: fyne.KeyModifierAlt}, "forward", a.onScreen(map[string]func(){
 			"Encyclopedia": e.Forward})},
-		{desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}, func() {
+		{desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}, "the address bar", func() {
 			a.Show("Encyclopedia")
 			c.Focus(e.address)
 		}},
-		{desktop.CustomShortcut{KeyName: fyne.KeyR, Modifier: fyne.KeyModifierShortcutDefault}, a.onScreen(map[string]func(){
+		{desktop.CustomShortcut{KeyName: fyne.KeyR, Modifier: fyne.KeyModifierShortcutDefault}, "reload the page, or regenerate the answer", a.onScreen(map[string]func(){
 			"Encyclopedia": e.Reload, "Chat": a.Chat.Regenerate})},
-		{desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}, func() {
+		{desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}, "a new chat", func() {
 			a.Show("Chat")
 			a.Chat.StartNew()
 		}},
-		{desktop.CustomShortcut{KeyName: fyne.KeyF, Modifier: fyne.KeyModifierShortcutDefault}, a.onScreen(map[string]func(){
+		{desktop.CustomShortcut{KeyName: fyne.KeyF, Modifier: fyne.KeyModifierShortcutDefault}, "search the chats", a.onScreen(map[string]func(){
 			"Chat": a.Chat.FocusSearch})},
 	}
 	for _, k := range a.keys {
@@ -182,10 +183,39 @@ func (a *App) onScreen(do map[string]func()) func() {
 	}
 }
 
-// appKey is one of the app's key combinations and what it does.
+// appKey is one of the app's key combinations, what it does in words (for
+// keysHelp) and the doing.
 type appKey struct {
 	shortcut desktop.CustomShortcut
+	what     string
 	do       func()
+}
+
+// keysHelp is the app's keys in one line, as Settings' About lists them: each of
+// a.keys with what it does, then Escape ("Alt+← back · … · Esc stop").
+func (a *App) keysHelp() string {
+	var parts []string
+	for _, k := range a.keys {
+		mod := ""
+		switch k.shortcut.Modifier {
+		case fyne.KeyModifierAlt:
+			mod = "Alt+"
+			if runtime.GOOS == "darwin" {
+				mod = "⌥"
+			}
+		case fyne.KeyModifierShortcutDefault:
+			mod = keyHint("")
+		}
+		key := string(k.shortcut.KeyName)
+		switch k.shortcut.KeyName {
+		case fyne.KeyLeft:
+			key = "←"
+		case fyne.KeyRight:
+			key = "→"
+		}
+		parts = append(parts, mod+key+" "+k.what)
+	}
+	return strings.Join(append(parts, "Esc stop"), " · ")
 }
 
 // stopAll stops every screen's running generation (Escape).
