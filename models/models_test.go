@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"errors"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -491,11 +492,7 @@ func TestMain(m *testing.M) {
 		mgr, err := New(Options{Dir: dir, Endpoint: os.Getenv("PULL_CHILD_ENDPOINT")})
 		if err == nil {
 			var tr *Transfer
-			repo := os.Getenv("PULL_CHILD_REPO")
-			if repo == "" {
-				repo = "acme/killme"
-			}
-			if tr, err = mgr.Pull(context.Background(), repo, PullOptions{}); err == nil {
+			if tr, err = mgr.Pull(context.Background(), os.Getenv("PULL_CHILD_REPO"), PullOptions{}); err == nil {
 				err = tr.Wait()
 			}
 		}
@@ -508,6 +505,20 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// startPullChild starts this test binary as a process pulling repo from the hub
+// at endpoint into the models folder dir (TestMain), its stderr to stderr where
+// not nil.
+func startPullChild(t *testing.T, dir, endpoint, repo string, stderr io.Writer) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PULL_CHILD_DIR="+dir, "PULL_CHILD_ENDPOINT="+endpoint, "PULL_CHILD_REPO="+repo)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
 // TestPullKilledAndRestarted kills a pulling process with SIGKILL mid-download and
 // pulls again in a new one: it resumes from the .part files (bytes fetched after the
 // restart = bytes missing) and every file verifies.
@@ -518,11 +529,7 @@ func TestPullKilledAndRestarted(t *testing.T) {
 	h.Add("acme/killme", &hubtest.Repo{Files: files})
 	h.SetBytesPerSec(512 << 10)
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PULL_CHILD_DIR="+dir, "PULL_CHILD_ENDPOINT="+h.URL)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := startPullChild(t, dir, h.URL, "acme/killme", nil)
 	md := filepath.Join(dir, "acme--killme")
 	shard := files[2].Name
 	deadline := time.Now().Add(60 * time.Second)
@@ -1023,13 +1030,8 @@ func TestTwoProcessesOneModel(t *testing.T) {
 	h.Add("acme/two", &hubtest.Repo{Files: files})
 	h.SetBytesPerSec(256 << 10)
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PULL_CHILD_DIR="+dir, "PULL_CHILD_ENDPOINT="+h.URL, "PULL_CHILD_REPO=acme/two")
 	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := startPullChild(t, dir, h.URL, "acme/two", &stderr)
 	defer cmd.Process.Kill()
 	md := filepath.Join(dir, "acme--two")
 	deadline := time.Now().Add(60 * time.Second)

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -10,11 +9,9 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
-	"github.com/darkroomlabs/darkroom/models/hubtest"
 	"github.com/darkroomlabs/darkroom/models/hw"
 )
 
@@ -27,22 +24,7 @@ import (
 func TestLibraryDownloadElsewhere(t *testing.T) {
 	defer func(p time.Duration) { elsewherePoll = p }(elsewherePoll)
 	elsewherePoll = 50 * time.Millisecond
-	cfg, err := config.Tiny().MarshalConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewSource(2))
-	blob := make([]byte, 1<<20)
-	rng.Read(blob)
-	files := []*hubtest.File{
-		{Name: "config.json", Data: cfg},
-		{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)},
-		{Name: "model.safetensors", Data: blob, LFS: true},
-	}
-	h := hubtest.New()
-	t.Cleanup(h.Close)
-	e, _ := catalog.Find(catalog.DiffusionGemmaID)
-	h.Add(e.Repo, &hubtest.Repo{Files: files})
+	h, _ := gemmaHub(t, 1<<20, 2)
 	h.SetBytesPerSec(256 << 10)
 	a, lib := libraryApp(t, h.URL, download.Options{Interval: 20 * time.Millisecond},
 		hw.Info{RAMTotal: 64 << 30})
@@ -105,19 +87,7 @@ func TestLibraryDownloadElsewhere(t *testing.T) {
 // line said "Won't fit" in red, and the button started a 52 GB download all the
 // same.
 func TestLibraryAsksBeforeWhatWontFit(t *testing.T) {
-	cfg, err := config.Tiny().MarshalConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := []*hubtest.File{
-		{Name: "config.json", Data: cfg},
-		{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)},
-		{Name: "model.safetensors", Data: make([]byte, 64<<10), LFS: true},
-	}
-	h := hubtest.New()
-	t.Cleanup(h.Close)
-	e, _ := catalog.Find(catalog.DiffusionGemmaID)
-	h.Add(e.Repo, &hubtest.Repo{Files: files})
+	h, _ := gemmaHub(t, 64<<10, 3)
 	h.SetBytesPerSec(16 << 10) // slow: the download is still running when looked at
 	a, _ := libraryApp(t, h.URL, download.Options{Interval: 20 * time.Millisecond}, hw.Info{RAMTotal: 24 << 30})
 	l := a.Library
@@ -143,7 +113,9 @@ func TestLibraryAsksBeforeWhatWontFit(t *testing.T) {
 		t.Fatalf("Cancel: %d requests, state %q", n, c.entry.State)
 	}
 	tapButton(t, c.buttons, "Download")
-	tap(dialogButton(a.win, "Download anyway"))
+	if !uiRead(func() bool { return a.tapDialogButton("Download anyway") }) { // as the window check goes on past it
+		t.Fatal("no Download anyway to tap")
+	}
 	waitFor(t, "the download to start", func() bool {
 		c := libraryCardOf(l, catalog.DiffusionGemmaID)
 		return c != nil && uiRead(func() string { return c.entry.State }) == "downloading"

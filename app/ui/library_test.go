@@ -20,25 +20,11 @@ import (
 // TestLibraryDownloadPauseResume drives the Library screen against a fake Hub
 // through the real models manager and downloader.
 func TestLibraryDownloadPauseResume(t *testing.T) {
-	cfg, err := config.Tiny().MarshalConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewSource(1))
-	blob := func(n int) []byte { b := make([]byte, n); rng.Read(b); return b }
-	files := []*hubtest.File{
-		{Name: "config.json", Data: cfg},
-		{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)},
-		{Name: "model.safetensors", Data: blob(3 << 20), LFS: true},
-	}
-	h := hubtest.New()
-	t.Cleanup(h.Close) // after the app's shutdown
-	e, _ := catalog.Find(catalog.DiffusionGemmaID)
-	h.Add(e.Repo, &hubtest.Repo{Files: files})
+	h, files := gemmaHub(t, 3<<20, 1)
 	h.SetBytesPerSec(1 << 20)
 
 	a, lib := libraryApp(t, h.URL, download.Options{Interval: 20 * time.Millisecond, BackoffBase: 5 * time.Millisecond},
-		hw.Info{GPUs: []hw.GPU{{Name: "Test GPU", VRAMTotal: 24 << 30}}, RAMTotal: 64 << 30})
+		hw.Info{GPUs: []hw.GPU{{Name: "Test GPU", VRAMTotal: 80 << 30}}, RAMTotal: 64 << 30}) // bf16 fits: Download asks nothing
 	mgr := lib.m
 	l := a.Library
 	unsub := lib.Subscribe(func(ev DownloadEvent) { t.Logf("event %s %s %d/%d %s", ev.Name, ev.State, ev.Done, ev.Total, ev.Err) })
@@ -178,4 +164,27 @@ func tapButton(t *testing.T, box *fyne.Container, text string) {
 		t.Fatalf("no %q button among %q", text, have)
 	}
 	tap(b)
+}
+
+// gemmaHub is a fake Hub serving a tiny model as DiffusionGemma's catalog repo:
+// a valid config, a tokenizer and weights of n random bytes (seeded), closed
+// after the test's app has shut down. It returns the hub and the repo's files.
+func gemmaHub(t *testing.T, n int, seed int64) (*hubtest.Hub, []*hubtest.File) {
+	t.Helper()
+	cfg, err := config.Tiny().MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := make([]byte, n)
+	rand.New(rand.NewSource(seed)).Read(blob)
+	files := []*hubtest.File{
+		{Name: "config.json", Data: cfg},
+		{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)},
+		{Name: "model.safetensors", Data: blob, LFS: true},
+	}
+	h := hubtest.New()
+	t.Cleanup(h.Close) // after the app's shutdown (cleanups run last first)
+	e, _ := catalog.Find(catalog.DiffusionGemmaID)
+	h.Add(e.Repo, &hubtest.Repo{Files: files})
+	return h, files
 }

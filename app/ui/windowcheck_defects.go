@@ -98,6 +98,8 @@ func (a *App) checkDownloadErrorStays(shoot func()) error {
 		return fmt.Errorf("the %s card has no Download button", name)
 	}
 	fyne.DoAndWait(download.OnTapped)
+	// On a PC the model won't fit, Download asks first: go on.
+	fyne.DoAndWait(func() { a.tapDialogButton("Download anyway") })
 	if !waitUntil(30*time.Second, func() bool { t, shown := problem(); return shown && strings.Contains(t, offline) }) {
 		t, _ := problem()
 		return fmt.Errorf("offline, Download did not say %q on the card (it says %q)", offline, t)
@@ -135,6 +137,26 @@ func (a *App) checkDownloadErrorStays(shoot func()) error {
 		return fmt.Errorf("Dismiss left the error on the card")
 	}
 	return nil
+}
+
+// tapDialogButton taps the button labelled text in the dialog over the window,
+// and reports whether there was one.
+func (a *App) tapDialogButton(text string) bool {
+	p, ok := a.win.Canvas().Overlays().Top().(*widget.PopUp)
+	if !ok {
+		return false
+	}
+	var b *widget.Button
+	walkShown([]fyne.CanvasObject{p.Content}, func(o fyne.CanvasObject) {
+		if x, ok := o.(*widget.Button); ok && x.Text == text {
+			b = x
+		}
+	})
+	if b == nil {
+		return false
+	}
+	b.OnTapped()
+	return true
 }
 
 // buttonLabelled is the button labelled text directly in box, or nil.
