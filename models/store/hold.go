@@ -52,6 +52,12 @@ func (s *Store) Hold(name, what string) (release func(), err error) {
 		return nil, fmt.Errorf("%s is %w, which is %s: wait for it to finish there, or close that Darkroom, then try again",
 			name, ErrHeld, holderDoing(path))
 	}
+	s.heldMu.Lock()
+	if s.held == nil {
+		s.held = map[string]int{}
+	}
+	s.held[path]++
+	s.heldMu.Unlock()
 	// What this process does, for another that finds the model held (on Windows the
 	// lock is on a byte past the text, which stays readable).
 	if err := f.Truncate(0); err == nil {
@@ -63,6 +69,11 @@ func (s *Store) Hold(name, what string) (release func(), err error) {
 			return
 		}
 		done = true
+		s.heldMu.Lock()
+		if s.held[path]--; s.held[path] <= 0 {
+			delete(s.held, path)
+		}
+		s.heldMu.Unlock()
 		_ = f.Truncate(0)
 		_ = unlockFile(f)
 		f.Close()
@@ -70,10 +81,16 @@ func (s *Store) Hold(name, what string) (release func(), err error) {
 }
 
 // Elsewhere reports whether another process holds the model's hold, and what
-// it said it is doing ("downloading it"). (This process's own hold counts as
-// another's: ask only about models this process is not working on.)
+// it said it is doing ("downloading it"); a hold this Store took is not
+// another's.
 func (s *Store) Elsewhere(name string) (doing string, held bool) {
 	path := filepath.Join(s.Root, locksDir, DirName(name)+".lock")
+	s.heldMu.Lock()
+	mine := s.held[path] > 0
+	s.heldMu.Unlock()
+	if mine {
+		return "", false
+	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return "", false // never held: no lock file

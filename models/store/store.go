@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/adrg/xdg"
@@ -134,6 +135,11 @@ type Store struct {
 	// SameDisk reports whether two folders are on one file system, where a move
 	// renames instead of copying; nil asks the system. Tests replace it.
 	SameDisk func(a, b string) bool
+
+	// held counts the holds this Store has taken, by lock file (hold.go), so
+	// that Elsewhere does not take this process's own for another's.
+	heldMu sync.Mutex
+	held   map[string]int
 }
 
 // Open returns the store at root (created if missing). An empty root means DefaultDir().

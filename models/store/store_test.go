@@ -104,8 +104,7 @@ func TestMoveResumesAndChecksSpace(t *testing.T) {
 	os.MkdirAll(filepath.Join(dst, "a--one"), 0o755)
 	os.WriteFile(filepath.Join(dst, "a--one", "w.bin"), make([]byte, 1<<20), 0o644)
 
-	small := *s
-	small.FreeSpace = func(string) (int64, error) { return 1 << 20, nil }
+	small := &Store{Root: s.Root, FreeSpace: func(string) (int64, error) { return 1 << 20, nil }, SameDisk: s.SameDisk}
 	if err := small.Move(context.Background(), dst, nil); err == nil || !strings.Contains(err.Error(), "free space") {
 		t.Errorf("too-small destination: %v", err)
 	}
