@@ -5,7 +5,6 @@ import (
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/fit"
 	"github.com/darkroomlabs/darkroom/models/hw"
@@ -75,23 +74,6 @@ func FitTable(budgets []fit.Budget, contextLen int) ([]FitRow, error) {
 		}
 	}
 	return rows, nil
-}
-
-// Estimate is the fit estimate of one catalog model under a profile (the
-// Library's fit badge).
-func Estimate(id string, p quant.Profile, rt fit.Runtime) (*fit.Estimate, error) {
-	e, ok := catalog.Find(id)
-	if !ok {
-		return nil, errors.New("unknown catalog model " + id)
-	}
-	cfg, err := entryConfig(e)
-	if err != nil {
-		return nil, err
-	}
-	if cfg == nil {
-		return nil, errors.New(id + ": dimensions unknown before download")
-	}
-	return fit.Compute(cfg, p, rt)
 }
 
 // EntryConfig is a catalog entry's dimensions: the built-in model's config, or

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/app/plural"
@@ -17,6 +19,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/hw"
 	"github.com/darkroomlabs/darkroom/models/speed"
 )
 
@@ -129,12 +132,18 @@ func (g *generateFlags) load(ctx context.Context, env *Env) (*engine.Engine, err
 func loadEngine(ctx context.Context, env *Env, src engine.Source, opts engine.Options) (*engine.Engine, error) {
 	var e *engine.Engine
 	var err error
+	onCPU := ""
+	if backend.Resolve(opts.Backend) == backend.Auto { // too big for the GPU: the CPU (models.BackendFor)
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		opts.Backend, onCPU = models.BackendFor(opts.Backend, src, hw.Detect(dctx, ""))
+		cancel()
+	}
 	whileNoting(env.Stderr, "Loading "+src.String()+"…", func() { e, err = engine.Load(ctx, src, opts) })
 	if err != nil {
 		return nil, err
 	}
-	if f := e.BackendFallback(); f != "" {
-		fmt.Fprintln(env.Stderr, "darkroom:", f)
+	if f := cmp.Or(onCPU, e.BackendFallback()); f != "" {
+		fmt.Fprintln(env.Stderr, "darkroom:", strings.TrimSuffix(f, ".")+".")
 	}
 	return e, nil
 }

@@ -91,6 +91,9 @@ type ProfileFit struct {
 	Context               int
 	Where                 string
 	FitsAt, TightAt       float64
+	// OnCPU, where the PC has a GPU the model is too big for, says that it runs
+	// on the CPU instead (models.Placement.CPUBecause; the estimate is the RAM's).
+	OnCPU string
 	// Printer and Polaroid are each mode's estimated tokens/s on this PC for a
 	// one-canvas answer (models/speed); zero, with SpeedNote saying why, when unknown.
 	Printer, Polaroid float64
@@ -657,6 +660,9 @@ func fitText(p ProfileFit) string {
 	if p.Weights > 0 && p.Context > 0 {
 		s += fmt.Sprintf(" Of that, %s is the weights; the rest is working memory for %d tokens of context.",
 			formatBytes(p.Weights), p.Context)
+	}
+	if p.OnCPU != "" {
+		s += " " + p.OnCPU + "."
 	}
 	return s
 }

@@ -138,3 +138,26 @@ func TestLibraryAsksBeforeWhatWontFit(t *testing.T) {
 		t.Errorf("Cancel made %q active", active)
 	}
 }
+
+// TestLibraryModelTooBigForTheGPU: on a PC whose GPU holds 12 GB and whose RAM
+// 64, the 26B at int4 (about 18 GB on a GPU) is judged against the RAM, where
+// it runs, and says it runs on the CPU because it is too big for the GPU: it
+// said "Won't fit" on a PC that runs it, and the engine would have loaded it on
+// the GPU.
+func TestLibraryModelTooBigForTheGPU(t *testing.T) {
+	a, _ := libraryApp(t, "http://127.0.0.1:1", download.Options{},
+		hw.Info{GPUs: []hw.GPU{{Name: "RTX 4070", VRAMTotal: 12 << 30}}, RAMTotal: 64 << 30})
+	l := a.Library
+	waitFor(t, "the catalog", func() bool { return libraryCardOf(l, catalog.DiffusionGemmaID) != nil })
+	c := libraryCardOf(l, catalog.DiffusionGemmaID)
+	selectProfile(c, "int4")
+	pf := uiRead(func() ProfileFit { pf, _ := c.selectedProfile(); return pf })
+	text := uiRead(func() string { return c.fit.Text })
+	if pf.Verdict != "fits" || pf.Where != "RAM" || !strings.Contains(text, "too big for the RTX 4070's") || !strings.Contains(text, "runs on the CPU") {
+		t.Errorf("int4 on a 12 GB GPU: %s in %s; the card says %q", pf.Verdict, pf.Where, text)
+	}
+	selectProfile(c, "bf16") // 52 GB: tight in 64 GB of RAM
+	if pf := uiRead(func() ProfileFit { pf, _ := c.selectedProfile(); return pf }); pf.Verdict != "tight" || pf.Where != "RAM" || pf.OnCPU == "" {
+		t.Errorf("bf16: %s in %s (%q); want tight in RAM, on the CPU", pf.Verdict, pf.Where, pf.OnCPU)
+	}
+}

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,11 +90,15 @@ func wireEngine(d *Deps) {
 			return nil, err
 		}
 		stage := LoadStage(ctx)
-		e, err := engine.Load(ctx, src, engine.Options{Backend: st.Get().Backend, Progress: stage})
+		// Auto's GPU, unless the model is too big for it: the CPU then, said on the
+		// model's line (models.BackendFor).
+		spec, onCPU := models.BackendFor(st.Get().Backend, src, detect())
+		e, err := engine.Load(ctx, src, engine.Options{Backend: spec, Progress: stage})
 		if err != nil {
 			return nil, err
 		}
 		m := newEngineModel(e, name, name == miniName)
+		m.onCPU = onCPU
 		stage("speed") // the first load on this PC measures its rates: seconds
 		m.mode, m.speed = modeChoice(ctx, e, name)
 		m.leads = leads
@@ -223,6 +228,7 @@ type engineModel struct {
 	mode     speed.Choice
 	speed    *speed.Estimate
 	leads    *assets.Leads
+	onCPU    string // why a model auto would have run on the GPU runs on the CPU (models.BackendFor)
 }
 
 func newEngineModel(e *engine.Engine, name string, builtin bool) *engineModel {
@@ -243,7 +249,7 @@ func (m *engineModel) IsEnd(id int) bool       { return m.e.IsEnd(id) }
 func (m *engineModel) Close() error            { return m.e.Close() }
 func (m *engineModel) Info() ModelInfo {
 	return ModelInfo{Name: m.name, Builtin: m.builtin, Backend: m.e.Backend(), Thinking: m.thinking,
-		Defaults: m.e.GenerationDefaults(), Mode: m.mode, Speed: m.speed, Fallback: m.e.BackendFallback(), Leads: m.leads}
+		Defaults: m.e.GenerationDefaults(), Mode: m.mode, Speed: m.speed, Fallback: cmp.Or(m.onCPU, m.e.BackendFallback()), Leads: m.leads}
 }
 
 // managerLibrary adapts the models manager to Library.
@@ -336,28 +342,34 @@ func profileFit(e models.Entry, p quant.Profile, info hw.Info) ProfileFit {
 			pf.ConvertedFrom = string(publishedProfile(e.Entry))
 		}
 	}
-	est, err := models.Estimate(e.ID, p, fit.Runtime{GPU: len(info.GPUs) > 0})
-	if errors.Is(err, assets.ErrMiniNotBuilt) {
+	cfg, err := models.EntryConfig(e.Entry)
+	switch {
+	case errors.Is(err, assets.ErrMiniNotBuilt):
 		pf.Verdict, pf.Detail = "unknown", "Not built into this copy of Darkroom yet."
 		return pf
+	case err != nil:
+		pf.Verdict, pf.Detail = "unknown", err.Error()
+		return pf
+	case cfg == nil:
+		pf.Verdict, pf.Detail = "unknown", e.ID+": dimensions unknown before download"
+		return pf
 	}
+	pl, err := models.Place(cfg, p, info) // the GPU, or the RAM where the model is too big for the GPU
 	if err != nil {
 		pf.Verdict, pf.Detail = "unknown", err.Error()
 		return pf
 	}
-	budgets := models.Budgets(info)
-	if len(budgets) == 0 {
-		pf.Verdict, pf.Detail = "unknown", "needs "+store.FormatBytes(est.Total)+"; this PC's memory is unknown"
-		return pf
-	}
-	b := budgets[0]
-	pf.Verdict = string(fit.Judge(est.Total, b))
+	est, b := pl.Estimate, pl.Budget
+	pf.Verdict, pf.OnCPU = string(pl.Verdict), pl.CPUBecause
 	pf.Need, pf.Weights, pf.Context = est.Total, est.Part(fit.PartWeights), est.Context
 	pf.Budget, pf.Where = b.Bytes, b.Name
 	if b.Kind == "gpu" {
 		pf.Where += " VRAM"
 	}
 	pf.FitsAt, pf.TightAt = fit.Limits(b)
+	if pl.CPUBecause != "" {
+		info.Device = "cpu" // its speed is the CPU's
+	}
 	pf.Printer, pf.Polaroid, pf.SpeedNote = profileSpeed(e, p, info)
 	return pf
 }

@@ -1,0 +1,88 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/models/fit"
+	"github.com/darkroomlabs/darkroom/models/hw"
+	"github.com/darkroomlabs/darkroom/models/speed"
+	"github.com/darkroomlabs/darkroom/models/store"
+)
+
+// Placement is where a model runs on a PC, and its memory estimate there: on the
+// GPU where the PC has an NVIDIA GPU and the model is not too big for its memory
+// (judged against the first GPU's VRAM, tight included), else in RAM, on the
+// CPU. Most gaming GPUs hold 8–16 GB, and the 26B at int4 needs about 18 there:
+// such a PC runs it on the CPU, from RAM, where it fits — the app's auto backend
+// loads it so (CPUBecause said on its model line) and the Library judges it
+// against the RAM, instead of "won't fit" on a PC that runs it, and an engine
+// that would load it on the GPU and run out of memory.
+type Placement struct {
+	Estimate *fit.Estimate
+	Budget   fit.Budget
+	Verdict  fit.Verdict
+	// CPUBecause, where the model runs on the CPU of a PC with a GPU because it is
+	// too big for the GPU, says so in one sentence; "" otherwise.
+	CPUBecause string
+}
+
+// OnGPU reports whether the placement is the GPU's.
+func (p Placement) OnGPU() bool { return p.Budget.Kind == "gpu" }
+
+// Place is cfg under profile p on the PC info describes (see Placement). A model
+// too big for both the GPU and the RAM is placed on the GPU, judged won't fit.
+func Place(cfg *config.Model, p quant.Profile, info hw.Info) (Placement, error) {
+	budgets := Budgets(info)
+	if len(budgets) == 0 {
+		return Placement{}, errors.New("this PC's memory is unknown")
+	}
+	first := budgets[0]
+	est, err := fit.Compute(cfg, p, fit.Runtime{GPU: first.Kind == "gpu"})
+	if err != nil {
+		return Placement{}, err
+	}
+	pl := Placement{Estimate: est, Budget: first, Verdict: fit.Judge(est.Total, first)}
+	ram := budgets[len(budgets)-1]
+	if first.Kind != "gpu" || pl.Verdict != fit.WontFit || ram.Kind != "ram" {
+		return pl, nil
+	}
+	cpu, err := fit.Compute(cfg, p, fit.Runtime{})
+	if err != nil {
+		return Placement{}, err
+	}
+	if fit.Judge(cpu.Total, ram) == fit.WontFit {
+		return pl, nil
+	}
+	return Placement{Estimate: cpu, Budget: ram, Verdict: fit.Judge(cpu.Total, ram),
+		CPUBecause: fmt.Sprintf("It is too big for the %s's %s of memory (it needs about %s there), so it runs on the CPU, from RAM: slower",
+			first.Name, store.FormatBytes(first.Bytes), store.FormatBytes(est.Total))}, nil
+}
+
+// BackendFor is the backend a model loads with on the PC info describes: spec as
+// given, but where spec is auto, Darkroom runs on the GPU (info.Device) and the
+// model is too big for it but fits the RAM (Place), the CPU's ("go"), with the
+// sentence saying why (Placement.CPUBecause). A model whose dimensions cannot be
+// read before loading (a GGUF without config.json) keeps spec.
+func BackendFor(spec string, src engine.Source, info hw.Info) (string, string) {
+	if backend.Resolve(spec) != backend.Auto || info.Device != "gpu" {
+		return spec, ""
+	}
+	files, err := src.Files()
+	if err != nil {
+		return spec, ""
+	}
+	cfg, err := config.LoadFS(files, ".")
+	if err != nil {
+		return spec, ""
+	}
+	pl, err := Place(cfg, speed.ProfileOf(cfg), info)
+	if err != nil || pl.CPUBecause == "" {
+		return spec, ""
+	}
+	return "go", pl.CPUBecause
+}

@@ -1,0 +1,83 @@
+package models
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/fit"
+	"github.com/darkroomlabs/darkroom/models/hw"
+)
+
+// TestPlace: the 26B at int4 (about 18 GB on a GPU) runs on a 24 GB GPU; on a
+// PC whose GPU holds 12 GB it runs on the CPU, from 64 GB of RAM, judged there
+// and saying why; where neither holds it, it is the GPU's won't fit; a PC with
+// no GPU judges the RAM, with nothing to explain.
+func TestPlace(t *testing.T) {
+	e, _ := catalog.Find(catalog.DiffusionGemmaID)
+	cfg, err := EntryConfig(e)
+	if err != nil || cfg == nil {
+		t.Fatalf("config: %v", err)
+	}
+	gpu := func(vram, ram int64) hw.Info {
+		return hw.Info{GPUs: []hw.GPU{{Name: "RTX 4070", VRAMTotal: vram}}, RAMTotal: ram}
+	}
+	for _, c := range []struct {
+		name    string
+		info    hw.Info
+		kind    string
+		verdict fit.Verdict
+		why     string
+	}{
+		{"24 GB GPU", gpu(24<<30, 64<<30), "gpu", fit.Fits, ""},
+		{"12 GB GPU, 64 GB RAM", gpu(12<<30, 64<<30), "ram", fit.Fits, "too big for the RTX 4070's 12.9 GB of memory"},
+		{"12 GB GPU, 16 GB RAM", gpu(12<<30, 16<<30), "gpu", fit.WontFit, ""},
+		{"no GPU, 64 GB RAM", hw.Info{RAMTotal: 64 << 30}, "ram", fit.Fits, ""},
+	} {
+		pl, err := Place(cfg, quant.Int4Profile, c.info)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if pl.Budget.Kind != c.kind || pl.Verdict != c.verdict || (c.why == "") != (pl.CPUBecause == "") || !strings.Contains(pl.CPUBecause, c.why) {
+			t.Errorf("%s: on %s, %s, %q; want %s, %s, %q", c.name, pl.Budget.Kind, pl.Verdict, pl.CPUBecause, c.kind, c.verdict, c.why)
+		}
+	}
+	if _, err := Place(cfg, quant.Int4Profile, hw.Info{}); err == nil {
+		t.Error("a PC whose memory is unknown was placed")
+	}
+}
+
+// TestBackendFor: auto on a PC that runs on its GPU loads a model too big for the
+// GPU on the CPU ("go"), saying why; one that fits, a backend given, or a PC
+// that runs on the CPU anyway keep the backend asked for.
+func TestBackendFor(t *testing.T) {
+	cfg := config.Tiny()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := weights.Save(weights.Random(cfg, 1), cfg, dir, weights.SaveOptions{DType: "bf16"}); err != nil {
+		t.Fatal(err)
+	}
+	src := engine.Dir(dir)
+	small := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "Tiny GPU", VRAMTotal: 1 << 20}}, RAMTotal: 16 << 30}
+	big := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "Big GPU", VRAMTotal: 80 << 30}}, RAMTotal: 16 << 30}
+	if spec, why := BackendFor("auto", src, small); spec != "go" || !strings.Contains(why, "too big for the Tiny GPU's") {
+		t.Errorf("auto, too big for the GPU: %q, %q", spec, why)
+	}
+	for _, c := range []struct {
+		spec string
+		info hw.Info
+	}{
+		{"auto", big},
+		{"xla", small},
+		{"go", small},
+		{"auto", hw.Info{Device: "cpu", RAMTotal: 16 << 30}},
+	} {
+		if spec, why := BackendFor(c.spec, src, c.info); spec != c.spec || why != "" {
+			t.Errorf("BackendFor(%q, %s GPU) = %q, %q; want it kept", c.spec, c.info.Device, spec, why)
+		}
+	}
+}
