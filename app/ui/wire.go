@@ -92,7 +92,10 @@ func wireEngine(d *Deps) {
 		stage := LoadStage(ctx)
 		// Auto's GPU, unless the model is too big for it: the CPU then, said on the
 		// model's line (models.BackendFor).
-		spec, onCPU := models.BackendFor(st.Get().Backend, src, detect())
+		spec, onCPU := st.Get().Backend, ""
+		if backend.Resolve(spec) == backend.Auto { // (detecting the hardware only then)
+			spec, onCPU = models.BackendFor(spec, src, detect())
+		}
 		e, err := engine.Load(ctx, src, engine.Options{Backend: spec, Progress: stage})
 		if err != nil {
 			return nil, err
