@@ -220,6 +220,14 @@ func (a *App) windowCheck(dir string) {
 	}
 	checkErr("Chat")
 	shot("chat", start, false)
+	// The chat search, on a word of the answer: the row shows where it matched.
+	if rows, snippet, err := a.checkChatSearch("Thompson"); err != nil {
+		fail("Chat search: %v", err)
+	} else {
+		shot("chat-search", start, false)
+		report = append(report, fmt.Sprintf("OK Chat search: %d chat found, its row showing %q", rows, snippet))
+	}
+	fyne.DoAndWait(func() { c.search.SetText("") })
 
 	// Race: both panes on the same weights.
 	r := a.Race

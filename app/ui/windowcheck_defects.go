@@ -139,6 +139,28 @@ func (a *App) checkDownloadErrorStays(shoot func()) error {
 	return nil
 }
 
+// checkChatSearch types word into the chat search box and returns how many
+// chats the list shows and the first row's snippet, or why the search failed:
+// no chat found, or a row without the words around the match.
+func (a *App) checkChatSearch(word string) (rows int, snippet string, err error) {
+	c := a.Chat
+	fyne.DoAndWait(func() {
+		c.FocusSearch()
+		c.search.SetText(word)
+		rows = len(c.Shown())
+		if rows > 0 {
+			snippet = c.snippets[0]
+		}
+	})
+	switch {
+	case rows == 0:
+		return 0, "", fmt.Errorf("searching %q found no chat (the answer holds it)", word)
+	case !strings.Contains(strings.ToLower(snippet), strings.ToLower(word)):
+		return rows, snippet, fmt.Errorf("the row found for %q shows %q, not the words around it", word, snippet)
+	}
+	return rows, snippet, nil
+}
+
 // tapDialogButton taps the button labelled text in the dialog over the window,
 // and reports whether there was one.
 func (a *App) tapDialogButton(text string) bool {
