@@ -66,7 +66,7 @@ if [ "$status" != 0 ]; then
 	exit 1
 fi
 screens="encyclopedia desktop chat race library settings"
-shots="encyclopedia-start encyclopedia-developing library-download-error settings-about"
+shots="encyclopedia-start encyclopedia-developing library-download-error settings-about chat-search"
 for screen in $screens; do shots="$shots $screen $screen-small"; done
 for shot in $shots; do
 	if [ ! -s "$out/$shot.png" ]; then
