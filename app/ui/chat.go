@@ -62,8 +62,10 @@ type Chat struct {
 	del      *widget.Button // deletes the open thread; one with messages can be brought back (undoBar)
 	rename   *widget.Button // asks for the open thread's new name
 	export   *widget.Button // saves the open thread as a Markdown file (ExportChat)
-	status   *widget.Label
-	errLabel *widget.Label
+	// attachBtn, the paperclip beside the chat box, puts a text file in it (AttachFile).
+	attachBtn *widget.Button
+	status    *widget.Label
+	errLabel  *widget.Label
 	// after, the row under the last answer: over an entry's answer, "Let the
 	// model answer" (and "Show the entry" back); under one the model wrote
 	// alone about a topic a typo away from an entry, links that ask about the
@@ -192,7 +194,8 @@ func newChat(a *App) *Chat {
 	editNote.Wrapping = fyne.TextWrapWord
 	c.editBar = container.NewBorder(nil, nil, nil, widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), c.CancelEdit), editNote)
 	c.editBar.Hide()
-	bottom := container.NewVBox(c.after, c.editBar, container.NewBorder(nil, nil, nil, buttons, c.input), c.status)
+	c.attachBtn = widget.NewButtonWithIcon("", theme.FileTextIcon(), c.AttachFile) // a text file into the message (chat_attach.go)
+	bottom := container.NewVBox(c.after, c.editBar, container.NewBorder(nil, nil, c.attachBtn, buttons, c.input), c.status)
 	right := container.NewBorder(top, bottom, nil, nil, c.scroll)
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.22
@@ -834,7 +837,17 @@ func (c *Chat) regenerate(keep bool) {
 // Stop cancels the answer; what was committed is kept.
 func (c *Chat) Stop() { c.run.Stop() }
 
+// titleFrom is a chat's title made from its first message: the message on one
+// line, cut at 40 characters.
 func titleFrom(s string) string {
+	// A message with files attached is titled by its own words, after the
+	// files' names ("notes.txt: What do I have to do?"), not the files' text.
+	if rest, names := chats.Unattach(s); len(names) > 0 {
+		s = strings.Join(names, ", ")
+		if rest != "" {
+			s += ": " + rest
+		}
+	}
 	s = assets.CleanLine(s)
 	if r := []rune(s); len(r) > 40 {
 		s = string(r[:40]) + "…"

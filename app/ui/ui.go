@@ -124,6 +124,7 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 		a.focusScreen(a.tabs.Selected().Text) // ready to type a topic
 	}
 	a.addShortcuts()
+	win.SetOnDropped(a.onDropped) // text files into the chat box (chat_attach.go)
 	a.Settings.keys.SetText("Keys: " + a.keysHelp())
 	for _, p := range deps.Problems {
 		a.Encyclopedia.showError(p)

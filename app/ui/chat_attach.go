@@ -1,0 +1,97 @@
+package ui
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/dialog"
+
+	"github.com/darkroomlabs/darkroom/app/chats"
+	"github.com/darkroomlabs/darkroom/app/plural"
+)
+
+// Text files into a message: the paperclip beside the chat box opens one, and a
+// file dropped on the window (on any screen: Chat comes up) goes in the same way
+// — its text into the chat box, between two lines that name it
+// (chats.Attach), for the question typed after it. Asking a model about one's
+// own notes, privately, is much of what local chat is for; the text had to be
+// pasted by hand.
+
+// AttachFile asks for a text file (the paperclip) and puts it in the chat box.
+func (c *Chat) AttachFile() {
+	d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
+		if err == nil && r == nil {
+			return // cancelled
+		}
+		var data []byte
+		if err == nil {
+			data, err = io.ReadAll(io.LimitReader(r, chats.MaxAttach+1))
+			r.Close()
+		}
+		if err != nil {
+			c.showError(plainError("read the file", err))
+			return
+		}
+		c.attach(r.URI().Name(), data)
+	}, c.app.win)
+	d.Show()
+}
+
+// attachPath puts the file at path in the chat box (a file dropped on the
+// window), reading no more of it than a message may hold.
+func (c *Chat) attachPath(path string) {
+	name := path[strings.LastIndexAny(path, `/\`)+1:]
+	f, err := os.Open(path)
+	if err != nil {
+		c.showError(plainError("read "+name, err))
+		return
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, chats.MaxAttach+1))
+	if err != nil {
+		c.showError(plainError("read "+name, err))
+		return
+	}
+	c.attach(name, data)
+}
+
+// attach puts a file's text in the chat box after what is there, the cursor
+// after it for the question; a file that cannot be attached says why.
+func (c *Chat) attach(name string, data []byte) {
+	text, err := chats.Attach(name, data)
+	if err != nil {
+		c.showError(err.Error())
+		return
+	}
+	c.errLabel.Hide()
+	if cur := strings.TrimRight(c.input.Text, "\n"); cur != "" {
+		text = cur + "\n\n" + text
+	}
+	c.input.SetText(text + "\n\n")
+	c.input.CursorRow = strings.Count(c.input.Text, "\n")
+	c.input.Refresh()
+	c.app.win.Canvas().Focus(c.input)
+	lines := strings.Count(strings.TrimSpace(string(data)), "\n") + 1
+	c.status.SetText(fmt.Sprintf("Attached %s (%s) to your message: ask about it after it, then Send.", name, plural.Count(lines, "line", "lines")))
+}
+
+// onDropped takes files dropped on the window into the chat box, bringing Chat
+// up; what is not a local file (a link) is left alone.
+func (a *App) onDropped(_ fyne.Position, uris []fyne.URI) {
+	var paths []string
+	for _, u := range uris {
+		if u.Scheme() == "file" {
+			paths = append(paths, u.Path())
+		}
+	}
+	if len(paths) == 0 {
+		return
+	}
+	a.Show("Chat")
+	for _, p := range paths {
+		a.Chat.attachPath(p)
+	}
+}
