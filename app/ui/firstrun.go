@@ -58,6 +58,12 @@ func newFirstRun(a *App) fyne.CanvasObject {
 		a.Show("Encyclopedia")
 	})
 	start.Importance = widget.HighImportance
+	// Chat, for whoever came to talk to a model privately rather than to read
+	// the encyclopedia.
+	chat := widget.NewButtonWithIcon("Start a chat", theme.MailComposeIcon(), func() {
+		_ = a.deps.Settings.Update(func(v *settings.Values) { v.FirstRunDone = true })
+		a.Show("Chat")
+	})
 	lib := widget.NewButtonWithIcon("Browse the Library", theme.StorageIcon(), func() {
 		_ = a.deps.Settings.Update(func(v *settings.Values) { v.FirstRunDone = true })
 		a.Show("Library")
@@ -69,7 +75,7 @@ func newFirstRun(a *App) fyne.CanvasObject {
 		widget.NewCard("Storage", "", store),
 		widget.NewCard("Built-in model", "", mini),
 		gpuCard(a, false),
-		container.NewHBox(start, lib),
+		container.NewHBox(start, chat, lib),
 	)
 	return container.NewVScroll(container.NewCenter(container.New(&maxWidth{w: 720}, container.NewPadded(body))))
 }

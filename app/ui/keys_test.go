@@ -148,9 +148,15 @@ func TestTypingGoesWhereTheScreenAsks(t *testing.T) {
 		asUI(func() { f = w.Canvas().Focused() })
 		return f
 	}
+	chat := onScreen(w.Content(), func(b *widget.Button) bool { return b.Text == "Start a chat" })
 	tap(open)
 	if f := focused(); f != a.Encyclopedia.address {
 		t.Errorf("after Open the Encyclopedia the focus is on %T, want the address bar", f)
+	}
+	if chat == nil {
+		t.Error("the first-run screen offers no Start a chat")
+	} else if tap(chat); focused() != a.Chat.input || a.tabs.Selected().Text != "Chat" {
+		t.Errorf("after Start a chat: the %s tab, the focus on %T; want Chat's box", a.tabs.Selected().Text, focused())
 	}
 	for _, c := range []struct {
 		tab  string
