@@ -66,8 +66,11 @@ func Place(cfg *config.Model, p quant.Profile, info hw.Info) (Placement, error) 
 // BackendFor is the backend a model loads with on the PC info describes: spec as
 // given, but where spec is auto, Darkroom runs on the GPU (info.Device) and the
 // model is too big for it but fits the RAM (Place), the CPU's ("go"), with the
-// sentence saying why (Placement.CPUBecause). A model whose dimensions cannot be
-// read before loading (a GGUF without config.json) keeps spec.
+// sentence saying why (Placement.CPUBecause) — and so too where the GPU holds it
+// but has too little free now (its VRAMFree, when known: a game running beside
+// Darkroom), where loading it there would run out of memory. A model whose
+// dimensions cannot be read before loading (a GGUF without config.json) keeps
+// spec.
 func BackendFor(spec string, src engine.Source, info hw.Info) (string, string) {
 	if backend.Resolve(spec) != backend.Auto || info.Device != "gpu" {
 		return spec, ""
@@ -81,8 +84,21 @@ func BackendFor(spec string, src engine.Source, info hw.Info) (string, string) {
 		return spec, ""
 	}
 	pl, err := Place(cfg, speed.ProfileOf(cfg), info)
-	if err != nil || pl.CPUBecause == "" {
+	switch {
+	case err != nil:
+		return spec, ""
+	case pl.CPUBecause != "":
+		return "go", pl.CPUBecause
+	case !pl.OnGPU() || len(info.GPUs) == 0 || info.GPUs[0].VRAMFree <= 0 || pl.Estimate.Total <= info.GPUs[0].VRAMFree:
 		return spec, ""
 	}
-	return "go", pl.CPUBecause
+	// It fits the GPU, but not what is free of it now: the RAM, if it fits there.
+	g := info.GPUs[0]
+	cpu, err := fit.Compute(cfg, speed.ProfileOf(cfg), fit.Runtime{})
+	if err != nil || info.RAMTotal <= 0 || fit.Judge(cpu.Total, fit.Budget{Kind: "ram", Bytes: info.RAMTotal}) == fit.WontFit {
+		return spec, ""
+	}
+	return "go", fmt.Sprintf("Only %s of the %s's %s of memory are free now (another program, a game perhaps, uses the rest) "+
+		"and it needs about %s there, so it runs on the CPU, from RAM: slower; close that program and start Darkroom again to run it on the GPU",
+		store.FormatBytes(g.VRAMFree), g.Name, store.FormatBytes(g.VRAMTotal), store.FormatBytes(pl.Estimate.Total))
 }

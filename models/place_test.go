@@ -67,6 +67,16 @@ func TestBackendFor(t *testing.T) {
 	if spec, why := BackendFor("auto", src, small); spec != "go" || !strings.Contains(why, "too big for the Tiny GPU's") {
 		t.Errorf("auto, too big for the GPU: %q, %q", spec, why)
 	}
+	busy := big
+	busy.GPUs = []hw.GPU{{Name: "Big GPU", VRAMTotal: 80 << 30, VRAMFree: 1 << 20}} // a game holds the rest
+	if spec, why := BackendFor("auto", src, busy); spec != "go" || !strings.Contains(why, "Only 1.0 MB of the Big GPU's 85.9 GB of memory are free now") {
+		t.Errorf("auto, the GPU's memory taken: %q, %q", spec, why)
+	}
+	free := big
+	free.GPUs = []hw.GPU{{Name: "Big GPU", VRAMTotal: 80 << 30, VRAMFree: 70 << 30}}
+	if spec, why := BackendFor("auto", src, free); spec != "auto" || why != "" {
+		t.Errorf("auto, the GPU free: %q, %q", spec, why)
+	}
 	for _, c := range []struct {
 		spec string
 		info hw.Info

@@ -16,6 +16,7 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/backend/nvidia"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/models"
@@ -94,7 +95,13 @@ func wireEngine(d *Deps) {
 		// model's line (models.BackendFor).
 		spec, onCPU := st.Get().Backend, ""
 		if backend.Resolve(spec) == backend.Auto { // (detecting the hardware only then)
-			spec, onCPU = models.BackendFor(spec, src, detect())
+			info := detect()
+			if info.Device == "gpu" { // the GPU's free memory now, not at start: a game may have started since
+				if gpus, _ := nvidia.Find(ctx); len(gpus) > 0 {
+					info.GPUs = gpus
+				}
+			}
+			spec, onCPU = models.BackendFor(spec, src, info)
 		}
 		e, err := engine.Load(ctx, src, engine.Options{Backend: spec, Progress: stage})
 		if err != nil {
