@@ -68,7 +68,8 @@ func Place(cfg *config.Model, p quant.Profile, info hw.Info) (Placement, error) 
 // model is too big for it but fits the RAM (Place), the CPU's ("go"), with the
 // sentence saying why (Placement.CPUBecause) — and so too where the GPU holds it
 // but has too little free now (its VRAMFree, when known: a game running beside
-// Darkroom), where loading it there would run out of memory. A model whose
+// Darkroom, or the Race's first copy of the model), where loading it there would
+// run out of memory. A model whose
 // dimensions cannot be read before loading (a GGUF without config.json) keeps
 // spec.
 func BackendFor(spec string, src engine.Source, info hw.Info) (string, string) {
@@ -98,7 +99,7 @@ func BackendFor(spec string, src engine.Source, info hw.Info) (string, string) {
 	if err != nil || info.RAMTotal <= 0 || fit.Judge(cpu.Total, fit.Budget{Kind: "ram", Bytes: info.RAMTotal}) == fit.WontFit {
 		return spec, ""
 	}
-	return "go", fmt.Sprintf("Only %s of the %s's %s of memory are free now (another program, a game perhaps, uses the rest) "+
+	return "go", fmt.Sprintf("Only %s of the %s's %s of memory are free now (the rest is in use: by another program, a game perhaps, or by a model Darkroom holds there already) "+
 		"and it needs about %s there, so it runs on the CPU, from RAM: slower; close that program and start Darkroom again to run it on the GPU",
 		store.FormatBytes(g.VRAMFree), g.Name, store.FormatBytes(g.VRAMTotal), store.FormatBytes(pl.Estimate.Total))
 }
