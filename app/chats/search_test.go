@@ -1,6 +1,7 @@
 package chats
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,46 @@ func TestMatchSnippetBounds(t *testing.T) {
 	short := &Thread{Title: "t", Messages: []Message{{Role: "user", Content: "a short needle"}}}
 	if s, _ := short.Match("needle"); s != "a short needle" {
 		t.Errorf("short message: %q", s)
+	}
+}
+
+// BenchmarkSearch: one keystroke's search over 1,000 chats of ten 500-character
+// messages each (5 MB of text), as the chat list runs it: every thread matched
+// against the query; the last word is in none, so every message is read.
+func BenchmarkSearch(b *testing.B) {
+	msg := strings.Repeat("Unix was written at Bell Labs in 1969 by Ken Thompson. ", 9)
+	threads := make([]*Thread, 1000)
+	for i := range threads {
+		th := &Thread{Title: "What is Unix?"}
+		for range 10 {
+			th.Messages = append(th.Messages, Message{Role: "model", Content: msg})
+		}
+		threads[i] = th
+	}
+	for b.Loop() {
+		for _, th := range threads {
+			th.Match("thompson plan9")
+		}
+	}
+}
+
+// TestIndexASCIIFold: the ASCII path finds what folding into runes finds, on
+// random text and words of a small alphabet (so that near misses abound).
+func TestIndexASCIIFold(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "aAbB c.T"
+	pick := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for range 20000 {
+		text, word := pick(rng.IntN(40)), pick(1+rng.IntN(4))
+		fw := fold(word)
+		if got, want := indexASCIIFold(text, fw), index(fold(text), fw); got != want {
+			t.Fatalf("indexASCIIFold(%q, %q) = %d, want %d", text, word, got, want)
+		}
 	}
 }
