@@ -926,8 +926,12 @@ func (l *LibraryScreen) showProblem(c *libraryCard) {
 // action: what) failed and what to do next, then the cause as the system gave it.
 func libraryProblem(what string, err error) string {
 	var verify *download.VerifyError
+	var held *store.HeldError
 	advice := ""
 	switch {
+	case errors.As(err, &held): // a second Darkroom (window or command) on the same model
+		return "Another Darkroom — a second window, or a `darkroom` command — is " + held.Doing +
+			": wait for it to finish there, or close it, then try again."
 	case errors.Is(err, hub.ErrUnauthorized):
 		advice = "The model hub refused access: the model is gated or private. Accept its license on huggingface.co " +
 			"while signed in, then paste your access token in the Hugging Face box below."

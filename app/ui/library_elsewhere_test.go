@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hw"
+	"github.com/darkroomlabs/darkroom/models/store"
 )
 
 // TestLibraryDownloadElsewhere: a model another Darkroom is downloading into the
@@ -159,5 +161,16 @@ func TestLibraryModelTooBigForTheGPU(t *testing.T) {
 	selectProfile(c, "bf16") // 52 GB: tight in 64 GB of RAM
 	if pf := uiRead(func() ProfileFit { pf, _ := c.selectedProfile(); return pf }); pf.Verdict != "tight" || pf.Where != "RAM" || pf.OnCPU == "" {
 		t.Errorf("bf16: %s in %s (%q); want tight in RAM, on the CPU", pf.Verdict, pf.Where, pf.OnCPU)
+	}
+}
+
+// TestLibraryProblemOfAModelHeldElsewhere: a download or delete refused because
+// another Darkroom works on the model says so in the card's words, with what
+// that one is doing and what to do, wrapped as the models package wraps it.
+func TestLibraryProblemOfAModelHeldElsewhere(t *testing.T) {
+	err := fmt.Errorf("download diffusiongemma-26b: %w", &store.HeldError{Name: "google/diffusiongemma-26B-A4B-it", Doing: "downloading it"})
+	if got, want := libraryProblem("resume DiffusionGemma", err),
+		"Another Darkroom — a second window, or a `darkroom` command — is downloading it: wait for it to finish there, or close it, then try again."; got != want {
+		t.Errorf("libraryProblem = %q, want %q", got, want)
 	}
 }

@@ -21,8 +21,22 @@ import (
 // leaves nothing to clean up. The lock files themselves stay (a few bytes each:
 // removing one another process may be opening would let two hold it).
 
-// ErrHeld is wrapped by Hold when another process holds the model.
+// ErrHeld is wrapped by Hold when another process holds the model: a *HeldError.
 var ErrHeld = errors.New("in use by another Darkroom")
+
+// HeldError is Hold's error where another process holds the model: which model,
+// and what that process said it is doing ("downloading it").
+type HeldError struct {
+	Name, Doing string
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("%s is %v, which is %s: wait for it to finish there, or close that Darkroom, then try again",
+		e.Name, ErrHeld, e.Doing)
+}
+
+// Unwrap makes errors.Is(err, ErrHeld) hold.
+func (e *HeldError) Unwrap() error { return ErrHeld }
 
 // locksDir is the folder of the lock files, under the store's root.
 const locksDir = ".locks"
@@ -49,8 +63,7 @@ func (s *Store) Hold(name, what string) (release func(), err error) {
 	}
 	if !taken {
 		f.Close()
-		return nil, fmt.Errorf("%s is %w, which is %s: wait for it to finish there, or close that Darkroom, then try again",
-			name, ErrHeld, holderDoing(path))
+		return nil, &HeldError{Name: name, Doing: holderDoing(path)}
 	}
 	s.heldMu.Lock()
 	if s.held == nil {
