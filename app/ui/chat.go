@@ -105,7 +105,7 @@ func newChat(a *App) *Chat {
 		func() fyne.CanvasObject { return newThreadRow() },
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			if i < len(c.shown) {
-				setThreadRow(o, c.shown[i].Title, c.snippets[i])
+				setThreadRow(o, c.shown[i].Title, whenText(c.shown[i].Updated, time.Now()), c.snippets[i])
 			}
 		})
 	c.list.OnSelected = func(i widget.ListItemID) {
@@ -286,18 +286,31 @@ func (c *Chat) FocusSearch() { c.app.win.Canvas().Focus(c.search) }
 func newThreadRow() fyne.CanvasObject {
 	title := widget.NewLabel("thread title")
 	title.Truncation = fyne.TextTruncateEllipsis
+	when := widget.NewLabel("Yesterday")
+	secondaryText(when)
 	snippet := widget.NewLabel("")
 	snippet.Truncation = fyne.TextTruncateEllipsis
 	snippet.SizeName = theme.SizeNameCaptionText
 	snippet.TextStyle = fyne.TextStyle{Italic: true}
 	snippet.Hide()
-	return container.NewVBox(title, snippet)
+	return container.NewVBox(container.NewBorder(nil, nil, nil, when, title), snippet)
 }
 
-// setThreadRow shows title and snippet ("" for none) in a newThreadRow.
-func setThreadRow(o fyne.CanvasObject, title, snippet string) {
+// rowTitle and rowWhen are a newThreadRow's title and date labels (a Border
+// container holds its centre first, then its right side).
+func rowTitle(row *fyne.Container) *widget.Label {
+	return row.Objects[0].(*fyne.Container).Objects[0].(*widget.Label)
+}
+func rowWhen(row *fyne.Container) *widget.Label {
+	return row.Objects[0].(*fyne.Container).Objects[1].(*widget.Label)
+}
+
+// setThreadRow shows title, when (the chat's last change, whenText) and snippet
+// ("" for none) in a newThreadRow.
+func setThreadRow(o fyne.CanvasObject, title, when, snippet string) {
 	row := o.(*fyne.Container)
-	row.Objects[0].(*widget.Label).SetText(title)
+	rowTitle(row).SetText(title)
+	rowWhen(row).SetText(when)
 	s := row.Objects[1].(*widget.Label)
 	s.SetText(snippet)
 	if snippet == "" {
@@ -313,8 +326,31 @@ func setThreadRow(o fyne.CanvasObject, title, snippet string) {
 func threadRowHeights() (one, two float32) {
 	row := newThreadRow()
 	one = row.MinSize().Height
-	setThreadRow(row, "title", "snippet")
+	setThreadRow(row, "title", "Yesterday", "snippet")
 	return one, row.MinSize().Height
+}
+
+// whenText is when a chat last changed, as its row in the list says it, by
+// the local clock: "14:02" today, "Yesterday", the weekday within a week, the
+// day and month this year, else with the year too; "" for never.
+func whenText(t, now time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	t, now = t.Local(), now.Local()
+	day := func(x time.Time) time.Time { return time.Date(x.Year(), x.Month(), x.Day(), 0, 0, 0, 0, time.Local) }
+	switch days := int(day(now).Sub(day(t)).Hours()/24 + 0.5); {
+	case days <= 0:
+		return t.Format("15:04")
+	case days == 1:
+		return "Yesterday"
+	case days < 7:
+		return t.Format("Monday")
+	case t.Year() == now.Year():
+		return t.Format("2 Jan")
+	default:
+		return t.Format("2 Jan 2006")
+	}
 }
 
 // Threads returns the loaded threads, newest first.

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/widget"
@@ -52,7 +53,10 @@ func TestChatSearch(t *testing.T) {
 				o := c.list.CreateItem()
 				c.list.UpdateItem(i, o)
 				row := o.(*fyne.Container)
-				titles = append(titles, row.Objects[0].(*widget.Label).Text)
+				titles = append(titles, rowTitle(row).Text)
+				if when := rowWhen(row).Text; len(when) != len("15:04") || when[2] != ':' {
+					t.Errorf("row %d: a chat written in now says %q, not the time", i, when)
+				}
 				s := row.Objects[1].(*widget.Label)
 				if s.Visible() {
 					if title := row.Objects[0]; s.Position().Y < title.Position().Y+title.MinSize().Height {
@@ -151,5 +155,28 @@ func TestChatGoesOnTopWhenContinued(t *testing.T) {
 	onDisk, _ := a.deps.Chats.List()
 	if len(onDisk) != 2 || onDisk[0].ID != older.ID {
 		t.Errorf("the next start lists %q first", onDisk[0].Title)
+	}
+}
+
+// TestWhenText: a chat's row says when it last changed as people say it: the
+// time today, Yesterday, the weekday within a week, the date, with the year when
+// it is another's.
+func TestWhenText(t *testing.T) {
+	now := time.Date(2026, 12, 5, 14, 2, 0, 0, time.Local)
+	for _, c := range []struct {
+		t    time.Time
+		want string
+	}{
+		{time.Time{}, ""},
+		{now.Add(-3 * time.Hour), "11:02"},
+		{time.Date(2026, 12, 5, 0, 1, 0, 0, time.Local), "00:01"},
+		{time.Date(2026, 12, 4, 23, 59, 0, 0, time.Local), "Yesterday"},
+		{time.Date(2026, 12, 1, 9, 0, 0, 0, time.Local), "Tuesday"},
+		{time.Date(2026, 11, 20, 9, 0, 0, 0, time.Local), "20 Nov"},
+		{time.Date(2025, 12, 31, 9, 0, 0, 0, time.Local), "31 Dec 2025"},
+	} {
+		if got := whenText(c.t, now); got != c.want {
+			t.Errorf("whenText(%v) = %q, want %q", c.t, got, c.want)
+		}
 	}
 }
