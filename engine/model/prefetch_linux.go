@@ -20,7 +20,12 @@ func populateBytes(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	err := unix.Madvise(pageAligned(b), unix.MADV_POPULATE_READ)
+	a := pageAligned(b)
+	touched += b[0] // b's part of its first page, which a leaves out
+	if len(a) == 0 {
+		return nil
+	}
+	err := unix.Madvise(a, unix.MADV_POPULATE_READ)
 	if !errors.Is(err, unix.EINVAL) {
 		return err
 	}

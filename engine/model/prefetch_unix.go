@@ -14,16 +14,21 @@ var pageSize = unix.Getpagesize()
 // ignored: advice that cannot be given (memory that is not a mapping of a file, an
 // old kernel) changes nothing but the speed.
 func willNeedBytes(b []byte) {
-	if len(b) == 0 {
-		return
+	if a := pageAligned(b); len(a) > 0 {
+		_ = unix.Madvise(a, unix.MADV_WILLNEED)
 	}
-	_ = unix.Madvise(pageAligned(b), unix.MADV_WILLNEED)
 }
 
-// pageAligned is b's memory from the start of its first page to b's end: madvise
-// wants a page-aligned start.
+// pageAligned is b from its first page boundary on (madvise wants a page-aligned
+// start), empty where b holds none. It starts inside b, not at the start of b's
+// first page: memory before b is not b's, and a slice reaching back to it pointed
+// outside its allocation, which `go test -race`'s pointer checks stop the program
+// for (checkptr) — b's part of its first page goes unadvised.
 func pageAligned(b []byte) []byte {
-	p := unsafe.Pointer(unsafe.SliceData(b))
-	off := int(uintptr(p) % uintptr(pageSize))
-	return unsafe.Slice((*byte)(unsafe.Add(p, -off)), len(b)+off)
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	skip := int((uintptr(pageSize) - p%uintptr(pageSize)) % uintptr(pageSize))
+	if skip >= len(b) {
+		return nil
+	}
+	return b[skip:]
 }
