@@ -49,7 +49,7 @@ func TestEstimateCountsTheGraphBuffers(t *testing.T) {
 	if err := model.LoadSet(ctx, set); err != nil {
 		t.Fatal(err)
 	}
-	b, err := backends.NewWithConfig("go")
+	b, err := backends.NewWithConfig("go:ops_sequential") // as engine/backend runs it: simplego's parallel ops race and can deadlock
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestScratchIsTheStepGraphsLargestChunk(t *testing.T) {
 			if err := model.LoadSet(ctx, set); err != nil {
 				t.Fatal(err)
 			}
-			b, err := backends.NewWithConfig("go")
+			b, err := backends.NewWithConfig("go:ops_sequential") // as engine/backend runs it: simplego's parallel ops race and can deadlock
 			if err != nil {
 				t.Fatal(err)
 			}
