@@ -71,7 +71,7 @@ func (c *Chat) attach(name string, data []byte) {
 		text = cur + "\n\n" + text
 	}
 	c.input.SetText(text + "\n\n")
-	c.input.CursorRow = strings.Count(c.input.Text, "\n")
+	c.input.CursorRow, c.input.CursorColumn = strings.Count(c.input.Text, "\n"), 0 // on the empty line after it
 	c.input.Refresh()
 	c.app.win.Canvas().Focus(c.input)
 	lines := strings.Count(strings.TrimSpace(string(data)), "\n") + 1
