@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -890,5 +891,26 @@ func TestChatLetTheModelAnswer(t *testing.T) {
 	c.run.Wait()
 	if note, b := row(); note != "" || b != "" {
 		t.Errorf("under a greeting's answer: %q [%s]", note, b)
+	}
+}
+
+// TestRaceOnUnequalTerms: where the race's second copy of the model (the
+// printer's) ran on another backend than the first — on the CPU, the GPU being
+// full with the first copy — the summary says so, with why, so that its speeds
+// are not read as the two modes' on one device; copies on one backend say
+// nothing of it.
+func TestRaceOnUnequalTerms(t *testing.T) {
+	gpu := &fakeModel{answers: wikiAnswers, backend: "xla:cuda"}
+	a := newTestApp(t, gpu, "")
+	r := a.Race
+	cpu := &fakeModel{answers: wikiAnswers, backend: "go", fallback: "Only 1.2 GB of the RTX 4090's 25.8 GB of memory are free now."}
+	r.second = newModelHost(LoaderFunc(func(context.Context) (Model, error) { return cpu, nil }))
+	tap(r.startB)
+	r.run.Wait()
+	if want := "Not on equal terms: the printer's copy of the model ran on go, the polaroid's on xla:cuda (only 1.2 GB of the RTX 4090's 25.8 GB of memory are free now)."; !strings.HasSuffix(r.summary.Text, want) {
+		t.Errorf("summary %q; want it to end %q", r.summary.Text, want)
+	}
+	if got := unequalTerms(gpu, gpu); got != "" {
+		t.Errorf("one backend: %q", got)
 	}
 }

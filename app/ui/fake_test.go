@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,8 @@ type fakeModel struct {
 	leads *assets.Leads
 	// mode is ModelInfo.Mode (zero: diffusion, with no reason).
 	mode speed.Choice
+	// backend and fallback are ModelInfo's ("" backend: "fake").
+	backend, fallback string
 
 	mu    sync.Mutex
 	calls []*fakeCall
@@ -64,8 +67,8 @@ func (f *fakeModel) TokenText(id int) string {
 func (f *fakeModel) Decode(ids []int) string { return decodeRunes(ids) }
 func (f *fakeModel) IsEnd(id int) bool       { return id == fakeEOS }
 func (f *fakeModel) Info() ModelInfo {
-	return ModelInfo{Name: miniName, Builtin: true, Backend: "fake", Defaults: engine.Sampling{MaxSteps: stepsPerCanvas, TMin: 0.4, TMax: 0.8},
-		Leads: f.leads, Mode: f.mode}
+	return ModelInfo{Name: miniName, Builtin: true, Backend: cmp.Or(f.backend, "fake"), Defaults: engine.Sampling{MaxSteps: stepsPerCanvas, TMin: 0.4, TMax: 0.8},
+		Leads: f.leads, Mode: f.mode, Fallback: f.fallback}
 }
 func (f *fakeModel) Close() error { return nil }
 

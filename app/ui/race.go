@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"fyne.io/fyne/v2"
@@ -205,9 +206,28 @@ func (r *Race) Start() {
 				r.summary.SetText(oneModeSummary(oneMode, r.panes[1].result))
 				return
 			}
-			r.summary.SetText(raceSummary(r.panes[0].result, r.panes[1].result, polaroid.Info().Speed))
+			r.summary.SetText(raceSummary(r.panes[0].result, r.panes[1].result, polaroid.Info().Speed) + unequalTerms(printer, polaroid))
 		})
 	})
+}
+
+// unequalTerms is the race summary's last sentence where its two copies of the
+// model ran on different backends — the printer's, loaded second, on the CPU
+// where the GPU held the first one (models.BackendFor) — so that its speeds are
+// not read as the modes' on one device; "" where they ran alike.
+func unequalTerms(printer, polaroid Model) string {
+	if printer == nil {
+		return ""
+	}
+	pi, qi := printer.Info(), polaroid.Info()
+	if pi.Backend == qi.Backend {
+		return ""
+	}
+	s := " Not on equal terms: the printer's copy of the model ran on " + pi.Backend + ", the polaroid's on " + qi.Backend
+	if pi.Fallback != "" {
+		s += " (" + lowerFirst(strings.TrimSuffix(pi.Fallback, ".")) + ")"
+	}
+	return s + "."
 }
 
 // raceStats is a pane's line while it runs.
