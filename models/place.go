@@ -47,33 +47,47 @@ func Place(cfg *config.Model, p quant.Profile, info hw.Info) (Placement, error) 
 		return Placement{}, err
 	}
 	pl := Placement{Estimate: est, Budget: first, Verdict: fit.Judge(est.Total, first)}
-	ram := budgets[len(budgets)-1]
-	if first.Kind != "gpu" || pl.Verdict != fit.WontFit || ram.Kind != "ram" {
+	if first.Kind != "gpu" || pl.Verdict != fit.WontFit {
 		return pl, nil
 	}
-	cpu, err := fit.Compute(cfg, p, fit.Runtime{})
-	if err != nil {
-		return Placement{}, err
+	if cpu, ok := inRAM(cfg, p, budgets); ok {
+		cpu.CPUBecause = fmt.Sprintf("It is too big for the %s's %s of memory (it needs about %s there), so it runs on the CPU, from RAM: slower",
+			first.Name, store.FormatBytes(first.Bytes), store.FormatBytes(est.Total))
+		return cpu, nil
 	}
-	if fit.Judge(cpu.Total, ram) == fit.WontFit {
-		return pl, nil
-	}
-	return Placement{Estimate: cpu, Budget: ram, Verdict: fit.Judge(cpu.Total, ram),
-		CPUBecause: fmt.Sprintf("It is too big for the %s's %s of memory (it needs about %s there), so it runs on the CPU, from RAM: slower",
-			first.Name, store.FormatBytes(first.Bytes), store.FormatBytes(est.Total))}, nil
+	return pl, nil
 }
 
-// BackendFor is the backend a model loads with on the PC info describes: spec as
-// given, but where spec is auto, Darkroom runs on the GPU (info.Device) and the
-// model is too big for it but fits the RAM (Place), the CPU's ("go"), with the
-// sentence saying why (Placement.CPUBecause) — and so too where the GPU holds it
-// but has too little free now (its VRAMFree, when known: a game running beside
-// Darkroom, or the Race's first copy of the model), where loading it there would
-// run out of memory. A model whose
-// dimensions cannot be read before loading (a GGUF without config.json) keeps
-// spec.
-func BackendFor(spec string, src engine.Source, info hw.Info) (string, string) {
-	if backend.Resolve(spec) != backend.Auto || info.Device != "gpu" {
+// inRAM is cfg under p placed in the RAM, the last of budgets (Budgets), on the
+// CPU's estimate, where it fits there (tight included); ok false where it does
+// not, or the PC's RAM is unknown.
+func inRAM(cfg *config.Model, p quant.Profile, budgets []fit.Budget) (pl Placement, ok bool) {
+	ram := budgets[len(budgets)-1]
+	if ram.Kind != "ram" {
+		return Placement{}, false
+	}
+	cpu, err := fit.Compute(cfg, p, fit.Runtime{})
+	if err != nil || fit.Judge(cpu.Total, ram) == fit.WontFit {
+		return Placement{}, false
+	}
+	return Placement{Estimate: cpu, Budget: ram, Verdict: fit.Judge(cpu.Total, ram)}, true
+}
+
+// BackendFor is the backend a model loads with on the PC detect describes
+// (called only where spec is auto): spec as given, but where spec is auto,
+// Darkroom runs on the GPU (hw.Info.Device) and the model is too big for it but
+// fits the RAM (Place), the CPU's ("go"), with the sentence saying why
+// (Placement.CPUBecause) — and so too where the GPU holds it but has too little
+// free now (its VRAMFree, when known: a game running beside Darkroom, or the
+// Race's first copy of the model), where loading it there would run out of
+// memory. A model whose dimensions cannot be read before loading (a GGUF without
+// config.json) keeps spec.
+func BackendFor(spec string, src engine.Source, detect func() hw.Info) (string, string) {
+	if backend.Resolve(spec) != backend.Auto {
+		return spec, ""
+	}
+	info := detect()
+	if info.Device != "gpu" {
 		return spec, ""
 	}
 	files, err := src.Files()
@@ -84,7 +98,8 @@ func BackendFor(spec string, src engine.Source, info hw.Info) (string, string) {
 	if err != nil {
 		return spec, ""
 	}
-	pl, err := Place(cfg, speed.ProfileOf(cfg), info)
+	p := speed.ProfileOf(cfg)
+	pl, err := Place(cfg, p, info)
 	switch {
 	case err != nil:
 		return spec, ""
@@ -95,8 +110,7 @@ func BackendFor(spec string, src engine.Source, info hw.Info) (string, string) {
 	}
 	// It fits the GPU, but not what is free of it now: the RAM, if it fits there.
 	g := info.GPUs[0]
-	cpu, err := fit.Compute(cfg, speed.ProfileOf(cfg), fit.Runtime{})
-	if err != nil || info.RAMTotal <= 0 || fit.Judge(cpu.Total, fit.Budget{Kind: "ram", Bytes: info.RAMTotal}) == fit.WontFit {
+	if _, ok := inRAM(cfg, p, Budgets(info)); !ok {
 		return spec, ""
 	}
 	return "go", fmt.Sprintf("Only %s of the %s's %s of memory are free now (the rest is in use: by another program, a game perhaps, or by a model Darkroom holds there already) "+

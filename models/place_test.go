@@ -53,8 +53,9 @@ func TestPlace(t *testing.T) {
 }
 
 // TestBackendFor: auto on a PC that runs on its GPU loads a model too big for the
-// GPU on the CPU ("go"), saying why; one that fits, a backend given, or a PC
-// that runs on the CPU anyway keep the backend asked for.
+// GPU on the CPU ("go"), saying why; one that fits, a backend given (which
+// detects no hardware), or a PC that runs on the CPU anyway keep the backend
+// asked for.
 func TestBackendFor(t *testing.T) {
 	cfg := config.Tiny()
 	dir := filepath.Join(t.TempDir(), "tiny")
@@ -64,17 +65,17 @@ func TestBackendFor(t *testing.T) {
 	src := engine.Dir(dir)
 	small := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "Tiny GPU", VRAMTotal: 1 << 20}}, RAMTotal: 16 << 30}
 	big := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "Big GPU", VRAMTotal: 80 << 30}}, RAMTotal: 16 << 30}
-	if spec, why := BackendFor("auto", src, small); spec != "go" || !strings.Contains(why, "too big for the Tiny GPU's") {
+	if spec, why := BackendFor("auto", src, func() hw.Info { return small }); spec != "go" || !strings.Contains(why, "too big for the Tiny GPU's") {
 		t.Errorf("auto, too big for the GPU: %q, %q", spec, why)
 	}
 	busy := big
 	busy.GPUs = []hw.GPU{{Name: "Big GPU", VRAMTotal: 80 << 30, VRAMFree: 1 << 20}} // a game holds the rest
-	if spec, why := BackendFor("auto", src, busy); spec != "go" || !strings.Contains(why, "Only 1.0 MB of the Big GPU's 85.9 GB of memory are free now") {
+	if spec, why := BackendFor("auto", src, func() hw.Info { return busy }); spec != "go" || !strings.Contains(why, "Only 1.0 MB of the Big GPU's 85.9 GB of memory are free now") {
 		t.Errorf("auto, the GPU's memory taken: %q, %q", spec, why)
 	}
 	free := big
 	free.GPUs = []hw.GPU{{Name: "Big GPU", VRAMTotal: 80 << 30, VRAMFree: 70 << 30}}
-	if spec, why := BackendFor("auto", src, free); spec != "auto" || why != "" {
+	if spec, why := BackendFor("auto", src, func() hw.Info { return free }); spec != "auto" || why != "" {
 		t.Errorf("auto, the GPU free: %q, %q", spec, why)
 	}
 	for _, c := range []struct {
@@ -86,8 +87,12 @@ func TestBackendFor(t *testing.T) {
 		{"go", small},
 		{"auto", hw.Info{Device: "cpu", RAMTotal: 16 << 30}},
 	} {
-		if spec, why := BackendFor(c.spec, src, c.info); spec != c.spec || why != "" {
+		detected := false
+		if spec, why := BackendFor(c.spec, src, func() hw.Info { detected = true; return c.info }); spec != c.spec || why != "" {
 			t.Errorf("BackendFor(%q, %s GPU) = %q, %q; want it kept", c.spec, c.info.Device, spec, why)
+		}
+		if detected && c.spec != "auto" {
+			t.Errorf("BackendFor(%q) detected the hardware: only auto needs it", c.spec)
 		}
 	}
 }

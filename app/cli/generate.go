@@ -132,12 +132,12 @@ func (g *generateFlags) load(ctx context.Context, env *Env) (*engine.Engine, err
 func loadEngine(ctx context.Context, env *Env, src engine.Source, opts engine.Options) (*engine.Engine, error) {
 	var e *engine.Engine
 	var err error
-	onCPU := ""
-	if backend.Resolve(opts.Backend) == backend.Auto { // too big for the GPU: the CPU (models.BackendFor)
+	var onCPU string // too big for the GPU: the CPU (models.BackendFor)
+	opts.Backend, onCPU = models.BackendFor(opts.Backend, src, func() hw.Info {
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		opts.Backend, onCPU = models.BackendFor(opts.Backend, src, hw.Detect(dctx, ""))
-		cancel()
-	}
+		defer cancel()
+		return hw.Detect(dctx, "")
+	})
 	whileNoting(env.Stderr, "Loading "+src.String()+"…", func() { e, err = engine.Load(ctx, src, opts) })
 	if err != nil {
 		return nil, err

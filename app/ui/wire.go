@@ -93,16 +93,15 @@ func wireEngine(d *Deps) {
 		stage := LoadStage(ctx)
 		// Auto's GPU, unless the model is too big for it: the CPU then, said on the
 		// model's line (models.BackendFor).
-		spec, onCPU := st.Get().Backend, ""
-		if backend.Resolve(spec) == backend.Auto { // (detecting the hardware only then)
+		spec, onCPU := models.BackendFor(st.Get().Backend, src, func() hw.Info {
 			info := detect()
 			if info.Device == "gpu" { // the GPU's free memory now, not at start: a game may have started since
 				if gpus, _ := nvidia.Find(ctx); len(gpus) > 0 {
 					info.GPUs = gpus
 				}
 			}
-			spec, onCPU = models.BackendFor(spec, src, info)
-		}
+			return info
+		})
 		e, err := engine.Load(ctx, src, engine.Options{Backend: spec, Progress: stage})
 		if err != nil {
 			return nil, err
