@@ -41,17 +41,21 @@ func (e *HeldError) Unwrap() error { return ErrHeld }
 // locksDir is the folder of the lock files, under the store's root.
 const locksDir = ".locks"
 
+// lockPath is the lock file of the model called name.
+func (s *Store) lockPath(name string) string {
+	return filepath.Join(s.Root, locksDir, DirName(name)+".lock")
+}
+
 // Hold takes the model's hold for what this process is doing ("downloading it",
 // "deleting it", …), written into the lock file for a process that finds it held.
 // It does not wait: where another process holds it, the error wraps ErrHeld and
 // says, in plain words, what that process is doing and what to do. release lets it
 // go (once; later calls do nothing).
 func (s *Store) Hold(name, what string) (release func(), err error) {
-	dir := filepath.Join(s.Root, locksDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	path := s.lockPath(name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	path := filepath.Join(dir, DirName(name)+".lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -97,7 +101,7 @@ func (s *Store) Hold(name, what string) (release func(), err error) {
 // it said it is doing ("downloading it"); a hold this Store took is not
 // another's.
 func (s *Store) Elsewhere(name string) (doing string, held bool) {
-	path := filepath.Join(s.Root, locksDir, DirName(name)+".lock")
+	path := s.lockPath(name)
 	s.heldMu.Lock()
 	mine := s.held[path] > 0
 	s.heldMu.Unlock()
