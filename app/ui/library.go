@@ -710,6 +710,19 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 			}()
 		})
 	}
+	// ask asks question (detail says more), and runs run where the user answers
+	// confirm; dismiss leaves things as they are.
+	ask := func(question, detail, confirm, dismiss string, run func()) {
+		d := dialog.NewConfirm(question, detail, func(ok bool) {
+			if ok {
+				run()
+			}
+		}, l.app.win)
+		d.SetConfirmText(confirm)
+		d.SetDismissText(dismiss)
+		d.SetConfirmImportance(widget.DangerImportance)
+		d.Show()
+	}
 	// confirmed is act for what cannot be undone: the user answers question
 	// (detail, read at the tap, says what is lost) with confirm, or keeps things
 	// with dismiss.
@@ -717,17 +730,7 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 		fn func() error) *widget.Button {
 		b := act(label, icon, fn)
 		run := b.OnTapped
-		b.OnTapped = func() {
-			d := dialog.NewConfirm(question, detail(), func(ok bool) {
-				if ok {
-					run()
-				}
-			}, l.app.win)
-			d.SetConfirmText(confirm)
-			d.SetDismissText(dismiss)
-			d.SetConfirmImportance(widget.DangerImportance)
-			d.Show()
-		}
+		b.OnTapped = func() { ask(question, detail(), confirm, dismiss, run) }
 		return b
 	}
 	cancel := func() *widget.Button {
@@ -763,15 +766,7 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 			if alt := c.fittingProfile(); alt != "" {
 				detail += " The " + alt + " profile fits."
 			}
-			d := dialog.NewConfirm(what+" "+c.entry.Title+" ("+pf.Name+") anyway?", detail, func(ok bool) {
-				if ok {
-					run()
-				}
-			}, l.app.win)
-			d.SetConfirmText(what + " anyway")
-			d.SetDismissText("Cancel")
-			d.SetConfirmImportance(widget.DangerImportance)
-			d.Show()
+			ask(what+" "+c.entry.Title+" ("+pf.Name+") anyway?", detail, what+" anyway", "Cancel", run)
 		}
 		return b
 	}
