@@ -228,7 +228,7 @@ func (c *Chat) reload() {
 // openNewest shows the newest thread the list shows (the newest of all when a
 // search shows none), or a new one where there is none.
 func (c *Chat) openNewest() {
-	c.refreshList()
+	c.filterList()
 	switch {
 	case len(c.shown) > 0:
 		c.open(c.shown[0])
@@ -238,12 +238,19 @@ func (c *Chat) openNewest() {
 		c.NewThread()
 		return
 	}
-	c.refreshList()
+	c.selectOpen()
 }
 
 // refreshList shows the threads the search box matches (all when it is empty),
 // each with where it matched, and selects the open thread where it is shown.
 func (c *Chat) refreshList() {
+	c.filterList()
+	c.selectOpen()
+}
+
+// filterList is refreshList's first half: the threads the search box matches,
+// with where, into the list.
+func (c *Chat) filterList() {
 	q := c.search.Text
 	c.shown, c.snippets = nil, nil
 	for _, t := range c.threads {
@@ -267,6 +274,11 @@ func (c *Chat) refreshList() {
 		}
 	}
 	c.list.Refresh()
+}
+
+// selectOpen is refreshList's second half: the open thread selected in the list
+// where it is shown, none selected where it is not.
+func (c *Chat) selectOpen() {
 	if at := slices.Index(c.shown, c.cur); at >= 0 && c.cur != nil {
 		c.list.Select(at) // the open thread: OnSelected leaves it be
 	} else {
