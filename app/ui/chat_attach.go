@@ -23,25 +23,19 @@ import (
 // AttachFile asks for a text file (the paperclip) and puts it in the chat box.
 func (c *Chat) AttachFile() {
 	d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err == nil && r == nil {
-			return // cancelled
+		switch {
+		case err != nil:
+			c.showError(plainError("open the file", err))
+		case r != nil: // nil: cancelled
+			defer r.Close()
+			c.attachFrom(r.URI().Name(), r)
 		}
-		var data []byte
-		if err == nil {
-			data, err = io.ReadAll(io.LimitReader(r, chats.MaxAttach+1))
-			r.Close()
-		}
-		if err != nil {
-			c.showError(plainError("read the file", err))
-			return
-		}
-		c.attach(r.URI().Name(), data)
 	}, c.app.win)
 	d.Show()
 }
 
 // attachPath puts the file at path in the chat box (a file dropped on the
-// window), reading no more of it than a message may hold.
+// window).
 func (c *Chat) attachPath(path string) {
 	name := path[strings.LastIndexAny(path, `/\`)+1:]
 	f, err := os.Open(path)
@@ -50,7 +44,13 @@ func (c *Chat) attachPath(path string) {
 		return
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, chats.MaxAttach+1))
+	c.attachFrom(name, f)
+}
+
+// attachFrom puts the file called name, read from r, in the chat box, reading
+// no more of it than a message may hold (chats.Attach refuses a longer one).
+func (c *Chat) attachFrom(name string, r io.Reader) {
+	data, err := io.ReadAll(io.LimitReader(r, chats.MaxAttach+1))
 	if err != nil {
 		c.showError(plainError("read "+name, err))
 		return
