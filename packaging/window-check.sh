@@ -6,7 +6,8 @@
 # random model written by app/ui/internal/tinymodel), saves PNG screenshots of the
 # real window at 1280×800 (<screen>.png), then resizes it to the smallest supported
 # size (app/ui's smallestWindowSize) and shoots every screen again
-# (<screen>-small.png), and quits. On the way it checks defects a new user met:
+# (<screen>-small.png), then at the largest text size in the first window size
+# (<screen>-large.png), and quits. On the way it checks defects a new user met:
 # Enter sends in Chat, a download's error stays on its card (the model hub is a
 # closed local port), the Race panes wrap by words. Fails on a crash, a timeout, a
 # screen showing an error, a failed defect check, a window that grew past the size
@@ -68,7 +69,9 @@ fi
 screens="encyclopedia desktop chat race library settings"
 shots="encyclopedia-start encyclopedia-developing library-download-error settings-about chat-search"
 for screen in $screens; do shots="$shots $screen $screen-small"; done
-for shot in $shots; do
+large=""
+for screen in $screens; do large="$large $screen-large"; done
+for shot in $shots $large; do
 	if [ ! -s "$out/$shot.png" ]; then
 		if [ "$shot" = encyclopedia-developing ]; then
 			echo "window-check: note: no mid-development screenshot (the model finished too fast)"
@@ -80,7 +83,7 @@ for shot in $shots; do
 done
 if [ "${DARKROOM_DOCS:-}" = 1 ]; then
 	mkdir -p docs
-	for shot in $shots firstrun firstrun-small; do
+	for shot in $shots firstrun firstrun-small chat-large; do
 		if [ -s "$out/$shot.png" ]; then cp "$out/$shot.png" "docs/$shot.png"; fi
 	done
 	echo "window-check: screenshots copied to docs/"

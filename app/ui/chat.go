@@ -544,7 +544,7 @@ func (c *Chat) askRename() {
 			c.refreshList()
 		}, c.app.win)
 	box.OnSubmitted = func(string) { d.Submit() }
-	d.Resize(fyne.NewSize(420, d.MinSize().Height))
+	d.Resize(fyne.NewSize(scaled(420, 0).Width, d.MinSize().Height))
 	d.Show()
 	c.app.win.Canvas().Focus(box)
 }

@@ -240,9 +240,9 @@ func (s *desktopScreen) iconTile(l htmlsafe.Inline) fyne.CanvasObject {
 	name.Truncation = fyne.TextTruncateEllipsis
 	pic := widget.NewIcon(icon)
 	t := &tapTile{onTap: func() { s.onLink(l) }, text: l.Text,
-		content: container.NewVBox(container.New(layout.NewGridWrapLayout(fyne.NewSize(48, 48)), pic), name)}
+		content: container.NewVBox(container.New(layout.NewGridWrapLayout(scaled(48, 48)), pic), name)}
 	t.ExtendBaseWidget(t)
-	return container.New(layout.NewGridWrapLayout(fyne.NewSize(88, 80)), t)
+	return container.New(layout.NewGridWrapLayout(scaled(88, 80)), t)
 }
 
 // tapTile is a tappable area showing content.

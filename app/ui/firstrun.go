@@ -16,7 +16,7 @@ import (
 func newFirstRun(a *App) fyne.CanvasObject {
 	icon := canvas.NewImageFromResource(fyne.NewStaticResource("darkroom.png", assets.IconPNG()))
 	icon.FillMode = canvas.ImageFillContain
-	icon.SetMinSize(fyne.NewSize(96, 96))
+	icon.SetMinSize(scaled(96, 96))
 	title := widget.NewRichTextFromMarkdown("# Welcome to Darkroom\n\nLanguage models that develop whole pages at once, like a photograph, on your own PC. Nothing leaves this computer.")
 	title.Wrapping = fyne.TextWrapWord
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
@@ -253,5 +255,67 @@ func TestKeysActOnTheScreenShown(t *testing.T) {
 	}
 	if got := uiRead(func() string { return e.view.Doc().Title }); got != "Bell Labs" {
 		t.Errorf("Alt+Left on the Desktop moved the Encyclopedia to %q", got)
+	}
+}
+
+// TestTextSize: Ctrl+= and Ctrl+− step the text size through
+// settings.TextScales on any screen, the chat box focused or not (Ctrl+Shift+=
+// and the keypad's + too), Ctrl+0 puts it back; every size in the window
+// follows — text, icons, padding — it is kept across starts, and Settings'
+// Text size shows it and sets it. There was no way to make the text larger but
+// the desktop's own scale.
+func TestTextSize(t *testing.T) {
+	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	text, icon := theme.DefaultTheme().Size(theme.SizeNameText), theme.DefaultTheme().Size(theme.SizeNameInlineIcon)
+	sizes := func() (float32, float32, string) {
+		var txt, ic float32
+		var shown string
+		asUI(func() {
+			txt, ic = theme.Size(theme.SizeNameText), theme.Size(theme.SizeNameInlineIcon)
+			shown = a.Settings.textScale.Selected
+		})
+		return txt, ic, shown
+	}
+	want := func(step string, percent int) {
+		t.Helper()
+		f := float32(percent) / 100
+		if txt, ic, shown := sizes(); txt != text*f || ic != icon*f || shown != strconv.Itoa(percent)+"%" {
+			t.Errorf("%s: text %.1f, icon %.1f, Text size %q; want %.1f, %.1f, %d%%", step, txt, ic, shown, text*f, icon*f, percent)
+		}
+		if got := a.deps.Settings.Get().Scale(); got != f {
+			t.Errorf("%s: saved scale %.2f, want %.2f", step, got, f)
+		}
+	}
+	want("at the start", 100)
+	press(a, fyne.KeyEqual, fyne.KeyModifierShortcutDefault)
+	want("Ctrl+=", 110)
+	a.Show("Chat")
+	asUI(func() { a.win.Canvas().Focus(a.Chat.input) })
+	press(a, fyne.KeyEqual, fyne.KeyModifierShortcutDefault|fyne.KeyModifierShift)
+	want("Ctrl+Shift+= in the chat box", 125)
+	press(a, fyne.KeyPlus, fyne.KeyModifierShortcutDefault)
+	want("Ctrl+keypad +", 150)
+	press(a, fyne.KeyPlus, fyne.KeyModifierShortcutDefault)
+	want("Ctrl++ at the largest", 150)
+	press(a, fyne.Key0, fyne.KeyModifierShortcutDefault)
+	want("Ctrl+0", 100)
+	for range 3 {
+		press(a, fyne.KeyMinus, fyne.KeyModifierShortcutDefault)
+	}
+	want("Ctrl+− three times", 80)
+	asUI(func() { a.Settings.textScale.SetSelected("125%") })
+	want("Text size 125%", 125)
+
+	// A new start of the app on the same settings opens at that size.
+	a.shutdown()
+	b := newTestApp(t, &fakeModel{answers: wikiAnswers}, a.dir)
+	if txt := uiRead(func() float32 { return theme.Size(theme.SizeNameText) }); txt != text*1.25 {
+		t.Errorf("after a restart: text %.1f, want %.1f", txt, text*1.25)
+	}
+	if got := uiRead(func() string { return b.Settings.textScale.Selected }); got != "125%" {
+		t.Errorf("after a restart: Text size %q", got)
+	}
+	if !strings.Contains(b.keysHelp(), keyHint("=")+" larger text") || !strings.Contains(b.keysHelp(), keyHint("−")+" smaller text") {
+		t.Errorf("About's keys: %s", b.keysHelp())
 	}
 }

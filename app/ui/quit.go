@@ -36,7 +36,7 @@ func (a *App) requestClose() {
 		}
 	}, a.win)
 	d.SetConfirmImportance(widget.DangerImportance)
-	d.Resize(fyne.NewSize(520, d.MinSize().Height))
+	d.Resize(fyne.NewSize(scaled(520, 0).Width, d.MinSize().Height))
 	d.Show()
 }
 

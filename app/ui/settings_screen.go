@@ -57,11 +57,13 @@ type SettingsScreen struct {
 	fields   map[string]*widget.Entry
 	seed     *widget.Entry
 	theme    *widget.Select
-	server   *widget.Check
-	srvLbl   *widget.Label
-	port     *widget.Entry
-	origins  *widget.Entry // the web pages allowed to call the API (server.ParseOrigins)
-	keys     *widget.Label // About's line of the app's keys (App.keysHelp)
+	// textScale is Text size (settings.TextScales, shown as "100%").
+	textScale *widget.Select
+	server    *widget.Check
+	srvLbl    *widget.Label
+	port      *widget.Entry
+	origins   *widget.Entry // the web pages allowed to call the API (server.ParseOrigins)
+	keys      *widget.Label // About's line of the app's keys (App.keysHelp)
 	// pagePrompt and deskPrompt are the Demo prompts card's boxes (promptsCard).
 	pagePrompt, deskPrompt *widget.Entry
 	srvURL                 string // where the local server listens, "" when it is off
@@ -151,7 +153,19 @@ func newSettingsScreen(a *App) *SettingsScreen {
 		a.applyTheme()
 	})
 	s.theme.SetSelected(v.Theme)
-	themeCard := widget.NewCard("Appearance", "", container.NewBorder(nil, nil, widget.NewLabel("Theme"), nil, s.theme))
+	var sizes []string
+	for _, p := range settings.TextScales {
+		sizes = append(sizes, scaleLabel(p))
+	}
+	s.textScale = widget.NewSelect(sizes, func(label string) {
+		if p := scaleOf(label); p != s.textScaleInUse() { // (SetSelected calls this too)
+			s.app.setTextScale(p)
+		}
+	})
+	s.showTextScale()
+	appearance := widget.NewForm(widget.NewFormItem("Theme", s.theme), widget.NewFormItem("Text size", s.textScale))
+	themeCard := noteCard("Appearance", "Text size changes everything in the window; "+keyHint("=")+" and "+keyHint("−")+
+		" change it on any screen, "+keyHint("0")+" puts it back", appearance)
 
 	s.srvLbl = widget.NewLabel("")
 	s.srvLbl.Wrapping = fyne.TextWrapWord
@@ -444,37 +458,42 @@ func (s *SettingsScreen) serverProblem(err error) string {
 		"choose another port, or leave it empty for a free one, then tick the box again."
 }
 
-// applyTheme sets the theme variant from the settings.
+// applyTheme sets the theme from the settings: the variant (the system's,
+// dark or light) and the text size. Fyne redraws every window with it.
 func (a *App) applyTheme() {
 	if a.fyneApp == nil {
 		return
 	}
-	switch a.deps.Settings.Get().Theme {
+	v := a.deps.Settings.Get()
+	t := &appTheme{Theme: theme.DefaultTheme(), scale: v.Scale()}
+	switch v.Theme {
 	case "dark":
-		a.fyneApp.Settings().SetTheme(&variantTheme{Theme: theme.DefaultTheme(), variant: theme.VariantDark})
+		t.variant = new(fyne.ThemeVariant)
+		*t.variant = theme.VariantDark
 	case "light":
-		a.fyneApp.Settings().SetTheme(&variantTheme{Theme: theme.DefaultTheme(), variant: theme.VariantLight})
-	default:
-		a.fyneApp.Settings().SetTheme(readableTheme{theme.DefaultTheme()})
+		t.variant = new(fyne.ThemeVariant)
+		*t.variant = theme.VariantLight
 	}
+	a.fyneApp.Settings().SetTheme(t)
 }
 
-// variantTheme forces the default theme's dark or light variant.
-type variantTheme struct {
+// appTheme is the default theme as the settings ask for it: the variant forced
+// where variant is set (else the system's), every size multiplied by scale
+// (Text size: text, icons, padding and bars alike, as a browser zooms, so that
+// a larger text never overflows the boxes drawn for it), and the status
+// colours that text uses (Fits, Tight, Won't fit) darkened on the light
+// variant, where the default green and orange read at a contrast of about 2:1
+// against white.
+type appTheme struct {
 	fyne.Theme
-	variant fyne.ThemeVariant
+	variant *fyne.ThemeVariant
+	scale   float32
 }
 
-func (t *variantTheme) Color(n fyne.ThemeColorName, _ fyne.ThemeVariant) color.Color {
-	return readableTheme{t.Theme}.Color(n, t.variant)
-}
-
-// readableTheme is the default theme with the status colours that text uses
-// (Fits, Tight, Won't fit) darkened on the light variant, where the default
-// green and orange read at a contrast of about 2:1 against white.
-type readableTheme struct{ fyne.Theme }
-
-func (t readableTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
+func (t *appTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
+	if t.variant != nil {
+		v = *t.variant
+	}
 	if v == theme.VariantLight {
 		switch n {
 		case theme.ColorNameSuccess:
@@ -484,4 +503,51 @@ func (t readableTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.C
 		}
 	}
 	return t.Theme.Color(n, v)
+}
+
+func (t *appTheme) Size(n fyne.ThemeSizeName) float32 {
+	if t.scale <= 0 {
+		return t.Theme.Size(n)
+	}
+	return t.Theme.Size(n) * t.scale
+}
+
+// scaled is a size given in pixels at the default text size (an icon's, a
+// dialog's width) at the text size in use.
+func scaled(w, h float32) fyne.Size {
+	f := theme.Size(theme.SizeNameText) / theme.DefaultTheme().Size(theme.SizeNameText)
+	return fyne.NewSize(w*f, h*f)
+}
+
+// setTextScale saves a text size (percent; settings.TextScales) and redraws
+// the window with it; Settings' Text size shows it.
+func (a *App) setTextScale(percent int) {
+	a.Settings.save(func(v *settings.Values) { v.TextScale = percent })
+	a.applyTheme()
+	a.Settings.showTextScale()
+	a.Chat.filterList() // the list's rows are as high as their text, measured there
+}
+
+// stepTextScale is Ctrl+= (up) and Ctrl+− (down): the next text size.
+func (a *App) stepTextScale(up bool) {
+	a.setTextScale(settings.StepTextScale(a.deps.Settings.Get().TextScale, up))
+}
+
+// showTextScale shows the text size in use in Text size.
+func (s *SettingsScreen) showTextScale() {
+	s.textScale.SetSelected(scaleLabel(s.textScaleInUse()))
+}
+
+// textScaleInUse is the text size in use, in percent.
+func (s *SettingsScreen) textScaleInUse() int {
+	return int(s.app.deps.Settings.Get().Scale()*100 + 0.5)
+}
+
+// scaleLabel is a text size as Text size offers it ("100%").
+func scaleLabel(percent int) string { return strconv.Itoa(percent) + "%" }
+
+// scaleOf reads scaleLabel's text back (0 where it is not one).
+func scaleOf(label string) int {
+	p, _ := strconv.Atoi(strings.TrimSuffix(label, "%"))
+	return p
 }

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -145,24 +146,33 @@ func (a *App) addShortcuts() {
 	e := a.Encyclopedia
 	a.keys = []appKey{
 		{desktop.CustomShortcut{KeyName: fyne.KeyLeft, Modifier: fyne.KeyModifierAlt}, "back", a.onScreen(map[string]func(){
-			"Encyclopedia": e.Back, "Desktop": a.Desktop.Back})},
+			"Encyclopedia": e.Back, "Desktop": a.Desktop.Back}), nil},
 		{desktop.CustomShortcut{KeyName: fyne.KeyRight, Modifier: fyne.KeyModifierAlt}, "forward", a.onScreen(map[string]func(){
-			"Encyclopedia": e.Forward})},
+			"Encyclopedia": e.Forward}), nil},
 		{desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}, "the address bar", func() {
 			a.Show("Encyclopedia")
 			c.Focus(e.address)
-		}},
+		}, nil},
 		{desktop.CustomShortcut{KeyName: fyne.KeyR, Modifier: fyne.KeyModifierShortcutDefault}, "reload the page, or regenerate the answer", a.onScreen(map[string]func(){
-			"Encyclopedia": e.Reload, "Chat": a.Chat.Regenerate})},
+			"Encyclopedia": e.Reload, "Chat": a.Chat.Regenerate}), nil},
 		{desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}, "a new chat", func() {
 			a.Show("Chat")
 			a.Chat.StartNew()
-		}},
+		}, nil},
 		{desktop.CustomShortcut{KeyName: fyne.KeyF, Modifier: fyne.KeyModifierShortcutDefault}, "search the chats", a.onScreen(map[string]func(){
-			"Chat": a.Chat.FocusSearch})},
+			"Chat": a.Chat.FocusSearch}), nil},
+		// Text size, as browsers zoom: Ctrl+= is Ctrl++ without Shift; with
+		// it, and on the keypad, it is the same key.
+		{desktop.CustomShortcut{KeyName: fyne.KeyEqual, Modifier: fyne.KeyModifierShortcutDefault}, "larger text", func() { a.stepTextScale(true) },
+			[]desktop.CustomShortcut{{KeyName: fyne.KeyEqual, Modifier: fyne.KeyModifierShortcutDefault | fyne.KeyModifierShift},
+				{KeyName: fyne.KeyPlus, Modifier: fyne.KeyModifierShortcutDefault}}},
+		{desktop.CustomShortcut{KeyName: fyne.KeyMinus, Modifier: fyne.KeyModifierShortcutDefault}, "smaller text", func() { a.stepTextScale(false) }, nil},
+		{desktop.CustomShortcut{KeyName: fyne.Key0, Modifier: fyne.KeyModifierShortcutDefault}, "text size 100%", func() { a.setTextScale(100) }, nil},
 	}
 	for _, k := range a.keys {
-		c.AddShortcut(&k.shortcut, func(fyne.Shortcut) { k.do() })
+		for _, sc := range append([]desktop.CustomShortcut{k.shortcut}, k.also...) {
+			c.AddShortcut(&sc, func(fyne.Shortcut) { k.do() })
+		}
 	}
 	c.SetOnTypedKey(func(k *fyne.KeyEvent) {
 		if k.Name == fyne.KeyEscape {
@@ -190,6 +200,7 @@ type appKey struct {
 	shortcut desktop.CustomShortcut
 	what     string
 	do       func()
+	also     []desktop.CustomShortcut // other combinations for the same (not listed)
 }
 
 // keysHelp is the app's keys in one line, as Settings' About lists them: each of
@@ -213,6 +224,8 @@ func (a *App) keysHelp() string {
 			key = "←"
 		case fyne.KeyRight:
 			key = "→"
+		case fyne.KeyMinus:
+			key = "−"
 		}
 		parts = append(parts, mod+key+" "+k.what)
 	}
@@ -282,7 +295,7 @@ func (a *App) appShortcut(s fyne.Shortcut) bool {
 		return false
 	}
 	for _, k := range a.keys {
-		if k.shortcut == *cs {
+		if k.shortcut == *cs || slices.Contains(k.also, *cs) {
 			k.do()
 			return true
 		}

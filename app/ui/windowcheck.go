@@ -298,6 +298,19 @@ func (a *App) windowCheck(dir string) {
 			raceWraps(sizeText(smallestWindowSize))
 		}
 	}
+
+	// The largest text size (Ctrl+= to the end) in the default window: every
+	// screen again, none may need more room than the window has.
+	resize(start)
+	largest := settings.TextScales[len(settings.TextScales)-1]
+	fyne.DoAndWait(func() { a.setTextScale(largest) })
+	for _, screen := range []string{"Encyclopedia", "Desktop", "Chat", "Race", "Library", "Settings"} {
+		fyne.DoAndWait(func() { a.Show(screen) })
+		checkErr(screen)
+		shot(strings.ToLower(screen)+"-large", start, true)
+	}
+	fyne.DoAndWait(func() { a.setTextScale(100) })
+	report = append(report, fmt.Sprintf("OK every screen at text size %d%% in a %s window", largest, sizeText(start)))
 }
 
 func sizeText(s fyne.Size) string { return fmt.Sprintf("%.0f×%.0f", s.Width, s.Height) }

@@ -76,6 +76,10 @@ type Values struct {
 	// closed (0: never), which it opens at.
 	WindowWidth  float32 `json:"window_width,omitempty"`
 	WindowHeight float32 `json:"window_height,omitempty"`
+	// TextScale is the size of everything in the window — text, icons, spacing —
+	// in percent of Fyne's own (0 is 100): one of TextScales (Settings' Text
+	// size; Ctrl+= and Ctrl+− step it, Ctrl+0 puts it back, as a browser zooms).
+	TextScale int `json:"text_scale,omitempty"`
 }
 
 // RemoteServer is an OpenAI-compatible server: its base URL and API key.
@@ -118,7 +122,42 @@ var ServerPortBound = Bound{Key: "server_port", Label: "Port (empty: a random fr
 var (
 	BackendChoices = []string{"auto", "go", "xla"}
 	ThemeChoices   = []string{"system", "dark", "light"}
+	// TextScales are the text sizes offered, in percent, smallest first: a
+	// browser's zoom steps, from one that fits more on a small laptop screen to
+	// one that reads from a sofa.
+	TextScales = []int{80, 90, 100, 110, 125, 150}
 )
+
+// Scale is TextScale as the factor the window's sizes are multiplied by.
+func (v Values) Scale() float32 {
+	if v.TextScale == 0 {
+		return 1
+	}
+	return float32(v.TextScale) / 100
+}
+
+// StepTextScale is the text size one step larger (up) or smaller than
+// percent among TextScales, or percent itself at either end; a size between
+// two steps (a settings file written by hand) goes to the next one.
+func StepTextScale(percent int, up bool) int {
+	if percent == 0 {
+		percent = 100
+	}
+	if up {
+		for _, p := range TextScales {
+			if p > percent {
+				return p
+			}
+		}
+	} else {
+		for i := len(TextScales) - 1; i >= 0; i-- {
+			if TextScales[i] < percent {
+				return TextScales[i]
+			}
+		}
+	}
+	return percent
+}
 
 // SamplingBounds lists the sampling knobs in display order. Zero always means
 // "the model's default" and is allowed besides the range.
@@ -207,6 +246,9 @@ func (v *Values) clamp() {
 	}
 	if !contains(ThemeChoices, v.Theme) {
 		v.Theme = ThemeChoices[0]
+	}
+	if v.TextScale != 0 && !slices.Contains(TextScales, v.TextScale) {
+		v.TextScale = nearestScale(v.TextScale)
 	}
 	if v.PageMode != "diffusion" && v.PageMode != "ar" {
 		v.PageMode = "" // the model's choice
@@ -316,4 +358,23 @@ func (s *Store) Update(fn func(*Values)) error {
 		return fmt.Errorf("save settings %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// nearestScale is the one of TextScales nearest percent (a hand-written 300 is
+// the largest, 10 the smallest).
+func nearestScale(percent int) int {
+	best := TextScales[0]
+	for _, p := range TextScales {
+		if abs(p-percent) < abs(best-percent) {
+			best = p
+		}
+	}
+	return best
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

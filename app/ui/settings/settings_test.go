@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,6 +76,35 @@ func TestServerPort(t *testing.T) {
 		}
 		if got := s2.Get().ServerPort; got != c.want {
 			t.Errorf("port %d reloads as %d, want %d", c.set, got, c.want)
+		}
+	}
+}
+
+// TestTextScale: the text size steps through TextScales and stops at either
+// end; a size not among them (a settings file written by hand) reads as the
+// nearest, 0 as 100%.
+func TestTextScale(t *testing.T) {
+	for _, c := range []struct {
+		from int
+		up   bool
+		want int
+	}{{0, true, 110}, {100, true, 110}, {110, false, 100}, {150, true, 150}, {80, false, 80}, {0, false, 90}, {105, true, 110}, {105, false, 100}} {
+		if got := StepTextScale(c.from, c.up); got != c.want {
+			t.Errorf("StepTextScale(%d, up %v) = %d, want %d", c.from, c.up, got, c.want)
+		}
+	}
+	dir := t.TempDir()
+	for in, want := range map[int]float32{0: 1, 125: 1.25, 300: 1.5, 10: 0.8, 117: 1.1} {
+		p := filepath.Join(dir, "settings.json")
+		if err := os.WriteFile(p, []byte(fmt.Sprintf(`{"text_scale": %d}`, in)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Get().Scale(); got != want {
+			t.Errorf("text_scale %d reads as %.2f, want %.2f", in, got, want)
 		}
 	}
 }
