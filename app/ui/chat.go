@@ -26,7 +26,6 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/chat"
-	"github.com/darkroomlabs/darkroom/engine/markup"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
@@ -693,10 +692,14 @@ func (c *Chat) messageView(m chats.Message, model string, live fyne.CanvasObject
 		}
 		head = container.NewBorder(nil, nil, nil, copyB, who)
 	}
-	body := markdownText(m.Content)
+	render := markdownText
 	if m.Role == "model" {
-		body = answerText(m.Content)
+		render = answerText
 	}
+	body := messageBody(m.Content, render, func(text, note string) {
+		c.app.fyneApp.Clipboard().SetContent(text)
+		c.status.SetText(note)
+	})
 	parts := []fyne.CanvasObject{head}
 	if m.Thought != "" {
 		th := widget.NewLabel(m.Thought)
@@ -711,58 +714,6 @@ func (c *Chat) messageView(m chats.Message, model string, live fyne.CanvasObject
 	bg := canvas.NewRectangle(fill)
 	bg.CornerRadius = theme.InputRadiusSize() * 2
 	return container.NewPadded(container.NewStack(bg, container.NewPadded(container.NewVBox(parts...))))
-}
-
-// markdownText renders a message's markdown. Fyne's parser (CommonMark) leaves
-// emphasis markers it cannot pair as text — "**Note:**this", "**bold" cut by
-// a canvas boundary — so the stray "**" and "__" left in plain text are dropped.
-func markdownText(md string) *widget.RichText {
-	rt := widget.NewRichTextFromMarkdown(md)
-	rt.Wrapping = fyne.TextWrapWord
-	walkSegments(rt.Segments, func(t *widget.TextSegment) {
-		if !t.Style.TextStyle.Monospace {
-			t.Text = strings.NewReplacer("**", "", "__", "").Replace(t.Text)
-		}
-	})
-	return rt
-}
-
-// walkSegments calls fn on every text segment under segs, through blocks
-// (paragraphs, lists).
-func walkSegments(segs []widget.RichTextSegment, fn func(*widget.TextSegment)) {
-	for _, s := range segs {
-		switch t := s.(type) {
-		case *widget.TextSegment:
-			fn(t)
-		case widget.RichTextBlock:
-			walkSegments(t.Segments(), fn)
-		}
-	}
-}
-
-// answerText renders a model's reply: its markdown, less the markup fragments
-// Fyne would show as text (engine/markup: a half tag "<a dup", an attribute
-// end `eraer">`). A small model mixes its pages' HTML into answers; Fyne drops
-// a whole inline tag and keeps its text, but shows the debris of a broken one
-// — the pages' "no broken markup on screen", kept in Chat too. Code is left as
-// written. The user's own messages are shown as typed (markdownText).
-func answerText(md string) *widget.RichText {
-	rt := markdownText(md)
-	walkSegments(rt.Segments, func(t *widget.TextSegment) {
-		found := markup.Find(t.Text)
-		if t.Style.TextStyle.Monospace || len(found) == 0 {
-			return
-		}
-		var b strings.Builder
-		last := 0
-		for _, f := range found {
-			b.WriteString(t.Text[last:f[0]])
-			last = f[1]
-		}
-		b.WriteString(t.Text[last:])
-		t.Text = b.String()
-	})
-	return rt
 }
 
 // chatInput is the message box: Enter sends, Shift+Enter starts a new line, as

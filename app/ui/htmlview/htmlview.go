@@ -234,18 +234,36 @@ func (v *View) table(b htmlsafe.Block) fyne.CanvasObject {
 	for _, row := range b.Rows {
 		cols = max(cols, len(row))
 	}
-	grid := container.NewGridWithColumns(max(cols, 1))
-	for _, row := range b.Rows {
+	rows := make([][]fyne.CanvasObject, len(b.Rows))
+	for r, row := range b.Rows {
 		for c := 0; c < cols; c++ {
 			var segs []widget.RichTextSegment
 			if c < len(row) {
 				style := fyne.TextStyle{Bold: row[c].Header}
 				segs = v.runs(row[c].Inlines, theme.SizeNameText, style)
 			}
-			grid.Add(wrapping(segs))
+			rows[r] = append(rows[r], wrapping(segs))
 		}
 	}
-	return container.NewVBox(widget.NewSeparator(), grid, widget.NewSeparator())
+	header := len(b.Rows) > 1 && len(b.Rows[0]) > 0 && b.Rows[0][0].Header
+	return Table(rows, header)
+}
+
+// Table lays out a table's cells, rows of equally many: equal columns (a page
+// or a chat bubble is narrower than most tables' natural width), each row as
+// high as its own tallest cell — one grid made every row the tallest's — and
+// rules above and below, and under the first row where it is a header. Chat
+// draws its answers' markdown tables with it too.
+func Table(rows [][]fyne.CanvasObject, header bool) fyne.CanvasObject {
+	box := container.NewVBox(widget.NewSeparator())
+	for r, row := range rows {
+		box.Add(container.NewGridWithColumns(max(len(row), 1), row...))
+		if r == 0 && header {
+			box.Add(widget.NewSeparator())
+		}
+	}
+	box.Add(widget.NewSeparator())
+	return box
 }
 
 func (v *View) group(b htmlsafe.Block) fyne.CanvasObject {

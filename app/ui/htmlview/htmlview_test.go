@@ -247,3 +247,29 @@ func TestTextAfterLinksWrapsAsFyneDoes(t *testing.T) {
 		checkRows(t, v, fmt.Sprintf("width %.0f", width))
 	}
 }
+
+// TestTableRowsKeepTheirOwnHeight: a table's rows are each as high as their
+// own tallest cell, the header ruled off. One grid made every row as high as
+// the tallest: a long cell in one row left a screen's gap under every other.
+func TestTableRowsKeepTheirOwnHeight(t *testing.T) {
+	v, _ := tappedView(t, 500, 800)
+	long := strings.Repeat("words that wrap ", 30)
+	v.SetDoc(htmlsafe.Parse(`<table><tr><th>Name</th><th>About</th></tr><tr><td>a</td><td>short</td></tr><tr><td>b</td><td>` + long + `</td></tr></table>`))
+	box := v.box.Objects[0].(*fyne.Container)
+	var rows []*fyne.Container
+	rules := 0
+	for _, o := range box.Objects {
+		switch x := o.(type) {
+		case *fyne.Container:
+			rows = append(rows, x)
+		case *widget.Separator:
+			rules++
+		}
+	}
+	if len(rows) != 3 || rules != 3 {
+		t.Fatalf("%d rows and %d rules, want 3 and 3 (above, under the header, below)", len(rows), rules)
+	}
+	if h0, h1, h2 := rows[0].Size().Height, rows[1].Size().Height, rows[2].Size().Height; h1 >= h2/3 || h0 >= h2/3 {
+		t.Errorf("row heights %.0f, %.0f, %.0f: the short rows are as high as the long one", h0, h1, h2)
+	}
+}
