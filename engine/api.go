@@ -125,6 +125,16 @@ type Request struct {
 	// (not tentative) Opening, nor one longer than max new tokens.
 	Reply string
 
+	// FitContext lets a conversation longer than the model's context go on:
+	// where Messages and max new tokens do not fit, the earliest turns after
+	// the system turn are left out, whole — the part read begins with a user
+	// message — as few as make it fit, the last user message always read
+	// (Result.Dropped says how many). Where that message alone does not fit it
+	// is a *ContextError still. Chat sends it, as ChatGPT and LM Studio let a
+	// long chat go on; the API does not (its clients keep their own window,
+	// and OpenAI's API refuses what does not fit).
+	FitContext bool
+
 	// OnEvent, if set, is called synchronously from the generating goroutine for
 	// every denoising step, committed canvas and AR token. It must not block for long.
 	OnEvent func(Event)
@@ -203,6 +213,7 @@ type Result struct {
 	LeadHeld      bool          `json:"lead_held,omitempty"`   // Request.Lead was held after the Opening (Tokens and Text begin with both)
 	HeldTokens    int           `json:"held_tokens,omitempty"` // how many of Tokens were held (the Opening's and, where held, the Lead's; or the Reply's), not written
 	Replied       bool          `json:"replied,omitempty"`     // the model began Request.Reply, held whole as the answer
+	Dropped       int           `json:"dropped,omitempty"`     // Request.FitContext: how many of the Messages after the system turn were left out, the earliest
 }
 
 // Why a generation stopped (Result.StopReason; also its JSON): the engine

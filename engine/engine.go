@@ -146,6 +146,7 @@ func (e *ContextError) Error() string {
 type Checked struct {
 	PromptTokens int  // the prompt's length in tokens
 	LeadHeld     bool // Request.Lead fits after the Opening and would be held (Result.LeadHeld)
+	Dropped      int  // messages Request.FitContext would leave out (Result.Dropped)
 }
 
 // Check runs the checks Generate runs before its first forward pass (sampling
@@ -157,7 +158,7 @@ func (e *Engine) Check(req Request) (Checked, error) {
 	if err != nil {
 		return Checked{}, err
 	}
-	return Checked{PromptTokens: len(p.prompt), LeadHeld: p.lead}, nil
+	return Checked{PromptTokens: len(p.prompt), LeadHeld: p.lead, Dropped: p.dropped}, nil
 }
 
 // endIDs are the ids at which a generation ends on this model: generation
@@ -193,6 +194,7 @@ type plan struct {
 	lead            bool  // Request.Lead is in opening
 	reply           []int // Request.Reply's ids, where it may be held (nil where not)
 	eos             []int
+	dropped         int // Request.FitContext: messages left out of the prompt
 }
 
 func (e *Engine) plan(req *Request) (plan, error) {
@@ -244,19 +246,74 @@ func (e *Engine) plan(req *Request) (plan, error) {
 			reply = nil // not the whole reply: the model writes its answer
 		}
 	}
+	dropped := 0
 	if mp := t.MaxPositionEmbeddings; mp > 0 {
 		if s.MaxNewTokens > mp { // before the sums below, which could overflow
 			return plan{}, &ContextError{Prompt: len(prompt), MaxNew: s.MaxNewTokens, Need: len(prompt) + mp, Limit: mp}
 		}
-		need := len(prompt) + s.MaxNewTokens
+		newTokens := s.MaxNewTokens
 		if req.Mode != AR {
-			need = len(prompt) + (s.MaxNewTokens+canvas-1)/canvas*canvas
+			newTokens = (s.MaxNewTokens + canvas - 1) / canvas * canvas
 		}
-		if need > mp {
+		if len(prompt)+newTokens > mp && req.FitContext {
+			if prompt, dropped, err = e.fitContext(req, prompt, mp-newTokens); err != nil {
+				return plan{}, err
+			}
+		}
+		if need := len(prompt) + newTokens; need > mp {
 			return plan{}, &ContextError{Prompt: len(prompt), MaxNew: s.MaxNewTokens, Need: need, Limit: mp}
 		}
 	}
-	return plan{s: s, prompt: prompt, opening: opening, lead: lead, reply: reply, eos: eos}, nil
+	return plan{s: s, prompt: prompt, opening: opening, lead: lead, reply: reply, eos: eos, dropped: dropped}, nil
+}
+
+// fitContext is Request.FitContext: the prompt of req's Messages less the
+// fewest earliest turns that leave it at most room tokens long, and how many
+// messages it leaves out. The part kept begins with a user message (after any
+// leading system turns) and holds the last one; the first start that fits is
+// found by bisection, each try one encoding. Where the last user message alone
+// is too long it returns that prompt, and the caller's check says so.
+func (e *Engine) fitContext(req *Request, prompt []int, room int) ([]int, int, error) {
+	msgs := req.Messages
+	sys := 0
+	for sys < len(msgs) && msgs[sys].Role == "system" {
+		sys++
+	}
+	var starts []int // where the part read may begin: each user message after the first kept one
+	for i := sys + 1; i < len(msgs); i++ {
+		if msgs[i].Role == "user" {
+			starts = append(starts, i)
+		}
+	}
+	encode := func(from int) ([]int, error) {
+		r := *req
+		r.Messages = append(slices.Clip(msgs[:sys]), msgs[from:]...)
+		return e.prompt(&r)
+	}
+	var best []int
+	bestFrom := -1
+	lo, hi := 0, len(starts)-1
+	for lo <= hi { // the earliest start whose prompt fits
+		mid := (lo + hi) / 2
+		ids, err := encode(starts[mid])
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(ids) <= room {
+			best, bestFrom, hi = ids, starts[mid], mid-1
+		} else {
+			lo = mid + 1
+		}
+	}
+	switch {
+	case bestFrom >= 0:
+		return best, bestFrom - sys, nil
+	case len(starts) > 0: // not even the last user message's turn fits: that prompt, refused
+		last := starts[len(starts)-1]
+		ids, err := encode(last)
+		return ids, last - sys, err
+	}
+	return prompt, 0, nil
 }
 
 // newGeneration checks a request and prepares its state.
@@ -281,7 +338,7 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 	}
 	return &generation{ctx: ctx, req: req, run: e.run, tok: e.tok, smp: smp, s: s, guideIDs: e.guideIDs,
 		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt, opening: opening,
-		lead: p.lead, reply: p.reply}, nil
+		lead: p.lead, reply: p.reply, dropped: p.dropped}, nil
 }
 
 // guideIDs is what AR guidance knows of each id's text, by id.

@@ -97,6 +97,7 @@ type generation struct {
 	prompt   []int
 	opening  []int // Request.Opening's ids (and Lead's, where it fits): held at the head of the answer, over as many canvases as they reach (AR: fed first)
 	lead     bool  // Request.Lead is in opening (Result.LeadHeld)
+	dropped  int   // messages Request.FitContext left out (Result.Dropped)
 	reply    []int // Request.Reply's ids, where it may be held
 	start    time.Time
 	forward  int           // forward passes so far
@@ -113,7 +114,7 @@ type generation struct {
 // generate runs the request. The caller holds the Engine's lock.
 func (g *generation) generate() (*Result, error) {
 	g.start = time.Now()
-	g.res = &Result{PromptTokens: len(g.prompt), Canvases: []CanvasStats{}, Tokens: []int{}, LeadHeld: g.lead}
+	g.res = &Result{PromptTokens: len(g.prompt), Canvases: []CanvasStats{}, Tokens: []int{}, LeadHeld: g.lead, Dropped: g.dropped}
 	if g.lead && g.req.LeadEnds && !g.req.OpeningTentative {
 		g.endWithLead()
 		return g.finish(), nil

@@ -40,6 +40,10 @@ type Thread struct {
 	Mode     string    `json:"mode,omitempty"`  // the mode picked for it: "diffusion" or "ar"; "" automatic
 	Model    string    `json:"model,omitempty"` // the model that answered last
 	Messages []Message `json:"messages"`
+	// ReadFrom is the first of Messages the model read for its last answer,
+	// where the chat had grown past what it reads at once (the earlier ones
+	// were left out: engine.Request.FitContext); 0 where it read them all.
+	ReadFrom int       `json:"read_from,omitempty"`
 	Created  time.Time `json:"created"`
 	Updated  time.Time `json:"updated"`
 }

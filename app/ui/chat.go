@@ -658,12 +658,28 @@ func (c *Chat) renderMessages() {
 		if i == last && m.Role == "model" && c.other != nil && !c.answering {
 			v = c.withSwap(v)
 		}
+		if i == c.cur.ReadFrom && i > 0 { // (in the first message read's place: showPartial counts places)
+			v = container.NewVBox(c.leftOutNote(), v)
+		}
 		objs = append(objs, v)
 	}
 	c.messages.Objects = objs
 	c.messages.Refresh()
 	c.scroll.ScrollToBottom()
 }
+
+// leftOutNote is the line over the first message the model read for its last
+// answer, where the chat had grown past what it reads at once (Thread.ReadFrom).
+func (c *Chat) leftOutNote() fyne.CanvasObject {
+	l := widget.NewLabel(leftOutText)
+	l.Wrapping = fyne.TextWrapWord
+	secondaryText(l)
+	return container.NewVBox(widget.NewSeparator(), l)
+}
+
+// leftOutText is leftOutNote's text.
+const leftOutText = "The model no longer reads the messages above: this chat has grown longer than it reads at once, " +
+	"so it answers from the messages below. A New chat starts afresh."
 
 // messageView draws one message as a bubble: who wrote it, a reply's thinking,
 // the markdown body, then live (the canvas still developing, if not nil), and a
@@ -937,26 +953,23 @@ func (c *Chat) answer() {
 			})
 		}
 		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Opening: start.Opening, Lead: start.Lead, LeadEnds: start.Lead != "", OpeningTentative: start.OpeningTentative, Reply: start.Reply,
-			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push})
+			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push, FitContext: true})
 		th.Close()
 		c.finish(current, t, res, err, info.Mode.Reason, info.Leads.Len() > 0, asked)
 	})
 }
 
-// chatTooLong says what to do when a chat no longer fits in the model's context
-// (earlier says the chat has turns before the last message): every answer in it
-// would fail the same way, so the way on is a new chat, or a shorter message.
-func chatTooLong(ce *engine.ContextError, earlier bool) string {
+// chatTooLong says what to do when a message does not fit in the model's
+// context. The earlier turns of a long chat are left out to make room
+// (engine.Request.FitContext), so what does not fit is the last message
+// itself, or a Max new tokens past the context.
+func chatTooLong(ce *engine.ContextError) string {
 	if ce.MaxNew > ce.Limit {
 		return fmt.Sprintf("Max new tokens in Settings (%d) is more than this model can read and write at once (%d tokens): "+
 			"lower it in Settings, or clear it to use the model's default.", ce.MaxNew, ce.Limit)
 	}
-	if !earlier {
-		return fmt.Sprintf("This message is too long for the model to read at once (%d tokens; with room for the answer "+
-			"it needs %d of the %d it reads): send a shorter one.", ce.Prompt, ce.Need, ce.Limit)
-	}
-	return fmt.Sprintf("This chat is now too long for the model to read at once (%d tokens; with room for the answer "+
-		"it needs %d of the %d it reads): start a New chat to go on.", ce.Prompt, ce.Need, ce.Limit)
+	return fmt.Sprintf("This message is too long for the model to read at once (%d tokens; with room for the answer "+
+		"it needs %d of the %d it reads): send a shorter one.", ce.Prompt, ce.Need, ce.Limit)
 }
 
 // showPartial shows the committed part of the answer as the last message.
@@ -988,8 +1001,8 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 		if err != nil {
 			c.status.SetText("Error")
 			var ce *engine.ContextError
-			if errors.As(err, &ce) {
-				c.showError(chatTooLong(ce, len(t.Messages) > 1))
+			if errors.As(err, &ce) { // (the earlier turns are left out where they alone do not fit: FitContext)
+				c.showError(chatTooLong(ce))
 			} else {
 				c.showError(plainError("answer", err))
 			}
@@ -1009,9 +1022,13 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 		}
 		t.Messages = append(t.Messages, chats.Message{Role: "model", Content: text, Thought: ans.Thought, Time: time.Now().UTC()})
 		t.Model = c.app.activeModelName()
+		t.ReadFrom = res.Dropped
 		c.save()
 		c.renderMessages()
 		st := develop.DoneStatus(res, entries)
+		if res.Dropped > 0 {
+			st += " · " + plural.Count(res.Dropped, "earlier message", "earlier messages") + " left out"
+		}
 		if why != "" && !develop.HeldWhole(res) { // an entry held whole was written in no mode
 			st += " · " + why
 		}

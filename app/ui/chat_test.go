@@ -378,37 +378,74 @@ func TestChatExport(t *testing.T) {
 
 // TestChatTooLongSaysWhatToDo: a chat grown past the model's context failed
 // every answer with "Could not answer: prompt (8100 tokens) plus 256 new tokens
-// needs 8356 positions; the model has 8192"; it says in words that the chat is
-// too long and to start a new one (or, for a first message, to send a shorter one).
+// needs 8356 positions; the model has 8192", and then said to start a new
+// chat: it goes on now, the model reading the latest turns that fit
+// (engine.Request.FitContext), a line over the first message read saying the
+// ones above are no longer read, kept with the chat; a message too long alone
+// says to send a shorter one.
 func TestChatTooLongSaysWhatToDo(t *testing.T) {
 	n := 0
 	m := &fakeModel{answers: chatAnswers(&n), fail: func(call int) error {
 		if call == 1 {
-			return nil // the first answer fits
+			return &engine.ContextError{Prompt: 8100, MaxNew: 256, Need: 8356, Limit: 8192}
 		}
-		return &engine.ContextError{Prompt: 8100, MaxNew: 256, Need: 8356, Limit: 8192}
+		return nil
+	}, dropped: func(req engine.Request) int {
+		if len(req.Messages) >= 5 { // from the third question on, as the engine would
+			return 2
+		}
+		return 0
 	}}
-	a := newTestApp(t, m, "")
+	dir := t.TempDir()
+	a := newTestApp(t, m, dir)
 	c := a.Chat
-	typeText(c.input, "What is Unix?")
-	tap(c.send)
-	c.run.Wait()
-	typeText(c.input, "And Lisp?")
-	tap(c.send)
-	c.run.Wait()
-	got := uiRead(func() string { return c.errLabel.Text })
-	if !strings.Contains(got, "This chat is now too long for the model to read at once") || !strings.Contains(got, "start a New chat") ||
-		strings.Contains(got, "positions") {
-		t.Errorf("a chat past the context: %q", got)
-	}
-	asUI(c.NewThread)
 	typeText(c.input, "A very long paste")
 	tap(c.send)
 	c.run.Wait()
-	if got := uiRead(func() string { return c.errLabel.Text }); !strings.Contains(got, "This message is too long") || !strings.Contains(got, "send a shorter one") {
-		t.Errorf("a first message past the context: %q", got)
+	if got := uiRead(func() string { return c.errLabel.Text }); !strings.Contains(got, "This message is too long") || !strings.Contains(got, "send a shorter one") ||
+		strings.Contains(got, "positions") {
+		t.Errorf("a message past the context: %q", got)
 	}
-	if got := chatTooLong(&engine.ContextError{MaxNew: 10000, Limit: 8192}, true); !strings.Contains(got, "Max new tokens in Settings (10000)") {
+	asUI(c.NewThread)
+	for _, q := range []string{"What is Unix?", "And Lisp?", "And C?"} {
+		typeText(c.input, q)
+		tap(c.send)
+		c.run.Wait()
+		if got := uiRead(func() string { return c.errLabel.Text }); uiRead(c.errLabel.Visible) {
+			t.Fatalf("%s: %s", q, got)
+		}
+	}
+	calls := m.Calls()
+	if last := calls[len(calls)-1].req; !last.FitContext {
+		t.Error("Chat did not ask the engine to fit a long chat")
+	}
+	notes := func() []int {
+		var at []int
+		uiMu.Lock()
+		defer uiMu.Unlock()
+		for i, o := range c.messages.Objects {
+			walkObjects(o, func(o fyne.CanvasObject) {
+				if l, ok := o.(*widget.Label); ok && l.Text == leftOutText {
+					at = append(at, i)
+				}
+			})
+		}
+		return at
+	}
+	if got := notes(); len(got) != 1 || got[0] != 2 {
+		t.Errorf("the left-out note is over messages %v, want over the third (the second question)", got)
+	}
+	if st := uiRead(func() string { return c.status.Text }); !strings.Contains(st, "2 earlier messages left out") {
+		t.Errorf("status %q", st)
+	}
+	// Kept with the chat: it is there after a restart.
+	a.shutdown()
+	b := newTestApp(t, m, dir)
+	c = b.Chat
+	if got := notes(); len(got) != 1 || got[0] != 2 {
+		t.Errorf("after a restart the left-out note is over messages %v", got)
+	}
+	if got := chatTooLong(&engine.ContextError{MaxNew: 10000, Limit: 8192}); !strings.Contains(got, "Max new tokens in Settings (10000)") {
 		t.Errorf("max new tokens past the context: %q", got)
 	}
 }

@@ -34,6 +34,9 @@ type fakeModel struct {
 	// fail, if set, is asked before each generation (numbered from 1) for an
 	// error to return instead of an answer.
 	fail func(call int) error
+	// dropped, if set, says how many messages a request with FitContext has
+	// left out (Result.Dropped), as the engine would for a chat past its context.
+	dropped func(req engine.Request) int
 	// leads, if set, are the model folder's (ModelInfo.Leads).
 	leads *assets.Leads
 	// mode is ModelInfo.Mode (zero: diffusion, with no reason).
@@ -102,6 +105,9 @@ func (f *fakeModel) Generate(ctx context.Context, req engine.Request) (*engine.R
 	}
 	ids = append(ids, fakeEOS)
 	res := &engine.Result{PromptTokens: 10}
+	if f.dropped != nil && req.FitContext {
+		res.Dropped = f.dropped(req)
+	}
 	var committed []int
 	passes := 0
 	emit := func(ev engine.Event) {
