@@ -278,6 +278,9 @@ func runGenerate(env *Env, args []string) error {
 		req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
 		req.LeadEnds = req.Lead != "" // the entry's answer, as trained: it ends there
 	}
+	if *thinking && g.builtin() { // the Mini has the token, never trained on it: said before it loads
+		return errors.New("generate: " + noThinking("Darkroom Mini"))
+	}
 	e, err := loadEngine(ctx, env, src, engine.Options{Backend: g.backend, InGraph: g.graph})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -288,12 +291,8 @@ func runGenerate(env *Env, args []string) error {
 	defer e.Close()
 
 	tok := e.Tokenizer()
-	if _, ok := tok.ID("<|think|>"); *thinking && (!ok || g.builtin()) { // the Mini has the token, never trained on it
-		name := g.model
-		if g.builtin() {
-			name = "Darkroom Mini"
-		}
-		return errors.New("generate: " + noThinking(name))
+	if _, ok := tok.ID("<|think|>"); *thinking && !ok {
+		return errors.New("generate: " + noThinking(g.model))
 	}
 	if g.mode == "auto" {
 		choice, err := g.autoMode(ctx, env, e)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -34,6 +35,10 @@ import (
 // a thinking channel. The answer develops canvas by canvas.
 type Chat struct {
 	app *App
+	// reading counts the attached files being read (readAttachments).
+	reading sync.WaitGroup
+	// dayTimer redraws the list at midnight (tickDays).
+	dayTimer *time.Timer
 
 	threads  []*chats.Thread
 	cur      *chats.Thread
@@ -200,7 +205,31 @@ func newChat(a *App) *Chat {
 	split.Offset = 0.22
 	c.content = split
 	c.reload()
+	c.tickDays()
 	return c
+}
+
+// tickDays redraws the list's rows just after each local midnight, so that
+// their days move on ("14:02" becomes "Yesterday") in a window left open
+// overnight; they stayed until the list was next refreshed. The App's
+// shutdown stops it.
+func (c *Chat) tickDays() {
+	c.dayTimer = time.AfterFunc(untilNextDay(time.Now()), func() {
+		onUI(func() {
+			if c.dayTimer == nil { // the app shut down
+				return
+			}
+			c.list.Refresh()
+			c.tickDays()
+		})
+	})
+}
+
+// untilNextDay is the time from now to a second past the next local midnight.
+func untilNextDay(now time.Time) time.Duration {
+	now = now.Local()
+	next := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 1, 0, time.Local)
+	return next.Sub(now)
 }
 
 // reload reads the threads from disk; a corrupt file is reported for that thread.

@@ -27,35 +27,58 @@ func (c *Chat) AttachFile() {
 		case err != nil:
 			c.showError(plainError("open the file", err))
 		case r != nil: // nil: cancelled
-			defer r.Close()
-			c.attachFrom(r.URI().Name(), r)
+			c.readAttachments([]attachment{{r.URI().Name(), func() (io.ReadCloser, error) { return r, nil }}})
 		}
 	}, c.app.win)
 	d.Show()
 }
 
-// attachPath puts the file at path in the chat box (a file dropped on the
-// window).
-func (c *Chat) attachPath(path string) {
-	name := path[strings.LastIndexAny(path, `/\`)+1:]
-	f, err := os.Open(path)
-	if err != nil {
-		c.showError(plainError("read "+name, err))
-		return
-	}
-	defer f.Close()
-	c.attachFrom(name, f)
+// attachment is a file to put in the chat box: its name and how to open it.
+type attachment struct {
+	name string
+	open func() (io.ReadCloser, error)
 }
 
-// attachFrom puts the file called name, read from r, in the chat box, reading
-// no more of it than a message may hold (chats.Attach refuses a longer one).
-func (c *Chat) attachFrom(name string, r io.Reader) {
-	data, err := io.ReadAll(io.LimitReader(r, chats.MaxAttach+1))
-	if err != nil {
-		c.showError(plainError("read "+name, err))
-		return
+// attachPaths puts the files at paths in the chat box (files dropped on the
+// window).
+func (c *Chat) attachPaths(paths []string) {
+	var files []attachment
+	for _, path := range paths {
+		files = append(files, attachment{path[strings.LastIndexAny(path, `/\`)+1:], func() (io.ReadCloser, error) { return os.Open(path) }})
 	}
-	c.attach(name, data)
+	c.readAttachments(files)
+}
+
+// readAttachments reads files off the UI goroutine — a file on a network
+// share or a sleeping disk froze the window while it was read — one after
+// another, in order, each no further than a message may hold (chats.Attach
+// refuses a longer one), and puts each in the chat box as it is read. Call on
+// the UI goroutine; c.reading counts the reads under way.
+func (c *Chat) readAttachments(files []attachment) {
+	c.reading.Add(1)
+	go func() {
+		defer c.reading.Done()
+		for _, f := range files {
+			data, err := readAttachment(f)
+			onUI(func() {
+				if err != nil {
+					c.showError(plainError("read "+f.name, err))
+					return
+				}
+				c.attach(f.name, data)
+			})
+		}
+	}()
+}
+
+// readAttachment reads f up to one byte past the attach limit.
+func readAttachment(f attachment) ([]byte, error) {
+	r, err := f.open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(io.LimitReader(r, chats.MaxAttach+1))
 }
 
 // attach puts a file's text in the chat box after what is there, the cursor
@@ -91,7 +114,5 @@ func (a *App) onDropped(_ fyne.Position, uris []fyne.URI) {
 		return
 	}
 	a.Show("Chat")
-	for _, p := range paths {
-		a.Chat.attachPath(p)
-	}
+	a.Chat.attachPaths(paths)
 }

@@ -33,6 +33,7 @@ func TestChatDropAFile(t *testing.T) {
 
 	asUI(func() { a.Show("Library") })
 	asUI(func() { a.onDropped(fyne.Position{}, []fyne.URI{storage.NewFileURI(notes)}) })
+	c.reading.Wait()
 	if got := uiRead(func() string { return a.tabs.Selected().Text }); got != "Chat" {
 		t.Fatalf("a file dropped on the Library showed %s", got)
 	}
@@ -45,11 +46,13 @@ func TestChatDropAFile(t *testing.T) {
 	}
 
 	asUI(func() { a.onDropped(fyne.Position{}, []fyne.URI{storage.NewFileURI(photo)}) })
+	c.reading.Wait()
 	if !c.errLabel.Visible() || !strings.Contains(c.errLabel.Text, "photo.png is not a text file") || c.input.Text != want {
 		t.Errorf("a PNG dropped: error %v %q, box %q", c.errLabel.Visible(), c.errLabel.Text, c.input.Text)
 	}
 	link, _ := storage.ParseURI("https://example.com/page")
 	asUI(func() { a.onDropped(fyne.Position{}, []fyne.URI{link}) })
+	c.reading.Wait()
 	if c.input.Text != want {
 		t.Errorf("a dropped link changed the box: %q", c.input.Text)
 	}

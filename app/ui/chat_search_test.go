@@ -180,3 +180,36 @@ func TestWhenText(t *testing.T) {
 		}
 	}
 }
+
+// TestListDaysMoveOnAtMidnight: the chat list is redrawn a second past each
+// local midnight (tickDays), so that a window left open overnight says
+// "Yesterday" for what it said "14:02" for; the rows kept the day before's
+// words until the list was refreshed.
+func TestListDaysMoveOnAtMidnight(t *testing.T) {
+	for _, c := range []struct {
+		now  time.Time
+		want time.Duration
+	}{
+		{time.Date(2026, 12, 5, 14, 2, 0, 0, time.Local), 9*time.Hour + 58*time.Minute + time.Second},
+		{time.Date(2026, 12, 31, 23, 59, 59, 0, time.Local), 2 * time.Second},
+		{time.Date(2026, 12, 5, 0, 0, 0, 0, time.Local), 24*time.Hour + time.Second},
+	} {
+		if got := untilNextDay(c.now); got != c.want { // (no clock moves in December)
+			t.Errorf("untilNextDay(%v) = %v, want %v", c.now, got, c.want)
+		}
+	}
+	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	c := a.Chat
+	first := uiRead(func() *time.Timer { return c.dayTimer })
+	if first == nil {
+		t.Fatal("no timer for the next day")
+	}
+	first.Reset(time.Millisecond) // midnight, now
+	waitFor(t, "the list redrawn and the timer set for the next midnight", func() bool {
+		return uiRead(func() *time.Timer { return c.dayTimer }) != first
+	})
+	a.shutdown()
+	if uiRead(func() bool { return c.dayTimer != nil }) {
+		t.Error("the day timer runs on after shutdown")
+	}
+}

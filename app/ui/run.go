@@ -161,6 +161,12 @@ func (a *App) shutdown() {
 	if a.Library.unsub != nil {
 		a.Library.unsub()
 	}
+	uiMu.Lock() // (tickDays re-arms it on the UI goroutine)
+	if t := a.Chat.dayTimer; t != nil {
+		t.Stop()
+		a.Chat.dayTimer = nil
+	}
+	uiMu.Unlock()
 	a.models.Reset()
 	a.Race.second.Reset()
 }
