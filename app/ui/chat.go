@@ -83,10 +83,9 @@ type Chat struct {
 	undoNote *widget.Label
 	deleted  *chats.Thread
 	// other is the answer Regenerate replaced in the open thread (after a swap,
-	// the newer one), which swap brings back; otherNewer says which it is.
+	// the newer one), which SwapAnswer brings back.
 	// Kept until the thread is left or a message sent.
-	other      *chats.Message
-	otherNewer bool
+	other otherVersion[chats.Message]
 	swap       *widget.Button // "Previous answer" / "Newer answer" at the last answer's foot; nil when not offered
 	// editing is the index of the user message being edited (its Edit button
 	// put it in the chat box; Send replaces it and what follows), -1 for none;
@@ -436,7 +435,7 @@ func (c *Chat) open(t *chats.Thread) {
 	c.run.Stop()
 	c.run.Invalidate()
 	c.answering = false
-	c.other = nil // the answer Regenerate replaced is the thread left's
+	c.other.forget() // the answer Regenerate replaced is the thread left's
 	c.editing = -1
 	c.editBar.Hide()
 	c.cur = t
@@ -457,13 +456,11 @@ func (c *Chat) open(t *chats.Thread) {
 // the thread is saved with the answer shown.
 func (c *Chat) SwapAnswer() {
 	t := c.cur
-	if c.answering || t == nil || c.other == nil || len(t.Messages) == 0 || t.Messages[len(t.Messages)-1].Role != "model" {
+	if c.answering || t == nil || !c.other.has() || len(t.Messages) == 0 || t.Messages[len(t.Messages)-1].Role != "model" {
 		return
 	}
 	n := len(t.Messages)
-	shown := t.Messages[n-1] // the answer on screen becomes the other
-	t.Messages[n-1] = *c.other
-	c.other, c.otherNewer = &shown, !c.otherNewer
+	t.Messages[n-1] = c.other.swap(t.Messages[n-1]) // the answer on screen becomes the other
 	c.save()
 	c.errLabel.Hide()
 	c.after.Hide() // its offers were the other answer's
@@ -475,11 +472,7 @@ func (c *Chat) SwapAnswer() {
 // withSwap is the last answer's view with "Previous answer" (or "Newer
 // answer": SwapAnswer) at its foot, where ChatGPT shows an answer's versions.
 func (c *Chat) withSwap(view fyne.CanvasObject) fyne.CanvasObject {
-	label := "Previous answer"
-	if c.otherNewer {
-		label = "Newer answer"
-	}
-	c.swap = widget.NewButtonWithIcon(label, theme.HistoryIcon(), c.SwapAnswer)
+	c.swap = widget.NewButtonWithIcon(c.other.label("answer"), theme.HistoryIcon(), c.SwapAnswer)
 	c.swap.Importance = widget.LowImportance
 	return container.NewVBox(view, container.NewHBox(c.swap))
 }
@@ -684,7 +677,7 @@ func (c *Chat) renderMessages() {
 	last := len(c.cur.Messages) - 1
 	for i, m := range c.cur.Messages {
 		v := c.messageView(m, name, nil, func() { c.EditMessage(i) })
-		if i == last && m.Role == "model" && c.other != nil && !c.answering {
+		if i == last && m.Role == "model" && c.other.has() && !c.answering {
 			v = c.withSwap(v)
 		}
 		if i == c.cur.ReadFrom && i > 0 { // (in the first message read's place: showPartial counts places)
@@ -832,7 +825,7 @@ func (c *Chat) Send() {
 	c.input.SetText("")
 	c.own = false // a new question opens with its entry, where the folder holds one
 	c.forgetDeleted()
-	c.other = nil // the answers to swap were to the question before
+	c.other.forget() // the answers to swap were to the question before
 	if i := c.editing; i >= 0 && i < len(c.cur.Messages) && c.cur.Messages[i].Role == "user" {
 		if i == 0 && c.cur.Title == titleFrom(c.cur.Messages[0].Content) { // named by the message, not by the user
 			c.cur.Title = newChatTitle
@@ -863,10 +856,9 @@ func (c *Chat) regenerate(keep bool) {
 	}
 	if n := len(c.cur.Messages); n > 0 && c.cur.Messages[n-1].Role == "model" {
 		if keep {
-			was := c.cur.Messages[n-1]
-			c.other, c.otherNewer = &was, false
+			c.other.keep(c.cur.Messages[n-1])
 		} else {
-			c.other = nil
+			c.other.forget()
 		}
 		c.cur.Messages = c.cur.Messages[:n-1]
 	}
@@ -1035,9 +1027,8 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 			} else {
 				c.showError(plainError("answer", err))
 			}
-			if c.other != nil && !c.otherNewer { // a regenerated answer that failed: the one it replaced stays
-				t.Messages = append(t.Messages, *c.other)
-				c.other = nil
+			if c.other.has() && !c.other.newer { // a regenerated answer that failed: the one it replaced stays
+				t.Messages = append(t.Messages, c.other.take())
 				c.save()
 			}
 			c.renderMessages()

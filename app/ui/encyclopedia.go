@@ -60,10 +60,9 @@ type Encyclopedia struct {
 	own     map[string]bool  // titles with entries whose page the model writes alone (ownBtn) until next navigated to
 	// prev is the page Reload replaced (after a swap, the newer one), which
 	// prevBtn by the status line brings back ("Previous version", "Newer
-	// version"), until another page is shown; prevNewer says which it is.
-	prev      *page
-	prevNewer bool
-	prevBtn   *widget.Button
+	// version"), until another page is shown.
+	prev    otherVersion[*page]
+	prevBtn *widget.Button
 	run       runner
 }
 
@@ -325,7 +324,7 @@ func (e *Encyclopedia) Reload() {
 	title := e.history[e.pos]
 	e.forgetPrev()
 	if p, ok := e.cache[title]; ok {
-		e.prev = p
+		e.prev.keep(p)
 	}
 	delete(e.cache, title)
 	e.generate(title)
@@ -338,13 +337,13 @@ func (e *Encyclopedia) SwapVersion() {
 	if !e.hasPrev() {
 		return
 	}
-	p := e.prev
+	var p *page
 	e.run.Stop()
 	e.run.Invalidate()
-	if shown, ok := e.cache[p.title]; ok {
-		e.prev, e.prevNewer = shown, !e.prevNewer
-	} else {
-		e.prev = nil
+	if shown, ok := e.cache[(*e.prev.v).title]; ok {
+		p = e.prev.swap(shown)
+	} else { // the reload was stopped or failed
+		p = e.prev.take()
 	}
 	e.cache[p.title] = p
 	e.showPage(p, "")
@@ -353,12 +352,12 @@ func (e *Encyclopedia) SwapVersion() {
 
 // hasPrev reports whether there is another version of the page shown.
 func (e *Encyclopedia) hasPrev() bool {
-	return e.prev != nil && e.pos >= 0 && e.history[e.pos] == e.prev.title
+	return e.prev.has() && e.pos >= 0 && e.history[e.pos] == (*e.prev.v).title
 }
 
 // forgetPrev drops the page Reload replaced: another page is shown.
 func (e *Encyclopedia) forgetPrev() {
-	e.prev, e.prevNewer = nil, false
+	e.prev.forget()
 	e.prevBtn.Hide()
 }
 
@@ -368,10 +367,7 @@ func (e *Encyclopedia) showPrev() {
 		e.prevBtn.Hide()
 		return
 	}
-	e.prevBtn.SetText("Previous version")
-	if e.prevNewer {
-		e.prevBtn.SetText("Newer version")
-	}
+	e.prevBtn.SetText(e.prev.label("version"))
 	e.prevBtn.Show()
 }
 
