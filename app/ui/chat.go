@@ -86,7 +86,7 @@ type Chat struct {
 	// the newer one), which SwapAnswer brings back.
 	// Kept until the thread is left or a message sent.
 	other otherVersion[chats.Message]
-	swap       *widget.Button // "Previous answer" / "Newer answer" at the last answer's foot; nil when not offered
+	swap  *widget.Button // "Previous answer" / "Newer answer" at the last answer's foot; nil when not offered
 	// editing is the index of the user message being edited (its Edit button
 	// put it in the chat box; Send replaces it and what follows), -1 for none;
 	// editBar says so over the chat box, with Cancel.

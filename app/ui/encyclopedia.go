@@ -63,7 +63,7 @@ type Encyclopedia struct {
 	// version"), until another page is shown.
 	prev    otherVersion[*page]
 	prevBtn *widget.Button
-	run       runner
+	run     runner
 }
 
 // page is a finished generated page.
