@@ -23,6 +23,7 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -232,14 +233,41 @@ func (m *Manager) Entries() ([]Entry, error) {
 		if used[l.Name] {
 			continue
 		}
-		e := Entry{Entry: catalog.Entry{ID: l.Name, Name: l.Name, Repo: l.Repo, Revision: l.Revision,
-			Format: "safetensors", Size: l.TotalSize()}, Local: l, Dir: m.store.ModelDir(l.Name), State: string(l.State)}
-		if l.Profile != "" {
-			e.Format = "safetensors (" + l.Profile + ")"
-		}
-		add(e)
+		add(m.localEntry(l))
 	}
 	return out, nil
+}
+
+// localEntry is the entry of a local model the catalog does not list: a
+// Hugging Face model downloaded by its repo (a fine-tune of DiffusionGemma),
+// or a conversion the catalog's profile pickers do not offer (the Mini made
+// int8). Its profile is the one it is in, its dimensions its own config.json
+// once that is downloaded (the fit estimate reads them), and its description
+// says where it came from.
+func (m *Manager) localEntry(l *store.Manifest) Entry {
+	dir := m.store.ModelDir(l.Name)
+	profile := cmp.Or(l.Profile, string(quant.BF16Profile))
+	e := Entry{Entry: catalog.Entry{ID: l.Name, Name: l.Name, Repo: l.Repo, Revision: l.Revision,
+		Format: "safetensors (" + profile + ")", Size: l.TotalSize(), Profiles: []quant.Profile{quant.Profile(profile)},
+		Config: func() (*config.Model, error) {
+			m, err := config.Load(dir)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, nil // not downloaded yet: dimensions unknown
+			}
+			return m, err
+		}}, Local: l, Dir: dir, State: string(l.State)}
+	switch {
+	case l.BaseOf != "":
+		base := l.BaseOf
+		if ce, ok := catalog.Find(base); ok {
+			base = ce.Name
+		}
+		e.Description = "Made on this PC from " + base + " (" + profile + ")."
+	case l.Source == "hub":
+		e.Description = "Downloaded from Hugging Face (" + l.Repo + "). Darkroom's catalog does not list it: " +
+			"what it is and what it is for are on its page there."
+	}
+	return e
 }
 
 // Active is the active model's name ("" = none chosen: the app uses Darkroom Mini).
@@ -618,6 +646,7 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 	}
 
 	man, err := m.store.Load(modelName)
+	fresh := err != nil // nothing of this model here before this pull
 	if err != nil || man.Commit != rev.Commit {
 		old := man
 		man = &store.Manifest{Name: modelName, Repo: repo, Source: "hub", Profile: "bf16"}
@@ -668,6 +697,9 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 	} else if err := checkConfig(filepath.Join(dir, "config.json")); err != nil {
 		err = fmt.Errorf("pull %s: %w", repo, err)
 		m.finish(t, man, err)
+		if fresh { // a config.json the engine cannot load is all there is: no model to list, nor to delete by hand
+			_ = m.Delete(modelName)
+		}
 		return nil, err
 	}
 	go func() {

@@ -383,6 +383,48 @@ func TestPullRefusesUnloadableFormats(t *testing.T) {
 	}
 }
 
+// TestPullAnotherArchitectureLeavesNothing: a repo of another architecture (a
+// Llama, pasted into the Library's Hugging Face box) is refused by its
+// config.json, naming its model_type, before any weights, and leaves nothing
+// behind: it had left a failed "acme/llama" in the Library for the user to
+// delete. A model already there is kept whatever its new config says.
+func TestPullAnotherArchitectureLeavesNothing(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	h.Add("acme/llama", &hubtest.Repo{Files: []*hubtest.File{
+		{Name: "config.json", Data: []byte(`{"architectures":["LlamaForCausalLM"],"model_type":"llama"}`)},
+		{Name: "model.safetensors", Data: make([]byte, 4096), LFS: true},
+	}})
+	m := newManager(t, h, t.TempDir(), "")
+	_, err := m.Pull(context.Background(), "acme/llama", PullOptions{})
+	if err == nil || !strings.Contains(err.Error(), `model_type is "llama"`) {
+		t.Fatalf("a Llama repo: %v", err)
+	}
+	if h.Sent("model.safetensors") != 0 {
+		t.Error("weights fetched before the config check")
+	}
+	entries, err := m.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Local != nil && e.Local.Repo == "acme/llama" {
+			t.Errorf("the refused repo is listed: %+v (state %s)", e.Local.Name, e.State)
+		}
+	}
+	if names, _ := os.ReadDir(m.StorePath()); len(names) > 0 {
+		var left []string
+		for _, n := range names {
+			if !strings.HasPrefix(n.Name(), ".") {
+				left = append(left, n.Name())
+			}
+		}
+		if len(left) > 0 {
+			t.Errorf("left in the models folder: %v", left)
+		}
+	}
+}
+
 // TestPullNVFP4 pulls the catalog's NVFP4 entry from a fake hub: ModelOpt's
 // config.json (quant_method modelopt, quant_algo NVFP4) passes the config check and
 // every file verifies.

@@ -131,7 +131,10 @@ type LibraryScreen struct {
 	token   *widget.Entry
 	mirror  *widget.Entry
 	saveHub *widget.Button
-	hubMsg  *widget.Label // under the Hugging Face box: what Save saved, or why not
+	hubMsg  *widget.Label  // under the Hugging Face box: what Save saved, or why not
+	repo    *keyEntry      // "Another model from Hugging Face": owner/name or its address (library_hub.go)
+	repoGet *widget.Button // its Download
+	repoMsg *widget.Label  // under it: the download begun, or why not
 	content fyne.CanvasObject
 
 	entries  []LibraryEntry
@@ -230,7 +233,7 @@ func newLibraryScreen(a *App) *LibraryScreen {
 		}
 	})
 	storeRow := container.NewBorder(nil, nil, nil, container.NewHBox(open, l.move), l.store)
-	l.body = container.NewVBox(storeRow, l.moveRow, l.moveMsg, l.errs, l.cards, a.remoteCard(), hubCard)
+	l.body = container.NewVBox(storeRow, l.moveRow, l.moveMsg, l.errs, l.cards, l.hubRepoCard(), a.remoteCard(), hubCard)
 	l.content = container.NewVScroll(container.NewPadded(l.body))
 	if a.deps.Library == nil {
 		l.store.SetText("The models library is not available in this build.")
@@ -546,7 +549,7 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 		c.profile.Disable()
 	}
 	profileRow := fyne.CanvasObject(container.NewBorder(nil, nil, widget.NewLabel("Profile"), nil, c.profile))
-	if e.Builtin || len(names) == 0 { // nothing to choose: it ships, or was made, as it is
+	if e.Builtin || len(names) <= 1 { // nothing to choose: it ships, was made or was published as it is
 		profileRow = widget.NewLabel("")
 		profileRow.Hide()
 	}
@@ -879,6 +882,13 @@ func (l *LibraryScreen) onEvent(ev DownloadEvent) {
 		}
 		c := l.byName[ev.Name]
 		if c == nil {
+			// A model with no card yet (a Hugging Face repo whose download just
+			// began, listed in a Refresh still on its way, or ended before it):
+			// its end is listed afresh, else the card would keep the state that
+			// listing read ("downloading") for good.
+			if ev.State == "done" || ev.State == "failed" || ev.State == "cancelled" {
+				l.Refresh()
+			}
 			return
 		}
 		stateChanged := c.entry.State != ev.State

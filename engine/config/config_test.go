@@ -278,3 +278,19 @@ func TestRepetitionPenaltyKey(t *testing.T) {
 		}
 	}
 }
+
+// TestAnotherArchitectureSaysWhich: a config.json of another architecture —
+// a Llama repo's has no text_config — is refused by its model_type, not by
+// the first DiffusionGemma field it lacks ("text_config is missing" told a
+// user who pasted a Llama repo nothing they could act on).
+func TestAnotherArchitectureSaysWhich(t *testing.T) {
+	for _, raw := range []string{
+		`{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048}`,
+		`{"model_type": "gemma3", "text_config": {"hidden_size": 2048}}`,
+	} {
+		_, err := ParseModel([]byte(raw))
+		if err == nil || !strings.Contains(err.Error(), "model_type is") || !strings.Contains(err.Error(), `want "diffusion_gemma" (Darkroom runs DiffusionGemma models)`) {
+			t.Errorf("%s: %v", raw, err)
+		}
+	}
+}

@@ -89,8 +89,16 @@ func ParseModel(raw []byte) (*Model, error) {
 	}
 	for _, k := range []string{"model_type", "text_config"} {
 		if _, ok := top[k]; !ok {
+			if k == "text_config" && top["model_type"] != nil {
+				if err := checkModelType(top["model_type"]); err != nil {
+					return nil, err // another architecture: say which, not a missing field
+				}
+			}
 			return nil, fmt.Errorf("%s: %s is missing", ConfigFile, k)
 		}
+	}
+	if err := checkModelType(top["model_type"]); err != nil {
+		return nil, err
 	}
 	var text map[string]json.RawMessage
 	if err := json.Unmarshal(top["text_config"], &text); err != nil {
@@ -464,4 +472,18 @@ func (g *Generation) Marshal() ([]byte, error) {
 		return nil, fmt.Errorf("save %s: %w", GenerationConfigFile, err)
 	}
 	return append(b, '\n'), nil
+}
+
+// checkModelType refuses a config.json of another architecture by name — a
+// Llama repo's says `model_type is "llama", want "diffusion_gemma"` rather
+// than which of DiffusionGemma's fields it lacks — in Validate's words.
+func checkModelType(raw json.RawMessage) error {
+	var mt string
+	if err := json.Unmarshal(raw, &mt); err != nil {
+		return fmt.Errorf("%s: model_type: %w", ConfigFile, err)
+	}
+	if mt != ModelType {
+		return fmt.Errorf("%s: model_type is %q, want %q (Darkroom runs DiffusionGemma models)", ConfigFile, mt, ModelType)
+	}
+	return nil
 }

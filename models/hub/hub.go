@@ -232,6 +232,40 @@ func checkRepo(repo string) error {
 	return nil
 }
 
+// ParseRepo reads a model's repo as a user gives it: "owner/name", or the
+// address of its page on the Hub or a mirror, as copied from a browser
+// ("https://huggingface.co/owner/name", "huggingface.co/owner/name/tree/main",
+// ".../blob/main/config.json", with a query or fragment after it). The Hub's
+// "models" prefix is not a repo's owner: datasets and spaces are refused.
+func ParseRepo(s string) (string, error) {
+	in := strings.TrimSpace(s)
+	repo := in
+	if i := strings.Index(repo, "://"); i >= 0 {
+		repo = repo[i+3:]
+	}
+	if i := strings.IndexAny(repo, "?#"); i >= 0 {
+		repo = repo[:i]
+	}
+	parts := strings.Split(strings.Trim(repo, "/"), "/")
+	if len(parts) >= 2 && strings.Contains(parts[0], ".") { // a host (huggingface.co, hf.co, a mirror): owners have no dots
+		parts = parts[1:]
+		if parts[0] == "datasets" || parts[0] == "spaces" {
+			return "", fmt.Errorf("%s is a Hugging Face %s, not a model", in, strings.TrimSuffix(parts[0], "s"))
+		}
+		if parts[0] == "models" {
+			parts = parts[1:]
+		}
+	}
+	if len(parts) > 2 && (parts[2] == "tree" || parts[2] == "blob" || parts[2] == "resolve") {
+		parts = parts[:2]
+	}
+	repo = strings.Join(parts, "/")
+	if err := checkRepo(repo); err != nil {
+		return "", fmt.Errorf("%q is not a Hugging Face model: give its name (owner/name) or its page's address", in)
+	}
+	return repo, nil
+}
+
 // checkFileName refuses names that would escape the model folder.
 func checkFileName(name string) error {
 	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") {

@@ -96,3 +96,36 @@ func TestUnsafeNames(t *testing.T) {
 		}
 	}
 }
+
+// TestParseRepo: a model's repo as users give it — its name, or its page's
+// address copied from a browser — reads as owner/name; what is not a model's
+// says so.
+func TestParseRepo(t *testing.T) {
+	for in, want := range map[string]string{
+		"google/diffusiongemma-26B-A4B-it":                                  "google/diffusiongemma-26B-A4B-it",
+		"  acme/mini-ft \n":                                                 "acme/mini-ft",
+		"https://huggingface.co/acme/mini-ft":                               "acme/mini-ft",
+		"https://huggingface.co/acme/mini-ft/":                              "acme/mini-ft",
+		"huggingface.co/acme/mini-ft/tree/main":                             "acme/mini-ft",
+		"https://huggingface.co/acme/mini-ft/blob/main/config.json?x=1#top": "acme/mini-ft",
+		"https://hf.co/acme/mini-ft":                                        "acme/mini-ft",
+		"https://hf-mirror.com/acme/mini-ft/resolve/main/model.safetensors": "acme/mini-ft",
+		"https://huggingface.co/models/acme/mini-ft":                        "acme/mini-ft",
+	} {
+		if got, err := ParseRepo(in); err != nil || got != want {
+			t.Errorf("ParseRepo(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"":               "not a Hugging Face model",
+		"diffusiongemma": "not a Hugging Face model",
+		"a/b/c":          "not a Hugging Face model",
+		"https://huggingface.co/datasets/acme/text": "is a Hugging Face dataset, not a model",
+		"https://huggingface.co/spaces/acme/demo":   "is a Hugging Face space, not a model",
+		"acme/../x": "not a Hugging Face model",
+	} {
+		if got, err := ParseRepo(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseRepo(%q) = %q, %v; want an error saying %q", in, got, err, want)
+		}
+	}
+}

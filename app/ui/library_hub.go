@@ -1,0 +1,90 @@
+package ui
+
+import (
+	"errors"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/models/hub"
+)
+
+// A model from Hugging Face that the catalog does not list — a fine-tune of
+// DiffusionGemma, a new export — by its name or its page's address: the
+// Library had only its catalog's cards, and `darkroom pull owner/name` for the
+// rest. The download is the catalog's (models.Manager.Pull: config.json first,
+// a repo the engine cannot load refused before any weights); its card appears
+// with the other downloaded models.
+
+// hubRepoCard is the Library's "Another model from Hugging Face" box.
+func (l *LibraryScreen) hubRepoCard() fyne.CanvasObject {
+	l.repo = newKeyEntry(l.app)
+	l.repo.SetPlaceHolder("owner/name, or the model's huggingface.co address")
+	l.repoMsg = widget.NewLabel("")
+	l.repoMsg.Wrapping = fyne.TextWrapWord
+	l.repoMsg.Hide()
+	l.repoGet = widget.NewButtonWithIcon("Download", theme.DownloadIcon(), l.downloadRepo)
+	l.repo.OnSubmitted = func(string) { l.downloadRepo() }
+	if l.app.deps.Library == nil {
+		l.repoGet.Disable()
+	}
+	return noteCard("Another model from Hugging Face", "A DiffusionGemma model the list above does not have: a "+
+		"fine-tune, or another export. Darkroom checks its config.json before downloading the weights.",
+		container.NewVBox(container.NewBorder(nil, nil, nil, l.repoGet, l.repo), l.repoMsg))
+}
+
+// downloadRepo starts downloading the repo typed in the box (Download, Enter).
+// The Hub is asked off the UI goroutine; what it answers — the download has
+// begun, or why not — stays under the box until the next try.
+func (l *LibraryScreen) downloadRepo() {
+	lib := l.app.deps.Library
+	if lib == nil || l.repoGet.Disabled() {
+		return
+	}
+	repo, err := hub.ParseRepo(l.repo.Text)
+	if err != nil {
+		l.repoSays(err.Error(), true)
+		return
+	}
+	l.repoGet.Disable()
+	l.repoSays("Asking Hugging Face for "+repo+"…", false)
+	go func() {
+		err := lib.Start(repo, "")
+		onUI(func() {
+			l.repoGet.Enable()
+			if err != nil {
+				l.repoSays(repoProblem(repo, err), true)
+				return
+			}
+			l.repo.SetText("")
+			l.repoSays("Started downloading "+repo+": its card is above, with the other models.", false)
+			l.Refresh()
+		})
+	}()
+}
+
+// repoSays shows msg under the box, in red where it is a problem.
+func (l *LibraryScreen) repoSays(msg string, problem bool) {
+	l.repoMsg.Importance = widget.MediumImportance
+	if problem {
+		l.repoMsg.Importance = widget.DangerImportance
+	}
+	l.repoMsg.SetText(msg)
+	l.repoMsg.Show()
+}
+
+// repoProblem says why a repo typed in the box could not be downloaded: a
+// name the Hub does not know is most likely mistyped.
+func repoProblem(repo string, err error) string {
+	if errors.Is(err, hub.ErrNotFound) {
+		return "Hugging Face (or the mirror set below) has no model called " + repo + ": check its name, " +
+			"as its page shows it (owner/name)."
+	}
+	if msg := libraryProblem("download "+repo, err); !strings.HasPrefix(msg, "Could not") {
+		return msg
+	}
+	return "Could not download " + repo + ": " + shortCause(err)
+}

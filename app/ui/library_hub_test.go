@@ -1,0 +1,104 @@
+package ui
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/darkroomlabs/darkroom/models/download"
+	"github.com/darkroomlabs/darkroom/models/hubtest"
+	"github.com/darkroomlabs/darkroom/models/hw"
+)
+
+// TestLibraryDownloadsAnyHubModel: a DiffusionGemma model the catalog does not
+// list downloads from the Library by its page's address, as copied from a
+// browser, and gets a card of its own; a repo of another architecture, one the
+// Hub does not have and words that name no model are refused under the box,
+// in words, before anything downloads — and nothing is left in the Library
+// for them. The Library had only its catalog; the rest took `darkroom pull`.
+func TestLibraryDownloadsAnyHubModel(t *testing.T) {
+	h, files := gemmaHub(t, 64<<10, 3)
+	h.Add("acme/mini-ft", &hubtest.Repo{Files: files})
+	h.Add("acme/llama", &hubtest.Repo{Files: []*hubtest.File{
+		{Name: "config.json", Data: []byte(`{"architectures":["LlamaForCausalLM"],"model_type":"llama"}`)},
+		{Name: "model.safetensors", Data: make([]byte, 4096), LFS: true},
+	}})
+	a, _ := libraryApp(t, h.URL, download.Options{Interval: 20 * time.Millisecond},
+		hw.Info{GPUs: []hw.GPU{{Name: "Test GPU", VRAMTotal: 80 << 30}}, RAMTotal: 64 << 30})
+	l := a.Library
+	waitFor(t, "the catalog", func() bool { return uiRead(func() int { return len(l.byName) }) >= 2 })
+
+	try := func(typed string) string {
+		t.Helper()
+		asUI(func() { l.repo.SetText("") })
+		typeText(l.repo, typed)
+		asUI(func() { l.repoGet.OnTapped() })
+		waitFor(t, "the Hub's answer to "+typed, func() bool {
+			return uiRead(func() bool { return !l.repoGet.Disabled() && !strings.HasPrefix(l.repoMsg.Text, "Asking") })
+		})
+		return uiRead(func() string { return l.repoMsg.Text })
+	}
+	for typed, want := range map[string]string{
+		"not a repo":          "is not a Hugging Face model: give its name (owner/name) or its page's address",
+		"acme/nothing-there":  "has no model called acme/nothing-there: check its name",
+		h.URL + "/acme/llama": `model_type is "llama", want "diffusion_gemma" (Darkroom runs DiffusionGemma models)`,
+	} {
+		if got := try(typed); !strings.Contains(got, want) || uiRead(func() widget.Importance { return l.repoMsg.Importance }) != widget.DangerImportance {
+			t.Errorf("%q: %q, want it to say %q, in red", typed, got, want)
+		}
+	}
+	if got := try("https://huggingface.co/acme/mini-ft/tree/main"); !strings.Contains(got, "Started downloading acme/mini-ft") {
+		t.Fatalf("a DiffusionGemma fine-tune: %q", got)
+	}
+	if typed := uiRead(func() string { return l.repo.Text }); typed != "" {
+		t.Errorf("the box still holds %q", typed)
+	}
+	state := func(name string) string {
+		return uiRead(func() string {
+			if c := l.byName[name]; c != nil {
+				return c.entry.State
+			}
+			return ""
+		})
+	}
+	waitFor(t, "the fine-tune's card, ready", func() bool { return state("acme/mini-ft") == "ready" })
+	if s := state("acme/llama"); s != "" {
+		t.Errorf("the refused Llama repo has a card (%s)", s)
+	}
+}
+
+// TestLibraryCardOfADownloadThatEndedWhileListed: a download that ends while
+// the Library is listing the models (its card not made yet: a repo just typed
+// in the Hugging Face box) shows as ready; its end arrived for no card and was
+// dropped, and the card kept the "downloading" the listing had read, for good.
+func TestLibraryCardOfADownloadThatEndedWhileListed(t *testing.T) {
+	h, files := gemmaHub(t, 256<<10, 4)
+	h.Add("acme/mini-ft", &hubtest.Repo{Files: files})
+	h.SetBytesPerSec(256 << 10) // about a second of weights
+	var hold atomic.Pointer[chan struct{}]
+	info := hw.Info{GPUs: []hw.GPU{{Name: "Test GPU", VRAMTotal: 80 << 30}}, RAMTotal: 64 << 30}
+	a, lib := libraryAppWith(t, h.URL, download.Options{Interval: 20 * time.Millisecond}, func() hw.Info {
+		if g := hold.Load(); g != nil {
+			<-*g // a listing held after it read the models' states
+		}
+		return info
+	})
+	l := a.Library
+	waitFor(t, "the catalog", func() bool { return uiRead(func() int { return len(l.byName) }) >= 2 })
+	gate := make(chan struct{})
+	hold.Store(&gate)
+	typeText(l.repo, "acme/mini-ft")
+	asUI(func() { l.repoGet.OnTapped() }) // Start, then a listing that reads "downloading" and waits
+	waitFor(t, "the download to start", func() bool { return lib.m.Transfer("acme/mini-ft") != nil })
+	if err := lib.m.Transfer("acme/mini-ft").Wait(); err != nil {
+		t.Fatal(err)
+	}
+	hold.Store(nil)
+	close(gate)
+	waitFor(t, "the card, ready", func() bool {
+		return uiRead(func() bool { c := l.byName["acme/mini-ft"]; return c != nil && c.entry.State == "ready" })
+	})
+}
