@@ -262,3 +262,36 @@ func BenchmarkMiniStep(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMini2Step: one denoising step at Darkroom Mini 2's shape (hidden 192,
+// 12 layers — 5 sliding to 1 full, twice — 6 heads sharing 2 K/V heads, 8 experts
+// top-2; random float32 weights), a 256-token canvas after a 24-token prompt, as
+// the host path runs it: the built-in model's step without its bf16 decoding
+// (BenchmarkMiniStep's model is the first Mini's, a tenth of the work).
+func BenchmarkMini2Step(b *testing.B) {
+	cfg := benchConfig()
+	cfg.HiddenSize, cfg.NumHiddenLayers, cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.NumGlobalKVHeads = 192, 12, 6, 2, 2
+	cfg.IntermediateSize, cfg.MoEIntermediateSize, cfg.NumExperts = 384, 192, 8
+	s, f := config.SlidingAttention, config.FullAttention
+	cfg.LayerTypes = []config.LayerType{s, s, s, s, s, f, s, s, s, s, s, f}
+	r, cfg := randomRunner(b, cfg)
+	rng := rand.New(rand.NewPCG(3, 3))
+	prompt, canvas := randTokens(rng, 24, cfg.VocabSize), randTokens(rng, 256, cfg.VocabSize)
+	if _, err := r.Encode(prompt); err != nil {
+		b.Fatal(err)
+	}
+	p := sampler.Params{MaxSteps: 48, TMin: 0.4, TMax: 0.9, EntropyBound: 30, ConfidenceThreshold: 0.01, StabilityThreshold: 1}
+	smp, err := sampler.New(p, cfg.VocabSize, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	smp.Canvas(nil, 0, len(canvas))
+	b.ResetTimer()
+	for range b.N {
+		_, _, l, err := r.DecodeStep(canvas, nil, smp.Plan(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		l.Free()
+	}
+}
