@@ -23,15 +23,21 @@ import (
 	"github.com/darkroomlabs/darkroom/models/store"
 )
 
-// checkPullName refuses a name that is neither a catalog name nor a repo
-// (owner/name) before anything is asked of the hub, naming the catalog's: the
-// hub's own words would be only that it is not a repo name.
-func checkPullName(name string) error {
-	if strings.Contains(name, "/") {
-		return nil
-	}
+// pullName is what `darkroom pull` was given, as the models manager takes
+// it: a catalog name, or a repo — owner/name, or the model's page address
+// copied from a browser (hub.ParseRepo). Anything else is refused before the
+// hub is asked, naming the catalog's names: the hub's own words would be only
+// that it is not a repo name.
+func pullName(name string) (string, error) {
 	if _, ok := catalog.Find(name); ok {
-		return nil
+		return name, nil
+	}
+	if strings.Contains(name, "/") { // owner/name, or the model's page address copied from a browser
+		repo, err := hub.ParseRepo(name)
+		if err != nil {
+			return "", fmt.Errorf("pull: %w", err)
+		}
+		return repo, nil
 	}
 	var ids []string
 	example := ""
@@ -43,7 +49,7 @@ func checkPullName(name string) error {
 			}
 		}
 	}
-	return fmt.Errorf("pull %s: %q is neither a catalog name (%s; `darkroom models` lists them) nor a Hugging Face repo (owner/name, e.g. %s)",
+	return "", fmt.Errorf("pull %s: %q is neither a catalog name (%s; `darkroom models` lists them) nor a Hugging Face repo (owner/name, e.g. %s)",
 		name, name, strings.Join(ids, ", "), example)
 }
 
@@ -87,7 +93,8 @@ func runPull(env *Env, args []string) error {
 	if fs.NArg() != 1 {
 		return errors.New("pull: give one repo (owner/name) or catalog name, e.g. `darkroom pull diffusiongemma-26b`")
 	}
-	if err := checkPullName(fs.Arg(0)); err != nil {
+	name, err := pullName(fs.Arg(0))
+	if err != nil {
 		return err
 	}
 	m, err := lib.open()
@@ -105,10 +112,10 @@ func runPull(env *Env, args []string) error {
 	bar := newProgress(env.Stderr)
 	unsub := m.Subscribe(bar.event)
 	defer unsub()
-	tr, err := m.Pull(ctx, fs.Arg(0), models.PullOptions{Revision: *rev, Include: globs})
+	tr, err := m.Pull(ctx, name, models.PullOptions{Revision: *rev, Include: globs})
 	if err != nil {
 		if hub.Unreachable(err) && ctx.Err() == nil {
-			return unreachableHub(fs.Arg(0), m.Hub().Endpoint, "", err)
+			return unreachableHub(name, m.Hub().Endpoint, "", err)
 		}
 		return err
 	}
@@ -116,16 +123,16 @@ func runPull(env *Env, args []string) error {
 	bar.finish()
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("pull %s: interrupted; the partial files are kept — run the same command again to resume", fs.Arg(0))
+			return fmt.Errorf("pull %s: interrupted; the partial files are kept — run the same command again to resume", name)
 		}
 		if hub.Unreachable(err) {
-			return unreachableHub(fs.Arg(0), m.Hub().Endpoint, "; the partial files are kept, so the same command resumes", err)
+			return unreachableHub(name, m.Hub().Endpoint, "; the partial files are kept, so the same command resumes", err)
 		}
 		if errors.Is(err, download.ErrNoSpace) {
 			free, _ := m.FreeSpace()
-			return fmt.Errorf("pull %s: %v (free now: %s in %s)", fs.Arg(0), err, store.FormatBytes(free), m.StorePath())
+			return fmt.Errorf("pull %s: %v (free now: %s in %s)", name, err, store.FormatBytes(free), m.StorePath())
 		}
-		return fmt.Errorf("pull %s: %w", fs.Arg(0), err)
+		return fmt.Errorf("pull %s: %w", name, err)
 	}
 	man, err := m.Store().Load(tr.Name())
 	if err != nil {

@@ -33,7 +33,8 @@ func TestPullModelsRm(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "token") {
 		t.Errorf("pull without token: code %d, stderr %q", code, errOut)
 	}
-	code, out, errOut := runLibCLI("pull", "acme/tiny", "--endpoint", h.URL, "--token", "tok", "--models-dir", dir, "--json")
+	// The model's page address, as copied from a browser, is its repo.
+	code, out, errOut := runLibCLI("pull", "https://huggingface.co/acme/tiny/tree/main", "--endpoint", h.URL, "--token", "tok", "--models-dir", dir, "--json")
 	if code != 0 {
 		t.Fatalf("pull: code %d, stderr %q", code, errOut)
 	}
@@ -109,5 +110,9 @@ func TestPullNameNotInTheCatalog(t *testing.T) {
 		"diffusiongemma-26b-q4km; `darkroom models` lists them) nor a Hugging Face repo (owner/name, e.g. google/diffusiongemma-26B-A4B-it)\n"
 	if code != 1 || errOut != want {
 		t.Errorf("code %d, stderr %q\nwant %q", code, errOut, want)
+	}
+	code, _, errOut = runLibCLI("pull", "https://huggingface.co/datasets/acme/text", "--models-dir", t.TempDir())
+	if want := "darkroom pull: https://huggingface.co/datasets/acme/text is a Hugging Face dataset, not a model\n"; code != 1 || errOut != want {
+		t.Errorf("a dataset's address: code %d, stderr %q\nwant %q", code, errOut, want)
 	}
 }
