@@ -181,6 +181,7 @@ func runGenerate(env *Env, args []string) error {
 	fs := newFlagSet(env, "generate", "[flags] [PROMPT]")
 	var g generateFlags
 	g.register(fs)
+	fs.Lookup("max-new-tokens").Usage = "most tokens to generate (default: the model's generation_config; an answer to a question, as in the app's Chat: 2048 for DiffusionGemma, whose config says 256, one canvas)"
 	fs.StringVar(&g.mode, "mode", "auto", "diffusion (canvas by canvas), ar (one token per forward pass), or auto: the mode the app's Chat and the API pick for this model here (said on stderr)")
 	raw := fs.Bool("raw", false, "tokenize PROMPT as is (BOS prepended), without the chat template")
 	promptIDs := fs.String("prompt-ids", "", "comma-separated prompt token ids, fed exactly as given (implies --raw)")
@@ -293,6 +294,9 @@ func runGenerate(env *Env, args []string) error {
 	tok := e.Tokenizer()
 	if _, ok := tok.ID("<|think|>"); *thinking && !ok {
 		return errors.New("generate: " + noThinking(g.model))
+	}
+	if req.Sampling.MaxNewTokens == 0 && len(req.Messages) > 0 && !g.builtin() { // a question: an answer's length, not one canvas
+		req.Sampling.MaxNewTokens = catalog.AnswerTokens(g.model, e.Config())
 	}
 	if g.mode == "auto" {
 		choice, err := g.autoMode(ctx, env, e)

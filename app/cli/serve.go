@@ -111,6 +111,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	}
 	defer eng.Close()
 	opts.Engine = eng
+	opts.AnswerTokens = catalog.AnswerTokens(id, eng.Config())
 	// A request without "mode" runs the faster mode here where both write equally well.
 	device := speed.Device(eng.Backend())
 	rates, err := ratesNoted(ctx, env.Stderr, device)

@@ -219,11 +219,16 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 	if maxTok == nil {
 		maxTok = cr.MaxTokens
 	}
-	if maxTok != nil {
+	switch {
+	case maxTok != nil:
 		if *maxTok < 1 {
 			return req, nil, &badRequest{"max_tokens", fmt.Sprintf("max_tokens must be at least 1, got %d", *maxTok)}
 		}
 		req.Sampling.MaxNewTokens = *maxTok
+	case req.Sampling.MaxNewTokens == 0 && m.AnswerTokens > 0:
+		// OpenAI's clients leave max_tokens out for a whole answer: not one canvas
+		// (DiffusionGemma's generation config says 256).
+		req.Sampling.MaxNewTokens = m.AnswerTokens
 	}
 	if t := cr.Temperature; t != nil {
 		if math.IsNaN(*t) || *t < 0 || *t > 2 {

@@ -625,3 +625,31 @@ func TestLogprobsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestChatAnswerLength: a chat completion that asks for no max_tokens gets the
+// model's answer length (Options.AnswerTokens: 2048 for DiffusionGemma, whose
+// generation config says 256, one canvas, which cut a general assistant's
+// answers short, as OpenAI's clients leave max_tokens out for a whole answer);
+// max_tokens, where given, is kept; a model with none gets its own default.
+func TestChatAnswerLength(t *testing.T) {
+	g := &fakeGen{final: "An answer."}
+	s := start(t, Options{Engine: g, AnswerTokens: 2048})
+	for body, want := range map[string]int{
+		`{"messages":[{"role":"user","content":"x"}]}`:                              2048,
+		`{"messages":[{"role":"user","content":"x"}],"max_tokens":100}`:             100,
+		`{"messages":[{"role":"user","content":"x"}],"max_completion_tokens":3000}`: 3000,
+	} {
+		if code, _, raw := callAPI(t, s, "POST", "/v1/chat/completions", body); code != 200 {
+			t.Fatalf("%s: %d %s", body, code, raw)
+		}
+		if got := g.lastRequest(t).Sampling.MaxNewTokens; got != want {
+			t.Errorf("%s: max new tokens %d, want %d", body, got, want)
+		}
+	}
+	g0 := &fakeGen{final: "An answer."}
+	s0 := start(t, Options{Engine: g0})
+	callAPI(t, s0, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`)
+	if got := g0.lastRequest(t).Sampling.MaxNewTokens; got != 0 {
+		t.Errorf("a model with no answer length: max new tokens %d, want 0 (its own default)", got)
+	}
+}

@@ -94,6 +94,9 @@ type Model struct {
 	// System is the system turn a chat request without one is given (the
 	// model's catalog.System; "": none).
 	System string
+	// AnswerTokens is the most new tokens of a chat completion that asks for
+	// no max_tokens (catalog.AnswerTokens; 0: Sampling's, else the model's).
+	AnswerTokens int
 	// Leads are the entries the model's folder holds
 	// (assets.Leads; nil: none): a page opens with its title's.
 	Leads *assets.Leads
@@ -113,10 +116,12 @@ type Options struct {
 	Vocab    Vocabulary
 	ModelID  string
 	Sampling engine.Sampling
-	// APIMode, APIModeReason, System and Leads are the model's (see Model's fields).
+	// APIMode, APIModeReason, System, AnswerTokens and Leads are the model's
+	// (see Model's fields).
 	APIMode       engine.Mode
 	APIModeReason string
 	System        string
+	AnswerTokens  int
 	Leads         *assets.Leads
 	// Model, if set, is asked for the model on every request (and Engine,
 	// Vocab, ModelID and Sampling are ignored): the desktop app's active model,
@@ -223,7 +228,7 @@ func New(opts Options) (*Server, error) {
 	opts.Addr = addr
 	if opts.Model == nil {
 		m := Model{ID: opts.ModelID, Engine: opts.Engine, Vocab: opts.Vocab, Sampling: opts.Sampling,
-			APIMode: opts.APIMode, APIModeReason: opts.APIModeReason, System: opts.System, Leads: opts.Leads}
+			APIMode: opts.APIMode, APIModeReason: opts.APIModeReason, System: opts.System, AnswerTokens: opts.AnswerTokens, Leads: opts.Leads}
 		opts.Model = func(context.Context) (Model, error) { return m, nil }
 	}
 	if opts.Mode == "" {

@@ -973,8 +973,12 @@ func (c *Chat) answer() {
 				}
 			})
 		}
+		sampling := c.app.sampling()
+		if sampling.MaxNewTokens == 0 { // none set in Settings: an answer's, not one canvas
+			sampling.MaxNewTokens = info.AnswerTokens
+		}
 		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Opening: start.Opening, Lead: start.Lead, LeadEnds: start.Lead != "", OpeningTentative: start.OpeningTentative, Reply: start.Reply,
-			Sampling: c.app.sampling(), Seed: c.app.seed(), OnEvent: th.Push, FitContext: true})
+			Sampling: sampling, Seed: c.app.seed(), OnEvent: th.Push, FitContext: true})
 		th.Close()
 		c.finish(current, t, res, err, info.Mode.Reason, info.Leads.Len() > 0, asked)
 	})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/app/chats"
 	"github.com/darkroomlabs/darkroom/app/develop"
+	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/models/speed"
@@ -949,5 +950,41 @@ func TestRaceOnUnequalTerms(t *testing.T) {
 	}
 	if got := unequalTerms(gpu, gpu); got != "" {
 		t.Errorf("one backend: %q", got)
+	}
+}
+
+// TestChatAnswerLength: with no Max new tokens in Settings, a chat answer may
+// run to the model's answer length (ModelInfo.AnswerTokens: DiffusionGemma's
+// 2048, where its generation config says 256 — one canvas, which cut most of a
+// general assistant's answers); Settings' value, where set, is kept; the
+// Encyclopedia's pages keep the model's own.
+func TestChatAnswerLength(t *testing.T) {
+	m := &fakeModel{answers: func(engine.Request) string { return "An answer." }, answerTokens: 2048}
+	a := newTestApp(t, m, "")
+	c := a.Chat
+	last := func() engine.Request { calls := m.Calls(); return calls[len(calls)-1].req }
+	typeText(c.input, "Explain TCP.")
+	tap(c.send)
+	c.run.Wait()
+	if got := last().Sampling.MaxNewTokens; got != 2048 {
+		t.Errorf("a chat answer with no Max new tokens set: %d, want the model's answer length 2048", got)
+	}
+	a.deps.Settings.Update(func(v *settings.Values) { v.Sampling.MaxNewTokens = 300 })
+	typeText(c.input, "And UDP?")
+	tap(c.send)
+	c.run.Wait()
+	if got := last().Sampling.MaxNewTokens; got != 300 {
+		t.Errorf("with Max new tokens 300 in Settings: %d", got)
+	}
+	a.deps.Settings.Update(func(v *settings.Values) { v.Sampling.MaxNewTokens = 0 })
+	asUI(func() { a.Show("Encyclopedia"); a.Encyclopedia.Navigate("Unix") })
+	a.Encyclopedia.run.Wait()
+	if got := last().Sampling.MaxNewTokens; got != 0 {
+		t.Errorf("an Encyclopedia page: max new tokens %d, want the model's own (0)", got)
+	}
+	// Settings' greyed default says both.
+	asUI(func() { a.Show("Settings") })
+	if hint := uiRead(func() string { return a.Settings.fields["max_new_tokens"].PlaceHolder }); !strings.Contains(hint, "2048 (a chat answer)") {
+		t.Errorf("Max new tokens' hint: %q", hint)
 	}
 }

@@ -43,6 +43,8 @@ type fakeModel struct {
 	mode speed.Choice
 	// backend and fallback are ModelInfo's ("" backend: "fake").
 	backend, fallback string
+	// answerTokens is ModelInfo.AnswerTokens.
+	answerTokens int
 
 	mu    sync.Mutex
 	calls []*fakeCall
@@ -71,7 +73,7 @@ func (f *fakeModel) Decode(ids []int) string { return decodeRunes(ids) }
 func (f *fakeModel) IsEnd(id int) bool       { return id == fakeEOS }
 func (f *fakeModel) Info() ModelInfo {
 	return ModelInfo{Name: miniName, Builtin: true, Backend: cmp.Or(f.backend, "fake"), Defaults: engine.Sampling{MaxSteps: stepsPerCanvas, TMin: 0.4, TMax: 0.8},
-		Leads: f.leads, Mode: f.mode, Fallback: f.fallback}
+		Leads: f.leads, Mode: f.mode, Fallback: f.fallback, AnswerTokens: f.answerTokens}
 }
 func (f *fakeModel) Close() error { return nil }
 

@@ -52,6 +52,9 @@ type ModelInfo struct {
 	// Leads are the entries the model's folder holds
 	// (assets.Leads; nil: none): an encyclopedia page opens with its title's.
 	Leads *assets.Leads
+	// AnswerTokens is the most new tokens of a chat answer where Settings set
+	// no Max new tokens (catalog.AnswerTokens; 0: the model's own default).
+	AnswerTokens int
 }
 
 // defaultMode is the mode of a generation the user did not choose one for.

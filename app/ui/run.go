@@ -118,7 +118,7 @@ func (a *App) serverOptions() server.Options {
 // the server can check a request against the context before it streams.
 func serverModel(m Model, sampling engine.Sampling) server.Model {
 	sm := server.Model{ID: serverID(m.Info()), Engine: m, Vocab: m, Sampling: sampling,
-		APIMode: m.Info().Mode.Mode, APIModeReason: m.Info().Mode.Reason, Leads: m.Info().Leads}
+		APIMode: m.Info().Mode.Mode, APIModeReason: m.Info().Mode.Reason, Leads: m.Info().Leads, AnswerTokens: m.Info().AnswerTokens}
 	sm.System = catalog.System(sm.ID)
 	if em, ok := m.(*engineModel); ok {
 		sm.Engine = em.e

@@ -317,9 +317,9 @@ func (s *SettingsScreen) fillSampling() {
 // fields' placeholders: the loaded model's, else those its config files give.
 func (s *SettingsScreen) showDefaults() {
 	var d engine.Sampling
-	known := false
+	known, answer := false, 0
 	if m := s.app.models.Loaded(); m != nil {
-		d, known = m.Info().Defaults, true
+		d, known, answer = m.Info().Defaults, true, m.Info().AnswerTokens
 	} else if f := s.app.deps.System.SamplingDefaults; f != nil {
 		var err error
 		d, err = f()
@@ -333,6 +333,9 @@ func (s *SettingsScreen) showDefaults() {
 		hint := "the model's default"
 		if known {
 			hint = fmt.Sprintf("model default: %g", defaults.Get(b.Key))
+			if b.Key == "max_new_tokens" && answer > 0 { // Chat's and the API's answers run longer (ModelInfo.AnswerTokens)
+				hint += fmt.Sprintf(" (a page); %d (a chat answer)", answer)
+			}
 		}
 		s.fields[b.Key].SetPlaceHolder(hint)
 	}

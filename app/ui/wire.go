@@ -238,10 +238,14 @@ type engineModel struct {
 	speed    *speed.Estimate
 	leads    *assets.Leads
 	onCPU    string // why a model auto would have run on the GPU runs on the CPU (models.BackendFor)
+	answer   int    // ModelInfo.AnswerTokens
 }
 
 func newEngineModel(e *engine.Engine, name string, builtin bool) *engineModel {
 	m := &engineModel{e: e, name: name, builtin: builtin}
+	if !builtin {
+		m.answer = catalog.AnswerTokens(name, e.Config())
+	}
 	tok := e.Tokenizer()
 	if _, ok := tok.ID("<|think|>"); ok && !builtin {
 		m.thinking = true // Darkroom Mini has the token but was never trained to think
@@ -258,7 +262,8 @@ func (m *engineModel) IsEnd(id int) bool       { return m.e.IsEnd(id) }
 func (m *engineModel) Close() error            { return m.e.Close() }
 func (m *engineModel) Info() ModelInfo {
 	return ModelInfo{Name: m.name, Builtin: m.builtin, Backend: m.e.Backend(), Thinking: m.thinking,
-		Defaults: m.e.GenerationDefaults(), Mode: m.mode, Speed: m.speed, Fallback: cmp.Or(m.onCPU, m.e.BackendFallback()), Leads: m.leads}
+		Defaults: m.e.GenerationDefaults(), Mode: m.mode, Speed: m.speed, Fallback: cmp.Or(m.onCPU, m.e.BackendFallback()), Leads: m.leads,
+		AnswerTokens: m.answer}
 }
 
 // managerLibrary adapts the models manager to Library.

@@ -53,6 +53,26 @@ type Entry struct {
 	// Darkroom Mini's is assets.ChatSystem, the turn every chat it was trained
 	// on has: without it the Mini answers a question with an encyclopedia page.
 	System string `json:"-"`
+	// AnswerTokens is the most new tokens an answer — Chat, the API's chat
+	// completions, `darkroom generate` with a question — is given where the
+	// user asked for none (0: the generation config's max_new_tokens).
+	// DiffusionGemma's checkpoint says 256, one canvas: a trap for a general
+	// assistant, whose answers it cuts short (vLLM's recipe raises it;
+	// shared/reference/diffusiongemma.md §2.2). Generation still ends at the
+	// model's end of turn; the larger cap costs only answers that need it.
+	// Encyclopedia pages keep the generation config's.
+	AnswerTokens int `json:"answer_tokens,omitempty"`
+}
+
+// dgAnswerTokens is DiffusionGemma's AnswerTokens: eight canvases.
+const dgAnswerTokens = 2048
+
+// AnswerTokens is the AnswerTokens of the model Darkroom loaded as name with
+// config cfg (ForModel: a catalog name, or the 26B's dimensions under another
+// name — a fine-tune), 0 for a model the catalog does not know.
+func AnswerTokens(name string, cfg *config.Model) int {
+	e, _ := ForModel(name, cfg)
+	return e.AnswerTokens
 }
 
 // dgSteps is DiffusionGemma's typical denoising steps per canvas: Google's model
@@ -106,7 +126,7 @@ func Entries() []Entry {
 			// but lives in the same shards, so the shards are needed whole.
 			Include:    []string{"*.json", "*.safetensors", "*.jinja", "tokenizer*"},
 			Config:     func() (*config.Model, error) { return DiffusionGemma26B(), nil },
-			ModesEqual: true, Steps: dgSteps,
+			ModesEqual: true, Steps: dgSteps, AnswerTokens: dgAnswerTokens,
 		},
 		{
 			ID: NVFP4ID, Name: "DiffusionGemma 26B-A4B NVFP4 (NVIDIA ModelOpt)",
@@ -121,7 +141,7 @@ func Entries() []Entry {
 			// hf_quant_config.json (the quantization description) matches *.json.
 			Include:    []string{"*.json", "*.safetensors", "*.jinja", "tokenizer*"},
 			Config:     func() (*config.Model, error) { return DiffusionGemma26B(), nil },
-			ModesEqual: true, Steps: dgSteps,
+			ModesEqual: true, Steps: dgSteps, AnswerTokens: dgAnswerTokens,
 		},
 		{
 			ID: GGUFID, Name: "DiffusionGemma 26B-A4B Q4_K_M (Unsloth GGUF)",
@@ -147,7 +167,7 @@ func Entries() []Entry {
 			Companion: &Companion{Repo: "google/diffusiongemma-26B-A4B-it", Revision: "main",
 				Include: []string{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "*.jinja"}},
 			Config:     func() (*config.Model, error) { return DiffusionGemma26B(), nil },
-			ModesEqual: true, Steps: dgSteps,
+			ModesEqual: true, Steps: dgSteps, AnswerTokens: dgAnswerTokens,
 		},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
@@ -67,5 +68,33 @@ func TestForModel(t *testing.T) {
 	}
 	if e, ok := ForModel(MiniID, nil); !ok || e.ModesEqual {
 		t.Errorf("Mini: %v %+v", ok, e)
+	}
+}
+
+// TestAnswerTokens: an answer from DiffusionGemma — by its catalog name, a
+// profile made from it, or its dimensions under another name (a fine-tune) —
+// may run to 2048 tokens where its generation config says 256; the Mini and a
+// model the catalog does not know keep their own.
+func TestAnswerTokens(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  func() *config.Model
+		want int
+	}{
+		{DiffusionGemmaID, nil, 2048},
+		{"diffusiongemma-26b-int4", nil, 2048},
+		{NVFP4ID, nil, 2048},
+		{GGUFID, nil, 2048},
+		{"acme/diffusiongemma-26b-ft", DiffusionGemma26B, 2048},
+		{MiniID, nil, 0},
+		{"acme/tiny", func() *config.Model { m := DiffusionGemma26B(); m.Text.NumHiddenLayers = 2; return m }, 0},
+	} {
+		var cfg *config.Model
+		if c.cfg != nil {
+			cfg = c.cfg()
+		}
+		if got := AnswerTokens(c.name, cfg); got != c.want {
+			t.Errorf("AnswerTokens(%s) = %d, want %d", c.name, got, c.want)
+		}
 	}
 }
