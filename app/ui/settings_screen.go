@@ -61,6 +61,11 @@ type SettingsScreen struct {
 	textScale *widget.Select
 	server    *widget.Check
 	srvLbl    *widget.Label
+	// examples are "Copy curl" and "Copy JavaScript" under the server's
+	// address while it runs: a chat request to it, with its key
+	// (server.Examples); exampleNote says what was copied.
+	examples    *fyne.Container
+	exampleNote *widget.Label
 	port      *widget.Entry
 	origins   *widget.Entry // the web pages allowed to call the API (server.ParseOrigins)
 	keys      *widget.Label // About's line of the app's keys (App.keysHelp)
@@ -224,7 +229,7 @@ func newSettingsScreen(a *App) *SettingsScreen {
 	originsItem := widget.NewFormItem("Web pages that may call the API", origins)
 	originsItem.HintText = "Their origins, separated by commas; a page still needs the API key"
 	serverCard := widget.NewCard("Local server", "", container.NewVBox(s.server,
-		widget.NewForm(widget.NewFormItem(settings.ServerPortBound.Label, port), originsItem), s.srvLbl))
+		widget.NewForm(widget.NewFormItem(settings.ServerPortBound.Label, port), originsItem), s.srvLbl, s.examplesRow()))
 
 	chatsDir := "not available"
 	if a.deps.Chats != nil {
@@ -350,6 +355,7 @@ func (s *SettingsScreen) serverStarted(url string) {
 	s.srvLbl.Importance = widget.MediumImportance
 	s.srvURL = url
 	s.srvLbl.SetText(s.listening(url))
+	s.showExamples()
 }
 
 // listening is the Settings line of a local server listening at url: the
@@ -446,6 +452,7 @@ func (s *SettingsScreen) showServer(on bool, url string, err error) {
 	default:
 		s.srvLbl.SetText("Off")
 	}
+	s.showExamples()
 }
 
 // serverProblem says why the local server could not be switched, and what to do.
@@ -553,4 +560,42 @@ func scaleLabel(percent int) string { return strconv.Itoa(percent) + "%" }
 func scaleOf(label string) int {
 	p, _ := strconv.Atoi(strings.TrimSuffix(label, "%"))
 	return p
+}
+
+// examplesRow is "Copy curl" and "Copy JavaScript": a chat request to the
+// running server, with its address and key, to paste into a terminal or a
+// demo's page (server.Examples); hidden while the server is off.
+func (s *SettingsScreen) examplesRow() fyne.CanvasObject {
+	s.exampleNote = widget.NewLabel("")
+	s.exampleNote.Wrapping = fyne.TextWrapWord
+	copyExample := func(label string, pick func(curl, js string) string) *widget.Button {
+		return widget.NewButtonWithIcon(label, theme.ContentCopyIcon(), func() {
+			f := s.app.deps.System.ServerAPI
+			if f == nil {
+				return
+			}
+			base, key := f()
+			if base == "" {
+				return
+			}
+			s.app.fyneApp.Clipboard().SetContent(pick(server.Examples(base, key)))
+			s.exampleNote.SetText("Copied: a chat request to this server, with its API key (which changes when the server restarts).")
+			s.exampleNote.Show()
+		})
+	}
+	s.examples = container.NewHBox(
+		copyExample("Copy curl", func(curl, _ string) string { return curl }),
+		copyExample("Copy JavaScript", func(_, js string) string { return js }))
+	s.showExamples()
+	return container.NewVBox(s.examples, s.exampleNote)
+}
+
+// showExamples shows the example buttons while the server runs.
+func (s *SettingsScreen) showExamples() {
+	s.exampleNote.Hide()
+	if s.srvURL != "" {
+		s.examples.Show()
+	} else {
+		s.examples.Hide()
+	}
 }

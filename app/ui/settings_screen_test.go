@@ -286,4 +286,24 @@ func TestLocalServerShowsTheAPI(t *testing.T) {
 	if !s.srvLbl.Selectable {
 		t.Error("the server's line cannot be selected, to copy the key")
 	}
+	// A request to copy, for a terminal or a demo's page, with the address and key.
+	if !uiRead(s.examples.Visible) {
+		t.Fatal("no example requests while the server runs")
+	}
+	for _, o := range s.examples.Objects {
+		b := o.(*widget.Button)
+		tap(b)
+		got := a.fyneApp.Clipboard().Content()
+		if !strings.Contains(got, "http://127.0.0.1:4242/v1/chat/completions") || !strings.Contains(got, "Bearer k3y") {
+			t.Errorf("%s copied %q", b.Text, got)
+		}
+	}
+	if note := uiRead(func() string { return s.exampleNote.Text }); !strings.HasPrefix(note, "Copied: a chat request") {
+		t.Errorf("after a copy: %q", note)
+	}
+	asUI(func() { s.server.SetChecked(false) })
+	waitFor(t, "the server off", func() bool { return uiRead(func() string { return s.srvLbl.Text }) == "Off" })
+	if uiRead(s.examples.Visible) {
+		t.Error("example requests offered for a server that is off")
+	}
 }
