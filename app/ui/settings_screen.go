@@ -66,9 +66,9 @@ type SettingsScreen struct {
 	// (server.Examples); exampleNote says what was copied.
 	examples    *fyne.Container
 	exampleNote *widget.Label
-	port      *widget.Entry
-	origins   *widget.Entry // the web pages allowed to call the API (server.ParseOrigins)
-	keys      *widget.Label // About's line of the app's keys (App.keysHelp)
+	port        *widget.Entry
+	origins     *widget.Entry // the web pages allowed to call the API (server.ParseOrigins)
+	keys        *widget.Label // About's line of the app's keys (App.keysHelp)
 	// pagePrompt and deskPrompt are the Demo prompts card's boxes (promptsCard).
 	pagePrompt, deskPrompt *widget.Entry
 	srvURL                 string // where the local server listens, "" when it is off
