@@ -230,26 +230,8 @@ func testHostStep(t *testing.T, r *Runner, cfg *config.Text) {
 // head — against the unfused Decode followed by the sampler's Step.
 func BenchmarkMiniStep(b *testing.B) {
 	r, cfg := miniBenchRunner(b)
-	rng := rand.New(rand.NewPCG(3, 3))
-	prompt, canvas := randTokens(rng, 64, cfg.VocabSize), randTokens(rng, 256, cfg.VocabSize)
-	if _, err := r.Encode(prompt); err != nil {
-		b.Fatal(err)
-	}
-	p := sampler.Params{MaxSteps: 48, TMin: 0.4, TMax: 0.9, EntropyBound: 30, ConfidenceThreshold: 0.01, StabilityThreshold: 1}
-	smp, err := sampler.New(p, cfg.VocabSize, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	smp.Canvas(nil, 0, len(canvas))
-	b.Run("fused", func(b *testing.B) {
-		for range b.N {
-			_, _, l, err := r.DecodeStep(canvas, nil, smp.Plan(1))
-			if err != nil {
-				b.Fatal(err)
-			}
-			l.Free()
-		}
-	})
+	canvas, smp := stepBenchSetup(b, r, cfg, 64)
+	b.Run("fused", func(b *testing.B) { benchDecodeSteps(b, r, canvas, smp) })
 	b.Run("unfused", func(b *testing.B) {
 		for range b.N {
 			logits, _, err := r.Decode(canvas, nil, smp.Temperature(1))
@@ -275,8 +257,16 @@ func BenchmarkMini2Step(b *testing.B) {
 	s, f := config.SlidingAttention, config.FullAttention
 	cfg.LayerTypes = []config.LayerType{s, s, s, s, s, f, s, s, s, s, s, f}
 	r, cfg := randomRunner(b, cfg)
+	canvas, smp := stepBenchSetup(b, r, cfg, 24)
+	b.ResetTimer()
+	benchDecodeSteps(b, r, canvas, smp)
+}
+
+// stepBenchSetup encodes a random prompt of promptLen tokens and returns a
+// random 256-token canvas and a sampler ready for its first step.
+func stepBenchSetup(b *testing.B, r *Runner, cfg *config.Text, promptLen int) ([]int, *sampler.Sampler) {
 	rng := rand.New(rand.NewPCG(3, 3))
-	prompt, canvas := randTokens(rng, 24, cfg.VocabSize), randTokens(rng, 256, cfg.VocabSize)
+	prompt, canvas := randTokens(rng, promptLen, cfg.VocabSize), randTokens(rng, 256, cfg.VocabSize)
 	if _, err := r.Encode(prompt); err != nil {
 		b.Fatal(err)
 	}
@@ -286,7 +276,11 @@ func BenchmarkMini2Step(b *testing.B) {
 		b.Fatal(err)
 	}
 	smp.Canvas(nil, 0, len(canvas))
-	b.ResetTimer()
+	return canvas, smp
+}
+
+// benchDecodeSteps runs b.N fused denoising steps (DecodeStep) over canvas.
+func benchDecodeSteps(b *testing.B, r *Runner, canvas []int, smp *sampler.Sampler) {
 	for range b.N {
 		_, _, l, err := r.DecodeStep(canvas, nil, smp.Plan(1))
 		if err != nil {
