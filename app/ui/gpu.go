@@ -96,6 +96,10 @@ func gpuProgressText(p GPUProgress) string {
 // a reader without one has nothing to do about it. In Settings it always says
 // where Darkroom runs and why, with the button where it applies.
 func gpuCard(a *App, inSettings bool) fyne.CanvasObject {
+	screen := "" // where the card is, for notify: the first-run screen, or Settings
+	if inSettings {
+		screen = "Settings"
+	}
 	g := a.deps.System.GPU
 	if g == nil {
 		return container.NewVBox()
@@ -165,6 +169,7 @@ func gpuCard(a *App, inSettings bool) fyne.CanvasObject {
 					status.SetText("GPU support is installed and verified: Darkroom now runs on the GPU.")
 					status.Importance = widget.SuccessImportance
 					a.modelChanged() // the next generation loads the model on the GPU
+					a.notify(screen, "GPU support installed", "Darkroom now runs on the GPU.")
 				case errors.Is(err, download.ErrCanceled):
 					bar.Hide()
 					install.Enable()
@@ -173,6 +178,7 @@ func gpuCard(a *App, inSettings bool) fyne.CanvasObject {
 					install.Enable()
 					status.SetText(gpuErrorText(err))
 					status.Importance = widget.WarningImportance
+					a.notify(screen, "GPU support not installed", gpuErrorText(err))
 				}
 				status.Refresh()
 			})

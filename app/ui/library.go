@@ -881,6 +881,11 @@ func (l *LibraryScreen) onEvent(ev DownloadEvent) {
 			l.setProblem(ev.Name, libraryProblem("download "+title, ev.Err))
 		}
 		c := l.byName[ev.Name]
+		if c != nil {
+			l.notifyEnded(ev, c.entry.State, c.entry.Title)
+		} else {
+			l.notifyEnded(ev, "", ev.Name)
+		}
 		if c == nil {
 			// A model with no card yet (a Hugging Face repo whose download just
 			// began, listed in a Refresh still on its way, or ended before it):

@@ -63,6 +63,7 @@ type App struct {
 
 	notices []*widget.Label // the "what this model is good for" lines
 	keys    []appKey        // the app's key combinations (addShortcuts)
+	front   bool            // the window is in front (watchForeground): no notification for what it shows
 
 	tabs *container.AppTabs
 	root *fyne.Container // swaps between the first-run screen and the tabs
@@ -125,6 +126,7 @@ func New(fa fyne.App, win fyne.Window, deps Deps) *App {
 		a.focusScreen(a.tabs.Selected().Text) // ready to type a topic
 	}
 	a.addShortcuts()
+	a.watchForeground()
 	win.SetOnDropped(a.onDropped) // text files into the chat box (chat_attach.go)
 	a.Settings.keys.SetText("Keys: " + a.keysHelp())
 	for _, p := range deps.Problems {
