@@ -990,7 +990,7 @@ func (c *Chat) answer() {
 // itself, or a Max new tokens past the context.
 func chatTooLong(ce *engine.ContextError) string {
 	if ce.MaxNew > ce.Limit {
-		return fmt.Sprintf("Max new tokens in Settings (%d) is more than this model can read and write at once (%d tokens): "+
+		return fmt.Sprintf("Max new tokens in Settings → Advanced (%d) is more than this model can read and write at once (%d tokens): "+
 			"lower it in Settings, or clear it to use the model's default.", ce.MaxNew, ce.Limit)
 	}
 	return fmt.Sprintf("This message is too long for the model to read at once (%d tokens; with room for the answer "+

@@ -446,7 +446,7 @@ func TestChatTooLongSaysWhatToDo(t *testing.T) {
 	if got := notes(); len(got) != 1 || got[0] != 2 {
 		t.Errorf("after a restart the left-out note is over messages %v", got)
 	}
-	if got := chatTooLong(&engine.ContextError{MaxNew: 10000, Limit: 8192}); !strings.Contains(got, "Max new tokens in Settings (10000)") {
+	if got := chatTooLong(&engine.ContextError{MaxNew: 10000, Limit: 8192}); !strings.Contains(got, "Max new tokens in Settings → Advanced (10000)") {
 		t.Errorf("max new tokens past the context: %q", got)
 	}
 }

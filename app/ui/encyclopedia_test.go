@@ -353,7 +353,7 @@ func TestBackendFallbackIsSaid(t *testing.T) {
 	e := a.Encyclopedia
 	asUI(func() { e.Navigate("Unix") })
 	e.run.Wait()
-	want := why + " (Settings → Backend)."
+	want := why + " (Settings → Advanced → Backend)."
 	waitFor(t, "the fallback said", func() bool {
 		return strings.HasSuffix(uiRead(func() string { return a.notices[0].Text }), want)
 	})

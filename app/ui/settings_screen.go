@@ -57,6 +57,7 @@ type SettingsScreen struct {
 	fields   map[string]*widget.Entry
 	seed     *widget.Entry
 	theme    *widget.Select
+	advanced *widget.Accordion // the Backend and Sampling cards, folded
 	// textScale is Text size (settings.TextScales, shown as "100%").
 	textScale *widget.Select
 	server    *widget.Check
@@ -256,7 +257,13 @@ func newSettingsScreen(a *App) *SettingsScreen {
 	}
 	storageCard := widget.NewCard("Storage", "", container.NewVBox(storage, container.NewHBox(openSettings, openChats), openErr))
 
-	s.content = container.NewVScroll(container.NewPadded(container.NewVBox(s.errLbl, backendCard, gpuCard(a, true), samplingCard, s.promptsCard(), themeCard, serverCard, storageCard, s.aboutCard())))
+	// What anyone may want first; the backend and the sampler's knobs, which
+	// only someone who knows them needs, folded under Advanced (they opened
+	// the page: "Backend: auto go xla", then "Entropy bound").
+	s.advanced = widget.NewAccordion(widget.NewAccordionItem("Advanced: backend and sampling",
+		container.NewVBox(backendCard, samplingCard)))
+	s.content = container.NewVScroll(container.NewPadded(container.NewVBox(s.errLbl, themeCard, gpuCard(a, true), serverCard,
+		s.promptsCard(), storageCard, s.advanced, s.aboutCard())))
 	return s
 }
 

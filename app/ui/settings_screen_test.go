@@ -72,15 +72,21 @@ func TestSettingsWheelScrollsThePage(t *testing.T) {
 		a.Show("Settings")
 	})
 	page := a.Settings.content.(*container.Scroll)
-	for _, key := range []string{"max_new_tokens", "max_steps"} { // the first fields: on screen at the top
+	asUI(func() { a.Settings.advanced.Open(0) }) // the sampling fields are under Advanced
+	for _, key := range []string{"max_new_tokens", "max_steps"} { // the first fields
 		e := a.Settings.fields[key]
+		var before float32
 		asUI(func() {
 			page.ScrollToTop()
+			top := fyne.CurrentApp().Driver().AbsolutePositionForObject(e).Y - fyne.CurrentApp().Driver().AbsolutePositionForObject(page).Y
+			page.Offset.Y = top - 100 // the field on screen, with room to scroll on
+			page.Refresh()
+			before = page.Offset.Y
 			pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(e).Add(fyne.NewPos(10, e.Size().Height/2))
 			test.Scroll(a.win.Canvas(), pos, 0, -60)
 		})
-		if page.Offset.Y <= 0 {
-			t.Errorf("the wheel over the %s field did not scroll the page", key)
+		if page.Offset.Y <= before {
+			t.Errorf("the wheel over the %s field did not scroll the page (offset %.0f, before %.0f)", key, page.Offset.Y, before)
 		}
 	}
 }

@@ -375,14 +375,14 @@ func (a *App) noticeText() string {
 	return "Active model: " + name + "." + a.fallbackNote()
 }
 
-// fallbackNote is " WHY (Settings → Backend)." when the loaded model's backend is
+// fallbackNote is " WHY (Settings → Advanced → Backend)." when the loaded model's backend is
 // not the one asked for (XLA did not start, so the CPU runs), else "".
 func (a *App) fallbackNote() string {
 	m := a.models.Loaded()
 	if m == nil || m.Info().Fallback == "" {
 		return ""
 	}
-	return " " + strings.TrimSuffix(m.Info().Fallback, ".") + " (Settings → Backend)."
+	return " " + strings.TrimSuffix(m.Info().Fallback, ".") + " (Settings → Advanced → Backend)."
 }
 
 // refreshNotices writes every screen's model line again (UI goroutine).
