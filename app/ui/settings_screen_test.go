@@ -72,7 +72,7 @@ func TestSettingsWheelScrollsThePage(t *testing.T) {
 		a.Show("Settings")
 	})
 	page := a.Settings.content.(*container.Scroll)
-	asUI(func() { a.Settings.advanced.Open(0) }) // the sampling fields are under Advanced
+	asUI(func() { a.Settings.advanced.Open(0) })                  // the sampling fields are under Advanced
 	for _, key := range []string{"max_new_tokens", "max_steps"} { // the first fields
 		e := a.Settings.fields[key]
 		var before float32
