@@ -149,6 +149,10 @@ type LibraryScreen struct {
 	live     map[string]DownloadEvent // latest event of downloads in progress
 	unsub    func()
 	selected map[string]string // chosen profile per entry
+	// recName's card is the download recommended for this PC, in profile
+	// recProfile, recBytes to download (library_recommend.go; "": none).
+	recName, recProfile string
+	recBytes            int64
 	// problems are the failures shown on each card until the user dismisses them
 	// or acts on the card again; they outlive the card's rebuilds.
 	problems map[string]string
@@ -164,6 +168,7 @@ type libraryCard struct {
 	fit      *widget.Label
 	problem  *widget.Label
 	probBox  *fyne.Container // problem and its Dismiss button
+	rec      *widget.Label   // "Recommended for this PC: …" (library_recommend.go), hidden on the others
 }
 
 func newLibraryScreen(a *App) *LibraryScreen {
@@ -443,6 +448,7 @@ const libraryLoading = "Reading the models library and working out which models 
 
 func (l *LibraryScreen) rebuild() {
 	l.byName = map[string]*libraryCard{}
+	l.recName, l.recProfile, l.recBytes = recommended(l.entries)
 	var objs []fyne.CanvasObject
 	for _, e := range l.entries {
 		c := l.newCard(e)
@@ -539,6 +545,9 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	if sel == "" {
 		sel = e.Profile
 	}
+	if sel == "" && e.Name == l.recName {
+		sel = l.recProfile // the profile recommended, not the card's largest
+	}
 	if sel == "" && len(names) > 0 {
 		sel = names[len(names)-1]
 	}
@@ -578,7 +587,16 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	subLbl := widget.NewLabel(sub)
 	subLbl.Wrapping = fyne.TextWrapWord
 	secondaryText(subLbl)
-	content := container.NewVBox(title, subLbl, desc, profileRow, c.fit, c.progress, c.progLbl, c.probBox, c.buttons, license)
+	rec := widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	rec.Wrapping = fyne.TextWrapWord
+	rec.Importance = widget.SuccessImportance
+	if e.Name == l.recName {
+		rec.SetText(recommendNote(l.recProfile, l.recBytes))
+	} else {
+		rec.Hide()
+	}
+	c.rec = rec
+	content := container.NewVBox(title, subLbl, rec, desc, profileRow, c.fit, c.progress, c.progLbl, c.probBox, c.buttons, license)
 	c.card = widget.NewCard("", "", content)
 	return c
 }

@@ -1,0 +1,75 @@
+package ui
+
+import (
+	"fmt"
+
+	"github.com/darkroomlabs/darkroom/models/store"
+)
+
+// Which download suits this PC. The catalog offers the 26B four ways — bf16 as
+// published (52 GB), int8 and int4 made on this PC from that download, NVIDIA's
+// NVFP4 export (19 GB) and Unsloth's GGUF (17 GB) — and a gamer with a 16 GB
+// card had to work out from four fit lines that the 17 GB download runs as
+// well as the 4-bit profile made from 52 GB. The Library says which one, on
+// its card.
+
+// recommended is the download the Library suggests for this PC: of every
+// profile that fits (not tight) of a model to download, the best kept — bf16,
+// then int8, then the 4-bit ones — and among those the smallest download. None
+// where nothing fits, or where a model other than the built-in one is already
+// downloaded or downloading: the user has chosen.
+func recommended(entries []LibraryEntry) (name, profile string, download int64) {
+	best, bestTier := int64(-1), -1
+	for _, e := range entries {
+		if e.Builtin {
+			continue
+		}
+		if e.State != "available" {
+			return "", "", 0
+		}
+		for _, p := range e.Profiles {
+			if p.Verdict != "fits" {
+				continue
+			}
+			size := p.Bytes
+			if p.ConvertedFrom != "" { // made on this PC from another profile's download
+				size = publishedBytes(e, p.ConvertedFrom)
+			}
+			if size <= 0 {
+				continue
+			}
+			tier := profileTier(p.Name)
+			if tier > bestTier || (tier == bestTier && size < best) {
+				name, profile, download, best, bestTier = e.Name, p.Name, size, size, tier
+			}
+		}
+	}
+	return name, profile, download
+}
+
+// publishedBytes is the download size of e's profile named from.
+func publishedBytes(e LibraryEntry, from string) int64 {
+	for _, p := range e.Profiles {
+		if p.Name == from {
+			return p.Bytes
+		}
+	}
+	return 0
+}
+
+// profileTier orders the profiles by how much of the model they keep: bf16 as
+// published, int8, then the 4-bit ones (int4 g32, NVFP4, GGUF Q4_K_M alike).
+func profileTier(profile string) int {
+	switch profile {
+	case "bf16":
+		return 2
+	case "int8":
+		return 1
+	}
+	return 0
+}
+
+// recommendNote is the line a recommended card carries.
+func recommendNote(profile string, download int64) string {
+	return fmt.Sprintf("Recommended for this PC: %s, a %s download that fits here", profile, store.FormatBytes(download))
+}

@@ -1,0 +1,66 @@
+package ui
+
+import (
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/download"
+	"github.com/darkroomlabs/darkroom/models/hw"
+)
+
+// TestLibraryRecommendsADownload: the Library marks the download that suits
+// this PC, its profile picked: on a 24 GB gaming card the 17 GB GGUF, which
+// runs as the 4-bit profile made from the 52 GB download does; on an 80 GB
+// card DiffusionGemma as published (bf16); on a PC where nothing fits,
+// nothing. A gamer had to work it out from four fit lines.
+func TestLibraryRecommendsADownload(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		info          hw.Info
+		want, profile string
+	}{
+		{"24 GB GPU", hw.Info{GPUs: []hw.GPU{{Name: "RTX 4090", VRAMTotal: 24 << 30, VRAMFree: 23 << 30}}, RAMTotal: 32 << 30}, catalog.GGUFID, "int4"},
+		{"80 GB GPU", hw.Info{GPUs: []hw.GPU{{Name: "H100", VRAMTotal: 80 << 30, VRAMFree: 79 << 30}}, RAMTotal: 128 << 30}, catalog.DiffusionGemmaID, "bf16"},
+		{"16 GB of RAM, no GPU", hw.Info{RAMTotal: 16 << 30}, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, _ := libraryApp(t, "http://127.0.0.1:9", download.Options{}, c.info)
+			l := a.Library
+			waitFor(t, "the catalog", func() bool { return libraryCardOf(l, catalog.GGUFID) != nil })
+			var marked []string
+			for _, id := range []string{catalog.DiffusionGemmaID, catalog.NVFP4ID, catalog.GGUFID} {
+				card := libraryCardOf(l, id)
+				if uiRead(card.rec.Visible) {
+					marked = append(marked, id)
+					if got := uiRead(func() string { return card.profile.Selected }); got != c.profile {
+						t.Errorf("%s is recommended in profile %q, picked %q", id, c.profile, got)
+					}
+					if note := uiRead(func() string { return card.rec.Text }); note == "" {
+						t.Error("an empty recommendation")
+					}
+				}
+			}
+			switch {
+			case c.want == "" && len(marked) > 0:
+				t.Errorf("recommended %v where nothing fits", marked)
+			case c.want != "" && (len(marked) != 1 || marked[0] != c.want):
+				t.Errorf("recommended %v, want %s", marked, c.want)
+			}
+		})
+	}
+}
+
+// TestRecommendedWaitsForTheUsersChoice: once a model other than the built-in
+// one is downloaded or downloading, nothing is recommended.
+func TestRecommendedWaitsForTheUsersChoice(t *testing.T) {
+	fit := ProfileFit{Name: "int4", Bytes: 17 << 30, Verdict: "fits"}
+	entries := []LibraryEntry{{Name: catalog.MiniID, Builtin: true, State: "built in"},
+		{Name: "a", State: "available", Profiles: []ProfileFit{fit}}, {Name: "b", State: "available", Profiles: []ProfileFit{fit}}}
+	if name, _, _ := recommended(entries); name != "a" {
+		t.Errorf("recommended %q of two alike, want the first", name)
+	}
+	entries[2].State = "downloading"
+	if name, _, _ := recommended(entries); name != "" {
+		t.Errorf("recommended %q while another downloads", name)
+	}
+}
