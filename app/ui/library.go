@@ -153,6 +153,7 @@ type LibraryScreen struct {
 	// recProfile, recBytes to download (library_recommend.go; "": none).
 	recName, recProfile string
 	recBytes            int64
+	recLine             *fyne.Container // over the cards: the recommendation and Show it
 	// problems are the failures shown on each card until the user dismisses them
 	// or acts on the card again; they outlive the card's rebuilds.
 	problems map[string]string
@@ -238,7 +239,7 @@ func newLibraryScreen(a *App) *LibraryScreen {
 		}
 	})
 	storeRow := container.NewBorder(nil, nil, nil, container.NewHBox(open, l.move), l.store)
-	l.body = container.NewVBox(storeRow, l.moveRow, l.moveMsg, l.errs, l.cards, l.hubRepoCard(), a.remoteCard(), hubCard)
+	l.body = container.NewVBox(storeRow, l.moveRow, l.moveMsg, l.errs, l.recommendRow(), l.cards, l.hubRepoCard(), a.remoteCard(), hubCard)
 	l.content = container.NewVScroll(container.NewPadded(l.body))
 	if a.deps.Library == nil {
 		l.store.SetText("The models library is not available in this build.")
@@ -449,6 +450,7 @@ const libraryLoading = "Reading the models library and working out which models 
 func (l *LibraryScreen) rebuild() {
 	l.byName = map[string]*libraryCard{}
 	l.recName, l.recProfile, l.recBytes = recommended(l.entries)
+	l.showRecommendation()
 	var objs []fyne.CanvasObject
 	for _, e := range l.entries {
 		c := l.newCard(e)

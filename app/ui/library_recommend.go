@@ -3,6 +3,11 @@ package ui
 import (
 	"fmt"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
 	"github.com/darkroomlabs/darkroom/models/store"
 )
 
@@ -72,4 +77,48 @@ func profileTier(profile string) int {
 // recommendNote is the line a recommended card carries.
 func recommendNote(profile string, download int64) string {
 	return fmt.Sprintf("Recommended for this PC: %s, a %s download that fits here", profile, store.FormatBytes(download))
+}
+
+// recommendRow is the line over the cards naming the recommended download,
+// with Show it, which scrolls to its card (it is often below the fold).
+func (l *LibraryScreen) recommendRow() fyne.CanvasObject {
+	text := widget.NewLabel("")
+	text.Wrapping = fyne.TextWrapWord
+	text.Importance = widget.SuccessImportance
+	show := widget.NewButtonWithIcon("Show it", theme.NavigateNextIcon(), l.showRecommended)
+	l.recLine = container.NewBorder(nil, nil, nil, show, text)
+	l.recLine.Hide()
+	return l.recLine
+}
+
+// showRecommendation fills the line over the cards (rebuild calls it).
+func (l *LibraryScreen) showRecommendation() {
+	if l.recLine == nil {
+		return
+	}
+	title := ""
+	for _, e := range l.entries {
+		if e.Name == l.recName {
+			title = e.Title
+		}
+	}
+	if l.recName == "" || title == "" {
+		l.recLine.Hide()
+		return
+	}
+	l.recLine.Objects[0].(*widget.Label).SetText(fmt.Sprintf("Recommended for this PC: %s (%s), a %s download that fits here.",
+		title, l.recProfile, store.FormatBytes(l.recBytes)))
+	l.recLine.Show()
+}
+
+// showRecommended scrolls the Library to the recommended card.
+func (l *LibraryScreen) showRecommended() {
+	c := l.byName[l.recName]
+	scroll, ok := l.content.(*container.Scroll)
+	if c == nil || !ok {
+		return
+	}
+	d := fyne.CurrentApp().Driver()
+	y := scroll.Offset.Y + d.AbsolutePositionForObject(c.card).Y - d.AbsolutePositionForObject(scroll).Y
+	scroll.ScrollToOffset(fyne.NewPos(scroll.Offset.X, y))
 }

@@ -3,6 +3,10 @@ package ui
 import (
 	"testing"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hw"
@@ -45,6 +49,22 @@ func TestLibraryRecommendsADownload(t *testing.T) {
 				t.Errorf("recommended %v where nothing fits", marked)
 			case c.want != "" && (len(marked) != 1 || marked[0] != c.want):
 				t.Errorf("recommended %v, want %s", marked, c.want)
+			}
+			// Over the cards, a line says so; Show it scrolls to the card.
+			if shown := uiRead(l.recLine.Visible); shown != (c.want != "") {
+				t.Errorf("the recommendation's line shown: %v", shown)
+			}
+			if c.want != "" {
+				asUI(func() { a.win.Resize(fyne.NewSize(900, 500)); l.content.(*container.Scroll).ScrollToTop() })
+				tap(l.recLine.Objects[1].(*widget.Button))
+				card := libraryCardOf(l, c.want)
+				top := uiRead(func() float32 {
+					d := fyne.CurrentApp().Driver()
+					return d.AbsolutePositionForObject(card.card).Y - d.AbsolutePositionForObject(l.content).Y
+				})
+				if top < -1 || top > 50 {
+					t.Errorf("after Show it the recommended card is %.0f px from the top of the Library", top)
+				}
 			}
 		})
 	}

@@ -119,7 +119,8 @@ func Entries() []Entry {
 			Repo: "google/diffusiongemma-26B-A4B-it", Revision: "main",
 			License: "Gemma Terms of Use (accept on huggingface.co before downloading)",
 			Description: "Google's block-diffusion MoE model: 26B parameters, 3.8B active. A general assistant; " +
-				"needs a 24 GB GPU when quantized to int4 (`darkroom quantize`), ~52 GB as downloaded.",
+				"~52 GB as downloaded; about 18 GB made int4 on this PC (`darkroom quantize`), or the NVFP4 and GGUF " +
+				"exports below, a third of the download: on a 24 GB GPU, or in the RAM of a PC without one.",
 			Format: "safetensors BF16", Size: 51_600_000_000,
 			Profiles: quant.Profiles,
 			// Text weights, config, tokenizer; the vision tower is skipped by the loader
