@@ -57,6 +57,12 @@ func (a *App) systemReport() string {
 			line("  %s", p)
 		}
 	}
+	if a.deps.LastCrash != "" {
+		line("The last run's crash:")
+		for _, l := range crashLines(a.deps.LastCrash, 40) {
+			line("  %s", l)
+		}
+	}
 	return b.String()
 }
 

@@ -55,6 +55,13 @@ func Run(v version.Info) int {
 		fmt.Fprintln(os.Stderr, "darkroom:", err)
 		return 1
 	}
+	crashDir := DefaultCrashDir()
+	if last, err := watchCrashes(crashDir); err != nil {
+		fmt.Fprintln(os.Stderr, "darkroom:", err) // crashes still reach stderr
+	} else if last != "" {
+		deps.Problems = append(deps.Problems, crashProblem(crashDir))
+		deps.LastCrash = last
+	}
 	ws := deps.Settings.Get()
 	w.Resize(savedWindowSize(ws.WindowWidth, ws.WindowHeight))
 	deps.System.Version = v.String()

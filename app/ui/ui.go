@@ -37,6 +37,9 @@ type Deps struct {
 	System   System          // hardware, backends, local server
 	// Problems found while starting (damaged settings, unreadable chats…), shown once.
 	Problems []string
+	// LastCrash is the report the previous run left when it crashed (crash.go;
+	// "": it ended cleanly); the system report carries its first lines.
+	LastCrash string
 }
 
 // App is the main window's content and the state the screens share.
