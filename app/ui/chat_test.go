@@ -963,18 +963,16 @@ func TestChatAnswerLength(t *testing.T) {
 	a := newTestApp(t, m, "")
 	c := a.Chat
 	last := func() engine.Request { calls := m.Calls(); return calls[len(calls)-1].req }
-	typeText(c.input, "Explain TCP.")
-	tap(c.send)
-	c.run.Wait()
-	if got := last().Sampling.MaxNewTokens; got != 2048 {
-		t.Errorf("a chat answer with no Max new tokens set: %d, want the model's answer length 2048", got)
-	}
-	a.deps.Settings.Update(func(v *settings.Values) { v.Sampling.MaxNewTokens = 300 })
-	typeText(c.input, "And UDP?")
-	tap(c.send)
-	c.run.Wait()
-	if got := last().Sampling.MaxNewTokens; got != 300 {
-		t.Errorf("with Max new tokens 300 in Settings: %d", got)
+	for _, c2 := range []struct {
+		set, want int
+	}{{0, 2048}, {300, 300}} { // Max new tokens in Settings (0: none), what an answer gets
+		a.deps.Settings.Update(func(v *settings.Values) { v.Sampling.MaxNewTokens = c2.set })
+		typeText(c.input, "Explain TCP.")
+		tap(c.send)
+		c.run.Wait()
+		if got := last().Sampling.MaxNewTokens; got != c2.want {
+			t.Errorf("a chat answer with Max new tokens %d in Settings: %d, want %d", c2.set, got, c2.want)
+		}
 	}
 	a.deps.Settings.Update(func(v *settings.Values) { v.Sampling.MaxNewTokens = 0 })
 	asUI(func() { a.Show("Encyclopedia"); a.Encyclopedia.Navigate("Unix") })
