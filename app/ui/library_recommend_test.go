@@ -55,6 +55,7 @@ func TestLibraryRecommendsADownload(t *testing.T) {
 				t.Errorf("the recommendation's line shown: %v", shown)
 			}
 			if c.want != "" {
+				waitFor(t, "the Library's listings", func() bool { return uiRead(func() bool { return l.shown == l.listings.Load() }) })
 				asUI(func() { a.win.Resize(fyne.NewSize(900, 500)); l.content.(*container.Scroll).ScrollToTop() })
 				tap(l.recLine.Objects[1].(*widget.Button))
 				card := libraryCardOf(l, c.want)
