@@ -1075,11 +1075,12 @@ type askedAbout struct {
 }
 
 // The row under an answer: its words for an entry's answer and the model's
-// own, and its button's.
+// own, and its button's; and for an answer cut off at its length limit.
 const (
-	chatEntryNote  = "This answer is the entry, as written."
-	letModelAnswer = "Let the model answer"
-	chatOwnNote    = "The model wrote this answer alone, without the entry: often wrong."
+	lengthLimitNote = "The answer stopped at its length limit."
+	chatEntryNote   = "This answer is the entry, as written."
+	letModelAnswer  = "Let the model answer"
+	chatOwnNote     = "The model wrote this answer alone, without the entry: often wrong."
 )
 
 // showAfter fills the row under the answer res as asked says: for an entry's
@@ -1107,6 +1108,9 @@ func (c *Chat) showAfter(res *engine.Result, asked askedAbout) {
 			c.input.SetText("What is " + t + "?")
 			c.Send()
 		})
+	case res.StopReason == engine.StopMaxTokens: // cut off: say where the limit is set (the status line said "length limit")
+		c.after.Add(widget.NewLabel(lengthLimitNote))
+		c.after.Add(widget.NewButtonWithIcon("Allow longer answers", theme.SettingsIcon(), c.app.Settings.ShowMaxNewTokens))
 	default:
 		c.after.Hide()
 		return

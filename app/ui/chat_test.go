@@ -986,3 +986,49 @@ func TestChatAnswerLength(t *testing.T) {
 		t.Errorf("Max new tokens' hint: %q", hint)
 	}
 }
+
+// TestChatAnswerCutOffSaysWhereTheLimitIs: an answer that ran out of new
+// tokens before its end says so under it and offers Allow longer answers,
+// which opens Settings on Max new tokens (under Advanced), the cursor in it;
+// the status line's "length limit" said what, not where.
+func TestChatAnswerCutOffSaysWhereTheLimitIs(t *testing.T) {
+	m := &fakeModel{answers: func(engine.Request) string { return "A long answer, cut" }, cutOff: true}
+	a := newTestApp(t, m, "")
+	c := a.Chat
+	typeText(c.input, "Explain TCP in detail.")
+	tap(c.send)
+	c.run.Wait()
+	var allow *widget.Button
+	var note string
+	asUI(func() {
+		for _, o := range c.after.Objects {
+			switch x := o.(type) {
+			case *widget.Label:
+				note = x.Text
+			case *widget.Button:
+				if x.Text == "Allow longer answers" {
+					allow = x
+				}
+			}
+		}
+	})
+	if !uiRead(c.after.Visible) || note != lengthLimitNote || allow == nil {
+		t.Fatalf("under a cut-off answer: shown %v, %q, button %v", uiRead(c.after.Visible), note, allow != nil)
+	}
+	tap(allow)
+	if got := uiRead(func() string { return a.tabs.Selected().Text }); got != "Settings" {
+		t.Fatalf("Allow longer answers showed %s", got)
+	}
+	if !uiRead(func() bool { return a.Settings.advanced.Items[0].Open }) || uiRead(func() fyne.Focusable { return a.win.Canvas().Focused() }) != a.Settings.fields["max_new_tokens"] {
+		t.Error("Settings did not open on Max new tokens")
+	}
+	// An answer that ended by itself offers nothing of the kind.
+	m.cutOff = false
+	asUI(func() { a.Show("Chat") })
+	typeText(c.input, "And UDP?")
+	tap(c.send)
+	c.run.Wait()
+	if uiRead(c.after.Visible) {
+		t.Error("the length-limit row under an answer that ended by itself")
+	}
+}

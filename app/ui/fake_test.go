@@ -45,6 +45,9 @@ type fakeModel struct {
 	backend, fallback string
 	// answerTokens is ModelInfo.AnswerTokens.
 	answerTokens int
+	// cutOff makes every answer end at its length limit (StopMaxTokens), as
+	// the engine's does when max new tokens run out before the end of turn.
+	cutOff bool
 
 	mu    sync.Mutex
 	calls []*fakeCall
@@ -118,6 +121,9 @@ func (f *fakeModel) Generate(ctx context.Context, req engine.Request) (*engine.R
 		}
 	}
 	finish := func(reason string) (*engine.Result, error) {
+		if f.cutOff && reason == "eos" {
+			reason = engine.StopMaxTokens
+		}
 		res.Tokens = committed
 		res.Text = decodeRunes(committed)
 		res.ForwardPasses = passes

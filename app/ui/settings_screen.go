@@ -606,3 +606,18 @@ func (s *SettingsScreen) showExamples() {
 		s.examples.Hide()
 	}
 }
+
+// ShowMaxNewTokens opens Settings on Max new tokens, under Advanced, the
+// cursor in it ("Allow longer answers" under an answer cut at its length
+// limit).
+func (s *SettingsScreen) ShowMaxNewTokens() {
+	s.app.Show("Settings")
+	s.advanced.Open(0)
+	e := s.fields["max_new_tokens"]
+	if scroll, ok := s.content.(*container.Scroll); ok {
+		d := fyne.CurrentApp().Driver()
+		y := scroll.Offset.Y + d.AbsolutePositionForObject(e).Y - d.AbsolutePositionForObject(scroll).Y - 40
+		scroll.ScrollToOffset(fyne.NewPos(scroll.Offset.X, y))
+	}
+	s.app.win.Canvas().Focus(e)
+}
