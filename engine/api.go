@@ -89,6 +89,12 @@ type Request struct {
 	// the first answer tokens. Result.Tokens and Text begin with them. It is
 	// tokenized as plain text (no BOS) and must fit in max new tokens.
 	Opening string
+	// OpeningExtra puts the Opening's tokens on top of max new tokens instead
+	// of within them: the Opening is an answer written so far, to go on from
+	// (Chat's Continue, after an answer that ran out of new tokens), and max
+	// new tokens is what may follow it. An opening longer than a canvas fills
+	// the canvases it covers, as any does.
+	OpeningExtra bool
 	// Lead is held after Opening where both fit (an entry's text, from
 	// the model folder's leads: the Encyclopedia and Chat send it). Where Opening
 	// and Lead together do not fit in max new tokens — a small max new tokens —

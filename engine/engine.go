@@ -219,6 +219,9 @@ func (e *Engine) plan(req *Request) (plan, error) {
 	canvas := e.cfg.CanvasLength
 	eos := e.endIDs()
 	opening := e.tok.Encode(req.Opening)
+	if req.OpeningExtra { // an answer so far, to go on from: max new tokens follow it
+		s.MaxNewTokens += len(opening)
+	}
 	lead := false
 	if req.Lead != "" {
 		// Encoded with the opening, as one text: the ids the model reads are

@@ -816,3 +816,25 @@ func TestIsEndIsWhereGenerateStops(t *testing.T) {
 		}
 	}
 }
+
+// TestOpeningExtra: an Opening sent as the answer so far (Request.OpeningExtra,
+// Chat's Continue) is followed by max new tokens more in both modes, where an
+// Opening within max new tokens leaves that much less, and one longer than
+// max new tokens is no longer refused.
+func TestOpeningExtra(t *testing.T) {
+	opening := []int{7, 8, 9}
+	for _, m := range []Mode{AR, Diffusion} {
+		res, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: m,
+			Opening: "t7 t8 t9", OpeningExtra: true, Sampling: Sampling{MaxNewTokens: 16}})
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		if len(res.Tokens) != 3+16 || !slices.Equal(res.Tokens[:3], opening) || res.StopReason != StopMaxTokens {
+			t.Errorf("%s: %d tokens %v (%s), want the opening and 16 more", m, len(res.Tokens), res.Tokens, res.StopReason)
+		}
+		if _, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: m,
+			Opening: "t7 t8 t9", OpeningExtra: true, Sampling: Sampling{MaxNewTokens: 2}}); err != nil {
+			t.Errorf("%s: an opening past max new tokens, on top of them: %v", m, err)
+		}
+	}
+}

@@ -76,6 +76,9 @@ type Chat struct {
 	// entries it may have meant (assets.Leads.ChatSimilar).
 	after *fyne.Container
 	own   bool // the next answer is the model's alone, without the entry (the after row's button)
+	// continued is the answer Continue goes on from (ContinueAnswer), out of
+	// the thread while the model writes; it comes back as it was if that fails.
+	continued *chats.Message
 	// undoBar, under the thread list, says which chat was deleted and offers
 	// Undo, until the user goes on (sends, starts or picks a chat) or deletes
 	// another; deleted is that chat, as it was.
@@ -845,6 +848,23 @@ func (c *Chat) Send() {
 	c.answer()
 }
 
+// ContinueAnswer ("Continue" under an answer cut at its length limit) has the
+// model go on from where the answer stopped: the answer so far is held as the
+// opening of the next (engine.Request.OpeningExtra: max new tokens more may
+// follow it) and the whole replaces it; if that fails, the answer stays as it
+// was. A cut answer otherwise had to be asked for again, from the start.
+func (c *Chat) ContinueAnswer() {
+	t := c.cur
+	if c.answering || t == nil || len(t.Messages) == 0 || t.Messages[len(t.Messages)-1].Role != "model" {
+		return
+	}
+	last := t.Messages[len(t.Messages)-1]
+	t.Messages = t.Messages[:len(t.Messages)-1]
+	c.continued = &last
+	c.renderMessages()
+	c.answer()
+}
+
 // Regenerate drops the last answer and asks again.
 func (c *Chat) Regenerate() { c.regenerate(true) }
 
@@ -905,6 +925,10 @@ func (c *Chat) answer() {
 	picked := c.mode.Selected
 	own := c.own
 	c.own = false
+	cont := c.continued // Continue: the answer so far, held as the opening of this one
+	if cont != nil {
+		thinking = false
+	}
 	c.answering = true
 	c.errLabel.Hide()
 	c.after.Hide()
@@ -946,6 +970,9 @@ func (c *Chat) answer() {
 				start = assets.ChatStart{}
 			}
 		}
+		if cont != nil { // going on from the answer so far: it is the opening, no entry nor heading
+			start, asked = assets.ChatStart{Opening: cont.Content}, askedAbout{}
+		}
 		dev := develop.New(m, m.Decode)
 		th := newThrottle(frameInterval, func(ev engine.Event) {
 			text := dev.Text(ev)
@@ -978,7 +1005,7 @@ func (c *Chat) answer() {
 			sampling.MaxNewTokens = info.AnswerTokens
 		}
 		res, err := m.Generate(ctx, engine.Request{Messages: msgs, Thinking: thinking, Mode: mode, Opening: start.Opening, Lead: start.Lead, LeadEnds: start.Lead != "", OpeningTentative: start.OpeningTentative, Reply: start.Reply,
-			Sampling: sampling, Seed: c.app.seed(), OnEvent: th.Push, FitContext: true})
+			Sampling: sampling, Seed: c.app.seed(), OnEvent: th.Push, FitContext: true, OpeningExtra: cont != nil})
 		th.Close()
 		c.finish(current, t, res, err, info.Mode.Reason, info.Leads.Len() > 0, asked)
 	})
@@ -1035,10 +1062,20 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 				t.Messages = append(t.Messages, c.other.take())
 				c.save()
 			}
+			cut := c.continued != nil
+			if cut { // a continuation that failed: the answer stays as it was, cut
+				t.Messages = append(t.Messages, *c.continued)
+				c.continued = nil
+				c.save()
+			}
 			c.renderMessages()
+			if cut { // and Continue is offered again
+				c.showAfter(&engine.Result{StopReason: engine.StopMaxTokens}, askedAbout{})
+			}
 			c.updateButtons()
 			return
 		}
+		c.continued = nil // (the answer written holds it: it was the opening)
 		ans := chat.Parse(res.Text)
 		text := strings.TrimSpace(ans.Text)
 		if res.StopReason == engine.StopCancelled {
@@ -1108,8 +1145,11 @@ func (c *Chat) showAfter(res *engine.Result, asked askedAbout) {
 			c.input.SetText("What is " + t + "?")
 			c.Send()
 		})
-	case res.StopReason == engine.StopMaxTokens: // cut off: say where the limit is set (the status line said "length limit")
+	case res.StopReason == engine.StopMaxTokens: // cut off: go on from there, or say where the limit is set
 		c.after.Add(widget.NewLabel(lengthLimitNote))
+		if n := len(c.cur.Messages); n > 0 && c.cur.Messages[n-1].Thought == "" {
+			c.after.Add(widget.NewButtonWithIcon("Continue", theme.MediaPlayIcon(), c.ContinueAnswer))
+		}
 		c.after.Add(widget.NewButtonWithIcon("Allow longer answers", theme.SettingsIcon(), c.app.Settings.ShowMaxNewTokens))
 	default:
 		c.after.Hide()

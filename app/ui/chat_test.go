@@ -1032,3 +1032,62 @@ func TestChatAnswerCutOffSaysWhereTheLimitIs(t *testing.T) {
 		t.Error("the length-limit row under an answer that ended by itself")
 	}
 }
+
+// TestChatContinue: Continue under an answer cut at its length limit has the
+// model go on from where it stopped — the answer so far held as the opening,
+// max new tokens more after it (OpeningExtra), the question the last message it
+// reads — and the whole replaces it; where that fails, the answer stays as it
+// was. A cut answer had to be asked for again, from the start.
+func TestChatContinue(t *testing.T) {
+	calls := 0
+	m := &fakeModel{cutOff: true, answers: func(req engine.Request) string {
+		if req.OpeningExtra {
+			return req.Opening + " and the rest of it."
+		}
+		return "The first part"
+	}, fail: func(call int) error {
+		calls = call
+		if call == 2 {
+			return errors.New("the GPU ran out of memory")
+		}
+		return nil
+	}}
+	a := newTestApp(t, m, "")
+	c := a.Chat
+	typeText(c.input, "Explain TCP in detail.")
+	tap(c.send)
+	c.run.Wait()
+	cont := func() {
+		t.Helper()
+		var b *widget.Button
+		asUI(func() {
+			for _, o := range c.after.Objects {
+				if x, ok := o.(*widget.Button); ok && x.Text == "Continue" {
+					b = x
+				}
+			}
+		})
+		if b == nil || !uiRead(c.after.Visible) {
+			t.Fatal("no Continue under a cut-off answer")
+		}
+		tap(b)
+		c.run.Wait()
+	}
+	cont() // fails: the answer stays
+	if got := c.Current().Messages; len(got) != 2 || got[1].Content != "The first part" || !uiRead(c.errLabel.Visible) {
+		t.Fatalf("after a failed Continue: %+v, error shown %v", got, uiRead(c.errLabel.Visible))
+	}
+	m.cutOff = false
+	cont()
+	got := c.Current().Messages
+	if len(got) != 2 || got[1].Content != "The first part and the rest of it." {
+		t.Errorf("after Continue: %+v", got)
+	}
+	last := m.Calls()[len(m.Calls())-1].req
+	if !last.OpeningExtra || last.Opening != "The first part" || last.Messages[len(last.Messages)-1].Content != "Explain TCP in detail." {
+		t.Errorf("Continue asked %+v", last)
+	}
+	if calls != 3 {
+		t.Errorf("%d generations, want 3", calls)
+	}
+}
