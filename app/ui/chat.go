@@ -437,6 +437,9 @@ func (c *Chat) defaultSystem() string {
 func (c *Chat) open(t *chats.Thread) {
 	c.run.Stop()
 	c.run.Invalidate()
+	if c.answering && c.cur != nil { // the answer being written is dropped: the chat left stays as it was
+		c.putBack(c.cur)
+	}
 	c.answering = false
 	c.other.forget() // the answer Regenerate replaced is the thread left's
 	c.editing = -1
@@ -848,6 +851,24 @@ func (c *Chat) Send() {
 	c.answer()
 }
 
+// putBack returns to t the answer a Continue or a Regenerate took out of it
+// for another to replace, where that one never came — it failed, or the chat
+// was left while it was written (the answer, and with Continue the next one in
+// any chat, was lost) — and says whether there was one, and whether it was a
+// cut answer Continue went on from (Continue is offered again).
+func (c *Chat) putBack(t *chats.Thread) (restored, cut bool) {
+	switch {
+	case c.continued != nil: // (before other: a regenerated answer may have been continued)
+		t.Messages = append(t.Messages, *c.continued)
+		c.continued = nil
+		return true, true
+	case c.other.has() && !c.other.newer:
+		t.Messages = append(t.Messages, c.other.take())
+		return true, false
+	}
+	return false, false
+}
+
 // ContinueAnswer ("Continue" under an answer cut at its length limit) has the
 // model go on from where the answer stopped: the answer so far is held as the
 // opening of the next (engine.Request.OpeningExtra: max new tokens more may
@@ -1058,14 +1079,8 @@ func (c *Chat) finish(current func() bool, t *chats.Thread, res *engine.Result, 
 			} else {
 				c.showError(plainError("answer", err))
 			}
-			if c.other.has() && !c.other.newer { // a regenerated answer that failed: the one it replaced stays
-				t.Messages = append(t.Messages, c.other.take())
-				c.save()
-			}
-			cut := c.continued != nil
-			if cut { // a continuation that failed: the answer stays as it was, cut
-				t.Messages = append(t.Messages, *c.continued)
-				c.continued = nil
+			restored, cut := c.putBack(t) // a regenerated or continued answer that failed: the answer stays as it was
+			if restored {
 				c.save()
 			}
 			c.renderMessages()

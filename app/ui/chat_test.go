@@ -1091,3 +1091,51 @@ func TestChatContinue(t *testing.T) {
 		t.Errorf("%d generations, want 3", calls)
 	}
 }
+
+// TestChatLeavingAContinueKeepsTheAnswer: leaving a chat while Continue (or
+// Regenerate) writes — another chat opened — stops that answer and leaves the
+// chat as it was, its cut answer back in place; the next answer, in any chat,
+// is a new one. The answer was lost from the chat, and the next question, in
+// another chat, went on from its text.
+func TestChatLeavingAContinueKeepsTheAnswer(t *testing.T) {
+	m := &fakeModel{cutOff: true, answers: func(req engine.Request) string {
+		if req.OpeningExtra {
+			return req.Opening + " and the rest of it."
+		}
+		return "The first part"
+	}}
+	a := newTestApp(t, m, "")
+	c := a.Chat
+	typeText(c.input, "Explain TCP in detail.")
+	tap(c.send)
+	c.run.Wait()
+	first := c.Current()
+	for _, label := range []string{"Continue", "Regenerate"} {
+		m.mu.Lock()
+		m.gate = make(chan struct{})
+		m.mu.Unlock()
+		if label == "Continue" {
+			asUI(c.ContinueAnswer)
+		} else {
+			asUI(c.Regenerate)
+		}
+		feed(t, m.gate, 1)
+		asUI(c.NewThread) // another chat, while the answer is being written
+		close(m.gate)
+		c.run.Wait()
+		if got := first.Messages; len(got) != 2 || got[1].Content != "The first part" {
+			t.Errorf("%s, then another chat opened: the first chat holds %+v", label, got)
+		}
+		asUI(func() { c.open(first) })
+	}
+	m.mu.Lock()
+	m.gate = nil
+	m.mu.Unlock()
+	asUI(c.NewThread)
+	typeText(c.input, "What is UDP?")
+	tap(c.send)
+	c.run.Wait()
+	if last := m.Calls()[len(m.Calls())-1].req; last.OpeningExtra || last.Opening != "" {
+		t.Errorf("a new question in another chat went on from %q", last.Opening)
+	}
+}
