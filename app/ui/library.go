@@ -149,11 +149,8 @@ type LibraryScreen struct {
 	live     map[string]DownloadEvent // latest event of downloads in progress
 	unsub    func()
 	selected map[string]string // chosen profile per entry
-	// recName's card is the download recommended for this PC, in profile
-	// recProfile, recBytes to download (library_recommend.go; "": none).
-	recName, recProfile string
-	recBytes            int64
-	recLine             *fyne.Container // over the cards: the recommendation and Show it
+	rec      recommendation    // the download recommended for this PC (library_recommend.go)
+	recLine  *fyne.Container   // over the cards: the recommendation and Show it
 	// problems are the failures shown on each card until the user dismisses them
 	// or acts on the card again; they outlive the card's rebuilds.
 	problems map[string]string
@@ -449,7 +446,7 @@ const libraryLoading = "Reading the models library and working out which models 
 
 func (l *LibraryScreen) rebuild() {
 	l.byName = map[string]*libraryCard{}
-	l.recName, l.recProfile, l.recBytes = recommended(l.entries)
+	l.rec = recommended(l.entries)
 	l.showRecommendation()
 	var objs []fyne.CanvasObject
 	for _, e := range l.entries {
@@ -547,8 +544,8 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	if sel == "" {
 		sel = e.Profile
 	}
-	if sel == "" && e.Name == l.recName {
-		sel = l.recProfile // the profile recommended, not the card's largest
+	if sel == "" && e.Name == l.rec.name {
+		sel = l.rec.profile // the profile recommended, not the card's largest
 	}
 	if sel == "" && len(names) > 0 {
 		sel = names[len(names)-1]
@@ -592,8 +589,8 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	rec := widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	rec.Wrapping = fyne.TextWrapWord
 	rec.Importance = widget.SuccessImportance
-	if e.Name == l.recName {
-		rec.SetText(recommendNote(l.recProfile, l.recBytes))
+	if e.Name == l.rec.name {
+		rec.SetText(l.rec.note(false))
 	} else {
 		rec.Hide()
 	}
@@ -901,12 +898,8 @@ func (l *LibraryScreen) onEvent(ev DownloadEvent) {
 			l.setProblem(ev.Name, libraryProblem("download "+title, ev.Err))
 		}
 		c := l.byName[ev.Name]
-		if c != nil {
-			l.notifyEnded(ev, c.entry.State, c.entry.Title)
-		} else {
-			l.notifyEnded(ev, "", ev.Name)
-		}
 		if c == nil {
+			l.notifyEnded(ev, "", ev.Name)
 			// A model with no card yet (a Hugging Face repo whose download just
 			// began, listed in a Refresh still on its way, or ended before it):
 			// its end is listed afresh, else the card would keep the state that
@@ -916,6 +909,7 @@ func (l *LibraryScreen) onEvent(ev DownloadEvent) {
 			}
 			return
 		}
+		l.notifyEnded(ev, c.entry.State, c.entry.Title)
 		stateChanged := c.entry.State != ev.State
 		c.entry.State = ev.State
 		c.entry.Progress = ev

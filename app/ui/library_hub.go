@@ -2,7 +2,6 @@ package ui
 
 import (
 	"errors"
-	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -83,8 +82,5 @@ func repoProblem(repo string, err error) string {
 		return "Hugging Face (or the mirror set below) has no model called " + repo + ": check its name, " +
 			"as its page shows it (owner/name)."
 	}
-	if msg := libraryProblem("download "+repo, err); !strings.HasPrefix(msg, "Could not") {
-		return msg
-	}
-	return "Could not download " + repo + ": " + shortCause(err)
+	return libraryProblem("download "+repo, err)
 }

@@ -18,19 +18,27 @@ import (
 // well as the 4-bit profile made from 52 GB. The Library says which one, on
 // its card.
 
+// recommendation is a download the Library suggests: the model (its card's
+// name and title), in profile, download bytes to fetch ("" name: none).
+type recommendation struct {
+	name, title, profile string
+	download             int64
+}
+
 // recommended is the download the Library suggests for this PC: of every
 // profile that fits (not tight) of a model to download, the best kept — bf16,
 // then int8, then the 4-bit ones — and among those the smallest download. None
 // where nothing fits, or where a model other than the built-in one is already
 // downloaded or downloading: the user has chosen.
-func recommended(entries []LibraryEntry) (name, profile string, download int64) {
-	best, bestTier := int64(-1), -1
+func recommended(entries []LibraryEntry) recommendation {
+	var r recommendation
+	bestTier := -1
 	for _, e := range entries {
 		if e.Builtin {
 			continue
 		}
 		if e.State != "available" {
-			return "", "", 0
+			return recommendation{}
 		}
 		for _, p := range e.Profiles {
 			if p.Verdict != "fits" {
@@ -44,12 +52,12 @@ func recommended(entries []LibraryEntry) (name, profile string, download int64) 
 				continue
 			}
 			tier := profileTier(p.Name)
-			if tier > bestTier || (tier == bestTier && size < best) {
-				name, profile, download, best, bestTier = e.Name, p.Name, size, size, tier
+			if tier > bestTier || (tier == bestTier && size < r.download) {
+				r, bestTier = recommendation{name: e.Name, title: e.Title, profile: p.Name, download: size}, tier
 			}
 		}
 	}
-	return name, profile, download
+	return r
 }
 
 // publishedBytes is the download size of e's profile named from.
@@ -74,9 +82,14 @@ func profileTier(profile string) int {
 	return 0
 }
 
-// recommendNote is the line a recommended card carries.
-func recommendNote(profile string, download int64) string {
-	return fmt.Sprintf("Recommended for this PC: %s, a %s download that fits here", profile, store.FormatBytes(download))
+// note is the recommendation as its card says it, or with the model's title
+// as the line over the cards does.
+func (r recommendation) note(withTitle bool) string {
+	what := r.profile
+	if withTitle {
+		what = r.title + " (" + r.profile + ")"
+	}
+	return fmt.Sprintf("Recommended for this PC: %s, a %s download that fits here", what, store.FormatBytes(r.download))
 }
 
 // recommendRow is the line over the cards naming the recommended download,
@@ -96,24 +109,17 @@ func (l *LibraryScreen) showRecommendation() {
 	if l.recLine == nil {
 		return
 	}
-	title := ""
-	for _, e := range l.entries {
-		if e.Name == l.recName {
-			title = e.Title
-		}
-	}
-	if l.recName == "" || title == "" {
+	if l.rec.name == "" {
 		l.recLine.Hide()
 		return
 	}
-	l.recLine.Objects[0].(*widget.Label).SetText(fmt.Sprintf("Recommended for this PC: %s (%s), a %s download that fits here.",
-		title, l.recProfile, store.FormatBytes(l.recBytes)))
+	l.recLine.Objects[0].(*widget.Label).SetText(l.rec.note(true) + ".")
 	l.recLine.Show()
 }
 
 // showRecommended scrolls the Library to the recommended card.
 func (l *LibraryScreen) showRecommended() {
-	c := l.byName[l.recName]
+	c := l.byName[l.rec.name]
 	scroll, ok := l.content.(*container.Scroll)
 	if c == nil || !ok {
 		return

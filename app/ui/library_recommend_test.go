@@ -77,11 +77,11 @@ func TestRecommendedWaitsForTheUsersChoice(t *testing.T) {
 	fit := ProfileFit{Name: "int4", Bytes: 17 << 30, Verdict: "fits"}
 	entries := []LibraryEntry{{Name: catalog.MiniID, Builtin: true, State: "built in"},
 		{Name: "a", State: "available", Profiles: []ProfileFit{fit}}, {Name: "b", State: "available", Profiles: []ProfileFit{fit}}}
-	if name, _, _ := recommended(entries); name != "a" {
-		t.Errorf("recommended %q of two alike, want the first", name)
+	if r := recommended(entries); r.name != "a" {
+		t.Errorf("recommended %q of two alike, want the first", r.name)
 	}
 	entries[2].State = "downloading"
-	if name, _, _ := recommended(entries); name != "" {
-		t.Errorf("recommended %q while another downloads", name)
+	if r := recommended(entries); r.name != "" {
+		t.Errorf("recommended %q while another downloads", r.name)
 	}
 }

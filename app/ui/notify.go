@@ -30,14 +30,6 @@ func (a *App) notify(screen, title, content string) {
 	a.fyneApp.SendNotification(fyne.NewNotification(title, content))
 }
 
-// shown is the screen shown: a tab's name, or "" for the first-run screen.
-func (a *App) shown() string {
-	if len(a.root.Objects) != 1 || a.root.Objects[0] != a.tabs {
-		return ""
-	}
-	return a.tabs.Selected().Text
-}
-
 // notifyEnded tells of a download or a conversion that ended (ev, a final
 // event of the model titled title); was is the state before it — a
 // conversion's end follows "converting". One the user cancelled is not news.

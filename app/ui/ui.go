@@ -190,13 +190,18 @@ func (a *App) addShortcuts() {
 // nothing on another screen or the first-run screen.
 func (a *App) onScreen(do map[string]func()) func() {
 	return func() {
-		if len(a.root.Objects) != 1 || a.root.Objects[0] != a.tabs {
-			return
-		}
-		if f := do[a.tabs.Selected().Text]; f != nil {
+		if f := do[a.shown()]; f != nil {
 			f()
 		}
 	}
+}
+
+// shown is the screen shown: a tab's name, or "" for the first-run screen.
+func (a *App) shown() string {
+	if len(a.root.Objects) != 1 || a.root.Objects[0] != a.tabs {
+		return ""
+	}
+	return a.tabs.Selected().Text
 }
 
 // appKey is one of the app's key combinations, what it does in words (for
@@ -311,7 +316,7 @@ func (a *App) appShortcut(s fyne.Shortcut) bool {
 // Show switches to a screen by its tab name ("Encyclopedia", "Library", …),
 // leaving the first-run screen if it is up.
 func (a *App) Show(name string) {
-	if len(a.root.Objects) != 1 || a.root.Objects[0] != a.tabs {
+	if a.shown() == "" { // the first-run screen
 		a.root.Objects = []fyne.CanvasObject{a.tabs}
 		a.root.Refresh()
 	}
