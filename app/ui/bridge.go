@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/engine"
@@ -214,4 +215,12 @@ func lowerFirst(s string) string {
 	}
 	r, n := utf8.DecodeRuneInString(s)
 	return string(unicode.ToLower(r)) + s[n:]
+}
+
+// scrollTo scrolls scroll so that o, somewhere in its content, is margin
+// below its top (as far as the content allows). Call on the UI goroutine.
+func scrollTo(scroll *container.Scroll, o fyne.CanvasObject, margin float32) {
+	d := fyne.CurrentApp().Driver()
+	y := scroll.Offset.Y + d.AbsolutePositionForObject(o).Y - d.AbsolutePositionForObject(scroll).Y - margin
+	scroll.ScrollToOffset(fyne.NewPos(scroll.Offset.X, y))
 }

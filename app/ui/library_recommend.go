@@ -124,7 +124,5 @@ func (l *LibraryScreen) showRecommended() {
 	if c == nil || !ok {
 		return
 	}
-	d := fyne.CurrentApp().Driver()
-	y := scroll.Offset.Y + d.AbsolutePositionForObject(c.card).Y - d.AbsolutePositionForObject(scroll).Y
-	scroll.ScrollToOffset(fyne.NewPos(scroll.Offset.X, y))
+	scrollTo(scroll, c.card, 0)
 }

@@ -615,9 +615,7 @@ func (s *SettingsScreen) ShowMaxNewTokens() {
 	s.advanced.Open(0)
 	e := s.fields["max_new_tokens"]
 	if scroll, ok := s.content.(*container.Scroll); ok {
-		d := fyne.CurrentApp().Driver()
-		y := scroll.Offset.Y + d.AbsolutePositionForObject(e).Y - d.AbsolutePositionForObject(scroll).Y - 40
-		scroll.ScrollToOffset(fyne.NewPos(scroll.Offset.X, y))
+		scrollTo(scroll, e, 40)
 	}
 	s.app.win.Canvas().Focus(e)
 }
