@@ -293,8 +293,7 @@ func (e *Engine) fitContext(req *Request, prompt []int, room int) ([]int, int, e
 		r.Messages = append(slices.Clip(msgs[:sys]), msgs[from:]...)
 		return e.prompt(&r)
 	}
-	var best []int
-	bestFrom := -1
+	best, bestFrom := prompt, sys // none of starts: the prompt as it is
 	lo, hi := 0, len(starts)-1
 	for lo <= hi { // the earliest start whose prompt fits
 		mid := (lo + hi) / 2
@@ -302,21 +301,16 @@ func (e *Engine) fitContext(req *Request, prompt []int, room int) ([]int, int, e
 		if err != nil {
 			return nil, 0, err
 		}
-		if len(ids) <= room {
+		switch {
+		case len(ids) <= room:
 			best, bestFrom, hi = ids, starts[mid], mid-1
-		} else {
+		case mid == len(starts)-1: // not even the last user message's turn fits: that prompt, refused
+			best, bestFrom, lo = ids, starts[mid], mid+1
+		default:
 			lo = mid + 1
 		}
 	}
-	switch {
-	case bestFrom >= 0:
-		return best, bestFrom - sys, nil
-	case len(starts) > 0: // not even the last user message's turn fits: that prompt, refused
-		last := starts[len(starts)-1]
-		ids, err := encode(last)
-		return ids, last - sys, err
-	}
-	return prompt, 0, nil
+	return best, bestFrom - sys, nil
 }
 
 // newGeneration checks a request and prepares its state.

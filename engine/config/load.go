@@ -87,18 +87,15 @@ func ParseModel(raw []byte) (*Model, error) {
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return nil, fmt.Errorf("%s: %w", ConfigFile, err)
 	}
-	for _, k := range []string{"model_type", "text_config"} {
-		if _, ok := top[k]; !ok {
-			if k == "text_config" && top["model_type"] != nil {
-				if err := checkModelType(top["model_type"]); err != nil {
-					return nil, err // another architecture: say which, not a missing field
-				}
-			}
-			return nil, fmt.Errorf("%s: %s is missing", ConfigFile, k)
+	if mt, ok := top["model_type"]; ok { // another architecture: say which, not which field it lacks
+		if err := checkModelType(mt); err != nil {
+			return nil, err
 		}
 	}
-	if err := checkModelType(top["model_type"]); err != nil {
-		return nil, err
+	for _, k := range []string{"model_type", "text_config"} {
+		if _, ok := top[k]; !ok {
+			return nil, fmt.Errorf("%s: %s is missing", ConfigFile, k)
+		}
 	}
 	var text map[string]json.RawMessage
 	if err := json.Unmarshal(top["text_config"], &text); err != nil {
