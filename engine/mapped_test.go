@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -17,6 +18,7 @@ import (
 // its mapping, and greedy AR decodes the same tokens there as in GoMLX graphs (which
 // copy the weights out and dequantize in-graph).
 func TestQuantizedHostAndGraphAgree(t *testing.T) {
+	defer kernels.SetIntProducts(kernels.SetIntProducts(false)) // the graph multiplies in float32
 	dir := filepath.Join(t.TempDir(), "int4")
 	if err := weights.QuantizeCheckpoint(context.Background(), writeTinyModel(t), dir, quant.Int4Profile, nil); err != nil {
 		t.Fatal(err)

@@ -426,7 +426,7 @@ func bounds(rep *benchReport, cfg *config.Model, rates *speed.Rates) error {
 		// rate (the bound), and darkroom hw's step (the estimate).
 		flops := model.FLOPs(&cfg.Text, rep.CanvasLength, rep.PromptTokens)
 		b := &modeBound{UnitFLOPs: flops, UnitBytes: est.Diffusion.UnitBytes,
-			MemoryMS: 1000 * est.Diffusion.UnitBytes / est.MemRead, ComputeMS: 1000 * flops / rates.Peak(),
+			MemoryMS: 1000 * est.Diffusion.UnitBytes / est.MemRead, ComputeMS: 1000 * flops / rates.PeakFor(speed.ProfileOf(cfg)),
 			EstimateTokensPerS: est.Diffusion.TokensPerS, EstimateUnitMS: 1000 * est.Diffusion.UnitSeconds,
 			EstimateStepMS: 1000 * est.Diffusion.StepSeconds, EstimateTerms: est.Diffusion.Terms, Wake: rates.Wake}
 		if d.StepMS > 0 {

@@ -160,8 +160,8 @@ func writeSpeed(w io.Writer, rep *hwReport) {
 	}
 	r := rep.Rates
 	fmt.Fprintf(w, "Speed here, about N tokens/s for a one-canvas answer (PRINTER: AR, one token per forward pass; POLAROID: diffusion),\n")
-	fmt.Fprintf(w, "from this CPU's rates measured %s with Darkroom's kernels (each the median of its probes): GEMM up to %.0f GFLOP/s%s (%.0f at [256,64]×[64,64]), memory reads %.1f GB/s%s, int4 GEMV %.1f G weights/s%s in the caches and %.1f%s from memory, sampler %.0f M logits/s, a worker's wake-up %.2g µs, the engine's own cost %.2g µs an operation (%.2g in a denoising step), an event's text %.2g ns a token.\n",
-		r.Measured.Local().Format("2006-01-02 15:04"), r.Peak()/1e9, spreadText(r, speed.SpreadGEMMPeak, 1e9), r.GEMMAt(256, 64, 64)/1e9,
+	fmt.Fprintf(w, "from this CPU's rates measured %s with Darkroom's kernels (each the median of its probes): GEMM up to %.0f GFLOP/s%s (%.0f at [256,64]×[64,64])%s, memory reads %.1f GB/s%s, int4 GEMV %.1f G weights/s%s in the caches and %.1f%s from memory, sampler %.0f M logits/s, a worker's wake-up %.2g µs, the engine's own cost %.2g µs an operation (%.2g in a denoising step), an event's text %.2g ns a token.\n",
+		r.Measured.Local().Format("2006-01-02 15:04"), r.Peak()/1e9, spreadText(r, speed.SpreadGEMMPeak, 1e9), r.GEMMAt(256, 64, 64)/1e9, intGEMMText(r),
 		r.MemRead/1e9, spreadText(r, speed.SpreadMemRead, 1e9), r.GEMV["int4"]/1e9, spreadText(r, speed.SpreadGEMV+"int4", 1e9),
 		r.GEMVStream["int4"]/1e9, spreadText(r, speed.SpreadGEMVStream+"int4", 1e9),
 		r.Sampler/1e6, r.Wake*1e6, r.OpOverhead*1e6, r.StepOpOverhead*1e6, r.DecodeToken*1e9)
@@ -174,6 +174,15 @@ func writeSpeed(w io.Writer, rep *hwReport) {
 		fmt.Fprintf(w, "  %s (%s): printer about %s tokens/s here, polaroid about %s; chat and the API use %s.\n", s.Model, s.Profile,
 			speed.Rate(s.Estimate.AR.TokensPerS), speed.Rate(s.Estimate.Diffusion.TokensPerS), s.Default.Reason)
 	}
+}
+
+// intGEMMText is the integer products' peak, for the rates line: ", int4 weights
+// up to N in integer arithmetic" where they run, else "".
+func intGEMMText(r *speed.Rates) string {
+	if p := r.IntPeak(); p > 0 {
+		return fmt.Sprintf(", int8/int4 weights up to %.0f in integer arithmetic (AVX-512 VNNI)", p/1e9)
+	}
+	return ""
 }
 
 // spreadText is how the probes of rate key (speed.SpreadMemRead, …) in r ranged, in units of unit, as

@@ -72,6 +72,7 @@ func unfusedStep(t *testing.T, e *Matrix, hidden []float32, rows int, s HeadStep
 // int8, with every micro-kernel this CPU has, on shapes with edge tiles everywhere;
 // soft and pos start as garbage and must be overwritten.
 func TestHeadMatchesUnfused(t *testing.T) {
+	defer SetIntProducts(SetIntProducts(false)) // the unfused products in float32, as the head's
 	saved := gemmKernel
 	defer func() { gemmKernel = saved }()
 	for _, kern := range gemmKernels() {

@@ -57,3 +57,13 @@ func dotBF16(x []float32, src []byte, tail []float32) float32 {
 	decodeBF16Go(t, src)
 	return dotGo(t, x)
 }
+
+// hasVNNI, useVNNI: no integer products off amd64 (qgemm.go).
+var hasVNNI, useVNNI = false, false
+
+func qKernel(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool) {
+	qKernelGo(groups, a, lda, sa, lds, b, bs, c, ldc, accumulate)
+}
+func quantizeRow32(q []int8, pairs, a []float32) { quantizeRow32Go(q, pairs, a) }
+func unpackNibbles(dst, src []byte)              { unpackNibblesGo(dst, src) }
+func transposeWords(dst, src []byte, kc int)     { transposeWordsGo(dst, src, kc) }

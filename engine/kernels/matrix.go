@@ -404,6 +404,10 @@ func (w *Matrix) MulNT(out, a []float32, m int) error {
 		w.mulRows(out, a, m)
 		return nil
 	}
+	if w.useIntProduct(m) {
+		w.mulNTInt(out, a, m)
+		return nil
+	}
 	kern := gemmKernel
 	packB := func(dst []float32, buf *packBuf, j0, cols, p0, kc int) error {
 		nr := kern.nr

@@ -10,8 +10,13 @@ import (
 // whole matrix (its products equal the reference rows'), DecodeRow equals the owner's
 // decoder, and MulNN (a·w) equals the float64 product, on shapes that are not
 // multiples of the micro-tile, the packing blocks or the panel width, and that split
-// over several workers.
+// over several workers. The float path (TestMulNTInt takes RowRange through the
+// integer one).
 func TestMatrixRowsAndMulNN(t *testing.T) {
+	withVNNI(t, false, func() { testMatrixRowsAndMulNN(t) })
+}
+
+func testMatrixRowsAndMulNN(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, f := range formats {
 		for _, c := range [][3]int{{1, 5, 2}, {3, 40, 96}, {17, 300, 544}, {9, 70, 2080}} {

@@ -182,8 +182,12 @@ func checkProduct(t *testing.T, out, a, want []float32, m, n, k int) {
 // TestMatrixProducts: every stored format's MulVec (m = 1) and MulNT against the
 // float64 product with the weights its owner's decoder gives, on row counts and depths
 // that are not multiples of the micro-tile or the packing blocks (KC 256), out
-// starting as garbage.
+// starting as garbage. The float path: the integer one rounds a (TestMulNTInt).
 func TestMatrixProducts(t *testing.T) {
+	withVNNI(t, false, func() { testMatrixProducts(t) })
+}
+
+func testMatrixProducts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, f := range formats {
 		for _, c := range [][3]int{{1, 1, 1}, {3, 7, 2}, {2, 33, 96}, {1, 257, 288}, {17, 33, 544}, {33, 70, 4640}, {40, 257, 768}} {
@@ -215,8 +219,13 @@ func TestMatrixProducts(t *testing.T) {
 // rows longer than 4096 included; ggml's 4-bit types sum the AR step's products their
 // own way (matrix_dot.go) and are only held to the reference there. {1, 1001, 2048}
 // is split into parts that start at odd rows (the int4 kernels take two rows at a
-// time); {3, 5, 100} leaves a row tail past the vector code's 32.
+// time); {3, 5, 100} leaves a row tail past the vector code's 32. The float path, as
+// TestMatrixProducts.
 func TestMatrixMatchesFloat32(t *testing.T) {
+	withVNNI(t, false, func() { testMatrixMatchesFloat32(t) })
+}
+
+func testMatrixMatchesFloat32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	for _, f := range formats {
 		for _, c := range [][3]int{{1, 37, 4608}, {2, 9, 512}, {40, 70, 768}, {1, 300, 1024}, {1, 1001, 2048}, {3, 5, 100}} {

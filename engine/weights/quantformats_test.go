@@ -2,6 +2,7 @@ package weights_test
 
 import (
 	"encoding/json"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,6 +104,7 @@ func runnerLogits(t *testing.T, b backends.Backend, cfg *config.Model, s *weight
 // give the runner's logits — host decoder and in-graph dequantization — bit for bit
 // equal to a Float32 model of their dequantized weights.
 func TestInt4Formats(t *testing.T) {
+	defer kernels.SetIntProducts(kernels.SetIntProducts(false)) // bit for bit needs the float32 products on both sides
 	cfg := ggufConfig()
 	src := weights.Random(cfg, 4)
 	b, err := backends.NewWithConfig("go:ops_sequential")

@@ -338,6 +338,11 @@ func (r *Rates) kernelSeconds(w work, inCache bool) (total, streamed float64) {
 		}
 		return w.count * max(w.m*kern, mem), streamed
 	}
+	if (w.format == "int4" || w.format == "int8") && !w.soft {
+		if rate := r.IntGEMMAt(int(math.Round(w.m)), w.k, w.n); rate > 0 { // packing included
+			return w.flops() / rate, 0
+		}
+	}
 	rate := r.GEMMAt(int(math.Round(w.m)), w.k, w.n)
 	if w.soft {
 		rate = r.softEmbedAt(w.n, rate)

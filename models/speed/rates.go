@@ -26,7 +26,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 5
+const calibrationVersion = 6
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -39,6 +39,11 @@ type Rates struct {
 	// shapes run far below large ones (packing the weights and writing the output
 	// cost as much as the multiply-adds), so each product is timed at its own shape.
 	GEMM []ShapeRate `json:"gemm"`
+	// IntGEMM is the integer canvas product's rate (FLOP/s, packing included) at the
+	// same shapes: Matrix.MulNT of Darkroom's int4 weights where the kernels multiply
+	// int8 and int4 weights in integer arithmetic (kernels.IntProducts); empty where
+	// they do not, and those formats' products are priced at GEMM plus Decode.
+	IntGEMM []ShapeRate `json:"int_gemm,omitempty"`
 	// GEMV is the AR step's product rate, in weights per second, by stored format
 	// ("f32", "bf16", "int8", "int4", "nvfp4"): kernels.Matrix.MulVec over a matrix
 	// that stays in the CPU's caches, so it is the kernel's decoding and arithmetic
@@ -199,9 +204,20 @@ var (
 
 // GEMMAt is the GEMM rate of [m, k]×[k, n]: the grid's rates interpolated on a log
 // scale along each axis, held at the grid's edges.
-func (r *Rates) GEMMAt(m, k, n int) float64 {
+func (r *Rates) GEMMAt(m, k, n int) float64 { return gridAt(r.GEMM, m, k, n) }
+
+// IntGEMMAt is IntGEMM's rate at [m, k]×[k, n], as GEMMAt (0 without IntGEMM).
+func (r *Rates) IntGEMMAt(m, k, n int) float64 {
+	if len(r.IntGEMM) == 0 {
+		return 0
+	}
+	return gridAt(r.IntGEMM, m, k, n)
+}
+
+// gridAt is the rate of [m, k]×[k, n] from rates on the grid.
+func gridAt(rates []ShapeRate, m, k, n int) float64 {
 	at := func(i, j, l int) float64 {
-		for _, g := range r.GEMM {
+		for _, g := range rates {
 			if g.M == GridM[i] && g.K == GridK[j] && g.N == GridN[l] {
 				return g.FLOPS
 			}
@@ -247,9 +263,24 @@ func weight(f float64, side int) float64 {
 }
 
 // Peak is the highest GEMM rate measured.
-func (r *Rates) Peak() float64 {
+func (r *Rates) Peak() float64 { return peakOf(r.GEMM) }
+
+// IntPeak is the highest IntGEMM rate measured (0 without the integer products).
+func (r *Rates) IntPeak() float64 { return peakOf(r.IntGEMM) }
+
+// PeakFor is the compute bound's rate for a model stored in profile p: IntPeak for
+// the int8 and int4 profiles where the integer products run (their largest products
+// go through them), else Peak.
+func (r *Rates) PeakFor(p quant.Profile) float64 {
+	if (p == quant.Int8Profile || p == quant.Int4Profile) && r.IntPeak() > r.Peak() {
+		return r.IntPeak()
+	}
+	return r.Peak()
+}
+
+func peakOf(rates []ShapeRate) float64 {
 	var p float64
-	for _, d := range r.GEMM {
+	for _, d := range rates {
 		p = max(p, d.FLOPS)
 	}
 	return p
@@ -262,7 +293,10 @@ func (r *Rates) valid() error {
 	if len(r.GEMM) != len(GridM)*len(GridK)*len(GridN) {
 		return fmt.Errorf("%d GEMM rates, want %d", len(r.GEMM), len(GridM)*len(GridK)*len(GridN))
 	}
-	for _, d := range r.GEMM {
+	if n := len(r.IntGEMM); n != 0 && n != len(r.GEMM) {
+		return fmt.Errorf("%d integer GEMM rates, want %d", n, len(r.GEMM))
+	}
+	for _, d := range slices.Concat(r.GEMM, r.IntGEMM) {
 		if !(d.FLOPS > 0) || !slices.Contains(GridM, d.M) || !slices.Contains(GridK, d.K) || !slices.Contains(GridN, d.N) {
 			return fmt.Errorf("bad GEMM rate %+v", d)
 		}
@@ -346,8 +380,16 @@ func Key() string { return keyAt(calibrationVersion) }
 
 // keyAt is Key for calibration version v.
 func keyAt(v int) string {
-	return fmt.Sprintf("%s | %d cores, GOMAXPROCS %d | %s/%s | kernels %s | calibration %d",
-		cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, kernelsBuild(), v)
+	return fmt.Sprintf("%s | %d cores, GOMAXPROCS %d | %s/%s | kernels %s%s | calibration %d",
+		cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, kernelsBuild(), intKey(), v)
+}
+
+// intKey marks rates measured with the integer products on.
+func intKey() string {
+	if kernels.IntProducts() {
+		return ", int8 products"
+	}
+	return ""
 }
 
 // cpuModel is the processor's name (Linux: /proc/cpuinfo), else the architecture.
@@ -556,6 +598,9 @@ func steady(passes []*Rates) *Rates {
 	for i := range a.GEMM {
 		a.GEMM[i].FLOPS = of(func(p *Rates) float64 { return p.GEMM[i].FLOPS })
 	}
+	for i := range a.IntGEMM {
+		a.IntGEMM[i].FLOPS = of(func(p *Rates) float64 { return p.IntGEMM[i].FLOPS })
+	}
 	for i := range a.SoftEmbed {
 		a.SoftEmbed[i].FLOPS = of(func(p *Rates) float64 { return p.SoftEmbed[i].FLOPS })
 	}
@@ -605,6 +650,28 @@ func measureOnce(ctx context.Context, st *streams) (*Rates, error) {
 			}
 		}
 	}
+	if kernels.IntProducts() {
+		for _, m := range GridM {
+			for _, k := range GridK {
+				for _, n := range GridN {
+					if err := ctx.Err(); err != nil {
+						return nil, err
+					}
+					w, err := matrixOf("int4", n, k)
+					if err != nil {
+						return nil, err
+					}
+					a, out := fill(m*k), make([]float32, m*n)
+					var merr error
+					sec := best(func() { merr = w.MulNT(out, a, m) }, 0.04)
+					if merr != nil {
+						return nil, fmt.Errorf("int4 MulNT: %w", merr)
+					}
+					r.IntGEMM = append(r.IntGEMM, ShapeRate{M: m, K: k, N: n, FLOPS: 2 * float64(m*n*k) / sec})
+				}
+			}
+		}
+	}
 
 	// The AR product in cache: 256 KiB to 1 MiB of weights whatever the format.
 	const rows, cols = 512, 1024
@@ -650,7 +717,9 @@ func measureHost(ctx context.Context, r *Rates) error {
 	r.Decode, r.GEMVTimes, r.GEMVRow, r.Vec = map[string]float64{}, map[string]Curve{}, map[string]float64{}, map[string]Curve{}
 
 	// Decoding: the same canvas product, [64, 1024]×[1024, 1024], in each format
-	// against float32.
+	// against float32, on the float path (the soft embedding's MulNN decodes int8 and
+	// int4 so; their MulNT is IntGEMM's where the integer products run).
+	defer kernels.SetIntProducts(kernels.SetIntProducts(false))
 	const dm, dk, dn = 64, 1024, 1024
 	a, out := fill(dm*dk), make([]float32, dm*dn)
 	var f32 float64

@@ -38,6 +38,7 @@ var kernels = []kernel{
 func main() {
 	out := flag.String("o", "microkernel_amd64.s", "output file")
 	dots := flag.Bool("dots", false, "write the AR step's multi-row dot kernels (dots.go) instead of the micro-kernels")
+	q := flag.Bool("qgemm", false, "write the int8 micro-kernel (qkernel.go) instead of the micro-kernels")
 	flag.Parse()
 	var b bytes.Buffer
 	p := func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) }
@@ -47,9 +48,12 @@ func main() {
 	p("")
 	p(`#include "textflag.h"`)
 	p("")
-	if *dots {
+	switch {
+	case *dots:
 		emitDots(p)
-	} else {
+	case *q:
+		emitQ(p)
+	default:
 		for i, k := range kernels {
 			if i > 0 {
 				p("")

@@ -1,0 +1,103 @@
+package main
+
+import "fmt"
+
+// emitQ writes the int8 micro-kernel of engine/kernels' qgemm.go (qkernel_amd64.s):
+// qMR = 6 rows of quantized activations against qNR = 32 columns of unsigned weight
+// codes, one group of 32 inputs at a time. Per group, each (row, 16-column half)
+// sums its 32 code products exactly in an int32 accumulator (VPDPBUSD: four unsigned
+// weight bytes times four signed activation bytes, added into each lane), then adds
+// it into the float32 tile as sa·(sw⊙sum) + mw·asum — the activation row's scale sa
+// and code sum asum (times sa) broadcast from the row's scale pairs, the weights'
+// scales sw and minimums mw loaded from the group's 64 floats.
+//
+// Registers: Z0–Z11 the float tile (row r, half h in Z(2r+h)), Z12–Z23 the group's
+// integer sums, Z24–Z25 the two halves of b, Z26 a's broadcast, Z27 the converted
+// sum, Z28–Z29 the minimums.
+func emitQ(p func(string, ...any)) {
+	const mr, name = 6, "qkernel6x32VNNI"
+	facc := func(r, h int) string { return fmt.Sprintf("Z%d", 2*r+h) }
+	iacc := func(r, h int) string { return fmt.Sprintf("Z%d", 12+2*r+h) }
+	// Row r of a (R8 = lda, R9 = 3·lda, R10 = 5·lda) and of the scale pairs (R11 =
+	// lds, R12 = 3·lds, R13 = 5·lds), as operand formats taking the byte offset.
+	rowA := func(r int) string {
+		return [...]string{"%d(AX)", "%d(AX)(R8*1)", "%d(AX)(R8*2)", "%d(AX)(R9*1)", "%d(AX)(R8*4)", "%d(AX)(R10*1)"}[r]
+	}
+	rowS := func(r int) string {
+		return [...]string{"%d(SI)", "%d(SI)(R11*1)", "%d(SI)(R11*2)", "%d(SI)(R12*1)", "%d(SI)(R11*4)", "%d(SI)(R13*1)"}[r]
+	}
+	p("// func %s(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-73", name)
+	p("\tMOVQ groups+0(FP), CX")
+	p("\tMOVQ a+8(FP), AX")
+	p("\tMOVQ lda+16(FP), R8")
+	p("\tLEAQ (R8)(R8*2), R9")
+	p("\tLEAQ (R8)(R8*4), R10")
+	p("\tMOVQ sa+24(FP), SI")
+	p("\tMOVQ lds+32(FP), R11")
+	p("\tLEAQ (R11)(R11*2), R12")
+	p("\tLEAQ (R11)(R11*4), R13")
+	p("\tMOVQ b+40(FP), BX")
+	p("\tMOVQ bs+48(FP), DX")
+	for r := range mr {
+		for h := range 2 {
+			p("\tVPXORD %s, %s, %s", facc(r, h), facc(r, h), facc(r, h))
+		}
+	}
+	p("%s_group:", name)
+	for r := range mr {
+		for h := range 2 {
+			p("\tVPXORD %s, %s, %s", iacc(r, h), iacc(r, h), iacc(r, h))
+		}
+	}
+	for q := range 8 {
+		p("\tVMOVDQU32 %d(BX), Z24", 128*q)
+		p("\tVMOVDQU32 %d(BX), Z25", 128*q+64)
+		for r := range mr {
+			p("\tVPBROADCASTD "+rowA(r)+", Z26", 4*q)
+			p("\tVPDPBUSD Z26, Z24, %s", iacc(r, 0))
+			p("\tVPDPBUSD Z26, Z25, %s", iacc(r, 1))
+		}
+	}
+	p("\tVMOVUPS 128(DX), Z28")
+	p("\tVMOVUPS 192(DX), Z29")
+	for r := range mr {
+		for h := range 2 {
+			p("\tVCVTDQ2PS %s, Z27", iacc(r, h))
+			p("\tVMULPS %d(DX), Z27, Z27", 64*h)
+			p("\tVFMADD231PS.BCST "+rowS(r)+", Z27, %s", 0, facc(r, h))
+			p("\tVFMADD231PS.BCST "+rowS(r)+", Z%d, %s", 4, 28+h, facc(r, h))
+		}
+	}
+	p("\tADDQ $32, AX")
+	p("\tADDQ $8, SI")
+	p("\tADDQ $1024, BX")
+	p("\tADDQ $256, DX")
+	p("\tDECQ CX")
+	p("\tJNZ %s_group", name)
+	p("\tMOVQ c+56(FP), DI")
+	p("\tMOVQ ldc+64(FP), R14")
+	p("\tSHLQ $2, R14")
+	p("\tCMPB accumulate+72(FP), $0")
+	p("\tJEQ %s_store", name)
+	for r := range mr {
+		for h := range 2 {
+			p("\tVADDPS %d(DI), %s, %s", 64*h, facc(r, h), facc(r, h))
+		}
+		if r < mr-1 {
+			p("\tADDQ R14, DI")
+		}
+	}
+	p("\tMOVQ c+56(FP), DI")
+	p("%s_store:", name)
+	for r := range mr {
+		for h := range 2 {
+			p("\tVMOVUPS %s, %d(DI)", facc(r, h), 64*h)
+		}
+		if r < mr-1 {
+			p("\tADDQ R14, DI")
+		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+}

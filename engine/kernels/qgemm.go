@@ -1,0 +1,378 @@
+package kernels
+
+import (
+	"math"
+	"os"
+	"sync"
+	"unsafe"
+
+	"github.com/darkroomlabs/darkroom/engine/quant"
+)
+
+// The canvas product against integer weights in integer arithmetic (AVX-512 VNNI):
+// out = a·wᵀ with a's rows quantized to int8 in groups of 32 inputs and w's codes
+// taken as stored, widened only to bytes. Each group's 32 products are summed exactly
+// in int32 (VPDPBUSD: four unsigned bytes of w times four signed bytes of a into each
+// of sixteen lanes, 64 multiply-adds an instruction against a float32 FMA's 16), then
+// scaled into the float32 result:
+//
+//	out[i,j] = Σ_g sa[i,g]·sw[j,g]·Σ_{p∈g} qa[i,p]·u[j,p] + mw[j,g]·sa[i,g]·Σ_{p∈g} qa[i,p]
+//
+// where a[i,p] ≈ sa[i,g]·qa[i,p] (qa in [−127, 127], sa = max|a|/127 over the group,
+// rounded to nearest) and w[j,p] = sw[j,g]·u[j,p] + mw[j,g] exactly (u an unsigned
+// byte: an int4 code, or an int8 code + 128, with the format's scale and its offset or
+// minimum folded into mw). This is llama.cpp's scheme for its quantized CPU products
+// (activations in Q8 blocks of 32). Against the float32 path it adds a's rounding, a
+// relative error of about 0.2% of a group's largest value per input, averaged over
+// the contraction; the weights are the stored ones either way.
+//
+// The weight codes are packed like the float path's panels — qNR columns, a cache
+// block of depth at a time — as [group][quad][16-column half][16 lanes × 4 bytes],
+// each lane four consecutive inputs of one column (a 16×16 transpose of 32-bit words,
+// the float path's transpose16), and each group's 32 scales then 32 minimums beside
+// them. Activations stay row-major (the micro-kernel broadcasts four bytes of a row at
+// a time), with each row's (scale, scale·code sum) pairs in a second array.
+const (
+	qMR    = 6  // rows of the int8 micro-kernel's tile
+	qNR    = 32 // columns of its tile
+	qGroup = 32 // inputs per scale, activations and weights alike
+	// qDepth is the depth of the packed weights (codes and scales) at a time: the
+	// padded contraction is cut at multiples of it, so it is a multiple of 64 (a
+	// transpose block) as the padded contraction is.
+	qDepth = blockK
+)
+
+// DARKROOM_INT_PRODUCTS=0 in the environment turns the integer products off for the
+// process (to compare the two paths, or to rule the integer one out).
+func init() {
+	if os.Getenv("DARKROOM_INT_PRODUCTS") == "0" {
+		SetIntProducts(false)
+	}
+}
+
+// IntProducts reports whether MulNT multiplies Darkroom's int8 and int4 weights in
+// integer arithmetic (on CPUs with AVX-512 VNNI, unless SetIntProducts turned it off).
+func IntProducts() bool { return useVNNI }
+
+// SetIntProducts turns the integer products on (where the CPU has them) or off and
+// returns the previous setting. Tests that hold a quantized model to its float32 twin
+// within float32 rounding turn them off; nothing may multiply meanwhile.
+func SetIntProducts(on bool) (was bool) {
+	was, useVNNI = useVNNI, on && hasVNNI
+	return was
+}
+
+// qBuf is one worker's packed weight panels and row scratch.
+type qBuf struct {
+	codes []byte    // ceil(cols/qNR) panels of qDepth/32 groups × 1024 bytes
+	scale []float32 // the panels' groups' 32 scales and 32 minimums
+	rows  []byte    // 16 rows' codes, [16][kc]
+	rs    []float32 // 16 rows' scales and minimums, [16][kc/32] each
+	tile  []float32 // an edge tile
+}
+
+var qBufs = sync.Pool{New: func() any { return new(qBuf) }}
+
+// qAct is a's rows quantized: codes [mp][kp] (mp rows padded to qMR with zero rows,
+// kp inputs to a multiple of 64 with zeros) and, per row and group, the pair (sa,
+// sa·Σ codes).
+type qAct struct {
+	codes    []int8
+	pairs    []float32
+	mp, kp   int
+	groupsKP int
+}
+
+var qActs = sync.Pool{New: func() any { return new(qAct) }}
+
+// intCodes reports whether w's products can run on its integer codes: Darkroom's int8
+// and int4 (not NVFP4) whose scale groups are whole groups of 32 inputs, on rows of
+// whole groups of 32.
+func (w *Matrix) intCodes() bool {
+	if w.Spec.Bits != 8 && w.Spec.Bits != 4 || w.Spec.Format == quant.FP4 {
+		return false
+	}
+	return w.Cols > 0 && w.Cols%qGroup == 0 && w.group()%qGroup == 0
+}
+
+// useIntProduct reports whether MulNT takes the integer product for m rows of a.
+func (w *Matrix) useIntProduct(m int) bool {
+	return useVNNI && m >= dotRows && w.intCodes()
+}
+
+// quantize fills q with a [m, k]'s rows quantized (quantizeRow32), run across the
+// worker pool when there are many.
+func (q *qAct) quantize(a []float32, m, k int) {
+	q.mp, q.kp = ceilDiv(m, qMR)*qMR, ceilDiv(k, 64)*64
+	q.groupsKP = q.kp / qGroup
+	if cap(q.codes) < q.mp*q.kp {
+		q.codes = make([]int8, q.mp*q.kp)
+	}
+	q.codes = q.codes[:q.mp*q.kp]
+	q.pairs = grow(q.pairs, 2*q.mp*q.groupsKP)
+	parts := min(workers(), max(1, m*k/(1<<16)))
+	parallel(parts, func(part int) {
+		for i := m * part / parts; i < m*(part+1)/parts; i++ {
+			row := q.codes[i*q.kp : (i+1)*q.kp]
+			pairs := q.pairs[2*i*q.groupsKP : 2*(i+1)*q.groupsKP]
+			quantizeRow32(row[:k], pairs[:2*k/qGroup], a[i*k:(i+1)*k])
+			clear(row[k:])
+			clear(pairs[2*k/qGroup:])
+		}
+	})
+	clear(q.codes[m*q.kp:])
+	clear(q.pairs[2*m*q.groupsKP:])
+}
+
+// quantizeRow32Go quantizes a (whole groups of 32) into q, and writes each group's
+// (scale, scale·Σ codes) into pairs. A group whose largest magnitude is below 2⁻¹²⁰
+// (or zero) is all zero codes with scale 0; one holding an infinity or a NaN has
+// scale NaN, so the products it enters are NaN, as the float path's would be.
+func quantizeRow32Go(q []int8, pairs, a []float32) {
+	for g := range len(a) / qGroup {
+		x, qg := a[qGroup*g:qGroup*(g+1)], q[qGroup*g:qGroup*(g+1)]
+		var top uint32
+		for _, v := range x {
+			top = max(top, math.Float32bits(v)&0x7fffffff)
+		}
+		switch {
+		case top >= 0x7f800000:
+			clear(qg)
+			pairs[2*g], pairs[2*g+1] = float32(math.NaN()), 0
+			continue
+		case top < 0x03800000:
+			clear(qg)
+			pairs[2*g], pairs[2*g+1] = 0, 0
+			continue
+		}
+		amax := math.Float32frombits(top)
+		inv := 127 / amax
+		var sum int32
+		for i, v := range x {
+			c := int32(math.RoundToEven(float64(v * inv)))
+			qg[i] = int8(max(-127, min(127, c)))
+			sum += c
+		}
+		s := amax / 127
+		pairs[2*g], pairs[2*g+1] = s, s*float32(sum)
+	}
+}
+
+// rowCodes writes row r of w, inputs [p0, p0+kc) (p0 and kc multiples of 32, within
+// Cols), as unsigned bytes into dst[:kc], and each group of 32's scale and minimum
+// into s and mn (kc/32 each), so that w[r,p] = s·u + mn.
+func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r, p0, kc int) {
+	k, g := w.Cols, w.group()
+	groups := kc / qGroup
+	if g == qGroup {
+		w.scales(s[:groups], w.Scales, (r*k+p0)/g)
+	} else {
+		for j := range groups {
+			s[j] = w.scale(w.Scales, (r*k+p0+qGroup*j)/g)
+		}
+	}
+	switch {
+	case w.Spec.Bits == 8:
+		xor80(dst[:kc], w.Data[r*k+p0:r*k+p0+kc])
+		for j := range groups {
+			mn[j] = -128 * s[j]
+		}
+	case w.Spec.Format == quant.Affine:
+		unpackNibbles(dst[:kc], w.Data[(r*k+p0)/2:(r*k+p0+kc)/2])
+		if g == qGroup {
+			w.scales(mn[:groups], w.Mins, (r*k+p0)/g)
+		} else {
+			for j := range groups {
+				mn[j] = w.scale(w.Mins, (r*k+p0+qGroup*j)/g)
+			}
+		}
+	default: // symmetric int4: (code − 8)·s
+		unpackNibbles(dst[:kc], w.Data[(r*k+p0)/2:(r*k+p0+kc)/2])
+		for j := range groups {
+			mn[j] = -8 * s[j]
+		}
+	}
+}
+
+// xor80 writes src's bytes with their top bit flipped (an int8 code + 128).
+func xor80(dst, src []byte) {
+	dst = dst[:len(src)]
+	i := 0
+	for ; i+8 <= len(src); i += 8 {
+		v := *(*uint64)(unsafe.Pointer(&src[i])) ^ 0x8080808080808080
+		*(*uint64)(unsafe.Pointer(&dst[i])) = v
+	}
+	for ; i < len(src); i++ {
+		dst[i] = src[i] ^ 0x80
+	}
+}
+
+// unpackNibblesGo writes byte i's low nibble to dst[2i] and its high one to dst[2i+1].
+func unpackNibblesGo(dst, src []byte) {
+	dst = dst[:2*len(src)]
+	for i, b := range src {
+		dst[2*i], dst[2*i+1] = b&15, b>>4
+	}
+}
+
+// packQB packs columns [j0, j0+cols) of w, depth [p0, p0+kc) of the padded
+// contraction (kc a multiple of 64), into buf.codes and buf.scale: ceil(cols/qNR)
+// panels, each kc/32 groups of 1024 code bytes and 64 floats, columns past cols and
+// inputs past Cols zero.
+func (w *Matrix) packQB(buf *qBuf, j0, cols, p0, kc int) {
+	groups := kc / qGroup
+	panels := ceilDiv(cols, qNR)
+	if cap(buf.codes) < panels*groups*1024 {
+		buf.codes = make([]byte, panels*groups*1024)
+	}
+	buf.codes = buf.codes[:panels*groups*1024]
+	buf.scale = grow(buf.scale, panels*groups*2*qNR)
+	if cap(buf.rows) < 16*kc {
+		buf.rows = make([]byte, 16*kc)
+	}
+	buf.rows = buf.rows[:16*kc]
+	buf.rs = grow(buf.rs, 2*16*groups)
+	valid := min(kc, max(0, w.Cols-p0)) // inputs of the block that w holds
+	for pn := range panels {
+		codes := buf.codes[pn*groups*1024 : (pn+1)*groups*1024]
+		scale := buf.scale[pn*groups*2*qNR : (pn+1)*groups*2*qNR]
+		for h := range 2 {
+			c0 := pn*qNR + 16*h
+			for r := range 16 {
+				row := buf.rows[r*kc : (r+1)*kc]
+				s := buf.rs[r*groups : (r+1)*groups]
+				mn := buf.rs[(16+r)*groups : (17+r)*groups]
+				if c0+r >= cols {
+					clear(row)
+					clear(s)
+					clear(mn)
+					continue
+				}
+				w.rowCodes(row, s, mn, j0+c0+r, p0, valid)
+				clear(row[valid:])
+				clear(s[valid/qGroup:])
+				clear(mn[valid/qGroup:])
+			}
+			transposeWords(codes[64*h:], buf.rows, kc)
+			for g := range groups {
+				sg := scale[g*2*qNR:]
+				for r := range 16 {
+					sg[16*h+r] = buf.rs[r*groups+g]
+					sg[qNR+16*h+r] = buf.rs[(16+r)*groups+g]
+				}
+			}
+		}
+	}
+}
+
+// transposeWordsGo is transposeWords: 16 rows of kc bytes (src [16][kc]) into dst as
+// 32-bit words, word p of row r at dst[128·p + 4·r] (p < kc/4).
+func transposeWordsGo(dst, src []byte, kc int) {
+	for r := range 16 {
+		for p := range kc / 4 {
+			copy(dst[128*p+4*r:128*p+4*r+4], src[r*kc+4*p:r*kc+4*p+4])
+		}
+	}
+}
+
+// qKernelFunc is the int8 micro-kernel's signature (qKernel, qKernelGo).
+type qKernelFunc func(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool)
+
+// mulNTInt computes out = a·wᵀ (MulNT's result, w.useIntProduct(m)) with the integer
+// micro-kernel.
+func (w *Matrix) mulNTInt(out, a []float32, m int) { w.mulNTIntWith(qKernel, out, a, m) }
+
+// mulNTIntWith is mulNTInt with the micro-kernel given: a quantized once, the columns
+// split across the worker pool, each worker packing its own columns a depth block at a
+// time.
+func (w *Matrix) mulNTIntWith(kern qKernelFunc, out, a []float32, m int) {
+	n, k := w.Rows, w.Cols
+	q := qActs.Get().(*qAct)
+	defer qActs.Put(q)
+	q.quantize(a, m, k)
+	panels := ceilDiv(n, qNR)
+	parts := min(packedParts(m*n*k/4), panels)
+	parallel(parts, func(part int) {
+		buf := qBufs.Get().(*qBuf)
+		defer qBufs.Put(buf)
+		j0, j1 := qNR*(panels*part/parts), min(n, qNR*(panels*(part+1)/parts))
+		const nc = blockN / qNR * qNR
+		for jc := j0; jc < j1; jc += nc {
+			cols := min(nc, j1-jc)
+			for pc := 0; pc < q.kp; pc += qDepth {
+				kc := min(qDepth, q.kp-pc)
+				w.packQB(buf, jc, cols, pc, kc)
+				q.multiply(kern, buf, out, m, n, jc, cols, pc, kc)
+			}
+		}
+	})
+}
+
+// multiply adds (or, at depth 0, writes) the packed block's products for every row of
+// a into out's columns [jc, jc+cols).
+func (q *qAct) multiply(kern qKernelFunc, buf *qBuf, out []float32, m, n, jc, cols, pc, kc int) {
+	groups := kc / qGroup
+	buf.tile = grow(buf.tile, qMR*qNR)
+	for pn := range ceilDiv(cols, qNR) {
+		codes := &buf.codes[pn*groups*1024]
+		scale := &buf.scale[pn*groups*2*qNR]
+		w := min(qNR, cols-pn*qNR)
+		for i := 0; i < m; i += qMR {
+			a := &q.codes[i*q.kp+pc]
+			pairs := &q.pairs[2*(i*q.groupsKP+pc/qGroup)]
+			h := min(qMR, m-i)
+			c := out[i*n+jc+pn*qNR:]
+			if h == qMR && w == qNR {
+				kern(groups, a, q.kp, pairs, 8*q.groupsKP, codes, scale, &c[0], n, pc > 0)
+				continue
+			}
+			tile := buf.tile
+			if pc > 0 {
+				for r := range h {
+					copy(tile[r*qNR:r*qNR+w], c[r*n:r*n+w])
+				}
+			}
+			kern(groups, a, q.kp, pairs, 8*q.groupsKP, codes, scale, &tile[0], qNR, pc > 0)
+			for r := range h {
+				copy(c[r*n:r*n+w], tile[r*qNR:r*qNR+w])
+			}
+		}
+	}
+}
+
+// qKernelGo is the int8 micro-kernel in Go (qkernel6x32VNNI's arithmetic, its float
+// steps in the same order, each rounded to float32): a qMR×qNR tile of c from groups
+// groups of a's rows (row stride lda bytes; their scale pairs at row stride lds bytes)
+// and the packed panel b (codes) and bs (scales and minimums).
+func qKernelGo(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool) {
+	as := unsafe.Slice(a, (qMR-1)*lda+qGroup*groups)
+	ss := unsafe.Slice(sa, ((qMR-1)*lds+8*groups)/4)
+	bb := unsafe.Slice(b, 1024*groups)
+	bf := unsafe.Slice(bs, 2*qNR*groups)
+	cs := unsafe.Slice(c, (qMR-1)*ldc+qNR)
+	var tile [qMR][qNR]float32
+	for g := range groups {
+		for r := range qMR {
+			s, asum := ss[(r*lds)/4+2*g], ss[(r*lds)/4+2*g+1]
+			for j := range qNR {
+				var sum int32
+				for p := range qGroup {
+					// Quad p/4 of the group, half j/16, lane j%16, byte p%4.
+					u := bb[g*1024+(p/4)*128+(j/16)*64+(j%16)*4+p%4]
+					sum += int32(u) * int32(as[r*lda+g*qGroup+p])
+				}
+				t := float32(sum) * bf[g*2*qNR+j]
+				tile[r][j] = fma32(t, s, tile[r][j])
+				tile[r][j] = fma32(bf[g*2*qNR+qNR+j], asum, tile[r][j])
+			}
+		}
+	}
+	for r := range qMR {
+		for j := range qNR {
+			if accumulate {
+				tile[r][j] += cs[r*ldc+j]
+			}
+			cs[r*ldc+j] = tile[r][j]
+		}
+	}
+}

@@ -1,0 +1,300 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// withVNNI runs f with the integer product on (skipping where the CPU lacks it) or
+// off.
+func withVNNI(t testing.TB, on bool, f func()) {
+	t.Helper()
+	if on && !hasVNNI {
+		t.Skip("this CPU has no AVX-512 VNNI")
+	}
+	defer SetIntProducts(SetIntProducts(on))
+	f()
+}
+
+// TestQuantizeRow32: the vector quantizer gives quantizeRow32Go's codes and pairs bit
+// for bit, on groups that are ordinary, all zero, below 2⁻¹²⁰, at the rounding ties,
+// and holding an infinity or a NaN.
+func TestQuantizeRow32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const groups = 9
+	a := randWeights(rng, groups*qGroup)
+	clear(a[qGroup : 2*qGroup])
+	for i := range qGroup {
+		a[2*qGroup+i] = float32(math.Ldexp(rng.Float64(), -122))
+		a[3*qGroup+i] = float32(i-16) / 2 // amax 8: codes at 127/16 steps, some ties
+	}
+	a[4*qGroup+3] = float32(math.Inf(-1))
+	a[5*qGroup+7] = float32(math.NaN())
+	a[6*qGroup] = 1e30
+	a[7*qGroup+31] = -3e-30
+	got, want := make([]int8, len(a)), make([]int8, len(a))
+	gp, wp := make([]float32, 2*groups), make([]float32, 2*groups)
+	quantizeRow32(got, gp, a)
+	quantizeRow32Go(want, wp, a)
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("code %d = %d, want %d", i, got[i], want[i])
+		}
+	}
+	for i := range gp {
+		if math.Float32bits(gp[i]) != math.Float32bits(wp[i]) {
+			t.Fatalf("pair value %d = %g, want %g", i, gp[i], wp[i])
+		}
+	}
+	if !math.IsNaN(float64(wp[8])) || !math.IsNaN(float64(wp[10])) || wp[2] != 0 || wp[4] != 0 {
+		t.Fatalf("special groups' scales %v", wp)
+	}
+	// The codes times the scale give a back within half a step.
+	for g := range groups {
+		s := wp[2*g]
+		if s == 0 || math.IsNaN(float64(s)) {
+			continue
+		}
+		for i := range qGroup {
+			p := g*qGroup + i
+			if d := math.Abs(float64(a[p]) - float64(s)*float64(want[p])); d > 0.5001*float64(s) {
+				t.Fatalf("a[%d] = %g, code %d × %g off by %g", p, a[p], want[p], s, d)
+			}
+		}
+	}
+}
+
+// TestUnpackNibbles and TestTransposeWords: the vector helpers against their Go forms.
+func TestUnpackNibbles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 31, 32, 33, 128, 200} {
+		src := make([]byte, n)
+		for i := range src {
+			src[i] = byte(rng.Uint32())
+		}
+		got, want := make([]byte, 2*n), make([]byte, 2*n)
+		unpackNibbles(got, src)
+		unpackNibblesGo(want, src)
+		if string(got) != string(want) {
+			t.Fatalf("n=%d: %v, want %v", n, got, want)
+		}
+	}
+}
+
+func TestTransposeWords(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, kc := range []int{64, 192, 256} {
+		src := make([]byte, 16*kc)
+		for i := range src {
+			src[i] = byte(rng.Uint32())
+		}
+		got, want := make([]byte, 32*kc), make([]byte, 32*kc)
+		transposeWords(got, src, kc)
+		transposeWordsGo(want, src, kc)
+		for p := range kc / 4 {
+			if g, w := got[128*p:128*p+64], want[128*p:128*p+64]; string(g) != string(w) {
+				t.Fatalf("kc=%d, word column %d differs", kc, p)
+			}
+		}
+	}
+}
+
+// TestQKernel: the VNNI micro-kernel against qKernelGo on random codes and scales,
+// storing and adding, with strides wider than the tile.
+func TestQKernel(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("this CPU has no AVX-512 VNNI")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	const groups, lda, ldc = 5, 7 * qGroup, 40
+	a := make([]int8, qMR*lda)
+	for i := range a {
+		a[i] = int8(rng.IntN(255) - 127)
+	}
+	lds := 8 * 9
+	pairs := randWeights(rng, qMR*lds/4)
+	b := make([]byte, 1024*groups)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	bs := randWeights(rng, 2*qNR*groups)
+	for _, acc := range []bool{false, true} {
+		c0 := randWeights(rng, qMR*ldc)
+		got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
+		qKernel(groups, &a[0], lda, &pairs[0], lds, &b[0], &bs[0], &got[0], ldc, acc)
+		qKernelGo(groups, &a[0], lda, &pairs[0], lds, &b[0], &bs[0], &want[0], ldc, acc)
+		for r := range qMR {
+			for j := range ldc {
+				g, w := got[r*ldc+j], want[r*ldc+j]
+				if j >= qNR {
+					if g != c0[r*ldc+j] {
+						t.Fatalf("accumulate=%v: wrote c[%d, %d] outside the tile", acc, r, j)
+					}
+					continue
+				}
+				if math.Abs(float64(g-w)) > 1e-5*math.Abs(float64(w))+1e-3 {
+					t.Fatalf("accumulate=%v: c[%d, %d] = %g, want %g", acc, r, j, g, w)
+				}
+			}
+		}
+	}
+}
+
+// TestMulNTInt: every format the integer product takes, on row counts, column counts
+// and depths off the tile and the blocks, against (1) the float64 product of the
+// quantized activations with the decoded weights — the integer path's own arithmetic,
+// to float32 rounding — and (2) the float32 path on the activations as given, within
+// the activations' rounding. The Go micro-kernel runs the same shapes through the
+// same driver where the CPU has no VNNI.
+func TestMulNTInt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, f := range formats {
+		if tm := f.make(t, rng, 1, 256); !tm.w.intCodes() {
+			continue
+		}
+		for _, c := range [][3]int{{4, 1, 32}, {6, 32, 64}, {7, 33, 96}, {13, 70, 288}, {40, 257, 768}, {17, 64, 2816}} {
+			m, n, k := c[0], c[1], c[2]
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", f.name, m, n, k), func(t *testing.T) {
+				tm := f.make(t, rng, n, k)
+				a := randWeights(rng, m*k)
+				for i := range k { // a row with an outlier, as model activations have
+					a[k+i] *= 0.01
+				}
+				a[k+5] = 40
+				got := randWeights(rng, m*n)
+				if useVNNI {
+					if err := tm.w.MulNT(got, a, m); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					tm.w.mulNTIntWith(qKernelGo, got, a, m)
+				}
+				qa, pairs := make([]int8, m*k), make([]float32, 2*m*k/qGroup)
+				for i := range m {
+					quantizeRow32Go(qa[i*k:(i+1)*k], pairs[2*i*k/qGroup:2*(i+1)*k/qGroup], a[i*k:(i+1)*k])
+				}
+				aq := make([]float32, m*k)
+				for p := range aq {
+					aq[p] = float32(float64(qa[p]) * float64(pairs[2*(p/qGroup)]))
+				}
+				checkIntProduct(t, got, aq, tm.want, m, n, k)
+				if useVNNI && n > 2 { // a RowRange's product is those rows' of the whole, bit for bit
+					sub, err := tm.w.RowRange(1, n-1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					part := make([]float32, m*(n-2))
+					if err := sub.MulNT(part, a, m); err != nil {
+						t.Fatal(err)
+					}
+					for i := range m {
+						for j := range n - 2 {
+							if part[i*(n-2)+j] != got[i*n+j+1] {
+								t.Fatalf("rows [1, %d): out[%d, %d] = %g, whole %g", n-1, i, j, part[i*(n-2)+j], got[i*n+j+1])
+							}
+						}
+					}
+				}
+				var want []float32
+				withVNNI(t, false, func() {
+					want = make([]float32, m*n)
+					if err := tm.w.MulNT(want, a, m); err != nil {
+						t.Fatal(err)
+					}
+				})
+				var d2, w2 float64
+				for i := range want {
+					d := float64(got[i] - want[i])
+					d2 += d * d
+					w2 += float64(want[i]) * float64(want[i])
+				}
+				if math.Sqrt(d2/w2) > 1e-2 { // about 0.5% for normal activations
+					t.Fatalf("relative error %.2g against the float path", math.Sqrt(d2/w2))
+				}
+			})
+		}
+	}
+}
+
+// checkIntProduct is checkProduct for the integer product: each group's sum is
+// exact, but it is scaled as sw·Σ qa·u + mw·Σ qa, two float32 terms that cancel where
+// a code sits at the format's offset (8 for int4), so the tolerance is relative to
+// Σ|a|·max|w| (the size of those terms) instead of Σ|a·w|.
+func checkIntProduct(t *testing.T, out, a, want []float32, m, n, k int) {
+	t.Helper()
+	for i := range m {
+		for j := range n {
+			var s, abs, wmax float64
+			for p := range k {
+				s += float64(a[i*k+p]) * float64(want[j*k+p])
+				abs += math.Abs(float64(a[i*k+p]))
+				wmax = max(wmax, math.Abs(float64(want[j*k+p])))
+			}
+			if got := float64(out[i*n+j]); math.Abs(got-s) > 2e-6*abs*wmax+1e-30 || math.IsNaN(got) {
+				t.Fatalf("out[%d, %d] = %g, want %g (Σ|a|·max|w| %g)", i, j, got, s, abs*wmax)
+			}
+		}
+	}
+}
+
+// TestMulNTIntNonFinite: an infinity or a NaN in a row of a makes that row's products
+// NaN, as the float path's are, and leaves the other rows alone.
+func TestMulNTIntNonFinite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const m, n, k = 8, 40, 96
+	tm := formatNamed("int4")(t, rng, n, k)
+	a := randWeights(rng, m*k)
+	a[2*k+40] = float32(math.Inf(1))
+	a[5*k+3] = float32(math.NaN())
+	out := make([]float32, m*n)
+	withVNNI(t, true, func() {
+		if err := tm.w.MulNT(out, a, m); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for i := range m {
+		for j := range n {
+			if nan := math.IsNaN(float64(out[i*n+j])); nan != (i == 2 || i == 5) {
+				t.Fatalf("out[%d, %d] = %g", i, j, out[i*n+j])
+			}
+		}
+	}
+}
+
+// BenchmarkMulNTInt: a 26B expert's product [m, 2816]×[2816, 704] at the canvas's 256
+// rows and at 16 (an expert's share of a canvas: 256 positions × 8 of 128 experts),
+// int4 and int8, the integer path against the float one.
+func BenchmarkMulNTInt(b *testing.B) {
+	const n, k = 704, 2816
+	for _, name := range []string{"int4", "int8"} {
+		f := formatNamed(name)
+		for _, m := range []int{16, 256} {
+			for _, on := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/m=%d/int=%v", name, m, on), func(b *testing.B) {
+					tm := f(b, rand.New(rand.NewPCG(1, 1)), n, k)
+					a, out := randWeights(rand.New(rand.NewPCG(2, 2)), m*k), make([]float32, m*n)
+					withVNNI(b, on, func() {
+						for b.Loop() {
+							if err := tm.w.MulNT(out, a, m); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+					b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
+
+// formatNamed is the maker of formats' entry of that name.
+func formatNamed(name string) func(testing.TB, *rand.Rand, int, int) testMatrix {
+	for _, f := range formats {
+		if f.name == name {
+			return f.make
+		}
+	}
+	panic("no format " + name)
+}
