@@ -64,6 +64,9 @@ var hasVNNI, useVNNI = false, false
 func qKernel(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool) {
 	qKernelGo(groups, a, lda, sa, lds, b, bs, c, ldc, accumulate)
 }
-func quantizeRow32(q []int8, pairs, a []float32) { quantizeRow32Go(q, pairs, a) }
-func unpackNibbles(dst, src []byte)              { unpackNibblesGo(dst, src) }
-func transposeWords(dst, src []byte, kc int)     { transposeWordsGo(dst, src, kc) }
+func quantizeRow32(q []int8, pairs, a, scale []float32) { quantizeRow32Go(q, pairs, a, scale) }
+func interleave4(dst []byte, panelStride int, rows *[4][]byte, cols int) {
+	interleave4Go(dst, panelStride, rows, cols)
+}
+func unpackNibbles(dst, src []byte)          { unpackNibblesGo(dst, src) }
+func transposeWords(dst, src []byte, kc int) { transposeWordsGo(dst, src, kc) }

@@ -68,6 +68,10 @@ func (w *Matrix) MulNN(out, a []float32, m int) error {
 		clear(out[:m*n])
 		return nil
 	}
+	if w.useIntProductNN(m) {
+		w.mulNNIntWith(qKernel, out, a, m)
+		return nil
+	}
 	kern := gemmKernel
 	al := w.align()
 	packB := func(dst []float32, buf *packBuf, j0, cols, p0, kc int) error {

@@ -100,9 +100,10 @@ func (w *Matrix) useIntProduct(m int) bool {
 	return useVNNI && m >= dotRows && w.intCodes()
 }
 
-// quantize fills q with a [m, k]'s rows quantized (quantizeRow32), run across the
-// worker pool when there are many.
-func (q *qAct) quantize(a []float32, m, k int) {
+// quantize fills q with a [m, k]'s rows quantized (quantizeRow32), each column p
+// multiplied by scale[p] first where scale is not nil, run across the worker pool when
+// there are many rows.
+func (q *qAct) quantize(a, scale []float32, m, k int) {
 	q.mp, q.kp = ceilDiv(m, qMR)*qMR, ceilDiv(k, 64)*64
 	q.groupsKP = q.kp / qGroup
 	if cap(q.codes) < q.mp*q.kp {
@@ -111,26 +112,48 @@ func (q *qAct) quantize(a []float32, m, k int) {
 	q.codes = q.codes[:q.mp*q.kp]
 	q.pairs = grow(q.pairs, 2*q.mp*q.groupsKP)
 	parts := min(workers(), max(1, m*k/(1<<16)))
+	whole := k / qGroup * qGroup // the rest, a last group of fewer, padded with zeros
 	parallel(parts, func(part int) {
+		var tail, tailScale [qGroup]float32
+		var ts []float32
+		if scale != nil && whole < k {
+			copy(tailScale[:], scale[whole:k])
+			ts = tailScale[:]
+		}
 		for i := m * part / parts; i < m*(part+1)/parts; i++ {
 			row := q.codes[i*q.kp : (i+1)*q.kp]
 			pairs := q.pairs[2*i*q.groupsKP : 2*(i+1)*q.groupsKP]
-			quantizeRow32(row[:k], pairs[:2*k/qGroup], a[i*k:(i+1)*k])
-			clear(row[k:])
-			clear(pairs[2*k/qGroup:])
+			quantizeRow32(row[:whole], pairs[:2*whole/qGroup], a[i*k:i*k+whole], scale)
+			done := whole
+			if whole < k {
+				copy(tail[:], a[i*k+whole:(i+1)*k])
+				clear(tail[k-whole:])
+				quantizeRow32(row[whole:whole+qGroup], pairs[2*whole/qGroup:2*whole/qGroup+2], tail[:], ts)
+				done += qGroup
+			}
+			clear(row[done:])
+			clear(pairs[2*done/qGroup:])
 		}
 	})
 	clear(q.codes[m*q.kp:])
 	clear(q.pairs[2*m*q.groupsKP:])
 }
 
-// quantizeRow32Go quantizes a (whole groups of 32) into q, and writes each group's
-// (scale, scale·Σ codes) into pairs. A group whose largest magnitude is below 2⁻¹²⁰
+// quantizeRow32Go quantizes a (whole groups of 32; each value times scale's where
+// scale is not nil) into q, and writes each group's (scale, scale·Σ codes) into pairs.
+// A group whose largest magnitude is below 2⁻¹²⁰
 // (or zero) is all zero codes with scale 0; one holding an infinity or a NaN has
 // scale NaN, so the products it enters are NaN, as the float path's would be.
-func quantizeRow32Go(q []int8, pairs, a []float32) {
+func quantizeRow32Go(q []int8, pairs, a, scale []float32) {
+	var scaled [qGroup]float32
 	for g := range len(a) / qGroup {
 		x, qg := a[qGroup*g:qGroup*(g+1)], q[qGroup*g:qGroup*(g+1)]
+		if scale != nil {
+			for i, v := range x {
+				scaled[i] = v * scale[qGroup*g+i]
+			}
+			x = scaled[:]
+		}
 		var top uint32
 		for _, v := range x {
 			top = max(top, math.Float32bits(v)&0x7fffffff)
@@ -289,7 +312,7 @@ func (w *Matrix) mulNTIntWith(kern qKernelFunc, out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	q := qActs.Get().(*qAct)
 	defer qActs.Put(q)
-	q.quantize(a, m, k)
+	q.quantize(a, nil, m, k)
 	panels := ceilDiv(n, qNR)
 	parts := min(packedParts(m*n*k/4), panels)
 	parallel(parts, func(part int) {
@@ -373,6 +396,93 @@ func qKernelGo(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs 
 				tile[r][j] += cs[r*ldc+j]
 			}
 			cs[r*ldc+j] = tile[r][j]
+		}
+	}
+}
+
+// intCodesNN reports whether MulNN can run on w's integer codes: int8 with one scale
+// per row (the int4 and int8 profiles' embedding, whose MulNN is the soft embedding),
+// the row's scale folded into a's column, on rows of whole panels of qNR columns.
+func (w *Matrix) intCodesNN() bool {
+	return w.Spec.Bits == 8 && w.Spec.Format != quant.FP4 && w.group() == w.Cols && w.Cols%qNR == 0
+}
+
+// useIntProductNN reports whether MulNN takes the integer product for m rows of a.
+func (w *Matrix) useIntProductNN(m int) bool {
+	return useVNNI && m >= dotRows && w.intCodesNN()
+}
+
+// mulNNIntWith computes out = a·w (MulNN's result, w.intCodesNN()) with the integer
+// micro-kernel: a [m, Rows] times each row's scale, quantized once; w's codes packed
+// as mulNTIntWith packs wᵀ's, from four rows of w at a time (interleave4), every
+// column's scale 1 and minimum −128 (the code's offset).
+func (w *Matrix) mulNNIntWith(kern qKernelFunc, out, a []float32, m int) {
+	n, k := w.Cols, w.Rows
+	rowScales := make([]float32, k)
+	w.scales(rowScales, w.Scales, 0)
+	q := qActs.Get().(*qAct)
+	defer qActs.Put(q)
+	q.quantize(a, rowScales, m, k)
+	zero := make([]byte, n) // the rows past Rows (their codes meet a's zeros)
+	panels := n / qNR
+	parts := min(packedParts(m*n*k/4), panels)
+	parallel(parts, func(part int) {
+		buf := qBufs.Get().(*qBuf)
+		defer qBufs.Put(buf)
+		j0, j1 := qNR*(panels*part/parts), qNR*(panels*(part+1)/parts)
+		const nc = blockN / qNR * qNR
+		for jc := j0; jc < j1; jc += nc {
+			cols := min(nc, j1-jc)
+			for pc := 0; pc < q.kp; pc += qDepth {
+				kc := min(qDepth, q.kp-pc)
+				w.packQBT(buf, zero, jc, cols, pc, kc)
+				q.multiply(kern, buf, out, m, n, jc, cols, pc, kc)
+			}
+		}
+	})
+}
+
+// packQBT is packQB for MulNN: columns [j0, j0+cols) of w (cols a multiple of qNR),
+// depth rows [p0, p0+kc) (kc a multiple of 64), rows past Rows read from zero.
+func (w *Matrix) packQBT(buf *qBuf, zero []byte, j0, cols, p0, kc int) {
+	groups := kc / qGroup
+	panels := cols / qNR
+	stride := groups * 1024
+	if cap(buf.codes) < panels*stride {
+		buf.codes = make([]byte, panels*stride)
+	}
+	buf.codes = buf.codes[:panels*stride]
+	buf.scale = grow(buf.scale, panels*groups*2*qNR)
+	for i := range panels * groups {
+		sg := buf.scale[i*2*qNR : (i+1)*2*qNR]
+		for j := range qNR {
+			sg[j], sg[qNR+j] = 1, -128
+		}
+	}
+	n := w.Cols
+	var rows [4][]byte
+	for quad := range kc / 4 {
+		for i := range rows {
+			if r := p0 + 4*quad + i; r < w.Rows {
+				rows[i] = w.Data[r*n+j0 : r*n+j0+cols]
+			} else {
+				rows[i] = zero[:cols]
+			}
+		}
+		interleave4(buf.codes[128*quad:], stride, &rows, cols)
+	}
+}
+
+// interleave4Go is interleave4: for each qNR columns of rows (four rows of int8
+// codes), 128 bytes at dst — column c's four codes + 128 at 4c within its 16-column
+// half's 64 bytes — the next qNR columns panelStride bytes on.
+func interleave4Go(dst []byte, panelStride int, rows *[4][]byte, cols int) {
+	for pn := range cols / qNR {
+		d := dst[pn*panelStride : pn*panelStride+128]
+		for c := range qNR {
+			for r := range 4 {
+				d[(c/16)*64+(c%16)*4+r] = rows[r][pn*qNR+c] ^ 0x80
+			}
 		}
 	}
 }

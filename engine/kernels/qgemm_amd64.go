@@ -28,18 +28,41 @@ func qKernel(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *f
 	qkernel6x32VNNI(groups, a, lda, sa, lds, b, bs, c, ldc, accumulate)
 }
 
-// quantizeRow32AVX512 is quantizeRow32Go over groups groups of 32 (qgemm_amd64.s).
+// quantizeRow32AVX512 is quantizeRow32Go over groups groups of 32 (qgemm_amd64.s),
+// scale nil or of a's length.
 //
 //go:noescape
-func quantizeRow32AVX512(q *int8, pairs *float32, a *float32, groups int)
+func quantizeRow32AVX512(q *int8, pairs *float32, a *float32, scale *float32, groups int)
 
-func quantizeRow32(q []int8, pairs, a []float32) {
+func quantizeRow32(q []int8, pairs, a, scale []float32) {
 	groups := len(a) / qGroup
 	if groups == 0 {
 		return
 	}
 	_, _ = q[qGroup*groups-1], pairs[2*groups-1]
-	quantizeRow32AVX512(&q[0], &pairs[0], &a[0], groups)
+	var sp *float32
+	if scale != nil {
+		_ = scale[qGroup*groups-1]
+		sp = &scale[0]
+	}
+	quantizeRow32AVX512(&q[0], &pairs[0], &a[0], sp, groups)
+}
+
+// interleave4AVX2 is interleave4Go over cols columns, a multiple of 32
+// (qgemm_amd64.s).
+//
+//go:noescape
+func interleave4AVX2(dst *byte, panelStride int, r0, r1, r2, r3 *byte, cols int)
+
+func interleave4(dst []byte, panelStride int, rows *[4][]byte, cols int) {
+	if cols == 0 {
+		return
+	}
+	_ = dst[(cols/qNR-1)*panelStride+127]
+	for _, r := range rows {
+		_ = r[cols-1]
+	}
+	interleave4AVX2(&dst[0], panelStride, &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], cols)
 }
 
 // unpackNibblesAVX512 is unpackNibblesGo over n bytes of src, a multiple of 32

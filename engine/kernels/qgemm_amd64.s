@@ -2,17 +2,18 @@
 
 #include "textflag.h"
 
-// func quantizeRow32AVX512(q *int8, pairs *float32, a *float32, groups int)
+// func quantizeRow32AVX512(q *int8, pairs *float32, a *float32, scale *float32, groups int)
 //
-// Per group of 32: the largest magnitude as the integer maximum of the values' bits
+// Per group of 32 (a's values times scale's where scale is not nil): the largest magnitude as the integer maximum of the values' bits
 // without their signs (an infinity or a NaN above every finite value), then the
 // codes rounded to nearest even (VCVTPS2DQ) and narrowed (VPMOVSDB), and the pair
 // (amax/127, amax/127 · Σ codes): quantizeRow32Go's arithmetic.
-TEXT ·quantizeRow32AVX512(SB), NOSPLIT, $0-32
+TEXT ·quantizeRow32AVX512(SB), NOSPLIT, $0-40
 	MOVQ q+0(FP), DI
 	MOVQ pairs+8(FP), DX
 	MOVQ a+16(FP), SI
-	MOVQ groups+24(FP), CX
+	MOVQ scale+24(FP), R8
+	MOVQ groups+32(FP), CX
 	MOVL $0x7fffffff, AX
 	VPBROADCASTD AX, Z31
 	MOVL $0x42fe0000, AX // 127.0
@@ -21,6 +22,12 @@ TEXT ·quantizeRow32AVX512(SB), NOSPLIT, $0-32
 qloop:
 	VMOVUPS (SI), Z0
 	VMOVUPS 64(SI), Z1
+	TESTQ R8, R8
+	JZ qscaled
+	VMULPS (R8), Z0, Z0
+	VMULPS 64(R8), Z1, Z1
+	ADDQ $128, R8
+qscaled:
 	VPANDD Z31, Z0, Z2
 	VPANDD Z31, Z1, Z3
 	VPMAXUD Z3, Z2, Z2
@@ -100,5 +107,55 @@ uloop:
 	ADDQ $64, DI
 	DECQ CX
 	JNZ uloop
+	VZEROUPPER
+	RET
+
+// func interleave4AVX2(dst *byte, panelStride int, r0, r1, r2, r3 *byte, cols int)
+//
+// Four rows of int8 codes, 32 columns at a time, as the integer product's packed
+// panels want them: each code + 128 (its top bit flipped), and for each column its
+// four rows' bytes side by side — columns 0–15 in 64 bytes at dst, 16–31 in the 64
+// after — then the next 32 columns panelStride bytes on. Per 128-bit lane, bytes then
+// 16-bit words interleaved: rows 0 and 1, rows 2 and 3, then the two pairs.
+TEXT ·interleave4AVX2(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ panelStride+8(FP), R9
+	MOVQ r0+16(FP), AX
+	MOVQ r1+24(FP), BX
+	MOVQ r2+32(FP), DX
+	MOVQ r3+40(FP), SI
+	MOVQ cols+48(FP), CX
+	SHRQ $5, CX
+	MOVL $0x80808080, R8
+	MOVD R8, X15
+	VPBROADCASTD X15, Y15
+iloop:
+	VPXOR (AX), Y15, Y0
+	VPXOR (BX), Y15, Y1
+	VPXOR (DX), Y15, Y2
+	VPXOR (SI), Y15, Y3
+	VPUNPCKLBW Y1, Y0, Y4 // rows 0, 1: columns 0–7 of each lane
+	VPUNPCKHBW Y1, Y0, Y5 // 8–15
+	VPUNPCKLBW Y3, Y2, Y6
+	VPUNPCKHBW Y3, Y2, Y7
+	VPUNPCKLWD Y6, Y4, Y8 // columns 0–3, four rows each
+	VPUNPCKHWD Y6, Y4, Y9 // 4–7
+	VPUNPCKLWD Y7, Y5, Y10 // 8–11
+	VPUNPCKHWD Y7, Y5, Y11 // 12–15
+	VMOVDQU X8, (DI)
+	VMOVDQU X9, 16(DI)
+	VMOVDQU X10, 32(DI)
+	VMOVDQU X11, 48(DI)
+	VEXTRACTI128 $1, Y8, 64(DI)
+	VEXTRACTI128 $1, Y9, 80(DI)
+	VEXTRACTI128 $1, Y10, 96(DI)
+	VEXTRACTI128 $1, Y11, 112(DI)
+	ADDQ $32, AX
+	ADDQ $32, BX
+	ADDQ $32, DX
+	ADDQ $32, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ iloop
 	VZEROUPPER
 	RET

@@ -34,20 +34,25 @@ func TestQuantizeRow32(t *testing.T) {
 	a[5*qGroup+7] = float32(math.NaN())
 	a[6*qGroup] = 1e30
 	a[7*qGroup+31] = -3e-30
-	got, want := make([]int8, len(a)), make([]int8, len(a))
-	gp, wp := make([]float32, 2*groups), make([]float32, 2*groups)
-	quantizeRow32(got, gp, a)
-	quantizeRow32Go(want, wp, a)
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("code %d = %d, want %d", i, got[i], want[i])
+	scale := randWeights(rng, len(a))
+	for _, sc := range [][]float32{nil, scale} {
+		got, want := make([]int8, len(a)), make([]int8, len(a))
+		gp, wp := make([]float32, 2*groups), make([]float32, 2*groups)
+		quantizeRow32(got, gp, a, sc)
+		quantizeRow32Go(want, wp, a, sc)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("scaled %v: code %d = %d, want %d", sc != nil, i, got[i], want[i])
+			}
+		}
+		for i := range gp {
+			if math.Float32bits(gp[i]) != math.Float32bits(wp[i]) {
+				t.Fatalf("scaled %v: pair value %d = %g, want %g", sc != nil, i, gp[i], wp[i])
+			}
 		}
 	}
-	for i := range gp {
-		if math.Float32bits(gp[i]) != math.Float32bits(wp[i]) {
-			t.Fatalf("pair value %d = %g, want %g", i, gp[i], wp[i])
-		}
-	}
+	want, wp := make([]int8, len(a)), make([]float32, 2*groups)
+	quantizeRow32Go(want, wp, a, nil)
 	if !math.IsNaN(float64(wp[8])) || !math.IsNaN(float64(wp[10])) || wp[2] != 0 || wp[4] != 0 {
 		t.Fatalf("special groups' scales %v", wp)
 	}
@@ -80,6 +85,28 @@ func TestUnpackNibbles(t *testing.T) {
 		if string(got) != string(want) {
 			t.Fatalf("n=%d: %v, want %v", n, got, want)
 		}
+	}
+}
+
+// TestInterleave4: the vector interleave against interleave4Go, over two panels.
+func TestInterleave4(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	var rows [4][]byte
+	for i := range rows {
+		rows[i] = make([]byte, 64)
+		for j := range rows[i] {
+			rows[i][j] = byte(rng.Uint32())
+		}
+	}
+	const stride = 300
+	got, want := make([]byte, stride+128), make([]byte, stride+128)
+	interleave4(got, stride, &rows, 64)
+	interleave4Go(want, stride, &rows, 64)
+	if string(got) != string(want) {
+		t.Fatalf("%v\nwant %v", got, want)
+	}
+	if want[0] != rows[0][0]^0x80 || want[3] != rows[3][0]^0x80 || want[64+4] != rows[0][17]^0x80 || want[stride+1] != rows[1][32]^0x80 {
+		t.Fatal("interleave4Go's layout moved")
 	}
 }
 
@@ -171,14 +198,7 @@ func TestMulNTInt(t *testing.T) {
 				} else {
 					tm.w.mulNTIntWith(qKernelGo, got, a, m)
 				}
-				qa, pairs := make([]int8, m*k), make([]float32, 2*m*k/qGroup)
-				for i := range m {
-					quantizeRow32Go(qa[i*k:(i+1)*k], pairs[2*i*k/qGroup:2*(i+1)*k/qGroup], a[i*k:(i+1)*k])
-				}
-				aq := make([]float32, m*k)
-				for p := range aq {
-					aq[p] = float32(float64(qa[p]) * float64(pairs[2*(p/qGroup)]))
-				}
+				aq := quantized(a, nil, m, k)
 				checkIntProduct(t, got, aq, tm.want, m, n, k)
 				if useVNNI && n > 2 { // a RowRange's product is those rows' of the whole, bit for bit
 					sub, err := tm.w.RowRange(1, n-1)
@@ -212,6 +232,98 @@ func TestMulNTInt(t *testing.T) {
 				}
 				if math.Sqrt(d2/w2) > 1e-2 { // about 0.5% for normal activations
 					t.Fatalf("relative error %.2g against the float path", math.Sqrt(d2/w2))
+				}
+			})
+		}
+	}
+}
+
+// quantized is a [m, k] (each column times scale's, where not nil) as the integer
+// product reads it: each row's codes times their group's scale, divided by scale.
+func quantized(a, scale []float32, m, k int) []float32 {
+	kp := ceilDiv(k, qGroup) * qGroup // rows padded with zeros to whole groups
+	ap, sp := make([]float32, m*kp), []float32(nil)
+	for i := range m {
+		copy(ap[i*kp:], a[i*k:(i+1)*k])
+	}
+	if scale != nil {
+		sp = make([]float32, kp)
+		copy(sp, scale)
+	}
+	qa, pairs := make([]int8, m*kp), make([]float32, 2*m*kp/qGroup)
+	for i := range m {
+		quantizeRow32Go(qa[i*kp:(i+1)*kp], pairs[2*i*kp/qGroup:2*(i+1)*kp/qGroup], ap[i*kp:(i+1)*kp], sp)
+	}
+	aq := make([]float32, m*k)
+	for i := range m {
+		for p := range k {
+			v := float64(qa[i*kp+p]) * float64(pairs[2*((i*kp+p)/qGroup)])
+			if scale != nil {
+				v /= float64(scale[p])
+			}
+			aq[i*k+p] = float32(v)
+		}
+	}
+	return aq
+}
+
+// TestMulNNInt: MulNN on int8 weights with a scale per row (the soft embedding's
+// product) in integer arithmetic against the float64 product of the quantized
+// activations with the decoded weights, and within the activations' rounding of the
+// float path, on shapes off the blocks; probability rows (most values tiny) included.
+func TestMulNNInt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, name := range []string{"int8", "int8-bf16"} {
+		for _, c := range [][3]int{{4, 30, 32}, {7, 97, 64}, {13, 300, 96}, {40, 4096, 192}} {
+			m, rows, cols := c[0], c[1], c[2]
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", name, m, rows, cols), func(t *testing.T) {
+				tm := formatNamed(name)(t, rng, rows, cols)
+				if !tm.w.intCodesNN() {
+					t.Fatal("not taken by the integer MulNN")
+				}
+				a := randWeights(rng, m*rows)
+				for i := range rows { // row 1: a softmax over the rows
+					a[rows+i] = float32(math.Exp(float64(4 * a[rows+i])))
+				}
+				got := randWeights(rng, m*cols)
+				if hasVNNI {
+					withVNNI(t, true, func() {
+						if err := tm.w.MulNN(got, a, m); err != nil {
+							t.Fatal(err)
+						}
+					})
+				} else {
+					tm.w.mulNNIntWith(qKernelGo, got, a, m)
+				}
+				scale := make([]float32, rows)
+				tm.w.scales(scale, tm.w.Scales, 0)
+				// The weights transposed: the product a·w as checkIntProduct's a·wᵀ.
+				wt := make([]float32, cols*rows)
+				for i := range rows {
+					for j := range cols {
+						wt[j*rows+i] = tm.want[i*cols+j]
+					}
+				}
+				checkIntProduct(t, got, quantized(a, scale, m, rows), wt, m, cols, rows)
+				var want []float32
+				withVNNI(t, false, func() {
+					want = make([]float32, m*cols)
+					if err := tm.w.MulNN(want, a, m); err != nil {
+						t.Fatal(err)
+					}
+				})
+				// Row 1's values span e⁻⁴ to e⁴ and more, so its groups' small values are
+				// coarse steps of their largest: a few percent where normal rows see 0.5.
+				for i := range m {
+					var d2, w2 float64
+					for j := range cols {
+						d := float64(got[i*cols+j] - want[i*cols+j])
+						d2 += d * d
+						w2 += float64(want[i*cols+j]) * float64(want[i*cols+j])
+					}
+					if e, tol := math.Sqrt(d2/w2), map[bool]float64{false: 1e-2, true: 3e-2}[i == 1]; e > tol {
+						t.Fatalf("row %d: relative error %.2g against the float path", i, e)
+					}
 				}
 			})
 		}
@@ -297,4 +409,25 @@ func formatNamed(name string) func(testing.TB, *rand.Rand, int, int) testMatrix 
 		}
 	}
 	panic("no format " + name)
+}
+
+// BenchmarkMulNNInt: the soft embedding's product, probabilities [256, V] times an
+// int8 embedding [V, 2816] with a scale per row (V = 16,384 here, a sixteenth of the
+// 26B's), integer against float.
+func BenchmarkMulNNInt(b *testing.B) {
+	const m, v, d = 256, 16384, 2816
+	tm := formatNamed("int8")(b, rand.New(rand.NewPCG(1, 1)), v, d)
+	p, out := randWeights(rand.New(rand.NewPCG(2, 2)), m*v), make([]float32, m*d)
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("int=%v", on), func(b *testing.B) {
+			withVNNI(b, on, func() {
+				for b.Loop() {
+					if err := tm.w.MulNN(out, p, m); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.ReportMetric(2*float64(m*v*d)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
 }
