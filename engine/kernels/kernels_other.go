@@ -69,4 +69,5 @@ func interleave4(dst []byte, panelStride int, rows *[4][]byte, cols int) {
 	interleave4Go(dst, panelStride, rows, cols)
 }
 func unpackNibbles(dst, src []byte)          { unpackNibblesGo(dst, src) }
+func xor80(dst, src []byte)                  { xor80Go(dst, src) }
 func transposeWords(dst, src []byte, kc int) { transposeWordsGo(dst, src, kc) }

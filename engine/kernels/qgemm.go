@@ -217,8 +217,8 @@ func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r, p0, kc int) {
 	}
 }
 
-// xor80 writes src's bytes with their top bit flipped (an int8 code + 128).
-func xor80(dst, src []byte) {
+// xor80Go writes src's bytes with their top bit flipped (an int8 code + 128).
+func xor80Go(dst, src []byte) {
 	dst = dst[:len(src)]
 	i := 0
 	for ; i+8 <= len(src); i += 8 {

@@ -86,3 +86,17 @@ func transposeWords(dst, src []byte, kc int) {
 	_, _ = dst[128*(kc/4-1)+64-1], src[16*kc-1]
 	transpose16((*float32)(unsafe.Pointer(&dst[0])), 32, (*float32)(unsafe.Pointer(&src[0])), kc/4, kc/64, 16)
 }
+
+// xor80AVX512 is xor80Go over n bytes, a multiple of 64 (qgemm_amd64.s).
+//
+//go:noescape
+func xor80AVX512(dst, src *byte, n int)
+
+func xor80(dst, src []byte) {
+	n := len(src) &^ 63
+	if n > 0 {
+		_ = dst[n-1]
+		xor80AVX512(&dst[0], &src[0], n)
+	}
+	xor80Go(dst[n:], src[n:])
+}

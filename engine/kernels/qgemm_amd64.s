@@ -159,3 +159,23 @@ iloop:
 	JNZ iloop
 	VZEROUPPER
 	RET
+
+// func xor80AVX512(dst, src *byte, n int)
+//
+// n bytes (a multiple of 64) of src with their top bit flipped into dst.
+TEXT ·xor80AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $6, CX
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z31
+xloop:
+	VPXORD (SI), Z31, Z0
+	VMOVDQU64 Z0, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ xloop
+	VZEROUPPER
+	RET

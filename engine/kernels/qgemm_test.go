@@ -71,10 +71,11 @@ func TestQuantizeRow32(t *testing.T) {
 	}
 }
 
-// TestUnpackNibbles and TestTransposeWords: the vector helpers against their Go forms.
+// TestUnpackNibbles, TestTransposeWords and TestInterleave4: the vector helpers
+// against their Go forms.
 func TestUnpackNibbles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{1, 31, 32, 33, 128, 200} {
+	for _, n := range []int{1, 31, 32, 33, 64, 128, 200} {
 		src := make([]byte, n)
 		for i := range src {
 			src[i] = byte(rng.Uint32())
@@ -85,10 +86,17 @@ func TestUnpackNibbles(t *testing.T) {
 		if string(got) != string(want) {
 			t.Fatalf("n=%d: %v, want %v", n, got, want)
 		}
+		got, want = got[:n], want[:n]
+		xor80(got, src)
+		for i, b := range src {
+			want[i] = byte(int8(b)) + 128
+		}
+		if string(got) != string(want) {
+			t.Fatalf("xor80 n=%d: %v, want %v", n, got, want)
+		}
 	}
 }
 
-// TestInterleave4: the vector interleave against interleave4Go, over two panels.
 func TestInterleave4(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	var rows [4][]byte

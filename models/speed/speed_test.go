@@ -622,3 +622,53 @@ func TestFusedHead(t *testing.T) {
 	near(t, "packed", r.headAt(1e6, true), 1e-4)
 	near(t, "unpacked", r.headAt(1e6, false), 2e-3)
 }
+
+// TestIntGEMMPricing: where the integer products were calibrated (Rates.IntGEMM), an
+// int4 or int8 canvas product, and the soft embedding of an int8 embedding, cost their
+// FLOPs at IntGEMM's rate and nothing for decoding; an int4 soft embedding (MulNN
+// decodes it), a bf16 product and an AR row keep their float prices; without IntGEMM
+// int4 is GEMM's rate plus its decoding.
+func TestIntGEMMPricing(t *testing.T) {
+	const gemm, intGEMM = 1e10, 3e10
+	r := flat(gemm, 1e12, 1e12, 1e9)
+	r.Decode = map[string]float64{"int4": 1e-9, "int8": 2e-9, "bf16": 3e-9}
+	for _, g := range r.GEMM {
+		r.IntGEMM = append(r.IntGEMM, ShapeRate{M: g.M, K: g.K, N: g.N, FLOPS: intGEMM})
+	}
+	if err := r.valid(); err != nil {
+		t.Fatal(err)
+	}
+	product := func(format string, m float64, soft bool) work {
+		return work{what: "p", m: m, k: 2816, n: 704, count: 1, format: format, soft: soft}
+	}
+	flops := 2 * 256 * 2816 * 704.0
+	for _, c := range []struct {
+		w    work
+		want float64
+	}{
+		{product("int4", 256, false), flops / intGEMM},
+		{product("int8", 256, false), flops / intGEMM},
+		{product("int8", 256, true), flops / intGEMM},
+		{product("int4", 256, true), flops/r.softEmbedAt(704, gemm) + 2816*704*1e-9},
+		{product("bf16", 256, false), flops/gemm + 2816*704*3e-9},
+	} {
+		if got, _ := r.kernelSeconds(c.w, false); math.Abs(got-c.want) > 1e-9*c.want {
+			t.Errorf("%s soft=%v: %g s, want %g", c.w.format, c.w.soft, got, c.want)
+		}
+	}
+	floatOnly := *r
+	floatOnly.IntGEMM = nil
+	if got, _ := floatOnly.kernelSeconds(product("int4", 256, false), false); math.Abs(got-(flops/gemm+2816*704*1e-9)) > 1e-18 {
+		t.Errorf("int4 without IntGEMM: %g s", got)
+	}
+	ar, _ := r.kernelSeconds(product("int4", 1, false), false)
+	arFloat, _ := floatOnly.kernelSeconds(product("int4", 1, false), false)
+	if ar != arFloat {
+		t.Errorf("an AR row priced %g with IntGEMM, %g without", ar, arFloat)
+	}
+	bad := *r
+	bad.IntGEMM = bad.IntGEMM[:3]
+	if bad.valid() == nil {
+		t.Error("rates with a partial IntGEMM grid pass valid")
+	}
+}
