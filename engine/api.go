@@ -209,6 +209,10 @@ type Result struct {
 	Canvases      []CanvasStats `json:"canvases"` // one per canvas developed (not one the opening filled)
 	ForwardPasses int           `json:"forward_passes"`
 	PromptTokens  int           `json:"prompt_tokens"`
+	// PromptCached is how many of the prompt's first tokens an earlier generation had
+	// left in the KV cache, so that this one encoded only the rest (a conversation's
+	// next message re-reads the conversation so far; the host path only).
+	PromptCached  int           `json:"prompt_cached_tokens,omitempty"`
 	Elapsed       time.Duration `json:"-"`
 	ElapsedMS     float64       `json:"elapsed_ms"`
 	TokensPerS    float64       `json:"tokens_per_s"`          // generated tokens (the Opening not counted) per second

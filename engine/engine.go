@@ -35,6 +35,7 @@ type Engine struct {
 	closed    bool
 	guideIDs  *guideIDs   // what AR guidance knows of each id's text, built on first use
 	gen       *generation // the generation running (under mu), for onCompile
+	kept      []int       // the tokens of the prompt the runner's cache kept (prefixCache)
 }
 
 // onCompile is the graph runner's OnCompile: the first graph a generation
@@ -118,7 +119,13 @@ func (e *Engine) Generate(ctx context.Context, req Request) (res *Result, err er
 		return nil, fmt.Errorf("generate: %w", err)
 	}
 	e.gen = g
-	defer func() { e.gen = nil }()
+	defer func() {
+		e.gen = nil
+		if err != nil { // the cache may hold part of a failed pass: start over next time
+			e.run.Reset()
+			e.kept = e.kept[:0]
+		}
+	}()
 	res, err = g.generate()
 	if err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
@@ -333,7 +340,7 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 			return nil, err
 		}
 	}
-	return &generation{ctx: ctx, req: req, run: e.run, tok: e.tok, smp: smp, s: s, guideIDs: e.guideIDs,
+	return &generation{ctx: ctx, req: req, run: e.run, kept: &e.kept, tok: e.tok, smp: smp, s: s, guideIDs: e.guideIDs,
 		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt, opening: opening,
 		lead: p.lead, reply: p.reply, dropped: p.dropped}, nil
 }

@@ -70,6 +70,29 @@ type stepLogits interface {
 	Free()
 }
 
+// prefixCache is a runner whose KV cache can come back to a prefix of the last prompt
+// it encoded (engine/model's Runner on the host path), so that a prompt that begins
+// as that one did (a conversation's next message, a regenerated answer, an API client
+// sending the whole chat again) encodes only the rest — and gets the values a pass
+// over all of it would.
+type prefixCache interface {
+	// Keep copies the cache as it is now, for Restore.
+	Keep() bool
+	// Restore makes the cache the first m ≤ n tokens of what Keep copied, m a point
+	// from which the rest encodes as it would from empty, and returns m (0: the cache
+	// untouched).
+	Restore(n int) int
+}
+
+// commonPrefix is how many leading tokens a and b share.
+func commonPrefix(a, b []int) int {
+	n := 0
+	for n < min(len(a), len(b)) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
 // cacheReserver is a runner whose KV cache can be sized for a whole generation
 // up front (engine/model's Runner: a fixed capacity on the device).
 type cacheReserver interface {
@@ -104,6 +127,9 @@ type generation struct {
 	fwdTime  time.Duration // spent inside forward passes
 	flops    float64       // model arithmetic of those passes (model.FLOPs, model.EncodeFLOPs)
 	cached   int           // tokens in the KV cache
+	kept     *[]int        // the tokens of the runner's kept cache (prefixCache.Keep), the engine's record
+	skip     int           // leading tokens of the next encoder pass already cached (resume)
+	keep     bool          // the next encoder pass ends the prompt: Keep the cache after it
 	next     []float32     // the encoder's logits for the token after the cache (the last Encode's)
 	guideIDs *guideIDs     // AR guidance's view of the ids (Engine.guideIDs)
 	text     *config.Text  // dims for the FLOPs count
@@ -119,7 +145,7 @@ func (g *generation) generate() (*Result, error) {
 		g.endWithLead()
 		return g.finish(), nil
 	}
-	g.run.Reset()
+	g.resume()
 	if rs, ok := g.run.(cacheReserver); ok {
 		if err := rs.Reserve(g.contextTokens()); err != nil {
 			return nil, fmt.Errorf("KV cache for %d tokens: %w", g.contextTokens(), err)
@@ -140,6 +166,34 @@ func (g *generation) generate() (*Result, error) {
 	return g.finish(), nil
 }
 
+// resume starts the KV cache for this prompt: with as much of the last prompt's
+// cache as this prompt begins with (prefixCache; all but its last token at most,
+// whose logits the first pass returns), or empty. The first encoder pass then skips
+// what is cached (g.skip) and keeps the cache after it (g.keep).
+func (g *generation) resume() {
+	pc, ok := g.run.(prefixCache)
+	if !ok || g.kept == nil {
+		g.run.Reset()
+		return
+	}
+	g.keep = true
+	n := 0
+	if same := min(commonPrefix(*g.kept, g.prompt), len(g.prompt)-1); same > 0 {
+		n = pc.Restore(same)
+	}
+	if n == 0 {
+		g.run.Reset()
+	}
+	g.skip, g.cached, g.res.PromptCached = n, n, n
+}
+
+// unskipped is tokens, the next encoder pass's, less the leading ones the cache
+// already holds (resume); after it, none are skipped.
+func (g *generation) unskipped(tokens []int) []int {
+	tokens, g.skip = tokens[g.skip:], 0
+	return tokens
+}
+
 // contextTokens is the most the KV cache holds in this generation, at most
 // max_position_embeddings (past which the runner refuses tokens): the prompt and
 // every canvas (the last is never cached, but a guidance round scores it after the
@@ -157,6 +211,7 @@ func (g *generation) contextTokens() int {
 
 // forwardEncode runs one encoder pass, counting it.
 func (g *generation) forwardEncode(tokens []int) (logits []float32, err error) {
+	tokens = g.unskipped(tokens)
 	err = g.encoderPass(tokens, func() (err error) {
 		logits, err = g.run.Encode(tokens)
 		return err
@@ -177,6 +232,13 @@ func (g *generation) encoderPass(tokens []int, pass func() error) error {
 	}
 	g.flops += model.EncodeFLOPs(g.text, len(tokens), g.cached)
 	g.cached += len(tokens)
+	if g.keep { // the first pass: the prompt (in AR mode with the opening), after what resume restored
+		g.keep = false
+		*g.kept = (*g.kept)[:0]
+		if g.run.(prefixCache).Keep() {
+			*g.kept = append(append(*g.kept, g.prompt[:g.cached-len(tokens)]...), tokens...)
+		}
+	}
 	return nil
 }
 
@@ -540,6 +602,7 @@ func (g *generation) forwardNext(tokens []int) (int, error) {
 		}
 		return g.smp.Token(logits, g.s.Temperature), nil
 	}
+	tokens = g.unskipped(tokens)
 	g.next = nil // no logits come back
 	var id int
 	err := g.encoderPass(tokens, func() (err error) {

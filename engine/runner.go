@@ -79,6 +79,9 @@ func newModelRunner(b backends.Backend, cfg *config.Model, w loadedWeights, inGr
 
 func (m modelRunner) Reset() { m.r.Reset() }
 
+func (m modelRunner) Keep() bool        { return m.r.Keep() }
+func (m modelRunner) Restore(n int) int { return m.r.Restore(n) }
+
 func (m modelRunner) Encode(tokens []int) ([]float32, error) { return m.r.Encode(tokens) }
 
 func (m modelRunner) Score(tokens []int, from int) ([]float32, error) { return m.r.Score(tokens, from) }

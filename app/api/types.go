@@ -195,6 +195,15 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// PromptDetails.CachedTokens: of the prompt's tokens, how many the server read
+	// from an earlier request's cache instead of encoding (OpenAI's field; the
+	// prompt began as the last one did).
+	PromptDetails *PromptDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+// PromptDetails is Usage's prompt_tokens_details.
+type PromptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 // Step is a chunk's "darkroom" object: one denoising step of the current canvas

@@ -47,6 +47,21 @@ func TestRealEngine(t *testing.T) {
 		t.Errorf("AR completion %d %s", code, raw)
 	}
 
+	// A client sends the whole conversation again with its next message: the prompt
+	// the last request encoded is read from the cache, in whole chunks of 256 tokens,
+	// and usage says how many (OpenAI's prompt_tokens_details.cached_tokens).
+	long := strings.Repeat("Unix is an operating system. ", 60)
+	first := `{"messages":[{"role":"user","content":"` + long + `"}],"max_tokens":4,"seed":3}`
+	if code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", first); code != 200 || r.Usage.PromptTokens < 300 ||
+		r.Usage.PromptDetails == nil || r.Usage.PromptDetails.CachedTokens != 0 {
+		t.Errorf("a long first message: %d %s", code, raw)
+	}
+	next := `{"messages":[{"role":"user","content":"` + long + `"},{"role":"assistant","content":"It is."},{"role":"user","content":"Who wrote it?"}],"max_tokens":4,"seed":3}`
+	if code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", next); code != 200 || r.Usage.PromptDetails == nil ||
+		r.Usage.PromptDetails.CachedTokens < 256 || r.Usage.PromptDetails.CachedTokens%256 != 0 {
+		t.Errorf("the next message: %d %s", code, raw)
+	}
+
 	// A browser page develops: drafts, then the finished page, all sanitized.
 	c := browser(t, s)
 	_, events := openEvents(t, c, s, "/events/wiki/Unix")

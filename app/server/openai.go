@@ -646,7 +646,8 @@ loop:
 		return completion{err: out.err}
 	}
 	res := out.res
-	c := completion{res: res, usage: api.Usage{PromptTokens: res.PromptTokens, CompletionTokens: len(res.Tokens)}}
+	c := completion{res: res, usage: api.Usage{PromptTokens: res.PromptTokens, CompletionTokens: len(res.Tokens),
+		PromptDetails: &api.PromptDetails{CachedTokens: res.PromptCached}}}
 	c.usage.TotalTokens = c.usage.PromptTokens + c.usage.CompletionTokens
 	switch {
 	case stopped:

@@ -76,13 +76,20 @@ func (h *hostModel) ropeTables(i, start, c int) (cos, sin []float32) {
 // hostCache is the host model's KV cache, by the graph Runner's rules (kvcache.go),
 // in float32, rows [Kv, Hd] row-major per position:
 //   - sliding layers: K (after k_norm and RoPE) and V (after v_norm) of the last
-//     SlidingCacheSlots positions, position p in row p mod R;
+//     SlidingCacheSlots positions (and ringSlack more, so the cache can be cut back
+//     that far: Runner.Rewind), position p in row p mod R;
 //   - full (K=V) layers: V of every position (k[i] stays nil); hostModel.prefix
 //     recomputes K = RoPE(V ⊙ k_norm.weight).
 type hostCache struct {
 	k, v    [][]float32
 	n       int   // positions cached
 	written []int // per layer: positions written (= n, except inside a failed encode)
+
+	// kept is a copy of the sliding layers' rings at some length (keep), for restore;
+	// the full layers' rows are this cache's own, which keptValid bounds: rows past a
+	// truncation since then are new tokens', not the kept ones.
+	kept      *hostCache
+	keptValid int
 
 	// rot is the rotation that recomputing a full layer's K applies: for the full
 	// layers' nonzero RoPE frequencies rot.pairs (the same on every full layer), cos
@@ -236,13 +243,31 @@ func (c *hostCache) rotation(inv []float32, n int) (pairs []int, cos, sin []floa
 	return r.pairs, r.cos, r.sin
 }
 
-// ringRows is layer i's row limit: R for a sliding layer with a window, 0 (none) for
-// a full layer.
+// ringSlack is how many positions a sliding layer's ring holds beyond the window's
+// sliding_window−1, so that the cache can be cut back by up to that many tokens
+// (rewind: a conversation's next message that re-reads the last answer differently,
+// the last token of a prompt asked again) after the window has filled.
+const ringSlack = 256
+
+// ringRows is layer i's row limit: the window's SlidingCacheSlots plus ringSlack for a
+// sliding layer with a window, 0 (none) for a full layer.
 func (c *hostCache) ringRows(cfg *config.Text, i int) int {
 	if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
-		return SlidingCacheSlots(cfg, cfg.SlidingWindow)
+		return SlidingCacheSlots(cfg, cfg.SlidingWindow) + ringSlack
 	}
 	return 0
+}
+
+// canTruncate reports whether every sliding layer's ring still holds the window before
+// position n (positions [n−sliding_window+1, n)): all it has written fits, or at
+// most ringSlack positions were written past n.
+func (c *hostCache) canTruncate(cfg *config.Text, n int) bool {
+	for i := range c.v {
+		if r := c.ringRows(cfg, i); r > 0 && c.written[i] > max(n+ringSlack, r) {
+			return false
+		}
+	}
+	return true
 }
 
 // slot is the row of layer i that holds position p.
@@ -268,18 +293,14 @@ func (c *hostCache) clone() hostCache {
 }
 
 // truncate keeps the first n positions. It reports false, and empties the cache, when
-// a sliding layer's ring has already overwritten positions that n needs (a position
-// ≥ max(n, R) was written).
+// a sliding layer's ring has already overwritten positions that n needs
+// (canTruncate).
 func (c *hostCache) truncate(cfg *config.Text, n int) bool {
-	ok := true
-	for i := range c.v {
-		if r := c.ringRows(cfg, i); r > 0 && c.written[i] > max(n, r) {
-			ok = false
-		}
-	}
+	ok := c.canTruncate(cfg, n)
 	if !ok {
 		n = 0
 	}
+	c.keptValid = min(c.keptValid, n)
 	for i := range c.v {
 		w := cfg.KVHeads(i) * cfg.LayerHeadDim(i)
 		rows := min(n, c.written[i])
@@ -329,12 +350,57 @@ func putRow(buf []float32, s, w, r int, row []float32) []float32 {
 	return append(buf, row...)
 }
 
-// bytes is the memory the cached rows take, and the rotation table (not ropes, the
-// recent forwards' scratch, which KVCacheBytes does not count).
+// keep copies the sliding layers' rings as they are (kept), so that restore can come
+// back to any of the first c.n positions while the full layers' rows stay untouched.
+func (c *hostCache) keep(cfg *config.Text) {
+	if c.kept == nil {
+		c.kept = &hostCache{}
+	}
+	k := c.kept
+	k.n, k.written = c.n, append(k.written[:0], c.written...)
+	for len(k.v) < len(c.v) {
+		k.k, k.v = append(k.k, nil), append(k.v, nil)
+	}
+	for i := range c.v {
+		if c.ringRows(cfg, i) == 0 {
+			k.k[i], k.v[i] = nil, nil
+			continue
+		}
+		k.k[i], k.v[i] = append(k.k[i][:0], c.k[i]...), append(k.v[i][:0], c.v[i]...)
+	}
+	c.keptValid = c.n
+}
+
+// restore makes the cache its first n positions as keep copied them, and reports
+// whether it could: n at most what was kept and what the full layers still hold of
+// it (keptValid), and the kept rings holding the window before n (canTruncate).
+// Otherwise the cache is left as it is.
+func (c *hostCache) restore(cfg *config.Text, n int) bool {
+	k := c.kept
+	if k == nil || n > k.n || n > c.keptValid || !k.canTruncate(cfg, n) {
+		return false
+	}
+	for i := range c.v {
+		if c.ringRows(cfg, i) == 0 {
+			continue // rows below keptValid are the kept ones; truncate cuts them to n
+		}
+		c.k[i], c.v[i] = append(c.k[i][:0], k.k[i]...), append(c.v[i][:0], k.v[i]...)
+		c.written[i] = k.written[i]
+	}
+	return c.truncate(cfg, n)
+}
+
+// bytes is the memory the cached rows take, the kept rings' and the rotation table
+// (not ropes, the recent forwards' scratch, which KVCacheBytes does not count).
 func (c *hostCache) bytes() int64 {
 	n := int64(len(c.rot.cos)+len(c.rot.sin)) * 4
 	for i := range c.v {
 		n += int64(len(c.v[i])+len(c.k[i])) * 4
+	}
+	if c.kept != nil {
+		for i := range c.kept.v {
+			n += int64(len(c.kept.v[i])+len(c.kept.k[i])) * 4
+		}
 	}
 	return n
 }

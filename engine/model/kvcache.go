@@ -69,6 +69,26 @@ func KVCacheBytes(cfg *config.Text, tokens int, dtype dtypes.DType) int64 {
 	return total
 }
 
+// HostKVCacheBytes is KVCacheBytes for the host path's cache holding tokens positions,
+// float32: its sliding layers' rings hold ringSlack positions beyond the window's
+// (Runner.Rewind), and it grows by the token, not in powers of two; without Keep's
+// copy of the rings (Runner.CacheBytes counts it too).
+func HostKVCacheBytes(cfg *config.Text, tokens int) int64 {
+	var total int64
+	for i := range cfg.NumHiddenLayers {
+		rows := tokens
+		if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
+			rows = min(tokens, SlidingCacheSlots(cfg, cfg.SlidingWindow)+ringSlack)
+		}
+		n := int64(rows) * int64(cfg.KVHeads(i)) * int64(cfg.LayerHeadDim(i))
+		if cachesK(cfg, i) {
+			n *= 2
+		}
+		total += n * 4
+	}
+	return total
+}
+
 // ringPositions is the absolute position held by each of a cache's R slots once
 // length tokens are cached, and whether the slot holds one: slot s holds the latest
 // p < length with p ≡ s (mod R), valid iff p ≥ 0. While length ≤ R (and always for a

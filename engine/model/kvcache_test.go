@@ -47,8 +47,8 @@ func longRun(t *testing.T, r *Runner, nm *naive.Model, cfg *config.Text, seed ui
 			if rot != int64(r.hcache.rot.n)*2*4*2 {
 				t.Fatalf("%s: rotation table %d bytes for %d positions", what, rot, r.hcache.rot.n)
 			}
-			if got, want := r.CacheBytes()-rot, KVCacheBytes(cfg, r.Len(), dtypes.Float32); got != want {
-				t.Fatalf("%s: host cache holds %d bytes for %d tokens, KVCacheBytes says %d", what, got, r.Len(), want)
+			if got, want := r.CacheBytes()-rot, HostKVCacheBytes(cfg, r.Len()); got != want {
+				t.Fatalf("%s: host cache holds %d bytes for %d tokens, HostKVCacheBytes says %d", what, got, r.Len(), want)
 			}
 		} else if got, want := r.CacheBytes(), KVCacheBytes(cfg, r.Capacity(), r.CacheDType); got != want {
 			t.Fatalf("%s: cache holds %d bytes at capacity %d, KVCacheBytes says %d", what, got, r.Capacity(), want)
@@ -467,4 +467,80 @@ type attendSeen struct {
 func (s *attendSeen) Attend(_ int, q, k, v []float32) []float32 {
 	s.k, s.v = slices.Clone(k), slices.Clone(v)
 	return q
+}
+
+// TestHostKeepRestore: Restore brings back a prefix of what Keep kept — rounded down to
+// the encoder's chunks — after more tokens (far more than a ring holds) were cached,
+// and the rest of a prompt encoded after it gives bit for bit the logits of a fresh
+// runner encoding all of it; it refuses (returning 0, the cache as it was) below one
+// chunk, beyond what was kept, once a Reset cut the full layers' rows, and where the
+// kept rings no longer hold the window before the point; the graph path keeps nothing.
+func TestHostKeepRestore(t *testing.T) {
+	cfg := tinyConfig()
+	w, _ := randomModel(t, cfg, 23, dtypes.Float32)
+	newHost := func() *Runner {
+		r, err := NewRunner(newBackend(t), cfg, newContext(t, w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.HostDecoder, r.HostHead, r.MaxChunk = true, true, 8
+		return r
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	ring := (&hostCache{}).ringRows(cfg, 0)
+	prompt := randTokens(rng, ring+45, cfg.VocabSize) // the rings wrap
+	more := randTokens(rng, ring+30, cfg.VocabSize)   // an answer longer than a ring
+	next := randTokens(rng, 13, cfg.VocabSize)
+
+	r := newHost()
+	encode := func(r *Runner, tokens []int) []float32 {
+		t.Helper()
+		logits, err := r.Encode(tokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return logits
+	}
+	encode(r, prompt)
+	if !r.Keep() {
+		t.Fatal("the host runner did not keep")
+	}
+	encode(r, more)
+	if got := r.Restore(7); got != 0 || r.Len() != len(prompt)+len(more) {
+		t.Fatalf("Restore(7) below one chunk of 8: %d, %d cached", got, r.Len())
+	}
+	if got := r.Restore(len(prompt) + 8); got != 0 {
+		t.Fatalf("Restore past what was kept: %d", got)
+	}
+	if got := r.Restore(len(prompt) - ringSlack - 20); got != 0 || r.Len() != len(prompt)+len(more) {
+		t.Fatalf("Restore to before the kept rings' window: %d, %d cached", got, r.Len())
+	}
+	at := r.Restore(len(prompt) - 1)
+	if want := (len(prompt) - 1) / 8 * 8; at != want || r.Len() != at {
+		t.Fatalf("Restore(%d) = %d, want %d (%d cached)", len(prompt)-1, at, want, r.Len())
+	}
+	full := append(slices.Clone(prompt), next...)
+	got := encode(r, full[at:])
+	want := encode(newHost(), full)
+	if !slices.Equal(got, want) {
+		t.Fatal("the prompt's rest after Restore gives other logits than a fresh pass over all of it")
+	}
+	// Once more from the same kept copy: the rows Restore left are still the kept ones.
+	if again := r.Restore(len(prompt) - 1); again != at || !slices.Equal(encode(r, full[at:]), want) {
+		t.Fatalf("a second Restore: %d, or other logits", again)
+	}
+	r.Reset()
+	if got := r.Restore(len(prompt) - 1); got != 0 {
+		t.Fatalf("Restore after Reset: %d", got)
+	}
+
+	g, err := NewRunner(newBackend(t), cfg, newContext(t, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.HostDecoder = false
+	encode(g, prompt[:20])
+	if g.Keep() || g.Restore(16) != 0 {
+		t.Fatal("the graph path kept or restored")
+	}
 }

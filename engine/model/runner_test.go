@@ -333,13 +333,14 @@ func TestHostScoreLeavesCache(t *testing.T) {
 	if r.hcache.v != nil {
 		t.Error("Score on an empty cache allocated its layers")
 	}
-	if _, err := r.Encode(randTokens(rng, 10, cfg.VocabSize)); err != nil {
+	prompt := r.hcache.ringRows(cfg, 0) + 10
+	if _, err := r.Encode(randTokens(rng, prompt, cfg.VocabSize)); err != nil {
 		t.Fatal(err)
 	}
 	if r.hcache.written[0] <= r.hcache.ringRows(cfg, 0) {
 		t.Fatalf("layer 0's ring has not wrapped: %d positions written", r.hcache.written[0])
 	}
-	check("after 10 tokens")
+	check("after a ring and 10 tokens")
 	// The cache still extends as if no Score had run: commit the canvas and compare
 	// with a runner that never scored.
 	fresh, err := NewRunner(newBackend(t), cfg, newContext(t, w))
@@ -349,7 +350,7 @@ func TestHostScoreLeavesCache(t *testing.T) {
 	fresh.HostDecoder, fresh.HostHead, fresh.MinCapacity, fresh.MaxChunk = true, true, 16, 8
 	rng = rand.New(rand.NewPCG(7, 8))
 	randTokens(rng, 8, cfg.VocabSize)
-	if _, err := fresh.Encode(randTokens(rng, 10, cfg.VocabSize)); err != nil {
+	if _, err := fresh.Encode(randTokens(rng, prompt, cfg.VocabSize)); err != nil {
 		t.Fatal(err)
 	}
 	got, err := r.Encode(canvas)
