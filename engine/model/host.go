@@ -249,6 +249,9 @@ func (c *hostCache) rotation(inv []float32, n int) (pairs []int, cos, sin []floa
 // the last token of a prompt asked again) after the window has filled.
 const ringSlack = 256
 
+// HostRingSlack is ringSlack, for estimates of the host cache's memory.
+const HostRingSlack = ringSlack
+
 // ringRows is layer i's row limit: the window's SlidingCacheSlots plus ringSlack for a
 // sliding layer with a window, 0 (none) for a full layer.
 func (c *hostCache) ringRows(cfg *config.Text, i int) int {

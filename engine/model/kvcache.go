@@ -89,6 +89,20 @@ func HostKVCacheBytes(cfg *config.Text, tokens int) int64 {
 	return total
 }
 
+// HostKeptBytes is the copy of the host cache's sliding rings that Runner.Keep holds
+// at tokens positions (its full layers' rows are not copied): what a host runner that
+// keeps its prompts for the next one holds beside HostKVCacheBytes, at most.
+func HostKeptBytes(cfg *config.Text, tokens int) int64 {
+	var total int64
+	for i := range cfg.NumHiddenLayers {
+		if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
+			rows := min(tokens, SlidingCacheSlots(cfg, cfg.SlidingWindow)+ringSlack)
+			total += 2 * int64(rows) * int64(cfg.KVHeads(i)) * int64(cfg.LayerHeadDim(i)) * 4
+		}
+	}
+	return total
+}
+
 // ringPositions is the absolute position held by each of a cache's R slots once
 // length tokens are cached, and whether the slot holds one: slot s holds the latest
 // p < length with p ≡ s (mod R), valid iff p ≥ 0. While length ≤ R (and always for a

@@ -193,10 +193,11 @@ func (r *Runner) Truncate(n int) error {
 // can come back to a prefix of what is cached now (the full-attention layers' rows
 // are kept where they are: Restore can use them while nothing has cut the cache below
 // them). A conversation keeps its prompt, and its next message, which begins with
-// that prompt, encodes only what follows. It reports false on the graph path, which
-// keeps nothing.
+// that prompt, encodes only what follows. It keeps nothing, and reports false, on the
+// graph path, and below one of the encoder's chunks (MaxChunk) cached, where Restore
+// could bring back nothing (the copy of a 26B's rings is half a GB).
 func (r *Runner) Keep() bool {
-	if !r.HostDecoder {
+	if !r.HostDecoder || r.length < max(r.MaxChunk, 1) {
 		return false
 	}
 	r.hcache.keep(r.cfg)

@@ -13,7 +13,9 @@
 //     bf16 scale per 32; NVFP4 = ½ byte + one FP8 scale per 16 + 4 bytes per row);
 //   - KV cache at the chosen context, f32, by the engine's rule (model.KVCacheBytes at
 //     the capacity the cache grows to): sliding layers keep K and V of the last
-//     sliding_window−1 positions, full-attention layers (K = V) store V only;
+//     sliding_window−1 positions, full-attention layers (K = V) store V only; on the
+//     host path (model.HostKVCacheBytes) by the token, the rings 256 positions longer,
+//     and a copy of them kept for the next prompt (model.HostKeptBytes);
 //   - canvas activations of one denoising step, f32: logits (canvas × vocab) and the
 //     tempered logits the soft embedding reads chunk by chunk, attention scores over
 //     the context, hidden states and the MoE row buffers, and the self-conditioning
@@ -186,9 +188,15 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	e.Parts = append(e.Parts, Part{PartWeights, w, weightNote(p)})
 
 	capacity := model.CacheCapacity(rt.Context)
-	kv := KVBytes(cfg, rt.Context, rt.ComputeBytes)
-	e.Parts = append(e.Parts, Part{PartKV, kv, fmt.Sprintf("%d tokens (cache capacity %d), f32; sliding layers keep the last %d positions (K, V), full layers V only (K = V)",
-		rt.Context, capacity, model.SlidingCacheSlots(t, capacity))})
+	if rt.GPU {
+		kv := KVBytes(cfg, rt.Context, rt.ComputeBytes)
+		e.Parts = append(e.Parts, Part{PartKV, kv, fmt.Sprintf("%d tokens (cache capacity %d), f32; sliding layers keep the last %d positions (K, V), full layers V only (K = V)",
+			rt.Context, capacity, model.SlidingCacheSlots(t, capacity))})
+	} else {
+		kv := model.HostKVCacheBytes(t, rt.Context) + model.HostKeptBytes(t, rt.Context)
+		e.Parts = append(e.Parts, Part{PartKV, kv, fmt.Sprintf("%d tokens, f32; sliding layers keep the last %d positions (K, V), twice (a copy kept for the next prompt), full layers V only (K = V)",
+			rt.Context, min(rt.Context, model.SlidingCacheSlots(t, t.SlidingWindow)+model.HostRingSlack))})
+	}
 
 	// One denoising step over the canvas.
 	logits := c * v * eb * 2 // logits and the tempered probabilities

@@ -6,10 +6,10 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/backends"
 	_ "github.com/gomlx/gomlx/backends/simplego"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
@@ -48,12 +48,24 @@ func TestKVBytesMatchesRunner(t *testing.T) {
 		got := r.CacheBytes()
 		t.Logf("host=%v: runner cache %d bytes (capacity %d), estimate %d", host, got, r.Capacity(), want)
 		if host {
-			// Its rows are KVCacheBytes of the positions cached; with them, its table of
-			// the full layer's RoPE rotations (4 rotated pairs × 8 bytes per position).
-			exact := model.KVCacheBytes(&mcfg.Text, ctxTokens, dtypes.Float32)
-			if got < exact || got > exact+ctxTokens*4*8 || got > want {
-				t.Errorf("host cache holds %d bytes for %d tokens: want KVCacheBytes %d + at most %d of rotation table, and at most the estimate %d",
-					got, ctxTokens, exact, ctxTokens*4*8, want)
+			// Its rows are HostKVCacheBytes of the positions cached; with them, its table
+			// of the full layer's RoPE rotations (4 rotated pairs × 8 bytes per position);
+			// then, once it keeps the prompt, the copy of its rings. The CPU estimate's KV
+			// part holds them all.
+			exact := model.HostKVCacheBytes(&mcfg.Text, ctxTokens)
+			if got < exact || got > exact+ctxTokens*4*8 {
+				t.Errorf("host cache holds %d bytes for %d tokens: want HostKVCacheBytes %d + at most %d of rotation table",
+					got, ctxTokens, exact, ctxTokens*4*8)
+			}
+			r.Keep()
+			kept := r.CacheBytes() - got
+			cpu, err := Compute(mcfg, quant.BF16Profile, Runtime{Context: ctxTokens})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept != model.HostKeptBytes(&mcfg.Text, ctxTokens) || cpu.Part(PartKV) != exact+kept {
+				t.Errorf("kept copy %d bytes (HostKeptBytes %d); the CPU estimate's KV part %d, want %d",
+					kept, model.HostKeptBytes(&mcfg.Text, ctxTokens), cpu.Part(PartKV), exact+kept)
 			}
 			continue
 		}
