@@ -160,7 +160,18 @@ const (
 	// minute for a big model. Once per generation at most, before the event
 	// of the step it delays; the host path never sends it.
 	EventPrepare
+	// EventPrompt: the prompt is being read (encoded), a piece at a time, when it
+	// is longer than one piece (PromptPiece tokens to encode): PromptRead of
+	// PromptTokens read so far — what a long conversation or a pasted file waits
+	// on before the first token, a minute or more for a big model on a CPU. The
+	// context is checked between pieces.
+	EventPrompt
 )
+
+// PromptPiece is how many tokens of a prompt the engine encodes between
+// EventPrompt events and cancellation checks: four of the encoder's chunks of 256,
+// so that the pieces are its very chunks and change no value.
+const PromptPiece = 1024
 
 // Event reports progress of a generation; the UI draws the page developing from it.
 type Event struct {
@@ -191,6 +202,10 @@ type Event struct {
 
 	ForwardPasses int           // decoder+encoder forward passes so far
 	Elapsed       time.Duration // since the start of the generation
+
+	// PromptRead of PromptTokens: how much of the prompt is read (EventPrompt),
+	// the part an earlier prompt left in the cache counted as read.
+	PromptRead, PromptTokens int
 }
 
 // CanvasStats describes how one canvas developed.

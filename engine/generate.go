@@ -130,6 +130,8 @@ type generation struct {
 	kept     *[]int        // the tokens of the runner's kept cache (prefixCache.Keep), the engine's record
 	skip     int           // leading tokens of the next encoder pass already cached (resume)
 	keep     bool          // the next encoder pass ends the prompt: Keep the cache after it
+	reading  bool          // the next encoder pass is the prompt's: read it in pieces (readPrompt)
+	read     []int         // the ids cached so far by the prompt's pass (and what resume restored)
 	next     []float32     // the encoder's logits for the token after the cache (the last Encode's)
 	guideIDs *guideIDs     // AR guidance's view of the ids (Engine.guideIDs)
 	text     *config.Text  // dims for the FLOPs count
@@ -160,10 +162,67 @@ func (g *generation) generate() (*Result, error) {
 	default:
 		err = fmt.Errorf("unknown mode %q (want %q or %q)", g.req.Mode, Diffusion, AR)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, errStopped) { // stopped reading the prompt: StopCancelled, nothing written
 		return nil, err
 	}
 	return g.finish(), nil
+}
+
+// promptPiece is PromptPiece, a variable so a test can read a prompt in one pass.
+var promptPiece = PromptPiece
+
+// errStopped: the context ended while the prompt was read (readPrompt); the
+// generation stops with what it has, StopCancelled, as between steps.
+var errStopped = errors.New("stopped while reading the prompt")
+
+// readPrompt reads a long first pass (tokens, after what resume restored) in pieces
+// of PromptPiece tokens, each an encoder pass of its own, with an EventPrompt before
+// and after each and the context checked between them, and returns the last piece,
+// which the caller's pass encodes (and whose logits it reads). Pieces start where the
+// pass does — at 0, or at a point Restore gave — so they are the encoder's own
+// chunks, and the values are a single pass's. Stopped between pieces, it keeps what
+// was read for the next try (prefixCache) and returns errStopped.
+func (g *generation) readPrompt(tokens []int) ([]int, error) {
+	if !g.reading {
+		return tokens, nil
+	}
+	g.reading = false
+	if len(tokens) <= promptPiece {
+		return tokens, nil
+	}
+	keep := g.keep
+	g.keep = false // the prompt's cache is kept after its last piece
+	defer func() { g.keep = g.keep || keep }()
+	total := g.cached + len(tokens)
+	for {
+		g.emit(Event{Kind: EventPrompt, PromptRead: g.cached, PromptTokens: total})
+		if g.cancelled() {
+			if keep {
+				g.keepCache(nil)
+				keep = false
+			}
+			return nil, errStopped
+		}
+		if len(tokens) <= promptPiece {
+			return tokens, nil
+		}
+		piece := tokens[:promptPiece]
+		if err := g.encoderPass(piece, func() error { _, err := g.run.Encode(piece); return err }); err != nil {
+			return nil, err
+		}
+		g.read = append(g.read, piece...)
+		tokens = tokens[promptPiece:]
+	}
+}
+
+// keepCache keeps the cache as it is now, after what the prompt's pass read before
+// (g.read) and then tokens (its last piece's, which in AR mode may hold the
+// opening), for the next generation's resume; the record names them.
+func (g *generation) keepCache(tokens []int) {
+	*g.kept = (*g.kept)[:0]
+	if g.run.(prefixCache).Keep() {
+		*g.kept = append(append(*g.kept, g.read...), tokens...)
+	}
 }
 
 // resume starts the KV cache for this prompt: with as much of the last prompt's
@@ -171,6 +230,7 @@ func (g *generation) generate() (*Result, error) {
 // whose logits the first pass returns), or empty. The first encoder pass then skips
 // what is cached (g.skip) and keeps the cache after it (g.keep).
 func (g *generation) resume() {
+	g.reading = true
 	pc, ok := g.run.(prefixCache)
 	if !ok || g.kept == nil {
 		g.run.Reset()
@@ -185,6 +245,7 @@ func (g *generation) resume() {
 		g.run.Reset()
 	}
 	g.skip, g.cached, g.res.PromptCached = n, n, n
+	g.read = g.prompt[:n:n]
 }
 
 // unskipped is tokens, the next encoder pass's, less the leading ones the cache
@@ -211,7 +272,9 @@ func (g *generation) contextTokens() int {
 
 // forwardEncode runs one encoder pass, counting it.
 func (g *generation) forwardEncode(tokens []int) (logits []float32, err error) {
-	tokens = g.unskipped(tokens)
+	if tokens, err = g.readPrompt(g.unskipped(tokens)); err != nil {
+		return nil, err
+	}
 	err = g.encoderPass(tokens, func() (err error) {
 		logits, err = g.run.Encode(tokens)
 		return err
@@ -234,10 +297,7 @@ func (g *generation) encoderPass(tokens []int, pass func() error) error {
 	g.cached += len(tokens)
 	if g.keep { // the first pass: the prompt (in AR mode with the opening), after what resume restored
 		g.keep = false
-		*g.kept = (*g.kept)[:0]
-		if g.run.(prefixCache).Keep() {
-			*g.kept = append(append(*g.kept, g.prompt[:g.cached-len(tokens)]...), tokens...)
-		}
+		g.keepCache(tokens)
 	}
 	return nil
 }
@@ -602,10 +662,13 @@ func (g *generation) forwardNext(tokens []int) (int, error) {
 		}
 		return g.smp.Token(logits, g.s.Temperature), nil
 	}
-	tokens = g.unskipped(tokens)
+	tokens, err := g.readPrompt(g.unskipped(tokens))
+	if err != nil {
+		return 0, err
+	}
 	g.next = nil // no logits come back
 	var id int
-	err := g.encoderPass(tokens, func() (err error) {
+	err = g.encoderPass(tokens, func() (err error) {
 		id, err = tp.EncodeNext(tokens, g.smp.PlanToken(g.s.Temperature))
 		return err
 	})

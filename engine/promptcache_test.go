@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -57,5 +58,107 @@ func TestPromptReuse(t *testing.T) {
 	run(graph, first, Diffusion)
 	if res := run(graph, first, Diffusion); res.PromptCached != 0 {
 		t.Errorf("the graph path reused %d tokens", res.PromptCached)
+	}
+}
+
+// TestReadPromptInPieces: a prompt longer than PromptPiece is read a piece at a time,
+// an EventPrompt before each piece and after the last, and writes what reading it in
+// one pass writes, in both modes; stopped between pieces, the generation ends at
+// once (StopCancelled, nothing written) and the next one reads on from the pieces
+// already read.
+func TestReadPromptInPieces(t *testing.T) {
+	dir := writeTinyModel(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	prompt := make([]int, 2600)
+	for i := range prompt {
+		prompt[i] = 3 + rng.IntN(300)
+	}
+	for _, mode := range []Mode{Diffusion, AR} {
+		var reads [][2]int
+		req := Request{PromptIDs: prompt, Mode: mode, Seed: 7, Sampling: Sampling{MaxNewTokens: 20}, OnEvent: func(ev Event) {
+			if ev.Kind == EventPrompt {
+				reads = append(reads, [2]int{ev.PromptRead, ev.PromptTokens})
+			}
+		}}
+		got, err := loadGo(t, dir, false).Generate(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := [][2]int{{0, 2600}, {1024, 2600}, {2048, 2600}}; !slices.Equal(reads, want) {
+			t.Errorf("%s: prompt events %v, want %v", mode, reads, want)
+		}
+		promptPiece = 1 << 30
+		req.OnEvent = nil
+		whole, err := loadGo(t, dir, false).Generate(context.Background(), req)
+		promptPiece = PromptPiece
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Tokens, whole.Tokens) || got.ForwardPasses != whole.ForwardPasses+2 {
+			t.Errorf("%s: in pieces %v (%d passes), in one pass %v (%d)", mode, got.Tokens, got.ForwardPasses, whole.Tokens, whole.ForwardPasses)
+		}
+
+		e := loadGo(t, dir, false)
+		ctx, cancel := context.WithCancel(context.Background())
+		req.OnEvent = func(ev Event) {
+			if ev.Kind == EventPrompt && ev.PromptRead == 2048 {
+				cancel()
+			}
+		}
+		stopped, err := e.Generate(ctx, req)
+		if err != nil || stopped.StopReason != StopCancelled || len(stopped.Tokens) != 0 || stopped.ForwardPasses != 2 {
+			t.Fatalf("%s: stopped while reading: %+v, %v", mode, stopped, err)
+		}
+		req.OnEvent = nil
+		again, err := e.Generate(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.PromptCached != 2048 || !slices.Equal(again.Tokens, got.Tokens) {
+			t.Errorf("%s: after the stop, %d tokens read from the cache and %v written, want 2048 and %v", mode, again.PromptCached, again.Tokens, got.Tokens)
+		}
+	}
+}
+
+// TestReadPromptWithOpening: in AR mode the prompt's pass holds the opening too (a
+// Continue's answer so far); stopped while reading past the prompt into it, the kept
+// record names those tokens, and the next run of the request writes what a fresh
+// engine writes.
+func TestReadPromptWithOpening(t *testing.T) {
+	dir := writeTinyModel(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	prompt := make([]int, 1500)
+	for i := range prompt {
+		prompt[i] = 3 + rng.IntN(300)
+	}
+	e := loadGo(t, dir, false)
+	opening := strings.Repeat("unix kernel shell pipe ", 50)
+	if n := len(e.tok.Encode(opening)); n < 600 {
+		t.Fatalf("the opening is %d tokens, want a piece's worth past the prompt", n)
+	}
+	req := Request{PromptIDs: prompt, Opening: opening, Mode: AR, Seed: 3, Sampling: Sampling{MaxNewTokens: 1100}}
+	ctx, cancel := context.WithCancel(context.Background())
+	req.OnEvent = func(ev Event) {
+		if ev.Kind == EventPrompt && ev.PromptRead == 2048 {
+			cancel()
+		}
+	}
+	if res, err := e.Generate(ctx, req); err != nil || res.StopReason != StopCancelled {
+		t.Fatalf("stopped in the opening: %+v, %v", res, err)
+	}
+	if len(e.kept) != 2048 || !slices.Equal(e.kept[:1500], prompt) {
+		t.Fatalf("kept record of %d tokens, want the prompt and the opening's first 548", len(e.kept))
+	}
+	req.OnEvent = nil
+	got, err := e.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := loadGo(t, dir, false).Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Tokens, want.Tokens) {
+		t.Errorf("after the stop %d tokens, fresh %d; they differ", len(got.Tokens), len(want.Tokens))
 	}
 }

@@ -327,6 +327,10 @@ func runGenerate(env *Env, args []string) error {
 				fmt.Fprintf(env.Stderr, "canvas %d step %d: accepted %d/%d, draft %q\n",
 					ev.Canvas, ev.Step, n, len(ev.Accepted), tok.Decode(ev.Draft))
 			}
+		case engine.EventPrompt: // a long prompt, read a piece at a time
+			if ev.PromptRead < ev.PromptTokens {
+				fmt.Fprintf(env.Stderr, "reading the prompt: %d of %d tokens\n", ev.PromptRead, ev.PromptTokens)
+			}
 		case engine.EventCommit, engine.EventToken:
 			// Stream the committed text as it grows (not with --json: stdout is the document).
 			if !*asJSON && strings.HasPrefix(ev.Text, printed) {

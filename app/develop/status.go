@@ -44,6 +44,12 @@ func (d *Draft) Status(ev engine.Event) string {
 		return fmt.Sprintf("Printing · %s%s · %.1f s · %.1f tokens/s", plural.Count(tokens, "token", "tokens"), passes, secs, rate)
 	case engine.EventPrepare: // the graph path building its graphs: on a GPU, seconds to a minute, once
 		return fmt.Sprintf("Preparing the model for this device (once, on its first run) · %.1f s", secs)
+	case engine.EventPrompt: // a long prompt (a long chat, a pasted file): a minute or more for a big model on a CPU
+		pct := 0
+		if ev.PromptTokens > 0 {
+			pct = 100 * ev.PromptRead / ev.PromptTokens
+		}
+		return fmt.Sprintf("Reading the prompt · %d%% of %s tokens · %.1f s", pct, thousands(ev.PromptTokens), secs)
 	default:
 		return fmt.Sprintf("Developing · canvas %d committed%s · %.1f s · %.1f tokens/s", ev.Canvas+1, passes, secs, rate)
 	}

@@ -99,6 +99,14 @@ func TestStatus(t *testing.T) {
 	if got, want := d.Status(ev), "Preparing the model for this device (once, on its first run) · 3.0 s"; got != want {
 		t.Errorf("prepare: %q, want %q", got, want)
 	}
+	// A long prompt being read, a piece at a time: how far, the page's text unchanged.
+	ev = engine.Event{Kind: engine.EventPrompt, Committed: ids("abc"), Text: "abc", PromptRead: 2048, PromptTokens: 5120, Elapsed: 12 * time.Second}
+	if got := d.Text(ev); got != "abc" {
+		t.Errorf("prompt: text %q, want the committed %q", got, "abc")
+	}
+	if got, want := d.Status(ev), "Reading the prompt · 40% of 5,120 tokens · 12.0 s"; got != want {
+		t.Errorf("prompt: %q, want %q", got, want)
+	}
 	// A server that is not Darkroom reports no forward passes: not "0 forward passes".
 	ev = engine.Event{Kind: engine.EventCommit, Committed: ids("abcd"), Text: "abcd", Elapsed: 2 * time.Second}
 	d.Text(ev)
