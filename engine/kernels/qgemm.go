@@ -319,14 +319,16 @@ func (w *Matrix) mulNTIntWith(kern qKernelFunc, out, a []float32, m int) {
 		buf := qBufs.Get().(*qBuf)
 		defer qBufs.Put(buf)
 		j0, j1 := qNR*(panels*part/parts), min(n, qNR*(panels*(part+1)/parts))
-		const nc = blockN / qNR * qNR
-		for jc := j0; jc < j1; jc += nc {
-			cols := min(nc, j1-jc)
-			for pc := 0; pc < q.kp; pc += qDepth {
-				kc := min(qDepth, q.kp-pc)
-				w.packQB(buf, jc, cols, pc, kc)
-				q.multiply(kern, buf, out, m, n, jc, cols, pc, kc)
-			}
+		// A panel of qNR rows of w at a time, over the whole contraction: each row's
+		// codes are read from memory in one sequential run (a canvas's product
+		// streams the weights once, and an expert's few rows of a leave the reads
+		// of the weights as most of its time: cut into depth blocks, each piece of
+		// a row was a fresh trip to memory), and the packed panel (a 26B expert's:
+		// 2816 inputs, 110 KB) stays in L2 while every row of a passes it.
+		for jc := j0; jc < j1; jc += qNR {
+			cols := min(qNR, j1-jc)
+			w.packQB(buf, jc, cols, 0, q.kp)
+			q.multiply(kern, buf, out, m, n, jc, cols, 0, q.kp)
 		}
 	})
 }

@@ -26,7 +26,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 6
+const calibrationVersion = 7
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -40,7 +40,8 @@ type Rates struct {
 	// cost as much as the multiply-adds), so each product is timed at its own shape.
 	GEMM []ShapeRate `json:"gemm"`
 	// IntGEMM is the integer canvas product's rate (FLOP/s, packing included) at the
-	// same shapes: Matrix.MulNT of Darkroom's int4 weights where the kernels multiply
+	// same shapes, its weights read from memory (distinct matrices in turn, 64 MB of
+	// them where they are that large): Matrix.MulNT of Darkroom's int4 weights where the kernels multiply
 	// int8 and int4 weights in integer arithmetic (kernels.IntProducts); empty where
 	// they do not, and those formats' products are priced at GEMM plus Decode.
 	IntGEMM []ShapeRate `json:"int_gemm,omitempty"`
@@ -657,13 +658,24 @@ func measureOnce(ctx context.Context, st *streams) (*Rates, error) {
 					if err := ctx.Err(); err != nil {
 						return nil, err
 					}
-					w, err := matrixOf("int4", n, k)
-					if err != nil {
-						return nil, err
+					// Distinct matrices, 64 MB of them where they are that large, taken in
+					// turn: each product reads its weights from memory, as a model's
+					// products do (a canvas's experts read half a GB a layer).
+					copies := max(1, min(32, (64<<20)/max(1, n*k/2)))
+					ws := make([]*kernels.Matrix, copies)
+					for i := range ws {
+						var err error
+						if ws[i], err = matrixOf("int4", n, k); err != nil {
+							return nil, err
+						}
 					}
 					a, out := fill(m*k), make([]float32, m*n)
 					var merr error
-					sec := best(func() { merr = w.MulNT(out, a, m) }, 0.04)
+					next := 0
+					sec := best(func() {
+						merr = ws[next].MulNT(out, a, m)
+						next = (next + 1) % copies
+					}, 0.04)
 					if merr != nil {
 						return nil, fmt.Errorf("int4 MulNT: %w", merr)
 					}
