@@ -17,13 +17,7 @@ func TestPromptReuse(t *testing.T) {
 	dir := writeTinyModel(t)
 	reuse := loadGo(t, dir, false)
 	rng := rand.New(rand.NewPCG(3, 4))
-	ids := func(n int) []int {
-		out := make([]int, n)
-		for i := range out {
-			out[i] = 3 + rng.IntN(300) // clear of the special ids
-		}
-		return out
-	}
+	ids := func(n int) []int { return randomIDs(rng, n) }
 	first := ids(600)
 	run := func(e *Engine, prompt []int, mode Mode) *Result {
 		t.Helper()
@@ -68,11 +62,7 @@ func TestPromptReuse(t *testing.T) {
 // already read.
 func TestReadPromptInPieces(t *testing.T) {
 	dir := writeTinyModel(t)
-	rng := rand.New(rand.NewPCG(5, 6))
-	prompt := make([]int, 2600)
-	for i := range prompt {
-		prompt[i] = 3 + rng.IntN(300)
-	}
+	prompt := randomIDs(rand.New(rand.NewPCG(5, 6)), 2600)
 	for _, mode := range []Mode{Diffusion, AR} {
 		var reads [][2]int
 		req := Request{PromptIDs: prompt, Mode: mode, Seed: 7, Sampling: Sampling{MaxNewTokens: 20}, OnEvent: func(ev Event) {
@@ -126,11 +116,7 @@ func TestReadPromptInPieces(t *testing.T) {
 // engine writes.
 func TestReadPromptWithOpening(t *testing.T) {
 	dir := writeTinyModel(t)
-	rng := rand.New(rand.NewPCG(7, 8))
-	prompt := make([]int, 1500)
-	for i := range prompt {
-		prompt[i] = 3 + rng.IntN(300)
-	}
+	prompt := randomIDs(rand.New(rand.NewPCG(7, 8)), 1500)
 	e := loadGo(t, dir, false)
 	opening := strings.Repeat("unix kernel shell pipe ", 50)
 	if n := len(e.tok.Encode(opening)); n < 600 {
@@ -161,4 +147,13 @@ func TestReadPromptWithOpening(t *testing.T) {
 	if !slices.Equal(got.Tokens, want.Tokens) {
 		t.Errorf("after the stop %d tokens, fresh %d; they differ", len(got.Tokens), len(want.Tokens))
 	}
+}
+
+// randomIDs is n token ids of the tiny model's vocabulary, clear of its special ids.
+func randomIDs(rng *rand.Rand, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = 3 + rng.IntN(300)
+	}
+	return out
 }

@@ -277,13 +277,20 @@ func (w *Matrix) packQB(buf *qBuf, j0, cols, p0, kc int) {
 				clear(mn[valid/qGroup:])
 			}
 			transposeWords(codes[64*h:], buf.rows, kc)
-			for g := range groups {
-				sg := scale[g*2*qNR:]
-				for r := range 16 {
-					sg[16*h+r] = buf.rs[r*groups+g]
-					sg[qNR+16*h+r] = buf.rs[(16+r)*groups+g]
-				}
-			}
+			transposeScales(scale[16*h:], buf.rs[:16*groups], groups)
+			transposeScales(scale[qNR+16*h:], buf.rs[16*groups:], groups)
+		}
+	}
+}
+
+// transposeScales writes 16 rows' values for each of groups groups (src [16][groups])
+// into dst with a stride of one group's 2·qNR scales and minimums: row r's value for
+// group g at dst[g·2·qNR + r]. Whole blocks of 16 groups by transpose16 where the CPU
+// has it, the rest one by one.
+func transposeScales(dst, src []float32, groups int) {
+	for g := transposeScalesVector(dst, src, groups); g < groups; g++ {
+		for r := range 16 {
+			dst[g*2*qNR+r] = src[r*groups+g]
 		}
 	}
 }

@@ -100,3 +100,15 @@ func xor80(dst, src []byte) {
 	}
 	xor80Go(dst[n:], src[n:])
 }
+
+// transposeScalesVector is transposeScales' whole blocks of 16 groups, by
+// transpose16; it returns how many groups it wrote.
+func transposeScalesVector(dst, src []float32, groups int) int {
+	g0 := groups / 16 * 16
+	if !useAVX512 || g0 == 0 {
+		return 0
+	}
+	_, _ = dst[(g0-1)*2*qNR+15], src[15*groups+g0-1]
+	transpose16(&dst[0], 2*qNR, &src[0], groups, g0/16, 16)
+	return g0
+}
