@@ -10,11 +10,11 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// hasVNNI: the CPU has AVX-512 VNNI (and the BW and VL instructions the integer
+// hasVNNI: the CPU has AVX-512 VNNI (and the BW, DQ and VL instructions the integer
 // product's helpers use), so MulNT may multiply Darkroom's int8 and int4 weights in
 // integer arithmetic (qgemm.go); useVNNI says whether it does (SetIntProducts).
 var (
-	hasVNNI = useAVX512 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL
+	hasVNNI = useAVX512 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
 	useVNNI = hasVNNI
 )
 
