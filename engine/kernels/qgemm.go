@@ -10,6 +10,7 @@ import (
 )
 
 // The canvas product against integer weights in integer arithmetic (AVX-512 VNNI):
+// MulNT (and MulNN of a per-row int8 matrix: the soft embedding, mulNNIntWith) give
 // out = a·wᵀ with a's rows quantized to int8 in groups of 32 inputs and w's codes
 // taken as stored, widened only to bytes. Each group's 32 products are summed exactly
 // in int32 (VPDPBUSD: four unsigned bytes of w times four signed bytes of a into each
@@ -26,8 +27,9 @@ import (
 // relative error of about 0.2% of a group's largest value per input, averaged over
 // the contraction; the weights are the stored ones either way.
 //
-// The weight codes are packed like the float path's panels — qNR columns, a cache
-// block of depth at a time — as [group][quad][16-column half][16 lanes × 4 bytes],
+// The weight codes are packed in panels of qNR columns — MulNT's over the whole
+// contraction (mulNTIntWith), MulNN's a qDepth block at a time — as
+// [group][quad][16-column half][16 lanes × 4 bytes],
 // each lane four consecutive inputs of one column (a 16×16 transpose of 32-bit words,
 // the float path's transpose16), and each group's 32 scales then 32 minimums beside
 // them. Activations stay row-major (the micro-kernel broadcasts four bytes of a row at
@@ -36,9 +38,9 @@ const (
 	qMR    = 6  // rows of the int8 micro-kernel's tile
 	qNR    = 32 // columns of its tile
 	qGroup = 32 // inputs per scale, activations and weights alike
-	// qDepth is the depth of the packed weights (codes and scales) at a time: the
-	// padded contraction is cut at multiples of it, so it is a multiple of 64 (a
-	// transpose block) as the padded contraction is.
+	// qDepth is MulNN's depth of packed weights at a time: the padded contraction is
+	// cut at multiples of it, so it is a multiple of 64 (a transpose block) as the
+	// padded contraction is.
 	qDepth = blockK
 )
 
