@@ -104,6 +104,10 @@ const DiffusionGemmaID = "diffusiongemma-26b"
 // GGUFID is Unsloth's Q4_K_M GGUF of the 26B model.
 const GGUFID = "diffusiongemma-26b-q4km"
 
+// GGUF reports whether the entry's weights are a GGUF file (its Format says so): on
+// the CPU their blocks are multiplied as stored, on the float path.
+func (e Entry) GGUF() bool { return strings.HasPrefix(e.Format, "GGUF") }
+
 // GGUFFile is the quant the GGUF entry downloads (unsloth/diffusiongemma-26B-A4B-it-GGUF).
 const GGUFFile = "diffusiongemma-26B-A4B-it-Q4_K_M.gguf"
 

@@ -102,6 +102,10 @@ type Workload struct {
 	// canvas (default: the generation config's maximum when guidance is on).
 	Steps          float64
 	GuidanceRounds float64
+	// FloatProducts: the weights are stored in a format the integer products do not
+	// take (a GGUF's blocks, multiplied as stored), so every product is priced on the
+	// float path even where Rates.IntGEMM was measured.
+	FloatProducts bool
 }
 
 func (w Workload) withDefaults(cfg *config.Model) Workload {
@@ -189,6 +193,11 @@ func Unknown(why string) *Estimate { return &Estimate{Unknown: why} }
 // Compute estimates cfg under profile p on a machine with rates r. A nil r is an
 // unknown estimate (see Unknown); a config without dimensions is an error.
 func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimate, error) {
+	if w.FloatProducts && r != nil && len(r.IntGEMM) > 0 {
+		float := *r
+		float.IntGEMM = nil
+		r = &float
+	}
 	t := &cfg.Text
 	if t.HiddenSize <= 0 || t.VocabSize <= 0 || t.NumHiddenLayers <= 0 || len(t.LayerTypes) < t.NumHiddenLayers {
 		return nil, errors.New("speed estimate: the config lacks dimensions")

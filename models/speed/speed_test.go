@@ -672,3 +672,43 @@ func TestIntGEMMPricing(t *testing.T) {
 		t.Error("rates with a partial IntGEMM grid pass valid")
 	}
 }
+
+// TestGGUFFloatProducts: the GGUF entry's estimate on the CPU prices its products on
+// the float path whatever IntGEMM says (its blocks are multiplied as stored), while
+// the int4 profile of the same model takes the integer rate and comes out faster.
+func TestGGUFFloatProducts(t *testing.T) {
+	r := flat(1e10, 1e12, 1e12, 1e9)
+	for _, g := range r.GEMM {
+		r.IntGEMM = append(r.IntGEMM, ShapeRate{M: g.M, K: g.K, N: g.N, FLOPS: 3e10})
+	}
+	float := *r
+	float.IntGEMM = nil
+	cfg := catalog.DiffusionGemma26B()
+	gguf, ok := catalog.Find(catalog.GGUFID)
+	if !ok || !gguf.GGUF() {
+		t.Fatal("no GGUF entry")
+	}
+	got, err := ForEntry(gguf, cfg, quant.Int4Profile, "cpu", r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ForEntry(gguf, cfg, quant.Int4Profile, "cpu", &float, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Diffusion.StepSeconds != want.Diffusion.StepSeconds || got.PromptSeconds != want.PromptSeconds {
+		t.Errorf("GGUF step %g s, prompt %g s; on float rates %g, %g", got.Diffusion.StepSeconds, got.PromptSeconds,
+			want.Diffusion.StepSeconds, want.PromptSeconds)
+	}
+	dg, _ := catalog.Find(catalog.DiffusionGemmaID)
+	if dg.GGUF() {
+		t.Fatal("the safetensors entry says GGUF")
+	}
+	int4, err := ForEntry(dg, cfg, quant.Int4Profile, "cpu", r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(int4.Diffusion.StepSeconds < got.Diffusion.StepSeconds) {
+		t.Errorf("int4 profile's step %g s, not below the GGUF's %g", int4.Diffusion.StepSeconds, got.Diffusion.StepSeconds)
+	}
+}
