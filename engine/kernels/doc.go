@@ -36,7 +36,8 @@
 //     engine/gguf's decoders. A damaged matrix (a truncated tensor, a wrong
 //     scale or block count) is an error, not a panic.
 //   - The integer products (qgemm.go): on CPUs with AVX-512 VNNI, MulNT of Darkroom's
-//     int8 and int4 weights (scale groups of 32 or whole rows) and MulNN of a per-row
+//     int8 and int4 weights (scale groups of 32 or whole rows) and of GGUF's Q4_K
+//     blocks, and MulNN of a per-row
 //     int8 embedding (the soft embedding) quantize a's rows to int8 in groups of 32,
 //     pack the weights' codes as bytes, and sum each group exactly with VPDPBUSD (64
 //     multiply-adds an instruction, a float32 FMA's 16) before scaling it into

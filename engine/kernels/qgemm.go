@@ -1,11 +1,13 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"math"
 	"os"
 	"sync"
 	"unsafe"
 
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
@@ -89,8 +91,12 @@ var qActs = sync.Pool{New: func() any { return new(qAct) }}
 
 // intCodes reports whether w's products can run on its integer codes: Darkroom's int8
 // and int4 (not NVFP4) whose scale groups are whole groups of 32 inputs, on rows of
-// whole groups of 32.
+// whole groups of 32; and GGUF's Q4_K (a scale and a minimum per 32 of each block of
+// 256), the bulk of a Q4_K_M file.
 func (w *Matrix) intCodes() bool {
+	if w.Spec.Bits == 0 {
+		return w.GGUF == gguf.Q4_K && w.Cols > 0 && w.Cols%gguf.QK_K == 0
+	}
 	if w.Spec.Bits != 8 && w.Spec.Bits != 4 || w.Spec.Format == quant.FP4 {
 		return false
 	}
@@ -187,6 +193,10 @@ func quantizeRow32Go(q []int8, pairs, a, scale []float32) {
 // Cols), as unsigned bytes into dst[:kc], and each group of 32's scale and minimum
 // into s and mn (kc/32 each), so that w[r,p] = s·u + mn.
 func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r, p0, kc int) {
+	if w.Spec.Bits == 0 { // Q4_K (intCodes), p0 and kc whole blocks of 256
+		w.rowCodesQ4K(dst, s, mn, r, p0, kc)
+		return
+	}
 	k, g := w.Cols, w.group()
 	groups := kc / qGroup
 	if g == qGroup {
@@ -215,6 +225,40 @@ func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r, p0, kc int) {
 		unpackNibbles(dst[:kc], w.Data[(r*k+p0)/2:(r*k+p0+kc)/2])
 		for j := range groups {
 			mn[j] = -8 * s[j]
+		}
+	}
+}
+
+// rowCodesQ4K is rowCodes for GGUF Q4_K, whose blocks {fp16 d; fp16 dmin; u8
+// scales[12]; u8 qs[128]} hold 256 inputs: four runs of 32 bytes, each the low nibbles
+// of one group of 32 then the high nibbles of the next, group j's value d·sc_j·q −
+// dmin·m_j (the float decoder's arithmetic: scale d·sc_j, minimum −(dmin·m_j)).
+func (w *Matrix) rowCodesQ4K(dst []byte, s, mn []float32, r, p0, kc int) {
+	const bb = 144
+	blocks := w.Cols / gguf.QK_K
+	row := w.Data[(r*blocks+p0/gguf.QK_K)*bb : (r*blocks+(p0+kc)/gguf.QK_K)*bb]
+	nb := kc / gguf.QK_K
+	unpackQ4K(dst[:kc], row, nb)
+	for b := range nb {
+		blk := row[bb*b : bb*b+16]
+		d := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk))
+		dmin := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[2:]))
+		sc, m := scalesMinsK4((*[12]byte)(blk[4:16]))
+		for j := range 8 {
+			s[8*b+j], mn[8*b+j] = d*float32(sc[j]), -(dmin * float32(m[j]))
+		}
+	}
+}
+
+// unpackQ4KGo writes the codes of nb Q4_K blocks (src, 144 bytes each) into dst in
+// input order: per run of 32 bytes, their low nibbles, then their high nibbles.
+func unpackQ4KGo(dst, src []byte, nb int) {
+	for b := range nb {
+		qs, out := src[144*b+16:144*b+144], dst[256*b:256*b+256]
+		for run := range 4 {
+			for i, x := range qs[32*run : 32*run+32] {
+				out[64*run+i], out[64*run+32+i] = x&15, x>>4
+			}
 		}
 	}
 }

@@ -112,3 +112,16 @@ func transposeScalesVector(dst, src []float32, groups int) int {
 	transpose16(&dst[0], 2*qNR, &src[0], groups, g0/16, 16)
 	return g0
 }
+
+// unpackQ4KAVX2 is unpackQ4KGo over blocks ≥ 1 blocks (qgemm_amd64.s).
+//
+//go:noescape
+func unpackQ4KAVX2(dst, src *byte, blocks int)
+
+func unpackQ4K(dst, src []byte, nb int) {
+	if nb == 0 {
+		return
+	}
+	_, _ = dst[256*nb-1], src[144*nb-1]
+	unpackQ4KAVX2(&dst[0], &src[0], nb)
+}

@@ -179,3 +179,46 @@ xloop:
 	JNZ xloop
 	VZEROUPPER
 	RET
+
+// func unpackQ4KAVX2(dst, src *byte, blocks int)
+//
+// The codes of Q4_K blocks (144 bytes: 16 of scales, then 128 of nibbles) in input
+// order: for each run of 32 bytes, the low nibbles, then the high ones (256 a block).
+TEXT ·unpackQ4KAVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ blocks+16(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15
+kloop:
+	VMOVDQU 16(SI), Y0
+	VMOVDQU 48(SI), Y2
+	VMOVDQU 80(SI), Y4
+	VMOVDQU 112(SI), Y6
+	VPSRLW $4, Y0, Y1
+	VPSRLW $4, Y2, Y3
+	VPSRLW $4, Y4, Y5
+	VPSRLW $4, Y6, Y7
+	VPAND Y15, Y0, Y0
+	VPAND Y15, Y1, Y1
+	VPAND Y15, Y2, Y2
+	VPAND Y15, Y3, Y3
+	VPAND Y15, Y4, Y4
+	VPAND Y15, Y5, Y5
+	VPAND Y15, Y6, Y6
+	VPAND Y15, Y7, Y7
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	VMOVDQU Y3, 96(DI)
+	VMOVDQU Y4, 128(DI)
+	VMOVDQU Y5, 160(DI)
+	VMOVDQU Y6, 192(DI)
+	VMOVDQU Y7, 224(DI)
+	ADDQ $144, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ kloop
+	VZEROUPPER
+	RET

@@ -97,6 +97,23 @@ func TestUnpackNibbles(t *testing.T) {
 	}
 }
 
+func TestUnpackQ4K(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	src := make([]byte, 3*144)
+	for i := range src {
+		src[i] = byte(rng.Uint32())
+	}
+	got, want := make([]byte, 3*256), make([]byte, 3*256)
+	unpackQ4K(got, src, 3)
+	unpackQ4KGo(want, src, 3)
+	if string(got) != string(want) {
+		t.Fatalf("%v\nwant %v", got, want)
+	}
+	if want[256+64+32+5] != src[144+16+32+5]>>4 || want[2*256+3] != src[2*144+16+3]&15 {
+		t.Fatal("unpackQ4KGo's order moved")
+	}
+}
+
 func TestInterleave4(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	var rows [4][]byte
@@ -177,8 +194,8 @@ func TestQKernel(t *testing.T) {
 	}
 }
 
-// TestMulNTInt: every format the integer product takes, on row counts, column counts
-// and depths off the tile and the blocks, against (1) the float64 product of the
+// TestMulNTInt: every format the integer product takes (Darkroom's int8 and int4,
+// GGUF's Q4_K), on row counts, column counts and depths off the tile and the blocks, against (1) the float64 product of the
 // quantized activations with the decoded weights — the integer path's own arithmetic,
 // to float32 rounding — and (2) the float32 path on the activations as given, within
 // the activations' rounding. The Go micro-kernel runs the same shapes through the
@@ -191,6 +208,7 @@ func TestMulNTInt(t *testing.T) {
 		}
 		for _, c := range [][3]int{{4, 1, 32}, {6, 32, 64}, {7, 33, 96}, {13, 70, 288}, {40, 257, 768}, {17, 64, 2816}} {
 			m, n, k := c[0], c[1], c[2]
+			k = max(f.block, k/f.block*f.block)
 			t.Run(fmt.Sprintf("%s/%dx%dx%d", f.name, m, n, k), func(t *testing.T) {
 				tm := f.make(t, rng, n, k)
 				a := randWeights(rng, m*k)
@@ -238,8 +256,10 @@ func TestMulNTInt(t *testing.T) {
 					d2 += d * d
 					w2 += float64(want[i]) * float64(want[i])
 				}
-				if math.Sqrt(d2/w2) > 1e-2 { // about 0.5% for normal activations
-					t.Fatalf("relative error %.2g against the float path", math.Sqrt(d2/w2))
+				// About 0.5% for normal activations: a statistic over many outputs (a
+				// handful can land anywhere near it).
+				if e := math.Sqrt(d2 / w2); m*n >= 64 && e > 1e-2 {
+					t.Fatalf("relative error %.2g against the float path", e)
 				}
 			})
 		}
@@ -385,10 +405,10 @@ func TestMulNTIntNonFinite(t *testing.T) {
 
 // BenchmarkMulNTInt: a 26B expert's product [m, 2816]×[2816, 704] at the canvas's 256
 // rows and at 16 (an expert's share of a canvas: 256 positions × 8 of 128 experts),
-// int4 and int8, the integer path against the float one.
+// int4, int8 and GGUF's Q4_K, the integer path against the float one.
 func BenchmarkMulNTInt(b *testing.B) {
 	const n, k = 704, 2816
-	for _, name := range []string{"int4", "int8"} {
+	for _, name := range []string{"int4", "int8", "q4_k"} {
 		f := formatNamed(name)
 		for _, m := range []int{16, 256} {
 			for _, on := range []bool{false, true} {

@@ -1,6 +1,7 @@
 package weights_test
 
 import (
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"math"
 	"path/filepath"
 	"testing"
@@ -64,6 +65,7 @@ func hostRun(t *testing.T, r *model.Runner) [][]float32 {
 // interleaved), and the host model over it gives the logits and soft embeddings of
 // the float32 host path on the GGUF's own dequantization, within float32 rounding.
 func TestGGUFStoredOnHost(t *testing.T) {
+	defer kernels.SetIntProducts(kernels.SetIntProducts(false)) // the float32 path, within its rounding (engine/kernels TestMulNTInt: the integer one)
 	for _, split := range []bool{false, true} {
 		cfg := ggufConfig()
 		fx := writeGGUF(t, t.TempDir(), cfg, split, nil)

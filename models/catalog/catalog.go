@@ -105,7 +105,8 @@ const DiffusionGemmaID = "diffusiongemma-26b"
 const GGUFID = "diffusiongemma-26b-q4km"
 
 // GGUF reports whether the entry's weights are a GGUF file (its Format says so): on
-// the CPU their blocks are multiplied as stored, on the float path.
+// the CPU their blocks are multiplied as stored — Q4_K's in integer arithmetic where
+// the CPU has it, the other types' on the float path.
 func (e Entry) GGUF() bool { return strings.HasPrefix(e.Format, "GGUF") }
 
 // GGUFFile is the quant the GGUF entry downloads (unsloth/diffusiongemma-26B-A4B-it-GGUF).

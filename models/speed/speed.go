@@ -102,9 +102,11 @@ type Workload struct {
 	// canvas (default: the generation config's maximum when guidance is on).
 	Steps          float64
 	GuidanceRounds float64
-	// FloatProducts: the weights are stored in a format the integer products do not
-	// take (a GGUF's blocks, multiplied as stored), so every product is priced on the
-	// float path even where Rates.IntGEMM was measured.
+	// FloatProducts: the weights are stored in formats the integer products may not
+	// take — a GGUF's blocks, multiplied as stored: its Q4_K ones go through them,
+	// its Q6_K, Q5_0 and the rest do not, in shares the file decides — so every
+	// product is priced on the float path even where Rates.IntGEMM was measured (a
+	// slower estimate than the run, not a faster one).
 	FloatProducts bool
 }
 
