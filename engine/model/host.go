@@ -77,7 +77,7 @@ func (h *hostModel) ropeTables(i, start, c int) (cos, sin []float32) {
 // in float32, rows [Kv, Hd] row-major per position:
 //   - sliding layers: K (after k_norm and RoPE) and V (after v_norm) of the last
 //     SlidingCacheSlots positions (and ringSlack more, so the cache can be cut back
-//     that far: Runner.Rewind), position p in row p mod R;
+//     that far: Runner.Restore), position p in row p mod R;
 //   - full (K=V) layers: V of every position (k[i] stays nil); hostModel.prefix
 //     recomputes K = RoPE(V ⊙ k_norm.weight).
 type hostCache struct {
@@ -244,9 +244,9 @@ func (c *hostCache) rotation(inv []float32, n int) (pairs []int, cos, sin []floa
 }
 
 // ringSlack is how many positions a sliding layer's ring holds beyond the window's
-// sliding_window−1, so that the cache can be cut back by up to that many tokens
-// (rewind: a conversation's next message that re-reads the last answer differently,
-// the last token of a prompt asked again) after the window has filled.
+// sliding_window−1, so that a kept prompt's cache can be cut back by up to that many
+// tokens (Runner.Restore: to the encoder's last chunk boundary before the prompt's
+// end, the point from which the next prompt is encoded) after the window has filled.
 const ringSlack = 256
 
 // HostRingSlack is ringSlack, for estimates of the host cache's memory.

@@ -71,7 +71,7 @@ func KVCacheBytes(cfg *config.Text, tokens int, dtype dtypes.DType) int64 {
 
 // HostKVCacheBytes is KVCacheBytes for the host path's cache holding tokens positions,
 // float32: its sliding layers' rings hold ringSlack positions beyond the window's
-// (Runner.Rewind), and it grows by the token, not in powers of two; without Keep's
+// (Runner.Restore), and it grows by the token, not in powers of two; without Keep's
 // copy of the rings (Runner.CacheBytes counts it too).
 func HostKVCacheBytes(cfg *config.Text, tokens int) int64 {
 	var total int64
