@@ -68,10 +68,10 @@ func SetIntProducts(on bool) (was bool) {
 
 // qBuf is one worker's packed weight panels and row scratch.
 type qBuf struct {
-	codes []byte    // ceil(cols/qNR) panels of qDepth/32 groups × 1024 bytes
+	codes []byte    // panels of groups × 1024 bytes: MulNT's one over the whole contraction, MulNN's of qDepth
 	scale []float32 // the panels' groups' 32 scales and 32 minimums
-	rows  []byte    // 16 rows' codes, [16][kc]
-	rs    []float32 // 16 rows' scales and minimums, [16][kc/32] each
+	rows  []byte    // 16 rows' codes, [16][kp]
+	rs    []float32 // 16 rows' scales and minimums, [16][kp/32] each
 	tile  []float32 // an edge tile
 }
 
@@ -85,6 +85,8 @@ type qAct struct {
 	pairs    []float32
 	mp, kp   int
 	groupsKP int
+	scale    []float32 // MulNN's row scales of w, folded into a (mulNNIntWith)
+	zero     []byte    // MulNN's stand-in for w's rows past Rows
 }
 
 var qActs = sync.Pool{New: func() any { return new(qAct) }}
@@ -189,43 +191,44 @@ func quantizeRow32Go(q []int8, pairs, a, scale []float32) {
 	}
 }
 
-// rowCodes writes row r of w, inputs [p0, p0+kc) (p0 and kc multiples of 32, within
-// Cols), as unsigned bytes into dst[:kc], and each group of 32's scale and minimum
-// into s and mn (kc/32 each), so that w[r,p] = s·u + mn.
-func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r, p0, kc int) {
-	if w.Spec.Bits == 0 { // Q4_K (intCodes), p0 and kc whole blocks of 256
-		w.rowCodesQ4K(dst, s, mn, r, p0, kc)
+// rowCodes writes row r of w as unsigned bytes into dst[:Cols], and each group of
+// 32's scale and minimum into s and mn (Cols/32 each), so that w[r,p] = s·u + mn.
+func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r int) {
+	if w.Spec.Bits == 0 { // Q4_K (intCodes)
+		w.rowCodesQ4K(dst, s, mn, r)
 		return
 	}
-	k, g := w.Cols, w.group()
-	groups := kc / qGroup
-	if g == qGroup {
-		w.scales(s[:groups], w.Scales, (r*k+p0)/g)
-	} else {
-		for j := range groups {
-			s[j] = w.scale(w.Scales, (r*k+p0+qGroup*j)/g)
-		}
-	}
+	k := w.Cols
+	w.groupValues(s, w.Scales, r)
 	switch {
 	case w.Spec.Bits == 8:
-		xor80(dst[:kc], w.Data[r*k+p0:r*k+p0+kc])
-		for j := range groups {
+		xor80(dst[:k], w.Data[r*k:(r+1)*k])
+		for j := range k / qGroup {
 			mn[j] = -128 * s[j]
 		}
 	case w.Spec.Format == quant.Affine:
-		unpackNibbles(dst[:kc], w.Data[(r*k+p0)/2:(r*k+p0+kc)/2])
-		if g == qGroup {
-			w.scales(mn[:groups], w.Mins, (r*k+p0)/g)
-		} else {
-			for j := range groups {
-				mn[j] = w.scale(w.Mins, (r*k+p0+qGroup*j)/g)
-			}
-		}
+		unpackNibbles(dst[:k], w.Data[r*k/2:(r+1)*k/2])
+		w.groupValues(mn, w.Mins, r)
 	default: // symmetric int4: (code − 8)·s
-		unpackNibbles(dst[:kc], w.Data[(r*k+p0)/2:(r*k+p0+kc)/2])
-		for j := range groups {
+		unpackNibbles(dst[:k], w.Data[r*k/2:(r+1)*k/2])
+		for j := range k / qGroup {
 			mn[j] = -8 * s[j]
 		}
+	}
+}
+
+// groupValues writes row r's scale (or minimum) tensor b as one value per group of 32
+// inputs into dst: the stored ones where the format's groups are of 32, else each
+// group of 32 given its group's.
+func (w *Matrix) groupValues(dst []float32, b []byte, r int) {
+	k, g := w.Cols, w.group()
+	groups := k / qGroup
+	if g == qGroup {
+		w.scales(dst[:groups], b, r*k/g)
+		return
+	}
+	for j := range groups {
+		dst[j] = w.scale(b, (r*k+qGroup*j)/g)
 	}
 }
 
@@ -233,12 +236,11 @@ func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r, p0, kc int) {
 // scales[12]; u8 qs[128]} hold 256 inputs: four runs of 32 bytes, each the low nibbles
 // of one group of 32 then the high nibbles of the next, group j's value d·sc_j·q −
 // dmin·m_j (the float decoder's arithmetic: scale d·sc_j, minimum −(dmin·m_j)).
-func (w *Matrix) rowCodesQ4K(dst []byte, s, mn []float32, r, p0, kc int) {
+func (w *Matrix) rowCodesQ4K(dst []byte, s, mn []float32, r int) {
 	const bb = 144
-	blocks := w.Cols / gguf.QK_K
-	row := w.Data[(r*blocks+p0/gguf.QK_K)*bb : (r*blocks+(p0+kc)/gguf.QK_K)*bb]
-	nb := kc / gguf.QK_K
-	unpackQ4K(dst[:kc], row, nb)
+	nb := w.Cols / gguf.QK_K
+	row := w.Data[r*nb*bb : (r+1)*nb*bb]
+	unpackQ4K(dst[:w.Cols], row, nb)
 	for b := range nb {
 		blk := row[bb*b : bb*b+16]
 		d := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk))
@@ -284,48 +286,41 @@ func unpackNibblesGo(dst, src []byte) {
 	}
 }
 
-// packQB packs columns [j0, j0+cols) of w, depth [p0, p0+kc) of the padded
-// contraction (kc a multiple of 64), into buf.codes and buf.scale: ceil(cols/qNR)
-// panels, each kc/32 groups of 1024 code bytes and 64 floats, columns past cols and
-// inputs past Cols zero.
-func (w *Matrix) packQB(buf *qBuf, j0, cols, p0, kc int) {
-	groups := kc / qGroup
-	panels := ceilDiv(cols, qNR)
-	if cap(buf.codes) < panels*groups*1024 {
-		buf.codes = make([]byte, panels*groups*1024)
+// packQB packs rows [j0, j0+cols) of w (cols ≤ qNR) over the whole contraction,
+// padded to kp inputs (a multiple of 64), into one panel in buf.codes and buf.scale:
+// kp/32 groups of 1024 code bytes and 64 floats, rows past cols and inputs past Cols
+// zero.
+func (w *Matrix) packQB(buf *qBuf, j0, cols, kp int) {
+	groups, k := kp/qGroup, w.Cols
+	if cap(buf.codes) < groups*1024 {
+		buf.codes = make([]byte, groups*1024)
 	}
-	buf.codes = buf.codes[:panels*groups*1024]
-	buf.scale = grow(buf.scale, panels*groups*2*qNR)
-	if cap(buf.rows) < 16*kc {
-		buf.rows = make([]byte, 16*kc)
+	buf.codes = buf.codes[:groups*1024]
+	buf.scale = grow(buf.scale, groups*2*qNR)
+	if cap(buf.rows) < 16*kp {
+		buf.rows = make([]byte, 16*kp)
 	}
-	buf.rows = buf.rows[:16*kc]
+	buf.rows = buf.rows[:16*kp]
 	buf.rs = grow(buf.rs, 2*16*groups)
-	valid := min(kc, max(0, w.Cols-p0)) // inputs of the block that w holds
-	for pn := range panels {
-		codes := buf.codes[pn*groups*1024 : (pn+1)*groups*1024]
-		scale := buf.scale[pn*groups*2*qNR : (pn+1)*groups*2*qNR]
-		for h := range 2 {
-			c0 := pn*qNR + 16*h
-			for r := range 16 {
-				row := buf.rows[r*kc : (r+1)*kc]
-				s := buf.rs[r*groups : (r+1)*groups]
-				mn := buf.rs[(16+r)*groups : (17+r)*groups]
-				if c0+r >= cols {
-					clear(row)
-					clear(s)
-					clear(mn)
-					continue
-				}
-				w.rowCodes(row, s, mn, j0+c0+r, p0, valid)
-				clear(row[valid:])
-				clear(s[valid/qGroup:])
-				clear(mn[valid/qGroup:])
+	for h := range 2 {
+		for r := range 16 {
+			row := buf.rows[r*kp : (r+1)*kp]
+			s := buf.rs[r*groups : (r+1)*groups]
+			mn := buf.rs[(16+r)*groups : (17+r)*groups]
+			if j := 16*h + r; j < cols {
+				w.rowCodes(row, s, mn, j0+j)
+				clear(row[k:])
+				clear(s[k/qGroup:])
+				clear(mn[k/qGroup:])
+			} else {
+				clear(row)
+				clear(s)
+				clear(mn)
 			}
-			transposeWords(codes[64*h:], buf.rows, kc)
-			transposeScales(scale[16*h:], buf.rs[:16*groups], groups)
-			transposeScales(scale[qNR+16*h:], buf.rs[16*groups:], groups)
 		}
+		transposeWords(buf.codes[64*h:], buf.rows, kp)
+		transposeScales(buf.scale[16*h:], buf.rs[:16*groups], groups)
+		transposeScales(buf.scale[qNR+16*h:], buf.rs[16*groups:], groups)
 	}
 }
 
@@ -359,8 +354,7 @@ type qKernelFunc func(groups int, a *int8, lda int, sa *float32, lds int, b *uin
 func (w *Matrix) mulNTInt(out, a []float32, m int) { w.mulNTIntWith(qKernel, out, a, m) }
 
 // mulNTIntWith is mulNTInt with the micro-kernel given: a quantized once, the columns
-// split across the worker pool, each worker packing its own columns a depth block at a
-// time.
+// split across the worker pool, each worker packing its own a panel at a time.
 func (w *Matrix) mulNTIntWith(kern qKernelFunc, out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	q := qActs.Get().(*qAct)
@@ -380,7 +374,7 @@ func (w *Matrix) mulNTIntWith(kern qKernelFunc, out, a []float32, m int) {
 		// 2816 inputs, 110 KB) stays in L2 while every row of a passes it.
 		for jc := j0; jc < j1; jc += qNR {
 			cols := min(qNR, j1-jc)
-			w.packQB(buf, jc, cols, 0, q.kp)
+			w.packQB(buf, jc, cols, q.kp)
 			q.multiply(kern, buf, out, m, n, jc, cols, 0, q.kp)
 		}
 	})
@@ -473,12 +467,15 @@ func (w *Matrix) useIntProductNN(m int) bool {
 // column's scale 1 and minimum −128 (the code's offset).
 func (w *Matrix) mulNNIntWith(kern qKernelFunc, out, a []float32, m int) {
 	n, k := w.Cols, w.Rows
-	rowScales := make([]float32, k)
-	w.scales(rowScales, w.Scales, 0)
 	q := qActs.Get().(*qAct)
 	defer qActs.Put(q)
-	q.quantize(a, rowScales, m, k)
-	zero := make([]byte, n) // the rows past Rows (their codes meet a's zeros)
+	q.scale = grow(q.scale, k)
+	w.scales(q.scale, w.Scales, 0)
+	q.quantize(a, q.scale, m, k)
+	if cap(q.zero) < n { // the rows past Rows (their codes meet a's zeros)
+		q.zero = make([]byte, n)
+	}
+	zero := q.zero[:n]
 	panels := n / qNR
 	parts := min(packedParts(m*n*k/4), panels)
 	parallel(parts, func(part int) {
