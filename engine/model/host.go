@@ -254,7 +254,10 @@ const HostRingSlack = ringSlack
 
 // ringRows is layer i's row limit: the window's SlidingCacheSlots plus ringSlack for a
 // sliding layer with a window, 0 (none) for a full layer.
-func (c *hostCache) ringRows(cfg *config.Text, i int) int {
+func (c *hostCache) ringRows(cfg *config.Text, i int) int { return hostRingRows(cfg, i) }
+
+// hostRingRows is hostCache.ringRows, for the memory estimates (HostKVCacheBytes).
+func hostRingRows(cfg *config.Text, i int) int {
 	if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
 		return SlidingCacheSlots(cfg, cfg.SlidingWindow) + ringSlack
 	}

@@ -73,32 +73,29 @@ func KVCacheBytes(cfg *config.Text, tokens int, dtype dtypes.DType) int64 {
 // float32: its sliding layers' rings hold ringSlack positions beyond the window's
 // (Runner.Restore), and it grows by the token, not in powers of two; without Keep's
 // copy of the rings (Runner.CacheBytes counts it too).
-func HostKVCacheBytes(cfg *config.Text, tokens int) int64 {
+func HostKVCacheBytes(cfg *config.Text, tokens int) int64 { return hostCacheBytes(cfg, tokens, false) }
+
+// HostKeptBytes is the copy of the host cache's sliding rings that Runner.Keep holds
+// at tokens positions (its full layers' rows are not copied): what a host runner that
+// keeps its prompts for the next one holds beside HostKVCacheBytes, at most.
+func HostKeptBytes(cfg *config.Text, tokens int) int64 { return hostCacheBytes(cfg, tokens, true) }
+
+// hostCacheBytes is the host cache's rows at tokens positions, float32: every layer's,
+// or the sliding layers' rings alone.
+func hostCacheBytes(cfg *config.Text, tokens int, ringsOnly bool) int64 {
 	var total int64
 	for i := range cfg.NumHiddenLayers {
 		rows := tokens
-		if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
-			rows = min(tokens, SlidingCacheSlots(cfg, cfg.SlidingWindow)+ringSlack)
+		if r := hostRingRows(cfg, i); r > 0 {
+			rows = min(tokens, r)
+		} else if ringsOnly {
+			continue
 		}
 		n := int64(rows) * int64(cfg.KVHeads(i)) * int64(cfg.LayerHeadDim(i))
 		if cachesK(cfg, i) {
 			n *= 2
 		}
 		total += n * 4
-	}
-	return total
-}
-
-// HostKeptBytes is the copy of the host cache's sliding rings that Runner.Keep holds
-// at tokens positions (its full layers' rows are not copied): what a host runner that
-// keeps its prompts for the next one holds beside HostKVCacheBytes, at most.
-func HostKeptBytes(cfg *config.Text, tokens int) int64 {
-	var total int64
-	for i := range cfg.NumHiddenLayers {
-		if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
-			rows := min(tokens, SlidingCacheSlots(cfg, cfg.SlidingWindow)+ringSlack)
-			total += 2 * int64(rows) * int64(cfg.KVHeads(i)) * int64(cfg.LayerHeadDim(i)) * 4
-		}
 	}
 	return total
 }
