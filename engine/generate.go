@@ -129,7 +129,7 @@ type generation struct {
 	cached   int           // tokens in the KV cache
 	kept     *[]int        // the tokens of the runner's kept cache (prefixCache.Keep), the engine's record
 	skip     int           // leading tokens of the next encoder pass already cached (resume)
-	keep     bool          // the next encoder pass ends the prompt: Keep the cache after it
+	keep     bool          // the prompt's cache is still to be kept (keepCache)
 	reading  bool          // the next encoder pass is the prompt's: read it in pieces (readPrompt)
 	read     []int         // the ids cached so far by the prompt's pass (and what resume restored)
 	next     []float32     // the encoder's logits for the token after the cache (the last Encode's)
@@ -190,17 +190,11 @@ func (g *generation) readPrompt(tokens []int) ([]int, error) {
 	if len(tokens) <= promptPiece {
 		return tokens, nil
 	}
-	keep := g.keep
-	g.keep = false // the prompt's cache is kept after its last piece
-	defer func() { g.keep = g.keep || keep }()
 	total := g.cached + len(tokens)
 	for {
 		g.emit(Event{Kind: EventPrompt, PromptRead: g.cached, PromptTokens: total})
 		if g.cancelled() {
-			if keep {
-				g.keepCache(nil)
-				keep = false
-			}
+			g.keepCache(nil)
 			return nil, errStopped
 		}
 		if len(tokens) <= promptPiece {
@@ -215,10 +209,16 @@ func (g *generation) readPrompt(tokens []int) ([]int, error) {
 	}
 }
 
-// keepCache keeps the cache as it is now, after what the prompt's pass read before
-// (g.read) and then tokens (its last piece's, which in AR mode may hold the
-// opening), for the next generation's resume; the record names them.
+// keepCache keeps the cache as it is now, once a generation (g.keep, which resume
+// sets): after what the prompt's pass read before (g.read) and then tokens (its last
+// piece's, which in AR mode may hold the opening), for the next generation's resume;
+// the record names them. The callers: the prompt's last pass, or a stop while reading
+// it.
 func (g *generation) keepCache(tokens []int) {
+	if !g.keep {
+		return
+	}
+	g.keep = false
 	*g.kept = (*g.kept)[:0]
 	if g.run.(prefixCache).Keep() {
 		*g.kept = append(append(*g.kept, g.read...), tokens...)
@@ -279,6 +279,9 @@ func (g *generation) forwardEncode(tokens []int) (logits []float32, err error) {
 		logits, err = g.run.Encode(tokens)
 		return err
 	})
+	if err == nil {
+		g.keepCache(tokens) // after the prompt's pass (in AR mode with the opening)
+	}
 	g.next = logits
 	return logits, err
 }
@@ -295,10 +298,6 @@ func (g *generation) encoderPass(tokens []int, pass func() error) error {
 	}
 	g.flops += model.EncodeFLOPs(g.text, len(tokens), g.cached)
 	g.cached += len(tokens)
-	if g.keep { // the first pass: the prompt (in AR mode with the opening), after what resume restored
-		g.keep = false
-		g.keepCache(tokens)
-	}
 	return nil
 }
 
@@ -675,6 +674,7 @@ func (g *generation) forwardNext(tokens []int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	g.keepCache(tokens)
 	if id < 0 || id >= g.vocab {
 		return 0, fmt.Errorf("encoder pass over %d tokens picked token %d, outside the vocabulary of %d", len(tokens), id, g.vocab)
 	}
