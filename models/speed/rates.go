@@ -639,49 +639,42 @@ func steady(passes []*Rates) *Rates {
 func measureOnce(ctx context.Context, st *streams) (*Rates, error) {
 	r := &Rates{Measured: time.Now().UTC(), GEMV: map[string]float64{}, GEMVStream: map[string]float64{}, Cache: cacheBytes()}
 	st.probe()
-	for _, m := range GridM {
-		for _, k := range GridK {
-			for _, n := range GridN {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				a, b, out := fill(m*k), fill(n*k), make([]float32, m*n)
-				sec := best(func() { kernels.MulNT(out, a, b, m, n, k) }, 0.04)
-				r.GEMM = append(r.GEMM, ShapeRate{M: m, K: k, N: n, FLOPS: 2 * float64(m*n*k) / sec})
-			}
-		}
+	var err error
+	if r.GEMM, err = measureGrid(ctx, func(k, n int) (func(m int) func() error, error) {
+		b := fill(n * k)
+		return func(m int) func() error {
+			a, out := fill(m*k), make([]float32, m*n)
+			return func() error { kernels.MulNT(out, a, b, m, n, k); return nil }
+		}, nil
+	}); err != nil {
+		return nil, err
 	}
 	if kernels.IntProducts() {
-		for _, m := range GridM {
-			for _, k := range GridK {
-				for _, n := range GridN {
-					if err := ctx.Err(); err != nil {
-						return nil, err
-					}
-					// Distinct matrices, 64 MB of them where they are that large, taken in
-					// turn: each product reads its weights from memory, as a model's
-					// products do (a canvas's experts read half a GB a layer).
-					copies := max(1, min(32, (64<<20)/max(1, n*k/2)))
-					ws := make([]*kernels.Matrix, copies)
-					for i := range ws {
-						var err error
-						if ws[i], err = matrixOf("int4", n, k); err != nil {
-							return nil, err
-						}
-					}
-					a, out := fill(m*k), make([]float32, m*n)
-					var merr error
-					next := 0
-					sec := best(func() {
-						merr = ws[next].MulNT(out, a, m)
-						next = (next + 1) % copies
-					}, 0.04)
-					if merr != nil {
-						return nil, fmt.Errorf("int4 MulNT: %w", merr)
-					}
-					r.IntGEMM = append(r.IntGEMM, ShapeRate{M: m, K: k, N: n, FLOPS: 2 * float64(m*n*k) / sec})
+		r.IntGEMM, err = measureGrid(ctx, func(k, n int) (func(m int) func() error, error) {
+			// Distinct matrices, 64 MB of them where they are that large, taken in
+			// turn: each product reads its weights from memory, as a model's products
+			// do (a canvas's experts read half a GB a layer).
+			ws := make([]*kernels.Matrix, max(1, min(32, (64<<20)/max(1, n*k/2))))
+			for i := range ws {
+				var err error
+				if ws[i], err = matrixOf("int4", n, k); err != nil {
+					return nil, err
 				}
 			}
+			return func(m int) func() error {
+				a, out := fill(m*k), make([]float32, m*n)
+				next := 0
+				return func() error {
+					next = (next + 1) % len(ws)
+					if err := ws[next].MulNT(out, a, m); err != nil {
+						return fmt.Errorf("int4 MulNT: %w", err)
+					}
+					return nil
+				}
+			}, nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 
@@ -720,6 +713,38 @@ func measureOnce(ctx context.Context, st *streams) (*Rates, error) {
 	}
 	st.probe()
 	return r, ctx.Err()
+}
+
+// measureGrid times a product at every shape of the GEMM grid, the best of its calls,
+// as FLOP/s: prepare(k, n) makes the shape's weights, once for every row count, and
+// its result for m rows the call timed (the first error it returns ends the grid).
+func measureGrid(ctx context.Context, prepare func(k, n int) (func(m int) func() error, error)) ([]ShapeRate, error) {
+	var out []ShapeRate
+	for _, k := range GridK {
+		for _, n := range GridN {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			rows, err := prepare(k, n)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range GridM {
+				call := rows(m)
+				var cerr error
+				sec := best(func() {
+					if err := call(); err != nil && cerr == nil {
+						cerr = err
+					}
+				}, 0.04)
+				if cerr != nil {
+					return nil, cerr
+				}
+				out = append(out, ShapeRate{M: m, K: k, N: n, FLOPS: 2 * float64(m*n*k) / sec})
+			}
+		}
+	}
+	return out, nil
 }
 
 // measureHost times what the host model does beside the canvas GEMM and the
