@@ -176,13 +176,18 @@ func writeSpeed(w io.Writer, rep *hwReport) {
 	}
 }
 
-// intGEMMText is the integer products' peak, for the rates line: ", int4 weights
-// up to N in integer arithmetic" where they run, else "".
+// intGEMMText is the integer products' peak, for the rates line: ", int8/int4
+// weights up to N in integer arithmetic (AVX-512 VNNI)" where they run, else "".
 func intGEMMText(r *speed.Rates) string {
-	if p := r.IntPeak(); p > 0 {
-		return fmt.Sprintf(", int8/int4 weights up to %.0f in integer arithmetic (AVX-512 VNNI)", p/1e9)
+	p := r.IntPeak()
+	if p <= 0 {
+		return ""
 	}
-	return ""
+	kernel := map[string]string{"avx512-vnni": "AVX-512 VNNI", "avx2": "AVX2"}[r.IntKernel]
+	if kernel == "" {
+		kernel = r.IntKernel
+	}
+	return fmt.Sprintf(", %s weights up to %.0f in integer arithmetic (%s)", strings.Join(r.IntFormats, "/"), p/1e9, kernel)
 }
 
 // spreadText is how the probes of rate key (speed.SpreadMemRead, …) in r ranged, in units of unit, as

@@ -58,12 +58,11 @@ func dotBF16(x []float32, src []byte, tail []float32) float32 {
 	return dotGo(t, x)
 }
 
-// hasVNNI, useVNNI: no integer products off amd64 (qgemm.go).
-var hasVNNI, useVNNI = false, false
+// No integer products off amd64 (qgemm.go): the tests run their driver with qGo.
+var qBest *qPath
 
-func qKernel(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool) {
-	qKernelGo(groups, a, lda, sa, lds, b, bs, c, ldc, accumulate)
-}
+func qPaths() []*qPath { return nil }
+
 func quantizeRow32(q []int8, pairs, a, scale []float32) { quantizeRow32Go(q, pairs, a, scale) }
 func interleave4(dst []byte, panelStride int, rows *[4][]byte, cols int) {
 	interleave4Go(dst, panelStride, rows, cols)
@@ -74,3 +73,7 @@ func unpackQ4K(dst, src []byte, nb int) { unpackQ4KGo(dst, src, nb) }
 
 func transposeScalesVector(dst, src []float32, groups int) int { return 0 }
 func transposeWords(dst, src []byte, kc int)                   { transposeWordsGo(dst, src, kc) }
+
+// qHelpers2: the integer products' helpers take their Go forms here (the tests set it
+// as on amd64).
+var qHelpers2 = true

@@ -13,7 +13,7 @@ import (
 // over several workers. The float path (TestMulNTInt takes RowRange through the
 // integer one).
 func TestMatrixRowsAndMulNN(t *testing.T) {
-	withVNNI(t, false, func() { testMatrixRowsAndMulNN(t) })
+	withQPath(t, nil, func() { testMatrixRowsAndMulNN(t) })
 }
 
 func testMatrixRowsAndMulNN(t *testing.T) {

@@ -184,7 +184,7 @@ func checkProduct(t *testing.T, out, a, want []float32, m, n, k int) {
 // that are not multiples of the micro-tile or the packing blocks (KC 256), out
 // starting as garbage. The float path: the integer one rounds a (TestMulNTInt).
 func TestMatrixProducts(t *testing.T) {
-	withVNNI(t, false, func() { testMatrixProducts(t) })
+	withQPath(t, nil, func() { testMatrixProducts(t) })
 }
 
 func testMatrixProducts(t *testing.T) {
@@ -222,7 +222,7 @@ func testMatrixProducts(t *testing.T) {
 // time); {3, 5, 100} leaves a row tail past the vector code's 32. The float path, as
 // TestMatrixProducts.
 func TestMatrixMatchesFloat32(t *testing.T) {
-	withVNNI(t, false, func() { testMatrixMatchesFloat32(t) })
+	withQPath(t, nil, func() { testMatrixMatchesFloat32(t) })
 }
 
 func testMatrixMatchesFloat32(t *testing.T) {

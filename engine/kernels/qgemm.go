@@ -11,8 +11,8 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
-// The canvas product against integer weights in integer arithmetic (AVX-512 VNNI):
-// MulNT (and MulNN of a per-row int8 matrix: the soft embedding, mulNNIntWith) give
+// The canvas product against integer weights in integer arithmetic (AVX-512 VNNI, or
+// AVX2 for codes up to 15): MulNT (and MulNN of a per-row int8 matrix: the soft embedding, mulNNIntWith) give
 // out = a·wᵀ with a's rows quantized to int8 in groups of 32 inputs and w's codes
 // taken as stored, widened only to bytes. Each group's 32 products are summed exactly
 // in int32 (VPDPBUSD: four unsigned bytes of w times four signed bytes of a into each
@@ -28,6 +28,12 @@ import (
 // (activations in Q8 blocks of 32). Against the float32 path it adds a's rounding, a
 // relative error of about 0.2% of a group's largest value per input, averaged over
 // the contraction; the weights are the stored ones either way.
+//
+// Without VNNI (AVX2: most gaming PCs' CPUs before AVX-512 reached them, Intel's
+// desktop parts from 2021 on, AMD's before Zen 4) the same sums take VPMADDUBSW, which
+// adds pairs of byte products into saturating 16-bit words: exact for int4 and Q4_K
+// codes (a word's 16 products of a group stay below 2¹⁵), not for int8's, whose
+// products keep the float path there (qkernel3x16AVX2; qPath.wide).
 //
 // The weight codes are packed in panels of qNR columns — MulNT's over the whole
 // contraction (mulNTIntWith), MulNN's a qDepth block at a time — as
@@ -46,6 +52,25 @@ const (
 	qDepth = blockK
 )
 
+// qPath is one way of running the integer products: its micro-kernel and the codes it
+// takes. The CPU's best (qgemm_amd64.go: AVX-512 VNNI, else AVX2) is qBest, the one in
+// use qActive (nil: the float path).
+type qPath struct {
+	name string
+	kern qKernelFunc
+	// wide: codes up to 255 — int8 weights (an int8 code + 128) in MulNT and MulNN —
+	// as well as up to 15 (int4 and Q4_K); the AVX2 kernel's 16-bit sums take only
+	// the latter.
+	wide bool
+}
+
+// qGo is the Go micro-kernel as a path: the tests run the driver with it where the CPU
+// has no vector one.
+var qGo = &qPath{name: "go", kern: qKernelGo, wide: true}
+
+// qActive is the integer path MulNT and MulNN take, nil where they take the float one.
+var qActive = qBest
+
 // DARKROOM_INT_PRODUCTS=0 in the environment turns the integer products off for the
 // process (to compare the two paths, or to rule the integer one out).
 func init() {
@@ -54,15 +79,44 @@ func init() {
 	}
 }
 
-// IntProducts reports whether MulNT multiplies Darkroom's int8 and int4 weights in
-// integer arithmetic (on CPUs with AVX-512 VNNI, unless SetIntProducts turned it off).
-func IntProducts() bool { return useVNNI }
+// IntProducts reports whether MulNT multiplies Darkroom's int4 weights (and, with
+// AVX-512 VNNI, int8) in integer arithmetic: on CPUs with AVX-512 VNNI or AVX2, unless
+// SetIntProducts turned it off.
+func IntProducts() bool { return qActive != nil }
+
+// IntFormats lists the stored formats whose canvas products run in integer arithmetic
+// now ("int4", "int8"; none where IntProducts is false), and IntKernel names the
+// micro-kernel ("avx512-vnni", "avx2"; "" where none).
+func IntFormats() []string {
+	switch {
+	case qActive == nil:
+		return nil
+	case qActive.wide:
+		return []string{"int4", "int8"}
+	}
+	return []string{"int4"}
+}
+
+// IntKernel: see IntFormats.
+func IntKernel() string {
+	if qActive == nil {
+		return ""
+	}
+	return qActive.name
+}
+
+// GEMMKernel names the float products' micro-kernel ("avx512-14x32", "avx2-6x16",
+// "go4x4").
+func GEMMKernel() string { return gemmKernel.name }
 
 // SetIntProducts turns the integer products on (where the CPU has them) or off and
 // returns the previous setting. Tests that hold a quantized model to its float32 twin
 // within float32 rounding turn them off; nothing may multiply meanwhile.
 func SetIntProducts(on bool) (was bool) {
-	was, useVNNI = useVNNI, on && hasVNNI
+	was, qActive = qActive != nil, nil
+	if on {
+		qActive = qBest
+	}
 	return was
 }
 
@@ -91,15 +145,15 @@ type qAct struct {
 
 var qActs = sync.Pool{New: func() any { return new(qAct) }}
 
-// intCodes reports whether w's products can run on its integer codes: Darkroom's int8
-// and int4 (not NVFP4) whose scale groups are whole groups of 32 inputs, on rows of
-// whole groups of 32; and GGUF's Q4_K (a scale and a minimum per 32 of each block of
-// 256), the bulk of a Q4_K_M file.
-func (w *Matrix) intCodes() bool {
+// intCodes reports whether path p can multiply w on its integer codes: Darkroom's int8
+// (p.wide) and int4 (not NVFP4) whose scale groups are whole groups of 32 inputs, on
+// rows of whole groups of 32; and GGUF's Q4_K (a scale and a minimum per 32 of each
+// block of 256), the bulk of a Q4_K_M file.
+func (w *Matrix) intCodes(p *qPath) bool {
 	if w.Spec.Bits == 0 {
 		return w.GGUF == gguf.Q4_K && w.Cols > 0 && w.Cols%gguf.QK_K == 0
 	}
-	if w.Spec.Bits != 8 && w.Spec.Bits != 4 || w.Spec.Format == quant.FP4 {
+	if w.Spec.Bits == 8 && !p.wide || w.Spec.Bits != 8 && w.Spec.Bits != 4 || w.Spec.Format == quant.FP4 {
 		return false
 	}
 	return w.Cols > 0 && w.Cols%qGroup == 0 && w.group()%qGroup == 0
@@ -107,7 +161,7 @@ func (w *Matrix) intCodes() bool {
 
 // useIntProduct reports whether MulNT takes the integer product for m rows of a.
 func (w *Matrix) useIntProduct(m int) bool {
-	return useVNNI && m >= dotRows && w.intCodes()
+	return qActive != nil && m >= dotRows && w.intCodes(qActive)
 }
 
 // quantize fills q with a [m, k]'s rows quantized (quantizeRow32), each column p
@@ -351,7 +405,7 @@ type qKernelFunc func(groups int, a *int8, lda int, sa *float32, lds int, b *uin
 
 // mulNTInt computes out = a·wᵀ (MulNT's result, w.useIntProduct(m)) with the integer
 // micro-kernel.
-func (w *Matrix) mulNTInt(out, a []float32, m int) { w.mulNTIntWith(qKernel, out, a, m) }
+func (w *Matrix) mulNTInt(out, a []float32, m int) { w.mulNTIntWith(qActive.kern, out, a, m) }
 
 // mulNTIntWith is mulNTInt with the micro-kernel given: a quantized once, the columns
 // split across the worker pool, each worker packing its own a panel at a time.
@@ -449,19 +503,20 @@ func qKernelGo(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs 
 	}
 }
 
-// intCodesNN reports whether MulNN can run on w's integer codes: int8 with one scale
-// per row (the int4 and int8 profiles' embedding, whose MulNN is the soft embedding),
-// the row's scale folded into a's column, on rows of whole panels of qNR columns.
-func (w *Matrix) intCodesNN() bool {
-	return w.Spec.Bits == 8 && w.Spec.Format != quant.FP4 && w.group() == w.Cols && w.Cols%qNR == 0
+// intCodesNN reports whether path p can run MulNN on w's integer codes: int8 (p.wide)
+// with one scale per row (the int4 and int8 profiles' embedding, whose MulNN is the
+// soft embedding), the row's scale folded into a's column, on rows of whole panels of
+// qNR columns.
+func (w *Matrix) intCodesNN(p *qPath) bool {
+	return p.wide && w.Spec.Bits == 8 && w.Spec.Format != quant.FP4 && w.group() == w.Cols && w.Cols%qNR == 0
 }
 
 // useIntProductNN reports whether MulNN takes the integer product for m rows of a.
 func (w *Matrix) useIntProductNN(m int) bool {
-	return useVNNI && m >= dotRows && w.intCodesNN()
+	return qActive != nil && m >= dotRows && w.intCodesNN(qActive)
 }
 
-// mulNNIntWith computes out = a·w (MulNN's result, w.intCodesNN()) with the integer
+// mulNNIntWith computes out = a·w (MulNN's result, w.intCodesNN of the path) with the integer
 // micro-kernel: a [m, Rows] times each row's scale, quantized once; w's codes packed
 // as mulNTIntWith packs wᵀ's, from four rows of w at a time (interleave4), every
 // column's scale 1 and minimum −128 (the code's offset).

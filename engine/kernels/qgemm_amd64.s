@@ -86,6 +86,139 @@ qnonfinite:
 	MOVL $0, 4(DX)
 	JMP qnext
 
+// qPackOrder undoes VPACKSSDW and VPACKSSWB's interleaving of 128-bit lanes: after
+// them dword i of a group's 32 codes holds codes 4·order[i] … 4·order[i]+3 for order
+// 0, 2, 4, 6, 1, 3, 5, 7; VPERMD by these indices puts them back in order.
+DATA qPackOrder<>+0(SB)/4, $0
+DATA qPackOrder<>+4(SB)/4, $4
+DATA qPackOrder<>+8(SB)/4, $1
+DATA qPackOrder<>+12(SB)/4, $5
+DATA qPackOrder<>+16(SB)/4, $2
+DATA qPackOrder<>+20(SB)/4, $6
+DATA qPackOrder<>+24(SB)/4, $3
+DATA qPackOrder<>+28(SB)/4, $7
+GLOBL qPackOrder<>(SB), RODATA|NOPTR, $32
+
+// func quantizeRow32AVX2(q *int8, pairs *float32, a *float32, scale *float32, groups int)
+//
+// quantizeRow32AVX512 with ymm registers: a group is four vectors of eight, the codes
+// narrowed by VPACKSSDW and VPACKSSWB (saturating, as VPMOVSDB; the codes are within
+// ±127) and put back in order by VPERMD.
+TEXT ·quantizeRow32AVX2(SB), NOSPLIT, $0-40
+	MOVQ q+0(FP), DI
+	MOVQ pairs+8(FP), DX
+	MOVQ a+16(FP), SI
+	MOVQ scale+24(FP), R8
+	MOVQ groups+32(FP), CX
+	MOVL $0x7fffffff, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x42fe0000, AX // 127.0
+	VMOVD AX, X14
+	VMOVDQU qPackOrder<>(SB), Y13
+	VPXOR Y12, Y12, Y12
+q2loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	TESTQ R8, R8
+	JZ q2scaled
+	VMULPS (R8), Y0, Y0
+	VMULPS 32(R8), Y1, Y1
+	VMULPS 64(R8), Y2, Y2
+	VMULPS 96(R8), Y3, Y3
+	ADDQ $128, R8
+q2scaled:
+	VPAND Y15, Y0, Y4
+	VPAND Y15, Y1, Y5
+	VPAND Y15, Y2, Y6
+	VPAND Y15, Y3, Y7
+	VPMAXUD Y5, Y4, Y4
+	VPMAXUD Y7, Y6, Y6
+	VPMAXUD Y6, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPMAXUD X5, X4, X4
+	VPSHUFD $0x4e, X4, X5
+	VPMAXUD X5, X4, X4
+	VPSHUFD $0xb1, X4, X5
+	VPMAXUD X5, X4, X4
+	VMOVD X4, AX
+	CMPL AX, $0x7f800000
+	JAE q2nonfinite
+	CMPL AX, $0x03800000
+	JB q2zero
+	VDIVSS X4, X14, X5 // 127/amax
+	VDIVSS X14, X4, X6 // amax/127
+	VBROADCASTSS X5, Y5
+	VMULPS Y5, Y0, Y0
+	VMULPS Y5, Y1, Y1
+	VMULPS Y5, Y2, Y2
+	VMULPS Y5, Y3, Y3
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y2, Y2
+	VCVTPS2DQ Y3, Y3
+	VPACKSSDW Y1, Y0, Y8
+	VPACKSSDW Y3, Y2, Y9
+	VPACKSSWB Y9, Y8, Y8
+	VPERMD Y8, Y13, Y8
+	VMOVDQU Y8, (DI)
+	VPADDD Y1, Y0, Y0
+	VPADDD Y3, Y2, Y2
+	VPADDD Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0xb1, X0, X1
+	VPADDD X1, X0, X0
+	VCVTDQ2PS X0, X0
+	VMULSS X6, X0, X0
+	VMOVSS X6, (DX)
+	VMOVSS X0, 4(DX)
+q2next:
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ q2loop
+	VZEROUPPER
+	RET
+q2zero:
+	VMOVDQU Y12, (DI)
+	MOVQ $0, (DX)
+	JMP q2next
+q2nonfinite:
+	VMOVDQU Y12, (DI)
+	MOVL $0x7fc00000, (DX)
+	MOVL $0, 4(DX)
+	JMP q2next
+
+// func unpackNibblesAVX2(dst, src *byte, n int)
+//
+// unpackNibblesAVX512 16 bytes of src at a time.
+TEXT ·unpackNibblesAVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	MOVL $0x0f0f0f0f, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15
+u2loop:
+	VPMOVZXBW (SI), Y0
+	VPSLLW $4, Y0, Y1
+	VPOR Y1, Y0, Y0
+	VPAND Y15, Y0, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ u2loop
+	VZEROUPPER
+	RET
+
 // func unpackNibblesAVX512(dst, src *byte, n int)
 //
 // 32 bytes of src at a time: each widened to a 16-bit word b, then (b | b<<4) &

@@ -7,14 +7,36 @@ import (
 	"testing"
 )
 
-// withVNNI runs f with the integer product on (skipping where the CPU lacks it) or
-// off.
-func withVNNI(t testing.TB, on bool, f func()) {
+// withQPath runs f with the integer products on path p (nil: the float path), its
+// helpers in the forms a CPU whose best path p is takes (AVX2's for qAVX2 on an
+// AVX-512 machine).
+func withQPath(t testing.TB, p *qPath, f func()) {
 	t.Helper()
-	if on && !hasVNNI {
-		t.Skip("this CPU has no AVX-512 VNNI")
+	was, helpers := qActive, qHelpers2
+	defer func() { qActive, qHelpers2 = was, helpers }()
+	qActive = p
+	if p != nil && p != qGo {
+		qHelpers2 = !p.wide
 	}
-	defer SetIntProducts(SetIntProducts(on))
+	f()
+}
+
+// testPaths is every integer path this CPU runs, and the Go micro-kernel.
+func testPaths() []*qPath { return append(qPaths(), qGo) }
+
+// helperForms is the helpers' forms the tests compare with their Go ones: this CPU's
+// and, where those are AVX-512's, AVX2's.
+func helperForms() []bool {
+	if qHelpers2 {
+		return []bool{true}
+	}
+	return []bool{false, true}
+}
+
+// withHelpers runs f with the helpers in their AVX2 (or Go) forms or not.
+func withHelpers(form bool, f func()) {
+	defer func(h bool) { qHelpers2 = h }(qHelpers2)
+	qHelpers2 = form
 	f()
 }
 
@@ -35,19 +57,21 @@ func TestQuantizeRow32(t *testing.T) {
 	a[6*qGroup] = 1e30
 	a[7*qGroup+31] = -3e-30
 	scale := randWeights(rng, len(a))
-	for _, sc := range [][]float32{nil, scale} {
-		got, want := make([]int8, len(a)), make([]int8, len(a))
-		gp, wp := make([]float32, 2*groups), make([]float32, 2*groups)
-		quantizeRow32(got, gp, a, sc)
-		quantizeRow32Go(want, wp, a, sc)
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("scaled %v: code %d = %d, want %d", sc != nil, i, got[i], want[i])
+	for _, form := range helperForms() {
+		for _, sc := range [][]float32{nil, scale} {
+			got, want := make([]int8, len(a)), make([]int8, len(a))
+			gp, wp := make([]float32, 2*groups), make([]float32, 2*groups)
+			withHelpers(form, func() { quantizeRow32(got, gp, a, sc) })
+			quantizeRow32Go(want, wp, a, sc)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("avx2 %v, scaled %v: code %d = %d, want %d", form, sc != nil, i, got[i], want[i])
+				}
 			}
-		}
-		for i := range gp {
-			if math.Float32bits(gp[i]) != math.Float32bits(wp[i]) {
-				t.Fatalf("scaled %v: pair value %d = %g, want %g", sc != nil, i, gp[i], wp[i])
+			for i := range gp {
+				if math.Float32bits(gp[i]) != math.Float32bits(wp[i]) {
+					t.Fatalf("avx2 %v, scaled %v: pair value %d = %g, want %g", form, sc != nil, i, gp[i], wp[i])
+				}
 			}
 		}
 	}
@@ -75,24 +99,26 @@ func TestQuantizeRow32(t *testing.T) {
 // against their Go forms.
 func TestUnpackNibbles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{1, 31, 32, 33, 64, 128, 200} {
-		src := make([]byte, n)
-		for i := range src {
-			src[i] = byte(rng.Uint32())
-		}
-		got, want := make([]byte, 2*n), make([]byte, 2*n)
-		unpackNibbles(got, src)
-		unpackNibblesGo(want, src)
-		if string(got) != string(want) {
-			t.Fatalf("n=%d: %v, want %v", n, got, want)
-		}
-		got, want = got[:n], want[:n]
-		xor80(got, src)
-		for i, b := range src {
-			want[i] = byte(int8(b)) + 128
-		}
-		if string(got) != string(want) {
-			t.Fatalf("xor80 n=%d: %v, want %v", n, got, want)
+	for _, form := range helperForms() {
+		for _, n := range []int{1, 15, 16, 31, 32, 33, 48, 64, 128, 200} {
+			src := make([]byte, n)
+			for i := range src {
+				src[i] = byte(rng.Uint32())
+			}
+			got, want := make([]byte, 2*n), make([]byte, 2*n)
+			withHelpers(form, func() { unpackNibbles(got, src) })
+			unpackNibblesGo(want, src)
+			if string(got) != string(want) {
+				t.Fatalf("avx2 %v, n=%d: %v, want %v", form, n, got, want)
+			}
+			got, want = got[:n], want[:n]
+			withHelpers(form, func() { xor80(got, src) })
+			for i, b := range src {
+				want[i] = byte(int8(b)) + 128
+			}
+			if string(got) != string(want) {
+				t.Fatalf("xor80 avx2 %v, n=%d: %v, want %v", form, n, got, want)
+			}
 		}
 	}
 }
@@ -137,57 +163,89 @@ func TestInterleave4(t *testing.T) {
 
 func TestTransposeWords(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, kc := range []int{64, 192, 256} {
-		src := make([]byte, 16*kc)
-		for i := range src {
-			src[i] = byte(rng.Uint32())
-		}
-		got, want := make([]byte, 32*kc), make([]byte, 32*kc)
-		transposeWords(got, src, kc)
-		transposeWordsGo(want, src, kc)
-		for p := range kc / 4 {
-			if g, w := got[128*p:128*p+64], want[128*p:128*p+64]; string(g) != string(w) {
-				t.Fatalf("kc=%d, word column %d differs", kc, p)
+	for _, form := range helperForms() {
+		for _, kc := range []int{64, 192, 256} {
+			src := make([]byte, 16*kc)
+			for i := range src {
+				src[i] = byte(rng.Uint32())
+			}
+			got, want := make([]byte, 32*kc), make([]byte, 32*kc)
+			withHelpers(form, func() { transposeWords(got, src, kc) })
+			transposeWordsGo(want, src, kc)
+			for p := range kc / 4 {
+				if g, w := got[128*p:128*p+64], want[128*p:128*p+64]; string(g) != string(w) {
+					t.Fatalf("avx2 %v, kc=%d, word column %d differs", form, kc, p)
+				}
 			}
 		}
 	}
 }
 
-// TestQKernel: the VNNI micro-kernel against qKernelGo on random codes and scales,
-// storing and adding, with strides wider than the tile.
+// TestQKernel: each vector micro-kernel against qKernelGo on random codes and
+// scales, storing and adding, with strides wider than the tile — the AVX2 kernel on
+// codes up to 15, and at its 16-bit sums' limit (every code 15, every activation ±127)
+// — and the two vector kernels bit for bit alike on the codes both take.
 func TestQKernel(t *testing.T) {
-	if !hasVNNI {
-		t.Skip("this CPU has no AVX-512 VNNI")
+	paths := qPaths()
+	if len(paths) == 0 {
+		t.Skip("this CPU has no vector integer kernel")
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
 	const groups, lda, ldc = 5, 7 * qGroup, 40
-	a := make([]int8, qMR*lda)
-	for i := range a {
-		a[i] = int8(rng.IntN(255) - 127)
-	}
 	lds := 8 * 9
 	pairs := randWeights(rng, qMR*lds/4)
-	b := make([]byte, 1024*groups)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
 	bs := randWeights(rng, 2*qNR*groups)
-	for _, acc := range []bool{false, true} {
-		c0 := randWeights(rng, qMR*ldc)
-		got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
-		qKernel(groups, &a[0], lda, &pairs[0], lds, &b[0], &bs[0], &got[0], ldc, acc)
-		qKernelGo(groups, &a[0], lda, &pairs[0], lds, &b[0], &bs[0], &want[0], ldc, acc)
-		for r := range qMR {
-			for j := range ldc {
-				g, w := got[r*ldc+j], want[r*ldc+j]
-				if j >= qNR {
-					if g != c0[r*ldc+j] {
-						t.Fatalf("accumulate=%v: wrote c[%d, %d] outside the tile", acc, r, j)
-					}
+	a := make([]int8, qMR*lda)
+	b := make([]byte, 1024*groups)
+	run := func(p *qPath, acc bool, c0 []float32) []float32 {
+		c := append([]float32(nil), c0...)
+		p.kern(groups, &a[0], lda, &pairs[0], lds, &b[0], &bs[0], &c[0], ldc, acc)
+		return c
+	}
+	for _, codes := range []string{"random", "narrow", "limit"} {
+		for i := range a {
+			a[i] = int8(rng.IntN(255) - 127)
+			if codes == "limit" {
+				a[i] = int8(127 * (1 - 2*(i/qGroup%2))) // a group all +127, the next all −127
+			}
+		}
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+			switch codes {
+			case "narrow":
+				b[i] &= 15
+			case "limit":
+				b[i] = 15
+			}
+		}
+		for _, acc := range []bool{false, true} {
+			c0 := randWeights(rng, qMR*ldc)
+			want := run(qGo, acc, c0)
+			var first []float32
+			for _, p := range paths {
+				if codes == "random" && !p.wide {
 					continue
 				}
-				if math.Abs(float64(g-w)) > 1e-5*math.Abs(float64(w))+1e-3 {
-					t.Fatalf("accumulate=%v: c[%d, %d] = %g, want %g", acc, r, j, g, w)
+				got := run(p, acc, c0)
+				for r := range qMR {
+					for j := range ldc {
+						g, w := got[r*ldc+j], want[r*ldc+j]
+						if j >= qNR {
+							if g != c0[r*ldc+j] {
+								t.Fatalf("%s, %s codes, accumulate=%v: wrote c[%d, %d] outside the tile", p.name, codes, acc, r, j)
+							}
+							continue
+						}
+						if math.Abs(float64(g-w)) > 1e-5*math.Abs(float64(w))+1e-3 {
+							t.Fatalf("%s, %s codes, accumulate=%v: c[%d, %d] = %g, want %g", p.name, codes, acc, r, j, g, w)
+						}
+						if first != nil && math.Float32bits(g) != math.Float32bits(first[r*ldc+j]) {
+							t.Fatalf("%s, %s codes: c[%d, %d] = %g, %s's %g", p.name, codes, r, j, g, paths[0].name, first[r*ldc+j])
+						}
+					}
+				}
+				if first == nil {
+					first = got
 				}
 			}
 		}
@@ -195,73 +253,76 @@ func TestQKernel(t *testing.T) {
 }
 
 // TestMulNTInt: every format the integer product takes (Darkroom's int8 and int4,
-// GGUF's Q4_K), on row counts, column counts and depths off the tile and the blocks, against (1) the float64 product of the
-// quantized activations with the decoded weights — the integer path's own arithmetic,
-// to float32 rounding — and (2) the float32 path on the activations as given, within
-// the activations' rounding. The Go micro-kernel runs the same shapes through the
-// same driver where the CPU has no VNNI.
+// GGUF's Q4_K), on row counts, column counts and depths off the tile and the blocks,
+// against (1) the float64 product of the quantized activations with the decoded
+// weights — the integer path's own arithmetic, to float32 rounding — and (2) the
+// float32 path on the activations as given, within the activations' rounding; a
+// RowRange's product is those rows' of the whole, bit for bit. Each integer path this
+// CPU runs (its AVX2 one with the AVX2 helpers) and the Go micro-kernel run the same
+// shapes through the same driver.
 func TestMulNTInt(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, f := range formats {
-		if tm := f.make(t, rng, 1, 256); !tm.w.intCodes() {
-			continue
-		}
-		for _, c := range [][3]int{{4, 1, 32}, {6, 32, 64}, {7, 33, 96}, {13, 70, 288}, {40, 257, 768}, {17, 64, 2816}} {
-			m, n, k := c[0], c[1], c[2]
-			k = max(f.block, k/f.block*f.block)
-			t.Run(fmt.Sprintf("%s/%dx%dx%d", f.name, m, n, k), func(t *testing.T) {
-				tm := f.make(t, rng, n, k)
-				a := randWeights(rng, m*k)
-				for i := range k { // a row with an outlier, as model activations have
-					a[k+i] *= 0.01
-				}
-				a[k+5] = 40
-				got := randWeights(rng, m*n)
-				if useVNNI {
-					if err := tm.w.MulNT(got, a, m); err != nil {
-						t.Fatal(err)
+	for _, p := range testPaths() {
+		for _, f := range formats {
+			if tm := f.make(t, rng, 1, 256); !tm.w.intCodes(p) {
+				continue
+			}
+			for _, c := range [][3]int{{4, 1, 32}, {6, 32, 64}, {7, 33, 96}, {13, 70, 288}, {40, 257, 768}, {17, 64, 2816}} {
+				m, n, k := c[0], c[1], c[2]
+				k = max(f.block, k/f.block*f.block)
+				t.Run(fmt.Sprintf("%s/%s/%dx%dx%d", p.name, f.name, m, n, k), func(t *testing.T) {
+					tm := f.make(t, rng, n, k)
+					a := randWeights(rng, m*k)
+					for i := range k { // a row with an outlier, as model activations have
+						a[k+i] *= 0.01
 					}
-				} else {
-					tm.w.mulNTIntWith(qKernelGo, got, a, m)
-				}
-				aq := quantized(a, nil, m, k)
-				checkIntProduct(t, got, aq, tm.want, m, n, k)
-				if useVNNI && n > 2 { // a RowRange's product is those rows' of the whole, bit for bit
-					sub, err := tm.w.RowRange(1, n-1)
-					if err != nil {
-						t.Fatal(err)
-					}
-					part := make([]float32, m*(n-2))
-					if err := sub.MulNT(part, a, m); err != nil {
-						t.Fatal(err)
-					}
-					for i := range m {
-						for j := range n - 2 {
-							if part[i*(n-2)+j] != got[i*n+j+1] {
-								t.Fatalf("rows [1, %d): out[%d, %d] = %g, whole %g", n-1, i, j, part[i*(n-2)+j], got[i*n+j+1])
+					a[k+5] = 40
+					got := randWeights(rng, m*n)
+					withQPath(t, p, func() {
+						if err := tm.w.MulNT(got, a, m); err != nil {
+							t.Fatal(err)
+						}
+						if n <= 2 {
+							return
+						}
+						sub, err := tm.w.RowRange(1, n-1)
+						if err != nil {
+							t.Fatal(err)
+						}
+						part := make([]float32, m*(n-2))
+						if err := sub.MulNT(part, a, m); err != nil {
+							t.Fatal(err)
+						}
+						for i := range m {
+							for j := range n - 2 {
+								if part[i*(n-2)+j] != got[i*n+j+1] {
+									t.Fatalf("rows [1, %d): out[%d, %d] = %g, whole %g", n-1, i, j, part[i*(n-2)+j], got[i*n+j+1])
+								}
 							}
 						}
+					})
+					aq := quantized(a, nil, m, k)
+					checkIntProduct(t, got, aq, tm.want, m, n, k)
+					var want []float32
+					withQPath(t, nil, func() {
+						want = make([]float32, m*n)
+						if err := tm.w.MulNT(want, a, m); err != nil {
+							t.Fatal(err)
+						}
+					})
+					var d2, w2 float64
+					for i := range want {
+						d := float64(got[i] - want[i])
+						d2 += d * d
+						w2 += float64(want[i]) * float64(want[i])
 					}
-				}
-				var want []float32
-				withVNNI(t, false, func() {
-					want = make([]float32, m*n)
-					if err := tm.w.MulNT(want, a, m); err != nil {
-						t.Fatal(err)
+					// About 0.5% for normal activations: a statistic over many outputs (a
+					// handful can land anywhere near it).
+					if e := math.Sqrt(d2 / w2); m*n >= 64 && e > 1e-2 {
+						t.Fatalf("relative error %.2g against the float path", e)
 					}
 				})
-				var d2, w2 float64
-				for i := range want {
-					d := float64(got[i] - want[i])
-					d2 += d * d
-					w2 += float64(want[i]) * float64(want[i])
-				}
-				// About 0.5% for normal activations: a statistic over many outputs (a
-				// handful can land anywhere near it).
-				if e := math.Sqrt(d2 / w2); m*n >= 64 && e > 1e-2 {
-					t.Fatalf("relative error %.2g against the float path", e)
-				}
-			})
+			}
 		}
 	}
 }
@@ -301,12 +362,16 @@ func quantized(a, scale []float32, m, k int) []float32 {
 // float path, on shapes off the blocks; probability rows (most values tiny) included.
 func TestMulNNInt(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
+	p := qGo
+	if qBest != nil && qBest.wide {
+		p = qBest
+	}
 	for _, name := range []string{"int8", "int8-bf16"} {
 		for _, c := range [][3]int{{4, 30, 32}, {7, 97, 64}, {13, 300, 96}, {40, 4096, 192}} {
 			m, rows, cols := c[0], c[1], c[2]
-			t.Run(fmt.Sprintf("%s/%dx%dx%d", name, m, rows, cols), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/%dx%dx%d", p.name, name, m, rows, cols), func(t *testing.T) {
 				tm := formatNamed(name)(t, rng, rows, cols)
-				if !tm.w.intCodesNN() {
+				if !tm.w.intCodesNN(p) {
 					t.Fatal("not taken by the integer MulNN")
 				}
 				a := randWeights(rng, m*rows)
@@ -314,15 +379,11 @@ func TestMulNNInt(t *testing.T) {
 					a[rows+i] = float32(math.Exp(float64(4 * a[rows+i])))
 				}
 				got := randWeights(rng, m*cols)
-				if hasVNNI {
-					withVNNI(t, true, func() {
-						if err := tm.w.MulNN(got, a, m); err != nil {
-							t.Fatal(err)
-						}
-					})
-				} else {
-					tm.w.mulNNIntWith(qKernelGo, got, a, m)
-				}
+				withQPath(t, p, func() {
+					if err := tm.w.MulNN(got, a, m); err != nil {
+						t.Fatal(err)
+					}
+				})
 				scale := make([]float32, rows)
 				tm.w.scales(scale, tm.w.Scales, 0)
 				// The weights transposed: the product a·w as checkIntProduct's a·wᵀ.
@@ -334,7 +395,7 @@ func TestMulNNInt(t *testing.T) {
 				}
 				checkIntProduct(t, got, quantized(a, scale, m, rows), wt, m, cols, rows)
 				var want []float32
-				withVNNI(t, false, func() {
+				withQPath(t, nil, func() {
 					want = make([]float32, m*cols)
 					if err := tm.w.MulNN(want, a, m); err != nil {
 						t.Fatal(err)
@@ -388,16 +449,18 @@ func TestMulNTIntNonFinite(t *testing.T) {
 	a := randWeights(rng, m*k)
 	a[2*k+40] = float32(math.Inf(1))
 	a[5*k+3] = float32(math.NaN())
-	out := make([]float32, m*n)
-	withVNNI(t, true, func() {
-		if err := tm.w.MulNT(out, a, m); err != nil {
-			t.Fatal(err)
-		}
-	})
-	for i := range m {
-		for j := range n {
-			if nan := math.IsNaN(float64(out[i*n+j])); nan != (i == 2 || i == 5) {
-				t.Fatalf("out[%d, %d] = %g", i, j, out[i*n+j])
+	for _, p := range testPaths() {
+		out := make([]float32, m*n)
+		withQPath(t, p, func() {
+			if err := tm.w.MulNT(out, a, m); err != nil {
+				t.Fatal(err)
+			}
+		})
+		for i := range m {
+			for j := range n {
+				if nan := math.IsNaN(float64(out[i*n+j])); nan != (i == 2 || i == 5) {
+					t.Fatalf("%s: out[%d, %d] = %g", p.name, i, j, out[i*n+j])
+				}
 			}
 		}
 	}
@@ -405,24 +468,40 @@ func TestMulNTIntNonFinite(t *testing.T) {
 
 // BenchmarkMulNTInt: a 26B expert's product [m, 2816]×[2816, 704] at the canvas's 256
 // rows and at 16 (an expert's share of a canvas: 256 positions × 8 of 128 experts),
-// int4, int8 and GGUF's Q4_K, the integer path against the float one.
+// int4, int8 and GGUF's Q4_K, each integer path that takes the format against the
+// float path with each float micro-kernel (on an AVX-512 machine, the AVX2 pair too:
+// what a CPU without AVX-512 runs).
 func BenchmarkMulNTInt(b *testing.B) {
 	const n, k = 704, 2816
 	for _, name := range []string{"int4", "int8", "q4_k"} {
 		f := formatNamed(name)
 		for _, m := range []int{16, 256} {
-			for _, on := range []bool{false, true} {
-				b.Run(fmt.Sprintf("%s/m=%d/int=%v", name, m, on), func(b *testing.B) {
-					tm := f(b, rand.New(rand.NewPCG(1, 1)), n, k)
-					a, out := randWeights(rand.New(rand.NewPCG(2, 2)), m*k), make([]float32, m*n)
-					withVNNI(b, on, func() {
-						for b.Loop() {
-							if err := tm.w.MulNT(out, a, m); err != nil {
-								b.Fatal(err)
-							}
-						}
-					})
-					b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			tm := f(b, rand.New(rand.NewPCG(1, 1)), n, k)
+			a, out := randWeights(rand.New(rand.NewPCG(2, 2)), m*k), make([]float32, m*n)
+			run := func(b *testing.B) {
+				for b.Loop() {
+					if err := tm.w.MulNT(out, a, m); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			}
+			for _, kern := range gemmKernels() {
+				if kern == goKernel {
+					continue
+				}
+				b.Run(fmt.Sprintf("%s/m=%d/float-%s", name, m, kern.name), func(b *testing.B) {
+					defer func(saved *microKernel) { gemmKernel = saved }(gemmKernel)
+					gemmKernel = kern
+					withQPath(b, nil, func() { run(b) })
+				})
+			}
+			for _, p := range qPaths() {
+				if !tm.w.intCodes(p) {
+					continue
+				}
+				b.Run(fmt.Sprintf("%s/m=%d/int-%s", name, m, p.name), func(b *testing.B) {
+					withQPath(b, p, func() { run(b) })
 				})
 			}
 		}
@@ -445,12 +524,15 @@ func formatNamed(name string) func(testing.TB, *rand.Rand, int, int) testMatrix 
 func BenchmarkMulNNInt(b *testing.B) {
 	const m, v, d = 256, 16384, 2816
 	tm := formatNamed("int8")(b, rand.New(rand.NewPCG(1, 1)), v, d)
-	p, out := randWeights(rand.New(rand.NewPCG(2, 2)), m*v), make([]float32, m*d)
-	for _, on := range []bool{false, true} {
-		b.Run(fmt.Sprintf("int=%v", on), func(b *testing.B) {
-			withVNNI(b, on, func() {
+	probs, out := randWeights(rand.New(rand.NewPCG(2, 2)), m*v), make([]float32, m*d)
+	for _, p := range []*qPath{nil, qBest} {
+		if p != nil && !p.wide {
+			continue
+		}
+		b.Run(fmt.Sprintf("int=%v", p != nil), func(b *testing.B) {
+			withQPath(b, p, func() {
 				for b.Loop() {
-					if err := tm.w.MulNN(out, p, m); err != nil {
+					if err := tm.w.MulNN(out, probs, m); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -26,7 +26,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 7
+const calibrationVersion = 8
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -45,6 +45,12 @@ type Rates struct {
 	// int8 and int4 weights in integer arithmetic (kernels.IntProducts); empty where
 	// they do not, and those formats' products are priced at GEMM plus Decode.
 	IntGEMM []ShapeRate `json:"int_gemm,omitempty"`
+	// IntFormats are the stored formats whose canvas products took the integer path
+	// when IntGEMM was measured (kernels.IntFormats: "int4" and, with AVX-512 VNNI,
+	// "int8"), and IntKernel its micro-kernel ("avx512-vnni", "avx2"); the formats
+	// not listed are priced at GEMM plus Decode.
+	IntFormats []string `json:"int_formats,omitempty"`
+	IntKernel  string   `json:"int_kernel,omitempty"`
 	// GEMV is the AR step's product rate, in weights per second, by stored format
 	// ("f32", "bf16", "int8", "int4", "nvfp4"): kernels.Matrix.MulVec over a matrix
 	// that stays in the CPU's caches, so it is the kernel's decoding and arithmetic
@@ -270,13 +276,19 @@ func (r *Rates) Peak() float64 { return peakOf(r.GEMM) }
 func (r *Rates) IntPeak() float64 { return peakOf(r.IntGEMM) }
 
 // PeakFor is the compute bound's rate for a model stored in profile p: IntPeak for
-// the int8 and int4 profiles where the integer products run (their largest products
-// go through them), else Peak.
+// the int8 and int4 profiles where the integer products take that format (their
+// largest products go through them), else Peak.
 func (r *Rates) PeakFor(p quant.Profile) float64 {
-	if (p == quant.Int8Profile || p == quant.Int4Profile) && r.IntPeak() > r.Peak() {
+	if (p == quant.Int8Profile && r.IntTakes("int8") || p == quant.Int4Profile && r.IntTakes("int4")) && r.IntPeak() > r.Peak() {
 		return r.IntPeak()
 	}
 	return r.Peak()
+}
+
+// IntTakes reports whether the canvas products of weights stored in format f were
+// measured on the integer path (IntGEMM, IntFormats).
+func (r *Rates) IntTakes(f string) bool {
+	return len(r.IntGEMM) > 0 && slices.Contains(r.IntFormats, f)
 }
 
 func peakOf(rates []ShapeRate) float64 {
@@ -296,6 +308,9 @@ func (r *Rates) valid() error {
 	}
 	if n := len(r.IntGEMM); n != 0 && n != len(r.GEMM) {
 		return fmt.Errorf("%d integer GEMM rates, want %d", n, len(r.GEMM))
+	}
+	if len(r.IntGEMM) != 0 && !slices.Contains(r.IntFormats, "int4") {
+		return fmt.Errorf("integer GEMM rates for formats %q, without int4", r.IntFormats)
 	}
 	for _, d := range slices.Concat(r.GEMM, r.IntGEMM) {
 		if !(d.FLOPS > 0) || !slices.Contains(GridM, d.M) || !slices.Contains(GridK, d.K) || !slices.Contains(GridN, d.N) {
@@ -385,12 +400,14 @@ func keyAt(v int) string {
 		cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, kernelsBuild(), intKey(), v)
 }
 
-// intKey marks rates measured with the integer products on.
+// intKey names the micro-kernels the rates were measured with: the float one, and
+// the integer one where the integer products are on.
 func intKey() string {
+	k := ", " + kernels.GEMMKernel()
 	if kernels.IntProducts() {
-		return ", int8 products"
+		k += ", integer " + kernels.IntKernel()
 	}
-	return ""
+	return k
 }
 
 // cpuModel is the processor's name (Linux: /proc/cpuinfo), else the architecture.
@@ -650,6 +667,7 @@ func measureOnce(ctx context.Context, st *streams) (*Rates, error) {
 		return nil, err
 	}
 	if kernels.IntProducts() {
+		r.IntFormats, r.IntKernel = kernels.IntFormats(), kernels.IntKernel()
 		r.IntGEMM, err = measureGrid(ctx, func(k, n int) (func(m int) func() error, error) {
 			// Distinct matrices, 64 MB of them where they are that large, taken in
 			// turn: each product reads its weights from memory, as a model's products

@@ -635,6 +635,7 @@ func TestIntGEMMPricing(t *testing.T) {
 	for _, g := range r.GEMM {
 		r.IntGEMM = append(r.IntGEMM, ShapeRate{M: g.M, K: g.K, N: g.N, FLOPS: intGEMM})
 	}
+	r.IntFormats, r.IntKernel = []string{"int4", "int8"}, "avx512-vnni"
 	if err := r.valid(); err != nil {
 		t.Fatal(err)
 	}
@@ -671,6 +672,30 @@ func TestIntGEMMPricing(t *testing.T) {
 	if bad.valid() == nil {
 		t.Error("rates with a partial IntGEMM grid pass valid")
 	}
+	bad = *r
+	bad.IntFormats = nil
+	if bad.valid() == nil {
+		t.Error("rates with IntGEMM and no formats pass valid")
+	}
+	// AVX2's integer path takes int4 alone: int8 keeps the float price, and the int8
+	// profile's compute bound is GEMM's.
+	avx2 := *r
+	avx2.IntFormats, avx2.IntKernel = []string{"int4"}, "avx2"
+	for _, c := range []struct {
+		w    work
+		want float64
+	}{
+		{product("int4", 256, false), flops / intGEMM},
+		{product("int8", 256, false), flops/gemm + 2816*704*2e-9},
+		{product("int8", 256, true), flops/r.softEmbedAt(704, gemm) + 2816*704*2e-9},
+	} {
+		if got, _ := avx2.kernelSeconds(c.w, false); math.Abs(got-c.want) > 1e-9*c.want {
+			t.Errorf("avx2: %s soft=%v: %g s, want %g", c.w.format, c.w.soft, got, c.want)
+		}
+	}
+	if avx2.PeakFor(quant.Int8Profile) != avx2.Peak() || avx2.PeakFor(quant.Int4Profile) != avx2.IntPeak() || r.PeakFor(quant.Int8Profile) != r.IntPeak() {
+		t.Error("PeakFor does not follow IntFormats")
+	}
 }
 
 // TestGGUFFloatProducts: the GGUF entry's estimate on the CPU prices its products on
@@ -681,6 +706,7 @@ func TestGGUFFloatProducts(t *testing.T) {
 	for _, g := range r.GEMM {
 		r.IntGEMM = append(r.IntGEMM, ShapeRate{M: g.M, K: g.K, N: g.N, FLOPS: 3e10})
 	}
+	r.IntFormats = []string{"int4", "int8"}
 	float := *r
 	float.IntGEMM = nil
 	cfg := catalog.DiffusionGemma26B()

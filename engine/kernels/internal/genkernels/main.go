@@ -38,7 +38,7 @@ var kernels = []kernel{
 func main() {
 	out := flag.String("o", "microkernel_amd64.s", "output file")
 	dots := flag.Bool("dots", false, "write the AR step's multi-row dot kernels (dots.go) instead of the micro-kernels")
-	q := flag.Bool("qgemm", false, "write the int8 micro-kernel (qkernel.go) instead of the micro-kernels")
+	q := flag.Bool("qgemm", false, "write the int8 micro-kernels (qkernel.go) instead of the float ones")
 	flag.Parse()
 	var b bytes.Buffer
 	p := func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) }
@@ -53,6 +53,8 @@ func main() {
 		emitDots(p)
 	case *q:
 		emitQ(p)
+		p("")
+		emitQAVX2(p)
 	default:
 		for i, k := range kernels {
 			if i > 0 {

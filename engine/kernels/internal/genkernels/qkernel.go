@@ -101,3 +101,101 @@ func emitQ(p func(string, ...any)) {
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
+
+// emitQAVX2 writes the integer micro-kernel for CPUs with AVX2 but not AVX-512 VNNI
+// (qkernel3x16AVX2): 3 rows of a against one 16-column half of a packed panel, which
+// the Go side calls four times for qgemm.go's 6×32 tile. AVX2 has no VPDPBUSD, so a
+// quad of inputs takes two instructions: VPMADDUBSW multiplies unsigned weight bytes by
+// signed activation bytes and adds adjacent pairs into 16-bit words, and VPADDW sums
+// the group's eight quads into a 16-bit accumulator. That is exact only for codes up
+// to 15 (int4, Q4_K): a word then holds at most 16 products of 15·127, 30,480 < 2¹⁵;
+// int8's codes (up to 255) would saturate, so the AVX2 path does not take them. At the
+// group's end VPMADDWD by ones widens each column's two words into its int32 sum — the
+// same integer VPDPBUSD gives — and the float steps are the VNNI kernel's, so the two
+// kernels agree bit for bit.
+//
+// Registers: Y0–Y5 the float tile (row r, 8-column vector v in Y(2r+v)), Y6–Y11 the
+// group's 16-bit sums, Y12–Y13 the quad's two vectors of b, Y14 a's broadcast, Y15 a
+// product; at the group's end Y12 holds the ones and Y14–Y15 the row's scale pair.
+func emitQAVX2(p func(string, ...any)) {
+	const mr, name = 3, "qkernel3x16AVX2"
+	facc := func(r, v int) string { return fmt.Sprintf("Y%d", 2*r+v) }
+	iacc := func(r, v int) string { return fmt.Sprintf("Y%d", 6+2*r+v) }
+	rowA := func(r int) string { return [...]string{"%d(AX)", "%d(AX)(R8*1)", "%d(AX)(R8*2)"}[r] }
+	rowS := func(r int) string { return [...]string{"%d(SI)", "%d(SI)(R11*1)", "%d(SI)(R11*2)"}[r] }
+	p("// func %s(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-73", name)
+	p("\tMOVQ groups+0(FP), CX")
+	p("\tMOVQ a+8(FP), AX")
+	p("\tMOVQ lda+16(FP), R8")
+	p("\tMOVQ sa+24(FP), SI")
+	p("\tMOVQ lds+32(FP), R11")
+	p("\tMOVQ b+40(FP), BX")
+	p("\tMOVQ bs+48(FP), DX")
+	for r := range mr {
+		for v := range 2 {
+			p("\tVXORPS %s, %s, %s", facc(r, v), facc(r, v), facc(r, v))
+		}
+	}
+	p("%s_group:", name)
+	for q := range 8 {
+		// Quad q's 16 columns: the half's 64 bytes, 128 bytes a quad.
+		p("\tVMOVDQU %d(BX), Y12", 128*q)
+		p("\tVMOVDQU %d(BX), Y13", 128*q+32)
+		for r := range mr {
+			p("\tVPBROADCASTD "+rowA(r)+", Y14", 4*q)
+			for v := range 2 {
+				if q == 0 {
+					p("\tVPMADDUBSW Y14, Y%d, %s", 12+v, iacc(r, v))
+					continue
+				}
+				p("\tVPMADDUBSW Y14, Y%d, Y15", 12+v)
+				p("\tVPADDW Y15, %s, %s", iacc(r, v), iacc(r, v))
+			}
+		}
+	}
+	p("\tVPCMPEQW Y12, Y12, Y12")
+	p("\tVPSRLW $15, Y12, Y12")
+	for r := range mr {
+		p("\tVBROADCASTSS "+rowS(r)+", Y14", 0)
+		p("\tVBROADCASTSS "+rowS(r)+", Y15", 4)
+		for v := range 2 {
+			p("\tVPMADDWD Y12, %s, %s", iacc(r, v), iacc(r, v))
+			p("\tVCVTDQ2PS %s, %s", iacc(r, v), iacc(r, v))
+			p("\tVMULPS %d(DX), %s, %s", 32*v, iacc(r, v), iacc(r, v))
+			p("\tVFMADD231PS Y14, %s, %s", iacc(r, v), facc(r, v))
+			p("\tVFMADD231PS %d(DX), Y15, %s", 128+32*v, facc(r, v))
+		}
+	}
+	p("\tADDQ $32, AX")
+	p("\tADDQ $8, SI")
+	p("\tADDQ $1024, BX")
+	p("\tADDQ $256, DX")
+	p("\tDECQ CX")
+	p("\tJNZ %s_group", name)
+	p("\tMOVQ c+56(FP), DI")
+	p("\tMOVQ ldc+64(FP), R14")
+	p("\tSHLQ $2, R14")
+	p("\tCMPB accumulate+72(FP), $0")
+	p("\tJEQ %s_store", name)
+	for r := range mr {
+		for v := range 2 {
+			p("\tVADDPS %d(DI), %s, %s", 32*v, facc(r, v), facc(r, v))
+		}
+		if r < mr-1 {
+			p("\tADDQ R14, DI")
+		}
+	}
+	p("\tMOVQ c+56(FP), DI")
+	p("%s_store:", name)
+	for r := range mr {
+		for v := range 2 {
+			p("\tVMOVUPS %s, %d(DI)", facc(r, v), 32*v)
+		}
+		if r < mr-1 {
+			p("\tADDQ R14, DI")
+		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
