@@ -55,7 +55,8 @@ func gemmKernels() []*microKernel {
 //go:noescape
 func transpose16(dst *float32, ldd int, src *float32, lds int, blocks int, lanes int)
 
-// transpose8AVX2 is transpose16 for AVX2 (8×8 blocks; mask selects the stored lanes).
+// transpose8AVX2 is transpose16 for AVX2 (8×8 blocks; mask selects the stored lanes,
+// nil all of them).
 //
 //go:noescape
 func transpose8AVX2(dst *float32, ldd int, src *float32, lds int, blocks int, mask *int32)
@@ -96,7 +97,11 @@ func packPanelVector(panel, src []float32, k, base, p0, kc, w int) bool {
 		if bs == 16 {
 			transpose16(&panel[g], w, &src[(base+g)*k+p0], k, blocks, min(16, w-g))
 		} else {
-			transpose8AVX2(&panel[g], w, &src[(base+g)*k+p0], k, blocks, &laneMasks[min(8, w-g)][0])
+			var mask *int32 // nil: all eight lanes, by plain stores
+			if w-g < 8 {
+				mask = &laneMasks[w-g][0]
+			}
+			transpose8AVX2(&panel[g], w, &src[(base+g)*k+p0], k, blocks, mask)
 		}
 	}
 	for r := range w {

@@ -157,7 +157,8 @@ tloop:
 // func transpose8AVX2(dst *float32, ldd int, src *float32, lds int, blocks int, mask *int32)
 // transpose16 for AVX2: for each of blocks 8×8 blocks, dst[(8·blk+p)·ldd + r] =
 // src[r·lds + 8·blk + p] for p < 8 and the lanes r the mask's eight int32s select
-// (all ones: stored). 8 rows of src are read. Y0–Y7 hold the rows, Y8–Y15 the unpacked
+// (all ones: stored; a nil mask stores all eight with plain stores, as VMASKMOVPS's
+// stores are slow on AMD's cores). 8 rows of src are read. Y0–Y7 hold the rows, Y8–Y15 the unpacked
 // pairs, Y0–Y7 again the 4-wide shuffles and Y8–Y15 the columns.
 TEXT ·transpose8AVX2(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), DI
@@ -209,8 +210,27 @@ t8loop:
 	VPERM2F128 $0x31, Y6, Y2, Y14
 	VPERM2F128 $0x20, Y7, Y3, Y11
 	VPERM2F128 $0x31, Y7, Y3, Y15
-	VMOVDQU (DX), Y0
 	MOVQ DI, R10
+	TESTQ DX, DX
+	JNZ  t8masked
+	VMOVUPS Y8, (R10)
+	ADDQ R8, R10
+	VMOVUPS Y9, (R10)
+	ADDQ R8, R10
+	VMOVUPS Y10, (R10)
+	ADDQ R8, R10
+	VMOVUPS Y11, (R10)
+	ADDQ R8, R10
+	VMOVUPS Y12, (R10)
+	ADDQ R8, R10
+	VMOVUPS Y13, (R10)
+	ADDQ R8, R10
+	VMOVUPS Y14, (R10)
+	ADDQ R8, R10
+	VMOVUPS Y15, (R10)
+	JMP  t8next
+t8masked:
+	VMOVDQU (DX), Y0
 	VMASKMOVPS Y8, Y0, (R10)
 	ADDQ R8, R10
 	VMASKMOVPS Y9, Y0, (R10)
@@ -226,6 +246,7 @@ t8loop:
 	VMASKMOVPS Y14, Y0, (R10)
 	ADDQ R8, R10
 	VMASKMOVPS Y15, Y0, (R10)
+t8next:
 	ADDQ $32, SI
 	MOVQ R8, R11
 	SHLQ $3, R11

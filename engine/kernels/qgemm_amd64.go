@@ -157,8 +157,8 @@ func transposeWords(dst, src []byte, kc int) {
 	case !qHelpers2:
 		transpose16(d, 32, s, kc/4, kc/64, 16)
 	case useAVX2:
-		transpose8AVX2(d, 32, s, kc/4, kc/32, &laneMasks[8][0])
-		transpose8AVX2((*float32)(unsafe.Add(unsafe.Pointer(d), 32)), 32, (*float32)(unsafe.Add(unsafe.Pointer(s), 8*kc)), kc/4, kc/32, &laneMasks[8][0])
+		transpose8AVX2(d, 32, s, kc/4, kc/32, nil)
+		transpose8AVX2((*float32)(unsafe.Add(unsafe.Pointer(d), 32)), 32, (*float32)(unsafe.Add(unsafe.Pointer(s), 8*kc)), kc/4, kc/32, nil)
 	default:
 		transposeWordsGo(dst, src, kc)
 	}
@@ -199,8 +199,8 @@ func transposeScalesVector(dst, src []float32, groups int) int {
 			return 0
 		}
 		_, _ = dst[(g0-1)*2*qNR+15], src[15*groups+g0-1]
-		transpose8AVX2(&dst[0], 2*qNR, &src[0], groups, g0/8, &laneMasks[8][0])
-		transpose8AVX2(&dst[8], 2*qNR, &src[8*groups], groups, g0/8, &laneMasks[8][0])
+		transpose8AVX2(&dst[0], 2*qNR, &src[0], groups, g0/8, nil)
+		transpose8AVX2(&dst[8], 2*qNR, &src[8*groups], groups, g0/8, nil)
 		return g0
 	}
 	return 0
