@@ -176,14 +176,15 @@ func writeSpeed(w io.Writer, rep *hwReport) {
 	}
 }
 
-// intGEMMText is the integer products' peak, for the rates line: ", int8/int4
-// weights up to N in integer arithmetic (AVX-512 VNNI)" where they run, else "".
+// intGEMMText is the integer products' peak, for the rates line: ", int4/int8
+// weights up to N in integer arithmetic (AVX-512 VNNI)" where they run (AVX-VNNI and
+// AVX2 likewise; AVX2 takes int4 alone), else "".
 func intGEMMText(r *speed.Rates) string {
 	p := r.IntPeak()
 	if p <= 0 {
 		return ""
 	}
-	kernel := map[string]string{"avx512-vnni": "AVX-512 VNNI", "avx2": "AVX2"}[r.IntKernel]
+	kernel := map[string]string{"avx512-vnni": "AVX-512 VNNI", "avx-vnni": "AVX-VNNI", "avx2": "AVX2"}[r.IntKernel]
 	if kernel == "" {
 		kernel = r.IntKernel
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
-// The canvas product against integer weights in integer arithmetic (AVX-512 VNNI, or
-// AVX2 for codes up to 15): MulNT (and MulNN of a per-row int8 matrix: the soft embedding, mulNNIntWith) give
+// The canvas product against integer weights in integer arithmetic (AVX-512 VNNI or
+// AVX-VNNI, or AVX2 for codes up to 15): MulNT (and MulNN of a per-row int8 matrix: the soft embedding, mulNNIntWith) give
 // out = a·wᵀ with a's rows quantized to int8 in groups of 32 inputs and w's codes
 // taken as stored, widened only to bytes. Each group's 32 products are summed exactly
 // in int32 (VPDPBUSD: four unsigned bytes of w times four signed bytes of a into each
@@ -29,11 +29,13 @@ import (
 // relative error of about 0.2% of a group's largest value per input, averaged over
 // the contraction; the weights are the stored ones either way.
 //
-// Without VNNI (AVX2: most gaming PCs' CPUs before AVX-512 reached them, Intel's
-// desktop parts from 2021 on, AMD's before Zen 4) the same sums take VPMADDUBSW, which
-// adds pairs of byte products into saturating 16-bit words: exact for int4 and Q4_K
-// codes (a word's 16 products of a group stay below 2¹⁵), not for int8's, whose
-// products keep the float path there (qkernel3x16AVX2; qPath.wide).
+// Intel's desktop cores since Alder Lake (2021) have no AVX-512 but AVX-VNNI:
+// VPDPBUSD on 32-byte ymm registers, VEX-encoded, for every code
+// (qkernel3x16AVXVNNI, 32 multiply-adds an instruction). CPUs with AVX2 and no VNNI at
+// all (AMD before Zen 4, Intel before 2019) take VPMADDUBSW, which adds pairs of byte
+// products into saturating 16-bit words: exact for int4 and Q4_K codes (a word's 16
+// products of a group stay below 2¹⁵), not for int8's, whose products keep the float
+// path there (qkernel3x16AVX2; qPath.wide).
 //
 // The weight codes are packed in panels of qNR columns — MulNT's over the whole
 // contraction (mulNTIntWith), MulNN's a qDepth block at a time — as
@@ -53,8 +55,8 @@ const (
 )
 
 // qPath is one way of running the integer products: its micro-kernel and the codes it
-// takes. The CPU's best (qgemm_amd64.go: AVX-512 VNNI, else AVX2) is qBest, the one in
-// use qActive (nil: the float path).
+// takes. The CPU's best (qgemm_amd64.go: AVX-512 VNNI, else AVX-VNNI, else AVX2) is
+// qBest, the one in use qActive (nil: the float path).
 type qPath struct {
 	name string
 	kern qKernelFunc
@@ -80,13 +82,13 @@ func init() {
 }
 
 // IntProducts reports whether MulNT multiplies Darkroom's int4 weights (and, with
-// AVX-512 VNNI, int8) in integer arithmetic: on CPUs with AVX-512 VNNI or AVX2, unless
-// SetIntProducts turned it off.
+// AVX-512 VNNI or AVX-VNNI, int8) in integer arithmetic: on CPUs with either or with
+// AVX2, unless SetIntProducts turned it off.
 func IntProducts() bool { return qActive != nil }
 
 // IntFormats lists the stored formats whose canvas products run in integer arithmetic
 // now ("int4", "int8"; none where IntProducts is false), and IntKernel names the
-// micro-kernel ("avx512-vnni", "avx2"; "" where none).
+// micro-kernel ("avx512-vnni", "avx-vnni", "avx2"; "" where none).
 func IntFormats() []string {
 	switch {
 	case qActive == nil:

@@ -11,20 +11,29 @@ import (
 )
 
 // The integer products' paths on this CPU (qgemm.go's qPath): AVX-512 VNNI (with the
-// BW, DQ and VL instructions its helpers use) for every code, else AVX2 with FMA for
-// codes up to 15 (int4, Q4_K).
+// BW, DQ and VL instructions its helpers use) for every code; else AVX-VNNI (VPDPBUSD
+// on ymm registers: Intel's cores since Alder Lake) for every code; else AVX2 with FMA
+// for codes up to 15 (int4, Q4_K). qVNNI256 is AVX-VNNI's kernel in AVX-512 VL's
+// encoding, which the tests run where AVX-512 VNNI is (qPaths) as the stand-in for the
+// AVX-VNNI kernel, whose machine code is the same but for the VPDPBUSD instructions'
+// prefix (internal/genkernels).
 var (
-	hasVNNI   = useAVX512 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
-	qVNNI     = &qPath{name: "avx512-vnni", kern: qkernel6x32VNNI, wide: true}
-	qAVX2     = &qPath{name: "avx2", kern: qKernelAVX2}
-	qBest     = bestQPath()
-	qHelpers2 = !hasVNNI // the helpers below take their AVX2 (or Go) forms; a variable for the tests
+	hasVNNI    = useAVX512 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
+	hasAVXVNNI = useAVX2 && cpu.X86.HasAVXVNNI
+	qVNNI      = &qPath{name: "avx512-vnni", kern: qkernel6x32VNNI, wide: true}
+	qAVXVNNI   = &qPath{name: "avx-vnni", kern: tile3x16(qkernel3x16AVXVNNI), wide: true}
+	qVNNI256   = &qPath{name: "avx512-vnni-256", kern: tile3x16(qkernel3x16VNNI256), wide: true}
+	qAVX2      = &qPath{name: "avx2", kern: tile3x16(qkernel3x16AVX2)}
+	qBest      = bestQPath()
+	qHelpers2  = !hasVNNI // the helpers below take their AVX2 (or Go) forms; a variable for the tests
 )
 
 func bestQPath() *qPath {
 	switch {
 	case hasVNNI:
 		return qVNNI
+	case hasAVXVNNI:
+		return qAVXVNNI
 	case useAVX2:
 		return qAVX2
 	}
@@ -35,7 +44,10 @@ func bestQPath() *qPath {
 func qPaths() []*qPath {
 	var ps []*qPath
 	if hasVNNI {
-		ps = append(ps, qVNNI)
+		ps = append(ps, qVNNI, qVNNI256)
+	}
+	if hasAVXVNNI {
+		ps = append(ps, qAVXVNNI)
 	}
 	if useAVX2 {
 		ps = append(ps, qAVX2)
@@ -49,24 +61,32 @@ func qPaths() []*qPath {
 //go:noescape
 func qkernel6x32VNNI(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool)
 
-// qkernel3x16AVX2 is the AVX2 micro-kernel (qkernel_amd64.s, generated): 3 rows of a
-// against one 16-column half of the panel (b and bs at the half's first column), for
-// codes up to 15.
+// qkernel3x16AVX2, qkernel3x16AVXVNNI and qkernel3x16VNNI256 are the ymm
+// micro-kernels (qkernel_amd64.s, generated): 3 rows of a against one 16-column half
+// of the panel (b and bs at the half's first column); AVX2's for codes up to 15.
 //
 //go:noescape
 func qkernel3x16AVX2(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool)
 
-// qKernelAVX2 is the qMR×qNR tile as four calls of qkernel3x16AVX2: rows 0–2 and 3–5,
+//go:noescape
+func qkernel3x16AVXVNNI(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool)
+
+//go:noescape
+func qkernel3x16VNNI256(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool)
+
+// tile3x16 is the qMR×qNR tile as four calls of a 3×16 kernel: rows 0–2 and 3–5,
 // each against the panel's two halves.
-func qKernelAVX2(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool) {
-	for r := 0; r < qMR; r += 3 {
-		ar := (*int8)(unsafe.Add(unsafe.Pointer(a), r*lda))
-		sr := (*float32)(unsafe.Add(unsafe.Pointer(sa), r*lds))
-		for h := range 2 {
-			qkernel3x16AVX2(groups, ar, lda, sr, lds,
-				(*uint8)(unsafe.Add(unsafe.Pointer(b), 64*h)),
-				(*float32)(unsafe.Add(unsafe.Pointer(bs), 4*16*h)),
-				(*float32)(unsafe.Add(unsafe.Pointer(c), 4*(r*ldc+16*h))), ldc, accumulate)
+func tile3x16(kern qKernelFunc) qKernelFunc {
+	return func(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool) {
+		for r := 0; r < qMR; r += 3 {
+			ar := (*int8)(unsafe.Add(unsafe.Pointer(a), r*lda))
+			sr := (*float32)(unsafe.Add(unsafe.Pointer(sa), r*lds))
+			for h := range 2 {
+				kern(groups, ar, lda, sr, lds,
+					(*uint8)(unsafe.Add(unsafe.Pointer(b), 64*h)),
+					(*float32)(unsafe.Add(unsafe.Pointer(bs), 4*16*h)),
+					(*float32)(unsafe.Add(unsafe.Pointer(c), 4*(r*ldc+16*h))), ldc, accumulate)
+			}
 		}
 	}
 }
@@ -164,19 +184,28 @@ func transposeWords(dst, src []byte, kc int) {
 	}
 }
 
-// xor80AVX512 is xor80Go over n bytes, a multiple of 64 (qgemm_amd64.s).
+// xor80AVX512 and xor80AVX2 are xor80Go over n bytes, a multiple of 64 and of 32
+// (qgemm_amd64.s).
 //
 //go:noescape
 func xor80AVX512(dst, src *byte, n int)
 
+//go:noescape
+func xor80AVX2(dst, src *byte, n int)
+
 func xor80(dst, src []byte) {
 	n := 0
-	if !qHelpers2 {
-		n = len(src) &^ 63
-	}
-	if n > 0 {
-		_ = dst[n-1]
-		xor80AVX512(&dst[0], &src[0], n)
+	switch {
+	case !qHelpers2:
+		if n = len(src) &^ 63; n > 0 {
+			_ = dst[n-1]
+			xor80AVX512(&dst[0], &src[0], n)
+		}
+	case useAVX2:
+		if n = len(src) &^ 31; n > 0 {
+			_ = dst[n-1]
+			xor80AVX2(&dst[0], &src[0], n)
+		}
 	}
 	xor80Go(dst[n:], src[n:])
 }

@@ -313,6 +313,27 @@ xloop:
 	VZEROUPPER
 	RET
 
+// func xor80AVX2(dst, src *byte, n int)
+//
+// xor80AVX512 32 bytes at a time.
+TEXT ·xor80AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $5, CX
+	MOVL $0x80808080, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15
+x2loop:
+	VPXOR (SI), Y15, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ x2loop
+	VZEROUPPER
+	RET
+
 // func unpackQ4KAVX2(dst, src *byte, blocks int)
 //
 // The codes of Q4_K blocks (144 bytes: 16 of scales, then 128 of nibbles) in input

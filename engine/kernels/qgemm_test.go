@@ -8,15 +8,15 @@ import (
 )
 
 // withQPath runs f with the integer products on path p (nil: the float path), its
-// helpers in the forms a CPU whose best path p is takes (AVX2's for qAVX2 on an
-// AVX-512 machine).
+// helpers in the forms a CPU whose best path p is takes (AVX2's for the ymm kernels on
+// an AVX-512 machine).
 func withQPath(t testing.TB, p *qPath, f func()) {
 	t.Helper()
 	was, helpers := qActive, qHelpers2
 	defer func() { qActive, qHelpers2 = was, helpers }()
 	qActive = p
 	if p != nil && p != qGo {
-		qHelpers2 = !p.wide
+		qHelpers2 = p.name != "avx512-vnni"
 	}
 	f()
 }
@@ -359,13 +359,18 @@ func quantized(a, scale []float32, m, k int) []float32 {
 // TestMulNNInt: MulNN on int8 weights with a scale per row (the soft embedding's
 // product) in integer arithmetic against the float64 product of the quantized
 // activations with the decoded weights, and within the activations' rounding of the
-// float path, on shapes off the blocks; probability rows (most values tiny) included.
+// float path, on shapes off the blocks; probability rows (most values tiny) included;
+// on each path that takes int8 codes.
 func TestMulNNInt(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
-	p := qGo
-	if qBest != nil && qBest.wide {
-		p = qBest
+	for _, p := range testPaths() {
+		if p.wide {
+			testMulNNInt(t, rng, p)
+		}
 	}
+}
+
+func testMulNNInt(t *testing.T, rng *rand.Rand, p *qPath) {
 	for _, name := range []string{"int8", "int8-bf16"} {
 		for _, c := range [][3]int{{4, 30, 32}, {7, 97, 64}, {13, 300, 96}, {40, 4096, 192}} {
 			m, rows, cols := c[0], c[1], c[2]
@@ -402,7 +407,10 @@ func TestMulNNInt(t *testing.T) {
 					}
 				})
 				// Row 1's values span e⁻⁴ to e⁴ and more, so its groups' small values are
-				// coarse steps of their largest: a few percent where normal rows see 0.5.
+				// coarse steps of their largest: a few percent where normal rows see 0.5
+				// (up to 1.5 over a contraction of one group, whose few roundings can
+				// happen to align).
+				normal := map[bool]float64{false: 1e-2, true: 2e-2}[rows <= qGroup]
 				for i := range m {
 					var d2, w2 float64
 					for j := range cols {
@@ -410,7 +418,7 @@ func TestMulNNInt(t *testing.T) {
 						d2 += d * d
 						w2 += float64(want[i*cols+j]) * float64(want[i*cols+j])
 					}
-					if e, tol := math.Sqrt(d2/w2), map[bool]float64{false: 1e-2, true: 3e-2}[i == 1]; e > tol {
+					if e, tol := math.Sqrt(d2/w2), map[bool]float64{false: normal, true: 3e-2}[i == 1]; e > tol {
 						t.Fatalf("row %d: relative error %.2g against the float path", i, e)
 					}
 				}

@@ -53,8 +53,10 @@ func main() {
 		emitDots(p)
 	case *q:
 		emitQ(p)
-		p("")
-		emitQAVX2(p)
+		for _, k := range q256Kernels {
+			p("")
+			emitQ256(p, k)
+		}
 	default:
 		for i, k := range kernels {
 			if i > 0 {

@@ -102,25 +102,61 @@ func emitQ(p func(string, ...any)) {
 	p("\tRET")
 }
 
-// emitQAVX2 writes the integer micro-kernel for CPUs with AVX2 but not AVX-512 VNNI
-// (qkernel3x16AVX2): 3 rows of a against one 16-column half of a packed panel, which
-// the Go side calls four times for qgemm.go's 6×32 tile. AVX2 has no VPDPBUSD, so a
-// quad of inputs takes two instructions: VPMADDUBSW multiplies unsigned weight bytes by
-// signed activation bytes and adds adjacent pairs into 16-bit words, and VPADDW sums
-// the group's eight quads into a 16-bit accumulator. That is exact only for codes up
-// to 15 (int4, Q4_K): a word then holds at most 16 products of 15·127, 30,480 < 2¹⁵;
-// int8's codes (up to 255) would saturate, so the AVX2 path does not take them. At the
-// group's end VPMADDWD by ones widens each column's two words into its int32 sum — the
-// same integer VPDPBUSD gives — and the float steps are the VNNI kernel's, so the two
-// kernels agree bit for bit.
+// q256 is one of the 3×16 integer micro-kernels over ymm registers, which the Go side
+// calls four times for qgemm.go's 6×32 tile (3 rows of a against one 16-column half
+// of a packed panel at a time).
+type q256 struct {
+	name string
+	dot  string // how a quad's bytes are multiplied and summed: "maddubs", "evex" or "vex"
+}
+
+// q256Kernels: AVX2's, and VPDPBUSD on ymm registers in its two encodings — AVX-VNNI's
+// VEX one (Intel's cores since Alder Lake, which have no AVX-512), and AVX-512 VL's EVEX
+// one, which runs on AVX-512 VNNI machines such as ours so that the tests can hold the
+// VEX kernel's instructions, identical but for that encoding, to qKernelGo.
+var q256Kernels = []q256{
+	{name: "qkernel3x16AVX2", dot: "maddubs"},
+	{name: "qkernel3x16AVXVNNI", dot: "vex"},
+	{name: "qkernel3x16VNNI256", dot: "evex"},
+}
+
+// vexVPDPBUSD is AVX-VNNI's VPDPBUSD ymm[dst] += Σ u8(ymm[src1]) · s8(ymm[src2]) (Go's
+// operand order: src2, src1, dst) as bytes, which Go's assembler does not write (it
+// knows only the EVEX form): the three-byte VEX prefix C4 (R̄X̄B̄ and map 0F38; W0,
+// the inverted src1, L256 and pp 66), opcode 50, and ModRM with both operands in
+// registers.
+func vexVPDPBUSD(src2, src1, dst int) string {
+	b1 := 0xc4
+	b2 := (^dst>>3&1)<<7 | 1<<6 | (^src2>>3&1)<<5 | 0x02
+	b3 := (^src1&15)<<3 | 1<<2 | 0x01
+	modrm := 0xc0 | (dst&7)<<3 | src2&7
+	return fmt.Sprintf("BYTE $0x%02x; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x50; BYTE $0x%02x // VPDPBUSD Y%d, Y%d, Y%d (VEX)",
+		b1, b2, b3, modrm, src2, src1, dst)
+}
+
+// emitQ256 writes a q256 kernel. Per group of 32 inputs each (row, 8-column vector)
+// sums its 32 code products exactly, then the float steps are the VNNI kernel's, so
+// every q256 kernel agrees with it bit for bit on the codes it takes:
+//
+//   - maddubs (AVX2, no VNNI): a quad takes two instructions, VPMADDUBSW multiplying
+//     unsigned weight bytes by signed activation bytes and adding adjacent pairs into
+//     16-bit words, and VPADDW summing the group's eight quads into a 16-bit
+//     accumulator; VPMADDWD by ones then widens each column's two words into its
+//     int32 sum. Exact only for codes up to 15 (int4, Q4_K): a word holds at most 16
+//     products of 15·127, 30,480 < 2¹⁵; int8's codes (up to 255) would saturate it,
+//     so the AVX2 path does not take them.
+//   - vex, evex: VPDPBUSD, four byte products added into each int32 lane, any code.
 //
 // Registers: Y0–Y5 the float tile (row r, 8-column vector v in Y(2r+v)), Y6–Y11 the
-// group's 16-bit sums, Y12–Y13 the quad's two vectors of b, Y14 a's broadcast, Y15 a
-// product; at the group's end Y12 holds the ones and Y14–Y15 the row's scale pair.
-func emitQAVX2(p func(string, ...any)) {
-	const mr, name = 3, "qkernel3x16AVX2"
+// group's sums, Y12–Y13 the quad's two vectors of b, Y14 a's broadcast, Y15 a product
+// (maddubs); at the group's end Y12 holds the ones (maddubs) and Y14–Y15 the row's
+// scale pair.
+func emitQ256(p func(string, ...any), k q256) {
+	const mr = 3
+	name := k.name
 	facc := func(r, v int) string { return fmt.Sprintf("Y%d", 2*r+v) }
-	iacc := func(r, v int) string { return fmt.Sprintf("Y%d", 6+2*r+v) }
+	iaccN := func(r, v int) int { return 6 + 2*r + v }
+	iacc := func(r, v int) string { return fmt.Sprintf("Y%d", iaccN(r, v)) }
 	rowA := func(r int) string { return [...]string{"%d(AX)", "%d(AX)(R8*1)", "%d(AX)(R8*2)"}[r] }
 	rowS := func(r int) string { return [...]string{"%d(SI)", "%d(SI)(R11*1)", "%d(SI)(R11*2)"}[r] }
 	p("// func %s(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool)", name)
@@ -138,6 +174,13 @@ func emitQAVX2(p func(string, ...any)) {
 		}
 	}
 	p("%s_group:", name)
+	if k.dot != "maddubs" {
+		for r := range mr {
+			for v := range 2 {
+				p("\tVPXOR %s, %s, %s", iacc(r, v), iacc(r, v), iacc(r, v))
+			}
+		}
+	}
 	for q := range 8 {
 		// Quad q's 16 columns: the half's 64 bytes, 128 bytes a quad.
 		p("\tVMOVDQU %d(BX), Y12", 128*q)
@@ -145,22 +188,31 @@ func emitQAVX2(p func(string, ...any)) {
 		for r := range mr {
 			p("\tVPBROADCASTD "+rowA(r)+", Y14", 4*q)
 			for v := range 2 {
-				if q == 0 {
+				switch {
+				case k.dot == "vex":
+					p("\t%s", vexVPDPBUSD(14, 12+v, iaccN(r, v)))
+				case k.dot == "evex":
+					p("\tVPDPBUSD Y14, Y%d, %s", 12+v, iacc(r, v))
+				case q == 0:
 					p("\tVPMADDUBSW Y14, Y%d, %s", 12+v, iacc(r, v))
-					continue
+				default:
+					p("\tVPMADDUBSW Y14, Y%d, Y15", 12+v)
+					p("\tVPADDW Y15, %s, %s", iacc(r, v), iacc(r, v))
 				}
-				p("\tVPMADDUBSW Y14, Y%d, Y15", 12+v)
-				p("\tVPADDW Y15, %s, %s", iacc(r, v), iacc(r, v))
 			}
 		}
 	}
-	p("\tVPCMPEQW Y12, Y12, Y12")
-	p("\tVPSRLW $15, Y12, Y12")
+	if k.dot == "maddubs" {
+		p("\tVPCMPEQW Y12, Y12, Y12")
+		p("\tVPSRLW $15, Y12, Y12")
+	}
 	for r := range mr {
 		p("\tVBROADCASTSS "+rowS(r)+", Y14", 0)
 		p("\tVBROADCASTSS "+rowS(r)+", Y15", 4)
 		for v := range 2 {
-			p("\tVPMADDWD Y12, %s, %s", iacc(r, v), iacc(r, v))
+			if k.dot == "maddubs" {
+				p("\tVPMADDWD Y12, %s, %s", iacc(r, v), iacc(r, v))
+			}
 			p("\tVCVTDQ2PS %s, %s", iacc(r, v), iacc(r, v))
 			p("\tVMULPS %d(DX), %s, %s", 32*v, iacc(r, v), iacc(r, v))
 			p("\tVFMADD231PS Y14, %s, %s", iacc(r, v), facc(r, v))
