@@ -74,10 +74,20 @@ var qGo = &qPath{name: "go", kern: qKernelGo, wide: true}
 var qActive = qBest
 
 // DARKROOM_INT_PRODUCTS=0 in the environment turns the integer products off for the
-// process (to compare the two paths, or to rule the integer one out).
+// process (to compare the two paths, or to rule the integer one out); the name of a
+// path this CPU runs ("avx2" on an AVX-512 machine, say) makes it the one taken, its
+// helpers in the forms a CPU whose best path it is takes.
 func init() {
-	if os.Getenv("DARKROOM_INT_PRODUCTS") == "0" {
+	switch v := os.Getenv("DARKROOM_INT_PRODUCTS"); v {
+	case "", "1":
+	case "0":
 		SetIntProducts(false)
+	default:
+		for _, p := range qPaths() {
+			if p.name == v {
+				qBest, qActive, qHelpers2 = p, p, p.name != "avx512-vnni"
+			}
+		}
 	}
 }
 

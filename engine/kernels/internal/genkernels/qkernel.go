@@ -69,37 +69,7 @@ func emitQ(p func(string, ...any)) {
 			p("\tVFMADD231PS.BCST "+rowS(r)+", Z%d, %s", 4, 28+h, facc(r, h))
 		}
 	}
-	p("\tADDQ $32, AX")
-	p("\tADDQ $8, SI")
-	p("\tADDQ $1024, BX")
-	p("\tADDQ $256, DX")
-	p("\tDECQ CX")
-	p("\tJNZ %s_group", name)
-	p("\tMOVQ c+56(FP), DI")
-	p("\tMOVQ ldc+64(FP), R14")
-	p("\tSHLQ $2, R14")
-	p("\tCMPB accumulate+72(FP), $0")
-	p("\tJEQ %s_store", name)
-	for r := range mr {
-		for h := range 2 {
-			p("\tVADDPS %d(DI), %s, %s", 64*h, facc(r, h), facc(r, h))
-		}
-		if r < mr-1 {
-			p("\tADDQ R14, DI")
-		}
-	}
-	p("\tMOVQ c+56(FP), DI")
-	p("%s_store:", name)
-	for r := range mr {
-		for h := range 2 {
-			p("\tVMOVUPS %s, %d(DI)", facc(r, h), 64*h)
-		}
-		if r < mr-1 {
-			p("\tADDQ R14, DI")
-		}
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	emitQEnd(p, name, mr, 64, facc)
 }
 
 // q256 is one of the 3×16 integer micro-kernels over ymm registers, which the Go side
@@ -219,6 +189,13 @@ func emitQ256(p func(string, ...any), k q256) {
 			p("\tVFMADD231PS %d(DX), Y15, %s", 128+32*v, facc(r, v))
 		}
 	}
+	emitQEnd(p, name, mr, 32, facc)
+}
+
+// emitQEnd writes an integer micro-kernel's end: the step to the next group and the
+// loop, then the mr×2 float tile (vectors of vb bytes, registers facc(row, vector))
+// added to c (accumulate) or stored there.
+func emitQEnd(p func(string, ...any), name string, mr, vb int, facc func(r, v int) string) {
 	p("\tADDQ $32, AX")
 	p("\tADDQ $8, SI")
 	p("\tADDQ $1024, BX")
@@ -232,7 +209,7 @@ func emitQ256(p func(string, ...any), k q256) {
 	p("\tJEQ %s_store", name)
 	for r := range mr {
 		for v := range 2 {
-			p("\tVADDPS %d(DI), %s, %s", 32*v, facc(r, v), facc(r, v))
+			p("\tVADDPS %d(DI), %s, %s", vb*v, facc(r, v), facc(r, v))
 		}
 		if r < mr-1 {
 			p("\tADDQ R14, DI")
@@ -242,7 +219,7 @@ func emitQ256(p func(string, ...any), k q256) {
 	p("%s_store:", name)
 	for r := range mr {
 		for v := range 2 {
-			p("\tVMOVUPS %s, %d(DI)", facc(r, v), 32*v)
+			p("\tVMOVUPS %s, %d(DI)", facc(r, v), vb*v)
 		}
 		if r < mr-1 {
 			p("\tADDQ R14, DI")
