@@ -28,14 +28,14 @@ var (
 	qHelpers2  = !hasVNNI // the helpers below take their AVX2 (or Go) forms; a variable for the tests
 )
 
+// bestQPath is the first of the CPU's integer paths whose kernel gives the Go
+// kernel's tile (qPath.verified): AVX-VNNI's is tested here only through its EVEX
+// twin, so a CPU that runs it checks it once before trusting it.
 func bestQPath() *qPath {
-	switch {
-	case hasVNNI:
-		return qVNNI
-	case hasAVXVNNI:
-		return qAVXVNNI
-	case useAVX2:
-		return qAVX2
+	for _, p := range []*qPath{qVNNI, qAVXVNNI, qAVX2} {
+		if (p != qVNNI || hasVNNI) && (p != qAVXVNNI || hasAVXVNNI) && (p != qAVX2 || useAVX2) && p.verified() {
+			return p
+		}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // withQPath runs f with the integer products on path p (nil: the float path), its
@@ -249,6 +250,26 @@ func TestQKernel(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestQPathVerified: every path this CPU runs passes the start-up check, and a kernel
+// one code off fails it.
+func TestQPathVerified(t *testing.T) {
+	for _, p := range testPaths() {
+		if !p.verified() {
+			t.Errorf("%s fails its check", p.name)
+		}
+	}
+	off := &qPath{name: "off", wide: true, kern: func(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool) {
+		codes := unsafe.Slice(b, 1024*groups)
+		saved := codes[1000]
+		codes[1000]++
+		qKernelGo(groups, a, lda, sa, lds, b, bs, c, ldc, accumulate)
+		codes[1000] = saved
+	}}
+	if off.verified() {
+		t.Error("a kernel one code off passes the check")
 	}
 }
 
