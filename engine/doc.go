@@ -31,12 +31,13 @@
 // continues it. Every step is reported as an Event, so a UI can show the page
 // developing, and cancellation through the context is honored between steps.
 //
-// A prompt that begins as the last one did — a conversation's next message, which
-// re-sends the conversation so far, or an answer regenerated — is encoded from the
-// last prompt's cache on the host path (prefixCache: the runner keeps a copy of its
-// sliding-window rings after each prompt of a chunk or more), in whole chunks of the
-// encoder, so the rest is encoded in the very chunks a pass over all of it would be
-// and every value is the same bit for bit (Result.PromptCached counts what was read).
+// A prompt that begins as a recent one did — a conversation's next message, which
+// re-sends the conversation so far, or an answer regenerated — is encoded from that
+// prompt's cache on the host path (prefixCache: the runner keeps copies of its cache
+// after prompts of a chunk or more, two of them, so a page made between two messages
+// does not cost the conversation its cache), in whole chunks of the encoder, so the
+// rest is encoded in the very chunks a pass over all of it would be and every value
+// is the same bit for bit (Result.PromptCached counts what was read).
 //
 // AR guidance (Darkroom's, off unless generation_config.json or the request
 // asks for it): the decoder guesses all positions at once, so a small model's

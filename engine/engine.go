@@ -35,7 +35,7 @@ type Engine struct {
 	closed    bool
 	guideIDs  *guideIDs   // what AR guidance knows of each id's text, built on first use
 	gen       *generation // the generation running (under mu), for onCompile
-	kept      []int       // the tokens of the prompt the runner's cache kept (prefixCache)
+	kept      keptPrompts // the record of the prompts the runner's cache kept (prefixCache)
 }
 
 // onCompile is the graph runner's OnCompile: the first graph a generation
@@ -123,7 +123,7 @@ func (e *Engine) Generate(ctx context.Context, req Request) (res *Result, err er
 		e.gen = nil
 		if err != nil { // the cache may hold part of a failed pass: start over next time
 			e.run.Reset()
-			e.kept = e.kept[:0]
+			e.kept.clear()
 		}
 	}()
 	res, err = g.generate()

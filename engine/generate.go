@@ -70,18 +70,42 @@ type stepLogits interface {
 	Free()
 }
 
-// prefixCache is a runner whose KV cache can come back to a prefix of the last prompt
-// it encoded (engine/model's Runner on the host path), so that a prompt that begins
-// as that one did (a conversation's next message, a regenerated answer, an API client
-// sending the whole chat again) encodes only the rest — and gets the values a pass
-// over all of it would.
+// prefixCache is a runner whose KV cache can come back to a prefix of a prompt it
+// encoded before (engine/model's Runner on the host path), kept in one of
+// keptSlots slots, so that a prompt that begins as that one did (a conversation's
+// next message, a regenerated answer, an API client sending the whole chat again, the
+// Desktop's next screen) encodes only the rest — and gets the values a pass over all
+// of it would.
 type prefixCache interface {
-	// Keep copies the cache as it is now, for Restore.
-	Keep() bool
-	// Restore makes the cache the first m ≤ n tokens of what Keep copied, m a point
-	// from which the rest encodes as it would from empty, and returns m (0: the cache
-	// untouched).
-	Restore(n int) int
+	// Keep copies the cache as it is now into slot, for Restore.
+	Keep(slot int) bool
+	// Restore makes the cache the first m ≤ n tokens of what Keep copied into slot, m
+	// a point from which the rest encodes as it would from empty, and returns m (0:
+	// the cache untouched).
+	Restore(slot, n int) int
+}
+
+// keptSlots is how many prompts a prefixCache keeps (model.KeptSlots).
+const keptSlots = model.KeptSlots
+
+// keptPrompt is the engine's record of one slot of the runner's kept caches: the
+// tokens kept, and when they were (a count of keeps).
+type keptPrompt struct {
+	tokens []int
+	used   int
+}
+
+// keptPrompts is the record of every slot.
+type keptPrompts struct {
+	slots [keptSlots]keptPrompt
+	clock int
+}
+
+// clear forgets every slot (the runner's copies are then never restored).
+func (k *keptPrompts) clear() {
+	for i := range k.slots {
+		k.slots[i] = keptPrompt{}
+	}
 }
 
 // commonPrefix is how many leading tokens a and b share.
@@ -127,7 +151,8 @@ type generation struct {
 	fwdTime  time.Duration // spent inside forward passes
 	flops    float64       // model arithmetic of those passes (model.FLOPs, model.EncodeFLOPs)
 	cached   int           // tokens in the KV cache
-	kept     *[]int        // the tokens of the runner's kept cache (prefixCache.Keep), the engine's record
+	kept     *keptPrompts  // the record of the runner's kept caches (prefixCache.Keep), the engine's
+	slot     int           // the slot this prompt's cache is kept in (resume)
 	skip     int           // leading tokens of the next encoder pass already cached (resume)
 	keep     bool          // the prompt's cache is still to be kept (keepCache)
 	reading  bool          // the next encoder pass is the prompt's: read it in pieces (readPrompt)
@@ -210,25 +235,31 @@ func (g *generation) readPrompt(tokens []int) ([]int, error) {
 }
 
 // keepCache keeps the cache as it is now, once a generation (g.keep, which resume
-// sets): after what the prompt's pass read before (g.read) and then tokens (its last
-// piece's, which in AR mode may hold the opening), for the next generation's resume;
-// the record names them. The callers: the prompt's last pass, or a stop while reading
-// it.
+// sets), in the slot resume chose: after what the prompt's pass read before (g.read)
+// and then tokens (its last piece's, which in AR mode may hold the opening), for a
+// later generation's resume; the record names them. The callers: the prompt's last
+// pass, or a stop while reading it.
 func (g *generation) keepCache(tokens []int) {
 	if !g.keep {
 		return
 	}
 	g.keep = false
-	*g.kept = (*g.kept)[:0]
-	if g.run.(prefixCache).Keep() {
-		*g.kept = append(append(*g.kept, g.read...), tokens...)
+	k := &g.kept.slots[g.slot]
+	k.tokens = k.tokens[:0]
+	if g.run.(prefixCache).Keep(g.slot) {
+		k.tokens = append(append(k.tokens, g.read...), tokens...)
+		g.kept.clock++
+		k.used = g.kept.clock
 	}
 }
 
-// resume starts the KV cache for this prompt: with as much of the last prompt's
-// cache as this prompt begins with (prefixCache; all but its last token at most,
-// whose logits the first pass returns), or empty. The first encoder pass then skips
-// what is cached (g.skip) and keeps the cache after it (g.keep).
+// resume starts the KV cache for this prompt: with as much of a kept prompt's cache
+// as this prompt begins with (prefixCache: the slot sharing most; all but the
+// prompt's last token at most, whose logits the first pass returns), or empty. The
+// first encoder pass then skips what is cached (g.skip) and keeps the cache after it
+// (g.keep) in g.slot: the slot restored from (the conversation's: its next message
+// goes on from it), else the one kept least recently, so a conversation's cache
+// outlives a page made in between.
 func (g *generation) resume() {
 	g.reading = true
 	pc, ok := g.run.(prefixCache)
@@ -237,12 +268,26 @@ func (g *generation) resume() {
 		return
 	}
 	g.keep = true
+	best, same := 0, 0
+	for s, k := range g.kept.slots {
+		if c := min(commonPrefix(k.tokens, g.prompt), len(g.prompt)-1); c > same {
+			best, same = s, c
+		}
+	}
 	n := 0
-	if same := min(commonPrefix(*g.kept, g.prompt), len(g.prompt)-1); same > 0 {
-		n = pc.Restore(same)
+	if same > 0 {
+		n = pc.Restore(best, same)
 	}
 	if n == 0 {
 		g.run.Reset()
+	}
+	g.slot = best
+	if n == 0 {
+		for s, k := range g.kept.slots {
+			if k.used < g.kept.slots[g.slot].used {
+				g.slot = s
+			}
+		}
 	}
 	g.skip, g.cached, g.res.PromptCached = n, n, n
 	g.read = g.prompt[:n:n]

@@ -8,11 +8,12 @@ import (
 	"testing"
 )
 
-// TestPromptReuse: on the host path a prompt that begins as the last one did is
-// encoded from the last prompt's cache — a conversation's next message after its
-// answer, a regenerated answer, the other mode on the same prompt — and writes the
-// same tokens, in the same forward passes, as an engine that encodes it all; a prompt
-// that shares less than a chunk starts from empty, and the graph path never reuses.
+// TestPromptReuse: on the host path a prompt that begins as a kept one did is
+// encoded from that prompt's cache — a conversation's next message after its answer,
+// a regenerated answer, the other mode on the same prompt, the conversation again
+// after another one (each kept in its own slot) — and writes the same tokens, in the
+// same forward passes, as an engine that encodes it all; a prompt that shares less
+// than a chunk starts from empty, and the graph path never reuses.
 func TestPromptReuse(t *testing.T) {
 	dir := writeTinyModel(t)
 	reuse := loadGo(t, dir, false)
@@ -46,7 +47,12 @@ func TestPromptReuse(t *testing.T) {
 	check("regenerated", second, Diffusion, 512)                          // 670 kept; all but the last token: 669 → 512
 	check("the printer on it", second, AR, 512)
 	check("another conversation", append(slices.Clone(first[:200]), ids(400)...), AR, 0)
-	check("the first again, after another", first, Diffusion, 0)
+	check("the first again, after another", first, Diffusion, 512) // its own slot
+	check("a third conversation", ids(300), Diffusion, 0)           // in the other's slot
+	check("the first's next message", second, AR, 512)
+	if slots := reuse.kept.slots; len(slots[0].tokens) == 0 || len(slots[1].tokens) == 0 {
+		t.Errorf("kept %d and %d tokens, want both slots in use", len(slots[0].tokens), len(slots[1].tokens))
+	}
 
 	graph := loadGo(t, dir, true)
 	run(graph, first, Diffusion)
@@ -132,8 +138,8 @@ func TestReadPromptWithOpening(t *testing.T) {
 	if res, err := e.Generate(ctx, req); err != nil || res.StopReason != StopCancelled {
 		t.Fatalf("stopped in the opening: %+v, %v", res, err)
 	}
-	if len(e.kept) != 2048 || !slices.Equal(e.kept[:1500], prompt) {
-		t.Fatalf("kept record of %d tokens, want the prompt and the opening's first 548", len(e.kept))
+	if kept := e.kept.slots[0].tokens; len(kept) != 2048 || !slices.Equal(kept[:1500], prompt) {
+		t.Fatalf("kept record of %d tokens, want the prompt and the opening's first 548", len(kept))
 	}
 	req.OnEvent = nil
 	got, err := e.Generate(context.Background(), req)

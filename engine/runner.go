@@ -79,8 +79,8 @@ func newModelRunner(b backends.Backend, cfg *config.Model, w loadedWeights, inGr
 
 func (m modelRunner) Reset() { m.r.Reset() }
 
-func (m modelRunner) Keep() bool        { return m.r.Keep() }
-func (m modelRunner) Restore(n int) int { return m.r.Restore(n) }
+func (m modelRunner) Keep(slot int) bool      { return m.r.Keep(slot) }
+func (m modelRunner) Restore(slot, n int) int { return m.r.Restore(slot, n) }
 
 func (m modelRunner) Encode(tokens []int) ([]float32, error) { return m.r.Encode(tokens) }
 

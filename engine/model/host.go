@@ -85,11 +85,9 @@ type hostCache struct {
 	n       int   // positions cached
 	written []int // per layer: positions written (= n, except inside a failed encode)
 
-	// kept is a copy of the sliding layers' rings at some length (keep), for restore;
-	// the full layers' rows are this cache's own, which keptValid bounds: rows past a
-	// truncation since then are new tokens', not the kept ones.
-	kept      *hostCache
-	keptValid int
+	// kept are copies of the cache at some length, one per slot (keep), for restore:
+	// every layer's rows, so a copy outlives whatever the cache holds since.
+	kept [KeptSlots]*hostCache
 
 	// rot is the rotation that recomputing a full layer's K applies: for the full
 	// layers' nonzero RoPE frequencies rot.pairs (the same on every full layer), cos
@@ -306,7 +304,6 @@ func (c *hostCache) truncate(cfg *config.Text, n int) bool {
 	if !ok {
 		n = 0
 	}
-	c.keptValid = min(c.keptValid, n)
 	for i := range c.v {
 		w := cfg.KVHeads(i) * cfg.LayerHeadDim(i)
 		rows := min(n, c.written[i])
@@ -356,56 +353,72 @@ func putRow(buf []float32, s, w, r int, row []float32) []float32 {
 	return append(buf, row...)
 }
 
-// keep copies the sliding layers' rings as they are (kept), so that restore can come
-// back to any of the first c.n positions while the full layers' rows stay untouched.
-func (c *hostCache) keep(cfg *config.Text) {
-	if c.kept == nil {
-		c.kept = &hostCache{}
+// KeptSlots is how many prompts' caches a host runner keeps (Runner.Keep): a chat's
+// and one other (a page, the Desktop's screens) at once, so that one does not cost
+// the other its cache.
+const KeptSlots = 2
+
+// keep copies the cache as it is into slot (its rings, and its full layers' rows) so
+// that restore can come back to any of the first c.n positions.
+func (c *hostCache) keep(cfg *config.Text, slot int) {
+	if c.kept[slot] == nil {
+		c.kept[slot] = &hostCache{}
 	}
-	k := c.kept
+	k := c.kept[slot]
 	k.n, k.written = c.n, append(k.written[:0], c.written...)
 	for len(k.v) < len(c.v) {
 		k.k, k.v = append(k.k, nil), append(k.v, nil)
 	}
 	for i := range c.v {
-		if c.ringRows(cfg, i) == 0 {
-			k.k[i], k.v[i] = nil, nil
+		k.v[i] = append(k.v[i][:0], c.v[i]...)
+		if c.k[i] == nil {
+			k.k[i] = nil
 			continue
 		}
-		k.k[i], k.v[i] = append(k.k[i][:0], c.k[i]...), append(k.v[i][:0], c.v[i]...)
+		k.k[i] = append(k.k[i][:0], c.k[i]...)
 	}
-	c.keptValid = c.n
 }
 
-// restore makes the cache its first n positions as keep copied them, and reports
-// whether it could: n at most what was kept and what the full layers still hold of
-// it (keptValid), and the kept rings holding the window before n (canTruncate).
-// Otherwise the cache is left as it is.
-func (c *hostCache) restore(cfg *config.Text, n int) bool {
-	k := c.kept
-	if k == nil || n > k.n || n > c.keptValid || !k.canTruncate(cfg, n) {
+// restore makes the cache the first n positions of what keep copied into slot, and
+// reports whether it could: n at most what was kept, and the kept rings holding the
+// window before n (canTruncate). Otherwise the cache is left as it is.
+func (c *hostCache) restore(cfg *config.Text, slot, n int) bool {
+	k := c.kept[slot]
+	if k == nil || n > k.n || !k.canTruncate(cfg, n) {
 		return false
 	}
-	for i := range c.v {
-		if c.ringRows(cfg, i) == 0 {
-			continue // rows below keptValid are the kept ones; truncate cuts them to n
+	for len(c.v) < len(k.v) {
+		c.k, c.v, c.written = append(c.k, nil), append(c.v, nil), append(c.written, 0)
+	}
+	for i := range k.v {
+		rows := len(k.v[i])
+		if c.ringRows(cfg, i) == 0 { // a full layer: its first n rows are enough
+			rows = min(rows, n*cfg.KVHeads(i)*cfg.LayerHeadDim(i))
 		}
-		c.k[i], c.v[i] = append(c.k[i][:0], k.k[i]...), append(c.v[i][:0], k.v[i]...)
+		c.v[i] = append(c.v[i][:0], k.v[i][:rows]...)
+		if k.k[i] == nil {
+			c.k[i] = nil
+		} else {
+			c.k[i] = append(c.k[i][:0], k.k[i]...)
+		}
 		c.written[i] = k.written[i]
 	}
+	c.n = k.n
 	return c.truncate(cfg, n)
 }
 
-// bytes is the memory the cached rows take, the kept rings' and the rotation table
+// bytes is the memory the cached rows take, the kept copies' and the rotation table
 // (not ropes, the recent forwards' scratch, which KVCacheBytes does not count).
 func (c *hostCache) bytes() int64 {
 	n := int64(len(c.rot.cos)+len(c.rot.sin)) * 4
 	for i := range c.v {
 		n += int64(len(c.v[i])+len(c.k[i])) * 4
 	}
-	if c.kept != nil {
-		for i := range c.kept.v {
-			n += int64(len(c.kept.v[i])+len(c.kept.k[i])) * 4
+	for _, k := range c.kept {
+		if k != nil {
+			for i := range k.v {
+				n += int64(len(k.v[i])+len(k.k[i])) * 4
+			}
 		}
 	}
 	return n

@@ -73,23 +73,20 @@ func KVCacheBytes(cfg *config.Text, tokens int, dtype dtypes.DType) int64 {
 // float32: its sliding layers' rings hold ringSlack positions beyond the window's
 // (Runner.Restore), and it grows by the token, not in powers of two; without Keep's
 // copy of the rings (Runner.CacheBytes counts it too).
-func HostKVCacheBytes(cfg *config.Text, tokens int) int64 { return hostCacheBytes(cfg, tokens, false) }
+func HostKVCacheBytes(cfg *config.Text, tokens int) int64 { return hostCacheBytes(cfg, tokens) }
 
-// HostKeptBytes is the copy of the host cache's sliding rings that Runner.Keep holds
-// at tokens positions (its full layers' rows are not copied): what a host runner that
-// keeps its prompts for the next one holds beside HostKVCacheBytes, at most.
-func HostKeptBytes(cfg *config.Text, tokens int) int64 { return hostCacheBytes(cfg, tokens, true) }
+// HostKeptBytes is the copies of the host cache that Runner.Keep holds (KeptSlots of
+// them) at tokens positions: what a host runner that keeps its prompts for the next
+// ones holds beside HostKVCacheBytes, at most.
+func HostKeptBytes(cfg *config.Text, tokens int) int64 { return KeptSlots * hostCacheBytes(cfg, tokens) }
 
-// hostCacheBytes is the host cache's rows at tokens positions, float32: every layer's,
-// or the sliding layers' rings alone.
-func hostCacheBytes(cfg *config.Text, tokens int, ringsOnly bool) int64 {
+// hostCacheBytes is the host cache's rows at tokens positions, float32.
+func hostCacheBytes(cfg *config.Text, tokens int) int64 {
 	var total int64
 	for i := range cfg.NumHiddenLayers {
 		rows := tokens
 		if r := hostRingRows(cfg, i); r > 0 {
 			rows = min(tokens, r)
-		} else if ringsOnly {
-			continue
 		}
 		n := int64(rows) * int64(cfg.KVHeads(i)) * int64(cfg.LayerHeadDim(i))
 		if cachesK(cfg, i) {

@@ -469,12 +469,14 @@ func (s *attendSeen) Attend(_ int, q, k, v []float32) []float32 {
 	return q
 }
 
-// TestHostKeepRestore: Restore brings back a prefix of what Keep kept — rounded down to
-// the encoder's chunks — after more tokens (far more than a ring holds) were cached,
-// and the rest of a prompt encoded after it gives bit for bit the logits of a fresh
-// runner encoding all of it; it refuses (returning 0, the cache as it was) below one
-// chunk, beyond what was kept, once a Reset cut the full layers' rows, and where the
-// kept rings no longer hold the window before the point; the graph path keeps nothing.
+// TestHostKeepRestore: Restore brings back a prefix of what Keep kept in a slot —
+// rounded down to the encoder's chunks — after more tokens (far more than a ring
+// holds) were cached, after a Reset, and after another prompt was encoded from empty
+// and kept in the other slot; the rest of a prompt encoded after it gives bit for bit
+// the logits of a fresh runner encoding all of it. It refuses (returning 0, the cache
+// as it was) below one chunk, beyond what was kept, from an empty slot or one out of
+// range, and where the kept rings no longer hold the window before the point; the
+// graph path keeps nothing.
 func TestHostKeepRestore(t *testing.T) {
 	cfg := tinyConfig()
 	w, _ := randomModel(t, cfg, 23, dtypes.Float32)
@@ -502,20 +504,23 @@ func TestHostKeepRestore(t *testing.T) {
 		return logits
 	}
 	encode(r, prompt)
-	if !r.Keep() {
+	if !r.Keep(0) {
 		t.Fatal("the host runner did not keep")
 	}
 	encode(r, more)
-	if got := r.Restore(7); got != 0 || r.Len() != len(prompt)+len(more) {
+	if got := r.Restore(0, 7); got != 0 || r.Len() != len(prompt)+len(more) {
 		t.Fatalf("Restore(7) below one chunk of 8: %d, %d cached", got, r.Len())
 	}
-	if got := r.Restore(len(prompt) + 8); got != 0 {
+	if got := r.Restore(0, len(prompt)+8); got != 0 {
 		t.Fatalf("Restore past what was kept: %d", got)
 	}
-	if got := r.Restore(len(prompt) - ringSlack - 20); got != 0 || r.Len() != len(prompt)+len(more) {
+	if got := r.Restore(0, len(prompt)-ringSlack-20); got != 0 || r.Len() != len(prompt)+len(more) {
 		t.Fatalf("Restore to before the kept rings' window: %d, %d cached", got, r.Len())
 	}
-	at := r.Restore(len(prompt) - 1)
+	if r.Restore(1, len(prompt)-1) != 0 || r.Restore(KeptSlots, len(prompt)-1) != 0 || r.Keep(-1) {
+		t.Fatal("an empty slot or one out of range restored, or kept")
+	}
+	at := r.Restore(0, len(prompt)-1)
 	if want := (len(prompt) - 1) / 8 * 8; at != want || r.Len() != at {
 		t.Fatalf("Restore(%d) = %d, want %d (%d cached)", len(prompt)-1, at, want, r.Len())
 	}
@@ -526,12 +531,23 @@ func TestHostKeepRestore(t *testing.T) {
 		t.Fatal("the prompt's rest after Restore gives other logits than a fresh pass over all of it")
 	}
 	// Once more from the same kept copy: the rows Restore left are still the kept ones.
-	if again := r.Restore(len(prompt) - 1); again != at || !slices.Equal(encode(r, full[at:]), want) {
+	if again := r.Restore(0, len(prompt)-1); again != at || !slices.Equal(encode(r, full[at:]), want) {
 		t.Fatalf("a second Restore: %d, or other logits", again)
 	}
+	// Another prompt from empty, kept in the other slot: each slot restores its own.
+	other := randTokens(rng, 3*ring, cfg.VocabSize)
 	r.Reset()
-	if got := r.Restore(len(prompt) - 1); got != 0 {
-		t.Fatalf("Restore after Reset: %d", got)
+	encode(r, other)
+	if !r.Keep(1) {
+		t.Fatal("the second slot was not kept")
+	}
+	r.Reset()
+	if again := r.Restore(0, len(prompt)-1); again != at || !slices.Equal(encode(r, full[at:]), want) {
+		t.Fatalf("Restore after Reset and another prompt: %d, or other logits", again)
+	}
+	otherFull := append(slices.Clone(other), next...)
+	if n := r.Restore(1, len(other)); n != len(other)/8*8 || !slices.Equal(encode(r, otherFull[n:]), encode(newHost(), otherFull)) {
+		t.Fatalf("the second slot's Restore: %d, or other logits", n)
 	}
 
 	g, err := NewRunner(newBackend(t), cfg, newContext(t, w))
@@ -540,7 +556,7 @@ func TestHostKeepRestore(t *testing.T) {
 	}
 	g.HostDecoder = false
 	encode(g, prompt[:20])
-	if g.Keep() || g.Restore(16) != 0 {
+	if g.Keep(0) || g.Restore(0, 16) != 0 {
 		t.Fatal("the graph path kept or restored")
 	}
 }

@@ -189,36 +189,36 @@ func (r *Runner) Truncate(n int) error {
 	return nil
 }
 
-// Keep copies the host cache's sliding-window rings as they are now, so that Restore
-// can come back to a prefix of what is cached now (the full-attention layers' rows
-// are kept where they are: Restore can use them while nothing has cut the cache below
-// them). A conversation keeps its prompt, and its next message, which begins with
-// that prompt, encodes only what follows. It keeps nothing, and reports false, on the
-// graph path, and below one of the encoder's chunks (MaxChunk) cached, where Restore
-// could bring back nothing (the copy of a 26B's rings is half a GB).
-func (r *Runner) Keep() bool {
-	if !r.HostDecoder || r.length < max(r.MaxChunk, 1) {
+// Keep copies the host cache as it is now into slot (< KeptSlots), so that Restore
+// can come back to a prefix of what is cached now, whatever is cached meanwhile: a
+// conversation keeps its prompt, and its next message, which begins with that prompt,
+// encodes only what follows, even after a page was made in between (kept in the other
+// slot). It keeps nothing, and reports false, on the graph path, and below one of the
+// encoder's chunks (MaxChunk) cached, where Restore could bring back nothing (a copy
+// of a 26B's cache is over half a GB: HostKeptBytes).
+func (r *Runner) Keep(slot int) bool {
+	if !r.HostDecoder || r.length < max(r.MaxChunk, 1) || slot < 0 || slot >= KeptSlots {
 		return false
 	}
-	r.hcache.keep(r.cfg)
+	r.hcache.keep(r.cfg, slot)
 	return true
 }
 
-// Restore makes the cache the first m ≤ n tokens of what Keep kept and returns m: n
-// rounded down to a whole number of the encoder's chunks (MaxChunk), so that the
+// Restore makes the cache the first m ≤ n tokens of what Keep kept in slot and returns
+// m: n rounded down to a whole number of the encoder's chunks (MaxChunk), so that the
 // rest of a prompt is encoded in the very chunks a pass over all of it from an empty
 // cache encodes it in, and gives its values bit for bit (a chunk's rows sum in
 // another order below kernels.DotRows rows, and a sliding layer's attention sums its
 // keys in depth blocks counted from the chunk's first visible key). The kept pass
 // must itself have begun at a chunk boundary (from empty, or from a Restore). It
 // returns 0, the cache left as it was, where it cannot: n below one chunk, more than
-// was kept, something since cut the cache below it, or the sliding rings no longer
-// hold the window before it (they hold ringSlack positions more than the window
-// needs); and on the graph path.
-func (r *Runner) Restore(n int) int {
+// was kept, nothing kept in slot, or the sliding rings no longer holding the window
+// before it (they hold ringSlack positions more than the window needs); and on the
+// graph path.
+func (r *Runner) Restore(slot, n int) int {
 	chunk := max(r.MaxChunk, 1)
 	n = n / chunk * chunk
-	if !r.HostDecoder || n <= 0 || !r.hcache.restore(r.cfg, n) {
+	if !r.HostDecoder || n <= 0 || slot < 0 || slot >= KeptSlots || !r.hcache.restore(r.cfg, slot, n) {
 		return 0
 	}
 	r.length = n

@@ -15,7 +15,7 @@
 //     the capacity the cache grows to): sliding layers keep K and V of the last
 //     sliding_window−1 positions, full-attention layers (K = V) store V only; on the
 //     host path (model.HostKVCacheBytes) by the token, the rings 256 positions longer,
-//     and a copy of them kept for the next prompt (model.HostKeptBytes);
+//     and the copies of it kept for the next prompts (model.HostKeptBytes);
 //   - canvas activations of one denoising step, f32: logits (canvas × vocab) and the
 //     tempered logits the soft embedding reads chunk by chunk, attention scores over
 //     the context, hidden states and the MoE row buffers, and the self-conditioning

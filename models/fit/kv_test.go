@@ -50,14 +50,15 @@ func TestKVBytesMatchesRunner(t *testing.T) {
 		if host {
 			// Its rows are HostKVCacheBytes of the positions cached; with them, its table
 			// of the full layer's RoPE rotations (4 rotated pairs × 8 bytes per position);
-			// then, once it keeps the prompt, the copy of its rings. The CPU estimate's KV
-			// part holds them all.
+			// then, once it keeps the prompt in every slot, the copies of its rows. The CPU
+			// estimate's KV part holds them all.
 			exact := model.HostKVCacheBytes(&mcfg.Text, ctxTokens)
 			if got < exact || got > exact+ctxTokens*4*8 {
 				t.Errorf("host cache holds %d bytes for %d tokens: want HostKVCacheBytes %d + at most %d of rotation table",
 					got, ctxTokens, exact, ctxTokens*4*8)
 			}
-			r.Keep()
+			r.Keep(0)
+			r.Keep(model.KeptSlots - 1)
 			kept := r.CacheBytes() - got
 			cpu, err := Compute(mcfg, quant.BF16Profile, Runtime{Context: ctxTokens})
 			if err != nil {
