@@ -17,6 +17,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/backend/nvidia"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/models/store"
 )
 
@@ -108,6 +109,7 @@ func (i Info) Report(w io.Writer) {
 	}
 	fmt.Fprintf(w, "RAM: %s (%s available), %d CPU cores, %s/%s\n", store.FormatBytes(i.RAMTotal),
 		store.FormatBytes(i.RAMAvailable), i.CPUs, i.OS, i.Arch)
+	fmt.Fprintf(w, "CPU products: %s\n", cpuProducts())
 	if i.StoreDir != "" {
 		fmt.Fprintf(w, "Models folder: %s (%s free)\n", i.StoreDir, store.FormatBytes(i.DiskFree))
 	}
@@ -126,6 +128,16 @@ func (i Info) Report(w io.Writer) {
 	for _, p := range i.Plugins {
 		fmt.Fprintf(w, "  %-5s %s (%s)\n", p.Name, p.Path, p.From)
 	}
+}
+
+// cpuProducts names the CPU path's micro-kernels (engine/kernels): the float one,
+// and the integer one with the stored formats it multiplies.
+func cpuProducts() string {
+	s := "float " + kernels.GEMMKernel()
+	if f := kernels.IntFormats(); len(f) > 0 {
+		return s + fmt.Sprintf(", integer %s for %s weights", kernels.IntKernel(), strings.Join(f, " and "))
+	}
+	return s + ", no integer products (this CPU lacks AVX2, or DARKROOM_INT_PRODUCTS=0)"
 }
 
 // summarize decides where Darkroom runs and says it in one sentence: for auto,

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 )
 
 func probes(gpus []GPU, nvmlErr error, backend string, xla bool) Probes {
@@ -90,7 +91,8 @@ func TestDetectHere(t *testing.T) {
 }
 
 // TestReport: the report `darkroom hw` prints and the app's system report
-// holds names each GPU with its driver and compute capability, RAM and CPUs,
+// holds names each GPU with its driver and compute capability, RAM and CPUs, the CPU
+// path's kernels,
 // the models folder, the backend chosen and the PJRT plugins found (or where
 // none was looked for).
 func TestReport(t *testing.T) {
@@ -100,7 +102,7 @@ func TestReport(t *testing.T) {
 	got := b.String()
 	for _, want := range []string{"runs on the GPU (NVIDIA GeForce RTX 4090)",
 		"GPU 0: NVIDIA GeForce RTX 4090, 25.8 GB VRAM (21.5 GB free), driver 570.86, compute 8.9 [nvml]",
-		"RAM: 34.4 GB (21.5 GB available)", "Models folder: /models (107.4 GB free)",
+		"RAM: 34.4 GB (21.5 GB available)", "Models folder: /models (107.4 GB free)", "CPU products: float " + kernels.GEMMKernel(),
 		"Backend: xla:/opt/jax/jax_plugins/xla_cuda12/xla_cuda_plugin.so (gpu)", "Darkroom's GPU support: ",
 		"  cuda  /opt/jax/jax_plugins/xla_cuda12/xla_cuda_plugin.so (JAX installation)"} {
 		if !strings.Contains(got, want) {
