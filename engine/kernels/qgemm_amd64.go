@@ -24,17 +24,23 @@ var (
 	qAVXVNNI   = &qPath{name: "avx-vnni", kern: tile3x16(qkernel3x16AVXVNNI), wide: true}
 	qVNNI256   = &qPath{name: "avx512-vnni-256", kern: tile3x16(qkernel3x16VNNI256), wide: true}
 	qAVX2      = &qPath{name: "avx2", kern: tile3x16(qkernel3x16AVX2)}
-	qBest      = bestQPath()
 	qHelpers2  = !hasVNNI // the helpers below take their AVX2 (or Go) forms; a variable for the tests
+
+	// qRuns are the paths in order of preference, each with whether this CPU runs it.
+	qRuns = []struct {
+		p    *qPath
+		runs bool
+	}{{qVNNI, hasVNNI}, {qVNNI256, hasVNNI}, {qAVXVNNI, hasAVXVNNI}, {qAVX2, useAVX2}}
+	qBest = bestQPath()
 )
 
 // bestQPath is the first of the CPU's integer paths whose kernel gives the Go
 // kernel's tile (qPath.verified): AVX-VNNI's is tested here only through its EVEX
 // twin, so a CPU that runs it checks it once before trusting it.
 func bestQPath() *qPath {
-	for _, p := range []*qPath{qVNNI, qAVXVNNI, qAVX2} {
-		if (p != qVNNI || hasVNNI) && (p != qAVXVNNI || hasAVXVNNI) && (p != qAVX2 || useAVX2) && p.verified() {
-			return p
+	for _, c := range qRuns {
+		if c.runs && c.p.verified() {
+			return c.p
 		}
 	}
 	return nil
@@ -43,14 +49,10 @@ func bestQPath() *qPath {
 // qPaths lists the integer paths this CPU can run, for the tests and benchmarks.
 func qPaths() []*qPath {
 	var ps []*qPath
-	if hasVNNI {
-		ps = append(ps, qVNNI, qVNNI256)
-	}
-	if hasAVXVNNI {
-		ps = append(ps, qAVXVNNI)
-	}
-	if useAVX2 {
-		ps = append(ps, qAVX2)
+	for _, c := range qRuns {
+		if c.runs {
+			ps = append(ps, c.p)
+		}
 	}
 	return ps
 }
