@@ -12,9 +12,9 @@ import (
 )
 
 // The canvas product against integer weights in integer arithmetic (AVX-512 VNNI or
-// AVX-VNNI, or AVX2 for codes up to 15): MulNT (and MulNN of a per-row int8 matrix: the soft embedding, mulNNIntWith) give
-// out = a·wᵀ with a's rows quantized to int8 in groups of 32 inputs and w's codes
-// taken as stored, widened only to bytes. Each group's 32 products are summed exactly
+// AVX-VNNI, or AVX2 for codes up to 15): MulNT (and MulNN of a per-row int8 matrix:
+// the soft embedding, mulNNIntWith) give out = a·wᵀ with a's rows quantized to int8
+// in groups of 32 inputs and w's codes taken as stored, widened only to bytes. Each group's 32 products are summed exactly
 // in int32 (VPDPBUSD: four unsigned bytes of w times four signed bytes of a into each
 // of sixteen lanes, 64 multiply-adds an instruction against a float32 FMA's 16), then
 // scaled into the float32 result:
