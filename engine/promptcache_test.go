@@ -48,7 +48,7 @@ func TestPromptReuse(t *testing.T) {
 	check("the printer on it", second, AR, 512)
 	check("another conversation", append(slices.Clone(first[:200]), ids(400)...), AR, 0)
 	check("the first again, after another", first, Diffusion, 512) // its own slot
-	check("a third conversation", ids(300), Diffusion, 0)           // in the other's slot
+	check("a third conversation", ids(300), Diffusion, 0)          // in the other's slot
 	check("the first's next message", second, AR, 512)
 	if slots := reuse.kept.slots; len(slots[0].tokens) == 0 || len(slots[1].tokens) == 0 {
 		t.Errorf("kept %d and %d tokens, want both slots in use", len(slots[0].tokens), len(slots[1].tokens))

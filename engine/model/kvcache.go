@@ -78,7 +78,9 @@ func HostKVCacheBytes(cfg *config.Text, tokens int) int64 { return hostCacheByte
 // HostKeptBytes is the copies of the host cache that Runner.Keep holds (KeptSlots of
 // them) at tokens positions: what a host runner that keeps its prompts for the next
 // ones holds beside HostKVCacheBytes, at most.
-func HostKeptBytes(cfg *config.Text, tokens int) int64 { return KeptSlots * hostCacheBytes(cfg, tokens) }
+func HostKeptBytes(cfg *config.Text, tokens int) int64 {
+	return KeptSlots * hostCacheBytes(cfg, tokens)
+}
 
 // hostCacheBytes is the host cache's rows at tokens positions, float32.
 func hostCacheBytes(cfg *config.Text, tokens int) int64 {
