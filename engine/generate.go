@@ -102,11 +102,7 @@ type keptPrompts struct {
 }
 
 // clear forgets every slot (the runner's copies are then never restored).
-func (k *keptPrompts) clear() {
-	for i := range k.slots {
-		k.slots[i] = keptPrompt{}
-	}
-}
+func (k *keptPrompts) clear() { k.slots = [keptSlots]keptPrompt{} }
 
 // commonPrefix is how many leading tokens a and b share.
 func commonPrefix(a, b []int) int {
@@ -278,11 +274,9 @@ func (g *generation) resume() {
 	if same > 0 {
 		n = pc.Restore(best, same)
 	}
-	if n == 0 {
-		g.run.Reset()
-	}
 	g.slot = best
 	if n == 0 {
+		g.run.Reset()
 		for s, k := range g.kept.slots {
 			if k.used < g.kept.slots[g.slot].used {
 				g.slot = s

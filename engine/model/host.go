@@ -284,13 +284,8 @@ func (c *hostCache) slot(cfg *config.Text, i, p int) int {
 
 // clone is a deep copy: writing to it leaves c as it is.
 func (c *hostCache) clone() hostCache {
-	out := hostCache{n: c.n, written: slices.Clone(c.written)}
-	if c.v != nil {
-		out.k, out.v = make([][]float32, len(c.k)), make([][]float32, len(c.v))
-		for i := range c.v {
-			out.k[i], out.v[i] = slices.Clone(c.k[i]), slices.Clone(c.v[i])
-		}
-	}
+	var out hostCache
+	c.copyRows(&out)
 	out.rot.pairs, out.rot.n = slices.Clone(c.rot.pairs), c.rot.n
 	out.rot.cos, out.rot.sin = slices.Clone(c.rot.cos), slices.Clone(c.rot.sin)
 	return out
@@ -358,25 +353,32 @@ func putRow(buf []float32, s, w, r int, row []float32) []float32 {
 // the other its cache.
 const KeptSlots = 2
 
+// copyRows makes dst's rows a copy of c's — every layer's K and V, written and n —
+// in dst's own buffers, grown where they are short: writing to either leaves the
+// other as it is. The rotation table, the kept copies and the scratch are not copied.
+func (c *hostCache) copyRows(dst *hostCache) {
+	dst.n, dst.written = c.n, append(dst.written[:0], c.written...)
+	for len(dst.v) < len(c.v) {
+		dst.k, dst.v = append(dst.k, nil), append(dst.v, nil)
+	}
+	dst.k, dst.v = dst.k[:len(c.v)], dst.v[:len(c.v)]
+	for i := range c.v {
+		dst.v[i] = append(dst.v[i][:0], c.v[i]...)
+		if c.k[i] == nil {
+			dst.k[i] = nil
+			continue
+		}
+		dst.k[i] = append(dst.k[i][:0], c.k[i]...)
+	}
+}
+
 // keep copies the cache as it is into slot (its rings, and its full layers' rows) so
 // that restore can come back to any of the first c.n positions.
-func (c *hostCache) keep(cfg *config.Text, slot int) {
+func (c *hostCache) keep(slot int) {
 	if c.kept[slot] == nil {
 		c.kept[slot] = &hostCache{}
 	}
-	k := c.kept[slot]
-	k.n, k.written = c.n, append(k.written[:0], c.written...)
-	for len(k.v) < len(c.v) {
-		k.k, k.v = append(k.k, nil), append(k.v, nil)
-	}
-	for i := range c.v {
-		k.v[i] = append(k.v[i][:0], c.v[i]...)
-		if c.k[i] == nil {
-			k.k[i] = nil
-			continue
-		}
-		k.k[i] = append(k.k[i][:0], c.k[i]...)
-	}
+	c.copyRows(c.kept[slot])
 }
 
 // restore makes the cache the first n positions of what keep copied into slot, and
@@ -387,23 +389,7 @@ func (c *hostCache) restore(cfg *config.Text, slot, n int) bool {
 	if k == nil || n > k.n || !k.canTruncate(cfg, n) {
 		return false
 	}
-	for len(c.v) < len(k.v) {
-		c.k, c.v, c.written = append(c.k, nil), append(c.v, nil), append(c.written, 0)
-	}
-	for i := range k.v {
-		rows := len(k.v[i])
-		if c.ringRows(cfg, i) == 0 { // a full layer: its first n rows are enough
-			rows = min(rows, n*cfg.KVHeads(i)*cfg.LayerHeadDim(i))
-		}
-		c.v[i] = append(c.v[i][:0], k.v[i][:rows]...)
-		if k.k[i] == nil {
-			c.k[i] = nil
-		} else {
-			c.k[i] = append(c.k[i][:0], k.k[i]...)
-		}
-		c.written[i] = k.written[i]
-	}
-	c.n = k.n
+	k.copyRows(c)
 	return c.truncate(cfg, n)
 }
 

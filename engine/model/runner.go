@@ -200,7 +200,7 @@ func (r *Runner) Keep(slot int) bool {
 	if !r.HostDecoder || r.length < max(r.MaxChunk, 1) || slot < 0 || slot >= KeptSlots {
 		return false
 	}
-	r.hcache.keep(r.cfg, slot)
+	r.hcache.keep(slot)
 	return true
 }
 
