@@ -69,7 +69,7 @@ func (w *Matrix) MulNN(out, a []float32, m int) error {
 		return nil
 	}
 	if w.useIntProductNN(m) {
-		w.mulNNIntWith(qActive.kern, out, a, m)
+		w.mulNNInt(out, a, m)
 		return nil
 	}
 	kern := gemmKernel

@@ -13,11 +13,11 @@ import (
 
 // The canvas product against integer weights in integer arithmetic (AVX-512 VNNI or
 // AVX-VNNI, or AVX2 for codes up to 15): MulNT (and MulNN of a per-row int8 matrix:
-// the soft embedding, mulNNIntWith) give out = a·wᵀ with a's rows quantized to int8
-// in groups of 32 inputs and w's codes taken as stored, widened only to bytes. Each group's 32 products are summed exactly
-// in int32 (VPDPBUSD: four unsigned bytes of w times four signed bytes of a into each
-// of sixteen lanes, 64 multiply-adds an instruction against a float32 FMA's 16), then
-// scaled into the float32 result:
+// the soft embedding, mulNNInt) give out = a·wᵀ with a's rows quantized to int8 in
+// groups of 32 inputs and w's codes taken as stored, widened only to bytes. Each
+// group's 32 products are summed exactly in int32 (VPDPBUSD: four unsigned bytes of w
+// times four signed bytes of a into each of sixteen lanes, 64 multiply-adds an
+// instruction against a float32 FMA's 16), then scaled into the float32 result:
 //
 //	out[i,j] = Σ_g sa[i,g]·sw[j,g]·Σ_{p∈g} qa[i,p]·u[j,p] + mw[j,g]·sa[i,g]·Σ_{p∈g} qa[i,p]
 //
@@ -38,7 +38,7 @@ import (
 // path there (qkernel3x16AVX2; qPath.wide).
 //
 // The weight codes are packed in panels of qNR columns — MulNT's over the whole
-// contraction (mulNTIntWith), MulNN's a qDepth block at a time — as
+// contraction (mulNTInt), MulNN's a qDepth block at a time — as
 // [group][quad][16-column half][16 lanes × 4 bytes],
 // each lane four consecutive inputs of one column (a 16×16 transpose of 32-bit words,
 // the float path's transpose16), and each group's 32 scales then 32 minimums beside
@@ -64,6 +64,18 @@ type qPath struct {
 	// as well as up to 15 (int4 and Q4_K); the AVX2 kernel's 16-bit sums take only
 	// the latter.
 	wide bool
+	// avx512: its CPUs have AVX-512, whose forms of the helpers (quantizeRow32, …) it
+	// takes; the others take AVX2's (qHelpers2).
+	avx512 bool
+}
+
+// use makes p the path MulNT and MulNN take, its helpers in the forms a CPU whose
+// best path p is takes (the Go kernel's: those of the CPU at hand).
+func (p *qPath) use() {
+	qActive = p
+	if p != qGo {
+		qHelpers2 = !p.avx512
+	}
 }
 
 // verified reports whether p's micro-kernel gives qKernelGo's tile bit for bit on
@@ -118,7 +130,8 @@ func init() {
 	default:
 		for _, p := range qPaths() {
 			if p.name == v {
-				qBest, qActive, qHelpers2 = p, p, p.name != "avx512-vnni"
+				qBest = p
+				p.use()
 			}
 		}
 	}
@@ -184,7 +197,7 @@ type qAct struct {
 	pairs    []float32
 	mp, kp   int
 	groupsKP int
-	scale    []float32 // MulNN's row scales of w, folded into a (mulNNIntWith)
+	scale    []float32 // MulNN's row scales of w, folded into a (mulNNInt)
 	zero     []byte    // MulNN's stand-in for w's rows past Rows
 }
 
@@ -448,14 +461,11 @@ func transposeWordsGo(dst, src []byte, kc int) {
 // qKernelFunc is the int8 micro-kernel's signature (qKernel, qKernelGo).
 type qKernelFunc func(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool)
 
-// mulNTInt computes out = a·wᵀ (MulNT's result, w.useIntProduct(m)) with the integer
-// micro-kernel.
-func (w *Matrix) mulNTInt(out, a []float32, m int) { w.mulNTIntWith(qActive.kern, out, a, m) }
-
-// mulNTIntWith is mulNTInt with the micro-kernel given: a quantized once, the columns
-// split across the worker pool, each worker packing its own a panel at a time.
-func (w *Matrix) mulNTIntWith(kern qKernelFunc, out, a []float32, m int) {
-	n, k := w.Rows, w.Cols
+// mulNTInt computes out = a·wᵀ (MulNT's result, w.useIntProduct(m)) with the active
+// path's micro-kernel: a quantized once, the columns split across the worker pool,
+// each worker packing its own a panel at a time.
+func (w *Matrix) mulNTInt(out, a []float32, m int) {
+	kern, n, k := qActive.kern, w.Rows, w.Cols
 	q := qActs.Get().(*qAct)
 	defer qActs.Put(q)
 	q.quantize(a, nil, m, k)
@@ -561,12 +571,12 @@ func (w *Matrix) useIntProductNN(m int) bool {
 	return qActive != nil && m >= dotRows && w.intCodesNN(qActive)
 }
 
-// mulNNIntWith computes out = a·w (MulNN's result, w.intCodesNN of the path) with the integer
-// micro-kernel: a [m, Rows] times each row's scale, quantized once; w's codes packed
-// as mulNTIntWith packs wᵀ's, from four rows of w at a time (interleave4), every
+// mulNNInt computes out = a·w (MulNN's result, w.useIntProductNN(m)) with the active
+// path's micro-kernel: a [m, Rows] times each row's scale, quantized once; w's codes
+// packed as mulNTInt packs wᵀ's, from four rows of w at a time (interleave4), every
 // column's scale 1 and minimum −128 (the code's offset).
-func (w *Matrix) mulNNIntWith(kern qKernelFunc, out, a []float32, m int) {
-	n, k := w.Cols, w.Rows
+func (w *Matrix) mulNNInt(out, a []float32, m int) {
+	kern, n, k := qActive.kern, w.Cols, w.Rows
 	q := qActs.Get().(*qAct)
 	defer qActs.Put(q)
 	q.scale = grow(q.scale, k)

@@ -20,7 +20,7 @@ import (
 var (
 	hasVNNI    = useAVX512 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
 	hasAVXVNNI = useAVX2 && cpu.X86.HasAVXVNNI
-	qVNNI      = &qPath{name: "avx512-vnni", kern: qkernel6x32VNNI, wide: true}
+	qVNNI      = &qPath{name: "avx512-vnni", kern: qkernel6x32VNNI, wide: true, avx512: true}
 	qAVXVNNI   = &qPath{name: "avx-vnni", kern: tile3x16(qkernel3x16AVXVNNI), wide: true}
 	qVNNI256   = &qPath{name: "avx512-vnni-256", kern: tile3x16(qkernel3x16VNNI256), wide: true}
 	qAVX2      = &qPath{name: "avx2", kern: tile3x16(qkernel3x16AVX2)}
@@ -170,8 +170,8 @@ func unpackNibbles(dst, src []byte) {
 	unpackNibblesGo(dst[2*n:], src[n:])
 }
 
-// transposeWords is transposeWordsGo by transpose16, or by two transpose8AVX2 (rows
-// 0–7, then 8–15; their moves keep any bits): kc a multiple of 64.
+// transposeWords is transposeWordsGo by transpose16 or transpose16By8 (their moves
+// keep any bits): kc a multiple of 64.
 func transposeWords(dst, src []byte, kc int) {
 	_, _ = dst[128*(kc/4-1)+64-1], src[16*kc-1]
 	d, s := (*float32)(unsafe.Pointer(&dst[0])), (*float32)(unsafe.Pointer(&src[0]))
@@ -179,8 +179,7 @@ func transposeWords(dst, src []byte, kc int) {
 	case !qHelpers2:
 		transpose16(d, 32, s, kc/4, kc/64, 16)
 	case useAVX2:
-		transpose8AVX2(d, 32, s, kc/4, kc/32, nil)
-		transpose8AVX2((*float32)(unsafe.Add(unsafe.Pointer(d), 32)), 32, (*float32)(unsafe.Add(unsafe.Pointer(s), 8*kc)), kc/4, kc/32, nil)
+		transpose16By8(d, 32, s, kc/4, kc/32)
 	default:
 		transposeWordsGo(dst, src, kc)
 	}
@@ -212,8 +211,16 @@ func xor80(dst, src []byte) {
 	xor80Go(dst[n:], src[n:])
 }
 
+// transpose16By8 is transpose16 of 16 whole lanes for AVX2, by transpose8AVX2 over
+// rows 0–7 and then 8–15: dst[(8·blk+p)·ldd + r] = src[r·lds + 8·blk + p] for r < 16,
+// p < 8, blk < blocks8.
+func transpose16By8(dst *float32, ldd int, src *float32, lds, blocks8 int) {
+	transpose8AVX2(dst, ldd, src, lds, blocks8, nil)
+	transpose8AVX2((*float32)(unsafe.Add(unsafe.Pointer(dst), 4*8)), ldd, (*float32)(unsafe.Add(unsafe.Pointer(src), 4*8*lds)), lds, blocks8, nil)
+}
+
 // transposeScalesVector is transposeScales' whole blocks of 16 groups by transpose16,
-// or of 8 by two transpose8AVX2; it returns how many groups it wrote.
+// or of 8 by transpose16By8; it returns how many groups it wrote.
 func transposeScalesVector(dst, src []float32, groups int) int {
 	switch {
 	case useAVX512:
@@ -230,8 +237,7 @@ func transposeScalesVector(dst, src []float32, groups int) int {
 			return 0
 		}
 		_, _ = dst[(g0-1)*2*qNR+15], src[15*groups+g0-1]
-		transpose8AVX2(&dst[0], 2*qNR, &src[0], groups, g0/8, nil)
-		transpose8AVX2(&dst[8], 2*qNR, &src[8*groups], groups, g0/8, nil)
+		transpose16By8(&dst[0], 2*qNR, &src[0], groups, g0/8)
 		return g0
 	}
 	return 0

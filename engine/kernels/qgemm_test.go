@@ -15,9 +15,9 @@ func withQPath(t testing.TB, p *qPath, f func()) {
 	t.Helper()
 	was, helpers := qActive, qHelpers2
 	defer func() { qActive, qHelpers2 = was, helpers }()
-	qActive = p
-	if p != nil && p != qGo {
-		qHelpers2 = p.name != "avx512-vnni"
+	qActive = nil
+	if p != nil {
+		p.use()
 	}
 	f()
 }
