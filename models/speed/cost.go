@@ -338,9 +338,9 @@ func (r *Rates) kernelSeconds(w work, inCache bool) (total, streamed float64) {
 		}
 		return w.count * max(w.m*kern, mem), streamed
 	}
-	// The integer products (kernels.IntProducts): int4 weights' MulNT, and with AVX-512
-	// VNNI int8 weights' and the soft embedding's MulNN of an int8 embedding
-	// (Rates.IntTakes), at IntGEMM's rate, packing included.
+	// The integer products (kernels.IntProducts): int4 weights' MulNT, and where the
+	// path takes int8 (VNNI) int8 weights' and the soft embedding's MulNN of an int8
+	// embedding (Rates.IntTakes), at IntGEMM's rate, packing included.
 	if (w.format == "int4" && !w.soft || w.format == "int8") && r.IntTakes(w.format) {
 		if rate := r.IntGEMMAt(int(math.Round(w.m)), w.k, w.n); rate > 0 {
 			return w.flops() / rate, 0

@@ -46,9 +46,9 @@ type Rates struct {
 	// they do not, and those formats' products are priced at GEMM plus Decode.
 	IntGEMM []ShapeRate `json:"int_gemm,omitempty"`
 	// IntFormats are the stored formats whose canvas products took the integer path
-	// when IntGEMM was measured (kernels.IntFormats: "int4" and, with AVX-512 VNNI,
-	// "int8"), and IntKernel its micro-kernel ("avx512-vnni", "avx2"); the formats
-	// not listed are priced at GEMM plus Decode.
+	// when IntGEMM was measured (kernels.IntFormats: "int4" and, with AVX-512 VNNI or
+	// AVX-VNNI, "int8"), and IntKernel its micro-kernel (kernels.IntKernel); the
+	// formats not listed are priced at GEMM plus Decode.
 	IntFormats []string `json:"int_formats,omitempty"`
 	IntKernel  string   `json:"int_kernel,omitempty"`
 	// GEMV is the AR step's product rate, in weights per second, by stored format
@@ -279,7 +279,7 @@ func (r *Rates) IntPeak() float64 { return peakOf(r.IntGEMM) }
 // the int8 and int4 profiles where the integer products take that format (their
 // largest products go through them), else Peak.
 func (r *Rates) PeakFor(p quant.Profile) float64 {
-	if (p == quant.Int8Profile && r.IntTakes("int8") || p == quant.Int4Profile && r.IntTakes("int4")) && r.IntPeak() > r.Peak() {
+	if (p == quant.Int8Profile || p == quant.Int4Profile) && r.IntTakes(string(p)) && r.IntPeak() > r.Peak() {
 		return r.IntPeak()
 	}
 	return r.Peak()
