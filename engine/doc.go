@@ -33,11 +33,12 @@
 //
 // A prompt that begins as a recent one did — a conversation's next message, which
 // re-sends the conversation so far, or an answer regenerated — is encoded from that
-// prompt's cache on the host path (prefixCache: the runner keeps copies of its cache
-// after prompts of a chunk or more, two of them, so a page made between two messages
-// does not cost the conversation its cache), in whole chunks of the encoder, so the
-// rest is encoded in the very chunks a pass over all of it would be and every value
-// is the same bit for bit (Result.PromptCached counts what was read).
+// prompt's cache (prefixCache: the runner keeps copies of its cache after prompts of a
+// chunk or more, two of them, so a page made between two messages does not cost the
+// conversation its cache; on a GPU the copies are in host memory, not the device's),
+// in whole chunks of the encoder, so the rest is encoded in the very chunks a pass
+// over all of it would be and every value is the same bit for bit
+// (Result.PromptCached counts what was read).
 //
 // AR guidance (Darkroom's, off unless generation_config.json or the request
 // asks for it): the decoder guesses all positions at once, so a small model's

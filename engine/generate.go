@@ -71,7 +71,7 @@ type stepLogits interface {
 }
 
 // prefixCache is a runner whose KV cache can come back to a prefix of a prompt it
-// encoded before (engine/model's Runner on the host path), kept in one of
+// encoded before (engine/model's Runner, on either path), kept in one of
 // keptSlots slots, so that a prompt that begins as that one did (a conversation's
 // next message, a regenerated answer, an API client sending the whole chat again, the
 // Desktop's next screen) encodes only the rest — and gets the values a pass over all
@@ -81,7 +81,7 @@ type prefixCache interface {
 	Keep(slot int) bool
 	// Restore makes the cache the first m ≤ n tokens of what Keep copied into slot, m
 	// a point from which the rest encodes as it would from empty, and returns m (0:
-	// the cache untouched).
+	// nothing restored, and the caller starts from an empty cache).
 	Restore(slot, n int) int
 }
 

@@ -76,8 +76,8 @@ func (h *hostModel) ropeTables(i, start, c int) (cos, sin []float32) {
 // hostCache is the host model's KV cache, by the graph Runner's rules (kvcache.go),
 // in float32, rows [Kv, Hd] row-major per position:
 //   - sliding layers: K (after k_norm and RoPE) and V (after v_norm) of the last
-//     SlidingCacheSlots positions (and ringSlack more, so the cache can be cut back
-//     that far: Runner.Restore), position p in row p mod R;
+//     RingSlots positions (the window's, and RingSlack more, so the cache can be cut
+//     back that far: Runner.Restore), position p in row p mod R;
 //   - full (K=V) layers: V of every position (k[i] stays nil); hostModel.prefix
 //     recomputes K = RoPE(V ⊙ k_norm.weight).
 type hostCache struct {
@@ -241,33 +241,24 @@ func (c *hostCache) rotation(inv []float32, n int) (pairs []int, cos, sin []floa
 	return r.pairs, r.cos, r.sin
 }
 
-// ringSlack is how many positions a sliding layer's ring holds beyond the window's
-// sliding_window−1, so that a kept prompt's cache can be cut back by up to that many
-// tokens (Runner.Restore: to the encoder's last chunk boundary before the prompt's
-// end, the point from which the next prompt is encoded) after the window has filled.
-const ringSlack = 256
-
-// HostRingSlack is ringSlack, for estimates of the host cache's memory.
-const HostRingSlack = ringSlack
-
-// ringRows is layer i's row limit: the window's SlidingCacheSlots plus ringSlack for a
-// sliding layer with a window, 0 (none) for a full layer.
+// ringRows is layer i's row limit: a sliding layer's ring (RingSlots: the window's
+// SlidingCacheSlots plus RingSlack) where the layer has a window, 0 (none) for a full
+// layer.
 func (c *hostCache) ringRows(cfg *config.Text, i int) int { return hostRingRows(cfg, i) }
 
 // hostRingRows is hostCache.ringRows, for the memory estimates (HostKVCacheBytes).
 func hostRingRows(cfg *config.Text, i int) int {
 	if cfg.IsSliding(i) && cfg.SlidingWindow > 0 {
-		return SlidingCacheSlots(cfg, cfg.SlidingWindow) + ringSlack
+		return RingSlots(cfg, math.MaxInt)
 	}
 	return 0
 }
 
 // canTruncate reports whether every sliding layer's ring still holds the window before
-// position n (positions [n−sliding_window+1, n)): all it has written fits, or at
-// most ringSlack positions were written past n.
+// position n (ringHolds).
 func (c *hostCache) canTruncate(cfg *config.Text, n int) bool {
 	for i := range c.v {
-		if r := c.ringRows(cfg, i); r > 0 && c.written[i] > max(n+ringSlack, r) {
+		if r := c.ringRows(cfg, i); r > 0 && !ringHolds(r, c.written[i], n) {
 			return false
 		}
 	}

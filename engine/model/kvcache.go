@@ -13,8 +13,10 @@ import (
 //   - Sliding layers keep the last sliding_window−1 positions in a ring buffer: the
 //     decoder reads the last W−1 cached tokens, and an encoder chunk's first query
 //     (position L) sees keys with pos > L − W, i.e. the same W−1. Position p lives in
-//     slot p mod R (R = SlidingCacheSlots); positions stay absolute (RoPE is applied
-//     before caching, and the masks use each slot's stored position).
+//     slot p mod R (R = RingSlots: those W−1 and RingSlack more, so that a kept
+//     prompt's cache can be cut back to a chunk boundary before its end); positions
+//     stay absolute (RoPE is applied before caching, and the masks use each slot's
+//     stored position, so the slack's older positions are masked out).
 //   - Full-attention layers (K = V) keep V = v_norm(k_proj(x)) only, for every
 //     position. K = RoPE(k_norm(k_proj(x))) = RoPE(V ⊙ k_norm.weight): RMSNorm is
 //     x/√(mean(x²)+eps) times its weight, so K is recomputed from the cached V at each
@@ -31,9 +33,10 @@ const DefaultMinCapacity = 256
 // tokens positions: the next power of two, at least DefaultMinCapacity.
 func CacheCapacity(tokens int) int { return max(DefaultMinCapacity, nextPow2(tokens)) }
 
-// SlidingCacheSlots is how many positions a sliding layer's cache holds when the
-// runner's capacity is capacity tokens: min(capacity, sliding_window−1), at least 1;
-// the capacity itself when the config has no window.
+// SlidingCacheSlots is how many cached positions a sliding layer's queries can see
+// when the runner's capacity is capacity tokens: min(capacity, sliding_window−1), at
+// least 1; the capacity itself when the config has no window. Its ring holds
+// RingSlots.
 func SlidingCacheSlots(cfg *config.Text, capacity int) int {
 	if cfg.SlidingWindow <= 0 {
 		return capacity
@@ -41,10 +44,33 @@ func SlidingCacheSlots(cfg *config.Text, capacity int) int {
 	return max(1, min(capacity, cfg.SlidingWindow-1))
 }
 
+// RingSlack is how many positions a sliding layer's ring holds beyond the window's
+// sliding_window−1, so that a kept prompt's cache can be cut back by up to that many
+// tokens (Runner.Restore: to the encoder's last chunk boundary before the prompt's
+// end, the point from which the next prompt is encoded) after the window has filled.
+const RingSlack = 256
+
+// RingSlots is how many positions a sliding layer's ring holds when the cache holds
+// (host path) or has the capacity for (graph path) tokens positions:
+// SlidingCacheSlots(cfg, sliding_window) + RingSlack at most; tokens where the config
+// has no window.
+func RingSlots(cfg *config.Text, tokens int) int {
+	if cfg.SlidingWindow <= 0 {
+		return tokens
+	}
+	return min(tokens, SlidingCacheSlots(cfg, cfg.SlidingWindow)+RingSlack)
+}
+
+// ringHolds reports whether a ring of r slots that has had positions [0, written)
+// written still holds the window before position n (positions [n−sliding_window+1,
+// n), given r ≥ the window's slots + RingSlack or no wrap): nothing wrapped (written ≤
+// r), or at most RingSlack positions were written past n.
+func ringHolds(r, written, n int) bool { return written <= max(n+RingSlack, r) }
+
 // cacheSlots is layer i's cache length at the given capacity.
 func cacheSlots(cfg *config.Text, i, capacity int) int {
 	if cfg.IsSliding(i) {
-		return SlidingCacheSlots(cfg, capacity)
+		return RingSlots(cfg, capacity)
 	}
 	return capacity
 }
@@ -56,7 +82,7 @@ func cachesK(cfg *config.Text, i int) bool { return cfg.IsSliding(i) }
 // KVCacheBytes is the memory of the Runner's KV cache holding tokens positions
 // (capacity tokens; the cache grows in powers of two, so a Runner at capacity C holds
 // exactly KVCacheBytes(cfg, C, dtype)), with elements of dtype: sliding layers K and
-// V for SlidingCacheSlots positions, full layers V only for every position.
+// V for RingSlots positions, full layers V only for every position.
 func KVCacheBytes(cfg *config.Text, tokens int, dtype dtypes.DType) int64 {
 	var total int64
 	for i := range cfg.NumHiddenLayers {
@@ -70,9 +96,8 @@ func KVCacheBytes(cfg *config.Text, tokens int, dtype dtypes.DType) int64 {
 }
 
 // HostKVCacheBytes is KVCacheBytes for the host path's cache holding tokens positions,
-// float32: its sliding layers' rings hold ringSlack positions beyond the window's
-// (Runner.Restore), and it grows by the token, not in powers of two; without Keep's
-// copy of the rings (Runner.CacheBytes counts it too).
+// float32: it grows by the token, not in powers of two; without Keep's copies
+// (Runner.CacheBytes counts them too).
 func HostKVCacheBytes(cfg *config.Text, tokens int) int64 { return hostCacheBytes(cfg, tokens) }
 
 // HostKeptBytes is the copies of the host cache that Runner.Keep holds (KeptSlots of

@@ -219,8 +219,8 @@ func TestRunnerCacheBF16(t *testing.T) {
 }
 
 // TestKVCacheBytes: the runner's graph cache at a context longer than the window
-// holds exactly KVCacheBytes (sliding layers capped at window−1 slots, full layers V
-// only), by hand for the tiny config, and the 26B's numbers.
+// holds exactly KVCacheBytes (sliding layers capped at window−1 + RingSlack slots,
+// full layers V only), by hand for the tiny config, and the 26B's numbers.
 func TestKVCacheBytes(t *testing.T) {
 	cfg := tinyConfig() // layers: sliding (2×8), full (1×16), sliding; window 4
 	for _, c := range []struct {
@@ -228,11 +228,13 @@ func TestKVCacheBytes(t *testing.T) {
 		dt     dtypes.DType
 		want   int64
 	}{
-		// 2 sliding layers × K,V × slots × 2 heads × 8 + tokens × 1 head × 16 (V only)
+		// 2 sliding layers × K,V × slots × 2 heads × 8 + tokens × 1 head × 16 (V only);
+		// a ring's slots min(tokens, 3 + 256)
 		{2, dtypes.Float32, 4 * (2*2*2*2*8 + 2*16)},
 		{3, dtypes.Float32, 4 * (2*2*3*2*8 + 3*16)},
-		{64, dtypes.Float32, 4 * (2*2*3*2*8 + 64*16)},
-		{64, dtypes.BFloat16, 2 * (2*2*3*2*8 + 64*16)},
+		{64, dtypes.Float32, 4 * (2*2*64*2*8 + 64*16)},
+		{64, dtypes.BFloat16, 2 * (2*2*64*2*8 + 64*16)},
+		{512, dtypes.Float32, 4 * (2*2*259*2*8 + 512*16)},
 	} {
 		if got := KVCacheBytes(cfg, c.tokens, c.dt); got != c.want {
 			t.Errorf("KVCacheBytes(%d, %s) = %d, want %d", c.tokens, c.dt, got, c.want)
@@ -240,7 +242,7 @@ func TestKVCacheBytes(t *testing.T) {
 	}
 	big := config26B(30)
 	got := KVCacheBytes(big, 4096, dtypes.Float32)
-	want := int64(4 * (25*1023*2*8*256 + 5*4096*2*512))
+	want := int64(4 * (25*(1023+256)*2*8*256 + 5*4096*2*512))
 	if got != want {
 		t.Errorf("26B at 4096: %d bytes, want %d", got, want)
 	}
@@ -260,7 +262,7 @@ func TestKVCacheBytes(t *testing.T) {
 	if r.Capacity() != 64 {
 		t.Fatalf("capacity %d after 40 tokens, want 64", r.Capacity())
 	}
-	if got := r.CacheBytes(); got != KVCacheBytes(cfg, 64, dtypes.Float32) || got != 4*(2*2*3*2*8+64*16) {
+	if got := r.CacheBytes(); got != KVCacheBytes(cfg, 64, dtypes.Float32) || got != 4*(2*2*64*2*8+64*16) {
 		t.Errorf("runner cache %d bytes at capacity 64, want KVCacheBytes %d", got, KVCacheBytes(cfg, 64, dtypes.Float32))
 	}
 }
@@ -475,9 +477,15 @@ func (s *attendSeen) Attend(_ int, q, k, v []float32) []float32 {
 // and kept in the other slot; the rest of a prompt encoded after it gives bit for bit
 // the logits of a fresh runner encoding all of it. It refuses (returning 0, the cache
 // as it was) below one chunk, beyond what was kept, from an empty slot or one out of
-// range, and where the kept rings no longer hold the window before the point; the
-// graph path keeps nothing.
-func TestHostKeepRestore(t *testing.T) {
+// range, and where the kept rings no longer hold the window before the point. The
+// host path and the graph path (its copies in host memory) alike.
+func TestKeepRestore(t *testing.T) {
+	for _, host := range []bool{true, false} {
+		t.Run(map[bool]string{true: "host", false: "graph"}[host], func(t *testing.T) { testKeepRestore(t, host) })
+	}
+}
+
+func testKeepRestore(t *testing.T, host bool) {
 	cfg := tinyConfig()
 	w, _ := randomModel(t, cfg, 23, dtypes.Float32)
 	newHost := func() *Runner {
@@ -485,11 +493,11 @@ func TestHostKeepRestore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.HostDecoder, r.HostHead, r.MaxChunk = true, true, 8
+		r.HostDecoder, r.HostHead, r.MaxChunk = host, host, 8
 		return r
 	}
 	rng := rand.New(rand.NewPCG(9, 10))
-	ring := (&hostCache{}).ringRows(cfg, 0)
+	ring := RingSlots(cfg, math.MaxInt)
 	prompt := randTokens(rng, ring+45, cfg.VocabSize) // the rings wrap
 	more := randTokens(rng, ring+30, cfg.VocabSize)   // an answer longer than a ring
 	next := randTokens(rng, 13, cfg.VocabSize)
@@ -505,7 +513,7 @@ func TestHostKeepRestore(t *testing.T) {
 	}
 	encode(r, prompt)
 	if !r.Keep(0) {
-		t.Fatal("the host runner did not keep")
+		t.Fatal("the runner did not keep")
 	}
 	encode(r, more)
 	if got := r.Restore(0, 7); got != 0 || r.Len() != len(prompt)+len(more) {
@@ -514,7 +522,7 @@ func TestHostKeepRestore(t *testing.T) {
 	if got := r.Restore(0, len(prompt)+8); got != 0 {
 		t.Fatalf("Restore past what was kept: %d", got)
 	}
-	if got := r.Restore(0, len(prompt)-ringSlack-20); got != 0 || r.Len() != len(prompt)+len(more) {
+	if got := r.Restore(0, len(prompt)-RingSlack-20); got != 0 || r.Len() != len(prompt)+len(more) {
 		t.Fatalf("Restore to before the kept rings' window: %d, %d cached", got, r.Len())
 	}
 	if r.Restore(1, len(prompt)-1) != 0 || r.Restore(KeptSlots, len(prompt)-1) != 0 || r.Keep(-1) {
@@ -548,15 +556,5 @@ func TestHostKeepRestore(t *testing.T) {
 	otherFull := append(slices.Clone(other), next...)
 	if n := r.Restore(1, len(other)); n != len(other)/8*8 || !slices.Equal(encode(r, otherFull[n:]), encode(newHost(), otherFull)) {
 		t.Fatalf("the second slot's Restore: %d, or other logits", n)
-	}
-
-	g, err := NewRunner(newBackend(t), cfg, newContext(t, w))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.HostDecoder = false
-	encode(g, prompt[:20])
-	if g.Keep(0) || g.Restore(0, 16) != 0 {
-		t.Fatal("the graph path kept or restored")
 	}
 }

@@ -35,9 +35,10 @@ import (
 // The cache tensors stay on the device between calls: they are donated to the encode
 // executable, which returns the updated cache, and only read by the decode executable.
 // They hold what the spec says a future token can see (kvcache.go): sliding layers a
-// ring of the last sliding_window−1 positions (K and V), full (K=V) layers V only for
-// every position, K recomputed from it; KVCacheBytes(cfg, Capacity(), CacheDType) is
-// their size.
+// ring of the last sliding_window−1 positions and RingSlack more (K and V), full (K=V)
+// layers V only for every position, K recomputed from it; KVCacheBytes(cfg,
+// Capacity(), CacheDType) is their size. Keep copies them to host memory, and Restore
+// brings a copy back.
 //
 // With HostDecoder (the default on the pure-Go backend) none of this applies: the model
 // runs on the host (hostModel) with a host-memory cache and compiles nothing.
@@ -100,8 +101,9 @@ type Runner struct {
 	hcache                             hostCache // HostDecoder's KV cache
 	weights                            *hostWeights
 
-	scored   []float32         // Score's logits, reused by every call (see Score)
-	cache    []*tensors.Tensor // CacheShapes(cfg, capacity, CacheDType): per layer K, V (sliding) or V (full)
+	scored   []float32            // Score's logits, reused by every call (see Score)
+	cache    []*tensors.Tensor    // CacheShapes(cfg, capacity, CacheDType): per layer K, V (sliding) or V (full)
+	kept     [KeptSlots]graphKept // Keep's host copies of the graph cache
 	length   int
 	capacity int
 	compiled map[string]bool
@@ -189,39 +191,109 @@ func (r *Runner) Truncate(n int) error {
 	return nil
 }
 
-// Keep copies the host cache as it is now into slot (< KeptSlots), so that Restore
-// can come back to a prefix of what is cached now, whatever is cached meanwhile: a
-// conversation keeps its prompt, and its next message, which begins with that prompt,
-// encodes only what follows, even after a page was made in between (kept in the other
-// slot). It keeps nothing, and reports false, on the graph path, and below one of the
-// encoder's chunks (MaxChunk) cached, where Restore could bring back nothing (a copy
-// of a 26B's cache is over half a GB: HostKeptBytes).
+// graphKept is a copy of the graph path's cache that Keep made: its tensors in host
+// memory (a device's memory is the scarcer: a 26B's cache at 4,096 tokens is 0.6 GB, a
+// copy each way a few tens of milliseconds over PCIe), and the length and capacity it
+// had. A slot's buffers are reused by its next Keep at the same capacity.
+type graphKept struct {
+	cache            []*tensors.Tensor
+	length, capacity int
+}
+
+// free releases the copy.
+func (k *graphKept) free() {
+	for _, t := range k.cache {
+		_ = t.FinalizeAll()
+	}
+	*k = graphKept{}
+}
+
+// Keep copies the cache as it is now into slot (< KeptSlots), so that Restore can come
+// back to a prefix of what is cached now, whatever is cached meanwhile: a conversation
+// keeps its prompt, and its next message, which begins with that prompt, encodes only
+// what follows, even after a page was made in between (kept in the other slot). The
+// host path copies its rows (a copy of a 26B's cache is over half a GB:
+// HostKeptBytes); the graph path copies its tensors to host memory (graphKept), so the
+// copies take none of the device's. It keeps nothing, and reports false, below one of
+// the encoder's chunks (MaxChunk) cached, where Restore could bring back nothing, or
+// where the copy fails.
 func (r *Runner) Keep(slot int) bool {
-	if !r.HostDecoder || r.length < max(r.MaxChunk, 1) || slot < 0 || slot >= KeptSlots {
+	if r.length < max(r.MaxChunk, 1) || slot < 0 || slot >= KeptSlots {
 		return false
 	}
-	r.hcache.keep(slot)
+	if r.HostDecoder {
+		r.hcache.keep(slot)
+		return true
+	}
+	k := &r.kept[slot]
+	if k.capacity != r.capacity || len(k.cache) != len(r.cache) {
+		k.free()
+		for _, t := range r.cache {
+			k.cache = append(k.cache, tensors.FromShape(t.Shape()))
+		}
+	}
+	for j, t := range r.cache {
+		if err := k.cache[j].CopyFrom(t); err != nil {
+			k.free()
+			return false
+		}
+	}
+	k.length, k.capacity = r.length, r.capacity
 	return true
 }
 
 // Restore makes the cache the first m ≤ n tokens of what Keep kept in slot and returns
 // m: n rounded down to a whole number of the encoder's chunks (MaxChunk), so that the
 // rest of a prompt is encoded in the very chunks a pass over all of it from an empty
-// cache encodes it in, and gives its values bit for bit (a chunk's rows sum in
-// another order below kernels.DotRows rows, and a sliding layer's attention sums its
-// keys in depth blocks counted from the chunk's first visible key). The kept pass
+// cache encodes it in, and gives its values bit for bit (on the host path a chunk's
+// rows sum in another order below kernels.DotRows rows, and a sliding layer's
+// attention sums its keys in depth blocks counted from the chunk's first visible key;
+// on the graph path each chunk runs the executable of its own bucket). The kept pass
 // must itself have begun at a chunk boundary (from empty, or from a Restore). It
 // returns 0, the cache left as it was, where it cannot: n below one chunk, more than
 // was kept, nothing kept in slot, or the sliding rings no longer holding the window
-// before it (they hold ringSlack positions more than the window needs); and on the
-// graph path.
+// before it (they hold RingSlack positions more than the window needs: ringHolds).
+// On the graph path the kept copy is copied back to the device in place of the cache
+// (freed first, so the device never holds both; should the copy fail, the cache is
+// left empty), and the slot keeps it for the next Restore.
 func (r *Runner) Restore(slot, n int) int {
 	chunk := max(r.MaxChunk, 1)
 	n = n / chunk * chunk
-	if !r.HostDecoder || n <= 0 || slot < 0 || slot >= KeptSlots || !r.hcache.restore(r.cfg, slot, n) {
+	if n <= 0 || slot < 0 || slot >= KeptSlots {
 		return 0
 	}
-	r.length = n
+	if r.HostDecoder {
+		if !r.hcache.restore(r.cfg, slot, n) {
+			return 0
+		}
+		r.length = n
+		return n
+	}
+	k := &r.kept[slot]
+	if k.cache == nil || n > k.length {
+		return 0
+	}
+	for i := range r.cfg.NumHiddenLayers {
+		if r.cfg.IsSliding(i) && !ringHolds(cacheSlots(r.cfg, i, k.capacity), k.length, n) {
+			return 0
+		}
+	}
+	for _, t := range r.cache {
+		_ = t.FinalizeAll()
+	}
+	r.dropCache()
+	cache := make([]*tensors.Tensor, len(k.cache))
+	for j, t := range k.cache {
+		c, err := t.OnDeviceClone(r.backend, 0)
+		if err != nil {
+			for _, c := range cache[:j] {
+				_ = c.FinalizeAll()
+			}
+			return 0
+		}
+		cache[j] = c
+	}
+	r.cache, r.length, r.capacity = cache, n, k.capacity
 	return n
 }
 
@@ -235,6 +307,9 @@ func (r *Runner) Close() {
 	}
 	r.cache, r.length, r.capacity = nil, 0, 0
 	r.hcache = hostCache{}
+	for i := range r.kept {
+		r.kept[i].free()
+	}
 }
 
 // CacheBytes is the memory the KV cache holds now: the graph cache's tensors
@@ -681,7 +756,7 @@ func (r *Runner) scoreOnHost(ids []int32, from int) (logits []float32, err error
 
 // ensureCapacity grows the cache (power of two ≥ MinCapacity) to hold n tokens. Full
 // layers' caches grow with the capacity; sliding layers' rings only until they reach
-// sliding_window−1 slots. A ring grows only while it has not wrapped (length ≤ its
+// RingSlots. A ring grows only while it has not wrapped (length ≤ its
 // slots, since its slots equal the old capacity then), so position p stays in slot
 // p mod R and growing is appending zero slots.
 func (r *Runner) ensureCapacity(n int) error {

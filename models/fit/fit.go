@@ -13,9 +13,11 @@
 //     bf16 scale per 32; NVFP4 = ½ byte + one FP8 scale per 16 + 4 bytes per row);
 //   - KV cache at the chosen context, f32, by the engine's rule (model.KVCacheBytes at
 //     the capacity the cache grows to): sliding layers keep K and V of the last
-//     sliding_window−1 positions, full-attention layers (K = V) store V only; on the
-//     host path (model.HostKVCacheBytes) by the token, the rings 256 positions longer,
-//     and the copies of it kept for the next prompts (model.HostKeptBytes);
+//     sliding_window−1 positions and 256 more (model.RingSlots: a kept prompt's cache
+//     can be cut back to a chunk boundary), full-attention layers (K = V) store V
+//     only; on the host path (model.HostKVCacheBytes) by the token, and the copies of
+//     it kept for the next prompts (model.HostKeptBytes; the graph path keeps its
+//     copies in host memory, not the GPU's);
 //   - canvas activations of one denoising step, f32: logits (canvas × vocab) and the
 //     tempered logits the soft embedding reads chunk by chunk, attention scores over
 //     the context, hidden states and the MoE row buffers, and the self-conditioning
@@ -145,8 +147,9 @@ func TensorBytes(cfg *config.Model, p quant.Profile, s weights.Spec) int64 {
 // KVBytes is the engine's KV cache when it holds ctx tokens, elemBytes per element
 // (4: f32, 2: bf16), by the engine's own rule (model.KVCacheBytes): the cache grows
 // to the next power of two ≥ ctx (model.CacheCapacity); sliding layers keep K and V
-// of at most sliding_window−1 positions (what a future token can see); full-attention
-// layers (K = V) store V only, for every position.
+// of at most sliding_window−1 positions (what a future token can see) and
+// model.RingSlack more (model.RingSlots); full-attention layers (K = V) store V only,
+// for every position.
 func KVBytes(cfg *config.Model, ctx, elemBytes int) int64 {
 	dt := dtypes.Float32
 	if elemBytes == 2 {
@@ -158,12 +161,12 @@ func KVBytes(cfg *config.Model, ctx, elemBytes int) int64 {
 // prefixScratch is the largest per-layer transient of attending over the cache in one
 // denoising step, f32: a full layer's K recomputed from its cached V (capacity slots)
 // and the K and V concatenated with the canvas's (capacity + canvas rows); a sliding
-// layer's K and V over its window−1 slots + the canvas.
+// layer's K and V over its ring's slots (model.RingSlots) + the canvas.
 func prefixScratch(t *config.Text, capacity, canvas int) int64 {
 	var most int64
 	for i := range t.NumHiddenLayers {
 		row := int64(t.KVHeads(i)) * int64(t.LayerHeadDim(i)) * 4
-		n := int64(model.SlidingCacheSlots(t, capacity))
+		n := int64(model.RingSlots(t, capacity))
 		b := 2 * (n + int64(canvas)) * row
 		if !t.IsSliding(i) {
 			b = (int64(capacity) + 2*(int64(capacity)+int64(canvas))) * row
@@ -191,11 +194,11 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	if rt.GPU {
 		kv := KVBytes(cfg, rt.Context, rt.ComputeBytes)
 		e.Parts = append(e.Parts, Part{PartKV, kv, fmt.Sprintf("%d tokens (cache capacity %d), f32; sliding layers keep the last %d positions (K, V), full layers V only (K = V)",
-			rt.Context, capacity, model.SlidingCacheSlots(t, capacity))})
+			rt.Context, capacity, model.RingSlots(t, capacity))})
 	} else {
 		kv := model.HostKVCacheBytes(t, rt.Context) + model.HostKeptBytes(t, rt.Context)
 		e.Parts = append(e.Parts, Part{PartKV, kv, fmt.Sprintf("%d tokens, f32; sliding layers keep the last %d positions (K, V), twice (a copy kept for the next prompt), full layers V only (K = V)",
-			rt.Context, min(rt.Context, model.SlidingCacheSlots(t, t.SlidingWindow)+model.HostRingSlack))})
+			rt.Context, model.RingSlots(t, rt.Context))})
 	}
 
 	// One denoising step over the canvas.

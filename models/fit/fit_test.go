@@ -14,12 +14,13 @@ const gb = 1e9
 
 // TestKVCacheByHand checks the KV formula on the 26B model: the cache grows to the
 // next power of two ≥ the context (≥ 256); 25 sliding layers keep K and V (8 KV heads
-// × 256) of the last 1023 positions (window − 1); 5 full layers keep V only (2 KV
-// heads × 512) for every slot; f32, and bf16 at half.
+// × 256) of the last 1279 positions (window − 1, and 256 to come back to a kept
+// prompt); 5 full layers keep V only (2 KV heads × 512) for every slot; f32, and bf16
+// at half.
 func TestKVCacheByHand(t *testing.T) {
 	cfg := catalog.DiffusionGemma26B()
 	for _, c := range []struct{ ctx, capacity int }{{100, 256}, {512, 512}, {3000, 4096}, {4096, 4096}, {262144, 262144}} {
-		win := min(c.capacity, 1023)
+		win := min(c.capacity, 1023+256)
 		want := int64(25*win*8*256*2*4) + int64(5*c.capacity*2*512*1*4)
 		if got := KVBytes(cfg, c.ctx, 4); got != want {
 			t.Errorf("ctx %d: KV %d, want %d", c.ctx, got, want)
@@ -28,8 +29,8 @@ func TestKVCacheByHand(t *testing.T) {
 			t.Errorf("ctx %d, bf16: KV %d, want %d", c.ctx, got, want/2)
 		}
 	}
-	if got := float64(KVBytes(cfg, 4096, 4)) / gb; got < 0.50 || got > 0.51 {
-		t.Errorf("26B KV at 4096 tokens %.3f GB, want ≈ 0.503", got)
+	if got := float64(KVBytes(cfg, 4096, 4)) / gb; got < 0.60 || got > 0.61 {
+		t.Errorf("26B KV at 4096 tokens %.3f GB, want ≈ 0.608", got)
 	}
 }
 

@@ -73,9 +73,10 @@ func TestKVBytesMatchesRunner(t *testing.T) {
 		if got != want {
 			t.Errorf("runner cache holds %d bytes at %d tokens, the estimate's KV part is %d", got, ctxTokens, want)
 		}
-		// By hand: capacity 512; 2 sliding layers × K,V × 7 slots × 2 KV heads × 16 and
-		// 1 full layer × V × 512 slots × 1 KV head × 32, f32.
-		if r.Capacity() != 512 || got != 4*(2*2*7*2*16+512*32) {
+		// By hand: capacity 512; 2 sliding layers × K,V × 263 slots (window − 1 +
+		// RingSlack) × 2 KV heads × 16 and 1 full layer × V × 512 slots × 1 KV head ×
+		// 32, f32.
+		if r.Capacity() != 512 || got != 4*(2*2*263*2*16+512*32) {
 			t.Errorf("capacity %d, %d bytes: not the hand count", r.Capacity(), got)
 		}
 	}
