@@ -49,11 +49,16 @@ type benchMode struct {
 	StepsPerCanvas   float64     `json:"steps_per_canvas"`                     // mean denoising steps (diffusion)
 	GuidanceRounds   float64     `json:"guidance_rounds_per_canvas,omitempty"` // mean AR guidance rounds (diffusion)
 	GuidedPerCanvas  float64     `json:"guided_per_canvas,omitempty"`          // mean tokens those rounds revised
-	FirstCanvasMS    float64     `json:"first_canvas_ms"`                      // median time to the first canvas (AR: first token)
-	MedianCanvasMS   float64     `json:"median_canvas_ms"`                     // median time per canvas (diffusion) or per token (AR)
-	ElapsedMS        float64     `json:"elapsed_ms"`                           // median per run
-	ForwardMS        float64     `json:"forward_ms"`                           // median per run, inside forward passes
-	SamplingShare    float64     `json:"sampling_share"`                       // 1 − forward/elapsed: host-side sampling and bookkeeping
+	// PromptCached is the mean of the prompt's tokens a run read from the prompt
+	// cache, not the encoder (engine.Result.PromptCached: a prompt of the encoder's
+	// chunk or more, kept by the run before it); the bounds' workload encodes only
+	// the rest.
+	PromptCached   float64 `json:"prompt_cached_tokens,omitempty"`
+	FirstCanvasMS  float64 `json:"first_canvas_ms"`  // median time to the first canvas (AR: first token)
+	MedianCanvasMS float64 `json:"median_canvas_ms"` // median time per canvas (diffusion) or per token (AR)
+	ElapsedMS      float64 `json:"elapsed_ms"`       // median per run
+	ForwardMS      float64 `json:"forward_ms"`       // median per run, inside forward passes
+	SamplingShare  float64 `json:"sampling_share"`   // 1 − forward/elapsed: host-side sampling and bookkeeping
 	// StepMS is the median denoising step (diffusion; a canvas's second and later
 	// steps, which run nothing else between them).
 	StepMS float64 `json:"step_ms,omitempty"`
@@ -389,7 +394,7 @@ func runBench(env *Env, args []string) error {
 // guidance rounds) at rates.
 func bounds(rep *benchReport, cfg *config.Model, rates *speed.Rates) error {
 	estimate := func(m *benchMode) (*speed.Estimate, error) {
-		w := speed.Workload{Tokens: max(int(math.Round(m.Tokens)), 1), Prompt: max(rep.PromptTokens, 1)}
+		w := speed.Workload{Tokens: max(int(math.Round(m.Tokens)), 1), Prompt: max(rep.PromptTokens-int(math.Round(m.PromptCached)), 1)}
 		if m.Mode == engine.Diffusion {
 			w.Steps, w.GuidanceRounds = m.StepsPerCanvas, m.GuidanceRounds
 		}
@@ -447,8 +452,9 @@ func bounds(rep *benchReport, cfg *config.Model, rates *speed.Rates) error {
 func summarize(mode engine.Mode, rs []*engine.Result, unitMS []float64) benchMode {
 	m := benchMode{Mode: mode, Runs: len(rs)}
 	var tps, first, elapsed, fwd []float64
-	var tokens, passes, steps, canvases, rounds, guided int
+	var tokens, passes, steps, canvases, rounds, guided, cached int
 	for _, r := range rs {
+		cached += r.PromptCached
 		tps = append(tps, r.TokensPerS)
 		first = append(first, r.FirstCanvasMS)
 		elapsed = append(elapsed, r.ElapsedMS)
@@ -464,7 +470,7 @@ func summarize(mode engine.Mode, rs []*engine.Result, unitMS []float64) benchMod
 	}
 	n := float64(len(rs))
 	m.TokensPerS = backend.Median(tps)
-	m.Tokens, m.ForwardPasses = float64(tokens)/n, float64(passes)/n
+	m.Tokens, m.ForwardPasses, m.PromptCached = float64(tokens)/n, float64(passes)/n, float64(cached)/n
 	if passes > 0 {
 		m.TokensPerForward = float64(tokens) / float64(passes)
 	}
@@ -503,6 +509,12 @@ func printBench(w io.Writer, r *benchReport) {
 			m.ForwardPasses, m.TokensPerForward, steps, m.FirstCanvasMS, m.MedianCanvasMS, 100*m.SamplingShare)
 	}
 	fmt.Fprintf(w, "(median over %s; \"median\" is per canvas for diffusion, per token for AR)\n", plural.Count(ms[0].Runs, "run", "runs"))
+	for _, m := range ms {
+		if m.PromptCached > 0 {
+			fmt.Fprintf(w, "%s: %.0f of the prompt's %d tokens a run came from the prompt cache (the run before kept them), not the encoder\n",
+				m.Mode, m.PromptCached, r.PromptTokens)
+		}
+	}
 	if d := r.Diffusion; d != nil && d.GuidanceRounds > 0 {
 		fmt.Fprintf(w, "AR guidance (in the diffusion times): %.1f rounds per canvas, one encoder pass each; %.1f tokens revised per canvas\n",
 			d.GuidanceRounds, d.GuidedPerCanvas)
