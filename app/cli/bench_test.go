@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
@@ -124,6 +125,36 @@ func TestBenchModeDiffusion(t *testing.T) {
 		!strings.Contains(out, "memory read 2.0 GB/s") || !strings.Contains(out, "diffusion warm-up") ||
 		!strings.Contains(out, "the estimated diffusion step: kernels") {
 		t.Errorf("text report (exit %d):\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestBenchPromptCache: with a prompt of the encoder's chunk or more, the warm-up keeps
+// it and each timed run reads it from the prompt cache; the report says how much, and
+// prices its bound's workload on the rest of the prompt, which the runs encoded.
+func TestBenchPromptCache(t *testing.T) {
+	dir := tinyModelDir(t)
+	rates := benchRates(t)
+	prompt := strings.Repeat("The history of the Unix operating system began at Bell Labs. ", 40)
+	_, rep := benchJSON(t, "--model", dir, "--mode", "ar", "--runs", "2", "--max-new-tokens", "2", "--prompt", prompt, "--json")
+	a := rep.AR
+	if a == nil || rep.PromptTokens < 300 || a.PromptCached < 256 || int(a.PromptCached)%256 != 0 || int(a.PromptCached) >= rep.PromptTokens {
+		t.Fatalf("prompt %d tokens, AR %+v: want whole chunks of it from the cache", rep.PromptTokens, a)
+	}
+	cfg, err := config.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	est, err := speed.Compute(cfg, speed.ProfileOf(cfg), rates,
+		speed.Workload{Tokens: int(math.Round(a.Tokens)), Prompt: rep.PromptTokens - int(a.PromptCached)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := a.Bound; b == nil || !near(b.EstimateTokensPerS, est.AR.TokensPerS) {
+		t.Errorf("AR bound %+v, want the estimate of the uncached rest (%g tokens/s)", a.Bound, est.AR.TokensPerS)
+	}
+	code, out, errOut := runCLI("bench", "--model", dir, "--mode", "ar", "--runs", "1", "--max-new-tokens", "2", "--prompt", prompt)
+	if want := fmt.Sprintf("ar: %d of the prompt's %d tokens a run came from the prompt cache", int(a.PromptCached), rep.PromptTokens); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("text report (exit %d), want %q:\n%s\n%s", code, want, out, errOut)
 	}
 }
 
