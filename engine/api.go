@@ -141,6 +141,12 @@ type Request struct {
 	// and OpenAI's API refuses what does not fit).
 	FitContext bool
 
+	// NoPromptCache reads the whole prompt, from an empty cache, and keeps
+	// nothing for the next request: what the prompt costs without the prompt
+	// cache (`darkroom bench --prompt-cache=false`). The kept prompts are left
+	// as they were for the requests after it.
+	NoPromptCache bool
+
 	// OnEvent, if set, is called synchronously from the generating goroutine for
 	// every denoising step, committed canvas and AR token. It must not block for long.
 	OnEvent func(Event)

@@ -340,7 +340,11 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 			return nil, err
 		}
 	}
-	return &generation{ctx: ctx, req: req, run: e.run, kept: &e.kept, tok: e.tok, smp: smp, s: s, guideIDs: e.guideIDs,
+	kept := &e.kept
+	if req.NoPromptCache {
+		kept = nil // resume starts from empty and keeps nothing
+	}
+	return &generation{ctx: ctx, req: req, run: e.run, kept: kept, tok: e.tok, smp: smp, s: s, guideIDs: e.guideIDs,
 		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt, opening: opening,
 		lead: p.lead, reply: p.reply, dropped: p.dropped}, nil
 }

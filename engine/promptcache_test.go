@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,8 +14,9 @@ import (
 // answer, the other mode on the same prompt, the conversation again after another one
 // (each kept in its own slot) — and writes the same tokens, in the same forward
 // passes, as an engine that encodes it all; a prompt that shares less than a chunk
-// starts from empty. The host path and the graph path (the runner's copies in host
-// memory) alike.
+// starts from empty; a request with NoPromptCache reads it all and leaves the kept
+// prompts as they were. The host path and the graph path (the runner's copies in
+// host memory) alike.
 func TestPromptReuse(t *testing.T) {
 	dir := writeTinyModel(t)
 	for _, graph := range []bool{false, true} {
@@ -60,6 +62,18 @@ func testPromptReuse(t *testing.T, dir string, graph bool) {
 	if slots := reuse.kept.slots; len(slots[0].tokens) == 0 || len(slots[1].tokens) == 0 {
 		t.Errorf("kept %d and %d tokens, want both slots in use", len(slots[0].tokens), len(slots[1].tokens))
 	}
+	kept := reuse.kept
+	res, err := reuse.Generate(context.Background(), Request{PromptIDs: second, Mode: AR, Seed: 11,
+		Sampling: Sampling{MaxNewTokens: 24}, NoPromptCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := run(loadGo(t, dir, graph), second, AR)
+	if res.PromptCached != 0 || !slices.Equal(res.Tokens, want.Tokens) || !reflect.DeepEqual(reuse.kept, kept) {
+		t.Errorf("NoPromptCache: %d cached, %v (fresh %v), kept prompts changed %v", res.PromptCached, res.Tokens, want.Tokens,
+			!reflect.DeepEqual(reuse.kept, kept))
+	}
+	check("the next message after one read in full", second, AR, 512)
 }
 
 // TestReadPromptInPieces: a prompt longer than PromptPiece is read a piece at a time,

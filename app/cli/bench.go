@@ -169,6 +169,7 @@ func runBench(env *Env, args []string) error {
 	modes := fs.String("mode", "both", "modes to run: ar, diffusion or both")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (load, warm-up, timed runs) to this file")
+	promptCache := fs.Bool("prompt-cache", true, "let each run read what the run before kept of the prompt (a prompt of 256 tokens or more); false: every run reads it all, as a first message does")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -235,7 +236,7 @@ func runBench(env *Env, args []string) error {
 	// the times of the denoising steps after each canvas's first.
 	run := func(mode engine.Mode, s engine.Sampling, seed uint64) (res *engine.Result, units, steps []float64, err error) {
 		var last, lastStep time.Duration
-		req := engine.Request{Prompt: *prompt, Mode: mode, Sampling: s, Seed: seed, OnEvent: func(ev engine.Event) {
+		req := engine.Request{Prompt: *prompt, Mode: mode, Sampling: s, Seed: seed, NoPromptCache: !*promptCache, OnEvent: func(ev engine.Event) {
 			switch ev.Kind {
 			case engine.EventStep:
 				mem.sample()

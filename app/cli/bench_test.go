@@ -156,6 +156,11 @@ func TestBenchPromptCache(t *testing.T) {
 	if want := fmt.Sprintf("ar: %d of the prompt's %d tokens a run came from the prompt cache", int(a.PromptCached), rep.PromptTokens); code != 0 || !strings.Contains(out, want) {
 		t.Errorf("text report (exit %d), want %q:\n%s\n%s", code, want, out, errOut)
 	}
+	// Without it every run reads the whole prompt, and the same tokens come of it.
+	_, off := benchJSON(t, "--model", dir, "--mode", "ar", "--runs", "2", "--max-new-tokens", "2", "--prompt", prompt, "--prompt-cache=false", "--json")
+	if off.AR == nil || off.AR.PromptCached != 0 || off.AR.Tokens != a.Tokens || off.PromptTokens != rep.PromptTokens {
+		t.Errorf("--prompt-cache=false: %+v, want no prompt cached and %v tokens", off.AR, a.Tokens)
+	}
 }
 
 func TestBenchModeFlag(t *testing.T) {
