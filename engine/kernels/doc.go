@@ -36,20 +36,21 @@
 //     engine/gguf's decoders. A damaged matrix (a truncated tensor, a wrong
 //     scale or block count) is an error, not a panic.
 //   - The integer products (qgemm.go): on CPUs with AVX-512 VNNI, MulNT of Darkroom's
-//     int8 and int4 weights (scale groups of 32 or whole rows) and of GGUF's Q4_K
-//     blocks, and MulNN of a per-row
+//     int8 and int4 weights (scale groups of 32 or whole rows) and of GGUF's Q4_K,
+//     Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 blocks (not Q6_K, whose scales are per 16
+//     inputs), and MulNN of a per-row
 //     int8 embedding (the soft embedding) quantize a's rows to int8 in groups of 32,
 //     pack the weights' codes as bytes, and sum each group exactly with VPDPBUSD (64
 //     multiply-adds an instruction, a float32 FMA's 16) before scaling it into
 //     float32: 2.7× the float path at a 26B expert's shape. On CPUs with AVX2 and no
 //     VNNI the same kernel runs on ymm registers with AVX-VNNI's VPDPBUSD (Intel's
 //     cores since Alder Lake; its machine code is tested here through AVX-512 VL's
-//     encoding of the same instructions), and with AVX2 alone the int4 and Q4_K
-//     products take VPMADDUBSW and 16-bit sums (2.1× the AVX2 float path at that shape
+//     encoding of the same instructions), and with AVX2 alone the int4, Q4_K, Q4_0 and
+//     Q4_1 products take VPMADDUBSW and 16-bit sums (2.1× the AVX2 float path at that shape
 //     here, 2.8× over an expert's 16 rows); int8 stays float there. a's rounding adds
 //     about 0.5% relative error to a product; the model's logits move less than its
 //     int4 weights move them (darkroom quantize --compare). IntProducts, IntFormats,
-//     IntKernel and SetIntProducts (and DARKROOM_INT_PRODUCTS=0) say and choose the
+//     IntGGUF, IntKernel and SetIntProducts (and DARKROOM_INT_PRODUCTS=0) say and choose the
 //     path.
 //
 // We write these rather than call a BLAS because the headless build is CGO_ENABLED=0

@@ -64,6 +64,8 @@ var formats = []struct {
 	{"q8_0", 32, ggufMatrix(gguf.Q8_0)},
 	{"q4_0", 32, ggufMatrix(gguf.Q4_0)},
 	{"q4_1", 32, ggufMatrix(gguf.Q4_1)},
+	{"q5_0", 32, ggufMatrix(gguf.Q5_0)},
+	{"q5_1", 32, ggufMatrix(gguf.Q5_1)},
 	{"q4_k", 256, ggufMatrix(gguf.Q4_K)},
 	{"q6_k", 256, ggufMatrix(gguf.Q6_K)},
 	{"int8", 1, quantMatrix(quant.Int8)},

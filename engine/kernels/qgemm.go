@@ -33,9 +33,10 @@ import (
 // VPDPBUSD on 32-byte ymm registers, VEX-encoded, for every code
 // (qkernel3x16AVXVNNI, 32 multiply-adds an instruction). CPUs with AVX2 and no VNNI at
 // all (AMD before Zen 4, Intel before 2019) take VPMADDUBSW, which adds pairs of byte
-// products into saturating 16-bit words: exact for int4 and Q4_K codes (a word's 16
-// products of a group stay below 2¹⁵), not for int8's, whose products keep the float
-// path there (qkernel3x16AVX2; qPath.wide).
+// products into saturating 16-bit words: exact for 4-bit codes — int4, Q4_K, Q4_0,
+// Q4_1 (a word's 16 products of a group stay below 2¹⁵) — not for int8's or 5-bit
+// ones (Q8_0, Q5_0, Q5_1), whose products keep the float path there
+// (qkernel3x16AVX2; qPath.wide).
 //
 // The weight codes are packed in panels of qNR columns — MulNT's over the whole
 // contraction (mulNTInt), MulNN's a qDepth block at a time — as
@@ -60,9 +61,9 @@ const (
 type qPath struct {
 	name string
 	kern qKernelFunc
-	// wide: codes up to 255 — int8 weights (an int8 code + 128) in MulNT and MulNN —
-	// as well as up to 15 (int4 and Q4_K); the AVX2 kernel's 16-bit sums take only
-	// the latter.
+	// wide: codes up to 255 — int8 weights (an int8 code + 128) in MulNT and MulNN,
+	// GGUF's Q8_0, Q5_0 and Q5_1 — as well as up to 15 (int4, Q4_K, Q4_0, Q4_1); the
+	// AVX2 kernel's 16-bit sums take only the latter.
 	wide bool
 	// avx512: its CPUs have AVX-512, whose forms of the helpers (quantizeRow32, …) it
 	// takes; the others take AVX2's (qHelpers2).
@@ -155,6 +156,22 @@ func IntFormats() []string {
 	return []string{"int4"}
 }
 
+// IntGGUF lists the GGUF block types whose canvas products run in integer arithmetic
+// now (intCodes: "Q4_K", "Q4_0", "Q4_1", and with a wide path "Q5_0", "Q5_1",
+// "Q8_0"; none where IntProducts is false).
+func IntGGUF() []string {
+	if qActive == nil {
+		return nil
+	}
+	var names []string
+	for _, t := range []gguf.Type{gguf.Q4_K, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0, gguf.Q6_K} {
+		if (&Matrix{GGUF: t, Cols: gguf.QK_K}).intCodes(qActive) {
+			names = append(names, t.String())
+		}
+	}
+	return names
+}
+
 // IntKernel: see IntFormats.
 func IntKernel() string {
 	if qActive == nil {
@@ -205,11 +222,22 @@ var qActs = sync.Pool{New: func() any { return new(qAct) }}
 
 // intCodes reports whether path p can multiply w on its integer codes: Darkroom's int8
 // (p.wide) and int4 (not NVFP4) whose scale groups are whole groups of 32 inputs, on
-// rows of whole groups of 32; and GGUF's Q4_K (a scale and a minimum per 32 of each
-// block of 256), the bulk of a Q4_K_M file.
+// rows of whole groups of 32; GGUF's Q4_K (a scale and a minimum per 32 of each
+// block of 256), the bulk of a Q4_K_M file; and GGUF's blocks of 32 with one scale
+// (and a minimum) each — Q4_0 and Q4_1, and where p is wide Q5_0, Q5_1 and Q8_0, the
+// types llama.cpp writes a K-quant's tensors in when their rows are not whole blocks
+// of 256 (a Q4_K_M 26B's expert and MLP down projections, 704 and 2,112 inputs a row).
 func (w *Matrix) intCodes(p *qPath) bool {
 	if w.Spec.Bits == 0 {
-		return w.GGUF == gguf.Q4_K && w.Cols > 0 && w.Cols%gguf.QK_K == 0
+		switch w.GGUF {
+		case gguf.Q4_K:
+			return w.Cols > 0 && w.Cols%gguf.QK_K == 0
+		case gguf.Q4_0, gguf.Q4_1:
+			return w.Cols > 0 && w.Cols%qGroup == 0
+		case gguf.Q5_0, gguf.Q5_1, gguf.Q8_0:
+			return p.wide && w.Cols > 0 && w.Cols%qGroup == 0
+		}
+		return false
 	}
 	if w.Spec.Bits == 8 && !p.wide || w.Spec.Bits != 8 && w.Spec.Bits != 4 || w.Spec.Format == quant.FP4 {
 		return false
@@ -306,8 +334,12 @@ func quantizeRow32Go(q []int8, pairs, a, scale []float32) {
 // rowCodes writes row r of w as unsigned bytes into dst[:Cols], and each group of
 // 32's scale and minimum into s and mn (Cols/32 each), so that w[r,p] = s·u + mn.
 func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r int) {
-	if w.Spec.Bits == 0 { // Q4_K (intCodes)
+	switch {
+	case w.Spec.Bits == 0 && w.GGUF == gguf.Q4_K:
 		w.rowCodesQ4K(dst, s, mn, r)
+		return
+	case w.Spec.Bits == 0: // GGUF's blocks of 32 (intCodes)
+		w.rowCodes32(dst, s, mn, r)
 		return
 	}
 	k := w.Cols
@@ -363,6 +395,110 @@ func (w *Matrix) rowCodesQ4K(dst []byte, s, mn []float32, r int) {
 		}
 	}
 }
+
+// rowCodes32 is rowCodes for GGUF's blocks of 32 inputs with one fp16 scale d (and,
+// in the _1 types, a minimum m) each, ggml's layouts and values:
+//
+//	Q8_0 {d; i8 qs[32]}: q·d — the code q + 128, minimum −128·d
+//	Q4_0 {d; u8 qs[16]}: (q − 8)·d, q the low nibble of qs[j] for input j and the high
+//	     one for input j + 16 — minimum −8·d
+//	Q4_1 {d; m; u8 qs[16]}: q·d + m
+//	Q5_0 {d; u8 qh[4]; u8 qs[16]}: (q − 16)·d, q a Q4_0 nibble with bit j of qh (input
+//	     j) above it — minimum −16·d
+//	Q5_1 {d; m; u8 qh[4]; u8 qs[16]}: q·d + m
+//
+// The scales (and minimums) of up to 64 blocks at a time are gathered and widened by
+// decodeF16 (F16C where the CPU has it); the codes go eight at a time in 64-bit words.
+func (w *Matrix) rowCodes32(dst []byte, s, mn []float32, r int) {
+	const nib = 0x0f0f0f0f0f0f0f0f
+	t := w.GGUF
+	bb, off := blockBytes32(t)
+	nb := w.Cols / qGroup
+	row := w.Data[r*nb*bb : (r+1)*nb*bb]
+	var halves [2 * 64]byte
+	for b0 := 0; b0 < nb; b0 += 64 {
+		n := min(64, nb-b0)
+		gather := func(dst []float32, at int) {
+			for b := range n {
+				i := bb*(b0+b) + at
+				halves[2*b], halves[2*b+1] = row[i], row[i+1]
+			}
+			decodeF16(dst[b0:b0+n], halves[:2*n])
+		}
+		gather(s, 0)
+		switch t {
+		case gguf.Q4_1, gguf.Q5_1:
+			gather(mn, 2)
+		case gguf.Q8_0:
+			scaleRow(mn[b0:b0+n], s[b0:b0+n], nil, -128)
+		case gguf.Q4_0:
+			scaleRow(mn[b0:b0+n], s[b0:b0+n], nil, -8)
+		case gguf.Q5_0:
+			scaleRow(mn[b0:b0+n], s[b0:b0+n], nil, -16)
+		}
+	}
+	// The blocks by pointer (little-endian words, as every platform Go runs us on has):
+	// row holds nb blocks and dst nb·32 codes, as sliced above.
+	_ = dst[qGroup*nb-1]
+	src, out := unsafe.Pointer(unsafe.SliceData(row)), unsafe.Pointer(unsafe.SliceData(dst))
+	word := func(p unsafe.Pointer, i int) uint64 { return *(*uint64)(unsafe.Add(p, i)) }
+	put := func(i int, v uint64) { *(*uint64)(unsafe.Add(out, i)) = v }
+	switch t {
+	case gguf.Q8_0:
+		for b := range nb {
+			q := unsafe.Add(src, bb*b+off)
+			for i := 0; i < qGroup; i += 8 {
+				put(qGroup*b+i, word(q, i)^0x8080808080808080)
+			}
+		}
+	case gguf.Q4_0, gguf.Q4_1:
+		for b := range nb {
+			q := unsafe.Add(src, bb*b+off)
+			x0, x1 := word(q, 0), word(q, 8)
+			put(qGroup*b, x0&nib)
+			put(qGroup*b+8, x1&nib)
+			put(qGroup*b+16, x0>>4&nib)
+			put(qGroup*b+24, x1>>4&nib)
+		}
+	default: // Q5_0, Q5_1: qh just before qs
+		for b := range nb {
+			q := unsafe.Add(src, bb*b+off)
+			hi := *(*uint32)(unsafe.Add(q, -4))
+			x0, x1 := word(q, 0), word(q, 8)
+			put(qGroup*b, x0&nib|highBits[hi&255])
+			put(qGroup*b+8, x1&nib|highBits[hi>>8&255])
+			put(qGroup*b+16, x0>>4&nib|highBits[hi>>16&255])
+			put(qGroup*b+24, x1>>4&nib|highBits[hi>>24])
+		}
+	}
+}
+
+// blockBytes32 is the bytes of one block of a GGUF type rowCodes32 takes, and where
+// its codes begin (qs).
+func blockBytes32(t gguf.Type) (bytes, qs int) {
+	switch t {
+	case gguf.Q8_0:
+		return 34, 2
+	case gguf.Q4_0:
+		return 18, 2
+	case gguf.Q4_1:
+		return 20, 4
+	case gguf.Q5_0:
+		return 22, 6
+	}
+	return 24, 8 // Q5_1
+}
+
+// highBits[b] is eight code bytes holding bit i of b as their fifth bit (16): the high
+// bits of eight Q5 codes, from one byte of the block's qh.
+var highBits = func() (t [256]uint64) {
+	for b := range t {
+		for i := range 8 {
+			t[b] |= uint64(b>>i&1) << (8*i + 4)
+		}
+	}
+	return t
+}()
 
 // unpackQ4KGo writes the codes of nb Q4_K blocks (src, 144 bytes each) into dst in
 // input order: per run of 32 bytes, their low nibbles, then their high nibbles.

@@ -497,12 +497,13 @@ func TestMulNTIntNonFinite(t *testing.T) {
 
 // BenchmarkMulNTInt: a 26B expert's product [m, 2816]×[2816, 704] at the canvas's 256
 // rows and at 16 (an expert's share of a canvas: 256 positions × 8 of 128 experts),
-// int4, int8 and GGUF's Q4_K, each integer path that takes the format against the
-// float path with each float micro-kernel (on an AVX-512 machine, the AVX2 pair too:
-// what a CPU without AVX-512 runs).
+// int4, int8 and GGUF's Q4_K, Q5_0 and Q8_0 (a Q4_K_M file's down projections, whose
+// 704 inputs are no whole K-quant block), each integer path that takes the format
+// against the float path with each float micro-kernel (on an AVX-512 machine, the
+// AVX2 pair too: what a CPU without AVX-512 runs).
 func BenchmarkMulNTInt(b *testing.B) {
 	const n, k = 704, 2816
-	for _, name := range []string{"int4", "int8", "q4_k"} {
+	for _, name := range []string{"int4", "int8", "q4_k", "q5_0", "q8_0"} {
 		f := formatNamed(name)
 		for _, m := range []int{16, 256} {
 			tm := f(b, rand.New(rand.NewPCG(1, 1)), n, k)
@@ -568,5 +569,35 @@ func BenchmarkMulNNInt(b *testing.B) {
 			})
 			b.ReportMetric(2*float64(m*v*d)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// TestRowCodes: for every format the integer product takes, each row's codes, scales
+// and minimums give the stored weights back, s·u + mn (in float64) against the float
+// decoder's values within float32 rounding — and the codes stay below 16 where the
+// AVX2 kernel takes the format.
+func TestRowCodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, f := range formats {
+		const n, k = 5, 512
+		tm := f.make(t, rng, n, k)
+		if !tm.w.intCodes(qGo) {
+			continue
+		}
+		codes, s, mn := make([]byte, k), make([]float32, k/qGroup), make([]float32, k/qGroup)
+		for r := range n {
+			tm.w.rowCodes(codes, s, mn, r)
+			for p := range k {
+				g := p / qGroup
+				got := float64(s[g])*float64(codes[p]) + float64(mn[g])
+				want := float64(tm.want[r*k+p])
+				if d := math.Abs(got - want); d > 1e-6*(math.Abs(want)+math.Abs(float64(mn[g]))) {
+					t.Fatalf("%s: w[%d, %d] = %g·%d + %g = %g, decoded %g", f.name, r, p, s[g], codes[p], mn[g], got, want)
+				}
+				if codes[p] > 15 && tm.w.intCodes(&qPath{kern: qKernelGo}) {
+					t.Fatalf("%s: code %d above 15 in a format the narrow kernels take", f.name, codes[p])
+				}
+			}
+		}
 	}
 }

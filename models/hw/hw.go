@@ -131,11 +131,13 @@ func (i Info) Report(w io.Writer) {
 }
 
 // cpuProducts names the CPU path's micro-kernels (engine/kernels): the float one,
-// and the integer one with the stored formats it multiplies.
+// and the integer one with the stored formats it multiplies (Darkroom's, and a GGUF
+// file's block types).
 func cpuProducts() string {
 	s := "float " + kernels.GEMMKernel()
 	if f := kernels.IntFormats(); len(f) > 0 {
-		return s + fmt.Sprintf(", integer %s for %s weights", kernels.IntKernel(), strings.Join(f, " and "))
+		return s + fmt.Sprintf(", integer %s for %s weights and GGUF %s blocks", kernels.IntKernel(), strings.Join(f, " and "),
+			strings.Join(kernels.IntGGUF(), ", "))
 	}
 	return s + ", no integer products (this CPU lacks AVX2, or DARKROOM_INT_PRODUCTS=0)"
 }

@@ -103,10 +103,11 @@ type Workload struct {
 	Steps          float64
 	GuidanceRounds float64
 	// FloatProducts: the weights are stored in formats the integer products may not
-	// take — a GGUF's blocks, multiplied as stored: its Q4_K ones go through them,
-	// its Q6_K, Q5_0 and the rest do not, in shares the file decides — so every
-	// product is priced on the float path even where Rates.IntGEMM was measured (a
-	// slower estimate than the run, not a faster one).
+	// take — a GGUF's blocks, multiplied as stored: its Q4_K, Q4_0 and Q4_1 ones go
+	// through them, its Q5_0, Q5_1 and Q8_0 ones where the CPU has VNNI
+	// (kernels.IntGGUF), its Q6_K and the rest do not, in shares the file decides — so
+	// every product is priced on the float path even where Rates.IntGEMM was measured
+	// (a slower estimate than the run, not a faster one).
 	FloatProducts bool
 }
 
