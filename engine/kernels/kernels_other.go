@@ -46,6 +46,10 @@ func maxAVX2(x *float32, n int, m float32) float32 { panic("kernels: no vector m
 func scaleAVX2(x *float32, n int, r float32)       { panic("kernels: no vector scale on this platform") }
 func addAVX2(dst, x *float32, n int)               { panic("kernels: no vector add on this platform") }
 
+func dotQ4K(x []float32, src []byte, nb int, scales []float32) float32 {
+	return dotQ4KGo(x, src, nb, scales)
+}
+
 func dotNibbleRuns(x []float32, src []byte, runBytes, stride int, scales []float32) float32 {
 	return dotNibbleRunsGo(x, src, runBytes, stride, scales)
 }

@@ -272,6 +272,30 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 	// (an AR step makes a thousand of these).
 	cb := packBufs.Get().(*packBuf)
 	defer packBufs.Put(cb)
+	if w.int8Blocks() {
+		// GGUF's symmetric blocks of 32 as int8 codes and a scale per 32, a block of
+		// rows at a time, dotted as Darkroom's int8 groups are (the same bits as
+		// decoding them: each value is its code times d, as ggml decodes it).
+		groups := k / qGroup
+		parallel(parts, func(part int) {
+			buf := qBufs.Get().(*qBuf)
+			defer qBufs.Put(buf)
+			if cap(buf.rows) < rowBlock*k {
+				buf.rows = make([]byte, rowBlock*k)
+			}
+			codes := buf.rows[:rowBlock*k]
+			buf.rs = grow(buf.rs, rowBlock*groups)
+			r1 := n * (part + 1) / parts
+			for r0 := n * part / parts; r0 < r1; r0 += rowBlock {
+				h := min(rowBlock, r1-r0)
+				for j := range h {
+					w.signedCodes32(codes[j*k:(j+1)*k], buf.rs[j*groups:(j+1)*groups], r0+j)
+				}
+				_ = dotInt8Groups(out[r0:], n, a[:m*k], m, codes[:h*k], buf.rs[:h*groups]) // int8Blocks: it can
+			}
+		})
+		return
+	}
 	if h := w.nibbleHalf(); h > 0 && k > 0 {
 		cb.dec = grow(cb.dec, m*k/h)
 		xs := cb.dec
@@ -279,9 +303,12 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 			halfSums(xs[i*k/h:(i+1)*k/h], a[i*k:(i+1)*k], h)
 		}
 		parallel(parts, func(part int) {
+			buf := packBufs.Get().(*packBuf)
+			defer packBufs.Put(buf)
+			buf.dec = grow(buf.dec, 16*q4kRowBlocks) // dotNibbles' scales and minimums
 			for r := n * part / parts; r < n*(part+1)/parts; r++ {
 				for i := range m {
-					out[i*n+r] = w.dotNibbles(r, a[i*k:(i+1)*k], xs[i*k/h:(i+1)*k/h])
+					out[i*n+r] = w.dotNibbles(r, a[i*k:(i+1)*k], xs[i*k/h:(i+1)*k/h], buf.dec)
 				}
 			}
 		})
@@ -368,6 +395,21 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 			}
 		}
 	})
+}
+
+// int8Blocks reports whether mulRows dots w's rows as int8 codes in groups of 32
+// (dotInt8Groups, AVX2): GGUF's blocks of 32 with a scale and no minimum — Q8_0, Q5_0
+// and Q4_0 (signedCodes32) — which it otherwise decoded a row at a time (Q5_0 by
+// engine/gguf's scalar decoder, about 1 GB/s of weights here).
+func (w *Matrix) int8Blocks() bool {
+	if w.Spec.Bits != 0 || !useAVX2 || w.Cols == 0 || w.Cols%qGroup != 0 {
+		return false
+	}
+	switch w.GGUF {
+	case gguf.Q8_0, gguf.Q5_0, gguf.Q4_0:
+		return true
+	}
+	return false
 }
 
 // rowBlock is the rows of w a dot-product worker takes at a time: their scales are

@@ -30,6 +30,19 @@ func (w *Matrix) nibbleHalf() int {
 	return 0
 }
 
+// q4kRowBlocks is the most Q4_K blocks a row may have for dotNibbles to take it in one
+// pass (16,384 inputs; longer rows go a block at a time).
+const q4kRowBlocks = 64
+
+// dotQ4KGo is dotQ4K without vector code.
+func dotQ4KGo(x []float32, src []byte, nb int, scales []float32) float32 {
+	var dot float32
+	for b := range nb {
+		dot += dotNibbleRunsGo(x[256*b:256*(b+1)], src[144*b+16:144*(b+1)], 32, 32, scales[8*b:8*(b+1)])
+	}
+	return dot
+}
+
 // halfSums writes the sums of x's consecutive runs of h values into dst.
 func halfSums(dst, x []float32, h int) {
 	for g := range dst {
@@ -41,13 +54,39 @@ func halfSums(dst, x []float32, h int) {
 	}
 }
 
-// dotNibbles is row r of w dotted with x, xs being x's half-block sums.
-func (w *Matrix) dotNibbles(r int, x, xs []float32) float32 {
+// dotNibbles is row r of w dotted with x, xs being x's half-block sums; scratch holds
+// 16·q4kRowBlocks floats (a Q4_K row's scales and minimums).
+func (w *Matrix) dotNibbles(r int, x, xs, scratch []float32) float32 {
 	half := func(b []byte) float32 { return gguf.HalfToFloat32(binary.LittleEndian.Uint16(b)) }
 	t := w.GGUF
-	bb := t.BlockBytes()
-	nb := w.Cols / t.BlockSize()
+	bb, bs := 144, gguf.QK_K // Q4_K
+	if t != gguf.Q4_K {
+		bb, bs = t.BlockBytes(), t.BlockSize()
+	}
+	nb := w.Cols / bs
 	row := w.Data[r*nb*bb : (r+1)*nb*bb]
+	if t == gguf.Q4_K && nb <= q4kRowBlocks {
+		// Every block's d and dmin widened in one call, its groups' scales and
+		// minimums unpacked (into scratch), then the codes dotted in one pass
+		// (dotQ4K) and the minimums against x's group sums in another.
+		var halves [4 * q4kRowBlocks]byte
+		var dd [2 * q4kRowBlocks]float32
+		scales, mns := scratch[:8*nb], scratch[8*q4kRowBlocks:8*q4kRowBlocks+8*nb]
+		for b := range nb {
+			i := 144 * b
+			halves[4*b], halves[4*b+1], halves[4*b+2], halves[4*b+3] = row[i], row[i+1], row[i+2], row[i+3]
+		}
+		decodeF16(dd[:2*nb], halves[:4*nb])
+		for b := range nb {
+			sc, m := scalesMinsK4((*[12]byte)(row[144*b+4 : 144*b+16]))
+			d, dmin := dd[2*b], dd[2*b+1]
+			s, mn := scales[8*b:8*b+8], mns[8*b:8*b+8]
+			for j := range 8 {
+				s[j], mn[j] = d*float32(sc[j]), dmin*float32(m[j])
+			}
+		}
+		return dotQ4K(x, row, nb, scales) - dot(mns, xs[:8*nb])
+	}
 	var dot, mins float32
 	if t == gguf.Q4_K {
 		var scales [8]float32

@@ -489,6 +489,62 @@ func blockBytes32(t gguf.Type) (bytes, qs int) {
 	return 24, 8 // Q5_1
 }
 
+// signedCodes32 writes row r of a GGUF Q8_0, Q5_0 or Q4_0 matrix (int8Blocks) as its
+// signed codes into dst[:Cols] — q, q − 16, q − 8: each value is its code times its
+// block's d, as ggml decodes it — and each block's d into s, eight codes at a time in
+// 64-bit words (the nibbles as rowCodes32 unpacks them, each byte less 16 or 8 without
+// borrowing from the next: (x | 0x80…) − c, then the top bit flipped back).
+func (w *Matrix) signedCodes32(dst []byte, s []float32, r int) {
+	const nib, top = 0x0f0f0f0f0f0f0f0f, 0x8080808080808080
+	t := w.GGUF
+	bb, off := blockBytes32(t)
+	nb := w.Cols / qGroup
+	row := w.Data[r*nb*bb : (r+1)*nb*bb]
+	var halves [2 * 64]byte
+	for b0 := 0; b0 < nb; b0 += 64 {
+		n := min(64, nb-b0)
+		for b := range n {
+			i := bb * (b0 + b)
+			halves[2*b], halves[2*b+1] = row[i], row[i+1]
+		}
+		decodeF16(s[b0:b0+n], halves[:2*n])
+	}
+	_ = dst[qGroup*nb-1]
+	src, out := unsafe.Pointer(unsafe.SliceData(row)), unsafe.Pointer(unsafe.SliceData(dst))
+	word := func(p unsafe.Pointer, i int) uint64 { return *(*uint64)(unsafe.Add(p, i)) }
+	put := func(i int, v uint64) { *(*uint64)(unsafe.Add(out, i)) = v }
+	switch t {
+	case gguf.Q8_0:
+		for b := range nb {
+			q := unsafe.Add(src, bb*b+off)
+			for i := 0; i < qGroup; i += 8 {
+				put(qGroup*b+i, word(q, i))
+			}
+		}
+	case gguf.Q4_0:
+		const eight = 0x0808080808080808
+		for b := range nb {
+			q := unsafe.Add(src, bb*b+off)
+			x0, x1 := word(q, 0), word(q, 8)
+			put(qGroup*b, (x0&nib|top)-eight^top)
+			put(qGroup*b+8, (x1&nib|top)-eight^top)
+			put(qGroup*b+16, (x0>>4&nib|top)-eight^top)
+			put(qGroup*b+24, (x1>>4&nib|top)-eight^top)
+		}
+	default: // Q5_0
+		const sixteen = 0x1010101010101010
+		for b := range nb {
+			q := unsafe.Add(src, bb*b+off)
+			hi := *(*uint32)(unsafe.Add(q, -4))
+			x0, x1 := word(q, 0), word(q, 8)
+			put(qGroup*b, (x0&nib|highBits[hi&255]|top)-sixteen^top)
+			put(qGroup*b+8, (x1&nib|highBits[hi>>8&255]|top)-sixteen^top)
+			put(qGroup*b+16, (x0>>4&nib|highBits[hi>>16&255]|top)-sixteen^top)
+			put(qGroup*b+24, (x1>>4&nib|highBits[hi>>24]|top)-sixteen^top)
+		}
+	}
+}
+
 // highBits[b] is eight code bytes holding bit i of b as their fifth bit (16): the high
 // bits of eight Q5 codes, from one byte of the block's qh.
 var highBits = func() (t [256]uint64) {

@@ -155,6 +155,23 @@ func decodeQ6K(dst []float32, blk []byte, ds *[16]float32) {
 //go:noescape
 func dotNibbleRunsAVX2(x *float32, src *byte, runs, runBytes, stride int, scales *float32) float32
 
+// dotQ4KAVX2 is dotNibbleRunsAVX2 over whole Q4_K blocks, one call a row
+// (vec_amd64.s).
+//
+//go:noescape
+func dotQ4KAVX2(x *float32, src *byte, blocks int, scales *float32) float32
+
+// dotQ4K returns Σ nibble·scale·x over nb whole Q4_K blocks (src, 144 bytes each) and
+// x's 256·nb values, scales[8b + j] the scale of group j of block b (the minimums are
+// the caller's).
+func dotQ4K(x []float32, src []byte, nb int, scales []float32) float32 {
+	if useAVX2 && nb > 0 {
+		_, _, _ = x[256*nb-1], src[144*nb-1], scales[8*nb-1]
+		return dotQ4KAVX2(&x[0], &src[0], nb, &scales[0])
+	}
+	return dotQ4KGo(x, src, nb, scales)
+}
+
 // dotNibbleRuns returns Σ nibble·scale·x over len(scales)/2 runs of runBytes bytes,
 // stride bytes apart, run r's low and high nibbles against x's values 2·runBytes·r …
 // with scales[2r] and scales[2r+1].

@@ -802,3 +802,66 @@ bdotloop:
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func dotQ4KAVX2(x *float32, src *byte, blocks int, scales *float32) float32
+// dotNibbleRunsAVX2 over whole Q4_K blocks (144 bytes: 16 of scales, then four runs of
+// 32 code bytes), one call a row: run r of block b pairs its low nibbles with
+// x[256b + 64r + i] and its high ones with x[256b + 64r + 32 + i], scaled by
+// scales[8b + 2r] and scales[8b + 2r + 1] (d·sc of each group of 32). The minimums
+// are the caller's.
+TEXT ·dotQ4KAVX2(SB), NOSPLIT, $0-36
+	MOVQ x+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ blocks+16(FP), CX
+	MOVQ scales+24(FP), DX
+	VPBROADCASTD nibconst<>+0(SB), Y14
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+q4kblock:
+	ADDQ $16, SI                     // past d, dmin and the packed scales
+	MOVQ $4, R10
+q4krun:
+	VBROADCASTSS (DX), Y13           // low values' scale
+	VBROADCASTSS 4(DX), Y12          // high values'
+	MOVQ $2, BX
+q4kloop:
+	VPMOVZXBD (SI), Y4
+	VPMOVZXBD 8(SI), Y5
+	VPSRLD $4, Y4, Y6
+	VPSRLD $4, Y5, Y7
+	VPAND Y14, Y4, Y4
+	VPAND Y14, Y5, Y5
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VMULPS Y13, Y4, Y4
+	VMULPS Y13, Y5, Y5
+	VMULPS Y12, Y6, Y6
+	VMULPS Y12, Y7, Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 128(DI), Y6, Y2
+	VFMADD231PS 160(DI), Y7, Y3
+	ADDQ $16, SI
+	ADDQ $64, DI
+	DECQ BX
+	JNZ  q4kloop
+	ADDQ $128, DI                    // past the high values' x
+	ADDQ $8, DX
+	DECQ R10
+	JNZ  q4krun
+	DECQ CX
+	JNZ  q4kblock
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
