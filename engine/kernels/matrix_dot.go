@@ -66,20 +66,16 @@ func (w *Matrix) dotNibbles(r int, x, xs, scratch []float32) float32 {
 	nb := w.Cols / bs
 	row := w.Data[r*nb*bb : (r+1)*nb*bb]
 	if t == gguf.Q4_K && nb <= q4kRowBlocks {
-		// Every block's d and dmin widened in one call, its groups' scales and
+		// Every block's d and dmin widened (blockHalves), its groups' scales and
 		// minimums unpacked (into scratch), then the codes dotted in one pass
 		// (dotQ4K) and the minimums against x's group sums in another.
-		var halves [4 * q4kRowBlocks]byte
-		var dd [2 * q4kRowBlocks]float32
+		var ds, dmins [q4kRowBlocks]float32
 		scales, mns := scratch[:8*nb], scratch[8*q4kRowBlocks:8*q4kRowBlocks+8*nb]
-		for b := range nb {
-			i := 144 * b
-			halves[4*b], halves[4*b+1], halves[4*b+2], halves[4*b+3] = row[i], row[i+1], row[i+2], row[i+3]
-		}
-		decodeF16(dd[:2*nb], halves[:4*nb])
+		blockHalves(ds[:nb], row, 144, 0)
+		blockHalves(dmins[:nb], row, 144, 2)
 		for b := range nb {
 			sc, m := scalesMinsK4((*[12]byte)(row[144*b+4 : 144*b+16]))
-			d, dmin := dd[2*b], dd[2*b+1]
+			d, dmin := ds[b], dmins[b]
 			s, mn := scales[8*b:8*b+8], mns[8*b:8*b+8]
 			for j := range 8 {
 				s[j], mn[j] = d*float32(sc[j]), dmin*float32(m[j])

@@ -407,48 +407,61 @@ func (w *Matrix) rowCodesQ4K(dst []byte, s, mn []float32, r int) {
 //	     j) above it — minimum −16·d
 //	Q5_1 {d; m; u8 qh[4]; u8 qs[16]}: q·d + m
 //
-// The scales (and minimums) of up to 64 blocks at a time are gathered and widened by
-// decodeF16 (F16C where the CPU has it); the codes go eight at a time in 64-bit words.
+// The scales (and minimums) are widened by blockHalves; the codes go eight at a time
+// in 64-bit words.
 func (w *Matrix) rowCodes32(dst []byte, s, mn []float32, r int) {
-	const nib = 0x0f0f0f0f0f0f0f0f
 	t := w.GGUF
-	bb, off := blockBytes32(t)
+	bb, _ := blockBytes32(t)
 	nb := w.Cols / qGroup
 	row := w.Data[r*nb*bb : (r+1)*nb*bb]
-	var halves [2 * 64]byte
-	for b0 := 0; b0 < nb; b0 += 64 {
-		n := min(64, nb-b0)
-		gather := func(dst []float32, at int) {
-			for b := range n {
-				i := bb*(b0+b) + at
-				halves[2*b], halves[2*b+1] = row[i], row[i+1]
-			}
-			decodeF16(dst[b0:b0+n], halves[:2*n])
-		}
-		gather(s, 0)
-		switch t {
-		case gguf.Q4_1, gguf.Q5_1:
-			gather(mn, 2)
-		case gguf.Q8_0:
-			scaleRow(mn[b0:b0+n], s[b0:b0+n], nil, -128)
-		case gguf.Q4_0:
-			scaleRow(mn[b0:b0+n], s[b0:b0+n], nil, -8)
-		case gguf.Q5_0:
-			scaleRow(mn[b0:b0+n], s[b0:b0+n], nil, -16)
-		}
+	blockHalves(s[:nb], row, bb, 0)
+	switch t {
+	case gguf.Q4_1, gguf.Q5_1:
+		blockHalves(mn[:nb], row, bb, 2)
+	case gguf.Q8_0:
+		scaleRow(mn[:nb], s[:nb], nil, -128)
+	case gguf.Q4_0:
+		scaleRow(mn[:nb], s[:nb], nil, -8)
+	case gguf.Q5_0:
+		scaleRow(mn[:nb], s[:nb], nil, -16)
 	}
-	// The blocks by pointer (little-endian words, as every platform Go runs us on has):
-	// row holds nb blocks and dst nb·32 codes, as sliced above.
-	_ = dst[qGroup*nb-1]
+	codes32(dst, row, t, nb, false)
+}
+
+// codes32 writes the codes of nb GGUF blocks of 32 of type t (row, as rowCodes32
+// reads them) into dst, eight at a time in 64-bit words, by pointer (little-endian
+// words, as every platform Go runs us on has): unsigned, or with signed the signed
+// ones (signedCodes32), each byte less the type's zero without borrowing from the next
+// ((x | 0x80…) − z, then the top bit flipped back; Q8_0's bytes as stored).
+func codes32(dst, row []byte, t gguf.Type, nb int, signed bool) {
+	const nib, top = 0x0f0f0f0f0f0f0f0f, 0x8080808080808080
+	bb, off := blockBytes32(t)
+	_, _ = dst[qGroup*nb-1], row[bb*nb-1]
+	var z uint64 // the zero code in each byte, where signed
+	switch {
+	case signed && t == gguf.Q4_0:
+		z = 0x0808080808080808
+	case signed && t == gguf.Q5_0:
+		z = 0x1010101010101010
+	}
 	src, out := unsafe.Pointer(unsafe.SliceData(row)), unsafe.Pointer(unsafe.SliceData(dst))
 	word := func(p unsafe.Pointer, i int) uint64 { return *(*uint64)(unsafe.Add(p, i)) }
-	put := func(i int, v uint64) { *(*uint64)(unsafe.Add(out, i)) = v }
+	put := func(i int, v uint64) {
+		if z != 0 {
+			v = (v | top) - z ^ top
+		}
+		*(*uint64)(unsafe.Add(out, i)) = v
+	}
 	switch t {
 	case gguf.Q8_0:
+		flip := uint64(top) // q + 128
+		if signed {
+			flip = 0
+		}
 		for b := range nb {
 			q := unsafe.Add(src, bb*b+off)
 			for i := 0; i < qGroup; i += 8 {
-				put(qGroup*b+i, word(q, i)^0x8080808080808080)
+				put(qGroup*b+i, word(q, i)^flip)
 			}
 		}
 	case gguf.Q4_0, gguf.Q4_1:
@@ -473,6 +486,21 @@ func (w *Matrix) rowCodes32(dst []byte, s, mn []float32, r int) {
 	}
 }
 
+// blockHalves widens the fp16 value at byte at of each of len(dst) blocks of bb bytes
+// (src) into dst: 64 blocks' gathered and widened by one decodeF16 (F16C where the
+// CPU has it) at a time.
+func blockHalves(dst []float32, src []byte, bb, at int) {
+	var halves [2 * 64]byte
+	for b0 := 0; b0 < len(dst); b0 += 64 {
+		n := min(64, len(dst)-b0)
+		for b := range n {
+			i := bb*(b0+b) + at
+			halves[2*b], halves[2*b+1] = src[i], src[i+1]
+		}
+		decodeF16(dst[b0:b0+n], halves[:2*n])
+	}
+}
+
 // blockBytes32 is the bytes of one block of a GGUF type rowCodes32 takes, and where
 // its codes begin (qs).
 func blockBytes32(t gguf.Type) (bytes, qs int) {
@@ -491,58 +519,14 @@ func blockBytes32(t gguf.Type) (bytes, qs int) {
 
 // signedCodes32 writes row r of a GGUF Q8_0, Q5_0 or Q4_0 matrix (int8Blocks) as its
 // signed codes into dst[:Cols] — q, q − 16, q − 8: each value is its code times its
-// block's d, as ggml decodes it — and each block's d into s, eight codes at a time in
-// 64-bit words (the nibbles as rowCodes32 unpacks them, each byte less 16 or 8 without
-// borrowing from the next: (x | 0x80…) − c, then the top bit flipped back).
+// block's d, as ggml decodes it — and each block's d into s.
 func (w *Matrix) signedCodes32(dst []byte, s []float32, r int) {
-	const nib, top = 0x0f0f0f0f0f0f0f0f, 0x8080808080808080
 	t := w.GGUF
-	bb, off := blockBytes32(t)
+	bb, _ := blockBytes32(t)
 	nb := w.Cols / qGroup
 	row := w.Data[r*nb*bb : (r+1)*nb*bb]
-	var halves [2 * 64]byte
-	for b0 := 0; b0 < nb; b0 += 64 {
-		n := min(64, nb-b0)
-		for b := range n {
-			i := bb * (b0 + b)
-			halves[2*b], halves[2*b+1] = row[i], row[i+1]
-		}
-		decodeF16(s[b0:b0+n], halves[:2*n])
-	}
-	_ = dst[qGroup*nb-1]
-	src, out := unsafe.Pointer(unsafe.SliceData(row)), unsafe.Pointer(unsafe.SliceData(dst))
-	word := func(p unsafe.Pointer, i int) uint64 { return *(*uint64)(unsafe.Add(p, i)) }
-	put := func(i int, v uint64) { *(*uint64)(unsafe.Add(out, i)) = v }
-	switch t {
-	case gguf.Q8_0:
-		for b := range nb {
-			q := unsafe.Add(src, bb*b+off)
-			for i := 0; i < qGroup; i += 8 {
-				put(qGroup*b+i, word(q, i))
-			}
-		}
-	case gguf.Q4_0:
-		const eight = 0x0808080808080808
-		for b := range nb {
-			q := unsafe.Add(src, bb*b+off)
-			x0, x1 := word(q, 0), word(q, 8)
-			put(qGroup*b, (x0&nib|top)-eight^top)
-			put(qGroup*b+8, (x1&nib|top)-eight^top)
-			put(qGroup*b+16, (x0>>4&nib|top)-eight^top)
-			put(qGroup*b+24, (x1>>4&nib|top)-eight^top)
-		}
-	default: // Q5_0
-		const sixteen = 0x1010101010101010
-		for b := range nb {
-			q := unsafe.Add(src, bb*b+off)
-			hi := *(*uint32)(unsafe.Add(q, -4))
-			x0, x1 := word(q, 0), word(q, 8)
-			put(qGroup*b, (x0&nib|highBits[hi&255]|top)-sixteen^top)
-			put(qGroup*b+8, (x1&nib|highBits[hi>>8&255]|top)-sixteen^top)
-			put(qGroup*b+16, (x0>>4&nib|highBits[hi>>16&255]|top)-sixteen^top)
-			put(qGroup*b+24, (x1>>4&nib|highBits[hi>>24]|top)-sixteen^top)
-		}
-	}
+	blockHalves(s[:nb], row, bb, 0)
+	codes32(dst, row, t, nb, true)
 }
 
 // highBits[b] is eight code bytes holding bit i of b as their fifth bit (16): the high

@@ -149,25 +149,20 @@ func decodeQ6K(dst []float32, blk []byte, ds *[16]float32) {
 	decodeQ6KGo(dst, blk, ds)
 }
 
-// dotNibbleRunsAVX2 is Σ nibble·scale·x over runs of ggml's split-nibble layout
-// (vec_amd64.s).
+// dotNibbleRunsAVX2 is Σ nibble·scale·x over runs of ggml's split-nibble layout,
+// groupRuns runs at a time skip bytes apart (vec_amd64.s).
 //
 //go:noescape
-func dotNibbleRunsAVX2(x *float32, src *byte, runs, runBytes, stride int, scales *float32) float32
-
-// dotQ4KAVX2 is dotNibbleRunsAVX2 over whole Q4_K blocks, one call a row
-// (vec_amd64.s).
-//
-//go:noescape
-func dotQ4KAVX2(x *float32, src *byte, blocks int, scales *float32) float32
+func dotNibbleRunsAVX2(x *float32, src *byte, runs, runBytes, stride, groupRuns, skip int, scales *float32) float32
 
 // dotQ4K returns Σ nibble·scale·x over nb whole Q4_K blocks (src, 144 bytes each) and
 // x's 256·nb values, scales[8b + j] the scale of group j of block b (the minimums are
 // the caller's).
 func dotQ4K(x []float32, src []byte, nb int, scales []float32) float32 {
 	if useAVX2 && nb > 0 {
+		// Four runs of 32 code bytes a block, after its 16 bytes of scales.
 		_, _, _ = x[256*nb-1], src[144*nb-1], scales[8*nb-1]
-		return dotQ4KAVX2(&x[0], &src[0], nb, &scales[0])
+		return dotNibbleRunsAVX2(&x[0], &src[16], 4*nb, 32, 32, 4, 16, &scales[0])
 	}
 	return dotQ4KGo(x, src, nb, scales)
 }
@@ -179,7 +174,7 @@ func dotNibbleRuns(x []float32, src []byte, runBytes, stride int, scales []float
 	runs := len(scales) / 2
 	if useAVX2 && runs > 0 && runBytes%16 == 0 {
 		_, _ = x[2*runBytes*runs-1], src[stride*(runs-1)+runBytes-1]
-		return dotNibbleRunsAVX2(&x[0], &src[0], runs, runBytes, stride, &scales[0])
+		return dotNibbleRunsAVX2(&x[0], &src[0], runs, runBytes, stride, runs, 0, &scales[0])
 	}
 	return dotNibbleRunsGo(x, src, runBytes, stride, scales)
 }

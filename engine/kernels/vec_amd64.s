@@ -681,20 +681,24 @@ TEXT ·decodeQ6KAVX2(SB), NOSPLIT, $0-24
 	VZEROUPPER
 	RET
 
-// func dotNibbleRunsAVX2(x *float32, src *byte, runs, runBytes, stride int, scales *float32) float32
+// func dotNibbleRunsAVX2(x *float32, src *byte, runs, runBytes, stride, groupRuns, skip int, scales *float32) float32
 // Σ over runs of ggml's split-nibble layout (decodeNibbleRunsAVX2) of nibble·scale·x,
 // without writing the values: run r's low nibbles pair with x[2·runBytes·r + i], its
 // high ones with x[2·runBytes·r + runBytes + i], scaled by scales[2r] and
-// scales[2r+1]. runBytes is a multiple of 16. The minimums are the caller's (Σ x per
-// half-run times the minimum).
-TEXT ·dotNibbleRunsAVX2(SB), NOSPLIT, $0-52
+// scales[2r+1]. runBytes is a multiple of 16. Runs are stride bytes apart, and after
+// every groupRuns runs skip bytes more (a Q4_K block's header). The minimums are the
+// caller's (Σ x per half-run times the minimum).
+TEXT ·dotNibbleRunsAVX2(SB), NOSPLIT, $0-68
 	MOVQ x+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ runs+16(FP), CX
 	MOVQ runBytes+24(FP), R8
 	MOVQ stride+32(FP), R11
 	SUBQ R8, R11                     // from a run's end to the next run
-	MOVQ scales+40(FP), DX
+	MOVQ groupRuns+40(FP), R12
+	MOVQ R12, R10                    // runs left in this group
+	MOVQ skip+48(FP), R13
+	MOVQ scales+56(FP), DX
 	VPBROADCASTD nibconst<>+0(SB), Y14
 	MOVQ R8, R9
 	SHLQ $2, R9                      // bytes from a low value's x to its high partner's
@@ -732,6 +736,11 @@ dloop:
 	ADDQ R9, DI                      // past the high values' x
 	ADDQ R11, SI
 	ADDQ $8, DX
+	DECQ R10
+	JNZ  dsame
+	ADDQ R13, SI                     // past the next group's header
+	MOVQ R12, R10
+dsame:
 	DECQ CX
 	JNZ  drun
 	VADDPS Y1, Y0, Y0
@@ -741,7 +750,7 @@ dloop:
 	VADDPS X1, X0, X0
 	VHADDPS X0, X0, X0
 	VHADDPS X0, X0, X0
-	MOVSS X0, ret+48(FP)
+	MOVSS X0, ret+64(FP)
 	VZEROUPPER
 	RET
 
@@ -803,65 +812,3 @@ bdotloop:
 	VZEROUPPER
 	RET
 
-// func dotQ4KAVX2(x *float32, src *byte, blocks int, scales *float32) float32
-// dotNibbleRunsAVX2 over whole Q4_K blocks (144 bytes: 16 of scales, then four runs of
-// 32 code bytes), one call a row: run r of block b pairs its low nibbles with
-// x[256b + 64r + i] and its high ones with x[256b + 64r + 32 + i], scaled by
-// scales[8b + 2r] and scales[8b + 2r + 1] (d·sc of each group of 32). The minimums
-// are the caller's.
-TEXT ·dotQ4KAVX2(SB), NOSPLIT, $0-36
-	MOVQ x+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ blocks+16(FP), CX
-	MOVQ scales+24(FP), DX
-	VPBROADCASTD nibconst<>+0(SB), Y14
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-q4kblock:
-	ADDQ $16, SI                     // past d, dmin and the packed scales
-	MOVQ $4, R10
-q4krun:
-	VBROADCASTSS (DX), Y13           // low values' scale
-	VBROADCASTSS 4(DX), Y12          // high values'
-	MOVQ $2, BX
-q4kloop:
-	VPMOVZXBD (SI), Y4
-	VPMOVZXBD 8(SI), Y5
-	VPSRLD $4, Y4, Y6
-	VPSRLD $4, Y5, Y7
-	VPAND Y14, Y4, Y4
-	VPAND Y14, Y5, Y5
-	VCVTDQ2PS Y4, Y4
-	VCVTDQ2PS Y5, Y5
-	VCVTDQ2PS Y6, Y6
-	VCVTDQ2PS Y7, Y7
-	VMULPS Y13, Y4, Y4
-	VMULPS Y13, Y5, Y5
-	VMULPS Y12, Y6, Y6
-	VMULPS Y12, Y7, Y7
-	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 128(DI), Y6, Y2
-	VFMADD231PS 160(DI), Y7, Y3
-	ADDQ $16, SI
-	ADDQ $64, DI
-	DECQ BX
-	JNZ  q4kloop
-	ADDQ $128, DI                    // past the high values' x
-	ADDQ $8, DX
-	DECQ R10
-	JNZ  q4krun
-	DECQ CX
-	JNZ  q4kblock
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-	MOVSS X0, ret+32(FP)
-	VZEROUPPER
-	RET
