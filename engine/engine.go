@@ -31,6 +31,7 @@ type Engine struct {
 	be        backends.Backend // nil for fakes
 	fallback  string           // why XLA did not start, if it was asked for
 	path      string           // where the model runs: PathHost or PathGraph
+	gguf      bool             // the weights came from a GGUF file
 	release   func()           // frees the model's device memory; nil when nothing to free
 	closed    bool
 	guideIDs  *guideIDs   // what AR guidance knows of each id's text, built on first use
@@ -405,6 +406,10 @@ const (
 
 // Path says where the model's forward passes run: PathHost or PathGraph.
 func (e *Engine) Path() string { return e.path }
+
+// GGUF reports whether the model's weights came from a GGUF file (its blocks
+// multiplied as stored on the host path): the speed estimates price them so.
+func (e *Engine) GGUF() bool { return e.gguf }
 
 // MeasureMatMul times a raw float32 [m,k]×[k,n] matmul on the engine's own
 // backend (see backend.MeasureMatMul): the yardstick for the model's forward

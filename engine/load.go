@@ -142,7 +142,9 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 	// as stored, and a graph path copies them out at the "model" stage); a GGUF file,
 	// a ModelOpt export and an embedded model are read into a Set.
 	var w loadedWeights
+	var fromGGUF bool
 	if src.FS == nil {
+		_, fromGGUF, _ = weights.FindGGUF(src.Dir) // Map and Load read it where there is one
 		var ok bool
 		if w.mapped, ok, err = weights.Map(src.Dir, cfg); err == nil && !ok {
 			w.set, err = weights.Load(src.Dir, cfg)
@@ -174,7 +176,7 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 		be.Finalize()
 		return nil, fmt.Errorf("load %s: %w", src, err)
 	}
-	e = &Engine{cfg: cfg, tokenizer: tok, tok: tok, run: run, backend: be.Spec, be: be.Backend, fallback: be.Fallback, path: path,
+	e = &Engine{cfg: cfg, tokenizer: tok, tok: tok, run: run, backend: be.Spec, be: be.Backend, fallback: be.Fallback, path: path, gguf: fromGGUF,
 		release: func() {
 			release()
 			be.Finalize()

@@ -152,6 +152,7 @@ type benchReport struct {
 	// Path is where forward passes ran: "host" (engine/kernels) or "graph" (GoMLX
 	// on Backend). HostMatMulGFLOPS is kernels's rate on the same shape.
 	Path             string  `json:"path"`
+	GGUF             bool    `json:"gguf,omitempty"` // the weights are a GGUF file's blocks: the bounds price them so (speed.Workload.GGUF)
 	HostMatMulGFLOPS float64 `json:"host_matmul_gflops"`
 	ForwardFLOPsNote string  `json:"forward_flops_note,omitempty"`
 }
@@ -218,7 +219,7 @@ func runBench(env *Env, args []string) error {
 	defer e.Close()
 	cfg := e.Config()
 	rep := benchReport{Model: modelLabel(g.model), Backend: e.Backend(), Modes: *modes, CanvasLength: cfg.CanvasLength,
-		LoadMS: msSince(t0), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Path: e.Path(),
+		LoadMS: msSince(t0), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Path: e.Path(), GGUF: e.GGUF(),
 		WeightBytes: fit.WeightBytes(cfg, speed.ProfileOf(cfg))}
 	s := g.sampling()
 	if s.MaxNewTokens == 0 {
@@ -395,7 +396,7 @@ func runBench(env *Env, args []string) error {
 // guidance rounds) at rates.
 func bounds(rep *benchReport, cfg *config.Model, rates *speed.Rates) error {
 	estimate := func(m *benchMode) (*speed.Estimate, error) {
-		w := speed.Workload{Tokens: max(int(math.Round(m.Tokens)), 1), Prompt: max(rep.PromptTokens-int(math.Round(m.PromptCached)), 1)}
+		w := speed.Workload{Tokens: max(int(math.Round(m.Tokens)), 1), Prompt: max(rep.PromptTokens-int(math.Round(m.PromptCached)), 1), GGUF: rep.GGUF}
 		if m.Mode == engine.Diffusion {
 			w.Steps, w.GuidanceRounds = m.StepsPerCanvas, m.GuidanceRounds
 		}

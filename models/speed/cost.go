@@ -9,7 +9,6 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
-	"github.com/darkroomlabs/darkroom/models/fit"
 )
 
 // work is one piece of a forward pass as the host model (engine/model's host.go
@@ -94,15 +93,19 @@ type passes struct {
 	bpw     map[string]float64 // by weight name: bytes per weight as stored
 }
 
-func newPasses(cfg *config.Model, p quant.Profile) *passes {
+func newPasses(cfg *config.Model, p quant.Profile) *passes { return newPassesOf(cfg, p, false) }
+
+// newPassesOf is newPasses with the weights under profile p, or with gguf in a GGUF
+// file's types (storedAs).
+func newPassesOf(cfg *config.Model, p quant.Profile, gguf bool) *passes {
 	ps := &passes{t: &cfg.Text, formats: map[string]string{}, bpw: map[string]float64{}}
 	for _, s := range weights.Specs(cfg) {
 		n := 1
 		for _, d := range s.Shape {
 			n *= d
 		}
-		b := fit.TensorBytes(cfg, p, s)
-		ps.formats[s.Name] = formatOf(cfg, p, s, b, n)
+		var b int64
+		ps.formats[s.Name], b = storedAs(cfg, p, gguf, s, n)
 		if n > 0 {
 			ps.bpw[s.Name] = float64(b) / float64(n)
 		}

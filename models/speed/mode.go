@@ -134,7 +134,7 @@ func ForEntry(e catalog.Entry, cfg *config.Model, p quant.Profile, device string
 		}
 		return Unknown(fmt.Sprintf("unknown on the %s (Darkroom measures only its CPU kernels' rates)", device)), nil
 	}
-	return Compute(cfg, p, r, Workload{Tokens: tokens, Steps: e.Steps, GuidanceRounds: e.GuidanceRounds, FloatProducts: e.GGUF()})
+	return Compute(cfg, p, r, Workload{Tokens: tokens, Steps: e.Steps, GuidanceRounds: e.GuidanceRounds, GGUF: e.GGUF()})
 }
 
 // ForLoaded is the default mode of a model Darkroom loaded (name as the user gave

@@ -26,7 +26,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 8
+const calibrationVersion = 9
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -698,7 +698,7 @@ func measureOnce(ctx context.Context, st *streams) (*Rates, error) {
 
 	// The AR product in cache: 256 KiB to 1 MiB of weights whatever the format.
 	const rows, cols = 512, 1024
-	for _, f := range formats {
+	for _, f := range slices.Concat(formats, ggufFormats) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -778,7 +778,7 @@ func measureHost(ctx context.Context, r *Rates) error {
 	const dm, dk, dn = 64, 1024, 1024
 	a, out := fill(dm*dk), make([]float32, dm*dn)
 	var f32 float64
-	for _, f := range formats {
+	for _, f := range slices.Concat(formats, ggufFormats) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -1001,8 +1001,18 @@ func vecPass(kind string, width, n int) (func(), error) {
 	}, nil
 }
 
-// formats are the weight formats the AR product is timed in.
+// formats are the weight formats the AR product is timed in, in the caches and
+// streaming from memory.
 var formats = []string{"f32", "bf16", "int8", "int4", "nvfp4"}
+
+// ggufFormats are a GGUF file's block types that the estimates price (ggufFormat: a
+// Q4_K_M file's), timed in the caches only — the AR product (GEMV) and the canvas
+// product's decoding (Decode) —, streaming from memory at the longer of that and the
+// memory's time (Rates.gemv).
+var ggufFormats = []string{"q4_k", "q6_k", "q5_0", "q8_0"}
+
+// ggufTypes are ggufFormats' GGUF types.
+var ggufTypes = map[string]gguf.Type{"q4_k": gguf.Q4_K, "q6_k": gguf.Q6_K, "q5_0": gguf.Q5_0, "q8_0": gguf.Q8_0}
 
 // matrixOf is a rows×cols matrix in format f with plain values (unit scales, so no
 // denormals slow the timing).
@@ -1027,7 +1037,29 @@ func matrixOf(f string, rows, cols int) (*kernels.Matrix, error) {
 	case "nvfp4":
 		spec = quant.NVFP4
 	default:
-		return nil, fmt.Errorf("no weight format %q", f)
+		t, ok := ggufTypes[f]
+		if !ok {
+			return nil, fmt.Errorf("no weight format %q", f)
+		}
+		// Whole blocks of patterned codes, each block's fp16 scales 1/64 (d, and
+		// Q4_K's dmin; the rest of a block's bytes are codes or small scales).
+		bb, bs := t.BlockBytes(), t.BlockSize()
+		w.GGUF, w.Data = t, make([]byte, rows*cols/bs*bb)
+		for i := range w.Data {
+			w.Data[i] = byte(i * 37)
+		}
+		at := []int{0}
+		switch t {
+		case gguf.Q4_K:
+			at = []int{0, 2}
+		case gguf.Q6_K:
+			at = []int{208}
+		}
+		for b := 0; b < len(w.Data); b += bb {
+			for _, o := range at {
+				binary.LittleEndian.PutUint16(w.Data[b+o:], 0x2400)
+			}
+		}
 	}
 	if spec.Bits != 0 {
 		w.Spec = spec

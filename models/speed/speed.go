@@ -83,10 +83,12 @@ package speed
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -102,13 +104,14 @@ type Workload struct {
 	// canvas (default: the generation config's maximum when guidance is on).
 	Steps          float64
 	GuidanceRounds float64
-	// FloatProducts: the weights are stored in formats the integer products may not
-	// take — a GGUF's blocks, multiplied as stored: its Q4_K, Q4_0 and Q4_1 ones go
-	// through them, its Q5_0, Q5_1 and Q8_0 ones where the CPU has VNNI
-	// (kernels.IntGGUF), its Q6_K and the rest do not, in shares the file decides — so
-	// every product is priced on the float path even where Rates.IntGEMM was measured
-	// (a slower estimate than the run, not a faster one).
-	FloatProducts bool
+	// GGUF: the weights are a GGUF file's blocks, multiplied as stored, in a Q4_K_M
+	// file's types (ggufFormat: llama.cpp's rules) — each tensor's AR product priced at
+	// its block type's measured rate and bytes, and every canvas product on the float
+	// path even where Rates.IntGEMM was measured: the integer products take its Q4_K,
+	// Q4_0 and Q4_1 blocks, and Q5_0, Q5_1 and Q8_0 where the CPU has VNNI
+	// (kernels.IntGGUF), not its Q6_K (a slower estimate than the run, not a faster
+	// one).
+	GGUF bool
 }
 
 func (w Workload) withDefaults(cfg *config.Model) Workload {
@@ -196,7 +199,7 @@ func Unknown(why string) *Estimate { return &Estimate{Unknown: why} }
 // Compute estimates cfg under profile p on a machine with rates r. A nil r is an
 // unknown estimate (see Unknown); a config without dimensions is an error.
 func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimate, error) {
-	if w.FloatProducts && r != nil && len(r.IntGEMM) > 0 {
+	if w.GGUF && r != nil && len(r.IntGEMM) > 0 {
 		float := *r
 		float.IntGEMM = nil
 		r = &float
@@ -215,7 +218,7 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	c := canvas(cfg)
 	canvases := (w.Tokens + c - 1) / c
 	mid := w.Prompt + c*(canvases-1)/2
-	ps := newPasses(cfg, p)
+	ps := newPassesOf(cfg, p, w.GGUF)
 	e := &Estimate{Workload: w, Canvas: c, MemRead: r.MemRead,
 		AR: Mode{Mode: engine.AR}, Diffusion: Mode{Mode: engine.Diffusion}}
 
@@ -223,7 +226,7 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	// shared MLP and the top-k of its experts, and the tied embedding whole for the
 	// LM head. Weights that fit in the last-level cache stay there from token to
 	// token; a real model's stream from memory at the kernels' measured rates.
-	ar := readSet(cfg, p, func(s weights.Spec) float64 {
+	ar := readSet(cfg, p, w.GGUF, func(s weights.Spec) float64 {
 		switch {
 		case strings.HasPrefix(s.Name, "self_conditioning."):
 			return 0 // the decoder's only
@@ -256,7 +259,7 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	// Diffusion: whole canvases, each after the ones before it. A step reads every
 	// weight its positions' experts touch, at least its bytes at the read rate.
 	share := touched(t.NumExperts, t.TopKExperts, c) / float64(max(t.NumExperts, 1))
-	step := readSet(cfg, p, func(s weights.Spec) float64 {
+	step := readSet(cfg, p, w.GGUF, func(s weights.Spec) float64 {
 		if strings.Contains(s.Name, ".experts.") {
 			return share
 		}
@@ -309,8 +312,9 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 // read is the weights of one format a pass reads.
 type read struct{ weights, bytes float64 }
 
-// readSet sums, by stored format, the share share(s) of each tensor a pass reads.
-func readSet(cfg *config.Model, p quant.Profile, share func(weights.Spec) float64) map[string]read {
+// readSet sums, by stored format, the share share(s) of each tensor a pass reads
+// (under profile p, or in a GGUF file's types: storedAs).
+func readSet(cfg *config.Model, p quant.Profile, gguf bool, share func(weights.Spec) float64) map[string]read {
 	out := map[string]read{}
 	for _, s := range weights.Specs(cfg) {
 		f := share(s)
@@ -321,14 +325,59 @@ func readSet(cfg *config.Model, p quant.Profile, share func(weights.Spec) float6
 		for _, d := range s.Shape {
 			n *= d
 		}
-		b := fit.TensorBytes(cfg, p, s)
-		k := formatOf(cfg, p, s, b, n)
+		k, b := storedAs(cfg, p, gguf, s, n)
 		x := out[k]
 		x.weights += f * float64(n)
 		x.bytes += f * float64(b)
 		out[k] = x
 	}
 	return out
+}
+
+// storedAs names the stored format of tensor s (n weights) and its bytes: under
+// profile p (formatOf), or with gguf in the type a Q4_K_M file stores it in
+// (ggufFormat; its tensors not quantized, as under p).
+func storedAs(cfg *config.Model, p quant.Profile, gguf bool, s weights.Spec, n int) (string, int64) {
+	b := fit.TensorBytes(cfg, p, s)
+	f := formatOf(cfg, p, s, b, n)
+	if !gguf || f == "f32" || f == "bf16" {
+		return f, b
+	}
+	g := ggufFormat(cfg, s)
+	t := ggufTypes[g]
+	return g, int64(n/t.BlockSize()) * int64(t.BlockBytes())
+}
+
+// ggufFormat is the block type llama.cpp's Q4_K_M gives quantized tensor s: Q6_K
+// for the tied embedding (the output head's type); for the value projections and
+// the down projections of the layers it gives more bits (the first and last eighth
+// and every third between: use_more_bits) Q6_K, else Q4_K; and where a row is no
+// whole block of 256 (the 26B's 704- and 2,112-input down projections) its fallback,
+// Q8_0 for Q6_K and Q5_0 for Q4_K. Unsloth's file is built by llama.cpp's quantizer;
+// its exact mix is not verified here.
+func ggufFormat(cfg *config.Model, s weights.Spec) string {
+	if s.Name == "embed_tokens.weight" {
+		return "q6_k"
+	}
+	layer, nl := -1, cfg.Text.NumHiddenLayers
+	if rest, ok := strings.CutPrefix(s.Name, "layers."); ok {
+		if i := strings.IndexByte(rest, '.'); i > 0 {
+			layer, _ = strconv.Atoi(rest[:i])
+		}
+	}
+	more := layer >= 0 && (layer < nl/8 || layer >= 7*nl/8 || (layer-nl/8)%3 == 2)
+	six := more && (strings.HasSuffix(s.Name, "down_proj") || strings.HasSuffix(s.Name, "down_proj.weight") ||
+		strings.HasSuffix(s.Name, "v_proj.weight"))
+	whole := s.Shape[len(s.Shape)-1]%gguf.QK_K == 0
+	switch {
+	case six && whole:
+		return "q6_k"
+	case six:
+		return "q8_0"
+	case whole:
+		return "q4_k"
+	}
+	return "q5_0"
 }
 
 // formatOf names the stored format of a tensor of n weights taking b bytes.

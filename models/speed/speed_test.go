@@ -16,6 +16,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
@@ -695,6 +696,71 @@ func TestIntGEMMPricing(t *testing.T) {
 	}
 	if avx2.PeakFor(quant.Int8Profile) != avx2.Peak() || avx2.PeakFor(quant.Int4Profile) != avx2.IntPeak() || r.PeakFor(quant.Int8Profile) != r.IntPeak() {
 		t.Error("PeakFor does not follow IntFormats")
+	}
+}
+
+// TestGGUFFormats: a GGUF entry's tensors are priced in the types llama.cpp's Q4_K_M
+// gives the 26B (Q6_K embedding; Q5_0, or Q8_0 in the layers given more bits, where a
+// down projection's rows are no whole 256-block; Q6_K value projections in those
+// layers, Q4_K elsewhere) at their own bytes, and its printer at their measured
+// rates: GGUF blocks' AR products at a quarter of int4's rate make its token about
+// that much slower than the int4 profile's on the same rates.
+func TestGGUFFormats(t *testing.T) {
+	cfg := catalog.DiffusionGemma26B()
+	want := map[string]string{
+		"embed_tokens.weight":                         "q6_k",
+		"layers.0.experts.down_proj":                  "q8_0", // the first eighth
+		"layers.4.experts.down_proj":                  "q5_0", // (4 − 3) mod 3 = 1
+		"layers.5.experts.down_proj":                  "q8_0", // (5 − 3) mod 3 = 2
+		"layers.4.experts.gate_up_proj":               "q4_k",
+		"layers.4.mlp.down_proj.weight":               "q5_0", // 2,112 inputs
+		"layers.0.self_attn.v_proj.weight":            "q6_k",
+		"layers.4.self_attn.v_proj.weight":            "q4_k",
+		"layers.29.self_attn.o_proj.weight":           "q4_k",
+		"layers.29.post_feedforward_layernorm.weight": "f32",
+	}
+	seen := 0
+	for _, s := range weights.Specs(cfg) {
+		w, ok := want[s.Name]
+		if !ok {
+			continue
+		}
+		seen++
+		n := 1
+		for _, d := range s.Shape {
+			n *= d
+		}
+		f, b := storedAs(cfg, quant.Int4Profile, true, s, n)
+		if f != w && !(w == "f32" && f == "bf16") {
+			t.Errorf("%s: %s, want %s", s.Name, f, w)
+		}
+		if tt, ok := ggufTypes[f]; ok && b != int64(n/tt.BlockSize()*tt.BlockBytes()) {
+			t.Errorf("%s: %d bytes as %s", s.Name, b, f)
+		}
+	}
+	if seen != len(want) {
+		t.Fatalf("%d of the %d names are the 26B's", seen, len(want))
+	}
+
+	r := flat(1e10, 1e10, 1e12, 1e9)
+	for _, f := range ggufFormats {
+		r.GEMV[f] = 2.5e9 // a quarter of int4's
+	}
+	gguf, _ := catalog.Find(catalog.GGUFID)
+	dg, _ := catalog.Find(catalog.DiffusionGemmaID)
+	g, err := ForEntry(gguf, cfg, quant.Int4Profile, "cpu", r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i4, err := ForEntry(dg, cfg, quant.Int4Profile, "cpu", r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (A Q4_K_M file reads fewer bytes a token: the int4 profile keeps the attention,
+	// the shared MLP and the embedding int8.)
+	if ratio := g.AR.UnitSeconds / i4.AR.UnitSeconds; ratio < 2.5 {
+		t.Errorf("GGUF token %.3g s (%.3g GB) against int4's %.3g s (%.3g GB): %.2f×, want most of the 4× its rates give",
+			g.AR.UnitSeconds, g.AR.UnitBytes/1e9, i4.AR.UnitSeconds, i4.AR.UnitBytes/1e9, ratio)
 	}
 }
 
