@@ -8,7 +8,8 @@
 //
 //   - the model's work, from its dimensions, as the host model (engine/model's
 //     host path) does it, operation by operation (cost.go): each product with its
-//     shape and its weight's stored format (models/fit's TensorBytes), each pass
+//     shape and its weight's stored format (models/fit's TensorBytes; a GGUF file's
+//     tensors in the block types llama.cpp's Q4_K_M gives them, ggufFormat), each pass
 //     over activations (norms, RoPE, the attention's gathers and softmax, GeGLU,
 //     the router, the residuals, the head's soft-cap and softmax over the
 //     vocabulary, the sampler), for a denoising step, an encoder pass (the prompt,
@@ -18,8 +19,9 @@
 //   - this machine's rates (Rates), measured once with Darkroom's own kernels and
 //     cached per CPU, core count, build and calibration version in the user's cache
 //     folder (Cache, DefaultPath): the canvas GEMM on a grid of shapes, decoding each
-//     stored format while packing, the soft embedding's product, the AR product per
-//     format at small sizes in cache, per row, and streaming from memory (a real
+//     stored format while packing (GGUF's Q4_K, Q6_K, Q5_0 and Q8_0 blocks too), the
+//     soft embedding's product, the AR product per format at small sizes in cache
+//     (GGUF's blocks at one size), per row, and streaming from memory (a real
 //     layer's matrices one after another, an AR step's experts as one job), each pass
 //     over activations at a few sizes, the sampler, and what the engine pays beyond
 //     the kernels (probe.go).
