@@ -64,6 +64,10 @@ type Runtime struct {
 	Canvas       int  // canvas length (config canvas_length, else 256)
 	ComputeBytes int  // bytes per activation / KV element (4: f32 compute)
 	GPU          bool // overhead of a GPU backend (CUDA/XLA context) instead of the CPU one
+	// GGUF: the weights are a Q4_K_M GGUF file's blocks (GGUFType), which the CPU's
+	// host path holds as stored (GGUFWeightBytes); a GPU's graphs hold them converted
+	// to the profile's int4 and int8, as the profile's estimate counts.
+	GGUF bool
 	// Workers is how many parts of a product the CPU's kernels run at once
 	// (default kernels.Workers(): this process's GOMAXPROCS).
 	Workers int
@@ -187,8 +191,11 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	eb := int64(rt.ComputeBytes)
 	e := &Estimate{Profile: string(p), Context: rt.Context}
 
-	w := WeightBytes(cfg, p)
-	e.Parts = append(e.Parts, Part{PartWeights, w, weightNote(p)})
+	w, note := WeightBytes(cfg, p), weightNote(p)
+	if rt.GGUF && !rt.GPU {
+		w, note = GGUFWeightBytes(cfg, p), "a GGUF file's blocks as stored (llama.cpp's Q4_K_M: Q4_K, Q5_0/Q8_0 where rows are no 256-block, Q6_K embedding)"
+	}
+	e.Parts = append(e.Parts, Part{PartWeights, w, note})
 
 	capacity := model.CacheCapacity(rt.Context)
 	if rt.GPU {
@@ -232,7 +239,7 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	e.Parts = append(e.Parts, Part{PartDequant, scratch, what})
 
 	over := int64(300 << 20)
-	note := "Go runtime and GC headroom (the weights are mapped from the file: no allocator slack)"
+	note = "Go runtime and GC headroom (the weights are mapped from the file: no allocator slack)"
 	if rt.GPU {
 		over = int64(500<<20) + w/25
 		note = "CUDA/XLA context + 4% of weights for allocator slack"

@@ -225,3 +225,31 @@ func TestTinyModel(t *testing.T) {
 		t.Errorf("empty config accepted")
 	}
 }
+
+// TestGGUFWeights: a Q4_K_M GGUF of the 26B on the CPU holds its blocks as stored —
+// llama.cpp's types (GGUFType) come to within 1% of the catalog's download — while on
+// a GPU it is counted as the profile it is converted to; the CPU estimate's weights
+// part is the GGUF's.
+func TestGGUFWeights(t *testing.T) {
+	cfg := catalog.DiffusionGemma26B()
+	e, ok := catalog.Find(catalog.GGUFID)
+	if !ok || !e.GGUF() || e.Size <= 0 {
+		t.Fatal("no GGUF entry with a size")
+	}
+	got := GGUFWeightBytes(cfg, quant.Int4Profile)
+	if d := float64(got)/float64(e.Size) - 1; d < -0.01 || d > 0.01 {
+		t.Errorf("GGUF weights %.2f GB, the download %.2f GB", float64(got)/gb, float64(e.Size)/gb)
+	}
+	cpu, err := Compute(cfg, quant.Int4Profile, Runtime{GGUF: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu, err := Compute(cfg, quant.Int4Profile, Runtime{GGUF: true, GPU: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu.Part(PartWeights) != got || gpu.Part(PartWeights) != WeightBytes(cfg, quant.Int4Profile) {
+		t.Errorf("weights on the CPU %d (want %d), on a GPU %d (want the int4 profile's %d)",
+			cpu.Part(PartWeights), got, gpu.Part(PartWeights), WeightBytes(cfg, quant.Int4Profile))
+	}
+}

@@ -1005,14 +1005,17 @@ func vecPass(kind string, width, n int) (func(), error) {
 // streaming from memory.
 var formats = []string{"f32", "bf16", "int8", "int4", "nvfp4"}
 
-// ggufFormats are a GGUF file's block types that the estimates price (ggufFormat: a
+// ggufFormats are a GGUF file's block types that the estimates price (fit.GGUFType: a
 // Q4_K_M file's), timed in the caches only — the AR product (GEMV) and the canvas
 // product's decoding (Decode) —, streaming from memory at the longer of that and the
 // memory's time (Rates.gemv).
 var ggufFormats = []string{"q4_k", "q6_k", "q5_0", "q8_0"}
 
-// ggufTypes are ggufFormats' GGUF types.
-var ggufTypes = map[string]gguf.Type{"q4_k": gguf.Q4_K, "q6_k": gguf.Q6_K, "q5_0": gguf.Q5_0, "q8_0": gguf.Q8_0}
+// ggufTypes are ggufFormats' GGUF types, and ggufNames their names.
+var (
+	ggufTypes = map[string]gguf.Type{"q4_k": gguf.Q4_K, "q6_k": gguf.Q6_K, "q5_0": gguf.Q5_0, "q8_0": gguf.Q8_0}
+	ggufNames = map[gguf.Type]string{gguf.Q4_K: "q4_k", gguf.Q6_K: "q6_k", gguf.Q5_0: "q5_0", gguf.Q8_0: "q8_0"}
+)
 
 // matrixOf is a rows×cols matrix in format f with plain values (unit scales, so no
 // denormals slow the timing).

@@ -85,12 +85,10 @@ package speed
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -338,48 +336,13 @@ func readSet(cfg *config.Model, p quant.Profile, gguf bool, share func(weights.S
 
 // storedAs names the stored format of tensor s (n weights) and its bytes: under
 // profile p (formatOf), or with gguf in the type a Q4_K_M file stores it in
-// (ggufFormat; its tensors not quantized, as under p).
+// (fit.GGUFType; its tensors not quantized, as under p).
 func storedAs(cfg *config.Model, p quant.Profile, gguf bool, s weights.Spec, n int) (string, int64) {
+	if t, ok := fit.GGUFType(cfg, p, s); gguf && ok {
+		return ggufNames[t], fit.GGUFTensorBytes(cfg, p, s)
+	}
 	b := fit.TensorBytes(cfg, p, s)
-	f := formatOf(cfg, p, s, b, n)
-	if !gguf || f == "f32" || f == "bf16" {
-		return f, b
-	}
-	g := ggufFormat(cfg, s)
-	t := ggufTypes[g]
-	return g, int64(n/t.BlockSize()) * int64(t.BlockBytes())
-}
-
-// ggufFormat is the block type llama.cpp's Q4_K_M gives quantized tensor s: Q6_K
-// for the tied embedding (the output head's type); for the value projections and
-// the down projections of the layers it gives more bits (the first and last eighth
-// and every third between: use_more_bits) Q6_K, else Q4_K; and where a row is no
-// whole block of 256 (the 26B's 704- and 2,112-input down projections) its fallback,
-// Q8_0 for Q6_K and Q5_0 for Q4_K. Unsloth's file is built by llama.cpp's quantizer;
-// its exact mix is not verified here.
-func ggufFormat(cfg *config.Model, s weights.Spec) string {
-	if s.Name == "embed_tokens.weight" {
-		return "q6_k"
-	}
-	layer, nl := -1, cfg.Text.NumHiddenLayers
-	if rest, ok := strings.CutPrefix(s.Name, "layers."); ok {
-		if i := strings.IndexByte(rest, '.'); i > 0 {
-			layer, _ = strconv.Atoi(rest[:i])
-		}
-	}
-	more := layer >= 0 && (layer < nl/8 || layer >= 7*nl/8 || (layer-nl/8)%3 == 2)
-	six := more && (strings.HasSuffix(s.Name, "down_proj") || strings.HasSuffix(s.Name, "down_proj.weight") ||
-		strings.HasSuffix(s.Name, "v_proj.weight"))
-	whole := s.Shape[len(s.Shape)-1]%gguf.QK_K == 0
-	switch {
-	case six && whole:
-		return "q6_k"
-	case six:
-		return "q8_0"
-	case whole:
-		return "q4_k"
-	}
-	return "q5_0"
+	return formatOf(cfg, p, s, b, n), b
 }
 
 // formatOf names the stored format of a tensor of n weights taking b bytes.
