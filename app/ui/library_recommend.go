@@ -23,12 +23,16 @@ import (
 type recommendation struct {
 	name, title, profile string
 	download             int64
+	printer              float64 // its estimated printer tokens/s here (0: unknown)
 }
 
 // recommended is the download the Library suggests for this PC: of every
 // profile that fits (not tight) of a model to download, the best kept — bf16,
-// then int8, then the 4-bit ones — and among those the smallest download. None
-// where nothing fits, or where a model other than the built-in one is already
+// then int8, then the 4-bit ones — and among those the smallest download, unless
+// another writes at least twice as fast in the printer here (both estimated: on
+// the CPU, where the 4-bit downloads' blocks run at a quarter of the speed of the
+// int4 profile made on this PC, their small download is no bargain). None where
+// nothing fits, or where a model other than the built-in one is already
 // downloaded or downloading: the user has chosen.
 func recommended(entries []LibraryEntry) recommendation {
 	var r recommendation
@@ -51,13 +55,28 @@ func recommended(entries []LibraryEntry) recommendation {
 			if size <= 0 {
 				continue
 			}
-			tier := profileTier(p.Name)
-			if tier > bestTier || (tier == bestTier && size < r.download) {
-				r, bestTier = recommendation{name: e.Name, title: e.Title, profile: p.Name, download: size}, tier
+			c := recommendation{name: e.Name, title: e.Title, profile: p.Name, download: size, printer: p.Printer}
+			if tier := profileTier(p.Name); tier > bestTier || (tier == bestTier && c.better(r)) {
+				r, bestTier = c, tier
 			}
 		}
 	}
 	return r
+}
+
+// better reports whether c is the better recommendation than r of the same tier:
+// at least twice r's printer speed (both known), else, unless r is that much
+// faster, the smaller download.
+func (c recommendation) better(r recommendation) bool {
+	if c.printer > 0 && r.printer > 0 {
+		switch {
+		case c.printer >= 2*r.printer:
+			return true
+		case r.printer >= 2*c.printer:
+			return false
+		}
+	}
+	return c.download < r.download
 }
 
 // publishedBytes is the download size of e's profile named from.

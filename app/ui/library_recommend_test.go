@@ -85,3 +85,33 @@ func TestRecommendedWaitsForTheUsersChoice(t *testing.T) {
 		t.Errorf("recommended %q while another downloads", r.name)
 	}
 }
+
+// TestRecommendedWeighsSpeed: among the fitting 4-bit profiles the smallest download
+// is recommended, unless another writes at least twice as fast in the printer here
+// (both estimated), as Darkroom's int4 made on the PC does on a CPU against the NVFP4
+// and GGUF downloads; with speeds unknown (a GPU's) or close, the smallest download.
+func TestRecommendedWeighsSpeed(t *testing.T) {
+	entries := func(int4, nvfp4, gguf float64) []LibraryEntry {
+		return []LibraryEntry{
+			{Name: "dg", State: "available", Profiles: []ProfileFit{
+				{Name: "bf16", Bytes: 52e9, Verdict: "won't fit"},
+				{Name: "int4", ConvertedFrom: "bf16", Verdict: "fits", Printer: int4}}},
+			{Name: "nv", State: "available", Profiles: []ProfileFit{{Name: "nvfp4", Bytes: 19e9, Verdict: "fits", Printer: nvfp4}}},
+			{Name: "gg", State: "available", Profiles: []ProfileFit{{Name: "int4", Bytes: 17e9, Verdict: "fits", Printer: gguf}}},
+		}
+	}
+	for _, c := range []struct {
+		name              string
+		int4, nvfp4, gguf float64
+		want              string
+	}{
+		{"speeds unknown", 0, 0, 0, "gg"},
+		{"close speeds", 3.9, 3, 2.5, "gg"},
+		{"the CPU here", 3.9, 0.88, 1.8, "dg"},
+		{"the GGUF's speed unknown", 3.9, 0.88, 0, "gg"}, // not comparable: by size
+	} {
+		if got := recommended(entries(c.int4, c.nvfp4, c.gguf)); got.name != c.want {
+			t.Errorf("%s: recommended %q (%s), want %q", c.name, got.name, got.profile, c.want)
+		}
+	}
+}
