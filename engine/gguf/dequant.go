@@ -56,9 +56,11 @@ type typeInfo struct {
 	dequant   func(dst []float32, src []byte)
 }
 
-// types lists block sizes from ggml.c's type_traits (blck_size, type_size). Types with
-// a nil dequant can be parsed (sizes are known) but not loaded.
-var types = map[Type]typeInfo{
+// types lists block sizes from ggml.c's type_traits (blck_size, type_size), indexed
+// by type (the removed numbers' entries empty: no name), so that the kernels can ask
+// a block's size per row. Types with a nil dequant can be parsed (sizes are known)
+// but not loaded.
+var types = [...]typeInfo{
 	F32:     {"F32", 1, 4, dequantF32},
 	F16:     {"F16", 1, 2, dequantF16},
 	BF16:    {"BF16", 1, 2, dequantBF16},
@@ -94,14 +96,19 @@ var types = map[Type]typeInfo{
 }
 
 func (t Type) info() (typeInfo, bool) {
-	i, ok := types[t]
-	return i, ok
+	if int64(t) >= int64(len(types)) || types[t].name == "" {
+		return typeInfo{}, false
+	}
+	return types[t], true
 }
 
-func (t Type) mustInfo() typeInfo { return types[t] }
+func (t Type) mustInfo() typeInfo {
+	i, _ := t.info()
+	return i
+}
 
 func (t Type) String() string {
-	if i, ok := types[t]; ok {
+	if i, ok := t.info(); ok {
 		return i.name
 	}
 	return fmt.Sprintf("ggml_type(%d)", uint32(t))
@@ -115,7 +122,7 @@ func (t Type) BlockBytes() int { return t.mustInfo().typeSize }
 
 // Supported reports whether Darkroom can dequantize the type.
 func (t Type) Supported() bool {
-	i, ok := types[t]
+	i, ok := t.info()
 	return ok && i.dequant != nil
 }
 

@@ -30,8 +30,8 @@ func (w *Matrix) nibbleHalf() int {
 	return 0
 }
 
-// q4kRowBlocks is the most Q4_K blocks a row may have for dotNibbles to take it in one
-// pass (16,384 inputs; longer rows go a block at a time).
+// q4kRowBlocks is how many Q4_K blocks dotNibbles takes in one pass (16,384 inputs:
+// any of the 26B's rows).
 const q4kRowBlocks = 64
 
 // dotQ4KGo is dotQ4K without vector code.
@@ -55,50 +55,39 @@ func halfSums(dst, x []float32, h int) {
 }
 
 // dotNibbles is row r of w dotted with x, xs being x's half-block sums; scratch holds
-// 16·q4kRowBlocks floats (a Q4_K row's scales and minimums).
+// 16·q4kRowBlocks floats (Q4_K blocks' scales and minimums).
 func (w *Matrix) dotNibbles(r int, x, xs, scratch []float32) float32 {
 	half := func(b []byte) float32 { return gguf.HalfToFloat32(binary.LittleEndian.Uint16(b)) }
 	t := w.GGUF
-	bb, bs := 144, gguf.QK_K // Q4_K
-	if t != gguf.Q4_K {
-		bb, bs = t.BlockBytes(), t.BlockSize()
-	}
-	nb := w.Cols / bs
+	bb := t.BlockBytes()
+	nb := w.Cols / t.BlockSize()
 	row := w.Data[r*nb*bb : (r+1)*nb*bb]
-	if t == gguf.Q4_K && nb <= q4kRowBlocks {
-		// Every block's d and dmin widened (blockHalves), its groups' scales and
-		// minimums unpacked (into scratch), then the codes dotted in one pass
-		// (dotQ4K) and the minimums against x's group sums in another.
-		var ds, dmins [q4kRowBlocks]float32
-		scales, mns := scratch[:8*nb], scratch[8*q4kRowBlocks:8*q4kRowBlocks+8*nb]
-		blockHalves(ds[:nb], row, 144, 0)
-		blockHalves(dmins[:nb], row, 144, 2)
-		for b := range nb {
-			sc, m := scalesMinsK4((*[12]byte)(row[144*b+4 : 144*b+16]))
-			d, dmin := ds[b], dmins[b]
-			s, mn := scales[8*b:8*b+8], mns[8*b:8*b+8]
-			for j := range 8 {
-				s[j], mn[j] = d*float32(sc[j]), dmin*float32(m[j])
-			}
-		}
-		return dotQ4K(x, row, nb, scales) - dot(mns, xs[:8*nb])
-	}
-	var dot, mins float32
 	if t == gguf.Q4_K {
-		var scales [8]float32
-		for b := range nb {
-			blk := row[144*b : 144*b+144]
-			d, dmin := half(blk), half(blk[2:])
-			sc, m := scalesMinsK4((*[12]byte)(blk[4:16]))
-			for j := range 8 {
-				scales[j] = d * float32(sc[j])
-				mins -= dmin * float32(m[j]) * xs[8*b+j]
+		// q4kRowBlocks blocks at a time: their d and dmin widened (blockHalves), their
+		// groups' scales and minimums unpacked (into scratch), then the codes dotted in
+		// one pass (dotQ4K) and the minimums against x's group sums in another.
+		var ds, dmins [q4kRowBlocks]float32
+		var sum, mins float32
+		for b0 := 0; b0 < nb; b0 += q4kRowBlocks {
+			n := min(q4kRowBlocks, nb-b0)
+			blocks := row[bb*b0 : bb*(b0+n)]
+			scales, mns := scratch[:8*n], scratch[8*q4kRowBlocks:8*q4kRowBlocks+8*n]
+			blockHalves(ds[:n], blocks, bb, 0)
+			blockHalves(dmins[:n], blocks, bb, 2)
+			for b := range n {
+				sc, m := scalesMinsK4((*[12]byte)(blocks[bb*b+4 : bb*b+16]))
+				s, mn := scales[8*b:8*b+8], mns[8*b:8*b+8]
+				for j := range 8 {
+					s[j], mn[j] = ds[b]*float32(sc[j]), dmins[b]*float32(m[j])
+				}
 			}
-			dot += dotNibbleRuns(x[256*b:256*(b+1)], blk[16:], 32, 32, scales[:])
+			sum += dotQ4K(x[256*b0:], blocks, n, scales)
+			mins += dot(mns, xs[8*b0:8*(b0+n)])
 		}
-		return dot + mins
+		return sum - mins
 	}
 	// Q4_0 {fp16 d; u8 qs[16]}: d·q − 8d; Q4_1 {fp16 d; fp16 m; u8 qs[16]}: d·q + m.
+	var dot, mins float32
 	codes := 2
 	if t == gguf.Q4_1 {
 		codes = 4

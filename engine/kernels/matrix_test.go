@@ -183,8 +183,9 @@ func checkProduct(t *testing.T, out, a, want []float32, m, n, k int) {
 
 // TestMatrixProducts: every stored format's MulVec (m = 1) and MulNT against the
 // float64 product with the weights its owner's decoder gives, on row counts and depths
-// that are not multiples of the micro-tile or the packing blocks (KC 256), out
-// starting as garbage. The float path: the integer one rounds a (TestMulNTInt).
+// that are not multiples of the micro-tile or the packing blocks (KC 256), and a row
+// longer than one pass of the AR product's Q4_K blocks (q4kRowBlocks), out starting as
+// garbage. The float path: the integer one rounds a (TestMulNTInt).
 func TestMatrixProducts(t *testing.T) {
 	withQPath(t, nil, func() { testMatrixProducts(t) })
 }
@@ -192,7 +193,7 @@ func TestMatrixProducts(t *testing.T) {
 func testMatrixProducts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, f := range formats {
-		for _, c := range [][3]int{{1, 1, 1}, {3, 7, 2}, {2, 33, 96}, {1, 257, 288}, {17, 33, 544}, {33, 70, 4640}, {40, 257, 768}} {
+		for _, c := range [][3]int{{1, 1, 1}, {3, 7, 2}, {2, 33, 96}, {1, 257, 288}, {17, 33, 544}, {33, 70, 4640}, {40, 257, 768}, {1, 3, 16640}} {
 			m, n, k := c[0], c[1], c[2]
 			k = max(f.block, k/f.block*f.block)
 			t.Run(fmt.Sprintf("%s/%dx%dx%d", f.name, m, n, k), func(t *testing.T) {

@@ -411,7 +411,7 @@ func (w *Matrix) rowCodesQ4K(dst []byte, s, mn []float32, r int) {
 // in 64-bit words.
 func (w *Matrix) rowCodes32(dst []byte, s, mn []float32, r int) {
 	t := w.GGUF
-	bb, _ := blockBytes32(t)
+	bb := t.BlockBytes()
 	nb := w.Cols / qGroup
 	row := w.Data[r*nb*bb : (r+1)*nb*bb]
 	blockHalves(s[:nb], row, bb, 0)
@@ -435,7 +435,7 @@ func (w *Matrix) rowCodes32(dst []byte, s, mn []float32, r int) {
 // ((x | 0x80…) − z, then the top bit flipped back; Q8_0's bytes as stored).
 func codes32(dst, row []byte, t gguf.Type, nb int, signed bool) {
 	const nib, top = 0x0f0f0f0f0f0f0f0f, 0x8080808080808080
-	bb, off := blockBytes32(t)
+	bb, off := t.BlockBytes(), codesAt32(t)
 	_, _ = dst[qGroup*nb-1], row[bb*nb-1]
 	var z uint64 // the zero code in each byte, where signed
 	switch {
@@ -501,20 +501,13 @@ func blockHalves(dst []float32, src []byte, bb, at int) {
 	}
 }
 
-// blockBytes32 is the bytes of one block of a GGUF type rowCodes32 takes, and where
-// its codes begin (qs).
-func blockBytes32(t gguf.Type) (bytes, qs int) {
-	switch t {
-	case gguf.Q8_0:
-		return 34, 2
-	case gguf.Q4_0:
-		return 18, 2
-	case gguf.Q4_1:
-		return 20, 4
-	case gguf.Q5_0:
-		return 22, 6
+// codesAt32 is where the codes of a block of GGUF type t (one rowCodes32 takes) begin:
+// its last 32 bytes (Q8_0's int8 codes) or 16 (the nibbles), after d, m and qh.
+func codesAt32(t gguf.Type) int {
+	if t == gguf.Q8_0 {
+		return t.BlockBytes() - qGroup
 	}
-	return 24, 8 // Q5_1
+	return t.BlockBytes() - qGroup/2
 }
 
 // signedCodes32 writes row r of a GGUF Q8_0, Q5_0 or Q4_0 matrix (int8Blocks) as its
@@ -522,7 +515,7 @@ func blockBytes32(t gguf.Type) (bytes, qs int) {
 // block's d, as ggml decodes it — and each block's d into s.
 func (w *Matrix) signedCodes32(dst []byte, s []float32, r int) {
 	t := w.GGUF
-	bb, _ := blockBytes32(t)
+	bb := t.BlockBytes()
 	nb := w.Cols / qGroup
 	row := w.Data[r*nb*bb : (r+1)*nb*bb]
 	blockHalves(s[:nb], row, bb, 0)
