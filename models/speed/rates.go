@@ -1005,17 +1005,32 @@ func vecPass(kind string, width, n int) (func(), error) {
 // streaming from memory.
 var formats = []string{"f32", "bf16", "int8", "int4", "nvfp4"}
 
-// ggufFormats are a GGUF file's block types that the estimates price (fit.GGUFType: a
+// ggufTypes are a GGUF file's block types that the estimates price (fit.GGUFType: a
 // Q4_K_M file's), timed in the caches only — the AR product (GEMV) and the canvas
 // product's decoding (Decode) —, streaming from memory at the longer of that and the
-// memory's time (Rates.gemv).
-var ggufFormats = []string{"q4_k", "q6_k", "q5_0", "q8_0"}
-
-// ggufTypes are ggufFormats' GGUF types, and ggufNames their names.
+// memory's time (Rates.gemv); ggufFormats their formats' names (ggufFormat).
 var (
-	ggufTypes = map[string]gguf.Type{"q4_k": gguf.Q4_K, "q6_k": gguf.Q6_K, "q5_0": gguf.Q5_0, "q8_0": gguf.Q8_0}
-	ggufNames = map[gguf.Type]string{gguf.Q4_K: "q4_k", gguf.Q6_K: "q6_k", gguf.Q5_0: "q5_0", gguf.Q8_0: "q8_0"}
+	ggufTypes   = []gguf.Type{gguf.Q4_K, gguf.Q6_K, gguf.Q5_0, gguf.Q8_0}
+	ggufFormats = func() (fs []string) {
+		for _, t := range ggufTypes {
+			fs = append(fs, ggufFormat(t))
+		}
+		return fs
+	}()
 )
+
+// ggufFormat is GGUF type t's format name, its own in lower case ("q4_k").
+func ggufFormat(t gguf.Type) string { return strings.ToLower(t.String()) }
+
+// ggufTypeOf is the type of format f where it is one of ggufTypes.
+func ggufTypeOf(f string) (gguf.Type, bool) {
+	for _, t := range ggufTypes {
+		if ggufFormat(t) == f {
+			return t, true
+		}
+	}
+	return 0, false
+}
 
 // matrixOf is a rows×cols matrix in format f with plain values (unit scales, so no
 // denormals slow the timing).
@@ -1040,7 +1055,7 @@ func matrixOf(f string, rows, cols int) (*kernels.Matrix, error) {
 	case "nvfp4":
 		spec = quant.NVFP4
 	default:
-		t, ok := ggufTypes[f]
+		t, ok := ggufTypeOf(f)
 		if !ok {
 			return nil, fmt.Errorf("no weight format %q", f)
 		}

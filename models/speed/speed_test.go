@@ -734,7 +734,7 @@ func TestGGUFFormats(t *testing.T) {
 		if f != w && !(w == "f32" && f == "bf16") {
 			t.Errorf("%s: %s, want %s", s.Name, f, w)
 		}
-		if tt, ok := ggufTypes[f]; ok && b != int64(n/tt.BlockSize()*tt.BlockBytes()) {
+		if tt, ok := ggufTypeOf(f); ok && b != int64(n/tt.BlockSize()*tt.BlockBytes()) {
 			t.Errorf("%s: %d bytes as %s", s.Name, b, f)
 		}
 	}
