@@ -442,9 +442,9 @@ func copyPlain(src, dst string) error {
 }
 
 func runTrainInit(env *Env, args []string) error {
-	fs := newFlagSet(env, "train init", "--config CONFIG.json --profile bf16|int8|int4 --out DIR [--seed N]")
+	fs := newFlagSet(env, "train init", "--config CONFIG.json --profile bf16|int8|int4|q4_k_m --out DIR [--seed N]")
 	cfgPath := fs.String("config", "", "config.json (or a model directory) of the model to create (required)")
-	profile := fs.String("profile", "bf16", "weight format: bf16, int8 or int4 (as darkroom quantize writes them)")
+	profile := fs.String("profile", "bf16", "weight format: bf16, int8 or int4 (as darkroom quantize writes them), or q4_k_m (one GGUF file in llama.cpp's Q4_K_M mix, as a GGUF download comes)")
 	out := fs.String("out", "", "output directory, which must not exist or be empty (required)")
 	seed := fs.Uint64("seed", 1, "initialization seed: the same seed writes the same bytes")
 	tokDir := fs.String("tokenizer", "", "directory with tokenizer.json to copy (default: the built-in Darkroom Mini's, 4096 ids)")
@@ -456,15 +456,20 @@ func runTrainInit(env *Env, args []string) error {
 	if *cfgPath == "" || *out == "" || fs.NArg() != 0 {
 		return errors.New("train init: give --config CONFIG.json and --out DIR")
 	}
-	p, err := quant.ParseProfile(*profile)
-	if err != nil {
-		return fmt.Errorf("train init: --profile: %w", err)
+	opts := train.InitOptions{Seed: *seed, MaxShardBytes: int64(*shardGB * 1e9)}
+	if strings.EqualFold(*profile, train.InitGGUFProfile) {
+		opts.GGUF = true
+	} else {
+		p, err := quant.ParseProfile(*profile)
+		if err != nil {
+			return fmt.Errorf("train init: --profile: %w (or q4_k_m for a GGUF file)", err)
+		}
+		opts.Profile = p
 	}
 	cfg, err := train.LoadInitConfig(*cfgPath)
 	if err != nil {
 		return fmt.Errorf("train init: --config: %w", err)
 	}
-	opts := train.InitOptions{Profile: p, Seed: *seed, MaxShardBytes: int64(*shardGB * 1e9)}
 	if *tokDir != "" {
 		opts.Tokenizer = os.DirFS(*tokDir)
 	}

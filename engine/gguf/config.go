@@ -315,3 +315,85 @@ func (f *File) config() (*config.Model, error) {
 	}
 	return m, nil
 }
+
+// Metadata is the metadata Config reads, written for cfg (the writer's side of the
+// key table above) under general.name name: what a diffusion-gemma GGUF file needs
+// besides its tensors and, where cfg's full layers rotate part of each head, the
+// RopeFreqValues tensor. Keys the reader defaults (the tokenizer's vocabulary) are
+// left out; the end-of-turn id is written when cfg ends generations on a second id.
+func Metadata(cfg *config.Model, name string) []KV {
+	t := &cfg.Text
+	k := func(s string) string { return Arch + "." + s }
+	var kv, swa []Value
+	for i := 0; i < t.NumHiddenLayers; i++ {
+		kv = append(kv, U32(uint32(t.KVHeads(i))))
+		swa = append(swa, Bool(t.IsSliding(i)))
+	}
+	g := &cfg.Generation
+	kvs := []KV{
+		{keyArch, Str(Arch)},
+		{"general.name", Str(name)},
+		{k("block_count"), U32(uint32(t.NumHiddenLayers))},
+		{k("context_length"), U32(uint32(t.MaxPositionEmbeddings))},
+		{k("embedding_length"), U32(uint32(t.HiddenSize))},
+		{k("feed_forward_length"), U32(uint32(t.IntermediateSize))},
+		{k("expert_feed_forward_length"), U32(uint32(t.MoEIntermediateSize))},
+		{k("expert_count"), U32(uint32(t.NumExperts))},
+		{k("expert_used_count"), U32(uint32(t.TopKExperts))},
+		{k("vocab_size"), U32(uint32(t.VocabSize))},
+		{k("attention.head_count"), U32(uint32(t.NumAttentionHeads))},
+		{k("attention.head_count_kv"), Arr(TypeUint32, kv...)},
+		{k("attention.key_length"), U32(uint32(t.GlobalHeadDim))},
+		{k("attention.value_length"), U32(uint32(t.GlobalHeadDim))},
+		{k("attention.key_length_swa"), U32(uint32(t.HeadDim))},
+		{k("attention.value_length_swa"), U32(uint32(t.HeadDim))},
+		{k("attention.sliding_window"), U32(uint32(t.SlidingWindow))},
+		{k("attention.sliding_window_pattern"), Arr(TypeBool, swa...)},
+		{k("attention.layer_norm_rms_epsilon"), Float(float32(t.RMSNormEps))},
+		{k("attention.causal"), Bool(false)},
+		{k("rope.freq_base"), Float(float32(t.RopeParameters.Full.Theta))},
+		{k("rope.freq_base_swa"), Float(float32(t.RopeParameters.Sliding.Theta))},
+		{k("rope.dimension_count"), U32(uint32(t.GlobalHeadDim))},
+		{k("rope.dimension_count_swa"), U32(uint32(t.HeadDim))},
+		{k("final_logit_softcapping"), Float(float32(t.FinalLogitSoftcapping))},
+		{k("shared_kv_layers"), U32(0)},
+		{k("embedding_length_per_layer_input"), U32(0)},
+		{keyCanvas, U32(uint32(cfg.CanvasLength))},
+		{"diffusion.eb_max_steps", U32(uint32(g.MaxDenoisingSteps))},
+		{"diffusion.eb_t_min", Float(float32(g.TMin))},
+		{"diffusion.eb_t_max", Float(float32(g.TMax))},
+		{"diffusion.eb_entropy_bound", Float(float32(g.EntropyBound))},
+		{"diffusion.eb_stability_threshold", U32(uint32(g.StabilityThreshold))},
+		{"diffusion.eb_confidence_threshold", Float(float32(g.ConfidenceThreshold))},
+		{"tokenizer.ggml.model", Str("gemma4")},
+		{"tokenizer.ggml.bos_token_id", U32(uint32(t.BOSTokenID))},
+		{"tokenizer.ggml.eos_token_id", U32(uint32(t.EOSTokenID))},
+		{"tokenizer.ggml.padding_token_id", U32(uint32(t.PadTokenID))},
+	}
+	for _, id := range cfg.EOSTokenIDs {
+		if id != t.EOSTokenID {
+			kvs = append(kvs, KV{"tokenizer.ggml.eot_token_id", U32(uint32(id))})
+			break
+		}
+	}
+	return kvs
+}
+
+// RopeFreqValues is the RopeFreqs tensor llama.cpp's converter writes for cfg's full
+// layers — 1 for each rotated pair, 1e30 for the rest, over global_head_dim/2 pairs —
+// and nil where they rotate every pair (no tensor).
+func RopeFreqValues(cfg *config.Model) []float32 {
+	full := cfg.Text.RopeParameters.Full
+	if full.Type != "proportional" {
+		return nil
+	}
+	rot := int(full.PartialRotaryFactor * float64(cfg.Text.GlobalHeadDim) / 2)
+	rf := make([]float32, cfg.Text.GlobalHeadDim/2)
+	for i := range rf {
+		rf[i] = 1
+		if i >= rot {
+			rf[i] = 1e30
+		}
+	}
+	return rf
+}

@@ -15,12 +15,48 @@ type KV struct {
 }
 
 // WriteTensor is one tensor to write: Shape is row-major (outermost first, like
-// TensorInfo.Shape); Data holds its encoded blocks (see Quantize).
+// TensorInfo.Shape); Data holds its encoded blocks (see Quantize), or, when Data is
+// nil, Stream writes them when the tensor's turn comes — exactly the tensor's size in
+// bytes (Size), so that a file larger than memory is written a piece at a time.
 type WriteTensor struct {
-	Name  string
-	Shape []int
-	Type  Type
-	Data  []byte
+	Name   string
+	Shape  []int
+	Type   Type
+	Data   []byte
+	Stream func(w io.Writer) error
+}
+
+// Size is the tensor's encoded size in bytes, or an error when its rows (the
+// innermost dimension) are no whole number of its type's blocks, which a reader
+// refuses.
+func (t WriteTensor) Size() (int64, error) {
+	info, ok := t.Type.info()
+	if !ok || len(t.Shape) == 0 || len(t.Shape) > maxDims {
+		return 0, fmt.Errorf("tensor %s: type %s, shape %v", t.Name, t.Type, t.Shape)
+	}
+	n := int64(1)
+	for _, d := range t.Shape {
+		if d <= 0 {
+			return 0, fmt.Errorf("tensor %s: shape %v", t.Name, t.Shape)
+		}
+		n *= int64(d)
+	}
+	if row := t.Shape[len(t.Shape)-1]; row%info.blockSize != 0 {
+		return 0, fmt.Errorf("tensor %s: rows of %d %s values are no whole number of blocks of %d", t.Name, row, t.Type, info.blockSize)
+	}
+	return n / int64(info.blockSize) * int64(info.typeSize), nil
+}
+
+// countWriter counts what passes through it to w.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // Scalar values for KV.
@@ -36,7 +72,8 @@ func Arr(elem ValueType, vs ...Value) Value {
 
 // Write writes a GGUF version-3 file with the given metadata and tensors (data
 // aligned to alignment, 0 meaning DefaultAlignment; a general.alignment pair is
-// written when it is not the default).
+// written when it is not the default). The first error — a bad tensor, a Stream's,
+// or w's — stops it and is returned.
 func Write(w io.Writer, kvs []KV, ts []WriteTensor, alignment int) error {
 	if alignment == 0 {
 		alignment = DefaultAlignment
@@ -128,18 +165,16 @@ func Write(w io.Writer, kvs []KV, ts []WriteTensor, alignment int) error {
 	}
 	var off uint64
 	offsets := make([]uint64, len(ts))
+	sizes := make([]int64, len(ts))
 	for i, t := range ts {
-		info, ok := t.Type.info()
-		if !ok || len(t.Shape) == 0 || len(t.Shape) > maxDims {
-			return fmt.Errorf("gguf write: tensor %s: type %s, shape %v", t.Name, t.Type, t.Shape)
+		size, err := t.Size()
+		if err != nil {
+			return fmt.Errorf("gguf write: %w", err)
 		}
-		n := 1
-		for _, d := range t.Shape {
-			n *= d
+		if (t.Data != nil || t.Stream == nil) && int64(len(t.Data)) != size {
+			return fmt.Errorf("gguf write: tensor %s: %d bytes for %v %s (%d bytes)", t.Name, len(t.Data), t.Shape, t.Type, size)
 		}
-		if n%info.blockSize != 0 || len(t.Data) != n/info.blockSize*info.typeSize {
-			return fmt.Errorf("gguf write: tensor %s: %d bytes for %d %s elements", t.Name, len(t.Data), n, t.Type)
-		}
+		sizes[i] = size
 		str(t.Name)
 		u32(uint32(len(t.Shape)))
 		for j := len(t.Shape) - 1; j >= 0; j-- { // innermost first
@@ -148,13 +183,27 @@ func Write(w io.Writer, kvs []KV, ts []WriteTensor, alignment int) error {
 		u32(uint32(t.Type))
 		offsets[i] = off
 		u64(off)
-		off = alignUp(off+uint64(len(t.Data)), uint64(alignment))
+		off = alignUp(off+uint64(size), uint64(alignment))
 	}
 	pad := func() { put(make([]byte, alignUp(uint64(pos), uint64(alignment))-uint64(pos))) }
 	pad()
-	for _, t := range ts {
-		put(t.Data)
+	for i, t := range ts {
+		if t.Data != nil || t.Stream == nil {
+			put(t.Data)
+		} else {
+			cw := &countWriter{w: bw}
+			if err := t.Stream(cw); err != nil {
+				return fmt.Errorf("gguf write: tensor %s: %w", t.Name, err)
+			}
+			if cw.n != sizes[i] {
+				return fmt.Errorf("gguf write: tensor %s: wrote %d bytes of %d", t.Name, cw.n, sizes[i])
+			}
+			pos += cw.n
+		}
 		pad()
+		if _, err := bw.Write(nil); err != nil { // bufio keeps the first error of w
+			return fmt.Errorf("gguf write: %w", err)
+		}
 	}
 	return bw.Flush()
 }

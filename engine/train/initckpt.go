@@ -38,7 +38,12 @@ const initChunk = 1 << 20
 // InitOptions controls InitCheckpoint.
 type InitOptions struct {
 	Profile quant.Profile // bf16 (the default), int8 or int4
-	Seed    uint64
+	// GGUF writes the weights as one GGUF file (InitGGUFFile) in llama.cpp's Q4_K_M
+	// mix instead of safetensors, with the tokenizer and no config.json, as a GGUF
+	// download comes (the loader reads the config from the file's metadata). Profile
+	// must be unset.
+	GGUF bool
+	Seed uint64
 	// Tokenizer is a directory holding tokenizer.json (and tokenizer_config.json),
 	// copied into the checkpoint; nil is the built-in Darkroom Mini's. Its ids must fit
 	// in the config's vocab_size.
@@ -76,9 +81,11 @@ type initTensor struct {
 // tokenizer, and the weights of weights.Specs under their HF names in the profile's
 // formats (the bf16 profile stores every weight as BF16; int8 and int4 quantize the
 // ones quant.Profile.SpecFor selects and keep the rest BF16, as `darkroom quantize`
-// does). Initialization follows the table: ones for norms, scales and layer
-// scalars, N(0, 1/fan_in) for projections, experts and the embedding, from the seed
-// alone (the same seed writes the same bytes).
+// does) — or, with opts.GGUF, the tokenizer and one GGUF file in llama.cpp's layout
+// (writeInitGGUF). Initialization follows the table: ones for norms, scales and
+// layer scalars, N(0, 1/fan_in) for projections, experts and the embedding, from the
+// seed alone (the same seed writes the same bytes, and the same values in every
+// format).
 //
 // The model is never whole in memory: each tensor is generated a chunk of rows at a
 // time, quantized and streamed to its file, so a 25B-parameter model takes a few
@@ -128,6 +135,23 @@ func InitCheckpoint(ctx context.Context, cfg *config.Model, dir string, opts Ini
 		}
 	}()
 
+	if opts.GGUF {
+		plan, res, err := planGGUF(cfg)
+		if err != nil {
+			return fail(err)
+		}
+		res.Dir = dir
+		if err := writeInitGGUF(ctx, cfg, filepath.Join(tmp, InitGGUFFile), plan, opts, res.Bytes); err != nil {
+			return fail(err)
+		}
+		if err := copyTokenizer(tokFS, tmp); err != nil {
+			return fail(err)
+		}
+		if err := finishInit(tmp, dir); err != nil {
+			return InitResult{}, err
+		}
+		return res, nil
+	}
 	shards, res, err := planInit(cfg, p, opts.MaxShardBytes)
 	if err != nil {
 		return fail(err)
@@ -183,16 +207,24 @@ func InitCheckpoint(ctx context.Context, cfg *config.Model, dir string, opts Ini
 	if err := c.Save(tmp); err != nil { // last: until here the directory is no model
 		return fail(err)
 	}
-	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp's 0700 → a model directory's usual mode
-		return fail(err)
-	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) { // empty (checked): os.Rename will not replace a directory
-		return fail(err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return fail(err)
+	if err := finishInit(tmp, dir); err != nil {
+		return InitResult{}, err
 	}
 	return res, nil
+}
+
+// finishInit puts the written checkpoint tmp in dir's place (dir is missing or empty).
+func finishInit(tmp, dir string) error {
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp's 0700 → a model directory's usual mode
+		return fmt.Errorf("train init: %w", err)
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) { // empty (checked): os.Rename will not replace a directory
+		return fmt.Errorf("train init: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("train init: %w", err)
+	}
+	return nil
 }
 
 // checkEmptyOrMissing refuses an output directory that holds something (or is a file).
@@ -228,6 +260,13 @@ func PlanInit(cfg *config.Model, opts InitOptions) (InitResult, error) {
 	if err != nil {
 		return InitResult{}, fmt.Errorf("train init: %w", err)
 	}
+	if opts.GGUF {
+		_, res, err := planGGUF(cfg)
+		if err != nil {
+			return InitResult{}, fmt.Errorf("train init: %w", err)
+		}
+		return res, nil
+	}
 	_, res, err := planInit(cfg, p, opts.MaxShardBytes)
 	if err != nil {
 		return InitResult{}, fmt.Errorf("train init: %w", err)
@@ -235,8 +274,11 @@ func PlanInit(cfg *config.Model, opts InitOptions) (InitResult, error) {
 	return res, nil
 }
 
-// initProfile is opts.Profile, bf16 when unset.
+// initProfile is opts.Profile, bf16 when unset (and none with GGUF).
 func initProfile(opts InitOptions) (quant.Profile, error) {
+	if opts.GGUF && opts.Profile != "" {
+		return "", fmt.Errorf("a GGUF checkpoint is in llama.cpp's Q4_K_M mix, not profile %s", opts.Profile)
+	}
 	if opts.Profile == "" {
 		return quant.BF16Profile, nil
 	}
@@ -302,12 +344,30 @@ type initOut struct {
 	err          error
 }
 
-// writeInitTensor generates t chunk by chunk (GOMAXPROCS chunks at a time, written
-// in order) and streams it to w: the BF16 values, or the .qweight codes followed by
+// writeInitTensor streams t to w: the BF16 values, or the .qweight codes followed by
 // the .qscale scales, which are kept until the codes are written (1/8 of the codes'
 // bytes for int4 g32 with BF16 scales, 4/n of them for int8 rows of n).
 func writeInitTensor(w *safetensors.Writer, t initTensor, seed uint64) error {
-	sp := t.spec
+	out, err := w.Next(t.headers[0].Name)
+	if err != nil {
+		return err
+	}
+	var scales []byte
+	err = eachInitChunk(t.spec, seed, func(vals []float32, r, n int) initOut { return encodeInitChunk(vals, r, n, t.q) },
+		func(o initOut) error {
+			scales = append(scales, o.scales...)
+			_, err := out.Write(o.data)
+			return err
+		})
+	if err != nil || t.q == nil {
+		return err
+	}
+	return w.Write(t.headers[1].Name, scales)
+}
+
+// eachInitChunk generates sp's values a chunk of rows at a time (GOMAXPROCS chunks
+// at once), encodes each with enc and hands them to emit in order.
+func eachInitChunk(sp weights.Spec, seed uint64, enc func(vals []float32, r, n int) initOut, emit func(initOut) error) error {
 	n := sp.Shape[len(sp.Shape)-1]
 	rows := 1
 	for _, d := range sp.Shape[:len(sp.Shape)-1] {
@@ -315,11 +375,6 @@ func writeInitTensor(w *safetensors.Writer, t initTensor, seed uint64) error {
 	}
 	chunkRows := max(1, initChunk/n)
 	chunks := (rows + chunkRows - 1) / chunkRows
-	out, err := w.Next(t.headers[0].Name)
-	if err != nil {
-		return err
-	}
-	var scales []byte
 	workers := runtime.GOMAXPROCS(0)
 	for first := 0; first < chunks; first += workers {
 		batch := make([]initOut, min(workers, chunks-first))
@@ -330,7 +385,12 @@ func writeInitTensor(w *safetensors.Writer, t initTensor, seed uint64) error {
 				defer wg.Done()
 				c := first + b
 				r := min(chunkRows, rows-c*chunkRows)
-				batch[b] = initChunkOut(sp, t.q, seed, c, r, n)
+				vals, err := initChunkValues(sp, seed, c, r*n)
+				if err != nil {
+					batch[b] = initOut{err: err}
+					return
+				}
+				batch[b] = enc(vals, r, n)
 			}()
 		}
 		wg.Wait()
@@ -338,28 +398,29 @@ func writeInitTensor(w *safetensors.Writer, t initTensor, seed uint64) error {
 			if o.err != nil {
 				return fmt.Errorf("tensor %s: %w", sp.HF, o.err)
 			}
-			if _, err := out.Write(o.data); err != nil {
+			if err := emit(o); err != nil {
 				return err
 			}
-			scales = append(scales, o.scales...)
 		}
 	}
-	if t.q == nil {
-		return nil
-	}
-	return w.Write(t.headers[1].Name, scales)
+	return nil
 }
 
-// initChunkOut generates chunk c (r rows of n values) of sp and encodes it: BF16
-// values, or with q the quantized codes and their scales.
-func initChunkOut(sp weights.Spec, q *quant.Spec, seed uint64, c, r, n int) initOut {
-	vals := make([]float32, r*n)
+// initChunkValues draws chunk c (count values) of sp from the chunk's own stream.
+func initChunkValues(sp weights.Spec, seed uint64, c, count int) ([]float32, error) {
+	vals := make([]float32, count)
 	h := fnv.New64a()
 	io.WriteString(h, sp.Name)
 	binary.Write(h, binary.LittleEndian, uint64(c))
 	if err := sp.Fill(vals, rand.New(rand.NewPCG(seed, h.Sum64()))); err != nil {
-		return initOut{err: err}
+		return nil, err
 	}
+	return vals, nil
+}
+
+// encodeInitChunk encodes r rows of n values: as BF16, or with q as the quantized
+// codes and their scales.
+func encodeInitChunk(vals []float32, r, n int, q *quant.Spec) initOut {
 	if q == nil {
 		b := make([]byte, 2*len(vals))
 		for i, v := range vals {

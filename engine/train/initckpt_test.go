@@ -15,6 +15,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/safetensors"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -297,6 +298,8 @@ func TestInitCheckpointErrors(t *testing.T) {
 		{"under a file", initTiny(), context.Background(), filepath.Join(aFile, "m"), InitOptions{}, "not a directory"},
 		{"tokenizer too big", config.Tiny(), context.Background(), filepath.Join(root, "a"), InitOptions{}, "tokenizer has 4096 ids but the config's vocab_size is 512"},
 		{"cancelled", initTiny(), ctx, filepath.Join(root, "a"), InitOptions{}, "context canceled"},
+		{"gguf with a profile", initTiny(), context.Background(), filepath.Join(root, "a"), InitOptions{GGUF: true, Profile: quant.Int4Profile}, "Q4_K_M mix, not profile int4"},
+		{"cancelled gguf", initTiny(), ctx, filepath.Join(root, "a"), InitOptions{GGUF: true}, "context canceled"},
 	} {
 		_, err := InitCheckpoint(c.ctx, c.cfg, c.out, c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -346,5 +349,115 @@ func TestLoadInitConfig(t *testing.T) {
 	os.WriteFile(other, []byte(`{"model_type": "diffusion_gemma"}`), 0o644)
 	if _, err := LoadInitConfig(other); err == nil || !strings.Contains(err.Error(), "text_config is missing") {
 		t.Errorf("bad config: %v", err)
+	}
+}
+
+// TestInitCheckpointGGUF: a GGUF checkpoint is one file in llama.cpp's Q4_K_M mix
+// (weights.Q4KMType) with the tokenizer and no config.json; its metadata gives the
+// config back; every tensor holds the values the bf16 profile writes for the same
+// seed, within its block type's quantization error (a mixed-up row or tensor would
+// be off by about √2); and the engine loads it from the folder and generates in both
+// modes.
+func TestInitCheckpointGGUF(t *testing.T) {
+	cfg := initTiny()
+	cfg.Text.HiddenSize = 256 // the k-quants' 256-value blocks apply to what reads the hidden state
+	root := t.TempDir()
+	dir, ref := filepath.Join(root, "gguf"), filepath.Join(root, "bf16")
+	opts := InitOptions{GGUF: true, Seed: 3}
+	res, err := InitCheckpoint(context.Background(), cfg, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InitCheckpoint(context.Background(), cfg, ref, InitOptions{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := PlanInit(cfg, opts)
+	if plan.Dir = dir; err != nil || fmt.Sprint(plan) != fmt.Sprint(res) {
+		t.Errorf("PlanInit = %+v (%v), InitCheckpoint wrote %+v", plan, err, res)
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if fmt.Sprint(names) != fmt.Sprint([]string{InitGGUFFile, "tokenizer.json", "tokenizer_config.json"}) {
+		t.Errorf("files %v", names)
+	}
+
+	f, err := gguf.Open(filepath.Join(dir, InitGGUFFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := weights.CheckGGUFConfig(f, cfg); err != nil {
+		t.Errorf("the metadata gives another model: %v", err)
+	}
+	got, err := f.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got.EOSTokenIDs, got.Generation.MaxDenoisingSteps, got.CanvasLength, got.Text.LayerTypes) !=
+		fmt.Sprint(cfg.EOSTokenIDs, cfg.Generation.MaxDenoisingSteps, cfg.CanvasLength, cfg.Text.LayerTypes) {
+		t.Errorf("config from the metadata %+v, want %+v", got, cfg)
+	}
+	bf16, err := weights.Load(ref, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onDisk int64
+	kinds := map[gguf.Type]bool{}
+	for _, sp := range weights.Specs(cfg) {
+		info, ok := f.Lookup(sp.GGUF)
+		want, quantized := weights.Q4KMType(cfg, sp)
+		if !quantized {
+			want = gguf.F32
+		}
+		if !ok || info.Type != want || fmt.Sprint(info.Shape()) != fmt.Sprint(sp.Shape) {
+			t.Fatalf("%s: %+v (found %v), want %s %v", sp.GGUF, info, ok, want, sp.Shape)
+		}
+		kinds[info.Type] = true
+		size, _ := gguf.WriteTensor{Shape: sp.Shape, Type: info.Type}.Size()
+		onDisk += size
+		vals, err := f.Float32(info, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ft, err := bf16.Float32(sp.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ref []float32
+		ft.ConstFlatData(func(a any) { ref = a.([]float32) })
+		var num, den float64
+		for i := range ref {
+			d := float64(vals[i]) - float64(ref[i])
+			num, den = num+d*d, den+float64(ref[i])*float64(ref[i])
+		}
+		bound := map[gguf.Type]float64{gguf.F32: 0.004, gguf.Q8_0: 0.01, gguf.Q6_K: 0.03, gguf.Q5_0: 0.06, gguf.Q4_K: 0.12}[info.Type]
+		if rel := math.Sqrt(num / den); !(rel <= bound) {
+			t.Errorf("%s (%s): relative RMS difference from the bf16 checkpoint %.4f, want ≤ %.3f", sp.GGUF, info.Type, rel, bound)
+		}
+	}
+	if rf, ok := f.Lookup(gguf.RopeFreqs); ok {
+		onDisk += int64(4 * rf.Elements())
+	}
+	if onDisk != res.Bytes {
+		t.Errorf("%d bytes of tensor data in the file, the result says %d", onDisk, res.Bytes)
+	}
+	if len(kinds) < 5 {
+		t.Errorf("block types %v: the test should cover Q4_K, Q6_K, Q5_0, Q8_0 and F32", kinds)
+	}
+
+	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, mode := range []engine.Mode{engine.AR, engine.Diffusion} {
+		r, err := e.Generate(context.Background(), engine.Request{Prompt: "What is Unix?", Mode: mode, Seed: 1,
+			Sampling: engine.Sampling{MaxNewTokens: 8}})
+		if err != nil || r.ForwardPasses == 0 || r.StopReason == "" {
+			t.Errorf("%s: %+v, %v", mode, r, err)
+		}
 	}
 }

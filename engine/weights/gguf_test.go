@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,60 +29,6 @@ func ggufConfig() *config.Model {
 	cfg.Text.HiddenSize = 256
 	return cfg
 }
-
-// ggufMeta writes cfg as llama.cpp's diffusion-gemma metadata (the inverse of
-// gguf.File.Config), with a tokenizer-sized token list omitted (vocab_size given).
-func ggufMeta(cfg *config.Model) []gguf.KV {
-	t := &cfg.Text
-	k := func(s string) string { return gguf.Arch + "." + s }
-	var kv, swa []gguf.Value
-	for i := 0; i < t.NumHiddenLayers; i++ {
-		kv = append(kv, gguf.U32(uint32(t.KVHeads(i))))
-		swa = append(swa, gguf.Bool(t.IsSliding(i)))
-	}
-	return []gguf.KV{
-		pair("general.architecture", gguf.Str(gguf.Arch)),
-		pair("general.name", gguf.Str("tiny")),
-		pair(k("block_count"), gguf.U32(uint32(t.NumHiddenLayers))),
-		pair(k("context_length"), gguf.U32(uint32(t.MaxPositionEmbeddings))),
-		pair(k("embedding_length"), gguf.U32(uint32(t.HiddenSize))),
-		pair(k("feed_forward_length"), gguf.U32(uint32(t.IntermediateSize))),
-		pair(k("expert_feed_forward_length"), gguf.U32(uint32(t.MoEIntermediateSize))),
-		pair(k("expert_count"), gguf.U32(uint32(t.NumExperts))),
-		pair(k("expert_used_count"), gguf.U32(uint32(t.TopKExperts))),
-		pair(k("vocab_size"), gguf.U32(uint32(t.VocabSize))),
-		pair(k("attention.head_count"), gguf.U32(uint32(t.NumAttentionHeads))),
-		pair(k("attention.head_count_kv"), gguf.Arr(gguf.TypeUint32, kv...)),
-		pair(k("attention.key_length"), gguf.U32(uint32(t.GlobalHeadDim))),
-		pair(k("attention.value_length"), gguf.U32(uint32(t.GlobalHeadDim))),
-		pair(k("attention.key_length_swa"), gguf.U32(uint32(t.HeadDim))),
-		pair(k("attention.value_length_swa"), gguf.U32(uint32(t.HeadDim))),
-		pair(k("attention.sliding_window"), gguf.U32(uint32(t.SlidingWindow))),
-		pair(k("attention.sliding_window_pattern"), gguf.Arr(gguf.TypeBool, swa...)),
-		pair(k("attention.layer_norm_rms_epsilon"), gguf.Float(float32(t.RMSNormEps))),
-		pair(k("attention.causal"), gguf.Bool(false)),
-		pair(k("rope.freq_base"), gguf.Float(float32(t.RopeParameters.Full.Theta))),
-		pair(k("rope.freq_base_swa"), gguf.Float(float32(t.RopeParameters.Sliding.Theta))),
-		pair(k("rope.dimension_count"), gguf.U32(uint32(t.GlobalHeadDim))),
-		pair(k("rope.dimension_count_swa"), gguf.U32(uint32(t.HeadDim))),
-		pair(k("final_logit_softcapping"), gguf.Float(float32(t.FinalLogitSoftcapping))),
-		pair(k("shared_kv_layers"), gguf.U32(0)),
-		pair(k("embedding_length_per_layer_input"), gguf.U32(0)),
-		pair("diffusion.canvas_length", gguf.U32(uint32(cfg.CanvasLength))),
-		pair("diffusion.eb_max_steps", gguf.U32(uint32(cfg.Generation.MaxDenoisingSteps))),
-		pair("diffusion.eb_t_min", gguf.Float(float32(cfg.Generation.TMin))),
-		pair("diffusion.eb_t_max", gguf.Float(float32(cfg.Generation.TMax))),
-		pair("diffusion.eb_entropy_bound", gguf.Float(float32(cfg.Generation.EntropyBound))),
-		pair("diffusion.eb_stability_threshold", gguf.U32(uint32(cfg.Generation.StabilityThreshold))),
-		pair("diffusion.eb_confidence_threshold", gguf.Float(float32(cfg.Generation.ConfidenceThreshold))),
-		pair("tokenizer.ggml.model", gguf.Str("gemma4")),
-		pair("tokenizer.ggml.bos_token_id", gguf.U32(uint32(t.BOSTokenID))),
-		pair("tokenizer.ggml.eos_token_id", gguf.U32(uint32(t.EOSTokenID))),
-		pair("tokenizer.ggml.padding_token_id", gguf.U32(uint32(t.PadTokenID))),
-	}
-}
-
-func pair(key string, v gguf.Value) gguf.KV { return gguf.KV{Key: key, Value: v} }
 
 // ggufType picks the stored type of each canonical tensor: a mix like a Q4_K_M file
 // (Q4_K projections, Q5_0/Q8_0 where rows are not 256 long, Q6_K embedding, F32
@@ -175,20 +122,13 @@ func writeGGUF(t *testing.T, dir string, cfg *config.Model, split bool, edit fun
 		fx.stored[sp.Name] = add(name, sp.Shape, typ, vals)
 	}
 	// The full layers' proportional RoPE factors, as llama.cpp's converter writes them.
-	rot := int(cfg.Text.RopeParameters.Full.PartialRotaryFactor * float64(cfg.Text.GlobalHeadDim) / 2)
-	rf := make([]float32, cfg.Text.GlobalHeadDim/2)
-	for i := range rf {
-		rf[i] = 1
-		if i >= rot {
-			rf[i] = 1e30
-		}
-	}
+	rf := gguf.RopeFreqValues(cfg)
 	add(gguf.RopeFreqs, []int{len(rf)}, gguf.F32, rf)
 	if edit != nil {
 		ts = edit(ts)
 	}
 	var buf bytes.Buffer
-	if err := gguf.Write(&buf, ggufMeta(cfg), ts, 0); err != nil {
+	if err := gguf.Write(&buf, gguf.Metadata(cfg, "tiny"), ts, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(fx.path, buf.Bytes(), 0o644); err != nil {
@@ -415,7 +355,7 @@ func TestLoadGGUFFaults(t *testing.T) {
 	}
 	// Wrong architecture.
 	var buf bytes.Buffer
-	meta := ggufMeta(cfg)
+	meta := gguf.Metadata(cfg, "tiny")
 	meta[0].Value = gguf.Str("gemma4")
 	gguf.Write(&buf, meta, nil, 0)
 	os.WriteFile(fx.path, buf.Bytes(), 0o644)
@@ -520,9 +460,12 @@ func TestGGUFConfig26B(t *testing.T) {
 			rf[i] = 1
 		}
 	}
+	if got := gguf.RopeFreqValues(want); !slices.Equal(got, rf) {
+		t.Fatalf("RopeFreqValues: %v, want %v", got, rf)
+	}
 	raw, _ := gguf.Quantize(gguf.F32, rf)
 	var buf bytes.Buffer
-	if err := gguf.Write(&buf, ggufMeta(want), []gguf.WriteTensor{{Name: gguf.RopeFreqs, Shape: []int{256}, Type: gguf.F32, Data: raw}}, 0); err != nil {
+	if err := gguf.Write(&buf, gguf.Metadata(want, "26b"), []gguf.WriteTensor{{Name: gguf.RopeFreqs, Shape: []int{256}, Type: gguf.F32, Data: raw}}, 0); err != nil {
 		t.Fatal(err)
 	}
 	f, err := gguf.Parse(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "26b.gguf")

@@ -64,7 +64,7 @@ type Runtime struct {
 	Canvas       int  // canvas length (config canvas_length, else 256)
 	ComputeBytes int  // bytes per activation / KV element (4: f32 compute)
 	GPU          bool // overhead of a GPU backend (CUDA/XLA context) instead of the CPU one
-	// GGUF: the weights are a Q4_K_M GGUF file's blocks (GGUFType), which the CPU's
+	// GGUF: the weights are a Q4_K_M GGUF file's blocks (weights.Q4KMType), which the CPU's
 	// host path holds as stored (GGUFWeightBytes); a GPU's graphs hold them converted
 	// to the profile's int4 and int8, as the profile's estimate counts.
 	GGUF bool

@@ -227,7 +227,7 @@ func TestTinyModel(t *testing.T) {
 }
 
 // TestGGUFWeights: a Q4_K_M GGUF of the 26B on the CPU holds its blocks as stored —
-// llama.cpp's types (GGUFType) come to within 1% of the catalog's download — while on
+// llama.cpp's types (weights.Q4KMType) come to within 1% of the catalog's download — while on
 // a GPU it is counted as the profile it is converted to; the CPU estimate's weights
 // part is the GGUF's.
 func TestGGUFWeights(t *testing.T) {

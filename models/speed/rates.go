@@ -1005,7 +1005,7 @@ func vecPass(kind string, width, n int) (func(), error) {
 // streaming from memory.
 var formats = []string{"f32", "bf16", "int8", "int4", "nvfp4"}
 
-// ggufTypes are a GGUF file's block types that the estimates price (fit.GGUFType: a
+// ggufTypes are a GGUF file's block types that the estimates price (weights.Q4KMType: a
 // Q4_K_M file's), timed in the caches only — the AR product (GEMV) and the canvas
 // product's decoding (Decode) —, streaming from memory at the longer of that and the
 // memory's time (Rates.gemv); ggufFormats their formats' names (ggufFormat).

@@ -9,7 +9,7 @@
 //   - the model's work, from its dimensions, as the host model (engine/model's
 //     host path) does it, operation by operation (cost.go): each product with its
 //     shape and its weight's stored format (models/fit's TensorBytes; a GGUF file's
-//     tensors in the block types llama.cpp's Q4_K_M gives them, fit.GGUFType), each pass
+//     tensors in the block types llama.cpp's Q4_K_M gives them, weights.Q4KMType), each pass
 //     over activations (norms, RoPE, the attention's gathers and softmax, GeGLU,
 //     the router, the residuals, the head's soft-cap and softmax over the
 //     vocabulary, the sampler), for a denoising step, an encoder pass (the prompt,
@@ -105,7 +105,7 @@ type Workload struct {
 	Steps          float64
 	GuidanceRounds float64
 	// GGUF: the weights are a GGUF file's blocks, multiplied as stored, in a Q4_K_M
-	// file's types (fit.GGUFType: llama.cpp's rules) — each tensor's AR product priced at
+	// file's types (weights.Q4KMType: llama.cpp's rules) — each tensor's AR product priced at
 	// its block type's measured rate and bytes, and every canvas product on the float
 	// path even where Rates.IntGEMM was measured: the integer products take its Q4_K,
 	// Q4_0 and Q4_1 blocks, and Q5_0, Q5_1 and Q8_0 where the CPU has VNNI
@@ -336,9 +336,9 @@ func readSet(cfg *config.Model, p quant.Profile, gguf bool, share func(weights.S
 
 // storedAs names the stored format of tensor s (n weights) and its bytes: under
 // profile p (formatOf), or with gguf in the type a Q4_K_M file stores it in
-// (fit.GGUFType; its tensors not quantized, as under p).
+// (weights.Q4KMType; its tensors not quantized, as under p).
 func storedAs(cfg *config.Model, p quant.Profile, gguf bool, s weights.Spec, n int) (string, int64) {
-	if t, ok := fit.GGUFType(cfg, p, s); gguf && ok {
+	if t, ok := weights.Q4KMType(cfg, s); gguf && ok {
 		return ggufFormat(t), fit.GGUFTensorBytes(cfg, p, s)
 	}
 	b := fit.TensorBytes(cfg, p, s)
