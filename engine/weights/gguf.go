@@ -403,12 +403,6 @@ func ggufQuant(f *gguf.File, p ggufPlan) (qw, qs, qm *tensors.Tensor, err error)
 	spec := *p.quant
 	wShape, sShape := spec.Shapes(p.spec.Shape)
 	qw = tensors.FromShape(shapes.Make(spec.DType(), wShape...))
-	cols := int64(p.spec.Shape[len(p.spec.Shape)-1])
-	qPerRow := cols
-	if spec.Bits == 4 {
-		qPerRow = cols / 2
-	}
-	sPerRow := cols / int64(spec.GroupSize)
 	nGroups := int64(1)
 	for _, d := range sShape {
 		nGroups *= int64(d)
@@ -418,21 +412,7 @@ func ggufQuant(f *gguf.File, p ggufPlan) (qw, qs, qm *tensors.Tensor, err error)
 	if spec.HasMin() {
 		mins = make([]float32, nGroups)
 	}
-	var tmp []float32
-	if !spec.HasMin() {
-		tmp = make([]float32, min(max(1, chunkElems/cols), p.parts[0].Rows())*cols)
-	}
-	workers := runtime.GOMAXPROCS(0)
-	err2 := qw.MutableBytes(func(qb []byte) {
-		err = eachChunk(f, p, func(t gguf.TensorInfo, raw []byte, row, rows int64) error {
-			q := qb[row*qPerRow : (row+rows)*qPerRow]
-			sc := scales[row*sPerRow : (row+rows)*sPerRow]
-			if spec.HasMin() {
-				return gguf.RequantizeAffineParallel(t.Type, raw, q, sc, mins[row*sPerRow:(row+rows)*sPerRow], workers)
-			}
-			return gguf.RequantizeParallel(t.Type, raw, spec.Bits, q, sc, tmp[:rows*cols], workers)
-		})
-	})
+	err2 := qw.MutableBytes(func(qb []byte) { err = ggufRequant(f, p, qb, scales, mins) })
 	if err == nil {
 		err = err2
 	}
@@ -444,6 +424,32 @@ func ggufQuant(f *gguf.File, p ggufPlan) (qw, qs, qm *tensors.Tensor, err error)
 		qm = storeScales(mins, spec.BF16Scales, sShape)
 	}
 	return qw, qs, qm, nil
+}
+
+// ggufRequant converts p's blocks into its Darkroom format p.quant, a chunk of rows at
+// a time: the codes into q, the float32 scales (and, affine, minimums) into scales
+// and mins, sized for the whole tensor.
+func ggufRequant(f *gguf.File, p ggufPlan, q []byte, scales, mins []float32) error {
+	spec := *p.quant
+	cols := int64(p.spec.Shape[len(p.spec.Shape)-1])
+	qPerRow := cols
+	if spec.Bits == 4 {
+		qPerRow = cols / 2
+	}
+	sPerRow := cols / int64(spec.GroupSize)
+	var tmp []float32
+	if !spec.HasMin() {
+		tmp = make([]float32, min(max(1, chunkElems/cols), p.parts[0].Rows())*cols)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	return eachChunk(f, p, func(t gguf.TensorInfo, raw []byte, row, rows int64) error {
+		q := q[row*qPerRow : (row+rows)*qPerRow]
+		sc := scales[row*sPerRow : (row+rows)*sPerRow]
+		if spec.HasMin() {
+			return gguf.RequantizeAffineParallel(t.Type, raw, q, sc, mins[row*sPerRow:(row+rows)*sPerRow], workers)
+		}
+		return gguf.RequantizeParallel(t.Type, raw, spec.Bits, q, sc, tmp[:rows*cols], workers)
+	})
 }
 
 // storeScales makes the qscale (or qmin) tensor: Float32 as is, or BFloat16 rounded to

@@ -7,6 +7,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/safetensors"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
@@ -33,6 +34,10 @@ func openGGUFStored(path string, cfg *config.Model) (m *Mapped, ok bool, err err
 			return nil, false, nil
 		}
 		m.plans[p.spec.Name] = p
+		if p.hostConverted() {
+			m.bytes += p.quant.Bytes(p.spec.Shape)
+			continue
+		}
 		for _, t := range p.parts {
 			m.bytes += int64(t.Size)
 		}
@@ -40,24 +45,74 @@ func openGGUFStored(path string, cfg *config.Model) (m *Mapped, ok bool, err err
 	return m, true, nil
 }
 
+// HostHeld is the Darkroom format the host model holds a quantizable matrix of GGUF
+// block type t in, and false for the types it holds and multiplies as stored. Q6_K
+// keeps a scale per 16 inputs, which no integer canvas product takes (the kernels'
+// groups are of 32), so its products took the float path, decoding every block each
+// time: in a Q4_K_M file the tied embedding is Q6_K, and its two products a denoising
+// step (the output head and the soft embedding) were three quarters of a 6-layer
+// 26B's step, twice the int4 profile's. It is held as the graph path converts it
+// instead (decideGGUF: int8 with a float32 scale per 32 inputs, gguf.Requantize), the
+// same numbers on the CPU as on a GPU: 1.125 bytes a weight for Q6_K's 0.82, a
+// relative error about 3% above Q6_K's own.
+func HostHeld(t gguf.Type) (quant.Spec, bool) {
+	if t == gguf.Q6_K {
+		return quant.Spec{Bits: 8, GroupSize: gguf.Group}, true
+	}
+	return quant.Spec{}, false
+}
+
+// hostConverted reports whether the host model holds p converted (HostHeld): every
+// part of such a type, and the graph path's conversion of p the same format.
+func (p ggufPlan) hostConverted() bool {
+	if p.quant == nil {
+		return false
+	}
+	for _, t := range p.parts {
+		if spec, ok := HostHeld(t.Type); !ok || spec != *p.quant {
+			return false
+		}
+	}
+	return true
+}
+
 // readGGUF reads one planned tensor as stored: a matrix keeps its GGUF blocks (Q4_K,
-// Q6_K, Q4_0, Q4_1, Q8_0, F16, …) or its BF16/F32 values — split gate and up experts
+// Q4_0, Q4_1, Q8_0, F16, …) or its BF16/F32 values — split gate and up experts
 // interleaved per expert into the canonical [E, 2F, D], one row block after the other
-// — with its byte counts checked; a vector (norms, scales) is widened to float32. The
-// file is read rather than mapped: its tensors are not aligned for the kernels' views,
-// and the heap then holds exactly the stored bytes.
+// — with its byte counts checked, except a type HostHeld converts, held in its
+// Darkroom format; a vector (norms, scales) is widened to float32. The file is read
+// rather than mapped: its tensors are not aligned for the kernels' views, and the heap
+// then holds exactly the stored (or converted) bytes.
 func (m *Mapped) readGGUF(p ggufPlan) (Stored, error) {
 	f := m.gf
 	s := Stored{Name: p.spec.Name, File: f.Path, Shape: p.spec.Shape}
+	if p.hostConverted() {
+		spec := *p.quant
+		wShape, sShape := spec.Shapes(p.spec.Shape)
+		q := make([]byte, safetensors.Elements(wShape)*int64(spec.DType().Size()))
+		scales := make([]float32, safetensors.Elements(sShape))
+		var mins []float32
+		if spec.HasMin() {
+			mins = make([]float32, len(scales))
+		}
+		if err := ggufRequant(f, p, q, scales, mins); err != nil {
+			return s, err
+		}
+		if spec.BF16Scales {
+			return s, fmt.Errorf("tensor %s: %s converted with BFloat16 scales", p.spec.Name, p.parts[0].Type) // decideGGUF gives int8 Float32 ones
+		}
+		s.DType, s.Quant, s.Data, s.Scales, s.Mins = spec.DType(), &spec, q, f32Bytes(scales), f32Bytes(mins)
+		if _, err := s.Matrix(); err != nil {
+			return s, err
+		}
+		return s, nil
+	}
 	if len(s.Shape) < 2 {
 		v, err := f.Float32(p.parts[0], 0, -1)
 		if err != nil {
 			return s, err
 		}
-		s.DType = dtypes.Float32
-		if len(v) > 0 {
-			s.Data = unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
-		}
+		s.DType, s.Data = dtypes.Float32, f32Bytes(v)
 		return s, nil
 	}
 	switch typ := p.parts[0].Type; typ {
@@ -86,6 +141,14 @@ func (m *Mapped) readGGUF(p ggufPlan) (Stored, error) {
 		return s, err
 	}
 	return s, nil
+}
+
+// f32Bytes is v's memory as bytes (nil for none).
+func f32Bytes(v []float32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
 }
 
 // ggufSet converts the GGUF file into a Set as LoadGGUF does (the graph path), after

@@ -1,14 +1,15 @@
 package weights_test
 
 import (
-	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"math"
 	"path/filepath"
 	"testing"
 	"unsafe"
 
 	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -60,10 +61,35 @@ func hostRun(t *testing.T, r *model.Runner) [][]float32 {
 	return outs
 }
 
+// int8G32 is vals as int8 with a scale per 32 values, s = max|x|/127, q = x/s rounded
+// to nearest (ties to even), then q·s in float32: what a Q6_K matrix
+// holds (weights.HostHeld).
+func int8G32(vals []float32) []float32 {
+	out := make([]float32, len(vals))
+	for g := 0; g < len(vals); g += 32 {
+		var amax float32
+		for _, v := range vals[g : g+32] {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		if amax == 0 {
+			continue
+		}
+		s := amax / 127
+		inv := 1 / s
+		for i, v := range vals[g : g+32] {
+			q := max(-127, min(127, math.RoundToEven(float64(v*inv))))
+			out[g+i] = float32(q) * s
+		}
+	}
+	return out
+}
+
 // TestGGUFStoredOnHost: a GGUF file read by weights.Map keeps each matrix in its GGUF
-// type (Q4_K, Q6_K, Q5_K, Q8_0, Q4_0, Q4_1, Q5_1, Q5_0; split gate and up experts
-// interleaved), and the host model over it gives the logits and soft embeddings of
-// the float32 host path on the GGUF's own dequantization, within float32 rounding.
+// type (Q4_K, Q5_K, Q8_0, Q4_0, Q4_1, Q5_1, Q5_0; split gate and up experts
+// interleaved), but Q6_K (weights.HostHeld) as int8 with a scale per 32,
+// and the host model over it gives the logits and soft embeddings of the float32 host
+// path on the GGUF's own dequantization (the Q6_K tensors' int8G32), within float32
+// rounding.
 func TestGGUFStoredOnHost(t *testing.T) {
 	defer kernels.SetIntProducts(kernels.SetIntProducts(false)) // the float32 path, within its rounding (engine/kernels TestMulNTInt: the integer one)
 	for _, split := range []bool{false, true} {
@@ -74,14 +100,29 @@ func TestGGUFStoredOnHost(t *testing.T) {
 			t.Fatalf("Map = %v, %v", ok, err)
 		}
 		defer m.Close()
+		stored := map[string][]float32{}
+		converted := 0
 		for _, sp := range weights.Specs(cfg) {
 			s, _, ok, err := m.Lookup(sp.Name)
 			if err != nil || !ok {
 				t.Fatalf("Lookup(%s) = %v, %v", sp.Name, ok, err)
 			}
-			if typ := fx.types[sp.Name]; len(sp.Shape) >= 2 && typ != gguf.F32 && typ != gguf.BF16 && (!s.Blocks || s.GGUF != typ) {
+			stored[sp.Name] = fx.stored[sp.Name]
+			typ := fx.types[sp.Name]
+			switch {
+			case len(sp.Shape) < 2 || typ == gguf.F32 || typ == gguf.BF16:
+			case typ == gguf.Q6_K:
+				if held, ok := weights.HostHeld(typ); !ok || s.Blocks || s.Quant == nil || *s.Quant != held || held != (quant.Spec{Bits: 8, GroupSize: 32}) {
+					t.Errorf("%s: held as %+v (blocks %v, %v), want int8 in groups of 32 with float32 scales", sp.Name, s.Quant, s.Blocks, s.GGUF)
+				}
+				stored[sp.Name] = int8G32(fx.stored[sp.Name])
+				converted++
+			case !s.Blocks || s.GGUF != typ:
 				t.Errorf("%s: held as %v (blocks %v), want the file's %s", sp.Name, s.GGUF, s.Blocks, typ)
 			}
+		}
+		if converted == 0 {
+			t.Fatal("no tensor of the file is Q6_K")
 		}
 		got, err := model.NewHostRunner(&cfg.Text, m)
 		if err != nil {
@@ -91,7 +132,7 @@ func TestGGUFStoredOnHost(t *testing.T) {
 		for _, sp := range weights.Specs(cfg) {
 			shapes[sp.Name] = sp.Shape
 		}
-		ref, err := model.NewHostRunner(&cfg.Text, float32Source{fx.stored, shapes})
+		ref, err := model.NewHostRunner(&cfg.Text, float32Source{stored, shapes})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,8 +65,9 @@ type Runtime struct {
 	ComputeBytes int  // bytes per activation / KV element (4: f32 compute)
 	GPU          bool // overhead of a GPU backend (CUDA/XLA context) instead of the CPU one
 	// GGUF: the weights are a Q4_K_M GGUF file's blocks (weights.Q4KMType), which the CPU's
-	// host path holds as stored (GGUFWeightBytes); a GPU's graphs hold them converted
-	// to the profile's int4 and int8, as the profile's estimate counts.
+	// host path holds as stored but for its Q6_K, held as int8 (GGUFWeightBytes); a
+	// GPU's graphs hold them converted to the profile's int4 and int8, as the
+	// profile's estimate counts.
 	GGUF bool
 	// Workers is how many parts of a product the CPU's kernels run at once
 	// (default kernels.Workers(): this process's GOMAXPROCS).
@@ -193,7 +194,7 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 
 	w, note := WeightBytes(cfg, p), weightNote(p)
 	if rt.GGUF && !rt.GPU {
-		w, note = GGUFWeightBytes(cfg, p), "a GGUF file's blocks as stored (llama.cpp's Q4_K_M: Q4_K, Q5_0/Q8_0 where rows are no 256-block, Q6_K embedding)"
+		w, note = GGUFWeightBytes(cfg, p), "a GGUF file's blocks as stored (llama.cpp's Q4_K_M: Q4_K, Q5_0/Q8_0 where rows are no 256-block), its Q6_K embedding held as int8"
 	}
 	e.Parts = append(e.Parts, Part{PartWeights, w, note})
 

@@ -26,7 +26,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 9
+const calibrationVersion = 10
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -1006,11 +1006,11 @@ func vecPass(kind string, width, n int) (func(), error) {
 var formats = []string{"f32", "bf16", "int8", "int4", "nvfp4"}
 
 // ggufTypes are a GGUF file's block types that the estimates price (weights.Q4KMType: a
-// Q4_K_M file's), timed in the caches only — the AR product (GEMV) and the canvas
+// Q4_K_M file's; its Q6_K as Q8_0, storedAs), timed in the caches only — the AR product (GEMV) and the canvas
 // product's decoding (Decode) —, streaming from memory at the longer of that and the
 // memory's time (Rates.gemv); ggufFormats their formats' names (ggufFormat).
 var (
-	ggufTypes   = []gguf.Type{gguf.Q4_K, gguf.Q6_K, gguf.Q5_0, gguf.Q8_0}
+	ggufTypes   = []gguf.Type{gguf.Q4_K, gguf.Q5_0, gguf.Q8_0}
 	ggufFormats = func() (fs []string) {
 		for _, t := range ggufTypes {
 			fs = append(fs, ggufFormat(t))
@@ -1070,8 +1070,6 @@ func matrixOf(f string, rows, cols int) (*kernels.Matrix, error) {
 		switch t {
 		case gguf.Q4_K:
 			at = []int{0, 2}
-		case gguf.Q6_K:
-			at = []int{208}
 		}
 		for b := 0; b < len(w.Data); b += bb {
 			for _, o := range at {

@@ -19,7 +19,7 @@
 //   - this machine's rates (Rates), measured once with Darkroom's own kernels and
 //     cached per CPU, core count, build and calibration version in the user's cache
 //     folder (Cache, DefaultPath): the canvas GEMM on a grid of shapes, decoding each
-//     stored format while packing (GGUF's Q4_K, Q6_K, Q5_0 and Q8_0 blocks too), the
+//     stored format while packing (GGUF's Q4_K, Q5_0 and Q8_0 blocks too), the
 //     soft embedding's product, the AR product per format at small sizes in cache
 //     (GGUF's blocks at one size), per row, and streaming from memory (a real
 //     layer's matrices one after another, an AR step's experts as one job), each pass
@@ -89,6 +89,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -109,8 +110,8 @@ type Workload struct {
 	// its block type's measured rate and bytes, and every canvas product on the float
 	// path even where Rates.IntGEMM was measured: the integer products take its Q4_K,
 	// Q4_0 and Q4_1 blocks, and Q5_0, Q5_1 and Q8_0 where the CPU has VNNI
-	// (kernels.IntGGUF), not its Q6_K (a slower estimate than the run, not a faster
-	// one).
+	// (kernels.IntGGUF), and its Q6_K held as int8 (a slower estimate than the run,
+	// not a faster one).
 	GGUF bool
 }
 
@@ -335,11 +336,18 @@ func readSet(cfg *config.Model, p quant.Profile, gguf bool, share func(weights.S
 }
 
 // storedAs names the stored format of tensor s (n weights) and its bytes: under
-// profile p (formatOf), or with gguf in the type a Q4_K_M file stores it in
-// (weights.Q4KMType; its tensors not quantized, as under p).
-func storedAs(cfg *config.Model, p quant.Profile, gguf bool, s weights.Spec, n int) (string, int64) {
-	if t, ok := weights.Q4KMType(cfg, s); gguf && ok {
-		return ggufFormat(t), fit.GGUFTensorBytes(cfg, p, s)
+// profile p (formatOf), or with gguf as the host path holds the type a Q4_K_M file
+// stores it in (weights.Q4KMType; fit.GGUFHeldBytes; its tensors not quantized, as
+// under p). A type held converted (weights.HostHeld: Q6_K as int8 in groups of 32)
+// is priced as Q8_0, whose rows the AR product dots with the same kernel (after
+// taking the codes out of their blocks: a little slower) and the canvas products
+// decode as int8 codes and a scale per 32.
+func storedAs(cfg *config.Model, p quant.Profile, fromGGUF bool, s weights.Spec, n int) (string, int64) {
+	if t, ok := weights.Q4KMType(cfg, s); fromGGUF && ok {
+		if _, held := weights.HostHeld(t); held {
+			t = gguf.Q8_0
+		}
+		return ggufFormat(t), fit.GGUFHeldBytes(cfg, p, s)
 	}
 	b := fit.TensorBytes(cfg, p, s)
 	return formatOf(cfg, p, s, b, n), b
