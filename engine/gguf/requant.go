@@ -99,13 +99,19 @@ func Requantize(t Type, raw []byte, bits int, q []byte, scales []float32, tmp []
 	info.dequant(x, raw)
 	for g := 0; g < n/Group; g++ {
 		vals := x[g*Group : (g+1)*Group]
+		var top uint32 // the largest magnitude's bits: ≥ an infinity's for a non-finite value
 		for _, v := range vals {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return fmt.Errorf("requantize %s: non-finite value %v in group %d", t, v, g)
+			top = max(top, math.Float32bits(v)&0x7fffffff)
+		}
+		if top >= 0x7f800000 {
+			for _, v := range vals {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					return fmt.Errorf("requantize %s: non-finite value %v in group %d", t, v, g)
+				}
 			}
 		}
 		if bits == 8 {
-			scales[g] = quantGroup8(vals, q[g*Group:(g+1)*Group])
+			scales[g] = quantGroup8(vals, q[g*Group:(g+1)*Group], math.Float32frombits(top))
 		} else {
 			scales[g] = quantGroup4(vals, q[g*Group/2:(g+1)*Group/2])
 		}
@@ -113,12 +119,8 @@ func Requantize(t Type, raw []byte, bits int, q []byte, scales []float32, tmp []
 	return nil
 }
 
-// quantGroup8: s = max|x|/127, q = round(x/s) (as package quant does).
-func quantGroup8(x []float32, q []byte) float32 {
-	var amax float32
-	for _, v := range x {
-		amax = max(amax, float32(math.Abs(float64(v))))
-	}
+// quantGroup8: s = max|x|/127 (amax, given), q = round(x/s) (as package quant does).
+func quantGroup8(x []float32, q []byte, amax float32) float32 {
 	if amax == 0 {
 		clear(q)
 		return 0
