@@ -550,10 +550,10 @@ func decodeGGUF(dst []float32, t gguf.Type, src []byte) {
 		var sm [16]float32
 		for b := range len(dst) / gguf.QK_K {
 			blk := src[144*b : 144*b+144]
-			d, dmin := half(blk), half(blk[2:])
-			sc, m := scalesMinsK4((*[12]byte)(blk[4:16]))
+			var sc, m [8]float32
+			scalesMinsK4(&sc, &m, (*[12]byte)(blk[4:16]), half(blk), half(blk[2:]))
 			for j := range 8 {
-				sm[2*j], sm[2*j+1] = d*float32(sc[j]), -(dmin * float32(m[j]))
+				sm[2*j], sm[2*j+1] = sc[j], -m[j]
 			}
 			decodeNibbleRuns(dst[gguf.QK_K*b:gguf.QK_K*(b+1)], blk[16:], 32, 32, sm[:], 0)
 		}
@@ -573,15 +573,28 @@ func decodeGGUF(dst []float32, t gguf.Type, src []byte) {
 }
 
 // scalesMinsK4 unpacks the eight 6-bit scales and minimums of a Q4_K block's 12 scale
-// bytes (ggml's get_scale_min_k4 for j = 0…7, as engine/gguf's decoder reads them).
-func scalesMinsK4(q *[12]byte) (sc, m [8]uint8) {
-	for j := range 4 {
-		sc[j], m[j] = q[j]&63, q[j+4]&63
-		sc[j+4] = q[j+8]&0xF | q[j]>>6<<4
-		m[j+4] = q[j+8]>>4 | q[j+4]>>6<<4
+// bytes (ggml's get_scale_min_k4 for j = 0…7, as engine/gguf's decoder reads them)
+// four at a time in 32-bit words, the four bytes q[0:4] (scales 0…3, and the high
+// bits of 4…7), q[4:8] (minimums, likewise) and q[8:12] (the low bits of scales and
+// minimums 4…7, a nibble each), and writes d·sc_j into s and dmin·m_j into mn.
+func scalesMinsK4(s, mn *[8]float32, q *[12]byte, d, dmin float32) {
+	u0 := binary.LittleEndian.Uint32(q[0:])
+	u1 := binary.LittleEndian.Uint32(q[4:])
+	u2 := binary.LittleEndian.Uint32(q[8:])
+	sc := uint64(u0&0x3f3f3f3f) | uint64(u2&0x0f0f0f0f|u0>>2&0x30303030)<<32
+	m := uint64(u1&0x3f3f3f3f) | uint64(u2>>4&0x0f0f0f0f|u1>>2&0x30303030)<<32
+	for j := range 8 {
+		s[j], mn[j] = d*sixBits[sc>>(8*j)&63], dmin*sixBits[m>>(8*j)&63]
+	}
+}
+
+// sixBits holds 0…63 as float32: a table load is cheaper than a conversion.
+var sixBits = func() (t [64]float32) {
+	for i := range t {
+		t[i] = float32(i)
 	}
 	return
-}
+}()
 
 func decodeQ8BlocksGo(dst []float32, src []byte, scales []float32) {
 	for b, d := range scales {

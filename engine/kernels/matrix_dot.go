@@ -75,11 +75,8 @@ func (w *Matrix) dotNibbles(r int, x, xs, scratch []float32) float32 {
 			blockHalves(ds[:n], blocks, bb, 0)
 			blockHalves(dmins[:n], blocks, bb, 2)
 			for b := range n {
-				sc, m := scalesMinsK4((*[12]byte)(blocks[bb*b+4 : bb*b+16]))
-				s, mn := scales[8*b:8*b+8], mns[8*b:8*b+8]
-				for j := range 8 {
-					s[j], mn[j] = ds[b]*float32(sc[j]), dmins[b]*float32(m[j])
-				}
+				scalesMinsK4((*[8]float32)(scales[8*b:8*b+8]), (*[8]float32)(mns[8*b:8*b+8]),
+					(*[12]byte)(blocks[bb*b+4:bb*b+16]), ds[b], dmins[b])
 			}
 			sum += dotQ4K(x[256*b0:], blocks, n, scales)
 			mins += dot(mns, xs[8*b0:8*(b0+n)])

@@ -389,9 +389,10 @@ func (w *Matrix) rowCodesQ4K(dst []byte, s, mn []float32, r int) {
 		blk := row[bb*b : bb*b+16]
 		d := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk))
 		dmin := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[2:]))
-		sc, m := scalesMinsK4((*[12]byte)(blk[4:16]))
-		for j := range 8 {
-			s[8*b+j], mn[8*b+j] = d*float32(sc[j]), -(dmin * float32(m[j]))
+		sb, mb := (*[8]float32)(s[8*b:8*b+8]), (*[8]float32)(mn[8*b:8*b+8])
+		scalesMinsK4(sb, mb, (*[12]byte)(blk[4:16]), d, dmin)
+		for j := range mb {
+			mb[j] = -mb[j]
 		}
 	}
 }
