@@ -154,7 +154,8 @@ func Entries() []Entry {
 			Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF", Revision: "main",
 			License: "Gemma Terms of Use (the tokenizer comes from Google's repo: accept the terms on huggingface.co)",
 			Description: "Unsloth's llama.cpp quantization of DiffusionGemma 26B-A4B: a 16.8 GB download instead of 52 GB. " +
-				"On the CPU its blocks are multiplied as stored (Q4_K, Q6_K, Q8_0 …), about 16 GB in memory. On a GPU " +
+				"On the CPU its blocks are multiplied as stored (Q4_K, Q5_0, Q8_0), its Q6_K embedding held as int8 " +
+				"(groups of 32, as on a GPU), about 17 GB in memory. On a GPU " +
 				"Darkroom converts it while loading: Q4_K and Q4_1 blocks keep their 4-bit codes (affine int4, bf16 " +
 				"scale and min: 0.6% extra error), Q5_0/Q5_K become int4 and Q6_K/Q8_0 int8 (groups of 32) " +
 				"(engine/gguf lists the measured errors).",

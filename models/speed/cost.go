@@ -113,6 +113,22 @@ func newPassesOf(cfg *config.Model, p quant.Profile, gguf bool) *passes {
 	return ps
 }
 
+// int8G32 is the format a GGUF's Q6_K tensors are priced in, int8 with a float32 scale
+// per 32 inputs as the CPU holds them (weights.HostHeld; storedAs): at int8's rates
+// (rateFormat) — its AR product and canvas MulNT run the same kernels at the same
+// speed (BenchmarkPeersGEMV: int8 17.8 GB/s, int8 g32 17.7) — but for the soft
+// embedding's MulNN, which takes the integer path only for one scale per row, and so
+// is priced on the float path.
+const int8G32 = "int8g32"
+
+// rateFormat is the format whose measured rates price format f.
+func rateFormat(f string) string {
+	if f == int8G32 {
+		return "int8"
+	}
+	return f
+}
+
 // linear is count products of weight name [n, k] over m rows.
 func (p *passes) linear(what, name string, m float64, k, n int, count float64) work {
 	return work{what: what, m: m, k: k, n: n, count: count, format: p.formats[name], bytes: p.bpw[name] * float64(n*k)}
@@ -343,8 +359,12 @@ func (r *Rates) kernelSeconds(w work, inCache bool) (total, streamed float64) {
 	}
 	// The integer products (kernels.IntProducts): int4 weights' MulNT, and where the
 	// path takes int8 (VNNI) int8 weights' and the soft embedding's MulNN of an int8
-	// embedding (Rates.IntTakes), at IntGEMM's rate, packing included.
-	if (w.format == "int4" && !w.soft || w.format == "int8") && r.IntTakes(w.format) {
+	// embedding (Rates.IntTakes), and GGUF blocks' MulNT where the path takes them
+	// (Rates.IntGGUF; a GGUF's soft embedding, int8 in groups of 32, is a float
+	// product), at IntGEMM's rate, packing included.
+	_, gguf := ggufTypeOf(w.format)
+	f := rateFormat(w.format)
+	if ((w.format == "int4" || gguf) && !w.soft || f == "int8" && !(w.soft && w.format == int8G32)) && r.IntTakes(f) {
 		if rate := r.IntGEMMAt(int(math.Round(w.m)), w.k, w.n); rate > 0 {
 			return w.flops() / rate, 0
 		}
@@ -353,7 +373,7 @@ func (r *Rates) kernelSeconds(w work, inCache bool) (total, streamed float64) {
 	if w.soft {
 		rate = r.softEmbedAt(w.n, rate)
 	}
-	return w.flops()/rate + w.count*float64(w.n*w.k)*r.Decode[w.format], 0
+	return w.flops()/rate + w.count*float64(w.n*w.k)*r.Decode[f], 0
 }
 
 // wakeSeconds is what w's hand-offs to the pool's workers add to its kernel time
@@ -376,6 +396,7 @@ func (r *Rates) gemv(f string, rows, cols int, b float64, inCache, inJob bool) (
 	if f == "" {
 		f = "f32"
 	}
+	f = rateFormat(f)
 	n := float64(rows * cols)
 	if c := r.GEMVTimes[f]; len(c) > 0 {
 		kern = c.At(n)

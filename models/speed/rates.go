@@ -51,6 +51,12 @@ type Rates struct {
 	// formats not listed are priced at GEMM plus Decode.
 	IntFormats []string `json:"int_formats,omitempty"`
 	IntKernel  string   `json:"int_kernel,omitempty"`
+	// IntGGUF are the GGUF formats (ggufFormat: "q4_k", "q5_0", "q8_0") whose canvas
+	// products took the integer path then (kernels.IntGGUF), priced at IntGEMM's
+	// rate as int4's are: their packing differs (Q4_K's within 5% of int4's here,
+	// Q5_0's and Q8_0's codes taken out of their blocks about 25% slower at a 26B
+	// expert's shape).
+	IntGGUF []string `json:"int_gguf,omitempty"`
 	// GEMV is the AR step's product rate, in weights per second, by stored format
 	// ("f32", "bf16", "int8", "int4", "nvfp4"): kernels.Matrix.MulVec over a matrix
 	// that stays in the CPU's caches, so it is the kernel's decoding and arithmetic
@@ -286,9 +292,9 @@ func (r *Rates) PeakFor(p quant.Profile) float64 {
 }
 
 // IntTakes reports whether the canvas products of weights stored in format f were
-// measured on the integer path (IntGEMM, IntFormats).
+// measured on the integer path (IntGEMM, IntFormats, IntGGUF).
 func (r *Rates) IntTakes(f string) bool {
-	return len(r.IntGEMM) > 0 && slices.Contains(r.IntFormats, f)
+	return len(r.IntGEMM) > 0 && (slices.Contains(r.IntFormats, f) || slices.Contains(r.IntGGUF, f))
 }
 
 func peakOf(rates []ShapeRate) float64 {
@@ -668,6 +674,11 @@ func measureOnce(ctx context.Context, st *streams) (*Rates, error) {
 	}
 	if kernels.IntProducts() {
 		r.IntFormats, r.IntKernel = kernels.IntFormats(), kernels.IntKernel()
+		for _, t := range ggufTypes {
+			if slices.Contains(kernels.IntGGUF(), t.String()) {
+				r.IntGGUF = append(r.IntGGUF, ggufFormat(t))
+			}
+		}
 		r.IntGEMM, err = measureGrid(ctx, func(k, n int) (func(m int) func() error, error) {
 			// Distinct matrices, 64 MB of them where they are that large, taken in
 			// turn: each product reads its weights from memory, as a model's products
@@ -1006,7 +1017,7 @@ func vecPass(kind string, width, n int) (func(), error) {
 var formats = []string{"f32", "bf16", "int8", "int4", "nvfp4"}
 
 // ggufTypes are a GGUF file's block types that the estimates price (weights.Q4KMType: a
-// Q4_K_M file's; its Q6_K as Q8_0, storedAs), timed in the caches only — the AR product (GEMV) and the canvas
+// Q4_K_M file's; its Q6_K held as int8, int8G32), timed in the caches only — the AR product (GEMV) and the canvas
 // product's decoding (Decode) —, streaming from memory at the longer of that and the
 // memory's time (Rates.gemv); ggufFormats their formats' names (ggufFormat).
 var (

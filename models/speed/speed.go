@@ -89,7 +89,6 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -106,12 +105,10 @@ type Workload struct {
 	Steps          float64
 	GuidanceRounds float64
 	// GGUF: the weights are a GGUF file's blocks, multiplied as stored, in a Q4_K_M
-	// file's types (weights.Q4KMType: llama.cpp's rules) — each tensor's AR product priced at
-	// its block type's measured rate and bytes, and every canvas product on the float
-	// path even where Rates.IntGEMM was measured: the integer products take its Q4_K,
-	// Q4_0 and Q4_1 blocks, and Q5_0, Q5_1 and Q8_0 where the CPU has VNNI
-	// (kernels.IntGGUF), and its Q6_K held as int8 (a slower estimate than the run,
-	// not a faster one).
+	// file's types (weights.Q4KMType: llama.cpp's rules; its Q6_K held as int8 in
+	// groups of 32, int8G32) — each tensor's AR product priced at its block type's measured rate and
+	// bytes, its canvas products at IntGEMM's rate where the integer path took that
+	// type when the rates were measured (Rates.IntGGUF), else on the float path.
 	GGUF bool
 }
 
@@ -200,11 +197,6 @@ func Unknown(why string) *Estimate { return &Estimate{Unknown: why} }
 // Compute estimates cfg under profile p on a machine with rates r. A nil r is an
 // unknown estimate (see Unknown); a config without dimensions is an error.
 func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimate, error) {
-	if w.GGUF && r != nil && len(r.IntGEMM) > 0 {
-		float := *r
-		float.IntGEMM = nil
-		r = &float
-	}
 	t := &cfg.Text
 	if t.HiddenSize <= 0 || t.VocabSize <= 0 || t.NumHiddenLayers <= 0 || len(t.LayerTypes) < t.NumHiddenLayers {
 		return nil, errors.New("speed estimate: the config lacks dimensions")
@@ -339,13 +331,11 @@ func readSet(cfg *config.Model, p quant.Profile, gguf bool, share func(weights.S
 // profile p (formatOf), or with gguf as the host path holds the type a Q4_K_M file
 // stores it in (weights.Q4KMType; fit.GGUFHeldBytes; its tensors not quantized, as
 // under p). A type held converted (weights.HostHeld: Q6_K as int8 in groups of 32)
-// is priced as Q8_0, whose rows the AR product dots with the same kernel (after
-// taking the codes out of their blocks: a little slower) and the canvas products
-// decode as int8 codes and a scale per 32.
+// is int8G32.
 func storedAs(cfg *config.Model, p quant.Profile, fromGGUF bool, s weights.Spec, n int) (string, int64) {
 	if t, ok := weights.Q4KMType(cfg, s); fromGGUF && ok {
-		if _, held := weights.HostHeld(t); held {
-			t = gguf.Q8_0
+		if _, held := weights.HostHeld(t); held { // int8 g32 (TestGGUFFormats holds it so)
+			return int8G32, fit.GGUFHeldBytes(cfg, p, s)
 		}
 		return ggufFormat(t), fit.GGUFHeldBytes(cfg, p, s)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
@@ -709,16 +710,19 @@ func TestIntGEMMPricing(t *testing.T) {
 func TestGGUFFormats(t *testing.T) {
 	cfg := catalog.DiffusionGemma26B()
 	want := map[string]string{
-		"embed_tokens.weight":                         "q8_0", // Q6_K, held as int8
-		"layers.0.experts.down_proj":                  "q8_0", // the first eighth
-		"layers.4.experts.down_proj":                  "q5_0", // (4 − 3) mod 3 = 1
-		"layers.5.experts.down_proj":                  "q8_0", // (5 − 3) mod 3 = 2
+		"embed_tokens.weight":                         int8G32, // Q6_K, held as int8
+		"layers.0.experts.down_proj":                  "q8_0",  // the first eighth
+		"layers.4.experts.down_proj":                  "q5_0",  // (4 − 3) mod 3 = 1
+		"layers.5.experts.down_proj":                  "q8_0",  // (5 − 3) mod 3 = 2
 		"layers.4.experts.gate_up_proj":               "q4_k",
-		"layers.4.mlp.down_proj.weight":               "q5_0", // 2,112 inputs
-		"layers.0.self_attn.v_proj.weight":            "q8_0", // Q6_K, held as int8
+		"layers.4.mlp.down_proj.weight":               "q5_0",  // 2,112 inputs
+		"layers.0.self_attn.v_proj.weight":            int8G32, // Q6_K, held as int8
 		"layers.4.self_attn.v_proj.weight":            "q4_k",
 		"layers.29.self_attn.o_proj.weight":           "q4_k",
 		"layers.29.post_feedforward_layernorm.weight": "f32",
+	}
+	if spec, ok := weights.HostHeld(gguf.Q6_K); !ok || spec != (quant.Spec{Bits: 8, GroupSize: 32}) {
+		t.Fatalf("Q6_K held as %+v (%v): int8G32 prices int8 in groups of 32", spec, ok)
 	}
 	held := map[string]bool{"embed_tokens.weight": true, "layers.0.self_attn.v_proj.weight": true}
 	seen := 0
@@ -736,14 +740,15 @@ func TestGGUFFormats(t *testing.T) {
 		if f != w && !(w == "f32" && f == "bf16") {
 			t.Errorf("%s: %s, want %s", s.Name, f, w)
 		}
+		wantB := int64(-1)
 		if tt, ok := ggufTypeOf(f); ok {
-			wantB := int64(n / tt.BlockSize() * tt.BlockBytes())
-			if held[s.Name] {
-				wantB = int64(n * 9 / 8) // int8 and a float32 scale per 32
-			}
-			if b != wantB {
-				t.Errorf("%s: %d bytes as %s, want %d", s.Name, b, f, wantB)
-			}
+			wantB = int64(n / tt.BlockSize() * tt.BlockBytes())
+		}
+		if held[s.Name] {
+			wantB = int64(n * 9 / 8) // int8 and a float32 scale per 32
+		}
+		if wantB >= 0 && b != wantB {
+			t.Errorf("%s: %d bytes as %s, want %d", s.Name, b, f, wantB)
 		}
 	}
 	if seen != len(want) {
@@ -772,43 +777,36 @@ func TestGGUFFormats(t *testing.T) {
 	}
 }
 
-// TestGGUFFloatProducts: the GGUF entry's estimate on the CPU prices its products on
-// the float path whatever IntGEMM says (its blocks are multiplied as stored), while
-// the int4 profile of the same model takes the integer rate and comes out faster.
-func TestGGUFFloatProducts(t *testing.T) {
-	r := flat(1e10, 1e12, 1e12, 1e9)
-	for _, g := range r.GEMM {
-		r.IntGEMM = append(r.IntGEMM, ShapeRate{M: g.M, K: g.K, N: g.N, FLOPS: 3e10})
-	}
-	r.IntFormats = []string{"int4", "int8"}
-	float := *r
-	float.IntGEMM = nil
+// TestGGUFIntProducts: a GGUF's canvas products are priced at the integer rate for
+// the block types the integer path took when the rates were measured (Rates.IntGGUF)
+// and on the float path for the rest — its soft embedding (int8 in groups of 32)
+// always so, which keeps its step above the int4 profile's, whose int8 embedding
+// takes the integer path both ways.
+func TestGGUFIntProducts(t *testing.T) {
 	cfg := catalog.DiffusionGemma26B()
-	gguf, ok := catalog.Find(catalog.GGUFID)
-	if !ok || !gguf.GGUF() {
-		t.Fatal("no GGUF entry")
+	withInt := func(gguf ...string) *Rates {
+		r := flat(1e11, 1e10, 1e12, 1e9)
+		for _, d := range r.GEMM {
+			r.IntGEMM = append(r.IntGEMM, ShapeRate{M: d.M, K: d.K, N: d.N, FLOPS: 4 * d.FLOPS})
+		}
+		r.IntFormats, r.IntGGUF = []string{"int4", "int8"}, gguf
+		return r
 	}
-	got, err := ForEntry(gguf, cfg, quant.Int4Profile, "cpu", r, 0)
-	if err != nil {
-		t.Fatal(err)
+	step := func(r *Rates, g bool) float64 {
+		e, err := Compute(cfg, quant.Int4Profile, r, Workload{GGUF: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Diffusion.StepSeconds
 	}
-	want, err := ForEntry(gguf, cfg, quant.Int4Profile, "cpu", &float, 0)
-	if err != nil {
-		t.Fatal(err)
+	float := step(withInt(), true)
+	q4k := step(withInt("q4_k"), true)
+	all := step(withInt("q4_k", "q5_0", "q8_0"), true)
+	int4 := step(withInt(), false)
+	if !(all < q4k && q4k < float/1.5) {
+		t.Errorf("GGUF step %.3g s with no GGUF type on the integer path, %.3g with Q4_K, %.3g with all three: want each faster", float, q4k, all)
 	}
-	if got.Diffusion.StepSeconds != want.Diffusion.StepSeconds || got.PromptSeconds != want.PromptSeconds {
-		t.Errorf("GGUF step %g s, prompt %g s; on float rates %g, %g", got.Diffusion.StepSeconds, got.PromptSeconds,
-			want.Diffusion.StepSeconds, want.PromptSeconds)
-	}
-	dg, _ := catalog.Find(catalog.DiffusionGemmaID)
-	if dg.GGUF() {
-		t.Fatal("the safetensors entry says GGUF")
-	}
-	int4, err := ForEntry(dg, cfg, quant.Int4Profile, "cpu", r, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !(int4.Diffusion.StepSeconds < got.Diffusion.StepSeconds) {
-		t.Errorf("int4 profile's step %g s, not below the GGUF's %g", int4.Diffusion.StepSeconds, got.Diffusion.StepSeconds)
+	if !(all > int4 && all < 1.5*int4) {
+		t.Errorf("GGUF step %.3g s with its types on the integer path, the int4 profile's %.3g: want a little slower (its soft embedding on the float path)", all, int4)
 	}
 }
