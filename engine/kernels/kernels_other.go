@@ -50,6 +50,10 @@ func dotQ4K(x []float32, src []byte, nb int, scales []float32) float32 {
 	return dotQ4KGo(x, src, nb, scales)
 }
 
+func q4kTabled() bool { return false }
+
+func dotQ4KTable(x []float32, src []byte, nb int) float32 { return dotQ4KTableGo(x, src, nb) }
+
 func dotNibbleRuns(x []float32, src []byte, runBytes, stride int, scales []float32) float32 {
 	return dotNibbleRunsGo(x, src, runBytes, stride, scales)
 }

@@ -496,3 +496,43 @@ func BenchmarkPeersGEMV(b *testing.B) {
 		})
 	}
 }
+
+// TestDotQ4KTable: the AR product's one-kernel Q4_K dot (headers decoded in
+// registers, values looked up per group: dotQ4KTable where q4kTabled, and its Go
+// statement dotQ4KTableGo) equals the dot of engine/gguf's decoded values with x, on
+// blocks of random bytes — every 6-bit scale and minimum, their high bits included —
+// with random finite fp16 d and dmin of either sign, subnormals among them.
+func TestDotQ4KTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, nb := range []int{1, 2, 11, 64, 65} {
+		src := make([]byte, 144*nb)
+		for i := range src {
+			src[i] = byte(rng.Uint32())
+		}
+		for b := range nb {
+			for _, o := range []int{0, 2} {
+				v := float32(rng.NormFloat64()) * float32(math.Ldexp(1, -rng.IntN(20)))
+				binary.LittleEndian.PutUint16(src[144*b+o:], gguf.Float32ToHalf(v))
+			}
+		}
+		x := randWeights(rng, 256*nb)
+		vals := make([]float32, 256*nb)
+		if err := gguf.Dequantize(gguf.Q4_K, src, vals); err != nil {
+			t.Fatal(err)
+		}
+		var want, mag float64
+		for i, v := range vals {
+			want += float64(v) * float64(x[i])
+			mag += math.Abs(float64(v) * float64(x[i]))
+		}
+		check := func(what string, got float32) {
+			if d := math.Abs(float64(got) - want); d > 1e-5*mag {
+				t.Errorf("%s, %d blocks: %g, want %g (difference %.3g of Σ|v·x| %.3g)", what, nb, got, want, d, mag)
+			}
+		}
+		check("dotQ4KTableGo", dotQ4KTableGo(x, src, nb))
+		if q4kTabled() {
+			check("dotQ4KTable", dotQ4KTable(x, src, nb))
+		}
+	}
+}

@@ -155,6 +155,24 @@ func decodeQ6K(dst []float32, blk []byte, ds *[16]float32) {
 //go:noescape
 func dotNibbleRunsAVX2(x *float32, src *byte, runs, runBytes, stride, groupRuns, skip int, scales *float32) float32
 
+// dotQ4KAVX512 is Σ decoded value · x over nb Q4_K blocks, their headers decoded in
+// registers (vec_amd64.s).
+//
+//go:noescape
+func dotQ4KAVX512(x *float32, src *byte, nb int) float32
+
+// q4kTabled reports whether the AR product dots Q4_K rows with dotQ4KTable (AVX-512)
+// rather than dotQ4K and the minimums apart.
+func q4kTabled() bool { return useAVX512 }
+
+// dotQ4KTable returns Σ decoded value · x over nb (> 0) whole Q4_K blocks (src, 144
+// bytes each), their headers decoded as the decoder does, each group's values looked
+// up in a table (dotQ4KAVX512; only where q4kTabled).
+func dotQ4KTable(x []float32, src []byte, nb int) float32 {
+	_, _ = x[256*nb-1], src[144*nb-1]
+	return dotQ4KAVX512(&x[0], &src[0], nb)
+}
+
 // dotQ4K returns Σ nibble·scale·x over nb whole Q4_K blocks (src, 144 bytes each) and
 // x's 256·nb values, scales[8b + j] the scale of group j of block b (the minimums are
 // the caller's).

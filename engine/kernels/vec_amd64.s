@@ -812,3 +812,127 @@ bdotloop:
 	VZEROUPPER
 	RET
 
+
+// 0, 1, …, 15 as float32: an affine group's table before its scale and minimum.
+DATA q4kiota<>+0(SB)/4, $0.0
+DATA q4kiota<>+4(SB)/4, $1.0
+DATA q4kiota<>+8(SB)/4, $2.0
+DATA q4kiota<>+12(SB)/4, $3.0
+DATA q4kiota<>+16(SB)/4, $4.0
+DATA q4kiota<>+20(SB)/4, $5.0
+DATA q4kiota<>+24(SB)/4, $6.0
+DATA q4kiota<>+28(SB)/4, $7.0
+DATA q4kiota<>+32(SB)/4, $8.0
+DATA q4kiota<>+36(SB)/4, $9.0
+DATA q4kiota<>+40(SB)/4, $10.0
+DATA q4kiota<>+44(SB)/4, $11.0
+DATA q4kiota<>+48(SB)/4, $12.0
+DATA q4kiota<>+52(SB)/4, $13.0
+DATA q4kiota<>+56(SB)/4, $14.0
+DATA q4kiota<>+60(SB)/4, $15.0
+GLOBL q4kiota<>(SB), RODATA|NOPTR, $64
+
+// func dotQ4KAVX512(x *float32, src *byte, nb int) float32
+// Σ decoded value · x over nb (> 0) Q4_K blocks of 144 bytes {fp16 d; fp16 dmin; u8
+// scales[12]; u8 qs[128]}, x in the blocks' order. Each block's header is decoded
+// here: d and dmin widened (VCVTPH2PS, exact), the eight 6-bit scales and minimums
+// unpacked four at a time in 32-bit words as scalesMinsK4 does, group j's scale
+// d·sc_j and minimum (−dmin)·m_j (one rounding each, as the decoder's d·sc_j and
+// −(dmin·m_j)) kept on the stack. Then four runs of 32 code bytes, run r's low
+// nibbles group 2r's 32 values and its high nibbles group 2r+1's: group g's value of
+// code q is scale·q + minimum, looked up in a 16-entry table with VPERMPS (which
+// reads an index's low four bits: the low nibble of a widened byte as it is, the high
+// one after a shift), as dotInt4w1x1AVX512 does Darkroom's int4: the decoder's values,
+// with no conversion or mask per code.
+TEXT ·dotQ4KAVX512(SB), NOSPLIT, $64-28
+	MOVQ x+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nb+16(FP), CX
+	VMOVUPS q4kiota<>+0(SB), Z30
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVL $0x80000000, AX
+	VPBROADCASTD AX, Y15             // the sign bit
+q4kblock:
+	// d and dmin; −dmin.
+	VPBROADCASTD 0(SI), X4
+	VCVTPH2PS X4, X4                 // d, dmin, d, dmin
+	VBROADCASTSS X4, Y5              // d
+	VMOVSHDUP X4, X4
+	VBROADCASTSS X4, Y6
+	VXORPS Y15, Y6, Y6               // −dmin
+	// The 6-bit scales and minimums (scalesMinsK4).
+	MOVL 4(SI), R8                   // u0
+	MOVL 8(SI), R9                   // u1
+	MOVL 12(SI), R11                 // u2
+	MOVL R8, AX
+	ANDL $0x3f3f3f3f, AX             // scales 0–3
+	MOVL R11, BX
+	ANDL $0x0f0f0f0f, BX
+	MOVL R8, DX
+	SHRL $2, DX
+	ANDL $0x30303030, DX
+	ORL  DX, BX                      // scales 4–7
+	SHLQ $32, BX
+	ORQ  BX, AX
+	VMOVQ AX, X7
+	MOVL R9, AX
+	ANDL $0x3f3f3f3f, AX             // minimums 0–3
+	MOVL R11, BX
+	SHRL $4, BX
+	ANDL $0x0f0f0f0f, BX
+	MOVL R9, DX
+	SHRL $2, DX
+	ANDL $0x30303030, DX
+	ORL  DX, BX                      // minimums 4–7
+	SHLQ $32, BX
+	ORQ  BX, AX
+	VMOVQ AX, X8
+	VPMOVZXBD X7, Y7
+	VPMOVZXBD X8, Y8
+	VCVTDQ2PS Y7, Y7
+	VCVTDQ2PS Y8, Y8
+	VMULPS Y5, Y7, Y7
+	VMULPS Y6, Y8, Y8
+	VMOVUPS Y7, 0(SP)
+	VMOVUPS Y8, 32(SP)
+	ADDQ $16, SI                     // past the header
+	XORQ DX, DX                      // the group pair's offset on the stack
+q4krun:
+	VMULPS.BCST 0(SP)(DX*1), Z30, Z8      // the low nibbles' group's table
+	VADDPS.BCST 32(SP)(DX*1), Z8, Z8
+	VMULPS.BCST 4(SP)(DX*1), Z30, Z11     // the high nibbles'
+	VADDPS.BCST 36(SP)(DX*1), Z11, Z11
+	VPMOVZXBD 0(SI), Z9
+	VPMOVZXBD 16(SI), Z12
+	VPSRLD $4, Z9, Z10
+	VPSRLD $4, Z12, Z13
+	VPERMPS Z8, Z9, Z9               // values 0–15 of the low group
+	VPERMPS Z8, Z12, Z12             // 16–31
+	VPERMPS Z11, Z10, Z10            // of the high group
+	VPERMPS Z11, Z13, Z13
+	VFMADD231PS 0(DI), Z9, Z0
+	VFMADD231PS 64(DI), Z12, Z1
+	VFMADD231PS 128(DI), Z10, Z2
+	VFMADD231PS 192(DI), Z13, Z3
+	ADDQ $32, SI
+	ADDQ $256, DI
+	ADDQ $8, DX
+	CMPQ DX, $32
+	JNE  q4krun
+	DECQ CX
+	JNZ  q4kblock
+	VADDPS Z1, Z0, Z0
+	VADDPS Z3, Z2, Z2
+	VADDPS Z2, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
