@@ -2,6 +2,8 @@
 
 package kernels
 
+import "github.com/darkroomlabs/darkroom/engine/gguf"
+
 const useAVX2 = false
 
 // useAVX512 is a variable, as on amd64, so tests can turn it off.
@@ -51,6 +53,12 @@ func dotQ4K(x []float32, src []byte, nb int, scales []float32) float32 {
 }
 
 func q4kTabled() bool { return false }
+
+func blocks32Direct(t gguf.Type) bool { return false }
+
+func dotBlocks32(x []float32, src []byte, t gguf.Type, nb int, scales []float32) float32 {
+	panic("dotBlocks32 without blocks32Direct") // unreachable: mulRows asks blocks32Direct first
+}
 
 func dotQ4KTable(x []float32, src []byte, nb int) float32 { return dotQ4KTableGo(x, src, nb) }
 

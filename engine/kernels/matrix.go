@@ -272,6 +272,23 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 	// (an AR step makes a thousand of these).
 	cb := packBufs.Get().(*packBuf)
 	defer packBufs.Put(cb)
+	if m == 1 && w.int8Blocks() && blocks32Direct(w.GGUF) {
+		// The printer's one row: each row of w dotted from its blocks, decoded in
+		// registers (dotBlocks32), its scales widened first.
+		groups := k / qGroup
+		bb := w.GGUF.BlockBytes()
+		parallel(parts, func(part int) {
+			buf := qBufs.Get().(*qBuf)
+			defer qBufs.Put(buf)
+			buf.rs = grow(buf.rs, groups)
+			for r := n * part / parts; r < n*(part+1)/parts; r++ {
+				row := w.Data[r*groups*bb : (r+1)*groups*bb]
+				blockHalves(buf.rs[:groups], row, bb, 0)
+				out[r] = dotBlocks32(a[:k], row, w.GGUF, groups, buf.rs[:groups])
+			}
+		})
+		return
+	}
 	if w.int8Blocks() {
 		// GGUF's symmetric blocks of 32 as int8 codes and a scale per 32, a block of
 		// rows at a time, dotted as Darkroom's int8 groups are (the same bits as

@@ -2,7 +2,11 @@
 
 package kernels
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/darkroomlabs/darkroom/engine/gguf"
+)
 
 // dotAVX2 returns Σ x[i]·y[i] for n (a positive multiple of 32) values (vec_amd64.s).
 //
@@ -171,6 +175,32 @@ func q4kTabled() bool { return useAVX512 }
 func dotQ4KTable(x []float32, src []byte, nb int) float32 {
 	_, _ = x[256*nb-1], src[144*nb-1]
 	return dotQ4KAVX512(&x[0], &src[0], nb)
+}
+
+// dotQ5_0AVX512 and dotQ8_0AVX512 are dotAVX2 of x with nb Q5_0 (Q8_0) blocks
+// decoded in registers, their widened scales given (vec_amd64.s).
+//
+//go:noescape
+func dotQ5_0AVX512(x *float32, src *byte, nb int, scales *float32) float32
+
+//go:noescape
+func dotQ8_0AVX512(x *float32, src *byte, nb int, scales *float32) float32
+
+// blocks32Direct reports whether the printer's product dots a row of GGUF type t
+// (Q5_0, Q8_0) straight from its blocks (dotBlocks32) rather than taking its codes out
+// first (signedCodes32 and dotInt8Groups): with AVX-512, for one row of x.
+func blocks32Direct(t gguf.Type) bool {
+	return useAVX512 && (t == gguf.Q5_0 || t == gguf.Q8_0)
+}
+
+// dotBlocks32 is dotAVX2 of x with nb (> 0) blocks of type t (blocks32Direct) decoded,
+// their scales (the blocks' d, widened) given: bit for bit the decoded row's.
+func dotBlocks32(x []float32, src []byte, t gguf.Type, nb int, scales []float32) float32 {
+	_, _, _ = x[32*nb-1], src[t.BlockBytes()*nb-1], scales[nb-1]
+	if t == gguf.Q5_0 {
+		return dotQ5_0AVX512(&x[0], &src[0], nb, &scales[0])
+	}
+	return dotQ8_0AVX512(&x[0], &src[0], nb, &scales[0])
 }
 
 // dotQ4K returns Σ nibble·scale·x over nb whole Q4_K blocks (src, 144 bytes each) and

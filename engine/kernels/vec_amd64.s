@@ -936,3 +936,95 @@ q4krun:
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func dotQ5_0AVX512(x *float32, src *byte, nb int, scales *float32) float32
+// dotAVX2 of x with nb (> 0) Q5_0 blocks of 22 bytes {fp16 d; u8 qh[4]; u8 qs[16]}
+// decoded, without writing them: block b's value i is float32(q − 16)·scales[b], q
+// the low nibble of qs[i] (i < 16) or the high one of qs[i−16], bit i of qh above it
+// (set by a masked OR from qh's bits in K1 and K2). Values 0–15 and 16–31 of each
+// block go into two accumulators, one FMA each in order, and end with dotAVX2's sum of
+// its four vectors, as dotInt8w1x1AVX512 does: bit for bit dotAVX2 with the decoded
+// row.
+TEXT ·dotQ5_0AVX512(SB), NOSPLIT, $0-36
+	MOVQ x+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nb+16(FP), CX
+	MOVQ scales+24(FP), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVL $15, AX
+	VPBROADCASTD AX, Z14
+	MOVL $16, AX
+	VPBROADCASTD AX, Z15
+q50block:
+	MOVL 2(SI), AX                   // qh
+	KMOVW AX, K1
+	SHRL $16, AX
+	KMOVW AX, K2
+	VPMOVZXBD 6(SI), Z8
+	VPSRLD $4, Z8, Z9
+	VPANDD Z14, Z8, Z8
+	VPORD Z15, Z8, K1, Z8            // the fifth bit
+	VPORD Z15, Z9, K2, Z9
+	VPSUBD Z15, Z8, Z8
+	VPSUBD Z15, Z9, Z9
+	VCVTDQ2PS Z8, Z8
+	VCVTDQ2PS Z9, Z9
+	VMULPS.BCST (DX), Z8, Z8
+	VMULPS.BCST (DX), Z9, Z9
+	VFMADD231PS 0(DI), Z8, Z0
+	VFMADD231PS 64(DI), Z9, Z1
+	ADDQ $22, SI
+	ADDQ $4, DX
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  q50block
+	VEXTRACTF64X4 $1, Z0, Y12
+	VEXTRACTF64X4 $1, Z1, Y13
+	VADDPS Y12, Y0, Y0
+	VADDPS Y13, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X8
+	VADDPS X8, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ8_0AVX512(x *float32, src *byte, nb int, scales *float32) float32
+// dotQ5_0AVX512 for Q8_0 blocks of 34 bytes {fp16 d; i8 qs[32]}: value i is
+// float32(qs[i])·scales[b]; bit for bit dotAVX2 with the decoded row.
+TEXT ·dotQ8_0AVX512(SB), NOSPLIT, $0-36
+	MOVQ x+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nb+16(FP), CX
+	MOVQ scales+24(FP), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+q80block:
+	VPMOVSXBD 2(SI), Z8
+	VPMOVSXBD 18(SI), Z9
+	VCVTDQ2PS Z8, Z8
+	VCVTDQ2PS Z9, Z9
+	VMULPS.BCST (DX), Z8, Z8
+	VMULPS.BCST (DX), Z9, Z9
+	VFMADD231PS 0(DI), Z8, Z0
+	VFMADD231PS 64(DI), Z9, Z1
+	ADDQ $34, SI
+	ADDQ $4, DX
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  q80block
+	VEXTRACTF64X4 $1, Z0, Y12
+	VEXTRACTF64X4 $1, Z1, Y13
+	VADDPS Y12, Y0, Y0
+	VADDPS Y13, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X8
+	VADDPS X8, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
