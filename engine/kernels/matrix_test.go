@@ -226,6 +226,11 @@ func testMatrixProducts(t *testing.T) {
 // TestMatrixProducts.
 func TestMatrixMatchesFloat32(t *testing.T) {
 	withQPath(t, nil, func() { testMatrixMatchesFloat32(t) })
+	if useAVX512 { // and as an AVX2 CPU runs them (the printer's block kernels: dotBlocks32)
+		defer func(v bool) { useAVX512 = v }(useAVX512)
+		useAVX512 = false
+		withQPath(t, nil, func() { testMatrixMatchesFloat32(t) })
+	}
 }
 
 func testMatrixMatchesFloat32(t *testing.T) {
@@ -498,8 +503,8 @@ func BenchmarkPeersGEMV(b *testing.B) {
 }
 
 // TestDotQ4KTable: the AR product's one-kernel Q4_K dot (headers decoded in
-// registers, values looked up per group: dotQ4KTable where q4kTabled, and its Go
-// statement dotQ4KTableGo) equals the dot of engine/gguf's decoded values with x, on
+// registers: dotQ4KTable where q4kTabled, AVX-512's and AVX2's, and its Go statement
+// dotQ4KTableGo) equals the dot of engine/gguf's decoded values with x, on
 // blocks of random bytes — every 6-bit scale and minimum, their high bits included —
 // with random finite fp16 d and dmin of either sign, subnormals among them.
 func TestDotQ4KTable(t *testing.T) {
@@ -531,8 +536,16 @@ func TestDotQ4KTable(t *testing.T) {
 			}
 		}
 		check("dotQ4KTableGo", dotQ4KTableGo(x, src, nb))
-		if q4kTabled() {
-			check("dotQ4KTable", dotQ4KTable(x, src, nb))
+		for _, avx512 := range []bool{true, false} { // this CPU's kernel, then AVX2's
+			if avx512 && !useAVX512 {
+				continue
+			}
+			was := useAVX512
+			useAVX512 = avx512
+			if q4kTabled() {
+				check(fmt.Sprintf("dotQ4KTable (AVX-512 %v)", avx512), dotQ4KTable(x, src, nb))
+			}
+			useAVX512 = was
 		}
 	}
 }

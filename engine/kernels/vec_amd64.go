@@ -165,16 +165,26 @@ func dotNibbleRunsAVX2(x *float32, src *byte, runs, runBytes, stride, groupRuns,
 //go:noescape
 func dotQ4KAVX512(x *float32, src *byte, nb int) float32
 
-// q4kTabled reports whether the AR product dots Q4_K rows with dotQ4KTable (AVX-512)
-// rather than dotQ4K and the minimums apart.
-func q4kTabled() bool { return useAVX512 }
+// dotQ4KAVX2 is dotQ4KAVX512's sum with AVX2 and F16C (vec_amd64.s).
+//
+//go:noescape
+func dotQ4KAVX2(x *float32, src *byte, nb int) float32
+
+// q4kTabled reports whether the AR product dots Q4_K rows with dotQ4KTable, headers
+// and codes in one kernel (AVX-512, or AVX2 with F16C), rather than unpacking their
+// scales in Go for dotQ4K and dotting the minimums apart.
+func q4kTabled() bool { return useAVX512 || useAVX2 && useF16C }
 
 // dotQ4KTable returns Σ decoded value · x over nb (> 0) whole Q4_K blocks (src, 144
-// bytes each), their headers decoded as the decoder does, each group's values looked
-// up in a table (dotQ4KAVX512; only where q4kTabled).
+// bytes each), their headers decoded as the decoder does: each group's values looked
+// up in a table (dotQ4KAVX512), or made with one FMA each (dotQ4KAVX2); only where
+// q4kTabled.
 func dotQ4KTable(x []float32, src []byte, nb int) float32 {
 	_, _ = x[256*nb-1], src[144*nb-1]
-	return dotQ4KAVX512(&x[0], &src[0], nb)
+	if useAVX512 {
+		return dotQ4KAVX512(&x[0], &src[0], nb)
+	}
+	return dotQ4KAVX2(&x[0], &src[0], nb)
 }
 
 // dotQ5_0AVX512 and dotQ8_0AVX512 are dotAVX2 of x with nb Q5_0 (Q8_0) blocks
@@ -186,21 +196,34 @@ func dotQ5_0AVX512(x *float32, src *byte, nb int, scales *float32) float32
 //go:noescape
 func dotQ8_0AVX512(x *float32, src *byte, nb int, scales *float32) float32
 
+// dotQ5_0AVX2 and dotQ8_0AVX2 are the same sums with AVX2 (vec_amd64.s).
+//
+//go:noescape
+func dotQ5_0AVX2(x *float32, src *byte, nb int, scales *float32) float32
+
+//go:noescape
+func dotQ8_0AVX2(x *float32, src *byte, nb int, scales *float32) float32
+
 // blocks32Direct reports whether the printer's product dots a row of GGUF type t
 // (Q5_0, Q8_0) straight from its blocks (dotBlocks32) rather than taking its codes out
-// first (signedCodes32 and dotInt8Groups): with AVX-512, for one row of x.
+// first (signedCodes32 and dotInt8Groups): with AVX2 or AVX-512, for one row of x.
 func blocks32Direct(t gguf.Type) bool {
-	return useAVX512 && (t == gguf.Q5_0 || t == gguf.Q8_0)
+	return useAVX2 && (t == gguf.Q5_0 || t == gguf.Q8_0)
 }
 
 // dotBlocks32 is dotAVX2 of x with nb (> 0) blocks of type t (blocks32Direct) decoded,
 // their scales (the blocks' d, widened) given: bit for bit the decoded row's.
 func dotBlocks32(x []float32, src []byte, t gguf.Type, nb int, scales []float32) float32 {
 	_, _, _ = x[32*nb-1], src[t.BlockBytes()*nb-1], scales[nb-1]
-	if t == gguf.Q5_0 {
+	switch {
+	case t == gguf.Q5_0 && useAVX512:
 		return dotQ5_0AVX512(&x[0], &src[0], nb, &scales[0])
+	case t == gguf.Q5_0:
+		return dotQ5_0AVX2(&x[0], &src[0], nb, &scales[0])
+	case useAVX512:
+		return dotQ8_0AVX512(&x[0], &src[0], nb, &scales[0])
 	}
-	return dotQ8_0AVX512(&x[0], &src[0], nb, &scales[0])
+	return dotQ8_0AVX2(&x[0], &src[0], nb, &scales[0])
 }
 
 // dotQ4K returns Σ nibble·scale·x over nb whole Q4_K blocks (src, 144 bytes each) and

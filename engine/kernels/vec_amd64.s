@@ -1028,3 +1028,242 @@ q80block:
 	MOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// func dotQ4KAVX2(x *float32, src *byte, nb int) float32
+// dotQ4KAVX512's sum with AVX2 (and F16C): the headers decoded the same way; each
+// code converted and made its value scale·q + minimum with one FMA (one rounding
+// where the decoder has two), then multiplied into x's in four accumulators.
+TEXT ·dotQ4KAVX2(SB), NOSPLIT, $64-28
+	MOVQ x+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nb+16(FP), CX
+	VPBROADCASTD nibconst<>+0(SB), Y14
+	MOVL $0x80000000, AX
+	MOVL AX, X15
+	VPBROADCASTD X15, Y15            // the sign bit
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+q4k2block:
+	VPBROADCASTD 0(SI), X4
+	VCVTPH2PS X4, X4                 // d, dmin, d, dmin
+	VBROADCASTSS X4, Y5              // d
+	VMOVSHDUP X4, X4
+	VBROADCASTSS X4, Y6
+	VXORPS Y15, Y6, Y6               // −dmin
+	MOVL 4(SI), R8                   // u0
+	MOVL 8(SI), R9                   // u1
+	MOVL 12(SI), R11                 // u2
+	MOVL R8, AX
+	ANDL $0x3f3f3f3f, AX             // scales 0–3
+	MOVL R11, BX
+	ANDL $0x0f0f0f0f, BX
+	MOVL R8, DX
+	SHRL $2, DX
+	ANDL $0x30303030, DX
+	ORL  DX, BX                      // scales 4–7
+	SHLQ $32, BX
+	ORQ  BX, AX
+	MOVQ AX, X7
+	MOVL R9, AX
+	ANDL $0x3f3f3f3f, AX             // minimums 0–3
+	MOVL R11, BX
+	SHRL $4, BX
+	ANDL $0x0f0f0f0f, BX
+	MOVL R9, DX
+	SHRL $2, DX
+	ANDL $0x30303030, DX
+	ORL  DX, BX                      // minimums 4–7
+	SHLQ $32, BX
+	ORQ  BX, AX
+	MOVQ AX, X8
+	VPMOVZXBD X7, Y7
+	VPMOVZXBD X8, Y8
+	VCVTDQ2PS Y7, Y7
+	VCVTDQ2PS Y8, Y8
+	VMULPS Y5, Y7, Y7
+	VMULPS Y6, Y8, Y8
+	VMOVUPS Y7, 0(SP)
+	VMOVUPS Y8, 32(SP)
+	ADDQ $16, SI                     // past the header
+	XORQ DX, DX                      // the group pair's offset on the stack
+q4k2run:
+	VBROADCASTSS 0(SP)(DX*1), Y8     // the low nibbles' group: scale, minimum
+	VBROADCASTSS 32(SP)(DX*1), Y9
+	VBROADCASTSS 4(SP)(DX*1), Y10    // the high nibbles'
+	VBROADCASTSS 36(SP)(DX*1), Y11
+	MOVQ $2, BX
+q4k2half:
+	VPMOVZXBD (SI), Y4
+	VPMOVZXBD 8(SI), Y5
+	VPSRLD $4, Y4, Y6
+	VPSRLD $4, Y5, Y7
+	VPAND Y14, Y4, Y4
+	VPAND Y14, Y5, Y5
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VFMADD213PS Y9, Y8, Y4           // scale·q + minimum
+	VFMADD213PS Y9, Y8, Y5
+	VFMADD213PS Y11, Y10, Y6
+	VFMADD213PS Y11, Y10, Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 128(DI), Y6, Y2
+	VFMADD231PS 160(DI), Y7, Y3
+	ADDQ $16, SI
+	ADDQ $64, DI
+	DECQ BX
+	JNZ  q4k2half
+	ADDQ $128, DI                    // past the high nibbles' x
+	ADDQ $8, DX
+	CMPQ DX, $32
+	JNE  q4k2run
+	DECQ CX
+	JNZ  q4k2block
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// Lane shifts of Q5_0's qh for dotQ5_0AVX2: values 0–7, 8–15, 16–23, 24–31.
+DATA q5shift<>+0(SB)/4, $0
+DATA q5shift<>+4(SB)/4, $1
+DATA q5shift<>+8(SB)/4, $2
+DATA q5shift<>+12(SB)/4, $3
+DATA q5shift<>+16(SB)/4, $4
+DATA q5shift<>+20(SB)/4, $5
+DATA q5shift<>+24(SB)/4, $6
+DATA q5shift<>+28(SB)/4, $7
+GLOBL q5shift<>(SB), RODATA|NOPTR, $32
+
+// func dotQ8_0AVX2(x *float32, src *byte, nb int, scales *float32) float32
+// dotQ8_0AVX512 with AVX2: dotAVX2's four accumulators, values 8c…8c+7 of each block
+// into accumulator c, one FMA each in order; bit for bit dotAVX2 with the decoded row.
+TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
+	MOVQ x+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nb+16(FP), CX
+	MOVQ scales+24(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+q80b2:
+	VBROADCASTSS (DX), Y8
+	VPMOVSXBD 2(SI), Y4
+	VPMOVSXBD 10(SI), Y5
+	VPMOVSXBD 18(SI), Y6
+	VPMOVSXBD 26(SI), Y7
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VMULPS Y8, Y4, Y4
+	VMULPS Y8, Y5, Y5
+	VMULPS Y8, Y6, Y6
+	VMULPS Y8, Y7, Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $34, SI
+	ADDQ $4, DX
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  q80b2
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ5_0AVX2(x *float32, src *byte, nb int, scales *float32) float32
+// dotQ5_0AVX512 with AVX2, accumulated as dotQ8_0AVX2: value i's fifth bit is bit i of
+// qh shifted into place per lane (VPSRLVD by i, masked, shifted left 4).
+TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-36
+	MOVQ x+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nb+16(FP), CX
+	MOVQ scales+24(FP), DX
+	VPBROADCASTD nibconst<>+0(SB), Y14   // 15
+	VPSRLD $3, Y14, Y13                  // 1
+	VPSLLD $4, Y13, Y12                  // 16
+	VMOVDQU q5shift<>+0(SB), Y11         // 0…7
+	VPSLLD $3, Y13, Y10                  // 8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+q50b2:
+	VPBROADCASTD 2(SI), Y9               // qh
+	VPMOVZXBD 6(SI), Y4                  // qs[0:8]
+	VPMOVZXBD 14(SI), Y5                 // qs[8:16]
+	VPSRLD $4, Y4, Y6                    // values 16–23
+	VPSRLD $4, Y5, Y7                    // 24–31
+	VPAND Y14, Y4, Y4                    // 0–7
+	VPAND Y14, Y5, Y5                    // 8–15
+	VPSRLVD Y11, Y9, Y8                  // bits 0–7
+	VPAND Y13, Y8, Y8
+	VPSLLD $4, Y8, Y8
+	VPOR Y8, Y4, Y4
+	VPSRLD $8, Y9, Y9
+	VPSRLVD Y11, Y9, Y8                  // bits 8–15
+	VPAND Y13, Y8, Y8
+	VPSLLD $4, Y8, Y8
+	VPOR Y8, Y5, Y5
+	VPSRLD $8, Y9, Y9
+	VPSRLVD Y11, Y9, Y8                  // bits 16–23
+	VPAND Y13, Y8, Y8
+	VPSLLD $4, Y8, Y8
+	VPOR Y8, Y6, Y6
+	VPSRLD $8, Y9, Y9
+	VPSRLVD Y11, Y9, Y8                  // bits 24–31
+	VPAND Y13, Y8, Y8
+	VPSLLD $4, Y8, Y8
+	VPOR Y8, Y7, Y7
+	VPSUBD Y12, Y4, Y4                   // q − 16
+	VPSUBD Y12, Y5, Y5
+	VPSUBD Y12, Y6, Y6
+	VPSUBD Y12, Y7, Y7
+	VBROADCASTSS (DX), Y8
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VMULPS Y8, Y4, Y4
+	VMULPS Y8, Y5, Y5
+	VMULPS Y8, Y6, Y6
+	VMULPS Y8, Y7, Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $22, SI
+	ADDQ $4, DX
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  q50b2
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
