@@ -27,8 +27,10 @@
 //     or GGUF blocks (Q4_K, Q6_K, Q4_0, Q4_1, Q8_0, …) — with MulVec (the AR step: one
 //     pass over the weights, each row dotted with x as it is decoded — bf16, int8 and
 //     int4 rows in registers without writing the values (with AVX-512 int4 two rows at
-//     a time, and an int4 or int8 row decoded once for up to three rows of x), the
-//     others decoded into an L1-sized buffer and dotted), MulNT
+//     a time, and an int4 or int8 row decoded once for up to three rows of x), so are
+//     GGUF's Q4_K rows (each block's scales decoded in the kernel; with AVX-512 each
+//     group's values looked up as int4's are) and, for one row of x, its Q5_0 and Q8_0
+//     rows; the others decoded into an L1-sized buffer and dotted), MulNT
 //     and MulNN (the canvas: the packed product, each panel of weights decoded as it is
 //     packed), RowRange and DecodeRow (matrix_rows.go), so a model stays as compact in
 //     memory as its file. The common formats decode with vector code (vec_amd64.s; the
