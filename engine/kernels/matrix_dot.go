@@ -34,7 +34,6 @@ func (w *Matrix) nibbleHalf() int {
 // any of the 26B's rows).
 const q4kRowBlocks = 64
 
-// dotQ4KGo is dotQ4K without vector code.
 // dotQ4KTableGo is dotQ4KTable's arithmetic in Go (the tests' reference where no
 // kernel runs it): each block's values decoded as the decoder does, then dotted.
 func dotQ4KTableGo(x []float32, src []byte, nb int) float32 {
@@ -57,6 +56,7 @@ func dotQ4KTableGo(x []float32, src []byte, nb int) float32 {
 	return dot
 }
 
+// dotQ4KGo is dotQ4K without vector code.
 func dotQ4KGo(x []float32, src []byte, nb int, scales []float32) float32 {
 	var dot float32
 	for b := range nb {
