@@ -316,8 +316,10 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 	if h := w.nibbleHalf(); h > 0 && k > 0 {
 		cb.dec = grow(cb.dec, m*k/h)
 		xs := cb.dec
-		for i := range m {
-			halfSums(xs[i*k/h:(i+1)*k/h], a[i*k:(i+1)*k], h)
+		if w.GGUF != gguf.Q4_K || !q4kTabled() { // the table kernels add the minimums with the values
+			for i := range m {
+				halfSums(xs[i*k/h:(i+1)*k/h], a[i*k:(i+1)*k], h)
+			}
 		}
 		parallel(parts, func(part int) {
 			buf := packBufs.Get().(*packBuf)
