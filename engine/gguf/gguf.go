@@ -543,6 +543,13 @@ func (f *File) Names() []string {
 // ReadRaw reads rows [row0, row0+rows) of tensor t's raw (still quantized) bytes; a
 // row is Dims[0] elements. rows < 0 reads to the end.
 func (f *File) ReadRaw(t TensorInfo, row0, rows int64) ([]byte, error) {
+	return f.ReadRawInto(nil, t, row0, rows)
+}
+
+// ReadRawInto is ReadRaw into buf when it has the capacity (a reader converting a
+// tensor a chunk at a time reuses one buffer instead of leaving the whole tensor's
+// bytes behind as garbage), else into a new slice.
+func (f *File) ReadRawInto(buf []byte, t TensorInfo, row0, rows int64) ([]byte, error) {
 	rowBytes, nRows := t.rowBytes()
 	if rows < 0 {
 		rows = nRows - row0
@@ -550,7 +557,12 @@ func (f *File) ReadRaw(t TensorInfo, row0, rows int64) ([]byte, error) {
 	if row0 < 0 || rows < 0 || row0+rows > nRows {
 		return nil, fmt.Errorf("gguf %s: tensor %s: rows [%d, %d) out of range (%d rows)", f.Path, t.Name, row0, row0+rows, nRows)
 	}
-	b := make([]byte, rows*rowBytes)
+	b := buf[:0]
+	if n := rows * rowBytes; int64(cap(b)) >= n {
+		b = b[:n]
+	} else {
+		b = make([]byte, n)
+	}
 	off := int64(f.DataOffset+t.Offset) + row0*rowBytes
 	if _, err := f.r.ReadAt(b, off); err != nil {
 		return nil, fmt.Errorf("gguf %s: tensor %s: read %d bytes at %d: %w", f.Path, t.Name, len(b), off, err)

@@ -339,18 +339,20 @@ func (p ggufPlan) segments() []segment {
 }
 
 // eachChunk calls fn for consecutive row chunks of p (outRow counts rows of the
-// result).
+// result), each read into the same buffer: fn must not keep raw.
 func eachChunk(f *gguf.File, p ggufPlan, fn func(t gguf.TensorInfo, raw []byte, outRow, rows int64) error) error {
 	cols := int64(p.spec.Shape[len(p.spec.Shape)-1])
 	chunk := max(1, chunkElems/cols)
 	var outRow int64
+	var buf []byte // one chunk's bytes, read again for the next: fn keeps none
 	for _, s := range p.segments() {
 		for r := s.row0; r < s.row0+s.rows; r += chunk {
 			n := min(chunk, s.row0+s.rows-r)
-			raw, err := f.ReadRaw(s.t, r, n)
+			raw, err := f.ReadRawInto(buf, s.t, r, n)
 			if err != nil {
 				return err
 			}
+			buf = raw
 			if err := fn(s.t, raw, outRow, n); err != nil {
 				return fmt.Errorf("%s: tensor %s: %w", f.Path, s.t.Name, err)
 			}
