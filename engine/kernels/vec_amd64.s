@@ -2,6 +2,56 @@
 
 #include "textflag.h"
 
+// Q4K_HEADER decodes the Q4_K block header at SI for dotQ4KAVX512 and dotQ4KAVX2
+// (Y15 holding the sign bit): d and dmin widened (VCVTPH2PS, exact) into Y5 and −dmin
+// into Y6; the eight 6-bit scales and minimums unpacked four at a time in 32-bit
+// words as scalesMinsK4 does (u0 = bytes 0–3: scales 0–3 and the high bits of 4–7;
+// u1 = bytes 4–7: the minimums likewise; u2 = bytes 8–11: the low nibbles of scales
+// and minimums 4–7); group j's scale d·sc_j at j·4(SP) and minimum (−dmin)·m_j at
+// 32 + j·4(SP), one rounding each as the decoder's. Clobbers AX, BX, DX, R8, R9, R11,
+// X4, Y7, Y8.
+#define Q4K_HEADER \
+	VPBROADCASTD 0(SI), X4; \
+	VCVTPH2PS X4, X4; \
+	VBROADCASTSS X4, Y5; \
+	VMOVSHDUP X4, X4; \
+	VBROADCASTSS X4, Y6; \
+	VXORPS Y15, Y6, Y6; \
+	MOVL 4(SI), R8; \
+	MOVL 8(SI), R9; \
+	MOVL 12(SI), R11; \
+	MOVL R8, AX; \
+	ANDL $0x3f3f3f3f, AX; \
+	MOVL R11, BX; \
+	ANDL $0x0f0f0f0f, BX; \
+	MOVL R8, DX; \
+	SHRL $2, DX; \
+	ANDL $0x30303030, DX; \
+	ORL  DX, BX; \
+	SHLQ $32, BX; \
+	ORQ  BX, AX; \
+	VMOVQ AX, X7; \
+	MOVL R9, AX; \
+	ANDL $0x3f3f3f3f, AX; \
+	MOVL R11, BX; \
+	SHRL $4, BX; \
+	ANDL $0x0f0f0f0f, BX; \
+	MOVL R9, DX; \
+	SHRL $2, DX; \
+	ANDL $0x30303030, DX; \
+	ORL  DX, BX; \
+	SHLQ $32, BX; \
+	ORQ  BX, AX; \
+	VMOVQ AX, X8; \
+	VPMOVZXBD X7, Y7; \
+	VPMOVZXBD X8, Y8; \
+	VCVTDQ2PS Y7, Y7; \
+	VCVTDQ2PS Y8, Y8; \
+	VMULPS Y5, Y7, Y7; \
+	VMULPS Y6, Y8, Y8; \
+	VMOVUPS Y7, 0(SP); \
+	VMOVUPS Y8, 32(SP)
+
 // func dotAVX2(x, y *float32, n int) float32
 // Four ymm accumulators over 32 values per step, summed at the end.
 TEXT ·dotAVX2(SB), NOSPLIT, $0-28
@@ -856,48 +906,7 @@ TEXT ·dotQ4KAVX512(SB), NOSPLIT, $64-28
 	MOVL $0x80000000, AX
 	VPBROADCASTD AX, Y15             // the sign bit
 q4kblock:
-	// d and dmin; −dmin.
-	VPBROADCASTD 0(SI), X4
-	VCVTPH2PS X4, X4                 // d, dmin, d, dmin
-	VBROADCASTSS X4, Y5              // d
-	VMOVSHDUP X4, X4
-	VBROADCASTSS X4, Y6
-	VXORPS Y15, Y6, Y6               // −dmin
-	// The 6-bit scales and minimums (scalesMinsK4).
-	MOVL 4(SI), R8                   // u0
-	MOVL 8(SI), R9                   // u1
-	MOVL 12(SI), R11                 // u2
-	MOVL R8, AX
-	ANDL $0x3f3f3f3f, AX             // scales 0–3
-	MOVL R11, BX
-	ANDL $0x0f0f0f0f, BX
-	MOVL R8, DX
-	SHRL $2, DX
-	ANDL $0x30303030, DX
-	ORL  DX, BX                      // scales 4–7
-	SHLQ $32, BX
-	ORQ  BX, AX
-	VMOVQ AX, X7
-	MOVL R9, AX
-	ANDL $0x3f3f3f3f, AX             // minimums 0–3
-	MOVL R11, BX
-	SHRL $4, BX
-	ANDL $0x0f0f0f0f, BX
-	MOVL R9, DX
-	SHRL $2, DX
-	ANDL $0x30303030, DX
-	ORL  DX, BX                      // minimums 4–7
-	SHLQ $32, BX
-	ORQ  BX, AX
-	VMOVQ AX, X8
-	VPMOVZXBD X7, Y7
-	VPMOVZXBD X8, Y8
-	VCVTDQ2PS Y7, Y7
-	VCVTDQ2PS Y8, Y8
-	VMULPS Y5, Y7, Y7
-	VMULPS Y6, Y8, Y8
-	VMOVUPS Y7, 0(SP)
-	VMOVUPS Y8, 32(SP)
+	Q4K_HEADER
 	ADDQ $16, SI                     // past the header
 	XORQ DX, DX                      // the group pair's offset on the stack
 q4krun:
@@ -1046,46 +1055,7 @@ TEXT ·dotQ4KAVX2(SB), NOSPLIT, $64-28
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 q4k2block:
-	VPBROADCASTD 0(SI), X4
-	VCVTPH2PS X4, X4                 // d, dmin, d, dmin
-	VBROADCASTSS X4, Y5              // d
-	VMOVSHDUP X4, X4
-	VBROADCASTSS X4, Y6
-	VXORPS Y15, Y6, Y6               // −dmin
-	MOVL 4(SI), R8                   // u0
-	MOVL 8(SI), R9                   // u1
-	MOVL 12(SI), R11                 // u2
-	MOVL R8, AX
-	ANDL $0x3f3f3f3f, AX             // scales 0–3
-	MOVL R11, BX
-	ANDL $0x0f0f0f0f, BX
-	MOVL R8, DX
-	SHRL $2, DX
-	ANDL $0x30303030, DX
-	ORL  DX, BX                      // scales 4–7
-	SHLQ $32, BX
-	ORQ  BX, AX
-	MOVQ AX, X7
-	MOVL R9, AX
-	ANDL $0x3f3f3f3f, AX             // minimums 0–3
-	MOVL R11, BX
-	SHRL $4, BX
-	ANDL $0x0f0f0f0f, BX
-	MOVL R9, DX
-	SHRL $2, DX
-	ANDL $0x30303030, DX
-	ORL  DX, BX                      // minimums 4–7
-	SHLQ $32, BX
-	ORQ  BX, AX
-	MOVQ AX, X8
-	VPMOVZXBD X7, Y7
-	VPMOVZXBD X8, Y8
-	VCVTDQ2PS Y7, Y7
-	VCVTDQ2PS Y8, Y8
-	VMULPS Y5, Y7, Y7
-	VMULPS Y6, Y8, Y8
-	VMOVUPS Y7, 0(SP)
-	VMOVUPS Y8, 32(SP)
+	Q4K_HEADER
 	ADDQ $16, SI                     // past the header
 	XORQ DX, DX                      // the group pair's offset on the stack
 q4k2run:
