@@ -27,6 +27,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/train"
 	"github.com/darkroomlabs/darkroom/engine/train/corpus"
 	"github.com/darkroomlabs/darkroom/models"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/store"
 )
 
@@ -443,7 +444,8 @@ func copyPlain(src, dst string) error {
 
 func runTrainInit(env *Env, args []string) error {
 	fs := newFlagSet(env, "train init", "--config CONFIG.json --profile bf16|int8|int4|q4_k_m --out DIR [--seed N]")
-	cfgPath := fs.String("config", "", "config.json (or a model directory) of the model to create (required)")
+	cfgPath := fs.String("config", "", "config.json (or a model directory, or a Library model's name: diffusiongemma-26b) of the model to create (required)")
+	layers := fs.Int("layers", 0, "keep only the config's first N layers (the 26B's first 6: 5 sliding and 1 full), for a model at real width that fits here")
 	profile := fs.String("profile", "bf16", "weight format: bf16, int8 or int4 (as darkroom quantize writes them), or q4_k_m (one GGUF file in llama.cpp's Q4_K_M mix, as a GGUF download comes)")
 	out := fs.String("out", "", "output directory, which must not exist or be empty (required)")
 	seed := fs.Uint64("seed", 1, "initialization seed: the same seed writes the same bytes")
@@ -466,9 +468,9 @@ func runTrainInit(env *Env, args []string) error {
 		}
 		opts.Profile = p
 	}
-	cfg, err := train.LoadInitConfig(*cfgPath)
+	cfg, err := initConfig(*cfgPath, *layers)
 	if err != nil {
-		return fmt.Errorf("train init: --config: %w", err)
+		return fmt.Errorf("train init: %w", err)
 	}
 	if *tokDir != "" {
 		opts.Tokenizer = os.DirFS(*tokDir)
@@ -503,6 +505,40 @@ func runTrainInit(env *Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "%s: %.2fB parameters at %s, %d tensors, %s in %d file(s), in %s\n", res.Dir, float64(res.Params)/1e9,
 		res.Profile, res.Tensors, store.FormatBytes(res.Bytes), len(res.Files), time.Since(start).Round(time.Second))
 	return nil
+}
+
+// initConfig is the config `train init --config NAME --layers N` names: a config.json
+// or a model directory (train.LoadInitConfig), else, for a name that is no path, a
+// Library model's published config (catalog.Find); with layers > 0 only its first layers, in its own order of sliding
+// and full ones.
+func initConfig(name string, layers int) (*config.Model, error) {
+	cfg, err := train.LoadInitConfig(name)
+	if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(name, `/\`) && !strings.HasSuffix(name, ".json") {
+		e, ok := catalog.Find(name)
+		if !ok || e.Config == nil {
+			return nil, fmt.Errorf("--config %s: no such file or directory, and no Library model of that name with a published config (darkroom hw lists them)", name)
+		}
+		if cfg, err = e.Config(); err != nil {
+			return nil, fmt.Errorf("--config %s: %w", name, err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	if layers == 0 {
+		return cfg, nil
+	}
+	t := &cfg.Text
+	if layers < 0 || layers > t.NumHiddenLayers {
+		return nil, fmt.Errorf("--layers %d: the config has %d layers; give 1 to %d", layers, t.NumHiddenLayers, t.NumHiddenLayers)
+	}
+	t.NumHiddenLayers = layers
+	if len(t.LayerTypes) > layers {
+		t.LayerTypes = t.LayerTypes[:layers]
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("--layers %d: %w", layers, err)
+	}
+	return cfg, nil
 }
 
 func runTrainGrow(env *Env, args []string) error {

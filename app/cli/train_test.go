@@ -11,6 +11,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/train"
 	"github.com/darkroomlabs/darkroom/engine/weights"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
 func TestTrainCommandErrors(t *testing.T) {
@@ -112,5 +113,44 @@ func TestTrainInitCommand(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(hugeOut)); len(ents) != 0 {
 		t.Errorf("left behind: %v", ents)
+	}
+}
+
+// TestInitConfig: `train init --config` takes a Library model's name for its
+// published config, and --layers keeps its first layers in its own order (the 26B's
+// first 6: 5 sliding, 1 full); a name that is neither a file nor a model, and a layer
+// count the config lacks, are refused naming what to give.
+func TestInitConfig(t *testing.T) {
+	want := catalog.DiffusionGemma26B()
+	got, err := initConfig(catalog.DiffusionGemmaID, 0)
+	if err != nil || got.Text.NumHiddenLayers != want.Text.NumHiddenLayers || got.Text.HiddenSize != 2816 {
+		t.Fatalf("initConfig(%s) = %+v, %v", catalog.DiffusionGemmaID, got, err)
+	}
+	six, err := initConfig(catalog.DiffusionGemmaID, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var full int
+	for i := range six.Text.NumHiddenLayers {
+		if !six.Text.IsSliding(i) {
+			full++
+		}
+	}
+	if six.Text.NumHiddenLayers != 6 || len(six.Text.LayerTypes) != 6 || full != 1 || six.Text.IsSliding(5) {
+		t.Errorf("6 layers: %d, types %v", six.Text.NumHiddenLayers, six.Text.LayerTypes)
+	}
+	if _, err := initConfig("no-such-model", 0); err == nil || !strings.Contains(err.Error(), "no Library model of that name") {
+		t.Errorf("unknown name: %v", err)
+	}
+	if _, err := initConfig(catalog.DiffusionGemmaID, 31); err == nil || !strings.Contains(err.Error(), "give 1 to 30") {
+		t.Errorf("31 layers: %v", err)
+	}
+	dir := t.TempDir() // a file of that name wins over the Library
+	cfg := config.Tiny()
+	if err := cfg.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := initConfig(dir, 1); err != nil || got.Text.HiddenSize != cfg.Text.HiddenSize || got.Text.NumHiddenLayers != 1 {
+		t.Errorf("a model directory, 1 layer: %+v, %v", got, err)
 	}
 }
