@@ -60,7 +60,9 @@ func dotBlocks32(x []float32, src []byte, t gguf.Type, nb int, scales []float32)
 	panic("dotBlocks32 without blocks32Direct") // unreachable: mulRows asks blocks32Direct first
 }
 
-func dotQ4KTable(x []float32, src []byte, nb int) float32 { return dotQ4KTableGo(x, src, nb) }
+func dotQ4KTable(x []float32, src []byte, nb int) float32 {
+	panic("dotQ4KTable without q4kTabled") // unreachable: dotNibbles asks q4kTabled first
+}
 
 func dotNibbleRuns(x []float32, src []byte, runBytes, stride int, scales []float32) float32 {
 	return dotNibbleRunsGo(x, src, runBytes, stride, scales)

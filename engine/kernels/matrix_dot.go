@@ -34,28 +34,6 @@ func (w *Matrix) nibbleHalf() int {
 // any of the 26B's rows).
 const q4kRowBlocks = 64
 
-// dotQ4KTableGo is dotQ4KTable's arithmetic in Go (the tests' reference where no
-// kernel runs it): each block's values decoded as the decoder does, then dotted.
-func dotQ4KTableGo(x []float32, src []byte, nb int) float32 {
-	var dot float32
-	var vals [256]float32
-	for b := range nb {
-		blk := src[144*b : 144*(b+1)]
-		var s, mn [8]float32
-		d := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk))
-		dmin := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[2:]))
-		scalesMinsK4(&s, &mn, (*[12]byte)(blk[4:16]), d, -dmin)
-		for r := range 4 {
-			for i, c := range blk[16+32*r : 48+32*r] {
-				vals[64*r+i] = s[2*r]*float32(c&15) + mn[2*r]
-				vals[64*r+32+i] = s[2*r+1]*float32(c>>4) + mn[2*r+1]
-			}
-		}
-		dot += dotGo(vals[:], x[256*b:256*(b+1)])
-	}
-	return dot
-}
-
 // dotQ4KGo is dotQ4K without vector code.
 func dotQ4KGo(x []float32, src []byte, nb int, scales []float32) float32 {
 	var dot float32

@@ -357,14 +357,10 @@ func (r *Rates) kernelSeconds(w work, inCache bool) (total, streamed float64) {
 		}
 		return w.count * max(w.m*kern, mem), streamed
 	}
-	// The integer products (kernels.IntProducts): int4 weights' MulNT, and where the
-	// path takes int8 (VNNI) int8 weights' and the soft embedding's MulNN of an int8
-	// embedding (Rates.IntTakes), and GGUF blocks' MulNT where the path takes them
-	// (Rates.IntGGUF; a GGUF's soft embedding, int8 in groups of 32, is a float
-	// product), at IntGEMM's rate, packing included.
-	_, gguf := ggufTypeOf(w.format)
+	// The integer products (kernels.IntProducts) where the path took the format when
+	// the rates were measured (Rates.IntTakes), at IntGEMM's rate, packing included.
 	f := rateFormat(w.format)
-	if ((w.format == "int4" || gguf) && !w.soft || f == "int8" && !(w.soft && w.format == int8G32)) && r.IntTakes(f) {
+	if intProduct(w) && r.IntTakes(f) {
 		if rate := r.IntGEMMAt(int(math.Round(w.m)), w.k, w.n); rate > 0 {
 			return w.flops() / rate, 0
 		}
@@ -374,6 +370,18 @@ func (r *Rates) kernelSeconds(w work, inCache bool) (total, streamed float64) {
 		rate = r.softEmbedAt(w.n, rate)
 	}
 	return w.flops()/rate + w.count*float64(w.n*w.k)*r.Decode[f], 0
+}
+
+// intProduct reports whether kernels.Matrix takes w's product on the integer path
+// where its format does: MulNT of int4 and int8 weights (in groups of 32 too:
+// int8G32) and of GGUF blocks (Rates.IntGGUF), and the soft embedding's MulNN of an
+// int8 embedding with one scale per row (not int4's, nor int8G32's: a float product).
+func intProduct(w work) bool {
+	if w.soft {
+		return w.format == "int8"
+	}
+	_, gguf := ggufTypeOf(w.format)
+	return w.format == "int4" || w.format == "int8" || w.format == int8G32 || gguf
 }
 
 // wakeSeconds is what w's hand-offs to the pool's workers add to its kernel time
