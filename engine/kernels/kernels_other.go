@@ -95,3 +95,13 @@ func transposeWords(dst, src []byte, kc int)                   { transposeWordsG
 // qHelpers2: the integer products' helpers take their Go forms here (the tests set it
 // as on amd64).
 var qHelpers2 = true
+
+func q4kIntRuns() bool { return false }
+
+func q4kIntZMM() bool { return false }
+
+func q4kIntKernels() []bool { return nil }
+
+func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
+	panic("dotQ4KInt without q4kIntRuns") // unreachable: mulRows asks q4kInt first
+}

@@ -13,7 +13,9 @@ import (
 // memory-bound product wants. Darkroom's own int4 is not summed this way: the host
 // model holds its products bit for bit to the float32 product of the dequantized
 // weights (engine/weights' TestInt4Formats), which a regrouped sum would break; its
-// rows are dotted value by value as they are decoded instead (dotInt4Perm).
+// rows are dotted value by value as they are decoded instead (dotInt4Perm). Where the
+// canvas's products run in integer arithmetic, Q4_K's rows take its integer dot
+// instead (matrix_q4kint.go).
 
 // nibbleHalf is the length of the half-blocks of a format with a fused dot product
 // (values sharing a scale and a minimum), 0 for the others.

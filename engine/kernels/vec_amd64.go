@@ -187,6 +187,56 @@ func dotQ4KTable(x []float32, src []byte, nb int) float32 {
 	return dotQ4KAVX2(&x[0], &src[0], nb)
 }
 
+// dotQ4KVNNI is Σ decoded value · x over nb (> 0) Q4_K blocks, x quantized by
+// q4kIntX, in integer arithmetic (vec_amd64.s; AVX-512 VNNI).
+//
+//go:noescape
+func dotQ4KVNNI(xq *int8, xs *float32, src *byte, nb int) float32
+
+// dotQ4KIntAVX2 is dotQ4KVNNI's sum with AVX2 and F16C (vec_amd64.s).
+//
+//go:noescape
+func dotQ4KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+
+// q4kIntRuns reports whether the printer's Q4_K products run in integer arithmetic
+// (matrix_q4kint.go): where the canvas's do (with AVX2, given F16C for the blocks'
+// fp16 scales), and q4kIntZMM whether with AVX-512 VNNI (dotQ4KVNNI) rather than
+// AVX2 (dotQ4KIntAVX2).
+func q4kIntRuns() bool {
+	switch qActive {
+	case qVNNI:
+		return true
+	case qVNNI256, qAVXVNNI, qAVX2:
+		return useF16C
+	}
+	return false
+}
+
+func q4kIntZMM() bool { return qActive == qVNNI }
+
+// q4kIntKernels lists the integer Q4_K dots this CPU runs (true: AVX-512 VNNI's), for
+// the tests.
+func q4kIntKernels() []bool {
+	var ks []bool
+	if hasVNNI {
+		ks = append(ks, true)
+	}
+	if useAVX2 && useF16C {
+		ks = append(ks, false)
+	}
+	return ks
+}
+
+// dotQ4KInt is dotQ4KVNNI (zmm) or dotQ4KIntAVX2 over slices: x's codes and scales as
+// q4kIntX wrote them for that kernel.
+func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
+	_, _, _ = xq[256*nb-1], xs[16*nb-1], src[144*nb-1]
+	if zmm {
+		return dotQ4KVNNI(&xq[0], &xs[0], &src[0], nb)
+	}
+	return dotQ4KIntAVX2(&xq[0], &xs[0], &src[0], nb)
+}
+
 // dotQ5_0AVX512 and dotQ8_0AVX512 are dotAVX2 of x with nb Q5_0 (Q8_0) blocks
 // decoded in registers, their widened scales given (vec_amd64.s).
 //

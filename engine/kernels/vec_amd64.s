@@ -61,9 +61,16 @@
 // words as scalesMinsK4 does (u0 = bytes 0–3: scales 0–3 and the high bits of 4–7;
 // u1 = bytes 4–7: the minimums likewise; u2 = bytes 8–11: the low nibbles of scales
 // and minimums 4–7); group j's scale d·sc_j at j·4(SP) and minimum (−dmin)·m_j at
-// 32 + j·4(SP), one rounding each as the decoder's. Clobbers AX, BX, DX, R8, R9, R11,
-// X4, Y7, Y8.
+// 32 + j·4(SP), one rounding each as the decoder's (Q4K_SCALES, then the stores).
+// Clobbers AX, BX, DX, R8, R9, R11, X4, Y7, Y8.
 #define Q4K_HEADER \
+	Q4K_SCALES; \
+	VMOVUPS Y7, 0(SP); \
+	VMOVUPS Y8, 32(SP)
+
+// Q4K_SCALES is Q4K_HEADER with the scales d·sc_j left in Y7 and the minimums
+// (−dmin)·m_j in Y8 instead of on the stack (dotQ4KVNNI).
+#define Q4K_SCALES \
 	VPBROADCASTD 0(SI), X4; \
 	VCVTPH2PS X4, X4; \
 	VBROADCASTSS X4, Y5; \
@@ -101,9 +108,7 @@
 	VCVTDQ2PS Y7, Y7; \
 	VCVTDQ2PS Y8, Y8; \
 	VMULPS Y5, Y7, Y7; \
-	VMULPS Y6, Y8, Y8; \
-	VMOVUPS Y7, 0(SP); \
-	VMOVUPS Y8, 32(SP)
+	VMULPS Y6, Y8, Y8
 
 // func dotAVX2(x, y *float32, n int) float32
 // Four ymm accumulators over 32 values per step, summed at the end.
@@ -1201,6 +1206,213 @@ q50b2:
 	DECQ CX
 	JNZ  q50b2
 	SUM_Y0_Y3
+	MOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// The group pairs each VPDPBUSD of dotQ4KVNNI sums, as VPERMPS indices into the
+// block's eight scales: lanes 0–7 one group's, 8–15 the other's (groups 0 and 2, 1
+// and 3, 4 and 6, 5 and 7).
+DATA q4kpairs<>+0(SB)/4, $0
+DATA q4kpairs<>+4(SB)/4, $0
+DATA q4kpairs<>+8(SB)/4, $0
+DATA q4kpairs<>+12(SB)/4, $0
+DATA q4kpairs<>+16(SB)/4, $0
+DATA q4kpairs<>+20(SB)/4, $0
+DATA q4kpairs<>+24(SB)/4, $0
+DATA q4kpairs<>+28(SB)/4, $0
+DATA q4kpairs<>+32(SB)/4, $2
+DATA q4kpairs<>+36(SB)/4, $2
+DATA q4kpairs<>+40(SB)/4, $2
+DATA q4kpairs<>+44(SB)/4, $2
+DATA q4kpairs<>+48(SB)/4, $2
+DATA q4kpairs<>+52(SB)/4, $2
+DATA q4kpairs<>+56(SB)/4, $2
+DATA q4kpairs<>+60(SB)/4, $2
+DATA q4kpairs<>+64(SB)/4, $1
+DATA q4kpairs<>+68(SB)/4, $1
+DATA q4kpairs<>+72(SB)/4, $1
+DATA q4kpairs<>+76(SB)/4, $1
+DATA q4kpairs<>+80(SB)/4, $1
+DATA q4kpairs<>+84(SB)/4, $1
+DATA q4kpairs<>+88(SB)/4, $1
+DATA q4kpairs<>+92(SB)/4, $1
+DATA q4kpairs<>+96(SB)/4, $3
+DATA q4kpairs<>+100(SB)/4, $3
+DATA q4kpairs<>+104(SB)/4, $3
+DATA q4kpairs<>+108(SB)/4, $3
+DATA q4kpairs<>+112(SB)/4, $3
+DATA q4kpairs<>+116(SB)/4, $3
+DATA q4kpairs<>+120(SB)/4, $3
+DATA q4kpairs<>+124(SB)/4, $3
+DATA q4kpairs<>+128(SB)/4, $4
+DATA q4kpairs<>+132(SB)/4, $4
+DATA q4kpairs<>+136(SB)/4, $4
+DATA q4kpairs<>+140(SB)/4, $4
+DATA q4kpairs<>+144(SB)/4, $4
+DATA q4kpairs<>+148(SB)/4, $4
+DATA q4kpairs<>+152(SB)/4, $4
+DATA q4kpairs<>+156(SB)/4, $4
+DATA q4kpairs<>+160(SB)/4, $6
+DATA q4kpairs<>+164(SB)/4, $6
+DATA q4kpairs<>+168(SB)/4, $6
+DATA q4kpairs<>+172(SB)/4, $6
+DATA q4kpairs<>+176(SB)/4, $6
+DATA q4kpairs<>+180(SB)/4, $6
+DATA q4kpairs<>+184(SB)/4, $6
+DATA q4kpairs<>+188(SB)/4, $6
+DATA q4kpairs<>+192(SB)/4, $5
+DATA q4kpairs<>+196(SB)/4, $5
+DATA q4kpairs<>+200(SB)/4, $5
+DATA q4kpairs<>+204(SB)/4, $5
+DATA q4kpairs<>+208(SB)/4, $5
+DATA q4kpairs<>+212(SB)/4, $5
+DATA q4kpairs<>+216(SB)/4, $5
+DATA q4kpairs<>+220(SB)/4, $5
+DATA q4kpairs<>+224(SB)/4, $7
+DATA q4kpairs<>+228(SB)/4, $7
+DATA q4kpairs<>+232(SB)/4, $7
+DATA q4kpairs<>+236(SB)/4, $7
+DATA q4kpairs<>+240(SB)/4, $7
+DATA q4kpairs<>+244(SB)/4, $7
+DATA q4kpairs<>+248(SB)/4, $7
+DATA q4kpairs<>+252(SB)/4, $7
+GLOBL q4kpairs<>(SB), RODATA|NOPTR, $256
+
+// func dotQ4KVNNI(xq *int8, xs *float32, src *byte, nb int) float32
+// Σ decoded value · x over nb (> 0) Q4_K blocks, x quantized to int8 in groups of
+// 32 (q4kIntX): xq per block the groups' codes in the order of the block's code bytes
+// (groups 0 and 2, then 1 and 3, 4 and 6, 5 and 7: a 64-byte load's low nibbles, then
+// its high ones), xs per block the eight groups' scales, then their sums Σx.
+// Each group's 32 code · code products summed exactly in int32 (VPDPBUSD: the
+// nibbles unsigned, x's codes signed; lanes 0–7 one group's, 8–15 the other's),
+// widened and scaled by d·sc_j·xs_j (Q4K_SCALES times the x scales, spread over the
+// lanes with VPERMPS), and the minimums' (−dmin)·m_j·Σx_j added in Y20.
+TEXT ·dotQ4KVNNI(SB), NOSPLIT, $0-36
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	VMOVDQU32 q4kpairs<>+0(SB), Z24
+	VMOVDQU32 q4kpairs<>+64(SB), Z25
+	VMOVDQU32 q4kpairs<>+128(SB), Z26
+	VMOVDQU32 q4kpairs<>+192(SB), Z27
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z28
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z20, Z20, Z20
+	MOVL $0x80000000, AX
+	VPBROADCASTD AX, Y15             // the sign bit
+q4kvnniblock:
+	Q4K_SCALES
+	VMULPS 0(R10), Y7, Y7            // d·sc_j·xs_j
+	VFMADD231PS 32(R10), Y8, Y20     // (−dmin·m_j)·Σx_j
+	VMOVDQU64 16(SI), Z13            // code bytes 0–63: groups 0 and 2 low, 1 and 3 high
+	VMOVDQU64 80(SI), Z14            // 64–127: groups 4 and 6, 5 and 7
+	VPSRLW $4, Z13, Z16
+	VPSRLW $4, Z14, Z17
+	VPANDD Z28, Z13, Z13
+	VPANDD Z28, Z14, Z14
+	VPANDD Z28, Z16, Z16
+	VPANDD Z28, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPDPBUSD 0(DI), Z13, Z18
+	VPDPBUSD 64(DI), Z16, Z19
+	VPDPBUSD 128(DI), Z14, Z21
+	VPDPBUSD 192(DI), Z17, Z22
+	VPERMPS Z7, Z24, Z9              // [F0 ×8, F2 ×8]
+	VPERMPS Z7, Z25, Z10             // [F1, F3]
+	VPERMPS Z7, Z26, Z11             // [F4, F6]
+	VPERMPS Z7, Z27, Z12             // [F5, F7]
+	VCVTDQ2PS Z18, Z18
+	VCVTDQ2PS Z19, Z19
+	VCVTDQ2PS Z21, Z21
+	VCVTDQ2PS Z22, Z22
+	VFMADD231PS Z9, Z18, Z0
+	VFMADD231PS Z10, Z19, Z1
+	VFMADD231PS Z11, Z21, Z2
+	VFMADD231PS Z12, Z22, Z3
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $64, R10
+	DECQ CX
+	JNZ  q4kvnniblock
+	VADDPS Z1, Z0, Z0
+	VADDPS Z3, Z2, Z2
+	VADDPS Z2, Z0, Z0
+	VADDPS Z20, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ4KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+// dotQ4KVNNI with AVX2 (and F16C, for Q4K_SCALES): x's codes in the blocks' own order
+// (q4kIntOrder), each group's 32 products summed exactly by VPMADDUBSW (pairs of
+// nibble · code into 16-bit words: at most 2·15·127, no saturation) and VPMADDWD by
+// ones (into eight int32 lanes), widened and scaled by d·sc_j·xs_j broadcast from the
+// stack.
+TEXT ·dotQ4KIntAVX2(SB), NOSPLIT, $32-36
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	VPBROADCASTB nibconst<>+0(SB), Y12
+	MOVL $0x00010001, AX
+	MOVL AX, X13
+	VPBROADCASTD X13, Y13            // 16-bit ones
+	MOVL $0x80000000, AX
+	MOVL AX, X15
+	VPBROADCASTD X15, Y15            // the sign bit
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y9, Y9, Y9
+q4kint2block:
+	Q4K_SCALES
+	VMULPS 0(R10), Y7, Y7            // d·sc_j·xs_j
+	VFMADD231PS 32(R10), Y8, Y9      // (−dmin·m_j)·Σx_j
+	VMOVUPS Y7, 0(SP)
+	XORQ DX, DX                      // the group pair
+q4kint2run:
+	VMOVDQU 16(SI)(DX*4), Y10        // 32 code bytes: group 2r low, 2r+1 high
+	VPSRLW $4, Y10, Y11
+	VPAND Y12, Y10, Y10
+	VPAND Y12, Y11, Y11
+	VPMADDUBSW 0(DI), Y10, Y10
+	VPMADDUBSW 32(DI), Y11, Y11
+	VPMADDWD Y13, Y10, Y10
+	VPMADDWD Y13, Y11, Y11
+	VCVTDQ2PS Y10, Y10
+	VCVTDQ2PS Y11, Y11
+	VBROADCASTSS 0(SP)(DX*1), Y14
+	VFMADD231PS Y14, Y10, Y0
+	VBROADCASTSS 4(SP)(DX*1), Y14
+	VFMADD231PS Y14, Y11, Y1
+	ADDQ $64, DI
+	ADDQ $8, DX
+	CMPQ DX, $32
+	JNE  q4kint2run
+	ADDQ $144, SI
+	ADDQ $64, R10
+	DECQ CX
+	JNZ  q4kint2block
+	VADDPS Y1, Y0, Y0
+	VADDPS Y9, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
 	MOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
