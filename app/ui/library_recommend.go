@@ -24,6 +24,10 @@ type recommendation struct {
 	name, title, profile string
 	download             int64
 	printer              float64 // its estimated printer tokens/s here (0: unknown)
+	// picked: the card offers several profiles, so the note names the one meant; a
+	// card of one (the NVFP4 and GGUF downloads, whose names say their format and
+	// whose single profile is the estimate's stand-in) is named alone.
+	picked bool
 }
 
 // recommended is the download the Library suggests for this PC: of every
@@ -32,7 +36,8 @@ type recommendation struct {
 // another writes at least twice as fast in the printer here (both estimated: on
 // the CPU NVIDIA's NVFP4 export runs at about a third of the speed of the int4
 // profile made on this PC, and its small download is no bargain; Unsloth's GGUF,
-// at about three quarters of it, is). None where
+// as fast or faster in the printer since its Q4_K products run in integer
+// arithmetic, is). None where
 // nothing fits, or where a model other than the built-in one is already
 // downloaded or downloading: the user has chosen.
 func recommended(entries []LibraryEntry) recommendation {
@@ -56,7 +61,8 @@ func recommended(entries []LibraryEntry) recommendation {
 			if size <= 0 {
 				continue
 			}
-			c := recommendation{name: e.Name, title: e.Title, profile: p.Name, download: size, printer: p.Printer}
+			c := recommendation{name: e.Name, title: e.Title, profile: p.Name, download: size, printer: p.Printer,
+				picked: len(e.Profiles) > 1}
 			if tier := profileTier(p.Name); tier > bestTier || (tier == bestTier && c.better(r)) {
 				r, bestTier = c, tier
 			}
@@ -105,11 +111,16 @@ func profileTier(profile string) int {
 // note is the recommendation as its card says it, or with the model's title
 // as the line over the cards does.
 func (r recommendation) note(withTitle bool) string {
-	what := r.profile
-	if withTitle {
-		what = r.title + " (" + r.profile + ")"
+	var what string
+	switch {
+	case withTitle && r.picked:
+		what = r.title + " (" + r.profile + "), "
+	case withTitle:
+		what = r.title + ", "
+	case r.picked:
+		what = r.profile + ", "
 	}
-	return fmt.Sprintf("Recommended for this PC: %s, a %s download that fits here", what, store.FormatBytes(r.download))
+	return fmt.Sprintf("Recommended for this PC: %sa %s download that fits here", what, store.FormatBytes(r.download))
 }
 
 // recommendRow is the line over the cards naming the recommended download,

@@ -115,3 +115,25 @@ func TestRecommendedWeighsSpeed(t *testing.T) {
 		}
 	}
 }
+
+// TestRecommendationNote: the recommendation names the profile only where its card
+// offers several: "DiffusionGemma 26B-A4B Q4_K_M (Unsloth GGUF) (int4)" read as if
+// the GGUF were Darkroom's int4 profile.
+func TestRecommendationNote(t *testing.T) {
+	gguf := recommendation{title: "DiffusionGemma 26B-A4B Q4_K_M (Unsloth GGUF)", profile: "int4", download: 16_800_000_000}
+	made := recommendation{title: "DiffusionGemma 26B-A4B (instruction-tuned)", profile: "int4", download: 51_600_000_000, picked: true}
+	for _, c := range []struct {
+		r         recommendation
+		withTitle bool
+		want      string
+	}{
+		{gguf, true, "Recommended for this PC: DiffusionGemma 26B-A4B Q4_K_M (Unsloth GGUF), a 16.8 GB download that fits here"},
+		{gguf, false, "Recommended for this PC: a 16.8 GB download that fits here"},
+		{made, true, "Recommended for this PC: DiffusionGemma 26B-A4B (instruction-tuned) (int4), a 51.6 GB download that fits here"},
+		{made, false, "Recommended for this PC: int4, a 51.6 GB download that fits here"},
+	} {
+		if got := c.r.note(c.withTitle); got != c.want {
+			t.Errorf("note(%v) = %q, want %q", c.withTitle, got, c.want)
+		}
+	}
+}
