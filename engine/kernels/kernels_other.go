@@ -105,3 +105,9 @@ func q4kIntKernels() []bool { return nil }
 func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
 	panic("dotQ4KInt without q4kIntRuns") // unreachable: mulRows asks q4kInt first
 }
+
+func q50IntRuns() bool { return false }
+
+func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, ds []float32) float32 {
+	panic("dotQ5_0Int without q50IntRuns") // unreachable: mulRows asks intRows first
+}

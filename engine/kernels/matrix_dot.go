@@ -15,7 +15,7 @@ import (
 // weights (engine/weights' TestInt4Formats), which a regrouped sum would break; its
 // rows are dotted value by value as they are decoded instead (dotInt4Perm). Where the
 // canvas's products run in integer arithmetic, Q4_K's rows take its integer dot
-// instead (matrix_q4kint.go).
+// instead (matrix_introws.go).
 
 // nibbleHalf is the length of the half-blocks of a format with a fused dot product
 // (values sharing a scale and a minimum), 0 for the others.

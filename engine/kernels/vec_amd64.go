@@ -237,6 +237,23 @@ func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
 	return dotQ4KIntAVX2(&xq[0], &xs[0], &src[0], nb)
 }
 
+// dotQ5_0VNNI is Σ decoded value · x over nb (> 0) Q5_0 blocks, their d widened in
+// ds, x quantized by quantizeRow32 (its codes and pairs), in integer arithmetic
+// (vec_amd64.s; AVX-512 VNNI).
+//
+//go:noescape
+func dotQ5_0VNNI(xq *int8, xs *float32, src *byte, nb int, ds *float32) float32
+
+// q50IntRuns reports whether the printer's Q5_0 products run in integer arithmetic
+// (matrix_introws.go): with AVX-512 VNNI, where the canvas's do.
+func q50IntRuns() bool { return qActive == qVNNI }
+
+// dotQ5_0Int is dotQ5_0VNNI over slices.
+func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, ds []float32) float32 {
+	_, _, _, _ = xq[32*nb-1], pairs[2*nb-1], src[22*nb-1], ds[nb-1]
+	return dotQ5_0VNNI(&xq[0], &pairs[0], &src[0], nb, &ds[0])
+}
+
 // dotQ5_0AVX512 and dotQ8_0AVX512 are dotAVX2 of x with nb Q5_0 (Q8_0) blocks
 // decoded in registers, their widened scales given (vec_amd64.s).
 //

@@ -1416,3 +1416,119 @@ q4kint2run:
 	MOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// VPERMPS indices spreading two blocks' scales over a zmm's halves (dotQ5_0VNNI).
+DATA q50pair<>+0(SB)/4, $0
+DATA q50pair<>+4(SB)/4, $0
+DATA q50pair<>+8(SB)/4, $0
+DATA q50pair<>+12(SB)/4, $0
+DATA q50pair<>+16(SB)/4, $0
+DATA q50pair<>+20(SB)/4, $0
+DATA q50pair<>+24(SB)/4, $0
+DATA q50pair<>+28(SB)/4, $0
+DATA q50pair<>+32(SB)/4, $1
+DATA q50pair<>+36(SB)/4, $1
+DATA q50pair<>+40(SB)/4, $1
+DATA q50pair<>+44(SB)/4, $1
+DATA q50pair<>+48(SB)/4, $1
+DATA q50pair<>+52(SB)/4, $1
+DATA q50pair<>+56(SB)/4, $1
+DATA q50pair<>+60(SB)/4, $1
+GLOBL q50pair<>(SB), RODATA|NOPTR, $64
+
+// func dotQ5_0VNNI(xq *int8, xs *float32, src *byte, nb int, ds *float32) float32
+// Σ decoded value · x over nb (> 0) Q5_0 blocks of 22 bytes {fp16 d; u32 qh; u8
+// qs[16]} (value d·(u − 16), u = the nibble with qh's bit above it), their d given
+// widened (ds), x quantized to int8 in groups of 32 in order (xq) with each group's
+// scale and scale·Σcodes in xs (quantizeRow32's pairs):
+// Σ d·(xs·Σ u·code − 16·xs·Σ code). Two blocks a step: their 32 codes each as
+// [low nibbles, high nibbles] in one zmm (VSHUFI64X2), the fifth bits added under
+// the two qh words as a 64-bit byte mask, 64 products summed exactly by one VPDPBUSD
+// (lanes 0–7 the first block's, 8–15 the second's), widened and scaled by d·xs spread
+// over the halves (VPERMPS); an odd last block in ymm registers.
+TEXT ·dotQ5_0VNNI(SB), NOSPLIT, $0-44
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	MOVQ ds+32(FP), R12
+	VMOVDQU32 q50pair<>+0(SB), Z24
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z28
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Z29
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VXORPS X3, X3, X3
+	SHRQ $1, CX                      // pairs of blocks
+	JZ   q50vnnitail
+q50vnnipair:
+	VMOVSD 0(R12), X4                // d_a, d_b
+	VMOVSD 0(R10), X5                // xs_a, xs·Σ_a
+	VMOVSD 8(R10), X6                // xs_b, xs·Σ_b
+	VUNPCKLPS X6, X5, X7             // xs_a, xs_b, xs·Σ_a, xs·Σ_b
+	VPERMILPS $0x4e, X7, X8          // xs·Σ_a, xs·Σ_b, …
+	VFMADD231PS X8, X4, X3          // d·xs·Σcode, the minimums' part
+	VMULPS X7, X4, X4                // d_a·xs_a, d_b·xs_b
+	VPERMPS Z4, Z24, Z9
+	VMOVDQU 6(SI), X10               // block a's nibbles
+	VINSERTI128 $1, 28(SI), Y10, Y10 // block b's
+	VPSRLW $4, Y10, Y11
+	VPANDD Y28, Y10, Y10             // [a low, b low]
+	VPANDD Y28, Y11, Y11             // [a high, b high]
+	VINSERTI64X4 $1, Y11, Z10, Z10
+	VSHUFI64X2 $0xd8, Z10, Z10, Z10  // [a low, a high, b low, b high]
+	MOVL 2(SI), AX
+	MOVL 24(SI), BX
+	SHLQ $32, BX
+	ORQ  BX, AX
+	KMOVQ AX, K1
+	VPADDB Z29, Z10, K1, Z10         // the fifth bits
+	VPXORD Z12, Z12, Z12
+	VPDPBUSD 0(DI), Z10, Z12
+	VCVTDQ2PS Z12, Z12
+	VFMADD231PS Z9, Z12, Z0
+	ADDQ $44, SI
+	ADDQ $64, DI
+	ADDQ $16, R10
+	ADDQ $8, R12
+	DECQ CX
+	JNZ  q50vnnipair
+q50vnnitail:
+	MOVQ nb+24(FP), CX
+	ANDQ $1, CX
+	JZ   q50vnnisum
+	VMOVSS 0(R12), X4                // d
+	VMOVSS 0(R10), X5                // xs
+	VMOVSS 4(R10), X8                // xs·Σcode
+	VFMADD231PS X8, X4, X3
+	VMULSS X5, X4, X4
+	VBROADCASTSS X4, Y9
+	VMOVDQU 6(SI), X10
+	VPSRLW $4, X10, X11
+	VPANDD X28, X10, X10
+	VPANDD X28, X11, X11
+	VINSERTI128 $1, X11, Y10, Y10
+	MOVL 2(SI), AX
+	KMOVD AX, K1
+	VPADDB Y29, Y10, K1, Y10
+	VPXORD Y12, Y12, Y12
+	VPDPBUSD 0(DI), Y10, Y12
+	VCVTDQ2PS Y12, Y12
+	VFMADD231PS Y9, Y12, Y1          // Y1: the upper half of Z1 stays zero
+q50vnnisum:
+	VADDPS Z1, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X3, X3, X3            // the minimums' Σ d·xs·Σcode
+	VHADDPS X3, X3, X3
+	MOVL $0x41800000, AX             // 16
+	VMOVD AX, X2
+	VFNMADD231SS X2, X3, X0         // − 16·Σ
+	MOVSS X0, ret+40(FP)
+	VZEROUPPER
+	RET

@@ -1,0 +1,137 @@
+package kernels
+
+import "github.com/darkroomlabs/darkroom/engine/gguf"
+
+// The printer's products (below dotRows rows of x) against GGUF Q4_K and Q5_0 rows in
+// integer arithmetic, where the canvas products run that way (qgemm.go; Q4_K with
+// AVX-512 VNNI, or AVX2 with F16C; Q5_0 with AVX-512 VNNI): x is quantized once per
+// product as the canvas quantizes its rows — int8 in groups of 32, each group's
+// scale max|x|/127 (quantizeRow32) — and each row's blocks are dotted from their
+// bytes: a group's 32 code · code products summed exactly in int32 (VPDPBUSD, or
+// VPMADDUBSW and VPMADDWD), scaled by the block's scale times the group's x scale,
+// and the offsets — Q4_K's minimums (−dmin·m_j) against x's exact group sums, Q5_0's
+// −16·d against the sums of x's codes — added apart. llama.cpp dots its blocks this
+// way (x in Q8_K and Q8_0 blocks). Against the float kernels (dotQ4KTable,
+// dotBlocks32), whose table lookups or conversions and FMAs cost about twice the
+// instructions a block and ran below the memory's rate here (Q4_K at two thirds of
+// it, Q5_0 at half), it adds x's rounding, as the canvas's integer products do, and
+// no other error.
+
+// intRows reports whether w's product with fewer than dotRows rows of x runs in
+// integer arithmetic (mulRowsInt).
+func (w *Matrix) intRows() bool {
+	if w.Spec.Bits != 0 || w.Cols <= 0 {
+		return false
+	}
+	switch w.GGUF {
+	case gguf.Q4_K:
+		return q4kIntRuns() && w.Cols%gguf.QK_K == 0
+	case gguf.Q5_0:
+		return q50IntRuns() && w.Cols%qGroup == 0
+	}
+	return false
+}
+
+// mulRowsInt is mulRows where intRows: out [m, Rows] = a [m, Cols]·wᵀ, a's rows
+// quantized once, then each row of w dotted with each of them.
+func (w *Matrix) mulRowsInt(out, a []float32, m int) {
+	if w.GGUF == gguf.Q4_K {
+		w.mulRowsQ4KInt(out, a, m)
+		return
+	}
+	w.mulRowsQ5_0Int(out, a, m)
+}
+
+// mulRowsQ5_0Int is mulRowsInt for Q5_0: x's codes in order with quantizeRow32's
+// pairs, each row's d widened (blockHalves) before its dot (dotQ5_0VNNI).
+func (w *Matrix) mulRowsQ5_0Int(out, a []float32, m int) {
+	n, k := w.Rows, w.Cols
+	nb := k / qGroup
+	bb := gguf.Q5_0.BlockBytes()
+	cb := packBufs.Get().(*packBuf)
+	defer packBufs.Put(cb)
+	if cap(cb.q) < m*k {
+		cb.q = make([]int8, m*k)
+	}
+	xq := cb.q[:m*k]
+	cb.dec = grow(cb.dec, 2*m*nb)
+	pairs := cb.dec[:2*m*nb]
+	for i := range m {
+		quantizeRow32(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], a[i*k:(i+1)*k], nil)
+	}
+	parts := dotParts(m * n * k)
+	parallel(parts, func(part int) {
+		buf := qBufs.Get().(*qBuf)
+		defer qBufs.Put(buf)
+		buf.rs = grow(buf.rs, nb)
+		for r := n * part / parts; r < n*(part+1)/parts; r++ {
+			row := w.Data[r*nb*bb : (r+1)*nb*bb]
+			blockHalves(buf.rs[:nb], row, bb, 0)
+			for i := range m {
+				out[i*n+r] = dotQ5_0Int(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], row, nb, buf.rs[:nb])
+			}
+		}
+	})
+}
+
+// q4kIntBlockCodes is where each of a Q4_K block's eight groups of x goes in a block's
+// 256 codes for dotQ4KVNNI: groups 0 and 2 (a 64-byte load of code bytes' low
+// nibbles), 1 and 3 (their high nibbles), 4 and 6, 5 and 7. dotQ4KIntAVX2 takes them
+// in order (a 32-byte load's low nibbles are group 2r, its high ones group 2r+1).
+var q4kIntBlockCodes = [2][8]int{
+	{0, 32, 64, 96, 128, 160, 192, 224}, // AVX2
+	{0, 64, 32, 96, 128, 192, 160, 224}, // AVX-512 VNNI
+}
+
+// q4kIntX quantizes x (whole Q4_K blocks of 256) for dotQ4KInt's zmm or ymm kernel:
+// xq its codes, block by block in q4kIntBlockCodes' order for that kernel, and xs per
+// block its eight groups' scales then their exact sums; codes and pairs are scratch
+// of len(x) and len(x)/16.
+func q4kIntX(xq []int8, xs []float32, x []float32, codes []int8, pairs []float32, zmm bool) {
+	order := &q4kIntBlockCodes[0]
+	if zmm {
+		order = &q4kIntBlockCodes[1]
+	}
+	quantizeRow32(codes, pairs, x, nil)
+	for b := range len(x) / gguf.QK_K {
+		for j, at := range order {
+			g := 8*b + j
+			copy(xq[256*b+at:256*b+at+qGroup], codes[qGroup*g:qGroup*(g+1)])
+			var sum float32
+			for _, v := range x[qGroup*g : qGroup*(g+1)] {
+				sum += v
+			}
+			xs[16*b+j], xs[16*b+8+j] = pairs[2*g], sum
+		}
+	}
+}
+
+// mulRowsQ4KInt is mulRowsInt for Q4_K: x's codes in the order of the blocks' code
+// bytes (q4kIntX), each row's blocks dotted with their headers decoded in registers
+// (dotQ4KVNNI, dotQ4KIntAVX2).
+func (w *Matrix) mulRowsQ4KInt(out, a []float32, m int) {
+	n, k := w.Rows, w.Cols
+	nb := k / gguf.QK_K
+	cb := packBufs.Get().(*packBuf)
+	defer packBufs.Put(cb)
+	if cap(cb.q) < 2*m*k {
+		cb.q = make([]int8, 2*m*k)
+	}
+	xq, codes := cb.q[:m*k], cb.q[m*k:2*m*k]
+	cb.dec = grow(cb.dec, m*k/16+k/16)
+	xs, pairs := cb.dec[:m*k/16], cb.dec[m*k/16:m*k/16+k/16]
+	zmm := q4kIntZMM()
+	for i := range m {
+		q4kIntX(xq[i*k:(i+1)*k], xs[i*k/16:(i+1)*k/16], a[i*k:(i+1)*k], codes[:k], pairs, zmm)
+	}
+	bb := gguf.Q4_K.BlockBytes()
+	parts := dotParts(m * n * k)
+	parallel(parts, func(part int) {
+		for r := n * part / parts; r < n*(part+1)/parts; r++ {
+			row := w.Data[r*nb*bb : (r+1)*nb*bb]
+			for i := range m {
+				out[i*n+r] = dotQ4KInt(xq[i*k:(i+1)*k], xs[i*k/16:(i+1)*k/16], row, nb, zmm)
+			}
+		}
+	})
+}

@@ -1,0 +1,228 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/gguf"
+)
+
+// randQ4K is nb Q4_K blocks of random bytes — every 6-bit scale and minimum, their
+// high bits included — with random finite fp16 d and dmin of either sign.
+func randQ4K(rng *rand.Rand, nb int) []byte {
+	src := make([]byte, 144*nb)
+	for i := range src {
+		src[i] = byte(rng.Uint32())
+	}
+	for b := range nb {
+		for _, o := range []int{0, 2} {
+			v := float32(rng.NormFloat64()) * float32(math.Ldexp(1, -rng.IntN(12)))
+			binary.LittleEndian.PutUint16(src[144*b+o:], gguf.Float32ToHalf(v))
+		}
+	}
+	return src
+}
+
+// TestDotQ4KInt: the printer's integer Q4_K dot (dotQ4KVNNI) equals, within float32
+// rounding, the same sum taken independently in float64 — engine/gguf's decoder's
+// scales and minimums, x's int8 codes and scales as quantizeRow32Go makes them, the
+// minimums against x's exact sums — and the dot of the decoded values with x itself
+// within x's rounding: half a step of its group's scale per value.
+func TestDotQ4KInt(t *testing.T) {
+	if len(q4kIntKernels()) == 0 {
+		t.Skip("no integer Q4_K dot for this CPU (or build)")
+	}
+	rng := rand.New(rand.NewPCG(43, 44))
+	for _, zmm := range q4kIntKernels() {
+		for _, nb := range []int{1, 2, 11, 64} {
+			src := randQ4K(rng, nb)
+			x := randWeights(rng, 256*nb)
+			x[3] = 0 // a zero, and a group of zeros (scale 0)
+			clear(x[256*(nb-1)+32 : 256*(nb-1)+64])
+			xq, xs := make([]int8, 256*nb), make([]float32, 16*nb)
+			q4kIntX(xq, xs, x, make([]int8, 256*nb), make([]float32, 16*nb), zmm)
+			got := dotQ4KInt(xq, xs, src, nb, zmm)
+
+			codes, pairs := make([]int8, 256*nb), make([]float32, 16*nb)
+			quantizeRow32Go(codes, pairs, x, nil)
+			vals := make([]float32, 256*nb)
+			if err := gguf.Dequantize(gguf.Q4_K, src, vals); err != nil {
+				t.Fatal(err)
+			}
+			var want, mag, exact, bound float64
+			for b := range nb {
+				blk := src[144*b : 144*(b+1)]
+				d := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk))
+				dmin := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[2:]))
+				var sc, mn [8]float32
+				scalesMinsK4(&sc, &mn, (*[12]byte)(blk[4:16]), d, dmin)
+				for j := range 8 {
+					g := 8*b + j
+					var isum int64
+					var xsum float32
+					for i := range 32 {
+						p := 32*j + i
+						q := blk[16+32*(j/2)+i] >> (4 * (j % 2)) & 15
+						isum += int64(q) * int64(codes[32*g+i])
+						xsum += x[256*b+p]
+						bound += math.Abs(float64(vals[256*b+p])) * float64(pairs[2*g]) / 2
+					}
+					scale := float64(sc[j]) * float64(pairs[2*g]) * float64(isum)
+					minimum := -float64(mn[j]) * float64(xsum)
+					want += scale + minimum
+					mag += math.Abs(scale) + math.Abs(minimum)
+				}
+			}
+			for i, v := range vals {
+				exact += float64(v) * float64(x[i])
+			}
+			if d := math.Abs(float64(got) - want); d > 1e-5*mag {
+				t.Errorf("AVX-512 %v, %d blocks: %g, want %g from the integer sums (difference %.3g of %.3g)", zmm, nb, got, want, d, mag)
+			}
+			if d := math.Abs(float64(got) - exact); d > bound+1e-5*mag {
+				t.Errorf("AVX-512 %v, %d blocks: %g, want %g, the decoded values' dot, within x's rounding %.3g (difference %.3g)", zmm, nb, got, exact, bound, d)
+			}
+		}
+	}
+}
+
+// randQ5_0 is nb Q5_0 blocks of random bytes with random finite fp16 d of either sign.
+func randQ5_0(rng *rand.Rand, nb int) []byte {
+	src := make([]byte, 22*nb)
+	for i := range src {
+		src[i] = byte(rng.Uint32())
+	}
+	for b := range nb {
+		v := float32(rng.NormFloat64()) * float32(math.Ldexp(1, -rng.IntN(12)))
+		binary.LittleEndian.PutUint16(src[22*b:], gguf.Float32ToHalf(v))
+	}
+	return src
+}
+
+// TestDotQ5_0Int: the printer's integer Q5_0 dot (dotQ5_0VNNI; pairs of blocks, an odd
+// last one alone) equals, within float32 rounding, the same sum taken independently
+// in float64 — each value's 5-bit code from ggml's layout (low nibbles then high
+// ones, qh's bit i the fifth of value i), x's int8 codes and scales as
+// quantizeRow32Go makes them — and the decoded values' dot with x within x's
+// rounding.
+func TestDotQ5_0Int(t *testing.T) {
+	if !q50IntRuns() {
+		t.Skip("no integer Q5_0 dot for this CPU (or build)")
+	}
+	rng := rand.New(rand.NewPCG(47, 48))
+	for _, nb := range []int{1, 2, 3, 22, 23, 88} {
+		src := randQ5_0(rng, nb)
+		x := randWeights(rng, 32*nb)
+		if nb > 2 {
+			clear(x[32 : 32*2]) // a group of zeros (scale 0)
+		}
+		xq, pairs := make([]int8, 32*nb), make([]float32, 2*nb)
+		quantizeRow32(xq, pairs, x, nil)
+		ds := make([]float32, nb)
+		blockHalves(ds, src, 22, 0)
+		got := dotQ5_0Int(xq, pairs, src, nb, ds)
+
+		codes, gp := make([]int8, 32*nb), make([]float32, 2*nb)
+		quantizeRow32Go(codes, gp, x, nil)
+		vals := make([]float32, 32*nb)
+		if err := gguf.Dequantize(gguf.Q5_0, src, vals); err != nil {
+			t.Fatal(err)
+		}
+		var want, mag, exact, bound float64
+		for b := range nb {
+			blk := src[22*b : 22*(b+1)]
+			d := float64(gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk)))
+			qh := binary.LittleEndian.Uint32(blk[2:])
+			var isum, csum int64
+			for i := range 32 {
+				u := int64(blk[6+i%16]>>(4*(i/16))&15) | int64(qh>>i&1)<<4
+				isum += u * int64(codes[32*b+i])
+				csum += int64(codes[32*b+i])
+				bound += math.Abs(float64(vals[32*b+i])) * float64(gp[2*b]) / 2
+			}
+			want += d * float64(gp[2*b]) * float64(isum-16*csum)
+			mag += math.Abs(d*float64(gp[2*b])) * float64(max(isum, -isum)+16*max(csum, -csum))
+		}
+		for i, v := range vals {
+			exact += float64(v) * float64(x[i])
+		}
+		if d := math.Abs(float64(got) - want); d > 1e-5*mag {
+			t.Errorf("%d blocks: %g, want %g from the integer sums (difference %.3g of %.3g)", nb, got, want, d, mag)
+		}
+		if d := math.Abs(float64(got) - exact); d > bound+1e-5*mag {
+			t.Errorf("%d blocks: %g, want %g, the decoded values' dot, within x's rounding %.3g (difference %.3g)", nb, got, exact, bound, d)
+		}
+	}
+}
+
+// TestMulRowsInt: the printer's product of a Q4_K or Q5_0 matrix (one to three rows
+// of x, the rows of w across the workers) takes the integer dot where intRows — each
+// output its row's integer dot with x's quantized row, bit for bit — and the float
+// kernels where the integer products are off, within x's rounding of each other.
+func TestMulRowsInt(t *testing.T) {
+	const rows, cols = 37, 512
+	rng := rand.New(rand.NewPCG(45, 46))
+	for _, c := range []struct {
+		t    gguf.Type
+		data []byte
+	}{{gguf.Q4_K, randQ4K(rng, rows*cols/256)}, {gguf.Q5_0, randQ5_0(rng, rows*cols/32)}} {
+		w := &Matrix{Rows: rows, Cols: cols, GGUF: c.t, Data: c.data}
+		if err := w.Check(); err != nil {
+			t.Fatal(err)
+		}
+		if !w.intRows() {
+			t.Logf("%v: the printer's products are not integer on this CPU (or build)", c.t)
+			continue
+		}
+		bb, nb := c.t.BlockBytes(), cols/c.t.BlockSize()
+		rowDot := func(x []float32, r int) float32 {
+			row := w.Data[r*nb*bb : (r+1)*nb*bb]
+			if c.t == gguf.Q4_K {
+				zmm := q4kIntZMM()
+				xq, xs := make([]int8, cols), make([]float32, cols/16)
+				q4kIntX(xq, xs, x, make([]int8, cols), make([]float32, cols/16), zmm)
+				return dotQ4KInt(xq, xs, row, nb, zmm)
+			}
+			xq, pairs, ds := make([]int8, cols), make([]float32, cols/16), make([]float32, nb)
+			quantizeRow32(xq, pairs, x, nil)
+			blockHalves(ds, row, bb, 0)
+			return dotQ5_0Int(xq, pairs, row, nb, ds)
+		}
+		for m := 1; m < dotRows; m++ {
+			a := randWeights(rng, m*cols)
+			got, float := make([]float32, m*rows), make([]float32, m*rows)
+			if err := w.MulNT(got, a, m); err != nil {
+				t.Fatal(err)
+			}
+			was := SetIntProducts(false)
+			err := w.MulNT(float, a, m)
+			SetIntProducts(was)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range m {
+				x := a[i*cols : (i+1)*cols]
+				codes, pairs := make([]int8, cols), make([]float32, cols/16)
+				quantizeRow32Go(codes, pairs, x, nil)
+				for r := range rows {
+					if want := rowDot(x, r); got[i*rows+r] != want {
+						t.Fatalf("%v, m %d, out[%d, %d] = %g, want %g (its row's integer dot)", c.t, m, i, r, got[i*rows+r], want)
+					}
+					vals := make([]float32, cols)
+					if err := gguf.Dequantize(c.t, w.Data[r*nb*bb:(r+1)*nb*bb], vals); err != nil {
+						t.Fatal(err)
+					}
+					var bound float64
+					for p, v := range vals {
+						bound += math.Abs(float64(v)) * (float64(pairs[2*(p/32)])/2 + 1e-5*math.Abs(float64(x[p])))
+					}
+					if d := math.Abs(float64(got[i*rows+r] - float[i*rows+r])); d > bound {
+						t.Errorf("%v, m %d, out[%d, %d] = %g, the float kernel's %g: more than x's rounding %.3g apart", c.t, m, i, r, got[i*rows+r], float[i*rows+r], bound)
+					}
+				}
+			}
+		}
+	}
+}
