@@ -98,9 +98,9 @@ var qHelpers2 = true
 
 func q4kIntRuns() bool { return false }
 
-func q4kIntZMM() bool { return false }
+func intRowsZMM() bool { return false }
 
-func q4kIntKernels() []bool { return nil }
+func intRowsKernels() []bool { return nil }
 
 func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
 	panic("dotQ4KInt without q4kIntRuns") // unreachable: mulRows asks q4kInt first
@@ -108,6 +108,6 @@ func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
 
 func q50IntRuns() bool { return false }
 
-func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, ds []float32) float32 {
+func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, ds []float32, zmm bool) float32 {
 	panic("dotQ5_0Int without q50IntRuns") // unreachable: mulRows asks intRows first
 }

@@ -3,8 +3,8 @@ package kernels
 import "github.com/darkroomlabs/darkroom/engine/gguf"
 
 // The printer's products (below dotRows rows of x) against GGUF Q4_K and Q5_0 rows in
-// integer arithmetic, where the canvas products run that way (qgemm.go; Q4_K with
-// AVX-512 VNNI, or AVX2 with F16C; Q5_0 with AVX-512 VNNI): x is quantized once per
+// integer arithmetic, where the canvas products run that way (qgemm.go; with AVX-512
+// VNNI, else AVX2 — F16C too for Q4_K): x is quantized once per
 // product as the canvas quantizes its rows — int8 in groups of 32, each group's
 // scale max|x|/127 (quantizeRow32) — and each row's blocks are dotted from their
 // bytes: a group's 32 code · code products summed exactly in int32 (VPDPBUSD, or
@@ -43,7 +43,8 @@ func (w *Matrix) mulRowsInt(out, a []float32, m int) {
 }
 
 // mulRowsQ5_0Int is mulRowsInt for Q5_0: x's codes in order with quantizeRow32's
-// pairs, each row's d widened (blockHalves) before its dot (dotQ5_0VNNI).
+// pairs, each row's d widened (blockHalves) before its dot (dotQ5_0VNNI,
+// dotQ5_0IntAVX2).
 func (w *Matrix) mulRowsQ5_0Int(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	nb := k / qGroup
@@ -59,6 +60,7 @@ func (w *Matrix) mulRowsQ5_0Int(out, a []float32, m int) {
 	for i := range m {
 		quantizeRow32(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], a[i*k:(i+1)*k], nil)
 	}
+	zmm := intRowsZMM()
 	parts := dotParts(m * n * k)
 	parallel(parts, func(part int) {
 		buf := qBufs.Get().(*qBuf)
@@ -68,7 +70,7 @@ func (w *Matrix) mulRowsQ5_0Int(out, a []float32, m int) {
 			row := w.Data[r*nb*bb : (r+1)*nb*bb]
 			blockHalves(buf.rs[:nb], row, bb, 0)
 			for i := range m {
-				out[i*n+r] = dotQ5_0Int(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], row, nb, buf.rs[:nb])
+				out[i*n+r] = dotQ5_0Int(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], row, nb, buf.rs[:nb], zmm)
 			}
 		}
 	})
@@ -120,7 +122,7 @@ func (w *Matrix) mulRowsQ4KInt(out, a []float32, m int) {
 	xq, codes := cb.q[:m*k], cb.q[m*k:2*m*k]
 	cb.dec = grow(cb.dec, m*k/16+k/16)
 	xs, pairs := cb.dec[:m*k/16], cb.dec[m*k/16:m*k/16+k/16]
-	zmm := q4kIntZMM()
+	zmm := intRowsZMM()
 	for i := range m {
 		q4kIntX(xq[i*k:(i+1)*k], xs[i*k/16:(i+1)*k/16], a[i*k:(i+1)*k], codes[:k], pairs, zmm)
 	}

@@ -31,11 +31,11 @@ func randQ4K(rng *rand.Rand, nb int) []byte {
 // minimums against x's exact sums — and the dot of the decoded values with x itself
 // within x's rounding: half a step of its group's scale per value.
 func TestDotQ4KInt(t *testing.T) {
-	if len(q4kIntKernels()) == 0 {
+	if len(intRowsKernels()) == 0 {
 		t.Skip("no integer Q4_K dot for this CPU (or build)")
 	}
 	rng := rand.New(rand.NewPCG(43, 44))
-	for _, zmm := range q4kIntKernels() {
+	for _, zmm := range intRowsKernels() {
 		for _, nb := range []int{1, 2, 11, 64} {
 			src := randQ4K(rng, nb)
 			x := randWeights(rng, 256*nb)
@@ -101,58 +101,60 @@ func randQ5_0(rng *rand.Rand, nb int) []byte {
 	return src
 }
 
-// TestDotQ5_0Int: the printer's integer Q5_0 dot (dotQ5_0VNNI; pairs of blocks, an odd
-// last one alone) equals, within float32 rounding, the same sum taken independently
+// TestDotQ5_0Int: the printer's integer Q5_0 dots (dotQ5_0VNNI: pairs of blocks, an odd
+// last one alone; dotQ5_0IntAVX2) equal, within float32 rounding, the same sum taken independently
 // in float64 — each value's 5-bit code from ggml's layout (low nibbles then high
 // ones, qh's bit i the fifth of value i), x's int8 codes and scales as
 // quantizeRow32Go makes them — and the decoded values' dot with x within x's
 // rounding.
 func TestDotQ5_0Int(t *testing.T) {
-	if !q50IntRuns() {
+	if len(intRowsKernels()) == 0 {
 		t.Skip("no integer Q5_0 dot for this CPU (or build)")
 	}
 	rng := rand.New(rand.NewPCG(47, 48))
-	for _, nb := range []int{1, 2, 3, 22, 23, 88} {
-		src := randQ5_0(rng, nb)
-		x := randWeights(rng, 32*nb)
-		if nb > 2 {
-			clear(x[32 : 32*2]) // a group of zeros (scale 0)
-		}
-		xq, pairs := make([]int8, 32*nb), make([]float32, 2*nb)
-		quantizeRow32(xq, pairs, x, nil)
-		ds := make([]float32, nb)
-		blockHalves(ds, src, 22, 0)
-		got := dotQ5_0Int(xq, pairs, src, nb, ds)
-
-		codes, gp := make([]int8, 32*nb), make([]float32, 2*nb)
-		quantizeRow32Go(codes, gp, x, nil)
-		vals := make([]float32, 32*nb)
-		if err := gguf.Dequantize(gguf.Q5_0, src, vals); err != nil {
-			t.Fatal(err)
-		}
-		var want, mag, exact, bound float64
-		for b := range nb {
-			blk := src[22*b : 22*(b+1)]
-			d := float64(gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk)))
-			qh := binary.LittleEndian.Uint32(blk[2:])
-			var isum, csum int64
-			for i := range 32 {
-				u := int64(blk[6+i%16]>>(4*(i/16))&15) | int64(qh>>i&1)<<4
-				isum += u * int64(codes[32*b+i])
-				csum += int64(codes[32*b+i])
-				bound += math.Abs(float64(vals[32*b+i])) * float64(gp[2*b]) / 2
+	for _, zmm := range intRowsKernels() {
+		for _, nb := range []int{1, 2, 3, 22, 23, 88} {
+			src := randQ5_0(rng, nb)
+			x := randWeights(rng, 32*nb)
+			if nb > 2 {
+				clear(x[32 : 32*2]) // a group of zeros (scale 0)
 			}
-			want += d * float64(gp[2*b]) * float64(isum-16*csum)
-			mag += math.Abs(d*float64(gp[2*b])) * float64(max(isum, -isum)+16*max(csum, -csum))
-		}
-		for i, v := range vals {
-			exact += float64(v) * float64(x[i])
-		}
-		if d := math.Abs(float64(got) - want); d > 1e-5*mag {
-			t.Errorf("%d blocks: %g, want %g from the integer sums (difference %.3g of %.3g)", nb, got, want, d, mag)
-		}
-		if d := math.Abs(float64(got) - exact); d > bound+1e-5*mag {
-			t.Errorf("%d blocks: %g, want %g, the decoded values' dot, within x's rounding %.3g (difference %.3g)", nb, got, exact, bound, d)
+			xq, pairs := make([]int8, 32*nb), make([]float32, 2*nb)
+			quantizeRow32(xq, pairs, x, nil)
+			ds := make([]float32, nb)
+			blockHalves(ds, src, 22, 0)
+			got := dotQ5_0Int(xq, pairs, src, nb, ds, zmm)
+
+			codes, gp := make([]int8, 32*nb), make([]float32, 2*nb)
+			quantizeRow32Go(codes, gp, x, nil)
+			vals := make([]float32, 32*nb)
+			if err := gguf.Dequantize(gguf.Q5_0, src, vals); err != nil {
+				t.Fatal(err)
+			}
+			var want, mag, exact, bound float64
+			for b := range nb {
+				blk := src[22*b : 22*(b+1)]
+				d := float64(gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk)))
+				qh := binary.LittleEndian.Uint32(blk[2:])
+				var isum, csum int64
+				for i := range 32 {
+					u := int64(blk[6+i%16]>>(4*(i/16))&15) | int64(qh>>i&1)<<4
+					isum += u * int64(codes[32*b+i])
+					csum += int64(codes[32*b+i])
+					bound += math.Abs(float64(vals[32*b+i])) * float64(gp[2*b]) / 2
+				}
+				want += d * float64(gp[2*b]) * float64(isum-16*csum)
+				mag += math.Abs(d*float64(gp[2*b])) * float64(max(isum, -isum)+16*max(csum, -csum))
+			}
+			for i, v := range vals {
+				exact += float64(v) * float64(x[i])
+			}
+			if d := math.Abs(float64(got) - want); d > 1e-5*mag {
+				t.Errorf("AVX-512 %v, %d blocks: %g, want %g from the integer sums (difference %.3g of %.3g)", zmm, nb, got, want, d, mag)
+			}
+			if d := math.Abs(float64(got) - exact); d > bound+1e-5*mag {
+				t.Errorf("AVX-512 %v, %d blocks: %g, want %g, the decoded values' dot, within x's rounding %.3g (difference %.3g)", zmm, nb, got, exact, bound, d)
+			}
 		}
 	}
 }
@@ -180,7 +182,7 @@ func TestMulRowsInt(t *testing.T) {
 		rowDot := func(x []float32, r int) float32 {
 			row := w.Data[r*nb*bb : (r+1)*nb*bb]
 			if c.t == gguf.Q4_K {
-				zmm := q4kIntZMM()
+				zmm := intRowsZMM()
 				xq, xs := make([]int8, cols), make([]float32, cols/16)
 				q4kIntX(xq, xs, x, make([]int8, cols), make([]float32, cols/16), zmm)
 				return dotQ4KInt(xq, xs, row, nb, zmm)
@@ -188,7 +190,7 @@ func TestMulRowsInt(t *testing.T) {
 			xq, pairs, ds := make([]int8, cols), make([]float32, cols/16), make([]float32, nb)
 			quantizeRow32(xq, pairs, x, nil)
 			blockHalves(ds, row, bb, 0)
-			return dotQ5_0Int(xq, pairs, row, nb, ds)
+			return dotQ5_0Int(xq, pairs, row, nb, ds, intRowsZMM())
 		}
 		for m := 1; m < dotRows; m++ {
 			a := randWeights(rng, m*cols)

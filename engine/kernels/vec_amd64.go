@@ -199,9 +199,9 @@ func dotQ4KVNNI(xq *int8, xs *float32, src *byte, nb int) float32
 func dotQ4KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
 
 // q4kIntRuns reports whether the printer's Q4_K products run in integer arithmetic
-// (matrix_q4kint.go): where the canvas's do (with AVX2, given F16C for the blocks'
-// fp16 scales), and q4kIntZMM whether with AVX-512 VNNI (dotQ4KVNNI) rather than
-// AVX2 (dotQ4KIntAVX2).
+// (matrix_introws.go): where the canvas's do (with AVX2, given F16C for the blocks'
+// fp16 scales). intRowsZMM reports whether the printer's integer dots are AVX-512
+// VNNI's (dotQ4KVNNI, dotQ5_0VNNI) rather than AVX2's (dotQ4KIntAVX2, dotQ5_0IntAVX2).
 func q4kIntRuns() bool {
 	switch qActive {
 	case qVNNI:
@@ -212,11 +212,11 @@ func q4kIntRuns() bool {
 	return false
 }
 
-func q4kIntZMM() bool { return qActive == qVNNI }
+func intRowsZMM() bool { return qActive == qVNNI }
 
-// q4kIntKernels lists the integer Q4_K dots this CPU runs (true: AVX-512 VNNI's), for
-// the tests.
-func q4kIntKernels() []bool {
+// intRowsKernels lists the printer's integer dots this CPU runs (true: AVX-512
+// VNNI's), for the tests.
+func intRowsKernels() []bool {
 	var ks []bool
 	if hasVNNI {
 		ks = append(ks, true)
@@ -244,14 +244,24 @@ func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
 //go:noescape
 func dotQ5_0VNNI(xq *int8, xs *float32, src *byte, nb int, ds *float32) float32
 
-// q50IntRuns reports whether the printer's Q5_0 products run in integer arithmetic
-// (matrix_introws.go): with AVX-512 VNNI, where the canvas's do.
-func q50IntRuns() bool { return qActive == qVNNI }
+// dotQ5_0IntAVX2 is dotQ5_0VNNI's sum with AVX2 (vec_amd64.s).
+//
+//go:noescape
+func dotQ5_0IntAVX2(xq *int8, xs *float32, src *byte, nb int, ds *float32) float32
 
-// dotQ5_0Int is dotQ5_0VNNI over slices.
-func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, ds []float32) float32 {
+// q50IntRuns reports whether the printer's Q5_0 products run in integer arithmetic
+// (matrix_introws.go): where the canvas's do (with AVX-512 VNNI, AVX-VNNI or AVX2:
+// the printer's pairs of 5-bit products fit VPMADDUBSW's 16-bit sums, which the
+// canvas's longer ones do not).
+func q50IntRuns() bool { return qActive != nil && qActive != qGo }
+
+// dotQ5_0Int is dotQ5_0VNNI (zmm) or dotQ5_0IntAVX2 over slices.
+func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, ds []float32, zmm bool) float32 {
 	_, _, _, _ = xq[32*nb-1], pairs[2*nb-1], src[22*nb-1], ds[nb-1]
-	return dotQ5_0VNNI(&xq[0], &pairs[0], &src[0], nb, &ds[0])
+	if zmm {
+		return dotQ5_0VNNI(&xq[0], &pairs[0], &src[0], nb, &ds[0])
+	}
+	return dotQ5_0IntAVX2(&xq[0], &pairs[0], &src[0], nb, &ds[0])
 }
 
 // dotQ5_0AVX512 and dotQ8_0AVX512 are dotAVX2 of x with nb Q5_0 (Q8_0) blocks

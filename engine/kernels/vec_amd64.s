@@ -1532,3 +1532,132 @@ q50vnnisum:
 	MOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
+
+// dotQ5_0IntAVX2's spreading of qh over 32 bytes: byte i takes qh's byte i/8 (VPSHUFB
+// within each 16-byte lane of the broadcast word), then tests bit i mod 8.
+DATA q50qh<>+0(SB)/1, $0
+DATA q50qh<>+1(SB)/1, $0
+DATA q50qh<>+2(SB)/1, $0
+DATA q50qh<>+3(SB)/1, $0
+DATA q50qh<>+4(SB)/1, $0
+DATA q50qh<>+5(SB)/1, $0
+DATA q50qh<>+6(SB)/1, $0
+DATA q50qh<>+7(SB)/1, $0
+DATA q50qh<>+8(SB)/1, $1
+DATA q50qh<>+9(SB)/1, $1
+DATA q50qh<>+10(SB)/1, $1
+DATA q50qh<>+11(SB)/1, $1
+DATA q50qh<>+12(SB)/1, $1
+DATA q50qh<>+13(SB)/1, $1
+DATA q50qh<>+14(SB)/1, $1
+DATA q50qh<>+15(SB)/1, $1
+DATA q50qh<>+16(SB)/1, $2
+DATA q50qh<>+17(SB)/1, $2
+DATA q50qh<>+18(SB)/1, $2
+DATA q50qh<>+19(SB)/1, $2
+DATA q50qh<>+20(SB)/1, $2
+DATA q50qh<>+21(SB)/1, $2
+DATA q50qh<>+22(SB)/1, $2
+DATA q50qh<>+23(SB)/1, $2
+DATA q50qh<>+24(SB)/1, $3
+DATA q50qh<>+25(SB)/1, $3
+DATA q50qh<>+26(SB)/1, $3
+DATA q50qh<>+27(SB)/1, $3
+DATA q50qh<>+28(SB)/1, $3
+DATA q50qh<>+29(SB)/1, $3
+DATA q50qh<>+30(SB)/1, $3
+DATA q50qh<>+31(SB)/1, $3
+DATA q50qh<>+32(SB)/1, $1
+DATA q50qh<>+33(SB)/1, $2
+DATA q50qh<>+34(SB)/1, $4
+DATA q50qh<>+35(SB)/1, $8
+DATA q50qh<>+36(SB)/1, $16
+DATA q50qh<>+37(SB)/1, $32
+DATA q50qh<>+38(SB)/1, $64
+DATA q50qh<>+39(SB)/1, $128
+DATA q50qh<>+40(SB)/1, $1
+DATA q50qh<>+41(SB)/1, $2
+DATA q50qh<>+42(SB)/1, $4
+DATA q50qh<>+43(SB)/1, $8
+DATA q50qh<>+44(SB)/1, $16
+DATA q50qh<>+45(SB)/1, $32
+DATA q50qh<>+46(SB)/1, $64
+DATA q50qh<>+47(SB)/1, $128
+DATA q50qh<>+48(SB)/1, $1
+DATA q50qh<>+49(SB)/1, $2
+DATA q50qh<>+50(SB)/1, $4
+DATA q50qh<>+51(SB)/1, $8
+DATA q50qh<>+52(SB)/1, $16
+DATA q50qh<>+53(SB)/1, $32
+DATA q50qh<>+54(SB)/1, $64
+DATA q50qh<>+55(SB)/1, $128
+DATA q50qh<>+56(SB)/1, $1
+DATA q50qh<>+57(SB)/1, $2
+DATA q50qh<>+58(SB)/1, $4
+DATA q50qh<>+59(SB)/1, $8
+DATA q50qh<>+60(SB)/1, $16
+DATA q50qh<>+61(SB)/1, $32
+DATA q50qh<>+62(SB)/1, $64
+DATA q50qh<>+63(SB)/1, $128
+GLOBL q50qh<>(SB), RODATA|NOPTR, $64
+
+// func dotQ5_0IntAVX2(xq *int8, xs *float32, src *byte, nb int, ds *float32) float32
+// dotQ5_0VNNI's sum with AVX2, a block a step: its 32 codes [low nibbles, high
+// nibbles], the fifth bits spread from qh (VPSHUFB, a bit test, VPCMPEQB), each pair
+// of code · code products summed by VPMADDUBSW (at most 2·31·127: no saturation)
+// and the pairs by VPMADDWD by ones, widened and scaled by d·xs.
+TEXT ·dotQ5_0IntAVX2(SB), NOSPLIT, $0-44
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	MOVQ ds+32(FP), R12
+	VPBROADCASTB nibconst<>+0(SB), Y12
+	VMOVDQU q50qh<>+0(SB), Y13
+	VMOVDQU q50qh<>+32(SB), Y14
+	MOVL $0x10101010, AX
+	MOVL AX, X15
+	VPBROADCASTD X15, Y15            // the fifth bit
+	MOVL $0x00010001, AX
+	MOVL AX, X9
+	VPBROADCASTD X9, Y9              // 16-bit ones
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS X3, X3, X3
+q50int2block:
+	VMOVSS 0(R12), X4                // d
+	VMULSS 0(R10), X4, X5            // d·xs
+	VFMADD231SS 4(R10), X4, X3       // d·xs·Σcode, the offsets' part
+	VBROADCASTSS X5, Y5
+	VMOVDQU 6(SI), X10
+	VPSRLW $4, X10, X11
+	VPAND X12, X10, X10
+	VPAND X12, X11, X11
+	VINSERTI128 $1, X11, Y10, Y10    // [low nibbles, high nibbles]
+	VPBROADCASTD 2(SI), Y6           // qh
+	VPSHUFB Y13, Y6, Y6
+	VPAND Y14, Y6, Y6
+	VPCMPEQB Y14, Y6, Y6
+	VPAND Y15, Y6, Y6
+	VPOR Y6, Y10, Y10                // the fifth bits
+	VPMADDUBSW 0(DI), Y10, Y10
+	VPMADDWD Y9, Y10, Y10
+	VCVTDQ2PS Y10, Y10
+	VFMADD231PS Y5, Y10, Y0
+	ADDQ $22, SI
+	ADDQ $32, DI
+	ADDQ $8, R10
+	ADDQ $4, R12
+	DECQ CX
+	JNZ  q50int2block
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVL $0x41800000, AX             // 16
+	MOVL AX, X2
+	VFNMADD231SS X2, X3, X0          // − 16·Σ
+	MOVSS X0, ret+40(FP)
+	VZEROUPPER
+	RET
