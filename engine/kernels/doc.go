@@ -53,7 +53,10 @@
 //     about 0.5% relative error to a product; the model's logits move less than its
 //     int4 weights move them (darkroom quantize --compare). IntProducts, IntFormats,
 //     IntGGUF, IntKernel and SetIntProducts (and DARKROOM_INT_PRODUCTS=0) say and choose the
-//     path.
+//     path. The printer's products of GGUF's Q4_K and Q5_0 rows (fewer than four rows of
+//     x) follow it (matrix_introws.go): x quantized once per product, each row dotted
+//     from its blocks with VPDPBUSD (AVX-512 VNNI) or VPMADDUBSW (AVX2), as llama.cpp
+//     does; their float kernels ran below the memory's rate, these run past it.
 //
 // We write these rather than call a BLAS because the headless build is CGO_ENABLED=0
 // and must stay fast, and no BLAS multiplies GGUF or NVFP4 blocks without widening the
