@@ -117,14 +117,38 @@ func streamBytes(span int64) int { return int(span) + 4*4096*2816 + 64*len(layer
 
 // newStreamSet is format f's matrices over data's first span bytes: shapes in turn,
 // again and again, each matrix's weights on a cache line of their own, until they
-// hold span; each format's unit scales (matrixOf's) in a buffer of their own.
+// hold span; each format's unit scales (matrixOf's) in a buffer of their own, a GGUF
+// type's in its blocks (of the shapes its blocks divide).
 func newStreamSet(f string, span int64, data []byte) (*streamSet, error) {
 	s := &streamSet{format: f}
 	cut := func(shapes [][2]int, n, b *float64) ([]*kernels.Matrix, error) {
 		var ws []*kernels.Matrix
 		layouts := map[[2]int]*kernels.Matrix{} // per shape: the format's layout, its rows at 64 columns
+		t, blocks := ggufTypeOf(f)
 		for i, d := 0, 0; int64(d) < span; i++ {
 			sh := shapes[i%len(shapes)]
+			if blocks {
+				// A GGUF type's matrices are its blocks alone (their scales inside):
+				// the shapes whose rows are whole blocks of it, as a file's are.
+				if sh[1]%t.BlockSize() != 0 {
+					continue
+				}
+				dl := sh[0] * sh[1] / t.BlockSize() * t.BlockBytes()
+				if d+dl > len(data) {
+					return nil, fmt.Errorf("streaming probe: %d bytes do not hold %s matrices over %d", len(data), f, span)
+				}
+				w := &kernels.Matrix{Rows: sh[0], Cols: sh[1], GGUF: t, Data: data[d : d+dl]}
+				if err := w.Check(); err != nil {
+					return nil, err
+				}
+				ws = append(ws, w)
+				d = (d + dl + 63) &^ 63
+				*n += float64(sh[0] * sh[1])
+				if b != nil {
+					*b += float64(dl)
+				}
+				continue
+			}
 			w := layouts[sh]
 			if w == nil {
 				var err error
@@ -203,6 +227,9 @@ func sweep(ws []*kernels.Matrix, job bool, x, out []float32) float64 {
 	return max(time.Since(t0).Seconds(), 1e-9)
 }
 
+// streamFormats are the formats the streaming probes time: Darkroom's and GGUF's.
+var streamFormats = slices.Concat(formats, ggufFormats)
+
 // probes is what Measure runs (a test's stand-ins): a calibration pass (nil:
 // measureOnce), a streaming sweep, and the bytes each streaming set holds.
 var probes = struct {
@@ -227,7 +254,7 @@ type streams struct {
 func newStreams(span int64) (*streams, error) {
 	st := &streams{x: fill(4096), out: make([]float32, 4096)}
 	data := streamData(streamBytes(span))
-	for _, f := range formats {
+	for _, f := range streamFormats {
 		s, err := newStreamSet(f, span, data)
 		if err != nil {
 			return nil, err
