@@ -111,3 +111,5 @@ func q50IntRuns() bool { return false }
 func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, ds []float32, zmm bool) float32 {
 	panic("dotQ5_0Int without q50IntRuns") // unreachable: mulRows asks intRows first
 }
+
+func q4kHeaders(s, mn []float32, src []byte) { q4kHeadersGo(s, mn, src) }

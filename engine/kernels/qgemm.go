@@ -385,8 +385,14 @@ func (w *Matrix) rowCodesQ4K(dst []byte, s, mn []float32, r int) {
 	nb := w.Cols / gguf.QK_K
 	row := w.Data[r*nb*bb : (r+1)*nb*bb]
 	unpackQ4K(dst[:w.Cols], row, nb)
-	for b := range nb {
-		blk := row[bb*b : bb*b+16]
+	q4kHeaders(s[:8*nb], mn[:8*nb], row)
+}
+
+// q4kHeadersGo is q4kHeaders without vector code.
+func q4kHeadersGo(s, mn []float32, src []byte) {
+	const bb = 144
+	for b := range len(src) / bb {
+		blk := src[bb*b : bb*b+16]
 		d := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk))
 		dmin := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[2:]))
 		sb, mb := (*[8]float32)(s[8*b:8*b+8]), (*[8]float32)(mn[8*b:8*b+8])

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -598,6 +599,26 @@ func TestRowCodes(t *testing.T) {
 					t.Fatalf("%s: code %d above 15 in a format the narrow kernels take", f.name, codes[p])
 				}
 			}
+		}
+	}
+}
+
+// TestQ4KHeaders: the canvas packing's Q4_K scales and minimums (q4kHeaders: AVX2 and
+// F16C where the CPU has them) are bit for bit the Go decoding's, subnormal and
+// infinite fp16 d and dmin among them.
+func TestQ4KHeaders(t *testing.T) {
+	rng := rand.New(rand.NewPCG(49, 50))
+	const nb = 37
+	src := randQ4K(rng, nb)
+	binary.LittleEndian.PutUint16(src[144*3:], 0x0001)   // the smallest subnormal d
+	binary.LittleEndian.PutUint16(src[144*5+2:], 0x7c00) // an infinite dmin
+	s, mn := make([]float32, 8*nb), make([]float32, 8*nb)
+	ws, wmn := make([]float32, 8*nb), make([]float32, 8*nb)
+	q4kHeaders(s, mn, src)
+	q4kHeadersGo(ws, wmn, src)
+	for i := range s {
+		if math.Float32bits(s[i]) != math.Float32bits(ws[i]) || math.Float32bits(mn[i]) != math.Float32bits(wmn[i]) {
+			t.Fatalf("block %d group %d: scale %g minimum %g, want %g and %g", i/8, i%8, s[i], mn[i], ws[i], wmn[i])
 		}
 	}
 }

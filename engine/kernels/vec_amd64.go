@@ -264,6 +264,28 @@ func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, ds []float32, zm
 	return dotQ5_0IntAVX2(&xq[0], &pairs[0], &src[0], nb, &ds[0])
 }
 
+// q4kHeadersAVX2 writes nb (> 0) Q4_K blocks' scales d·sc_j and minimums
+// (−dmin)·m_j, eight each a block, into s and mn (vec_amd64.s; AVX2 and F16C).
+//
+//go:noescape
+func q4kHeadersAVX2(s, mn *float32, src *byte, nb int)
+
+// q4kHeaders writes the scales and minimums of the Q4_K blocks in src (whole blocks,
+// 144 bytes each) into s and mn, eight each a block: the decoder's d·sc_j and
+// −(dmin·m_j), one rounding each.
+func q4kHeaders(s, mn []float32, src []byte) {
+	nb := len(src) / 144
+	if nb == 0 {
+		return
+	}
+	_, _ = s[8*nb-1], mn[8*nb-1]
+	if useAVX2 && useF16C {
+		q4kHeadersAVX2(&s[0], &mn[0], &src[0], nb)
+		return
+	}
+	q4kHeadersGo(s, mn, src)
+}
+
 // dotQ5_0AVX512 and dotQ8_0AVX512 are dotAVX2 of x with nb Q5_0 (Q8_0) blocks
 // decoded in registers, their widened scales given (vec_amd64.s).
 //

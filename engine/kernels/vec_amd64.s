@@ -1661,3 +1661,27 @@ q50int2block:
 	MOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
+
+// func q4kHeadersAVX2(s, mn *float32, src *byte, nb int)
+// The scales d·sc_j and minimums (−dmin)·m_j of nb (> 0) Q4_K blocks, eight each a
+// block, into s and mn (Q4K_SCALES: AVX2 and F16C), for the canvas product's packing
+// (rowCodesQ4K): the decoder's values, one rounding each.
+TEXT ·q4kHeadersAVX2(SB), NOSPLIT, $0-32
+	MOVQ s+0(FP), DI
+	MOVQ mn+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	MOVL $0x80000000, AX
+	MOVL AX, X15
+	VPBROADCASTD X15, Y15            // the sign bit
+q4kheaders:
+	Q4K_SCALES
+	VMOVUPS Y7, (DI)
+	VMOVUPS Y8, (R10)
+	ADDQ $144, SI
+	ADDQ $32, DI
+	ADDQ $32, R10
+	DECQ CX
+	JNZ  q4kheaders
+	VZEROUPPER
+	RET
