@@ -113,3 +113,5 @@ func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, ds []float32, zm
 }
 
 func q4kHeaders(s, mn []float32, src []byte) { q4kHeadersGo(s, mn, src) }
+
+func codes32Vector(dst []byte, s, mn []float32, row []byte, t gguf.Type, nb int) bool { return false }

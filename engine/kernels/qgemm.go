@@ -421,6 +421,16 @@ func (w *Matrix) rowCodes32(dst []byte, s, mn []float32, r int) {
 	bb := t.BlockBytes()
 	nb := w.Cols / qGroup
 	row := w.Data[r*nb*bb : (r+1)*nb*bb]
+	if codes32Vector(dst, s, mn, row, t, nb) {
+		return
+	}
+	rowCodes32Go(dst, s, mn, row, t, nb)
+}
+
+// rowCodes32Go is rowCodes32 of row's nb blocks of type t without vector code (but
+// blockHalves' and scaleRow's).
+func rowCodes32Go(dst []byte, s, mn []float32, row []byte, t gguf.Type, nb int) {
+	bb := t.BlockBytes()
 	blockHalves(s[:nb], row, bb, 0)
 	switch t {
 	case gguf.Q4_1, gguf.Q5_1:

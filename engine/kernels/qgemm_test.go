@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"unsafe"
+
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 )
 
 // withQPath runs f with the integer products on path p (nil: the float path), its
@@ -619,6 +621,43 @@ func TestQ4KHeaders(t *testing.T) {
 	for i := range s {
 		if math.Float32bits(s[i]) != math.Float32bits(ws[i]) || math.Float32bits(mn[i]) != math.Float32bits(wmn[i]) {
 			t.Fatalf("block %d group %d: scale %g minimum %g, want %g and %g", i/8, i%8, s[i], mn[i], ws[i], wmn[i])
+		}
+	}
+}
+
+// TestCodes32Vector: the canvas packing's Q5_0 and Q8_0 rows in vector code
+// (codes32Vector) give rowCodes32Go's codes, scales and offsets bit for bit,
+// subnormal and infinite fp16 d among the blocks.
+func TestCodes32Vector(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	const nb = 29
+	for _, typ := range []gguf.Type{gguf.Q5_0, gguf.Q8_0} {
+		bb := typ.BlockBytes()
+		row := make([]byte, bb*nb)
+		for i := range row {
+			row[i] = byte(rng.Uint32())
+		}
+		for b := range nb {
+			v := float32(rng.NormFloat64()) * float32(math.Ldexp(1, -rng.IntN(12)))
+			binary.LittleEndian.PutUint16(row[bb*b:], gguf.Float32ToHalf(v))
+		}
+		binary.LittleEndian.PutUint16(row[bb*2:], 0x0001) // the smallest subnormal
+		binary.LittleEndian.PutUint16(row[bb*7:], 0xfc00) // −∞
+		codes, s, mn := make([]byte, 32*nb), make([]float32, nb), make([]float32, nb)
+		if !codes32Vector(codes, s, mn, row, typ, nb) {
+			t.Skipf("no vector packing of %v on this CPU (or build)", typ)
+		}
+		wc, ws, wmn := make([]byte, 32*nb), make([]float32, nb), make([]float32, nb)
+		rowCodes32Go(wc, ws, wmn, row, typ, nb)
+		for i := range codes {
+			if codes[i] != wc[i] {
+				t.Fatalf("%v block %d value %d: code %d, want %d", typ, i/32, i%32, codes[i], wc[i])
+			}
+		}
+		for b := range nb {
+			if math.Float32bits(s[b]) != math.Float32bits(ws[b]) || math.Float32bits(mn[b]) != math.Float32bits(wmn[b]) {
+				t.Fatalf("%v block %d: scale %g offset %g, want %g and %g", typ, b, s[b], mn[b], ws[b], wmn[b])
+			}
 		}
 	}
 }

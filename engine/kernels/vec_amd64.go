@@ -286,6 +286,33 @@ func q4kHeaders(s, mn []float32, src []byte) {
 	q4kHeadersGo(s, mn, src)
 }
 
+// codesQ8_0AVX2 and codesQ5_0AVX2 are rowCodes32's codes, scales and offsets of nb
+// (> 0) Q8_0 or Q5_0 blocks (vec_amd64.s; AVX2 and F16C).
+//
+//go:noescape
+func codesQ8_0AVX2(dst *byte, s, mn *float32, src *byte, nb int)
+
+//go:noescape
+func codesQ5_0AVX2(dst *byte, s, mn *float32, src *byte, nb int)
+
+// codes32Vector writes rowCodes32's values for the nb blocks of type t in row — the
+// codes as unsigned bytes into dst, each block's scale into s and its offset into mn —
+// with vector code, reporting false where it has none (a type other than Q5_0 and
+// Q8_0, the types of a Q4_K_M file's rows of 32-blocks, or a CPU without AVX2 and
+// F16C).
+func codes32Vector(dst []byte, s, mn []float32, row []byte, t gguf.Type, nb int) bool {
+	if !useAVX2 || !useF16C || nb == 0 || t != gguf.Q5_0 && t != gguf.Q8_0 {
+		return false
+	}
+	_, _, _, _ = dst[32*nb-1], s[nb-1], mn[nb-1], row[t.BlockBytes()*nb-1]
+	if t == gguf.Q8_0 {
+		codesQ8_0AVX2(&dst[0], &s[0], &mn[0], &row[0], nb)
+	} else {
+		codesQ5_0AVX2(&dst[0], &s[0], &mn[0], &row[0], nb)
+	}
+	return true
+}
+
 // dotQ5_0AVX512 and dotQ8_0AVX512 are dotAVX2 of x with nb Q5_0 (Q8_0) blocks
 // decoded in registers, their widened scales given (vec_amd64.s).
 //

@@ -1685,3 +1685,83 @@ q4kheaders:
 	JNZ  q4kheaders
 	VZEROUPPER
 	RET
+
+// func codesQ8_0AVX2(dst *byte, s, mn *float32, src *byte, nb int)
+// The canvas packing's row of nb (> 0) Q8_0 blocks {fp16 d; int8 q[32]}: each code
+// + 128 as an unsigned byte into dst, d widened (F16C) into s and −128·d into mn
+// (rowCodes32's values).
+TEXT ·codesQ8_0AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ s+8(FP), R10
+	MOVQ mn+16(FP), R11
+	MOVQ src+24(FP), SI
+	MOVQ nb+32(FP), CX
+	MOVL $0x80808080, AX
+	MOVL AX, X15
+	VPBROADCASTD X15, Y15            // + 128: the sign bit flipped
+	MOVL $0xc3000000, AX             // −128
+	MOVL AX, X14
+q80codes:
+	MOVWLZX 0(SI), AX
+	MOVL AX, X0
+	VCVTPH2PS X0, X0
+	VMULSS X14, X0, X1
+	VMOVSS X0, (R10)
+	VMOVSS X1, (R11)
+	VMOVDQU 2(SI), Y2
+	VPXOR Y15, Y2, Y2
+	VMOVDQU Y2, (DI)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, R10
+	ADDQ $4, R11
+	DECQ CX
+	JNZ  q80codes
+	VZEROUPPER
+	RET
+
+// func codesQ5_0AVX2(dst *byte, s, mn *float32, src *byte, nb int)
+// The same for Q5_0 blocks {fp16 d; u32 qh; u8 qs[16]}: each value's 5-bit code (its
+// nibble, low nibbles first, with qh's bit above it, spread as dotQ5_0IntAVX2 spreads
+// it) into dst, d into s and −16·d into mn.
+TEXT ·codesQ5_0AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ s+8(FP), R10
+	MOVQ mn+16(FP), R11
+	MOVQ src+24(FP), SI
+	MOVQ nb+32(FP), CX
+	VPBROADCASTB nibconst<>+0(SB), Y12
+	VMOVDQU q50qh<>+0(SB), Y13
+	VMOVDQU q50qh<>+32(SB), Y14
+	MOVL $0x10101010, AX
+	MOVL AX, X15
+	VPBROADCASTD X15, Y15            // the fifth bit
+	MOVL $0xc1800000, AX             // −16
+	MOVL AX, X9
+q50codes:
+	MOVWLZX 0(SI), AX
+	MOVL AX, X0
+	VCVTPH2PS X0, X0
+	VMULSS X9, X0, X1
+	VMOVSS X0, (R10)
+	VMOVSS X1, (R11)
+	VMOVDQU 6(SI), X10
+	VPSRLW $4, X10, X11
+	VPAND X12, X10, X10
+	VPAND X12, X11, X11
+	VINSERTI128 $1, X11, Y10, Y10    // [low nibbles, high nibbles]
+	VPBROADCASTD 2(SI), Y6           // qh
+	VPSHUFB Y13, Y6, Y6
+	VPAND Y14, Y6, Y6
+	VPCMPEQB Y14, Y6, Y6
+	VPAND Y15, Y6, Y6
+	VPOR Y6, Y10, Y10
+	VMOVDQU Y10, (DI)
+	ADDQ $22, SI
+	ADDQ $32, DI
+	ADDQ $4, R10
+	ADDQ $4, R11
+	DECQ CX
+	JNZ  q50codes
+	VZEROUPPER
+	RET
