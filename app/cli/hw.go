@@ -97,7 +97,7 @@ func runHW(env *Env, args []string) error {
 	head = append(head, "WEIGHTS", "KV", "ACTIVATIONS", "DEQUANT", "OVERHEAD", "PRINTER", "POLAROID")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for i, r := range rows {
-		cols := []string{r.Model, r.Profile, store.FormatBytes(r.Estimate.Total)}
+		cols := []string{r.Model, profileName(r.Model, r.Profile), store.FormatBytes(r.Estimate.Total)}
 		for _, v := range r.Verdicts {
 			cols = append(cols, fmt.Sprintf("%s (%.0f%%)", v.Verdict, v.Percent))
 		}
@@ -112,6 +112,16 @@ func runHW(env *Env, args []string) error {
 	}
 	writeSpeed(w, &rep)
 	return nil
+}
+
+// profileName is a fit row's profile as the tables show it (catalog.Entry.ProfileName:
+// the GGUF download's "Q4_K_M", not the int4 profile its estimate stands on); the
+// JSON keeps the profile itself.
+func profileName(model, profile string) string {
+	if e, ok := catalog.Find(model); ok {
+		return e.ProfileName(quant.Profile(profile))
+	}
+	return profile
 }
 
 // speedRows estimates each fit row's tokens/s in both modes on this machine.
@@ -171,7 +181,7 @@ func writeSpeed(w io.Writer, rep *hwReport) {
 			continue
 		}
 		seen[s.Model] = true
-		fmt.Fprintf(w, "  %s (%s): printer about %s tokens/s here, polaroid about %s; chat and the API use %s.\n", s.Model, s.Profile,
+		fmt.Fprintf(w, "  %s (%s): printer about %s tokens/s here, polaroid about %s; chat and the API use %s.\n", s.Model, profileName(s.Model, s.Profile),
 			speed.Rate(s.Estimate.AR.TokensPerS), speed.Rate(s.Estimate.Diffusion.TokensPerS), s.Default.Reason)
 	}
 }

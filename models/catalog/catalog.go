@@ -109,8 +109,22 @@ const GGUFID = "diffusiongemma-26b-q4km"
 // the CPU has it, the other types' on the float path.
 func (e Entry) GGUF() bool { return strings.HasPrefix(e.Format, "GGUF") }
 
-// GGUFFile is the quant the GGUF entry downloads (unsloth/diffusiongemma-26B-A4B-it-GGUF).
-const GGUFFile = "diffusiongemma-26B-A4B-it-Q4_K_M.gguf"
+// GGUFQuant is llama.cpp's name for the quantization the GGUF entry downloads, and
+// GGUFFile its file (unsloth/diffusiongemma-26B-A4B-it-GGUF).
+const (
+	GGUFQuant = "Q4_K_M"
+	GGUFFile  = "diffusiongemma-26B-A4B-it-" + GGUFQuant + ".gguf"
+)
+
+// ProfileName is how profile p of e is named to users: a GGUF download by its own
+// quantization (Q4_K_M), which p — the int4 profile, the closest of Darkroom's —
+// only stands in for in the estimates; any other by p.
+func (e Entry) ProfileName(p quant.Profile) string {
+	if e.GGUF() {
+		return GGUFQuant
+	}
+	return string(p)
+}
 
 // NVFP4ID is NVIDIA's NVFP4 (ModelOpt) export of the 26B model.
 const NVFP4ID = "diffusiongemma-26b-nvfp4"
@@ -159,7 +173,7 @@ func Entries() []Entry {
 				"Darkroom converts it while loading: Q4_K and Q4_1 blocks keep their 4-bit codes (affine int4, bf16 " +
 				"scale and min: 0.6% extra error), Q5_0/Q5_K become int4 and Q6_K/Q8_0 int8 (groups of 32) " +
 				"(engine/gguf lists the measured errors).",
-			Format: "GGUF Q4_K_M (llama.cpp diffusion-gemma, PR #24423)", Size: 16_800_000_000,
+			Format: "GGUF " + GGUFQuant + " (llama.cpp diffusion-gemma, PR #24423)", Size: 16_800_000_000,
 			// The loaded layout is int4 g32 experts with int8/int4 elsewhere: the int4
 			// profile's estimate is the closest (slightly high: attention is int4 here).
 			Profiles: []quant.Profile{quant.Int4Profile},
