@@ -250,9 +250,10 @@ func dotQ5_0VNNI(xq *int8, xs *float32, src *byte, nb int, ds *float32) float32
 func dotQ5_0IntAVX2(xq *int8, xs *float32, src *byte, nb int, ds *float32) float32
 
 // q50IntRuns reports whether the printer's Q5_0 products run in integer arithmetic
-// (matrix_introws.go): where the canvas's do (with AVX-512 VNNI, AVX-VNNI or AVX2:
-// the printer's pairs of 5-bit products fit VPMADDUBSW's 16-bit sums, which the
-// canvas's longer ones do not).
+// (matrix_introws.go): wherever the canvas's integer products are on (qActive) —
+// with AVX-512 VNNI, AVX-VNNI or AVX2 alone, whose canvas keeps Q5_0 in float: the
+// printer's pairs of 5-bit products fit VPMADDUBSW's 16-bit words, the canvas's
+// longer sums of them do not.
 func q50IntRuns() bool { return qActive != nil && qActive != qGo }
 
 // dotQ5_0Int is dotQ5_0VNNI (zmm) or dotQ5_0IntAVX2 over slices.
