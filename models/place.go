@@ -3,11 +3,13 @@ package models
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/fit"
 	"github.com/darkroomlabs/darkroom/models/hw"
 	"github.com/darkroomlabs/darkroom/models/speed"
@@ -34,15 +36,16 @@ type Placement struct {
 // OnGPU reports whether the placement is the GPU's.
 func (p Placement) OnGPU() bool { return p.Budget.Kind == "gpu" }
 
-// Place is cfg under profile p on the PC info describes (see Placement). A model
-// too big for both the GPU and the RAM is placed on the GPU, judged won't fit.
-func Place(cfg *config.Model, p quant.Profile, info hw.Info) (Placement, error) {
+// Place is cfg under profile p — a GGUF file's blocks where gguf, p its stand-in
+// (catalog.GGUFProfile) — on the PC info describes (see Placement). A model too big
+// for both the GPU and the RAM is placed on the GPU, judged won't fit.
+func Place(cfg *config.Model, p quant.Profile, gguf bool, info hw.Info) (Placement, error) {
 	budgets := Budgets(info)
 	if len(budgets) == 0 {
 		return Placement{}, errors.New("this PC's memory is unknown")
 	}
 	first := budgets[0]
-	est, err := fit.Compute(cfg, p, fit.Runtime{GPU: first.Kind == "gpu"})
+	est, err := fit.Compute(cfg, p, fit.Runtime{GPU: first.Kind == "gpu", GGUF: gguf})
 	if err != nil {
 		return Placement{}, err
 	}
@@ -50,7 +53,7 @@ func Place(cfg *config.Model, p quant.Profile, info hw.Info) (Placement, error) 
 	if first.Kind != "gpu" || pl.Verdict != fit.WontFit {
 		return pl, nil
 	}
-	if cpu, ok := inRAM(cfg, p, budgets); ok {
+	if cpu, ok := inRAM(cfg, p, gguf, budgets); ok {
 		cpu.CPUBecause = fmt.Sprintf("It is too big for the %s's %s of memory (it needs about %s there), so it runs on the CPU, from RAM: slower",
 			first.Name, store.FormatBytes(first.Bytes), store.FormatBytes(est.Total))
 		return cpu, nil
@@ -61,12 +64,12 @@ func Place(cfg *config.Model, p quant.Profile, info hw.Info) (Placement, error) 
 // inRAM is cfg under p placed in the RAM, the last of budgets (Budgets), on the
 // CPU's estimate, where it fits there (tight included); ok false where it does
 // not, or the PC's RAM is unknown.
-func inRAM(cfg *config.Model, p quant.Profile, budgets []fit.Budget) (pl Placement, ok bool) {
+func inRAM(cfg *config.Model, p quant.Profile, gguf bool, budgets []fit.Budget) (pl Placement, ok bool) {
 	ram := budgets[len(budgets)-1]
 	if ram.Kind != "ram" {
 		return Placement{}, false
 	}
-	cpu, err := fit.Compute(cfg, p, fit.Runtime{})
+	cpu, err := fit.Compute(cfg, p, fit.Runtime{GGUF: gguf})
 	if err != nil || fit.Judge(cpu.Total, ram) == fit.WontFit {
 		return Placement{}, false
 	}
@@ -98,8 +101,8 @@ func BackendFor(spec string, src engine.Source, detect func() hw.Info) (string, 
 	if err != nil {
 		return spec, ""
 	}
-	p := speed.ProfileOf(cfg)
-	pl, err := Place(cfg, p, info)
+	p, gguf := sourceProfile(cfg, files)
+	pl, err := Place(cfg, p, gguf, info)
 	switch {
 	case err != nil:
 		return spec, ""
@@ -110,10 +113,23 @@ func BackendFor(spec string, src engine.Source, detect func() hw.Info) (string, 
 	}
 	// It fits the GPU, but not what is free of it now: the RAM, if it fits there.
 	g := info.GPUs[0]
-	if _, ok := inRAM(cfg, p, Budgets(info)); !ok {
+	if _, ok := inRAM(cfg, p, gguf, Budgets(info)); !ok {
 		return spec, ""
 	}
 	return "go", fmt.Sprintf("Only %s of the %s's %s of memory are free now (the rest is in use: by another program, a game perhaps, or by a model Darkroom holds there already) "+
 		"and it needs about %s there, so it runs on the CPU, from RAM: slower; close that program and start Darkroom again to run it on the GPU",
 		store.FormatBytes(g.VRAMFree), g.Name, store.FormatBytes(g.VRAMTotal), store.FormatBytes(pl.Estimate.Total))
+}
+
+// sourceProfile is the profile a model's files are estimated in, and whether they
+// are a GGUF file's blocks: a directory holding a .gguf file (the Library's GGUF
+// download, whose config.json is Google's bf16 one) is catalog.GGUFProfile's
+// stand-in over the file's blocks; any other, its config.json's profile
+// (speed.ProfileOf). Estimated as bf16, a 17 GB GGUF on a 24 GB GPU read as 53 GB,
+// too big for the GPU, and ran on the CPU where the RAM held that much.
+func sourceProfile(cfg *config.Model, files fs.FS) (quant.Profile, bool) {
+	if m, _ := fs.Glob(files, "*.gguf"); len(m) > 0 {
+		return catalog.GGUFProfile, true
+	}
+	return speed.ProfileOf(cfg), false
 }

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestPlace(t *testing.T) {
 		{"12 GB GPU, 16 GB RAM", gpu(12<<30, 16<<30), "gpu", fit.WontFit, ""},
 		{"no GPU, 64 GB RAM", hw.Info{RAMTotal: 64 << 30}, "ram", fit.Fits, ""},
 	} {
-		pl, err := Place(cfg, quant.Int4Profile, c.info)
+		pl, err := Place(cfg, quant.Int4Profile, false, c.info)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -47,8 +48,46 @@ func TestPlace(t *testing.T) {
 			t.Errorf("%s: on %s, %s, %q; want %s, %s, %q", c.name, pl.Budget.Kind, pl.Verdict, pl.CPUBecause, c.kind, c.verdict, c.why)
 		}
 	}
-	if _, err := Place(cfg, quant.Int4Profile, hw.Info{}); err == nil {
+	if _, err := Place(cfg, quant.Int4Profile, false, hw.Info{}); err == nil {
 		t.Error("a PC whose memory is unknown was placed")
+	}
+	// The GGUF download on the CPU holds its file's blocks (its Q6_K embedding as
+	// int8 in groups of 32): more than the int4 profile it stands on, as darkroom hw
+	// says — tight in 24 GiB of RAM where the int4 profile fits. The Library judged
+	// it as the int4 profile.
+	ram := hw.Info{RAMTotal: 24 << 30}
+	asInt4, err := Place(cfg, catalog.GGUFProfile, false, ram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gguf, err := Place(cfg, catalog.GGUFProfile, true, ram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asInt4.Verdict != fit.Fits || gguf.Verdict != fit.Tight || gguf.Estimate.Total <= asInt4.Estimate.Total {
+		t.Errorf("in 24 GiB of RAM: the int4 profile %s (%d B), the GGUF %s (%d B)", asInt4.Verdict, asInt4.Estimate.Total, gguf.Verdict, gguf.Estimate.Total)
+	}
+}
+
+// TestBackendForGGUF: the Library's GGUF download (a .gguf file beside Google's bf16
+// config.json) on a 24 GB GPU runs there: it was estimated as bf16 (53 GB), too big
+// for the GPU, and on a PC with 64 GB of RAM loaded on the CPU instead.
+func TestBackendForGGUF(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), catalog.GGUFID)
+	if err := catalog.DiffusionGemma26B().Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, catalog.GGUFFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gamer := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "RTX 4090", VRAMTotal: 24 << 30, VRAMFree: 23 << 30}}, RAMTotal: 64 << 30}
+	if spec, why := BackendFor("auto", engine.Dir(dir), func() hw.Info { return gamer }); spec != "auto" || why != "" {
+		t.Errorf("the GGUF on a 24 GB GPU: %q, %q; want it on the GPU", spec, why)
+	}
+	small := gamer
+	small.GPUs = []hw.GPU{{Name: "RTX 4060", VRAMTotal: 8 << 30}}
+	if spec, why := BackendFor("auto", engine.Dir(dir), func() hw.Info { return small }); spec != "go" || !strings.Contains(why, "too big for the RTX 4060's") {
+		t.Errorf("the GGUF on an 8 GB GPU: %q, %q; want the CPU, saying why", spec, why)
 	}
 }
 

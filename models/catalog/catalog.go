@@ -116,9 +116,15 @@ const (
 	GGUFFile  = "diffusiongemma-26B-A4B-it-" + GGUFQuant + ".gguf"
 )
 
+// GGUFProfile is the profile a GGUF download is estimated in: Darkroom's int4, the
+// closest of its own to what a GPU converts the file's blocks to (its int4 and int8
+// in groups of 32); on the CPU the estimates count the file's blocks themselves
+// (fit.Runtime.GGUF, speed.Workload.GGUF).
+const GGUFProfile = quant.Int4Profile
+
 // ProfileName is how profile p of e is named to users: a GGUF download by its own
-// quantization (Q4_K_M), which p — the int4 profile, the closest of Darkroom's —
-// only stands in for in the estimates; any other by p.
+// quantization (Q4_K_M), which p (GGUFProfile) only stands in for in the estimates;
+// any other by p.
 func (e Entry) ProfileName(p quant.Profile) string {
 	if e.GGUF() {
 		return GGUFQuant
@@ -176,7 +182,7 @@ func Entries() []Entry {
 			Format: "GGUF " + GGUFQuant + " (llama.cpp diffusion-gemma, PR #24423)", Size: 16_800_000_000,
 			// The loaded layout is int4 g32 experts with int8/int4 elsewhere: the int4
 			// profile's estimate is the closest (slightly high: attention is int4 here).
-			Profiles: []quant.Profile{quant.Int4Profile},
+			Profiles: []quant.Profile{GGUFProfile},
 			// One quant only: the loader refuses a directory with several .gguf files.
 			Include: []string{GGUFFile},
 			// Unsloth's GGUF repos ship .gguf files, not the Hugging Face tokenizer.json
