@@ -1601,6 +1601,33 @@ DATA q50qh<>+62(SB)/1, $64
 DATA q50qh<>+63(SB)/1, $128
 GLOBL q50qh<>(SB), RODATA|NOPTR, $64
 
+// Q50_CODES_CONSTS loads Q50_CODES_AVX2's constants: the nibble mask (Y12), qh's
+// spreading (Y13: byte i takes qh's byte i/8; Y14: bit i mod 8) and the fifth bit (Y15).
+// Clobbers AX.
+#define Q50_CODES_CONSTS \
+	VPBROADCASTB nibconst<>+0(SB), Y12; \
+	VMOVDQU q50qh<>+0(SB), Y13; \
+	VMOVDQU q50qh<>+32(SB), Y14; \
+	MOVL $0x10101010, AX; \
+	MOVL AX, X15; \
+	VPBROADCASTD X15, Y15
+
+// Q50_CODES_AVX2 makes the 32 5-bit codes of the Q5_0 block at SI in Y10 — its
+// nibbles [low ones, high ones], each with qh's bit above it (spread with VPSHUFB, a
+// bit test and VPCMPEQB) — for dotQ5_0IntAVX2 and codesQ5_0AVX2. Clobbers X11, Y6.
+#define Q50_CODES_AVX2 \
+	VMOVDQU 6(SI), X10; \
+	VPSRLW $4, X10, X11; \
+	VPAND X12, X10, X10; \
+	VPAND X12, X11, X11; \
+	VINSERTI128 $1, X11, Y10, Y10; \
+	VPBROADCASTD 2(SI), Y6; \
+	VPSHUFB Y13, Y6, Y6; \
+	VPAND Y14, Y6, Y6; \
+	VPCMPEQB Y14, Y6, Y6; \
+	VPAND Y15, Y6, Y6; \
+	VPOR Y6, Y10, Y10
+
 // func dotQ5_0IntAVX2(xq *int8, xs *float32, src *byte, nb int, ds *float32) float32
 // dotQ5_0VNNI's sum with AVX2, a block a step: its 32 codes [low nibbles, high
 // nibbles], the fifth bits spread from qh (VPSHUFB, a bit test, VPCMPEQB), each pair
@@ -1612,12 +1639,7 @@ TEXT ·dotQ5_0IntAVX2(SB), NOSPLIT, $0-44
 	MOVQ src+16(FP), SI
 	MOVQ nb+24(FP), CX
 	MOVQ ds+32(FP), R12
-	VPBROADCASTB nibconst<>+0(SB), Y12
-	VMOVDQU q50qh<>+0(SB), Y13
-	VMOVDQU q50qh<>+32(SB), Y14
-	MOVL $0x10101010, AX
-	MOVL AX, X15
-	VPBROADCASTD X15, Y15            // the fifth bit
+	Q50_CODES_CONSTS
 	MOVL $0x00010001, AX
 	MOVL AX, X9
 	VPBROADCASTD X9, Y9              // 16-bit ones
@@ -1629,17 +1651,7 @@ q50int2block:
 	VMULSS 0(R10), X4, X5            // d·xs
 	VFMADD231SS 4(R10), X4, X3       // d·xs·Σcode, the offsets' part
 	VBROADCASTSS X5, Y5
-	VMOVDQU 6(SI), X10
-	VPSRLW $4, X10, X11
-	VPAND X12, X10, X10
-	VPAND X12, X11, X11
-	VINSERTI128 $1, X11, Y10, Y10    // [low nibbles, high nibbles]
-	VPBROADCASTD 2(SI), Y6           // qh
-	VPSHUFB Y13, Y6, Y6
-	VPAND Y14, Y6, Y6
-	VPCMPEQB Y14, Y6, Y6
-	VPAND Y15, Y6, Y6
-	VPOR Y6, Y10, Y10                // the fifth bits
+	Q50_CODES_AVX2
 	VPMADDUBSW 0(DI), Y10, Y10
 	VPMADDWD Y9, Y10, Y10
 	VCVTDQ2PS Y10, Y10
@@ -1730,12 +1742,7 @@ TEXT ·codesQ5_0AVX2(SB), NOSPLIT, $0-40
 	MOVQ mn+16(FP), R11
 	MOVQ src+24(FP), SI
 	MOVQ nb+32(FP), CX
-	VPBROADCASTB nibconst<>+0(SB), Y12
-	VMOVDQU q50qh<>+0(SB), Y13
-	VMOVDQU q50qh<>+32(SB), Y14
-	MOVL $0x10101010, AX
-	MOVL AX, X15
-	VPBROADCASTD X15, Y15            // the fifth bit
+	Q50_CODES_CONSTS
 	MOVL $0xc1800000, AX             // −16
 	MOVL AX, X9
 q50codes:
@@ -1745,17 +1752,7 @@ q50codes:
 	VMULSS X9, X0, X1
 	VMOVSS X0, (R10)
 	VMOVSS X1, (R11)
-	VMOVDQU 6(SI), X10
-	VPSRLW $4, X10, X11
-	VPAND X12, X10, X10
-	VPAND X12, X11, X11
-	VINSERTI128 $1, X11, Y10, Y10    // [low nibbles, high nibbles]
-	VPBROADCASTD 2(SI), Y6           // qh
-	VPSHUFB Y13, Y6, Y6
-	VPAND Y14, Y6, Y6
-	VPCMPEQB Y14, Y6, Y6
-	VPAND Y15, Y6, Y6
-	VPOR Y6, Y10, Y10
+	Q50_CODES_AVX2
 	VMOVDQU Y10, (DI)
 	ADDQ $22, SI
 	ADDQ $32, DI
