@@ -218,7 +218,7 @@ func mulNTDots(out, a, b []float32, m, n, k int) {
 // packBuf is one worker's packed panels, edge tile and decoding scratch.
 type packBuf struct {
 	a, b, tile, dec []float32
-	q               []int8 // the printer's x as int8 codes (mulRowsQ4KInt)
+	q               []int8 // the printer's x as int8 codes (mulRowsInt)
 }
 
 var packBufs = sync.Pool{New: func() any { return new(packBuf) }}

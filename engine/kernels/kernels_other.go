@@ -103,7 +103,7 @@ func intRowsZMM() bool { return false }
 func intRowsKernels() []bool { return nil }
 
 func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
-	panic("dotQ4KInt without q4kIntRuns") // unreachable: mulRows asks q4kInt first
+	panic("dotQ4KInt without q4kIntRuns") // unreachable: mulRows asks intRows first
 }
 
 func q50IntRuns() bool { return false }

@@ -99,12 +99,9 @@ func q4kIntX(xq []int8, xs []float32, x []float32, codes []int8, pairs []float32
 		for j, at := range order {
 			g := 8*b + j
 			copy(xq[256*b+at:256*b+at+qGroup], codes[qGroup*g:qGroup*(g+1)])
-			var sum float32
-			for _, v := range x[qGroup*g : qGroup*(g+1)] {
-				sum += v
-			}
-			xs[16*b+j], xs[16*b+8+j] = pairs[2*g], sum
+			xs[16*b+j] = pairs[2*g]
 		}
+		halfSums(xs[16*b+8:16*b+16], x[gguf.QK_K*b:gguf.QK_K*(b+1)], qGroup)
 	}
 }
 

@@ -9,17 +9,23 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/gguf"
 )
 
-// randQ4K is nb Q4_K blocks of random bytes — every 6-bit scale and minimum, their
-// high bits included — with random finite fp16 d and dmin of either sign.
-func randQ4K(rng *rand.Rand, nb int) []byte {
-	src := make([]byte, 144*nb)
+// randBlocks is nb blocks of GGUF type t (Q4_K, Q5_0 or Q8_0) of random bytes —
+// Q4_K's 6-bit scales and minimums with their high bits, Q5_0's fifth bits, every
+// code — with random finite fp16 d (and Q4_K's dmin) of either sign.
+func randBlocks(rng *rand.Rand, t gguf.Type, nb int) []byte {
+	bb := t.BlockBytes()
+	src := make([]byte, bb*nb)
 	for i := range src {
 		src[i] = byte(rng.Uint32())
 	}
+	halves := []int{0}
+	if t == gguf.Q4_K {
+		halves = []int{0, 2}
+	}
 	for b := range nb {
-		for _, o := range []int{0, 2} {
+		for _, o := range halves {
 			v := float32(rng.NormFloat64()) * float32(math.Ldexp(1, -rng.IntN(12)))
-			binary.LittleEndian.PutUint16(src[144*b+o:], gguf.Float32ToHalf(v))
+			binary.LittleEndian.PutUint16(src[bb*b+o:], gguf.Float32ToHalf(v))
 		}
 	}
 	return src
@@ -37,7 +43,7 @@ func TestDotQ4KInt(t *testing.T) {
 	rng := rand.New(rand.NewPCG(43, 44))
 	for _, zmm := range intRowsKernels() {
 		for _, nb := range []int{1, 2, 11, 64} {
-			src := randQ4K(rng, nb)
+			src := randBlocks(rng, gguf.Q4_K, nb)
 			x := randWeights(rng, 256*nb)
 			x[3] = 0 // a zero, and a group of zeros (scale 0)
 			clear(x[256*(nb-1)+32 : 256*(nb-1)+64])
@@ -88,19 +94,6 @@ func TestDotQ4KInt(t *testing.T) {
 	}
 }
 
-// randQ5_0 is nb Q5_0 blocks of random bytes with random finite fp16 d of either sign.
-func randQ5_0(rng *rand.Rand, nb int) []byte {
-	src := make([]byte, 22*nb)
-	for i := range src {
-		src[i] = byte(rng.Uint32())
-	}
-	for b := range nb {
-		v := float32(rng.NormFloat64()) * float32(math.Ldexp(1, -rng.IntN(12)))
-		binary.LittleEndian.PutUint16(src[22*b:], gguf.Float32ToHalf(v))
-	}
-	return src
-}
-
 // TestDotQ5_0Int: the printer's integer Q5_0 dots (dotQ5_0VNNI: pairs of blocks, an odd
 // last one alone; dotQ5_0IntAVX2) equal, within float32 rounding, the same sum taken independently
 // in float64 — each value's 5-bit code from ggml's layout (low nibbles then high
@@ -114,7 +107,7 @@ func TestDotQ5_0Int(t *testing.T) {
 	rng := rand.New(rand.NewPCG(47, 48))
 	for _, zmm := range intRowsKernels() {
 		for _, nb := range []int{1, 2, 3, 22, 23, 88} {
-			src := randQ5_0(rng, nb)
+			src := randBlocks(rng, gguf.Q5_0, nb)
 			x := randWeights(rng, 32*nb)
 			if nb > 2 {
 				clear(x[32 : 32*2]) // a group of zeros (scale 0)
@@ -169,7 +162,7 @@ func TestMulRowsInt(t *testing.T) {
 	for _, c := range []struct {
 		t    gguf.Type
 		data []byte
-	}{{gguf.Q4_K, randQ4K(rng, rows*cols/256)}, {gguf.Q5_0, randQ5_0(rng, rows*cols/32)}} {
+	}{{gguf.Q4_K, randBlocks(rng, gguf.Q4_K, rows*cols/256)}, {gguf.Q5_0, randBlocks(rng, gguf.Q5_0, rows*cols/32)}} {
 		w := &Matrix{Rows: rows, Cols: cols, GGUF: c.t, Data: c.data}
 		if err := w.Check(); err != nil {
 			t.Fatal(err)

@@ -611,7 +611,7 @@ func TestRowCodes(t *testing.T) {
 func TestQ4KHeaders(t *testing.T) {
 	rng := rand.New(rand.NewPCG(49, 50))
 	const nb = 37
-	src := randQ4K(rng, nb)
+	src := randBlocks(rng, gguf.Q4_K, nb)
 	binary.LittleEndian.PutUint16(src[144*3:], 0x0001)   // the smallest subnormal d
 	binary.LittleEndian.PutUint16(src[144*5+2:], 0x7c00) // an infinite dmin
 	s, mn := make([]float32, 8*nb), make([]float32, 8*nb)
@@ -633,14 +633,7 @@ func TestCodes32Vector(t *testing.T) {
 	const nb = 29
 	for _, typ := range []gguf.Type{gguf.Q5_0, gguf.Q8_0} {
 		bb := typ.BlockBytes()
-		row := make([]byte, bb*nb)
-		for i := range row {
-			row[i] = byte(rng.Uint32())
-		}
-		for b := range nb {
-			v := float32(rng.NormFloat64()) * float32(math.Ldexp(1, -rng.IntN(12)))
-			binary.LittleEndian.PutUint16(row[bb*b:], gguf.Float32ToHalf(v))
-		}
+		row := randBlocks(rng, typ, nb)
 		binary.LittleEndian.PutUint16(row[bb*2:], 0x0001) // the smallest subnormal
 		binary.LittleEndian.PutUint16(row[bb*7:], 0xfc00) // −∞
 		codes, s, mn := make([]byte, 32*nb), make([]float32, nb), make([]float32, nb)
