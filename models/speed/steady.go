@@ -127,50 +127,40 @@ func newStreamSet(f string, span int64, data []byte) (*streamSet, error) {
 		t, blocks := ggufTypeOf(f)
 		for i, d := 0, 0; int64(d) < span; i++ {
 			sh := shapes[i%len(shapes)]
+			var v kernels.Matrix
+			var dl int // the bytes of its codes (a GGUF type's, its blocks: their scales inside)
 			if blocks {
-				// A GGUF type's matrices are its blocks alone (their scales inside):
-				// the shapes whose rows are whole blocks of it, as a file's are.
+				// A GGUF type's matrices are its blocks alone: the shapes whose rows are
+				// whole blocks of it, as a file's are.
 				if sh[1]%t.BlockSize() != 0 {
 					continue
 				}
-				dl := sh[0] * sh[1] / t.BlockSize() * t.BlockBytes()
-				if d+dl > len(data) {
-					return nil, fmt.Errorf("streaming probe: %d bytes do not hold %s matrices over %d", len(data), f, span)
+				v = kernels.Matrix{Rows: sh[0], Cols: sh[1], GGUF: t}
+				dl = sh[0] * sh[1] / t.BlockSize() * t.BlockBytes()
+			} else {
+				w := layouts[sh]
+				if w == nil {
+					var err error
+					if w, err = matrixOf(f, sh[0], 64); err != nil {
+						return nil, err
+					}
+					layouts[sh] = w
 				}
-				w := &kernels.Matrix{Rows: sh[0], Cols: sh[1], GGUF: t, Data: data[d : d+dl]}
-				if err := w.Check(); err != nil {
-					return nil, err
+				v = *w
+				v.Cols = sh[1]
+				dl = len(w.Data) / 64 * sh[1]
+				if w.Spec.Bits != 0 {
+					_, qs := w.Spec.Shapes([]int{sh[0], sh[1]})
+					v.Scales = unitScales(w.Spec, qs[0]*qs[1]*w.Spec.ScaleDType().Size())
+					if w.Spec.HasMin() {
+						v.Mins = make([]byte, len(v.Scales))
+					}
 				}
-				ws = append(ws, w)
-				d = (d + dl + 63) &^ 63
-				*n += float64(sh[0] * sh[1])
-				if b != nil {
-					*b += float64(dl)
-				}
-				continue
 			}
-			w := layouts[sh]
-			if w == nil {
-				var err error
-				if w, err = matrixOf(f, sh[0], 64); err != nil {
-					return nil, err
-				}
-				layouts[sh] = w
-			}
-			v := *w
-			v.Cols = sh[1]
-			dl := len(w.Data) / 64 * sh[1]
 			if d+dl > len(data) {
 				return nil, fmt.Errorf("streaming probe: %d bytes do not hold %s matrices over %d", len(data), f, span)
 			}
 			v.Data = data[d : d+dl]
-			if w.Spec.Bits != 0 {
-				_, qs := w.Spec.Shapes([]int{sh[0], sh[1]})
-				v.Scales = unitScales(w.Spec, qs[0]*qs[1]*w.Spec.ScaleDType().Size())
-				if w.Spec.HasMin() {
-					v.Mins = make([]byte, len(v.Scales))
-				}
-			}
 			if err := v.Check(); err != nil {
 				return nil, err
 			}
