@@ -66,7 +66,8 @@
 //   - config: config.json and generation_config.json, every dimension the engine uses;
 //   - weights: the one table of the model's tensors (canonical, Hugging Face and GGUF
 //     names, shapes, init rules) and loading and saving checkpoints by it;
-//   - safetensors and gguf: the two file formats, read one tensor at a time;
+//   - safetensors and gguf: the two file formats, read one tensor at a time (mapfile:
+//     a model file mapped into memory, its tensors views of the page cache);
 //   - quant: the int8, int4 and NVFP4 weight formats and the bf16/int8/int4 profiles;
 //   - tokenizer and chat: text ↔ ids, and the Gemma 4 turn template;
 //   - model: the GoMLX graphs, the host model (float32 activations, weights as

@@ -1,10 +1,10 @@
 // Package gguf reads GGUF files (llama.cpp's model format, versions 2 and 3): the
 // header, the metadata key/value pairs (every value type, arrays included), the tensor
-// table, and tensor data read by ReadAt one tensor at a time, never the whole file. It
-// dequantizes the ggml block formats a Q4_K_M … BF16 file holds (F32, F16, BF16, Q4_0,
-// Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) to float32, and maps llama.cpp's
-// `diffusion-gemma` tensor names and metadata onto Darkroom's canonical names and
-// config.Model (names.go, config.go).
+// table, and tensor data read by ReadAt one tensor at a time, never the whole file, or
+// viewed in place where Open could map the file (View). It dequantizes the ggml block
+// formats a Q4_K_M … BF16 file holds (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// Q4_K, Q5_K, Q6_K) to float32, and maps llama.cpp's `diffusion-gemma` tensor names
+// and metadata onto Darkroom's canonical names and config.Model (names.go, config.go).
 //
 // Format reference: ggml's docs/gguf.md and ggml/src/gguf.cpp (ggml-org/ggml,
 // ggml-org/llama.cpp). Every count and length in the header is checked against the
@@ -23,6 +23,8 @@ import (
 	"os"
 	"sort"
 	"strconv"
+
+	"github.com/darkroomlabs/darkroom/engine/mapfile"
 )
 
 // Magic is the first four bytes of a GGUF file.
@@ -185,6 +187,8 @@ type File struct {
 	r      io.ReaderAt
 	size   int64
 	closer io.Closer
+	mapped []byte       // the whole file, where Open mapped it (View)
+	unmap  func() error // releases mapped
 }
 
 // Open opens and parses the GGUF file at path. Close releases it.
@@ -204,16 +208,24 @@ func Open(path string) (*File, error) {
 		return nil, err
 	}
 	g.closer = f
+	if b, unmap, err := mapfile.Map(f, st.Size()); err == nil { // else View declines: read instead
+		g.mapped, g.unmap = b, unmap
+	}
 	return g, nil
 }
 
-// Close closes the underlying file (if Open opened it).
+// Close closes the underlying file (if Open opened it) and releases its mapping: the
+// views View gave are invalid after it.
 func (f *File) Close() error {
-	if f.closer == nil {
-		return nil
+	var err error
+	if f.unmap != nil {
+		err = f.unmap()
+		f.mapped, f.unmap = nil, nil
 	}
-	err := f.closer.Close()
-	f.closer = nil
+	if f.closer != nil {
+		err = errors.Join(err, f.closer.Close())
+		f.closer = nil
+	}
 	return err
 }
 
@@ -546,24 +558,51 @@ func (f *File) ReadRaw(t TensorInfo, row0, rows int64) ([]byte, error) {
 	return f.ReadRawInto(nil, t, row0, rows)
 }
 
-// ReadRawInto is ReadRaw into buf when it has the capacity (a reader converting a
-// tensor a chunk at a time reuses one buffer instead of leaving the whole tensor's
-// bytes behind as garbage), else into a new slice.
-func (f *File) ReadRawInto(buf []byte, t TensorInfo, row0, rows int64) ([]byte, error) {
+// View is rows [row0, row0+rows) of tensor t's raw bytes as ReadRaw reads them, but
+// in place: a view of the file mapped into memory (package mapfile), valid until Close
+// and never to be written. ok is false where Open did not map the file (Parse, a
+// system or file system that does not map): read it with ReadRaw instead.
+func (f *File) View(t TensorInfo, row0, rows int64) (b []byte, ok bool, err error) {
+	if f.mapped == nil {
+		return nil, false, nil
+	}
+	off, n, err := f.span(t, row0, rows)
+	if err != nil {
+		return nil, false, err
+	}
+	if off+n > int64(len(f.mapped)) { // Parse checked the tensor against the file's size
+		return nil, false, fmt.Errorf("gguf %s: tensor %s: %d bytes at %d past the mapping's %d", f.Path, t.Name, n, off, len(f.mapped))
+	}
+	return f.mapped[off : off+n : off+n], true, nil
+}
+
+// span is where rows [row0, row0+rows) of tensor t lie in the file (rows < 0: to the
+// end): their offset and length in bytes.
+func (f *File) span(t TensorInfo, row0, rows int64) (off, n int64, err error) {
 	rowBytes, nRows := t.rowBytes()
 	if rows < 0 {
 		rows = nRows - row0
 	}
 	if row0 < 0 || rows < 0 || row0+rows > nRows {
-		return nil, fmt.Errorf("gguf %s: tensor %s: rows [%d, %d) out of range (%d rows)", f.Path, t.Name, row0, row0+rows, nRows)
+		return 0, 0, fmt.Errorf("gguf %s: tensor %s: rows [%d, %d) out of range (%d rows)", f.Path, t.Name, row0, row0+rows, nRows)
+	}
+	return int64(f.DataOffset+t.Offset) + row0*rowBytes, rows * rowBytes, nil
+}
+
+// ReadRawInto is ReadRaw into buf when it has the capacity (a reader converting a
+// tensor a chunk at a time reuses one buffer instead of leaving the whole tensor's
+// bytes behind as garbage), else into a new slice.
+func (f *File) ReadRawInto(buf []byte, t TensorInfo, row0, rows int64) ([]byte, error) {
+	off, n, err := f.span(t, row0, rows)
+	if err != nil {
+		return nil, err
 	}
 	b := buf[:0]
-	if n := rows * rowBytes; int64(cap(b)) >= n {
+	if int64(cap(b)) >= n {
 		b = b[:n]
 	} else {
 		b = make([]byte, n)
 	}
-	off := int64(f.DataOffset+t.Offset) + row0*rowBytes
 	if _, err := f.r.ReadAt(b, off); err != nil {
 		return nil, fmt.Errorf("gguf %s: tensor %s: read %d bytes at %d: %w", f.Path, t.Name, len(b), off, err)
 	}

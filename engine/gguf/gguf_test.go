@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -128,6 +129,66 @@ func TestOpen(t *testing.T) {
 	}
 	if _, err := Open(filepath.Join(t.TempDir(), "missing.gguf")); err == nil {
 		t.Error("missing file: want an error")
+	}
+}
+
+// TestView: where Open maps the file (Unix), View gives each tensor's rows in place —
+// ReadRaw's bytes, and a write to the file shows through, so they are no copy — and
+// refuses rows out of range; without a mapping (Parse, or after Close) it declines, so
+// callers read instead.
+func TestView(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := os.WriteFile(path, sample(t, 64), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mapped := runtime.GOOS != "windows" // mapfile maps on Unix only
+	for _, ti := range f.Tensors {
+		for _, rows := range [][2]int64{{0, -1}, {1, 1}, {0, 1}, {1, 0}} {
+			v, ok, err := f.View(ti, rows[0], rows[1])
+			want, rerr := f.ReadRaw(ti, rows[0], rows[1])
+			if err != nil || rerr != nil || ok != mapped || ok && !bytes.Equal(v, want) {
+				t.Fatalf("%s rows %v: View = %d bytes, %v, %v; ReadRaw %d bytes, %v", ti.Name, rows, len(v), ok, err, len(want), rerr)
+			}
+		}
+		if _, _, err := f.View(ti, 1, 2); err == nil && mapped {
+			t.Errorf("%s: rows [1, 3) of 2 viewed", ti.Name)
+		}
+	}
+	if !mapped {
+		return
+	}
+	a, _ := f.Lookup("a.weight")
+	v, _, _ := f.View(a, 0, -1)
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte("in place")
+	_, err = w.WriteAt(patch, int64(f.DataOffset+a.Offset)+100)
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(v[100:100+len(patch)], patch) {
+		t.Errorf("a write to the file does not show through the view: %q", v[100:100+len(patch)])
+	}
+	b, err := parseBytes(sample(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := b.View(b.Tensors[0], 0, -1); ok || err != nil {
+		t.Errorf("a parsed file's View = %v, %v; want it to decline", ok, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := f.View(a, 0, -1); ok || err != nil {
+		t.Errorf("View after Close = %v, %v; want it to decline", ok, err)
 	}
 }
 

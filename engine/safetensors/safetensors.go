@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/darkroomlabs/darkroom/engine/mapfile"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -159,13 +160,9 @@ func Open(path string) (*File, error) {
 	if st.Size() > math.MaxInt {
 		return nil, fmt.Errorf("%s: file too large", name)
 	}
-	buf, unmap, err := mmapFile(f, int(st.Size()))
+	buf, unmap, err := mapfile.MapOrRead(f, st.Size())
 	if err != nil {
-		buf, err = io.ReadAll(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		unmap = nil
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	sf, err := parse(name, buf)
 	if err != nil {

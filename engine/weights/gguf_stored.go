@@ -79,12 +79,14 @@ func (p ggufPlan) hostConverted() bool {
 }
 
 // readGGUF reads one planned tensor as stored: a matrix keeps its GGUF blocks (Q4_K,
-// Q4_0, Q4_1, Q8_0, F16, …) or its BF16/F32 values — split gate and up experts
-// interleaved per expert into the canonical [E, 2F, D], one row block after the other
-// — with its byte counts checked, except a type HostHeld converts, held in its
-// Darkroom format; a vector (norms, scales) is widened to float32. The file is read
-// rather than mapped: its tensors are not aligned for the kernels' views, and the heap
-// then holds exactly the stored (or converted) bytes.
+// Q4_0, Q4_1, Q8_0, F16, …) or its BF16/F32 values — in place, a view of the file
+// mapped into memory (gguf.File.View) where the file is mapped, as a safetensors
+// checkpoint's tensors are; else, and for split gate and up experts (interleaved per
+// expert into the canonical [E, 2F, D], one row block after the other), read onto the
+// heap — with its byte counts checked, except a type HostHeld converts, held in its
+// Darkroom format on the heap; a vector (norms, scales) is widened to float32. A view
+// need not be aligned: the kernels read GGUF blocks at any address, and F32 values
+// one by one where they are not 4-byte aligned.
 func (m *Mapped) readGGUF(p ggufPlan) (Stored, error) {
 	f := m.gf
 	s := Stored{Name: p.spec.Name, File: f.Path, Shape: p.spec.Shape}
@@ -125,7 +127,17 @@ func (m *Mapped) readGGUF(p ggufPlan) (Stored, error) {
 	default:
 		s.DType, s.Blocks, s.GGUF = dtypes.Uint8, true, typ
 	}
-	if len(p.parts) == 2 {
+	if len(p.parts) == 1 {
+		if v, ok, err := f.View(p.parts[0], 0, -1); err != nil {
+			return s, err
+		} else if ok {
+			s.Data = v
+			if _, err := s.Matrix(); err != nil {
+				return s, err
+			}
+			return s, nil
+		}
+	} else {
 		s.Data = make([]byte, 0, p.parts[0].Size+p.parts[1].Size)
 	}
 	for _, seg := range p.segments() {

@@ -1,8 +1,12 @@
 package weights_test
 
 import (
+	"bytes"
 	"math"
+	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -146,6 +150,65 @@ func TestGGUFStoredOnHost(t *testing.T) {
 			if diff > 2e-5*scale || math.IsNaN(diff) || scale == 0 {
 				t.Errorf("split %v, output %d: max difference %.3g against the float32 path (scale %.3g)", split, i, diff, scale)
 			}
+		}
+	}
+}
+
+// TestGGUFStoredInPlace: where the file is mapped (Unix), a GGUF's matrices kept as
+// stored are views of it, not heap copies — a write over the file's data section after
+// Lookup shows through them — save the split gate and up experts, interleaved on the
+// heap, and the Q6_K ones converted there (weights.HostHeld).
+func TestGGUFStoredInPlace(t *testing.T) {
+	if runtime.GOOS == "windows" { // mapfile maps on Unix only
+		t.Skip("GGUF files are read, not mapped, on Windows")
+	}
+	for _, split := range []bool{false, true} {
+		cfg := ggufConfig()
+		fx := writeGGUF(t, t.TempDir(), cfg, split, nil)
+		m, ok, err := weights.Map(filepath.Dir(fx.path), cfg)
+		if err != nil || !ok {
+			t.Fatalf("Map = %v, %v", ok, err)
+		}
+		defer m.Close()
+		held := map[string]weights.Stored{}
+		for _, sp := range weights.Specs(cfg) {
+			s, _, ok, err := m.Lookup(sp.Name)
+			if err != nil || !ok {
+				t.Fatalf("Lookup(%s) = %v, %v", sp.Name, ok, err)
+			}
+			if len(sp.Shape) >= 2 {
+				held[sp.Name] = s
+			}
+		}
+		f, err := gguf.Open(fx.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := int64(f.DataOffset)
+		f.Close()
+		w, err := os.OpenFile(fx.path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := w.Stat()
+		_, err = w.WriteAt(bytes.Repeat([]byte{0xA5}, int(st.Size()-data)), data)
+		w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		views := 0
+		for name, s := range held {
+			inPlace := len(bytes.Trim(s.Data, "\xa5")) == 0
+			want := fx.types[name] != gguf.Q6_K && !(split && strings.HasSuffix(name, "gate_up_proj"))
+			if inPlace != want {
+				t.Errorf("split %v, %s (%s): a view of the file %v, want %v", split, name, fx.types[name], inPlace, want)
+			}
+			if inPlace {
+				views++
+			}
+		}
+		if views == 0 {
+			t.Errorf("split %v: no matrix is a view of the file", split)
 		}
 	}
 }

@@ -14,8 +14,8 @@ import (
 // multiplies them as stored (engine/model's HostSource): a safetensors checkpoint's
 // left where they are, in the files' memory mappings (the bytes are read from disk as
 // they are first used, and the page cache holds them, not the heap); a GGUF file's
-// read into memory as its blocks, each when first used. Graphs need GoMLX tensors
-// instead: Set reads them.
+// likewise as its blocks, each looked up when first used (readGGUF: its split experts
+// and its Q6_K read onto the heap). Graphs need GoMLX tensors instead: Set reads them.
 type Mapped struct {
 	ck      *safetensors.Checkpoint // nil for a GGUF file
 	cfg     *config.Model

@@ -1,20 +1,16 @@
 //go:build unix
 
-package safetensors
+package mapfile
 
 import (
-	"errors"
 	"os"
 	"syscall"
 )
 
-func mmapFile(f *os.File, size int) ([]byte, func() error, error) {
-	if size == 0 {
-		return nil, nil, errors.New("empty file")
-	}
+func mapFile(f *os.File, size int) ([]byte, func() error, error) {
 	b, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &os.PathError{Op: "mmap", Path: f.Name(), Err: err}
 	}
 	return b, func() error { return syscall.Munmap(b) }, nil
 }

@@ -1,0 +1,49 @@
+// Package mapfile maps a model file into memory read-only, so its tensors are views
+// of the page cache instead of copies on the heap: a model opens in the time its pages
+// take to arrive (none, when the file is in the page cache from the last run), and a
+// file read once is not held twice, in the cache and in the process.
+//
+// On Unix it is mmap(2) with PROT_READ and MAP_SHARED, through package syscall;
+// writing to a view faults. Windows is not mapped (Map says so, and MapOrRead reads
+// the file whole into one allocation, as wherever mapping fails): a file mapped there
+// cannot be deleted or renamed until it is unmapped, and the Library's Delete and its
+// Move of the models folder do not wait for a loaded model to be let go.
+// (golang.org/x/exp/mmap maps too, but gives an io.ReaderAt, not the []byte views the
+// kernels multiply in place.)
+package mapfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+)
+
+// Map maps f's first size bytes read-only. unmap releases the mapping; the views
+// taken from data are invalid after it. f may be closed once Map returns.
+func Map(f *os.File, size int64) (data []byte, unmap func() error, err error) {
+	if size <= 0 {
+		return nil, nil, errors.New("map: an empty file")
+	}
+	if size > math.MaxInt {
+		return nil, nil, fmt.Errorf("map: %d bytes are more than this system can address", size)
+	}
+	return mapFile(f, int(size))
+}
+
+// MapOrRead is Map, or where mapping fails (an unsupported system, a file system that
+// does not map, an empty file) f's first size bytes read into memory, with unmap nil.
+func MapOrRead(f *os.File, size int64) (data []byte, unmap func() error, err error) {
+	if data, unmap, err = Map(f, size); err == nil {
+		return data, unmap, nil
+	}
+	if size < 0 || size > math.MaxInt {
+		return nil, nil, err
+	}
+	data = make([]byte, size) // one allocation, not io.ReadAll's growing copies
+	if _, err := io.ReadFull(io.NewSectionReader(f, 0, size), data); err != nil {
+		return nil, nil, fmt.Errorf("read: %w", err)
+	}
+	return data, nil, nil
+}

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package mapfile
+
+import (
+	"errors"
+	"os"
+)
+
+// mapFile does not map here: see the package comment (Windows).
+func mapFile(f *os.File, size int) ([]byte, func() error, error) {
+	return nil, nil, errors.ErrUnsupported
+}
