@@ -139,6 +139,7 @@ type LibraryScreen struct {
 
 	entries  []LibraryEntry
 	storeDir string // the models folder, as last read
+	free     int64  // its free space in bytes, as last read (−1: unknown)
 	// listings counts the listings Refresh started; shown is the number of the
 	// one on screen. Listings run side by side and may land out of order: one
 	// older than the one shown is dropped (it would hide what changed since).
@@ -170,7 +171,7 @@ type libraryCard struct {
 }
 
 func newLibraryScreen(a *App) *LibraryScreen {
-	l := &LibraryScreen{app: a, byName: map[string]*libraryCard{}, selected: map[string]string{}, live: map[string]DownloadEvent{},
+	l := &LibraryScreen{app: a, free: -1, byName: map[string]*libraryCard{}, selected: map[string]string{}, live: map[string]DownloadEvent{},
 		problems: map[string]string{}}
 	// The first list can take seconds (the fit and speed estimates measure this
 	// PC once): say so rather than show a Library without models.
@@ -424,8 +425,9 @@ func (l *LibraryScreen) Refresh() {
 			} else {
 				l.errs.Hide()
 			}
-			l.storeDir = dir
+			l.storeDir, l.free = dir, free
 			if serr != nil {
+				l.free = -1
 				l.store.SetText("Models folder: " + dir + " (free space unknown: " + serr.Error() + ")")
 			} else {
 				l.store.SetText(fmt.Sprintf("Models folder: %s — %s free", dir, formatBytes(free)))
@@ -446,7 +448,7 @@ const libraryLoading = "Reading the models library and working out which models 
 
 func (l *LibraryScreen) rebuild() {
 	l.byName = map[string]*libraryCard{}
-	l.rec = recommended(l.entries)
+	l.rec = recommended(l.entries, l.free)
 	l.showRecommendation()
 	var objs []fyne.CanvasObject
 	for _, e := range l.entries {

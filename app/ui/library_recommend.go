@@ -24,6 +24,11 @@ type recommendation struct {
 	name, title, profile string
 	download             int64
 	printer              float64 // its estimated printer tokens/s here (0: unknown)
+	// disk is the free space taking it needs in the models folder (diskNeed); short,
+	// that no candidate fitted the folder's free bytes, which the note then says.
+	disk, free int64
+	short      bool
+	made       bool // made on this PC from the download (the note's disk sentence says so)
 	// picked: the card offers several profiles, so the note names the one meant; a
 	// card of one (the NVFP4 and GGUF downloads, whose names say their format and
 	// whose single profile is the estimate's stand-in) is named alone.
@@ -37,12 +42,15 @@ type recommendation struct {
 // the CPU NVIDIA's NVFP4 export runs at about a third of the speed of the int4
 // profile made on this PC, and its small download is no bargain; Unsloth's GGUF,
 // as fast or faster in the printer since its Q4_K products run in integer
-// arithmetic, is). None where
+// arithmetic, is). Only those the models folder has the free space for (free
+// bytes; < 0: unknown, all) are weighed: a PC with 64 GB of RAM had int8 made from
+// the 52 GB download recommended, 80 GB on disk, where its disk held 60 GB free;
+// where none has, the best of all, its note saying what to free. None where
 // nothing fits, or where a model other than the built-in one is already
 // downloaded or downloading: the user has chosen.
-func recommended(entries []LibraryEntry) recommendation {
-	var r recommendation
-	bestTier := -1
+func recommended(entries []LibraryEntry, free int64) recommendation {
+	var all, onDisk recommendation
+	allTier, diskTier := -1, -1
 	for _, e := range entries {
 		if e.Builtin {
 			continue
@@ -62,13 +70,33 @@ func recommended(entries []LibraryEntry) recommendation {
 				continue
 			}
 			c := recommendation{name: e.Name, title: e.Title, profile: p.Name, download: size, printer: p.Printer,
-				picked: len(e.Profiles) > 1}
-			if tier := profileTier(p.Name); tier > bestTier || (tier == bestTier && c.better(r)) {
-				r, bestTier = c, tier
+				picked: len(e.Profiles) > 1, disk: diskNeed(size, p), made: p.ConvertedFrom != ""}
+			tier := profileTier(p.Name)
+			if tier > allTier || (tier == allTier && c.better(all)) {
+				all, allTier = c, tier
+			}
+			if (free < 0 || c.disk <= free) && (tier > diskTier || (tier == diskTier && c.better(onDisk))) {
+				onDisk, diskTier = c, tier
 			}
 		}
 	}
-	return r
+	if onDisk.name != "" || all.name == "" {
+		return onDisk
+	}
+	all.free, all.short = free, true
+	return all
+}
+
+// diskNeed is the free space taking profile p in a download of size bytes needs in
+// the models folder: the download, and for a profile made on this PC (kept beside
+// the download it is made from) about its weights' bytes, each with the margin the
+// downloader keeps free (store.SpaceMargin).
+func diskNeed(size int64, p ProfileFit) int64 {
+	need := size + store.SpaceMargin(size)
+	if p.ConvertedFrom != "" && p.Weights > 0 {
+		need += p.Weights + store.SpaceMargin(p.Weights)
+	}
+	return need
 }
 
 // better reports whether c is the better recommendation than r of the same tier:
@@ -120,7 +148,16 @@ func (r recommendation) note(withTitle bool) string {
 	case r.picked:
 		what = r.profile + ", "
 	}
-	return fmt.Sprintf("Recommended for this PC: %sa %s download that fits here", what, store.FormatBytes(r.download))
+	note := fmt.Sprintf("Recommended for this PC: %sa %s download that fits here", what, store.FormatBytes(r.download))
+	if r.short {
+		with := ""
+		if r.made {
+			with = ", with the model made from it,"
+		}
+		note += fmt.Sprintf(" — but it needs%s %s free in the models folder, which has %s: free some space, or Move… the folder to a bigger disk",
+			with, store.FormatBytes(r.disk), store.FormatBytes(r.free))
+	}
+	return note
 }
 
 // recommendRow is the line over the cards naming the recommended download,

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2"
@@ -10,6 +11,7 @@ import (
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hw"
+	"github.com/darkroomlabs/darkroom/models/store"
 )
 
 // TestLibraryRecommendsADownload: the Library marks the download that suits
@@ -77,11 +79,11 @@ func TestRecommendedWaitsForTheUsersChoice(t *testing.T) {
 	fit := ProfileFit{Name: "int4", Bytes: 17 << 30, Verdict: "fits"}
 	entries := []LibraryEntry{{Name: catalog.MiniID, Builtin: true, State: "built in"},
 		{Name: "a", State: "available", Profiles: []ProfileFit{fit}}, {Name: "b", State: "available", Profiles: []ProfileFit{fit}}}
-	if r := recommended(entries); r.name != "a" {
+	if r := recommended(entries, -1); r.name != "a" {
 		t.Errorf("recommended %q of two alike, want the first", r.name)
 	}
 	entries[2].State = "downloading"
-	if r := recommended(entries); r.name != "" {
+	if r := recommended(entries, -1); r.name != "" {
 		t.Errorf("recommended %q while another downloads", r.name)
 	}
 }
@@ -110,9 +112,51 @@ func TestRecommendedWeighsSpeed(t *testing.T) {
 		{"the CPU here", 3.9, 0.88, 1.8, "dg"},
 		{"the GGUF's speed unknown", 3.9, 0.88, 0, "gg"}, // not comparable: by size
 	} {
-		if got := recommended(entries(c.int4, c.nvfp4, c.gguf)); got.name != c.want {
+		if got := recommended(entries(c.int4, c.nvfp4, c.gguf), -1); got.name != c.want {
 			t.Errorf("%s: recommended %q (%s), want %q", c.name, got.name, got.profile, c.want)
 		}
+	}
+}
+
+// TestRecommendedWeighsDisk: only what the models folder has the free space for is
+// weighed — a profile made on this PC needs its download and, kept beside it, what it
+// is made into — and where nothing has, the best of all is recommended, its note
+// saying what it needs and what to do. A PC with 64 GB of RAM had int8 made from the
+// 52 GB download recommended (80 GB on disk) where its disk held 60 GB free.
+func TestRecommendedWeighsDisk(t *testing.T) {
+	entries := []LibraryEntry{
+		{Name: "dg", Title: "DiffusionGemma", State: "available", Profiles: []ProfileFit{
+			{Name: "bf16", Bytes: 52e9, Verdict: "won't fit"},
+			{Name: "int8", ConvertedFrom: "bf16", Weights: 28e9, Verdict: "fits"},
+			{Name: "int4", ConvertedFrom: "bf16", Weights: 15e9, Verdict: "fits"}}},
+		{Name: "gg", Title: "DiffusionGemma GGUF", State: "available", Profiles: []ProfileFit{{Name: "int4", Bytes: 17e9, Verdict: "fits"}}},
+	}
+	int8Need := int64(52e9) + store.SpaceMargin(52e9) + 28e9 + store.SpaceMargin(28e9)
+	for _, c := range []struct {
+		name, want, profile string
+		free                int64
+		short               bool
+	}{
+		{"free space unknown", "dg", "int8", -1, false},
+		{"a big disk", "dg", "int8", 200e9, false},
+		{"int8 and its download just fit", "dg", "int8", int8Need, false},
+		{"60 GB free: only the GGUF", "gg", "int4", 60e9, false},
+		{"10 GB free: none, the best said", "dg", "int8", 10e9, true},
+	} {
+		r := recommended(entries, c.free)
+		if r.name != c.want || r.profile != c.profile || r.short != c.short {
+			t.Errorf("%s: recommended %q (%s, short of disk %v), want %q (%s, %v)", c.name, r.name, r.profile, r.short, c.want, c.profile, c.short)
+		}
+		if note := r.note(true); strings.Contains(note, "free in the models folder") != c.short {
+			t.Errorf("%s: note %q", c.name, note)
+		}
+	}
+	r := recommended(entries, 10e9)
+	want := "Recommended for this PC: DiffusionGemma (int8), a 52.0 GB download that fits here — but it needs, with the model " +
+		"made from it, " + store.FormatBytes(int8Need) + " free in the models folder, which has 10.0 GB: free some space, or " +
+		"Move… the folder to a bigger disk"
+	if got := r.note(true); got != want {
+		t.Errorf("note = %q\nwant   %q", got, want)
 	}
 }
 
