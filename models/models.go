@@ -572,6 +572,10 @@ func noQuarantine(dir string) error {
 type PullOptions struct {
 	Revision string   // branch, tag or commit ("main")
 	Include  []string // globs of file names to fetch (default: the catalog's, else all)
+	// Reserve is free space the download must leave in the models folder beyond its
+	// own (download.Options.Reserve): what will be made from it (a profile converted
+	// on this PC), so that a download its conversion cannot follow is refused first.
+	Reserve int64
 }
 
 // Pull starts downloading a model (a catalog ID or an owner/name repo) into the
@@ -681,7 +685,8 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 			rest = append(rest, df)
 		}
 	}
-	t := &Transfer{m: m, name: modelName, done: make(chan struct{}), last: Event{Model: modelName, State: "downloading", ETA: -1}, unhold: unhold}
+	t := &Transfer{m: m, name: modelName, done: make(chan struct{}), last: Event{Model: modelName, State: "downloading", ETA: -1},
+		unhold: unhold, reserve: opt.Reserve}
 	handed = true
 	m.mu.Lock()
 	m.jobs[modelName] = t
@@ -726,6 +731,7 @@ func (m *Manager) runJob(ctx context.Context, t *Transfer, man *store.Manifest, 
 	t.verifiedAtStart = verified
 	t.mu.Unlock()
 	opt := m.dl
+	opt.Reserve = t.reserve
 	opt.Authorize = m.hub.Authorize
 	opt.OnEvent = func(ev download.Event) { m.onEvent(t, man, ev) }
 	job := download.New(m.store.ModelDir(man.Name), files, opt)
@@ -867,6 +873,7 @@ type Transfer struct {
 	done            chan struct{}
 	err             error
 	unhold          func() // lets the model's hold (store.Hold) go, at the end
+	reserve         int64  // PullOptions.Reserve
 }
 
 // Name is the model's name in the store.

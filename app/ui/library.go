@@ -965,8 +965,8 @@ func libraryProblem(what string, err error) string {
 		advice = "The model hub (or the mirror set below) does not have this model's files: check the mirror address, " +
 			"or clear it to use huggingface.co."
 	case errors.Is(err, download.ErrNoSpace), errors.Is(err, syscall.ENOSPC):
-		advice = "The disk is full: free some space, or move the models folder to a bigger disk with Move…, then resume. " +
-			"The part already downloaded is kept."
+		advice = "Not enough free disk space: free some space, or move the models folder to a bigger disk with Move…, " +
+			"then resume. What was already downloaded is kept."
 	case errors.As(err, &verify):
 		advice = "A downloaded file arrived damaged (its checksum does not match the published one); it was set aside. " +
 			"Download again."

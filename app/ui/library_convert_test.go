@@ -57,6 +57,35 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 	}
 }
 
+// TestLibraryDownloadKeepsRoomForTheConversion: a profile made on this PC is refused
+// before its download starts where the models folder has room for the download but
+// not for what the conversion then writes (the 26B's int8: 28 GB), the card saying
+// so; the published profile, which needs no conversion, downloads on the same disk.
+// The download ran, and the conversion failed on the full disk after it.
+func TestLibraryDownloadKeepsRoomForTheConversion(t *testing.T) {
+	a, lib := tinyHubLibrary(t)
+	lib.m.Store().FreeSpace = func(string) (int64, error) { return 20e9, nil }
+	l := a.Library
+	card, state := dgCard(l)
+	waitFor(t, "the catalog", func() bool { return card() != nil })
+	selectProfile(card(), "int8")
+	tapButton(t, card().buttons, "Download")
+	waitFor(t, "the refusal on the card", func() bool { return shownText(card().probBox) != "" })
+	if p := shownText(card().probBox); !strings.Contains(p, "Not enough free disk space") || !strings.Contains(p, "more for what is made from it") {
+		t.Errorf("the card says %q", p)
+	}
+	if es, _ := lib.m.Entries(); len(es) > 0 {
+		for _, e := range es {
+			if e.ID == catalog.DiffusionGemmaID && e.Progress != nil && e.Progress.Done > 0 {
+				t.Errorf("%d bytes downloaded before the refusal", e.Progress.Done)
+			}
+		}
+	}
+	selectProfile(card(), "bf16")
+	tapButton(t, card().buttons, "Download")
+	waitFor(t, "the bf16 download", func() bool { return state() == "ready" })
+}
+
 // TestLibraryConvertsAfterTheDownload: a model downloaded as published (bf16),
 // with int8 picked afterwards — or a restart between a download and its
 // conversion, which forgets the profile that was asked for — offers "Convert to

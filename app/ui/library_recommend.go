@@ -92,12 +92,15 @@ func recommended(entries []LibraryEntry, free int64) recommendation {
 // the download it is made from) about its weights' bytes, each with the margin the
 // downloader keeps free (store.SpaceMargin).
 func diskNeed(size int64, p ProfileFit) int64 {
-	need := size + store.SpaceMargin(size)
+	need := withMargin(size)
 	if p.ConvertedFrom != "" && p.Weights > 0 {
-		need += p.Weights + store.SpaceMargin(p.Weights)
+		need += withMargin(p.Weights)
 	}
 	return need
 }
+
+// withMargin is n bytes to write and the free space the downloader keeps beside them.
+func withMargin(n int64) int64 { return n + store.SpaceMargin(n) }
 
 // better reports whether c is the better recommendation than r of the same tier:
 // at least twice r's printer speed (both known), else, unless r is that much

@@ -448,7 +448,11 @@ func (l *managerLibrary) Start(name, profile string) error {
 			return err
 		}
 	}
-	t, err := l.m.Pull(context.Background(), name, models.PullOptions{})
+	var opt models.PullOptions
+	if p != published {
+		opt.Reserve = madeBytes(name, p)
+	}
+	t, err := l.m.Pull(context.Background(), name, opt)
 	if err != nil {
 		return err
 	}
@@ -462,6 +466,21 @@ func (l *managerLibrary) Start(name, profile string) error {
 		go l.convertAfter(t, name, p)
 	}
 	return nil
+}
+
+// madeBytes is the space converting catalog entry name into profile p on this PC
+// takes in the models folder, with the store's margin, as the Library's
+// recommendation counts it (diskNeed); 0 where the entry's dimensions are unknown.
+func madeBytes(name string, p quant.Profile) int64 {
+	e, ok := catalog.Find(name)
+	if !ok {
+		return 0
+	}
+	cfg, err := models.EntryConfig(e)
+	if err != nil || cfg == nil {
+		return 0
+	}
+	return withMargin(fit.WeightBytes(cfg, p))
 }
 
 // convertAfter waits for a download and converts it into profile p.

@@ -88,6 +88,9 @@ type Options struct {
 	FreeSpace func(path string) (int64, error)
 	// SpaceMargin is added to the bytes left when checking free space (default: 2% + 1 GiB).
 	SpaceMargin func(need int64) int64
+	// Reserve is free space the download must leave beyond its own and its margin:
+	// what is to be written from it afterwards (a profile made from it on this PC).
+	Reserve int64
 	// OpenPart opens a .part file for writing (os.OpenFile normally).
 	OpenPart func(path string) (PartFile, error)
 	// StatusError turns a failed response into the error reported for it (nil:
@@ -313,13 +316,20 @@ func (j *Job) waitResume(parent context.Context) bool {
 	}
 }
 
+// setState moves the job to state s and reports it; a failure carries the job's error
+// (set before, on the loop's goroutine, which alone calls setState with StateFailed),
+// so a listener never hears "failed" without why.
 func (j *Job) setState(s State) {
 	j.mu.Lock()
 	if j.state != StateCanceled || s == StateCanceled {
 		j.state = s
 	}
 	j.mu.Unlock()
-	j.emit(Event{Kind: EventState, State: s})
+	ev := Event{Kind: EventState, State: s}
+	if s == StateFailed {
+		ev.Err = j.err
+	}
+	j.emit(ev)
 }
 
 func (j *Job) emit(ev Event) {
@@ -417,7 +427,12 @@ func (j *Job) checkSpace() error {
 	if err != nil {
 		return nil // unknown: a write error will still stop us cleanly
 	}
-	if need := left + j.opt.SpaceMargin(left); free < need {
+	need := left + j.opt.SpaceMargin(left)
+	switch {
+	case j.opt.Reserve > 0 && free < need+j.opt.Reserve:
+		return fmt.Errorf("%w in %s: %s to download needs %s with margin, and %s more for what is made from it after, %s free",
+			ErrNoSpace, j.dir, fmtBytes(left), fmtBytes(need), fmtBytes(j.opt.Reserve), fmtBytes(free))
+	case free < need:
 		return fmt.Errorf("%w in %s: %s to download needs %s with margin, %s free", ErrNoSpace, j.dir,
 			fmtBytes(left), fmtBytes(need), fmtBytes(free))
 	}

@@ -271,6 +271,42 @@ func TestDownloadFreeSpacePreflight(t *testing.T) {
 	checkFiles(t, dir, files)
 }
 
+// TestDownloadReserve: a download to be converted after keeps the conversion's space
+// free: with room for the files alone but not for what is made from them, it is
+// refused before a byte is fetched, the error saying both.
+func TestDownloadReserve(t *testing.T) {
+	h, files := fixture(t, 5)
+	opt := fastOpts()
+	opt.FreeSpace = func(string) (int64, error) { return 16 << 20, nil }
+	opt.SpaceMargin = func(int64) int64 { return 1 << 20 }
+	opt.Reserve = 12 << 20
+	var failed []error // the failed state's reports: each must say why (the Library showed an empty error)
+	opt.OnEvent = func(ev Event) {
+		if ev.Kind == EventState && ev.State == StateFailed {
+			failed = append(failed, ev.Err)
+		}
+	}
+	dir := t.TempDir()
+	err := Start(context.Background(), dir, specs(h, files), opt).Wait()
+	if !errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), "12.6 MB more for what is made from it") {
+		t.Fatalf("err = %v, want ErrNoSpace naming the 12.6 MB reserved", err)
+	}
+	if len(failed) != 1 || failed[0] != err {
+		t.Errorf("the failed state was reported with %v, want the job's error once", failed)
+	}
+	opt.OnEvent = nil
+	for _, f := range files {
+		if h.Sent(f.Name) != 0 {
+			t.Errorf("%s: fetched %d bytes despite the pre-flight", f.Name, h.Sent(f.Name))
+		}
+	}
+	opt.Reserve = 8 << 20 // 5.3 MB of files, 1 MiB of margin and 8 MiB: within 16 MiB
+	if err := Start(context.Background(), dir, specs(h, files), opt).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir, files)
+}
+
 // fullDisk is a PartFile that fails with ENOSPC once the shared budget is spent.
 type fullDisk struct {
 	*os.File
