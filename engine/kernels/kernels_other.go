@@ -56,7 +56,7 @@ func q4kTabled() bool { return false }
 
 func blocks32Direct(t gguf.Type) bool { return false }
 
-func dotBlocks32(x []float32, src []byte, t gguf.Type, nb int, scales []float32) float32 {
+func dotBlocks32(x []float32, src []byte, t gguf.Type, nb int) float32 {
 	panic("dotBlocks32 without blocks32Direct") // unreachable: mulRows asks blocks32Direct first
 }
 
@@ -108,7 +108,7 @@ func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
 
 func q50IntRuns() bool { return false }
 
-func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, ds []float32, zmm bool) float32 {
+func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, zmm bool) float32 {
 	panic("dotQ5_0Int without q50IntRuns") // unreachable: mulRows asks intRows first
 }
 

@@ -280,17 +280,12 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 	defer packBufs.Put(cb)
 	if m == 1 && w.int8Blocks() && blocks32Direct(w.GGUF) {
 		// The printer's one row: each row of w dotted from its blocks, decoded in
-		// registers (dotBlocks32), its scales widened first.
+		// registers (dotBlocks32), their d too.
 		groups := k / qGroup
 		bb := w.GGUF.BlockBytes()
 		parallel(parts, func(part int) {
-			buf := qBufs.Get().(*qBuf)
-			defer qBufs.Put(buf)
-			buf.rs = grow(buf.rs, groups)
 			for r := n * part / parts; r < n*(part+1)/parts; r++ {
-				row := w.Data[r*groups*bb : (r+1)*groups*bb]
-				blockHalves(buf.rs[:groups], row, bb, 0)
-				out[r] = dotBlocks32(a[:k], row, w.GGUF, groups, buf.rs[:groups])
+				out[r] = dotBlocks32(a[:k], w.Data[r*groups*bb:(r+1)*groups*bb], w.GGUF, groups)
 			}
 		})
 		return

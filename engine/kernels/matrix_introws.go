@@ -43,7 +43,7 @@ func (w *Matrix) mulRowsInt(out, a []float32, m int) {
 }
 
 // mulRowsQ5_0Int is mulRowsInt for Q5_0: x's codes in order with quantizeRow32's
-// pairs, each row's d widened (blockHalves) before its dot (dotQ5_0VNNI,
+// pairs, each row dotted from its blocks, their d widened in registers (dotQ5_0VNNI,
 // dotQ5_0IntAVX2).
 func (w *Matrix) mulRowsQ5_0Int(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
@@ -63,14 +63,10 @@ func (w *Matrix) mulRowsQ5_0Int(out, a []float32, m int) {
 	zmm := intRowsZMM()
 	parts := dotParts(m * n * k)
 	parallel(parts, func(part int) {
-		buf := qBufs.Get().(*qBuf)
-		defer qBufs.Put(buf)
-		buf.rs = grow(buf.rs, nb)
 		for r := n * part / parts; r < n*(part+1)/parts; r++ {
 			row := w.Data[r*nb*bb : (r+1)*nb*bb]
-			blockHalves(buf.rs[:nb], row, bb, 0)
 			for i := range m {
-				out[i*n+r] = dotQ5_0Int(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], row, nb, buf.rs[:nb], zmm)
+				out[i*n+r] = dotQ5_0Int(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], row, nb, zmm)
 			}
 		}
 	})

@@ -237,32 +237,32 @@ func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
 	return dotQ4KIntAVX2(&xq[0], &xs[0], &src[0], nb)
 }
 
-// dotQ5_0VNNI is Σ decoded value · x over nb (> 0) Q5_0 blocks, their d widened in
-// ds, x quantized by quantizeRow32 (its codes and pairs), in integer arithmetic
+// dotQ5_0VNNI is Σ decoded value · x over nb (> 0) Q5_0 blocks, each d widened in
+// registers, x quantized by quantizeRow32 (its codes and pairs), in integer arithmetic
 // (vec_amd64.s; AVX-512 VNNI).
 //
 //go:noescape
-func dotQ5_0VNNI(xq *int8, xs *float32, src *byte, nb int, ds *float32) float32
+func dotQ5_0VNNI(xq *int8, xs *float32, src *byte, nb int) float32
 
-// dotQ5_0IntAVX2 is dotQ5_0VNNI's sum with AVX2 (vec_amd64.s).
+// dotQ5_0IntAVX2 is dotQ5_0VNNI's sum with AVX2 and F16C (vec_amd64.s).
 //
 //go:noescape
-func dotQ5_0IntAVX2(xq *int8, xs *float32, src *byte, nb int, ds *float32) float32
+func dotQ5_0IntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
 
 // q50IntRuns reports whether the printer's Q5_0 products run in integer arithmetic
 // (matrix_introws.go): wherever the canvas's integer products are on (qActive) —
 // with AVX-512 VNNI, AVX-VNNI or AVX2 alone, whose canvas keeps Q5_0 in float: the
 // printer's pairs of 5-bit products fit VPMADDUBSW's 16-bit words, the canvas's
 // longer sums of them do not.
-func q50IntRuns() bool { return qActive != nil && qActive != qGo }
+func q50IntRuns() bool { return qActive != nil && qActive != qGo && useF16C }
 
 // dotQ5_0Int is dotQ5_0VNNI (zmm) or dotQ5_0IntAVX2 over slices.
-func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, ds []float32, zmm bool) float32 {
-	_, _, _, _ = xq[32*nb-1], pairs[2*nb-1], src[22*nb-1], ds[nb-1]
+func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, zmm bool) float32 {
+	_, _, _ = xq[32*nb-1], pairs[2*nb-1], src[22*nb-1]
 	if zmm {
-		return dotQ5_0VNNI(&xq[0], &pairs[0], &src[0], nb, &ds[0])
+		return dotQ5_0VNNI(&xq[0], &pairs[0], &src[0], nb)
 	}
-	return dotQ5_0IntAVX2(&xq[0], &pairs[0], &src[0], nb, &ds[0])
+	return dotQ5_0IntAVX2(&xq[0], &pairs[0], &src[0], nb)
 }
 
 // q4kHeadersAVX2 writes nb (> 0) Q4_K blocks' scales d·sc_j and minimums
@@ -315,42 +315,43 @@ func codes32Vector(dst []byte, s, mn []float32, row []byte, t gguf.Type, nb int)
 }
 
 // dotQ5_0AVX512 and dotQ8_0AVX512 are dotAVX2 of x with nb Q5_0 (Q8_0) blocks
-// decoded in registers, their widened scales given (vec_amd64.s).
+// decoded in registers, each block's d widened there (F16C) (vec_amd64.s).
 //
 //go:noescape
-func dotQ5_0AVX512(x *float32, src *byte, nb int, scales *float32) float32
+func dotQ5_0AVX512(x *float32, src *byte, nb int) float32
 
 //go:noescape
-func dotQ8_0AVX512(x *float32, src *byte, nb int, scales *float32) float32
+func dotQ8_0AVX512(x *float32, src *byte, nb int) float32
 
-// dotQ5_0AVX2 and dotQ8_0AVX2 are the same sums with AVX2 (vec_amd64.s).
+// dotQ5_0AVX2 and dotQ8_0AVX2 are the same sums with AVX2 and F16C (vec_amd64.s).
 //
 //go:noescape
-func dotQ5_0AVX2(x *float32, src *byte, nb int, scales *float32) float32
+func dotQ5_0AVX2(x *float32, src *byte, nb int) float32
 
 //go:noescape
-func dotQ8_0AVX2(x *float32, src *byte, nb int, scales *float32) float32
+func dotQ8_0AVX2(x *float32, src *byte, nb int) float32
 
 // blocks32Direct reports whether the printer's product dots a row of GGUF type t
 // (Q5_0, Q8_0) straight from its blocks (dotBlocks32) rather than taking its codes out
-// first (signedCodes32 and dotInt8Groups): with AVX2 or AVX-512, for one row of x.
+// first (signedCodes32 and dotInt8Groups): with AVX2 (and F16C) or AVX-512, for one
+// row of x.
 func blocks32Direct(t gguf.Type) bool {
-	return useAVX2 && (t == gguf.Q5_0 || t == gguf.Q8_0)
+	return useAVX2 && useF16C && (t == gguf.Q5_0 || t == gguf.Q8_0)
 }
 
 // dotBlocks32 is dotAVX2 of x with nb (> 0) blocks of type t (blocks32Direct) decoded,
-// their scales (the blocks' d, widened) given: bit for bit the decoded row's.
-func dotBlocks32(x []float32, src []byte, t gguf.Type, nb int, scales []float32) float32 {
-	_, _, _ = x[32*nb-1], src[t.BlockBytes()*nb-1], scales[nb-1]
+// each block's d widened where it is: bit for bit the decoded row's.
+func dotBlocks32(x []float32, src []byte, t gguf.Type, nb int) float32 {
+	_, _ = x[32*nb-1], src[t.BlockBytes()*nb-1]
 	switch {
 	case t == gguf.Q5_0 && useAVX512:
-		return dotQ5_0AVX512(&x[0], &src[0], nb, &scales[0])
+		return dotQ5_0AVX512(&x[0], &src[0], nb)
 	case t == gguf.Q5_0:
-		return dotQ5_0AVX2(&x[0], &src[0], nb, &scales[0])
+		return dotQ5_0AVX2(&x[0], &src[0], nb)
 	case useAVX512:
-		return dotQ8_0AVX512(&x[0], &src[0], nb, &scales[0])
+		return dotQ8_0AVX512(&x[0], &src[0], nb)
 	}
-	return dotQ8_0AVX2(&x[0], &src[0], nb, &scales[0])
+	return dotQ8_0AVX2(&x[0], &src[0], nb)
 }
 
 // dotQ4K returns Σ nibble·scale·x over nb whole Q4_K blocks (src, 144 bytes each) and

@@ -27,13 +27,24 @@
 	VHADDPS X0, X0, X0; \
 	VHADDPS X0, X0, X0
 
+// BLOCK_D(x) widens the fp16 d of the GGUF block at SI (its first two bytes) into
+// x's lowest lane, the others zero (VCVTPH2PS: exact, as the decoder's HalfToFloat32);
+// clobbers AX. The printer's block dots read each block's d where it is instead of
+// a row of them widened beforehand (blockHalves: a tenth of a 26B token's time).
+#define BLOCK_D(x) \
+	MOVWLZX 0(SI), AX; \
+	MOVL AX, x; \
+	VCVTPH2PS x, x
+
 // BLOCK32_FMA_Y4_Y7 takes a block of 32 codes widened to int32 in Y4–Y7 (values
-// 0–7, 8–15, 16–23, 24–31), makes each value float32(code)·scale, the scale at (DX),
-// as the decoders do, and adds its products with x at DI into dotAVX2's accumulators
-// Y0–Y3 (clobbers Y8). BLOCK32_FMA_Z8_Z9 is the same for codes in Z8 (values 0–15)
-// and Z9 (16–31) into Z0 and Z1 (SUM_Z0_Z1).
+// 0–7, 8–15, 16–23, 24–31), makes each value float32(code)·scale, the scale the
+// block's fp16 d at 0(SI) broadcast and widened (VCVTPH2PS: exact), as the decoders
+// do, and adds its products with x at DI into dotAVX2's accumulators Y0–Y3 (clobbers
+// Y8). BLOCK32_FMA_Z8_Z9 is the same for codes in Z8 (values 0–15) and Z9 (16–31) into
+// Z0 and Z1 (SUM_Z0_Z1; clobbers Z10).
 #define BLOCK32_FMA_Y4_Y7 \
-	VBROADCASTSS (DX), Y8; \
+	VPBROADCASTW 0(SI), X8; \
+	VCVTPH2PS X8, Y8; \
 	VCVTDQ2PS Y4, Y4; \
 	VCVTDQ2PS Y5, Y5; \
 	VCVTDQ2PS Y6, Y6; \
@@ -48,10 +59,12 @@
 	VFMADD231PS 96(DI), Y7, Y3
 
 #define BLOCK32_FMA_Z8_Z9 \
+	VPBROADCASTW 0(SI), Y10; \
+	VCVTPH2PS Y10, Z10; \
 	VCVTDQ2PS Z8, Z8; \
 	VCVTDQ2PS Z9, Z9; \
-	VMULPS.BCST (DX), Z8, Z8; \
-	VMULPS.BCST (DX), Z9, Z9; \
+	VMULPS Z10, Z8, Z8; \
+	VMULPS Z10, Z9, Z9; \
 	VFMADD231PS 0(DI), Z8, Z0; \
 	VFMADD231PS 64(DI), Z9, Z1
 
@@ -986,19 +999,18 @@ q4krun:
 	VZEROUPPER
 	RET
 
-// func dotQ5_0AVX512(x *float32, src *byte, nb int, scales *float32) float32
+// func dotQ5_0AVX512(x *float32, src *byte, nb int) float32
 // dotAVX2 of x with nb (> 0) Q5_0 blocks of 22 bytes {fp16 d; u8 qh[4]; u8 qs[16]}
-// decoded, without writing them: block b's value i is float32(q − 16)·scales[b], q
+// decoded, without writing them: block b's value i is float32(q − 16)·d_b, q
 // the low nibble of qs[i] (i < 16) or the high one of qs[i−16], bit i of qh above it
 // (set by a masked OR from qh's bits in K1 and K2). Values 0–15 and 16–31 of each
 // block go into two accumulators, one FMA each in order, and end with dotAVX2's sum of
 // its four vectors, as dotInt8w1x1AVX512 does: bit for bit dotAVX2 with the decoded
 // row.
-TEXT ·dotQ5_0AVX512(SB), NOSPLIT, $0-36
+TEXT ·dotQ5_0AVX512(SB), NOSPLIT, $0-28
 	MOVQ x+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ nb+16(FP), CX
-	MOVQ scales+24(FP), DX
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVL $15, AX
@@ -1019,23 +1031,21 @@ q50block:
 	VPSUBD Z15, Z9, Z9
 	BLOCK32_FMA_Z8_Z9
 	ADDQ $22, SI
-	ADDQ $4, DX
 	ADDQ $128, DI
 	DECQ CX
 	JNZ  q50block
 	SUM_Z0_Z1
-	MOVSS X0, ret+32(FP)
+	MOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
-// func dotQ8_0AVX512(x *float32, src *byte, nb int, scales *float32) float32
+// func dotQ8_0AVX512(x *float32, src *byte, nb int) float32
 // dotQ5_0AVX512 for Q8_0 blocks of 34 bytes {fp16 d; i8 qs[32]}: value i is
-// float32(qs[i])·scales[b]; bit for bit dotAVX2 with the decoded row.
-TEXT ·dotQ8_0AVX512(SB), NOSPLIT, $0-36
+// float32(qs[i])·d; bit for bit dotAVX2 with the decoded row.
+TEXT ·dotQ8_0AVX512(SB), NOSPLIT, $0-28
 	MOVQ x+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ nb+16(FP), CX
-	MOVQ scales+24(FP), DX
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 q80block:
@@ -1043,12 +1053,11 @@ q80block:
 	VPMOVSXBD 18(SI), Z9
 	BLOCK32_FMA_Z8_Z9
 	ADDQ $34, SI
-	ADDQ $4, DX
 	ADDQ $128, DI
 	DECQ CX
 	JNZ  q80block
 	SUM_Z0_Z1
-	MOVSS X0, ret+32(FP)
+	MOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -1123,14 +1132,13 @@ DATA q5shift<>+24(SB)/4, $6
 DATA q5shift<>+28(SB)/4, $7
 GLOBL q5shift<>(SB), RODATA|NOPTR, $32
 
-// func dotQ8_0AVX2(x *float32, src *byte, nb int, scales *float32) float32
+// func dotQ8_0AVX2(x *float32, src *byte, nb int) float32
 // dotQ8_0AVX512 with AVX2: dotAVX2's four accumulators, values 8c…8c+7 of each block
 // into accumulator c, one FMA each in order; bit for bit dotAVX2 with the decoded row.
-TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
+TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-28
 	MOVQ x+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ nb+16(FP), CX
-	MOVQ scales+24(FP), DX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1142,23 +1150,21 @@ q80b2:
 	VPMOVSXBD 26(SI), Y7
 	BLOCK32_FMA_Y4_Y7
 	ADDQ $34, SI
-	ADDQ $4, DX
 	ADDQ $128, DI
 	DECQ CX
 	JNZ  q80b2
 	SUM_Y0_Y3
-	MOVSS X0, ret+32(FP)
+	MOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
-// func dotQ5_0AVX2(x *float32, src *byte, nb int, scales *float32) float32
+// func dotQ5_0AVX2(x *float32, src *byte, nb int) float32
 // dotQ5_0AVX512 with AVX2, accumulated as dotQ8_0AVX2: value i's fifth bit is bit i of
 // qh shifted into place per lane (VPSRLVD by i, masked, shifted left 4).
-TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-36
+TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-28
 	MOVQ x+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ nb+16(FP), CX
-	MOVQ scales+24(FP), DX
 	VPBROADCASTD nibconst<>+0(SB), Y14   // 15
 	VPSRLD $3, Y14, Y13                  // 1
 	VPSLLD $4, Y13, Y12                  // 16
@@ -1201,12 +1207,11 @@ q50b2:
 	VPSUBD Y12, Y7, Y7
 	BLOCK32_FMA_Y4_Y7
 	ADDQ $22, SI
-	ADDQ $4, DX
 	ADDQ $128, DI
 	DECQ CX
 	JNZ  q50b2
 	SUM_Y0_Y3
-	MOVSS X0, ret+32(FP)
+	MOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -1436,22 +1441,21 @@ DATA q50pair<>+56(SB)/4, $1
 DATA q50pair<>+60(SB)/4, $1
 GLOBL q50pair<>(SB), RODATA|NOPTR, $64
 
-// func dotQ5_0VNNI(xq *int8, xs *float32, src *byte, nb int, ds *float32) float32
+// func dotQ5_0VNNI(xq *int8, xs *float32, src *byte, nb int) float32
 // Σ decoded value · x over nb (> 0) Q5_0 blocks of 22 bytes {fp16 d; u32 qh; u8
-// qs[16]} (value d·(u − 16), u = the nibble with qh's bit above it), their d given
-// widened (ds), x quantized to int8 in groups of 32 in order (xq) with each group's
+// qs[16]} (value d·(u − 16), u = the nibble with qh's bit above it), each d widened
+// where it is (VCVTPH2PS), x quantized to int8 in groups of 32 in order (xq) with each group's
 // scale and scale·Σcodes in xs (quantizeRow32's pairs):
 // Σ d·(xs·Σ u·code − 16·xs·Σ code). Two blocks a step: their 32 codes each as
 // [low nibbles, high nibbles] in one zmm (VSHUFI64X2), the fifth bits added under
 // the two qh words as a 64-bit byte mask, 64 products summed exactly by one VPDPBUSD
 // (lanes 0–7 the first block's, 8–15 the second's), widened and scaled by d·xs spread
 // over the halves (VPERMPS); an odd last block in ymm registers.
-TEXT ·dotQ5_0VNNI(SB), NOSPLIT, $0-44
+TEXT ·dotQ5_0VNNI(SB), NOSPLIT, $0-36
 	MOVQ xq+0(FP), DI
 	MOVQ xs+8(FP), R10
 	MOVQ src+16(FP), SI
 	MOVQ nb+24(FP), CX
-	MOVQ ds+32(FP), R12
 	VMOVDQU32 q50pair<>+0(SB), Z24
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z28
@@ -1463,7 +1467,12 @@ TEXT ·dotQ5_0VNNI(SB), NOSPLIT, $0-44
 	SHRQ $1, CX                      // pairs of blocks
 	JZ   q50vnnitail
 q50vnnipair:
-	VMOVSD 0(R12), X4                // d_a, d_b
+	MOVWLZX 0(SI), AX                // d_a, d_b: the blocks' fp16 d, widened (exact)
+	MOVWLZX 22(SI), BX
+	SHLL $16, BX
+	ORL  BX, AX
+	MOVL AX, X4
+	VCVTPH2PS X4, X4
 	VMOVSD 0(R10), X5                // xs_a, xs·Σ_a
 	VMOVSD 8(R10), X6                // xs_b, xs·Σ_b
 	VUNPCKLPS X6, X5, X7             // xs_a, xs_b, xs·Σ_a, xs·Σ_b
@@ -1491,14 +1500,13 @@ q50vnnipair:
 	ADDQ $44, SI
 	ADDQ $64, DI
 	ADDQ $16, R10
-	ADDQ $8, R12
 	DECQ CX
 	JNZ  q50vnnipair
 q50vnnitail:
 	MOVQ nb+24(FP), CX
 	ANDQ $1, CX
 	JZ   q50vnnisum
-	VMOVSS 0(R12), X4                // d
+	BLOCK_D(X4)                      // d
 	VMOVSS 0(R10), X5                // xs
 	VMOVSS 4(R10), X8                // xs·Σcode
 	VFMADD231PS X8, X4, X3
@@ -1529,7 +1537,7 @@ q50vnnisum:
 	MOVL $0x41800000, AX             // 16
 	VMOVD AX, X2
 	VFNMADD231SS X2, X3, X0         // − 16·Σ
-	MOVSS X0, ret+40(FP)
+	MOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
 
@@ -1628,17 +1636,16 @@ GLOBL q50qh<>(SB), RODATA|NOPTR, $64
 	VPAND Y15, Y6, Y6; \
 	VPOR Y6, Y10, Y10
 
-// func dotQ5_0IntAVX2(xq *int8, xs *float32, src *byte, nb int, ds *float32) float32
+// func dotQ5_0IntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
 // dotQ5_0VNNI's sum with AVX2, a block a step: its 32 codes [low nibbles, high
 // nibbles], the fifth bits spread from qh (VPSHUFB, a bit test, VPCMPEQB), each pair
 // of code · code products summed by VPMADDUBSW (at most 2·31·127: no saturation)
 // and the pairs by VPMADDWD by ones, widened and scaled by d·xs.
-TEXT ·dotQ5_0IntAVX2(SB), NOSPLIT, $0-44
+TEXT ·dotQ5_0IntAVX2(SB), NOSPLIT, $0-36
 	MOVQ xq+0(FP), DI
 	MOVQ xs+8(FP), R10
 	MOVQ src+16(FP), SI
 	MOVQ nb+24(FP), CX
-	MOVQ ds+32(FP), R12
 	Q50_CODES_CONSTS
 	MOVL $0x00010001, AX
 	MOVL AX, X9
@@ -1647,7 +1654,7 @@ TEXT ·dotQ5_0IntAVX2(SB), NOSPLIT, $0-44
 	VXORPS Y1, Y1, Y1
 	VXORPS X3, X3, X3
 q50int2block:
-	VMOVSS 0(R12), X4                // d
+	BLOCK_D(X4)                      // d
 	VMULSS 0(R10), X4, X5            // d·xs
 	VFMADD231SS 4(R10), X4, X3       // d·xs·Σcode, the offsets' part
 	VBROADCASTSS X5, Y5
@@ -1659,7 +1666,6 @@ q50int2block:
 	ADDQ $22, SI
 	ADDQ $32, DI
 	ADDQ $8, R10
-	ADDQ $4, R12
 	DECQ CX
 	JNZ  q50int2block
 	VADDPS Y1, Y0, Y0
@@ -1670,7 +1676,7 @@ q50int2block:
 	MOVL $0x41800000, AX             // 16
 	MOVL AX, X2
 	VFNMADD231SS X2, X3, X0          // − 16·Σ
-	MOVSS X0, ret+40(FP)
+	MOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
 
