@@ -65,8 +65,13 @@ type Options struct {
 	// start falls back to "go" (see Engine.BackendFallback).
 	Backend string
 	// Progress, if set, is called as loading moves through its stages
-	// ("config", "tokenizer", "weights", "backend", "model", "ready").
+	// ("config", "tokenizer", "weights", "backend", "model", "read", "ready").
 	Progress func(stage string)
+	// ReadProgress, if set, hears the bytes of weights read into memory so far of the
+	// total during the "read" stage (model.Runner.ReadWeights: a checkpoint mapped for
+	// the host path, read before the first pass instead of during it), which on a
+	// hard disk takes minutes for the 26B.
+	ReadProgress func(done, total int64)
 	// InGraph runs generation in GoMLX graphs even on the pure-Go backend. By
 	// default the pure-Go backend runs every model on the host (see engine/model's
 	// HostDecoder), its weights multiplied in their stored format and, for a
@@ -184,6 +189,11 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 	e.prompt = e.promptIDs
 	if mr, ok := run.(modelRunner); ok {
 		mr.r.OnCompile = e.onCompile
+		if err := stage("read"); err != nil {
+			e.Close()
+			return nil, err
+		}
+		mr.r.ReadWeights(func() bool { return ctx.Err() != nil }, opts.ReadProgress)
 	}
 	if err := stage("ready"); err != nil {
 		e.Close()

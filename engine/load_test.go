@@ -32,8 +32,10 @@ func loadGo(t *testing.T, dir string, inGraph bool) *Engine {
 func TestLoadAndGenerateTinyModel(t *testing.T) {
 	dir := writeTinyModel(t)
 	var stages []string
+	var read [][2]int64 // ReadProgress's reports: the mapped weights read before the first pass
 	e, err := Load(context.Background(), Dir(dir), Options{Backend: "go",
-		Progress: func(s string) { stages = append(stages, s) }})
+		Progress:     func(s string) { stages = append(stages, s) },
+		ReadProgress: func(done, total int64) { read = append(read, [2]int64{done, total}) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +43,11 @@ func TestLoadAndGenerateTinyModel(t *testing.T) {
 	if e.Backend() != "go" || e.BackendFallback() != "" || e.Config().CanvasLength != 16 {
 		t.Errorf("backend %q fallback %q canvas %d", e.Backend(), e.BackendFallback(), e.Config().CanvasLength)
 	}
-	if !slices.Equal(stages, []string{"config", "tokenizer", "weights", "backend", "model", "ready"}) {
+	if !slices.Equal(stages, []string{"config", "tokenizer", "weights", "backend", "model", "read", "ready"}) {
 		t.Errorf("progress stages %v", stages)
+	}
+	if n := len(read); n < 2 || read[n-1][0] != read[n-1][1] || read[0][0] <= 0 || read[0][0] > read[n-1][0] {
+		t.Errorf("weights read %v: want rising counts that end at the total", read)
 	}
 	if d := e.GenerationDefaults(); d.MaxNewTokens != 32 || d.MaxSteps != 6 || d.TMax != 0.8 {
 		t.Errorf("defaults %+v", d)

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/darkroomlabs/darkroom/app/develop"
@@ -21,6 +24,8 @@ import (
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/hw"
 	"github.com/darkroomlabs/darkroom/models/speed"
+	"github.com/darkroomlabs/darkroom/models/store"
+	"golang.org/x/term"
 )
 
 func init() {
@@ -138,7 +143,13 @@ func loadEngine(ctx context.Context, env *Env, src engine.Source, opts engine.Op
 		defer cancel()
 		return hw.Detect(dctx, "")
 	})
-	whileNoting(env.Stderr, "Loading "+src.String()+"…", func() { e, err = engine.Load(ctx, src, opts) })
+	notes := io.Writer(env.Stderr)
+	if opts.ReadProgress == nil {
+		r := newReadNotes(env.Stderr) // its lines and whileNoting's, from two goroutines, one at a time
+		defer r.end()
+		notes, opts.ReadProgress = r, r.report
+	}
+	whileNoting(notes, "Loading "+src.String()+"…", func() { e, err = engine.Load(ctx, src, opts) })
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +157,88 @@ func loadEngine(ctx context.Context, env *Env, src engine.Source, opts engine.Op
 		fmt.Fprintln(env.Stderr, "darkroom:", strings.TrimSuffix(f, ".")+".")
 	}
 	return e, nil
+}
+
+// readNotes says how much of a model's weights a load has read into memory
+// (engine.Options.ReadProgress) — from a hard disk the 26B's take minutes — on w,
+// under the load's own note (whileNoting writes it through Write): a line redrawn in
+// place on a terminal, a line every few seconds otherwise (logs), nothing for a read
+// done within noteAfter (the built-in model, a model in the page cache).
+type readNotes struct {
+	w           io.Writer
+	tty         bool
+	mu          sync.Mutex // the writes to w: report's, and Write's from whileNoting's goroutine
+	start, last time.Time
+	noted       bool   // the load's note is written: the counts follow it
+	pending     string // the last count, held until the note is written
+	drawn       bool   // a count is drawn in place on the terminal's last line
+}
+
+func newReadNotes(w io.Writer) *readNotes {
+	r := &readNotes{w: w, start: time.Now()}
+	if f, ok := w.(*os.File); ok {
+		r.tty = term.IsTerminal(int(f.Fd()))
+	}
+	return r
+}
+
+// Write writes the load's note (p) to w, then the count held for it.
+func (r *readNotes) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clear()
+	n, err := r.w.Write(p)
+	r.noted = true
+	if r.pending != "" {
+		r.show(r.pending)
+		r.pending = ""
+	}
+	return n, err
+}
+
+func (r *readNotes) report(done, total int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	interval := 5 * time.Second
+	if r.tty {
+		interval = 200 * time.Millisecond
+	}
+	now := time.Now()
+	if now.Sub(r.start) < noteAfter || now.Sub(r.last) < interval && done < total {
+		return
+	}
+	r.last = now
+	line := fmt.Sprintf("Reading the weights into memory: %s of %s", store.FormatBytes(done), store.FormatBytes(total))
+	if !r.noted {
+		r.pending = line
+		return
+	}
+	r.show(line)
+}
+
+// show writes a count: in place on a terminal, as a line otherwise.
+func (r *readNotes) show(line string) {
+	if r.tty {
+		fmt.Fprint(r.w, "\r\033[K"+line)
+		r.drawn = true
+		return
+	}
+	fmt.Fprintln(r.w, line)
+}
+
+// clear erases a count drawn in place.
+func (r *readNotes) clear() {
+	if r.drawn {
+		fmt.Fprint(r.w, "\r\033[K")
+		r.drawn = false
+	}
+}
+
+// end erases the last count drawn in place, once the load is over.
+func (r *readNotes) end() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clear()
 }
 
 // modelSource turns --model into an engine source: empty means the built-in

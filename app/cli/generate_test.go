@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -303,9 +304,9 @@ func TestGenerateOpensWithTheEntrysLead(t *testing.T) {
 }
 
 // TestGenerateSaysItIsLoading: a model that takes a moment to load (the 26B
-// read from disk: tens of seconds) is named on stderr while it loads; generate
-// and wiki were silent until the first canvas. (noteAfter is shortened so that
-// the tiny model's load counts as slow.)
+// read from disk: tens of seconds) is named on stderr while it loads, with the
+// weights read into memory counted; generate and wiki were silent until the first
+// canvas. (noteAfter is shortened so that the tiny model's load counts as slow.)
 func TestGenerateSaysItIsLoading(t *testing.T) {
 	dir := tinyModelDir(t)
 	old := noteAfter
@@ -318,6 +319,10 @@ func TestGenerateSaysItIsLoading(t *testing.T) {
 		code, _, errOut := runCLI(cmd...)
 		if want := "Loading " + dir + "…\n"; code != 0 || !strings.HasPrefix(errOut, want) {
 			t.Errorf("%s: exit %d, stderr %q; want it to start %q", cmd[0], code, errOut, want)
+		}
+		// and how much of its weights it has read into memory, up to all of them
+		if !regexp.MustCompile(`\nReading the weights into memory: ([0-9.]+ [kMG]?B) of ([0-9.]+ [kMG]?B)\n`).MatchString(errOut) {
+			t.Errorf("%s: stderr %q; want the weights read counted", cmd[0], errOut)
 		}
 	}
 }

@@ -97,18 +97,23 @@ func (m stepPaced) Generate(ctx context.Context, req engine.Request) (*engine.Re
 
 // TestLoadingSaysWhereItIs: while the model loads, the status line names the
 // stage the loader reports (LoadStage) and counts the seconds — a 26B's load
-// said only "Loading the model…" for tens of seconds — and the page's own line
-// takes over once it has loaded.
+// said only "Loading the model…" for tens of seconds — and while its weights are
+// read into memory, how much of them (LoadRead); the page's own line takes over
+// once it has loaded.
 func TestLoadingSaysWhereItIs(t *testing.T) {
 	dir := t.TempDir()
 	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
 	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
-	atWeights, release := make(chan struct{}), make(chan struct{})
+	atWeights, atRead, next, release := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	loader := LoaderFunc(func(ctx context.Context) (Model, error) {
 		stage := LoadStage(ctx)
 		stage("config")
 		stage("weights")
 		close(atWeights)
+		<-next
+		stage("read")
+		LoadRead(ctx)(4_200_000_000, 16_800_000_000)
+		close(atRead)
 		<-release
 		stage("ready")
 		return &fakeModel{answers: wikiAnswers}, nil
@@ -126,13 +131,22 @@ func TestLoadingSaysWhereItIs(t *testing.T) {
 	if got := status(); !strings.HasPrefix(got, "Loading the model: opening its weights · ") || !strings.HasSuffix(got, " s") {
 		t.Errorf("while the weights load the status says %q", got)
 	}
+	close(next)
+	<-atRead
+	const reading = "Loading the model: reading its weights into memory, 4.2 GB of 16.8 GB · "
+	for deadline := time.Now().Add(3 * time.Second); !strings.HasPrefix(status(), reading) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := status(); !strings.HasPrefix(got, reading) {
+		t.Errorf("while the weights are read the status says %q", got)
+	}
 	close(release)
 	e.run.Wait()
 	time.Sleep(600 * time.Millisecond) // a tick after the load must not cover the page's line
 	if got := status(); !strings.HasPrefix(got, "Done") {
 		t.Errorf("after the load the status says %q", got)
 	}
-	if got := loadingText("", 0); got != "Loading the model…" {
+	if got := loadingText("", 0, [2]int64{}); got != "Loading the model…" {
 		t.Errorf("before a stage: %q", got)
 	}
 }

@@ -83,9 +83,23 @@ func LoadStage(ctx context.Context) func(stage string) {
 	return func(string) {}
 }
 
-// loadStageKey carries a load's stage reporter in its context, as
-// net/http/httptrace carries its hooks.
-type loadStageKey struct{}
+// LoadRead is the function a Loader calls with ctx as the model's weights are read
+// into memory (engine.Options.ReadProgress: bytes done of the total, in the "read"
+// stage), so that the status line counts them (loadingText); it does nothing where
+// ctx carries none.
+func LoadRead(ctx context.Context) func(done, total int64) {
+	if f, ok := ctx.Value(loadReadKey{}).(func(done, total int64)); ok {
+		return f
+	}
+	return func(int64, int64) {}
+}
+
+// loadStageKey and loadReadKey carry a load's stage and byte reporters in its
+// context, as net/http/httptrace carries its hooks.
+type (
+	loadStageKey struct{}
+	loadReadKey  struct{}
+)
 
 // LoaderFunc adapts a function to Loader.
 type LoaderFunc func(ctx context.Context) (Model, error)
@@ -108,7 +122,8 @@ type loadAttempt struct {
 	model   Model
 	err     error
 	started time.Time
-	stage   string // the last stage the loader reported (LoadStage), under the host's mu
+	stage   string   // the last stage the loader reported (LoadStage), under the host's mu
+	read    [2]int64 // the bytes of weights read and their total (LoadRead), under mu
 }
 
 func newModelHost(l Loader) *modelHost { return &modelHost{loader: l} }
@@ -136,6 +151,11 @@ func (h *modelHost) Get(ctx context.Context) (Model, error) {
 				a.stage = stage
 				h.mu.Unlock()
 			})
+			ctx = context.WithValue(ctx, loadReadKey{}, func(done, total int64) {
+				h.mu.Lock()
+				a.read = [2]int64{done, total}
+				h.mu.Unlock()
+			})
 			m, err := h.loader.Load(ctx)
 			h.mu.Lock()
 			a.model, a.err = m, err
@@ -161,24 +181,30 @@ func (h *modelHost) Get(ctx context.Context) (Model, error) {
 }
 
 // Loading reports the load in flight: the stage it is at (LoadStage; "" before
-// the first) and when it started; ok is false where none is.
-func (h *modelHost) Loading() (stage string, started time.Time, ok bool) {
+// the first), when it started and the bytes of weights read of their total
+// (LoadRead; zeros before any); ok is false where none is.
+func (h *modelHost) Loading() (stage string, started time.Time, read [2]int64, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.loading == nil {
-		return "", time.Time{}, false
+		return "", time.Time{}, read, false
 	}
-	return h.loading.stage, h.loading.started, true
+	return h.loading.stage, h.loading.started, h.loading.read, true
 }
 
 // loadingText is the status line while the model loads: the stage it is at,
-// in words, and the seconds so far, so that a 26B's tens of seconds read as
-// work going on ("Loading the model: opening its weights · 12 s").
-func loadingText(stage string, since time.Duration) string {
+// in words, the weights read of their total in the "read" stage, and the seconds
+// so far, so that a 26B's tens of seconds (minutes, from a hard disk) read as work
+// going on ("Loading the model: reading its weights into memory, 4.2 of 16.8 GB ·
+// 12 s").
+func loadingText(stage string, since time.Duration, read [2]int64) string {
 	words := loadStageWords[stage]
 	s := "Loading the model"
 	if words != "" {
 		s += ": " + words
+	}
+	if stage == "read" && read[1] > 0 {
+		s += fmt.Sprintf(", %s of %s", formatBytes(read[0]), formatBytes(read[1]))
 	}
 	if secs := int(since.Seconds()); secs >= 1 {
 		return fmt.Sprintf("%s · %d s", s, secs)
@@ -189,7 +215,8 @@ func loadingText(stage string, since time.Duration) string {
 // loadStageWords say each loading stage (LoadStage) in the status line.
 var loadStageWords = map[string]string{
 	"config": "reading its settings", "tokenizer": "reading its tokenizer", "weights": "opening its weights",
-	"backend": "starting the backend", "model": "putting its weights in place", "ready": "ready",
+	"backend": "starting the backend", "model": "putting its weights in place", "read": "reading its weights into memory",
+	"ready": "ready",
 	"speed": "working out how fast it runs here (measured the first time only)",
 }
 
@@ -221,9 +248,9 @@ func (a *App) loadModel(ctx context.Context, current func() bool, status *widget
 	}
 	var loaded atomic.Bool // a tick's line drawn after the load must not cover the run's own
 	show := func() {
-		text := loadingText("", 0)
-		if stage, started, ok := a.models.Loading(); ok {
-			text = loadingText(stage, time.Since(started))
+		text := loadingText("", 0, [2]int64{})
+		if stage, started, read, ok := a.models.Loading(); ok {
+			text = loadingText(stage, time.Since(started), read)
 		}
 		onUI(func() {
 			if current() && !loaded.Load() {

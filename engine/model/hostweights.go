@@ -30,6 +30,7 @@ type hostWeights struct {
 	advised   map[uintptr]bool
 	ahead     [][]string // layerMatrices of the model (prefetch.go), made on first use
 	populated bool       // every weight is in the process's memory (prefetch.go)
+	tried     bool       // populate has run (once: at the first pass, or ReadWeights)
 }
 
 // HostSource hands the host model its weights as stored. Lookup returns the canonical

@@ -124,6 +124,47 @@ func TestHostPopulatesMapping(t *testing.T) {
 	}
 }
 
+// TestReadWeights: ReadWeights populates the mapping before the first pass, reporting
+// the bytes as it goes up to the total, and the first pass then populates nothing
+// again; stopped after its first tensor it leaves the weights unpopulated, and the
+// first pass reads ahead as without it rather than populating from the start.
+func TestReadWeights(t *testing.T) {
+	cfg, m := mappedTiny(t)
+	defer func(p func([]byte) error, a func() int64) { populatePages, availableMemory = p, a }(populatePages, availableMemory)
+	availableMemory = func() int64 { return 1 << 50 }
+	for _, stopAfter := range []int{-1, 1} {
+		calls := 0
+		populatePages = func(b []byte) error { calls++; return populateBytes(b) }
+		r, err := NewHostRunner(&cfg.Text, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reports [][2]int64
+		r.ReadWeights(func() bool { return stopAfter >= 0 && len(reports) >= stopAfter },
+			func(done, total int64) { reports = append(reports, [2]int64{done, total}) })
+		read := calls
+		if stopAfter < 0 {
+			n := len(reports)
+			if n == 0 || reports[n-1][0] != reports[n-1][1] || !r.weights.populated {
+				t.Fatalf("read %v (populated %v): want every weight's bytes reported up to the total", reports, r.weights.populated)
+			}
+			for i := 1; i < n; i++ {
+				if reports[i][0] <= reports[i-1][0] || reports[i][1] != reports[0][1] {
+					t.Fatalf("reports %v do not rise to one total", reports)
+				}
+			}
+		} else if len(reports) != stopAfter || read != stopAfter || r.weights.populated {
+			t.Fatalf("stopped after %d: %d reports, %d tensors populated, populated %v", stopAfter, len(reports), read, r.weights.populated)
+		}
+		if _, err := r.Encode([]int{3, 4}); err != nil {
+			t.Fatal(err)
+		}
+		if calls != read {
+			t.Errorf("stop after %d: the first pass populated %d more tensors after ReadWeights", stopAfter, calls-read)
+		}
+	}
+}
+
 // sameSpans reports whether got holds exactly want's byte ranges, each once.
 func sameSpans(got, want [][]byte) bool {
 	type span struct{ p, n uintptr }

@@ -48,7 +48,7 @@ func (h *hostModel) prefetchLayer(i int) {
 	}
 	if len(h.w.ahead) != h.cfg.NumHiddenLayers {
 		h.w.ahead = layerMatrices(h.cfg)
-		h.w.populate(h.cfg)
+		h.w.populate(h.cfg, nil, nil)
 	}
 	for _, name := range h.w.ahead[i] {
 		if w, err := h.w.load(name); err == nil && len(w.dims) >= 2 {
@@ -89,8 +89,15 @@ const populateReserve = 2 << 30
 // populateReserve; the weights stay as they are otherwise. A tensor that cannot be
 // read is left to fail where it is used. Each tensor is advised for read-ahead
 // before the one in front of it is populated, so the disk reads the next while the
-// kernel maps the last.
-func (w *hostWeights) populate(cfg *config.Text) {
+// kernel maps the last. It runs once (at the first pass, or earlier by ReadWeights);
+// stop, if not nil, is asked before each tensor and ends it early (the rest then
+// read on first use), and progress, if not nil, hears the bytes populated of the
+// total after each.
+func (w *hostWeights) populate(cfg *config.Text, stop func() bool, progress func(done, total int64)) {
+	if w.tried {
+		return
+	}
+	w.tried = true
 	if _, ok := w.src.(*weights.Mapped); !ok {
 		return
 	}
@@ -111,15 +118,35 @@ func (w *hostWeights) populate(cfg *config.Text) {
 		return
 	}
 	adviseWillNeed(spans[0])
+	var done int64
 	for i, b := range spans {
+		if stop != nil && stop() {
+			return
+		}
 		if i+1 < len(spans) {
 			adviseWillNeed(spans[i+1])
 		}
 		if err := populatePages(b); err != nil {
 			return // the rest are read on first use, as without populate
 		}
+		if done += int64(len(b)); progress != nil {
+			progress(done, total)
+		}
 	}
 	w.populated = true
+}
+
+// ReadWeights brings a mapped checkpoint's weights into memory now (populate: when
+// they fit beside populateReserve), rather than at the first pass, so that a caller
+// can say so while it waits: the 26B's 17 GB take seconds from the page cache and
+// minutes from a hard disk. progress, if not nil, hears the bytes read of the total
+// as they are; stop, if not nil, is asked between tensors and ends the reading early
+// (what is left is read on first use). It does nothing on the graph path, whose
+// weights are on the device already, or when it has run before.
+func (r *Runner) ReadWeights(stop func() bool, progress func(done, total int64)) {
+	if r.weights != nil && r.HostDecoder {
+		r.weights.populate(r.cfg, stop, progress)
+	}
 }
 
 // populatePages and availableMemory are populate's system calls; a test replaces
