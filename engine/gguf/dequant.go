@@ -114,11 +114,23 @@ func (t Type) String() string {
 	return fmt.Sprintf("ggml_type(%d)", uint32(t))
 }
 
-// BlockSize is the number of elements per block (1 for float types).
-func (t Type) BlockSize() int { return t.mustInfo().blockSize }
+// BlockSize is the number of elements per block (1 for float types; 0 for a type this
+// package does not know).
+func (t Type) BlockSize() int {
+	if uint64(t) < uint64(len(types)) { // one field, not info's copy of the whole entry:
+		return types[t].blockSize // the kernels ask for every row they pack
+	}
+	return 0
+}
 
-// BlockBytes is the number of bytes per block.
-func (t Type) BlockBytes() int { return t.mustInfo().typeSize }
+// BlockBytes is the number of bytes per block (0 for a type this package does not
+// know).
+func (t Type) BlockBytes() int {
+	if uint64(t) < uint64(len(types)) {
+		return types[t].typeSize
+	}
+	return 0
+}
 
 // Supported reports whether Darkroom can dequantize the type.
 func (t Type) Supported() bool {
