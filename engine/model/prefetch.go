@@ -12,9 +12,11 @@ import (
 // one page fault at a time while the cores wait. An AR token of a mixture of experts
 // touches experts no token touched before for a long while (the 26B with a random
 // router: tokens 19–34 faulted ~2,500 times each, on ~0.16 GB of new pages), so
-// at its first pass the host model maps every weight of a mapped checkpoint into the
-// process at once (populate: MADV_POPULATE_READ, the disk read in large requests) —
-// what llama.cpp's MAP_POPULATE does — when the weights fit in the memory available.
+// the host model maps every weight of a mapped checkpoint into the process at once
+// (populate: MADV_POPULATE_READ, the disk read in large requests) — what llama.cpp's
+// MAP_POPULATE does — when the weights fit in the memory available: as the engine
+// loads the model (Runner.ReadWeights, its bytes counted for the screen waiting on
+// it), else at its first pass.
 // Otherwise, and where the weights cannot be populated, it tells the kernel what it is
 // about to multiply instead: the next layer's attention, MLP and router matrices while
 // it computes this one, and a layer's routed experts as soon as the router has chosen
