@@ -113,16 +113,24 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestOpen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "m.gguf")
-	if err := os.WriteFile(path, sample(t, 0), 0o644); err != nil {
+// openSample writes sample(t, alignment) to a file and opens it (Open), closed when
+// the test ends; path is the file's.
+func openSample(t *testing.T, alignment int) (f *File, path string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "m.gguf")
+	if err := os.WriteFile(path, sample(t, alignment), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
+	return f, path
+}
+
+func TestOpen(t *testing.T) {
+	f, _ := openSample(t, 0)
 	b, _ := f.Lookup("b.weight")
 	if v, err := f.Float32(b, 0, -1); err != nil || len(v) != 64 {
 		t.Fatalf("b.weight: %d values, %v", len(v), err)
@@ -137,15 +145,7 @@ func TestOpen(t *testing.T) {
 // refuses rows out of range; without a mapping (Parse, or after Close) it declines, so
 // callers read instead.
 func TestView(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "m.gguf")
-	if err := os.WriteFile(path, sample(t, 64), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := openSample(t, 64)
 	mapped := runtime.GOOS != "windows" // mapfile maps on Unix only
 	for _, ti := range f.Tensors {
 		for _, rows := range [][2]int64{{0, -1}, {1, 1}, {0, 1}, {1, 0}} {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
@@ -88,6 +89,20 @@ func int8G32(vals []float32) []float32 {
 	return out
 }
 
+// mapGGUF writes ggufConfig's random GGUF file (split: its gate and up experts apart)
+// and maps it (weights.Map), closed when the test ends.
+func mapGGUF(t *testing.T, split bool) (*config.Model, *ggufFixture, *weights.Mapped) {
+	t.Helper()
+	cfg := ggufConfig()
+	fx := writeGGUF(t, t.TempDir(), cfg, split, nil)
+	m, ok, err := weights.Map(filepath.Dir(fx.path), cfg)
+	if err != nil || !ok {
+		t.Fatalf("Map = %v, %v", ok, err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return cfg, fx, m
+}
+
 // TestGGUFStoredOnHost: a GGUF file read by weights.Map keeps each matrix in its GGUF
 // type (Q4_K, Q5_K, Q8_0, Q4_0, Q4_1, Q5_1, Q5_0; split gate and up experts
 // interleaved), but Q6_K (weights.HostHeld) as int8 with a scale per 32,
@@ -97,13 +112,7 @@ func int8G32(vals []float32) []float32 {
 func TestGGUFStoredOnHost(t *testing.T) {
 	defer kernels.SetIntProducts(kernels.SetIntProducts(false)) // the float32 path, within its rounding (engine/kernels TestMulNTInt: the integer one)
 	for _, split := range []bool{false, true} {
-		cfg := ggufConfig()
-		fx := writeGGUF(t, t.TempDir(), cfg, split, nil)
-		m, ok, err := weights.Map(filepath.Dir(fx.path), cfg)
-		if err != nil || !ok {
-			t.Fatalf("Map = %v, %v", ok, err)
-		}
-		defer m.Close()
+		cfg, fx, m := mapGGUF(t, split)
 		stored := map[string][]float32{}
 		converted := 0
 		for _, sp := range weights.Specs(cfg) {
@@ -163,13 +172,7 @@ func TestGGUFStoredInPlace(t *testing.T) {
 		t.Skip("GGUF files are read, not mapped, on Windows")
 	}
 	for _, split := range []bool{false, true} {
-		cfg := ggufConfig()
-		fx := writeGGUF(t, t.TempDir(), cfg, split, nil)
-		m, ok, err := weights.Map(filepath.Dir(fx.path), cfg)
-		if err != nil || !ok {
-			t.Fatalf("Map = %v, %v", ok, err)
-		}
-		defer m.Close()
+		cfg, fx, m := mapGGUF(t, split)
 		held := map[string]weights.Stored{}
 		for _, sp := range weights.Specs(cfg) {
 			s, _, ok, err := m.Lookup(sp.Name)
