@@ -67,11 +67,12 @@ type Options struct {
 	// Progress, if set, is called as loading moves through its stages
 	// ("config", "tokenizer", "weights", "backend", "model", "read", "ready").
 	Progress func(stage string)
-	// ReadProgress, if set, hears the bytes of weights read into memory so far of the
-	// total during the "read" stage (model.Runner.ReadWeights: a checkpoint mapped for
-	// the host path, read before the first pass instead of during it), which on a
-	// hard disk takes minutes for the 26B.
-	ReadProgress func(done, total int64)
+	// WeightsProgress, if set, hears the bytes of weights done so far of their total
+	// in the two stages that can take minutes for the 26B: "model" on the graph path
+	// (a mapped checkpoint copied out, a GGUF file converted: weights.Mapped.Set, its
+	// stored bytes counted) and "read" on the host path (a mapped checkpoint read into
+	// memory before the first pass instead of during it: model.Runner.ReadWeights).
+	WeightsProgress func(done, total int64)
 	// InGraph runs generation in GoMLX graphs even on the pure-Go backend. By
 	// default the pure-Go backend runs every model on the host (see engine/model's
 	// HostDecoder), its weights multiplied in their stored format and, for a
@@ -176,7 +177,7 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 		be.Finalize()
 		return nil, err
 	}
-	run, path, release, err := newModelRunner(be, cfg, w, opts.InGraph)
+	run, path, release, err := newModelRunner(be, cfg, w, opts.InGraph, opts.WeightsProgress)
 	if err != nil {
 		be.Finalize()
 		return nil, fmt.Errorf("load %s: %w", src, err)
@@ -193,7 +194,7 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 			e.Close()
 			return nil, err
 		}
-		mr.r.ReadWeights(func() bool { return ctx.Err() != nil }, opts.ReadProgress)
+		mr.r.ReadWeights(func() bool { return ctx.Err() != nil }, opts.WeightsProgress)
 	}
 	if err := stage("ready"); err != nil {
 		e.Close()

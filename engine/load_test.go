@@ -32,10 +32,16 @@ func loadGo(t *testing.T, dir string, inGraph bool) *Engine {
 func TestLoadAndGenerateTinyModel(t *testing.T) {
 	dir := writeTinyModel(t)
 	var stages []string
-	var read [][2]int64 // ReadProgress's reports: the mapped weights read before the first pass
-	e, err := Load(context.Background(), Dir(dir), Options{Backend: "go",
-		Progress:     func(s string) { stages = append(stages, s) },
-		ReadProgress: func(done, total int64) { read = append(read, [2]int64{done, total}) }})
+	counted := map[string][][2]int64{} // WeightsProgress's reports, by the stage they came in
+	opts := func(inGraph bool) Options {
+		return Options{Backend: "go", InGraph: inGraph,
+			Progress: func(s string) { stages = append(stages, s) },
+			WeightsProgress: func(done, total int64) {
+				st := stages[len(stages)-1]
+				counted[st] = append(counted[st], [2]int64{done, total})
+			}}
+	}
+	e, err := Load(context.Background(), Dir(dir), opts(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +52,21 @@ func TestLoadAndGenerateTinyModel(t *testing.T) {
 	if !slices.Equal(stages, []string{"config", "tokenizer", "weights", "backend", "model", "read", "ready"}) {
 		t.Errorf("progress stages %v", stages)
 	}
-	if n := len(read); n < 2 || read[n-1][0] != read[n-1][1] || read[0][0] <= 0 || read[0][0] > read[n-1][0] {
-		t.Errorf("weights read %v: want rising counts that end at the total", read)
+	// The host path reads the mapped weights into memory before the first pass; the
+	// graph path copies them out of the mapping as the model stage puts them in place.
+	checkCounts(t, "host path, read", counted["read"])
+	if len(counted) != 1 {
+		t.Errorf("weights counted in the stages %v, want the read only", counted)
+	}
+	clear(counted)
+	g, err := Load(context.Background(), Dir(dir), opts(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	checkCounts(t, "graph path, model", counted["model"])
+	if len(counted) != 1 {
+		t.Errorf("graph path: weights counted in the stages %v, want the model only", counted)
 	}
 	if d := e.GenerationDefaults(); d.MaxNewTokens != 32 || d.MaxSteps != 6 || d.TMax != 0.8 {
 		t.Errorf("defaults %+v", d)
@@ -213,6 +232,22 @@ func TestGuidanceOnTheTinyModel(t *testing.T) {
 		}
 		if c.Guided == 0 && c.GuidanceRounds > 1 {
 			t.Errorf("graph %v: %d rounds changed nothing (a round that changes nothing is the last)", inGraph, c.GuidanceRounds)
+		}
+	}
+}
+
+// checkCounts holds a load's weight counts to rising ones that end at their total.
+func checkCounts(t *testing.T, what string, c [][2]int64) {
+	t.Helper()
+	n := len(c)
+	if n < 2 || c[n-1][0] != c[n-1][1] || c[0][0] <= 0 {
+		t.Errorf("%s: weights counted %v, want rising counts that end at the total", what, c)
+		return
+	}
+	for i := 1; i < n; i++ {
+		if c[i][0] <= c[i-1][0] || c[i][1] != c[0][1] {
+			t.Errorf("%s: weights counted %v, want rising counts of one total", what, c)
+			return
 		}
 	}
 }

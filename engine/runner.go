@@ -34,8 +34,9 @@ func (w loadedWeights) close() {
 // newModelRunner prepares the runner: on the pure-Go backend (unless inGraph) a mapped
 // checkpoint runs on the host straight from its mapping (model.NewHostRunner);
 // otherwise the weights go into a fresh GoMLX context on b (a mapped checkpoint copied
-// out and unmapped). release frees the KV cache (and the mapping).
-func newModelRunner(b backends.Backend, cfg *config.Model, w loadedWeights, inGraph bool) (runner, string, func(), error) {
+// out, converted where it is a GGUF file, and unmapped: progress, if not nil, hears
+// the stored bytes done of the total). release frees the KV cache (and the mapping).
+func newModelRunner(b backends.Backend, cfg *config.Model, w loadedWeights, inGraph bool, progress func(done, total int64)) (runner, string, func(), error) {
 	if w.mapped != nil && !inGraph && model.IsPureGo(b) {
 		r, err := model.NewHostRunner(&cfg.Text, w.mapped)
 		if err != nil {
@@ -50,7 +51,7 @@ func newModelRunner(b backends.Backend, cfg *config.Model, w loadedWeights, inGr
 	set := w.set
 	if w.mapped != nil {
 		var err error
-		set, err = w.mapped.Set()
+		set, err = w.mapped.Set(progress)
 		w.close()
 		if err != nil {
 			return nil, "", nil, err

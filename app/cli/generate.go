@@ -144,10 +144,10 @@ func loadEngine(ctx context.Context, env *Env, src engine.Source, opts engine.Op
 		return hw.Detect(dctx, "")
 	})
 	notes := io.Writer(env.Stderr)
-	if opts.ReadProgress == nil {
-		r := newReadNotes(env.Stderr) // its lines and whileNoting's, from two goroutines, one at a time
+	if opts.WeightsProgress == nil && opts.Progress == nil {
+		r := newWeightNotes(env.Stderr) // its lines and whileNoting's, from two goroutines, one at a time
 		defer r.end()
-		notes, opts.ReadProgress = r, r.report
+		notes, opts.Progress, opts.WeightsProgress = r, r.stage, r.report
 	}
 	whileNoting(notes, "Loading "+src.String()+"…", func() { e, err = engine.Load(ctx, src, opts) })
 	if err != nil {
@@ -159,23 +159,29 @@ func loadEngine(ctx context.Context, env *Env, src engine.Source, opts engine.Op
 	return e, nil
 }
 
-// readNotes says how much of a model's weights a load has read into memory
-// (engine.Options.ReadProgress) — from a hard disk the 26B's take minutes — on w,
-// under the load's own note (whileNoting writes it through Write): a line redrawn in
-// place on a terminal, a line every few seconds otherwise (logs), nothing for a read
-// done within noteAfter (the built-in model, a model in the page cache).
-type readNotes struct {
+// weightNotes says how far a load has got with the model's weights
+// (engine.Options.WeightsProgress: a GGUF converted for the GPU, a mapped checkpoint
+// read into memory — from a hard disk the 26B's take minutes) on w, under the load's
+// own note (whileNoting writes it through Write): a line redrawn in place on a
+// terminal, a line every few seconds otherwise (logs), nothing for a load done within
+// noteAfter (the built-in model, a model in the page cache).
+type weightNotes struct {
 	w           io.Writer
 	tty         bool
 	mu          sync.Mutex // the writes to w: report's, and Write's from whileNoting's goroutine
 	start, last time.Time
+	doing       string // what the stage does with the weights (weightStages), "" for none
 	noted       bool   // the load's note is written: the counts follow it
 	pending     string // the last count, held until the note is written
 	drawn       bool   // a count is drawn in place on the terminal's last line
 }
 
-func newReadNotes(w io.Writer) *readNotes {
-	r := &readNotes{w: w, start: time.Now()}
+// weightStages are the load's stages that count the weights (engine.Options), as the
+// counts say them.
+var weightStages = map[string]string{"model": "Putting the weights in place", "read": "Reading the weights into memory"}
+
+func newWeightNotes(w io.Writer) *weightNotes {
+	r := &weightNotes{w: w, start: time.Now()}
 	if f, ok := w.(*os.File); ok {
 		r.tty = term.IsTerminal(int(f.Fd()))
 	}
@@ -183,7 +189,7 @@ func newReadNotes(w io.Writer) *readNotes {
 }
 
 // Write writes the load's note (p) to w, then the count held for it.
-func (r *readNotes) Write(p []byte) (int, error) {
+func (r *weightNotes) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.clear()
@@ -196,9 +202,20 @@ func (r *readNotes) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (r *readNotes) report(done, total int64) {
+// stage is the load's stage reporter (engine.Options.Progress): the counts that
+// follow are that stage's.
+func (r *weightNotes) stage(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.doing, r.last = weightStages[s], time.Time{}
+}
+
+func (r *weightNotes) report(done, total int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.doing == "" {
+		return
+	}
 	interval := 5 * time.Second
 	if r.tty {
 		interval = 200 * time.Millisecond
@@ -208,7 +225,7 @@ func (r *readNotes) report(done, total int64) {
 		return
 	}
 	r.last = now
-	line := fmt.Sprintf("Reading the weights into memory: %s of %s", store.FormatBytes(done), store.FormatBytes(total))
+	line := fmt.Sprintf("%s: %s of %s", r.doing, store.FormatBytes(done), store.FormatBytes(total))
 	if !r.noted {
 		r.pending = line
 		return
@@ -217,7 +234,7 @@ func (r *readNotes) report(done, total int64) {
 }
 
 // show writes a count: in place on a terminal, as a line otherwise.
-func (r *readNotes) show(line string) {
+func (r *weightNotes) show(line string) {
 	if r.tty {
 		fmt.Fprint(r.w, "\r\033[K"+line)
 		r.drawn = true
@@ -227,7 +244,7 @@ func (r *readNotes) show(line string) {
 }
 
 // clear erases a count drawn in place.
-func (r *readNotes) clear() {
+func (r *weightNotes) clear() {
 	if r.drawn {
 		fmt.Fprint(r.w, "\r\033[K")
 		r.drawn = false
@@ -235,7 +252,7 @@ func (r *readNotes) clear() {
 }
 
 // end erases the last count drawn in place, once the load is over.
-func (r *readNotes) end() {
+func (r *weightNotes) end() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.clear()

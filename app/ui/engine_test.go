@@ -97,50 +97,51 @@ func (m stepPaced) Generate(ctx context.Context, req engine.Request) (*engine.Re
 
 // TestLoadingSaysWhereItIs: while the model loads, the status line names the
 // stage the loader reports (LoadStage) and counts the seconds — a 26B's load
-// said only "Loading the model…" for tens of seconds — and while its weights are
-// read into memory, how much of them (LoadRead); the page's own line takes over
-// once it has loaded.
+// said only "Loading the model…" for tens of seconds — and where a stage counts its
+// weights (LoadBytes: converted for the GPU, read into memory), how far it has got,
+// each stage its own count; the page's own line takes over once it has loaded.
 func TestLoadingSaysWhereItIs(t *testing.T) {
 	dir := t.TempDir()
 	st, _ := settings.Open(filepath.Join(dir, "settings.json"))
 	st.Update(func(v *settings.Values) { v.FirstRunDone = true })
-	atWeights, atRead, next, release := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	// The loader goes through steps, each then waiting for the test to read the line.
+	steps := []func(ctx context.Context){
+		func(ctx context.Context) { LoadStage(ctx)("config"); LoadStage(ctx)("weights") },
+		func(ctx context.Context) { LoadStage(ctx)("model"); LoadBytes(ctx)(2_000_000_000, 16_800_000_000) },
+		func(ctx context.Context) { LoadStage(ctx)("read") },
+		func(ctx context.Context) { LoadBytes(ctx)(4_200_000_000, 16_800_000_000) },
+	}
+	wants := []string{
+		"Loading the model: opening its weights · ",
+		"Loading the model: putting its weights in place, 2.0 GB of 16.8 GB · ",
+		"Loading the model: reading its weights into memory · ", // the model stage's count is not the read's
+		"Loading the model: reading its weights into memory, 4.2 GB of 16.8 GB · ",
+	}
+	reached, next := make(chan struct{}), make(chan struct{})
 	loader := LoaderFunc(func(ctx context.Context) (Model, error) {
-		stage := LoadStage(ctx)
-		stage("config")
-		stage("weights")
-		close(atWeights)
-		<-next
-		stage("read")
-		LoadRead(ctx)(4_200_000_000, 16_800_000_000)
-		close(atRead)
-		<-release
-		stage("ready")
+		for _, step := range steps {
+			step(ctx)
+			reached <- struct{}{}
+			<-next
+		}
+		LoadStage(ctx)("ready")
 		return &fakeModel{answers: wikiAnswers}, nil
 	})
 	a := newApp(test.NewTempApp(t), test.NewTempWindow(t, nil), Deps{Settings: st, Loader: loader})
 	defer a.shutdown()
 	e := a.Encyclopedia
 	asUI(func() { e.Navigate("Unix") })
-	<-atWeights
 	status := func() string { return uiRead(func() string { return e.status.Text }) }
-	deadline := time.Now().Add(3 * time.Second)
-	for !strings.HasPrefix(status(), "Loading the model: opening its weights · ") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	for _, want := range wants {
+		<-reached
+		for deadline := time.Now().Add(3 * time.Second); !strings.HasPrefix(status(), want) && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if got := status(); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, " s") {
+			t.Errorf("the status says %q, want %q…", got, want)
+		}
+		next <- struct{}{}
 	}
-	if got := status(); !strings.HasPrefix(got, "Loading the model: opening its weights · ") || !strings.HasSuffix(got, " s") {
-		t.Errorf("while the weights load the status says %q", got)
-	}
-	close(next)
-	<-atRead
-	const reading = "Loading the model: reading its weights into memory, 4.2 GB of 16.8 GB · "
-	for deadline := time.Now().Add(3 * time.Second); !strings.HasPrefix(status(), reading) && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if got := status(); !strings.HasPrefix(got, reading) {
-		t.Errorf("while the weights are read the status says %q", got)
-	}
-	close(release)
 	e.run.Wait()
 	time.Sleep(600 * time.Millisecond) // a tick after the load must not cover the page's line
 	if got := status(); !strings.HasPrefix(got, "Done") {

@@ -83,22 +83,22 @@ func LoadStage(ctx context.Context) func(stage string) {
 	return func(string) {}
 }
 
-// LoadRead is the function a Loader calls with ctx as the model's weights are read
-// into memory (engine.Options.ReadProgress: bytes done of the total, in the "read"
-// stage), so that the status line counts them (loadingText); it does nothing where
-// ctx carries none.
-func LoadRead(ctx context.Context) func(done, total int64) {
-	if f, ok := ctx.Value(loadReadKey{}).(func(done, total int64)); ok {
+// LoadBytes is the function a Loader calls with ctx as the model's weights are done
+// in a stage that takes a while (engine.Options.WeightsProgress: bytes done of the
+// total — converted for the GPU in "model", read into memory in "read"), so that the
+// status line counts them (loadingText); it does nothing where ctx carries none.
+func LoadBytes(ctx context.Context) func(done, total int64) {
+	if f, ok := ctx.Value(loadBytesKey{}).(func(done, total int64)); ok {
 		return f
 	}
 	return func(int64, int64) {}
 }
 
-// loadStageKey and loadReadKey carry a load's stage and byte reporters in its
+// loadStageKey and loadBytesKey carry a load's stage and byte reporters in its
 // context, as net/http/httptrace carries its hooks.
 type (
 	loadStageKey struct{}
-	loadReadKey  struct{}
+	loadBytesKey struct{}
 )
 
 // LoaderFunc adapts a function to Loader.
@@ -123,7 +123,7 @@ type loadAttempt struct {
 	err     error
 	started time.Time
 	stage   string   // the last stage the loader reported (LoadStage), under the host's mu
-	read    [2]int64 // the bytes of weights read and their total (LoadRead), under mu
+	bytes   [2]int64 // the stage's bytes of weights done and their total (LoadBytes), under mu
 }
 
 func newModelHost(l Loader) *modelHost { return &modelHost{loader: l} }
@@ -148,12 +148,12 @@ func (h *modelHost) Get(ctx context.Context) (Model, error) {
 		go func() {
 			ctx := context.WithValue(context.Background(), loadStageKey{}, func(stage string) {
 				h.mu.Lock()
-				a.stage = stage
+				a.stage, a.bytes = stage, [2]int64{} // a stage's counts are its own
 				h.mu.Unlock()
 			})
-			ctx = context.WithValue(ctx, loadReadKey{}, func(done, total int64) {
+			ctx = context.WithValue(ctx, loadBytesKey{}, func(done, total int64) {
 				h.mu.Lock()
-				a.read = [2]int64{done, total}
+				a.bytes = [2]int64{done, total}
 				h.mu.Unlock()
 			})
 			m, err := h.loader.Load(ctx)
@@ -181,30 +181,30 @@ func (h *modelHost) Get(ctx context.Context) (Model, error) {
 }
 
 // Loading reports the load in flight: the stage it is at (LoadStage; "" before
-// the first), when it started and the bytes of weights read of their total
-// (LoadRead; zeros before any); ok is false where none is.
-func (h *modelHost) Loading() (stage string, started time.Time, read [2]int64, ok bool) {
+// the first), when it started and the stage's bytes of weights done of their total
+// (LoadBytes; zeros before any); ok is false where none is.
+func (h *modelHost) Loading() (stage string, started time.Time, bytes [2]int64, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.loading == nil {
-		return "", time.Time{}, read, false
+		return "", time.Time{}, bytes, false
 	}
-	return h.loading.stage, h.loading.started, h.loading.read, true
+	return h.loading.stage, h.loading.started, h.loading.bytes, true
 }
 
 // loadingText is the status line while the model loads: the stage it is at,
-// in words, the weights read of their total in the "read" stage, and the seconds
-// so far, so that a 26B's tens of seconds (minutes, from a hard disk) read as work
-// going on ("Loading the model: reading its weights into memory, 4.2 of 16.8 GB ·
-// 12 s").
-func loadingText(stage string, since time.Duration, read [2]int64) string {
+// in words, the stage's weights done of their total where it counts them, and the
+// seconds so far, so that a 26B's tens of seconds (minutes, from a hard disk) read as
+// work going on ("Loading the model: reading its weights into memory, 4.2 GB of 16.8
+// GB · 12 s").
+func loadingText(stage string, since time.Duration, bytes [2]int64) string {
 	words := loadStageWords[stage]
 	s := "Loading the model"
 	if words != "" {
 		s += ": " + words
 	}
-	if stage == "read" && read[1] > 0 {
-		s += fmt.Sprintf(", %s of %s", formatBytes(read[0]), formatBytes(read[1]))
+	if bytes[1] > 0 {
+		s += fmt.Sprintf(", %s of %s", formatBytes(bytes[0]), formatBytes(bytes[1]))
 	}
 	if secs := int(since.Seconds()); secs >= 1 {
 		return fmt.Sprintf("%s · %d s", s, secs)
@@ -249,8 +249,8 @@ func (a *App) loadModel(ctx context.Context, current func() bool, status *widget
 	var loaded atomic.Bool // a tick's line drawn after the load must not cover the run's own
 	show := func() {
 		text := loadingText("", 0, [2]int64{})
-		if stage, started, read, ok := a.models.Loading(); ok {
-			text = loadingText(stage, time.Since(started), read)
+		if stage, started, bytes, ok := a.models.Loading(); ok {
+			text = loadingText(stage, time.Since(started), bytes)
 		}
 		onUI(func() {
 			if current() && !loaded.Load() {

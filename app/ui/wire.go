@@ -102,7 +102,7 @@ func wireEngine(d *Deps) {
 			}
 			return info
 		})
-		e, err := engine.Load(ctx, src, engine.Options{Backend: spec, Progress: stage, ReadProgress: LoadRead(ctx)})
+		e, err := engine.Load(ctx, src, engine.Options{Backend: spec, Progress: stage, WeightsProgress: LoadBytes(ctx)})
 		if err != nil {
 			return nil, err
 		}

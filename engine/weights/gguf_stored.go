@@ -9,7 +9,6 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/safetensors"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
 // openGGUFStored opens the GGUF model file at path for cfg, to be read as stored by
@@ -163,17 +162,4 @@ func f32Bytes(v []float32) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
-}
-
-// ggufSet converts the GGUF file into a Set as LoadGGUF does (the graph path), after
-// dropping the tensors read as stored, so the two copies never coexist.
-func (m *Mapped) ggufSet() (*Set, error) {
-	clear(m.tensors)
-	s, err := collect(func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
-		return EachFromGGUF(m.gf, m.cfg, fn)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("load weights: %w", err)
-	}
-	return s, nil
 }

@@ -215,3 +215,30 @@ func TestGGUFStoredInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestGGUFSetProgress: converting a GGUF for the graph path (Mapped.Set) counts the
+// file's bytes of each weight once it is converted, up to all of the weight table's
+// (split gate and up experts: both parts at once).
+func TestGGUFSetProgress(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		cfg, fx, m := mapGGUF(t, split)
+		f, err := gguf.Open(fx.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var total int64 // the weight table's tensors in the file (rope_freqs is not one)
+		for _, sp := range weights.Specs(cfg) {
+			for _, name := range append([]string{sp.GGUF}, sp.GGUFSplit...) {
+				if ti, ok := f.Lookup(name); ok {
+					total += int64(ti.Size)
+				}
+			}
+		}
+		f.Close()
+		var reports [][2]int64
+		if _, err := m.Set(func(done, all int64) { reports = append(reports, [2]int64{done, all}) }); err != nil {
+			t.Fatal(err)
+		}
+		weights.CheckProgress(t, reports, total)
+	}
+}

@@ -2,12 +2,14 @@ package weights
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/safetensors"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
 // Mapped is a checkpoint's tensors in their stored format for the host model, which
@@ -133,15 +135,67 @@ func (m *Mapped) Lookup(name string) (Stored, any, bool, error) {
 func (m *Mapped) Bytes() int64 { return m.bytes }
 
 // Set reads the tensors into a Set (copies, for the graph path: a GGUF file is
-// converted as LoadGGUF converts it); the mapping stays open.
-func (m *Mapped) Set() (*Set, error) {
+// converted as LoadGGUF converts it); the mapping stays open. progress, if not nil,
+// hears the stored bytes of the tensors done so far of all of theirs, after each
+// (the 26B's GGUF takes a minute to convert on a small PC).
+func (m *Mapped) Set(progress func(done, total int64)) (*Set, error) {
 	if m.tensors == nil {
 		return nil, fmt.Errorf("load weights: the checkpoint is closed")
 	}
-	if m.gf != nil {
-		return m.ggufSet()
+	sizes := m.sourceSizes()
+	var total, done int64
+	for _, n := range sizes {
+		total += n
 	}
-	return FromCheckpoint(m.ck, m.cfg)
+	counted := map[string]bool{}
+	stream := func(each func(fn func(string, *tensors.Tensor, *quant.Spec) error) error) (*Set, error) {
+		return collect(func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
+			return each(func(name string, t *tensors.Tensor, q *quant.Spec) error {
+				if err := fn(name, t, q); err != nil {
+					return err
+				}
+				base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, quant.WeightSuffix), quant.ScaleSuffix), quant.MinSuffix)
+				if progress != nil && !counted[base] {
+					counted[base] = true
+					done += sizes[base]
+					progress(done, total)
+				}
+				return nil
+			})
+		})
+	}
+	if m.gf != nil {
+		clear(m.tensors) // the tensors read as stored go first, so the two copies never coexist
+		s, err := stream(func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
+			return EachFromGGUF(m.gf, m.cfg, fn)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("load weights: %w", err)
+		}
+		return s, nil
+	}
+	return stream(func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
+		return EachFromCheckpoint(m.ck, m.cfg, fn)
+	})
+}
+
+// sourceSizes is each canonical tensor's stored bytes in the file(s): a safetensors
+// tensor's data (and its scales and minimums), a GGUF tensor's blocks (both parts of
+// split gate and up experts).
+func (m *Mapped) sourceSizes() map[string]int64 {
+	sizes := map[string]int64{}
+	if m.gf != nil {
+		for name, p := range m.plans {
+			for _, t := range p.parts {
+				sizes[name] += int64(t.Size)
+			}
+		}
+		return sizes
+	}
+	for name, s := range m.tensors {
+		sizes[name] = s.Bytes()
+	}
+	return sizes
 }
 
 // Close unmaps the files (or drops a GGUF file's tensors); the Stored views become

@@ -83,10 +83,12 @@ func TestMapHoldsTheStoredBytes(t *testing.T) {
 			if _, _, ok, _ := m.Lookup("layers.99.mlp.gate_proj.weight"); ok {
 				t.Error("a weight the model does not have was found")
 			}
-			set, err := m.Set()
+			var reports [][2]int64
+			set, err := m.Set(func(done, total int64) { reports = append(reports, [2]int64{done, total}) })
 			if err != nil || set.Bytes() != want.Bytes() {
 				t.Errorf("Set() = %v bytes, %v", set, err)
 			}
+			CheckProgress(t, reports, m.Bytes())
 			m.Close()
 			if _, _, _, err := m.Lookup(Specs(lc)[0].Name); err == nil {
 				t.Error("Lookup after Close: no error")
@@ -203,5 +205,20 @@ func TestMapIsNotRead(t *testing.T) {
 	t.Logf("stored %.1f MB; the heap grew by %.2f MB mapping it", float64(stored)/1e6, float64(grown)/1e6)
 	if grown > stored/20 {
 		t.Errorf("mapping grew the heap by %d bytes for %d stored", grown, stored)
+	}
+}
+
+// CheckProgress holds Mapped.Set's reports to rising counts that end at total, one a
+// tensor at most (exported for the package's external tests).
+func CheckProgress(t *testing.T, reports [][2]int64, total int64) {
+	t.Helper()
+	n := len(reports)
+	if n < 2 || reports[n-1] != [2]int64{total, total} {
+		t.Fatalf("progress %v: want rising counts ending at %d of %d", reports, total, total)
+	}
+	for i := 1; i < n; i++ {
+		if reports[i][0] <= reports[i-1][0] || reports[i][1] != total {
+			t.Fatalf("progress %v does not rise to one total", reports)
+		}
 	}
 }
