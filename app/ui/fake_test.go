@@ -41,6 +41,8 @@ type fakeModel struct {
 	leads *assets.Leads
 	// mode is ModelInfo.Mode (zero: diffusion, with no reason).
 	mode speed.Choice
+	// onClose, if set, is called by Close.
+	onClose func()
 	// backend and fallback are ModelInfo's ("" backend: "fake").
 	backend, fallback string
 	// answerTokens is ModelInfo.AnswerTokens.
@@ -78,7 +80,12 @@ func (f *fakeModel) Info() ModelInfo {
 	return ModelInfo{Name: miniName, Builtin: true, Backend: cmp.Or(f.backend, "fake"), Defaults: engine.Sampling{MaxSteps: stepsPerCanvas, TMin: 0.4, TMax: 0.8},
 		Leads: f.leads, Mode: f.mode, Fallback: f.fallback, AnswerTokens: f.answerTokens}
 }
-func (f *fakeModel) Close() error { return nil }
+func (f *fakeModel) Close() error {
+	if f.onClose != nil {
+		f.onClose()
+	}
+	return nil
+}
 
 func (f *fakeModel) Calls() []*fakeCall {
 	f.mu.Lock()

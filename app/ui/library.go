@@ -368,6 +368,7 @@ func (l *LibraryScreen) startMove(p store.MovePlan) {
 	l.sayMove(moving, widget.MediumImportance, p.Copy > 0)
 	lib := l.app.deps.Library
 	go func() {
+		l.app.unloadModels() // the model in use lets its files go (modelHost.Unload); the next page loads it from the new folder
 		var shown time.Time
 		err := lib.MoveStore(ctx, p.To, func(done, total int64) {
 			if time.Since(shown) < 100*time.Millisecond && done < total {
@@ -822,11 +823,22 @@ func (l *LibraryScreen) setButtons(c *libraryCard, state string) {
 			bs = append(bs, widget.NewLabelWithStyle("Active", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 		}
 		if state == "ready" {
+			active := c.entry.Active
 			bs = append(bs, confirmed("Delete", theme.DeleteIcon(), "Delete "+c.entry.Title+"?",
 				func() string {
 					return "Its files will be removed from this computer; using it again means downloading it again."
 				},
-				"Delete", "Keep it", func() error { return lib.Delete(name) }))
+				"Delete", "Keep it", func() error {
+					if !active {
+						return lib.Delete(name)
+					}
+					// The model in use lets its files go first (modelHost.Unload), and the
+					// screens then use the one the Library falls back to.
+					l.app.unloadModels()
+					err := lib.Delete(name)
+					onUI(l.app.modelChanged)
+					return err
+				}))
 		}
 	case "converting":
 		bs = append(bs, widget.NewLabel("Converting to "+c.profile.Selected+" on this PC…"))
@@ -1010,6 +1022,14 @@ func formatBytesPrec(n int64, digits int) string {
 }
 
 // modelChanged reloads the shared model after the active model changed.
+// unloadModels closes the loaded model instances (the screens' and the Race's second)
+// and waits for them, before their files are deleted or moved (modelHost.Unload). Not
+// on the UI goroutine.
+func (a *App) unloadModels() {
+	a.models.Unload()
+	a.Race.second.Unload()
+}
+
 func (a *App) modelChanged() {
 	a.models.Reset()
 	a.refreshNotices()

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,6 +85,51 @@ func TestLibraryDownloadKeepsRoomForTheConversion(t *testing.T) {
 	selectProfile(card(), "bf16")
 	tapButton(t, card().buttons, "Download")
 	waitFor(t, "the bf16 download", func() bool { return state() == "ready" })
+}
+
+// TestLibraryDeleteLetsTheModelInUseGo: deleting the model in use closes it first,
+// while its files are still there (on Windows a file a process holds open cannot be
+// deleted — a loaded GGUF's is — and a mapped file's disk space stays taken until it
+// is unmapped), and the screens then load the model the Library falls back to.
+func TestLibraryDeleteLetsTheModelInUseGo(t *testing.T) {
+	a, lib := tinyHubLibrary(t)
+	mgr := lib.m
+	var closes []bool // per Close: whether the model's folder was still there
+	folder := func() bool {
+		m, _ := filepath.Glob(filepath.Join(mgr.StorePath(), "*", "model.safetensors"))
+		return len(m) > 0
+	}
+	a.models.loader = LoaderFunc(func(context.Context) (Model, error) {
+		return &fakeModel{answers: wikiAnswers, onClose: func() { closes = append(closes, folder()) }}, nil
+	})
+	l := a.Library
+	card, state := dgCard(l)
+	waitFor(t, "the catalog", func() bool { return card() != nil })
+	selectProfile(card(), "bf16")
+	tapButton(t, card().buttons, "Download")
+	waitFor(t, "the download", func() bool { return state() == "ready" })
+	tapButton(t, card().buttons, "Use")
+	waitFor(t, "the model to be active", func() bool {
+		active, _ := mgr.Active()
+		c := card()
+		return active != "" && c != nil && uiRead(func() bool { return c.entry.Active })
+	})
+	if _, err := a.models.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	closes = nil // Use's own reset closed the model loaded before
+	tapButton(t, card().buttons, "Delete")
+	tap(dialogButton(a.win, "Delete"))
+	waitFor(t, "the model to be deleted", func() bool { return state() == "available" })
+	if len(closes) != 1 || !closes[0] {
+		t.Errorf("closes %v: want the model in use closed once, before its files went", closes)
+	}
+	if folder() {
+		t.Error("the model's files are still there")
+	}
+	if a.models.Loaded() != nil {
+		t.Error("a model is still loaded after the one in use was deleted")
+	}
 }
 
 // TestLibraryConvertsAfterTheDownload: a model downloaded as published (bf16),

@@ -207,11 +207,26 @@ func TestLibraryMoveSaysWhatMovesAndAsks(t *testing.T) {
 	tap(dialogButton(a.win, "Cancel"))
 	nothingMoved("Cancel")
 
+	// A model in use lets its files go before they move (modelHost.Unload: Windows
+	// cannot move a file a process holds open), and loads from the new folder next.
+	var closes []bool // per Close: whether the models were still in the old folder
+	a.models.loader = LoaderFunc(func(context.Context) (Model, error) {
+		return &fakeModel{answers: wikiAnswers, onClose: func() {
+			_, err := os.Stat(filepath.Join(from, "acme--one", "model.safetensors"))
+			closes = append(closes, err == nil)
+		}}, nil
+	})
+	if _, err := a.models.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	openMove(t, a)
 	chooseFolder(t, a, "usb")
 	move = waitDialogButton(t, a, "Move 2 models ("+size+")")
 	tap(move)
 	waitFor(t, "the move", func() bool { return strings.Contains(uiRead(func() string { return l.store.Text }), usb) })
+	if len(closes) != 1 || !closes[0] || a.models.Loaded() != nil {
+		t.Errorf("closes %v, loaded %v: want the model in use closed once, before its files moved", closes, a.models.Loaded() != nil)
+	}
 	checkModelsIn(t, usb)
 	if lib.m.StorePath() != usb || modelsDir() != usb {
 		t.Errorf("after the move the store is %s, the setting %q", lib.m.StorePath(), modelsDir())

@@ -227,6 +227,21 @@ func (h *modelHost) Loaded() Model {
 	return h.model
 }
 
+// Unload closes the shared model and waits for it to close (Close waits for a
+// running generation to end), so that its files are let go before they are deleted
+// or moved: Windows refuses to delete or move a file a process holds open (a GGUF
+// model's is, for its lazy reads), and a mapped file's disk space is freed only once
+// it is unmapped. The next Get loads the (new) active model. Not on the UI goroutine.
+func (h *modelHost) Unload() {
+	h.mu.Lock()
+	m := h.model
+	h.model = nil
+	h.mu.Unlock()
+	if m != nil {
+		_ = m.Close()
+	}
+}
+
 // Reset closes the shared model; the next Get loads the (new) active model.
 func (h *modelHost) Reset() {
 	h.mu.Lock()
