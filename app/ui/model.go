@@ -233,24 +233,25 @@ func (h *modelHost) Loaded() Model {
 // model's is, for its lazy reads), and a mapped file's disk space is freed only once
 // it is unmapped. The next Get loads the (new) active model. Not on the UI goroutine.
 func (h *modelHost) Unload() {
-	h.mu.Lock()
-	m := h.model
-	h.model = nil
-	h.mu.Unlock()
-	if m != nil {
+	if m := h.take(); m != nil {
 		_ = m.Close()
 	}
 }
 
 // Reset closes the shared model; the next Get loads the (new) active model.
 func (h *modelHost) Reset() {
-	h.mu.Lock()
-	m := h.model
-	h.model = nil
-	h.mu.Unlock()
-	if m != nil {
+	if m := h.take(); m != nil {
 		go m.Close() // Close waits for a running generation to end
 	}
+}
+
+// take is the shared model (nil: none), no longer shared: the next Get loads one.
+func (h *modelHost) take() Model {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.model
+	h.model = nil
+	return m
 }
 
 // loadModel is the shared model for a screen's run (current: whether the run
