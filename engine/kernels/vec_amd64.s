@@ -29,8 +29,10 @@
 
 // BLOCK_D(x) widens the fp16 d of the GGUF block at SI (its first two bytes) into
 // x's lowest lane, the others zero (VCVTPH2PS: exact, as the decoder's HalfToFloat32);
-// clobbers AX. The printer's block dots read each block's d where it is instead of
-// a row of them widened beforehand (blockHalves: a tenth of a 26B token's time).
+// clobbers AX. The printer's block dots (BLOCK32_FMA_* broadcast it their own way)
+// and the canvas packing's codesQ5_0AVX2 and codesQ8_0AVX2 read each block's d where
+// it is instead of a row of them widened beforehand (blockHalves: a tenth of a 26B
+// token's time).
 #define BLOCK_D(x) \
 	MOVWLZX 0(SI), AX; \
 	MOVL AX, x; \
@@ -1720,9 +1722,7 @@ TEXT ·codesQ8_0AVX2(SB), NOSPLIT, $0-40
 	MOVL $0xc3000000, AX             // −128
 	MOVL AX, X14
 q80codes:
-	MOVWLZX 0(SI), AX
-	MOVL AX, X0
-	VCVTPH2PS X0, X0
+	BLOCK_D(X0)
 	VMULSS X14, X0, X1
 	VMOVSS X0, (R10)
 	VMOVSS X1, (R11)
@@ -1752,9 +1752,7 @@ TEXT ·codesQ5_0AVX2(SB), NOSPLIT, $0-40
 	MOVL $0xc1800000, AX             // −16
 	MOVL AX, X9
 q50codes:
-	MOVWLZX 0(SI), AX
-	MOVL AX, X0
-	VCVTPH2PS X0, X0
+	BLOCK_D(X0)
 	VMULSS X9, X0, X1
 	VMOVSS X0, (R10)
 	VMOVSS X1, (R11)
