@@ -142,41 +142,39 @@ func (m *Mapped) Set(progress func(done, total int64)) (*Set, error) {
 	if m.tensors == nil {
 		return nil, fmt.Errorf("load weights: the checkpoint is closed")
 	}
+	each := func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
+		return EachFromCheckpoint(m.ck, m.cfg, fn)
+	}
+	if m.gf != nil {
+		clear(m.tensors) // the tensors read as stored go first, so the two copies never coexist
+		each = func(fn func(string, *tensors.Tensor, *quant.Spec) error) error { return EachFromGGUF(m.gf, m.cfg, fn) }
+	}
 	sizes := m.sourceSizes()
 	var total, done int64
 	for _, n := range sizes {
 		total += n
 	}
-	counted := map[string]bool{}
-	stream := func(each func(fn func(string, *tensors.Tensor, *quant.Spec) error) error) (*Set, error) {
-		return collect(func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
-			return each(func(name string, t *tensors.Tensor, q *quant.Spec) error {
-				if err := fn(name, t, q); err != nil {
-					return err
-				}
-				base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, quant.WeightSuffix), quant.ScaleSuffix), quant.MinSuffix)
-				if progress != nil && !counted[base] {
-					counted[base] = true
-					done += sizes[base]
-					progress(done, total)
-				}
-				return nil
-			})
+	s, err := collect(func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
+		return each(func(name string, t *tensors.Tensor, q *quant.Spec) error {
+			if err := fn(name, t, q); err != nil {
+				return err
+			}
+			// A tensor arrives whole, or as NAME.qweight (with its spec) then its scales
+			// and minimums: counted once, as its plain or its qweight part arrives.
+			if q != nil {
+				name = strings.TrimSuffix(name, quant.WeightSuffix)
+			}
+			if n, ok := sizes[name]; ok && progress != nil {
+				done += n
+				progress(done, total)
+			}
+			return nil
 		})
-	}
-	if m.gf != nil {
-		clear(m.tensors) // the tensors read as stored go first, so the two copies never coexist
-		s, err := stream(func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
-			return EachFromGGUF(m.gf, m.cfg, fn)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("load weights: %w", err)
-		}
-		return s, nil
-	}
-	return stream(func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
-		return EachFromCheckpoint(m.ck, m.cfg, fn)
 	})
+	if err != nil && m.gf != nil {
+		return nil, fmt.Errorf("load weights: %w", err)
+	}
+	return s, err
 }
 
 // sourceSizes is each canonical tensor's stored bytes in the file(s): a safetensors
