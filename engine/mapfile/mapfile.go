@@ -6,8 +6,9 @@
 // On Unix it is mmap(2) with PROT_READ and MAP_SHARED, through package syscall;
 // writing to a view faults. Windows is not mapped (Map says so, and MapOrRead reads
 // the file whole into one allocation, as wherever mapping fails): a file mapped there
-// cannot be deleted or renamed until it is unmapped, and the Library's Delete and its
-// Move of the models folder do not wait for a loaded model to be let go.
+// cannot be deleted or renamed until every process mapping it lets it go — the app
+// unloads its own model before the Library deletes or moves it, but not a `darkroom
+// serve` beside it — and mapping there has never run here.
 // (golang.org/x/exp/mmap maps too, but gives an io.ReaderAt, not the []byte views the
 // kernels multiply in place.)
 package mapfile
