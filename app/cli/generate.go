@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -25,7 +24,6 @@ import (
 	"github.com/darkroomlabs/darkroom/models/hw"
 	"github.com/darkroomlabs/darkroom/models/speed"
 	"github.com/darkroomlabs/darkroom/models/store"
-	"golang.org/x/term"
 )
 
 func init() {
@@ -166,14 +164,12 @@ func loadEngine(ctx context.Context, env *Env, src engine.Source, opts engine.Op
 // terminal, a line every few seconds otherwise (logs), nothing for a load done within
 // noteAfter (the built-in model, a model in the page cache).
 type weightNotes struct {
-	w           io.Writer
-	tty         bool
-	mu          sync.Mutex // the writes to w: report's, and Write's from whileNoting's goroutine
-	start, last time.Time
-	doing       string // what the stage does with the weights (weightStages), "" for none
-	noted       bool   // the load's note is written: the counts follow it
-	pending     string // the last count, held until the note is written
-	drawn       bool   // a count is drawn in place on the terminal's last line
+	mu      sync.Mutex // the writes: report's, and Write's from whileNoting's goroutine
+	line    statusLine
+	start   time.Time
+	doing   string // what the stage does with the weights (weightStages), "" for none
+	noted   bool   // the load's note is written: the counts follow it
+	pending string // the last count, held until the note is written
 }
 
 // weightStages are the load's stages that count the weights (engine.Options), as the
@@ -181,19 +177,15 @@ type weightNotes struct {
 var weightStages = map[string]string{"model": "Putting the weights in place", "read": "Reading the weights into memory"}
 
 func newWeightNotes(w io.Writer) *weightNotes {
-	r := &weightNotes{w: w, start: time.Now()}
-	if f, ok := w.(*os.File); ok {
-		r.tty = term.IsTerminal(int(f.Fd()))
-	}
-	return r
+	return &weightNotes{line: newStatusLine(w), start: time.Now()}
 }
 
-// Write writes the load's note (p) to w, then the count held for it.
+// Write writes the load's note (p), then the count held for it.
 func (r *weightNotes) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.clear()
-	n, err := r.w.Write(p)
+	r.line.clear()
+	n, err := r.line.w.Write(p)
 	r.noted = true
 	if r.pending != "" {
 		r.show(r.pending)
@@ -207,24 +199,15 @@ func (r *weightNotes) Write(p []byte) (int, error) {
 func (r *weightNotes) stage(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.doing, r.last = weightStages[s], time.Time{}
+	r.doing, r.line.last = weightStages[s], time.Time{}
 }
 
 func (r *weightNotes) report(done, total int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.doing == "" {
+	if r.doing == "" || time.Since(r.start) < noteAfter || !r.line.due(done >= total) {
 		return
 	}
-	interval := 5 * time.Second
-	if r.tty {
-		interval = 200 * time.Millisecond
-	}
-	now := time.Now()
-	if now.Sub(r.start) < noteAfter || now.Sub(r.last) < interval && done < total {
-		return
-	}
-	r.last = now
 	line := fmt.Sprintf("%s: %s of %s", r.doing, store.FormatBytes(done), store.FormatBytes(total))
 	if !r.noted {
 		r.pending = line
@@ -235,27 +218,18 @@ func (r *weightNotes) report(done, total int64) {
 
 // show writes a count: in place on a terminal, as a line otherwise.
 func (r *weightNotes) show(line string) {
-	if r.tty {
-		fmt.Fprint(r.w, "\r\033[K"+line)
-		r.drawn = true
+	if r.line.tty {
+		r.line.draw(line)
 		return
 	}
-	fmt.Fprintln(r.w, line)
-}
-
-// clear erases a count drawn in place.
-func (r *weightNotes) clear() {
-	if r.drawn {
-		fmt.Fprint(r.w, "\r\033[K")
-		r.drawn = false
-	}
+	fmt.Fprintln(r.line.w, line)
 }
 
 // end erases the last count drawn in place, once the load is over.
 func (r *weightNotes) end() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.clear()
+	r.line.clear()
 }
 
 // modelSource turns --model into an engine source: empty means the built-in

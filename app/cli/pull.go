@@ -164,41 +164,27 @@ func unreachableHub(name, endpoint, kept string, err error) error {
 // progress renders download events: a redrawn bar on a terminal, a plain line
 // every few seconds otherwise (logs, pipes).
 type progress struct {
-	w        io.Writer
-	tty      bool
 	mu       sync.Mutex
-	last     time.Time
-	drawn    bool
+	line     statusLine
 	messages map[string]bool
 }
 
 func newProgress(w io.Writer) *progress {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		tty = term.IsTerminal(int(f.Fd()))
-	}
-	return &progress{w: w, tty: tty, messages: map[string]bool{}}
+	return &progress{line: newStatusLine(w), messages: map[string]bool{}}
 }
 
 func (p *progress) event(ev models.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	w := p.line.w
 	if ev.Message != "" && !p.messages[ev.Message] {
 		p.messages[ev.Message] = true
-		if p.drawn {
-			fmt.Fprint(p.w, "\r\033[K")
-		}
-		fmt.Fprintln(p.w, ev.Message)
-		p.drawn = false
+		p.line.clear()
+		fmt.Fprintln(w, ev.Message)
 	}
-	interval := 5 * time.Second
-	if p.tty {
-		interval = 200 * time.Millisecond
-	}
-	if time.Since(p.last) < interval || ev.Total == 0 {
+	if ev.Total == 0 || !p.line.due(false) {
 		return
 	}
-	p.last = time.Now()
 	pct := float64(ev.Done) / float64(ev.Total)
 	eta := "--"
 	if ev.ETA > 0 {
@@ -206,26 +192,22 @@ func (p *progress) event(ev models.Event) {
 	}
 	stats := fmt.Sprintf("%5.1f%%  %s / %s  %s/s  ETA %s", 100*pct, store.FormatBytes(ev.Done), store.FormatBytes(ev.Total),
 		store.FormatBytes(int64(ev.Rate)), eta)
-	if !p.tty {
-		fmt.Fprintf(p.w, "%s: %s\n", ev.Model, stats)
+	if !p.line.tty {
+		fmt.Fprintf(w, "%s: %s\n", ev.Model, stats)
 		return
 	}
 	width := 30
-	if f, ok := p.w.(*os.File); ok {
+	if f, ok := w.(*os.File); ok {
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > len(stats)+12 {
 			width = min(40, cols-len(stats)-4)
 		}
 	}
 	n := int(pct * float64(width))
-	fmt.Fprintf(p.w, "\r\033[K[%s%s] %s", strings.Repeat("=", n), strings.Repeat(" ", width-n), stats)
-	p.drawn = true
+	p.line.draw(fmt.Sprintf("[%s%s] %s", strings.Repeat("=", n), strings.Repeat(" ", width-n), stats))
 }
 
 func (p *progress) finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.drawn {
-		fmt.Fprintln(p.w)
-		p.drawn = false
-	}
+	p.line.keep()
 }
