@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -170,6 +171,7 @@ func runBench(env *Env, args []string) error {
 	modes := fs.String("mode", "both", "modes to run: ar, diffusion or both")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (load, warm-up, timed runs) to this file")
+	traceFile := fs.String("trace", "", "write an execution trace of the timed runs to this file (go tool trace): where the cores wait")
 	promptCache := fs.Bool("prompt-cache", true, "let each run read what the run before kept of the prompt (a prompt of 256 tokens or more); false: every run reads it all, as a first message does")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -289,6 +291,16 @@ func runBench(env *Env, args []string) error {
 	results := map[engine.Mode][]*engine.Result{}
 	units, steps := map[engine.Mode][]float64{}, map[engine.Mode][]float64{}
 	faults, faultsOK := map[engine.Mode]pageFaults{}, true
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return fmt.Errorf("bench: trace: %w", err)
+		}
+	}
 	for i := range *runs {
 		seed := g.seed + uint64(i) + 1
 		for _, mode := range order {
@@ -305,6 +317,9 @@ func runBench(env *Env, args []string) error {
 			progress("%-9s run %d: %s in %.0f ms (%.1f tokens/s), %s", mode,
 				i+1, plural.Count(len(r.Tokens), "token", "tokens"), r.ElapsedMS, r.TokensPerS, plural.Count(r.ForwardPasses, "forward pass", "forward passes"))
 		}
+	}
+	if *traceFile != "" {
+		trace.Stop()
 	}
 	for _, mode := range order {
 		m := summarize(mode, results[mode], units[mode])
