@@ -207,6 +207,15 @@ func runBench(env *Env, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	var traceOut *os.File // created now, so a path it cannot write fails before the load
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		traceOut = f
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
@@ -291,13 +300,8 @@ func runBench(env *Env, args []string) error {
 	results := map[engine.Mode][]*engine.Result{}
 	units, steps := map[engine.Mode][]float64{}, map[engine.Mode][]float64{}
 	faults, faultsOK := map[engine.Mode]pageFaults{}, true
-	if *traceFile != "" {
-		f, err := os.Create(*traceFile)
-		if err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
+	if traceOut != nil {
+		if err := trace.Start(traceOut); err != nil {
 			return fmt.Errorf("bench: trace: %w", err)
 		}
 	}
@@ -318,7 +322,7 @@ func runBench(env *Env, args []string) error {
 				i+1, plural.Count(len(r.Tokens), "token", "tokens"), r.ElapsedMS, r.TokensPerS, plural.Count(r.ForwardPasses, "forward pass", "forward passes"))
 		}
 	}
-	if *traceFile != "" {
+	if traceOut != nil {
 		trace.Stop()
 	}
 	for _, mode := range order {

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -198,5 +201,28 @@ func TestBenchPageFaults(t *testing.T) {
 	}
 	if _, ok := parseStatFaults("4242 (dr) S 1 2"); ok {
 		t.Error("a short stat line parsed")
+	}
+}
+
+// TestBenchTrace: --trace writes an execution trace of the timed runs (go tool trace
+// reads it: a header, then the runs' events), and a path it cannot create is an error
+// before anything runs.
+func TestBenchTrace(t *testing.T) {
+	dir := tinyModelDir(t)
+	benchRates(t)
+	path := filepath.Join(t.TempDir(), "runs.trace")
+	if code, out, errOut := runCLI("bench", "--model", dir, "--mode", "ar", "--runs", "1", "--max-new-tokens", "4", "--trace", path); code != 0 {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("go 1.")) || !bytes.Contains(b[:16], []byte(" trace")) || len(b) < 1024 {
+		t.Errorf("trace: %d bytes beginning %q, want a Go execution trace", len(b), b[:min(len(b), 16)])
+	}
+	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "runs.trace")
+	if code, _, errOut := runCLI("bench", "--model", dir, "--mode", "ar", "--runs", "1", "--max-new-tokens", "2", "--trace", bad); code == 0 || !strings.Contains(errOut, "runs.trace") {
+		t.Errorf("unwritable trace: exit %d, %q", code, errOut)
 	}
 }
