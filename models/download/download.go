@@ -86,7 +86,9 @@ type Options struct {
 	BackoffMax   time.Duration // cap on the delay (60s)
 	// FreeSpace reports the free bytes at a path (store.FreeSpace normally). Nil skips the check.
 	FreeSpace func(path string) (int64, error)
-	// SpaceMargin is added to the bytes left when checking free space (default: 2% + 1 GiB).
+	// SpaceMargin is added to the bytes left when checking free space (store.SpaceMargin
+	// normally, as models sets it: the one margin its downloads and moves keep; nil adds
+	// none).
 	SpaceMargin func(need int64) int64
 	// Reserve is free space the download must leave beyond its own and its margin:
 	// what is to be written from it afterwards (a profile made from it on this PC).
@@ -124,7 +126,7 @@ func (o *Options) defaults() {
 		o.BackoffMax = 60 * time.Second
 	}
 	if o.SpaceMargin == nil {
-		o.SpaceMargin = func(n int64) int64 { return n/50 + 1<<30 }
+		o.SpaceMargin = func(int64) int64 { return 0 }
 	}
 	if o.OpenPart == nil {
 		o.OpenPart = func(p string) (PartFile, error) { return os.OpenFile(p, os.O_WRONLY|os.O_CREATE, 0o644) }
