@@ -576,6 +576,9 @@ func (f *File) View(t TensorInfo, row0, rows int64) (b []byte, ok bool, err erro
 	return f.mapped[off : off+n : off+n], true, nil
 }
 
+// Mapped reports whether Open mapped the file, so that View gives views of it.
+func (f *File) Mapped() bool { return f.mapped != nil }
+
 // span is where rows [row0, row0+rows) of tensor t lie in the file (rows < 0: to the
 // end): their offset and length in bytes.
 func (f *File) span(t TensorInfo, row0, rows int64) (off, n int64, err error) {

@@ -88,25 +88,34 @@ const populateReserve = 2 << 30
 // populate maps the stored bytes of every weight cfg's table lists (weights.Specs:
 // the experts', the vectors' and the head's too) into the process, when the weights
 // are a checkpoint's mapping and they fit in the memory available less
-// populateReserve; the weights stay as they are otherwise. A tensor that cannot be
-// read is left to fail where it is used. Each tensor is advised for read-ahead
-// before the one in front of it is populated, so the disk reads the next while the
-// kernel maps the last. It runs once (at the first pass, or earlier by ReadWeights);
-// stop, if not nil, is asked before each tensor and ends it early (the rest then
-// read on first use), and progress, if not nil, hears the bytes populated of the
-// total after each.
+// populateReserve; the weights stay as they are otherwise. The tensors whose first
+// Lookup reads them from the file onto the heap (weights.Mapped.FirstRead: a GGUF's
+// converted, split and vector tensors, and on Windows, which maps nothing, all of
+// them) are read first, and counted as they are; the heap needs no populating. A
+// tensor that cannot be read is left to fail where it is used. Each mapped tensor is
+// advised for read-ahead before the one in front of it is populated, so the disk
+// reads the next while the kernel maps the last. It runs once (at the first pass, or
+// earlier by ReadWeights); stop, if not nil, is asked before each tensor and ends it
+// early (the rest then read on first use), and progress, if not nil, hears the bytes
+// read and populated of the total after each.
 func (w *hostWeights) populate(cfg *config.Text, stop func() bool, progress func(done, total int64)) {
 	if w.tried {
 		return
 	}
 	w.tried = true
-	if _, ok := w.src.(*weights.Mapped); !ok {
+	m, ok := w.src.(*weights.Mapped)
+	if !ok {
 		return
 	}
-	var spans [][]byte
+	var spans [][]byte // the mapped tensors' bytes
+	var reads []string // the tensors a Lookup reads onto the heap
 	var total int64
 	for _, s := range weights.Specs(&config.Model{Text: *cfg}) {
-		st, _, ok, err := w.src.Lookup(s.Name)
+		if n := m.FirstRead(s.Name); n > 0 {
+			reads, total = append(reads, s.Name), total+n
+			continue
+		}
+		st, _, ok, err := m.Lookup(s.Name)
 		if err != nil || !ok {
 			continue
 		}
@@ -116,11 +125,24 @@ func (w *hostWeights) populate(cfg *config.Text, stop func() bool, progress func
 			}
 		}
 	}
-	if len(spans) == 0 || total > availableMemory()-populateReserve {
+	var done int64
+	for _, name := range reads {
+		if stop != nil && stop() {
+			return
+		}
+		n := m.FirstRead(name)
+		if _, _, _, err := m.Lookup(name); err != nil {
+			continue
+		}
+		if done += n; progress != nil {
+			progress(done, total)
+		}
+	}
+	if len(spans) == 0 || total-done > availableMemory()-populateReserve {
+		w.populated = len(spans) == 0 && len(reads) > 0 // all on the heap: nothing to advise
 		return
 	}
 	adviseWillNeed(spans[0])
-	var done int64
 	for i, b := range spans {
 		if stop != nil && stop() {
 			return

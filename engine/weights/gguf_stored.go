@@ -126,7 +126,7 @@ func (m *Mapped) readGGUF(p ggufPlan) (Stored, error) {
 	default:
 		s.DType, s.Blocks, s.GGUF = dtypes.Uint8, true, typ
 	}
-	if len(p.parts) == 1 {
+	if m.inPlace(p) {
 		if v, ok, err := f.View(p.parts[0], 0, -1); err != nil {
 			return s, err
 		} else if ok {
@@ -136,7 +136,8 @@ func (m *Mapped) readGGUF(p ggufPlan) (Stored, error) {
 			}
 			return s, nil
 		}
-	} else {
+	}
+	if len(p.parts) > 1 {
 		s.Data = make([]byte, 0, p.parts[0].Size+p.parts[1].Size)
 	}
 	for _, seg := range p.segments() {
@@ -154,6 +155,33 @@ func (m *Mapped) readGGUF(p ggufPlan) (Stored, error) {
 		return s, err
 	}
 	return s, nil
+}
+
+// inPlace reports whether readGGUF keeps p's tensor where it lies in the file: a
+// matrix of one part as stored, in a file Open mapped.
+func (m *Mapped) inPlace(p ggufPlan) bool {
+	return !p.hostConverted() && len(p.spec.Shape) >= 2 && len(p.parts) == 1 && m.gf.Mapped()
+}
+
+// FirstRead is how many bytes of the file the first Lookup of the canonical tensor
+// name reads onto the heap: a GGUF tensor's blocks where readGGUF does not keep it in
+// place (converted, split, a vector, or the whole file where it is not mapped:
+// Windows), so a caller can count a read that is not a mapping's. It is 0 for a view
+// of a mapping, a tensor already looked up, a name the checkpoint lacks, and a
+// safetensors checkpoint's tensors (mapped, or read whole when it was opened).
+func (m *Mapped) FirstRead(name string) int64 {
+	if m.gf == nil {
+		return 0
+	}
+	p, planned := m.plans[name]
+	if _, read := m.tensors[name]; read || !planned || m.inPlace(p) {
+		return 0
+	}
+	var n int64
+	for _, t := range p.parts {
+		n += int64(t.Size)
+	}
+	return n
 }
 
 // f32Bytes is v's memory as bytes (nil for none).

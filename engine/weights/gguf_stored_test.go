@@ -174,13 +174,32 @@ func TestGGUFStoredInPlace(t *testing.T) {
 	for _, split := range []bool{false, true} {
 		cfg, fx, m := mapGGUF(t, split)
 		held := map[string]weights.Stored{}
+		firstRead := map[string]int64{}
 		for _, sp := range weights.Specs(cfg) {
+			firstRead[sp.Name] = m.FirstRead(sp.Name)
 			s, _, ok, err := m.Lookup(sp.Name)
 			if err != nil || !ok {
 				t.Fatalf("Lookup(%s) = %v, %v", sp.Name, ok, err)
 			}
+			if n := m.FirstRead(sp.Name); n != 0 {
+				t.Errorf("FirstRead(%s) after its Lookup = %d, want 0", sp.Name, n)
+			}
 			if len(sp.Shape) >= 2 {
 				held[sp.Name] = s
+			} else if firstRead[sp.Name] != fileBytes(t, fx.path, sp) {
+				t.Errorf("vector %s: FirstRead %d, want its %d bytes in the file", sp.Name, firstRead[sp.Name], fileBytes(t, fx.path, sp))
+			}
+		}
+		for _, sp := range weights.Specs(cfg) {
+			if _, ok := held[sp.Name]; !ok {
+				continue
+			}
+			want := int64(0) // a view of the mapping reads nothing onto the heap
+			if fx.types[sp.Name] == gguf.Q6_K || split && strings.HasSuffix(sp.Name, "gate_up_proj") {
+				want = fileBytes(t, fx.path, sp)
+			}
+			if firstRead[sp.Name] != want {
+				t.Errorf("split %v, %s (%s): FirstRead %d, want %d", split, sp.Name, fx.types[sp.Name], firstRead[sp.Name], want)
 			}
 		}
 		f, err := gguf.Open(fx.path)
@@ -213,6 +232,45 @@ func TestGGUFStoredInPlace(t *testing.T) {
 		if views == 0 {
 			t.Errorf("split %v: no matrix is a view of the file", split)
 		}
+	}
+}
+
+// fileBytes is the bytes of sp's tensor (both parts of split experts) in the GGUF
+// file at path.
+func fileBytes(t *testing.T, path string, sp weights.Spec) int64 {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var n int64
+	for _, name := range append([]string{sp.GGUF}, sp.GGUFSplit...) {
+		if ti, ok := f.Lookup(name); ok {
+			n += int64(ti.Size)
+		}
+	}
+	return n
+}
+
+// TestGGUFReadWeightsProgress: the host model's reading of a GGUF as it loads
+// (Runner.ReadWeights) counts every weight's bytes in the file, as Set does: those its
+// Lookup reads onto the heap (Q6_K converted, split experts, vectors; on Windows all)
+// as they are read, the mapped ones as they are brought into memory.
+func TestGGUFReadWeightsProgress(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		cfg, fx, m := mapGGUF(t, split)
+		var total int64
+		for _, sp := range weights.Specs(cfg) {
+			total += fileBytes(t, fx.path, sp)
+		}
+		r, err := model.NewHostRunner(&cfg.Text, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reports [][2]int64
+		r.ReadWeights(nil, func(done, all int64) { reports = append(reports, [2]int64{done, all}) })
+		weights.CheckProgress(t, reports, total)
 	}
 }
 
