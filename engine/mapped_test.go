@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
+	"github.com/darkroomlabs/darkroom/engine/mapfile"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -54,6 +55,9 @@ func TestQuantizedHostAndGraphAgree(t *testing.T) {
 // pure-Go backend and generating with it leaves the heap far below the stored weights
 // (they stay in the file's mapping), let alone their float32 size.
 func TestLoadKeepsWeightsOffTheHeap(t *testing.T) {
+	if mapfile.Off() {
+		t.Skip("mapping is turned off (DARKROOM_NO_MMAP)")
+	}
 	if testing.Short() {
 		t.Skip("writes a 30 MB checkpoint")
 	}

@@ -3,6 +3,7 @@ package gguf
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/darkroomlabs/darkroom/engine/mapfile"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -146,7 +147,7 @@ func TestOpen(t *testing.T) {
 // callers read instead.
 func TestView(t *testing.T) {
 	f, path := openSample(t, 64)
-	mapped := runtime.GOOS != "windows" // mapfile maps on Unix only
+	mapped := runtime.GOOS != "windows" && !mapfile.Off() // mapfile maps on Unix only, unless turned off
 	for _, ti := range f.Tensors {
 		for _, rows := range [][2]int64{{0, -1}, {1, 1}, {0, 1}, {1, 0}} {
 			v, ok, err := f.View(ti, rows[0], rows[1])

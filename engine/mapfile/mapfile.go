@@ -11,6 +11,11 @@
 // serve` beside it — and mapping there has never run here.
 // (golang.org/x/exp/mmap maps too, but gives an io.ReaderAt, not the []byte views the
 // kernels multiply in place.)
+//
+// DARKROOM_NO_MMAP=1 in the environment turns mapping off, as llama.cpp's --no-mmap
+// does: every model file is then read onto the heap, as on Windows (for a file system
+// whose mappings misbehave — some network shares — and for the tests, which run the
+// Windows way of loading here).
 package mapfile
 
 import (
@@ -30,7 +35,16 @@ func Map(f *os.File, size int64) (data []byte, unmap func() error, err error) {
 	if size > math.MaxInt {
 		return nil, nil, fmt.Errorf("map: %d bytes are more than this system can address", size)
 	}
+	if Off() {
+		return nil, nil, errors.New("map: mapping is turned off (DARKROOM_NO_MMAP)")
+	}
 	return mapFile(f, int(size))
+}
+
+// Off reports whether DARKROOM_NO_MMAP turns mapping off (read at each call).
+func Off() bool {
+	v := os.Getenv("DARKROOM_NO_MMAP")
+	return v != "" && v != "0"
 }
 
 // MapOrRead is Map, or where mapping fails (an unsupported system, a file system that

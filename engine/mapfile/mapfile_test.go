@@ -14,7 +14,7 @@ func TestMap(t *testing.T) {
 	want := bytes.Repeat([]byte("darkroom"), 3000)
 	f := openWith(t, want)
 	b, unmap, err := Map(f, int64(len(want)))
-	if mapped := runtime.GOOS != "windows"; mapped != (err == nil) {
+	if mapped := runtime.GOOS != "windows" && !Off(); mapped != (err == nil) {
 		t.Fatalf("Map: %v (mapped here: %v)", err, mapped)
 	}
 	if err == nil {
@@ -39,6 +39,26 @@ func TestMap(t *testing.T) {
 	}
 	if b, unmap, err := MapOrRead(e, 0); err != nil || len(b) != 0 || unmap != nil {
 		t.Errorf("MapOrRead of an empty file = %d bytes, unmap %v, %v; want none read", len(b), unmap != nil, err)
+	}
+}
+
+// TestMapOff: DARKROOM_NO_MMAP=1 declines every mapping, and MapOrRead reads instead.
+func TestMapOff(t *testing.T) {
+	want := bytes.Repeat([]byte("no mmap "), 1000)
+	f := openWith(t, want)
+	for _, v := range []string{"1", "yes"} {
+		t.Setenv("DARKROOM_NO_MMAP", v)
+		if _, _, err := Map(f, int64(len(want))); err == nil || !Off() {
+			t.Fatalf("DARKROOM_NO_MMAP=%s: Map = %v", v, err)
+		}
+		b, unmap, err := MapOrRead(f, int64(len(want)))
+		if err != nil || unmap != nil || !bytes.Equal(b, want) {
+			t.Fatalf("DARKROOM_NO_MMAP=%s: MapOrRead: %d bytes, unmap %v, %v", v, len(b), unmap != nil, err)
+		}
+	}
+	t.Setenv("DARKROOM_NO_MMAP", "0")
+	if Off() {
+		t.Error("DARKROOM_NO_MMAP=0 turns mapping off")
 	}
 }
 

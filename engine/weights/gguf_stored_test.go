@@ -2,10 +2,12 @@ package weights_test
 
 import (
 	"bytes"
+	"github.com/darkroomlabs/darkroom/engine/mapfile"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -168,6 +170,9 @@ func TestGGUFStoredOnHost(t *testing.T) {
 // Lookup shows through them — save the split gate and up experts, interleaved on the
 // heap, and the Q6_K ones converted there (weights.HostHeld).
 func TestGGUFStoredInPlace(t *testing.T) {
+	if mapfile.Off() {
+		t.Skip("mapping is turned off (DARKROOM_NO_MMAP)")
+	}
 	if runtime.GOOS == "windows" { // mapfile maps on Unix only
 		t.Skip("GGUF files are read, not mapped, on Windows")
 	}
@@ -257,20 +262,43 @@ func fileBytes(t *testing.T, path string, sp weights.Spec) int64 {
 // (Runner.ReadWeights) counts every weight's bytes in the file, as Set does: those its
 // Lookup reads onto the heap (Q6_K converted, split experts, vectors; on Windows all)
 // as they are read, the mapped ones as they are brought into memory.
+//
+// With mapping turned off (DARKROOM_NO_MMAP, the way Windows loads) every tensor is
+// read onto the heap by its first Lookup (FirstRead: its bytes in the file), counted
+// the same, and the host model's logits are the mapped file's, bit for bit.
 func TestGGUFReadWeightsProgress(t *testing.T) {
-	for _, split := range []bool{false, true} {
-		cfg, fx, m := mapGGUF(t, split)
-		var total int64
-		for _, sp := range weights.Specs(cfg) {
-			total += fileBytes(t, fx.path, sp)
+	mappedLast := map[bool][]float32{} // the mapped file's logits, by split
+	for _, noMap := range []bool{false, true} {
+		if noMap {
+			t.Setenv("DARKROOM_NO_MMAP", "1")
 		}
-		r, err := model.NewHostRunner(&cfg.Text, m)
-		if err != nil {
-			t.Fatal(err)
+		for _, split := range []bool{false, true} {
+			cfg, fx, m := mapGGUF(t, split)
+			var total int64
+			for _, sp := range weights.Specs(cfg) {
+				n := fileBytes(t, fx.path, sp)
+				if got := m.FirstRead(sp.Name); noMap && got != n {
+					t.Errorf("no mapping: FirstRead(%s) = %d, want its %d bytes in the file", sp.Name, got, n)
+				}
+				total += n
+			}
+			r, err := model.NewHostRunner(&cfg.Text, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reports [][2]int64
+			r.ReadWeights(nil, func(done, all int64) { reports = append(reports, [2]int64{done, all}) })
+			weights.CheckProgress(t, reports, total)
+			last, err := r.Encode([]int{2, 17, 40, 99})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !noMap {
+				mappedLast[split] = last
+			} else if !slices.Equal(last, mappedLast[split]) {
+				t.Errorf("split %v: the unmapped file's logits differ from the mapped one's", split)
+			}
 		}
-		var reports [][2]int64
-		r.ReadWeights(nil, func(done, all int64) { reports = append(reports, [2]int64{done, all}) })
-		weights.CheckProgress(t, reports, total)
 	}
 }
 

@@ -1,6 +1,7 @@
 package weights
 
 import (
+	"github.com/darkroomlabs/darkroom/engine/mapfile"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -179,6 +180,9 @@ func TestStoredMatrixDamaged(t *testing.T) {
 // TestMapIsNotRead: mapping an int4 checkpoint of a few tens of MB puts none of it on
 // the heap (Load holds all of it): the bytes stay in the file's mapping.
 func TestMapIsNotRead(t *testing.T) {
+	if mapfile.Off() {
+		t.Skip("mapping is turned off (DARKROOM_NO_MMAP)")
+	}
 	if testing.Short() {
 		t.Skip("writes a 30 MB checkpoint")
 	}
