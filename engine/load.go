@@ -68,10 +68,12 @@ type Options struct {
 	// ("config", "tokenizer", "weights", "backend", "model", "read", "ready").
 	Progress func(stage string)
 	// WeightsProgress, if set, hears the bytes of weights done so far of their total
-	// in the two stages that can take minutes for the 26B: "model" on the graph path
-	// (a mapped checkpoint copied out, a GGUF file converted: weights.Mapped.Set, its
-	// stored bytes counted) and "read" on the host path (a mapped checkpoint read into
-	// memory before the first pass instead of during it: model.Runner.ReadWeights).
+	// in the stages that can take minutes for the 26B: "weights" where a safetensors
+	// checkpoint's files are read rather than mapped (Windows, DARKROOM_NO_MMAP:
+	// weights.Map), "model" on the graph path (a mapped checkpoint copied out, a GGUF
+	// file converted: weights.Mapped.Set, its stored bytes counted) and "read" on the
+	// host path (a mapped checkpoint read into memory before the first pass instead of
+	// during it, a GGUF's tensors read onto the heap: model.Runner.ReadWeights).
 	WeightsProgress func(done, total int64)
 	// InGraph runs generation in GoMLX graphs even on the pure-Go backend. By
 	// default the pure-Go backend runs every model on the host (see engine/model's
@@ -152,7 +154,7 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 	if src.FS == nil {
 		_, fromGGUF, _ = weights.FindGGUF(src.Dir) // Map and Load read it where there is one
 		var ok bool
-		if w.mapped, ok, err = weights.Map(src.Dir, cfg); err == nil && !ok {
+		if w.mapped, ok, err = weights.Map(src.Dir, cfg, opts.WeightsProgress); err == nil && !ok {
 			w.set, err = weights.Load(src.Dir, cfg)
 		}
 	} else {

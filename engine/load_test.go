@@ -30,6 +30,7 @@ func loadGo(t *testing.T, dir string, inGraph bool) *Engine {
 }
 
 func TestLoadAndGenerateTinyModel(t *testing.T) {
+	t.Setenv("DARKROOM_NO_MMAP", "0") // mapped first, then not
 	dir := writeTinyModel(t)
 	var stages []string
 	counted := map[string][][2]int64{} // WeightsProgress's reports, by the stage they came in
@@ -68,6 +69,26 @@ func TestLoadAndGenerateTinyModel(t *testing.T) {
 	if len(counted) != 1 {
 		t.Errorf("graph path: weights counted in the stages %v, want the model only", counted)
 	}
+	// Where the files are read rather than mapped (DARKROOM_NO_MMAP; Windows), opening
+	// them counts their bytes too.
+	t.Setenv("DARKROOM_NO_MMAP", "1")
+	clear(counted)
+	u, err := Load(context.Background(), Dir(dir), opts(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	var size int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			size += st.Size()
+		}
+	}
+	if w := counted["weights"]; len(w) == 0 || size == 0 || w[len(w)-1] != [2]int64{size, size} {
+		t.Errorf("unmapped: weights counted %v while opening them, want up to the files' %d bytes", w, size)
+	}
+	checkCounts(t, "unmapped, read", counted["read"])
 	if d := e.GenerationDefaults(); d.MaxNewTokens != 32 || d.MaxSteps != 6 || d.TMax != 0.8 {
 		t.Errorf("defaults %+v", d)
 	}

@@ -174,7 +174,8 @@ type weightNotes struct {
 
 // weightStages are the load's stages that count the weights (engine.Options), as the
 // counts say them.
-var weightStages = map[string]string{"model": "Putting the weights in place", "read": "Reading the weights into memory"}
+var weightStages = map[string]string{"weights": "Reading the weight files", "model": "Putting the weights in place",
+	"read": "Reading the weights into memory"}
 
 func newWeightNotes(w io.Writer) *weightNotes {
 	return &weightNotes{line: newStatusLine(w), start: time.Now()}

@@ -325,6 +325,13 @@ func TestGenerateSaysItIsLoading(t *testing.T) {
 			t.Errorf("%s: stderr %q; want the weights read counted", cmd[0], errOut)
 		}
 	}
+	// Where the files are read rather than mapped (Windows; DARKROOM_NO_MMAP), their
+	// reading is counted too.
+	t.Setenv("DARKROOM_NO_MMAP", "1")
+	code, _, errOut := runCLI("generate", "--model", dir, "--max-new-tokens", "4", "--max-steps", "2", "hi")
+	if code != 0 || !regexp.MustCompile(`\nReading the weight files: ([0-9.]+ [kMG]?B) of ([0-9.]+ [kMG]?B)\n`).MatchString(errOut) {
+		t.Errorf("unmapped: exit %d, stderr %q; want the files' reading counted", code, errOut)
+	}
 }
 
 // TestGenerateRefusesQuarantinedModel: a model folder holding a file that failed

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -25,7 +26,7 @@ func TestMap(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	b, unmap, err = MapOrRead(f, int64(len(want)))
+	b, unmap, err = MapOrRead(f, int64(len(want)), nil)
 	if err != nil || !bytes.Equal(b, want) {
 		t.Fatalf("MapOrRead: %d bytes, %v", len(b), err)
 	}
@@ -37,7 +38,7 @@ func TestMap(t *testing.T) {
 	if _, _, err := Map(e, 0); err == nil {
 		t.Error("an empty file mapped")
 	}
-	if b, unmap, err := MapOrRead(e, 0); err != nil || len(b) != 0 || unmap != nil {
+	if b, unmap, err := MapOrRead(e, 0, nil); err != nil || len(b) != 0 || unmap != nil {
 		t.Errorf("MapOrRead of an empty file = %d bytes, unmap %v, %v; want none read", len(b), unmap != nil, err)
 	}
 }
@@ -51,9 +52,13 @@ func TestMapOff(t *testing.T) {
 		if _, _, err := Map(f, int64(len(want))); err == nil || !Off() {
 			t.Fatalf("DARKROOM_NO_MMAP=%s: Map = %v", v, err)
 		}
-		b, unmap, err := MapOrRead(f, int64(len(want)))
+		var reads []int64
+		b, unmap, err := MapOrRead(f, int64(len(want)), func(done int64) { reads = append(reads, done) })
 		if err != nil || unmap != nil || !bytes.Equal(b, want) {
 			t.Fatalf("DARKROOM_NO_MMAP=%s: MapOrRead: %d bytes, unmap %v, %v", v, len(b), unmap != nil, err)
+		}
+		if !slices.Equal(reads, []int64{int64(len(want))}) {
+			t.Errorf("DARKROOM_NO_MMAP=%s: reads reported %v, want the file's %d bytes once", v, reads, len(want))
 		}
 	}
 	t.Setenv("DARKROOM_NO_MMAP", "0")

@@ -45,7 +45,7 @@ func BenchmarkARToken(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	mapped, ok, err := weights.Map(dir, cfg)
+	mapped, ok, err := weights.Map(dir, cfg, nil)
 	if err != nil || !ok {
 		b.Fatalf("map %s: ok %v, %v", dir, ok, err)
 	}

@@ -109,7 +109,7 @@ func mappedRunner(b *testing.B, dir string) *Runner {
 	if err != nil {
 		b.Fatal(err)
 	}
-	mapped, ok, err := weights.Map(dir, cfg)
+	mapped, ok, err := weights.Map(dir, cfg, nil)
 	if err != nil || !ok {
 		b.Fatalf("map %s: ok %v, %v", dir, ok, err)
 	}

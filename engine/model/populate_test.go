@@ -26,7 +26,7 @@ func mappedTiny(t *testing.T) (*config.Model, *weights.Mapped) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, ok, err := weights.Map(dir, lc)
+	m, ok, err := weights.Map(dir, lc, nil)
 	if err != nil || !ok {
 		t.Fatalf("map: ok %v, %v", ok, err)
 	}

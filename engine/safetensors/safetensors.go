@@ -146,7 +146,11 @@ type File struct {
 }
 
 // Open opens and memory-maps path (reading it into memory where mapping fails).
-func Open(path string) (*File, error) {
+func Open(path string) (*File, error) { return openCounted(path, nil) }
+
+// openCounted is Open, with read hearing the bytes read so far where the file is read
+// rather than mapped (mapfile.MapOrRead).
+func openCounted(path string, read func(done int64)) (*File, error) {
 	name := filepath.Base(path)
 	f, err := os.Open(path)
 	if err != nil {
@@ -160,7 +164,7 @@ func Open(path string) (*File, error) {
 	if st.Size() > math.MaxInt {
 		return nil, fmt.Errorf("%s: file too large", name)
 	}
-	buf, unmap, err := mapfile.MapOrRead(f, st.Size())
+	buf, unmap, err := mapfile.MapOrRead(f, st.Size(), read)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

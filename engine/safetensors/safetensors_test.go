@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -402,6 +403,64 @@ func TestShardedCheckpoint(t *testing.T) {
 	}
 	if _, err := OpenCheckpoint(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no model.safetensors") {
 		t.Errorf("empty dir: %v", err)
+	}
+}
+
+// TestCheckpointReadProgress: where a checkpoint's files are read rather than mapped
+// (DARKROOM_NO_MMAP, as on Windows), OpenCheckpointProgress counts their bytes up to
+// all of its files' — the shards, or the single file — and the tensors are the
+// mapped ones; mapped, it reports nothing.
+func TestCheckpointReadProgress(t *testing.T) {
+	sharded, single := t.TempDir(), t.TempDir()
+	a := tensors.FromFlatDataAndDimensions(make([]float32, 1000), 1000)
+	b := tensors.FromFlatDataAndDimensions([]int8{3, 4, 5}, 3)
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(WriteFile(filepath.Join(sharded, "s1.safetensors"), nil, []Named{{"a", a}}))
+	must(WriteFile(filepath.Join(sharded, "s2.safetensors"), nil, []Named{{"b", b}}))
+	must(WriteIndex(sharded, Index{WeightMap: map[string]string{"a": "s1.safetensors", "b": "s2.safetensors"}}))
+	must(WriteFile(filepath.Join(single, SingleFile), nil, []Named{{"a", a}, {"b", b}}))
+	size := func(dir string, names ...string) (n int64) {
+		for _, name := range names {
+			st, err := os.Stat(filepath.Join(dir, name))
+			must(err)
+			n += st.Size()
+		}
+		return n
+	}
+	for _, c := range []struct {
+		dir   string
+		total int64
+	}{{sharded, size(sharded, "s1.safetensors", "s2.safetensors")}, {single, size(single, SingleFile)}} {
+		for _, noMap := range []bool{false, true} {
+			t.Setenv("DARKROOM_NO_MMAP", map[bool]string{false: "0", true: "1"}[noMap])
+			var reports [][2]int64
+			ck, err := OpenCheckpointProgress(c.dir, func(done, total int64) { reports = append(reports, [2]int64{done, total}) })
+			must(err)
+			x, err := ck.Tensor("b")
+			if err != nil || !eq(flat[int8](t, x), []int8{3, 4, 5}) {
+				t.Errorf("%s, no mapping %v: b = %v, %v", filepath.Base(c.dir), noMap, x, err)
+			}
+			ck.Close()
+			if mapped := runtime.GOOS != "windows" && !noMap; mapped {
+				if len(reports) != 0 {
+					t.Errorf("mapped: reports %v, want none", reports)
+				}
+				continue
+			}
+			n := len(reports)
+			if n == 0 || reports[n-1] != [2]int64{c.total, c.total} {
+				t.Fatalf("read: reports %v, want counts up to %d of %d", reports, c.total, c.total)
+			}
+			for i := 1; i < n; i++ {
+				if reports[i][0] <= reports[i-1][0] || reports[i][1] != c.total {
+					t.Fatalf("read: reports %v do not rise to one total", reports)
+				}
+			}
+		}
 	}
 }
 

@@ -97,7 +97,7 @@ func mapGGUF(t *testing.T, split bool) (*config.Model, *ggufFixture, *weights.Ma
 	t.Helper()
 	cfg := ggufConfig()
 	fx := writeGGUF(t, t.TempDir(), cfg, split, nil)
-	m, ok, err := weights.Map(filepath.Dir(fx.path), cfg)
+	m, ok, err := weights.Map(filepath.Dir(fx.path), cfg, nil)
 	if err != nil || !ok {
 		t.Fatalf("Map = %v, %v", ok, err)
 	}

@@ -333,7 +333,7 @@ func TestLoadGGUFFaults(t *testing.T) {
 			t.Errorf("%s: error %q does not name the file", c.name, err)
 		}
 		// The host path's reader (weights.Map, which engine.Load uses) refuses it alike.
-		if m, ok, err := weights.Map(filepath.Dir(fx.path), cfg); err == nil || m != nil || ok || !strings.Contains(err.Error(), c.want) {
+		if m, ok, err := weights.Map(filepath.Dir(fx.path), cfg, nil); err == nil || m != nil || ok || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Map = %v, %v, %v; want the error %q and nothing open", c.name, m, ok, err, c.want)
 		}
 	}
@@ -345,7 +345,7 @@ func TestLoadGGUFFaults(t *testing.T) {
 	if _, err := weights.LoadGGUF(fx.path, cfg); err == nil || !strings.Contains(err.Error(), "past the end") {
 		t.Errorf("truncated file: %v", err)
 	}
-	if _, _, err := weights.Map(filepath.Dir(fx.path), cfg); err == nil || !strings.Contains(err.Error(), "past the end") {
+	if _, _, err := weights.Map(filepath.Dir(fx.path), cfg, nil); err == nil || !strings.Contains(err.Error(), "past the end") {
 		t.Errorf("truncated file, Map: %v", err)
 	}
 	// Bad magic.

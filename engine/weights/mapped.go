@@ -37,8 +37,10 @@ type Mapped struct {
 // kept: see readGGUF).
 // ok is false, with no error, for a checkpoint the host model cannot use as stored — a
 // ModelOpt NVFP4 export (whose experts are stored one module each), F16 tensors, GGUF
-// experts of mixed types — which Load reads (and converts) instead.
-func Map(dir string, cfg *config.Model) (m *Mapped, ok bool, err error) {
+// experts of mixed types — which Load reads (and converts) instead. progress, if not
+// nil, hears the bytes of a safetensors checkpoint's files read so far where they are
+// read rather than mapped (safetensors.OpenCheckpointProgress: Windows).
+func Map(dir string, cfg *config.Model, progress func(done, total int64)) (m *Mapped, ok bool, err error) {
 	if path, isGGUF, err := FindGGUF(dir); err != nil {
 		return nil, false, fmt.Errorf("load weights from %s: %w", dir, err)
 	} else if isGGUF {
@@ -47,7 +49,7 @@ func Map(dir string, cfg *config.Model) (m *Mapped, ok bool, err error) {
 		}
 		return m, ok, nil
 	}
-	ck, err := safetensors.OpenCheckpoint(dir)
+	ck, err := safetensors.OpenCheckpointProgress(dir, progress)
 	if err != nil {
 		return nil, false, fmt.Errorf("load weights from %s: %w", dir, err)
 	}

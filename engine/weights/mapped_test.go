@@ -45,7 +45,7 @@ func TestMapHoldsTheStoredBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, ok, err := Map(dir, lc)
+			m, ok, err := Map(dir, lc, nil)
 			if err != nil || !ok {
 				t.Fatalf("Map = %v, %v", ok, err)
 			}
@@ -141,7 +141,7 @@ func TestMapDamaged(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir, lc, _ := saveQuantized(t, cfg, quant.Int4Profile, 1)
 			c.break_(t, dir)
-			m, ok, err := Map(dir, lc)
+			m, ok, err := Map(dir, lc, nil)
 			if err == nil || m != nil || ok {
 				t.Fatalf("Map = %v, %v, %v; want an error and nothing mapped", m, ok, err)
 			}
@@ -159,7 +159,7 @@ func TestMapDamaged(t *testing.T) {
 // scale short, codes cut) is an error naming the file and tensor, before any product.
 func TestStoredMatrixDamaged(t *testing.T) {
 	dir, lc, _ := saveQuantized(t, config.Tiny(), quant.Int4Profile, 1)
-	m, ok, err := Map(dir, lc)
+	m, ok, err := Map(dir, lc, nil)
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -198,7 +198,7 @@ func TestMapIsNotRead(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	before := ms.HeapAlloc
-	m, ok, err := Map(dir, lc)
+	m, ok, err := Map(dir, lc, nil)
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
