@@ -71,9 +71,16 @@ type benchMode struct {
 	// over runs (Linux; absent elsewhere): major ones waited on a disk read (weights
 	// the system had dropped from its page cache), minor ones mapped a page already
 	// in memory. A run that faults pays for it on top of every estimate.
-	MajorFaults float64    `json:"major_faults_per_run,omitempty"`
-	MinorFaults float64    `json:"minor_faults_per_run,omitempty"`
-	Bound       *modeBound `json:"bound,omitempty"`
+	MajorFaults float64 `json:"major_faults_per_run,omitempty"`
+	MinorFaults float64 `json:"minor_faults_per_run,omitempty"`
+	// ProcessorsBusy is the process's processor time over the timed runs divided by
+	// their wall time (Unix; absent elsewhere): GOMAXPROCS when every core worked
+	// throughout — the pool's workers looking for their next part count as working —
+	// less where a core sat idle (a part waiting to be run, another program holding
+	// the core). Session 37's 30-layer step read 1.5 of 2 when the CLI's main thread
+	// was locked, 1.9 after.
+	ProcessorsBusy float64    `json:"processors_busy,omitempty"`
+	Bound          *modeBound `json:"bound,omitempty"`
 }
 
 // modeBound is what this machine allows a mode, next to what it did (models/speed's
@@ -300,6 +307,7 @@ func runBench(env *Env, args []string) error {
 	results := map[engine.Mode][]*engine.Result{}
 	units, steps := map[engine.Mode][]float64{}, map[engine.Mode][]float64{}
 	faults, faultsOK := map[engine.Mode]pageFaults{}, true
+	cpu, wall, cpuOK := map[engine.Mode]time.Duration{}, map[engine.Mode]time.Duration{}, true
 	if traceOut != nil {
 		if err := trace.Start(traceOut); err != nil {
 			return fmt.Errorf("bench: trace: %w", err)
@@ -309,10 +317,16 @@ func runBench(env *Env, args []string) error {
 		seed := g.seed + uint64(i) + 1
 		for _, mode := range order {
 			f0, ok0 := readPageFaults()
+			c0, cok0 := processorTime()
+			t1 := time.Now()
 			r, u, st, err := run(mode, s, seed)
+			wall[mode] += time.Since(t1)
+			c1, cok1 := processorTime()
 			f1, ok1 := readPageFaults()
 			faultsOK = faultsOK && ok0 && ok1
 			faults[mode] = faults[mode].add(f1.sub(f0))
+			cpuOK = cpuOK && cok0 && cok1
+			cpu[mode] += c1 - c0
 			if err != nil {
 				return fmt.Errorf("bench: %s run %d: %w", mode, i+1, err)
 			}
@@ -331,6 +345,9 @@ func runBench(env *Env, args []string) error {
 		if faultsOK && m.Runs > 0 {
 			f := faults[mode]
 			m.MajorFaults, m.MinorFaults = float64(f.major)/float64(m.Runs), float64(f.minor)/float64(m.Runs)
+		}
+		if cpuOK && wall[mode] > 0 {
+			m.ProcessorsBusy = cpu[mode].Seconds() / wall[mode].Seconds()
 		}
 		if mode == engine.Diffusion {
 			m.StepMS = backend.Median(steps[mode])
@@ -580,6 +597,12 @@ func printBench(w io.Writer, r *benchReport) {
 		if m != nil && m.MajorFaults+m.MinorFaults > 0 {
 			fmt.Fprintf(w, "page faults in a timed %s run: %.0f major (read from disk), %.0f minor (mapped from memory)\n",
 				m.Mode, m.MajorFaults, m.MinorFaults)
+		}
+	}
+	for _, m := range []*benchMode{r.Diffusion, r.AR} {
+		if m != nil && m.ProcessorsBusy > 0 {
+			fmt.Fprintf(w, "processors busy in the timed %s runs: %.2f of %d (processor time ÷ wall time; less: a core idle or taken by another program)\n",
+				m.Mode, m.ProcessorsBusy, r.GOMAXPROCS)
 		}
 	}
 }

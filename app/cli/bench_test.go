@@ -74,6 +74,11 @@ func TestBenchModeAR(t *testing.T) {
 		rep.Path != "host" || a.WarmupTokens != 1 || a.Tokens < 2 {
 		t.Errorf("AR %+v, warm-up %v", a, rep.WarmupMS)
 	}
+	// The processors' time over the runs' wall time: some, and no more than the
+	// processors the Go scheduler runs on (with the runtime's own threads' slack).
+	if busy := a.ProcessorsBusy; runtime.GOOS != "windows" && !(busy > 0 && busy <= 1.5*float64(rep.GOMAXPROCS)) {
+		t.Errorf("processors busy %v of %d", busy, rep.GOMAXPROCS)
+	}
 	cfg, err := config.Load(dir)
 	if err != nil {
 		t.Fatal(err)
