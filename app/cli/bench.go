@@ -580,6 +580,9 @@ func printBench(w io.Writer, r *benchReport) {
 			msText(b.EstimateStepMS), b.StepVsEstimate, msText(d.FastestMS), b.FastestVsEstimate, msText(b.EstimateUnitMS), b.EstimateTokensPerS, b.VsEstimate)
 		printTerms(w, "diffusion step", b)
 	}
+	if x := r.outranCalibration(); x > 0 {
+		fmt.Fprintf(w, "the calibration is slower than this machine ran (its fastest unit %.1f× its estimate): measured, perhaps, while something else kept the processors busy; `darkroom hw --recalibrate` measures it again\n", x)
+	}
 	fmt.Fprintf(w, "raw matmul [%d,%d]×[%d,%d]: %.2f GFLOP/s (%s), %.2f GFLOP/s with the host GEMM\n",
 		r.MatMul.M, r.MatMul.K, r.MatMul.K, r.MatMul.N, r.MatMulGFLOPS, r.Path, r.HostMatMulGFLOPS)
 	if r.ForwardFLOPs != nil {
@@ -606,6 +609,27 @@ func printBench(w io.Writer, r *benchReport) {
 		}
 	}
 }
+
+// outranCalibration is how many times faster than its estimate the fastest unit of a
+// mode ran (the estimate ÷ the fastest AR token or diffusion step), where that is more
+// than calibrationSlack, else 0: the estimates run within 25% of the measured on an
+// idle machine, and a calibration measured while the machine was busy reads every
+// rate low for as long as it is kept (bench's report, the Library's speeds).
+func (r *benchReport) outranCalibration() float64 {
+	x := 0.0
+	for _, m := range []*benchMode{r.AR, r.Diffusion} {
+		if m != nil && m.Bound != nil {
+			x = max(x, m.Bound.FastestVsEstimate)
+		}
+	}
+	if x > calibrationSlack {
+		return x
+	}
+	return 0
+}
+
+// calibrationSlack bounds outranCalibration's ratio.
+const calibrationSlack = 1.5
 
 // printTerms says what darkroom hw's estimate of a unit (what) pays for.
 func printTerms(w io.Writer, what string, b *modeBound) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/darkroomlabs/darkroom/engine"
 	"math"
 	"os"
 	"path/filepath"
@@ -229,5 +230,24 @@ func TestBenchTrace(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "runs.trace")
 	if code, _, errOut := runCLI("bench", "--model", dir, "--mode", "ar", "--runs", "1", "--max-new-tokens", "2", "--trace", bad); code == 0 || !strings.Contains(errOut, "runs.trace") {
 		t.Errorf("unwritable trace: exit %d, %q", code, errOut)
+	}
+}
+
+// TestBenchSaysTheCalibrationIsSlow: a mode whose fastest unit ran well past its
+// estimate (a calibration measured while the machine was busy, kept since) has the
+// report say so and how to measure again; within calibrationSlack it says nothing.
+func TestBenchSaysTheCalibrationIsSlow(t *testing.T) {
+	for _, c := range []struct {
+		ar, diffusion float64 // FastestVsEstimate
+		want          float64
+	}{{0.9, 1.1, 0}, {1.4, 0, 0}, {2.4, 1.1, 2.4}, {0, 3, 3}} {
+		r := &benchReport{AR: &benchMode{Mode: engine.AR, Bound: &modeBound{FastestVsEstimate: c.ar}},
+			Diffusion: &benchMode{Mode: engine.Diffusion, Bound: &modeBound{FastestVsEstimate: c.diffusion}}}
+		var b strings.Builder
+		printBench(&b, r)
+		said := strings.Contains(b.String(), "darkroom hw --recalibrate")
+		if got := r.outranCalibration(); got != c.want || said != (c.want > 0) {
+			t.Errorf("fastest ÷ estimate AR %v, diffusion %v: outran %v (want %v), said so %v", c.ar, c.diffusion, got, c.want, said)
+		}
 	}
 }

@@ -53,6 +53,7 @@ func runHW(env *Env, args []string) error {
 	lib.register(fs, false)
 	ctxLen := fs.Int("context", 4096, "context length (tokens) the fit estimates assume")
 	asJSON := fs.Bool("json", false, "print hardware and the fit table as JSON")
+	again := fs.Bool("recalibrate", false, "measure this PC's speed again, in place of the measurement kept from the first run (taken, perhaps, while something else kept it busy)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -72,7 +73,12 @@ func runHW(env *Env, args []string) error {
 		return err
 	}
 	rep := hwReport{Hardware: info, Context: *ctxLen, Fit: rows}
-	rates, err := ratesNoted(context.Background(), env.Stderr, info.Device)
+	measure, note := ratesHere, measuringNote
+	if *again {
+		measure, note = ratesAgain, measuringAgainNote
+	}
+	var rates *speed.Rates
+	whileNoting(env.Stderr, note, func() { rates, err = measure(context.Background(), info.Device) })
 	if err != nil {
 		rep.RatesProblem = err.Error()
 	}
@@ -225,8 +231,14 @@ func shortName(s string) string {
 // counted as the model's memory).
 var ratesHere = speed.Here
 
-// measuringNote is what ratesNoted says.
-const measuringNote = "Measuring this PC's speed for the estimates (only the first time; a few seconds)…"
+// ratesAgain is ratesHere measuring again (hw --recalibrate; speed.HereAgain).
+var ratesAgain = speed.HereAgain
+
+// measuringNote is what ratesNoted says, measuringAgainNote what hw --recalibrate says.
+const (
+	measuringNote      = "Measuring this PC's speed for the estimates (only the first time; a few seconds)…"
+	measuringAgainNote = "Measuring this PC's speed again (a few seconds; let nothing else run meanwhile)…"
+)
 
 // ratesNoted is ratesHere that says on w what it is doing once it takes a moment:
 // the first run on a machine measures the CPU, seconds on a small one.

@@ -134,3 +134,29 @@ func TestHWSaysItIsMeasuring(t *testing.T) {
 		t.Errorf("measuring: code %d, stderr %q; want %q, then the report", code, errOut, measuringNote)
 	}
 }
+
+// TestHWRecalibrate: --recalibrate measures again (speed.HereAgain), saying so, and the
+// report stands on the new rates, not on those kept from the first run.
+func TestHWRecalibrate(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	if err := speed.Prime(speed.Uniform(15e9, 4e9, 2e9)); err != nil { // taken while the PC was busy
+		t.Fatal(err)
+	}
+	oldAfter := noteAfter
+	noteAfter = 10 * time.Millisecond
+	again := 0
+	ratesAgain = func(ctx context.Context, device string) (*speed.Rates, error) {
+		again++
+		time.Sleep(100 * time.Millisecond) // a measurement
+		return speed.Uniform(150e9, 40e9, 20e9), nil
+	}
+	defer func() { ratesAgain, noteAfter = speed.HereAgain, oldAfter }()
+	code, out, errOut := runLibCLI("hw", "--models-dir", t.TempDir())
+	if code != 0 || again != 0 || !strings.Contains(out, "GEMM up to 15 GFLOP/s") {
+		t.Fatalf("without --recalibrate: code %d, measured again %d times, stderr %q; want the kept rates", code, again, errOut)
+	}
+	code, out, errOut = runLibCLI("hw", "--recalibrate", "--models-dir", t.TempDir())
+	if code != 0 || again != 1 || !strings.Contains(errOut, measuringAgainNote) || !strings.Contains(out, "GEMM up to 150 GFLOP/s") {
+		t.Errorf("--recalibrate: code %d, measured again %d times, stderr %q, stdout %q; want the new rates", code, again, errOut, out)
+	}
+}

@@ -521,17 +521,24 @@ func (c *Cache) read() cacheFile {
 // Get returns this machine's rates, measuring them (and writing the file) when the
 // file holds none for it. A file that cannot be written is not an error: the rates
 // are kept for this process.
-func (c *Cache) Get(ctx context.Context) (*Rates, error) {
+func (c *Cache) Get(ctx context.Context) (*Rates, error) { return c.get(ctx, false) }
+
+// Remeasure measures this machine's rates again and puts them in place of those the
+// file held: a calibration taken while the machine was busy (a game, a download, a
+// build beside it) reads every rate low, and Get would give it back for good.
+func (c *Cache) Remeasure(ctx context.Context) (*Rates, error) { return c.get(ctx, true) }
+
+func (c *Cache) get(ctx context.Context, again bool) (*Rates, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := c.Key
 	if key == "" {
 		key = Key()
 	}
-	if c.last != nil && c.last.Key == key {
+	if c.last != nil && c.last.Key == key && !again {
 		return c.last, nil
 	}
-	if raw, ok := c.read().Rates[key]; ok {
+	if raw, ok := c.read().Rates[key]; ok && !again {
 		var r Rates
 		if json.Unmarshal(raw, &r) == nil && r.valid() == nil {
 			c.last = &r

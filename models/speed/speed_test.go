@@ -330,6 +330,42 @@ func TestWhy(t *testing.T) {
 	}
 }
 
+// TestCacheRemeasure: Remeasure measures again in place of the rates the file holds
+// for this machine (a calibration taken while it was busy), in this process and in
+// the next, and leaves the other machines' entries alone.
+func TestCacheRemeasure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "darkroom", "calibration.json")
+	gemm := 1e9 // the GEMM rate the next measurement reads: low, as on a busy machine
+	measured := 0
+	measure := func(context.Context) (*Rates, error) {
+		measured++
+		return flat(gemm, 1e10, 2e10, 3e8), nil
+	}
+	ctx := context.Background()
+	if _, err := (&Cache{Path: path, Measure: measure, Key: "cpu B"}).Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := &Cache{Path: path, Measure: measure, Key: "cpu A"}
+	if r, err := c.Get(ctx); err != nil || r.GEMM[0].FLOPS != 1e9 {
+		t.Fatal(r, err)
+	}
+	gemm = 1e11
+	if r, err := c.Get(ctx); err != nil || r.GEMM[0].FLOPS != 1e9 || measured != 2 {
+		t.Fatalf("Get measured again (%d times): %v, %v", measured, r, err)
+	}
+	if r, err := c.Remeasure(ctx); err != nil || r.GEMM[0].FLOPS != 1e11 || measured != 3 || r.Key != "cpu A" {
+		t.Fatalf("Remeasure: %v, %v (measured %d times)", r, err, measured)
+	}
+	if r, err := c.Get(ctx); err != nil || r.GEMM[0].FLOPS != 1e11 {
+		t.Fatalf("this process after Remeasure: %v, %v", r, err)
+	}
+	for key, want := range map[string]float64{"cpu A": 1e11, "cpu B": 1e9} {
+		if r, err := (&Cache{Path: path, Measure: measure, Key: key}).Get(ctx); err != nil || r.GEMM[0].FLOPS != want || measured != 3 {
+			t.Errorf("the next process, %s: %v, %v (measured %d times); want GEMM %g from the file", key, r, err, measured, want)
+		}
+	}
+}
+
 // TestCache: rates are measured once and read back after; a corrupt file or
 // another machine's entry is measured again, not an error.
 func TestCache(t *testing.T) {
