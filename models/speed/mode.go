@@ -160,20 +160,16 @@ func Device(backend string) string {
 
 // Here is this machine's rates for a model running on device: the cached
 // calibration (measured now if there is none) on the CPU, nil elsewhere.
-func Here(ctx context.Context, device string) (*Rates, error) {
-	if device != "cpu" {
-		return nil, nil
-	}
-	c, err := Default()
-	if err != nil {
-		return nil, err
-	}
-	return c.Get(ctx)
-}
+func Here(ctx context.Context, device string) (*Rates, error) { return here(ctx, device, (*Cache).Get) }
 
 // HereAgain is Here measuring the rates again (Cache.Remeasure) in place of the
 // cached ones.
 func HereAgain(ctx context.Context, device string) (*Rates, error) {
+	return here(ctx, device, (*Cache).Remeasure)
+}
+
+// here is Here and HereAgain: the default cache's rates by get, on the CPU.
+func here(ctx context.Context, device string, get func(*Cache, context.Context) (*Rates, error)) (*Rates, error) {
 	if device != "cpu" {
 		return nil, nil
 	}
@@ -181,5 +177,5 @@ func HereAgain(ctx context.Context, device string) (*Rates, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.Remeasure(ctx)
+	return get(c, ctx)
 }
