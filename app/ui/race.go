@@ -56,7 +56,8 @@ func newRace(a *App) *Race {
 	r.stopB = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() { r.run.Stop() })
 	r.stopB.Disable()
 	r.summary = widget.NewLabel("Both write the same encyclopedia page with the same weights, started together. " +
-		"The race loads a second copy of the active model, so it needs twice its memory.")
+		"The race loads a second copy of the active model: on a GPU, and on Windows, it needs twice the memory; " +
+		"on Linux's CPU path the two share most of its weights, mapped from its files.")
 	r.summary.Wrapping = fyne.TextWrapWord
 	r.panes[0] = &racePane{mode: engine.AR, title: "Printer — autoregressive, one token per forward pass"}
 	r.panes[1] = &racePane{mode: engine.Diffusion, title: "Polaroid — diffusion, a whole canvas at a time"}
