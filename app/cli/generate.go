@@ -167,9 +167,10 @@ type weightNotes struct {
 	mu      sync.Mutex // the writes: report's, and Write's from whileNoting's goroutine
 	line    statusLine
 	start   time.Time
-	doing   string // what the stage does with the weights (weightStages), "" for none
-	noted   bool   // the load's note is written: the counts follow it
-	pending string // the last count, held until the note is written
+	doing   string   // what the stage does with the weights (weightStages), "" for none
+	noted   bool     // the load's note is written: the counts follow it
+	pending []string // the last count of each stage so far, held until the note is written
+	heldFor string   // the stage (doing) of pending's last count
 }
 
 // weightStages are the load's stages that count the weights (engine.Options), as the
@@ -188,10 +189,10 @@ func (r *weightNotes) Write(p []byte) (int, error) {
 	r.line.clear()
 	n, err := r.line.w.Write(p)
 	r.noted = true
-	if r.pending != "" {
-		r.show(r.pending)
-		r.pending = ""
+	for _, line := range r.pending {
+		r.show(line)
 	}
+	r.pending = nil
 	return n, err
 }
 
@@ -210,8 +211,11 @@ func (r *weightNotes) report(done, total int64) {
 		return
 	}
 	line := fmt.Sprintf("%s: %s of %s", r.doing, store.FormatBytes(done), store.FormatBytes(total))
-	if !r.noted {
-		r.pending = line
+	if !r.noted { // a stage's last count replaces its earlier ones, not another stage's
+		if len(r.pending) > 0 && r.heldFor == r.doing {
+			r.pending = r.pending[:len(r.pending)-1]
+		}
+		r.pending, r.heldFor = append(r.pending, line), r.doing
 		return
 	}
 	r.show(line)

@@ -512,3 +512,24 @@ func TestTraceSaysGuidanceRounds(t *testing.T) {
 		t.Errorf("traced steps %v, the summary says %d steps; want its steps traced as steps and its rounds as rounds:\n%s", steps, want, errOut)
 	}
 }
+
+// TestWeightNotesHoldEachStage: counts that come before the load's note is written
+// (a fast first stage) are held, the last of each stage, and written after the note in
+// order; the weight files' count was lost to the read stage's when both came first.
+func TestWeightNotesHoldEachStage(t *testing.T) {
+	old := noteAfter
+	noteAfter = 0
+	defer func() { noteAfter = old }()
+	var b strings.Builder
+	r := newWeightNotes(&b)
+	r.stage("weights")
+	r.report(1<<20, 2<<20)
+	r.report(2<<20, 2<<20)
+	r.stage("read")
+	r.report(3<<20, 3<<20)
+	fmt.Fprint(r, "Loading m…\n")
+	want := "Loading m…\nReading the weight files: 2.1 MB of 2.1 MB\nReading the weights into memory: 3.1 MB of 3.1 MB\n"
+	if b.String() != want {
+		t.Errorf("notes %q, want %q", b.String(), want)
+	}
+}
