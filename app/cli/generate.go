@@ -493,7 +493,7 @@ func autoMode(ctx context.Context, env *Env, model string, e *engine.Engine) (sp
 	var rates *speed.Rates
 	if entry.ModesEqual {
 		var err error
-		if rates, err = ratesNoted(ctx, env.Stderr, device); err != nil {
+		if rates, err = ratesNoted(ctx, env.Stderr, device, false); err != nil {
 			if ctx.Err() != nil {
 				return speed.Choice{}, errors.New(interruptedLoading)
 			}

@@ -73,12 +73,7 @@ func runHW(env *Env, args []string) error {
 		return err
 	}
 	rep := hwReport{Hardware: info, Context: *ctxLen, Fit: rows}
-	measure, note := ratesHere, measuringNote
-	if *again {
-		measure, note = ratesAgain, measuringAgainNote
-	}
-	var rates *speed.Rates
-	whileNoting(env.Stderr, note, func() { rates, err = measure(context.Background(), info.Device) })
+	rates, err := ratesNoted(context.Background(), env.Stderr, info.Device, *again)
 	if err != nil {
 		rep.RatesProblem = err.Error()
 	}
@@ -240,9 +235,14 @@ const (
 	measuringAgainNote = "Measuring this PC's speed again (a few seconds; let nothing else run meanwhile)…"
 )
 
-// ratesNoted is ratesHere that says on w what it is doing once it takes a moment:
-// the first run on a machine measures the CPU, seconds on a small one.
-func ratesNoted(ctx context.Context, w io.Writer, device string) (r *speed.Rates, err error) {
-	whileNoting(w, measuringNote, func() { r, err = ratesHere(ctx, device) })
+// ratesNoted is ratesHere (with again, ratesAgain: hw --recalibrate) that says on w
+// what it is doing once it takes a moment: the first run on a machine measures the
+// CPU, seconds on a small one.
+func ratesNoted(ctx context.Context, w io.Writer, device string, again bool) (r *speed.Rates, err error) {
+	measure, note := ratesHere, measuringNote
+	if again {
+		measure, note = ratesAgain, measuringAgainNote
+	}
+	whileNoting(w, note, func() { r, err = measure(ctx, device) })
 	return r, err
 }

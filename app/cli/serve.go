@@ -114,7 +114,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	opts.AnswerTokens = catalog.AnswerTokens(id, eng.Config())
 	// A request without "mode" runs the faster mode here where both write equally well.
 	device := speed.Device(eng.Backend())
-	rates, err := ratesNoted(ctx, env.Stderr, device)
+	rates, err := ratesNoted(ctx, env.Stderr, device, false)
 	if ctx.Err() != nil { // Ctrl-C while measuring: announcing the server now would say it serves
 		fmt.Fprintln(env.Stderr, serveStoppedEarly)
 		return nil

@@ -107,12 +107,16 @@ func (w *hostWeights) populate(cfg *config.Text, stop func() bool, progress func
 	if !ok {
 		return
 	}
+	type read struct {
+		name  string
+		bytes int64 // m.FirstRead's
+	}
 	var spans [][]byte // the mapped tensors' bytes
-	var reads []string // the tensors a Lookup reads onto the heap
+	var reads []read   // the tensors a Lookup reads onto the heap
 	var total int64
 	for _, s := range weights.Specs(&config.Model{Text: *cfg}) {
 		if n := m.FirstRead(s.Name); n > 0 {
-			reads, total = append(reads, s.Name), total+n
+			reads, total = append(reads, read{s.Name, n}), total+n
 			continue
 		}
 		st, _, ok, err := m.Lookup(s.Name)
@@ -126,15 +130,14 @@ func (w *hostWeights) populate(cfg *config.Text, stop func() bool, progress func
 		}
 	}
 	var done int64
-	for _, name := range reads {
+	for _, r := range reads {
 		if stop != nil && stop() {
 			return
 		}
-		n := m.FirstRead(name)
-		if _, _, _, err := m.Lookup(name); err != nil {
+		if _, _, _, err := m.Lookup(r.name); err != nil {
 			continue
 		}
-		if done += n; progress != nil {
+		if done += r.bytes; progress != nil {
 			progress(done, total)
 		}
 	}

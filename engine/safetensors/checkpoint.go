@@ -58,10 +58,13 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) { return OpenCheckpointProg
 func OpenCheckpointProgress(dir string, progress func(done, total int64)) (*Checkpoint, error) {
 	var total, before int64 // all the files' bytes, and those of the files opened
 	size := map[string]int64{}
-	opening := func(names []string) {
-		for _, n := range names {
-			if st, err := os.Stat(filepath.Join(dir, n)); err == nil {
-				size[n], total = st.Size(), total+st.Size()
+	var opening func([]string) // sizes the files, for a progress to count against
+	if progress != nil {
+		opening = func(names []string) {
+			for _, n := range names {
+				if st, err := os.Stat(filepath.Join(dir, n)); err == nil {
+					size[n], total = st.Size(), total+st.Size()
+				}
 			}
 		}
 	}
