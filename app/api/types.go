@@ -1,7 +1,7 @@
 // Package api is the wire format of Darkroom's OpenAI-compatible HTTP API: the
-// requests, responses and stream chunks of GET /v1/models and POST
-// /v1/chat/completions, with their JSON tags, and Darkroom's extensions to them
-// (the "mode" field and the "darkroom" object). app/server encodes the
+// requests, responses and stream chunks of GET /v1/models, POST
+// /v1/chat/completions and POST /v1/completions, with their JSON tags, and
+// Darkroom's extensions to them (the "mode" field and the "darkroom" object). app/server encodes the
 // responses and decodes the requests; app/remote encodes the requests and
 // decodes the responses; written once here, the two cannot drift apart.
 //
@@ -30,6 +30,7 @@ const (
 	ObjectList       = "list"
 	ObjectCompletion = "chat.completion"
 	ObjectChunk      = "chat.completion.chunk"
+	ObjectText       = "text_completion" // a text completion, and each chunk of its stream
 )
 
 // Finish reasons Darkroom writes: the answer ended, or max_tokens cut it.
@@ -59,15 +60,12 @@ type ModelList struct {
 	Data   []Model `json:"data"`
 }
 
-// ChatRequest is the body of POST /v1/chat/completions: the fields Darkroom
-// honours. A server ignores the others (top_p, …); a client leaves out what it
-// does not set.
-type ChatRequest struct {
-	Model               string    `json:"model"`
-	Messages            []Message `json:"messages"`
-	MaxTokens           *int      `json:"max_tokens,omitempty"`
-	MaxCompletionTokens *int      `json:"max_completion_tokens,omitempty"` // takes precedence over MaxTokens
-	Temperature         *float64  `json:"temperature,omitempty"`
+// Options are the fields of a request that say how to generate, the same in
+// POST /v1/chat/completions and POST /v1/completions; both requests embed them,
+// so they sit at the top level of either body.
+type Options struct {
+	MaxTokens   *int     `json:"max_tokens,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
 	// FrequencyPenalty is OpenAI's frequency_penalty, 0 to 2 here (below 0, a
 	// wish for repetition, is refused); AR mode reads it.
 	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
@@ -76,6 +74,19 @@ type ChatRequest struct {
 	N                *int            `json:"n,omitempty"`
 	Stream           bool            `json:"stream"`
 	StreamOptions    *StreamOptions  `json:"stream_options,omitempty"`
+	// Mode is Darkroom's extension: engine.Diffusion or engine.AR, "" for the
+	// server's choice.
+	Mode engine.Mode `json:"mode,omitempty"`
+}
+
+// ChatRequest is the body of POST /v1/chat/completions: the fields Darkroom
+// honours. A server ignores the others (top_p, …); a client leaves out what it
+// does not set.
+type ChatRequest struct {
+	Model    string    `json:"model"`
+	Messages []Message `json:"messages"`
+	Options
+	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"` // takes precedence over MaxTokens
 	// ResponseFormat is read to refuse JSON mode, which Darkroom cannot hold an
 	// answer to: "text" (or none) is what it writes.
 	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
@@ -91,11 +102,29 @@ type ChatRequest struct {
 	ToolChoice   json.RawMessage `json:"tool_choice,omitempty"`
 	Functions    json.RawMessage `json:"functions,omitempty"`
 	FunctionCall json.RawMessage `json:"function_call,omitempty"`
-
-	// Mode is Darkroom's extension: engine.Diffusion or engine.AR, "" for the
-	// server's choice.
-	Mode engine.Mode `json:"mode,omitempty"`
 	// Darkroom is Darkroom's opt-in extension; other servers ignore it.
+	Darkroom *Extension `json:"darkroom,omitempty"`
+}
+
+// CompletionRequest is the body of POST /v1/completions, OpenAI's text
+// completion: the model goes on from Prompt as written, with no chat template.
+// Prompt is a string, an array of one string, an array of token ids, or an
+// array of one such array; a server writes one answer per request, so more
+// prompts than one are refused.
+type CompletionRequest struct {
+	Model  string          `json:"model"`
+	Prompt json.RawMessage `json:"prompt"`
+	Options
+	// Echo puts the prompt before the completion in the answer's text.
+	Echo bool `json:"echo,omitempty"`
+	// Suffix (text after the completion: infill), Logprobs (an int here: how
+	// many alternatives per token) and BestOf are read to refuse what Darkroom
+	// does not do: "" or null, 0 or null, and 1 or null ask for none.
+	Suffix   *string `json:"suffix,omitempty"`
+	Logprobs *int    `json:"logprobs,omitempty"`
+	BestOf   *int    `json:"best_of,omitempty"`
+	// Darkroom is Darkroom's opt-in extension: its Opening and Steps (NoLead
+	// has nothing to do: a text completion is never opened with an entry).
 	Darkroom *Extension `json:"darkroom,omitempty"`
 }
 
@@ -188,6 +217,29 @@ type Choice struct {
 type Reply struct {
 	Role    string  `json:"role,omitempty"` // "assistant", in the whole answer and the first chunk
 	Content *string `json:"content,omitempty"`
+}
+
+// TextCompletion is a response of POST /v1/completions: the whole answer, or
+// one chunk of a stream (both Object ObjectText; a chunk's Text is what it
+// adds). As in ChatCompletion, a stream's chunks with no choices carry Usage
+// or a Darkroom step.
+type TextCompletion struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"` // Unix seconds
+	Model             string       `json:"model"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+	Choices           []TextChoice `json:"choices"`
+	Usage             *Usage       `json:"usage,omitempty"`
+	Darkroom          *Step        `json:"darkroom,omitempty"`
+}
+
+// TextChoice is the one answer of a text completion, or the part a chunk adds.
+type TextChoice struct {
+	Text         string          `json:"text"`
+	Index        int             `json:"index"`
+	Logprobs     json.RawMessage `json:"logprobs"`      // null from Darkroom
+	FinishReason *string         `json:"finish_reason"` // FinishStop or FinishLength on the last; null before
 }
 
 // Usage counts a request's tokens.

@@ -24,10 +24,11 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 )
 
-// The OpenAI-compatible API: GET /v1/models, GET /v1/models/{id} and POST
-// /v1/chat/completions, non-streaming or streaming (SSE "data: {chunk}" lines
-// ending with "data: [DONE]"), with app/api's types as the bodies. The API key
-// is the server's token.
+// The OpenAI-compatible API: GET /v1/models, GET /v1/models/{id}, POST
+// /v1/chat/completions and POST /v1/completions (completions.go), non-streaming
+// or streaming (SSE "data: {chunk}" lines ending with "data: [DONE]"), with
+// app/api's types as the bodies. The API key is the server's token. What
+// follows is chat's; a text completion shares its generation fields.
 //
 // Mapping: roles system/developer, user and assistant become the chat
 // template's system, user and model turns (system turns only at the start);
@@ -150,9 +151,6 @@ type defaultsProvider interface {
 // engineRequest checks a chat request and turns it into an engine request for m.
 func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, error) {
 	var req engine.Request
-	if cr.N != nil && *cr.N != 1 {
-		return req, nil, &badRequest{"n", "n must be 1: this server writes one answer per request"}
-	}
 	if f := cr.ResponseFormat; f != nil && f.Type != "" && f.Type != "text" {
 		return req, nil, &badRequest{"response_format", fmt.Sprintf("response_format %q is not supported: this server cannot hold "+
 			"an answer to JSON; ask for JSON in the prompt, or leave response_format out", f.Type)}
@@ -204,35 +202,60 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 		return req, nil, &badRequest{"messages", "messages must hold a user message after the system message"}
 	}
 
-	switch cr.Mode {
+	maxTok := cr.MaxCompletionTokens
+	if maxTok == nil {
+		maxTok = cr.MaxTokens
+	}
+	// OpenAI's clients leave max_tokens out for a whole answer: not one canvas
+	// (DiffusionGemma's generation config says 256).
+	stops, err := generation(&req, &cr.Options, maxTok, m.AnswerTokens, m)
+	if err != nil {
+		return req, nil, err
+	}
+	if cr.Darkroom != nil {
+		req.Opening = cr.Darkroom.Opening
+	}
+	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" {
+			start := m.Leads.ChatStart(last.Content) // as the app's Chat opens it
+			req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
+			req.LeadEnds = req.Lead != "" // the entry's answer, as trained: it ends there
+		}
+	}
+	return req, stops, nil
+}
+
+// generation reads the fields both endpoints share (api.Options) into req: n,
+// the mode, max new tokens (maxTok, the endpoint's field for it; without one
+// defaultMax, 0 leaving the model's), temperature, frequency_penalty and seed;
+// it returns the stop strings.
+func generation(req *engine.Request, o *api.Options, maxTok *int, defaultMax int, m Model) ([]string, error) {
+	if o.N != nil && *o.N != 1 {
+		return nil, &badRequest{"n", "n must be 1: this server writes one answer per request"}
+	}
+	switch o.Mode {
 	case "":
 		req.Mode = m.APIMode
 		if req.Mode == "" {
 			req.Mode = engine.Diffusion
 		}
 	case engine.Diffusion, engine.AR:
-		req.Mode = cr.Mode
+		req.Mode = o.Mode
 	default:
-		return req, nil, &badRequest{"mode", fmt.Sprintf("mode %q: want \"diffusion\" or \"ar\"", cr.Mode)}
-	}
-	maxTok := cr.MaxCompletionTokens
-	if maxTok == nil {
-		maxTok = cr.MaxTokens
+		return nil, &badRequest{"mode", fmt.Sprintf("mode %q: want \"diffusion\" or \"ar\"", o.Mode)}
 	}
 	switch {
 	case maxTok != nil:
 		if *maxTok < 1 {
-			return req, nil, &badRequest{"max_tokens", fmt.Sprintf("max_tokens must be at least 1, got %d", *maxTok)}
+			return nil, &badRequest{"max_tokens", fmt.Sprintf("max_tokens must be at least 1, got %d", *maxTok)}
 		}
 		req.Sampling.MaxNewTokens = *maxTok
-	case req.Sampling.MaxNewTokens == 0 && m.AnswerTokens > 0:
-		// OpenAI's clients leave max_tokens out for a whole answer: not one canvas
-		// (DiffusionGemma's generation config says 256).
-		req.Sampling.MaxNewTokens = m.AnswerTokens
+	case req.Sampling.MaxNewTokens == 0 && defaultMax > 0:
+		req.Sampling.MaxNewTokens = defaultMax
 	}
-	if t := cr.Temperature; t != nil {
+	if t := o.Temperature; t != nil {
 		if math.IsNaN(*t) || *t < 0 || *t > 2 {
-			return req, nil, &badRequest{"temperature", fmt.Sprintf("temperature must be between 0 and 2, got %g", *t)}
+			return nil, &badRequest{"temperature", fmt.Sprintf("temperature must be between 0 and 2, got %g", *t)}
 		}
 		if req.Mode == engine.AR {
 			req.Sampling.Temperature = *t
@@ -250,40 +273,30 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 			req.Sampling.TMin, req.Sampling.TMax = tMin*scale, tMax*scale
 		}
 	}
-	if f := cr.FrequencyPenalty; f != nil {
+	if f := o.FrequencyPenalty; f != nil {
 		switch {
 		case math.IsNaN(*f) || *f < -2 || *f > 2:
-			return req, nil, &badRequest{"frequency_penalty", fmt.Sprintf("frequency_penalty must be between -2 and 2, got %g", *f)}
+			return nil, &badRequest{"frequency_penalty", fmt.Sprintf("frequency_penalty must be between -2 and 2, got %g", *f)}
 		case *f < 0:
-			return req, nil, &badRequest{"frequency_penalty", fmt.Sprintf("frequency_penalty %g asks the model to repeat itself, which Darkroom does not do: give 0 (off) to 2", *f)}
+			return nil, &badRequest{"frequency_penalty", fmt.Sprintf("frequency_penalty %g asks the model to repeat itself, which Darkroom does not do: give 0 (off) to 2", *f)}
 		case *f == 0:
 			req.Sampling.FrequencyPenalty = -1 // off, not the model's default
 		default:
 			req.Sampling.FrequencyPenalty = *f
 		}
 	}
-	if cr.Darkroom != nil {
-		req.Opening = cr.Darkroom.Opening
-	}
-	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) {
-		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" {
-			start := m.Leads.ChatStart(last.Content) // as the app's Chat opens it
-			req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
-			req.LeadEnds = req.Lead != "" // the entry's answer, as trained: it ends there
-		}
-	}
-	if cr.Seed != nil {
-		req.Seed = uint64(*cr.Seed)
+	if o.Seed != nil {
+		req.Seed = uint64(*o.Seed)
 	} else {
 		var b [8]byte
 		_, _ = crand.Read(b[:])
 		req.Seed = binary.LittleEndian.Uint64(b[:])
 	}
-	stops, err := stopStrings(cr.Stop)
+	stops, err := stopStrings(o.Stop)
 	if err != nil {
-		return req, nil, &badRequest{"stop", err.Error()}
+		return nil, &badRequest{"stop", err.Error()}
 	}
-	return req, stops, nil
+	return stops, nil
 }
 
 // toolsRefused is the badRequest for a request that offers tools (tools, or
@@ -347,23 +360,36 @@ func stopStrings(raw json.RawMessage) ([]string, error) {
 	return out, nil
 }
 
-func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+// decodeRequest reads r's JSON body into v, or answers the client's error
+// (415 for a body that is not JSON, 400 naming a field of the wrong type) and
+// returns false.
+func decodeRequest(w http.ResponseWriter, r *http.Request, v any) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			apiError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
 				fmt.Sprintf("the request body must be JSON (Content-Type: application/json), not %q", ct))
-			return
+			return false
 		}
 	}
-	var cr api.ChatRequest
-	if err := json.NewDecoder(r.Body).Decode(&cr); err != nil {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_type", te.Field,
-				fmt.Sprintf("%s must be %s, not %s", te.Field, jsonWant(te.Type), jsonGot(te.Value)))
-			return
+			// The field's path, less the Go name of the struct that embeds the
+			// shared fields (api.Options): the client sent "temperature".
+			field := strings.TrimPrefix(te.Field, "Options.")
+			apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_type", field,
+				fmt.Sprintf("%s must be %s, not %s", field, jsonWant(te.Type), jsonGot(te.Value)))
+			return false
 		}
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is not valid JSON: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	var cr api.ChatRequest
+	if !decodeRequest(w, r, &cr) {
 		return
 	}
 	m, ok := s.apiModelOr(w, r)
@@ -381,11 +407,61 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", br.param, br.msg)
 		return
 	}
+	s.answer(w, r, &m, apiRun{req: req, stops: stops, opts: &cr.Options, steps: cr.Darkroom != nil && cr.Darkroom.Steps,
+		input: "messages", shape: chatShape{}})
+}
+
+// apiRun is one generation that answers an API request: the engine request
+// and what the endpoint asked of it, in the endpoint's shape.
+type apiRun struct {
+	req   engine.Request
+	stops []string
+	opts  *api.Options
+	steps bool   // stream the developing canvas ("darkroom": {"steps": true})
+	echo  string // text before the answer's own in the response (a text completion's echo)
+	input string // the request's field the prompt came from, for a context_length_exceeded's param
+	shape shape
+}
+
+// head is what every body of one response repeats. m is read as each body is
+// made: a generation that finds its model closed by a switch runs on the new
+// one (Server.generate), and names it.
+type head struct {
+	id          string
+	created     int64
+	m           *Model
+	fingerprint string
+}
+
+// shape writes the bodies of one endpoint: chat completions (chatShape) or
+// text completions (textShape).
+type shape interface {
+	idPrefix() string
+	// whole is a non-streamed response.
+	whole(h head, text, finish string, u api.Usage) any
+	// first is a stream's first chunk, sent before the generation waits its
+	// turn (nil: none).
+	first(h head) any
+	// delta is a chunk that adds text.
+	delta(h head, text string) any
+	// finish is the chunk that ends the answer: its finish reason, and the run's
+	// totals where the stream carries steps.
+	finish(h head, reason string, totals *api.Step) any
+	// bare is a chunk with no choices: the usage, or a step.
+	bare(h head, u *api.Usage, st *api.Step) any
+}
+
+// answer runs a's generation and writes the response: a whole body, or a
+// stream of chunks. It checks the request with the engine (a 400 before any
+// stream starts), takes a place in the queue (429 when it is full) and waits
+// its turn.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiRun) {
+	req := a.req
 	leadHeld := req.Lead != "" // an engine that cannot say (none here but tests') holds what it is sent
 	if c, ok := m.Engine.(checker); ok {
 		checked, err := c.Check(req)
 		if err != nil {
-			requestError(w, err)
+			requestError(w, err, a.input)
 			return
 		}
 		leadHeld = checked.LeadHeld
@@ -398,40 +474,34 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.queue.leave()
 
-	id := "chatcmpl-" + randomHex(12)
-	created := time.Now().Unix()
-	fingerprint := "darkroom-" + string(req.Mode)
+	h := head{id: a.shape.idPrefix() + randomHex(12), created: time.Now().Unix(), m: m, fingerprint: "darkroom-" + string(req.Mode)}
 	w.Header().Set("X-Darkroom-Mode", string(req.Mode))
-	if cr.Mode == "" && m.APIModeReason != "" {
+	if a.opts.Mode == "" && m.APIModeReason != "" {
 		w.Header().Set("X-Darkroom-Mode-Reason", m.APIModeReason)
 	}
 	if leadHeld {
 		w.Header().Set("X-Darkroom-Lead", develop.LeadNote)
 	}
-	if !cr.Stream {
+	if !a.opts.Stream {
 		release, err := s.queue.wait(r.Context(), 0, nil)
 		if err != nil {
 			return // the client went away
 		}
-		c := s.complete(r.Context(), &m, req, stops, nil, nil)
+		c := s.complete(r.Context(), m, req, a.stops, nil, nil)
 		release()
 		if c.err != nil {
 			if r.Context().Err() != nil {
 				return
 			}
 			if errors.As(c.err, new(*engine.ContextError)) {
-				requestError(w, c.err)
+				requestError(w, c.err, a.input)
 				return
 			}
-			s.logf("server: chat completion: %v", c.err)
+			s.logf("server: completion: %v", c.err)
 			apiError(w, http.StatusInternalServerError, "server_error", "generation_failed", c.err.Error())
 			return
 		}
-		text := c.text
-		writeJSON(w, http.StatusOK, api.ChatCompletion{ID: id, Object: api.ObjectCompletion, Created: created, Model: m.ID,
-			SystemFingerprint: fingerprint,
-			Choices:           []api.Choice{{Message: &api.Reply{Role: "assistant", Content: &text}, FinishReason: &c.finish}},
-			Usage:             &c.usage})
+		writeJSON(w, http.StatusOK, a.shape.whole(h, a.echo+c.text, c.finish, c.usage))
 		return
 	}
 
@@ -441,16 +511,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer stream.end()
-	chunk := func(delta *api.Reply, finish *string, u *api.Usage) error {
-		body := api.ChatCompletion{ID: id, Object: api.ObjectChunk, Created: created, Model: m.ID,
-			SystemFingerprint: fingerprint, Choices: []api.Choice{}, Usage: u}
-		if delta != nil {
-			body.Choices = append(body.Choices, api.Choice{Delta: delta, FinishReason: finish})
-		}
-		return stream.event("", body)
-	}
-	empty := ""
-	if chunk(&api.Reply{Role: "assistant", Content: &empty}, nil, nil) != nil {
+	if first := a.shape.first(h); first != nil && stream.event("", first) != nil {
 		return
 	}
 	release, err := s.queue.wait(r.Context(), s.opts.KeepAlive, func() error { return stream.comment("waiting for the model") })
@@ -458,57 +519,91 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	var onStep func(api.Step) error
-	if cr.Darkroom != nil && cr.Darkroom.Steps && m.Vocab != nil {
-		onStep = func(st api.Step) error {
-			return stream.event("", api.ChatCompletion{ID: id, Object: api.ObjectChunk, Created: created, Model: m.ID,
-				SystemFingerprint: fingerprint, Choices: []api.Choice{}, Darkroom: &st})
-		}
+	if a.echo != "" && stream.event("", a.shape.delta(h, a.echo)) != nil {
+		return
 	}
-	c := s.complete(r.Context(), &m, req, stops, func(delta string) error {
-		return chunk(&api.Reply{Content: &delta}, nil, nil)
+	var onStep func(api.Step) error
+	if a.steps && m.Vocab != nil {
+		onStep = func(st api.Step) error { return stream.event("", a.shape.bare(h, nil, &st)) }
+	}
+	c := s.complete(r.Context(), m, req, a.stops, func(delta string) error {
+		return stream.event("", a.shape.delta(h, delta))
 	}, onStep)
 	if c.err != nil {
 		if r.Context().Err() == nil {
-			s.logf("server: chat completion: %v", c.err)
+			s.logf("server: completion: %v", c.err)
 			_ = stream.event("", api.ErrorResponse{Error: api.ErrorBody{Message: c.err.Error(), Type: "server_error", Code: "generation_failed"}})
 			_ = stream.raw("", api.Done)
 		}
 		return
 	}
-	finish := api.ChatCompletion{ID: id, Object: api.ObjectChunk, Created: created, Model: m.ID, SystemFingerprint: fingerprint,
-		Choices: []api.Choice{{Delta: &api.Reply{}, FinishReason: &c.finish}}}
+	var totals *api.Step
 	if onStep != nil {
-		finish.Darkroom = &api.Step{Canvas: max(len(c.res.Canvases)-1, 0), Committed: c.usage.CompletionTokens,
+		totals = &api.Step{Canvas: max(len(c.res.Canvases)-1, 0), Committed: c.usage.CompletionTokens,
 			ForwardPasses: c.res.ForwardPasses, ElapsedMS: float64(c.res.Elapsed.Microseconds()) / 1000, Canvases: c.res.Canvases}
 	}
-	if stream.event("", finish) != nil {
+	if stream.event("", a.shape.finish(h, c.finish, totals)) != nil {
 		return
 	}
-	if cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage {
-		body := api.ChatCompletion{ID: id, Object: api.ObjectChunk, Created: created, Model: m.ID,
-			SystemFingerprint: fingerprint, Choices: []api.Choice{}, Usage: &c.usage}
-		if stream.event("", body) != nil {
+	if a.opts.StreamOptions != nil && a.opts.StreamOptions.IncludeUsage {
+		if stream.event("", a.shape.bare(h, &c.usage, nil)) != nil {
 			return
 		}
 	}
 	_ = stream.raw("", api.Done)
 }
 
+// chatShape is POST /v1/chat/completions' shape: a message, deltas of one.
+type chatShape struct{}
+
+func (chatShape) idPrefix() string { return "chatcmpl-" }
+
+func (chatShape) whole(h head, text, finish string, u api.Usage) any {
+	return api.ChatCompletion{ID: h.id, Object: api.ObjectCompletion, Created: h.created, Model: h.m.ID, SystemFingerprint: h.fingerprint,
+		Choices: []api.Choice{{Message: &api.Reply{Role: "assistant", Content: &text}, FinishReason: &finish}}, Usage: &u}
+}
+
+func (c chatShape) first(h head) any {
+	empty := ""
+	return c.chunk(h, []api.Choice{{Delta: &api.Reply{Role: "assistant", Content: &empty}}})
+}
+
+func (c chatShape) delta(h head, text string) any {
+	return c.chunk(h, []api.Choice{{Delta: &api.Reply{Content: &text}}})
+}
+
+func (c chatShape) finish(h head, reason string, totals *api.Step) any {
+	ch := c.chunk(h, []api.Choice{{Delta: &api.Reply{}, FinishReason: &reason}})
+	ch.Darkroom = totals
+	return ch
+}
+
+func (c chatShape) bare(h head, u *api.Usage, st *api.Step) any {
+	ch := c.chunk(h, []api.Choice{})
+	ch.Usage, ch.Darkroom = u, st
+	return ch
+}
+
+func (chatShape) chunk(h head, choices []api.Choice) api.ChatCompletion {
+	return api.ChatCompletion{ID: h.id, Object: api.ObjectChunk, Created: h.created, Model: h.m.ID, SystemFingerprint: h.fingerprint,
+		Choices: choices}
+}
+
 // requestError answers a request the engine refused before running it: 400,
-// with context_length_exceeded and the numbers for a prompt that does not fit.
-func requestError(w http.ResponseWriter, err error) {
+// with context_length_exceeded and the numbers for a prompt that does not fit
+// (input names the request's field that held the prompt: messages or prompt).
+func requestError(w http.ResponseWriter, err error, input string) {
 	var ce *engine.ContextError
 	if errors.As(err, &ce) {
 		msg := fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens "+
-			"(%d in the messages, %d in the completion). Please reduce the length of the messages or max_tokens.",
-			ce.Limit, ce.Need, ce.Prompt, ce.Need-ce.Prompt)
+			"(%d in the %s, %d in the completion). Please reduce the length of the %[4]s or max_tokens.",
+			ce.Limit, ce.Need, ce.Prompt, input, ce.Need-ce.Prompt)
 		if ce.MaxNew > ce.Limit {
 			msg = fmt.Sprintf("max_tokens is %d, but this model's maximum context length is %d tokens.", ce.MaxNew, ce.Limit)
 		}
 		param := "max_tokens"
 		if ce.Prompt >= ce.Limit {
-			param = "messages" // no max_tokens would help
+			param = input // no max_tokens would help
 		}
 		apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "context_length_exceeded", param, msg)
 		return

@@ -502,12 +502,12 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 // TestWrongEndpointSaysWhichThereAre: a request to an endpoint this server does
 // not have names the ones it has, and a path without /v1 (an SDK given the base
 // URL http://127.0.0.1:PORT) says the base URL wants /v1. They said 'unknown API
-// endpoint POST /v1/completions' and, without /v1, '404 page not found' in
+// endpoint POST /v1/responses' and, without /v1, '404 page not found' in
 // plain text, which no OpenAI client can read.
 func TestWrongEndpointSaysWhichThereAre(t *testing.T) {
 	s := start(t, Options{Engine: &fakeGen{final: "x"}, ModelID: "darkroom-mini"})
-	offers := "this server offers GET /v1/models and POST /v1/chat/completions"
-	for _, path := range []string{"/v1/completions", "/v1/responses", "/v1/embeddings"} {
+	offers := "this server offers GET /v1/models, POST /v1/chat/completions and POST /v1/completions"
+	for _, path := range []string{"/v1/responses", "/v1/embeddings"} {
 		code, r, raw := callAPI(t, s, "POST", path, `{"model":"darkroom-mini","prompt":"hi"}`)
 		if code != 404 || r.Error == nil || r.Error.Code != "unknown_url" || r.Error.Message != "unknown API endpoint POST "+path+": "+offers {
 			t.Errorf("POST %s: %d %s; want 404 saying %q", path, code, raw, offers)
@@ -516,7 +516,7 @@ func TestWrongEndpointSaysWhichThereAre(t *testing.T) {
 	host := strings.TrimPrefix(base(s), "http://")
 	for _, path := range []string{"/chat/completions", "/models", "/completions"} {
 		code, r, raw := callAPI(t, s, "POST", path, `{"messages":[{"role":"user","content":"hi"}]}`)
-		want := "the API is under /v1: set the base URL to http://" + host + "/v1 (POST /v1/chat/completions, GET /v1/models)"
+		want := "the API is under /v1: set the base URL to http://" + host + "/v1 (POST /v1/chat/completions, POST /v1/completions, GET /v1/models)"
 		if code != 404 || r.Error == nil || r.Error.Code != "unknown_url" || r.Error.Message != want {
 			t.Errorf("POST %s: %d %s; want 404 saying %q", path, code, raw, want)
 		}

@@ -56,6 +56,18 @@ const user = [{ role: "user", content: "What is Unix?" }];
   }
   out.stream = { content: text, usage, finish };
 
+  // A text completion (POST /v1/completions), whole and streamed, the prompt echoed.
+  const tc = await client.completions.create({ model, prompt: "Unix is", max_tokens: 12, seed: 7, echo: true });
+  out.text = { text: tc.choices[0].text, finish: tc.choices[0].finish_reason, object: tc.object, usage: tc.usage };
+  const ts = await client.completions.create({ model, prompt: "Unix is", max_tokens: 12, seed: 7, echo: true, stream: true,
+    stream_options: { include_usage: true } });
+  let tt = "", tu = null, tf = null;
+  for await (const ch of ts) {
+    for (const x of ch.choices) { tt += x.text || ""; tf = x.finish_reason || tf; }
+    if (ch.usage) tu = ch.usage;
+  }
+  out.textStream = { text: tt, usage: tu, finish: tf };
+
   // Abort a long stream (an encyclopedia page) 100 ms after its first chunk
   // (the role, sent as the generation starts), while its canvas is being
   // denoised: the test paces each step to at least 10 ms, so the Mini's page
@@ -198,8 +210,8 @@ func (p *stepProbe) Generate(ctx context.Context, req engine.Request) (*engine.R
 }
 
 // TestOpenAISDK drives the server with the official openai npm client on the
-// built-in Darkroom Mini: models, a completion and a stream with usage, an
-// aborted stream (whose generation must stop within one denoising step), and
+// built-in Darkroom Mini: models, a chat completion and a stream with usage, a
+// text completion whole and streamed, an aborted stream (whose generation must stop within one denoising step), and
 // errors mapped to the SDK's classes.
 func TestOpenAISDK(t *testing.T) {
 	if testing.Short() {
@@ -242,6 +254,14 @@ func TestOpenAISDK(t *testing.T) {
 			Content, Finish string
 			Usage           *struct{ PromptTokens, CompletionTokens, TotalTokens int }
 		}
+		Text struct {
+			Text, Finish, Object string
+			Usage                struct{ PromptTokens, CompletionTokens, TotalTokens int }
+		}
+		TextStream struct {
+			Text, Finish string
+			Usage        *struct{ PromptTokens, CompletionTokens, TotalTokens int }
+		}
 		Abort struct {
 			Chunks  int
 			Error   string
@@ -274,6 +294,14 @@ func TestOpenAISDK(t *testing.T) {
 	if st := got.Stream; st.Content != c.Content || st.Usage == nil || st.Usage.CompletionTokens != c.Usage.CompletionTokens || st.Finish != c.Finish {
 		t.Errorf("stream %+v; the completion with the same seed: %+v", st, c)
 	}
+	if tc := got.Text; !strings.HasPrefix(tc.Text, "Unix is") || len(tc.Text) == len("Unix is") || tc.Object != "text_completion" ||
+		tc.Usage.CompletionTokens < 1 || tc.Usage.CompletionTokens > 12 || tc.Usage.TotalTokens != tc.Usage.PromptTokens+tc.Usage.CompletionTokens {
+		t.Errorf("text completion %+v", tc)
+	}
+	if ts := got.TextStream; ts.Text != got.Text.Text || ts.Finish != got.Text.Finish || ts.Usage == nil ||
+		ts.Usage.CompletionTokens != got.Text.Usage.CompletionTokens {
+		t.Errorf("streamed text completion %+v; the same request whole: %+v", ts, got.Text)
+	}
 	if a := got.Abort; !a.Aborted || a.Chunks < 1 || (a.Error != "" && a.Error != "APIUserAbortError") {
 		t.Errorf("abort %+v: want the stream aborted by the client after its first chunk", a)
 	}
@@ -298,7 +326,7 @@ func TestOpenAISDK(t *testing.T) {
 	waitFor(t, func() bool {
 		probe.mu.Lock()
 		defer probe.mu.Unlock()
-		return len(probe.runs) == 3
+		return len(probe.runs) == 5
 	})
 	probe.mu.Lock()
 	defer probe.mu.Unlock()

@@ -1,6 +1,7 @@
 // Package server owns Darkroom's local HTTP server: browser mode (encyclopedia
 // pages under /wiki/ that develop in the browser as the model denoises them) and an
-// OpenAI-compatible API (/v1/models, /v1/chat/completions with SSE streaming).
+// OpenAI-compatible API (/v1/models, /v1/chat/completions and /v1/completions
+// with SSE streaming).
 // `darkroom serve` and the desktop app's "Open in browser" both run it.
 //
 // Who may use it. The server listens on loopback only, and every request must
@@ -553,6 +554,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /v1/models/{id}", s.handleModel)
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	mux.HandleFunc("POST /v1/completions", s.handleCompletion)
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := apiMethod(r.URL.Path); allow != "" {
 			w.Header().Set("Allow", allow)
@@ -561,14 +563,14 @@ func (s *Server) routes() http.Handler {
 			return
 		}
 		apiError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
-			fmt.Sprintf("unknown API endpoint %s %s: this server offers GET /v1/models and POST /v1/chat/completions", r.Method, r.URL.Path))
+			fmt.Sprintf("unknown API endpoint %s %s: this server offers GET /v1/models, POST /v1/chat/completions and POST /v1/completions", r.Method, r.URL.Path))
 	})
 	// An OpenAI client given the base URL without /v1 asks for these: say where
 	// the API is, in the JSON it reads, not "404 page not found".
 	for _, p := range []string{"/chat/completions", "/completions", "/models", "/models/", "/responses", "/embeddings"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			apiError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
-				fmt.Sprintf("the API is under /v1: set the base URL to http://%s/v1 (POST /v1/chat/completions, GET /v1/models)", r.Host))
+				fmt.Sprintf("the API is under /v1: set the base URL to http://%s/v1 (POST /v1/chat/completions, POST /v1/completions, GET /v1/models)", r.Host))
 		})
 	}
 	return mux
@@ -577,7 +579,7 @@ func (s *Server) routes() http.Handler {
 // apiMethod is the method an API path answers to ("" for an unknown path).
 func apiMethod(path string) string {
 	switch {
-	case path == "/v1/chat/completions":
+	case path == "/v1/chat/completions", path == "/v1/completions":
 		return http.MethodPost
 	case path == "/v1/models", strings.HasPrefix(path, "/v1/models/") && !strings.Contains(path[len("/v1/models/"):], "/"):
 		return http.MethodGet

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/darkroomlabs/darkroom/app/api"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+// POST /v1/completions, OpenAI's text completion (the "legacy" endpoint that
+// tools written for plain language models still call: evaluation harnesses,
+// completion plugins, LangChain's OpenAI LLM): the model goes on from the
+// prompt as written — its tokens with a BOS before them, or the token ids as
+// sent — with no chat template, no system turn and no entry's lead. The fields
+// it shares with chat completions (api.Options: max_tokens, temperature,
+// frequency_penalty, seed, stop, n, stream, stream_options and Darkroom's
+// mode) mean what they mean there, but for max_tokens' default, which is
+// OpenAI's 16 here. echo puts the prompt's text before the completion's (a
+// text prompt's only). suffix, logprobs and best_of above 1 are refused, as
+// chat's logprobs are: Darkroom writes after the prompt only, returns no log
+// probabilities and writes one answer. The "darkroom" extension's opening and
+// steps work as in chat. A stream's chunks are text_completion objects, the
+// last with the finish reason, then the usage where stream_options asks.
+
+// completionMaxTokens is OpenAI's default max_tokens for a text completion.
+const completionMaxTokens = 16
+
+func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
+	var cr api.CompletionRequest
+	if !decodeRequest(w, r, &cr) {
+		return
+	}
+	m, ok := s.apiModelOr(w, r)
+	if !ok {
+		return
+	}
+	if cr.Model != "" && cr.Model != m.ID {
+		modelNotFound(w, cr.Model, m.ID)
+		return
+	}
+	req, stops, err := completionRequest(&cr, m)
+	if err != nil {
+		var br *badRequest
+		errors.As(err, &br)
+		apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", br.param, br.msg)
+		return
+	}
+	var echo string
+	if cr.Echo {
+		echo = req.Prompt
+	}
+	s.answer(w, r, &m, apiRun{req: req, stops: stops, opts: &cr.Options, steps: cr.Darkroom != nil && cr.Darkroom.Steps,
+		echo: echo, input: "prompt", shape: textShape{}})
+}
+
+// completionRequest checks a text completion request and turns it into an
+// engine request for m.
+func completionRequest(cr *api.CompletionRequest, m Model) (engine.Request, []string, error) {
+	var req engine.Request
+	if cr.Suffix != nil && *cr.Suffix != "" {
+		return req, nil, &badRequest{"suffix", "suffix is not supported: this server writes after the prompt only; " +
+			"leave suffix out, or ask for the text in the prompt"}
+	}
+	if cr.Logprobs != nil && *cr.Logprobs > 0 {
+		return req, nil, &badRequest{"logprobs", "logprobs are not supported: this server does not return the tokens' log probabilities; leave logprobs out, or set it to 0"}
+	}
+	if cr.BestOf != nil && *cr.BestOf != 1 {
+		return req, nil, &badRequest{"best_of", "best_of must be 1: this server writes one answer per request"}
+	}
+	text, ids, err := promptOf(cr.Prompt)
+	if err != nil {
+		return req, nil, &badRequest{"prompt", err.Error()}
+	}
+	if ids != nil {
+		if cr.Echo {
+			return req, nil, &badRequest{"echo", "echo needs the prompt as text: send prompt as a string, or leave echo out"}
+		}
+		req.PromptIDs = ids
+	} else {
+		req.Prompt, req.Raw = text, true
+	}
+	stops, err := generation(&req, &cr.Options, cr.MaxTokens, completionMaxTokens, m)
+	if err != nil {
+		return req, nil, err
+	}
+	if cr.Darkroom != nil {
+		req.Opening = cr.Darkroom.Opening
+	}
+	return req, stops, nil
+}
+
+// promptOf reads a text completion's prompt: a string, an array of one
+// string, an array of token ids, or an array of one such array. It returns the
+// text or the ids (ids nil for text).
+func promptOf(raw json.RawMessage) (string, []int, error) {
+	const want = `prompt must be a string (or an array of one string, or of token ids), e.g. "prompt": "Unix is"`
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil, errors.New(want)
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		if text == "" {
+			return "", nil, errors.New(`prompt is empty: give the text to go on from, e.g. "prompt": "Unix is"`)
+		}
+		return text, nil, nil
+	}
+	var ids []int
+	if json.Unmarshal(raw, &ids) == nil {
+		if len(ids) == 0 {
+			return "", nil, errors.New("prompt is an empty array: give the text to go on from, or its token ids")
+		}
+		return "", ids, nil
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		return "", nil, errors.New(want)
+	}
+	switch len(list) {
+	case 0:
+		return "", nil, errors.New("prompt is an empty array: give the text to go on from, or its token ids")
+	case 1:
+		if bytes.HasPrefix(bytes.TrimSpace(list[0]), []byte("[[")) {
+			return "", nil, errors.New(want)
+		}
+		return promptOf(list[0])
+	}
+	return "", nil, fmt.Errorf("prompt holds %d prompts; this server writes one answer per request: send one prompt in each", len(list))
+}
+
+// textShape is POST /v1/completions' shape: text, and chunks that add to it.
+type textShape struct{}
+
+func (textShape) idPrefix() string { return "cmpl-" }
+
+func (t textShape) whole(h head, text, finish string, u api.Usage) any {
+	c := t.body(h, []api.TextChoice{{Text: text, FinishReason: &finish}})
+	c.Usage = &u
+	return c
+}
+
+func (textShape) first(head) any { return nil }
+
+func (t textShape) delta(h head, text string) any {
+	return t.body(h, []api.TextChoice{{Text: text}})
+}
+
+func (t textShape) finish(h head, reason string, totals *api.Step) any {
+	c := t.body(h, []api.TextChoice{{FinishReason: &reason}})
+	c.Darkroom = totals
+	return c
+}
+
+func (t textShape) bare(h head, u *api.Usage, st *api.Step) any {
+	c := t.body(h, []api.TextChoice{})
+	c.Usage, c.Darkroom = u, st
+	return c
+}
+
+func (textShape) body(h head, choices []api.TextChoice) api.TextCompletion {
+	return api.TextCompletion{ID: h.id, Object: api.ObjectText, Created: h.created, Model: h.m.ID, SystemFingerprint: h.fingerprint,
+		Choices: choices}
+}
