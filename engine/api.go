@@ -147,6 +147,16 @@ type Request struct {
 	// as they were for the requests after it.
 	NoPromptCache bool
 
+	// Logprobs asks for each answer token's log probability under the model,
+	// its distribution at that position before temperature and penalties
+	// (Result.Logprobs, and each EventToken's Logprob), as the API's logprobs
+	// report them: AR mode only, where each token is the model's pick, and so
+	// with no Opening, Lead or Reply held. TopLogprobs (0 to MaxTopLogprobs)
+	// adds the most likely tokens at each position. Where the device picks
+	// tokens in the graph, each pass then brings its logits to the host.
+	Logprobs    bool
+	TopLogprobs int
+
 	// OnEvent, if set, is called synchronously from the generating goroutine for
 	// every denoising step, committed canvas and AR token. It must not block for long.
 	OnEvent func(Event)
@@ -205,6 +215,9 @@ type Event struct {
 
 	Committed []int  // all tokens committed so far (EOS-truncated), all kinds
 	Text      string // decoded Committed (EventCommit, EventToken, EventDone); for EventStep the decoded Argmax draft appended
+	// Logprob is the new token's log probability (EventToken, where the
+	// request asks for Logprobs).
+	Logprob *TokenLogprob
 
 	ForwardPasses int           // decoder+encoder forward passes so far
 	Elapsed       time.Duration // since the start of the generation
@@ -245,6 +258,28 @@ type Result struct {
 	HeldTokens    int           `json:"held_tokens,omitempty"` // how many of Tokens were held (the Opening's and, where held, the Lead's; or the Reply's), not written
 	Replied       bool          `json:"replied,omitempty"`     // the model began Request.Reply, held whole as the answer
 	Dropped       int           `json:"dropped,omitempty"`     // Request.FitContext: how many of the Messages after the system turn were left out, the earliest
+	// Logprobs holds each of Tokens' log probability, in order, where the
+	// request asks for them (Request.Logprobs).
+	Logprobs []TokenLogprob `json:"logprobs,omitempty"`
+}
+
+// MaxTopLogprobs is the most alternatives Request.TopLogprobs may ask for at
+// each position (OpenAI's chat API's limit, vLLM's default one).
+const MaxTopLogprobs = 20
+
+// TokenLogprob is one answer token's log probability under the model (natural
+// log, its distribution before temperature and penalties) and, where asked
+// for, the most likely tokens at its position, most likely first.
+type TokenLogprob struct {
+	ID      int          `json:"id"`
+	Logprob float32      `json:"logprob"`
+	Top     []TopLogprob `json:"top,omitempty"`
+}
+
+// TopLogprob is one of the most likely tokens at a position.
+type TopLogprob struct {
+	ID      int     `json:"id"`
+	Logprob float32 `json:"logprob"`
 }
 
 // Why a generation stopped (Result.StopReason; also its JSON): the engine

@@ -59,7 +59,11 @@
 // multiplied by it when negative; then OpenAI's frequency penalty where one is
 // set (Sampling.FrequencyPenalty: each id's logit lowered by α times the times
 // the model has picked it) and the stutter rule (Sampling.NoStutters).
-// Diffusion and its guidance never read them.
+// Diffusion and its guidance never read them. Where a request asks
+// (Request.Logprobs), each pick comes with its log probability under the
+// model's own distribution and the likeliest tokens there (Result.Logprobs,
+// sampler.LogProbs): the pass's logits then come to the host even where the
+// device picks tokens.
 //
 // Subpackages:
 //

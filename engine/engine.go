@@ -211,6 +211,9 @@ func (e *Engine) plan(req *Request) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
+	if err := checkLogprobs(req); err != nil {
+		return plan{}, err
+	}
 	prompt, err := e.prompt(req)
 	if err != nil {
 		return plan{}, err
@@ -276,6 +279,25 @@ func (e *Engine) plan(req *Request) (plan, error) {
 		}
 	}
 	return plan{s: s, prompt: prompt, opening: opening, lead: lead, reply: reply, eos: eos, dropped: dropped}, nil
+}
+
+// checkLogprobs checks Request.Logprobs and TopLogprobs: AR mode, no held
+// text, at most MaxTopLogprobs alternatives.
+func checkLogprobs(req *Request) error {
+	switch {
+	case req.TopLogprobs < 0 || req.TopLogprobs > MaxTopLogprobs:
+		return fmt.Errorf("top logprobs must be 0 to %d, got %d", MaxTopLogprobs, req.TopLogprobs)
+	case req.TopLogprobs > 0 && !req.Logprobs:
+		return errors.New("top logprobs come with logprobs: ask for both")
+	case !req.Logprobs:
+		return nil
+	case req.Mode != AR:
+		return errors.New("log probabilities come with AR mode, where the model picks one token after another; " +
+			"a diffusion canvas's tokens are not picked in order")
+	case req.Opening != "" || req.Lead != "" || req.Reply != "":
+		return errors.New("log probabilities are of the model's own picks: send no opening, lead or reply with them")
+	}
+	return nil
 }
 
 // fitContext is Request.FitContext: the prompt of req's Messages less the

@@ -157,6 +157,7 @@ type generation struct {
 	guideIDs *guideIDs     // AR guidance's view of the ids (Engine.guideIDs)
 	text     *config.Text  // dims for the FLOPs count
 	out      []int         // committed tokens, EOS excluded
+	logprob  *TokenLogprob // Request.Logprobs: the last AR pick's (forwardNext)
 	res      *Result
 }
 
@@ -665,7 +666,10 @@ func (g *generation) autoregressive() error {
 		if len(g.out) == len(g.opening)+1 {
 			g.res.FirstCanvasMS = ms(time.Since(g.start))
 		}
-		g.emit(Event{Kind: EventToken, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
+		if g.logprob != nil { // Request.Logprobs: the pick's, from forwardNext
+			g.res.Logprobs = append(g.res.Logprobs, *g.logprob)
+		}
+		g.emit(Event{Kind: EventToken, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out), Logprob: g.logprob})
 		if len(g.out) >= g.s.MaxNewTokens {
 			g.res.StopReason = StopMaxTokens
 			return nil
@@ -690,7 +694,7 @@ func (g *generation) autoregressive() error {
 func (g *generation) forwardNext(tokens []int) (int, error) {
 	g.smp.See(tokens)
 	tp, ok := g.run.(tokenPicker)
-	if !ok || !tp.TokensOnDevice() {
+	if !ok || !tp.TokensOnDevice() || g.req.Logprobs {
 		logits, err := g.forwardEncode(tokens)
 		if err != nil {
 			return 0, err
@@ -698,7 +702,15 @@ func (g *generation) forwardNext(tokens []int) (int, error) {
 		if err := checkLogits(logits, g.vocab); err != nil {
 			return 0, err
 		}
-		return g.smp.Token(logits, g.s.Temperature), nil
+		id := g.smp.Token(logits, g.s.Temperature)
+		if g.req.Logprobs {
+			lp, ids, lps := sampler.LogProbs(logits, id, g.req.TopLogprobs)
+			g.logprob = &TokenLogprob{ID: id, Logprob: lp}
+			for k, alt := range ids {
+				g.logprob.Top = append(g.logprob.Top, TopLogprob{ID: alt, Logprob: lps[k]})
+			}
+		}
+		return id, nil
 	}
 	tokens, err := g.readPrompt(g.unskipped(tokens))
 	if err != nil {

@@ -90,14 +90,14 @@ type ChatRequest struct {
 	// ResponseFormat is read to refuse JSON mode, which Darkroom cannot hold an
 	// answer to: "text" (or none) is what it writes.
 	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
+	// Logprobs asks for each answer token's log probability (Choice.Logprobs),
+	// and TopLogprobs (0 to 20, with Logprobs) for the most likely tokens at
+	// each position.
+	Logprobs    *bool `json:"logprobs,omitempty"`
+	TopLogprobs *int  `json:"top_logprobs,omitempty"`
 	// Tools, ToolChoice and the legacy Functions and FunctionCall are read to
 	// refuse tool calls, which Darkroom's models cannot make: absent, null, an
 	// empty list and "none" ask for none.
-	// Logprobs and TopLogprobs are read to refuse a request for log
-	// probabilities, which Darkroom does not return: false, 0 and null ask for
-	// none.
-	Logprobs     *bool           `json:"logprobs,omitempty"`
-	TopLogprobs  *int            `json:"top_logprobs,omitempty"`
 	Tools        json.RawMessage `json:"tools,omitempty"`
 	ToolChoice   json.RawMessage `json:"tool_choice,omitempty"`
 	Functions    json.RawMessage `json:"functions,omitempty"`
@@ -117,12 +117,14 @@ type CompletionRequest struct {
 	Options
 	// Echo puts the prompt before the completion in the answer's text.
 	Echo bool `json:"echo,omitempty"`
-	// Suffix (text after the completion: infill), Logprobs (an int here: how
-	// many alternatives per token) and BestOf are read to refuse what Darkroom
-	// does not do: "" or null, 0 or null, and 1 or null ask for none.
-	Suffix   *string `json:"suffix,omitempty"`
-	Logprobs *int    `json:"logprobs,omitempty"`
-	BestOf   *int    `json:"best_of,omitempty"`
+	// Logprobs asks for each answer token's log probability with this many of
+	// the most likely tokens at its position (0 to 20; null: none):
+	// TextChoice.Logprobs.
+	Logprobs *int `json:"logprobs,omitempty"`
+	// Suffix (text after the completion: infill) and BestOf are read to refuse
+	// what Darkroom does not do: "" or null, and 1 or null ask for none.
+	Suffix *string `json:"suffix,omitempty"`
+	BestOf *int    `json:"best_of,omitempty"`
 	// Darkroom is Darkroom's opt-in extension: its Opening and Steps (NoLead
 	// has nothing to do: a text completion is never opened with an entry).
 	Darkroom *Extension `json:"darkroom,omitempty"`
@@ -206,11 +208,11 @@ type ChatCompletion struct {
 
 // Choice is the one answer of a response (Darkroom writes one per request).
 type Choice struct {
-	Index        int             `json:"index"`
-	Message      *Reply          `json:"message,omitempty"` // a whole answer's
-	Delta        *Reply          `json:"delta,omitempty"`   // a chunk's
-	Logprobs     json.RawMessage `json:"logprobs"`          // null from Darkroom
-	FinishReason *string         `json:"finish_reason"`     // FinishStop or FinishLength on the last; null before
+	Index        int           `json:"index"`
+	Message      *Reply        `json:"message,omitempty"` // a whole answer's
+	Delta        *Reply        `json:"delta,omitempty"`   // a chunk's
+	Logprobs     *ChatLogprobs `json:"logprobs"`          // null unless the request asks for them
+	FinishReason *string       `json:"finish_reason"`     // FinishStop or FinishLength on the last; null before
 }
 
 // Reply is a choice's message, or the part of it one chunk adds.
@@ -236,10 +238,44 @@ type TextCompletion struct {
 
 // TextChoice is the one answer of a text completion, or the part a chunk adds.
 type TextChoice struct {
-	Text         string          `json:"text"`
-	Index        int             `json:"index"`
-	Logprobs     json.RawMessage `json:"logprobs"`      // null from Darkroom
-	FinishReason *string         `json:"finish_reason"` // FinishStop or FinishLength on the last; null before
+	Text         string        `json:"text"`
+	Index        int           `json:"index"`
+	Logprobs     *TextLogprobs `json:"logprobs"`      // null unless the request asks for them
+	FinishReason *string       `json:"finish_reason"` // FinishStop or FinishLength on the last; null before
+}
+
+// ChatLogprobs is a chat choice's "logprobs": the log probability of each
+// token of the answer (or of the part a chunk adds), in order.
+type ChatLogprobs struct {
+	Content []TokenLogprob `json:"content"`
+	Refusal []TokenLogprob `json:"refusal"` // null: Darkroom's models write no refusal apart
+}
+
+// TokenLogprob is one token of a chat answer: its text (a piece of a
+// character where the token is one of its bytes), the natural log of its
+// probability, its bytes, and the most likely tokens at its position.
+type TokenLogprob struct {
+	Token       string       `json:"token"`
+	Logprob     float32      `json:"logprob"`
+	Bytes       []int        `json:"bytes"`
+	TopLogprobs []TopLogprob `json:"top_logprobs"`
+}
+
+// TopLogprob is one of the most likely tokens at a position.
+type TopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+// TextLogprobs is a text completion choice's "logprobs", OpenAI's parallel
+// lists: each token's text, log probability, most likely tokens at its
+// position (text → log probability) and byte offset in the choice's text.
+type TextLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float32            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
 }
 
 // Usage counts a request's tokens.

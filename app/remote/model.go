@@ -139,6 +139,9 @@ func (m *Model) body(req engine.Request) ([]byte, error) {
 	if req.Raw || (len(req.Messages) == 0 && req.Prompt == "") {
 		return nil, errors.New("a remote model takes chat messages or a prompt, not raw tokens")
 	}
+	if req.Logprobs {
+		return nil, errors.New("a remote model's answers come without log probabilities here: ask its server for them")
+	}
 	r := api.ChatRequest{Model: m.info.ID, Options: api.Options{Stream: true, StreamOptions: &api.StreamOptions{IncludeUsage: true}}}
 	for _, msg := range req.Messages {
 		role := msg.Role

@@ -490,3 +490,18 @@ func TestBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// TestLogprobsNotAsked: a request for log probabilities is refused before
+// anything is sent: the answer would come back without them.
+func TestLogprobsNotAsked(t *testing.T) {
+	v, s := startVLLM(t)
+	m, err := Open(context.Background(), s, "google/diffusiongemma-26b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := len(v.bodies)
+	_, err = m.Generate(context.Background(), engine.Request{Prompt: "Unix", Logprobs: true})
+	if err == nil || !strings.Contains(err.Error(), "log probabilities") || len(v.bodies) != sent {
+		t.Errorf("logprobs: %v, %d requests sent", err, len(v.bodies)-sent)
+	}
+}

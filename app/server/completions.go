@@ -20,11 +20,14 @@ import (
 // frequency_penalty, seed, stop, n, stream, stream_options and Darkroom's
 // mode) mean what they mean there, but for max_tokens' default, which is
 // OpenAI's 16 here. echo puts the prompt's text before the completion's (a
-// text prompt's only). suffix, logprobs and best_of above 1 are refused, as
-// chat's logprobs are: Darkroom writes after the prompt only, returns no log
-// probabilities and writes one answer. The "darkroom" extension's opening and
-// steps work as in chat. A stream's chunks are text_completion objects, the
-// last with the finish reason, then the usage where stream_options asks.
+// text prompt's only). logprobs N (0 to 20) returns each token's log
+// probability and the N most likely tokens at its position, as chat's
+// logprobs do (OpenAI's parallel lists: tokens, token_logprobs, top_logprobs,
+// text_offset), though not the echoed prompt's. suffix and best_of above 1 are
+// refused: Darkroom writes after the prompt only, and one answer. The
+// "darkroom" extension's opening and steps work as in chat. A stream's chunks
+// are text_completion objects, the last with the finish reason, then the
+// usage where stream_options asks.
 
 // completionMaxTokens is OpenAI's default max_tokens for a text completion.
 const completionMaxTokens = 16
@@ -65,8 +68,14 @@ func completionRequest(cr *api.CompletionRequest, m Model) (engine.Request, []st
 		return req, nil, &badRequest{"suffix", "suffix is not supported: this server writes after the prompt only; " +
 			"leave suffix out, or ask for the text in the prompt"}
 	}
-	if cr.Logprobs != nil && *cr.Logprobs > 0 {
-		return req, nil, &badRequest{"logprobs", "logprobs are not supported: this server does not return the tokens' log probabilities; leave logprobs out, or set it to 0"}
+	if n := cr.Logprobs; n != nil {
+		if *n < 0 || *n > engine.MaxTopLogprobs {
+			return req, nil, &badRequest{"logprobs", fmt.Sprintf("logprobs must be 0 to %d (the most likely tokens listed at each position), got %d", engine.MaxTopLogprobs, *n)}
+		}
+		if cr.Echo {
+			return req, nil, &badRequest{"logprobs", "logprobs of an echoed prompt's tokens are not supported: leave out echo or logprobs"}
+		}
+		req.Logprobs, req.TopLogprobs = true, *n
 	}
 	if cr.BestOf != nil && *cr.BestOf != 1 {
 		return req, nil, &badRequest{"best_of", "best_of must be 1: this server writes one answer per request"}
@@ -87,8 +96,8 @@ func completionRequest(cr *api.CompletionRequest, m Model) (engine.Request, []st
 	if err != nil {
 		return req, nil, err
 	}
-	if cr.Darkroom != nil {
-		req.Opening = cr.Darkroom.Opening
+	if err := opening(&req, cr.Darkroom); err != nil {
+		return req, nil, err
 	}
 	return req, stops, nil
 }
@@ -132,21 +141,47 @@ func promptOf(raw json.RawMessage) (string, []int, error) {
 	return "", nil, fmt.Errorf("prompt holds %d prompts; this server writes one answer per request: send one prompt in each", len(list))
 }
 
+func hasKey(m map[string]float32, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
 // textShape is POST /v1/completions' shape: text, and chunks that add to it.
 type textShape struct{}
 
 func (textShape) idPrefix() string { return "cmpl-" }
 
-func (t textShape) whole(h head, text, finish string, u api.Usage) any {
-	c := t.body(h, []api.TextChoice{{Text: text, FinishReason: &finish}})
+func (t textShape) whole(h head, text, finish string, u api.Usage, marks []tokenMark) any {
+	c := t.body(h, []api.TextChoice{{Text: text, Logprobs: t.logprobs(h, marks), FinishReason: &finish}})
 	c.Usage = &u
 	return c
 }
 
 func (textShape) first(head) any { return nil }
 
-func (t textShape) delta(h head, text string) any {
-	return t.body(h, []api.TextChoice{{Text: text}})
+func (t textShape) delta(h head, text string, marks []tokenMark) any {
+	return t.body(h, []api.TextChoice{{Text: text, Logprobs: t.logprobs(h, marks)}})
+}
+
+// logprobs is a choice's logprobs, OpenAI's parallel lists, the offsets in the
+// choice's text (after an echo); nil where the request asks for none.
+func (textShape) logprobs(h head, marks []tokenMark) *api.TextLogprobs {
+	if !h.logprobs {
+		return nil
+	}
+	lp := &api.TextLogprobs{Tokens: make([]string, len(marks)), TokenLogprobs: make([]float32, len(marks)),
+		TopLogprobs: make([]map[string]float32, len(marks)), TextOffset: make([]int, len(marks))}
+	for i, mk := range marks {
+		lp.Tokens[i], lp.TokenLogprobs[i], lp.TextOffset[i] = h.tokenText(mk.ID), mk.Logprob, h.offset+mk.start
+		top := make(map[string]float32, len(mk.Top))
+		for _, alt := range mk.Top {
+			if tok := h.tokenText(alt.ID); !hasKey(top, tok) { // two ids of one text: the likelier, listed first
+				top[tok] = alt.Logprob
+			}
+		}
+		lp.TopLogprobs[i] = top
+	}
+	return lp
 }
 
 func (t textShape) finish(h head, reason string, totals *api.Step) any {

@@ -171,7 +171,11 @@ func TestTextCompletionPrompts(t *testing.T) {
 		{`{"prompt":["a","b"]}`, "prompt", "holds 2 prompts"},
 		{`{"prompt":[[1],[2]]}`, "prompt", "holds 2 prompts"},
 		{`{"prompt":"x","suffix":"after"}`, "suffix", "suffix is not supported"},
-		{`{"prompt":"x","logprobs":1}`, "logprobs", "logprobs are not supported"},
+		{`{"prompt":"x","logprobs":21}`, "logprobs", "0 to 20"},
+		{`{"prompt":"x","logprobs":-1}`, "logprobs", "0 to 20"},
+		{`{"prompt":"x","logprobs":1,"echo":true}`, "logprobs", "echoed prompt"},
+		{`{"prompt":"x","logprobs":1,"mode":"diffusion"}`, "logprobs", `"mode": "ar"`},
+		{`{"prompt":"x","logprobs":1,"darkroom":{"opening":"Unix"}}`, "darkroom.opening", "not the model's picks"},
 		{`{"prompt":"x","best_of":2}`, "best_of", "best_of must be 1"},
 		{`{"prompt":"x","n":2}`, "n", "n must be 1"},
 		{`{"prompt":[1,2],"echo":true}`, "echo", "echo needs the prompt as text"},
@@ -186,8 +190,8 @@ func TestTextCompletionPrompts(t *testing.T) {
 			t.Errorf("%s: %d %s; want 400 about %s saying %q", c.body, code, raw, c.param, c.says)
 		}
 	}
-	// What asks for nothing is not refused: an empty suffix, logprobs 0, best_of 1, null stop.
-	if code, _, raw := callText(t, s, `{"prompt":"x","suffix":"","logprobs":0,"best_of":1,"stop":null,"n":1,"echo":false}`); code != 200 {
+	// What asks for nothing is not refused: an empty suffix, best_of 1, null stop and logprobs.
+	if code, _, raw := callText(t, s, `{"prompt":"x","suffix":"","logprobs":null,"best_of":1,"stop":null,"n":1,"echo":false}`); code != 200 {
 		t.Errorf("fields that ask for nothing: %d %s", code, raw)
 	}
 	if code, r, raw := callText(t, s, `{"model":"gpt-3.5-turbo-instruct","prompt":"x"}`); code != 404 || r.Error == nil || r.Error.Code != "model_not_found" {

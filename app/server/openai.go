@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -63,11 +64,20 @@ import (
 // text of the canvases committed before it; the finish chunk's "darkroom"
 // holds the run's forward passes and canvases. Other clients see none of it.
 //
+// logprobs true returns each answer token's log probability — natural log,
+// under the model's own distribution at its position, before temperature and
+// penalties (vLLM's raw logprobs) — and top_logprobs (0 to 20) the most likely
+// tokens there, in OpenAI's shape (choices[].logprobs.content), each streamed
+// chunk with its tokens'. They come with the printer: a request that names no
+// mode runs in AR mode (X-Darkroom-Mode-Reason says why), "mode": "diffusion"
+// with logprobs is a 400, and the answer is the model's alone (no entry's lead;
+// an opening with logprobs is a 400). Where a stop string cuts the answer, the
+// tokens after the cut are left out.
+//
 // Tool calls are refused: no model here can make one, so a request with
 // tools or functions (other than an empty list), or with a tool_choice or
 // function_call other than "none", is a 400 naming the field, and so is
-// response_format json_object or json_schema (no answer is held to JSON), and
-// logprobs true or top_logprobs above 0 (none are returned).
+// response_format json_object or json_schema (no answer is held to JSON).
 //
 // Errors are OpenAI's shape, {"error": {message, type, param, code}}, with a
 // 4xx for everything the client can fix: 400 (context_length_exceeded names
@@ -158,11 +168,15 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 	if err := toolsRefused(cr); err != nil {
 		return req, nil, err
 	}
-	if cr.Logprobs != nil && *cr.Logprobs {
-		return req, nil, &badRequest{"logprobs", "logprobs are not supported: this server does not return the tokens' log probabilities; leave logprobs out, or set it to false"}
-	}
-	if cr.TopLogprobs != nil && *cr.TopLogprobs > 0 {
-		return req, nil, &badRequest{"top_logprobs", "top_logprobs are not supported: this server does not return the tokens' log probabilities; leave top_logprobs out, or set it to 0"}
+	req.Logprobs = cr.Logprobs != nil && *cr.Logprobs
+	if top := cr.TopLogprobs; top != nil {
+		switch {
+		case *top < 0 || *top > engine.MaxTopLogprobs:
+			return req, nil, &badRequest{"top_logprobs", fmt.Sprintf("top_logprobs must be 0 to %d, got %d", engine.MaxTopLogprobs, *top)}
+		case *top > 0 && !req.Logprobs:
+			return req, nil, &badRequest{"top_logprobs", `top_logprobs needs "logprobs": true`}
+		}
+		req.TopLogprobs = *top
 	}
 	if len(cr.Messages) == 0 {
 		return req, nil, &badRequest{"messages", `messages must hold at least one message, e.g. "messages": [{"role": "user", "content": "What is Unix?"}]`}
@@ -212,10 +226,11 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 	if err != nil {
 		return req, nil, err
 	}
-	if cr.Darkroom != nil {
-		req.Opening = cr.Darkroom.Opening
+	if err := opening(&req, cr.Darkroom); err != nil {
+		return req, nil, err
 	}
-	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) {
+	// An answer with logprobs is the model's alone: every token its pick.
+	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) && !req.Logprobs {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" {
 			start := m.Leads.ChatStart(last.Content) // as the app's Chat opens it
 			req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
@@ -225,10 +240,28 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 	return req, stops, nil
 }
 
+// opening sets req's Opening from the request's "darkroom" extension, which a
+// request for logprobs may not have: its tokens would not be the model's picks.
+func opening(req *engine.Request, ext *api.Extension) error {
+	if ext == nil || ext.Opening == "" {
+		return nil
+	}
+	if req.Logprobs {
+		return &badRequest{"darkroom.opening", "an opening's tokens are not the model's picks, so they have no logprobs: leave out the opening or logprobs"}
+	}
+	req.Opening = ext.Opening
+	return nil
+}
+
+// logprobsMode is X-Darkroom-Mode-Reason for a request that names no mode and
+// asks for logprobs.
+const logprobsMode = "logprobs come with the printer (AR mode), which picks one token after another"
+
 // generation reads the fields both endpoints share (api.Options) into req: n,
-// the mode, max new tokens (maxTok, the endpoint's field for it; without one
-// defaultMax, 0 leaving the model's), temperature, frequency_penalty and seed;
-// it returns the stop strings.
+// the mode (AR where none is named and req asks for logprobs), max new tokens
+// (maxTok, the endpoint's field for it; without one defaultMax, 0 leaving the
+// model's), temperature, frequency_penalty and seed; it returns the stop
+// strings.
 func generation(req *engine.Request, o *api.Options, maxTok *int, defaultMax int, m Model) ([]string, error) {
 	if o.N != nil && *o.N != 1 {
 		return nil, &badRequest{"n", "n must be 1: this server writes one answer per request"}
@@ -239,7 +272,16 @@ func generation(req *engine.Request, o *api.Options, maxTok *int, defaultMax int
 		if req.Mode == "" {
 			req.Mode = engine.Diffusion
 		}
-	case engine.Diffusion, engine.AR:
+		if req.Logprobs {
+			req.Mode = engine.AR // logprobsMode
+		}
+	case engine.Diffusion:
+		if req.Logprobs {
+			return nil, &badRequest{"logprobs", `logprobs come with "mode": "ar" (the printer, which picks one token after another); ` +
+				`a diffusion canvas's tokens are not picked in order: ask for "ar", or leave mode out`}
+		}
+		req.Mode = o.Mode
+	case engine.AR:
 		req.Mode = o.Mode
 	default:
 		return nil, &badRequest{"mode", fmt.Sprintf("mode %q: want \"diffusion\" or \"ar\"", o.Mode)}
@@ -431,19 +473,32 @@ type head struct {
 	created     int64
 	m           *Model
 	fingerprint string
+	logprobs    bool // the request asks for logprobs: each choice carries them
+	offset      int  // bytes of text before the answer's own (a text completion's echo)
+}
+
+// tokenText is a token's text as the logprobs name it: the model's vocabulary's
+// (a byte-fallback token's one byte), else vLLM's "token_id:N".
+func (h head) tokenText(id int) string {
+	if h.m.Vocab != nil {
+		return h.m.Vocab.TokenText(id)
+	}
+	return "token_id:" + strconv.Itoa(id)
 }
 
 // shape writes the bodies of one endpoint: chat completions (chatShape) or
 // text completions (textShape).
 type shape interface {
 	idPrefix() string
-	// whole is a non-streamed response.
-	whole(h head, text, finish string, u api.Usage) any
+	// whole is a non-streamed response (marks: its tokens' logprobs, where
+	// the request asks for them).
+	whole(h head, text, finish string, u api.Usage, marks []tokenMark) any
 	// first is a stream's first chunk, sent before the generation waits its
 	// turn (nil: none).
 	first(h head) any
-	// delta is a chunk that adds text.
-	delta(h head, text string) any
+	// delta is a chunk that adds text, and the logprobs of the tokens it
+	// completes.
+	delta(h head, text string, marks []tokenMark) any
 	// finish is the chunk that ends the answer: its finish reason, and the run's
 	// totals where the stream carries steps.
 	finish(h head, reason string, totals *api.Step) any
@@ -474,10 +529,17 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 	}
 	defer s.queue.leave()
 
-	h := head{id: a.shape.idPrefix() + randomHex(12), created: time.Now().Unix(), m: m, fingerprint: "darkroom-" + string(req.Mode)}
+	h := head{id: a.shape.idPrefix() + randomHex(12), created: time.Now().Unix(), m: m, fingerprint: "darkroom-" + string(req.Mode),
+		logprobs: req.Logprobs, offset: len(a.echo)}
 	w.Header().Set("X-Darkroom-Mode", string(req.Mode))
-	if a.opts.Mode == "" && m.APIModeReason != "" {
-		w.Header().Set("X-Darkroom-Mode-Reason", m.APIModeReason)
+	if a.opts.Mode == "" {
+		reason := m.APIModeReason
+		if req.Logprobs {
+			reason = logprobsMode
+		}
+		if reason != "" {
+			w.Header().Set("X-Darkroom-Mode-Reason", reason)
+		}
 	}
 	if leadHeld {
 		w.Header().Set("X-Darkroom-Lead", develop.LeadNote)
@@ -501,7 +563,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 			apiError(w, http.StatusInternalServerError, "server_error", "generation_failed", c.err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, a.shape.whole(h, a.echo+c.text, c.finish, c.usage))
+		writeJSON(w, http.StatusOK, a.shape.whole(h, a.echo+c.text, c.finish, c.usage, c.marks))
 		return
 	}
 
@@ -519,15 +581,15 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 		return
 	}
 	defer release()
-	if a.echo != "" && stream.event("", a.shape.delta(h, a.echo)) != nil {
+	if a.echo != "" && stream.event("", a.shape.delta(h, a.echo, nil)) != nil {
 		return
 	}
 	var onStep func(api.Step) error
 	if a.steps && m.Vocab != nil {
 		onStep = func(st api.Step) error { return stream.event("", a.shape.bare(h, nil, &st)) }
 	}
-	c := s.complete(r.Context(), m, req, a.stops, func(delta string) error {
-		return stream.event("", a.shape.delta(h, delta))
+	c := s.complete(r.Context(), m, req, a.stops, func(delta string, lps []tokenMark) error {
+		return stream.event("", a.shape.delta(h, delta, lps))
 	}, onStep)
 	if c.err != nil {
 		if r.Context().Err() == nil {
@@ -558,9 +620,10 @@ type chatShape struct{}
 
 func (chatShape) idPrefix() string { return "chatcmpl-" }
 
-func (chatShape) whole(h head, text, finish string, u api.Usage) any {
+func (c chatShape) whole(h head, text, finish string, u api.Usage, marks []tokenMark) any {
 	return api.ChatCompletion{ID: h.id, Object: api.ObjectCompletion, Created: h.created, Model: h.m.ID, SystemFingerprint: h.fingerprint,
-		Choices: []api.Choice{{Message: &api.Reply{Role: "assistant", Content: &text}, FinishReason: &finish}}, Usage: &u}
+		Choices: []api.Choice{{Message: &api.Reply{Role: "assistant", Content: &text}, Logprobs: c.logprobs(h, marks),
+			FinishReason: &finish}}, Usage: &u}
 }
 
 func (c chatShape) first(h head) any {
@@ -568,8 +631,36 @@ func (c chatShape) first(h head) any {
 	return c.chunk(h, []api.Choice{{Delta: &api.Reply{Role: "assistant", Content: &empty}}})
 }
 
-func (c chatShape) delta(h head, text string) any {
-	return c.chunk(h, []api.Choice{{Delta: &api.Reply{Content: &text}}})
+func (c chatShape) delta(h head, text string, marks []tokenMark) any {
+	return c.chunk(h, []api.Choice{{Delta: &api.Reply{Content: &text}, Logprobs: c.logprobs(h, marks)}})
+}
+
+// logprobs is a choice's logprobs: nil where the request asks for none.
+func (chatShape) logprobs(h head, marks []tokenMark) *api.ChatLogprobs {
+	if !h.logprobs {
+		return nil
+	}
+	lp := &api.ChatLogprobs{Content: make([]api.TokenLogprob, len(marks))}
+	for i, mk := range marks {
+		t := api.TokenLogprob{Token: h.tokenText(mk.ID), Logprob: mk.Logprob, TopLogprobs: make([]api.TopLogprob, len(mk.Top))}
+		t.Bytes = textBytes(t.Token)
+		for k, alt := range mk.Top {
+			tok := h.tokenText(alt.ID)
+			t.TopLogprobs[k] = api.TopLogprob{Token: tok, Logprob: alt.Logprob, Bytes: textBytes(tok)}
+		}
+		lp.Content[i] = t
+	}
+	return lp
+}
+
+// textBytes is a token's text as the list of its bytes that the logprobs
+// carry, exact where the text is a piece of a character.
+func textBytes(s string) []int {
+	b := make([]int, len(s))
+	for i := 0; i < len(s); i++ {
+		b[i] = int(s[i])
+	}
+	return b
 }
 
 func (c chatShape) finish(h head, reason string, totals *api.Step) any {
@@ -617,33 +708,77 @@ type completion struct {
 	finish string // api.FinishStop or api.FinishLength
 	usage  api.Usage
 	res    *engine.Result // the engine's result (nil with err)
-	err    error
+	// marks are the answer's tokens with their log probabilities and where
+	// each ends in text (Request.Logprobs): those that begin before its end,
+	// so that a stop string's cut drops the tokens after it.
+	marks []tokenMark
+	err   error
+}
+
+// tokenMark is one answer token's log probability and the byte offsets in the
+// answer's text where the token begins and ends.
+type tokenMark struct {
+	engine.TokenLogprob
+	start, end int
 }
 
 var errStopString = errors.New("a stop string was written")
 
 // complete runs req. Committed text is passed to onDelta (if set) as it grows,
 // append-only: text that may still change (an incomplete UTF-8 sequence at the
-// end, or the start of a stop string) is held back. A stop string ends the
+// end, or the start of a stop string) is held back. With Request.Logprobs each
+// delta also carries the tokens whose text it completes (at the end, every
+// token that begins before the answer's end). A stop string ends the
 // generation early. onStep (if set) gets the latest denoising step, at most
 // one per FrameInterval and after the text committed before it. An onDelta or
 // onStep error (the client went away) cancels the generation.
-func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, stops []string, onDelta func(string) error,
+func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, stops []string, onDelta func(string, []tokenMark) error,
 	onStep func(api.Step) error) completion {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	box := newMailbox[string]()
 	steps := newMailbox[api.Step]()
-	if onDelta != nil || len(stops) > 0 || onStep != nil {
+	var (
+		marksMu sync.Mutex
+		marks   []tokenMark // every token's, in order, as the engine reports them
+	)
+	if onDelta != nil || len(stops) > 0 || onStep != nil || req.Logprobs {
 		req.OnEvent = func(ev engine.Event) {
 			switch {
 			case ev.Kind == engine.EventCommit || ev.Kind == engine.EventToken:
+				if ev.Logprob != nil {
+					marksMu.Lock()
+					start := 0
+					if n := len(marks); n > 0 {
+						start = marks[n-1].end
+					}
+					marks = append(marks, tokenMark{*ev.Logprob, start, len(ev.Text)})
+					marksMu.Unlock()
+				}
 				steps.take() // a step of the canvas just committed is stale
 				box.put(ev.Text)
 			case ev.Kind == engine.EventStep && onStep != nil:
 				steps.put(newStepChunk(ev, m.Vocab))
 			}
 		}
+	}
+	sent := 0        // bytes of text passed to onDelta
+	var prev string  // the text sent so far is prev[:sent]
+	stopped := false // a stop string was found
+	var stopText string
+	marksSent := 0 // marks passed to onDelta
+	// marksTo is the marks not yet sent whose text ends by end (with final,
+	// the rest: those that begin before end where a stop string cut the text).
+	marksTo := func(end int, final bool) []tokenMark {
+		marksMu.Lock()
+		defer marksMu.Unlock()
+		n := marksSent
+		for n < len(marks) && (marks[n].end <= end || final && (!stopped || marks[n].start < end)) {
+			n++
+		}
+		out := marks[marksSent:n:n]
+		marksSent = n
+		return out
 	}
 	type outcome struct {
 		res *engine.Result
@@ -655,10 +790,6 @@ func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, sto
 		finished <- outcome{res, err}
 	}()
 
-	sent := 0        // bytes of text passed to onDelta
-	var prev string  // the text sent so far is prev[:sent]
-	stopped := false // a stop string was found
-	var stopText string
 	push := func(text string, final bool) error {
 		if !stopped {
 			if i := firstStop(text, stops); i >= 0 {
@@ -681,12 +812,16 @@ func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, sto
 		if !final {
 			end = holdBack(text, stops)
 		}
-		if end <= sent {
+		if end < sent {
+			return nil
+		}
+		lps := marksTo(end, final)
+		if end == sent && len(lps) == 0 {
 			return nil
 		}
 		delta := text[sent:end]
 		prev, sent = text, end
-		return onDelta(delta)
+		return onDelta(delta, lps)
 	}
 
 	flush := func() error {
@@ -755,11 +890,21 @@ loop:
 			c.finish = api.FinishLength
 		}
 		if i := firstStop(c.text, stops); i >= 0 {
-			c.text, c.finish = c.text[:i], api.FinishStop
+			c.text, c.finish, stopped = c.text[:i], api.FinishStop, true
 		}
 	}
 	if err := push(c.text, true); err != nil {
 		return completion{err: fmt.Errorf("send: %w", err)}
+	}
+	if req.Logprobs {
+		marksMu.Lock()
+		for _, mk := range marks {
+			if stopped && mk.start >= len(c.text) {
+				break
+			}
+			c.marks = append(c.marks, mk)
+		}
+		marksMu.Unlock()
 	}
 	return c
 }

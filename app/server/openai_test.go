@@ -602,33 +602,6 @@ func TestToolsRefused(t *testing.T) {
 	}
 }
 
-// TestLogprobsRefused: a request for log probabilities (logprobs true, or
-// top_logprobs above 0) is refused in words naming the field, where it was
-// answered with "logprobs": null and the client that asked for them failed on
-// reading choices[0].logprobs.content; false, 0 and null are answered.
-func TestLogprobsRefused(t *testing.T) {
-	g := &fakeGen{final: "x"}
-	s := start(t, Options{Engine: g})
-	const msgs = `{"messages":[{"role":"user","content":"What is Unix?"}]`
-	for _, c := range []struct{ extra, param string }{
-		{`"logprobs":true`, "logprobs"},
-		{`"logprobs":true,"top_logprobs":5`, "logprobs"},
-		{`"logprobs":true,"stream":true`, "logprobs"},
-		{`"top_logprobs":3`, "top_logprobs"},
-	} {
-		code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", msgs+","+c.extra+"}")
-		if code != 400 || r.Error == nil || r.Error.Param == nil || *r.Error.Param != c.param ||
-			!strings.Contains(r.Error.Message, "not supported") || !strings.Contains(r.Error.Message, "leave "+c.param+" out") {
-			t.Errorf("%s: %d %s; want 400 naming %s and what to do", c.extra, code, raw, c.param)
-		}
-	}
-	for _, extra := range []string{`"logprobs":false`, `"logprobs":null`, `"top_logprobs":0`, `"logprobs":false,"top_logprobs":null`} {
-		if code, _, raw := callAPI(t, s, "POST", "/v1/chat/completions", msgs+","+extra+"}"); code != 200 {
-			t.Errorf("%s: %d %s, want 200", extra, code, raw)
-		}
-	}
-}
-
 // TestChatAnswerLength: a chat completion that asks for no max_tokens gets the
 // model's answer length (Options.AnswerTokens: 2048 for DiffusionGemma, whose
 // generation config says 256, one canvas, which cut a general assistant's

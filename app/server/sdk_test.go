@@ -68,6 +68,12 @@ const user = [{ role: "user", content: "What is Unix?" }];
   }
   out.textStream = { text: tt, usage: tu, finish: tf };
 
+  // Log probabilities of a chat answer's tokens, and their alternatives.
+  const lp = await client.chat.completions.create({ model, messages: user, max_tokens: 8, seed: 7, logprobs: true, top_logprobs: 2 });
+  out.logprobs = { content: lp.choices[0].message.content, fingerprint: lp.system_fingerprint, tokens: lp.usage.completion_tokens,
+    entries: lp.choices[0].logprobs.content.map((x) => ({ token: x.token, logprob: x.logprob, bytes: x.bytes.length,
+      top: x.top_logprobs.map((y) => y.logprob) })) };
+
   // Abort a long stream (an encyclopedia page) 100 ms after its first chunk
   // (the role, sent as the generation starts), while its canvas is being
   // denoised: the test paces each step to at least 10 ms, so the Mini's page
@@ -91,7 +97,6 @@ const user = [{ role: "user", content: "What is Unix?" }];
     ["tooLong", { model, messages: user, max_tokens: 1000000000 }],
     ["tools", { model, messages: user, tools: [{ type: "function", function: { name: "get_weather",
       parameters: { type: "object", properties: {} } } }] }],
-    ["logprobs", { model, messages: user, logprobs: true, top_logprobs: 2 }],
   ]) {
     try {
       await client.chat.completions.create(req);
@@ -211,7 +216,8 @@ func (p *stepProbe) Generate(ctx context.Context, req engine.Request) (*engine.R
 
 // TestOpenAISDK drives the server with the official openai npm client on the
 // built-in Darkroom Mini: models, a chat completion and a stream with usage, a
-// text completion whole and streamed, an aborted stream (whose generation must stop within one denoising step), and
+// text completion whole and streamed, a chat answer's logprobs, an aborted
+// stream (whose generation must stop within one denoising step), and
 // errors mapped to the SDK's classes.
 func TestOpenAISDK(t *testing.T) {
 	if testing.Short() {
@@ -267,7 +273,17 @@ func TestOpenAISDK(t *testing.T) {
 			Error   string
 			Aborted bool
 		}
-		NotFound, TooLong, Tools, Logprobs struct {
+		Logprobs struct {
+			Content, Fingerprint string
+			Tokens               int
+			Entries              []struct {
+				Token   string
+				Logprob float64
+				Bytes   int
+				Top     []float64
+			}
+		}
+		NotFound, TooLong, Tools struct {
 			Class, Code          string
 			Param, Message       string
 			Status               int
@@ -314,8 +330,14 @@ func TestOpenAISDK(t *testing.T) {
 	if n := got.Tools; !n.BadRequest || n.Status != 400 || n.Param != "tools" || !strings.Contains(n.Message, "cannot call tools") {
 		t.Errorf("tools: %+v", n)
 	}
-	if n := got.Logprobs; !n.BadRequest || n.Status != 400 || n.Param != "logprobs" || !strings.Contains(n.Message, "logprobs are not supported") {
-		t.Errorf("logprobs: %+v", n)
+	if lp := got.Logprobs; lp.Content == "" || lp.Fingerprint != "darkroom-ar" || len(lp.Entries) != lp.Tokens {
+		t.Errorf("logprobs: %+v; want one entry per token, the answer in AR mode", lp)
+	} else {
+		for i, e := range lp.Entries {
+			if e.Logprob > 0 || e.Bytes != len(e.Token) && !strings.Contains(e.Token, "\uFFFD") || len(e.Top) != 2 || e.Top[0] < e.Top[1] || e.Top[0] < e.Logprob {
+				t.Errorf("logprobs: token %d: %+v", i, e)
+			}
+		}
 	}
 	if b := got.BadKey; !b.Auth || b.Status != 401 {
 		t.Errorf("wrong key: %+v", b)
@@ -326,7 +348,7 @@ func TestOpenAISDK(t *testing.T) {
 	waitFor(t, func() bool {
 		probe.mu.Lock()
 		defer probe.mu.Unlock()
-		return len(probe.runs) == 5
+		return len(probe.runs) == 6
 	})
 	probe.mu.Lock()
 	defer probe.mu.Unlock()

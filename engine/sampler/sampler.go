@@ -6,7 +6,8 @@
 // a warm start, optionally with held positions), the AR mode's one-token sampler
 // with Hugging Face's repetition penalty (Penalize, See), and the AR guidance
 // rounds that revise a developed canvas's words with the model's causal head
-// (Guide, guide.go).
+// (Guide, guide.go), and the log probabilities an answer's tokens had under the
+// model (LogProbs, logprobs.go).
 //
 // Held positions (infill): a canvas may start with tokens fixed in advance, such
 // as an encyclopedia page's <h1> heading. The sampler treats them as already

@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestARLogprobs: with Request.Logprobs an AR generation reports each token's
+// log probability under the scripted model's distribution at its position
+// (computed here from the script's rows in float64, not by the sampler), the
+// most likely tokens there, and picks the very tokens it picks without them;
+// each token's event carries its own.
+func TestARLogprobs(t *testing.T) {
+	gen := func(logprobs bool, top int, events *[]Event) *Result {
+		f := newScript(body)
+		res, err := testEngine(f).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: AR, Seed: 4,
+			Sampling: Sampling{MaxNewTokens: 6, Temperature: 3}, Logprobs: logprobs, TopLogprobs: top,
+			OnEvent: func(ev Event) {
+				if ev.Kind == EventToken && events != nil {
+					*events = append(*events, ev)
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	plain := gen(false, 0, nil)
+	if plain.Logprobs != nil {
+		t.Errorf("logprobs without asking: %v", plain.Logprobs)
+	}
+	var events []Event
+	res := gen(true, 3, &events)
+	if !slices.Equal(res.Tokens, plain.Tokens) {
+		t.Fatalf("asking for logprobs changed the picks: %v, without %v", res.Tokens, plain.Tokens)
+	}
+	if len(res.Logprobs) != len(res.Tokens) || len(events) != len(res.Tokens) {
+		t.Fatalf("%d logprobs and %d token events for %d tokens", len(res.Logprobs), len(events), len(res.Tokens))
+	}
+	ref := newScript(body)
+	sampledOff := 0 // tokens the temperature drew that are not the row's most likely
+	for i, lp := range res.Logprobs {
+		row := ref.arRow(promptLen + i)
+		mx := math.Inf(-1)
+		for _, v := range row {
+			mx = math.Max(mx, float64(v))
+		}
+		var sum float64
+		for _, v := range row {
+			sum += math.Exp(float64(v) - mx)
+		}
+		lse := mx + math.Log(sum)
+		if lp.ID != res.Tokens[i] || math.Abs(float64(lp.Logprob)-(float64(row[lp.ID])-lse)) > 1e-5 {
+			t.Errorf("token %d: %+v, want id %d logprob %g", i, lp, res.Tokens[i], float64(row[res.Tokens[i]])-lse)
+		}
+		if len(lp.Top) != 3 || lp.Top[0].ID != body(promptLen+i) || lp.Top[0].Logprob < lp.Top[1].Logprob || lp.Top[1].Logprob < lp.Top[2].Logprob {
+			t.Errorf("token %d: top %+v, want 3, the script's %d first", i, lp.Top, body(promptLen+i))
+		}
+		if lp.ID != lp.Top[0].ID {
+			sampledOff++
+		}
+		if ev := events[i].Logprob; ev == nil || ev.ID != lp.ID || ev.Logprob != lp.Logprob {
+			t.Errorf("token %d's event: %+v, want %+v", i, ev, lp)
+		}
+	}
+	if sampledOff == 0 {
+		t.Error("every draw at temperature 3 was the most likely token: the test does not tell the pick's logprob from the top one's")
+	}
+	if res := gen(true, 0, nil); len(res.Logprobs) != len(res.Tokens) || res.Logprobs[0].Top != nil {
+		t.Errorf("no top logprobs asked: %+v", res.Logprobs)
+	}
+}
+
+// TestLogprobsRequestErrors: logprobs only where each token is the model's
+// pick, and at most MaxTopLogprobs alternatives.
+func TestLogprobsRequestErrors(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		req  Request
+		want string
+	}{
+		{"diffusion", Request{PromptIDs: prompt(), Logprobs: true}, "AR mode"},
+		{"opening", Request{PromptIDs: prompt(), Mode: AR, Logprobs: true, Opening: "t12"}, "no opening"},
+		{"reply", Request{PromptIDs: prompt(), Mode: AR, Logprobs: true, Reply: "t12"}, "no opening"},
+		{"too many", Request{PromptIDs: prompt(), Mode: AR, Logprobs: true, TopLogprobs: MaxTopLogprobs + 1}, "0 to 20"},
+		{"negative", Request{PromptIDs: prompt(), Mode: AR, Logprobs: true, TopLogprobs: -1}, "0 to 20"},
+		{"top alone", Request{PromptIDs: prompt(), Mode: AR, TopLogprobs: 2}, "ask for both"},
+	} {
+		_, err := testEngine(newScript(body)).Generate(context.Background(), c.req)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want one mentioning %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestLogprobsOnTheGraphPath: where the device picks AR tokens in the graph, a
+// request for logprobs brings each pass's logits to the host, and gets the
+// tokens and (within float32 rounding) the logprobs of the host path.
+func TestLogprobsOnTheGraphPath(t *testing.T) {
+	dir := writeTinyModel(t)
+	graph, host := loadGo(t, dir, true), loadGo(t, dir, false)
+	mr, ok := graph.run.(modelRunner)
+	if !ok || !mr.TokensOnDevice() {
+		t.Fatalf("graph path runner %T does not pick tokens on the device", graph.run)
+	}
+	counted := &logitsCounted{modelRunner: mr}
+	graph.run = counted
+	req := Request{Prompt: "What is Unix?", Seed: 7, Mode: AR, Sampling: Sampling{MaxNewTokens: 12, Temperature: 0.7},
+		Logprobs: true, TopLogprobs: 2}
+	g, err := graph.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counted.rows == 0 {
+		t.Error("no encoder pass brought its logits to the host")
+	}
+	if !slices.Equal(g.Tokens, h.Tokens) || len(g.Logprobs) != len(g.Tokens) || len(h.Logprobs) != len(h.Tokens) {
+		t.Fatalf("graph %v (%d logprobs), host %v (%d)", g.Tokens, len(g.Logprobs), h.Tokens, len(h.Logprobs))
+	}
+	for i := range g.Logprobs {
+		a, b := g.Logprobs[i], h.Logprobs[i]
+		if a.ID != b.ID || math.Abs(float64(a.Logprob-b.Logprob)) > 1e-3 || len(a.Top) != 2 || len(b.Top) != 2 || a.Top[0].ID != b.Top[0].ID {
+			t.Errorf("token %d: graph %+v, host %+v", i, a, b)
+		}
+	}
+}
