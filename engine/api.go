@@ -157,6 +157,14 @@ type Request struct {
 	Logprobs    bool
 	TopLogprobs int
 
+	// JSON holds the answer to one JSON object (the API's response_format
+	// json_object): each AR pick may take only an id whose text keeps the
+	// answer the beginning of one (sampler.JSONObject), and the answer ends
+	// where the object closes (StopEOS). AR mode only, with no Opening, Lead or
+	// Reply (prose the object could not begin with). Max new tokens can still
+	// cut it short (StopMaxTokens).
+	JSON bool
+
 	// OnEvent, if set, is called synchronously from the generating goroutine for
 	// every denoising step, committed canvas and AR token. It must not block for long.
 	OnEvent func(Event)

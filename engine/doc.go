@@ -63,7 +63,10 @@
 // (Request.Logprobs), each pick comes with its log probability under the
 // model's own distribution and the likeliest tokens there (Result.Logprobs,
 // sampler.LogProbs): the pass's logits then come to the host even where the
-// device picks tokens.
+// device picks tokens. JSON mode (Request.JSON) holds each pick to text that
+// keeps the answer the beginning of one JSON object (sampler.JSONObject, whose
+// bans the pick takes as the stutter rule's, on the device too) and ends the
+// answer where the object closes.
 //
 // Subpackages:
 //

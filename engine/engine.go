@@ -34,9 +34,10 @@ type Engine struct {
 	gguf      bool             // the weights came from a GGUF file
 	release   func()           // frees the model's device memory; nil when nothing to free
 	closed    bool
-	guideIDs  *guideIDs   // what AR guidance knows of each id's text, built on first use
-	gen       *generation // the generation running (under mu), for onCompile
-	kept      keptPrompts // the record of the prompts the runner's cache kept (prefixCache)
+	guideIDs  *guideIDs          // what AR guidance knows of each id's text, built on first use
+	jsonVocab *sampler.JSONVocab // the vocabulary as JSON mode reads it, built on first use
+	gen       *generation        // the generation running (under mu), for onCompile
+	kept      keptPrompts        // the record of the prompts the runner's cache kept (prefixCache)
 }
 
 // onCompile is the graph runner's OnCompile: the first graph a generation
@@ -214,6 +215,12 @@ func (e *Engine) plan(req *Request) (plan, error) {
 	if err := checkLogprobs(req); err != nil {
 		return plan{}, err
 	}
+	if req.JSON && req.Mode != AR {
+		return plan{}, errors.New("a JSON answer is written in AR mode, where each pick can be held to JSON; a diffusion canvas is not written in order")
+	}
+	if req.JSON && (req.Opening != "" || req.Lead != "" || req.Reply != "") {
+		return plan{}, errors.New("a JSON answer begins with its object: send no opening, lead or reply with it")
+	}
 	prompt, err := e.prompt(req)
 	if err != nil {
 		return plan{}, err
@@ -363,13 +370,40 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 			return nil, err
 		}
 	}
+	var json *sampler.JSONObject
+	if req.JSON {
+		if e.jsonVocab == nil {
+			e.jsonVocab = e.newJSONVocab(t.VocabSize, eos)
+		}
+		json = e.jsonVocab.Object()
+		smp.Constrain(json)
+	}
 	kept := &e.kept
 	if req.NoPromptCache {
 		kept = nil // resume starts from empty and keeps nothing
 	}
 	return &generation{ctx: ctx, req: req, run: e.run, kept: kept, tok: e.tok, smp: smp, s: s, guideIDs: e.guideIDs,
 		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt, opening: opening,
-		lead: p.lead, reply: p.reply, dropped: p.dropped}, nil
+		lead: p.lead, reply: p.reply, dropped: p.dropped, json: json}, nil
+}
+
+// newJSONVocab is the vocabulary as JSON mode reads it: each id's text (a
+// byte-fallback id's one byte), the tokenizer's special ids (never written as
+// text: the pad among them) and the ends, eos.
+func (e *Engine) newJSONVocab(vocab int, eos []int) *sampler.JSONVocab {
+	texts := make([]string, vocab)
+	var special []bool
+	if e.tokenizer != nil {
+		special = make([]bool, vocab)
+	}
+	for id := range vocab {
+		if e.tokenizer != nil {
+			texts[id], special[id] = e.tokenizer.DecodeToken(id), e.tokenizer.IsSpecial(id)
+		} else {
+			texts[id] = e.tok.Decode([]int{id})
+		}
+	}
+	return sampler.NewJSONVocab(texts, special, eos)
 }
 
 // guideIDs is what AR guidance knows of each id's text, by id.

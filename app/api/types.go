@@ -87,8 +87,8 @@ type ChatRequest struct {
 	Messages []Message `json:"messages"`
 	Options
 	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"` // takes precedence over MaxTokens
-	// ResponseFormat is read to refuse JSON mode, which Darkroom cannot hold an
-	// answer to: "text" (or none) is what it writes.
+	// ResponseFormat asks for text (none, or "text") or one JSON object
+	// ("json_object"); a "json_schema" is refused.
 	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
 	// Logprobs asks for each answer token's log probability (Choice.Logprobs),
 	// and TopLogprobs (0 to 20, with Logprobs) for the most likely tokens at

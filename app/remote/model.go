@@ -166,6 +166,9 @@ func (m *Model) body(req engine.Request) ([]byte, error) {
 		r.Darkroom = &api.Extension{Opening: req.Opening, Steps: true}
 		r.Mode = req.Mode // sent when set: a request without one runs the server's choice
 	}
+	if req.JSON {
+		r.ResponseFormat = &api.ResponseFormat{Type: "json_object"} // the server holds its answer to JSON
+	}
 	if req.Mode == engine.AR && req.Sampling.Temperature > 0 {
 		t := req.Sampling.Temperature
 		r.Temperature = &t

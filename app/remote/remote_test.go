@@ -505,3 +505,25 @@ func TestLogprobsNotAsked(t *testing.T) {
 		t.Errorf("logprobs: %v, %d requests sent", err, len(v.bodies)-sent)
 	}
 }
+
+// TestJSONAsked: a request for a JSON answer asks the server for one
+// (response_format json_object), which holds the answer to it.
+func TestJSONAsked(t *testing.T) {
+	v, s := startVLLM(t)
+	m, err := Open(context.Background(), s, "google/diffusiongemma-26b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Generate(context.Background(), engine.Request{Prompt: "Unix", JSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	if rf, _ := v.bodies[len(v.bodies)-1]["response_format"].(map[string]any); rf["type"] != "json_object" {
+		t.Errorf("response_format %v", v.bodies[len(v.bodies)-1]["response_format"])
+	}
+	if _, err := m.Generate(context.Background(), engine.Request{Prompt: "Unix"}); err != nil {
+		t.Fatal(err)
+	}
+	if rf, ok := v.bodies[len(v.bodies)-1]["response_format"]; ok {
+		t.Errorf("response_format %v sent for a text answer", rf)
+	}
+}

@@ -74,10 +74,15 @@ import (
 // an opening with logprobs is a 400). Where a stop string cuts the answer, the
 // tokens after the cut are left out.
 //
+// response_format {"type": "json_object"} holds the answer to one JSON object
+// (engine.Request.JSON: each AR pick may take only a token that keeps the
+// answer the beginning of one, and the answer ends where it closes); it too
+// comes with the printer, as logprobs do, with no lead or opening. A
+// json_schema is a 400 (the object is held to JSON, not to a schema).
+//
 // Tool calls are refused: no model here can make one, so a request with
 // tools or functions (other than an empty list), or with a tool_choice or
-// function_call other than "none", is a 400 naming the field, and so is
-// response_format json_object or json_schema (no answer is held to JSON).
+// function_call other than "none", is a 400 naming the field.
 //
 // Errors are OpenAI's shape, {"error": {message, type, param, code}}, with a
 // 4xx for everything the client can fix: 400 (context_length_exceeded names
@@ -161,9 +166,17 @@ type defaultsProvider interface {
 // engineRequest checks a chat request and turns it into an engine request for m.
 func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, error) {
 	var req engine.Request
-	if f := cr.ResponseFormat; f != nil && f.Type != "" && f.Type != "text" {
-		return req, nil, &badRequest{"response_format", fmt.Sprintf("response_format %q is not supported: this server cannot hold "+
-			"an answer to JSON; ask for JSON in the prompt, or leave response_format out", f.Type)}
+	if f := cr.ResponseFormat; f != nil {
+		switch f.Type {
+		case "", "text":
+		case "json_object":
+			req.JSON = true
+		case "json_schema":
+			return req, nil, &badRequest{"response_format", `response_format "json_schema" is not supported: this server holds an answer ` +
+				`to JSON but not to a schema; ask for {"type": "json_object"} and name the fields you want in the messages`}
+		default:
+			return req, nil, &badRequest{"response_format", fmt.Sprintf(`response_format %q: want "text" or "json_object"`, f.Type)}
+		}
 	}
 	if err := toolsRefused(cr); err != nil {
 		return req, nil, err
@@ -229,8 +242,9 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 	if err := opening(&req, cr.Darkroom); err != nil {
 		return req, nil, err
 	}
-	// An answer with logprobs is the model's alone: every token its pick.
-	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) && !req.Logprobs {
+	// An answer with logprobs is the model's alone, every token its pick, and
+	// a JSON answer begins with its object.
+	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) && !req.Logprobs && !req.JSON {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" {
 			start := m.Leads.ChatStart(last.Content) // as the app's Chat opens it
 			req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
@@ -246,19 +260,38 @@ func opening(req *engine.Request, ext *api.Extension) error {
 	if ext == nil || ext.Opening == "" {
 		return nil
 	}
-	if req.Logprobs {
+	switch {
+	case req.Logprobs:
 		return &badRequest{"darkroom.opening", "an opening's tokens are not the model's picks, so they have no logprobs: leave out the opening or logprobs"}
+	case req.JSON:
+		return &badRequest{"darkroom.opening", "a JSON answer begins with its object, not an opening: leave out the opening or response_format"}
 	}
 	req.Opening = ext.Opening
 	return nil
 }
 
-// logprobsMode is X-Darkroom-Mode-Reason for a request that names no mode and
-// asks for logprobs.
-const logprobsMode = "logprobs come with the printer (AR mode), which picks one token after another"
+// Why a request that names no mode runs in AR mode (X-Darkroom-Mode-Reason):
+// what it asks for comes with the printer.
+const (
+	logprobsMode = "logprobs come with the printer (AR mode), which picks one token after another"
+	jsonMode     = "a JSON answer is written by the printer (AR mode), each token held to JSON as it is picked"
+)
+
+// printerOnly is why req can only be written in AR mode ("" where it can be
+// written either way).
+func printerOnly(req *engine.Request) string {
+	switch {
+	case req.Logprobs:
+		return logprobsMode
+	case req.JSON:
+		return jsonMode
+	}
+	return ""
+}
 
 // generation reads the fields both endpoints share (api.Options) into req: n,
-// the mode (AR where none is named and req asks for logprobs), max new tokens
+// the mode (AR where none is named and req asks for what only it writes:
+// printerOnly), max new tokens
 // (maxTok, the endpoint's field for it; without one defaultMax, 0 leaving the
 // model's), temperature, frequency_penalty and seed; it returns the stop
 // strings.
@@ -272,13 +305,17 @@ func generation(req *engine.Request, o *api.Options, maxTok *int, defaultMax int
 		if req.Mode == "" {
 			req.Mode = engine.Diffusion
 		}
-		if req.Logprobs {
-			req.Mode = engine.AR // logprobsMode
+		if printerOnly(req) != "" {
+			req.Mode = engine.AR
 		}
 	case engine.Diffusion:
 		if req.Logprobs {
 			return nil, &badRequest{"logprobs", `logprobs come with "mode": "ar" (the printer, which picks one token after another); ` +
 				`a diffusion canvas's tokens are not picked in order: ask for "ar", or leave mode out`}
+		}
+		if req.JSON {
+			return nil, &badRequest{"response_format", `a JSON answer is written with "mode": "ar" (the printer, whose picks are held to JSON ` +
+				`one by one); a diffusion canvas is not written in order: ask for "ar", or leave mode out`}
 		}
 		req.Mode = o.Mode
 	case engine.AR:
@@ -534,8 +571,8 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 	w.Header().Set("X-Darkroom-Mode", string(req.Mode))
 	if a.opts.Mode == "" {
 		reason := m.APIModeReason
-		if req.Logprobs {
-			reason = logprobsMode
+		if why := printerOnly(&req); why != "" {
+			reason = why
 		}
 		if reason != "" {
 			w.Header().Set("X-Darkroom-Mode-Reason", reason)

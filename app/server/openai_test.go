@@ -9,6 +9,9 @@ import (
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/enginetest"
+	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
 )
 
 // The shapes an OpenAI client reads.
@@ -537,22 +540,58 @@ func TestNoMessagesShowsTheShape(t *testing.T) {
 	}
 }
 
-// TestJSONModeRefused: a request for JSON mode (response_format json_object or
-// json_schema), which this server cannot hold the answer to, is refused in
-// words, where it was ignored and the answer came back as prose a client then
-// failed to parse; response_format text is what the server does anyway.
-func TestJSONModeRefused(t *testing.T) {
-	s := start(t, Options{Engine: &fakeGen{final: "x"}})
-	for _, kind := range []string{"json_object", "json_schema"} {
-		body := `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"` + kind + `","json_schema":{"name":"a","schema":{}}}}`
-		code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", body)
-		want := `response_format "` + kind + `" is not supported: this server cannot hold an answer to JSON; ask for JSON in the prompt, or leave response_format out`
-		if code != 400 || r.Error == nil || r.Error.Message != want || r.Error.Param == nil || *r.Error.Param != "response_format" {
-			t.Errorf("%s: %d %s\nwant 400 %q", kind, code, raw, want)
+// TestJSONMode: response_format json_object asks the engine for one JSON
+// object (engine.Request.JSON) written by the printer — the mode a request
+// names none of, saying why — with no entry's lead, though the question is
+// about one; a json_schema is refused in words (it was ignored once, and the
+// answer came back as prose a client failed to parse), and so are diffusion
+// and an opening with JSON; response_format text is what the server does
+// anyway.
+func TestJSONMode(t *testing.T) {
+	var leads assets.Leads
+	leads.Add("Unix", "<h1>Unix</h1>\n<p>An operating system from Bell Labs.</p>", nil)
+	g := &fakeGen{final: `{"a": 1}`}
+	s := start(t, Options{Engine: g, Leads: &leads, APIMode: engine.Diffusion})
+	const ask = `{"messages":[{"role":"user","content":"What is Unix?"}],"response_format":{"type":"json_object"}`
+	resp, raw := do(t, nil, "POST", base(s)+"/v1/chat/completions", ask+"}", map[string]string{"Authorization": "Bearer " + s.Token()})
+	if req := g.lastRequest(t); resp.StatusCode != 200 || !req.JSON || req.Mode != engine.AR || req.Lead != "" || req.Opening != "" ||
+		resp.Header.Get("X-Darkroom-Mode-Reason") != jsonMode {
+		t.Errorf("json_object: %d %s; request %+v, mode reason %q", resp.StatusCode, raw, req, resp.Header.Get("X-Darkroom-Mode-Reason"))
+	}
+	callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"What is Unix?"}],"response_format":{"type":"text"}}`)
+	if req := g.lastRequest(t); req.JSON || req.Mode != engine.Diffusion || req.Lead == "" {
+		t.Errorf("response_format text: request %+v", req)
+	}
+	for _, c := range []struct{ body, param, says string }{
+		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{}}}}`,
+			"response_format", `not to a schema; ask for {"type": "json_object"}`},
+		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"yaml"}}`, "response_format", `want "text" or "json_object"`},
+		{ask + `,"mode":"diffusion"}`, "response_format", `"mode": "ar"`},
+		{ask + `,"darkroom":{"opening":"Unix"}}`, "darkroom.opening", "begins with its object"},
+	} {
+		code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", c.body)
+		if code != 400 || r.Error == nil || r.Error.Param == nil || *r.Error.Param != c.param || !strings.Contains(r.Error.Message, c.says) {
+			t.Errorf("%s: %d %s; want 400 about %s saying %q", c.body, code, raw, c.param, c.says)
 		}
 	}
-	if code, _, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"text"}}`); code != 200 {
-		t.Errorf("response_format text: %d %s", code, raw)
+}
+
+// TestJSONModeRealEngine: on a real (tiny, random) model a json_object answer
+// is the beginning of a JSON object, a whole one where it stopped by itself.
+func TestJSONModeRealEngine(t *testing.T) {
+	e := tinyengine.Load(t, enginetest.Options{})
+	s := start(t, Options{Engine: e, ModelID: "tiny"})
+	for _, seed := range []string{"1", "2", "3"} {
+		code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Describe Unix as JSON."}],`+
+			`"response_format":{"type":"json_object"},"max_tokens":40,"temperature":1,"seed":`+seed+`}`)
+		if code != 200 || len(r.Choices) != 1 {
+			t.Fatalf("%d %s", code, raw)
+		}
+		text, finish := r.Choices[0].Message.Content, *r.Choices[0].FinishReason
+		ok, closed := sampler.JSONPrefix(text)
+		if !ok || closed != (finish == "stop") || closed && !json.Valid([]byte(text)) {
+			t.Errorf("seed %s: %q (%s): prefix %v, closed %v", seed, text, finish, ok, closed)
+		}
 	}
 }
 

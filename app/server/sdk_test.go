@@ -15,6 +15,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/enginetest/npmtest"
 	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
 )
 
 // The official OpenAI Node SDK, as users drive the server with it. The test
@@ -67,6 +68,11 @@ const user = [{ role: "user", content: "What is Unix?" }];
     if (ch.usage) tu = ch.usage;
   }
   out.textStream = { text: tt, usage: tu, finish: tf };
+
+  // A JSON answer (response_format json_object).
+  const js = await client.chat.completions.create({ model, messages: [{ role: "user", content: "Describe Unix in JSON." }], max_tokens: 64,
+    seed: 7, response_format: { type: "json_object" } });
+  out.json = { content: js.choices[0].message.content, finish: js.choices[0].finish_reason };
 
   // Log probabilities of a chat answer's tokens, and their alternatives.
   const lp = await client.chat.completions.create({ model, messages: user, max_tokens: 8, seed: 7, logprobs: true, top_logprobs: 2 });
@@ -216,8 +222,8 @@ func (p *stepProbe) Generate(ctx context.Context, req engine.Request) (*engine.R
 
 // TestOpenAISDK drives the server with the official openai npm client on the
 // built-in Darkroom Mini: models, a chat completion and a stream with usage, a
-// text completion whole and streamed, a chat answer's logprobs, an aborted
-// stream (whose generation must stop within one denoising step), and
+// text completion whole and streamed, a JSON answer, a chat answer's
+// logprobs, an aborted stream (whose generation must stop within one denoising step), and
 // errors mapped to the SDK's classes.
 func TestOpenAISDK(t *testing.T) {
 	if testing.Short() {
@@ -272,6 +278,9 @@ func TestOpenAISDK(t *testing.T) {
 			Chunks  int
 			Error   string
 			Aborted bool
+		}
+		JSON struct {
+			Content, Finish string
 		}
 		Logprobs struct {
 			Content, Fingerprint string
@@ -330,6 +339,10 @@ func TestOpenAISDK(t *testing.T) {
 	if n := got.Tools; !n.BadRequest || n.Status != 400 || n.Param != "tools" || !strings.Contains(n.Message, "cannot call tools") {
 		t.Errorf("tools: %+v", n)
 	}
+	if ok, closed := sampler.JSONPrefix(got.JSON.Content); !ok || closed != (got.JSON.Finish == "stop") || got.JSON.Content == "" {
+		t.Errorf("json_object: %+v (a JSON prefix %v, closed %v)", got.JSON, ok, closed)
+	}
+	t.Logf("the Mini's JSON: %q (%s)", got.JSON.Content, got.JSON.Finish)
 	if lp := got.Logprobs; lp.Content == "" || lp.Fingerprint != "darkroom-ar" || len(lp.Entries) != lp.Tokens {
 		t.Errorf("logprobs: %+v; want one entry per token, the answer in AR mode", lp)
 	} else {
@@ -348,7 +361,7 @@ func TestOpenAISDK(t *testing.T) {
 	waitFor(t, func() bool {
 		probe.mu.Lock()
 		defer probe.mu.Unlock()
-		return len(probe.runs) == 6
+		return len(probe.runs) == 7
 	})
 	probe.mu.Lock()
 	defer probe.mu.Unlock()

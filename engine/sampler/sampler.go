@@ -6,8 +6,9 @@
 // a warm start, optionally with held positions), the AR mode's one-token sampler
 // with Hugging Face's repetition penalty (Penalize, See), and the AR guidance
 // rounds that revise a developed canvas's words with the model's causal head
-// (Guide, guide.go), and the log probabilities an answer's tokens had under the
-// model (LogProbs, logprobs.go).
+// (Guide, guide.go), the log probabilities an answer's tokens had under the
+// model (LogProbs, logprobs.go), and JSON mode's constraint on the AR picks
+// (JSONObject, json.go).
 //
 // Held positions (infill): a canvas may start with tokens fixed in advance, such
 // as an encyclopedia page's <h1> heading. The sampler treats them as already
@@ -261,6 +262,11 @@ type Sampler struct {
 	byWord map[int][]int
 	last   int
 	banned []bool
+
+	// constraint holds the AR picks to a language (Constrain: JSON mode), and
+	// union is its bans with the stutter rule's.
+	constraint Constraint
+	union      []bool
 }
 
 // New returns a Sampler over a vocabulary of vocab ids, seeded with seed.
@@ -471,13 +477,30 @@ func (s *Sampler) See(ids []int) {
 	}
 }
 
-// Picked adds the ids the model picked to the counts the frequency penalty
-// reads — not the prompt's nor a held opening's: OpenAI's penalty counts the
+// Constraint holds AR picks to a language: before each pick Banned marks the
+// ids that may not come next ([vocab], read before the next Picked); Picked
+// moves it past the id picked. JSON mode's is a *JSONObject.
+type Constraint interface {
+	Banned() []bool
+	Picked(id int)
+}
+
+// Constrain holds the AR picks to c from the next PlanToken on (nil: none).
+// Its bans join the stutter rule's.
+func (s *Sampler) Constrain(c Constraint) { s.constraint = c }
+
+// Picked moves the constraint (Constrain) past the ids the model picked, and
+// adds them to the counts the frequency penalty reads — not the prompt's nor a held opening's: OpenAI's penalty counts the
 // text the model has written (held, an entry's first sentence counted against
 // its own words: on 50 seen titles ROUGE-L with the entry 0.419 against 0.423
 // without). See them too (the repetition penalty's set holds the prompt's as
 // well). With the penalty off nothing is kept.
 func (s *Sampler) Picked(ids ...int) {
+	if s.constraint != nil {
+		for _, id := range ids {
+			s.constraint.Picked(id)
+		}
+	}
 	if s.p.FrequencyPenalty == 0 {
 		return
 	}
@@ -529,8 +552,9 @@ type TokenPlan struct {
 	// Picked.
 	Bias []float32
 	// Banned marks the ids the pick may not take ([vocab]: the last word's, under
-	// NoStutters); nil when none is. Its logits become Banish, after the penalty.
-	// It is the Sampler's own: read it before the next See.
+	// NoStutters, and the constraint's, Constrain); nil when none is. Its logits
+	// become Banish, after the penalty. It is the Sampler's own: read it before
+	// the next See or Picked.
 	Banned []bool
 }
 
@@ -550,6 +574,21 @@ func (s *Sampler) PlanToken(temperature float64) TokenPlan {
 	}
 	if s.last >= 0 && len(s.byWord[s.last]) < s.vocab { // (never every id)
 		plan.Banned = s.banned
+	}
+	if s.constraint != nil {
+		banned := s.constraint.Banned()
+		if plan.Banned != nil { // both: the union, unless it bans every id (then the constraint's)
+			s.union = append(s.union[:0], banned...)
+			all := true
+			for id, b := range plan.Banned {
+				s.union[id] = s.union[id] || b
+				all = all && s.union[id]
+			}
+			if !all {
+				banned = s.union
+			}
+		}
+		plan.Banned = banned
 	}
 	if temperature <= 0 {
 		return plan

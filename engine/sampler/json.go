@@ -1,0 +1,565 @@
+package sampler
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// JSON mode: AR picks held to one JSON object (OpenAI's response_format
+// json_object). Before each pick the constraint bans every id whose text would
+// make the answer so far stop being the beginning of a JSON object (RFC 8259's
+// grammar, read a byte at a time: a pushdown automaton over objects, arrays,
+// strings with their escapes and well-formed UTF-8, numbers and the literals),
+// and once the object is closed, every id but the ends. (UTF-8 is checked
+// because a tokenizer's byte-fallback decoding turns a run of bytes that is
+// not into U+FFFD each, quotes and all.) Nothing is learned or guessed: an id is
+// allowed exactly when its bytes, fed to the automaton after the answer's, all
+// pass. The ban is the one the stutter rule uses (TokenPlan.Banned), so it
+// works where the device picks the token too.
+//
+// Cost, per pick: inside a string, a run of the automaton for each id that is
+// not plain content (few: those with a quote, a backslash, a control byte or
+// part of a character); elsewhere one run per byte value, one per pair of
+// bytes some id begins with where the first may come, and one per id whose
+// pair may come and that is longer than it.
+
+// maxJSONSpace is the most whitespace bytes in a row the constraint allows
+// between tokens of the object (none before it): a newline and the
+// indentation of a fifth level, and a model stuck writing newlines must write
+// something else.
+const maxJSONSpace = 20
+
+// JSONVocab is a vocabulary as the JSON constraint reads it, built once per
+// model: each id's bytes, the ids grouped by their first two bytes (so that
+// Banned decides a whole group by those two, mostly without looking at its
+// ids), and the ids that are not plain string content, that are never written
+// (special tokens, ids with no text) or that end the answer.
+type JSONVocab struct {
+	texts [][]byte
+	never []bool // never written as text
+	// byHead lists the written ids by their first two bytes (a one-byte id's
+	// second taken as 0): those of head h are byHead[start[h]:start[h+1]].
+	byHead []int32
+	start  []int32
+	// notPlain lists the written ids that are not plain string content —
+	// whole UTF-8 characters without a quote, backslash or control byte —
+	// and neverIDs those never written.
+	notPlain, neverIDs []int32
+	ends               []int // the ids that end a generation, allowed once the object is closed
+}
+
+// NewJSONVocab reads texts[id] (an id's bytes, a byte-fallback id's one byte),
+// special[id] (an id that is not text: turn markers and the like; nil: none)
+// and the end ids.
+func NewJSONVocab(texts []string, special []bool, ends []int) *JSONVocab {
+	v := &JSONVocab{texts: make([][]byte, len(texts)), never: make([]bool, len(texts)), start: make([]int32, 1<<16+1),
+		ends: append([]int(nil), ends...)}
+	for _, id := range ends {
+		if id >= 0 && id < len(texts) {
+			v.never[id] = true // written only as the end, never as text
+		}
+	}
+	head := func(t string) int {
+		h := int(t[0]) << 8
+		if len(t) > 1 {
+			h |= int(t[1])
+		}
+		return h
+	}
+	for id, t := range texts {
+		v.texts[id] = []byte(t)
+		if v.never[id] || t == "" || special != nil && special[id] {
+			v.never[id] = true
+			v.neverIDs = append(v.neverIDs, int32(id))
+			continue
+		}
+		v.start[head(t)+1]++
+		if !utf8.ValidString(t) || strings.ContainsAny(t, "\"\\") || strings.IndexFunc(t, func(r rune) bool { return r < 0x20 }) >= 0 {
+			v.notPlain = append(v.notPlain, int32(id))
+		}
+	}
+	for h := 1; h < len(v.start); h++ {
+		v.start[h] += v.start[h-1]
+	}
+	v.byHead = make([]int32, v.start[len(v.start)-1])
+	next := slices.Clone(v.start[:len(v.start)-1])
+	for id, t := range texts {
+		if !v.never[id] {
+			h := head(t)
+			v.byHead[next[h]] = int32(id)
+			next[h]++
+		}
+	}
+	return v
+}
+
+// JSONObject holds one generation's picks to a JSON object: Banned before each
+// pick, Picked after it.
+type JSONObject struct {
+	v      *JSONVocab
+	st     jsonState
+	stack  []byte // the open containers, '{' or '['
+	banned []bool
+}
+
+// Object starts a constraint for one answer.
+func (v *JSONVocab) Object() *JSONObject {
+	return &JSONObject{v: v, st: jsonState{mode: jTop}, banned: make([]bool, len(v.texts))}
+}
+
+// Done reports whether the object is closed: the answer is whole.
+func (j *JSONObject) Done() bool { return j.st.mode == jDone }
+
+// Banned marks the ids the next pick may not take ([vocab], the constraint's
+// own: read it before the next Picked). Where nothing could follow (a
+// vocabulary without the bytes the object needs), the ends are allowed.
+func (j *JSONObject) Banned() []bool {
+	allowed := 0
+	switch {
+	case j.st.mode == jDone:
+		fill(j.banned, true)
+	case j.st.mode == jString && j.st.next == 0:
+		// Inside a string, between characters: plain ids are content as they
+		// are; the others are asked.
+		fill(j.banned, false)
+		for _, id := range j.v.neverIDs {
+			j.banned[id] = true
+		}
+		allowed = len(j.banned) - len(j.v.neverIDs)
+		for _, id := range j.v.notPlain {
+			if !j.accepts(j.v.texts[id]) {
+				j.banned[id] = true
+				allowed--
+			}
+		}
+	default:
+		// Elsewhere by the first two bytes: a byte that may not come first
+		// bans its ids unseen, and so does a pair that may not (most ids: a
+		// letter, or a space and a letter, where a quote or a digit must
+		// come); an id of one or two bytes is decided by them.
+		fill(j.banned, true)
+		for c := range 256 {
+			if !j.accepts([]byte{byte(c)}) {
+				continue
+			}
+			for d := range 256 {
+				h := c<<8 | d
+				ids := j.v.byHead[j.v.start[h]:j.v.start[h+1]]
+				if len(ids) == 0 {
+					continue
+				}
+				pairOK := -1 // not asked yet (a one-byte id needs no second)
+				for _, id := range ids {
+					text := j.v.texts[id]
+					ok := len(text) == 1
+					if !ok {
+						if pairOK < 0 {
+							pairOK = 0
+							if j.accepts([]byte{byte(c), byte(d)}) {
+								pairOK = 1
+							}
+						}
+						ok = pairOK == 1 && (len(text) == 2 || j.accepts(text))
+					}
+					if ok {
+						j.banned[id] = false
+						allowed++
+					}
+				}
+			}
+		}
+	}
+	if j.st.mode == jDone || allowed == 0 {
+		for _, id := range j.v.ends {
+			if id >= 0 && id < len(j.banned) {
+				j.banned[id] = false
+			}
+		}
+	}
+	return j.banned
+}
+
+func fill(b []bool, v bool) {
+	for i := range b {
+		b[i] = v
+	}
+}
+
+// Picked moves the constraint past id's text. An id it would not have allowed
+// (an end, or a pick made without it) leaves it where it was.
+func (j *JSONObject) Picked(id int) {
+	if id < 0 || id >= len(j.v.texts) || j.v.never[id] {
+		return
+	}
+	text := j.v.texts[id]
+	if !j.accepts(text) {
+		return
+	}
+	view := stackView{base: j.stack, depth: len(j.stack)}
+	for _, c := range text {
+		j.st.step(&view, c)
+	}
+	j.stack = append(j.stack[:view.depth], view.local[:view.n]...)
+}
+
+// accepts reports whether text may come next, leaving the state as it is.
+func (j *JSONObject) accepts(text []byte) bool {
+	st := j.st
+	view := stackView{base: j.stack, depth: len(j.stack)}
+	for _, c := range text {
+		if !st.step(&view, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// JSONPrefix reports whether text is the beginning of a JSON object as the
+// constraint reads it (whitespace runs included), and whether the object is
+// closed in it: the constraint's automaton on its own, for tests.
+func JSONPrefix(text string) (ok, closed bool) {
+	st := jsonState{mode: jTop}
+	var stack []byte
+	for i := 0; i < len(text); i++ {
+		view := stackView{base: stack, depth: len(stack)}
+		if !st.step(&view, text[i]) {
+			return false, false
+		}
+		stack = append(stack[:view.depth], view.local[:view.n]...)
+	}
+	return true, st.mode == jDone
+}
+
+type jsonMode uint8
+
+const (
+	jTop        jsonMode = iota // before the object: its '{'
+	jValue                      // a value (after ':' or an array's ',')
+	jArrayFirst                 // after '[': a value or ']'
+	jKeyOrClose                 // after '{': a key or '}'
+	jKey                        // after an object's ',': a key
+	jColon                      // after a key
+	jAfterValue                 // inside a container after a value: ',' or its close
+	jString                     // inside a string (a key's where key)
+	jEscape                     // after a backslash in a string
+	jUnicode                    // inside \uXXXX (hex digits read so far)
+	jNumber                     // inside a number (num: where)
+	jLiteral                    // inside true, false or null (lit: what is left)
+	jDone                       // the object is closed
+)
+
+// Where in a number (jNumber).
+const (
+	nMinus     uint8 = iota // after '-': a digit
+	nZero                   // a leading 0: '.', 'e' or the end
+	nInt                    // integer digits: more, '.', 'e' or the end
+	nDot                    // after '.': a digit
+	nFrac                   // fraction digits: more, 'e' or the end
+	nExp                    // after 'e': a sign or a digit
+	nExpSign                // after the exponent's sign: a digit
+	nExpDigits              // exponent digits: more or the end
+)
+
+// jsonState is the automaton's state but for its stack.
+type jsonState struct {
+	mode  jsonMode
+	key   bool   // the string is an object's key
+	num   uint8  // jNumber: where
+	lit   string // jLiteral: the literal's bytes still to come
+	hex   uint8  // jUnicode: hex digits read
+	space uint8  // whitespace bytes in a row
+	// next counts the continuation bytes the string's character still wants,
+	// the first of them between lo and hi (RFC 3629's table: no overlong
+	// form, no surrogate, nothing past U+10FFFF).
+	next   uint8
+	lo, hi byte
+}
+
+// stackView is the stack of open containers as one run sees it: the
+// constraint's stack down to depth, then up to 16 containers the run opened.
+type stackView struct {
+	base  []byte
+	depth int
+	local [16]byte
+	n     int
+}
+
+func (s *stackView) top() byte {
+	if s.n > 0 {
+		return s.local[s.n-1]
+	}
+	if s.depth > 0 {
+		return s.base[s.depth-1]
+	}
+	return 0
+}
+
+func (s *stackView) push(c byte) bool {
+	if s.n == len(s.local) {
+		return false
+	}
+	s.local[s.n] = c
+	s.n++
+	return true
+}
+
+func (s *stackView) pop() {
+	if s.n > 0 {
+		s.n--
+	} else if s.depth > 0 {
+		s.depth--
+	}
+}
+
+func (s *stackView) empty() bool { return s.n == 0 && s.depth == 0 }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isHex(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// step feeds one byte, and reports whether it may come there.
+func (st *jsonState) step(s *stackView, c byte) bool {
+	switch st.mode {
+	case jString:
+		if st.next > 0 {
+			if c < st.lo || c > st.hi {
+				return false
+			}
+			st.next, st.lo, st.hi = st.next-1, 0x80, 0xBF
+			return true
+		}
+		if c >= 0x80 {
+			return st.utf8Lead(c)
+		}
+		switch {
+		case c == '"':
+			if st.key {
+				st.mode = jColon
+				return true
+			}
+			st.valueDone(s)
+		case c == '\\':
+			st.mode = jEscape
+		case c < 0x20:
+			return false
+		}
+		return true
+	case jEscape:
+		switch c {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			st.mode = jString
+		case 'u':
+			st.mode, st.hex = jUnicode, 0
+		default:
+			return false
+		}
+		return true
+	case jUnicode:
+		if !isHex(c) {
+			return false
+		}
+		if st.hex++; st.hex == 4 {
+			st.mode = jString
+		}
+		return true
+	case jLiteral:
+		if c != st.lit[0] {
+			return false
+		}
+		if st.lit = st.lit[1:]; st.lit == "" {
+			st.valueDone(s)
+		}
+		return true
+	case jNumber:
+		if st.number(c) {
+			return true
+		}
+		switch st.num {
+		case nZero, nInt, nFrac, nExpDigits: // the number ends here: c follows it
+			st.valueDone(s)
+			return st.step(s, c)
+		}
+		return false
+	case jDone:
+		return false
+	}
+	// Between tokens: whitespace, up to maxJSONSpace in a row (none before
+	// the object).
+	if isSpace(c) {
+		if st.space == maxJSONSpace || st.mode == jTop {
+			return false
+		}
+		st.space++
+		return true
+	}
+	st.space = 0
+	switch st.mode {
+	case jTop:
+		if c != '{' {
+			return false
+		}
+		st.mode = jKeyOrClose
+		return s.push('{')
+	case jValue, jArrayFirst:
+		if c == ']' && st.mode == jArrayFirst {
+			s.pop()
+			st.valueDone(s)
+			return true
+		}
+		return st.value(s, c)
+	case jKeyOrClose, jKey:
+		switch {
+		case c == '"':
+			st.mode, st.key = jString, true
+			return true
+		case c == '}' && st.mode == jKeyOrClose:
+			s.pop()
+			st.valueDone(s)
+			return true
+		}
+		return false
+	case jColon:
+		if c != ':' {
+			return false
+		}
+		st.mode = jValue
+		return true
+	case jAfterValue:
+		switch top := s.top(); {
+		case c == ',' && top == '{':
+			st.mode = jKey
+		case c == ',' && top == '[':
+			st.mode = jValue
+		case c == '}' && top == '{', c == ']' && top == '[':
+			s.pop()
+			st.valueDone(s)
+		default:
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// utf8Lead starts a multi-byte character in a string with c, and reports
+// whether c may begin one.
+func (st *jsonState) utf8Lead(c byte) bool {
+	st.lo, st.hi = 0x80, 0xBF
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		st.next = 1
+	case c == 0xE0:
+		st.next, st.lo = 2, 0xA0
+	case c == 0xED:
+		st.next, st.hi = 2, 0x9F
+	case c >= 0xE1 && c <= 0xEF:
+		st.next = 2
+	case c == 0xF0:
+		st.next, st.lo = 3, 0x90
+	case c == 0xF4:
+		st.next, st.hi = 3, 0x8F
+	case c >= 0xF1 && c <= 0xF3:
+		st.next = 3
+	default:
+		return false
+	}
+	return true
+}
+
+// value starts the value c begins.
+func (st *jsonState) value(s *stackView, c byte) bool {
+	switch {
+	case c == '{':
+		st.mode = jKeyOrClose
+		return s.push('{')
+	case c == '[':
+		st.mode = jArrayFirst
+		return s.push('[')
+	case c == '"':
+		st.mode, st.key = jString, false
+	case c == '-':
+		st.mode, st.num = jNumber, nMinus
+	case c == '0':
+		st.mode, st.num = jNumber, nZero
+	case isDigit(c):
+		st.mode, st.num = jNumber, nInt
+	case c == 't':
+		st.mode, st.lit = jLiteral, "rue"
+	case c == 'f':
+		st.mode, st.lit = jLiteral, "alse"
+	case c == 'n':
+		st.mode, st.lit = jLiteral, "ull"
+	default:
+		return false
+	}
+	return true
+}
+
+// number feeds c to the number, and reports whether it continues it.
+func (st *jsonState) number(c byte) bool {
+	switch st.num {
+	case nMinus:
+		switch {
+		case c == '0':
+			st.num = nZero
+		case isDigit(c):
+			st.num = nInt
+		default:
+			return false
+		}
+	case nZero, nInt:
+		switch {
+		case isDigit(c) && st.num == nInt:
+		case c == '.':
+			st.num = nDot
+		case c == 'e' || c == 'E':
+			st.num = nExp
+		default:
+			return false
+		}
+	case nDot:
+		if !isDigit(c) {
+			return false
+		}
+		st.num = nFrac
+	case nFrac:
+		switch {
+		case isDigit(c):
+		case c == 'e' || c == 'E':
+			st.num = nExp
+		default:
+			return false
+		}
+	case nExp:
+		switch {
+		case c == '+' || c == '-':
+			st.num = nExpSign
+		case isDigit(c):
+			st.num = nExpDigits
+		default:
+			return false
+		}
+	case nExpSign, nExpDigits:
+		if !isDigit(c) {
+			return false
+		}
+		st.num = nExpDigits
+	default:
+		return false
+	}
+	return true
+}
+
+// valueDone follows a whole value: the object is closed, or its container
+// wants a ',' or its close.
+func (st *jsonState) valueDone(s *stackView) {
+	st.space = 0
+	if s.empty() {
+		st.mode = jDone
+		return
+	}
+	st.mode = jAfterValue
+}
