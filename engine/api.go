@@ -156,6 +156,13 @@ type Request struct {
 	// tokens in the graph, each pass then brings its logits to the host.
 	Logprobs    bool
 	TopLogprobs int
+	// PromptLogprobs, with Logprobs, also reports each prompt token's log
+	// probability given the tokens before it (Result.Prompt and
+	// PromptLogprobs; the API's echo with logprobs, which evaluation harnesses
+	// score answers by). The prompt is read a canvas of tokens at a time, each
+	// piece scored before it is cached: about twice the reading, and no
+	// earlier prompt's cache is read or kept.
+	PromptLogprobs bool
 
 	// JSON holds the answer to one JSON object (the API's response_format
 	// json_object): each AR pick may take only an id whose text keeps the
@@ -269,6 +276,11 @@ type Result struct {
 	// Logprobs holds each of Tokens' log probability, in order, where the
 	// request asks for them (Request.Logprobs).
 	Logprobs []TokenLogprob `json:"logprobs,omitempty"`
+	// Prompt is the ids the model read (BOS included where the engine put one
+	// before the prompt's text) and PromptLogprobs the log probability of
+	// each after the first (Request.PromptLogprobs).
+	Prompt         []int          `json:"prompt,omitempty"`
+	PromptLogprobs []TokenLogprob `json:"prompt_logprobs,omitempty"`
 }
 
 // MaxTopLogprobs is the most alternatives Request.TopLogprobs may ask for at

@@ -296,6 +296,8 @@ func checkLogprobs(req *Request) error {
 		return fmt.Errorf("top logprobs must be 0 to %d, got %d", MaxTopLogprobs, req.TopLogprobs)
 	case req.TopLogprobs > 0 && !req.Logprobs:
 		return errors.New("top logprobs come with logprobs: ask for both")
+	case req.PromptLogprobs && !req.Logprobs:
+		return errors.New("the prompt's logprobs come with logprobs: ask for both")
 	case !req.Logprobs:
 		return nil
 	case req.Mode != AR:
@@ -379,7 +381,7 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 		smp.Constrain(json)
 	}
 	kept := &e.kept
-	if req.NoPromptCache {
+	if req.NoPromptCache || req.PromptLogprobs { // (scorePrompt reads the whole prompt)
 		kept = nil // resume starts from empty and keeps nothing
 	}
 	return &generation{ctx: ctx, req: req, run: e.run, kept: kept, tok: e.tok, smp: smp, s: s, guideIDs: e.guideIDs,

@@ -689,6 +689,56 @@ func (g *generation) autoregressive() error {
 	}
 }
 
+// logprobOf is id's log probability under logits (one row) and the request's
+// TopLogprobs likeliest ids there.
+func (g *generation) logprobOf(logits []float32, id int) TokenLogprob {
+	lp, ids, lps := sampler.LogProbs(logits, id, g.req.TopLogprobs)
+	out := TokenLogprob{ID: id, Logprob: lp}
+	for k, alt := range ids {
+		out.Top = append(out.Top, TopLogprob{ID: alt, Logprob: lps[k]})
+	}
+	return out
+}
+
+// scorePrompt is the prompt's pass where the request asks for its logprobs
+// (Request.PromptLogprobs): the prompt (tokens; nothing is cached before it) is
+// read a canvas of tokens at a time, each piece scored without caching
+// (Runner.Score: a row for each of its tokens) and then encoded, so that every
+// token after the first gets its log probability from the row before it. It
+// returns the last pass's logits, the first pick's, as forwardEncode does.
+func (g *generation) scorePrompt(tokens []int) ([]float32, error) {
+	tokens = g.unskipped(tokens)
+	g.reading = false
+	g.res.Prompt = slices.Clone(tokens)
+	var logits []float32
+	for a := 0; a < len(tokens); a += g.canvas {
+		if a > 0 {
+			g.emit(Event{Kind: EventPrompt, PromptRead: a, PromptTokens: len(tokens)})
+			if g.cancelled() {
+				return nil, errStopped
+			}
+		}
+		piece := tokens[a:min(a+g.canvas, len(tokens))]
+		rows, err := g.forwardScore(piece, 0)
+		if err != nil {
+			return nil, err
+		}
+		for r := range piece {
+			if next := a + r + 1; next < len(tokens) {
+				g.res.PromptLogprobs = append(g.res.PromptLogprobs, g.logprobOf(rows[r*g.vocab:(r+1)*g.vocab], tokens[next]))
+			}
+		}
+		if err := g.encoderPass(piece, func() (err error) {
+			logits, err = g.run.Encode(piece)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	g.next = logits
+	return logits, nil
+}
+
 // forwardNext runs one encoder pass over tokens and picks the AR token after them
 // at the request's temperature and penalties: on the device when the runner can
 // (tokenPicker; only the id comes back), else from the pass's logits on the
@@ -700,7 +750,13 @@ func (g *generation) forwardNext(tokens []int) (int, error) {
 	g.smp.See(tokens)
 	tp, ok := g.run.(tokenPicker)
 	if !ok || !tp.TokensOnDevice() || g.req.Logprobs {
-		logits, err := g.forwardEncode(tokens)
+		var logits []float32
+		var err error
+		if g.req.PromptLogprobs && g.res.Prompt == nil { // the first pass: the prompt's
+			logits, err = g.scorePrompt(tokens)
+		} else {
+			logits, err = g.forwardEncode(tokens)
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -709,11 +765,8 @@ func (g *generation) forwardNext(tokens []int) (int, error) {
 		}
 		id := g.smp.Token(logits, g.s.Temperature)
 		if g.req.Logprobs {
-			lp, ids, lps := sampler.LogProbs(logits, id, g.req.TopLogprobs)
-			g.logprob = &TokenLogprob{ID: id, Logprob: lp}
-			for k, alt := range ids {
-				g.logprob.Top = append(g.logprob.Top, TopLogprob{ID: alt, Logprob: lps[k]})
-			}
+			lp := g.logprobOf(logits, id)
+			g.logprob = &lp
 		}
 		return id, nil
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/sampler"
 )
 
 // TestARLogprobs: with Request.Logprobs an AR generation reports each token's
@@ -129,5 +131,89 @@ func TestLogprobsOnTheGraphPath(t *testing.T) {
 		if a.ID != b.ID || math.Abs(float64(a.Logprob-b.Logprob)) > 1e-3 || len(a.Top) != 2 || len(b.Top) != 2 || a.Top[0].ID != b.Top[0].ID {
 			t.Errorf("token %d: graph %+v, host %+v", i, a, b)
 		}
+	}
+}
+
+// TestPromptLogprobs: with PromptLogprobs each prompt token after the first
+// gets its log probability under the scripted model's row for its position
+// (computed here in float64), across pieces of a canvas each; the prompt is
+// encoded in those pieces, and the picks after it are those of a run without.
+func TestPromptLogprobs(t *testing.T) {
+	long := make([]int, 40) // pieces of 16 (config.Tiny's canvas): 16, 16, 8
+	for i := range long {
+		long[i] = 10 + (i*13)%400
+	}
+	gen := func(promptLogprobs bool) (*Result, *scriptRunner) {
+		f := newScript(body)
+		res, err := testEngine(f).Generate(context.Background(), Request{PromptIDs: long, Mode: AR, Seed: 4,
+			Sampling: Sampling{MaxNewTokens: 5, Temperature: 2}, Logprobs: true, TopLogprobs: 2, PromptLogprobs: promptLogprobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, f
+	}
+	plain, _ := gen(false)
+	res, f := gen(true)
+	if !slices.Equal(res.Tokens, plain.Tokens) || plain.PromptLogprobs != nil || plain.Prompt != nil {
+		t.Fatalf("picks %v, without the prompt's logprobs %v (%d prompt logprobs)", res.Tokens, plain.Tokens, len(plain.PromptLogprobs))
+	}
+	if !slices.Equal(res.Prompt, long) || len(res.PromptLogprobs) != len(long)-1 {
+		t.Fatalf("prompt %v, %d logprobs; want the %d prompt ids and %d", res.Prompt, len(res.PromptLogprobs), len(long), len(long)-1)
+	}
+	ref := newScript(body)
+	for i, lp := range res.PromptLogprobs {
+		p := i + 1 // the prompt position it is the log probability of
+		row := ref.arRow(p)
+		mx := math.Inf(-1)
+		for _, v := range row {
+			mx = math.Max(mx, float64(v))
+		}
+		var sum float64
+		for _, v := range row {
+			sum += math.Exp(float64(v) - mx)
+		}
+		if want := float64(row[long[p]]) - (mx + math.Log(sum)); lp.ID != long[p] || math.Abs(float64(lp.Logprob)-want) > 1e-5 ||
+			len(lp.Top) != 2 || lp.Top[0].ID != body(p) {
+			t.Errorf("prompt token %d: %+v, want id %d logprob %g, top %d", p, lp, long[p], want, body(p))
+		}
+	}
+	if len(f.encodes) < 3 || len(f.encodes[0]) != 16 || len(f.encodes[1]) != 16 || len(f.encodes[2]) != 8 || len(f.scores) != 3 {
+		t.Errorf("the prompt was encoded as %d passes (%d scored); want pieces of 16, 16 and 8, each scored", len(f.encodes), len(f.scores))
+	}
+	if _, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: long, Mode: AR, PromptLogprobs: true}); err == nil ||
+		!strings.Contains(err.Error(), "ask for both") {
+		t.Errorf("prompt logprobs without logprobs: %v", err)
+	}
+}
+
+// TestPromptLogprobsRealModel holds a real (tiny, random) model's prompt
+// logprobs, on the host and the graph path, to the logits of the ordinary
+// one-token encoder pass (Runner.Encode, a token at a time), which the scored
+// pieces do not use.
+func TestPromptLogprobsRealModel(t *testing.T) {
+	dir := writeTinyModel(t)
+	for _, inGraph := range []bool{false, true} {
+		e := loadGo(t, dir, inGraph)
+		prompt := e.tokenizer.Encode("Unix is an operating system. It was written at Bell Labs, then rewritten in C.")
+		res, err := e.Generate(context.Background(), Request{PromptIDs: prompt, Mode: AR, Sampling: Sampling{MaxNewTokens: 2},
+			Logprobs: true, PromptLogprobs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.PromptLogprobs) != len(prompt)-1 {
+			t.Fatalf("graph %v: %d prompt logprobs for %d tokens", inGraph, len(res.PromptLogprobs), len(prompt))
+		}
+		e.run.Reset()
+		for k := 1; k < len(prompt); k++ {
+			logits, err := e.run.Encode(prompt[k-1 : k])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _, _ := sampler.LogProbs(logits, prompt[k], 0)
+			if got := res.PromptLogprobs[k-1]; got.ID != prompt[k] || math.Abs(float64(got.Logprob-want)) > 2e-3 {
+				t.Errorf("graph %v: prompt token %d: %+v, the one-token pass says %g", inGraph, k, got, want)
+			}
+		}
+		e.run.Reset()
 	}
 }

@@ -270,10 +270,11 @@ type TopLogprob struct {
 
 // TextLogprobs is a text completion choice's "logprobs", OpenAI's parallel
 // lists: each token's text, log probability, most likely tokens at its
-// position (text → log probability) and byte offset in the choice's text.
+// position (text → log probability) and byte offset in the choice's text. An
+// echoed prompt's first token has null for both (nothing comes before it).
 type TextLogprobs struct {
 	Tokens        []string             `json:"tokens"`
-	TokenLogprobs []float32            `json:"token_logprobs"`
+	TokenLogprobs []*float32           `json:"token_logprobs"`
 	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
 	TextOffset    []int                `json:"text_offset"`
 }

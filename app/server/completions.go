@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/darkroomlabs/darkroom/app/api"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -20,10 +21,13 @@ import (
 // frequency_penalty, seed, stop, n, stream, stream_options and Darkroom's
 // mode) mean what they mean there, but for max_tokens' default, which is
 // OpenAI's 16 here. echo puts the prompt's text before the completion's (a
-// text prompt's only). logprobs N (0 to 20) returns each token's log
-// probability and the N most likely tokens at its position, as chat's
+// ids' text for a prompt of ids). logprobs N (0 to 20) returns each token's
+// log probability and the N most likely tokens at its position, as chat's
 // logprobs do (OpenAI's parallel lists: tokens, token_logprobs, top_logprobs,
-// text_offset), though not the echoed prompt's. suffix and best_of above 1 are
+// text_offset); with echo the prompt's tokens come first, as the model read
+// them (a BOS before a text prompt included), the first with null, so that an
+// evaluation harness scores a continuation by them (engine.Request.
+// PromptLogprobs; not streamed). suffix and best_of above 1 are
 // refused: Darkroom writes after the prompt only, and one answer. The
 // "darkroom" extension's opening and steps work as in chat. A stream's chunks
 // are text_completion objects, the last with the finish reason, then the
@@ -55,6 +59,9 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	var echo string
 	if cr.Echo {
 		echo = req.Prompt
+		for _, id := range req.PromptIDs { // a prompt of ids: their text
+			echo += (head{m: &m}).tokenText(id)
+		}
 	}
 	s.answer(w, r, &m, apiRun{req: req, stops: stops, opts: &cr.Options, steps: cr.Darkroom != nil && cr.Darkroom.Steps,
 		echo: echo, input: "prompt", shape: textShape{}})
@@ -72,10 +79,13 @@ func completionRequest(cr *api.CompletionRequest, m Model) (engine.Request, []st
 		if *n < 0 || *n > engine.MaxTopLogprobs {
 			return req, nil, &badRequest{"logprobs", fmt.Sprintf("logprobs must be 0 to %d (the most likely tokens listed at each position), got %d", engine.MaxTopLogprobs, *n)}
 		}
-		if cr.Echo {
-			return req, nil, &badRequest{"logprobs", "logprobs of an echoed prompt's tokens are not supported: leave out echo or logprobs"}
-		}
 		req.Logprobs, req.TopLogprobs = true, *n
+		if cr.Echo {
+			if cr.Stream {
+				return req, nil, &badRequest{"stream", "echo with logprobs is answered whole (the prompt's logprobs come with the answer): leave out stream"}
+			}
+			req.PromptLogprobs = true
+		}
 	}
 	if cr.BestOf != nil && *cr.BestOf != 1 {
 		return req, nil, &badRequest{"best_of", "best_of must be 1: this server writes one answer per request"}
@@ -85,9 +95,6 @@ func completionRequest(cr *api.CompletionRequest, m Model) (engine.Request, []st
 		return req, nil, &badRequest{"prompt", err.Error()}
 	}
 	if ids != nil {
-		if cr.Echo {
-			return req, nil, &badRequest{"echo", "echo needs the prompt as text: send prompt as a string, or leave echo out"}
-		}
 		req.PromptIDs = ids
 	} else {
 		req.Prompt, req.Raw = text, true
@@ -151,10 +158,45 @@ type textShape struct{}
 
 func (textShape) idPrefix() string { return "cmpl-" }
 
-func (t textShape) whole(h head, text, finish string, u api.Usage, marks []tokenMark) any {
-	c := t.body(h, []api.TextChoice{{Text: text, Logprobs: t.logprobs(h, marks), FinishReason: &finish}})
-	c.Usage = &u
-	return c
+func (t textShape) whole(h head, text string, c *completion) any {
+	lp := t.logprobs(h, c.marks)
+	if lp != nil && c.res != nil && c.res.Prompt != nil {
+		lp = t.withPrompt(h, lp, c.res)
+	}
+	body := t.body(h, []api.TextChoice{{Text: text, Logprobs: lp, FinishReason: &c.finish}})
+	body.Usage = &c.usage
+	return body
+}
+
+// withPrompt puts the echoed prompt's tokens before the answer's in lp: the
+// first with no log probability (nothing comes before it), each at its offset
+// in the echoed text (a BOS the engine put before a text prompt at 0, taking
+// no room).
+func (t textShape) withPrompt(h head, lp *api.TextLogprobs, res *engine.Result) *api.TextLogprobs {
+	out := &api.TextLogprobs{}
+	pos := 0
+	for i, id := range res.Prompt {
+		tok := h.tokenText(id)
+		out.Tokens = append(out.Tokens, tok)
+		if i == 0 && !strings.HasPrefix(h.echo, tok) {
+			out.TextOffset = append(out.TextOffset, 0)
+		} else {
+			out.TextOffset = append(out.TextOffset, pos)
+			pos += len(tok)
+		}
+		if i == 0 || i-1 >= len(res.PromptLogprobs) {
+			out.TokenLogprobs, out.TopLogprobs = append(out.TokenLogprobs, nil), append(out.TopLogprobs, nil)
+			continue
+		}
+		p := res.PromptLogprobs[i-1]
+		out.TokenLogprobs = append(out.TokenLogprobs, &p.Logprob)
+		out.TopLogprobs = append(out.TopLogprobs, t.top(h, p.Top))
+	}
+	out.Tokens = append(out.Tokens, lp.Tokens...)
+	out.TokenLogprobs = append(out.TokenLogprobs, lp.TokenLogprobs...)
+	out.TopLogprobs = append(out.TopLogprobs, lp.TopLogprobs...)
+	out.TextOffset = append(out.TextOffset, lp.TextOffset...)
+	return out
 }
 
 func (textShape) first(head) any { return nil }
@@ -165,23 +207,29 @@ func (t textShape) delta(h head, text string, marks []tokenMark) any {
 
 // logprobs is a choice's logprobs, OpenAI's parallel lists, the offsets in the
 // choice's text (after an echo); nil where the request asks for none.
-func (textShape) logprobs(h head, marks []tokenMark) *api.TextLogprobs {
+func (t textShape) logprobs(h head, marks []tokenMark) *api.TextLogprobs {
 	if !h.logprobs {
 		return nil
 	}
-	lp := &api.TextLogprobs{Tokens: make([]string, len(marks)), TokenLogprobs: make([]float32, len(marks)),
+	lp := &api.TextLogprobs{Tokens: make([]string, len(marks)), TokenLogprobs: make([]*float32, len(marks)),
 		TopLogprobs: make([]map[string]float32, len(marks)), TextOffset: make([]int, len(marks))}
 	for i, mk := range marks {
-		lp.Tokens[i], lp.TokenLogprobs[i], lp.TextOffset[i] = h.tokenText(mk.ID), mk.Logprob, h.offset+mk.start
-		top := make(map[string]float32, len(mk.Top))
-		for _, alt := range mk.Top {
-			if tok := h.tokenText(alt.ID); !hasKey(top, tok) { // two ids of one text: the likelier, listed first
-				top[tok] = alt.Logprob
-			}
-		}
-		lp.TopLogprobs[i] = top
+		lp.Tokens[i], lp.TokenLogprobs[i], lp.TextOffset[i] = h.tokenText(mk.ID), &mk.Logprob, len(h.echo)+mk.start
+		lp.TopLogprobs[i] = t.top(h, mk.Top)
 	}
 	return lp
+}
+
+// top is a position's likeliest tokens as the lists show them: text → log
+// probability (of two ids with one text, the likelier, listed first).
+func (textShape) top(h head, alts []engine.TopLogprob) map[string]float32 {
+	top := make(map[string]float32, len(alts))
+	for _, alt := range alts {
+		if tok := h.tokenText(alt.ID); !hasKey(top, tok) {
+			top[tok] = alt.Logprob
+		}
+	}
+	return top
 }
 
 func (t textShape) finish(h head, reason string, totals *api.Step) any {

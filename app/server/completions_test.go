@@ -173,12 +173,11 @@ func TestTextCompletionPrompts(t *testing.T) {
 		{`{"prompt":"x","suffix":"after"}`, "suffix", "suffix is not supported"},
 		{`{"prompt":"x","logprobs":21}`, "logprobs", "0 to 20"},
 		{`{"prompt":"x","logprobs":-1}`, "logprobs", "0 to 20"},
-		{`{"prompt":"x","logprobs":1,"echo":true}`, "logprobs", "echoed prompt"},
+		{`{"prompt":"x","logprobs":1,"echo":true,"stream":true}`, "stream", "answered whole"},
 		{`{"prompt":"x","logprobs":1,"mode":"diffusion"}`, "logprobs", `"mode": "ar"`},
 		{`{"prompt":"x","logprobs":1,"darkroom":{"opening":"Unix"}}`, "darkroom.opening", "not the model's picks"},
 		{`{"prompt":"x","best_of":2}`, "best_of", "best_of must be 1"},
 		{`{"prompt":"x","n":2}`, "n", "n must be 1"},
-		{`{"prompt":[1,2],"echo":true}`, "echo", "echo needs the prompt as text"},
 		{`{"prompt":"x","max_tokens":0}`, "max_tokens", "at least 1"},
 		{`{"prompt":"x","max_tokens":"many"}`, "max_tokens", "max_tokens must be a whole number, not a string"},
 		{`{"prompt":"x","temperature":"hot"}`, "temperature", "temperature must be a number, not a string"},
@@ -298,5 +297,69 @@ func TestTextCompletionRealEngine(t *testing.T) {
 	if code != 400 || r.Error == nil || r.Error.Code != "context_length_exceeded" || r.Error.Param == nil || *r.Error.Param != "prompt" ||
 		!strings.Contains(r.Error.Message, "in the prompt") {
 		t.Errorf("too long: %d %.300s", code, raw)
+	}
+}
+
+// TestEchoLogprobs: a text completion with echo and logprobs lists the
+// prompt's tokens before the answer's, as the model read them — the first
+// with null, each other with its log probability given those before it, the
+// engine's own — which is how an evaluation harness (lm-eval's
+// local-completions: token ids, max_tokens 1, logprobs 1, echo) scores a
+// continuation; a text prompt's BOS comes first, at offset 0, taking no room.
+func TestEchoLogprobs(t *testing.T) {
+	e := tinyengine.Load(t, enginetest.Options{})
+	s := start(t, Options{Engine: e, ModelID: "tiny"})
+	type lists struct {
+		Tokens        []string             `json:"tokens"`
+		TokenLogprobs []*float32           `json:"token_logprobs"`
+		TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+		TextOffset    []int                `json:"text_offset"`
+	}
+	read := func(body string) (string, lists) {
+		t.Helper()
+		code, _, raw := callText(t, s, body)
+		var r struct {
+			Choices []struct {
+				Text     string
+				Logprobs *lists
+			}
+		}
+		if err := json.Unmarshal([]byte(raw), &r); err != nil || code != 200 || len(r.Choices) != 1 || r.Choices[0].Logprobs == nil {
+			t.Fatalf("%s: %d %s", body, code, raw)
+		}
+		return r.Choices[0].Text, *r.Choices[0].Logprobs
+	}
+	ids := e.Tokenizer().Encode("Bell Labs wrote Unix in 1969 and") // (where the random model writes a token before its end)
+	want, err := e.Generate(context.Background(), engine.Request{PromptIDs: ids, Mode: engine.AR, Sampling: engine.Sampling{MaxNewTokens: 1},
+		Logprobs: true, TopLogprobs: 1, PromptLogprobs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idsJSON, _ := json.Marshal(ids)
+	text, l := read(`{"prompt":[` + string(idsJSON) + `],"max_tokens":1,"logprobs":1,"echo":true,"temperature":0,"seed":1234}`)
+	n := len(ids) + len(want.Tokens)
+	if len(l.Tokens) != n || len(l.TokenLogprobs) != n || len(l.TopLogprobs) != n || len(l.TextOffset) != n {
+		t.Fatalf("%d tokens, %d logprobs, %d tops, %d offsets; want %d (the prompt's %d and the answer's)", len(l.Tokens), len(l.TokenLogprobs),
+			len(l.TopLogprobs), len(l.TextOffset), n, len(ids))
+	}
+	if l.TokenLogprobs[0] != nil || l.TopLogprobs[0] != nil {
+		t.Errorf("the first token: %v %v; want null", l.TokenLogprobs[0], l.TopLogprobs[0])
+	}
+	for i := 1; i < len(ids); i++ {
+		p := want.PromptLogprobs[i-1]
+		if l.TokenLogprobs[i] == nil || *l.TokenLogprobs[i] != p.Logprob || len(l.TopLogprobs[i]) != 1 || l.TextOffset[i] < l.TextOffset[i-1] {
+			t.Errorf("prompt token %d: %v %v at %d; the engine's %+v", i, l.TokenLogprobs[i], l.TopLogprobs[i], l.TextOffset[i], p)
+		}
+	}
+	if len(want.Tokens) != 1 {
+		t.Fatalf("the engine wrote %d tokens: the test wants one after the prompt", len(want.Tokens))
+	}
+	if last := l.TokenLogprobs[n-1]; last == nil || *last != want.Logprobs[0].Logprob || l.TextOffset[n-1] != len(text)-len(want.Text) {
+		t.Errorf("the answer's token: %v at %d; the engine's %+v, text %q", last, l.TextOffset[n-1], want.Logprobs[0], text)
+	}
+
+	_, l = read(`{"prompt":"Unix is","max_tokens":1,"logprobs":0,"echo":true}`)
+	if l.TextOffset[0] != 0 || l.TextOffset[1] != 0 || l.TokenLogprobs[0] != nil || l.TokenLogprobs[1] == nil || l.Tokens[1] == "" {
+		t.Errorf("a text prompt: %+v; want its BOS first, taking no room, then the text's tokens from offset 0", l)
 	}
 }

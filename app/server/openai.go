@@ -510,8 +510,8 @@ type head struct {
 	created     int64
 	m           *Model
 	fingerprint string
-	logprobs    bool // the request asks for logprobs: each choice carries them
-	offset      int  // bytes of text before the answer's own (a text completion's echo)
+	logprobs    bool   // the request asks for logprobs: each choice carries them
+	echo        string // the text before the answer's own (a text completion's echo)
 }
 
 // tokenText is a token's text as the logprobs name it: the model's vocabulary's
@@ -527,9 +527,9 @@ func (h head) tokenText(id int) string {
 // text completions (textShape).
 type shape interface {
 	idPrefix() string
-	// whole is a non-streamed response (marks: its tokens' logprobs, where
-	// the request asks for them).
-	whole(h head, text, finish string, u api.Usage, marks []tokenMark) any
+	// whole is a non-streamed response: text, and c's finish, usage and
+	// logprobs (marks, and the prompt's in c.res where asked for).
+	whole(h head, text string, c *completion) any
 	// first is a stream's first chunk, sent before the generation waits its
 	// turn (nil: none).
 	first(h head) any
@@ -567,7 +567,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 	defer s.queue.leave()
 
 	h := head{id: a.shape.idPrefix() + randomHex(12), created: time.Now().Unix(), m: m, fingerprint: "darkroom-" + string(req.Mode),
-		logprobs: req.Logprobs, offset: len(a.echo)}
+		logprobs: req.Logprobs, echo: a.echo}
 	w.Header().Set("X-Darkroom-Mode", string(req.Mode))
 	if a.opts.Mode == "" {
 		reason := m.APIModeReason
@@ -600,7 +600,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 			apiError(w, http.StatusInternalServerError, "server_error", "generation_failed", c.err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, a.shape.whole(h, a.echo+c.text, c.finish, c.usage, c.marks))
+		writeJSON(w, http.StatusOK, a.shape.whole(h, a.echo+c.text, &c))
 		return
 	}
 
@@ -657,10 +657,10 @@ type chatShape struct{}
 
 func (chatShape) idPrefix() string { return "chatcmpl-" }
 
-func (c chatShape) whole(h head, text, finish string, u api.Usage, marks []tokenMark) any {
+func (s chatShape) whole(h head, text string, c *completion) any {
 	return api.ChatCompletion{ID: h.id, Object: api.ObjectCompletion, Created: h.created, Model: h.m.ID, SystemFingerprint: h.fingerprint,
-		Choices: []api.Choice{{Message: &api.Reply{Role: "assistant", Content: &text}, Logprobs: c.logprobs(h, marks),
-			FinishReason: &finish}}, Usage: &u}
+		Choices: []api.Choice{{Message: &api.Reply{Role: "assistant", Content: &text}, Logprobs: s.logprobs(h, c.marks),
+			FinishReason: &c.finish}}, Usage: &c.usage}
 }
 
 func (c chatShape) first(h head) any {
