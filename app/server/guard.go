@@ -56,7 +56,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		securityHeaders(w.Header())
 		w.Header().Set("X-Request-Id", "req_"+randomHex(12))
-		api := strings.HasPrefix(r.URL.Path, "/v1/")
+		api := apiPath(r.URL.Path)
 		deny := func(status int, code, msg string) {
 			hangUp(w)
 			if api {

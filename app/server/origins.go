@@ -77,7 +77,7 @@ func (s *Server) SetOrigins(origins []string) error {
 // allowedOrigin reports whether a request from origin (its Origin header) to path
 // is one the user allowed: an API path, from a listed origin.
 func (s *Server) allowedOrigin(origin, path string) bool {
-	if origin == "" || !strings.HasPrefix(path, "/v1/") {
+	if origin == "" || !apiPath(path) {
 		return false
 	}
 	list := s.origins.Load()

@@ -1,7 +1,7 @@
 // Package server owns Darkroom's local HTTP server: browser mode (encyclopedia
 // pages under /wiki/ that develop in the browser as the model denoises them) and an
 // OpenAI-compatible API (/v1/models, /v1/chat/completions and /v1/completions
-// with SSE streaming).
+// with SSE streaming; the model's tokenizer at /tokenize, as vLLM's).
 // `darkroom serve` and the desktop app's "Open in browser" both run it.
 //
 // Who may use it. The server listens on loopback only, and every request must
@@ -555,6 +555,17 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/models/{id}", s.handleModel)
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("POST /v1/completions", s.handleCompletion)
+	mux.HandleFunc("GET /tokenizer_info", s.handleTokenizerInfo)
+	mux.HandleFunc("POST /tokenize", s.handleTokenize)
+	mux.HandleFunc("POST /detokenize", s.handleDetokenize)
+	for _, p := range []string{"/tokenizer_info", "/tokenize", "/detokenize"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { // another method
+			allow := map[bool]string{true: http.MethodGet, false: http.MethodPost}[p == "/tokenizer_info"]
+			w.Header().Set("Allow", allow)
+			apiError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+				fmt.Sprintf("%s %s is not supported; use %s", r.Method, p, allow))
+		})
+	}
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := apiMethod(r.URL.Path); allow != "" {
 			w.Header().Set("Allow", allow)
