@@ -191,43 +191,11 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 		}
 		req.TopLogprobs = *top
 	}
-	if len(cr.Messages) == 0 {
-		return req, nil, &badRequest{"messages", `messages must hold at least one message, e.g. "messages": [{"role": "user", "content": "What is Unix?"}]`}
+	msgs, err := chatMessages(cr.Messages, m.System)
+	if err != nil {
+		return req, nil, err
 	}
-	var system []string
-	for i, m := range cr.Messages {
-		text, err := m.Text()
-		if err != nil {
-			return req, nil, &badRequest{fmt.Sprintf("messages[%d].content", i), fmt.Sprintf("messages[%d].content: %v", i, err)}
-		}
-		var role string
-		switch m.Role {
-		case "system", "developer":
-			if len(req.Messages) > 0 {
-				return req, nil, &badRequest{fmt.Sprintf("messages[%d].role", i),
-					fmt.Sprintf("messages[%d]: a system message may only come before the conversation", i)}
-			}
-			system = append(system, text)
-			continue
-		case "user":
-			role = "user"
-		case "assistant":
-			role = "model"
-		default:
-			return req, nil, &badRequest{fmt.Sprintf("messages[%d].role", i),
-				fmt.Sprintf("messages[%d]: role %q is not supported (want system, developer, user or assistant)", i, m.Role)}
-		}
-		req.Messages = append(req.Messages, engine.Message{Role: role, Content: text})
-	}
-	if len(system) == 0 && m.System != "" {
-		system = []string{m.System}
-	}
-	if len(system) > 0 {
-		req.Messages = append([]engine.Message{{Role: "system", Content: strings.Join(system, "\n\n")}}, req.Messages...)
-	}
-	if len(req.Messages) == 0 || req.Messages[len(req.Messages)-1].Role == "system" {
-		return req, nil, &badRequest{"messages", "messages must hold a user message after the system message"}
-	}
+	req.Messages = msgs
 
 	maxTok := cr.MaxCompletionTokens
 	if maxTok == nil {
@@ -252,6 +220,52 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 		}
 	}
 	return req, stops, nil
+}
+
+// chatMessages turns a chat's messages into the chat template's turns: system
+// and developer messages (at the start only) joined into one system turn, the
+// model's own (system; "": none) where there is none; user; assistant as the
+// model's. It is a badRequest naming the message at fault.
+func chatMessages(in []api.Message, system string) ([]engine.Message, error) {
+	if len(in) == 0 {
+		return nil, &badRequest{"messages", `messages must hold at least one message, e.g. "messages": [{"role": "user", "content": "What is Unix?"}]`}
+	}
+	var out []engine.Message
+	var sys []string
+	for i, m := range in {
+		text, err := m.Text()
+		if err != nil {
+			return nil, &badRequest{fmt.Sprintf("messages[%d].content", i), fmt.Sprintf("messages[%d].content: %v", i, err)}
+		}
+		var role string
+		switch m.Role {
+		case "system", "developer":
+			if len(out) > 0 {
+				return nil, &badRequest{fmt.Sprintf("messages[%d].role", i),
+					fmt.Sprintf("messages[%d]: a system message may only come before the conversation", i)}
+			}
+			sys = append(sys, text)
+			continue
+		case "user":
+			role = "user"
+		case "assistant":
+			role = "model"
+		default:
+			return nil, &badRequest{fmt.Sprintf("messages[%d].role", i),
+				fmt.Sprintf("messages[%d]: role %q is not supported (want system, developer, user or assistant)", i, m.Role)}
+		}
+		out = append(out, engine.Message{Role: role, Content: text})
+	}
+	if len(sys) == 0 && system != "" {
+		sys = []string{system}
+	}
+	if len(sys) > 0 {
+		out = append([]engine.Message{{Role: "system", Content: strings.Join(sys, "\n\n")}}, out...)
+	}
+	if len(out) == 0 || out[len(out)-1].Role == "system" {
+		return nil, &badRequest{"messages", "messages must hold a user message after the system message"}
+	}
+	return out, nil
 }
 
 // opening sets req's Opening from the request's "darkroom" extension, which a

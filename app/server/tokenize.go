@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/darkroomlabs/darkroom/app/api"
+	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 )
@@ -16,7 +18,8 @@ import (
 // /tokenize ({"prompt": text, "add_special_tokens": true} → {"tokens",
 // "count", "max_model_len"}; special tokens written in the text are read as
 // such, and add_special_tokens, true unless false, puts the BOS first, as
-// Hugging Face's tokenizer does) and POST /detokenize ({"tokens": ids} →
+// Hugging Face's tokenizer does; or {"messages": a chat} → the prompt POST
+// /v1/chat/completions would send for it) and POST /detokenize ({"tokens": ids} →
 // {"prompt": text}). An evaluation harness that finds them (lm-eval's
 // local-completions: /tokenizer_info and /tokenize) tokenizes with the
 // server's model, with no copy of its tokenizer. They take the API key as
@@ -39,23 +42,24 @@ type tokenized interface {
 	Config() *config.Model
 }
 
-// tokenizerOr returns the model's tokenizer, or answers why there is none.
-func (s *Server) tokenizerOr(w http.ResponseWriter, r *http.Request) (*tokenizer.Tokenizer, *config.Model, bool) {
+// tokenizerOr returns the model and its tokenizer and configuration, or
+// answers why there is none.
+func (s *Server) tokenizerOr(w http.ResponseWriter, r *http.Request) (Model, *tokenizer.Tokenizer, *config.Model, bool) {
 	m, ok := s.apiModelOr(w, r)
 	if !ok {
-		return nil, nil, false
+		return m, nil, nil, false
 	}
 	e, ok := m.Engine.(tokenized)
 	if !ok || e.Tokenizer() == nil {
 		apiError(w, http.StatusNotImplemented, "invalid_request_error", "no_tokenizer",
 			fmt.Sprintf("the model %q has no tokenizer on this server (a remote model's is on its own server)", m.ID))
-		return nil, nil, false
+		return m, nil, nil, false
 	}
-	return e.Tokenizer(), e.Config(), true
+	return m, e.Tokenizer(), e.Config(), true
 }
 
 func (s *Server) handleTokenizerInfo(w http.ResponseWriter, r *http.Request) {
-	tok, cfg, ok := s.tokenizerOr(w, r)
+	_, tok, cfg, ok := s.tokenizerOr(w, r)
 	if !ok {
 		return
 	}
@@ -73,14 +77,15 @@ func (s *Server) handleTokenizerInfo(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Prompt           *string `json:"prompt"`
-		Content          *string `json:"content"` // llama.cpp's name for it
-		AddSpecialTokens *bool   `json:"add_special_tokens"`
+		Prompt           *string       `json:"prompt"`
+		Content          *string       `json:"content"` // llama.cpp's name for it
+		Messages         []api.Message `json:"messages"`
+		AddSpecialTokens *bool         `json:"add_special_tokens"`
 	}
 	if !decodeRequest(w, r, &req) {
 		return
 	}
-	tok, cfg, ok := s.tokenizerOr(w, r)
+	m, tok, cfg, ok := s.tokenizerOr(w, r)
 	if !ok {
 		return
 	}
@@ -88,14 +93,32 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	if text == nil {
 		text = req.Content
 	}
-	if text == nil {
+	var ids []int
+	switch {
+	case req.Messages != nil:
+		// A chat, as POST /v1/chat/completions reads it (the model's own
+		// system turn where it has none): the prompt it would send.
+		msgs, err := chatMessages(req.Messages, m.System)
+		if err == nil {
+			ids, err = chat.Encode(tok, msgs, chat.Options{})
+		}
+		var br *badRequest
+		if errors.As(err, &br) {
+			apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", br.param, br.msg)
+			return
+		} else if err != nil {
+			apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "messages", err.Error())
+			return
+		}
+	case text != nil:
+		ids = tok.Encode(*text)
+		if (req.AddSpecialTokens == nil || *req.AddSpecialTokens) && tok.BOS() >= 0 {
+			ids = append([]int{tok.BOS()}, ids...)
+		}
+	default:
 		apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "prompt",
-			`prompt must be the text to tokenize, e.g. {"prompt": "Unix is"}`)
+			`prompt must be the text to tokenize, e.g. {"prompt": "Unix is"} (or "messages", a chat)`)
 		return
-	}
-	ids := tok.Encode(*text)
-	if (req.AddSpecialTokens == nil || *req.AddSpecialTokens) && tok.BOS() >= 0 {
-		ids = append([]int{tok.BOS()}, ids...)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tokens": ids, "count": len(ids), "max_model_len": cfg.Text.MaxPositionEmbeddings})
 }
@@ -107,7 +130,7 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 	if !decodeRequest(w, r, &req) {
 		return
 	}
-	tok, _, ok := s.tokenizerOr(w, r)
+	_, tok, _, ok := s.tokenizerOr(w, r)
 	if !ok {
 		return
 	}

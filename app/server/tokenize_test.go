@@ -54,6 +54,12 @@ func TestTokenizerEndpoints(t *testing.T) {
 			t.Errorf("tokenize %s: %d %s, want %v", c.body, code, raw, c.want)
 		}
 	}
+	// A chat: the prompt the chat endpoint sends for it, as its usage counts.
+	const chat = `"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"What is Unix?"}]`
+	_, r, _ := callAPI(t, s, "POST", "/v1/chat/completions", `{`+chat+`,"max_tokens":1,"mode":"ar"}`)
+	if code, out, raw := call("POST", "/tokenize", `{`+chat+`}`); code != 200 || r.Usage == nil || out["count"] != float64(r.Usage.PromptTokens) {
+		t.Errorf("tokenize a chat: %d %s; the chat endpoint counts %+v", code, raw, r.Usage)
+	}
 	ids, _ := json.Marshal(tok.Encode(text))
 	if code, out, raw := call("POST", "/detokenize", `{"tokens":`+string(ids)+`}`); code != 200 || out["prompt"] != text || out["content"] != text {
 		t.Errorf("detokenize: %d %s", code, raw)
@@ -63,6 +69,8 @@ func TestTokenizerEndpoints(t *testing.T) {
 		{"POST", "/detokenize", `{}`, "invalid_value", "tokens must be"},
 		{"POST", "/tokenize", `{"add_special_tokens":false}`, "invalid_value", "prompt must be"},
 		{"POST", "/tokenize", `{"prompt":5}`, "invalid_type", "prompt must be a string"},
+		{"POST", "/tokenize", `{"messages":[]}`, "invalid_value", "messages must hold"},
+		{"POST", "/tokenize", `{"messages":[{"role":"robot","content":"x"}]}`, "invalid_value", "role \"robot\""},
 		{"GET", "/tokenize", ``, "method_not_allowed", "use POST"},
 		{"POST", "/tokenizer_info", `{}`, "method_not_allowed", "use GET"},
 	} {
