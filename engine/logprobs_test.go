@@ -46,17 +46,8 @@ func TestARLogprobs(t *testing.T) {
 	sampledOff := 0 // tokens the temperature drew that are not the row's most likely
 	for i, lp := range res.Logprobs {
 		row := ref.arRow(promptLen + i)
-		mx := math.Inf(-1)
-		for _, v := range row {
-			mx = math.Max(mx, float64(v))
-		}
-		var sum float64
-		for _, v := range row {
-			sum += math.Exp(float64(v) - mx)
-		}
-		lse := mx + math.Log(sum)
-		if lp.ID != res.Tokens[i] || math.Abs(float64(lp.Logprob)-(float64(row[lp.ID])-lse)) > 1e-5 {
-			t.Errorf("token %d: %+v, want id %d logprob %g", i, lp, res.Tokens[i], float64(row[res.Tokens[i]])-lse)
+		if want := refLogprob(row, res.Tokens[i]); lp.ID != res.Tokens[i] || math.Abs(float64(lp.Logprob)-want) > 1e-5 {
+			t.Errorf("token %d: %+v, want id %d logprob %g", i, lp, res.Tokens[i], want)
 		}
 		if len(lp.Top) != 3 || lp.Top[0].ID != body(promptLen+i) || lp.Top[0].Logprob < lp.Top[1].Logprob || lp.Top[1].Logprob < lp.Top[2].Logprob {
 			t.Errorf("token %d: top %+v, want 3, the script's %d first", i, lp.Top, body(promptLen+i))
@@ -74,6 +65,19 @@ func TestARLogprobs(t *testing.T) {
 	if res := gen(true, 0, nil); len(res.Logprobs) != len(res.Tokens) || res.Logprobs[0].Top != nil {
 		t.Errorf("no top logprobs asked: %+v", res.Logprobs)
 	}
+}
+
+// refLogprob is log softmax(row)[id] in float64: the tests' reference.
+func refLogprob(row []float32, id int) float64 {
+	mx := math.Inf(-1)
+	for _, v := range row {
+		mx = math.Max(mx, float64(v))
+	}
+	var sum float64
+	for _, v := range row {
+		sum += math.Exp(float64(v) - mx)
+	}
+	return float64(row[id]) - (mx + math.Log(sum))
 }
 
 // TestLogprobsRequestErrors: logprobs only where each token is the model's
@@ -163,16 +167,7 @@ func TestPromptLogprobs(t *testing.T) {
 	ref := newScript(body)
 	for i, lp := range res.PromptLogprobs {
 		p := i + 1 // the prompt position it is the log probability of
-		row := ref.arRow(p)
-		mx := math.Inf(-1)
-		for _, v := range row {
-			mx = math.Max(mx, float64(v))
-		}
-		var sum float64
-		for _, v := range row {
-			sum += math.Exp(float64(v) - mx)
-		}
-		if want := float64(row[long[p]]) - (mx + math.Log(sum)); lp.ID != long[p] || math.Abs(float64(lp.Logprob)-want) > 1e-5 ||
+		if want := refLogprob(ref.arRow(p), long[p]); lp.ID != long[p] || math.Abs(float64(lp.Logprob)-want) > 1e-5 ||
 			len(lp.Top) != 2 || lp.Top[0].ID != body(p) {
 			t.Errorf("prompt token %d: %+v, want id %d logprob %g, top %d", p, lp, long[p], want, body(p))
 		}

@@ -38,22 +38,13 @@ const completionMaxTokens = 16
 
 func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	var cr api.CompletionRequest
-	if !decodeRequest(w, r, &cr) {
-		return
-	}
-	m, ok := s.apiModelOr(w, r)
+	m, ok := s.modelFor(w, r, &cr, func() string { return cr.Model })
 	if !ok {
-		return
-	}
-	if cr.Model != "" && cr.Model != m.ID {
-		modelNotFound(w, cr.Model, m.ID)
 		return
 	}
 	req, stops, err := completionRequest(&cr, m)
 	if err != nil {
-		var br *badRequest
-		errors.As(err, &br)
-		apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", br.param, br.msg)
+		answerBadRequest(w, err)
 		return
 	}
 	var echo string

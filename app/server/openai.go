@@ -480,24 +480,41 @@ func decodeRequest(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	var cr api.ChatRequest
-	if !decodeRequest(w, r, &cr) {
-		return
+// modelFor decodes a generation request's body into v and returns the model
+// it runs on, or answers the client's error (a body decodeRequest refuses, no
+// model, another model than the one it names: model's "model" field, read
+// once v is decoded) and returns false.
+func (s *Server) modelFor(w http.ResponseWriter, r *http.Request, v any, model func() string) (Model, bool) {
+	if !decodeRequest(w, r, v) {
+		return Model{}, false
 	}
 	m, ok := s.apiModelOr(w, r)
 	if !ok {
-		return
+		return m, false
 	}
-	if cr.Model != "" && cr.Model != m.ID {
-		modelNotFound(w, cr.Model, m.ID)
+	if id := model(); id != "" && id != m.ID {
+		modelNotFound(w, id, m.ID)
+		return m, false
+	}
+	return m, true
+}
+
+// answerBadRequest answers err, a *badRequest, as a 400 naming its field.
+func answerBadRequest(w http.ResponseWriter, err error) {
+	br := &badRequest{msg: err.Error()}
+	errors.As(err, &br)
+	apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", br.param, br.msg)
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	var cr api.ChatRequest
+	m, ok := s.modelFor(w, r, &cr, func() string { return cr.Model })
+	if !ok {
 		return
 	}
 	req, stops, err := engineRequest(&cr, m)
 	if err != nil {
-		var br *badRequest
-		errors.As(err, &br)
-		apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", br.param, br.msg)
+		answerBadRequest(w, err)
 		return
 	}
 	s.answer(w, r, &m, apiRun{req: req, stops: stops, opts: &cr.Options, steps: cr.Darkroom != nil && cr.Darkroom.Steps,

@@ -100,14 +100,12 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		// system turn where it has none): the prompt it would send.
 		msgs, err := chatMessages(req.Messages, m.System)
 		if err == nil {
-			ids, err = chat.Encode(tok, msgs, chat.Options{})
+			if ids, err = chat.Encode(tok, msgs, chat.Options{}); err != nil {
+				err = &badRequest{"messages", err.Error()}
+			}
 		}
-		var br *badRequest
-		if errors.As(err, &br) {
-			apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", br.param, br.msg)
-			return
-		} else if err != nil {
-			apiErrorParam(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "messages", err.Error())
+		if err != nil {
+			answerBadRequest(w, err)
 			return
 		}
 	case text != nil:
