@@ -269,7 +269,8 @@ func chatMessages(in []api.Message, system string) ([]engine.Message, error) {
 }
 
 // opening sets req's Opening from the request's "darkroom" extension, which a
-// request for logprobs may not have: its tokens would not be the model's picks.
+// request for logprobs (its tokens would not be the model's picks) or for JSON
+// (the answer begins with its object) may not have.
 func opening(req *engine.Request, ext *api.Extension) error {
 	if ext == nil || ext.Opening == "" {
 		return nil
