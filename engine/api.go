@@ -60,6 +60,11 @@ type Sampling struct {
 	// (generation_config.json's darkroom_ar_frequency_penalty); negative is
 	// off. Diffusion and its AR guidance ignore it.
 	FrequencyPenalty float64
+	// PresencePenalty is OpenAI's presence_penalty β, AR mode only: before each
+	// pick, the logit of every id picked at least once so far is lowered by β,
+	// beside the frequency penalty's α·count (OpenAI's formula). Zero is off (no
+	// model sets one). Diffusion and its AR guidance ignore it.
+	PresencePenalty float64
 }
 
 // Message is one chat turn: role "system", "user" or "model", and its text

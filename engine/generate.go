@@ -874,6 +874,8 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 		return s, fmt.Errorf("repetition penalty must be a finite number > 0 (1 is off, 1.1–1.3 is usual), got %g", s.RepetitionPenalty)
 	case math.IsNaN(s.FrequencyPenalty) || math.IsInf(s.FrequencyPenalty, 0):
 		return s, fmt.Errorf("frequency penalty must be a finite number (0 is the model's default, negative is off), got %g", s.FrequencyPenalty)
+	case !(s.PresencePenalty >= 0) || math.IsInf(s.PresencePenalty, 0):
+		return s, fmt.Errorf("presence penalty must be a finite number ≥ 0 (0 is off), got %g", s.PresencePenalty)
 	}
 	return s, nil
 }
@@ -881,7 +883,7 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 func (s Sampling) samplerParams() sampler.Params {
 	return sampler.Params{MaxSteps: s.MaxSteps, TMin: s.TMin, TMax: s.TMax, EntropyBound: s.EntropyBound,
 		ConfidenceThreshold: s.ConfidenceThreshold, StabilityThreshold: s.StabilityThreshold,
-		RepetitionPenalty: s.RepetitionPenalty, FrequencyPenalty: s.FrequencyPenalty}
+		RepetitionPenalty: s.RepetitionPenalty, FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty}
 }
 
 // checkIDs reports an id outside [0, vocab).

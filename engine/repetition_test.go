@@ -177,3 +177,36 @@ func TestNoStuttersInAR(t *testing.T) {
 		}
 	}
 }
+
+// TestPresencePenaltyEndsALoop: greedy decoding of the looping model leaves
+// the loop with the presence penalty β = 1 (every id written once is lowered
+// by β, however often), which no model sets by default; diffusion ignores it;
+// a negative or NaN β is refused.
+func TestPresencePenaltyEndsALoop(t *testing.T) {
+	gen := func(mode Mode, β float64) []int {
+		t.Helper()
+		e := testEngine(newScript(body))
+		e.run = &loopRunner{scriptRunner: *newScript(body)}
+		res, err := e.Generate(context.Background(),
+			Request{PromptIDs: []int{2, 105, 30, 31, 32}, Mode: mode, Sampling: Sampling{MaxNewTokens: 48, PresencePenalty: β}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Tokens
+	}
+	loop := gen(AR, 0)
+	penalized := gen(AR, 1)
+	if penalized[0] != 30 || repeated4(penalized) > repeated4(loop)/2 {
+		t.Errorf("β = 1: %v (%d repeated 4-grams, %d without), want the loop's 30 first and the loop left", penalized, repeated4(penalized), repeated4(loop))
+	}
+	if a, b := gen(Diffusion, 0), gen(Diffusion, 1); !slices.Equal(a, b) {
+		t.Errorf("diffusion with β = 1 changed:\n%v\n%v", a, b)
+	}
+	for _, β := range []float64{-0.5, math.NaN()} {
+		_, err := testEngine(newScript(body)).Generate(context.Background(),
+			Request{PromptIDs: prompt(), Mode: AR, Sampling: Sampling{PresencePenalty: β}})
+		if err == nil || !strings.Contains(err.Error(), "presence penalty must be") {
+			t.Errorf("β = %g: %v", β, err)
+		}
+	}
+}

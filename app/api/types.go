@@ -68,12 +68,15 @@ type Options struct {
 	Temperature *float64 `json:"temperature,omitempty"`
 	// FrequencyPenalty is OpenAI's frequency_penalty, 0 to 2 here (below 0, a
 	// wish for repetition, is refused); AR mode reads it.
-	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
-	Seed             *int64          `json:"seed,omitempty"`
-	Stop             json.RawMessage `json:"stop,omitempty"` // null, a string, or an array of strings
-	N                *int            `json:"n,omitempty"`
-	Stream           bool            `json:"stream"`
-	StreamOptions    *StreamOptions  `json:"stream_options,omitempty"`
+	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
+	// PresencePenalty is OpenAI's presence_penalty, 0 to 2 here, as the
+	// frequency penalty; AR mode reads it.
+	PresencePenalty *float64        `json:"presence_penalty,omitempty"`
+	Seed            *int64          `json:"seed,omitempty"`
+	Stop            json.RawMessage `json:"stop,omitempty"` // null, a string, or an array of strings
+	N               *int            `json:"n,omitempty"`
+	Stream          bool            `json:"stream"`
+	StreamOptions   *StreamOptions  `json:"stream_options,omitempty"`
 	// Mode is Darkroom's extension: engine.Diffusion or engine.AR, "" for the
 	// server's choice.
 	Mode engine.Mode `json:"mode,omitempty"`

@@ -40,8 +40,10 @@ import (
 // temperature schedule (1 = the model's defaults, 0 ≈ greedy); in AR mode it
 // is the sampling temperature (0 = greedy). frequency_penalty (0 to 2; AR mode:
 // each token's logit lowered by it for every time the model wrote the token)
-// replaces the model's own (the Mini's is 0.1), 0 turning it off; diffusion
-// ignores it. seed makes a run reproducible;
+// replaces the model's own (the Mini's is 0.1), 0 turning it off;
+// presence_penalty (0 to 2; AR mode: each token's logit lowered by it once the
+// model has written the token) has no default; diffusion ignores both. seed
+// makes a run reproducible;
 // without it every request draws a fresh seed. stop (a string or up to 4) cuts
 // the answer at the first occurrence. Extensions: "mode": "ar" decodes one token
 // per forward pass instead of block diffusion, "diffusion" develops canvases;
@@ -306,10 +308,9 @@ func printerOnly(req *engine.Request) string {
 
 // generation reads the fields both endpoints share (api.Options) into req: n,
 // the mode (AR where none is named and req asks for what only it writes:
-// printerOnly), max new tokens
-// (maxTok, the endpoint's field for it; without one defaultMax, 0 leaving the
-// model's), temperature, frequency_penalty and seed; it returns the stop
-// strings.
+// printerOnly), max new tokens (maxTok, the endpoint's field for it; without
+// one defaultMax, 0 leaving the model's), temperature, frequency_penalty,
+// presence_penalty and seed; it returns the stop strings.
 func generation(req *engine.Request, o *api.Options, maxTok *int, defaultMax int, m Model) ([]string, error) {
 	if o.N != nil && *o.N != 1 {
 		return nil, &badRequest{"n", "n must be 1: this server writes one answer per request"}
@@ -378,6 +379,15 @@ func generation(req *engine.Request, o *api.Options, maxTok *int, defaultMax int
 		default:
 			req.Sampling.FrequencyPenalty = *f
 		}
+	}
+	if f := o.PresencePenalty; f != nil {
+		switch {
+		case math.IsNaN(*f) || *f < -2 || *f > 2:
+			return nil, &badRequest{"presence_penalty", fmt.Sprintf("presence_penalty must be between -2 and 2, got %g", *f)}
+		case *f < 0:
+			return nil, &badRequest{"presence_penalty", fmt.Sprintf("presence_penalty %g asks the model to repeat itself, which Darkroom does not do: give 0 (off) to 2", *f)}
+		}
+		req.Sampling.PresencePenalty = *f
 	}
 	if o.Seed != nil {
 		req.Seed = uint64(*o.Seed)

@@ -142,6 +142,19 @@ func TestChatCompletion(t *testing.T) {
 			t.Errorf("%s: Sampling.FrequencyPenalty %g, want %g", body, got, want)
 		}
 	}
+	// presence_penalty: off without it, β with it; below 0 (a wish for repetition) refused.
+	for body, want := range map[string]float64{`"mode":"ar"`: 0, `"mode":"ar","presence_penalty":0.5`: 0.5, `"presence_penalty":1.5`: 1.5} {
+		callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],`+body+`}`)
+		if got := g.lastRequest(t).Sampling.PresencePenalty; got != want {
+			t.Errorf("%s: Sampling.PresencePenalty %g, want %g", body, got, want)
+		}
+	}
+	for _, bad := range []string{`-0.5`, `2.5`} {
+		if code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"presence_penalty":`+bad+`}`); code != 400 ||
+			r.Error == nil || r.Error.Param == nil || *r.Error.Param != "presence_penalty" {
+			t.Errorf("presence_penalty %s: %d %s", bad, code, raw)
+		}
+	}
 	// temperature 0 in diffusion mode stays positive.
 	callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"temperature":0}`)
 	if d := g.lastRequest(t); !(d.Sampling.TMin > 0 && d.Sampling.TMax > 0 && d.Sampling.TMax < 0.1) {

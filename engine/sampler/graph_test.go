@@ -170,11 +170,12 @@ func TestTokenGraphMatchesToken(t *testing.T) {
 		penalty   float64
 		stutters  bool
 		frequency float64
-	}{{0, false, 0}, {1.3, false, 0}, {0, true, 0}, {1.3, false, 0.7}} {
+		presence  float64
+	}{{0, false, 0, 0}, {1.3, false, 0, 0}, {0, true, 0, 0}, {1.3, false, 0.7, 0}, {0, false, 0, 0.9}, {1.3, false, 0.7, 0.9}} {
 		penalty := tc.penalty
 		p := defaults()
 		p.RepetitionPenalty = penalty
-		p.FrequencyPenalty = tc.frequency
+		p.FrequencyPenalty, p.PresencePenalty = tc.frequency, tc.presence
 		for _, v := range []int{300, 256, 7} {
 			s, err := New(p, v, 9)
 			if err != nil {
@@ -254,9 +255,9 @@ func TestTokenGraphMatchesToken(t *testing.T) {
 			if notArgmax == 0 {
 				t.Errorf("θ=%g vocab %d: every pick was the argmax: the test does not exercise the draw", penalty, v)
 			}
-			if (moved > 0) != (penalty > 1 || tc.stutters) {
-				t.Errorf("θ=%g stutters %v vocab %d: %d greedy picks were not the argmax, want some only with the penalty or the stutter rule",
-					penalty, tc.stutters, v, moved)
+			if (moved > 0) != (penalty > 1 || tc.stutters || tc.frequency != 0 || tc.presence != 0) {
+				t.Errorf("θ=%g stutters %v α=%g β=%g vocab %d: %d greedy picks were not the argmax, want some only with a penalty or the stutter rule",
+					penalty, tc.stutters, tc.frequency, tc.presence, v, moved)
 			}
 		}
 	}

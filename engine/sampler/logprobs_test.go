@@ -72,3 +72,29 @@ func logSumExpRef(x []float32) float64 {
 	}
 	return mx + math.Log(s)
 }
+
+// TestPresenceAndFrequencyBias: after picks, an id's bias is OpenAI's
+// −α·count − β·[count > 0]: the presence penalty once, the frequency penalty
+// per pick.
+func TestPresenceAndFrequencyBias(t *testing.T) {
+	for _, c := range []struct{ α, β float64 }{{0, 0.5}, {0.25, 0}, {0.25, 0.5}} {
+		p := defaults()
+		p.FrequencyPenalty, p.PresencePenalty = c.α, c.β
+		s, err := New(p, 10, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Picked(3, 3, 3, 7)
+		bias := s.PlanToken(0).Bias
+		for id, want := range map[int]float64{3: -3*c.α - c.β, 7: -c.α - c.β, 5: 0} {
+			if math.Abs(float64(bias[id])-want) > 1e-6 {
+				t.Errorf("α %g β %g: id %d bias %g, want %g", c.α, c.β, id, bias[id], want)
+			}
+		}
+	}
+	p := defaults()
+	p.PresencePenalty = math.Inf(1)
+	if _, err := New(p, 10, 1); err == nil {
+		t.Error("an infinite presence penalty was taken")
+	}
+}

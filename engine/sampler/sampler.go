@@ -60,6 +60,10 @@ type Params struct {
 	// Picked), after the repetition penalty. 0 is off. Diffusion steps and AR
 	// guidance never read it.
 	FrequencyPenalty float64
+	// PresencePenalty is OpenAI's presence_penalty β of the AR mode's pick:
+	// the logit of an id picked at least once is lowered by β, with the
+	// frequency penalty's α·c (OpenAI's formula). 0 is off.
+	PresencePenalty float64
 }
 
 // Validate reports knobs that cannot work.
@@ -79,6 +83,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("repetition penalty must be finite and ≥ 0 (0 or 1: off), got %g", p.RepetitionPenalty)
 	case math.IsNaN(p.FrequencyPenalty) || math.IsInf(p.FrequencyPenalty, 0):
 		return fmt.Errorf("frequency penalty must be a finite number, got %g", p.FrequencyPenalty)
+	case math.IsNaN(p.PresencePenalty) || math.IsInf(p.PresencePenalty, 0):
+		return fmt.Errorf("presence penalty must be a finite number, got %g", p.PresencePenalty)
 	}
 	return nil
 }
@@ -490,7 +496,7 @@ type Constraint interface {
 func (s *Sampler) Constrain(c Constraint) { s.constraint = c }
 
 // Picked moves the constraint (Constrain) past the ids the model picked, and
-// adds them to the counts the frequency penalty reads — not the prompt's nor a held opening's: OpenAI's penalty counts the
+// adds them to the counts the frequency and presence penalties read — not the prompt's nor a held opening's: OpenAI's penalty counts the
 // text the model has written (held, an entry's first sentence counted against
 // its own words: on 50 seen titles ROUGE-L with the entry 0.419 against 0.423
 // without). See them too (the repetition penalty's set holds the prompt's as
@@ -501,17 +507,17 @@ func (s *Sampler) Picked(ids ...int) {
 			s.constraint.Picked(id)
 		}
 	}
-	if s.p.FrequencyPenalty == 0 {
+	if s.p.FrequencyPenalty == 0 && s.p.PresencePenalty == 0 {
 		return
 	}
 	if s.counts == nil {
 		s.counts, s.bias = make([]int32, s.vocab), make([]float32, s.vocab)
 	}
-	α := float32(s.p.FrequencyPenalty)
+	α, β := float32(s.p.FrequencyPenalty), float32(s.p.PresencePenalty)
 	for _, id := range ids {
 		if id >= 0 && id < s.vocab {
 			s.counts[id]++
-			s.bias[id] = -α * float32(s.counts[id])
+			s.bias[id] = -α*float32(s.counts[id]) - β
 		}
 	}
 }
