@@ -65,6 +65,14 @@ type Sampling struct {
 	// beside the frequency penalty's α·count (OpenAI's formula). Zero is off (no
 	// model sets one). Diffusion and its AR guidance ignore it.
 	PresencePenalty float64
+
+	// TopK and TopP truncate the AR mode's draws (at a temperature above 0),
+	// Hugging Face's top_k and top_p after the temperature: the k likeliest
+	// ids, then the fewest of those whose probability reaches p. 0 is off (and
+	// TopP 1). Where the device picks tokens, a truncated draw's logits come to
+	// the host. Diffusion ignores them, as Hugging Face's DiffusionGemma does.
+	TopK int
+	TopP float64
 }
 
 // Message is one chat turn: role "system", "user" or "model", and its text

@@ -58,7 +58,10 @@
 // every id already in the sequence has its logit divided by θ when positive,
 // multiplied by it when negative; then OpenAI's frequency penalty where one is
 // set (Sampling.FrequencyPenalty: each id's logit lowered by α times the times
-// the model has picked it) and the stutter rule (Sampling.NoStutters).
+// the model has picked it), OpenAI's presence penalty (Sampling.PresencePenalty:
+// once per id picked) and the stutter rule (Sampling.NoStutters), and draws,
+// where a temperature is asked for, from the whole distribution or from its
+// top-k and top-p (Sampling.TopK, TopP: the sampler truncates the draw).
 // Diffusion and its guidance never read them. Where a request asks
 // (Request.Logprobs), each pick comes with its log probability under the
 // model's own distribution and the likeliest tokens there (Result.Logprobs,

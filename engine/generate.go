@@ -741,15 +741,17 @@ func (g *generation) scorePrompt(tokens []int) ([]float32, error) {
 
 // forwardNext runs one encoder pass over tokens and picks the AR token after them
 // at the request's temperature and penalties: on the device when the runner can
-// (tokenPicker; only the id comes back), else from the pass's logits on the
-// host. Both draw the same token for a seed. The tokens join the sequence the
+// (tokenPicker; only the id comes back) and the request asks for no logprobs and
+// no top-k or top-p (the device's pick has neither), else from the pass's logits
+// on the host. Both draw the same token for a seed. The tokens join the sequence the
 // repetition penalty reads first (sampler.See): the first call's are the prompt
 // and the opening, as Hugging Face's input_ids hold the prompt. (The frequency
 // penalty counts the picked tokens alone: the caller tells the sampler, Picked.)
 func (g *generation) forwardNext(tokens []int) (int, error) {
 	g.smp.See(tokens)
 	tp, ok := g.run.(tokenPicker)
-	if !ok || !tp.TokensOnDevice() || g.req.Logprobs {
+	truncated := sampler.TokenPlan{Temperature: g.s.Temperature, TopK: g.s.TopK, TopP: g.s.TopP}.Truncates()
+	if !ok || !tp.TokensOnDevice() || g.req.Logprobs || truncated {
 		var logits []float32
 		var err error
 		if g.req.PromptLogprobs && g.res.Prompt == nil { // the first pass: the prompt's
@@ -876,6 +878,10 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 		return s, fmt.Errorf("frequency penalty must be a finite number (0 is the model's default, negative is off), got %g", s.FrequencyPenalty)
 	case !(s.PresencePenalty >= 0) || math.IsInf(s.PresencePenalty, 0):
 		return s, fmt.Errorf("presence penalty must be a finite number ≥ 0 (0 is off), got %g", s.PresencePenalty)
+	case s.TopK < 0:
+		return s, fmt.Errorf("top k must be ≥ 0 (0 is off), got %d", s.TopK)
+	case !(s.TopP >= 0 && s.TopP <= 1):
+		return s, fmt.Errorf("top p must be between 0 and 1 (0 or 1 is off), got %g", s.TopP)
 	}
 	return s, nil
 }
@@ -883,7 +889,8 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 func (s Sampling) samplerParams() sampler.Params {
 	return sampler.Params{MaxSteps: s.MaxSteps, TMin: s.TMin, TMax: s.TMax, EntropyBound: s.EntropyBound,
 		ConfidenceThreshold: s.ConfidenceThreshold, StabilityThreshold: s.StabilityThreshold,
-		RepetitionPenalty: s.RepetitionPenalty, FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty}
+		RepetitionPenalty: s.RepetitionPenalty, FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty,
+		TopK: s.TopK, TopP: s.TopP}
 }
 
 // checkIDs reports an id outside [0, vocab).

@@ -212,3 +212,72 @@ func TestPromptLogprobsRealModel(t *testing.T) {
 		e.run.Reset()
 	}
 }
+
+// TestTopKTopP: top-k and top-p truncate the printer's draw: at a high
+// temperature with k = 1 (or a tiny p) every pick is the row's likeliest, as a
+// greedy run's; with k = 3 every pick is among the row's three likeliest (the
+// script's rows, read here) and some are not the likeliest; on the graph path,
+// whose device picks without truncation, the logits come to the host and the
+// tokens are the host path's.
+func TestTopKTopP(t *testing.T) {
+	gen := func(s Sampling) *Result {
+		res, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: AR, Seed: 4, Sampling: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	greedy := gen(Sampling{MaxNewTokens: 12})
+	for _, s := range []Sampling{{MaxNewTokens: 12, Temperature: 5, TopK: 1}, {MaxNewTokens: 12, Temperature: 5, TopP: 1e-9}} {
+		if got := gen(s); !slices.Equal(got.Tokens, greedy.Tokens) {
+			t.Errorf("%+v: %v, want the greedy %v", s, got.Tokens, greedy.Tokens)
+		}
+	}
+	if free := gen(Sampling{MaxNewTokens: 12, Temperature: 5}); slices.Equal(free.Tokens, greedy.Tokens) {
+		t.Fatalf("T = 5 without truncation drew the greedy tokens: the test proves nothing")
+	}
+	ref := newScript(body)
+	top3 := gen(Sampling{MaxNewTokens: 24, Temperature: 50, TopK: 3})
+	off := 0
+	for i, id := range top3.Tokens {
+		row := ref.arRow(promptLen + i)
+		better := 0
+		for _, v := range row {
+			if v > row[id] {
+				better++
+			}
+		}
+		if better > 2 {
+			t.Errorf("token %d: %d is not among its row's three likeliest (%d are likelier)", i, id, better)
+		}
+		if better > 0 {
+			off++
+		}
+	}
+	if off == 0 {
+		t.Error("every top-3 draw at T = 50 was the likeliest: the test does not tell the truncation from greedy")
+	}
+	for _, s := range []Sampling{{MaxNewTokens: 4, TopK: -1}, {MaxNewTokens: 4, TopP: 1.5}} {
+		if _, err := testEngine(newScript(body)).Generate(context.Background(), Request{PromptIDs: prompt(), Mode: AR, Sampling: s}); err == nil ||
+			!strings.Contains(err.Error(), "top ") {
+			t.Errorf("%+v: %v", s, err)
+		}
+	}
+
+	dir := writeTinyModel(t)
+	graph, host := loadGo(t, dir, true), loadGo(t, dir, false)
+	counted := &logitsCounted{modelRunner: graph.run.(modelRunner)}
+	graph.run = counted
+	req := Request{Prompt: "What is Unix?", Seed: 7, Mode: AR, Sampling: Sampling{MaxNewTokens: 12, Temperature: 1.2, TopK: 40, TopP: 0.9}}
+	g, err := graph.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counted.rows == 0 || !slices.Equal(g.Tokens, h.Tokens) {
+		t.Errorf("graph path %v (%d rows to the host), host path %v", g.Tokens, counted.rows, h.Tokens)
+	}
+}

@@ -71,20 +71,24 @@ type Options struct {
 	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
 	// PresencePenalty is OpenAI's presence_penalty, 0 to 2 here, as the
 	// frequency penalty; AR mode reads it.
-	PresencePenalty *float64        `json:"presence_penalty,omitempty"`
-	Seed            *int64          `json:"seed,omitempty"`
-	Stop            json.RawMessage `json:"stop,omitempty"` // null, a string, or an array of strings
-	N               *int            `json:"n,omitempty"`
-	Stream          bool            `json:"stream"`
-	StreamOptions   *StreamOptions  `json:"stream_options,omitempty"`
+	PresencePenalty *float64 `json:"presence_penalty,omitempty"`
+	// TopP is OpenAI's top_p and TopK vLLM's top_k (0 or -1: off); AR mode
+	// reads them (the printer's draw, after the temperature).
+	TopP          *float64        `json:"top_p,omitempty"`
+	TopK          *int            `json:"top_k,omitempty"`
+	Seed          *int64          `json:"seed,omitempty"`
+	Stop          json.RawMessage `json:"stop,omitempty"` // null, a string, or an array of strings
+	N             *int            `json:"n,omitempty"`
+	Stream        bool            `json:"stream"`
+	StreamOptions *StreamOptions  `json:"stream_options,omitempty"`
 	// Mode is Darkroom's extension: engine.Diffusion or engine.AR, "" for the
 	// server's choice.
 	Mode engine.Mode `json:"mode,omitempty"`
 }
 
 // ChatRequest is the body of POST /v1/chat/completions: the fields Darkroom
-// honours. A server ignores the others (top_p, …); a client leaves out what it
-// does not set.
+// honours. A server ignores the others; a client leaves out what it does not
+// set.
 type ChatRequest struct {
 	Model    string    `json:"model"`
 	Messages []Message `json:"messages"`

@@ -42,7 +42,9 @@ import (
 // each token's logit lowered by it for every time the model wrote the token)
 // replaces the model's own (the Mini's is 0.1), 0 turning it off;
 // presence_penalty (0 to 2; AR mode: each token's logit lowered by it once the
-// model has written the token) has no default; diffusion ignores both. seed
+// model has written the token) has no default; diffusion ignores both, and
+// top_p and vLLM's top_k, which truncate the printer's draw (after the
+// temperature, as Hugging Face's warpers; a greedy pick ignores them). seed
 // makes a run reproducible;
 // without it every request draws a fresh seed. stop (a string or up to 4) cuts
 // the answer at the first occurrence. Extensions: "mode": "ar" decodes one token
@@ -310,7 +312,7 @@ func printerOnly(req *engine.Request) string {
 // the mode (AR where none is named and req asks for what only it writes:
 // printerOnly), max new tokens (maxTok, the endpoint's field for it; without
 // one defaultMax, 0 leaving the model's), temperature, frequency_penalty,
-// presence_penalty and seed; it returns the stop strings.
+// presence_penalty, top_p, top_k and seed; it returns the stop strings.
 func generation(req *engine.Request, o *api.Options, maxTok *int, defaultMax int, m Model) ([]string, error) {
 	if o.N != nil && *o.N != 1 {
 		return nil, &badRequest{"n", "n must be 1: this server writes one answer per request"}
@@ -388,6 +390,18 @@ func generation(req *engine.Request, o *api.Options, maxTok *int, defaultMax int
 			return nil, &badRequest{"presence_penalty", fmt.Sprintf("presence_penalty %g asks the model to repeat itself, which Darkroom does not do: give 0 (off) to 2", *f)}
 		}
 		req.Sampling.PresencePenalty = *f
+	}
+	if p := o.TopP; p != nil {
+		if !(*p > 0 && *p <= 1) {
+			return nil, &badRequest{"top_p", fmt.Sprintf("top_p must be above 0 and at most 1 (1: every token), got %g", *p)}
+		}
+		req.Sampling.TopP = *p
+	}
+	if k := o.TopK; k != nil {
+		if *k < -1 {
+			return nil, &badRequest{"top_k", fmt.Sprintf("top_k must be -1 or 0 (off) or a number of tokens, got %d", *k)}
+		}
+		req.Sampling.TopK = max(*k, 0)
 	}
 	if o.Seed != nil {
 		req.Seed = uint64(*o.Seed)

@@ -155,6 +155,21 @@ func TestChatCompletion(t *testing.T) {
 			t.Errorf("presence_penalty %s: %d %s", bad, code, raw)
 		}
 	}
+	// top_p and vLLM's top_k: read as given (top_k -1 is off); out of range refused.
+	callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"mode":"ar","temperature":0.7,"top_p":0.9,"top_k":40}`)
+	if got := g.lastRequest(t).Sampling; got.TopP != 0.9 || got.TopK != 40 {
+		t.Errorf("top_p 0.9, top_k 40: %+v", got)
+	}
+	callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"top_k":-1}`)
+	if got := g.lastRequest(t).Sampling; got.TopP != 0 || got.TopK != 0 {
+		t.Errorf("top_k -1: %+v", got)
+	}
+	for _, bad := range []string{`"top_p":0`, `"top_p":1.5`, `"top_k":-2`} {
+		if code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],`+bad+`}`); code != 400 ||
+			r.Error == nil || r.Error.Param == nil || !strings.HasPrefix(bad, `"`+*r.Error.Param+`"`) {
+			t.Errorf("%s: %d %s", bad, code, raw)
+		}
+	}
 	// temperature 0 in diffusion mode stays positive.
 	callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"temperature":0}`)
 	if d := g.lastRequest(t); !(d.Sampling.TMin > 0 && d.Sampling.TMax > 0 && d.Sampling.TMax < 0.1) {

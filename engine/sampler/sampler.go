@@ -7,8 +7,8 @@
 // with Hugging Face's repetition penalty (Penalize, See), and the AR guidance
 // rounds that revise a developed canvas's words with the model's causal head
 // (Guide, guide.go), the log probabilities an answer's tokens had under the
-// model (LogProbs, logprobs.go), and JSON mode's constraint on the AR picks
-// (JSONObject, json.go).
+// model (LogProbs, logprobs.go), JSON mode's constraint on the AR picks
+// (JSONObject, json.go), and the AR draw's top-k and top-p (nucleus.go).
 //
 // Held positions (infill): a canvas may start with tokens fixed in advance, such
 // as an encyclopedia page's <h1> heading. The sampler treats them as already
@@ -64,6 +64,11 @@ type Params struct {
 	// the logit of an id picked at least once is lowered by β, with the
 	// frequency penalty's α·c (OpenAI's formula). 0 is off.
 	PresencePenalty float64
+	// TopK and TopP truncate the AR mode's draws: the k likeliest ids (0:
+	// all), then the fewest of those whose probability reaches p (0 or 1:
+	// all), Hugging Face's top_k and top_p warpers after the temperature.
+	TopK int
+	TopP float64
 }
 
 // Validate reports knobs that cannot work.
@@ -85,6 +90,10 @@ func (p Params) Validate() error {
 		return fmt.Errorf("frequency penalty must be a finite number, got %g", p.FrequencyPenalty)
 	case math.IsNaN(p.PresencePenalty) || math.IsInf(p.PresencePenalty, 0):
 		return fmt.Errorf("presence penalty must be a finite number, got %g", p.PresencePenalty)
+	case p.TopK < 0:
+		return fmt.Errorf("top k must be ≥ 0 (0: off), got %d", p.TopK)
+	case !(p.TopP >= 0 && p.TopP <= 1):
+		return fmt.Errorf("top p must be between 0 and 1 (0 or 1: off), got %g", p.TopP)
 	}
 	return nil
 }
@@ -273,6 +282,10 @@ type Sampler struct {
 	// union is its bans with the stutter rule's.
 	constraint Constraint
 	union      []bool
+
+	// q and order are drawTruncated's buffers.
+	q     []float64
+	order []int32
 }
 
 // New returns a Sampler over a vocabulary of vocab ids, seeded with seed.
@@ -557,6 +570,11 @@ type TokenPlan struct {
 	// nil when it is off. It is the Sampler's own: read it before the next
 	// Picked.
 	Bias []float32
+	// TopK and TopP truncate the draw (above zero, and below one for TopP):
+	// the k likeliest ids, then the nucleus of probability p (drawTruncated).
+	// Greedy picks ignore them.
+	TopK int
+	TopP float64
 	// Banned marks the ids the pick may not take ([vocab]: the last word's, under
 	// NoStutters, and the constraint's, Constrain); nil when none is. Its logits
 	// become Banish, after the penalty. It is the Sampler's own: read it before
@@ -601,7 +619,14 @@ func (s *Sampler) PlanToken(temperature float64) TokenPlan {
 	}
 	s.tokens++
 	plan.Temperature, plan.Key = temperature, s.rng.Key(s.tokens, 0, streamToken)
+	plan.TopK, plan.TopP = s.p.TopK, s.p.TopP
 	return plan
+}
+
+// Truncates reports whether the plan's draw is truncated (TopK, TopP): the
+// host's, which the device's pick does not do.
+func (p TokenPlan) Truncates() bool {
+	return p.Temperature > 0 && (p.TopK > 0 || p.TopP > 0 && p.TopP < 1)
 }
 
 // PickToken picks one AR token from a single row of logits as plan says: the
@@ -632,6 +657,9 @@ func (s *Sampler) PickToken(logits []float32, plan TokenPlan) int {
 	}
 	if plan.Temperature <= 0 {
 		return Argmax(logits)
+	}
+	if plan.Truncates() {
+		return s.drawTruncated(logits, plan, plan.Key.Float64(0))
 	}
 	if len(s.buf) < len(logits) {
 		s.buf = make([]float32, len(logits))
