@@ -65,6 +65,10 @@ type Sampling struct {
 	// beside the frequency penalty's α·count (OpenAI's formula). Zero is off (no
 	// model sets one). Diffusion and its AR guidance ignore it.
 	PresencePenalty float64
+	// LogitBias is OpenAI's logit_bias, AR mode only: added to the logits of
+	// its ids before every pick (−100 keeps an id out in effect). Diffusion
+	// ignores it.
+	LogitBias map[int]float64
 
 	// TopK and TopP truncate the AR mode's draws (at a temperature above 0),
 	// Hugging Face's top_k and top_p after the temperature: the k likeliest

@@ -59,7 +59,8 @@
 // multiplied by it when negative; then OpenAI's frequency penalty where one is
 // set (Sampling.FrequencyPenalty: each id's logit lowered by α times the times
 // the model has picked it), OpenAI's presence penalty (Sampling.PresencePenalty:
-// once per id picked) and the stutter rule (Sampling.NoStutters), and draws,
+// once per id picked), OpenAI's logit bias (Sampling.LogitBias) and the
+// stutter rule (Sampling.NoStutters), and draws,
 // where a temperature is asked for, from the whole distribution or from its
 // top-k and top-p (Sampling.TopK, TopP: the sampler truncates the draw).
 // Diffusion and its guidance never read them. Where a request asks

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -214,6 +215,14 @@ func (e *Engine) plan(req *Request) (plan, error) {
 	}
 	if err := checkLogprobs(req); err != nil {
 		return plan{}, err
+	}
+	for id, b := range s.LogitBias {
+		switch {
+		case id < 0 || id >= t.VocabSize:
+			return plan{}, fmt.Errorf("logit bias for token %d, outside the vocabulary of %d", id, t.VocabSize)
+		case math.IsNaN(b) || math.IsInf(b, 0):
+			return plan{}, fmt.Errorf("logit bias for token %d must be a finite number, got %g", id, b)
+		}
 	}
 	if req.JSON && req.Mode != AR {
 		return plan{}, errors.New("a JSON answer is written in AR mode, where each pick can be held to JSON; a diffusion canvas is not written in order")

@@ -887,10 +887,17 @@ func effectiveSampling(s, def Sampling) (Sampling, error) {
 }
 
 func (s Sampling) samplerParams() sampler.Params {
+	var bias map[int]float32
+	if len(s.LogitBias) > 0 {
+		bias = make(map[int]float32, len(s.LogitBias))
+		for id, b := range s.LogitBias {
+			bias[id] = float32(b)
+		}
+	}
 	return sampler.Params{MaxSteps: s.MaxSteps, TMin: s.TMin, TMax: s.TMax, EntropyBound: s.EntropyBound,
 		ConfidenceThreshold: s.ConfidenceThreshold, StabilityThreshold: s.StabilityThreshold,
 		RepetitionPenalty: s.RepetitionPenalty, FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty,
-		TopK: s.TopK, TopP: s.TopP}
+		LogitBias: bias, TopK: s.TopK, TopP: s.TopP}
 }
 
 // checkIDs reports an id outside [0, vocab).

@@ -210,3 +210,37 @@ func TestPresencePenaltyEndsALoop(t *testing.T) {
 		}
 	}
 }
+
+// TestLogitBias: OpenAI's logit_bias moves the printer's picks — −100 keeps
+// the looping script's first pick out, +100 makes a chosen id every pick —
+// beside the penalties; diffusion ignores it; an id outside the vocabulary is
+// refused before anything runs.
+func TestLogitBias(t *testing.T) {
+	gen := func(mode Mode, s Sampling) []int {
+		t.Helper()
+		e := testEngine(newScript(body))
+		e.run = &loopRunner{scriptRunner: *newScript(body)}
+		s.MaxNewTokens = 12
+		res, err := e.Generate(context.Background(), Request{PromptIDs: []int{2, 105, 30, 31, 32}, Mode: mode, Sampling: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Tokens
+	}
+	loop := gen(AR, Sampling{})
+	banned := gen(AR, Sampling{LogitBias: map[int]float64{loop[0]: -100}})
+	if slices.Contains(banned, loop[0]) {
+		t.Errorf("%d at −100 was picked: %v", loop[0], banned)
+	}
+	if forced := gen(AR, Sampling{LogitBias: map[int]float64{77: 100}, FrequencyPenalty: -1}); slices.ContainsFunc(forced, func(id int) bool { return id != 77 }) {
+		t.Errorf("77 at +100: %v", forced)
+	}
+	if a, b := gen(Diffusion, Sampling{}), gen(Diffusion, Sampling{LogitBias: map[int]float64{loop[0]: -100}}); !slices.Equal(a, b) {
+		t.Errorf("diffusion with a logit bias changed:\n%v\n%v", a, b)
+	}
+	e := testEngine(newScript(body))
+	if _, err := e.Check(Request{PromptIDs: prompt(), Mode: AR, Sampling: Sampling{LogitBias: map[int]float64{512: 1}}}); err == nil ||
+		!strings.Contains(err.Error(), "outside the vocabulary") {
+		t.Errorf("id 512 of 512: %v", err)
+	}
+}

@@ -74,13 +74,16 @@ type Options struct {
 	PresencePenalty *float64 `json:"presence_penalty,omitempty"`
 	// TopP is OpenAI's top_p and TopK vLLM's top_k (0 or -1: off); AR mode
 	// reads them (the printer's draw, after the temperature).
-	TopP          *float64        `json:"top_p,omitempty"`
-	TopK          *int            `json:"top_k,omitempty"`
-	Seed          *int64          `json:"seed,omitempty"`
-	Stop          json.RawMessage `json:"stop,omitempty"` // null, a string, or an array of strings
-	N             *int            `json:"n,omitempty"`
-	Stream        bool            `json:"stream"`
-	StreamOptions *StreamOptions  `json:"stream_options,omitempty"`
+	TopP *float64 `json:"top_p,omitempty"`
+	TopK *int     `json:"top_k,omitempty"`
+	// LogitBias is OpenAI's logit_bias: token ids (as strings) to a bias from
+	// -100 to 100 added to their logits; AR mode reads it.
+	LogitBias     map[string]float64 `json:"logit_bias,omitempty"`
+	Seed          *int64             `json:"seed,omitempty"`
+	Stop          json.RawMessage    `json:"stop,omitempty"` // null, a string, or an array of strings
+	N             *int               `json:"n,omitempty"`
+	Stream        bool               `json:"stream"`
+	StreamOptions *StreamOptions     `json:"stream_options,omitempty"`
 	// Mode is Darkroom's extension: engine.Diffusion or engine.AR, "" for the
 	// server's choice.
 	Mode engine.Mode `json:"mode,omitempty"`

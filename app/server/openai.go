@@ -44,7 +44,8 @@ import (
 // presence_penalty (0 to 2; AR mode: each token's logit lowered by it once the
 // model has written the token) has no default; diffusion ignores both, and
 // top_p and vLLM's top_k, which truncate the printer's draw (after the
-// temperature, as Hugging Face's warpers; a greedy pick ignores them). seed
+// temperature, as Hugging Face's warpers; a greedy pick ignores them), and
+// logit_bias (token ids to -100…100, added to the printer's logits). seed
 // makes a run reproducible;
 // without it every request draws a fresh seed. stop (a string or up to 4) cuts
 // the answer at the first occurrence. Extensions: "mode": "ar" decodes one token
@@ -312,7 +313,8 @@ func printerOnly(req *engine.Request) string {
 // the mode (AR where none is named and req asks for what only it writes:
 // printerOnly), max new tokens (maxTok, the endpoint's field for it; without
 // one defaultMax, 0 leaving the model's), temperature, frequency_penalty,
-// presence_penalty, top_p, top_k and seed; it returns the stop strings.
+// presence_penalty, top_p, top_k, logit_bias and seed; it returns the stop
+// strings.
 func generation(req *engine.Request, o *api.Options, maxTok *int, defaultMax int, m Model) ([]string, error) {
 	if o.N != nil && *o.N != 1 {
 		return nil, &badRequest{"n", "n must be 1: this server writes one answer per request"}
@@ -402,6 +404,19 @@ func generation(req *engine.Request, o *api.Options, maxTok *int, defaultMax int
 			return nil, &badRequest{"top_k", fmt.Sprintf("top_k must be -1 or 0 (off) or a number of tokens, got %d", *k)}
 		}
 		req.Sampling.TopK = max(*k, 0)
+	}
+	for key, b := range o.LogitBias {
+		id, err := strconv.Atoi(key)
+		switch {
+		case err != nil || id < 0:
+			return nil, &badRequest{"logit_bias", fmt.Sprintf("logit_bias keys are token ids, e.g. {\"818\": -100}; %q is not one", key)}
+		case math.IsNaN(b) || b < -100 || b > 100:
+			return nil, &badRequest{"logit_bias", fmt.Sprintf("logit_bias values must be between -100 and 100, got %g for %s", b, key)}
+		}
+		if req.Sampling.LogitBias == nil {
+			req.Sampling.LogitBias = map[int]float64{}
+		}
+		req.Sampling.LogitBias[id] = b
 	}
 	if o.Seed != nil {
 		req.Seed = uint64(*o.Seed)

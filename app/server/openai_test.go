@@ -170,6 +170,17 @@ func TestChatCompletion(t *testing.T) {
 			t.Errorf("%s: %d %s", bad, code, raw)
 		}
 	}
+	// logit_bias: token ids as strings; bad keys and values refused.
+	callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"mode":"ar","logit_bias":{"818":-100,"5":2.5}}`)
+	if got := g.lastRequest(t).Sampling.LogitBias; len(got) != 2 || got[818] != -100 || got[5] != 2.5 {
+		t.Errorf("logit_bias: %v", got)
+	}
+	for _, bad := range []string{`{"x":1}`, `{"-3":1}`, `{"5":101}`} {
+		if code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"logit_bias":`+bad+`}`); code != 400 ||
+			r.Error == nil || r.Error.Param == nil || *r.Error.Param != "logit_bias" {
+			t.Errorf("logit_bias %s: %d %s", bad, code, raw)
+		}
+	}
 	// temperature 0 in diffusion mode stays positive.
 	callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"temperature":0}`)
 	if d := g.lastRequest(t); !(d.Sampling.TMin > 0 && d.Sampling.TMax > 0 && d.Sampling.TMax < 0.1) {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -58,7 +59,7 @@ func TestSamplingDefaultsReadTheActiveModelsConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := engine.SamplingDefaults(cfg.Generation); got != want || got.MaxSteps == 0 {
+	if want := engine.SamplingDefaults(cfg.Generation); !reflect.DeepEqual(got, want) || got.MaxSteps == 0 {
 		t.Errorf("defaults %+v, want %+v", got, want)
 	}
 }

@@ -92,9 +92,30 @@ func TestPresenceAndFrequencyBias(t *testing.T) {
 			}
 		}
 	}
+	// A logit bias is there from the first pick, and stays beside the penalties.
 	p := defaults()
-	p.PresencePenalty = math.Inf(1)
-	if _, err := New(p, 10, 1); err == nil {
-		t.Error("an infinite presence penalty was taken")
+	p.FrequencyPenalty, p.PresencePenalty, p.LogitBias = 0.25, 0.5, map[int]float32{3: 2, 9: -100}
+	s, err := New(p, 10, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bias := s.PlanToken(0).Bias; bias == nil || bias[3] != 2 || bias[9] != -100 || bias[4] != 0 {
+		t.Errorf("before any pick: %v", bias)
+	}
+	s.Picked(3, 3)
+	if bias := s.PlanToken(0).Bias; math.Abs(float64(bias[3])-(2-0.5-0.5)) > 1e-6 || bias[9] != -100 {
+		t.Errorf("after two picks of 3: %v", bias)
+	}
+	for _, bad := range []Params{{PresencePenalty: math.Inf(1)}, {LogitBias: map[int]float32{1: float32(math.NaN())}}} {
+		q := defaults()
+		q.PresencePenalty, q.LogitBias = bad.PresencePenalty, bad.LogitBias
+		if _, err := New(q, 10, 1); err == nil {
+			t.Errorf("%+v was taken", bad)
+		}
+	}
+	q := defaults()
+	q.LogitBias = map[int]float32{10: 1}
+	if _, err := New(q, 10, 1); err == nil {
+		t.Error("a logit bias outside the vocabulary was taken")
 	}
 }

@@ -37,6 +37,7 @@ package sampler
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -64,6 +65,10 @@ type Params struct {
 	// the logit of an id picked at least once is lowered by β, with the
 	// frequency penalty's α·c (OpenAI's formula). 0 is off.
 	PresencePenalty float64
+	// LogitBias is OpenAI's logit_bias of the AR mode's pick: added to the
+	// logits of its ids at every pick, with the penalties' bias (−100 bans an
+	// id in effect, +100 all but forces it).
+	LogitBias map[int]float32
 	// TopK and TopP truncate the AR mode's draws: the k likeliest ids (0:
 	// all), then the fewest of those whose probability reaches p (0 or 1:
 	// all), Hugging Face's top_k and top_p warpers after the temperature.
@@ -90,6 +95,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("frequency penalty must be a finite number, got %g", p.FrequencyPenalty)
 	case math.IsNaN(p.PresencePenalty) || math.IsInf(p.PresencePenalty, 0):
 		return fmt.Errorf("presence penalty must be a finite number, got %g", p.PresencePenalty)
+	case slices.ContainsFunc(slices.Collect(maps.Values(p.LogitBias)), func(b float32) bool { return math.IsNaN(float64(b)) || math.IsInf(float64(b), 0) }):
+		return errors.New("logit biases must be finite numbers")
 	case p.TopK < 0:
 		return fmt.Errorf("top k must be ≥ 0 (0: off), got %d", p.TopK)
 	case !(p.TopP >= 0 && p.TopP <= 1):
@@ -296,7 +303,17 @@ func New(p Params, vocab int, seed uint64) (*Sampler, error) {
 	if vocab < 1 {
 		return nil, errors.New("sampler: empty vocabulary")
 	}
-	return &Sampler{p: p, vocab: vocab, rng: NewRNG(seed), stopper: NewStopper(p), last: -1}, nil
+	s := &Sampler{p: p, vocab: vocab, rng: NewRNG(seed), stopper: NewStopper(p), last: -1}
+	if len(p.LogitBias) > 0 {
+		s.counts, s.bias = make([]int32, vocab), make([]float32, vocab)
+		for id, b := range p.LogitBias {
+			if id < 0 || id >= vocab {
+				return nil, fmt.Errorf("sampler: logit bias for id %d, outside the vocabulary of %d", id, vocab)
+			}
+			s.bias[id] = b
+		}
+	}
+	return s, nil
 }
 
 // NoStutters keeps the AR picks from writing a word twice side by side: after an
@@ -530,7 +547,7 @@ func (s *Sampler) Picked(ids ...int) {
 	for _, id := range ids {
 		if id >= 0 && id < s.vocab {
 			s.counts[id]++
-			s.bias[id] = -α*float32(s.counts[id]) - β
+			s.bias[id] = s.p.LogitBias[id] - α*float32(s.counts[id]) - β
 		}
 	}
 }
