@@ -119,7 +119,7 @@ type ChatRequest struct {
 // CompletionRequest is the body of POST /v1/completions, OpenAI's text
 // completion: the model goes on from Prompt as written, with no chat template.
 // Prompt is a string, an array of one string, an array of token ids, or an
-// array of one such array; a server writes one answer per request, so more
+// array of one such array; a server reads one prompt per request, so more
 // prompts than one are refused.
 type CompletionRequest struct {
 	Model  string          `json:"model"`

@@ -29,7 +29,7 @@ import (
 // evaluation harness scores a continuation by them (engine.Request.
 // PromptLogprobs; not streamed). suffix and best_of above 1 are
 // refused: Darkroom writes after the prompt only, and one answer. The
-// "darkroom" extension's opening and steps work as in chat. A stream's chunks
+// "darkroom" extension's opening and steps work as in chat, and so does n. A stream's chunks
 // are text_completion objects, the last with the finish reason, then the
 // usage where stream_options asks.
 
@@ -79,7 +79,7 @@ func completionRequest(cr *api.CompletionRequest, m Model) (engine.Request, []st
 		}
 	}
 	if cr.BestOf != nil && *cr.BestOf != 1 {
-		return req, nil, &badRequest{"best_of", "best_of must be 1: this server writes one answer per request"}
+		return req, nil, &badRequest{"best_of", "best_of must be 1: this server does not rank answers; ask for several with n and choose among them"}
 	}
 	text, ids, err := promptOf(cr.Prompt)
 	if err != nil {
@@ -136,7 +136,7 @@ func promptOf(raw json.RawMessage) (string, []int, error) {
 		}
 		return promptOf(list[0])
 	}
-	return "", nil, fmt.Errorf("prompt holds %d prompts; this server writes one answer per request: send one prompt in each", len(list))
+	return "", nil, fmt.Errorf("prompt holds %d prompts; this server reads one prompt per request: send one prompt in each", len(list))
 }
 
 func hasKey(m map[string]float32, k string) bool {
@@ -149,13 +149,17 @@ type textShape struct{}
 
 func (textShape) idPrefix() string { return "cmpl-" }
 
-func (t textShape) whole(h head, text string, c *completion) any {
-	lp := t.logprobs(h, c.marks)
-	if lp != nil && c.res != nil && c.res.Prompt != nil {
-		lp = t.withPrompt(h, lp, c.res)
+func (t textShape) whole(h head, answers []*completion, u api.Usage) any {
+	choices := make([]api.TextChoice, len(answers))
+	for i, c := range answers {
+		lp := t.logprobs(h, c.marks)
+		if lp != nil && c.res != nil && c.res.Prompt != nil {
+			lp = t.withPrompt(h, lp, c.res)
+		}
+		choices[i] = api.TextChoice{Index: i, Text: c.text, Logprobs: lp, FinishReason: &c.finish}
 	}
-	body := t.body(h, []api.TextChoice{{Text: text, Logprobs: lp, FinishReason: &c.finish}})
-	body.Usage = &c.usage
+	body := t.body(h, choices)
+	body.Usage = &u
 	return body
 }
 
@@ -193,7 +197,7 @@ func (t textShape) withPrompt(h head, lp *api.TextLogprobs, res *engine.Result) 
 func (textShape) first(head) any { return nil }
 
 func (t textShape) delta(h head, text string, marks []tokenMark) any {
-	return t.body(h, []api.TextChoice{{Text: text, Logprobs: t.logprobs(h, marks)}})
+	return t.body(h, []api.TextChoice{{Index: h.index, Text: text, Logprobs: t.logprobs(h, marks)}})
 }
 
 // logprobs is a choice's logprobs, OpenAI's parallel lists, the offsets in the
@@ -224,7 +228,7 @@ func (textShape) top(h head, alts []engine.TopLogprob) map[string]float32 {
 }
 
 func (t textShape) finish(h head, reason string, totals *api.Step) any {
-	c := t.body(h, []api.TextChoice{{FinishReason: &reason}})
+	c := t.body(h, []api.TextChoice{{Index: h.index, FinishReason: &reason}})
 	c.Darkroom = totals
 	return c
 }

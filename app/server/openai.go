@@ -47,7 +47,9 @@ import (
 // temperature, as Hugging Face's warpers; a greedy pick ignores them), and
 // logit_bias (token ids to -100…100, added to the printer's logits). seed
 // makes a run reproducible;
-// without it every request draws a fresh seed. stop (a string or up to 4) cuts
+// without it every request draws a fresh seed. n (1 to 8) asks for that many
+// answers, written one after another (choice i with seed+i), each choice's
+// chunks streamed in turn, the usage counting the prompt once. stop (a string or up to 4) cuts
 // the answer at the first occurrence. Extensions: "mode": "ar" decodes one token
 // per forward pass instead of block diffusion, "diffusion" develops canvases;
 // without it the model's APIMode runs (the faster mode on this machine for a
@@ -290,6 +292,10 @@ func opening(req *engine.Request, ext *api.Extension) error {
 	return nil
 }
 
+// maxChoices is the most answers (n) one request may ask for: they are
+// written one after another, so n is n times the wait.
+const maxChoices = 8
+
 // Why a request that names no mode runs in AR mode (X-Darkroom-Mode-Reason):
 // what it asks for comes with the printer.
 const (
@@ -316,8 +322,8 @@ func printerOnly(req *engine.Request) string {
 // presence_penalty, top_p, top_k, logit_bias and seed; it returns the stop
 // strings.
 func generation(req *engine.Request, o *api.Options, maxTok *int, defaultMax int, m Model) ([]string, error) {
-	if o.N != nil && *o.N != 1 {
-		return nil, &badRequest{"n", "n must be 1: this server writes one answer per request"}
+	if o.N != nil && (*o.N < 1 || *o.N > maxChoices) {
+		return nil, &badRequest{"n", fmt.Sprintf("n must be 1 to %d: the answers are written one after another, each a generation", maxChoices)}
 	}
 	switch o.Mode {
 	case "":
@@ -583,6 +589,7 @@ type head struct {
 	fingerprint string
 	logprobs    bool   // the request asks for logprobs: each choice carries them
 	echo        string // the text before the answer's own (a text completion's echo)
+	index       int    // the choice a chunk is of (n > 1)
 }
 
 // tokenText is a token's text as the logprobs name it: the model's vocabulary's
@@ -598,11 +605,12 @@ func (h head) tokenText(id int) string {
 // text completions (textShape).
 type shape interface {
 	idPrefix() string
-	// whole is a non-streamed response: text, and c's finish, usage and
-	// logprobs (marks, and the prompt's in c.res where asked for).
-	whole(h head, text string, c *completion) any
-	// first is a stream's first chunk, sent before the generation waits its
-	// turn (nil: none).
+	// whole is a non-streamed response: each answer's text, finish and
+	// logprobs (marks, and the prompt's in res where asked for), in order,
+	// and the usage of all.
+	whole(h head, answers []*completion, u api.Usage) any
+	// first is the first chunk of a choice's stream (h.index), the first
+	// choice's sent before the generation waits its turn (nil: none).
 	first(h head) any
 	// delta is a chunk that adds text, and the logprobs of the tokens it
 	// completes.
@@ -652,26 +660,43 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 	if leadHeld {
 		w.Header().Set("X-Darkroom-Lead", develop.LeadNote)
 	}
+	n := 1
+	if a.opts.N != nil {
+		n = *a.opts.N
+	}
+	// seeded is the request for choice i: the seed and the next ones, so that
+	// n = 1 is the request as sent and a seeded run is reproduced whole.
+	seeded := func(i int) engine.Request {
+		q := req
+		q.Seed += uint64(i)
+		return q
+	}
 	if !a.opts.Stream {
 		release, err := s.queue.wait(r.Context(), 0, nil)
 		if err != nil {
 			return // the client went away
 		}
-		c := s.complete(r.Context(), m, req, a.stops, nil, nil)
-		release()
-		if c.err != nil {
-			if r.Context().Err() != nil {
+		var answers []*completion
+		for i := range n {
+			c := s.complete(r.Context(), m, seeded(i), a.stops, nil, nil)
+			if c.err != nil {
+				release()
+				if r.Context().Err() != nil {
+					return
+				}
+				if errors.As(c.err, new(*engine.ContextError)) {
+					requestError(w, c.err, a.input)
+					return
+				}
+				s.logf("server: completion: %v", c.err)
+				apiError(w, http.StatusInternalServerError, "server_error", "generation_failed", c.err.Error())
 				return
 			}
-			if errors.As(c.err, new(*engine.ContextError)) {
-				requestError(w, c.err, a.input)
-				return
-			}
-			s.logf("server: completion: %v", c.err)
-			apiError(w, http.StatusInternalServerError, "server_error", "generation_failed", c.err.Error())
-			return
+			c.text = a.echo + c.text
+			answers = append(answers, &c)
 		}
-		writeJSON(w, http.StatusOK, a.shape.whole(h, a.echo+c.text, &c))
+		release()
+		writeJSON(w, http.StatusOK, a.shape.whole(h, answers, usageOf(answers)))
 		return
 	}
 
@@ -689,38 +714,59 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 		return
 	}
 	defer release()
-	if a.echo != "" && stream.event("", a.shape.delta(h, a.echo, nil)) != nil {
-		return
-	}
 	var onStep func(api.Step) error
 	if a.steps && m.Vocab != nil {
 		onStep = func(st api.Step) error { return stream.event("", a.shape.bare(h, nil, &st)) }
 	}
-	c := s.complete(r.Context(), m, req, a.stops, func(delta string, lps []tokenMark) error {
-		return stream.event("", a.shape.delta(h, delta, lps))
-	}, onStep)
-	if c.err != nil {
-		if r.Context().Err() == nil {
-			s.logf("server: completion: %v", c.err)
-			_ = stream.event("", api.ErrorResponse{Error: api.ErrorBody{Message: c.err.Error(), Type: "server_error", Code: "generation_failed"}})
-			_ = stream.raw("", api.Done)
+	var answers []*completion
+	for i := range n {
+		hi := h
+		hi.index = i
+		if first := a.shape.first(hi); i > 0 && first != nil && stream.event("", first) != nil {
+			return
 		}
-		return
-	}
-	var totals *api.Step
-	if onStep != nil {
-		totals = &api.Step{Canvas: max(len(c.res.Canvases)-1, 0), Committed: c.usage.CompletionTokens,
-			ForwardPasses: c.res.ForwardPasses, ElapsedMS: float64(c.res.Elapsed.Microseconds()) / 1000, Canvases: c.res.Canvases}
-	}
-	if stream.event("", a.shape.finish(h, c.finish, totals)) != nil {
-		return
+		if a.echo != "" && stream.event("", a.shape.delta(hi, a.echo, nil)) != nil {
+			return
+		}
+		c := s.complete(r.Context(), m, seeded(i), a.stops, func(delta string, lps []tokenMark) error {
+			return stream.event("", a.shape.delta(hi, delta, lps))
+		}, onStep)
+		if c.err != nil {
+			if r.Context().Err() == nil {
+				s.logf("server: completion: %v", c.err)
+				_ = stream.event("", api.ErrorResponse{Error: api.ErrorBody{Message: c.err.Error(), Type: "server_error", Code: "generation_failed"}})
+				_ = stream.raw("", api.Done)
+			}
+			return
+		}
+		var totals *api.Step
+		if onStep != nil {
+			totals = &api.Step{Canvas: max(len(c.res.Canvases)-1, 0), Committed: c.usage.CompletionTokens,
+				ForwardPasses: c.res.ForwardPasses, ElapsedMS: float64(c.res.Elapsed.Microseconds()) / 1000, Canvases: c.res.Canvases}
+		}
+		if stream.event("", a.shape.finish(hi, c.finish, totals)) != nil {
+			return
+		}
+		answers = append(answers, &c)
 	}
 	if a.opts.StreamOptions != nil && a.opts.StreamOptions.IncludeUsage {
-		if stream.event("", a.shape.bare(h, &c.usage, nil)) != nil {
+		u := usageOf(answers)
+		if stream.event("", a.shape.bare(h, &u, nil)) != nil {
 			return
 		}
 	}
 	_ = stream.raw("", api.Done)
+}
+
+// usageOf is the usage of a request's answers: the prompt once (as the first
+// read it), the answers' tokens summed.
+func usageOf(answers []*completion) api.Usage {
+	u := answers[0].usage
+	for _, c := range answers[1:] {
+		u.CompletionTokens += c.usage.CompletionTokens
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
 }
 
 // chatShape is POST /v1/chat/completions' shape: a message, deltas of one.
@@ -728,19 +774,23 @@ type chatShape struct{}
 
 func (chatShape) idPrefix() string { return "chatcmpl-" }
 
-func (s chatShape) whole(h head, text string, c *completion) any {
+func (s chatShape) whole(h head, answers []*completion, u api.Usage) any {
+	choices := make([]api.Choice, len(answers))
+	for i, c := range answers {
+		choices[i] = api.Choice{Index: i, Message: &api.Reply{Role: "assistant", Content: &c.text}, Logprobs: s.logprobs(h, c.marks),
+			FinishReason: &c.finish}
+	}
 	return api.ChatCompletion{ID: h.id, Object: api.ObjectCompletion, Created: h.created, Model: h.m.ID, SystemFingerprint: h.fingerprint,
-		Choices: []api.Choice{{Message: &api.Reply{Role: "assistant", Content: &text}, Logprobs: s.logprobs(h, c.marks),
-			FinishReason: &c.finish}}, Usage: &c.usage}
+		Choices: choices, Usage: &u}
 }
 
 func (c chatShape) first(h head) any {
 	empty := ""
-	return c.chunk(h, []api.Choice{{Delta: &api.Reply{Role: "assistant", Content: &empty}}})
+	return c.chunk(h, []api.Choice{{Index: h.index, Delta: &api.Reply{Role: "assistant", Content: &empty}}})
 }
 
 func (c chatShape) delta(h head, text string, marks []tokenMark) any {
-	return c.chunk(h, []api.Choice{{Delta: &api.Reply{Content: &text}, Logprobs: c.logprobs(h, marks)}})
+	return c.chunk(h, []api.Choice{{Index: h.index, Delta: &api.Reply{Content: &text}, Logprobs: c.logprobs(h, marks)}})
 }
 
 // logprobs is a choice's logprobs: nil where the request asks for none.
@@ -772,7 +822,7 @@ func textBytes(s string) []int {
 }
 
 func (c chatShape) finish(h head, reason string, totals *api.Step) any {
-	ch := c.chunk(h, []api.Choice{{Delta: &api.Reply{}, FinishReason: &reason}})
+	ch := c.chunk(h, []api.Choice{{Index: h.index, Delta: &api.Reply{}, FinishReason: &reason}})
 	ch.Darkroom = totals
 	return ch
 }

@@ -225,7 +225,7 @@ func TestChatErrors(t *testing.T) {
 		{"late system", `{"messages":[{"role":"user","content":"x"},{"role":"system","content":"y"}]}`, "messages[1].role", 400},
 		{"system only", `{"messages":[{"role":"system","content":"y"}]}`, "messages", 400},
 		{"image part", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"http://x"}}]}]}`, "messages[0].content", 400},
-		{"n", `{"messages":[{"role":"user","content":"x"}],"n":2}`, "n", 400},
+		{"n", `{"messages":[{"role":"user","content":"x"}],"n":9}`, "n", 400},
 		{"max_tokens", `{"messages":[{"role":"user","content":"x"}],"max_tokens":0}`, "max_tokens", 400},
 		{"temperature", `{"messages":[{"role":"user","content":"x"}],"temperature":3}`, "temperature", 400},
 		{"frequency_penalty", `{"messages":[{"role":"user","content":"x"}],"frequency_penalty":2.5}`, "frequency_penalty", 400},
