@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -156,7 +157,7 @@ func TestTextCompletionPrompts(t *testing.T) {
 	} {
 		code, _, raw := callText(t, s, `{"prompt":`+c.prompt+`}`)
 		req := g.lastRequest(t)
-		if code != 200 || req.Prompt != c.text || req.Raw != (c.text != "") || !equalInts(req.PromptIDs, c.ids) {
+		if code != 200 || req.Prompt != c.text || req.Raw != (c.text != "") || !slices.Equal(req.PromptIDs, c.ids) {
 			t.Errorf("prompt %s: %d %s; request %q raw %v ids %v", c.prompt, code, raw, req.Prompt, req.Raw, req.PromptIDs)
 		}
 	}
@@ -203,18 +204,6 @@ func TestTextCompletionPrompts(t *testing.T) {
 	if resp, _ := do(t, nil, "POST", base(s)+"/v1/completions", `{"prompt":"x"}`, nil); resp.StatusCode != 401 {
 		t.Errorf("without the key: %d", resp.StatusCode)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestTextCompletionEchoAndStop: echo puts the prompt before the answer, in a
