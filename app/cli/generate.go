@@ -44,6 +44,8 @@ type generateFlags struct {
 	guideRounds                int
 	guideInWord                float64
 	repPenalty, freqPenalty    float64
+	presPenalty, topP          float64
+	topK                       int
 	seed                       uint64
 	graph                      bool
 }
@@ -72,6 +74,9 @@ func (g *generateFlags) register(fs interface {
 	fs.IntVar(&g.guideRounds, "guidance-rounds", 0, "most guidance rounds per canvas, one encoder pass each (default: the model's)")
 	fs.Float64Var(&g.repPenalty, "repetition-penalty", 0, "AR mode: Hugging Face's repetition_penalty θ — the logits of tokens already in the text divided by θ (multiplied where negative); 1 = off (default: the model's)")
 	fs.Float64Var(&g.freqPenalty, "frequency-penalty", 0, "AR mode: OpenAI's frequency_penalty α — the logit of each token the answer holds lowered by α for every time it occurs (default: the model's; negative: off)")
+	fs.Float64Var(&g.presPenalty, "presence-penalty", 0, "AR mode: OpenAI's presence_penalty β — the logit of each token the answer holds lowered by β, once (default: off)")
+	fs.Float64Var(&g.topP, "top-p", 0, "AR mode with a --temperature: draw from the fewest likeliest tokens whose probability reaches p (default: all)")
+	fs.IntVar(&g.topK, "top-k", 0, "AR mode with a --temperature: draw from the k likeliest tokens (default: all)")
 	fs.Uint64Var(&g.seed, "seed", 0, "random seed; the same seed reproduces a run")
 }
 
@@ -79,7 +84,7 @@ func (g *generateFlags) sampling() engine.Sampling {
 	return engine.Sampling{MaxNewTokens: g.maxNew, MaxSteps: g.maxSteps, TMin: g.tMin, TMax: g.tMax,
 		EntropyBound: g.bound, ConfidenceThreshold: g.conf, StabilityThreshold: g.stab, Temperature: g.t,
 		Guidance: g.guide, GuidanceRounds: g.guideRounds, GuidanceInWord: g.guideInWord,
-		RepetitionPenalty: g.repPenalty, FrequencyPenalty: g.freqPenalty}
+		RepetitionPenalty: g.repPenalty, FrequencyPenalty: g.freqPenalty, PresencePenalty: g.presPenalty, TopP: g.topP, TopK: g.topK}
 }
 
 // check reports flag values that are out of range before anything loads.
@@ -107,6 +112,12 @@ func (g *generateFlags) check() error {
 		return fmt.Errorf("--repetition-penalty must be a number > 0 (1 is off, 1.1–1.3 is usual), got %v", g.repPenalty)
 	case math.IsNaN(g.freqPenalty) || math.IsInf(g.freqPenalty, 0):
 		return fmt.Errorf("--frequency-penalty must be a number (negative: off), got %v", g.freqPenalty)
+	case !(g.presPenalty >= 0) || math.IsInf(g.presPenalty, 0):
+		return fmt.Errorf("--presence-penalty must be a number ≥ 0 (0: off), got %v", g.presPenalty)
+	case !(g.topP >= 0 && g.topP <= 1):
+		return fmt.Errorf("--top-p must be between 0 and 1, got %v", g.topP)
+	case g.topK < 0:
+		return fmt.Errorf("--top-k must be ≥ 0, got %d", g.topK)
 	}
 	return nil
 }
@@ -280,6 +291,8 @@ func runGenerate(env *Env, args []string) error {
 	thinking := fs.Bool("thinking", false, "enable the model's thinking channel")
 	trace := fs.Bool("trace", false, "print each denoising step's draft and accepted count (and each guidance round's changes) on stderr")
 	asJSON := fs.Bool("json", false, "print the result as JSON (text, tokens, canvases, forward_passes, elapsed_ms, tokens_per_s, …)")
+	jsonObject := fs.Bool("json-object", false, "AR mode: the answer is one JSON object, each token held to JSON as it is picked (the API's response_format json_object)")
+	logprobs := fs.Int("logprobs", -1, "AR mode, with --json: each token's log probability and this many of the likeliest tokens at its position (0 to 20)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -290,7 +303,14 @@ func runGenerate(env *Env, args []string) error {
 	if mode != engine.Diffusion && mode != engine.AR && g.mode != "auto" {
 		return fmt.Errorf("generate: --mode must be auto, diffusion or ar, got %q", g.mode)
 	}
-	req := engine.Request{Mode: mode, Sampling: g.sampling(), Seed: g.seed, Raw: *raw, Thinking: *thinking, Opening: *opening}
+	req := engine.Request{Mode: mode, Sampling: g.sampling(), Seed: g.seed, Raw: *raw, Thinking: *thinking, Opening: *opening,
+		JSON: *jsonObject}
+	if *logprobs >= 0 {
+		if !*asJSON {
+			return errors.New("generate: --logprobs prints with --json (the result's \"logprobs\"): add --json")
+		}
+		req.Logprobs, req.TopLogprobs = true, *logprobs
+	}
 	prompt := strings.Join(fs.Args(), " ")
 	switch {
 	case *promptIDs != "" && prompt != "":
@@ -357,7 +377,7 @@ func runGenerate(env *Env, args []string) error {
 	// they fit, as in the app's Chat and the API (assets.Leads.ChatStart).
 	entries := false     // the model's folder holds entries: the summary says when the answer is not one
 	var similar []string // entries a question about a topic with none may have meant
-	if req.Opening == "" && !*noLead && !*thinking && len(req.Messages) > 0 {
+	if req.Opening == "" && !*noLead && !*thinking && !req.JSON && !req.Logprobs && len(req.Messages) > 0 {
 		leads, err := models.Leads(src) // before the model: a damaged file is said at once
 		if err != nil {
 			return fmt.Errorf("generate: %w", err)
@@ -466,6 +486,7 @@ var modeFlags = map[string]engine.Mode{
 	"entropy-bound": engine.Diffusion, "confidence-threshold": engine.Diffusion, "stability": engine.Diffusion,
 	"guidance": engine.Diffusion, "guidance-in-word": engine.Diffusion, "guidance-rounds": engine.Diffusion, "trace": engine.Diffusion,
 	"temperature": engine.AR, "repetition-penalty": engine.AR, "frequency-penalty": engine.AR,
+	"presence-penalty": engine.AR, "top-p": engine.AR, "top-k": engine.AR, "json-object": engine.AR, "logprobs": engine.AR,
 }
 
 // autoMode is the mode of a generate without --mode: the one the app's Chat and

@@ -17,6 +17,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
@@ -531,5 +532,47 @@ func TestWeightNotesHoldEachStage(t *testing.T) {
 	want := "Loading m…\nReading the weight files: 2.1 MB of 2.1 MB\nReading the weights into memory: 3.1 MB of 3.1 MB\n"
 	if b.String() != want {
 		t.Errorf("notes %q, want %q", b.String(), want)
+	}
+}
+
+// TestGenerateAPISamplingFlags: generate takes what the API's requests take —
+// --json-object (an answer held to a JSON object), --logprobs with --json,
+// --top-k/--top-p and --presence-penalty — each asking for the printer, and
+// refuses them out of range.
+func TestGenerateAPISamplingFlags(t *testing.T) {
+	dir := tinyModelDir(t)
+	run := func(args ...string) (engine.Result, string) {
+		t.Helper()
+		code, out, errOut := runCLI(append([]string{"generate", "--model", dir, "--json", "--max-new-tokens", "24", "--seed", "3"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		var res engine.Result
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return res, out
+	}
+	res, out := run("--json-object", "What is Unix?")
+	if ok, closed := sampler.JSONPrefix(res.Text); !ok || closed != (res.StopReason == engine.StopEOS) || !strings.Contains(strings.ReplaceAll(out, " ", ""), `"mode":"ar"`) {
+		t.Errorf("--json-object: %q (%s) in %s", res.Text, res.StopReason, out)
+	}
+	res, _ = run("--logprobs", "2", "What is Unix?")
+	if len(res.Logprobs) != len(res.Tokens) || len(res.Tokens) == 0 || len(res.Logprobs[0].Top) != 2 {
+		t.Errorf("--logprobs 2: %d logprobs for %d tokens: %+v", len(res.Logprobs), len(res.Tokens), res.Logprobs)
+	}
+	greedy, _ := run("--mode", "ar", "What is Unix?")
+	if top1, _ := run("--temperature", "3", "--top-k", "1", "What is Unix?"); !slices.Equal(top1.Tokens, greedy.Tokens) {
+		t.Errorf("--top-k 1 at T 3: %v, want the greedy %v", top1.Tokens, greedy.Tokens)
+	}
+	if _, out := run("--presence-penalty", "0.5", "What is Unix?"); !strings.Contains(strings.ReplaceAll(out, " ", ""), `"mode":"ar"`) {
+		t.Errorf("--presence-penalty did not ask for the printer: %s", out)
+	}
+	for _, bad := range [][]string{{"--logprobs", "2"}, {"--top-p", "2"}, {"--top-k", "-1"}, {"--presence-penalty", "-1"},
+		{"--json-object", "--mode", "diffusion"}} {
+		args := append([]string{"generate", "--model", dir, "--max-new-tokens", "8"}, bad...)
+		if code, _, errOut := runCLI(append(args, "What is Unix?")...); code == 0 || errOut == "" {
+			t.Errorf("%v: exit %d, %q; want a refusal", bad, code, errOut)
+		}
 	}
 }
