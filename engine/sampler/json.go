@@ -189,46 +189,51 @@ func fill(b []bool, v bool) {
 // Picked moves the constraint past id's text. An id it would not have allowed
 // (an end, or a pick made without it) leaves it where it was.
 func (j *JSONObject) Picked(id int) {
-	if id < 0 || id >= len(j.v.texts) || j.v.never[id] {
-		return
+	if id >= 0 && id < len(j.v.texts) && !j.v.never[id] {
+		j.advance(j.v.texts[id])
 	}
-	text := j.v.texts[id]
-	if !j.accepts(text) {
-		return
-	}
-	view := stackView{base: j.stack, depth: len(j.stack)}
-	for _, c := range text {
-		j.st.step(&view, c)
-	}
-	j.stack = append(j.stack[:view.depth], view.local[:view.n]...)
 }
 
-// accepts reports whether text may come next, leaving the state as it is.
-func (j *JSONObject) accepts(text []byte) bool {
+// run feeds text to a copy of the state: the state and the stack it leaves,
+// and whether every byte of text may come.
+func (j *JSONObject) run(text []byte) (jsonState, stackView, bool) {
 	st := j.st
 	view := stackView{base: j.stack, depth: len(j.stack)}
 	for _, c := range text {
 		if !st.step(&view, c) {
-			return false
+			return st, view, false
 		}
 	}
-	return true
+	return st, view, true
+}
+
+// accepts reports whether text may come next, leaving the state as it is.
+func (j *JSONObject) accepts(text []byte) bool {
+	_, _, ok := j.run(text)
+	return ok
+}
+
+// advance moves the state past text where all of it may come, and reports
+// whether it could.
+func (j *JSONObject) advance(text []byte) bool {
+	st, view, ok := j.run(text)
+	if ok {
+		j.st, j.stack = st, append(j.stack[:view.depth], view.local[:view.n]...)
+	}
+	return ok
 }
 
 // JSONPrefix reports whether text is the beginning of a JSON object as the
 // constraint reads it (whitespace runs included), and whether the object is
 // closed in it: the constraint's automaton on its own, for tests.
 func JSONPrefix(text string) (ok, closed bool) {
-	st := jsonState{mode: jTop}
-	var stack []byte
-	for i := 0; i < len(text); i++ {
-		view := stackView{base: stack, depth: len(stack)}
-		if !st.step(&view, text[i]) {
+	j := &JSONObject{st: jsonState{mode: jTop}}
+	for i := 0; i < len(text); i++ { // a byte at a time: nesting deeper than one run's stackView holds
+		if !j.advance([]byte{text[i]}) {
 			return false, false
 		}
-		stack = append(stack[:view.depth], view.local[:view.n]...)
 	}
-	return true, st.mode == jDone
+	return true, j.Done()
 }
 
 type jsonMode uint8
