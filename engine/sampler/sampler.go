@@ -305,7 +305,7 @@ func New(p Params, vocab int, seed uint64) (*Sampler, error) {
 	}
 	s := &Sampler{p: p, vocab: vocab, rng: NewRNG(seed), stopper: NewStopper(p), last: -1}
 	if len(p.LogitBias) > 0 {
-		s.counts, s.bias = make([]int32, vocab), make([]float32, vocab)
+		s.bias = make([]float32, vocab)
 		for id, b := range p.LogitBias {
 			if id < 0 || id >= vocab {
 				return nil, fmt.Errorf("sampler: logit bias for id %d, outside the vocabulary of %d", id, vocab)
@@ -526,11 +526,12 @@ type Constraint interface {
 func (s *Sampler) Constrain(c Constraint) { s.constraint = c }
 
 // Picked moves the constraint (Constrain) past the ids the model picked, and
-// adds them to the counts the frequency and presence penalties read — not the prompt's nor a held opening's: OpenAI's penalty counts the
-// text the model has written (held, an entry's first sentence counted against
-// its own words: on 50 seen titles ROUGE-L with the entry 0.419 against 0.423
-// without). See them too (the repetition penalty's set holds the prompt's as
-// well). With the penalty off nothing is kept.
+// adds them to the counts the frequency and presence penalties read — not the
+// prompt's nor a held opening's: OpenAI's penalties count the text the model
+// has written (held, an entry's first sentence counted against its own words:
+// on 50 seen titles ROUGE-L with the entry 0.419 against 0.423 without). See
+// them too (the repetition penalty's set holds the prompt's as well). With the
+// penalties off nothing is kept.
 func (s *Sampler) Picked(ids ...int) {
 	if s.constraint != nil {
 		for _, id := range ids {
@@ -541,7 +542,10 @@ func (s *Sampler) Picked(ids ...int) {
 		return
 	}
 	if s.counts == nil {
-		s.counts, s.bias = make([]int32, s.vocab), make([]float32, s.vocab)
+		s.counts = make([]int32, s.vocab)
+	}
+	if s.bias == nil { // (a logit bias made it already)
+		s.bias = make([]float32, s.vocab)
 	}
 	α, β := float32(s.p.FrequencyPenalty), float32(s.p.PresencePenalty)
 	for _, id := range ids {
