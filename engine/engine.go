@@ -213,7 +213,7 @@ func (e *Engine) plan(req *Request) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
-	if err := checkLogprobs(req); err != nil {
+	if err := checkPrinterOnly(req); err != nil {
 		return plan{}, err
 	}
 	for id, b := range s.LogitBias {
@@ -223,12 +223,6 @@ func (e *Engine) plan(req *Request) (plan, error) {
 		case math.IsNaN(b) || math.IsInf(b, 0):
 			return plan{}, fmt.Errorf("logit bias for token %d must be a finite number, got %g", id, b)
 		}
-	}
-	if req.JSON && req.Mode != AR {
-		return plan{}, errors.New("a JSON answer is written in AR mode, where each pick can be held to JSON; a diffusion canvas is not written in order")
-	}
-	if req.JSON && (req.Opening != "" || req.Lead != "" || req.Reply != "") {
-		return plan{}, errors.New("a JSON answer begins with its object: send no opening, lead or reply with it")
 	}
 	prompt, err := e.prompt(req)
 	if err != nil {
@@ -297,9 +291,10 @@ func (e *Engine) plan(req *Request) (plan, error) {
 	return plan{s: s, prompt: prompt, opening: opening, lead: lead, reply: reply, eos: eos, dropped: dropped}, nil
 }
 
-// checkLogprobs checks Request.Logprobs and TopLogprobs: AR mode, no held
-// text, at most MaxTopLogprobs alternatives.
-func checkLogprobs(req *Request) error {
+// checkPrinterOnly checks what only the printer writes, a pick at a time,
+// with no text held before the model's own: Request.Logprobs (TopLogprobs 0 to
+// MaxTopLogprobs, PromptLogprobs with it) and Request.JSON.
+func checkPrinterOnly(req *Request) error {
 	switch {
 	case req.TopLogprobs < 0 || req.TopLogprobs > MaxTopLogprobs:
 		return fmt.Errorf("top logprobs must be 0 to %d, got %d", MaxTopLogprobs, req.TopLogprobs)
@@ -307,13 +302,18 @@ func checkLogprobs(req *Request) error {
 		return errors.New("top logprobs come with logprobs: ask for both")
 	case req.PromptLogprobs && !req.Logprobs:
 		return errors.New("the prompt's logprobs come with logprobs: ask for both")
-	case !req.Logprobs:
-		return nil
-	case req.Mode != AR:
+	}
+	held := req.Opening != "" || req.Lead != "" || req.Reply != ""
+	switch {
+	case req.Logprobs && req.Mode != AR:
 		return errors.New("log probabilities come with AR mode, where the model picks one token after another; " +
 			"a diffusion canvas's tokens are not picked in order")
-	case req.Opening != "" || req.Lead != "" || req.Reply != "":
+	case req.Logprobs && held:
 		return errors.New("log probabilities are of the model's own picks: send no opening, lead or reply with them")
+	case req.JSON && req.Mode != AR:
+		return errors.New("a JSON answer is written in AR mode, where each pick can be held to JSON; a diffusion canvas is not written in order")
+	case req.JSON && held:
+		return errors.New("a JSON answer begins with its object: send no opening, lead or reply with it")
 	}
 	return nil
 }
