@@ -51,7 +51,7 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	if cr.Echo {
 		echo = req.Prompt
 		for _, id := range req.PromptIDs { // a prompt of ids: their text
-			echo += (head{m: &m}).tokenText(id)
+			echo += m.tokenText(id)
 		}
 	}
 	s.answer(w, r, &m, apiRun{req: req, stops: stops, opts: &cr.Options, steps: cr.Darkroom != nil && cr.Darkroom.Steps,
@@ -139,11 +139,6 @@ func promptOf(raw json.RawMessage) (string, []int, error) {
 	return "", nil, fmt.Errorf("prompt holds %d prompts; this server reads one prompt per request: send one prompt in each", len(list))
 }
 
-func hasKey(m map[string]float32, k string) bool {
-	_, ok := m[k]
-	return ok
-}
-
 // textShape is POST /v1/completions' shape: text, and chunks that add to it.
 type textShape struct{}
 
@@ -171,7 +166,7 @@ func (t textShape) withPrompt(h head, lp *api.TextLogprobs, res *engine.Result) 
 	out := &api.TextLogprobs{}
 	pos := 0
 	for i, id := range res.Prompt {
-		tok := h.tokenText(id)
+		tok := h.m.tokenText(id)
 		out.Tokens = append(out.Tokens, tok)
 		if i == 0 && !strings.HasPrefix(h.echo, tok) {
 			out.TextOffset = append(out.TextOffset, 0)
@@ -209,7 +204,7 @@ func (t textShape) logprobs(h head, marks []tokenMark) *api.TextLogprobs {
 	lp := &api.TextLogprobs{Tokens: make([]string, len(marks)), TokenLogprobs: make([]*float32, len(marks)),
 		TopLogprobs: make([]map[string]float32, len(marks)), TextOffset: make([]int, len(marks))}
 	for i, mk := range marks {
-		lp.Tokens[i], lp.TokenLogprobs[i], lp.TextOffset[i] = h.tokenText(mk.ID), &mk.Logprob, len(h.echo)+mk.start
+		lp.Tokens[i], lp.TokenLogprobs[i], lp.TextOffset[i] = h.m.tokenText(mk.ID), &mk.Logprob, len(h.echo)+mk.start
 		lp.TopLogprobs[i] = t.top(h, mk.Top)
 	}
 	return lp
@@ -220,7 +215,8 @@ func (t textShape) logprobs(h head, marks []tokenMark) *api.TextLogprobs {
 func (textShape) top(h head, alts []engine.TopLogprob) map[string]float32 {
 	top := make(map[string]float32, len(alts))
 	for _, alt := range alts {
-		if tok := h.tokenText(alt.ID); !hasKey(top, tok) {
+		tok := h.m.tokenText(alt.ID)
+		if _, seen := top[tok]; !seen {
 			top[tok] = alt.Logprob
 		}
 	}

@@ -592,11 +592,12 @@ type head struct {
 	index       int    // the choice a chunk is of (n > 1)
 }
 
-// tokenText is a token's text as the logprobs name it: the model's vocabulary's
-// (a byte-fallback token's one byte), else vLLM's "token_id:N".
-func (h head) tokenText(id int) string {
-	if h.m.Vocab != nil {
-		return h.m.Vocab.TokenText(id)
+// tokenText is a token's text as the logprobs and an echo of token ids show
+// it: the model's vocabulary's (a byte-fallback token's one byte), else vLLM's
+// "token_id:N".
+func (m *Model) tokenText(id int) string {
+	if m.Vocab != nil {
+		return m.Vocab.TokenText(id)
 	}
 	return "token_id:" + strconv.Itoa(id)
 }
@@ -800,10 +801,10 @@ func (chatShape) logprobs(h head, marks []tokenMark) *api.ChatLogprobs {
 	}
 	lp := &api.ChatLogprobs{Content: make([]api.TokenLogprob, len(marks))}
 	for i, mk := range marks {
-		t := api.TokenLogprob{Token: h.tokenText(mk.ID), Logprob: mk.Logprob, TopLogprobs: make([]api.TopLogprob, len(mk.Top))}
+		t := api.TokenLogprob{Token: h.m.tokenText(mk.ID), Logprob: mk.Logprob, TopLogprobs: make([]api.TopLogprob, len(mk.Top))}
 		t.Bytes = textBytes(t.Token)
 		for k, alt := range mk.Top {
-			tok := h.tokenText(alt.ID)
+			tok := h.m.tokenText(alt.ID)
 			t.TopLogprobs[k] = api.TopLogprob{Token: tok, Logprob: alt.Logprob, Bytes: textBytes(tok)}
 		}
 		lp.Content[i] = t
