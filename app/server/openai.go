@@ -868,8 +868,9 @@ type completion struct {
 	usage  api.Usage
 	res    *engine.Result // the engine's result (nil with err)
 	// marks are the answer's tokens with their log probabilities and where
-	// each ends in text (Request.Logprobs): those that begin before its end,
-	// so that a stop string's cut drops the tokens after it.
+	// each ends in text (Request.Logprobs) that onDelta was not passed — a
+	// whole answer's all: those that begin before its end, so that a stop
+	// string's cut drops the tokens after it.
 	marks []tokenMark
 	err   error
 }
@@ -1055,16 +1056,7 @@ loop:
 	if err := push(c.text, true); err != nil {
 		return completion{err: fmt.Errorf("send: %w", err)}
 	}
-	if req.Logprobs {
-		marksMu.Lock()
-		for _, mk := range marks {
-			if stopped && mk.start >= len(c.text) {
-				break
-			}
-			c.marks = append(c.marks, mk)
-		}
-		marksMu.Unlock()
-	}
+	c.marks = marksTo(len(c.text), true) // a whole answer's (a stream sent its own with the text)
 	return c
 }
 
