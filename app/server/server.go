@@ -558,15 +558,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /tokenizer_info", s.handleTokenizerInfo)
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
 	mux.HandleFunc("POST /detokenize", s.handleDetokenize)
-	for _, p := range []string{"/tokenizer_info", "/tokenize", "/detokenize"} {
-		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { // another method
-			allow := map[bool]string{true: http.MethodGet, false: http.MethodPost}[p == "/tokenizer_info"]
-			w.Header().Set("Allow", allow)
-			apiError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
-				fmt.Sprintf("%s %s is not supported; use %s", r.Method, p, allow))
-		})
-	}
-	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+	// The API's paths asked with another method, and unknown paths under /v1.
+	unhandled := func(w http.ResponseWriter, r *http.Request) {
 		if allow := apiMethod(r.URL.Path); allow != "" {
 			w.Header().Set("Allow", allow)
 			apiError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
@@ -575,7 +568,10 @@ func (s *Server) routes() http.Handler {
 		}
 		apiError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
 			fmt.Sprintf("unknown API endpoint %s %s: this server offers GET /v1/models, POST /v1/chat/completions and POST /v1/completions", r.Method, r.URL.Path))
-	})
+	}
+	for _, p := range []string{"/v1/", "/tokenizer_info", "/tokenize", "/detokenize"} {
+		mux.HandleFunc(p, unhandled)
+	}
 	// An OpenAI client given the base URL without /v1 asks for these: say where
 	// the API is, in the JSON it reads, not "404 page not found".
 	for _, p := range []string{"/chat/completions", "/completions", "/models", "/models/", "/responses", "/embeddings"} {
@@ -590,9 +586,10 @@ func (s *Server) routes() http.Handler {
 // apiMethod is the method an API path answers to ("" for an unknown path).
 func apiMethod(path string) string {
 	switch {
-	case path == "/v1/chat/completions", path == "/v1/completions":
+	case path == "/v1/chat/completions", path == "/v1/completions", path == "/tokenize", path == "/detokenize":
 		return http.MethodPost
-	case path == "/v1/models", strings.HasPrefix(path, "/v1/models/") && !strings.Contains(path[len("/v1/models/"):], "/"):
+	case path == "/v1/models", strings.HasPrefix(path, "/v1/models/") && !strings.Contains(path[len("/v1/models/"):], "/"),
+		path == "/tokenizer_info":
 		return http.MethodGet
 	}
 	return ""
