@@ -27,13 +27,10 @@ import (
 // (a remote server's) answers 501.
 
 // apiPath reports whether path is the API's (the API key in a header, errors
-// as JSON, web pages the user allowed): /v1/… and the tokenizer's endpoints.
+// as JSON, web pages the user allowed): /v1/… and the tokenizer's endpoints
+// (apiMethod's).
 func apiPath(path string) bool {
-	switch path {
-	case "/tokenize", "/detokenize", "/tokenizer_info":
-		return true
-	}
-	return strings.HasPrefix(path, "/v1/")
+	return strings.HasPrefix(path, "/v1/") || apiMethod(path) != ""
 }
 
 // tokenized is implemented by *engine.Engine.
