@@ -1,22 +1,31 @@
 // Package chat owns the Gemma 4 chat format that DiffusionGemma uses: turning a
 // conversation into the prompt text (or token ids) the model expects, and
-// splitting a generated answer into its thought and its final text.
+// splitting a generated answer into its thought, its final text and its tool
+// calls.
 //
-// The format (Gemma 4's chat_template.jinja, which the -it checkpoint ships):
+// The format (Gemma 4's chat_template.jinja, which the -it checkpoint ships; the
+// updated official template of April 2026, as llama.cpp keeps it in
+// models/templates/google-gemma-4-31B-it.jinja):
 //
-//	<bos><|turn>system\n[<|think|>\n]SYSTEM<turn|>\n
+//	<bos><|turn>system\n[<|think|>\n]SYSTEM[<|tool>DECLARATION<tool|>…]<turn|>\n
 //	<|turn>user\nUSER<turn|>\n
 //	<|turn>model\nANSWER<turn|>\n        (earlier model turns, thoughts stripped)
+//	<|turn>model\n<|tool_call>CALL<tool_call|><|tool_response>RESULT<tool_response|>[ANSWER<turn|>\n]
 //	<|turn>model\n[<|channel>thought\n<channel|>]   (generation prompt)
 //
 // Thinking on puts `<|think|>\n` at the top of the system turn (a system turn
-// is created if there is none). Thinking off prefills an empty thought channel
-// after the generation prompt, so the model answers directly. Contents are
-// trimmed of surrounding whitespace, as the template's `| trim` does.
+// is created if there is none; so do tools). Thinking off prefills an empty
+// thought channel after the generation prompt, so the model answers directly.
+// Contents are trimmed of surrounding whitespace, as the template's `| trim`
+// does. Tools (tools.go) are declared in the system turn; a model message's
+// tool calls and the tool messages after it (their results) share the
+// model's turn, which stays open while the model has results to read: the
+// generation goes on in it, with no new turn and no prefilled thought.
 //
 // Only the template writes control tokens: Encode tokenizes every message as
 // plain text, so "<turn|>" or "<eos>" typed by a user stays text and cannot
-// forge a turn boundary.
+// forge a turn boundary; the same holds for tool declarations, arguments and
+// results, whose strings sit between template-written `<|"|>` delimiters.
 package chat
 
 import (
@@ -36,11 +45,17 @@ const (
 	EmptyThought = ChannelStart + "thought\n" + ChannelEnd
 )
 
-// Message is one turn of a conversation. Role is "system", "user" or "model"
-// ("assistant" is accepted as "model", "developer" as "system").
+// Message is one message of a conversation. Role is "system", "user", "model"
+// or "tool" ("assistant" is accepted as "model", "developer" as "system").
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// ToolCalls are a model message's calls, written before its Content.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID (a tool message's) names the call it answers; Name is the
+	// function's, read where no call has that ID.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
 }
 
 // Options controls Format.
@@ -53,6 +68,8 @@ type Options struct {
 	// NoBOS leaves out the leading "<bos>" text (for callers that prepend the
 	// BOS id themselves).
 	NoBOS bool
+	// Tools are the functions the model may call, declared in the system turn.
+	Tools []Tool
 }
 
 // Tokenizer is what Encode needs from engine/tokenizer.
@@ -65,7 +82,9 @@ type Tokenizer interface {
 }
 
 // Format renders msgs as Gemma 4 prompt text. A system message may only come
-// first; roles other than system/user/model are an error.
+// first, a tool message only after a model message with tool calls (or another
+// tool message); other roles, and tool or function names the format cannot
+// carry, are an error.
 func Format(msgs []Message, opts Options) (string, error) {
 	var b strings.Builder
 	err := render(msgs, opts, func(s string, _ bool) { b.WriteString(s) })
@@ -77,47 +96,100 @@ func Format(msgs []Message, opts Options) (string, error) {
 
 // render writes msgs in the format piece by piece: control pieces (one
 // control token each, written by the template) and text pieces (the role
-// names, newlines and the messages' contents).
+// names, newlines, the messages' contents, tool declarations, calls and
+// results). It follows the template's loop: a model message's tool calls,
+// then the tool messages after it as their results, in the same turn; a
+// model message whose calls have results and no text of its own leaves its
+// turn open, and the next model message (or the generation) goes on in it.
 func render(msgs []Message, opts Options, emit func(s string, control bool)) error {
-	ctl := func(s string) { emit(s, true) }
-	text := func(s string) { emit(s, false) }
+	w := writer{emit}
 	if !opts.NoBOS {
-		ctl(BOS)
+		w.ctl(BOS)
 	}
 	rest := msgs
 	hasSystem := len(msgs) > 0 && normRole(msgs[0].Role) == "system"
-	if hasSystem || opts.Thinking {
-		ctl(TurnStart)
-		text("system\n")
+	if hasSystem || opts.Thinking || len(opts.Tools) > 0 {
+		w.ctl(TurnStart)
+		w.text("system\n")
 		if opts.Thinking {
-			ctl(Think)
-			text("\n")
+			w.ctl(Think)
+			w.text("\n")
 		}
 		if hasSystem {
-			text(strings.TrimSpace(msgs[0].Content))
+			w.text(strings.TrimSpace(msgs[0].Content))
 			rest = msgs[1:]
 		}
-		ctl(TurnEnd)
-		text("\n")
+		for i, t := range opts.Tools {
+			if err := checkName(t.Name); err != nil {
+				return fmt.Errorf("chat: tool %d: %w", i, err)
+			}
+			w.ctl(ToolStart)
+			w.declaration(t)
+			w.ctl(ToolEnd)
+		}
+		w.ctl(TurnEnd)
+		w.text("\n")
 	}
+	at := len(msgs) - len(rest) // index in msgs of rest[0], for errors
+	var (
+		prevRole string     // the role of the last message that is not a tool's
+		calls    []ToolCall // that message's tool calls
+		last     string     // how the last message ended: "", "tool_call" (calls, no results) or "tool_response"
+	)
 	for i, m := range rest {
 		role := normRole(m.Role)
-		content := strings.TrimSpace(m.Content)
 		switch role {
-		case "user":
-		case "model":
-			content = StripThinking(content)
+		case "tool":
+			if len(calls) == 0 {
+				return fmt.Errorf("chat: message %d: a tool message must follow the model message that called the tool", i+at)
+			}
+			continue // written with the calls, below
+		case "user", "model":
+			if len(m.ToolCalls) > 0 && role != "model" {
+				return fmt.Errorf("chat: message %d: only the model's messages call tools", i+at)
+			}
 		case "system":
-			return fmt.Errorf("chat: message %d: a system message may only come first", i+len(msgs)-len(rest))
+			return fmt.Errorf("chat: message %d: a system message may only come first", i+at)
 		default:
-			return fmt.Errorf("chat: message %d: unknown role %q (want system, user or model)", i+len(msgs)-len(rest), m.Role)
+			return fmt.Errorf("chat: message %d: unknown role %q (want system, user, model or tool)", i+at, m.Role)
 		}
-		ctl(TurnStart)
-		text(role + "\n" + content)
-		ctl(TurnEnd)
-		text("\n")
+		if !(role == "model" && prevRole == "model") { // a model message after the model's goes on in its turn
+			w.ctl(TurnStart)
+			w.text(role + "\n")
+		}
+		last = ""
+		for k, c := range m.ToolCalls {
+			if err := checkName(c.Name); err != nil {
+				return fmt.Errorf("chat: message %d: tool call %d: %w", i+at, k, err)
+			}
+			w.toolCall(c)
+			last = "tool_call"
+		}
+		responded := false
+		if len(m.ToolCalls) > 0 {
+			for _, r := range rest[i+1:] {
+				if normRole(r.Role) != "tool" {
+					break
+				}
+				w.toolResponse(responseName(m.ToolCalls, r), r.Content)
+				responded, last = true, "tool_response"
+			}
+		}
+		if role == "model" {
+			w.text(StripThinking(m.Content))
+		} else {
+			w.text(strings.TrimSpace(m.Content))
+		}
+		switch {
+		case last == "tool_call": // calls with no results: the template opens the results
+			w.ctl(ToolResponseStart)
+		case !(responded && m.Content == ""):
+			w.ctl(TurnEnd)
+			w.text("\n")
+		}
+		prevRole, calls = role, m.ToolCalls
 	}
-	if !opts.NoGenerationPrompt {
+	if !opts.NoGenerationPrompt && last == "" {
 		generationPrompt(opts.Thinking, emit)
 	}
 	return nil
