@@ -79,9 +79,15 @@ type Sampling struct {
 	TopP float64
 }
 
-// Message is one chat turn: role "system", "user" or "model", and its text
-// (the chat template's own type, so that a conversation reaches it as given).
+// Message is one chat message: role "system", "user", "model" or "tool", its
+// text and a model message's tool calls (the chat template's own type, so that
+// a conversation reaches it as given).
 type Message = chat.Message
+
+// Tool is a function the model may call (the chat template's own type): a
+// request's Tools are declared in the prompt's system turn, and the calls the
+// model writes are read from the answer's text with chat.ParseToolCalls.
+type Tool = chat.Tool
 
 // Request is one generation.
 type Request struct {
@@ -91,6 +97,7 @@ type Request struct {
 	Raw       bool      // Prompt is tokenized as is (a BOS is prepended), no chat template
 	PromptIDs []int     // fed exactly as given, nothing added
 	Thinking  bool      // enable the model's thinking channel where it has one
+	Tools     []Tool    // functions the model may call, declared with Messages or Prompt
 
 	Mode      Mode
 	Sampling  Sampling
@@ -104,7 +111,8 @@ type Request struct {
 	// longer than a canvas fills the canvases it covers (committed as they are,
 	// nothing to develop) and is held at the head of the next. AR feeds them as
 	// the first answer tokens. Result.Tokens and Text begin with them. It is
-	// tokenized as plain text (no BOS) and must fit in max new tokens.
+	// tokenized with no BOS, control tokens spelled in it read as such (a tool
+	// call's opening begins with <|tool_call>), and must fit in max new tokens.
 	Opening string
 	// OpeningExtra puts the Opening's tokens on top of max new tokens instead
 	// of within them: the Opening is an answer written so far, to go on from

@@ -218,10 +218,10 @@ func (e *Engine) BackendFallback() string { return e.fallback }
 func (e *Engine) promptIDs(req *Request) ([]int, error) {
 	switch {
 	case len(req.Messages) > 0:
-		return chat.Encode(e.tokenizer, req.Messages, chat.Options{Thinking: req.Thinking})
+		return chat.Encode(e.tokenizer, req.Messages, chat.Options{Thinking: req.Thinking, Tools: req.Tools})
 	case req.Prompt != "" && !req.Raw:
 		return chat.Encode(e.tokenizer, []chat.Message{{Role: "user", Content: req.Prompt}},
-			chat.Options{Thinking: req.Thinking})
+			chat.Options{Thinking: req.Thinking, Tools: req.Tools})
 	case req.Prompt != "":
 		ids := e.tokenizer.Encode(req.Prompt)
 		if bos := e.tokenizer.BOS(); bos >= 0 {

@@ -33,10 +33,12 @@ const (
 	ObjectText       = "text_completion" // a text completion, and each chunk of its stream
 )
 
-// Finish reasons Darkroom writes: the answer ended, or max_tokens cut it.
+// Finish reasons Darkroom writes: the answer ended, max_tokens cut it, or
+// the model called tools and waits for their results.
 const (
-	FinishStop   = "stop"
-	FinishLength = "length"
+	FinishStop      = "stop"
+	FinishLength    = "length"
+	FinishToolCalls = "tool_calls"
 )
 
 // Done is the data of a stream's last event ("data: [DONE]").
@@ -105,11 +107,15 @@ type ChatRequest struct {
 	// each position.
 	Logprobs    *bool `json:"logprobs,omitempty"`
 	TopLogprobs *int  `json:"top_logprobs,omitempty"`
-	// Tools, ToolChoice and the legacy Functions and FunctionCall are read to
-	// refuse tool calls, which Darkroom's models cannot make: absent, null, an
-	// empty list and "none" ask for none.
-	Tools        json.RawMessage `json:"tools,omitempty"`
-	ToolChoice   json.RawMessage `json:"tool_choice,omitempty"`
+	// Tools are the functions the model may call. ToolChoice is "auto" (the
+	// default), "none" (no tool is declared to the model), "required" (the
+	// answer is a call) or {"type": "function", "function": {"name": …}} (a call
+	// of that function). ParallelToolCalls false asks for at most one call.
+	Tools             []Tool          `json:"tools,omitempty"`
+	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	// Functions and FunctionCall, OpenAI's deprecated form of tools, are read
+	// to refuse them, naming tools.
 	Functions    json.RawMessage `json:"functions,omitempty"`
 	FunctionCall json.RawMessage `json:"function_call,omitempty"`
 	// Darkroom is Darkroom's opt-in extension; other servers ignore it.
@@ -161,8 +167,45 @@ type Extension struct {
 // Message is one message of a request. Content is a string, null, or an array
 // of text parts ({"type": "text", "text": …}), as OpenAI allows; Text reads it.
 type Message struct {
-	Role    string          `json:"role"` // system, developer, user or assistant
+	Role    string          `json:"role"` // system, developer, user, assistant or tool
 	Content json.RawMessage `json:"content"`
+	// ToolCalls are an assistant message's calls (as a response gave them).
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is a tool message's: the id of the call whose result it is.
+	// Name (a tool message's) names the function where the id is not sent.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
+}
+
+// Tool is one of a request's tools: {"type": "function", "function": {…}}.
+type Tool struct {
+	Type     string      `json:"type"`
+	Function FunctionDef `json:"function"`
+}
+
+// FunctionDef declares a function: its name, what it does, and its
+// parameters' JSON Schema (an object).
+type FunctionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"` // read, not enforced: the model writes the arguments
+}
+
+// ToolCall is one call of a function: in an answer's message (Reply), in a
+// stream's delta (with Index), or in an assistant message sent back.
+type ToolCall struct {
+	Index    *int         `json:"index,omitempty"` // a stream's: which call of the answer
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"` // "function"
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is a called function's name and its arguments, a JSON object
+// as text.
+type FunctionCall struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
 }
 
 // TextMessage is a message whose content is the string text.
@@ -229,6 +272,9 @@ type Choice struct {
 type Reply struct {
 	Role    string  `json:"role,omitempty"` // "assistant", in the whole answer and the first chunk
 	Content *string `json:"content,omitempty"`
+	// ToolCalls are the calls the model wrote (finish reason "tool_calls"); a
+	// stream sends each whole, in the chunk that ends its choice.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // TextCompletion is a response of POST /v1/completions: the whole answer, or

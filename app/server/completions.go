@@ -223,10 +223,10 @@ func (textShape) top(h head, alts []engine.TopLogprob) map[string]float32 {
 	return top
 }
 
-func (t textShape) finish(h head, reason string, totals *api.Step) any {
-	c := t.body(h, []api.TextChoice{{Index: h.index, FinishReason: &reason}})
-	c.Darkroom = totals
-	return c
+func (t textShape) finish(h head, c *completion, totals *api.Step) any {
+	b := t.body(h, []api.TextChoice{{Index: h.index, FinishReason: &c.finish}})
+	b.Darkroom = totals
+	return b
 }
 
 func (t textShape) bare(h head, u *api.Usage, st *api.Step) any {

@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/api"
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/chat"
 )
 
 // The OpenAI-compatible API: GET /v1/models, GET /v1/models/{id}, POST
@@ -32,7 +34,8 @@ import (
 // follows is chat's; a text completion shares its generation fields.
 //
 // Mapping: roles system/developer, user and assistant become the chat
-// template's system, user and model turns (system turns only at the start);
+// template's system, user and model turns (system turns only at the start),
+// tool messages the results of the calls before them;
 // their text is encoded as plain text, so it cannot write the template's
 // control tokens. model must be the id /v1/models lists (or left out).
 // max_tokens (or max_completion_tokens) caps the new tokens; with the prompt it
@@ -87,9 +90,22 @@ import (
 // comes with the printer, as logprobs do, with no lead or opening. A
 // json_schema is a 400 (the object is held to JSON, not to a schema).
 //
-// Tool calls are refused: no model here can make one, so a request with
-// tools or functions (other than an empty list), or with a tool_choice or
-// function_call other than "none", is a 400 naming the field.
+// tools (tools.go) declares functions in the prompt's system turn, as the Gemma
+// 4 template does (engine/chat); the calls the model writes
+// (<|tool_call>call:name{…}<tool_call|>) come back as the message's tool_calls,
+// each with a fresh id and its arguments as a JSON object, the text before
+// them as its content (null where there is none), and finish_reason
+// "tool_calls"; a stream sends the text before the first call as it is written
+// and each call whole in the chunk that ends the choice. tool_choice "auto"
+// (the default) lets the model choose, "none" declares no tool, "required" and
+// {"type": "function", "function": {"name": …}} open the answer with a call
+// (of that function) that the model completes (engine.Request.Opening, on top
+// of max_tokens). parallel_tool_calls false keeps the first call. An assistant
+// message's tool_calls and the tool messages after it (one per call, named by
+// tool_call_id) are written back as the template writes them: the calls and
+// their results in the model's turn, which the answer goes on. No lead opens
+// an answer that may call a tool. The deprecated functions and function_call
+// are a 400 naming tools.
 //
 // Errors are OpenAI's shape, {"error": {message, type, param, code}}, with a
 // 4xx for everything the client can fix: 400 (context_length_exceeded names
@@ -170,37 +186,35 @@ type defaultsProvider interface {
 	GenerationDefaults() engine.Sampling
 }
 
-// engineRequest checks a chat request and turns it into an engine request for m.
-func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, error) {
-	var req engine.Request
+// engineRequest checks a chat request and turns it into an engine request for
+// m, with its stop strings and whether its answer may hold more than one tool
+// call.
+func engineRequest(cr *api.ChatRequest, m Model) (req engine.Request, stops []string, parallel bool, err error) {
 	if f := cr.ResponseFormat; f != nil {
 		switch f.Type {
 		case "", "text":
 		case "json_object":
 			req.JSON = true
 		case "json_schema":
-			return req, nil, &badRequest{"response_format", `response_format "json_schema" is not supported: this server holds an answer ` +
+			return req, nil, false, &badRequest{"response_format", `response_format "json_schema" is not supported: this server holds an answer ` +
 				`to JSON but not to a schema; ask for {"type": "json_object"} and name the fields you want in the messages`}
 		default:
-			return req, nil, &badRequest{"response_format", fmt.Sprintf(`response_format %q: want "text" or "json_object"`, f.Type)}
+			return req, nil, false, &badRequest{"response_format", fmt.Sprintf(`response_format %q: want "text" or "json_object"`, f.Type)}
 		}
-	}
-	if err := toolsRefused(cr); err != nil {
-		return req, nil, err
 	}
 	req.Logprobs = cr.Logprobs != nil && *cr.Logprobs
 	if top := cr.TopLogprobs; top != nil {
 		switch {
 		case *top < 0 || *top > engine.MaxTopLogprobs:
-			return req, nil, &badRequest{"top_logprobs", fmt.Sprintf("top_logprobs must be 0 to %d, got %d", engine.MaxTopLogprobs, *top)}
+			return req, nil, false, &badRequest{"top_logprobs", fmt.Sprintf("top_logprobs must be 0 to %d, got %d", engine.MaxTopLogprobs, *top)}
 		case *top > 0 && !req.Logprobs:
-			return req, nil, &badRequest{"top_logprobs", `top_logprobs needs "logprobs": true`}
+			return req, nil, false, &badRequest{"top_logprobs", `top_logprobs needs "logprobs": true`}
 		}
 		req.TopLogprobs = *top
 	}
 	msgs, err := chatMessages(cr.Messages, m.System)
 	if err != nil {
-		return req, nil, err
+		return req, nil, false, err
 	}
 	req.Messages = msgs
 
@@ -210,29 +224,34 @@ func engineRequest(cr *api.ChatRequest, m Model) (engine.Request, []string, erro
 	}
 	// OpenAI's clients leave max_tokens out for a whole answer: not one canvas
 	// (DiffusionGemma's generation config says 256).
-	stops, err := generation(&req, &cr.Options, maxTok, m.AnswerTokens, m)
-	if err != nil {
-		return req, nil, err
+	if stops, err = generation(&req, &cr.Options, maxTok, m.AnswerTokens, m); err != nil {
+		return req, nil, false, err
+	}
+	if parallel, err = toolUse(cr, &req); err != nil {
+		return req, nil, false, err
 	}
 	if err := opening(&req, cr.Darkroom); err != nil {
-		return req, nil, err
+		return req, nil, false, err
 	}
-	// An answer with logprobs is the model's alone, every token its pick, and
-	// a JSON answer begins with its object.
-	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) && !req.Logprobs && !req.JSON {
+	// An answer with logprobs is the model's alone, every token its pick, a
+	// JSON answer begins with its object, and one that may call a tool with the
+	// call.
+	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) && !req.Logprobs && !req.JSON && len(req.Tools) == 0 {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" {
 			start := m.Leads.ChatStart(last.Content) // as the app's Chat opens it
 			req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
 			req.LeadEnds = req.Lead != "" // the entry's answer, as trained: it ends there
 		}
 	}
-	return req, stops, nil
+	return req, stops, parallel, nil
 }
 
 // chatMessages turns a chat's messages into the chat template's turns: system
 // and developer messages (at the start only) joined into one system turn, the
 // model's own (system; "": none) where there is none; user; assistant as the
-// model's. It is a badRequest naming the message at fault.
+// model's, with its tool calls; tool messages, each the result of a call of
+// the assistant message before them. It is a badRequest naming the message at
+// fault.
 func chatMessages(in []api.Message, system string) ([]engine.Message, error) {
 	if len(in) == 0 {
 		return nil, &badRequest{"messages", `messages must hold at least one message, e.g. "messages": [{"role": "user", "content": "What is Unix?"}]`}
@@ -257,11 +276,23 @@ func chatMessages(in []api.Message, system string) ([]engine.Message, error) {
 			role = "user"
 		case "assistant":
 			role = "model"
+		case "tool":
+			role = "tool"
+			if err := toolResult(out, m, i); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, &badRequest{fmt.Sprintf("messages[%d].role", i),
-				fmt.Sprintf("messages[%d]: role %q is not supported (want system, developer, user or assistant)", i, m.Role)}
+				fmt.Sprintf("messages[%d]: role %q is not supported (want system, developer, user, assistant or tool)", i, m.Role)}
 		}
-		out = append(out, engine.Message{Role: role, Content: text})
+		if len(m.ToolCalls) > 0 && role != "model" {
+			return nil, &badRequest{fmt.Sprintf("messages[%d].tool_calls", i), fmt.Sprintf("messages[%d]: only assistant messages hold tool calls", i)}
+		}
+		calls, err := toolCalls(m.ToolCalls, fmt.Sprintf("messages[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, engine.Message{Role: role, Content: text, ToolCalls: calls, ToolCallID: m.ToolCallID, Name: m.Name})
 	}
 	if len(sys) == 0 && system != "" {
 		sys = []string{system}
@@ -271,6 +302,10 @@ func chatMessages(in []api.Message, system string) ([]engine.Message, error) {
 	}
 	if len(out) == 0 || out[len(out)-1].Role == "system" {
 		return nil, &badRequest{"messages", "messages must hold a user message after the system message"}
+	}
+	if last := out[len(out)-1]; len(last.ToolCalls) > 0 {
+		return nil, &badRequest{"messages", fmt.Sprintf("messages[%d]: the assistant's tool calls have no results: "+
+			`after it, send a {"role": "tool", "tool_call_id": …, "content": …} message with each call's result`, len(in)-1)}
 	}
 	return out, nil
 }
@@ -438,38 +473,6 @@ func generation(req *engine.Request, o *api.Options, maxTok *int, defaultMax int
 	return stops, nil
 }
 
-// toolsRefused is the badRequest for a request that offers tools (tools, or
-// the legacy functions) or asks for a tool call (tool_choice, function_call),
-// or nil: no model here can call a tool, and a client told nothing would wait
-// for a call that never comes. Absent, null, an empty list and "none" ask for
-// no tool call.
-func toolsRefused(cr *api.ChatRequest) error {
-	for _, f := range []struct {
-		name string
-		raw  json.RawMessage
-	}{{"tools", cr.Tools}, {"functions", cr.Functions}} {
-		var list []json.RawMessage
-		if raw := bytes.TrimSpace(f.raw); len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &list) == nil && len(list) == 0 {
-			continue
-		}
-		return &badRequest{f.name, fmt.Sprintf("%s are not supported: this server's models cannot call tools, so no call would ever come; "+
-			"leave %[1]s out and ask for what you need in the messages", f.name)}
-	}
-	for _, f := range []struct {
-		name string
-		raw  json.RawMessage
-	}{{"tool_choice", cr.ToolChoice}, {"function_call", cr.FunctionCall}} {
-		raw := bytes.TrimSpace(f.raw)
-		var choice string
-		if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &choice) == nil && choice == "none" {
-			continue
-		}
-		return &badRequest{f.name, fmt.Sprintf("%s %s is not supported: this server's models cannot call tools; leave %[1]s out, or set it to \"none\"",
-			f.name, clip(string(raw), 80))}
-	}
-	return nil
-}
-
 // stopStrings reads "stop": null, a string, or up to 4 strings.
 func stopStrings(raw json.RawMessage) ([]string, error) {
 	raw = bytes.TrimSpace(raw)
@@ -558,13 +561,13 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, stops, err := engineRequest(&cr, m)
+	req, stops, parallel, err := engineRequest(&cr, m)
 	if err != nil {
 		answerBadRequest(w, err)
 		return
 	}
 	s.answer(w, r, &m, apiRun{req: req, stops: stops, opts: &cr.Options, steps: cr.Darkroom != nil && cr.Darkroom.Steps,
-		input: "messages", shape: chatShape{}})
+		input: "messages", parallel: parallel, shape: chatShape{}})
 }
 
 // apiRun is one generation that answers an API request: the engine request
@@ -576,7 +579,22 @@ type apiRun struct {
 	steps bool   // stream the developing canvas ("darkroom": {"steps": true})
 	echo  string // text before the answer's own in the response (a text completion's echo)
 	input string // the request's field the prompt came from, for a context_length_exceeded's param
-	shape shape
+	// parallel lets an answer (req.Tools declared) hold more than one tool call.
+	parallel bool
+	shape    shape
+}
+
+// calls reads the tool calls out of c's text where the request declared
+// tools: the text before them is the answer's, and an answer with calls
+// finishes with FinishToolCalls.
+func (a *apiRun) calls(c *completion) {
+	if len(a.req.Tools) == 0 {
+		return
+	}
+	c.text, c.calls = answerCalls(c.text, a.parallel)
+	if len(c.calls) > 0 {
+		c.finish = api.FinishToolCalls
+	}
 }
 
 // head is what every body of one response repeats. m is read as each body is
@@ -616,9 +634,9 @@ type shape interface {
 	// delta is a chunk that adds text, and the logprobs of the tokens it
 	// completes.
 	delta(h head, text string, marks []tokenMark) any
-	// finish is the chunk that ends the answer: its finish reason, and the run's
-	// totals where the stream carries steps.
-	finish(h head, reason string, totals *api.Step) any
+	// finish is the chunk that ends the answer c: its finish reason (and tool
+	// calls), and the run's totals where the stream carries steps.
+	finish(h head, c *completion, totals *api.Step) any
 	// bare is a chunk with no choices: the usage, or a step.
 	bare(h head, u *api.Usage, st *api.Step) any
 }
@@ -694,6 +712,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 				return
 			}
 			c.text = a.echo + c.text
+			a.calls(&c)
 			answers = append(answers, &c)
 		}
 		release()
@@ -745,7 +764,8 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 			totals = &api.Step{Canvas: max(len(c.res.Canvases)-1, 0), Committed: c.usage.CompletionTokens,
 				ForwardPasses: c.res.ForwardPasses, ElapsedMS: float64(c.res.Elapsed.Microseconds()) / 1000, Canvases: c.res.Canvases}
 		}
-		if stream.event("", a.shape.finish(hi, c.finish, totals)) != nil {
+		a.calls(&c)
+		if stream.event("", a.shape.finish(hi, &c, totals)) != nil {
 			return
 		}
 		answers = append(answers, &c)
@@ -778,8 +798,11 @@ func (chatShape) idPrefix() string { return "chatcmpl-" }
 func (s chatShape) whole(h head, answers []*completion, u api.Usage) any {
 	choices := make([]api.Choice, len(answers))
 	for i, c := range answers {
-		choices[i] = api.Choice{Index: i, Message: &api.Reply{Role: "assistant", Content: &c.text}, Logprobs: s.logprobs(h, c.marks),
-			FinishReason: &c.finish}
+		reply := &api.Reply{Role: "assistant", Content: &c.text, ToolCalls: c.calls}
+		if len(c.calls) > 0 && c.text == "" {
+			reply.Content = nil // OpenAI's null: the answer is its calls
+		}
+		choices[i] = api.Choice{Index: i, Message: reply, Logprobs: s.logprobs(h, c.marks), FinishReason: &c.finish}
 	}
 	return api.ChatCompletion{ID: h.id, Object: api.ObjectCompletion, Created: h.created, Model: h.m.ID, SystemFingerprint: h.fingerprint,
 		Choices: choices, Usage: &u}
@@ -822,8 +845,13 @@ func textBytes(s string) []int {
 	return b
 }
 
-func (c chatShape) finish(h head, reason string, totals *api.Step) any {
-	ch := c.chunk(h, []api.Choice{{Index: h.index, Delta: &api.Reply{}, FinishReason: &reason}})
+func (s chatShape) finish(h head, c *completion, totals *api.Step) any {
+	delta := &api.Reply{}
+	for i, call := range c.calls { // each whole, as vLLM's last chunk carries what is left of its calls
+		call.Index = &i
+		delta.ToolCalls = append(delta.ToolCalls, call)
+	}
+	ch := s.chunk(h, []api.Choice{{Index: h.index, Delta: delta, FinishReason: &c.finish}})
 	ch.Darkroom = totals
 	return ch
 }
@@ -864,7 +892,8 @@ func requestError(w http.ResponseWriter, err error, input string) {
 // completion is the outcome of one chat generation.
 type completion struct {
 	text   string
-	finish string // api.FinishStop or api.FinishLength
+	finish string         // api.FinishStop, api.FinishLength or (apiRun.calls) api.FinishToolCalls
+	calls  []api.ToolCall // the tool calls read out of the text (apiRun.calls)
 	usage  api.Usage
 	res    *engine.Result // the engine's result (nil with err)
 	// marks are the answer's tokens with their log probabilities and where
@@ -950,6 +979,10 @@ func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, sto
 		finished <- outcome{res, err}
 	}()
 
+	holds := stops // what a stream holds back at its end: the start of a stop string or of a tool call
+	if len(req.Tools) > 0 {
+		holds = append(slices.Clip(stops), chat.ToolCallStart)
+	}
 	push := func(text string, final bool) error {
 		if !stopped {
 			if i := firstStop(text, stops); i >= 0 {
@@ -970,7 +1003,12 @@ func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, sto
 		}
 		end := len(text)
 		if !final {
-			end = holdBack(text, stops)
+			end = holdBack(text, holds)
+		}
+		if len(req.Tools) > 0 {
+			if i := chat.ToolCallAt(text); i >= 0 {
+				end = min(end, i) // the calls are sent whole, read from the final text (apiRun.calls)
+			}
 		}
 		if end < sent {
 			return nil

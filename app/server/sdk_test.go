@@ -102,7 +102,7 @@ const user = [{ role: "user", content: "What is Unix?" }];
     ["notFound", { model: "no-such-model", messages: user }],
     ["tooLong", { model, messages: user, max_tokens: 1000000000 }],
     ["tools", { model, messages: user, tools: [{ type: "function", function: { name: "get_weather",
-      parameters: { type: "object", properties: {} } } }] }],
+      parameters: { type: "object", properties: {} } } }], tool_choice: { type: "function", function: { name: "get_time" } } }],
   ]) {
     try {
       await client.chat.completions.create(req);
@@ -336,8 +336,8 @@ func TestOpenAISDK(t *testing.T) {
 	if n := got.TooLong; !n.BadRequest || n.Status != 400 || n.Code != "context_length_exceeded" {
 		t.Errorf("max_tokens 10^9: %+v", n)
 	}
-	if n := got.Tools; !n.BadRequest || n.Status != 400 || n.Param != "tools" || !strings.Contains(n.Message, "cannot call tools") {
-		t.Errorf("tools: %+v", n)
+	if n := got.Tools; !n.BadRequest || n.Status != 400 || n.Param != "tool_choice" || !strings.Contains(n.Message, "not among the tools") {
+		t.Errorf("tool_choice naming no tool: %+v", n)
 	}
 	if ok, closed := sampler.JSONPrefix(got.JSON.Content); !ok || closed != (got.JSON.Finish == "stop") || got.JSON.Content == "" {
 		t.Errorf("json_object: %+v (a JSON prefix %v, closed %v)", got.JSON, ok, closed)
@@ -397,4 +397,100 @@ func snakeToCamel(s string) string {
 		s = strings.ReplaceAll(s, `"`+k+`"`, `"`+strings.ReplaceAll(k, "_", "")+`"`)
 	}
 	return s
+}
+
+// sdkToolsScript runs the SDK's own agent loop (chat.completions.runTools),
+// whole and streamed: the model calls get_weather, the SDK runs it and sends
+// its result back, the model answers. argv as sdkScript's.
+const sdkToolsScript = `
+const mod = require("openai");
+const OpenAI = mod.OpenAI || mod.default || mod;
+const [baseURL, apiKey, model] = process.argv.slice(2);
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 60000 });
+(async () => {
+  const out = {};
+  for (const stream of [false, true]) {
+    const seen = [];
+    const tools = [{ type: "function", function: { name: "get_weather", description: "Weather in a city.",
+      parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+      parse: JSON.parse, function: async (args) => { seen.push(args); return "Sunny, 21 C"; } } }];
+    const runner = client.chat.completions.runTools({ model, stream, tools,
+      messages: [{ role: "user", content: "Weather in Paris?" }] });
+    const content = await runner.finalContent();
+    out[stream ? "streamed" : "whole"] = { content, seen, messages: runner.messages.length,
+      roles: runner.messages.map((m) => m.role), calls: (runner.messages[1].tool_calls || []).length };
+  }
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+// weatherAgent is a scripted model for an agent loop: asked a question it
+// calls get_weather (streamed in three commits, the middle one ending inside
+// the call), given the call's result it answers with it.
+type weatherAgent struct{ fakeGen }
+
+func (w *weatherAgent) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	const call = "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>"
+	if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+		w.commits, w.final = nil, "It is "+strings.ToLower(last.Content[:1])+last.Content[1:]+" in Paris."
+	} else {
+		w.commits, w.final = []string{"<|tool", call[:30], call}, call
+	}
+	return w.fakeGen.Generate(ctx, req)
+}
+
+// TestOpenAISDKTools: the official client's agent loop (runTools), whole and
+// streamed, reads the model's call, runs the function with its arguments,
+// sends the result back as a tool message, and gets the model's answer — the
+// round trip agents make.
+func TestOpenAISDKTools(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the openai npm client")
+	}
+	modules := installSDK(t)
+	g := &weatherAgent{}
+	s := start(t, Options{Engine: g})
+	script := filepath.Join(t.TempDir(), "tools.js")
+	if err := os.WriteFile(script, []byte(sdkToolsScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", script, s.APIBase(), s.Token(), "darkroom")
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
+	}
+	type run struct {
+		Content  string
+		Seen     []map[string]string
+		Messages int
+		Roles    []string
+		Calls    int
+	}
+	var got struct{ Whole, Streamed run }
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("sdk output %q: %v", out, err)
+	}
+	for name, r := range map[string]run{"whole": got.Whole, "streamed": got.Streamed} {
+		if r.Content != "It is sunny, 21 C in Paris." || len(r.Seen) != 1 || r.Seen[0]["city"] != "Paris" || r.Calls != 1 ||
+			strings.Join(r.Roles, ",") != "user,assistant,tool,assistant" {
+			t.Errorf("%s: %+v; want one call with city Paris, its result sent back, and the answer", name, r)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.requests) != 4 {
+		t.Fatalf("%d generations, want 4 (a call and an answer, twice)", len(g.requests))
+	}
+	for _, req := range g.requests {
+		if len(req.Tools) != 1 || req.Tools[0].Name != "get_weather" {
+			t.Errorf("a generation without the tool declared: %+v", req.Tools)
+		}
+	}
+	if m := g.requests[1].Messages; len(m) != 3 || len(m[1].ToolCalls) != 1 || m[1].ToolCalls[0].Arguments != `{"city":"Paris"}` ||
+		m[2].Role != "tool" || m[2].ToolCallID != m[1].ToolCalls[0].ID || m[2].Content != "Sunny, 21 C" {
+		t.Errorf("the result sent back: %+v", m)
+	}
 }

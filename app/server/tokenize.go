@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/app/api"
+	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
@@ -77,6 +78,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		Prompt           *string       `json:"prompt"`
 		Content          *string       `json:"content"` // llama.cpp's name for it
 		Messages         []api.Message `json:"messages"`
+		Tools            []api.Tool    `json:"tools"` // with messages: declared as the chat endpoint declares them
 		AddSpecialTokens *bool         `json:"add_special_tokens"`
 	}
 	if !decodeRequest(w, r, &req) {
@@ -96,8 +98,12 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		// A chat, as POST /v1/chat/completions reads it (the model's own
 		// system turn where it has none): the prompt it would send.
 		msgs, err := chatMessages(req.Messages, m.System)
+		var er engine.Request
 		if err == nil {
-			if ids, err = chat.Encode(tok, msgs, chat.Options{}); err != nil {
+			_, err = toolUse(&api.ChatRequest{Tools: req.Tools}, &er)
+		}
+		if err == nil {
+			if ids, err = chat.Encode(tok, msgs, chat.Options{Tools: er.Tools}); err != nil {
 				err = &badRequest{"messages", err.Error()}
 			}
 		}

@@ -120,7 +120,7 @@ func render(msgs []Message, opts Options, emit func(s string, control bool)) err
 			rest = msgs[1:]
 		}
 		for i, t := range opts.Tools {
-			if err := checkName(t.Name); err != nil {
+			if err := CheckName(t.Name); err != nil {
 				return fmt.Errorf("chat: tool %d: %w", i, err)
 			}
 			w.ctl(ToolStart)
@@ -159,7 +159,7 @@ func render(msgs []Message, opts Options, emit func(s string, control bool)) err
 		}
 		last = ""
 		for k, c := range m.ToolCalls {
-			if err := checkName(c.Name); err != nil {
+			if err := CheckName(c.Name); err != nil {
 				return fmt.Errorf("chat: message %d: tool call %d: %w", i+at, k, err)
 			}
 			w.toolCall(c)

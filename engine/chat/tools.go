@@ -59,7 +59,9 @@ func (w writer) quoted(s string) {
 // back after "call:" (vLLM's Gemma 4 parser reads the same).
 var nameRe = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
 
-func checkName(name string) error {
+// CheckName is nil where name is a function name the format carries and
+// ParseToolCalls reads back, else an error that says what a name may be.
+func CheckName(name string) error {
 	if !nameRe.MatchString(name) {
 		return fmt.Errorf("function name %q: want 1 to 64 letters, digits, '_', '-' or '.'", clip(name, 40))
 	}
@@ -490,22 +492,22 @@ func responseName(calls []ToolCall, m Message) string {
 var callRe = regexp.MustCompile(`(?s)<\|tool_call>call:([\w\-.]+)\{(.*?)\}<tool_call\|>`)
 
 // ParseToolCalls splits a model answer (the text after its thoughts, as Parse
-// returns it) into the text before its first tool call, trimmed, and its
-// whole calls, each with its arguments as a JSON object. Text with no whole
-// call is all content. IDs are left for the caller to give.
+// returns it) into its content, the text before its first tool call (trimmed),
+// and its whole calls, each with its arguments as a JSON object; IDs are left
+// for the caller to give. A call cut off before its end is in neither: the
+// content ends where it began, so that a stream (which sends the text before
+// ToolCallAt and holds the rest) and a whole answer agree.
 func ParseToolCalls(text string) (content string, calls []ToolCall) {
-	found := callRe.FindAllStringSubmatch(text, -1)
-	if len(found) == 0 {
-		return text, nil
-	}
-	for _, f := range found {
+	for _, f := range callRe.FindAllStringSubmatch(text, -1) {
 		calls = append(calls, ToolCall{Name: f[1], Arguments: string(parseArgs(f[2]))})
 	}
-	return strings.TrimSpace(text[:strings.Index(text, ToolCallStart)]), calls
+	if i := ToolCallAt(text); i >= 0 {
+		text = text[:i]
+	}
+	return strings.TrimSpace(text), calls
 }
 
-// ToolCallAt is where text's first tool call begins (-1: none yet): a stream
-// sends the text before it as the answer's and holds the rest.
+// ToolCallAt is where text's first tool call begins (-1: none yet).
 func ToolCallAt(text string) int { return strings.Index(text, ToolCallStart) }
 
 // parseArgs reads a call's arguments (between its braces: key:value,…, keys

@@ -194,7 +194,7 @@ func TestParseToolCalls(t *testing.T) {
 		calls               []ToolCall
 	}{
 		{name: "no call", text: "Just text.", content: "Just text."},
-		{name: "unclosed call is text", text: `Hi <|tool_call>call:f{a:1}`, content: `Hi <|tool_call>call:f{a:1}`},
+		{name: "a call cut off is dropped", text: "Hi \n<|tool_call>call:f{a:1", content: "Hi"},
 		{
 			name: "one call with text before", text: "Let me look.\n<|tool_call>call:get_weather{location:<|\"|>Paris, France<|\"|>,unit:<|\"|>celsius<|\"|>}<tool_call|>",
 			content: "Let me look.", calls: []ToolCall{{Name: "get_weather", Arguments: `{"location":"Paris, France","unit":"celsius"}`}},

@@ -1,0 +1,176 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/darkroomlabs/darkroom/app/api"
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/chat"
+)
+
+// maxTools is the most tools one request may declare: each is written into the
+// prompt, so a long list is a long prompt.
+const maxTools = 128
+
+// toolUse reads a chat request's tools and tool_choice into req: the tools
+// declared in the prompt (none for "none"), and for "required" or a named
+// function the start of a call as the answer's opening, so that the answer is
+// a call. It returns whether the answer may hold more than one call.
+func toolUse(cr *api.ChatRequest, req *engine.Request) (parallel bool, err error) {
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"functions", cr.Functions}, {"function_call", cr.FunctionCall}} {
+		if raw := bytes.TrimSpace(f.raw); len(raw) > 0 && string(raw) != "null" {
+			return false, &badRequest{f.name, fmt.Sprintf(`%s is OpenAI's deprecated form of tools: send the functions as "tools": `+
+				`[{"type": "function", "function": {"name": …, "description": …, "parameters": {…}}}] (and "tool_choice" for function_call)`, f.name)}
+		}
+	}
+	if len(cr.Tools) > maxTools {
+		return false, &badRequest{"tools", fmt.Sprintf("tools holds %d tools; at most %d can be declared", len(cr.Tools), maxTools)}
+	}
+	names := map[string]bool{}
+	var tools []engine.Tool
+	for i, t := range cr.Tools {
+		param := fmt.Sprintf("tools[%d]", i)
+		if t.Type != "function" {
+			return false, &badRequest{param + ".type", fmt.Sprintf(`%s.type is %q: want "function"`, param, t.Type)}
+		}
+		fn := t.Function
+		if err := chat.CheckName(fn.Name); err != nil {
+			return false, &badRequest{param + ".function.name", fmt.Sprintf("%s.function.name: %v", param, err)}
+		}
+		if names[fn.Name] {
+			return false, &badRequest{param + ".function.name", fmt.Sprintf("%s: a second tool named %q", param, fn.Name)}
+		}
+		names[fn.Name] = true
+		if p := bytes.TrimSpace(fn.Parameters); len(p) > 0 && string(p) != "null" {
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(p, &obj) != nil {
+				return false, &badRequest{param + ".function.parameters", param + ".function.parameters must be a JSON Schema object, e.g. " +
+					`{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}`}
+			}
+		}
+		tools = append(tools, engine.Tool{Name: fn.Name, Description: fn.Description, Parameters: fn.Parameters})
+	}
+	parallel = cr.ParallelToolCalls == nil || *cr.ParallelToolCalls
+
+	choice, name, err := toolChoice(cr.ToolChoice)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case choice == "none" || len(tools) == 0 && choice == "auto":
+		return parallel, nil // no tool declared: the model answers in words
+	case len(tools) == 0:
+		return false, &badRequest{"tool_choice", fmt.Sprintf(`tool_choice %q needs tools to call: send "tools" with it`, choice)}
+	case choice == "function" && !names[name]:
+		return false, &badRequest{"tool_choice", fmt.Sprintf("tool_choice names the function %q, which is not among the tools", clip(name, 80))}
+	}
+	req.Tools = tools
+	if choice == "auto" {
+		return parallel, nil
+	}
+	// The answer opens with the call, so the model writes the rest of it.
+	switch {
+	case cr.Darkroom != nil && cr.Darkroom.Opening != "":
+		return false, &badRequest{"darkroom.opening", fmt.Sprintf(`tool_choice %q opens the answer with a call: leave out the opening, or set tool_choice to "auto"`, choice)}
+	case req.JSON:
+		return false, &badRequest{"response_format", fmt.Sprintf(`tool_choice %q makes the answer a call, not a JSON object: leave out response_format, or set tool_choice to "auto"`, choice)}
+	case req.Logprobs:
+		return false, &badRequest{"logprobs", fmt.Sprintf(`tool_choice %q opens the answer with the call's first tokens, which are not the model's picks and have no logprobs: leave out logprobs, or set tool_choice to "auto"`, choice)}
+	}
+	req.Opening = chat.ToolCallStart + "call:"
+	if choice == "function" {
+		req.Opening += name + "{"
+	}
+	req.OpeningExtra = true // max_tokens is for what the model writes after it
+	return parallel, nil
+}
+
+// toolChoice reads tool_choice: "auto" (also absent or null), "none",
+// "required", or "function" with the name of {"type": "function",
+// "function": {"name": …}}.
+func toolChoice(raw json.RawMessage) (choice, name string, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "auto", "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		switch s {
+		case "auto", "none", "required":
+			return s, "", nil
+		}
+		return "", "", &badRequest{"tool_choice", fmt.Sprintf(`tool_choice %q: want "auto", "none", "required" or {"type": "function", "function": {"name": …}}`, clip(s, 80))}
+	}
+	var named struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(raw, &named) != nil || named.Type != "function" || named.Function.Name == "" {
+		return "", "", &badRequest{"tool_choice", fmt.Sprintf(`tool_choice %s: want "auto", "none", "required" or {"type": "function", "function": {"name": …}}`, clip(string(raw), 80))}
+	}
+	return "function", named.Function.Name, nil
+}
+
+// toolCalls is an assistant message's calls as the chat template reads them,
+// or a badRequest naming the call at fault (param is the message's).
+func toolCalls(in []api.ToolCall, param string) ([]chat.ToolCall, error) {
+	var out []chat.ToolCall
+	for k, c := range in {
+		p := fmt.Sprintf("%s.tool_calls[%d]", param, k)
+		if c.Type != "" && c.Type != "function" {
+			return nil, &badRequest{p + ".type", fmt.Sprintf(`%s.type is %q: want "function"`, p, c.Type)}
+		}
+		if err := chat.CheckName(c.Function.Name); err != nil {
+			return nil, &badRequest{p + ".function.name", fmt.Sprintf("%s.function.name: %v", p, err)}
+		}
+		out = append(out, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+	}
+	return out, nil
+}
+
+// toolResult checks that tool message m (messages[i]) follows the assistant
+// message whose call it answers (out: the messages before it, read), and that
+// it says which call: a tool_call_id of one of that message's calls, or the
+// function's name.
+func toolResult(out []engine.Message, m api.Message, i int) error {
+	k := len(out) - 1
+	for k >= 0 && out[k].Role == "tool" {
+		k--
+	}
+	if k < 0 || out[k].Role != "model" || len(out[k].ToolCalls) == 0 {
+		return &badRequest{fmt.Sprintf("messages[%d].role", i), fmt.Sprintf("messages[%d]: a tool message must follow the assistant message "+
+			"whose tool call it answers (that message, then one tool message for each of its calls)", i)}
+	}
+	for _, c := range out[k].ToolCalls {
+		if c.ID == m.ToolCallID {
+			return nil
+		}
+	}
+	if m.Name != "" {
+		return nil
+	}
+	return &badRequest{fmt.Sprintf("messages[%d].tool_call_id", i), fmt.Sprintf("messages[%d].tool_call_id %q is not the id of a call "+
+		"in the assistant message before it: send the id the call came with", i, clip(m.ToolCallID, 80))}
+}
+
+// answerCalls reads the calls out of an answer's text (tools declared): the
+// text before them, and the calls with fresh ids — the first alone where the
+// request asks for no parallel calls.
+func answerCalls(text string, parallel bool) (string, []api.ToolCall) {
+	content, calls := chat.ParseToolCalls(text)
+	if !parallel && len(calls) > 1 {
+		calls = calls[:1]
+	}
+	out := make([]api.ToolCall, len(calls))
+	for i, c := range calls {
+		out[i] = api.ToolCall{ID: "call_" + randomHex(12), Type: "function", Function: api.FunctionCall{Name: c.Name, Arguments: c.Arguments}}
+	}
+	return content, out
+}

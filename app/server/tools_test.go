@@ -1,0 +1,290 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/app/api"
+	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/chat"
+	"github.com/darkroomlabs/darkroom/engine/enginetest"
+	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
+)
+
+const (
+	weatherTool = `{"type":"function","function":{"name":"get_weather","description":"Weather in a city.",` +
+		`"parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}`
+	timeTool  = `{"type":"function","function":{"name":"get_time","description":"The time now."}}`
+	askParis  = `"messages":[{"role":"user","content":"Weather and time in Paris?"}]`
+	twoCalls  = `Let me check.<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><|tool_call>call:get_time{}<tool_call|>`
+	callsOnly = `<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:2}<tool_call|>`
+)
+
+// chatWire decodes a chat response as the API's own type, with the raw body.
+func chatWire(t *testing.T, s *Server, body string) (int, api.ChatCompletion, string) {
+	t.Helper()
+	resp, raw := do(t, nil, "POST", base(s)+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer " + s.Token(), "Content-Type": "application/json"})
+	var r api.ChatCompletion
+	_ = json.Unmarshal([]byte(raw), &r)
+	return resp.StatusCode, r, raw
+}
+
+// TestToolCallsWhole: with tools declared, the calls the model writes come
+// back as the message's tool_calls (each with an id, its name and its
+// arguments as a JSON object), the text before them as its content, and the
+// finish reason "tool_calls"; the engine was asked with the tools and no lead.
+func TestToolCallsWhole(t *testing.T) {
+	g := &fakeGen{final: twoCalls}
+	s := start(t, Options{Engine: g})
+	code, r, raw := chatWire(t, s, `{`+askParis+`,"tools":[`+weatherTool+`,`+timeTool+`]}`)
+	if code != 200 || len(r.Choices) != 1 {
+		t.Fatalf("%d %s", code, raw)
+	}
+	c := r.Choices[0]
+	if c.Message.Content == nil || *c.Message.Content != "Let me check." || *c.FinishReason != api.FinishToolCalls || len(c.Message.ToolCalls) != 2 {
+		t.Fatalf("choice %s", raw)
+	}
+	want := []api.FunctionCall{{Name: "get_weather", Arguments: `{"city":"Paris"}`}, {Name: "get_time", Arguments: `{}`}}
+	for i, call := range c.Message.ToolCalls {
+		if call.Function != want[i] || call.Type != "function" || !strings.HasPrefix(call.ID, "call_") || len(call.ID) != 29 || call.Index != nil {
+			t.Errorf("call %d: %+v, want %+v with an id", i, call, want[i])
+		}
+	}
+	if c.Message.ToolCalls[0].ID == c.Message.ToolCalls[1].ID {
+		t.Errorf("two calls share the id %s", c.Message.ToolCalls[0].ID)
+	}
+	req := g.lastRequest(t)
+	if len(req.Tools) != 2 || req.Tools[0].Name != "get_weather" || req.Tools[0].Description != "Weather in a city." ||
+		!json.Valid(req.Tools[0].Parameters) || req.Tools[1].Name != "get_time" || req.Opening != "" || req.Lead != "" {
+		t.Errorf("engine request tools %+v, opening %q, lead %q", req.Tools, req.Opening, req.Lead)
+	}
+
+	// Calls alone: the content is null; parallel_tool_calls false keeps the first call.
+	g.final = callsOnly + `<|tool_call>call:get_time{}<tool_call|>`
+	_, r, raw = chatWire(t, s, `{`+askParis+`,"tools":[`+weatherTool+`,`+timeTool+`],"parallel_tool_calls":false}`)
+	if c := r.Choices[0]; c.Message.Content != nil || len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].Function.Arguments != `{"city":"Paris","days":2}` {
+		t.Errorf("one call, no text: %s", raw)
+	}
+
+	// No call: an ordinary answer; without tools the same text is not read for calls.
+	g.final = "It is sunny."
+	if _, r, raw = chatWire(t, s, `{`+askParis+`,"tools":[`+weatherTool+`]}`); *r.Choices[0].Message.Content != "It is sunny." ||
+		*r.Choices[0].FinishReason != "stop" || r.Choices[0].Message.ToolCalls != nil {
+		t.Errorf("no call: %s", raw)
+	}
+	g.final = twoCalls
+	if _, r, raw = chatWire(t, s, `{`+askParis+`,"tools":[`+weatherTool+`],"tool_choice":"none"}`); *r.Choices[0].Message.Content != twoCalls ||
+		len(g.lastRequest(t).Tools) != 0 {
+		t.Errorf(`tool_choice "none": %s (engine tools %v), want no tool declared and the text as written`, raw, g.lastRequest(t).Tools)
+	}
+}
+
+// TestToolCallsStream: a stream sends the text before the first call as it is
+// written (never a piece of the call's markup, even where a commit ends inside
+// "<|tool_call>"), then each call whole, with its index, in the chunk that
+// finishes the choice.
+func TestToolCallsStream(t *testing.T) {
+	g := &fakeGen{commits: []string{"Let me ", "Let me check.<|tool", "Let me check.<|tool_call>call:get_weather{city:<|\"|>Par", twoCalls}, final: twoCalls}
+	s := start(t, Options{Engine: g})
+	chunks := streamRaw(t, s, `{`+askParis+`,"tools":[`+weatherTool+`,`+timeTool+`],"stream":true}`)
+	var text string
+	var calls []api.ToolCall
+	var finish string
+	for _, raw := range chunks {
+		var ch api.ChatCompletion
+		if err := json.Unmarshal([]byte(raw), &ch); err != nil {
+			t.Fatalf("chunk %s: %v", raw, err)
+		}
+		for _, c := range ch.Choices {
+			if c.Delta.Content != nil {
+				text += *c.Delta.Content
+			}
+			if len(c.Delta.ToolCalls) > 0 && c.FinishReason == nil {
+				t.Errorf("tool calls before the last chunk: %s", raw)
+			}
+			calls = append(calls, c.Delta.ToolCalls...)
+			if c.FinishReason != nil {
+				finish = *c.FinishReason
+			}
+		}
+	}
+	if text != "Let me check." || finish != api.FinishToolCalls || len(calls) != 2 {
+		t.Fatalf("streamed text %q, finish %q, calls %+v", text, finish, calls)
+	}
+	for i, c := range calls {
+		if c.Index == nil || *c.Index != i || c.ID == "" || c.Type != "function" {
+			t.Errorf("streamed call %d: %+v", i, c)
+		}
+	}
+	if calls[0].Function.Arguments != `{"city":"Paris"}` || calls[1].Function.Name != "get_time" {
+		t.Errorf("streamed calls %+v", calls)
+	}
+}
+
+// streamRaw is a chat stream's chunks as sent, up to "[DONE]".
+func streamRaw(t *testing.T, s *Server, body string) []string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base(s)+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var chunks []string
+	for ev := range readSSE(resp.Body) {
+		if ev.data == api.Done {
+			return chunks
+		}
+		chunks = append(chunks, ev.data)
+	}
+	t.Fatalf("stream ended with no [DONE] after %q", chunks)
+	return nil
+}
+
+// TestToolChoice: "required" opens the answer with a call and a named
+// function with a call of it (the engine holds the opening, the model writes
+// the rest); the opening is read back as part of the call.
+func TestToolChoice(t *testing.T) {
+	g := &fakeGen{final: callsOnly}
+	s := start(t, Options{Engine: g})
+	for choice, opening := range map[string]string{
+		`"auto"`:     "",
+		`"required"`: "<|tool_call>call:",
+		`{"type":"function","function":{"name":"get_weather"}}`: "<|tool_call>call:get_weather{",
+	} {
+		code, r, raw := chatWire(t, s, `{`+askParis+`,"tools":[`+weatherTool+`,`+timeTool+`],"tool_choice":`+choice+`}`)
+		if req := g.lastRequest(t); code != 200 || req.Opening != opening || req.OpeningTentative || req.OpeningExtra != (opening != "") || len(req.Tools) != 2 {
+			t.Errorf("tool_choice %s: %d, opening %q (tentative %v), want %q", choice, code, req.Opening, req.OpeningTentative, opening)
+		}
+		if len(r.Choices) != 1 || len(r.Choices[0].Message.ToolCalls) != 1 {
+			t.Errorf("tool_choice %s: %s", choice, raw)
+		}
+	}
+}
+
+// TestToolRequestErrors: what cannot be declared, chosen or sent back is a
+// 400 naming the field, in words that say what to send; nothing is generated.
+func TestToolRequestErrors(t *testing.T) {
+	g := &fakeGen{final: "x"}
+	s := start(t, Options{Engine: g})
+	tools := `"tools":[` + weatherTool + `]`
+	call := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`
+	many := strings.Repeat(timeTool+",", maxTools) + timeTool
+	for _, c := range []struct{ body, param, says string }{
+		{askParis + `,"functions":[{"name":"get_weather","parameters":{}}]`, "functions", `"tools"`},
+		{askParis + `,"function_call":"auto"`, "function_call", "deprecated"},
+		{askParis + `,"tools":[{"type":"retrieval"}]`, "tools[0].type", `want "function"`},
+		{askParis + `,"tools":[{"type":"function","function":{"name":"get weather"}}]`, "tools[0].function.name", "letters, digits"},
+		{askParis + `,"tools":[` + weatherTool + `,` + weatherTool + `]`, "tools[1].function.name", "a second tool"},
+		{askParis + `,"tools":[{"type":"function","function":{"name":"f","parameters":[1]}}]`, "tools[0].function.parameters", "JSON Schema object"},
+		{askParis + `,"tools":[` + many + `]`, "tools", "at most"},
+		{askParis + `,"tool_choice":"required"`, "tool_choice", "needs tools"},
+		{askParis + `,` + tools + `,"tool_choice":"always"`, "tool_choice", `"required"`},
+		{askParis + `,` + tools + `,"tool_choice":{"type":"function","function":{"name":"get_time"}}`, "tool_choice", "not among the tools"},
+		{askParis + `,` + tools + `,"tool_choice":"required","response_format":{"type":"json_object"}`, "response_format", "not a JSON object"},
+		{askParis + `,` + tools + `,"tool_choice":"required","logprobs":true`, "logprobs", "no logprobs"},
+		{askParis + `,` + tools + `,"tool_choice":"required","darkroom":{"opening":"Sure"}`, "darkroom.opening", "opens the answer with a call"},
+		{`"messages":[{"role":"tool","tool_call_id":"x","content":"sunny"}]`, "messages[0].role", "must follow the assistant message"},
+		{`"messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"x","content":"sunny"}]`, "messages[1].role", "must follow"},
+		{`"messages":[{"role":"user","content":"hi"},` + call + `,{"role":"tool","tool_call_id":"call_9","content":"sunny"}]`, "messages[2].tool_call_id", "not the id of a call"},
+		{`"messages":[{"role":"user","content":"hi"},` + call + `]`, "messages", "have no results"},
+		{`"messages":[{"role":"user","content":"hi","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}}]}]`, "messages[0].tool_calls", "only assistant"},
+		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f{","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"x"}]`,
+			"messages[1].tool_calls[0].function.name", "letters, digits"},
+	} {
+		code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{`+c.body+`}`)
+		if code != 400 || r.Error == nil || r.Error.Param == nil || *r.Error.Param != c.param || !strings.Contains(r.Error.Message, c.says) {
+			t.Errorf("%s:\n got %d %s\nwant 400 about %s saying %q", c.body, code, raw, c.param, c.says)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n := len(g.requests); n != 0 {
+		t.Errorf("%d generations for refused requests", n)
+	}
+}
+
+// TestToolResultsSentBack: a conversation that carries the model's calls and
+// their results (OpenAI's assistant tool_calls and tool messages) reaches the
+// engine as the chat template's messages, each result naming its call.
+func TestToolResultsSentBack(t *testing.T) {
+	g := &fakeGen{final: "Sunny, 21 C, at noon."}
+	s := start(t, Options{Engine: g})
+	body := `{"messages":[{"role":"user","content":"Weather and time in Paris?"},
+		{"role":"assistant","content":null,"tool_calls":[
+			{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},
+			{"id":"call_2","type":"function","function":{"name":"get_time","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"call_1","content":"Sunny, 21 C"},
+		{"role":"tool","tool_call_id":"call_2","content":[{"type":"text","text":"12:00"}]}],
+		"tools":[` + weatherTool + `,` + timeTool + `]}`
+	code, r, raw := chatWire(t, s, body)
+	if code != 200 || *r.Choices[0].Message.Content != "Sunny, 21 C, at noon." || *r.Choices[0].FinishReason != "stop" {
+		t.Fatalf("%d %s", code, raw)
+	}
+	want := []engine.Message{
+		{Role: "user", Content: "Weather and time in Paris?"},
+		{Role: "model", ToolCalls: []chat.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}, {ID: "call_2", Name: "get_time", Arguments: "{}"}}},
+		{Role: "tool", ToolCallID: "call_1", Content: "Sunny, 21 C"},
+		{Role: "tool", ToolCallID: "call_2", Content: "12:00"},
+	}
+	if got := g.lastRequest(t).Messages; !reflect.DeepEqual(got, want) {
+		t.Errorf("engine messages\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestToolsRealModel: on a real (tiny, random) model, the tools reach the
+// prompt (POST /tokenize with them counts what the chat endpoint reads) and a
+// named tool_choice is the engine's run with the call's opening held: the
+// server answers what engine.Generate writes for the same request, its calls
+// read from that text.
+func TestToolsRealModel(t *testing.T) {
+	e := tinyengine.Load(t, enginetest.Options{})
+	s := start(t, Options{Engine: e, ModelID: "tiny"})
+	msgs := []engine.Message{{Role: "user", Content: "Weather in Paris?"}}
+	tools := []engine.Tool{{Name: "get_weather", Description: "Weather in a city.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}}
+	res, err := e.Generate(context.Background(), engine.Request{Messages: msgs, Tools: tools, Opening: "<|tool_call>call:get_weather{", OpeningExtra: true,
+		Mode: engine.AR, Seed: 5, Sampling: engine.Sampling{MaxNewTokens: 12, Temperature: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if start, ok := e.Tokenizer().ID(chat.ToolCallStart); !strings.HasPrefix(res.Text, "<|tool_call>call:get_weather{") || !ok || res.Tokens[0] != start {
+		t.Fatalf("engine text %q (tokens %v) does not begin with the call's opening, its first token <|tool_call> (id %d)", res.Text, res.Tokens, start)
+	}
+	content, calls := answerCalls(res.Text, true)
+	code, r, raw := chatWire(t, s, `{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[`+weatherTool+`],`+
+		`"tool_choice":{"type":"function","function":{"name":"get_weather"}},"mode":"ar","max_tokens":12,"temperature":1,"seed":5}`)
+	if code != 200 || len(r.Choices) != 1 {
+		t.Fatalf("%d %s", code, raw)
+	}
+	m := r.Choices[0].Message
+	if got := m.Content; (got == nil) != (content == "" && len(calls) > 0) || got != nil && *got != content || len(m.ToolCalls) != len(calls) ||
+		r.Usage.PromptTokens != res.PromptTokens || r.Usage.CompletionTokens != len(res.Tokens) {
+		t.Errorf("server answer %s\nwant the engine's %q read as content %q and %d calls, %d prompt tokens", raw, res.Text, content, len(calls), res.PromptTokens)
+	}
+	for i := range calls {
+		if m.ToolCalls[i].Function != calls[i].Function {
+			t.Errorf("call %d: %+v, want %+v", i, m.ToolCalls[i].Function, calls[i].Function)
+		}
+	}
+
+	// The declaration is in the prompt: /tokenize with the tools counts it.
+	var plain, declared struct{ Count int }
+	for _, c := range []struct {
+		body string
+		out  *struct{ Count int }
+	}{{`{"messages":[{"role":"user","content":"Weather in Paris?"}]}`, &plain}, {`{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[` + weatherTool + `]}`, &declared}} {
+		resp, body := do(t, nil, "POST", base(s)+"/tokenize", c.body, map[string]string{"Authorization": "Bearer " + s.Token()})
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), c.out) != nil {
+			t.Fatalf("tokenize: %d %s", resp.StatusCode, body)
+		}
+	}
+	if declared.Count != res.PromptTokens || plain.Count >= declared.Count {
+		t.Errorf("tokenize: %d tokens with the tools, %d without; the engine read %d", declared.Count, plain.Count, res.PromptTokens)
+	}
+}
