@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -141,6 +142,9 @@ func (m *Model) body(req engine.Request) ([]byte, error) {
 	}
 	if req.Logprobs {
 		return nil, errors.New("a remote model's answers come without log probabilities here: ask its server for them")
+	}
+	if len(req.Tools) > 0 || slices.ContainsFunc(req.Messages, func(m engine.Message) bool { return m.Role == "tool" || len(m.ToolCalls) > 0 }) {
+		return nil, errors.New("a remote model's tool calls are not passed on here: ask its server for them")
 	}
 	r := api.ChatRequest{Model: m.info.ID, Options: api.Options{Stream: true, StreamOptions: &api.StreamOptions{IncludeUsage: true}}}
 	for _, msg := range req.Messages {

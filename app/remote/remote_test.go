@@ -19,6 +19,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/server"
 	"github.com/darkroomlabs/darkroom/app/server/servertest"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
 	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
 )
@@ -503,6 +504,31 @@ func TestLogprobsNotAsked(t *testing.T) {
 	_, err = m.Generate(context.Background(), engine.Request{Prompt: "Unix", Logprobs: true})
 	if err == nil || !strings.Contains(err.Error(), "log probabilities") || len(v.bodies) != sent {
 		t.Errorf("logprobs: %v, %d requests sent", err, len(v.bodies)-sent)
+	}
+}
+
+// TestToolsNotPassedOn: a request that declares tools, or carries the
+// model's calls and their results, is refused before anything is sent: the
+// messages would reach the server as plain text and the calls would be lost.
+func TestToolsNotPassedOn(t *testing.T) {
+	v, s := startVLLM(t)
+	m, err := Open(context.Background(), s, "google/diffusiongemma-26b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := len(v.bodies)
+	user := engine.Message{Role: "user", Content: "Weather?"}
+	for name, req := range map[string]engine.Request{
+		"tools":   {Messages: []engine.Message{user}, Tools: []engine.Tool{{Name: "get_weather"}}},
+		"calls":   {Messages: []engine.Message{user, {Role: "model", ToolCalls: []chat.ToolCall{{ID: "1", Name: "get_weather", Arguments: "{}"}}}, {Role: "tool", ToolCallID: "1", Content: "Sunny"}}},
+		"results": {Messages: []engine.Message{user, {Role: "tool", Content: "Sunny"}}},
+	} {
+		if _, err := m.Generate(context.Background(), req); err == nil || !strings.Contains(err.Error(), "tool calls are not passed on") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if len(v.bodies) != sent {
+		t.Errorf("%d requests sent", len(v.bodies)-sent)
 	}
 }
 
