@@ -114,6 +114,12 @@ type ChatRequest struct {
 	Tools             []Tool          `json:"tools,omitempty"`
 	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	// ReasoningEffort (OpenAI's) and ChatTemplateKwargs' enable_thinking
+	// (vLLM's) turn the model's thinking on: an effort of "low", "medium" or
+	// "high", or enable_thinking true; "none" or "minimal", or false, leave
+	// it off (the default). The thought comes back as ReasoningContent.
+	ReasoningEffort    *string                    `json:"reasoning_effort,omitempty"`
+	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs,omitempty"`
 	// Functions and FunctionCall, OpenAI's deprecated form of tools, are read
 	// to refuse them, naming tools.
 	Functions    json.RawMessage `json:"functions,omitempty"`
@@ -175,6 +181,10 @@ type Message struct {
 	// Name (a tool message's) names the function where the id is not sent.
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	Name       string `json:"name,omitempty"`
+	// ReasoningContent (or Reasoning, vLLM's newer name) is an assistant
+	// message's thought, as a response gave it.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+	Reasoning        string `json:"reasoning,omitempty"`
 }
 
 // Tool is one of a request's tools: {"type": "function", "function": {…}}.
@@ -272,6 +282,9 @@ type Choice struct {
 type Reply struct {
 	Role    string  `json:"role,omitempty"` // "assistant", in the whole answer and the first chunk
 	Content *string `json:"content,omitempty"`
+	// ReasoningContent is the model's thought (thinking on), apart from the
+	// answer in Content, as vLLM and DeepSeek send it.
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
 	// ToolCalls are the calls the model wrote (finish reason "tool_calls"); a
 	// stream sends each whole, in the chunk that ends its choice.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`

@@ -191,8 +191,8 @@ func (t textShape) withPrompt(h head, lp *api.TextLogprobs, res *engine.Result) 
 
 func (textShape) first(head) any { return nil }
 
-func (t textShape) delta(h head, text string, marks []tokenMark) any {
-	return t.body(h, []api.TextChoice{{Index: h.index, Text: text, Logprobs: t.logprobs(h, marks)}})
+func (t textShape) delta(h head, p piece) any {
+	return t.body(h, []api.TextChoice{{Index: h.index, Text: p.text, Logprobs: t.logprobs(h, p.marks)}})
 }
 
 // logprobs is a choice's logprobs, OpenAI's parallel lists, the offsets in the

@@ -107,6 +107,15 @@ import (
 // an answer that may call a tool. The deprecated functions and function_call
 // are a 400 naming tools.
 //
+// reasoning_effort "low", "medium" or "high" (OpenAI's), or
+// chat_template_kwargs {"enable_thinking": true} (vLLM's), turns the model's
+// thinking on (thinking.go; engine.Request.Thinking: the template's <|think|>);
+// the thought comes back as the message's reasoning_content, apart from its
+// content (as vLLM and DeepSeek send it), a stream's as reasoning_content
+// deltas, none of the channel's markup sent; no lead opens a thinking answer.
+// An assistant message's reasoning_content (or reasoning) sent back with its
+// tool calls is written back where the template keeps it.
+//
 // Errors are OpenAI's shape, {"error": {message, type, param, code}}, with a
 // 4xx for everything the client can fix: 400 (context_length_exceeded names
 // the numbers), 401, 404 model_not_found, 405, 413, 415 for a body that is not
@@ -230,13 +239,16 @@ func engineRequest(cr *api.ChatRequest, m Model) (req engine.Request, stops []st
 	if parallel, err = toolUse(cr, &req); err != nil {
 		return req, nil, false, err
 	}
+	if req.Thinking, err = thinkingAsked(cr); err != nil {
+		return req, nil, false, err
+	}
 	if err := opening(&req, cr.Darkroom); err != nil {
 		return req, nil, false, err
 	}
 	// An answer with logprobs is the model's alone, every token its pick, a
-	// JSON answer begins with its object, and one that may call a tool with the
-	// call.
-	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) && !req.Logprobs && !req.JSON && len(req.Tools) == 0 {
+	// JSON answer begins with its object, one that may call a tool with the
+	// call, and a thinking one with its thought.
+	if req.Opening == "" && (cr.Darkroom == nil || !cr.Darkroom.NoLead) && !req.Logprobs && !req.JSON && len(req.Tools) == 0 && !req.Thinking {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" {
 			start := m.Leads.ChatStart(last.Content) // as the app's Chat opens it
 			req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
@@ -292,7 +304,11 @@ func chatMessages(in []api.Message, system string) ([]engine.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, engine.Message{Role: role, Content: text, ToolCalls: calls, ToolCallID: m.ToolCallID, Name: m.Name})
+		reasoning := m.ReasoningContent
+		if reasoning == "" {
+			reasoning = m.Reasoning
+		}
+		out = append(out, engine.Message{Role: role, Content: text, ToolCalls: calls, ToolCallID: m.ToolCallID, Name: m.Name, Reasoning: reasoning})
 	}
 	if len(sys) == 0 && system != "" {
 		sys = []string{system}
@@ -579,15 +595,21 @@ type apiRun struct {
 	steps bool   // stream the developing canvas ("darkroom": {"steps": true})
 	echo  string // text before the answer's own in the response (a text completion's echo)
 	input string // the request's field the prompt came from, for a context_length_exceeded's param
-	// parallel lets an answer (req.Tools declared) hold more than one tool call.
+	// parallel lets an answer (req.Tools declared) hold more than one tool
+	// call.
 	parallel bool
 	shape    shape
 }
 
-// calls reads the tool calls out of c's text where the request declared
-// tools: the text before them is the answer's, and an answer with calls
-// finishes with FinishToolCalls.
-func (a *apiRun) calls(c *completion) {
+// read divides c's text into its parts where the request asks for them: the
+// thought (thinking on: chat.Parse), then the tool calls (tools declared), the
+// text before them being the answer's; an answer with calls finishes with
+// FinishToolCalls.
+func (a *apiRun) read(c *completion) {
+	if a.req.Thinking {
+		p := chat.Parse(c.text)
+		c.thought, c.text = p.Thought, p.Text
+	}
 	if len(a.req.Tools) == 0 {
 		return
 	}
@@ -631,9 +653,9 @@ type shape interface {
 	// first is the first chunk of a choice's stream (h.index), the first
 	// choice's sent before the generation waits its turn (nil: none).
 	first(h head) any
-	// delta is a chunk that adds text, and the logprobs of the tokens it
-	// completes.
-	delta(h head, text string, marks []tokenMark) any
+	// delta is a chunk that adds p: answer text (and thought), and the
+	// logprobs of the tokens it completes.
+	delta(h head, p piece) any
 	// finish is the chunk that ends the answer c: its finish reason (and tool
 	// calls), and the run's totals where the stream carries steps.
 	finish(h head, c *completion, totals *api.Step) any
@@ -712,7 +734,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 				return
 			}
 			c.text = a.echo + c.text
-			a.calls(&c)
+			a.read(&c)
 			answers = append(answers, &c)
 		}
 		release()
@@ -745,11 +767,24 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 		if first := a.shape.first(hi); i > 0 && first != nil && stream.event("", first) != nil {
 			return
 		}
-		if a.echo != "" && stream.event("", a.shape.delta(hi, a.echo, nil)) != nil {
+		if a.echo != "" && stream.event("", a.shape.delta(hi, piece{text: a.echo})) != nil {
 			return
 		}
+		var split *thoughtSplitter // a thinking answer's text, divided into its thought and the answer
+		if a.req.Thinking {
+			split = new(thoughtSplitter)
+		}
+		send := func(delta string, lps []tokenMark, final bool) error {
+			p := piece{text: delta, marks: lps}
+			if split != nil {
+				if p.thought, p.text = split.feed(delta, final); p.text == "" && p.thought == "" && len(lps) == 0 {
+					return nil
+				}
+			}
+			return stream.event("", a.shape.delta(hi, p))
+		}
 		c := s.complete(r.Context(), m, seeded(i), a.stops, func(delta string, lps []tokenMark) error {
-			return stream.event("", a.shape.delta(hi, delta, lps))
+			return send(delta, lps, false)
 		}, onStep)
 		if c.err != nil {
 			if r.Context().Err() == nil {
@@ -764,7 +799,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 			totals = &api.Step{Canvas: max(len(c.res.Canvases)-1, 0), Committed: c.usage.CompletionTokens,
 				ForwardPasses: c.res.ForwardPasses, ElapsedMS: float64(c.res.Elapsed.Microseconds()) / 1000, Canvases: c.res.Canvases}
 		}
-		a.calls(&c)
+		if split != nil && send("", nil, true) != nil { // what the splitter held
+			return
+		}
+		a.read(&c)
 		if stream.event("", a.shape.finish(hi, &c, totals)) != nil {
 			return
 		}
@@ -802,6 +840,9 @@ func (s chatShape) whole(h head, answers []*completion, u api.Usage) any {
 		if len(c.calls) > 0 && c.text == "" {
 			reply.Content = nil // OpenAI's null: the answer is its calls
 		}
+		if c.thought != "" {
+			reply.ReasoningContent = &c.thought
+		}
 		choices[i] = api.Choice{Index: i, Message: reply, Logprobs: s.logprobs(h, c.marks), FinishReason: &c.finish}
 	}
 	return api.ChatCompletion{ID: h.id, Object: api.ObjectCompletion, Created: h.created, Model: h.m.ID, SystemFingerprint: h.fingerprint,
@@ -813,8 +854,22 @@ func (c chatShape) first(h head) any {
 	return c.chunk(h, []api.Choice{{Index: h.index, Delta: &api.Reply{Role: "assistant", Content: &empty}}})
 }
 
-func (c chatShape) delta(h head, text string, marks []tokenMark) any {
-	return c.chunk(h, []api.Choice{{Index: h.index, Delta: &api.Reply{Content: &text}, Logprobs: c.logprobs(h, marks)}})
+func (c chatShape) delta(h head, p piece) any {
+	d := &api.Reply{Content: &p.text}
+	if p.thought != "" {
+		d.ReasoningContent = &p.thought
+		if p.text == "" {
+			d.Content = nil
+		}
+	}
+	return c.chunk(h, []api.Choice{{Index: h.index, Delta: d, Logprobs: c.logprobs(h, p.marks)}})
+}
+
+// piece is what one chunk of a stream adds.
+type piece struct {
+	text    string      // the answer's
+	thought string      // the thought's (thinking on)
+	marks   []tokenMark // the logprobs of the tokens whose text it completes
 }
 
 // logprobs is a choice's logprobs: nil where the request asks for none.
@@ -891,11 +946,12 @@ func requestError(w http.ResponseWriter, err error, input string) {
 
 // completion is the outcome of one chat generation.
 type completion struct {
-	text   string
-	finish string         // api.FinishStop, api.FinishLength or (apiRun.calls) api.FinishToolCalls
-	calls  []api.ToolCall // the tool calls read out of the text (apiRun.calls)
-	usage  api.Usage
-	res    *engine.Result // the engine's result (nil with err)
+	text    string
+	finish  string         // api.FinishStop, api.FinishLength or (apiRun.calls) api.FinishToolCalls
+	calls   []api.ToolCall // the tool calls read out of the text (apiRun.read)
+	thought string         // the thought read out of the text (apiRun.read; thinking on)
+	usage   api.Usage
+	res     *engine.Result // the engine's result (nil with err)
 	// marks are the answer's tokens with their log probabilities and where
 	// each ends in text (Request.Logprobs) that onDelta was not passed — a
 	// whole answer's all: those that begin before its end, so that a stop

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -75,11 +76,14 @@ func (s *Server) handleTokenizerInfo(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Prompt           *string       `json:"prompt"`
-		Content          *string       `json:"content"` // llama.cpp's name for it
-		Messages         []api.Message `json:"messages"`
-		Tools            []api.Tool    `json:"tools"` // with messages: declared as the chat endpoint declares them
-		AddSpecialTokens *bool         `json:"add_special_tokens"`
+		Prompt   *string       `json:"prompt"`
+		Content  *string       `json:"content"` // llama.cpp's name for it
+		Messages []api.Message `json:"messages"`
+		// With messages: tools declared, and thinking asked, as the chat endpoint reads them.
+		Tools              []api.Tool                 `json:"tools"`
+		ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
+		ReasoningEffort    *string                    `json:"reasoning_effort"`
+		AddSpecialTokens   *bool                      `json:"add_special_tokens"`
 	}
 	if !decodeRequest(w, r, &req) {
 		return
@@ -98,12 +102,16 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		// A chat, as POST /v1/chat/completions reads it (the model's own
 		// system turn where it has none): the prompt it would send.
 		msgs, err := chatMessages(req.Messages, m.System)
+		cr := api.ChatRequest{Tools: req.Tools, ChatTemplateKwargs: req.ChatTemplateKwargs, ReasoningEffort: req.ReasoningEffort}
 		var er engine.Request
 		if err == nil {
-			_, err = toolUse(&api.ChatRequest{Tools: req.Tools}, &er)
+			_, err = toolUse(&cr, &er)
 		}
 		if err == nil {
-			if ids, err = chat.Encode(tok, msgs, chat.Options{Tools: er.Tools}); err != nil {
+			er.Thinking, err = thinkingAsked(&cr)
+		}
+		if err == nil {
+			if ids, err = chat.Encode(tok, msgs, chat.Options{Tools: er.Tools, Thinking: er.Thinking}); err != nil {
 				err = &badRequest{"messages", err.Error()}
 			}
 		}

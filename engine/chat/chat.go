@@ -52,6 +52,11 @@ type Message struct {
 	Content string `json:"content"`
 	// ToolCalls are a model message's calls, written before its Content.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Reasoning is a model message's thought, written back (in its thought
+	// channel, before its calls) only where the message has tool calls and
+	// comes after the last user message: the model's thinking within the turn
+	// it is still working on, as the template keeps it.
+	Reasoning string `json:"reasoning,omitempty"`
 	// ToolCallID (a tool message's) names the call it answers; Name is the
 	// function's, read where no call has that ID.
 	ToolCallID string `json:"tool_call_id,omitempty"`
@@ -131,6 +136,12 @@ func render(msgs []Message, opts Options, emit func(s string, control bool)) err
 		w.text("\n")
 	}
 	at := len(msgs) - len(rest) // index in msgs of rest[0], for errors
+	lastUser := -1              // the last user message's index in rest
+	for i, m := range rest {
+		if normRole(m.Role) == "user" {
+			lastUser = i
+		}
+	}
 	var (
 		prevRole string     // the role of the last message that is not a tool's
 		calls    []ToolCall // that message's tool calls
@@ -156,6 +167,11 @@ func render(msgs []Message, opts Options, emit func(s string, control bool)) err
 		if !(role == "model" && prevRole == "model") { // a model message after the model's goes on in its turn
 			w.ctl(TurnStart)
 			w.text(role + "\n")
+		}
+		if m.Reasoning != "" && i > lastUser && len(m.ToolCalls) > 0 {
+			w.ctl(ChannelStart)
+			w.text("thought\n" + m.Reasoning + "\n")
+			w.ctl(ChannelEnd)
 		}
 		last = ""
 		for k, c := range m.ToolCalls {

@@ -30,6 +30,7 @@ type toolCase struct {
 		Content    *string `json:"content"`
 		ToolCallID string  `json:"tool_call_id"`
 		Name       string  `json:"name"`
+		Reasoning  string  `json:"reasoning_content"`
 		ToolCalls  []struct {
 			ID       string `json:"id"`
 			Function struct {
@@ -47,7 +48,7 @@ func (c toolCase) chat(t *testing.T) ([]Message, Options) {
 	}
 	var msgs []Message
 	for _, m := range c.Messages {
-		msg := Message{Role: m.Role, ToolCallID: m.ToolCallID, Name: m.Name}
+		msg := Message{Role: m.Role, ToolCallID: m.ToolCallID, Name: m.Name, Reasoning: m.Reasoning}
 		if m.Content != nil {
 			msg.Content = *m.Content
 		}
