@@ -28,7 +28,8 @@ import (
 )
 
 // The OpenAI-compatible API: GET /v1/models, GET /v1/models/{id}, POST
-// /v1/chat/completions and POST /v1/completions (completions.go), non-streaming
+// /v1/chat/completions, POST /v1/completions (completions.go) and POST
+// /v1/responses (responses.go, read into a chat request), non-streaming
 // or streaming (SSE "data: {chunk}" lines ending with "data: [DONE]"), with
 // app/api's types as the bodies. The API key is the server's token. What
 // follows is chat's; a text completion shares its generation fields.
@@ -668,39 +669,13 @@ type shape interface {
 // stream starts), takes a place in the queue (429 when it is full) and waits
 // its turn.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiRun) {
-	req := a.req
-	leadHeld := req.Lead != "" // an engine that cannot say (none here but tests') holds what it is sent
-	if c, ok := m.Engine.(checker); ok {
-		checked, err := c.Check(req)
-		if err != nil {
-			requestError(w, err, a.input)
-			return
-		}
-		leadHeld = checked.LeadHeld
-	}
-	if !s.queue.admit() {
-		w.Header().Set("Retry-After", strconv.Itoa(s.queue.retryAfter()))
-		apiError(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded",
-			fmt.Sprintf("%d requests are already waiting for the model; try again shortly", s.opts.QueueLimit))
+	if !s.begin(w, m, &a) {
 		return
 	}
 	defer s.queue.leave()
-
+	req := a.req
 	h := head{id: a.shape.idPrefix() + randomHex(12), created: time.Now().Unix(), m: m, fingerprint: "darkroom-" + string(req.Mode),
 		logprobs: req.Logprobs, echo: a.echo}
-	w.Header().Set("X-Darkroom-Mode", string(req.Mode))
-	if a.opts.Mode == "" {
-		reason := m.APIModeReason
-		if why := printerOnly(&req); why != "" {
-			reason = why
-		}
-		if reason != "" {
-			w.Header().Set("X-Darkroom-Mode-Reason", reason)
-		}
-	}
-	if leadHeld {
-		w.Header().Set("X-Darkroom-Lead", develop.LeadNote)
-	}
 	n := 1
 	if a.opts.N != nil {
 		n = *a.opts.N
@@ -815,6 +790,43 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 		}
 	}
 	_ = stream.raw("", api.Done)
+}
+
+// begin readies a's run: it checks the request with the engine (a 400 before
+// any stream starts), takes a place in the queue (429 when it is full; the
+// caller leaves it) and sets the headers that say how the answer is written.
+// It returns false where it has answered.
+func (s *Server) begin(w http.ResponseWriter, m *Model, a *apiRun) bool {
+	req := &a.req
+	leadHeld := req.Lead != "" // an engine that cannot say (none here but tests') holds what it is sent
+	if c, ok := m.Engine.(checker); ok {
+		checked, err := c.Check(*req)
+		if err != nil {
+			requestError(w, err, a.input)
+			return false
+		}
+		leadHeld = checked.LeadHeld
+	}
+	if !s.queue.admit() {
+		w.Header().Set("Retry-After", strconv.Itoa(s.queue.retryAfter()))
+		apiError(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded",
+			fmt.Sprintf("%d requests are already waiting for the model; try again shortly", s.opts.QueueLimit))
+		return false
+	}
+	w.Header().Set("X-Darkroom-Mode", string(req.Mode))
+	if a.opts.Mode == "" {
+		reason := m.APIModeReason
+		if why := printerOnly(req); why != "" {
+			reason = why
+		}
+		if reason != "" {
+			w.Header().Set("X-Darkroom-Mode-Reason", reason)
+		}
+	}
+	if leadHeld {
+		w.Header().Set("X-Darkroom-Lead", develop.LeadNote)
+	}
+	return true
 }
 
 // usageOf is the usage of a request's answers: the prompt once (as the first

@@ -544,8 +544,8 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 // plain text, which no OpenAI client can read.
 func TestWrongEndpointSaysWhichThereAre(t *testing.T) {
 	s := start(t, Options{Engine: &fakeGen{final: "x"}, ModelID: "darkroom-mini"})
-	offers := "this server offers GET /v1/models, POST /v1/chat/completions and POST /v1/completions"
-	for _, path := range []string{"/v1/responses", "/v1/embeddings"} {
+	offers := "this server offers GET /v1/models, POST /v1/chat/completions, POST /v1/completions and POST /v1/responses"
+	for _, path := range []string{"/v1/embeddings", "/v1/audio/speech"} {
 		code, r, raw := callAPI(t, s, "POST", path, `{"model":"darkroom-mini","prompt":"hi"}`)
 		if code != 404 || r.Error == nil || r.Error.Code != "unknown_url" || r.Error.Message != "unknown API endpoint POST "+path+": "+offers {
 			t.Errorf("POST %s: %d %s; want 404 saying %q", path, code, raw, offers)
@@ -554,7 +554,7 @@ func TestWrongEndpointSaysWhichThereAre(t *testing.T) {
 	host := strings.TrimPrefix(base(s), "http://")
 	for _, path := range []string{"/chat/completions", "/models", "/completions"} {
 		code, r, raw := callAPI(t, s, "POST", path, `{"messages":[{"role":"user","content":"hi"}]}`)
-		want := "the API is under /v1: set the base URL to http://" + host + "/v1 (POST /v1/chat/completions, POST /v1/completions, GET /v1/models)"
+		want := "the API is under /v1: set the base URL to http://" + host + "/v1 (POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, GET /v1/models)"
 		if code != 404 || r.Error == nil || r.Error.Code != "unknown_url" || r.Error.Message != want {
 			t.Errorf("POST %s: %d %s; want 404 saying %q", path, code, raw, want)
 		}

@@ -494,3 +494,161 @@ func TestOpenAISDKTools(t *testing.T) {
 		t.Errorf("the result sent back: %+v", m)
 	}
 }
+
+// sdkResponsesScript drives POST /v1/responses with the official client:
+// responses.create (text; a function call; the call's output sent back) and
+// responses.stream (text with its thought; a call), printing what it read.
+const sdkResponsesScript = `
+const mod = require("openai");
+const OpenAI = mod.OpenAI || mod.default || mod;
+const [baseURL, apiKey, model] = process.argv.slice(2);
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 60000 });
+const tools = [{ type: "function", name: "get_weather", description: "Weather in a city.",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } }];
+(async () => {
+  const out = {};
+  const r = await client.responses.create({ model, instructions: "Be brief.", input: "Time?", max_output_tokens: 32 });
+  out.text = { outputText: r.output_text, status: r.status, types: r.output.map((o) => o.type), usage: r.usage, object: r.object };
+
+  const call = await client.responses.create({ model, input: "Weather in Paris?", tools });
+  const fc = call.output.find((o) => o.type === "function_call");
+  out.call = { types: call.output.map((o) => o.type), name: fc && fc.name, args: fc && JSON.parse(fc.arguments), callId: fc && fc.call_id };
+  const answer = await client.responses.create({ model, tools,
+    input: [{ role: "user", content: "Weather in Paris?" }, ...call.output, { type: "function_call_output", call_id: fc.call_id, output: "Sunny, 21 C" }] });
+  out.answer = answer.output_text;
+
+  const s = client.responses.stream({ model, input: "Time?", reasoning: { effort: "high" } });
+  const events = [];
+  let deltas = "";
+  s.on("response.output_text.delta", (e) => { deltas += e.delta; });
+  for await (const e of s) events.push(e.type);
+  const fr = await s.finalResponse();
+  // (the client sets output_text on a created response, not on a stream's final one)
+  const frText = fr.output.filter((o) => o.type === "message").flatMap((o) => o.content).map((c) => c.text).join("");
+  out.stream = { events, deltas, outputText: frText, types: fr.output.map((o) => o.type),
+    thought: (fr.output.find((o) => o.type === "reasoning") || {}).content };
+
+  const cs = client.responses.stream({ model, input: "Weather in Paris?", tools });
+  let argDeltas = "";
+  cs.on("response.function_call_arguments.delta", (e) => { argDeltas += e.delta; });
+  const cf = await cs.finalResponse();
+  const sfc = cf.output.find((o) => o.type === "function_call");
+  out.streamCall = { argDeltas, name: sfc && sfc.name, args: sfc && sfc.arguments, status: cf.status };
+
+  try {
+    await client.responses.create({ model, input: "x", previous_response_id: "resp_123" });
+    out.previous = { class: "none" };
+  } catch (e) {
+    out.previous = { status: e.status, param: e.param, message: e.message };
+  }
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+// responder is a scripted model for the Responses API test: it calls
+// get_weather when asked about the weather (and answers with the call's
+// result once it has it), thinks aloud when thinking is on, and tells the
+// time otherwise.
+type responder struct{ fakeGen }
+
+func (g *responder) Generate(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	const call = "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>"
+	last := req.Messages[len(req.Messages)-1]
+	switch {
+	case last.Role == "tool":
+		g.commits, g.final = nil, "It is "+last.Content+" in Paris."
+	case strings.Contains(last.Content, "Weather"):
+		g.commits, g.final = []string{"<|tool_", call[:25], call}, call
+	case req.Thinking:
+		text := "<|channel>thought\nThe user asks the time.\n<channel|>It is noon."
+		g.commits, g.final = []string{text[:12], text[:40], text[:60], text}, text
+	default:
+		g.commits, g.final = []string{"It is", "It is noon."}, "It is noon."
+	}
+	return g.fakeGen.Generate(ctx, req)
+}
+
+// TestOpenAISDKResponses: the official client reads POST /v1/responses —
+// text (output_text), a function call and the answer after its output is sent
+// back, streamed text with its thought (the client's own event accumulator
+// builds the final response) and a streamed call — and its errors.
+func TestOpenAISDKResponses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the openai npm client")
+	}
+	modules := installSDK(t)
+	g := &responder{}
+	s := start(t, Options{Engine: g})
+	script := filepath.Join(t.TempDir(), "responses.js")
+	if err := os.WriteFile(script, []byte(sdkResponsesScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", script, s.APIBase(), s.Token(), "darkroom")
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Text struct {
+			OutputText, Status, Object string
+			Types                      []string
+			Usage                      struct{ InputTokens, OutputTokens, TotalTokens int }
+		}
+		Call struct {
+			Types        []string
+			Name, CallID string
+			Args         map[string]string
+		}
+		Answer string
+		Stream struct {
+			Events             []string
+			Deltas, OutputText string
+			Types              []string
+			Thought            []struct{ Type, Text string }
+		}
+		StreamCall struct{ ArgDeltas, Name, Args, Status string }
+		Previous   struct {
+			Status         int
+			Param, Message string
+		}
+	}
+	if err := json.Unmarshal([]byte(strings.NewReplacer(`"input_tokens"`, `"inputtokens"`, `"output_tokens"`, `"outputtokens"`,
+		`"total_tokens"`, `"totaltokens"`, `"call_id"`, `"callid"`).Replace(string(out))), &got); err != nil {
+		t.Fatalf("sdk output %q: %v", out, err)
+	}
+	if tx := got.Text; tx.OutputText != "It is noon." || tx.Status != "completed" || tx.Object != "response" || strings.Join(tx.Types, ",") != "message" ||
+		tx.Usage.InputTokens != 7 || tx.Usage.TotalTokens != tx.Usage.InputTokens+tx.Usage.OutputTokens {
+		t.Errorf("text: %+v", tx)
+	}
+	if c := got.Call; strings.Join(c.Types, ",") != "function_call" || c.Name != "get_weather" || c.Args["city"] != "Paris" || !strings.HasPrefix(c.CallID, "call_") {
+		t.Errorf("call: %+v", c)
+	}
+	if got.Answer != "It is Sunny, 21 C in Paris." {
+		t.Errorf("answer after the call's output: %q", got.Answer)
+	}
+	st := got.Stream
+	if st.Deltas != "It is noon." || st.OutputText != "It is noon." || strings.Join(st.Types, ",") != "reasoning,message" ||
+		len(st.Thought) != 1 || st.Thought[0].Text != "The user asks the time." || st.Thought[0].Type != "reasoning_text" {
+		t.Errorf("stream: %+v", st)
+	}
+	if first, last := st.Events[0], st.Events[len(st.Events)-1]; first != "response.created" || last != "response.completed" {
+		t.Errorf("stream events %v", st.Events)
+	}
+	if sc := got.StreamCall; sc.Name != "get_weather" || sc.Args != `{"city":"Paris"}` || sc.ArgDeltas != sc.Args || sc.Status != "completed" {
+		t.Errorf("streamed call: %+v", sc)
+	}
+	if p := got.Previous; p.Status != 400 || p.Param != "previous_response_id" || !strings.Contains(p.Message, "stores no responses") {
+		t.Errorf("previous_response_id: %+v", p)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if m := g.requests[2].Messages; len(m) != 3 || len(m[1].ToolCalls) != 1 || m[2].Role != "tool" || m[2].ToolCallID != m[1].ToolCalls[0].ID {
+		t.Errorf("the call and its output sent back: %+v", m)
+	}
+	if m := g.requests[0].Messages; len(m) != 2 || m[0].Role != "system" || m[0].Content != "Be brief." {
+		t.Errorf("instructions: %+v", m)
+	}
+}

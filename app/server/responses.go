@@ -1,0 +1,517 @@
+package server
+
+// POST /v1/responses, OpenAI's Responses API, for clients written against it
+// (the openai client's responses.create and responses.stream, agent
+// frameworks built on it). A request is read into the chat request it asks for
+// (chatOf) and checked and run as chat completions are (engineRequest,
+// Server.begin, Server.complete, apiRun.read); only the answer's shape is its
+// own: output items — a "reasoning" item (thinking on), a "message" with one
+// output_text part, and a "function_call" item per tool call — and, streamed,
+// the API's semantic events (response.created, response.output_item.added,
+// response.output_text.delta, …, response.completed), each with its
+// sequence_number. Nothing is stored: previous_response_id is a 400 (send the
+// conversation in input), store is read and ignored. Errors name the
+// Responses API's fields (input[3], max_output_tokens, text.format, …).
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/darkroomlabs/darkroom/app/api"
+	"github.com/darkroomlabs/darkroom/engine"
+)
+
+func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
+	var rr api.ResponsesRequest
+	m, ok := s.modelFor(w, r, &rr, func() string { return rr.Model })
+	if !ok {
+		return
+	}
+	cr, where, err := chatOf(&rr)
+	var req engine.Request
+	var stops []string
+	parallel := true
+	if err == nil {
+		req, stops, parallel, err = engineRequest(&cr, m)
+	}
+	if err != nil {
+		var br *badRequest
+		if errors.As(err, &br) {
+			err = &badRequest{responsesNames(br.param, where), responsesNames(br.msg, where)}
+		}
+		answerBadRequest(w, err)
+		return
+	}
+	a := apiRun{req: req, stops: stops, opts: &cr.Options, input: "input", parallel: parallel}
+	if !s.begin(w, &m, &a) {
+		return
+	}
+	defer s.queue.leave()
+	rs := &responseRun{s: s, m: &m, rr: &rr, a: &a, id: "resp_" + randomHex(12), created: time.Now().Unix(),
+		reasoningID: "rs_" + randomHex(12), messageID: "msg_" + randomHex(12)}
+	if rr.Stream {
+		rs.stream(w, r)
+		return
+	}
+	release, err := s.queue.wait(r.Context(), 0, nil)
+	if err != nil {
+		return // the client went away
+	}
+	c := s.complete(r.Context(), &m, req, stops, nil, nil)
+	release()
+	if c.err != nil {
+		if r.Context().Err() != nil {
+			return
+		}
+		if errors.As(c.err, new(*engine.ContextError)) {
+			requestError(w, c.err, a.input)
+			return
+		}
+		s.logf("server: response: %v", c.err)
+		apiError(w, http.StatusInternalServerError, "server_error", "generation_failed", c.err.Error())
+		return
+	}
+	a.read(&c)
+	writeJSON(w, http.StatusOK, rs.response(&c, c.text))
+}
+
+// chatOf reads a Responses API request into the chat request it asks for, and
+// where[i] names the input that chat message i came from ("instructions",
+// "input", "input[3]"), for errors. Consecutive assistant output in input (a
+// reasoning item, a message, function_call items) is one assistant message
+// with its reasoning and tool calls; a function_call_output is a tool message.
+func chatOf(rr *api.ResponsesRequest) (api.ChatRequest, []string, error) {
+	cr := api.ChatRequest{Model: rr.Model, ParallelToolCalls: rr.ParallelToolCalls}
+	cr.Options = api.Options{MaxTokens: rr.MaxOutputTokens, Temperature: rr.Temperature, TopP: rr.TopP, Seed: rr.Seed,
+		Stream: rr.Stream, Mode: rr.Mode}
+	if rr.PreviousResponseID != "" {
+		return cr, nil, &badRequest{"previous_response_id", "previous_response_id: this server stores no responses; " +
+			"send the whole conversation in input (the earlier output items included)"}
+	}
+	var where []string
+	if rr.Instructions != "" {
+		cr.Messages = append(cr.Messages, api.TextMessage("system", rr.Instructions))
+		where = append(where, "instructions")
+	}
+	raw := bytes.TrimSpace(rr.Input)
+	var text string
+	var items []api.InputItem
+	switch {
+	case len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &text) == nil:
+		cr.Messages = append(cr.Messages, api.TextMessage("user", text))
+		where = append(where, "input")
+	case len(raw) > 0 && raw[0] == '[' && json.Unmarshal(raw, &items) == nil && len(items) > 0:
+	default:
+		return cr, nil, &badRequest{"input", `input must be text or a list of items, e.g. "input": "What is Unix?" or ` +
+			`"input": [{"role": "user", "content": "What is Unix?"}]`}
+	}
+	var cur *api.Message // the assistant message being gathered
+	curAt := ""
+	flush := func() {
+		if cur != nil && (len(cur.ToolCalls) > 0 || len(bytes.TrimSpace(cur.Content)) > 0) {
+			cr.Messages = append(cr.Messages, *cur)
+			where = append(where, curAt)
+		}
+		cur = nil
+	}
+	assistant := func(at string) *api.Message {
+		if cur == nil {
+			cur, curAt = &api.Message{Role: "assistant"}, at
+		}
+		return cur
+	}
+	for i, it := range items {
+		at := fmt.Sprintf("input[%d]", i)
+		typ := it.Type
+		if typ == "" {
+			typ = "message"
+		}
+		switch typ {
+		case "message":
+			text, err := itemText(it.Content, at+".content")
+			if err != nil {
+				return cr, nil, err
+			}
+			if it.Role == "assistant" {
+				if cur != nil && (len(cur.ToolCalls) > 0 || len(cur.Content) > 0) {
+					flush() // a second message: a turn of its own
+				}
+				assistant(at).Content = api.TextMessage("", text).Content
+				continue
+			}
+			flush()
+			cr.Messages = append(cr.Messages, api.TextMessage(it.Role, text))
+			where = append(where, at)
+		case "function_call":
+			m := assistant(at)
+			m.ToolCalls = append(m.ToolCalls, api.ToolCall{ID: it.CallID, Type: "function", Function: api.FunctionCall{Name: it.Name, Arguments: it.Arguments}})
+		case "function_call_output":
+			flush()
+			out, err := itemText(it.Output, at+".output")
+			if err != nil {
+				return cr, nil, err
+			}
+			msg := api.TextMessage("tool", out)
+			msg.ToolCallID = it.CallID
+			cr.Messages = append(cr.Messages, msg)
+			where = append(where, at)
+		case "reasoning":
+			flush()
+			text, err := itemText(it.Content, at+".content")
+			if err != nil {
+				return cr, nil, err
+			}
+			assistant(at).ReasoningContent = text
+		default:
+			return cr, nil, &badRequest{at + ".type", fmt.Sprintf(`%s.type %q is not supported: want "message", "function_call", `+
+				`"function_call_output" or "reasoning"`, at, clip(it.Type, 40))}
+		}
+	}
+	flush()
+
+	for i, t := range rr.Tools {
+		if t.Type != "function" {
+			return cr, nil, &badRequest{fmt.Sprintf("tools[%d].type", i), fmt.Sprintf(`tools[%d].type %q: only function tools are supported `+
+				`({"type": "function", "name": …, "parameters": {…}}); this server runs no built-in tools`, i, clip(t.Type, 40))}
+		}
+		cr.Tools = append(cr.Tools, api.Tool{Type: "function", Function: api.FunctionDef{Name: t.Name, Description: t.Description,
+			Parameters: t.Parameters, Strict: t.Strict}})
+	}
+	cr.ToolChoice = rr.ToolChoice
+	var named struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(rr.ToolChoice, &named) == nil && named.Type == "function" && named.Name != "" {
+		cr.ToolChoice, _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": named.Name}})
+	}
+	if rr.Text != nil {
+		cr.ResponseFormat = &rr.Text.Format
+	}
+	if rr.Reasoning != nil {
+		cr.ReasoningEffort = rr.Reasoning.Effort
+	}
+	return cr, where, nil
+}
+
+// itemText is an input item's text: a string, or the text of its parts
+// (input_text, output_text, reasoning_text, summary_text); a part of another
+// kind is a badRequest naming at.
+func itemText(raw json.RawMessage, at string) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return "", &badRequest{at, at + " must be text or a list of text parts"}
+	}
+	var b strings.Builder
+	for k, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text", "reasoning_text", "summary_text":
+			b.WriteString(p.Text)
+		default:
+			return "", &badRequest{fmt.Sprintf("%s[%d].type", at, k), fmt.Sprintf("%s[%d]: a %q part is not supported (text only)", at, k, clip(p.Type, 40))}
+		}
+	}
+	return b.String(), nil
+}
+
+// chatNames are the chat request's field names and the Responses API's for
+// them, as errors name them.
+var chatNames = strings.NewReplacer(
+	"max_tokens", "max_output_tokens",
+	".function.name", ".name", ".function.parameters", ".parameters",
+	"response_format", "text.format",
+	"reasoning_effort", "reasoning.effort",
+	`{"type": "function", "function": {"name": …}}`, `{"type": "function", "name": …}`,
+	"the messages", "the input",
+)
+
+var messageRef = regexp.MustCompile(`messages\[(\d+)\]`)
+
+// responsesNames rewrites an error's param or message from the chat request's
+// names to the Responses API's: messages[i] is where[i].
+func responsesNames(s string, where []string) string {
+	s = messageRef.ReplaceAllStringFunc(s, func(ref string) string {
+		i, err := strconv.Atoi(ref[len("messages[") : len(ref)-1])
+		if err != nil || i >= len(where) {
+			return "input"
+		}
+		return where[i]
+	})
+	if s == "messages" {
+		return "input"
+	}
+	return chatNames.Replace(strings.ReplaceAll(s, `"messages"`, `"input"`))
+}
+
+// responseRun writes one Responses API answer.
+type responseRun struct {
+	s       *Server
+	m       *Model
+	rr      *api.ResponsesRequest
+	a       *apiRun
+	id      string
+	created int64
+	// The ids of the answer's reasoning and message items, the same in a
+	// stream's events and its final response.
+	reasoningID, messageID string
+}
+
+// response is the Response for c, its message's text text (a stream's: what
+// it sent).
+func (rs *responseRun) response(c *completion, text string) api.Response {
+	r := rs.snapshot(api.StatusCompleted)
+	if c.thought != "" {
+		r.Output = append(r.Output, reasoningItem(rs.reasoningID, c.thought))
+	}
+	if text != "" || len(c.calls) == 0 {
+		r.Output = append(r.Output, messageItem(rs.messageID, text, api.StatusCompleted))
+	}
+	for _, call := range c.calls {
+		r.Output = append(r.Output, callItem(call, api.StatusCompleted))
+	}
+	if c.finish == api.FinishLength {
+		r.Status, r.IncompleteDetails = api.StatusIncomplete, &api.IncompleteDetails{Reason: "max_output_tokens"}
+	}
+	r.Usage = &api.ResponseUsage{InputTokens: c.usage.PromptTokens, OutputTokens: c.usage.CompletionTokens,
+		TotalTokens: c.usage.PromptTokens + c.usage.CompletionTokens}
+	if d := c.usage.PromptDetails; d != nil {
+		r.Usage.InputTokensDetails.CachedTokens = d.CachedTokens
+	}
+	return r
+}
+
+// snapshot is the response with no output yet, the request's settings echoed.
+func (rs *responseRun) snapshot(status string) api.Response {
+	rr := rs.rr
+	r := api.Response{ID: rs.id, Object: api.ObjectResponse, CreatedAt: rs.created, Status: status, Model: rs.m.ID, Output: []api.OutputItem{},
+		MaxOutputTokens: rr.MaxOutputTokens, Temperature: rr.Temperature, TopP: rr.TopP, ToolChoice: rr.ToolChoice, Tools: rr.Tools,
+		ParallelToolCalls: rs.a.parallel, Text: api.ResponseText{Format: api.ResponseFormat{Type: "text"}}, Reasoning: rr.Reasoning,
+		Metadata: map[string]string{}}
+	if rr.Instructions != "" {
+		r.Instructions = &rr.Instructions
+	}
+	if len(bytes.TrimSpace(r.ToolChoice)) == 0 {
+		r.ToolChoice = json.RawMessage(`"auto"`)
+	}
+	if r.Tools == nil {
+		r.Tools = []api.ResponseTool{}
+	}
+	if rr.Text != nil && rr.Text.Format.Type != "" {
+		r.Text = *rr.Text
+	}
+	return r
+}
+
+func reasoningItem(id, text string) api.OutputItem {
+	return api.OutputItem{Type: "reasoning", ID: id, Summary: &[]api.ContentPart{}, Content: &[]api.ContentPart{{Type: "reasoning_text", Text: text}}}
+}
+
+func messageItem(id, text, status string) api.OutputItem {
+	return api.OutputItem{Type: "message", ID: id, Status: status, Role: "assistant",
+		Content: &[]api.ContentPart{{Type: "output_text", Text: text, Annotations: api.NoAnnotations()}}}
+}
+
+// callItem is a tool call's function_call item; its id is the call's.
+func callItem(call api.ToolCall, status string) api.OutputItem {
+	args := call.Function.Arguments
+	return api.OutputItem{Type: "function_call", ID: "fc_" + strings.TrimPrefix(call.ID, "call_"), Status: status, CallID: call.ID,
+		Name: call.Function.Name, Arguments: &args}
+}
+
+// stream writes the answer as the Responses API's events.
+func (rs *responseRun) stream(w http.ResponseWriter, r *http.Request) {
+	s := rs.s
+	st, ok := s.newSSE(w)
+	if !ok {
+		apiError(w, http.StatusInternalServerError, "server_error", "no_streaming", "streaming is not supported by this connection")
+		return
+	}
+	defer st.end()
+	ev := &eventWriter{st: st}
+	snap := rs.snapshot(api.StatusInProgress)
+	if ev.send(api.ResponseEvent{Type: "response.created", Response: &snap}) != nil ||
+		ev.send(api.ResponseEvent{Type: "response.in_progress", Response: &snap}) != nil {
+		return
+	}
+	release, err := s.queue.wait(r.Context(), s.opts.KeepAlive, func() error { return st.comment("waiting for the model") })
+	if err != nil {
+		return
+	}
+	defer release()
+
+	var split *thoughtSplitter
+	if rs.a.req.Thinking {
+		split = new(thoughtSplitter)
+	}
+	items := 0 // output items opened
+	var thought, text *openItem
+	send := func(delta string, final bool) error {
+		th, an := "", delta
+		if split != nil {
+			th, an = split.feed(delta, final)
+		}
+		if th != "" {
+			if thought == nil {
+				thought = &openItem{index: items, id: rs.reasoningID, kind: "reasoning_text"}
+				items++
+				item := api.OutputItem{Type: "reasoning", ID: thought.id, Summary: &[]api.ContentPart{}}
+				if err := ev.open(thought, item); err != nil {
+					return err
+				}
+			}
+			if err := ev.delta(thought, th); err != nil {
+				return err
+			}
+		}
+		if an != "" {
+			if thought != nil && !thought.closed {
+				if err := ev.close(thought, reasoningItem(thought.id, thought.text.String())); err != nil {
+					return err
+				}
+			}
+			if text == nil {
+				text = &openItem{index: items, id: rs.messageID, kind: "output_text"}
+				items++
+				if err := ev.open(text, api.OutputItem{Type: "message", ID: text.id, Status: api.StatusInProgress, Role: "assistant",
+					Content: &[]api.ContentPart{}}); err != nil {
+					return err
+				}
+			}
+			return ev.delta(text, an)
+		}
+		return nil
+	}
+	c := s.complete(r.Context(), rs.m, rs.a.req, rs.a.stops, func(delta string, _ []tokenMark) error { return send(delta, false) }, nil)
+	if c.err != nil {
+		if r.Context().Err() == nil {
+			s.logf("server: response: %v", c.err)
+			_ = ev.send(api.ResponseEvent{Type: "error", Error: &api.ErrorBody{Message: c.err.Error(), Type: "server_error", Code: "generation_failed"}})
+		}
+		return
+	}
+	if send("", true) != nil { // what the splitter held
+		return
+	}
+	rs.a.read(&c)
+	if thought != nil && !thought.closed && ev.close(thought, reasoningItem(thought.id, thought.text.String())) != nil {
+		return
+	}
+	sent := ""
+	if text != nil {
+		sent = text.text.String()
+	}
+	if text == nil && len(c.calls) == 0 { // an empty answer: an empty message, as the whole response holds
+		text = &openItem{index: items, id: rs.messageID, kind: "output_text"}
+		items++
+		if ev.open(text, api.OutputItem{Type: "message", ID: text.id, Status: api.StatusInProgress, Role: "assistant", Content: &[]api.ContentPart{}}) != nil {
+			return
+		}
+	}
+	if text != nil && ev.close(text, messageItem(text.id, sent, api.StatusCompleted)) != nil {
+		return
+	}
+	for _, call := range c.calls {
+		at := items
+		items++
+		item := callItem(call, api.StatusInProgress)
+		empty := ""
+		item.Arguments = &empty
+		args := call.Function.Arguments
+		done := callItem(call, api.StatusCompleted)
+		if ev.send(api.ResponseEvent{Type: "response.output_item.added", OutputIndex: &at, Item: &item}) != nil ||
+			ev.send(api.ResponseEvent{Type: "response.function_call_arguments.delta", OutputIndex: &at, ItemID: item.ID, Delta: &args}) != nil ||
+			ev.send(api.ResponseEvent{Type: "response.function_call_arguments.done", OutputIndex: &at, ItemID: item.ID, Name: call.Function.Name, Arguments: &args}) != nil ||
+			ev.send(api.ResponseEvent{Type: "response.output_item.done", OutputIndex: &at, Item: &done}) != nil {
+			return
+		}
+	}
+	final := rs.response(&c, sent)
+	kind := "response.completed"
+	if final.Status == api.StatusIncomplete {
+		kind = "response.incomplete"
+	}
+	_ = ev.send(api.ResponseEvent{Type: kind, Response: &final})
+}
+
+// openItem is a streamed output item with one content part (a message's
+// output_text, a reasoning item's reasoning_text), while it is written.
+type openItem struct {
+	index  int
+	id     string
+	kind   string // the part's type
+	text   strings.Builder
+	closed bool
+}
+
+// eventWriter sends a stream's events, numbered in order.
+type eventWriter struct {
+	st  *sse
+	seq int
+}
+
+func (e *eventWriter) send(ev api.ResponseEvent) error {
+	ev.SequenceNumber = e.seq
+	e.seq++
+	return e.st.event(ev.Type, ev)
+}
+
+// open adds item to the output and its empty part.
+func (e *eventWriter) open(it *openItem, item api.OutputItem) error {
+	zero := 0
+	part := api.ContentPart{Type: it.kind}
+	if it.kind == "output_text" {
+		part.Annotations = api.NoAnnotations()
+	}
+	if err := e.send(api.ResponseEvent{Type: "response.output_item.added", OutputIndex: &it.index, Item: &item}); err != nil {
+		return err
+	}
+	return e.send(api.ResponseEvent{Type: "response.content_part.added", OutputIndex: &it.index, ContentIndex: &zero, ItemID: it.id, Part: &part})
+}
+
+// delta adds text to it's part.
+func (e *eventWriter) delta(it *openItem, text string) error {
+	zero := 0
+	it.text.WriteString(text)
+	typ := "response.output_text.delta"
+	if it.kind == "reasoning_text" {
+		typ = "response.reasoning_text.delta"
+	}
+	return e.send(api.ResponseEvent{Type: typ, OutputIndex: &it.index, ContentIndex: &zero, ItemID: it.id, Delta: &text})
+}
+
+// close ends it's part and the item, done being the item whole.
+func (e *eventWriter) close(it *openItem, done api.OutputItem) error {
+	zero := 0
+	text := it.text.String()
+	part := (*done.Content)[0]
+	typ := "response.output_text.done"
+	if it.kind == "reasoning_text" {
+		typ = "response.reasoning_text.done"
+	}
+	it.closed = true
+	if err := e.send(api.ResponseEvent{Type: typ, OutputIndex: &it.index, ContentIndex: &zero, ItemID: it.id, Text: &text}); err != nil {
+		return err
+	}
+	if err := e.send(api.ResponseEvent{Type: "response.content_part.done", OutputIndex: &it.index, ContentIndex: &zero, ItemID: it.id, Part: &part}); err != nil {
+		return err
+	}
+	return e.send(api.ResponseEvent{Type: "response.output_item.done", OutputIndex: &it.index, Item: &done})
+}
