@@ -273,6 +273,13 @@ func TestToolsRealModel(t *testing.T) {
 		}
 	}
 
+	// Diffusion holds the same opening at the head of its canvas.
+	code, r, raw = chatWire(t, s, `{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[`+weatherTool+`],`+
+		`"tool_choice":"required","mode":"diffusion","max_tokens":12,"seed":5}`)
+	if code != 200 || r.Usage == nil || r.Usage.CompletionTokens < 2 || r.SystemFingerprint != "darkroom-diffusion" {
+		t.Errorf("diffusion, tool_choice required: %d %s", code, raw)
+	}
+
 	// The declaration is in the prompt: /tokenize with the tools counts it.
 	var plain, declared struct{ Count int }
 	for _, c := range []struct {
