@@ -19,6 +19,7 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/hw"
@@ -388,8 +389,8 @@ func runGenerate(env *Env, args []string) error {
 		req.Opening, req.Lead, req.OpeningTentative, req.Reply = start.Opening, start.Lead, start.OpeningTentative, start.Reply
 		req.LeadEnds = req.Lead != "" // the entry's answer, as trained: it ends there
 	}
-	if *thinking && g.builtin() { // the Mini has the token, never trained on it: said before it loads
-		return errors.New("generate: " + noThinking("Darkroom Mini"))
+	if *thinking && g.builtin() { // said before the Mini loads
+		return errors.New("generate: " + noThinking(catalog.NoThinking(true, true)))
 	}
 	e, err := loadEngine(ctx, env, src, engine.Options{Backend: g.backend, InGraph: g.graph})
 	if err != nil {
@@ -401,8 +402,10 @@ func runGenerate(env *Env, args []string) error {
 	defer e.Close()
 
 	tok := e.Tokenizer()
-	if _, ok := tok.ID("<|think|>"); *thinking && !ok {
-		return errors.New("generate: " + noThinking(g.model))
+	if _, ok := tok.ID(chat.Think); *thinking {
+		if why := catalog.NoThinking(g.builtin(), ok); why != "" {
+			return errors.New("generate: " + noThinking(why))
+		}
 	}
 	if req.Sampling.MaxNewTokens == 0 && len(req.Messages) > 0 && !g.builtin() { // a question: an answer's length, not one canvas
 		req.Sampling.MaxNewTokens = catalog.AnswerTokens(g.model, e.Config())
@@ -541,10 +544,10 @@ func otherMode(mode engine.Mode) engine.Mode {
 	return engine.AR
 }
 
-// noThinking is generate's reason for --thinking with a model that has no
-// thinking channel.
-func noThinking(model string) string {
-	return "--thinking: " + model + " has no thinking channel (it was not trained to think); leave --thinking out"
+// noThinking is generate's reason for --thinking with a model that does not
+// think (why: catalog.NoThinking's).
+func noThinking(why string) string {
+	return "--thinking: " + why + "; leave --thinking out"
 }
 
 // interruptedLoading is a command's reason when Ctrl-C stops it before the model

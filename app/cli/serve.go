@@ -14,6 +14,7 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/speed"
@@ -112,6 +113,8 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	defer eng.Close()
 	opts.Engine = eng
 	opts.AnswerTokens = catalog.AnswerTokens(id, eng.Config())
+	_, hasThink := eng.Tokenizer().ID(chat.Think)
+	opts.NoThinking = catalog.NoThinking(id == catalog.MiniID, hasThink)
 	// A request without "mode" runs the faster mode here where both write equally well.
 	device := speed.Device(eng.Backend())
 	rates, err := ratesNoted(ctx, env.Stderr, device, false)

@@ -240,7 +240,7 @@ func engineRequest(cr *api.ChatRequest, m Model) (req engine.Request, stops []st
 	if parallel, err = toolUse(cr, &req); err != nil {
 		return req, nil, false, err
 	}
-	if req.Thinking, err = thinkingAsked(cr); err != nil {
+	if req.Thinking, err = thinkingAsked(cr, m); err != nil {
 		return req, nil, false, err
 	}
 	if err := opening(&req, cr.Darkroom); err != nil {

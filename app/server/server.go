@@ -98,6 +98,10 @@ type Model struct {
 	// AnswerTokens is the most new tokens of a chat completion that asks for
 	// no max_tokens (catalog.AnswerTokens; 0: Sampling's, else the model's).
 	AnswerTokens int
+	// NoThinking is why the model does not think when asked
+	// (catalog.NoThinking; "": it does): a request for thinking is refused
+	// with it.
+	NoThinking string
 	// Leads are the entries the model's folder holds
 	// (assets.Leads; nil: none): a page opens with its title's.
 	Leads *assets.Leads
@@ -117,12 +121,13 @@ type Options struct {
 	Vocab    Vocabulary
 	ModelID  string
 	Sampling engine.Sampling
-	// APIMode, APIModeReason, System, AnswerTokens and Leads are the model's
-	// (see Model's fields).
+	// APIMode, APIModeReason, System, AnswerTokens, NoThinking and Leads are
+	// the model's (see Model's fields).
 	APIMode       engine.Mode
 	APIModeReason string
 	System        string
 	AnswerTokens  int
+	NoThinking    string
 	Leads         *assets.Leads
 	// Model, if set, is asked for the model on every request (and Engine,
 	// Vocab, ModelID and Sampling are ignored): the desktop app's active model,
@@ -229,7 +234,7 @@ func New(opts Options) (*Server, error) {
 	opts.Addr = addr
 	if opts.Model == nil {
 		m := Model{ID: opts.ModelID, Engine: opts.Engine, Vocab: opts.Vocab, Sampling: opts.Sampling,
-			APIMode: opts.APIMode, APIModeReason: opts.APIModeReason, System: opts.System, AnswerTokens: opts.AnswerTokens, Leads: opts.Leads}
+			APIMode: opts.APIMode, APIModeReason: opts.APIModeReason, System: opts.System, AnswerTokens: opts.AnswerTokens, NoThinking: opts.NoThinking, Leads: opts.Leads}
 		opts.Model = func(context.Context) (Model, error) { return m, nil }
 	}
 	if opts.Mode == "" {

@@ -10,11 +10,22 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/chat"
 )
 
-// thinkingAsked reads whether a chat request turns the model's thinking on:
+// thinkingAsked reads whether a chat request turns m's thinking on:
 // reasoning_effort "low", "medium" or "high" (OpenAI's), or
 // chat_template_kwargs {"enable_thinking": true} (vLLM's, for Gemma 4); both
-// given must agree.
-func thinkingAsked(cr *api.ChatRequest) (bool, error) {
+// given must agree, and a model that does not think (Model.NoThinking) is not
+// asked to.
+func thinkingAsked(cr *api.ChatRequest, m Model) (bool, error) {
+	on, param, err := thinkingFields(cr)
+	if err == nil && on && m.NoThinking != "" {
+		return false, &badRequest{param, fmt.Sprintf("%s: %s; leave %s out", m.ID, m.NoThinking, param)}
+	}
+	return on, err
+}
+
+// thinkingFields reads the fields that turn thinking on, and names the one
+// that did.
+func thinkingFields(cr *api.ChatRequest) (on bool, param string, err error) {
 	var effort, kwarg *bool
 	if e := cr.ReasoningEffort; e != nil {
 		switch *e {
@@ -24,27 +35,27 @@ func thinkingAsked(cr *api.ChatRequest) (bool, error) {
 		case "none", "minimal":
 			effort = new(bool)
 		default:
-			return false, &badRequest{"reasoning_effort", fmt.Sprintf(`reasoning_effort %q: want "none", "minimal", "low", "medium" or "high" `+
+			return false, "", &badRequest{"reasoning_effort", fmt.Sprintf(`reasoning_effort %q: want "none", "minimal", "low", "medium" or "high" `+
 				`(Gemma 4 thinks or does not: "low" and above turn its thinking on)`, clip(*e, 40))}
 		}
 	}
 	if raw, ok := cr.ChatTemplateKwargs["enable_thinking"]; ok {
 		var on bool
 		if err := json.Unmarshal(raw, &on); err != nil {
-			return false, &badRequest{"chat_template_kwargs.enable_thinking", "chat_template_kwargs.enable_thinking must be true or false"}
+			return false, "", &badRequest{"chat_template_kwargs.enable_thinking", "chat_template_kwargs.enable_thinking must be true or false"}
 		}
 		kwarg = &on
 	}
 	switch {
 	case effort != nil && kwarg != nil && *effort != *kwarg:
-		return false, &badRequest{"reasoning_effort", fmt.Sprintf("reasoning_effort %q and chat_template_kwargs.enable_thinking %v disagree: send one of them",
+		return false, "", &badRequest{"reasoning_effort", fmt.Sprintf("reasoning_effort %q and chat_template_kwargs.enable_thinking %v disagree: send one of them",
 			*cr.ReasoningEffort, *kwarg)}
 	case effort != nil:
-		return *effort, nil
+		return *effort, "reasoning_effort", nil
 	case kwarg != nil:
-		return *kwarg, nil
+		return *kwarg, "chat_template_kwargs.enable_thinking", nil
 	}
-	return false, nil
+	return false, "", nil
 }
 
 // thoughtLabel opens a thought channel's text: <|channel>thought\n….

@@ -171,3 +171,28 @@ func TestThinkingRealModel(t *testing.T) {
 		t.Errorf("tokenize with thinking: %d %s, want %d tokens", resp.StatusCode, body, res.PromptTokens)
 	}
 }
+
+// TestThinkingRefusedWhereTheModelDoesNot: a model that does not think
+// (Darkroom Mini, never trained to) is not asked to: a request for thinking is
+// a 400 naming the field that asked and saying why, as the app greys its
+// Thinking box and `darkroom generate --thinking` refuses; asking for none runs.
+func TestThinkingRefusedWhereTheModelDoesNot(t *testing.T) {
+	g := &fakeGen{final: "Unix is an OS."}
+	s := start(t, Options{Engine: g, ModelID: "darkroom-mini", NoThinking: "Darkroom Mini was not trained to think"})
+	for body, param := range map[string]string{
+		`"reasoning_effort":"high"`:                       "reasoning_effort",
+		`"chat_template_kwargs":{"enable_thinking":true}`: "chat_template_kwargs.enable_thinking",
+	} {
+		code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],`+body+`}`)
+		if code != 400 || r.Error == nil || *r.Error.Param != param ||
+			r.Error.Message != "darkroom-mini: Darkroom Mini was not trained to think; leave "+param+" out" {
+			t.Errorf("%s: %d %s", body, code, raw)
+		}
+	}
+	if code, _, raw := callAPI(t, s, "POST", "/v1/responses", `{"input":"Hi","reasoning":{"effort":"low"}}`); code != 400 || !strings.Contains(raw, `"param":"reasoning.effort"`) {
+		t.Errorf("responses: %d %s", code, raw)
+	}
+	if code, _, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"reasoning_effort":"none"}`); code != 200 {
+		t.Errorf("no thinking asked: %d %s", code, raw)
+	}
+}

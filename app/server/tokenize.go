@@ -108,7 +108,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 			_, err = toolUse(&cr, &er)
 		}
 		if err == nil {
-			er.Thinking, err = thinkingAsked(&cr)
+			er.Thinking, err = thinkingAsked(&cr, m)
 		}
 		if err == nil {
 			if ids, err = chat.Encode(tok, msgs, chat.Options{Tools: er.Tools, Thinking: er.Thinking}); err != nil {

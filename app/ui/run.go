@@ -127,6 +127,9 @@ func serverModel(m Model, sampling engine.Sampling) server.Model {
 	sm := server.Model{ID: serverID(m.Info()), Engine: m, Vocab: m, Sampling: sampling,
 		APIMode: m.Info().Mode.Mode, APIModeReason: m.Info().Mode.Reason, Leads: m.Info().Leads, AnswerTokens: m.Info().AnswerTokens}
 	sm.System = catalog.System(sm.ID)
+	if !m.Info().Thinking {
+		sm.NoThinking = catalog.NoThinking(m.Info().Builtin, false)
+	}
 	if em, ok := m.(*engineModel); ok {
 		sm.Engine = em.e
 	}

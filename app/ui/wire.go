@@ -17,6 +17,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/backend/nvidia"
+	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/models"
@@ -246,10 +247,8 @@ func newEngineModel(e *engine.Engine, name string, builtin bool) *engineModel {
 	if !builtin {
 		m.answer = catalog.AnswerTokens(name, e.Config())
 	}
-	tok := e.Tokenizer()
-	if _, ok := tok.ID("<|think|>"); ok && !builtin {
-		m.thinking = true // Darkroom Mini has the token but was never trained to think
-	}
+	_, hasThink := e.Tokenizer().ID(chat.Think)
+	m.thinking = catalog.NoThinking(builtin, hasThink) == ""
 	return m
 }
 

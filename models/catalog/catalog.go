@@ -224,6 +224,22 @@ func System(id string) string {
 	return e.System
 }
 
+// NoThinking is why a model Darkroom loaded does not think when asked ("" where
+// it does): it thinks where its tokenizer has Gemma 4's <|think|> token
+// (hasThink), but for Darkroom Mini (builtin), which has the token and was
+// never trained to use it — given it, the Mini writes worse. The app greys its
+// Chat's Thinking box, `darkroom generate --thinking` and the API's
+// reasoning_effort are refused, with this reason.
+func NoThinking(builtin, hasThink bool) string {
+	switch {
+	case builtin:
+		return "Darkroom Mini was not trained to think"
+	case !hasThink:
+		return "this model has no thinking channel"
+	}
+	return ""
+}
+
 // ForModel finds the catalog entry of a model Darkroom loaded: by name (a catalog
 // ID or repo, or a profile made from one: "diffusiongemma-26b-int4"), else by its
 // dimensions (a folder holding the 26B's architecture, whatever its quantization).
