@@ -697,15 +697,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 			c := s.complete(r.Context(), m, seeded(i), a.stops, nil, nil)
 			if c.err != nil {
 				release()
-				if r.Context().Err() != nil {
-					return
-				}
-				if errors.As(c.err, new(*engine.ContextError)) {
-					requestError(w, c.err, a.input)
-					return
-				}
-				s.logf("server: completion: %v", c.err)
-				apiError(w, http.StatusInternalServerError, "server_error", "generation_failed", c.err.Error())
+				s.failed(w, r, c.err, a.input)
 				return
 			}
 			c.text = a.echo + c.text
@@ -790,6 +782,20 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 		}
 	}
 	_ = stream.raw("", api.Done)
+}
+
+// failed answers a whole answer's failed generation: nothing where the
+// client went away, 400 where the prompt did not fit (input names its field),
+// else 500 with the engine's error.
+func (s *Server) failed(w http.ResponseWriter, r *http.Request, err error, input string) {
+	switch {
+	case r.Context().Err() != nil:
+	case errors.As(err, new(*engine.ContextError)):
+		requestError(w, err, input)
+	default:
+		s.logf("server: %s %s: %v", r.Method, r.URL.Path, err)
+		apiError(w, http.StatusInternalServerError, "server_error", "generation_failed", err.Error())
+	}
 }
 
 // begin readies a's run: it checks the request with the engine (a 400 before

@@ -67,15 +67,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	c := s.complete(r.Context(), &m, req, stops, nil, nil)
 	release()
 	if c.err != nil {
-		if r.Context().Err() != nil {
-			return
-		}
-		if errors.As(c.err, new(*engine.ContextError)) {
-			requestError(w, c.err, a.input)
-			return
-		}
-		s.logf("server: response: %v", c.err)
-		apiError(w, http.StatusInternalServerError, "server_error", "generation_failed", c.err.Error())
+		s.failed(w, r, c.err, a.input)
 		return
 	}
 	a.read(&c)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,12 +13,10 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
 )
 
+// responsesCall posts a Responses API request.
 func responsesCall(t *testing.T, s *Server, body string) (int, api.Response, string) {
 	t.Helper()
-	resp, raw := do(t, nil, "POST", base(s)+"/v1/responses", body, map[string]string{"Authorization": "Bearer " + s.Token(), "Content-Type": "application/json"})
-	var r api.Response
-	_ = json.Unmarshal([]byte(raw), &r)
-	return resp.StatusCode, r, raw
+	return postAPI[api.Response](t, s, "/v1/responses", body)
 }
 
 // TestResponsesInput: a Responses API input reaches the engine as the chat

@@ -121,6 +121,26 @@ const user = [{ role: "user", content: "What is Unix?" }];
 })().catch((e) => { console.error(e); process.exit(1); });
 `
 
+// runScript runs a JavaScript script with node, the npm packages in modules
+// on its path, and returns what it printed; a failure stops the test with
+// what it wrote to stderr.
+func runScript(t *testing.T, modules, script string, args ...string) []byte {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "script.js")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", append([]string{file}, args...)...)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
+	}
+	return out
+}
+
 // stepProbe wraps a Generator and measures what a cancellation leaves: how
 // many denoising steps run after the request's context ends, and how many
 // forward passes the engine started without first finding the context live.
@@ -244,18 +264,7 @@ func TestOpenAISDK(t *testing.T) {
 		return Model{ID: "darkroom-mini", Engine: checkedProbe{probe, e}}, nil
 	}})
 
-	script := filepath.Join(t.TempDir(), "sdk.js")
-	if err := os.WriteFile(script, []byte(sdkScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("node", script, s.APIBase(), s.Token(), "darkroom-mini", assets.EncyclopediaPrompt("Operating system"))
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.String())
-	}
+	out := runScript(t, modules, sdkScript, s.APIBase(), s.Token(), "darkroom-mini", assets.EncyclopediaPrompt("Operating system"))
 	var got struct {
 		Models     []string
 		Completion struct {
@@ -450,18 +459,7 @@ func TestOpenAISDKTools(t *testing.T) {
 	modules := installSDK(t)
 	g := &weatherAgent{}
 	s := start(t, Options{Engine: g})
-	script := filepath.Join(t.TempDir(), "tools.js")
-	if err := os.WriteFile(script, []byte(sdkToolsScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("node", script, s.APIBase(), s.Token(), "darkroom")
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.String())
-	}
+	out := runScript(t, modules, sdkToolsScript, s.APIBase(), s.Token(), "darkroom")
 	type run struct {
 		Content  string
 		Seen     []map[string]string
@@ -579,18 +577,7 @@ func TestOpenAISDKResponses(t *testing.T) {
 	modules := installSDK(t)
 	g := &responder{}
 	s := start(t, Options{Engine: g})
-	script := filepath.Join(t.TempDir(), "responses.js")
-	if err := os.WriteFile(script, []byte(sdkResponsesScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("node", script, s.APIBase(), s.Token(), "darkroom")
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.String())
-	}
+	out := runScript(t, modules, sdkResponsesScript, s.APIBase(), s.Token(), "darkroom")
 	var got struct {
 		Text struct {
 			OutputText, Status, Object string

@@ -24,13 +24,20 @@ const (
 	callsOnly = `<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:2}<tool_call|>`
 )
 
-// chatWire decodes a chat response as the API's own type, with the raw body.
-func chatWire(t *testing.T, s *Server, body string) (int, api.ChatCompletion, string) {
+// postAPI posts body to the API's path with its key, and decodes the answer
+// as a T (the API's own type), with the raw body.
+func postAPI[T any](t *testing.T, s *Server, path, body string) (int, T, string) {
 	t.Helper()
-	resp, raw := do(t, nil, "POST", base(s)+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer " + s.Token(), "Content-Type": "application/json"})
-	var r api.ChatCompletion
+	resp, raw := do(t, nil, "POST", base(s)+path, body, map[string]string{"Authorization": "Bearer " + s.Token(), "Content-Type": "application/json"})
+	var r T
 	_ = json.Unmarshal([]byte(raw), &r)
 	return resp.StatusCode, r, raw
+}
+
+// chatWire posts a chat completion request.
+func chatWire(t *testing.T, s *Server, body string) (int, api.ChatCompletion, string) {
+	t.Helper()
+	return postAPI[api.ChatCompletion](t, s, "/v1/chat/completions", body)
 }
 
 // TestToolCallsWhole: with tools declared, the calls the model writes come
