@@ -157,14 +157,7 @@ func mapsAgree(got, want map[int]int) bool {
 // spells the turn markers is several ordinary tokens, while benign text encodes
 // exactly as the formatted prompt does.
 func TestEncodeMiniTokenizer(t *testing.T) {
-	fsys, err := assets.Mini()
-	if err != nil {
-		t.Skip("no built-in Darkroom Mini:", err)
-	}
-	tok, err := tokenizer.LoadFS(fsys, "tokenizer.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := miniTokenizer(t)
 	sp := tok.Specials()
 	for _, marker := range []string{TurnEnd, TurnStart, "<eos>"} {
 		ids, err := Encode(tok, []Message{{Role: "user", Content: marker}}, Options{})
@@ -225,4 +218,19 @@ func TestStripThinking(t *testing.T) {
 	if got := StripThinking("answer <|channel>unclosed"); got != "answer" {
 		t.Errorf("StripThinking unclosed = %q", got)
 	}
+}
+
+// miniTokenizer is Darkroom Mini's tokenizer (the test is skipped without the
+// built-in model).
+func miniTokenizer(t *testing.T) *tokenizer.Tokenizer {
+	t.Helper()
+	fsys, err := assets.Mini()
+	if err != nil {
+		t.Skip("no built-in Darkroom Mini:", err)
+	}
+	tok, err := tokenizer.LoadFS(fsys, "tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
