@@ -1,7 +1,8 @@
 // Package api is the wire format of Darkroom's OpenAI-compatible HTTP API: the
 // requests, responses and stream chunks of GET /v1/models, POST
 // /v1/chat/completions and POST /v1/completions, and the requests, responses
-// and events of POST /v1/responses (responses.go), with their JSON tags, and
+// and events of POST /v1/responses (responses.go) and of Anthropic's POST
+// /v1/messages (messages.go), with their JSON tags, and
 // Darkroom's extensions to them (the "mode" field and the "darkroom" object). app/server encodes the
 // responses and decodes the requests; app/remote encodes the requests and
 // decodes the responses; written once here, the two cannot drift apart.

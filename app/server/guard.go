@@ -115,6 +115,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					return
 				}
 				given, via = strings.TrimSpace(t), "header"
+			} else if k := r.Header.Get("X-Api-Key"); k != "" && api {
+				given, via = strings.TrimSpace(k), "header" // Anthropic's clients send the key so
 			} else if c, err := r.Cookie(TokenCookie); err == nil && onRunHost {
 				given, via = c.Value, "cookie"
 			}

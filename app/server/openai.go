@@ -29,7 +29,8 @@ import (
 
 // The OpenAI-compatible API: GET /v1/models, GET /v1/models/{id}, POST
 // /v1/chat/completions, POST /v1/completions (completions.go) and POST
-// /v1/responses (responses.go, read into a chat request), non-streaming
+// /v1/responses (responses.go, read into a chat request; Anthropic's POST
+// /v1/messages likewise, messages.go), non-streaming
 // or streaming (SSE "data: {chunk}" lines ending with "data: [DONE]"), with
 // app/api's types as the bodies. The API key is the server's token. What
 // follows is chat's; a text completion shares its generation fields.
@@ -965,7 +966,8 @@ func requestError(w http.ResponseWriter, err error, input string) {
 // completion is the outcome of one chat generation.
 type completion struct {
 	text    string
-	finish  string         // api.FinishStop, api.FinishLength or (apiRun.calls) api.FinishToolCalls
+	finish  string         // api.FinishStop, api.FinishLength or (apiRun.read) api.FinishToolCalls
+	stop    string         // the stop string that ended the answer ("": none)
 	calls   []api.ToolCall // the tool calls read out of the text (apiRun.read)
 	thought string         // the thought read out of the text (apiRun.read; thinking on)
 	usage   api.Usage
@@ -1025,11 +1027,11 @@ func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, sto
 			}
 		}
 	}
-	sent := 0        // bytes of text passed to onDelta
-	var prev string  // the text sent so far is prev[:sent]
-	stopped := false // a stop string was found
-	var stopText string
-	marksSent := 0 // marks passed to onDelta
+	sent := 0                     // bytes of text passed to onDelta
+	var prev string               // the text sent so far is prev[:sent]
+	stopped := false              // a stop string was found
+	var stopText, stopWith string // the text up to it, and the stop string
+	marksSent := 0                // marks passed to onDelta
 	// marksTo is the marks not yet sent whose text ends by end (with final,
 	// the rest: those that begin before end where a stop string cut the text).
 	marksTo := func(end int, final bool) []tokenMark {
@@ -1059,8 +1061,8 @@ func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, sto
 	}
 	push := func(text string, final bool) error {
 		if !stopped {
-			if i := firstStop(text, stops); i >= 0 {
-				text, stopped, stopText = text[:i], true, text[:i]
+			if i, stop := firstStop(text, stops); i >= 0 {
+				text, stopped, stopText, stopWith = text[:i], true, text[:i], stop
 				cancel(errStopString)
 				final = true
 			}
@@ -1153,7 +1155,7 @@ loop:
 	c.usage.TotalTokens = c.usage.PromptTokens + c.usage.CompletionTokens
 	switch {
 	case stopped:
-		c.text, c.finish = stopText, api.FinishStop
+		c.text, c.finish, c.stop = stopText, api.FinishStop, stopWith
 	case res.StopReason == engine.StopCancelled:
 		return completion{err: fmt.Errorf("generation cancelled: %w", context.Cause(ctx))}
 	default:
@@ -1161,8 +1163,8 @@ loop:
 		if res.StopReason == engine.StopMaxTokens {
 			c.finish = api.FinishLength
 		}
-		if i := firstStop(c.text, stops); i >= 0 {
-			c.text, c.finish, stopped = c.text[:i], api.FinishStop, true
+		if i, stop := firstStop(c.text, stops); i >= 0 {
+			c.text, c.finish, c.stop, stopped = c.text[:i], api.FinishStop, stop, true
 		}
 	}
 	if err := push(c.text, true); err != nil {
@@ -1172,15 +1174,16 @@ loop:
 	return c
 }
 
-// firstStop is the index of the earliest stop string in text, or -1.
-func firstStop(text string, stops []string) int {
-	at := -1
+// firstStop is the index of the earliest stop string in text and that
+// string, or -1.
+func firstStop(text string, stops []string) (int, string) {
+	at, stop := -1, ""
 	for _, s := range stops {
 		if i := strings.Index(text, s); i >= 0 && (at < 0 || i < at) {
-			at = i
+			at, stop = i, s
 		}
 	}
-	return at
+	return at, stop
 }
 
 // holdBack is how much of text may be sent now: not a trailing U+FFFD (half a

@@ -434,7 +434,10 @@ func TestHoldBack(t *testing.T) {
 			t.Errorf("holdBack(%q, %q) = %d, want %d", c.text, c.stops, got, c.want)
 		}
 	}
-	if firstStop("a STOP b END", []string{"END", "STOP"}) != 2 || firstStop("abc", []string{"x"}) != -1 {
+	if i, stop := firstStop("a STOP b END", []string{"END", "STOP"}); i != 2 || stop != "STOP" {
+		t.Errorf("firstStop = %d, %q", i, stop)
+	}
+	if i, _ := firstStop("abc", []string{"x"}); i != -1 {
 		t.Error("firstStop")
 	}
 }
@@ -544,7 +547,7 @@ func TestChatAnswerOpensWithTheEntrysLead(t *testing.T) {
 // plain text, which no OpenAI client can read.
 func TestWrongEndpointSaysWhichThereAre(t *testing.T) {
 	s := start(t, Options{Engine: &fakeGen{final: "x"}, ModelID: "darkroom-mini"})
-	offers := "this server offers GET /v1/models, POST /v1/chat/completions, POST /v1/completions and POST /v1/responses"
+	offers := "this server offers GET /v1/models, POST /v1/chat/completions, POST /v1/completions, POST /v1/responses and POST /v1/messages"
 	for _, path := range []string{"/v1/embeddings", "/v1/audio/speech"} {
 		code, r, raw := callAPI(t, s, "POST", path, `{"model":"darkroom-mini","prompt":"hi"}`)
 		if code != 404 || r.Error == nil || r.Error.Code != "unknown_url" || r.Error.Message != "unknown API endpoint POST "+path+": "+offers {
@@ -554,7 +557,7 @@ func TestWrongEndpointSaysWhichThereAre(t *testing.T) {
 	host := strings.TrimPrefix(base(s), "http://")
 	for _, path := range []string{"/chat/completions", "/models", "/completions"} {
 		code, r, raw := callAPI(t, s, "POST", path, `{"messages":[{"role":"user","content":"hi"}]}`)
-		want := "the API is under /v1: set the base URL to http://" + host + "/v1 (POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, GET /v1/models)"
+		want := "the API is under /v1: set the base URL to http://" + host + "/v1 (POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, POST /v1/messages, GET /v1/models)"
 		if code != 404 || r.Error == nil || r.Error.Code != "unknown_url" || r.Error.Message != want {
 			t.Errorf("POST %s: %d %s; want 404 saying %q", path, code, raw, want)
 		}

@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/app/api"
-	"github.com/darkroomlabs/darkroom/engine"
 )
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
@@ -35,15 +34,14 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cr, where, err := chatOf(&rr)
-	var req engine.Request
-	var stops []string
-	parallel := true
-	if err == nil {
-		req, stops, parallel, err = engineRequest(&cr, m)
+	if err != nil {
+		answerBadRequest(w, err)
+		return
 	}
+	req, stops, parallel, err := engineRequest(&cr, m)
 	if err != nil {
 		var br *badRequest
-		if errors.As(err, &br) {
+		if errors.As(err, &br) { // named as the chat request names its fields
 			err = &badRequest{responsesNames(br.param, where), responsesNames(br.msg, where)}
 		}
 		answerBadRequest(w, err)

@@ -639,3 +639,127 @@ func TestOpenAISDKResponses(t *testing.T) {
 		t.Errorf("instructions: %+v", m)
 	}
 }
+
+// The official Anthropic client, for POST /v1/messages.
+const (
+	anthropicPackage = "@anthropic-ai/sdk"
+	anthropicVersion = "1.17.0"
+)
+
+// sdkMessagesScript drives POST /v1/messages with the official Anthropic
+// client: text, a tool_use and the answer after its tool_result, a streamed
+// answer with its thinking, a streamed tool_use, and an error.
+const sdkMessagesScript = `
+const mod = require("@anthropic-ai/sdk");
+const Anthropic = mod.Anthropic || mod.default || mod;
+const [baseURL, apiKey, model] = process.argv.slice(2);
+const client = new Anthropic({ baseURL, apiKey, maxRetries: 0, timeout: 60000 });
+const tools = [{ name: "get_weather", description: "Weather in a city.",
+  input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } }];
+(async () => {
+  const out = {};
+  const r = await client.messages.create({ model, max_tokens: 64, system: "Be brief.", messages: [{ role: "user", content: "Time?" }] });
+  out.text = { types: r.content.map((b) => b.type), text: r.content[0].text, stop: r.stop_reason, usage: r.usage, type: r.type, role: r.role };
+
+  const ask = { role: "user", content: "Weather in Paris?" };
+  const call = await client.messages.create({ model, max_tokens: 64, tools, messages: [ask] });
+  const tu = call.content.find((b) => b.type === "tool_use");
+  out.call = { types: call.content.map((b) => b.type), stop: call.stop_reason, name: tu && tu.name, input: tu && tu.input, id: tu && tu.id };
+  const answer = await client.messages.create({ model, max_tokens: 64, tools, messages: [ask, { role: "assistant", content: call.content },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: tu.id, content: "Sunny, 21 C" }] }] });
+  out.answer = { text: answer.content[0].text, stop: answer.stop_reason };
+
+  const s = client.messages.stream({ model, max_tokens: 64, thinking: { type: "enabled", budget_tokens: 1024 },
+    messages: [{ role: "user", content: "Time?" }] });
+  let streamed = "";
+  s.on("text", (t) => { streamed += t; });
+  const fm = await s.finalMessage();
+  out.stream = { streamed, types: fm.content.map((b) => b.type), thinking: (fm.content.find((b) => b.type === "thinking") || {}).thinking,
+    text: (fm.content.find((b) => b.type === "text") || {}).text, stop: fm.stop_reason };
+
+  const cs = client.messages.stream({ model, max_tokens: 64, tools, messages: [ask] });
+  const cm = await cs.finalMessage();
+  const stu = cm.content.find((b) => b.type === "tool_use");
+  out.streamCall = { types: cm.content.map((b) => b.type), input: stu && stu.input, stop: cm.stop_reason };
+
+  try {
+    await client.messages.create({ model, max_tokens: 64, tools, tool_choice: { type: "tool", name: "get_time" }, messages: [ask] });
+    out.error = { class: "none" };
+  } catch (e) {
+    out.error = { status: e.status, message: e.message, badRequest: e instanceof Anthropic.BadRequestError };
+  }
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+// TestAnthropicSDK: the official Anthropic client reads POST /v1/messages —
+// text, a tool_use and the answer after its tool_result, a streamed answer
+// with its thinking block (the client's own accumulator builds the final
+// message) and a streamed tool_use — and its errors.
+func TestAnthropicSDK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the anthropic npm client")
+	}
+	modules := npmtest.Install(t, "SKIPPED ANTHROPIC SDK TEST", "drive the server with the official anthropic client", anthropicPackage, anthropicVersion)
+	g := &responder{}
+	s := start(t, Options{Engine: g})
+	out := runScript(t, modules, sdkMessagesScript, strings.TrimSuffix(s.APIBase(), "/v1"), s.Token(), "darkroom")
+	var got struct {
+		Text struct {
+			Types            []string
+			Text, Stop, Type string
+			Role             string
+			Usage            struct{ InputTokens, OutputTokens int }
+		}
+		Call struct {
+			Types          []string
+			Stop, Name, ID string
+			Input          map[string]string
+		}
+		Answer struct{ Text, Stop string }
+		Stream struct {
+			Streamed, Thinking, Text, Stop string
+			Types                          []string
+		}
+		StreamCall struct {
+			Types []string
+			Input map[string]string
+			Stop  string
+		}
+		Error struct {
+			Status     int
+			Message    string
+			BadRequest bool
+		}
+	}
+	if err := json.Unmarshal([]byte(strings.NewReplacer(`"input_tokens"`, `"inputtokens"`, `"output_tokens"`, `"outputtokens"`).Replace(string(out))), &got); err != nil {
+		t.Fatalf("sdk output %q: %v", out, err)
+	}
+	if tx := got.Text; tx.Text != "It is noon." || tx.Stop != "end_turn" || tx.Type != "message" || tx.Role != "assistant" ||
+		strings.Join(tx.Types, ",") != "text" || tx.Usage.InputTokens != 7 || tx.Usage.OutputTokens < 1 {
+		t.Errorf("text: %+v", tx)
+	}
+	if c := got.Call; strings.Join(c.Types, ",") != "tool_use" || c.Stop != "tool_use" || c.Name != "get_weather" || c.Input["city"] != "Paris" ||
+		!strings.HasPrefix(c.ID, "toolu_") {
+		t.Errorf("tool_use: %+v", c)
+	}
+	if a := got.Answer; a.Text != "It is Sunny, 21 C in Paris." || a.Stop != "end_turn" {
+		t.Errorf("answer after the tool_result: %+v", a)
+	}
+	if st := got.Stream; st.Streamed != "It is noon." || st.Text != "It is noon." || st.Thinking != "The user asks the time." ||
+		strings.Join(st.Types, ",") != "thinking,text" || st.Stop != "end_turn" {
+		t.Errorf("stream: %+v", st)
+	}
+	if sc := got.StreamCall; strings.Join(sc.Types, ",") != "tool_use" || sc.Input["city"] != "Paris" || sc.Stop != "tool_use" {
+		t.Errorf("streamed tool_use: %+v", sc)
+	}
+	if e := got.Error; e.Status != 400 || !e.BadRequest || !strings.Contains(e.Message, `"get_time", which is not among the tools`) {
+		t.Errorf("tool_choice naming no tool: %+v", e)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if m := g.requests[2].Messages; len(m) != 3 || len(m[1].ToolCalls) != 1 || m[2].Role != "tool" || m[2].ToolCallID != m[1].ToolCalls[0].ID ||
+		m[1].ToolCalls[0].Arguments != `{"city":"Paris"}` {
+		t.Errorf("the tool_use and its tool_result sent back: %+v", m)
+	}
+}

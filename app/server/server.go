@@ -1,7 +1,7 @@
 // Package server owns Darkroom's local HTTP server: browser mode (encyclopedia
 // pages under /wiki/ that develop in the browser as the model denoises them) and an
 // OpenAI-compatible API (/v1/models, /v1/chat/completions, /v1/completions and
-// /v1/responses with SSE streaming; the model's tokenizer at /tokenize, as vLLM's).
+// /v1/responses with SSE streaming; Anthropic's /v1/messages too; the model's tokenizer at /tokenize, as vLLM's).
 // `darkroom serve` and the desktop app's "Open in browser" both run it.
 //
 // Who may use it. The server listens on loopback only, and every request must
@@ -561,6 +561,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("POST /v1/completions", s.handleCompletion)
 	mux.HandleFunc("POST /v1/responses", s.handleResponses)
+	mux.HandleFunc("POST /v1/messages", s.handleMessages)
+	mux.HandleFunc("POST /v1/messages/count_tokens", s.handleCountTokens)
 	mux.HandleFunc("GET /tokenizer_info", s.handleTokenizerInfo)
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
 	mux.HandleFunc("POST /detokenize", s.handleDetokenize)
@@ -573,17 +575,17 @@ func (s *Server) routes() http.Handler {
 			return
 		}
 		apiError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
-			fmt.Sprintf("unknown API endpoint %s %s: this server offers GET /v1/models, POST /v1/chat/completions, POST /v1/completions and POST /v1/responses", r.Method, r.URL.Path))
+			fmt.Sprintf("unknown API endpoint %s %s: this server offers GET /v1/models, POST /v1/chat/completions, POST /v1/completions, POST /v1/responses and POST /v1/messages", r.Method, r.URL.Path))
 	}
 	for _, p := range []string{"/v1/", "/tokenizer_info", "/tokenize", "/detokenize"} {
 		mux.HandleFunc(p, unhandled)
 	}
 	// An OpenAI client given the base URL without /v1 asks for these: say where
 	// the API is, in the JSON it reads, not "404 page not found".
-	for _, p := range []string{"/chat/completions", "/completions", "/models", "/models/", "/responses", "/embeddings"} {
+	for _, p := range []string{"/chat/completions", "/completions", "/models", "/models/", "/responses", "/messages", "/embeddings"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			apiError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
-				fmt.Sprintf("the API is under /v1: set the base URL to http://%s/v1 (POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, GET /v1/models)", r.Host))
+				fmt.Sprintf("the API is under /v1: set the base URL to http://%s/v1 (POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, POST /v1/messages, GET /v1/models)", r.Host))
 		})
 	}
 	return mux
@@ -592,7 +594,8 @@ func (s *Server) routes() http.Handler {
 // apiMethod is the method an API path answers to ("" for an unknown path).
 func apiMethod(path string) string {
 	switch {
-	case path == "/v1/chat/completions", path == "/v1/completions", path == "/v1/responses", path == "/tokenize", path == "/detokenize":
+	case path == "/v1/chat/completions", path == "/v1/completions", path == "/v1/responses", path == "/v1/messages",
+		path == "/v1/messages/count_tokens", path == "/tokenize", path == "/detokenize":
 		return http.MethodPost
 	case path == "/v1/models", strings.HasPrefix(path, "/v1/models/") && !strings.Contains(path[len("/v1/models/"):], "/"),
 		path == "/tokenizer_info":
