@@ -46,18 +46,9 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		mrun.stream(w, r)
 		return
 	}
-	release, err := s.queue.wait(r.Context(), 0, nil)
-	if err != nil {
-		return // the client went away
+	if c, ok := s.wholeAnswer(w, r, &m, &a); ok {
+		writeJSON(w, http.StatusOK, mrun.message(c))
 	}
-	c := s.complete(r.Context(), &m, req, stops, nil, nil)
-	release()
-	if c.err != nil {
-		s.failed(w, r, c.err, a.input)
-		return
-	}
-	a.read(&c)
-	writeJSON(w, http.StatusOK, mrun.message(&c))
 }
 
 // handleCountTokens answers POST /v1/messages/count_tokens: how many tokens
@@ -338,27 +329,18 @@ func toolUseBlock(call api.ToolCall) api.ContentBlock {
 // stream writes the answer as the Messages API's events.
 func (mr *messageRun) stream(w http.ResponseWriter, r *http.Request) {
 	s := mr.s
-	st, ok := s.newSSE(w)
+	st, release, ok := s.streamTurn(w, r, func(st *sse) error {
+		start := mr.start()
+		return st.event("message_start", api.AnthropicEvent{Type: "message_start", Message: &start})
+	})
 	if !ok {
-		apiError(w, http.StatusInternalServerError, "server_error", "no_streaming", "streaming is not supported by this connection")
 		return
 	}
 	defer st.end()
-	send := func(ev api.AnthropicEvent) error { return st.event(ev.Type, ev) }
-	start := mr.start()
-	if send(api.AnthropicEvent{Type: "message_start", Message: &start}) != nil {
-		return
-	}
-	release, err := s.queue.wait(r.Context(), s.opts.KeepAlive, func() error { return st.comment("waiting for the model") })
-	if err != nil {
-		return
-	}
 	defer release()
+	send := func(ev api.AnthropicEvent) error { return st.event(ev.Type, ev) }
 
-	var split *thoughtSplitter
-	if mr.a.req.Thinking {
-		split = new(thoughtSplitter)
-	}
+	split := splitterFor(&mr.a.req)
 	blocks := 0
 	open := -1     // the block being written (-1: none)
 	openKind := "" // its type: "thinking", "text" or "tool_use"
@@ -395,10 +377,7 @@ func (mr *messageRun) stream(w http.ResponseWriter, r *http.Request) {
 		return send(api.AnthropicEvent{Type: "content_block_delta", Index: &i, Delta: d})
 	}
 	feed := func(delta string, final bool) error {
-		th, an := "", delta
-		if split != nil {
-			th, an = split.feed(delta, final)
-		}
+		th, an := split.feed(delta, final)
 		if err := write("thinking", th); err != nil {
 			return err
 		}

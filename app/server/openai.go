@@ -710,19 +710,16 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 		return
 	}
 
-	stream, ok := s.newSSE(w)
+	stream, release, ok := s.streamTurn(w, r, func(st *sse) error {
+		if first := a.shape.first(h); first != nil {
+			return st.event("", first)
+		}
+		return nil
+	})
 	if !ok {
-		apiError(w, http.StatusInternalServerError, "server_error", "no_streaming", "streaming is not supported by this connection")
 		return
 	}
 	defer stream.end()
-	if first := a.shape.first(h); first != nil && stream.event("", first) != nil {
-		return
-	}
-	release, err := s.queue.wait(r.Context(), s.opts.KeepAlive, func() error { return stream.comment("waiting for the model") })
-	if err != nil {
-		return
-	}
 	defer release()
 	var onStep func(api.Step) error
 	if a.steps && m.Vocab != nil {
@@ -738,16 +735,11 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 		if a.echo != "" && stream.event("", a.shape.delta(hi, piece{text: a.echo})) != nil {
 			return
 		}
-		var split *thoughtSplitter // a thinking answer's text, divided into its thought and the answer
-		if a.req.Thinking {
-			split = new(thoughtSplitter)
-		}
+		split := splitterFor(&a.req) // a thinking answer's text, divided into its thought and the answer
 		send := func(delta string, lps []tokenMark, final bool) error {
-			p := piece{text: delta, marks: lps}
-			if split != nil {
-				if p.thought, p.text = split.feed(delta, final); p.text == "" && p.thought == "" && len(lps) == 0 {
-					return nil
-				}
+			p := piece{marks: lps}
+			if p.thought, p.text = split.feed(delta, final); split != nil && p.text == "" && p.thought == "" && len(lps) == 0 {
+				return nil
 			}
 			return stream.event("", a.shape.delta(hi, p))
 		}
@@ -783,6 +775,46 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 		}
 	}
 	_ = stream.raw("", api.Done)
+}
+
+// wholeAnswer runs a's generation for one whole answer when the model's turn
+// comes, its parts read (apiRun.read); false where it answered the failure
+// (or the client went away).
+func (s *Server) wholeAnswer(w http.ResponseWriter, r *http.Request, m *Model, a *apiRun) (*completion, bool) {
+	release, err := s.queue.wait(r.Context(), 0, nil)
+	if err != nil {
+		return nil, false // the client went away
+	}
+	c := s.complete(r.Context(), m, a.req, a.stops, nil, nil)
+	release()
+	if c.err != nil {
+		s.failed(w, r, c.err, a.input)
+		return nil, false
+	}
+	a.read(&c)
+	return &c, true
+}
+
+// streamTurn opens an SSE stream, sends what first writes (what a client
+// reads before the model's turn comes) and waits for that turn, keeping the
+// connection alive. The caller ends the stream and releases the turn; on
+// false there is neither.
+func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, first func(*sse) error) (*sse, func(), bool) {
+	st, ok := s.newSSE(w)
+	if !ok {
+		apiError(w, http.StatusInternalServerError, "server_error", "no_streaming", "streaming is not supported by this connection")
+		return nil, nil, false
+	}
+	if first(st) != nil {
+		st.end()
+		return nil, nil, false
+	}
+	release, err := s.queue.wait(r.Context(), s.opts.KeepAlive, func() error { return st.comment("waiting for the model") })
+	if err != nil {
+		st.end()
+		return nil, nil, false
+	}
+	return st, release, true
 }
 
 // failed answers a whole answer's failed generation: nothing where the

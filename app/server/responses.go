@@ -58,18 +58,9 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		rs.stream(w, r)
 		return
 	}
-	release, err := s.queue.wait(r.Context(), 0, nil)
-	if err != nil {
-		return // the client went away
+	if c, ok := s.wholeAnswer(w, r, &m, &a); ok {
+		writeJSON(w, http.StatusOK, rs.response(c, c.text))
 	}
-	c := s.complete(r.Context(), &m, req, stops, nil, nil)
-	release()
-	if c.err != nil {
-		s.failed(w, r, c.err, a.input)
-		return
-	}
-	a.read(&c)
-	writeJSON(w, http.StatusOK, rs.response(&c, c.text))
 }
 
 // chatOf reads a Responses API request into the chat request it asks for, and
@@ -329,35 +320,26 @@ func callItem(call api.ToolCall, status string) api.OutputItem {
 // stream writes the answer as the Responses API's events.
 func (rs *responseRun) stream(w http.ResponseWriter, r *http.Request) {
 	s := rs.s
-	st, ok := s.newSSE(w)
+	ev := &eventWriter{}
+	st, release, ok := s.streamTurn(w, r, func(st *sse) error {
+		ev.st = st
+		snap := rs.snapshot(api.StatusInProgress)
+		if err := ev.send(api.ResponseEvent{Type: "response.created", Response: &snap}); err != nil {
+			return err
+		}
+		return ev.send(api.ResponseEvent{Type: "response.in_progress", Response: &snap})
+	})
 	if !ok {
-		apiError(w, http.StatusInternalServerError, "server_error", "no_streaming", "streaming is not supported by this connection")
 		return
 	}
 	defer st.end()
-	ev := &eventWriter{st: st}
-	snap := rs.snapshot(api.StatusInProgress)
-	if ev.send(api.ResponseEvent{Type: "response.created", Response: &snap}) != nil ||
-		ev.send(api.ResponseEvent{Type: "response.in_progress", Response: &snap}) != nil {
-		return
-	}
-	release, err := s.queue.wait(r.Context(), s.opts.KeepAlive, func() error { return st.comment("waiting for the model") })
-	if err != nil {
-		return
-	}
 	defer release()
 
-	var split *thoughtSplitter
-	if rs.a.req.Thinking {
-		split = new(thoughtSplitter)
-	}
+	split := splitterFor(&rs.a.req)
 	items := 0 // output items opened
 	var thought, text *openItem
 	send := func(delta string, final bool) error {
-		th, an := "", delta
-		if split != nil {
-			th, an = split.feed(delta, final)
-		}
+		th, an := split.feed(delta, final)
 		if th != "" {
 			if thought == nil {
 				thought = &openItem{index: items, id: rs.reasoningID, kind: "reasoning_text"}

@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/darkroomlabs/darkroom/app/api"
+	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/chat"
 )
 
@@ -75,9 +76,22 @@ type thoughtSplitter struct {
 	thoughts  int       // thought channels with text, closed (Parse joins them with "\n")
 }
 
+// splitterFor is the splitter of req's answer: nil (all answer) unless
+// thinking is on.
+func splitterFor(req *engine.Request) *thoughtSplitter {
+	if !req.Thinking {
+		return nil
+	}
+	return new(thoughtSplitter)
+}
+
 // feed takes the next delta (final: the answer's text is whole) and returns
-// the thought and answer text that can be given out now.
+// the thought and answer text that can be given out now; a nil splitter gives
+// the delta as answer.
 func (s *thoughtSplitter) feed(delta string, final bool) (thought, answer string) {
+	if s == nil {
+		return "", delta
+	}
 	buf := s.held + delta
 	s.held = ""
 	var out [2]strings.Builder
