@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/darkroomlabs/darkroom/app/server"
@@ -144,7 +145,8 @@ func serve(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintln(env.Stdout, string(b))
 	} else {
 		fmt.Fprintln(env.Stdout, info.URL)
-		fmt.Fprintf(env.Stderr, "Darkroom is serving %s (%s backend).\n  Browser:  %s\n  API base: %s\n", id, info.Backend, info.URL, info.APIBase)
+		fmt.Fprintf(env.Stderr, "Darkroom is serving %s (%s backend).\n  Browser:  %s\n  API base: %s (Anthropic clients: %s)\n", id, info.Backend,
+			info.URL, info.APIBase, strings.TrimSuffix(info.APIBase, "/v1"))
 		fmt.Fprintf(env.Stderr, "  API mode: %s unless a request names one\n", choice.Reason)
 		fmt.Fprintf(env.Stderr, "  Pages:    written with the %s\n", speed.Name(info.PageMode))
 		if info.Token != "" {

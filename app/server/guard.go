@@ -122,7 +122,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 			if given == "" {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="darkroom"`)
-				deny(http.StatusUnauthorized, "missing_api_key", "refused: this server needs the token it printed at start (open the URL with ?token=…, or send Authorization: Bearer TOKEN)")
+				deny(http.StatusUnauthorized, "missing_api_key", "refused: this server needs the token it printed at start (open the URL with ?token=…, or send Authorization: Bearer TOKEN, or x-api-key: TOKEN)")
 				return
 			}
 			if subtle.ConstantTimeCompare([]byte(given), []byte(s.token)) != 1 {
