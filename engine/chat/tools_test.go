@@ -271,3 +271,34 @@ func TestPyNumber(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseToolCalls: whatever a model writes, reading it never fails: each
+// call's arguments are a JSON object, its name is letters, digits, '_', '-'
+// and '.', and the content holds no call's markup.
+func FuzzParseToolCalls(f *testing.F) {
+	for _, s := range []string{
+		`<|tool_call>call:f{a:<|"|>x<|"|>,b:[1,{c:2}],d:{e:null}}<tool_call|>`,
+		`text<|tool_call>call:g{}<tool_call|><|tool_call>call:h{k:v}<tool_call|>`,
+		`<|tool_call>call:f{a:<|"|>unterminated}<tool_call|>`,
+		`<|tool_call>call:f{a:[[[{{{<|"|>}<tool_call|>`,
+		`<|tool_call>call:f{:,,:}<tool_call|>`,
+		`<|tool_call>call:f{a:1.5.5,b:1e400,c:+7,d:-0,e:.5}<tool_call|>`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		content, calls := ParseToolCalls(text)
+		if strings.Contains(content, ToolCallStart) {
+			t.Errorf("content %q holds a call's start", content)
+		}
+		for _, c := range calls {
+			var obj map[string]any
+			if err := json.Unmarshal([]byte(c.Arguments), &obj); err != nil {
+				t.Errorf("%q: arguments %q are not a JSON object: %v", text, c.Arguments, err)
+			}
+			if c.Name == "" || strings.Trim(c.Name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != "" {
+				t.Errorf("%q: call name %q", text, c.Name)
+			}
+		}
+	})
+}
