@@ -98,7 +98,8 @@ func messagesRequest(w http.ResponseWriter, mr *api.MessagesRequest, m Model) (a
 // chatOfMessages reads a Messages API request into the chat request it asks
 // for, and where[i] names the part of it that chat message i came from
 // ("system", "messages[2]"), for errors. A user message's tool_result blocks
-// are tool messages (before its text, if it has any); an assistant message's
+// are tool messages (before its text, if it has any; an is_error result's
+// text begins "Error: "); an assistant message's
 // thinking, text and tool_use blocks are one assistant message with its
 // reasoning and tool calls.
 func chatOfMessages(mr *api.MessagesRequest) (api.ChatRequest, []string, error) {
@@ -135,6 +136,9 @@ func chatOfMessages(mr *api.MessagesRequest) (api.ChatRequest, []string, error) 
 					out, err := itemText(b.Content, fmt.Sprintf("%s.content[%d].content", at, k))
 					if err != nil {
 						return cr, nil, err
+					}
+					if b.IsError { // the template has no field for it: the result says so
+						out = "Error: " + out
 					}
 					tm := api.TextMessage("tool", out)
 					tm.ToolCallID = b.ToolUseID

@@ -33,7 +33,9 @@ func TestMessagesInput(t *testing.T) {
 		{"role":"user","content":"Time?"},
 		{"role":"assistant","content":[{"type":"thinking","thinking":"I need the clock.","signature":"x"},{"type":"text","text":"Checking."},
 			{"type":"tool_use","id":"toolu_1","name":"get_time","input":{}}]},
-		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"12:00"}]},{"type":"text","text":"Thanks."}]}]}`)
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"12:00"}]},{"type":"text","text":"Thanks."}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"toolu_2","name":"get_time","input":{"zone":"Mars"}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_2","content":"no such zone","is_error":true}]}]}`)
 	if code != 200 || len(r.Content) != 1 || *r.Content[0].Text != "Noon." || *r.StopReason != "stop_sequence" || r.StopSequence == nil || *r.StopSequence != "STOP" {
 		t.Fatalf("%d %s", code, raw)
 	}
@@ -44,6 +46,8 @@ func TestMessagesInput(t *testing.T) {
 		{Role: "model", Content: "Checking.", Reasoning: "I need the clock.", ToolCalls: []chat.ToolCall{{ID: "toolu_1", Name: "get_time", Arguments: "{}"}}},
 		{Role: "tool", Content: "12:00", ToolCallID: "toolu_1"},
 		{Role: "user", Content: "Thanks."},
+		{Role: "model", ToolCalls: []chat.ToolCall{{ID: "toolu_2", Name: "get_time", Arguments: `{"zone":"Mars"}`}}},
+		{Role: "tool", Content: "Error: no such zone", ToolCallID: "toolu_2"},
 	}
 	if !reflect.DeepEqual(req.Messages, want) {
 		t.Errorf("messages\n got %+v\nwant %+v", req.Messages, want)
