@@ -23,7 +23,9 @@ func toolUse(cr *api.ChatRequest, req *engine.Request) (parallel bool, err error
 		name string
 		raw  json.RawMessage
 	}{{"functions", cr.Functions}, {"function_call", cr.FunctionCall}} {
-		if raw := bytes.TrimSpace(f.raw); len(raw) > 0 && string(raw) != "null" {
+		switch raw := bytes.TrimSpace(f.raw); string(raw) {
+		case "", "null", "[]", `"none"`: // none asked for
+		default:
 			return false, &badRequest{f.name, fmt.Sprintf(`%s is OpenAI's deprecated form of tools: send the functions as "tools": `+
 				`[{"type": "function", "function": {"name": …, "description": …, "parameters": {…}}}] (and "tool_choice" for function_call)`, f.name)}
 		}

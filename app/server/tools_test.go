@@ -210,9 +210,16 @@ func TestToolRequestErrors(t *testing.T) {
 		}
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if n := len(g.requests); n != 0 {
+	n := len(g.requests)
+	g.mu.Unlock()
+	if n != 0 {
 		t.Errorf("%d generations for refused requests", n)
+	}
+	// Asking for no function is asking for nothing (as before tools were read).
+	for _, none := range []string{`"functions":[]`, `"function_call":"none"`, `"functions":null,"function_call":null`, `"tools":[],"tool_choice":"none"`} {
+		if code, _, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{`+askParis+`,`+none+`}`); code != 200 {
+			t.Errorf("%s: %d %s", none, code, raw)
+		}
 	}
 }
 
