@@ -100,7 +100,7 @@ func corsHeaders(h http.Header, origin string) {
 // Access), that it may.
 func preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
 	if asked := r.Header.Get("Access-Control-Request-Headers"); asked != "" {
 		h.Set("Access-Control-Allow-Headers", asked)
 	} else {

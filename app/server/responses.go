@@ -9,9 +9,11 @@ package server
 // output_text part, and a "function_call" item per tool call — and, streamed,
 // the API's semantic events (response.created, response.output_item.added,
 // response.output_text.delta, …, response.completed), each with its
-// sequence_number. Nothing is stored: previous_response_id is a 400 (send the
-// conversation in input), store is read and ignored. Errors name the
-// Responses API's fields (input[3], max_output_tokens, text.format, …).
+// sequence_number. A response is stored (store, the default; false: not) in
+// memory while the server runs, the newest maxStored: previous_response_id
+// goes on from its conversation, GET /v1/responses/{id} returns it and DELETE
+// forgets it. Errors name the Responses API's fields (input[3],
+// max_output_tokens, text.format, …).
 
 import (
 	"bytes"
@@ -20,8 +22,10 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/darkroomlabs/darkroom/app/api"
@@ -33,7 +37,16 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	cr, where, err := chatOf(&rr)
+	var prior []api.Message
+	if id := rr.PreviousResponseID; id != "" {
+		stored, ok := s.stored.get(id)
+		if !ok {
+			notStored(w, "previous_response_id", id)
+			return
+		}
+		prior = stored.conversation
+	}
+	cr, where, err := chatOf(&rr, prior)
 	if err != nil {
 		answerBadRequest(w, err)
 		return
@@ -53,33 +66,37 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.queue.leave()
 	rs := &responseRun{s: s, m: &m, rr: &rr, a: &a, id: "resp_" + randomHex(12), created: time.Now().Unix(),
-		reasoningID: "rs_" + randomHex(12), messageID: "msg_" + randomHex(12)}
+		reasoningID: "rs_" + randomHex(12), messageID: "msg_" + randomHex(12), asked: cr.Messages}
 	if rr.Stream {
 		rs.stream(w, r)
 		return
 	}
 	if c, ok := s.wholeAnswer(w, r, &m, &a); ok {
-		writeJSON(w, http.StatusOK, rs.response(c, c.text))
+		resp := rs.response(c, c.text)
+		rs.store(&resp, rs.asked, c)
+		writeJSON(w, http.StatusOK, resp)
 	}
 }
 
-// chatOf reads a Responses API request into the chat request it asks for, and
-// where[i] names the input that chat message i came from ("instructions",
-// "input", "input[3]"), for errors. Consecutive assistant output in input (a
+// chatOf reads a Responses API request into the chat request it asks for
+// (prior: the conversation of the response previous_response_id names, after
+// the instructions and before the input), and where[i] names the input that
+// chat message i came from ("instructions", "previous_response_id", "input",
+// "input[3]"), for errors. Consecutive assistant output in input (a
 // reasoning item, a message, function_call items) is one assistant message
 // with its reasoning and tool calls; a function_call_output is a tool message.
-func chatOf(rr *api.ResponsesRequest) (api.ChatRequest, []string, error) {
+func chatOf(rr *api.ResponsesRequest, prior []api.Message) (api.ChatRequest, []string, error) {
 	cr := api.ChatRequest{Model: rr.Model, ParallelToolCalls: rr.ParallelToolCalls}
 	cr.Options = api.Options{MaxTokens: rr.MaxOutputTokens, Temperature: rr.Temperature, TopP: rr.TopP, Seed: rr.Seed,
 		Stream: rr.Stream, Mode: rr.Mode}
-	if rr.PreviousResponseID != "" {
-		return cr, nil, &badRequest{"previous_response_id", "previous_response_id: this server stores no responses; " +
-			"send the whole conversation in input (the earlier output items included)"}
-	}
 	var where []string
 	if rr.Instructions != "" {
 		cr.Messages = append(cr.Messages, api.TextMessage("system", rr.Instructions))
 		where = append(where, "instructions")
+	}
+	for _, m := range prior { // the stored conversation previous_response_id names
+		cr.Messages = append(cr.Messages, m)
+		where = append(where, "previous_response_id")
 	}
 	raw := bytes.TrimSpace(rr.Input)
 	var text string
@@ -253,6 +270,25 @@ type responseRun struct {
 	// The ids of the answer's reasoning and message items, the same in a
 	// stream's events and its final response.
 	reasoningID, messageID string
+	asked                  []api.Message // the chat request's messages, for store
+}
+
+// store keeps resp (Store set) with its conversation — asked less the
+// instructions, and c's answer — unless the request said store false.
+func (rs *responseRun) store(resp *api.Response, asked []api.Message, c *completion) {
+	if rs.rr.Store != nil && !*rs.rr.Store {
+		return
+	}
+	resp.Store = true
+	var conv []api.Message
+	if rs.rr.Instructions != "" {
+		asked = asked[1:] // instructions are not carried over
+	}
+	conv = append(conv, asked...)
+	answer := api.TextMessage("assistant", c.text)
+	answer.ToolCalls, answer.ReasoningContent = c.calls, c.thought
+	conv = append(conv, answer)
+	rs.s.stored.put(&storedResponse{response: *resp, conversation: conv})
 }
 
 // response is the Response for c, its message's text text (a stream's: what
@@ -416,6 +452,7 @@ func (rs *responseRun) stream(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	final := rs.response(&c, sent)
+	rs.store(&final, rs.asked, &c)
 	kind := "response.completed"
 	if final.Status == api.StatusIncomplete {
 		kind = "response.incomplete"
@@ -486,4 +523,81 @@ func (e *eventWriter) close(it *openItem, done api.OutputItem) error {
 		return err
 	}
 	return e.send(api.ResponseEvent{Type: "response.output_item.done", OutputIndex: &it.index, Item: &done})
+}
+
+// maxStored is how many responses the server keeps (the newest) for
+// previous_response_id and GET /v1/responses/{id}, in memory while it runs.
+const maxStored = 64
+
+// responseStore keeps the newest stored responses: each with the
+// conversation it ended, so that a request naming it goes on from there.
+type responseStore struct {
+	mu    sync.Mutex
+	byID  map[string]*storedResponse
+	order []string // oldest first
+}
+
+// storedResponse is a stored response and its conversation: the messages it
+// was asked with (its instructions' system message left out, as the API does:
+// instructions are not carried over) and its answer, as an assistant message.
+type storedResponse struct {
+	response     api.Response
+	conversation []api.Message
+}
+
+func newResponseStore() *responseStore { return &responseStore{byID: map[string]*storedResponse{}} }
+
+func (rs *responseStore) put(r *storedResponse) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.byID[r.response.ID] = r
+	rs.order = append(rs.order, r.response.ID)
+	for len(rs.order) > maxStored {
+		delete(rs.byID, rs.order[0])
+		rs.order = rs.order[1:]
+	}
+}
+
+func (rs *responseStore) get(id string) (*storedResponse, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r, ok := rs.byID[id]
+	return r, ok
+}
+
+func (rs *responseStore) remove(id string) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if _, ok := rs.byID[id]; !ok {
+		return false
+	}
+	delete(rs.byID, id)
+	rs.order = slices.DeleteFunc(rs.order, func(x string) bool { return x == id })
+	return true
+}
+
+// notStored answers a request for a response this server does not hold.
+func notStored(w http.ResponseWriter, param, id string) {
+	apiErrorParam(w, http.StatusNotFound, "invalid_request_error", "response_not_found", param,
+		fmt.Sprintf("no stored response %q: this server keeps the last %d responses made with store (the default) while it runs; "+
+			"send the whole conversation in input instead", clip(id, 80), maxStored))
+}
+
+func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	stored, ok := s.stored.get(id)
+	if !ok {
+		notStored(w, "response_id", id)
+		return
+	}
+	writeJSON(w, http.StatusOK, stored.response)
+}
+
+func (s *Server) handleDeleteResponse(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !s.stored.remove(id) {
+		notStored(w, "response_id", id)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response.deleted", "deleted": true})
 }

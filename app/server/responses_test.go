@@ -98,7 +98,6 @@ func TestResponsesErrors(t *testing.T) {
 	for _, c := range []struct{ body, param, says string }{
 		{`{}`, "input", "text or a list of items"},
 		{`{"input":[]}`, "input", "text or a list of items"},
-		{`{"input":"x","previous_response_id":"resp_1"}`, "previous_response_id", "stores no responses"},
 		{`{"input":[{"type":"item_reference","id":"x"}]}`, "input[0].type", "not supported"},
 		{`{"input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}`, "input[0].content[0].type", "text only"},
 		{`{"input":"x","tools":[{"type":"web_search"}]}`, "tools[0].type", "only function tools"},
@@ -127,5 +126,57 @@ func TestResponsesRealModel(t *testing.T) {
 	if code != 200 || len(r.Output) != 1 || (*r.Output[0].Content)[0].Text != *c.Choices[0].Message.Content ||
 		r.Usage.InputTokens != c.Usage.PromptTokens || r.Usage.OutputTokens != c.Usage.CompletionTokens {
 		t.Errorf("response %s\nchat %s", rraw, raw)
+	}
+}
+
+// TestResponsesStored: a response is kept (store, the default) while the
+// server runs: previous_response_id goes on from its conversation (its
+// instructions not carried over, as the API has it), GET returns it, DELETE
+// forgets it; store false keeps nothing; only the newest maxStored are kept.
+func TestResponsesStored(t *testing.T) {
+	g := &fakeGen{final: "It is noon."}
+	s := start(t, Options{Engine: g})
+	_, first, raw := responsesCall(t, s, `{"instructions":"Be brief.","input":"Time?"}`)
+	if !first.Store {
+		t.Fatalf("first: %s", raw)
+	}
+	g.final = "Also noon."
+	code, _, raw := responsesCall(t, s, `{"input":"And in Paris?","previous_response_id":"`+first.ID+`"}`)
+	want := []engine.Message{{Role: "user", Content: "Time?"}, {Role: "model", Content: "It is noon."}, {Role: "user", Content: "And in Paris?"}}
+	if got := g.lastRequest(t).Messages; code != 200 || !reflect.DeepEqual(got, want) {
+		t.Errorf("going on: %d %s\n got %+v\nwant %+v", code, raw, got, want)
+	}
+	get := func(id string) (int, string) {
+		resp, body := do(t, nil, "GET", base(s)+"/v1/responses/"+id, "", map[string]string{"Authorization": "Bearer " + s.Token()})
+		return resp.StatusCode, body
+	}
+	if code, body := get(first.ID); code != 200 || !strings.Contains(body, `"id":"`+first.ID+`"`) || !strings.Contains(body, "It is noon.") {
+		t.Errorf("GET: %d %s", code, body)
+	}
+	resp, body := do(t, nil, "DELETE", base(s)+"/v1/responses/"+first.ID, "", map[string]string{"Authorization": "Bearer " + s.Token()})
+	if resp.StatusCode != 200 || !strings.Contains(body, `"deleted":true`) {
+		t.Errorf("DELETE: %d %s", resp.StatusCode, body)
+	}
+	if code, body := get(first.ID); code != 404 || !strings.Contains(body, `"param":"response_id"`) {
+		t.Errorf("GET after DELETE: %d %s", code, body)
+	}
+	if code, _, raw := callAPI(t, s, "POST", "/v1/responses", `{"input":"x","previous_response_id":"`+first.ID+`"}`); code != 404 ||
+		!strings.Contains(raw, `"param":"previous_response_id"`) {
+		t.Errorf("a forgotten previous_response_id: %d %s", code, raw)
+	}
+	_, unstored, _ := responsesCall(t, s, `{"input":"x","store":false}`)
+	if code, _ := get(unstored.ID); unstored.Store || code != 404 {
+		t.Errorf("store false: kept (%v, GET %d)", unstored.Store, code)
+	}
+	var ids []string
+	for range maxStored + 1 {
+		_, r, _ := responsesCall(t, s, `{"input":"x"}`)
+		ids = append(ids, r.ID)
+	}
+	if code, _ := get(ids[0]); code != 404 {
+		t.Errorf("the oldest of %d responses is still kept", maxStored+1)
+	}
+	if code, _ := get(ids[maxStored]); code != 200 {
+		t.Errorf("the newest response is not kept: %d", code)
 	}
 }

@@ -514,6 +514,11 @@ const tools = [{ type: "function", name: "get_weather", description: "Weather in
   const answer = await client.responses.create({ model, tools,
     input: [{ role: "user", content: "Weather in Paris?" }, ...call.output, { type: "function_call_output", call_id: fc.call_id, output: "Sunny, 21 C" }] });
   out.answer = answer.output_text;
+  // The same, going on from the stored response instead of sending it back.
+  const after = await client.responses.create({ model, tools, previous_response_id: call.id,
+    input: [{ type: "function_call_output", call_id: fc.call_id, output: "Sunny, 21 C" }] });
+  out.afterStored = after.output_text;
+  out.retrieved = (await client.responses.retrieve(call.id)).output.map((o) => o.type);
 
   const s = client.responses.stream({ model, input: "Time?", reasoning: { effort: "high" } });
   const events = [];
@@ -589,8 +594,9 @@ func TestOpenAISDKResponses(t *testing.T) {
 			Name, CallID string
 			Args         map[string]string
 		}
-		Answer string
-		Stream struct {
+		Answer, AfterStored string
+		Retrieved           []string
+		Stream              struct {
 			Events             []string
 			Deltas, OutputText string
 			Types              []string
@@ -613,8 +619,11 @@ func TestOpenAISDKResponses(t *testing.T) {
 	if c := got.Call; strings.Join(c.Types, ",") != "function_call" || c.Name != "get_weather" || c.Args["city"] != "Paris" || !strings.HasPrefix(c.CallID, "call_") {
 		t.Errorf("call: %+v", c)
 	}
-	if got.Answer != "It is Sunny, 21 C in Paris." {
-		t.Errorf("answer after the call's output: %q", got.Answer)
+	if got.Answer != "It is Sunny, 21 C in Paris." || got.AfterStored != got.Answer {
+		t.Errorf("answer after the call's output: %q; going on from the stored response: %q", got.Answer, got.AfterStored)
+	}
+	if strings.Join(got.Retrieved, ",") != "function_call" {
+		t.Errorf("retrieved response: %v", got.Retrieved)
 	}
 	st := got.Stream
 	if st.Deltas != "It is noon." || st.OutputText != "It is noon." || strings.Join(st.Types, ",") != "reasoning,message" ||
@@ -627,7 +636,7 @@ func TestOpenAISDKResponses(t *testing.T) {
 	if sc := got.StreamCall; sc.Name != "get_weather" || sc.Args != `{"city":"Paris"}` || sc.ArgDeltas != sc.Args || sc.Status != "completed" {
 		t.Errorf("streamed call: %+v", sc)
 	}
-	if p := got.Previous; p.Status != 400 || p.Param != "previous_response_id" || !strings.Contains(p.Message, "stores no responses") {
+	if p := got.Previous; p.Status != 404 || p.Param != "previous_response_id" || !strings.Contains(p.Message, `no stored response "resp_123"`) {
 		t.Errorf("previous_response_id: %+v", p)
 	}
 	g.mu.Lock()

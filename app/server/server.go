@@ -195,6 +195,7 @@ type Server struct {
 	handler  http.Handler
 	pages    *pageCache
 	queue    *queue
+	stored   *responseStore // the Responses API's stored responses (responses.go)
 
 	mu        sync.Mutex
 	http      *http.Server
@@ -259,7 +260,7 @@ func New(opts Options) (*Server, error) {
 		opts.KeepAlive = 10 * time.Second
 	}
 	s := &Server{opts: opts, token: opts.Token, timeouts: defaultTimeouts, pages: newPageCache(opts.CacheSize),
-		queue: newQueue(opts.QueueLimit), runHost: runHostPrefix + randomHex(8) + runHostSuffix}
+		queue: newQueue(opts.QueueLimit), stored: newResponseStore(), runHost: runHostPrefix + randomHex(8) + runHostSuffix}
 	if err := s.SetOrigins(opts.Origins); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -561,6 +562,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("POST /v1/completions", s.handleCompletion)
 	mux.HandleFunc("POST /v1/responses", s.handleResponses)
+	mux.HandleFunc("GET /v1/responses/{id}", s.handleGetResponse)
+	mux.HandleFunc("DELETE /v1/responses/{id}", s.handleDeleteResponse)
 	mux.HandleFunc("POST /v1/messages", s.handleMessages)
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.handleCountTokens)
 	mux.HandleFunc("GET /tokenizer_info", s.handleTokenizerInfo)
@@ -591,7 +594,8 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
-// apiMethod is the method an API path answers to ("" for an unknown path).
+// apiMethod is the method an API path answers to, or its methods ("GET,
+// DELETE"), for an Allow header ("" for an unknown path).
 func apiMethod(path string) string {
 	switch {
 	case path == "/v1/chat/completions", path == "/v1/completions", path == "/v1/responses", path == "/v1/messages",
@@ -600,6 +604,8 @@ func apiMethod(path string) string {
 	case path == "/v1/models", strings.HasPrefix(path, "/v1/models/") && !strings.Contains(path[len("/v1/models/"):], "/"),
 		path == "/tokenizer_info":
 		return http.MethodGet
+	case strings.HasPrefix(path, "/v1/responses/") && !strings.Contains(path[len("/v1/responses/"):], "/"):
+		return "GET, DELETE"
 	}
 	return ""
 }
