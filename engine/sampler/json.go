@@ -101,11 +101,25 @@ type JSONObject struct {
 	st     jsonState
 	stack  []byte // the open containers, '{' or '['
 	banned []bool
+	// sch and frames hold the object to a schema as well (schema.go; nil:
+	// any object): the schema's reading, and its open containers.
+	sch    *schemaState
+	frames []schemaFrame
 }
 
 // Object starts a constraint for one answer.
 func (v *JSONVocab) Object() *JSONObject {
 	return &JSONObject{v: v, st: jsonState{mode: jTop}, banned: make([]bool, len(v.texts))}
+}
+
+// ObjectOf starts a constraint for one answer that is an instance of schema
+// (nil: any object).
+func (v *JSONVocab) ObjectOf(schema *Schema) *JSONObject {
+	j := v.Object()
+	if schema != nil {
+		j.sch = &schemaState{schema: schema}
+	}
+	return j
 }
 
 // Done reports whether the object is closed: the answer is whole.
@@ -119,7 +133,7 @@ func (j *JSONObject) Banned() []bool {
 	switch {
 	case j.st.mode == jDone:
 		fill(j.banned, true)
-	case j.st.mode == jString && j.st.next == 0:
+	case j.st.mode == jString && j.st.next == 0 && (j.sch == nil || !j.sch.constrainsString(j.st.key)):
 		// Inside a string, between characters: plain ids are content as they
 		// are; the others are asked.
 		fill(j.banned, false)
@@ -194,33 +208,55 @@ func (j *JSONObject) Picked(id int) {
 	}
 }
 
-// run feeds text to a copy of the state: the state and the stack it leaves,
-// and whether every byte of text may come.
-func (j *JSONObject) run(text []byte) (jsonState, stackView, bool) {
-	st := j.st
-	view := stackView{base: j.stack, depth: len(j.stack)}
+// run is one run of the constraint over some bytes, on copies of its state.
+type run struct {
+	st   jsonState
+	view stackView
+	sch  schemaState
+	fv   frameView
+}
+
+// start readies r to run from the constraint's state.
+func (j *JSONObject) start(r *run) {
+	r.st, r.view = j.st, stackView{base: j.stack, depth: len(j.stack)}
+	if j.sch != nil {
+		r.sch, r.fv = *j.sch, frameView{base: j.frames, depth: len(j.frames)}
+	}
+}
+
+// feed feeds text to r, and reports whether every byte of it may come.
+func (j *JSONObject) feed(r *run, text []byte) bool {
 	for _, c := range text {
-		if !st.step(&view, c) {
-			return st, view, false
+		if j.sch != nil && !r.sch.observe(&r.st, &r.fv, c) {
+			return false
+		}
+		if !r.st.step(&r.view, c) {
+			return false
 		}
 	}
-	return st, view, true
+	return true
 }
 
 // accepts reports whether text may come next, leaving the state as it is.
 func (j *JSONObject) accepts(text []byte) bool {
-	_, _, ok := j.run(text)
-	return ok
+	var r run
+	j.start(&r)
+	return j.feed(&r, text)
 }
 
 // advance moves the state past text where all of it may come, and reports
 // whether it could.
 func (j *JSONObject) advance(text []byte) bool {
-	st, view, ok := j.run(text)
-	if ok {
-		j.st, j.stack = st, append(j.stack[:view.depth], view.local[:view.n]...)
+	var r run
+	j.start(&r)
+	if !j.feed(&r, text) {
+		return false
 	}
-	return ok
+	j.st, j.stack = r.st, append(j.stack[:r.view.depth], r.view.local[:r.view.n]...)
+	if j.sch != nil {
+		*j.sch, j.frames = r.sch, append(j.frames[:r.fv.depth], r.fv.local[:r.fv.n]...)
+	}
+	return true
 }
 
 // JSONPrefix reports whether text is the beginning of a JSON object as the
@@ -567,4 +603,17 @@ func (st *jsonState) valueDone(s *stackView) {
 		return
 	}
 	st.mode = jAfterValue
+}
+
+// SchemaPrefix is JSONPrefix held to schema as well: whether text is the
+// beginning of an instance of it as the constraint reads it, and whether the
+// object is closed in it. For tests.
+func SchemaPrefix(schema *Schema, text string) (ok, closed bool) {
+	j := &JSONObject{st: jsonState{mode: jTop}, sch: &schemaState{schema: schema}}
+	for i := 0; i < len(text); i++ {
+		if !j.advance([]byte{text[i]}) {
+			return false, false
+		}
+	}
+	return true, j.Done()
 }

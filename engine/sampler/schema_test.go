@@ -1,0 +1,426 @@
+package sampler
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The schemas the tests hold the constraint to, each as a client would send
+// it (OpenAI's structured outputs, a zod schema's $defs and nullable fields).
+var testSchemas = map[string]string{
+	"flat": `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"score":{"type":"number"},
+		"ok":{"type":"boolean"},"color":{"type":"string","enum":["red","green","blue"]}},"required":["name","age","ok"],"additionalProperties":false}`,
+	"nested": `{"type":"object","properties":{"city":{"type":"object","properties":{"name":{"type":"string"},"pop":{"type":"integer","minimum":0}},
+		"required":["name"]},"tags":{"type":"array","items":{"type":"string","maxLength":8}},"note":{"type":["string","null"]}},"required":["city","tags"]}`,
+	"arrays": `{"type":"object","properties":{"people":{"type":"array","items":{"type":"object","properties":{"first":{"type":"string"},
+		"level":{"enum":[1,2,3,10]}},"required":["first","level"]}},"matrix":{"type":"array","items":{"type":"array","items":{"type":"number"}}}},
+		"required":["people"]}`,
+	"anyof": `{"type":"object","properties":{"v":{"anyOf":[{"type":"string"},{"type":"null"}]},"w":{"anyOf":[{"type":"object",
+		"properties":{"x":{"type":"boolean"}},"required":["x"]},{"type":"array","items":{"type":"integer"}},{"type":"number"}]},
+		"k":{"const":"fixed"},"e":{"anyOf":[{"enum":["a","b"]},{"type":"null"}]}},"required":["v","w","k"]}`,
+	"recursive": `{"$defs":{"node":{"type":"object","properties":{"label":{"type":"string"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},
+		"required":["label","kids"]}},"type":"object","properties":{"root":{"$ref":"#/$defs/node"}},"required":["root"]}`,
+	"free": `{"type":"object","properties":{"counts":{"type":"object","additionalProperties":{"type":"integer"}},"any":{},
+		"esc":{"type":"string","enum":["quote \" and é","tab\t"]}},"required":["counts"]}`,
+}
+
+func compileTest(t *testing.T, name string) *Schema {
+	t.Helper()
+	s, err := CompileSchema([]byte(testSchemas[name]))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return s
+}
+
+// TestSchemaAcceptsInstances: whole instances of each schema, written as
+// encoding/json writes them and with whitespace between tokens, are accepted
+// and closed; a byte that would break the schema is refused where it comes.
+func TestSchemaAcceptsInstances(t *testing.T) {
+	for name, text := range map[string][]string{
+		"flat": {`{"name":"Ada","age":36,"ok":true}`, `{"color":"green","score":-1.5e3,"ok":false,"age":0,"name":""}`,
+			"{\n  \"name\": \"A\\\"da\",\n  \"age\": 7,\n  \"ok\": true\n}"},
+		"nested":    {`{"city":{"name":"Oslo"},"tags":[]}`, `{"tags":["a","b"],"city":{"pop":5,"name":"X"},"note":null}`, `{"city":{"name":"Y"},"tags":["q"],"note":"n"}`},
+		"arrays":    {`{"people":[]}`, `{"people":[{"first":"A","level":10},{"level":1,"first":"B"}],"matrix":[[1,2.5],[]]}`},
+		"anyof":     {`{"v":null,"w":{"x":true},"k":"fixed"}`, `{"v":"s","w":[1,2],"k":"fixed","e":"b"}`, `{"v":"s","w":3.5,"k":"fixed","e":null}`},
+		"recursive": {`{"root":{"label":"a","kids":[{"label":"b","kids":[]},{"label":"c","kids":[{"label":"d","kids":[]}]}]}}`},
+		"free":      {`{"counts":{}}`, `{"counts":{"x":1,"y z":-2},"any":{"deep":[1,"two",null,{"t":true}]},"esc":"quote \" and é"}`},
+	} {
+		s := compileTest(t, name)
+		for _, x := range text {
+			if ok, closed := SchemaPrefix(s, x); !ok || !closed {
+				t.Errorf("%s: %s: ok %v closed %v, want an instance", name, x, ok, closed)
+			}
+		}
+	}
+	// Each ends with the first byte the schema refuses.
+	for name, bad := range map[string][]string{
+		"flat":      {`{"name":"A","age":1.`, `{"name":1`, `{"nam"`, `{"name":"A","n`, `{"name":"A","age":1,"e`, `{"name":"A","age":1}`, `{"color":"p`, `{"color":"redd`},
+		"nested":    {`{"city":{"pop":1}`, `{"tags":[1`, `{"note":t`, `{"city":{"name":"x","pop":-1.`},
+		"arrays":    {`{"people":[{"first":"A","level":4`, `{"people":[{"first":"A","level":10.`, `{"people":[{"first":"A","level":100`, `{"matrix":[["`},
+		"anyof":     {`{"v":1`, `{"w":"`, `{"k":"fixe"`, `{"e":"c`, `{"w":{"x":1`, `{"w":[1.`},
+		"recursive": {`{"root":{"label":"a","kids":[{"label":"b"}`, `{"root":{"kids":[{"kids":[],"label":1`},
+		"free":      {`{"counts":{"x":"`, `{"esc":"quote \u`, `{"esc":"tab\u`},
+	} {
+		s := compileTest(t, name)
+		for _, x := range bad {
+			if ok, _ := SchemaPrefix(s, x); ok {
+				t.Errorf("%s: %s accepted", name, x)
+			}
+			if ok, _ := SchemaPrefix(s, x[:len(x)-1]); !ok {
+				t.Errorf("%s: %s refused before its last byte: the test's prefix is wrong", name, x)
+			}
+		}
+	}
+}
+
+// TestSchemaAgainstReference: random values of each schema's shape — valid
+// ones made from the schema, and mutations of them — are accepted whole by the
+// constraint exactly when an independent validator (written over decoded
+// values, not the constraint's automaton) finds them instances; an invalid
+// one is refused at some byte or left unclosed.
+func TestSchemaAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for name, raw := range testSchemas {
+		s := compileTest(t, name)
+		var root map[string]any
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&root); err != nil {
+			t.Fatal(err)
+		}
+		ref := &refValidator{root: root}
+		valid, invalid := 0, 0
+		for range 400 {
+			v := ref.generate(rng, root, 0)
+			if rng.IntN(2) == 0 {
+				v = mutate(rng, v)
+			}
+			text := canonical(v)
+			want := ref.valid(root, v)
+			ok, closed := SchemaPrefix(s, text)
+			if got := ok && closed; got != want {
+				t.Fatalf("%s: %s: constraint says %v (ok %v closed %v), the validator %v", name, text, got, ok, closed, want)
+			}
+			if want {
+				valid++
+			} else {
+				invalid++
+			}
+		}
+		if valid < 50 || invalid < 50 {
+			t.Errorf("%s: %d valid and %d invalid values: the test's values are too one-sided", name, valid, invalid)
+		}
+	}
+}
+
+// canonical writes v as the constraint expects an instance written: compact,
+// object keys sorted, no HTML escaping.
+func canonical(v any) string {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	_ = e.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// refValidator is the tests' own reading of the schema subset, over decoded
+// values: independent of the constraint's compiled nodes and automaton.
+type refValidator struct{ root map[string]any }
+
+func (r *refValidator) resolve(s map[string]any) map[string]any {
+	for {
+		ref, ok := s["$ref"].(string)
+		if !ok {
+			return s
+		}
+		if ref == "#" {
+			s = r.root
+			continue
+		}
+		parts := strings.Split(strings.TrimPrefix(ref, "#/"), "/")
+		s = r.root[parts[0]].(map[string]any)[parts[1]].(map[string]any)
+	}
+}
+
+func kindName(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case json.Number:
+		if strings.ContainsAny(string(x), ".eE") {
+			return "number"
+		}
+		return "integer"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "?"
+}
+
+func (r *refValidator) valid(s map[string]any, v any) bool {
+	s = r.resolve(s)
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if alts, ok := s[k].([]any); ok {
+			n := 0
+			for _, a := range alts {
+				if r.valid(a.(map[string]any), v) {
+					n++
+				}
+			}
+			return n > 0
+		}
+	}
+	if types, ok := s["type"]; ok {
+		var names []any
+		if one, ok := types.(string); ok {
+			names = []any{one}
+		} else {
+			names = types.([]any)
+		}
+		k := kindName(v)
+		match := false
+		for _, n := range names {
+			match = match || n == k || n == "number" && k == "integer"
+		}
+		if !match {
+			return false
+		}
+	}
+	if c, ok := s["const"]; ok && canonical(c) != canonical(v) {
+		return false
+	}
+	if e, ok := s["enum"].([]any); ok && !slices.ContainsFunc(e, func(x any) bool { return canonical(x) == canonical(v) }) {
+		return false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		props, declared := s["properties"].(map[string]any)
+		if req, ok := s["required"].([]any); ok {
+			for _, k := range req {
+				if _, ok := x[k.(string)]; !ok {
+					return false
+				}
+			}
+		}
+		for k, val := range x {
+			switch {
+			case declared:
+				p, ok := props[k].(map[string]any)
+				if !ok || !r.valid(p, val) {
+					return false
+				}
+			case s["additionalProperties"] == false:
+				return false
+			default:
+				if ap, ok := s["additionalProperties"].(map[string]any); ok && !r.valid(ap, val) {
+					return false
+				}
+			}
+		}
+	case []any:
+		if items, ok := s["items"].(map[string]any); ok {
+			for _, it := range x {
+				if !r.valid(items, it) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// generate makes a random value of s's shape (an instance, but for depth's
+// bound on recursion).
+func (r *refValidator) generate(rng *rand.Rand, s map[string]any, depth int) any {
+	s = r.resolve(s)
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if alts, ok := s[k].([]any); ok {
+			return r.generate(rng, alts[rng.IntN(len(alts))].(map[string]any), depth)
+		}
+	}
+	if c, ok := s["const"]; ok {
+		return c
+	}
+	if e, ok := s["enum"].([]any); ok {
+		return e[rng.IntN(len(e))]
+	}
+	kind := "any"
+	switch t := s["type"].(type) {
+	case string:
+		kind = t
+	case []any:
+		kind = t[rng.IntN(len(t))].(string)
+	}
+	if _, ok := s["properties"]; ok && kind == "any" {
+		kind = "object"
+	}
+	if kind == "any" {
+		kind = []string{"string", "integer", "boolean", "null", "object", "array"}[rng.IntN(6)]
+		if depth > 2 {
+			kind = "string"
+		}
+	}
+	switch kind {
+	case "string":
+		return []string{"", "a", "Oslo", `q"uote`, "é✓", "line\nbreak", "back\\slash"}[rng.IntN(7)]
+	case "integer":
+		return json.Number(fmt.Sprint(rng.IntN(2000) - 1000))
+	case "number":
+		return json.Number([]string{"0", "-1.5", "3.25e2", "7", "0.001"}[rng.IntN(5)])
+	case "boolean":
+		return rng.IntN(2) == 0
+	case "null":
+		return nil
+	case "array":
+		items, _ := s["items"].(map[string]any)
+		n := rng.IntN(3)
+		if depth > 3 {
+			n = 0
+		}
+		out := []any{}
+		for range n {
+			if items == nil {
+				out = append(out, r.generate(rng, map[string]any{}, depth+1))
+			} else {
+				out = append(out, r.generate(rng, items, depth+1))
+			}
+		}
+		return out
+	}
+	out := map[string]any{}
+	props, declared := s["properties"].(map[string]any)
+	req := map[string]bool{}
+	if list, ok := s["required"].([]any); ok {
+		for _, k := range list {
+			req[k.(string)] = true
+		}
+	}
+	if declared {
+		keys := make([]string, 0, len(props))
+		for k := range props {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if req[k] || rng.IntN(2) == 0 {
+				out[k] = r.generate(rng, props[k].(map[string]any), depth+1)
+			}
+		}
+	} else if s["additionalProperties"] != false {
+		ap, _ := s["additionalProperties"].(map[string]any)
+		for i := range rng.IntN(3) {
+			if ap == nil {
+				out[fmt.Sprint("k", i)] = r.generate(rng, map[string]any{}, depth+1)
+			} else {
+				out[fmt.Sprint("k", i)] = r.generate(rng, ap, depth+1)
+			}
+		}
+	}
+	return out
+}
+
+// mutate changes one random place of v: a value of another kind, a key
+// dropped or added, an array item replaced.
+func mutate(rng *rand.Rand, v any) any {
+	others := []any{"s", json.Number("5"), json.Number("2.5"), true, nil, map[string]any{}, []any{}}
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out := map[string]any{}
+		for k, val := range x {
+			out[k] = val
+		}
+		switch n := rng.IntN(4); {
+		case n == 0 || len(keys) == 0:
+			out[[]string{"extra", "name", "kids", "x"}[rng.IntN(4)]] = others[rng.IntN(len(others))]
+		case n == 1:
+			delete(out, keys[rng.IntN(len(keys))])
+		default:
+			k := keys[rng.IntN(len(keys))]
+			out[k] = mutate(rng, out[k])
+		}
+		return out
+	case []any:
+		if len(x) == 0 {
+			return []any{others[rng.IntN(len(others))]}
+		}
+		out := slices.Clone(x)
+		i := rng.IntN(len(out))
+		out[i] = mutate(rng, out[i])
+		return out
+	}
+	return others[rng.IntN(len(others))]
+}
+
+// TestCompileSchemaRefuses: what the constraint cannot hold an answer to is
+// refused in words that name it.
+func TestCompileSchemaRefuses(t *testing.T) {
+	for schema, says := range map[string]string{
+		`{"type":"object","allOf":[{}]}`:                                                       `"allOf" is not supported`,
+		`{"type":"object","properties":{"a":{"not":{}}}}`:                                      `schema.properties.a: the keyword "not"`,
+		`{"type":"array"}`:                                                                     "must describe an object",
+		`{"type":"object","properties":{"a":{"type":"str"}}}`:                                  `unknown type "str"`,
+		`{"type":"object","properties":{"a":{}},"required":["b"]}`:                             `required names "b"`,
+		`{"type":"object","properties":{"a":{"anyOf":[{"type":"object"},{"type":"object"}]}}}`: "two alternatives allow values of one kind (object)",
+		`{"type":"object","properties":{"a":{"$ref":"http://x/y"}}}`:                           "only references inside the schema",
+		`{"type":"object","properties":{"a":{"$ref":"#/$defs/none"}}}`:                         "names no definition",
+		`{"type":"object","properties":{"a":{"enum":[{"x":1}]}}}`:                              "an object or a list as a value",
+		`{"type":"object","properties":{"a":{"type":"string","enum":[1,2]}}}`:                  "allows no value",
+		`[1]`: "must be a JSON object",
+	} {
+		_, err := CompileSchema([]byte(schema))
+		if err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("%s: %v, want an error saying %q", schema, err, says)
+		}
+	}
+}
+
+// TestSchemaBannedMatchesAccepts: over a real-sized vocabulary, the schema
+// constraint's bans are exactly the ids whose text it refuses, at every step
+// of writing an instance (the fast paths of Banned decide as a run would).
+func TestSchemaBannedMatchesAccepts(t *testing.T) {
+	texts := []string{`{"`, `"`, `name`, `na`, `me`, `":`, `"A`, `da"`, `,"`, `age`, `":`, `3`, `6`, `}`, ` `, `.`, `5`, `ok`, `true`,
+		`tr`, `ue`, `"}`, `,`, `"color":"`, `red`, `"`, `x`, `é`, `\"`, `color`, `": "`, `null`, `score`, `{`, `e`}
+	var special []bool
+	for range texts {
+		special = append(special, false)
+	}
+	texts = append(texts, "<eos>")
+	special = append(special, true)
+	v := NewJSONVocab(texts, special, []int{len(texts) - 1})
+	s := compileTest(t, "flat")
+	j := v.ObjectOf(s)
+	for _, piece := range []string{`{"`, `name`, `":`, `"A`, `da"`, `,"`, `age`, `":`, `3`, `6`, `,"`, `ok`, `":`, `true`, `}`} {
+		banned := j.Banned()
+		for id, text := range texts[:len(texts)-1] {
+			if want := !j.accepts([]byte(text)); banned[id] != want {
+				t.Fatalf("before %q: id %q banned %v, a run says %v", piece, text, banned[id], want)
+			}
+		}
+		id := slices.Index(texts, piece)
+		if banned[id] {
+			t.Fatalf("%q banned where the instance goes on with it", piece)
+		}
+		j.Picked(id)
+	}
+	if !j.Done() {
+		t.Error("the instance is written but the constraint is not done")
+	}
+}
