@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/chat"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
 )
 
 // Mode selects how new tokens are produced from the same weights.
@@ -196,6 +197,11 @@ type Request struct {
 	// Reply (prose the object could not begin with). Max new tokens can still
 	// cut it short (StopMaxTokens).
 	JSON bool
+	// JSONSchema holds the JSON answer to an instance of a schema as well
+	// (the API's response_format json_schema; sampler.CompileSchema): each
+	// value of a kind the schema allows, an object's keys its properties, each
+	// once, the required ones before it closes, enums as written. With JSON.
+	JSONSchema *sampler.Schema
 
 	// OnEvent, if set, is called synchronously from the generating goroutine for
 	// every denoising step, committed canvas and AR token. It must not block for long.

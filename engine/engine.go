@@ -314,6 +314,8 @@ func checkPrinterOnly(req *Request) error {
 		return errors.New("a JSON answer is written in AR mode, where each pick can be held to JSON; a diffusion canvas is not written in order")
 	case req.JSON && held:
 		return errors.New("a JSON answer begins with its object: send no opening, lead or reply with it")
+	case req.JSONSchema != nil && !req.JSON:
+		return errors.New("a schema holds a JSON answer: ask for JSON with it")
 	}
 	return nil
 }
@@ -386,7 +388,7 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 		if e.jsonVocab == nil {
 			e.jsonVocab = e.newJSONVocab(t.VocabSize, eos)
 		}
-		json = e.jsonVocab.Object()
+		json = e.jsonVocab.ObjectOf(req.JSONSchema)
 		smp.Constrain(json)
 	}
 	kept := &e.kept

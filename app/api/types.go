@@ -101,8 +101,8 @@ type ChatRequest struct {
 	Messages []Message `json:"messages"`
 	Options
 	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"` // takes precedence over MaxTokens
-	// ResponseFormat asks for text (none, or "text") or one JSON object
-	// ("json_object"); a "json_schema" is refused.
+	// ResponseFormat asks for text (none, or "text"), one JSON object
+	// ("json_object") or one that is an instance of a schema ("json_schema").
 	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
 	// Logprobs asks for each answer token's log probability (Choice.Logprobs),
 	// and TopLogprobs (0 to 20, with Logprobs) for the most likely tokens at
@@ -155,9 +155,25 @@ type CompletionRequest struct {
 }
 
 // ResponseFormat is a request's "response_format": its type, "text",
-// "json_object" or "json_schema" (the schema itself is not read).
+// "json_object" or "json_schema" with JSONSchema (chat completions). The
+// Responses API's text.format carries a json_schema's fields flat: Name,
+// Schema, Strict.
 type ResponseFormat struct {
-	Type string `json:"type"`
+	Type       string          `json:"type"`
+	JSONSchema *JSONSchema     `json:"json_schema,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	Schema     json.RawMessage `json:"schema,omitempty"`
+	Strict     *bool           `json:"strict,omitempty"`
+}
+
+// JSONSchema is a json_schema response format: the schema the answer is held
+// to, and its name (read, not used). Strict is read; the answer is always
+// held to the schema.
+type JSONSchema struct {
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 // StreamOptions are a streamed request's options.

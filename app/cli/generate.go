@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/chat"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/hw"
@@ -293,6 +295,7 @@ func runGenerate(env *Env, args []string) error {
 	trace := fs.Bool("trace", false, "print each denoising step's draft and accepted count (and each guidance round's changes) on stderr")
 	asJSON := fs.Bool("json", false, "print the result as JSON (text, tokens, canvases, forward_passes, elapsed_ms, tokens_per_s, …)")
 	jsonObject := fs.Bool("json-object", false, "AR mode: the answer is one JSON object, each token held to JSON as it is picked (the API's response_format json_object)")
+	jsonSchema := fs.String("json-schema", "", "AR mode: the answer is one JSON object that is an instance of the JSON Schema in `FILE` (the API's response_format json_schema)")
 	logprobs := fs.Int("logprobs", -1, "AR mode, with --json: each token's log probability and this many of the likeliest tokens at its position (0 to 20)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -306,6 +309,16 @@ func runGenerate(env *Env, args []string) error {
 	}
 	req := engine.Request{Mode: mode, Sampling: g.sampling(), Seed: g.seed, Raw: *raw, Thinking: *thinking, Opening: *opening,
 		JSON: *jsonObject}
+	if *jsonSchema != "" {
+		raw, err := os.ReadFile(*jsonSchema)
+		if err != nil {
+			return fmt.Errorf("generate: --json-schema: %w", err)
+		}
+		if req.JSONSchema, err = sampler.CompileSchema(raw); err != nil {
+			return fmt.Errorf("generate: --json-schema %s: %w", *jsonSchema, err)
+		}
+		req.JSON = true
+	}
 	if *logprobs >= 0 {
 		if !*asJSON {
 			return errors.New("generate: --logprobs prints with --json (the result's \"logprobs\"): add --json")
@@ -489,7 +502,7 @@ var modeFlags = map[string]engine.Mode{
 	"entropy-bound": engine.Diffusion, "confidence-threshold": engine.Diffusion, "stability": engine.Diffusion,
 	"guidance": engine.Diffusion, "guidance-in-word": engine.Diffusion, "guidance-rounds": engine.Diffusion, "trace": engine.Diffusion,
 	"temperature": engine.AR, "repetition-penalty": engine.AR, "frequency-penalty": engine.AR,
-	"presence-penalty": engine.AR, "top-p": engine.AR, "top-k": engine.AR, "json-object": engine.AR, "logprobs": engine.AR,
+	"presence-penalty": engine.AR, "top-p": engine.AR, "top-k": engine.AR, "json-object": engine.AR, "json-schema": engine.AR, "logprobs": engine.AR,
 }
 
 // autoMode is the mode of a generate without --mode: the one the app's Chat and

@@ -557,6 +557,16 @@ func TestGenerateAPISamplingFlags(t *testing.T) {
 	if ok, closed := sampler.JSONPrefix(res.Text); !ok || closed != (res.StopReason == engine.StopEOS) || !strings.Contains(strings.ReplaceAll(out, " ", ""), `"mode":"ar"`) {
 		t.Errorf("--json-object: %q (%s) in %s", res.Text, res.StopReason, out)
 	}
+	schemaFile := filepath.Join(t.TempDir(), "schema.json")
+	if err := os.WriteFile(schemaFile, []byte(`{"type":"object","properties":{"os":{"enum":["Unix","Linux"]},"year":{"type":"integer"}},"required":["os"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := sampler.CompileSchema([]byte(`{"type":"object","properties":{"os":{"enum":["Unix","Linux"]},"year":{"type":"integer"}},"required":["os"]}`))
+	if res, out := run("--json-schema", schemaFile, "What is Unix?"); !strings.Contains(strings.ReplaceAll(out, " ", ""), `"mode":"ar"`) {
+		t.Errorf("--json-schema did not ask for the printer: %s", out)
+	} else if ok, closed := sampler.SchemaPrefix(schema, res.Text); !ok || closed != (res.StopReason == engine.StopEOS) {
+		t.Errorf("--json-schema: %q (%s) is not the beginning of an instance", res.Text, res.StopReason)
+	}
 	res, _ = run("--logprobs", "2", "What is Unix?")
 	if len(res.Logprobs) != len(res.Tokens) || len(res.Tokens) == 0 || len(res.Logprobs[0].Top) != 2 {
 		t.Errorf("--logprobs 2: %d logprobs for %d tokens: %+v", len(res.Logprobs), len(res.Tokens), res.Logprobs)

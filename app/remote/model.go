@@ -172,6 +172,9 @@ func (m *Model) body(req engine.Request) ([]byte, error) {
 	}
 	if req.JSON {
 		r.ResponseFormat = &api.ResponseFormat{Type: "json_object"} // the server holds its answer to JSON
+		if req.JSONSchema != nil {                                  // and to the schema
+			r.ResponseFormat = &api.ResponseFormat{Type: "json_schema", JSONSchema: &api.JSONSchema{Name: "answer", Schema: req.JSONSchema.Raw()}}
+		}
 	}
 	if req.Mode == engine.AR && req.Sampling.Temperature > 0 {
 		t := req.Sampling.Temperature

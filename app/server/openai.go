@@ -25,6 +25,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/develop"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/chat"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
 )
 
 // The OpenAI-compatible API: GET /v1/models, GET /v1/models/{id}, POST
@@ -89,8 +90,11 @@ import (
 // response_format {"type": "json_object"} holds the answer to one JSON object
 // (engine.Request.JSON: each AR pick may take only a token that keeps the
 // answer the beginning of one, and the answer ends where it closes); it too
-// comes with the printer, as logprobs do, with no lead or opening. A
-// json_schema is a 400 (the object is held to JSON, not to a schema).
+// comes with the printer, as logprobs do, with no lead or opening.
+// {"type": "json_schema", "json_schema": {"schema": …}} holds it to an
+// instance of the schema as well (engine.Request.JSONSchema,
+// sampler.CompileSchema's subset; a keyword it cannot hold the answer to is a
+// 400 naming it).
 //
 // tools (tools.go) declares functions in the prompt's system turn, as the Gemma
 // 4 template does (engine/chat); the calls the model writes
@@ -207,10 +211,17 @@ func engineRequest(cr *api.ChatRequest, m Model) (req engine.Request, stops []st
 		case "json_object":
 			req.JSON = true
 		case "json_schema":
-			return req, nil, false, &badRequest{"response_format", `response_format "json_schema" is not supported: this server holds an answer ` +
-				`to JSON but not to a schema; ask for {"type": "json_object"} and name the fields you want in the messages`}
+			if f.JSONSchema == nil || len(bytes.TrimSpace(f.JSONSchema.Schema)) == 0 {
+				return req, nil, false, &badRequest{"response_format.json_schema", `response_format "json_schema" needs its schema: ` +
+					`{"type": "json_schema", "json_schema": {"name": …, "schema": {"type": "object", "properties": {…}}}}`}
+			}
+			schema, err := sampler.CompileSchema(f.JSONSchema.Schema)
+			if err != nil {
+				return req, nil, false, &badRequest{"response_format.json_schema.schema", "response_format.json_schema." + err.Error()}
+			}
+			req.JSON, req.JSONSchema = true, schema
 		default:
-			return req, nil, false, &badRequest{"response_format", fmt.Sprintf(`response_format %q: want "text" or "json_object"`, f.Type)}
+			return req, nil, false, &badRequest{"response_format", fmt.Sprintf(`response_format %q: want "text", "json_object" or "json_schema"`, f.Type)}
 		}
 	}
 	req.Logprobs = cr.Logprobs != nil && *cr.Logprobs

@@ -601,9 +601,10 @@ func TestJSONMode(t *testing.T) {
 		t.Errorf("response_format text: request %+v", req)
 	}
 	for _, c := range []struct{ body, param, says string }{
-		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{}}}}`,
-			"response_format", `not to a schema; ask for {"type": "json_object"}`},
-		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"yaml"}}`, "response_format", `want "text" or "json_object"`},
+		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object","allOf":[]}}}}`,
+			"response_format.json_schema.schema", `the keyword "allOf" is not supported`},
+		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}}`, "response_format.json_schema", "needs its schema"},
+		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"yaml"}}`, "response_format", `want "text", "json_object" or "json_schema"`},
 		{ask + `,"mode":"diffusion"}`, "response_format", `"mode": "ar"`},
 		{ask + `,"darkroom":{"opening":"Unix"}}`, "darkroom.opening", "begins with its object"},
 	} {
@@ -659,4 +660,49 @@ func TestChatAnswerLength(t *testing.T) {
 	if got := g0.lastRequest(t).Sampling.MaxNewTokens; got != 0 {
 		t.Errorf("a model with no answer length: max new tokens %d, want 0 (its own default)", got)
 	}
+}
+
+// TestJSONSchemaRealEngine: on a real (tiny, random) model a json_schema
+// answer is the beginning of an instance of the schema — a whole one where it
+// stopped by itself — through chat completions and the Responses API's flat
+// text.format alike.
+func TestJSONSchemaRealEngine(t *testing.T) {
+	e := tinyengine.Load(t, enginetest.Options{})
+	s := start(t, Options{Engine: e, ModelID: "tiny"})
+	const schema = `{"type":"object","properties":{"name":{"type":"string","enum":["Unix","Plan 9"]},"year":{"type":"integer"},` +
+		`"open":{"type":"boolean"}},"required":["name","year","open"],"additionalProperties":false}`
+	compiled, err := sampler.CompileSchema([]byte(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedOnes := 0
+	for _, seed := range []string{"1", "2", "3", "4"} {
+		code, r, raw := callAPI(t, s, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Describe Unix as JSON."}],`+
+			`"response_format":{"type":"json_schema","json_schema":{"name":"os","strict":true,"schema":`+schema+`}},"max_tokens":60,"temperature":1,"seed":`+seed+`}`)
+		if code != 200 || len(r.Choices) != 1 {
+			t.Fatalf("%d %s", code, raw)
+		}
+		text, finish := r.Choices[0].Message.Content, *r.Choices[0].FinishReason
+		ok, closed := sampler.SchemaPrefix(compiled, text)
+		if !ok || closed != (finish == "stop") {
+			t.Errorf("seed %s: %q (%s): prefix %v, closed %v", seed, text, finish, ok, closed)
+		}
+		if closed {
+			closedOnes++
+			var v struct {
+				Name *string
+				Year *int
+				Open *bool
+			}
+			if err := json.Unmarshal([]byte(text), &v); err != nil || v.Name == nil || v.Year == nil || v.Open == nil {
+				t.Errorf("seed %s: %q is not an instance: %v", seed, text, err)
+			}
+		}
+		code, rr, rraw := responsesCall(t, s, `{"input":"Describe Unix as JSON.","text":{"format":{"type":"json_schema","name":"os","schema":`+schema+`}},`+
+			`"max_output_tokens":60,"temperature":1,"seed":`+seed+`,"mode":"ar"}`)
+		if code != 200 || len(rr.Output) != 1 || (*rr.Output[0].Content)[0].Text != text {
+			t.Errorf("seed %s: the Responses API's answer %s, want chat's %q", seed, rraw, text)
+		}
+	}
+	t.Logf("%d of 4 answers closed", closedOnes)
 }

@@ -191,7 +191,11 @@ func chatOf(rr *api.ResponsesRequest, prior []api.Message) (api.ChatRequest, []s
 		cr.ToolChoice, _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": named.Name}})
 	}
 	if rr.Text != nil {
-		cr.ResponseFormat = &rr.Text.Format
+		f := rr.Text.Format
+		if f.Type == "json_schema" && f.JSONSchema == nil { // the Responses API's fields are flat
+			f.JSONSchema = &api.JSONSchema{Name: f.Name, Schema: f.Schema, Strict: f.Strict}
+		}
+		cr.ResponseFormat = &f
 	}
 	if rr.Reasoning != nil {
 		cr.ReasoningEffort = rr.Reasoning.Effort
@@ -234,6 +238,7 @@ func itemText(raw json.RawMessage, at string) (string, error) {
 // them, as errors name them.
 var chatNames = strings.NewReplacer(
 	"max_tokens", "max_output_tokens",
+	"response_format.json_schema.schema", "text.format.schema", "response_format.json_schema", "text.format",
 	".function.name", ".name", ".function.parameters", ".parameters",
 	"response_format", "text.format",
 	"reasoning_effort", "reasoning.effort",

@@ -245,13 +245,24 @@ func BenchmarkJSONBanned(b *testing.B) {
 		texts[id] = w.String()
 	}
 	v := NewJSONVocab(texts, nil, []int{1})
-	for _, c := range []struct{ name, so string }{{"in-string", `{"name": "Un`}, {"between", `{"name": "Unix", "year": 1969`}, {"after-comma", `{"name": "Unix",`}} {
+	schema, err := CompileSchema([]byte(`{"type":"object","properties":{"name":{"type":"string"},"year":{"type":"integer"},
+		"kind":{"enum":["os","language"]},"authors":{"type":"array","items":{"type":"string"}}},"required":["name","year"]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, so string
+		schema   *Schema
+	}{{"in-string", `{"name": "Un`, nil}, {"between", `{"name": "Unix", "year": 1969`, nil}, {"after-comma", `{"name": "Unix",`, nil},
+		{"schema-in-string", `{"name": "Un`, schema}, {"schema-between", `{"name": "Unix", "year": 1969`, schema},
+		{"schema-after-comma", `{"name": "Unix",`, schema}, {"schema-in-key", `{"name": "Unix", "ye`, schema}} {
 		b.Run(c.name, func(b *testing.B) {
-			j := v.Object()
+			j := v.ObjectOf(c.schema)
 			for i := 0; i < len(c.so); i++ {
 				j.Picked(int(c.so[i]))
 			}
-			if ok, _ := JSONPrefix(c.so); !ok || j.st.mode != map[string]jsonMode{"in-string": jString, "between": jNumber, "after-comma": jKey}[c.name] {
+			if ok, _ := JSONPrefix(c.so); !ok || j.st.mode != map[string]jsonMode{"in-string": jString, "between": jNumber, "after-comma": jKey,
+				"in-key": jString}[strings.TrimPrefix(c.name, "schema-")] {
 				b.Fatalf("%q: mode %d", c.so, j.st.mode)
 			}
 			for b.Loop() {

@@ -52,7 +52,11 @@ const maxSchemaProps = 64
 // Schema is a compiled JSON Schema for JSON mode.
 type Schema struct {
 	root *schemaNode
+	raw  []byte
 }
+
+// Raw is the schema as it was given.
+func (s *Schema) Raw() []byte { return s.raw }
 
 // schemaNode is one compiled schema. A nil node allows any value.
 type schemaNode struct {
@@ -100,7 +104,7 @@ func CompileSchema(raw []byte) (*Schema, error) {
 	if n != nil && n.kinds&kObject == 0 {
 		return nil, fmt.Errorf(`the schema must describe an object ("type": "object"): the answer is one JSON object`)
 	}
-	return &Schema{root: n}, nil
+	return &Schema{root: n, raw: append([]byte(nil), raw...)}, nil
 }
 
 type schemaCompiler struct {
