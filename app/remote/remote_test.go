@@ -22,6 +22,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
 	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
 )
 
 // startDarkroom runs a real `darkroom serve` server (app/server on a tiny random
@@ -545,6 +546,18 @@ func TestJSONAsked(t *testing.T) {
 	}
 	if rf, _ := v.bodies[len(v.bodies)-1]["response_format"].(map[string]any); rf["type"] != "json_object" {
 		t.Errorf("response_format %v", v.bodies[len(v.bodies)-1]["response_format"])
+	}
+	// A schema is passed on as the server's json_schema.
+	schema, err := sampler.CompileSchema([]byte(`{"type":"object","properties":{"os":{"type":"string"}},"required":["os"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Generate(context.Background(), engine.Request{Prompt: "Unix", JSON: true, JSONSchema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	rf, _ := v.bodies[len(v.bodies)-1]["response_format"].(map[string]any)
+	if js, _ := rf["json_schema"].(map[string]any); rf["type"] != "json_schema" || js == nil || js["schema"].(map[string]any)["required"] == nil {
+		t.Errorf("response_format with a schema: %v", rf)
 	}
 	if _, err := m.Generate(context.Background(), engine.Request{Prompt: "Unix"}); err != nil {
 		t.Fatal(err)
