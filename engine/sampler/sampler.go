@@ -8,7 +8,10 @@
 // rounds that revise a developed canvas's words with the model's causal head
 // (Guide, guide.go), the log probabilities an answer's tokens had under the
 // model (LogProbs, logprobs.go), JSON mode's constraint on the AR picks
-// (JSONObject, json.go), and the AR draw's top-k and top-p (nucleus.go).
+// (JSONObject, json.go) and its JSON Schema (CompileSchema, schema.go: written
+// here, not taken from a grammar library, because it must read the same bytes
+// as JSON mode's automaton and ban ids by the same first-two-bytes grouping),
+// and the AR draw's top-k and top-p (nucleus.go).
 //
 // Held positions (infill): a canvas may start with tokens fixed in advance, such
 // as an encyclopedia page's <h1> heading. The sampler treats them as already
