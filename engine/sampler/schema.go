@@ -169,6 +169,8 @@ func (c *schemaCompiler) node(raw []byte, path string) (*schemaNode, error) {
 		if _, typed := m["type"]; !typed {
 			n.kinds = kObject
 		}
+		// No property declared and none forbidden: any key, as JSON Schema has it.
+		n.free = len(n.props) == 0 && string(bytes.TrimSpace(m["additionalProperties"])) != "false"
 	} else {
 		n.free = true
 		if _, ok := m["required"]; ok {

@@ -27,6 +27,7 @@ var testSchemas = map[string]string{
 	"recursive": `{"$defs":{"node":{"type":"object","properties":{"label":{"type":"string"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},
 		"required":["label","kids"]}},"type":"object","properties":{"root":{"$ref":"#/$defs/node"}},"required":["root"]}`,
 	"free": `{"type":"object","properties":{"counts":{"type":"object","additionalProperties":{"type":"integer"}},"any":{},
+		"loose":{"type":"object","properties":{}},"none":{"type":"object","properties":{},"additionalProperties":false},
 		"esc":{"type":"string","enum":["quote \" and é","tab\t"]}},"required":["counts"]}`,
 }
 
@@ -208,6 +209,7 @@ func (r *refValidator) valid(s map[string]any, v any) bool {
 	switch x := v.(type) {
 	case map[string]any:
 		props, declared := s["properties"].(map[string]any)
+		declared = declared && (len(props) > 0 || s["additionalProperties"] == false)
 		if req, ok := s["required"].([]any); ok {
 			for _, k := range req {
 				if _, ok := x[k.(string)]; !ok {
