@@ -566,6 +566,12 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 			return s.close(f)
 		case ']':
 			f.pop()
+		case ',':
+			// A ',' in an object wants a key that may still come: none where
+			// every declared property is written.
+			if fr := f.top(); fr != nil && !fr.arr && fr.n != nil && !fr.n.free {
+				return fr.used != 1<<len(fr.n.props)-1 && !(len(fr.n.props) == maxSchemaProps && fr.used == ^uint64(0))
+			}
 		}
 	}
 	return true

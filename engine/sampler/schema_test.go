@@ -62,7 +62,7 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 	}
 	// Each ends with the first byte the schema refuses.
 	for name, bad := range map[string][]string{
-		"flat":      {`{"name":"A","age":1.`, `{"name":1`, `{"nam"`, `{"name":"A","n`, `{"name":"A","age":1,"e`, `{"name":"A","age":1}`, `{"color":"p`, `{"color":"redd`},
+		"flat":      {`{"name":"A","age":1,"ok":true,"score":1,"color":"red",`, `{"name":"A","age":1.`, `{"name":1`, `{"nam"`, `{"name":"A","n`, `{"name":"A","age":1,"e`, `{"name":"A","age":1}`, `{"color":"p`, `{"color":"redd`},
 		"nested":    {`{"city":{"pop":1}`, `{"tags":[1`, `{"note":t`, `{"city":{"name":"x","pop":-1.`},
 		"arrays":    {`{"people":[{"first":"A","level":4`, `{"people":[{"first":"A","level":10.`, `{"people":[{"first":"A","level":100`, `{"matrix":[["`},
 		"anyof":     {`{"v":1`, `{"w":"`, `{"k":"fixe"`, `{"e":"c`, `{"w":{"x":1`, `{"w":[1.`},
