@@ -369,6 +369,9 @@ func (c *schemaCompiler) ref(raw json.RawMessage, path string) (*schemaNode, err
 	if body == nil {
 		body = &schemaNode{kinds: kAll, free: true}
 	}
+	if body.kinds == 0 { // (the placeholder itself: a reference that is only itself)
+		return nil, fmt.Errorf("%s.$ref %q refers only to itself: it describes no value", path, ref)
+	}
 	*n = *body
 	return n, nil
 }

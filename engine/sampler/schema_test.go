@@ -386,6 +386,8 @@ func TestCompileSchemaRefuses(t *testing.T) {
 		`{"type":"object","properties":{"a":{"enum":[{"x":1}]}}}`:                              "an object or a list as a value",
 		`{"type":"object","properties":{"a":{"type":"string","enum":[1,2]}}}`:                  "allows no value",
 		`[1]`: "must be a JSON object",
+		`{"$defs":{"a":{"$ref":"#/$defs/a"}},"type":"object","properties":{"x":{"$ref":"#/$defs/a"}}}`:                          "refers only to itself",
+		`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"type":"object","properties":{"x":{"$ref":"#/$defs/a"}}}`: "refers only to itself",
 	} {
 		_, err := CompileSchema([]byte(schema))
 		if err == nil || !strings.Contains(err.Error(), says) {
@@ -425,4 +427,25 @@ func TestSchemaBannedMatchesAccepts(t *testing.T) {
 	if !j.Done() {
 		t.Error("the instance is written but the constraint is not done")
 	}
+}
+
+// FuzzCompileSchema: a schema is the API's input, written by anyone: whatever
+// it is, compiling it and holding text to it never fails but with an error,
+// and an instance the constraint closes is JSON.
+func FuzzCompileSchema(f *testing.F) {
+	for _, s := range testSchemas {
+		f.Add(s, `{"name":"A","age":1,"ok":true}`)
+	}
+	f.Add(`{"$defs":{"a":{"$ref":"#/$defs/a"}},"type":"object","properties":{"x":{"$ref":"#/$defs/a"}}}`, `{"x":1}`)
+	f.Add(`{"type":"object","properties":{"a":{"anyOf":[{"enum":["x"]},{"enum":["y"]},{"type":"null"}]}}}`, `{"a":"y"}`)
+	f.Add(`{"$ref":"#"}`, `{}`)
+	f.Fuzz(func(t *testing.T, schema, text string) {
+		s, err := CompileSchema([]byte(schema))
+		if err != nil {
+			return
+		}
+		if ok, closed := SchemaPrefix(s, text); ok && closed && !json.Valid([]byte(text)) {
+			t.Errorf("schema %s: %q closed but is not JSON", schema, text)
+		}
+	})
 }
