@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
 	"github.com/darkroomlabs/darkroom/app/ui/internal/tiny"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
@@ -24,8 +27,7 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 	l := a.Library
 	card, state := dgCard(l)
 	waitFor(t, "the catalog", func() bool { return card() != nil })
-	selectProfile(card(), "int8")
-	tapButton(t, card().buttons, "Download")
+	chooseAndTap(t, l, "int8", "Download")
 	waitFor(t, "the conversion", func() bool { return state() == "converting" || state() == "ready" })
 	waitFor(t, "the converted model", func() bool {
 		es, _ := mgr.Entries()
@@ -42,8 +44,7 @@ func TestLibraryDownloadsAndConvertsAProfile(t *testing.T) {
 	if p := shownText(card().probBox); p != "" {
 		t.Fatalf("card error: %s", p)
 	}
-	selectProfile(card(), "int8")
-	tapButton(t, card().buttons, "Use")
+	chooseAndTap(t, l, "int8", "Use")
 	waitFor(t, "the int8 model to be active", func() bool {
 		active, _ := mgr.Active()
 		return active != "" && active != catalog.DiffusionGemmaID
@@ -69,8 +70,7 @@ func TestLibraryDownloadKeepsRoomForTheConversion(t *testing.T) {
 	l := a.Library
 	card, state := dgCard(l)
 	waitFor(t, "the catalog", func() bool { return card() != nil })
-	selectProfile(card(), "int8")
-	tapButton(t, card().buttons, "Download")
+	chooseAndTap(t, l, "int8", "Download")
 	waitFor(t, "the refusal on the card", func() bool { return shownText(card().probBox) != "" })
 	if p := shownText(card().probBox); !strings.Contains(p, "Not enough free disk space") || !strings.Contains(p, "more for what is made from it") {
 		t.Errorf("the card says %q", p)
@@ -82,8 +82,7 @@ func TestLibraryDownloadKeepsRoomForTheConversion(t *testing.T) {
 			}
 		}
 	}
-	selectProfile(card(), "bf16")
-	tapButton(t, card().buttons, "Download")
+	chooseAndTap(t, l, "bf16", "Download")
 	waitFor(t, "the bf16 download", func() bool { return state() == "ready" })
 }
 
@@ -105,8 +104,7 @@ func TestLibraryDeleteLetsTheModelInUseGo(t *testing.T) {
 	l := a.Library
 	card, state := dgCard(l)
 	waitFor(t, "the catalog", func() bool { return card() != nil })
-	selectProfile(card(), "bf16")
-	tapButton(t, card().buttons, "Download")
+	chooseAndTap(t, l, "bf16", "Download")
 	waitFor(t, "the download", func() bool { return state() == "ready" })
 	tapButton(t, card().buttons, "Use")
 	waitFor(t, "the model to be active", func() bool {
@@ -149,8 +147,7 @@ func TestLibraryConvertsAfterTheDownload(t *testing.T) {
 		return shownText(c.buttons)
 	}
 	waitFor(t, "the catalog", func() bool { return card() != nil })
-	selectProfile(card(), "bf16")
-	tapButton(t, card().buttons, "Download")
+	chooseAndTap(t, l, "bf16", "Download")
 	waitFor(t, "the download", func() bool { return state() == "ready" })
 
 	selectProfile(card(), "int8")
@@ -214,6 +211,33 @@ func tinyHubLibrary(t *testing.T) (*App, *managerLibrary) {
 
 // dgCard reads the DiffusionGemma card of l as it is now (nil while the
 // catalog is not listed yet) and its entry's state.
+// chooseAndTap chooses profile on the card and taps its button text in one
+// turn of the UI, on one card: the Library rebuilds its cards when it reads
+// its list again (after a refused download, for one), and a choice made on the
+// card before that was not the one a tap on the new card read (the bf16
+// download of TestLibraryDownloadKeepsRoomForTheConversion was once never
+// started: its tap downloaded the refused int8 again).
+func chooseAndTap(t *testing.T, l *LibraryScreen, profile, text string) {
+	t.Helper()
+	found := false
+	asUI(func() { // (under uiMu, as libraryCardOf reads the cards: not through it, which takes uiMu itself)
+		c := l.byName[catalog.DiffusionGemmaID]
+		if c == nil {
+			return
+		}
+		c.profile.SetSelected(profile)
+		for _, o := range c.buttons.Objects {
+			if b, ok := o.(*widget.Button); ok && b.Text == text && !found {
+				found = true
+				test.Tap(b)
+			}
+		}
+	})
+	if !found {
+		t.Fatalf("no %q button on the card with %s chosen", text, profile)
+	}
+}
+
 func dgCard(l *LibraryScreen) (card func() *libraryCard, state func() string) {
 	card = func() *libraryCard { return libraryCardOf(l, catalog.DiffusionGemmaID) }
 	state = func() string {
