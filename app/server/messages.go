@@ -87,7 +87,7 @@ func messagesRequest(w http.ResponseWriter, mr *api.MessagesRequest, m Model) (a
 	if err != nil {
 		var br *badRequest
 		if errors.As(err, &br) { // named as the chat request names its fields
-			err = &badRequest{messagesNames(br.param, where), messagesNames(br.msg, where)}
+			err = &badRequest{chatFieldsAs(br.param, where, messagesParams, anthropicNames), chatFieldsAs(br.msg, where, messagesParams, anthropicNames)}
 		}
 		answerBadRequest(w, err)
 		return cr, req, nil, false, false
@@ -234,21 +234,9 @@ func deref(s *string) string {
 	return *s
 }
 
-// messagesNames rewrites an error's param or message from the chat request's
-// names to the Messages API's: messages[i] is where[i].
-func messagesNames(s string, where []string) string {
-	s = messageRef.ReplaceAllStringFunc(s, func(ref string) string {
-		var i int
-		if _, err := fmt.Sscanf(ref, "messages[%d]", &i); err != nil || i >= len(where) {
-			return "messages"
-		}
-		return where[i]
-	})
-	if s == "stop" {
-		return "stop_sequences"
-	}
-	return anthropicNames.Replace(s)
-}
+// messagesParams are the chat request's whole fields the Messages API names
+// otherwise.
+var messagesParams = map[string]string{"messages": "messages", "stop": "stop_sequences"}
 
 // anthropicNames are the chat request's field names and the Messages API's.
 var anthropicNames = strings.NewReplacer(

@@ -1241,9 +1241,15 @@ func holdBack(text string, stops []string) int {
 		}
 		end -= size
 	}
-	for _, s := range stops {
-		for k := min(len(s)-1, end); k > 0; k-- {
-			if strings.HasSuffix(text[:end], s[:k]) {
+	return cutPartial(text, end, stops)
+}
+
+// cutPartial is where text[:end] ends less the start of each of marks it ends
+// with (a stop string, a marker, that more text may complete), mark by mark.
+func cutPartial(text string, end int, marks []string) int {
+	for _, m := range marks {
+		for k := min(len(m)-1, end); k > 0; k-- {
+			if strings.HasSuffix(text[:end], m[:k]) {
 				end -= k
 				break
 			}

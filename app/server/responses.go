@@ -55,7 +55,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var br *badRequest
 		if errors.As(err, &br) { // named as the chat request names its fields
-			err = &badRequest{responsesNames(br.param, where), responsesNames(br.msg, where)}
+			err = &badRequest{chatFieldsAs(br.param, where, responsesParams, chatNames), chatFieldsAs(br.msg, where, responsesParams, chatNames)}
 		}
 		answerBadRequest(w, err)
 		return
@@ -73,7 +73,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	if c, ok := s.wholeAnswer(w, r, &m, &a); ok {
 		resp := rs.response(c, c.text)
-		rs.store(&resp, rs.asked, c)
+		rs.store(&resp, c)
 		writeJSON(w, http.StatusOK, resp)
 	}
 }
@@ -243,26 +243,31 @@ var chatNames = strings.NewReplacer(
 	"response_format", "text.format",
 	"reasoning_effort", "reasoning.effort",
 	`{"type": "function", "function": {"name": …}}`, `{"type": "function", "name": …}`,
-	"the messages", "the input",
+	"the messages", "the input", `"messages"`, `"input"`,
 )
 
 var messageRef = regexp.MustCompile(`messages\[(\d+)\]`)
 
-// responsesNames rewrites an error's param or message from the chat request's
-// names to the Responses API's: messages[i] is where[i].
-func responsesNames(s string, where []string) string {
+// chatFieldsAs rewrites an error's param or message from the chat request's
+// names to another API's: messages[i] is where[i] (params["messages"] past
+// them), a param that is a whole chat field params names, and the rest names.
+func chatFieldsAs(s string, where []string, params map[string]string, names *strings.Replacer) string {
 	s = messageRef.ReplaceAllStringFunc(s, func(ref string) string {
 		i, err := strconv.Atoi(ref[len("messages[") : len(ref)-1])
 		if err != nil || i >= len(where) {
-			return "input"
+			return params["messages"]
 		}
 		return where[i]
 	})
-	if s == "messages" {
-		return "input"
+	if p, ok := params[s]; ok {
+		return p
 	}
-	return chatNames.Replace(strings.ReplaceAll(s, `"messages"`, `"input"`))
+	return names.Replace(s)
 }
+
+// responsesParams are the chat request's whole fields the Responses API names
+// otherwise.
+var responsesParams = map[string]string{"messages": "input"}
 
 // responseRun writes one Responses API answer.
 type responseRun struct {
@@ -278,14 +283,16 @@ type responseRun struct {
 	asked                  []api.Message // the chat request's messages, for store
 }
 
-// store keeps resp (Store set) with its conversation — asked less the
-// instructions, and c's answer — unless the request said store false.
-func (rs *responseRun) store(resp *api.Response, asked []api.Message, c *completion) {
+// store keeps resp (Store set) with its conversation — the messages it was
+// asked with less the instructions, and c's answer — unless the request said
+// store false.
+func (rs *responseRun) store(resp *api.Response, c *completion) {
 	if rs.rr.Store != nil && !*rs.rr.Store {
 		return
 	}
 	resp.Store = true
 	var conv []api.Message
+	asked := rs.asked
 	if rs.rr.Instructions != "" {
 		asked = asked[1:] // instructions are not carried over
 	}
@@ -457,7 +464,7 @@ func (rs *responseRun) stream(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	final := rs.response(&c, sent)
-	rs.store(&final, rs.asked, &c)
+	rs.store(&final, &c)
 	kind := "response.completed"
 	if final.Status == api.StatusIncomplete {
 		kind = "response.incomplete"

@@ -161,14 +161,5 @@ func heldSuffix(text string, markers []string, final bool) string {
 	if final {
 		return ""
 	}
-	end := len(text)
-	for _, m := range markers {
-		for k := min(len(m)-1, end); k > 0; k-- {
-			if strings.HasSuffix(text[:end], m[:k]) {
-				end -= k
-				break
-			}
-		}
-	}
-	return text[end:]
+	return text[cutPartial(text, len(text), markers):]
 }
