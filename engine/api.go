@@ -202,10 +202,30 @@ type Request struct {
 	// value of a kind the schema allows, an object's keys its properties, each
 	// once, the required ones before it closes, enums as written. With JSON.
 	JSONSchema *sampler.Schema
+	// ToolCalls holds the tool calls of an AR answer to Tools (nil: the model
+	// writes them unheld): each call names a declared tool, and its arguments,
+	// written the chat template's way, are an instance of the tool's schema
+	// (sampler.ToolCalls); the answer ends where a Single call does (StopEOS).
+	// AR mode only, with Tools and without JSON, Lead or Reply; an Opening
+	// must begin what the hold allows (the API's `<|tool_call>call:` for a
+	// forced call).
+	ToolCalls *CallHold
 
 	// OnEvent, if set, is called synchronously from the generating goroutine for
 	// every denoising step, committed canvas and AR token. It must not block for long.
 	OnEvent func(Event)
+}
+
+// CallHold is how Request.ToolCalls holds an answer's calls.
+type CallHold struct {
+	// Only: the answer is calls, no words before them (the API's tool_choice
+	// "required" or a named function).
+	Only bool
+	// Single: at most one call (the API's parallel_tool_calls false).
+	Single bool
+	// Schemas holds each tool's arguments, by its name, to its parameters
+	// (sampler.CompileSchema); a tool without one takes any object.
+	Schemas map[string]*sampler.Schema
 }
 
 // EventKind tells what an Event reports.

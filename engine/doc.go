@@ -70,7 +70,9 @@
 // device picks tokens. JSON mode (Request.JSON) holds each pick to text that
 // keeps the answer the beginning of one JSON object (sampler.JSONObject, whose
 // bans the pick takes as the stutter rule's, on the device too) and ends the
-// answer where the object closes.
+// answer where the object closes; held tool calls (Request.ToolCalls) hold
+// each pick of a call to the declared tools and their parameters
+// (sampler.ToolCalls) the same way.
 //
 // Subpackages:
 //

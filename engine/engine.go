@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/sampler"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
@@ -317,6 +318,23 @@ func checkPrinterOnly(req *Request) error {
 	case req.JSONSchema != nil && !req.JSON:
 		return errors.New("a schema holds a JSON answer: ask for JSON with it")
 	}
+	if h := req.ToolCalls; h != nil {
+		switch {
+		case req.Mode != AR:
+			return errors.New("held tool calls are written in AR mode, where each pick can be held to the tools; a diffusion canvas is not written in order")
+		case len(req.Tools) == 0:
+			return errors.New("tool calls are held to the tools declared: send the tools with the hold")
+		case req.JSON:
+			return errors.New("an answer is held to a JSON object or to tool calls, not both")
+		case req.Lead != "" || req.Reply != "":
+			return errors.New("held tool calls take no lead or reply: the answer is the model's words and calls")
+		}
+		for name := range h.Schemas {
+			if !slices.ContainsFunc(req.Tools, func(t Tool) bool { return t.Name == name }) {
+				return fmt.Errorf("the hold has a schema for %q, which is not among the tools", name)
+			}
+		}
+	}
 	return nil
 }
 
@@ -383,13 +401,29 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 			return nil, err
 		}
 	}
-	var json *sampler.JSONObject
-	if req.JSON {
-		if e.jsonVocab == nil {
-			e.jsonVocab = e.newJSONVocab(t.VocabSize, eos)
+	if (req.JSON || req.ToolCalls != nil) && e.jsonVocab == nil {
+		e.jsonVocab = e.newJSONVocab(t.VocabSize, eos)
+	}
+	var hold sampler.Constraint
+	switch {
+	case req.JSON:
+		hold = e.jsonVocab.ObjectOf(req.JSONSchema)
+	case req.ToolCalls != nil:
+		rules := sampler.CallRules{Only: req.ToolCalls.Only, Single: req.ToolCalls.Single}
+		for _, tool := range req.Tools {
+			rules.Tools = append(rules.Tools, sampler.CallTool{Name: tool.Name, Schema: req.ToolCalls.Schemas[tool.Name]})
 		}
-		json = e.jsonVocab.ObjectOf(req.JSONSchema)
-		smp.Constrain(json)
+		calls, err := e.jsonVocab.Calls(rules)
+		if err != nil {
+			return nil, err
+		}
+		if !calls.Opening(opening) {
+			return nil, fmt.Errorf("the opening %q does not begin what the held tool calls allow", req.Opening)
+		}
+		hold = calls
+	}
+	if hold != nil {
+		smp.Constrain(hold)
 	}
 	kept := &e.kept
 	if req.NoPromptCache || req.PromptLogprobs { // (scorePrompt reads the whole prompt)
@@ -397,27 +431,33 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 	}
 	return &generation{ctx: ctx, req: req, run: e.run, kept: kept, tok: e.tok, smp: smp, s: s, guideIDs: e.guideIDs,
 		text: &e.cfg.Text, canvas: canvas, vocab: t.VocabSize, eos: eos, pad: e.cfg.Generation.PadTokenID, prompt: prompt, opening: opening,
-		lead: p.lead, reply: p.reply, dropped: p.dropped, json: json}, nil
+		lead: p.lead, reply: p.reply, dropped: p.dropped, hold: hold}, nil
 }
 
-// newJSONVocab is the vocabulary as JSON mode reads it: each id's text (a
-// byte-fallback id's one byte), the tokenizer's special ids (never written as
-// text: the pad among them) and the ends, eos.
+// newJSONVocab is the vocabulary as JSON mode and held tool calls read it:
+// each id's text (a byte-fallback id's one byte; the tool call format's
+// control tokens named as the sampler names them), the tokenizer's special ids
+// (never written as text, but for those control tokens: the pad among them)
+// and the ends, eos.
 func (e *Engine) newJSONVocab(vocab int, eos []int) *sampler.JSONVocab {
-	texts := make([]string, vocab)
-	var special []bool
-	if e.tokenizer != nil {
-		special = make([]bool, vocab)
-	}
+	texts, special := make([]string, vocab), make([]bool, vocab)
 	for id := range vocab {
 		if e.tokenizer != nil {
 			texts[id], special[id] = e.tokenizer.DecodeToken(id), e.tokenizer.IsSpecial(id)
-		} else {
+		} else { // (a test's codec: its control tokens are whole ids)
 			texts[id] = e.tok.Decode([]int{id})
+			_, special[id] = callTokens[texts[id]]
+		}
+		if name, ok := callTokens[texts[id]]; ok && special[id] {
+			texts[id] = name
 		}
 	}
 	return sampler.NewJSONVocab(texts, special, eos)
 }
+
+// callTokens names the tool call format's control tokens as the sampler's
+// call hold reads them.
+var callTokens = map[string]string{chat.Quote: sampler.CallQuote, chat.ToolCallStart: sampler.CallStart, chat.ToolCallEnd: sampler.CallEnd}
 
 // guideIDs is what AR guidance knows of each id's text, by id.
 type guideIDs struct {

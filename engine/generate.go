@@ -143,22 +143,22 @@ type generation struct {
 	dropped  int   // messages Request.FitContext left out (Result.Dropped)
 	reply    []int // Request.Reply's ids, where it may be held
 	start    time.Time
-	forward  int                 // forward passes so far
-	fwdTime  time.Duration       // spent inside forward passes
-	flops    float64             // model arithmetic of those passes (model.FLOPs, model.EncodeFLOPs)
-	cached   int                 // tokens in the KV cache
-	kept     *keptPrompts        // the record of the runner's kept caches (prefixCache.Keep), the engine's
-	slot     int                 // the slot this prompt's cache is kept in (resume)
-	skip     int                 // leading tokens of the next encoder pass already cached (resume)
-	keep     bool                // the prompt's cache is still to be kept (keepCache)
-	reading  bool                // the next encoder pass is the prompt's: read it in pieces (readPrompt)
-	read     []int               // the ids cached so far by the prompt's pass (and what resume restored)
-	next     []float32           // the encoder's logits for the token after the cache (the last Encode's)
-	guideIDs *guideIDs           // AR guidance's view of the ids (Engine.guideIDs)
-	text     *config.Text        // dims for the FLOPs count
-	out      []int               // committed tokens, EOS excluded
-	logprob  *TokenLogprob       // Request.Logprobs: the last AR pick's (forwardNext)
-	json     *sampler.JSONObject // Request.JSON: the constraint the sampler holds the picks to
+	forward  int                // forward passes so far
+	fwdTime  time.Duration      // spent inside forward passes
+	flops    float64            // model arithmetic of those passes (model.FLOPs, model.EncodeFLOPs)
+	cached   int                // tokens in the KV cache
+	kept     *keptPrompts       // the record of the runner's kept caches (prefixCache.Keep), the engine's
+	slot     int                // the slot this prompt's cache is kept in (resume)
+	skip     int                // leading tokens of the next encoder pass already cached (resume)
+	keep     bool               // the prompt's cache is still to be kept (keepCache)
+	reading  bool               // the next encoder pass is the prompt's: read it in pieces (readPrompt)
+	read     []int              // the ids cached so far by the prompt's pass (and what resume restored)
+	next     []float32          // the encoder's logits for the token after the cache (the last Encode's)
+	guideIDs *guideIDs          // AR guidance's view of the ids (Engine.guideIDs)
+	text     *config.Text       // dims for the FLOPs count
+	out      []int              // committed tokens, EOS excluded
+	logprob  *TokenLogprob      // Request.Logprobs: the last AR pick's (forwardNext)
+	hold     sampler.Constraint // Request.JSON or ToolCalls: what the sampler holds the picks to
 	res      *Result
 }
 
@@ -672,7 +672,7 @@ func (g *generation) autoregressive() error {
 		}
 		g.emit(Event{Kind: EventToken, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out), Logprob: g.logprob})
 		g.smp.Picked(id)
-		if g.json != nil && g.json.Done() { // Request.JSON: the object is closed, the answer whole
+		if g.hold != nil && g.hold.Done() { // Request.JSON or ToolCalls: the object is closed, the call made, the answer whole
 			g.res.StopReason = StopEOS
 			return nil
 		}

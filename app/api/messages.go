@@ -58,12 +58,14 @@ type ContentBlock struct {
 	IsError   bool            `json:"is_error,omitempty"`
 }
 
-// AnthropicTool is a custom tool: its name, description and input's JSON Schema.
+// AnthropicTool is a custom tool: its name, description and input's JSON
+// Schema; Strict holds its calls to that schema (as FunctionDef's).
 type AnthropicTool struct {
 	Type        string          `json:"type,omitempty"` // "custom" or none
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 // AnthropicToolChoice is "auto", "any" (a tool must be called), "tool" (Name

@@ -217,7 +217,9 @@ type FunctionDef struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
-	Strict      *bool           `json:"strict,omitempty"` // read, not enforced: the model writes the arguments
+	// Strict asks that the function's calls be held to its parameters (where
+	// they can be: refused where not), written in AR mode.
+	Strict *bool `json:"strict,omitempty"`
 }
 
 // ToolCall is one call of a function: in an answer's message (Reply), in a

@@ -187,7 +187,7 @@ func chatOfMessages(mr *api.MessagesRequest) (api.ChatRequest, []string, error) 
 			return cr, nil, &badRequest{fmt.Sprintf("tools[%d].type", i), fmt.Sprintf(`tools[%d].type %q is a server tool, which this server does not run: `+
 				`send custom tools ({"name": …, "description": …, "input_schema": {…}})`, i, clip(t.Type, 40))}
 		}
-		cr.Tools = append(cr.Tools, api.Tool{Type: "function", Function: api.FunctionDef{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}})
+		cr.Tools = append(cr.Tools, api.Tool{Type: "function", Function: api.FunctionDef{Name: t.Name, Description: t.Description, Parameters: t.InputSchema, Strict: t.Strict}})
 	}
 	if tc := mr.ToolChoice; tc != nil {
 		choice := map[string]string{"auto": "auto", "any": "required", "none": "none"}

@@ -28,7 +28,7 @@ func TestMessagesInput(t *testing.T) {
 	g := &fakeGen{final: "Noon. STOP here"}
 	s := start(t, Options{Engine: g})
 	code, r, raw := messagesCall(t, s, `{"model":"darkroom","max_tokens":40,"system":[{"type":"text","text":"Be brief."}],"temperature":0.5,"top_k":20,
-		"stop_sequences":["STOP"],"thinking":{"type":"enabled","budget_tokens":2000},"tools":[{"name":"get_time","description":"The time.","input_schema":{"type":"object"}}],
+		"stop_sequences":["STOP"],"thinking":{"type":"enabled","budget_tokens":2000},"tools":[{"name":"get_time","description":"The time.","input_schema":{"type":"object"},"strict":true}],
 		"tool_choice":{"type":"auto","disable_parallel_tool_use":true},"messages":[
 		{"role":"user","content":"Time?"},
 		{"role":"assistant","content":[{"type":"thinking","thinking":"I need the clock.","signature":"x"},{"type":"text","text":"Checking."},
@@ -54,6 +54,9 @@ func TestMessagesInput(t *testing.T) {
 	}
 	if req.Sampling.MaxNewTokens != 40 || !req.Thinking || len(req.Tools) != 1 || req.Sampling.TopK != 20 {
 		t.Errorf("request %+v", req)
+	}
+	if h := req.ToolCalls; req.Mode != engine.AR || h == nil || h.Only || !h.Single || h.Schemas["get_time"] == nil {
+		t.Errorf("a strict tool, one call: mode %s, hold %+v; want the calls held in AR mode, one at most", req.Mode, h)
 	}
 	// Anthropic's clients may send the key as x-api-key.
 	resp, body := do(t, nil, "POST", base(s)+"/v1/messages", `{"max_tokens":8,"messages":[{"role":"user","content":"Hi"}]}`,

@@ -106,7 +106,14 @@ import (
 // (the default) lets the model choose, "none" declares no tool, "required" and
 // {"type": "function", "function": {"name": …}} open the answer with a call
 // (of that function) that the model completes (engine.Request.Opening, on top
-// of max_tokens). parallel_tool_calls false keeps the first call. An assistant
+// of max_tokens). The calls are held (engine.Request.ToolCalls): each names a
+// declared tool and its arguments are an instance of the tool's parameters,
+// byte by byte as the printer picks them — for a forced call or a strict tool
+// (in AR mode where no mode is named, X-Darkroom-Mode-Reason saying why; a 400
+// with "mode": "diffusion"; a strict tool's parameters that cannot be held to
+// are a 400), and for any request with tools that the printer writes anyway.
+// parallel_tool_calls false keeps the first call, and a held answer ends
+// there. An assistant
 // message's tool_calls and the tool messages after it (one per call, named by
 // tool_call_id) are written back as the template writes them: the calls and
 // their results in the model's turn, which the answer goes on. No lead opens
@@ -246,12 +253,20 @@ func engineRequest(cr *api.ChatRequest, m Model) (req engine.Request, stops []st
 	}
 	// OpenAI's clients leave max_tokens out for a whole answer: not one canvas
 	// (DiffusionGemma's generation config says 256).
+	tp, err := toolUse(cr, &req)
+	if err != nil {
+		return req, nil, false, err
+	}
+	if tp.asked { // before the mode is chosen: it is written in AR mode
+		req.ToolCalls = tp.hold
+	}
 	if stops, err = generation(&req, &cr.Options, maxTok, m.AnswerTokens, m); err != nil {
 		return req, nil, false, err
 	}
-	if parallel, err = toolUse(cr, &req); err != nil {
-		return req, nil, false, err
+	if tp.hold != nil && req.Mode == engine.AR { // held wherever the printer writes
+		req.ToolCalls = tp.hold
 	}
+	parallel = tp.parallel
 	if req.Thinking, err = thinkingAsked(cr, m); err != nil {
 		return req, nil, false, err
 	}
@@ -365,6 +380,7 @@ const maxChoices = 8
 const (
 	logprobsMode = "logprobs come with the printer (AR mode), which picks one token after another"
 	jsonMode     = "a JSON answer is written by the printer (AR mode), each token held to JSON as it is picked"
+	toolsMode    = "a tool call is written by the printer (AR mode), each token held to the declared tools as it is picked"
 )
 
 // printerOnly is why req can only be written in AR mode ("" where it can be
@@ -375,6 +391,8 @@ func printerOnly(req *engine.Request) string {
 		return logprobsMode
 	case req.JSON:
 		return jsonMode
+	case req.ToolCalls != nil:
+		return toolsMode
 	}
 	return ""
 }
@@ -406,6 +424,11 @@ func generation(req *engine.Request, o *api.Options, maxTok *int, defaultMax int
 		if req.JSON {
 			return nil, &badRequest{"response_format", `a JSON answer is written with "mode": "ar" (the printer, whose picks are held to JSON ` +
 				`one by one); a diffusion canvas is not written in order: ask for "ar", or leave mode out`}
+		}
+		if req.ToolCalls != nil {
+			return nil, &badRequest{"tool_choice", `a forced tool call (tool_choice "required" or a function) or a strict tool's call is written ` +
+				`with "mode": "ar" (the printer, whose picks are held to the tools one by one); a diffusion canvas is not written in order: ` +
+				`ask for "ar", or leave mode out`}
 		}
 		req.Mode = o.Mode
 	case engine.AR:

@@ -27,7 +27,7 @@ func TestResponsesInput(t *testing.T) {
 	g := &fakeGen{final: "Noon."}
 	s := start(t, Options{Engine: g})
 	code, r, raw := responsesCall(t, s, `{"model":"darkroom","instructions":"Be brief.","max_output_tokens":40,"temperature":0.5,"seed":9,
-		"reasoning":{"effort":"high"},"tools":[{"type":"function","name":"get_time","description":"The time."}],"input":[
+		"reasoning":{"effort":"high"},"tools":[{"type":"function","name":"get_time","description":"The time.","strict":true}],"input":[
 		{"role":"user","content":[{"type":"input_text","text":"Time?"}]},
 		{"type":"reasoning","id":"rs_1","summary":[],"content":[{"type":"reasoning_text","text":"I need the clock."}]},
 		{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Checking."}]},
@@ -46,7 +46,7 @@ func TestResponsesInput(t *testing.T) {
 	if !reflect.DeepEqual(req.Messages, want) {
 		t.Errorf("messages\n got %+v\nwant %+v", req.Messages, want)
 	}
-	if req.Sampling.MaxNewTokens != 40 || req.Seed != 9 || !req.Thinking || len(req.Tools) != 1 {
+	if req.Sampling.MaxNewTokens != 40 || req.Seed != 9 || !req.Thinking || len(req.Tools) != 1 || req.ToolCalls == nil || req.Mode != engine.AR {
 		t.Errorf("request %+v", req)
 	}
 	if *r.Instructions != "Be brief." || *r.MaxOutputTokens != 40 || string(r.ToolChoice) != `"auto"` || len(r.Tools) != 1 || !r.ParallelToolCalls ||

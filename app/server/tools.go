@@ -8,17 +8,32 @@ import (
 	"github.com/darkroomlabs/darkroom/app/api"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/chat"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
 )
 
 // maxTools is the most tools one request may declare: each is written into the
 // prompt, so a long list is a long prompt.
 const maxTools = 128
 
+// toolPlan is what a chat request's tools ask of its answer.
+type toolPlan struct {
+	parallel bool // the answer may hold more than one call
+	// hold holds the answer's calls to the tools (engine.Request.ToolCalls)
+	// wherever the answer is written in AR mode; asked: the request asks for
+	// it (a forced call, a strict tool), so that an answer with no mode named
+	// is written in AR mode, and one named diffusion is refused.
+	hold  *engine.CallHold
+	asked bool
+}
+
 // toolUse reads a chat request's tools and tool_choice into req: the tools
 // declared in the prompt (none for "none"), and for "required" or a named
 // function the start of a call as the answer's opening, so that the answer is
-// a call. It returns whether the answer may hold more than one call.
-func toolUse(cr *api.ChatRequest, req *engine.Request) (parallel bool, err error) {
+// a call. It returns how the calls are held and whether there may be more
+// than one: each tool's parameters compiled for the hold, a strict tool's
+// refused where they cannot be held to (another's arguments are then held to
+// any object).
+func toolUse(cr *api.ChatRequest, req *engine.Request) (tp toolPlan, err error) {
 	for _, f := range []struct {
 		name string
 		raw  json.RawMessage
@@ -26,70 +41,86 @@ func toolUse(cr *api.ChatRequest, req *engine.Request) (parallel bool, err error
 		switch raw := bytes.TrimSpace(f.raw); string(raw) {
 		case "", "null", "[]", `"none"`: // none asked for
 		default:
-			return false, &badRequest{f.name, fmt.Sprintf(`%s is OpenAI's deprecated form of tools: send the functions as "tools": `+
+			return tp, &badRequest{f.name, fmt.Sprintf(`%s is OpenAI's deprecated form of tools: send the functions as "tools": `+
 				`[{"type": "function", "function": {"name": …, "description": …, "parameters": {…}}}] (and "tool_choice" for function_call)`, f.name)}
 		}
 	}
 	if len(cr.Tools) > maxTools {
-		return false, &badRequest{"tools", fmt.Sprintf("tools holds %d tools; at most %d can be declared", len(cr.Tools), maxTools)}
+		return tp, &badRequest{"tools", fmt.Sprintf("tools holds %d tools; at most %d can be declared", len(cr.Tools), maxTools)}
 	}
 	names := map[string]bool{}
 	var tools []engine.Tool
+	schemas := map[string]*sampler.Schema{}
+	strict := false
 	for i, t := range cr.Tools {
 		param := fmt.Sprintf("tools[%d]", i)
 		if t.Type != "function" {
-			return false, &badRequest{param + ".type", fmt.Sprintf(`%s.type is %q: want "function"`, param, t.Type)}
+			return tp, &badRequest{param + ".type", fmt.Sprintf(`%s.type is %q: want "function"`, param, t.Type)}
 		}
 		fn := t.Function
 		if err := chat.CheckName(fn.Name); err != nil {
-			return false, &badRequest{param + ".function.name", fmt.Sprintf("%s.function.name: %v", param, err)}
+			return tp, &badRequest{param + ".function.name", fmt.Sprintf("%s.function.name: %v", param, err)}
 		}
 		if names[fn.Name] {
-			return false, &badRequest{param + ".function.name", fmt.Sprintf("%s: a second tool named %q", param, fn.Name)}
+			return tp, &badRequest{param + ".function.name", fmt.Sprintf("%s: a second tool named %q", param, fn.Name)}
 		}
 		names[fn.Name] = true
 		if p := bytes.TrimSpace(fn.Parameters); len(p) > 0 && string(p) != "null" {
 			var obj map[string]json.RawMessage
 			if json.Unmarshal(p, &obj) != nil {
-				return false, &badRequest{param + ".function.parameters", param + ".function.parameters must be a JSON Schema object, e.g. " +
+				return tp, &badRequest{param + ".function.parameters", param + ".function.parameters must be a JSON Schema object, e.g. " +
 					`{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}`}
 			}
+			schema, err := sampler.CompileSchema(p)
+			if err == nil {
+				err = sampler.CheckCallTool(sampler.CallTool{Name: fn.Name, Schema: schema})
+			}
+			switch {
+			case err == nil:
+				schemas[fn.Name] = schema
+			case fn.Strict != nil && *fn.Strict:
+				return tp, &badRequest{param + ".function.parameters", fmt.Sprintf("%s.function.parameters: a strict tool's calls are held to its parameters, "+
+					"and these cannot be: %v (or leave out strict)", param, err)}
+			}
 		}
+		strict = strict || fn.Strict != nil && *fn.Strict
 		tools = append(tools, engine.Tool{Name: fn.Name, Description: fn.Description, Parameters: fn.Parameters})
 	}
-	parallel = cr.ParallelToolCalls == nil || *cr.ParallelToolCalls
+	tp.parallel = cr.ParallelToolCalls == nil || *cr.ParallelToolCalls
 
 	choice, name, err := toolChoice(cr.ToolChoice)
 	if err != nil {
-		return false, err
+		return tp, err
 	}
 	switch {
 	case choice == "none" || len(tools) == 0 && choice == "auto":
-		return parallel, nil // no tool declared: the model answers in words
+		return tp, nil // no tool declared: the model answers in words
 	case len(tools) == 0:
-		return false, &badRequest{"tool_choice", fmt.Sprintf(`tool_choice %q needs tools to call: send "tools" with it`, choice)}
+		return tp, &badRequest{"tool_choice", fmt.Sprintf(`tool_choice %q needs tools to call: send "tools" with it`, choice)}
 	case choice == "function" && !names[name]:
-		return false, &badRequest{"tool_choice", fmt.Sprintf("tool_choice names the function %q, which is not among the tools", clip(name, 80))}
+		return tp, &badRequest{"tool_choice", fmt.Sprintf("tool_choice names the function %q, which is not among the tools", clip(name, 80))}
 	}
 	req.Tools = tools
+	tp.hold = &engine.CallHold{Only: choice != "auto", Single: !tp.parallel, Schemas: schemas}
+	tp.asked = strict || choice != "auto"
 	if choice == "auto" {
-		return parallel, nil
+		return tp, nil
 	}
 	// The answer opens with the call, so the model writes the rest of it.
 	switch {
 	case cr.Darkroom != nil && cr.Darkroom.Opening != "":
-		return false, &badRequest{"darkroom.opening", fmt.Sprintf(`tool_choice %q opens the answer with a call: leave out the opening, or set tool_choice to "auto"`, choice)}
+		return tp, &badRequest{"darkroom.opening", fmt.Sprintf(`tool_choice %q opens the answer with a call: leave out the opening, or set tool_choice to "auto"`, choice)}
 	case req.JSON:
-		return false, &badRequest{"response_format", fmt.Sprintf(`tool_choice %q makes the answer a call, not a JSON object: leave out response_format, or set tool_choice to "auto"`, choice)}
+		return tp, &badRequest{"response_format", fmt.Sprintf(`tool_choice %q makes the answer a call, not a JSON object: leave out response_format, or set tool_choice to "auto"`, choice)}
 	case req.Logprobs:
-		return false, &badRequest{"logprobs", fmt.Sprintf(`tool_choice %q opens the answer with the call's first tokens, which are not the model's picks and have no logprobs: leave out logprobs, or set tool_choice to "auto"`, choice)}
+		return tp, &badRequest{"logprobs", fmt.Sprintf(`tool_choice %q opens the answer with the call's first tokens, which are not the model's picks and have no logprobs: leave out logprobs, or set tool_choice to "auto"`, choice)}
 	}
 	req.Opening = chat.ToolCallStart + "call:"
 	if choice == "function" {
 		req.Opening += name + "{"
 	}
 	req.OpeningExtra = true // max_tokens is for what the model writes after it
-	return parallel, nil
+	return tp, nil
 }
 
 // toolChoice reads tool_choice: "auto" (also absent or null), "none",

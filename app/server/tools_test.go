@@ -13,6 +13,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
 	"github.com/darkroomlabs/darkroom/engine/enginetest/tinyengine"
+	"github.com/darkroomlabs/darkroom/engine/sampler"
 )
 
 const (
@@ -174,6 +175,49 @@ func TestToolChoice(t *testing.T) {
 	}
 }
 
+// TestToolCallsHeld: a forced call or a strict tool asks for the calls to be
+// held — the answer is written in AR mode where no mode is named (the header
+// says why), with each tool's compiled parameters — and where the printer
+// writes anyway the calls of any request with tools are held too; a plain
+// request with tools in diffusion mode is not held. A strict tool whose
+// parameters cannot be held to is refused; another's are held to any object.
+func TestToolCallsHeld(t *testing.T) {
+	g := &fakeGen{final: callsOnly}
+	s := start(t, Options{Engine: g, APIMode: engine.Diffusion})
+	strictWeather := strings.Replace(weatherTool, `"name":"get_weather",`, `"name":"get_weather","strict":true,`, 1)
+	allOf := `{"type":"function","function":{"name":"pick","parameters":{"type":"object","allOf":[{"type":"object"}]}}}`
+	for _, c := range []struct {
+		name, body       string
+		mode             engine.Mode
+		held, only, once bool
+		reason           string
+	}{
+		{"required", `"tools":[` + weatherTool + `,` + timeTool + `],"tool_choice":"required"`, engine.AR, true, true, false, toolsMode},
+		{"a function, one call", `"tools":[` + weatherTool + `],"tool_choice":{"type":"function","function":{"name":"get_weather"}},"parallel_tool_calls":false`,
+			engine.AR, true, true, true, toolsMode},
+		{"a strict tool", `"tools":[` + strictWeather + `]`, engine.AR, true, false, false, toolsMode},
+		{"auto", `"tools":[` + weatherTool + `]`, engine.Diffusion, false, false, false, ""},
+		{"auto, ar named", `"tools":[` + weatherTool + `],"mode":"ar"`, engine.AR, true, false, false, ""},
+		{"a schema the hold cannot read, not strict", `"tools":[` + allOf + `,` + weatherTool + `],"tool_choice":"required"`, engine.AR, true, true, false, toolsMode},
+	} {
+		resp, raw := do(t, nil, "POST", base(s)+"/v1/chat/completions", `{`+askParis+`,`+c.body+`}`,
+			map[string]string{"Authorization": "Bearer " + s.Token(), "Content-Type": "application/json"})
+		req := g.lastRequest(t)
+		if resp.StatusCode != 200 || req.Mode != c.mode || (req.ToolCalls != nil) != c.held {
+			t.Errorf("%s: %d %s: mode %s, held %v; want %s, %v", c.name, resp.StatusCode, raw, req.Mode, req.ToolCalls != nil, c.mode, c.held)
+			continue
+		}
+		if got := resp.Header.Get("X-Darkroom-Mode-Reason"); c.reason != "" && got != c.reason {
+			t.Errorf("%s: mode reason %q, want %q", c.name, got, c.reason)
+		}
+		if h := req.ToolCalls; h != nil {
+			if h.Only != c.only || h.Single != c.once || h.Schemas["get_weather"] == nil || h.Schemas["pick"] != nil || len(h.Schemas) != 1 {
+				t.Errorf("%s: hold %+v, want only %v, single %v, get_weather's schema alone", c.name, h, c.only, c.once)
+			}
+		}
+	}
+}
+
 // TestToolRequestErrors: what cannot be declared, chosen or sent back is a
 // 400 naming the field, in words that say what to send; nothing is generated.
 func TestToolRequestErrors(t *testing.T) {
@@ -196,6 +240,11 @@ func TestToolRequestErrors(t *testing.T) {
 		{askParis + `,` + tools + `,"tool_choice":"required","response_format":{"type":"json_object"}`, "response_format", "not a JSON object"},
 		{askParis + `,` + tools + `,"tool_choice":"required","logprobs":true`, "logprobs", "no logprobs"},
 		{askParis + `,` + tools + `,"tool_choice":"required","darkroom":{"opening":"Sure"}`, "darkroom.opening", "opens the answer with a call"},
+		{askParis + `,` + tools + `,"tool_choice":"required","mode":"diffusion"`, "tool_choice", `"mode": "ar"`},
+		{askParis + `,"tools":[{"type":"function","function":{"name":"f","strict":true,"parameters":{"type":"object","not":{}}}}]`,
+			"tools[0].function.parameters", `"not" is not supported`},
+		{askParis + `,"tools":[{"type":"function","function":{"name":"f","strict":true,"parameters":{"type":"object","properties":{"a b":{}}}}}]`,
+			"tools[0].function.parameters", `"a b"`},
 		{`"messages":[{"role":"tool","tool_call_id":"x","content":"sunny"}]`, "messages[0].role", "must follow the assistant message"},
 		{`"messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"x","content":"sunny"}]`, "messages[1].role", "must follow"},
 		{`"messages":[{"role":"user","content":"hi"},` + call + `,{"role":"tool","tool_call_id":"call_9","content":"sunny"}]`, "messages[2].tool_call_id", "not the id of a call"},
@@ -253,17 +302,23 @@ func TestToolResultsSentBack(t *testing.T) {
 
 // TestToolsRealModel: on a real (tiny, random) model, the tools reach the
 // prompt (POST /tokenize with them counts what the chat endpoint reads) and a
-// named tool_choice is the engine's run with the call's opening held: the
-// server answers what engine.Generate writes for the same request, its calls
-// read from that text.
+// named tool_choice is the engine's run with the call's opening held and the
+// call held to the tool: the server answers what engine.Generate writes for
+// the same request, its calls read from that text; the random model's call is
+// whole. A forced call is written in AR mode, and refused with diffusion named.
 func TestToolsRealModel(t *testing.T) {
 	e := tinyengine.Load(t, enginetest.Options{})
 	s := start(t, Options{Engine: e, ModelID: "tiny"})
 	msgs := []engine.Message{{Role: "user", Content: "Weather in Paris?"}}
 	tools := []engine.Tool{{Name: "get_weather", Description: "Weather in a city.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}}
+	schema, err := sampler.CompileSchema(tools[0].Parameters)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := e.Generate(context.Background(), engine.Request{Messages: msgs, Tools: tools, Opening: "<|tool_call>call:get_weather{", OpeningExtra: true,
-		Mode: engine.AR, Seed: 5, Sampling: engine.Sampling{MaxNewTokens: 12, Temperature: 1}})
+		Mode: engine.AR, Seed: 5, Sampling: engine.Sampling{MaxNewTokens: 12, Temperature: 1},
+		ToolCalls: &engine.CallHold{Only: true, Schemas: map[string]*sampler.Schema{"get_weather": schema}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,6 +326,9 @@ func TestToolsRealModel(t *testing.T) {
 		t.Fatalf("engine text %q (tokens %v) does not begin with the call's opening, its first token <|tool_call> (id %d)", res.Text, res.Tokens, start)
 	}
 	content, calls := answerCalls(res.Text, true)
+	if len(calls) != 1 || calls[0].Function.Arguments[0] != '{' {
+		t.Fatalf("engine text %q: no whole call", res.Text)
+	}
 	code, r, raw := chatWire(t, s, `{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[`+weatherTool+`],`+
 		`"tool_choice":{"type":"function","function":{"name":"get_weather"}},"mode":"ar","max_tokens":12,"temperature":1,"seed":5}`)
 	if code != 200 || len(r.Choices) != 1 {
@@ -287,10 +345,15 @@ func TestToolsRealModel(t *testing.T) {
 		}
 	}
 
-	// Diffusion holds the same opening at the head of its canvas.
+	// A forced call is the printer's; diffusion cannot hold it.
 	code, r, raw = chatWire(t, s, `{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[`+weatherTool+`],`+
+		`"tool_choice":"required","max_tokens":12,"seed":5}`)
+	if code != 200 || r.SystemFingerprint != "darkroom-ar" || len(r.Choices[0].Message.ToolCalls) > 1 {
+		t.Errorf("tool_choice required, no mode named: %d %s", code, raw)
+	}
+	code, _, raw = chatWire(t, s, `{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[`+weatherTool+`],`+
 		`"tool_choice":"required","mode":"diffusion","max_tokens":12,"seed":5}`)
-	if code != 200 || r.Usage == nil || r.Usage.CompletionTokens < 2 || r.SystemFingerprint != "darkroom-diffusion" {
+	if code != 400 || !strings.Contains(raw, `"param":"tool_choice"`) || !strings.Contains(raw, `\"mode\": \"ar\"`) {
 		t.Errorf("diffusion, tool_choice required: %d %s", code, raw)
 	}
 

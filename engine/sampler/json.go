@@ -51,7 +51,12 @@ type JSONVocab struct {
 
 // NewJSONVocab reads texts[id] (an id's bytes, a byte-fallback id's one byte),
 // special[id] (an id that is not text: turn markers and the like; nil: none)
-// and the end ids.
+// and the end ids. Special ids are never written as text, but for the tool
+// call format's control tokens, named by the texts CallQuote, CallStart and
+// CallEnd, which the call hold reads as those one-byte texts (calls.go); so
+// that no text is read as one of them, a plain id with a byte no UTF-8 text
+// holds (0xF8 to 0xFF: a byte-fallback id no text needs) is never written
+// either.
 func NewJSONVocab(texts []string, special []bool, ends []int) *JSONVocab {
 	v := &JSONVocab{texts: make([][]byte, len(texts)), never: make([]bool, len(texts)), start: make([]int32, 1<<16+1),
 		ends: append([]int(nil), ends...)}
@@ -69,13 +74,18 @@ func NewJSONVocab(texts []string, special []bool, ends []int) *JSONVocab {
 	}
 	for id, t := range texts {
 		v.texts[id] = []byte(t)
-		if v.never[id] || t == "" || special != nil && special[id] {
+		isSpecial := special != nil && special[id]
+		control := isSpecial && (t == CallQuote || t == CallStart || t == CallEnd)
+		if !control && (v.never[id] || t == "" || isSpecial || hasByteAbove(t, 0xF7)) {
 			v.never[id] = true
 			v.neverIDs = append(v.neverIDs, int32(id))
 			continue
 		}
 		v.start[head(t)+1]++
-		if !utf8.ValidString(t) || strings.ContainsAny(t, "\"\\") || strings.IndexFunc(t, func(r rune) bool { return r < 0x20 }) >= 0 {
+		// (Text that holds a tool call's end is asked too: the call hold,
+		// calls.go, keeps it out of a string.)
+		if !utf8.ValidString(t) || strings.ContainsAny(t, "\"\\") || strings.IndexFunc(t, func(r rune) bool { return r < 0x20 }) >= 0 ||
+			strings.Contains(t, stringStops[1]) {
 			v.notPlain = append(v.notPlain, int32(id))
 		}
 	}
@@ -98,18 +108,13 @@ func NewJSONVocab(texts []string, special []bool, ends []int) *JSONVocab {
 // pick, Picked after it.
 type JSONObject struct {
 	v      *JSONVocab
-	st     jsonState
-	stack  []byte // the open containers, '{' or '['
+	h      jsonHold
 	banned []bool
-	// sch and frames hold the object to a schema as well (schema.go; nil:
-	// any object): the schema's reading, and its open containers.
-	sch    *schemaState
-	frames []schemaFrame
 }
 
 // Object starts a constraint for one answer.
 func (v *JSONVocab) Object() *JSONObject {
-	return &JSONObject{v: v, st: jsonState{mode: jTop}, banned: make([]bool, len(v.texts))}
+	return &JSONObject{v: v, h: jsonHold{st: jsonState{mode: jTop}}, banned: make([]bool, len(v.texts))}
 }
 
 // ObjectOf starts a constraint for one answer that is an instance of schema
@@ -117,81 +122,108 @@ func (v *JSONVocab) Object() *JSONObject {
 func (v *JSONVocab) ObjectOf(schema *Schema) *JSONObject {
 	j := v.Object()
 	if schema != nil {
-		j.sch = &schemaState{schema: schema}
+		j.h.sch = &schemaState{schema: schema}
 	}
 	return j
 }
 
 // Done reports whether the object is closed: the answer is whole.
-func (j *JSONObject) Done() bool { return j.st.mode == jDone }
+func (j *JSONObject) Done() bool { return j.h.st.mode == jDone }
 
 // Banned marks the ids the next pick may not take ([vocab], the constraint's
 // own: read it before the next Picked). Where nothing could follow (a
 // vocabulary without the bytes the object needs), the ends are allowed.
 func (j *JSONObject) Banned() []bool {
 	allowed := 0
-	switch {
-	case j.st.mode == jDone:
+	if j.Done() {
 		fill(j.banned, true)
-	case j.st.mode == jString && j.st.next == 0 && (j.sch == nil || !j.sch.constrainsString(j.st.key)):
+	} else {
+		allowed = j.v.ban(j.banned, j)
+	}
+	if j.Done() || allowed == 0 {
+		j.v.allowEnds(j.banned)
+	}
+	return j.banned
+}
+
+// plainString reports whether the next byte is inside a string, between
+// characters, and the string is not held byte by byte (a declared key, an
+// enum's value): its content is any plain text.
+func (j *JSONObject) plainString() bool {
+	return j.h.st.mode == jString && j.h.st.next == 0 && (j.h.sch == nil || !j.h.sch.constrainsString(j.h.st.key))
+}
+
+// language is what ban asks of a constraint: whether some bytes may come
+// next, and whether any plain text may (plainString).
+type language interface {
+	accepts(text []byte) bool
+	plainString() bool
+}
+
+// ban marks in banned the ids whose text l does not allow next (special ids
+// and ends too), and returns how many ids it allows.
+func (v *JSONVocab) ban(banned []bool, l language) (allowed int) {
+	if l.plainString() {
 		// Inside a string, between characters: plain ids are content as they
 		// are; the others are asked.
-		fill(j.banned, false)
-		for _, id := range j.v.neverIDs {
-			j.banned[id] = true
+		fill(banned, false)
+		for _, id := range v.neverIDs {
+			banned[id] = true
 		}
-		allowed = len(j.banned) - len(j.v.neverIDs)
-		for _, id := range j.v.notPlain {
-			if !j.accepts(j.v.texts[id]) {
-				j.banned[id] = true
+		allowed = len(banned) - len(v.neverIDs)
+		for _, id := range v.notPlain {
+			if !l.accepts(v.texts[id]) {
+				banned[id] = true
 				allowed--
 			}
 		}
-	default:
-		// Elsewhere by the first two bytes: a byte that may not come first
-		// bans its ids unseen, and so does a pair that may not (most ids: a
-		// letter, or a space and a letter, where a quote or a digit must
-		// come); an id of one or two bytes is decided by them.
-		fill(j.banned, true)
-		for c := range 256 {
-			if !j.accepts([]byte{byte(c)}) {
+		return allowed
+	}
+	// Elsewhere by the first two bytes: a byte that may not come first bans
+	// its ids unseen, and so does a pair that may not (most ids: a letter, or
+	// a space and a letter, where a quote or a digit must come); an id of one
+	// or two bytes is decided by them.
+	fill(banned, true)
+	for c := range 256 {
+		if !l.accepts([]byte{byte(c)}) {
+			continue
+		}
+		for d := range 256 {
+			h := c<<8 | d
+			ids := v.byHead[v.start[h]:v.start[h+1]]
+			if len(ids) == 0 {
 				continue
 			}
-			for d := range 256 {
-				h := c<<8 | d
-				ids := j.v.byHead[j.v.start[h]:j.v.start[h+1]]
-				if len(ids) == 0 {
-					continue
-				}
-				pairOK := -1 // not asked yet (a one-byte id needs no second)
-				for _, id := range ids {
-					text := j.v.texts[id]
-					ok := len(text) == 1
-					if !ok {
-						if pairOK < 0 {
-							pairOK = 0
-							if j.accepts([]byte{byte(c), byte(d)}) {
-								pairOK = 1
-							}
+			pairOK := -1 // not asked yet (a one-byte id needs no second)
+			for _, id := range ids {
+				text := v.texts[id]
+				ok := len(text) == 1
+				if !ok {
+					if pairOK < 0 {
+						pairOK = 0
+						if l.accepts([]byte{byte(c), byte(d)}) {
+							pairOK = 1
 						}
-						ok = pairOK == 1 && (len(text) == 2 || j.accepts(text))
 					}
-					if ok {
-						j.banned[id] = false
-						allowed++
-					}
+					ok = pairOK == 1 && (len(text) == 2 || l.accepts(text))
+				}
+				if ok {
+					banned[id] = false
+					allowed++
 				}
 			}
 		}
 	}
-	if j.st.mode == jDone || allowed == 0 {
-		for _, id := range j.v.ends {
-			if id >= 0 && id < len(j.banned) {
-				j.banned[id] = false
-			}
+	return allowed
+}
+
+// allowEnds lifts the ban on the ids that end a generation.
+func (v *JSONVocab) allowEnds(banned []bool) {
+	for _, id := range v.ends {
+		if id >= 0 && id < len(banned) {
+			banned[id] = false
 		}
 	}
-	return j.banned
 }
 
 func fill(b []bool, v bool) {
@@ -208,54 +240,76 @@ func (j *JSONObject) Picked(id int) {
 	}
 }
 
-// run is one run of the constraint over some bytes, on copies of its state.
+// jsonHold is the automaton's state between picks, with the schema's where
+// one holds the object.
+type jsonHold struct {
+	st     jsonState
+	stack  []byte       // the open containers, '{' or '['
+	sch    *schemaState // the schema's reading (schema.go); nil: any object
+	frames []schemaFrame
+}
+
+// run is one run of the automaton over some bytes, on copies of its state.
 type run struct {
 	st   jsonState
 	view stackView
+	held bool // a schema holds the object: sch and fv run too
 	sch  schemaState
 	fv   frameView
 }
 
-// start readies r to run from the constraint's state.
-func (j *JSONObject) start(r *run) {
-	r.st, r.view = j.st, stackView{base: j.stack, depth: len(j.stack)}
-	if j.sch != nil {
-		r.sch, r.fv = *j.sch, frameView{base: j.frames, depth: len(j.frames)}
+// start readies r to run from h.
+func (h *jsonHold) start(r *run) {
+	r.st, r.view, r.held = h.st, stackView{base: h.stack, depth: len(h.stack)}, h.sch != nil
+	if r.held {
+		r.sch, r.fv = *h.sch, frameView{base: h.frames, depth: len(h.frames)}
 	}
 }
 
-// feed feeds text to r, and reports whether every byte of it may come.
-func (j *JSONObject) feed(r *run, text []byte) bool {
+// commit moves h to where r ran to.
+func (h *jsonHold) commit(r *run) {
+	h.st, h.stack = r.st, append(h.stack[:r.view.depth], r.view.local[:r.view.n]...)
+	if !r.held {
+		h.sch, h.frames = nil, h.frames[:0]
+		return
+	}
+	if h.sch == nil {
+		h.sch = new(schemaState)
+	}
+	*h.sch, h.frames = r.sch, append(h.frames[:r.fv.depth], r.fv.local[:r.fv.n]...)
+}
+
+// step feeds r one byte of JSON, and reports whether it may come there.
+func (r *run) step(c byte) bool {
+	if r.held && !r.sch.observe(&r.st, &r.fv, c) {
+		return false
+	}
+	return r.st.step(&r.view, c)
+}
+
+// accepts reports whether text may come next, leaving the state as it is.
+func (j *JSONObject) accepts(text []byte) bool {
+	var r run
+	j.h.start(&r)
 	for _, c := range text {
-		if j.sch != nil && !r.sch.observe(&r.st, &r.fv, c) {
-			return false
-		}
-		if !r.st.step(&r.view, c) {
+		if !r.step(c) {
 			return false
 		}
 	}
 	return true
 }
 
-// accepts reports whether text may come next, leaving the state as it is.
-func (j *JSONObject) accepts(text []byte) bool {
-	var r run
-	j.start(&r)
-	return j.feed(&r, text)
-}
-
 // advance moves the state past text where all of it may come, and reports
 // whether it could.
 func (j *JSONObject) advance(text []byte) bool {
 	var r run
-	j.start(&r)
-	if !j.feed(&r, text) {
-		return false
+	j.h.start(&r)
+	for _, c := range text {
+		if !r.step(c) {
+			return false
+		}
 	}
-	j.st, j.stack = r.st, append(j.stack[:r.view.depth], r.view.local[:r.view.n]...)
-	if j.sch != nil {
-		*j.sch, j.frames = r.sch, append(j.frames[:r.fv.depth], r.fv.local[:r.fv.n]...)
-	}
+	j.h.commit(&r)
 	return true
 }
 
@@ -263,7 +317,7 @@ func (j *JSONObject) advance(text []byte) bool {
 // constraint reads it (whitespace runs included), and whether the object is
 // closed in it: the constraint's automaton on its own, for tests.
 func JSONPrefix(text string) (ok, closed bool) {
-	j := &JSONObject{st: jsonState{mode: jTop}}
+	j := &JSONObject{h: jsonHold{st: jsonState{mode: jTop}}}
 	for i := 0; i < len(text); i++ { // a byte at a time: nesting deeper than one run's stackView holds
 		if !j.advance([]byte{text[i]}) {
 			return false, false
@@ -609,11 +663,21 @@ func (st *jsonState) valueDone(s *stackView) {
 // beginning of an instance of it as the constraint reads it, and whether the
 // object is closed in it. For tests.
 func SchemaPrefix(schema *Schema, text string) (ok, closed bool) {
-	j := &JSONObject{st: jsonState{mode: jTop}, sch: &schemaState{schema: schema}}
+	j := &JSONObject{h: jsonHold{st: jsonState{mode: jTop}, sch: &schemaState{schema: schema}}}
 	for i := 0; i < len(text); i++ {
 		if !j.advance([]byte{text[i]}) {
 			return false, false
 		}
 	}
 	return true, j.Done()
+}
+
+// hasByteAbove reports whether t holds a byte above b.
+func hasByteAbove(t string, b byte) bool {
+	for i := 0; i < len(t); i++ {
+		if t[i] > b {
+			return true
+		}
+	}
+	return false
 }

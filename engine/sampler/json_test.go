@@ -223,27 +223,7 @@ func TestJSONObjectBans(t *testing.T) {
 // BenchmarkJSONBanned prices a pick's bans over a 262,144-id vocabulary of
 // words and JSON's pieces, inside a string and between tokens.
 func BenchmarkJSONBanned(b *testing.B) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	texts := make([]string, 262144)
-	pieces := []string{"{", "}", "[", "]", `"`, `":`, `","`, ",", ":", " ", "\n", "  ", `\n`, "true", "1", "0.5"}
-	for id := range texts {
-		if id < 256 { // every byte, to walk the constraint to where the benchmark wants it
-			texts[id] = string([]byte{byte(id)})
-			continue
-		}
-		if id < 256+len(pieces)*64 {
-			texts[id] = pieces[id%len(pieces)]
-			continue
-		}
-		var w strings.Builder
-		if rng.IntN(2) == 0 {
-			w.WriteByte(' ')
-		}
-		for range 2 + rng.IntN(7) {
-			w.WriteByte(byte('a' + rng.IntN(26)))
-		}
-		texts[id] = w.String()
-	}
+	texts := benchTexts()
 	v := NewJSONVocab(texts, nil, []int{1})
 	schema, err := CompileSchema([]byte(`{"type":"object","properties":{"name":{"type":"string"},"year":{"type":"integer"},
 		"kind":{"enum":["os","language"]},"authors":{"type":"array","items":{"type":"string"}}},"required":["name","year"]}`))
@@ -261,13 +241,41 @@ func BenchmarkJSONBanned(b *testing.B) {
 			for i := 0; i < len(c.so); i++ {
 				j.Picked(int(c.so[i]))
 			}
-			if ok, _ := JSONPrefix(c.so); !ok || j.st.mode != map[string]jsonMode{"in-string": jString, "between": jNumber, "after-comma": jKey,
+			if ok, _ := JSONPrefix(c.so); !ok || j.h.st.mode != map[string]jsonMode{"in-string": jString, "between": jNumber, "after-comma": jKey,
 				"in-key": jString}[strings.TrimPrefix(c.name, "schema-")] {
-				b.Fatalf("%q: mode %d", c.so, j.st.mode)
+				b.Fatalf("%q: mode %d", c.so, j.h.st.mode)
 			}
 			for b.Loop() {
 				j.Banned()
 			}
 		})
 	}
+}
+
+// benchTexts is a vocabulary of Gemma's size for the benchmarks: every byte
+// (ids 0 to 255, to walk a constraint to where a benchmark wants it), JSON's
+// punctuation and words.
+func benchTexts() []string {
+	rng := rand.New(rand.NewPCG(7, 8))
+	texts := make([]string, 262144)
+	pieces := []string{"{", "}", "[", "]", `"`, `":`, `","`, ",", ":", " ", "\n", "  ", `\n`, "true", "1", "0.5"}
+	for id := range texts {
+		if id < 256 {
+			texts[id] = string([]byte{byte(id)})
+			continue
+		}
+		if id < 256+len(pieces)*64 {
+			texts[id] = pieces[id%len(pieces)]
+			continue
+		}
+		var w strings.Builder
+		if rng.IntN(2) == 0 {
+			w.WriteByte(' ')
+		}
+		for range 2 + rng.IntN(7) {
+			w.WriteByte(byte('a' + rng.IntN(26)))
+		}
+		texts[id] = w.String()
+	}
+	return texts
 }

@@ -11,7 +11,8 @@
 // (JSONObject, json.go) and its JSON Schema (CompileSchema, schema.go: written
 // here, not taken from a grammar library, because it must read the same bytes
 // as JSON mode's automaton and ban ids by the same first-two-bytes grouping),
-// and the AR draw's top-k and top-p (nucleus.go).
+// the hold on tool calls (ToolCalls, calls.go: Gemma 4's call format read into
+// that automaton and schema), and the AR draw's top-k and top-p (nucleus.go).
 //
 // Held positions (infill): a canvas may start with tokens fixed in advance, such
 // as an encyclopedia page's <h1> heading. The sampler treats them as already
@@ -517,11 +518,14 @@ func (s *Sampler) See(ids []int) {
 }
 
 // Constraint holds AR picks to a language: before each pick Banned marks the
-// ids that may not come next ([vocab], read before the next Picked); Picked
-// moves it past the id picked. JSON mode's is a *JSONObject.
+// ids that may not come next ([vocab], read before the next Picked; nil: none
+// is banned); Picked moves it past the id picked; Done reports that the answer
+// is whole, nothing but its end to come. JSON mode's is a *JSONObject, held
+// tool calls' a *ToolCalls.
 type Constraint interface {
 	Banned() []bool
 	Picked(id int)
+	Done() bool
 }
 
 // Constrain holds the AR picks to c from the next PlanToken on (nil: none).
@@ -624,19 +628,9 @@ func (s *Sampler) PlanToken(temperature float64) TokenPlan {
 		plan.Banned = s.banned
 	}
 	if s.constraint != nil {
-		banned := s.constraint.Banned()
-		if plan.Banned != nil { // both: the union, unless it bans every id (then the constraint's)
-			s.union = append(s.union[:0], banned...)
-			all := true
-			for id, b := range plan.Banned {
-				s.union[id] = s.union[id] || b
-				all = all && s.union[id]
-			}
-			if !all {
-				banned = s.union
-			}
+		if banned := s.constraint.Banned(); banned != nil {
+			plan.Banned = s.constrained(plan.Banned, banned)
 		}
-		plan.Banned = banned
 	}
 	if temperature <= 0 {
 		return plan
@@ -645,6 +639,24 @@ func (s *Sampler) PlanToken(temperature float64) TokenPlan {
 	plan.Temperature, plan.Key = temperature, s.rng.Key(s.tokens, 0, streamToken)
 	plan.TopK, plan.TopP = s.p.TopK, s.p.TopP
 	return plan
+}
+
+// constrained joins the constraint's bans to the stutter rule's (nil: none):
+// their union, unless it bans every id (then the constraint's).
+func (s *Sampler) constrained(stutter, banned []bool) []bool {
+	if stutter == nil {
+		return banned
+	}
+	s.union = append(s.union[:0], banned...)
+	all := true
+	for id, b := range stutter {
+		s.union[id] = s.union[id] || b
+		all = all && s.union[id]
+	}
+	if all {
+		return banned
+	}
+	return s.union
 }
 
 // Truncates reports whether the plan's draw is truncated (TopK, TopP): the

@@ -709,3 +709,34 @@ func (s *schemaState) close(f *frameView) bool {
 	f.pop()
 	return true
 }
+
+// keys reports whether every property the schema declares has a key (as
+// written between its quotes) whose bytes all satisfy ok, and the first that
+// does not.
+func (s *Schema) keys(ok func(byte) bool) (string, bool) {
+	seen := map[*schemaNode]bool{}
+	var walk func(n *schemaNode) (string, bool)
+	walk = func(n *schemaNode) (string, bool) {
+		if n == nil || seen[n] {
+			return "", true
+		}
+		seen[n] = true
+		for _, p := range n.props {
+			for i := 0; i < len(p.key); i++ {
+				if !ok(p.key[i]) {
+					return p.key, false
+				}
+			}
+			if k, good := walk(p.node); !good {
+				return k, false
+			}
+		}
+		for _, m := range []*schemaNode{n.addl, n.items} {
+			if k, good := walk(m); !good {
+				return k, false
+			}
+		}
+		return "", true
+	}
+	return walk(s.root)
+}
