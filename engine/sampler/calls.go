@@ -189,8 +189,8 @@ func (h *ToolCalls) Picked(id int) {
 // characters, where plain text is content as it is.
 func (h *ToolCalls) plainString() bool {
 	st := &h.args.st
-	return h.c.phase == cArgs && st.mode == jString && !st.key && st.next == 0 && (h.args.sch == nil || !h.args.sch.litOn) &&
-		h.c.tail == [2]uint8{}
+	return h.c.phase == cArgs && st.mode == jString && !st.key && st.next == 0 &&
+		(h.args.sch == nil || !h.args.sch.constrainsString(false, h.v.maxChars)) && h.c.tail == [2]uint8{}
 }
 
 func (h *ToolCalls) start(cr *callRun) {

@@ -47,6 +47,7 @@ type JSONVocab struct {
 	// and neverIDs those never written.
 	notPlain, neverIDs []int32
 	ends               []int // the ids that end a generation, allowed once the object is closed
+	maxChars           int   // the most characters of a plain id
 }
 
 // NewJSONVocab reads texts[id] (an id's bytes, a byte-fallback id's one byte),
@@ -87,6 +88,8 @@ func NewJSONVocab(texts []string, special []bool, ends []int) *JSONVocab {
 		if !utf8.ValidString(t) || strings.ContainsAny(t, "\"\\") || strings.IndexFunc(t, func(r rune) bool { return r < 0x20 }) >= 0 ||
 			strings.Contains(t, stringStops[1]) {
 			v.notPlain = append(v.notPlain, int32(id))
+		} else {
+			v.maxChars = max(v.maxChars, utf8.RuneCountInString(t))
 		}
 	}
 	for h := 1; h < len(v.start); h++ {
@@ -150,7 +153,7 @@ func (j *JSONObject) Banned() []bool {
 // characters, and the string is not held byte by byte (a declared key, an
 // enum's value): its content is any plain text.
 func (j *JSONObject) plainString() bool {
-	return j.h.st.mode == jString && j.h.st.next == 0 && (j.h.sch == nil || !j.h.sch.constrainsString(j.h.st.key))
+	return j.h.st.mode == jString && j.h.st.next == 0 && (j.h.sch == nil || !j.h.sch.constrainsString(j.h.st.key, j.v.maxChars))
 }
 
 // language is what ban asks of a constraint: whether some bytes may come
@@ -226,9 +229,17 @@ func (v *JSONVocab) allowEnds(banned []bool) {
 	}
 }
 
+// fill sets every element of b to v: a clear, or a copy of what is set
+// doubling (memmove's speed: a loop of stores took 0.15 ms over Gemma's
+// vocabulary, most of a pick's bans inside a string).
 func fill(b []bool, v bool) {
-	for i := range b {
-		b[i] = v
+	if !v || len(b) == 0 {
+		clear(b)
+		return
+	}
+	b[0] = true
+	for n := 1; n < len(b); n *= 2 {
+		copy(b[n:], b[:n])
 	}
 }
 

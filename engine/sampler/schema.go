@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/bits"
 	"sort"
 	"strings"
@@ -23,12 +24,16 @@ import (
 // The keywords read are type (one or a list), properties, required,
 // additionalProperties, items, enum, const, anyOf and oneOf (where the
 // alternatives are told apart by their value's first byte: a string or null,
-// an object or an array, …), nullable, and local $refs (#/$defs/…,
-// #/definitions/…, # itself). Annotations and the bounds the constraint does
-// not hold a value to (description, format, pattern, minLength, minimum,
-// minItems, …) are read and left to the model; any other keyword (allOf, not,
-// if, patternProperties, prefixItems, …) is refused by name, since the answer
-// could not be held to it. An object with declared properties takes no other
+// an object or an array, …), nullable, local $refs (#/$defs/…,
+// #/definitions/…, # itself), and the bounds: minLength and maxLength (a
+// string's characters, each escape one), minItems and maxItems, minProperties
+// and maxProperties, and minimum, maximum, exclusiveMinimum and
+// exclusiveMaximum (a number is held to digits that can still end within
+// them, and written without an exponent). Annotations and what the constraint
+// does not hold a value to (description, format, pattern, multipleOf,
+// uniqueItems, …) are read and left to the model; any other keyword (allOf,
+// not, if, patternProperties, prefixItems, …) is refused by name, since the
+// answer could not be held to it. An object with declared properties takes no other
 // key (what OpenAI's strict mode asks: additionalProperties false), one with
 // none takes any key, its values held to additionalProperties where that is a
 // schema.
@@ -71,6 +76,23 @@ type schemaNode struct {
 	// held to them.
 	lits     []string
 	litKinds uint8
+	// Bounds (-1: none): a string's characters, an array's items, an
+	// object's properties; a number's (nil: none).
+	minLen, maxLen     int
+	minItems, maxItems int
+	minProps, maxProps int
+	lo, hi             *numBound
+}
+
+// numBound is a number's bound: v, and whether v itself is out (exclusive).
+type numBound struct {
+	v    float64
+	open bool
+}
+
+// newNode is a node of kinds with no bounds.
+func newNode(kinds uint8) *schemaNode {
+	return &schemaNode{kinds: kinds, minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, minProps: -1, maxProps: -1}
 }
 
 type schemaProp struct {
@@ -82,9 +104,7 @@ type schemaProp struct {
 // the model.
 var ignoredKeywords = map[string]bool{
 	"title": true, "description": true, "default": true, "examples": true, "format": true, "pattern": true,
-	"minLength": true, "maxLength": true, "minimum": true, "maximum": true, "exclusiveMinimum": true,
-	"exclusiveMaximum": true, "multipleOf": true, "minItems": true, "maxItems": true, "uniqueItems": true,
-	"minProperties": true, "maxProperties": true, "$schema": true, "$id": true, "$comment": true, "strict": true,
+	"multipleOf": true, "uniqueItems": true, "$schema": true, "$id": true, "$comment": true, "strict": true,
 	"readOnly": true, "writeOnly": true, "deprecated": true, "contentEncoding": true, "contentMediaType": true,
 	"$defs": true, "definitions": true,
 }
@@ -130,7 +150,7 @@ func (c *schemaCompiler) node(raw []byte, path string) (*schemaNode, error) {
 			return c.anyOf(list, path+"."+alt)
 		}
 	}
-	n := &schemaNode{kinds: kAll}
+	n := newNode(kAll)
 	var keys []string
 	for k := range m {
 		keys = append(keys, k)
@@ -149,12 +169,21 @@ func (c *schemaCompiler) node(raw []byte, path string) (*schemaNode, error) {
 			// read below, with the type
 		case "properties", "required", "additionalProperties", "items", "enum", "const":
 			// read below
+		case "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+			"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
+			if err := n.bound(k, v, m, path); err != nil {
+				return nil, err
+			}
 		default:
 			if !ignoredKeywords[k] {
 				return nil, fmt.Errorf("%s: the keyword %q is not supported: an answer cannot be held to it "+
-					"(supported: type, properties, required, additionalProperties, items, enum, const, anyOf, $ref)", path, k)
+					"(supported: type, properties, required, additionalProperties, items, enum, const, anyOf, $ref, "+
+					"and the bounds minLength, maxItems, minimum, …)", path, k)
 			}
 		}
+	}
+	if err := n.checkBounds(path); err != nil {
+		return nil, err
 	}
 	if string(bytes.TrimSpace(m["nullable"])) == "true" {
 		n.kinds |= kNull
@@ -237,6 +266,78 @@ func typeKinds(v json.RawMessage, path string) (uint8, error) {
 		kinds |= k
 	}
 	return kinds, nil
+}
+
+// bound reads one bounds keyword k (its value v) of the schema m into n.
+func (n *schemaNode) bound(k string, v json.RawMessage, m map[string]json.RawMessage, path string) error {
+	var f float64
+	if err := json.Unmarshal(v, &f); err != nil {
+		var b bool
+		if (k == "exclusiveMinimum" || k == "exclusiveMaximum") && json.Unmarshal(v, &b) == nil {
+			return nil // draft 4's form, read with minimum and maximum
+		}
+		return fmt.Errorf("%s.%s must be a number", path, k)
+	}
+	count := func(dst *int) error {
+		if f < 0 || f != math.Trunc(f) || f > math.MaxInt32 {
+			return fmt.Errorf("%s.%s must be a whole number, 0 or more", path, k)
+		}
+		*dst = int(f)
+		return nil
+	}
+	draft4 := func(key string) bool { return string(bytes.TrimSpace(m[key])) == "true" }
+	switch k {
+	case "minLength":
+		return count(&n.minLen)
+	case "maxLength":
+		return count(&n.maxLen)
+	case "minItems":
+		return count(&n.minItems)
+	case "maxItems":
+		return count(&n.maxItems)
+	case "minProperties":
+		return count(&n.minProps)
+	case "maxProperties":
+		return count(&n.maxProps)
+	case "minimum":
+		n.lo = tighter(n.lo, &numBound{v: f, open: draft4("exclusiveMinimum")}, false)
+	case "maximum":
+		n.hi = tighter(n.hi, &numBound{v: f, open: draft4("exclusiveMaximum")}, true)
+	case "exclusiveMinimum":
+		n.lo = tighter(n.lo, &numBound{v: f, open: true}, false)
+	case "exclusiveMaximum":
+		n.hi = tighter(n.hi, &numBound{v: f, open: true}, true)
+	}
+	return nil
+}
+
+// tighter is the tighter of two lower bounds (upper where upper).
+func tighter(a, b *numBound, upper bool) *numBound {
+	switch {
+	case a == nil:
+		return b
+	case a.v == b.v:
+		return &numBound{v: a.v, open: a.open || b.open}
+	case (b.v < a.v) == upper:
+		return b
+	}
+	return a
+}
+
+// checkBounds refuses bounds that allow no value of the kind they bound.
+func (n *schemaNode) checkBounds(path string) error {
+	for _, b := range []struct {
+		lo, hi int
+		what   string
+	}{{n.minLen, n.maxLen, "Length"}, {n.minItems, n.maxItems, "Items"}, {n.minProps, n.maxProps, "Properties"}} {
+		if b.lo >= 0 && b.hi >= 0 && b.lo > b.hi {
+			return fmt.Errorf("%s: min%s %d is more than max%s %d: no value is within them", path, b.what, b.lo, b.what, b.hi)
+		}
+	}
+	if n.lo != nil && n.hi != nil && (n.lo.v > n.hi.v || n.lo.v == n.hi.v && (n.lo.open || n.hi.open)) {
+		return fmt.Errorf("%s: no number is within its minimum and maximum", path)
+	}
+	return nil
 }
 
 // properties reads an object's properties and required.
@@ -367,7 +468,8 @@ func (c *schemaCompiler) ref(raw json.RawMessage, path string) (*schemaNode, err
 		return nil, err
 	}
 	if body == nil {
-		body = &schemaNode{kinds: kAll, free: true}
+		body = newNode(kAll)
+		body.free = true
 	}
 	if body.kinds == 0 { // (the placeholder itself: a reference that is only itself)
 		return nil, fmt.Errorf("%s.$ref %q refers only to itself: it describes no value", path, ref)
@@ -384,7 +486,8 @@ func (c *schemaCompiler) anyOf(raw json.RawMessage, path string) (*schemaNode, e
 	if err := json.Unmarshal(raw, &alts); err != nil || len(alts) == 0 {
 		return nil, fmt.Errorf("%s must be a list of schemas", path)
 	}
-	out := &schemaNode{free: true}
+	out := newNode(0)
+	out.free = true
 	for i, a := range alts {
 		n, err := c.node(a, fmt.Sprintf("%s[%d]", path, i))
 		if err != nil {
@@ -405,9 +508,16 @@ func (c *schemaCompiler) anyOf(raw json.RawMessage, path string) (*schemaNode, e
 		out.kinds |= n.kinds
 		if n.kinds&kObject != 0 {
 			out.props, out.required, out.free, out.addl = n.props, n.required, n.free, n.addl
+			out.minProps, out.maxProps = n.minProps, n.maxProps
 		}
 		if n.kinds&kArray != 0 {
-			out.items = n.items
+			out.items, out.minItems, out.maxItems = n.items, n.minItems, n.maxItems
+		}
+		if n.kinds&kString != 0 {
+			out.minLen, out.maxLen = n.minLen, n.maxLen
+		}
+		if n.kinds&(kNumber|kInteger) != 0 {
+			out.lo, out.hi = n.lo, n.hi
 		}
 		out.lits, out.litKinds = append(out.lits, n.lits...), out.litKinds|n.litKinds
 		if len(out.lits) > maxSchemaProps {
@@ -429,10 +539,11 @@ func kindNames(k uint8) string {
 
 // schemaFrame is an open container as the schema reads it.
 type schemaFrame struct {
-	n    *schemaNode
-	arr  bool
-	used uint64      // an object's properties written
-	val  *schemaNode // an object's value being written: its property's node
+	n     *schemaNode
+	arr   bool
+	used  uint64      // an object's properties written
+	val   *schemaNode // an object's value being written: its property's node
+	count int         // an array's items, an object's keys, begun so far
 }
 
 // frameView is the schema's stack as one run sees it, as stackView is the
@@ -489,15 +600,26 @@ type schemaState struct {
 	litCand uint64
 	litPos  int
 	litOn   bool
+	// A string value being read: its characters so far (an escape one).
+	strLen int
+	// A number being read, where its node bounds it: its sign, its digits
+	// as an integer (mant), how many of them follow the '.' (fd; frac: a
+	// '.' is read).
+	neg   bool
+	digit bool // a digit is read
+	frac  bool
+	fd    int16
+	mant  uint64
 }
 
 // constrainsString reports whether the string being read (a key where key)
-// is held byte by byte: a declared property's key, or an enum's string.
-func (s *schemaState) constrainsString(key bool) bool {
+// is held byte by byte: a declared property's key, an enum's string, or one
+// whose maxLength is nearer than maxChars (the most characters of a plain id).
+func (s *schemaState) constrainsString(key bool, maxChars int) bool {
 	if key {
 		return !s.keyFree
 	}
-	return s.litOn
+	return s.litOn || s.cur != nil && s.cur.maxLen >= 0 && s.cur.maxLen-s.strLen < maxChars
 }
 
 // observe reads c, which the automaton reads in state st (before it), and
@@ -516,7 +638,13 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 			return false
 		}
 		if closing {
-			return s.scalarDone()
+			return (s.cur == nil || s.strLen >= s.cur.minLen) && s.scalarDone()
+		}
+		// A character begins at a byte that is not a continuation, nor inside
+		// an escape.
+		if st.mode == jString && st.next == 0 && (c < 0x80 || c >= 0xC0) {
+			s.strLen++
+			return s.cur == nil || s.cur.maxLen < 0 || s.strLen <= s.cur.maxLen
 		}
 		return true
 	case jLiteral:
@@ -533,9 +661,9 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 			if (c == '.' || c == 'e' || c == 'E') && s.cur != nil && s.cur.kinds&kNumber == 0 {
 				return false // an integer
 			}
-			return s.litByte(c)
+			return s.litByte(c) && s.numByte(c)
 		}
-		if !s.scalarDone() {
+		if !s.numDone() || !s.scalarDone() {
 			return false
 		}
 		after := jsonState{mode: jAfterValue} // the number ended: c follows it
@@ -552,8 +680,12 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 		return c != '{' || s.begin(s.schema.root, f, c)
 	case jValue, jArrayFirst:
 		if c == ']' && st.mode == jArrayFirst {
-			f.pop()
-			return true
+			return s.closeArray(f)
+		}
+		if fr := f.top(); fr != nil && fr.arr {
+			if fr.count++; fr.n != nil && fr.n.maxItems >= 0 && fr.count > fr.n.maxItems {
+				return false
+			}
 		}
 		return s.begin(s.next(f), f, c)
 	case jKeyOrClose, jKey:
@@ -568,11 +700,18 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 		case '}':
 			return s.close(f)
 		case ']':
-			f.pop()
+			return s.closeArray(f)
 		case ',':
-			// A ',' in an object wants a key that may still come: none where
-			// every declared property is written.
-			if fr := f.top(); fr != nil && !fr.arr && fr.n != nil && !fr.n.free {
+			// A ',' wants another item or key: none past maxItems or
+			// maxProperties, nor where every declared property is written.
+			fr := f.top()
+			switch {
+			case fr == nil || fr.n == nil:
+			case fr.arr:
+				return fr.n.maxItems < 0 || fr.count < fr.n.maxItems
+			case fr.n.maxProps >= 0 && fr.count >= fr.n.maxProps:
+				return false
+			case !fr.n.free:
 				return fr.used != 1<<len(fr.n.props)-1 && !(len(fr.n.props) == maxSchemaProps && fr.used == ^uint64(0))
 			}
 		}
@@ -607,13 +746,136 @@ func (s *schemaState) begin(n *schemaNode, f *frameView, c byte) bool {
 		return f.push(schemaFrame{n: n, arr: true})
 	}
 	s.cur, s.litOn, s.litPos, s.litCand = n, false, 0, 0
+	s.strLen, s.neg, s.digit, s.frac, s.fd, s.mant = 0, false, false, false, 0, 0
 	if n != nil && n.litKinds&k != 0 {
 		s.litOn, s.litCand = true, 1<<len(n.lits)-1
 		if len(n.lits) == maxSchemaProps {
 			s.litCand = ^uint64(0)
 		}
 	}
-	return s.litByte(c)
+	return s.litByte(c) && (k != kNumber|kInteger || s.numByte(c))
+}
+
+// bounded reports whether the number being read is held to bounds.
+func (s *schemaState) bounded() bool { return s.cur != nil && (s.cur.lo != nil || s.cur.hi != nil) }
+
+// numByte reads a number's byte against its bounds: the digits must still be
+// able to end within them (and no exponent comes).
+func (s *schemaState) numByte(c byte) bool {
+	if !s.bounded() {
+		return true
+	}
+	switch {
+	case c == '-':
+		s.neg = true
+	case c == '.':
+		s.frac = true
+	case isDigit(c):
+		if s.mant > (math.MaxUint64-9)/10 || s.fd == math.MaxInt16 {
+			return false // past float64's precision many times over
+		}
+		s.mant, s.digit = s.mant*10+uint64(c-'0'), true
+		if s.frac {
+			s.fd++
+		}
+	default:
+		return false // an exponent: written out instead
+	}
+	return s.reach()
+}
+
+// numDone ends a number: its value must be within its bounds.
+func (s *schemaState) numDone() bool {
+	if !s.bounded() {
+		return true
+	}
+	v := float64(s.mant) / math.Pow10(int(s.fd))
+	if s.neg {
+		v = -v
+	}
+	return within(v, s.cur.lo, s.cur.hi)
+}
+
+func within(v float64, lo, hi *numBound) bool {
+	return (lo == nil || v > lo.v || v == lo.v && !lo.open) && (hi == nil || v < hi.v || v == hi.v && !hi.open)
+}
+
+// reach reports whether the number read so far can still end within its
+// bounds: whether the values its digits may end as meet them. Those are, for
+// a fraction's digits d (f of them), [d, d+1)/10^f; for an integer part's
+// digits d, [d, d+1)·10^k for every k (more digits, then maybe a fraction) —
+// only d·10^k to (d+1)·10^k−1 for an integer; after a leading 0, [0, 1); after
+// a '-' alone, any magnitude. The bounds are turned into bounds on the
+// magnitude (-v within [lo, hi] is v within [-hi, -lo]).
+func (s *schemaState) reach() bool {
+	n := s.cur
+	lo, hi := n.lo, n.hi
+	if s.neg {
+		lo, hi = negBound(n.hi), negBound(n.lo)
+	}
+	integer := n.kinds&kNumber == 0
+	switch {
+	case !s.digit: // '-' alone
+		return meets(0, math.Inf(1), integer, lo, hi)
+	case s.frac: // (mant holds the fraction's digits too)
+		p := math.Pow10(int(s.fd))
+		return meets(float64(s.mant)/p, float64(s.mant+1)/p, false, lo, hi)
+	case s.mant == 0: // a leading 0: 0, or a fraction
+		if integer {
+			return within(0, lo, hi)
+		}
+		return meets(0, 1, false, lo, hi)
+	}
+	a := float64(s.mant)
+	for k := 0; k <= 400 && !math.IsInf(a, 1); k++ {
+		if meets(a, float64(s.mant+1)*math.Pow10(k), integer, lo, hi) {
+			return true
+		}
+		if hi != nil && a > hi.v {
+			return false
+		}
+		a *= 10
+	}
+	return false
+}
+
+func negBound(b *numBound) *numBound {
+	if b == nil {
+		return nil
+	}
+	return &numBound{v: -b.v, open: b.open}
+}
+
+// meets reports whether some value in [a, b) — an integer in [a, b-1] where
+// integer — is within lo and hi.
+func meets(a, b float64, integer bool, lo, hi *numBound) bool {
+	if integer {
+		first, last := a, b-1
+		if lo != nil {
+			l := math.Ceil(lo.v)
+			if l == lo.v && lo.open {
+				l++
+			}
+			first = math.Max(first, l)
+		}
+		if hi != nil {
+			h := math.Floor(hi.v)
+			if h == hi.v && hi.open {
+				h--
+			}
+			last = math.Min(last, h)
+		}
+		return first <= last
+	}
+	l, lOpen := a, false
+	if lo != nil && (lo.v > a || lo.v == a && lo.open) {
+		l, lOpen = lo.v, lo.open
+	}
+	u, uOpen := b, true
+	if hi != nil && hi.v <= b {
+		u, uOpen = hi.v, hi.open || hi.v == b
+	}
+	return l < u || l == u && !lOpen && !uOpen
 }
 
 // litByte reads a scalar's byte against its literals.
@@ -647,9 +909,14 @@ func (s *schemaState) scalarDone() bool {
 	return true
 }
 
-// keyStart begins a key of the top object.
+// keyStart begins a key of the top object: none past maxProperties.
 func (s *schemaState) keyStart(f *frameView) bool {
 	fr := f.top()
+	if fr != nil {
+		if fr.count++; fr.n != nil && fr.n.maxProps >= 0 && fr.count > fr.n.maxProps {
+			return false
+		}
+	}
 	s.keyPos, s.keyFree = 0, fr == nil || fr.n == nil || fr.n.free
 	if s.keyFree {
 		return true
@@ -700,10 +967,20 @@ func (s *schemaState) keyDone(f *frameView) bool {
 	return false // the key so far is only the beginning of a property's
 }
 
-// close ends the top object: its required properties must be written.
+// close ends the top object: its required properties must be written, and
+// minProperties.
 func (s *schemaState) close(f *frameView) bool {
 	fr := f.top()
-	if fr != nil && fr.n != nil && !fr.n.free && fr.n.required&^fr.used != 0 {
+	if fr != nil && fr.n != nil && (!fr.n.free && fr.n.required&^fr.used != 0 || fr.count < fr.n.minProps) {
+		return false
+	}
+	f.pop()
+	return true
+}
+
+// closeArray ends the top array: minItems must be written.
+func (s *schemaState) closeArray(f *frameView) bool {
+	if fr := f.top(); fr != nil && fr.n != nil && fr.count < fr.n.minItems {
 		return false
 	}
 	f.pop()

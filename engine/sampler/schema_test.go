@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The schemas the tests hold the constraint to, each as a client would send
@@ -26,6 +27,10 @@ var testSchemas = map[string]string{
 		"k":{"const":"fixed"},"e":{"anyOf":[{"enum":["a","b"]},{"type":"null"}]}},"required":["v","w","k"]}`,
 	"recursive": `{"$defs":{"node":{"type":"object","properties":{"label":{"type":"string"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},
 		"required":["label","kids"]}},"type":"object","properties":{"root":{"$ref":"#/$defs/node"}},"required":["root"]}`,
+	"bounds": `{"type":"object","properties":{"s":{"type":"string","minLength":2,"maxLength":4},"i":{"type":"integer","minimum":-5,
+		"exclusiveMaximum":120},"x":{"type":"number","exclusiveMinimum":0.5,"maximum":3.25},"n":{"type":["number","null"],"maximum":-0.5},
+		"list":{"type":"array","items":{"type":"integer","minimum":0},"minItems":1,"maxItems":2},"o":{"type":"object","minProperties":1,
+		"maxProperties":2}},"required":["s","i"]}`,
 	"free": `{"type":"object","properties":{"counts":{"type":"object","additionalProperties":{"type":"integer"}},"any":{},
 		"loose":{"type":"object","properties":{}},"none":{"type":"object","properties":{},"additionalProperties":false},
 		"esc":{"type":"string","enum":["quote \" and é","tab\t"]}},"required":["counts"]}`,
@@ -52,6 +57,8 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 		"anyof":     {`{"v":null,"w":{"x":true},"k":"fixed"}`, `{"v":"s","w":[1,2],"k":"fixed","e":"b"}`, `{"v":"s","w":3.5,"k":"fixed","e":null}`},
 		"recursive": {`{"root":{"label":"a","kids":[{"label":"b","kids":[]},{"label":"c","kids":[{"label":"d","kids":[]}]}]}}`},
 		"free":      {`{"counts":{}}`, `{"counts":{"x":1,"y z":-2},"any":{"deep":[1,"two",null,{"t":true}]},"esc":"quote \" and é"}`},
+		"bounds": {`{"s":"ab","i":-5}`, `{"s":"é✓\n\u0041","i":119,"x":0.5000001,"n":-0.5,"list":[0,7],"o":{"a":[]}}`, `{"i":0,"s":"\"\\","x":3.25,"n":null,"list":[3],"o":{"a":1,"b":{}}}`,
+			`{"s":"abcd","i":12,"x":1,"n":-12.5}`, `{"s":"ab","i":-0,"x":0.75,"n":-0.50}`},
 	} {
 		s := compileTest(t, name)
 		for _, x := range text {
@@ -62,8 +69,10 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 	}
 	// Each ends with the first byte the schema refuses.
 	for name, bad := range map[string][]string{
-		"flat":      {`{"name":"A","age":1,"ok":true,"score":1,"color":"red",`, `{"name":"A","age":1.`, `{"name":1`, `{"nam"`, `{"name":"A","n`, `{"name":"A","age":1,"e`, `{"name":"A","age":1}`, `{"color":"p`, `{"color":"redd`},
-		"nested":    {`{"city":{"pop":1}`, `{"tags":[1`, `{"note":t`, `{"city":{"name":"x","pop":-1.`},
+		"flat":   {`{"name":"A","age":1,"ok":true,"score":1,"color":"red",`, `{"name":"A","age":1.`, `{"name":1`, `{"nam"`, `{"name":"A","n`, `{"name":"A","age":1,"e`, `{"name":"A","age":1}`, `{"color":"p`, `{"color":"redd`},
+		"nested": {`{"city":{"pop":1}`, `{"tags":[1`, `{"note":t`, `{"city":{"name":"x","pop":-1`, `{"city":{"name":"x","pop":1e`, `{"tags":["123456789`},
+		"bounds": {`{"s":"a"`, `{"s":"abcde`, `{"i":-6`, `{"i":-51`, `{"i":120`, `{"i":12.`, `{"i":121`, `{"x":0.5,`, `{"x":0.4`, `{"x":3.26`, `{"x":4`,
+			`{"x":0,`, `{"x":-`, `{"x":1e`, `{"n":-0.4`, `{"n":0`, `{"list":[]`, `{"list":[1,2,`, `{"list":[-1`, `{"o":{}`, `{"o":{"a":1,"b":2,`},
 		"arrays":    {`{"people":[{"first":"A","level":4`, `{"people":[{"first":"A","level":10.`, `{"people":[{"first":"A","level":100`, `{"matrix":[["`},
 		"anyof":     {`{"v":1`, `{"w":"`, `{"k":"fixe"`, `{"e":"c`, `{"w":{"x":1`, `{"w":[1.`},
 		"recursive": {`{"root":{"label":"a","kids":[{"label":"b"}`, `{"root":{"kids":[{"kids":[],"label":1`},
@@ -206,8 +215,38 @@ func (r *refValidator) valid(s map[string]any, v any) bool {
 	if e, ok := s["enum"].([]any); ok && !slices.ContainsFunc(e, func(x any) bool { return canonical(x) == canonical(v) }) {
 		return false
 	}
+	num := func(k string) (float64, bool) {
+		n, ok := s[k].(json.Number)
+		if !ok {
+			return 0, false
+		}
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	count := func(n int, minKey, maxKey string) bool {
+		lo, hasLo := num(minKey)
+		hi, hasHi := num(maxKey)
+		return (!hasLo || float64(n) >= lo) && (!hasHi || float64(n) <= hi)
+	}
+	switch x := v.(type) {
+	case string:
+		if !count(utf8.RuneCountInString(x), "minLength", "maxLength") {
+			return false
+		}
+	case json.Number:
+		f, _ := x.Float64()
+		for k, ok := range map[string]func(b float64) bool{"minimum": func(b float64) bool { return f >= b }, "maximum": func(b float64) bool { return f <= b },
+			"exclusiveMinimum": func(b float64) bool { return f > b }, "exclusiveMaximum": func(b float64) bool { return f < b }} {
+			if b, has := num(k); has && !ok(b) {
+				return false
+			}
+		}
+	}
 	switch x := v.(type) {
 	case map[string]any:
+		if !count(len(x), "minProperties", "maxProperties") {
+			return false
+		}
 		props, declared := s["properties"].(map[string]any)
 		declared = declared && (len(props) > 0 || s["additionalProperties"] == false)
 		if req, ok := s["required"].([]any); ok {
@@ -233,6 +272,9 @@ func (r *refValidator) valid(s map[string]any, v any) bool {
 			}
 		}
 	case []any:
+		if !count(len(x), "minItems", "maxItems") {
+			return false
+		}
 		if items, ok := s["items"].(map[string]any); ok {
 			for _, it := range x {
 				if !r.valid(items, it) {
@@ -275,13 +317,31 @@ func (r *refValidator) generate(rng *rand.Rand, s map[string]any, depth int) any
 			kind = "string"
 		}
 	}
+	// Most values are drawn among those within the schema's bounds, where it
+	// has some (the validator's own reading of them), the rest from all.
+	within := func(vals []any) any {
+		if rng.IntN(4) > 0 {
+			if in := slices.DeleteFunc(slices.Clone(vals), func(v any) bool { return !r.valid(s, v) }); len(in) > 0 {
+				return in[rng.IntN(len(in))]
+			}
+		}
+		return vals[rng.IntN(len(vals))]
+	}
 	switch kind {
 	case "string":
-		return []string{"", "a", "Oslo", `q"uote`, "é✓", "line\nbreak", "back\\slash"}[rng.IntN(7)]
+		return within([]any{"", "a", "Oslo", `q"uote`, "é✓", "line\nbreak", "back\\slash"})
 	case "integer":
+		if rng.IntN(2) == 0 {
+			var vals []any
+			for range 8 {
+				vals = append(vals, json.Number(fmt.Sprint(rng.IntN(200)-50)))
+			}
+			return within(vals)
+		}
 		return json.Number(fmt.Sprint(rng.IntN(2000) - 1000))
 	case "number":
-		return json.Number([]string{"0", "-1.5", "3.25e2", "7", "0.001"}[rng.IntN(5)])
+		return within([]any{json.Number("0"), json.Number("-1.5"), json.Number("3.25e2"), json.Number("7"), json.Number("0.001"),
+			json.Number("0.75"), json.Number("3.25"), json.Number("-0.5"), json.Number("2.5"), json.Number("0.5")})
 	case "boolean":
 		return rng.IntN(2) == 0
 	case "null":
@@ -289,6 +349,10 @@ func (r *refValidator) generate(rng *rand.Rand, s map[string]any, depth int) any
 	case "array":
 		items, _ := s["items"].(map[string]any)
 		n := rng.IntN(3)
+		if lo, ok := s["minItems"].(json.Number); ok && rng.IntN(4) > 0 {
+			k, _ := lo.Int64()
+			n = max(n, int(k))
+		}
 		if depth > 3 {
 			n = 0
 		}
@@ -323,7 +387,12 @@ func (r *refValidator) generate(rng *rand.Rand, s map[string]any, depth int) any
 		}
 	} else if s["additionalProperties"] != false {
 		ap, _ := s["additionalProperties"].(map[string]any)
-		for i := range rng.IntN(3) {
+		n := rng.IntN(3)
+		if lo, ok := s["minProperties"].(json.Number); ok && rng.IntN(4) > 0 {
+			k, _ := lo.Int64()
+			n = max(n, int(k))
+		}
+		for i := range n {
 			if ap == nil {
 				out[fmt.Sprint("k", i)] = r.generate(rng, map[string]any{}, depth+1)
 			} else {
