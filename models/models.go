@@ -794,9 +794,16 @@ func (m *Manager) onEvent(t *Transfer, man *store.Manifest, ev download.Event) {
 	case download.EventVerifying:
 		out.State, out.Message = "verifying", "re-checking the partial "+ev.File+" before resuming"
 	default:
-		out.State = string(ev.State)
-		if ev.State == download.StateDone {
+		switch ev.State {
+		case download.StateFailed, download.StateCanceled:
+			// The transfer's end is finish's to tell, once the manager no longer
+			// has it running: a Pull made on hearing it (Download tapped again as
+			// the card says why) would otherwise be handed this ending transfer.
+			return
+		case download.StateDone:
 			out.State = "downloading" // the Transfer reports "complete" when the manifest is final
+		default:
+			out.State = string(ev.State)
 		}
 	}
 	t.setLast(out)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -1117,5 +1118,51 @@ func TestTwoProcessesOneModel(t *testing.T) {
 	}
 	if _, err := m.Resolve("acme/two"); err != nil {
 		t.Errorf("the model after both: %v", err)
+	}
+}
+
+// TestPullAgainOnTheFailure: a download refused for space (here: the room its
+// conversion needs) is over when its subscribers hear that it failed — a Pull
+// made on that event (the app's user tapping Download again as the card says
+// why) starts a new download; it had been handed the failing one, which ended
+// at once (the Library's card then never reached "ready").
+func TestPullAgainOnTheFailure(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	h.Add("acme/big", &hubtest.Repo{Files: repoFiles(t, 5)})
+	m := newManager(t, h, t.TempDir(), "")
+	var asked atomic.Int32 // the config files' job fits; the weights' does not leave the room asked for
+	m.store.FreeSpace = func(string) (int64, error) {
+		if asked.Add(1) == 1 {
+			return 1 << 40, nil
+		}
+		return 3 << 30, nil
+	}
+	var once sync.Once
+	again := make(chan *Transfer, 1)
+	var againErr error
+	unsub := m.Subscribe(func(ev Event) {
+		if ev.State == "failed" {
+			once.Do(func() {
+				tr, err := m.Pull(context.Background(), "acme/big", PullOptions{})
+				againErr = err
+				again <- tr
+			})
+		}
+	})
+	defer unsub()
+	failed, err := m.Pull(context.Background(), "acme/big", PullOptions{Reserve: 2 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := failed.Wait(); !errors.Is(err, download.ErrNoSpace) {
+		t.Fatalf("the first download: %v, want refused for space", err)
+	}
+	tr := <-again
+	if againErr != nil || tr == nil || tr == failed {
+		t.Fatalf("Pull on the failure event: %v, %v (the failed transfer: %v)", tr, againErr, tr == failed)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatalf("the second download: %v", err)
 	}
 }
