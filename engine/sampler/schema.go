@@ -29,11 +29,13 @@ import (
 // string's characters, each escape one), minItems and maxItems, minProperties
 // and maxProperties, and minimum, maximum, exclusiveMinimum and
 // exclusiveMaximum (a number is held to digits that can still end within
-// them, and written without an exponent). Annotations and what the constraint
-// does not hold a value to (description, format, pattern, multipleOf,
-// uniqueItems, …) are read and left to the model; any other keyword (allOf,
-// not, if, patternProperties, prefixItems, …) is refused by name, since the
-// answer could not be held to it. An object with declared properties takes no other
+// them, and written without an exponent), a string's pattern, and the formats
+// date, time, date-time, uuid, email and ipv4 as patterns (pattern.go; a
+// date's day is held to 01–31, whatever its month). Annotations and what the
+// constraint does not hold a value to (description, other formats,
+// multipleOf, uniqueItems, …) are read and left to the model; any other
+// keyword (allOf, not, if, patternProperties, prefixItems, …) is refused by
+// name, since the answer could not be held to it. An object with declared properties takes no other
 // key (what OpenAI's strict mode asks: additionalProperties false), one with
 // none takes any key, its values held to additionalProperties where that is a
 // schema.
@@ -82,6 +84,7 @@ type schemaNode struct {
 	minItems, maxItems int
 	minProps, maxProps int
 	lo, hi             *numBound
+	pat                *pattern // a string's pattern or format (nil: none)
 }
 
 // numBound is a number's bound: v, and whether v itself is out (exclusive).
@@ -103,7 +106,7 @@ type schemaProp struct {
 // ignoredKeywords are read and not held to: annotations, and bounds left to
 // the model.
 var ignoredKeywords = map[string]bool{
-	"title": true, "description": true, "default": true, "examples": true, "format": true, "pattern": true,
+	"title": true, "description": true, "default": true, "examples": true,
 	"multipleOf": true, "uniqueItems": true, "$schema": true, "$id": true, "$comment": true, "strict": true,
 	"readOnly": true, "writeOnly": true, "deprecated": true, "contentEncoding": true, "contentMediaType": true,
 	"$defs": true, "definitions": true,
@@ -169,6 +172,22 @@ func (c *schemaCompiler) node(raw []byte, path string) (*schemaNode, error) {
 			// read below, with the type
 		case "properties", "required", "additionalProperties", "items", "enum", "const":
 			// read below
+		case "pattern", "format":
+			var src string
+			if err := json.Unmarshal(v, &src); err != nil {
+				return nil, fmt.Errorf("%s.%s must be a string", path, k)
+			}
+			if k == "format" {
+				if _, hasPattern := m["pattern"]; hasPattern || formats[src] == "" {
+					break // a pattern wins; another format is left to the model
+				}
+				src = formats[src]
+			}
+			p, err := compilePattern(src)
+			if err != nil {
+				return nil, fmt.Errorf("%s.%s %q cannot be held to: %v", path, k, clip(src, 80), err)
+			}
+			n.pat = p
 		case "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
 			"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
 			if err := n.bound(k, v, m, path); err != nil {
@@ -514,7 +533,7 @@ func (c *schemaCompiler) anyOf(raw json.RawMessage, path string) (*schemaNode, e
 			out.items, out.minItems, out.maxItems = n.items, n.minItems, n.maxItems
 		}
 		if n.kinds&kString != 0 {
-			out.minLen, out.maxLen = n.minLen, n.maxLen
+			out.minLen, out.maxLen, out.pat = n.minLen, n.maxLen, n.pat
 		}
 		if n.kinds&(kNumber|kInteger) != 0 {
 			out.lo, out.hi = n.lo, n.hi
@@ -600,8 +619,13 @@ type schemaState struct {
 	litCand uint64
 	litPos  int
 	litOn   bool
-	// A string value being read: its characters so far (an escape one).
+	// A string value being read: its characters so far (an escape one), and
+	// where its node has a pattern, the pattern's states (patOn) and the
+	// character being decoded (rr).
 	strLen int
+	patOn  bool
+	pat    patSet
+	rr     rune
 	// A number being read, where its node bounds it: its sign, its digits
 	// as an integer (mant), how many of them follow the '.' (fd; frac: a
 	// '.' is read).
@@ -619,7 +643,70 @@ func (s *schemaState) constrainsString(key bool, maxChars int) bool {
 	if key {
 		return !s.keyFree
 	}
-	return s.litOn || s.cur != nil && s.cur.maxLen >= 0 && s.cur.maxLen-s.strLen < maxChars
+	return s.litOn || s.cur != nil && s.cur.maxLen >= 0 && s.cur.maxLen-s.strLen < maxChars ||
+		s.patOn && !s.cur.pat.universal(&s.pat)
+}
+
+// patByte reads a string's byte (which the automaton reads in state st) into
+// its pattern's states, a character at a time — an escape's, a UTF-8
+// sequence's — and reports whether the pattern can still match.
+func (s *schemaState) patByte(st *jsonState, c byte) bool {
+	var r rune
+	switch {
+	case st.mode == jEscape:
+		switch c {
+		case 'u':
+			s.rr = 0
+			return true
+		case 'b':
+			r = '\b'
+		case 'f':
+			r = '\f'
+		case 'n':
+			r = '\n'
+		case 'r':
+			r = '\r'
+		case 't':
+			r = '\t'
+		default: // '"', '\\', '/'
+			r = rune(c)
+		}
+	case st.mode == jUnicode:
+		if s.rr = s.rr<<4 | rune(hexValue(c)); st.hex < 3 {
+			return true
+		}
+		r = s.rr
+	case st.next > 0: // a continuation byte
+		if s.rr = s.rr<<6 | rune(c&0x3F); st.next > 1 {
+			return true
+		}
+		r = s.rr
+	case c == '\\':
+		return true
+	case c >= 0xF0:
+		s.rr = rune(c & 0x07)
+		return true
+	case c >= 0xE0:
+		s.rr = rune(c & 0x0F)
+		return true
+	case c >= 0xC0:
+		s.rr = rune(c & 0x1F)
+		return true
+	default:
+		r = rune(c)
+	}
+	s.pat = s.cur.pat.step(&s.pat, r)
+	return s.cur.pat.alive(&s.pat)
+}
+
+func hexValue(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
 }
 
 // observe reads c, which the automaton reads in state st (before it), and
@@ -638,15 +725,16 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 			return false
 		}
 		if closing {
-			return (s.cur == nil || s.strLen >= s.cur.minLen) && s.scalarDone()
+			return (s.cur == nil || s.strLen >= s.cur.minLen && (!s.patOn || s.cur.pat.matches(&s.pat, s.strLen == 0))) && s.scalarDone()
 		}
 		// A character begins at a byte that is not a continuation, nor inside
 		// an escape.
 		if st.mode == jString && st.next == 0 && (c < 0x80 || c >= 0xC0) {
-			s.strLen++
-			return s.cur == nil || s.cur.maxLen < 0 || s.strLen <= s.cur.maxLen
+			if s.strLen++; s.cur != nil && s.cur.maxLen >= 0 && s.strLen > s.cur.maxLen {
+				return false
+			}
 		}
-		return true
+		return !s.patOn || s.patByte(st, c)
 	case jLiteral:
 		if !s.litByte(c) {
 			return false
@@ -747,6 +835,9 @@ func (s *schemaState) begin(n *schemaNode, f *frameView, c byte) bool {
 	}
 	s.cur, s.litOn, s.litPos, s.litCand = n, false, 0, 0
 	s.strLen, s.neg, s.digit, s.frac, s.fd, s.mant = 0, false, false, false, 0, 0
+	if s.patOn = k == kString && n != nil && n.pat != nil; s.patOn {
+		s.pat = n.pat.start
+	}
 	if n != nil && n.litKinds&k != 0 {
 		s.litOn, s.litCand = true, 1<<len(n.lits)-1
 		if len(n.lits) == maxSchemaProps {

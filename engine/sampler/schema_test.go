@@ -2,13 +2,17 @@ package sampler
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/mail"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -31,6 +35,9 @@ var testSchemas = map[string]string{
 		"exclusiveMaximum":120},"x":{"type":"number","exclusiveMinimum":0.5,"maximum":3.25},"n":{"type":["number","null"],"maximum":-0.5},
 		"list":{"type":"array","items":{"type":"integer","minimum":0},"minItems":1,"maxItems":2},"o":{"type":"object","minProperties":1,
 		"maxProperties":2}},"required":["s","i"]}`,
+	"pattern": `{"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{2}-\\d{3}$"},"day":{"type":"string","format":"date"},
+		"mail":{"type":"string","format":"email"},"has":{"type":"string","pattern":"a.c","maxLength":6},"id":{"type":"string","format":"uuid"},
+		"host":{"type":"string","format":"hostname"},"either":{"anyOf":[{"type":"string","pattern":"^(yes|no)$"},{"type":"null"}]}},"required":["code"]}`,
 	"free": `{"type":"object","properties":{"counts":{"type":"object","additionalProperties":{"type":"integer"}},"any":{},
 		"loose":{"type":"object","properties":{}},"none":{"type":"object","properties":{},"additionalProperties":false},
 		"esc":{"type":"string","enum":["quote \" and é","tab\t"]}},"required":["counts"]}`,
@@ -57,6 +64,8 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 		"anyof":     {`{"v":null,"w":{"x":true},"k":"fixed"}`, `{"v":"s","w":[1,2],"k":"fixed","e":"b"}`, `{"v":"s","w":3.5,"k":"fixed","e":null}`},
 		"recursive": {`{"root":{"label":"a","kids":[{"label":"b","kids":[]},{"label":"c","kids":[{"label":"d","kids":[]}]}]}}`},
 		"free":      {`{"counts":{}}`, `{"counts":{"x":1,"y z":-2},"any":{"deep":[1,"two",null,{"t":true}]},"esc":"quote \" and é"}`},
+		"pattern": {`{"code":"AB-123"}`, `{"code":"ZZ-000","day":"2024-02-29","mail":"ada@example.org","has":"xabcx","id":"123e4567-E89B-12d3-a456-426614174000"}`,
+			`{"has":"a\tc","code":"\u0041B-\u0031\u00323","either":"no","host":"anything at all"}`, `{"code":"QQ-999","has":"aéc","either":null}`},
 		"bounds": {`{"s":"ab","i":-5}`, `{"s":"é✓\n\u0041","i":119,"x":0.5000001,"n":-0.5,"list":[0,7],"o":{"a":[]}}`, `{"i":0,"s":"\"\\","x":3.25,"n":null,"list":[3],"o":{"a":1,"b":{}}}`,
 			`{"s":"abcd","i":12,"x":1,"n":-12.5}`, `{"s":"ab","i":-0,"x":0.75,"n":-0.50}`},
 	} {
@@ -71,6 +80,8 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 	for name, bad := range map[string][]string{
 		"flat":   {`{"name":"A","age":1,"ok":true,"score":1,"color":"red",`, `{"name":"A","age":1.`, `{"name":1`, `{"nam"`, `{"name":"A","n`, `{"name":"A","age":1,"e`, `{"name":"A","age":1}`, `{"color":"p`, `{"color":"redd`},
 		"nested": {`{"city":{"pop":1}`, `{"tags":[1`, `{"note":t`, `{"city":{"name":"x","pop":-1`, `{"city":{"name":"x","pop":1e`, `{"tags":["123456789`},
+		"pattern": {`{"code":"a`, `{"code":"AB1`, `{"code":"AB-1234`, `{"code":"AB-12"`, `{"day":"2024-13`, `{"day":"2024-02-32`, `{"mail":"a@@`, `{"mail":"a@b"`,
+			`{"has":"xxxx"`, `{"has":"xxxxa"`, `{"id":"123g`, `{"either":"ye"`, `{"either":"x`, `{"has":"a\nc"`, `{"code":"AB-\u0031\u0032\u0041`},
 		"bounds": {`{"s":"a"`, `{"s":"abcde`, `{"i":-6`, `{"i":-51`, `{"i":120`, `{"i":12.`, `{"i":121`, `{"x":0.5,`, `{"x":0.4`, `{"x":3.26`, `{"x":4`,
 			`{"x":0,`, `{"x":-`, `{"x":1e`, `{"n":-0.4`, `{"n":0`, `{"list":[]`, `{"list":[1,2,`, `{"list":[-1`, `{"o":{}`, `{"o":{"a":1,"b":2,`},
 		"arrays":    {`{"people":[{"first":"A","level":4`, `{"people":[{"first":"A","level":10.`, `{"people":[{"first":"A","level":100`, `{"matrix":[["`},
@@ -233,6 +244,12 @@ func (r *refValidator) valid(s map[string]any, v any) bool {
 		if !count(utf8.RuneCountInString(x), "minLength", "maxLength") {
 			return false
 		}
+		if p, ok := s["pattern"].(string); ok && !regexp.MustCompile(p).MatchString(x) {
+			return false
+		}
+		if f, ok := s["format"].(string); ok && !validFormat(f, x) {
+			return false
+		}
 	case json.Number:
 		f, _ := x.Float64()
 		for k, ok := range map[string]func(b float64) bool{"minimum": func(b float64) bool { return f >= b }, "maximum": func(b float64) bool { return f <= b },
@@ -286,6 +303,24 @@ func (r *refValidator) valid(s map[string]any, v any) bool {
 	return true
 }
 
+// validFormat is the tests' own reading of the formats the constraint holds
+// (others pass): by the standard library where it has one.
+func validFormat(f, x string) bool {
+	switch f {
+	case "date":
+		_, err := time.Parse("2006-01-02", x)
+		return err == nil
+	case "email":
+		a, err := mail.ParseAddress(x)
+		at := strings.LastIndex(x, "@")
+		return err == nil && a.Address == x && at > 0 && strings.Contains(x[at:], ".")
+	case "uuid":
+		_, err := hex.DecodeString(strings.ReplaceAll(x, "-", ""))
+		return err == nil && len(x) == 36 && x[8] == '-' && x[13] == '-' && x[18] == '-' && x[23] == '-' && strings.Count(x, "-") == 4
+	}
+	return true
+}
+
 // generate makes a random value of s's shape (an instance, but for depth's
 // bound on recursion).
 func (r *refValidator) generate(rng *rand.Rand, s map[string]any, depth int) any {
@@ -329,7 +364,8 @@ func (r *refValidator) generate(rng *rand.Rand, s map[string]any, depth int) any
 	}
 	switch kind {
 	case "string":
-		return within([]any{"", "a", "Oslo", `q"uote`, "é✓", "line\nbreak", "back\\slash"})
+		return within([]any{"", "a", "Oslo", `q"uote`, "é✓", "line\nbreak", "back\\slash", "AB-123", "ab-123", "2024-05-17", "2024-5-17",
+			"ada@example.org", "ada@", "xabcx", "abcdefg", "123e4567-e89b-12d3-a456-426614174000", "yes", "no"})
 	case "integer":
 		if rng.IntN(2) == 0 {
 			var vals []any
@@ -455,6 +491,14 @@ func TestCompileSchemaRefuses(t *testing.T) {
 		`{"type":"object","properties":{"a":{"enum":[{"x":1}]}}}`:                              "an object or a list as a value",
 		`{"type":"object","properties":{"a":{"type":"string","enum":[1,2]}}}`:                  "allows no value",
 		`[1]`: "must be a JSON object",
+		`{"type":"object","properties":{"a":{"type":"string","pattern":"\\bx"}}}`:                                               "word boundaries",
+		`{"type":"object","properties":{"a":{"type":"string","pattern":"a{300}"}}}`:                                             "instructions",
+		`{"type":"object","properties":{"a":{"type":"string","pattern":"(x"}}}`:                                                 "missing closing )",
+		`{"type":"object","properties":{"a":{"type":"string","pattern":7}}}`:                                                    "pattern must be a string",
+		`{"type":"object","properties":{"a":{"type":"string","minLength":-1}}}`:                                                 "whole number",
+		`{"type":"object","properties":{"a":{"type":"string","minLength":"2"}}}`:                                                "must be a number",
+		`{"type":"object","properties":{"a":{"minItems":3,"maxItems":2}}}`:                                                      "minItems 3 is more than maxItems 2",
+		`{"type":"object","properties":{"a":{"minimum":3,"exclusiveMaximum":3}}}`:                                               "no number is within",
 		`{"$defs":{"a":{"$ref":"#/$defs/a"}},"type":"object","properties":{"x":{"$ref":"#/$defs/a"}}}`:                          "refers only to itself",
 		`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"type":"object","properties":{"x":{"$ref":"#/$defs/a"}}}`: "refers only to itself",
 	} {
@@ -465,12 +509,14 @@ func TestCompileSchemaRefuses(t *testing.T) {
 	}
 }
 
-// TestSchemaBannedMatchesAccepts: over a real-sized vocabulary, the schema
-// constraint's bans are exactly the ids whose text it refuses, at every step
-// of writing an instance (the fast paths of Banned decide as a run would).
+// TestSchemaBannedMatchesAccepts: over a vocabulary of pieces of every kind,
+// the schema constraint's bans are exactly the ids whose text it refuses, at
+// every step of writing an instance (the fast paths of Banned decide as a run
+// would: inside strings held to enums, bounds and patterns too).
 func TestSchemaBannedMatchesAccepts(t *testing.T) {
 	texts := []string{`{"`, `"`, `name`, `na`, `me`, `":`, `"A`, `da"`, `,"`, `age`, `":`, `3`, `6`, `}`, ` `, `.`, `5`, `ok`, `true`,
-		`tr`, `ue`, `"}`, `,`, `"color":"`, `red`, `"`, `x`, `é`, `\"`, `color`, `": "`, `null`, `score`, `{`, `e`}
+		`tr`, `ue`, `"}`, `,`, `"color":"`, `red`, `"`, `x`, `é`, `\"`, `color`, `": "`, `null`, `score`, `{`, `e`, `code`, `AB`, `-`, `12`, `has`,
+		`a`, `b`, `c`, `abc`, `xx`, `\n`, `s`, `i`, `1`, `0`, `9`, `99`, `-5`}
 	var special []bool
 	for range texts {
 		special = append(special, false)
@@ -478,23 +524,31 @@ func TestSchemaBannedMatchesAccepts(t *testing.T) {
 	texts = append(texts, "<eos>")
 	special = append(special, true)
 	v := NewJSONVocab(texts, special, []int{len(texts) - 1})
-	s := compileTest(t, "flat")
-	j := v.ObjectOf(s)
-	for _, piece := range []string{`{"`, `name`, `":`, `"A`, `da"`, `,"`, `age`, `":`, `3`, `6`, `,"`, `ok`, `":`, `true`, `}`} {
-		banned := j.Banned()
-		for id, text := range texts[:len(texts)-1] {
-			if want := !j.accepts([]byte(text)); banned[id] != want {
-				t.Fatalf("before %q: id %q banned %v, a run says %v", piece, text, banned[id], want)
+	for _, c := range []struct {
+		schema string
+		pieces []string
+	}{
+		{"flat", []string{`{"`, `name`, `":`, `"A`, `da"`, `,"`, `age`, `":`, `3`, `6`, `,"`, `ok`, `":`, `true`, `}`}},
+		{"pattern", []string{`{"`, `code`, `":`, `"`, `AB`, `-`, `12`, `3`, `"`, `,"`, `has`, `":`, `"`, `xx`, `\n`, `a`, `b`, `c`, `"`, `}`}},
+		{"bounds", []string{`{"`, `s`, `":`, `"`, `xx`, `x`, `"`, `,"`, `i`, `":`, `-5`, `,"`, `x`, `":`, `1`, `.`, `0`, `}`}},
+	} {
+		j := v.ObjectOf(compileTest(t, c.schema))
+		for _, piece := range c.pieces {
+			banned := j.Banned()
+			for id, text := range texts[:len(texts)-1] {
+				if want := !j.accepts([]byte(text)); banned[id] != want {
+					t.Fatalf("%s: before %q: id %q banned %v, a run says %v", c.schema, piece, text, banned[id], want)
+				}
 			}
+			id := slices.Index(texts, piece)
+			if banned[id] {
+				t.Fatalf("%s: %q banned where the instance goes on with it", c.schema, piece)
+			}
+			j.Picked(id)
 		}
-		id := slices.Index(texts, piece)
-		if banned[id] {
-			t.Fatalf("%q banned where the instance goes on with it", piece)
+		if !j.Done() {
+			t.Errorf("%s: the instance is written but the constraint is not done", c.schema)
 		}
-		j.Picked(id)
-	}
-	if !j.Done() {
-		t.Error("the instance is written but the constraint is not done")
 	}
 }
 
@@ -508,6 +562,8 @@ func FuzzCompileSchema(f *testing.F) {
 	f.Add(`{"$defs":{"a":{"$ref":"#/$defs/a"}},"type":"object","properties":{"x":{"$ref":"#/$defs/a"}}}`, `{"x":1}`)
 	f.Add(`{"type":"object","properties":{"a":{"anyOf":[{"enum":["x"]},{"enum":["y"]},{"type":"null"}]}}}`, `{"a":"y"}`)
 	f.Add(`{"$ref":"#"}`, `{}`)
+	f.Add(`{"type":"object","properties":{"a":{"type":"string","pattern":"^(x|y+)z?$","maxLength":3}}}`, `{"a":"yyz"}`)
+	f.Add(`{"type":"object","properties":{"a":{"type":"number","minimum":-1.5,"exclusiveMaximum":2}}}`, `{"a":-1.25}`)
 	f.Fuzz(func(t *testing.T, schema, text string) {
 		s, err := CompileSchema([]byte(schema))
 		if err != nil {
