@@ -14,7 +14,8 @@ import (
 // with NAME one of the declared tools, and the arguments an object written
 // the way the chat template writes them (engine/chat's format_argument): keys
 // bare, strings between `<|"|>` tokens with their text as it is, numbers,
-// true, false, null, lists and objects, no whitespace between them. The hold
+// true, false, null (or None, as the template writes it), lists and objects,
+// no whitespace between them. The hold
 // reads them as a transducer into JSON: each byte becomes the JSON bytes that
 // say the same (a bare key's first byte a '"' and itself, its ':' a '"' and
 // ':', a `<|"|>` a '"', a string's '"' `\"`, …), fed to the JSON constraint's
@@ -83,6 +84,7 @@ type callState struct {
 	phase       callPhase
 	pos, lo, hi int
 	tail        [2]uint8 // in a string: how much of each of stringStops its text ends with
+	none        uint8    // in a null written as the template writes it (None): its bytes read
 }
 
 // ToolCalls holds one generation's picks to tool calls: Banned before each
@@ -291,6 +293,16 @@ func (h *ToolCalls) step(cr *callRun, b byte) bool {
 func argByte(cr *callRun, b byte) bool {
 	r, st := &cr.r, &cr.r.st
 	switch {
+	case cr.c.none > 0: // None, read as null
+		i := cr.c.none
+		if b != pyNone[i] {
+			return false
+		}
+		cr.c.none = (i + 1) % uint8(len(pyNone))
+		return r.step("null"[i])
+	case b == 'N' && (st.mode == jValue || st.mode == jArrayFirst):
+		cr.c.none = 1
+		return r.step('n')
 	case st.mode == jString && st.key: // a bare key
 		if b == ':' {
 			return r.step('"') && r.step(':')
@@ -328,6 +340,10 @@ func argByte(cr *callRun, b byte) bool {
 	}
 	return r.step(b)
 }
+
+// pyNone is null as the template writes it (Python's str of None), which
+// the parser reads as null too.
+const pyNone = "None"
 
 // bareKey reports whether b may be in a key written bare: not whitespace nor
 // a control byte, nor a byte of the format's syntax (or a quote or backslash,

@@ -26,7 +26,7 @@ func callText(name string, v any) string {
 		case bool:
 			b.WriteString(map[bool]string{true: "true", false: "false"}[x])
 		case nil:
-			b.WriteString("null")
+			b.WriteString("None") // (Python's str of None)
 		case json.Number:
 			b.WriteString(x.String())
 		case []any:
@@ -172,6 +172,9 @@ func TestCallsHold(t *testing.T) {
 		{"a call end's text in a string", CallRules{Tools: tools, Only: true}, cs + "call:get_weather{city:" + q + "}<tool_call|>", false, false},
 		{"a call end inside the arguments", CallRules{Tools: tools, Only: true}, cs + "call:get_weather{city:" + q + ce, false, false},
 		{"a bare string", CallRules{Tools: tools, Only: true}, cs + "call:get{a:x", false, false},
+		{"None, as the template writes null", CallRules{Tools: tools, Only: true}, cs + "call:getx{a:None,b:[None,null]}" + ce, true, false},
+		{"Nonsense", CallRules{Tools: tools, Only: true}, cs + "call:getx{a:Nons", false, false},
+		{"None where null may not come", CallRules{Tools: tools, Only: true}, cs + "call:get_weather{n:N", false, false},
 		{"nothing after the end, Single", CallRules{Tools: tools, Single: true}, "x" + call + "y", false, false},
 	} {
 		ok, done := CallPrefix(c.rules, c.text)
@@ -295,6 +298,7 @@ func FuzzCalls(f *testing.F) {
 		"call:f{name:" + q + "A" + q + ",age:1,ok:true}",
 		"call:f{age:-0,name:" + q + "<|\"|" + q + ",ok:false,score:2.5E-3}",
 		"call:f{age:12,name:" + q + "}<tool_call|" + q + ",ok:true,color:" + q + "red" + q + "}",
+		"call:f{age:1,name:" + q + q + ",ok:false,score:None}",
 	} {
 		f.Add(s)
 	}
