@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -24,7 +25,10 @@ import (
 // The keywords read are type (one or a list), properties, required,
 // additionalProperties, items, enum, const, anyOf and oneOf (where the
 // alternatives are told apart by their value's first byte: a string or null,
-// an object or an array, …), nullable, local $refs (#/$defs/…,
+// an object or an array, …; or are objects with declared properties, read
+// together — each key written leaves the alternatives that declare it, and a
+// property they declare differently must be a const or enum in each, a
+// discriminator, whose value leaves its own), nullable, local $refs (#/$defs/…,
 // #/definitions/…, # itself), and the bounds: minLength and maxLength (a
 // string's characters, each escape one), minItems and maxItems, minProperties
 // and maxProperties, and minimum, maximum, exclusiveMinimum and
@@ -85,6 +89,10 @@ type schemaNode struct {
 	minProps, maxProps int
 	lo, hi             *numBound
 	pat                *pattern // a string's pattern or format (nil: none)
+	// union: an object of alternatives read together; litAlts[i]: which of
+	// them lits[i] belongs to (a discriminator's merged node).
+	union   *objUnion
+	litAlts []uint8
 }
 
 // numBound is a number's bound: v, and whether v itself is out (exclusive).
@@ -101,7 +109,23 @@ func newNode(kinds uint8) *schemaNode {
 type schemaProp struct {
 	key  string // as written between the key's quotes (JSON-escaped)
 	node *schemaNode
+	raw  string // its schema, compact (to tell alternatives' properties apart)
 }
+
+// objUnion is an object that is one of several alternatives (anyOf), read
+// together while the keys written leave more than one possible: its node's
+// props are all of theirs, and masks over them say which each alternative
+// declares and requires, and which alternatives declare each. Where two
+// declare a property differently, each declares it as literals only (a
+// const: a discriminator), which its merged node's litAlts tell apart.
+type objUnion struct {
+	declares, required []uint64
+	propAlts           []uint8
+}
+
+// maxUnionAlts is the most object alternatives a union may have: each is a
+// bit of a uint8 in the running state.
+const maxUnionAlts = 8
 
 // ignoredKeywords are read and not held to: annotations, and bounds left to
 // the model.
@@ -378,7 +402,9 @@ func (c *schemaCompiler) properties(n *schemaNode, props, required json.RawMessa
 		if err != nil {
 			return err
 		}
-		n.props = append(n.props, schemaProp{key: jsonKey(k), node: node})
+		var raw bytes.Buffer
+		_ = json.Compact(&raw, m[k]) // (valid: it was read)
+		n.props = append(n.props, schemaProp{key: jsonKey(k), node: node, raw: raw.String()})
 	}
 	if len(bytes.TrimSpace(required)) > 0 {
 		var req []string
@@ -507,6 +533,7 @@ func (c *schemaCompiler) anyOf(raw json.RawMessage, path string) (*schemaNode, e
 	}
 	out := newNode(0)
 	out.free = true
+	var objs []*schemaNode // the object alternatives: several are read together (union)
 	for i, a := range alts {
 		n, err := c.node(a, fmt.Sprintf("%s[%d]", path, i))
 		if err != nil {
@@ -515,7 +542,13 @@ func (c *schemaCompiler) anyOf(raw json.RawMessage, path string) (*schemaNode, e
 		if n == nil {
 			return nil, nil // any value is one of them
 		}
+		if n.kinds&kObject != 0 {
+			objs = append(objs, n)
+		}
 		overlap := out.kinds & n.kinds &^ (kNumber | kInteger)
+		if overlap&kObject != 0 && n.kinds == kObject && !n.free && len(objs) > 1 && allDeclared(objs) {
+			overlap &^= kObject // objects with declared properties: a union
+		}
 		if out.kinds&(kNumber|kInteger) != 0 && n.kinds&(kNumber|kInteger) != 0 {
 			overlap |= kNumber
 		}
@@ -543,7 +576,92 @@ func (c *schemaCompiler) anyOf(raw json.RawMessage, path string) (*schemaNode, e
 			return nil, fmt.Errorf("%s lists more than %d values in all", path, maxSchemaProps)
 		}
 	}
+	if len(objs) > 1 {
+		if err := out.unite(objs, path); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// allDeclared reports whether every node is an object with declared
+// properties and nothing else.
+func allDeclared(objs []*schemaNode) bool {
+	for _, o := range objs {
+		if o.kinds != kObject || o.free || o.union != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// unite makes n the union of the object alternatives objs: all their
+// properties, each alternative's by masks. A property two declare differently
+// must be literals in each (a discriminator: its values tell them apart once
+// written); otherwise no answer could be held to either as it is written.
+func (n *schemaNode) unite(objs []*schemaNode, path string) error {
+	if len(objs) > maxUnionAlts {
+		return fmt.Errorf("%s has %d object alternatives; at most %d are supported", path, len(objs), maxUnionAlts)
+	}
+	byKey := map[string][]int{} // key → the alternatives declaring it
+	var keys []string
+	for a, o := range objs {
+		for _, p := range o.props {
+			if byKey[p.key] == nil {
+				keys = append(keys, p.key)
+			}
+			byKey[p.key] = append(byKey[p.key], a)
+		}
+	}
+	if len(keys) > maxSchemaProps {
+		return fmt.Errorf("%s: its object alternatives declare %d properties in all; at most %d are supported", path, len(keys), maxSchemaProps)
+	}
+	sort.Strings(keys)
+	u := &objUnion{declares: make([]uint64, len(objs)), required: make([]uint64, len(objs)), propAlts: make([]uint8, len(keys))}
+	n.props, n.required, n.free, n.addl, n.minProps, n.maxProps = nil, 0, false, nil, -1, -1
+	for i, k := range keys {
+		var decl []schemaProp // each declaring alternative's
+		for _, a := range byKey[k] {
+			o := objs[a]
+			j := slices.IndexFunc(o.props, func(p schemaProp) bool { return p.key == k })
+			decl = append(decl, o.props[j])
+			u.declares[a] |= 1 << i
+			u.propAlts[i] |= 1 << a
+			if o.required&(1<<j) != 0 {
+				u.required[a] |= 1 << i
+			}
+		}
+		same := true
+		for _, p := range decl[1:] {
+			same = same && p.raw == decl[0].raw
+		}
+		if same {
+			n.props = append(n.props, decl[0])
+			continue
+		}
+		merged := newNode(0)
+		for x, p := range decl {
+			if p.node == nil || len(p.node.lits) == 0 || p.node.litKinds != p.node.kinds {
+				return fmt.Errorf("%s: alternatives declare the property %q differently, and an answer cannot be held to either as "+
+					"it is written; give them the same schema for it, or make it a const in each (a discriminator)", path, k)
+			}
+			a := byKey[k][x]
+			merged.kinds, merged.litKinds = merged.kinds|p.node.kinds, merged.litKinds|p.node.litKinds
+			for _, l := range p.node.lits {
+				if w := slices.Index(merged.lits, l); w >= 0 {
+					merged.litAlts[w] |= 1 << a
+				} else {
+					merged.lits, merged.litAlts = append(merged.lits, l), append(merged.litAlts, 1<<a)
+				}
+			}
+		}
+		if len(merged.lits) > maxSchemaProps {
+			return fmt.Errorf("%s: the property %q has more than %d values in all its alternatives", path, k, maxSchemaProps)
+		}
+		n.props = append(n.props, schemaProp{key: k, node: merged})
+	}
+	n.union = u
+	return nil
 }
 
 func kindNames(k uint8) string {
@@ -563,6 +681,39 @@ type schemaFrame struct {
 	used  uint64      // an object's properties written
 	val   *schemaNode // an object's value being written: its property's node
 	count int         // an array's items, an object's keys, begun so far
+	cand  uint8       // a union's alternatives the keys and values written leave possible
+}
+
+// keysLeft are the properties the object may still take: those of its
+// alternatives still possible (a union's), not yet written.
+func (fr *schemaFrame) keysLeft() uint64 {
+	n := fr.n
+	all := ^uint64(0) >> (64 - len(n.props))
+	if len(n.props) == 0 {
+		all = 0
+	}
+	if u := n.union; u != nil {
+		all = 0
+		for c := fr.cand; c != 0; c &= c - 1 {
+			all |= u.declares[bits.TrailingZeros8(c)]
+		}
+	}
+	return all &^ fr.used
+}
+
+// closable reports whether the object's required properties are written:
+// those of one of a union's alternatives still possible.
+func (fr *schemaFrame) closable() bool {
+	n := fr.n
+	if n.union == nil {
+		return n.required&^fr.used == 0
+	}
+	for c := fr.cand; c != 0; c &= c - 1 {
+		if n.union.required[bits.TrailingZeros8(c)]&^fr.used == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // frameView is the schema's stack as one run sees it, as stackView is the
@@ -725,7 +876,7 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 			return false
 		}
 		if closing {
-			return (s.cur == nil || s.strLen >= s.cur.minLen && (!s.patOn || s.cur.pat.matches(&s.pat, s.strLen == 0))) && s.scalarDone()
+			return (s.cur == nil || s.strLen >= s.cur.minLen && (!s.patOn || s.cur.pat.matches(&s.pat, s.strLen == 0))) && s.scalarDone(f)
 		}
 		// A character begins at a byte that is not a continuation, nor inside
 		// an escape.
@@ -740,7 +891,7 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 			return false
 		}
 		if len(st.lit) == 1 {
-			return s.scalarDone()
+			return s.scalarDone(f)
 		}
 		return true
 	case jNumber:
@@ -751,7 +902,7 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 			}
 			return s.litByte(c) && s.numByte(c)
 		}
-		if !s.numDone() || !s.scalarDone() {
+		if !s.numDone() || !s.scalarDone(f) {
 			return false
 		}
 		after := jsonState{mode: jAfterValue} // the number ended: c follows it
@@ -800,7 +951,7 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 			case fr.n.maxProps >= 0 && fr.count >= fr.n.maxProps:
 				return false
 			case !fr.n.free:
-				return fr.used != 1<<len(fr.n.props)-1 && !(len(fr.n.props) == maxSchemaProps && fr.used == ^uint64(0))
+				return fr.keysLeft() != 0
 			}
 		}
 	}
@@ -829,7 +980,11 @@ func (s *schemaState) begin(n *schemaNode, f *frameView, c byte) bool {
 	}
 	switch k {
 	case kObject:
-		return f.push(schemaFrame{n: n})
+		fr := schemaFrame{n: n}
+		if n != nil && n.union != nil {
+			fr.cand = uint8(1<<len(n.union.declares) - 1)
+		}
+		return f.push(fr)
 	case kArray:
 		return f.push(schemaFrame{n: n, arr: true})
 	}
@@ -842,6 +997,15 @@ func (s *schemaState) begin(n *schemaNode, f *frameView, c byte) bool {
 		s.litOn, s.litCand = true, 1<<len(n.lits)-1
 		if len(n.lits) == maxSchemaProps {
 			s.litCand = ^uint64(0)
+		}
+		if n.litAlts != nil { // a discriminator: the literals of the alternatives still possible
+			if fr := f.top(); fr != nil && fr.n != nil && fr.n.union != nil {
+				for i, alts := range n.litAlts {
+					if alts&fr.cand == 0 {
+						s.litCand &^= 1 << i
+					}
+				}
+			}
 		}
 	}
 	return s.litByte(c) && (k != kNumber|kInteger || s.numByte(c))
@@ -985,15 +1149,30 @@ func (s *schemaState) litByte(c byte) bool {
 	return cand != 0
 }
 
-// scalarDone ends a scalar: a literal's must be whole.
-func (s *schemaState) scalarDone() bool {
+// scalarDone ends a scalar: a literal's must be whole. A discriminator's
+// (a union's property whose alternatives hold it to different literals)
+// leaves possible only the alternatives of the literal written.
+func (s *schemaState) scalarDone(f *frameView) bool {
 	if s.litOn {
+		var alts uint8
 		whole := false
 		for m := s.litCand; m != 0; m &= m - 1 {
-			whole = whole || len(s.cur.lits[bits.TrailingZeros64(m)]) == s.litPos
+			if i := bits.TrailingZeros64(m); len(s.cur.lits[i]) == s.litPos {
+				whole = true
+				if s.cur.litAlts != nil {
+					alts |= s.cur.litAlts[i]
+				}
+			}
 		}
 		if !whole {
 			return false
+		}
+		if s.cur.litAlts != nil {
+			if fr := f.top(); fr != nil && fr.n != nil && fr.n.union != nil {
+				if fr.cand &= alts; fr.cand == 0 {
+					return false
+				}
+			}
 		}
 	}
 	s.cur, s.litOn = nil, false
@@ -1012,12 +1191,7 @@ func (s *schemaState) keyStart(f *frameView) bool {
 	if s.keyFree {
 		return true
 	}
-	s.keyNode, s.keyCand = fr.n, 0
-	for i := range fr.n.props {
-		if fr.used&(1<<i) == 0 {
-			s.keyCand |= 1 << i
-		}
-	}
+	s.keyNode, s.keyCand = fr.n, fr.keysLeft()
 	return s.keyCand != 0
 }
 
@@ -1052,6 +1226,9 @@ func (s *schemaState) keyDone(f *frameView) bool {
 		if i := bits.TrailingZeros64(m); len(s.keyNode.props[i].key) == s.keyPos {
 			fr.used |= 1 << i
 			fr.val = s.keyNode.props[i].node
+			if u := s.keyNode.union; u != nil {
+				fr.cand &= u.propAlts[i]
+			}
 			return true
 		}
 	}
@@ -1062,7 +1239,7 @@ func (s *schemaState) keyDone(f *frameView) bool {
 // minProperties.
 func (s *schemaState) close(f *frameView) bool {
 	fr := f.top()
-	if fr != nil && fr.n != nil && (!fr.n.free && fr.n.required&^fr.used != 0 || fr.count < fr.n.minProps) {
+	if fr != nil && fr.n != nil && (!fr.n.free && !fr.closable() || fr.count < fr.n.minProps) {
 		return false
 	}
 	f.pop()

@@ -38,6 +38,13 @@ var testSchemas = map[string]string{
 	"pattern": `{"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{2}-\\d{3}$"},"day":{"type":"string","format":"date"},
 		"mail":{"type":"string","format":"email"},"has":{"type":"string","pattern":"a.c","maxLength":6},"id":{"type":"string","format":"uuid"},
 		"host":{"type":"string","format":"hostname"},"either":{"anyOf":[{"type":"string","pattern":"^(yes|no)$"},{"type":"null"}]}},"required":["code"]}`,
+	"union": `{"type":"object","properties":{"shape":{"anyOf":[
+		{"type":"object","properties":{"kind":{"const":"circle"},"r":{"type":"number","minimum":0}},"required":["kind","r"],"additionalProperties":false},
+		{"type":"object","properties":{"kind":{"const":"rect"},"w":{"type":"number"},"h":{"type":"number"},"label":{"type":"string"}},"required":["kind","w","h"]},
+		{"type":"object","properties":{"kind":{"enum":["dot","pixel"]},"label":{"type":"string"}},"required":["kind"]},{"type":"null"}]},
+		"events":{"type":"array","items":{"$ref":"#/$defs/ev"}}},"required":["shape"],
+		"$defs":{"ev":{"oneOf":[{"type":"object","properties":{"type":{"const":"click"},"x":{"type":"integer"}},"required":["type","x"]},
+		{"type":"object","properties":{"type":{"const":"key"},"key":{"type":"string","maxLength":1}},"required":["type","key"]}]}}}`,
 	"free": `{"type":"object","properties":{"counts":{"type":"object","additionalProperties":{"type":"integer"}},"any":{},
 		"loose":{"type":"object","properties":{}},"none":{"type":"object","properties":{},"additionalProperties":false},
 		"esc":{"type":"string","enum":["quote \" and é","tab\t"]}},"required":["counts"]}`,
@@ -66,6 +73,9 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 		"free":      {`{"counts":{}}`, `{"counts":{"x":1,"y z":-2},"any":{"deep":[1,"two",null,{"t":true}]},"esc":"quote \" and é"}`},
 		"pattern": {`{"code":"AB-123"}`, `{"code":"ZZ-000","day":"2024-02-29","mail":"ada@example.org","has":"xabcx","id":"123e4567-E89B-12d3-a456-426614174000"}`,
 			`{"has":"a\tc","code":"\u0041B-\u0031\u00323","either":"no","host":"anything at all"}`, `{"code":"QQ-999","has":"aéc","either":null}`},
+		"union": {`{"shape":{"kind":"circle","r":1}}`, `{"shape":{"r":2.5,"kind":"circle"}}`, `{"shape":{"w":1,"label":"x","h":2,"kind":"rect"}}`,
+			`{"shape":{"label":"p","kind":"pixel"}}`, `{"shape":{"kind":"dot"},"events":[]}`,
+			`{"shape":null,"events":[{"type":"click","x":3},{"key":"a","type":"key"},{"x":-1,"type":"click"}]}`},
 		"bounds": {`{"s":"ab","i":-5}`, `{"s":"é✓\n\u0041","i":119,"x":0.5000001,"n":-0.5,"list":[0,7],"o":{"a":[]}}`, `{"i":0,"s":"\"\\","x":3.25,"n":null,"list":[3],"o":{"a":1,"b":{}}}`,
 			`{"s":"abcd","i":12,"x":1,"n":-12.5}`, `{"s":"ab","i":-0,"x":0.75,"n":-0.50}`},
 	} {
@@ -82,6 +92,9 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 		"nested": {`{"city":{"pop":1}`, `{"tags":[1`, `{"note":t`, `{"city":{"name":"x","pop":-1`, `{"city":{"name":"x","pop":1e`, `{"tags":["123456789`},
 		"pattern": {`{"code":"a`, `{"code":"AB1`, `{"code":"AB-1234`, `{"code":"AB-12"`, `{"day":"2024-13`, `{"day":"2024-02-32`, `{"mail":"a@@`, `{"mail":"a@b"`,
 			`{"has":"xxxx"`, `{"has":"xxxxa"`, `{"id":"123g`, `{"either":"ye"`, `{"either":"x`, `{"has":"a\nc"`, `{"code":"AB-\u0031\u0032\u0041`},
+		"union": {`{"shape":{"kind":"circle","w`, `{"shape":{"r":1,"kind":"r`, `{"shape":{"kind":"circle"}`, `{"shape":{"kind":"rect","w":1}`,
+			`{"shape":{"label":"x","r`, `{"shape":{"label":"x","kind":"c`, `{"shape":{"kind":"s`, `{"shape":{}`, `{"shape":{"r":-1`,
+			`{"events":[{"type":"click","k`, `{"events":[{"key":"ab`, `{"events":[{"x":1,"type":"k`, `{"events":[{"type":"key"}`},
 		"bounds": {`{"s":"a"`, `{"s":"abcde`, `{"i":-6`, `{"i":-51`, `{"i":120`, `{"i":12.`, `{"i":121`, `{"x":0.5,`, `{"x":0.4`, `{"x":3.26`, `{"x":4`,
 			`{"x":0,`, `{"x":-`, `{"x":1e`, `{"n":-0.4`, `{"n":0`, `{"list":[]`, `{"list":[1,2,`, `{"list":[-1`, `{"o":{}`, `{"o":{"a":1,"b":2,`},
 		"arrays":    {`{"people":[{"first":"A","level":4`, `{"people":[{"first":"A","level":10.`, `{"people":[{"first":"A","level":100`, `{"matrix":[["`},
@@ -376,8 +389,12 @@ func (r *refValidator) generate(rng *rand.Rand, s map[string]any, depth int) any
 		}
 		return json.Number(fmt.Sprint(rng.IntN(2000) - 1000))
 	case "number":
-		return within([]any{json.Number("0"), json.Number("-1.5"), json.Number("3.25e2"), json.Number("7"), json.Number("0.001"),
-			json.Number("0.75"), json.Number("3.25"), json.Number("-0.5"), json.Number("2.5"), json.Number("0.5")})
+		vals := []any{json.Number("0"), json.Number("-1.5"), json.Number("7"), json.Number("0.001"),
+			json.Number("0.75"), json.Number("3.25"), json.Number("-0.5"), json.Number("2.5"), json.Number("0.5")}
+		if !slices.ContainsFunc([]string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}, func(k string) bool { return s[k] != nil }) {
+			vals = append(vals, json.Number("3.25e2")) // (a bounded number is written without an exponent: the constraint refuses one)
+		}
+		return within(vals)
 	case "boolean":
 		return rng.IntN(2) == 0
 	case "null":
@@ -486,10 +503,11 @@ func TestCompileSchemaRefuses(t *testing.T) {
 		`{"type":"object","properties":{"a":{"type":"str"}}}`:                                  `unknown type "str"`,
 		`{"type":"object","properties":{"a":{}},"required":["b"]}`:                             `required names "b"`,
 		`{"type":"object","properties":{"a":{"anyOf":[{"type":"object"},{"type":"object"}]}}}`: "two alternatives allow values of one kind (object)",
-		`{"type":"object","properties":{"a":{"$ref":"http://x/y"}}}`:                           "only references inside the schema",
-		`{"type":"object","properties":{"a":{"$ref":"#/$defs/none"}}}`:                         "names no definition",
-		`{"type":"object","properties":{"a":{"enum":[{"x":1}]}}}`:                              "an object or a list as a value",
-		`{"type":"object","properties":{"a":{"type":"string","enum":[1,2]}}}`:                  "allows no value",
+		`{"type":"object","properties":{"a":{"anyOf":[{"type":"object","properties":{"x":{"type":"string"}}},{"type":"object","properties":{"x":{"type":"number"}}}]}}}`: `declare the property "x" differently`,
+		`{"type":"object","properties":{"a":{"$ref":"http://x/y"}}}`:          "only references inside the schema",
+		`{"type":"object","properties":{"a":{"$ref":"#/$defs/none"}}}`:        "names no definition",
+		`{"type":"object","properties":{"a":{"enum":[{"x":1}]}}}`:             "an object or a list as a value",
+		`{"type":"object","properties":{"a":{"type":"string","enum":[1,2]}}}`: "allows no value",
 		`[1]`: "must be a JSON object",
 		`{"type":"object","properties":{"a":{"type":"string","pattern":"\\bx"}}}`:                                               "word boundaries",
 		`{"type":"object","properties":{"a":{"type":"string","pattern":"a{300}"}}}`:                                             "instructions",
