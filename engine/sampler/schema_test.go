@@ -582,6 +582,8 @@ func FuzzCompileSchema(f *testing.F) {
 	f.Add(`{"$ref":"#"}`, `{}`)
 	f.Add(`{"type":"object","properties":{"a":{"type":"string","pattern":"^(x|y+)z?$","maxLength":3}}}`, `{"a":"yyz"}`)
 	f.Add(`{"type":"object","properties":{"a":{"type":"number","minimum":-1.5,"exclusiveMaximum":2}}}`, `{"a":-1.25}`)
+	f.Add(`{"type":"object","properties":{"a":{"anyOf":[{"type":"object","properties":{"k":{"const":1},"x":{}},"required":["k"]},`+
+		`{"type":"object","properties":{"k":{"enum":[2,"b"]},"y":{"type":"null"}}}]}}}`, `{"a":{"y":null,"k":"b"}}`)
 	f.Fuzz(func(t *testing.T, schema, text string) {
 		s, err := CompileSchema([]byte(schema))
 		if err != nil {
