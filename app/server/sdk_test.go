@@ -772,3 +772,86 @@ func TestAnthropicSDK(t *testing.T) {
 		t.Errorf("the tool_use and its tool_result sent back: %+v", m)
 	}
 }
+
+// sdkParseScript asks for structured outputs the way the SDK's parse helper
+// does — a strict json_schema answer, then a strict tool's forced call —
+// and prints what the helper parsed: argv[2] base URL, argv[3] key, argv[4]
+// model id.
+const sdkParseScript = `
+const mod = require("openai");
+const OpenAI = mod.OpenAI || mod.default || mod;
+const [baseURL, apiKey, model] = process.argv.slice(2);
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 120000 });
+const messages = [{ role: "user", content: "What is the weather in Oslo this week?" }];
+const schema = { type: "object", additionalProperties: false, required: ["unit", "days", "windy"], properties: {
+  unit: { type: "string", enum: ["celsius", "fahrenheit"] }, days: { type: "integer", minimum: 1, maximum: 7 }, windy: { type: "boolean" } } };
+(async () => {
+  const out = {};
+  const a = await client.chat.completions.parse({ model, messages, max_tokens: 400, seed: 3,
+    response_format: { type: "json_schema", json_schema: { name: "forecast", schema, strict: true } } });
+  out.answer = { parsed: a.choices[0].message.parsed, finish: a.choices[0].finish_reason };
+  const tools = [{ type: "function", function: { name: "get_forecast", description: "The forecast for a week.", parameters: schema, strict: true } }];
+  const c = await client.chat.completions.parse({ model, messages, tools, tool_choice: "required", max_tokens: 64, seed: 3 });
+  const m = c.choices[0].message;
+  out.call = { finish: c.choices[0].finish_reason, content: m.content,
+    calls: (m.tool_calls || []).map((t) => ({ name: t.function.name, args: t.function.parsed_arguments })) };
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+// TestOpenAISDKParse: the official client's parse helper, which throws where
+// an answer is not JSON or a strict tool's arguments are not, reads the
+// built-in Mini's held answers: a strict json_schema answer and a forced call
+// of a strict tool, each an instance of the schema (an enum, a bounded
+// integer, a boolean: what the hold leaves the Mini, which never learned
+// JSON or calls, can only close). Unheld, the Mini wrote word salad where a
+// call was forced.
+func TestOpenAISDKParse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the openai npm client and the Darkroom Mini")
+	}
+	modules := installSDK(t)
+	fsys, err := assets.Mini()
+	if err != nil {
+		t.Skip("no built-in Darkroom Mini:", err)
+	}
+	e, err := engine.Load(context.Background(), engine.FS(fsys, "Darkroom Mini"), engine.Options{Backend: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	s := start(t, Options{Model: func(context.Context) (Model, error) { return Model{ID: "darkroom-mini", Engine: e}, nil }})
+	out := runScript(t, modules, sdkParseScript, s.APIBase(), s.Token(), "darkroom-mini")
+	type forecast struct {
+		Unit  string
+		Days  int
+		Windy *bool
+	}
+	var got struct {
+		Answer struct {
+			Parsed *forecast
+			Finish string
+		}
+		Call struct {
+			Finish  string
+			Content *string
+			Calls   []struct {
+				Name string
+				Args *forecast
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("sdk output %q: %v", out, err)
+	}
+	instance := func(f *forecast) bool {
+		return f != nil && (f.Unit == "celsius" || f.Unit == "fahrenheit") && f.Days >= 1 && f.Days <= 7 && f.Windy != nil
+	}
+	if a := got.Answer; a.Finish != "stop" || !instance(a.Parsed) {
+		t.Errorf("json_schema answer: %s, parsed %+v; want an instance of the schema", a.Finish, a.Parsed)
+	}
+	if c := got.Call; c.Finish != "tool_calls" || c.Content != nil || len(c.Calls) != 1 || c.Calls[0].Name != "get_forecast" || !instance(c.Calls[0].Args) {
+		t.Errorf("forced strict call: %s", out)
+	}
+	t.Logf("%s", out)
+}
