@@ -221,7 +221,7 @@ func (c *schemaCompiler) node(raw []byte, path string) (*schemaNode, error) {
 			if !ignoredKeywords[k] {
 				return nil, fmt.Errorf("%s: the keyword %q is not supported: an answer cannot be held to it "+
 					"(supported: type, properties, required, additionalProperties, items, enum, const, anyOf, $ref, "+
-					"and the bounds minLength, maxItems, minimum, …)", path, k)
+					"pattern, format, and the bounds minLength, maxItems, minimum, …)", path, k)
 			}
 		}
 	}
