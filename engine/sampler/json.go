@@ -197,20 +197,15 @@ func (v *JSONVocab) ban(banned []bool, l language) (allowed int) {
 			if len(ids) == 0 {
 				continue
 			}
-			pairOK := -1 // not asked yet (a one-byte id needs no second)
+			// A pair that may not come bans its group unseen, but for the
+			// one-byte ids (decided by c), which are in the group of d 0.
+			pairOK := l.accepts([]byte{byte(c), byte(d)})
+			if !pairOK && d != 0 {
+				continue
+			}
 			for _, id := range ids {
 				text := v.texts[id]
-				ok := len(text) == 1
-				if !ok {
-					if pairOK < 0 {
-						pairOK = 0
-						if l.accepts([]byte{byte(c), byte(d)}) {
-							pairOK = 1
-						}
-					}
-					ok = pairOK == 1 && (len(text) == 2 || l.accepts(text))
-				}
-				if ok {
+				if len(text) == 1 || pairOK && (len(text) == 2 || l.accepts(text)) {
 					banned[id] = false
 					allowed++
 				}
