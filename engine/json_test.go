@@ -11,25 +11,26 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/sampler"
 )
 
-// jsonCodec's ids 10 to 19 are pieces of JSON, the others words ("w7").
-type jsonCodec struct{}
+// piecesCodec's ids 10 on are its pieces, the others words ("w7").
+type piecesCodec []string
 
-var jsonPieces = []string{`{`, `"a"`, `:`, ` 1`, `}`, `,`, `[`, `]`, `"`, ` `}
-
-func (jsonCodec) text(id int) string {
-	if id >= 10 && id < 10+len(jsonPieces) {
-		return jsonPieces[id-10]
+func (c piecesCodec) text(id int) string {
+	if id >= 10 && id < 10+len(c) {
+		return c[id-10]
 	}
 	return fmt.Sprintf("w%d", id)
 }
-func (jsonCodec) Encode(string) []int { return nil }
-func (c jsonCodec) Decode(ids []int) string {
+func (piecesCodec) Encode(string) []int { return nil }
+func (c piecesCodec) Decode(ids []int) string {
 	var b strings.Builder
 	for _, id := range ids {
 		b.WriteString(c.text(id))
 	}
 	return b.String()
 }
+
+// jsonCodec's ids 10 to 19 are pieces of JSON.
+var jsonCodec = piecesCodec{`{`, `"a"`, `:`, ` 1`, `}`, `,`, `[`, `]`, `"`, ` `}
 
 // TestJSONMode: with Request.JSON each AR pick keeps the answer the beginning
 // of a JSON object, and the answer ends where the object closes, with no pass
@@ -44,7 +45,7 @@ func TestJSONMode(t *testing.T) {
 		return 300 + p%50 // words
 	})
 	e := testEngine(object)
-	e.tok = jsonCodec{}
+	e.tok = jsonCodec
 	res, err := e.Generate(context.Background(), Request{PromptIDs: prompt(), Mode: AR, JSON: true, Sampling: Sampling{MaxNewTokens: 40}})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +57,7 @@ func TestJSONMode(t *testing.T) {
 	words := newScript(func(p int) int { return 300 + p%50 })
 	for _, temp := range []float64{0, 2} {
 		e := testEngine(words)
-		e.tok = jsonCodec{}
+		e.tok = jsonCodec
 		res, err := e.Generate(context.Background(), Request{PromptIDs: prompt(), Mode: AR, JSON: true, Seed: 9, Sampling: Sampling{MaxNewTokens: 60, Temperature: temp}})
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +67,7 @@ func TestJSONMode(t *testing.T) {
 			t.Errorf("T=%g over words: %q (%s): prefix %v, closed %v", temp, res.Text, res.StopReason, ok, closed)
 		}
 		e = testEngine(words)
-		e.tok = jsonCodec{}
+		e.tok = jsonCodec
 		free, err := e.Generate(context.Background(), Request{PromptIDs: prompt(), Mode: AR, Seed: 9, Sampling: Sampling{MaxNewTokens: 6, Temperature: temp}})
 		if err != nil {
 			t.Fatal(err)

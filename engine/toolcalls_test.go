@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -80,26 +79,8 @@ func TestToolCallsHeldRealModel(t *testing.T) {
 	}
 }
 
-// callCodec's ids 10 to 18 are the tool call format's pieces, the others
-// words ("w7").
-type callCodec struct{}
-
-var callPieces = []string{chat.ToolCallStart, "call:", "get", "{", "}", chat.ToolCallEnd, chat.Quote, "g", "et"}
-
-func (callCodec) text(id int) string {
-	if id >= 10 && id < 10+len(callPieces) {
-		return callPieces[id-10]
-	}
-	return fmt.Sprintf("w%d", id)
-}
-func (callCodec) Encode(string) []int { return nil }
-func (c callCodec) Decode(ids []int) string {
-	var b strings.Builder
-	for _, id := range ids {
-		b.WriteString(c.text(id))
-	}
-	return b.String()
-}
+// callCodec's ids 10 to 18 are the tool call format's pieces.
+var callCodec = piecesCodec{chat.ToolCallStart, "call:", "get", "{", "}", chat.ToolCallEnd, chat.Quote, "g", "et"}
 
 // TestToolCallsHeldWords: a hold that is not Only leaves the model's words
 // before a call as it writes them; once it begins a call, the call is held
@@ -122,7 +103,7 @@ func TestToolCallsHeldWords(t *testing.T) {
 	tools := []Tool{{Name: "get"}}
 	for _, only := range []bool{false, true} {
 		e := testEngine(script)
-		e.tok = callCodec{}
+		e.tok = callCodec
 		res, err := e.Generate(context.Background(), Request{PromptIDs: prompt(), Tools: tools, Mode: AR, Sampling: Sampling{MaxNewTokens: 40},
 			ToolCalls: &CallHold{Only: only, Single: true, Schemas: map[string]*sampler.Schema{"get": none}}})
 		if err != nil {

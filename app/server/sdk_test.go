@@ -27,6 +27,22 @@ const (
 )
 
 // installSDK makes sure the SDK is installed and returns its node_modules folder.
+// loadMini loads the built-in Darkroom Mini on the CPU, closed when the test
+// ends.
+func loadMini(t *testing.T) *engine.Engine {
+	t.Helper()
+	fsys, err := assets.Mini()
+	if err != nil {
+		t.Skip("no built-in Darkroom Mini:", err)
+	}
+	e, err := engine.Load(context.Background(), engine.FS(fsys, "Darkroom Mini"), engine.Options{Backend: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
 func installSDK(t *testing.T) string {
 	t.Helper()
 	return npmtest.Install(t, "SKIPPED OPENAI SDK TEST", "drive the server with the official openai client", sdkPackage, sdkVersion)
@@ -250,15 +266,7 @@ func TestOpenAISDK(t *testing.T) {
 		t.Skip("runs the openai npm client and the Darkroom Mini")
 	}
 	modules := installSDK(t)
-	fsys, err := assets.Mini()
-	if err != nil {
-		t.Skip("no built-in Darkroom Mini:", err)
-	}
-	e, err := engine.Load(context.Background(), engine.FS(fsys, "Darkroom Mini"), engine.Options{Backend: "go"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := loadMini(t)
 	probe := &stepProbe{Generator: tinyengine.Paced{Engine: e, Step: 10 * time.Millisecond}}
 	s := start(t, Options{Model: func(context.Context) (Model, error) {
 		return Model{ID: "darkroom-mini", Engine: checkedProbe{probe, e}}, nil
@@ -811,15 +819,7 @@ func TestOpenAISDKParse(t *testing.T) {
 		t.Skip("runs the openai npm client and the Darkroom Mini")
 	}
 	modules := installSDK(t)
-	fsys, err := assets.Mini()
-	if err != nil {
-		t.Skip("no built-in Darkroom Mini:", err)
-	}
-	e, err := engine.Load(context.Background(), engine.FS(fsys, "Darkroom Mini"), engine.Options{Backend: "go"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := loadMini(t)
 	s := start(t, Options{Model: func(context.Context) (Model, error) { return Model{ID: "darkroom-mini", Engine: e}, nil }})
 	out := runScript(t, modules, sdkParseScript, s.APIBase(), s.Token(), "darkroom-mini")
 	type forecast struct {
