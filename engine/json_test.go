@@ -101,14 +101,7 @@ func TestJSONModeRealModel(t *testing.T) {
 	host, graph := loadGo(t, dir, false), loadGo(t, dir, true)
 	for _, temp := range []float64{0, 1} {
 		req := Request{Prompt: "Write a JSON object.", Mode: AR, JSON: true, Seed: 3, Sampling: Sampling{MaxNewTokens: 48, Temperature: temp}}
-		h, err := host.Generate(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := graph.Generate(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, g := bothPaths(t, host, graph, req)
 		if !slices.Equal(h.Tokens, g.Tokens) {
 			t.Errorf("T=%g: graph path %v, host path %v", temp, g.Tokens, h.Tokens)
 		}

@@ -29,6 +29,20 @@ func loadGo(t *testing.T, dir string, inGraph bool) *Engine {
 	return e
 }
 
+// bothPaths runs req on the host path and in graphs, and returns each one's
+// result.
+func bothPaths(t *testing.T, host, graph *Engine, req Request) (h, g *Result) {
+	t.Helper()
+	h, err := host.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, err = graph.Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	return h, g
+}
+
 func TestLoadAndGenerateTinyModel(t *testing.T) {
 	t.Setenv("DARKROOM_NO_MMAP", "0") // mapped first, then not
 	dir := writeTinyModel(t)

@@ -116,14 +116,7 @@ func TestLogprobsOnTheGraphPath(t *testing.T) {
 	graph.run = counted
 	req := Request{Prompt: "What is Unix?", Seed: 7, Mode: AR, Sampling: Sampling{MaxNewTokens: 12, Temperature: 0.7},
 		Logprobs: true, TopLogprobs: 2}
-	g, err := graph.Generate(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := host.Generate(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, g := bothPaths(t, host, graph, req)
 	if counted.rows == 0 {
 		t.Error("no encoder pass brought its logits to the host")
 	}
@@ -269,14 +262,7 @@ func TestTopKTopP(t *testing.T) {
 	counted := &logitsCounted{modelRunner: graph.run.(modelRunner)}
 	graph.run = counted
 	req := Request{Prompt: "What is Unix?", Seed: 7, Mode: AR, Sampling: Sampling{MaxNewTokens: 12, Temperature: 1.2, TopK: 40, TopP: 0.9}}
-	g, err := graph.Generate(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := host.Generate(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, g := bothPaths(t, host, graph, req)
 	if counted.rows == 0 || !slices.Equal(g.Tokens, h.Tokens) {
 		t.Errorf("graph path %v (%d rows to the host), host path %v", g.Tokens, counted.rows, h.Tokens)
 	}

@@ -36,14 +36,7 @@ func TestToolCallsHeldRealModel(t *testing.T) {
 		req := Request{Prompt: "What is the weather?", Tools: tools, Mode: AR, Seed: uint64(run), Opening: chat.ToolCallStart + "call:",
 			ToolCalls: &CallHold{Only: true, Single: true, Schemas: map[string]*sampler.Schema{"get_weather": schema, "get_time": none}},
 			Sampling:  Sampling{MaxNewTokens: 64, Temperature: temp}}
-		h, err := host.Generate(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := graph.Generate(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, g := bothPaths(t, host, graph, req)
 		if !slices.Equal(h.Tokens, g.Tokens) {
 			t.Errorf("T=%g: graph path %v, host path %v", temp, g.Tokens, h.Tokens)
 		}
