@@ -328,20 +328,13 @@ func (n *schemaNode) bound(k string, v json.RawMessage, m map[string]json.RawMes
 		*dst = int(f)
 		return nil
 	}
+	counts := map[string]*int{"minLength": &n.minLen, "maxLength": &n.maxLen, "minItems": &n.minItems, "maxItems": &n.maxItems,
+		"minProperties": &n.minProps, "maxProperties": &n.maxProps}
+	if dst, ok := counts[k]; ok {
+		return count(dst)
+	}
 	draft4 := func(key string) bool { return string(bytes.TrimSpace(m[key])) == "true" }
 	switch k {
-	case "minLength":
-		return count(&n.minLen)
-	case "maxLength":
-		return count(&n.maxLen)
-	case "minItems":
-		return count(&n.minItems)
-	case "maxItems":
-		return count(&n.maxItems)
-	case "minProperties":
-		return count(&n.minProps)
-	case "maxProperties":
-		return count(&n.maxProps)
 	case "minimum":
 		n.lo = tighter(n.lo, &numBound{v: f, open: draft4("exclusiveMinimum")}, false)
 	case "maximum":
