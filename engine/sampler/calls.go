@@ -15,22 +15,23 @@ import (
 // the way the chat template writes them (engine/chat's format_argument): keys
 // bare, strings between `<|"|>` tokens with their text as it is, numbers,
 // true, false, null (or None, as the template writes it), lists and objects,
-// no whitespace between them. The hold
-// reads them as a transducer into JSON: each byte becomes the JSON bytes that
-// say the same (a bare key's first byte a '"' and itself, its ':' a '"' and
-// ':', a `<|"|>` a '"', a string's '"' `\"`, …), fed to the JSON constraint's
-// automaton held to the tool's parameters schema (json.go, schema.go), so a
-// call's arguments are an instance of that schema exactly as JSON mode's
-// answer is. What it allows is also what engine/chat's ParseToolCalls reads
+// no whitespace between them. The hold reads them as a transducer into JSON:
+// each byte becomes the JSON bytes that say the same (a bare key's first byte
+// a '"' and itself, its ':' a '"' and ':', a `<|"|>` a '"', a string's '"'
+// `\"`, …), fed to the JSON constraint's automaton held to the tool's
+// parameters schema (json.go, schema.go), so a call's arguments are an
+// instance of that schema exactly as JSON mode's answer is. What it allows is also what engine/chat's ParseToolCalls reads
 // back as the same JSON: numbers with an exponent carry a '.', and a string
 // never holds the text of `<|"|>` nor of `<tool_call|>` (the parser would end
 // it there).
 //
 // Before the first call the hold allows any text (where the answer may be
-// words: tool_choice "auto"), or only the call (Only); the control tokens come
-// to it as the one-byte texts CallQuote, CallStart and CallEnd (bytes no UTF-8
-// text holds), which NewJSONVocab reads as it reads any id's text. After a call
-// come the ends, or (not Single) another call.
+// words: tool_choice "auto"; a thought too, which should not hold a call's
+// start: the hold does not tell a thought apart), or only the call (Only);
+// the control tokens come to it as the one-byte texts CallQuote, CallStart
+// and CallEnd (bytes no UTF-8 text holds), which NewJSONVocab reads as it
+// reads any id's text. After a call come the ends, or (not Single) another
+// call.
 
 // The tool-call control tokens as the hold reads them: one byte each that no
 // UTF-8 text holds. The vocabulary given to NewJSONVocab names the model's
