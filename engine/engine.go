@@ -455,9 +455,10 @@ func (e *Engine) newJSONVocab(vocab int, eos []int) *sampler.JSONVocab {
 	return sampler.NewJSONVocab(texts, special, eos)
 }
 
-// callTokens names the tool call format's control tokens as the sampler's
-// call hold reads them.
-var callTokens = map[string]string{chat.Quote: sampler.CallQuote, chat.ToolCallStart: sampler.CallStart, chat.ToolCallEnd: sampler.CallEnd}
+// callTokens names the tool call format's control tokens, and a thought's,
+// as the sampler's call hold reads them.
+var callTokens = map[string]string{chat.Quote: sampler.CallQuote, chat.ToolCallStart: sampler.CallStart, chat.ToolCallEnd: sampler.CallEnd,
+	chat.ChannelStart: sampler.ThoughtStart, chat.ChannelEnd: sampler.ThoughtEnd}
 
 // guideIDs is what AR guidance knows of each id's text, by id.
 type guideIDs struct {

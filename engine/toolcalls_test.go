@@ -25,10 +25,7 @@ func TestToolCallsHeldRealModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	none, err := sampler.CompileSchema([]byte(`{"type":"object","properties":{},"additionalProperties":false}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	none := noArguments(t)
 	tools := []Tool{{Name: "get_weather", Description: "The weather now.", Parameters: json.RawMessage(raw)}, {Name: "get_time"}}
 	named := map[string]bool{}
 	for run := range 8 {
@@ -72,8 +69,19 @@ func TestToolCallsHeldRealModel(t *testing.T) {
 	}
 }
 
-// callCodec's ids 10 to 18 are the tool call format's pieces.
-var callCodec = piecesCodec{chat.ToolCallStart, "call:", "get", "{", "}", chat.ToolCallEnd, chat.Quote, "g", "et"}
+// callCodec's ids 10 to 20 are the tool call format's pieces and a thought's
+// markers.
+var callCodec = piecesCodec{chat.ToolCallStart, "call:", "get", "{", "}", chat.ToolCallEnd, chat.Quote, "g", "et", chat.ChannelStart, chat.ChannelEnd}
+
+// noArguments is the schema of a tool that takes none: {} alone.
+func noArguments(t *testing.T) *sampler.Schema {
+	t.Helper()
+	s, err := sampler.CompileSchema([]byte(`{"type":"object","properties":{},"additionalProperties":false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 // TestToolCallsHeldWords: a hold that is not Only leaves the model's words
 // before a call as it writes them; once it begins a call, the call is held
@@ -89,10 +97,7 @@ func TestToolCallsHeldWords(t *testing.T) {
 			return 300 + i // words
 		}
 	})
-	none, err := sampler.CompileSchema([]byte(`{"type":"object","properties":{},"additionalProperties":false}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	none := noArguments(t)
 	tools := []Tool{{Name: "get"}}
 	for _, only := range []bool{false, true} {
 		e := testEngine(script)
@@ -112,6 +117,35 @@ func TestToolCallsHeldWords(t *testing.T) {
 			t.Errorf("only %v: %q (%s, %d passes for %d tokens): content %q, calls %+v; want %q and the call get{}",
 				only, res.Text, res.StopReason, res.ForwardPasses, len(res.Tokens), content, calls, wantContent)
 		}
+	}
+}
+
+// TestToolCallsHeldThought: a call's start inside a thought is the thought's
+// text, left as the model writes it; after the thought a call is held.
+func TestToolCallsHeldThought(t *testing.T) {
+	script := newScript(func(p int) int {
+		switch i := p - promptLen; i {
+		case 0:
+			return 19 // <|channel>
+		case 1, 4:
+			return 10 // <|tool_call>
+		case 3:
+			return 20 // <channel|>
+		default:
+			return 300 + i // words
+		}
+	})
+	none := noArguments(t)
+	e := testEngine(script)
+	e.tok = callCodec
+	res, err := e.Generate(context.Background(), Request{PromptIDs: prompt(), Tools: []Tool{{Name: "get"}}, Mode: AR,
+		Sampling: Sampling{MaxNewTokens: 40}, ToolCalls: &CallHold{Single: true, Schemas: map[string]*sampler.Schema{"get": none}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thought := chat.ChannelStart + chat.ToolCallStart + "w302" + chat.ChannelEnd
+	if !strings.HasPrefix(res.Text, thought+chat.ToolCallStart+"call:") || !strings.HasSuffix(res.Text, chat.ToolCallEnd) || res.StopReason != StopEOS {
+		t.Errorf("%q (%s): want the thought %q as written, then one held call", res.Text, res.StopReason, thought)
 	}
 }
 

@@ -26,12 +26,12 @@ import (
 // it there).
 //
 // Before the first call the hold allows any text (where the answer may be
-// words: tool_choice "auto"; a thought too, which should not hold a call's
-// start: the hold does not tell a thought apart), or only the call (Only);
-// the control tokens come to it as the one-byte texts CallQuote, CallStart
-// and CallEnd (bytes no UTF-8 text holds), which NewJSONVocab reads as it
-// reads any id's text. After a call come the ends, or (not Single) another
-// call.
+// words: tool_choice "auto"; a call's start inside a thought, between
+// `<|channel>` and `<channel|>`, is the thought's text), or only the call
+// (Only); the control tokens come to it as the one-byte texts CallQuote,
+// CallStart, CallEnd, ThoughtStart and ThoughtEnd (bytes no UTF-8 text holds),
+// which NewJSONVocab reads as it reads any id's text. After a call come the
+// ends, or (not Single) another call.
 
 // The tool-call control tokens as the hold reads them: one byte each that no
 // UTF-8 text holds. The vocabulary given to NewJSONVocab names the model's
@@ -40,6 +40,10 @@ const (
 	CallQuote = "\xF8"
 	CallStart = "\xF9"
 	CallEnd   = "\xFA"
+	// ThoughtStart and ThoughtEnd are `<|channel>` and `<channel|>`, which
+	// open and close a thought.
+	ThoughtStart = "\xFB"
+	ThoughtEnd   = "\xFC"
 )
 
 // callWord follows CallStart in every call.
@@ -67,6 +71,7 @@ type callPhase uint8
 
 const (
 	cFree  callPhase = iota // before any call (not Only): any text; CallStart begins one
+	cThink                  // in a thought before any call: any text, to ThoughtEnd
 	cStart                  // Only, before the first call: its CallStart
 	cWord                   // after CallStart: callWord (pos: its bytes read)
 	cName                   // the name: tools[lo:hi] begin with the pos bytes read
@@ -165,7 +170,7 @@ func (h *ToolCalls) Done() bool { return h.single && h.c.phase == cAfter }
 // read it before the next Picked); nil where any may (words before a call).
 // The ends are allowed after a call, and wherever nothing else could follow.
 func (h *ToolCalls) Banned() []bool {
-	if h.c.phase == cFree {
+	if h.c.phase == cFree || h.c.phase == cThink {
 		return nil
 	}
 	allowed := 0
@@ -234,8 +239,16 @@ func (h *ToolCalls) step(cr *callRun, b byte) bool {
 	c := &cr.c
 	switch c.phase {
 	case cFree:
-		if b == CallStart[0] {
+		switch b {
+		case CallStart[0]:
 			c.phase, c.pos = cWord, 0
+		case ThoughtStart[0]:
+			c.phase = cThink
+		}
+		return true
+	case cThink:
+		if b == ThoughtEnd[0] {
+			c.phase = cFree
 		}
 		return true
 	case cStart, cAfter:

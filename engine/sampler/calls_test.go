@@ -129,6 +129,8 @@ func TestCallsHold(t *testing.T) {
 		{"two calls", CallRules{Tools: tools, Only: true}, call + call, true, false},
 		{"two calls, Single", CallRules{Tools: tools, Only: true, Single: true}, call + cs, false, false},
 		{"words after a call", CallRules{Tools: tools}, call + " ", false, false},
+		{"a call's start in a thought", CallRules{Tools: tools}, ThoughtStart + "thought\nx" + cs + "y" + ThoughtEnd + "So:" + call, true, false},
+		{"a thought, Only", CallRules{Tools: tools, Only: true}, ThoughtStart, false, false},
 		{"a name's beginning", CallRules{Tools: tools, Only: true}, cs + "call:ge{", false, false},
 		{"a shorter name", CallRules{Tools: tools, Only: true}, cs + "call:get{}" + ce, true, false},
 		{"a longer name", CallRules{Tools: tools, Only: true}, cs + "call:getx{a:[1,{b:null}]}" + ce, true, false},

@@ -53,8 +53,9 @@ type JSONVocab struct {
 // NewJSONVocab reads texts[id] (an id's bytes, a byte-fallback id's one byte),
 // special[id] (an id that is not text: turn markers and the like; nil: none)
 // and the end ids. Special ids are never written as text, but for the tool
-// call format's control tokens, named by the texts CallQuote, CallStart and
-// CallEnd, which the call hold reads as those one-byte texts (calls.go); so
+// call format's control tokens and a thought's, named by the texts
+// CallQuote, CallStart, CallEnd, ThoughtStart and ThoughtEnd, which the call
+// hold reads as those one-byte texts (calls.go); so
 // that no text is read as one of them, a plain id with a byte no UTF-8 text
 // holds (0xF8 to 0xFF: a byte-fallback id no text needs) is never written
 // either.
@@ -76,7 +77,7 @@ func NewJSONVocab(texts []string, special []bool, ends []int) *JSONVocab {
 	for id, t := range texts {
 		v.texts[id] = []byte(t)
 		isSpecial := special != nil && special[id]
-		control := isSpecial && (t == CallQuote || t == CallStart || t == CallEnd)
+		control := isSpecial && (t == CallQuote || t == CallStart || t == CallEnd || t == ThoughtStart || t == ThoughtEnd)
 		if !control && (v.never[id] || t == "" || isSpecial || hasByteAbove(t, 0xF7)) {
 			v.never[id] = true
 			v.neverIDs = append(v.neverIDs, int32(id))
