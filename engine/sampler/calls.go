@@ -103,6 +103,7 @@ type ToolCalls struct {
 	c      callState
 	args   jsonHold // cArgs: the arguments as JSON
 	banned []bool
+	pats   map[*pattern]*patDFA // the patterns' automata (JSONObject's)
 }
 
 // callRun is one run of the hold over some bytes, on copies of its state.
@@ -127,7 +128,8 @@ func (v *JSONVocab) Calls(rules CallRules) (*ToolCalls, error) {
 			return nil, err
 		}
 	}
-	h := &ToolCalls{v: v, tools: tools, only: rules.Only, single: rules.Single, banned: make([]bool, len(v.texts))}
+	h := &ToolCalls{v: v, tools: tools, only: rules.Only, single: rules.Single, banned: make([]bool, len(v.texts)),
+		pats: map[*pattern]*patDFA{}}
 	if h.only {
 		h.c.phase = cStart
 	}
@@ -193,12 +195,13 @@ func (h *ToolCalls) Picked(id int) {
 	}
 }
 
-// plainString: inside an argument's string (not held to an enum), between
-// characters, where plain text is content as it is.
-func (h *ToolCalls) plainString() bool {
-	st := &h.args.st
-	return h.c.phase == cArgs && st.mode == jString && !st.key && st.next == 0 &&
-		(h.args.sch == nil || !h.args.sch.constrainsString(false, h.v.maxChars)) && h.c.tail == [2]uint8{}
+// plainRule: inside an argument's string (not a key's), between characters
+// and with no delimiter's text begun, plain text is taken as in JSON.
+func (h *ToolCalls) plainRule() plainRule {
+	if h.c.phase != cArgs || h.args.st.key || h.c.tail != [2]uint8{} {
+		return plainRule{}
+	}
+	return h.args.plainRule(h.pats)
 }
 
 func (h *ToolCalls) start(cr *callRun) {

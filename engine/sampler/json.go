@@ -47,7 +47,13 @@ type JSONVocab struct {
 	// and neverIDs those never written.
 	notPlain, neverIDs []int32
 	ends               []int // the ids that end a generation, allowed once the object is closed
-	maxChars           int   // the most characters of a plain id
+	// chars are each plain id's characters (0: an id that is not plain; 255
+	// for more), maxChars the most.
+	chars    []uint8
+	maxChars int
+	// ascii is each plain id's characters as a set of ASCII bytes (none: it
+	// has a character that is not ASCII).
+	ascii [][2]uint64
 }
 
 // NewJSONVocab reads texts[id] (an id's bytes, a byte-fallback id's one byte),
@@ -61,7 +67,7 @@ type JSONVocab struct {
 // either.
 func NewJSONVocab(texts []string, special []bool, ends []int) *JSONVocab {
 	v := &JSONVocab{texts: make([][]byte, len(texts)), never: make([]bool, len(texts)), start: make([]int32, 1<<16+1),
-		ends: append([]int(nil), ends...)}
+		ends: append([]int(nil), ends...), chars: make([]uint8, len(texts)), ascii: make([][2]uint64, len(texts))}
 	for _, id := range ends {
 		if id >= 0 && id < len(texts) {
 			v.never[id] = true // written only as the end, never as text
@@ -90,7 +96,13 @@ func NewJSONVocab(texts []string, special []bool, ends []int) *JSONVocab {
 			strings.Contains(t, stringStops[1]) {
 			v.notPlain = append(v.notPlain, int32(id))
 		} else {
-			v.maxChars = max(v.maxChars, utf8.RuneCountInString(t))
+			n := utf8.RuneCountInString(t)
+			v.chars[id], v.maxChars = uint8(min(n, 255)), max(v.maxChars, n)
+			if n == len(t) {
+				for i := 0; i < len(t); i++ {
+					v.ascii[id][t[i]/64] |= 1 << (t[i] % 64)
+				}
+			}
 		}
 	}
 	for h := 1; h < len(v.start); h++ {
@@ -114,11 +126,12 @@ type JSONObject struct {
 	v      *JSONVocab
 	h      jsonHold
 	banned []bool
+	pats   map[*pattern]*patDFA // the patterns' automata, made as their strings are written
 }
 
 // Object starts a constraint for one answer.
 func (v *JSONVocab) Object() *JSONObject {
-	return &JSONObject{v: v, h: jsonHold{st: jsonState{mode: jTop}}, banned: make([]bool, len(v.texts))}
+	return &JSONObject{v: v, h: jsonHold{st: jsonState{mode: jTop}}, banned: make([]bool, len(v.texts)), pats: map[*pattern]*patDFA{}}
 }
 
 // ObjectOf starts a constraint for one answer that is an instance of schema
@@ -150,26 +163,78 @@ func (j *JSONObject) Banned() []bool {
 	return j.banned
 }
 
-// plainString reports whether the next byte is inside a string, between
-// characters, and the string is not held byte by byte (a declared key, an
-// enum's value): its content is any plain text.
-func (j *JSONObject) plainString() bool {
-	return j.h.st.mode == jString && j.h.st.next == 0 && (j.h.sch == nil || !j.h.sch.constrainsString(j.h.st.key, j.v.maxChars))
+// plainRule is how a pick inside a string, between its characters, takes
+// the plain ids (whole characters without a quote, a backslash or a control
+// byte: content as they are); the others are asked one by one.
+type plainRule struct {
+	inString bool // the rule holds; otherwise every id is asked by its bytes
+	// budget is the most characters a plain id may have (a maxLength; < 0:
+	// any); pat, where not nil, the pattern's automaton each id's characters
+	// must keep alive, from state.
+	budget int
+	pat    *patDFA
+	state  int32
 }
 
+// plainRule says how the next pick takes plain ids: as content, where the
+// next byte is inside a string between characters and the string is not held
+// to an enum or a declared key; pats are the generation's pattern automata.
+func (h *jsonHold) plainRule(pats map[*pattern]*patDFA) plainRule {
+	st := &h.st
+	if st.mode != jString || st.next != 0 {
+		return plainRule{}
+	}
+	s := h.sch
+	switch {
+	case s == nil:
+		return plainRule{inString: true, budget: -1}
+	case st.key:
+		return plainRule{inString: s.keyFree, budget: -1}
+	case s.litOn:
+		return plainRule{}
+	}
+	r := plainRule{inString: true, budget: -1}
+	if s.cur != nil && s.cur.maxLen >= 0 {
+		r.budget = s.cur.maxLen - s.strLen
+	}
+	if s.patOn && !s.cur.pat.universal(&s.pat) {
+		d := pats[s.cur.pat]
+		if d == nil {
+			d = newPatDFA(s.cur.pat)
+			pats[s.cur.pat] = d
+		}
+		r.pat, r.state = d, d.intern(s.pat)
+		// Where few characters may come next (a date's digit), the ids are
+		// decided faster by their first two bytes, most of them unseen.
+		open := 0
+		for c := rune(0x20); c < 0x7F; c++ {
+			if d.step(r.state, c) >= 0 {
+				open++
+			}
+		}
+		if open < 16 {
+			return plainRule{}
+		}
+	}
+	return r
+}
+
+func (j *JSONObject) plainRule() plainRule { return j.h.plainRule(j.pats) }
+
 // language is what ban asks of a constraint: whether some bytes may come
-// next, and whether any plain text may (plainString).
+// next, and how plain ids are taken (plainRule).
 type language interface {
 	accepts(text []byte) bool
-	plainString() bool
+	plainRule() plainRule
 }
 
 // ban marks in banned the ids whose text l does not allow next (special ids
 // and ends too), and returns how many ids it allows.
 func (v *JSONVocab) ban(banned []bool, l language) (allowed int) {
-	if l.plainString() {
-		// Inside a string, between characters: plain ids are content as they
-		// are; the others are asked.
+	if r := l.plainRule(); r.inString {
+		// Inside a string, between characters: plain ids are content, of at
+		// most the budget's characters and taken by the pattern; the others
+		// are asked.
 		fill(banned, false)
 		for _, id := range v.neverIDs {
 			banned[id] = true
@@ -179,6 +244,17 @@ func (v *JSONVocab) ban(banned []bool, l language) (allowed int) {
 			if !l.accepts(v.texts[id]) {
 				banned[id] = true
 				allowed--
+			}
+		}
+		switch {
+		case r.pat != nil:
+			allowed -= v.banPlain(banned, r)
+		case r.budget >= 0:
+			for id, n := range v.chars {
+				if int(n) > r.budget {
+					banned[id] = true
+					allowed--
+				}
 			}
 		}
 		return allowed
@@ -214,6 +290,34 @@ func (v *JSONVocab) ban(banned []bool, l language) (allowed int) {
 		}
 	}
 	return allowed
+}
+
+// banPlain bans the plain ids that r's pattern does not take (or that are
+// longer than its budget), and returns how many. An id of ASCII characters
+// that each leave the pattern's state as it is (a class repeated: [a-z ]*)
+// is taken unasked; the others are read a character at a time.
+func (v *JSONVocab) banPlain(banned []bool, r plainRule) (n int) {
+	var same [2]uint64 // the ASCII characters that leave r.state as it is
+	for c := rune(0x20); c < 0x7F; c++ {
+		if r.pat.step(r.state, c) == r.state {
+			same[c/64] |= 1 << (c % 64)
+		}
+	}
+	for id, chars := range v.chars {
+		if chars == 0 {
+			continue // not plain: asked already
+		}
+		m := v.ascii[id]
+		ok := r.budget < 0 || int(chars) <= r.budget
+		if ok && (m[0] == 0 && m[1] == 0 || m[0]&^same[0] != 0 || m[1]&^same[1] != 0) {
+			ok = r.pat.takes(r.state, v.texts[id]) // (not ASCII, or a character that moves the state)
+		}
+		if !ok {
+			banned[id] = true
+			n++
+		}
+	}
+	return n
 }
 
 // allowEnds lifts the ban on the ids that end a generation.

@@ -227,7 +227,8 @@ func BenchmarkJSONBanned(b *testing.B) {
 	v := NewJSONVocab(texts, nil, []int{1})
 	schema, err := CompileSchema([]byte(`{"type":"object","properties":{"name":{"type":"string"},"year":{"type":"integer"},
 		"kind":{"enum":["os","language"]},"authors":{"type":"array","items":{"type":"string"}},"born":{"type":"string","format":"date"},
-		"about":{"type":"string","pattern":"Unix"}},"required":["name","year"]}`))
+		"about":{"type":"string","pattern":"Unix"},"word":{"type":"string","pattern":"^[a-z ]*$"},"short":{"type":"string","maxLength":12}},
+		"required":["name","year"]}`))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -237,14 +238,15 @@ func BenchmarkJSONBanned(b *testing.B) {
 	}{{"in-string", `{"name": "Un`, nil}, {"between", `{"name": "Unix", "year": 1969`, nil}, {"after-comma", `{"name": "Unix",`, nil},
 		{"schema-in-string", `{"name": "Un`, schema}, {"schema-between", `{"name": "Unix", "year": 1969`, schema},
 		{"schema-after-comma", `{"name": "Unix",`, schema}, {"schema-in-key", `{"name": "Unix", "ye`, schema},
-		{"schema-in-date", `{"born": "1969-0`, schema}, {"schema-in-pattern", `{"about": "The Un`, schema}} {
+		{"schema-in-date", `{"born": "1969-0`, schema}, {"schema-in-pattern", `{"about": "The Un`, schema},
+		{"schema-in-class", `{"word": "some text`, schema}, {"schema-in-maxlength", `{"short": "some text`, schema}} {
 		b.Run(c.name, func(b *testing.B) {
 			j := v.ObjectOf(c.schema)
 			for i := 0; i < len(c.so); i++ {
 				j.Picked(int(c.so[i]))
 			}
 			if ok, _ := JSONPrefix(c.so); !ok || j.h.st.mode != map[string]jsonMode{"in-string": jString, "between": jNumber, "after-comma": jKey,
-				"in-key": jString, "in-date": jString, "in-pattern": jString}[strings.TrimPrefix(c.name, "schema-")] {
+				"in-key": jString, "in-date": jString, "in-pattern": jString, "in-class": jString, "in-maxlength": jString}[strings.TrimPrefix(c.name, "schema-")] {
 				b.Fatalf("%q: mode %d", c.so, j.h.st.mode)
 			}
 			for b.Loop() {

@@ -237,3 +237,68 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// patDFA is a pattern's automaton as sets met so far: each set a state, its
+// steps found as they are first asked and kept (for the plain ids a pick
+// inside a string asks about: every one of them, each pick). It is one
+// generation's, as its sets are.
+type patDFA struct {
+	p     *pattern
+	sets  []patSet
+	index map[patSet]int32
+	// ascii[s][r] is the state after r from s, plus 1 (0: not asked yet; -1+1:
+	// none, the pattern can no longer match); wide the same for the rest.
+	ascii [][128]int32
+	wide  map[[2]int32]int32
+}
+
+func newPatDFA(p *pattern) *patDFA {
+	return &patDFA{p: p, index: map[patSet]int32{}, wide: map[[2]int32]int32{}}
+}
+
+// intern is set's state.
+func (d *patDFA) intern(set patSet) int32 {
+	if s, ok := d.index[set]; ok {
+		return s
+	}
+	s := int32(len(d.sets))
+	d.sets, d.ascii = append(d.sets, set), append(d.ascii, [128]int32{})
+	d.index[set] = s
+	return s
+}
+
+// step is the state after r from s (-1: the pattern can no longer match).
+func (d *patDFA) step(s int32, r rune) int32 {
+	var memo *int32
+	if r < 128 {
+		memo = &d.ascii[s][r]
+	} else {
+		m := d.wide[[2]int32{s, r}]
+		memo = &m
+	}
+	if *memo != 0 {
+		return *memo - 1
+	}
+	next := d.p.step(&d.sets[s], r)
+	n := int32(-1)
+	if d.p.alive(&next) {
+		n = d.intern(next)
+	}
+	if r < 128 {
+		d.ascii[s][r] = n + 1
+	} else {
+		d.wide[[2]int32{s, r}] = n + 1
+	}
+	return n
+}
+
+// takes reports whether the characters of text (plain: whole UTF-8
+// characters) keep the pattern alive from s.
+func (d *patDFA) takes(s int32, text []byte) bool {
+	for _, r := range string(text) {
+		if s = d.step(s, r); s < 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -780,17 +780,6 @@ type schemaState struct {
 	mant  uint64
 }
 
-// constrainsString reports whether the string being read (a key where key)
-// is held byte by byte: a declared property's key, an enum's string, or one
-// whose maxLength is nearer than maxChars (the most characters of a plain id).
-func (s *schemaState) constrainsString(key bool, maxChars int) bool {
-	if key {
-		return !s.keyFree
-	}
-	return s.litOn || s.cur != nil && s.cur.maxLen >= 0 && s.cur.maxLen-s.strLen < maxChars ||
-		s.patOn && !s.cur.pat.universal(&s.pat)
-}
-
 // patByte reads a string's byte (which the automaton reads in state st) into
 // its pattern's states, a character at a time — an escape's, a UTF-8
 // sequence's — and reports whether the pattern can still match.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/mail"
 	"regexp"
@@ -136,9 +137,9 @@ func TestSchemaAgainstReference(t *testing.T) {
 func againstReference(t *testing.T, src rand.Source, check func(name string, v any, valid bool)) {
 	t.Helper()
 	rng := rand.New(src)
-	for name, raw := range testSchemas {
+	for _, name := range slices.Sorted(maps.Keys(testSchemas)) { // (in one order: the draws are the same each run)
 		var root map[string]any
-		dec := json.NewDecoder(strings.NewReader(raw))
+		dec := json.NewDecoder(strings.NewReader(testSchemas[name]))
 		dec.UseNumber()
 		if err := dec.Decode(&root); err != nil {
 			t.Fatal(err)
@@ -603,4 +604,103 @@ func FuzzCompileSchema(f *testing.F) {
 			t.Errorf("schema %s: %q closed but is not JSON", schema, text)
 		}
 	})
+}
+
+// TestBannedMatchesAcceptsWalks: random walks through each test schema's
+// language, as JSON and as a call's arguments — each step a random id among
+// those Banned allows — over a vocabulary cut from its instances (and pieces
+// of every kind), where Banned must equal, id for id, what a run of the
+// automaton says: the fast paths (plain text in a string, a maxLength's
+// budget, a pattern's automaton, the first two bytes' groups) decide as the
+// automaton would.
+func TestBannedMatchesAcceptsWalks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 13))
+	for _, name := range slices.Sorted(maps.Keys(testSchemas)) {
+		var root map[string]any
+		dec := json.NewDecoder(strings.NewReader(testSchemas[name]))
+		dec.UseNumber()
+		if err := dec.Decode(&root); err != nil {
+			t.Fatal(err)
+		}
+		ref := &refValidator{root: root}
+		s := compileTest(t, name)
+		pieces := []string{`"`, `\`, `\n`, `\u00e9`, ` `, `,`, `:`, `{`, `}`, `[`, `]`, `é`, "\xc3", "\xa9", `a`, `ab`, `abc`, `-`, `1`, `12`, `.`, `e`,
+			`null`, `None`, `true`, `false`, `":`, `",`, `"}`, `AB`, `-12`, `3"`, `aé`, `x"`, `<`, `<tool_call|`, ">", "\u2713"}
+		cut := func(text string) { // into pieces of 1 to 4 bytes
+			for i := 0; i < len(text); {
+				n := min(1+rng.IntN(4), len(text)-i)
+				pieces = append(pieces, text[i:i+n])
+				i += n
+			}
+		}
+		for range 30 {
+			v := ref.generate(rng, root, 0)
+			cut(canonical(v))
+			cut(callText("f", v))
+		}
+		pieces = slices.DeleteFunc(pieces, func(p string) bool { return strings.ContainsAny(p, CallQuote+CallStart+CallEnd) }) // (the control tokens are ids of their own)
+		slices.Sort(pieces)
+		pieces = slices.Compact(pieces)
+		texts := append(pieces, CallQuote, CallStart, CallEnd, "<eos>")
+		special := make([]bool, len(texts))
+		for i := len(pieces); i < len(texts); i++ {
+			special[i] = true
+		}
+		v := NewJSONVocab(texts, special, []int{len(texts) - 1})
+		for _, as := range []string{"JSON", "call"} {
+			steps, rules := 0, map[string]int{}
+			for walk := range 20 {
+				var h walker = v.ObjectOf(s)
+				if as == "call" {
+					calls, err := v.Calls(CallRules{Tools: []CallTool{{Name: "f", Schema: s}}, Only: true, Single: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					calls.Opening([]int{slices.Index(texts, CallStart)})
+					calls.advance([]byte("call:f"))
+					h = calls
+				}
+				written := ""
+				for step := range 80 {
+					switch r := h.plainRule(); {
+					case !r.inString:
+						rules["pairs"]++
+					case r.pat != nil:
+						rules["pattern"]++
+					case r.budget >= 0:
+						rules["budget"]++
+					default:
+						rules["plain"]++
+					}
+					banned := h.Banned()
+					var open []int
+					for id, text := range texts[:len(texts)-1] {
+						if want := !h.accepts([]byte(text)); banned[id] != want {
+							t.Fatalf("%s as %s, walk %d step %d (after %q): id %q banned %v, a run says %v", name, as, walk, step, written, text, banned[id], want)
+						}
+						if !banned[id] {
+							open = append(open, id)
+						}
+					}
+					if len(open) == 0 || h.Done() {
+						break
+					}
+					id := open[rng.IntN(len(open))]
+					h.Picked(id)
+					written += texts[id]
+					steps++
+				}
+			}
+			t.Logf("%s as %s: %d steps, bans decided by %v", name, as, steps, rules)
+		}
+	}
+}
+
+// walker is a constraint as TestBannedMatchesAcceptsWalks walks it.
+type walker interface {
+	Banned() []bool
+	Picked(id int)
+	Done() bool
+	accepts(text []byte) bool
+	plainRule() plainRule
 }
