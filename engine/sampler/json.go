@@ -204,11 +204,14 @@ func (h *jsonHold) plainRule(pats map[*pattern]*patDFA) plainRule {
 			pats[s.cur.pat] = d
 		}
 		r.pat, r.state = d, d.intern(s.pat)
+		if r.state == dfaFull {
+			return plainRule{} // (a hostile pattern's: each id asked by its bytes)
+		}
 		// Where few characters may come next (a date's digit), the ids are
 		// decided faster by their first two bytes, most of them unseen.
 		open := 0
 		for c := rune(0x20); c < 0x7F; c++ {
-			if d.step(r.state, c) >= 0 {
+			if d.step(r.state, c) != dfaDead {
 				open++
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"regexp/syntax"
 	"unicode"
+	"unicode/utf8"
 )
 
 // A string's pattern (JSON Schema's pattern, and the formats it names, as
@@ -241,25 +242,38 @@ func clip(s string, n int) string {
 // patDFA is a pattern's automaton as sets met so far: each set a state, its
 // steps found as they are first asked and kept (for the plain ids a pick
 // inside a string asks about: every one of them, each pick). It is one
-// generation's, as its sets are.
+// generation's, as its sets are. A hostile pattern's sets can be many: past
+// maxDFAStates no set is kept as a state (the steps from it are then found
+// each time), nor past maxDFAWide a step on a character that is not ASCII.
 type patDFA struct {
 	p     *pattern
 	sets  []patSet
 	index map[patSet]int32
-	// ascii[s][r] is the state after r from s, plus 1 (0: not asked yet; -1+1:
-	// none, the pattern can no longer match); wide the same for the rest.
+	// ascii[s][r] is the state after r from s, plus 1 (0: not asked yet; 0
+	// after the -1: none, the pattern can no longer match); wide the same
+	// for the other characters.
 	ascii [][128]int32
 	wide  map[[2]int32]int32
 }
+
+const (
+	maxDFAStates = 2048    // a state's ASCII steps take 512 bytes
+	maxDFAWide   = 1 << 16 // steps on characters that are not ASCII
+	dfaDead      = -1      // the pattern can no longer match
+	dfaFull      = -2      // a set no longer kept as a state
+)
 
 func newPatDFA(p *pattern) *patDFA {
 	return &patDFA{p: p, index: map[patSet]int32{}, wide: map[[2]int32]int32{}}
 }
 
-// intern is set's state.
+// intern is set's state (dfaFull where no more are kept).
 func (d *patDFA) intern(set patSet) int32 {
 	if s, ok := d.index[set]; ok {
 		return s
+	}
+	if len(d.sets) == maxDFAStates {
+		return dfaFull
 	}
 	s := int32(len(d.sets))
 	d.sets, d.ascii = append(d.sets, set), append(d.ascii, [128]int32{})
@@ -267,26 +281,26 @@ func (d *patDFA) intern(set patSet) int32 {
 	return s
 }
 
-// step is the state after r from s (-1: the pattern can no longer match).
+// step is the state after r from s: dfaDead where the pattern can no longer
+// match, dfaFull where that set is not kept as a state.
 func (d *patDFA) step(s int32, r rune) int32 {
-	var memo *int32
 	if r < 128 {
-		memo = &d.ascii[s][r]
-	} else {
-		m := d.wide[[2]int32{s, r}]
-		memo = &m
-	}
-	if *memo != 0 {
-		return *memo - 1
+		if n := d.ascii[s][r]; n != 0 {
+			return n - 1
+		}
+	} else if n := d.wide[[2]int32{s, r}]; n != 0 {
+		return n - 1
 	}
 	next := d.p.step(&d.sets[s], r)
-	n := int32(-1)
+	n := int32(dfaDead)
 	if d.p.alive(&next) {
 		n = d.intern(next)
 	}
-	if r < 128 {
+	switch {
+	case n == dfaFull:
+	case r < 128:
 		d.ascii[s][r] = n + 1
-	} else {
+	case len(d.wide) < maxDFAWide:
 		d.wide[[2]int32{s, r}] = n + 1
 	}
 	return n
@@ -295,9 +309,20 @@ func (d *patDFA) step(s int32, r rune) int32 {
 // takes reports whether the characters of text (plain: whole UTF-8
 // characters) keep the pattern alive from s.
 func (d *patDFA) takes(s int32, text []byte) bool {
-	for _, r := range string(text) {
-		if s = d.step(s, r); s < 0 {
+	for i, r := range string(text) {
+		switch n := d.step(s, r); n {
+		case dfaDead:
 			return false
+		case dfaFull: // on with the sets themselves
+			set := d.p.step(&d.sets[s], r)
+			for _, r := range string(text[i+utf8.RuneLen(r):]) {
+				if set = d.p.step(&set, r); !d.p.alive(&set) {
+					return false
+				}
+			}
+			return d.p.alive(&set)
+		default:
+			s = n
 		}
 	}
 	return true

@@ -704,3 +704,40 @@ type walker interface {
 	accepts(text []byte) bool
 	plainRule() plainRule
 }
+
+// TestPatternDFAKeepsItsBound: a pattern whose automaton has more sets than
+// a generation keeps as states (the 13th character from the end an a:
+// thousands) is still held exactly — bans equal a run's answer at each step of
+// a long walk — and keeps at most maxDFAStates states.
+func TestPatternDFAKeepsItsBound(t *testing.T) {
+	s, err := CompileSchema([]byte(`{"type":"object","properties":{"s":{"type":"string","pattern":"^(a|b)*a(a|b){12}$"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{`{"s":"`, `"`, `"}`, `a`, `b`, `ab`, `ba`, `aab`, `bba`, `abab`, `bbbb`, `aaaa`, `abba`, `baab`, "é", `c`, `<eos>`}
+	special := make([]bool, len(texts))
+	special[len(texts)-1] = true
+	v := NewJSONVocab(texts, special, []int{len(texts) - 1})
+	j := v.ObjectOf(s)
+	j.Picked(0)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for step := range 3000 {
+		banned := j.Banned()
+		var open []int
+		for id, text := range texts[:len(texts)-1] {
+			if want := !j.accepts([]byte(text)); banned[id] != want {
+				t.Fatalf("step %d: id %q banned %v, a run says %v", step, text, banned[id], want)
+			}
+			if !banned[id] && !strings.HasPrefix(text, `"`) {
+				open = append(open, id)
+			}
+		}
+		j.Picked(open[rng.IntN(len(open))])
+	}
+	for p, d := range j.pats {
+		if len(d.sets) > maxDFAStates {
+			t.Errorf("%s: %d states kept", p.src, len(d.sets))
+		}
+		t.Logf("%s: %d states", p.src, len(d.sets))
+	}
+}
