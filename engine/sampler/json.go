@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -234,7 +235,11 @@ type language interface {
 // ban marks in banned the ids whose text l does not allow next (special ids
 // and ends too), and returns how many ids it allows.
 func (v *JSONVocab) ban(banned []bool, l language) (allowed int) {
-	if r := l.plainRule(); r.inString {
+	r := l.plainRule()
+	if r.budget >= v.maxChars {
+		r.budget = -1 // every plain id fits
+	}
+	if r.inString && r.budget < math.MaxUint8 { // (chars counts to 255: a longer budget's ids are asked)
 		// Inside a string, between characters: plain ids are content, of at
 		// most the budget's characters and taken by the pattern; the others
 		// are asked.
