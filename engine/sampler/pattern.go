@@ -192,6 +192,36 @@ func (p *pattern) step(set *patSet, r rune) patSet {
 	return next
 }
 
+// canTake reports whether some state in set takes some character from lo to
+// hi (a character of which only the first bytes are read: a case-folded class
+// is taken to, the rest read exactly).
+func (p *pattern) canTake(set *patSet, lo, hi rune) bool {
+	ok := false
+	set.each(func(pc int) {
+		in := &p.prog.Inst[pc]
+		switch in.Op {
+		case syntax.InstRuneAny:
+			ok = true
+		case syntax.InstRuneAnyNotNL:
+			ok = ok || lo != '\n' || hi != '\n'
+		case syntax.InstRune1:
+			ok = ok || in.Rune[0] >= lo && in.Rune[0] <= hi
+		case syntax.InstRune:
+			if syntax.Flags(in.Arg)&syntax.FoldCase != 0 {
+				ok = true
+				return
+			}
+			for i := 0; i+1 < len(in.Rune); i += 2 {
+				ok = ok || in.Rune[i] <= hi && in.Rune[i+1] >= lo
+			}
+			if len(in.Rune) == 1 { // (a single rune, case-folded elsewhere)
+				ok = ok || in.Rune[0] >= lo && in.Rune[0] <= hi
+			}
+		}
+	})
+	return ok
+}
+
 // alive reports whether the pattern can still match from set: some state in
 // it takes a character, or matches, or waits for the end.
 func (p *pattern) alive(set *patSet) bool {

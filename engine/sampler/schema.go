@@ -790,7 +790,7 @@ func (s *schemaState) patByte(st *jsonState, c byte) bool {
 		switch c {
 		case 'u':
 			s.rr = 0
-			return true
+			return s.cur.pat.canTake(&s.pat, 0, 0xFFFF)
 		case 'b':
 			r = '\b'
 		case 'f':
@@ -804,32 +804,40 @@ func (s *schemaState) patByte(st *jsonState, c byte) bool {
 		default: // '"', '\\', '/'
 			r = rune(c)
 		}
+	// A character's first bytes must begin one the pattern can still take.
 	case st.mode == jUnicode:
 		if s.rr = s.rr<<4 | rune(hexValue(c)); st.hex < 3 {
-			return true
+			return s.canTakeFrom(4 * (3 - int(st.hex)))
 		}
 		r = s.rr
 	case st.next > 0: // a continuation byte
 		if s.rr = s.rr<<6 | rune(c&0x3F); st.next > 1 {
-			return true
+			return s.canTakeFrom(6 * (int(st.next) - 1))
 		}
 		r = s.rr
 	case c == '\\':
-		return true
+		return s.cur.pat.canTake(&s.pat, 0, 0xFFFF)
 	case c >= 0xF0:
 		s.rr = rune(c & 0x07)
-		return true
+		return s.canTakeFrom(18)
 	case c >= 0xE0:
 		s.rr = rune(c & 0x0F)
-		return true
+		return s.canTakeFrom(12)
 	case c >= 0xC0:
 		s.rr = rune(c & 0x1F)
-		return true
+		return s.canTakeFrom(6)
 	default:
 		r = rune(c)
 	}
 	s.pat = s.cur.pat.step(&s.pat, r)
 	return s.cur.pat.alive(&s.pat)
+}
+
+// canTakeFrom reports whether the pattern can take a character that begins
+// with the bits read so far (rr), shift bits still to come.
+func (s *schemaState) canTakeFrom(shift int) bool {
+	lo := s.rr << shift
+	return s.cur.pat.canTake(&s.pat, lo, lo|(1<<shift-1))
 }
 
 func hexValue(c byte) byte {
