@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -370,5 +372,28 @@ func TestToolsRealModel(t *testing.T) {
 	}
 	if declared.Count != res.PromptTokens || plain.Count >= declared.Count {
 		t.Errorf("tokenize: %d tokens with the tools, %d without; the engine read %d", declared.Count, plain.Count, res.PromptTokens)
+	}
+}
+
+// TestHeldCallMini: the built-in Mini, which never learned to call a tool,
+// answers a forced call of a strict tool whose arguments are an enum and a
+// date with one whole call, the date a date — for each seed. (A date's
+// pattern once let it write a lead byte no character it could take begins,
+// and the call ended cut, with no tool_calls.)
+func TestHeldCallMini(t *testing.T) {
+	s := start(t, Options{Model: func(context.Context) (Model, error) { return Model{ID: "darkroom-mini", Engine: loadMini(t)}, nil }})
+	tool := `{"type":"function","function":{"name":"get_weather","strict":true,"parameters":{"type":"object","properties":{` +
+		`"unit":{"enum":["celsius","fahrenheit"]},"when":{"type":"string","format":"date"}},"required":["unit","when"],"additionalProperties":false}}}`
+	for seed := range 6 {
+		code, r, raw := chatWire(t, s, fmt.Sprintf(`{"messages":[{"role":"user","content":"Weather in Oslo?"}],"tools":[%s],`+
+			`"tool_choice":"required","max_tokens":60,"temperature":1,"seed":%d}`, tool, seed))
+		if code != 200 || len(r.Choices) != 1 || len(r.Choices[0].Message.ToolCalls) != 1 {
+			t.Fatalf("seed %d: %d %s", seed, code, raw)
+		}
+		var args struct{ Unit, When string }
+		if err := json.Unmarshal([]byte(r.Choices[0].Message.ToolCalls[0].Function.Arguments), &args); err != nil ||
+			args.Unit != "celsius" && args.Unit != "fahrenheit" || !regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`).MatchString(args.When) {
+			t.Errorf("seed %d: arguments %s", seed, r.Choices[0].Message.ToolCalls[0].Function.Arguments)
+		}
 	}
 }
