@@ -490,43 +490,53 @@ type jsonState struct {
 	lo, hi byte
 }
 
-// stackView is the stack of open containers as one run sees it: the
-// constraint's stack down to depth, then up to 16 containers the run opened.
-type stackView struct {
-	base  []byte
+// stackView is the stack of open containers as one run sees it.
+type stackView = overlay[byte]
+
+// overlay is a stack as one run sees it, the automaton's containers
+// (stackView) or the schema's frames (frameView): the constraint's own down to
+// depth, then up to 16 the run pushed. A run that looks at (or changes) an
+// item below its own takes a copy of it into its own, so that the
+// constraint's stack is left as it was until the run is committed (its base
+// up to depth, then its own).
+type overlay[T any] struct {
+	base  []T
 	depth int
-	local [16]byte
+	local [16]T
 	n     int
 }
 
-func (s *stackView) top() byte {
-	if s.n > 0 {
-		return s.local[s.n-1]
+// top is the top item, the run's own (nil: the stack is empty).
+func (o *overlay[T]) top() *T {
+	if o.n == 0 {
+		if o.depth == 0 {
+			return nil
+		}
+		o.depth--
+		o.local[0] = o.base[o.depth]
+		o.n = 1
 	}
-	if s.depth > 0 {
-		return s.base[s.depth-1]
-	}
-	return 0
+	return &o.local[o.n-1]
 }
 
-func (s *stackView) push(c byte) bool {
-	if s.n == len(s.local) {
+func (o *overlay[T]) push(x T) bool {
+	if o.n == len(o.local) {
 		return false
 	}
-	s.local[s.n] = c
-	s.n++
+	o.local[o.n] = x
+	o.n++
 	return true
 }
 
-func (s *stackView) pop() {
-	if s.n > 0 {
-		s.n--
-	} else if s.depth > 0 {
-		s.depth--
+func (o *overlay[T]) pop() {
+	if o.n > 0 {
+		o.n--
+	} else if o.depth > 0 {
+		o.depth--
 	}
 }
 
-func (s *stackView) empty() bool { return s.n == 0 && s.depth == 0 }
+func (o *overlay[T]) empty() bool { return o.n == 0 && o.depth == 0 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
@@ -642,7 +652,11 @@ func (st *jsonState) step(s *stackView, c byte) bool {
 		st.mode = jValue
 		return true
 	case jAfterValue:
-		switch top := s.top(); {
+		var top byte
+		if t := s.top(); t != nil {
+			top = *t
+		}
+		switch {
 		case c == ',' && top == '{':
 			st.mode = jKey
 		case c == ',' && top == '[':

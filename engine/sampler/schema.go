@@ -709,44 +709,8 @@ func (fr *schemaFrame) closable() bool {
 	return false
 }
 
-// frameView is the schema's stack as one run sees it, as stackView is the
-// automaton's: the constraint's frames down to depth, then the run's own. A
-// run that changes a frame below it takes a copy into its own.
-type frameView struct {
-	base  []schemaFrame
-	depth int
-	local [16]schemaFrame
-	n     int
-}
-
-func (f *frameView) top() *schemaFrame {
-	if f.n == 0 {
-		if f.depth == 0 {
-			return nil
-		}
-		f.depth-- // the run's own copy of the frame below it
-		f.local[0] = f.base[f.depth]
-		f.n = 1
-	}
-	return &f.local[f.n-1]
-}
-
-func (f *frameView) push(fr schemaFrame) bool {
-	if f.n == len(f.local) {
-		return false
-	}
-	f.local[f.n] = fr
-	f.n++
-	return true
-}
-
-func (f *frameView) pop() {
-	if f.n > 0 {
-		f.n--
-	} else if f.depth > 0 {
-		f.depth--
-	}
-}
+// frameView is the schema's stack as one run sees it (json.go's overlay).
+type frameView = overlay[schemaFrame]
 
 // schemaState is where the schema's reading is between bytes.
 type schemaState struct {
