@@ -46,22 +46,32 @@ const (
 // Done is the data of a stream's last event ("data: [DONE]").
 const Done = "[DONE]"
 
-// Model is one model of GET /v1/models, and the body of GET /v1/models/{id}.
+// Model is one model of GET /v1/models, and the body of GET /v1/models/{id}:
+// in OpenAI's shape and Anthropic's at once (each client reads its own
+// fields; the Anthropic ones are left out where empty).
 type Model struct {
 	ID      string `json:"id"`
 	Object  string `json:"object"`   // ObjectModel
 	Created int64  `json:"created"`  // Unix seconds
 	OwnedBy string `json:"owned_by"` // OwnedBy for a Darkroom server's models
+	// Anthropic's: "model", the name to show, and Created as RFC 3339.
+	Type        string `json:"type,omitempty"`
+	DisplayName string `json:"display_name,omitempty"`
+	CreatedAt   string `json:"created_at,omitempty"`
 }
 
 // Darkroom reports whether a Darkroom server lists the model, and so streams its
 // denoising steps when asked.
 func (m Model) Darkroom() bool { return m.OwnedBy == OwnedBy }
 
-// ModelList is the body of GET /v1/models.
+// ModelList is the body of GET /v1/models, a page in Anthropic's shape too
+// (the whole list: HasMore false, FirstID and LastID its ends).
 type ModelList struct {
-	Object string  `json:"object"` // ObjectList
-	Data   []Model `json:"data"`
+	Object  string  `json:"object"` // ObjectList
+	Data    []Model `json:"data"`
+	HasMore bool    `json:"has_more"`
+	FirstID string  `json:"first_id,omitempty"`
+	LastID  string  `json:"last_id,omitempty"`
 }
 
 // Options are the fields of a request that say how to generate, the same in

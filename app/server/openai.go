@@ -139,8 +139,11 @@ import (
 // API requests do not cancel each other or the browser's pages: the engine runs
 // them one at a time, in turn.
 
+// describe is m as GET /v1/models lists it, for OpenAI's clients and
+// Anthropic's alike.
 func describe(m Model) api.Model {
-	return api.Model{ID: m.ID, Object: api.ObjectModel, Created: startTime.Unix(), OwnedBy: api.OwnedBy}
+	return api.Model{ID: m.ID, Object: api.ObjectModel, Created: startTime.Unix(), OwnedBy: api.OwnedBy,
+		Type: "model", DisplayName: m.ID, CreatedAt: startTime.UTC().Format(time.RFC3339)}
 }
 
 var startTime = time.Now()
@@ -160,7 +163,7 @@ func (s *Server) apiModelOr(w http.ResponseWriter, r *http.Request) (Model, bool
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	if m, ok := s.apiModelOr(w, r); ok {
-		writeJSON(w, http.StatusOK, api.ModelList{Object: api.ObjectList, Data: []api.Model{describe(m)}})
+		writeJSON(w, http.StatusOK, api.ModelList{Object: api.ObjectList, Data: []api.Model{describe(m)}, FirstID: m.ID, LastID: m.ID})
 	}
 }
 

@@ -675,6 +675,10 @@ const tools = [{ name: "get_weather", description: "Weather in a city.",
   input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } }];
 (async () => {
   const out = {};
+  const models = [];
+  for await (const m of client.models.list()) models.push({ id: m.id, type: m.type, name: m.display_name, created: m.created_at });
+  out.models = models;
+  out.model = await client.models.retrieve(model);
   const r = await client.messages.create({ model, max_tokens: 64, system: "Be brief.", messages: [{ role: "user", content: "Time?" }] });
   out.text = { types: r.content.map((b) => b.type), text: r.content[0].text, stop: r.stop_reason, usage: r.usage, type: r.type, role: r.role };
 
@@ -722,6 +726,10 @@ func TestAnthropicSDK(t *testing.T) {
 	s := start(t, Options{Engine: g})
 	out := runScript(t, modules, sdkMessagesScript, strings.TrimSuffix(s.APIBase(), "/v1"), s.Token(), "darkroom")
 	var got struct {
+		Models []struct{ ID, Type, Name, Created string }
+		Model  struct {
+			ID, Type, DisplayName string
+		}
 		Text struct {
 			Types            []string
 			Text, Stop, Type string
@@ -751,6 +759,14 @@ func TestAnthropicSDK(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(strings.NewReplacer(`"input_tokens"`, `"inputtokens"`, `"output_tokens"`, `"outputtokens"`).Replace(string(out))), &got); err != nil {
 		t.Fatalf("sdk output %q: %v", out, err)
+	}
+	if ms := got.Models; len(ms) != 1 || ms[0].ID != "darkroom" || ms[0].Type != "model" || ms[0].Name != "darkroom" {
+		t.Errorf("models.list: %+v", ms)
+	} else if _, err := time.Parse(time.RFC3339, ms[0].Created); err != nil {
+		t.Errorf("models.list: created_at %q: %v", ms[0].Created, err)
+	}
+	if m := got.Model; m.ID != "darkroom" || m.Type != "model" {
+		t.Errorf("models.retrieve: %+v", m)
 	}
 	if tx := got.Text; tx.Text != "It is noon." || tx.Stop != "end_turn" || tx.Type != "message" || tx.Role != "assistant" ||
 		strings.Join(tx.Types, ",") != "text" || tx.Usage.InputTokens != 7 || tx.Usage.OutputTokens < 1 {
