@@ -39,10 +39,15 @@ import (
 // constraint does not hold a value to (description, other formats,
 // multipleOf, uniqueItems, …) are read and left to the model; any other
 // keyword (allOf, not, if, patternProperties, prefixItems, …) is refused by
-// name, since the answer could not be held to it. An object with declared properties takes no other
-// key (what OpenAI's strict mode asks: additionalProperties false), one with
-// none takes any key, its values held to additionalProperties where that is a
-// schema.
+// name, since the answer could not be held to it. An object with declared
+// properties takes no other key (what OpenAI's strict mode asks:
+// additionalProperties false), one with none takes any key, its values held to
+// additionalProperties where that is a schema.
+//
+// The subset is about the one OpenAI's structured outputs document (their
+// strict mode adds that every property be required); a constraint that cannot
+// be met (a pattern and a maxLength no string meets both) leaves the answer
+// unclosed at max_tokens, as no prefix is ever refused for what comes later.
 
 // Kinds of a JSON value, as a node's bit set.
 const (
