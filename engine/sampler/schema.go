@@ -45,9 +45,10 @@ import (
 // additionalProperties where that is a schema.
 //
 // The subset is about the one OpenAI's structured outputs document (their
-// strict mode adds that every property be required); a constraint that cannot
-// be met (a pattern and a maxLength no string meets both) leaves the answer
-// unclosed at max_tokens, as no prefix is ever refused for what comes later.
+// strict mode adds that every property be required). Each constraint is held
+// on its own: a schema whose constraints no value meets together (a pattern
+// and a maxLength no string meets both) is not refused, and its answer is cut
+// at max_tokens.
 
 // Kinds of a JSON value, as a node's bit set.
 const (
