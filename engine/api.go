@@ -194,8 +194,9 @@ type Request struct {
 	// json_object): each AR pick may take only an id whose text keeps the
 	// answer the beginning of one (sampler.JSONObject), and the answer ends
 	// where the object closes (StopEOS). AR mode only, with no Opening, Lead or
-	// Reply (prose the object could not begin with). Max new tokens can still
-	// cut it short (StopMaxTokens).
+	// Reply (prose the object could not begin with). With Thinking the model
+	// may think first, unheld; the object is held from the thought's end. Max
+	// new tokens can still cut it short (StopMaxTokens).
 	JSON bool
 	// JSONSchema holds the JSON answer to an instance of a schema as well
 	// (the API's response_format json_schema; sampler.CompileSchema): each

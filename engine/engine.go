@@ -407,7 +407,11 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 	var hold sampler.Constraint
 	switch {
 	case req.JSON:
-		hold = e.jsonVocab.ObjectOf(req.JSONSchema)
+		j := e.jsonVocab.ObjectOf(req.JSONSchema)
+		if req.Thinking {
+			j.ThoughtFirst() // the model thinks, then writes the object
+		}
+		hold = j
 	case req.ToolCalls != nil:
 		rules := sampler.CallRules{Only: req.ToolCalls.Only, Single: req.ToolCalls.Single}
 		for _, tool := range req.Tools {

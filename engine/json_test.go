@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/sampler"
 )
 
@@ -114,5 +115,44 @@ func TestJSONModeRealModel(t *testing.T) {
 				t.Errorf("T=%g: special id %d written", temp, id)
 			}
 		}
+	}
+}
+
+// TestJSONModeThinks: with Thinking a JSON answer may begin with the model's
+// thought, left as it writes it (a brace in it included), and the object is
+// held from the thought's end; the answer's text is then the object.
+func TestJSONModeThinks(t *testing.T) {
+	codec := append(slices.Clone(jsonCodec), chat.ChannelStart, chat.ChannelEnd) // ids 20 and 21
+	script := newScript(func(p int) int {
+		switch i := p - promptLen; i {
+		case 0:
+			return 20 // <|channel>
+		case 2:
+			return 10 // { (in the thought)
+		case 3:
+			return 21 // <channel|>
+		default:
+			return 300 + i // words
+		}
+	})
+	e := testEngine(script)
+	e.tok = codec
+	res, err := e.Generate(context.Background(), Request{PromptIDs: prompt(), Mode: AR, JSON: true, Thinking: true, Sampling: Sampling{MaxNewTokens: 40}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := chat.Parse(res.Text)
+	ok, closed := sampler.JSONPrefix(a.Text)
+	if a.Thought != "w301{" || !ok || !closed || res.StopReason != StopEOS {
+		t.Errorf("%q (%s): thought %q, answer %q; want the thought as written, then a whole object", res.Text, res.StopReason, a.Thought, a.Text)
+	}
+	e = testEngine(script)
+	e.tok = codec
+	res, err = e.Generate(context.Background(), Request{PromptIDs: prompt(), Mode: AR, JSON: true, Sampling: Sampling{MaxNewTokens: 40}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.Text, chat.ChannelStart) || !strings.HasPrefix(res.Text, "{") {
+		t.Errorf("no thinking asked: %q, want the object from the start", res.Text)
 	}
 }

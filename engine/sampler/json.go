@@ -55,6 +55,8 @@ type JSONVocab struct {
 	// ascii is each plain id's characters as a set of ASCII bytes (none: it
 	// has a character that is not ASCII).
 	ascii [][2]uint64
+	// thoughtStarts are the ids of ThoughtStart (JSONObject.ThoughtFirst).
+	thoughtStarts []int32
 }
 
 // NewJSONVocab reads texts[id] (an id's bytes, a byte-fallback id's one byte),
@@ -85,6 +87,9 @@ func NewJSONVocab(texts []string, special []bool, ends []int) *JSONVocab {
 		v.texts[id] = []byte(t)
 		isSpecial := special != nil && special[id]
 		control := isSpecial && (t == CallQuote || t == CallStart || t == CallEnd || t == ThoughtStart || t == ThoughtEnd)
+		if control && t == ThoughtStart {
+			v.thoughtStarts = append(v.thoughtStarts, int32(id))
+		}
 		if !control && (v.never[id] || t == "" || isSpecial || hasByteAbove(t, 0xF7)) {
 			v.never[id] = true
 			v.neverIDs = append(v.neverIDs, int32(id))
@@ -128,7 +133,23 @@ type JSONObject struct {
 	h      jsonHold
 	banned []bool
 	pats   map[*pattern]*patDFA // the patterns' automata, made as their strings are written
+	// thought is where a thought before the object is (ThoughtFirst): it may
+	// begin (thoughtMay), is being written (thoughtIn), or is past.
+	thought uint8
 }
+
+// Where a thought before the object is (JSONObject.thought).
+const (
+	thoughtPast uint8 = iota
+	thoughtMay
+	thoughtIn
+)
+
+// ThoughtFirst lets the answer begin with a thought (the model thinking:
+// `<|channel>`…`<channel|>`, as NewJSONVocab names them ThoughtStart and
+// ThoughtEnd), unheld, before its object: the object is held from the
+// thought's end, or from the start where the model writes none.
+func (j *JSONObject) ThoughtFirst() { j.thought = thoughtMay }
 
 // Object starts a constraint for one answer.
 func (v *JSONVocab) Object() *JSONObject {
@@ -152,11 +173,20 @@ func (j *JSONObject) Done() bool { return j.h.st.mode == jDone }
 // own: read it before the next Picked). Where nothing could follow (a
 // vocabulary without the bytes the object needs), the ends are allowed.
 func (j *JSONObject) Banned() []bool {
+	if j.thought == thoughtIn {
+		return nil // (a thought is the model's own)
+	}
 	allowed := 0
 	if j.Done() {
 		fill(j.banned, true)
 	} else {
 		allowed = j.v.ban(j.banned, j)
+	}
+	if j.thought == thoughtMay {
+		for _, id := range j.v.thoughtStarts {
+			j.banned[id] = false
+			allowed++
+		}
 	}
 	if j.Done() || allowed == 0 {
 		j.v.allowEnds(j.banned)
@@ -354,8 +384,21 @@ func fill(b []bool, v bool) {
 // Picked moves the constraint past id's text. An id it would not have allowed
 // (an end, or a pick made without it) leaves it where it was.
 func (j *JSONObject) Picked(id int) {
-	if id >= 0 && id < len(j.v.texts) && !j.v.never[id] {
-		j.advance(j.v.texts[id])
+	if id < 0 || id >= len(j.v.texts) || j.v.never[id] {
+		return
+	}
+	text := string(j.v.texts[id])
+	switch {
+	case j.thought == thoughtMay && text == ThoughtStart:
+		j.thought = thoughtIn
+	case j.thought == thoughtIn:
+		if text == ThoughtEnd {
+			j.thought = thoughtPast
+		}
+	default:
+		if j.advance(j.v.texts[id]) {
+			j.thought = thoughtPast
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package sampler
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -282,4 +283,56 @@ func benchTexts() []string {
 		texts[id] = w.String()
 	}
 	return texts
+}
+
+// TestJSONThoughtFirst: ThoughtFirst lets the answer think first — the
+// thought's start or the object's may come first, the thought is unheld to
+// its end, and the object is held from there; without it a thought's start is
+// banned, and once the object has begun no thought may.
+func TestJSONThoughtFirst(t *testing.T) {
+	texts := []string{ThoughtStart, ThoughtEnd, `{`, `}`, `"a"`, `:`, ` 1`, `words`, ` `, `<eos>`}
+	special := []bool{true, true, false, false, false, false, false, false, false, true}
+	v := NewJSONVocab(texts, special, []int{9})
+	allowed := func(b []bool) []string {
+		if b == nil {
+			return []string{"any"}
+		}
+		var out []string
+		for id, banned := range b {
+			if !banned {
+				out = append(out, texts[id])
+			}
+		}
+		return out
+	}
+	j := v.Object()
+	if got := allowed(j.Banned()); !slices.Equal(got, []string{`{`}) {
+		t.Errorf("no thought asked: %q allowed first, want the object's start alone", got)
+	}
+	j = v.Object()
+	j.ThoughtFirst()
+	for _, step := range []struct {
+		pick int
+		want []string
+	}{
+		{-1, []string{ThoughtStart, `{`}}, // before anything
+		{0, []string{"any"}},              // in the thought
+		{7, []string{"any"}},
+		{2, []string{"any"}}, // (an object's brace in a thought is the thought's)
+		{1, []string{`{`}},   // the thought ended: the object
+		{2, []string{`}`, `"a"`, ` `}},
+	} {
+		if step.pick >= 0 {
+			j.Picked(step.pick)
+		}
+		if got := allowed(j.Banned()); !slices.Equal(got, step.want) {
+			t.Errorf("after %q: %q allowed, want %q", texts[max(step.pick, 0)], got, step.want)
+		}
+	}
+	j = v.Object()
+	j.ThoughtFirst()
+	j.Picked(2)
+	if got := allowed(j.Banned()); slices.Contains(got, ThoughtStart) {
+		t.Errorf("the object begun: a thought's start is allowed (%q)", got)
+	}
 }
