@@ -220,10 +220,13 @@ type Request struct {
 // CallHold is how Request.ToolCalls holds an answer's calls.
 type CallHold struct {
 	// Only: the answer is calls, no words before them (the API's tool_choice
-	// "required" or a named function).
+	// "required" or a named function); with Thinking a thought may come first.
 	Only bool
 	// Single: at most one call (the API's parallel_tool_calls false).
 	Single bool
+	// Function is the one tool the calls may name (the API's named
+	// tool_choice); "": any of the Tools.
+	Function string
 	// Schemas holds each tool's arguments, by its name, to its parameters
 	// (sampler.CompileSchema); a tool without one takes any object.
 	Schemas map[string]*sampler.Schema

@@ -334,6 +334,9 @@ func checkPrinterOnly(req *Request) error {
 				return fmt.Errorf("the hold has a schema for %q, which is not among the tools", name)
 			}
 		}
+		if f := h.Function; f != "" && !slices.ContainsFunc(req.Tools, func(t Tool) bool { return t.Name == f }) {
+			return fmt.Errorf("the calls are held to the function %q, which is not among the tools", f)
+		}
 	}
 	return nil
 }
@@ -413,9 +416,11 @@ func (e *Engine) newGeneration(ctx context.Context, req *Request) (*generation, 
 		}
 		hold = j
 	case req.ToolCalls != nil:
-		rules := sampler.CallRules{Only: req.ToolCalls.Only, Single: req.ToolCalls.Single}
+		rules := sampler.CallRules{Only: req.ToolCalls.Only, Single: req.ToolCalls.Single, ThoughtFirst: req.Thinking}
 		for _, tool := range req.Tools {
-			rules.Tools = append(rules.Tools, sampler.CallTool{Name: tool.Name, Schema: req.ToolCalls.Schemas[tool.Name]})
+			if f := req.ToolCalls.Function; f == "" || f == tool.Name {
+				rules.Tools = append(rules.Tools, sampler.CallTool{Name: tool.Name, Schema: req.ToolCalls.Schemas[tool.Name]})
+			}
 		}
 		calls, err := e.jsonVocab.Calls(rules)
 		if err != nil {

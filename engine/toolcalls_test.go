@@ -59,6 +59,18 @@ func TestToolCallsHeldRealModel(t *testing.T) {
 	if !named["get_weather"] {
 		t.Error("no run called get_weather: the schema's hold was not tried")
 	}
+	// A named function: every run calls it.
+	for seed := range 4 {
+		res, err := host.Generate(context.Background(), Request{Prompt: "What is the weather?", Tools: tools, Mode: AR, Seed: uint64(seed),
+			ToolCalls: &CallHold{Only: true, Single: true, Function: "get_time", Schemas: map[string]*sampler.Schema{"get_weather": schema, "get_time": none}},
+			Sampling:  Sampling{MaxNewTokens: 64, Temperature: 1.5}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, calls := chat.ParseToolCalls(res.Text); len(calls) != 1 || calls[0].Name != "get_time" {
+			t.Errorf("seed %d, held to get_time: %q", seed, res.Text)
+		}
+	}
 	free, err := host.Generate(context.Background(), Request{Prompt: "What is the weather?", Tools: tools, Mode: AR, Seed: 5,
 		Opening: chat.ToolCallStart + "call:", Sampling: Sampling{MaxNewTokens: 64}})
 	if err != nil {
@@ -121,7 +133,8 @@ func TestToolCallsHeldWords(t *testing.T) {
 }
 
 // TestToolCallsHeldThought: a call's start inside a thought is the thought's
-// text, left as the model writes it; after the thought a call is held.
+// text, left as the model writes it; after the thought a call is held. A
+// forced call lets a thinking model think first, and no other.
 func TestToolCallsHeldThought(t *testing.T) {
 	script := newScript(func(p int) int {
 		switch i := p - promptLen; i {
@@ -147,6 +160,20 @@ func TestToolCallsHeldThought(t *testing.T) {
 	if !strings.HasPrefix(res.Text, thought+chat.ToolCallStart+"call:") || !strings.HasSuffix(res.Text, chat.ToolCallEnd) || res.StopReason != StopEOS {
 		t.Errorf("%q (%s): want the thought %q as written, then one held call", res.Text, res.StopReason, thought)
 	}
+	// A forced call (Only) of a thinking model: the thought first, then the call.
+	for _, thinking := range []bool{true, false} {
+		e = testEngine(script)
+		e.tok = callCodec
+		res, err = e.Generate(context.Background(), Request{PromptIDs: prompt(), Tools: []Tool{{Name: "get"}}, Mode: AR, Thinking: thinking,
+			Sampling: Sampling{MaxNewTokens: 40}, ToolCalls: &CallHold{Only: true, Single: true, Schemas: map[string]*sampler.Schema{"get": none}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]string{true: thought, false: ""}[thinking] + chat.ToolCallStart + "call:"; !strings.HasPrefix(res.Text, want) ||
+			!strings.HasSuffix(res.Text, chat.ToolCallEnd) {
+			t.Errorf("forced, thinking %v: %q, want it to begin %q and end with the call", thinking, res.Text, want)
+		}
+	}
 }
 
 // TestToolCallsHeldRefused: what a hold cannot be is refused before anything
@@ -167,6 +194,7 @@ func TestToolCallsHeldRefused(t *testing.T) {
 		{"a schema for no tool", Request{Prompt: "x", Mode: AR, Tools: tools, ToolCalls: &CallHold{Schemas: map[string]*sampler.Schema{"f": nil}}}, `"f"`},
 		{"words opening a call-only answer", Request{Prompt: "x", Mode: AR, Tools: tools, Opening: "Sure", ToolCalls: hold}, "opening"},
 		{"a tool's name twice", Request{Prompt: "x", Mode: AR, Tools: append(tools, tools...), ToolCalls: hold}, "two tools"},
+		{"a function not among the tools", Request{Prompt: "x", Mode: AR, Tools: tools, ToolCalls: &CallHold{Only: true, Function: "f"}}, `"f"`},
 	} {
 		if _, err := e.Generate(context.Background(), c.req); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want one naming %q", c.name, err, c.want)

@@ -104,16 +104,16 @@ import (
 // "tool_calls"; a stream sends the text before the first call as it is written
 // and each call whole in the chunk that ends the choice. tool_choice "auto"
 // (the default) lets the model choose, "none" declares no tool, "required" and
-// {"type": "function", "function": {"name": …}} open the answer with a call
-// (of that function) that the model completes (engine.Request.Opening, on top
-// of max_tokens). The calls are held (engine.Request.ToolCalls): each names a
-// declared tool and its arguments are an instance of the tool's parameters,
-// byte by byte as the printer picks them — for a forced call or a strict tool
-// (in AR mode where no mode is named, X-Darkroom-Mode-Reason saying why; a 400
-// with "mode": "diffusion"; a strict tool's parameters that cannot be held to
-// are a 400), and for any request with tools that the printer writes anyway.
-// parallel_tool_calls false keeps the first call, and a held answer ends
-// there. An assistant
+// {"type": "function", "function": {"name": …}} make the answer calls (of that
+// function), after the model's thought where it thinks. The calls are held
+// (engine.Request.ToolCalls): each names a declared tool and its arguments are
+// an instance of the tool's parameters, byte by byte as the printer picks them
+// — for a forced call or a strict tool (in AR mode where no mode is named,
+// X-Darkroom-Mode-Reason saying why; a 400 with "mode": "diffusion"; a strict
+// tool's parameters that cannot be held to are a 400), and for any request
+// with tools that the printer writes anyway (but a JSON answer, held to its
+// object). parallel_tool_calls false keeps the first call, and a held answer
+// ends there. An assistant
 // message's tool_calls and the tool messages after it (one per call, named by
 // tool_call_id) are written back as the template writes them: the calls and
 // their results in the model's turn, which the answer goes on. No lead opens

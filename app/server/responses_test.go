@@ -57,7 +57,8 @@ func TestResponsesInput(t *testing.T) {
 
 // TestResponsesIncompleteAndJSON: an answer max_output_tokens cut is
 // "incomplete" with the reason; text.format json_object asks the engine for
-// JSON; a named tool_choice in the Responses API's flat form opens the call.
+// JSON; a named tool_choice in the Responses API's flat form holds the
+// answer to a call of it.
 func TestResponsesIncompleteAndJSON(t *testing.T) {
 	g := &fakeGen{final: `{"a":1}`}
 	s := start(t, Options{Engine: g})
@@ -73,7 +74,7 @@ func TestResponsesIncompleteAndJSON(t *testing.T) {
 	g.final = callsOnly
 	code, r, raw := responsesCall(t, s, `{"input":"Weather?","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],
 		"tool_choice":{"type":"function","name":"get_weather"}}`)
-	if code != 200 || g.lastRequest(t).Opening != "<|tool_call>call:get_weather{" || len(r.Output) != 1 || r.Output[0].Type != "function_call" ||
+	if h := g.lastRequest(t).ToolCalls; code != 200 || h == nil || !h.Only || h.Function != "get_weather" || len(r.Output) != 1 || r.Output[0].Type != "function_call" ||
 		*r.Output[0].Arguments != `{"city":"Paris","days":2}` || !strings.HasPrefix(r.Output[0].ID, "fc_") {
 		t.Errorf("named tool_choice: %d %s", code, raw)
 	}

@@ -27,12 +27,12 @@ type toolPlan struct {
 }
 
 // toolUse reads a chat request's tools and tool_choice into req: the tools
-// declared in the prompt (none for "none"), and for "required" or a named
-// function the start of a call as the answer's opening, so that the answer is
-// a call. It returns how the calls are held and whether there may be more
-// than one: each tool's parameters compiled for the hold, a strict tool's
-// refused where they cannot be held to (another's arguments are then held to
-// any object).
+// declared in the prompt (none for "none"). It returns how the calls are held
+// — for "required" or a named function, the answer is calls (of that
+// function) and nothing else, a thought first where the model thinks — and
+// whether there may be more than one: each tool's parameters compiled for the
+// hold, a strict tool's refused where they cannot be held to (another's
+// arguments are then held to any object).
 func toolUse(cr *api.ChatRequest, req *engine.Request) (tp toolPlan, err error) {
 	for _, f := range []struct {
 		name string
@@ -101,25 +101,22 @@ func toolUse(cr *api.ChatRequest, req *engine.Request) (tp toolPlan, err error) 
 		return tp, &badRequest{"tool_choice", fmt.Sprintf("tool_choice names the function %q, which is not among the tools", clip(name, 80))}
 	}
 	req.Tools = tools
-	tp.hold = &engine.CallHold{Only: choice != "auto", Single: !tp.parallel, Schemas: schemas}
-	tp.asked = strict || choice != "auto"
 	if choice == "auto" {
+		if !req.JSON { // (a JSON answer is held to its object: no call can be written)
+			tp.hold = &engine.CallHold{Single: !tp.parallel, Schemas: schemas}
+			tp.asked = strict
+		}
 		return tp, nil
 	}
-	// The answer opens with the call, so the model writes the rest of it.
+	// The answer is calls (of the named function), held from its first token.
 	switch {
 	case cr.Darkroom != nil && cr.Darkroom.Opening != "":
-		return tp, &badRequest{"darkroom.opening", fmt.Sprintf(`tool_choice %q opens the answer with a call: leave out the opening, or set tool_choice to "auto"`, choice)}
+		return tp, &badRequest{"darkroom.opening", fmt.Sprintf(`tool_choice %q makes the answer a call: leave out the opening, or set tool_choice to "auto"`, choice)}
 	case req.JSON:
 		return tp, &badRequest{"response_format", fmt.Sprintf(`tool_choice %q makes the answer a call, not a JSON object: leave out response_format, or set tool_choice to "auto"`, choice)}
-	case req.Logprobs:
-		return tp, &badRequest{"logprobs", fmt.Sprintf(`tool_choice %q opens the answer with the call's first tokens, which are not the model's picks and have no logprobs: leave out logprobs, or set tool_choice to "auto"`, choice)}
 	}
-	req.Opening = chat.ToolCallStart + "call:"
-	if choice == "function" {
-		req.Opening += name + "{"
-	}
-	req.OpeningExtra = true // max_tokens is for what the model writes after it
+	tp.hold = &engine.CallHold{Only: true, Single: !tp.parallel, Function: name, Schemas: schemas}
+	tp.asked = true
 	return tp, nil
 }
 

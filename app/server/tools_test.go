@@ -156,24 +156,30 @@ func streamRaw(t *testing.T, s *Server, body string) []string {
 	return nil
 }
 
-// TestToolChoice: "required" opens the answer with a call and a named
-// function with a call of it (the engine holds the opening, the model writes
-// the rest); the opening is read back as part of the call.
+// TestToolChoice: "required" holds the answer to calls and a named function
+// to calls of it, from the answer's first token (no opening); "auto" holds
+// none where the answer is the polaroid's.
 func TestToolChoice(t *testing.T) {
 	g := &fakeGen{final: callsOnly}
-	s := start(t, Options{Engine: g})
-	for choice, opening := range map[string]string{
-		`"auto"`:     "",
-		`"required"`: "<|tool_call>call:",
-		`{"type":"function","function":{"name":"get_weather"}}`: "<|tool_call>call:get_weather{",
+	s := start(t, Options{Engine: g, APIMode: engine.Diffusion})
+	for choice, want := range map[string]*engine.CallHold{
+		`"auto"`:     nil,
+		`"required"`: {Only: true},
+		`{"type":"function","function":{"name":"get_weather"}}`: {Only: true, Function: "get_weather"},
 	} {
 		code, r, raw := chatWire(t, s, `{`+askParis+`,"tools":[`+weatherTool+`,`+timeTool+`],"tool_choice":`+choice+`}`)
-		if req := g.lastRequest(t); code != 200 || req.Opening != opening || req.OpeningTentative || req.OpeningExtra != (opening != "") || len(req.Tools) != 2 {
-			t.Errorf("tool_choice %s: %d, opening %q (tentative %v), want %q", choice, code, req.Opening, req.OpeningTentative, opening)
+		req := g.lastRequest(t)
+		if h := req.ToolCalls; code != 200 || req.Opening != "" || len(req.Tools) != 2 || (h == nil) != (want == nil) ||
+			h != nil && (h.Only != want.Only || h.Function != want.Function) {
+			t.Errorf("tool_choice %s: %d, opening %q, hold %+v; want %+v", choice, code, req.Opening, h, want)
 		}
 		if len(r.Choices) != 1 || len(r.Choices[0].Message.ToolCalls) != 1 {
 			t.Errorf("tool_choice %s: %s", choice, raw)
 		}
+	}
+	// Every token of a forced call is the model's pick: it has logprobs.
+	if code, _, raw := chatWire(t, s, `{`+askParis+`,"tools":[`+weatherTool+`],"tool_choice":"required","logprobs":true}`); code != 200 {
+		t.Errorf("forced call with logprobs: %d %s", code, raw)
 	}
 }
 
@@ -240,8 +246,7 @@ func TestToolRequestErrors(t *testing.T) {
 		{askParis + `,` + tools + `,"tool_choice":"always"`, "tool_choice", `"required"`},
 		{askParis + `,` + tools + `,"tool_choice":{"type":"function","function":{"name":"get_time"}}`, "tool_choice", "not among the tools"},
 		{askParis + `,` + tools + `,"tool_choice":"required","response_format":{"type":"json_object"}`, "response_format", "not a JSON object"},
-		{askParis + `,` + tools + `,"tool_choice":"required","logprobs":true`, "logprobs", "no logprobs"},
-		{askParis + `,` + tools + `,"tool_choice":"required","darkroom":{"opening":"Sure"}`, "darkroom.opening", "opens the answer with a call"},
+		{askParis + `,` + tools + `,"tool_choice":"required","darkroom":{"opening":"Sure"}`, "darkroom.opening", "makes the answer a call"},
 		{askParis + `,` + tools + `,"tool_choice":"required","mode":"diffusion"`, "tool_choice", `"mode": "ar"`},
 		{askParis + `,"tools":[{"type":"function","function":{"name":"f","strict":true,"parameters":{"type":"object","not":{}}}}]`,
 			"tools[0].function.parameters", `"not" is not supported`},
@@ -304,10 +309,10 @@ func TestToolResultsSentBack(t *testing.T) {
 
 // TestToolsRealModel: on a real (tiny, random) model, the tools reach the
 // prompt (POST /tokenize with them counts what the chat endpoint reads) and a
-// named tool_choice is the engine's run with the call's opening held and the
-// call held to the tool: the server answers what engine.Generate writes for
-// the same request, its calls read from that text; the random model's call is
-// whole. A forced call is written in AR mode, and refused with diffusion named.
+// named tool_choice is the engine's run with the answer held to calls of the
+// tool: the server answers what engine.Generate writes for
+// the same request, its calls read from that text. A forced call is written in
+// AR mode, and refused with diffusion named.
 func TestToolsRealModel(t *testing.T) {
 	e := tinyengine.Load(t, enginetest.Options{})
 	s := start(t, Options{Engine: e, ModelID: "tiny"})
@@ -318,21 +323,18 @@ func TestToolsRealModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Generate(context.Background(), engine.Request{Messages: msgs, Tools: tools, Opening: "<|tool_call>call:get_weather{", OpeningExtra: true,
-		Mode: engine.AR, Seed: 5, Sampling: engine.Sampling{MaxNewTokens: 12, Temperature: 1},
-		ToolCalls: &engine.CallHold{Only: true, Schemas: map[string]*sampler.Schema{"get_weather": schema}}})
+	res, err := e.Generate(context.Background(), engine.Request{Messages: msgs, Tools: tools, Mode: engine.AR, Seed: 5,
+		Sampling:  engine.Sampling{MaxNewTokens: 24, Temperature: 1},
+		ToolCalls: &engine.CallHold{Only: true, Function: "get_weather", Schemas: map[string]*sampler.Schema{"get_weather": schema}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if start, ok := e.Tokenizer().ID(chat.ToolCallStart); !strings.HasPrefix(res.Text, "<|tool_call>call:get_weather{") || !ok || res.Tokens[0] != start {
-		t.Fatalf("engine text %q (tokens %v) does not begin with the call's opening, its first token <|tool_call> (id %d)", res.Text, res.Tokens, start)
+		t.Fatalf("engine text %q (tokens %v) does not begin with a call of get_weather, its first token <|tool_call> (id %d)", res.Text, res.Tokens, start)
 	}
 	content, calls := answerCalls(res.Text, true)
-	if len(calls) != 1 || calls[0].Function.Arguments[0] != '{' {
-		t.Fatalf("engine text %q: no whole call", res.Text)
-	}
 	code, r, raw := chatWire(t, s, `{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[`+weatherTool+`],`+
-		`"tool_choice":{"type":"function","function":{"name":"get_weather"}},"mode":"ar","max_tokens":12,"temperature":1,"seed":5}`)
+		`"tool_choice":{"type":"function","function":{"name":"get_weather"}},"mode":"ar","max_tokens":24,"temperature":1,"seed":5}`)
 	if code != 200 || len(r.Choices) != 1 {
 		t.Fatalf("%d %s", code, raw)
 	}

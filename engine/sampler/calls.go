@@ -64,6 +64,9 @@ type CallRules struct {
 	Only bool
 	// Single: at most one call.
 	Single bool
+	// ThoughtFirst: where Only, a thought may come before the first call (a
+	// thinking model's; unheld).
+	ThoughtFirst bool
 }
 
 // Where a call's reading is (callState.phase).
@@ -71,7 +74,7 @@ type callPhase uint8
 
 const (
 	cFree  callPhase = iota // before any call (not Only): any text; CallStart begins one
-	cThink                  // in a thought before any call: any text, to ThoughtEnd
+	cThink                  // in a thought before any call (ThoughtFirst where Only): any text, to ThoughtEnd
 	cStart                  // Only, before the first call: its CallStart
 	cWord                   // after CallStart: callWord (pos: its bytes read)
 	cName                   // the name: tools[lo:hi] begin with the pos bytes read
@@ -91,19 +94,21 @@ type callState struct {
 	pos, lo, hi int
 	tail        [2]uint8 // in a string: how much of each of stringStops its text ends with
 	none        uint8    // in a null written as the template writes it (None): its bytes read
+	thought     bool     // a thought was begun
 }
 
 // ToolCalls holds one generation's picks to tool calls: Banned before each
 // pick, Picked after it.
 type ToolCalls struct {
-	v      *JSONVocab
-	tools  []CallTool // by name
-	only   bool
-	single bool
-	c      callState
-	args   jsonHold // cArgs: the arguments as JSON
-	banned []bool
-	pats   map[*pattern]*patDFA // the patterns' automata (JSONObject's)
+	v            *JSONVocab
+	tools        []CallTool // by name
+	only         bool
+	single       bool
+	thoughtFirst bool
+	c            callState
+	args         jsonHold // cArgs: the arguments as JSON
+	banned       []bool
+	pats         map[*pattern]*patDFA // the patterns' automata (JSONObject's)
 }
 
 // callRun is one run of the hold over some bytes, on copies of its state.
@@ -128,8 +133,8 @@ func (v *JSONVocab) Calls(rules CallRules) (*ToolCalls, error) {
 			return nil, err
 		}
 	}
-	h := &ToolCalls{v: v, tools: tools, only: rules.Only, single: rules.Single, banned: make([]bool, len(v.texts)),
-		pats: map[*pattern]*patDFA{}}
+	h := &ToolCalls{v: v, tools: tools, only: rules.Only, single: rules.Single, thoughtFirst: rules.ThoughtFirst,
+		banned: make([]bool, len(v.texts)), pats: map[*pattern]*patDFA{}}
 	if h.only {
 		h.c.phase = cStart
 	}
@@ -246,15 +251,22 @@ func (h *ToolCalls) step(cr *callRun, b byte) bool {
 		case CallStart[0]:
 			c.phase, c.pos = cWord, 0
 		case ThoughtStart[0]:
-			c.phase = cThink
+			c.phase, c.thought = cThink, true
 		}
 		return true
 	case cThink:
 		if b == ThoughtEnd[0] {
 			c.phase = cFree
+			if h.only {
+				c.phase = cStart
+			}
 		}
 		return true
 	case cStart, cAfter:
+		if b == ThoughtStart[0] && c.phase == cStart && h.thoughtFirst && !c.thought {
+			c.phase, c.thought = cThink, true
+			return true
+		}
 		if b != CallStart[0] || c.phase == cAfter && h.single {
 			return false
 		}
