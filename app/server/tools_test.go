@@ -349,6 +349,14 @@ func TestToolsRealModel(t *testing.T) {
 		}
 	}
 
+	// A JSON answer with tools declared is held to its object, its calls not
+	// held (the two holds met in the engine and failed the request).
+	code, r, raw = chatWire(t, s, `{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[`+weatherTool+`],`+
+		`"response_format":{"type":"json_object"},"mode":"ar","max_tokens":8,"seed":5}`)
+	if code != 200 || len(r.Choices) != 1 {
+		t.Errorf("json_object with tools: %d %s", code, raw)
+	}
+
 	// A forced call is the printer's; diffusion cannot hold it.
 	code, r, raw = chatWire(t, s, `{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[`+weatherTool+`],`+
 		`"tool_choice":"required","max_tokens":12,"seed":5}`)
