@@ -28,7 +28,8 @@ import (
 // an object or an array, …; or are objects with declared properties, read
 // together — each key written leaves the alternatives that declare it, and a
 // property they declare differently must be a const or enum in each, a
-// discriminator, whose value leaves its own), nullable, local $refs (#/$defs/…,
+// discriminator, whose value leaves its own; an alternative's minProperties
+// and maxProperties are left to the model), nullable, local $refs (#/$defs/…,
 // #/definitions/…, # itself), and the bounds: minLength and maxLength (a
 // string's characters, each escape one), minItems and maxItems, minProperties
 // and maxProperties, and minimum, maximum, exclusiveMinimum and
