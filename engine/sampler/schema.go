@@ -29,18 +29,19 @@ import (
 // together — each key written leaves the alternatives that declare it, and a
 // property they declare differently must be a const or enum in each, a
 // discriminator, whose value leaves its own; an alternative's minProperties
-// and maxProperties are left to the model), nullable, local $refs (#/$defs/…,
-// #/definitions/…, # itself), and the bounds: minLength and maxLength (a
-// string's characters, each escape one), minItems and maxItems, minProperties
-// and maxProperties, and minimum, maximum, exclusiveMinimum and
-// exclusiveMaximum (a number is held to digits that can still end within
-// them, and written without an exponent), a string's pattern, and the formats
-// date, time, date-time, uuid, email and ipv4 as patterns (pattern.go; a
-// date's day is held to 01–31, whatever its month). Annotations and what the
-// constraint does not hold a value to (description, other formats,
-// multipleOf, uniqueItems, …) are read and left to the model; any other
-// keyword (allOf, not, if, patternProperties, prefixItems, …) is refused by
-// name, since the answer could not be held to it. An object with declared
+// and maxProperties are left to the model), nullable, uniqueItems (where the
+// items are an enum's literals), local $refs (#/$defs/…, #/definitions/…, #
+// itself), and the bounds: minLength and maxLength (a string's characters,
+// each escape one), minItems and maxItems, minProperties and maxProperties,
+// and minimum, maximum, exclusiveMinimum and exclusiveMaximum (a number is
+// held to digits that can still end within them, and written without an
+// exponent), a string's pattern, and the formats date, time, date-time, uuid,
+// email and ipv4 as patterns (pattern.go; a date's day is held to 01–31,
+// whatever its month). Annotations and what the constraint does not hold a
+// value to (description, other formats, multipleOf, …) are read and left to
+// the model; any other keyword (allOf, not, if, patternProperties,
+// prefixItems, …) is refused by name, since the answer could not be held to
+// it. An object with declared
 // properties takes no other key (what OpenAI's strict mode asks:
 // additionalProperties false), one with none takes any key, its values held to
 // additionalProperties where that is a schema.
@@ -100,6 +101,10 @@ type schemaNode struct {
 	// them lits[i] belongs to (a discriminator's merged node).
 	union   *objUnion
 	litAlts []uint8
+	// unique: an array's items are each a different one of its items' literals
+	// (uniqueItems, held where the items are literals: an enum's; other items
+	// are left to the model).
+	unique bool
 }
 
 // numBound is a number's bound: v, and whether v itself is out (exclusive).
@@ -138,7 +143,7 @@ const maxUnionAlts = 8
 // the model.
 var ignoredKeywords = map[string]bool{
 	"title": true, "description": true, "default": true, "examples": true,
-	"multipleOf": true, "uniqueItems": true, "$schema": true, "$id": true, "$comment": true, "strict": true,
+	"multipleOf": true, "$schema": true, "$id": true, "$comment": true, "strict": true,
 	"readOnly": true, "writeOnly": true, "deprecated": true, "contentEncoding": true, "contentMediaType": true,
 	"$defs": true, "definitions": true,
 }
@@ -219,6 +224,8 @@ func (c *schemaCompiler) node(raw []byte, path string) (*schemaNode, error) {
 				return nil, fmt.Errorf("%s.%s %q cannot be held to: %v", path, k, clip(src, 80), err)
 			}
 			n.pat = p
+		case "uniqueItems":
+			n.unique = string(bytes.TrimSpace(v)) == "true"
 		case "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
 			"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
 			if err := n.bound(k, v, m, path); err != nil {
@@ -908,6 +915,10 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 			switch {
 			case fr == nil || fr.n == nil:
 			case fr.arr:
+				if it := fr.n.items; fr.n.unique && it != nil && len(it.lits) > 0 && it.litKinds == it.kinds &&
+					fr.used == ^uint64(0)>>(64-len(it.lits)) {
+					return false // every literal an item may be is written
+				}
 				return fr.n.maxItems < 0 || fr.count < fr.n.maxItems
 			case fr.n.maxProps >= 0 && fr.count >= fr.n.maxProps:
 				return false
@@ -958,6 +969,9 @@ func (s *schemaState) begin(n *schemaNode, f *frameView, c byte) bool {
 		s.litOn, s.litCand = true, 1<<len(n.lits)-1
 		if len(n.lits) == maxSchemaProps {
 			s.litCand = ^uint64(0)
+		}
+		if fr := f.top(); fr != nil && fr.arr && fr.n != nil && fr.n.unique { // an item not written yet
+			s.litCand &^= fr.used
 		}
 		if n.litAlts != nil { // a discriminator: the literals of the alternatives still possible
 			if fr := f.top(); fr != nil && fr.n != nil && fr.n.union != nil {
@@ -1128,6 +1142,9 @@ func (s *schemaState) scalarDone(f *frameView) bool {
 		if !whole {
 			return false
 		}
+		if fr := f.top(); fr != nil && fr.arr && fr.n != nil && fr.n.unique {
+			fr.used |= s.litCand & s.wholeLits() // (the one literal written)
+		}
 		if s.cur.litAlts != nil {
 			if fr := f.top(); fr != nil && fr.n != nil && fr.n.union != nil {
 				if fr.cand &= alts; fr.cand == 0 {
@@ -1138,6 +1155,17 @@ func (s *schemaState) scalarDone(f *frameView) bool {
 	}
 	s.cur, s.litOn = nil, false
 	return true
+}
+
+// wholeLits are the literals still matching that are written whole.
+func (s *schemaState) wholeLits() uint64 {
+	var w uint64
+	for m := s.litCand; m != 0; m &= m - 1 {
+		if i := bits.TrailingZeros64(m); len(s.cur.lits[i]) == s.litPos {
+			w |= 1 << i
+		}
+	}
+	return w
 }
 
 // keyStart begins a key of the top object: none past maxProperties.

@@ -35,7 +35,7 @@ var testSchemas = map[string]string{
 	"bounds": `{"type":"object","properties":{"s":{"type":"string","minLength":2,"maxLength":4},"i":{"type":"integer","minimum":-5,
 		"exclusiveMaximum":120},"x":{"type":"number","exclusiveMinimum":0.5,"maximum":3.25},"n":{"type":["number","null"],"maximum":-0.5},
 		"list":{"type":"array","items":{"type":"integer","minimum":0},"minItems":1,"maxItems":2},"o":{"type":"object","minProperties":1,
-		"maxProperties":2}},"required":["s","i"]}`,
+		"maxProperties":2},"tags":{"type":"array","items":{"enum":["a","b","c"]},"uniqueItems":true}},"required":["s","i"]}`,
 	"pattern": `{"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{2}-\\d{3}$"},"day":{"type":"string","format":"date"},
 		"mail":{"type":"string","format":"email"},"has":{"type":"string","pattern":"a.c","maxLength":6},"id":{"type":"string","format":"uuid"},
 		"host":{"type":"string","format":"hostname"},"either":{"anyOf":[{"type":"string","pattern":"^(yes|no)$"},{"type":"null"}]}},"required":["code"]}`,
@@ -78,7 +78,7 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 			`{"shape":{"label":"p","kind":"pixel"}}`, `{"shape":{"kind":"dot"},"events":[]}`,
 			`{"shape":null,"events":[{"type":"click","x":3},{"key":"a","type":"key"},{"x":-1,"type":"click"}]}`},
 		"bounds": {`{"s":"ab","i":-5}`, `{"s":"é✓\n\u0041","i":119,"x":0.5000001,"n":-0.5,"list":[0,7],"o":{"a":[]}}`, `{"i":0,"s":"\"\\","x":3.25,"n":null,"list":[3],"o":{"a":1,"b":{}}}`,
-			`{"s":"abcd","i":12,"x":1,"n":-12.5}`, `{"s":"ab","i":-0,"x":0.75,"n":-0.50}`},
+			`{"s":"abcd","i":12,"x":1,"n":-12.5}`, `{"s":"ab","i":-0,"x":0.75,"n":-0.50,"tags":["c","a","b"]}`},
 	} {
 		s := compileTest(t, name)
 		for _, x := range text {
@@ -97,7 +97,7 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 			`{"shape":{"label":"x","r`, `{"shape":{"label":"x","kind":"c`, `{"shape":{"kind":"s`, `{"shape":{}`, `{"shape":{"r":-1`,
 			`{"events":[{"type":"click","k`, `{"events":[{"key":"ab`, `{"events":[{"x":1,"type":"k`, `{"events":[{"type":"key"}`},
 		"bounds": {`{"s":"a"`, `{"s":"abcde`, `{"i":-6`, `{"i":-51`, `{"i":120`, `{"i":12.`, `{"i":121`, `{"x":0.5,`, `{"x":0.4`, `{"x":3.26`, `{"x":4`,
-			`{"x":0,`, `{"x":-`, `{"x":1e`, `{"n":-0.4`, `{"n":0`, `{"list":[]`, `{"list":[1,2,`, `{"list":[-1`, `{"o":{}`, `{"o":{"a":1,"b":2,`},
+			`{"x":0,`, `{"x":-`, `{"x":1e`, `{"n":-0.4`, `{"n":0`, `{"list":[]`, `{"list":[1,2,`, `{"list":[-1`, `{"o":{}`, `{"o":{"a":1,"b":2,`, `{"tags":["a","b","a`, `{"tags":["a","b","c",`},
 		"arrays":    {`{"people":[{"first":"A","level":4`, `{"people":[{"first":"A","level":10.`, `{"people":[{"first":"A","level":100`, `{"matrix":[["`},
 		"anyof":     {`{"v":1`, `{"w":"`, `{"k":"fixe"`, `{"e":"c`, `{"w":{"x":1`, `{"w":[1.`},
 		"recursive": {`{"root":{"label":"a","kids":[{"label":"b"}`, `{"root":{"kids":[{"kids":[],"label":1`},
@@ -315,6 +315,15 @@ func (r *refValidator) valid(s map[string]any, v any) bool {
 	case []any:
 		if !count(len(x), "minItems", "maxItems") {
 			return false
+		}
+		if s["uniqueItems"] == true {
+			seen := map[string]bool{}
+			for _, it := range x {
+				if seen[canonical(it)] {
+					return false
+				}
+				seen[canonical(it)] = true
+			}
 		}
 		if items, ok := s["items"].(map[string]any); ok {
 			for _, it := range x {
