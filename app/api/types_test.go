@@ -35,7 +35,11 @@ func TestWireShapes(t *testing.T) {
 		{"error", ErrorResponse{Error: ErrorBody{Message: "no", Type: "server_error", Code: "generation_failed"}},
 			`{"error":{"message":"no","type":"server_error","param":null,"code":"generation_failed"}}`},
 		{"models", ModelList{Object: ObjectList, Data: []Model{{ID: "tiny", Object: ObjectModel, Created: 5, OwnedBy: OwnedBy}}},
-			`{"object":"list","data":[{"id":"tiny","object":"model","created":5,"owned_by":"darkroom"}]}`},
+			`{"object":"list","data":[{"id":"tiny","object":"model","created":5,"owned_by":"darkroom"}],"has_more":false}`},
+		{"models, Anthropic's fields too", ModelList{Object: ObjectList, Data: []Model{{ID: "tiny", Object: ObjectModel, Created: 5, OwnedBy: OwnedBy,
+			Type: "model", DisplayName: "tiny", CreatedAt: "1970-01-01T00:00:05Z"}}, FirstID: "tiny", LastID: "tiny"},
+			`{"object":"list","data":[{"id":"tiny","object":"model","created":5,"owned_by":"darkroom","type":"model","display_name":"tiny",` +
+				`"created_at":"1970-01-01T00:00:05Z"}],"has_more":false,"first_id":"tiny","last_id":"tiny"}`},
 	}
 	for _, c := range cases {
 		b, err := json.Marshal(c.v)
