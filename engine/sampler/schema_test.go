@@ -138,13 +138,7 @@ func againstReference(t *testing.T, src rand.Source, check func(name string, v a
 	t.Helper()
 	rng := rand.New(src)
 	for _, name := range slices.Sorted(maps.Keys(testSchemas)) { // (in one order: the draws are the same each run)
-		var root map[string]any
-		dec := json.NewDecoder(strings.NewReader(testSchemas[name]))
-		dec.UseNumber()
-		if err := dec.Decode(&root); err != nil {
-			t.Fatal(err)
-		}
-		ref := &refValidator{root: root}
+		root, ref := refOf(t, name)
 		valid, invalid := 0, 0
 		for range 400 {
 			v := ref.generate(rng, root, 0)
@@ -163,6 +157,19 @@ func againstReference(t *testing.T, src rand.Source, check func(name string, v a
 			t.Errorf("%s: %d valid and %d invalid values: the test's values are too one-sided", name, valid, invalid)
 		}
 	}
+}
+
+// refOf is the test schema name decoded (numbers as written) and the
+// independent validator of it.
+func refOf(t *testing.T, name string) (map[string]any, *refValidator) {
+	t.Helper()
+	var root map[string]any
+	dec := json.NewDecoder(strings.NewReader(testSchemas[name]))
+	dec.UseNumber()
+	if err := dec.Decode(&root); err != nil {
+		t.Fatal(err)
+	}
+	return root, &refValidator{root: root}
 }
 
 // canonical writes v as the constraint expects an instance written: compact,
@@ -625,13 +632,7 @@ func FuzzCompileSchema(f *testing.F) {
 func TestBannedMatchesAcceptsWalks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 13))
 	for _, name := range slices.Sorted(maps.Keys(testSchemas)) {
-		var root map[string]any
-		dec := json.NewDecoder(strings.NewReader(testSchemas[name]))
-		dec.UseNumber()
-		if err := dec.Decode(&root); err != nil {
-			t.Fatal(err)
-		}
-		ref := &refValidator{root: root}
+		root, ref := refOf(t, name)
 		s := compileTest(t, name)
 		pieces := []string{`"`, `\`, `\n`, `\u00e9`, ` `, `,`, `:`, `{`, `}`, `[`, `]`, `é`, "\xc3", "\xa9", `a`, `ab`, `abc`, `-`, `1`, `12`, `.`, `e`,
 			`null`, `None`, `true`, `false`, `":`, `",`, `"}`, `AB`, `-12`, `3"`, `aé`, `x"`, `<`, `<tool_call|`, ">", "\u2713"}
