@@ -208,8 +208,7 @@ type Request struct {
 	// written the chat template's way, are an instance of the tool's schema
 	// (sampler.ToolCalls); the answer ends where a Single call does (StopEOS).
 	// AR mode only, with Tools and without JSON, Lead or Reply; an Opening
-	// must begin what the hold allows (the API's `<|tool_call>call:` for a
-	// forced call).
+	// must begin what the hold allows (words, or a call's beginning).
 	ToolCalls *CallHold
 
 	// OnEvent, if set, is called synchronously from the generating goroutine for
