@@ -35,10 +35,12 @@ import (
 // each escape one), minItems and maxItems, minProperties and maxProperties,
 // and minimum, maximum, exclusiveMinimum and exclusiveMaximum (a number is
 // held to digits that can still end within them, and written without an
-// exponent), a string's pattern, and the formats date, time, date-time, uuid,
-// email and ipv4 as patterns (pattern.go; a date's day is held to 01–31,
-// whatever its month). Annotations and what the constraint does not hold a
-// value to (description, other formats, multipleOf, …) are read and left to
+// exponent), multipleOf where it is a whole number (the value written as an
+// integer) or a power of ten below 1 (its fraction digits past it zeros), a
+// string's pattern, and the formats date, time, date-time, uuid, email and
+// ipv4 as patterns (pattern.go; a date's day is held to 01–31, whatever its
+// month). Annotations and what the constraint does not hold a value to
+// (description, other formats, another multipleOf, …) are read and left to
 // the model; any other keyword (allOf, not, if, patternProperties,
 // prefixItems, …) is refused by name, since the answer could not be held to
 // it. An object with declared
@@ -101,6 +103,12 @@ type schemaNode struct {
 	// them lits[i] belongs to (a discriminator's merged node).
 	union   *objUnion
 	litAlts []uint8
+	// step and places hold a number to multipleOf where it is a whole
+	// number (step; 0: none) or a power of ten below 1 (places: the most
+	// fraction digits that are not 0; -1: none); another multipleOf is left
+	// to the model.
+	step   uint64
+	places int
 	// unique: an array's items are each a different one of its items' literals
 	// (uniqueItems, held where the items are literals: an enum's; other items
 	// are left to the model).
@@ -115,7 +123,7 @@ type numBound struct {
 
 // newNode is a node of kinds with no bounds.
 func newNode(kinds uint8) *schemaNode {
-	return &schemaNode{kinds: kinds, minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, minProps: -1, maxProps: -1}
+	return &schemaNode{kinds: kinds, minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, minProps: -1, maxProps: -1, places: -1}
 }
 
 type schemaProp struct {
@@ -143,7 +151,7 @@ const maxUnionAlts = 8
 // the model.
 var ignoredKeywords = map[string]bool{
 	"title": true, "description": true, "default": true, "examples": true,
-	"multipleOf": true, "$schema": true, "$id": true, "$comment": true, "strict": true,
+	"$schema": true, "$id": true, "$comment": true, "strict": true,
 	"readOnly": true, "writeOnly": true, "deprecated": true, "contentEncoding": true, "contentMediaType": true,
 	"$defs": true, "definitions": true,
 }
@@ -224,6 +232,12 @@ func (c *schemaCompiler) node(raw []byte, path string) (*schemaNode, error) {
 				return nil, fmt.Errorf("%s.%s %q cannot be held to: %v", path, k, clip(src, 80), err)
 			}
 			n.pat = p
+		case "multipleOf":
+			var f float64
+			if json.Unmarshal(v, &f) != nil || f <= 0 {
+				return nil, fmt.Errorf("%s.multipleOf must be a number above 0", path)
+			}
+			n.multipleOf(f)
 		case "uniqueItems":
 			n.unique = string(bytes.TrimSpace(v)) == "true"
 		case "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
@@ -359,6 +373,21 @@ func (n *schemaNode) bound(k string, v json.RawMessage, m map[string]json.RawMes
 		n.hi = tighter(n.hi, &numBound{v: f, open: true}, true)
 	}
 	return nil
+}
+
+// multipleOf reads multipleOf f: a whole number, or a power of ten below 1;
+// another is left to the model.
+func (n *schemaNode) multipleOf(f float64) {
+	switch {
+	case f == math.Trunc(f) && f < 1<<53:
+		n.step = uint64(f)
+	default:
+		for p := 1; p <= 15; p++ {
+			if f == math.Pow10(-p) {
+				n.places = p
+			}
+		}
+	}
 }
 
 // tighter is the tighter of two lower bounds (upper where upper).
@@ -989,18 +1018,31 @@ func (s *schemaState) begin(n *schemaNode, f *frameView, c byte) bool {
 // bounded reports whether the number being read is held to bounds.
 func (s *schemaState) bounded() bool { return s.cur != nil && (s.cur.lo != nil || s.cur.hi != nil) }
 
+// counted reports whether the number being read is held to bounds or to a
+// multipleOf: its digits are read into mant.
+func (s *schemaState) counted() bool {
+	return s.cur != nil && (s.cur.lo != nil || s.cur.hi != nil || s.cur.step > 0 || s.cur.places >= 0)
+}
+
 // numByte reads a number's byte against its bounds: the digits must still be
 // able to end within them (and no exponent comes).
 func (s *schemaState) numByte(c byte) bool {
-	if !s.bounded() {
+	if !s.counted() {
 		return true
 	}
+	n := s.cur
 	switch {
 	case c == '-':
 		s.neg = true
 	case c == '.':
+		if n.step > 0 {
+			return false // a multiple of a whole number is written as an integer
+		}
 		s.frac = true
 	case isDigit(c):
+		if s.frac && n.places >= 0 && int(s.fd) >= n.places && c != '0' {
+			return false // a fraction digit past multipleOf's places
+		}
 		if s.mant > (math.MaxUint64-9)/10 || s.fd == math.MaxInt16 {
 			return false // past float64's precision many times over
 		}
@@ -1011,11 +1053,17 @@ func (s *schemaState) numByte(c byte) bool {
 	default:
 		return false // an exponent: written out instead
 	}
-	return s.reach()
+	return !s.bounded() || s.reach()
 }
 
 // numDone ends a number: its value must be within its bounds.
 func (s *schemaState) numDone() bool {
+	if !s.counted() {
+		return true
+	}
+	if step := s.cur.step; step > 0 && s.mant%step != 0 {
+		return false
+	}
 	if !s.bounded() {
 		return true
 	}
@@ -1043,22 +1091,25 @@ func (s *schemaState) reach() bool {
 	if s.neg {
 		lo, hi = negBound(n.hi), negBound(n.lo)
 	}
-	integer := n.kinds&kNumber == 0
+	integer := n.kinds&kNumber == 0 || n.step > 0 // (a whole multipleOf's values are integers)
+	step := max(n.step, 1)
 	switch {
 	case !s.digit: // '-' alone
-		return meets(0, math.Inf(1), integer, lo, hi)
+		return meets(0, math.Inf(1), integer, step, lo, hi)
+	case s.frac && n.places >= 0 && int(s.fd) >= n.places: // only zeros may follow
+		return within(float64(s.mant)/math.Pow10(int(s.fd)), lo, hi)
 	case s.frac: // (mant holds the fraction's digits too)
 		p := math.Pow10(int(s.fd))
-		return meets(float64(s.mant)/p, float64(s.mant+1)/p, false, lo, hi)
+		return meets(float64(s.mant)/p, float64(s.mant+1)/p, false, 1, lo, hi)
 	case s.mant == 0: // a leading 0: 0, or a fraction
 		if integer {
 			return within(0, lo, hi)
 		}
-		return meets(0, 1, false, lo, hi)
+		return meets(0, 1, false, 1, lo, hi)
 	}
 	a := float64(s.mant)
 	for k := 0; k <= 400 && !math.IsInf(a, 1); k++ {
-		if meets(a, float64(s.mant+1)*math.Pow10(k), integer, lo, hi) {
+		if meets(a, float64(s.mant+1)*math.Pow10(k), integer, step, lo, hi) {
 			return true
 		}
 		if hi != nil && a > hi.v {
@@ -1077,8 +1128,8 @@ func negBound(b *numBound) *numBound {
 }
 
 // meets reports whether some value in [a, b) — an integer in [a, b-1] where
-// integer — is within lo and hi.
-func meets(a, b float64, integer bool, lo, hi *numBound) bool {
+// integer, a multiple of step — is within lo and hi.
+func meets(a, b float64, integer bool, step uint64, lo, hi *numBound) bool {
 	if integer {
 		first, last := a, b-1
 		if lo != nil {
@@ -1094,6 +1145,9 @@ func meets(a, b float64, integer bool, lo, hi *numBound) bool {
 				h--
 			}
 			last = math.Min(last, h)
+		}
+		if step > 1 {
+			first = math.Ceil(first/float64(step)) * float64(step)
 		}
 		return first <= last
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/big"
 	"math/rand/v2"
 	"net/mail"
 	"regexp"
@@ -36,6 +37,8 @@ var testSchemas = map[string]string{
 		"exclusiveMaximum":120},"x":{"type":"number","exclusiveMinimum":0.5,"maximum":3.25},"n":{"type":["number","null"],"maximum":-0.5},
 		"list":{"type":"array","items":{"type":"integer","minimum":0},"minItems":1,"maxItems":2},"o":{"type":"object","minProperties":1,
 		"maxProperties":2},"tags":{"type":"array","items":{"enum":["a","b","c"]},"uniqueItems":true}},"required":["s","i"]}`,
+	"multiples": `{"type":"object","properties":{"m":{"type":"integer","multipleOf":5,"minimum":-12,"maximum":40},
+		"price":{"type":"number","multipleOf":0.01},"big":{"type":"integer","multipleOf":7}},"required":["m"]}`,
 	"pattern": `{"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{2}-\\d{3}$"},"day":{"type":"string","format":"date"},
 		"mail":{"type":"string","format":"email"},"has":{"type":"string","pattern":"a.c","maxLength":6},"id":{"type":"string","format":"uuid"},
 		"host":{"type":"string","format":"hostname"},"either":{"anyOf":[{"type":"string","pattern":"^(yes|no)$"},{"type":"null"}]}},"required":["code"]}`,
@@ -78,7 +81,9 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 			`{"shape":{"label":"p","kind":"pixel"}}`, `{"shape":{"kind":"dot"},"events":[]}`,
 			`{"shape":null,"events":[{"type":"click","x":3},{"key":"a","type":"key"},{"x":-1,"type":"click"}]}`},
 		"bounds": {`{"s":"ab","i":-5}`, `{"s":"é✓\n\u0041","i":119,"x":0.5000001,"n":-0.5,"list":[0,7],"o":{"a":[]}}`, `{"i":0,"s":"\"\\","x":3.25,"n":null,"list":[3],"o":{"a":1,"b":{}}}`,
-			`{"s":"abcd","i":12,"x":1,"n":-12.5}`, `{"s":"ab","i":-0,"x":0.75,"n":-0.50,"tags":["c","a","b"]}`},
+			`{"s":"abcd","i":12,"x":1,"n":-12.5}`, `{"s":"ab","i":-0,"x":0.75,"n":-0.50,"tags":["c","a","b"]}`,
+		},
+		"multiples": {`{"m":-10,"price":2.5,"big":-14}`, `{"m":0,"price":1.230,"big":700}`, `{"m":40,"price":-0.07}`},
 	} {
 		s := compileTest(t, name)
 		for _, x := range text {
@@ -98,6 +103,7 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 			`{"events":[{"type":"click","k`, `{"events":[{"key":"ab`, `{"events":[{"x":1,"type":"k`, `{"events":[{"type":"key"}`},
 		"bounds": {`{"s":"a"`, `{"s":"abcde`, `{"i":-6`, `{"i":-51`, `{"i":120`, `{"i":12.`, `{"i":121`, `{"x":0.5,`, `{"x":0.4`, `{"x":3.26`, `{"x":4`,
 			`{"x":0,`, `{"x":-`, `{"x":1e`, `{"n":-0.4`, `{"n":0`, `{"list":[]`, `{"list":[1,2,`, `{"list":[-1`, `{"o":{}`, `{"o":{"a":1,"b":2,`, `{"tags":["a","b","a`, `{"tags":["a","b","c",`},
+		"multiples": {`{"m":3,`, `{"m":41`, `{"m":-13`, `{"m":-1}`, `{"m":5.`, `{"m":45`, `{"price":1.234`, `{"price":0.001`, `{"big":15,`, `{"big":1e`},
 		"arrays":    {`{"people":[{"first":"A","level":4`, `{"people":[{"first":"A","level":10.`, `{"people":[{"first":"A","level":100`, `{"matrix":[["`},
 		"anyof":     {`{"v":1`, `{"w":"`, `{"k":"fixe"`, `{"e":"c`, `{"w":{"x":1`, `{"w":[1.`},
 		"recursive": {`{"root":{"label":"a","kids":[{"label":"b"}`, `{"root":{"kids":[{"kids":[],"label":1`},
@@ -282,6 +288,13 @@ func (r *refValidator) valid(s map[string]any, v any) bool {
 			return false
 		}
 	case json.Number:
+		if k, ok := s["multipleOf"].(json.Number); ok {
+			v, vok := new(big.Rat).SetString(x.String())
+			d, dok := new(big.Rat).SetString(k.String())
+			if !vok || !dok || !new(big.Rat).Quo(v, d).IsInt() {
+				return false
+			}
+		}
 		f, _ := x.Float64()
 		for k, ok := range map[string]func(b float64) bool{"minimum": func(b float64) bool { return f >= b }, "maximum": func(b float64) bool { return f <= b },
 			"exclusiveMinimum": func(b float64) bool { return f > b }, "exclusiveMaximum": func(b float64) bool { return f < b }} {
@@ -412,13 +425,16 @@ func (r *refValidator) generate(rng *rand.Rand, s map[string]any, depth int) any
 			for range 8 {
 				vals = append(vals, json.Number(fmt.Sprint(rng.IntN(200)-50)))
 			}
+			for _, k := range []int{5, 7} { // (multiples of a multipleOf's)
+				vals = append(vals, json.Number(fmt.Sprint(k*(rng.IntN(12)-3))))
+			}
 			return within(vals)
 		}
 		return json.Number(fmt.Sprint(rng.IntN(2000) - 1000))
 	case "number":
 		vals := []any{json.Number("0"), json.Number("-1.5"), json.Number("7"), json.Number("0.001"),
 			json.Number("0.75"), json.Number("3.25"), json.Number("-0.5"), json.Number("2.5"), json.Number("0.5")}
-		if !slices.ContainsFunc([]string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}, func(k string) bool { return s[k] != nil }) {
+		if !slices.ContainsFunc([]string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}, func(k string) bool { return s[k] != nil }) {
 			vals = append(vals, json.Number("3.25e2")) // (a bounded number is written without an exponent: the constraint refuses one)
 		}
 		return within(vals)
