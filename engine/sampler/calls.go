@@ -157,9 +157,8 @@ func CheckCallTool(t CallTool) error {
 	return nil
 }
 
-// Opening moves the hold past ids that the answer opens with, held (the API's
-// `<|tool_call>call:` for a forced call), and reports whether they are the
-// beginning of what it allows.
+// Opening moves the hold past ids that the answer opens with, held, and
+// reports whether they are the beginning of what it allows.
 func (h *ToolCalls) Opening(ids []int) bool {
 	for _, id := range ids {
 		if id < 0 || id >= len(h.v.texts) || h.v.never[id] || !h.advance(h.v.texts[id]) {

@@ -387,16 +387,16 @@ func (j *JSONObject) Picked(id int) {
 	if id < 0 || id >= len(j.v.texts) || j.v.never[id] {
 		return
 	}
-	text := string(j.v.texts[id])
+	text := j.v.texts[id]
 	switch {
-	case j.thought == thoughtMay && text == ThoughtStart:
+	case j.thought == thoughtMay && string(text) == ThoughtStart:
 		j.thought = thoughtIn
 	case j.thought == thoughtIn:
-		if text == ThoughtEnd {
+		if string(text) == ThoughtEnd {
 			j.thought = thoughtPast
 		}
 	default:
-		if j.advance(j.v.texts[id]) {
+		if j.advance(text) {
 			j.thought = thoughtPast
 		}
 	}
@@ -449,10 +449,10 @@ func (r *run) step(c byte) bool {
 	return r.st.step(&r.view, c)
 }
 
-// accepts reports whether text may come next, leaving the state as it is.
-func (j *JSONObject) accepts(text []byte) bool {
-	var r run
-	j.h.start(&r)
+// feed runs r from the constraint's state over text, and reports whether
+// every byte of it may come.
+func (j *JSONObject) feed(r *run, text []byte) bool {
+	j.h.start(r)
 	for _, c := range text {
 		if !r.step(c) {
 			return false
@@ -461,15 +461,18 @@ func (j *JSONObject) accepts(text []byte) bool {
 	return true
 }
 
+// accepts reports whether text may come next, leaving the state as it is.
+func (j *JSONObject) accepts(text []byte) bool {
+	var r run
+	return j.feed(&r, text)
+}
+
 // advance moves the state past text where all of it may come, and reports
 // whether it could.
 func (j *JSONObject) advance(text []byte) bool {
 	var r run
-	j.h.start(&r)
-	for _, c := range text {
-		if !r.step(c) {
-			return false
-		}
+	if !j.feed(&r, text) {
+		return false
 	}
 	j.h.commit(&r)
 	return true
@@ -478,15 +481,7 @@ func (j *JSONObject) advance(text []byte) bool {
 // JSONPrefix reports whether text is the beginning of a JSON object as the
 // constraint reads it (whitespace runs included), and whether the object is
 // closed in it: the constraint's automaton on its own, for tests.
-func JSONPrefix(text string) (ok, closed bool) {
-	j := &JSONObject{h: jsonHold{st: jsonState{mode: jTop}}}
-	for i := 0; i < len(text); i++ { // a byte at a time: nesting deeper than one run's stackView holds
-		if !j.advance([]byte{text[i]}) {
-			return false, false
-		}
-	}
-	return true, j.Done()
-}
+func JSONPrefix(text string) (ok, closed bool) { return SchemaPrefix(nil, text) }
 
 type jsonMode uint8
 
@@ -835,12 +830,15 @@ func (st *jsonState) valueDone(s *stackView) {
 	st.mode = jAfterValue
 }
 
-// SchemaPrefix is JSONPrefix held to schema as well: whether text is the
-// beginning of an instance of it as the constraint reads it, and whether the
-// object is closed in it. For tests.
+// SchemaPrefix is JSONPrefix held to schema as well (nil: none): whether text
+// is the beginning of an instance of it as the constraint reads it, and
+// whether the object is closed in it. For tests.
 func SchemaPrefix(schema *Schema, text string) (ok, closed bool) {
-	j := &JSONObject{h: jsonHold{st: jsonState{mode: jTop}, sch: &schemaState{schema: schema}}}
-	for i := 0; i < len(text); i++ {
+	j := &JSONObject{h: jsonHold{st: jsonState{mode: jTop}}}
+	if schema != nil {
+		j.h.sch = &schemaState{schema: schema}
+	}
+	for i := 0; i < len(text); i++ { // a byte at a time: nesting deeper than one run's stackView holds
 		if !j.advance([]byte{text[i]}) {
 			return false, false
 		}

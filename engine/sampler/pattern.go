@@ -27,7 +27,6 @@ type patSet [maxPatternInsts / 64]uint64
 
 func (s *patSet) add(pc int)      { s[pc/64] |= 1 << (pc % 64) }
 func (s *patSet) has(pc int) bool { return s[pc/64]&(1<<(pc%64)) != 0 }
-func (s *patSet) empty() bool     { return *s == patSet{} }
 func (s *patSet) each(f func(pc int)) {
 	for w, x := range s {
 		for ; x != 0; x &= x - 1 {

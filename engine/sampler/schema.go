@@ -143,12 +143,20 @@ type objUnion struct {
 	propAlts           []uint8
 }
 
+// lowBits is a mask of the n lowest bits (n from 0 to 64): a node's
+// properties, literals or alternatives, all of them.
+func lowBits(n int) uint64 { return ^uint64(0) >> (64 - n) }
+
+// onlyLiterals reports whether n's values are its literals alone (an enum's,
+// a const's).
+func (n *schemaNode) onlyLiterals() bool { return n != nil && len(n.lits) > 0 && n.litKinds == n.kinds }
+
 // maxUnionAlts is the most object alternatives a union may have: each is a
 // bit of a uint8 in the running state.
 const maxUnionAlts = 8
 
-// ignoredKeywords are read and not held to: annotations, and bounds left to
-// the model.
+// ignoredKeywords are read and not held to: annotations (and the
+// definitions a $ref reads).
 var ignoredKeywords = map[string]bool{
 	"title": true, "description": true, "default": true, "examples": true,
 	"$schema": true, "$id": true, "$comment": true, "strict": true,
@@ -677,7 +685,7 @@ func (n *schemaNode) unite(objs []*schemaNode, path string) error {
 		}
 		merged := newNode(0)
 		for x, p := range decl {
-			if p.node == nil || len(p.node.lits) == 0 || p.node.litKinds != p.node.kinds {
+			if !p.node.onlyLiterals() {
 				return fmt.Errorf("%s: alternatives declare the property %q differently, and an answer cannot be held to either as "+
 					"it is written; give them the same schema for it, or make it a const in each (a discriminator)", path, k)
 			}
@@ -724,10 +732,7 @@ type schemaFrame struct {
 // alternatives still possible (a union's), not yet written.
 func (fr *schemaFrame) keysLeft() uint64 {
 	n := fr.n
-	all := ^uint64(0) >> (64 - len(n.props))
-	if len(n.props) == 0 {
-		all = 0
-	}
+	all := lowBits(len(n.props))
 	if u := n.union; u != nil {
 		all = 0
 		for c := fr.cand; c != 0; c &= c - 1 {
@@ -777,9 +782,9 @@ type schemaState struct {
 	patOn  bool
 	pat    patSet
 	rr     rune
-	// A number being read, where its node bounds it: its sign, its digits
-	// as an integer (mant), how many of them follow the '.' (fd; frac: a
-	// '.' is read).
+	// A number being read, where its node bounds it or has a multipleOf
+	// (counted): its sign, its digits as an integer (mant), how many of them
+	// follow the '.' (fd; frac: a '.' is read).
 	neg   bool
 	digit bool // a digit is read
 	frac  bool
@@ -944,8 +949,7 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 			switch {
 			case fr == nil || fr.n == nil:
 			case fr.arr:
-				if it := fr.n.items; fr.n.unique && it != nil && len(it.lits) > 0 && it.litKinds == it.kinds &&
-					fr.used == ^uint64(0)>>(64-len(it.lits)) {
+				if it := fr.n.items; fr.n.unique && it.onlyLiterals() && fr.used == lowBits(len(it.lits)) {
 					return false // every literal an item may be is written
 				}
 				return fr.n.maxItems < 0 || fr.count < fr.n.maxItems
@@ -983,7 +987,7 @@ func (s *schemaState) begin(n *schemaNode, f *frameView, c byte) bool {
 	case kObject:
 		fr := schemaFrame{n: n}
 		if n != nil && n.union != nil {
-			fr.cand = uint8(1<<len(n.union.declares) - 1)
+			fr.cand = uint8(lowBits(len(n.union.declares)))
 		}
 		return f.push(fr)
 	case kArray:
@@ -995,10 +999,7 @@ func (s *schemaState) begin(n *schemaNode, f *frameView, c byte) bool {
 		s.pat = n.pat.start
 	}
 	if n != nil && n.litKinds&k != 0 {
-		s.litOn, s.litCand = true, 1<<len(n.lits)-1
-		if len(n.lits) == maxSchemaProps {
-			s.litCand = ^uint64(0)
-		}
+		s.litOn, s.litCand = true, lowBits(len(n.lits))
 		if fr := f.top(); fr != nil && fr.arr && fr.n != nil && fr.n.unique { // an item not written yet
 			s.litCand &^= fr.used
 		}
@@ -1183,43 +1184,32 @@ func (s *schemaState) litByte(c byte) bool {
 // leaves possible only the alternatives of the literal written.
 func (s *schemaState) scalarDone(f *frameView) bool {
 	if s.litOn {
-		var alts uint8
-		whole := false
+		var whole uint64 // the literals still matching that are written whole (one)
 		for m := s.litCand; m != 0; m &= m - 1 {
 			if i := bits.TrailingZeros64(m); len(s.cur.lits[i]) == s.litPos {
-				whole = true
-				if s.cur.litAlts != nil {
-					alts |= s.cur.litAlts[i]
-				}
+				whole |= 1 << i
 			}
 		}
-		if !whole {
+		if whole == 0 {
 			return false
 		}
-		if fr := f.top(); fr != nil && fr.arr && fr.n != nil && fr.n.unique {
-			fr.used |= s.litCand & s.wholeLits() // (the one literal written)
-		}
-		if s.cur.litAlts != nil {
-			if fr := f.top(); fr != nil && fr.n != nil && fr.n.union != nil {
-				if fr.cand &= alts; fr.cand == 0 {
-					return false
-				}
+		fr := f.top()
+		switch {
+		case fr == nil || fr.n == nil:
+		case fr.arr && fr.n.unique:
+			fr.used |= whole
+		case fr.n.union != nil && s.cur.litAlts != nil:
+			var alts uint8
+			for m := whole; m != 0; m &= m - 1 {
+				alts |= s.cur.litAlts[bits.TrailingZeros64(m)]
+			}
+			if fr.cand &= alts; fr.cand == 0 {
+				return false
 			}
 		}
 	}
 	s.cur, s.litOn = nil, false
 	return true
-}
-
-// wholeLits are the literals still matching that are written whole.
-func (s *schemaState) wholeLits() uint64 {
-	var w uint64
-	for m := s.litCand; m != 0; m &= m - 1 {
-		if i := bits.TrailingZeros64(m); len(s.cur.lits[i]) == s.litPos {
-			w |= 1 << i
-		}
-	}
-	return w
 }
 
 // keyStart begins a key of the top object: none past maxProperties.
