@@ -81,38 +81,59 @@ func (s *Schema) Raw() []byte { return s.raw }
 
 // schemaNode is one compiled schema. A nil node allows any value.
 type schemaNode struct {
-	kinds    uint8
-	props    []schemaProp // an object's declared properties, sorted by key
-	required uint64       // bit i: props[i] must be written
-	free     bool         // an object with no declared properties: any key
-	addl     *schemaNode  // a free object's values (nil: any)
-	items    *schemaNode  // an array's values (nil: any)
+	kinds uint8
 	// lits (enum, const) are what a value of the kinds litKinds must be,
 	// byte for byte; values of other kinds (another alternative's) are not
-	// held to them.
+	// held to them. litAlts[i]: which of a union's alternatives lits[i]
+	// belongs to (a discriminator's merged node).
 	lits     []string
 	litKinds uint8
-	// Bounds (-1: none): a string's characters, an array's items, an
-	// object's properties; a number's (nil: none).
-	minLen, maxLen     int
-	minItems, maxItems int
+	litAlts  []uint8
+	// What values of each kind are held to, a kind's rules together (an
+	// anyOf takes each kind's from the alternative of that kind).
+	objectRules
+	arrayRules
+	stringRules
+	numberRules
+}
+
+// objectRules are what an object is held to.
+type objectRules struct {
+	props    []schemaProp // its declared properties, sorted by key
+	required uint64       // bit i: props[i] must be written
+	free     bool         // no declared properties: any key
+	addl     *schemaNode  // a free object's values (nil: any)
+	// minProps and maxProps bound its keys (-1: none); union: it is one of
+	// several alternatives, read together.
 	minProps, maxProps int
-	lo, hi             *numBound
-	pat                *pattern // a string's pattern or format (nil: none)
-	// union: an object of alternatives read together; litAlts[i]: which of
-	// them lits[i] belongs to (a discriminator's merged node).
-	union   *objUnion
-	litAlts []uint8
-	// step and places hold a number to multipleOf where it is a whole
-	// number (step; 0: none) or a power of ten below 1 (places: the most
-	// fraction digits that are not 0; -1: none); another multipleOf is left
-	// to the model.
+	union              *objUnion
+}
+
+// arrayRules are what an array is held to.
+type arrayRules struct {
+	items              *schemaNode // its values (nil: any)
+	minItems, maxItems int         // -1: none
+	// unique: its items are each a different one of its items' literals
+	// (uniqueItems, held where the items are literals: an enum's; other
+	// items are left to the model).
+	unique bool
+}
+
+// stringRules are what a string value is held to.
+type stringRules struct {
+	minLen, maxLen int      // its characters (-1: none)
+	pat            *pattern // its pattern or format (nil: none)
+}
+
+// numberRules are what a number is held to.
+type numberRules struct {
+	lo, hi *numBound // nil: none
+	// step and places hold it to multipleOf where that is a whole number
+	// (step; 0: none) or a power of ten below 1 (places: the most fraction
+	// digits that are not 0; -1: none); another multipleOf is left to the
+	// model.
 	step   uint64
 	places int
-	// unique: an array's items are each a different one of its items' literals
-	// (uniqueItems, held where the items are literals: an enum's; other items
-	// are left to the model).
-	unique bool
 }
 
 // numBound is a number's bound: v, and whether v itself is out (exclusive).
@@ -123,7 +144,8 @@ type numBound struct {
 
 // newNode is a node of kinds with no bounds.
 func newNode(kinds uint8) *schemaNode {
-	return &schemaNode{kinds: kinds, minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, minProps: -1, maxProps: -1, places: -1}
+	return &schemaNode{kinds: kinds, objectRules: objectRules{minProps: -1, maxProps: -1}, arrayRules: arrayRules{minItems: -1, maxItems: -1},
+		stringRules: stringRules{minLen: -1, maxLen: -1}, numberRules: numberRules{places: -1}}
 }
 
 type schemaProp struct {
@@ -603,17 +625,16 @@ func (c *schemaCompiler) anyOf(raw json.RawMessage, path string) (*schemaNode, e
 		}
 		out.kinds |= n.kinds
 		if n.kinds&kObject != 0 {
-			out.props, out.required, out.free, out.addl = n.props, n.required, n.free, n.addl
-			out.minProps, out.maxProps = n.minProps, n.maxProps
+			out.objectRules = n.objectRules
 		}
 		if n.kinds&kArray != 0 {
-			out.items, out.minItems, out.maxItems = n.items, n.minItems, n.maxItems
+			out.arrayRules = n.arrayRules
 		}
 		if n.kinds&kString != 0 {
-			out.minLen, out.maxLen, out.pat = n.minLen, n.maxLen, n.pat
+			out.stringRules = n.stringRules
 		}
 		if n.kinds&(kNumber|kInteger) != 0 {
-			out.lo, out.hi = n.lo, n.hi
+			out.numberRules = n.numberRules
 		}
 		out.lits, out.litKinds = append(out.lits, n.lits...), out.litKinds|n.litKinds
 		if len(out.lits) > maxSchemaProps {
@@ -662,7 +683,7 @@ func (n *schemaNode) unite(objs []*schemaNode, path string) error {
 	}
 	sort.Strings(keys)
 	u := &objUnion{declares: make([]uint64, len(objs)), required: make([]uint64, len(objs)), propAlts: make([]uint8, len(keys))}
-	n.props, n.required, n.free, n.addl, n.minProps, n.maxProps = nil, 0, false, nil, -1, -1
+	n.objectRules = objectRules{minProps: -1, maxProps: -1}
 	for i, k := range keys {
 		var decl []schemaProp // each declaring alternative's
 		for _, a := range byKey[k] {
