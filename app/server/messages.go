@@ -266,8 +266,12 @@ func (mr *messageRun) message(c *completion) api.AnthropicResponse {
 	if c.text != "" {
 		msg.Content = append(msg.Content, textBlock(c.text))
 	}
-	for _, call := range c.calls {
-		msg.Content = append(msg.Content, toolUseBlock(call))
+	for k, call := range c.calls {
+		b := toolUseBlock(call)
+		if k == len(c.calls)-1 && c.cutCall != "" {
+			b.Input = json.RawMessage(c.cutCall) // what Anthropic's clients read of the input a stream sent
+		}
+		msg.Content = append(msg.Content, b)
 	}
 	if len(msg.Content) == 0 {
 		msg.Content = append(msg.Content, textBlock(""))
@@ -285,7 +289,7 @@ func (mr *messageRun) start() api.AnthropicResponse {
 func stopReason(c *completion) (reason, sequence *string) {
 	r := api.StopEndTurn
 	switch {
-	case len(c.calls) > 0:
+	case c.finish == api.FinishToolCalls:
 		r = api.StopToolUse
 	case c.stop != "":
 		r = api.StopSequence
@@ -368,12 +372,32 @@ func (mr *messageRun) stream(w http.ResponseWriter, r *http.Request) {
 		}
 		return send(api.AnthropicEvent{Type: "content_block_delta", Index: &i, Delta: d})
 	}
+	calls := mr.a.newCallStream()
 	feed := func(delta string, final bool) error {
 		th, an := split.feed(delta, final)
+		an, parts := calls.feed(an, final)
 		if err := write("thinking", th); err != nil {
 			return err
 		}
-		return write("text", an)
+		if err := write("text", an); err != nil {
+			return err
+		}
+		for _, p := range parts {
+			if p.begin {
+				b := toolUseBlock(*p.call)
+				b.Input = json.RawMessage("{}") // as Anthropic's: the input comes in its deltas
+				if err := begin("tool_use", b); err != nil {
+					return err
+				}
+			}
+			if p.args != "" {
+				i := open
+				if err := send(api.AnthropicEvent{Type: "content_block_delta", Index: &i, Delta: &api.AnthropicDelta{Type: "input_json_delta", PartialJSON: &p.args}}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	}
 	c := s.complete(r.Context(), mr.m, mr.a.req, mr.a.stops, func(delta string, _ []tokenMark) error { return feed(delta, false) }, nil)
 	if c.err != nil {
@@ -383,22 +407,10 @@ func (mr *messageRun) stream(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if feed("", true) != nil { // what the splitter held
+	if feed("", true) != nil { // what the splitter and the calls held
 		return
 	}
-	mr.a.read(&c)
-	for _, call := range c.calls {
-		b := toolUseBlock(call)
-		args := string(b.Input)
-		b.Input = json.RawMessage("{}")
-		if begin("tool_use", b) != nil {
-			return
-		}
-		i := open
-		if send(api.AnthropicEvent{Type: "content_block_delta", Index: &i, Delta: &api.AnthropicDelta{Type: "input_json_delta", PartialJSON: &args}}) != nil {
-			return
-		}
-	}
+	mr.a.read(&c, calls)
 	if open < 0 && begin("text", textBlock("")) != nil { // an empty answer: an empty text block, as the whole message holds
 		return
 	}

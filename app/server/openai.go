@@ -14,7 +14,6 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -641,10 +640,11 @@ type apiRun struct {
 }
 
 // read divides c's text into its parts where the request asks for them: the
-// thought (thinking on: chat.Parse), then the tool calls (tools declared), the
-// text before them being the answer's; an answer with calls finishes with
-// FinishToolCalls.
-func (a *apiRun) read(c *completion) {
+// thought (thinking on: chat.Parse), then the tool calls (tools declared:
+// answerCalls, with the ids cs gave them where the answer was streamed), the
+// text before them being the answer's; an answer whose calls all closed
+// finishes with FinishToolCalls.
+func (a *apiRun) read(c *completion, cs *callStream) {
 	if a.req.Thinking {
 		p := chat.Parse(c.text)
 		c.thought, c.text = p.Thought, p.Text
@@ -652,8 +652,8 @@ func (a *apiRun) read(c *completion) {
 	if len(a.req.Tools) == 0 {
 		return
 	}
-	c.text, c.calls = answerCalls(c.text, a.parallel)
-	if len(c.calls) > 0 {
+	c.text, c.calls, c.cutCall = answerCalls(c.text, a.parallel, cs.ids())
+	if len(c.calls) > 0 && c.cutCall == "" {
 		c.finish = api.FinishToolCalls
 	}
 }
@@ -739,7 +739,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 				return
 			}
 			c.text = a.echo + c.text
-			a.read(&c)
+			a.read(&c, nil)
 			answers = append(answers, &c)
 		}
 		release()
@@ -773,9 +773,12 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 			return
 		}
 		split := splitterFor(&a.req) // a thinking answer's text, divided into its thought and the answer
+		calls := a.newCallStream()   // the answer, divided into its content and its calls
 		send := func(delta string, lps []tokenMark, final bool) error {
 			p := piece{marks: lps}
-			if p.thought, p.text = split.feed(delta, final); split != nil && p.text == "" && p.thought == "" && len(lps) == 0 {
+			p.thought, p.text = split.feed(delta, final)
+			p.text, p.calls = calls.feed(p.text, final)
+			if p.text == "" && p.thought == "" && len(p.calls) == 0 && len(lps) == 0 {
 				return nil
 			}
 			return stream.event("", a.shape.delta(hi, p))
@@ -796,10 +799,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, m *Model, a apiR
 			totals = &api.Step{Canvas: max(len(c.res.Canvases)-1, 0), Committed: c.usage.CompletionTokens,
 				ForwardPasses: c.res.ForwardPasses, ElapsedMS: float64(c.res.Elapsed.Microseconds()) / 1000, Canvases: c.res.Canvases}
 		}
-		if split != nil && send("", nil, true) != nil { // what the splitter held
+		if send("", nil, true) != nil { // what the splitter and the calls held
 			return
 		}
-		a.read(&c)
+		a.read(&c, calls)
 		if stream.event("", a.shape.finish(hi, &c, totals)) != nil {
 			return
 		}
@@ -828,7 +831,7 @@ func (s *Server) wholeAnswer(w http.ResponseWriter, r *http.Request, m *Model, a
 		s.failed(w, r, c.err, a.input)
 		return nil, false
 	}
-	a.read(&c)
+	a.read(&c, nil)
 	return &c, true
 }
 
@@ -944,11 +947,21 @@ func (c chatShape) first(h head) any {
 
 func (c chatShape) delta(h head, p piece) any {
 	d := &api.Reply{Content: &p.text}
-	if p.thought != "" {
-		d.ReasoningContent = &p.thought
+	if p.thought != "" || len(p.calls) > 0 {
+		if p.thought != "" {
+			d.ReasoningContent = &p.thought
+		}
 		if p.text == "" {
 			d.Content = nil
 		}
+	}
+	for _, part := range p.calls {
+		k := part.index
+		call := api.ToolCall{Index: &k, Function: api.FunctionCall{Arguments: part.args}}
+		if part.begin { // as OpenAI's first chunk of a call: its id, type and name
+			call.ID, call.Type, call.Function.Name = part.call.ID, part.call.Type, part.call.Function.Name
+		}
+		d.ToolCalls = append(d.ToolCalls, call)
 	}
 	return c.chunk(h, []api.Choice{{Index: h.index, Delta: d, Logprobs: c.logprobs(h, p.marks)}})
 }
@@ -957,6 +970,7 @@ func (c chatShape) delta(h head, p piece) any {
 type piece struct {
 	text    string      // the answer's
 	thought string      // the thought's (thinking on)
+	calls   []callPart  // the calls' (tools declared)
 	marks   []tokenMark // the logprobs of the tokens whose text it completes
 }
 
@@ -989,12 +1003,7 @@ func textBytes(s string) []int {
 }
 
 func (s chatShape) finish(h head, c *completion, totals *api.Step) any {
-	delta := &api.Reply{}
-	for i, call := range c.calls { // each whole, as vLLM's last chunk carries what is left of its calls
-		call.Index = &i
-		delta.ToolCalls = append(delta.ToolCalls, call)
-	}
-	ch := s.chunk(h, []api.Choice{{Index: h.index, Delta: delta, FinishReason: &c.finish}})
+	ch := s.chunk(h, []api.Choice{{Index: h.index, Delta: &api.Reply{}, FinishReason: &c.finish}}) // the calls came in the deltas
 	ch.Darkroom = totals
 	return ch
 }
@@ -1034,11 +1043,15 @@ func requestError(w http.ResponseWriter, err error, input string) {
 
 // completion is the outcome of one chat generation.
 type completion struct {
-	text    string
-	finish  string         // api.FinishStop, api.FinishLength or (apiRun.read) api.FinishToolCalls
-	stop    string         // the stop string that ended the answer ("": none)
-	calls   []api.ToolCall // the tool calls read out of the text (apiRun.read)
-	thought string         // the thought read out of the text (apiRun.read; thinking on)
+	text   string
+	finish string         // api.FinishStop, api.FinishLength or (apiRun.read) api.FinishToolCalls
+	stop   string         // the stop string that ended the answer ("": none)
+	calls  []api.ToolCall // the tool calls read out of the text (apiRun.read)
+	// cutCall is, where the answer ended inside its last call (whose
+	// arguments are then a JSON object's start), that call's values written
+	// whole as a JSON object ("": no call was cut).
+	cutCall string
+	thought string // the thought read out of the text (apiRun.read; thinking on)
 	usage   api.Usage
 	res     *engine.Result // the engine's result (nil with err)
 	// marks are the answer's tokens with their log probabilities and where
@@ -1124,10 +1137,6 @@ func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, sto
 		finished <- outcome{res, err}
 	}()
 
-	holds := stops // what a stream holds back at its end: the start of a stop string or of a tool call
-	if len(req.Tools) > 0 {
-		holds = append(slices.Clip(stops), chat.ToolCallStart)
-	}
 	push := func(text string, final bool) error {
 		if !stopped {
 			if i, stop := firstStop(text, stops); i >= 0 {
@@ -1148,12 +1157,7 @@ func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, sto
 		}
 		end := len(text)
 		if !final {
-			end = holdBack(text, holds)
-		}
-		if len(req.Tools) > 0 {
-			if i := chat.ToolCallAt(text); i >= 0 {
-				end = min(end, i) // the calls are sent whole, read from the final text (apiRun.calls)
-			}
+			end = holdBack(text, stops) // the calls are divided from the answer after the thought (callStream)
 		}
 		if end < sent {
 			return nil

@@ -313,8 +313,12 @@ func (rs *responseRun) response(c *completion, text string) api.Response {
 	if text != "" || len(c.calls) == 0 {
 		r.Output = append(r.Output, messageItem(rs.messageID, text, api.StatusCompleted))
 	}
-	for _, call := range c.calls {
-		r.Output = append(r.Output, callItem(call, api.StatusCompleted))
+	for k, call := range c.calls {
+		status := api.StatusCompleted
+		if k == len(c.calls)-1 && c.cutCall != "" {
+			status = api.StatusIncomplete // the answer ended inside it
+		}
+		r.Output = append(r.Output, callItem(call, status))
 	}
 	if c.finish == api.FinishLength {
 		r.Status, r.IncompleteDetails = api.StatusIncomplete, &api.IncompleteDetails{Reason: "max_output_tokens"}
@@ -384,10 +388,40 @@ func (rs *responseRun) stream(w http.ResponseWriter, r *http.Request) {
 	defer release()
 
 	split := splitterFor(&rs.a.req)
+	calls := rs.a.newCallStream()
 	items := 0 // output items opened
 	var thought, text *openItem
-	send := func(delta string, final bool) error {
-		th, an := split.feed(delta, final)
+	var callAt []int // each call's output index
+	// closeItems closes the reasoning and message items: an answer's calls
+	// come after its text.
+	closeItems := func() error {
+		if thought != nil && !thought.closed {
+			if err := ev.close(thought, reasoningItem(thought.id, thought.text.String())); err != nil {
+				return err
+			}
+		}
+		if text != nil && !text.closed {
+			return ev.close(text, messageItem(text.id, text.text.String(), api.StatusCompleted))
+		}
+		return nil
+	}
+	// openText opens the message item, the thought's being done.
+	openText := func() error {
+		if thought != nil && !thought.closed {
+			if err := ev.close(thought, reasoningItem(thought.id, thought.text.String())); err != nil {
+				return err
+			}
+		}
+		if text != nil {
+			return nil
+		}
+		text = &openItem{index: items, id: rs.messageID, kind: "output_text"}
+		items++
+		return ev.open(text, api.OutputItem{Type: "message", ID: text.id, Status: api.StatusInProgress, Role: "assistant",
+			Content: &[]api.ContentPart{}})
+	}
+	// sendText sends thought and answer text.
+	sendText := func(th, an string) error {
 		if th != "" {
 			if thought == nil {
 				thought = &openItem{index: items, id: rs.reasoningID, kind: "reasoning_text"}
@@ -402,20 +436,44 @@ func (rs *responseRun) stream(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if an != "" {
-			if thought != nil && !thought.closed {
-				if err := ev.close(thought, reasoningItem(thought.id, thought.text.String())); err != nil {
-					return err
-				}
-			}
-			if text == nil {
-				text = &openItem{index: items, id: rs.messageID, kind: "output_text"}
-				items++
-				if err := ev.open(text, api.OutputItem{Type: "message", ID: text.id, Status: api.StatusInProgress, Role: "assistant",
-					Content: &[]api.ContentPart{}}); err != nil {
-					return err
-				}
+			if err := openText(); err != nil {
+				return err
 			}
 			return ev.delta(text, an)
+		}
+		return nil
+	}
+	send := func(delta string, final bool) error {
+		th, an := split.feed(delta, final)
+		an, parts := calls.feed(an, final)
+		if err := sendText(th, an); err != nil {
+			return err
+		}
+		for _, p := range parts {
+			if p.begin {
+				if err := closeItems(); err != nil {
+					return err
+				}
+				callAt = append(callAt, items)
+				items++
+				item := callItem(*p.call, api.StatusInProgress)
+				empty := ""
+				item.Arguments = &empty
+				if err := ev.send(api.ResponseEvent{Type: "response.output_item.added", OutputIndex: &callAt[p.index], Item: &item}); err != nil {
+					return err
+				}
+			}
+			at := &callAt[p.index]
+			if p.args != "" {
+				if err := ev.send(api.ResponseEvent{Type: "response.function_call_arguments.delta", OutputIndex: at, ItemID: callItem(*p.call, "").ID, Delta: &p.args}); err != nil {
+					return err
+				}
+			}
+			if p.closed {
+				if err := ev.callDone(*at, *p.call, api.StatusCompleted); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	}
@@ -427,41 +485,22 @@ func (rs *responseRun) stream(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if send("", true) != nil { // what the splitter held
+	if send("", true) != nil { // what the splitter and the calls held
 		return
 	}
-	rs.a.read(&c)
-	if thought != nil && !thought.closed && ev.close(thought, reasoningItem(thought.id, thought.text.String())) != nil {
+	rs.a.read(&c, calls)
+	if len(c.calls) == 0 && openText() != nil { // an empty answer: an empty message, as the whole response holds
 		return
+	}
+	if closeItems() != nil {
+		return
+	}
+	if c.cutCall != "" && len(callAt) == len(c.calls) && ev.callDone(callAt[len(callAt)-1], c.calls[len(c.calls)-1], api.StatusIncomplete) != nil {
+		return // the call the answer ended inside
 	}
 	sent := ""
 	if text != nil {
 		sent = text.text.String()
-	}
-	if text == nil && len(c.calls) == 0 { // an empty answer: an empty message, as the whole response holds
-		text = &openItem{index: items, id: rs.messageID, kind: "output_text"}
-		items++
-		if ev.open(text, api.OutputItem{Type: "message", ID: text.id, Status: api.StatusInProgress, Role: "assistant", Content: &[]api.ContentPart{}}) != nil {
-			return
-		}
-	}
-	if text != nil && ev.close(text, messageItem(text.id, sent, api.StatusCompleted)) != nil {
-		return
-	}
-	for _, call := range c.calls {
-		at := items
-		items++
-		item := callItem(call, api.StatusInProgress)
-		empty := ""
-		item.Arguments = &empty
-		args := call.Function.Arguments
-		done := callItem(call, api.StatusCompleted)
-		if ev.send(api.ResponseEvent{Type: "response.output_item.added", OutputIndex: &at, Item: &item}) != nil ||
-			ev.send(api.ResponseEvent{Type: "response.function_call_arguments.delta", OutputIndex: &at, ItemID: item.ID, Delta: &args}) != nil ||
-			ev.send(api.ResponseEvent{Type: "response.function_call_arguments.done", OutputIndex: &at, ItemID: item.ID, Name: call.Function.Name, Arguments: &args}) != nil ||
-			ev.send(api.ResponseEvent{Type: "response.output_item.done", OutputIndex: &at, Item: &done}) != nil {
-			return
-		}
 	}
 	final := rs.response(&c, sent)
 	rs.store(&final, &c)
@@ -470,6 +509,17 @@ func (rs *responseRun) stream(w http.ResponseWriter, r *http.Request) {
 		kind = "response.incomplete"
 	}
 	_ = ev.send(api.ResponseEvent{Type: kind, Response: &final})
+}
+
+// callDone ends the call at output index at: its arguments whole, then the
+// item, status completed (or incomplete: the answer ended inside it).
+func (e *eventWriter) callDone(at int, call api.ToolCall, status string) error {
+	args, done := call.Function.Arguments, callItem(call, status)
+	if err := e.send(api.ResponseEvent{Type: "response.function_call_arguments.done", OutputIndex: &at, ItemID: done.ID, Name: call.Function.Name,
+		Arguments: &args}); err != nil {
+		return err
+	}
+	return e.send(api.ResponseEvent{Type: "response.output_item.done", OutputIndex: &at, Item: &done})
 }
 
 // openItem is a streamed output item with one content part (a message's

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -546,6 +547,19 @@ const tools = [{ type: "function", name: "get_weather", description: "Weather in
   const sfc = cf.output.find((o) => o.type === "function_call");
   out.streamCall = { argDeltas, name: sfc && sfc.name, args: sfc && sfc.arguments, status: cf.status };
 
+  // (the client's accumulator reads response.completed, not response.incomplete: read the events)
+  const xs = client.responses.stream({ model, input: "Forecast for Paris?", tools });
+  let xArgs = "", xLast = "", xItem = {}, xResp = { output: [] };
+  xs.on("response.function_call_arguments.delta", (e) => { xArgs += e.delta; });
+  for await (const e of xs) {
+    xLast = e.type;
+    if (e.type === "response.output_item.done") xItem = e.item;
+    if (e.type === "response.incomplete") xResp = e.response;
+  }
+  const xfc = xResp.output.find((o) => o.type === "function_call") || {};
+  out.cutCall = { argDeltas: xArgs, last: xLast, itemArgs: xItem.arguments, itemStatus: xItem.status, status: xResp.status,
+    args: xfc.arguments, outputStatus: xfc.status };
+
   try {
     await client.responses.create({ model, input: "x", previous_response_id: "resp_123" });
     out.previous = { class: "none" };
@@ -569,7 +583,15 @@ func (g *responder) Generate(ctx context.Context, req engine.Request) (*engine.R
 	case last.Role == "tool":
 		g.commits, g.final = nil, "It is "+last.Content+" in Paris."
 	case strings.Contains(last.Content, "Weather"):
-		g.commits, g.final = []string{"<|tool_", call[:25], call}, call
+		g.commits, g.final = []string{"<|tool_", call[:25], call[:41], call}, call
+	case strings.Contains(last.Content, "Forecast"): // a call max_tokens cuts
+		const cut = `<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:2,unit:<|"|>cel`
+		g.commits, g.final = []string{cut[:41], cut}, cut
+		res, err := g.fakeGen.Generate(ctx, req)
+		if res != nil {
+			res.StopReason = engine.StopMaxTokens
+		}
+		return res, err
 	case req.Thinking:
 		text := "<|channel>thought\nThe user asks the time.\n<channel|>It is noon."
 		g.commits, g.final = []string{text[:12], text[:40], text[:60], text}, text
@@ -611,6 +633,7 @@ func TestOpenAISDKResponses(t *testing.T) {
 			Thought            []struct{ Type, Text string }
 		}
 		StreamCall struct{ ArgDeltas, Name, Args, Status string }
+		CutCall    struct{ ArgDeltas, Last, ItemArgs, ItemStatus, Status, Args, OutputStatus string }
 		Previous   struct {
 			Status         int
 			Param, Message string
@@ -643,6 +666,11 @@ func TestOpenAISDKResponses(t *testing.T) {
 	}
 	if sc := got.StreamCall; sc.Name != "get_weather" || sc.Args != `{"city":"Paris"}` || sc.ArgDeltas != sc.Args || sc.Status != "completed" {
 		t.Errorf("streamed call: %+v", sc)
+	}
+	const cutArgs = `{"city":"Paris","days":2,"unit":"cel`
+	if cc := got.CutCall; cc.ArgDeltas != cutArgs || cc.ItemArgs != cutArgs || cc.Args != cutArgs || cc.Last != "response.incomplete" ||
+		cc.ItemStatus != "incomplete" || cc.OutputStatus != "incomplete" || cc.Status != "incomplete" {
+		t.Errorf("streamed call max_output_tokens cut: %+v", cc)
 	}
 	if p := got.Previous; p.Status != 404 || p.Param != "previous_response_id" || !strings.Contains(p.Message, `no stored response "resp_123"`) {
 		t.Errorf("previous_response_id: %+v", p)
@@ -703,6 +731,12 @@ const tools = [{ name: "get_weather", description: "Weather in a city.",
   const stu = cm.content.find((b) => b.type === "tool_use");
   out.streamCall = { types: cm.content.map((b) => b.type), input: stu && stu.input, stop: cm.stop_reason };
 
+  const cut = { role: "user", content: "Forecast for Paris?" };
+  const xm = await client.messages.stream({ model, max_tokens: 64, tools, messages: [cut] }).finalMessage();
+  const xw = await client.messages.create({ model, max_tokens: 64, tools, messages: [cut] });
+  out.cutCall = { streamed: xm.content.find((b) => b.type === "tool_use").input, whole: xw.content.find((b) => b.type === "tool_use").input,
+    stop: xm.stop_reason, wholeStop: xw.stop_reason };
+
   try {
     await client.messages.create({ model, max_tokens: 64, tools, tool_choice: { type: "tool", name: "get_time" }, messages: [ask] });
     out.error = { class: "none" };
@@ -751,6 +785,10 @@ func TestAnthropicSDK(t *testing.T) {
 			Input map[string]string
 			Stop  string
 		}
+		CutCall struct {
+			Streamed, Whole map[string]any
+			Stop, WholeStop string
+		}
 		Error struct {
 			Status     int
 			Message    string
@@ -785,6 +823,12 @@ func TestAnthropicSDK(t *testing.T) {
 	}
 	if sc := got.StreamCall; strings.Join(sc.Types, ",") != "tool_use" || sc.Input["city"] != "Paris" || sc.Stop != "tool_use" {
 		t.Errorf("streamed tool_use: %+v", sc)
+	}
+	// A tool_use max_tokens cut: the client's accumulator reads the partial
+	// input the stream sent as the whole message's input.
+	if cc := got.CutCall; !reflect.DeepEqual(cc.Streamed, map[string]any{"city": "Paris", "days": 2.0}) || !reflect.DeepEqual(cc.Whole, cc.Streamed) ||
+		cc.Stop != "max_tokens" || cc.WholeStop != "max_tokens" {
+		t.Errorf("tool_use max_tokens cut: %+v", cc)
 	}
 	if e := got.Error; e.Status != 400 || !e.BadRequest || !strings.Contains(e.Message, `"get_time", which is not among the tools`) {
 		t.Errorf("tool_choice naming no tool: %+v", e)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/darkroomlabs/darkroom/app/api"
 	"github.com/darkroomlabs/darkroom/engine"
@@ -191,16 +192,104 @@ func toolResult(out []engine.Message, m api.Message, i int) error {
 }
 
 // answerCalls reads the calls out of an answer's text (tools declared): the
-// text before them, and the calls with fresh ids — the first alone where the
-// request asks for no parallel calls.
-func answerCalls(text string, parallel bool) (string, []api.ToolCall) {
-	content, calls := chat.ParseToolCalls(text)
-	if !parallel && len(calls) > 1 {
-		calls = calls[:1]
+// text before them, and the calls — the first alone where the request asks
+// for no parallel calls — with the ids a stream gave them (ids[k]; fresh where
+// none). A call the answer ended inside (max_tokens, a stop string) is its
+// last, with the arguments written (chat.ReadCalls: a prefix of a JSON
+// object, as OpenAI's API gives a call max_tokens cut); partial is then its
+// values written whole, as a JSON object (chat.WrittenCall.Partial; "": no
+// call was cut).
+func answerCalls(text string, parallel bool, ids []string) (content string, calls []api.ToolCall, partial string) {
+	content, written := chat.ReadCalls(text, true)
+	if !parallel && len(written) > 1 {
+		written = written[:1]
 	}
-	out := make([]api.ToolCall, len(calls))
-	for i, c := range calls {
-		out[i] = api.ToolCall{ID: "call_" + randomHex(12), Type: "function", Function: api.FunctionCall{Name: c.Name, Arguments: c.Arguments}}
+	calls = make([]api.ToolCall, len(written))
+	for k, c := range written {
+		id := "call_" + randomHex(12)
+		if k < len(ids) {
+			id = ids[k]
+		}
+		calls[k] = api.ToolCall{ID: id, Type: "function", Function: api.FunctionCall{Name: c.Name, Arguments: c.Arguments}}
+		partial = c.Partial
 	}
-	return content, out
+	return strings.TrimSpace(content), calls, partial
+}
+
+// callStream divides a streamed answer — its text after the thought, fed in
+// order — into its content and its tool calls as it comes, as answerCalls
+// reads the whole: what each feed gives out is what the text so far settles
+// (chat.ReadCalls), so the content and each call's arguments it gives add up
+// to the whole answer's. A nil callStream (no tools declared) gives all as
+// content.
+type callStream struct {
+	parallel bool
+	text     strings.Builder
+	content  int            // bytes of content given out
+	calls    []api.ToolCall // the calls begun: their ids, names and the arguments given out
+	closed   int            // how many of them are closed
+}
+
+// callPart is what one feed gives out of a call: more of its arguments, and
+// its begin or end.
+type callPart struct {
+	index  int
+	call   *api.ToolCall // its id and name are new where begin
+	begin  bool
+	args   string
+	closed bool
+}
+
+// newCallStream is the call stream of a's answer: nil where no tools are
+// declared.
+func (a *apiRun) newCallStream() *callStream {
+	if len(a.req.Tools) == 0 {
+		return nil
+	}
+	return &callStream{parallel: a.parallel}
+}
+
+// feed takes the answer's next text (final: it is whole) and gives out the
+// content and call parts it settles.
+func (cs *callStream) feed(delta string, final bool) (content string, parts []callPart) {
+	if cs == nil {
+		return delta, nil
+	}
+	cs.text.WriteString(delta)
+	all, written := chat.ReadCalls(cs.text.String(), final)
+	content, cs.content = all[cs.content:], len(all)
+	if !cs.parallel && len(written) > 1 {
+		written = written[:1]
+	}
+	for k, w := range written {
+		p := callPart{index: k}
+		if k == len(cs.calls) {
+			cs.calls = append(cs.calls, api.ToolCall{ID: "call_" + randomHex(12), Type: "function", Function: api.FunctionCall{Name: w.Name}})
+			p.begin = true
+		}
+		c := &cs.calls[k]
+		p.call = c
+		p.args = w.Arguments[len(c.Function.Arguments):]
+		c.Function.Arguments = w.Arguments
+		if w.Closed && k == cs.closed {
+			cs.closed++
+			p.closed = true
+		}
+		if p.begin || p.args != "" || p.closed {
+			parts = append(parts, p)
+		}
+	}
+	return content, parts
+}
+
+// ids are the ids of the calls given out, in order.
+func (cs *callStream) ids() []string {
+	if cs == nil {
+		return nil
+	}
+	ids := make([]string, len(cs.calls))
+	for k, c := range cs.calls {
+		ids[k] = c.ID
+	}
+	return ids
 }

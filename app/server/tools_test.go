@@ -95,44 +95,140 @@ func TestToolCallsWhole(t *testing.T) {
 
 // TestToolCallsStream: a stream sends the text before the first call as it is
 // written (never a piece of the call's markup, even where a commit ends inside
-// "<|tool_call>"), then each call whole, with its index, in the chunk that
-// finishes the choice.
+// "<|tool_call>"), then each call as it is written — its index, id, type and
+// name in its first piece, then its arguments in pieces, none of which the
+// whole answer takes back (a key with its value's start, a bare value once
+// it ends, a string less what may be its end quote) — and the chunk that
+// finishes the choice, with no calls of its own. The pieces add up to the
+// whole answer's calls.
 func TestToolCallsStream(t *testing.T) {
-	g := &fakeGen{commits: []string{"Let me ", "Let me check.<|tool", "Let me check.<|tool_call>call:get_weather{city:<|\"|>Par", twoCalls}, final: twoCalls}
+	const weather = `Let me check.<|tool_call>call:get_weather{city:<|"|>`
+	const final = weather + `Paris<|"|>,days:2}<tool_call|><|tool_call>call:get_time{}<tool_call|>`
+	gate := make(chan struct{})
+	g := &fakeGen{commits: []string{"Let me ", "Let me check.<|tool", weather + "Par", weather + `Paris<|"|>,days:2`,
+		weather + `Paris<|"|>,days:2}<tool_call|><|tool_call>call:get_ti`, final}, final: final, gate: gate}
 	s := start(t, Options{Engine: g})
-	chunks := streamRaw(t, s, `{`+askParis+`,"tools":[`+weatherTool+`,`+timeTool+`],"stream":true}`)
-	var text string
-	var calls []api.ToolCall
+	chunks := rawChunks(t, s, `{`+askParis+`,"tools":[`+weatherTool+`,`+timeTool+`],"stream":true}`)
+	next(t, chunks) // the role
+	type piece struct {
+		content    string
+		index      int
+		name, args string
+	}
+	var ids []string
+	for i, want := range []piece{
+		{content: "Let me "}, {content: "check."}, {name: "get_weather", args: `{"city":"Par`}, {args: `is"`}, {args: `,"days":2}`},
+		{index: 1, name: "get_time", args: `{}`},
+	} {
+		gate <- struct{}{}
+		raw := next(t, chunks)
+		var ch api.ChatCompletion
+		if err := json.Unmarshal([]byte(raw), &ch); err != nil || len(ch.Choices) != 1 || ch.Choices[0].FinishReason != nil {
+			t.Fatalf("chunk %d %s: %v", i, raw, err)
+		}
+		d := ch.Choices[0].Delta
+		if want.content != "" {
+			if d.Content == nil || *d.Content != want.content || d.ToolCalls != nil {
+				t.Fatalf("chunk %d %s, want the content %q", i, raw, want.content)
+			}
+			continue
+		}
+		if d.Content != nil || len(d.ToolCalls) != 1 {
+			t.Fatalf("chunk %d %s, want a piece of call %d and no content", i, raw, want.index)
+		}
+		c := d.ToolCalls[0]
+		if c.Index == nil || *c.Index != want.index || c.Function.Name != want.name || c.Function.Arguments != want.args ||
+			(want.name != "") != (c.ID != "" && c.Type == "function") {
+			t.Fatalf("chunk %d %s, want call %d's piece %+v", i, raw, want.index, want)
+		}
+		if c.ID != "" {
+			ids = append(ids, c.ID)
+		}
+	}
+	gate <- struct{}{}
+	raw := next(t, chunks)
+	var fin api.ChatCompletion
+	if err := json.Unmarshal([]byte(raw), &fin); err != nil || len(fin.Choices) != 1 || fin.Choices[0].FinishReason == nil ||
+		*fin.Choices[0].FinishReason != api.FinishToolCalls || fin.Choices[0].Delta.ToolCalls != nil {
+		t.Fatalf("finish chunk %s: %v", raw, err)
+	}
+	if len(ids) != 2 || ids[0] == ids[1] {
+		t.Errorf("call ids %v", ids)
+	}
+}
+
+// TestToolCallCut: an answer that ends inside a call (max_tokens, a stop
+// string) has that call as its last, its arguments as far as written — what
+// the stream sent of them, not a JSON object, as OpenAI's API gives a call
+// max_tokens cut — and finishes with the reason it ended, not tool_calls;
+// Anthropic's tool_use input is its values written whole (an unfinished
+// string left out, as Anthropic's clients read a stream cut there), its
+// stop_reason max_tokens; the Responses API's call item is incomplete.
+func TestToolCallCut(t *testing.T) {
+	cut := `I'll look.<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:2}<tool_call|><|tool_call>call:get_weather{city:<|"|>Lyo`
+	s := start(t, Options{Engine: &lengthCut{fakeGen{commits: []string{cut}, final: cut}}})
+	tools := `"tools":[` + weatherTool + `]`
+	_, r, raw := chatWire(t, s, `{`+askParis+`,`+tools+`}`)
+	if c := r.Choices[0]; *c.FinishReason != api.FinishLength || len(c.Message.ToolCalls) != 2 || *c.Message.Content != "I'll look." ||
+		c.Message.ToolCalls[0].Function.Arguments != `{"city":"Paris","days":2}` || c.Message.ToolCalls[1].Function.Arguments != `{"city":"Lyo` {
+		t.Errorf("whole answer cut in its second call: %s", raw)
+	}
+	var args [2]strings.Builder
 	var finish string
-	for _, raw := range chunks {
+	for _, raw := range streamRaw(t, s, `{`+askParis+`,`+tools+`,"stream":true}`) {
 		var ch api.ChatCompletion
 		if err := json.Unmarshal([]byte(raw), &ch); err != nil {
-			t.Fatalf("chunk %s: %v", raw, err)
+			t.Fatal(err)
 		}
 		for _, c := range ch.Choices {
-			if c.Delta.Content != nil {
-				text += *c.Delta.Content
+			for _, call := range c.Delta.ToolCalls {
+				args[*call.Index].WriteString(call.Function.Arguments)
 			}
-			if len(c.Delta.ToolCalls) > 0 && c.FinishReason == nil {
-				t.Errorf("tool calls before the last chunk: %s", raw)
-			}
-			calls = append(calls, c.Delta.ToolCalls...)
 			if c.FinishReason != nil {
 				finish = *c.FinishReason
 			}
 		}
 	}
-	if text != "Let me check." || finish != api.FinishToolCalls || len(calls) != 2 {
-		t.Fatalf("streamed text %q, finish %q, calls %+v", text, finish, calls)
+	if args[0].String() != `{"city":"Paris","days":2}` || args[1].String() != `{"city":"Lyo` || finish != api.FinishLength {
+		t.Errorf("streamed arguments %q %q, finish %q", args[0].String(), args[1].String(), finish)
 	}
-	for i, c := range calls {
-		if c.Index == nil || *c.Index != i || c.ID == "" || c.Type != "function" {
-			t.Errorf("streamed call %d: %+v", i, c)
+
+	code, msg, body := messagesCall(t, s, `{"max_tokens":64,"messages":[{"role":"user","content":"Weather in Paris?"}],`+
+		`"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]}`)
+	if code != 200 || len(msg.Content) != 3 || msg.StopReason == nil || *msg.StopReason != api.StopMaxTokens ||
+		string(msg.Content[1].Input) != `{"city":"Paris","days":2}` || string(msg.Content[2].Input) != `{}` {
+		t.Errorf("Anthropic message cut in its second call: %d %s", code, body)
+	}
+
+	code, resp, body := responsesCall(t, s, `{"input":"Weather in Paris?","tools":[{"type":"function","name":"get_weather",`+
+		`"parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]}`)
+	if code != 200 || resp.Status != api.StatusIncomplete || len(resp.Output) != 3 || resp.Output[1].Status != api.StatusCompleted ||
+		resp.Output[2].Status != api.StatusIncomplete || *resp.Output[2].Arguments != `{"city":"Lyo` {
+		t.Errorf("response cut in its second call: %d %s", code, body)
+	}
+}
+
+// rawChunks is a chat stream's chunks as they arrive, up to "[DONE]".
+func rawChunks(t *testing.T, s *Server, body string) <-chan string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base(s)+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	ch := make(chan string, 64)
+	go func() {
+		defer close(ch)
+		for ev := range readSSE(resp.Body) {
+			if ev.data == api.Done {
+				return
+			}
+			ch <- ev.data
 		}
-	}
-	if calls[0].Function.Arguments != `{"city":"Paris"}` || calls[1].Function.Name != "get_time" {
-		t.Errorf("streamed calls %+v", calls)
-	}
+	}()
+	return ch
 }
 
 // streamRaw is a chat stream's chunks as sent, up to "[DONE]".
@@ -332,7 +428,7 @@ func TestToolsRealModel(t *testing.T) {
 	if start, ok := e.Tokenizer().ID(chat.ToolCallStart); !strings.HasPrefix(res.Text, "<|tool_call>call:get_weather{") || !ok || res.Tokens[0] != start {
 		t.Fatalf("engine text %q (tokens %v) does not begin with a call of get_weather, its first token <|tool_call> (id %d)", res.Text, res.Tokens, start)
 	}
-	content, calls := answerCalls(res.Text, true)
+	content, calls, _ := answerCalls(res.Text, true, nil)
 	code, r, raw := chatWire(t, s, `{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[`+weatherTool+`],`+
 		`"tool_choice":{"type":"function","function":{"name":"get_weather"}},"mode":"ar","max_tokens":24,"temperature":1,"seed":5}`)
 	if code != 200 || len(r.Choices) != 1 {
@@ -405,5 +501,31 @@ func TestHeldCallMini(t *testing.T) {
 			args.Unit != "celsius" && args.Unit != "fahrenheit" || !regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`).MatchString(args.When) {
 			t.Errorf("seed %d: arguments %s", seed, r.Choices[0].Message.ToolCalls[0].Function.Arguments)
 		}
+	}
+}
+
+// TestToolCallInThought: a thought that writes a call's start token is
+// thought (as chat.Parse reads it); the stream sends the whole thought, then
+// the answer's call — it stopped at the token before, inside the thought,
+// and sent neither.
+func TestToolCallInThought(t *testing.T) {
+	const text = "<|channel>thought\nI could write <|tool_call> here.<channel|>" + callsOnly
+	s := start(t, Options{Engine: &fakeGen{commits: []string{text[:40], text[:70], text}, final: text}})
+	var thought strings.Builder
+	var calls []api.ToolCall
+	for _, raw := range streamRaw(t, s, `{`+askParis+`,"tools":[`+weatherTool+`],"reasoning_effort":"high","stream":true}`) {
+		var ch api.ChatCompletion
+		if err := json.Unmarshal([]byte(raw), &ch); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range ch.Choices {
+			if c.Delta.ReasoningContent != nil {
+				thought.WriteString(*c.Delta.ReasoningContent)
+			}
+			calls = append(calls, c.Delta.ToolCalls...)
+		}
+	}
+	if thought.String() != "I could write <|tool_call> here." || len(calls) != 1 || calls[0].Function.Arguments != `{"city":"Paris","days":2}` {
+		t.Errorf("streamed thought %q, calls %+v", thought.String(), calls)
 	}
 }

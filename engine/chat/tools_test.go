@@ -196,7 +196,7 @@ func TestParseToolCalls(t *testing.T) {
 		},
 		{
 			name: "two calls, no text, dotted name", text: `<|tool_call>call:a.b-c{}<tool_call|><|tool_call>call:g{k:<|"|>v<|"|>,k:2}<tool_call|>`,
-			calls: []ToolCall{{Name: "a.b-c", Arguments: `{}`}, {Name: "g", Arguments: `{"k":2}`}},
+			calls: []ToolCall{{Name: "a.b-c", Arguments: `{}`}, {Name: "g", Arguments: `{"k":"v"}`}}, // a repeated key's first value stands
 		},
 		{
 			name: "html stays as written", text: `<|tool_call>call:page{html:<|"|><b>&amp;</b><|"|>}<tool_call|>`,
