@@ -529,3 +529,18 @@ func TestToolCallInThought(t *testing.T) {
 		t.Errorf("streamed thought %q, calls %+v", thought.String(), calls)
 	}
 }
+
+// BenchmarkCallStream: a stream's cost of reading a long call (16 KB of file
+// text as a string argument) as it comes, a few bytes a token — each feed
+// reads the answer again from the start.
+func BenchmarkCallStream(b *testing.B) {
+	text := `I'll write it.<|tool_call>call:write_file{path:<|"|>main.go<|"|>,content:<|"|>` +
+		strings.Repeat("func f() { return \"x\" }\n", 16<<10/25) + `<|"|>}<tool_call|>`
+	for b.Loop() {
+		cs := &callStream{parallel: true}
+		for i := 0; i < len(text); i += 4 {
+			cs.feed(text[i:min(i+4, len(text))], false)
+		}
+		cs.feed("", true)
+	}
+}
