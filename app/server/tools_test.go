@@ -108,7 +108,7 @@ func TestToolCallsStream(t *testing.T) {
 	g := &fakeGen{commits: []string{"Let me ", "Let me check.<|tool", weather + "Par", weather + `Paris<|"|>,days:2`,
 		weather + `Paris<|"|>,days:2}<tool_call|><|tool_call>call:get_ti`, final}, final: final, gate: gate}
 	s := start(t, Options{Engine: g})
-	chunks := rawChunks(t, s, `{`+askParis+`,"tools":[`+weatherTool+`,`+timeTool+`],"stream":true}`)
+	chunks, _ := rawChunks(t, s, `{`+askParis+`,"tools":[`+weatherTool+`,`+timeTool+`],"stream":true}`)
 	next(t, chunks) // the role
 	type piece struct {
 		content    string
@@ -208,8 +208,9 @@ func TestToolCallCut(t *testing.T) {
 	}
 }
 
-// rawChunks is a chat stream's chunks as they arrive, up to "[DONE]".
-func rawChunks(t *testing.T, s *Server, body string) <-chan string {
+// rawChunks is a chat stream's chunks as they arrive, up to "[DONE]"; done
+// says whether it came (read it once the channel closes).
+func rawChunks(t *testing.T, s *Server, body string) (chunks <-chan string, done *bool) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", base(s)+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+s.Token())
@@ -218,38 +219,32 @@ func rawChunks(t *testing.T, s *Server, body string) <-chan string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { resp.Body.Close() })
-	ch := make(chan string, 64)
+	ch, done := make(chan string, 64), new(bool)
 	go func() {
 		defer close(ch)
 		for ev := range readSSE(resp.Body) {
 			if ev.data == api.Done {
+				*done = true
 				return
 			}
 			ch <- ev.data
 		}
 	}()
-	return ch
+	return ch, done
 }
 
 // streamRaw is a chat stream's chunks as sent, up to "[DONE]".
 func streamRaw(t *testing.T, s *Server, body string) []string {
 	t.Helper()
-	req, _ := http.NewRequest("POST", base(s)+"/v1/chat/completions", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+s.Token())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	ch, done := rawChunks(t, s, body)
 	var chunks []string
-	for ev := range readSSE(resp.Body) {
-		if ev.data == api.Done {
-			return chunks
-		}
-		chunks = append(chunks, ev.data)
+	for c := range ch {
+		chunks = append(chunks, c)
 	}
-	t.Fatalf("stream ended with no [DONE] after %q", chunks)
-	return nil
+	if !*done {
+		t.Fatalf("stream ended with no [DONE] after %q", chunks)
+	}
+	return chunks
 }
 
 // TestToolChoice: "required" holds the answer to calls and a named function
