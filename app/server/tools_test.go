@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -537,5 +538,72 @@ func BenchmarkCallStream(b *testing.B) {
 			cs.feed(text[i:min(i+4, len(text))], false)
 		}
 		cs.feed("", true)
+	}
+}
+
+// TestCallStreamMatchesAnswer: however a text is cut into deltas, the
+// content and calls a stream gives out (through the thought splitter, then
+// the call stream) add up to what apiRun.read reads from the whole text — the
+// calls' names, ids and arguments, the content less its whitespace around.
+func TestCallStreamMatchesAnswer(t *testing.T) {
+	pieces := []string{"<|channel>thought\n", "<channel|>", "<|tool_call>", "call:", "get_weather", "{", "}", "<tool_call|>", chat.Quote,
+		"city:", "Paris", ",", "days:", "2", "[", "]", " ", "é", "<|", "tool", "_call>", "x:y", "<|\"", "|>", "\n",
+		"<|tool_call>call:get_weather{", "}<tool_call|>", "<|tool_call>call:f{", "}<tool_call|>"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	texts := []string{twoCalls, callsOnly, "<|channel>thought\nI could write <|tool_call> here.<channel|>" + callsOnly,
+		`Sure.<|tool_call>call:f{a:<|"|>x<|"|>,a:2,b:[1,{c:<|"|>d}<|"|>}]}<tool_call|> after`}
+	for range 3000 {
+		var b strings.Builder
+		for range rng.IntN(16) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		texts = append(texts, b.String())
+	}
+	called := 0 // texts with a call
+	for _, text := range texts {
+		if _, calls := chat.ReadCalls(text, true); len(calls) > 0 {
+			called++
+		}
+		for _, thinking := range []bool{false, true} {
+			for _, parallel := range []bool{false, true} {
+				a := &apiRun{req: engine.Request{Thinking: thinking, Tools: []engine.Tool{{Name: "get_weather"}}}, parallel: parallel}
+				split, cs := splitterFor(&a.req), a.newCallStream()
+				var content strings.Builder
+				var calls []api.ToolCall
+				feed := func(delta string, final bool) {
+					_, an := split.feed(delta, final)
+					an, parts := cs.feed(an, final)
+					content.WriteString(an)
+					for _, p := range parts {
+						if p.begin != (p.index == len(calls)) {
+							t.Fatalf("%q: part %+v with %d calls begun", text, p, len(calls))
+						}
+						if p.begin {
+							calls = append(calls, api.ToolCall{ID: p.call.ID, Function: api.FunctionCall{Name: p.call.Function.Name}})
+						}
+						calls[p.index].Function.Arguments += p.args
+					}
+				}
+				for rest := text; rest != ""; {
+					n := 1 + rng.IntN(min(len(rest), 9))
+					feed(rest[:n], false)
+					rest = rest[n:]
+				}
+				feed("", true)
+				c := completion{text: text}
+				a.read(&c, cs)
+				if strings.TrimSpace(content.String()) != c.text || len(calls) != len(c.calls) {
+					t.Fatalf("%q (thinking %v): streamed %q and %+v; whole %q and %+v", text, thinking, content.String(), calls, c.text, c.calls)
+				}
+				for k := range calls {
+					if w := c.calls[k]; calls[k].ID != w.ID || calls[k].Function != w.Function {
+						t.Fatalf("%q (thinking %v): streamed call %+v; whole %+v", text, thinking, calls[k], w)
+					}
+				}
+			}
+		}
+	}
+	if called < len(texts)/4 {
+		t.Errorf("only %d of %d texts hold a call", called, len(texts))
 	}
 }
