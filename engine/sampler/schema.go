@@ -23,7 +23,10 @@ import (
 // beginning of an instance of the schema, so a closed answer is one.
 //
 // The keywords read are type (one or a list), properties, required,
-// additionalProperties, items, enum, const, anyOf and oneOf (where the
+// additionalProperties, items, prefixItems (a tuple: its first items' schemas,
+// one each, as is draft 7's items as a list with additionalItems; items
+// false: no more), enum, const, allOf of one schema (Pydantic's wrapping of a
+// $ref), anyOf and oneOf (where the
 // alternatives are told apart by their value's first byte: a string or null,
 // an object or an array, …; or are objects with declared properties, read
 // together — each key written leaves the alternatives that declare it, and a
@@ -41,9 +44,8 @@ import (
 // ipv4 as patterns (pattern.go; a date's day is held to 01–31, whatever its
 // month). Annotations and what the constraint does not hold a value to
 // (description, other formats, another multipleOf, …) are read and left to
-// the model; any other keyword (allOf, not, if, patternProperties,
-// prefixItems, …) is refused by name, since the answer could not be held to
-// it. An object with declared
+// the model; any other keyword (not, if, patternProperties, allOf of several
+// schemas, …) is refused by name, since the answer could not be held to it. An object with declared
 // properties takes no other key (what OpenAI's strict mode asks:
 // additionalProperties false), one with none takes any key, its values held to
 // additionalProperties where that is a schema.
@@ -111,8 +113,11 @@ type objectRules struct {
 
 // arrayRules are what an array is held to.
 type arrayRules struct {
-	items              *schemaNode // its values (nil: any)
-	minItems, maxItems int         // -1: none
+	// prefix holds its first values, one each (a tuple: prefixItems, or
+	// draft 7's items as a list), items the rest (nil: any).
+	prefix             []*schemaNode
+	items              *schemaNode
+	minItems, maxItems int // -1: none
 	// unique: its items are each a different one of its items' literals
 	// (uniqueItems, held where the items are literals: an enum's; other
 	// items are left to the model).
@@ -222,6 +227,9 @@ func (c *schemaCompiler) node(raw []byte, path string) (*schemaNode, error) {
 	if ref, ok := m["$ref"]; ok {
 		return c.ref(ref, path)
 	}
+	if all, ok := m["allOf"]; ok {
+		return c.allOf(all, m, path)
+	}
 	for _, alt := range []string{"anyOf", "oneOf"} {
 		if list, ok := m[alt]; ok {
 			return c.anyOf(list, path+"."+alt)
@@ -244,7 +252,7 @@ func (c *schemaCompiler) node(raw []byte, path string) (*schemaNode, error) {
 			n.kinds = kinds
 		case "nullable":
 			// read below, with the type
-		case "properties", "required", "additionalProperties", "items", "enum", "const":
+		case "properties", "required", "additionalProperties", "items", "prefixItems", "additionalItems", "enum", "const":
 			// read below
 		case "pattern", "format":
 			var src string
@@ -320,12 +328,8 @@ func (c *schemaCompiler) node(raw []byte, path string) (*schemaNode, error) {
 			n.addl = addl
 		}
 	}
-	if items, ok := m["items"]; ok {
-		it, err := c.node(items, path+".items")
-		if err != nil {
-			return nil, err
-		}
-		n.items = it
+	if err := c.arrayItems(n, m, path); err != nil {
+		return nil, err
 	}
 	for _, k := range []string{"enum", "const"} {
 		v, ok := m[k]
@@ -445,6 +449,69 @@ func (n *schemaNode) checkBounds(path string) error {
 	}
 	if n.lo != nil && n.hi != nil && (n.lo.v > n.hi.v || n.lo.v == n.hi.v && (n.lo.open || n.hi.open)) {
 		return fmt.Errorf("%s: no number is within its minimum and maximum", path)
+	}
+	return nil
+}
+
+// allOf reads an allOf of one schema, which Pydantic writes around a $ref
+// that has a description or a default beside it: the schema itself. Its
+// siblings must be annotations; more schemas are refused (their merge is
+// left to the client).
+func (c *schemaCompiler) allOf(raw json.RawMessage, m map[string]json.RawMessage, path string) (*schemaNode, error) {
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil || len(list) != 1 {
+		return nil, fmt.Errorf(`%s: the keyword "allOf" is supported with one schema only: merge its schemas into one`, path)
+	}
+	for k := range m {
+		if k != "allOf" && !ignoredKeywords[k] {
+			return nil, fmt.Errorf(`%s: the keyword "allOf" is supported with nothing beside it but annotations (%q is): move %[2]q into its schema`, path, k)
+		}
+	}
+	return c.node(list[0], path+".allOf[0]")
+}
+
+// arrayItems reads what an array's values are held to: items (a schema; false:
+// none past a tuple's), a tuple's prefixItems, or draft 7's items as a list of
+// schemas with additionalItems for the rest.
+func (c *schemaCompiler) arrayItems(n *schemaNode, m map[string]json.RawMessage, path string) error {
+	prefixKey, prefix := "prefixItems", m["prefixItems"]
+	restKey, rest := "items", m["items"]
+	if items := bytes.TrimSpace(rest); len(items) > 0 && items[0] == '[' {
+		if prefix != nil {
+			return fmt.Errorf("%s: items as a list and prefixItems both give a tuple's items: send one", path)
+		}
+		prefixKey, prefix = "items", items
+		restKey, rest = "additionalItems", m["additionalItems"]
+	}
+	if prefix != nil {
+		var list []json.RawMessage
+		if err := json.Unmarshal(prefix, &list); err != nil {
+			return fmt.Errorf("%s.%s must be a list of schemas", path, prefixKey)
+		}
+		for i, raw := range list {
+			it, err := c.node(raw, fmt.Sprintf("%s.%s[%d]", path, prefixKey, i))
+			if err != nil {
+				return err
+			}
+			n.prefix = append(n.prefix, it)
+		}
+		n.unique = false // (held only where the items are one enum's literals)
+	}
+	switch {
+	case rest == nil:
+	case string(bytes.TrimSpace(rest)) == "false":
+		if n.maxItems < 0 || n.maxItems > len(n.prefix) {
+			n.maxItems = len(n.prefix)
+		}
+		if n.minItems > n.maxItems {
+			return fmt.Errorf("%s: minItems %d is more than the %d items its %s allows", path, n.minItems, n.maxItems, prefixKey)
+		}
+	default:
+		it, err := c.node(rest, path+"."+restKey)
+		if err != nil {
+			return err
+		}
+		n.items = it
 	}
 	return nil
 }
@@ -984,7 +1051,8 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 	return true
 }
 
-// next is the node of the value that comes next in the top container.
+// next is the node of the value that comes next in the top container (an
+// array's counted already).
 func (s *schemaState) next(f *frameView) *schemaNode {
 	fr := f.top()
 	switch {
@@ -993,6 +1061,9 @@ func (s *schemaState) next(f *frameView) *schemaNode {
 	case fr.n == nil:
 		return nil
 	case fr.arr:
+		if k := fr.count - 1; k < len(fr.n.prefix) {
+			return fr.n.prefix[k]
+		}
 		return fr.n.items
 	}
 	return fr.val
@@ -1330,7 +1401,7 @@ func (s *Schema) keys(ok func(byte) bool) (string, bool) {
 				return k, false
 			}
 		}
-		for _, m := range []*schemaNode{n.addl, n.items} {
+		for _, m := range append([]*schemaNode{n.addl, n.items}, n.prefix...) {
 			if k, good := walk(m); !good {
 				return k, false
 			}

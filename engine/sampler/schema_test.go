@@ -51,6 +51,11 @@ var testSchemas = map[string]string{
 		"events":{"type":"array","items":{"$ref":"#/$defs/ev"}},"maybe":{"anyOf":[{"$ref":"#/$defs/ev"},{"type":"null"}]}},"required":["shape"],
 		"$defs":{"ev":{"oneOf":[{"type":"object","properties":{"type":{"const":"click"},"x":{"type":"integer"}},"required":["type","x"]},
 		{"type":"object","properties":{"type":{"const":"key"},"key":{"type":"string","maxLength":1}},"required":["type","key"]}]}}}`,
+	"tuple": `{"type":"object","properties":{"pair":{"type":"array","prefixItems":[{"type":"integer"},{"type":"string","maxLength":3}],
+		"minItems":2,"maxItems":2},"point":{"type":"array","items":[{"type":"number"},{"type":"number"}],"additionalItems":false},
+		"head":{"type":"array","prefixItems":[{"const":"h"},{"enum":[1,2]}],"items":{"type":"boolean"}},"none":{"type":"array","items":false},
+		"wrapped":{"allOf":[{"$ref":"#/$defs/p"}],"description":"Pydantic's $ref with a description"}},"required":["pair"],
+		"$defs":{"p":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"],"additionalProperties":false}}}`,
 	"free": `{"type":"object","properties":{"counts":{"type":"object","additionalProperties":{"type":"integer"}},"any":{},
 		"loose":{"type":"object","properties":{}},"none":{"type":"object","properties":{},"additionalProperties":false},
 		"esc":{"type":"string","enum":["quote \" and é","tab\t"]}},"required":["counts"]}`,
@@ -87,6 +92,8 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 			`{"s":"abcd","i":12,"x":1,"n":-12.5}`, `{"s":"ab","i":-0,"x":0.75,"n":-0.50,"tags":["c","a","b"]}`,
 		},
 		"multiples": {`{"m":-10,"price":2.5,"big":-14}`, `{"m":0,"price":1.230,"big":700}`, `{"m":40,"price":-0.07}`},
+		"tuple": {`{"pair":[1,"ab"]}`, `{"pair":[-7,""],"point":[],"head":[],"none":[]}`, `{"pair":[0,"xyz"],"point":[1.5,2],"head":["h",2,true,false]}`,
+			`{"pair":[3,"a"],"point":[0.5],"head":["h"],"wrapped":{"x":4}}`},
 	} {
 		s := compileTest(t, name)
 		for _, x := range text {
@@ -111,6 +118,8 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 		"anyof":     {`{"v":1`, `{"w":"`, `{"k":"fixe"`, `{"e":"c`, `{"w":{"x":1`, `{"w":[1.`, `{"n":[1,1`, `{"n":7}`, `{"n":"ab`},
 		"recursive": {`{"root":{"label":"a","kids":[{"label":"b"}`, `{"root":{"kids":[{"kids":[],"label":1`},
 		"free":      {`{"counts":{"x":"`, `{"esc":"quote \u`, `{"esc":"tab\u`},
+		"tuple": {`{"pair":["`, `{"pair":[1,2`, `{"pair":[1,"abcd`, `{"pair":[1]`, `{"pair":[1,"a",`, `{"point":[1,2,`, `{"point":["`,
+			`{"head":["g`, `{"head":["h",3`, `{"head":["h",1,n`, `{"none":[1`, `{"wrapped":{"x":1,`, `{"wrapped":{"y`, `{"wrapped":{}`},
 	} {
 		s := compileTest(t, name)
 		for _, x := range bad {
@@ -233,6 +242,14 @@ func kindName(v any) string {
 
 func (r *refValidator) valid(s map[string]any, v any) bool {
 	s = r.resolve(s)
+	if all, ok := s["allOf"].([]any); ok {
+		for _, a := range all {
+			if !r.valid(a.(map[string]any), v) {
+				return false
+			}
+		}
+		return true
+	}
 	for _, k := range []string{"anyOf", "oneOf"} {
 		if alts, ok := s[k].([]any); ok {
 			n := 0
@@ -348,15 +365,34 @@ func (r *refValidator) valid(s map[string]any, v any) bool {
 				seen[canonical(it)] = true
 			}
 		}
-		if items, ok := s["items"].(map[string]any); ok {
-			for _, it := range x {
-				if !r.valid(items, it) {
+		prefix, rest := tupleOf(s)
+		for i, it := range x {
+			switch {
+			case i < len(prefix):
+				if !r.valid(prefix[i].(map[string]any), it) {
+					return false
+				}
+			case rest == false:
+				return false
+			default:
+				if items, ok := rest.(map[string]any); ok && !r.valid(items, it) {
 					return false
 				}
 			}
 		}
 	}
 	return true
+}
+
+// tupleOf is an array schema's items: its first ones' schemas (prefixItems,
+// or items as a list), and what the rest are held to (a schema, false: none,
+// nil: any).
+func tupleOf(s map[string]any) (prefix []any, rest any) {
+	if list, ok := s["items"].([]any); ok {
+		return list, s["additionalItems"]
+	}
+	prefix, _ = s["prefixItems"].([]any)
+	return prefix, s["items"]
 }
 
 // validFormat is the tests' own reading of the formats the constraint holds
@@ -381,6 +417,9 @@ func validFormat(f, x string) bool {
 // bound on recursion).
 func (r *refValidator) generate(rng *rand.Rand, s map[string]any, depth int) any {
 	s = r.resolve(s)
+	if all, ok := s["allOf"].([]any); ok {
+		return r.generate(rng, all[rng.IntN(len(all))].(map[string]any), depth)
+	}
 	for _, k := range []string{"anyOf", "oneOf"} {
 		if alts, ok := s[k].([]any); ok {
 			return r.generate(rng, alts[rng.IntN(len(alts))].(map[string]any), depth)
@@ -446,22 +485,28 @@ func (r *refValidator) generate(rng *rand.Rand, s map[string]any, depth int) any
 	case "null":
 		return nil
 	case "array":
-		items, _ := s["items"].(map[string]any)
-		n := rng.IntN(3)
+		prefix, rest := tupleOf(s)
+		n := rng.IntN(3 + len(prefix))
 		if lo, ok := s["minItems"].(json.Number); ok && rng.IntN(4) > 0 {
 			k, _ := lo.Int64()
 			n = max(n, int(k))
+		}
+		if rest == false && rng.IntN(4) > 0 {
+			n = min(n, len(prefix))
 		}
 		if depth > 3 {
 			n = 0
 		}
 		out := []any{}
-		for range n {
-			if items == nil {
-				out = append(out, r.generate(rng, map[string]any{}, depth+1))
-			} else {
-				out = append(out, r.generate(rng, items, depth+1))
+		for i := range n {
+			items, _ := rest.(map[string]any)
+			if i < len(prefix) {
+				items = prefix[i].(map[string]any)
 			}
+			if items == nil {
+				items = map[string]any{}
+			}
+			out = append(out, r.generate(rng, items, depth+1))
 		}
 		return out
 	}
@@ -543,17 +588,21 @@ func mutate(rng *rand.Rand, v any) any {
 // refused in words that name it.
 func TestCompileSchemaRefuses(t *testing.T) {
 	for schema, says := range map[string]string{
-		`{"type":"object","allOf":[{}]}`:                                                       `"allOf" is not supported`,
+		`{"type":"object","allOf":[{}]}`:                                                       `"allOf" is supported with nothing beside it but annotations ("type" is)`,
+		`{"type":"object","properties":{"a":{"allOf":[{},{}]}}}`:                               `schema.properties.a: the keyword "allOf" is supported with one schema only`,
+		`{"type":"object","properties":{"a":{"prefixItems":[{}],"items":[{}]}}}`:               "items as a list and prefixItems both",
+		`{"type":"object","properties":{"a":{"prefixItems":{}}}}`:                              "prefixItems must be a list of schemas",
+		`{"type":"object","properties":{"a":{"prefixItems":[{}],"items":false,"minItems":2}}}`: "minItems 2 is more than the 1 items its prefixItems allows",
 		`{"type":"object","properties":{"a":{"not":{}}}}`:                                      `schema.properties.a: the keyword "not"`,
-		`{"type":"array"}`:                                                                     "must describe an object",
-		`{"type":"object","properties":{"a":{"type":"str"}}}`:                                  `unknown type "str"`,
-		`{"type":"object","properties":{"a":{}},"required":["b"]}`:                             `required names "b"`,
-		`{"type":"object","properties":{"a":{"anyOf":[{"type":"object"},{"type":"object"}]}}}`: "two alternatives allow values of one kind (object)",
+		`{"type":"array"}`: "must describe an object",
+		`{"type":"object","properties":{"a":{"type":"str"}}}`:                                                                                                            `unknown type "str"`,
+		`{"type":"object","properties":{"a":{}},"required":["b"]}`:                                                                                                       `required names "b"`,
+		`{"type":"object","properties":{"a":{"anyOf":[{"type":"object"},{"type":"object"}]}}}`:                                                                           "two alternatives allow values of one kind (object)",
 		`{"type":"object","properties":{"a":{"anyOf":[{"type":"object","properties":{"x":{"type":"string"}}},{"type":"object","properties":{"x":{"type":"number"}}}]}}}`: `declare the property "x" differently`,
-		`{"type":"object","properties":{"a":{"$ref":"http://x/y"}}}`:          "only references inside the schema",
-		`{"type":"object","properties":{"a":{"$ref":"#/$defs/none"}}}`:        "names no definition",
-		`{"type":"object","properties":{"a":{"enum":[{"x":1}]}}}`:             "an object or a list as a value",
-		`{"type":"object","properties":{"a":{"type":"string","enum":[1,2]}}}`: "allows no value",
+		`{"type":"object","properties":{"a":{"$ref":"http://x/y"}}}`:                                                                                                     "only references inside the schema",
+		`{"type":"object","properties":{"a":{"$ref":"#/$defs/none"}}}`:                                                                                                   "names no definition",
+		`{"type":"object","properties":{"a":{"enum":[{"x":1}]}}}`:                                                                                                        "an object or a list as a value",
+		`{"type":"object","properties":{"a":{"type":"string","enum":[1,2]}}}`:                                                                                            "allows no value",
 		`[1]`: "must be a JSON object",
 		`{"type":"object","properties":{"a":{"type":"string","pattern":"\\bx"}}}`:                                               "word boundaries",
 		`{"type":"object","properties":{"a":{"type":"string","pattern":"a{300}"}}}`:                                             "instructions",
