@@ -57,6 +57,11 @@ var formats = map[string]string{
 	"uuid":      `^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`,
 	"email":     `^[^@\s"<>()\[\]\\,;:]+@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+$`,
 	"ipv4":      `^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$`,
+	// A hostname's labels (RFC 1123; their 63 characters left to the model).
+	"hostname": `^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$`,
+	// A URI: a scheme, ':', then RFC 3986's characters, a '%' with two hex
+	// digits (no space, quote or other character a URI must escape).
+	"uri": `^[A-Za-z][A-Za-z0-9+.\-]*:([A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*$`,
 }
 
 // compilePattern compiles src, or says why it cannot be held to.

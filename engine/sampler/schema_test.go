@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -43,7 +44,7 @@ var testSchemas = map[string]string{
 		"price":{"type":"number","multipleOf":0.01},"big":{"type":"integer","multipleOf":7}},"required":["m"]}`,
 	"pattern": `{"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{2}-\\d{3}$"},"day":{"type":"string","format":"date"},
 		"mail":{"type":"string","format":"email"},"has":{"type":"string","pattern":"a.c","maxLength":6},"id":{"type":"string","format":"uuid"},
-		"host":{"type":"string","format":"hostname"},"either":{"anyOf":[{"type":"string","pattern":"^(yes|no)$"},{"type":"null"}]}},"required":["code"]}`,
+		"host":{"type":"string","format":"hostname"},"url":{"type":"string","format":"uri","maxLength":40},"dur":{"type":"string","format":"duration"},"either":{"anyOf":[{"type":"string","pattern":"^(yes|no)$"},{"type":"null"}]}},"required":["code"]}`,
 	"union": `{"type":"object","properties":{"shape":{"anyOf":[
 		{"type":"object","properties":{"kind":{"const":"circle"},"r":{"type":"number","minimum":0}},"required":["kind","r"],"additionalProperties":false},
 		{"type":"object","properties":{"kind":{"const":"rect"},"w":{"type":"number"},"h":{"type":"number"},"label":{"type":"string"}},"required":["kind","w","h"]},
@@ -83,7 +84,8 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 		"recursive": {`{"root":{"label":"a","kids":[{"label":"b","kids":[]},{"label":"c","kids":[{"label":"d","kids":[]}]}]}}`},
 		"free":      {`{"counts":{}}`, `{"counts":{"x":1,"y z":-2},"any":{"deep":[1,"two",null,{"t":true}]},"esc":"quote \" and é"}`},
 		"pattern": {`{"code":"AB-123"}`, `{"code":"ZZ-000","day":"2024-02-29","mail":"ada@example.org","has":"xabcx","id":"123e4567-E89B-12d3-a456-426614174000"}`,
-			`{"has":"a\tc","code":"\u0041B-\u0031\u00323","either":"no","host":"anything at all"}`, `{"code":"QQ-999","has":"aéc","either":null}`},
+			`{"has":"a\tc","code":"\u0041B-\u0031\u00323","either":"no","host":"a-1.Example.org","dur":"anything at all"}`,
+			`{"code":"XY-001","url":"https://example.org/a_b?q=1&r=%C3%A9#top","host":"localhost"}`, `{"code":"XY-001","url":"urn:isbn:0451450523"}`, `{"code":"QQ-999","has":"aéc","either":null}`},
 		"union": {`{"shape":{"kind":"circle","r":1}}`, `{"shape":{"r":2.5,"kind":"circle"}}`, `{"shape":{"w":1,"label":"x","h":2,"kind":"rect"}}`,
 			`{"shape":{"label":"p","kind":"pixel"}}`, `{"shape":{"kind":"dot"},"events":[]}`,
 			`{"shape":null,"events":[{"type":"click","x":3},{"key":"a","type":"key"},{"x":-1,"type":"click"}]}`,
@@ -106,7 +108,8 @@ func TestSchemaAcceptsInstances(t *testing.T) {
 	for name, bad := range map[string][]string{
 		"flat":   {`{"name":"A","age":1,"ok":true,"score":1,"color":"red",`, `{"name":"A","age":1.`, `{"name":1`, `{"nam"`, `{"name":"A","n`, `{"name":"A","age":1,"e`, `{"name":"A","age":1}`, `{"color":"p`, `{"color":"redd`},
 		"nested": {`{"city":{"pop":1}`, `{"tags":[1`, `{"note":t`, `{"city":{"name":"x","pop":-1`, `{"city":{"name":"x","pop":1e`, `{"tags":["123456789`},
-		"pattern": {`{"code":"a`, `{"code":"AB1`, `{"code":"AB-1234`, `{"code":"AB-12"`, `{"day":"2024-13`, `{"day":"2024-02-32`, `{"mail":"a@@`, `{"mail":"a@b"`,
+		"pattern": {`{"host":"-`, `{"host":"a-"`, `{"host":"a..`, `{"host":"a `, `{"url":"1`, `{"url":"http `, `{"url":"http:// `, `{"url":"a:%g`, `{"url":"a:\"`, `{"url":"a:<`,
+			`{"code":"a`, `{"code":"AB1`, `{"code":"AB-1234`, `{"code":"AB-12"`, `{"day":"2024-13`, `{"day":"2024-02-32`, `{"mail":"a@@`, `{"mail":"a@b"`,
 			`{"has":"xxxx"`, `{"has":"xxxxa"`, `{"id":"123g`, `{"either":"ye"`, `{"either":"x`, `{"has":"a\nc"`, `{"code":"AB-\u0031\u0032\u004`, `{"code":"AB-123\`, `{"code":"A\u003`, `{"code":"` + "\xc3"},
 		"union": {`{"shape":{"kind":"circle","w`, `{"shape":{"r":1,"kind":"r`, `{"shape":{"kind":"circle"}`, `{"shape":{"kind":"rect","w":1}`,
 			`{"shape":{"label":"x","r`, `{"shape":{"label":"x","kind":"c`, `{"shape":{"kind":"s`, `{"shape":{}`, `{"shape":{"r":-1`,
@@ -406,6 +409,31 @@ func validFormat(f, x string) bool {
 		a, err := mail.ParseAddress(x)
 		at := strings.LastIndex(x, "@")
 		return err == nil && a.Address == x && at > 0 && strings.Contains(x[at:], ".")
+	case "hostname": // labels of letters, digits and '-', which neither begins nor ends one
+		for _, l := range strings.Split(x, ".") {
+			if l == "" || l[0] == '-' || l[len(l)-1] == '-' || strings.Trim(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != "" {
+				return false
+			}
+		}
+		return true
+	case "uri": // a scheme, ':', then RFC 3986's unreserved, reserved and %HH
+		scheme, rest, ok := strings.Cut(x, ":")
+		if !ok || scheme == "" || !unicode.IsLetter(rune(scheme[0])) || scheme[0] >= utf8.RuneSelf ||
+			strings.Trim(scheme, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") != "" {
+			return false
+		}
+		for i := 0; i < len(rest); i++ {
+			switch c := rest[i]; {
+			case c == '%':
+				if _, err := hex.DecodeString(rest[i+1 : min(i+3, len(rest))]); err != nil || i+3 > len(rest) {
+					return false
+				}
+				i += 2
+			case c >= utf8.RuneSelf || !strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~:/?#[]@!$&'()*+,;=", rune(c)):
+				return false
+			}
+		}
+		return true
 	case "uuid":
 		_, err := hex.DecodeString(strings.ReplaceAll(x, "-", ""))
 		return err == nil && len(x) == 36 && x[8] == '-' && x[13] == '-' && x[18] == '-' && x[23] == '-' && strings.Count(x, "-") == 4
@@ -460,7 +488,8 @@ func (r *refValidator) generate(rng *rand.Rand, s map[string]any, depth int) any
 	switch kind {
 	case "string":
 		return within([]any{"", "a", "Oslo", `q"uote`, "é✓", "line\nbreak", "back\\slash", "AB-123", "ab-123", "2024-05-17", "2024-5-17",
-			"ada@example.org", "ada@", "xabcx", "abcdefg", "123e4567-e89b-12d3-a456-426614174000", "yes", "no"})
+			"ada@example.org", "ada@", "xabcx", "abcdefg", "123e4567-e89b-12d3-a456-426614174000", "yes", "no",
+			"example.org", "a-b.c9", "-x.org", "x-.org", "https://example.org/a?b=c#d", "mailto:ada@example.org", "http://a b", "a:%4", "a:%41"})
 	case "integer":
 		if rng.IntN(2) == 0 {
 			var vals []any
