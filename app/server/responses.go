@@ -392,13 +392,17 @@ func (rs *responseRun) stream(w http.ResponseWriter, r *http.Request) {
 	items := 0 // output items opened
 	var thought, text *openItem
 	var callAt []int // each call's output index
+	closeThought := func() error {
+		if thought == nil || thought.closed {
+			return nil
+		}
+		return ev.close(thought, reasoningItem(thought.id, thought.text.String()))
+	}
 	// closeItems closes the reasoning and message items: an answer's calls
 	// come after its text.
 	closeItems := func() error {
-		if thought != nil && !thought.closed {
-			if err := ev.close(thought, reasoningItem(thought.id, thought.text.String())); err != nil {
-				return err
-			}
+		if err := closeThought(); err != nil {
+			return err
 		}
 		if text != nil && !text.closed {
 			return ev.close(text, messageItem(text.id, text.text.String(), api.StatusCompleted))
@@ -407,13 +411,8 @@ func (rs *responseRun) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	// openText opens the message item, the thought's being done.
 	openText := func() error {
-		if thought != nil && !thought.closed {
-			if err := ev.close(thought, reasoningItem(thought.id, thought.text.String())); err != nil {
-				return err
-			}
-		}
-		if text != nil {
-			return nil
+		if err := closeThought(); err != nil || text != nil {
+			return err
 		}
 		text = &openItem{index: items, id: rs.messageID, kind: "output_text"}
 		items++
