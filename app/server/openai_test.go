@@ -602,7 +602,7 @@ func TestJSONMode(t *testing.T) {
 	}
 	for _, c := range []struct{ body, param, says string }{
 		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object","allOf":[]}}}}`,
-			"response_format.json_schema.schema", `the keyword "allOf" is not supported`},
+			"response_format.json_schema.schema", `the keyword "allOf" is supported with one schema only`},
 		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}}`, "response_format.json_schema", "needs its schema"},
 		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"yaml"}}`, "response_format", `want "text", "json_object" or "json_schema"`},
 		{ask + `,"mode":"diffusion"}`, "response_format", `"mode": "ar"`},

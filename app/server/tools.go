@@ -220,14 +220,16 @@ func answerCalls(text string, parallel bool, ids []string) (content string, call
 // order — into its content and its tool calls as it comes, as answerCalls
 // reads the whole: what each feed gives out is what the text so far settles
 // (chat.ReadCalls), so the content and each call's arguments it gives add up
-// to the whole answer's. A nil callStream (no tools declared) gives all as
-// content.
+// to the whole answer's. The text before base is read for good (content given
+// out, calls closed): each feed reads on from there. A nil callStream (no
+// tools declared) gives all as content.
 type callStream struct {
 	parallel bool
 	text     strings.Builder
-	content  int            // bytes of content given out
+	base     int            // where the text not yet read for good begins
+	inCalls  bool           // a call has begun: the content is over
 	calls    []api.ToolCall // the calls begun: their ids, names and the arguments given out
-	closed   int            // how many of them are closed
+	passed   int            // how many of them closed before base
 }
 
 // callPart is what one feed gives out of a call: more of its arguments, and
@@ -256,27 +258,37 @@ func (cs *callStream) feed(delta string, final bool) (content string, parts []ca
 		return delta, nil
 	}
 	cs.text.WriteString(delta)
-	all, written := chat.ReadCalls(cs.text.String(), final)
-	content, cs.content = all[cs.content:], len(all)
-	if !cs.parallel && len(written) > 1 {
-		written = written[:1]
+	got, written := chat.ReadCalls(cs.text.String()[cs.base:], final)
+	if !cs.inCalls {
+		content = got
+		cs.base += len(got)
+		cs.inCalls = len(written) > 0
 	}
+	base, first := cs.base, cs.passed
 	for k, w := range written {
-		p := callPart{index: k}
-		if k == len(cs.calls) {
+		index := first + k
+		if !cs.parallel && index > 0 {
+			break
+		}
+		p := callPart{index: index}
+		if index == len(cs.calls) {
 			cs.calls = append(cs.calls, api.ToolCall{ID: "call_" + randomHex(12), Type: "function", Function: api.FunctionCall{Name: w.Name}})
 			p.begin = true
 		}
-		c := &cs.calls[k]
+		c := &cs.calls[index]
 		p.call = c
 		p.args = w.Arguments[len(c.Function.Arguments):]
 		c.Function.Arguments = w.Arguments
-		if w.Closed && k == cs.closed {
-			cs.closed++
+		if w.Closed {
 			p.closed = true
+			cs.passed++
+			cs.base = base + w.End
 		}
 		if p.begin || p.args != "" || p.closed {
 			parts = append(parts, p)
+		}
+		if !w.Closed {
+			break
 		}
 	}
 	return content, parts

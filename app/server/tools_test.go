@@ -526,18 +526,27 @@ func TestToolCallInThought(t *testing.T) {
 	}
 }
 
-// BenchmarkCallStream: a stream's cost of reading a long call (16 KB of file
-// text as a string argument) as it comes, a few bytes a token — each feed
-// reads the answer again from the start.
+// BenchmarkCallStream: a stream's cost of reading calls as they come, 4
+// bytes a feed: a long call (16 KB of file text as a string argument), whose
+// arguments each feed reads again, and a model looping on "[" (3 KB of them),
+// which each level of nesting scanned again (2.6 s before the depth was
+// bounded and the content and closed calls were left behind).
 func BenchmarkCallStream(b *testing.B) {
-	text := `I'll write it.<|tool_call>call:write_file{path:<|"|>main.go<|"|>,content:<|"|>` +
-		strings.Repeat("func f() { return \"x\" }\n", 16<<10/25) + `<|"|>}<tool_call|>`
-	for b.Loop() {
-		cs := &callStream{parallel: true}
-		for i := 0; i < len(text); i += 4 {
-			cs.feed(text[i:min(i+4, len(text))], false)
-		}
-		cs.feed("", true)
+	for _, c := range []struct{ name, text string }{
+		{"file", `I'll write it.<|tool_call>call:write_file{path:<|"|>main.go<|"|>,content:<|"|>` +
+			strings.Repeat("func f() { return \"x\" }\n", 16<<10/25) + `<|"|>}<tool_call|>`},
+		{"nested", "<|tool_call>call:f{a:" + strings.Repeat("[", 3<<10)},
+		{"text", strings.Repeat("Plain words, no call at all. ", 16<<10/29)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				cs := &callStream{parallel: true}
+				for i := 0; i < len(c.text); i += 4 {
+					cs.feed(c.text[i:min(i+4, len(c.text))], false)
+				}
+				cs.feed("", true)
+			}
+		})
 	}
 }
 

@@ -19,8 +19,10 @@ type WrittenCall struct {
 	// so that what a stream sends of it stays true (a prefix of the
 	// arguments the call will have).
 	Arguments string
-	// Closed: the call's end was written.
+	// Closed: the call's end was written; End is where it ends in the text
+	// read (after its end token).
 	Closed bool
+	End    int
 	// Partial is, where the call is not Closed, its values written whole as
 	// a JSON object: Arguments with its open arrays and objects closed and an
 	// unfinished string left out with its key — what a partial-JSON reader
@@ -74,8 +76,8 @@ func ReadCalls(text string, final bool) (content string, calls []WrittenCall) {
 		if e := strings.Index(args, callEnd); e >= 0 {
 			r := argsReader{s: args[:e]}
 			r.read(true)
-			calls = append(calls, WrittenCall{Name: name, Arguments: r.out.String(), Closed: true})
 			rest := args[e+len(callEnd):]
+			calls = append(calls, WrittenCall{Name: name, Arguments: r.out.String(), Closed: true, End: len(text) - len(rest)})
 			next := ToolCallAt(rest)
 			if next < 0 {
 				break
@@ -156,11 +158,12 @@ func partialSuffix(text, mark string) int {
 // string's text but what may be the start of its end quote or half a
 // character.
 type argsReader struct {
-	s    string
-	out  bytes.Buffer
-	open []byte // the closers of what out holds open, innermost last
-	mute int    // > 0: reading a repeated key's value, which is not written
-	cut  bool   // the text ended where more may come: nothing after it is read
+	s     string
+	out   bytes.Buffer
+	open  []byte // the closers of what out holds open, innermost last
+	mute  int    // > 0: reading a repeated key's value, which is not written
+	cut   bool   // the text ended where more may come: nothing after it is read
+	depth int    // the objects and arrays open inside the arguments' object
 	// lead is where the innermost string value began in out, its key (or
 	// comma) with it.
 	lead int
@@ -283,6 +286,13 @@ func (r *argsReader) array(i, end int, bounded bool) {
 	}
 }
 
+// maxArgsDepth is how deep a call's arguments may nest: a value deeper is no
+// value (its object or array ends before it). Each level scans ahead for its
+// closing bracket, so the depth multiplies the cost of reading, which a
+// stream pays again as each piece comes (a model looping on "[" wrote 3 KB of
+// them: 2.6 s of reading).
+const maxArgsDepth = 32
+
 // value reads the value at s[i:end] (a bare one ends at a byte of ends) and
 // writes it after lead; it returns where reading stopped, and false where
 // there was no value to read (or r.cut).
@@ -318,6 +328,11 @@ func (r *argsReader) value(i, end int, bounded bool, lead, ends string) (int, bo
 		r.pop()
 		return end, true
 	case rest[0] == '{' || rest[0] == '[':
+		if r.depth == maxArgsDepth {
+			return i, false
+		}
+		r.depth++
+		defer func() { r.depth-- }()
 		open, closer := rest[0], byte('}')
 		if open == '[' {
 			closer = ']'

@@ -30,7 +30,9 @@ func TestReadCallsAsWritten(t *testing.T) {
 		{text: "<|tool_call>call:f{s:<|\"|>caf\xc3", calls: []WrittenCall{{Name: "f", Arguments: `{"s":"caf`, Partial: `{}`}}},
 		{text: `<|tool_call>call:f{k:<|"|>v<|"|>,k:<|"|>w`, calls: []WrittenCall{{Name: "f", Arguments: `{"k":"v"`, Partial: `{"k":"v"}`}}},
 		{text: `<|tool_call>call:f{a:1}<tool_call|><|tool_call>call:g{`, calls: []WrittenCall{
-			{Name: "f", Arguments: `{"a":1}`, Closed: true}, {Name: "g", Arguments: "{", Partial: "{}"}}},
+			{Name: "f", Arguments: `{"a":1}`, Closed: true, End: 35}, {Name: "g", Arguments: "{", Partial: "{}"}}},
+		{text: "<|tool_call>call:f{a:" + strings.Repeat("[", 40), calls: []WrittenCall{ // (nested past maxArgsDepth: no value)
+			{Name: "f", Arguments: `{"a":` + strings.Repeat("[", 32), Partial: `{"a":` + strings.Repeat("[", 32) + strings.Repeat("]", 32) + "}"}}},
 		{text: `<|tool_call>call:bad name{a:1}<tool_call|>`},
 	} {
 		content, calls := ReadCalls(tc.text, false)
