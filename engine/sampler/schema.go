@@ -31,8 +31,9 @@ import (
 // an object or an array, …; or are objects with declared properties, read
 // together — each key written leaves the alternatives that declare it, and a
 // property they declare differently must be a const or enum in each, a
-// discriminator, whose value leaves its own; an alternative's minProperties
-// and maxProperties are left to the model), nullable, uniqueItems (where the
+// discriminator, whose value leaves its own; a key past an alternative's
+// maxProperties leaves it too, and the object closes once one of them has its
+// required keys and minProperties), nullable, uniqueItems (where the
 // items are an enum's literals), local $refs (#/$defs/…, #/definitions/…, #
 // itself), and the bounds: minLength and maxLength (a string's characters,
 // each escape one), minItems and maxItems, minProperties and maxProperties,
@@ -165,9 +166,22 @@ type schemaProp struct {
 // declares and requires, and which alternatives declare each. Where two
 // declare a property differently, each declares it as literals only (a
 // const: a discriminator), which its merged node's litAlts tell apart.
+// minProps and maxProps are each alternative's bounds on its keys (-1: none).
 type objUnion struct {
 	declares, required []uint64
 	propAlts           []uint8
+	minProps, maxProps []int
+}
+
+// roomFor is which of u's alternatives may hold k keys.
+func (u *objUnion) roomFor(k int) uint8 {
+	var alts uint8
+	for a, hi := range u.maxProps {
+		if hi < 0 || k <= hi {
+			alts |= 1 << a
+		}
+	}
+	return alts
 }
 
 // lowBits is a mask of the n lowest bits (n from 0 to 64): a node's
@@ -750,6 +764,9 @@ func (n *schemaNode) unite(objs []*schemaNode, path string) error {
 	}
 	sort.Strings(keys)
 	u := &objUnion{declares: make([]uint64, len(objs)), required: make([]uint64, len(objs)), propAlts: make([]uint8, len(keys))}
+	for _, o := range objs {
+		u.minProps, u.maxProps = append(u.minProps, o.minProps), append(u.maxProps, o.maxProps)
+	}
 	n.objectRules = objectRules{minProps: -1, maxProps: -1}
 	for i, k := range keys {
 		var decl []schemaProp // each declaring alternative's
@@ -818,12 +835,16 @@ type schemaFrame struct {
 
 // keysLeft are the properties the object may still take: those of its
 // alternatives still possible (a union's), not yet written.
-func (fr *schemaFrame) keysLeft() uint64 {
+func (fr *schemaFrame) keysLeft() uint64 { return fr.keysOf(fr.cand) }
+
+// keysOf are the properties not yet written that alts declare (all the
+// object's where it is no union).
+func (fr *schemaFrame) keysOf(alts uint8) uint64 {
 	n := fr.n
 	all := lowBits(len(n.props))
 	if u := n.union; u != nil {
 		all = 0
-		for c := fr.cand; c != 0; c &= c - 1 {
+		for c := alts; c != 0; c &= c - 1 {
 			all |= u.declares[bits.TrailingZeros8(c)]
 		}
 	}
@@ -831,14 +852,15 @@ func (fr *schemaFrame) keysLeft() uint64 {
 }
 
 // closable reports whether the object's required properties are written:
-// those of one of a union's alternatives still possible.
+// those of one of a union's alternatives still possible, with its
+// minProperties.
 func (fr *schemaFrame) closable() bool {
 	n := fr.n
 	if n.union == nil {
 		return n.required&^fr.used == 0
 	}
 	for c := fr.cand; c != 0; c &= c - 1 {
-		if n.union.required[bits.TrailingZeros8(c)]&^fr.used == 0 {
+		if a := bits.TrailingZeros8(c); n.union.required[a]&^fr.used == 0 && fr.count >= n.union.minProps[a] {
 			return true
 		}
 	}
@@ -1043,6 +1065,8 @@ func (s *schemaState) observe(st *jsonState, f *frameView, c byte) bool {
 				return fr.n.maxItems < 0 || fr.count < fr.n.maxItems
 			case fr.n.maxProps >= 0 && fr.count >= fr.n.maxProps:
 				return false
+			case fr.n.union != nil: // an alternative with room for another key, and keys left
+				return fr.keysOf(fr.cand&fr.n.union.roomFor(fr.count+1)) != 0
 			case !fr.n.free:
 				return fr.keysLeft() != 0
 			}
@@ -1310,6 +1334,9 @@ func (s *schemaState) keyStart(f *frameView) bool {
 	if fr != nil {
 		if fr.count++; fr.n != nil && fr.n.maxProps >= 0 && fr.count > fr.n.maxProps {
 			return false
+		}
+		if fr.n != nil && fr.n.union != nil {
+			fr.cand &= fr.n.union.roomFor(fr.count) // the alternatives whose maxProperties this key passes are out
 		}
 	}
 	s.keyPos, s.keyFree = 0, fr == nil || fr.n == nil || fr.n.free
