@@ -108,6 +108,12 @@ func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
 
 func q50IntRuns() bool { return false }
 
+func nvfp4IntRuns() bool { return false }
+
+func dotNVFP4Int(xq []int8, pairs, xsum []float32, codes, srow []byte) float32 {
+	panic("dotNVFP4Int without nvfp4IntRuns") // unreachable: mulRows asks intRows first
+}
+
 func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, zmm bool) float32 {
 	panic("dotQ5_0Int without q50IntRuns") // unreachable: mulRows asks intRows first
 }

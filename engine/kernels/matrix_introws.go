@@ -1,9 +1,12 @@
 package kernels
 
-import "github.com/darkroomlabs/darkroom/engine/gguf"
+import (
+	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+)
 
-// The printer's products (below dotRows rows of x) against GGUF Q4_K and Q5_0 rows in
-// integer arithmetic, where the canvas products run that way (qgemm.go; with AVX-512
+// The printer's products (below dotRows rows of x) against GGUF Q4_K and Q5_0 rows
+// (and NVFP4's, mulRowsNVFP4Int) in integer arithmetic, where the canvas products run that way (qgemm.go; with AVX-512
 // VNNI, else AVX2 — F16C too for Q4_K): x is quantized once per
 // product as the canvas quantizes its rows — int8 in groups of 32, each group's
 // scale max|x|/127 (quantizeRow32) — and each row's blocks are dotted from their
@@ -20,6 +23,9 @@ import "github.com/darkroomlabs/darkroom/engine/gguf"
 // intRows reports whether w's product with fewer than dotRows rows of x runs in
 // integer arithmetic (mulRowsInt).
 func (w *Matrix) intRows() bool {
+	if w.Spec.Format == quant.FP4 {
+		return nvfp4IntRuns() && w.group() == 16 && w.Cols > 0 && w.Cols%64 == 0
+	}
 	if w.Spec.Bits != 0 || w.Cols <= 0 {
 		return false
 	}
@@ -35,6 +41,10 @@ func (w *Matrix) intRows() bool {
 // mulRowsInt is mulRows where intRows: out [m, Rows] = a [m, Cols]·wᵀ, a's rows
 // quantized once, then each row of w dotted with each of them.
 func (w *Matrix) mulRowsInt(out, a []float32, m int) {
+	if w.Spec.Format == quant.FP4 {
+		w.mulRowsNVFP4Int(out, a, m)
+		return
+	}
 	if w.GGUF == gguf.Q4_K {
 		w.mulRowsQ4KInt(out, a, m)
 		return
@@ -67,6 +77,47 @@ func (w *Matrix) mulRowsQ5_0Int(out, a []float32, m int) {
 			row := w.Data[r*nb*bb : (r+1)*nb*bb]
 			for i := range m {
 				out[i*n+r] = dotQ5_0Int(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], row, nb, zmm)
+			}
+		}
+	})
+}
+
+// mulRowsNVFP4Int is mulRowsInt for NVFP4 (blocks of 16, an FP8 scale each and the
+// row's scale_2): x's codes in order with quantizeRow32's pairs and each block's
+// xs·Σcode, each row's codes dotted 64 at a time with its scales decoded in
+// registers (dotNVFP4VNNI; the kernel's codes are the E2M1 values doubled, integers
+// −12…12, so its scales are halved). The float path decoded every value and its
+// block scale to float32 first, at about half the memory's rate
+// (BenchmarkMatrixMulVec/nvfp4).
+func (w *Matrix) mulRowsNVFP4Int(out, a []float32, m int) {
+	n, k := w.Rows, w.Cols
+	blocks, groups := k/16, k/qGroup
+	stride := blocks + quant.NVFP4ScaleBytes
+	cb := packBufs.Get().(*packBuf)
+	defer packBufs.Put(cb)
+	if cap(cb.q) < m*k {
+		cb.q = make([]int8, m*k)
+	}
+	xq := cb.q[:m*k]
+	cb.dec = grow(cb.dec, 2*m*groups+m*blocks)
+	pairs, xsum := cb.dec[:2*m*groups], cb.dec[2*m*groups:2*m*groups+m*blocks]
+	for i := range m {
+		q, p := xq[i*k:(i+1)*k], pairs[2*i*groups:2*(i+1)*groups]
+		quantizeRow32(q, p, a[i*k:(i+1)*k], nil)
+		for b := range blocks {
+			var sum int32
+			for _, c := range q[16*b : 16*(b+1)] {
+				sum += int32(c)
+			}
+			xsum[i*blocks+b] = p[2*(b/2)] * float32(sum)
+		}
+	}
+	parts := dotParts(m * n * k)
+	parallel(parts, func(part int) {
+		for r := n * part / parts; r < n*(part+1)/parts; r++ {
+			codes, srow := w.Data[r*k/2:(r+1)*k/2], w.Scales[r*stride:(r+1)*stride]
+			for i := range m {
+				out[i*n+r] = dotNVFP4Int(xq[i*k:(i+1)*k], pairs[2*i*groups:2*(i+1)*groups], xsum[i*blocks:(i+1)*blocks], codes, srow)
 			}
 		}
 	})

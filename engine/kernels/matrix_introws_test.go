@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
 // randBlocks is nb blocks of GGUF type t (Q4_K, Q5_0 or Q8_0) of random bytes —
@@ -216,6 +217,127 @@ func TestMulRowsInt(t *testing.T) {
 					if d := math.Abs(float64(got[i*rows+r] - float[i*rows+r])); d > bound {
 						t.Errorf("%v, m %d, out[%d, %d] = %g, the float kernel's %g: more than x's rounding %.3g apart", c.t, m, i, r, got[i*rows+r], float[i*rows+r], bound)
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestDotNVFP4Int: the printer's integer NVFP4 dot (dotNVFP4VNNI) equals, within
+// float32 rounding, the same sum taken independently in float64 — the E2M1 table's
+// values, the block scales as quant.NVFP4RowScales decodes them, x's int8 codes and
+// scales as quantizeRow32Go makes them — and the dot of the decoded values with x
+// itself within x's rounding: half a step of its group's scale per value. Every code
+// (both zeros, all signs) and scales from subnormal to large come up.
+func TestDotNVFP4Int(t *testing.T) {
+	if !nvfp4IntRuns() {
+		t.Skip("no integer NVFP4 dot for this CPU (or build)")
+	}
+	rng := rand.New(rand.NewPCG(45, 46))
+	for i, nb := range []int{1, 2, 11, 44, 3, 8} {
+		top := 0x7f // scale codes: any finite non-negative FP8 E4M3, subnormals too
+		if i >= 4 {
+			top = 16 // subnormals and the smallest normals alone, so that their values tell
+		}
+		k := 64 * nb
+		codes := make([]byte, k/2)
+		for i := range codes {
+			codes[i] = byte(rng.Uint32())
+		}
+		srow := make([]byte, k/16+quant.NVFP4ScaleBytes)
+		for i := range k / 16 {
+			srow[i] = byte(rng.IntN(top))
+			if rng.IntN(8) == 0 {
+				srow[i] |= 0x80 // (and, though ModelOpt writes none, negative)
+			}
+		}
+		copy(srow[k/16:], []byte{0x12, 0x34, 0x56, 120}) // a scale_2 of 0x563412·2^-30
+		scales := make([]float32, k/16)
+		quant.NVFP4RowScales(scales, srow)
+		x := randWeights(rng, k)
+		x[5] = 0
+		clear(x[k-32:]) // a group of zeros (scale 0)
+
+		xq, pairs := make([]int8, k), make([]float32, k/16)
+		quantizeRow32Go(xq, pairs, x, nil)
+		xsum := make([]float32, k/16)
+		for b := range k / 16 {
+			var sum int32
+			for _, c := range xq[16*b : 16*(b+1)] {
+				sum += int32(c)
+			}
+			xsum[b] = pairs[2*(b/2)] * float32(sum)
+		}
+		got := dotNVFP4Int(xq, pairs, xsum, codes, srow)
+
+		var want, mag, exact, bound float64
+		for i := range k {
+			e := float64(quant.E2M1[codes[i/2]>>(4*(i%2))&15])
+			v := e * float64(scales[i/16])
+			term := v * float64(pairs[2*(i/32)]) * float64(xq[i])
+			want += term
+			mag += math.Abs(term)
+			exact += v * float64(x[i])
+			bound += math.Abs(v) * float64(pairs[2*(i/32)]) / 2
+		}
+		if d := math.Abs(float64(got) - want); d > 1e-5*mag+1e-30 {
+			t.Errorf("nb %d: %g, want %g (|Δ| %g over a magnitude %g)", nb, got, want, d, mag)
+		}
+		if d := math.Abs(float64(got) - exact); d > bound*1.0001+1e-5*mag {
+			t.Errorf("nb %d: %g against the exact dot %g: |Δ| %g past x's rounding %g", nb, got, exact, d, bound)
+		}
+	}
+}
+
+// TestMulRowsNVFP4Int: the printer's NVFP4 products with fewer than dotRows rows of
+// x (each output its row's integer dot, dotNVFP4Int, the row's scales decoded by the
+// kernel) equal the float kernels' where the integer products are off, within x's
+// rounding of each other.
+func TestMulRowsNVFP4Int(t *testing.T) {
+	const rows, cols = 37, 512
+	rng := rand.New(rand.NewPCG(47, 48))
+	tm := nvfp4Matrix(t, rng, rows, cols)
+	w := tm.w
+	if !w.intRows() {
+		t.Skip("the printer's NVFP4 products are not integer on this CPU (or build)")
+	}
+	stride := cols/16 + quant.NVFP4ScaleBytes
+	for m := 1; m < dotRows; m++ {
+		a := randWeights(rng, m*cols)
+		got, float := make([]float32, m*rows), make([]float32, m*rows)
+		if err := w.MulNT(got, a, m); err != nil {
+			t.Fatal(err)
+		}
+		was := SetIntProducts(false)
+		err := w.MulNT(float, a, m)
+		SetIntProducts(was)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range m {
+			x := a[i*cols : (i+1)*cols]
+			xq, pairs := make([]int8, cols), make([]float32, cols/16)
+			quantizeRow32Go(xq, pairs, x, nil)
+			xsum := make([]float32, cols/16)
+			for b := range cols / 16 {
+				var sum int32
+				for _, c := range xq[16*b : 16*(b+1)] {
+					sum += int32(c)
+				}
+				xsum[b] = pairs[2*(b/2)] * float32(sum)
+			}
+			for r := range rows {
+				codes, srow := w.Data[r*cols/2:(r+1)*cols/2], w.Scales[r*stride:(r+1)*stride]
+				if want := dotNVFP4Int(xq, pairs, xsum, codes, srow); got[i*rows+r] != want {
+					t.Fatalf("m %d, out[%d, %d] = %g, want %g (its row's integer dot)", m, i, r, got[i*rows+r], want)
+				}
+				var bound float64
+				for p := range cols {
+					v := tm.want[r*cols+p]
+					bound += math.Abs(float64(v)) * (float64(pairs[2*(p/32)])/2 + 1e-5*math.Abs(float64(x[p])))
+				}
+				if d := math.Abs(float64(got[i*rows+r] - float[i*rows+r])); d > bound {
+					t.Errorf("m %d, out[%d, %d] = %g, the float kernel's %g: more than x's rounding %.3g apart", m, i, r, got[i*rows+r], float[i*rows+r], bound)
 				}
 			}
 		}

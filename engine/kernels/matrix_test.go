@@ -144,22 +144,28 @@ func nvfp4Matrix(t testing.TB, rng *rand.Rand, n, k int) testMatrix {
 		codes[i] = byte(rng.IntN(256))
 	}
 	g := k / 16
-	scales := make([]byte, n*(g+quant.NVFP4ScaleBytes))
-	fp8 := make([]byte, g)
-	for r := range n {
-		for i := range fp8 {
-			fp8[i] = byte(0x20 + rng.IntN(0x30)) // 2^-3 … 2^2.9, positive
-		}
-		if err := quant.PutNVFP4ScaleRow(scales[r*(g+4):(r+1)*(g+4)], fp8, float32(rng.Float64()*0.01+1e-3)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scales := nvfp4Scales(rng, n, k)
 	qw := tensors.FromFlatDataAndDimensions(codes, n, k/2)
 	qs := tensors.FromFlatDataAndDimensions(scales, n, g+quant.NVFP4ScaleBytes)
 	return testMatrix{
 		&Matrix{Rows: n, Cols: k, Spec: quant.NVFP4, Data: codes, Scales: scales},
 		dequantized(t, qw, qs, quant.NVFP4, n, k),
 	}
+}
+
+// nvfp4Scales is n qscale rows for k columns: FP8 block-scale codes 2^-3 … 2^2.9
+// (positive, no NaN) and a weight_scale_2 each.
+func nvfp4Scales(rng *rand.Rand, n, k int) []byte {
+	g := k / 16
+	scales := make([]byte, n*(g+quant.NVFP4ScaleBytes))
+	fp8 := make([]byte, g)
+	for r := range n {
+		for i := range fp8 {
+			fp8[i] = byte(0x20 + rng.IntN(0x30))
+		}
+		_ = quant.PutNVFP4ScaleRow(scales[r*(g+4):(r+1)*(g+4)], fp8, float32(rng.Float64()*0.01+1e-3)) // (valid: no error)
+	}
+	return scales
 }
 
 // checkProduct compares out [m, n] with the float64 product a·wantᵀ, within float32
@@ -488,6 +494,7 @@ func BenchmarkPeersGEMV(b *testing.B) {
 		{"int4", &Matrix{Rows: n, Cols: k, Spec: quant.Int4, Data: randBytes(n * k / 2), Scales: bf16(n * k / 32)}},
 		{"int8", &Matrix{Rows: n, Cols: k, Spec: quant.Int8, Data: randBytes(n * k), Scales: f32(n)}},
 		{"int8g32", &Matrix{Rows: n, Cols: k, Spec: quant.Spec{Bits: 8, GroupSize: 32}, Data: randBytes(n * k), Scales: f32(n * k / 32)}},
+		{"nvfp4", &Matrix{Rows: n, Cols: k, Spec: quant.NVFP4, Data: randBytes(n * k / 2), Scales: nvfp4Scales(rng, n, k)}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			x, out := randWeights(rng, k), make([]float32, n)

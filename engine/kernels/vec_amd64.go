@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"github.com/darkroomlabs/darkroom/engine/quant"
 	"golang.org/x/sys/cpu"
 
 	"github.com/darkroomlabs/darkroom/engine/gguf"
@@ -235,6 +236,27 @@ func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
 		return dotQ4KVNNI(&xq[0], &xs[0], &src[0], nb)
 	}
 	return dotQ4KIntAVX2(&xq[0], &xs[0], &src[0], nb)
+}
+
+// dotNVFP4VNNI is Σ value · x over nb (> 0) steps of 64 NVFP4 values, their blocks'
+// FP8 scale codes in fp8 and scale_2 halved in hs2, x quantized by quantizeRow32 (its
+// codes and pairs) with each block's xs·Σcode in xsum, in integer arithmetic
+// (vec_amd64.s; AVX-512 VNNI).
+//
+//go:noescape
+func dotNVFP4VNNI(xq *int8, xs, xsum *float32, codes, fp8 *byte, hs2 float32, nb int) float32
+
+// nvfp4IntRuns reports whether the printer's NVFP4 products run in integer
+// arithmetic (mulRowsNVFP4Int): with AVX-512 VNNI.
+func nvfp4IntRuns() bool { return qActive == qVNNI }
+
+// dotNVFP4Int is dotNVFP4VNNI over slices: len(xq) values, a multiple of 64; srow
+// the row's qscale bytes (its blocks' FP8 codes, then scale_2).
+func dotNVFP4Int(xq []int8, pairs, xsum []float32, codes, srow []byte) float32 {
+	nb := len(xq) / 64
+	_, _, _, _, _ = xq[64*nb-1], pairs[4*nb-1], xsum[4*nb-1], codes[32*nb-1], srow[4*nb+quant.NVFP4ScaleBytes-1]
+	hs2 := quant.NVFP4Scale2(srow[4*nb:]) / 2
+	return dotNVFP4VNNI(&xq[0], &pairs[0], &xsum[0], &codes[0], &srow[0], hs2, nb)
 }
 
 // dotQ5_0VNNI is Σ decoded value · x over nb (> 0) Q5_0 blocks, each d widened in

@@ -1766,3 +1766,138 @@ q50codes:
 	JNZ  q50codes
 	VZEROUPPER
 	RET
+
+// VPERMPS indices for dotNVFP4VNNI: lane j of a 64-value step takes its NVFP4
+// block's scale (j/4 of four) and its x group's scale (element 2·(j/8) of two
+// pairs).
+DATA nvfp4blk<>+0(SB)/4, $0
+DATA nvfp4blk<>+4(SB)/4, $0
+DATA nvfp4blk<>+8(SB)/4, $0
+DATA nvfp4blk<>+12(SB)/4, $0
+DATA nvfp4blk<>+16(SB)/4, $1
+DATA nvfp4blk<>+20(SB)/4, $1
+DATA nvfp4blk<>+24(SB)/4, $1
+DATA nvfp4blk<>+28(SB)/4, $1
+DATA nvfp4blk<>+32(SB)/4, $2
+DATA nvfp4blk<>+36(SB)/4, $2
+DATA nvfp4blk<>+40(SB)/4, $2
+DATA nvfp4blk<>+44(SB)/4, $2
+DATA nvfp4blk<>+48(SB)/4, $3
+DATA nvfp4blk<>+52(SB)/4, $3
+DATA nvfp4blk<>+56(SB)/4, $3
+DATA nvfp4blk<>+60(SB)/4, $3
+GLOBL nvfp4blk<>(SB), RODATA|NOPTR, $64
+DATA nvfp4xs<>+0(SB)/4, $0
+DATA nvfp4xs<>+4(SB)/4, $0
+DATA nvfp4xs<>+8(SB)/4, $0
+DATA nvfp4xs<>+12(SB)/4, $0
+DATA nvfp4xs<>+16(SB)/4, $0
+DATA nvfp4xs<>+20(SB)/4, $0
+DATA nvfp4xs<>+24(SB)/4, $0
+DATA nvfp4xs<>+28(SB)/4, $0
+DATA nvfp4xs<>+32(SB)/4, $2
+DATA nvfp4xs<>+36(SB)/4, $2
+DATA nvfp4xs<>+40(SB)/4, $2
+DATA nvfp4xs<>+44(SB)/4, $2
+DATA nvfp4xs<>+48(SB)/4, $2
+DATA nvfp4xs<>+52(SB)/4, $2
+DATA nvfp4xs<>+56(SB)/4, $2
+DATA nvfp4xs<>+60(SB)/4, $2
+GLOBL nvfp4xs<>(SB), RODATA|NOPTR, $64
+
+// The E2M1 codes' values doubled (integers −12…12) plus 12, for VPSHUFB: codes 0–7
+// 0, 1, 2, 3, 4, 6, 8, 12; 8–15 their negatives.
+DATA nvfp4lut<>+0(SB)/8, $0x181412100f0e0d0c
+DATA nvfp4lut<>+8(SB)/8, $0x00040608090a0b0c
+GLOBL nvfp4lut<>(SB), RODATA|NOPTR, $16
+
+// func dotNVFP4VNNI(xq *int8, xs *float32, xsum *float32, codes *byte, fp8 *byte, hs2 float32, nb int) float32
+// Σ value · x over nb (> 0) steps of 64 NVFP4 values (32 code bytes, low nibble
+// first; four blocks of 16, their FP8 E4M3 scale codes in fp8, scale_2 halved in
+// hs2), x quantized to int8 in groups of 32 in order (xq) with quantizeRow32's
+// pairs in xs and each block's xs·Σcode in xsum: Σ h·xs·Σ (2·e2m1 + 12)·code −
+// 12·Σ h·xsum, h = fp8·hs2. A step's four scale codes decoded in registers (the
+// code's exponent and mantissa moved into a float32's, rebiased; a subnormal as
+// e = 1 less 2^-6), its 32 code bytes split into nibbles, interleaved back into
+// order (VPUNPCKLBW, VPUNPCKHBW, VSHUFI64X2), looked up as 2·e2m1 + 12 (VPSHUFB:
+// unsigned for VPDPBUSD), 64 products summed exactly by one VPDPBUSD (lanes
+// 4b…4b+3 block b's), widened and scaled by h·xs spread over the lanes (VPERMPS).
+TEXT ·dotNVFP4VNNI(SB), NOSPLIT, $0-60
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ xsum+16(FP), R9
+	MOVQ codes+24(FP), SI
+	MOVQ fp8+32(FP), R8
+	VBROADCASTSS hs2+40(FP), X29
+	MOVQ nb+48(FP), CX
+	VMOVDQU32 nvfp4blk<>+0(SB), Z24
+	VMOVDQU32 nvfp4xs<>+0(SB), Z25
+	VBROADCASTI32X4 nvfp4lut<>+0(SB), Z27
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Y28
+	MOVL $0x7f, AX
+	VPBROADCASTD AX, X20
+	MOVL $0x78, AX
+	VPBROADCASTD AX, X21
+	MOVL $0x3c000000, AX             // 120 << 23: E4M3's exponent bias 7 as float32's 127
+	VPBROADCASTD AX, X22
+	MOVL $0x00800000, AX             // 1 << 23
+	VPBROADCASTD AX, X23
+	MOVL $0x3c800000, AX             // 2^-6
+	VPBROADCASTD AX, X26
+	MOVL $0x80, AX
+	VPBROADCASTD AX, X30
+	VPXORD Z0, Z0, Z0
+	VXORPS X3, X3, X3
+nvfp4step:
+	VPMOVZXBD 0(R8), X5              // the four blocks' scale codes
+	VPANDD X20, X5, X6
+	VPSLLD $20, X6, X6               // e << 23 | m << 20
+	VPADDD X22, X6, X6               // 2^(e−7)·(1 + m/8)
+	VPTESTNMD X21, X5, K1            // e = 0: subnormal
+	VPADDD X23, X6, K1, X6           // as e = 1 …
+	VSUBPS X26, X6, K1, X6           // … less 2^-6: m·2^-9
+	VPANDD X30, X5, X7
+	VPSLLD $24, X7, X7
+	VPORD X7, X6, X6                 // the sign
+	VMULPS X29, X6, X5               // h: the halved block scales
+	VMOVUPS 0(R9), X6                // their xs·Σcode
+	VFMADD231PS X6, X5, X3           // Σ h·xsum
+	VPERMPS Z5, Z24, Z7              // lane j: h of block j/4
+	VMOVUPS 0(R10), X8               // xs_a, ·, xs_b, ·
+	VPERMPS Z8, Z25, Z9              // lane j: xs of group j/8
+	VMULPS Z9, Z7, Z7
+	VMOVDQU 0(SI), Y10
+	VPSRLW $4, Y10, Y11
+	VPANDD Y28, Y10, Y10             // low nibbles: values 0, 2, 4, …
+	VPANDD Y28, Y11, Y11             // high nibbles: values 1, 3, 5, …
+	VPUNPCKLBW Y11, Y10, Y12         // [values 0–15 | 32–47]
+	VPUNPCKHBW Y11, Y10, Y13         // [values 16–31 | 48–63]
+	VINSERTI64X4 $1, Y13, Z12, Z12
+	VSHUFI64X2 $0xd8, Z12, Z12, Z12  // values 0–63 in order
+	VPSHUFB Z12, Z27, Z12            // 2·e2m1 + 12
+	VPXORD Z14, Z14, Z14
+	VPDPBUSD 0(DI), Z12, Z14
+	VCVTDQ2PS Z14, Z14
+	VFMADD231PS Z7, Z14, Z0
+	ADDQ $32, SI
+	ADDQ $64, DI
+	ADDQ $4, R8
+	ADDQ $16, R9
+	ADDQ $16, R10
+	DECQ CX
+	JNZ  nvfp4step
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X3, X3, X3
+	VHADDPS X3, X3, X3
+	MOVL $0x41400000, AX             // 12
+	VMOVD AX, X2
+	VFNMADD231SS X2, X3, X0          // − 12·Σ h·xsum
+	MOVSS X0, ret+56(FP)
+	VZEROUPPER
+	RET

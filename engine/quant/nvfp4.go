@@ -88,11 +88,16 @@ func PutNVFP4ScaleRow(dst, fp8 []byte, scale2 float32) error {
 // float32(fp8)·scale2; dst has one entry per block.
 func NVFP4RowScales(dst []float32, row []byte) {
 	g := len(row) - NVFP4ScaleBytes
-	t := row[g:]
-	s2 := float32(int(t[0])|int(t[1])<<8|int(t[2])<<16) * pow2[t[3]]
+	s2 := NVFP4Scale2(row[g:])
 	for i, c := range row[:g] {
 		dst[i] = fp8E4M3[c] * s2
 	}
+}
+
+// NVFP4Scale2 decodes a qscale row's weight_scale_2 from its last NVFP4ScaleBytes
+// bytes t.
+func NVFP4Scale2(t []byte) float32 {
+	return float32(int(t[0])|int(t[1])<<8|int(t[2])<<16) * pow2[t[3]]
 }
 
 // nvfp4ScalesGraph decodes qscale rows in the graph: Uint8 [..., G+4] → Float32
