@@ -39,10 +39,11 @@ type recommendation struct {
 // profile that fits (not tight) of a model to download, the best kept — bf16,
 // then int8, then the 4-bit ones — and among those the smallest download, unless
 // another writes at least twice as fast in the printer here (both estimated: on
-// the CPU NVIDIA's NVFP4 export runs at about a third of the speed of the int4
-// profile made on this PC, and its small download is no bargain; Unsloth's GGUF,
-// as fast or faster in the printer since its Q4_K products run in integer
-// arithmetic, is). Only those the models folder has the free space for (free
+// a CPU without AVX-512 VNNI NVIDIA's NVFP4 export runs at about a third of the
+// speed of the int4 profile made on this PC, and its small download is no
+// bargain; with it, whose integer products take its blocks, at about three
+// quarters, and it is; so is Unsloth's GGUF, as fast or faster in the printer
+// since its Q4_K products run in integer arithmetic). Only those the models folder has the free space for (free
 // bytes; < 0: unknown, all) are weighed: a PC with 64 GB of RAM had int8 made from
 // the 52 GB download recommended, 80 GB on disk, where its disk held 60 GB free;
 // where none has, the best of all, its note saying what to free. None where

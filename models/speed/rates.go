@@ -26,7 +26,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 13
+const calibrationVersion = 14
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -792,7 +792,8 @@ func measureHost(ctx context.Context, r *Rates) error {
 	// Decoding: the same canvas product, [64, 1024]×[1024, 1024], in each format
 	// against float32, on the float path (the soft embedding's MulNN decodes int8 and
 	// int4 so; their MulNT is IntGEMM's where the integer products run).
-	defer kernels.SetIntProducts(kernels.SetIntProducts(false))
+	intOn := kernels.SetIntProducts(false)
+	defer kernels.SetIntProducts(intOn)
 	const dm, dk, dn = 64, 1024, 1024
 	a, out := fill(dm*dk), make([]float32, dm*dn)
 	var f32 float64
@@ -839,7 +840,11 @@ func measureHost(ctx context.Context, r *Rates) error {
 	// Small AR products in the last-level cache: [32, 32] to [512, 512] (one core:
 	// below the pool's threshold) and [1024, 1024] (split across the workers), each
 	// timed over copies that together outgrow the cores' own caches, as a model's
-	// layers do, so that every product reads its weights from the shared cache.
+	// layers do, so that every product reads its weights from the shared cache. They
+	// take the path a model's do: the integer one where it is on (NVFP4's; the
+	// decoding above had turned it off for these too, so NVFP4's were timed on the
+	// float path its printer no longer takes).
+	kernels.SetIntProducts(intOn)
 	for _, f := range formats {
 		for _, side := range []int{32, 64, 128, 256, 512, 1024} {
 			sec, err := gemvTime(ctx, f, side, side)
