@@ -104,13 +104,7 @@ func (w *Matrix) mulRowsNVFP4Int(out, a []float32, m int) {
 	for i := range m {
 		q, p := xq[i*k:(i+1)*k], pairs[2*i*groups:2*(i+1)*groups]
 		quantizeRow32(q, p, a[i*k:(i+1)*k], nil)
-		for b := range blocks {
-			var sum int32
-			for _, c := range q[16*b : 16*(b+1)] {
-				sum += int32(c)
-			}
-			xsum[i*blocks+b] = p[2*(b/2)] * float32(sum)
-		}
+		nvfp4XSums(xsum[i*blocks:(i+1)*blocks], q, p)
 	}
 	parts := dotParts(m * n * k)
 	parallel(parts, func(part int) {
@@ -121,6 +115,18 @@ func (w *Matrix) mulRowsNVFP4Int(out, a []float32, m int) {
 			}
 		}
 	})
+}
+
+// nvfp4XSums writes each NVFP4 block's xs·Σcode of x's codes xq and
+// quantizeRow32's pairs: the offset dotNVFP4VNNI's codes, shifted by 12, take back.
+func nvfp4XSums(xsum []float32, xq []int8, pairs []float32) {
+	for b := range xsum {
+		var sum int32
+		for _, c := range xq[16*b : 16*(b+1)] {
+			sum += int32(c)
+		}
+		xsum[b] = pairs[2*(b/2)] * float32(sum)
+	}
 }
 
 // q4kIntBlockCodes is where each of a Q4_K block's eight groups of x goes in a block's

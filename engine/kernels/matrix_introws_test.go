@@ -161,30 +161,51 @@ func TestDotQ5_0Int(t *testing.T) {
 func TestMulRowsInt(t *testing.T) {
 	const rows, cols = 37, 512
 	rng := rand.New(rand.NewPCG(45, 46))
-	for _, c := range []struct {
-		t    gguf.Type
-		data []byte
-	}{{gguf.Q4_K, randBlocks(rng, gguf.Q4_K, rows*cols/256)}, {gguf.Q5_0, randBlocks(rng, gguf.Q5_0, rows*cols/32)}} {
-		w := &Matrix{Rows: rows, Cols: cols, GGUF: c.t, Data: c.data}
+	type intCase struct {
+		name   string
+		w      *Matrix
+		rowDot func(x []float32, r int) float32 // row r's integer dot with x
+		vals   func(r int) []float32            // row r decoded
+	}
+	ggufCase := func(typ gguf.Type, data []byte) intCase {
+		w := &Matrix{Rows: rows, Cols: cols, GGUF: typ, Data: data}
+		bb, nb := typ.BlockBytes(), cols/typ.BlockSize()
+		row := func(r int) []byte { return w.Data[r*nb*bb : (r+1)*nb*bb] }
+		return intCase{typ.String(), w, func(x []float32, r int) float32 {
+			if typ == gguf.Q4_K {
+				zmm := intRowsZMM()
+				xq, xs := make([]int8, cols), make([]float32, cols/16)
+				q4kIntX(xq, xs, x, make([]int8, cols), make([]float32, cols/16), zmm)
+				return dotQ4KInt(xq, xs, row(r), nb, zmm)
+			}
+			xq, pairs := make([]int8, cols), make([]float32, cols/16)
+			quantizeRow32(xq, pairs, x, nil)
+			return dotQ5_0Int(xq, pairs, row(r), nb, intRowsZMM())
+		}, func(r int) []float32 {
+			vals := make([]float32, cols)
+			if err := gguf.Dequantize(typ, row(r), vals); err != nil {
+				t.Fatal(err)
+			}
+			return vals
+		}}
+	}
+	fp4 := nvfp4Matrix(t, rng, rows, cols)
+	stride := cols/16 + quant.NVFP4ScaleBytes
+	cases := []intCase{ggufCase(gguf.Q4_K, randBlocks(rng, gguf.Q4_K, rows*cols/256)), ggufCase(gguf.Q5_0, randBlocks(rng, gguf.Q5_0, rows*cols/32)),
+		{"nvfp4", fp4.w, func(x []float32, r int) float32 {
+			xq, pairs, xsum := make([]int8, cols), make([]float32, cols/16), make([]float32, cols/16)
+			quantizeRow32(xq, pairs, x, nil)
+			nvfp4XSums(xsum, xq, pairs)
+			return dotNVFP4Int(xq, pairs, xsum, fp4.w.Data[r*cols/2:(r+1)*cols/2], fp4.w.Scales[r*stride:(r+1)*stride])
+		}, func(r int) []float32 { return fp4.want[r*cols : (r+1)*cols] }}}
+	for _, c := range cases {
+		w := c.w
 		if err := w.Check(); err != nil {
 			t.Fatal(err)
 		}
 		if !w.intRows() {
-			t.Logf("%v: the printer's products are not integer on this CPU (or build)", c.t)
+			t.Logf("%s: the printer's products are not integer on this CPU (or build)", c.name)
 			continue
-		}
-		bb, nb := c.t.BlockBytes(), cols/c.t.BlockSize()
-		rowDot := func(x []float32, r int) float32 {
-			row := w.Data[r*nb*bb : (r+1)*nb*bb]
-			if c.t == gguf.Q4_K {
-				zmm := intRowsZMM()
-				xq, xs := make([]int8, cols), make([]float32, cols/16)
-				q4kIntX(xq, xs, x, make([]int8, cols), make([]float32, cols/16), zmm)
-				return dotQ4KInt(xq, xs, row, nb, zmm)
-			}
-			xq, pairs := make([]int8, cols), make([]float32, cols/16)
-			quantizeRow32(xq, pairs, x, nil)
-			return dotQ5_0Int(xq, pairs, row, nb, intRowsZMM())
 		}
 		for m := 1; m < dotRows; m++ {
 			a := randWeights(rng, m*cols)
@@ -203,19 +224,15 @@ func TestMulRowsInt(t *testing.T) {
 				codes, pairs := make([]int8, cols), make([]float32, cols/16)
 				quantizeRow32Go(codes, pairs, x, nil)
 				for r := range rows {
-					if want := rowDot(x, r); got[i*rows+r] != want {
-						t.Fatalf("%v, m %d, out[%d, %d] = %g, want %g (its row's integer dot)", c.t, m, i, r, got[i*rows+r], want)
-					}
-					vals := make([]float32, cols)
-					if err := gguf.Dequantize(c.t, w.Data[r*nb*bb:(r+1)*nb*bb], vals); err != nil {
-						t.Fatal(err)
+					if want := c.rowDot(x, r); got[i*rows+r] != want {
+						t.Fatalf("%s, m %d, out[%d, %d] = %g, want %g (its row's integer dot)", c.name, m, i, r, got[i*rows+r], want)
 					}
 					var bound float64
-					for p, v := range vals {
+					for p, v := range c.vals(r) {
 						bound += math.Abs(float64(v)) * (float64(pairs[2*(p/32)])/2 + 1e-5*math.Abs(float64(x[p])))
 					}
 					if d := math.Abs(float64(got[i*rows+r] - float[i*rows+r])); d > bound {
-						t.Errorf("%v, m %d, out[%d, %d] = %g, the float kernel's %g: more than x's rounding %.3g apart", c.t, m, i, r, got[i*rows+r], float[i*rows+r], bound)
+						t.Errorf("%s, m %d, out[%d, %d] = %g, the float kernel's %g: more than x's rounding %.3g apart", c.name, m, i, r, got[i*rows+r], float[i*rows+r], bound)
 					}
 				}
 			}
@@ -261,13 +278,7 @@ func TestDotNVFP4Int(t *testing.T) {
 		xq, pairs := make([]int8, k), make([]float32, k/16)
 		quantizeRow32Go(xq, pairs, x, nil)
 		xsum := make([]float32, k/16)
-		for b := range k / 16 {
-			var sum int32
-			for _, c := range xq[16*b : 16*(b+1)] {
-				sum += int32(c)
-			}
-			xsum[b] = pairs[2*(b/2)] * float32(sum)
-		}
+		nvfp4XSums(xsum, xq, pairs)
 		got := dotNVFP4Int(xq, pairs, xsum, codes, srow)
 
 		var want, mag, exact, bound float64
@@ -285,61 +296,6 @@ func TestDotNVFP4Int(t *testing.T) {
 		}
 		if d := math.Abs(float64(got) - exact); d > bound*1.0001+1e-5*mag {
 			t.Errorf("nb %d: %g against the exact dot %g: |Δ| %g past x's rounding %g", nb, got, exact, d, bound)
-		}
-	}
-}
-
-// TestMulRowsNVFP4Int: the printer's NVFP4 products with fewer than dotRows rows of
-// x (each output its row's integer dot, dotNVFP4Int, the row's scales decoded by the
-// kernel) equal the float kernels' where the integer products are off, within x's
-// rounding of each other.
-func TestMulRowsNVFP4Int(t *testing.T) {
-	const rows, cols = 37, 512
-	rng := rand.New(rand.NewPCG(47, 48))
-	tm := nvfp4Matrix(t, rng, rows, cols)
-	w := tm.w
-	if !w.intRows() {
-		t.Skip("the printer's NVFP4 products are not integer on this CPU (or build)")
-	}
-	stride := cols/16 + quant.NVFP4ScaleBytes
-	for m := 1; m < dotRows; m++ {
-		a := randWeights(rng, m*cols)
-		got, float := make([]float32, m*rows), make([]float32, m*rows)
-		if err := w.MulNT(got, a, m); err != nil {
-			t.Fatal(err)
-		}
-		was := SetIntProducts(false)
-		err := w.MulNT(float, a, m)
-		SetIntProducts(was)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range m {
-			x := a[i*cols : (i+1)*cols]
-			xq, pairs := make([]int8, cols), make([]float32, cols/16)
-			quantizeRow32Go(xq, pairs, x, nil)
-			xsum := make([]float32, cols/16)
-			for b := range cols / 16 {
-				var sum int32
-				for _, c := range xq[16*b : 16*(b+1)] {
-					sum += int32(c)
-				}
-				xsum[b] = pairs[2*(b/2)] * float32(sum)
-			}
-			for r := range rows {
-				codes, srow := w.Data[r*cols/2:(r+1)*cols/2], w.Scales[r*stride:(r+1)*stride]
-				if want := dotNVFP4Int(xq, pairs, xsum, codes, srow); got[i*rows+r] != want {
-					t.Fatalf("m %d, out[%d, %d] = %g, want %g (its row's integer dot)", m, i, r, got[i*rows+r], want)
-				}
-				var bound float64
-				for p := range cols {
-					v := tm.want[r*cols+p]
-					bound += math.Abs(float64(v)) * (float64(pairs[2*(p/32)])/2 + 1e-5*math.Abs(float64(x[p])))
-				}
-				if d := math.Abs(float64(got[i*rows+r] - float[i*rows+r])); d > bound {
-					t.Errorf("m %d, out[%d, %d] = %g, the float kernel's %g: more than x's rounding %.3g apart", m, i, r, got[i*rows+r], float[i*rows+r], bound)
-				}
-			}
 		}
 	}
 }
