@@ -178,7 +178,7 @@ func hostOutputs(t *testing.T, cfg *config.Text, w map[string]*tensors.Tensor, e
 // the dequantized weights — every matrix, the embedding and the experts included, is
 // multiplied in its stored format.
 func TestHostStoredFormats(t *testing.T) {
-	defer kernels.SetIntProducts(kernels.SetIntProducts(false)) // the float32 path, within its rounding (TestHostIntProducts: the integer one)
+	defer kernels.SetIntProducts(kernels.SetIntProducts(false)) // the float32 path, within its rounding (the integer one: engine/kernels' TestMulNTInt and TestMulRowsInt)
 	cfg := formatConfig()
 	for _, c := range []struct {
 		name string

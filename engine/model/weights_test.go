@@ -43,7 +43,7 @@ func TestSpecsMatchWeights(t *testing.T) {
 // (converted in the graph or widened for the host model), give the same logits as the
 // same values loaded as Float32 and run in the graph.
 func TestQuantizedWeights(t *testing.T) {
-	defer kernels.SetIntProducts(kernels.SetIntProducts(false)) // the float32 products the reference graph computes (TestHostIntProducts: the integer ones)
+	defer kernels.SetIntProducts(kernels.SetIntProducts(false)) // the float32 products the reference graph computes (the integer ones: engine/kernels' TestMulNTInt and TestMulRowsInt)
 	cfg := tinyConfig()
 	mcfg := &config.Model{Text: *cfg}
 	set := weights.Random(mcfg, 3)
