@@ -172,6 +172,11 @@ func IntGGUF() []string {
 	return names
 }
 
+// IntNVFP4Rows reports whether the printer's products of NVFP4 rows run in
+// integer arithmetic (mulRowsNVFP4Int: with AVX-512 VNNI; NVFP4's canvas products
+// stay on the float path).
+func IntNVFP4Rows() bool { return nvfp4IntRuns() }
+
 // IntKernel: see IntFormats.
 func IntKernel() string {
 	if qActive == nil {

@@ -136,8 +136,12 @@ func (i Info) Report(w io.Writer) {
 func cpuProducts() string {
 	s := "float " + kernels.GEMMKernel()
 	if f := kernels.IntFormats(); len(f) > 0 {
-		return s + fmt.Sprintf(", integer %s for %s weights and GGUF %s blocks", kernels.IntKernel(), strings.Join(f, " and "),
+		s += fmt.Sprintf(", integer %s for %s weights and GGUF %s blocks", kernels.IntKernel(), strings.Join(f, " and "),
 			strings.Join(kernels.IntGGUF(), ", "))
+		if kernels.IntNVFP4Rows() {
+			s += ", and NVFP4 rows in the printer"
+		}
+		return s
 	}
 	return s + ", no integer products (this CPU lacks AVX2, or DARKROOM_INT_PRODUCTS=0)"
 }
