@@ -1811,6 +1811,161 @@ DATA nvfp4lut<>+0(SB)/8, $0x181412100f0e0d0c
 DATA nvfp4lut<>+8(SB)/8, $0x00040608090a0b0c
 GLOBL nvfp4lut<>(SB), RODATA|NOPTR, $16
 
+// dotNVFP4VNNI's four-step loop: for step s of four, lane j takes the scale of block
+// 4s + j/4 of sixteen (nvfp4h4) and the x scale at element 4s + 2·(j/8) of eight
+// pairs (nvfp4x4).
+DATA nvfp4h4<>+0(SB)/4, $0
+DATA nvfp4h4<>+4(SB)/4, $0
+DATA nvfp4h4<>+8(SB)/4, $0
+DATA nvfp4h4<>+12(SB)/4, $0
+DATA nvfp4h4<>+16(SB)/4, $1
+DATA nvfp4h4<>+20(SB)/4, $1
+DATA nvfp4h4<>+24(SB)/4, $1
+DATA nvfp4h4<>+28(SB)/4, $1
+DATA nvfp4h4<>+32(SB)/4, $2
+DATA nvfp4h4<>+36(SB)/4, $2
+DATA nvfp4h4<>+40(SB)/4, $2
+DATA nvfp4h4<>+44(SB)/4, $2
+DATA nvfp4h4<>+48(SB)/4, $3
+DATA nvfp4h4<>+52(SB)/4, $3
+DATA nvfp4h4<>+56(SB)/4, $3
+DATA nvfp4h4<>+60(SB)/4, $3
+DATA nvfp4h4<>+64(SB)/4, $4
+DATA nvfp4h4<>+68(SB)/4, $4
+DATA nvfp4h4<>+72(SB)/4, $4
+DATA nvfp4h4<>+76(SB)/4, $4
+DATA nvfp4h4<>+80(SB)/4, $5
+DATA nvfp4h4<>+84(SB)/4, $5
+DATA nvfp4h4<>+88(SB)/4, $5
+DATA nvfp4h4<>+92(SB)/4, $5
+DATA nvfp4h4<>+96(SB)/4, $6
+DATA nvfp4h4<>+100(SB)/4, $6
+DATA nvfp4h4<>+104(SB)/4, $6
+DATA nvfp4h4<>+108(SB)/4, $6
+DATA nvfp4h4<>+112(SB)/4, $7
+DATA nvfp4h4<>+116(SB)/4, $7
+DATA nvfp4h4<>+120(SB)/4, $7
+DATA nvfp4h4<>+124(SB)/4, $7
+DATA nvfp4h4<>+128(SB)/4, $8
+DATA nvfp4h4<>+132(SB)/4, $8
+DATA nvfp4h4<>+136(SB)/4, $8
+DATA nvfp4h4<>+140(SB)/4, $8
+DATA nvfp4h4<>+144(SB)/4, $9
+DATA nvfp4h4<>+148(SB)/4, $9
+DATA nvfp4h4<>+152(SB)/4, $9
+DATA nvfp4h4<>+156(SB)/4, $9
+DATA nvfp4h4<>+160(SB)/4, $10
+DATA nvfp4h4<>+164(SB)/4, $10
+DATA nvfp4h4<>+168(SB)/4, $10
+DATA nvfp4h4<>+172(SB)/4, $10
+DATA nvfp4h4<>+176(SB)/4, $11
+DATA nvfp4h4<>+180(SB)/4, $11
+DATA nvfp4h4<>+184(SB)/4, $11
+DATA nvfp4h4<>+188(SB)/4, $11
+DATA nvfp4h4<>+192(SB)/4, $12
+DATA nvfp4h4<>+196(SB)/4, $12
+DATA nvfp4h4<>+200(SB)/4, $12
+DATA nvfp4h4<>+204(SB)/4, $12
+DATA nvfp4h4<>+208(SB)/4, $13
+DATA nvfp4h4<>+212(SB)/4, $13
+DATA nvfp4h4<>+216(SB)/4, $13
+DATA nvfp4h4<>+220(SB)/4, $13
+DATA nvfp4h4<>+224(SB)/4, $14
+DATA nvfp4h4<>+228(SB)/4, $14
+DATA nvfp4h4<>+232(SB)/4, $14
+DATA nvfp4h4<>+236(SB)/4, $14
+DATA nvfp4h4<>+240(SB)/4, $15
+DATA nvfp4h4<>+244(SB)/4, $15
+DATA nvfp4h4<>+248(SB)/4, $15
+DATA nvfp4h4<>+252(SB)/4, $15
+GLOBL nvfp4h4<>(SB), RODATA|NOPTR, $256
+DATA nvfp4x4<>+0(SB)/4, $0
+DATA nvfp4x4<>+4(SB)/4, $0
+DATA nvfp4x4<>+8(SB)/4, $0
+DATA nvfp4x4<>+12(SB)/4, $0
+DATA nvfp4x4<>+16(SB)/4, $0
+DATA nvfp4x4<>+20(SB)/4, $0
+DATA nvfp4x4<>+24(SB)/4, $0
+DATA nvfp4x4<>+28(SB)/4, $0
+DATA nvfp4x4<>+32(SB)/4, $2
+DATA nvfp4x4<>+36(SB)/4, $2
+DATA nvfp4x4<>+40(SB)/4, $2
+DATA nvfp4x4<>+44(SB)/4, $2
+DATA nvfp4x4<>+48(SB)/4, $2
+DATA nvfp4x4<>+52(SB)/4, $2
+DATA nvfp4x4<>+56(SB)/4, $2
+DATA nvfp4x4<>+60(SB)/4, $2
+DATA nvfp4x4<>+64(SB)/4, $4
+DATA nvfp4x4<>+68(SB)/4, $4
+DATA nvfp4x4<>+72(SB)/4, $4
+DATA nvfp4x4<>+76(SB)/4, $4
+DATA nvfp4x4<>+80(SB)/4, $4
+DATA nvfp4x4<>+84(SB)/4, $4
+DATA nvfp4x4<>+88(SB)/4, $4
+DATA nvfp4x4<>+92(SB)/4, $4
+DATA nvfp4x4<>+96(SB)/4, $6
+DATA nvfp4x4<>+100(SB)/4, $6
+DATA nvfp4x4<>+104(SB)/4, $6
+DATA nvfp4x4<>+108(SB)/4, $6
+DATA nvfp4x4<>+112(SB)/4, $6
+DATA nvfp4x4<>+116(SB)/4, $6
+DATA nvfp4x4<>+120(SB)/4, $6
+DATA nvfp4x4<>+124(SB)/4, $6
+DATA nvfp4x4<>+128(SB)/4, $8
+DATA nvfp4x4<>+132(SB)/4, $8
+DATA nvfp4x4<>+136(SB)/4, $8
+DATA nvfp4x4<>+140(SB)/4, $8
+DATA nvfp4x4<>+144(SB)/4, $8
+DATA nvfp4x4<>+148(SB)/4, $8
+DATA nvfp4x4<>+152(SB)/4, $8
+DATA nvfp4x4<>+156(SB)/4, $8
+DATA nvfp4x4<>+160(SB)/4, $10
+DATA nvfp4x4<>+164(SB)/4, $10
+DATA nvfp4x4<>+168(SB)/4, $10
+DATA nvfp4x4<>+172(SB)/4, $10
+DATA nvfp4x4<>+176(SB)/4, $10
+DATA nvfp4x4<>+180(SB)/4, $10
+DATA nvfp4x4<>+184(SB)/4, $10
+DATA nvfp4x4<>+188(SB)/4, $10
+DATA nvfp4x4<>+192(SB)/4, $12
+DATA nvfp4x4<>+196(SB)/4, $12
+DATA nvfp4x4<>+200(SB)/4, $12
+DATA nvfp4x4<>+204(SB)/4, $12
+DATA nvfp4x4<>+208(SB)/4, $12
+DATA nvfp4x4<>+212(SB)/4, $12
+DATA nvfp4x4<>+216(SB)/4, $12
+DATA nvfp4x4<>+220(SB)/4, $12
+DATA nvfp4x4<>+224(SB)/4, $14
+DATA nvfp4x4<>+228(SB)/4, $14
+DATA nvfp4x4<>+232(SB)/4, $14
+DATA nvfp4x4<>+236(SB)/4, $14
+DATA nvfp4x4<>+240(SB)/4, $14
+DATA nvfp4x4<>+244(SB)/4, $14
+DATA nvfp4x4<>+248(SB)/4, $14
+DATA nvfp4x4<>+252(SB)/4, $14
+GLOBL nvfp4x4<>(SB), RODATA|NOPTR, $256
+
+// NVFP4_STEP is one step of 64 values of dotNVFP4VNNI's four-step loop: the lane
+// scales h·xs spread from Z5 and Z8 by the index tables idxh and idxx, the 32 code
+// bytes at codes(SI) and the x codes at xq(DI).
+#define NVFP4_STEP(codes, xq, idxh, idxx) \
+	VPERMPS Z5, idxh, Z7; \
+	VPERMPS Z8, idxx, Z9; \
+	VMULPS Z9, Z7, Z7; \
+	VMOVDQU codes(SI), Y10; \
+	VPSRLW $4, Y10, Y11; \
+	VPANDD Y28, Y10, Y10; \
+	VPANDD Y28, Y11, Y11; \
+	VPUNPCKLBW Y11, Y10, Y12; \
+	VPUNPCKHBW Y11, Y10, Y13; \
+	VINSERTI64X4 $1, Y13, Z12, Z12; \
+	VSHUFI64X2 $0xd8, Z12, Z12, Z12; \
+	VPSHUFB Z12, Z27, Z12; \
+	VPXORD Z14, Z14, Z14; \
+	VPDPBUSD xq(DI), Z12, Z14; \
+	VCVTDQ2PS Z14, Z14; \
+	VFMADD231PS Z7, Z14, Z0
+
 // func dotNVFP4VNNI(xq *int8, xs *float32, xsum *float32, codes *byte, fp8 *byte, hs2 float32, nb int) float32
 // Σ value · x over nb (> 0) steps of 64 NVFP4 values (32 code bytes, low nibble
 // first; four blocks of 16, their FP8 E4M3 scale codes in fp8, scale_2 halved in
@@ -1828,7 +1983,7 @@ TEXT ·dotNVFP4VNNI(SB), NOSPLIT, $0-60
 	MOVQ xsum+16(FP), R9
 	MOVQ codes+24(FP), SI
 	MOVQ fp8+32(FP), R8
-	VBROADCASTSS hs2+40(FP), X29
+	VBROADCASTSS hs2+40(FP), Z29
 	MOVQ nb+48(FP), CX
 	VMOVDQU32 nvfp4blk<>+0(SB), Z24
 	VMOVDQU32 nvfp4xs<>+0(SB), Z25
@@ -1836,33 +1991,77 @@ TEXT ·dotNVFP4VNNI(SB), NOSPLIT, $0-60
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Y28
 	MOVL $0x7f, AX
-	VPBROADCASTD AX, X20
+	VPBROADCASTD AX, Z20
 	MOVL $0x78, AX
-	VPBROADCASTD AX, X21
+	VPBROADCASTD AX, Z21
 	MOVL $0x3c000000, AX             // 120 << 23: E4M3's exponent bias 7 as float32's 127
-	VPBROADCASTD AX, X22
+	VPBROADCASTD AX, Z22
 	MOVL $0x00800000, AX             // 1 << 23
-	VPBROADCASTD AX, X23
+	VPBROADCASTD AX, Z23
 	MOVL $0x3c800000, AX             // 2^-6
-	VPBROADCASTD AX, X26
+	VPBROADCASTD AX, Z26
 	MOVL $0x80, AX
-	VPBROADCASTD AX, X30
+	VPBROADCASTD AX, Z30
 	VPXORD Z0, Z0, Z0
 	VXORPS X3, X3, X3
+	MOVQ CX, BX
+	SHRQ $2, BX                      // four steps at a time: sixteen blocks' scales decoded at once
+	JZ   nvfp4tail
+	VMOVDQU32 nvfp4h4<>+0(SB), Z15
+	VMOVDQU32 nvfp4h4<>+64(SB), Z16
+	VMOVDQU32 nvfp4h4<>+128(SB), Z17
+	VMOVDQU32 nvfp4h4<>+192(SB), Z18
+	VMOVDQU32 nvfp4x4<>+0(SB), Z19
+	VMOVDQU32 nvfp4x4<>+64(SB), Z31
+	VMOVDQU32 nvfp4x4<>+128(SB), Z1
+	VMOVDQU32 nvfp4x4<>+192(SB), Z2
+nvfp4quad:
+	VPMOVZXBD 0(R8), Z5              // sixteen blocks' scale codes
+	VPANDD Z20, Z5, Z6
+	VPSLLD $20, Z6, Z6               // e << 23 | m << 20
+	VPADDD Z22, Z6, Z6               // 2^(e−7)·(1 + m/8)
+	VPTESTNMD Z21, Z5, K1            // e = 0: subnormal
+	VPADDD Z23, Z6, K1, Z6           // as e = 1 …
+	VSUBPS Z26, Z6, K1, Z6           // … less 2^-6: m·2^-9
+	VPANDD Z30, Z5, Z7
+	VPSLLD $24, Z7, Z7
+	VPORD Z7, Z6, Z6                 // the sign
+	VMULPS Z29, Z6, Z5               // h: the halved block scales
+	VMOVUPS 0(R9), Z6                // their xs·Σcode
+	VFMADD231PS Z6, Z5, Z3           // Σ h·xsum, by lanes
+	VMOVUPS 0(R10), Z8               // eight groups' xs, ·
+	NVFP4_STEP(0, 0, Z15, Z19)
+	NVFP4_STEP(32, 64, Z16, Z31)
+	NVFP4_STEP(64, 128, Z17, Z1)
+	NVFP4_STEP(96, 192, Z18, Z2)
+	ADDQ $128, SI
+	ADDQ $256, DI
+	ADDQ $16, R8
+	ADDQ $64, R9
+	ADDQ $64, R10
+	DECQ BX
+	JNZ  nvfp4quad
+	VEXTRACTF64X4 $1, Z3, Y4         // Σ h·xsum's sixteen lanes into four
+	VADDPS Y4, Y3, Y3
+	VEXTRACTF128 $1, Y3, X4
+	VADDPS X4, X3, X3
+nvfp4tail:
+	ANDQ $3, CX
+	JZ   nvfp4sum
 nvfp4step:
 	VPMOVZXBD 0(R8), X5              // the four blocks' scale codes
 	VPANDD X20, X5, X6
-	VPSLLD $20, X6, X6               // e << 23 | m << 20
-	VPADDD X22, X6, X6               // 2^(e−7)·(1 + m/8)
-	VPTESTNMD X21, X5, K1            // e = 0: subnormal
-	VPADDD X23, X6, K1, X6           // as e = 1 …
-	VSUBPS X26, X6, K1, X6           // … less 2^-6: m·2^-9
+	VPSLLD $20, X6, X6
+	VPADDD X22, X6, X6
+	VPTESTNMD X21, X5, K1
+	VPADDD X23, X6, K1, X6
+	VSUBPS X26, X6, K1, X6
 	VPANDD X30, X5, X7
 	VPSLLD $24, X7, X7
-	VPORD X7, X6, X6                 // the sign
-	VMULPS X29, X6, X5               // h: the halved block scales
-	VMOVUPS 0(R9), X6                // their xs·Σcode
-	VFMADD231PS X6, X5, X3           // Σ h·xsum
+	VPORD X7, X6, X6
+	VMULPS X29, X6, X5               // h
+	VMOVUPS 0(R9), X6
+	VFMADD231PS X6, X5, X3
 	VPERMPS Z5, Z24, Z7              // lane j: h of block j/4
 	VMOVUPS 0(R10), X8               // xs_a, ·, xs_b, ·
 	VPERMPS Z8, Z25, Z9              // lane j: xs of group j/8
@@ -1887,6 +2086,7 @@ nvfp4step:
 	ADDQ $16, R10
 	DECQ CX
 	JNZ  nvfp4step
+nvfp4sum:
 	VEXTRACTF64X4 $1, Z0, Y1
 	VADDPS Y1, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
