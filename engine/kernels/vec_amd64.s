@@ -1767,53 +1767,15 @@ q50codes:
 	VZEROUPPER
 	RET
 
-// VPERMPS indices for dotNVFP4VNNI: lane j of a 64-value step takes its NVFP4
-// block's scale (j/4 of four) and its x group's scale (element 2·(j/8) of two
-// pairs).
-DATA nvfp4blk<>+0(SB)/4, $0
-DATA nvfp4blk<>+4(SB)/4, $0
-DATA nvfp4blk<>+8(SB)/4, $0
-DATA nvfp4blk<>+12(SB)/4, $0
-DATA nvfp4blk<>+16(SB)/4, $1
-DATA nvfp4blk<>+20(SB)/4, $1
-DATA nvfp4blk<>+24(SB)/4, $1
-DATA nvfp4blk<>+28(SB)/4, $1
-DATA nvfp4blk<>+32(SB)/4, $2
-DATA nvfp4blk<>+36(SB)/4, $2
-DATA nvfp4blk<>+40(SB)/4, $2
-DATA nvfp4blk<>+44(SB)/4, $2
-DATA nvfp4blk<>+48(SB)/4, $3
-DATA nvfp4blk<>+52(SB)/4, $3
-DATA nvfp4blk<>+56(SB)/4, $3
-DATA nvfp4blk<>+60(SB)/4, $3
-GLOBL nvfp4blk<>(SB), RODATA|NOPTR, $64
-DATA nvfp4xs<>+0(SB)/4, $0
-DATA nvfp4xs<>+4(SB)/4, $0
-DATA nvfp4xs<>+8(SB)/4, $0
-DATA nvfp4xs<>+12(SB)/4, $0
-DATA nvfp4xs<>+16(SB)/4, $0
-DATA nvfp4xs<>+20(SB)/4, $0
-DATA nvfp4xs<>+24(SB)/4, $0
-DATA nvfp4xs<>+28(SB)/4, $0
-DATA nvfp4xs<>+32(SB)/4, $2
-DATA nvfp4xs<>+36(SB)/4, $2
-DATA nvfp4xs<>+40(SB)/4, $2
-DATA nvfp4xs<>+44(SB)/4, $2
-DATA nvfp4xs<>+48(SB)/4, $2
-DATA nvfp4xs<>+52(SB)/4, $2
-DATA nvfp4xs<>+56(SB)/4, $2
-DATA nvfp4xs<>+60(SB)/4, $2
-GLOBL nvfp4xs<>(SB), RODATA|NOPTR, $64
-
 // The E2M1 codes' values doubled (integers −12…12) plus 12, for VPSHUFB: codes 0–7
 // 0, 1, 2, 3, 4, 6, 8, 12; 8–15 their negatives.
 DATA nvfp4lut<>+0(SB)/8, $0x181412100f0e0d0c
 DATA nvfp4lut<>+8(SB)/8, $0x00040608090a0b0c
 GLOBL nvfp4lut<>(SB), RODATA|NOPTR, $16
 
-// dotNVFP4VNNI's four-step loop: for step s of four, lane j takes the scale of block
-// 4s + j/4 of sixteen (nvfp4h4) and the x scale at element 4s + 2·(j/8) of eight
-// pairs (nvfp4x4).
+// VPERMPS indices for dotNVFP4VNNI: for step s of four, lane j takes the scale of
+// block 4s + j/4 of sixteen (nvfp4h4) and the x scale at element 4s + 2·(j/8) of
+// eight pairs (nvfp4x4); a lone step uses step 0's.
 DATA nvfp4h4<>+0(SB)/4, $0
 DATA nvfp4h4<>+4(SB)/4, $0
 DATA nvfp4h4<>+8(SB)/4, $0
@@ -1945,6 +1907,22 @@ DATA nvfp4x4<>+248(SB)/4, $14
 DATA nvfp4x4<>+252(SB)/4, $14
 GLOBL nvfp4x4<>(SB), RODATA|NOPTR, $256
 
+// NVFP4_SCALES decodes the FP8 E4M3 scale codes in Z5's lanes (zero-extended bytes)
+// into the halved block scales h = fp8·hs2 (Z29): the code's exponent and mantissa
+// moved into a float32's, rebiased; a subnormal as e = 1 less 2^-6; the sign. Lanes
+// whose code is 0 give 0. Clobbers Z6, Z7, K1.
+#define NVFP4_SCALES \
+	VPANDD Z20, Z5, Z6; \
+	VPSLLD $20, Z6, Z6; \
+	VPADDD Z22, Z6, Z6; \
+	VPTESTNMD Z21, Z5, K1; \
+	VPADDD Z23, Z6, K1, Z6; \
+	VSUBPS Z26, Z6, K1, Z6; \
+	VPANDD Z30, Z5, Z7; \
+	VPSLLD $24, Z7, Z7; \
+	VPORD Z7, Z6, Z6; \
+	VMULPS Z29, Z6, Z5
+
 // NVFP4_STEP is one step of 64 values of dotNVFP4VNNI's four-step loop: the lane
 // scales h·xs spread from Z5 and Z8 by the index tables idxh and idxx, the 32 code
 // bytes at codes(SI) and the x codes at xq(DI).
@@ -1971,12 +1949,13 @@ GLOBL nvfp4x4<>(SB), RODATA|NOPTR, $256
 // first; four blocks of 16, their FP8 E4M3 scale codes in fp8, scale_2 halved in
 // hs2), x quantized to int8 in groups of 32 in order (xq) with quantizeRow32's
 // pairs in xs and each block's xs·Σcode in xsum: Σ h·xs·Σ (2·e2m1 + 12)·code −
-// 12·Σ h·xsum, h = fp8·hs2. A step's four scale codes decoded in registers (the
-// code's exponent and mantissa moved into a float32's, rebiased; a subnormal as
-// e = 1 less 2^-6), its 32 code bytes split into nibbles, interleaved back into
-// order (VPUNPCKLBW, VPUNPCKHBW, VSHUFI64X2), looked up as 2·e2m1 + 12 (VPSHUFB:
-// unsigned for VPDPBUSD), 64 products summed exactly by one VPDPBUSD (lanes
-// 4b…4b+3 block b's), widened and scaled by h·xs spread over the lanes (VPERMPS).
+// 12·Σ h·xsum, h = fp8·hs2. Four steps at a time, their sixteen scale codes
+// decoded in registers at once (NVFP4_SCALES), then a lone step at a time for the
+// rest; each step (NVFP4_STEP) splits its 32 code bytes into nibbles, interleaves
+// them back into order (VPUNPCKLBW, VPUNPCKHBW, VSHUFI64X2), looks them up as
+// 2·e2m1 + 12 (VPSHUFB: unsigned for VPDPBUSD), sums 64 products exactly by one
+// VPDPBUSD (lanes 4b…4b+3 block b's), widened and scaled by h·xs spread over the
+// lanes (VPERMPS).
 TEXT ·dotNVFP4VNNI(SB), NOSPLIT, $0-60
 	MOVQ xq+0(FP), DI
 	MOVQ xs+8(FP), R10
@@ -1985,8 +1964,8 @@ TEXT ·dotNVFP4VNNI(SB), NOSPLIT, $0-60
 	MOVQ fp8+32(FP), R8
 	VBROADCASTSS hs2+40(FP), Z29
 	MOVQ nb+48(FP), CX
-	VMOVDQU32 nvfp4blk<>+0(SB), Z24
-	VMOVDQU32 nvfp4xs<>+0(SB), Z25
+	VMOVDQU32 nvfp4h4<>+0(SB), Z15
+	VMOVDQU32 nvfp4x4<>+0(SB), Z19
 	VBROADCASTI32X4 nvfp4lut<>+0(SB), Z27
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Y28
@@ -2007,26 +1986,15 @@ TEXT ·dotNVFP4VNNI(SB), NOSPLIT, $0-60
 	MOVQ CX, BX
 	SHRQ $2, BX                      // four steps at a time: sixteen blocks' scales decoded at once
 	JZ   nvfp4tail
-	VMOVDQU32 nvfp4h4<>+0(SB), Z15
 	VMOVDQU32 nvfp4h4<>+64(SB), Z16
 	VMOVDQU32 nvfp4h4<>+128(SB), Z17
 	VMOVDQU32 nvfp4h4<>+192(SB), Z18
-	VMOVDQU32 nvfp4x4<>+0(SB), Z19
 	VMOVDQU32 nvfp4x4<>+64(SB), Z31
 	VMOVDQU32 nvfp4x4<>+128(SB), Z1
 	VMOVDQU32 nvfp4x4<>+192(SB), Z2
 nvfp4quad:
 	VPMOVZXBD 0(R8), Z5              // sixteen blocks' scale codes
-	VPANDD Z20, Z5, Z6
-	VPSLLD $20, Z6, Z6               // e << 23 | m << 20
-	VPADDD Z22, Z6, Z6               // 2^(e−7)·(1 + m/8)
-	VPTESTNMD Z21, Z5, K1            // e = 0: subnormal
-	VPADDD Z23, Z6, K1, Z6           // as e = 1 …
-	VSUBPS Z26, Z6, K1, Z6           // … less 2^-6: m·2^-9
-	VPANDD Z30, Z5, Z7
-	VPSLLD $24, Z7, Z7
-	VPORD Z7, Z6, Z6                 // the sign
-	VMULPS Z29, Z6, Z5               // h: the halved block scales
+	NVFP4_SCALES                     // h
 	VMOVUPS 0(R9), Z6                // their xs·Σcode
 	VFMADD231PS Z6, Z5, Z3           // Σ h·xsum, by lanes
 	VMOVUPS 0(R10), Z8               // eight groups' xs, ·
@@ -2041,44 +2009,16 @@ nvfp4quad:
 	ADDQ $64, R10
 	DECQ BX
 	JNZ  nvfp4quad
-	VEXTRACTF64X4 $1, Z3, Y4         // Σ h·xsum's sixteen lanes into four
-	VADDPS Y4, Y3, Y3
-	VEXTRACTF128 $1, Y3, X4
-	VADDPS X4, X3, X3
 nvfp4tail:
 	ANDQ $3, CX
 	JZ   nvfp4sum
 nvfp4step:
-	VPMOVZXBD 0(R8), X5              // the four blocks' scale codes
-	VPANDD X20, X5, X6
-	VPSLLD $20, X6, X6
-	VPADDD X22, X6, X6
-	VPTESTNMD X21, X5, K1
-	VPADDD X23, X6, K1, X6
-	VSUBPS X26, X6, K1, X6
-	VPANDD X30, X5, X7
-	VPSLLD $24, X7, X7
-	VPORD X7, X6, X6
-	VMULPS X29, X6, X5               // h
+	VPMOVZXBD 0(R8), X5              // four blocks' scale codes (the lanes above them zero, so their h too)
+	NVFP4_SCALES
 	VMOVUPS 0(R9), X6
-	VFMADD231PS X6, X5, X3
-	VPERMPS Z5, Z24, Z7              // lane j: h of block j/4
+	VFMADD231PS Z6, Z5, Z3
 	VMOVUPS 0(R10), X8               // xs_a, ·, xs_b, ·
-	VPERMPS Z8, Z25, Z9              // lane j: xs of group j/8
-	VMULPS Z9, Z7, Z7
-	VMOVDQU 0(SI), Y10
-	VPSRLW $4, Y10, Y11
-	VPANDD Y28, Y10, Y10             // low nibbles: values 0, 2, 4, …
-	VPANDD Y28, Y11, Y11             // high nibbles: values 1, 3, 5, …
-	VPUNPCKLBW Y11, Y10, Y12         // [values 0–15 | 32–47]
-	VPUNPCKHBW Y11, Y10, Y13         // [values 16–31 | 48–63]
-	VINSERTI64X4 $1, Y13, Z12, Z12
-	VSHUFI64X2 $0xd8, Z12, Z12, Z12  // values 0–63 in order
-	VPSHUFB Z12, Z27, Z12            // 2·e2m1 + 12
-	VPXORD Z14, Z14, Z14
-	VPDPBUSD 0(DI), Z12, Z14
-	VCVTDQ2PS Z14, Z14
-	VFMADD231PS Z7, Z14, Z0
+	NVFP4_STEP(0, 0, Z15, Z19)
 	ADDQ $32, SI
 	ADDQ $64, DI
 	ADDQ $4, R8
@@ -2093,6 +2033,10 @@ nvfp4sum:
 	VADDPS X1, X0, X0
 	VHADDPS X0, X0, X0
 	VHADDPS X0, X0, X0
+	VEXTRACTF64X4 $1, Z3, Y4         // Σ h·xsum's lanes
+	VADDPS Y4, Y3, Y3
+	VEXTRACTF128 $1, Y3, X4
+	VADDPS X4, X3, X3
 	VHADDPS X3, X3, X3
 	VHADDPS X3, X3, X3
 	MOVL $0x41400000, AX             // 12
