@@ -44,11 +44,13 @@
 //     int8 embedding (the soft embedding) quantize a's rows to int8 in groups of 32,
 //     pack the weights' codes as bytes, and sum each group exactly with VPDPBUSD (64
 //     multiply-adds an instruction, a float32 FMA's 16) before scaling it into
-//     float32: 2.7× the float path at a 26B expert's shape. On CPUs with AVX2 and no
+//     float32: 2.7× the float path at a 26B expert's shape. NVFP4's blocks of 16 take
+//     kernels of their own over groups of 16 (a's rows quantized in 16s too): 2.5×
+//     the float path there over a canvas, 3.2× over an expert's 16 rows. On CPUs with AVX2 and no
 //     VNNI the same kernel runs on ymm registers with AVX-VNNI's VPDPBUSD (Intel's
 //     cores since Alder Lake; its machine code is tested here through AVX-512 VL's
-//     encoding of the same instructions), and with AVX2 alone the int4, Q4_K, Q4_0 and
-//     Q4_1 products take VPMADDUBSW and 16-bit sums (2.1× the AVX2 float path at that shape
+//     encoding of the same instructions), and with AVX2 alone the int4, NVFP4, Q4_K,
+//     Q4_0 and Q4_1 products take VPMADDUBSW and 16-bit sums (2.1× the AVX2 float path at that shape
 //     here, 2.8× over an expert's 16 rows); int8 stays float there. a's rounding adds
 //     about 0.5% relative error to a product; the model's logits move less than its
 //     int4 weights move them (darkroom quantize --compare). IntProducts, IntFormats,

@@ -82,12 +82,13 @@ var qBest *qPath
 func qPaths() []*qPath { return nil }
 
 func quantizeRow32(q []int8, pairs, a, scale []float32) { quantizeRow32Go(q, pairs, a, scale) }
+func quantizeRow16(q []int8, pairs, a []float32)        { quantizeRowGo(q, pairs, a, nil, 16) }
 func interleave4(dst []byte, panelStride int, rows *[4][]byte, cols int) {
 	interleave4Go(dst, panelStride, rows, cols)
 }
-func unpackNibbles(dst, src []byte)     { unpackNibblesGo(dst, src) }
-func xor80(dst, src []byte)             { xor80Go(dst, src) }
-func unpackQ4K(dst, src []byte, nb int) { unpackQ4KGo(dst, src, nb) }
+func unpackNibbles(dst, src []byte, lut *[16]byte) { unpackNibblesGo(dst, src, lut) }
+func xor80(dst, src []byte)                        { xor80Go(dst, src) }
+func unpackQ4K(dst, src []byte, nb int)            { unpackQ4KGo(dst, src, nb) }
 
 func transposeScalesVector(dst, src []float32, groups int) int { return 0 }
 func transposeWords(dst, src []byte, kc int)                   { transposeWordsGo(dst, src, kc) }

@@ -24,19 +24,23 @@ import (
 // where a[i,p] ≈ sa[i,g]·qa[i,p] (qa in [−127, 127], sa = max|a|/127 over the group,
 // rounded to nearest) and w[j,p] = sw[j,g]·u[j,p] + mw[j,g] exactly (u an unsigned
 // byte: an int4 code, or an int8 code + 128, with the format's scale and its offset or
-// minimum folded into mw). This is llama.cpp's scheme for its quantized CPU products
-// (activations in Q8 blocks of 32). Against the float32 path it adds a's rounding, a
-// relative error of about 0.2% of a group's largest value per input, averaged over
-// the contraction; the weights are the stored ones either way.
+// minimum folded into mw). NVFP4's blocks of 16 inputs, one FP8 scale each, take
+// groups of 16 (a kernel of their own, kern16; a's rows quantized in groups of 16 too,
+// quantizeRow16): u is the E2M1 value doubled plus 12, an integer in [0, 24]
+// (nvfp4Codes), sw the block's scale halved and mw = −12·sw. This is llama.cpp's
+// scheme for its quantized CPU products (activations in Q8 blocks of 32). Against the
+// float32 path it adds a's rounding, a relative error of about 0.2% of a group's
+// largest value per input, averaged over the contraction; the weights are the stored
+// ones either way.
 //
 // Intel's desktop cores since Alder Lake (2021) have no AVX-512 but AVX-VNNI:
 // VPDPBUSD on 32-byte ymm registers, VEX-encoded, for every code
 // (qkernel3x16AVXVNNI, 32 multiply-adds an instruction). CPUs with AVX2 and no VNNI at
 // all (AMD before Zen 4, Intel before 2019) take VPMADDUBSW, which adds pairs of byte
 // products into saturating 16-bit words: exact for 4-bit codes — int4, Q4_K, Q4_0,
-// Q4_1 (a word's 16 products of a group stay below 2¹⁵) — not for int8's or 5-bit
-// ones (Q8_0, Q5_0, Q5_1), whose products keep the float path there
-// (qkernel3x16AVX2; qPath.wide).
+// Q4_1 (a word's 16 products of a group stay below 2¹⁵) — and for NVFP4's, up to 24,
+// in groups of 16 (a word's 8 products), not for int8's or 5-bit ones (Q8_0, Q5_0,
+// Q5_1), whose products keep the float path there (qkernel3x16AVX2; qPath.wide).
 //
 // The weight codes are packed in panels of qNR columns — MulNT's over the whole
 // contraction (mulNTInt), MulNN's a qDepth block at a time — as
@@ -48,7 +52,7 @@ import (
 const (
 	qMR    = 6  // rows of the int8 micro-kernel's tile
 	qNR    = 32 // columns of its tile
-	qGroup = 32 // inputs per scale, activations and weights alike
+	qGroup = 32 // inputs per scale, activations and weights alike (NVFP4: 16, intGroup)
 	// qDepth is MulNN's depth of packed weights at a time: the padded contraction is
 	// cut at multiples of it, so it is a multiple of 64 (a transpose block) as the
 	// padded contraction is.
@@ -61,6 +65,9 @@ const (
 type qPath struct {
 	name string
 	kern qKernelFunc
+	// kern16 is kern over groups of 16 inputs (NVFP4's blocks), codes up to 24 on every
+	// path.
+	kern16 qKernelFunc
 	// wide: codes up to 255 — int8 weights (an int8 code + 128) in MulNT and MulNN,
 	// GGUF's Q8_0, Q5_0 and Q5_1 — as well as up to 15 (int4, Q4_K, Q4_0, Q4_1); the
 	// AVX2 kernel's 16-bit sums take only the latter.
@@ -68,6 +75,14 @@ type qPath struct {
 	// avx512: its CPUs have AVX-512, whose forms of the helpers (quantizeRow32, …) it
 	// takes; the others take AVX2's (qHelpers2).
 	avx512 bool
+}
+
+// kernel is p's micro-kernel for groups of gs inputs (qGroup or 16).
+func (p *qPath) kernel(gs int) qKernelFunc {
+	if gs == 16 {
+		return p.kern16
+	}
+	return p.kern
 }
 
 // use makes p the path MulNT and MulNN take, its helpers in the forms a CPU whose
@@ -79,42 +94,52 @@ func (p *qPath) use() {
 	}
 }
 
-// verified reports whether p's micro-kernel gives qKernelGo's tile bit for bit on
-// fixed codes (up to 15 where p is not wide) over two groups, adding into a tile:
-// microseconds, run once for the path a CPU would take.
+// verified reports whether p's micro-kernels give the Go kernel's tile bit for bit on
+// fixed codes (up to 15 where p is not wide; up to 24 over groups of 16) over four
+// groups of 16 and two of 32, adding into a tile: microseconds, run once for the path
+// a CPU would take.
 func (p *qPath) verified() bool {
-	const groups, lda, lds = 2, 2 * qGroup, 8 * 2
+	const lda, lds = 2 * qGroup, 8 * 4
 	var a [qMR * lda]int8
 	var pairs [qMR * lds / 4]float32
-	var b [1024 * groups]byte
-	var bs [2 * qNR * groups]float32
+	var b [2 * 1024]byte
+	var bs [2 * qNR * 4]float32
 	for i := range a {
 		a[i] = int8(i*37%255 - 127)
 	}
 	for i := range pairs {
 		pairs[i] = float32(i%7+1) / 64
 	}
-	for i := range b {
-		b[i] = byte(i * 91 % 256)
-		if !p.wide {
-			b[i] &= 15
-		}
-	}
 	for i := range bs {
 		bs[i] = float32(i%11-5) / 32
 	}
-	var got, want [qMR * qNR]float32
-	for i := range got {
-		got[i], want[i] = float32(i%5), float32(i%5)
+	for _, gs := range []int{qGroup, 16} {
+		for i := range b {
+			b[i] = byte(i * 91 % 256)
+			switch {
+			case gs == 16:
+				b[i] %= 25
+			case !p.wide:
+				b[i] &= 15
+			}
+		}
+		var got, want [qMR * qNR]float32
+		for i := range got {
+			got[i], want[i] = float32(i%5), float32(i%5)
+		}
+		groups := lda / gs
+		p.kernel(gs)(groups, &a[0], lda, &pairs[0], lds, &b[0], &bs[0], &got[0], qNR, true)
+		qGo.kernel(gs)(groups, &a[0], lda, &pairs[0], lds, &b[0], &bs[0], &want[0], qNR, true)
+		if got != want {
+			return false
+		}
 	}
-	p.kern(groups, &a[0], lda, &pairs[0], lds, &b[0], &bs[0], &got[0], qNR, true)
-	qKernelGo(groups, &a[0], lda, &pairs[0], lds, &b[0], &bs[0], &want[0], qNR, true)
-	return got == want
+	return true
 }
 
 // qGo is the Go micro-kernel as a path: the tests run the driver with it where the CPU
 // has no vector one.
-var qGo = &qPath{name: "go", kern: qKernelGo, wide: true}
+var qGo = &qPath{name: "go", kern: qKernelGo, kern16: qKernelGo16, wide: true}
 
 // qActive is the integer path MulNT and MulNN take, nil where they take the float one.
 var qActive = qBest
@@ -144,16 +169,16 @@ func init() {
 func IntProducts() bool { return qActive != nil }
 
 // IntFormats lists the stored formats whose canvas products run in integer arithmetic
-// now ("int4", "int8"; none where IntProducts is false), and IntKernel names the
+// now ("int4", "nvfp4", "int8"; none where IntProducts is false), and IntKernel names the
 // micro-kernel ("avx512-vnni", "avx-vnni", "avx2"; "" where none).
 func IntFormats() []string {
 	switch {
 	case qActive == nil:
 		return nil
 	case qActive.wide:
-		return []string{"int4", "int8"}
+		return []string{"int4", "nvfp4", "int8"}
 	}
-	return []string{"int4"}
+	return []string{"int4", "nvfp4"}
 }
 
 // IntGGUF lists the GGUF block types whose canvas products run in integer arithmetic
@@ -174,7 +199,7 @@ func IntGGUF() []string {
 
 // IntNVFP4Rows reports whether the printer's products of NVFP4 rows run in
 // integer arithmetic (mulRowsNVFP4Int: with AVX-512 VNNI; NVFP4's canvas products
-// stay on the float path).
+// take it wherever IntFormats lists "nvfp4").
 func IntNVFP4Rows() bool { return nvfp4IntRuns() }
 
 // IntKernel: see IntFormats.
@@ -212,12 +237,13 @@ type qBuf struct {
 var qBufs = sync.Pool{New: func() any { return new(qBuf) }}
 
 // qAct is a's rows quantized: codes [mp][kp] (mp rows padded to qMR with zero rows,
-// kp inputs to a multiple of 64 with zeros) and, per row and group, the pair (sa,
-// sa·Σ codes).
+// kp inputs to a multiple of 64 with zeros) and, per row and group of group inputs,
+// the pair (sa, sa·Σ codes).
 type qAct struct {
 	codes    []int8
 	pairs    []float32
 	mp, kp   int
+	group    int // inputs per scale: qGroup, or 16 against NVFP4
 	groupsKP int
 	scale    []float32 // MulNN's row scales of w, folded into a (mulNNInt)
 	zero     []byte    // MulNN's stand-in for w's rows past Rows
@@ -226,8 +252,8 @@ type qAct struct {
 var qActs = sync.Pool{New: func() any { return new(qAct) }}
 
 // intCodes reports whether path p can multiply w on its integer codes: Darkroom's int8
-// (p.wide) and int4 (not NVFP4) whose scale groups are whole groups of 32 inputs, on
-// rows of whole groups of 32; GGUF's Q4_K (a scale and a minimum per 32 of each
+// (p.wide) and int4 whose scale groups are whole groups of 32 inputs, on rows of whole
+// groups of 32; NVFP4 in blocks of 16 (in groups of 16, kern16); GGUF's Q4_K (a scale and a minimum per 32 of each
 // block of 256), the bulk of a Q4_K_M file; and GGUF's blocks of 32 with one scale
 // (and a minimum) each — Q4_0 and Q4_1, and where p is wide Q5_0, Q5_1 and Q8_0, the
 // types llama.cpp writes a K-quant's tensors in when their rows are not whole blocks
@@ -244,10 +270,22 @@ func (w *Matrix) intCodes(p *qPath) bool {
 		}
 		return false
 	}
-	if w.Spec.Bits == 8 && !p.wide || w.Spec.Bits != 8 && w.Spec.Bits != 4 || w.Spec.Format == quant.FP4 {
+	if w.Spec.Format == quant.FP4 {
+		return w.group() == 16 && w.Cols > 0 && w.Cols%16 == 0
+	}
+	if w.Spec.Bits == 8 && !p.wide || w.Spec.Bits != 8 && w.Spec.Bits != 4 {
 		return false
 	}
 	return w.Cols > 0 && w.Cols%qGroup == 0 && w.group()%qGroup == 0
+}
+
+// intGroup is the number of inputs per scale in w's integer product (intCodes): 16
+// for NVFP4, else qGroup.
+func (w *Matrix) intGroup() int {
+	if w.Spec.Format == quant.FP4 {
+		return 16
+	}
+	return qGroup
 }
 
 // useIntProduct reports whether MulNT takes the integer product for m rows of a.
@@ -255,59 +293,67 @@ func (w *Matrix) useIntProduct(m int) bool {
 	return qActive != nil && m >= dotRows && w.intCodes(qActive)
 }
 
-// quantize fills q with a [m, k]'s rows quantized (quantizeRow32), each column p
-// multiplied by scale[p] first where scale is not nil, run across the worker pool when
-// there are many rows.
-func (q *qAct) quantize(a, scale []float32, m, k int) {
+// quantize fills q with a [m, k]'s rows quantized in groups of gs inputs (qGroup:
+// quantizeRow32, 16: quantizeRow16), each column p multiplied by scale[p] first where
+// scale is not nil (groups of 32 only), run across the worker pool when there are
+// many rows.
+func (q *qAct) quantize(a, scale []float32, m, k, gs int) {
 	q.mp, q.kp = ceilDiv(m, qMR)*qMR, ceilDiv(k, 64)*64
-	q.groupsKP = q.kp / qGroup
+	q.group, q.groupsKP = gs, q.kp/gs
+	row32 := func(q []int8, pairs, a, scale []float32) { quantizeRow32(q, pairs, a, scale) }
+	if gs == 16 {
+		row32 = func(q []int8, pairs, a, _ []float32) { quantizeRow16(q, pairs, a) }
+	}
 	if cap(q.codes) < q.mp*q.kp {
 		q.codes = make([]int8, q.mp*q.kp)
 	}
 	q.codes = q.codes[:q.mp*q.kp]
 	q.pairs = grow(q.pairs, 2*q.mp*q.groupsKP)
 	parts := min(workers(), max(1, m*k/(1<<16)))
-	whole := k / qGroup * qGroup // the rest, a last group of fewer, padded with zeros
+	whole := k / gs * gs // the rest, a last group of fewer, padded with zeros
 	parallel(parts, func(part int) {
 		var tail, tailScale [qGroup]float32
 		var ts []float32
 		if scale != nil && whole < k {
 			copy(tailScale[:], scale[whole:k])
-			ts = tailScale[:]
+			ts = tailScale[:gs]
 		}
 		for i := m * part / parts; i < m*(part+1)/parts; i++ {
 			row := q.codes[i*q.kp : (i+1)*q.kp]
 			pairs := q.pairs[2*i*q.groupsKP : 2*(i+1)*q.groupsKP]
-			quantizeRow32(row[:whole], pairs[:2*whole/qGroup], a[i*k:i*k+whole], scale)
+			row32(row[:whole], pairs[:2*whole/gs], a[i*k:i*k+whole], scale)
 			done := whole
 			if whole < k {
 				copy(tail[:], a[i*k+whole:(i+1)*k])
 				clear(tail[k-whole:])
-				quantizeRow32(row[whole:whole+qGroup], pairs[2*whole/qGroup:2*whole/qGroup+2], tail[:], ts)
-				done += qGroup
+				row32(row[whole:whole+gs], pairs[2*whole/gs:2*whole/gs+2], tail[:gs], ts)
+				done += gs
 			}
 			clear(row[done:])
-			clear(pairs[2*done/qGroup:])
+			clear(pairs[2*done/gs:])
 		}
 	})
 	clear(q.codes[m*q.kp:])
 	clear(q.pairs[2*m*q.groupsKP:])
 }
 
-// quantizeRow32Go quantizes a (whole groups of 32; each value times scale's where
+// quantizeRow32Go is quantizeRowGo in groups of 32.
+func quantizeRow32Go(q []int8, pairs, a, scale []float32) { quantizeRowGo(q, pairs, a, scale, qGroup) }
+
+// quantizeRowGo quantizes a (whole groups of gs ≤ 32; each value times scale's where
 // scale is not nil) into q, and writes each group's (scale, scale·Σ codes) into pairs.
 // A group whose largest magnitude is below 2⁻¹²⁰
 // (or zero) is all zero codes with scale 0; one holding an infinity or a NaN has
 // scale NaN, so the products it enters are NaN, as the float path's would be.
-func quantizeRow32Go(q []int8, pairs, a, scale []float32) {
+func quantizeRowGo(q []int8, pairs, a, scale []float32, gs int) {
 	var scaled [qGroup]float32
-	for g := range len(a) / qGroup {
-		x, qg := a[qGroup*g:qGroup*(g+1)], q[qGroup*g:qGroup*(g+1)]
+	for g := range len(a) / gs {
+		x, qg := a[gs*g:gs*(g+1)], q[gs*g:gs*(g+1)]
 		if scale != nil {
 			for i, v := range x {
-				scaled[i] = v * scale[qGroup*g+i]
+				scaled[i] = v * scale[gs*g+i]
 			}
-			x = scaled[:]
+			x = scaled[:gs]
 		}
 		var top uint32
 		for _, v := range x {
@@ -336,8 +382,9 @@ func quantizeRow32Go(q []int8, pairs, a, scale []float32) {
 	}
 }
 
-// rowCodes writes row r of w as unsigned bytes into dst[:Cols], and each group of
-// 32's scale and minimum into s and mn (Cols/32 each), so that w[r,p] = s·u + mn.
+// rowCodes writes row r of w as unsigned bytes into dst[:Cols], and each group's
+// scale and minimum (of 32 inputs, or NVFP4's 16: intGroup) into s and mn, so that
+// w[r,p] = s·u + mn.
 func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r int) {
 	switch {
 	case w.Spec.Bits == 0 && w.GGUF == gguf.Q4_K:
@@ -345,6 +392,9 @@ func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r int) {
 		return
 	case w.Spec.Bits == 0: // GGUF's blocks of 32 (intCodes)
 		w.rowCodes32(dst, s, mn, r)
+		return
+	case w.Spec.Format == quant.FP4:
+		w.rowCodesNVFP4(dst, s, mn, r)
 		return
 	}
 	k := w.Cols
@@ -356,13 +406,37 @@ func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r int) {
 			mn[j] = -128 * s[j]
 		}
 	case w.Spec.Format == quant.Affine:
-		unpackNibbles(dst[:k], w.Data[r*k/2:(r+1)*k/2])
+		unpackNibbles(dst[:k], w.Data[r*k/2:(r+1)*k/2], &nibbleCodes)
 		w.groupValues(mn, w.Mins, r)
 	default: // symmetric int4: (code − 8)·s
-		unpackNibbles(dst[:k], w.Data[r*k/2:(r+1)*k/2])
+		unpackNibbles(dst[:k], w.Data[r*k/2:(r+1)*k/2], &nibbleCodes)
 		for j := range k / qGroup {
 			mn[j] = -8 * s[j]
 		}
+	}
+}
+
+// nibbleCodes is the int4 codes' table for unpackNibbles (each its own value), and
+// nvfp4Codes the FP4 E2M1 codes' (quant.E2M1's value doubled, plus 12: 0…24).
+var nibbleCodes, nvfp4Codes = func() (id, fp4 [16]byte) {
+	for c := range id {
+		id[c], fp4[c] = byte(c), byte(12+2*quant.E2M1[c])
+	}
+	return id, fp4
+}()
+
+// rowCodesNVFP4 is rowCodes for NVFP4 (blocks of 16 inputs, each an FP8 scale times
+// the row's scale_2: quant.NVFP4RowScales): the codes through nvfp4Codes, so that a
+// value E2M1[c]·S is (S/2)·u − 12·(S/2) — scale S/2, minimum −6·S — exactly.
+func (w *Matrix) rowCodesNVFP4(dst []byte, s, mn []float32, r int) {
+	k := w.Cols
+	blocks := k / 16
+	stride := blocks + quant.NVFP4ScaleBytes
+	unpackNibbles(dst[:k], w.Data[r*k/2:(r+1)*k/2], &nvfp4Codes)
+	quant.NVFP4RowScales(s[:blocks], w.Scales[r*stride:(r+1)*stride])
+	for j := range blocks {
+		s[j] /= 2
+		mn[j] = -12 * s[j]
 	}
 }
 
@@ -581,24 +655,26 @@ func xor80Go(dst, src []byte) {
 	}
 }
 
-// unpackNibblesGo writes byte i's low nibble to dst[2i] and its high one to dst[2i+1].
-func unpackNibblesGo(dst, src []byte) {
+// unpackNibblesGo writes the table lut's entry for byte i's low nibble to dst[2i]
+// and its high one's to dst[2i+1].
+func unpackNibblesGo(dst, src []byte, lut *[16]byte) {
 	dst = dst[:2*len(src)]
 	for i, b := range src {
-		dst[2*i], dst[2*i+1] = b&15, b>>4
+		dst[2*i], dst[2*i+1] = lut[b&15], lut[b>>4]
 	}
 }
 
 // packQB packs rows [j0, j0+cols) of w (cols ≤ qNR) over the whole contraction,
 // padded to kp inputs (a multiple of 64), into one panel in buf.codes and buf.scale:
-// kp/32 groups of 1024 code bytes and 64 floats, rows past cols and inputs past Cols
-// zero.
+// kp/4 quads of 128 code bytes and, per group of gs = w.intGroup() inputs, 64 floats,
+// rows past cols and inputs past Cols zero.
 func (w *Matrix) packQB(buf *qBuf, j0, cols, kp int) {
-	groups, k := kp/qGroup, w.Cols
-	if cap(buf.codes) < groups*1024 {
-		buf.codes = make([]byte, groups*1024)
+	gs, k := w.intGroup(), w.Cols
+	groups := kp / gs
+	if cap(buf.codes) < 32*kp {
+		buf.codes = make([]byte, 32*kp)
 	}
-	buf.codes = buf.codes[:groups*1024]
+	buf.codes = buf.codes[:32*kp]
 	buf.scale = grow(buf.scale, groups*2*qNR)
 	if cap(buf.rows) < 16*kp {
 		buf.rows = make([]byte, 16*kp)
@@ -613,8 +689,8 @@ func (w *Matrix) packQB(buf *qBuf, j0, cols, kp int) {
 			if j := 16*h + r; j < cols {
 				w.rowCodes(row, s, mn, j0+j)
 				clear(row[k:])
-				clear(s[k/qGroup:])
-				clear(mn[k/qGroup:])
+				clear(s[k/gs:])
+				clear(mn[k/gs:])
 			} else {
 				clear(row)
 				clear(s)
@@ -653,13 +729,14 @@ func transposeWordsGo(dst, src []byte, kc int) {
 type qKernelFunc func(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool)
 
 // mulNTInt computes out = a·wᵀ (MulNT's result, w.useIntProduct(m)) with the active
-// path's micro-kernel: a quantized once, the columns split across the worker pool,
-// each worker packing its own a panel at a time.
+// path's micro-kernel for w's groups: a quantized once, the columns split across the
+// worker pool, each worker packing its own a panel at a time.
 func (w *Matrix) mulNTInt(out, a []float32, m int) {
-	kern, n, k := qActive.kern, w.Rows, w.Cols
+	gs, n, k := w.intGroup(), w.Rows, w.Cols
+	kern := qActive.kernel(gs)
 	q := qActs.Get().(*qAct)
 	defer qActs.Put(q)
-	q.quantize(a, nil, m, k)
+	q.quantize(a, nil, m, k, gs)
 	panels := ceilDiv(n, qNR)
 	parts := min(packedParts(m*n*k/4), panels)
 	parallel(parts, func(part int) {
@@ -681,17 +758,17 @@ func (w *Matrix) mulNTInt(out, a []float32, m int) {
 }
 
 // multiply adds (or, at depth 0, writes) the packed block's products for every row of
-// a into out's columns [jc, jc+cols).
+// a into out's columns [jc, jc+cols), kern taking q's groups.
 func (q *qAct) multiply(kern qKernelFunc, buf *qBuf, out []float32, m, n, jc, cols, pc, kc int) {
-	groups := kc / qGroup
+	groups := kc / q.group
 	buf.tile = grow(buf.tile, qMR*qNR)
 	for pn := range ceilDiv(cols, qNR) {
-		codes := &buf.codes[pn*groups*1024]
+		codes := &buf.codes[pn*32*kc]
 		scale := &buf.scale[pn*groups*2*qNR]
 		w := min(qNR, cols-pn*qNR)
 		for i := 0; i < m; i += qMR {
 			a := &q.codes[i*q.kp+pc]
-			pairs := &q.pairs[2*(i*q.groupsKP+pc/qGroup)]
+			pairs := &q.pairs[2*(i*q.groupsKP+pc/q.group)]
 			h := min(qMR, m-i)
 			c := out[i*n+jc+pn*qNR:]
 			if h == qMR && w == qNR {
@@ -714,12 +791,22 @@ func (q *qAct) multiply(kern qKernelFunc, buf *qBuf, out []float32, m, n, jc, co
 
 // qKernelGo is the int8 micro-kernel in Go (qkernel6x32VNNI's arithmetic, its float
 // steps in the same order, each rounded to float32): a qMR×qNR tile of c from groups
-// groups of a's rows (row stride lda bytes; their scale pairs at row stride lds bytes)
-// and the packed panel b (codes) and bs (scales and minimums).
+// groups of 32 inputs of a's rows (row stride lda bytes; their scale pairs at row
+// stride lds bytes) and the packed panel b (codes) and bs (scales and minimums).
 func qKernelGo(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool) {
-	as := unsafe.Slice(a, (qMR-1)*lda+qGroup*groups)
+	qKernelGoN(qGroup, groups, a, lda, sa, lds, b, bs, c, ldc, accumulate)
+}
+
+// qKernelGo16 is qKernelGo over groups of 16 inputs (qkernel6x32VNNIG16's arithmetic).
+func qKernelGo16(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool) {
+	qKernelGoN(16, groups, a, lda, sa, lds, b, bs, c, ldc, accumulate)
+}
+
+// qKernelGoN is qKernelGo over groups of gs inputs.
+func qKernelGoN(gs, groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool) {
+	as := unsafe.Slice(a, (qMR-1)*lda+gs*groups)
 	ss := unsafe.Slice(sa, ((qMR-1)*lds+8*groups)/4)
-	bb := unsafe.Slice(b, 1024*groups)
+	bb := unsafe.Slice(b, 32*gs*groups)
 	bf := unsafe.Slice(bs, 2*qNR*groups)
 	cs := unsafe.Slice(c, (qMR-1)*ldc+qNR)
 	var tile [qMR][qNR]float32
@@ -728,10 +815,10 @@ func qKernelGo(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs 
 			s, asum := ss[(r*lds)/4+2*g], ss[(r*lds)/4+2*g+1]
 			for j := range qNR {
 				var sum int32
-				for p := range qGroup {
+				for p := range gs {
 					// Quad p/4 of the group, half j/16, lane j%16, byte p%4.
-					u := bb[g*1024+(p/4)*128+(j/16)*64+(j%16)*4+p%4]
-					sum += int32(u) * int32(as[r*lda+g*qGroup+p])
+					u := bb[g*32*gs+(p/4)*128+(j/16)*64+(j%16)*4+p%4]
+					sum += int32(u) * int32(as[r*lda+g*gs+p])
 				}
 				t := float32(sum) * bf[g*2*qNR+j]
 				tile[r][j] = fma32(t, s, tile[r][j])
@@ -772,7 +859,7 @@ func (w *Matrix) mulNNInt(out, a []float32, m int) {
 	defer qActs.Put(q)
 	q.scale = grow(q.scale, k)
 	w.scales(q.scale, w.Scales, 0)
-	q.quantize(a, q.scale, m, k)
+	q.quantize(a, q.scale, m, k, qGroup)
 	if cap(q.zero) < n { // the rows past Rows (their codes meet a's zeros)
 		q.zero = make([]byte, n)
 	}

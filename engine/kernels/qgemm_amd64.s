@@ -195,22 +195,165 @@ q2nonfinite:
 	MOVL $0, 4(DX)
 	JMP q2next
 
-// func unpackNibblesAVX2(dst, src *byte, n int)
+// func quantizeRow16AVX512(q *int8, pairs *float32, a *float32, groups int)
+//
+// quantizeRow32AVX512 (without a scale) over groups of 16, one vector each.
+TEXT ·quantizeRow16AVX512(SB), NOSPLIT, $0-32
+	MOVQ q+0(FP), DI
+	MOVQ pairs+8(FP), DX
+	MOVQ a+16(FP), SI
+	MOVQ groups+24(FP), CX
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x42fe0000, AX // 127.0
+	VMOVD AX, X30
+	VPXORD X29, X29, X29
+q16loop:
+	VMOVUPS (SI), Z0
+	VPANDD Z31, Z0, Z2
+	VEXTRACTI32X8 $1, Z2, Y3
+	VPMAXUD Y3, Y2, Y2
+	VEXTRACTI128 $1, Y2, X3
+	VPMAXUD X3, X2, X2
+	VPSHUFD $0x4e, X2, X3
+	VPMAXUD X3, X2, X2
+	VPSHUFD $0xb1, X2, X3
+	VPMAXUD X3, X2, X2
+	VMOVD X2, AX
+	CMPL AX, $0x7f800000
+	JAE q16nonfinite
+	CMPL AX, $0x03800000
+	JB q16zero
+	VDIVSS X2, X30, X4 // 127/amax
+	VDIVSS X30, X2, X5 // amax/127
+	VBROADCASTSS X4, Z4
+	VMULPS Z4, Z0, Z0
+	VCVTPS2DQ Z0, Z0
+	VPMOVSDB Z0, X6
+	VMOVDQU X6, (DI)
+	VEXTRACTI32X8 $1, Z0, Y1
+	VPADDD Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0xb1, X0, X1
+	VPADDD X1, X0, X0
+	VCVTDQ2PS X0, X0
+	VMULSS X5, X0, X0
+	VMOVSS X5, (DX)
+	VMOVSS X0, 4(DX)
+q16next:
+	ADDQ $64, SI
+	ADDQ $16, DI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ q16loop
+	VZEROUPPER
+	RET
+q16zero:
+	VMOVDQU32 X29, (DI)
+	MOVQ $0, (DX)
+	JMP q16next
+q16nonfinite:
+	VMOVDQU32 X29, (DI)
+	MOVL $0x7fc00000, (DX)
+	MOVL $0, 4(DX)
+	JMP q16next
+
+// func quantizeRow16AVX2(q *int8, pairs *float32, a *float32, groups int)
+//
+// quantizeRow16AVX512 with ymm registers: a group is two vectors of eight, the codes
+// narrowed by VPACKSSDW and VPACKSSWB, whose 32-bit words — codes 0–3 and 8–11 in
+// the low lane, 4–7 and 12–15 in the high one — VPUNPCKLDQ puts back in order.
+TEXT ·quantizeRow16AVX2(SB), NOSPLIT, $0-32
+	MOVQ q+0(FP), DI
+	MOVQ pairs+8(FP), DX
+	MOVQ a+16(FP), SI
+	MOVQ groups+24(FP), CX
+	MOVL $0x7fffffff, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x42fe0000, AX // 127.0
+	VMOVD AX, X14
+	VPXOR X12, X12, X12
+q162loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VPAND Y15, Y0, Y4
+	VPAND Y15, Y1, Y5
+	VPMAXUD Y5, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPMAXUD X5, X4, X4
+	VPSHUFD $0x4e, X4, X5
+	VPMAXUD X5, X4, X4
+	VPSHUFD $0xb1, X4, X5
+	VPMAXUD X5, X4, X4
+	VMOVD X4, AX
+	CMPL AX, $0x7f800000
+	JAE q162nonfinite
+	CMPL AX, $0x03800000
+	JB q162zero
+	VDIVSS X4, X14, X5 // 127/amax
+	VDIVSS X14, X4, X6 // amax/127
+	VBROADCASTSS X5, Y5
+	VMULPS Y5, Y0, Y0
+	VMULPS Y5, Y1, Y1
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VPACKSSDW Y1, Y0, Y8
+	VPACKSSWB Y8, Y8, Y8
+	VEXTRACTI128 $1, Y8, X9
+	VPUNPCKLDQ X9, X8, X8
+	VMOVDQU X8, (DI)
+	VPADDD Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0xb1, X0, X1
+	VPADDD X1, X0, X0
+	VCVTDQ2PS X0, X0
+	VMULSS X6, X0, X0
+	VMOVSS X6, (DX)
+	VMOVSS X0, 4(DX)
+q162next:
+	ADDQ $64, SI
+	ADDQ $16, DI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ q162loop
+	VZEROUPPER
+	RET
+q162zero:
+	VMOVDQU X12, (DI)
+	MOVQ $0, (DX)
+	JMP q162next
+q162nonfinite:
+	VMOVDQU X12, (DI)
+	MOVL $0x7fc00000, (DX)
+	MOVL $0, 4(DX)
+	JMP q162next
+
+// func unpackNibblesAVX2(dst, src *byte, n int, lut *byte)
 //
 // unpackNibblesAVX512 16 bytes of src at a time.
-TEXT ·unpackNibblesAVX2(SB), NOSPLIT, $0-24
+TEXT ·unpackNibblesAVX2(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
+	MOVQ lut+24(FP), R8
 	SHRQ $4, CX
 	MOVL $0x0f0f0f0f, AX
 	MOVD AX, X15
 	VPBROADCASTD X15, Y15
+	VBROADCASTI128 (R8), Y14
 u2loop:
 	VPMOVZXBW (SI), Y0
 	VPSLLW $4, Y0, Y1
 	VPOR Y1, Y0, Y0
 	VPAND Y15, Y0, Y0
+	VPSHUFB Y0, Y14, Y0
 	VMOVDQU Y0, (DI)
 	ADDQ $16, SI
 	ADDQ $32, DI
@@ -219,22 +362,26 @@ u2loop:
 	VZEROUPPER
 	RET
 
-// func unpackNibblesAVX512(dst, src *byte, n int)
+// func unpackNibblesAVX512(dst, src *byte, n int, lut *byte)
 //
 // 32 bytes of src at a time: each widened to a 16-bit word b, then (b | b<<4) &
-// 0x0f0f puts its low nibble in the word's first byte and its high one in the second.
-TEXT ·unpackNibblesAVX512(SB), NOSPLIT, $0-24
+// 0x0f0f puts its low nibble in the word's first byte and its high one in the second,
+// and VPSHUFB maps each nibble through the 16-byte table lut.
+TEXT ·unpackNibblesAVX512(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
+	MOVQ lut+24(FP), R8
 	SHRQ $5, CX
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z31
+	VBROADCASTI32X4 (R8), Z30
 uloop:
 	VPMOVZXBW (SI), Z0
 	VPSLLW $4, Z0, Z1
 	VPORD Z1, Z0, Z0
 	VPANDD Z31, Z0, Z0
+	VPSHUFB Z0, Z30, Z0
 	VMOVDQU64 Z0, (DI)
 	ADDQ $32, SI
 	ADDQ $64, DI

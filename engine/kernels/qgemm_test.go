@@ -44,9 +44,10 @@ func withHelpers(form bool, f func()) {
 	f()
 }
 
-// TestQuantizeRow32: the vector quantizer gives quantizeRow32Go's codes and pairs bit
-// for bit, on groups that are ordinary, all zero, below 2⁻¹²⁰, at the rounding ties,
-// and holding an infinity or a NaN.
+// TestQuantizeRow32: the vector quantizers give quantizeRowGo's codes and pairs bit
+// for bit, in groups of 32 (quantizeRow32, scaled or not) and of 16 (quantizeRow16),
+// on groups that are ordinary, all zero, below 2⁻¹²⁰, at the rounding ties, and
+// holding an infinity or a NaN.
 func TestQuantizeRow32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const groups = 9
@@ -62,19 +63,28 @@ func TestQuantizeRow32(t *testing.T) {
 	a[7*qGroup+31] = -3e-30
 	scale := randWeights(rng, len(a))
 	for _, form := range helperForms() {
-		for _, sc := range [][]float32{nil, scale} {
+		for _, c := range []struct {
+			gs int
+			sc []float32
+		}{{qGroup, nil}, {qGroup, scale}, {16, nil}} {
 			got, want := make([]int8, len(a)), make([]int8, len(a))
-			gp, wp := make([]float32, 2*groups), make([]float32, 2*groups)
-			withHelpers(form, func() { quantizeRow32(got, gp, a, sc) })
-			quantizeRow32Go(want, wp, a, sc)
+			gp, wp := make([]float32, 2*len(a)/c.gs), make([]float32, 2*len(a)/c.gs)
+			withHelpers(form, func() {
+				if c.gs == 16 {
+					quantizeRow16(got, gp, a)
+				} else {
+					quantizeRow32(got, gp, a, c.sc)
+				}
+			})
+			quantizeRowGo(want, wp, a, c.sc, c.gs)
 			for i := range got {
 				if got[i] != want[i] {
-					t.Fatalf("avx2 %v, scaled %v: code %d = %d, want %d", form, sc != nil, i, got[i], want[i])
+					t.Fatalf("avx2 %v, groups of %d, scaled %v: code %d = %d, want %d", form, c.gs, c.sc != nil, i, got[i], want[i])
 				}
 			}
 			for i := range gp {
 				if math.Float32bits(gp[i]) != math.Float32bits(wp[i]) {
-					t.Fatalf("avx2 %v, scaled %v: pair value %d = %g, want %g", form, sc != nil, i, gp[i], wp[i])
+					t.Fatalf("avx2 %v, groups of %d, scaled %v: pair value %d = %g, want %g", form, c.gs, c.sc != nil, i, gp[i], wp[i])
 				}
 			}
 		}
@@ -100,7 +110,7 @@ func TestQuantizeRow32(t *testing.T) {
 }
 
 // TestUnpackNibbles, TestTransposeWords and TestInterleave4: the vector helpers
-// against their Go forms.
+// against their Go forms (unpackNibbles through both its tables).
 func TestUnpackNibbles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, form := range helperForms() {
@@ -110,10 +120,18 @@ func TestUnpackNibbles(t *testing.T) {
 				src[i] = byte(rng.Uint32())
 			}
 			got, want := make([]byte, 2*n), make([]byte, 2*n)
-			withHelpers(form, func() { unpackNibbles(got, src) })
-			unpackNibblesGo(want, src)
-			if string(got) != string(want) {
-				t.Fatalf("avx2 %v, n=%d: %v, want %v", form, n, got, want)
+			for _, lut := range []*[16]byte{&nibbleCodes, &nvfp4Codes} {
+				withHelpers(form, func() { unpackNibbles(got, src, lut) })
+				unpackNibblesGo(want, src, lut)
+				if string(got) != string(want) {
+					t.Fatalf("avx2 %v, n=%d, table %v: %v, want %v", form, n, lut, got, want)
+				}
+			}
+			unpackNibblesGo(want, src, &nibbleCodes)
+			for i, b := range src {
+				if want[2*i] != b&15 || want[2*i+1] != b>>4 {
+					t.Fatalf("byte %#x: nibbles %d and %d", b, want[2*i], want[2*i+1])
+				}
 			}
 			got, want = got[:n], want[:n]
 			withHelpers(form, func() { xor80(got, src) })
@@ -185,71 +203,76 @@ func TestTransposeWords(t *testing.T) {
 	}
 }
 
-// TestQKernel: each vector micro-kernel against qKernelGo on random codes and
-// scales, storing and adding, with strides wider than the tile — the AVX2 kernel on
-// codes up to 15, and at its 16-bit sums' limit (every code 15, every activation ±127)
-// — and the two vector kernels bit for bit alike on the codes both take.
+// TestQKernel: each vector micro-kernel against the Go one on random codes and
+// scales, storing and adding, with strides wider than the tile, in groups of 32 and
+// of 16 — the AVX2 kernel on codes up to 15 (up to 24 in groups of 16: NVFP4's), and
+// at its 16-bit sums' limit (every code 15 or 24, every activation ±127) — and the
+// vector kernels bit for bit alike on the codes they all take.
 func TestQKernel(t *testing.T) {
 	paths := qPaths()
 	if len(paths) == 0 {
 		t.Skip("this CPU has no vector integer kernel")
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	const groups, lda, ldc = 5, 7 * qGroup, 40
-	lds := 8 * 9
+	const inputs, lda, ldc = 5 * qGroup, 7 * qGroup, 40
+	lds := 8 * 19
 	pairs := randWeights(rng, qMR*lds/4)
-	bs := randWeights(rng, 2*qNR*groups)
+	bs := randWeights(rng, 2*qNR*inputs/16)
 	a := make([]int8, qMR*lda)
-	b := make([]byte, 1024*groups)
-	run := func(p *qPath, acc bool, c0 []float32) []float32 {
-		c := append([]float32(nil), c0...)
-		p.kern(groups, &a[0], lda, &pairs[0], lds, &b[0], &bs[0], &c[0], ldc, acc)
-		return c
-	}
-	for _, codes := range []string{"random", "narrow", "limit"} {
-		for i := range a {
-			a[i] = int8(rng.IntN(255) - 127)
-			if codes == "limit" {
-				a[i] = int8(127 * (1 - 2*(i/qGroup%2))) // a group all +127, the next all −127
-			}
+	b := make([]byte, 32*inputs)
+	for _, gs := range []int{qGroup, 16} {
+		groups := inputs / gs
+		narrow := map[int]int{qGroup: 15, 16: 24}[gs] // the largest code every path takes
+		run := func(kern qKernelFunc, acc bool, c0 []float32) []float32 {
+			c := append([]float32(nil), c0...)
+			kern(groups, &a[0], lda, &pairs[0], lds, &b[0], &bs[0], &c[0], ldc, acc)
+			return c
 		}
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-			switch codes {
-			case "narrow":
-				b[i] &= 15
-			case "limit":
-				b[i] = 15
-			}
-		}
-		for _, acc := range []bool{false, true} {
-			c0 := randWeights(rng, qMR*ldc)
-			want := run(qGo, acc, c0)
-			var first []float32
-			for _, p := range paths {
-				if codes == "random" && !p.wide {
-					continue
+		for _, codes := range []string{"random", "narrow", "limit"} {
+			for i := range a {
+				a[i] = int8(rng.IntN(255) - 127)
+				if codes == "limit" {
+					a[i] = int8(127 * (1 - 2*(i/gs%2))) // a group all +127, the next all −127
 				}
-				got := run(p, acc, c0)
-				for r := range qMR {
-					for j := range ldc {
-						g, w := got[r*ldc+j], want[r*ldc+j]
-						if j >= qNR {
-							if g != c0[r*ldc+j] {
-								t.Fatalf("%s, %s codes, accumulate=%v: wrote c[%d, %d] outside the tile", p.name, codes, acc, r, j)
+			}
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+				switch codes {
+				case "narrow":
+					b[i] %= byte(narrow + 1)
+				case "limit":
+					b[i] = byte(narrow)
+				}
+			}
+			for _, acc := range []bool{false, true} {
+				c0 := randWeights(rng, qMR*ldc)
+				want := run(qGo.kernel(gs), acc, c0)
+				var first []float32
+				for _, p := range paths {
+					if codes == "random" && !p.wide {
+						continue
+					}
+					got := run(p.kernel(gs), acc, c0)
+					for r := range qMR {
+						for j := range ldc {
+							g, w := got[r*ldc+j], want[r*ldc+j]
+							if j >= qNR {
+								if g != c0[r*ldc+j] {
+									t.Fatalf("%s, groups of %d, %s codes, accumulate=%v: wrote c[%d, %d] outside the tile", p.name, gs, codes, acc, r, j)
+								}
+								continue
 							}
-							continue
-						}
-						if math.Abs(float64(g-w)) > 1e-5*math.Abs(float64(w))+1e-3 {
-							t.Fatalf("%s, %s codes, accumulate=%v: c[%d, %d] = %g, want %g", p.name, codes, acc, r, j, g, w)
-						}
-						if first != nil && math.Float32bits(g) != math.Float32bits(first[r*ldc+j]) {
-							t.Fatalf("%s, %s codes: c[%d, %d] = %g, %s's %g", p.name, codes, r, j, g, paths[0].name, first[r*ldc+j])
+							if math.Abs(float64(g-w)) > 1e-5*math.Abs(float64(w))+1e-3 {
+								t.Fatalf("%s, groups of %d, %s codes, accumulate=%v: c[%d, %d] = %g, want %g", p.name, gs, codes, acc, r, j, g, w)
+							}
+							if first != nil && math.Float32bits(g) != math.Float32bits(first[r*ldc+j]) {
+								t.Fatalf("%s, groups of %d, %s codes: c[%d, %d] = %g, %s's %g", p.name, gs, codes, r, j, g, paths[0].name, first[r*ldc+j])
+							}
 						}
 					}
-				}
-				if first == nil {
-					first = got
+					if first == nil {
+						first = got
+					}
 				}
 			}
 		}
@@ -257,22 +280,29 @@ func TestQKernel(t *testing.T) {
 }
 
 // TestQPathVerified: every path this CPU runs passes the start-up check, and a kernel
-// one code off fails it.
+// one code off, in groups of 32 or of 16, fails it.
 func TestQPathVerified(t *testing.T) {
 	for _, p := range testPaths() {
 		if !p.verified() {
 			t.Errorf("%s fails its check", p.name)
 		}
 	}
-	off := &qPath{name: "off", wide: true, kern: func(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool) {
-		codes := unsafe.Slice(b, 1024*groups)
-		saved := codes[1000]
-		codes[1000]++
-		qKernelGo(groups, a, lda, sa, lds, b, bs, c, ldc, accumulate)
-		codes[1000] = saved
-	}}
-	if off.verified() {
-		t.Error("a kernel one code off passes the check")
+	off := func(kern qKernelFunc) qKernelFunc {
+		return func(groups int, a *int8, lda int, sa *float32, lds int, b *uint8, bs *float32, c *float32, ldc int, accumulate bool) {
+			codes := unsafe.Slice(b, 1000+1)
+			saved := codes[1000]
+			codes[1000]++
+			kern(groups, a, lda, sa, lds, b, bs, c, ldc, accumulate)
+			codes[1000] = saved
+		}
+	}
+	for _, p := range []*qPath{
+		{name: "off", wide: true, kern: off(qKernelGo), kern16: qKernelGo16},
+		{name: "off16", wide: true, kern: qKernelGo, kern16: off(qKernelGo16)},
+	} {
+		if p.verified() {
+			t.Errorf("%s: a kernel one code off passes the check", p.name)
+		}
 	}
 }
 
@@ -291,11 +321,14 @@ func TestMulNTInt(t *testing.T) {
 			if tm := f.make(t, rng, 1, 256); !tm.w.intCodes(p) {
 				continue
 			}
-			for _, c := range [][3]int{{4, 1, 32}, {6, 32, 64}, {7, 33, 96}, {13, 70, 288}, {40, 257, 768}, {17, 64, 2816}} {
+			for _, c := range [][3]int{{4, 1, 32}, {6, 32, 64}, {5, 20, 80}, {7, 33, 96}, {13, 70, 288}, {40, 257, 768}, {17, 64, 2816}} {
 				m, n, k := c[0], c[1], c[2]
 				k = max(f.block, k/f.block*f.block)
 				t.Run(fmt.Sprintf("%s/%s/%dx%dx%d", p.name, f.name, m, n, k), func(t *testing.T) {
 					tm := f.make(t, rng, n, k)
+					if !tm.w.intCodes(p) {
+						t.Skipf("%d inputs a row are no whole groups of %d", k, tm.w.intGroup())
+					}
 					a := randWeights(rng, m*k)
 					for i := range k { // a row with an outlier, as model activations have
 						a[k+i] *= 0.01
@@ -325,7 +358,7 @@ func TestMulNTInt(t *testing.T) {
 							}
 						}
 					})
-					aq := quantized(a, nil, m, k)
+					aq := quantized(a, nil, m, k, tm.w.intGroup())
 					checkIntProduct(t, got, aq, tm.want, m, n, k)
 					var want []float32
 					withQPath(t, nil, func() {
@@ -352,9 +385,10 @@ func TestMulNTInt(t *testing.T) {
 }
 
 // quantized is a [m, k] (each column times scale's, where not nil) as the integer
-// product reads it: each row's codes times their group's scale, divided by scale.
-func quantized(a, scale []float32, m, k int) []float32 {
-	kp := ceilDiv(k, qGroup) * qGroup // rows padded with zeros to whole groups
+// product reads it in groups of gs: each row's codes times their group's scale,
+// divided by scale.
+func quantized(a, scale []float32, m, k, gs int) []float32 {
+	kp := ceilDiv(k, gs) * gs // rows padded with zeros to whole groups
 	ap, sp := make([]float32, m*kp), []float32(nil)
 	for i := range m {
 		copy(ap[i*kp:], a[i*k:(i+1)*k])
@@ -363,14 +397,14 @@ func quantized(a, scale []float32, m, k int) []float32 {
 		sp = make([]float32, kp)
 		copy(sp, scale)
 	}
-	qa, pairs := make([]int8, m*kp), make([]float32, 2*m*kp/qGroup)
+	qa, pairs := make([]int8, m*kp), make([]float32, 2*m*kp/gs)
 	for i := range m {
-		quantizeRow32Go(qa[i*kp:(i+1)*kp], pairs[2*i*kp/qGroup:2*(i+1)*kp/qGroup], ap[i*kp:(i+1)*kp], sp)
+		quantizeRowGo(qa[i*kp:(i+1)*kp], pairs[2*i*kp/gs:2*(i+1)*kp/gs], ap[i*kp:(i+1)*kp], sp, gs)
 	}
 	aq := make([]float32, m*k)
 	for i := range m {
 		for p := range k {
-			v := float64(qa[i*kp+p]) * float64(pairs[2*((i*kp+p)/qGroup)])
+			v := float64(qa[i*kp+p]) * float64(pairs[2*((i*kp+p)/gs)])
 			if scale != nil {
 				v /= float64(scale[p])
 			}
@@ -422,7 +456,7 @@ func testMulNNInt(t *testing.T, rng *rand.Rand, p *qPath) {
 						wt[j*rows+i] = tm.want[i*cols+j]
 					}
 				}
-				checkIntProduct(t, got, quantized(a, scale, m, rows), wt, m, cols, rows)
+				checkIntProduct(t, got, quantized(a, scale, m, rows, qGroup), wt, m, cols, rows)
 				var want []float32
 				withQPath(t, nil, func() {
 					want = make([]float32, m*cols)
@@ -473,25 +507,28 @@ func checkIntProduct(t *testing.T, out, a, want []float32, m, n, k int) {
 }
 
 // TestMulNTIntNonFinite: an infinity or a NaN in a row of a makes that row's products
-// NaN, as the float path's are, and leaves the other rows alone.
+// NaN, as the float path's are, and leaves the other rows alone, in groups of 32
+// (int4) and of 16 (NVFP4).
 func TestMulNTIntNonFinite(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	const m, n, k = 8, 40, 96
-	tm := formatNamed("int4")(t, rng, n, k)
 	a := randWeights(rng, m*k)
 	a[2*k+40] = float32(math.Inf(1))
 	a[5*k+3] = float32(math.NaN())
-	for _, p := range testPaths() {
-		out := make([]float32, m*n)
-		withQPath(t, p, func() {
-			if err := tm.w.MulNT(out, a, m); err != nil {
-				t.Fatal(err)
-			}
-		})
-		for i := range m {
-			for j := range n {
-				if nan := math.IsNaN(float64(out[i*n+j])); nan != (i == 2 || i == 5) {
-					t.Fatalf("%s: out[%d, %d] = %g", p.name, i, j, out[i*n+j])
+	for _, format := range []string{"int4", "nvfp4"} {
+		tm := formatNamed(format)(t, rng, n, k)
+		for _, p := range testPaths() {
+			out := make([]float32, m*n)
+			withQPath(t, p, func() {
+				if err := tm.w.MulNT(out, a, m); err != nil {
+					t.Fatal(err)
+				}
+			})
+			for i := range m {
+				for j := range n {
+					if nan := math.IsNaN(float64(out[i*n+j])); nan != (i == 2 || i == 5) {
+						t.Fatalf("%s, %s: out[%d, %d] = %g", p.name, format, i, j, out[i*n+j])
+					}
 				}
 			}
 		}
@@ -500,13 +537,13 @@ func TestMulNTIntNonFinite(t *testing.T) {
 
 // BenchmarkMulNTInt: a 26B expert's product [m, 2816]×[2816, 704] at the canvas's 256
 // rows and at 16 (an expert's share of a canvas: 256 positions × 8 of 128 experts),
-// int4, int8 and GGUF's Q4_K, Q5_0 and Q8_0 (a Q4_K_M file's down projections, whose
-// 704 inputs are no whole K-quant block), each integer path that takes the format
+// int4, int8, NVFP4 and GGUF's Q4_K, Q5_0 and Q8_0 (a Q4_K_M file's down projections,
+// whose 704 inputs are no whole K-quant block), each integer path that takes the format
 // against the float path with each float micro-kernel (on an AVX-512 machine, the
 // AVX2 pair too: what a CPU without AVX-512 runs).
 func BenchmarkMulNTInt(b *testing.B) {
 	const n, k = 704, 2816
-	for _, name := range []string{"int4", "int8", "q4_k", "q5_0", "q8_0"} {
+	for _, name := range []string{"int4", "int8", "nvfp4", "q4_k", "q5_0", "q8_0"} {
 		f := formatNamed(name)
 		for _, m := range []int{16, 256} {
 			tm := f(b, rand.New(rand.NewPCG(1, 1)), n, k)
@@ -578,7 +615,7 @@ func BenchmarkMulNNInt(b *testing.B) {
 // TestRowCodes: for every format the integer product takes, each row's codes, scales
 // and minimums give the stored weights back, s·u + mn (in float64) against the float
 // decoder's values within float32 rounding — and the codes stay below 16 where the
-// AVX2 kernel takes the format.
+// AVX2 kernel takes the format in groups of 32 (below 25 in groups of 16).
 func TestRowCodes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, f := range formats {
@@ -587,18 +624,20 @@ func TestRowCodes(t *testing.T) {
 		if !tm.w.intCodes(qGo) {
 			continue
 		}
-		codes, s, mn := make([]byte, k), make([]float32, k/qGroup), make([]float32, k/qGroup)
+		gs := tm.w.intGroup()
+		codes, s, mn := make([]byte, k), make([]float32, k/gs), make([]float32, k/gs)
+		limit := map[int]byte{qGroup: 15, 16: 24}[gs]
 		for r := range n {
 			tm.w.rowCodes(codes, s, mn, r)
 			for p := range k {
-				g := p / qGroup
+				g := p / gs
 				got := float64(s[g])*float64(codes[p]) + float64(mn[g])
 				want := float64(tm.want[r*k+p])
 				if d := math.Abs(got - want); d > 1e-6*(math.Abs(want)+math.Abs(float64(mn[g]))) {
 					t.Fatalf("%s: w[%d, %d] = %g·%d + %g = %g, decoded %g", f.name, r, p, s[g], codes[p], mn[g], got, want)
 				}
-				if codes[p] > 15 && tm.w.intCodes(&qPath{kern: qKernelGo}) {
-					t.Fatalf("%s: code %d above 15 in a format the narrow kernels take", f.name, codes[p])
+				if codes[p] > limit && tm.w.intCodes(&qPath{kern: qKernelGo}) {
+					t.Fatalf("%s: code %d above %d in a format the narrow kernels take", f.name, codes[p], limit)
 				}
 			}
 		}

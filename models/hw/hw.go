@@ -136,10 +136,10 @@ func (i Info) Report(w io.Writer) {
 func cpuProducts() string {
 	s := "float " + kernels.GEMMKernel()
 	if f := kernels.IntFormats(); len(f) > 0 {
-		s += fmt.Sprintf(", integer %s for %s weights and GGUF %s blocks", kernels.IntKernel(), strings.Join(f, " and "),
+		s += fmt.Sprintf(", integer %s for %s weights and GGUF %s blocks", kernels.IntKernel(), strings.Join(f, ", "),
 			strings.Join(kernels.IntGGUF(), ", "))
 		if kernels.IntNVFP4Rows() {
-			s += ", and NVFP4 rows in the printer"
+			s += " (NVFP4's in the printer too)"
 		}
 		return s
 	}

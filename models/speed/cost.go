@@ -373,7 +373,7 @@ func (r *Rates) kernelSeconds(w work, inCache bool) (total, streamed float64) {
 }
 
 // intProduct reports whether kernels.Matrix takes w's product on the integer path
-// where its format does: MulNT of int4 and int8 weights (in groups of 32 too:
+// where its format does: MulNT of int4, NVFP4 and int8 weights (in groups of 32 too:
 // int8G32) and of GGUF blocks (Rates.IntGGUF), and the soft embedding's MulNN of an
 // int8 embedding with one scale per row (not int4's, nor int8G32's: a float product).
 func intProduct(w work) bool {
@@ -381,7 +381,7 @@ func intProduct(w work) bool {
 		return w.format == "int8"
 	}
 	_, gguf := ggufTypeOf(w.format)
-	return w.format == "int4" || w.format == "int8" || w.format == int8G32 || gguf
+	return w.format == "int4" || w.format == "nvfp4" || w.format == "int8" || w.format == int8G32 || gguf
 }
 
 // wakeSeconds is what w's hand-offs to the pool's workers add to its kernel time

@@ -26,7 +26,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 14
+const calibrationVersion = 15
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -46,9 +46,12 @@ type Rates struct {
 	// they do not, and those formats' products are priced at GEMM plus Decode.
 	IntGEMM []ShapeRate `json:"int_gemm,omitempty"`
 	// IntFormats are the stored formats whose canvas products took the integer path
-	// when IntGEMM was measured (kernels.IntFormats: "int4" and, with AVX-512 VNNI or
-	// AVX-VNNI, "int8"), and IntKernel its micro-kernel (kernels.IntKernel); the
-	// formats not listed are priced at GEMM plus Decode.
+	// when IntGEMM was measured (kernels.IntFormats: "int4", "nvfp4" and, with
+	// AVX-512 VNNI or AVX-VNNI, "int8"), and IntKernel its micro-kernel
+	// (kernels.IntKernel); the formats not listed are priced at GEMM plus Decode.
+	// NVFP4's are priced at IntGEMM's rate as int4's are, though its groups of 16
+	// take twice the kernel's scaling steps: about 20% slower at a 26B expert's shape
+	// here (go test ./engine/kernels -bench MulNTInt).
 	IntFormats []string `json:"int_formats,omitempty"`
 	IntKernel  string   `json:"int_kernel,omitempty"`
 	// IntGGUF are the GGUF formats (ggufFormat: "q4_k", "q5_0", "q8_0") whose canvas
@@ -282,10 +285,10 @@ func (r *Rates) Peak() float64 { return peakOf(r.GEMM) }
 func (r *Rates) IntPeak() float64 { return peakOf(r.IntGEMM) }
 
 // PeakFor is the compute bound's rate for a model stored in profile p: IntPeak for
-// the int8 and int4 profiles where the integer products take that format (their
-// largest products go through them), else Peak.
+// the int8, int4 and NVFP4 profiles where the integer products take that format
+// (their largest products go through them), else Peak.
 func (r *Rates) PeakFor(p quant.Profile) float64 {
-	if (p == quant.Int8Profile || p == quant.Int4Profile) && r.IntTakes(string(p)) && r.IntPeak() > r.Peak() {
+	if (p == quant.Int8Profile || p == quant.Int4Profile || p == quant.NVFP4Profile) && r.IntTakes(string(p)) && r.IntPeak() > r.Peak() {
 		return r.IntPeak()
 	}
 	return r.Peak()

@@ -52,10 +52,15 @@ func main() {
 	case *dots:
 		emitDots(p)
 	case *q:
-		emitQ(p)
-		for _, k := range q256Kernels {
-			p("")
-			emitQ256(p, k)
+		for i, gs := range []int{32, 16} {
+			if i > 0 {
+				p("")
+			}
+			emitQ(p, gs)
+			for _, k := range q256Kernels {
+				p("")
+				emitQ256(p, k, gs)
+			}
 		}
 	default:
 		for i, k := range kernels {

@@ -2,20 +2,21 @@ package main
 
 import "fmt"
 
-// emitQ writes the int8 micro-kernel of engine/kernels' qgemm.go (qkernel_amd64.s):
+// emitQ writes an int8 micro-kernel of engine/kernels' qgemm.go (qkernel_amd64.s):
 // qMR = 6 rows of quantized activations against qNR = 32 columns of unsigned weight
-// codes, one group of 32 inputs at a time. Per group, each (row, 16-column half)
-// sums its 32 code products exactly in an int32 accumulator (VPDPBUSD: four unsigned
-// weight bytes times four signed activation bytes, added into each lane), then adds
-// it into the float32 tile as sa·(sw⊙sum) + mw·asum — the activation row's scale sa
+// codes, one group of gs inputs (32, or NVFP4's 16) at a time. Per group, each (row,
+// 16-column half) sums its gs code products exactly in an int32 accumulator
+// (VPDPBUSD: four unsigned weight bytes times four signed activation bytes, added
+// into each lane), then adds it into the float32 tile as sa·(sw⊙sum) + mw·asum — the activation row's scale sa
 // and code sum asum (times sa) broadcast from the row's scale pairs, the weights'
 // scales sw and minimums mw loaded from the group's 64 floats.
 //
 // Registers: Z0–Z11 the float tile (row r, half h in Z(2r+h)), Z12–Z23 the group's
 // integer sums, Z24–Z25 the two halves of b, Z26 a's broadcast, Z27 the converted
 // sum, Z28–Z29 the minimums.
-func emitQ(p func(string, ...any)) {
-	const mr, name = 6, "qkernel6x32VNNI"
+func emitQ(p func(string, ...any), gs int) {
+	const mr = 6
+	name := qName("qkernel6x32VNNI", gs)
 	facc := func(r, h int) string { return fmt.Sprintf("Z%d", 2*r+h) }
 	iacc := func(r, h int) string { return fmt.Sprintf("Z%d", 12+2*r+h) }
 	// Row r of a (R8 = lda, R9 = 3·lda, R10 = 5·lda) and of the scale pairs (R11 =
@@ -50,7 +51,7 @@ func emitQ(p func(string, ...any)) {
 			p("\tVPXORD %s, %s, %s", iacc(r, h), iacc(r, h), iacc(r, h))
 		}
 	}
-	for q := range 8 {
+	for q := range gs / 4 {
 		p("\tVMOVDQU32 %d(BX), Z24", 128*q)
 		p("\tVMOVDQU32 %d(BX), Z25", 128*q+64)
 		for r := range mr {
@@ -69,7 +70,16 @@ func emitQ(p func(string, ...any)) {
 			p("\tVFMADD231PS.BCST "+rowS(r)+", Z%d, %s", 4, 28+h, facc(r, h))
 		}
 	}
-	emitQEnd(p, name, mr, 64, facc)
+	emitQEnd(p, name, gs, mr, 64, facc)
+}
+
+// qName is the name of the kernel called base for groups of gs inputs: base for 32,
+// base + "G16" for 16.
+func qName(base string, gs int) string {
+	if gs == 32 {
+		return base
+	}
+	return fmt.Sprintf("%sG%d", base, gs)
 }
 
 // q256 is one of the 3×16 integer micro-kernels over ymm registers, which the Go side
@@ -104,26 +114,29 @@ func vexVPDPBUSD(src2, src1, dst int) string {
 		b1, b2, b3, modrm, src2, src1, dst)
 }
 
-// emitQ256 writes a q256 kernel. Per group of 32 inputs each (row, 8-column vector)
-// sums its 32 code products exactly, then the float steps are the VNNI kernel's, so
-// every q256 kernel agrees with it bit for bit on the codes it takes:
+// emitQ256 writes a q256 kernel for groups of gs inputs (32, or NVFP4's 16). Per
+// group each (row, 8-column vector) sums its gs code products exactly, then the float
+// steps are the VNNI kernel's, so every q256 kernel agrees with it bit for bit on the
+// codes it takes:
 //
 //   - maddubs (AVX2, no VNNI): a quad takes two instructions, VPMADDUBSW multiplying
 //     unsigned weight bytes by signed activation bytes and adding adjacent pairs into
-//     16-bit words, and VPADDW summing the group's eight quads into a 16-bit
+//     16-bit words, and VPADDW summing the group's quads into a 16-bit
 //     accumulator; VPMADDWD by ones then widens each column's two words into its
-//     int32 sum. Exact only for codes up to 15 (int4, Q4_K): a word holds at most 16
-//     products of 15·127, 30,480 < 2¹⁵; int8's codes (up to 255) would saturate it,
-//     so the AVX2 path does not take them.
+//     int32 sum. Exact only for codes up to 15 (int4, Q4_K) in groups of 32: a word
+//     holds at most 16 products of 15·127, 30,480 < 2¹⁵; int8's codes (up to 255)
+//     would saturate it, so the AVX2 path does not take them. In groups of 16 a word
+//     holds 8 products, so codes up to 32 are exact: NVFP4's, up to 24 (8·24·127 =
+//     24,384).
 //   - vex, evex: VPDPBUSD, four byte products added into each int32 lane, any code.
 //
 // Registers: Y0–Y5 the float tile (row r, 8-column vector v in Y(2r+v)), Y6–Y11 the
 // group's sums, Y12–Y13 the quad's two vectors of b, Y14 a's broadcast, Y15 a product
 // (maddubs); at the group's end Y12 holds the ones (maddubs) and Y14–Y15 the row's
 // scale pair.
-func emitQ256(p func(string, ...any), k q256) {
+func emitQ256(p func(string, ...any), k q256, gs int) {
 	const mr = 3
-	name := k.name
+	name := qName(k.name, gs)
 	facc := func(r, v int) string { return fmt.Sprintf("Y%d", 2*r+v) }
 	iaccN := func(r, v int) int { return 6 + 2*r + v }
 	iacc := func(r, v int) string { return fmt.Sprintf("Y%d", iaccN(r, v)) }
@@ -151,7 +164,7 @@ func emitQ256(p func(string, ...any), k q256) {
 			}
 		}
 	}
-	for q := range 8 {
+	for q := range gs / 4 {
 		// Quad q's 16 columns: the half's 64 bytes, 128 bytes a quad.
 		p("\tVMOVDQU %d(BX), Y12", 128*q)
 		p("\tVMOVDQU %d(BX), Y13", 128*q+32)
@@ -189,16 +202,17 @@ func emitQ256(p func(string, ...any), k q256) {
 			p("\tVFMADD231PS %d(DX), Y15, %s", 128+32*v, facc(r, v))
 		}
 	}
-	emitQEnd(p, name, mr, 32, facc)
+	emitQEnd(p, name, gs, mr, 32, facc)
 }
 
-// emitQEnd writes an integer micro-kernel's end: the step to the next group and the
-// loop, then the mr×2 float tile (vectors of vb bytes, registers facc(row, vector))
+// emitQEnd writes an integer micro-kernel's end: the step to the next group of gs
+// inputs (gs bytes of a, one scale pair, gs/4 quads of 128 bytes of b, 64 floats of
+// bs) and the loop, then the mr×2 float tile (vectors of vb bytes, registers facc(row, vector))
 // added to c (accumulate) or stored there.
-func emitQEnd(p func(string, ...any), name string, mr, vb int, facc func(r, v int) string) {
-	p("\tADDQ $32, AX")
+func emitQEnd(p func(string, ...any), name string, gs, mr, vb int, facc func(r, v int) string) {
+	p("\tADDQ $%d, AX", gs)
 	p("\tADDQ $8, SI")
-	p("\tADDQ $1024, BX")
+	p("\tADDQ $%d, BX", 32*gs)
 	p("\tADDQ $256, DX")
 	p("\tDECQ CX")
 	p("\tJNZ %s_group", name)

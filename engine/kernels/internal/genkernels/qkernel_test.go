@@ -43,7 +43,7 @@ func TestVEXVPDPBUSD(t *testing.T) {
 func TestAVXVNNIKernel(t *testing.T) {
 	text := func(k q256) []string {
 		var b bytes.Buffer
-		emitQ256(func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) }, k)
+		emitQ256(func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) }, k, 32)
 		return strings.Split(strings.ReplaceAll(b.String(), k.name, "NAME"), "\n")
 	}
 	var vex, evex q256
