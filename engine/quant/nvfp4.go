@@ -3,6 +3,7 @@ package quant
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best dot-imported.
@@ -135,4 +136,91 @@ func e2m1Graph(c *Node) *Node {
 	m := Sub(c, MulScalar(h, 8))
 	mag := Add(MulScalar(m, 0.5), Add(MulScalar(Max(AddScalar(m, -4), zero), 0.5), Max(AddScalar(m, -6), zero)))
 	return Mul(mag, OneMinus(MulScalar(h, 2)))
+}
+
+// NVFP4TensorScale is the weight_scale_2 ModelOpt gives a tensor whose largest magnitude
+// is amax: amax / (6·448), in float32 (NVFP4QTensor.get_weights_scaling_factor_2), so
+// that the largest block scale is FP8-E4M3's largest value, 448.
+func NVFP4TensorScale(amax float32) float32 { return amax / (6 * 448) }
+
+// QuantizeNVFP4 writes w (whole blocks of 16 values) as ModelOpt's NVFP4QTensor
+// quantizes it with weight_scale_2 scale2: each block's scale the FP8-E4M3 code
+// nearest block amax / (6·scale2) (ties to even, as a float8_e4m3fn cast rounds,
+// at most 448) into fp8, then each value divided by the decoded block scale
+// float32(fp8)·scale2 and rounded to the nearest E2M1 value (ties to the even code,
+// as nvfp4_tensor.py's _cast_fp4 does) into codes, two a byte, the first in the low
+// nibble. A block of zeros (or scale2 0) is scale code 0 and codes 0.
+func QuantizeNVFP4(codes, fp8 []byte, w []float32, scale2 float32) error {
+	if len(w)%16 != 0 || len(codes) != len(w)/2 || len(fp8) != len(w)/16 {
+		return fmt.Errorf("nvfp4: %d values into %d code bytes and %d scales", len(w), len(codes), len(fp8))
+	}
+	if !(scale2 >= 0) || math.IsInf(float64(scale2), 0) {
+		return fmt.Errorf("nvfp4: weight_scale_2 %v is not a finite non-negative number", scale2)
+	}
+	for b := range len(w) / 16 {
+		x := w[16*b : 16*b+16]
+		var amax float32
+		for _, v := range x {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("nvfp4: value %d is %v", 16*b, v)
+			}
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		c := byte(0)
+		if scale2 > 0 {
+			c = fp8Code(amax / (6 * scale2))
+		}
+		fp8[b] = c
+		s := fp8E4M3[c] * scale2
+		for i := 0; i < 16; i += 2 {
+			var lo, hi byte
+			if s > 0 {
+				lo, hi = e2m1Code(x[i]/s), e2m1Code(x[i+1]/s)
+			}
+			codes[8*b+i/2] = lo | hi<<4
+		}
+	}
+	return nil
+}
+
+// fp8Code is the FP8-E4M3 code (non-negative) nearest v ≥ 0, ties to the even code,
+// 448 (0x7e) at most.
+func fp8Code(v float32) byte {
+	if !(v > 0) {
+		return 0
+	}
+	// The positive codes 0…0x7e decode in increasing order.
+	hi := sort.Search(0x7f, func(c int) bool { return fp8E4M3[c] >= v })
+	switch {
+	case hi == 0x7f:
+		return 0x7e
+	case hi == 0 || fp8E4M3[hi] == v:
+		return byte(hi)
+	}
+	lo := hi - 1
+	dl, dh := v-fp8E4M3[lo], fp8E4M3[hi]-v
+	if dl < dh || dl == dh && lo%2 == 0 {
+		return byte(lo)
+	}
+	return byte(hi)
+}
+
+// e2m1Bounds are the midpoints between consecutive E2M1 magnitudes.
+var e2m1Bounds = [7]float32{0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5}
+
+// e2m1Code is the E2M1 code nearest x (ties to the even code; beyond ±6, ±6; a
+// negative x rounded to zero is −0, code 8).
+func e2m1Code(x float32) byte {
+	a := float32(math.Abs(float64(x)))
+	var m byte
+	for m < 7 && a > e2m1Bounds[m] {
+		m++
+	}
+	if m < 7 && a == e2m1Bounds[m] && m%2 == 1 { // a tie below an even code: round up
+		m++
+	}
+	if x < 0 { // the sign kept for a value rounded to zero, as _cast_fp4 keeps it
+		m |= 8
+	}
+	return m
 }

@@ -229,3 +229,125 @@ func TestNVFP4(t *testing.T) {
 		}
 	}
 }
+
+// nearestRef is the index of table's entry nearest v (float64 distances), ties to the
+// even index, by looking at every entry.
+func nearestRef(table []float64, v float64) int {
+	best := 0
+	for i := range table {
+		d, db := math.Abs(table[i]-v), math.Abs(table[best]-v)
+		if d < db || d == db && best%2 == 1 {
+			best = i
+		}
+	}
+	return best
+}
+
+// TestQuantizeNVFP4: block scales and codes against a search over every FP8 and E2M1
+// value (from their definitions, fp8Ref and e2m1Ref), on random blocks, a block of
+// zeros, values at the E2M1 midpoints (ties to even) and a block whose scale is FP8's
+// largest; the values decode (NVFP4RowScales, E2M1) within half a step of w; bad
+// lengths, a non-finite value and a negative scale are errors.
+func TestQuantizeNVFP4(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	const blocks = 40
+	w := make([]float32, 16*blocks)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() * math.Exp(rng.NormFloat64()))
+	}
+	clear(w[16:32])
+	mids := []float32{0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5, -0.25, -0.75, -1.25, -1.75, -2.5, -3.5, -5, 6, -0.1}
+	var amax float32
+	for _, v := range w {
+		amax = max(amax, float32(math.Abs(float64(v))))
+	}
+	scale2 := NVFP4TensorScale(amax)
+	codes, fp8 := make([]byte, 8*blocks), make([]byte, blocks)
+	if err := QuantizeNVFP4(codes, fp8, w, scale2); err != nil {
+		t.Fatal(err)
+	}
+	var fp8Vals, e2m1Vals []float64
+	for c := 0; c < 0x7f; c++ {
+		fp8Vals = append(fp8Vals, fp8Ref(byte(c)))
+	}
+	for c := uint8(0); c < 8; c++ {
+		e2m1Vals = append(e2m1Vals, e2m1Ref(c))
+	}
+	check := func(w []float32, codes, fp8 []byte, scale2 float32) {
+		t.Helper()
+		for b := range len(w) / 16 {
+			x := w[16*b : 16*b+16]
+			var bmax float64
+			for _, v := range x {
+				bmax = math.Max(bmax, math.Abs(float64(v)))
+			}
+			want := 0
+			if scale2 > 0 {
+				want = nearestRef(fp8Vals, float64(float32(bmax)/(6*scale2)))
+			}
+			if int(fp8[b]) != want {
+				t.Fatalf("block %d: scale code %#02x (%v), want %#02x (%v)", b, fp8[b], fp8Ref(fp8[b]), want, fp8Vals[want])
+			}
+			s := FP8E4M3(fp8[b]) * scale2
+			for i, v := range x {
+				c := codes[8*b+i/2] >> (4 * (i % 2)) & 15
+				m := 0
+				if s > 0 {
+					m = nearestRef(e2m1Vals, math.Abs(float64(v/s)))
+				}
+				if v < 0 && s > 0 {
+					m |= 8
+				}
+				if int(c) != m {
+					t.Fatalf("block %d value %d (%v, %v scaled): code %d, want %d", b, i, v, v/s, c, m)
+				}
+				if d := math.Abs(float64(E2M1[c]*s) - float64(v)); s > 0 && math.Abs(float64(v/s)) <= 6 && d > 0.5*float64(s)*2+1e-12 {
+					t.Fatalf("block %d value %d: decodes to %v, %v off", b, i, E2M1[c]*s, d)
+				}
+			}
+		}
+	}
+	check(w, codes, fp8, scale2)
+
+	// At scale_2 1 and a block amax of 6 (scale code 1.0), the midpoints are exact ties.
+	tie := mids
+	tc, tf := make([]byte, 8), make([]byte, 1)
+	if err := QuantizeNVFP4(tc, tf, tie, 1); err != nil {
+		t.Fatal(err)
+	}
+	if FP8E4M3(tf[0]) != 1 {
+		t.Fatalf("tie block scale %v, want 1", FP8E4M3(tf[0]))
+	}
+	wantTies := []float32{0, 1, 1, 2, 2, 4, 4, -0, -1, -1, -2, -2, -4, -4, 6, -0}
+	for i, want := range wantTies {
+		c := tc[i/2] >> (4 * (i % 2)) & 15
+		if E2M1[c] != want {
+			t.Errorf("%v rounds to %v, want %v (ties to even)", tie[i], E2M1[c], want)
+		}
+	}
+	if c := tc[15/2] >> 4; c != 8 {
+		t.Errorf("−0.1 rounds to code %d, want 8 (−0)", c)
+	}
+	check(tie, tc, tf, 1)
+
+	// FP8's largest scale: a block amax of 6·448·scale2.
+	big := make([]float32, 16)
+	big[3] = 6 * 448
+	bc, bf := make([]byte, 8), make([]byte, 1)
+	if err := QuantizeNVFP4(bc, bf, big, 1); err != nil || bf[0] != 0x7e {
+		t.Fatalf("amax 2688 at scale_2 1: code %#02x, %v; want 0x7e", bf[0], err)
+	}
+	for _, bad := range []struct {
+		w      []float32
+		scale2 float32
+	}{
+		{make([]float32, 15), 1},
+		{[]float32{float32(math.NaN()), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 1},
+		{make([]float32, 16), -1},
+		{make([]float32, 16), float32(math.Inf(1))},
+	} {
+		if err := QuantizeNVFP4(make([]byte, len(bad.w)/2), make([]byte, len(bad.w)/16), bad.w, bad.scale2); err == nil {
+			t.Errorf("%d values, scale_2 %v: no error", len(bad.w), bad.scale2)
+		}
+	}
+}

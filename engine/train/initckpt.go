@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing/fstest"
 
@@ -37,7 +38,9 @@ const initChunk = 1 << 20
 
 // InitOptions controls InitCheckpoint.
 type InitOptions struct {
-	Profile quant.Profile // bf16 (the default), int8 or int4
+	// Profile is bf16 (the default), int8 or int4 — or nvfp4, NVIDIA ModelOpt's export
+	// layout (initmodelopt.go), which the NVFP4 download has.
+	Profile quant.Profile
 	// GGUF writes the weights as one GGUF file (InitGGUFFile) in llama.cpp's Q4_K_M
 	// mix instead of safetensors, with the tokenizer and no config.json, as a GGUF
 	// download comes (the loader reads the config from the file's metadata). Profile
@@ -72,8 +75,11 @@ type InitResult struct {
 type initTensor struct {
 	spec    weights.Spec
 	q       *quant.Spec          // nil: stored as BF16
-	headers []safetensors.Header // the weight, or its .qweight and .qscale
+	headers []safetensors.Header // the weight, or its .qweight and .qscale, or its modules' tensors
 	bytes   int64                // data bytes of headers
+	// modules are the ModelOpt modules of an NVFP4 profile's quantized weight
+	// (writeInitModelOpt); q is nil then.
+	modules []weights.ModelOptModule
 }
 
 // InitCheckpoint writes a randomly initialized checkpoint of cfg into dir, in the
@@ -81,7 +87,8 @@ type initTensor struct {
 // tokenizer, and the weights of weights.Specs under their HF names in the profile's
 // formats (the bf16 profile stores every weight as BF16; int8 and int4 quantize the
 // ones quant.Profile.SpecFor selects and keep the rest BF16, as `darkroom quantize`
-// does) — or, with opts.GGUF, the tokenizer and one GGUF file in llama.cpp's layout
+// does; nvfp4 writes NVIDIA ModelOpt's export layout, initmodelopt.go) — or, with
+// opts.GGUF, the tokenizer and one GGUF file in llama.cpp's layout
 // (writeInitGGUF). Initialization follows the table: ones for norms, scales and
 // layer scalars, N(0, 1/fan_in) for projections, experts and the embedding, from the
 // seed alone (the same seed writes the same bytes, and the same values in every
@@ -201,7 +208,13 @@ func InitCheckpoint(ctx context.Context, cfg *config.Model, dir string, opts Ini
 	c := *cfg
 	c.DType, c.Text.DType = "bfloat16", "bfloat16"
 	c.Quantization = nil
-	if p != quant.BF16Profile {
+	switch p {
+	case quant.BF16Profile:
+	case quant.NVFP4Profile: // described by hf_quant_config.json, as ModelOpt's export is
+		if err := writeModelOptQuantConfig(tmp); err != nil {
+			return fail(err)
+		}
+	default:
 		c.Quantization = &config.Quantization{QuantMethod: config.QuantMethod, Profile: string(p), GroupSize: p.GroupSize()}
 	}
 	if err := c.Save(tmp); err != nil { // last: until here the directory is no model
@@ -282,6 +295,9 @@ func initProfile(opts InitOptions) (quant.Profile, error) {
 	if opts.Profile == "" {
 		return quant.BF16Profile, nil
 	}
+	if strings.EqualFold(string(opts.Profile), string(quant.NVFP4Profile)) {
+		return quant.NVFP4Profile, nil
+	}
 	return quant.ParseProfile(string(opts.Profile))
 }
 
@@ -300,7 +316,9 @@ func planInit(cfg *config.Model, p quant.Profile, maxShard int64) ([][]initTenso
 		t := initTensor{spec: sp}
 		n := sp.Elements()
 		res.Params += n
-		if qs, ok := p.SpecFor(sp.Name, sp.Shape, sp.Quantizable); ok {
+		if _, ok := p.SpecFor(sp.Name, sp.Shape, sp.Quantizable); ok && p == quant.NVFP4Profile {
+			t.modules, t.headers, t.bytes = modelOptHeaders(sp)
+		} else if qs, ok := p.SpecFor(sp.Name, sp.Shape, sp.Quantizable); ok {
 			t.q = &qs
 			ws, ss := qs.Shapes(sp.Shape)
 			wdt, err := safetensors.FromGoMLX(qs.DType())
@@ -338,9 +356,11 @@ func planInit(cfg *config.Model, p quant.Profile, maxShard int64) ([][]initTenso
 	return shards, res, nil
 }
 
-// initOut is one generated chunk in its stored form.
+// initOut is one generated chunk in its stored form (or, for writeInitModelOpt, its
+// values).
 type initOut struct {
 	data, scales []byte
+	vals         []float32
 	err          error
 }
 
@@ -348,6 +368,9 @@ type initOut struct {
 // the .qscale scales, which are kept until the codes are written (1/8 of the codes'
 // bytes for int4 g32 with BF16 scales, 4/n of them for int8 rows of n).
 func writeInitTensor(w *safetensors.Writer, t initTensor, seed uint64) error {
+	if t.modules != nil {
+		return writeInitModelOpt(w, t, seed)
+	}
 	out, err := w.Next(t.headers[0].Name)
 	if err != nil {
 		return err

@@ -461,3 +461,113 @@ func TestInitCheckpointGGUF(t *testing.T) {
 		}
 	}
 }
+
+// TestInitCheckpointNVFP4: an nvfp4 checkpoint is in ModelOpt's export layout — the
+// loader reads it as a ModelOpt checkpoint (hf_quant_config.json, no Darkroom
+// quantization_config, experts split per expert), every weight the profile quantizes
+// NVFP4 in memory and the rest BF16 — and every tensor holds the values the bf16
+// profile writes for the same seed, BF16 ones exactly and NVFP4 ones within FP4's
+// error (a mixed-up expert or row would be off by about √2); the engine loads it and
+// generates in both modes.
+func TestInitCheckpointNVFP4(t *testing.T) {
+	cfg := initTiny()
+	root := t.TempDir()
+	dir, ref := filepath.Join(root, "nvfp4"), filepath.Join(root, "bf16")
+	opts := InitOptions{Profile: quant.NVFP4Profile, Seed: 3}
+	res, err := InitCheckpoint(context.Background(), cfg, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InitCheckpoint(context.Background(), cfg, ref, InitOptions{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := PlanInit(cfg, opts)
+	if plan.Dir = dir; err != nil || fmt.Sprint(plan) != fmt.Sprint(res) {
+		t.Errorf("PlanInit = %+v (%v), InitCheckpoint wrote %+v", plan, err, res)
+	}
+	got, err := config.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Quantization != nil {
+		t.Errorf("config.json has Darkroom's quantization_config %+v: ModelOpt's export describes itself in %s", got.Quantization, weights.HFQuantConfigFile)
+	}
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	if !weights.IsModelOpt(ck) {
+		t.Fatal("not read as a ModelOpt checkpoint")
+	}
+	mq, err := weights.ReadModelOptQuant(ck)
+	if err != nil || mq.QuantAlgo != "NVFP4" || mq.GroupSize != 16 {
+		t.Fatalf("%s: %+v, %v", weights.HFQuantConfigFile, mq, err)
+	}
+	var onDisk int64
+	for _, n := range ck.Names() {
+		_, info, _ := ck.Lookup(n)
+		onDisk += info.End - info.Begin
+	}
+	if onDisk != res.Bytes {
+		t.Errorf("%d bytes of tensor data on disk, the result says %d", onDisk, res.Bytes)
+	}
+	set, err := weights.Load(dir, got)
+	if err != nil {
+		t.Fatalf("the loader refuses the checkpoint: %v", err)
+	}
+	bf16, err := weights.Load(ref, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quantized := 0
+	for _, sp := range weights.Specs(cfg) {
+		want, q := quant.NVFP4Profile.SpecFor(sp.Name, sp.Shape, sp.Quantizable)
+		if s, ok := set.Quant[sp.Name]; ok != q || ok && s != want {
+			t.Errorf("%s: stored as %v (quantized %v), want %v (%v)", sp.Name, s, ok, want, q)
+		}
+		if q {
+			quantized++
+			if _, _, ok := ck.Lookup(weights.ModelOptModules(sp)[0].Name + ".weight_scale_2"); !ok {
+				t.Errorf("%s: no module %s", sp.Name, weights.ModelOptModules(sp)[0].Name)
+			}
+		}
+		a, err := set.Float32(sp.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := bf16.Float32(sp.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vals, refs []float32
+		a.ConstFlatData(func(x any) { vals = x.([]float32) })
+		b.ConstFlatData(func(x any) { refs = x.([]float32) })
+		var num, den float64
+		for i := range refs {
+			d := float64(vals[i]) - float64(refs[i])
+			num, den = num+d*d, den+float64(refs[i])*float64(refs[i])
+		}
+		// FP4 E2M1 with FP8 block scales: a normal weight's relative RMS error is about
+		// 10%; BF16 values are the bf16 profile's exactly.
+		if rel := math.Sqrt(num / den); q && !(rel <= 0.14) || !q && rel != 0 {
+			t.Errorf("%s (quantized %v): relative RMS difference from the bf16 checkpoint %.4f", sp.Name, q, rel)
+		}
+	}
+	if quantized == 0 {
+		t.Fatal("nothing quantized")
+	}
+
+	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, mode := range []engine.Mode{engine.AR, engine.Diffusion} {
+		r, err := e.Generate(context.Background(), engine.Request{Prompt: "What is Unix?", Mode: mode, Seed: 1,
+			Sampling: engine.Sampling{MaxNewTokens: 8}})
+		if err != nil || r.ForwardPasses == 0 || r.StopReason == "" {
+			t.Errorf("%s: %+v, %v", mode, r, err)
+		}
+	}
+}

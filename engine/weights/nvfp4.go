@@ -70,6 +70,47 @@ import (
 // HFQuantConfigFile is ModelOpt's quantization description next to config.json.
 const HFQuantConfigFile = "hf_quant_config.json"
 
+// ModelOptModule is one quantized Linear module of a ModelOpt export: its path
+// (MODULE: its tensors are MODULE.weight, .weight_scale, .weight_scale_2 and
+// .input_scale) and how many rows of the engine's weight it holds.
+type ModelOptModule struct {
+	Name string
+	Rows int
+}
+
+// ModelOptModules lists the modules ModelOpt's export stores weight sp in when it is
+// quantized, in the order of sp's rows: a projection is one module (its HF name less
+// ".weight"); a fused expert weight is split per expert — gate_up_proj [E, 2F, D]
+// into experts.{e}.gate_proj and up_proj (F rows each, gate first), down_proj
+// [E, D, F] into experts.{e}.down_proj — under its HF name's prefix.
+func ModelOptModules(sp Spec) []ModelOptModule {
+	fused, projs, rows, ok := expertProjs(sp)
+	if !ok {
+		return []ModelOptModule{{Name: strings.TrimSuffix(sp.HF, moWeight), Rows: sp.Shape[0]}}
+	}
+	base := strings.TrimSuffix(sp.HF, fused)
+	var ms []ModelOptModule
+	for e := range sp.Shape[0] {
+		for _, pr := range projs {
+			ms = append(ms, ModelOptModule{Name: fmt.Sprintf("%s%d.%s", base, e, pr), Rows: rows})
+		}
+	}
+	return ms
+}
+
+// expertProjs is how ModelOpt splits a fused expert weight sp (ok false for any other
+// weight): the fused tensor's last name part, the projections each expert's rows go
+// to, in order, and each one's rows.
+func expertProjs(sp Spec) (fused string, projs []string, rows int, ok bool) {
+	switch {
+	case strings.HasSuffix(sp.Name, ".experts.gate_up_proj"):
+		return "gate_up_proj", []string{"gate_proj", "up_proj"}, sp.Shape[1] / 2, true
+	case strings.HasSuffix(sp.Name, ".experts.down_proj"):
+		return "down_proj", []string{"down_proj"}, sp.Shape[1], true
+	}
+	return "", nil, 0, false
+}
+
 // ModelOpt tensor name suffixes of a quantized Linear module.
 const (
 	moWeight      = ".weight"
@@ -310,7 +351,7 @@ func planModelOpt(ck *safetensors.Checkpoint, cfg *config.Model, mq *ModelOptQua
 func planOne(ck *safetensors.Checkpoint, sp Spec, mq *ModelOptQuant, cfg *config.Model, used map[string]bool) (moPlan, error) {
 	p := moPlan{spec: sp}
 	// Fused experts split per expert on export.
-	if strings.HasSuffix(sp.Name, ".experts.gate_up_proj") || strings.HasSuffix(sp.Name, ".experts.down_proj") {
+	if _, _, _, ok := expertProjs(sp); ok {
 		if _, _, fused := lookupAny(ck, sp.HF, sp.Alt, sp.HF+quant.WeightSuffix, sp.Alt+quant.WeightSuffix); !fused {
 			return planExperts(ck, sp, mq, cfg, used)
 		}
@@ -365,13 +406,8 @@ func lookupAny(ck *safetensors.Checkpoint, names ...string) (*safetensors.File, 
 // each); for down_proj [E, D, F], experts.{e}.down_proj.
 func planExperts(ck *safetensors.Checkpoint, sp Spec, mq *ModelOptQuant, cfg *config.Model, used map[string]bool) (moPlan, error) {
 	p := moPlan{spec: sp}
-	e, rows, cols := sp.Shape[0], sp.Shape[1], sp.Shape[2]
-	projs := []string{"down_proj"}
-	if strings.HasSuffix(sp.Name, "gate_up_proj") {
-		projs = []string{"gate_proj", "up_proj"}
-		rows /= 2
-	}
-	fused := sp.Name[strings.LastIndex(sp.Name, ".")+1:]
+	e, cols := sp.Shape[0], sp.Shape[2]
+	fused, projs, rows, _ := expertProjs(sp)
 	var base string
 	for _, hf := range []string{sp.HF, sp.Alt} {
 		if hf == "" {
