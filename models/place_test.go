@@ -91,6 +91,33 @@ func TestBackendForGGUF(t *testing.T) {
 	}
 }
 
+// TestBackendForNVFP4: the Library's NVFP4 download (ModelOpt's export, described by
+// hf_quant_config.json or by config.json's quantization_config) on a 24 GB GPU runs
+// there: it was estimated as bf16 (54.5 GB), too big for the GPU, and loaded on the
+// CPU of a PC with 64 GB of RAM.
+func TestBackendForNVFP4(t *testing.T) {
+	gamer := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "RTX 4090", VRAMTotal: 24 << 30, VRAMFree: 23 << 30}}, RAMTotal: 64 << 30}
+	for _, inConfig := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), catalog.NVFP4ID)
+		cfg := catalog.DiffusionGemma26B()
+		if inConfig {
+			cfg.Quantization = &config.Quantization{QuantMethod: config.ModelOptMethod, QuantAlgo: "NVFP4"}
+		}
+		if err := cfg.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+		if !inConfig {
+			hq := `{"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "group_size": 16}}`
+			if err := os.WriteFile(filepath.Join(dir, config.HFQuantConfigFile), []byte(hq), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if spec, why := BackendFor("auto", engine.Dir(dir), func() hw.Info { return gamer }); spec != "auto" || why != "" {
+			t.Errorf("the NVFP4 export (quantization in config.json: %v) on a 24 GB GPU: %q, %q; want it on the GPU", inConfig, spec, why)
+		}
+	}
+}
+
 // TestBackendFor: auto on a PC that runs on its GPU loads a model too big for the
 // GPU on the CPU ("go"), saying why; one that fits, a backend given (which
 // detects no hardware), or a PC that runs on the CPU anyway keep the backend

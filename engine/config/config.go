@@ -82,12 +82,24 @@ const ModelOptMethod = "modelopt"
 // Quantization is config.json's "quantization_config" for a Darkroom-quantized
 // checkpoint. It records the profile for display and for the models library; the
 // per-tensor formats are self-describing in the safetensors files (a quantized weight
-// NAME is stored as NAME.qweight + NAME.qscale, see package engine/quant).
+// NAME is stored as NAME.qweight + NAME.qscale, see package engine/quant). For an
+// NVIDIA ModelOpt export it is ModelOpt's: config.json's, or, where that has none,
+// the quant_algo of hf_quant_config.json (LoadFS), so that every reader of the
+// config knows the checkpoint is NVFP4 (StoredProfile).
 type Quantization struct {
 	QuantMethod string `json:"quant_method"`         // QuantMethod, or ModelOptMethod for an NVFP4 export
 	Profile     string `json:"profile,omitempty"`    // "int8", "int4" or "nvfp4"
 	GroupSize   int    `json:"group_size,omitempty"` // int4 group size along the input dimension
 	QuantAlgo   string `json:"quant_algo,omitempty"` // ModelOpt's quant_algo
+}
+
+// StoredProfile is the profile name of the checkpoint's weights: Profile for
+// Darkroom's own, "nvfp4" for a ModelOpt NVFP4 export.
+func (q *Quantization) StoredProfile() string {
+	if q.QuantMethod == ModelOptMethod {
+		return "nvfp4"
+	}
+	return q.Profile
 }
 
 // Generation is generation_config.json: the sampler's defaults.

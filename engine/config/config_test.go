@@ -294,3 +294,46 @@ func TestAnotherArchitectureSaysWhich(t *testing.T) {
 		}
 	}
 }
+
+// TestHFQuantConfig: a ModelOpt export whose config.json has no quantization_config
+// is NVFP4 by its hf_quant_config.json (Quantization, StoredProfile); config.json's
+// own wins; an algorithm Darkroom does not load leaves it unset (the weights loader
+// names the file and the algorithm); a malformed file is an error naming it.
+func TestHFQuantConfig(t *testing.T) {
+	hq := func(algo string) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte(`{"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "` + algo + `", "group_size": 16}}`)}
+	}
+	for _, c := range []struct {
+		name    string
+		fsys    fstest.MapFS
+		want    string // StoredProfile, "" for no Quantization
+		wantErr bool
+	}{
+		{"nvfp4", fstest.MapFS{"config.json": {Data: []byte(realConfigJSON())}, HFQuantConfigFile: hq("NVFP4")}, "nvfp4", false},
+		{"w4a16", fstest.MapFS{"config.json": {Data: []byte(realConfigJSON())}, HFQuantConfigFile: hq("W4A16_NVFP4")}, "nvfp4", false},
+		{"fp8", fstest.MapFS{"config.json": {Data: []byte(realConfigJSON())}, HFQuantConfigFile: hq("FP8")}, "", false},
+		{"none", fstest.MapFS{"config.json": {Data: []byte(realConfigJSON())}}, "", false},
+		{"malformed", fstest.MapFS{"config.json": {Data: []byte(realConfigJSON())}, HFQuantConfigFile: {Data: []byte("{")}}, "", true},
+		{"darkroom's wins", fstest.MapFS{"config.json": {Data: []byte(strings.Replace(realConfigJSON(), `"model_type"`,
+			`"quantization_config": {"quant_method": "darkroom", "profile": "int4", "group_size": 32}, "model_type"`, 1))},
+			HFQuantConfigFile: hq("NVFP4")}, "int4", false},
+	} {
+		m, err := LoadFS(c.fsys, ".")
+		if c.wantErr {
+			if err == nil || !strings.Contains(err.Error(), HFQuantConfigFile) {
+				t.Errorf("%s: %v, want an error naming %s", c.name, err, HFQuantConfigFile)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got := ""
+		if m.Quantization != nil {
+			got = m.Quantization.StoredProfile()
+		}
+		if got != c.want {
+			t.Errorf("%s: stored profile %q (%+v), want %q", c.name, got, m.Quantization, c.want)
+		}
+	}
+}

@@ -20,6 +20,9 @@ import (
 const (
 	ConfigFile           = "config.json"
 	GenerationConfigFile = "generation_config.json"
+	// HFQuantConfigFile is NVIDIA ModelOpt's quantization description next to
+	// config.json (engine/weights reads the whole of it).
+	HFQuantConfigFile = "hf_quant_config.json"
 )
 
 // ModelType is the config.json model_type this engine runs.
@@ -42,7 +45,8 @@ var (
 )
 
 // Load reads dir/config.json and, when present, dir/generation_config.json (keys it
-// leaves out take DefaultGeneration's values), and validates the result.
+// leaves out take DefaultGeneration's values) and dir/hf_quant_config.json (a ModelOpt
+// NVFP4 export's Quantization, where config.json has none), and validates the result.
 func Load(dir string) (*Model, error) {
 	return LoadFS(os.DirFS(dir), ".")
 }
@@ -74,10 +78,41 @@ func LoadFS(fsys fs.FS, dir string) (*Model, error) {
 		return nil, fmt.Errorf("%s: %w", GenerationConfigFile, err)
 	}
 	m.Generation = gen
+	if m.Quantization == nil {
+		if m.Quantization, err = readHFQuant(fsys, path.Join(dir, HFQuantConfigFile)); err != nil {
+			return nil, err
+		}
+	}
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// readHFQuant is the Quantization of a ModelOpt NVFP4 export's hf_quant_config.json
+// at name: nil where there is none, or where its quant_algo is not one Darkroom loads
+// (the weights loader says why, naming the file).
+func readHFQuant(fsys fs.FS, name string) (*Quantization, error) {
+	raw, err := fs.ReadFile(fsys, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", HFQuantConfigFile, err)
+	}
+	var hq struct {
+		Quantization struct {
+			QuantAlgo string `json:"quant_algo"`
+		} `json:"quantization"`
+	}
+	if err := json.Unmarshal(raw, &hq); err != nil {
+		return nil, fmt.Errorf("%s: malformed: %v", HFQuantConfigFile, err)
+	}
+	switch a := hq.Quantization.QuantAlgo; a {
+	case "NVFP4", "W4A16_NVFP4":
+		return &Quantization{QuantMethod: ModelOptMethod, QuantAlgo: a}, nil
+	}
+	return nil, nil
 }
 
 // ParseModel decodes the contents of a config.json. It reports missing required keys

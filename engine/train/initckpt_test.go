@@ -489,8 +489,8 @@ func TestInitCheckpointNVFP4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Quantization != nil {
-		t.Errorf("config.json has Darkroom's quantization_config %+v: ModelOpt's export describes itself in %s", got.Quantization, weights.HFQuantConfigFile)
+	if q := got.Quantization; q == nil || q.QuantMethod != config.ModelOptMethod || q.QuantAlgo != "NVFP4" {
+		t.Errorf("quantization %+v, want ModelOpt's NVFP4 (from %s)", q, weights.HFQuantConfigFile)
 	}
 	ck, err := safetensors.OpenCheckpoint(dir)
 	if err != nil {

@@ -28,7 +28,7 @@ func QuantizeCheckpoint(ctx context.Context, src, dst string, p quant.Profile, p
 		return fmt.Errorf("quantize %s: %w", src, err)
 	}
 	if cfg.Quantization != nil {
-		return fmt.Errorf("quantize %s: already quantized (profile %s)", src, cfg.Quantization.Profile)
+		return fmt.Errorf("quantize %s: already quantized (profile %s)", src, cfg.Quantization.StoredProfile())
 	}
 	if p == quant.BF16Profile {
 		return fmt.Errorf("quantize %s: profile bf16 is the source format; nothing to do", src)

@@ -68,7 +68,7 @@ import (
 )
 
 // HFQuantConfigFile is ModelOpt's quantization description next to config.json.
-const HFQuantConfigFile = "hf_quant_config.json"
+const HFQuantConfigFile = config.HFQuantConfigFile
 
 // ModelOptModule is one quantized Linear module of a ModelOpt export: its path
 // (MODULE: its tensors are MODULE.weight, .weight_scale, .weight_scale_2 and

@@ -45,8 +45,8 @@ func builtinFacts(fsys fs.FS) (BuiltinFacts, error) {
 		f.Params += s.Elements()
 	}
 	f.Profile = quant.BF16Profile
-	if q := cfg.Quantization; q != nil && q.Profile != "" {
-		f.Profile = quant.Profile(q.Profile)
+	if q := cfg.Quantization; q != nil && q.StoredProfile() != "" {
+		f.Profile = quant.Profile(q.StoredProfile())
 	}
 	infos, err := safetensorsIndex(fsys, safetensors.SingleFile)
 	if err != nil {

@@ -132,7 +132,7 @@ func Compare(ctx context.Context, ref, quant engine.Source, prompts [][]int, opt
 	}
 	defer b.close()
 	if b.cfg.Quantization != nil {
-		c.Profile = b.cfg.Quantization.Profile
+		c.Profile = b.cfg.Quantization.StoredProfile()
 	}
 	if a.cfg.Text.VocabSize != b.cfg.Text.VocabSize || a.cfg.CanvasLength != b.cfg.CanvasLength {
 		return nil, fmt.Errorf("compare: the models differ in vocabulary or canvas size")

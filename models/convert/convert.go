@@ -97,7 +97,7 @@ func Quantize(ctx context.Context, src Source, out string, opt Options) (*Result
 	}
 	defer ck.Close()
 	if cfg.Quantization != nil {
-		return nil, fmt.Errorf("quantize: the model is already quantized (%s); start from its BF16 version", cfg.Quantization.Profile)
+		return nil, fmt.Errorf("quantize: the model is already quantized (%s); start from its BF16 version", cfg.Quantization.StoredProfile())
 	}
 
 	items, err := plan(ck, cfg, opt.Profile)

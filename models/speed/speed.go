@@ -368,10 +368,12 @@ func rate(rates map[string]float64, f string) float64 {
 }
 
 // ProfileOf is the profile a loaded model's weights are stored in: its
-// config.json's quantization_config, else the checkpoint's float dtype (bf16).
+// quantization_config's (config.Quantization.StoredProfile: nvfp4 for a ModelOpt
+// export, whose config.json may have none, its hf_quant_config.json saying it), else
+// the checkpoint's float dtype (bf16).
 func ProfileOf(cfg *config.Model) quant.Profile {
-	if q := cfg.Quantization; q != nil && q.Profile != "" {
-		return quant.Profile(q.Profile)
+	if q := cfg.Quantization; q != nil && q.StoredProfile() != "" {
+		return quant.Profile(q.StoredProfile())
 	}
 	return quant.BF16Profile
 }

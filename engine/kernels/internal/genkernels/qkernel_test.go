@@ -37,14 +37,15 @@ func TestVEXVPDPBUSD(t *testing.T) {
 	}
 }
 
-// TestAVXVNNIKernel: the AVX-VNNI kernel is the EVEX one (which the kernels' tests run
-// against the Go micro-kernel on AVX-512 machines) instruction for instruction, but
-// for its name and each VPDPBUSD written in VEX bytes with the same operands.
+// TestAVXVNNIKernel: the AVX-VNNI kernels (groups of 32 and of 16) are the EVEX ones
+// (which the kernels' tests run against the Go micro-kernel on AVX-512 machines)
+// instruction for instruction, but for their names and each VPDPBUSD written in VEX
+// bytes with the same operands.
 func TestAVXVNNIKernel(t *testing.T) {
-	text := func(k q256) []string {
+	text := func(k q256, gs int) []string {
 		var b bytes.Buffer
-		emitQ256(func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) }, k, 32)
-		return strings.Split(strings.ReplaceAll(b.String(), k.name, "NAME"), "\n")
+		emitQ256(func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) }, k, gs)
+		return strings.Split(strings.ReplaceAll(b.String(), qName(k.name, gs), "NAME"), "\n")
 	}
 	var vex, evex q256
 	for _, k := range q256Kernels {
@@ -55,25 +56,27 @@ func TestAVXVNNIKernel(t *testing.T) {
 			evex = k
 		}
 	}
-	v, e := text(vex), text(evex)
-	if len(v) != len(e) {
-		t.Fatalf("%d lines against %d", len(v), len(e))
-	}
-	dots := 0
-	for i := range v {
-		if v[i] == e[i] {
-			continue
+	for _, gs := range []int{32, 16} {
+		v, e := text(vex, gs), text(evex, gs)
+		if len(v) != len(e) {
+			t.Fatalf("groups of %d: %d lines against %d", gs, len(v), len(e))
 		}
-		var s2, s1, d int
-		if _, err := fmt.Sscanf(strings.TrimSpace(e[i]), "VPDPBUSD Y%d, Y%d, Y%d", &s2, &s1, &d); err != nil {
-			t.Fatalf("line %d differs: %q against %q", i, v[i], e[i])
+		dots := 0
+		for i := range v {
+			if v[i] == e[i] {
+				continue
+			}
+			var s2, s1, d int
+			if _, err := fmt.Sscanf(strings.TrimSpace(e[i]), "VPDPBUSD Y%d, Y%d, Y%d", &s2, &s1, &d); err != nil {
+				t.Fatalf("groups of %d, line %d differs: %q against %q", gs, i, v[i], e[i])
+			}
+			if want := "\t" + vexVPDPBUSD(s2, s1, d); v[i] != want {
+				t.Fatalf("groups of %d, line %d: %q, want %q", gs, i, v[i], want)
+			}
+			dots++
 		}
-		if want := "\t" + vexVPDPBUSD(s2, s1, d); v[i] != want {
-			t.Fatalf("line %d: %q, want %q", i, v[i], want)
+		if want := gs / 4 * 3 * 2; dots != want {
+			t.Fatalf("groups of %d: %d VPDPBUSD lines, want %d", gs, dots, want)
 		}
-		dots++
-	}
-	if dots != 8*3*2 {
-		t.Fatalf("%d VPDPBUSD lines, want 48", dots)
 	}
 }
