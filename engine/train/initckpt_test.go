@@ -300,6 +300,7 @@ func TestInitCheckpointErrors(t *testing.T) {
 		{"cancelled", initTiny(), ctx, filepath.Join(root, "a"), InitOptions{}, "context canceled"},
 		{"gguf with a profile", initTiny(), context.Background(), filepath.Join(root, "a"), InitOptions{GGUF: true, Profile: quant.Int4Profile}, "Q4_K_M mix, not profile int4"},
 		{"cancelled gguf", initTiny(), ctx, filepath.Join(root, "a"), InitOptions{GGUF: true}, "context canceled"},
+		{"cancelled nvfp4", initTiny(), ctx, filepath.Join(root, "a"), InitOptions{Profile: quant.NVFP4Profile}, "context canceled"},
 	} {
 		_, err := InitCheckpoint(c.ctx, c.cfg, c.out, c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
