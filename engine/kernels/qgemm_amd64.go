@@ -107,58 +107,39 @@ func tile3x16(kern qKernelFunc) qKernelFunc {
 	}
 }
 
-// quantizeRow32AVX512 and quantizeRow32AVX2 are quantizeRowGo over groups groups of
-// 32 (qgemm_amd64.s), scale nil or of a's length.
+// quantizeRowAVX512 and quantizeRowAVX2 are quantizeRowGo over groups groups of gs =
+// 32 or 16 inputs (qgemm_amd64.s), scale nil or of a's length.
 //
 //go:noescape
-func quantizeRow32AVX512(q *int8, pairs *float32, a *float32, scale *float32, groups int)
+func quantizeRowAVX512(q *int8, pairs *float32, a *float32, scale *float32, groups, gs int)
 
 //go:noescape
-func quantizeRow32AVX2(q *int8, pairs *float32, a *float32, scale *float32, groups int)
+func quantizeRowAVX2(q *int8, pairs *float32, a *float32, scale *float32, groups, gs int)
 
-// quantizeRow16AVX512 and quantizeRow16AVX2 are quantizeRowGo over groups groups of
-// 16 without a scale (qgemm_amd64.s).
-//
-//go:noescape
-func quantizeRow16AVX512(q *int8, pairs *float32, a *float32, groups int)
+// quantizeRow32 and quantizeRow16 are quantizeRowGo in groups of 32 and of 16 (the
+// latter without a scale), in vector code where the CPU has it.
+func quantizeRow32(q []int8, pairs, a, scale []float32) { quantizeRow(q, pairs, a, scale, qGroup) }
 
-//go:noescape
-func quantizeRow16AVX2(q *int8, pairs *float32, a *float32, groups int)
+func quantizeRow16(q []int8, pairs, a []float32) { quantizeRow(q, pairs, a, nil, 16) }
 
-func quantizeRow16(q []int8, pairs, a []float32) {
-	groups := len(a) / 16
+func quantizeRow(q []int8, pairs, a, scale []float32, gs int) {
+	groups := len(a) / gs
 	if groups == 0 {
 		return
 	}
-	_, _ = q[16*groups-1], pairs[2*groups-1]
-	switch {
-	case !qHelpers2:
-		quantizeRow16AVX512(&q[0], &pairs[0], &a[0], groups)
-	case useAVX2:
-		quantizeRow16AVX2(&q[0], &pairs[0], &a[0], groups)
-	default:
-		quantizeRowGo(q, pairs, a, nil, 16)
-	}
-}
-
-func quantizeRow32(q []int8, pairs, a, scale []float32) {
-	groups := len(a) / qGroup
-	if groups == 0 {
-		return
-	}
-	_, _ = q[qGroup*groups-1], pairs[2*groups-1]
+	_, _ = q[gs*groups-1], pairs[2*groups-1]
 	var sp *float32
 	if scale != nil {
-		_ = scale[qGroup*groups-1]
+		_ = scale[gs*groups-1]
 		sp = &scale[0]
 	}
 	switch {
 	case !qHelpers2:
-		quantizeRow32AVX512(&q[0], &pairs[0], &a[0], sp, groups)
+		quantizeRowAVX512(&q[0], &pairs[0], &a[0], sp, groups, gs)
 	case useAVX2:
-		quantizeRow32AVX2(&q[0], &pairs[0], &a[0], sp, groups)
+		quantizeRowAVX2(&q[0], &pairs[0], &a[0], sp, groups, gs)
 	default:
-		quantizeRowGo(q, pairs, a, scale, qGroup)
+		quantizeRowGo(q, pairs, a, scale, gs)
 	}
 }
 

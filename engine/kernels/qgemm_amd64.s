@@ -2,18 +2,23 @@
 
 #include "textflag.h"
 
-// func quantizeRow32AVX512(q *int8, pairs *float32, a *float32, scale *float32, groups int)
+// func quantizeRowAVX512(q *int8, pairs *float32, a *float32, scale *float32, groups, gs int)
 //
-// Per group of 32 (a's values times scale's where scale is not nil): the largest magnitude as the integer maximum of the values' bits
-// without their signs (an infinity or a NaN above every finite value), then the
-// codes rounded to nearest even (VCVTPS2DQ) and narrowed (VPMOVSDB), and the pair
-// (amax/127, amax/127 · Σ codes): quantizeRow32Go's arithmetic.
-TEXT ·quantizeRow32AVX512(SB), NOSPLIT, $0-40
+// Per group of gs = 32 or 16 (a's values times scale's where scale is not nil): the
+// largest magnitude as the integer maximum of the values' bits without their signs
+// (an infinity or a NaN above every finite value), then the codes rounded to nearest
+// even (VCVTPS2DQ) and narrowed (VPMOVSDB), and the pair (amax/127, amax/127 · Σ
+// codes): quantizeRowGo's arithmetic. A group of 16 is the first of a group of 32's
+// two vectors, the second zero (it changes neither the maximum nor the sum) and
+// neither loaded nor stored.
+TEXT ·quantizeRowAVX512(SB), NOSPLIT, $0-48
 	MOVQ q+0(FP), DI
 	MOVQ pairs+8(FP), DX
 	MOVQ a+16(FP), SI
 	MOVQ scale+24(FP), R8
 	MOVQ groups+32(FP), CX
+	MOVQ gs+40(FP), R9
+	LEAQ (R9*4), R10 // a group's bytes of a and of scale
 	MOVL $0x7fffffff, AX
 	VPBROADCASTD AX, Z31
 	MOVL $0x42fe0000, AX // 127.0
@@ -21,12 +26,19 @@ TEXT ·quantizeRow32AVX512(SB), NOSPLIT, $0-40
 	VPXORD X29, X29, X29
 qloop:
 	VMOVUPS (SI), Z0
+	VPXORD Z1, Z1, Z1
+	CMPQ R9, $16
+	JEQ qloaded
 	VMOVUPS 64(SI), Z1
+qloaded:
 	TESTQ R8, R8
 	JZ qscaled
 	VMULPS (R8), Z0, Z0
+	CMPQ R9, $16
+	JEQ qscalenext
 	VMULPS 64(R8), Z1, Z1
-	ADDQ $128, R8
+qscalenext:
+	ADDQ R10, R8
 qscaled:
 	VPANDD Z31, Z0, Z2
 	VPANDD Z31, Z1, Z3
@@ -52,9 +64,12 @@ qscaled:
 	VCVTPS2DQ Z0, Z0
 	VCVTPS2DQ Z1, Z1
 	VPMOVSDB Z0, X6
-	VPMOVSDB Z1, X7
 	VMOVDQU X6, (DI)
+	CMPQ R9, $16
+	JEQ qstored
+	VPMOVSDB Z1, X7
 	VMOVDQU X7, 16(DI)
+qstored:
 	VPADDD Z1, Z0, Z0
 	VEXTRACTI32X8 $1, Z0, Y1
 	VPADDD Y1, Y0, Y0
@@ -69,21 +84,24 @@ qscaled:
 	VMOVSS X5, (DX)
 	VMOVSS X0, 4(DX)
 qnext:
-	ADDQ $128, SI
-	ADDQ $32, DI
+	ADDQ R10, SI
+	ADDQ R9, DI
 	ADDQ $8, DX
 	DECQ CX
 	JNZ qloop
 	VZEROUPPER
 	RET
 qzero:
-	VMOVDQU32 Y29, (DI)
 	MOVQ $0, (DX)
-	JMP qnext
+	JMP qclear
 qnonfinite:
-	VMOVDQU32 Y29, (DI)
 	MOVL $0x7fc00000, (DX)
 	MOVL $0, 4(DX)
+qclear:
+	VMOVDQU32 X29, (DI)
+	CMPQ R9, $16
+	JEQ qnext
+	VMOVDQU32 X29, 16(DI)
 	JMP qnext
 
 // qPackOrder undoes VPACKSSDW and VPACKSSWB's interleaving of 128-bit lanes: after
@@ -99,17 +117,19 @@ DATA qPackOrder<>+24(SB)/4, $3
 DATA qPackOrder<>+28(SB)/4, $7
 GLOBL qPackOrder<>(SB), RODATA|NOPTR, $32
 
-// func quantizeRow32AVX2(q *int8, pairs *float32, a *float32, scale *float32, groups int)
+// func quantizeRowAVX2(q *int8, pairs *float32, a *float32, scale *float32, groups, gs int)
 //
-// quantizeRow32AVX512 with ymm registers: a group is four vectors of eight, the codes
-// narrowed by VPACKSSDW and VPACKSSWB (saturating, as VPMOVSDB; the codes are within
-// ±127) and put back in order by VPERMD.
-TEXT ·quantizeRow32AVX2(SB), NOSPLIT, $0-40
+// quantizeRowAVX512 with ymm registers: a group of 32 is four vectors of eight (of 16,
+// two and two zero), the codes narrowed by VPACKSSDW and VPACKSSWB (saturating, as
+// VPMOVSDB; the codes are within ±127) and put back in order by VPERMD.
+TEXT ·quantizeRowAVX2(SB), NOSPLIT, $0-48
 	MOVQ q+0(FP), DI
 	MOVQ pairs+8(FP), DX
 	MOVQ a+16(FP), SI
 	MOVQ scale+24(FP), R8
 	MOVQ groups+32(FP), CX
+	MOVQ gs+40(FP), R9
+	LEAQ (R9*4), R10 // a group's bytes of a and of scale
 	MOVL $0x7fffffff, AX
 	MOVD AX, X15
 	VPBROADCASTD X15, Y15
@@ -120,15 +140,23 @@ TEXT ·quantizeRow32AVX2(SB), NOSPLIT, $0-40
 q2loop:
 	VMOVUPS (SI), Y0
 	VMOVUPS 32(SI), Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	CMPQ R9, $16
+	JEQ q2loaded
 	VMOVUPS 64(SI), Y2
 	VMOVUPS 96(SI), Y3
+q2loaded:
 	TESTQ R8, R8
 	JZ q2scaled
 	VMULPS (R8), Y0, Y0
 	VMULPS 32(R8), Y1, Y1
+	CMPQ R9, $16
+	JEQ q2scalenext
 	VMULPS 64(R8), Y2, Y2
 	VMULPS 96(R8), Y3, Y3
-	ADDQ $128, R8
+q2scalenext:
+	ADDQ R10, R8
 q2scaled:
 	VPAND Y15, Y0, Y4
 	VPAND Y15, Y1, Y5
@@ -163,7 +191,11 @@ q2scaled:
 	VPACKSSDW Y3, Y2, Y9
 	VPACKSSWB Y9, Y8, Y8
 	VPERMD Y8, Y13, Y8
-	VMOVDQU Y8, (DI)
+	VMOVDQU X8, (DI)
+	CMPQ R9, $16
+	JEQ q2stored
+	VEXTRACTI128 $1, Y8, 16(DI)
+q2stored:
 	VPADDD Y1, Y0, Y0
 	VPADDD Y3, Y2, Y2
 	VPADDD Y2, Y0, Y0
@@ -178,162 +210,25 @@ q2scaled:
 	VMOVSS X6, (DX)
 	VMOVSS X0, 4(DX)
 q2next:
-	ADDQ $128, SI
-	ADDQ $32, DI
+	ADDQ R10, SI
+	ADDQ R9, DI
 	ADDQ $8, DX
 	DECQ CX
 	JNZ q2loop
 	VZEROUPPER
 	RET
 q2zero:
-	VMOVDQU Y12, (DI)
 	MOVQ $0, (DX)
-	JMP q2next
+	JMP q2clear
 q2nonfinite:
-	VMOVDQU Y12, (DI)
 	MOVL $0x7fc00000, (DX)
 	MOVL $0, 4(DX)
+q2clear:
+	VMOVDQU X12, (DI)
+	CMPQ R9, $16
+	JEQ q2next
+	VMOVDQU X12, 16(DI)
 	JMP q2next
-
-// func quantizeRow16AVX512(q *int8, pairs *float32, a *float32, groups int)
-//
-// quantizeRow32AVX512 (without a scale) over groups of 16, one vector each.
-TEXT ·quantizeRow16AVX512(SB), NOSPLIT, $0-32
-	MOVQ q+0(FP), DI
-	MOVQ pairs+8(FP), DX
-	MOVQ a+16(FP), SI
-	MOVQ groups+24(FP), CX
-	MOVL $0x7fffffff, AX
-	VPBROADCASTD AX, Z31
-	MOVL $0x42fe0000, AX // 127.0
-	VMOVD AX, X30
-	VPXORD X29, X29, X29
-q16loop:
-	VMOVUPS (SI), Z0
-	VPANDD Z31, Z0, Z2
-	VEXTRACTI32X8 $1, Z2, Y3
-	VPMAXUD Y3, Y2, Y2
-	VEXTRACTI128 $1, Y2, X3
-	VPMAXUD X3, X2, X2
-	VPSHUFD $0x4e, X2, X3
-	VPMAXUD X3, X2, X2
-	VPSHUFD $0xb1, X2, X3
-	VPMAXUD X3, X2, X2
-	VMOVD X2, AX
-	CMPL AX, $0x7f800000
-	JAE q16nonfinite
-	CMPL AX, $0x03800000
-	JB q16zero
-	VDIVSS X2, X30, X4 // 127/amax
-	VDIVSS X30, X2, X5 // amax/127
-	VBROADCASTSS X4, Z4
-	VMULPS Z4, Z0, Z0
-	VCVTPS2DQ Z0, Z0
-	VPMOVSDB Z0, X6
-	VMOVDQU X6, (DI)
-	VEXTRACTI32X8 $1, Z0, Y1
-	VPADDD Y1, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPADDD X1, X0, X0
-	VPSHUFD $0x4e, X0, X1
-	VPADDD X1, X0, X0
-	VPSHUFD $0xb1, X0, X1
-	VPADDD X1, X0, X0
-	VCVTDQ2PS X0, X0
-	VMULSS X5, X0, X0
-	VMOVSS X5, (DX)
-	VMOVSS X0, 4(DX)
-q16next:
-	ADDQ $64, SI
-	ADDQ $16, DI
-	ADDQ $8, DX
-	DECQ CX
-	JNZ q16loop
-	VZEROUPPER
-	RET
-q16zero:
-	VMOVDQU32 X29, (DI)
-	MOVQ $0, (DX)
-	JMP q16next
-q16nonfinite:
-	VMOVDQU32 X29, (DI)
-	MOVL $0x7fc00000, (DX)
-	MOVL $0, 4(DX)
-	JMP q16next
-
-// func quantizeRow16AVX2(q *int8, pairs *float32, a *float32, groups int)
-//
-// quantizeRow16AVX512 with ymm registers: a group is two vectors of eight, the codes
-// narrowed by VPACKSSDW and VPACKSSWB, whose 32-bit words — codes 0–3 and 8–11 in
-// the low lane, 4–7 and 12–15 in the high one — VPUNPCKLDQ puts back in order.
-TEXT ·quantizeRow16AVX2(SB), NOSPLIT, $0-32
-	MOVQ q+0(FP), DI
-	MOVQ pairs+8(FP), DX
-	MOVQ a+16(FP), SI
-	MOVQ groups+24(FP), CX
-	MOVL $0x7fffffff, AX
-	MOVD AX, X15
-	VPBROADCASTD X15, Y15
-	MOVL $0x42fe0000, AX // 127.0
-	VMOVD AX, X14
-	VPXOR X12, X12, X12
-q162loop:
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VPAND Y15, Y0, Y4
-	VPAND Y15, Y1, Y5
-	VPMAXUD Y5, Y4, Y4
-	VEXTRACTI128 $1, Y4, X5
-	VPMAXUD X5, X4, X4
-	VPSHUFD $0x4e, X4, X5
-	VPMAXUD X5, X4, X4
-	VPSHUFD $0xb1, X4, X5
-	VPMAXUD X5, X4, X4
-	VMOVD X4, AX
-	CMPL AX, $0x7f800000
-	JAE q162nonfinite
-	CMPL AX, $0x03800000
-	JB q162zero
-	VDIVSS X4, X14, X5 // 127/amax
-	VDIVSS X14, X4, X6 // amax/127
-	VBROADCASTSS X5, Y5
-	VMULPS Y5, Y0, Y0
-	VMULPS Y5, Y1, Y1
-	VCVTPS2DQ Y0, Y0
-	VCVTPS2DQ Y1, Y1
-	VPACKSSDW Y1, Y0, Y8
-	VPACKSSWB Y8, Y8, Y8
-	VEXTRACTI128 $1, Y8, X9
-	VPUNPCKLDQ X9, X8, X8
-	VMOVDQU X8, (DI)
-	VPADDD Y1, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPADDD X1, X0, X0
-	VPSHUFD $0x4e, X0, X1
-	VPADDD X1, X0, X0
-	VPSHUFD $0xb1, X0, X1
-	VPADDD X1, X0, X0
-	VCVTDQ2PS X0, X0
-	VMULSS X6, X0, X0
-	VMOVSS X6, (DX)
-	VMOVSS X0, 4(DX)
-q162next:
-	ADDQ $64, SI
-	ADDQ $16, DI
-	ADDQ $8, DX
-	DECQ CX
-	JNZ q162loop
-	VZEROUPPER
-	RET
-q162zero:
-	VMOVDQU X12, (DI)
-	MOVQ $0, (DX)
-	JMP q162next
-q162nonfinite:
-	VMOVDQU X12, (DI)
-	MOVL $0x7fc00000, (DX)
-	MOVL $0, 4(DX)
-	JMP q162next
 
 // func unpackNibblesAVX2(dst, src *byte, n int, lut *byte)
 //

@@ -89,6 +89,34 @@ func TestQuantizeRow32(t *testing.T) {
 			}
 		}
 	}
+	// A last group that is zero (or not finite) writes its codes, no further: rows of
+	// groups of 16 end on such groups (a[32:64] is zero, a[4·32+3] −∞), guarded.
+	for _, form := range helperForms() {
+		for _, end := range []int{48, 64, 4*qGroup + 16} {
+			for _, gs := range []int{16, qGroup} {
+				if end%gs != 0 {
+					continue
+				}
+				buf := make([]int8, end+qGroup)
+				for i := range buf {
+					buf[i] = 0x55
+				}
+				pairs := make([]float32, 2*end/gs)
+				withHelpers(form, func() {
+					if gs == 16 {
+						quantizeRow16(buf[:end], pairs, a[:end])
+					} else {
+						quantizeRow32(buf[:end], pairs, a[:end], nil)
+					}
+				})
+				for i := end; i < len(buf); i++ {
+					if buf[i] != 0x55 {
+						t.Fatalf("avx2 %v, groups of %d, %d values: wrote code byte %d past the row", form, gs, end, i)
+					}
+				}
+			}
+		}
+	}
 	want, wp := make([]int8, len(a)), make([]float32, 2*groups)
 	quantizeRow32Go(want, wp, a, nil)
 	if !math.IsNaN(float64(wp[8])) || !math.IsNaN(float64(wp[10])) || wp[2] != 0 || wp[4] != 0 {
