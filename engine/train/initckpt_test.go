@@ -362,20 +362,7 @@ func TestLoadInitConfig(t *testing.T) {
 func TestInitCheckpointGGUF(t *testing.T) {
 	cfg := initTiny()
 	cfg.Text.HiddenSize = 256 // the k-quants' 256-value blocks apply to what reads the hidden state
-	root := t.TempDir()
-	dir, ref := filepath.Join(root, "gguf"), filepath.Join(root, "bf16")
-	opts := InitOptions{GGUF: true, Seed: 3}
-	res, err := InitCheckpoint(context.Background(), cfg, dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := InitCheckpoint(context.Background(), cfg, ref, InitOptions{Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	plan, err := PlanInit(cfg, opts)
-	if plan.Dir = dir; err != nil || fmt.Sprint(plan) != fmt.Sprint(res) {
-		t.Errorf("PlanInit = %+v (%v), InitCheckpoint wrote %+v", plan, err, res)
-	}
+	dir, ref, res := initBesideBF16(t, cfg, InitOptions{GGUF: true, Seed: 3})
 	ents, _ := os.ReadDir(dir)
 	var names []string
 	for _, e := range ents {
@@ -429,13 +416,8 @@ func TestInitCheckpointGGUF(t *testing.T) {
 		}
 		var ref []float32
 		ft.ConstFlatData(func(a any) { ref = a.([]float32) })
-		var num, den float64
-		for i := range ref {
-			d := float64(vals[i]) - float64(ref[i])
-			num, den = num+d*d, den+float64(ref[i])*float64(ref[i])
-		}
 		bound := map[gguf.Type]float64{gguf.F32: 0.004, gguf.Q8_0: 0.01, gguf.Q6_K: 0.03, gguf.Q5_0: 0.06, gguf.Q4_K: 0.12}[info.Type]
-		if rel := math.Sqrt(num / den); !(rel <= bound) {
+		if rel := relRMS(vals, ref); !(rel <= bound) {
 			t.Errorf("%s (%s): relative RMS difference from the bf16 checkpoint %.4f, want ≤ %.3f", sp.GGUF, info.Type, rel, bound)
 		}
 	}
@@ -449,18 +431,7 @@ func TestInitCheckpointGGUF(t *testing.T) {
 		t.Errorf("block types %v: the test should cover Q4_K, Q6_K, Q5_0, Q8_0 and F32", kinds)
 	}
 
-	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	for _, mode := range []engine.Mode{engine.AR, engine.Diffusion} {
-		r, err := e.Generate(context.Background(), engine.Request{Prompt: "What is Unix?", Mode: mode, Seed: 1,
-			Sampling: engine.Sampling{MaxNewTokens: 8}})
-		if err != nil || r.ForwardPasses == 0 || r.StopReason == "" {
-			t.Errorf("%s: %+v, %v", mode, r, err)
-		}
-	}
+	generatesBoth(t, dir)
 }
 
 // TestInitCheckpointNVFP4: an nvfp4 checkpoint is in ModelOpt's export layout — the
@@ -472,20 +443,7 @@ func TestInitCheckpointGGUF(t *testing.T) {
 // generates in both modes.
 func TestInitCheckpointNVFP4(t *testing.T) {
 	cfg := initTiny()
-	root := t.TempDir()
-	dir, ref := filepath.Join(root, "nvfp4"), filepath.Join(root, "bf16")
-	opts := InitOptions{Profile: quant.NVFP4Profile, Seed: 3}
-	res, err := InitCheckpoint(context.Background(), cfg, dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := InitCheckpoint(context.Background(), cfg, ref, InitOptions{Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	plan, err := PlanInit(cfg, opts)
-	if plan.Dir = dir; err != nil || fmt.Sprint(plan) != fmt.Sprint(res) {
-		t.Errorf("PlanInit = %+v (%v), InitCheckpoint wrote %+v", plan, err, res)
-	}
+	dir, ref, res := initBesideBF16(t, cfg, InitOptions{Profile: quant.NVFP4Profile, Seed: 3})
 	got, err := config.Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -544,14 +502,9 @@ func TestInitCheckpointNVFP4(t *testing.T) {
 		var vals, refs []float32
 		a.ConstFlatData(func(x any) { vals = x.([]float32) })
 		b.ConstFlatData(func(x any) { refs = x.([]float32) })
-		var num, den float64
-		for i := range refs {
-			d := float64(vals[i]) - float64(refs[i])
-			num, den = num+d*d, den+float64(refs[i])*float64(refs[i])
-		}
 		// FP4 E2M1 with FP8 block scales: a normal weight's relative RMS error is about
 		// 10%; BF16 values are the bf16 profile's exactly.
-		if rel := math.Sqrt(num / den); q && !(rel <= 0.14) || !q && rel != 0 {
+		if rel := relRMS(vals, refs); q && !(rel <= 0.14) || !q && rel != 0 {
 			t.Errorf("%s (quantized %v): relative RMS difference from the bf16 checkpoint %.4f", sp.Name, q, rel)
 		}
 	}
@@ -559,6 +512,43 @@ func TestInitCheckpointNVFP4(t *testing.T) {
 		t.Fatal("nothing quantized")
 	}
 
+	generatesBoth(t, dir)
+}
+
+// initBesideBF16 writes cfg's checkpoint with opts, and the bf16 profile's of the same
+// seed beside it (the reference its values are held to), checks PlanInit against
+// what was written, and returns both directories and the result.
+func initBesideBF16(t *testing.T, cfg *config.Model, opts InitOptions) (dir, ref string, res InitResult) {
+	t.Helper()
+	root := t.TempDir()
+	dir, ref = filepath.Join(root, "m"), filepath.Join(root, "bf16")
+	res, err := InitCheckpoint(context.Background(), cfg, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InitCheckpoint(context.Background(), cfg, ref, InitOptions{Seed: opts.Seed}); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := PlanInit(cfg, opts)
+	if plan.Dir = dir; err != nil || fmt.Sprint(plan) != fmt.Sprint(res) {
+		t.Errorf("PlanInit = %+v (%v), InitCheckpoint wrote %+v", plan, err, res)
+	}
+	return dir, ref, res
+}
+
+// relRMS is the RMS of got − want relative to want's.
+func relRMS(got, want []float32) float64 {
+	var num, den float64
+	for i := range want {
+		d := float64(got[i]) - float64(want[i])
+		num, den = num+d*d, den+float64(want[i])*float64(want[i])
+	}
+	return math.Sqrt(num / den)
+}
+
+// generatesBoth loads the checkpoint in dir on the CPU and generates in both modes.
+func generatesBoth(t *testing.T, dir string) {
+	t.Helper()
 	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go"})
 	if err != nil {
 		t.Fatal(err)
