@@ -64,6 +64,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/safetensors"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
@@ -561,48 +562,68 @@ func readNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, gr
 	groups := in / group
 	spec := quant.Spec{Bits: 4, GroupSize: group, Format: quant.FP4}
 	qwShape, qsShape := spec.Shapes(logical)
-	nCodes := int(safetensors.Elements(qwShape))
-	codes := make([]uint8, 0, nCodes)
-	scales := make([]uint8, safetensors.Elements(qsShape))
-	row := 0
+	// The tensors are allocated once and the modules copied straight into them (an
+	// expert weight is 143 MB of the 26B's 15 GB: a slice built first and copied
+	// into the tensor doubled the copying of a load).
+	qw = tensors.FromShape(shapes.Make(dtypes.Uint8, qwShape...))
+	qs = tensors.FromShape(shapes.Make(dtypes.Uint8, qsShape...))
+	var ferr error
+	merr := qw.MutableBytes(func(codes []byte) {
+		if err := qs.MutableBytes(func(scales []byte) { ferr = fillNVFP4(ck, modules, logical, groups, codes, scales) }); err != nil {
+			ferr = err
+		}
+	})
+	if err := errors.Join(merr, ferr); err != nil {
+		return nil, nil, err
+	}
+	return qw, qs, nil
+}
+
+// fillNVFP4 copies the modules' codes into codes, in order, and writes their scale
+// rows (quant.PutNVFP4ScaleRow) into scales; the modules must fill both exactly.
+func fillNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, groups int, codes, scales []byte) error {
+	w := groups + quant.NVFP4ScaleBytes
+	at, row := 0, 0
 	for _, mods := range modules {
 		for _, m := range mods {
 			f, _, _ := ck.Lookup(m + moWeight)
 			raw, err := f.Raw(m + moWeight)
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
-			codes = append(codes, raw...)
+			if at+len(raw) > len(codes) {
+				return fmt.Errorf("%s: NVFP4 tensors of %s hold more codes than %v", ck.Name, modules[0][0], fmtShape(logical))
+			}
+			at += copy(codes[at:], raw)
 			s2t, err := ck.Tensor(m + moScale2)
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
 			s2v, err := tensors.CopyFlatData[float32](s2t)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s%s: %w", m, moScale2, err)
+				return fmt.Errorf("%s%s: %w", m, moScale2, err)
 			}
 			sf, _, _ := ck.Lookup(m + moScale)
 			sraw, err := sf.Raw(m + moScale)
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
-			w := groups + quant.NVFP4ScaleBytes
 			for r := 0; r < len(sraw)/groups; r++ {
 				if row >= len(scales)/w {
-					return nil, nil, fmt.Errorf("%s: NVFP4 tensors of %s hold more rows than %v", ck.Name, modules[0][0], fmtShape(logical))
+					return fmt.Errorf("%s: NVFP4 tensors of %s hold more rows than %v", ck.Name, modules[0][0], fmtShape(logical))
 				}
 				if err := quant.PutNVFP4ScaleRow(scales[row*w:(row+1)*w], sraw[r*groups:(r+1)*groups], s2v[0]); err != nil {
-					return nil, nil, fmt.Errorf("%s: %s%s / %s row %d: %w", sf.Name, m, moScale, moScale2, r, err)
+					return fmt.Errorf("%s: %s%s / %s row %d: %w", sf.Name, m, moScale, moScale2, r, err)
 				}
 				row++
 			}
 		}
 	}
-	if len(codes) != nCodes || row*(groups+quant.NVFP4ScaleBytes) != len(scales) {
-		return nil, nil, fmt.Errorf("%s: NVFP4 tensors of %s hold %d codes and %d scale rows, want %d and %d",
-			ck.Name, modules[0][0], len(codes), row, nCodes, len(scales)/(groups+quant.NVFP4ScaleBytes))
+	if at != len(codes) || row*w != len(scales) {
+		return fmt.Errorf("%s: NVFP4 tensors of %s hold %d codes and %d scale rows, want %d and %d",
+			ck.Name, modules[0][0], at, row, len(codes), len(scales)/w)
 	}
-	return tensors.FromFlatDataAndDimensions(codes, qwShape...), tensors.FromFlatDataAndDimensions(scales, qsShape...), nil
+	return nil
 }
 
 // readFloatExperts stacks unquantized per-expert weights into the fused [E, …]
