@@ -81,8 +81,7 @@ var qBest *qPath
 
 func qPaths() []*qPath { return nil }
 
-func quantizeRow32(q []int8, pairs, a, scale []float32) { quantizeRow32Go(q, pairs, a, scale) }
-func quantizeRow16(q []int8, pairs, a []float32)        { quantizeRowGo(q, pairs, a, nil, 16) }
+func quantizeRow(q []int8, pairs, a, scale []float32, gs int) { quantizeRowGo(q, pairs, a, scale, gs) }
 func interleave4(dst []byte, panelStride int, rows *[4][]byte, cols int) {
 	interleave4Go(dst, panelStride, rows, cols)
 }

@@ -253,8 +253,8 @@ var qActs = sync.Pool{New: func() any { return new(qAct) }}
 
 // intCodes reports whether path p can multiply w on its integer codes: Darkroom's int8
 // (p.wide) and int4 whose scale groups are whole groups of 32 inputs, on rows of whole
-// groups of 32; NVFP4 in blocks of 16 (in groups of 16, kern16); GGUF's Q4_K (a scale and a minimum per 32 of each
-// block of 256), the bulk of a Q4_K_M file; and GGUF's blocks of 32 with one scale
+// groups of 32; NVFP4 in its blocks of 16 (kern16); GGUF's Q4_K (a scale and a
+// minimum per 32 of each block of 256), the bulk of a Q4_K_M file; and GGUF's blocks of 32 with one scale
 // (and a minimum) each — Q4_0 and Q4_1, and where p is wide Q5_0, Q5_1 and Q8_0, the
 // types llama.cpp writes a K-quant's tensors in when their rows are not whole blocks
 // of 256 (a Q4_K_M 26B's expert and MLP down projections, 704 and 2,112 inputs a row).
@@ -293,17 +293,12 @@ func (w *Matrix) useIntProduct(m int) bool {
 	return qActive != nil && m >= dotRows && w.intCodes(qActive)
 }
 
-// quantize fills q with a [m, k]'s rows quantized in groups of gs inputs (qGroup:
-// quantizeRow32, 16: quantizeRow16), each column p multiplied by scale[p] first where
-// scale is not nil (groups of 32 only), run across the worker pool when there are
-// many rows.
+// quantize fills q with a [m, k]'s rows quantized in groups of gs inputs (qGroup or
+// 16: quantizeRow), each column p multiplied by scale[p] first where scale is not nil,
+// run across the worker pool when there are many rows.
 func (q *qAct) quantize(a, scale []float32, m, k, gs int) {
 	q.mp, q.kp = ceilDiv(m, qMR)*qMR, ceilDiv(k, 64)*64
 	q.group, q.groupsKP = gs, q.kp/gs
-	row32 := func(q []int8, pairs, a, scale []float32) { quantizeRow32(q, pairs, a, scale) }
-	if gs == 16 {
-		row32 = func(q []int8, pairs, a, _ []float32) { quantizeRow16(q, pairs, a) }
-	}
 	if cap(q.codes) < q.mp*q.kp {
 		q.codes = make([]int8, q.mp*q.kp)
 	}
@@ -321,12 +316,12 @@ func (q *qAct) quantize(a, scale []float32, m, k, gs int) {
 		for i := m * part / parts; i < m*(part+1)/parts; i++ {
 			row := q.codes[i*q.kp : (i+1)*q.kp]
 			pairs := q.pairs[2*i*q.groupsKP : 2*(i+1)*q.groupsKP]
-			row32(row[:whole], pairs[:2*whole/gs], a[i*k:i*k+whole], scale)
+			quantizeRow(row[:whole], pairs[:2*whole/gs], a[i*k:i*k+whole], scale, gs)
 			done := whole
 			if whole < k {
 				copy(tail[:], a[i*k+whole:(i+1)*k])
 				clear(tail[k-whole:])
-				row32(row[whole:whole+gs], pairs[2*whole/gs:2*whole/gs+2], tail[:gs], ts)
+				quantizeRow(row[whole:whole+gs], pairs[2*whole/gs:2*whole/gs+2], tail[:gs], ts, gs)
 				done += gs
 			}
 			clear(row[done:])
@@ -336,6 +331,11 @@ func (q *qAct) quantize(a, scale []float32, m, k, gs int) {
 	clear(q.codes[m*q.kp:])
 	clear(q.pairs[2*m*q.groupsKP:])
 }
+
+// quantizeRow32 and quantizeRow16 are quantizeRow in groups of 32 and of 16.
+func quantizeRow32(q []int8, pairs, a, scale []float32) { quantizeRow(q, pairs, a, scale, qGroup) }
+
+func quantizeRow16(q []int8, pairs, a []float32) { quantizeRow(q, pairs, a, nil, 16) }
 
 // quantizeRow32Go is quantizeRowGo in groups of 32.
 func quantizeRow32Go(q []int8, pairs, a, scale []float32) { quantizeRowGo(q, pairs, a, scale, qGroup) }

@@ -116,12 +116,8 @@ func quantizeRowAVX512(q *int8, pairs *float32, a *float32, scale *float32, grou
 //go:noescape
 func quantizeRowAVX2(q *int8, pairs *float32, a *float32, scale *float32, groups, gs int)
 
-// quantizeRow32 and quantizeRow16 are quantizeRowGo in groups of 32 and of 16 (the
-// latter without a scale), in vector code where the CPU has it.
-func quantizeRow32(q []int8, pairs, a, scale []float32) { quantizeRow(q, pairs, a, scale, qGroup) }
-
-func quantizeRow16(q []int8, pairs, a []float32) { quantizeRow(q, pairs, a, nil, 16) }
-
+// quantizeRow is quantizeRowGo in groups of gs = 32 or 16, in vector code where the
+// CPU has it.
 func quantizeRow(q []int8, pairs, a, scale []float32, gs int) {
 	groups := len(a) / gs
 	if groups == 0 {
