@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sort"
@@ -66,10 +67,18 @@ func PutNVFP4ScaleRow(dst, fp8 []byte, scale2 float32) error {
 	if len(dst) != len(fp8)+NVFP4ScaleBytes {
 		return fmt.Errorf("nvfp4 scale row: %d bytes for %d codes", len(dst), len(fp8))
 	}
-	for i, c := range fp8 {
-		if c&0x7f == 0x7f {
-			return fmt.Errorf("nvfp4 scale row: block scale %d is NaN (code %#02x)", i, c)
-		}
+	return PutNVFP4ScaleRows(dst, fp8, len(fp8), scale2)
+}
+
+// PutNVFP4ScaleRows is PutNVFP4ScaleRow for each row of a module: fp8 holds rows of
+// groups codes, dst as many qscale rows of groups + NVFP4ScaleBytes. scale2 is
+// checked and encoded once, and the codes checked for NaN eight at a time.
+func PutNVFP4ScaleRows(dst, fp8 []byte, groups int, scale2 float32) error {
+	if groups <= 0 || len(fp8)%groups != 0 || len(dst) != len(fp8)/groups*(groups+NVFP4ScaleBytes) {
+		return fmt.Errorf("nvfp4 scale rows: %d bytes for %d codes in rows of %d", len(dst), len(fp8), groups)
+	}
+	if i := nanFP8(fp8); i >= 0 {
+		return fmt.Errorf("nvfp4 scale row %d: block scale %d is NaN (code %#02x)", i/groups, i%groups, fp8[i])
 	}
 	bits := math.Float32bits(scale2)
 	if bits>>31 != 0 && scale2 != 0 || math.IsNaN(float64(scale2)) || math.IsInf(float64(scale2), 0) {
@@ -79,10 +88,33 @@ func PutNVFP4ScaleRow(dst, fp8 []byte, scale2 float32) error {
 	if exp > 0 {
 		mant |= 1 << 23
 	}
-	copy(dst, fp8)
-	t := dst[len(fp8):]
-	t[0], t[1], t[2], t[3] = byte(mant), byte(mant>>8), byte(mant>>16), byte(max(exp, 1))
+	tail := [NVFP4ScaleBytes]byte{byte(mant), byte(mant >> 8), byte(mant >> 16), byte(max(exp, 1))}
+	w := groups + NVFP4ScaleBytes
+	for r := range len(fp8) / groups {
+		copy(dst[r*w:r*w+groups], fp8[r*groups:(r+1)*groups])
+		copy(dst[r*w+groups:(r+1)*w], tail[:])
+	}
 	return nil
+}
+
+// nanFP8 is the index of the first NaN FP8-E4M3 code in b (S.1111.111), −1 if none:
+// eight bytes at a time, a byte whose low seven bits are all set found as a zero byte
+// of the word's complement with its top bits cleared.
+func nanFP8(b []byte) int {
+	const low7, ones, tops = 0x7f7f7f7f7f7f7f7f, 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		v := ^binary.LittleEndian.Uint64(b[i:]) & low7 // a NaN byte: 0
+		if (v-ones)&^v&tops != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i]&0x7f == 0x7f {
+			return i
+		}
+	}
+	return -1
 }
 
 // NVFP4RowScales decodes a qscale row into its float32 block scales

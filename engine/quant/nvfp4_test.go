@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -350,4 +351,83 @@ func TestQuantizeNVFP4(t *testing.T) {
 			t.Errorf("%d values, scale_2 %v: no error", len(bad.w), bad.scale2)
 		}
 	}
+}
+
+// TestPutNVFP4ScaleRows: rows written at once are the rows PutNVFP4ScaleRow writes one
+// by one; the first NaN code is found wherever it stands (every offset of a word and
+// of the tail, every byte value: only 0x7f and 0xff are NaN) and named by row and
+// block; a bad scale_2 or bad lengths are errors.
+func TestPutNVFP4ScaleRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(63, 64))
+	const groups, rows = 11, 7
+	fp8 := make([]byte, groups*rows)
+	for i := range fp8 {
+		fp8[i] = byte(rng.IntN(0x7f)) | byte(rng.IntN(2))<<7
+	}
+	got := make([]byte, rows*(groups+NVFP4ScaleBytes))
+	if err := PutNVFP4ScaleRows(got, fp8, groups, 0.0123); err != nil {
+		t.Fatal(err)
+	}
+	for r := range rows {
+		want := make([]byte, groups+NVFP4ScaleBytes)
+		if err := PutNVFP4ScaleRow(want, fp8[r*groups:(r+1)*groups], 0.0123); err != nil {
+			t.Fatal(err)
+		}
+		if w := groups + NVFP4ScaleBytes; string(got[r*w:(r+1)*w]) != string(want) {
+			t.Fatalf("row %d: %v, want %v", r, got[r*w:(r+1)*w], want)
+		}
+	}
+	for at := range fp8 {
+		for c := range 256 {
+			saved := fp8[at]
+			fp8[at] = byte(c)
+			err := PutNVFP4ScaleRows(got, fp8, groups, 1)
+			fp8[at] = saved
+			nan := c&0x7f == 0x7f
+			if want := fmt.Sprintf("row %d: block scale %d is NaN", at/groups, at%groups); nan && (err == nil || !strings.Contains(err.Error(), want)) || !nan && err != nil {
+				t.Fatalf("code %#02x at %d: %v", c, at, err)
+			}
+		}
+	}
+	for _, bad := range []struct {
+		dst, fp8, groups int
+		scale2           float32
+	}{
+		{rows * (groups + NVFP4ScaleBytes), groups * rows, groups, -1},
+		{rows * (groups + NVFP4ScaleBytes), groups * rows, groups, float32(math.NaN())},
+		{rows*(groups+NVFP4ScaleBytes) - 1, groups * rows, groups, 1},
+		{rows * (groups + NVFP4ScaleBytes), groups*rows - 1, groups, 1},
+		{0, 0, 0, 1},
+	} {
+		if err := PutNVFP4ScaleRows(make([]byte, bad.dst), make([]byte, bad.fp8), bad.groups, bad.scale2); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}
+
+// BenchmarkPutNVFP4ScaleRows: a 26B expert's gate_proj (704 rows of 176 block scales),
+// at once and a row at a time, as a load lays them out.
+func BenchmarkPutNVFP4ScaleRows(b *testing.B) {
+	const rows, groups = 704, 176
+	fp8, dst := make([]byte, rows*groups), make([]byte, rows*(groups+NVFP4ScaleBytes))
+	for i := range fp8 {
+		fp8[i] = byte(i % 0x7f)
+	}
+	b.Run("rows", func(b *testing.B) {
+		for b.Loop() {
+			if err := PutNVFP4ScaleRows(dst, fp8, groups, 0.5); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("row", func(b *testing.B) {
+		w := groups + NVFP4ScaleBytes
+		for b.Loop() {
+			for r := range rows {
+				if err := PutNVFP4ScaleRow(dst[r*w:(r+1)*w], fp8[r*groups:(r+1)*groups], 0.5); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }

@@ -556,7 +556,7 @@ func knownModule(cfg *config.Model, module string) bool {
 // logical shape [rows, in] (one module) or [E, k·F, in] (E experts × k modules of
 // [F, in] stacked along rows): qweight Uint8 [..., in/2], the codes as stored; qscale
 // Uint8 [..., in/group + 4], each row the module's FP8 block-scale codes as stored and
-// its weight_scale_2 (quant.PutNVFP4ScaleRow).
+// its weight_scale_2 (quant.PutNVFP4ScaleRows).
 func readNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, group int) (qw, qs *tensors.Tensor, err error) {
 	in := logical[len(logical)-1]
 	groups := in / group
@@ -580,7 +580,7 @@ func readNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, gr
 }
 
 // fillNVFP4 copies the modules' codes into codes, in order, and writes their scale
-// rows (quant.PutNVFP4ScaleRow) into scales; the modules must fill both exactly.
+// rows (quant.PutNVFP4ScaleRows) into scales; the modules must fill both exactly.
 func fillNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, groups int, codes, scales []byte) error {
 	w := groups + quant.NVFP4ScaleBytes
 	at, row := 0, 0
@@ -608,15 +608,14 @@ func fillNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, gr
 			if err != nil {
 				return err
 			}
-			for r := 0; r < len(sraw)/groups; r++ {
-				if row >= len(scales)/w {
-					return fmt.Errorf("%s: NVFP4 tensors of %s hold more rows than %v", ck.Name, modules[0][0], fmtShape(logical))
-				}
-				if err := quant.PutNVFP4ScaleRow(scales[row*w:(row+1)*w], sraw[r*groups:(r+1)*groups], s2v[0]); err != nil {
-					return fmt.Errorf("%s: %s%s / %s row %d: %w", sf.Name, m, moScale, moScale2, r, err)
-				}
-				row++
+			rows := len(sraw) / groups
+			if row+rows > len(scales)/w {
+				return fmt.Errorf("%s: NVFP4 tensors of %s hold more rows than %v", ck.Name, modules[0][0], fmtShape(logical))
 			}
+			if err := quant.PutNVFP4ScaleRows(scales[row*w:(row+rows)*w], sraw[:rows*groups], groups, s2v[0]); err != nil {
+				return fmt.Errorf("%s: %s%s / %s: %w", sf.Name, m, moScale, moScale2, err)
+			}
+			row += rows
 		}
 	}
 	if at != len(codes) || row*w != len(scales) {
