@@ -110,7 +110,7 @@ func q50IntRuns() bool { return false }
 
 func nvfp4IntRuns() bool { return false }
 
-func dotNVFP4Int(xq []int8, pairs, xsum []float32, codes, srow []byte) float32 {
+func dotNVFP4Int(xq []int8, pairs, xsum []float32, codes, srow []byte, zmm bool) float32 {
 	panic("dotNVFP4Int without nvfp4IntRuns") // unreachable: mulRows asks intRows first
 }
 

@@ -85,9 +85,10 @@ func (w *Matrix) mulRowsQ5_0Int(out, a []float32, m int) {
 // mulRowsNVFP4Int is mulRowsInt for NVFP4 (blocks of 16, an FP8 scale each and the
 // row's scale_2): x's codes in order with quantizeRow32's pairs and each block's
 // xs·Σcode, each row's codes dotted 64 at a time with its scales decoded in
-// registers (dotNVFP4VNNI; the kernel's codes are the E2M1 values doubled, integers
-// −12…12, so its scales are halved). The float path decoded every value and its
-// block scale to float32 first, at about half the memory's rate
+// registers (dotNVFP4VNNI, or dotNVFP4IntAVX2 on CPUs without AVX-512; the kernels'
+// codes are the E2M1 values doubled, integers −12…12, so their scales are halved).
+// The float path decoded every value and its block scale to float32 first, at about
+// half the memory's rate with AVX-512 and a fifth of int4's speed with AVX2 alone
 // (BenchmarkMatrixMulVec/nvfp4).
 func (w *Matrix) mulRowsNVFP4Int(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
@@ -106,12 +107,13 @@ func (w *Matrix) mulRowsNVFP4Int(out, a []float32, m int) {
 		quantizeRow32(q, p, a[i*k:(i+1)*k], nil)
 		nvfp4XSums(xsum[i*blocks:(i+1)*blocks], q, p)
 	}
+	zmm := intRowsZMM()
 	parts := dotParts(m * n * k)
 	parallel(parts, func(part int) {
 		for r := n * part / parts; r < n*(part+1)/parts; r++ {
 			codes, srow := w.Data[r*k/2:(r+1)*k/2], w.Scales[r*stride:(r+1)*stride]
 			for i := range m {
-				out[i*n+r] = dotNVFP4Int(xq[i*k:(i+1)*k], pairs[2*i*groups:2*(i+1)*groups], xsum[i*blocks:(i+1)*blocks], codes, srow)
+				out[i*n+r] = dotNVFP4Int(xq[i*k:(i+1)*k], pairs[2*i*groups:2*(i+1)*groups], xsum[i*blocks:(i+1)*blocks], codes, srow, zmm)
 			}
 		}
 	})

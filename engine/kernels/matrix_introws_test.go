@@ -196,7 +196,7 @@ func TestMulRowsInt(t *testing.T) {
 			xq, pairs, xsum := make([]int8, cols), make([]float32, cols/16), make([]float32, cols/16)
 			quantizeRow32(xq, pairs, x, nil)
 			nvfp4XSums(xsum, xq, pairs)
-			return dotNVFP4Int(xq, pairs, xsum, fp4.w.Data[r*cols/2:(r+1)*cols/2], fp4.w.Scales[r*stride:(r+1)*stride])
+			return dotNVFP4Int(xq, pairs, xsum, fp4.w.Data[r*cols/2:(r+1)*cols/2], fp4.w.Scales[r*stride:(r+1)*stride], intRowsZMM())
 		}, func(r int) []float32 { return fp4.want[r*cols : (r+1)*cols] }}}
 	for _, c := range cases {
 		w := c.w
@@ -240,62 +240,64 @@ func TestMulRowsInt(t *testing.T) {
 	}
 }
 
-// TestDotNVFP4Int: the printer's integer NVFP4 dot (dotNVFP4VNNI) equals, within
-// float32 rounding, the same sum taken independently in float64 — the E2M1 table's
-// values, the block scales as quant.NVFP4RowScales decodes them, x's int8 codes and
-// scales as quantizeRow32Go makes them — and the dot of the decoded values with x
-// itself within x's rounding: half a step of its group's scale per value. Every code
-// (both zeros, all signs) and scales from subnormal to large come up.
+// TestDotNVFP4Int: the printer's integer NVFP4 dots (dotNVFP4VNNI, dotNVFP4IntAVX2)
+// equal, within float32 rounding, the same sum taken independently in float64 — the
+// E2M1 table's values, the block scales as quant.NVFP4RowScales decodes them, x's
+// int8 codes and scales as quantizeRow32Go makes them — and the dot of the decoded
+// values with x itself within x's rounding: half a step of its group's scale per
+// value. Every code (both zeros, all signs) and scales from subnormal to large come up.
 func TestDotNVFP4Int(t *testing.T) {
-	if !nvfp4IntRuns() {
+	if len(intRowsKernels()) == 0 {
 		t.Skip("no integer NVFP4 dot for this CPU (or build)")
 	}
 	rng := rand.New(rand.NewPCG(45, 46))
-	for i, nb := range []int{1, 2, 11, 44, 3, 8} {
-		top := 0x7f // scale codes: any finite non-negative FP8 E4M3, subnormals too
-		if i >= 4 {
-			top = 16 // subnormals and the smallest normals alone, so that their values tell
-		}
-		k := 64 * nb
-		codes := make([]byte, k/2)
-		for i := range codes {
-			codes[i] = byte(rng.Uint32())
-		}
-		srow := make([]byte, k/16+quant.NVFP4ScaleBytes)
-		for i := range k / 16 {
-			srow[i] = byte(rng.IntN(top))
-			if rng.IntN(8) == 0 {
-				srow[i] |= 0x80 // (and, though ModelOpt writes none, negative)
+	for _, zmm := range intRowsKernels() {
+		for i, nb := range []int{1, 2, 11, 44, 3, 8} {
+			top := 0x7f // scale codes: any finite non-negative FP8 E4M3, subnormals too
+			if i >= 4 {
+				top = 16 // subnormals and the smallest normals alone, so that their values tell
 			}
-		}
-		copy(srow[k/16:], []byte{0x12, 0x34, 0x56, 120}) // a scale_2 of 0x563412·2^-30
-		scales := make([]float32, k/16)
-		quant.NVFP4RowScales(scales, srow)
-		x := randWeights(rng, k)
-		x[5] = 0
-		clear(x[k-32:]) // a group of zeros (scale 0)
+			k := 64 * nb
+			codes := make([]byte, k/2)
+			for i := range codes {
+				codes[i] = byte(rng.Uint32())
+			}
+			srow := make([]byte, k/16+quant.NVFP4ScaleBytes)
+			for i := range k / 16 {
+				srow[i] = byte(rng.IntN(top))
+				if rng.IntN(8) == 0 {
+					srow[i] |= 0x80 // (and, though ModelOpt writes none, negative)
+				}
+			}
+			copy(srow[k/16:], []byte{0x12, 0x34, 0x56, 120}) // a scale_2 of 0x563412·2^-30
+			scales := make([]float32, k/16)
+			quant.NVFP4RowScales(scales, srow)
+			x := randWeights(rng, k)
+			x[5] = 0
+			clear(x[k-32:]) // a group of zeros (scale 0)
 
-		xq, pairs := make([]int8, k), make([]float32, k/16)
-		quantizeRow32Go(xq, pairs, x, nil)
-		xsum := make([]float32, k/16)
-		nvfp4XSums(xsum, xq, pairs)
-		got := dotNVFP4Int(xq, pairs, xsum, codes, srow)
+			xq, pairs := make([]int8, k), make([]float32, k/16)
+			quantizeRow32Go(xq, pairs, x, nil)
+			xsum := make([]float32, k/16)
+			nvfp4XSums(xsum, xq, pairs)
+			got := dotNVFP4Int(xq, pairs, xsum, codes, srow, zmm)
 
-		var want, mag, exact, bound float64
-		for i := range k {
-			e := float64(quant.E2M1[codes[i/2]>>(4*(i%2))&15])
-			v := e * float64(scales[i/16])
-			term := v * float64(pairs[2*(i/32)]) * float64(xq[i])
-			want += term
-			mag += math.Abs(term)
-			exact += v * float64(x[i])
-			bound += math.Abs(v) * float64(pairs[2*(i/32)]) / 2
-		}
-		if d := math.Abs(float64(got) - want); d > 1e-5*mag+1e-30 {
-			t.Errorf("nb %d: %g, want %g (|Δ| %g over a magnitude %g)", nb, got, want, d, mag)
-		}
-		if d := math.Abs(float64(got) - exact); d > bound*1.0001+1e-5*mag {
-			t.Errorf("nb %d: %g against the exact dot %g: |Δ| %g past x's rounding %g", nb, got, exact, d, bound)
+			var want, mag, exact, bound float64
+			for i := range k {
+				e := float64(quant.E2M1[codes[i/2]>>(4*(i%2))&15])
+				v := e * float64(scales[i/16])
+				term := v * float64(pairs[2*(i/32)]) * float64(xq[i])
+				want += term
+				mag += math.Abs(term)
+				exact += v * float64(x[i])
+				bound += math.Abs(v) * float64(pairs[2*(i/32)]) / 2
+			}
+			if d := math.Abs(float64(got) - want); d > 1e-5*mag+1e-30 {
+				t.Errorf("zmm %v, nb %d: %g, want %g (|Δ| %g over a magnitude %g)", zmm, nb, got, want, d, mag)
+			}
+			if d := math.Abs(float64(got) - exact); d > bound*1.0001+1e-5*mag {
+				t.Errorf("zmm %v, nb %d: %g against the exact dot %g: |Δ| %g past x's rounding %g", zmm, nb, got, exact, d, bound)
+			}
 		}
 	}
 }

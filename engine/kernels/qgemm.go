@@ -198,8 +198,8 @@ func IntGGUF() []string {
 }
 
 // IntNVFP4Rows reports whether the printer's products of NVFP4 rows run in
-// integer arithmetic (mulRowsNVFP4Int: with AVX-512 VNNI; NVFP4's canvas products
-// take it wherever IntFormats lists "nvfp4").
+// integer arithmetic (mulRowsNVFP4Int: wherever the canvas's do, with AVX-512 VNNI
+// or AVX2; NVFP4's canvas products take it wherever IntFormats lists "nvfp4").
 func IntNVFP4Rows() bool { return nvfp4IntRuns() }
 
 // IntKernel: see IntFormats.

@@ -246,17 +246,27 @@ func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
 //go:noescape
 func dotNVFP4VNNI(xq *int8, xs, xsum *float32, codes, fp8 *byte, hs2 float32, nb int) float32
 
-// nvfp4IntRuns reports whether the printer's NVFP4 products run in integer
-// arithmetic (mulRowsNVFP4Int): with AVX-512 VNNI.
-func nvfp4IntRuns() bool { return qActive == qVNNI }
+// dotNVFP4IntAVX2 is dotNVFP4VNNI's sum with AVX2 (vec_amd64.s).
+//
+//go:noescape
+func dotNVFP4IntAVX2(xq *int8, xs, xsum *float32, codes, fp8 *byte, hs2 float32, nb int) float32
 
-// dotNVFP4Int is dotNVFP4VNNI over slices: len(xq) values, a multiple of 64; srow
-// the row's qscale bytes (its blocks' FP8 codes, then scale_2).
-func dotNVFP4Int(xq []int8, pairs, xsum []float32, codes, srow []byte) float32 {
+// nvfp4IntRuns reports whether the printer's NVFP4 products run in integer
+// arithmetic (mulRowsNVFP4Int): wherever the canvas's integer products are on — with
+// AVX-512 VNNI (dotNVFP4VNNI), else AVX2 (dotNVFP4IntAVX2, on AVX-VNNI CPUs too: a
+// step's pairs of products fit VPMADDUBSW's 16-bit words).
+func nvfp4IntRuns() bool { return qActive != nil && qActive != qGo }
+
+// dotNVFP4Int is dotNVFP4VNNI (zmm) or dotNVFP4IntAVX2 over slices: len(xq) values, a
+// multiple of 64; srow the row's qscale bytes (its blocks' FP8 codes, then scale_2).
+func dotNVFP4Int(xq []int8, pairs, xsum []float32, codes, srow []byte, zmm bool) float32 {
 	nb := len(xq) / 64
 	_, _, _, _, _ = xq[64*nb-1], pairs[4*nb-1], xsum[4*nb-1], codes[32*nb-1], srow[4*nb+quant.NVFP4ScaleBytes-1]
 	hs2 := quant.NVFP4Scale2(srow[4*nb:]) / 2
-	return dotNVFP4VNNI(&xq[0], &pairs[0], &xsum[0], &codes[0], &srow[0], hs2, nb)
+	if zmm {
+		return dotNVFP4VNNI(&xq[0], &pairs[0], &xsum[0], &codes[0], &srow[0], hs2, nb)
+	}
+	return dotNVFP4IntAVX2(&xq[0], &pairs[0], &xsum[0], &codes[0], &srow[0], hs2, nb)
 }
 
 // dotQ5_0VNNI is Σ decoded value · x over nb (> 0) Q5_0 blocks, each d widened in

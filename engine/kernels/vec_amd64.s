@@ -2045,3 +2045,111 @@ nvfp4sum:
 	MOVSS X0, ret+56(FP)
 	VZEROUPPER
 	RET
+
+// nvfp4Spread are dotNVFP4IntAVX2's VPERMPS indices: a step's four block scales spread
+// over the eight sums of a half, blocks 0 and 1 (the first 32 values) or 2 and 3.
+DATA nvfp4Spread<>+0(SB)/4, $0
+DATA nvfp4Spread<>+4(SB)/4, $0
+DATA nvfp4Spread<>+8(SB)/4, $0
+DATA nvfp4Spread<>+12(SB)/4, $0
+DATA nvfp4Spread<>+16(SB)/4, $1
+DATA nvfp4Spread<>+20(SB)/4, $1
+DATA nvfp4Spread<>+24(SB)/4, $1
+DATA nvfp4Spread<>+28(SB)/4, $1
+DATA nvfp4Spread<>+32(SB)/4, $2
+DATA nvfp4Spread<>+36(SB)/4, $2
+DATA nvfp4Spread<>+40(SB)/4, $2
+DATA nvfp4Spread<>+44(SB)/4, $2
+DATA nvfp4Spread<>+48(SB)/4, $3
+DATA nvfp4Spread<>+52(SB)/4, $3
+DATA nvfp4Spread<>+56(SB)/4, $3
+DATA nvfp4Spread<>+60(SB)/4, $3
+GLOBL nvfp4Spread<>(SB), RODATA|NOPTR, $64
+
+// NVFP4_HALF is dotNVFP4IntAVX2's half step: the 16 code bytes at off(SI) as 32
+// values in order (low nibble first), mapped through nvfp4lut to 12 + 2·value, times
+// the 32 x codes at 2·off(DI) and summed in fours (VPMADDUBSW's words of two products
+// each stay below 2¹⁵), each four's int32 sum converted and added into Y0 times its
+// block's scale, spread from Y3 by the indices idx.
+#define NVFP4_HALF(off, xoff, idx) \
+	VMOVDQU off(SI), X2; \
+	VPSRLW $4, X2, X9; \
+	VPAND X15, X2, X2; \
+	VPAND X15, X9, X9; \
+	VPUNPCKHBW X9, X2, X10; \
+	VPUNPCKLBW X9, X2, X2; \
+	VINSERTI128 $1, X10, Y2, Y2; \
+	VPSHUFB Y2, Y14, Y2; \
+	VPMADDUBSW xoff(DI), Y2, Y2; \
+	VPMADDWD Y13, Y2, Y2; \
+	VCVTDQ2PS Y2, Y2; \
+	VPERMPS Y3, idx, Y4; \
+	VFMADD231PS Y4, Y2, Y0
+
+// func dotNVFP4IntAVX2(xq *int8, xs, xsum *float32, codes, fp8 *byte, hs2 float32, nb int) float32
+// dotNVFP4VNNI's sum with AVX2, a step of 64 values at a time: its four FP8 block
+// scales decoded exactly as float32 bits ((c & 0x7f) << 20, the sign at bit 31) times
+// 2^120 (E4M3's exponent bias 7 against float32's 127: a subnormal code comes out a
+// float32 subnormal, scaled exact), each times its x group's scale for the products
+// and times its block's xs·Σcode for the offsets (Y1), which the codes' 12 puts in:
+// hs2·(Σ dec·xs·Σ u·q − 12·Σ dec·xsum).
+TEXT ·dotNVFP4IntAVX2(SB), NOSPLIT, $0-60
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ xsum+16(FP), R9
+	MOVQ codes+24(FP), SI
+	MOVQ fp8+32(FP), R8
+	MOVQ nb+48(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	MOVL AX, X15
+	VPBROADCASTD X15, Y15            // the low nibbles
+	VBROADCASTI128 nvfp4lut<>+0(SB), Y14
+	MOVL $0x00010001, AX
+	MOVL AX, X13
+	VPBROADCASTD X13, Y13            // 16-bit ones
+	MOVL $0x7f, AX
+	MOVL AX, X12
+	VPBROADCASTD X12, X12
+	MOVL $0x80, AX
+	MOVL AX, X7
+	VPBROADCASTD X7, X7
+	MOVL $0x7b800000, AX             // 2^120
+	MOVL AX, X8
+	VPBROADCASTD X8, X8
+	VMOVDQU nvfp4Spread<>+0(SB), Y6
+	VMOVDQU nvfp4Spread<>+32(SB), Y5
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
+nvfp4avx2step:
+	VPMOVZXBD (R8), X2               // the step's four scale codes
+	VPAND X12, X2, X3
+	VPSLLD $20, X3, X3
+	VPAND X7, X2, X4
+	VPSLLD $24, X4, X4
+	VPOR X4, X3, X3
+	VMULPS X8, X3, X3                // the FP8 values
+	VFMADD231PS (R9), X3, X1         // dec·xsum, the offsets' part
+	VPERMILPS $0xa0, (R10), X4       // xs of blocks 0, 1 (group 0) and 2, 3 (group 1)
+	VMULPS X4, X3, X3
+	NVFP4_HALF(0, 0, Y6)
+	NVFP4_HALF(16, 32, Y5)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	ADDQ $4, R8
+	ADDQ $16, R9
+	ADDQ $16, R10
+	DECQ CX
+	JNZ  nvfp4avx2step
+	VEXTRACTF128 $1, Y0, X2
+	VADDPS X2, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X1, X1, X1
+	VHADDPS X1, X1, X1
+	MOVL $0x41400000, AX             // 12
+	MOVL AX, X2
+	VFNMADD231SS X2, X1, X0          // − 12·Σ dec·xsum
+	VMULSS hs2+40(FP), X0, X0
+	MOVSS X0, ret+56(FP)
+	VZEROUPPER
+	RET
