@@ -1,6 +1,7 @@
 // Package config reads a DiffusionGemma-architecture checkpoint's configuration:
-// config.json (model_type "diffusion_gemma", dims under "text_config") and
-// generation_config.json (sampler defaults). Every dimension the engine uses comes
+// config.json (model_type "diffusion_gemma", dims under "text_config"),
+// generation_config.json (sampler defaults) and, for an NVIDIA ModelOpt export,
+// hf_quant_config.json's quantization algorithm. Every dimension the engine uses comes
 // from here, so a tiny test model and the 26B checkpoint run the same code.
 package config
 
