@@ -22,7 +22,6 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/train"
 	"github.com/darkroomlabs/darkroom/engine/train/corpus"
@@ -459,13 +458,10 @@ func runTrainInit(env *Env, args []string) error {
 		return errors.New("train init: give --config CONFIG.json and --out DIR")
 	}
 	opts := train.InitOptions{Seed: *seed, MaxShardBytes: int64(*shardGB * 1e9)}
-	switch {
-	case strings.EqualFold(*profile, train.InitGGUFProfile):
+	if strings.EqualFold(*profile, train.InitGGUFProfile) {
 		opts.GGUF = true
-	case strings.EqualFold(*profile, string(quant.NVFP4Profile)):
-		opts.Profile = quant.NVFP4Profile
-	default:
-		p, err := quant.ParseProfile(*profile)
+	} else {
+		p, err := train.ParseInitProfile(*profile)
 		if err != nil {
 			return fmt.Errorf("train init: --profile: %w (or nvfp4 for ModelOpt's NVFP4 export, q4_k_m for a GGUF file)", err)
 		}

@@ -295,10 +295,17 @@ func initProfile(opts InitOptions) (quant.Profile, error) {
 	if opts.Profile == "" {
 		return quant.BF16Profile, nil
 	}
-	if strings.EqualFold(string(opts.Profile), string(quant.NVFP4Profile)) {
+	return ParseInitProfile(string(opts.Profile))
+}
+
+// ParseInitProfile checks a profile name InitCheckpoint takes: quant.ParseProfile's
+// (bf16, int8, int4), or nvfp4, ModelOpt's export layout, which `darkroom quantize`
+// does not make.
+func ParseInitProfile(s string) (quant.Profile, error) {
+	if strings.EqualFold(s, string(quant.NVFP4Profile)) {
 		return quant.NVFP4Profile, nil
 	}
-	return quant.ParseProfile(string(opts.Profile))
+	return quant.ParseProfile(s)
 }
 
 // planInit decides every tensor's stored form and groups them into shards of at most
@@ -316,9 +323,11 @@ func planInit(cfg *config.Model, p quant.Profile, maxShard int64) ([][]initTenso
 		t := initTensor{spec: sp}
 		n := sp.Elements()
 		res.Params += n
-		if _, ok := p.SpecFor(sp.Name, sp.Shape, sp.Quantizable); ok && p == quant.NVFP4Profile {
+		qs, ok := p.SpecFor(sp.Name, sp.Shape, sp.Quantizable)
+		switch {
+		case ok && p == quant.NVFP4Profile:
 			t.modules, t.headers, t.bytes = modelOptHeaders(sp)
-		} else if qs, ok := p.SpecFor(sp.Name, sp.Shape, sp.Quantizable); ok {
+		case ok:
 			t.q = &qs
 			ws, ss := qs.Shapes(sp.Shape)
 			wdt, err := safetensors.FromGoMLX(qs.DType())
@@ -332,7 +341,7 @@ func planInit(cfg *config.Model, p quant.Profile, maxShard int64) ([][]initTenso
 			t.headers = []safetensors.Header{{Name: sp.HF + quant.WeightSuffix, DType: wdt, Shape: ws},
 				{Name: sp.HF + quant.ScaleSuffix, DType: sdt, Shape: ss}}
 			t.bytes = qs.Bytes(sp.Shape)
-		} else {
+		default:
 			t.headers = []safetensors.Header{{Name: sp.HF, DType: safetensors.BF16, Shape: sp.Shape}}
 			t.bytes = 2 * n
 		}
