@@ -318,7 +318,7 @@ func thinkingBlock(text string) api.ContentBlock {
 // toolUseBlock is a call's tool_use block: its arguments as the input, its id
 // in Anthropic's form.
 func toolUseBlock(call api.ToolCall) api.ContentBlock {
-	return api.ContentBlock{Type: "tool_use", ID: "toolu_" + strings.TrimPrefix(call.ID, "call_"), Name: call.Function.Name,
+	return api.ContentBlock{Type: "tool_use", ID: "toolu_" + strings.TrimPrefix(call.ID, callIDPrefix), Name: call.Function.Name,
 		Input: json.RawMessage(call.Function.Arguments)}
 }
 

@@ -365,7 +365,7 @@ func messageItem(id, text, status string) api.OutputItem {
 // callItem is a tool call's function_call item; its id is the call's.
 func callItem(call api.ToolCall, status string) api.OutputItem {
 	args := call.Function.Arguments
-	return api.OutputItem{Type: "function_call", ID: "fc_" + strings.TrimPrefix(call.ID, "call_"), Status: status, CallID: call.ID,
+	return api.OutputItem{Type: "function_call", ID: "fc_" + strings.TrimPrefix(call.ID, callIDPrefix), Status: status, CallID: call.ID,
 		Name: call.Function.Name, Arguments: &args}
 }
 

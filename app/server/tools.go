@@ -191,6 +191,18 @@ func toolResult(out []engine.Message, m api.Message, i int) error {
 		"in the assistant message before it: send the id the call came with", i, clip(m.ToolCallID, 80))}
 }
 
+// callIDPrefix begins a tool call's id, as OpenAI's do; the Responses and Messages
+// APIs give the call the same id under their own prefixes (callItem, toolUseBlock).
+const callIDPrefix = "call_"
+
+// newCall is a call of tool name with arguments args and id id ("": a fresh one).
+func newCall(id, name, args string) api.ToolCall {
+	if id == "" {
+		id = callIDPrefix + randomHex(12)
+	}
+	return api.ToolCall{ID: id, Type: "function", Function: api.FunctionCall{Name: name, Arguments: args}}
+}
+
 // answerCalls reads the calls out of an answer's text (tools declared): the
 // text before them, and the calls — the first alone where the request asks
 // for no parallel calls — with the ids a stream gave them (ids[k]; fresh where
@@ -206,11 +218,11 @@ func answerCalls(text string, parallel bool, ids []string) (content string, call
 	}
 	calls = make([]api.ToolCall, len(written))
 	for k, c := range written {
-		id := "call_" + randomHex(12)
+		id := ""
 		if k < len(ids) {
 			id = ids[k]
 		}
-		calls[k] = api.ToolCall{ID: id, Type: "function", Function: api.FunctionCall{Name: c.Name, Arguments: c.Arguments}}
+		calls[k] = newCall(id, c.Name, c.Arguments)
 		partial = c.Partial
 	}
 	return strings.TrimSpace(content), calls, partial
@@ -272,7 +284,7 @@ func (cs *callStream) feed(delta string, final bool) (content string, parts []ca
 		}
 		p := callPart{index: index}
 		if index == len(cs.calls) {
-			cs.calls = append(cs.calls, api.ToolCall{ID: "call_" + randomHex(12), Type: "function", Function: api.FunctionCall{Name: w.Name}})
+			cs.calls = append(cs.calls, newCall("", w.Name, ""))
 			p.begin = true
 		}
 		c := &cs.calls[index]
