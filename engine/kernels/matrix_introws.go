@@ -6,9 +6,9 @@ import (
 )
 
 // The printer's products (below dotRows rows of x) against GGUF Q4_K and Q5_0 rows
-// (and NVFP4's, mulRowsNVFP4Int) in integer arithmetic, where the canvas products run that way (qgemm.go; with AVX-512
-// VNNI, else AVX2 — F16C too for Q4_K): x is quantized once per
-// product as the canvas quantizes its rows — int8 in groups of 32, each group's
+// (and NVFP4's, mulRowsNVFP4Int) in integer arithmetic, where the canvas products
+// run that way (qgemm.go; with AVX-512 VNNI, else AVX2 — F16C too for Q4_K and Q5_0):
+// x is quantized once per product as the canvas quantizes its rows — int8 in groups of 32, each group's
 // scale max|x|/127 (quantizeRow32) — and each row's blocks are dotted from their
 // bytes: a group's 32 code · code products summed exactly in int32 (VPDPBUSD, or
 // VPMADDUBSW and VPMADDWD), scaled by the block's scale times the group's x scale,

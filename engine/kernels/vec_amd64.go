@@ -3,10 +3,10 @@
 package kernels
 
 import (
-	"github.com/darkroomlabs/darkroom/engine/quant"
 	"golang.org/x/sys/cpu"
 
 	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
 // dotAVX2 returns Σ x[i]·y[i] for n (a positive multiple of 32) values (vec_amd64.s).

@@ -43,11 +43,12 @@ import (
 // integer) or a power of ten below 1 (its fraction digits past it zeros), a
 // string's pattern, and the formats date, time, date-time, uuid, email, ipv4,
 // hostname and uri as patterns (pattern.go; a date's day is held to 01–31,
-// whatever its month; a hostname's labels' length is not held). Annotations and what the constraint does not hold a value to
-// (description, other formats, another multipleOf, …) are read and left to
-// the model; any other keyword (not, if, patternProperties, allOf of several
-// schemas, …) is refused by name, since the answer could not be held to it. An object with declared
-// properties takes no other key (what OpenAI's strict mode asks:
+// whatever its month; a hostname's labels' length is not held). Annotations and
+// what the constraint does not hold a value to (description, other formats,
+// another multipleOf, …) are read and left to the model; any other keyword (not,
+// if, patternProperties, allOf of several schemas, …) is refused by name, since
+// the answer could not be held to it. An object with declared properties takes
+// no other key (what OpenAI's strict mode asks:
 // additionalProperties false), one with none takes any key, its values held to
 // additionalProperties where that is a schema.
 //
