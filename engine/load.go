@@ -146,9 +146,10 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 	if err := stage("weights"); err != nil {
 		return nil, err
 	}
-	// A safetensors directory is mapped in place (the host path multiplies the weights
-	// as stored, and a graph path copies them out at the "model" stage); a GGUF file,
-	// a ModelOpt export and an embedded model are read into a Set.
+	// A model directory — safetensors, a ModelOpt export, a GGUF file — is mapped in
+	// place (weights.Map: the host path multiplies the weights as stored, and a graph
+	// path copies them out at the "model" stage); what Map declines (F16 tensors, GGUF
+	// experts of mixed types) and an embedded model are read into a Set.
 	var w loadedWeights
 	var fromGGUF bool
 	if src.FS == nil {

@@ -44,6 +44,9 @@ func (h *hostHead) prepare(w *hostWeights, embedScale float64) error {
 	if len(e.dims) != 2 {
 		return fmt.Errorf("weight %q: shape %v, want [vocab, hidden]", name, e.dims)
 	}
+	if e.mat.q == nil {
+		return fmt.Errorf("weight %q is stored in parts apart; the output head needs it whole", name)
+	}
 	h.embedScale = embedScale
 	if h.k != nil && h.version == e.version {
 		return nil

@@ -346,24 +346,34 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 	// read.
 	gu := h.w.matrix(name + "experts.gate_up_proj")
 	dn := h.w.matrix(name + "experts.down_proj")
+	// Expert ex's gate, up and down rows. Gate and up are two products: a ModelOpt
+	// export or a GGUF file stores them apart (hostMatrix.parts), and a product's
+	// cost is its weights' (an expert's inputs, packed twice, are 1/2F of it).
+	gate := func(ex int) hostMatrix { return gu.sub(ex*2*f, ex*2*f+f) }
+	up := func(ex int) hostMatrix { return gu.sub(ex*2*f+f, (ex+1)*2*f) }
+	down := func(ex int) hostMatrix { return dn.sub(ex*d, (ex+1)*d) }
 	for ex := range e { // read ahead what the loop below multiplies (prefetch.go)
 		if len(rows[ex]) > 0 {
-			h.w.willNeed(gu.sub(ex*2*f, (ex+1)*2*f))
-			h.w.willNeed(dn.sub(ex*d, (ex+1)*d))
+			for _, m := range gu.subs(ex*2*f, (ex+1)*2*f) { // gate and up: one span, or two parts
+				h.w.willNeed(m)
+			}
+			h.w.willNeed(down(ex))
 		}
 	}
-	// one computes expert ex over its routed rows into y [m, D], with xe, g, hm and
-	// tmp its scratch (every element written).
+	// one computes expert ex over its routed rows into y [m, D], with xe, g [2m, F]
+	// (the gate's rows, then the up's), hm and tmp its scratch (every element written).
 	one := func(ex int, xe, g, hm, y, tmp []float32) {
 		m := len(rows[ex])
 		for a, t := range rows[ex] {
 			copy(xe[a*d:(a+1)*d], x[t*d:(t+1)*d])
 		}
-		gu.sub(ex*2*f, (ex+1)*2*f).mulNTInto(g, xe, m) // [m, 2F]: gate | up
+		gs, us := g[:m*f], g[m*f:2*m*f]
+		gate(ex).mulNTInto(gs, xe, m)
+		up(ex).mulNTInto(us, xe, m)
 		for a := range m {
-			geluMulInto(hm[a*f:(a+1)*f], g[a*2*f:a*2*f+f], g[a*2*f+f:(a+1)*2*f], tmp)
+			geluMulInto(hm[a*f:(a+1)*f], gs[a*f:(a+1)*f], us[a*f:(a+1)*f], tmp)
 		}
-		dn.sub(ex*d, (ex+1)*d).mulNTInto(y, hm, m)
+		down(ex).mulNTInto(y, hm, m)
 	}
 	out := h.alloc(n * d)
 	clear(out) // the experts' rows are added to it

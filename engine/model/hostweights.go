@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
@@ -54,10 +55,17 @@ type hostWeight struct {
 // pointer, made once per weight (and expert), so that passing a hostMatrix by value
 // to a product does not copy the Matrix to the heap for its pointer methods: the
 // embedding's rows alone did that 256 times a canvas step.
+//
+// A weight stored in parts (weights.Stored.Parts: a ModelOpt export's experts, a GGUF
+// file's gate and up experts) has parts instead, its row blocks in order from row at[i]
+// on, and q nil: sub gives a block within one part, which is all the experts multiply
+// (one expert's gate, up or down rows).
 type hostMatrix struct {
 	rows, cols int
 	f32        []float32
 	q          *kernels.Matrix
+	parts      []hostMatrix
+	at         []int // parts[i]'s first row; len(parts)+1 entries
 }
 
 func newHostWeights(src HostSource) *hostWeights {
@@ -85,12 +93,17 @@ func (w *hostWeights) load(name string) (hostWeight, error) {
 			return hostWeight{}, err
 		}
 	} else {
-		m, err := s.Matrix()
+		ms, err := s.PartMatrices()
 		if err != nil {
 			return hostWeight{}, err
 		}
-		out.mat = hostMatrix{rows: m.Rows, cols: m.Cols, q: &m}
-		if s.DType == dtypes.Float32 && s.Quant == nil {
+		if len(s.Parts) > 0 {
+			out.mat = partedMatrix(ms)
+		} else {
+			m := ms[0]
+			out.mat = hostMatrix{rows: m.Rows, cols: m.Cols, q: &m}
+		}
+		if s.DType == dtypes.Float32 && s.Quant == nil && len(s.Parts) == 0 {
 			if out.mat.f32, err = s.Float32(); err != nil {
 				return hostWeight{}, err
 			}
@@ -144,8 +157,40 @@ func (w *hostWeights) embedScale(cfg *config.Text) float64 {
 // encoderScalar is Params.encoderScalar over these weights.
 func (w *hostWeights) encoderScalar(i int) string { return encoderScalar(w.has, i) }
 
+// partedMatrix is the hostMatrix of row blocks ms stored apart.
+func partedMatrix(ms []kernels.Matrix) hostMatrix {
+	out := hostMatrix{cols: ms[0].Cols, at: []int{0}}
+	for i := range ms {
+		m := ms[i]
+		out.parts = append(out.parts, hostMatrix{rows: m.Rows, cols: m.Cols, q: &m})
+		out.rows += m.Rows
+		out.at = append(out.at, out.rows)
+	}
+	return out
+}
+
+// part is the index of the part holding rows [r0, r1), and panics with an error when
+// they span two.
+func (m hostMatrix) part(r0, r1 int) int {
+	i := sort.SearchInts(m.at, r0+1) - 1 // the last part starting at or before r0
+	if i < 0 || i >= len(m.parts) || r1 > m.at[i+1] {
+		panic(fmt.Errorf("rows [%d, %d) of a %d-row weight stored in parts span parts stored apart", r0, r1, m.rows))
+	}
+	return i
+}
+
 // mulNTInto is x·mᵀ for x [n, cols] into out [n, rows] (overwritten).
 func (m hostMatrix) mulNTInto(out, x []float32, n int) {
+	if m.parts != nil { // each part's columns of out in turn (no product does this)
+		for i, p := range m.parts {
+			y := make([]float32, n*p.rows)
+			p.mulNTInto(y, x, n)
+			for r := range n {
+				copy(out[r*m.rows+m.at[i]:r*m.rows+m.at[i+1]], y[r*p.rows:(r+1)*p.rows])
+			}
+		}
+		return
+	}
 	if m.f32 != nil {
 		kernels.MulNT(out, x, m.f32, n, m.rows, m.cols)
 		return
@@ -157,6 +202,9 @@ func (m hostMatrix) mulNTInto(out, x []float32, n int) {
 
 // mulNN is p·m for p [n, rows] → new [n, cols] (the tied embedding's second product).
 func (m hostMatrix) mulNN(p []float32, n int) []float32 {
+	if m.parts != nil {
+		panic(fmt.Errorf("a %d-row weight stored in parts multiplied as the tied embedding", m.rows))
+	}
 	out := make([]float32, n*m.cols)
 	if err := m.q.MulNN(out, p, n); err != nil {
 		panic(err)
@@ -166,6 +214,10 @@ func (m hostMatrix) mulNN(p []float32, n int) []float32 {
 
 // sub is rows [r0, r1) (one expert of a stacked weight), sharing the bytes.
 func (m hostMatrix) sub(r0, r1 int) hostMatrix {
+	if m.parts != nil {
+		i := m.part(r0, r1)
+		return m.parts[i].sub(r0-m.at[i], r1-m.at[i])
+	}
 	q, err := m.q.RowRange(r0, r1)
 	if err != nil {
 		panic(err)
@@ -177,8 +229,27 @@ func (m hostMatrix) sub(r0, r1 int) hostMatrix {
 	return out
 }
 
+// subs is rows [r0, r1) as one sub a part they touch (one for a matrix held whole).
+func (m hostMatrix) subs(r0, r1 int) []hostMatrix {
+	if m.parts == nil {
+		return []hostMatrix{m.sub(r0, r1)}
+	}
+	var out []hostMatrix
+	for i, p := range m.parts {
+		if lo, hi := max(r0, m.at[i]), min(r1, m.at[i+1]); lo < hi {
+			out = append(out, p.sub(lo-m.at[i], hi-m.at[i]))
+		}
+	}
+	return out
+}
+
 // row decodes row r into dst[:cols].
 func (m hostMatrix) row(dst []float32, r int) {
+	if m.parts != nil {
+		i := m.part(r, r+1)
+		m.parts[i].row(dst, r-m.at[i])
+		return
+	}
 	if m.f32 != nil {
 		copy(dst[:m.cols], m.f32[r*m.cols:(r+1)*m.cols])
 		return

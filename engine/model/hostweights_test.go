@@ -1,13 +1,15 @@
 package model
 
 import (
-	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"maps"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
@@ -15,6 +17,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
 // hostDense decodes a whole matrix weight of hw into float32, row by row (for tests).
@@ -137,7 +140,13 @@ func randomNVFP4(t *testing.T, rng *rand.Rand, dims []int) (qw, qs *tensors.Tens
 func hostOutputs(t *testing.T, cfg *config.Text, w map[string]*tensors.Tensor, embedScale float64) [][]float32 {
 	t.Helper()
 	ctx := newContext(t, w)
-	h := &hostModel{cfg: cfg, w: newHostWeights(ContextSource(ctx)), embedScale: embedScale}
+	return hostOutputsFrom(t, cfg, ctx, ContextSource(ctx), embedScale)
+}
+
+// hostOutputsFrom is hostOutputs reading the weights from src (ctx holds the same).
+func hostOutputsFrom(t *testing.T, cfg *config.Text, ctx *context.Context, src HostSource, embedScale float64) [][]float32 {
+	t.Helper()
+	h := &hostModel{cfg: cfg, w: newHostWeights(src), embedScale: embedScale}
 	scalar := NewParams(ctx, nil, cfg).encoderScalar
 	rng := rand.New(rand.NewPCG(3, 4))
 	toks := func(n int) []int32 {
@@ -204,6 +213,80 @@ func TestHostStoredFormats(t *testing.T) {
 				}
 				if diff > 2e-5*scale || math.IsNaN(diff) {
 					t.Errorf("output %d: max difference %.3g against the float32 path (scale %.3g)", i, diff, scale)
+				}
+			}
+		})
+	}
+}
+
+// partedSource holds every matrix of src but the embedding in parts stored apart
+// (weights.Stored.Parts), each part's bytes a copy of its own: an expert weight one
+// part per expert and projection (gate, up; down), as a ModelOpt export or a GGUF
+// file's split experts are held; any other matrix two halves.
+type partedSource struct{ src HostSource }
+
+func (p partedSource) Lookup(name string) (weights.Stored, any, bool, error) {
+	s, version, ok, err := p.src.Lookup(name)
+	if err != nil || !ok || len(s.Shape) < 2 || name == "embed_tokens.weight" {
+		return s, version, ok, err
+	}
+	m, err := s.Matrix()
+	if err != nil {
+		return s, nil, false, err
+	}
+	block := (m.Rows + 1) / 2
+	if len(s.Shape) == 3 {
+		block = s.Shape[1]
+		if strings.HasSuffix(name, "gate_up_proj") {
+			block /= 2
+		}
+	}
+	whole := s
+	whole.Data, whole.Scales, whole.Mins = nil, nil, nil
+	for r := 0; r < m.Rows; r += block {
+		sub, err := m.RowRange(r, min(r+block, m.Rows))
+		if err != nil {
+			return s, nil, false, err
+		}
+		part := s
+		part.Shape = []int{sub.Rows, sub.Cols}
+		part.Data, part.Scales, part.Mins = slices.Clone(sub.Data), slices.Clone(sub.Scales), slices.Clone(sub.Mins)
+		whole.Parts = append(whole.Parts, part)
+	}
+	return whole, version, true, nil
+}
+
+// TestHostPartedWeights: the host model over weights held in parts stored apart
+// gives exactly the outputs it gives over the same weights held whole — the experts
+// (one product per expert's gate, up and down, each within a part) and the other
+// matrices (products and rows taken part by part) — in each stored format.
+func TestHostPartedWeights(t *testing.T) {
+	cfg := formatConfig()
+	for _, c := range []struct {
+		name string
+		spec quant.Spec
+	}{{"f32", quant.Spec{}}, {"bf16", quant.Spec{}}, {"int4", quant.Int4}, {"nvfp4", quant.NVFP4}} {
+		t.Run(c.name, func(t *testing.T) {
+			w, _ := randomModel(t, cfg, 17, dtypes.Float32)
+			if c.name != "f32" {
+				storeAs(t, w, c.name, c.spec, rand.New(rand.NewPCG(1, 2)))
+			}
+			ctx := newContext(t, w)
+			embedScale := EmbedScale(cfg.HiddenSize, dtypes.Float32)
+			want := hostOutputsFrom(t, cfg, ctx, ContextSource(ctx), embedScale)
+			got := hostOutputsFrom(t, cfg, ctx, partedSource{ContextSource(ctx)}, embedScale)
+			for i := range want {
+				if !slices.Equal(got[i], want[i]) {
+					t.Fatalf("output %d: held in parts %v…, whole %v…", i, got[i][:4], want[i][:4])
+				}
+			}
+			hw := newHostWeights(partedSource{ContextSource(ctx)})
+			for _, name := range []string{"layers.0.self_attn.q_proj.weight", "layers.1.experts.gate_up_proj"} {
+				if hw.matrix(name).parts == nil {
+					t.Fatalf("%s is not held in parts", name)
+				}
+				if !slices.Equal(hostDense(t, hw, name), hostDense(t, newHostWeights(ContextSource(ctx)), name)) {
+					t.Errorf("%s: rows held in parts differ from the whole's", name)
 				}
 			}
 		})

@@ -62,7 +62,10 @@ func (h *hostModel) prefetchLayer(i int) {
 // willNeed advises the kernel that m's stored bytes are needed soon, unless they
 // were advised before or populated.
 func (w *hostWeights) willNeed(m hostMatrix) {
-	if len(m.q.Data) == 0 || w.populated {
+	for _, p := range m.parts {
+		w.willNeed(p)
+	}
+	if m.q == nil || len(m.q.Data) == 0 || w.populated {
 		return
 	}
 	at := uintptr(unsafe.Pointer(&m.q.Data[0]))
@@ -123,10 +126,8 @@ func (w *hostWeights) populate(cfg *config.Text, stop func() bool, progress func
 		if err != nil || !ok {
 			continue
 		}
-		for _, b := range [][]byte{st.Data, st.Scales, st.Mins} {
-			if len(b) > 0 {
-				spans, total = append(spans, b), total+int64(len(b))
-			}
+		for _, b := range st.Spans() {
+			spans, total = append(spans, b), total+int64(len(b))
 		}
 	}
 	var done int64

@@ -80,10 +80,11 @@ func (p ggufPlan) hostConverted() bool {
 // readGGUF reads one planned tensor as stored: a matrix keeps its GGUF blocks (Q4_K,
 // Q4_0, Q4_1, Q8_0, F16, …) or its BF16/F32 values — in place, a view of the file
 // mapped into memory (gguf.File.View) where the file is mapped, as a safetensors
-// checkpoint's tensors are; else, and for split gate and up experts (interleaved per
-// expert into the canonical [E, 2F, D], one row block after the other), read onto the
-// heap — with its byte counts checked, except a type HostHeld converts, held in its
-// Darkroom format on the heap; a vector (norms, scales) is widened to float32. A view
+// checkpoint's tensors are, split gate and up experts held in parts (viewGGUF); else
+// read onto the heap, split experts interleaved per expert into the canonical
+// [E, 2F, D], one row block after the other — with its byte counts checked, except a
+// type HostHeld converts, held in its Darkroom format on the heap; a vector (norms,
+// scales) is widened to float32. A view
 // need not be aligned: the kernels read GGUF blocks at any address, and F32 values
 // one by one where they are not 4-byte aligned.
 func (m *Mapped) readGGUF(p ggufPlan) (Stored, error) {
@@ -127,14 +128,8 @@ func (m *Mapped) readGGUF(p ggufPlan) (Stored, error) {
 		s.DType, s.Blocks, s.GGUF = dtypes.Uint8, true, typ
 	}
 	if m.inPlace(p) {
-		if v, ok, err := f.View(p.parts[0], 0, -1); err != nil {
-			return s, err
-		} else if ok {
-			s.Data = v
-			if _, err := s.Matrix(); err != nil {
-				return s, err
-			}
-			return s, nil
+		if v, ok, err := m.viewGGUF(p, s); err != nil || ok {
+			return v, err
 		}
 	}
 	if len(p.parts) > 1 {
@@ -157,15 +152,41 @@ func (m *Mapped) readGGUF(p ggufPlan) (Stored, error) {
 	return s, nil
 }
 
+// viewGGUF is readGGUF's matrix s (its format fields set) in place: a view of the
+// mapped file; split gate and up experts are held in parts (Stored.Parts), expert e's
+// gate rows then its up rows, each a view of its tensor's rows. ok is false where the
+// file is not mapped.
+func (m *Mapped) viewGGUF(p ggufPlan, s Stored) (_ Stored, ok bool, err error) {
+	f := m.gf
+	if len(p.parts) == 1 {
+		if s.Data, ok, err = f.View(p.parts[0], 0, -1); err != nil || !ok {
+			return s, false, err
+		}
+		_, err = s.Matrix()
+		return s, err == nil, err
+	}
+	cols := p.spec.Shape[len(p.spec.Shape)-1]
+	for _, seg := range p.segments() {
+		part := Stored{Name: seg.t.Name, File: f.Path, Shape: []int{int(seg.rows), cols},
+			DType: s.DType, Blocks: s.Blocks, GGUF: s.GGUF}
+		if part.Data, ok, err = f.View(seg.t, seg.row0, seg.rows); err != nil || !ok {
+			return s, false, err
+		}
+		s.Parts = append(s.Parts, part)
+	}
+	_, err = s.PartMatrices()
+	return s, err == nil, err
+}
+
 // inPlace reports whether readGGUF keeps p's tensor where it lies in the file: a
-// matrix of one part as stored, in a file Open mapped.
+// matrix as stored (split experts in parts), in a file Open mapped.
 func (m *Mapped) inPlace(p ggufPlan) bool {
-	return !p.hostConverted() && len(p.spec.Shape) >= 2 && len(p.parts) == 1 && m.gf.Mapped()
+	return !p.hostConverted() && len(p.spec.Shape) >= 2 && m.gf.Mapped()
 }
 
 // FirstRead is how many bytes of the file the first Lookup of the canonical tensor
 // name reads onto the heap: a GGUF tensor's blocks where readGGUF does not keep it in
-// place (converted, split, a vector, or the whole file where it is not mapped:
+// place (converted, a vector, or the whole file where it is not mapped:
 // Windows), so a caller can count a read that is not a mapping's. It is 0 for a view
 // of a mapping, a tensor already looked up, a name the checkpoint lacks, and a
 // safetensors checkpoint's tensors (mapped, or read whole when it was opened).

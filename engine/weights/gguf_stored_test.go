@@ -167,8 +167,8 @@ func TestGGUFStoredOnHost(t *testing.T) {
 
 // TestGGUFStoredInPlace: where the file is mapped (Unix), a GGUF's matrices kept as
 // stored are views of it, not heap copies — a write over the file's data section after
-// Lookup shows through them — save the split gate and up experts, interleaved on the
-// heap, and the Q6_K ones converted there (weights.HostHeld).
+// Lookup shows through them — split gate and up experts too (held in parts, one per
+// expert and projection), save the Q6_K ones converted on the heap (weights.HostHeld).
 func TestGGUFStoredInPlace(t *testing.T) {
 	if mapfile.Off() {
 		t.Skip("mapping is turned off (DARKROOM_NO_MMAP)")
@@ -200,7 +200,7 @@ func TestGGUFStoredInPlace(t *testing.T) {
 				continue
 			}
 			want := int64(0) // a view of the mapping reads nothing onto the heap
-			if fx.types[sp.Name] == gguf.Q6_K || split && strings.HasSuffix(sp.Name, "gate_up_proj") {
+			if fx.types[sp.Name] == gguf.Q6_K {
 				want = fileBytes(t, fx.path, sp)
 			}
 			if firstRead[sp.Name] != want {
@@ -225,8 +225,18 @@ func TestGGUFStoredInPlace(t *testing.T) {
 		}
 		views := 0
 		for name, s := range held {
-			inPlace := len(bytes.Trim(s.Data, "\xa5")) == 0
-			want := fx.types[name] != gguf.Q6_K && !(split && strings.HasSuffix(name, "gate_up_proj"))
+			inPlace := true
+			for _, b := range s.Spans() {
+				inPlace = inPlace && len(bytes.Trim(b, "\xa5")) == 0
+			}
+			if parts, want := len(s.Parts), 0; split && strings.HasSuffix(name, "gate_up_proj") && fx.types[name] != gguf.Q6_K {
+				if want = 2 * cfg.Text.NumExperts; parts != want {
+					t.Errorf("split %s: %d parts, want %d", name, parts, want)
+				}
+			} else if parts != want {
+				t.Errorf("%s (split %v): %d parts, want none", name, split, parts)
+			}
+			want := fx.types[name] != gguf.Q6_K
 			if inPlace != want {
 				t.Errorf("split %v, %s (%s): a view of the file %v, want %v", split, name, fx.types[name], inPlace, want)
 			}

@@ -35,9 +35,10 @@ type Mapped struct {
 // naming the file and tensor, and nothing stays open. A directory holding a GGUF file
 // is opened instead, each tensor read as stored when first looked up (its GGUF blocks
 // kept: see readGGUF).
-// ok is false, with no error, for a checkpoint the host model cannot use as stored — a
-// ModelOpt NVFP4 export (whose experts are stored one module each), F16 tensors, GGUF
-// experts of mixed types — which Load reads (and converts) instead. progress, if not
+// A ModelOpt NVFP4 export is mapped too, its experts one part per module (Stored.Parts)
+// and only its scales read, into Darkroom's NVFP4 scale rows (mapModelOpt).
+// ok is false, with no error, for a checkpoint the host model cannot use as stored — F16
+// tensors, GGUF experts of mixed types — which Load reads (and converts) instead. progress, if not
 // nil, hears the bytes of a safetensors checkpoint's files read so far where they are
 // read rather than mapped (safetensors.OpenCheckpointProgress: Windows).
 func Map(dir string, cfg *config.Model, progress func(done, total int64)) (m *Mapped, ok bool, err error) {
@@ -66,7 +67,7 @@ func Map(dir string, cfg *config.Model, progress func(done, total int64)) (m *Ma
 
 func mapCheckpoint(ck *safetensors.Checkpoint, cfg *config.Model) (*Mapped, bool, error) {
 	if IsModelOpt(ck) {
-		return nil, false, nil
+		return mapModelOpt(ck, cfg)
 	}
 	plans, err := planCheckpoint(ck, cfg)
 	if err != nil {
@@ -74,44 +75,61 @@ func mapCheckpoint(ck *safetensors.Checkpoint, cfg *config.Model) (*Mapped, bool
 	}
 	m := &Mapped{ck: ck, cfg: cfg, tensors: make(map[string]Stored, len(plans))}
 	for _, p := range plans {
-		s := Stored{Name: p.spec.Name, File: p.file.Name, Shape: p.spec.Shape}
-		if p.quant {
-			q := p.qspec
-			s.Quant, s.DType = &q, q.DType()
-			if s.Data, err = p.file.Raw(p.hf + quant.WeightSuffix); err == nil {
-				s.Scales, err = p.qsfile.Raw(p.hf + quant.ScaleSuffix)
-			}
-			if err == nil && p.qmfile != nil {
-				s.Mins, err = p.qmfile.Raw(p.hf + quant.MinSuffix)
-			}
-		} else {
-			switch p.info.DType {
-			case safetensors.F32:
-				s.DType = dtypes.Float32
-			case safetensors.BF16:
-				s.DType = dtypes.BFloat16
-			default: // F16: widened as it is loaded
-				return nil, false, nil
-			}
-			s.Data, err = p.file.Raw(p.hf)
-		}
-		if err != nil {
+		s, ok, err := mapPlan(p)
+		if err != nil || !ok {
 			return nil, false, err
 		}
-		if len(s.Shape) >= 2 {
-			_, err = s.Matrix()
-		} else if s.Quant == nil {
-			_, err = s.Float32()
-		} else {
-			err = fmt.Errorf("%s: tensor %s: a quantized vector", s.File, s.Name)
-		}
-		if err != nil {
+		if err := m.add(s); err != nil {
 			return nil, false, err
 		}
-		m.tensors[s.Name] = s
-		m.bytes += s.Bytes()
 	}
 	return m, true, nil
+}
+
+// mapPlan is the planned tensor as stored, a view of its file; ok is false for an F16
+// tensor, which only Load reads (widened).
+func mapPlan(p plan) (s Stored, ok bool, err error) {
+	s = Stored{Name: p.spec.Name, File: p.file.Name, Shape: p.spec.Shape}
+	if p.quant {
+		q := p.qspec
+		s.Quant, s.DType = &q, q.DType()
+		if s.Data, err = p.file.Raw(p.hf + quant.WeightSuffix); err == nil {
+			s.Scales, err = p.qsfile.Raw(p.hf + quant.ScaleSuffix)
+		}
+		if err == nil && p.qmfile != nil {
+			s.Mins, err = p.qmfile.Raw(p.hf + quant.MinSuffix)
+		}
+		return s, err == nil, err
+	}
+	switch p.info.DType {
+	case safetensors.F32:
+		s.DType = dtypes.Float32
+	case safetensors.BF16:
+		s.DType = dtypes.BFloat16
+	default: // F16: widened as it is loaded
+		return s, false, nil
+	}
+	s.Data, err = p.file.Raw(p.hf)
+	return s, err == nil, err
+}
+
+// add checks s's bytes against its format and shape (a matrix's, each part's; a
+// vector's values) and holds it.
+func (m *Mapped) add(s Stored) error {
+	var err error
+	if len(s.Shape) >= 2 {
+		_, err = s.PartMatrices()
+	} else if s.Quant == nil {
+		_, err = s.Float32()
+	} else {
+		err = fmt.Errorf("%s: tensor %s: a quantized vector", s.File, s.Name)
+	}
+	if err != nil {
+		return err
+	}
+	m.tensors[s.Name] = s
+	m.bytes += s.Bytes()
+	return nil
 }
 
 // Lookup returns the canonical tensor name as stored (a view of the mapping, valid

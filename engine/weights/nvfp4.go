@@ -38,9 +38,12 @@ package weights
 // packed codes, NAME.qscale one Uint8 row per output row with the FP8 block-scale codes
 // and weight_scale_2 — about 0.565 bytes per weight, 15.4 GB for the 26B model's
 // quantized weights (plus 1.5 GB of BF16 embedding, router and norms) — and is
-// dequantized to exactly ModelOpt's values next to each matmul (in the graph) or once
-// (the host decoder). Per-expert modules are stacked into the engine's fused
-// experts.gate_up_proj [E, 2F, D] (gate rows first) and experts.down_proj [E, D, F].
+// dequantized to exactly ModelOpt's values next to each matmul (in the graph) or
+// multiplied as stored (the host model). For a graph (Load, a Set) per-expert modules
+// are stacked into the engine's fused experts.gate_up_proj [E, 2F, D] (gate rows
+// first) and experts.down_proj [E, D, F]; the host model maps the files instead
+// (mapModelOpt: the codes left where they lie, the experts held one part per module,
+// only the scale rows written).
 //
 // What this loader does not assume: which Linear modules are quantized is read from
 // the tensors themselves (a U8 weight with its scales is NVFP4, a float weight is
@@ -586,34 +589,17 @@ func fillNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, gr
 	at, row := 0, 0
 	for _, mods := range modules {
 		for _, m := range mods {
-			f, _, _ := ck.Lookup(m + moWeight)
-			raw, err := f.Raw(m + moWeight)
+			raw, fp8, scale2, err := nvfp4Module(ck, m, groups)
 			if err != nil {
 				return err
 			}
-			if at+len(raw) > len(codes) {
-				return fmt.Errorf("%s: NVFP4 tensors of %s hold more codes than %v", ck.Name, modules[0][0], fmtShape(logical))
+			rows := len(fp8) / groups
+			if at+len(raw) > len(codes) || row+rows > len(scales)/w {
+				return fmt.Errorf("%s: NVFP4 tensors of %s hold more than %v", ck.Name, modules[0][0], fmtShape(logical))
 			}
 			at += copy(codes[at:], raw)
-			s2t, err := ck.Tensor(m + moScale2)
-			if err != nil {
+			if err := putNVFP4Scales(ck, m, scales[row*w:(row+rows)*w], fp8, groups, scale2); err != nil {
 				return err
-			}
-			s2v, err := tensors.CopyFlatData[float32](s2t)
-			if err != nil {
-				return fmt.Errorf("%s%s: %w", m, moScale2, err)
-			}
-			sf, _, _ := ck.Lookup(m + moScale)
-			sraw, err := sf.Raw(m + moScale)
-			if err != nil {
-				return err
-			}
-			rows := len(sraw) / groups
-			if row+rows > len(scales)/w {
-				return fmt.Errorf("%s: NVFP4 tensors of %s hold more rows than %v", ck.Name, modules[0][0], fmtShape(logical))
-			}
-			if err := quant.PutNVFP4ScaleRows(scales[row*w:(row+rows)*w], sraw[:rows*groups], groups, s2v[0]); err != nil {
-				return fmt.Errorf("%s: %s%s / %s: %w", sf.Name, m, moScale, moScale2, err)
 			}
 			row += rows
 		}
@@ -623,6 +609,156 @@ func fillNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, gr
 			ck.Name, modules[0][0], at, row, len(codes), len(scales)/w)
 	}
 	return nil
+}
+
+// nvfp4Module is NVFP4 module m's stored codes and FP8 block scales (views of the
+// file, groups to a row) and its weight_scale_2; planModelOpt has checked their
+// dtypes and shapes.
+func nvfp4Module(ck *safetensors.Checkpoint, m string, groups int) (codes, fp8 []byte, scale2 float32, err error) {
+	f, _, _ := ck.Lookup(m + moWeight)
+	if codes, err = f.Raw(m + moWeight); err != nil {
+		return nil, nil, 0, err
+	}
+	s2t, err := ck.Tensor(m + moScale2)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	s2v, err := tensors.CopyFlatData[float32](s2t)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("%s%s: %w", m, moScale2, err)
+	}
+	sf, _, _ := ck.Lookup(m + moScale)
+	if fp8, err = sf.Raw(m + moScale); err != nil {
+		return nil, nil, 0, err
+	}
+	return codes, fp8[:len(fp8)/groups*groups], s2v[0], nil
+}
+
+// putNVFP4Scales writes module m's scale rows (quant.PutNVFP4ScaleRows) into dst.
+func putNVFP4Scales(ck *safetensors.Checkpoint, m string, dst, fp8 []byte, groups int, scale2 float32) error {
+	if err := quant.PutNVFP4ScaleRows(dst, fp8, groups, scale2); err != nil {
+		f, _, _ := ck.Lookup(m + moScale)
+		return fmt.Errorf("%s: %s%s / %s: %w", f.Name, m, moScale, moScale2, err)
+	}
+	return nil
+}
+
+// mapModelOpt is Map for a ModelOpt export: every weight as stored, a view of the
+// files, except that each NVFP4 module's FP8 block scales and weight_scale_2 are
+// written into Darkroom's NVFP4 scale rows on the heap (quant.PutNVFP4ScaleRows: an
+// eighth of the codes' bytes). A fused expert weight is held in parts (Stored.Parts),
+// one per module in its rows' order — expert e's gate, up; down — as ModelOpt stores
+// them, instead of stacked into one copy (the 26B's 15 GB of codes copied at every
+// start took 25–53 s here, and held them twice, in the page cache and on the heap).
+// ok is false for a checkpoint Map declines (an F16 tensor).
+func mapModelOpt(ck *safetensors.Checkpoint, cfg *config.Model) (*Mapped, bool, error) {
+	mq, err := ReadModelOptQuant(ck)
+	if err != nil {
+		return nil, false, err
+	}
+	plans, err := planModelOpt(ck, cfg, mq)
+	if err != nil {
+		return nil, false, err
+	}
+	spec := quant.NVFP4
+	spec.GroupSize = mq.GroupSize
+	m := &Mapped{ck: ck, cfg: cfg, tensors: make(map[string]Stored, len(plans))}
+	for _, p := range plans {
+		var s Stored
+		switch {
+		case p.plain != nil:
+			var ok bool
+			if s, ok, err = mapPlan(*p.plain); err != nil || !ok {
+				return nil, false, err
+			}
+		case p.linear != "":
+			if s, err = mapNVFP4(ck, p.spec.Name, [][]string{{p.linear}}, p.spec.Shape, spec); err != nil {
+				return nil, false, err
+			}
+		case p.nvfp4:
+			if s, err = mapNVFP4(ck, p.spec.Name, p.experts, p.spec.Shape, spec); err != nil {
+				return nil, false, err
+			}
+		default:
+			var ok bool
+			if s, ok, err = mapFloatExperts(ck, p.spec.Name, p.experts, p.spec.Shape); err != nil || !ok {
+				return nil, false, err
+			}
+		}
+		if err := m.add(s); err != nil {
+			return nil, false, err
+		}
+	}
+	return m, true, nil
+}
+
+// mapNVFP4 is canonical weight name, of logical shape [rows, in] or [E, k·F, in],
+// held in parts, one per NVFP4 module of modules in order: its codes a view of the
+// file, its scale rows written into one allocation for all of them.
+func mapNVFP4(ck *safetensors.Checkpoint, name string, modules [][]string, logical []int, spec quant.Spec) (Stored, error) {
+	in := logical[len(logical)-1]
+	groups := in / spec.GroupSize
+	w := groups + quant.NVFP4ScaleBytes
+	rows := int(safetensors.Elements(logical)) / in
+	scales := make([]byte, rows*w)
+	s := Stored{Name: name, Shape: logical}
+	row := 0
+	for _, mods := range modules {
+		for _, m := range mods {
+			codes, fp8, scale2, err := nvfp4Module(ck, m, groups)
+			if err != nil {
+				return s, err
+			}
+			n := len(fp8) / groups
+			if row+n > rows {
+				return s, fmt.Errorf("%s: NVFP4 tensors of %s hold more than %v", ck.Name, modules[0][0], fmtShape(logical))
+			}
+			ps := scales[row*w : (row+n)*w : (row+n)*w]
+			if err := putNVFP4Scales(ck, m, ps, fp8, groups, scale2); err != nil {
+				return s, err
+			}
+			f, _, _ := ck.Lookup(m + moWeight)
+			q := spec
+			s.Parts = append(s.Parts, Stored{Name: m + moWeight, File: f.Name, Shape: []int{n, in},
+				DType: q.DType(), Quant: &q, Data: codes, Scales: ps})
+			row += n
+		}
+	}
+	if len(s.Parts) == 1 && len(logical) == 2 { // one Linear: held whole
+		whole := s.Parts[0]
+		whole.Name = name
+		return whole, nil
+	}
+	s.File, s.DType, s.Quant = s.Parts[0].File, s.Parts[0].DType, s.Parts[0].Quant
+	return s, nil
+}
+
+// mapFloatExperts is a fused expert weight stored unquantized, one module per expert
+// and projection, held in parts as stored; ok is false when a part is F16 (widened,
+// as Load reads it).
+func mapFloatExperts(ck *safetensors.Checkpoint, name string, modules [][]string, logical []int) (Stored, bool, error) {
+	s := Stored{Name: name, Shape: logical}
+	for _, mods := range modules {
+		for _, m := range mods {
+			f, info, _ := ck.Lookup(m + moWeight)
+			part := Stored{Name: m + moWeight, File: f.Name, Shape: info.Shape}
+			switch info.DType {
+			case safetensors.F32:
+				part.DType = dtypes.Float32
+			case safetensors.BF16:
+				part.DType = dtypes.BFloat16
+			default:
+				return s, false, nil
+			}
+			var err error
+			if part.Data, err = f.Raw(m + moWeight); err != nil {
+				return s, false, err
+			}
+			s.Parts = append(s.Parts, part)
+		}
+	}
+	s.File, s.DType = s.Parts[0].File, s.Parts[0].DType
+	return s, true, nil
 }
 
 // readFloatExperts stacks unquantized per-expert weights into the fused [E, …]

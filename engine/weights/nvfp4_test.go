@@ -434,7 +434,82 @@ func TestModelOptNVFP4Generate(t *testing.T) {
 	}
 }
 
-// TestModelOptNVFP4Faults: malformed exports fail with an error naming the problem.
+// TestModelOptNVFP4Mapped: Map holds a ModelOpt export as stored — the experts one
+// part per module, the codes views of the file — every weight's rows decode to the
+// float64 dequant of what was written, and the host model's logits on the mapping
+// equal (bit for bit, integer products on) those on the loaded Set, whose experts are
+// stacked into one tensor.
+func TestModelOptNVFP4Mapped(t *testing.T) {
+	_, nvDir, cfg, m := tinyModelOpt(t)
+	mapped, ok, err := weights.Map(nvDir, cfg, nil)
+	if err != nil || !ok {
+		t.Fatalf("map: ok %v, %v", ok, err)
+	}
+	defer mapped.Close()
+	parted := 0
+	for _, sp := range weights.Specs(cfg) {
+		s, _, ok, err := mapped.Lookup(sp.Name)
+		if err != nil || !ok {
+			t.Fatalf("%s: ok %v, %v", sp.Name, ok, err)
+		}
+		want := m.want[sp.Name]
+		if len(sp.Shape) < 2 {
+			got := must(s.Float32())
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("%s element %d: %v, want %v", sp.Name, i, got[i], want[i])
+				}
+			}
+			continue
+		}
+		if strings.Contains(sp.Name, ".experts.") {
+			e, k := cfg.Text.NumExperts, 1
+			if strings.HasSuffix(sp.Name, "gate_up_proj") {
+				k = 2
+			}
+			if len(s.Parts) != e*k {
+				t.Fatalf("%s: %d parts, want %d (one a module)", sp.Name, len(s.Parts), e*k)
+			}
+			parted++
+		}
+		cols, at := sp.Shape[len(sp.Shape)-1], 0
+		row := make([]float32, cols)
+		for _, pm := range must(s.PartMatrices()) {
+			for r := range pm.Rows {
+				if err := pm.DecodeRow(row, r); err != nil {
+					t.Fatal(err)
+				}
+				for j, v := range row {
+					if w := want[at+j]; v != w {
+						t.Fatalf("%s row %d element %d: %v, want %v", sp.Name, at/cols, j, v, w)
+					}
+				}
+				at += cols
+			}
+		}
+		if at != len(want) {
+			t.Fatalf("%s: parts hold %d values, want %d", sp.Name, at, len(want))
+		}
+	}
+	if want := 2 * cfg.Text.NumHiddenLayers; parted != want {
+		t.Errorf("%d expert weights in parts, want %d", parted, want)
+	}
+
+	b, err := backends.NewWithConfig("go:ops_sequential")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Finalize()
+	got, want := hostLogits(t, cfg, mapped), runnerLogits(t, b, cfg, must(weights.Load(nvDir, cfg)), true)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("logit %d: mapped %v, loaded %v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestModelOptNVFP4Faults: malformed exports fail with an error naming the problem,
+// loaded (Load) or mapped (Map) alike.
 func TestModelOptNVFP4Faults(t *testing.T) {
 	_, nvDir, cfg, m := tinyModelOpt(t)
 	const q0 = weights.DecoderPrefix + "layers.0.self_attn.q_proj"
@@ -492,9 +567,16 @@ func TestModelOptNVFP4Faults(t *testing.T) {
 			if err == nil {
 				t.Fatal("loaded")
 			}
+			mapped, ok, merr := weights.Map(nvDir, cfg, nil)
+			if merr == nil {
+				mapped.Close()
+				t.Fatalf("mapped (ok %v)", ok)
+			}
 			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
+				for _, e := range []error{err, merr} {
+					if !strings.Contains(e.Error(), w) {
+						t.Errorf("error %q does not mention %q", e, w)
+					}
 				}
 			}
 		})

@@ -79,6 +79,23 @@ func runnerLogits(t *testing.T, b backends.Backend, cfg *config.Model, s *weight
 	}
 	defer r.Close()
 	r.HostDecoder, r.HostHead = host, host
+	return passLogits(t, cfg, r)
+}
+
+// hostLogits is runnerLogits on the host model reading src (a mapped checkpoint).
+func hostLogits(t *testing.T, cfg *config.Model, src model.HostSource) []float32 {
+	t.Helper()
+	r, err := model.NewHostRunner(&cfg.Text, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	return passLogits(t, cfg, r)
+}
+
+// passLogits is runnerLogits' passes on r.
+func passLogits(t *testing.T, cfg *config.Model, r *model.Runner) []float32 {
+	t.Helper()
 	out, err := r.Encode([]int{2, 17, 40, 99, 5})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,14 @@ type Stored struct {
 	Blocks             bool
 	GGUF               gguf.Type
 	Data, Scales, Mins []byte
+	// Parts, when set, holds a matrix whose rows are not stored together as
+	// consecutive row blocks, each a Stored of shape [rows, cols] with its own bytes
+	// (and format: a GGUF file's gate and up experts may differ): a ModelOpt export's
+	// experts, one module each, and a GGUF file's gate and up experts, two tensors,
+	// left where they lie in the file instead of copied into the fused [E, 2F, D].
+	// Data, Scales and Mins are then empty, and the format fields describe the first
+	// part. Matrix declines a Stored in parts: PartMatrices reads it.
+	Parts []Stored
 }
 
 func (s *Stored) where() string {
@@ -45,6 +53,9 @@ func (s *Stored) where() string {
 // [E·F, D]). Its byte counts are checked: a truncated tensor or a wrong scale count is
 // an error naming the file and tensor.
 func (s *Stored) Matrix() (kernels.Matrix, error) {
+	if len(s.Parts) > 0 {
+		return kernels.Matrix{}, fmt.Errorf("%s: stored in %d parts apart, read it with PartMatrices", s.where(), len(s.Parts))
+	}
 	if len(s.Shape) < 2 {
 		return kernels.Matrix{}, fmt.Errorf("%s: shape %v is not a matrix", s.where(), fmtShape(s.Shape))
 	}
@@ -119,5 +130,63 @@ func (s *Stored) Float32() ([]float32, error) {
 	return out, nil
 }
 
-// Bytes is the memory the stored tensor takes.
-func (s *Stored) Bytes() int64 { return int64(len(s.Data) + len(s.Scales) + len(s.Mins)) }
+// PartMatrices is a matrix stored in parts as its row blocks in order, each checked
+// as Matrix checks a whole one, and their rows checked to add up to the tensor's; a
+// Stored held together is one block.
+func (s *Stored) PartMatrices() ([]kernels.Matrix, error) {
+	if len(s.Parts) == 0 {
+		m, err := s.Matrix()
+		if err != nil {
+			return nil, err
+		}
+		return []kernels.Matrix{m}, nil
+	}
+	if len(s.Shape) < 2 {
+		return nil, fmt.Errorf("%s: shape %v is not a matrix", s.where(), fmtShape(s.Shape))
+	}
+	rows, cols := 1, s.Shape[len(s.Shape)-1]
+	for _, d := range s.Shape[:len(s.Shape)-1] {
+		rows *= d
+	}
+	out := make([]kernels.Matrix, 0, len(s.Parts))
+	got := 0
+	for i := range s.Parts {
+		p := &s.Parts[i]
+		if len(p.Parts) > 0 || len(p.Shape) != 2 || p.Shape[1] != cols {
+			return nil, fmt.Errorf("%s: part %d (%s) has shape %v, want [rows %d]", s.where(), i, p.Name, fmtShape(p.Shape), cols)
+		}
+		m, err := p.Matrix()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+		got += m.Rows
+	}
+	if got != rows {
+		return nil, fmt.Errorf("%s: its %d parts hold %d rows, shape %v has %d", s.where(), len(s.Parts), got, fmtShape(s.Shape), rows)
+	}
+	return out, nil
+}
+
+// Spans is the stored bytes of the tensor, of each part in order for one in parts.
+func (s *Stored) Spans() [][]byte {
+	var out [][]byte
+	for _, b := range [][]byte{s.Data, s.Scales, s.Mins} {
+		if len(b) > 0 {
+			out = append(out, b)
+		}
+	}
+	for i := range s.Parts {
+		out = append(out, s.Parts[i].Spans()...)
+	}
+	return out
+}
+
+// Bytes is the memory the stored tensor takes (its parts' together).
+func (s *Stored) Bytes() int64 {
+	var n int64
+	for _, b := range s.Spans() {
+		n += int64(len(b))
+	}
+	return n
+}
