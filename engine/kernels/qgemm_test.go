@@ -606,6 +606,46 @@ func BenchmarkMulNTInt(b *testing.B) {
 	}
 }
 
+// BenchmarkMulNTSplit: an expert's gate and up rows ([2F, D] = [1408, 2816] for the
+// 26B) as one product, as a fused gate_up_proj is multiplied, against two of F rows
+// each, as engine/model multiplies them where they are stored apart (a ModelOpt
+// export's modules, a GGUF file's split experts), at an AR token's one row and a
+// canvas's few and a prompt's many rows per expert.
+func BenchmarkMulNTSplit(b *testing.B) {
+	const n, k = 1408, 2816
+	for _, name := range []string{"int4", "nvfp4", "q4_k"} {
+		for _, m := range []int{1, 16, 64} {
+			tm := formatNamed(name)(b, rand.New(rand.NewPCG(1, 1)), n, k)
+			a, out := randWeights(rand.New(rand.NewPCG(2, 2)), m*k), make([]float32, m*n)
+			gate, err := tm.w.RowRange(0, n/2)
+			if err != nil {
+				b.Fatal(err)
+			}
+			up, err := tm.w.RowRange(n/2, n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(fmt.Sprintf("%s/m=%d/one", name, m), func(b *testing.B) {
+				for b.Loop() {
+					if err := tm.w.MulNT(out, a, m); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("%s/m=%d/two", name, m), func(b *testing.B) {
+				for b.Loop() {
+					if err := gate.MulNT(out[:m*n/2], a, m); err != nil {
+						b.Fatal(err)
+					}
+					if err := up.MulNT(out[m*n/2:], a, m); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
 // formatNamed is the maker of formats' entry of that name.
 func formatNamed(name string) func(testing.TB, *rand.Rand, int, int) testMatrix {
 	for _, f := range formats {
