@@ -48,6 +48,7 @@
 package quant
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"runtime"
@@ -353,6 +354,41 @@ func Quantize(t *tensors.Tensor, s Spec) (qweight, qscale *tensors.Tensor, err e
 		packed[i] = uint8(q[2*i]+8) | uint8(q[2*i+1]+8)<<4
 	}
 	return tensors.FromFlatDataAndDimensions(packed, wShape...), qscale, nil
+}
+
+// QuantizeBF16Rows quantizes a BFloat16 matrix of rows of cols values (src, little
+// endian, as stored) to s, int8 with a Float32 scale per row (Int8) or per group of
+// 32, into q [rows·cols] and scales — exactly what Quantize gives for the matrix
+// widened to float32, without widening it whole (the 26B's embedding is 738M values:
+// 3 GB as float32). Rows are split among the processors.
+func QuantizeBF16Rows(q []int8, scales []float32, src []byte, cols int, s Spec) error {
+	if s.Format != Int || s.Bits != 8 || s.BF16Scales || cols <= 0 {
+		return fmt.Errorf("quantize bf16 rows of %d to %s: only int8 with Float32 scales", cols, s)
+	}
+	g := s.group(cols)
+	if cols%g != 0 {
+		return fmt.Errorf("quantize bf16 rows of %d to %s: groups of %d do not divide a row", cols, s, g)
+	}
+	rows := len(src) / (2 * cols)
+	if len(src) != 2*rows*cols || len(q) != rows*cols || len(scales) != rows*cols/g {
+		return fmt.Errorf("quantize bf16 rows of %d: %d bytes into %d codes and %d scales", cols, len(src), len(q), len(scales))
+	}
+	bad := parallelGroups(rows, func(lo, hi int) int {
+		w := make([]float32, cols)
+		for r := lo; r < hi; r++ {
+			for j := range w {
+				w[j] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*(r*cols+j):])) << 16)
+			}
+			if b := quantizeGroups(w, q[r*cols:(r+1)*cols], scales[r*cols/g:(r+1)*cols/g], 0, cols/g, g, s.maxQ(), false); b >= 0 {
+				return r*cols + b
+			}
+		}
+		return -1
+	})
+	if bad >= 0 {
+		return fmt.Errorf("cannot quantize non-finite value at flat index %d", bad)
+	}
+	return nil
 }
 
 // scaleTensor stores scales (already representable in bf16 when bf16 is set) as

@@ -325,3 +325,45 @@ func TestDequantizeGraph(t *testing.T) {
 		})
 	}
 }
+
+// TestQuantizeBF16Rows: BF16 rows quantized in place give exactly Quantize's codes and
+// scales for the matrix widened to float32 (int8 per row, int8 in groups of 32), the
+// rows split among workers; a NaN is an error naming its index, and other formats are
+// refused.
+func TestQuantizeBF16Rows(t *testing.T) {
+	const rows, cols = 1031, 96
+	w, _ := randomWeight(7, rows, cols)
+	src := make([]byte, 2*len(w))
+	wide := make([]float32, len(w))
+	for i, v := range w {
+		b := RoundBF16(v)
+		src[2*i], src[2*i+1] = byte(b), byte(b>>8)
+		wide[i] = b.Float32()
+	}
+	for _, s := range []Spec{Int8, {Bits: 8, GroupSize: 32}} {
+		qw, qs, err := Quantize(tensors.FromFlatDataAndDimensions(wide, rows, cols), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, scales := make([]int8, rows*cols), make([]float32, rows*cols/s.group(cols))
+		if err := QuantizeBF16Rows(q, scales, src, cols, s); err != nil {
+			t.Fatal(err)
+		}
+		if want := tensors.MustCopyFlatData[int8](qw); !slices.Equal(q, want) {
+			t.Errorf("%s: codes differ from Quantize's", s)
+		}
+		if want := values(t, qs); !slices.Equal(scales, want) {
+			t.Errorf("%s: scales differ from Quantize's", s)
+		}
+	}
+	bad := slices.Clone(src)
+	bad[2*(500*cols+3)], bad[2*(500*cols+3)+1] = 0xc0, 0x7f // NaN
+	if err := QuantizeBF16Rows(make([]int8, rows*cols), make([]float32, rows), bad, cols, Int8); err == nil || !strings.Contains(err.Error(), "index 48003") {
+		t.Errorf("NaN: %v", err)
+	}
+	for _, s := range []Spec{Int4, {Bits: 8, BF16Scales: true}, NVFP4} {
+		if err := QuantizeBF16Rows(make([]int8, rows*cols), make([]float32, rows), src, cols, s); err == nil {
+			t.Errorf("%s: quantized", s)
+		}
+	}
+}

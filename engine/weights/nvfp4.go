@@ -61,8 +61,10 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/safetensors"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -646,7 +648,8 @@ func putNVFP4Scales(ck *safetensors.Checkpoint, m string, dst, fp8 []byte, group
 // mapModelOpt is Map for a ModelOpt export: every weight as stored, a view of the
 // files, except that each NVFP4 module's FP8 block scales and weight_scale_2 are
 // written into Darkroom's NVFP4 scale rows on the heap (quant.PutNVFP4ScaleRows: an
-// eighth of the codes' bytes). A fused expert weight is held in parts (Stored.Parts),
+// eighth of the codes' bytes), and the BF16 embedding is held in int8 there
+// (HostEmbedding). A fused expert weight is held in parts (Stored.Parts),
 // one per module in its rows' order — expert e's gate, up; down — as ModelOpt stores
 // them, instead of stacked into one copy (the 26B's 15 GB of codes copied at every
 // start took 25–53 s here, and held them twice, in the page cache and on the heap).
@@ -671,6 +674,11 @@ func mapModelOpt(ck *safetensors.Checkpoint, cfg *config.Model) (*Mapped, bool, 
 			if s, ok, err = mapPlan(*p.plain); err != nil || !ok {
 				return nil, false, err
 			}
+			if held, ok := HostEmbedding(quant.NVFP4Profile, p.spec); ok {
+				if s, err = holdAs(s, held); err != nil {
+					return nil, false, err
+				}
+			}
 		case p.linear != "":
 			if s, err = mapNVFP4(ck, p.spec.Name, [][]string{{p.linear}}, p.spec.Shape, spec); err != nil {
 				return nil, false, err
@@ -690,6 +698,44 @@ func mapModelOpt(ck *safetensors.Checkpoint, cfg *config.Model) (*Mapped, bool, 
 		}
 	}
 	return m, true, nil
+}
+
+// EmbeddingName is the canonical name of the token embedding (tied: the output head
+// and the soft embedding multiply it too).
+const EmbeddingName = "embed_tokens.weight"
+
+// HostEmbedding is the format the host model holds the token embedding of a checkpoint
+// stored under profile p in, where that is not how it is stored: NVIDIA's NVFP4
+// export keeps its embedding BF16 — 1.48 of the 3.23 GB the 26B's AR token reads, and
+// the float path for the output head and the soft embedding, whose products are
+// integer for the int4 profile's int8 embedding (two layers at the real widths: a
+// canvas step 4.9 s against 2.5) — so where the kernels' integer products run
+// (kernels.IntProducts; DARKROOM_INT_PRODUCTS=0 keeps it BF16) the host holds it as
+// the int4 profile stores the same weights (quant.Int8: a Float32 scale per row),
+// quantized at load (quant.QuantizeBF16Rows), as a GGUF's Q6_K is held in int8
+// (HostHeld). The graph path, on a GPU, keeps it as stored.
+func HostEmbedding(p quant.Profile, sp Spec) (quant.Spec, bool) {
+	if p != quant.NVFP4Profile || sp.Name != EmbeddingName || !kernels.IntProducts() {
+		return quant.Spec{}, false
+	}
+	return quant.Int4Profile.SpecFor(sp.Name, sp.Shape, sp.Quantizable)
+}
+
+// holdAs is the BF16 matrix s quantized to spec on the heap (HostEmbedding).
+func holdAs(s Stored, spec quant.Spec) (Stored, error) {
+	if s.DType != dtypes.BFloat16 || s.Quant != nil || len(s.Shape) != 2 {
+		return s, nil // an F32 embedding is multiplied as stored
+	}
+	rows, cols := s.Shape[0], s.Shape[1]
+	q := make([]int8, rows*cols)
+	_, qs := spec.Shapes(s.Shape)
+	scales := make([]float32, qs[0]*qs[1])
+	if err := quant.QuantizeBF16Rows(q, scales, s.Data, cols, spec); err != nil {
+		return s, fmt.Errorf("%s: %w", s.where(), err)
+	}
+	s.DType, s.Quant = spec.DType(), &spec
+	s.Data, s.Scales = unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q)), f32Bytes(scales)
+	return s, nil
 }
 
 // mapNVFP4 is canonical weight name, of logical shape [rows, in] or [E, k·F, in],

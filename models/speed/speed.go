@@ -331,8 +331,11 @@ func readSet(cfg *config.Model, p quant.Profile, gguf bool, share func(weights.S
 // profile p (formatOf), or with gguf as the host path holds the type a Q4_K_M file
 // stores it in (weights.Q4KMType; fit.GGUFHeldBytes; its tensors not quantized, as
 // under p). A type held converted (weights.HostHeld: Q6_K as int8 in groups of 32)
-// is int8G32.
+// is int8G32, and NVFP4's embedding, held in int8 (weights.HostEmbedding), int8.
 func storedAs(cfg *config.Model, p quant.Profile, fromGGUF bool, s weights.Spec, n int) (string, int64) {
+	if held, ok := weights.HostEmbedding(p, s); ok && !fromGGUF {
+		return "int8", held.Bytes(s.Shape)
+	}
 	if t, ok := weights.Q4KMType(cfg, s); fromGGUF && ok {
 		if _, held := weights.HostHeld(t); held { // int8 g32 (TestGGUFFormats holds it so)
 			return int8G32, fit.GGUFHeldBytes(cfg, p, s)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -849,5 +850,31 @@ func TestGGUFIntProducts(t *testing.T) {
 	}
 	if !(all > int4 && all < 1.5*int4) {
 		t.Errorf("GGUF step %.3g s with its types on the integer path, the int4 profile's %.3g: want a little slower (its soft embedding on the float path)", all, int4)
+	}
+}
+
+// TestNVFP4Embedding: NVIDIA's NVFP4 export's BF16 embedding is priced as the CPU
+// holds it (weights.HostEmbedding): int8 with a scale per row, as the int4 profile's,
+// where the integer products run, and BF16 where they are off.
+func TestNVFP4Embedding(t *testing.T) {
+	cfg := catalog.DiffusionGemma26B()
+	i := slices.IndexFunc(weights.Specs(cfg), func(s weights.Spec) bool { return s.Name == weights.EmbeddingName })
+	s := weights.Specs(cfg)[i]
+	n := s.Shape[0] * s.Shape[1]
+	for _, on := range []bool{true, false} {
+		func() {
+			defer kernels.SetIntProducts(kernels.SetIntProducts(on))
+			f, b := storedAs(cfg, quant.NVFP4Profile, false, s, n)
+			want, wantB := "bf16", int64(2*n)
+			if kernels.IntProducts() {
+				want, wantB = "int8", int64(n+4*s.Shape[0])
+			}
+			if f != want || b != wantB {
+				t.Errorf("integer products %v: %s, %d bytes; want %s, %d", kernels.IntProducts(), f, b, want, wantB)
+			}
+			if i4, _ := storedAs(cfg, quant.Int4Profile, false, s, n); kernels.IntProducts() && f != i4 {
+				t.Errorf("held as %s, the int4 profile's embedding as %s", f, i4)
+			}
+		}()
 	}
 }
