@@ -608,9 +608,10 @@ func BenchmarkMulNTInt(b *testing.B) {
 
 // BenchmarkMulNTSplit: an expert's gate and up rows ([2F, D] = [1408, 2816] for the
 // 26B) as one product, as a fused gate_up_proj is multiplied, against two of F rows
-// each, as engine/model multiplies them where they are stored apart (a ModelOpt
-// export's modules, a GGUF file's split experts), at an AR token's one row and a
-// canvas's few and a prompt's many rows per expert.
+// each — one after the other, and side by side on the pool, as engine/model
+// multiplies them where they are stored apart (a ModelOpt export's modules, a GGUF
+// file's split experts) — at an AR token's one row and a canvas's few and a prompt's
+// many rows per expert.
 func BenchmarkMulNTSplit(b *testing.B) {
 	const n, k = 1408, 2816
 	for _, name := range []string{"int4", "nvfp4", "q4_k"} {
@@ -640,6 +641,17 @@ func BenchmarkMulNTSplit(b *testing.B) {
 					if err := up.MulNT(out[m*n/2:], a, m); err != nil {
 						b.Fatal(err)
 					}
+				}
+			})
+			b.Run(fmt.Sprintf("%s/m=%d/two-side-by-side", name, m), func(b *testing.B) {
+				for b.Loop() {
+					ParallelRows(2, func(lo, hi int) {
+						for j := lo; j < hi; j++ {
+							if err := []Matrix{gate, up}[j].MulNT(out[j*m*n/2:(j+1)*m*n/2], a, m); err != nil {
+								panic(err)
+							}
+						}
+					})
 				}
 			})
 		}

@@ -365,15 +365,19 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 		}
 		// [m, 2F], gate | up in each row, from one product; where gate and up are
 		// stored apart (hostMatrix.parts: a ModelOpt export, a GGUF file's split
-		// experts), two, the gate's m rows then the up's. One product of 2F rows is
-		// a fifth faster than two of F at an AR token's one row, a few percent at a
-		// canvas's (go test ./engine/kernels -bench MulNTSplit).
+		// experts), two side by side on the pool, the gate's m rows then the up's.
+		// One after the other, two products of F rows took a fifth longer than one of
+		// 2F at an AR token's one row and a tenth at a canvas's 16; side by side they
+		// take as long (go test ./engine/kernels -bench MulNTSplit).
 		gs, us, stride := g, g[f:], 2*f
 		if p := gu.subs(ex*2*f, (ex+1)*2*f); len(p) == 1 {
 			p[0].mulNTInto(g[:2*m*f], xe, m)
 		} else if len(p) == 2 && p[0].rows == f {
-			p[0].mulNTInto(g[:m*f], xe, m)
-			p[1].mulNTInto(g[m*f:2*m*f], xe, m)
+			parallelRows(2, func(lo, hi int) {
+				for j := lo; j < hi; j++ {
+					p[j].mulNTInto(g[j*m*f:(j+1)*m*f], xe, m)
+				}
+			})
 			gs, us, stride = g, g[m*f:], f
 		} else {
 			panic(fmt.Errorf("layer %d expert %d: gate and up stored in %d parts", i, ex, len(p)))
