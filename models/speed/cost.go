@@ -358,10 +358,15 @@ func (r *Rates) kernelSeconds(w work, inCache bool) (total, streamed float64) {
 		return w.count * max(w.m*kern, mem), streamed
 	}
 	// The integer products (kernels.IntProducts) where the path took the format when
-	// the rates were measured (Rates.IntTakes), at IntGEMM's rate, packing included.
+	// the rates were measured (Rates.IntTakes), at IntGEMM's rate, packing included,
+	// times the format's relative to int4's (Rates.IntRelative: MulNT's; the soft
+	// embedding's MulNN of int8 is int4's rate).
 	f := rateFormat(w.format)
 	if intProduct(w) && r.IntTakes(f) {
 		if rate := r.IntGEMMAt(int(math.Round(w.m)), w.k, w.n); rate > 0 {
+			if rel := r.IntRelative[f]; rel > 0 && !w.soft {
+				rate *= rel
+			}
 			return w.flops() / rate, 0
 		}
 	}

@@ -26,7 +26,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 15
+const calibrationVersion = 16
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -49,17 +49,20 @@ type Rates struct {
 	// when IntGEMM was measured (kernels.IntFormats: "int4", "nvfp4" and, with
 	// AVX-512 VNNI or AVX-VNNI, "int8"), and IntKernel its micro-kernel
 	// (kernels.IntKernel); the formats not listed are priced at GEMM plus Decode.
-	// NVFP4's are priced at IntGEMM's rate as int4's are, though its groups of 16
-	// take twice the kernel's scaling steps: about 20% slower at a 26B expert's shape
-	// here (go test ./engine/kernels -bench MulNTInt).
+	// Each is priced at IntGEMM's (int4's) rate times its IntRelative.
 	IntFormats []string `json:"int_formats,omitempty"`
 	IntKernel  string   `json:"int_kernel,omitempty"`
 	// IntGGUF are the GGUF formats (ggufFormat: "q4_k", "q5_0", "q8_0") whose canvas
-	// products took the integer path then (kernels.IntGGUF), priced at IntGEMM's
-	// rate as int4's are: their packing differs (Q4_K's within 5% of int4's here,
-	// Q5_0's and Q8_0's codes taken out of their blocks about 25% slower at a 26B
-	// expert's shape).
+	// products took the integer path then (kernels.IntGGUF), priced as IntFormats'.
 	IntGGUF []string `json:"int_gguf,omitempty"`
+	// IntRelative is each other integer format's canvas product rate (MulNT) over
+	// int4's, at a 26B expert's shape: [64, 2816]×[2816, 704], both timed in turn
+	// (measureIntRelative). The kernel's steps differ by format: NVFP4's groups of 16
+	// take twice its scaling steps, GGUF's codes are taken out of their blocks first
+	// (go test ./engine/kernels -bench MulNTInt). A format without one is priced at
+	// int4's rate, as all were before calibration 16 (NVFP4's real-size step then
+	// estimated at 0.76 of its measured time).
+	IntRelative map[string]float64 `json:"int_relative,omitempty"`
 	// GEMV is the AR step's product rate, in weights per second, by stored format
 	// ("f32", "bf16", "int8", "int4", "nvfp4"): kernels.Matrix.MulVec over a matrix
 	// that stays in the CPU's caches, so it is the kernel's decoding and arithmetic
@@ -320,6 +323,11 @@ func (r *Rates) valid() error {
 	}
 	if len(r.IntGEMM) != 0 && !slices.Contains(r.IntFormats, "int4") {
 		return fmt.Errorf("integer GEMM rates for formats %q, without int4", r.IntFormats)
+	}
+	for f, v := range r.IntRelative {
+		if !(v > 0) || !r.IntTakes(f) {
+			return fmt.Errorf("integer product of %s at %g of int4's rate", f, v)
+		}
 	}
 	for _, d := range slices.Concat(r.GEMM, r.IntGEMM) {
 		if !(d.FLOPS > 0) || !slices.Contains(GridM, d.M) || !slices.Contains(GridK, d.K) || !slices.Contains(GridN, d.N) {
@@ -643,6 +651,7 @@ func steady(passes []*Rates) *Rates {
 		func(p *Rates) map[string]float64 { return p.Decode },
 		func(p *Rates) map[string]float64 { return p.GEMVRow },
 		func(p *Rates) map[string]float64 { return p.HeadLogit },
+		func(p *Rates) map[string]float64 { return p.IntRelative },
 	} {
 		for f := range m(a) {
 			m(a)[f] = of(func(p *Rates) float64 { return m(p)[f] })
@@ -715,6 +724,9 @@ func measureOnce(ctx context.Context, st *streams) (*Rates, error) {
 		if err != nil {
 			return nil, err
 		}
+		if r.IntRelative, err = measureIntRelative(ctx, slices.Concat(r.IntFormats, r.IntGGUF)); err != nil {
+			return nil, err
+		}
 	}
 
 	// The AR product in cache: 256 KiB to 1 MiB of weights whatever the format.
@@ -752,6 +764,53 @@ func measureOnce(ctx context.Context, st *streams) (*Rates, error) {
 	}
 	st.probe()
 	return r, ctx.Err()
+}
+
+// measureIntRelative times the canvas product (MulNT) of each integer format of
+// formats but int4 against int4's at a 26B expert's shape, [64, 2816]×[2816, 704],
+// the two in turn, and gives each format's rate over int4's (Rates.IntRelative).
+func measureIntRelative(ctx context.Context, formats []string) (map[string]float64, error) {
+	const m, k, n = 64, 2816, 704
+	int4, err := matrixOf("int4", n, k)
+	if err != nil {
+		return nil, err
+	}
+	a, out := fill(m*k), make([]float32, m*n)
+	timed := func(w *kernels.Matrix) (float64, error) {
+		var merr error
+		sec := best(func() {
+			if err := w.MulNT(out, a, m); err != nil && merr == nil {
+				merr = err
+			}
+		}, 0.04)
+		if merr != nil {
+			return 0, fmt.Errorf("%s MulNT: %w", w, merr)
+		}
+		return sec, nil
+	}
+	rel := map[string]float64{}
+	for _, f := range formats {
+		if f == "int4" {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		w, err := matrixOf(f, n, k)
+		if err != nil {
+			return nil, err
+		}
+		t4, err := timed(int4)
+		if err != nil {
+			return nil, err
+		}
+		tf, err := timed(w)
+		if err != nil {
+			return nil, err
+		}
+		rel[f] = t4 / tf
+	}
+	return rel, nil
 }
 
 // measureGrid times a product at every shape of the GEMM grid, the best of its calls,

@@ -455,6 +455,12 @@ func TestMeasure(t *testing.T) {
 			t.Errorf("%s GEMV %g, streaming %g, in a job %g", f, r.GEMV[f], r.GEMVStream[f], r.GEMVJob[f])
 		}
 	}
+	// Every integer format but int4 has its rate relative to int4's (valid: positive).
+	for _, f := range slices.Concat(r.IntFormats, r.IntGGUF) {
+		if _, ok := r.IntRelative[f]; ok == (f == "int4") {
+			t.Errorf("%s: relative integer rate %v (%v)", f, r.IntRelative[f], ok)
+		}
+	}
 	// Each rate lies within its probes' spread, the memory's over every probe.
 	if s := r.Spread["mem_read"]; s.N != calibrationPasses*streamProbesPerPass || r.MemRead < s.Lo || r.MemRead > s.Hi {
 		t.Errorf("memory read %g, spread %+v", r.MemRead, s)
@@ -699,6 +705,32 @@ func TestIntGEMMPricing(t *testing.T) {
 	} {
 		if got, _ := r.kernelSeconds(c.w, false); math.Abs(got-c.want) > 1e-9*c.want {
 			t.Errorf("%s soft=%v: %g s, want %g", c.w.format, c.w.soft, got, c.want)
+		}
+	}
+	// A format's rate relative to int4's scales its products' (MulNT), not the soft
+	// embedding's MulNN; a relative rate of a format the integer path did not take, or
+	// not positive, fails valid.
+	rel := *r
+	rel.IntRelative = map[string]float64{"int8": 0.5}
+	if err := rel.valid(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		w    work
+		want float64
+	}{
+		{product("int8", 256, false), flops / (intGEMM * 0.5)},
+		{product("int8", 256, true), flops / intGEMM},
+		{product("int4", 256, false), flops / intGEMM},
+	} {
+		if got, _ := rel.kernelSeconds(c.w, false); math.Abs(got-c.want) > 1e-9*c.want {
+			t.Errorf("int8 at half int4's rate: %s soft=%v: %g s, want %g", c.w.format, c.w.soft, got, c.want)
+		}
+	}
+	for _, bad := range []map[string]float64{{"nvfp4": 0.7}, {"int8": 0}} {
+		rel.IntRelative = bad
+		if rel.valid() == nil {
+			t.Errorf("relative rates %v pass valid", bad)
 		}
 	}
 	floatOnly := *r
