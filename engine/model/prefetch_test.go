@@ -85,6 +85,50 @@ func TestHostReadsAhead(t *testing.T) {
 	}
 }
 
+// TestHostReadsAheadParts: experts held in parts stored apart (weights.Stored.Parts:
+// a ModelOpt export's modules) are read ahead part by part — a token's k experts'
+// gate and up parts and down parts, exactly those bytes.
+func TestHostReadsAheadParts(t *testing.T) {
+	cfg := tinyConfig()
+	w, _ := randomModel(t, cfg, 1, dtypes.Float32)
+	ctx := newContext(t, w)
+	h := &hostModel{cfg: cfg, w: newHostWeights(partedSource{ContextSource(ctx)}), embedScale: 1}
+	var advised [][]byte
+	defer func(f func([]byte)) { adviseWillNeed = f }(adviseWillNeed)
+	adviseWillNeed = func(b []byte) { advised = append(advised, b) }
+	scalar := NewParams(ctx, nil, cfg).encoderScalar
+	if err := try("encode", func() { h.encode(&hostCache{}, []int32{11}, 0, scalar) }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range cfg.NumHiddenLayers {
+		for _, c := range []struct {
+			name  string
+			parts int // an expert's
+		}{{"experts.gate_up_proj", 2}, {"experts.down_proj", 1}} {
+			m, err := h.w.load(layerPrefix(i) + c.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.mat.parts) != cfg.NumExperts*c.parts {
+				t.Fatalf("layer %d %s: %d parts, want %d", i, c.name, len(m.mat.parts), cfg.NumExperts*c.parts)
+			}
+			var n, bytes, total int
+			for _, p := range m.mat.parts {
+				total += len(p.q.Data)
+				for _, a := range advised {
+					if len(a) > 0 && &a[0] == &p.q.Data[0] && len(a) == len(p.q.Data) {
+						n, bytes = n+1, bytes+len(a)
+					}
+				}
+			}
+			if want := total * cfg.TopKExperts / cfg.NumExperts; n != cfg.TopKExperts*c.parts || bytes != want {
+				t.Errorf("layer %d %s: %d parts, %d bytes read ahead; want the token's %d experts' %d parts, %d bytes",
+					i, c.name, n, bytes, cfg.TopKExperts, cfg.TopKExperts*c.parts, want)
+			}
+		}
+	}
+}
+
 // linearNames are arch.Ops that do nothing but record the weights a layer multiplies
 // (Linear and LinearF32), in order.
 type linearNames struct{ names []string }
