@@ -417,7 +417,8 @@ func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r int) {
 }
 
 // nibbleCodes is the int4 codes' table for unpackNibbles (each its own value), and
-// nvfp4Codes the FP4 E2M1 codes' (quant.E2M1's value doubled, plus 12: 0…24).
+// nvfp4Codes the FP4 E2M1 codes' (quant.E2M1's value doubled, plus 12: 0…24), which
+// the NVFP4 printer's dots (vec_amd64.s) read for VPSHUFB too.
 var nibbleCodes, nvfp4Codes = func() (id, fp4 [16]byte) {
 	for c := range id {
 		id[c], fp4[c] = byte(c), byte(12+2*quant.E2M1[c])

@@ -1767,12 +1767,6 @@ q50codes:
 	VZEROUPPER
 	RET
 
-// The E2M1 codes' values doubled (integers −12…12) plus 12, for VPSHUFB: codes 0–7
-// 0, 1, 2, 3, 4, 6, 8, 12; 8–15 their negatives.
-DATA nvfp4lut<>+0(SB)/8, $0x181412100f0e0d0c
-DATA nvfp4lut<>+8(SB)/8, $0x00040608090a0b0c
-GLOBL nvfp4lut<>(SB), RODATA|NOPTR, $16
-
 // VPERMPS indices for dotNVFP4VNNI: for step s of four, lane j takes the scale of
 // block 4s + j/4 of sixteen (nvfp4h4) and the x scale at element 4s + 2·(j/8) of
 // eight pairs (nvfp4x4); a lone step uses step 0's.
@@ -1966,7 +1960,7 @@ TEXT ·dotNVFP4VNNI(SB), NOSPLIT, $0-60
 	MOVQ nb+48(FP), CX
 	VMOVDQU32 nvfp4h4<>+0(SB), Z15
 	VMOVDQU32 nvfp4x4<>+0(SB), Z19
-	VBROADCASTI32X4 nvfp4lut<>+0(SB), Z27
+	VBROADCASTI32X4 ·nvfp4Codes(SB), Z27
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Y28
 	MOVL $0x7f, AX
@@ -2067,7 +2061,7 @@ DATA nvfp4Spread<>+60(SB)/4, $3
 GLOBL nvfp4Spread<>(SB), RODATA|NOPTR, $64
 
 // NVFP4_HALF is dotNVFP4IntAVX2's half step: the 16 code bytes at off(SI) as 32
-// values in order (low nibble first), mapped through nvfp4lut to 12 + 2·value, times
+// values in order (low nibble first), mapped through nvfp4Codes (qgemm.go) to 12 + 2·value, times
 // the 32 x codes at 2·off(DI) and summed in fours (VPMADDUBSW's words of two products
 // each stay below 2¹⁵), each four's int32 sum converted and added into Y0 times its
 // block's scale, spread from Y3 by the indices idx.
@@ -2103,7 +2097,7 @@ TEXT ·dotNVFP4IntAVX2(SB), NOSPLIT, $0-60
 	MOVL $0x0f0f0f0f, AX
 	MOVL AX, X15
 	VPBROADCASTD X15, Y15            // the low nibbles
-	VBROADCASTI128 nvfp4lut<>+0(SB), Y14
+	VBROADCASTI128 ·nvfp4Codes(SB), Y14
 	MOVL $0x00010001, AX
 	MOVL AX, X13
 	VPBROADCASTD X13, Y13            // 16-bit ones
