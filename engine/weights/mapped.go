@@ -27,6 +27,11 @@ type Mapped struct {
 	// A GGUF file: open, its tensors read on first Lookup (readGGUF).
 	gf    *gguf.File
 	plans map[string]ggufPlan
+
+	// held are tensors the host holds in another format than stored, converted on
+	// their first Lookup (holdAs: a ModelOpt export's embedding, HostEmbedding), so a
+	// graph path that copies the stored form out (Set) converts nothing.
+	held map[string]quant.Spec
 }
 
 // Map opens the checkpoint in dir for cfg without reading it. Every tensor is checked
@@ -147,6 +152,14 @@ func (m *Mapped) Lookup(name string) (Stored, any, bool, error) {
 			return Stored{}, nil, false, fmt.Errorf("weight %q: %w", name, err)
 		}
 		m.tensors[name], ok = s, true
+	}
+	if spec, held := m.held[name]; held && ok {
+		var err error
+		if s, err = holdAs(s, spec); err != nil {
+			return Stored{}, nil, false, fmt.Errorf("weight %q: %w", name, err)
+		}
+		m.tensors[name] = s
+		delete(m.held, name)
 	}
 	return s, m, ok, nil
 }

@@ -649,7 +649,7 @@ func putNVFP4Scales(ck *safetensors.Checkpoint, m string, dst, fp8 []byte, group
 // files, except that each NVFP4 module's FP8 block scales and weight_scale_2 are
 // written into Darkroom's NVFP4 scale rows on the heap (quant.PutNVFP4ScaleRows: an
 // eighth of the codes' bytes), and the BF16 embedding is held in int8 there
-// (HostEmbedding). A fused expert weight is held in parts (Stored.Parts),
+// (HostEmbedding), converted on its first Lookup. A fused expert weight is held in parts (Stored.Parts),
 // one per module in its rows' order — expert e's gate, up; down — as ModelOpt stores
 // them, instead of stacked into one copy (the 26B's 15 GB of codes copied at every
 // start took 25–53 s here, and held them twice, in the page cache and on the heap).
@@ -674,10 +674,11 @@ func mapModelOpt(ck *safetensors.Checkpoint, cfg *config.Model) (*Mapped, bool, 
 			if s, ok, err = mapPlan(*p.plain); err != nil || !ok {
 				return nil, false, err
 			}
-			if held, ok := HostEmbedding(quant.NVFP4Profile, p.spec); ok {
-				if s, err = holdAs(s, held); err != nil {
-					return nil, false, err
+			if held, ok := HostEmbedding(quant.NVFP4Profile, p.spec); ok && s.DType == dtypes.BFloat16 {
+				if m.held == nil {
+					m.held = map[string]quant.Spec{}
 				}
+				m.held[s.Name] = held // converted on its first Lookup
 			}
 		case p.linear != "":
 			if s, err = mapNVFP4(ck, p.spec.Name, [][]string{{p.linear}}, p.spec.Shape, spec); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/backends"
 	_ "github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
@@ -446,6 +447,17 @@ func TestModelOptNVFP4Mapped(t *testing.T) {
 		t.Fatalf("map: ok %v, %v", ok, err)
 	}
 	defer mapped.Close()
+	// The embedding is converted on its first Lookup (read onto the heap: FirstRead),
+	// not by Map: a graph path's Set copies it out as stored.
+	i := slices.IndexFunc(weights.Specs(cfg), func(sp weights.Spec) bool { return sp.Name == weights.EmbeddingName })
+	embSpec := weights.Specs(cfg)[i]
+	_, embHeld := weights.HostEmbedding(quant.NVFP4Profile, embSpec)
+	if n, want := mapped.FirstRead(embSpec.Name), int64(2*embSpec.Elements()); embHeld && n != want {
+		t.Errorf("embedding: FirstRead %d before its Lookup, want its %d BF16 bytes", n, want)
+	}
+	if set := must(mapped.Set(nil)); set.Tensors[embSpec.Name] == nil || set.Tensors[embSpec.Name].DType() != dtypes.BFloat16 {
+		t.Errorf("Set's embedding %v, want it as stored (BF16)", set.Tensors[embSpec.Name])
+	}
 	parted := 0
 	for _, sp := range weights.Specs(cfg) {
 		s, _, ok, err := mapped.Lookup(sp.Name)
@@ -502,6 +514,9 @@ func TestModelOptNVFP4Mapped(t *testing.T) {
 	if want := 2 * cfg.Text.NumHiddenLayers; parted != want {
 		t.Errorf("%d expert weights in parts, want %d", parted, want)
 	}
+	if n := mapped.FirstRead(embSpec.Name); n != 0 {
+		t.Errorf("embedding: FirstRead %d after its Lookup", n)
+	}
 
 	b, err := backends.NewWithConfig("go:ops_sequential")
 	if err != nil {
@@ -511,8 +526,7 @@ func TestModelOptNVFP4Mapped(t *testing.T) {
 	// The loaded Set, its embedding held as Map holds it on the host.
 	set := must(weights.Load(nvDir, cfg))
 	emb := weights.EmbeddingName
-	i := slices.IndexFunc(weights.Specs(cfg), func(sp weights.Spec) bool { return sp.Name == emb })
-	if held, ok := weights.HostEmbedding(quant.NVFP4Profile, weights.Specs(cfg)[i]); ok {
+	if held, ok := weights.HostEmbedding(quant.NVFP4Profile, embSpec); ok {
 		qw, qs, err := quant.Quantize(set.Tensors[emb], held)
 		if err != nil {
 			t.Fatal(err)
