@@ -139,6 +139,20 @@ func WeightBytes(cfg *config.Model, p quant.Profile) int64 {
 	return total
 }
 
+// HostWeightBytes is WeightBytes as the CPU's host path holds the weights: NVIDIA's
+// NVFP4 export's BF16 embedding in int8 (weights.HostEmbedding), the rest as stored.
+func HostWeightBytes(cfg *config.Model, p quant.Profile) int64 {
+	var total int64
+	for _, s := range weights.Specs(cfg) {
+		if held, ok := weights.HostEmbedding(p, s); ok {
+			total += held.Bytes(s.Shape)
+		} else {
+			total += TensorBytes(cfg, p, s)
+		}
+	}
+	return total
+}
+
 // TensorBytes is the size at rest of one of cfg's tensors under profile p: the
 // codes and scales as stored (NVFP4: 1-byte FP8 scales) when p quantizes it, else
 // its elements in the checkpoint's float dtype.
@@ -193,8 +207,11 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	e := &Estimate{Profile: string(p), Context: rt.Context}
 
 	w, note := WeightBytes(cfg, p), weightNote(p)
-	if rt.GGUF && !rt.GPU {
+	switch {
+	case rt.GGUF && !rt.GPU:
 		w, note = GGUFWeightBytes(cfg, p), "a GGUF file's blocks as stored (llama.cpp's Q4_K_M: Q4_K, Q5_0/Q8_0 where rows are no 256-block), its Q6_K embedding held as int8"
+	case !rt.GPU && HostWeightBytes(cfg, p) != w:
+		w, note = HostWeightBytes(cfg, p), note+"; on the CPU the embedding held as int8 (f32 scales)"
 	}
 	e.Parts = append(e.Parts, Part{PartWeights, w, note})
 
@@ -338,6 +355,8 @@ func weightNote(p quant.Profile) string {
 		return "int8 per-channel (f32 scales); norms and router in the checkpoint dtype"
 	case quant.Int4Profile:
 		return "experts int4 g32 (bf16 scales), attention/MLP/embedding int8 (f32 scales)"
+	case quant.NVFP4Profile:
+		return "experts, attention and MLP NVFP4 (an FP8 scale per 16); embedding, router and norms bf16"
 	}
 	return "as stored (bf16)"
 }

@@ -266,3 +266,40 @@ func TestGGUFWeights(t *testing.T) {
 			cpu.Part(PartWeights), got, gpu.Part(PartWeights), WeightBytes(cfg, quant.Int4Profile))
 	}
 }
+
+// TestNVFP4HostWeights: on the CPU the NVFP4 export's weights are counted as the host
+// path holds them — its BF16 embedding in int8 with a float32 scale per row
+// (weights.HostEmbedding) where the integer products run — and on a GPU as stored.
+func TestNVFP4HostWeights(t *testing.T) {
+	cfg := catalog.DiffusionGemma26B()
+	p := quant.NVFP4Profile
+	var v, d int64
+	for _, s := range weights.Specs(cfg) {
+		if s.Name == weights.EmbeddingName {
+			v, d = int64(s.Shape[0]), int64(s.Shape[1])
+		}
+	}
+	stored := WeightBytes(cfg, p)
+	want := stored
+	if kernels.IntProducts() {
+		want = stored - 2*v*d + v*d + 4*v
+	}
+	if got := HostWeightBytes(cfg, p); v == 0 || got != want {
+		t.Errorf("held on the CPU %d bytes, want %d (stored %d)", got, want, stored)
+	}
+	cpu, err := Compute(cfg, p, Runtime{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu, err := Compute(cfg, p, Runtime{GPU: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu.Part(PartWeights) != want || gpu.Part(PartWeights) != stored {
+		t.Errorf("weights on the CPU %d (want %d), on a GPU %d (want %d)", cpu.Part(PartWeights), want, gpu.Part(PartWeights), stored)
+	}
+	// The int4 profile's embedding is int8 already: held as stored.
+	if HostWeightBytes(cfg, quant.Int4Profile) != WeightBytes(cfg, quant.Int4Profile) {
+		t.Error("the int4 profile's weights held on the CPU differ from stored")
+	}
+}
