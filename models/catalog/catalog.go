@@ -160,8 +160,9 @@ func Entries() []Entry {
 			License: "Apache-2.0 and the Gemma Terms of Use (NVIDIA's model card)",
 			Description: "NVIDIA's 4-bit float (NVFP4) export of DiffusionGemma 26B-A4B: a 19 GB download instead of 52 GB. " +
 				"Attention, MLP and expert weights stay NVFP4 in memory as downloaded (0.57 bytes per weight with " +
-				"their scales: about 15.4 GB of weights), dequantized next to each matmul; embedding, router, " +
-				"norms and the self-conditioning MLP are BF16.",
+				"their scales: about 15.4 GB of weights), dequantized next to each matmul on a GPU and multiplied " +
+				"as stored, straight from the file, on the CPU; embedding, router, norms and the self-conditioning " +
+				"MLP are BF16 (on the CPU the embedding is held as int8, as the int4 profile stores it).",
 			Format: "safetensors NVFP4 (ModelOpt: FP4 E2M1 weights, FP8 E4M3 block scales)", Size: 18_900_000_000,
 			Profiles: []quant.Profile{quant.NVFP4Profile},
 			// hf_quant_config.json (the quantization description) matches *.json.
