@@ -434,10 +434,14 @@ func (w *Matrix) rowCodesNVFP4(dst []byte, s, mn []float32, r int) {
 	blocks := k / 16
 	stride := blocks + quant.NVFP4ScaleBytes
 	unpackNibbles(dst[:k], w.Data[r*k/2:(r+1)*k/2], &nvfp4Codes)
-	quant.NVFP4RowScales(s[:blocks], w.Scales[r*stride:(r+1)*stride])
-	for j := range blocks {
-		s[j] /= 2
-		mn[j] = -12 * s[j]
+	// One pass over the block scales (it was two, NVFP4RowScales' then halving: half
+	// the decoding's time): S/2 = fp8·(scale_2/2), exactly (fp8·scale_2)/2.
+	fp8 := w.Scales[r*stride : r*stride+blocks]
+	h := quant.NVFP4Scale2(w.Scales[r*stride+blocks:(r+1)*stride]) / 2
+	s, mn = s[:len(fp8)], mn[:len(fp8)]
+	for j, c := range fp8 {
+		v := quant.FP8E4M3(c) * h
+		s[j], mn[j] = v, -12*v
 	}
 }
 

@@ -724,6 +724,26 @@ func TestRowCodes(t *testing.T) {
 	}
 }
 
+// BenchmarkRowCodes: the canvas product's weight decoding (rowCodes: a row's integer
+// codes, scales and minimums, which packQB transposes into panels) for each format the
+// integer path takes, over a 26B expert's gate_up rows [1408, 2816]; weights/s.
+func BenchmarkRowCodes(b *testing.B) {
+	const n, k = 1408, 2816
+	for _, name := range []string{"int4", "nvfp4", "q4_k", "q5_0", "q8_0"} {
+		tm := formatNamed(name)(b, rand.New(rand.NewPCG(1, 1)), n, k)
+		gs := tm.w.intGroup()
+		codes, s, mn := make([]byte, k), make([]float32, k/gs), make([]float32, k/gs)
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				for r := range n {
+					tm.w.rowCodes(codes, s, mn, r)
+				}
+			}
+			b.ReportMetric(float64(n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
+		})
+	}
+}
+
 // TestQ4KHeaders: the canvas packing's Q4_K scales and minimums (q4kHeaders: AVX2 and
 // F16C where the CPU has them) are bit for bit the Go decoding's, subnormal and
 // infinite fp16 d and dmin among them.
