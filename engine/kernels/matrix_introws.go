@@ -102,12 +102,13 @@ func (w *Matrix) mulRowsNVFP4Int(out, a []float32, m int) {
 	xq := cb.q[:m*k]
 	cb.dec = grow(cb.dec, 2*m*groups+m*blocks)
 	pairs, xsum := cb.dec[:2*m*groups], cb.dec[2*m*groups:2*m*groups+m*blocks]
+	zmm := intRowsZMM()
 	for i := range m {
 		q, p := xq[i*k:(i+1)*k], pairs[2*i*groups:2*(i+1)*groups]
 		quantizeRow32(q, p, a[i*k:(i+1)*k], nil)
 		nvfp4XSums(xsum[i*blocks:(i+1)*blocks], q, p)
+		nvfp4IntX(q, zmm)
 	}
-	zmm := intRowsZMM()
 	parts := dotParts(m * n * k)
 	parallel(parts, func(part int) {
 		for r := n * part / parts; r < n*(part+1)/parts; r++ {
@@ -117,6 +118,25 @@ func (w *Matrix) mulRowsNVFP4Int(out, a []float32, m int) {
 			}
 		}
 	})
+}
+
+// nvfp4IntX puts x's codes xq (whole steps of 64 values) in the order dotNVFP4Int's
+// zmm kernel takes them: in each step the even values' codes, then the odd ones', as
+// it splits a step's code bytes into their low nibbles (the even values), then their
+// high ones, with no interleaving back (a fifth of its instructions). The ymm kernel
+// takes them in order.
+func nvfp4IntX(xq []int8, zmm bool) {
+	if !zmm {
+		return
+	}
+	var t [64]int8
+	for s := 0; s+64 <= len(xq); s += 64 {
+		step := xq[s : s+64]
+		for p := range 32 {
+			t[p], t[32+p] = step[2*p], step[2*p+1]
+		}
+		copy(step, t[:])
+	}
 }
 
 // nvfp4XSums writes each NVFP4 block's xs·Σcode of x's codes xq and

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/engine/gguf"
@@ -196,6 +197,7 @@ func TestMulRowsInt(t *testing.T) {
 			xq, pairs, xsum := make([]int8, cols), make([]float32, cols/16), make([]float32, cols/16)
 			quantizeRow32(xq, pairs, x, nil)
 			nvfp4XSums(xsum, xq, pairs)
+			nvfp4IntX(xq, intRowsZMM())
 			return dotNVFP4Int(xq, pairs, xsum, fp4.w.Data[r*cols/2:(r+1)*cols/2], fp4.w.Scales[r*stride:(r+1)*stride], intRowsZMM())
 		}, func(r int) []float32 { return fp4.want[r*cols : (r+1)*cols] }}}
 	for _, c := range cases {
@@ -280,7 +282,9 @@ func TestDotNVFP4Int(t *testing.T) {
 			quantizeRow32Go(xq, pairs, x, nil)
 			xsum := make([]float32, k/16)
 			nvfp4XSums(xsum, xq, pairs)
-			got := dotNVFP4Int(xq, pairs, xsum, codes, srow, zmm)
+			xk := slices.Clone(xq) // in the kernel's order
+			nvfp4IntX(xk, zmm)
+			got := dotNVFP4Int(xk, pairs, xsum, codes, srow, zmm)
 
 			var want, mag, exact, bound float64
 			for i := range k {

@@ -258,7 +258,8 @@ func dotNVFP4IntAVX2(xq *int8, xs, xsum *float32, codes, fp8 *byte, hs2 float32,
 func nvfp4IntRuns() bool { return qActive != nil && qActive != qGo }
 
 // dotNVFP4Int is dotNVFP4VNNI (zmm) or dotNVFP4IntAVX2 over slices: len(xq) values, a
-// multiple of 64; srow the row's qscale bytes (its blocks' FP8 codes, then scale_2).
+// multiple of 64, in nvfp4IntX's order for the kernel; srow the row's qscale bytes
+// (its blocks' FP8 codes, then scale_2).
 func dotNVFP4Int(xq []int8, pairs, xsum []float32, codes, srow []byte, zmm bool) float32 {
 	nb := len(xq) / 64
 	_, _, _, _, _ = xq[64*nb-1], pairs[4*nb-1], xsum[4*nb-1], codes[32*nb-1], srow[4*nb+quant.NVFP4ScaleBytes-1]

@@ -1767,71 +1767,73 @@ q50codes:
 	VZEROUPPER
 	RET
 
-// VPERMPS indices for dotNVFP4VNNI: for step s of four, lane j takes the scale of
-// block 4s + j/4 of sixteen (nvfp4h4) and the x scale at element 4s + 2·(j/8) of
-// eight pairs (nvfp4x4); a lone step uses step 0's.
+// VPERMPS indices for dotNVFP4VNNI: for step s of four, lane j (j mod 8 = i: the
+// code bytes' low nibbles in lanes 0–7, values 8i, 8i+2, 8i+4, 8i+6; their high ones
+// in lanes 8–15, the odd values after them) takes the scale of block 4s + i/2 of
+// sixteen (nvfp4h4) and the x scale at element 4s + 2·(i/4) of eight pairs
+// (nvfp4x4); a lone step uses step 0's.
 DATA nvfp4h4<>+0(SB)/4, $0
 DATA nvfp4h4<>+4(SB)/4, $0
-DATA nvfp4h4<>+8(SB)/4, $0
-DATA nvfp4h4<>+12(SB)/4, $0
-DATA nvfp4h4<>+16(SB)/4, $1
-DATA nvfp4h4<>+20(SB)/4, $1
-DATA nvfp4h4<>+24(SB)/4, $1
-DATA nvfp4h4<>+28(SB)/4, $1
-DATA nvfp4h4<>+32(SB)/4, $2
-DATA nvfp4h4<>+36(SB)/4, $2
-DATA nvfp4h4<>+40(SB)/4, $2
-DATA nvfp4h4<>+44(SB)/4, $2
-DATA nvfp4h4<>+48(SB)/4, $3
-DATA nvfp4h4<>+52(SB)/4, $3
+DATA nvfp4h4<>+8(SB)/4, $1
+DATA nvfp4h4<>+12(SB)/4, $1
+DATA nvfp4h4<>+16(SB)/4, $2
+DATA nvfp4h4<>+20(SB)/4, $2
+DATA nvfp4h4<>+24(SB)/4, $3
+DATA nvfp4h4<>+28(SB)/4, $3
+DATA nvfp4h4<>+32(SB)/4, $0
+DATA nvfp4h4<>+36(SB)/4, $0
+DATA nvfp4h4<>+40(SB)/4, $1
+DATA nvfp4h4<>+44(SB)/4, $1
+DATA nvfp4h4<>+48(SB)/4, $2
+DATA nvfp4h4<>+52(SB)/4, $2
 DATA nvfp4h4<>+56(SB)/4, $3
 DATA nvfp4h4<>+60(SB)/4, $3
 DATA nvfp4h4<>+64(SB)/4, $4
 DATA nvfp4h4<>+68(SB)/4, $4
-DATA nvfp4h4<>+72(SB)/4, $4
-DATA nvfp4h4<>+76(SB)/4, $4
-DATA nvfp4h4<>+80(SB)/4, $5
-DATA nvfp4h4<>+84(SB)/4, $5
-DATA nvfp4h4<>+88(SB)/4, $5
-DATA nvfp4h4<>+92(SB)/4, $5
-DATA nvfp4h4<>+96(SB)/4, $6
-DATA nvfp4h4<>+100(SB)/4, $6
-DATA nvfp4h4<>+104(SB)/4, $6
-DATA nvfp4h4<>+108(SB)/4, $6
-DATA nvfp4h4<>+112(SB)/4, $7
-DATA nvfp4h4<>+116(SB)/4, $7
+DATA nvfp4h4<>+72(SB)/4, $5
+DATA nvfp4h4<>+76(SB)/4, $5
+DATA nvfp4h4<>+80(SB)/4, $6
+DATA nvfp4h4<>+84(SB)/4, $6
+DATA nvfp4h4<>+88(SB)/4, $7
+DATA nvfp4h4<>+92(SB)/4, $7
+DATA nvfp4h4<>+96(SB)/4, $4
+DATA nvfp4h4<>+100(SB)/4, $4
+DATA nvfp4h4<>+104(SB)/4, $5
+DATA nvfp4h4<>+108(SB)/4, $5
+DATA nvfp4h4<>+112(SB)/4, $6
+DATA nvfp4h4<>+116(SB)/4, $6
 DATA nvfp4h4<>+120(SB)/4, $7
 DATA nvfp4h4<>+124(SB)/4, $7
 DATA nvfp4h4<>+128(SB)/4, $8
 DATA nvfp4h4<>+132(SB)/4, $8
-DATA nvfp4h4<>+136(SB)/4, $8
-DATA nvfp4h4<>+140(SB)/4, $8
-DATA nvfp4h4<>+144(SB)/4, $9
-DATA nvfp4h4<>+148(SB)/4, $9
-DATA nvfp4h4<>+152(SB)/4, $9
-DATA nvfp4h4<>+156(SB)/4, $9
-DATA nvfp4h4<>+160(SB)/4, $10
-DATA nvfp4h4<>+164(SB)/4, $10
-DATA nvfp4h4<>+168(SB)/4, $10
-DATA nvfp4h4<>+172(SB)/4, $10
-DATA nvfp4h4<>+176(SB)/4, $11
-DATA nvfp4h4<>+180(SB)/4, $11
+DATA nvfp4h4<>+136(SB)/4, $9
+DATA nvfp4h4<>+140(SB)/4, $9
+DATA nvfp4h4<>+144(SB)/4, $10
+DATA nvfp4h4<>+148(SB)/4, $10
+DATA nvfp4h4<>+152(SB)/4, $11
+DATA nvfp4h4<>+156(SB)/4, $11
+DATA nvfp4h4<>+160(SB)/4, $8
+DATA nvfp4h4<>+164(SB)/4, $8
+DATA nvfp4h4<>+168(SB)/4, $9
+DATA nvfp4h4<>+172(SB)/4, $9
+DATA nvfp4h4<>+176(SB)/4, $10
+DATA nvfp4h4<>+180(SB)/4, $10
 DATA nvfp4h4<>+184(SB)/4, $11
 DATA nvfp4h4<>+188(SB)/4, $11
 DATA nvfp4h4<>+192(SB)/4, $12
 DATA nvfp4h4<>+196(SB)/4, $12
-DATA nvfp4h4<>+200(SB)/4, $12
-DATA nvfp4h4<>+204(SB)/4, $12
-DATA nvfp4h4<>+208(SB)/4, $13
-DATA nvfp4h4<>+212(SB)/4, $13
-DATA nvfp4h4<>+216(SB)/4, $13
-DATA nvfp4h4<>+220(SB)/4, $13
-DATA nvfp4h4<>+224(SB)/4, $14
-DATA nvfp4h4<>+228(SB)/4, $14
-DATA nvfp4h4<>+232(SB)/4, $14
-DATA nvfp4h4<>+236(SB)/4, $14
-DATA nvfp4h4<>+240(SB)/4, $15
-DATA nvfp4h4<>+244(SB)/4, $15
+DATA nvfp4h4<>+200(SB)/4, $13
+DATA nvfp4h4<>+204(SB)/4, $13
+DATA nvfp4h4<>+208(SB)/4, $14
+DATA nvfp4h4<>+212(SB)/4, $14
+DATA nvfp4h4<>+216(SB)/4, $15
+DATA nvfp4h4<>+220(SB)/4, $15
+DATA nvfp4h4<>+224(SB)/4, $12
+DATA nvfp4h4<>+228(SB)/4, $12
+DATA nvfp4h4<>+232(SB)/4, $13
+DATA nvfp4h4<>+236(SB)/4, $13
+DATA nvfp4h4<>+240(SB)/4, $14
+DATA nvfp4h4<>+244(SB)/4, $14
 DATA nvfp4h4<>+248(SB)/4, $15
 DATA nvfp4h4<>+252(SB)/4, $15
 GLOBL nvfp4h4<>(SB), RODATA|NOPTR, $256
@@ -1839,14 +1841,14 @@ DATA nvfp4x4<>+0(SB)/4, $0
 DATA nvfp4x4<>+4(SB)/4, $0
 DATA nvfp4x4<>+8(SB)/4, $0
 DATA nvfp4x4<>+12(SB)/4, $0
-DATA nvfp4x4<>+16(SB)/4, $0
-DATA nvfp4x4<>+20(SB)/4, $0
-DATA nvfp4x4<>+24(SB)/4, $0
-DATA nvfp4x4<>+28(SB)/4, $0
-DATA nvfp4x4<>+32(SB)/4, $2
-DATA nvfp4x4<>+36(SB)/4, $2
-DATA nvfp4x4<>+40(SB)/4, $2
-DATA nvfp4x4<>+44(SB)/4, $2
+DATA nvfp4x4<>+16(SB)/4, $2
+DATA nvfp4x4<>+20(SB)/4, $2
+DATA nvfp4x4<>+24(SB)/4, $2
+DATA nvfp4x4<>+28(SB)/4, $2
+DATA nvfp4x4<>+32(SB)/4, $0
+DATA nvfp4x4<>+36(SB)/4, $0
+DATA nvfp4x4<>+40(SB)/4, $0
+DATA nvfp4x4<>+44(SB)/4, $0
 DATA nvfp4x4<>+48(SB)/4, $2
 DATA nvfp4x4<>+52(SB)/4, $2
 DATA nvfp4x4<>+56(SB)/4, $2
@@ -1855,14 +1857,14 @@ DATA nvfp4x4<>+64(SB)/4, $4
 DATA nvfp4x4<>+68(SB)/4, $4
 DATA nvfp4x4<>+72(SB)/4, $4
 DATA nvfp4x4<>+76(SB)/4, $4
-DATA nvfp4x4<>+80(SB)/4, $4
-DATA nvfp4x4<>+84(SB)/4, $4
-DATA nvfp4x4<>+88(SB)/4, $4
-DATA nvfp4x4<>+92(SB)/4, $4
-DATA nvfp4x4<>+96(SB)/4, $6
-DATA nvfp4x4<>+100(SB)/4, $6
-DATA nvfp4x4<>+104(SB)/4, $6
-DATA nvfp4x4<>+108(SB)/4, $6
+DATA nvfp4x4<>+80(SB)/4, $6
+DATA nvfp4x4<>+84(SB)/4, $6
+DATA nvfp4x4<>+88(SB)/4, $6
+DATA nvfp4x4<>+92(SB)/4, $6
+DATA nvfp4x4<>+96(SB)/4, $4
+DATA nvfp4x4<>+100(SB)/4, $4
+DATA nvfp4x4<>+104(SB)/4, $4
+DATA nvfp4x4<>+108(SB)/4, $4
 DATA nvfp4x4<>+112(SB)/4, $6
 DATA nvfp4x4<>+116(SB)/4, $6
 DATA nvfp4x4<>+120(SB)/4, $6
@@ -1871,14 +1873,14 @@ DATA nvfp4x4<>+128(SB)/4, $8
 DATA nvfp4x4<>+132(SB)/4, $8
 DATA nvfp4x4<>+136(SB)/4, $8
 DATA nvfp4x4<>+140(SB)/4, $8
-DATA nvfp4x4<>+144(SB)/4, $8
-DATA nvfp4x4<>+148(SB)/4, $8
-DATA nvfp4x4<>+152(SB)/4, $8
-DATA nvfp4x4<>+156(SB)/4, $8
-DATA nvfp4x4<>+160(SB)/4, $10
-DATA nvfp4x4<>+164(SB)/4, $10
-DATA nvfp4x4<>+168(SB)/4, $10
-DATA nvfp4x4<>+172(SB)/4, $10
+DATA nvfp4x4<>+144(SB)/4, $10
+DATA nvfp4x4<>+148(SB)/4, $10
+DATA nvfp4x4<>+152(SB)/4, $10
+DATA nvfp4x4<>+156(SB)/4, $10
+DATA nvfp4x4<>+160(SB)/4, $8
+DATA nvfp4x4<>+164(SB)/4, $8
+DATA nvfp4x4<>+168(SB)/4, $8
+DATA nvfp4x4<>+172(SB)/4, $8
 DATA nvfp4x4<>+176(SB)/4, $10
 DATA nvfp4x4<>+180(SB)/4, $10
 DATA nvfp4x4<>+184(SB)/4, $10
@@ -1887,14 +1889,14 @@ DATA nvfp4x4<>+192(SB)/4, $12
 DATA nvfp4x4<>+196(SB)/4, $12
 DATA nvfp4x4<>+200(SB)/4, $12
 DATA nvfp4x4<>+204(SB)/4, $12
-DATA nvfp4x4<>+208(SB)/4, $12
-DATA nvfp4x4<>+212(SB)/4, $12
-DATA nvfp4x4<>+216(SB)/4, $12
-DATA nvfp4x4<>+220(SB)/4, $12
-DATA nvfp4x4<>+224(SB)/4, $14
-DATA nvfp4x4<>+228(SB)/4, $14
-DATA nvfp4x4<>+232(SB)/4, $14
-DATA nvfp4x4<>+236(SB)/4, $14
+DATA nvfp4x4<>+208(SB)/4, $14
+DATA nvfp4x4<>+212(SB)/4, $14
+DATA nvfp4x4<>+216(SB)/4, $14
+DATA nvfp4x4<>+220(SB)/4, $14
+DATA nvfp4x4<>+224(SB)/4, $12
+DATA nvfp4x4<>+228(SB)/4, $12
+DATA nvfp4x4<>+232(SB)/4, $12
+DATA nvfp4x4<>+236(SB)/4, $12
 DATA nvfp4x4<>+240(SB)/4, $14
 DATA nvfp4x4<>+244(SB)/4, $14
 DATA nvfp4x4<>+248(SB)/4, $14
@@ -1919,7 +1921,8 @@ GLOBL nvfp4x4<>(SB), RODATA|NOPTR, $256
 
 // NVFP4_STEP is one step of 64 values of dotNVFP4VNNI's four-step loop: the lane
 // scales h·xs spread from Z5 and Z8 by the index tables idxh and idxx, the 32 code
-// bytes at codes(SI) and the x codes at xq(DI).
+// bytes at codes(SI) — their low nibbles, then their high ones — and the x codes at
+// xq(DI), in that order (nvfp4IntX).
 #define NVFP4_STEP(codes, xq, idxh, idxx) \
 	VPERMPS Z5, idxh, Z7; \
 	VPERMPS Z8, idxx, Z9; \
@@ -1928,10 +1931,7 @@ GLOBL nvfp4x4<>(SB), RODATA|NOPTR, $256
 	VPSRLW $4, Y10, Y11; \
 	VPANDD Y28, Y10, Y10; \
 	VPANDD Y28, Y11, Y11; \
-	VPUNPCKLBW Y11, Y10, Y12; \
-	VPUNPCKHBW Y11, Y10, Y13; \
-	VINSERTI64X4 $1, Y13, Z12, Z12; \
-	VSHUFI64X2 $0xd8, Z12, Z12, Z12; \
+	VINSERTI64X4 $1, Y11, Z10, Z12; \
 	VPSHUFB Z12, Z27, Z12; \
 	VPXORD Z14, Z14, Z14; \
 	VPDPBUSD xq(DI), Z12, Z14; \
@@ -1941,15 +1941,17 @@ GLOBL nvfp4x4<>(SB), RODATA|NOPTR, $256
 // func dotNVFP4VNNI(xq *int8, xs *float32, xsum *float32, codes *byte, fp8 *byte, hs2 float32, nb int) float32
 // Σ value · x over nb (> 0) steps of 64 NVFP4 values (32 code bytes, low nibble
 // first; four blocks of 16, their FP8 E4M3 scale codes in fp8, scale_2 halved in
-// hs2), x quantized to int8 in groups of 32 in order (xq) with quantizeRow32's
-// pairs in xs and each block's xs·Σcode in xsum: Σ h·xs·Σ (2·e2m1 + 12)·code −
+// hs2), x quantized to int8 in groups of 32 (xq, in nvfp4IntX's order) with
+// quantizeRow32's pairs in xs and each block's xs·Σcode in xsum: Σ h·xs·Σ (2·e2m1 +
+// 12)·code −
 // 12·Σ h·xsum, h = fp8·hs2. Four steps at a time, their sixteen scale codes
 // decoded in registers at once (NVFP4_SCALES), then a lone step at a time for the
-// rest; each step (NVFP4_STEP) splits its 32 code bytes into nibbles, interleaves
-// them back into order (VPUNPCKLBW, VPUNPCKHBW, VSHUFI64X2), looks them up as
+// rest; each step (NVFP4_STEP) splits its 32 code bytes into nibbles, the low ones
+// (the even values) then the high ones (the odd), in which order x's codes come
+// (nvfp4IntX: taken so, the nibbles need no interleaving back), looks them up as
 // 2·e2m1 + 12 (VPSHUFB: unsigned for VPDPBUSD), sums 64 products exactly by one
-// VPDPBUSD (lanes 4b…4b+3 block b's), widened and scaled by h·xs spread over the
-// lanes (VPERMPS).
+// VPDPBUSD (each lane's four of one block), widened and scaled by h·xs spread over
+// the lanes (VPERMPS).
 TEXT ·dotNVFP4VNNI(SB), NOSPLIT, $0-60
 	MOVQ xq+0(FP), DI
 	MOVQ xs+8(FP), R10
