@@ -2043,38 +2043,39 @@ nvfp4sum:
 	RET
 
 // nvfp4Spread are dotNVFP4IntAVX2's VPERMPS indices: a step's four block scales spread
-// over the eight sums of a half, blocks 0 and 1 (the first 32 values) or 2 and 3.
+// over the eight sums of a half, blocks 0 and 1 (the first 32 values) or 2 and 3 —
+// sums 0–3 the half's even values (8i … 8i+6 for sum i: block i/2), sums 4–7 its odd
+// ones (nvfp4IntX's order).
 DATA nvfp4Spread<>+0(SB)/4, $0
 DATA nvfp4Spread<>+4(SB)/4, $0
-DATA nvfp4Spread<>+8(SB)/4, $0
-DATA nvfp4Spread<>+12(SB)/4, $0
-DATA nvfp4Spread<>+16(SB)/4, $1
-DATA nvfp4Spread<>+20(SB)/4, $1
+DATA nvfp4Spread<>+8(SB)/4, $1
+DATA nvfp4Spread<>+12(SB)/4, $1
+DATA nvfp4Spread<>+16(SB)/4, $0
+DATA nvfp4Spread<>+20(SB)/4, $0
 DATA nvfp4Spread<>+24(SB)/4, $1
 DATA nvfp4Spread<>+28(SB)/4, $1
 DATA nvfp4Spread<>+32(SB)/4, $2
 DATA nvfp4Spread<>+36(SB)/4, $2
-DATA nvfp4Spread<>+40(SB)/4, $2
-DATA nvfp4Spread<>+44(SB)/4, $2
-DATA nvfp4Spread<>+48(SB)/4, $3
-DATA nvfp4Spread<>+52(SB)/4, $3
+DATA nvfp4Spread<>+40(SB)/4, $3
+DATA nvfp4Spread<>+44(SB)/4, $3
+DATA nvfp4Spread<>+48(SB)/4, $2
+DATA nvfp4Spread<>+52(SB)/4, $2
 DATA nvfp4Spread<>+56(SB)/4, $3
 DATA nvfp4Spread<>+60(SB)/4, $3
 GLOBL nvfp4Spread<>(SB), RODATA|NOPTR, $64
 
 // NVFP4_HALF is dotNVFP4IntAVX2's half step: the 16 code bytes at off(SI) as 32
-// values in order (low nibble first), mapped through nvfp4Codes (qgemm.go) to 12 + 2·value, times
-// the 32 x codes at 2·off(DI) and summed in fours (VPMADDUBSW's words of two products
-// each stay below 2¹⁵), each four's int32 sum converted and added into Y0 times its
-// block's scale, spread from Y3 by the indices idx.
+// values, their low nibbles (the even values) then their high ones (the odd: no
+// interleaving back), mapped through nvfp4Codes (qgemm.go) to 12 + 2·value, times the
+// 32 x codes at 2·off(DI) in that order (nvfp4IntX) and summed in fours (VPMADDUBSW's
+// words of two products each stay below 2¹⁵), each four's int32 sum converted and
+// added into Y0 times its block's scale, spread from Y3 by the indices idx.
 #define NVFP4_HALF(off, xoff, idx) \
 	VMOVDQU off(SI), X2; \
 	VPSRLW $4, X2, X9; \
 	VPAND X15, X2, X2; \
 	VPAND X15, X9, X9; \
-	VPUNPCKHBW X9, X2, X10; \
-	VPUNPCKLBW X9, X2, X2; \
-	VINSERTI128 $1, X10, Y2, Y2; \
+	VINSERTI128 $1, X9, Y2, Y2; \
 	VPSHUFB Y2, Y14, Y2; \
 	VPMADDUBSW xoff(DI), Y2, Y2; \
 	VPMADDWD Y13, Y2, Y2; \
