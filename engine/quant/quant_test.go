@@ -383,3 +383,28 @@ func BenchmarkQuantize(b *testing.B) {
 		})
 	}
 }
+
+// TestRoundEven: roundEven is math.RoundToEven of the float32 widened, for every
+// float32 from −2²² to 2²² whose exponent the quantizer can meet: each integer and
+// half-integer below 300, and random values at every magnitude below 2²².
+func TestRoundEven(t *testing.T) {
+	check := func(x float32) {
+		if got, want := roundEven(x), float32(math.RoundToEven(float64(x))); got != want || math.Signbit(float64(got)) != math.Signbit(float64(want)) && got != 0 {
+			t.Fatalf("roundEven(%v) = %v, want %v", x, got, want)
+		}
+	}
+	for i := -600; i <= 600; i++ {
+		check(float32(i) / 2)
+		check(math.Nextafter32(float32(i)/2, 1000))
+		check(math.Nextafter32(float32(i)/2, -1000))
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 1_000_000 {
+		x := math.Float32frombits(rng.Uint32() & 0x7fffffff)
+		if x > 1<<22 || x != x {
+			continue
+		}
+		check(x)
+		check(-x)
+	}
+}
