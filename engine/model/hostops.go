@@ -369,7 +369,7 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 		// One after the other, two products of F rows took a fifth longer than one of
 		// 2F at an AR token's one row and a tenth at a canvas's 16; side by side they
 		// take as long (go test ./engine/kernels -bench MulNTSplit).
-		gs, us, stride := g, g[f:], 2*f
+		up, stride := f, 2*f // where row a's up values start past its gate's, and rows' stride
 		if p := gu.subs(ex*2*f, (ex+1)*2*f); len(p) == 1 {
 			p[0].mulNTInto(g[:2*m*f], xe, m)
 		} else if len(p) == 2 && p[0].rows == f {
@@ -378,12 +378,13 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 					p[j].mulNTInto(g[j*m*f:(j+1)*m*f], xe, m)
 				}
 			})
-			gs, us, stride = g, g[m*f:], f
+			up, stride = m*f, f
 		} else {
 			panic(fmt.Errorf("layer %d expert %d: gate and up stored in %d parts", i, ex, len(p)))
 		}
 		for a := range m {
-			geluMulInto(hm[a*f:(a+1)*f], gs[a*stride:a*stride+f], us[a*stride:a*stride+f], tmp)
+			r := a * stride
+			geluMulInto(hm[a*f:(a+1)*f], g[r:r+f], g[up+r:up+r+f], tmp)
 		}
 		down(ex).mulNTInto(y, hm, m)
 	}

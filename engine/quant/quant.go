@@ -377,7 +377,7 @@ func QuantizeBF16Rows(q []int8, scales []float32, src []byte, cols int, s Spec) 
 		w := make([]float32, cols)
 		for r := lo; r < hi; r++ {
 			for j := range w {
-				w[j] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*(r*cols+j):])) << 16)
+				w[j] = bfloat16.BFloat16(binary.LittleEndian.Uint16(src[2*(r*cols+j):])).Float32()
 			}
 			if b := quantizeGroups(w, q[r*cols:(r+1)*cols], scales[r*cols/g:(r+1)*cols/g], 0, cols/g, g, s.maxQ(), false); b >= 0 {
 				return r*cols + b

@@ -129,9 +129,13 @@ func d(t *config.Text, _ int) []int { return []int{t.HiddenSize} }
 // (attn_q [2816, 8192] is q_proj [8192, 2816]); no tensor is transposed or permuted
 // (Gemma's RoPE is NeoX-style, so llama.cpp does not permute Q/K rows for it).
 //
+// EmbeddingName is the canonical name of the token embedding (tied: the output head
+// and the soft embedding multiply it too).
+const EmbeddingName = "embed_tokens.weight"
+
 // Global rows first, then per-layer rows, then decoder-only rows.
 var globalRows = []row{
-	{name: "embed_tokens.weight", gguf: "token_embd.weight", shape: func(t *config.Text, _ int) []int { return []int{t.VocabSize, t.HiddenSize} }, init: InitNormal, quant: true},
+	{name: EmbeddingName, gguf: "token_embd.weight", shape: func(t *config.Text, _ int) []int { return []int{t.VocabSize, t.HiddenSize} }, init: InitNormal, quant: true},
 	{name: "norm.weight", gguf: "output_norm.weight", shape: d},
 }
 

@@ -563,8 +563,6 @@ func knownModule(cfg *config.Model, module string) bool {
 // Uint8 [..., in/group + 4], each row the module's FP8 block-scale codes as stored and
 // its weight_scale_2 (quant.PutNVFP4ScaleRows).
 func readNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, group int) (qw, qs *tensors.Tensor, err error) {
-	in := logical[len(logical)-1]
-	groups := in / group
 	spec := quant.Spec{Bits: 4, GroupSize: group, Format: quant.FP4}
 	qwShape, qsShape := spec.Shapes(logical)
 	// The tensors are allocated once and the modules copied straight into them (an
@@ -574,7 +572,20 @@ func readNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, gr
 	qs = tensors.FromShape(shapes.Make(dtypes.Uint8, qsShape...))
 	var ferr error
 	merr := qw.MutableBytes(func(codes []byte) {
-		if err := qs.MutableBytes(func(scales []byte) { ferr = fillNVFP4(ck, modules, logical, groups, codes, scales) }); err != nil {
+		if err := qs.MutableBytes(func(scales []byte) {
+			parts, err := nvfp4Parts(ck, modules, logical, spec, scales)
+			if err != nil {
+				ferr = err
+				return
+			}
+			at := 0
+			for _, p := range parts {
+				at += copy(codes[at:], p.Data)
+			}
+			if at != len(codes) {
+				ferr = fmt.Errorf("%s: NVFP4 tensors of %s hold %d code bytes, want %d", ck.Name, modules[0][0], at, len(codes))
+			}
+		}); err != nil {
 			ferr = err
 		}
 	})
@@ -582,35 +593,6 @@ func readNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, gr
 		return nil, nil, err
 	}
 	return qw, qs, nil
-}
-
-// fillNVFP4 copies the modules' codes into codes, in order, and writes their scale
-// rows (quant.PutNVFP4ScaleRows) into scales; the modules must fill both exactly.
-func fillNVFP4(ck *safetensors.Checkpoint, modules [][]string, logical []int, groups int, codes, scales []byte) error {
-	w := groups + quant.NVFP4ScaleBytes
-	at, row := 0, 0
-	for _, mods := range modules {
-		for _, m := range mods {
-			raw, fp8, scale2, err := nvfp4Module(ck, m, groups)
-			if err != nil {
-				return err
-			}
-			rows := len(fp8) / groups
-			if at+len(raw) > len(codes) || row+rows > len(scales)/w {
-				return fmt.Errorf("%s: NVFP4 tensors of %s hold more than %v", ck.Name, modules[0][0], fmtShape(logical))
-			}
-			at += copy(codes[at:], raw)
-			if err := putNVFP4Scales(ck, m, scales[row*w:(row+rows)*w], fp8, groups, scale2); err != nil {
-				return err
-			}
-			row += rows
-		}
-	}
-	if at != len(codes) || row*w != len(scales) {
-		return fmt.Errorf("%s: NVFP4 tensors of %s hold %d codes and %d scale rows, want %d and %d",
-			ck.Name, modules[0][0], at, row, len(codes), len(scales)/w)
-	}
-	return nil
 }
 
 // nvfp4Module is NVFP4 module m's stored codes and FP8 block scales (views of the
@@ -634,15 +616,6 @@ func nvfp4Module(ck *safetensors.Checkpoint, m string, groups int) (codes, fp8 [
 		return nil, nil, 0, err
 	}
 	return codes, fp8[:len(fp8)/groups*groups], s2v[0], nil
-}
-
-// putNVFP4Scales writes module m's scale rows (quant.PutNVFP4ScaleRows) into dst.
-func putNVFP4Scales(ck *safetensors.Checkpoint, m string, dst, fp8 []byte, groups int, scale2 float32) error {
-	if err := quant.PutNVFP4ScaleRows(dst, fp8, groups, scale2); err != nil {
-		f, _, _ := ck.Lookup(m + moScale)
-		return fmt.Errorf("%s: %s%s / %s: %w", f.Name, m, moScale, moScale2, err)
-	}
-	return nil
 }
 
 // mapModelOpt is Map for a ModelOpt export: every weight as stored, a view of the
@@ -701,10 +674,6 @@ func mapModelOpt(ck *safetensors.Checkpoint, cfg *config.Model) (*Mapped, bool, 
 	return m, true, nil
 }
 
-// EmbeddingName is the canonical name of the token embedding (tied: the output head
-// and the soft embedding multiply it too).
-const EmbeddingName = "embed_tokens.weight"
-
 // HostEmbedding is the format the host model holds the token embedding of a checkpoint
 // stored under profile p in, where that is not how it is stored: NVIDIA's NVFP4
 // export keeps its embedding BF16 — 1.48 of the 3.23 GB the 26B's AR token reads, and
@@ -722,10 +691,11 @@ func HostEmbedding(p quant.Profile, sp Spec) (quant.Spec, bool) {
 	return quant.Int4Profile.SpecFor(sp.Name, sp.Shape, sp.Quantizable)
 }
 
-// holdAs is the BF16 matrix s quantized to spec on the heap (HostEmbedding).
+// holdAs is the BF16 matrix s quantized to spec on the heap (HostEmbedding; mapModelOpt
+// holds only a BF16 embedding so).
 func holdAs(s Stored, spec quant.Spec) (Stored, error) {
 	if s.DType != dtypes.BFloat16 || s.Quant != nil || len(s.Shape) != 2 {
-		return s, nil // an F32 embedding is multiplied as stored
+		return s, fmt.Errorf("%s: %s %v is no BF16 matrix to hold as %s", s.where(), s.DType, fmtShape(s.Shape), spec)
 	}
 	rows, cols := s.Shape[0], s.Shape[1]
 	q := make([]int8, rows*cols)
@@ -739,45 +709,61 @@ func holdAs(s Stored, spec quant.Spec) (Stored, error) {
 	return s, nil
 }
 
-// mapNVFP4 is canonical weight name, of logical shape [rows, in] or [E, k·F, in],
-// held in parts, one per NVFP4 module of modules in order: its codes a view of the
-// file, its scale rows written into one allocation for all of them.
-func mapNVFP4(ck *safetensors.Checkpoint, name string, modules [][]string, logical []int, spec quant.Spec) (Stored, error) {
+// nvfp4Parts is the NVFP4 modules of one canonical weight of logical shape [rows, in]
+// (one module) or [E, k·F, in] (E experts × k modules of [F, in] stacked along rows),
+// in order: each a Stored whose codes are a view of the file and whose scale rows
+// (quant.PutNVFP4ScaleRows: its FP8 block-scale codes and weight_scale_2) are written
+// into scales, which the modules must fill exactly. Load copies the parts' codes into
+// one tensor (readNVFP4); Map holds them as they are (mapNVFP4).
+func nvfp4Parts(ck *safetensors.Checkpoint, modules [][]string, logical []int, spec quant.Spec, scales []byte) ([]Stored, error) {
 	in := logical[len(logical)-1]
 	groups := in / spec.GroupSize
 	w := groups + quant.NVFP4ScaleBytes
-	rows := int(safetensors.Elements(logical)) / in
-	scales := make([]byte, rows*w)
-	s := Stored{Name: name, Shape: logical}
+	var parts []Stored
 	row := 0
 	for _, mods := range modules {
 		for _, m := range mods {
 			codes, fp8, scale2, err := nvfp4Module(ck, m, groups)
 			if err != nil {
-				return s, err
+				return nil, err
 			}
 			n := len(fp8) / groups
-			if row+n > rows {
-				return s, fmt.Errorf("%s: NVFP4 tensors of %s hold more than %v", ck.Name, modules[0][0], fmtShape(logical))
+			if (row+n)*w > len(scales) {
+				return nil, fmt.Errorf("%s: NVFP4 tensors of %s hold more than %v", ck.Name, modules[0][0], fmtShape(logical))
 			}
 			ps := scales[row*w : (row+n)*w : (row+n)*w]
-			if err := putNVFP4Scales(ck, m, ps, fp8, groups, scale2); err != nil {
-				return s, err
-			}
 			f, _, _ := ck.Lookup(m + moWeight)
+			if err := quant.PutNVFP4ScaleRows(ps, fp8, groups, scale2); err != nil {
+				sf, _, _ := ck.Lookup(m + moScale)
+				return nil, fmt.Errorf("%s: %s%s / %s: %w", sf.Name, m, moScale, moScale2, err)
+			}
 			q := spec
-			s.Parts = append(s.Parts, Stored{Name: m + moWeight, File: f.Name, Shape: []int{n, in},
+			parts = append(parts, Stored{Name: m + moWeight, File: f.Name, Shape: []int{n, in},
 				DType: q.DType(), Quant: &q, Data: codes, Scales: ps})
 			row += n
 		}
 	}
-	if len(s.Parts) == 1 && len(logical) == 2 { // one Linear: held whole
-		whole := s.Parts[0]
+	if row*w != len(scales) {
+		return nil, fmt.Errorf("%s: NVFP4 tensors of %s hold %d rows, want %d (%v)", ck.Name, modules[0][0], row, len(scales)/w, fmtShape(logical))
+	}
+	return parts, nil
+}
+
+// mapNVFP4 is canonical weight name (nvfp4Parts' shapes) held in parts, one per
+// NVFP4 module of modules in order, its scale rows written into one allocation for
+// all of them; one Linear module is held whole.
+func mapNVFP4(ck *safetensors.Checkpoint, name string, modules [][]string, logical []int, spec quant.Spec) (Stored, error) {
+	_, qs := spec.Shapes(logical)
+	parts, err := nvfp4Parts(ck, modules, logical, spec, make([]byte, safetensors.Elements(qs)))
+	if err != nil {
+		return Stored{}, err
+	}
+	if len(parts) == 1 && len(logical) == 2 {
+		whole := parts[0]
 		whole.Name = name
 		return whole, nil
 	}
-	s.File, s.DType, s.Quant = s.Parts[0].File, s.Parts[0].DType, s.Parts[0].Quant
-	return s, nil
+	return Stored{Name: name, Shape: logical, Parts: parts, File: parts[0].File, DType: parts[0].DType, Quant: parts[0].Quant}, nil
 }
 
 // mapFloatExperts is a fused expert weight stored unquantized, one module per expert

@@ -306,7 +306,7 @@ func graphScratch(cfg *config.Model, p quant.Profile, nb int) (int64, string) {
 		}
 	}
 	for _, s := range weights.Specs(cfg) {
-		if len(s.Shape) != 2 || s.Buffer || s.Name == embedName {
+		if len(s.Shape) != 2 || s.Buffer || s.Name == weights.EmbeddingName {
 			continue
 		}
 		dt := compute
@@ -318,7 +318,7 @@ func graphScratch(cfg *config.Model, p quant.Profile, nb int) (int64, string) {
 		}
 	}
 	rows := model.HeadChunkRows(t.VocabSize, t.HiddenSize)
-	emb := weights.Spec{Name: embedName, Shape: []int{t.VocabSize, t.HiddenSize}, Quantizable: true}
+	emb := weights.Spec{Name: weights.EmbeddingName, Shape: []int{t.VocabSize, t.HiddenSize}, Quantizable: true}
 	if rows < t.VocabSize || converted(emb, compute) {
 		consider(int64(rows)*d*int64(compute.Size()), fmt.Sprintf("tied embedding in %s, %d of %d vocabulary rows at a time (output head, soft embedding)", compute, rows, t.VocabSize))
 	}
@@ -331,8 +331,6 @@ func graphScratch(cfg *config.Model, p quant.Profile, nb int) (int64, string) {
 	}
 	return most, what + "; one chunk's blocks live at a time"
 }
-
-const embedName = "embed_tokens.weight"
 
 // modelDType is the checkpoint's dtype as config.json says it (the text config's,
 // else the model's).
