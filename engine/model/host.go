@@ -468,7 +468,15 @@ func (h *hostModel) decode(cache *hostCache, canvas []int32, soft []float32, sta
 // their K/V to the cache (which must hold exactly start positions) and returns the
 // final-normed hidden state of the last token [D].
 func (h *hostModel) encode(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string) []float32 {
-	hs := h.encodeHidden(cache, tokens, start, encoderScalar, true)
+	return h.encodePass(cache, tokens, start, encoderScalar, 0)
+}
+
+// encodePass is encode over tokens that a chunked encoder would take in chunks of sub
+// tokens (0: one chunk), in one pass with every token's values bit for bit those of
+// the chunks (hostOps.sub): each layer's attention a chunk at a time, its products
+// over all the pass's rows at once.
+func (h *hostModel) encodePass(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string, sub int) []float32 {
+	hs := h.encodeHidden(cache, tokens, start, encoderScalar, true, sub)
 	return arch.Output(&hostOps{h: h}, h.cfg, hs[(len(tokens)-1)*h.cfg.HiddenSize:])
 }
 
@@ -477,13 +485,14 @@ func (h *hostModel) encode(cache *hostCache, tokens []int32, start int, encoderS
 // slot is overwritten and nothing needs copying or truncating after. It returns the
 // final-normed hidden states of tokens from… [(T−from)·D].
 func (h *hostModel) score(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string, from int) []float32 {
-	hs := h.encodeHidden(cache, tokens, start, encoderScalar, false)
+	hs := h.encodeHidden(cache, tokens, start, encoderScalar, false, 0)
 	return arch.Output(&hostOps{h: h}, h.cfg, hs[from*h.cfg.HiddenSize:])
 }
 
 // encodeHidden is encode's layers (arch's recipe over hostOps): the last layer's
-// output [T·D], before the final norm; the tokens' K/V go to the cache only if write.
-func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string, write bool) []float32 {
+// output [T·D], before the final norm; the tokens' K/V go to the cache only if write
+// (then in chunks of sub tokens: encodePass).
+func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string, write bool, sub int) []float32 {
 	nl := h.cfg.NumHiddenLayers
 	if cache.v == nil && write {
 		cache.k, cache.v, cache.written = make([][]float32, nl), make([][]float32, nl), make([]int, nl)
@@ -492,7 +501,10 @@ func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, en
 		panic(fmt.Errorf("host cache holds %d positions, encoding at %d", cache.n, start))
 	}
 	h.use(cache)
-	o := &hostOps{h: h, cache: cache, start: start, causal: true, readOnly: !write}
+	if !write && sub > 0 && len(tokens) > sub {
+		panic(fmt.Errorf("host encoder: %d tokens read-only in chunks of %d", len(tokens), sub))
+	}
+	o := &hostOps{h: h, cache: cache, start: start, causal: true, readOnly: !write, sub: sub}
 	hs := arch.Layers(o, h.cfg, h.embed(tokens), encoderScalar)
 	if write {
 		cache.n = start + len(tokens)

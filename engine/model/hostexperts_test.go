@@ -30,7 +30,7 @@ func TestHostExpertsJob(t *testing.T) {
 		run := func(jobRows, jobMACs int) []float32 {
 			expertJobRows, expertJobMACs = jobRows, jobMACs
 			var out []float32
-			if err := try("experts", func() { out = h.experts(0, slices.Clone(x), slices.Clone(logits)) }); err != nil {
+			if err := try("experts", func() { out = h.experts(0, slices.Clone(x), slices.Clone(logits), 0) }); err != nil {
 				t.Fatal(err)
 			}
 			return out

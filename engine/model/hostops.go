@@ -16,12 +16,24 @@ import (
 // keys: bidirectionally over the new tokens (the decoder), or causally with the
 // sliding window, writing the new tokens' K/V to the cache (the encoder) unless
 // readOnly (Score's encoder, which leaves the cache as it is).
+//
+// With sub > 0 the encoder's tokens are a pass over what a chunked encoder takes as
+// consecutive chunks of sub tokens (the Runner's MaxChunk), and every value is what
+// those chunks give, bit for bit, so that a pass may begin at any chunk the prompt
+// cache restores to: attention runs a chunk at a time, each chunk's keys written to
+// the cache before the next attends; a product takes all the pass's rows at once —
+// each row's sums are the same whatever rows are beside it, from kernels.DotRows rows
+// on — except rows a chunk has fewer than DotRows of (its last chunk's, or an
+// expert's few), which take products of their own as the chunk did (runs). The gain
+// is the experts': a chunk of a canvas's 256 tokens gives each of the 26B's experts
+// about 16 rows, and their integer products pack each weight for those rows only.
 type hostOps struct {
 	h        *hostModel
 	cache    *hostCache
 	start    int
 	causal   bool
 	readOnly bool
+	sub      int
 }
 
 var _ arch.Ops[[]float32] = (*hostOps)(nil)
@@ -42,8 +54,22 @@ func (o *hostOps) Linear(x []float32, weight string) []float32 {
 	m := o.h.w.matrix(weight)
 	n := len(x) / m.cols
 	out := o.h.alloc(n * m.rows)
-	m.mulNTInto(out, x, n)
+	for _, r := range o.runs(n) {
+		m.mulNTInto(out[r[0]*m.rows:r[1]*m.rows], x[r[0]*m.cols:r[1]*m.cols], r[1]-r[0])
+	}
 	return out
+}
+
+// runs cuts a pass's n rows into the runs its products take apart (see hostOps.sub):
+// all of them, or, where the last chunk has fewer than kernels.DotRows rows, the
+// chunks before it and the last.
+func (o *hostOps) runs(n int) [][2]int {
+	if o.sub > 0 && n > o.sub {
+		if tail := n % o.sub; tail > 0 && tail < kernels.DotRows {
+			return [][2]int{{0, n - tail}, {n - tail, n}}
+		}
+	}
+	return [][2]int{{0, n}}
 }
 
 // LinearF32 is Linear: the host's products are float32 already.
@@ -100,21 +126,38 @@ func (o *hostOps) RoPE(layer int, x []float32, heads int) []float32 {
 // W−1 cached positions (what the first new token can see), else all of them — and, in
 // the encoder, writes the new k and v to the cache after them (unless readOnly: the
 // new tokens see each other's k and v from the arguments, never from the cache).
+//
+// A pass of several chunks (hostOps.sub) attends a chunk at a time, as the chunks
+// would: each sees the cache as the chunks before it left it.
 func (o *hostOps) Attend(layer int, q, k, v []float32) []float32 {
 	cfg := o.h.cfg
-	lo := 0
-	if cfg.IsSliding(layer) && cfg.SlidingWindow > 0 {
-		lo = max(0, o.start-(cfg.SlidingWindow-1))
+	qw := cfg.NumAttentionHeads * cfg.LayerHeadDim(layer)
+	kw := cfg.KVHeads(layer) * cfg.LayerHeadDim(layer)
+	c := len(q) / qw
+	chunk := func(start int, q, k, v []float32) []float32 {
+		lo := 0
+		if cfg.IsSliding(layer) && cfg.SlidingWindow > 0 {
+			lo = max(0, start-(cfg.SlidingWindow-1))
+		}
+		out := o.h.attend(layer, q, k, v, start, o.h.prefix(o.cache, layer, lo, start), o.causal)
+		if o.causal && !o.readOnly {
+			o.cache.write(cfg, layer, start, k, v)
+		}
+		return out
 	}
-	out := o.h.attend(layer, q, k, v, o.start, o.h.prefix(o.cache, layer, lo, o.start), o.causal)
-	if o.causal && !o.readOnly {
-		o.cache.write(cfg, layer, o.start, k, v)
+	if o.sub <= 0 || c <= o.sub {
+		return chunk(o.start, q, k, v)
+	}
+	out := o.h.alloc(c * qw) // attend's result is scratch the next chunk's overwrites
+	for t0 := 0; t0 < c; t0 += o.sub {
+		t1 := min(c, t0+o.sub)
+		copy(out[t0*qw:t1*qw], chunk(o.start+t0, q[t0*qw:t1*qw], k[t0*kw:t1*kw], v[t0*kw:t1*kw]))
 	}
 	return out
 }
 
 func (o *hostOps) Experts(layer int, x, logits []float32) []float32 {
-	return o.h.experts(layer, x, logits)
+	return o.h.experts(layer, x, logits, o.sub)
 }
 
 // attend is the attention core over c = len(q)/(H·Hd) new tokens with the visible
@@ -324,8 +367,10 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // experts is arch.Ops.Experts on the host, exact and sparse: one product per expert
 // over exactly its routed rows (below expertJobRows tokens, the experts side by side
-// on the pool's workers). x [n, D], logits [n, E] (softmaxed in place) → [n, D]
-func (h *hostModel) experts(i int, x, logits []float32) []float32 {
+// on the pool's workers) — in a pass of chunks of sub tokens (hostOps.sub), the rows
+// of a chunk that routes fewer than kernels.DotRows to the expert apart (expertRuns).
+// x [n, D], logits [n, E] (softmaxed in place) → [n, D]
+func (h *hostModel) experts(i int, x, logits []float32, sub int) []float32 {
 	cfg := h.cfg
 	d, e, k, f := cfg.HiddenSize, cfg.NumExperts, cfg.TopKExperts, cfg.MoEIntermediateSize
 	n := len(x) / d
@@ -343,6 +388,10 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 			wts[ex] = append(wts[ex], p[ex]/tot*pes[ex])
 		}
 	}
+	runs := make([][]int, e) // each expert's runs of rows taken apart: [0, …, len(rows[ex])]
+	for ex := range e {
+		runs[ex] = expertRuns(rows[ex], wts[ex], sub)
+	}
 	// [E·2F, D] and [E·D, F] in their stored format: only the routed experts' rows are
 	// read.
 	gu := h.w.matrix(name + "experts.gate_up_proj")
@@ -357,10 +406,19 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 		}
 	}
 	// one computes expert ex over its routed rows into y [m, D], with xe, g [m, 2F],
-	// hm and tmp its scratch (every element written).
+	// hm and tmp its scratch (every element written): run by run (expertRuns).
+	var run func(ex int, rows []int, xe, g, hm, y, tmp []float32)
 	one := func(ex int, xe, g, hm, y, tmp []float32) {
-		m := len(rows[ex])
-		for a, t := range rows[ex] {
+		r := runs[ex]
+		for j := range len(r) - 1 {
+			r0, r1 := r[j], r[j+1]
+			run(ex, rows[ex][r0:r1], xe[r0*d:r1*d], g[r0*2*f:r1*2*f], hm[r0*f:r1*f], y[r0*d:r1*d], tmp)
+		}
+	}
+	// run is one over the rows of one run.
+	run = func(ex int, rows []int, xe, g, hm, y, tmp []float32) {
+		m := len(rows)
+		for a, t := range rows {
 			copy(xe[a*d:(a+1)*d], x[t*d:(t+1)*d])
 		}
 		// [m, 2F], gate | up in each row, from one product; where gate and up are
@@ -445,6 +503,56 @@ func (h *hostModel) experts(i int, x, logits []float32) []float32 {
 		add(ex, ys[:m*d])
 	}
 	return out
+}
+
+// expertRuns orders an expert's routed rows (ascending tokens, with their weights
+// wts alongside) for a pass of chunks of sub tokens (hostOps.sub) and returns where
+// its runs begin and end: the rows of the chunks that route kernels.DotRows or more
+// to it, one product, then each chunk's that route fewer, a product each, as the
+// chunk's own pass multiplied them. Without chunks (sub 0), or when no chunk routes
+// fewer, one run: [0, len(rows)].
+func expertRuns(rows []int, wts []float32, sub int) []int {
+	if sub <= 0 || len(rows) == 0 || rows[len(rows)-1] < sub {
+		return []int{0, len(rows)}
+	}
+	var few [][2]int // the chunks' runs in rows with fewer than DotRows
+	for a := 0; a < len(rows); {
+		b := a
+		for b < len(rows) && rows[b]/sub == rows[a]/sub {
+			b++
+		}
+		if b-a < kernels.DotRows {
+			few = append(few, [2]int{a, b})
+		}
+		a = b
+	}
+	if len(few) == 0 {
+		return []int{0, len(rows)}
+	}
+	// The rows of the many first, in order, then each few's.
+	sorted, sw := make([]int, 0, len(rows)), make([]float32, 0, len(rows))
+	apart := make([]bool, len(rows))
+	for _, r := range few {
+		for a := r[0]; a < r[1]; a++ {
+			apart[a] = true
+		}
+	}
+	for a, t := range rows {
+		if !apart[a] {
+			sorted, sw = append(sorted, t), append(sw, wts[a])
+		}
+	}
+	bounds := []int{0}
+	if len(sorted) > 0 {
+		bounds = append(bounds, len(sorted))
+	}
+	for _, r := range few {
+		sorted, sw = append(sorted, rows[r[0]:r[1]]...), append(sw, wts[r[0]:r[1]]...)
+		bounds = append(bounds, len(sorted))
+	}
+	copy(rows, sorted)
+	copy(wts, sw)
+	return bounds
 }
 
 // expertsInOneJob reports whether experts runs a layer's routed experts as one

@@ -29,6 +29,14 @@ import (
 // DefaultMinCapacity is the Runner's default MinCapacity: the smallest cache capacity.
 const DefaultMinCapacity = 256
 
+// DefaultMaxChunk and DefaultHostPass are the Runner's default MaxChunk and HostPass:
+// the host encoder reads a prompt in passes of HostPassTokens.
+const (
+	DefaultMaxChunk = 256
+	DefaultHostPass = 4
+	HostPassTokens  = DefaultMaxChunk * DefaultHostPass
+)
+
 // CacheCapacity is the capacity a Runner with the default MinCapacity reaches to hold
 // tokens positions: the next power of two, at least DefaultMinCapacity.
 func CacheCapacity(tokens int) int { return max(DefaultMinCapacity, nextPow2(tokens)) }

@@ -299,7 +299,7 @@ func TestHostScoreLeavesCache(t *testing.T) {
 	viaCopy := func(from int) []float32 {
 		m := r.hostModel()
 		cl := r.hcache.clone()
-		hs := m.encodeHidden(&cl, ids, r.length, r.weights.encoderScalar, true)
+		hs := m.encodeHidden(&cl, ids, r.length, r.weights.encoderScalar, true, 0)
 		hn := arch.Output(&hostOps{h: m}, cfg, hs[from*cfg.HiddenSize:])
 		if err := r.head.prepare(r.weights, m.embedScale); err != nil {
 			t.Fatal(err)

@@ -232,7 +232,16 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 		e.AR.UnitBytes += b.bytes
 	}
 	inCache := r.Cache > 0 && e.AR.UnitBytes <= float64(r.Cache)/2
-	prefill, _ := r.encoderSeconds(ps.encoderPass(w.Prompt, 0, 1), inCache)
+	// The prompt in the host encoder's passes, the LM head over the last one's last row.
+	var prefill float64
+	for at := 0; at < w.Prompt; at += model.HostPassTokens {
+		n, head := min(model.HostPassTokens, w.Prompt-at), 0
+		if at+n == w.Prompt {
+			head = 1
+		}
+		s, _ := r.encoderSeconds(ps.encoderPass(n, at, head), inCache)
+		prefill += s
+	}
 	e.PromptSeconds = prefill
 	prefix := w.Prompt + w.Tokens/2
 	// Token i's event carries the answer's first i tokens: (N+1)/2 on average.
