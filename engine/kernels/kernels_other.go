@@ -121,3 +121,7 @@ func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, zmm bool) float3
 func q4kHeaders(s, mn []float32, src []byte) { q4kHeadersGo(s, mn, src) }
 
 func codes32Vector(dst []byte, s, mn []float32, row []byte, t gguf.Type, nb int) bool { return false }
+
+func nvfp4ScalesVector(dst []float32, fp8 []byte, stride int, h *[16]float32, groups int) int {
+	return 0
+}

@@ -430,18 +430,56 @@ var nibbleCodes, nvfp4Codes = func() (id, fp4 [16]byte) {
 // the row's scale_2: quant.NVFP4RowScales): the codes through nvfp4Codes, so that a
 // value E2M1[c]·S is (S/2)·u − 12·(S/2) — scale S/2, minimum −6·S — exactly.
 func (w *Matrix) rowCodesNVFP4(dst []byte, s, mn []float32, r int) {
-	k := w.Cols
-	blocks := k / 16
-	stride := blocks + quant.NVFP4ScaleBytes
-	unpackNibbles(dst[:k], w.Data[r*k/2:(r+1)*k/2], &nvfp4Codes)
+	h := w.codesNVFP4(dst, r)
 	// One pass over the block scales (it was two, NVFP4RowScales' then halving: half
 	// the decoding's time): S/2 = fp8·(scale_2/2), exactly (fp8·scale_2)/2.
+	blocks := w.Cols / 16
+	stride := blocks + quant.NVFP4ScaleBytes
 	fp8 := w.Scales[r*stride : r*stride+blocks]
-	h := quant.NVFP4Scale2(w.Scales[r*stride+blocks:(r+1)*stride]) / 2
 	s, mn = s[:len(fp8)], mn[:len(fp8)]
 	for j, c := range fp8 {
 		v := quant.FP8E4M3(c) * h
 		s[j], mn[j] = v, -12*v
+	}
+}
+
+// codesNVFP4 writes row r's codes as rowCodesNVFP4 does and returns its scale_2
+// halved, which each block's FP8 scale multiplies.
+func (w *Matrix) codesNVFP4(dst []byte, r int) float32 {
+	k := w.Cols
+	blocks := k / 16
+	stride := blocks + quant.NVFP4ScaleBytes
+	unpackNibbles(dst[:k], w.Data[r*k/2:(r+1)*k/2], &nvfp4Codes)
+	return quant.NVFP4Scale2(w.Scales[r*stride+blocks:(r+1)*stride]) / 2
+}
+
+// panelScalesNVFP4 writes the block scales of rows [r0, r0+16) of an NVFP4 w, whose
+// scale_2 halved are h, into dst as packQB's panel holds them (transposeScales'
+// places, rowCodesNVFP4's values): the vector code's where it has one
+// (nvfp4ScalesVector), and the groups past the row's (to groups) zero.
+func (w *Matrix) panelScalesNVFP4(dst []float32, r0 int, h *[16]float32, groups int) {
+	blocks := w.Cols / 16
+	stride := blocks + quant.NVFP4ScaleBytes
+	fp8 := w.Scales[r0*stride : (r0+16)*stride]
+	g := nvfp4ScalesVector(dst, fp8, stride, h, blocks)
+	nvfp4PanelScalesGo(dst, fp8, stride, h, g, blocks)
+	for g := blocks; g < groups; g++ {
+		clear(dst[2*qNR*g : 2*qNR*g+16])
+		clear(dst[2*qNR*g+qNR : 2*qNR*g+qNR+16])
+	}
+}
+
+// nvfp4PanelScalesGo writes the block scales of 16 NVFP4 rows (fp8: row r's FP8 codes
+// from r·stride; h[r] its scale_2 halved) for groups [g0, g1) in a packed panel's
+// places: s = FP8E4M3(c)·h at dst[2·qNR·g + r], the minimum −12·s at
+// dst[2·qNR·g + qNR + r].
+func nvfp4PanelScalesGo(dst []float32, fp8 []byte, stride int, h *[16]float32, g0, g1 int) {
+	for g := g0; g < g1; g++ {
+		d := dst[2*qNR*g : 2*qNR*g+qNR+16]
+		for r := range 16 {
+			v := quant.FP8E4M3(fp8[r*stride+g]) * h[r]
+			d[r], d[qNR+r] = v, -12*v
+		}
 	}
 }
 
@@ -686,12 +724,20 @@ func (w *Matrix) packQB(buf *qBuf, j0, cols, kp int) {
 	}
 	buf.rows = buf.rows[:16*kp]
 	buf.rs = grow(buf.rs, 2*16*groups)
+	fp4 := w.Spec.Format == quant.FP4
 	for h := range 2 {
+		// NVFP4's 16 rows, all of them w's, have their block scales written straight
+		// into the panel (panelScalesNVFP4), not row by row and transposed.
+		direct := fp4 && 16*h+16 <= cols
+		var half [16]float32 // their scale_2 halved
 		for r := range 16 {
 			row := buf.rows[r*kp : (r+1)*kp]
 			s := buf.rs[r*groups : (r+1)*groups]
 			mn := buf.rs[(16+r)*groups : (17+r)*groups]
-			if j := 16*h + r; j < cols {
+			if j := 16*h + r; direct {
+				half[r] = w.codesNVFP4(row, j0+j)
+				clear(row[k:])
+			} else if j < cols {
 				w.rowCodes(row, s, mn, j0+j)
 				clear(row[k:])
 				clear(s[k/gs:])
@@ -703,6 +749,10 @@ func (w *Matrix) packQB(buf *qBuf, j0, cols, kp int) {
 			}
 		}
 		transposeWords(buf.codes[64*h:], buf.rows, kp)
+		if direct {
+			w.panelScalesNVFP4(buf.scale[16*h:], j0+16*h, &half, groups)
+			continue
+		}
 		transposeScales(buf.scale[16*h:], buf.rs[:16*groups], groups)
 		transposeScales(buf.scale[qNR+16*h:], buf.rs[16*groups:], groups)
 	}

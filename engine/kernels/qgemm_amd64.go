@@ -275,3 +275,33 @@ func unpackQ4K(dst, src []byte, nb int) {
 	_, _ = dst[256*nb-1], src[144*nb-1]
 	unpackQ4KAVX2(&dst[0], &src[0], nb)
 }
+
+// nvfp4ScalesAVX512 and nvfp4ScalesAVX2 are nvfp4PanelScalesGo for 16 rows (8) and
+// groups [0, 4·quads) (qgemm_amd64.s).
+//
+//go:noescape
+func nvfp4ScalesAVX512(dst *float32, fp8 *byte, idx *int32, h *float32, quads int)
+
+//go:noescape
+func nvfp4ScalesAVX2(dst *float32, fp8 *byte, idx *int32, h *float32, quads int)
+
+// nvfp4ScalesVector is nvfp4PanelScalesGo for the 16 rows over as many whole quads
+// of groups as the vector code takes (none without it), and returns the groups done.
+func nvfp4ScalesVector(dst []float32, fp8 []byte, stride int, h *[16]float32, groups int) int {
+	quads := groups / 4
+	if quads == 0 || !useAVX2 {
+		return 0
+	}
+	_, _ = dst[64*(4*quads-1)+32+15], fp8[15*stride+4*quads-1]
+	var idx [16]int32
+	for r := range idx {
+		idx[r] = int32(r * stride)
+	}
+	if !qHelpers2 {
+		nvfp4ScalesAVX512(&dst[0], &fp8[0], &idx[0], &h[0], quads)
+	} else {
+		nvfp4ScalesAVX2(&dst[0], &fp8[0], &idx[0], &h[0], quads)
+		nvfp4ScalesAVX2(&dst[8], &fp8[0], &idx[8], &h[8], quads)
+	}
+	return 4 * quads
+}

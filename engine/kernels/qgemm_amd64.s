@@ -418,3 +418,156 @@ kloop:
 	JNZ kloop
 	VZEROUPPER
 	RET
+
+// func nvfp4ScalesAVX512(dst *float32, fp8 *byte, idx *int32, h *float32, quads int)
+//
+// nvfp4PanelScalesGo for 16 rows and groups 0…4·quads−1: four groups' FP8 codes of
+// the 16 rows in one gather (row r's at fp8 + idx[r]), each code widened exactly —
+// its magnitude bits shifted into a float32's exponent and mantissa (e4m3's bias 7
+// against float32's 127: times 2¹²⁰, which also makes its subnormals normal) and its
+// sign put back — then times the row's h: s, and −12·s beside it (dst[64g + r],
+// dst[64g + 32 + r]).
+TEXT ·nvfp4ScalesAVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ fp8+8(FP), SI
+	MOVQ idx+16(FP), AX
+	MOVQ h+24(FP), BX
+	MOVQ quads+32(FP), CX
+	VMOVDQU32 (AX), Z31
+	VMOVUPS (BX), Z30
+	MOVL $0x7f, AX
+	VPBROADCASTD AX, Z29
+	MOVL $0x80000000, AX
+	VPBROADCASTD AX, Z28
+	MOVL $0x7b800000, AX // 2^120
+	VPBROADCASTD AX, Z27
+	MOVL $0xc1400000, AX // −12
+	VPBROADCASTD AX, Z26
+s512loop:
+	KXNORW K1, K1, K1
+	VPGATHERDD (SI)(Z31*1), K1, Z0
+	VPANDD Z29, Z0, Z1
+	VPSLLD $20, Z1, Z1
+	VPSLLD $24, Z0, Z2
+	VPANDD Z28, Z2, Z2
+	VPORD Z2, Z1, Z1
+	VMULPS Z27, Z1, Z1
+	VMULPS Z30, Z1, Z1
+	VMOVUPS Z1, 0(DI)
+	VMULPS Z26, Z1, Z1
+	VMOVUPS Z1, 128(DI)
+	VPSRLD $8, Z0, Z0
+	VPANDD Z29, Z0, Z1
+	VPSLLD $20, Z1, Z1
+	VPSLLD $24, Z0, Z2
+	VPANDD Z28, Z2, Z2
+	VPORD Z2, Z1, Z1
+	VMULPS Z27, Z1, Z1
+	VMULPS Z30, Z1, Z1
+	VMOVUPS Z1, 256(DI)
+	VMULPS Z26, Z1, Z1
+	VMOVUPS Z1, 384(DI)
+	VPSRLD $8, Z0, Z0
+	VPANDD Z29, Z0, Z1
+	VPSLLD $20, Z1, Z1
+	VPSLLD $24, Z0, Z2
+	VPANDD Z28, Z2, Z2
+	VPORD Z2, Z1, Z1
+	VMULPS Z27, Z1, Z1
+	VMULPS Z30, Z1, Z1
+	VMOVUPS Z1, 512(DI)
+	VMULPS Z26, Z1, Z1
+	VMOVUPS Z1, 640(DI)
+	VPSRLD $8, Z0, Z0
+	VPANDD Z29, Z0, Z1
+	VPSLLD $20, Z1, Z1
+	VPSLLD $24, Z0, Z2
+	VPANDD Z28, Z2, Z2
+	VPORD Z2, Z1, Z1
+	VMULPS Z27, Z1, Z1
+	VMULPS Z30, Z1, Z1
+	VMOVUPS Z1, 768(DI)
+	VMULPS Z26, Z1, Z1
+	VMOVUPS Z1, 896(DI)
+	ADDQ $4, SI
+	ADDQ $1024, DI
+	DECQ CX
+	JNZ s512loop
+	VZEROUPPER
+	RET
+
+// func nvfp4ScalesAVX2(dst *float32, fp8 *byte, idx *int32, h *float32, quads int)
+//
+// nvfp4ScalesAVX512 for 8 rows (idx and h 8 each; dst[64g + r], dst[64g + 32 + r]).
+TEXT ·nvfp4ScalesAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ fp8+8(FP), SI
+	MOVQ idx+16(FP), AX
+	MOVQ h+24(FP), BX
+	MOVQ quads+32(FP), CX
+	VMOVDQU (AX), Y15
+	VMOVUPS (BX), Y14
+	MOVL $0x7f, AX
+	MOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x80000000, AX
+	MOVD AX, X12
+	VPBROADCASTD X12, Y12
+	MOVL $0x7b800000, AX // 2^120
+	MOVD AX, X11
+	VPBROADCASTD X11, Y11
+	MOVL $0xc1400000, AX // −12
+	MOVD AX, X10
+	VPBROADCASTD X10, Y10
+s2loop:
+	VPCMPEQD Y9, Y9, Y9
+	VPGATHERDD Y9, (SI)(Y15*1), Y0
+	VPAND Y13, Y0, Y1
+	VPSLLD $20, Y1, Y1
+	VPSLLD $24, Y0, Y2
+	VPAND Y12, Y2, Y2
+	VPOR Y2, Y1, Y1
+	VMULPS Y11, Y1, Y1
+	VMULPS Y14, Y1, Y1
+	VMOVUPS Y1, 0(DI)
+	VMULPS Y10, Y1, Y1
+	VMOVUPS Y1, 128(DI)
+	VPSRLD $8, Y0, Y0
+	VPAND Y13, Y0, Y1
+	VPSLLD $20, Y1, Y1
+	VPSLLD $24, Y0, Y2
+	VPAND Y12, Y2, Y2
+	VPOR Y2, Y1, Y1
+	VMULPS Y11, Y1, Y1
+	VMULPS Y14, Y1, Y1
+	VMOVUPS Y1, 256(DI)
+	VMULPS Y10, Y1, Y1
+	VMOVUPS Y1, 384(DI)
+	VPSRLD $8, Y0, Y0
+	VPAND Y13, Y0, Y1
+	VPSLLD $20, Y1, Y1
+	VPSLLD $24, Y0, Y2
+	VPAND Y12, Y2, Y2
+	VPOR Y2, Y1, Y1
+	VMULPS Y11, Y1, Y1
+	VMULPS Y14, Y1, Y1
+	VMOVUPS Y1, 512(DI)
+	VMULPS Y10, Y1, Y1
+	VMOVUPS Y1, 640(DI)
+	VPSRLD $8, Y0, Y0
+	VPAND Y13, Y0, Y1
+	VPSLLD $20, Y1, Y1
+	VPSLLD $24, Y0, Y2
+	VPAND Y12, Y2, Y2
+	VPOR Y2, Y1, Y1
+	VMULPS Y11, Y1, Y1
+	VMULPS Y14, Y1, Y1
+	VMOVUPS Y1, 768(DI)
+	VMULPS Y10, Y1, Y1
+	VMOVUPS Y1, 896(DI)
+	ADDQ $4, SI
+	ADDQ $1024, DI
+	DECQ CX
+	JNZ s2loop
+	VZEROUPPER
+	RET

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
 
 	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
 // withQPath runs f with the integer products on path p (nil: the float path), its
@@ -791,5 +793,72 @@ func TestCodes32Vector(t *testing.T) {
 				t.Fatalf("%v block %d: scale %g offset %g, want %g and %g", typ, b, s[b], mn[b], ws[b], wmn[b])
 			}
 		}
+	}
+}
+
+// TestPanelScalesNVFP4: the vector code writes 16 NVFP4 rows' block scales into a
+// panel bit for bit as nvfp4PanelScalesGo does, over every FP8 code but NaN's
+// (subnormal, negative, zero), scale_2 halves from 2⁻¹⁴⁰ to 2¹²⁰, whole quads of
+// groups and a tail; and nvfp4PanelScalesGo's are rowCodesNVFP4's values in
+// transposeScales' places.
+func TestPanelScalesNVFP4(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, form := range helperForms() {
+		for _, groups := range []int{4, 6, 44, 176} {
+			stride := groups + quant.NVFP4ScaleBytes
+			fp8 := make([]byte, 16*stride)
+			for i := range fp8 {
+				for fp8[i] = byte(rng.Uint32()); fp8[i]&0x7f == 0x7f; fp8[i] = byte(rng.Uint32()) {
+				}
+			}
+			var h [16]float32
+			for r := range h {
+				h[r] = float32(math.Ldexp(1+rng.Float64(), rng.IntN(260)-140))
+			}
+			h[0], h[1] = 1, 0.5
+			got, want := make([]float32, 2*qNR*groups), make([]float32, 2*qNR*groups)
+			var g int
+			withHelpers(form, func() { g = nvfp4ScalesVector(got, fp8, stride, &h, groups) })
+			if g != 0 && g != groups/4*4 {
+				t.Fatalf("%d groups: the vector code took %d", groups, g)
+			}
+			nvfp4PanelScalesGo(got, fp8, stride, &h, g, groups)
+			nvfp4PanelScalesGo(want, fp8, stride, &h, 0, groups)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("avx2 %v, %d groups: value %d (group %d, place %d) %v, want %v", form, groups, i, i/(2*qNR), i%(2*qNR), got[i], want[i])
+				}
+			}
+		}
+	}
+	// The values and places packQB had: rowCodesNVFP4's scales and minimums,
+	// transposed.
+	const groups = 12
+	w := Matrix{Rows: 16, Cols: 16 * groups, Spec: quant.NVFP4}
+	w.Data = make([]byte, w.Rows*w.Cols/2)
+	w.Scales = make([]byte, w.Rows*(groups+quant.NVFP4ScaleBytes))
+	for r := range w.Rows {
+		row := w.Scales[r*(groups+quant.NVFP4ScaleBytes) : (r+1)*(groups+quant.NVFP4ScaleBytes)]
+		codes := make([]byte, groups)
+		for i := range codes {
+			codes[i] = byte(rng.IntN(0x7f))
+		}
+		if err := quant.PutNVFP4ScaleRow(row, codes, float32(rng.Float64()+0.1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var h [16]float32
+	codes := make([]byte, w.Cols)
+	rs := make([]float32, 2*16*groups)
+	for r := range 16 {
+		h[r] = w.codesNVFP4(codes, r)
+		w.rowCodesNVFP4(codes, rs[r*groups:(r+1)*groups], rs[(16+r)*groups:(17+r)*groups], r)
+	}
+	got, want := make([]float32, 2*qNR*(groups+2)), make([]float32, 2*qNR*(groups+2))
+	w.panelScalesNVFP4(got, 0, &h, groups+2)
+	transposeScales(want, rs[:16*groups], groups)
+	transposeScales(want[qNR:], rs[16*groups:], groups)
+	if !slices.Equal(got, want) {
+		t.Fatal("panelScalesNVFP4's panel differs from rowCodesNVFP4's scales transposed")
 	}
 }
