@@ -4,6 +4,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"github.com/darkroomlabs/darkroom/engine/weights"
 )
 
 // Bounded dequantization scratch.
@@ -110,7 +112,7 @@ func vocabChunks(v, rows int, fn func(k, start, n int)) {
 //
 // h: [..., D] → [..., V]
 func headProduct(p *Params, h *Node, rows int) *Node {
-	const name = "embed_tokens.weight"
+	const name = weights.EmbeddingName
 	v := p.Cfg.VocabSize
 	if rows >= v {
 		return WeightDot(h, []int{-1}, nil, p.Matrix(name), []int{1}, nil)
@@ -139,7 +141,7 @@ func headProduct(p *Params, h *Node, rows int) *Node {
 //
 // scaled: [..., V] Float32 → [..., D]
 func softProduct(p *Params, scaled *Node, rows int) *Node {
-	const name = "embed_tokens.weight"
+	const name = weights.EmbeddingName
 	v := p.Cfg.VocabSize
 	if rows >= v {
 		probs := Softmax(scaled, -1)

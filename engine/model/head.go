@@ -5,6 +5,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/sampler"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 )
 
 // hostHead is the decoder's output end computed on the host in float32 instead of in
@@ -36,7 +37,7 @@ type hostHead struct {
 // prepare reads E from the weights (hostWeights keeps it, and notices a changed
 // variable: the head is then rebuilt, E packed again).
 func (h *hostHead) prepare(w *hostWeights, embedScale float64) error {
-	name := "embed_tokens.weight"
+	name := weights.EmbeddingName
 	e, err := w.load(name)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model/arch"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 )
 
 // hostModel is the model for one sequence (batch 1) computed on the host in float32:
@@ -516,7 +517,7 @@ func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, en
 // decoding only the rows of the tokens.
 func (h *hostModel) embed(tokens []int32) []float32 {
 	d := h.cfg.HiddenSize
-	emb := h.w.matrix("embed_tokens.weight") // only the rows of tokens are decoded
+	emb := h.w.matrix(weights.EmbeddingName) // only the rows of tokens are decoded
 	x := h.alloc(len(tokens) * d)
 	scale := float32(h.embedScale)
 	for t, tok := range tokens {

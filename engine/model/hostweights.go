@@ -147,7 +147,7 @@ func (w *hostWeights) has(name string) bool {
 
 // embedScale is Params.EmbedScale for the stored embedding.
 func (w *hostWeights) embedScale(cfg *config.Text) float64 {
-	d, err := w.load("embed_tokens.weight")
+	d, err := w.load(weights.EmbeddingName)
 	if err != nil {
 		panic(err)
 	}

@@ -48,6 +48,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model/arch"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -77,7 +78,7 @@ func layerPrefix(i int) string { return arch.LayerPrefix(i) }
 // tokens: [B, T] Int → [B, T, D] Float32
 func (p *Params) Embed(tokens *Node) *Node {
 	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
-	x := p.GatherRows("embed_tokens.weight", Reshape(ConvertDType(tokens, dtypes.Int32), b, t, 1))
+	x := p.GatherRows(weights.EmbeddingName, Reshape(ConvertDType(tokens, dtypes.Int32), b, t, 1))
 	return MulScalar(x, p.EmbedScale())
 }
 

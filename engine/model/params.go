@@ -7,6 +7,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
@@ -280,7 +281,7 @@ func toF32(x *Node) *Node {
 // D=2816 with bf16 weights, exact for f32. A quantized embedding no longer says what
 // it was, so the config's dtype decides ("bfloat16" → rounded, otherwise exact).
 func (p *Params) EmbedScale() float64 {
-	return storedEmbedScale(p.Cfg, p.StorageDType("embed_tokens.weight"))
+	return storedEmbedScale(p.Cfg, p.StorageDType(weights.EmbeddingName))
 }
 
 // storedEmbedScale is EmbedScale for an embedding stored as dt (the host model reads

@@ -25,7 +25,7 @@ func Q4KMType(cfg *config.Model, s Spec) (gguf.Type, bool) {
 	}
 	layer, nl := s.Layer, cfg.Text.NumHiddenLayers
 	more := layer >= 0 && (layer < nl/8 || layer >= 7*nl/8 || (layer-nl/8)%3 == 2)
-	six := s.Name == "embed_tokens.weight" || more && (strings.HasSuffix(s.Name, "down_proj") ||
+	six := s.Name == EmbeddingName || more && (strings.HasSuffix(s.Name, "down_proj") ||
 		strings.HasSuffix(s.Name, "down_proj.weight") || strings.HasSuffix(s.Name, "v_proj.weight"))
 	whole := s.Shape[len(s.Shape)-1]%gguf.QK_K == 0
 	switch {

@@ -257,8 +257,8 @@ func (p *passes) decoderStep(tokens, prefix int, selfCond bool) []work {
 	// The fused head (kernels.Head): a small embedding packed once as float32
 	// panels, a large one decoded inside the products.
 	packed := kernels.HeadPacks(v, d)
-	head := p.linear("LM head", "embed_tokens.weight", n, d, v, 1)
-	soft := p.linear("soft embedding", "embed_tokens.weight", n, v, d, 1)
+	head := p.linear("LM head", weights.EmbeddingName, n, d, v, 1)
+	soft := p.linear("soft embedding", weights.EmbeddingName, n, v, d, 1)
 	soft.soft = true
 	if packed { // both products run inside the head's blocks, one parallel call
 		head.format, soft.format = "f32", "f32"
@@ -281,7 +281,7 @@ func (p *passes) encoderPass(tokens, prefix, rows int) []work {
 	out = append(out, p.layers(tokens, prefix, true)...)
 	return append(out,
 		vec("final norm", VecRMSNorm, float64(rows*d), 1),
-		p.linear("LM head", "embed_tokens.weight", float64(rows), d, v, 1),
+		p.linear("LM head", weights.EmbeddingName, float64(rows), d, v, 1),
 		vec("soft-cap", VecSoftCap, float64(rows*v), 1))
 }
 
