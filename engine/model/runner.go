@@ -57,8 +57,9 @@ type Runner struct {
 	// (DefaultHostPass; 1 reads each alone): the same values, bit for bit, the chunks'
 	// attention one after another and their products over all the pass's rows
 	// (hostModel.encodePass). A 26B expert's integer product packs its weights once a
-	// pass for the rows routed to it, about 16 a chunk: a 986-token prompt read in
-	// 34 s a chunk at a time and in 24 s in one pass on 2 cores (NVFP4).
+	// pass for the rows routed to it, about 16 a chunk: on 2 cores the NVFP4 export
+	// read a 986-token prompt in 27–29 s a chunk at a time, in 21–25 s in one pass
+	// (passes of 8 chunks read 1,958 tokens no faster than of 4).
 	HostPass int
 
 	// HostHead computes the decoder's LM head, soft-cap and next soft embedding on the
