@@ -37,7 +37,9 @@
 // float32 row-major matrices, with the products and exponentials in package kernels,
 // which multiplies each weight in its stored format (hostweights.go: BF16, int8, int4,
 // NVFP4 and GGUF blocks, from the context's tensors or a checkpoint mapped in place —
-// NewHostRunner), so the host path takes no more memory than the weights do.
+// NewHostRunner), so the host path takes no more memory than the weights do. Its
+// encoder reads a prompt in passes of several of the graph's chunks (Runner.HostPass),
+// bit for bit the values of reading the chunks one by one.
 // simplego's DotGeneral reaches 1.5–4 GFLOP/s on two cores, the kernels 25–100, so a
 // decoder step is about 10× faster; the tests hold both paths to the float64
 // reference.
