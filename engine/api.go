@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/chat"
+	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/sampler"
 )
 
@@ -254,9 +255,10 @@ const (
 )
 
 // PromptPiece is how many tokens of a prompt the engine encodes between
-// EventPrompt events and cancellation checks: four of the encoder's chunks of 256,
-// so that the pieces are its very chunks and change no value.
-const PromptPiece = 1024
+// EventPrompt events and cancellation checks: one of the host encoder's passes of
+// four chunks of 256 (model.HostPassTokens), so that the pieces are its very chunks
+// and passes and change no value.
+const PromptPiece = model.HostPassTokens
 
 // Event reports progress of a generation; the UI draws the page developing from it.
 type Event struct {
