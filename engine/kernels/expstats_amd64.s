@@ -36,7 +36,7 @@ momloop:
 	VEXTRACTF128 $1, Y1, X3
 	VADDPD  X3, X1, X1
 	VHADDPD X1, X1, X1
-	MOVSD X0, sum+48(FP)
-	MOVSD X1, moment+56(FP)
+	VMOVSD X0, sum+48(FP)
+	VMOVSD X1, moment+56(FP)
 	VZEROUPPER
 	RET

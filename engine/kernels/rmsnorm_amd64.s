@@ -49,10 +49,10 @@ TEXT ·rmsNormRowsAVX2(SB), NOSPLIT, $0-44
 	MOVQ w+16(FP), DX
 	MOVQ rows+24(FP), R8
 	MOVQ n+32(FP), CX
-	MOVSS eps+40(FP), X8
-	CVTSQ2SS CX, X9                 // float32(n)
+	VMOVSS eps+40(FP), X8
+	VCVTSI2SSQ CX, X9, X9                // float32(n)
 	MOVQ $0x3FF0000000000000, AX    // 1.0
-	MOVQ AX, X10
+	VMOVQ AX, X10
 	MOVQ CX, BX
 	SHLQ $2, BX                     // a row's bytes
 normrow:

@@ -35,7 +35,7 @@
 // token's time).
 #define BLOCK_D(x) \
 	MOVWLZX 0(SI), AX; \
-	MOVL AX, x; \
+	VMOVD AX, x; \
 	VCVTPH2PS x, x
 
 // BLOCK32_FMA_Y4_Y7 takes a block of 32 codes widened to int32 in Y4–Y7 (values
@@ -149,7 +149,7 @@ dotloop:
 	SUBQ $32, CX
 	JNZ  dotloop
 	SUM_Y0_Y3
-	MOVSS X0, ret+24(FP)
+	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -210,7 +210,7 @@ TEXT ·decodeInt4AVX2(SB), NOSPLIT, $0-28
 	VBROADCASTSS s+24(FP), Y7
 	VPBROADCASTD int4const<>+4(SB), Y6 // 8
 	MOVQ $0x0f0f0f0f0f0f0f0f, AX
-	MOVQ AX, X5
+	VMOVQ AX, X5
 	VPBROADCASTQ X5, X5                // 0x0f bytes
 int4loop:
 	VPMOVZXBW (SI), X0                 // 8 bytes → 8 words
@@ -861,7 +861,7 @@ dsame:
 	DECQ CX
 	JNZ  drun
 	SUM_Y0_Y3
-	MOVSS X0, ret+64(FP)
+	VMOVSS X0, ret+64(FP)
 	VZEROUPPER
 	RET
 
@@ -913,7 +913,7 @@ bdotloop:
 	SUBQ $32, CX
 	JNZ  bdotloop
 	SUM_Y0_Y3
-	MOVSS X0, ret+24(FP)
+	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -997,7 +997,7 @@ q4krun:
 	VADDPS X1, X0, X0
 	VHADDPS X0, X0, X0
 	VHADDPS X0, X0, X0
-	MOVSS X0, ret+24(FP)
+	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -1037,7 +1037,7 @@ q50block:
 	DECQ CX
 	JNZ  q50block
 	SUM_Z0_Z1
-	MOVSS X0, ret+24(FP)
+	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -1059,7 +1059,7 @@ q80block:
 	DECQ CX
 	JNZ  q80block
 	SUM_Z0_Z1
-	MOVSS X0, ret+24(FP)
+	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -1073,7 +1073,7 @@ TEXT ·dotQ4KAVX2(SB), NOSPLIT, $64-28
 	MOVQ nb+16(FP), CX
 	VPBROADCASTD nibconst<>+0(SB), Y14
 	MOVL $0x80000000, AX
-	MOVL AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15            // the sign bit
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -1119,7 +1119,7 @@ q4k2half:
 	DECQ CX
 	JNZ  q4k2block
 	SUM_Y0_Y3
-	MOVSS X0, ret+24(FP)
+	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -1156,7 +1156,7 @@ q80b2:
 	DECQ CX
 	JNZ  q80b2
 	SUM_Y0_Y3
-	MOVSS X0, ret+24(FP)
+	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -1213,7 +1213,7 @@ q50b2:
 	DECQ CX
 	JNZ  q50b2
 	SUM_Y0_Y3
-	MOVSS X0, ret+24(FP)
+	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -1360,7 +1360,7 @@ q4kvnniblock:
 	VADDPS X1, X0, X0
 	VHADDPS X0, X0, X0
 	VHADDPS X0, X0, X0
-	MOVSS X0, ret+32(FP)
+	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
 
@@ -1377,10 +1377,10 @@ TEXT ·dotQ4KIntAVX2(SB), NOSPLIT, $32-36
 	MOVQ nb+24(FP), CX
 	VPBROADCASTB nibconst<>+0(SB), Y12
 	MOVL $0x00010001, AX
-	MOVL AX, X13
+	VMOVD AX, X13
 	VPBROADCASTD X13, Y13            // 16-bit ones
 	MOVL $0x80000000, AX
-	MOVL AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15            // the sign bit
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -1420,7 +1420,7 @@ q4kint2run:
 	VADDPS X1, X0, X0
 	VHADDPS X0, X0, X0
 	VHADDPS X0, X0, X0
-	MOVSS X0, ret+32(FP)
+	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
 
@@ -1473,7 +1473,7 @@ q50vnnipair:
 	MOVWLZX 22(SI), BX
 	SHLL $16, BX
 	ORL  BX, AX
-	MOVL AX, X4
+	VMOVD AX, X4
 	VCVTPH2PS X4, X4
 	VMOVSD 0(R10), X5                // xs_a, xs·Σ_a
 	VMOVSD 8(R10), X6                // xs_b, xs·Σ_b
@@ -1539,7 +1539,7 @@ q50vnnisum:
 	MOVL $0x41800000, AX             // 16
 	VMOVD AX, X2
 	VFNMADD231SS X2, X3, X0         // − 16·Σ
-	MOVSS X0, ret+32(FP)
+	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
 
@@ -1619,7 +1619,7 @@ GLOBL q50qh<>(SB), RODATA|NOPTR, $64
 	VMOVDQU q50qh<>+0(SB), Y13; \
 	VMOVDQU q50qh<>+32(SB), Y14; \
 	MOVL $0x10101010, AX; \
-	MOVL AX, X15; \
+	VMOVD AX, X15; \
 	VPBROADCASTD X15, Y15
 
 // Q50_CODES_AVX2 makes the 32 5-bit codes of the Q5_0 block at SI in Y10 — its
@@ -1650,7 +1650,7 @@ TEXT ·dotQ5_0IntAVX2(SB), NOSPLIT, $0-36
 	MOVQ nb+24(FP), CX
 	Q50_CODES_CONSTS
 	MOVL $0x00010001, AX
-	MOVL AX, X9
+	VMOVD AX, X9
 	VPBROADCASTD X9, Y9              // 16-bit ones
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -1676,9 +1676,9 @@ q50int2block:
 	VHADDPS X0, X0, X0
 	VHADDPS X0, X0, X0
 	MOVL $0x41800000, AX             // 16
-	MOVL AX, X2
+	VMOVD AX, X2
 	VFNMADD231SS X2, X3, X0          // − 16·Σ
-	MOVSS X0, ret+32(FP)
+	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
 
@@ -1692,7 +1692,7 @@ TEXT ·q4kHeadersAVX2(SB), NOSPLIT, $0-32
 	MOVQ src+16(FP), SI
 	MOVQ nb+24(FP), CX
 	MOVL $0x80000000, AX
-	MOVL AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15            // the sign bit
 q4kheaders:
 	Q4K_SCALES
@@ -1717,10 +1717,10 @@ TEXT ·codesQ8_0AVX2(SB), NOSPLIT, $0-40
 	MOVQ src+24(FP), SI
 	MOVQ nb+32(FP), CX
 	MOVL $0x80808080, AX
-	MOVL AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15            // + 128: the sign bit flipped
 	MOVL $0xc3000000, AX             // −128
-	MOVL AX, X14
+	VMOVD AX, X14
 q80codes:
 	BLOCK_D(X0)
 	VMULSS X14, X0, X1
@@ -1750,7 +1750,7 @@ TEXT ·codesQ5_0AVX2(SB), NOSPLIT, $0-40
 	MOVQ nb+32(FP), CX
 	Q50_CODES_CONSTS
 	MOVL $0xc1800000, AX             // −16
-	MOVL AX, X9
+	VMOVD AX, X9
 q50codes:
 	BLOCK_D(X0)
 	VMULSS X9, X0, X1
@@ -2038,7 +2038,7 @@ nvfp4sum:
 	MOVL $0x41400000, AX             // 12
 	VMOVD AX, X2
 	VFNMADD231SS X2, X3, X0          // − 12·Σ h·xsum
-	MOVSS X0, ret+56(FP)
+	VMOVSS X0, ret+56(FP)
 	VZEROUPPER
 	RET
 
@@ -2098,20 +2098,20 @@ TEXT ·dotNVFP4IntAVX2(SB), NOSPLIT, $0-60
 	MOVQ fp8+32(FP), R8
 	MOVQ nb+48(FP), CX
 	MOVL $0x0f0f0f0f, AX
-	MOVL AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15            // the low nibbles
 	VBROADCASTI128 ·nvfp4Codes(SB), Y14
 	MOVL $0x00010001, AX
-	MOVL AX, X13
+	VMOVD AX, X13
 	VPBROADCASTD X13, Y13            // 16-bit ones
 	MOVL $0x7f, AX
-	MOVL AX, X12
+	VMOVD AX, X12
 	VPBROADCASTD X12, X12
 	MOVL $0x80, AX
-	MOVL AX, X7
+	VMOVD AX, X7
 	VPBROADCASTD X7, X7
 	MOVL $0x7b800000, AX             // 2^120
-	MOVL AX, X8
+	VMOVD AX, X8
 	VPBROADCASTD X8, X8
 	VMOVDQU nvfp4Spread<>+0(SB), Y6
 	VMOVDQU nvfp4Spread<>+32(SB), Y5
@@ -2144,9 +2144,9 @@ nvfp4avx2step:
 	VHADDPS X1, X1, X1
 	VHADDPS X1, X1, X1
 	MOVL $0x41400000, AX             // 12
-	MOVL AX, X2
+	VMOVD AX, X2
 	VFNMADD231SS X2, X1, X0          // − 12·Σ dec·xsum
 	VMULSS hs2+40(FP), X0, X0
-	MOVSS X0, ret+56(FP)
+	VMOVSS X0, ret+56(FP)
 	VZEROUPPER
 	RET
