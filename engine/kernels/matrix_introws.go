@@ -107,7 +107,7 @@ func (w *Matrix) mulRowsNVFP4Int(out, a []float32, m int) {
 		q, p := xq[i*k:(i+1)*k], pairs[2*i*groups:2*(i+1)*groups]
 		quantizeRow32(q, p, a[i*k:(i+1)*k], nil)
 		nvfp4XSums(xsum[i*blocks:(i+1)*blocks], q, p)
-		nvfp4IntX(q, zmm)
+		nvfp4IntX(q)
 	}
 	parts := dotParts(m * n * k)
 	parallel(parts, func(part int) {
@@ -121,23 +121,18 @@ func (w *Matrix) mulRowsNVFP4Int(out, a []float32, m int) {
 }
 
 // nvfp4IntX puts x's codes xq (whole steps of 64 values) in the order dotNVFP4Int's
-// kernels take them: in each run of 64 values (the zmm kernel's step) or 32 (the ymm
-// kernel's half step) the even values' codes, then the odd ones', as the kernels
-// split a run's code bytes into their low nibbles (the even values), then their high
-// ones, with no interleaving back (a fifth of the zmm kernel's instructions, two of
-// thirteen of the ymm one's).
-func nvfp4IntX(xq []int8, zmm bool) {
-	run := 32
-	if zmm {
-		run = 64
-	}
+// kernels take them: in each step of 64 values the even values' codes, then the odd
+// ones', as both kernels split a step's 32 code bytes into their low nibbles (the even
+// values), then their high ones, with no interleaving back (a fifth of the zmm
+// kernel's instructions).
+func nvfp4IntX(xq []int8) {
 	var t [64]int8
-	for s := 0; s+run <= len(xq); s += run {
-		step := xq[s : s+run]
-		for p := range run / 2 {
-			t[p], t[run/2+p] = step[2*p], step[2*p+1]
+	for s := 0; s+64 <= len(xq); s += 64 {
+		step := xq[s : s+64]
+		for p := range 32 {
+			t[p], t[32+p] = step[2*p], step[2*p+1]
 		}
-		copy(step, t[:run])
+		copy(step, t[:])
 	}
 }
 

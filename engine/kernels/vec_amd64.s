@@ -2042,54 +2042,71 @@ nvfp4sum:
 	VZEROUPPER
 	RET
 
-// nvfp4Spread are dotNVFP4IntAVX2's VPERMPS indices: a step's four block scales spread
-// over the eight sums of a half, blocks 0 and 1 (the first 32 values) or 2 and 3 —
-// sums 0–3 the half's even values (8i … 8i+6 for sum i: block i/2), sums 4–7 its odd
-// ones (nvfp4IntX's order).
+// nvfp4Spread are dotNVFP4IntAVX2's VPERMPS indices: a pair of steps' eight block
+// scales spread over each step's eight sums — sum i holds the step's values 8i … 8i+7
+// (its even ones by the low nibbles, its odd ones by the high), all of block i/2 —
+// from lanes 0–3 (the first step) or 4–7 (the second).
 DATA nvfp4Spread<>+0(SB)/4, $0
 DATA nvfp4Spread<>+4(SB)/4, $0
 DATA nvfp4Spread<>+8(SB)/4, $1
 DATA nvfp4Spread<>+12(SB)/4, $1
-DATA nvfp4Spread<>+16(SB)/4, $0
-DATA nvfp4Spread<>+20(SB)/4, $0
-DATA nvfp4Spread<>+24(SB)/4, $1
-DATA nvfp4Spread<>+28(SB)/4, $1
-DATA nvfp4Spread<>+32(SB)/4, $2
-DATA nvfp4Spread<>+36(SB)/4, $2
-DATA nvfp4Spread<>+40(SB)/4, $3
-DATA nvfp4Spread<>+44(SB)/4, $3
-DATA nvfp4Spread<>+48(SB)/4, $2
-DATA nvfp4Spread<>+52(SB)/4, $2
-DATA nvfp4Spread<>+56(SB)/4, $3
-DATA nvfp4Spread<>+60(SB)/4, $3
+DATA nvfp4Spread<>+16(SB)/4, $2
+DATA nvfp4Spread<>+20(SB)/4, $2
+DATA nvfp4Spread<>+24(SB)/4, $3
+DATA nvfp4Spread<>+28(SB)/4, $3
+DATA nvfp4Spread<>+32(SB)/4, $4
+DATA nvfp4Spread<>+36(SB)/4, $4
+DATA nvfp4Spread<>+40(SB)/4, $5
+DATA nvfp4Spread<>+44(SB)/4, $5
+DATA nvfp4Spread<>+48(SB)/4, $6
+DATA nvfp4Spread<>+52(SB)/4, $6
+DATA nvfp4Spread<>+56(SB)/4, $7
+DATA nvfp4Spread<>+60(SB)/4, $7
 GLOBL nvfp4Spread<>(SB), RODATA|NOPTR, $64
 
-// NVFP4_HALF is dotNVFP4IntAVX2's half step: the 16 code bytes at off(SI) as 32
-// values, their low nibbles (the even values) then their high ones (the odd: no
-// interleaving back), mapped through nvfp4Codes (qgemm.go) to 12 + 2·value, times the
-// 32 x codes at 2·off(DI) in that order (nvfp4IntX) and summed in fours (VPMADDUBSW's
-// words of two products each stay below 2¹⁵), each four's int32 sum converted and
-// added into Y0 times its block's scale, spread from Y3 by the indices idx.
-#define NVFP4_HALF(off, xoff, idx) \
-	VMOVDQU off(SI), X2; \
-	VPSRLW $4, X2, X9; \
-	VPAND X15, X2, X2; \
-	VPAND X15, X9, X9; \
-	VINSERTI128 $1, X9, Y2, Y2; \
+// NVFP4_AVX2_STEP is dotNVFP4IntAVX2's step of 64 values: the 32 code bytes at
+// codes(SI) split into their low nibbles (the even values) and their high ones (the
+// odd), each mapped through nvfp4Codes (qgemm.go) to 12 + 2·value and multiplied by
+// the 32 x codes at xlo(DI) or xhi(DI) (nvfp4IntX's order) in pairs (VPMADDUBSW:
+// a word's two products of at most 24·127 each, the two halves' words added, stay
+// below 2¹⁵), summed in eights by VPMADDWD, converted and added into Y0 times their
+// block's scale, spread from Y3 by the indices idx.
+#define NVFP4_AVX2_STEP(codes, xlo, xhi, idx) \
+	VMOVDQU codes(SI), Y2; \
+	VPSRLW $4, Y2, Y9; \
+	VPAND Y15, Y2, Y2; \
+	VPAND Y15, Y9, Y9; \
 	VPSHUFB Y2, Y14, Y2; \
-	VPMADDUBSW xoff(DI), Y2, Y2; \
+	VPSHUFB Y9, Y14, Y9; \
+	VPMADDUBSW xlo(DI), Y2, Y2; \
+	VPMADDUBSW xhi(DI), Y9, Y9; \
+	VPADDW Y9, Y2, Y2; \
 	VPMADDWD Y13, Y2, Y2; \
 	VCVTDQ2PS Y2, Y2; \
 	VPERMPS Y3, idx, Y4; \
 	VFMADD231PS Y4, Y2, Y0
 
+// NVFP4_AVX2_SCALES decodes the FP8 block scale codes widened to dwords in reg2 (X2
+// or Y2) exactly as float32 bits ((c & 0x7f) << 20, the sign at bit 31) times 2^120
+// (E4M3's exponent bias 7 against float32's 127: a subnormal code comes out a float32
+// subnormal, scaled exact), adds each times its block's xs·Σcode at (R9) into reg1 (the
+// offsets' part), and leaves it times its x group's scale (quantizeRow32's pairs at
+// (R10), each group's spread over its two blocks) in reg3.
+#define NVFP4_AVX2_SCALES(reg1, reg2, reg3, reg4, r7, r8, r12) \
+	VPAND r12, reg2, reg3; \
+	VPSLLD $20, reg3, reg3; \
+	VPAND r7, reg2, reg4; \
+	VPSLLD $24, reg4, reg4; \
+	VPOR reg4, reg3, reg3; \
+	VMULPS r8, reg3, reg3; \
+	VFMADD231PS (R9), reg3, reg1; \
+	VPERMILPS $0xa0, (R10), reg4; \
+	VMULPS reg4, reg3, reg3
+
 // func dotNVFP4IntAVX2(xq *int8, xs, xsum *float32, codes, fp8 *byte, hs2 float32, nb int) float32
-// dotNVFP4VNNI's sum with AVX2, a step of 64 values at a time: its four FP8 block
-// scales decoded exactly as float32 bits ((c & 0x7f) << 20, the sign at bit 31) times
-// 2^120 (E4M3's exponent bias 7 against float32's 127: a subnormal code comes out a
-// float32 subnormal, scaled exact), each times its x group's scale for the products
-// and times its block's xs·Σcode for the offsets (Y1), which the codes' 12 puts in:
-// hs2·(Σ dec·xs·Σ u·q − 12·Σ dec·xsum).
+// dotNVFP4VNNI's sum with AVX2, two steps of 64 values at a time (their eight FP8
+// block scales decoded at once), then a lone step: hs2·(Σ dec·xs·Σ u·q − 12·Σ
+// dec·xsum), u = 12 + 2·e2m1.
 TEXT ·dotNVFP4IntAVX2(SB), NOSPLIT, $0-60
 	MOVQ xq+0(FP), DI
 	MOVQ xs+8(FP), R10
@@ -2106,37 +2123,41 @@ TEXT ·dotNVFP4IntAVX2(SB), NOSPLIT, $0-60
 	VPBROADCASTD X13, Y13            // 16-bit ones
 	MOVL $0x7f, AX
 	VMOVD AX, X12
-	VPBROADCASTD X12, X12
+	VPBROADCASTD X12, Y12
 	MOVL $0x80, AX
 	VMOVD AX, X7
-	VPBROADCASTD X7, X7
+	VPBROADCASTD X7, Y7
 	MOVL $0x7b800000, AX             // 2^120
 	VMOVD AX, X8
-	VPBROADCASTD X8, X8
+	VPBROADCASTD X8, Y8
 	VMOVDQU nvfp4Spread<>+0(SB), Y6
 	VMOVDQU nvfp4Spread<>+32(SB), Y5
 	VXORPS Y0, Y0, Y0
-	VXORPS X1, X1, X1
-nvfp4avx2step:
-	VPMOVZXBD (R8), X2               // the step's four scale codes
-	VPAND X12, X2, X3
-	VPSLLD $20, X3, X3
-	VPAND X7, X2, X4
-	VPSLLD $24, X4, X4
-	VPOR X4, X3, X3
-	VMULPS X8, X3, X3                // the FP8 values
-	VFMADD231PS (R9), X3, X1         // dec·xsum, the offsets' part
-	VPERMILPS $0xa0, (R10), X4       // xs of blocks 0, 1 (group 0) and 2, 3 (group 1)
-	VMULPS X4, X3, X3
-	NVFP4_HALF(0, 0, Y6)
-	NVFP4_HALF(16, 32, Y5)
-	ADDQ $32, SI
-	ADDQ $64, DI
-	ADDQ $4, R8
-	ADDQ $16, R9
-	ADDQ $16, R10
-	DECQ CX
-	JNZ  nvfp4avx2step
+	VXORPS Y1, Y1, Y1
+	MOVQ CX, BX
+	SHRQ $1, BX
+	JZ   nvfp4avx2tail
+nvfp4avx2pair:
+	VPMOVZXBD (R8), Y2               // the two steps' eight scale codes
+	NVFP4_AVX2_SCALES(Y1, Y2, Y3, Y4, Y7, Y8, Y12)
+	NVFP4_AVX2_STEP(0, 0, 32, Y6)
+	NVFP4_AVX2_STEP(32, 64, 96, Y5)
+	ADDQ $64, SI
+	ADDQ $128, DI
+	ADDQ $8, R8
+	ADDQ $32, R9
+	ADDQ $32, R10
+	DECQ BX
+	JNZ  nvfp4avx2pair
+nvfp4avx2tail:
+	VEXTRACTF128 $1, Y1, X2          // (the 128-bit forms below clear Y1's upper lanes)
+	VADDPS X2, X1, X1
+	ANDQ $1, CX
+	JZ   nvfp4avx2sum
+	VPMOVZXBD (R8), X2               // the last step's four scale codes (Y3's upper lanes zero)
+	NVFP4_AVX2_SCALES(X1, X2, X3, X4, X7, X8, X12)
+	NVFP4_AVX2_STEP(0, 0, 32, Y6)
+nvfp4avx2sum:
 	VEXTRACTF128 $1, Y0, X2
 	VADDPS X2, X0, X0
 	VHADDPS X0, X0, X0
