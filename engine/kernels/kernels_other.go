@@ -110,6 +110,12 @@ func q50IntRuns() bool { return false }
 
 func nvfp4IntRuns() bool { return false }
 
+func int4IntRuns() bool { return false }
+
+func dotInt4Int(xq []int8, xsl, xsum []float32, codes []byte, scales, mins []float32) float32 {
+	panic("dotInt4Int without int4IntRuns") // unreachable: mulRows asks intRows first
+}
+
 func dotNVFP4Int(xq []int8, pairs, xsum []float32, codes, srow []byte, zmm bool) float32 {
 	panic("dotNVFP4Int without nvfp4IntRuns") // unreachable: mulRows asks intRows first
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // The printer's products (below dotRows rows of x) against GGUF Q4_K and Q5_0 rows
-// (and NVFP4's, mulRowsNVFP4Int) in integer arithmetic, where the canvas products
+// (and NVFP4's, mulRowsNVFP4Int, and with AVX2-class kernels Darkroom's int4,
+// mulRowsInt4Int) in integer arithmetic, where the canvas products
 // run that way (qgemm.go; with AVX-512 VNNI, else AVX2 — F16C too for Q4_K and Q5_0):
 // x is quantized once per product as the canvas quantizes its rows — int8 in groups of 32, each group's
 // scale max|x|/127 (quantizeRow32) — and each row's blocks are dotted from their
@@ -25,6 +26,9 @@ import (
 func (w *Matrix) intRows() bool {
 	if w.Spec.Format == quant.FP4 {
 		return nvfp4IntRuns() && w.group() == 16 && w.Cols > 0 && w.Cols%64 == 0
+	}
+	if w.Spec.Bits == 4 {
+		return int4IntRuns() && w.group() == qGroup && w.Cols > 0 && w.Cols%64 == 0
 	}
 	if w.Spec.Bits != 0 || w.Cols <= 0 {
 		return false
@@ -45,11 +49,75 @@ func (w *Matrix) mulRowsInt(out, a []float32, m int) {
 		w.mulRowsNVFP4Int(out, a, m)
 		return
 	}
+	if w.Spec.Bits == 4 {
+		w.mulRowsInt4Int(out, a, m)
+		return
+	}
 	if w.GGUF == gguf.Q4_K {
 		w.mulRowsQ4KInt(out, a, m)
 		return
 	}
 	w.mulRowsQ5_0Int(out, a, m)
+}
+
+// mulRowsInt4Int is mulRowsInt for Darkroom's int4 in groups of 32 (with AVX2-class
+// kernels: int4IntRuns): x's codes in nvfp4IntX's order, each group's scale spread
+// over the lanes its sums take and its xs·Σcode, and a block of rowBlock rows' scales
+// and minimums widened at a time (a symmetric group's minimum is −8·s: the kernel
+// takes it so), each row dotted
+// 64 values at a time (dotInt4IntAVX2). The float dots (dotInt4Rows) widen every code
+// to float32 and ran at half the memory's rate with AVX2 alone.
+func (w *Matrix) mulRowsInt4Int(out, a []float32, m int) {
+	n, k := w.Rows, w.Cols
+	groups, steps := k/qGroup, k/64
+	affine := w.Spec.Format == quant.Affine
+	cb := packBufs.Get().(*packBuf)
+	defer packBufs.Put(cb)
+	if cap(cb.q) < m*k {
+		cb.q = make([]int8, m*k)
+	}
+	xq := cb.q[:m*k]
+	cb.dec = grow(cb.dec, m*(2*groups+8*steps+groups))
+	pairs := cb.dec[:2*m*groups]
+	xsl := cb.dec[2*m*groups : 2*m*groups+8*m*steps]
+	xsum := cb.dec[2*m*groups+8*m*steps : 2*m*groups+8*m*steps+m*groups]
+	for i := range m {
+		q, p := xq[i*k:(i+1)*k], pairs[2*i*groups:2*(i+1)*groups]
+		quantizeRow32(q, p, a[i*k:(i+1)*k], nil)
+		nvfp4IntX(q)
+		for g := range groups {
+			xsum[i*groups+g] = p[2*g+1]
+			for l := range 4 {
+				xsl[i*8*steps+4*g+l] = p[2*g]
+			}
+		}
+	}
+	parts := dotParts(m * n * k)
+	parallel(parts, func(part int) {
+		buf := packBufs.Get().(*packBuf)
+		defer packBufs.Put(buf)
+		buf.dec = grow(buf.dec, 2*rowBlock*groups)
+		scales, mins := buf.dec[:rowBlock*groups], buf.dec[rowBlock*groups:2*rowBlock*groups]
+		r1 := n * (part + 1) / parts
+		for r0 := n * part / parts; r0 < r1; r0 += rowBlock {
+			h := min(rowBlock, r1-r0)
+			w.scales(scales[:h*groups], w.Scales, r0*groups)
+			if affine {
+				w.scales(mins[:h*groups], w.Mins, r0*groups)
+			}
+			for j := range h {
+				r := r0 + j
+				codes := w.Data[r*k/2 : (r+1)*k/2]
+				s, mn := scales[j*groups:(j+1)*groups], []float32(nil)
+				if affine {
+					mn = mins[j*groups : (j+1)*groups]
+				}
+				for i := range m {
+					out[i*n+r] = dotInt4Int(xq[i*k:(i+1)*k], xsl[i*8*steps:(i+1)*8*steps], xsum[i*groups:(i+1)*groups], codes, s, mn)
+				}
+			}
+		}
+	})
 }
 
 // mulRowsQ5_0Int is mulRowsInt for Q5_0: x's codes in order with quantizeRow32's

@@ -305,3 +305,58 @@ func TestDotNVFP4Int(t *testing.T) {
 		}
 	}
 }
+
+// TestDotInt4Int: the printer's integer products of Darkroom's int4 rows
+// (mulRowsInt4Int), symmetric and affine, float32 and bfloat16 scales, equal within
+// float32 rounding the same sum taken independently in float64 — the values as
+// quant.Dequantize decodes them times x's int8 codes and scales as quantizeRow32Go
+// makes them — and the float kernel's product within x's rounding. Rows of one step
+// (64 values), odd and even numbers of steps, and a group of zeros in x come up.
+func TestDotInt4Int(t *testing.T) {
+	rng := rand.New(rand.NewPCG(47, 48))
+	specs := []quant.Spec{quant.Int4, quant.Int4F32, quant.Int4Affine, {Bits: 4, GroupSize: 32, Format: quant.Affine, BF16Scales: true}}
+	for _, spec := range specs {
+		for _, k := range []int{64, 192, 704, 2816} {
+			const rows = 11
+			tm := quantMatrix(spec)(t, rng, rows, k)
+			if !tm.w.intRows() {
+				t.Skipf("%v: the printer's int4 products are not integer on this CPU (or build)", spec)
+			}
+			for _, m := range []int{1, 3} {
+				a := randWeights(rng, m*k)
+				clear(a[k-32 : k]) // a group of zeros (scale 0)
+				got, float := make([]float32, m*rows), make([]float32, m*rows)
+				if err := tm.w.MulNT(got, a, m); err != nil {
+					t.Fatal(err)
+				}
+				was := SetIntProducts(false)
+				err := tm.w.MulNT(float, a, m)
+				SetIntProducts(was)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range m {
+					codes, pairs := make([]int8, k), make([]float32, k/16)
+					quantizeRow32Go(codes, pairs, a[i*k:(i+1)*k], nil)
+					for r := range rows {
+						var want, mag, bound float64
+						for p, v := range tm.want[r*k : (r+1)*k] {
+							xs := float64(pairs[2*(p/32)])
+							term := float64(v) * xs * float64(codes[p])
+							want += term
+							mag += math.Abs(term)
+							bound += math.Abs(float64(v)) * (xs/2 + 1e-5*math.Abs(float64(a[i*k+p])))
+						}
+						g := float64(got[i*rows+r])
+						if d := math.Abs(g - want); d > 1e-5*mag+1e-30 {
+							t.Fatalf("%v, k %d, m %d, out[%d, %d] = %g, want %g (|Δ| %g over a magnitude %g)", spec, k, m, i, r, g, want, d, mag)
+						}
+						if d := math.Abs(g - float64(float[i*rows+r])); d > bound {
+							t.Errorf("%v, k %d, m %d, out[%d, %d] = %g, the float kernel's %g: more than x's rounding %.3g apart", spec, k, m, i, r, g, float[i*rows+r], bound)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -197,10 +197,22 @@ func IntGGUF() []string {
 	return names
 }
 
-// IntNVFP4Rows reports whether the printer's products of NVFP4 rows run in
-// integer arithmetic (mulRowsNVFP4Int: wherever the canvas's do, with AVX-512 VNNI
-// or AVX2; NVFP4's canvas products take it wherever IntFormats lists "nvfp4").
-func IntNVFP4Rows() bool { return nvfp4IntRuns() }
+// IntRowFormats lists the stored formats whose printer's products (below dotRows
+// rows) run in integer arithmetic now (matrix_introws.go): "int4" with AVX2-class
+// kernels (mulRowsInt4Int; AVX-512's float dots keep the memory's pace), "nvfp4",
+// and GGUF's "Q4_K" and "Q5_0" where their kernels run.
+func IntRowFormats() []string {
+	var f []string
+	for _, c := range []struct {
+		name string
+		on   bool
+	}{{"int4", int4IntRuns()}, {"nvfp4", nvfp4IntRuns()}, {"Q4_K", q4kIntRuns()}, {"Q5_0", q50IntRuns()}} {
+		if c.on {
+			f = append(f, c.name)
+		}
+	}
+	return f
+}
 
 // IntKernel: see IntFormats.
 func IntKernel() string {

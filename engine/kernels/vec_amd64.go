@@ -447,3 +447,28 @@ func dotBF16(x []float32, src []byte, tail []float32) float32 {
 	decodeBF16Go(t, src[2*n:2*len(x)])
 	return s + dotGo(t, x[n:])
 }
+
+// dotInt4IntAVX2 is Σ value · x over steps (> 0) of 64 Darkroom int4 values in
+// integer arithmetic (vec_amd64.s; AVX2): mulRowsInt4Int's dot.
+//
+//go:noescape
+func dotInt4IntAVX2(xq *int8, xsl, xsum *float32, codes *byte, scales, mins *float32, c float32, steps int) float32
+
+// int4IntRuns reports whether the printer's products of Darkroom's int4 rows run in
+// integer arithmetic (mulRowsInt4Int): where the canvas's integer products take an
+// AVX2-class kernel (AVX2, AVX-VNNI). With AVX-512 the float dots (dotInt4Rows) read
+// the weights near the memory's rate already and stay.
+func int4IntRuns() bool { return qActive != nil && qActive != qGo && !intRowsZMM() }
+
+// dotInt4Int is dotInt4IntAVX2 over slices: len(xq) values, a multiple of 64, in
+// nvfp4IntX's order; xsl eight per 64 values, xsum, scales and mins one per 32 (mins
+// nil: symmetric, each group's minimum −8·s).
+func dotInt4Int(xq []int8, xsl, xsum []float32, codes []byte, scales, mins []float32) float32 {
+	steps := len(xq) / 64
+	c := float32(1)
+	if mins == nil {
+		mins, c = scales, -8
+	}
+	_, _, _, _, _ = xsl[8*steps-1], xsum[2*steps-1], codes[32*steps-1], scales[2*steps-1], mins[2*steps-1]
+	return dotInt4IntAVX2(&xq[0], &xsl[0], &xsum[0], &codes[0], &scales[0], &mins[0], c, steps)
+}

@@ -2171,3 +2171,76 @@ nvfp4avx2sum:
 	VMOVSS X0, ret+56(FP)
 	VZEROUPPER
 	RET
+
+// nvfp4Spread's companion for dotInt4IntAVX2: a step's two group scales (lanes 0, 1)
+// over its eight sums, four each (sums 0–3 hold the step's first group).
+DATA int4Spread<>+0(SB)/4, $0
+DATA int4Spread<>+4(SB)/4, $0
+DATA int4Spread<>+8(SB)/4, $0
+DATA int4Spread<>+12(SB)/4, $0
+DATA int4Spread<>+16(SB)/4, $1
+DATA int4Spread<>+20(SB)/4, $1
+DATA int4Spread<>+24(SB)/4, $1
+DATA int4Spread<>+28(SB)/4, $1
+GLOBL int4Spread<>(SB), RODATA|NOPTR, $32
+
+// func dotInt4IntAVX2(xq *int8, xsl, xsum *float32, codes *byte, scales, mins *float32, c float32, steps int) float32
+// Σ value · x over steps (> 0) of 64 Darkroom int4 values (two groups of 32, value =
+// s·code + c·m: an affine group's minimum m with c = 1, a symmetric one's s with
+// c = −8), x quantized by quantizeRow32 in
+// nvfp4IntX's order (xq), each group's scale spread over the lanes its sums take (xsl,
+// eight a step) and its xs·Σcode (xsum): a step's 32 code bytes split into their low
+// nibbles (the even values) and their high ones (the odd), each times its 32 x codes
+// in pairs (VPMADDUBSW: at most 2·15·127 a word, twice), summed exactly in eights
+// (VPMADDWD), converted and scaled by s·xs; the minimums' part c·Σ m·xsum apart.
+TEXT ·dotInt4IntAVX2(SB), NOSPLIT, $0-68
+	MOVQ xq+0(FP), DI
+	MOVQ xsl+8(FP), R10
+	MOVQ xsum+16(FP), R11
+	MOVQ codes+24(FP), SI
+	MOVQ scales+32(FP), DX
+	MOVQ mins+40(FP), R12
+	MOVQ steps+56(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15            // the low nibbles
+	MOVL $0x00010001, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13            // 16-bit ones
+	VMOVDQU int4Spread<>+0(SB), Y6
+	VXORPS Y0, Y0, Y0
+	VXORPS X3, X3, X3
+int4intstep:
+	VMOVDQU (SI), Y2
+	VPSRLW $4, Y2, Y9
+	VPAND Y15, Y2, Y2
+	VPAND Y15, Y9, Y9
+	VPMADDUBSW (DI), Y2, Y2
+	VPMADDUBSW 32(DI), Y9, Y9
+	VPADDW Y9, Y2, Y2
+	VPMADDWD Y13, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMOVSD (DX), X4                  // the step's two scales
+	VMOVSD (R12), X5                 // and minimums
+	VMOVSD (R11), X7                 // and x's xs·Σcode
+	VFMADD231PS X7, X5, X3           // m·xsum (lanes 0, 1)
+	VPERMPS Y4, Y6, Y4
+	VMULPS (R10), Y4, Y4             // s·xs over the sums
+	VFMADD231PS Y4, Y2, Y0
+	ADDQ $32, SI
+	ADDQ $64, DI
+	ADDQ $8, DX
+	ADDQ $8, R12
+	ADDQ $8, R11
+	ADDQ $32, R10
+	DECQ CX
+	JNZ  int4intstep
+	VEXTRACTF128 $1, Y0, X2
+	VADDPS X2, X0, X0
+	VBROADCASTSS c+48(FP), X2
+	VFMADD231PS X2, X3, X0           // + c·Σ m·xsum
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, ret+64(FP)
+	VZEROUPPER
+	RET

@@ -138,8 +138,8 @@ func cpuProducts() string {
 	if f := kernels.IntFormats(); len(f) > 0 {
 		s += fmt.Sprintf(", integer %s for %s weights and GGUF %s blocks", kernels.IntKernel(), strings.Join(f, ", "),
 			strings.Join(kernels.IntGGUF(), ", "))
-		if kernels.IntNVFP4Rows() {
-			s += " (NVFP4's in the printer too)"
+		if r := kernels.IntRowFormats(); len(r) > 0 {
+			s += " (in the printer too: " + strings.Join(r, ", ") + ")"
 		}
 		return s
 	}
