@@ -335,7 +335,6 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 		return
 	}
 	if w.int4Fused() {
-		groups := k / 32
 		affine := w.Spec.Format == quant.Affine
 		// x permuted once into the order the code bytes widen to (dotInt4Rows).
 		cb.dec = grow(cb.dec, m*k)
@@ -343,21 +342,8 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 		for i := range m {
 			permuteInt4X(xp[i*k:(i+1)*k], a[i*k:(i+1)*k])
 		}
-		parallel(parts, func(part int) {
-			buf := packBufs.Get().(*packBuf)
-			defer packBufs.Put(buf)
-			buf.dec = grow(buf.dec, 2*rowBlock*groups)
-			scales, mins := buf.dec[:rowBlock*groups], buf.dec[rowBlock*groups:]
-			clear(mins) // symmetric int4's minimums are 0
-			r1 := n * (part + 1) / parts
-			for r := n * part / parts; r < r1; r += rowBlock {
-				h := min(rowBlock, r1-r)
-				w.scales(scales[:h*groups], w.Scales, r*groups)
-				if affine {
-					w.scales(mins[:h*groups], w.Mins, r*groups)
-				}
-				_ = dotInt4Rows(out[r:], n, xp, m, w.Data[r*k/2:(r+h)*k/2], scales, mins, affine) // int4Fused: it can
-			}
+		w.int4RowBlocks(parts, func(r, h int, scales, mins []float32) {
+			_ = dotInt4Rows(out[r:], n, xp, m, w.Data[r*k/2:(r+h)*k/2], scales, mins, affine) // int4Fused: it can
 		})
 		return
 	}
@@ -436,6 +422,32 @@ func (w *Matrix) int8Blocks() bool {
 // widened in one call, and with several rows of a the block's weights are read from
 // memory once and from the cache for the rest.
 const rowBlock = 8
+
+// int4RowBlocks runs f on parts parts of w's rows (Darkroom's int4 in groups of 32)
+// on the pool, rowBlock rows [r, r+h) at a time with their scales and minimums
+// widened to float32 (a symmetric group's minimums 0).
+func (w *Matrix) int4RowBlocks(parts int, f func(r, h int, scales, mins []float32)) {
+	groups := w.Cols / 32
+	affine := w.Spec.Format == quant.Affine
+	parallel(parts, func(part int) {
+		buf := packBufs.Get().(*packBuf)
+		defer packBufs.Put(buf)
+		buf.dec = grow(buf.dec, 2*rowBlock*groups)
+		scales, mins := buf.dec[:rowBlock*groups], buf.dec[rowBlock*groups:2*rowBlock*groups]
+		if !affine {
+			clear(mins)
+		}
+		r1 := w.Rows * (part + 1) / parts
+		for r := w.Rows * part / parts; r < r1; r += rowBlock {
+			h := min(rowBlock, r1-r)
+			w.scales(scales[:h*groups], w.Scales, r*groups)
+			if affine {
+				w.scales(mins[:h*groups], w.Mins, r*groups)
+			}
+			f(r, h, scales[:h*groups], mins[:h*groups])
+		}
+	})
+}
 
 // int4Fused reports whether mulRows dots w's rows without decoding them: Darkroom's
 // int4 in groups of 32 with the vector code, whose sum is bit for bit that of decoding

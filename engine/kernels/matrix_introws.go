@@ -92,29 +92,16 @@ func (w *Matrix) mulRowsInt4Int(out, a []float32, m int) {
 			}
 		}
 	}
-	parts := dotParts(m * n * k)
-	parallel(parts, func(part int) {
-		buf := packBufs.Get().(*packBuf)
-		defer packBufs.Put(buf)
-		buf.dec = grow(buf.dec, 2*rowBlock*groups)
-		scales, mins := buf.dec[:rowBlock*groups], buf.dec[rowBlock*groups:2*rowBlock*groups]
-		r1 := n * (part + 1) / parts
-		for r0 := n * part / parts; r0 < r1; r0 += rowBlock {
-			h := min(rowBlock, r1-r0)
-			w.scales(scales[:h*groups], w.Scales, r0*groups)
+	w.int4RowBlocks(dotParts(m*n*k), func(r0, h int, scales, mins []float32) {
+		for j := range h {
+			r := r0 + j
+			codes := w.Data[r*k/2 : (r+1)*k/2]
+			s, mn := scales[j*groups:(j+1)*groups], []float32(nil)
 			if affine {
-				w.scales(mins[:h*groups], w.Mins, r0*groups)
+				mn = mins[j*groups : (j+1)*groups]
 			}
-			for j := range h {
-				r := r0 + j
-				codes := w.Data[r*k/2 : (r+1)*k/2]
-				s, mn := scales[j*groups:(j+1)*groups], []float32(nil)
-				if affine {
-					mn = mins[j*groups : (j+1)*groups]
-				}
-				for i := range m {
-					out[i*n+r] = dotInt4Int(xq[i*k:(i+1)*k], xsl[i*8*steps:(i+1)*8*steps], xsum[i*groups:(i+1)*groups], codes, s, mn)
-				}
+			for i := range m {
+				out[i*n+r] = dotInt4Int(xq[i*k:(i+1)*k], xsl[i*8*steps:(i+1)*8*steps], xsum[i*groups:(i+1)*groups], codes, s, mn)
 			}
 		}
 	})
