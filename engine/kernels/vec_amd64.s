@@ -2064,6 +2064,17 @@ DATA nvfp4Spread<>+56(SB)/4, $7
 DATA nvfp4Spread<>+60(SB)/4, $7
 GLOBL nvfp4Spread<>(SB), RODATA|NOPTR, $64
 
+// NIBBLE_CONSTS sets the constants of the AVX2 printer dots that split code bytes
+// into nibbles and sum VPMADDUBSW's words (dotNVFP4IntAVX2, dotInt4IntAVX2): Y15 the
+// low nibbles' mask, Y13 16-bit ones. Clobbers AX.
+#define NIBBLE_CONSTS \
+	MOVL $0x0f0f0f0f, AX; \
+	VMOVD AX, X15; \
+	VPBROADCASTD X15, Y15; \
+	MOVL $0x00010001, AX; \
+	VMOVD AX, X13; \
+	VPBROADCASTD X13, Y13
+
 // NVFP4_AVX2_STEP is dotNVFP4IntAVX2's step of 64 values: the 32 code bytes at
 // codes(SI) split into their low nibbles (the even values) and their high ones (the
 // odd), each mapped through nvfp4Codes (qgemm.go) to 12 + 2·value and multiplied by
@@ -2114,13 +2125,8 @@ TEXT ·dotNVFP4IntAVX2(SB), NOSPLIT, $0-60
 	MOVQ codes+24(FP), SI
 	MOVQ fp8+32(FP), R8
 	MOVQ nb+48(FP), CX
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15            // the low nibbles
+	NIBBLE_CONSTS
 	VBROADCASTI128 ·nvfp4Codes(SB), Y14
-	MOVL $0x00010001, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13            // 16-bit ones
 	MOVL $0x7f, AX
 	VMOVD AX, X12
 	VPBROADCASTD X12, Y12
@@ -2201,12 +2207,7 @@ TEXT ·dotInt4IntAVX2(SB), NOSPLIT, $0-68
 	MOVQ scales+32(FP), DX
 	MOVQ mins+40(FP), R12
 	MOVQ steps+56(FP), CX
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15            // the low nibbles
-	MOVL $0x00010001, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13            // 16-bit ones
+	NIBBLE_CONSTS
 	VMOVDQU int4Spread<>+0(SB), Y6
 	VXORPS Y0, Y0, Y0
 	VXORPS X3, X3, X3
