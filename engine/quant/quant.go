@@ -48,7 +48,6 @@
 package quant
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"runtime"
@@ -376,8 +375,10 @@ func QuantizeBF16Rows(q []int8, scales []float32, src []byte, cols int, s Spec) 
 	bad := parallelGroups(rows, func(lo, hi int) int {
 		w := make([]float32, cols)
 		for r := lo; r < hi; r++ {
+			row := src[2*r*cols : 2*(r+1)*cols]
+			row = row[:2*len(w)]
 			for j := range w {
-				w[j] = bfloat16.BFloat16(binary.LittleEndian.Uint16(src[2*(r*cols+j):])).Float32()
+				w[j] = math.Float32frombits(uint32(row[2*j])<<16 | uint32(row[2*j+1])<<24)
 			}
 			if b := quantizeGroups(w, q[r*cols:(r+1)*cols], scales[r*cols/g:(r+1)*cols/g], 0, cols/g, g, s.maxQ(), false); b >= 0 {
 				return r*cols + b
@@ -431,12 +432,7 @@ func roundEven(x float32) float32 {
 func quantizeGroups(w []float32, q []int8, scales []float32, lo, hi, g int, maxQ float32, bf16 bool) int {
 	for gi := lo; gi < hi; gi++ {
 		vals := w[gi*g : (gi+1)*g]
-		// For non-negative floats the bit patterns order like the values, and every
-		// NaN/Inf pattern is ≥ 0x7f800000: one integer max finds both.
-		var mBits uint32
-		for _, v := range vals {
-			mBits = max(mBits, math.Float32bits(v)&0x7fffffff)
-		}
+		mBits := maxAbsBits(vals)
 		if mBits >= 0x7f800000 {
 			for j, v := range vals {
 				if math.Float32bits(v)&0x7fffffff >= 0x7f800000 {
@@ -452,14 +448,40 @@ func quantizeGroups(w []float32, q []int8, scales []float32, lo, hi, g int, maxQ
 		if sc == 0 {
 			continue
 		}
-		inv := 1 / sc
-		out := q[gi*g : (gi+1)*g]
-		out = out[:len(vals)]
-		for j, v := range vals {
-			out[j] = int8(max(-maxQ, min(maxQ, roundEven(v*inv))))
-		}
+		codesInt(q[gi*g:(gi+1)*g], vals, 1/sc, int32(maxQ))
 	}
 	return -1
+}
+
+// maxAbsBits is the largest of vals' magnitudes as float32 bits (for non-negative
+// floats the bit patterns order like the values, and every NaN or infinity's is ≥
+// 0x7f800000: one integer max finds both), in four independent chains.
+func maxAbsBits(vals []float32) uint32 {
+	var m0, m1, m2, m3 uint32
+	j := 0
+	for ; j+4 <= len(vals); j += 4 {
+		v := vals[j : j+4 : j+4]
+		m0 = max(m0, math.Float32bits(v[0])&0x7fffffff)
+		m1 = max(m1, math.Float32bits(v[1])&0x7fffffff)
+		m2 = max(m2, math.Float32bits(v[2])&0x7fffffff)
+		m3 = max(m3, math.Float32bits(v[3])&0x7fffffff)
+	}
+	for ; j < len(vals); j++ {
+		m0 = max(m0, math.Float32bits(vals[j])&0x7fffffff)
+	}
+	return max(m0, m1, m2, m3)
+}
+
+// codesInt writes each of vals (finite) times inv rounded to the nearest even integer
+// and clamped to ±top into out: clamped as integers, since Go's float min and max
+// order NaNs and zeros' signs at a cost of their own, in a function of its own so its
+// loop keeps its values in registers (inside quantizeGroups it reloaded them from the
+// stack at every value: a load's embedding conversion ran a fifth slower).
+func codesInt(out []int8, vals []float32, inv float32, top int32) {
+	out = out[:len(vals)]
+	for j, v := range vals {
+		out[j] = int8(max(-top, min(top, int32(roundEven(v*inv)))))
+	}
 }
 
 // QuantizeAffine quantizes a float weight to affine int4 (s.Format == Affine): per

@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -407,4 +408,22 @@ func TestRoundEven(t *testing.T) {
 		check(x)
 		check(-x)
 	}
+}
+
+// BenchmarkQuantizeBF16Rows: a BF16 embedding's rows (4,096 of the 26B's 2,816) to
+// int8 with a scale per row, as NVIDIA's NVFP4 export's embedding is held; weights/s.
+func BenchmarkQuantizeBF16Rows(b *testing.B) {
+	const rows, cols = 4096, 2816
+	rng := rand.New(rand.NewPCG(5, 6))
+	src := make([]byte, 2*rows*cols)
+	for i := 0; i < len(src); i += 2 {
+		binary.LittleEndian.PutUint16(src[i:], uint16(RoundBF16(float32(rng.NormFloat64()))))
+	}
+	q, scales := make([]int8, rows*cols), make([]float32, rows)
+	for b.Loop() {
+		if err := QuantizeBF16Rows(q, scales, src, cols, Int8); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(rows*cols*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
 }
