@@ -427,3 +427,27 @@ func BenchmarkQuantizeBF16Rows(b *testing.B) {
 	}
 	b.ReportMetric(rows*cols*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
 }
+
+// TestMaxAbsBits: maxAbsBits is the largest magnitude's bits at every length (its
+// four chains and its tail), with an infinity or a NaN anywhere coming out ≥ 0x7f800000.
+func TestMaxAbsBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for n := range 13 {
+		for at := range n {
+			vals := make([]float32, n)
+			for i := range vals {
+				vals[i] = float32(rng.NormFloat64())
+			}
+			vals[at] = -9 // the largest magnitude, negative, at each place
+			if got := maxAbsBits(vals); got != math.Float32bits(9) {
+				t.Fatalf("n %d, -9 at %d: %#x, want %#x", n, at, got, math.Float32bits(9))
+			}
+			for _, bad := range []float32{float32(math.Inf(-1)), float32(math.NaN())} {
+				vals[at] = bad
+				if got := maxAbsBits(vals); got < 0x7f800000 {
+					t.Fatalf("n %d, %v at %d: %#x", n, bad, at, got)
+				}
+			}
+		}
+	}
+}
