@@ -108,6 +108,12 @@ func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
 
 func q50IntRuns() bool { return false }
 
+func q40IntRuns() bool { return false }
+
+func dotQ4_0Int(xq []int8, pairs []float32, src []byte, nb int) float32 {
+	panic("dotQ4_0Int without q40IntRuns") // unreachable: mulRows asks intRows first
+}
+
 func nvfp4IntRuns() bool { return false }
 
 func int4IntRuns() bool { return false }

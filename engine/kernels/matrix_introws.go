@@ -38,6 +38,8 @@ func (w *Matrix) intRows() bool {
 		return q4kIntRuns() && w.Cols%gguf.QK_K == 0
 	case gguf.Q5_0:
 		return q50IntRuns() && w.Cols%qGroup == 0
+	case gguf.Q4_0:
+		return q40IntRuns() && w.Cols%qGroup == 0
 	}
 	return false
 }
@@ -57,7 +59,7 @@ func (w *Matrix) mulRowsInt(out, a []float32, m int) {
 		w.mulRowsQ4KInt(out, a, m)
 		return
 	}
-	w.mulRowsQ5_0Int(out, a, m)
+	w.mulRowsBlocks32Int(out, a, m)
 }
 
 // mulRowsInt4Int is mulRowsInt for Darkroom's int4 in groups of 32 (with AVX2-class
@@ -107,13 +109,13 @@ func (w *Matrix) mulRowsInt4Int(out, a []float32, m int) {
 	})
 }
 
-// mulRowsQ5_0Int is mulRowsInt for Q5_0: x's codes in order with quantizeRow32's
-// pairs, each row dotted from its blocks, their d widened in registers (dotQ5_0VNNI,
-// dotQ5_0IntAVX2).
-func (w *Matrix) mulRowsQ5_0Int(out, a []float32, m int) {
+// mulRowsBlocks32Int is mulRowsInt for Q5_0 and Q4_0: x's codes in order with
+// quantizeRow32's pairs, each row dotted from its blocks, their d widened in registers
+// (dotQ5_0VNNI, dotQ5_0IntAVX2; dotQ4_0IntAVX2).
+func (w *Matrix) mulRowsBlocks32Int(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	nb := k / qGroup
-	bb := gguf.Q5_0.BlockBytes()
+	bb := w.GGUF.BlockBytes()
 	cb := packBufs.Get().(*packBuf)
 	defer packBufs.Put(cb)
 	if cap(cb.q) < m*k {
@@ -131,6 +133,10 @@ func (w *Matrix) mulRowsQ5_0Int(out, a []float32, m int) {
 		for r := n * part / parts; r < n*(part+1)/parts; r++ {
 			row := w.Data[r*nb*bb : (r+1)*nb*bb]
 			for i := range m {
+				if w.GGUF == gguf.Q4_0 {
+					out[i*n+r] = dotQ4_0Int(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], row, nb)
+					continue
+				}
 				out[i*n+r] = dotQ5_0Int(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], row, nb, zmm)
 			}
 		}

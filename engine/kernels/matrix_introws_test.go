@@ -181,6 +181,9 @@ func TestMulRowsInt(t *testing.T) {
 			}
 			xq, pairs := make([]int8, cols), make([]float32, cols/16)
 			quantizeRow32(xq, pairs, x, nil)
+			if typ == gguf.Q4_0 {
+				return dotQ4_0Int(xq, pairs, row(r), nb)
+			}
 			return dotQ5_0Int(xq, pairs, row(r), nb, intRowsZMM())
 		}, func(r int) []float32 {
 			vals := make([]float32, cols)
@@ -192,7 +195,7 @@ func TestMulRowsInt(t *testing.T) {
 	}
 	fp4 := nvfp4Matrix(t, rng, rows, cols)
 	stride := cols/16 + quant.NVFP4ScaleBytes
-	cases := []intCase{ggufCase(gguf.Q4_K, randBlocks(rng, gguf.Q4_K, rows*cols/256)), ggufCase(gguf.Q5_0, randBlocks(rng, gguf.Q5_0, rows*cols/32)),
+	cases := []intCase{ggufCase(gguf.Q4_K, randBlocks(rng, gguf.Q4_K, rows*cols/256)), ggufCase(gguf.Q5_0, randBlocks(rng, gguf.Q5_0, rows*cols/32)), ggufCase(gguf.Q4_0, randBlocks(rng, gguf.Q4_0, rows*cols/32)),
 		{"nvfp4", fp4.w, func(x []float32, r int) float32 {
 			xq, pairs, xsum := make([]int8, cols), make([]float32, cols/16), make([]float32, cols/16)
 			quantizeRow32(xq, pairs, x, nil)

@@ -472,3 +472,20 @@ func dotInt4Int(xq []int8, xsl, xsum []float32, codes []byte, scales, mins []flo
 	_, _, _, _, _ = xsl[8*steps-1], xsum[2*steps-1], codes[32*steps-1], scales[2*steps-1], mins[2*steps-1]
 	return dotInt4IntAVX2(&xq[0], &xsl[0], &xsum[0], &codes[0], &scales[0], &mins[0], c, steps)
 }
+
+// dotQ4_0IntAVX2 is Σ decoded value · x over nb (> 0) Q4_0 blocks, each d widened in
+// registers, x quantized by quantizeRow32 (its codes, in order, and pairs), in integer
+// arithmetic (vec_amd64.s; AVX2 and F16C).
+//
+//go:noescape
+func dotQ4_0IntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+
+// q40IntRuns reports whether the printer's Q4_0 products run in integer arithmetic
+// (matrix_introws.go): with AVX2-class kernels and F16C, as int4's (int4IntRuns).
+func q40IntRuns() bool { return int4IntRuns() && useF16C }
+
+// dotQ4_0Int is dotQ4_0IntAVX2 over slices.
+func dotQ4_0Int(xq []int8, pairs []float32, src []byte, nb int) float32 {
+	_, _, _ = xq[32*nb-1], pairs[2*nb-1], src[18*nb-1]
+	return dotQ4_0IntAVX2(&xq[0], &pairs[0], &src[0], nb)
+}

@@ -2245,3 +2245,46 @@ int4intstep:
 	VMOVSS X0, ret+64(FP)
 	VZEROUPPER
 	RET
+
+// func dotQ4_0IntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+// dotQ5_0IntAVX2's sum for nb (> 0) Q4_0 blocks {fp16 d; 16 code bytes}: a block a
+// step, its 32 codes [low nibbles, high nibbles] (values 0–15, then 16–31: x's codes
+// in order) times x's by VPMADDUBSW (at most 2·15·127 a word) and VPMADDWD, widened
+// and scaled by d·xs; each value is d·(code − 8), the 8 taken back as −8·Σ d·xs·Σcode.
+TEXT ·dotQ4_0IntAVX2(SB), NOSPLIT, $0-36
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	NIBBLE_CONSTS
+	VXORPS Y0, Y0, Y0
+	VXORPS X3, X3, X3
+q40int2block:
+	BLOCK_D(X4)                      // d
+	VMULSS 0(R10), X4, X5            // d·xs
+	VFMADD231SS 4(R10), X4, X3       // d·xs·Σcode, the offsets' part
+	VBROADCASTSS X5, Y5
+	VMOVDQU 2(SI), X10
+	VPSRLW $4, X10, X11
+	VPAND X15, X10, X10
+	VPAND X15, X11, X11
+	VINSERTI128 $1, X11, Y10, Y10
+	VPMADDUBSW 0(DI), Y10, Y10
+	VPMADDWD Y13, Y10, Y10
+	VCVTDQ2PS Y10, Y10
+	VFMADD231PS Y5, Y10, Y0
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $8, R10
+	DECQ CX
+	JNZ  q40int2block
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVL $0x41000000, AX             // 8
+	VMOVD AX, X2
+	VFNMADD231SS X2, X3, X0          // − 8·Σ
+	VMOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
