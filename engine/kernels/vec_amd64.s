@@ -2,16 +2,20 @@
 
 #include "textflag.h"
 
+// SUM_Y0(t) sums Y0's eight lanes into X0's low lane (clobbers t): every dot's end.
+#define SUM_Y0(t) \
+	VEXTRACTF128 $1, Y0, t; \
+	VADDPS t, X0, X0; \
+	VHADDPS X0, X0, X0; \
+	VHADDPS X0, X0, X0
+
 // SUM_Y0_Y3 is dotAVX2's final sum of its four accumulators Y0–Y3 into X0's low
 // lane (clobbers X1): every kernel that must give dotAVX2's bits ends with it.
 #define SUM_Y0_Y3 \
 	VADDPS Y1, Y0, Y0; \
 	VADDPS Y3, Y2, Y2; \
 	VADDPS Y2, Y0, Y0; \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPS X1, X0, X0; \
-	VHADDPS X0, X0, X0; \
-	VHADDPS X0, X0, X0
+	SUM_Y0(X1)
 
 // SUM_Z0_Z1 is the same sum where dotAVX2's 32 lanes are kept in two zmm accumulators
 // (values 0–15 and 16–31 of every 32: Z0 = Y0|Y1, Z1 = Y2|Y3), as
@@ -22,10 +26,7 @@
 	VADDPS Y12, Y0, Y0; \
 	VADDPS Y13, Y1, Y1; \
 	VADDPS Y1, Y0, Y0; \
-	VEXTRACTF128 $1, Y0, X8; \
-	VADDPS X8, X0, X0; \
-	VHADDPS X0, X0, X0; \
-	VHADDPS X0, X0, X0
+	SUM_Y0(X8)
 
 // BLOCK_D(x) widens the fp16 d of the GGUF block at SI (its first two bytes) into
 // x's lowest lane, the others zero (VCVTPH2PS: exact, as the decoder's HalfToFloat32);
@@ -993,10 +994,7 @@ q4krun:
 	VADDPS Z2, Z0, Z0
 	VEXTRACTF64X4 $1, Z0, Y1
 	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	SUM_Y0(X1)
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
@@ -1356,10 +1354,7 @@ q4kvnniblock:
 	VADDPS Z20, Z0, Z0
 	VEXTRACTF64X4 $1, Z0, Y1
 	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	SUM_Y0(X1)
 	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -1416,10 +1411,7 @@ q4kint2run:
 	JNZ  q4kint2block
 	VADDPS Y1, Y0, Y0
 	VADDPS Y9, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	SUM_Y0(X1)
 	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -1530,10 +1522,7 @@ q50vnnisum:
 	VADDPS Z1, Z0, Z0
 	VEXTRACTF64X4 $1, Z0, Y1
 	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	SUM_Y0(X1)
 	VHADDPS X3, X3, X3            // the minimums' Σ d·xs·Σcode
 	VHADDPS X3, X3, X3
 	MOVL $0x41800000, AX             // 16
@@ -1671,10 +1660,7 @@ q50int2block:
 	DECQ CX
 	JNZ  q50int2block
 	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	SUM_Y0(X1)
 	MOVL $0x41800000, AX             // 16
 	VMOVD AX, X2
 	VFNMADD231SS X2, X3, X0          // − 16·Σ
@@ -2025,10 +2011,7 @@ nvfp4step:
 nvfp4sum:
 	VEXTRACTF64X4 $1, Z0, Y1
 	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	SUM_Y0(X1)
 	VEXTRACTF64X4 $1, Z3, Y4         // Σ h·xsum's lanes
 	VADDPS Y4, Y3, Y3
 	VEXTRACTF128 $1, Y3, X4
@@ -2164,10 +2147,7 @@ nvfp4avx2tail:
 	NVFP4_AVX2_SCALES(X1, X2, X3, X4, X7, X8, X12)
 	NVFP4_AVX2_STEP(0, 0, 32, Y6)
 nvfp4avx2sum:
-	VEXTRACTF128 $1, Y0, X2
-	VADDPS X2, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	SUM_Y0(X2)
 	VHADDPS X1, X1, X1
 	VHADDPS X1, X1, X1
 	MOVL $0x41400000, AX             // 12
@@ -2278,10 +2258,7 @@ q40int2block:
 	ADDQ $8, R10
 	DECQ CX
 	JNZ  q40int2block
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	SUM_Y0(X1)
 	MOVL $0x41000000, AX             // 8
 	VMOVD AX, X2
 	VFNMADD231SS X2, X3, X0          // − 8·Σ
