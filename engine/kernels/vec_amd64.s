@@ -1600,6 +1600,44 @@ DATA q50qh<>+62(SB)/1, $64
 DATA q50qh<>+63(SB)/1, $128
 GLOBL q50qh<>(SB), RODATA|NOPTR, $64
 
+// NIBBLES32(off, mask) puts the 16 code bytes at off(SI) — a GGUF block's 32 4-bit
+// codes — in Y10 as bytes [low nibbles, high nibbles] (values 0–15, then 16–31), the
+// nibble mask in mask's X register. Clobbers X11.
+#define NIBBLES32(off, mask) \
+	VMOVDQU off(SI), X10; \
+	VPSRLW $4, X10, X11; \
+	VPAND mask, X10, X10; \
+	VPAND mask, X11, X11; \
+	VINSERTI128 $1, X11, Y10, Y10
+
+// BLOCK32_INT_SCALE and BLOCK32_INT_DOT(ones) are a step of the printer's integer dots
+// over GGUF blocks of 32 with one fp16 d (dotQ5_0IntAVX2, dotQ4_0IntAVX2), x
+// quantized by quantizeRow32 (its codes at DI, its pairs at R10): the block's d·xs in
+// Y5 and d·xs·Σcode added into X3 (the offsets' part), then its 32 codes in Y10 times
+// x's, summed exactly by VPMADDUBSW (pairs of at most 2·31·127) and VPMADDWD by the
+// 16-bit ones, widened and added into Y0 times d·xs. BLOCK32_INT_END(off) takes the
+// codes' offset back, −off·Σ d·xs·Σcode (off as float32 bits), and returns the sum.
+#define BLOCK32_INT_SCALE \
+	BLOCK_D(X4); \
+	VMULSS 0(R10), X4, X5; \
+	VFMADD231SS 4(R10), X4, X3; \
+	VBROADCASTSS X5, Y5
+
+#define BLOCK32_INT_DOT(ones) \
+	VPMADDUBSW 0(DI), Y10, Y10; \
+	VPMADDWD ones, Y10, Y10; \
+	VCVTDQ2PS Y10, Y10; \
+	VFMADD231PS Y5, Y10, Y0
+
+#define BLOCK32_INT_END(off) \
+	SUM_Y0(X1); \
+	MOVL off, AX; \
+	VMOVD AX, X2; \
+	VFNMADD231SS X2, X3, X0; \
+	VMOVSS X0, ret+32(FP); \
+	VZEROUPPER; \
+	RET
+
 // Q50_CODES_CONSTS loads Q50_CODES_AVX2's constants: the nibble mask (Y12), qh's
 // spreading (Y13: byte i takes qh's byte i/8; Y14: bit i mod 8) and the fifth bit (Y15).
 // Clobbers AX.
@@ -1615,11 +1653,7 @@ GLOBL q50qh<>(SB), RODATA|NOPTR, $64
 // nibbles [low ones, high ones], each with qh's bit above it (spread with VPSHUFB, a
 // bit test and VPCMPEQB) — for dotQ5_0IntAVX2 and codesQ5_0AVX2. Clobbers X11, Y6.
 #define Q50_CODES_AVX2 \
-	VMOVDQU 6(SI), X10; \
-	VPSRLW $4, X10, X11; \
-	VPAND X12, X10, X10; \
-	VPAND X12, X11, X11; \
-	VINSERTI128 $1, X11, Y10, Y10; \
+	NIBBLES32(6, X12); \
 	VPBROADCASTD 2(SI), Y6; \
 	VPSHUFB Y13, Y6, Y6; \
 	VPAND Y14, Y6, Y6; \
@@ -1642,31 +1676,17 @@ TEXT ·dotQ5_0IntAVX2(SB), NOSPLIT, $0-36
 	VMOVD AX, X9
 	VPBROADCASTD X9, Y9              // 16-bit ones
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS X3, X3, X3
 q50int2block:
-	BLOCK_D(X4)                      // d
-	VMULSS 0(R10), X4, X5            // d·xs
-	VFMADD231SS 4(R10), X4, X3       // d·xs·Σcode, the offsets' part
-	VBROADCASTSS X5, Y5
+	BLOCK32_INT_SCALE
 	Q50_CODES_AVX2
-	VPMADDUBSW 0(DI), Y10, Y10
-	VPMADDWD Y9, Y10, Y10
-	VCVTDQ2PS Y10, Y10
-	VFMADD231PS Y5, Y10, Y0
+	BLOCK32_INT_DOT(Y9)
 	ADDQ $22, SI
 	ADDQ $32, DI
 	ADDQ $8, R10
 	DECQ CX
 	JNZ  q50int2block
-	VADDPS Y1, Y0, Y0
-	SUM_Y0(X1)
-	MOVL $0x41800000, AX             // 16
-	VMOVD AX, X2
-	VFNMADD231SS X2, X3, X0          // − 16·Σ
-	VMOVSS X0, ret+32(FP)
-	VZEROUPPER
-	RET
+	BLOCK32_INT_END($0x41800000)     // 16
 
 // func q4kHeadersAVX2(s, mn *float32, src *byte, nb int)
 // The scales d·sc_j and minimums (−dmin)·m_j of nb (> 0) Q4_K blocks, eight each a
@@ -2240,28 +2260,12 @@ TEXT ·dotQ4_0IntAVX2(SB), NOSPLIT, $0-36
 	VXORPS Y0, Y0, Y0
 	VXORPS X3, X3, X3
 q40int2block:
-	BLOCK_D(X4)                      // d
-	VMULSS 0(R10), X4, X5            // d·xs
-	VFMADD231SS 4(R10), X4, X3       // d·xs·Σcode, the offsets' part
-	VBROADCASTSS X5, Y5
-	VMOVDQU 2(SI), X10
-	VPSRLW $4, X10, X11
-	VPAND X15, X10, X10
-	VPAND X15, X11, X11
-	VINSERTI128 $1, X11, Y10, Y10
-	VPMADDUBSW 0(DI), Y10, Y10
-	VPMADDWD Y13, Y10, Y10
-	VCVTDQ2PS Y10, Y10
-	VFMADD231PS Y5, Y10, Y0
+	BLOCK32_INT_SCALE
+	NIBBLES32(2, X15)
+	BLOCK32_INT_DOT(Y13)
 	ADDQ $18, SI
 	ADDQ $32, DI
 	ADDQ $8, R10
 	DECQ CX
 	JNZ  q40int2block
-	SUM_Y0(X1)
-	MOVL $0x41000000, AX             // 8
-	VMOVD AX, X2
-	VFNMADD231SS X2, X3, X0          // − 8·Σ
-	VMOVSS X0, ret+32(FP)
-	VZEROUPPER
-	RET
+	BLOCK32_INT_END($0x41000000)     // 8
