@@ -450,9 +450,16 @@ func (w *Matrix) rowCodesNVFP4(dst []byte, s, mn []float32, r int) {
 	fp8 := w.Scales[r*stride : r*stride+blocks]
 	s, mn = s[:len(fp8)], mn[:len(fp8)]
 	for j, c := range fp8 {
-		v := quant.FP8E4M3(c) * h
-		s[j], mn[j] = v, -12*v
+		s[j], mn[j] = nvfp4BlockScale(c, h)
 	}
+}
+
+// nvfp4BlockScale is an NVFP4 block's scale and minimum for the integer products'
+// codes 2·e2m1 + 12: S/2 and −12·S/2, S/2 its FP8 code c times the row's scale_2
+// halved h.
+func nvfp4BlockScale(c byte, h float32) (s, mn float32) {
+	s = quant.FP8E4M3(c) * h
+	return s, -12 * s
 }
 
 // codesNVFP4 writes row r's codes as rowCodesNVFP4 does and returns its scale_2
@@ -489,8 +496,7 @@ func nvfp4PanelScalesGo(dst []float32, fp8 []byte, stride int, h *[16]float32, g
 	for g := g0; g < g1; g++ {
 		d := dst[2*qNR*g : 2*qNR*g+qNR+16]
 		for r := range 16 {
-			v := quant.FP8E4M3(fp8[r*stride+g]) * h[r]
-			d[r], d[qNR+r] = v, -12*v
+			d[r], d[qNR+r] = nvfp4BlockScale(fp8[r*stride+g], h[r])
 		}
 	}
 }
