@@ -63,7 +63,7 @@ func (w *Matrix) mulRowsInt(out, a []float32, m int) {
 }
 
 // mulRowsInt4Int is mulRowsInt for Darkroom's int4 in groups of 32 (with AVX2-class
-// kernels: int4IntRuns): x's codes in nvfp4IntX's order, each group's scale spread
+// kernels: int4IntRuns): x's codes in nibbleOrderX's order, each group's scale spread
 // over the lanes its sums take and its xs·Σcode, and a block of rowBlock rows' scales
 // and minimums widened at a time (a symmetric group's minimum is −8·s: the kernel
 // takes it so), each row dotted
@@ -86,7 +86,7 @@ func (w *Matrix) mulRowsInt4Int(out, a []float32, m int) {
 	for i := range m {
 		q, p := xq[i*k:(i+1)*k], pairs[2*i*groups:2*(i+1)*groups]
 		quantizeRow32(q, p, a[i*k:(i+1)*k], nil)
-		nvfp4IntX(q)
+		nibbleOrderX(q)
 		for g := range groups {
 			xsum[i*groups+g] = p[2*g+1]
 			for l := range 4 {
@@ -168,7 +168,7 @@ func (w *Matrix) mulRowsNVFP4Int(out, a []float32, m int) {
 		q, p := xq[i*k:(i+1)*k], pairs[2*i*groups:2*(i+1)*groups]
 		quantizeRow32(q, p, a[i*k:(i+1)*k], nil)
 		nvfp4XSums(xsum[i*blocks:(i+1)*blocks], q, p)
-		nvfp4IntX(q)
+		nibbleOrderX(q)
 	}
 	parts := dotParts(m * n * k)
 	parallel(parts, func(part int) {
@@ -181,12 +181,12 @@ func (w *Matrix) mulRowsNVFP4Int(out, a []float32, m int) {
 	})
 }
 
-// nvfp4IntX puts x's codes xq (whole steps of 64 values) in the order dotNVFP4Int's
-// kernels take them: in each step of 64 values the even values' codes, then the odd
-// ones', as both kernels split a step's 32 code bytes into their low nibbles (the even
-// values), then their high ones, with no interleaving back (a fifth of the zmm
-// kernel's instructions).
-func nvfp4IntX(xq []int8) {
+// nibbleOrderX puts x's codes xq (whole steps of 64 values) in the order the
+// printer's nibble dots take them (dotNVFP4Int's kernels, dotInt4IntAVX2): in each
+// step of 64 values the even values' codes, then the odd ones', as the kernels split
+// a step's 32 code bytes into their low nibbles (the even values), then their high
+// ones, with no interleaving back (a fifth of the zmm kernel's instructions).
+func nibbleOrderX(xq []int8) {
 	var t [64]int8
 	for s := 0; s+64 <= len(xq); s += 64 {
 		step := xq[s : s+64]

@@ -200,7 +200,7 @@ func TestMulRowsInt(t *testing.T) {
 			xq, pairs, xsum := make([]int8, cols), make([]float32, cols/16), make([]float32, cols/16)
 			quantizeRow32(xq, pairs, x, nil)
 			nvfp4XSums(xsum, xq, pairs)
-			nvfp4IntX(xq)
+			nibbleOrderX(xq)
 			return dotNVFP4Int(xq, pairs, xsum, fp4.w.Data[r*cols/2:(r+1)*cols/2], fp4.w.Scales[r*stride:(r+1)*stride], intRowsZMM())
 		}, func(r int) []float32 { return fp4.want[r*cols : (r+1)*cols] }}}
 	for _, c := range cases {
@@ -286,7 +286,7 @@ func TestDotNVFP4Int(t *testing.T) {
 			xsum := make([]float32, k/16)
 			nvfp4XSums(xsum, xq, pairs)
 			xk := slices.Clone(xq) // in the kernel's order
-			nvfp4IntX(xk)
+			nibbleOrderX(xk)
 			got := dotNVFP4Int(xk, pairs, xsum, codes, srow, zmm)
 
 			var want, mag, exact, bound float64

@@ -258,7 +258,7 @@ func dotNVFP4IntAVX2(xq *int8, xs, xsum *float32, codes, fp8 *byte, hs2 float32,
 func nvfp4IntRuns() bool { return qActive != nil && qActive != qGo }
 
 // dotNVFP4Int is dotNVFP4VNNI (zmm) or dotNVFP4IntAVX2 over slices: len(xq) values, a
-// multiple of 64, in nvfp4IntX's order for the kernel; srow the row's qscale bytes
+// multiple of 64, in nibbleOrderX's order for the kernel; srow the row's qscale bytes
 // (its blocks' FP8 codes, then scale_2).
 func dotNVFP4Int(xq []int8, pairs, xsum []float32, codes, srow []byte, zmm bool) float32 {
 	nb := len(xq) / 64
@@ -461,7 +461,7 @@ func dotInt4IntAVX2(xq *int8, xsl, xsum *float32, codes *byte, scales, mins *flo
 func int4IntRuns() bool { return qActive != nil && qActive != qGo && !intRowsZMM() }
 
 // dotInt4Int is dotInt4IntAVX2 over slices: len(xq) values, a multiple of 64, in
-// nvfp4IntX's order; xsl eight per 64 values, xsum, scales and mins one per 32 (mins
+// nibbleOrderX's order; xsl eight per 64 values, xsum, scales and mins one per 32 (mins
 // nil: symmetric, each group's minimum −8·s).
 func dotInt4Int(xq []int8, xsl, xsum []float32, codes []byte, scales, mins []float32) float32 {
 	steps := len(xq) / 64

@@ -1928,7 +1928,7 @@ GLOBL nvfp4x4<>(SB), RODATA|NOPTR, $256
 // NVFP4_STEP is one step of 64 values of dotNVFP4VNNI's four-step loop: the lane
 // scales h·xs spread from Z5 and Z8 by the index tables idxh and idxx, the 32 code
 // bytes at codes(SI) — their low nibbles, then their high ones — and the x codes at
-// xq(DI), in that order (nvfp4IntX).
+// xq(DI), in that order (nibbleOrderX).
 #define NVFP4_STEP(codes, xq, idxh, idxx) \
 	VPERMPS Z5, idxh, Z7; \
 	VPERMPS Z8, idxx, Z9; \
@@ -1947,14 +1947,14 @@ GLOBL nvfp4x4<>(SB), RODATA|NOPTR, $256
 // func dotNVFP4VNNI(xq *int8, xs *float32, xsum *float32, codes *byte, fp8 *byte, hs2 float32, nb int) float32
 // Σ value · x over nb (> 0) steps of 64 NVFP4 values (32 code bytes, low nibble
 // first; four blocks of 16, their FP8 E4M3 scale codes in fp8, scale_2 halved in
-// hs2), x quantized to int8 in groups of 32 (xq, in nvfp4IntX's order) with
+// hs2), x quantized to int8 in groups of 32 (xq, in nibbleOrderX's order) with
 // quantizeRow32's pairs in xs and each block's xs·Σcode in xsum: Σ h·xs·Σ (2·e2m1 +
 // 12)·code −
 // 12·Σ h·xsum, h = fp8·hs2. Four steps at a time, their sixteen scale codes
 // decoded in registers at once (NVFP4_SCALES), then a lone step at a time for the
 // rest; each step (NVFP4_STEP) splits its 32 code bytes into nibbles, the low ones
 // (the even values) then the high ones (the odd), in which order x's codes come
-// (nvfp4IntX: taken so, the nibbles need no interleaving back), looks them up as
+// (nibbleOrderX: taken so, the nibbles need no interleaving back), looks them up as
 // 2·e2m1 + 12 (VPSHUFB: unsigned for VPDPBUSD), sums 64 products exactly by one
 // VPDPBUSD (each lane's four of one block), widened and scaled by h·xs spread over
 // the lanes (VPERMPS).
@@ -2081,7 +2081,7 @@ GLOBL nvfp4Spread<>(SB), RODATA|NOPTR, $64
 // NVFP4_AVX2_STEP is dotNVFP4IntAVX2's step of 64 values: the 32 code bytes at
 // codes(SI) split into their low nibbles (the even values) and their high ones (the
 // odd), each mapped through nvfp4Codes (qgemm.go) to 12 + 2·value and multiplied by
-// the 32 x codes at xlo(DI) or xhi(DI) (nvfp4IntX's order) in pairs (VPMADDUBSW:
+// the 32 x codes at xlo(DI) or xhi(DI) (nibbleOrderX's order) in pairs (VPMADDUBSW:
 // a word's two products of at most 24·127 each, the two halves' words added, stay
 // below 2¹⁵), summed in eights by VPMADDWD, converted and added into Y0 times their
 // block's scale, spread from Y3 by the indices idx.
@@ -2194,7 +2194,7 @@ GLOBL int4Spread<>(SB), RODATA|NOPTR, $32
 // Σ value · x over steps (> 0) of 64 Darkroom int4 values (two groups of 32, value =
 // s·code + c·m: an affine group's minimum m with c = 1, a symmetric one's s with
 // c = −8), x quantized by quantizeRow32 in
-// nvfp4IntX's order (xq), each group's scale spread over the lanes its sums take (xsl,
+// nibbleOrderX's order (xq), each group's scale spread over the lanes its sums take (xsl,
 // eight a step) and its xs·Σcode (xsum): a step's 32 code bytes split into their low
 // nibbles (the even values) and their high ones (the odd), each times its 32 x codes
 // in pairs (VPMADDUBSW: at most 2·15·127 a word, twice), summed exactly in eights
