@@ -120,7 +120,7 @@ func emitHSum(p func(string, ...any), r int, dst string) {
 	p("\tVADDPS X8, X%d, X%d", r, r)
 	p("\tVHADDPS X%d, X%d, X%d", r, r, r)
 	p("\tVHADDPS X%d, X%d, X%d", r, r, r)
-	p("\tMOVSS X%d, %s", r, dst)
+	p("\tVMOVSS X%d, %s", r, dst)
 }
 
 // int4Kernel is one int4 kernel's shape: weight rows × rows of x, each pair with its
