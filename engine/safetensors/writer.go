@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
@@ -25,7 +26,7 @@ type Header struct {
 // succeeds.
 type Writer struct {
 	path    string
-	tmp     *os.File
+	tmp     *atomicfile.File // nil once closed or aborted
 	w       *bufio.Writer
 	headers []Header
 	next    int
@@ -74,7 +75,8 @@ func Create(path string, metadata map[string]string, headers []Header) (*Writer,
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+name+".tmp*")
+	// Model files are shared data, like a download: rw-r--r--.
+	tmp, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -199,7 +201,8 @@ func (w *Writer) WriteTensor(name string, t *tensors.Tensor) error {
 	return w.Write(name, b)
 }
 
-// Close checks every tensor was written, syncs and renames the file into place.
+// Close checks every tensor was written and puts the file in place (atomicfile's
+// Commit: synced, rw-r--r--, renamed over path).
 func (w *Writer) Close() error {
 	fname := filepath.Base(w.path)
 	if w.tmp == nil {
@@ -214,32 +217,20 @@ func (w *Writer) Close() error {
 	if w.err == nil {
 		w.err = w.w.Flush()
 	}
-	if w.err == nil { // model files are shared data, like a download: rw-r--r--, not CreateTemp's 0600
-		w.err = w.tmp.Chmod(0o644)
-	}
-	if w.err == nil {
-		w.err = w.tmp.Sync()
-	}
-	if err := w.tmp.Close(); w.err == nil {
-		w.err = err
-	}
-	if w.err == nil {
-		w.err = os.Rename(w.tmp.Name(), w.path)
-	}
+	tmp := w.tmp
+	w.tmp = nil
 	if w.err != nil {
-		os.Remove(w.tmp.Name())
-		w.tmp = nil
+		tmp.Abort()
 		return fmt.Errorf("%s: %w", fname, w.err)
 	}
-	w.tmp = nil
-	return nil
+	w.err = tmp.Commit() // its error names the file
+	return w.err
 }
 
 // Abort discards the partial file.
 func (w *Writer) Abort() {
 	if w.tmp != nil {
-		w.tmp.Close()
-		os.Remove(w.tmp.Name())
+		w.tmp.Abort()
 		w.tmp = nil
 	}
 }

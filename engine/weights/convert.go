@@ -173,23 +173,21 @@ func QuantizeCheckpoint(ctx context.Context, src, dst string, p quant.Profile, p
 	return nil
 }
 
+// copyFile copies from to to (atomicfile: whole or not at all), rw-r--r-- as model
+// files are.
 func copyFile(from, to string) error {
 	in, err := os.Open(from)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(to), "."+filepath.Base(to)+".tmp*")
+	out, err := atomicfile.Create(to, 0o644)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, in); err != nil {
-		tmp.Close()
+	defer out.Abort()
+	if _, err := io.Copy(out, in); err != nil {
 		return fmt.Errorf("copy %s: %w", filepath.Base(from), err)
 	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), to)
+	return out.Commit()
 }

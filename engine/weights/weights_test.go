@@ -516,6 +516,16 @@ func TestQuantizeCheckpoint(t *testing.T) {
 			if b, err := os.ReadFile(filepath.Join(dst, "tokenizer.json")); err != nil || string(b) != `{"x":1}` {
 				t.Errorf("tokenizer.json not copied: %v", err)
 			}
+			// Every file of the model is shared data, rw-r--r--, the copied ones too
+			// (they were copied through CreateTemp's rw-------), and nothing but the
+			// model is left in its folder.
+			ents, _ := os.ReadDir(dst)
+			for _, e := range ents {
+				st, err := os.Stat(filepath.Join(dst, e.Name()))
+				if err != nil || st.Mode().Perm() != 0o644 || strings.HasPrefix(e.Name(), ".") {
+					t.Errorf("%s: mode %v, %v", e.Name(), st.Mode().Perm(), err)
+				}
+			}
 			ck, err := safetensors.OpenCheckpoint(dst)
 			if err != nil {
 				t.Fatal(err)

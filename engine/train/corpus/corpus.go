@@ -650,30 +650,23 @@ func writeLines(path string, lines []string) error {
 	})
 }
 
-// writeAtomic writes a file through a temporary file and a rename, so a killed
-// build never leaves a truncated file under the final name.
+// writeAtomic writes a file through atomicfile, so a killed build never leaves a
+// truncated file under the final name.
 func writeAtomic(path string, fill func(*bufio.Writer) error) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return err
 	}
+	defer f.Abort()
 	w := bufio.NewWriterSize(f, 1<<20)
 	err = fill(w)
 	if err == nil {
 		err = w.Flush()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
 	if err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return nil
+	return f.Commit()
 }
 
 func sorted(s []string) []string {
