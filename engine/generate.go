@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/darkroomlabs/darkroom/engine/clock"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/sampler"
@@ -142,7 +143,7 @@ type generation struct {
 	lead     bool  // Request.Lead is in opening (Result.LeadHeld)
 	dropped  int   // messages Request.FitContext left out (Result.Dropped)
 	reply    []int // Request.Reply's ids, where it may be held
-	start    time.Time
+	start    clock.Instant
 	forward  int                // forward passes so far
 	fwdTime  time.Duration      // spent inside forward passes
 	flops    float64            // model arithmetic of those passes (model.FLOPs, model.EncodeFLOPs)
@@ -164,7 +165,7 @@ type generation struct {
 
 // generate runs the request. The caller holds the Engine's lock.
 func (g *generation) generate() (*Result, error) {
-	g.start = time.Now()
+	g.start = clock.Now()
 	g.res = &Result{PromptTokens: len(g.prompt), Canvases: []CanvasStats{}, Tokens: []int{}, LeadHeld: g.lead, Dropped: g.dropped}
 	if g.lead && g.req.LeadEnds && !g.req.OpeningTentative {
 		g.endWithLead()
@@ -331,9 +332,9 @@ func (g *generation) forwardEncode(tokens []int) (logits []float32, err error) {
 // counts it: a forward pass, its time and arithmetic, the cached tokens.
 func (g *generation) encoderPass(tokens []int, pass func() error) error {
 	g.forward++
-	t0 := time.Now()
+	t0 := clock.Now()
 	err := pass()
-	g.fwdTime += time.Since(t0)
+	g.fwdTime += clock.Since(t0)
 	if err != nil {
 		return fmt.Errorf("encoder pass over %d tokens: %w", len(tokens), err)
 	}
@@ -405,7 +406,7 @@ func (g *generation) diffusion() error {
 		room := g.s.MaxNewTokens - len(g.out)
 		g.out = append(g.out, truncated[:min(n, room)]...)
 		if ci == 0 {
-			g.res.FirstCanvasMS = ms(time.Since(g.start))
+			g.res.FirstCanvasMS = ms(clock.Since(g.start))
 		}
 		g.emit(Event{Kind: EventCommit, Canvas: ci, Committed: slices.Clone(g.out), Text: g.tok.Decode(g.out)})
 		if eos && n <= room {
@@ -437,11 +438,11 @@ func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats
 		var r sampler.StepResult
 		var next any
 		g.forward++
-		t0 := time.Now()
+		t0 := clock.Now()
 		if onDevice {
 			var logits stepLogits
 			r, next, logits, err = dev.DecodeStep(draft, soft, g.smp.Plan(step))
-			g.fwdTime += time.Since(t0)
+			g.fwdTime += clock.Since(t0)
 			if err != nil {
 				return nil, stats, false, fmt.Errorf("canvas %d step %d: decoder pass: %w", ci, step, err)
 			}
@@ -456,7 +457,7 @@ func (g *generation) denoise(ci int, given []int, hold int) (argmax []int, stats
 		} else {
 			var logits []float32
 			logits, next, err = g.run.Decode(draft, soft, g.smp.Temperature(step))
-			g.fwdTime += time.Since(t0)
+			g.fwdTime += clock.Since(t0)
 			if err != nil {
 				return nil, stats, false, fmt.Errorf("canvas %d step %d: decoder pass: %w", ci, step, err)
 			}
@@ -553,9 +554,9 @@ func (g *generation) guide(ci int, a []int, dec []float32, hold int, stats Canva
 // it, and returns the logits of tokens from….
 func (g *generation) forwardScore(tokens []int, from int) ([]float32, error) {
 	g.forward++
-	t0 := time.Now()
+	t0 := clock.Now()
 	logits, err := g.run.Score(tokens, from)
-	g.fwdTime += time.Since(t0)
+	g.fwdTime += clock.Since(t0)
 	if err != nil {
 		return nil, fmt.Errorf("encoder pass over %d tokens: %w", len(tokens), err)
 	}
@@ -611,7 +612,7 @@ func (g *generation) settleStart(first int, kind EventKind) (replied bool) {
 func (g *generation) endWithLead() {
 	g.out = slices.Clone(g.opening)
 	g.res.StopReason = StopEOS
-	g.res.FirstCanvasMS = ms(time.Since(g.start))
+	g.res.FirstCanvasMS = ms(clock.Since(g.start))
 	kind := EventCommit
 	if g.req.Mode == AR {
 		kind = EventToken
@@ -624,7 +625,7 @@ func (g *generation) holdReply() {
 	g.dropOpening()
 	g.opening, g.out = g.reply, slices.Clone(g.reply) // held: Result.HeldTokens, no rate
 	g.res.Replied, g.res.StopReason = true, StopEOS
-	g.res.FirstCanvasMS = ms(time.Since(g.start))
+	g.res.FirstCanvasMS = ms(clock.Since(g.start))
 }
 
 // autoregressive decodes one token per encoder pass with the causal cache.
@@ -665,7 +666,7 @@ func (g *generation) autoregressive() error {
 		}
 		g.out = append(g.out, id)
 		if len(g.out) == len(g.opening)+1 {
-			g.res.FirstCanvasMS = ms(time.Since(g.start))
+			g.res.FirstCanvasMS = ms(clock.Since(g.start))
 		}
 		if g.logprob != nil { // Request.Logprobs: the pick's, from forwardNext
 			g.res.Logprobs = append(g.res.Logprobs, *g.logprob)
@@ -814,7 +815,7 @@ func (g *generation) emit(ev Event) {
 		return
 	}
 	ev.ForwardPasses = g.forward
-	ev.Elapsed = time.Since(g.start)
+	ev.Elapsed = clock.Since(g.start)
 	g.req.OnEvent(ev)
 }
 
@@ -825,7 +826,7 @@ func (g *generation) finish() *Result {
 	r.Text = g.tok.Decode(g.out)
 	r.ForwardPasses = g.forward
 	r.HeldTokens = min(len(g.opening), len(r.Tokens))
-	r.Elapsed = time.Since(g.start)
+	r.Elapsed = clock.Since(g.start)
 	r.ElapsedMS = ms(r.Elapsed)
 	r.ForwardMS = ms(g.fwdTime)
 	r.ForwardFLOPs = g.flops

@@ -22,6 +22,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/plural"
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/clock"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
@@ -229,7 +230,7 @@ func runBench(env *Env, args []string) error {
 	// The peak resident set is this command's: what ran in the process before it
 	// (in a test binary, other tests) does not count.
 	resetPeakRSS()
-	t0 := time.Now()
+	t0 := clock.Now()
 	e, err := g.load(ctx, env)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -281,7 +282,7 @@ func runBench(env *Env, args []string) error {
 	// of the weights (the mapping's pages, the kernels' buffers), which one AR token
 	// or one denoising step does as well as a whole answer.
 	warm, warmTokens := map[engine.Mode]float64{}, map[engine.Mode]int{}
-	t0 = time.Now()
+	t0 = clock.Now()
 	for _, mode := range order {
 		progress("warm-up %s …", mode)
 		ws := s
@@ -292,7 +293,7 @@ func runBench(env *Env, args []string) error {
 				ws.MaxNewTokens, ws.MaxSteps, ws.Guidance = min(s.MaxNewTokens, max(rep.CanvasLength, 1)), 1, -1
 			}
 		}
-		t1 := time.Now()
+		t1 := clock.Now()
 		res, _, _, err := run(mode, ws, g.seed)
 		if err != nil {
 			return fmt.Errorf("bench: warm-up %s: %w", mode, err)
@@ -318,9 +319,9 @@ func runBench(env *Env, args []string) error {
 		for _, mode := range order {
 			f0, ok0 := readPageFaults()
 			c0, cok0 := processorTime()
-			t1 := time.Now()
+			t1 := clock.Now()
 			r, u, st, err := run(mode, s, seed)
-			wall[mode] += time.Since(t1)
+			wall[mode] += clock.Since(t1)
 			c1, cok1 := processorTime()
 			f1, ok1 := readPageFaults()
 			faultsOK = faultsOK && ok0 && ok1
@@ -657,7 +658,7 @@ func msText(ms float64) string {
 	return fmt.Sprintf("%.2g ms", ms)
 }
 
-func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+func msSince(t clock.Instant) float64 { return float64(clock.Since(t).Microseconds()) / 1000 }
 
 func modelLabel(model string) string {
 	if model == "" {
@@ -803,9 +804,9 @@ func hostMatMulGFLOPS(m, k, n, runs int) float64 {
 	kernels.MulNT(out, a, b, m, n, k)
 	times := make([]float64, 0, runs)
 	for range max(runs, 1) {
-		t0 := time.Now()
+		t0 := clock.Now()
 		kernels.MulNT(out, a, b, m, n, k)
-		times = append(times, time.Since(t0).Seconds())
+		times = append(times, clock.Since(t0).Seconds())
 	}
 	slices.Sort(times)
 	med := times[len(times)/2]

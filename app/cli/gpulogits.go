@@ -10,9 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
+	"github.com/darkroomlabs/darkroom/engine/clock"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -63,7 +63,7 @@ func runGPULogits(env *Env, args []string) error {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return fmt.Errorf("gpu logits: %s: %w", *idsPath, err)
 	}
-	t0 := time.Now()
+	t0 := clock.Now()
 	cfg, err := config.Load(*dir)
 	if err != nil {
 		return err
@@ -97,19 +97,19 @@ func runGPULogits(env *Env, args []string) error {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	t := time.Now()
+	t := clock.Now()
 	enc, err := run.Score(in.Prompt, 0)
 	if err != nil {
 		return err
 	}
 	enc = slices.Clone(enc) // Score's buffer is the runner's, valid until its next Encode
 	rep.ScoreMS = msSince(t)
-	t = time.Now()
+	t = clock.Now()
 	if _, err := run.Encode(in.Prompt); err != nil {
 		return err
 	}
 	rep.EncodeMS = msSince(t)
-	t = time.Now()
+	t = clock.Now()
 	dec, soft, err := run.Decode(in.Canvas, nil, 1)
 	if err != nil {
 		return err

@@ -3,8 +3,8 @@ package backend
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"github.com/darkroomlabs/darkroom/engine/clock"
 	"github.com/gomlx/gomlx/backends"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -56,11 +56,11 @@ func MeasureMatMul(ctx context.Context, b backends.Backend, m, k, n, runs int) (
 		if err := ctx.Err(); err != nil {
 			return r, err
 		}
-		start := time.Now()
+		start := clock.Now()
 		if err := once(); err != nil {
 			return r, fmt.Errorf("matmul: %w", err)
 		}
-		times = append(times, time.Since(start).Seconds())
+		times = append(times, clock.Since(start).Seconds())
 	}
 	r = MatMulRate{M: m, K: k, N: n, Runs: runs, Seconds: Median(times), FLOPs: 2 * float64(m) * float64(k) * float64(n)}
 	if r.Seconds > 0 {

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/darkroomlabs/darkroom/assets"
+	"github.com/darkroomlabs/darkroom/engine/clock"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
@@ -140,21 +141,21 @@ func measureWake() float64 {
 	}
 	x := fill(1 << 12)
 	var runs []probeRun
-	start := time.Now()
-	for n := 0; n < probeRuns || time.Since(start).Seconds() < 0.05*passBudget; n++ {
+	start := clock.Now()
+	for n := 0; n < probeRuns || clock.Since(start).Seconds() < 0.05*passBudget; n++ {
 		busy(x, 100*time.Microsecond)
 		run := begin()
-		t0 := time.Now()
+		t0 := clock.Now()
 		var second atomic.Int64
 		kernels.ParallelRows(2, func(lo, _ int) {
 			if lo == 1 {
-				second.Store(int64(time.Since(t0)) + 1) // never 0: started
+				second.Store(int64(clock.Since(t0)) + 1) // never 0: started
 				return
 			}
-			for second.Load() == 0 && time.Since(t0) < time.Millisecond {
+			for second.Load() == 0 && clock.Since(t0) < time.Millisecond {
 			}
 		})
-		wait := time.Since(t0).Seconds() // the caller ran the second part: never started
+		wait := clock.Since(t0).Seconds() // the caller ran the second part: never started
 		if v := second.Load(); v > 0 {
 			wait = float64(v-1) / 1e9
 		}
@@ -191,8 +192,8 @@ func measureDecode() (float64, error) {
 
 // busy runs a serial loop over x for about d.
 func busy(x []float32, d time.Duration) {
-	t0 := time.Now()
-	for time.Since(t0) < d {
+	t0 := clock.Now()
+	for clock.Since(t0) < d {
 		var s float32
 		for _, v := range x {
 			s += v
@@ -209,13 +210,13 @@ func typicalOf(setup, timed func(), budget float64) float64 {
 	setup()
 	timed()
 	var runs []probeRun
-	start := time.Now()
-	for n := 0; n < probeRuns || time.Since(start).Seconds() < budget; n++ {
+	start := clock.Now()
+	for n := 0; n < probeRuns || clock.Since(start).Seconds() < budget; n++ {
 		setup()
 		run := begin()
-		t0 := time.Now()
+		t0 := clock.Now()
 		timed()
-		runs = append(runs, run.end(time.Since(t0).Seconds()))
+		runs = append(runs, run.end(clock.Since(t0).Seconds()))
 		if n >= 2000 {
 			break
 		}

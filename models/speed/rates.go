@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/atomicfile"
+	"github.com/darkroomlabs/darkroom/engine/clock"
 	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/quant"
@@ -1208,11 +1209,11 @@ func best(f func(), budget float64) float64 {
 	budget *= passBudget
 	f()
 	var times []float64
-	start := time.Now()
-	for len(times) < 2 || time.Since(start).Seconds() < budget {
-		t0 := time.Now()
+	start := clock.Now()
+	for len(times) < 2 || clock.Since(start).Seconds() < budget {
+		t0 := clock.Now()
 		f()
-		times = append(times, max(time.Since(t0).Seconds(), 1e-9))
+		times = append(times, max(clock.Since(t0).Seconds(), 1e-9))
 		if len(times) >= 1000 {
 			break
 		}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
 
+	"github.com/darkroomlabs/darkroom/engine/clock"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 )
 
@@ -198,12 +198,12 @@ func (s *streamSet) probe(x, out []float32) {
 // experts, each group one parallel call with whole matrices per worker; it returns
 // the seconds.
 func sweep(ws []*kernels.Matrix, job bool, x, out []float32) float64 {
-	t0 := time.Now()
+	t0 := clock.Now()
 	if !job {
 		for _, w := range ws {
 			_ = w.MulVec(out, x)
 		}
-		return max(time.Since(t0).Seconds(), 1e-9)
+		return max(clock.Since(t0).Seconds(), 1e-9)
 	}
 	for i := 0; i < len(ws); i += 2 * expertsPerJob {
 		group := ws[i:min(i+2*expertsPerJob, len(ws))]
@@ -214,7 +214,7 @@ func sweep(ws []*kernels.Matrix, job bool, x, out []float32) float64 {
 			}
 		})
 	}
-	return max(time.Since(t0).Seconds(), 1e-9)
+	return max(clock.Since(t0).Seconds(), 1e-9)
 }
 
 // streamFormats are the formats the streaming probes time: Darkroom's and GGUF's.
