@@ -23,18 +23,8 @@ fail() {
 	echo "dist-check: $*" >&2
 	exit 1
 }
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-pkgs=(file binutils-mingw-w64-x86-64 desktop-file-utils xvfb xauth x11-utils x11-apps unzip xz-utils)
-missing=()
-for p in "${pkgs[@]}"; do
-	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "dist-check: installing ${missing[*]}"
-	$SUDO apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+. packaging/apt-install.sh
+apt_install dist-check file binutils-mingw-w64-x86-64 desktop-file-utils xvfb xauth x11-utils x11-apps unzip xz-utils
 
 toml() { sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*\"\(.*\)\"[[:space:]]*$/\1/p" FyneApp.toml | head -1; }
 name="$(toml Name)"

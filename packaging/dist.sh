@@ -20,18 +20,8 @@ if [ -x /usr/local/go/bin/go ]; then export PATH="/usr/local/go/bin:$PATH"; fi
 export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
 start=$SECONDS
 
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev gcc-mingw-w64-x86-64 dpkg-dev xz-utils zip)
-missing=()
-for p in "${pkgs[@]}"; do
-	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "dist: installing ${missing[*]}"
-	$SUDO apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+. packaging/apt-install.sh
+apt_install dist gcc pkg-config libgl1-mesa-dev xorg-dev gcc-mingw-w64-x86-64 dpkg-dev xz-utils zip
 
 # The packaging tools, pinned; installed once into GOPATH/bin.
 tools="$(go env GOPATH)/bin"

@@ -5,21 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-
-pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb xauth x11-apps curl unzip ca-certificates jq) # jq: packaging/ship-mini.sh
+pkgs=(gcc pkg-config libgl1-mesa-dev xorg-dev xvfb xauth x11-apps curl unzip ca-certificates jq) # jq: packaging/ship-mini.sh, wine-check.sh
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
-missing=()
-for p in "${pkgs[@]}"; do
-	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "setup: installing ${missing[*]}"
-	$SUDO apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+. packaging/apt-install.sh
+apt_install setup "${pkgs[@]}"
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 if [ -x /usr/local/go/bin/go ]; then export PATH="/usr/local/go/bin:$PATH"; fi
 

@@ -21,4 +21,4 @@ if [ -x packaging/window-check.sh ]; then
 	packaging/window-check.sh
 fi
 bash packaging/ship-mini-test.sh # shipping a training run as the built-in Mini, on a copy of the repository
-bash packaging/dist.sh && bash packaging/dist-check.sh && bash packaging/dist-check-test.sh # the installers, built into dist/, checked as a fresh machine gets them, and the check shown to catch faults
+bash packaging/dist.sh && bash packaging/dist-check.sh && bash packaging/wine-check.sh && bash packaging/dist-check-test.sh # the installers, built into dist/, checked as a fresh machine gets them (the Windows one run under Wine), and the check shown to catch faults

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Runs the Windows build's command line under Wine, as a Windows user's first
+# commands go, in a fresh Wine prefix with an empty profile:
+#   - `darkroom-cli.exe hw --json` measures this PC and must report rates a CPU can
+#     have: every GEMM at most 100 TFLOP/s, memory and weight reads at most 10 TB/s,
+#     the sampler at most 10^12 logits/s, decoding a token at least a nanosecond
+#     (Go's time.Now on Windows moves once a timer tick, so probes timed with it
+#     measured 0 and hw printed 268,435,456 GFLOP/s: engine/clock);
+#   - `darkroom-cli.exe generate` on the built-in model writes its answer.
+# Wine is not Windows, but the program starting, reading its embedded model,
+# measuring and generating there is most of what a first run on Windows does.
+# Fails with a line saying what is wrong.
+#
+#   packaging/wine-check.sh [ZIP]    (default: the Windows zip in dist/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$SECONDS
+fail() {
+	echo "wine-check: $*" >&2
+	exit 1
+}
+zip="${1:-$(ls dist/darkroom-*-windows-amd64.zip 2>/dev/null | head -1)}"
+[ -s "$zip" ] || fail "no Windows zip (run packaging/dist.sh, or name one)"
+
+. packaging/apt-install.sh
+apt_install wine-check wine64 unzip gcc-mingw-w64-x86-64 jq
+wine=""
+for w in wine64 /usr/lib/wine/wine64 wine; do
+	if command -v "$w" >/dev/null 2>&1; then
+		wine="$(command -v "$w")"
+		break
+	fi
+done
+[ -n "$wine" ] || fail "wine64 is installed but no wine64 program was found"
+
+work="$(mktemp -d /tmp/darkroom-wine.XXXXXX)"
+trap 'WINEPREFIX="$work/prefix" wineserver -k >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+export WINEPREFIX="$work/prefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+unzip -q "$zip" -d "$work"
+cli="$work/darkroom/darkroom-cli.exe"
+[ -s "$cli" ] || fail "$(basename "$zip") lacks darkroom/darkroom-cli.exe"
+timeout 300 "$wine" wineboot --init >/dev/null 2>&1 || fail "wineboot could not make a Wine prefix"
+
+# Go programs since Go 1.24 read random numbers through bcryptprimitives.dll's
+# ProcessPrng (Windows 10 and later); Wine before 9 lacks that library, so the
+# check gives this prefix a stand-in built on advapi32's RtlGenRandom. Windows has
+# the real one; Wine 9 and later too.
+sys32="$WINEPREFIX/drive_c/windows/system32"
+if [ ! -e "$sys32/bcryptprimitives.dll" ]; then
+	cat >"$work/bcp.c" <<'C'
+#include <windows.h>
+typedef BOOLEAN(WINAPI *genRandom)(PVOID, ULONG);
+__declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE p, SIZE_T n) {
+	static genRandom gen;
+	if (!gen) gen = (genRandom)GetProcAddress(LoadLibraryA("advapi32.dll"), "SystemFunction036");
+	for (; n > 0;) {
+		ULONG k = n > 0x10000000 ? 0x10000000 : (ULONG)n;
+		if (!gen || !gen(p, k)) return FALSE;
+		p += k, n -= k;
+	}
+	return TRUE;
+}
+C
+	x86_64-w64-mingw32-gcc -shared -O2 -o "$sys32/bcryptprimitives.dll" "$work/bcp.c" ||
+		fail "could not build the bcryptprimitives.dll stand-in"
+fi
+
+cd "$work/darkroom"
+timeout 600 "$wine" "$cli" hw --json >"$work/hw.json" 2>"$work/hw.err" ||
+	fail "darkroom-cli.exe hw failed: $(tail -n 3 "$work/hw.err")"
+grep -q '"rates"' "$work/hw.json" || fail "darkroom-cli.exe hw --json printed no rates: $(head -c 300 "$work/hw.json")"
+# Every rate the report holds a number for, and the ones a clock too coarse for the
+# probes makes impossible.
+flops="$(jq -r '.rates | .. | objects | .flops? // empty' "$work/hw.json")"
+[ -n "$flops" ] || fail "hw --json reported no GEMM rates"
+over() { awk -v m="$2" '$1 + 0 > m + 0 { print $1; exit }' <<<"$1"; }
+under() { awk -v m="$2" '$1 + 0 < m + 0 { print $1; exit }' <<<"$1"; }
+[ -z "$(over "$flops" 1e14)" ] || fail "hw measured a GEMM at $(over "$flops" 1e14) FLOP/s: more than any CPU (a clock too coarse for its probes?)"
+[ -z "$(under "$flops" 1e6)" ] || fail "hw measured a GEMM at $(under "$flops" 1e6) FLOP/s"
+reads="$(jq -r '.rates | .mem_read, (.gemv, .gemv_stream | values[])' "$work/hw.json")"
+[ -z "$(over "$reads" 1e13)" ] || fail "hw measured a read at $(over "$reads" 1e13) bytes/s: more than any CPU's memory"
+v="$(jq -r '.rates.sampler' "$work/hw.json")"
+[ -z "$(over "$v" 1e12)" ] || fail "hw measured the sampler at $v logits/s"
+v="$(jq -r '.rates.decode_token' "$work/hw.json")"
+[ -z "$(under "$v" 1e-9)" ] || fail "hw measured decoding a token at $v s: under a nanosecond"
+
+timeout 300 "$wine" "$cli" generate --max-new-tokens 16 "What is Unix?" >"$work/generate.out" 2>"$work/generate.err" ||
+	fail "darkroom-cli.exe generate failed: $(tail -n 3 "$work/generate.err")"
+grep -q "[A-Za-z]" "$work/generate.out" || fail "darkroom-cli.exe generate wrote no text: $(head -c 300 "$work/generate.out")"
+echo "wine-check: ok ($(basename "$zip") under $("$wine" --version 2>/dev/null); GEMM up to $(sort -g <<<"$flops" | tail -1) FLOP/s; $((SECONDS - start)) s)"
