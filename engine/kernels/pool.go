@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/darkroomlabs/darkroom/engine/clock"
 )
 
 // The worker pool: GOMAXPROCS−1 goroutines started on first use and kept, so a product
@@ -81,15 +83,17 @@ func work() {
 // spin calls found until it reports true or spinFor has passed, and reports which.
 // Every spinYield calls it yields its processor, so the process's other goroutines
 // (the garbage collector's, a server's) run within microseconds of becoming
-// runnable, not at the scheduler's 10 ms preemption.
+// runnable, not at the scheduler's 10 ms preemption. spinFor is read on engine/clock:
+// on Windows time.Now moves once a timer tick (up to 15.6 ms), and a spin timed by it
+// lasted up to that tick, 78 times spinFor.
 func spin(found func() bool) bool {
-	deadline := time.Now().Add(spinFor)
+	t0 := clock.Now()
 	for i := 1; ; i++ {
 		if found() {
 			return true
 		}
 		if i%spinYield == 0 {
-			if time.Now().After(deadline) {
+			if clock.Since(t0) > spinFor {
 				return false
 			}
 			runtime.Gosched()
