@@ -125,36 +125,7 @@ case "$got_version" in "$name $version (build $build"*) ;; *) fail "darkroom --v
 	fail "darkroom generate on a fresh HOME failed: $(tail -n 3 "$work/generate.err")"
 [ -s "$work/generate.out" ] || fail "darkroom generate wrote nothing"
 
-cat >"$work/window.sh" <<'WINDOW'
-#!/bin/sh
-# Runs under xvfb-run: starts the program, waits for its window, grabs the screen.
-"$1" >"$2/app.log" 2>&1 &
-echo $! >"$2/app.pid"
-i=0
-while [ $i -lt 120 ]; do
-	if ! kill -0 "$(cat "$2/app.pid")" 2>/dev/null; then
-		echo "the program exited before a window opened" >"$2/window.err"
-		exit 1
-	fi
-	if xwininfo -root -tree | grep -q "\"$3\""; then
-		sleep 3 # let it draw
-		xwininfo -root -tree | grep "\"$3\"" | head -1 >"$2/window.txt"
-		xwd -root -silent -out "$2/screen.xwd"
-		kill "$(cat "$2/app.pid")"
-		# Wait for it to quit while the X server is still up: xvfb-run stops the
-		# server as soon as this script ends, and a program still closing its
-		# window then logs a fatal X I/O error that is the check's, not its own.
-		wait "$(cat "$2/app.pid")" 2>/dev/null
-		exit 0
-	fi
-	i=$((i + 1))
-	sleep 0.5
-done
-echo "no \"$3\" window after 60 s" >"$2/window.err"
-kill "$(cat "$2/app.pid")"
-exit 1
-WINDOW
-if ! "${fresh[@]}" timeout 120 xvfb-run -a -s "-screen 0 1280x800x24" sh "$work/window.sh" "$installed" "$work" "$name"; then
+if ! "${fresh[@]}" timeout 120 xvfb-run -a -s "-screen 0 1280x800x24" sh packaging/window-wait.sh "$installed" "$work" "$name"; then
 	fail "no window: $(cat "$work/window.err" 2>/dev/null); log: $(tail -n 5 "$work/app.log" 2>/dev/null)"
 fi
 geometry="$(sed -n 's/.*: ("[^"]*" "[^"]*")  *\([0-9]*x[0-9]*\)+.*/\1/p' "$work/window.txt")"

@@ -6,7 +6,9 @@
 #     the sampler at most 10^12 logits/s, decoding a token at least a nanosecond
 #     (Go's time.Now on Windows moves once a timer tick, so probes timed with it
 #     measured 0 and hw printed 268,435,456 GFLOP/s: engine/clock);
-#   - `darkroom-cli.exe generate` on the built-in model writes its answer.
+#   - `darkroom-cli.exe generate` on the built-in model writes its answer;
+#   - `Darkroom.exe`, the desktop app, opens its window under Xvfb (through Wine's
+#     OpenGL, Mesa's) without logging a crash.
 # Wine is not Windows, but the program starting, reading its embedded model,
 # measuring and generating there is most of what a first run on Windows does.
 # Fails with a line saying what is wrong.
@@ -14,6 +16,7 @@
 #   packaging/wine-check.sh [ZIP]    (default: the Windows zip in dist/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo="$(pwd)"
 start=$SECONDS
 fail() {
 	echo "wine-check: $*" >&2
@@ -23,7 +26,7 @@ zip="${1:-$(ls dist/darkroom-*-windows-amd64.zip 2>/dev/null | head -1)}"
 [ -s "$zip" ] || fail "no Windows zip (run packaging/dist.sh, or name one)"
 
 . packaging/apt-install.sh
-apt_install wine-check wine64 unzip gcc-mingw-w64-x86-64 jq
+apt_install wine-check wine64 unzip gcc-mingw-w64-x86-64 jq xvfb xauth x11-utils x11-apps
 wine=""
 for w in wine64 /usr/lib/wine/wine64 wine; do
 	if command -v "$w" >/dev/null 2>&1; then
@@ -87,4 +90,24 @@ v="$(jq -r '.rates.decode_token' "$work/hw.json")"
 timeout 300 "$wine" "$cli" generate --max-new-tokens 16 "What is Unix?" >"$work/generate.out" 2>"$work/generate.err" ||
 	fail "darkroom-cli.exe generate failed: $(tail -n 3 "$work/generate.err")"
 grep -q "[A-Za-z]" "$work/generate.out" || fail "darkroom-cli.exe generate wrote no text: $(head -c 300 "$work/generate.out")"
-echo "wine-check: ok ($(basename "$zip") under $("$wine" --version 2>/dev/null); GEMM up to $(sort -g <<<"$flops" | tail -1) FLOP/s; $((SECONDS - start)) s)"
+# The desktop app's window, as packaging/dist-check.sh waits for the Linux one's. The
+# Wine server the commands above started has no display: it must be gone before the
+# app starts one inside Xvfb's.
+wineserver -k >/dev/null 2>&1 || true
+wineserver -w >/dev/null 2>&1 || true
+name="$(sed -n 's/^[[:space:]]*Name[[:space:]]*=[[:space:]]*"\(.*\)"[[:space:]]*$/\1/p' "$repo/FyneApp.toml" | head -1)"
+printf '#!/bin/sh\nexec "%s" "%s"\n' "$wine" "$work/darkroom/Darkroom.exe" >"$work/app.sh"
+chmod +x "$work/app.sh"
+if ! timeout 150 xvfb-run -a -s "-screen 0 1280x800x24" sh "$repo/packaging/window-wait.sh" "$work/app.sh" "$work" "$name"; then
+	fail "Darkroom.exe opened no window: $(cat "$work/window.err" 2>/dev/null); log: $(tail -n 5 "$work/app.log" 2>/dev/null)"
+fi
+geometry="$(sed -n 's/.*: ("[^"]*" "[^"]*")  *\([0-9]*x[0-9]*\)+.*/\1/p' "$work/window.txt")"
+w="${geometry%x*}"
+h="${geometry#*x}"
+if [ -z "$geometry" ] || [ "$w" -lt 400 ] || [ "$h" -lt 300 ]; then
+	fail "Darkroom.exe's window is too small or unreadable: $(cat "$work/window.txt")"
+fi
+if grep -qi "panic\|fatal" "$work/app.log"; then
+	fail "Darkroom.exe logged a crash: $(grep -i -m 3 "panic\|fatal" "$work/app.log")"
+fi
+echo "wine-check: ok ($(basename "$zip") under $("$wine" --version 2>/dev/null); GEMM up to $(sort -g <<<"$flops" | tail -1) FLOP/s; window ${geometry}; $((SECONDS - start)) s)"
