@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -140,7 +139,7 @@ type benchReport struct {
 	WeightBytes    int64      `json:"weight_bytes"`            // the weights as stored (models/fit)
 	PeakHeapBytes  uint64     `json:"peak_heap_bytes"`         // Go heap in use, peak sampled at every step
 	PeakGoSysBytes uint64     `json:"peak_go_sys_bytes"`       // memory the Go runtime holds from the OS
-	PeakRSSBytes   uint64     `json:"peak_rss_bytes"`          // peak resident set over the load and the timed runs (Linux VmHWM; 0 elsewhere), mapped weights included; the calibration after them not counted
+	PeakRSSBytes   uint64     `json:"peak_rss_bytes"`          // peak resident set over the load and the timed runs (Linux VmHWM; Windows' peak working set, the process's start included; 0 elsewhere), mapped weights included; the calibration after them not counted
 	// RSSOverWeights is PeakRSSBytes − WeightBytes: what the run holds besides its weights.
 	RSSOverWeights int64 `json:"rss_over_weights_bytes"`
 	NumCPU         int   `json:"num_cpu"`
@@ -591,12 +590,16 @@ func printBench(w io.Writer, r *benchReport) {
 	} else if r.ForwardFLOPsNote != "" {
 		fmt.Fprintf(w, "engine forward FLOP/s: %s\n", r.ForwardFLOPsNote)
 	}
-	beside := "the rest " + mib(uint64(r.RSSOverWeights))
+	beside := ", the rest " + mib(uint64(r.RSSOverWeights))
 	if r.RSSOverWeights <= 0 {
-		beside = "not all of them resident at once"
+		beside = ", not all of them resident at once"
 	}
-	fmt.Fprintf(w, "peak memory: RSS %s (weights %s, %s), Go heap %s, Go runtime %s\n",
-		mib(r.PeakRSSBytes), mib(uint64(r.WeightBytes)), beside, mib(r.PeakHeapBytes), mib(r.PeakGoSysBytes))
+	rss := "RSS " + mib(r.PeakRSSBytes)
+	if r.PeakRSSBytes == 0 {
+		rss, beside = "RSS not read on this system", "" // neither /proc nor Windows' counters
+	}
+	fmt.Fprintf(w, "peak memory: %s (weights %s%s), Go heap %s, Go runtime %s\n",
+		rss, mib(uint64(r.WeightBytes)), beside, mib(r.PeakHeapBytes), mib(r.PeakGoSysBytes))
 	for _, m := range []*benchMode{r.Diffusion, r.AR} {
 		if m != nil && m.MajorFaults+m.MinorFaults > 0 {
 			fmt.Fprintf(w, "page faults in a timed %s run: %.0f major (read from disk), %.0f minor (mapped from memory)\n",
@@ -696,39 +699,6 @@ func (m *memPeak) sample() {
 	}
 	m.heap = max(m.heap, u(0)+u(1))
 	m.sys = max(m.sys, u(2))
-}
-
-// resetPeakRSS starts the process's peak resident set over from what is resident
-// now (Linux ≥ 4.0: "5" written to /proc/self/clear_refs resets VmHWM). Elsewhere,
-// or where the write is refused, the peak stays the whole process's.
-func resetPeakRSS() {
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-}
-
-// peakRSS is the process's peak resident set size (Linux /proc/self/status
-// VmHWM, since resetPeakRSS), 0 where unavailable.
-func peakRSS() uint64 { return procStatusBytes("VmHWM") }
-
-// procStatusBytes is a size field of /proc/self/status ("VmHWM", "VmRSS", …) in
-// bytes, 0 where unavailable.
-func procStatusBytes(field string) uint64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			fields := strings.Fields(rest) // "123456 kB"
-			if len(fields) == 2 && fields[1] == "kB" {
-				if kb, err := strconv.ParseUint(fields[0], 10, 64); err == nil {
-					return kb << 10
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // pageFaults are the process's page faults so far: major ones read the page from
