@@ -513,17 +513,20 @@ func (m *Manager) Resolve(nameOrDir string) (string, error) {
 	if e, ok := catalog.Find(nameOrDir); ok {
 		return "", fmt.Errorf("%s is not downloaded yet: run `darkroom pull %s` (or use the Library)", e.Name, e.ID)
 	}
-	if strings.ContainsAny(nameOrDir, `/\`) && !strings.Contains(nameOrDir, "..") && strings.Count(nameOrDir, "/") == 1 {
+	if !strings.Contains(nameOrDir, "..") && strings.Count(nameOrDir, "/") == 1 { // owner/name
 		return "", fmt.Errorf("%s is neither a folder nor a downloaded model: run `darkroom pull %s`", nameOrDir, nameOrDir)
 	}
 	return "", fmt.Errorf("unknown model %q: not a folder, a catalog name or a model in %s (see `darkroom models`)", nameOrDir, m.store.Root)
 }
 
 // isPath reports whether what the user typed can only be a file-system path,
-// never a catalog name or an owner/name repo: absolute, or relative to "." or "..".
+// never a catalog name or an owner/name repo: absolute, rooted ("/models" is one on
+// Windows too, on the current drive), relative to "." or "..", or holding a
+// backslash anywhere (Windows' separator; no Hugging Face name holds one).
 func isPath(s string) bool {
 	return filepath.IsAbs(s) || filepath.VolumeName(s) != "" || s == "." || s == ".." ||
-		strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") || strings.HasPrefix(s, `.\`) || strings.HasPrefix(s, `..\`)
+		strings.HasPrefix(s, "/") || strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") ||
+		strings.Contains(s, `\`)
 }
 
 // checkDir accepts a model folder unless its manifest or files say a file failed verification.

@@ -1166,3 +1166,18 @@ func TestPullAgainOnTheFailure(t *testing.T) {
 		t.Fatalf("the second download: %v", err)
 	}
 }
+
+// TestIsPath: what can only be a path, on every system — Windows' rooted "/models",
+// a backslash anywhere ("models\foo" is a folder on Windows, never a repo) — and what
+// can be a name.
+func TestIsPath(t *testing.T) {
+	for s, want := range map[string]bool{
+		"/nonexistent": true, `\models`: true, `models\foo`: true, `C:\models\foo`: true, "./foo": true,
+		"../foo": true, `.\foo`: true, ".": true, "..": true,
+		"diffusiongemma-26b": false, "google/diffusiongemma-26B-A4B-it": false, "darkroom-mini": false,
+	} {
+		if got := isPath(s); got != want {
+			t.Errorf("isPath(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
