@@ -6,7 +6,11 @@
 #     the sampler at most 10^12 logits/s, decoding a token at least a nanosecond
 #     (Go's time.Now on Windows moves once a timer tick, so probes timed with it
 #     measured 0 and hw printed 268,435,456 GFLOP/s: engine/clock);
-#   - `darkroom-cli.exe generate` on the built-in model writes its answer;
+#   - `darkroom-cli.exe generate` on the built-in model writes its answer, and on
+#     models `train init` writes from files at Darkroom Mini's size in the two forms
+#     the 26B comes in from the Library's non-BF16 downloads (NVIDIA's NVFP4
+#     safetensors, a GGUF in llama.cpp's Q4_K_M mix), read the Windows way (onto the
+#     heap: nothing is mapped there);
 #   - `Darkroom.exe`, the desktop app, opens its window under Xvfb (through Wine's
 #     OpenGL, Mesa's) without logging a crash.
 # Wine is not Windows, but the program starting, reading its embedded model,
@@ -90,6 +94,15 @@ v="$(jq -r '.rates.decode_token' "$work/hw.json")"
 timeout 300 "$wine" "$cli" generate --max-new-tokens 16 "What is Unix?" >"$work/generate.out" 2>"$work/generate.err" ||
 	fail "darkroom-cli.exe generate failed: $(tail -n 3 "$work/generate.err")"
 grep -q "[A-Za-z]" "$work/generate.out" || fail "darkroom-cli.exe generate wrote no text: $(head -c 300 "$work/generate.out")"
+for profile in nvfp4 q4_k_m; do
+	out="$(winepath -w "$work/init-$profile" 2>/dev/null)"
+	timeout 300 "$wine" "$cli" train init --config "$(winepath -w "$repo/assets/mini/config.json" 2>/dev/null)" \
+		--profile "$profile" --out "$out" >"$work/init.out" 2>&1 ||
+		fail "darkroom-cli.exe train init --profile $profile failed: $(tail -n 3 "$work/init.out")"
+	timeout 300 "$wine" "$cli" generate --model "$out" --max-new-tokens 8 "What is Unix?" >"$work/generate.out" 2>"$work/generate.err" ||
+		fail "darkroom-cli.exe generate on a $profile model failed: $(tail -n 3 "$work/generate.err")"
+	grep -q "8 tokens" "$work/generate.err" || fail "darkroom-cli.exe generate on a $profile model: $(tail -n 3 "$work/generate.err")"
+done
 # The desktop app's window, as packaging/dist-check.sh waits for the Linux one's. The
 # Wine server the commands above started has no display: it must be gone before the
 # app starts one inside Xvfb's.
