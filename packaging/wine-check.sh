@@ -30,18 +30,25 @@ zip="${1:-$(ls dist/darkroom-*-windows-amd64.zip 2>/dev/null | head -1)}"
 [ -s "$zip" ] || fail "no Windows zip (run packaging/dist.sh, or name one)"
 
 . packaging/apt-install.sh
-apt_install wine-check wine64 unzip gcc-mingw-w64-x86-64 jq xvfb xauth x11-utils x11-apps
-wine=""
-for w in wine64 /usr/lib/wine/wine64 wine; do
-	if command -v "$w" >/dev/null 2>&1; then
-		wine="$(command -v "$w")"
-		break
-	fi
-done
-[ -n "$wine" ] || fail "wine64 is installed but no wine64 program was found"
+apt_install wine-check wine wine64 unzip gcc-mingw-w64-x86-64 jq xvfb xauth x11-utils x11-apps
+# first PROGRAM… is the first of the programs found (on the PATH, or a path).
+first() {
+	local p
+	for p in "$@"; do
+		if command -v "$p" >/dev/null 2>&1; then
+			command -v "$p"
+			return
+		fi
+	done
+}
+wine="$(first wine64 /usr/lib/wine/wine64 wine)"
+wineserver="$(first wineserver /usr/lib/wine/wineserver64 /usr/lib/wine/wineserver)"
+[ -n "$wine" ] && [ -n "$wineserver" ] || fail "Wine is installed but its wine64 or wineserver program was not found"
+# winpath PATH is PATH as the Windows program sees it: a fresh prefix maps drive Z: to /.
+winpath() { local p="Z:$1"; echo "${p//\//\\}"; }
 
 work="$(mktemp -d /tmp/darkroom-wine.XXXXXX)"
-trap 'WINEPREFIX="$work/prefix" wineserver -k >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+trap 'WINEPREFIX="$work/prefix" "$wineserver" -k >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 export WINEPREFIX="$work/prefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
 unzip -q "$zip" -d "$work"
 cli="$work/darkroom/darkroom-cli.exe"
@@ -95,8 +102,8 @@ timeout 300 "$wine" "$cli" generate --max-new-tokens 16 "What is Unix?" >"$work/
 	fail "darkroom-cli.exe generate failed: $(tail -n 3 "$work/generate.err")"
 grep -q "[A-Za-z]" "$work/generate.out" || fail "darkroom-cli.exe generate wrote no text: $(head -c 300 "$work/generate.out")"
 for profile in nvfp4 q4_k_m; do
-	out="$(winepath -w "$work/init-$profile" 2>/dev/null)"
-	timeout 300 "$wine" "$cli" train init --config "$(winepath -w "$repo/assets/mini/config.json" 2>/dev/null)" \
+	out="$(winpath "$work/init-$profile")"
+	timeout 300 "$wine" "$cli" train init --config "$(winpath "$repo/assets/mini/config.json")" \
 		--profile "$profile" --out "$out" >"$work/init.out" 2>&1 ||
 		fail "darkroom-cli.exe train init --profile $profile failed: $(tail -n 3 "$work/init.out")"
 	timeout 300 "$wine" "$cli" generate --model "$out" --max-new-tokens 8 "What is Unix?" >"$work/generate.out" 2>"$work/generate.err" ||
@@ -106,8 +113,8 @@ done
 # The desktop app's window, as packaging/dist-check.sh waits for the Linux one's. The
 # Wine server the commands above started has no display: it must be gone before the
 # app starts one inside Xvfb's.
-wineserver -k >/dev/null 2>&1 || true
-wineserver -w >/dev/null 2>&1 || true
+"$wineserver" -k >/dev/null 2>&1 || true
+"$wineserver" -w >/dev/null 2>&1 || true
 name="$(sed -n 's/^[[:space:]]*Name[[:space:]]*=[[:space:]]*"\(.*\)"[[:space:]]*$/\1/p' "$repo/FyneApp.toml" | head -1)"
 printf '#!/bin/sh\nexec "%s" "%s"\n' "$wine" "$work/darkroom/Darkroom.exe" >"$work/app.sh"
 chmod +x "$work/app.sh"
