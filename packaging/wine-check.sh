@@ -11,6 +11,7 @@
 #     the 26B comes in from the Library's non-BF16 downloads (NVIDIA's NVFP4
 #     safetensors, a GGUF in llama.cpp's Q4_K_M mix), read the Windows way (onto the
 #     heap: nothing is mapped there);
+#   - `darkroom-cli.exe serve` answers an OpenAI chat completion over HTTP;
 #   - `Darkroom.exe`, the desktop app, opens its window under Xvfb (through Wine's
 #     OpenGL, Mesa's) without logging a crash.
 # Wine is not Windows, but the program starting, reading its embedded model,
@@ -30,7 +31,7 @@ zip="${1:-$(ls dist/darkroom-*-windows-amd64.zip 2>/dev/null | head -1)}"
 [ -s "$zip" ] || fail "no Windows zip (run packaging/dist.sh, or name one)"
 
 . packaging/apt-install.sh
-apt_install wine-check wine wine64 unzip gcc-mingw-w64-x86-64 jq xvfb xauth x11-utils x11-apps
+apt_install wine-check wine wine64 unzip gcc-mingw-w64-x86-64 jq curl xvfb xauth x11-utils x11-apps
 # first PROGRAM… is the first of the programs found (on the PATH, or a path).
 first() {
 	local p
@@ -110,6 +111,23 @@ for profile in nvfp4 q4_k_m; do
 		fail "darkroom-cli.exe generate on a $profile model failed: $(tail -n 3 "$work/generate.err")"
 	grep -q "8 tokens" "$work/generate.err" || fail "darkroom-cli.exe generate on a $profile model: $(tail -n 3 "$work/generate.err")"
 done
+# The API server: its JSON line (URLs, token) once it listens, then one chat completion.
+"$wine" "$cli" serve --json --addr 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.err" &
+serve=$!
+for _ in $(seq 120); do
+	[ -s "$work/serve.out" ] || ! kill -0 "$serve" 2>/dev/null || { sleep 0.5; continue; }
+	break
+done
+api="$(jq -r '.api_base // empty' "$work/serve.out" 2>/dev/null | head -1)"
+token="$(jq -r '.token // empty' "$work/serve.out" 2>/dev/null | head -1)"
+[ -n "$api" ] && [ -n "$token" ] || fail "darkroom-cli.exe serve did not start: $(tail -n 3 "$work/serve.err")"
+curl -s -m 120 "$api/chat/completions" -H "Authorization: Bearer $token" -H "Content-Type: application/json" \
+	-d '{"model":"darkroom-mini","messages":[{"role":"user","content":"What is Unix?"}],"max_tokens":16}' >"$work/chat.json" ||
+	fail "darkroom-cli.exe serve: the chat completion request failed: $(tail -n 3 "$work/serve.err")"
+[ -n "$(jq -r '.choices[0].message.content // empty' "$work/chat.json" 2>/dev/null)" ] ||
+	fail "darkroom-cli.exe serve answered no completion: $(head -c 300 "$work/chat.json")"
+kill "$serve" 2>/dev/null || true
+
 # The desktop app's window, as packaging/dist-check.sh waits for the Linux one's. The
 # Wine server the commands above started has no display: it must be gone before the
 # app starts one inside Xvfb's.
