@@ -3,19 +3,22 @@
 // take to arrive (none, when the file is in the page cache from the last run), and a
 // file read once is not held twice, in the cache and in the process.
 //
-// On Unix it is mmap(2) with PROT_READ and MAP_SHARED, through package syscall;
-// writing to a view faults. Windows is not mapped (Map says so, and MapOrRead reads
-// the file whole into one allocation, as wherever mapping fails): a file mapped there
-// cannot be deleted or renamed until every process mapping it lets it go — the app
-// unloads its own model before the Library deletes or moves it, but not a `darkroom
-// serve` beside it — and mapping there has never run here.
-// (golang.org/x/exp/mmap maps too, but gives an io.ReaderAt, not the []byte views the
-// kernels multiply in place.)
+// On Unix it is mmap(2) with PROT_READ and MAP_SHARED, through package syscall; on
+// Windows a read-only file mapping and a view of it (CreateFileMapping, MapViewOfFile:
+// x/sys/windows); writing to a view faults. A file mapped on Windows cannot be
+// deleted, renamed over or truncated until every process mapping it lets it go: the
+// app unloads its own model before the Library deletes or moves it, and a model
+// another process has mapped (a `darkroom serve` beside the app) is renamed out of
+// the Library before its files are removed (models/store's Delete), so a refused
+// delete leaves it whole. (golang.org/x/exp/mmap maps too, but gives an io.ReaderAt,
+// not the []byte views the kernels multiply in place.) Windows had read every model
+// file onto the heap until this was run there (under Wine): 15 GB read at each start,
+// held twice while the system's file cache kept it too.
 //
 // DARKROOM_NO_MMAP=1 in the environment turns mapping off, as llama.cpp's --no-mmap
-// does: every model file is then read onto the heap, as on Windows (for a file system
+// does: every model file is then read onto the heap (for a file system
 // whose mappings misbehave — some network shares — and for the tests, which run the
-// Windows way of loading here).
+// reading way of loading here).
 package mapfile
 
 import (

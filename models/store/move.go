@@ -92,7 +92,7 @@ func (s *Store) PlanMove(dst string) (MovePlan, error) {
 		p.same = s.SameDisk(s.Root, dst)
 	}
 	for _, e := range ents {
-		if !e.IsDir() || e.Name() == locksDir { // the holds stay with the folder they guard
+		if !e.IsDir() || e.Name() == locksDir || e.Name() == trashDir { // the holds stay with the folder they guard; the trash is not moved
 			continue
 		}
 		p.dirs = append(p.dirs, e.Name())

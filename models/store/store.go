@@ -6,6 +6,10 @@
 // and the holds that keep two processes from working on one model at once
 // (hold.go: <root>/.locks).
 //
+// (A deleted model's folder is first renamed into <root>/.trash, then removed:
+// what another program still holds — on Windows, a file a `darkroom serve` beside
+// the app has mapped — stays there, out of the Library, until a later Delete.)
+//
 // Layout:
 //
 //	<root>/
@@ -223,16 +227,49 @@ func (s *Store) List() ([]*Manifest, error) {
 	return out, nil
 }
 
-// Delete removes a model's folder, including partial and quarantined files.
+// Delete removes a model's folder, including partial and quarantined files. The
+// folder is first renamed into <root>/.trash, so the model leaves the Library at
+// once and whole: where the rename is refused — on Windows, a file in it that another
+// program has mapped or holds open (a `darkroom serve` beside the app) — nothing is
+// removed and the error says so; what then cannot be removed from the trash stays
+// there, out of the Library, and each later Delete tries it again.
 func (s *Store) Delete(name string) error {
 	dir := s.ModelDir(name)
 	if _, err := os.Stat(filepath.Join(dir, ManifestName)); err != nil {
 		return fmt.Errorf("delete %s: not in the models folder %s", name, s.Root)
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	trash := filepath.Join(s.Root, trashDir)
+	if err := os.MkdirAll(trash, 0o755); err != nil {
 		return fmt.Errorf("delete %s: %w", name, err)
 	}
+	gone := filepath.Join(trash, fmt.Sprintf("%s-%d", DirName(name), time.Now().UnixNano()))
+	if err := rename(dir, gone); err != nil {
+		return fmt.Errorf("delete %s: %w (is a program using it, such as a Darkroom server or another Darkroom window? close it, then delete again)", name, err)
+	}
+	s.emptyTrash()
 	return nil
+}
+
+// trashDir is where Delete moves a model's folder before removing it.
+const trashDir = ".trash"
+
+// rename and removeAll are os.Rename and os.RemoveAll: variables for the tests'
+// faults.
+var (
+	rename    = os.Rename
+	removeAll = os.RemoveAll
+)
+
+// emptyTrash removes what <root>/.trash holds, as far as it can: a folder a program
+// still holds stays for the next time.
+func (s *Store) emptyTrash() {
+	ents, err := os.ReadDir(filepath.Join(s.Root, trashDir))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		_ = removeAll(filepath.Join(s.Root, trashDir, e.Name()))
+	}
 }
 
 // Library is store-wide state kept in <root>/library.json.

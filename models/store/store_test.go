@@ -182,3 +182,65 @@ func TestMoveStoppedHalfWayLeavesEveryModel(t *testing.T) {
 		t.Errorf("the old folder keeps %d entries", len(ents))
 	}
 }
+
+// TestDeleteHeldModel: a model whose folder cannot be renamed away (on Windows, a file
+// in it another program has mapped) is refused whole, saying what to do, and stays
+// listed with its files; one whose files cannot all be removed (the rename went
+// through, the removal did not) leaves the Library at once, its leftovers out of
+// the way in .trash until a later Delete removes them.
+func TestDeleteHeldModel(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"acme/held", "acme/other"} {
+		if err := s.Save(&Manifest{Name: name, Repo: name, Source: "hub", State: StateComplete}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(s.ModelDir(name), "model.safetensors"), []byte("weights"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { rename, removeAll = os.Rename, os.RemoveAll }()
+	inUse := errors.New("The process cannot access the file because it is being used by another process.")
+	rename = func(string, string) error { return inUse }
+	if err := s.Delete("acme/held"); err == nil || !errors.Is(err, inUse) || !strings.Contains(err.Error(), "close it, then delete again") {
+		t.Fatalf("a refused rename: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(s.ModelDir("acme/held"), "model.safetensors")); err != nil || string(b) != "weights" {
+		t.Fatalf("after a refused delete the model's file reads %q, %v", b, err)
+	}
+	if _, err := s.Load("acme/held"); err != nil {
+		t.Fatalf("after a refused delete: %v", err)
+	}
+
+	rename = os.Rename
+	removeAll = func(string) error { return inUse }
+	if err := s.Delete("acme/held"); err != nil {
+		t.Fatalf("a held file in the trash: %v", err)
+	}
+	if _, err := s.Load("acme/held"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a deleted model still loads: %v", err)
+	}
+	if l, _ := s.List(); len(l) != 1 || l[0].Name != "acme/other" {
+		t.Errorf("list after the delete: %v", l)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(s.Root, trashDir)); len(ents) != 1 {
+		t.Fatalf("trash holds %d folders, want the held one", len(ents))
+	}
+
+	removeAll = os.RemoveAll
+	if err := s.Delete("acme/other"); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(s.Root, trashDir)); len(ents) != 0 {
+		t.Errorf("trash still holds %d folders after a later delete", len(ents))
+	}
+	if ents, _ := os.ReadDir(s.Root); len(ents) != 1 || ents[0].Name() != trashDir {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("models folder holds %v, want only the emptied trash", names)
+	}
+}
