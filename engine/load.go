@@ -69,7 +69,7 @@ type Options struct {
 	Progress func(stage string)
 	// WeightsProgress, if set, hears the bytes of weights done so far of their total
 	// in the stages that can take minutes for the 26B: "weights" where a safetensors
-	// checkpoint's files are read rather than mapped (Windows, DARKROOM_NO_MMAP:
+	// checkpoint's files are read rather than mapped (DARKROOM_NO_MMAP, a system that maps nothing:
 	// weights.Map), "model" on the graph path (a mapped checkpoint copied out, a GGUF
 	// file converted: weights.Mapped.Set, its stored bytes counted) and "read" on the
 	// host path (a mapped checkpoint read into memory before the first pass instead of

@@ -9,8 +9,7 @@
 #   - `darkroom-cli.exe generate` on the built-in model writes its answer, and on
 #     models `train init` writes from files at Darkroom Mini's size in the two forms
 #     the 26B comes in from the Library's non-BF16 downloads (NVIDIA's NVFP4
-#     safetensors, a GGUF in llama.cpp's Q4_K_M mix), read the Windows way (onto the
-#     heap: nothing is mapped there);
+#     safetensors, a GGUF in llama.cpp's Q4_K_M mix), mapped as Windows maps them;
 #   - `darkroom-cli.exe serve` answers an OpenAI chat completion over HTTP;
 #   - `Darkroom.exe`, the desktop app, opens its window under Xvfb (through Wine's
 #     OpenGL, Mesa's) without logging a crash.

@@ -7,7 +7,7 @@ import (
 	"os"
 )
 
-// mapFile does not map here: see the package comment (Windows).
+// mapFile does not map here (a system with neither mmap nor Windows' file mappings).
 func mapFile(f *os.File, size int) ([]byte, func() error, error) {
 	return nil, nil, errors.ErrUnsupported
 }

@@ -93,8 +93,8 @@ const populateReserve = 2 << 30
 // are a checkpoint's mapping and they fit in the memory available less
 // populateReserve; the weights stay as they are otherwise. The tensors whose first
 // Lookup reads them from the file onto the heap (weights.Mapped.FirstRead: a GGUF's
-// converted, split and vector tensors, and on Windows, which maps nothing, all of
-// them) are read first, and counted as they are; the heap needs no populating. A
+// converted, split and vector tensors, and with DARKROOM_NO_MMAP, which maps nothing,
+// all of them) are read first, and counted as they are; the heap needs no populating. A
 // tensor that cannot be read is left to fail where it is used. Each mapped tensor is
 // advised for read-ahead before the one in front of it is populated, so the disk
 // reads the next while the kernel maps the last. It runs once (at the first pass, or

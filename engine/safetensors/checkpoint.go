@@ -53,7 +53,7 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) { return OpenCheckpointProg
 
 // OpenCheckpointProgress is OpenCheckpoint, with progress, if not nil, hearing the
 // bytes of the checkpoint's files read into memory so far of all of theirs, where they
-// are read rather than mapped (mapfile: on Windows, or with DARKROOM_NO_MMAP): the int4
+// are read rather than mapped (mapfile: with DARKROOM_NO_MMAP, or where mapping fails): the int4
 // 26B's 15 GB take minutes from a hard disk. Mapped files report nothing.
 func OpenCheckpointProgress(dir string, progress func(done, total int64)) (*Checkpoint, error) {
 	var total, before int64 // all the files' bytes, and those of the files opened

@@ -187,7 +187,7 @@ func (m *Mapped) inPlace(p ggufPlan) bool {
 // FirstRead is how many bytes of the file the first Lookup of the canonical tensor
 // name reads onto the heap: a GGUF tensor's blocks where readGGUF does not keep it in
 // place (converted, a vector, or the whole file where it is not mapped:
-// Windows), and a safetensors tensor the host holds converted (Mapped.held), so a
+// DARKROOM_NO_MMAP), and a safetensors tensor the host holds converted (Mapped.held), so a
 // caller can count a read that is not a mapping's. It is 0 for a view of a mapping, a
 // tensor already looked up, a name the checkpoint lacks, and a safetensors
 // checkpoint's other tensors (mapped, or read whole when it was opened).

@@ -45,7 +45,7 @@ type Mapped struct {
 // ok is false, with no error, for a checkpoint the host model cannot use as stored — F16
 // tensors, GGUF experts of mixed types — which Load reads (and converts) instead. progress, if not
 // nil, hears the bytes of a safetensors checkpoint's files read so far where they are
-// read rather than mapped (safetensors.OpenCheckpointProgress: Windows).
+// read rather than mapped (safetensors.OpenCheckpointProgress: DARKROOM_NO_MMAP).
 func Map(dir string, cfg *config.Model, progress func(done, total int64)) (m *Mapped, ok bool, err error) {
 	if path, isGGUF, err := FindGGUF(dir); err != nil {
 		return nil, false, fmt.Errorf("load weights from %s: %w", dir, err)
