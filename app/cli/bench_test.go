@@ -77,7 +77,7 @@ func TestBenchModeAR(t *testing.T) {
 	}
 	// The processors' time over the runs' wall time: some, and no more than the
 	// processors the Go scheduler runs on (with the runtime's own threads' slack).
-	if busy := a.ProcessorsBusy; runtime.GOOS != "windows" && !(busy > 0 && busy <= 1.5*float64(rep.GOMAXPROCS)) {
+	if busy := a.ProcessorsBusy; !(busy > 0 && busy <= 1.5*float64(rep.GOMAXPROCS)) {
 		t.Errorf("processors busy %v of %d", busy, rep.GOMAXPROCS)
 	}
 	cfg, err := config.Load(dir)

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -445,7 +444,7 @@ func TestCheckpointReadProgress(t *testing.T) {
 				t.Errorf("%s, no mapping %v: b = %v, %v", filepath.Base(c.dir), noMap, x, err)
 			}
 			ck.Close()
-			if mapped := runtime.GOOS != "windows" && !noMap; mapped {
+			if mapped := !noMap; mapped {
 				if len(reports) != 0 {
 					t.Errorf("mapped: reports %v, want none", reports)
 				}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -172,9 +171,6 @@ func TestGGUFStoredOnHost(t *testing.T) {
 func TestGGUFStoredInPlace(t *testing.T) {
 	if mapfile.Off() {
 		t.Skip("mapping is turned off (DARKROOM_NO_MMAP)")
-	}
-	if runtime.GOOS == "windows" { // mapfile maps on Unix only
-		t.Skip("GGUF files are read, not mapped, on Windows")
 	}
 	for _, split := range []bool{false, true} {
 		cfg, fx, m := mapGGUF(t, split)
