@@ -21,9 +21,6 @@ func Now() Instant { return Instant{now()} }
 // Since is the time passed since i.
 func Since(i Instant) time.Duration { return time.Duration(now() - i.ns) }
 
-// Seconds is Since(i) in seconds.
-func (i Instant) Seconds() float64 { return Since(i).Seconds() }
-
 // base is what the portable clock counts from.
 var base = time.Now()
 

@@ -34,18 +34,6 @@ func populateBytes(b []byte) error {
 	return nil
 }
 
-// touchPages reads one byte of each page b spans, faulting in those not mapped yet.
-func touchPages(b []byte) {
-	var sum byte
-	for i := 0; i < len(b); i += pageSize {
-		sum += b[i]
-	}
-	touched += sum + b[len(b)-1]
-}
-
-// touched keeps populateBytes's page reads from being optimized away.
-var touched byte
-
 // memoryAvailable is the kernel's estimate of the memory that can be used without
 // swapping (MemAvailable in /proc/meminfo: free memory and reclaimable caches, the
 // page cache of a model's own files included), in bytes; 0 when it cannot be read.

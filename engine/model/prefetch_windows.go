@@ -44,16 +44,9 @@ func populateBytes(b []byte) error {
 		return nil
 	}
 	willNeedBytes(b)
-	var sum byte
-	for i := 0; i < len(b); i += pageSize {
-		sum += b[i]
-	}
-	touched += sum + b[len(b)-1]
+	touchPages(b)
 	return nil
 }
-
-// touched keeps populateBytes's page reads from being optimized away.
-var touched byte
 
 // memoryStatusEx is MEMORYSTATUSEX.
 type memoryStatusEx struct {
