@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/sysmem"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 )
 
@@ -183,3 +184,14 @@ var (
 	populatePages   = populateBytes
 	availableMemory = memoryAvailable
 )
+
+// memoryAvailable is the memory this process can use now without swapping
+// (sysmem.Read's Available: the machine's, or less under a container's or a
+// service's memory limit), in bytes; 0 when it cannot be read.
+func memoryAvailable() int64 {
+	m, err := sysmem.Read()
+	if err != nil {
+		return 0
+	}
+	return m.Available
+}

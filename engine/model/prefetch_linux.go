@@ -3,11 +3,7 @@
 package model
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
-	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,26 +28,4 @@ func populateBytes(b []byte) error {
 	willNeedBytes(b)
 	touchPages(b)
 	return nil
-}
-
-// memoryAvailable is the kernel's estimate of the memory that can be used without
-// swapping (MemAvailable in /proc/meminfo: free memory and reclaimable caches, the
-// page cache of a model's own files included), in bytes; 0 when it cannot be read.
-func memoryAvailable() int64 {
-	raw, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	for sc.Scan() {
-		f := bytes.Fields(sc.Bytes())
-		if len(f) >= 2 && string(f[0]) == "MemAvailable:" {
-			kb, err := strconv.ParseInt(string(f[1]), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb << 10
-		}
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 // Package hw detects the hardware Darkroom can run on: NVIDIA GPUs (package
 // engine/backend/nvidia: NVML when the driver is installed, `nvidia-smi`
-// otherwise), the machine's RAM and CPUs, the free disk space of the models
+// otherwise), the machine's RAM (engine/sysmem: lowered to a memory limit Darkroom
+// runs under, a container's) and CPUs, the free disk space of the models
 // folder, and the PJRT plugins found. Detect never fails: what it cannot find is
 // reported as a reason, and Summary says in one plain sentence where Darkroom will
 // run and why — for the default backend, auto, the very sentence the backend's
@@ -18,6 +19,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/backend/nvidia"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
+	"github.com/darkroomlabs/darkroom/engine/sysmem"
 	"github.com/darkroomlabs/darkroom/models/store"
 )
 
@@ -31,9 +33,14 @@ func ParseSMI(out string) ([]GPU, error) { return nvidia.ParseSMI(out) }
 type Info struct {
 	GPUs []GPU `json:"gpus"`
 	// GPUProblem says why no GPU was found (what NVML and nvidia-smi answered), "" if one was.
-	GPUProblem   string `json:"gpu_problem,omitempty"`
+	GPUProblem string `json:"gpu_problem,omitempty"`
+	// RAMTotal is the memory Darkroom may use: the machine's RAM, or the memory limit
+	// it runs under where that is lower (a container's, a service's: RAMLimit names
+	// it, and RAMMachine is the machine's RAM then). The fit estimates judge by it.
 	RAMTotal     int64  `json:"ram_total_bytes"`
 	RAMAvailable int64  `json:"ram_available_bytes"`
+	RAMMachine   int64  `json:"ram_machine_bytes,omitempty"`
+	RAMLimit     string `json:"ram_limit,omitempty"`
 	CPUs         int    `json:"cpus"`
 	OS           string `json:"os"`
 	Arch         string `json:"arch"`
@@ -54,7 +61,7 @@ type Info struct {
 type Probes struct {
 	NVML      func() ([]GPU, error)
 	NvidiaSMI func(ctx context.Context) ([]GPU, error)
-	Memory    func() (total, available int64, err error)
+	Memory    func() (sysmem.Memory, error)
 	FreeSpace func(path string) (int64, error)
 	// Backend is the backend spec that will run ("" = backend.Resolve("")).
 	Backend string
@@ -72,7 +79,7 @@ func DefaultProbes() Probes {
 			xla = true
 		}
 	}
-	return Probes{NVML: nvidia.NVML, NvidiaSMI: nvidia.SMI, Memory: memory, FreeSpace: store.FreeSpace,
+	return Probes{NVML: nvidia.NVML, NvidiaSMI: nvidia.SMI, Memory: sysmem.Read, FreeSpace: store.FreeSpace,
 		Backend: backend.Resolve(""), XLABuilt: xla, Plugins: backend.DefaultProbes().Plugins}
 }
 
@@ -85,8 +92,11 @@ func Detect(ctx context.Context, storeDir string) Info {
 func DetectWith(ctx context.Context, storeDir string, p Probes) Info {
 	info := Info{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH, StoreDir: storeDir, Backend: p.Backend}
 	info.GPUs, info.GPUProblem = nvidia.FindWith(ctx, p.NVML, p.NvidiaSMI)
-	if t, a, err := p.Memory(); err == nil {
-		info.RAMTotal, info.RAMAvailable = t, a
+	if m, err := p.Memory(); err == nil {
+		info.RAMTotal, info.RAMAvailable = m.Total, m.Available
+		if m.Limited() {
+			info.RAMMachine, info.RAMLimit = m.Machine, m.Limit
+		}
 	}
 	if storeDir != "" && p.FreeSpace != nil {
 		if f, err := p.FreeSpace(storeDir); err == nil {
@@ -109,6 +119,10 @@ func (i Info) Report(w io.Writer) {
 	}
 	fmt.Fprintf(w, "RAM: %s (%s available), %d CPU cores, %s/%s\n", store.FormatBytes(i.RAMTotal),
 		store.FormatBytes(i.RAMAvailable), i.CPUs, i.OS, i.Arch)
+	if i.RAMLimit != "" {
+		fmt.Fprintf(w, "RAM limit: Darkroom runs under a memory limit (control group %s), so it counts on %s of the "+
+			"machine's %s\n", i.RAMLimit, store.FormatBytes(i.RAMTotal), store.FormatBytes(i.RAMMachine))
+	}
 	fmt.Fprintf(w, "CPU products: %s\n", cpuProducts())
 	if i.StoreDir != "" {
 		fmt.Fprintf(w, "Models folder: %s (%s free)\n", i.StoreDir, store.FormatBytes(i.DiskFree))

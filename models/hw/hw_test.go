@@ -8,13 +8,16 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
+	"github.com/darkroomlabs/darkroom/engine/sysmem"
 )
 
 func probes(gpus []GPU, nvmlErr error, backend string, xla bool) Probes {
 	return Probes{
 		NVML:      func() ([]GPU, error) { return gpus, nvmlErr },
 		NvidiaSMI: func(context.Context) ([]GPU, error) { return nil, errors.New("not installed") },
-		Memory:    func() (int64, int64, error) { return 32 << 30, 20 << 30, nil },
+		Memory: func() (sysmem.Memory, error) {
+			return sysmem.Memory{Total: 32 << 30, Available: 20 << 30, Machine: 32 << 30}, nil
+		},
 		FreeSpace: func(string) (int64, error) { return 100 << 30, nil },
 		Backend:   backend, XLABuilt: xla,
 	}
@@ -114,5 +117,23 @@ func TestReport(t *testing.T) {
 	got = b.String()
 	if strings.Contains(got, "GPU 0") || strings.Contains(got, "Models folder") || !strings.Contains(got, "PJRT plugins: none found") {
 		t.Errorf("no GPU, no models folder, no plugin:\n%s", got)
+	}
+	if strings.Contains(got, "RAM limit") {
+		t.Errorf("a RAM limit line without a limit:\n%s", got)
+	}
+
+	// Under a container's 10 GiB limit on a 32 GiB machine, the fit tables' RAM is
+	// the limit, and the report says why.
+	p := probes(nil, errors.New("the NVIDIA driver is not installed"), "go", true)
+	p.Memory = func() (sysmem.Memory, error) {
+		return sysmem.Memory{Total: 10 << 30, Available: 9 << 30, Machine: 32 << 30, Limit: "/docker/abc"}, nil
+	}
+	info := DetectWith(context.Background(), "", p)
+	b.Reset()
+	info.Report(&b)
+	got = b.String()
+	if info.RAMTotal != 10<<30 || info.RAMMachine != 32<<30 || !strings.Contains(got, "RAM: 10.7 GB (9.7 GB available)") ||
+		!strings.Contains(got, "memory limit (control group /docker/abc), so it counts on 10.7 GB of the machine's 34.4 GB") {
+		t.Errorf("under a limit: RAM %d of %d:\n%s", info.RAMTotal, info.RAMMachine, got)
 	}
 }
