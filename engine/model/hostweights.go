@@ -31,6 +31,7 @@ type hostWeights struct {
 	advised   map[uintptr]bool
 	ahead     [][]string // layerMatrices of the model (prefetch.go), made on first use
 	populated bool       // every weight is in the process's memory (prefetch.go)
+	paging    bool       // the mapped weights do not fit in the memory available (prefetch.go)
 	tried     bool       // populate has run (once: at the first pass, or ReadWeights)
 }
 

@@ -38,7 +38,9 @@ func mappedTiny(t *testing.T) (*config.Model, *weights.Mapped) {
 // stored bytes of every weight in the table, the experts' included, once — and then
 // reads nothing ahead — when they fit in the memory available beside
 // populateReserve; one byte short of that, or when populating fails, nothing is
-// marked populated and the layers and routed experts are read ahead as before.
+// marked populated and the layers and routed experts are read ahead as before —
+// where they do not fit, at every pass (the kernel may have dropped what the last
+// one read), not only the first.
 func TestHostPopulatesMapping(t *testing.T) {
 	cfg, m := mappedTiny(t)
 	var want [][]byte
@@ -62,17 +64,24 @@ func TestHostPopulatesMapping(t *testing.T) {
 		available int64
 		fail      bool
 		populated bool
+		paging    bool
 	}{
-		{"fits", total + populateReserve, false, true},
-		{"a byte short", total + populateReserve - 1, false, false},
-		{"populate fails", total + populateReserve, true, false},
+		{"fits", total + populateReserve, false, true, false},
+		{"a byte short", total + populateReserve - 1, false, false, true},
+		{"populate fails", total + populateReserve, true, false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var populated [][]byte
 			advised := 0
 			availableMemory = func() int64 { return c.available }
-			adviseWillNeed = func([]byte) { advised++ }
+			var advisedAt []*byte
+			adviseWillNeed = func(b []byte) {
+				advised++
+				if len(b) > 0 {
+					advisedAt = append(advisedAt, &b[0])
+				}
+			}
 			populatePages = func(b []byte) error {
 				populated = append(populated, b)
 				if c.fail && len(populated) == 2 {
@@ -87,8 +96,8 @@ func TestHostPopulatesMapping(t *testing.T) {
 			if _, err := r.Encode([]int{3, 4}); err != nil {
 				t.Fatal(err)
 			}
-			if r.weights.populated != c.populated {
-				t.Fatalf("populated %v, want %v", r.weights.populated, c.populated)
+			if r.weights.populated != c.populated || r.weights.paging != c.paging {
+				t.Fatalf("populated %v, paging %v; want %v, %v", r.weights.populated, r.weights.paging, c.populated, c.paging)
 			}
 			switch {
 			case c.populated:
@@ -110,7 +119,7 @@ func TestHostPopulatesMapping(t *testing.T) {
 					t.Errorf("nothing read ahead, populated or not")
 				}
 			}
-			advised = 0
+			advised, advisedAt = 0, nil
 			if _, err := r.Encode([]int{5}); err != nil {
 				t.Fatal(err)
 			}
@@ -119,6 +128,25 @@ func TestHostPopulatesMapping(t *testing.T) {
 			}
 			if c.populated && advised != 0 {
 				t.Errorf("%d read-ahead calls after populating", advised)
+			}
+			// Every layer's matrices before its experts: advised again at every pass
+			// where the weights do not fit, else once.
+			again := 0
+			for _, names := range layerMatrices(&cfg.Text) {
+				for _, name := range names {
+					st, _, _, err := m.Lookup(name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, b := range advisedAt {
+						if b == &st.Data[0] {
+							again++
+						}
+					}
+				}
+			}
+			if c.paging && again < cfg.Text.NumHiddenLayers || !c.paging && again != 0 {
+				t.Errorf("%d layer matrices read ahead again at the second pass (paging %v)", again, c.paging)
 			}
 		})
 	}
