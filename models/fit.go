@@ -64,7 +64,7 @@ func FitTable(budgets []fit.Budget, contextLen int) ([]FitRow, error) {
 			}
 			row := FitRow{Model: e.ID, Profile: string(p), Estimate: est}
 			for _, b := range budgets {
-				j := Judgement{Budget: b, Verdict: fit.Judge(est.Total, b)}
+				j := Judgement{Budget: b, Verdict: fit.JudgeEstimate(est, b)}
 				if b.Bytes > 0 {
 					j.Percent = 100 * float64(est.Total) / float64(b.Bytes)
 				}

@@ -49,31 +49,39 @@ func Place(cfg *config.Model, p quant.Profile, gguf bool, info hw.Info) (Placeme
 	if err != nil {
 		return Placement{}, err
 	}
-	pl := Placement{Estimate: est, Budget: first, Verdict: fit.Judge(est.Total, first)}
+	pl := Placement{Estimate: est, Budget: first, Verdict: fit.JudgeEstimate(est, first)}
 	if first.Kind != "gpu" || pl.Verdict != fit.WontFit {
 		return pl, nil
 	}
 	if cpu, ok := inRAM(cfg, p, gguf, budgets); ok {
-		cpu.CPUBecause = fmt.Sprintf("It is too big for the %s's %s of memory (it needs about %s there), so it runs on the CPU, from RAM: slower",
-			first.Name, store.FormatBytes(first.Bytes), store.FormatBytes(est.Total))
+		from := "from RAM"
+		if cpu.Verdict == fit.FromDisk {
+			from = "from RAM and the disk"
+		}
+		cpu.CPUBecause = fmt.Sprintf("It is too big for the %s's %s of memory (it needs about %s there), so it runs on the CPU, %s: slower",
+			first.Name, store.FormatBytes(first.Bytes), store.FormatBytes(est.Total), from)
 		return cpu, nil
 	}
 	return pl, nil
 }
 
 // inRAM is cfg under p placed in the RAM, the last of budgets (Budgets), on the
-// CPU's estimate, where it fits there (tight included); ok false where it does
-// not, or the PC's RAM is unknown.
+// CPU's estimate, where it runs there (tight and from the disk included); ok false
+// where it does not, or the PC's RAM is unknown.
 func inRAM(cfg *config.Model, p quant.Profile, gguf bool, budgets []fit.Budget) (pl Placement, ok bool) {
 	ram := budgets[len(budgets)-1]
 	if ram.Kind != "ram" {
 		return Placement{}, false
 	}
 	cpu, err := fit.Compute(cfg, p, fit.Runtime{GGUF: gguf})
-	if err != nil || fit.Judge(cpu.Total, ram) == fit.WontFit {
+	if err != nil {
 		return Placement{}, false
 	}
-	return Placement{Estimate: cpu, Budget: ram, Verdict: fit.Judge(cpu.Total, ram)}, true
+	v := fit.JudgeEstimate(cpu, ram)
+	if v == fit.WontFit {
+		return Placement{}, false
+	}
+	return Placement{Estimate: cpu, Budget: ram, Verdict: v}, true
 }
 
 // BackendFor is the backend a model loads with on the PC detect describes

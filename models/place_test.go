@@ -17,7 +17,8 @@ import (
 
 // TestPlace: the 26B at int4 (about 18 GB on a GPU) runs on a 24 GB GPU; on a
 // PC whose GPU holds 12 GB it runs on the CPU, from 64 GB of RAM, judged there
-// and saying why; where neither holds it, it is the GPU's won't fit; a PC with
+// and saying why — from 16 GB of RAM and the disk (fit.FromDisk); where neither
+// holds it, it is the GPU's won't fit; a PC with
 // no GPU judges the RAM, with nothing to explain.
 func TestPlace(t *testing.T) {
 	e, _ := catalog.Find(catalog.DiffusionGemmaID)
@@ -37,7 +38,8 @@ func TestPlace(t *testing.T) {
 	}{
 		{"24 GB GPU", gpu(24<<30, 64<<30), "gpu", fit.Fits, ""},
 		{"12 GB GPU, 64 GB RAM", gpu(12<<30, 64<<30), "ram", fit.Fits, "too big for the RTX 4070's 12.9 GB of memory"},
-		{"12 GB GPU, 16 GB RAM", gpu(12<<30, 16<<30), "gpu", fit.WontFit, ""},
+		{"12 GB GPU, 16 GB RAM", gpu(12<<30, 16<<30), "ram", fit.FromDisk, "so it runs on the CPU, from RAM and the disk: slower"},
+		{"12 GB GPU, 8 GB RAM", gpu(12<<30, 8<<30), "gpu", fit.WontFit, ""},
 		{"no GPU, 64 GB RAM", hw.Info{RAMTotal: 64 << 30}, "ram", fit.Fits, ""},
 	} {
 		pl, err := Place(cfg, quant.Int4Profile, false, c.info)

@@ -97,6 +97,7 @@ func runHW(env *Env, args []string) error {
 	}
 	head = append(head, "WEIGHTS", "KV", "ACTIVATIONS", "DEQUANT", "OVERHEAD", "PRINTER", "POLAROID")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	fromDiskRows := false
 	for i, r := range rows {
 		cols := []string{r.Model, profileName(r.Model, r.Profile), store.FormatBytes(r.Estimate.Total)}
 		for _, v := range r.Verdicts {
@@ -105,11 +106,19 @@ func runHW(env *Env, args []string) error {
 		for _, p := range []string{fit.PartWeights, fit.PartKV, fit.PartActivations, fit.PartDequant, fit.PartOverhead} {
 			cols = append(cols, store.FormatBytes(r.Estimate.Part(p)))
 		}
-		cols = append(cols, tokensHere(rep.Speed[i].Estimate, "ar"), tokensHere(rep.Speed[i].Estimate, "diffusion"))
+		disk := fromDisk(r)
+		fromDiskRows = fromDiskRows || disk
+		cols = append(cols, tokensHere(rep.Speed[i].Estimate, "ar", disk), tokensHere(rep.Speed[i].Estimate, "diffusion", disk))
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if fromDiskRows {
+		fmt.Fprintln(w, "from disk: too big for the RAM, but what must stay in memory (KV cache, activations, the weights converted "+
+			"while loading) fits, and at least half of the weights the engine maps from the model's files fit beside it: "+
+			"every token reads the rest from the disk again, so it writes slower than its speed columns (≤: with the weights "+
+			"in memory), by how fast the disk reads, and other programs may respond slowly meanwhile.")
 	}
 	writeSpeed(w, &rep)
 	return nil
@@ -145,8 +154,10 @@ func speedRows(rows []models.FitRow, device string, rates *speed.Rates) ([]speed
 	return out, nil
 }
 
-// tokensHere is a table cell: "about N tok/s", or "unknown".
-func tokensHere(est *speed.Estimate, mode string) string {
+// tokensHere is a table cell: "about N tok/s" ("at most about" for a model that
+// runs from the disk, whose estimate is its speed with the weights in memory), or
+// "unknown".
+func tokensHere(est *speed.Estimate, mode string, fromDisk bool) string {
 	if !est.Known() {
 		return "unknown"
 	}
@@ -154,7 +165,20 @@ func tokensHere(est *speed.Estimate, mode string) string {
 	if mode == "diffusion" {
 		m = est.Diffusion
 	}
+	if fromDisk {
+		return "≤~" + speed.Rate(m.TokensPerS) + " tok/s"
+	}
 	return "~" + speed.Rate(m.TokensPerS) + " tok/s"
+}
+
+// fromDisk reports whether a fit row runs from the disk in RAM (fit.FromDisk).
+func fromDisk(r models.FitRow) bool {
+	for _, v := range r.Verdicts {
+		if v.Budget.Kind == "ram" && v.Verdict == fit.FromDisk {
+			return true
+		}
+	}
+	return false
 }
 
 // writeSpeed says what the PRINTER and POLAROID columns rest on, and each model's
@@ -177,13 +201,17 @@ func writeSpeed(w io.Writer, rep *hwReport) {
 		r.GEMVStream["int4"]/1e9, spreadText(r, speed.SpreadGEMVStream+"int4", 1e9),
 		r.Sampler/1e6, r.Wake*1e6, r.OpOverhead*1e6, r.StepOpOverhead*1e6, r.DecodeToken*1e9)
 	seen := map[string]bool{}
-	for _, s := range rep.Speed {
+	for i, s := range rep.Speed {
 		if seen[s.Model] || !s.Estimate.Known() {
 			continue
 		}
 		seen[s.Model] = true
-		fmt.Fprintf(w, "  %s (%s): printer about %s tokens/s here, polaroid about %s; chat and the API use %s.\n", s.Model, profileName(s.Model, s.Profile),
-			speed.Rate(s.Estimate.AR.TokensPerS), speed.Rate(s.Estimate.Diffusion.TokensPerS), s.Default.Reason)
+		about := "about"
+		if i < len(rep.Fit) && fromDisk(rep.Fit[i]) {
+			about = "at most about" // from the disk: slower by the disk's reads
+		}
+		fmt.Fprintf(w, "  %s (%s): printer %s %s tokens/s here, polaroid %s %s; chat and the API use %s.\n", s.Model, profileName(s.Model, s.Profile),
+			about, speed.Rate(s.Estimate.AR.TokensPerS), about, speed.Rate(s.Estimate.Diffusion.TokensPerS), s.Default.Reason)
 	}
 }
 

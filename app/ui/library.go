@@ -82,15 +82,18 @@ type ProfileFit struct {
 	// empty when the profile is downloaded as it is.
 	ConvertedFrom string
 	Made          bool   // this PC holds the conversion (ConvertedFrom profiles only)
-	Verdict       string // "fits", "tight", "won't fit", "unknown"
+	Verdict       string // "fits", "tight", "from disk", "won't fit", "unknown"
 	Detail        string // why the verdict is "unknown"
 	// The estimate behind a verdict: memory needed (of which the weights) at
 	// Context tokens, against Budget bytes of Where ("RTX 4090 VRAM", "RAM");
 	// it fits up to the share FitsAt of the budget and is tight up to TightAt.
 	Need, Weights, Budget int64
-	Context               int
-	Where                 string
-	FitsAt, TightAt       float64
+	// Resident is the part of Need that stays in memory where the weights are mapped
+	// from the model's files (the CPU): a "from disk" verdict's numbers.
+	Resident        int64
+	Context         int
+	Where           string
+	FitsAt, TightAt float64
 	// OnCPU, where the PC has a GPU the model is too big for, says that it runs
 	// on the CPU instead (models.Placement.CPUBecause; the estimate is the RAM's).
 	OnCPU string
@@ -645,7 +648,7 @@ func (c *libraryCard) showFit(profile string) {
 			switch p.Verdict {
 			case "fits":
 				c.fit.Importance = widget.SuccessImportance
-			case "tight":
+			case "tight", "from disk":
 				c.fit.Importance = widget.WarningImportance
 			default:
 				c.fit.Importance = widget.DangerImportance
@@ -671,6 +674,11 @@ func fitText(p ProfileFit) string {
 		s = fmt.Sprintf("▲ Tight — needs about %s of the %s: more than the %.0f%% (%s) that runs comfortably, "+
 			"within the %.0f%% (%s) limit. Close other programs before using it.",
 			need, of, 100*p.FitsAt, formatBytes(fitsAt), 100*p.TightAt, limit)
+	case "from disk":
+		s = fmt.Sprintf("▲ From the disk — needs about %s, more than the %.0f%% of the %s (%s) a model may use, "+
+			"but %s of it must stay in memory and the rest is weights read from the model's files as they are needed: "+
+			"every answer reads what memory cannot keep from the disk again, so it writes slowly, and other programs "+
+			"may respond slowly meanwhile.", formatBytes(p.Need), 100*p.TightAt, of, formatBytes(tightAt), formatBytes(p.Resident))
 	default:
 		need, limit := formatBytesPair(p.Need, tightAt)
 		s = fmt.Sprintf("✖ Won't fit — needs about %s, more than the %.0f%% of the %s (%s) a model may use",
@@ -692,6 +700,10 @@ func fitText(p ProfileFit) string {
 
 // speedText says how fast each mode would write here, beside the fit.
 func speedText(p ProfileFit) string {
+	if p.Printer > 0 && p.Polaroid > 0 && p.Verdict == "from disk" {
+		return fmt.Sprintf(" At most about %s tokens/s here as the printer (AR), %s as the polaroid (diffusion), "+
+			"as fast as it would be in memory: less by how fast the disk reads.", speed.Rate(p.Printer), speed.Rate(p.Polaroid))
+	}
 	if p.Printer > 0 && p.Polaroid > 0 {
 		return fmt.Sprintf(" About %s tokens/s here as the printer (AR), %s as the polaroid (diffusion).",
 			speed.Rate(p.Printer), speed.Rate(p.Polaroid))

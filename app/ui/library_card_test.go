@@ -144,6 +144,34 @@ func TestLibraryCardsSayWhatTheyDownload(t *testing.T) {
 	}
 }
 
+// TestLibraryFromDisk: on a PC with 16 GiB of RAM and no GPU, the NVFP4 26B (about
+// 17.6 GB) runs with its weights read from the disk as they are needed: its card
+// says so in orange, with what must stay in memory, and gives its speed as at most
+// the in-memory estimate; on 8 GiB it won't fit.
+func TestLibraryFromDisk(t *testing.T) {
+	for _, c := range []struct {
+		ram        int64
+		want       string
+		importance widget.Importance
+	}{{16 << 30, "From the disk", widget.WarningImportance}, {8 << 30, "Won't fit", widget.DangerImportance}} {
+		a, _ := libraryApp(t, "http://127.0.0.1:9", download.Options{}, hw.Info{RAMTotal: c.ram})
+		l := a.Library
+		waitFor(t, "the catalog", func() bool { return libraryCardOf(l, catalog.NVFP4ID) != nil })
+		card := libraryCardOf(l, catalog.NVFP4ID)
+		got := uiRead(func() string { return card.fit.Text })
+		imp := uiRead(func() widget.Importance { return card.fit.Importance })
+		if !strings.Contains(got, c.want) || imp != c.importance {
+			t.Errorf("%d GiB of RAM: importance %v, %q", c.ram>>30, imp, got)
+		}
+		if c.want == "From the disk" && !strings.Contains(got, "3.7 GB of it must stay in memory") {
+			t.Errorf("%d GiB of RAM: %q", c.ram>>30, got)
+		}
+	}
+	if got := speedText(ProfileFit{Verdict: "from disk", Printer: 5.5, Polaroid: 1.1}); !strings.Contains(got, "At most about 5.5 tokens/s") {
+		t.Errorf("from the disk, the speed: %q", got)
+	}
+}
+
 // TestFitTextSaysTheThreshold: 19.04 GB "won't fit" beside 18.9 GB "tight" on a
 // 20 GB PC is explained by the 95% limit, with enough decimals to tell the need
 // from the limit.
@@ -157,8 +185,10 @@ func TestFitTextSaysTheThreshold(t *testing.T) {
 		{"won't fit", 19_040_000_000, []string{"Won't fit", "needs about 19.04 GB", "95% of the 20.0 GB of RAM (19.00 GB)", "the system and other programs"}},
 		{"tight", 18_900_000_000, []string{"Tight", "needs about 18.9 GB of the 20.0 GB of RAM", "75% (15.0 GB) that runs comfortably", "95% (19.0 GB) limit"}},
 		{"fits", 12_000_000_000, []string{"Fits", "needs about 12.0 GB of the 20.0 GB of RAM", "75% (15.0 GB)"}},
+		{"from disk", 21_000_000_000, []string{"From the disk", "needs about 21.0 GB", "95% of the 20.0 GB of RAM (19.0 GB)",
+			"3.6 GB of it must stay in memory", "read from the model's files"}},
 	} {
-		p.Verdict, p.Need = c.verdict, c.need
+		p.Verdict, p.Need, p.Resident = c.verdict, c.need, 3_600_000_000
 		got := fitText(p)
 		for _, w := range c.want {
 			if !strings.Contains(got, w) {

@@ -374,7 +374,7 @@ func profileFit(e models.Entry, p quant.Profile, info hw.Info) ProfileFit {
 	}
 	est, b := pl.Estimate, pl.Budget
 	pf.Verdict, pf.OnCPU = string(pl.Verdict), pl.CPUBecause
-	pf.Need, pf.Weights, pf.Context = est.Total, est.Part(fit.PartWeights), est.Context
+	pf.Need, pf.Weights, pf.Resident, pf.Context = est.Total, est.Part(fit.PartWeights), est.Resident(), est.Context
 	pf.Budget, pf.Where = b.Bytes, b.Name
 	if b.Kind == "gpu" {
 		pf.Where += " VRAM"
