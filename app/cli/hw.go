@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -37,6 +38,11 @@ type hwReport struct {
 	Rates        *speed.Rates `json:"rates,omitempty"`
 	RatesProblem string       `json:"rates_problem,omitempty"`
 	Speed        []speedRow   `json:"speed"`
+	// Disk is the models folder's disk read rate, measured where a model runs from
+	// the disk (fit.FromDisk; its speed rows count the disk's reads), and
+	// DiskProblem why it is not where it could not be.
+	Disk        *speed.DiskRate `json:"disk,omitempty"`
+	DiskProblem string          `json:"disk_problem,omitempty"`
 }
 
 // speedRow is one model × profile's speed estimate for a one-canvas answer.
@@ -78,7 +84,21 @@ func runHW(env *Env, args []string) error {
 		rep.RatesProblem = err.Error()
 	}
 	rep.Rates = rates
-	if rep.Speed, err = speedRows(rows, info.Device, rates); err != nil {
+	if slices.ContainsFunc(rows, fromDisk) && rates != nil {
+		whileNoting(env.Stderr, measuringDiskNote, func() {
+			d, err := diskHere(context.Background(), dir)
+			if err != nil {
+				rep.DiskProblem = err.Error()
+				return
+			}
+			rep.Disk = &d
+		})
+	}
+	var diskRate float64
+	if rep.Disk != nil {
+		diskRate = rep.Disk.BytesPerS
+	}
+	if rep.Speed, err = speedRows(rows, info.Device, rates, diskRate); err != nil {
 		return err
 	}
 	if *asJSON {
@@ -106,19 +126,24 @@ func runHW(env *Env, args []string) error {
 		for _, p := range []string{fit.PartWeights, fit.PartKV, fit.PartActivations, fit.PartDequant, fit.PartOverhead} {
 			cols = append(cols, store.FormatBytes(r.Estimate.Part(p)))
 		}
-		disk := fromDisk(r)
-		fromDiskRows = fromDiskRows || disk
-		cols = append(cols, tokensHere(rep.Speed[i].Estimate, "ar", disk), tokensHere(rep.Speed[i].Estimate, "diffusion", disk))
+		atMost := fromDisk(r) && rep.Disk == nil // its estimate is the in-memory one
+		fromDiskRows = fromDiskRows || fromDisk(r)
+		cols = append(cols, tokensHere(rep.Speed[i].Estimate, "ar", atMost), tokensHere(rep.Speed[i].Estimate, "diffusion", atMost))
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if fromDiskRows {
+		speedNote := "so it writes slower than its speed columns (≤: with the weights in memory; the disk could not be measured: " +
+			rep.DiskProblem + "), by how fast the disk reads"
+		if rep.Disk != nil {
+			speedNote = fmt.Sprintf("which its speed columns count, at the %.1f GB/s the models folder's disk read when measured",
+				rep.Disk.BytesPerS/1e9)
+		}
 		fmt.Fprintln(w, "from disk: too big for the RAM, but what must stay in memory (KV cache, activations, the weights converted "+
 			"while loading) fits, and at least half of the weights the engine maps from the model's files fit beside it: "+
-			"every token reads the rest from the disk again, so it writes slower than its speed columns (≤: with the weights "+
-			"in memory), by how fast the disk reads, and other programs may respond slowly meanwhile.")
+			"every token reads the rest from the disk again, "+speedNote+"; other programs may respond slowly meanwhile.")
 	}
 	writeSpeed(w, &rep)
 	return nil
@@ -134,8 +159,10 @@ func profileName(model, profile string) string {
 	return profile
 }
 
-// speedRows estimates each fit row's tokens/s in both modes on this machine.
-func speedRows(rows []models.FitRow, device string, rates *speed.Rates) ([]speedRow, error) {
+// speedRows estimates each fit row's tokens/s in both modes on this machine, a row
+// that runs from the disk with its reads at diskRate (bytes/s; 0: unknown, and the
+// estimate is the in-memory one).
+func speedRows(rows []models.FitRow, device string, rates *speed.Rates, diskRate float64) ([]speedRow, error) {
 	out := make([]speedRow, 0, len(rows))
 	for _, r := range rows {
 		e, _ := catalog.Find(r.Model)
@@ -145,7 +172,13 @@ func speedRows(rows []models.FitRow, device string, rates *speed.Rates) ([]speed
 		}
 		est := speed.Unknown("the model's dimensions are unknown before download")
 		if cfg != nil {
-			if est, err = speed.ForEntry(e, cfg, quant.Profile(r.Profile), device, rates, 0); err != nil {
+			var d *speed.FromDisk
+			for _, v := range r.Verdicts {
+				if v.Budget.Kind == "ram" {
+					d = speed.DiskFor(r.Estimate, v.Budget, v.Verdict, diskRate)
+				}
+			}
+			if est, err = speed.ForEntryFrom(e, cfg, quant.Profile(r.Profile), device, rates, 0, d); err != nil {
 				return nil, err
 			}
 		}
@@ -208,7 +241,10 @@ func writeSpeed(w io.Writer, rep *hwReport) {
 		seen[s.Model] = true
 		about := "about"
 		if i < len(rep.Fit) && fromDisk(rep.Fit[i]) {
-			about = "at most about" // from the disk: slower by the disk's reads
+			about = "from the disk, about"
+			if rep.Disk == nil {
+				about = "at most about" // the in-memory estimate: slower by the disk's reads
+			}
 		}
 		fmt.Fprintf(w, "  %s (%s): printer %s %s tokens/s here, polaroid %s %s; chat and the API use %s.\n", s.Model, profileName(s.Model, s.Profile),
 			about, speed.Rate(s.Estimate.AR.TokensPerS), about, speed.Rate(s.Estimate.Diffusion.TokensPerS), s.Default.Reason)
@@ -254,12 +290,16 @@ func shortName(s string) string {
 // counted as the model's memory).
 var ratesHere = speed.Here
 
+// diskHere measures (once) the models folder's disk; a test replaces it.
+var diskHere = speed.DiskHere
+
 // ratesAgain is ratesHere measuring again (hw --recalibrate; speed.HereAgain).
 var ratesAgain = speed.HereAgain
 
 // measuringNote is what ratesNoted says, measuringAgainNote what hw --recalibrate says.
 const (
 	measuringNote      = "Measuring this PC's speed for the estimates (only the first time; a few seconds)…"
+	measuringDiskNote  = "Measuring how fast the models folder's disk reads, for the models that run from it (only the first time; a few seconds)…"
 	measuringAgainNote = "Measuring this PC's speed again (a few seconds; let nothing else run meanwhile)…"
 )
 

@@ -89,8 +89,11 @@ type ProfileFit struct {
 	// it fits up to the share FitsAt of the budget and is tight up to TightAt.
 	Need, Weights, Budget int64
 	// Resident is the part of Need that stays in memory where the weights are mapped
-	// from the model's files (the CPU): a "from disk" verdict's numbers.
+	// from the model's files (the CPU): a "from disk" verdict's numbers. DiskRate is
+	// the models folder's disk read rate (bytes/s) its speed estimate counts, 0 where
+	// it was not measured (the estimate is then the in-memory one: at most).
 	Resident        int64
+	DiskRate        float64
 	Context         int
 	Where           string
 	FitsAt, TightAt float64
@@ -700,6 +703,10 @@ func fitText(p ProfileFit) string {
 
 // speedText says how fast each mode would write here, beside the fit.
 func speedText(p ProfileFit) string {
+	if p.Printer > 0 && p.Polaroid > 0 && p.Verdict == "from disk" && p.DiskRate > 0 {
+		return fmt.Sprintf(" About %s tokens/s here as the printer (AR), %s as the polaroid (diffusion), with this "+
+			"PC's disk reading %.1f GB/s.", speed.Rate(p.Printer), speed.Rate(p.Polaroid), p.DiskRate/1e9)
+	}
 	if p.Printer > 0 && p.Polaroid > 0 && p.Verdict == "from disk" {
 		return fmt.Sprintf(" At most about %s tokens/s here as the printer (AR), %s as the polaroid (diffusion), "+
 			"as fast as it would be in memory: less by how fast the disk reads.", speed.Rate(p.Printer), speed.Rate(p.Polaroid))

@@ -383,13 +383,25 @@ func profileFit(e models.Entry, p quant.Profile, info hw.Info) ProfileFit {
 	if pl.CPUBecause != "" {
 		info.Device = "cpu" // its speed is the CPU's
 	}
-	pf.Printer, pf.Polaroid, pf.SpeedNote = profileSpeed(e, p, info)
+	var d *speed.FromDisk
+	if pl.Verdict == fit.FromDisk && info.StoreDir != "" && info.Device == "cpu" {
+		if rate, err := diskHere(context.Background(), info.StoreDir); err == nil {
+			d = speed.DiskFor(est, b, pl.Verdict, rate.BytesPerS)
+			pf.DiskRate = rate.BytesPerS
+		}
+	}
+	pf.Printer, pf.Polaroid, pf.SpeedNote = profileSpeed(e, p, info, d)
 	return pf
 }
 
+// diskHere measures (once) the models folder's disk (speed.DiskHere); tests replace
+// it.
+var diskHere = speed.DiskHere
+
 // profileSpeed is each mode's estimated tokens/s for the entry under p on this
-// PC, or why there is none (the CPU's rates are measured once, on first use).
-func profileSpeed(e models.Entry, p quant.Profile, info hw.Info) (printer, polaroid float64, note string) {
+// PC, or why there is none (the CPU's rates are measured once, on first use); d,
+// if not nil, prices the disk's reads of a model that runs from it.
+func profileSpeed(e models.Entry, p quant.Profile, info hw.Info, d *speed.FromDisk) (printer, polaroid float64, note string) {
 	cfg, err := models.EntryConfig(e.Entry)
 	if err != nil || cfg == nil || info.Device == "" { // dimensions or hardware unknown
 		return 0, 0, ""
@@ -398,7 +410,7 @@ func profileSpeed(e models.Entry, p quant.Profile, info hw.Info) (printer, polar
 	if err != nil {
 		return 0, 0, err.Error()
 	}
-	est, err := speed.ForEntry(e.Entry, cfg, p, info.Device, rates, 0)
+	est, err := speed.ForEntryFrom(e.Entry, cfg, p, info.Device, rates, 0, d)
 	if err != nil {
 		return 0, 0, err.Error()
 	}

@@ -51,9 +51,13 @@
 // everything else does — its heap tensors, KV cache, activations, scratch and
 // overhead within the 75% — and the page cache has room for at least half of the
 // mapped weights beside it (up to the 95%): each token then reads from the disk what
-// memory could not keep (an AR token of the 26B reads 1.7 GB of mapped weights). The
-// NVFP4 26B under a 10 GB memory limit on a 2 GB/s disk: 0.83 s a token, against 0.14
-// s with its weights in memory. That is the verdict FromDisk (Estimate.Pageable).
+// memory could not keep (models/speed's FromDisk prices it). That is the verdict
+// FromDisk (Estimate.Pageable). The NVFP4 26B, AR, on this project's 2-core machine
+// (its disk reads 1.5 GB/s: speed.MeasureDisk) under memory limits of 10, 12 and
+// 16 GiB: 0.83, 0.31 and 0.20 s a token (`darkroom bench --mode ar`, 48 tokens, in a
+// cgroup), against 0.14 s with its weights in memory; models/speed estimates 0.47,
+// 0.38 and 0.20. 10 GiB is below FromDisk's line (won't fit): there the kernel
+// spends more of each token evicting pages than the estimate counts.
 package fit
 
 import (
@@ -181,20 +185,30 @@ func HostWeightBytes(cfg *config.Model, p quant.Profile) int64 {
 func HostHeapBytes(cfg *config.Model, p quant.Profile, gguf bool) int64 {
 	var total int64
 	for _, s := range weights.Specs(cfg) {
-		switch {
-		case gguf:
-			if t, ok := weights.Q4KMType(cfg, s); ok {
-				if _, held := weights.HostHeld(t); held {
-					total += GGUFHeldBytes(cfg, p, s)
-				}
-			}
-		default:
-			if held, ok := weights.HostEmbedding(p, s); ok {
-				total += held.Bytes(s.Shape)
-			}
+		if !HostOnHeap(cfg, p, gguf, s) {
+			continue
+		}
+		if gguf {
+			total += GGUFHeldBytes(cfg, p, s)
+		} else if held, ok := weights.HostEmbedding(p, s); ok {
+			total += held.Bytes(s.Shape)
 		}
 	}
 	return total
+}
+
+// HostOnHeap reports whether the CPU's host path reads tensor s onto its heap,
+// converted (HostHeapBytes), rather than mapping it from the model's files.
+func HostOnHeap(cfg *config.Model, p quant.Profile, gguf bool, s weights.Spec) bool {
+	if gguf {
+		if t, ok := weights.Q4KMType(cfg, s); ok {
+			_, held := weights.HostHeld(t)
+			return held
+		}
+		return false
+	}
+	_, ok := weights.HostEmbedding(p, s)
+	return ok
 }
 
 // TensorBytes is the size at rest of one of cfg's tensors under profile p: the

@@ -128,13 +128,19 @@ func bytes(b float64) string {
 // engine's backend) at rates r. Anywhere but on the CPU's host kernels the
 // estimate is unknown: the rates are theirs.
 func ForEntry(e catalog.Entry, cfg *config.Model, p quant.Profile, device string, r *Rates, tokens int) (*Estimate, error) {
+	return ForEntryFrom(e, cfg, p, device, r, tokens, nil)
+}
+
+// ForEntryFrom is ForEntry for a model that runs from the disk (d; nil: from
+// memory, ForEntry).
+func ForEntryFrom(e catalog.Entry, cfg *config.Model, p quant.Profile, device string, r *Rates, tokens int, d *FromDisk) (*Estimate, error) {
 	if device != "cpu" {
 		if device == "gpu" {
 			device = "GPU"
 		}
 		return Unknown(fmt.Sprintf("unknown on the %s (Darkroom measures only its CPU kernels' rates)", device)), nil
 	}
-	return Compute(cfg, p, r, Workload{Tokens: tokens, Steps: e.Steps, GuidanceRounds: e.GuidanceRounds, GGUF: e.GGUF()})
+	return Compute(cfg, p, r, Workload{Tokens: tokens, Steps: e.Steps, GuidanceRounds: e.GuidanceRounds, GGUF: e.GGUF(), FromDisk: d})
 }
 
 // ForLoaded is the default mode of a model Darkroom loaded (name as the user gave

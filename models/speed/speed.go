@@ -85,6 +85,7 @@ package speed
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine"
@@ -110,6 +111,37 @@ type Workload struct {
 	// bytes, its canvas products at IntGEMM's rate where the integer path took that
 	// type when the rates were measured (Rates.IntGGUF), else on the float path.
 	GGUF bool
+	// FromDisk, where the model's mapped weights do not all fit in memory
+	// (models/fit's FromDisk), prices the disk's reads: nil where they fit.
+	FromDisk *FromDisk
+}
+
+// FromDisk is a run whose mapped weights do not all fit in memory. The layers'
+// matrices before the experts (attention, shared MLP, router), read for every token,
+// are taken to stay in memory, and the experts to share the rest of Memory evenly:
+// each token then reads from the disk the share of its routed experts that memory
+// cannot keep, and a denoising step, which touches nearly every expert, at least
+// the bytes of them beyond Memory. Measured against it: models/fit's package
+// comment (the NVFP4 26B under memory limits of 12 and 16 GiB, within 20%).
+type FromDisk struct {
+	// Memory is what the system can keep of the mapped weights (bytes): models/fit's
+	// tight share of the RAM less what must stay in memory (fit.Estimate.Resident).
+	Memory float64
+	// Rate is the disk's read rate (bytes/s; DiskRate).
+	Rate float64
+}
+
+// diskBytes is, for a run from the disk, what an AR token (perToken: its routed
+// experts' bytes) and a denoising step (perStep) read from the disk: the
+// experts' shares memory cannot keep (FromDisk). hot is the mapped weights read for
+// every token, experts all the experts' bytes.
+func (d *FromDisk) diskBytes(hot, experts, perToken, perStep float64) (token, step float64) {
+	if d == nil || experts <= 0 {
+		return 0, 0
+	}
+	room := max(0, d.Memory-hot)
+	miss := max(0, 1-room/experts)
+	return perToken * miss, max(0, perStep-room)
 }
 
 func (w Workload) withDefaults(cfg *config.Model) Workload {
@@ -151,8 +183,12 @@ type Mode struct {
 	// is in UnitSeconds, not here), a denoising step after a canvas's first.
 	Terms Terms `json:"terms"`
 	// Bound says what limits it: "memory" (reading the weights), "compute" (the
-	// GEMM or GEMV kernel's arithmetic and decoding).
+	// GEMM or GEMV kernel's arithmetic and decoding), "disk" (reading the weights
+	// memory cannot keep: Workload.FromDisk).
 	Bound string `json:"bound"`
+	// DiskBytes is what the unit reads from the disk (AR: a token; diffusion: a
+	// denoising step), for a run from the disk.
+	DiskBytes float64 `json:"disk_bytes,omitempty"`
 }
 
 // Estimate is both modes' speed for one model, profile and workload on one machine.
@@ -231,6 +267,27 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	for _, b := range ar {
 		e.AR.UnitBytes += b.bytes
 	}
+	// From the disk: the mapped weights read for every token, every expert, and a
+	// token's and a step's experts (FromDisk).
+	var hot, experts, tokenExperts, stepExperts float64
+	share := touched(t.NumExperts, t.TopKExperts, c) / float64(max(t.NumExperts, 1))
+	if w.FromDisk != nil {
+		for _, s := range weights.Specs(cfg) {
+			if fit.HostOnHeap(cfg, p, w.GGUF, s) || strings.HasPrefix(s.Name, "self_conditioning.") {
+				continue
+			}
+			_, b := storedAs(cfg, p, w.GGUF, s, int(s.Elements()))
+			if strings.Contains(s.Name, ".experts.") {
+				experts += float64(b)
+				tokenExperts += float64(b) * float64(t.TopKExperts) / float64(max(t.NumExperts, 1))
+				stepExperts += float64(b) * share
+			} else {
+				hot += float64(b)
+			}
+		}
+	}
+	diskToken, diskStep := w.FromDisk.diskBytes(hot, experts, tokenExperts, stepExperts)
+	e.AR.DiskBytes, e.Diffusion.DiskBytes = diskToken, diskStep
 	inCache := r.Cache > 0 && e.AR.UnitBytes <= float64(r.Cache)/2
 	// The prompt in the host encoder's passes, the LM head over the last one's last row.
 	var prefill float64
@@ -253,6 +310,12 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	if streamed > tok/2 {
 		e.AR.Bound = "memory"
 	}
+	if disk := diskToken / diskRate(w.FromDisk); disk > 0 {
+		tok += disk
+		if disk > tok/2 {
+			e.AR.Bound = "disk"
+		}
+	}
 	e.AR.UnitSeconds, e.AR.UnitFLOPs = tok, model.EncodeFLOPs(t, 1, prefix)
 	// The prompt's pass gives the first token's logits; each later token is a pass.
 	e.AR.Seconds = prefill + draw + float64(w.Tokens-1)*tok
@@ -260,7 +323,6 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 
 	// Diffusion: whole canvases, each after the ones before it. A step reads every
 	// weight its positions' experts touch, at least its bytes at the read rate.
-	share := touched(t.NumExperts, t.TopKExperts, c) / float64(max(t.NumExperts, 1))
 	step := readSet(cfg, p, w.GGUF, func(s weights.Spec) float64 {
 		if strings.Contains(s.Name, ".experts.") {
 			return share
@@ -291,6 +353,12 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 		e.Diffusion.Bound = "memory"
 	}
 	first, later = max(first, memory), max(later, memory)
+	if disk := diskStep / diskRate(w.FromDisk); disk > 0 {
+		first, later = first+disk, later+disk
+		if disk > later/2 {
+			e.Diffusion.Bound = "disk"
+		}
+	}
 	e.Diffusion.StepSeconds = later
 	// AR guidance: each round scores the canvas's text (up to its end) in one
 	// encoder pass over a copy of the cache, then picks each position's token
@@ -309,6 +377,14 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	e.Diffusion.Seconds = prefill + float64(canvases)*e.Diffusion.UnitSeconds + float64(canvases-1)*commit
 	e.Diffusion.TokensPerS = float64(w.Tokens) / e.Diffusion.Seconds
 	return e, nil
+}
+
+// diskRate is d's read rate (+Inf where there is no disk to read: d nil).
+func diskRate(d *FromDisk) float64 {
+	if d == nil || d.Rate <= 0 {
+		return math.Inf(1)
+	}
+	return d.Rate
 }
 
 // read is the weights of one format a pass reads.
