@@ -34,6 +34,7 @@ type Engine struct {
 	fallback  string           // why XLA did not start, if it was asked for
 	path      string           // where the model runs: PathHost or PathGraph
 	gguf      bool             // the weights came from a GGUF file
+	dir       string           // the model's folder (Source.Dir; "" for one in an fs.FS)
 	release   func()           // frees the model's device memory; nil when nothing to free
 	closed    bool
 	guideIDs  *guideIDs          // what AR guidance knows of each id's text, built on first use

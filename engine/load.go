@@ -185,7 +185,7 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 		be.Finalize()
 		return nil, fmt.Errorf("load %s: %w", src, err)
 	}
-	e = &Engine{cfg: cfg, tokenizer: tok, tok: tok, run: run, backend: be.Spec, be: be.Backend, fallback: be.Fallback, path: path, gguf: fromGGUF,
+	e = &Engine{cfg: cfg, tokenizer: tok, tok: tok, run: run, backend: be.Spec, be: be.Backend, fallback: be.Fallback, path: path, gguf: fromGGUF, dir: src.Dir,
 		release: func() {
 			release()
 			be.Finalize()
@@ -204,6 +204,47 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 		return nil, err
 	}
 	return e, nil
+}
+
+// FromDisk is one plain sentence where the model's weights, mapped from its files
+// on the CPU, did not all fit in the memory available as it loaded — they are then
+// read from the disk as they are needed, and it writes slower — and "" otherwise.
+func (e *Engine) FromDisk() string {
+	mr, ok := e.run.(modelRunner)
+	if !ok {
+		return ""
+	}
+	mapped, avail, _, ok := mr.r.FromDisk()
+	if !ok {
+		return ""
+	}
+	have := ""
+	if avail > 0 {
+		have = " (" + formatBytes(avail) + ")"
+	}
+	return fmt.Sprintf("Its weights (%s) and what it needs to run do not all fit in the memory available%s: the weights are read from the disk as they are needed, so it writes slower",
+		formatBytes(mapped), have)
+}
+
+// WeightsFromDisk reports whether the model's weights are read from the disk as
+// they are needed (FromDisk says so in words), with their bytes and the memory the
+// system had for them as it loaded (models/speed prices the reads), and the
+// model's folder ("" for a model not in one).
+func (e *Engine) WeightsFromDisk() (mapped, room int64, dir string, ok bool) {
+	mr, isModel := e.run.(modelRunner)
+	if !isModel {
+		return 0, 0, "", false
+	}
+	mapped, _, room, ok = mr.r.FromDisk()
+	return mapped, room, e.dir, ok
+}
+
+// formatBytes is n bytes in GB, or MB below a GB, one decimal.
+func formatBytes(n int64) string {
+	if n < 1e9 {
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.1f GB", float64(n)/1e9)
 }
 
 // Tokenizer returns the model's tokenizer.

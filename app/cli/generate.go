@@ -168,6 +168,9 @@ func loadEngine(ctx context.Context, env *Env, src engine.Source, opts engine.Op
 	if f := cmp.Or(onCPU, e.BackendFallback()); f != "" {
 		fmt.Fprintln(env.Stderr, "darkroom:", strings.TrimSuffix(f, ".")+".")
 	}
+	if f := e.FromDisk(); f != "" {
+		fmt.Fprintln(env.Stderr, "darkroom:", f+".")
+	}
 	return e, nil
 }
 
@@ -537,7 +540,7 @@ func autoMode(ctx context.Context, env *Env, model string, e *engine.Engine) (sp
 			fmt.Fprintln(env.Stderr, "darkroom:", err) // the choice says the speed is unknown
 		}
 	}
-	choice, _ := speed.ForLoaded(name, e.Config(), device, rates)
+	choice, _ := speed.ForLoaded(name, e.Config(), device, rates, speed.LoadedFromDisk(ctx, e))
 	return choice, nil
 }
 

@@ -49,6 +49,10 @@ type ModelInfo struct {
 	// Fallback, when set, is the engine's one sentence saying why the backend
 	// asked for (XLA, or auto's GPU) did not start and the CPU runs instead.
 	Fallback string
+	// FromDisk, when set, is the engine's one sentence saying that the model's
+	// weights do not all fit in memory and are read from the disk as needed
+	// (engine.Engine.FromDisk).
+	FromDisk string
 	// Leads are the entries the model's folder holds
 	// (assets.Leads; nil: none): an encyclopedia page opens with its title's.
 	Leads *assets.Leads

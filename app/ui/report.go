@@ -36,6 +36,9 @@ func (a *App) systemReport() string {
 		if info.Fallback != "" {
 			line("  %s", info.Fallback)
 		}
+		if info.FromDisk != "" {
+			line("  %s", info.FromDisk)
+		}
 		if info.Mode.Reason != "" {
 			line("  Chat and the API run %s", info.Mode.Reason)
 		}

@@ -384,13 +384,21 @@ func (a *App) noticeText() string {
 }
 
 // fallbackNote is " WHY (Settings → Advanced → Backend)." when the loaded model's backend is
-// not the one asked for (XLA did not start, so the CPU runs), else "".
+// not the one asked for (XLA did not start, so the CPU runs), and " Its weights … from
+// the disk …." when they do not all fit in memory (ModelInfo.FromDisk); else "".
 func (a *App) fallbackNote() string {
 	m := a.models.Loaded()
-	if m == nil || m.Info().Fallback == "" {
+	if m == nil {
 		return ""
 	}
-	return " " + strings.TrimSuffix(m.Info().Fallback, ".") + " (Settings → Advanced → Backend)."
+	var s string
+	if f := m.Info().Fallback; f != "" {
+		s = " " + strings.TrimSuffix(f, ".") + " (Settings → Advanced → Backend)."
+	}
+	if f := m.Info().FromDisk; f != "" {
+		s += " " + strings.TrimSuffix(f, ".") + "."
+	}
+	return s
 }
 
 // refreshNotices writes every screen's model line again (UI goroutine).

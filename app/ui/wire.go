@@ -226,7 +226,7 @@ func modeChoice(ctx context.Context, e *engine.Engine, name string) (speed.Choic
 		entry, _ := catalog.ForModel(name, e.Config())
 		return speed.Choose(entry, speed.Unknown(err.Error())), nil
 	}
-	return speed.ForLoaded(name, e.Config(), device, rates)
+	return speed.ForLoaded(name, e.Config(), device, rates, speed.LoadedFromDisk(ctx, e))
 }
 
 // engineModel adapts *engine.Engine to Model.
@@ -261,7 +261,7 @@ func (m *engineModel) IsEnd(id int) bool       { return m.e.IsEnd(id) }
 func (m *engineModel) Close() error            { return m.e.Close() }
 func (m *engineModel) Info() ModelInfo {
 	return ModelInfo{Name: m.name, Builtin: m.builtin, Backend: m.e.Backend(), Thinking: m.thinking,
-		Defaults: m.e.GenerationDefaults(), Mode: m.mode, Speed: m.speed, Fallback: cmp.Or(m.onCPU, m.e.BackendFallback()), Leads: m.leads,
+		Defaults: m.e.GenerationDefaults(), Mode: m.mode, Speed: m.speed, Fallback: cmp.Or(m.onCPU, m.e.BackendFallback()), FromDisk: m.e.FromDisk(), Leads: m.leads,
 		AnswerTokens: m.answer}
 }
 

@@ -32,7 +32,10 @@ type hostWeights struct {
 	ahead     [][]string // layerMatrices of the model (prefetch.go), made on first use
 	populated bool       // every weight is in the process's memory (prefetch.go)
 	paging    bool       // the mapped weights do not fit in the memory available (prefetch.go)
-	tried     bool       // populate has run (once: at the first pass, or ReadWeights)
+	// mappedBytes and availBytes are, where paging, the mapped weights' bytes and the
+	// memory available when populate looked (Runner.FromDisk).
+	mappedBytes, availBytes int64
+	tried                   bool // populate has run (once: at the first pass, or ReadWeights)
 }
 
 // HostSource hands the host model its weights as stored. Lookup returns the canonical

@@ -99,6 +99,9 @@ func TestHostPopulatesMapping(t *testing.T) {
 			if r.weights.populated != c.populated || r.weights.paging != c.paging {
 				t.Fatalf("populated %v, paging %v; want %v, %v", r.weights.populated, r.weights.paging, c.populated, c.paging)
 			}
+			if mapped, avail, room, ok := r.FromDisk(); ok != c.paging || ok && (mapped != total || avail != c.available || room != c.available-populateReserve) {
+				t.Errorf("FromDisk: %d bytes mapped, %d available, room %d, %v; want %v with %d of %d", mapped, avail, room, ok, c.paging, total, c.available)
+			}
 			switch {
 			case c.populated:
 				if !sameSpans(populated, want) {

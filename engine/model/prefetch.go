@@ -147,9 +147,11 @@ func (w *hostWeights) populate(cfg *config.Text, stop func() bool, progress func
 			progress(done, total)
 		}
 	}
-	if len(spans) == 0 || total-done > availableMemory()-populateReserve {
+	if avail := availableMemory(); len(spans) == 0 || total-done > avail-populateReserve {
 		w.populated = len(spans) == 0 && len(reads) > 0 // all on the heap: nothing to advise
-		w.paging = len(spans) > 0
+		if w.paging = len(spans) > 0; w.paging {
+			w.mappedBytes, w.availBytes = total-done, avail
+		}
 		return
 	}
 	adviseWillNeed(spans[0])
@@ -181,6 +183,20 @@ func (r *Runner) ReadWeights(stop func() bool, progress func(done, total int64))
 	if r.weights != nil && r.HostDecoder {
 		r.weights.populate(r.cfg, stop, progress)
 	}
+}
+
+// FromDisk reports whether the host model's weights, mapped from the checkpoint's
+// files, did not fit in the memory available when populate looked (at ReadWeights or
+// the first pass): they are then read from the disk as they are used, and what the
+// kernel drops read again. mapped is their bytes, available the memory available
+// then (0 where unknown), and room what of it the weights can have (available less
+// populateReserve).
+func (r *Runner) FromDisk() (mapped, available, room int64, ok bool) {
+	if r.weights == nil || !r.weights.paging {
+		return 0, 0, 0, false
+	}
+	w := r.weights
+	return w.mappedBytes, w.availBytes, max(0, w.availBytes-populateReserve), true
 }
 
 // populatePages and availableMemory are populate's system calls; a test replaces

@@ -3,6 +3,7 @@ package speed
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -145,10 +146,11 @@ func ForEntryFrom(e catalog.Entry, cfg *config.Model, p quant.Profile, device st
 
 // ForLoaded is the default mode of a model Darkroom loaded (name as the user gave
 // it, its config), with the estimate behind it: the catalog says whether its modes
-// write equally well (catalog.ForModel), its config.json which profile it is in.
-func ForLoaded(name string, cfg *config.Model, device string, r *Rates) (Choice, *Estimate) {
+// write equally well (catalog.ForModel), its config.json which profile it is in; d,
+// where its weights are read from the disk (LoadedFromDisk), prices the reads.
+func ForLoaded(name string, cfg *config.Model, device string, r *Rates, d *FromDisk) (Choice, *Estimate) {
 	e, _ := catalog.ForModel(name, cfg)
-	est, err := ForEntry(e, cfg, ProfileOf(cfg), device, r, 0)
+	est, err := ForEntryFrom(e, cfg, ProfileOf(cfg), device, r, 0, d)
 	if err != nil {
 		est = Unknown(err.Error())
 	}
@@ -184,4 +186,22 @@ func here(ctx context.Context, device string, get func(*Cache, context.Context) 
 		return nil, err
 	}
 	return get(c, ctx)
+}
+
+// LoadedFromDisk is the FromDisk of the loaded engine e where its weights do not all
+// fit in memory and are read from the disk as they are needed
+// (engine.Engine.WeightsFromDisk): the memory the system had for them as it loaded,
+// and the disk under the model's folder (its parent's, as `darkroom hw` measures the
+// models folder), measured once (DiskHere). It is nil where the weights are in
+// memory, or the disk cannot be measured.
+func LoadedFromDisk(ctx context.Context, e *engine.Engine) *FromDisk {
+	_, room, dir, ok := e.WeightsFromDisk()
+	if !ok || dir == "" {
+		return nil
+	}
+	d, err := DiskHere(ctx, filepath.Dir(filepath.Clean(dir)))
+	if err != nil {
+		return nil
+	}
+	return &FromDisk{Memory: float64(room), Rate: d.BytesPerS}
 }

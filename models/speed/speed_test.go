@@ -308,7 +308,7 @@ func TestChoose(t *testing.T) {
 		t.Errorf("on a GPU backend: %+v, %+v", onGPU, c)
 	}
 	// A folder holding the 26B's architecture under a name the catalog does not know.
-	if c, _ := ForLoaded("/work/dg26b-int4", cfg, "cpu", cpu); c.Mode != engine.AR {
+	if c, _ := ForLoaded("/work/dg26b-int4", cfg, "cpu", cpu, nil); c.Mode != engine.AR {
 		t.Errorf("26B folder: %+v", c)
 	}
 }
