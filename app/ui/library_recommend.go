@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/models/speed"
 	"github.com/darkroomlabs/darkroom/models/store"
 )
 
@@ -29,6 +30,10 @@ type recommendation struct {
 	disk, free int64
 	short      bool
 	made       bool // made on this PC from the download (the note's disk sentence says so)
+	fromDisk   bool // it runs here from the disk (nothing fits): the note says so
+	// diskPrinter is a from-disk recommendation's printer tokens/s counting the
+	// disk's reads (0: the disk was not measured, and printer is the in-memory bound).
+	diskPrinter float64
 	// picked: the card offers several profiles, so the note names the one meant; a
 	// card of one (the NVFP4 and GGUF downloads, whose names say their format and
 	// whose single profile is the estimate's stand-in) is named alone.
@@ -46,21 +51,36 @@ type recommendation struct {
 // since its Q4_K products run in integer arithmetic). Only those the models folder has the free space for (free
 // bytes; < 0: unknown, all) are weighed: a PC with 64 GB of RAM had int8 made from
 // the 52 GB download recommended, 80 GB on disk, where its disk held 60 GB free;
-// where none has, the best of all, its note saying what to free. None where
-// nothing fits, or where a model other than the built-in one is already
-// downloaded or downloading: the user has chosen.
+// where none has, the best of all, its note saying what to free. Where nothing
+// fits, the same among the profiles that run from the disk (models/fit's FromDisk:
+// a PC with 16 GB of RAM, where the 26B's 4-bit downloads write a few tokens a
+// second and nothing else of the Library's runs) but for the tiers — the smallest
+// download, unless another writes twice as fast —, its note saying so; not among
+// the tight ones, which need the other programs closed. None where nothing runs,
+// or where a model other than the built-in one is already downloaded or
+// downloading: the user has chosen.
 func recommended(entries []LibraryEntry, free int64) recommendation {
+	for _, e := range entries {
+		if !e.Builtin && e.State != "available" {
+			return recommendation{}
+		}
+	}
+	if r := recommendedOf(entries, free, "fits"); r.name != "" {
+		return r
+	}
+	return recommendedOf(entries, free, "from disk")
+}
+
+// recommendedOf is recommended among the profiles judged verdict.
+func recommendedOf(entries []LibraryEntry, free int64, verdict string) recommendation {
 	var all, onDisk recommendation
 	allTier, diskTier := -1, -1
 	for _, e := range entries {
 		if e.Builtin {
 			continue
 		}
-		if e.State != "available" {
-			return recommendation{}
-		}
 		for _, p := range e.Profiles {
-			if p.Verdict != "fits" {
+			if p.Verdict != verdict {
 				continue
 			}
 			size := p.Bytes
@@ -71,8 +91,14 @@ func recommended(entries []LibraryEntry, free int64) recommendation {
 				continue
 			}
 			c := recommendation{name: e.Name, title: e.Title, profile: p.Name, download: size, printer: p.Printer,
-				picked: len(e.Profiles) > 1, disk: diskNeed(size, p), made: p.ConvertedFrom != ""}
+				picked: len(e.Profiles) > 1, disk: diskNeed(size, p), made: p.ConvertedFrom != "", fromDisk: verdict == "from disk"}
+			if c.fromDisk && p.DiskRate > 0 {
+				c.diskPrinter = p.Printer
+			}
 			tier := profileTier(p.Name)
+			if c.fromDisk {
+				tier = 0 // from the disk, the bytes a token reads count, not what the profile keeps: int8 reads twice int4's
+			}
 			if tier > allTier || (tier == allTier && c.better(all)) {
 				all, allTier = c, tier
 			}
@@ -153,6 +179,14 @@ func (r recommendation) note(withTitle bool) string {
 		what = r.profile + ", "
 	}
 	note := fmt.Sprintf("Recommended for this PC: %sa %s download that fits here", what, store.FormatBytes(r.download))
+	if r.fromDisk {
+		rate := ""
+		if r.diskPrinter > 0 {
+			rate = fmt.Sprintf(" (about %s tokens/s)", speed.Rate(r.diskPrinter))
+		}
+		note = fmt.Sprintf("Recommended for this PC: %sa %s download — too big for its memory, it runs here reading "+
+			"its weights from the disk, slowly%s; nothing in the Library fits", what, store.FormatBytes(r.download), rate)
+	}
 	if r.short {
 		with := ""
 		if r.made {

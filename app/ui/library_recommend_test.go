@@ -17,8 +17,9 @@ import (
 // TestLibraryRecommendsADownload: the Library marks the download that suits
 // this PC, its profile picked: on a 24 GB gaming card the 17 GB GGUF, which
 // runs as the 4-bit profile made from the 52 GB download does; on an 80 GB
-// card DiffusionGemma as published (bf16); on a PC where nothing fits,
-// nothing. A gamer had to work it out from four fit lines.
+// card DiffusionGemma as published (bf16); on a PC with 16 GB of RAM, where
+// nothing fits, the smallest download that runs from the disk; where nothing
+// runs, nothing. A gamer had to work it out from four fit lines.
 func TestLibraryRecommendsADownload(t *testing.T) {
 	for _, c := range []struct {
 		name          string
@@ -27,7 +28,8 @@ func TestLibraryRecommendsADownload(t *testing.T) {
 	}{
 		{"24 GB GPU", hw.Info{GPUs: []hw.GPU{{Name: "RTX 4090", VRAMTotal: 24 << 30, VRAMFree: 23 << 30}}, RAMTotal: 32 << 30}, catalog.GGUFID, "int4"},
 		{"80 GB GPU", hw.Info{GPUs: []hw.GPU{{Name: "H100", VRAMTotal: 80 << 30, VRAMFree: 79 << 30}}, RAMTotal: 128 << 30}, catalog.DiffusionGemmaID, "bf16"},
-		{"16 GB of RAM, no GPU", hw.Info{RAMTotal: 16 << 30}, "", ""},
+		{"16 GB of RAM, no GPU", hw.Info{RAMTotal: 16 << 30}, catalog.GGUFID, "int4"}, // from the disk: the smallest download
+		{"8 GB of RAM, no GPU", hw.Info{RAMTotal: 8 << 30}, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, _ := libraryApp(t, "http://127.0.0.1:9", download.Options{}, c.info)
@@ -179,5 +181,40 @@ func TestRecommendationNote(t *testing.T) {
 		if got := c.r.note(c.withTitle); got != c.want {
 			t.Errorf("note(%v) = %q, want %q", c.withTitle, got, c.want)
 		}
+	}
+}
+
+// TestRecommendedFromDisk: on a PC where nothing fits (16 GB of RAM), the Library
+// recommends a download that runs there from the disk — of those the smallest, as
+// among fitting ones — saying so with its speed where the disk was measured; not a
+// tight one; and where anything fits, that one.
+func TestRecommendedFromDisk(t *testing.T) {
+	entries := []LibraryEntry{{Name: catalog.MiniID, Builtin: true, State: "built in"},
+		{Name: "dg", State: "available", Profiles: []ProfileFit{
+			{Name: "bf16", Bytes: 52e9, Verdict: "won't fit"},
+			{Name: "int4", ConvertedFrom: "bf16", Verdict: "tight", Printer: 5}}},
+		{Name: "nvfp4", Title: "NVFP4", State: "available", Profiles: []ProfileFit{{Name: "nvfp4", Bytes: 18.9e9, Verdict: "from disk", Printer: 2.3, DiskRate: 1.5e9}}},
+		{Name: "gguf", Title: "GGUF", State: "available", Profiles: []ProfileFit{{Name: "int4", Bytes: 16.8e9, Verdict: "from disk", Printer: 1.9, DiskRate: 1.5e9}}},
+	}
+	r := recommended(entries, -1)
+	if r.name != "gguf" || !r.fromDisk {
+		t.Fatalf("recommended %q (from disk %v), want the smaller download that runs from the disk", r.name, r.fromDisk)
+	}
+	if got := r.note(true); !strings.Contains(got, "GGUF, a 16.8 GB download — too big for its memory, it runs here reading its weights from the disk, slowly (about 1.9 tokens/s)") {
+		t.Errorf("note: %q", got)
+	}
+	entries[3].Profiles[0].DiskRate = 0 // the disk not measured: its printer is the in-memory bound, not said
+	if got := recommended(entries, -1).note(false); strings.Contains(got, "tokens/s") {
+		t.Errorf("note with the disk unmeasured: %q", got)
+	}
+	entries[2].Profiles[0].Verdict = "fits"
+	if r := recommended(entries, -1); r.name != "nvfp4" || r.fromDisk {
+		t.Errorf("with one fitting, recommended %q (from disk %v)", r.name, r.fromDisk)
+	}
+	for i := range entries[2:] {
+		entries[2+i].Profiles[0].Verdict = "won't fit"
+	}
+	if r := recommended(entries, -1); r.name != "" {
+		t.Errorf("with only a tight profile, recommended %q", r.name)
 	}
 }
