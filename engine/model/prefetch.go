@@ -149,7 +149,9 @@ func (w *hostWeights) populate(cfg *config.Text, stop func() bool, progress func
 	}
 	if avail := availableMemory(); len(spans) == 0 || total-done > avail-populateReserve {
 		w.populated = len(spans) == 0 && len(reads) > 0 // all on the heap: nothing to advise
-		if w.paging = len(spans) > 0; w.paging {
+		// Paging where the memory is known to be short (0: unknown, off Linux and
+		// Windows, where nothing is populated and the weights are advised once).
+		if w.paging = len(spans) > 0 && avail > 0; w.paging {
 			w.mappedBytes, w.availBytes = total-done, avail
 		}
 		return
