@@ -61,7 +61,10 @@
 // AR guidance rounds (an encoder pass over the canvas's text and the pick over the
 // vocabulary each), and, before the next canvas, the encoder pass that commits it; a
 // canvas yields its real tokens, so an answer of N tokens costs ⌈N/256⌉ canvases.
-// Both include the prompt's encoder pass.
+// Both include the prompt's encoder pass. A model that runs from the disk, its
+// mapped weights more than memory keeps (Workload.FromDisk), adds to each token and
+// step, beyond the four terms, what it reads from the disk at the disk's measured
+// rate (disk.go: the models folder's disk, measured once).
 //
 // What it does not count: other programs sharing the cores and the memory, the
 // collector's pauses beyond those the probe's allocation rate brings, and what a
