@@ -135,8 +135,11 @@ func runHW(env *Env, args []string) error {
 		return err
 	}
 	if fromDiskRows {
-		speedNote := "so it writes slower than its speed columns (≤: with the weights in memory; the disk could not be measured: " +
-			rep.DiskProblem + "), by how fast the disk reads"
+		why := "the disk was not measured"
+		if rep.DiskProblem != "" {
+			why = "the disk could not be measured: " + rep.DiskProblem
+		}
+		speedNote := "so it writes slower than its speed columns (≤: with the weights in memory; " + why + "), by how fast the disk reads"
 		if rep.Disk != nil {
 			speedNote = fmt.Sprintf("which its speed columns count, at the %.1f GB/s the models folder's disk read when measured",
 				rep.Disk.BytesPerS/1e9)
