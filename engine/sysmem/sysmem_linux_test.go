@@ -3,11 +3,11 @@ package sysmem
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/sysmem/cgrouptest"
 )
 
 const gb = 1 << 30
@@ -151,14 +151,10 @@ func TestReadMachine(t *testing.T) {
 	}
 }
 
-// TestReadRealLimit puts a child process in a new cgroup v1 memory group limited to
-// 3 GiB and has it Read: where this test may make groups (root, with the v1 memory
-// controller mounted, as on this project's machines), a real limit, not a fake file.
+// TestReadRealLimit has Read run in a child process in a memory group limited to 3
+// GiB (cgrouptest): a real limit, not a fake file.
 func TestReadRealLimit(t *testing.T) {
-	if dir := os.Getenv("SYSMEM_CHILD_GROUP"); dir != "" {
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if cgrouptest.Child(t) {
 		m, err := Read()
 		if err != nil {
 			t.Fatal(err)
@@ -166,31 +162,16 @@ func TestReadRealLimit(t *testing.T) {
 		fmt.Printf("total=%d available=%d limit=%s\n", m.Total, m.Available, m.Limit)
 		return
 	}
-	base := "/sys/fs/cgroup/memory"
-	dir := filepath.Join(base, fmt.Sprintf("sysmem-test-%d", os.Getpid()))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Skipf("cannot make a cgroup v1 memory group here: %v", err)
-	}
-	defer os.Remove(dir)
-	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.Itoa(3*gb)), 0o644); err != nil {
-		t.Skipf("cannot limit a cgroup v1 memory group here: %v", err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReadRealLimit$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "SYSMEM_CHILD_GROUP="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
+	group, out := cgrouptest.Run(t, 3*gb, "TestReadRealLimit")
 	var total, avail int64
 	var limit string
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if _, err := fmt.Sscanf(line, "total=%d available=%d limit=%s", &total, &avail, &limit); err == nil {
 			break
 		}
 	}
-	want := "/" + filepath.Base(dir)
-	if total != 3*gb || avail > 3*gb || avail < 2*gb || !strings.HasSuffix(limit, want) {
+	if total != 3*gb || avail > 3*gb || avail < 2*gb || !strings.HasSuffix(limit, group) {
 		t.Errorf("in a group limited to 3 GiB: total %d, available %d, limit %q (want 3 GiB, 2–3 GiB, …%s)\n%s",
-			total, avail, limit, want, out)
+			total, avail, limit, group, out)
 	}
 }
