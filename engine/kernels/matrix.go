@@ -291,10 +291,23 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 		return
 	}
 	if w.int8Blocks() {
-		// GGUF's symmetric blocks of 32 as int8 codes and a scale per 32, a block of
-		// rows at a time, dotted as Darkroom's int8 groups are (the same bits as
-		// decoding them: each value is its code times d, as ggml decodes it).
+		// GGUF's blocks of 32 as int8 codes and a scale per 32, a block of rows at a
+		// time, dotted as Darkroom's int8 groups are (the symmetric types: the same
+		// bits as decoding them, each value its code times d, as ggml decodes it).
+		// Q4_1's and Q5_1's values are d·q + m: their codes q dotted so, then each
+		// block's m times x's sum over the block added, as matrix_dot.go sums the
+		// 4-bit formats (decoded a value at a time, Q5_1 ran at 1 GB/s of weights).
 		groups := k / qGroup
+		affine := w.affineBlocks32()
+		var xs []float32 // a's sums over each block, for the minimums
+		if affine {
+			cb.dec = grow(cb.dec, m*groups)
+			xs = cb.dec[:m*groups]
+			for i := range m {
+				halfSums(xs[i*groups:(i+1)*groups], a[i*k:(i+1)*k], qGroup)
+			}
+		}
+		bb := w.GGUF.BlockBytes()
 		parallel(parts, func(part int) {
 			buf := qBufs.Get().(*qBuf)
 			defer qBufs.Put(buf)
@@ -303,13 +316,31 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 			}
 			codes := buf.rows[:rowBlock*k]
 			buf.rs = grow(buf.rs, rowBlock*groups)
+			var mins []float32
+			if affine {
+				buf.scale = grow(buf.scale, rowBlock*groups)
+				mins = buf.scale[:rowBlock*groups]
+			}
 			r1 := n * (part + 1) / parts
 			for r0 := n * part / parts; r0 < r1; r0 += rowBlock {
 				h := min(rowBlock, r1-r0)
 				for j := range h {
 					w.signedCodes32(codes[j*k:(j+1)*k], buf.rs[j*groups:(j+1)*groups], r0+j)
+					if affine { // m, the fp16 after d
+						blockHalves(mins[j*groups:(j+1)*groups], w.Data[(r0+j)*groups*bb:(r0+j+1)*groups*bb], bb, 2)
+					}
 				}
 				_ = dotInt8Groups(out[r0:], n, a[:m*k], m, codes[:h*k], buf.rs[:h*groups]) // int8Blocks: it can
+				for j := range h * min(1, len(mins)) {
+					mj := mins[j*groups : (j+1)*groups]
+					for i := range m {
+						var s float32
+						for b, v := range xs[i*groups : (i+1)*groups] {
+							s += mj[b] * v
+						}
+						out[i*n+r0+j] += s
+					}
+				}
 			}
 		})
 		return
@@ -404,18 +435,27 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 }
 
 // int8Blocks reports whether mulRows dots w's rows as int8 codes in groups of 32
-// (dotInt8Groups, AVX2): GGUF's blocks of 32 with a scale and no minimum — Q8_0, Q5_0
-// and Q4_0 (signedCodes32) — which it otherwise decoded a row at a time (Q5_0 by
+// (dotInt8Groups, AVX2): GGUF's blocks of 32 with a scale — Q8_0, Q5_0 and Q4_0
+// (signedCodes32), and Q4_1 and Q5_1 with their minimums added after
+// (affineBlocks32) — which it otherwise decoded a row at a time (Q5_0 and Q5_1 by
 // engine/gguf's scalar decoder, about 1 GB/s of weights here).
 func (w *Matrix) int8Blocks() bool {
 	if w.Spec.Bits != 0 || !useAVX2 || w.Cols == 0 || w.Cols%qGroup != 0 {
 		return false
 	}
 	switch w.GGUF {
-	case gguf.Q8_0, gguf.Q5_0, gguf.Q4_0:
+	case gguf.Q8_0, gguf.Q5_0, gguf.Q4_0, gguf.Q4_1, gguf.Q5_1:
 		return true
 	}
 	return false
+}
+
+// affineBlocks32 reports whether w is GGUF's Q4_1 or Q5_1: blocks of 32 whose values
+// are d·q + m, which int8Blocks dots as their codes times d plus m times x's block
+// sum — not the bits of decoding each value, as the 4-bit formats' dots
+// (matrix_dot.go).
+func (w *Matrix) affineBlocks32() bool {
+	return w.Spec.Bits == 0 && (w.GGUF == gguf.Q4_1 || w.GGUF == gguf.Q5_1)
 }
 
 // rowBlock is the rows of w a dot-product worker takes at a time: their scales are

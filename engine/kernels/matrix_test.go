@@ -226,7 +226,8 @@ func testMatrixProducts(t *testing.T) {
 // TestMatrixMatchesFloat32: a stored matrix's products are bit for bit MulNT's on the
 // float32 weights its owner's decoder gives (the host model's twin test relies on it),
 // rows longer than 4096 included; ggml's 4-bit types sum the AR step's products their
-// own way (matrix_dot.go) and are only held to the reference there. {1, 1001, 2048}
+// own way (matrix_dot.go), as Q4_1's and Q5_1's (int8Blocks), and are only held to
+// the reference there. {1, 1001, 2048}
 // is split into parts that start at odd rows (the int4 kernels take two rows at a
 // time); {3, 5, 100} leaves a row tail past the vector code's 32. The float path, as
 // TestMatrixProducts.
@@ -252,7 +253,7 @@ func testMatrixMatchesFloat32(t *testing.T) {
 				t.Fatal(err)
 			}
 			MulNT(want, a, tm.want, m, n, k)
-			if m < dotRows && tm.w.nibbleHalf() > 0 {
+			if m < dotRows && (tm.w.nibbleHalf() > 0 || tm.w.affineBlocks32() && tm.w.int8Blocks()) {
 				checkProduct(t, got, a, tm.want, m, n, k)
 				continue
 			}

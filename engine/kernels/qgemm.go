@@ -669,7 +669,8 @@ func codesAt32(t gguf.Type) int {
 
 // signedCodes32 writes row r of a GGUF Q8_0, Q5_0 or Q4_0 matrix (int8Blocks) as its
 // signed codes into dst[:Cols] — q, q − 16, q − 8: each value is its code times its
-// block's d, as ggml decodes it — and each block's d into s.
+// block's d, as ggml decodes it — and each block's d into s; of a Q4_1 or Q5_1 matrix,
+// its codes q (0…31), each value d·q + m (the minimums are the caller's).
 func (w *Matrix) signedCodes32(dst []byte, s []float32, r int) {
 	t := w.GGUF
 	bb := t.BlockBytes()
