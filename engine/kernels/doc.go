@@ -30,7 +30,9 @@
 //     a time, and an int4 or int8 row decoded once for up to three rows of x), so are
 //     GGUF's Q4_K rows (each block's scales decoded in the kernel; with AVX-512 each
 //     group's values looked up as int4's are) and, for one row of x, its Q5_0 and Q8_0
-//     rows; the others decoded into an L1-sized buffer and dotted), MulNT
+//     rows; GGUF's other blocks of 32 and Q5_K's groups of 32 as int8 codes with a
+//     scale and, for Q4_1, Q5_1 and Q5_K, a minimum per 32 against x's group sums;
+//     the others decoded into an L1-sized buffer and dotted), MulNT
 //     and MulNN (the canvas: the packed product, each panel of weights decoded as it is
 //     packed), RowRange and DecodeRow (matrix_rows.go), so a model stays as compact in
 //     memory as its file. The common formats decode with vector code (vec_amd64.s; the

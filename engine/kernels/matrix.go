@@ -296,7 +296,9 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 		// bits as decoding them, each value its code times d, as ggml decodes it).
 		// Q4_1's and Q5_1's values are d·q + m: their codes q dotted so, then each
 		// block's m times x's sum over the block added, as matrix_dot.go sums the
-		// 4-bit formats (decoded a value at a time, Q5_1 ran at 1 GB/s of weights).
+		// 4-bit formats (decoded a value at a time, Q5_1 ran at 1 GB/s of weights);
+		// Q5_K's, d·sc·q − dmin·m in each group of 32 of a block of 256, likewise
+		// (q5kCodes; decoded, it ran at 0.26 GB/s).
 		groups := k / qGroup
 		affine := w.affineBlocks32()
 		var xs []float32 // a's sums over each block, for the minimums
@@ -325,6 +327,11 @@ func (w *Matrix) mulRows(out, a []float32, m int) {
 			for r0 := n * part / parts; r0 < r1; r0 += rowBlock {
 				h := min(rowBlock, r1-r0)
 				for j := range h {
+					if w.GGUF == gguf.Q5_K {
+						q5kCodes(codes[j*k:(j+1)*k], buf.rs[j*groups:(j+1)*groups], mins[j*groups:(j+1)*groups],
+							w.Data[(r0+j)*k/gguf.QK_K*bb:(r0+j+1)*k/gguf.QK_K*bb])
+						continue
+					}
 					w.signedCodes32(codes[j*k:(j+1)*k], buf.rs[j*groups:(j+1)*groups], r0+j)
 					if affine { // m, the fp16 after d
 						blockHalves(mins[j*groups:(j+1)*groups], w.Data[(r0+j)*groups*bb:(r0+j+1)*groups*bb], bb, 2)
@@ -446,6 +453,8 @@ func (w *Matrix) int8Blocks() bool {
 	switch w.GGUF {
 	case gguf.Q8_0, gguf.Q5_0, gguf.Q4_0, gguf.Q4_1, gguf.Q5_1:
 		return true
+	case gguf.Q5_K:
+		return w.Cols%gguf.QK_K == 0
 	}
 	return false
 }
@@ -455,7 +464,36 @@ func (w *Matrix) int8Blocks() bool {
 // sum — not the bits of decoding each value, as the 4-bit formats' dots
 // (matrix_dot.go).
 func (w *Matrix) affineBlocks32() bool {
-	return w.Spec.Bits == 0 && (w.GGUF == gguf.Q4_1 || w.GGUF == gguf.Q5_1)
+	return w.Spec.Bits == 0 && (w.GGUF == gguf.Q4_1 || w.GGUF == gguf.Q5_1 || w.GGUF == gguf.Q5_K)
+}
+
+// q5kCodes writes the codes of a row of Q5_K blocks (src, 176 bytes each: fp16 d,
+// fp16 dmin, scales[12], qh[32], qs[128]) into dst in input order, q = the low
+// nibble (a group of 32 from the low nibbles of a run of 32 qs bytes, the next
+// group from their high nibbles) | 16 where the group's bit of qh is set, as ggml
+// decodes them, and each group of 32's scale d·sc and minimum −dmin·m into s and mn:
+// its values are s·q + mn.
+func q5kCodes(dst []byte, s, mn []float32, src []byte) {
+	const nib = 0x0f0f0f0f0f0f0f0f
+	for b := range len(src) / 176 {
+		blk := src[176*b : 176*b+176]
+		var sc, m [8]float32
+		scalesMinsK4(&sc, &m, (*[12]byte)(blk[4:16]), gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk)),
+			gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[2:])))
+		for j := range 8 {
+			s[8*b+j], mn[8*b+j] = sc[j], -m[j]
+		}
+		qh, qs, out := blk[16:48], blk[48:176], dst[256*b:256*b+256]
+		for run := range 4 {
+			lo, hi := out[64*run:64*run+32], out[64*run+32:64*run+64]
+			for i := 0; i < 32; i += 8 {
+				x := binary.LittleEndian.Uint64(qs[32*run+i:])
+				h := binary.LittleEndian.Uint64(qh[i:])
+				binary.LittleEndian.PutUint64(lo[i:], x&nib|(h>>(2*run)&0x0101010101010101)<<4)
+				binary.LittleEndian.PutUint64(hi[i:], x>>4&nib|(h>>(2*run+1)&0x0101010101010101)<<4)
+			}
+		}
+	}
 }
 
 // rowBlock is the rows of w a dot-product worker takes at a time: their scales are
@@ -638,6 +676,18 @@ func decodeGGUF(dst []float32, t gguf.Type, src []byte) {
 				ds[i] = d * float32(int8(sc))
 			}
 			decodeQ6K(dst[gguf.QK_K*b:gguf.QK_K*(b+1)], blk, &ds)
+		}
+	case gguf.Q5_K: // d·sc·q − dmin·m per group of 32 (q5kCodes), rounded as ggml's decoder does
+		var codes [gguf.QK_K]byte
+		var s, mn [8]float32
+		for b := range len(dst) / gguf.QK_K {
+			q5kCodes(codes[:], s[:], mn[:], src[176*b:176*b+176])
+			for g := range 8 {
+				y := dst[gguf.QK_K*b+32*g : gguf.QK_K*b+32*g+32]
+				for i, q := range codes[32*g : 32*g+32] {
+					y[i] = float32(s[g]*sixBits[q]) + mn[g]
+				}
+			}
 		}
 	default:
 		_ = gguf.Dequantize(t, src, dst) // whole blocks: cannot fail after Check

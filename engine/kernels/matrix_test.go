@@ -67,6 +67,7 @@ var formats = []struct {
 	{"q5_0", 32, ggufMatrix(gguf.Q5_0)},
 	{"q5_1", 32, ggufMatrix(gguf.Q5_1)},
 	{"q4_k", 256, ggufMatrix(gguf.Q4_K)},
+	{"q5_k", 256, ggufMatrix(gguf.Q5_K)},
 	{"q6_k", 256, ggufMatrix(gguf.Q6_K)},
 	{"int8", 1, quantMatrix(quant.Int8)},
 	{"int8-bf16", 1, quantMatrix(quant.Spec{Bits: 8, BF16Scales: true})},
