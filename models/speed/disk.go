@@ -37,10 +37,19 @@ type DiskRate struct {
 }
 
 // MeasureDisk measures how fast the disk holding dir reads what is not in memory
-// (DiskRate), writing and then removing a file of 256 MB in dir. It fails where the
-// system cannot be made to read past its cache (uncached), or dir cannot be written.
+// (DiskRate), writing and then removing a file of 256 MB in dir — or in the nearest
+// folder above it that exists (a models folder not made yet: on the same disk, most
+// likely). It fails where the system cannot be made to read past its cache
+// (uncached), or the folder cannot be written.
 func MeasureDisk(ctx context.Context, dir string) (DiskRate, error) {
-	f, err := os.CreateTemp(dir, ".darkroom-disk-probe-*")
+	at := dir
+	for {
+		if _, err := os.Stat(at); err == nil || filepath.Dir(at) == at {
+			break
+		}
+		at = filepath.Dir(at)
+	}
+	f, err := os.CreateTemp(at, ".darkroom-disk-probe-*")
 	if err != nil {
 		return DiskRate{}, fmt.Errorf("measure the disk: %w", err)
 	}

@@ -16,7 +16,8 @@ import (
 )
 
 // TestMeasureDisk measures the disk under a test folder: a rate, and the probe's
-// file gone afterwards; a folder that cannot be written is an error.
+// file gone afterwards; a folder not made yet, in the folder above; a folder that
+// cannot be written (under a file) is an error.
 func TestMeasureDisk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes and reads 256 MB")
@@ -32,8 +33,19 @@ func TestMeasureDisk(t *testing.T) {
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("the probe left %d files", len(left))
 	}
-	if _, err := MeasureDisk(context.Background(), filepath.Join(dir, "missing")); err == nil {
-		t.Error("a folder that does not exist was measured")
+	// A models folder not made yet is measured in the folder above it, and left alone.
+	if d, err := MeasureDisk(context.Background(), filepath.Join(dir, "models", "not yet")); err != nil || d.BytesPerS <= 0 {
+		t.Errorf("a folder not made yet: %+v, %v", d, err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("measuring a folder not made yet left %d files", len(left))
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MeasureDisk(context.Background(), filepath.Join(file, "models")); err == nil {
+		t.Error("a folder under a file was measured")
 	}
 	t.Logf("%.2f GB/s", d.BytesPerS/1e9)
 }
