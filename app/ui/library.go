@@ -599,6 +599,9 @@ func (l *LibraryScreen) newCard(e LibraryEntry) *libraryCard {
 	rec.Wrapping = fyne.TextWrapWord
 	rec.Importance = widget.SuccessImportance
 	if e.Name == l.rec.name {
+		if l.rec.fromDisk { // recommended, but slow here: the from-disk fit line's colour
+			rec.Importance = widget.WarningImportance
+		}
 		rec.SetText(l.rec.note(false))
 	} else {
 		rec.Hide()

@@ -219,7 +219,12 @@ func (l *LibraryScreen) showRecommendation() {
 		l.recLine.Hide()
 		return
 	}
-	l.recLine.Objects[0].(*widget.Label).SetText(l.rec.note(true) + ".")
+	line := l.recLine.Objects[0].(*widget.Label)
+	line.Importance = widget.SuccessImportance
+	if l.rec.fromDisk { // recommended, but slow here: the from-disk fit line's colour
+		line.Importance = widget.WarningImportance
+	}
+	line.SetText(l.rec.note(true) + ".")
 	l.recLine.Show()
 }
 

@@ -54,9 +54,17 @@ func TestLibraryRecommendsADownload(t *testing.T) {
 			case c.want != "" && (len(marked) != 1 || marked[0] != c.want):
 				t.Errorf("recommended %v, want %s", marked, c.want)
 			}
-			// Over the cards, a line says so; Show it scrolls to the card.
+			// Over the cards, a line says so (orange where the download runs from the
+			// disk); Show it scrolls to the card.
 			if shown := uiRead(l.recLine.Visible); shown != (c.want != "") {
 				t.Errorf("the recommendation's line shown: %v", shown)
+			}
+			if c.want != "" {
+				line := l.recLine.Objects[0].(*widget.Label)
+				imp, text := uiRead(func() widget.Importance { return line.Importance }), uiRead(func() string { return line.Text })
+				if fromDisk := strings.Contains(text, "from the disk"); fromDisk != (imp == widget.WarningImportance) || fromDisk != (c.info.RAMTotal == 16<<30) {
+					t.Errorf("the recommendation's line, importance %v: %q", imp, text)
+				}
 			}
 			if c.want != "" {
 				waitFor(t, "the Library's listings", func() bool { return uiRead(func() bool { return l.shown == l.listings.Load() }) })
