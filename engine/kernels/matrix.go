@@ -483,14 +483,17 @@ func q5kCodes(dst []byte, s, mn []float32, src []byte) {
 		for j := range 8 {
 			s[8*b+j], mn[8*b+j] = sc[j], -m[j]
 		}
-		qh, qs, out := blk[16:48], blk[48:176], dst[256*b:256*b+256]
-		for run := range 4 {
-			lo, hi := out[64*run:64*run+32], out[64*run+32:64*run+64]
-			for i := 0; i < 32; i += 8 {
-				x := binary.LittleEndian.Uint64(qs[32*run+i:])
-				h := binary.LittleEndian.Uint64(qh[i:])
-				binary.LittleEndian.PutUint64(lo[i:], x&nib|(h>>(2*run)&0x0101010101010101)<<4)
-				binary.LittleEndian.PutUint64(hi[i:], x>>4&nib|(h>>(2*run+1)&0x0101010101010101)<<4)
+		// Eight bytes at a time, unchecked (the slices above bound them): qh's word i
+		// serves the four runs' words i.
+		_ = dst[256*b+255]
+		qh, qs := unsafe.Pointer(&blk[16]), unsafe.Pointer(&blk[48])
+		out := unsafe.Pointer(&dst[256*b])
+		for i := uintptr(0); i < 32; i += 8 {
+			h := *(*uint64)(unsafe.Add(qh, i))
+			for run := uintptr(0); run < 4; run++ {
+				x := *(*uint64)(unsafe.Add(qs, 32*run+i))
+				*(*uint64)(unsafe.Add(out, 64*run+i)) = x&nib | (h>>(2*run)&0x0101010101010101)<<4
+				*(*uint64)(unsafe.Add(out, 64*run+32+i)) = x>>4&nib | (h>>(2*run+1)&0x0101010101010101)<<4
 			}
 		}
 	}
