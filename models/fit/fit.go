@@ -167,13 +167,21 @@ func WeightBytes(cfg *config.Model, p quant.Profile) int64 {
 func HostWeightBytes(cfg *config.Model, p quant.Profile) int64 {
 	var total int64
 	for _, s := range weights.Specs(cfg) {
-		if held, ok := weights.HostEmbedding(p, s); ok {
-			total += held.Bytes(s.Shape)
-		} else {
-			total += TensorBytes(cfg, p, s)
-		}
+		total += hostTensorBytes(cfg, p, false, s)
 	}
 	return total
+}
+
+// hostTensorBytes is tensor s as the CPU's host path holds it: a GGUF file's
+// (GGUFHeldBytes), else as HostWeightBytes counts it.
+func hostTensorBytes(cfg *config.Model, p quant.Profile, gguf bool, s weights.Spec) int64 {
+	if gguf {
+		return GGUFHeldBytes(cfg, p, s)
+	}
+	if held, ok := weights.HostEmbedding(p, s); ok {
+		return held.Bytes(s.Shape)
+	}
+	return TensorBytes(cfg, p, s)
 }
 
 // HostHeapBytes is the part of the CPU's host path's weights (HostWeightBytes, or
@@ -185,13 +193,8 @@ func HostWeightBytes(cfg *config.Model, p quant.Profile) int64 {
 func HostHeapBytes(cfg *config.Model, p quant.Profile, gguf bool) int64 {
 	var total int64
 	for _, s := range weights.Specs(cfg) {
-		if !HostOnHeap(cfg, p, gguf, s) {
-			continue
-		}
-		if gguf {
-			total += GGUFHeldBytes(cfg, p, s)
-		} else if held, ok := weights.HostEmbedding(p, s); ok {
-			total += held.Bytes(s.Shape)
+		if HostOnHeap(cfg, p, gguf, s) {
+			total += hostTensorBytes(cfg, p, gguf, s)
 		}
 	}
 	return total

@@ -1,6 +1,7 @@
 package speed
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -105,7 +106,7 @@ func MeasureDisk(ctx context.Context, dir string) (DiskRate, error) {
 				mu.Unlock()
 				if _, err := r.ReadAt(b, at); err != nil {
 					mu.Lock()
-					firstErr = cmpErr(firstErr, err)
+					firstErr = cmp.Or(firstErr, err)
 					mu.Unlock()
 					return
 				}
@@ -114,20 +115,13 @@ func MeasureDisk(ctx context.Context, dir string) (DiskRate, error) {
 	}
 	wg.Wait()
 	took := clock.Since(start).Seconds()
-	if err := cmpErr(firstErr, ctx.Err()); err != nil {
+	if err := cmp.Or(firstErr, ctx.Err()); err != nil {
 		return DiskRate{}, fmt.Errorf("measure the disk: %w", err)
 	}
 	if took <= 0 {
 		return DiskRate{}, errors.New("measure the disk: no time passed")
 	}
 	return DiskRate{Dir: dir, BytesPerS: diskProbeBytes / took, Measured: time.Now()}, nil
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // alignedBuffer is n bytes starting on a 4096-byte boundary, as reads past the

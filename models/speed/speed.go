@@ -272,24 +272,26 @@ func Compute(cfg *config.Model, p quant.Profile, r *Rates, w Workload) (*Estimat
 	}
 	// From the disk: the mapped weights read for every token, every expert, and a
 	// token's and a step's experts (FromDisk).
-	var hot, experts, tokenExperts, stepExperts float64
+	var hot, experts float64
 	share := touched(t.NumExperts, t.TopKExperts, c) / float64(max(t.NumExperts, 1))
 	if w.FromDisk != nil {
-		for _, s := range weights.Specs(cfg) {
-			if fit.HostOnHeap(cfg, p, w.GGUF, s) || strings.HasPrefix(s.Name, "self_conditioning.") {
-				continue
+		mapped := func(expert bool) float64 { // the mapped tensors' bytes, the experts' or the rest's
+			var b float64
+			for _, r := range readSet(cfg, p, w.GGUF, func(s weights.Spec) float64 {
+				if fit.HostOnHeap(cfg, p, w.GGUF, s) || strings.HasPrefix(s.Name, "self_conditioning.") ||
+					strings.Contains(s.Name, ".experts.") != expert {
+					return 0
+				}
+				return 1
+			}) {
+				b += r.bytes
 			}
-			_, b := storedAs(cfg, p, w.GGUF, s, int(s.Elements()))
-			if strings.Contains(s.Name, ".experts.") {
-				experts += float64(b)
-				tokenExperts += float64(b) * float64(t.TopKExperts) / float64(max(t.NumExperts, 1))
-				stepExperts += float64(b) * share
-			} else {
-				hot += float64(b)
-			}
+			return b
 		}
+		hot, experts = mapped(false), mapped(true)
 	}
-	diskToken, diskStep := w.FromDisk.diskBytes(hot, experts, tokenExperts, stepExperts)
+	tokenExperts := experts * float64(t.TopKExperts) / float64(max(t.NumExperts, 1))
+	diskToken, diskStep := w.FromDisk.diskBytes(hot, experts, tokenExperts, experts*share)
 	e.AR.DiskBytes, e.Diffusion.DiskBytes = diskToken, diskStep
 	inCache := r.Cache > 0 && e.AR.UnitBytes <= float64(r.Cache)/2
 	// The prompt in the host encoder's passes, the LM head over the last one's last row.
