@@ -106,6 +106,16 @@ func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
 	panic("dotQ4KInt without q4kIntRuns") // unreachable: mulRows asks intRows first
 }
 
+func k56IntRuns() bool { return false }
+
+func dotQ5KInt(xq []int8, xs []float32, src []byte, nb int) float32 {
+	panic("dotQ5KInt without k56IntRuns") // unreachable: mulRows asks intRows first
+}
+
+func dotQ6KInt(xq []int8, xs []float32, src []byte, nb int) float32 {
+	panic("dotQ6KInt without k56IntRuns") // unreachable: mulRows asks intRows first
+}
+
 func q50IntRuns() bool { return false }
 
 func q40IntRuns() bool { return false }

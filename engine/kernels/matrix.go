@@ -264,9 +264,9 @@ func (w *Matrix) float32s() ([]float32, bool) {
 // m < dotRows) exactly as MulNT dots float32 rows, so a stored matrix's product is bit
 // for bit that of its dequantized float32 twin; bf16, int8 (per row, and in groups of 32
 // or a multiple) and int4 g32 without writing the decoded values (the
-// same bits), ggml's 4-bit formats without decoding (matrix_dot.go), Q4_K, Q5_0 and
-// NVFP4 in integer arithmetic where the canvas's products are (matrix_introws.go: x
-// rounded to int8).
+// same bits), ggml's 4-bit formats without decoding (matrix_dot.go), Q4_K, Q5_K, Q6_K,
+// Q5_0 and NVFP4 in integer arithmetic where the canvas's products are
+// (matrix_introws.go: x rounded to int8).
 func (w *Matrix) mulRows(out, a []float32, m int) {
 	if w.intRows() {
 		w.mulRowsInt(out, a, m)

@@ -5,21 +5,23 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
-// The printer's products (below dotRows rows of x) against GGUF Q4_K and Q5_0 rows
-// (and NVFP4's, mulRowsNVFP4Int, and with AVX2-class kernels Darkroom's int4,
-// mulRowsInt4Int) in integer arithmetic, where the canvas products
-// run that way (qgemm.go; with AVX-512 VNNI, else AVX2 — F16C too for Q4_K and Q5_0):
-// x is quantized once per product as the canvas quantizes its rows — int8 in groups of 32, each group's
-// scale max|x|/127 (quantizeRow32) — and each row's blocks are dotted from their
-// bytes: a group's 32 code · code products summed exactly in int32 (VPDPBUSD, or
-// VPMADDUBSW and VPMADDWD), scaled by the block's scale times the group's x scale,
-// and the offsets — Q4_K's minimums (−dmin·m_j) against x's exact group sums, Q5_0's
-// −16·d against the sums of x's codes — added apart. llama.cpp dots its blocks this
-// way (x in Q8_K and Q8_0 blocks). Against the float kernels (dotQ4KTable,
-// dotBlocks32), whose table lookups or conversions and FMAs cost about twice the
-// instructions a block and ran below the memory's rate here (Q4_K at two thirds of
-// it, Q5_0 at half), it adds x's rounding, as the canvas's integer products do, and
-// no other error.
+// The printer's products (below dotRows rows of x) against GGUF Q4_K, Q5_K, Q6_K and
+// Q5_0 rows (and NVFP4's, mulRowsNVFP4Int, and with AVX2-class kernels Darkroom's
+// int4, mulRowsInt4Int) in integer arithmetic, where the canvas products run that way
+// (qgemm.go; with AVX-512 VNNI, else AVX2 — F16C too for the GGUF types, whose Q5_K
+// and Q6_K kernels are AVX2's on every CPU): x is quantized once per product as the
+// canvas quantizes its rows — int8 in groups of 32, each group's scale max|x|/127
+// (quantizeRow32) — and each row's blocks are dotted from their bytes: a group's 32
+// code · code products summed exactly in int32 (VPDPBUSD, or VPMADDUBSW and
+// VPMADDWD), scaled by the block's scale times the group's x scale, and the offsets —
+// Q4_K's and Q5_K's minimums (−dmin·m_j) against x's exact group sums, Q5_0's −16·d
+// and Q6_K's −32·d·sc against the sums of x's codes — added apart. llama.cpp dots its
+// blocks this way (x in Q8_K and Q8_0 blocks). Against the float kernels
+// (dotQ4KTable, dotBlocks32, and the decoders Q5_K and Q6_K went through), whose
+// table lookups or conversions and FMAs cost about twice the instructions a block
+// and ran below the memory's rate here (Q4_K at two thirds of it, Q5_0 at half, Q5_K
+// and Q6_K at a tenth and a quarter), it adds x's rounding, as the canvas's integer
+// products do, and no other error.
 
 // intRows reports whether w's product with fewer than dotRows rows of x runs in
 // integer arithmetic (mulRowsInt).
@@ -36,6 +38,8 @@ func (w *Matrix) intRows() bool {
 	switch w.GGUF {
 	case gguf.Q4_K:
 		return q4kIntRuns() && w.Cols%gguf.QK_K == 0
+	case gguf.Q5_K, gguf.Q6_K:
+		return k56IntRuns() && w.Cols%gguf.QK_K == 0
 	case gguf.Q5_0:
 		return q50IntRuns() && w.Cols%qGroup == 0
 	case gguf.Q4_0:
@@ -55,8 +59,12 @@ func (w *Matrix) mulRowsInt(out, a []float32, m int) {
 		w.mulRowsInt4Int(out, a, m)
 		return
 	}
-	if w.GGUF == gguf.Q4_K {
+	switch w.GGUF {
+	case gguf.Q4_K, gguf.Q5_K:
 		w.mulRowsQ4KInt(out, a, m)
+		return
+	case gguf.Q6_K:
+		w.mulRowsQ6KInt(out, a, m)
 		return
 	}
 	w.mulRowsBlocks32Int(out, a, m)
@@ -238,9 +246,10 @@ func q4kIntX(xq []int8, xs []float32, x []float32, codes []int8, pairs []float32
 	}
 }
 
-// mulRowsQ4KInt is mulRowsInt for Q4_K: x's codes in the order of the blocks' code
-// bytes (q4kIntX), each row's blocks dotted with their headers decoded in registers
-// (dotQ4KVNNI, dotQ4KIntAVX2).
+// mulRowsQ4KInt is mulRowsInt for Q4_K and Q5_K (the same header, a fifth bit per
+// code in Q5_K): x's codes in the order of the blocks' code bytes (q4kIntX), each
+// row's blocks dotted with their headers decoded in registers (dotQ4KVNNI,
+// dotQ4KIntAVX2; dotQ5KIntAVX2, with AVX2 alone).
 func (w *Matrix) mulRowsQ4KInt(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	nb := k / gguf.QK_K
@@ -252,17 +261,75 @@ func (w *Matrix) mulRowsQ4KInt(out, a []float32, m int) {
 	xq, codes := cb.q[:m*k], cb.q[m*k:2*m*k]
 	cb.dec = grow(cb.dec, m*k/16+k/16)
 	xs, pairs := cb.dec[:m*k/16], cb.dec[m*k/16:m*k/16+k/16]
-	zmm := intRowsZMM()
+	q5 := w.GGUF == gguf.Q5_K
+	zmm := intRowsZMM() && !q5
 	for i := range m {
 		q4kIntX(xq[i*k:(i+1)*k], xs[i*k/16:(i+1)*k/16], a[i*k:(i+1)*k], codes[:k], pairs, zmm)
 	}
-	bb := gguf.Q4_K.BlockBytes()
+	bb := w.GGUF.BlockBytes()
 	parts := dotParts(m * n * k)
 	parallel(parts, func(part int) {
 		for r := n * part / parts; r < n*(part+1)/parts; r++ {
 			row := w.Data[r*nb*bb : (r+1)*nb*bb]
 			for i := range m {
+				if q5 {
+					out[i*n+r] = dotQ5KInt(xq[i*k:(i+1)*k], xs[i*k/16:(i+1)*k/16], row, nb)
+					continue
+				}
 				out[i*n+r] = dotQ4KInt(xq[i*k:(i+1)*k], xs[i*k/16:(i+1)*k/16], row, nb, zmm)
+			}
+		}
+	})
+}
+
+// q6kXS is how many floats q6kIntX writes per Q6_K block: its eight groups' x scales,
+// then each sixteen's scale times the sum of its codes.
+const q6kXS = 24
+
+// q6kIntX quantizes x (whole Q6_K blocks of 256) for dotQ6KInt: xq its codes in order,
+// xs per block q6kXS floats; pairs is scratch of len(x)/16.
+func q6kIntX(xq []int8, xs []float32, x []float32, pairs []float32) {
+	quantizeRow32(xq, pairs, x, nil)
+	for b := range len(x) / gguf.QK_K {
+		bx := xs[q6kXS*b : q6kXS*(b+1)]
+		for j := range 8 {
+			bx[j] = pairs[2*(8*b+j)]
+		}
+		for i := range 16 {
+			var sum int32
+			for _, c := range xq[gguf.QK_K*b+16*i : gguf.QK_K*b+16*(i+1)] {
+				sum += int32(c)
+			}
+			bx[8+i] = bx[i/2] * float32(sum)
+		}
+	}
+}
+
+// mulRowsQ6KInt is mulRowsInt for Q6_K: x's codes in order (q6kIntX), each row's
+// blocks dotted with their scales widened in registers (dotQ6KIntAVX2). The float
+// path decoded every block to float32 first (decodeQ6K), at a quarter of the
+// memory's rate.
+func (w *Matrix) mulRowsQ6KInt(out, a []float32, m int) {
+	n, k := w.Rows, w.Cols
+	nb := k / gguf.QK_K
+	cb := packBufs.Get().(*packBuf)
+	defer packBufs.Put(cb)
+	if cap(cb.q) < m*k {
+		cb.q = make([]int8, m*k)
+	}
+	xq := cb.q[:m*k]
+	cb.dec = grow(cb.dec, q6kXS*m*nb+k/16)
+	xs, pairs := cb.dec[:q6kXS*m*nb], cb.dec[q6kXS*m*nb:q6kXS*m*nb+k/16]
+	for i := range m {
+		q6kIntX(xq[i*k:(i+1)*k], xs[q6kXS*i*nb:q6kXS*(i+1)*nb], a[i*k:(i+1)*k], pairs)
+	}
+	bb := gguf.Q6_K.BlockBytes()
+	parts := dotParts(m * n * k)
+	parallel(parts, func(part int) {
+		for r := n * part / parts; r < n*(part+1)/parts; r++ {
+			row := w.Data[r*nb*bb : (r+1)*nb*bb]
+			for i := range m {
+				out[i*n+r] = dotQ6KInt(xq[i*k:(i+1)*k], xs[q6kXS*i*nb:q6kXS*(i+1)*nb], row, nb)
 			}
 		}
 	})

@@ -11,9 +11,10 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
-// randBlocks is nb blocks of GGUF type t (Q4_K, Q5_0 or Q8_0) of random bytes —
-// Q4_K's 6-bit scales and minimums with their high bits, Q5_0's fifth bits, every
-// code — with random finite fp16 d (and Q4_K's dmin) of either sign.
+// randBlocks is nb blocks of GGUF type t (Q4_K, Q5_K, Q6_K, Q5_0 or Q8_0) of random
+// bytes — the K types' 6-bit scales and minimums with their high bits (Q6_K's int8
+// scales), Q5_0's and Q5_K's fifth bits, Q6_K's high two, every code — with random
+// finite fp16 d (and the K types' dmin) of either sign.
 func randBlocks(rng *rand.Rand, t gguf.Type, nb int) []byte {
 	bb := t.BlockBytes()
 	src := make([]byte, bb*nb)
@@ -21,8 +22,11 @@ func randBlocks(rng *rand.Rand, t gguf.Type, nb int) []byte {
 		src[i] = byte(rng.Uint32())
 	}
 	halves := []int{0}
-	if t == gguf.Q4_K {
+	switch t {
+	case gguf.Q4_K, gguf.Q5_K:
 		halves = []int{0, 2}
+	case gguf.Q6_K:
+		halves = []int{208}
 	}
 	for b := range nb {
 		for _, o := range halves {
@@ -96,6 +100,99 @@ func TestDotQ4KInt(t *testing.T) {
 	}
 }
 
+// TestDotKQuantInt: the printer's integer Q5_K and Q6_K dots (dotQ5KIntAVX2,
+// dotQ6KIntAVX2) equal, within float32 rounding, the same sum taken independently in
+// float64 — each value's code read from ggml's layout as its reference decoder
+// reads it (Q5_K: the group's nibble and bit g of qh[i]; Q6_K: ql's nibble and two
+// bits of qh, less 32), the scales (and Q5_K's minimums, against x's exact sums) as
+// engine/gguf decodes them, x's int8 codes and scales as quantizeRow32Go makes them —
+// and the decoded values' dot with x within x's rounding.
+func TestDotKQuantInt(t *testing.T) {
+	if !k56IntRuns() {
+		t.Skip("no integer Q5_K and Q6_K dots for this CPU (or build)")
+	}
+	rng := rand.New(rand.NewPCG(49, 50))
+	for _, typ := range []gguf.Type{gguf.Q5_K, gguf.Q6_K} {
+		bb := typ.BlockBytes()
+		for _, nb := range []int{1, 2, 11, 64} {
+			src := randBlocks(rng, typ, nb)
+			x := randWeights(rng, 256*nb)
+			x[3] = 0 // a zero, and a group of zeros (scale 0)
+			clear(x[256*(nb-1)+32 : 256*(nb-1)+64])
+			xq := make([]int8, 256*nb)
+			var got float32
+			if typ == gguf.Q5_K {
+				xs := make([]float32, 16*nb)
+				q4kIntX(xq, xs, x, make([]int8, 256*nb), make([]float32, 16*nb), false)
+				got = dotQ5KInt(xq, xs, src, nb)
+			} else {
+				xs := make([]float32, q6kXS*nb)
+				q6kIntX(xq, xs, x, make([]float32, 16*nb))
+				got = dotQ6KInt(xq, xs, src, nb)
+			}
+
+			codes, pairs := make([]int8, 256*nb), make([]float32, 16*nb)
+			quantizeRow32Go(codes, pairs, x, nil)
+			vals := make([]float32, 256*nb)
+			if err := gguf.Dequantize(typ, src, vals); err != nil {
+				t.Fatal(err)
+			}
+			var want, mag, exact, bound float64
+			for b := range nb {
+				blk := src[bb*b : bb*(b+1)]
+				for g := range 8 { // groups of 32
+					xsc := float64(pairs[2*(8*b+g)])
+					for h := range 2 { // sixteens
+						var isum int64
+						var xsum float64
+						var scale, minimum float64
+						for i := 16 * h; i < 16*(h+1); i++ {
+							p := 32*g + i
+							var q int64
+							if typ == gguf.Q5_K {
+								q = int64(blk[48+32*(g/2)+i]>>(4*(g%2))&15) | int64(blk[16+i]>>g&1)<<4
+							} else {
+								half, j := g/4, g%4 // ggml's dequantize_row_q6_K
+								ql := blk[64*half+32*(j%2)+i] >> (4 * (j / 2)) & 15
+								qh := blk[128+32*half+i] >> (2 * j) & 3
+								q = int64(ql|qh<<4) - 32
+							}
+							isum += q * int64(codes[256*b+p])
+							xsum += float64(x[256*b+p])
+							bound += math.Abs(float64(vals[256*b+p])) * xsc / 2
+						}
+						if typ == gguf.Q5_K {
+							d := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk))
+							dmin := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[2:]))
+							var sc, mn [8]float32
+							scalesMinsK4(&sc, &mn, (*[12]byte)(blk[4:16]), d, dmin)
+							scale = float64(sc[g]) * xsc * float64(isum)
+							minimum = -float64(mn[g]) * xsum
+						} else {
+							d := float64(gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[208:])))
+							scale = d * float64(int8(blk[192+2*g+h])) * xsc * float64(isum)
+						}
+						want += scale + minimum
+						mag += math.Abs(scale) + math.Abs(minimum)
+					}
+				}
+			}
+			for i, v := range vals {
+				exact += float64(v) * float64(x[i])
+			}
+			// Q6_K's codes are taken unsigned (q+32) and the 32 back apart: the products'
+			// float32 sums reach twice the signed ones.
+			mag *= 4
+			if d := math.Abs(float64(got) - want); d > 1e-5*mag {
+				t.Errorf("%s, %d blocks: %g, want %g from the integer sums (difference %.3g of %.3g)", typ, nb, got, want, d, mag)
+			}
+			if d := math.Abs(float64(got) - exact); d > bound+1e-5*mag {
+				t.Errorf("%s, %d blocks: %g, want %g, the decoded values' dot, within x's rounding %.3g (difference %.3g)", typ, nb, got, exact, bound, d)
+			}
+		}
+	}
+}
+
 // TestDotQ5_0Int: the printer's integer Q5_0 dots (dotQ5_0VNNI: pairs of blocks, an odd
 // last one alone; dotQ5_0IntAVX2) equal, within float32 rounding, the same sum taken independently
 // in float64 — each value's 5-bit code from ggml's layout (low nibbles then high
@@ -155,7 +252,7 @@ func TestDotQ5_0Int(t *testing.T) {
 	}
 }
 
-// TestMulRowsInt: the printer's product of a Q4_K or Q5_0 matrix (one to three rows
+// TestMulRowsInt: the printer's product of a Q4_K, Q5_K, Q6_K, Q5_0, Q4_0 or NVFP4 matrix (one to three rows
 // of x, the rows of w across the workers) takes the integer dot where intRows — each
 // output its row's integer dot with x's quantized row, bit for bit — and the float
 // kernels where the integer products are off, within x's rounding of each other.
@@ -173,11 +270,20 @@ func TestMulRowsInt(t *testing.T) {
 		bb, nb := typ.BlockBytes(), cols/typ.BlockSize()
 		row := func(r int) []byte { return w.Data[r*nb*bb : (r+1)*nb*bb] }
 		return intCase{typ.String(), w, func(x []float32, r int) float32 {
-			if typ == gguf.Q4_K {
+			switch typ {
+			case gguf.Q4_K:
 				zmm := intRowsZMM()
 				xq, xs := make([]int8, cols), make([]float32, cols/16)
 				q4kIntX(xq, xs, x, make([]int8, cols), make([]float32, cols/16), zmm)
 				return dotQ4KInt(xq, xs, row(r), nb, zmm)
+			case gguf.Q5_K:
+				xq, xs := make([]int8, cols), make([]float32, cols/16)
+				q4kIntX(xq, xs, x, make([]int8, cols), make([]float32, cols/16), false)
+				return dotQ5KInt(xq, xs, row(r), nb)
+			case gguf.Q6_K:
+				xq, xs := make([]int8, cols), make([]float32, q6kXS*nb)
+				q6kIntX(xq, xs, x, make([]float32, cols/16))
+				return dotQ6KInt(xq, xs, row(r), nb)
 			}
 			xq, pairs := make([]int8, cols), make([]float32, cols/16)
 			quantizeRow32(xq, pairs, x, nil)
@@ -195,7 +301,9 @@ func TestMulRowsInt(t *testing.T) {
 	}
 	fp4 := nvfp4Matrix(t, rng, rows, cols)
 	stride := cols/16 + quant.NVFP4ScaleBytes
-	cases := []intCase{ggufCase(gguf.Q4_K, randBlocks(rng, gguf.Q4_K, rows*cols/256)), ggufCase(gguf.Q5_0, randBlocks(rng, gguf.Q5_0, rows*cols/32)), ggufCase(gguf.Q4_0, randBlocks(rng, gguf.Q4_0, rows*cols/32)),
+	cases := []intCase{ggufCase(gguf.Q4_K, randBlocks(rng, gguf.Q4_K, rows*cols/256)),
+		ggufCase(gguf.Q5_K, randBlocks(rng, gguf.Q5_K, rows*cols/256)), ggufCase(gguf.Q6_K, randBlocks(rng, gguf.Q6_K, rows*cols/256)),
+		ggufCase(gguf.Q5_0, randBlocks(rng, gguf.Q5_0, rows*cols/32)), ggufCase(gguf.Q4_0, randBlocks(rng, gguf.Q4_0, rows*cols/32)),
 		{"nvfp4", fp4.w, func(x []float32, r int) float32 {
 			xq, pairs, xsum := make([]int8, cols), make([]float32, cols/16), make([]float32, cols/16)
 			quantizeRow32(xq, pairs, x, nil)

@@ -298,6 +298,37 @@ func dotQ5_0Int(xq []int8, pairs []float32, src []byte, nb int, zmm bool) float3
 	return dotQ5_0IntAVX2(&xq[0], &pairs[0], &src[0], nb)
 }
 
+// dotQ5KIntAVX2 is Σ decoded value · x over nb (> 0) Q5_K blocks, x quantized by
+// q4kIntX for the AVX2 kernel, in integer arithmetic (vec_amd64.s; AVX2 and F16C).
+//
+//go:noescape
+func dotQ5KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+
+// dotQ6KIntAVX2 is Σ decoded value · x over nb (> 0) Q6_K blocks, x quantized by
+// q6kIntX, in integer arithmetic (vec_amd64.s; AVX2 and F16C).
+//
+//go:noescape
+func dotQ6KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+
+// k56IntRuns reports whether the printer's Q5_K and Q6_K products run in integer
+// arithmetic (matrix_introws.go): wherever the canvas's integer products are on, with
+// AVX2 and F16C — their AVX2 kernels serve AVX-512 CPUs too (no zmm forms: the
+// codes' high bits cost the same either way, and these formats are a small share of
+// a Q4_K_M file).
+func k56IntRuns() bool { return qActive != nil && qActive != qGo && useAVX2 && useF16C }
+
+// dotQ5KInt and dotQ6KInt are dotQ5KIntAVX2 and dotQ6KIntAVX2 over slices: x's codes
+// and scales as q4kIntX (for the ymm kernel) and q6kIntX wrote them.
+func dotQ5KInt(xq []int8, xs []float32, src []byte, nb int) float32 {
+	_, _, _ = xq[256*nb-1], xs[16*nb-1], src[176*nb-1]
+	return dotQ5KIntAVX2(&xq[0], &xs[0], &src[0], nb)
+}
+
+func dotQ6KInt(xq []int8, xs []float32, src []byte, nb int) float32 {
+	_, _, _ = xq[256*nb-1], xs[q6kXS*nb-1], src[210*nb-1]
+	return dotQ6KIntAVX2(&xq[0], &xs[0], &src[0], nb)
+}
+
 // q4kHeadersAVX2 writes nb (> 0) Q4_K blocks' scales d·sc_j and minimums
 // (−dmin)·m_j, eight each a block, into s and mn (vec_amd64.s; AVX2 and F16C).
 //

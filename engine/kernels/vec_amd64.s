@@ -2269,3 +2269,236 @@ q40int2block:
 	DECQ CX
 	JNZ  q40int2block
 	BLOCK32_INT_END($0x41000000)     // 8
+
+// func dotQ5KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+// Σ decoded value · x over nb (> 0) Q5_K blocks {fp16 d; fp16 dmin; u8 scales[12];
+// u8 qh[32]; u8 qs[128]}, x quantized by q4kIntX for the AVX2 kernel (its codes in
+// order, per block its eight groups' scales then their exact sums), in integer
+// arithmetic with AVX2 and F16C: dotQ4KIntAVX2 with each code's fifth bit — bit g of
+// qh[i] for value i of group g — added as 16 before the products (codes 0…31 times
+// x's int8 codes, pairs summed in int16: at most 2·31·127).
+TEXT ·dotQ5KIntAVX2(SB), NOSPLIT, $32-36
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	VPBROADCASTB nibconst<>+0(SB), Y12
+	MOVL $0x00010001, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13            // 16-bit ones
+	MOVL $0x80000000, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15            // the sign bit
+	MOVL $0x10101010, AX
+	VMOVD AX, X3
+	VPBROADCASTD X3, Y3              // 16 in every byte: a fifth bit's value
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y9, Y9, Y9
+q5kint2block:
+	Q4K_SCALES
+	VMULPS 0(R10), Y7, Y7            // d·sc_j·xs_j
+	VFMADD231PS 32(R10), Y8, Y9      // (−dmin·m_j)·Σx_j
+	VMOVUPS Y7, 0(SP)
+	VMOVDQU 16(SI), Y2               // qh
+	MOVL $0x01010101, AX
+	VMOVD AX, X4
+	VPBROADCASTD X4, Y4              // group 0's bit of qh in every byte
+	XORQ DX, DX                      // the group pair
+q5kint2run:
+	VMOVDQU 48(SI)(DX*4), Y10        // 32 code bytes: group 2r low, 2r+1 high
+	VPSRLW $4, Y10, Y11
+	VPAND Y12, Y10, Y10
+	VPAND Y12, Y11, Y11
+	VPAND Y4, Y2, Y14
+	VPCMPEQB Y4, Y14, Y14
+	VPAND Y3, Y14, Y14
+	VPOR Y14, Y10, Y10               // group 2r's fifth bits
+	VPADDB Y4, Y4, Y4
+	VPAND Y4, Y2, Y14
+	VPCMPEQB Y4, Y14, Y14
+	VPAND Y3, Y14, Y14
+	VPOR Y14, Y11, Y11               // group 2r+1's
+	VPADDB Y4, Y4, Y4
+	VPMADDUBSW 0(DI), Y10, Y10
+	VPMADDUBSW 32(DI), Y11, Y11
+	VPMADDWD Y13, Y10, Y10
+	VPMADDWD Y13, Y11, Y11
+	VCVTDQ2PS Y10, Y10
+	VCVTDQ2PS Y11, Y11
+	VBROADCASTSS 0(SP)(DX*1), Y14
+	VFMADD231PS Y14, Y10, Y0
+	VBROADCASTSS 4(SP)(DX*1), Y14
+	VFMADD231PS Y14, Y11, Y1
+	ADDQ $64, DI
+	ADDQ $8, DX
+	CMPQ DX, $32
+	JNE  q5kint2run
+	ADDQ $176, SI
+	ADDQ $64, R10
+	DECQ CX
+	JNZ  q5kint2block
+	VADDPS Y1, Y0, Y0
+	VADDPS Y9, Y0, Y0
+	SUM_Y0(X1)
+	VMOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// q6kidx picks a Q6_K group's two scales of sixteen for the eight int32 sums of
+// its 32 products (four values each): group j of a half-block's four takes scales
+// 2j (lanes 0–3) and 2j+1 (lanes 4–7) of the half's eight (VPERMPS).
+DATA q6kidx<>+0(SB)/4, $0
+DATA q6kidx<>+4(SB)/4, $0
+DATA q6kidx<>+8(SB)/4, $0
+DATA q6kidx<>+12(SB)/4, $0
+DATA q6kidx<>+16(SB)/4, $1
+DATA q6kidx<>+20(SB)/4, $1
+DATA q6kidx<>+24(SB)/4, $1
+DATA q6kidx<>+28(SB)/4, $1
+DATA q6kidx<>+32(SB)/4, $2
+DATA q6kidx<>+36(SB)/4, $2
+DATA q6kidx<>+40(SB)/4, $2
+DATA q6kidx<>+44(SB)/4, $2
+DATA q6kidx<>+48(SB)/4, $3
+DATA q6kidx<>+52(SB)/4, $3
+DATA q6kidx<>+56(SB)/4, $3
+DATA q6kidx<>+60(SB)/4, $3
+DATA q6kidx<>+64(SB)/4, $4
+DATA q6kidx<>+68(SB)/4, $4
+DATA q6kidx<>+72(SB)/4, $4
+DATA q6kidx<>+76(SB)/4, $4
+DATA q6kidx<>+80(SB)/4, $5
+DATA q6kidx<>+84(SB)/4, $5
+DATA q6kidx<>+88(SB)/4, $5
+DATA q6kidx<>+92(SB)/4, $5
+DATA q6kidx<>+96(SB)/4, $6
+DATA q6kidx<>+100(SB)/4, $6
+DATA q6kidx<>+104(SB)/4, $6
+DATA q6kidx<>+108(SB)/4, $6
+DATA q6kidx<>+112(SB)/4, $7
+DATA q6kidx<>+116(SB)/4, $7
+DATA q6kidx<>+120(SB)/4, $7
+DATA q6kidx<>+124(SB)/4, $7
+// the x scales of a block's groups 0–3 (4–7) against its scales 0–7 (8–15)
+DATA q6kidx<>+128(SB)/4, $0
+DATA q6kidx<>+132(SB)/4, $0
+DATA q6kidx<>+136(SB)/4, $1
+DATA q6kidx<>+140(SB)/4, $1
+DATA q6kidx<>+144(SB)/4, $2
+DATA q6kidx<>+148(SB)/4, $2
+DATA q6kidx<>+152(SB)/4, $3
+DATA q6kidx<>+156(SB)/4, $3
+DATA q6kidx<>+160(SB)/4, $4
+DATA q6kidx<>+164(SB)/4, $4
+DATA q6kidx<>+168(SB)/4, $5
+DATA q6kidx<>+172(SB)/4, $5
+DATA q6kidx<>+176(SB)/4, $6
+DATA q6kidx<>+180(SB)/4, $6
+DATA q6kidx<>+184(SB)/4, $7
+DATA q6kidx<>+188(SB)/4, $7
+GLOBL q6kidx<>(SB), RODATA|NOPTR, $192
+
+// Q6K_GROUP dots one Q6_K group's 32 unsigned codes (CODE) with x's (XOFF(DI)),
+// each four products' int32 sum scaled by its sixteen's d·sc·xs (IDX picks it from
+// SC) into ACC. Clobbers Y14.
+#define Q6K_GROUP(CODE, XOFF, IDX, SC, ACC) \
+	VPMADDUBSW XOFF(DI), CODE, CODE; \
+	VPMADDWD Y13, CODE, CODE; \
+	VCVTDQ2PS CODE, CODE; \
+	VMOVDQU q6kidx<>+IDX(SB), Y14; \
+	VPERMPS SC, Y14, Y14; \
+	VFMADD231PS Y14, CODE, ACC
+
+// Q6K_HALF dots a Q6_K half-block — 64 ql bytes at SI (groups 0 and 1 their low
+// nibbles, 2 and 3 their high ones), 32 qh bytes at R8 (bits 2j and 2j+1 group j's
+// high two bits) — with x's 128 codes at DI, its eight sixteens' scales in SC.
+#define Q6K_HALF(SC) \
+	VMOVDQU 0(SI), Y4; \
+	VMOVDQU 32(SI), Y7; \
+	VMOVDQU 0(R8), Y2; \
+	VPAND Y12, Y4, Y10; \
+	VPSLLW $4, Y2, Y11; \
+	VPAND Y3, Y11, Y11; \
+	VPOR Y11, Y10, Y10; \
+	Q6K_GROUP(Y10, 0, 0, SC, Y0); \
+	VPAND Y12, Y7, Y10; \
+	VPSLLW $2, Y2, Y11; \
+	VPAND Y3, Y11, Y11; \
+	VPOR Y11, Y10, Y10; \
+	Q6K_GROUP(Y10, 32, 32, SC, Y1); \
+	VPSRLW $4, Y4, Y10; \
+	VPAND Y12, Y10, Y10; \
+	VPAND Y3, Y2, Y11; \
+	VPOR Y11, Y10, Y10; \
+	Q6K_GROUP(Y10, 64, 64, SC, Y0); \
+	VPSRLW $4, Y7, Y10; \
+	VPAND Y12, Y10, Y10; \
+	VPSRLW $2, Y2, Y11; \
+	VPAND Y3, Y11, Y11; \
+	VPOR Y11, Y10, Y10; \
+	Q6K_GROUP(Y10, 96, 96, SC, Y1)
+
+// func dotQ6KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+// Σ decoded value · x over nb (> 0) Q6_K blocks {u8 ql[128]; u8 qh[64]; i8
+// scales[16]; fp16 d}, x quantized by q6kIntX (its codes in order, per block its
+// eight groups' scales and then, per sixteen values, their scale times the sum of
+// their codes), in integer arithmetic with AVX2 and F16C: each value's code q + 32
+// (0…63, unsigned) times x's int8 code, pairs summed in int16 (at most 2·63·127),
+// four in int32, scaled by d·sc·xs; the 32 taken back as 32·d·sc·xs·Σcode per
+// sixteen — the exact sum llama.cpp's q6_K·q8_K dot takes.
+TEXT ·dotQ6KIntAVX2(SB), NOSPLIT, $0-36
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	VPBROADCASTB nibconst<>+0(SB), Y12
+	MOVL $0x00010001, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13            // 16-bit ones
+	MOVL $0x30303030, AX
+	VMOVD AX, X3
+	VPBROADCASTD X3, Y3              // a code's high two bits
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y9, Y9, Y9
+q6kint2block:
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X4
+	VCVTPH2PS X4, X4
+	VBROADCASTSS X4, Y4              // d
+	VPMOVSXBD 192(SI), Y5
+	VPMOVSXBD 200(SI), Y6
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VMULPS Y4, Y5, Y5                // d·sc_i, sixteens 0–7
+	VMULPS Y4, Y6, Y6                // 8–15
+	VFMADD231PS 32(R10), Y5, Y9      // d·sc_i·xs·Σcode_i: the offsets
+	VFMADD231PS 64(R10), Y6, Y9
+	VMOVUPS 0(R10), Y8               // the groups' x scales
+	VMOVDQU q6kidx<>+128(SB), Y14
+	VPERMPS Y8, Y14, Y14
+	VMULPS Y14, Y5, Y5               // d·sc_i·xs_(i/2)
+	VMOVDQU q6kidx<>+160(SB), Y14
+	VPERMPS Y8, Y14, Y14
+	VMULPS Y14, Y6, Y6
+	LEAQ 128(SI), R8
+	Q6K_HALF(Y5)
+	ADDQ $64, SI
+	ADDQ $32, R8
+	ADDQ $128, DI
+	Q6K_HALF(Y6)
+	ADDQ $146, SI                    // 210 − 64
+	ADDQ $128, DI
+	ADDQ $96, R10
+	DECQ CX
+	JNZ  q6kint2block
+	VADDPS Y1, Y0, Y0
+	MOVL $0x42000000, AX             // 32
+	VMOVD AX, X14
+	VBROADCASTSS X14, Y14
+	VFNMADD231PS Y14, Y9, Y0
+	SUM_Y0(X1)
+	VMOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
