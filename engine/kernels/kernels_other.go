@@ -106,14 +106,18 @@ func dotQ4KInt(xq []int8, xs []float32, src []byte, nb int, zmm bool) float32 {
 	panic("dotQ4KInt without q4kIntRuns") // unreachable: mulRows asks intRows first
 }
 
-func k56IntRuns() bool { return false }
+func ymmIntRuns() bool { return false }
 
 func dotQ5KInt(xq []int8, xs []float32, src []byte, nb int) float32 {
-	panic("dotQ5KInt without k56IntRuns") // unreachable: mulRows asks intRows first
+	panic("dotQ5KInt without ymmIntRuns") // unreachable: mulRows asks intRows first
 }
 
 func dotQ6KInt(xq []int8, xs []float32, src []byte, nb int) float32 {
-	panic("dotQ6KInt without k56IntRuns") // unreachable: mulRows asks intRows first
+	panic("dotQ6KInt without ymmIntRuns") // unreachable: mulRows asks intRows first
+}
+
+func dotQ1Int(xq []int8, pairs []float32, src []byte, nb int, t gguf.Type) float32 {
+	panic("dotQ1Int without ymmIntRuns") // unreachable: mulRows asks intRows first
 }
 
 func q50IntRuns() bool { return false }

@@ -5,8 +5,8 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
-// The printer's products (below dotRows rows of x) against GGUF Q4_K, Q5_K, Q6_K and
-// Q5_0 rows (and NVFP4's, mulRowsNVFP4Int, and with AVX2-class kernels Darkroom's
+// The printer's products (below dotRows rows of x) against GGUF Q4_K, Q5_K, Q6_K,
+// Q4_0, Q4_1, Q5_0 and Q5_1 rows (and NVFP4's, mulRowsNVFP4Int, and with AVX2-class kernels Darkroom's
 // int4, mulRowsInt4Int) in integer arithmetic, where the canvas products run that way
 // (qgemm.go; with AVX-512 VNNI, else AVX2 — F16C too for the GGUF types, whose Q5_K
 // and Q6_K kernels are AVX2's on every CPU): x is quantized once per product as the
@@ -14,7 +14,8 @@ import (
 // (quantizeRow32) — and each row's blocks are dotted from their bytes: a group's 32
 // code · code products summed exactly in int32 (VPDPBUSD, or VPMADDUBSW and
 // VPMADDWD), scaled by the block's scale times the group's x scale, and the offsets —
-// Q4_K's and Q5_K's minimums (−dmin·m_j) against x's exact group sums, Q5_0's −16·d
+// Q4_K's and Q5_K's minimums (−dmin·m_j) against x's exact group sums, Q4_1's and
+// Q5_1's m and Q5_0's −16·d
 // and Q6_K's −32·d·sc against the sums of x's codes — added apart. llama.cpp dots its
 // blocks this way (x in Q8_K and Q8_0 blocks). Against the float kernels
 // (dotQ4KTable, dotBlocks32, and the decoders Q5_K and Q6_K went through), whose
@@ -39,7 +40,9 @@ func (w *Matrix) intRows() bool {
 	case gguf.Q4_K:
 		return q4kIntRuns() && w.Cols%gguf.QK_K == 0
 	case gguf.Q5_K, gguf.Q6_K:
-		return k56IntRuns() && w.Cols%gguf.QK_K == 0
+		return ymmIntRuns() && w.Cols%gguf.QK_K == 0
+	case gguf.Q4_1, gguf.Q5_1:
+		return ymmIntRuns() && w.Cols%qGroup == 0
 	case gguf.Q5_0:
 		return q50IntRuns() && w.Cols%qGroup == 0
 	case gguf.Q4_0:
@@ -117,9 +120,10 @@ func (w *Matrix) mulRowsInt4Int(out, a []float32, m int) {
 	})
 }
 
-// mulRowsBlocks32Int is mulRowsInt for Q5_0 and Q4_0: x's codes in order with
-// quantizeRow32's pairs, each row dotted from its blocks, their d widened in registers
-// (dotQ5_0VNNI, dotQ5_0IntAVX2; dotQ4_0IntAVX2).
+// mulRowsBlocks32Int is mulRowsInt for Q5_0, Q4_0, Q4_1 and Q5_1: x's codes in order
+// with quantizeRow32's pairs, each row dotted from its blocks, their d (and m)
+// widened in registers (dotQ5_0VNNI, dotQ5_0IntAVX2; dotQ4_0IntAVX2; dotQ4_1IntAVX2,
+// dotQ5_1IntAVX2: the float path ran at a fifth of the memory's rate).
 func (w *Matrix) mulRowsBlocks32Int(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	nb := k / qGroup
@@ -141,11 +145,15 @@ func (w *Matrix) mulRowsBlocks32Int(out, a []float32, m int) {
 		for r := n * part / parts; r < n*(part+1)/parts; r++ {
 			row := w.Data[r*nb*bb : (r+1)*nb*bb]
 			for i := range m {
-				if w.GGUF == gguf.Q4_0 {
-					out[i*n+r] = dotQ4_0Int(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], row, nb)
-					continue
+				xq, pairs := xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb]
+				switch w.GGUF {
+				case gguf.Q4_0:
+					out[i*n+r] = dotQ4_0Int(xq, pairs, row, nb)
+				case gguf.Q4_1, gguf.Q5_1:
+					out[i*n+r] = dotQ1Int(xq, pairs, row, nb, w.GGUF)
+				default:
+					out[i*n+r] = dotQ5_0Int(xq, pairs, row, nb, zmm)
 				}
-				out[i*n+r] = dotQ5_0Int(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], row, nb, zmm)
 			}
 		}
 	})

@@ -11,10 +11,10 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
-// randBlocks is nb blocks of GGUF type t (Q4_K, Q5_K, Q6_K, Q5_0 or Q8_0) of random
-// bytes — the K types' 6-bit scales and minimums with their high bits (Q6_K's int8
-// scales), Q5_0's and Q5_K's fifth bits, Q6_K's high two, every code — with random
-// finite fp16 d (and the K types' dmin) of either sign.
+// randBlocks is nb blocks of GGUF type t (Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 or
+// Q8_0) of random bytes — the K types' 6-bit scales and minimums with their high bits
+// (Q6_K's int8 scales), the 5-bit types' fifth bits, Q6_K's high two, every code —
+// with random finite fp16 d (and the K types' dmin, the _1 types' m) of either sign.
 func randBlocks(rng *rand.Rand, t gguf.Type, nb int) []byte {
 	bb := t.BlockBytes()
 	src := make([]byte, bb*nb)
@@ -23,7 +23,7 @@ func randBlocks(rng *rand.Rand, t gguf.Type, nb int) []byte {
 	}
 	halves := []int{0}
 	switch t {
-	case gguf.Q4_K, gguf.Q5_K:
+	case gguf.Q4_K, gguf.Q5_K, gguf.Q4_1, gguf.Q5_1:
 		halves = []int{0, 2}
 	case gguf.Q6_K:
 		halves = []int{208}
@@ -108,7 +108,7 @@ func TestDotQ4KInt(t *testing.T) {
 // engine/gguf decodes them, x's int8 codes and scales as quantizeRow32Go makes them —
 // and the decoded values' dot with x within x's rounding.
 func TestDotKQuantInt(t *testing.T) {
-	if !k56IntRuns() {
+	if !ymmIntRuns() {
 		t.Skip("no integer Q5_K and Q6_K dots for this CPU (or build)")
 	}
 	rng := rand.New(rand.NewPCG(49, 50))
@@ -193,6 +193,67 @@ func TestDotKQuantInt(t *testing.T) {
 	}
 }
 
+// TestDotQ1Int: the printer's integer Q4_1 and Q5_1 dots equal, within float32
+// rounding, the same sum taken independently in float64 — each value's code from
+// ggml's layout (low nibbles then high ones, Q5_1's qh bit i the fifth of value i),
+// d·xs·Σ code·code plus m·xs·Σ x's codes — and the decoded values' dot with x within
+// x's rounding.
+func TestDotQ1Int(t *testing.T) {
+	if !ymmIntRuns() {
+		t.Skip("no integer Q4_1 and Q5_1 dots for this CPU (or build)")
+	}
+	rng := rand.New(rand.NewPCG(51, 52))
+	for _, typ := range []gguf.Type{gguf.Q4_1, gguf.Q5_1} {
+		bb := typ.BlockBytes()
+		for _, nb := range []int{1, 2, 22, 88} {
+			src := randBlocks(rng, typ, nb)
+			x := randWeights(rng, 32*nb)
+			if nb > 2 {
+				clear(x[32 : 32*2]) // a group of zeros (scale 0)
+			}
+			xq, pairs := make([]int8, 32*nb), make([]float32, 2*nb)
+			quantizeRow32(xq, pairs, x, nil)
+			got := dotQ1Int(xq, pairs, src, nb, typ)
+
+			codes, gp := make([]int8, 32*nb), make([]float32, 2*nb)
+			quantizeRow32Go(codes, gp, x, nil)
+			vals := make([]float32, 32*nb)
+			if err := gguf.Dequantize(typ, src, vals); err != nil {
+				t.Fatal(err)
+			}
+			var want, mag, exact, bound float64
+			for b := range nb {
+				blk := src[bb*b : bb*(b+1)]
+				d := float64(gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk)))
+				m := float64(gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[2:])))
+				qs, qh := blk[4:], uint32(0)
+				if typ == gguf.Q5_1 {
+					qs, qh = blk[8:], binary.LittleEndian.Uint32(blk[4:])
+				}
+				var isum, csum int64
+				for i := range 32 {
+					u := int64(qs[i%16]>>(4*(i/16))&15) | int64(qh>>i&1)<<4
+					isum += u * int64(codes[32*b+i])
+					csum += int64(codes[32*b+i])
+					bound += math.Abs(float64(vals[32*b+i])) * float64(gp[2*b]) / 2
+				}
+				xs := float64(gp[2*b])
+				want += d*xs*float64(isum) + m*xs*float64(csum)
+				mag += math.Abs(d*xs*float64(isum)) + math.Abs(m*xs*float64(csum))
+			}
+			for i, v := range vals {
+				exact += float64(v) * float64(x[i])
+			}
+			if d := math.Abs(float64(got) - want); d > 1e-5*mag {
+				t.Errorf("%s, %d blocks: %g, want %g from the integer sums (difference %.3g of %.3g)", typ, nb, got, want, d, mag)
+			}
+			if d := math.Abs(float64(got) - exact); d > bound+1e-5*mag {
+				t.Errorf("%s, %d blocks: %g, want %g, the decoded values' dot, within x's rounding %.3g (difference %.3g)", typ, nb, got, exact, bound, d)
+			}
+		}
+	}
+}
+
 // TestDotQ5_0Int: the printer's integer Q5_0 dots (dotQ5_0VNNI: pairs of blocks, an odd
 // last one alone; dotQ5_0IntAVX2) equal, within float32 rounding, the same sum taken independently
 // in float64 — each value's 5-bit code from ggml's layout (low nibbles then high
@@ -252,7 +313,8 @@ func TestDotQ5_0Int(t *testing.T) {
 	}
 }
 
-// TestMulRowsInt: the printer's product of a Q4_K, Q5_K, Q6_K, Q5_0, Q4_0 or NVFP4 matrix (one to three rows
+// TestMulRowsInt: the printer's product of a Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 or
+// NVFP4 matrix (one to three rows
 // of x, the rows of w across the workers) takes the integer dot where intRows — each
 // output its row's integer dot with x's quantized row, bit for bit — and the float
 // kernels where the integer products are off, within x's rounding of each other.
@@ -287,8 +349,11 @@ func TestMulRowsInt(t *testing.T) {
 			}
 			xq, pairs := make([]int8, cols), make([]float32, cols/16)
 			quantizeRow32(xq, pairs, x, nil)
-			if typ == gguf.Q4_0 {
+			switch typ {
+			case gguf.Q4_0:
 				return dotQ4_0Int(xq, pairs, row(r), nb)
+			case gguf.Q4_1, gguf.Q5_1:
+				return dotQ1Int(xq, pairs, row(r), nb, typ)
 			}
 			return dotQ5_0Int(xq, pairs, row(r), nb, intRowsZMM())
 		}, func(r int) []float32 {
@@ -303,6 +368,7 @@ func TestMulRowsInt(t *testing.T) {
 	stride := cols/16 + quant.NVFP4ScaleBytes
 	cases := []intCase{ggufCase(gguf.Q4_K, randBlocks(rng, gguf.Q4_K, rows*cols/256)),
 		ggufCase(gguf.Q5_K, randBlocks(rng, gguf.Q5_K, rows*cols/256)), ggufCase(gguf.Q6_K, randBlocks(rng, gguf.Q6_K, rows*cols/256)),
+		ggufCase(gguf.Q4_1, randBlocks(rng, gguf.Q4_1, rows*cols/32)), ggufCase(gguf.Q5_1, randBlocks(rng, gguf.Q5_1, rows*cols/32)),
 		ggufCase(gguf.Q5_0, randBlocks(rng, gguf.Q5_0, rows*cols/32)), ggufCase(gguf.Q4_0, randBlocks(rng, gguf.Q4_0, rows*cols/32)),
 		{"nvfp4", fp4.w, func(x []float32, r int) float32 {
 			xq, pairs, xsum := make([]int8, cols), make([]float32, cols/16), make([]float32, cols/16)

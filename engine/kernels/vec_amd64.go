@@ -310,12 +310,31 @@ func dotQ5KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
 //go:noescape
 func dotQ6KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
 
-// k56IntRuns reports whether the printer's Q5_K and Q6_K products run in integer
-// arithmetic (matrix_introws.go): wherever the canvas's integer products are on, with
-// AVX2 and F16C — their AVX2 kernels serve AVX-512 CPUs too (no zmm forms: the
-// codes' high bits cost the same either way, and these formats are a small share of
-// a Q4_K_M file).
-func k56IntRuns() bool { return qActive != nil && qActive != qGo && useAVX2 && useF16C }
+// dotQ4_1IntAVX2 and dotQ5_1IntAVX2 are Σ decoded value · x over nb (> 0) Q4_1 or
+// Q5_1 blocks, x quantized by quantizeRow32, in integer arithmetic (vec_amd64.s; AVX2
+// and F16C).
+//
+//go:noescape
+func dotQ4_1IntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+
+//go:noescape
+func dotQ5_1IntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+
+// dotQ1Int is dotQ4_1IntAVX2 or dotQ5_1IntAVX2 (t) over slices.
+func dotQ1Int(xq []int8, pairs []float32, src []byte, nb int, t gguf.Type) float32 {
+	_, _, _ = xq[32*nb-1], pairs[2*nb-1], src[t.BlockBytes()*nb-1]
+	if t == gguf.Q5_1 {
+		return dotQ5_1IntAVX2(&xq[0], &pairs[0], &src[0], nb)
+	}
+	return dotQ4_1IntAVX2(&xq[0], &pairs[0], &src[0], nb)
+}
+
+// ymmIntRuns reports whether the printer's Q5_K, Q6_K, Q4_1 and Q5_1 products run in
+// integer arithmetic (matrix_introws.go): wherever the canvas's integer products are
+// on, with AVX2 and F16C — their AVX2 kernels serve AVX-512 CPUs too (no zmm forms:
+// the codes' high bits and the minimums cost the same either way, and these formats
+// are a small share of a file).
+func ymmIntRuns() bool { return qActive != nil && qActive != qGo && useAVX2 && useF16C }
 
 // dotQ5KInt and dotQ6KInt are dotQ5KIntAVX2 and dotQ6KIntAVX2 over slices: x's codes
 // and scales as q4kIntX (for the ymm kernel) and q6kIntX wrote them.

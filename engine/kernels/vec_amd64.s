@@ -1638,7 +1638,7 @@ GLOBL q50qh<>(SB), RODATA|NOPTR, $64
 	VZEROUPPER; \
 	RET
 
-// Q50_CODES_CONSTS loads Q50_CODES_AVX2's constants: the nibble mask (Y12), qh's
+// Q50_CODES_CONSTS loads Q5_CODES_AVX2's constants: the nibble mask (Y12), qh's
 // spreading (Y13: byte i takes qh's byte i/8; Y14: bit i mod 8) and the fifth bit (Y15).
 // Clobbers AX.
 #define Q50_CODES_CONSTS \
@@ -1649,12 +1649,13 @@ GLOBL q50qh<>(SB), RODATA|NOPTR, $64
 	VMOVD AX, X15; \
 	VPBROADCASTD X15, Y15
 
-// Q50_CODES_AVX2 makes the 32 5-bit codes of the Q5_0 block at SI in Y10 — its
-// nibbles [low ones, high ones], each with qh's bit above it (spread with VPSHUFB, a
-// bit test and VPCMPEQB) — for dotQ5_0IntAVX2 and codesQ5_0AVX2. Clobbers X11, Y6.
-#define Q50_CODES_AVX2 \
-	NIBBLES32(6, X12); \
-	VPBROADCASTD 2(SI), Y6; \
+// Q5_CODES_AVX2 makes the 32 5-bit codes of the Q5_0 or Q5_1 block at SI in Y10 —
+// its nibbles at qs(SI) [low ones, high ones], each with bit i of the word at qh(SI)
+// above it (spread with VPSHUFB, a bit test and VPCMPEQB) — for dotQ5_0IntAVX2,
+// dotQ5_1IntAVX2 and codesQ5_0AVX2. Clobbers X11, Y6.
+#define Q5_CODES_AVX2(qs, qh) \
+	NIBBLES32(qs, X12); \
+	VPBROADCASTD qh(SI), Y6; \
 	VPSHUFB Y13, Y6, Y6; \
 	VPAND Y14, Y6, Y6; \
 	VPCMPEQB Y14, Y6, Y6; \
@@ -1679,7 +1680,7 @@ TEXT ·dotQ5_0IntAVX2(SB), NOSPLIT, $0-36
 	VXORPS X3, X3, X3
 q50int2block:
 	BLOCK32_INT_SCALE
-	Q50_CODES_AVX2
+	Q5_CODES_AVX2(6, 2)
 	BLOCK32_INT_DOT(Y9)
 	ADDQ $22, SI
 	ADDQ $32, DI
@@ -1762,7 +1763,7 @@ q50codes:
 	VMULSS X9, X0, X1
 	VMOVSS X0, (R10)
 	VMOVSS X1, (R11)
-	Q50_CODES_AVX2
+	Q5_CODES_AVX2(6, 2)
 	VMOVDQU Y10, (DI)
 	ADDQ $22, SI
 	ADDQ $32, DI
@@ -2502,3 +2503,63 @@ q6kint2block:
 	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// BLOCK32_INT_SCALE_MIN is BLOCK32_INT_SCALE for a block {fp16 d; fp16 m; …} whose
+// values are d·q + m: Y5 d·xs, and X3 summing m·xs·Σcode (x's pairs).
+#define BLOCK32_INT_SCALE_MIN \
+	BLOCK_D(X4); \
+	VMULSS 0(R10), X4, X5; \
+	VBROADCASTSS X5, Y5; \
+	MOVWLZX 2(SI), AX; \
+	VMOVD AX, X6; \
+	VCVTPH2PS X6, X6; \
+	VFMADD231SS 4(R10), X6, X3
+
+// func dotQ4_1IntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+// Σ decoded value · x over nb (> 0) Q4_1 blocks {fp16 d; fp16 m; u8 qs[16]}, x
+// quantized by quantizeRow32 (its codes in order and pairs), in integer arithmetic
+// with AVX2 and F16C: each block's 32 codes (0…15) times x's, summed in int32 and
+// scaled by d·xs, and m·xs·Σcode added apart.
+TEXT ·dotQ4_1IntAVX2(SB), NOSPLIT, $0-36
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	NIBBLE_CONSTS
+	VXORPS Y0, Y0, Y0
+	VXORPS X3, X3, X3
+q41int2block:
+	BLOCK32_INT_SCALE_MIN
+	NIBBLES32(4, X15)
+	BLOCK32_INT_DOT(Y13)
+	ADDQ $20, SI
+	ADDQ $32, DI
+	ADDQ $8, R10
+	DECQ CX
+	JNZ  q41int2block
+	BLOCK32_INT_END($0xbf800000)     // −1: the minimums added
+
+// func dotQ5_1IntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+// dotQ4_1IntAVX2 for Q5_1 blocks {fp16 d; fp16 m; u32 qh; u8 qs[16]}: codes 0…31,
+// qh's bit i the fifth of value i.
+TEXT ·dotQ5_1IntAVX2(SB), NOSPLIT, $0-36
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	Q50_CODES_CONSTS
+	MOVL $0x00010001, AX
+	VMOVD AX, X9
+	VPBROADCASTD X9, Y9              // 16-bit ones
+	VXORPS Y0, Y0, Y0
+	VXORPS X3, X3, X3
+q51int2block:
+	BLOCK32_INT_SCALE_MIN
+	Q5_CODES_AVX2(8, 4)
+	BLOCK32_INT_DOT(Y9)
+	ADDQ $24, SI
+	ADDQ $32, DI
+	ADDQ $8, R10
+	DECQ CX
+	JNZ  q51int2block
+	BLOCK32_INT_END($0xbf800000)     // −1: the minimums added
