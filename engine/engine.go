@@ -14,6 +14,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/sampler"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/gomlx/gomlx/backends"
@@ -33,7 +34,7 @@ type Engine struct {
 	be        backends.Backend // nil for fakes
 	fallback  string           // why XLA did not start, if it was asked for
 	path      string           // where the model runs: PathHost or PathGraph
-	gguf      bool             // the weights came from a GGUF file
+	gguf      gguf.Mix         // the mix of the GGUF file the weights came from ("": none)
 	dir       string           // the model's folder (Source.Dir; "" for one in an fs.FS)
 	release   func()           // frees the model's device memory; nil when nothing to free
 	closed    bool
@@ -528,8 +529,11 @@ const (
 func (e *Engine) Path() string { return e.path }
 
 // GGUF reports whether the model's weights came from a GGUF file (its blocks
-// multiplied as stored on the host path): the speed estimates price them so.
-func (e *Engine) GGUF() bool { return e.gguf }
+// multiplied as stored on the host path), and GGUFMix in which of llama.cpp's mixes
+// (weights.GGUFMixOf; "": none): the speed estimates price them so.
+func (e *Engine) GGUF() bool { return e.gguf != "" }
+
+func (e *Engine) GGUFMix() gguf.Mix { return e.gguf }
 
 // MeasureMatMul times a raw float32 [m,k]×[k,n] matmul on the engine's own
 // backend (see backend.MeasureMatMul): the yardstick for the model's forward

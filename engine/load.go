@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 )
@@ -151,9 +153,15 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 	// path copies them out at the "model" stage); what Map declines (F16 tensors, GGUF
 	// experts of mixed types) and an embedded model are read into a Set.
 	var w loadedWeights
-	var fromGGUF bool
+	var mix gguf.Mix
 	if src.FS == nil {
-		_, fromGGUF, _ = weights.FindGGUF(src.Dir) // Map and Load read it where there is one
+		// Map and Load read the GGUF file where there is one; its mix prices it.
+		if path, found, _ := weights.FindGGUF(src.Dir); found {
+			var ok bool
+			if mix, ok = weights.ReadGGUFMix(os.DirFS(src.Dir), filepath.Base(path), cfg); !ok {
+				mix = gguf.Q4KM
+			}
+		}
 		var ok bool
 		if w.mapped, ok, err = weights.Map(src.Dir, cfg, opts.WeightsProgress); err == nil && !ok {
 			w.set, err = weights.Load(src.Dir, cfg)
@@ -185,7 +193,7 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 		be.Finalize()
 		return nil, fmt.Errorf("load %s: %w", src, err)
 	}
-	e = &Engine{cfg: cfg, tokenizer: tok, tok: tok, run: run, backend: be.Spec, be: be.Backend, fallback: be.Fallback, path: path, gguf: fromGGUF, dir: src.Dir,
+	e = &Engine{cfg: cfg, tokenizer: tok, tok: tok, run: run, backend: be.Spec, be: be.Backend, fallback: be.Fallback, path: path, gguf: mix, dir: src.Dir,
 		release: func() {
 			release()
 			be.Finalize()

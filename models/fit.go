@@ -58,7 +58,7 @@ func FitTable(budgets []fit.Budget, contextLen int) ([]FitRow, error) {
 			continue
 		}
 		for _, p := range e.Profiles {
-			est, err := fit.Compute(cfg, p, fit.Runtime{Context: contextLen, GPU: gpu, GGUF: e.GGUF()})
+			est, err := fit.Compute(cfg, p, fit.Runtime{Context: contextLen, GPU: gpu, GGUF: e.Mix})
 			if err != nil {
 				return nil, err
 			}

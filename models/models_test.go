@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
@@ -878,7 +879,7 @@ func TestPullGGUFWithCompanion(t *testing.T) {
 	weights := make([]byte, 900<<10)
 	rng.Read(weights)
 	gguf := []*hubtest.File{
-		{Name: catalog.GGUFFile, Data: weights, LFS: true},
+		{Name: catalog.GGUFFile(gguf.Q4KM), Data: weights, LFS: true},
 		{Name: "diffusiongemma-26B-A4B-it-Q8_0.gguf", Data: make([]byte, 2<<20), LFS: true}, // another quant: not fetched
 		{Name: "README.md", Data: []byte("# gguf\n")},
 	}

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/fit"
 	"github.com/darkroomlabs/darkroom/models/hw"
@@ -36,16 +39,16 @@ type Placement struct {
 // OnGPU reports whether the placement is the GPU's.
 func (p Placement) OnGPU() bool { return p.Budget.Kind == "gpu" }
 
-// Place is cfg under profile p — a GGUF file's blocks where gguf, p its stand-in
-// (catalog.GGUFProfile) — on the PC info describes (see Placement). A model too big
-// for both the GPU and the RAM is placed on the GPU, judged won't fit.
-func Place(cfg *config.Model, p quant.Profile, gguf bool, info hw.Info) (Placement, error) {
+// Place is cfg under profile p — a GGUF file's blocks in mix mix where it is one, p
+// its stand-in (catalog.GGUFProfile) — on the PC info describes (see Placement). A
+// model too big for both the GPU and the RAM is placed on the GPU, judged won't fit.
+func Place(cfg *config.Model, p quant.Profile, mix gguf.Mix, info hw.Info) (Placement, error) {
 	budgets := Budgets(info)
 	if len(budgets) == 0 {
 		return Placement{}, errors.New("this PC's memory is unknown")
 	}
 	first := budgets[0]
-	est, err := fit.Compute(cfg, p, fit.Runtime{GPU: first.Kind == "gpu", GGUF: gguf})
+	est, err := fit.Compute(cfg, p, fit.Runtime{GPU: first.Kind == "gpu", GGUF: mix})
 	if err != nil {
 		return Placement{}, err
 	}
@@ -53,7 +56,7 @@ func Place(cfg *config.Model, p quant.Profile, gguf bool, info hw.Info) (Placeme
 	if first.Kind != "gpu" || pl.Verdict != fit.WontFit {
 		return pl, nil
 	}
-	if cpu, ok := inRAM(cfg, p, gguf, budgets); ok {
+	if cpu, ok := inRAM(cfg, p, mix, budgets); ok {
 		from := "from RAM"
 		if cpu.Verdict == fit.FromDisk {
 			from = "from RAM and the disk"
@@ -68,12 +71,12 @@ func Place(cfg *config.Model, p quant.Profile, gguf bool, info hw.Info) (Placeme
 // inRAM is cfg under p placed in the RAM, the last of budgets (Budgets), on the
 // CPU's estimate, where it runs there (tight and from the disk included); ok false
 // where it does not, or the PC's RAM is unknown.
-func inRAM(cfg *config.Model, p quant.Profile, gguf bool, budgets []fit.Budget) (pl Placement, ok bool) {
+func inRAM(cfg *config.Model, p quant.Profile, mix gguf.Mix, budgets []fit.Budget) (pl Placement, ok bool) {
 	ram := budgets[len(budgets)-1]
 	if ram.Kind != "ram" {
 		return Placement{}, false
 	}
-	cpu, err := fit.Compute(cfg, p, fit.Runtime{GGUF: gguf})
+	cpu, err := fit.Compute(cfg, p, fit.Runtime{GGUF: mix})
 	if err != nil {
 		return Placement{}, false
 	}
@@ -109,8 +112,8 @@ func BackendFor(spec string, src engine.Source, detect func() hw.Info) (string, 
 	if err != nil {
 		return spec, ""
 	}
-	p, gguf := sourceProfile(cfg, files)
-	pl, err := Place(cfg, p, gguf, info)
+	p, mix := sourceProfile(cfg, files)
+	pl, err := Place(cfg, p, mix, info)
 	switch {
 	case err != nil:
 		return spec, ""
@@ -121,7 +124,7 @@ func BackendFor(spec string, src engine.Source, detect func() hw.Info) (string, 
 	}
 	// It fits the GPU, but not what is free of it now: the RAM, if it fits there.
 	g := info.GPUs[0]
-	if _, ok := inRAM(cfg, p, gguf, Budgets(info)); !ok {
+	if _, ok := inRAM(cfg, p, mix, Budgets(info)); !ok {
 		return spec, ""
 	}
 	return "go", fmt.Sprintf("Only %s of the %s's %s of memory are free now (the rest is in use: by another program, a game perhaps, or by a model Darkroom holds there already) "+
@@ -129,15 +132,23 @@ func BackendFor(spec string, src engine.Source, detect func() hw.Info) (string, 
 		store.FormatBytes(g.VRAMFree), g.Name, store.FormatBytes(g.VRAMTotal), store.FormatBytes(pl.Estimate.Total))
 }
 
-// sourceProfile is the profile a model's files are estimated in, and whether they
-// are a GGUF file's blocks: a directory holding a .gguf file (the Library's GGUF
-// download, whose config.json is Google's bf16 one) is catalog.GGUFProfile's
-// stand-in over the file's blocks; any other, its config.json's profile
-// (speed.ProfileOf). Estimated as bf16, a 17 GB GGUF on a 24 GB GPU read as 53 GB,
-// too big for the GPU, and ran on the CPU where the RAM held that much.
-func sourceProfile(cfg *config.Model, files fs.FS) (quant.Profile, bool) {
+// sourceProfile is the profile a model's files are estimated in, and the mix of
+// their GGUF file's blocks ("": none): a directory holding a .gguf file (the
+// Library's GGUF download, whose config.json is Google's bf16 one) is
+// catalog.GGUFProfile's stand-in over the file's blocks, in the mix its tensors'
+// types say (weights.ReadGGUFMix; Q4_K_M where they cannot be read); any other, its
+// config.json's profile (speed.ProfileOf). Estimated as bf16, a 17 GB GGUF on a 24
+// GB GPU read as 53 GB, too big for the GPU, and ran on the CPU where the RAM held
+// that much.
+func sourceProfile(cfg *config.Model, files fs.FS) (quant.Profile, gguf.Mix) {
 	if m, _ := fs.Glob(files, "*.gguf"); len(m) > 0 {
-		return catalog.GGUFProfile, true
+		mix := gguf.Q4KM
+		for _, name := range m { // mmproj-*.gguf holds a vision projector (weights.FindGGUF)
+			if got, ok := weights.ReadGGUFMix(files, name, cfg); ok && !strings.HasPrefix(strings.ToLower(name), "mmproj") {
+				mix = got
+			}
+		}
+		return catalog.GGUFProfile, mix
 	}
-	return speed.ProfileOf(cfg), false
+	return speed.ProfileOf(cfg), ""
 }

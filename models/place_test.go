@@ -8,6 +8,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
@@ -42,7 +43,7 @@ func TestPlace(t *testing.T) {
 		{"12 GB GPU, 8 GB RAM", gpu(12<<30, 8<<30), "gpu", fit.WontFit, ""},
 		{"no GPU, 64 GB RAM", hw.Info{RAMTotal: 64 << 30}, "ram", fit.Fits, ""},
 	} {
-		pl, err := Place(cfg, quant.Int4Profile, false, c.info)
+		pl, err := Place(cfg, quant.Int4Profile, "", c.info)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -50,7 +51,7 @@ func TestPlace(t *testing.T) {
 			t.Errorf("%s: on %s, %s, %q; want %s, %s, %q", c.name, pl.Budget.Kind, pl.Verdict, pl.CPUBecause, c.kind, c.verdict, c.why)
 		}
 	}
-	if _, err := Place(cfg, quant.Int4Profile, false, hw.Info{}); err == nil {
+	if _, err := Place(cfg, quant.Int4Profile, "", hw.Info{}); err == nil {
 		t.Error("a PC whose memory is unknown was placed")
 	}
 	// The GGUF download on the CPU holds its file's blocks (its Q6_K embedding as
@@ -58,11 +59,11 @@ func TestPlace(t *testing.T) {
 	// says — tight in 24 GiB of RAM where the int4 profile fits. The Library judged
 	// it as the int4 profile.
 	ram := hw.Info{RAMTotal: 24 << 30}
-	asInt4, err := Place(cfg, catalog.GGUFProfile, false, ram)
+	asInt4, err := Place(cfg, catalog.GGUFProfile, "", ram)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gguf, err := Place(cfg, catalog.GGUFProfile, true, ram)
+	gguf, err := Place(cfg, catalog.GGUFProfile, gguf.Q4KM, ram)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestBackendForGGUF(t *testing.T) {
 	if err := catalog.DiffusionGemma26B().Save(dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, catalog.GGUFFile), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, catalog.GGUFFile(gguf.Q4KM)), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	gamer := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "RTX 4090", VRAMTotal: 24 << 30, VRAMFree: 23 << 30}}, RAMTotal: 64 << 30}

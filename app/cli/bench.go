@@ -23,6 +23,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/clock"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/models/fit"
@@ -159,10 +160,10 @@ type benchReport struct {
 	ForwardVsMatMul float64            `json:"forward_vs_matmul,omitempty"` // forward FLOP/s ÷ the raw matmul FLOP/s
 	// Path is where forward passes ran: "host" (engine/kernels) or "graph" (GoMLX
 	// on Backend). HostMatMulGFLOPS is kernels's rate on the same shape.
-	Path             string  `json:"path"`
-	GGUF             bool    `json:"gguf,omitempty"` // the weights are a GGUF file's blocks: the bounds price them so (speed.Workload.GGUF)
-	HostMatMulGFLOPS float64 `json:"host_matmul_gflops"`
-	ForwardFLOPsNote string  `json:"forward_flops_note,omitempty"`
+	Path             string   `json:"path"`
+	GGUF             gguf.Mix `json:"gguf,omitempty"` // the weights are a GGUF file's blocks in this mix: the bounds price them so (speed.Workload.GGUF)
+	HostMatMulGFLOPS float64  `json:"host_matmul_gflops"`
+	ForwardFLOPsNote string   `json:"forward_flops_note,omitempty"`
 }
 
 // headColumns bounds the raw matmul's output width: the head's shape with a slice
@@ -237,7 +238,7 @@ func runBench(env *Env, args []string) error {
 	defer e.Close()
 	cfg := e.Config()
 	rep := benchReport{Model: modelLabel(g.model), Backend: e.Backend(), Modes: *modes, CanvasLength: cfg.CanvasLength,
-		LoadMS: msSince(t0), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Path: e.Path(), GGUF: e.GGUF(),
+		LoadMS: msSince(t0), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Path: e.Path(), GGUF: e.GGUFMix(),
 		WeightBytes: fit.WeightBytes(cfg, speed.ProfileOf(cfg))}
 	s := g.sampling()
 	if s.MaxNewTokens == 0 {

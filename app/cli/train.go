@@ -22,6 +22,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/train"
 	"github.com/darkroomlabs/darkroom/engine/train/corpus"
@@ -445,7 +446,7 @@ func runTrainInit(env *Env, args []string) error {
 	fs := newFlagSet(env, "train init", "--config CONFIG.json --profile bf16|int8|int4|nvfp4|q4_k_m --out DIR [--seed N]")
 	cfgPath := fs.String("config", "", "config.json (or a model directory, or a Library model's name: diffusiongemma-26b) of the model to create (required)")
 	layers := fs.Int("layers", 0, "keep only the config's first N layers (the 26B's first 6: 5 sliding and 1 full), for a model at real width that fits here")
-	profile := fs.String("profile", "bf16", "weight format: bf16, int8 or int4 (as darkroom quantize writes them), nvfp4 (NVIDIA ModelOpt's export, as the NVFP4 download comes), or q4_k_m (one GGUF file in llama.cpp's Q4_K_M mix, as a GGUF download comes)")
+	profile := fs.String("profile", "bf16", "weight format: bf16, int8 or int4 (as darkroom quantize writes them), nvfp4 (NVIDIA ModelOpt's export, as the NVFP4 download comes), or q4_k_m, q5_k_m, q6_k or q8_0 (one GGUF file in that llama.cpp mix, as a GGUF download comes)")
 	out := fs.String("out", "", "output directory, which must not exist or be empty (required)")
 	seed := fs.Uint64("seed", 1, "initialization seed: the same seed writes the same bytes")
 	tokDir := fs.String("tokenizer", "", "directory with tokenizer.json to copy (default: the built-in Darkroom Mini's, 4096 ids)")
@@ -458,12 +459,12 @@ func runTrainInit(env *Env, args []string) error {
 		return errors.New("train init: give --config CONFIG.json and --out DIR")
 	}
 	opts := train.InitOptions{Seed: *seed, MaxShardBytes: int64(*shardGB * 1e9)}
-	if strings.EqualFold(*profile, train.InitGGUFProfile) {
-		opts.GGUF = true
+	if mix, ok := gguf.ParseMix(*profile); ok {
+		opts.GGUF = mix
 	} else {
 		p, err := train.ParseInitProfile(*profile)
 		if err != nil {
-			return fmt.Errorf("train init: --profile: %w (or nvfp4 for ModelOpt's NVFP4 export, q4_k_m for a GGUF file)", err)
+			return fmt.Errorf("train init: --profile: %w (or nvfp4 for ModelOpt's NVFP4 export, q4_k_m, q5_k_m, q6_k or q8_0 for a GGUF file)", err)
 		}
 		opts.Profile = p
 	}

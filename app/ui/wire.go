@@ -367,7 +367,7 @@ func profileFit(e models.Entry, p quant.Profile, info hw.Info) ProfileFit {
 		pf.Verdict, pf.Detail = "unknown", e.ID+": dimensions unknown before download"
 		return pf
 	}
-	pl, err := models.Place(cfg, p, e.GGUF(), info) // the GPU, or the RAM where the model is too big for the GPU
+	pl, err := models.Place(cfg, p, e.Mix, info) // the GPU, or the RAM where the model is too big for the GPU
 	if err != nil {
 		pf.Verdict, pf.Detail = "unknown", err.Error()
 		return pf

@@ -200,13 +200,15 @@ func IntGGUF() []string {
 // IntRowFormats lists the stored formats whose printer's products (below dotRows
 // rows) run in integer arithmetic now (matrix_introws.go): "int4" with AVX2-class
 // kernels (mulRowsInt4Int; AVX-512's float dots keep the memory's pace), "nvfp4",
-// and GGUF's "Q4_K", "Q5_0" and (AVX2-class, as int4) "Q4_0" where their kernels run.
+// and GGUF's "Q4_K", "Q5_0", (AVX2-class, as int4) "Q4_0", and (AVX2's on every CPU)
+// "Q5_K", "Q6_K", "Q4_1" and "Q5_1" where their kernels run.
 func IntRowFormats() []string {
 	var f []string
 	for _, c := range []struct {
 		name string
 		on   bool
-	}{{"int4", int4IntRuns()}, {"nvfp4", nvfp4IntRuns()}, {"Q4_K", q4kIntRuns()}, {"Q5_0", q50IntRuns()}, {"Q4_0", q40IntRuns()}} {
+	}{{"int4", int4IntRuns()}, {"nvfp4", nvfp4IntRuns()}, {"Q4_K", q4kIntRuns()}, {"Q5_0", q50IntRuns()}, {"Q4_0", q40IntRuns()},
+		{"Q5_K", ymmIntRuns()}, {"Q6_K", ymmIntRuns()}, {"Q4_1", ymmIntRuns()}, {"Q5_1", ymmIntRuns()}} {
 		if c.on {
 			f = append(f, c.name)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine/atomicfile"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/safetensors"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
@@ -41,11 +42,11 @@ type InitOptions struct {
 	// Profile is bf16 (the default), int8 or int4 — or nvfp4, NVIDIA ModelOpt's export
 	// layout (initmodelopt.go), which the NVFP4 download has.
 	Profile quant.Profile
-	// GGUF writes the weights as one GGUF file (InitGGUFFile) in llama.cpp's Q4_K_M
-	// mix instead of safetensors, with the tokenizer and no config.json, as a GGUF
-	// download comes (the loader reads the config from the file's metadata). Profile
-	// must be unset.
-	GGUF bool
+	// GGUF writes the weights as one GGUF file (InitGGUFFile) in this llama.cpp mix
+	// (weights.GGUFType; "": safetensors) instead of safetensors, with the tokenizer
+	// and no config.json, as a GGUF download comes (the loader reads the config from
+	// the file's metadata). Profile must be unset.
+	GGUF gguf.Mix
 	Seed uint64
 	// Tokenizer is a directory holding tokenizer.json (and tokenizer_config.json),
 	// copied into the checkpoint; nil is the built-in Darkroom Mini's. Its ids must fit
@@ -142,13 +143,13 @@ func InitCheckpoint(ctx context.Context, cfg *config.Model, dir string, opts Ini
 		}
 	}()
 
-	if opts.GGUF {
-		plan, res, err := planGGUF(cfg)
+	if opts.GGUF != "" {
+		plan, res, err := planGGUF(cfg, opts.GGUF)
 		if err != nil {
 			return fail(err)
 		}
 		res.Dir = dir
-		if err := writeInitGGUF(ctx, cfg, filepath.Join(tmp, InitGGUFFile), plan, opts, res.Bytes); err != nil {
+		if err := writeInitGGUF(ctx, cfg, filepath.Join(tmp, InitGGUFFile(opts.GGUF)), plan, opts, res.Bytes); err != nil {
 			return fail(err)
 		}
 		if err := copyTokenizer(tokFS, tmp); err != nil {
@@ -273,8 +274,8 @@ func PlanInit(cfg *config.Model, opts InitOptions) (InitResult, error) {
 	if err != nil {
 		return InitResult{}, fmt.Errorf("train init: %w", err)
 	}
-	if opts.GGUF {
-		_, res, err := planGGUF(cfg)
+	if opts.GGUF != "" {
+		_, res, err := planGGUF(cfg, opts.GGUF)
 		if err != nil {
 			return InitResult{}, fmt.Errorf("train init: %w", err)
 		}
@@ -289,8 +290,8 @@ func PlanInit(cfg *config.Model, opts InitOptions) (InitResult, error) {
 
 // initProfile is opts.Profile, bf16 when unset (and none with GGUF).
 func initProfile(opts InitOptions) (quant.Profile, error) {
-	if opts.GGUF && opts.Profile != "" {
-		return "", fmt.Errorf("a GGUF checkpoint is in llama.cpp's Q4_K_M mix, not profile %s", opts.Profile)
+	if opts.GGUF != "" && opts.Profile != "" {
+		return "", fmt.Errorf("a GGUF checkpoint is in llama.cpp's %s mix, not profile %s", opts.GGUF, opts.Profile)
 	}
 	if opts.Profile == "" {
 		return quant.BF16Profile, nil

@@ -298,8 +298,8 @@ func TestInitCheckpointErrors(t *testing.T) {
 		{"under a file", initTiny(), context.Background(), filepath.Join(aFile, "m"), InitOptions{}, "not a directory"},
 		{"tokenizer too big", config.Tiny(), context.Background(), filepath.Join(root, "a"), InitOptions{}, "tokenizer has 4096 ids but the config's vocab_size is 512"},
 		{"cancelled", initTiny(), ctx, filepath.Join(root, "a"), InitOptions{}, "context canceled"},
-		{"gguf with a profile", initTiny(), context.Background(), filepath.Join(root, "a"), InitOptions{GGUF: true, Profile: quant.Int4Profile}, "Q4_K_M mix, not profile int4"},
-		{"cancelled gguf", initTiny(), ctx, filepath.Join(root, "a"), InitOptions{GGUF: true}, "context canceled"},
+		{"gguf with a profile", initTiny(), context.Background(), filepath.Join(root, "a"), InitOptions{GGUF: gguf.Q4KM, Profile: quant.Int4Profile}, "Q4_K_M mix, not profile int4"},
+		{"cancelled gguf", initTiny(), ctx, filepath.Join(root, "a"), InitOptions{GGUF: gguf.Q4KM}, "context canceled"},
 		{"cancelled nvfp4", initTiny(), ctx, filepath.Join(root, "a"), InitOptions{Profile: quant.NVFP4Profile}, "context canceled"},
 	} {
 		_, err := InitCheckpoint(c.ctx, c.cfg, c.out, c.opts)
@@ -353,32 +353,48 @@ func TestLoadInitConfig(t *testing.T) {
 	}
 }
 
-// TestInitCheckpointGGUF: a GGUF checkpoint is one file in llama.cpp's Q4_K_M mix
-// (weights.Q4KMType) with the tokenizer and no config.json; its metadata gives the
-// config back; every tensor holds the values the bf16 profile writes for the same
-// seed, within its block type's quantization error (a mixed-up row or tensor would
-// be off by about √2); and the engine loads it from the folder and generates in both
-// modes.
+// TestInitCheckpointGGUF: a GGUF checkpoint is one file in the llama.cpp mix asked
+// for (weights.GGUFType: each mix's block types, its fallbacks too) with the tokenizer
+// and no config.json; its metadata gives the config back and its tensors the mix
+// (weights.ReadGGUFMix); every tensor holds the values the bf16 profile writes for
+// the same seed, within its block type's quantization error (a mixed-up row or
+// tensor would be off by about √2); and the engine loads it from the folder and
+// generates in both modes.
 func TestInitCheckpointGGUF(t *testing.T) {
+	kindsOf := map[gguf.Mix][]gguf.Type{
+		gguf.Q4KM: {gguf.F32, gguf.Q4_K, gguf.Q6_K, gguf.Q5_0, gguf.Q8_0},
+		gguf.Q5KM: {gguf.F32, gguf.Q5_K, gguf.Q6_K, gguf.Q5_1, gguf.Q8_0},
+		gguf.Q6KM: {gguf.F32, gguf.Q6_K, gguf.Q8_0},
+		gguf.Q80M: {gguf.F32, gguf.Q8_0},
+	}
+	for _, m := range gguf.Mixes {
+		t.Run(string(m), func(t *testing.T) { testInitGGUF(t, m, kindsOf[m]) })
+	}
+}
+
+func testInitGGUF(t *testing.T, m gguf.Mix, wantKinds []gguf.Type) {
 	cfg := initTiny()
 	cfg.Text.HiddenSize = 256 // the k-quants' 256-value blocks apply to what reads the hidden state
-	dir, ref, res := initBesideBF16(t, cfg, InitOptions{GGUF: true, Seed: 3})
+	dir, ref, res := initBesideBF16(t, cfg, InitOptions{GGUF: m, Seed: 3})
 	ents, _ := os.ReadDir(dir)
 	var names []string
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if fmt.Sprint(names) != fmt.Sprint([]string{InitGGUFFile, "tokenizer.json", "tokenizer_config.json"}) {
+	if fmt.Sprint(names) != fmt.Sprint([]string{InitGGUFFile(m), "tokenizer.json", "tokenizer_config.json"}) {
 		t.Errorf("files %v", names)
 	}
 
-	f, err := gguf.Open(filepath.Join(dir, InitGGUFFile))
+	f, err := gguf.Open(filepath.Join(dir, InitGGUFFile(m)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	if err := weights.CheckGGUFConfig(f, cfg); err != nil {
 		t.Errorf("the metadata gives another model: %v", err)
+	}
+	if got, ok := weights.ReadGGUFMix(os.DirFS(dir), InitGGUFFile(m), cfg); got != m || !ok {
+		t.Errorf("the file's mix read as %q (%v), want %s", got, ok, m)
 	}
 	got, err := f.Config()
 	if err != nil {
@@ -396,7 +412,7 @@ func TestInitCheckpointGGUF(t *testing.T) {
 	kinds := map[gguf.Type]bool{}
 	for _, sp := range weights.Specs(cfg) {
 		info, ok := f.Lookup(sp.GGUF)
-		want, quantized := weights.Q4KMType(cfg, sp)
+		want, quantized := weights.GGUFType(cfg, m, sp)
 		if !quantized {
 			want = gguf.F32
 		}
@@ -416,7 +432,7 @@ func TestInitCheckpointGGUF(t *testing.T) {
 		}
 		var ref []float32
 		ft.ConstFlatData(func(a any) { ref = a.([]float32) })
-		bound := map[gguf.Type]float64{gguf.F32: 0.004, gguf.Q8_0: 0.01, gguf.Q6_K: 0.03, gguf.Q5_0: 0.06, gguf.Q4_K: 0.12}[info.Type]
+		bound := map[gguf.Type]float64{gguf.F32: 0.004, gguf.Q8_0: 0.01, gguf.Q6_K: 0.03, gguf.Q5_0: 0.06, gguf.Q5_1: 0.06, gguf.Q5_K: 0.06, gguf.Q4_K: 0.12}[info.Type]
 		if rel := relRMS(vals, ref); !(rel <= bound) {
 			t.Errorf("%s (%s): relative RMS difference from the bf16 checkpoint %.4f, want ≤ %.3f", sp.GGUF, info.Type, rel, bound)
 		}
@@ -427,8 +443,13 @@ func TestInitCheckpointGGUF(t *testing.T) {
 	if onDisk != res.Bytes {
 		t.Errorf("%d bytes of tensor data in the file, the result says %d", onDisk, res.Bytes)
 	}
-	if len(kinds) < 5 {
-		t.Errorf("block types %v: the test should cover Q4_K, Q6_K, Q5_0, Q8_0 and F32", kinds)
+	if len(kinds) != len(wantKinds) {
+		t.Errorf("block types %v, want %v", kinds, wantKinds)
+	}
+	for _, k := range wantKinds {
+		if !kinds[k] {
+			t.Errorf("block types %v, want %v", kinds, wantKinds)
+		}
 	}
 
 	generatesBoth(t, dir)

@@ -13,12 +13,10 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/weights"
 )
 
-// InitGGUFFile is the file InitCheckpoint writes with InitOptions.GGUF, named as
-// llama.cpp's quantizer names its output.
-const InitGGUFFile = "model-Q4_K_M.gguf"
-
-// InitGGUFProfile is InitResult.Profile for a GGUF checkpoint.
-const InitGGUFProfile = "Q4_K_M"
+// InitGGUFFile is the file InitCheckpoint writes with InitOptions.GGUF m, named as
+// llama.cpp's quantizer names its output ("model-Q4_K_M.gguf"); InitResult.Profile is
+// the mix's name.
+func InitGGUFFile(m gguf.Mix) string { return "model-" + string(m) + ".gguf" }
 
 // ggufInit is one tensor of a GGUF checkpoint and its stored type.
 type ggufInit struct {
@@ -26,14 +24,14 @@ type ggufInit struct {
 	typ  gguf.Type
 }
 
-// planGGUF decides every tensor's GGUF type — llama.cpp's Q4_K_M mix
-// (weights.Q4KMType), F32 for what it keeps in float (norms, scales, the router, as
+// planGGUF decides every tensor's GGUF type — llama.cpp's mix m
+// (weights.GGUFType), F32 for what it keeps in float (norms, scales, the router, as
 // llama.cpp's converter writes them) — and what the file holds.
-func planGGUF(cfg *config.Model) ([]ggufInit, InitResult, error) {
-	res := InitResult{Profile: InitGGUFProfile, Files: []string{InitGGUFFile}}
+func planGGUF(cfg *config.Model, m gguf.Mix) ([]ggufInit, InitResult, error) {
+	res := InitResult{Profile: string(m), Files: []string{InitGGUFFile(m)}}
 	var ts []ggufInit
 	for _, sp := range weights.Specs(cfg) {
-		typ, ok := weights.Q4KMType(cfg, sp)
+		typ, ok := weights.GGUFType(cfg, m, sp)
 		if !ok {
 			typ = gguf.F32
 		}

@@ -44,20 +44,25 @@ func openGGUFStored(path string, cfg *config.Model) (m *Mapped, ok bool, err err
 	return m, true, nil
 }
 
-// HostHeld is the Darkroom format the host model holds a quantizable matrix of GGUF
-// block type t in, and false for the types it holds and multiplies as stored. Q6_K
-// keeps a scale per 16 inputs, which no integer canvas product takes (the kernels'
-// groups are of 32), so its products took the float path, decoding every block each
-// time: in a Q4_K_M file the tied embedding is Q6_K, and its two products a denoising
-// step (the output head and the soft embedding) were three quarters of a 6-layer
-// 26B's step, twice the int4 profile's. It is held as the graph path converts it
-// instead (decideGGUF: int8 with a float32 scale per 32 inputs, gguf.Requantize), the
-// same numbers on the CPU as on a GPU: 1.125 bytes a weight for Q6_K's 0.82, a
-// relative error about 4% above Q6_K's own (0.0227 against 0.0218 on random normal
-// weights with outliers; int8 with a scale per row, which would take the integer
-// soft embedding too, 0.0336).
-func HostHeld(t gguf.Type) (quant.Spec, bool) {
-	if t == gguf.Q6_K {
+// HostHeld is the Darkroom format the host model holds tensor name, a quantizable
+// matrix of GGUF block type t, in, and false for the tensors it holds and multiplies
+// as stored. A Q6_K embedding (the tied output head, in every mix but Q8_0) is held
+// as the graph path converts it (decideGGUF: int8 with a float32 scale per 32 inputs,
+// gguf.Requantize), the same numbers on the CPU as on a GPU: Q6_K keeps a scale per 16
+// inputs, which no integer canvas product takes (the kernels' groups are of 32), and
+// the embedding's two products a denoising step (the output head and the soft
+// embedding, a MulNN with no stored-format path) were three quarters of a 6-layer
+// 26B's step on the float path, twice the int4 profile's. 1.125 bytes a weight for
+// Q6_K's 0.82, a relative error about 4% above Q6_K's own (0.0227 against 0.0218 on
+// random normal weights with outliers; int8 with a scale per row, which would take
+// the integer soft embedding too, 0.0336). Every other Q6_K matrix — a Q4_K_M's
+// value and down projections in some layers, a whole Q6_K file — is multiplied as
+// stored: the printer's products in integer arithmetic (kernels' dotQ6KIntAVX2, at
+// the memory's rate for 0.82 bytes a weight), the canvas's decoded (as fast as int8's
+// with AVX2 alone: BenchmarkMatrixMulNT), mapped from the file rather than held at
+// 1.4 times its size (a Q6_K file's 21 GB would be 29).
+func HostHeld(t gguf.Type, name string) (quant.Spec, bool) {
+	if t == gguf.Q6_K && name == EmbeddingName {
 		return quant.Spec{Bits: 8, GroupSize: gguf.Group}, true
 	}
 	return quant.Spec{}, false
@@ -70,7 +75,7 @@ func (p ggufPlan) hostConverted() bool {
 		return false
 	}
 	for _, t := range p.parts {
-		if spec, ok := HostHeld(t.Type); !ok || spec != *p.quant {
+		if spec, ok := HostHeld(t.Type, p.spec.Name); !ok || spec != *p.quant {
 			return false
 		}
 	}

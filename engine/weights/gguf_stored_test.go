@@ -106,10 +106,10 @@ func mapGGUF(t *testing.T, split bool) (*config.Model, *ggufFixture, *weights.Ma
 
 // TestGGUFStoredOnHost: a GGUF file read by weights.Map keeps each matrix in its GGUF
 // type (Q4_K, Q5_K, Q8_0, Q4_0, Q4_1, Q5_1, Q5_0; split gate and up experts
-// interleaved), but Q6_K (weights.HostHeld) as int8 with a scale per 32,
-// and the host model over it gives the logits and soft embeddings of the float32 host
-// path on the GGUF's own dequantization (the Q6_K tensors' int8G32), within float32
-// rounding.
+// interleaved, Q6_K too), but a Q6_K embedding (weights.HostHeld) as int8 with a
+// scale per 32, and the host model over it gives the logits and soft embeddings of the
+// float32 host path on the GGUF's own dequantization (the embedding's int8G32), within
+// float32 rounding.
 func TestGGUFStoredOnHost(t *testing.T) {
 	defer kernels.SetIntProducts(kernels.SetIntProducts(false)) // the float32 path, within its rounding (engine/kernels TestMulNTInt: the integer one)
 	for _, split := range []bool{false, true} {
@@ -125,8 +125,8 @@ func TestGGUFStoredOnHost(t *testing.T) {
 			typ := fx.types[sp.Name]
 			switch {
 			case len(sp.Shape) < 2 || typ == gguf.F32 || typ == gguf.BF16:
-			case typ == gguf.Q6_K:
-				if held, ok := weights.HostHeld(typ); !ok || s.Blocks || s.Quant == nil || *s.Quant != held || held != (quant.Spec{Bits: 8, GroupSize: 32}) {
+			case typ == gguf.Q6_K && sp.Name == weights.EmbeddingName:
+				if held, ok := weights.HostHeld(typ, sp.Name); !ok || s.Blocks || s.Quant == nil || *s.Quant != held || held != (quant.Spec{Bits: 8, GroupSize: 32}) {
 					t.Errorf("%s: held as %+v (blocks %v, %v), want int8 in groups of 32 with float32 scales", sp.Name, s.Quant, s.Blocks, s.GGUF)
 				}
 				stored[sp.Name] = int8G32(fx.stored[sp.Name])
@@ -136,7 +136,7 @@ func TestGGUFStoredOnHost(t *testing.T) {
 			}
 		}
 		if converted == 0 {
-			t.Fatal("no tensor of the file is Q6_K")
+			t.Fatal("the file's embedding is not Q6_K")
 		}
 		got, err := model.NewHostRunner(&cfg.Text, m)
 		if err != nil {
@@ -167,7 +167,7 @@ func TestGGUFStoredOnHost(t *testing.T) {
 // TestGGUFStoredInPlace: where the file is mapped (Unix), a GGUF's matrices kept as
 // stored are views of it, not heap copies — a write over the file's data section after
 // Lookup shows through them — split gate and up experts too (held in parts, one per
-// expert and projection), save the Q6_K ones converted on the heap (weights.HostHeld).
+// expert and projection), save a Q6_K embedding converted on the heap (weights.HostHeld).
 func TestGGUFStoredInPlace(t *testing.T) {
 	if mapfile.Off() {
 		t.Skip("mapping is turned off (DARKROOM_NO_MMAP)")
@@ -196,7 +196,7 @@ func TestGGUFStoredInPlace(t *testing.T) {
 				continue
 			}
 			want := int64(0) // a view of the mapping reads nothing onto the heap
-			if fx.types[sp.Name] == gguf.Q6_K {
+			if _, conv := weights.HostHeld(fx.types[sp.Name], sp.Name); conv {
 				want = fileBytes(t, fx.path, sp)
 			}
 			if firstRead[sp.Name] != want {
@@ -225,15 +225,15 @@ func TestGGUFStoredInPlace(t *testing.T) {
 			for _, b := range s.Spans() {
 				inPlace = inPlace && len(bytes.Trim(b, "\xa5")) == 0
 			}
-			if parts, want := len(s.Parts), 0; split && strings.HasSuffix(name, "gate_up_proj") && fx.types[name] != gguf.Q6_K {
+			_, conv := weights.HostHeld(fx.types[name], name)
+			if parts, want := len(s.Parts), 0; split && strings.HasSuffix(name, "gate_up_proj") && !conv {
 				if want = 2 * cfg.Text.NumExperts; parts != want {
 					t.Errorf("split %s: %d parts, want %d", name, parts, want)
 				}
 			} else if parts != want {
 				t.Errorf("%s (split %v): %d parts, want none", name, split, parts)
 			}
-			want := fx.types[name] != gguf.Q6_K
-			if inPlace != want {
+			if want := !conv; inPlace != want {
 				t.Errorf("split %v, %s (%s): a view of the file %v, want %v", split, name, fx.types[name], inPlace, want)
 			}
 			if inPlace {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
@@ -27,6 +28,10 @@ type Entry struct {
 	Format      string          `json:"format"`        // what the files are
 	Size        int64           `json:"download_size"` // approximate; the exact size comes from the Hub
 	Profiles    []quant.Profile `json:"profiles"`      // bf16 = as published, nothing quantized (the built-in Mini: F32, its only one); others made by `darkroom quantize`
+	// Mix is the llama.cpp quantization mix of a GGUF download ("": not one): the
+	// block type of each tensor (engine/weights' GGUFType), which the estimates
+	// price and the Library names it by.
+	Mix gguf.Mix `json:"gguf_mix,omitempty"`
 	// Include restricts a download to these globs (empty: every file).
 	Include []string `json:"include,omitempty"`
 	// Companion names small files to fetch from another repo into the same model
@@ -101,33 +106,45 @@ const MiniID = "darkroom-mini"
 // DiffusionGemmaID is the 26B model's ID.
 const DiffusionGemmaID = "diffusiongemma-26b"
 
-// GGUFID is Unsloth's Q4_K_M GGUF of the 26B model.
+// GGUFID is Unsloth's Q4_K_M GGUF of the 26B model, the smallest of its GGUF
+// entries; GGUFIDs lists them all by mix.
 const GGUFID = "diffusiongemma-26b-q4km"
 
-// GGUF reports whether the entry's weights are a GGUF file (its Format says so): on
-// the CPU their blocks are multiplied as stored — Q4_K's in integer arithmetic where
-// the CPU has it, the other types' on the float path.
-func (e Entry) GGUF() bool { return strings.HasPrefix(e.Format, "GGUF") }
+// GGUFIDs are the catalog's GGUF entries of the 26B model, by mix.
+var GGUFIDs = map[gguf.Mix]string{
+	gguf.Q4KM: GGUFID,
+	gguf.Q5KM: "diffusiongemma-26b-q5km",
+	gguf.Q6KM: "diffusiongemma-26b-q6k",
+	gguf.Q80M: "diffusiongemma-26b-q8_0",
+}
 
-// GGUFQuant is llama.cpp's name for the quantization the GGUF entry downloads, and
-// GGUFFile its file (unsloth/diffusiongemma-26B-A4B-it-GGUF).
+// GGUF reports whether the entry's weights are a GGUF file (its Mix says which): on
+// the CPU their blocks are multiplied as stored, in integer arithmetic where the CPU
+// has it.
+func (e Entry) GGUF() bool { return e.Mix != "" }
+
+// GGUFQuant is llama.cpp's name for the quantization the GGUF entry GGUFID
+// downloads, and GGUFFile its file (unsloth/diffusiongemma-26B-A4B-it-GGUF).
 const (
-	GGUFQuant = "Q4_K_M"
-	GGUFFile  = "diffusiongemma-26B-A4B-it-" + GGUFQuant + ".gguf"
+	GGUFQuant = string(gguf.Q4KM)
 )
 
-// GGUFProfile is the profile a GGUF download is estimated in: Darkroom's int4, the
-// closest of its own to what a GPU converts the file's blocks to (its int4 and int8
-// in groups of 32); on the CPU the estimates count the file's blocks themselves
-// (fit.Runtime.GGUF, speed.Workload.GGUF).
+// GGUFFile is the file of Unsloth's GGUF of the 26B model in mix m, named as
+// Unsloth names its quantizations.
+func GGUFFile(m gguf.Mix) string { return "diffusiongemma-26B-A4B-it-" + string(m) + ".gguf" }
+
+// GGUFProfile is the profile a GGUF download is estimated in on a GPU: Darkroom's
+// int4, the closest of its own to what a GPU converts the file's blocks to (its int4
+// and int8 in groups of 32); on the CPU the estimates count the file's blocks
+// themselves (fit.Runtime.GGUF, speed.Workload.GGUF).
 const GGUFProfile = quant.Int4Profile
 
 // ProfileName is how profile p of e is named to users: a GGUF download by its own
-// quantization (Q4_K_M), which p (GGUFProfile) only stands in for in the estimates;
-// any other by p.
+// mix (Q4_K_M), which p (GGUFProfile) only stands in for in the estimates; any
+// other by p.
 func (e Entry) ProfileName(p quant.Profile) string {
 	if e.GGUF() {
-		return GGUFQuant
+		return string(e.Mix)
 	}
 	return string(p)
 }
@@ -170,33 +187,45 @@ func Entries() []Entry {
 			Config:     func() (*config.Model, error) { return DiffusionGemma26B(), nil },
 			ModesEqual: true, Steps: dgSteps, AnswerTokens: dgAnswerTokens,
 		},
-		{
-			ID: GGUFID, Name: "DiffusionGemma 26B-A4B Q4_K_M (Unsloth GGUF)",
-			Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF", Revision: "main",
-			License: "Gemma Terms of Use (the tokenizer comes from Google's repo: accept the terms on huggingface.co)",
-			Description: "Unsloth's llama.cpp quantization of DiffusionGemma 26B-A4B: a 16.8 GB download instead of 52 GB. " +
-				"On the CPU its blocks are multiplied as stored (Q4_K, Q5_0, Q8_0), its Q6_K embedding held as int8 " +
-				"(groups of 32, as on a GPU), about 17 GB in memory. On a GPU " +
-				"Darkroom converts it while loading: Q4_K and Q4_1 blocks keep their 4-bit codes (affine int4, bf16 " +
-				"scale and min: 0.6% extra error), Q5_0/Q5_K become int4 and Q6_K/Q8_0 int8 (groups of 32) " +
-				"(engine/gguf lists the measured errors).",
-			Format: "GGUF " + GGUFQuant + " (llama.cpp diffusion-gemma, PR #24423)", Size: 16_800_000_000,
-			// The loaded layout is int4 g32 experts with int8/int4 elsewhere: the int4
-			// profile's estimate is the closest (slightly high: attention is int4 here).
-			Profiles: []quant.Profile{GGUFProfile},
-			// One quant only: the loader refuses a directory with several .gguf files.
-			Include: []string{GGUFFile},
-			// Unsloth's GGUF repos ship .gguf files, not the Hugging Face tokenizer.json
-			// the engine reads (not checked against the live repo: the hub is not
-			// reachable where this was written), so tokenizer.json, the chat template
-			// and config.json come from the base repo: small files. The GGUF metadata
-			// alone also gives the config (engine.Load reads it when config.json is
-			// missing), but Darkroom does not rebuild a tokenizer from it.
-			Companion: &Companion{Repo: "google/diffusiongemma-26B-A4B-it", Revision: "main",
-				Include: []string{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "*.jinja"}},
-			Config:     func() (*config.Model, error) { return DiffusionGemma26B(), nil },
-			ModesEqual: true, Steps: dgSteps, AnswerTokens: dgAnswerTokens,
-		},
+		ggufEntry(gguf.Q4KM, 16_800_000_000, "16.8 GB", "about 17 GB in memory: "+
+			"for a 24 GB GPU, or a PC with 24 GB of RAM and no GPU (16 GB runs it from the disk)"),
+		ggufEntry(gguf.Q5KM, 19_100_000_000, "19.1 GB", "closer to the original than Q4_K_M, slower "+
+			"on the CPU (more bytes a token), for a PC with 32 GB of RAM"),
+		ggufEntry(gguf.Q6KM, 22_600_000_000, "22.6 GB", "nearly the original's quality, "+
+			"for a PC with 32 GB of RAM"),
+		ggufEntry(gguf.Q80M, 26_800_000_000, "26.8 GB", "as good as the original for practical purposes, "+
+			"for a PC with 48 GB of RAM or more"),
+	}
+}
+
+// ggufEntry is the catalog entry of Unsloth's GGUF of the 26B model in mix m: a
+// download of size bytes (said as sizeText) and when to choose it (what).
+func ggufEntry(m gguf.Mix, size int64, sizeText, what string) Entry {
+	return Entry{
+		ID: GGUFIDs[m], Name: "DiffusionGemma 26B-A4B " + string(m) + " (Unsloth GGUF)",
+		Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF", Revision: "main",
+		License: "Gemma Terms of Use (the tokenizer comes from Google's repo: accept the terms on huggingface.co)",
+		Description: "Unsloth's llama.cpp " + string(m) + " quantization of DiffusionGemma 26B-A4B: a " + sizeText +
+			" download instead of 52 GB; " + what + ". On the CPU its blocks are multiplied as stored, in " +
+			"integer arithmetic, its Q6_K embedding (if it has one) held as int8. On a GPU Darkroom converts it " +
+			"while loading: Q4_K and Q4_1 blocks keep their 4-bit codes (affine int4, bf16 scale and min: 0.6% " +
+			"extra error), Q5_0/Q5_K become int4 and Q6_K/Q8_0 int8 (groups of 32) (engine/gguf lists the measured errors).",
+		Format: "GGUF " + string(m) + " (llama.cpp diffusion-gemma, PR #24423)", Size: size, Mix: m,
+		// The loaded layout on a GPU is int4 g32 experts with int8/int4 elsewhere: the
+		// int4 profile's estimate is the closest (slightly high: attention is int4 here).
+		Profiles: []quant.Profile{GGUFProfile},
+		// One quant only: the loader refuses a directory with several .gguf files.
+		Include: []string{GGUFFile(m)},
+		// Unsloth's GGUF repos ship .gguf files, not the Hugging Face tokenizer.json
+		// the engine reads (not checked against the live repo: the hub is not
+		// reachable where this was written), so tokenizer.json, the chat template
+		// and config.json come from the base repo: small files. The GGUF metadata
+		// alone also gives the config (engine.Load reads it when config.json is
+		// missing), but Darkroom does not rebuild a tokenizer from it.
+		Companion: &Companion{Repo: "google/diffusiongemma-26B-A4B-it", Revision: "main",
+			Include: []string{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "*.jinja"}},
+		Config:     func() (*config.Model, error) { return DiffusionGemma26B(), nil },
+		ModesEqual: true, Steps: dgSteps, AnswerTokens: dgAnswerTokens,
 	}
 }
 

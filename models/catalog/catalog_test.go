@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
@@ -37,7 +38,7 @@ func TestCatalog(t *testing.T) {
 	// Unsloth's GGUF loads (engine/gguf): one quant file plus the base repo's
 	// tokenizer and config.
 	e, ok := Find("unsloth/diffusiongemma-26B-A4B-it-GGUF")
-	if !ok || e.ID != GGUFID || len(e.Include) != 1 || e.Include[0] != GGUFFile || e.Config == nil ||
+	if !ok || e.ID != GGUFID || len(e.Include) != 1 || e.Include[0] != GGUFFile(gguf.Q4KM) || e.Config == nil ||
 		e.Companion == nil || e.Companion.Repo != "google/diffusiongemma-26B-A4B-it" {
 		t.Errorf("GGUF entry: %+v", e)
 	}

@@ -66,6 +66,7 @@ import (
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
@@ -79,11 +80,12 @@ type Runtime struct {
 	Canvas       int  // canvas length (config canvas_length, else 256)
 	ComputeBytes int  // bytes per activation / KV element (4: f32 compute)
 	GPU          bool // overhead of a GPU backend (CUDA/XLA context) instead of the CPU one
-	// GGUF: the weights are a Q4_K_M GGUF file's blocks (weights.Q4KMType), which the CPU's
-	// host path holds as stored but for its Q6_K, held as int8 (GGUFWeightBytes); a
-	// GPU's graphs hold them converted to the profile's int4 and int8, as the
-	// profile's estimate counts.
-	GGUF bool
+	// GGUF: the weights are a GGUF file's blocks in this llama.cpp mix
+	// (weights.GGUFType; "": not a GGUF file), which the CPU's host path holds as
+	// stored but for a Q6_K embedding, held as int8 (GGUFWeightBytes); a GPU's graphs
+	// hold them converted to the profile's int4 and int8, as the profile's estimate
+	// counts.
+	GGUF gguf.Mix
 	// Workers is how many parts of a product the CPU's kernels run at once
 	// (default kernels.Workers(): this process's GOMAXPROCS).
 	Workers int
@@ -167,16 +169,29 @@ func WeightBytes(cfg *config.Model, p quant.Profile) int64 {
 func HostWeightBytes(cfg *config.Model, p quant.Profile) int64 {
 	var total int64
 	for _, s := range weights.Specs(cfg) {
-		total += hostTensorBytes(cfg, p, false, s)
+		total += hostTensorBytes(cfg, p, "", s)
 	}
 	return total
 }
 
+// ggufNote says what the weights of a GGUF file in mix m are on the CPU.
+func ggufNote(m gguf.Mix) string {
+	switch m {
+	case gguf.Q80M:
+		return "a GGUF file's blocks as stored (llama.cpp's Q8_0)"
+	case gguf.Q6KM:
+		return "a GGUF file's blocks as stored (llama.cpp's Q6_K: Q8_0 where rows are no 256-block), its embedding held as int8"
+	case gguf.Q5KM:
+		return "a GGUF file's blocks as stored (llama.cpp's Q5_K_M: Q5_K and Q6_K, Q5_1/Q8_0 where rows are no 256-block), its Q6_K embedding held as int8"
+	}
+	return "a GGUF file's blocks as stored (llama.cpp's Q4_K_M: Q4_K and Q6_K, Q5_0/Q8_0 where rows are no 256-block), its Q6_K embedding held as int8"
+}
+
 // hostTensorBytes is tensor s as the CPU's host path holds it: a GGUF file's
 // (GGUFHeldBytes), else as HostWeightBytes counts it.
-func hostTensorBytes(cfg *config.Model, p quant.Profile, gguf bool, s weights.Spec) int64 {
-	if gguf {
-		return GGUFHeldBytes(cfg, p, s)
+func hostTensorBytes(cfg *config.Model, p quant.Profile, mix gguf.Mix, s weights.Spec) int64 {
+	if mix != "" {
+		return GGUFHeldBytes(cfg, p, mix, s)
 	}
 	if held, ok := weights.HostEmbedding(p, s); ok {
 		return held.Bytes(s.Shape)
@@ -187,14 +202,14 @@ func hostTensorBytes(cfg *config.Model, p quant.Profile, gguf bool, s weights.Sp
 // HostHeapBytes is the part of the CPU's host path's weights (HostWeightBytes, or
 // GGUFWeightBytes for a GGUF file) that the engine reads onto its heap at load, in
 // the format it converts them to — NVIDIA's NVFP4 export's BF16 embedding held as
-// int8 (weights.HostEmbedding), a GGUF file's Q6_K tensors held as int8
+// int8 (weights.HostEmbedding), a GGUF file's Q6_K embedding held as int8
 // (weights.HostHeld) — where the rest is mapped from the files. The norms and
 // other vectors some formats read onto the heap too are left out: kilobytes.
-func HostHeapBytes(cfg *config.Model, p quant.Profile, gguf bool) int64 {
+func HostHeapBytes(cfg *config.Model, p quant.Profile, mix gguf.Mix) int64 {
 	var total int64
 	for _, s := range weights.Specs(cfg) {
-		if HostOnHeap(cfg, p, gguf, s) {
-			total += hostTensorBytes(cfg, p, gguf, s)
+		if HostOnHeap(cfg, p, mix, s) {
+			total += hostTensorBytes(cfg, p, mix, s)
 		}
 	}
 	return total
@@ -202,10 +217,10 @@ func HostHeapBytes(cfg *config.Model, p quant.Profile, gguf bool) int64 {
 
 // HostOnHeap reports whether the CPU's host path reads tensor s onto its heap,
 // converted (HostHeapBytes), rather than mapping it from the model's files.
-func HostOnHeap(cfg *config.Model, p quant.Profile, gguf bool, s weights.Spec) bool {
-	if gguf {
-		if t, ok := weights.Q4KMType(cfg, s); ok {
-			_, held := weights.HostHeld(t)
+func HostOnHeap(cfg *config.Model, p quant.Profile, mix gguf.Mix, s weights.Spec) bool {
+	if mix != "" {
+		if t, ok := weights.GGUFType(cfg, mix, s); ok {
+			_, held := weights.HostHeld(t, s.Name)
 			return held
 		}
 		return false
@@ -269,8 +284,8 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 
 	w, note := WeightBytes(cfg, p), weightNote(p)
 	switch {
-	case rt.GGUF && !rt.GPU:
-		w, note = GGUFWeightBytes(cfg, p), "a GGUF file's blocks as stored (llama.cpp's Q4_K_M: Q4_K, Q5_0/Q8_0 where rows are no 256-block), its Q6_K embedding held as int8"
+	case rt.GGUF != "" && !rt.GPU:
+		w, note = GGUFWeightBytes(cfg, p, rt.GGUF), ggufNote(rt.GGUF)
 	case !rt.GPU && HostWeightBytes(cfg, p) != w:
 		w, note = HostWeightBytes(cfg, p), note+"; on the CPU the embedding held as int8 (f32 scales)"
 	}

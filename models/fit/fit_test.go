@@ -228,42 +228,51 @@ func TestTinyModel(t *testing.T) {
 	}
 }
 
-// TestGGUFWeights: a Q4_K_M GGUF of the 26B — llama.cpp's types (weights.Q4KMType)
-// come to within 1% of the catalog's download — is held on the CPU as stored but for
-// its Q6_K tensors, held as int8 in groups of 32 (weights.HostHeld: 1.125 bytes a
-// weight for 0.8203), while on a GPU it is counted as the profile it is converted to;
-// the CPU estimate's weights part is the held bytes.
+// TestGGUFWeights: the 26B's GGUFs in each of llama.cpp's mixes — its types
+// (weights.GGUFType) — come to within 1% of the catalog entry's download, and within
+// the model card's rounding of its sizes (Unsloth's page: Q4_K_M 16, Q5_K_M 18, Q6_K
+// 21, Q8_0 25, in GiB rounded to whole ones; shared/reference/diffusiongemma.md);
+// each is held on the CPU as stored but for a Q6_K embedding, held as int8 in groups
+// of 32 (weights.HostHeld: 1.125 bytes a weight for 0.8203), while on a GPU it is
+// counted as the profile it is converted to; the CPU estimate's weights part is the
+// held bytes.
 func TestGGUFWeights(t *testing.T) {
 	cfg := catalog.DiffusionGemma26B()
-	e, ok := catalog.Find(catalog.GGUFID)
-	if !ok || !e.GGUF() || e.Size <= 0 {
-		t.Fatal("no GGUF entry with a size")
-	}
-	file := GGUFFileBytes(cfg, quant.Int4Profile)
-	if d := float64(file)/float64(e.Size) - 1; d < -0.01 || d > 0.01 {
-		t.Errorf("GGUF weights %.2f GB, the download %.2f GB", float64(file)/gb, float64(e.Size)/gb)
-	}
-	var q6k int64 // Q6_K weights
-	for _, s := range weights.Specs(cfg) {
-		if typ, ok := weights.Q4KMType(cfg, s); ok && typ == gguf.Q6_K {
-			q6k += s.Elements()
+	card := map[gguf.Mix]float64{gguf.Q4KM: 16, gguf.Q5KM: 18, gguf.Q6KM: 21, gguf.Q80M: 25}
+	for _, m := range gguf.Mixes {
+		e, ok := catalog.Find(catalog.GGUFIDs[m])
+		if !ok || e.Mix != m || e.Size <= 0 {
+			t.Fatalf("%s: no GGUF entry with a size", m)
 		}
-	}
-	got := GGUFWeightBytes(cfg, quant.Int4Profile)
-	if want := file + q6k*9/8 - q6k/256*210; q6k < 738_000_000 || got != want {
-		t.Errorf("held on the CPU %d bytes, want %d (the file's %d with %d Q6_K weights as int8 g32)", got, want, file, q6k)
-	}
-	cpu, err := Compute(cfg, quant.Int4Profile, Runtime{GGUF: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gpu, err := Compute(cfg, quant.Int4Profile, Runtime{GGUF: true, GPU: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cpu.Part(PartWeights) != got || gpu.Part(PartWeights) != WeightBytes(cfg, quant.Int4Profile) {
-		t.Errorf("weights on the CPU %d (want %d), on a GPU %d (want the int4 profile's %d)",
-			cpu.Part(PartWeights), got, gpu.Part(PartWeights), WeightBytes(cfg, quant.Int4Profile))
+		file := GGUFFileBytes(cfg, quant.Int4Profile, m)
+		if d := float64(file)/float64(e.Size) - 1; d < -0.01 || d > 0.01 {
+			t.Errorf("%s: GGUF weights %.2f GB, the download %.2f GB", m, float64(file)/gb, float64(e.Size)/gb)
+		}
+		if gib := float64(file) / (1 << 30); gib < card[m]-0.5 || gib >= card[m]+0.5 {
+			t.Errorf("%s: GGUF weights %.2f GiB, the model card's %.0f", m, gib, card[m])
+		}
+		var q6k int64 // Q6_K embedding weights
+		for _, s := range weights.Specs(cfg) {
+			if typ, ok := weights.GGUFType(cfg, m, s); ok && typ == gguf.Q6_K && s.Name == weights.EmbeddingName {
+				q6k += s.Elements()
+			}
+		}
+		got := GGUFWeightBytes(cfg, quant.Int4Profile, m)
+		if want := file + q6k*9/8 - q6k/256*210; (q6k < 738_000_000) != (m == gguf.Q80M) || got != want {
+			t.Errorf("%s: held on the CPU %d bytes, want %d (the file's %d with %d Q6_K weights as int8 g32)", m, got, want, file, q6k)
+		}
+		cpu, err := Compute(cfg, quant.Int4Profile, Runtime{GGUF: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gpu, err := Compute(cfg, quant.Int4Profile, Runtime{GGUF: m, GPU: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cpu.Part(PartWeights) != got || gpu.Part(PartWeights) != WeightBytes(cfg, quant.Int4Profile) {
+			t.Errorf("%s: weights on the CPU %d (want %d), on a GPU %d (want the int4 profile's %d)",
+				m, cpu.Part(PartWeights), got, gpu.Part(PartWeights), WeightBytes(cfg, quant.Int4Profile))
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/train"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -26,7 +27,7 @@ func TestHostHeapBytes(t *testing.T) {
 		p    quant.Profile
 	}{
 		{"nvfp4", train.InitOptions{Profile: quant.NVFP4Profile}, quant.NVFP4Profile},
-		{"q4_k_m", train.InitOptions{GGUF: true}, quant.Int4Profile},
+		{"q4_k_m", train.InitOptions{GGUF: gguf.Q4KM}, quant.Int4Profile},
 		{"int4", train.InitOptions{Profile: quant.Int4Profile}, quant.Int4Profile},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
@@ -93,11 +94,11 @@ type passes struct {
 	bpw     map[string]float64 // by weight name: bytes per weight as stored
 }
 
-func newPasses(cfg *config.Model, p quant.Profile) *passes { return newPassesOf(cfg, p, false) }
+func newPasses(cfg *config.Model, p quant.Profile) *passes { return newPassesOf(cfg, p, "") }
 
-// newPassesOf is newPasses with the weights under profile p, or with gguf in a GGUF
-// file's types (storedAs).
-func newPassesOf(cfg *config.Model, p quant.Profile, gguf bool) *passes {
+// newPassesOf is newPasses with the weights under profile p, or in the types of a GGUF
+// file in mix (storedAs).
+func newPassesOf(cfg *config.Model, p quant.Profile, mix gguf.Mix) *passes {
 	ps := &passes{t: &cfg.Text, formats: map[string]string{}, bpw: map[string]float64{}}
 	for _, s := range weights.Specs(cfg) {
 		n := 1
@@ -105,7 +106,7 @@ func newPassesOf(cfg *config.Model, p quant.Profile, gguf bool) *passes {
 			n *= d
 		}
 		var b int64
-		ps.formats[s.Name], b = storedAs(cfg, p, gguf, s, n)
+		ps.formats[s.Name], b = storedAs(cfg, p, mix, s, n)
 		if n > 0 {
 			ps.bpw[s.Name] = float64(b) / float64(n)
 		}
@@ -113,7 +114,7 @@ func newPassesOf(cfg *config.Model, p quant.Profile, gguf bool) *passes {
 	return ps
 }
 
-// int8G32 is the format a GGUF's Q6_K tensors are priced in, int8 with a float32 scale
+// int8G32 is the format a GGUF's Q6_K embedding is priced in, int8 with a float32 scale
 // per 32 inputs as the CPU holds them (weights.HostHeld; storedAs): at int8's rates
 // (rateFormat) — its AR product and canvas MulNT run the same kernels at the same
 // speed (BenchmarkPeersGEMV: int8 17.8 GB/s, int8 g32 17.7) — but for the soft

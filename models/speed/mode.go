@@ -141,7 +141,7 @@ func ForEntryFrom(e catalog.Entry, cfg *config.Model, p quant.Profile, device st
 		}
 		return Unknown(fmt.Sprintf("unknown on the %s (Darkroom measures only its CPU kernels' rates)", device)), nil
 	}
-	return Compute(cfg, p, r, Workload{Tokens: tokens, Steps: e.Steps, GuidanceRounds: e.GuidanceRounds, GGUF: e.GGUF(), FromDisk: d})
+	return Compute(cfg, p, r, Workload{Tokens: tokens, Steps: e.Steps, GuidanceRounds: e.GuidanceRounds, GGUF: e.Mix, FromDisk: d})
 }
 
 // ForLoaded is the default mode of a model Darkroom loaded (name as the user gave

@@ -27,7 +27,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 16
+const calibrationVersion = 17
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -1091,14 +1091,14 @@ func vecPass(kind string, width, n int) (func(), error) {
 // streaming from memory.
 var formats = []string{"f32", "bf16", "int8", "int4", "nvfp4"}
 
-// ggufTypes are a GGUF file's block types that the estimates price (weights.Q4KMType: a
-// Q4_K_M file's; its Q6_K held as int8, int8G32), timed as the formats are — the AR
-// product (GEMV) in the caches and streaming (GEMVStream, GEMVJob: since the
-// printer's Q4_K and Q5_0 products run in integers their kernels outrun the memory,
-// and the memory's rate alone priced them a third too fast), the canvas product's
-// decoding (Decode); ggufFormats their formats' names (ggufFormat).
+// ggufTypes are a GGUF file's block types that the estimates price (weights.GGUFType:
+// the mixes' types; a Q6_K embedding held as int8, int8G32), timed as the formats are
+// — the AR product (GEMV) in the caches and streaming (GEMVStream, GEMVJob: since the
+// printer's GGUF products run in integers their kernels outrun the memory, and the
+// memory's rate alone priced them a third too fast), the canvas product's decoding
+// (Decode); ggufFormats their formats' names (ggufFormat).
 var (
-	ggufTypes   = []gguf.Type{gguf.Q4_K, gguf.Q5_0, gguf.Q8_0}
+	ggufTypes   = []gguf.Type{gguf.Q4_K, gguf.Q5_0, gguf.Q8_0, gguf.Q5_K, gguf.Q5_1, gguf.Q6_K}
 	ggufFormats = func() (fs []string) {
 		for _, t := range ggufTypes {
 			fs = append(fs, ggufFormat(t))

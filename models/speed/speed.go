@@ -9,7 +9,7 @@
 //   - the model's work, from its dimensions, as the host model (engine/model's
 //     host path) does it, operation by operation (cost.go): each product with its
 //     shape and its weight's stored format (models/fit's TensorBytes; a GGUF file's
-//     tensors in the block types llama.cpp's Q4_K_M gives them, weights.Q4KMType), each pass
+//     tensors in the block types llama.cpp's mix gives them, weights.GGUFType), each pass
 //     over activations (norms, RoPE, the attention's gathers and softmax, GeGLU,
 //     the router, the residuals, the head's soft-cap and softmax over the
 //     vocabulary, the sampler), for a denoising step, an encoder pass (the prompt,
@@ -93,6 +93,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -108,12 +109,13 @@ type Workload struct {
 	// canvas (default: the generation config's maximum when guidance is on).
 	Steps          float64
 	GuidanceRounds float64
-	// GGUF: the weights are a GGUF file's blocks, multiplied as stored, in a Q4_K_M
-	// file's types (weights.Q4KMType: llama.cpp's rules; its Q6_K held as int8 in
-	// groups of 32, int8G32) — each tensor's AR product priced at its block type's measured rate and
-	// bytes, its canvas products at IntGEMM's rate where the integer path took that
-	// type when the rates were measured (Rates.IntGGUF), else on the float path.
-	GGUF bool
+	// GGUF: the weights are a GGUF file's blocks, multiplied as stored, in this
+	// llama.cpp mix's types ("": not a GGUF file; weights.GGUFType: llama.cpp's
+	// rules; a Q6_K embedding held as int8 in groups of 32, int8G32) — each tensor's
+	// AR product priced at its block type's measured rate and bytes, its canvas
+	// products at IntGEMM's rate where the integer path took that type when the rates
+	// were measured (Rates.IntGGUF), else on the float path.
+	GGUF gguf.Mix
 	// FromDisk, where the model's mapped weights do not all fit in memory
 	// (models/fit's FromDisk), prices the disk's reads: nil where they fit.
 	FromDisk *FromDisk
@@ -397,7 +399,7 @@ type read struct{ weights, bytes float64 }
 
 // readSet sums, by stored format, the share share(s) of each tensor a pass reads
 // (under profile p, or in a GGUF file's types: storedAs).
-func readSet(cfg *config.Model, p quant.Profile, gguf bool, share func(weights.Spec) float64) map[string]read {
+func readSet(cfg *config.Model, p quant.Profile, mix gguf.Mix, share func(weights.Spec) float64) map[string]read {
 	out := map[string]read{}
 	for _, s := range weights.Specs(cfg) {
 		f := share(s)
@@ -408,7 +410,7 @@ func readSet(cfg *config.Model, p quant.Profile, gguf bool, share func(weights.S
 		for _, d := range s.Shape {
 			n *= d
 		}
-		k, b := storedAs(cfg, p, gguf, s, n)
+		k, b := storedAs(cfg, p, mix, s, n)
 		x := out[k]
 		x.weights += f * float64(n)
 		x.bytes += f * float64(b)
@@ -418,19 +420,20 @@ func readSet(cfg *config.Model, p quant.Profile, gguf bool, share func(weights.S
 }
 
 // storedAs names the stored format of tensor s (n weights) and its bytes: under
-// profile p (formatOf), or with gguf as the host path holds the type a Q4_K_M file
-// stores it in (weights.Q4KMType; fit.GGUFHeldBytes; its tensors not quantized, as
-// under p). A type held converted (weights.HostHeld: Q6_K as int8 in groups of 32)
-// is int8G32, and NVFP4's embedding, held in int8 (weights.HostEmbedding), int8.
-func storedAs(cfg *config.Model, p quant.Profile, fromGGUF bool, s weights.Spec, n int) (string, int64) {
-	if held, ok := weights.HostEmbedding(p, s); ok && !fromGGUF {
+// profile p (formatOf), or with a GGUF mix as the host path holds the type the mix
+// stores it in (weights.GGUFType; fit.GGUFHeldBytes; its tensors not quantized, as
+// under p). A tensor held converted (weights.HostHeld: a Q6_K embedding as int8 in
+// groups of 32) is int8G32, and NVFP4's embedding, held in int8
+// (weights.HostEmbedding), int8.
+func storedAs(cfg *config.Model, p quant.Profile, mix gguf.Mix, s weights.Spec, n int) (string, int64) {
+	if held, ok := weights.HostEmbedding(p, s); ok && mix == "" {
 		return "int8", held.Bytes(s.Shape)
 	}
-	if t, ok := weights.Q4KMType(cfg, s); fromGGUF && ok {
-		if _, held := weights.HostHeld(t); held { // int8 g32 (TestGGUFFormats holds it so)
-			return int8G32, fit.GGUFHeldBytes(cfg, p, s)
+	if t, ok := weights.GGUFType(cfg, mix, s); mix != "" && ok {
+		if _, held := weights.HostHeld(t, s.Name); held { // int8 g32 (TestGGUFFormats holds it so)
+			return int8G32, fit.GGUFHeldBytes(cfg, p, mix, s)
 		}
-		return ggufFormat(t), fit.GGUFHeldBytes(cfg, p, s)
+		return ggufFormat(t), fit.GGUFHeldBytes(cfg, p, mix, s)
 	}
 	b := fit.TensorBytes(cfg, p, s)
 	return formatOf(cfg, p, s, b, n), b

@@ -789,16 +789,16 @@ func TestGGUFFormats(t *testing.T) {
 		"layers.4.experts.down_proj":                  "q5_0",  // (4 − 3) mod 3 = 1
 		"layers.5.experts.down_proj":                  "q8_0",  // (5 − 3) mod 3 = 2
 		"layers.4.experts.gate_up_proj":               "q4_k",
-		"layers.4.mlp.down_proj.weight":               "q5_0",  // 2,112 inputs
-		"layers.0.self_attn.v_proj.weight":            int8G32, // Q6_K, held as int8
+		"layers.4.mlp.down_proj.weight":               "q5_0", // 2,112 inputs
+		"layers.0.self_attn.v_proj.weight":            "q6_k", // Q6_K, multiplied as stored
 		"layers.4.self_attn.v_proj.weight":            "q4_k",
 		"layers.29.self_attn.o_proj.weight":           "q4_k",
 		"layers.29.post_feedforward_layernorm.weight": "f32",
 	}
-	if spec, ok := weights.HostHeld(gguf.Q6_K); !ok || spec != (quant.Spec{Bits: 8, GroupSize: 32}) {
+	if spec, ok := weights.HostHeld(gguf.Q6_K, weights.EmbeddingName); !ok || spec != (quant.Spec{Bits: 8, GroupSize: 32}) {
 		t.Fatalf("Q6_K held as %+v (%v): int8G32 prices int8 in groups of 32", spec, ok)
 	}
-	held := map[string]bool{"embed_tokens.weight": true, "layers.0.self_attn.v_proj.weight": true}
+	held := map[string]bool{"embed_tokens.weight": true}
 	seen := 0
 	for _, s := range weights.Specs(cfg) {
 		w, ok := want[s.Name]
@@ -810,7 +810,7 @@ func TestGGUFFormats(t *testing.T) {
 		for _, d := range s.Shape {
 			n *= d
 		}
-		f, b := storedAs(cfg, quant.Int4Profile, true, s, n)
+		f, b := storedAs(cfg, quant.Int4Profile, gguf.Q4KM, s, n)
 		if f != w && !(w == "f32" && f == "bf16") {
 			t.Errorf("%s: %s, want %s", s.Name, f, w)
 		}
@@ -866,17 +866,17 @@ func TestGGUFIntProducts(t *testing.T) {
 		r.IntFormats, r.IntGGUF = []string{"int4", "int8"}, gguf
 		return r
 	}
-	step := func(r *Rates, g bool) float64 {
+	step := func(r *Rates, g gguf.Mix) float64 {
 		e, err := Compute(cfg, quant.Int4Profile, r, Workload{GGUF: g})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e.Diffusion.StepSeconds
 	}
-	float := step(withInt(), true)
-	q4k := step(withInt("q4_k"), true)
-	all := step(withInt("q4_k", "q5_0", "q8_0"), true)
-	int4 := step(withInt(), false)
+	float := step(withInt(), gguf.Q4KM)
+	q4k := step(withInt("q4_k"), gguf.Q4KM)
+	all := step(withInt("q4_k", "q5_0", "q8_0"), gguf.Q4KM)
+	int4 := step(withInt(), "")
 	if !(all < q4k && q4k < float/1.5) {
 		t.Errorf("GGUF step %.3g s with no GGUF type on the integer path, %.3g with Q4_K, %.3g with all three: want each faster", float, q4k, all)
 	}
@@ -896,7 +896,7 @@ func TestNVFP4Embedding(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		func() {
 			defer kernels.SetIntProducts(kernels.SetIntProducts(on))
-			f, b := storedAs(cfg, quant.NVFP4Profile, false, s, n)
+			f, b := storedAs(cfg, quant.NVFP4Profile, "", s, n)
 			want, wantB := "bf16", int64(2*n)
 			if kernels.IntProducts() {
 				want, wantB = "int8", int64(n+4*s.Shape[0])
@@ -904,7 +904,7 @@ func TestNVFP4Embedding(t *testing.T) {
 			if f != want || b != wantB {
 				t.Errorf("integer products %v: %s, %d bytes; want %s, %d", kernels.IntProducts(), f, b, want, wantB)
 			}
-			if i4, _ := storedAs(cfg, quant.Int4Profile, false, s, n); kernels.IntProducts() && f != i4 {
+			if i4, _ := storedAs(cfg, quant.Int4Profile, "", s, n); kernels.IntProducts() && f != i4 {
 				t.Errorf("held as %s, the int4 profile's embedding as %s", f, i4)
 			}
 		}()
