@@ -26,6 +26,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/fit"
 	"github.com/darkroomlabs/darkroom/models/speed"
 )
@@ -240,6 +241,9 @@ func runBench(env *Env, args []string) error {
 	rep := benchReport{Model: modelLabel(g.model), Backend: e.Backend(), Modes: *modes, CanvasLength: cfg.CanvasLength,
 		LoadMS: msSince(t0), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Path: e.Path(), GGUF: e.GGUFMix(),
 		WeightBytes: fit.WeightBytes(cfg, speed.ProfileOf(cfg))}
+	if mix := e.GGUFMix(); mix != "" { // config.json says bf16 beside a GGUF download: its blocks as held
+		rep.WeightBytes = fit.GGUFWeightBytes(cfg, catalog.GGUFProfile, mix)
+	}
 	s := g.sampling()
 	if s.MaxNewTokens == 0 {
 		s.MaxNewTokens = rep.CanvasLength // one full canvas: the speed budget's unit

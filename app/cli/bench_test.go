@@ -2,9 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/darkroomlabs/darkroom/engine"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,8 +12,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+	"github.com/darkroomlabs/darkroom/engine/train"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/fit"
 	"github.com/darkroomlabs/darkroom/models/speed"
 )
@@ -249,5 +254,32 @@ func TestBenchSaysTheCalibrationIsSlow(t *testing.T) {
 		if got := r.outranCalibration(); got != c.want || said != (c.want > 0) {
 			t.Errorf("fastest ÷ estimate AR %v, diffusion %v: outran %v (want %v), said so %v", c.ar, c.diffusion, got, c.want, said)
 		}
+	}
+}
+
+// TestBenchGGUFWeights: a GGUF model's report names its mix and counts its weights as
+// the CPU holds the file's blocks (fit.GGUFWeightBytes), not as the bf16 checkpoint
+// its config would describe (a Q6_K file of 5 GB was reported as 10.8 GB of weights).
+func TestBenchGGUFWeights(t *testing.T) {
+	benchRates(t)
+	cfg := config.Tiny()
+	cfg.Text.HiddenSize = 256 // whole 256-blocks: the K types, not only their fallbacks
+	cfg.Text.VocabSize = 4096 // the built-in tokenizer's
+	cfg.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
+	cfg.Generation.EOSTokenIDs = tokenizer.MiniEndOfGeneration()
+	dir := filepath.Join(t.TempDir(), "q6k")
+	if _, err := train.InitCheckpoint(context.Background(), cfg, dir, train.InitOptions{GGUF: gguf.Q6KM, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, rep := benchJSON(t, "--model", dir, "--mode", "ar", "--runs", "1", "--max-new-tokens", "4", "--json")
+	got, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := got.Config()
+	got.Close()
+	if want := fit.GGUFWeightBytes(loaded, catalog.GGUFProfile, gguf.Q6KM); rep.GGUF != gguf.Q6KM || rep.WeightBytes != want ||
+		want == fit.WeightBytes(loaded, speed.ProfileOf(loaded)) {
+		t.Errorf("GGUF %q, weights %d bytes; want Q6_K and %d (the bf16 checkpoint's %d)", rep.GGUF, rep.WeightBytes, want, fit.WeightBytes(loaded, speed.ProfileOf(loaded)))
 	}
 }

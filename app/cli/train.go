@@ -443,7 +443,7 @@ func copyPlain(src, dst string) error {
 }
 
 func runTrainInit(env *Env, args []string) error {
-	fs := newFlagSet(env, "train init", "--config CONFIG.json --profile bf16|int8|int4|nvfp4|q4_k_m --out DIR [--seed N]")
+	fs := newFlagSet(env, "train init", "--config CONFIG.json --profile bf16|int8|int4|nvfp4|q4_k_m|q5_k_m|q6_k|q8_0 --out DIR [--seed N]")
 	cfgPath := fs.String("config", "", "config.json (or a model directory, or a Library model's name: diffusiongemma-26b) of the model to create (required)")
 	layers := fs.Int("layers", 0, "keep only the config's first N layers (the 26B's first 6: 5 sliding and 1 full), for a model at real width that fits here")
 	profile := fs.String("profile", "bf16", "weight format: bf16, int8 or int4 (as darkroom quantize writes them), nvfp4 (NVIDIA ModelOpt's export, as the NVFP4 download comes), or q4_k_m, q5_k_m, q6_k or q8_0 (one GGUF file in that llama.cpp mix, as a GGUF download comes)")
