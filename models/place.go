@@ -40,7 +40,7 @@ type Placement struct {
 func (p Placement) OnGPU() bool { return p.Budget.Kind == "gpu" }
 
 // Place is cfg under profile p — a GGUF file's blocks in mix mix where it is one, p
-// its stand-in (catalog.GGUFProfile) — on the PC info describes (see Placement). A
+// its stand-in (catalog.GGUFProfile(mix)) — on the PC info describes (see Placement). A
 // model too big for both the GPU and the RAM is placed on the GPU, judged won't fit.
 func Place(cfg *config.Model, p quant.Profile, mix gguf.Mix, info hw.Info) (Placement, error) {
 	budgets := Budgets(info)
@@ -135,7 +135,7 @@ func BackendFor(spec string, src engine.Source, detect func() hw.Info) (string, 
 // sourceProfile is the profile a model's files are estimated in, and the mix of
 // their GGUF file's blocks ("": none): a directory holding a .gguf file (the
 // Library's GGUF download, whose config.json is Google's bf16 one) is
-// catalog.GGUFProfile's stand-in over the file's blocks, in the mix its tensors'
+// catalog.GGUFProfile's stand-in (for that mix) over the file's blocks, in the mix its tensors'
 // types say (weights.ReadGGUFMix; Q4_K_M where they cannot be read); any other, its
 // config.json's profile (speed.ProfileOf). Estimated as bf16, a 17 GB GGUF on a 24
 // GB GPU read as 53 GB, too big for the GPU, and ran on the CPU where the RAM held
@@ -148,7 +148,7 @@ func sourceProfile(cfg *config.Model, files fs.FS) (quant.Profile, gguf.Mix) {
 				mix = got
 			}
 		}
-		return catalog.GGUFProfile, mix
+		return catalog.GGUFProfile(mix), mix
 	}
 	return speed.ProfileOf(cfg), ""
 }

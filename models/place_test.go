@@ -1,6 +1,7 @@
 package models
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,16 +60,16 @@ func TestPlace(t *testing.T) {
 	// says — tight in 24 GiB of RAM where the int4 profile fits. The Library judged
 	// it as the int4 profile.
 	ram := hw.Info{RAMTotal: 24 << 30}
-	asInt4, err := Place(cfg, catalog.GGUFProfile, "", ram)
+	asInt4, err := Place(cfg, catalog.GGUFProfile(gguf.Q4KM), "", ram)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gguf, err := Place(cfg, catalog.GGUFProfile, gguf.Q4KM, ram)
+	q4km, err := Place(cfg, catalog.GGUFProfile(gguf.Q4KM), gguf.Q4KM, ram)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if asInt4.Verdict != fit.Fits || gguf.Verdict != fit.Tight || gguf.Estimate.Total <= asInt4.Estimate.Total {
-		t.Errorf("in 24 GiB of RAM: the int4 profile %s (%d B), the GGUF %s (%d B)", asInt4.Verdict, asInt4.Estimate.Total, gguf.Verdict, gguf.Estimate.Total)
+	if asInt4.Verdict != fit.Fits || q4km.Verdict != fit.Tight || q4km.Estimate.Total <= asInt4.Estimate.Total {
+		t.Errorf("in 24 GiB of RAM: the int4 profile %s (%d B), the GGUF %s (%d B)", asInt4.Verdict, asInt4.Estimate.Total, q4km.Verdict, q4km.Estimate.Total)
 	}
 }
 
@@ -162,6 +163,95 @@ func TestBackendFor(t *testing.T) {
 		}
 		if detected && c.spec != "auto" {
 			t.Errorf("BackendFor(%q) detected the hardware: only auto needs it", c.spec)
+		}
+	}
+}
+
+// headerOnly writes the first headerBytes of what it is given to f and counts the
+// rest: a GGUF file's header, its data left a hole (f truncated to the count).
+type headerOnly struct {
+	f *os.File
+	n int64
+}
+
+const headerBytes = 4 << 20
+
+func (h *headerOnly) Write(p []byte) (int, error) {
+	if h.n < headerBytes {
+		if _, err := h.f.Write(p[:min(int64(len(p)), headerBytes-h.n)]); err != nil {
+			return 0, err
+		}
+	}
+	h.n += int64(len(p))
+	return len(p), nil
+}
+
+// writeGGUFOf writes at path a GGUF file of cfg in mix m — its tensors' names,
+// shapes and the mix's types (weights.GGUFType) — whose data is a hole: what the
+// placement reads of a download (its header), at the download's size.
+func writeGGUFOf(t *testing.T, path string, cfg *config.Model, m gguf.Mix) {
+	t.Helper()
+	zero := make([]byte, 1<<22)
+	var ts []gguf.WriteTensor
+	for _, s := range weights.Specs(cfg) {
+		typ, ok := weights.GGUFType(cfg, m, s)
+		if !ok {
+			typ = gguf.F32
+		}
+		wt := gguf.WriteTensor{Name: s.GGUF, Shape: s.Shape, Type: typ}
+		size, err := wt.Size()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wt.Stream = func(w io.Writer) error {
+			for left := size; left > 0; left -= int64(len(zero)) {
+				if _, err := w.Write(zero[:min(left, int64(len(zero)))]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		ts = append(ts, wt)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := &headerOnly{f: f}
+	if err := gguf.Write(h, gguf.Metadata(cfg, "test"), ts, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(h.n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBackendForGGUFMix: the placement reads a GGUF download's mix from its tensors
+// (weights.ReadGGUFMix) and estimates it as a GPU converts that mix: on a 24 GB GPU
+// Unsloth's Q4_K_M and Q5_K_M run there (int4 and int8, about 17 GB), its Q8_0 (int8
+// throughout, about 28 GB) does not, and on a PC with 64 GB of RAM runs on the CPU,
+// saying why — judged as the Q4_K_M every GGUF was, it loaded on the GPU and ran out
+// of its memory.
+func TestBackendForGGUFMix(t *testing.T) {
+	gamer := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "RTX 4090", VRAMTotal: 24 << 30, VRAMFree: 23 << 30}}, RAMTotal: 64 << 30}
+	cfg := catalog.DiffusionGemma26B()
+	for _, c := range []struct {
+		mix   gguf.Mix
+		onGPU bool
+	}{{gguf.Q4KM, true}, {gguf.Q5KM, true}, {gguf.Q80M, false}} {
+		dir := filepath.Join(t.TempDir(), catalog.GGUFIDs[c.mix])
+		if err := cfg.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+		writeGGUFOf(t, filepath.Join(dir, catalog.GGUFFile(c.mix)), cfg, c.mix)
+		files := os.DirFS(dir)
+		if p, mix := sourceProfile(cfg, files); mix != c.mix || p != catalog.GGUFProfile(c.mix) {
+			t.Errorf("%s: read as %s in profile %s", c.mix, mix, p)
+		}
+		spec, why := BackendFor("auto", engine.Dir(dir), func() hw.Info { return gamer })
+		if c.onGPU && (spec != "auto" || why != "") || !c.onGPU && (spec != "go" || !strings.Contains(why, "too big for the RTX 4090's")) {
+			t.Errorf("%s on a 24 GB GPU: %q, %q", c.mix, spec, why)
 		}
 	}
 }

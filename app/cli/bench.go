@@ -242,7 +242,7 @@ func runBench(env *Env, args []string) error {
 		LoadMS: msSince(t0), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Path: e.Path(), GGUF: e.GGUFMix(),
 		WeightBytes: fit.WeightBytes(cfg, speed.ProfileOf(cfg))}
 	if mix := e.GGUFMix(); mix != "" { // config.json says bf16 beside a GGUF download: its blocks as held
-		rep.WeightBytes = fit.GGUFWeightBytes(cfg, catalog.GGUFProfile, mix)
+		rep.WeightBytes = fit.GGUFWeightBytes(cfg, catalog.GGUFProfile(mix), mix)
 	}
 	s := g.sampling()
 	if s.MaxNewTokens == 0 {

@@ -133,14 +133,23 @@ const (
 // Unsloth names its quantizations.
 func GGUFFile(m gguf.Mix) string { return "diffusiongemma-26B-A4B-it-" + string(m) + ".gguf" }
 
-// GGUFProfile is the profile a GGUF download is estimated in on a GPU: Darkroom's
-// int4, the closest of its own to what a GPU converts the file's blocks to (its int4
-// and int8 in groups of 32); on the CPU the estimates count the file's blocks
-// themselves (fit.Runtime.GGUF, speed.Workload.GGUF).
-const GGUFProfile = quant.Int4Profile
+// GGUFProfile is the profile a GGUF download in mix m is estimated in on a GPU: the
+// Darkroom format a GPU converts most of its blocks to (engine/weights' decideGGUF)
+// — int8 in groups of 32 for the Q6_K and Q8_0 mixes, int4 for Q4_K_M and Q5_K_M
+// (whose Q6_K tensors become int8: the int4 profile's estimate is a little low
+// there, and a little high where its attention is int4 and theirs is not). On the
+// CPU the estimates count the file's blocks themselves (fit.Runtime.GGUF,
+// speed.Workload.GGUF); the Library ranks a download by it too (the 8-bit mixes
+// beside int8 made on this PC from the 52 GB download).
+func GGUFProfile(m gguf.Mix) quant.Profile {
+	if m == gguf.Q6KM || m == gguf.Q80M {
+		return quant.Int8Profile
+	}
+	return quant.Int4Profile
+}
 
 // ProfileName is how profile p of e is named to users: a GGUF download by its own
-// mix (Q4_K_M), which p (GGUFProfile) only stands in for in the estimates; any
+// mix (Q4_K_M), which p (GGUFProfile(mix)) only stands in for in the estimates; any
 // other by p.
 func (e Entry) ProfileName(p quant.Profile) string {
 	if e.GGUF() {
@@ -211,9 +220,8 @@ func ggufEntry(m gguf.Mix, size int64, sizeText, what string) Entry {
 			"while loading: Q4_K and Q4_1 blocks keep their 4-bit codes (affine int4, bf16 scale and min: 0.6% " +
 			"extra error), Q5_0/Q5_K become int4 and Q6_K/Q8_0 int8 (groups of 32) (engine/gguf lists the measured errors).",
 		Format: "GGUF " + string(m) + " (llama.cpp diffusion-gemma, PR #24423)", Size: size, Mix: m,
-		// The loaded layout on a GPU is int4 g32 experts with int8/int4 elsewhere: the
-		// int4 profile's estimate is the closest (slightly high: attention is int4 here).
-		Profiles: []quant.Profile{GGUFProfile},
+		// The loaded layout on a GPU (GGUFProfile).
+		Profiles: []quant.Profile{GGUFProfile(m)},
 		// One quant only: the loader refuses a directory with several .gguf files.
 		Include: []string{GGUFFile(m)},
 		// Unsloth's GGUF repos ship .gguf files, not the Hugging Face tokenizer.json
