@@ -41,8 +41,9 @@ type recommendation struct {
 }
 
 // recommended is the download the Library suggests for this PC: of every
-// profile that fits (not tight) of a model to download, the best kept — bf16,
-// then int8, then the 4-bit ones — and among those the smallest download, unless
+// profile that fits (not tight) of a model to download, those the GPU runs before
+// those placed on the CPU, then the best kept — bf16, then int8 (and the 8-bit
+// GGUFs), then the 4-bit ones — and among those the smallest download, unless
 // another writes at least twice as fast in the printer here (both estimated: on
 // a CPU without AVX-512 VNNI NVIDIA's NVFP4 export runs at about a third of the
 // speed of the int4 profile made on this PC, and its small download is no
@@ -98,6 +99,12 @@ func recommendedOf(entries []LibraryEntry, free int64, verdict string) recommend
 			tier := profileTier(p.Name)
 			if c.fromDisk {
 				tier = 0 // from the disk, the bytes a token reads count, not what the profile keeps: int8 reads twice int4's
+			}
+			if p.OnCPU != "" {
+				// Too big for this PC's GPU, it runs on the CPU: below any the GPU runs,
+				// whatever it keeps (on a 24 GB card with 32 GB of RAM the 8-bit Q6_K
+				// GGUF fits the RAM, and outranked the Q4_K_M the GPU runs ten times faster).
+				tier -= 10
 			}
 			if tier > allTier || (tier == allTier && c.better(all)) {
 				all, allTier = c, tier
@@ -155,7 +162,9 @@ func publishedBytes(e LibraryEntry, from string) int64 {
 }
 
 // profileTier orders the profiles by how much of the model they keep: bf16 as
-// published, int8, then the 4-bit ones (int4 g32, NVFP4, GGUF Q4_K_M alike).
+// published, int8 (and the Q6_K and Q8_0 GGUFs, whose stand-in it is:
+// catalog.GGUFProfile), then the 4-bit ones (int4 g32, NVFP4, GGUF Q4_K_M and
+// Q5_K_M alike).
 func profileTier(profile string) int {
 	switch profile {
 	case "bf16":

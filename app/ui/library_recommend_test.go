@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hw"
@@ -15,11 +16,13 @@ import (
 )
 
 // TestLibraryRecommendsADownload: the Library marks the download that suits
-// this PC, its profile picked: on a 24 GB gaming card the 17 GB GGUF, which
-// runs as the 4-bit profile made from the 52 GB download does; on an 80 GB
-// card DiffusionGemma as published (bf16); on a PC with 16 GB of RAM, where
-// nothing fits, the smallest download that runs from the disk; where nothing
-// runs, nothing. A gamer had to work it out from four fit lines.
+// this PC, its profile picked: on a 24 GB gaming card the 17 GB Q4_K_M GGUF, which
+// runs as the 4-bit profile made from the 52 GB download does (not the 8-bit Q6_K
+// GGUF its 32 GB of RAM would hold, on the CPU); on an 80 GB card DiffusionGemma as
+// published (bf16); on a PC with 64 GB of RAM and no GPU the 8-bit Q6_K GGUF, a
+// third of the download int8 is made from; on a PC with 16 GB of RAM, where nothing
+// fits, the smallest download that runs from the disk; where nothing runs, nothing.
+// A gamer had to work it out from four fit lines.
 func TestLibraryRecommendsADownload(t *testing.T) {
 	for _, c := range []struct {
 		name          string
@@ -28,6 +31,7 @@ func TestLibraryRecommendsADownload(t *testing.T) {
 	}{
 		{"24 GB GPU", hw.Info{GPUs: []hw.GPU{{Name: "RTX 4090", VRAMTotal: 24 << 30, VRAMFree: 23 << 30}}, RAMTotal: 32 << 30}, catalog.GGUFID, "int4"},
 		{"80 GB GPU", hw.Info{GPUs: []hw.GPU{{Name: "H100", VRAMTotal: 80 << 30, VRAMFree: 79 << 30}}, RAMTotal: 128 << 30}, catalog.DiffusionGemmaID, "bf16"},
+		{"64 GB of RAM, no GPU", hw.Info{RAMTotal: 64 << 30}, catalog.GGUFIDs[gguf.Q6KM], "int8"},
 		{"16 GB of RAM, no GPU", hw.Info{RAMTotal: 16 << 30}, catalog.GGUFID, "int4"}, // from the disk: the smallest download
 		{"8 GB of RAM, no GPU", hw.Info{RAMTotal: 8 << 30}, "", ""},
 	} {
@@ -36,7 +40,11 @@ func TestLibraryRecommendsADownload(t *testing.T) {
 			l := a.Library
 			waitFor(t, "the catalog", func() bool { return libraryCardOf(l, catalog.GGUFID) != nil })
 			var marked []string
-			for _, id := range []string{catalog.DiffusionGemmaID, catalog.NVFP4ID, catalog.GGUFID} {
+			ids := []string{catalog.DiffusionGemmaID, catalog.NVFP4ID}
+			for _, m := range gguf.Mixes {
+				ids = append(ids, catalog.GGUFIDs[m])
+			}
+			for _, id := range ids {
 				card := libraryCardOf(l, id)
 				if uiRead(card.rec.Visible) {
 					marked = append(marked, id)
