@@ -67,7 +67,7 @@ if [ "$status" != 0 ]; then
 	exit 1
 fi
 screens="encyclopedia desktop chat race library settings"
-shots="encyclopedia-start encyclopedia-developing library-download-error settings-about chat-search"
+shots="encyclopedia-start encyclopedia-developing library-gguf library-download-error settings-about chat-search"
 for screen in $screens; do shots="$shots $screen $screen-small"; done
 large=""
 for screen in $screens; do large="$large $screen-large"; done

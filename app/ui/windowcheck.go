@@ -19,6 +19,7 @@ import (
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
 // windowCheckEnv, set to a folder, makes the real app walk through every screen,
@@ -255,6 +256,18 @@ func (a *App) windowCheck(dir string) {
 	time.Sleep(1500 * time.Millisecond)
 	checkErr("Library")
 	shot("library", start, false)
+	// The GGUF downloads' cards, one per llama.cpp mix: scrolled to the first.
+	fyne.DoAndWait(func() {
+		if c := a.Library.byName[catalog.GGUFID]; c != nil {
+			d := fyne.CurrentApp().Driver()
+			sc := a.Library.content.(*container.Scroll)
+			sc.Offset.Y = d.AbsolutePositionForObject(c.card).Y - d.AbsolutePositionForObject(sc.Content).Y
+			sc.Refresh()
+		}
+	})
+	time.Sleep(300 * time.Millisecond)
+	shot("library-gguf", start, false)
+	fyne.DoAndWait(func() { a.Library.content.(*container.Scroll).ScrollToTop() })
 	if err := a.checkDownloadErrorStays(func() { shot("library-download-error", start, false) }); err != nil {
 		fail("Library: %v", err)
 	} else {

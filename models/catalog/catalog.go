@@ -197,28 +197,35 @@ func Entries() []Entry {
 			ModesEqual: true, Steps: dgSteps, AnswerTokens: dgAnswerTokens,
 		},
 		ggufEntry(gguf.Q4KM, 16_800_000_000, "16.8 GB", "about 17 GB in memory: "+
-			"for a 24 GB GPU, or a PC with 24 GB of RAM and no GPU (16 GB runs it from the disk)"),
+			"for a 24 GB GPU, or a PC with 24 to 32 GB of RAM and no GPU (16 GB runs it from the disk)"),
 		ggufEntry(gguf.Q5KM, 19_100_000_000, "19.1 GB", "closer to the original than Q4_K_M, slower "+
 			"on the CPU (more bytes a token), for a PC with 32 GB of RAM"),
 		ggufEntry(gguf.Q6KM, 22_600_000_000, "22.6 GB", "nearly the original's quality, "+
-			"for a PC with 32 GB of RAM"),
+			"for a PC with 32 GB of RAM, or a GPU with 32 GB (as int8)"),
 		ggufEntry(gguf.Q80M, 26_800_000_000, "26.8 GB", "as good as the original for practical purposes, "+
-			"for a PC with 48 GB of RAM or more"),
+			"for a PC with 48 GB of RAM or more, or a GPU with 32 GB (as int8)"),
 	}
 }
 
 // ggufEntry is the catalog entry of Unsloth's GGUF of the 26B model in mix m: a
 // download of size bytes (said as sizeText) and when to choose it (what).
 func ggufEntry(m gguf.Mix, size int64, sizeText, what string) Entry {
+	cpu := " On the CPU its blocks are multiplied as stored, in integer arithmetic"
+	if m != gguf.Q80M {
+		cpu += ", its Q6_K embedding held as int8"
+	}
+	gpu := " On a GPU Darkroom converts it while loading: Q4_K and Q4_1 blocks keep their 4-bit codes (affine int4, " +
+		"bf16 scale and min: 0.6% extra error), Q5_0/Q5_K become int4 and Q6_K/Q8_0 int8 (groups of 32) " +
+		"(engine/gguf lists the measured errors)."
+	if m != gguf.Q4KM {
+		gpu = " On a GPU Darkroom converts it while loading, as the Q4_K_M above."
+	}
 	return Entry{
 		ID: GGUFIDs[m], Name: "DiffusionGemma 26B-A4B " + string(m) + " (Unsloth GGUF)",
 		Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF", Revision: "main",
 		License: "Gemma Terms of Use (the tokenizer comes from Google's repo: accept the terms on huggingface.co)",
 		Description: "Unsloth's llama.cpp " + string(m) + " quantization of DiffusionGemma 26B-A4B: a " + sizeText +
-			" download instead of 52 GB; " + what + ". On the CPU its blocks are multiplied as stored, in " +
-			"integer arithmetic, its Q6_K embedding (if it has one) held as int8. On a GPU Darkroom converts it " +
-			"while loading: Q4_K and Q4_1 blocks keep their 4-bit codes (affine int4, bf16 scale and min: 0.6% " +
-			"extra error), Q5_0/Q5_K become int4 and Q6_K/Q8_0 int8 (groups of 32) (engine/gguf lists the measured errors).",
+			" download instead of 52 GB; " + what + "." + cpu + "." + gpu,
 		Format: "GGUF " + string(m) + " (llama.cpp diffusion-gemma, PR #24423)", Size: size, Mix: m,
 		// The loaded layout on a GPU (GGUFProfile).
 		Profiles: []quant.Profile{GGUFProfile(m)},
