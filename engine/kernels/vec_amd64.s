@@ -1359,6 +1359,52 @@ q4kvnniblock:
 	VZEROUPPER
 	RET
 
+// K4INT_CONSTS loads the Q4_K and Q5_K integer dots' constants — the nibble mask
+// (Y12), 16-bit ones (Y13), the sign bit (Y15) — and clears their sums (Y0, Y1, Y9).
+#define K4INT_CONSTS \
+	VPBROADCASTB nibconst<>+0(SB), Y12; \
+	MOVL $0x00010001, AX; \
+	VMOVD AX, X13; \
+	VPBROADCASTD X13, Y13; \
+	MOVL $0x80000000, AX; \
+	VMOVD AX, X15; \
+	VPBROADCASTD X15, Y15; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y9, Y9, Y9
+
+// K4INT_SCALES decodes the block at SI's header (Q4K_SCALES) into its groups'
+// d·sc_j·xs_j (on the stack, for K4INT_PAIR_DOT's broadcasts) and adds its minimums
+// against x's group sums, (−dmin·m_j)·Σx_j, into Y9.
+#define K4INT_SCALES \
+	Q4K_SCALES; \
+	VMULPS 0(R10), Y7, Y7; \
+	VFMADD231PS 32(R10), Y8, Y9; \
+	VMOVUPS Y7, 0(SP)
+
+// K4INT_PAIR_DOT dots group pair DX/8's codes (Y10: group 2r, Y11: 2r+1) with x's 64
+// at DI, each group's int32 sums scaled by its d·sc_j·xs_j into Y0 and Y1.
+#define K4INT_PAIR_DOT \
+	VPMADDUBSW 0(DI), Y10, Y10; \
+	VPMADDUBSW 32(DI), Y11, Y11; \
+	VPMADDWD Y13, Y10, Y10; \
+	VPMADDWD Y13, Y11, Y11; \
+	VCVTDQ2PS Y10, Y10; \
+	VCVTDQ2PS Y11, Y11; \
+	VBROADCASTSS 0(SP)(DX*1), Y14; \
+	VFMADD231PS Y14, Y10, Y0; \
+	VBROADCASTSS 4(SP)(DX*1), Y14; \
+	VFMADD231PS Y14, Y11, Y1
+
+// K4INT_END returns the sums' total.
+#define K4INT_END \
+	VADDPS Y1, Y0, Y0; \
+	VADDPS Y9, Y0, Y0; \
+	SUM_Y0(X1); \
+	VMOVSS X0, ret+32(FP); \
+	VZEROUPPER; \
+	RET
+
 // func dotQ4KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
 // dotQ4KVNNI with AVX2 (and F16C, for Q4K_SCALES): x's codes in the blocks' own order
 // (q4kIntOrder), each group's 32 products summed exactly by VPMADDUBSW (pairs of
@@ -1370,37 +1416,16 @@ TEXT ·dotQ4KIntAVX2(SB), NOSPLIT, $32-36
 	MOVQ xs+8(FP), R10
 	MOVQ src+16(FP), SI
 	MOVQ nb+24(FP), CX
-	VPBROADCASTB nibconst<>+0(SB), Y12
-	MOVL $0x00010001, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13            // 16-bit ones
-	MOVL $0x80000000, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15            // the sign bit
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y9, Y9, Y9
+	K4INT_CONSTS
 q4kint2block:
-	Q4K_SCALES
-	VMULPS 0(R10), Y7, Y7            // d·sc_j·xs_j
-	VFMADD231PS 32(R10), Y8, Y9      // (−dmin·m_j)·Σx_j
-	VMOVUPS Y7, 0(SP)
+	K4INT_SCALES
 	XORQ DX, DX                      // the group pair
 q4kint2run:
 	VMOVDQU 16(SI)(DX*4), Y10        // 32 code bytes: group 2r low, 2r+1 high
 	VPSRLW $4, Y10, Y11
 	VPAND Y12, Y10, Y10
 	VPAND Y12, Y11, Y11
-	VPMADDUBSW 0(DI), Y10, Y10
-	VPMADDUBSW 32(DI), Y11, Y11
-	VPMADDWD Y13, Y10, Y10
-	VPMADDWD Y13, Y11, Y11
-	VCVTDQ2PS Y10, Y10
-	VCVTDQ2PS Y11, Y11
-	VBROADCASTSS 0(SP)(DX*1), Y14
-	VFMADD231PS Y14, Y10, Y0
-	VBROADCASTSS 4(SP)(DX*1), Y14
-	VFMADD231PS Y14, Y11, Y1
+	K4INT_PAIR_DOT
 	ADDQ $64, DI
 	ADDQ $8, DX
 	CMPQ DX, $32
@@ -1409,12 +1434,7 @@ q4kint2run:
 	ADDQ $64, R10
 	DECQ CX
 	JNZ  q4kint2block
-	VADDPS Y1, Y0, Y0
-	VADDPS Y9, Y0, Y0
-	SUM_Y0(X1)
-	VMOVSS X0, ret+32(FP)
-	VZEROUPPER
-	RET
+	K4INT_END
 
 // VPERMPS indices spreading two blocks' scales over a zmm's halves (dotQ5_0VNNI).
 DATA q50pair<>+0(SB)/4, $0
@@ -2283,24 +2303,12 @@ TEXT ·dotQ5KIntAVX2(SB), NOSPLIT, $32-36
 	MOVQ xs+8(FP), R10
 	MOVQ src+16(FP), SI
 	MOVQ nb+24(FP), CX
-	VPBROADCASTB nibconst<>+0(SB), Y12
-	MOVL $0x00010001, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13            // 16-bit ones
-	MOVL $0x80000000, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15            // the sign bit
+	K4INT_CONSTS
 	MOVL $0x10101010, AX
 	VMOVD AX, X3
 	VPBROADCASTD X3, Y3              // 16 in every byte: a fifth bit's value
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y9, Y9, Y9
 q5kint2block:
-	Q4K_SCALES
-	VMULPS 0(R10), Y7, Y7            // d·sc_j·xs_j
-	VFMADD231PS 32(R10), Y8, Y9      // (−dmin·m_j)·Σx_j
-	VMOVUPS Y7, 0(SP)
+	K4INT_SCALES
 	VMOVDQU 16(SI), Y2               // qh
 	MOVL $0x01010101, AX
 	VMOVD AX, X4
@@ -2321,16 +2329,7 @@ q5kint2run:
 	VPAND Y3, Y14, Y14
 	VPOR Y14, Y11, Y11               // group 2r+1's
 	VPADDB Y4, Y4, Y4
-	VPMADDUBSW 0(DI), Y10, Y10
-	VPMADDUBSW 32(DI), Y11, Y11
-	VPMADDWD Y13, Y10, Y10
-	VPMADDWD Y13, Y11, Y11
-	VCVTDQ2PS Y10, Y10
-	VCVTDQ2PS Y11, Y11
-	VBROADCASTSS 0(SP)(DX*1), Y14
-	VFMADD231PS Y14, Y10, Y0
-	VBROADCASTSS 4(SP)(DX*1), Y14
-	VFMADD231PS Y14, Y11, Y1
+	K4INT_PAIR_DOT
 	ADDQ $64, DI
 	ADDQ $8, DX
 	CMPQ DX, $32
@@ -2339,12 +2338,7 @@ q5kint2run:
 	ADDQ $64, R10
 	DECQ CX
 	JNZ  q5kint2block
-	VADDPS Y1, Y0, Y0
-	VADDPS Y9, Y0, Y0
-	SUM_Y0(X1)
-	VMOVSS X0, ret+32(FP)
-	VZEROUPPER
-	RET
+	K4INT_END
 
 // q6kidx picks a Q6_K group's two scales of sixteen for the eight int32 sums of
 // its 32 products (four values each): group j of a half-block's four takes scales
