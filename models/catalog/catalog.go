@@ -251,10 +251,21 @@ func UnsupportedFormats() []Unsupported {
 	return []Unsupported{}
 }
 
-// Find looks a name up: a catalog ID, or a repo (case-insensitive).
+// Find looks a name up: a catalog ID, or a repo (case-insensitive) — its first
+// entry (Unsloth's GGUF repo: the Q4_K_M), or, named with a quantization as ollama
+// names a Hugging Face GGUF ("unsloth/diffusiongemma-26B-A4B-it-GGUF:Q6_K"), its
+// entry in that mix.
 func Find(name string) (Entry, bool) {
+	repo, quant, withQuant := strings.Cut(name, ":")
+	mix, isMix := gguf.ParseMix(quant)
 	for _, e := range Entries() {
-		if strings.EqualFold(e.ID, name) || (e.Repo != "" && strings.EqualFold(e.Repo, name)) {
+		switch {
+		case strings.EqualFold(e.ID, name):
+			return e, true
+		case e.Repo == "":
+		case !withQuant && strings.EqualFold(e.Repo, name):
+			return e, true
+		case withQuant && isMix && e.Mix == mix && strings.EqualFold(e.Repo, repo):
 			return e, true
 		}
 	}

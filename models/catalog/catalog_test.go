@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -96,6 +97,33 @@ func TestAnswerTokens(t *testing.T) {
 		}
 		if got := AnswerTokens(c.name, cfg); got != c.want {
 			t.Errorf("AnswerTokens(%s) = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestFindGGUFMix: Unsloth's GGUF repo named alone is its Q4_K_M entry; with a
+// quantization, as ollama names a Hugging Face GGUF, the entry of that mix; one the
+// catalog does not offer, or a repo without GGUFs so named, is no entry.
+func TestFindGGUFMix(t *testing.T) {
+	const repo = "unsloth/diffusiongemma-26B-A4B-it-GGUF"
+	for name, want := range map[string]string{
+		repo:                                    GGUFID,
+		repo + ":Q6_K":                          GGUFIDs[gguf.Q6KM],
+		strings.ToLower(repo) + ":q5_k_m":       GGUFIDs[gguf.Q5KM],
+		repo + ":Q8_0":                          GGUFIDs[gguf.Q80M],
+		repo + ":IQ2_XXS":                       "",
+		"google/diffusiongemma-26B-A4B-it:Q6_K": "",
+		GGUFIDs[gguf.Q6KM]:                      GGUFIDs[gguf.Q6KM],
+	} {
+		e, ok := Find(name)
+		if ok != (want != "") || e.ID != want {
+			t.Errorf("Find(%q) = %q (%v), want %q", name, e.ID, ok, want)
+		}
+	}
+	for _, m := range gguf.Mixes {
+		e, _ := Find(GGUFIDs[m])
+		if e.Mix != m || e.Include[0] != GGUFFile(m) || !strings.Contains(e.Name, string(m)) {
+			t.Errorf("%s: entry %s downloads %v", m, e.ID, e.Include)
 		}
 	}
 }
