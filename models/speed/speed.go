@@ -19,7 +19,7 @@
 //   - this machine's rates (Rates), measured once with Darkroom's own kernels and
 //     cached per CPU, core count, build and calibration version in the user's cache
 //     folder (Cache, DefaultPath): the canvas GEMM on a grid of shapes, decoding each
-//     stored format while packing (GGUF's Q4_K, Q5_0 and Q8_0 blocks too), the
+//     stored format while packing (GGUF's blocks too: Q4_K, Q5_K, Q6_K, Q5_0, Q5_1, Q8_0), the
 //     soft embedding's product, the AR product per format at small sizes in cache
 //     (GGUF's blocks at one size), per row, and streaming from memory (a real
 //     layer's matrices one after another, an AR step's experts as one job), each pass
