@@ -453,6 +453,20 @@ func testInitGGUF(t *testing.T, m gguf.Mix, wantKinds []gguf.Type) {
 	}
 
 	generatesBoth(t, dir)
+	// The graph path (a GPU's) converts the mix's blocks while loading (weights.Load's
+	// GGUF conversion: Q5_K and Q5_1 to int4, Q6_K and Q8_0 to int8) and generates.
+	e, err := engine.Load(context.Background(), engine.Dir(dir), engine.Options{Backend: "go", InGraph: true})
+	if err != nil {
+		t.Fatalf("the graph path refuses the %s file: %v", m, err)
+	}
+	defer e.Close()
+	if e.Path() != engine.PathGraph || e.GGUFMix() != m {
+		t.Errorf("loaded on the %s path, mix %q", e.Path(), e.GGUFMix())
+	}
+	if r, err := e.Generate(context.Background(), engine.Request{Prompt: "What is Unix?", Mode: engine.AR, Seed: 1,
+		Sampling: engine.Sampling{MaxNewTokens: 4}}); err != nil || r.ForwardPasses == 0 {
+		t.Errorf("graph path: %+v, %v", r, err)
+	}
 }
 
 // TestInitCheckpointNVFP4: an nvfp4 checkpoint is in ModelOpt's export layout — the
