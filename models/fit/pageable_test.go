@@ -15,9 +15,10 @@ import (
 
 // TestHostHeapBytes holds HostHeapBytes to the engine itself: the bytes of the
 // matrices a mapped checkpoint's first lookups read onto the heap
-// (weights.Mapped.FirstRead), as held there, in an NVFP4 export (its BF16 embedding held as int8) and a Q4_K_M GGUF
-// (its Q6_K tensors held as int8), and none in Darkroom's own int4 — each written
-// by `train init` at widths whose rows are whole GGUF blocks.
+// (weights.Mapped.FirstRead), as held there, in an NVFP4 export (its BF16 embedding
+// held as int8) and the GGUFs of each mix (a Q6_K embedding held as int8, the other
+// Q6_K matrices mapped; nothing of a Q8_0), and none in Darkroom's own int4 — each
+// written by `train init` at widths whose rows are whole GGUF blocks.
 func TestHostHeapBytes(t *testing.T) {
 	cfg := config.Tiny()
 	cfg.Text.VocabSize, cfg.Text.HiddenSize, cfg.Text.IntermediateSize, cfg.Text.MoEIntermediateSize = 4096, 256, 512, 256
@@ -28,6 +29,9 @@ func TestHostHeapBytes(t *testing.T) {
 	}{
 		{"nvfp4", train.InitOptions{Profile: quant.NVFP4Profile}, quant.NVFP4Profile},
 		{"q4_k_m", train.InitOptions{GGUF: gguf.Q4KM}, quant.Int4Profile},
+		{"q5_k_m", train.InitOptions{GGUF: gguf.Q5KM}, quant.Int4Profile},
+		{"q6_k", train.InitOptions{GGUF: gguf.Q6KM}, quant.Int8Profile},
+		{"q8_0", train.InitOptions{GGUF: gguf.Q80M}, quant.Int8Profile},
 		{"int4", train.InitOptions{Profile: quant.Int4Profile}, quant.Int4Profile},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -52,7 +56,7 @@ func TestHostHeapBytes(t *testing.T) {
 				heap += st.Bytes()
 			}
 			want := HostHeapBytes(cfg, c.p, c.opts.GGUF)
-			if heap != want || (c.name != "int4") != (heap > 0) {
+			if heap != want || (c.name != "int4" && c.name != "q8_0") != (heap > 0) {
 				t.Errorf("the engine reads %d bytes of matrices onto the heap, HostHeapBytes says %d", heap, want)
 			}
 			est, err := Compute(cfg, c.p, Runtime{GGUF: c.opts.GGUF})
