@@ -217,8 +217,13 @@ func ggufEntry(m gguf.Mix, size int64, sizeText, what string) Entry {
 	gpu := " On a GPU Darkroom converts it while loading: Q4_K and Q4_1 blocks keep their 4-bit codes (affine int4, " +
 		"bf16 scale and min: 0.6% extra error), Q5_0/Q5_K become int4 and Q6_K/Q8_0 int8 (groups of 32) " +
 		"(engine/gguf lists the measured errors)."
-	if m != gguf.Q4KM {
-		gpu = " On a GPU Darkroom converts it while loading, as the Q4_K_M above."
+	switch m {
+	case gguf.Q5KM:
+		// Darkroom's GPU kernels have no 5-bit format: the Q5_K blocks are requantized.
+		gpu = " On a GPU Darkroom converts it while loading, as the Q4_K_M above: its Q5_K blocks become int4, so " +
+			"there it keeps no more than the Q4_K_M, a smaller download."
+	case gguf.Q6KM, gguf.Q80M:
+		gpu = " On a GPU Darkroom converts it to int8 (groups of 32) while loading."
 	}
 	return Entry{
 		ID: GGUFIDs[m], Name: "DiffusionGemma 26B-A4B " + string(m) + " (Unsloth GGUF)",
