@@ -1150,10 +1150,15 @@ func (s *Server) complete(ctx context.Context, m *Model, req engine.Request, sto
 		}
 		if !strings.HasPrefix(text, prev[:sent]) {
 			// The decoded text changed under what was sent (a token boundary
-			// inside a character): it cannot be taken back; carry on from here.
+			// inside a character): it cannot be taken back; carry on from the same
+			// place in the new text, at a character's start. (Returning here lost
+			// the rest of a final text: the answer after a stream's first commit.)
 			s.logf("server: streamed text changed after it was sent")
-			prev, sent = text, min(sent, len(text))
-			return nil
+			sent = min(sent, len(text))
+			for sent < len(text) && !utf8.RuneStart(text[sent]) {
+				sent++
+			}
+			prev = text
 		}
 		end := len(text)
 		if !final {

@@ -706,3 +706,28 @@ func TestJSONSchemaRealEngine(t *testing.T) {
 	}
 	t.Logf("%d of 4 answers closed", closedOnes)
 }
+
+// TestChatStreamTextChanged: where the engine's final text differs from what was
+// already streamed (a committed canvas decoded again across a token boundary; here a
+// whole word), the stream cannot take back what it sent, but the rest of the answer
+// still comes, from the same place in the new text: it was dropped, the stream ending
+// after the first commit's text. A client reading the thinking and then the answer
+// of a /v1/messages stream lost the answer so, on a busy machine.
+func TestChatStreamTextChanged(t *testing.T) {
+	gate := make(chan struct{})
+	g := &fakeGen{commits: []string{"Unix is a"}, final: "Unix was an operating system.", gate: gate}
+	s := start(t, Options{Engine: g, ModelID: "darkroom-mini"})
+	ch, done := streamChunks(t, s, `{"messages":[{"role":"user","content":"What is Unix?"}],"stream":true}`)
+	chunks := []chatResponse{next(t, ch)} // the role chunk
+	gate <- struct{}{}
+	if c := next(t, ch); len(c.Choices) != 1 || c.Choices[0].Delta.Content == nil || *c.Choices[0].Delta.Content != "Unix is a" {
+		t.Fatalf("first delta %+v", c)
+	}
+	gate <- struct{}{}
+	for c := range ch {
+		chunks = append(chunks, c)
+	}
+	if got := content(chunks); !*done || got != "an operating system." {
+		t.Errorf("after the first commit the stream sent %q (done %v), want the rest of the final text from the same place", got, *done)
+	}
+}
