@@ -2298,6 +2298,26 @@ q40int2block:
 // arithmetic with AVX2 and F16C: dotQ4KIntAVX2 with each code's fifth bit — bit g of
 // qh[i] for value i of group g — added as 16 before the products (codes 0…31 times
 // x's int8 codes, pairs summed in int16: at most 2·31·127).
+// Q5K_PAIR dots a Q5_K block's group pair r — 32 code bytes at qs(SI), group 2r's
+// low nibbles and 2r+1's high ones, their fifth bits bits 2r and 2r+1 of qh (Y2) —
+// with x's 64 codes at DI (K4INT_PAIR_DOT; DX = 8r picks the scales): each fifth bit
+// shifted to bit 4 of its byte (SHL by NL, SHH by NH: a word shift whose bits from
+// the other byte fall outside the mask) and or'ed in.
+#define Q5K_PAIR(qs, r8, SHL, NL, SHH, NH) \
+	VMOVDQU qs(SI), Y10; \
+	VPSRLW $4, Y10, Y11; \
+	VPAND Y12, Y10, Y10; \
+	VPAND Y12, Y11, Y11; \
+	SHL $NL, Y2, Y14; \
+	VPAND Y3, Y14, Y14; \
+	VPOR Y14, Y10, Y10; \
+	SHH $NH, Y2, Y14; \
+	VPAND Y3, Y14, Y14; \
+	VPOR Y14, Y11, Y11; \
+	MOVQ $r8, DX; \
+	K4INT_PAIR_DOT; \
+	ADDQ $64, DI
+
 TEXT ·dotQ5KIntAVX2(SB), NOSPLIT, $32-36
 	MOVQ xq+0(FP), DI
 	MOVQ xs+8(FP), R10
@@ -2306,34 +2326,14 @@ TEXT ·dotQ5KIntAVX2(SB), NOSPLIT, $32-36
 	K4INT_CONSTS
 	MOVL $0x10101010, AX
 	VMOVD AX, X3
-	VPBROADCASTD X3, Y3              // 16 in every byte: a fifth bit's value
+	VPBROADCASTD X3, Y3              // a code's fifth bit (16) in every byte
 q5kint2block:
 	K4INT_SCALES
 	VMOVDQU 16(SI), Y2               // qh
-	MOVL $0x01010101, AX
-	VMOVD AX, X4
-	VPBROADCASTD X4, Y4              // group 0's bit of qh in every byte
-	XORQ DX, DX                      // the group pair
-q5kint2run:
-	VMOVDQU 48(SI)(DX*4), Y10        // 32 code bytes: group 2r low, 2r+1 high
-	VPSRLW $4, Y10, Y11
-	VPAND Y12, Y10, Y10
-	VPAND Y12, Y11, Y11
-	VPAND Y4, Y2, Y14
-	VPCMPEQB Y4, Y14, Y14
-	VPAND Y3, Y14, Y14
-	VPOR Y14, Y10, Y10               // group 2r's fifth bits
-	VPADDB Y4, Y4, Y4
-	VPAND Y4, Y2, Y14
-	VPCMPEQB Y4, Y14, Y14
-	VPAND Y3, Y14, Y14
-	VPOR Y14, Y11, Y11               // group 2r+1's
-	VPADDB Y4, Y4, Y4
-	K4INT_PAIR_DOT
-	ADDQ $64, DI
-	ADDQ $8, DX
-	CMPQ DX, $32
-	JNE  q5kint2run
+	Q5K_PAIR(48, 0, VPSLLW, 4, VPSLLW, 3)
+	Q5K_PAIR(80, 8, VPSLLW, 2, VPSLLW, 1)
+	Q5K_PAIR(112, 16, VPSLLW, 0, VPSRLW, 1)
+	Q5K_PAIR(144, 24, VPSRLW, 2, VPSRLW, 3)
 	ADDQ $176, SI
 	ADDQ $64, R10
 	DECQ CX
