@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Type is a tensor's ggml type (enum ggml_type in ggml.h).
@@ -70,8 +71,8 @@ var types = [...]typeInfo{
 	Q5_1:    {"Q5_1", 32, 24, dequantQ5_1},
 	Q8_0:    {"Q8_0", 32, 34, dequantQ8_0},
 	Q8_1:    {"Q8_1", 32, 36, nil},
-	Q2_K:    {"Q2_K", QK_K, 84, nil},
-	Q3_K:    {"Q3_K", QK_K, 110, nil},
+	Q2_K:    {"Q2_K", QK_K, 84, dequantQ2_K},
+	Q3_K:    {"Q3_K", QK_K, 110, dequantQ3_K},
 	Q4_K:    {"Q4_K", QK_K, 144, dequantQ4_K},
 	Q5_K:    {"Q5_K", QK_K, 176, dequantQ5_K},
 	Q6_K:    {"Q6_K", QK_K, 210, dequantQ6_K},
@@ -138,6 +139,17 @@ func (t Type) Supported() bool {
 	return ok && i.dequant != nil
 }
 
+// SupportedNames lists the types Darkroom can dequantize, for messages ("F32, F16, …").
+func SupportedNames() string {
+	var names []string
+	for _, i := range types {
+		if i.dequant != nil {
+			names = append(names, i.name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // IsFloat reports whether the type is a plain float type (F32, F16, BF16).
 func (t Type) IsFloat() bool { return t == F32 || t == F16 || t == BF16 }
 
@@ -149,7 +161,7 @@ func Dequantize(t Type, src []byte, dst []float32) error {
 		return fmt.Errorf("unknown ggml type %d", uint32(t))
 	}
 	if info.dequant == nil {
-		return fmt.Errorf("ggml type %s is not supported (Darkroom reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)", t)
+		return fmt.Errorf("ggml type %s is not supported (Darkroom reads %s)", t, SupportedNames())
 	}
 	if len(src)%info.typeSize != 0 || len(src)/info.typeSize*info.blockSize != len(dst) {
 		return fmt.Errorf("%s: %d bytes do not hold %d elements", t, len(src), len(dst))
@@ -360,6 +372,88 @@ func dequantQ6_K(dst []float32, src []byte) {
 				y[n+l+96] = d * float32(int8(sc[is+6])) * float32(q4)
 			}
 			ql, qh, sc = ql[64:], qh[32:], sc[8:]
+		}
+	}
+}
+
+// Q2_K: {u8 scales[16]; u8 qs[64]; fp16 d; fp16 dmin} over 256 elements: sixteen
+// sub-blocks of 16, each d·(sc & 15)·q − dmin·(sc >> 4) for 2-bit q. Each 128
+// elements take 32 bytes of qs: the four 2-bit fields of byte l (bits 0–1, 2–3, 4–5,
+// 6–7) are elements l, 32+l, 64+l and 96+l (ggml's dequantize_row_q2_K).
+func dequantQ2_K(dst []float32, src []byte) {
+	for b := 0; b < len(dst)/QK_K; b++ {
+		blk, y := src[b*84:], dst[b*QK_K:]
+		scales, q := blk[0:16], blk[16:80]
+		d, min := fp16(blk[80:]), fp16(blk[82:])
+		is := 0
+		for n := 0; n < QK_K; n += 128 {
+			for j := 0; j < 4; j++ {
+				shift := 2 * j
+				for half := 0; half < 2; half++ {
+					sc := scales[is]
+					is++
+					dl, ml := d*float32(sc&0xF), min*float32(sc>>4)
+					for l := 0; l < 16; l++ {
+						y[n+32*j+16*half+l] = dl*float32(q[16*half+l]>>shift&3) - ml
+					}
+				}
+			}
+			q = q[32:]
+		}
+	}
+}
+
+// q3kScales unpacks a Q3_K block's sixteen 6-bit scales from its 12 scale bytes, each
+// less 32: the low four bits of scale s are byte s's low nibble (s < 8) or byte
+// s−8's high nibble, its high two bits two bits of bytes 8–11 (ggml's kmask
+// shuffle).
+func q3kScales(sc []byte) [16]int {
+	var aux [4]uint32
+	for i := range 3 {
+		aux[i] = binary.LittleEndian.Uint32(sc[4*i:])
+	}
+	const kmask1, kmask2 = 0x03030303, 0x0f0f0f0f
+	tmp := aux[2]
+	aux[2] = (aux[0]>>4)&kmask2 | ((tmp>>4)&kmask1)<<4
+	aux[3] = (aux[1]>>4)&kmask2 | ((tmp>>6)&kmask1)<<4
+	aux[0] = aux[0]&kmask2 | (tmp&kmask1)<<4
+	aux[1] = aux[1]&kmask2 | ((tmp>>2)&kmask1)<<4
+	var out [16]int
+	for i := range out {
+		out[i] = int(int8(aux[i/4]>>(8*(i%4)))) - 32
+	}
+	return out
+}
+
+// Q3_K: {u8 hmask[32]; u8 qs[64]; u8 scales[12]; fp16 d} over 256 elements: sixteen
+// sub-blocks of 16, each d·(scale − 32)·(q − 4·(1 − h)) for a 2-bit q laid out as
+// Q2_K's and its high bit h, bit k of hmask[l] for element 32k+l (ggml's
+// dequantize_row_q3_K: h set keeps q, clear subtracts 4).
+func dequantQ3_K(dst []float32, src []byte) {
+	for b := 0; b < len(dst)/QK_K; b++ {
+		blk, y := src[b*110:], dst[b*QK_K:]
+		hm, q := blk[0:32], blk[32:96]
+		scales := q3kScales(blk[96:108])
+		d := fp16(blk[108:])
+		is := 0
+		m := uint8(1)
+		for n := 0; n < QK_K; n += 128 {
+			for j := 0; j < 4; j++ {
+				shift := 2 * j
+				for half := 0; half < 2; half++ {
+					dl := d * float32(scales[is])
+					is++
+					for l := 16 * half; l < 16*(half+1); l++ {
+						v := int(q[l]>>shift&3) - 4
+						if hm[l]&m != 0 {
+							v += 4
+						}
+						y[n+32*j+l] = dl * float32(v)
+					}
+				}
+				m <<= 1
+			}
+			q = q[32:]
 		}
 	}
 }

@@ -206,6 +206,75 @@ func TestQ4KKnownBlock(t *testing.T) {
 	}
 }
 
+// A hand-built Q2_K block, read as ggml's dequantize_row_q2_K reads it: sub-block s
+// (elements 16s…16s+15) has scale (s+1) mod 16 and minimum 15−s, element e the code
+// (e/32 + e) mod 4 — the fields of qs byte n/4+l (n = 0, 128) being elements n+l,
+// n+32+l, n+64+l and n+96+l, bits 0–1 to 6–7.
+func TestQ2KKnownBlock(t *testing.T) {
+	blk := make([]byte, 84)
+	for s := range 16 {
+		blk[s] = byte((s+1)%16) | byte(15-s)<<4
+	}
+	code := func(e int) int { return (e/32 + e) % 4 }
+	for e := range QK_K {
+		n, r := e/128*128, e%128
+		blk[16+n/4+r%32] |= byte(code(e)) << (2 * (r / 32))
+	}
+	copy(blk[80:], half(0.5))
+	copy(blk[82:], half(0.125))
+	got := make([]float32, QK_K)
+	if err := Dequantize(Q2_K, blk, got); err != nil {
+		t.Fatal(err)
+	}
+	for e := range got {
+		s := e / 16
+		want := 0.5*float64((s+1)%16)*float64(code(e)) - 0.125*float64(15-s)
+		if float64(got[e]) != want {
+			t.Fatalf("element %d (sub-block %d): got %v, want %v", e, s, got[e], want)
+		}
+	}
+}
+
+// A hand-built Q3_K block, read as ggml's dequantize_row_q3_K reads it: sub-block s
+// has the 6-bit scale 3s+5 (less 32: −27…18), its low nibble in byte s (s < 8) or the
+// high nibble of byte s−8, its top two bits in byte 8+s%4 at bits 2·(s/4); element e
+// the 3-bit code c = (5e+e/64) mod 8, its low two bits packed as Q2_K's and its top
+// bit in bit e/32 of hmask[e%32]; the value d·(scale−32)·(c−4).
+func TestQ3KKnownBlock(t *testing.T) {
+	blk := make([]byte, 110)
+	scale := func(s int) int { return 3*s + 5 }
+	for s := range 16 {
+		u := scale(s)
+		if s < 8 {
+			blk[96+s] |= byte(u & 15)
+		} else {
+			blk[96+s-8] |= byte(u&15) << 4
+		}
+		blk[96+8+s%4] |= byte(u>>4) << (2 * (s / 4))
+	}
+	code := func(e int) int { return (5*e + e/64) % 8 }
+	for e := range QK_K {
+		c := code(e)
+		n, r := e/128*128, e%128
+		blk[32+n/4+r%32] |= byte(c&3) << (2 * (r / 32))
+		if c >= 4 {
+			blk[e%32] |= 1 << (e / 32)
+		}
+	}
+	copy(blk[108:], half(0.25))
+	got := make([]float32, QK_K)
+	if err := Dequantize(Q3_K, blk, got); err != nil {
+		t.Fatal(err)
+	}
+	for e := range got {
+		s := e / 16
+		want := 0.25 * float64(scale(s)-32) * float64(code(e)-4)
+		if float64(got[e]) != want {
+			t.Fatalf("element %d (sub-block %d): got %v, want %v", e, s, got[e], want)
+		}
+	}
+}
+
 // gaussian returns n values of a heavy-tailed distribution like trained weights
 // (a Student-t with 5 degrees of freedom, scaled to std ≈ 0.02).
 func gaussian(r *rand.Rand, n int) []float32 {
@@ -239,7 +308,7 @@ func TestQuantizeRoundTrip(t *testing.T) {
 		t      Type
 		maxRel float64
 	}{{F32, 0}, {F16, 1e-3}, {BF16, 5e-3}, {Q8_0, 0.01}, {Q6_K, 0.04}, {Q5_0, 0.06}, {Q5_1, 0.06}, {Q5_K, 0.06},
-		{Q4_0, 0.12}, {Q4_1, 0.12}, {Q4_K, 0.12}} {
+		{Q4_0, 0.12}, {Q4_1, 0.12}, {Q4_K, 0.12}, {Q3_K, 0.25}, {Q2_K, 0.5}} {
 		raw, err := Quantize(c.t, x)
 		if err != nil {
 			t.Fatalf("%s: %v", c.t, err)
@@ -349,9 +418,9 @@ func TestRequantize(t *testing.T) {
 }
 
 func TestRequantizeErrors(t *testing.T) {
-	raw := make([]byte, Q2_K.BlockBytes())
-	if err := Requantize(Q2_K, raw, 4, make([]byte, 128), make([]float32, 8), make([]float32, 256)); err == nil {
-		t.Error("Q2_K: want a not-supported error")
+	raw := make([]byte, IQ2_XS.BlockBytes())
+	if err := Requantize(IQ2_XS, raw, 4, make([]byte, 128), make([]float32, 8), make([]float32, 256)); err == nil {
+		t.Error("IQ2_XS: want a not-supported error")
 	}
 	raw, _ = Quantize(Q8_0, make([]float32, 64))
 	if err := Requantize(Q8_0, raw, 8, make([]byte, 10), make([]float32, 2), nil); err == nil {

@@ -275,13 +275,13 @@ func TestFaults(t *testing.T) {
 		}
 	}
 	// An unsupported but known type parses, and reading it names the tensor.
-	f, err := parseBytes(tensorFile(uint32(Q2_K), []uint64{256}, 0, 84))
+	f, err := parseBytes(tensorFile(uint32(IQ2_XS), []uint64{256}, 0, 74))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tt, _ := f.Lookup("t")
-	if _, err := f.Float32(tt, 0, -1); err == nil || !strings.Contains(err.Error(), "tensor t") || !strings.Contains(err.Error(), "Q2_K") {
-		t.Errorf("reading Q2_K: %v", err)
+	if _, err := f.Float32(tt, 0, -1); err == nil || !strings.Contains(err.Error(), "tensor t") || !strings.Contains(err.Error(), "IQ2_XS") {
+		t.Errorf("reading IQ2_XS: %v", err)
 	}
 }
 

@@ -45,6 +45,10 @@ func Quantize(t Type, x []float32) ([]byte, error) {
 			quantK(blk, v, 31)
 		case Q6_K:
 			quantQ6_K(blk, v)
+		case Q2_K:
+			quantQ2_K(blk, v)
+		case Q3_K:
+			quantQ3_K(blk, v)
 		default:
 			return nil, fmt.Errorf("quantizing to %s is not supported", t)
 		}
@@ -312,4 +316,96 @@ func quantQ6_K(blk []byte, x []float32) {
 			qh[j/4+l] = byte(L[j+l]>>4 | (L[j+l+32]>>4)<<2 | (L[j+l+64]>>4)<<4 | (L[j+l+96]>>4)<<6)
 		}
 	}
+}
+
+// quantQ2_K encodes one Q2_K block: each sub-block of 16 its range [min(lo, 0), hi]
+// in four steps, its scale and minimum 4-bit multiples of the block's d and dmin.
+func quantQ2_K(blk []byte, x []float32) {
+	var scales, mins [16]float32
+	var maxScale, maxMin float32
+	for j := range 16 {
+		lo, hi := minMax(x[16*j : 16*j+16])
+		lo = min(lo, 0)
+		scales[j], mins[j] = (hi-lo)/3, -lo
+		maxScale, maxMin = max(maxScale, scales[j]), max(maxMin, mins[j])
+	}
+	d := putHalf(blk[80:], maxScale/15)
+	dmin := putHalf(blk[82:], maxMin/15)
+	var L [QK_K]int
+	for j := range 16 {
+		ls, lm := 0, 0
+		if d > 0 {
+			ls = max(0, min(15, nearest(scales[j]/d)))
+		}
+		if dmin > 0 {
+			lm = max(0, min(15, nearest(mins[j]/dmin)))
+		}
+		blk[j] = byte(ls | lm<<4)
+		de, dm := d*float32(ls), dmin*float32(lm)
+		for i := range 16 {
+			if de != 0 {
+				L[16*j+i] = max(0, min(3, nearest((x[16*j+i]+dm)/de)))
+			}
+		}
+	}
+	packTwoBits(blk[16:80], &L)
+}
+
+// packTwoBits packs Q2_K's and Q3_K's 2-bit codes: byte n/4+l of each 128 elements
+// from n holds elements n+l, n+32+l, n+64+l and n+96+l.
+func packTwoBits(qs []byte, L *[QK_K]int) {
+	for n := 0; n < QK_K; n += 128 {
+		for l := range 32 {
+			qs[n/4+l] = byte(L[n+l]&3 | (L[n+l+32]&3)<<2 | (L[n+l+64]&3)<<4 | (L[n+l+96]&3)<<6)
+		}
+	}
+}
+
+// quantQ3_K encodes one Q3_K block as ggml's quantize_row_q3_K_ref lays it out: each
+// sub-block of 16 a signed scale putting its largest magnitude at −4, the scales
+// 6-bit multiples of d (stored + 32), each code q+4 in 0…7, its bit 2 in hmask.
+func quantQ3_K(blk []byte, x []float32) {
+	clear(blk)
+	var scales [16]float32
+	var maxScale, amaxScale float32
+	for j := range 16 {
+		m, _ := absMax(x[16*j : 16*j+16])
+		scales[j] = m / -4
+		if a := float32(math.Abs(float64(scales[j]))); a > amaxScale {
+			amaxScale, maxScale = a, scales[j]
+		}
+	}
+	var L [QK_K]int
+	for i := range L {
+		L[i] = 4
+	}
+	if amaxScale > 0 {
+		iscale := -32 / maxScale
+		d := putHalf(blk[108:], 1/iscale)
+		sc := blk[96:108]
+		for j := range 16 {
+			l := max(-32, min(31, nearest(iscale*scales[j])))
+			de := d * float32(l)
+			u := l + 32
+			if j < 8 {
+				sc[j] = byte(u & 0xF)
+			} else {
+				sc[j-8] |= byte(u&0xF) << 4
+			}
+			sc[8+j%4] |= byte(u>>4) << (2 * (j / 4))
+			for i := range 16 {
+				if de != 0 {
+					L[16*j+i] = max(-4, min(3, nearest(x[16*j+i]/de))) + 4
+				}
+			}
+		}
+	} // else d = 0: every value 0
+	hm := blk[0:32]
+	for e := range L {
+		if L[e] > 3 {
+			hm[e%32] |= 1 << (e / 32)
+			L[e] -= 4
+		}
+	}
+	packTwoBits(blk[32:96], &L)
 }

@@ -279,7 +279,7 @@ func decideGGUF(p *ggufPlan, opts GGUFOptions) error {
 	anyAffine, allAffine, allQ4_0 := false, true, true
 	for _, t := range p.parts {
 		if !t.Type.Supported() {
-			return fmt.Errorf("tensor %s has type %s, which Darkroom cannot read (it reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)", t.Name, t.Type)
+			return fmt.Errorf("tensor %s has type %s, which Darkroom cannot read (it reads %s)", t.Name, t.Type, gguf.SupportedNames())
 		}
 		allBF16 = allBF16 && t.Type == gguf.BF16
 		if !t.Type.IsFloat() {
