@@ -69,6 +69,8 @@ var formats = []struct {
 	{"q4_k", 256, ggufMatrix(gguf.Q4_K)},
 	{"q5_k", 256, ggufMatrix(gguf.Q5_K)},
 	{"q6_k", 256, ggufMatrix(gguf.Q6_K)},
+	{"q2_k", 256, ggufMatrix(gguf.Q2_K)},
+	{"q3_k", 256, ggufMatrix(gguf.Q3_K)},
 	{"int8", 1, quantMatrix(quant.Int8)},
 	{"int8-bf16", 1, quantMatrix(quant.Spec{Bits: 8, BF16Scales: true})},
 	{"int4", 32, quantMatrix(quant.Int4)},
