@@ -2,9 +2,11 @@
 // header, the metadata key/value pairs (every value type, arrays included), the tensor
 // table, and tensor data read by ReadAt one tensor at a time, never the whole file, or
 // viewed in place where Open could map the file (View). It dequantizes the ggml block
-// formats a Q4_K_M … BF16 file holds (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q4_K, Q5_K, Q6_K) to float32, and maps llama.cpp's `diffusion-gemma` tensor names
-// and metadata onto Darkroom's canonical names and config.Model (names.go, config.go).
+// formats a Q2_K … BF16 file holds (SupportedNames: F32, F16, BF16, Q4_0, Q4_1, Q5_0,
+// Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) to float32, names llama.cpp's
+// quantization mixes (Mix; engine/weights' GGUFType says each tensor's type in one),
+// and maps llama.cpp's `diffusion-gemma` tensor names and metadata onto Darkroom's
+// canonical names and config.Model (names.go, config.go).
 //
 // Format reference: ggml's docs/gguf.md and ggml/src/gguf.cpp (ggml-org/ggml,
 // ggml-org/llama.cpp). Every count and length in the header is checked against the
