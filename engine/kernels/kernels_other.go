@@ -112,8 +112,8 @@ func dotQ5KInt(xq []int8, xs []float32, src []byte, nb int) float32 {
 	panic("dotQ5KInt without ymmIntRuns") // unreachable: mulRows asks intRows first
 }
 
-func dotQ6KInt(xq []int8, xs []float32, src []byte, nb int) float32 {
-	panic("dotQ6KInt without ymmIntRuns") // unreachable: mulRows asks intRows first
+func dotK16Int(xq []int8, xs []float32, src []byte, nb int, t gguf.Type) float32 {
+	panic("dotK16Int without ymmIntRuns") // unreachable: mulRows asks intRows first
 }
 
 func dotQ1Int(xq []int8, pairs []float32, src []byte, nb int, t gguf.Type) float32 {

@@ -5,8 +5,8 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/quant"
 )
 
-// The printer's products (below dotRows rows of x) against GGUF Q4_K, Q5_K, Q6_K,
-// Q4_0, Q4_1, Q5_0 and Q5_1 rows (and NVFP4's, mulRowsNVFP4Int, and with AVX2-class kernels Darkroom's
+// The printer's products (below dotRows rows of x) against GGUF Q2_K, Q3_K, Q4_K, Q5_K,
+// Q6_K, Q4_0, Q4_1, Q5_0 and Q5_1 rows (and NVFP4's, mulRowsNVFP4Int, and with AVX2-class kernels Darkroom's
 // int4, mulRowsInt4Int) in integer arithmetic, where the canvas products run that way
 // (qgemm.go; with AVX-512 VNNI, else AVX2 — F16C too for the GGUF types, whose Q5_K
 // and Q6_K kernels are AVX2's on every CPU): x is quantized once per product as the
@@ -16,7 +16,7 @@ import (
 // VPMADDWD), scaled by the block's scale times the group's x scale, and the offsets —
 // Q4_K's and Q5_K's minimums (−dmin·m_j) against x's exact group sums, Q4_1's and
 // Q5_1's m and Q5_0's −16·d
-// and Q6_K's −32·d·sc against the sums of x's codes — added apart. llama.cpp dots its
+// and Q6_K's −32·d·sc (Q3_K's −4·d·sc, Q2_K's minimums) against the sums of x's codes — added apart. llama.cpp dots its
 // blocks this way (x in Q8_K and Q8_0 blocks). Against the float kernels
 // (dotQ4KTable, dotBlocks32, and the decoders Q5_K and Q6_K went through), whose
 // table lookups or conversions and FMAs cost about twice the instructions a block
@@ -39,7 +39,7 @@ func (w *Matrix) intRows() bool {
 	switch w.GGUF {
 	case gguf.Q4_K:
 		return q4kIntRuns() && w.Cols%gguf.QK_K == 0
-	case gguf.Q5_K, gguf.Q6_K:
+	case gguf.Q5_K, gguf.Q6_K, gguf.Q3_K, gguf.Q2_K:
 		return ymmIntRuns() && w.Cols%gguf.QK_K == 0
 	case gguf.Q4_1, gguf.Q5_1:
 		return ymmIntRuns() && w.Cols%qGroup == 0
@@ -66,8 +66,8 @@ func (w *Matrix) mulRowsInt(out, a []float32, m int) {
 	case gguf.Q4_K, gguf.Q5_K:
 		w.mulRowsQ4KInt(out, a, m)
 		return
-	case gguf.Q6_K:
-		w.mulRowsQ6KInt(out, a, m)
+	case gguf.Q6_K, gguf.Q3_K, gguf.Q2_K:
+		w.mulRowsK16Int(out, a, m)
 		return
 	}
 	w.mulRowsBlocks32Int(out, a, m)
@@ -290,11 +290,11 @@ func (w *Matrix) mulRowsQ4KInt(out, a []float32, m int) {
 	})
 }
 
-// q6kXS is how many floats q6kIntX writes per Q6_K block: its eight groups' x scales,
-// then each sixteen's scale times the sum of its codes.
+// q6kXS is how many floats q6kIntX writes per block of 256 (Q6_K, Q3_K, Q2_K): its
+// eight groups' x scales, then each sixteen's scale times the sum of its codes.
 const q6kXS = 24
 
-// q6kIntX quantizes x (whole Q6_K blocks of 256) for dotQ6KInt: xq its codes in order,
+// q6kIntX quantizes x (whole blocks of 256) for dotK16Int: xq its codes in order,
 // xs per block q6kXS floats; pairs is scratch of len(x)/16.
 func q6kIntX(xq []int8, xs []float32, x []float32, pairs []float32) {
 	quantizeRow32(xq, pairs, x, nil)
@@ -313,11 +313,12 @@ func q6kIntX(xq []int8, xs []float32, x []float32, pairs []float32) {
 	}
 }
 
-// mulRowsQ6KInt is mulRowsInt for Q6_K: x's codes in order (q6kIntX), each row's
-// blocks dotted with their scales widened in registers (dotQ6KIntAVX2). The float
-// path decoded every block to float32 first (decodeQ6K), at a quarter of the
-// memory's rate.
-func (w *Matrix) mulRowsQ6KInt(out, a []float32, m int) {
+// mulRowsK16Int is mulRowsInt for the K types with a scale per sixteen, Q6_K, Q3_K
+// and Q2_K: x's codes in order (q6kIntX), each row's blocks dotted with their scales
+// widened in registers (dotQ6KIntAVX2, dotQ3KIntAVX2, dotQ2KIntAVX2). The float path
+// decoded every block to float32 first, Q6_K's at a quarter of the memory's rate
+// (decodeQ6K), Q3_K's and Q2_K's at a hundredth (gguf.Dequantize).
+func (w *Matrix) mulRowsK16Int(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	nb := k / gguf.QK_K
 	cb := packBufs.Get().(*packBuf)
@@ -331,13 +332,13 @@ func (w *Matrix) mulRowsQ6KInt(out, a []float32, m int) {
 	for i := range m {
 		q6kIntX(xq[i*k:(i+1)*k], xs[q6kXS*i*nb:q6kXS*(i+1)*nb], a[i*k:(i+1)*k], pairs)
 	}
-	bb := gguf.Q6_K.BlockBytes()
+	bb := w.GGUF.BlockBytes()
 	parts := dotParts(m * n * k)
 	parallel(parts, func(part int) {
 		for r := n * part / parts; r < n*(part+1)/parts; r++ {
 			row := w.Data[r*nb*bb : (r+1)*nb*bb]
 			for i := range m {
-				out[i*n+r] = dotQ6KInt(xq[i*k:(i+1)*k], xs[q6kXS*i*nb:q6kXS*(i+1)*nb], row, nb)
+				out[i*n+r] = dotK16Int(xq[i*k:(i+1)*k], xs[q6kXS*i*nb:q6kXS*(i+1)*nb], row, nb, w.GGUF)
 			}
 		}
 	})

@@ -27,6 +27,10 @@ func randBlocks(rng *rand.Rand, t gguf.Type, nb int) []byte {
 		halves = []int{0, 2}
 	case gguf.Q6_K:
 		halves = []int{208}
+	case gguf.Q3_K:
+		halves = []int{108}
+	case gguf.Q2_K:
+		halves = []int{80, 82}
 	}
 	for b := range nb {
 		for _, o := range halves {
@@ -101,7 +105,7 @@ func TestDotQ4KInt(t *testing.T) {
 }
 
 // TestDotKQuantInt: the printer's integer Q5_K and Q6_K dots (dotQ5KIntAVX2,
-// dotQ6KIntAVX2) equal, within float32 rounding, the same sum taken independently in
+// dotQ6KIntAVX2; Q3_K's and Q2_K's against the decoded values: checkIntDot) equal, within float32 rounding, the same sum taken independently in
 // float64 — each value's code read from ggml's layout as its reference decoder
 // reads it (Q5_K: the group's nibble and bit g of qh[i]; Q6_K: ql's nibble and two
 // bits of qh, less 32), the scales (and Q5_K's minimums, against x's exact sums) as
@@ -112,7 +116,7 @@ func TestDotKQuantInt(t *testing.T) {
 		t.Skip("no integer Q5_K and Q6_K dots for this CPU (or build)")
 	}
 	rng := rand.New(rand.NewPCG(49, 50))
-	for _, typ := range []gguf.Type{gguf.Q5_K, gguf.Q6_K} {
+	for _, typ := range []gguf.Type{gguf.Q5_K, gguf.Q6_K, gguf.Q3_K, gguf.Q2_K} {
 		bb := typ.BlockBytes()
 		for _, nb := range []int{1, 2, 11, 64} {
 			src := randBlocks(rng, typ, nb)
@@ -128,7 +132,11 @@ func TestDotKQuantInt(t *testing.T) {
 			} else {
 				xs := make([]float32, q6kXS*nb)
 				q6kIntX(xq, xs, x, make([]float32, 16*nb))
-				got = dotQ6KInt(xq, xs, src, nb)
+				got = dotK16Int(xq, xs, src, nb, typ)
+			}
+			if typ == gguf.Q3_K || typ == gguf.Q2_K {
+				checkIntDot(t, typ, nb, src, x, got)
+				continue
 			}
 
 			codes, pairs := make([]int8, 256*nb), make([]float32, 16*nb)
@@ -190,6 +198,35 @@ func TestDotKQuantInt(t *testing.T) {
 				t.Errorf("%s, %d blocks: %g, want %g, the decoded values' dot, within x's rounding %.3g (difference %.3g)", typ, nb, got, exact, bound, d)
 			}
 		}
+	}
+}
+
+// checkIntDot holds got, the integer dot of nb blocks of typ with x, to the same sum
+// taken in float64 from engine/gguf's decoded values (held to ggml's reference by
+// its known-block tests) and x's int8 codes and scales as quantizeRow32Go makes them,
+// and to the decoded values' dot with x itself within x's rounding.
+func checkIntDot(t *testing.T, typ gguf.Type, nb int, src []byte, x []float32, got float32) {
+	t.Helper()
+	codes, pairs := make([]int8, 256*nb), make([]float32, 16*nb)
+	quantizeRow32Go(codes, pairs, x, nil)
+	vals := make([]float32, 256*nb)
+	if err := gguf.Dequantize(typ, src, vals); err != nil {
+		t.Fatal(err)
+	}
+	var want, mag, exact, bound float64
+	for i, v := range vals {
+		xsc := float64(pairs[2*(i/32)])
+		p := float64(v) * float64(codes[i]) * xsc
+		want += p
+		mag += math.Abs(p)
+		exact += float64(v) * float64(x[i])
+		bound += math.Abs(float64(v)) * xsc / 2
+	}
+	if d := math.Abs(float64(got) - want); d > 1e-5*mag {
+		t.Errorf("%s, %d blocks: %g, want %g from the integer sums (difference %.3g of %.3g)", typ, nb, got, want, d, mag)
+	}
+	if d := math.Abs(float64(got) - exact); d > bound+1e-5*mag {
+		t.Errorf("%s, %d blocks: %g, want %g, the decoded values' dot, within x's rounding %.3g (difference %.3g)", typ, nb, got, exact, bound, d)
 	}
 }
 
@@ -313,8 +350,8 @@ func TestDotQ5_0Int(t *testing.T) {
 	}
 }
 
-// TestMulRowsInt: the printer's product of a Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 or
-// NVFP4 matrix (one to three rows
+// TestMulRowsInt: the printer's product of a Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q4_0, Q4_1,
+// Q5_0, Q5_1 or NVFP4 matrix (one to three rows
 // of x, the rows of w across the workers) takes the integer dot where intRows — each
 // output its row's integer dot with x's quantized row, bit for bit — and the float
 // kernels where the integer products are off, within x's rounding of each other.
@@ -342,10 +379,10 @@ func TestMulRowsInt(t *testing.T) {
 				xq, xs := make([]int8, cols), make([]float32, cols/16)
 				q4kIntX(xq, xs, x, make([]int8, cols), make([]float32, cols/16), false)
 				return dotQ5KInt(xq, xs, row(r), nb)
-			case gguf.Q6_K:
+			case gguf.Q6_K, gguf.Q3_K, gguf.Q2_K:
 				xq, xs := make([]int8, cols), make([]float32, q6kXS*nb)
 				q6kIntX(xq, xs, x, make([]float32, cols/16))
-				return dotQ6KInt(xq, xs, row(r), nb)
+				return dotK16Int(xq, xs, row(r), nb, typ)
 			}
 			xq, pairs := make([]int8, cols), make([]float32, cols/16)
 			quantizeRow32(xq, pairs, x, nil)
@@ -368,6 +405,7 @@ func TestMulRowsInt(t *testing.T) {
 	stride := cols/16 + quant.NVFP4ScaleBytes
 	cases := []intCase{ggufCase(gguf.Q4_K, randBlocks(rng, gguf.Q4_K, rows*cols/256)),
 		ggufCase(gguf.Q5_K, randBlocks(rng, gguf.Q5_K, rows*cols/256)), ggufCase(gguf.Q6_K, randBlocks(rng, gguf.Q6_K, rows*cols/256)),
+		ggufCase(gguf.Q3_K, randBlocks(rng, gguf.Q3_K, rows*cols/256)), ggufCase(gguf.Q2_K, randBlocks(rng, gguf.Q2_K, rows*cols/256)),
 		ggufCase(gguf.Q4_1, randBlocks(rng, gguf.Q4_1, rows*cols/32)), ggufCase(gguf.Q5_1, randBlocks(rng, gguf.Q5_1, rows*cols/32)),
 		ggufCase(gguf.Q5_0, randBlocks(rng, gguf.Q5_0, rows*cols/32)), ggufCase(gguf.Q4_0, randBlocks(rng, gguf.Q4_0, rows*cols/32)),
 		{"nvfp4", fp4.w, func(x []float32, r int) float32 {

@@ -329,22 +329,39 @@ func dotQ1Int(xq []int8, pairs []float32, src []byte, nb int, t gguf.Type) float
 	return dotQ4_1IntAVX2(&xq[0], &pairs[0], &src[0], nb)
 }
 
-// ymmIntRuns reports whether the printer's Q5_K, Q6_K, Q4_1 and Q5_1 products run in
+// dotQ3KIntAVX2 and dotQ2KIntAVX2 are Σ decoded value · x over nb (> 0) Q3_K or Q2_K
+// blocks, x quantized by q6kIntX, in integer arithmetic (vec_amd64.s; AVX2 and F16C).
+//
+//go:noescape
+func dotQ3KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+
+//go:noescape
+func dotQ2KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+
+// ymmIntRuns reports whether the printer's Q5_K, Q6_K, Q3_K, Q2_K, Q4_1 and Q5_1 products run in
 // integer arithmetic (matrix_introws.go): wherever the canvas's integer products are
 // on, with AVX2 and F16C — their AVX2 kernels serve AVX-512 CPUs too (no zmm forms:
 // the codes' high bits and the minimums cost the same either way, and these formats
 // are a small share of a file).
 func ymmIntRuns() bool { return qActive != nil && qActive != qGo && useAVX2 && useF16C }
 
-// dotQ5KInt and dotQ6KInt are dotQ5KIntAVX2 and dotQ6KIntAVX2 over slices: x's codes
-// and scales as q4kIntX (for the ymm kernel) and q6kIntX wrote them.
+// dotQ5KInt is dotQ5KIntAVX2 over slices: x's codes and scales as q4kIntX wrote them
+// for the ymm kernel.
 func dotQ5KInt(xq []int8, xs []float32, src []byte, nb int) float32 {
 	_, _, _ = xq[256*nb-1], xs[16*nb-1], src[176*nb-1]
 	return dotQ5KIntAVX2(&xq[0], &xs[0], &src[0], nb)
 }
 
-func dotQ6KInt(xq []int8, xs []float32, src []byte, nb int) float32 {
-	_, _, _ = xq[256*nb-1], xs[q6kXS*nb-1], src[210*nb-1]
+// dotK16Int is the integer dot of nb blocks of t — Q6_K, Q3_K or Q2_K, the K types
+// with a scale per sixteen — x quantized by q6kIntX.
+func dotK16Int(xq []int8, xs []float32, src []byte, nb int, t gguf.Type) float32 {
+	_, _, _ = xq[256*nb-1], xs[q6kXS*nb-1], src[t.BlockBytes()*nb-1]
+	switch t {
+	case gguf.Q3_K:
+		return dotQ3KIntAVX2(&xq[0], &xs[0], &src[0], nb)
+	case gguf.Q2_K:
+		return dotQ2KIntAVX2(&xq[0], &xs[0], &src[0], nb)
+	}
 	return dotQ6KIntAVX2(&xq[0], &xs[0], &src[0], nb)
 }
 

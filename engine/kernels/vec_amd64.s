@@ -2557,3 +2557,207 @@ q51int2block:
 	DECQ CX
 	JNZ  q51int2block
 	BLOCK32_INT_END($0xbf800000)     // −1: the minimums added
+
+// K16_XSCALES turns the block's sixteen d·scale products (Y5: sixteens 0–7, Y6: 8–15)
+// into d·scale·xs of their group of 32 (x's scales at 0(R10); clobbers Y8, Y14), for
+// Q6K_GROUP's picks.
+#define K16_XSCALES \
+	VMOVUPS 0(R10), Y8; \
+	VMOVDQU q6kidx<>+128(SB), Y14; \
+	VPERMPS Y8, Y14, Y14; \
+	VMULPS Y14, Y5, Y5; \
+	VMOVDQU q6kidx<>+160(SB), Y14; \
+	VPERMPS Y8, Y14, Y14; \
+	VMULPS Y14, Y6, Y6
+
+// Q3K_GROUP makes group j of a Q3_K or Q2_K half-block's codes — the 2-bit field at
+// bits 2j of its 32 qs bytes (Y7), and for Q3_K the high bit from hmask (Y2, its bit
+// k = 4·half+j shifted to bit 2 by HOP $HN, masked by Y3) — and dots them with x's
+// 32 codes at XOFF(DI), scaled by SC's sixteens, into ACC (Q6K_GROUP).
+#define Q3K_GROUP(QSHIFT, HOP, HN, XOFF, SC, ACC) \
+	VPSRLW $QSHIFT, Y7, Y10; \
+	VPAND Y12, Y10, Y10; \
+	HOP $HN, Y2, Y11; \
+	VPAND Y3, Y11, Y11; \
+	VPOR Y11, Y10, Y10; \
+	Q6K_GROUP(Y10, XOFF, XOFF, SC, ACC)
+
+#define Q2K_GROUP(QSHIFT, XOFF, SC, ACC) \
+	VPSRLW $QSHIFT, Y7, Y10; \
+	VPAND Y12, Y10, Y10; \
+	Q6K_GROUP(Y10, XOFF, XOFF, SC, ACC)
+
+// func dotQ3KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+// Σ decoded value · x over nb (> 0) Q3_K blocks {u8 hmask[32]; u8 qs[64]; u8
+// scales[12]; fp16 d}, x quantized by q6kIntX, in integer arithmetic with AVX2 and
+// F16C: dotQ6KIntAVX2's sum with each value's code q+4 (0…7: its 2-bit field and its
+// hmask bit as bit 2) and d·(scale−32) per sixteen (the kmask shuffle of
+// dequantize_row_q3_K in scalar registers), the 4 taken back against x's code sums.
+TEXT ·dotQ3KIntAVX2(SB), NOSPLIT, $0-36
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	MOVL $0x03030303, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12            // a 2-bit field
+	MOVL $0x00010001, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13            // 16-bit ones
+	MOVL $0x04040404, AX
+	VMOVD AX, X3
+	VPBROADCASTD X3, Y3              // bit 2: the hmask bit's place
+	MOVL $0x42000000, AX             // 32
+	VMOVD AX, X15
+	VBROADCASTSS X15, Y15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y9, Y9, Y9
+q3kint2block:
+	MOVWLZX 108(SI), AX
+	VMOVD AX, X4
+	VCVTPH2PS X4, X4
+	VBROADCASTSS X4, Y4              // d
+	MOVL 96(SI), R8
+	MOVL 100(SI), R9
+	MOVL 104(SI), R11
+	MOVL R8, AX                      // sixteens 0–3: low nibbles of bytes 0–3, bits 0–1 of bytes 8–11
+	ANDL $0x0f0f0f0f, AX
+	MOVL R11, BX
+	ANDL $0x03030303, BX
+	SHLL $4, BX
+	ORL  BX, AX
+	MOVL R9, DX                      // 4–7: low nibbles of bytes 4–7, bits 2–3
+	ANDL $0x0f0f0f0f, DX
+	MOVL R11, BX
+	SHRL $2, BX
+	ANDL $0x03030303, BX
+	SHLL $4, BX
+	ORL  BX, DX
+	SHLQ $32, DX
+	ORQ  DX, AX
+	VMOVQ AX, X5
+	MOVL R8, AX                      // 8–11: high nibbles of bytes 0–3, bits 4–5
+	SHRL $4, AX
+	ANDL $0x0f0f0f0f, AX
+	MOVL R11, BX
+	SHRL $4, BX
+	ANDL $0x03030303, BX
+	SHLL $4, BX
+	ORL  BX, AX
+	MOVL R9, DX                      // 12–15: high nibbles of bytes 4–7, bits 6–7
+	SHRL $4, DX
+	ANDL $0x0f0f0f0f, DX
+	MOVL R11, BX
+	SHRL $6, BX
+	ANDL $0x03030303, BX
+	SHLL $4, BX
+	ORL  BX, DX
+	SHLQ $32, DX
+	ORQ  DX, AX
+	VMOVQ AX, X6
+	VPMOVZXBD X5, Y5
+	VPMOVZXBD X6, Y6
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VSUBPS Y15, Y5, Y5
+	VSUBPS Y15, Y6, Y6
+	VMULPS Y4, Y5, Y5                // d·(scale − 32), sixteens 0–7
+	VMULPS Y4, Y6, Y6                // 8–15
+	VFMADD231PS 32(R10), Y5, Y9      // d·sc_i·xs·Σcode_i: the offsets
+	VFMADD231PS 64(R10), Y6, Y9
+	K16_XSCALES
+	VMOVDQU 0(SI), Y2                // hmask
+	VMOVDQU 32(SI), Y7               // qs, elements 0–127
+	Q3K_GROUP(0, VPSLLW, 2, 0, Y5, Y0)
+	Q3K_GROUP(2, VPSLLW, 1, 32, Y5, Y1)
+	Q3K_GROUP(4, VPSLLW, 0, 64, Y5, Y0)
+	Q3K_GROUP(6, VPSRLW, 1, 96, Y5, Y1)
+	ADDQ $128, DI
+	VMOVDQU 64(SI), Y7               // elements 128–255
+	Q3K_GROUP(0, VPSRLW, 2, 0, Y6, Y0)
+	Q3K_GROUP(2, VPSRLW, 3, 32, Y6, Y1)
+	Q3K_GROUP(4, VPSRLW, 4, 64, Y6, Y0)
+	Q3K_GROUP(6, VPSRLW, 5, 96, Y6, Y1)
+	ADDQ $128, DI
+	ADDQ $110, SI
+	ADDQ $96, R10
+	DECQ CX
+	JNZ  q3kint2block
+	VADDPS Y1, Y0, Y0
+	MOVL $0x40800000, AX             // 4
+	VMOVD AX, X14
+	VBROADCASTSS X14, Y14
+	VFNMADD231PS Y14, Y9, Y0
+	SUM_Y0(X1)
+	VMOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ2KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+// Σ decoded value · x over nb (> 0) Q2_K blocks {u8 scales[16]; u8 qs[64]; fp16 d;
+// fp16 dmin}, x quantized by q6kIntX, in integer arithmetic with AVX2 and F16C:
+// dotQ6KIntAVX2's sum with the 2-bit codes and d·(sc & 15) per sixteen, each
+// sixteen's minimum dmin·(sc >> 4) taken off against x's code sums.
+TEXT ·dotQ2KIntAVX2(SB), NOSPLIT, $0-36
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	MOVL $0x03030303, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12            // a 2-bit field
+	MOVL $0x00010001, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13            // 16-bit ones
+	MOVL $15, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15            // a scale's four bits
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y9, Y9, Y9
+q2kint2block:
+	VPBROADCASTD 80(SI), X4
+	VCVTPH2PS X4, X4                 // d, dmin, d, dmin
+	VMOVSHDUP X4, X3
+	VBROADCASTSS X3, Y3              // dmin
+	VBROADCASTSS X4, Y4              // d
+	VPMOVZXBD 0(SI), Y5
+	VPMOVZXBD 8(SI), Y6
+	VPSRLD $4, Y5, Y10
+	VPSRLD $4, Y6, Y11
+	VPAND Y15, Y5, Y5
+	VPAND Y15, Y6, Y6
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y10, Y10
+	VCVTDQ2PS Y11, Y11
+	VMULPS Y4, Y5, Y5                // d·(sc & 15), sixteens 0–7
+	VMULPS Y4, Y6, Y6                // 8–15
+	VMULPS Y3, Y10, Y10              // dmin·(sc >> 4)
+	VMULPS Y3, Y11, Y11
+	VFMADD231PS 32(R10), Y10, Y9     // the minimums against xs·Σcode
+	VFMADD231PS 64(R10), Y11, Y9
+	K16_XSCALES
+	VMOVDQU 16(SI), Y7               // qs, elements 0–127
+	Q2K_GROUP(0, 0, Y5, Y0)
+	Q2K_GROUP(2, 32, Y5, Y1)
+	Q2K_GROUP(4, 64, Y5, Y0)
+	Q2K_GROUP(6, 96, Y5, Y1)
+	ADDQ $128, DI
+	VMOVDQU 48(SI), Y7               // elements 128–255
+	Q2K_GROUP(0, 0, Y6, Y0)
+	Q2K_GROUP(2, 32, Y6, Y1)
+	Q2K_GROUP(4, 64, Y6, Y0)
+	Q2K_GROUP(6, 96, Y6, Y1)
+	ADDQ $128, DI
+	ADDQ $84, SI
+	ADDQ $96, R10
+	DECQ CX
+	JNZ  q2kint2block
+	VADDPS Y1, Y0, Y0
+	VSUBPS Y9, Y0, Y0
+	SUM_Y0(X1)
+	VMOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
