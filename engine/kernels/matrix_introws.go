@@ -63,11 +63,8 @@ func (w *Matrix) mulRowsInt(out, a []float32, m int) {
 		return
 	}
 	switch w.GGUF {
-	case gguf.Q4_K, gguf.Q5_K:
-		w.mulRowsQ4KInt(out, a, m)
-		return
-	case gguf.Q6_K, gguf.Q3_K, gguf.Q2_K:
-		w.mulRowsK16Int(out, a, m)
+	case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.Q3_K, gguf.Q2_K:
+		w.mulRowsK(out, a, m)
 		return
 	}
 	w.mulRowsBlocks32Int(out, a, m)
@@ -254,42 +251,6 @@ func q4kIntX(xq []int8, xs []float32, x []float32, codes []int8, pairs []float32
 	}
 }
 
-// mulRowsQ4KInt is mulRowsInt for Q4_K and Q5_K (the same header, a fifth bit per
-// code in Q5_K): x's codes in the order of the blocks' code bytes (q4kIntX), each
-// row's blocks dotted with their headers decoded in registers (dotQ4KVNNI,
-// dotQ4KIntAVX2; dotQ5KIntAVX2, with AVX2 alone).
-func (w *Matrix) mulRowsQ4KInt(out, a []float32, m int) {
-	n, k := w.Rows, w.Cols
-	nb := k / gguf.QK_K
-	cb := packBufs.Get().(*packBuf)
-	defer packBufs.Put(cb)
-	if cap(cb.q) < 2*m*k {
-		cb.q = make([]int8, 2*m*k)
-	}
-	xq, codes := cb.q[:m*k], cb.q[m*k:2*m*k]
-	cb.dec = grow(cb.dec, m*k/16+k/16)
-	xs, pairs := cb.dec[:m*k/16], cb.dec[m*k/16:m*k/16+k/16]
-	q5 := w.GGUF == gguf.Q5_K
-	zmm := intRowsZMM() && !q5
-	for i := range m {
-		q4kIntX(xq[i*k:(i+1)*k], xs[i*k/16:(i+1)*k/16], a[i*k:(i+1)*k], codes[:k], pairs, zmm)
-	}
-	bb := w.GGUF.BlockBytes()
-	parts := dotParts(m * n * k)
-	parallel(parts, func(part int) {
-		for r := n * part / parts; r < n*(part+1)/parts; r++ {
-			row := w.Data[r*nb*bb : (r+1)*nb*bb]
-			for i := range m {
-				if q5 {
-					out[i*n+r] = dotQ5KInt(xq[i*k:(i+1)*k], xs[i*k/16:(i+1)*k/16], row, nb)
-					continue
-				}
-				out[i*n+r] = dotQ4KInt(xq[i*k:(i+1)*k], xs[i*k/16:(i+1)*k/16], row, nb, zmm)
-			}
-		}
-	})
-}
-
 // q6kXS is how many floats q6kIntX writes per block of 256 (Q6_K, Q3_K, Q2_K): its
 // eight groups' x scales, then each sixteen's scale times the sum of its codes.
 const q6kXS = 24
@@ -313,32 +274,54 @@ func q6kIntX(xq []int8, xs []float32, x []float32, pairs []float32) {
 	}
 }
 
-// mulRowsK16Int is mulRowsInt for the K types with a scale per sixteen, Q6_K, Q3_K
-// and Q2_K: x's codes in order (q6kIntX), each row's blocks dotted with their scales
-// widened in registers (dotQ6KIntAVX2, dotQ3KIntAVX2, dotQ2KIntAVX2). The float path
-// decoded every block to float32 first, Q6_K's at a quarter of the memory's rate
-// (decodeQ6K), Q3_K's and Q2_K's at a hundredth (gguf.Dequantize).
-func (w *Matrix) mulRowsK16Int(out, a []float32, m int) {
-	n, k := w.Rows, w.Cols
+// mulRowsK is mulRowsInt for the K types (blocks of 256): each row of a quantized
+// once, in the order its kernel takes the codes — Q4_K's and Q5_K's by q4kIntX (the
+// blocks' code bytes' order), each group's scale and exact sum beside; Q6_K's,
+// Q3_K's and Q2_K's by q6kIntX, each sixteen's scale times its code sum beside —
+// then each row of w dotted from its blocks, their headers decoded in registers
+// (dotQ4KInt, dotQ5KInt, dotK16Int). The float paths decoded every value first: Q6_K
+// at a quarter of the memory's rate (decodeQ6K), Q5_K at a tenth, Q3_K and Q2_K at a
+// hundredth (gguf.Dequantize).
+func (w *Matrix) mulRowsK(out, a []float32, m int) {
+	n, k, t := w.Rows, w.Cols, w.GGUF
 	nb := k / gguf.QK_K
+	perBlock := q6kXS // x's floats per block
+	if t == gguf.Q4_K || t == gguf.Q5_K {
+		perBlock = 16
+	}
+	zmm := intRowsZMM() && t == gguf.Q4_K
 	cb := packBufs.Get().(*packBuf)
 	defer packBufs.Put(cb)
-	if cap(cb.q) < m*k {
-		cb.q = make([]int8, m*k)
+	if cap(cb.q) < m*k+k {
+		cb.q = make([]int8, m*k+k)
 	}
-	xq := cb.q[:m*k]
-	cb.dec = grow(cb.dec, q6kXS*m*nb+k/16)
-	xs, pairs := cb.dec[:q6kXS*m*nb], cb.dec[q6kXS*m*nb:q6kXS*m*nb+k/16]
+	xq, codes := cb.q[:m*k], cb.q[m*k:m*k+k]
+	cb.dec = grow(cb.dec, perBlock*m*nb+k/16)
+	xs, pairs := cb.dec[:perBlock*m*nb], cb.dec[perBlock*m*nb:perBlock*m*nb+k/16]
+	xRow := func(i int) ([]int8, []float32) { return xq[i*k : (i+1)*k], xs[perBlock*i*nb : perBlock*(i+1)*nb] }
 	for i := range m {
-		q6kIntX(xq[i*k:(i+1)*k], xs[q6kXS*i*nb:q6kXS*(i+1)*nb], a[i*k:(i+1)*k], pairs)
+		xi, si := xRow(i)
+		if perBlock == 16 {
+			q4kIntX(xi, si, a[i*k:(i+1)*k], codes, pairs, zmm)
+		} else {
+			q6kIntX(xi, si, a[i*k:(i+1)*k], pairs)
+		}
 	}
-	bb := w.GGUF.BlockBytes()
+	bb := t.BlockBytes()
 	parts := dotParts(m * n * k)
 	parallel(parts, func(part int) {
 		for r := n * part / parts; r < n*(part+1)/parts; r++ {
 			row := w.Data[r*nb*bb : (r+1)*nb*bb]
 			for i := range m {
-				out[i*n+r] = dotK16Int(xq[i*k:(i+1)*k], xs[q6kXS*i*nb:q6kXS*(i+1)*nb], row, nb, w.GGUF)
+				xi, si := xRow(i)
+				switch t {
+				case gguf.Q4_K:
+					out[i*n+r] = dotQ4KInt(xi, si, row, nb, zmm)
+				case gguf.Q5_K:
+					out[i*n+r] = dotQ5KInt(xi, si, row, nb)
+				default:
+					out[i*n+r] = dotK16Int(xi, si, row, nb, t)
+				}
 			}
 		}
 	})
