@@ -81,10 +81,10 @@ var types = [...]typeInfo{
 	IQ2_XS:  {"IQ2_XS", QK_K, 74, nil},
 	IQ3_XXS: {"IQ3_XXS", QK_K, 98, nil},
 	IQ1_S:   {"IQ1_S", QK_K, 50, nil},
-	IQ4_NL:  {"IQ4_NL", 32, 18, nil},
+	IQ4_NL:  {"IQ4_NL", 32, 18, dequantIQ4_NL},
 	IQ3_S:   {"IQ3_S", QK_K, 110, nil},
 	IQ2_S:   {"IQ2_S", QK_K, 82, nil},
-	IQ4_XS:  {"IQ4_XS", QK_K, 136, nil},
+	IQ4_XS:  {"IQ4_XS", QK_K, 136, dequantIQ4_XS},
 	I8:      {"I8", 1, 1, nil},
 	I16:     {"I16", 1, 2, nil},
 	I32:     {"I32", 1, 4, nil},
@@ -454,6 +454,43 @@ func dequantQ3_K(dst []float32, src []byte) {
 				m <<= 1
 			}
 			q = q[32:]
+		}
+	}
+}
+
+// kvaluesIQ4NL are IQ4_NL's and IQ4_XS's sixteen non-linear levels (ggml's
+// kvalues_iq4nl), a nibble's value before its scale.
+var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
+// IQ4_NL: {fp16 d; u8 qs[16]} over 32 elements: d·kvalues[nibble], the low nibbles
+// the first 16 elements, the high ones the next 16 (ggml's dequantize_row_iq4_nl).
+func dequantIQ4_NL(dst []float32, src []byte) {
+	for b := 0; b < len(dst)/32; b++ {
+		blk, y := src[b*18:], dst[b*32:]
+		d := fp16(blk)
+		for j, q := range blk[2:18] {
+			y[j] = d * float32(kvaluesIQ4NL[q&0xF])
+			y[j+16] = d * float32(kvaluesIQ4NL[q>>4])
+		}
+	}
+}
+
+// IQ4_XS: {fp16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]} over 256 elements: eight
+// groups of 32, group g d·(ls−32)·kvalues[nibble] with the 6-bit ls's low four bits
+// nibble g%2 of scales_l[g/2] and its high two bits 2g of scales_h, its 16 qs bytes
+// laid out as IQ4_NL's (ggml's dequantize_row_iq4_xs).
+func dequantIQ4_XS(dst []float32, src []byte) {
+	for b := 0; b < len(dst)/QK_K; b++ {
+		blk, y := src[b*136:], dst[b*QK_K:]
+		d := fp16(blk)
+		sh := binary.LittleEndian.Uint16(blk[2:])
+		for g := range 8 {
+			ls := int(blk[4+g/2]>>(4*(g%2))&0xF) | int(sh>>(2*g)&3)<<4
+			dl := d * float32(ls-32)
+			for j, q := range blk[8+16*g : 8+16*g+16] {
+				y[32*g+j] = dl * float32(kvaluesIQ4NL[q&0xF])
+				y[32*g+j+16] = dl * float32(kvaluesIQ4NL[q>>4])
+			}
 		}
 	}
 }

@@ -275,6 +275,61 @@ func TestQ3KKnownBlock(t *testing.T) {
 	}
 }
 
+// iq4Levels are ggml's kvalues_iq4nl, written out again for the tests.
+var iq4Levels = [16]float64{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
+// A hand-built IQ4_NL block, read as ggml's dequantize_row_iq4_nl reads it: element e
+// the level (3e+1) mod 16, low nibbles the first 16 elements, high ones the next.
+func TestIQ4NLKnownBlock(t *testing.T) {
+	blk := make([]byte, 18)
+	copy(blk, half(0.5))
+	code := func(e int) int { return (3*e + 1) % 16 }
+	for j := range 16 {
+		blk[2+j] = byte(code(j)) | byte(code(j+16))<<4
+	}
+	got := make([]float32, 32)
+	if err := Dequantize(IQ4_NL, blk, got); err != nil {
+		t.Fatal(err)
+	}
+	for e := range got {
+		if want := 0.5 * iq4Levels[code(e)]; float64(got[e]) != want {
+			t.Fatalf("element %d: got %v, want %v", e, got[e], want)
+		}
+	}
+}
+
+// A hand-built IQ4_XS block, read as ggml's dequantize_row_iq4_xs reads it: group g
+// (32 elements) has the 6-bit scale 7g+3 (less 32), its low nibble nibble g%2 of
+// scales_l[g/2], its top two bits bits 2g of scales_h; element e the level
+// (5e+e/32) mod 16, each group's 16 bytes laid out as IQ4_NL's.
+func TestIQ4XSKnownBlock(t *testing.T) {
+	blk := make([]byte, 136)
+	copy(blk, half(0.25))
+	scale := func(g int) int { return 7*g + 3 }
+	var sh uint16
+	for g := range 8 {
+		blk[4+g/2] |= byte(scale(g)&15) << (4 * (g % 2))
+		sh |= uint16(scale(g)>>4) << (2 * g)
+	}
+	binary.LittleEndian.PutUint16(blk[2:], sh)
+	code := func(e int) int { return (5*e + e/32) % 16 }
+	for g := range 8 {
+		for j := range 16 {
+			blk[8+16*g+j] = byte(code(32*g+j)) | byte(code(32*g+j+16))<<4
+		}
+	}
+	got := make([]float32, QK_K)
+	if err := Dequantize(IQ4_XS, blk, got); err != nil {
+		t.Fatal(err)
+	}
+	for e := range got {
+		g := e / 32
+		if want := 0.25 * float64(scale(g)-32) * iq4Levels[code(e)]; float64(got[e]) != want {
+			t.Fatalf("element %d (group %d): got %v, want %v", e, g, got[e], want)
+		}
+	}
+}
+
 // gaussian returns n values of a heavy-tailed distribution like trained weights
 // (a Student-t with 5 degrees of freedom, scaled to std ≈ 0.02).
 func gaussian(r *rand.Rand, n int) []float32 {
@@ -308,7 +363,7 @@ func TestQuantizeRoundTrip(t *testing.T) {
 		t      Type
 		maxRel float64
 	}{{F32, 0}, {F16, 1e-3}, {BF16, 5e-3}, {Q8_0, 0.01}, {Q6_K, 0.04}, {Q5_0, 0.06}, {Q5_1, 0.06}, {Q5_K, 0.06},
-		{Q4_0, 0.12}, {Q4_1, 0.12}, {Q4_K, 0.12}, {Q3_K, 0.25}, {Q2_K, 0.5}} {
+		{Q4_0, 0.12}, {Q4_1, 0.12}, {Q4_K, 0.12}, {Q3_K, 0.25}, {Q2_K, 0.5}, {IQ4_NL, 0.12}, {IQ4_XS, 0.12}} {
 		raw, err := Quantize(c.t, x)
 		if err != nil {
 			t.Fatalf("%s: %v", c.t, err)

@@ -49,6 +49,10 @@ func Quantize(t Type, x []float32) ([]byte, error) {
 			quantQ2_K(blk, v)
 		case Q3_K:
 			quantQ3_K(blk, v)
+		case IQ4_NL:
+			quantIQ4_NL(blk, v)
+		case IQ4_XS:
+			quantIQ4_XS(blk, v)
 		default:
 			return nil, fmt.Errorf("quantizing to %s is not supported", t)
 		}
@@ -408,4 +412,60 @@ func quantQ3_K(blk []byte, x []float32) {
 		}
 	}
 	packTwoBits(blk[32:96], &L)
+}
+
+// nearestIQ4 is the index of the kvaluesIQ4NL level nearest v.
+func nearestIQ4(v float32) byte {
+	best, bd := 0, float32(math.Inf(1))
+	for i, k := range kvaluesIQ4NL {
+		if d := float32(math.Abs(float64(v - float32(k)))); d < bd {
+			best, bd = i, d
+		}
+	}
+	return byte(best)
+}
+
+// quantIQ4 writes 32 values x as IQ4_NL's 16 nibble bytes at scale d (0: all the level
+// nearest zero).
+func quantIQ4(qs []byte, x []float32, d float32) {
+	for j := range 16 {
+		var lo, hi byte = 8, 8 // kvalues[8] = 1, the level nearest 0
+		if d != 0 {
+			lo, hi = nearestIQ4(x[j]/d), nearestIQ4(x[j+16]/d)
+		}
+		qs[j] = lo | hi<<4
+	}
+}
+
+// quantIQ4_NL encodes one IQ4_NL block: d puts the largest magnitude at ±127.
+func quantIQ4_NL(blk []byte, x []float32) {
+	_, amax := absMax(x)
+	d := putHalf(blk, amax/127)
+	quantIQ4(blk[2:18], x, d)
+}
+
+// quantIQ4_XS encodes one IQ4_XS block: each group's scale amax/127 a 6-bit multiple
+// of the block's d, stored + 32.
+func quantIQ4_XS(blk []byte, x []float32) {
+	clear(blk)
+	var scales [8]float32
+	var maxScale float32
+	for g := range 8 {
+		_, amax := absMax(x[32*g : 32*g+32])
+		scales[g] = amax / 127
+		maxScale = max(maxScale, scales[g])
+	}
+	d := putHalf(blk, maxScale/31)
+	var sh uint16
+	for g := range 8 {
+		l := 0
+		if d > 0 {
+			l = max(-32, min(31, nearest(scales[g]/d)))
+		}
+		u := l + 32
+		blk[4+g/2] |= byte(u&0xF) << (4 * (g % 2))
+		sh |= uint16(u>>4) << (2 * g)
+		quantIQ4(blk[8+16*g:8+16*g+16], x[32*g:32*g+32], d*float32(l))
+	}
+	binary.LittleEndian.PutUint16(blk[2:], sh)
 }

@@ -71,6 +71,8 @@ var formats = []struct {
 	{"q6_k", 256, ggufMatrix(gguf.Q6_K)},
 	{"q2_k", 256, ggufMatrix(gguf.Q2_K)},
 	{"q3_k", 256, ggufMatrix(gguf.Q3_K)},
+	{"iq4_nl", 32, ggufMatrix(gguf.IQ4_NL)},
+	{"iq4_xs", 256, ggufMatrix(gguf.IQ4_XS)},
 	{"int8", 1, quantMatrix(quant.Int8)},
 	{"int8-bf16", 1, quantMatrix(quant.Spec{Bits: 8, BF16Scales: true})},
 	{"int4", 32, quantMatrix(quant.Int4)},

@@ -105,7 +105,7 @@ func mapGGUF(t *testing.T, split bool) (*config.Model, *ggufFixture, *weights.Ma
 }
 
 // TestGGUFStoredOnHost: a GGUF file read by weights.Map keeps each matrix in its GGUF
-// type (Q2_K, Q3_K, Q4_K, Q5_K, Q8_0, Q4_0, Q4_1, Q5_1, Q5_0; split gate and up experts
+// type (IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q8_0, Q4_0, Q4_1, Q5_1, Q5_0; split gate and up experts
 // interleaved, Q6_K too), but a Q6_K embedding (weights.HostHeld) as int8 with a
 // scale per 32, and the host model over it gives the logits and soft embeddings of the
 // float32 host path on the GGUF's own dequantization (the embedding's int8G32), within
@@ -142,7 +142,7 @@ func TestGGUFStoredOnHost(t *testing.T) {
 		for _, typ := range fx.types {
 			seen[typ] = true
 		}
-		for _, want := range []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0} {
+		for _, want := range []gguf.Type{gguf.IQ4_NL, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0} {
 			if !seen[want] {
 				t.Errorf("the file has no %s matrix", want)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/enginetest"
 	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/safetensors"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -60,6 +61,10 @@ func ggufType(name string, shape []int) gguf.Type {
 		return gguf.Q3_K
 	case cols%gguf.QK_K == 0 && strings.HasSuffix(name, "q_proj.weight"):
 		return gguf.Q2_K
+	case cols%gguf.QK_K == 0 && strings.HasSuffix(name, "o_proj.weight"):
+		return gguf.IQ4_XS
+	case strings.HasSuffix(name, "o_proj.weight"):
+		return gguf.IQ4_NL
 	case cols%gguf.QK_K == 0:
 		return gguf.Q4_K
 	}
@@ -411,10 +416,18 @@ func TestEngineLoadGGUF(t *testing.T) {
 	fx := writeGGUF(t, dir, cfg, false, nil)
 
 	// The same weights — the GGUF's own dequantization, which the host path multiplies
-	// block by block — as a float32 safetensors checkpoint.
+	// block by block, its Q6_K embedding as the host holds it (int8 in groups of 32,
+	// weights.HostHeld) — as a float32 safetensors checkpoint. The products are held to
+	// float32's (the integer ones, which round x, have their own tests): with them on,
+	// this compared two roundings and passed by luck until a weight changed.
+	defer kernels.SetIntProducts(kernels.SetIntProducts(false))
 	set := weights.NewSet()
 	for _, sp := range weights.Specs(cfg) {
-		set.Tensors[sp.Name] = tensors.FromFlatDataAndDimensions(fx.stored[sp.Name], sp.Shape...)
+		vals := fx.stored[sp.Name]
+		if _, held := weights.HostHeld(fx.types[sp.Name], sp.Name); held {
+			vals = int8G32(vals)
+		}
+		set.Tensors[sp.Name] = tensors.FromFlatDataAndDimensions(vals, sp.Shape...)
 	}
 	stDir := t.TempDir()
 	if err := weights.Save(set, cfg, stDir, weights.SaveOptions{}); err != nil {
