@@ -112,6 +112,10 @@ func dotQ5KInt(xq []int8, xs []float32, src []byte, nb int) float32 {
 	panic("dotQ5KInt without ymmIntRuns") // unreachable: mulRows asks intRows first
 }
 
+func dotIQ4Int(xq []int8, pairs []float32, src []byte, nb int, t gguf.Type) float32 {
+	panic("dotIQ4Int without ymmIntRuns") // unreachable: mulRows asks intRows first
+}
+
 func dotK16Int(xq []int8, xs []float32, src []byte, nb int, t gguf.Type) float32 {
 	panic("dotK16Int without ymmIntRuns") // unreachable: mulRows asks intRows first
 }

@@ -41,8 +41,10 @@ func (w *Matrix) intRows() bool {
 		return q4kIntRuns() && w.Cols%gguf.QK_K == 0
 	case gguf.Q5_K, gguf.Q6_K, gguf.Q3_K, gguf.Q2_K:
 		return ymmIntRuns() && w.Cols%gguf.QK_K == 0
-	case gguf.Q4_1, gguf.Q5_1:
+	case gguf.Q4_1, gguf.Q5_1, gguf.IQ4_NL:
 		return ymmIntRuns() && w.Cols%qGroup == 0
+	case gguf.IQ4_XS:
+		return ymmIntRuns() && w.Cols%gguf.QK_K == 0
 	case gguf.Q5_0:
 		return q50IntRuns() && w.Cols%qGroup == 0
 	case gguf.Q4_0:
@@ -117,10 +119,12 @@ func (w *Matrix) mulRowsInt4Int(out, a []float32, m int) {
 	})
 }
 
-// mulRowsBlocks32Int is mulRowsInt for Q5_0, Q4_0, Q4_1 and Q5_1: x's codes in order
-// with quantizeRow32's pairs, each row dotted from its blocks, their d (and m)
-// widened in registers (dotQ5_0VNNI, dotQ5_0IntAVX2; dotQ4_0IntAVX2; dotQ4_1IntAVX2,
-// dotQ5_1IntAVX2: the float path ran at a fifth of the memory's rate).
+// mulRowsBlocks32Int is mulRowsInt for the types scaled per 32, Q5_0, Q4_0, Q4_1, Q5_1,
+// IQ4_NL and IQ4_XS: x's codes in order with quantizeRow32's pairs, each row dotted
+// from its blocks, their d (and m) widened in registers (dotQ5_0VNNI,
+// dotQ5_0IntAVX2; dotQ4_0IntAVX2; dotQ4_1IntAVX2, dotQ5_1IntAVX2: the float path ran
+// at a fifth of the memory's rate; dotIQ4NLIntAVX2, dotIQ4XSIntAVX2: their levels
+// looked up by VPSHUFB, where decoding them ran at a thirtieth).
 func (w *Matrix) mulRowsBlocks32Int(out, a []float32, m int) {
 	n, k := w.Rows, w.Cols
 	nb := k / qGroup
@@ -137,13 +141,16 @@ func (w *Matrix) mulRowsBlocks32Int(out, a []float32, m int) {
 		quantizeRow32(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], a[i*k:(i+1)*k], nil)
 	}
 	zmm := intRowsZMM()
+	rowBytes := k / w.GGUF.BlockSize() * bb // IQ4_XS: blocks of 256, a scale per 32
 	parts := dotParts(m * n * k)
 	parallel(parts, func(part int) {
 		for r := n * part / parts; r < n*(part+1)/parts; r++ {
-			row := w.Data[r*nb*bb : (r+1)*nb*bb]
+			row := w.Data[r*rowBytes : (r+1)*rowBytes]
 			for i := range m {
 				xq, pairs := xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb]
 				switch w.GGUF {
+				case gguf.IQ4_NL, gguf.IQ4_XS:
+					out[i*n+r] = dotIQ4Int(xq, pairs, row, k/w.GGUF.BlockSize(), w.GGUF)
 				case gguf.Q4_0:
 					out[i*n+r] = dotQ4_0Int(xq, pairs, row, nb)
 				case gguf.Q4_1, gguf.Q5_1:

@@ -135,7 +135,7 @@ func TestDotKQuantInt(t *testing.T) {
 				got = dotK16Int(xq, xs, src, nb, typ)
 			}
 			if typ == gguf.Q3_K || typ == gguf.Q2_K {
-				checkIntDot(t, typ, nb, src, x, got)
+				checkIntDot(t, typ, src, x, got)
 				continue
 			}
 
@@ -201,15 +201,17 @@ func TestDotKQuantInt(t *testing.T) {
 	}
 }
 
-// checkIntDot holds got, the integer dot of nb blocks of typ with x, to the same sum
+// checkIntDot holds got, the integer dot of blocks of typ with x, to the same sum
 // taken in float64 from engine/gguf's decoded values (held to ggml's reference by
 // its known-block tests) and x's int8 codes and scales as quantizeRow32Go makes them,
 // and to the decoded values' dot with x itself within x's rounding.
-func checkIntDot(t *testing.T, typ gguf.Type, nb int, src []byte, x []float32, got float32) {
+func checkIntDot(t *testing.T, typ gguf.Type, src []byte, x []float32, got float32) {
 	t.Helper()
-	codes, pairs := make([]int8, 256*nb), make([]float32, 16*nb)
+	n := len(x)
+	nb := n / typ.BlockSize()
+	codes, pairs := make([]int8, n), make([]float32, n/16)
 	quantizeRow32Go(codes, pairs, x, nil)
-	vals := make([]float32, 256*nb)
+	vals := make([]float32, n)
 	if err := gguf.Dequantize(typ, src, vals); err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +229,28 @@ func checkIntDot(t *testing.T, typ gguf.Type, nb int, src []byte, x []float32, g
 	}
 	if d := math.Abs(float64(got) - exact); d > bound+1e-5*mag {
 		t.Errorf("%s, %d blocks: %g, want %g, the decoded values' dot, within x's rounding %.3g (difference %.3g)", typ, nb, got, exact, bound, d)
+	}
+}
+
+// TestDotIQ4Int: the printer's integer IQ4_NL and IQ4_XS dots (their levels looked up
+// by VPSHUFB, the products' signs moved onto them) against engine/gguf's decoded
+// values (checkIntDot), every nibble and scale from random bytes.
+func TestDotIQ4Int(t *testing.T) {
+	if !ymmIntRuns() {
+		t.Skip("no integer IQ4 dots for this CPU (or build)")
+	}
+	rng := rand.New(rand.NewPCG(53, 54))
+	for _, typ := range []gguf.Type{gguf.IQ4_NL, gguf.IQ4_XS} {
+		for _, n := range []int{256, 512, 2816} {
+			nb := n / typ.BlockSize()
+			src := randBlocks(rng, typ, nb)
+			x := randWeights(rng, n)
+			x[5] = 0
+			clear(x[32:64]) // a group of zeros (scale 0)
+			xq, pairs := make([]int8, n), make([]float32, n/16)
+			quantizeRow32(xq, pairs, x, nil)
+			checkIntDot(t, typ, src, x, dotIQ4Int(xq, pairs, src, nb, typ))
+		}
 	}
 }
 
@@ -351,7 +375,7 @@ func TestDotQ5_0Int(t *testing.T) {
 }
 
 // TestMulRowsInt: the printer's product of a Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q4_0, Q4_1,
-// Q5_0, Q5_1 or NVFP4 matrix (one to three rows
+// Q5_0, Q5_1, IQ4_NL, IQ4_XS or NVFP4 matrix (one to three rows
 // of x, the rows of w across the workers) takes the integer dot where intRows — each
 // output its row's integer dot with x's quantized row, bit for bit — and the float
 // kernels where the integer products are off, within x's rounding of each other.
@@ -391,6 +415,8 @@ func TestMulRowsInt(t *testing.T) {
 				return dotQ4_0Int(xq, pairs, row(r), nb)
 			case gguf.Q4_1, gguf.Q5_1:
 				return dotQ1Int(xq, pairs, row(r), nb, typ)
+			case gguf.IQ4_NL, gguf.IQ4_XS:
+				return dotIQ4Int(xq, pairs, row(r), nb, typ)
 			}
 			return dotQ5_0Int(xq, pairs, row(r), nb, intRowsZMM())
 		}, func(r int) []float32 {
@@ -407,6 +433,7 @@ func TestMulRowsInt(t *testing.T) {
 		ggufCase(gguf.Q5_K, randBlocks(rng, gguf.Q5_K, rows*cols/256)), ggufCase(gguf.Q6_K, randBlocks(rng, gguf.Q6_K, rows*cols/256)),
 		ggufCase(gguf.Q3_K, randBlocks(rng, gguf.Q3_K, rows*cols/256)), ggufCase(gguf.Q2_K, randBlocks(rng, gguf.Q2_K, rows*cols/256)),
 		ggufCase(gguf.Q4_1, randBlocks(rng, gguf.Q4_1, rows*cols/32)), ggufCase(gguf.Q5_1, randBlocks(rng, gguf.Q5_1, rows*cols/32)),
+		ggufCase(gguf.IQ4_NL, randBlocks(rng, gguf.IQ4_NL, rows*cols/32)), ggufCase(gguf.IQ4_XS, randBlocks(rng, gguf.IQ4_XS, rows*cols/256)),
 		ggufCase(gguf.Q5_0, randBlocks(rng, gguf.Q5_0, rows*cols/32)), ggufCase(gguf.Q4_0, randBlocks(rng, gguf.Q4_0, rows*cols/32)),
 		{"nvfp4", fp4.w, func(x []float32, r int) float32 {
 			xq, pairs, xsum := make([]int8, cols), make([]float32, cols/16), make([]float32, cols/16)

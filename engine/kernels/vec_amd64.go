@@ -338,11 +338,30 @@ func dotQ3KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
 //go:noescape
 func dotQ2KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
 
-// ymmIntRuns reports whether the printer's Q5_K, Q6_K, Q3_K, Q2_K, Q4_1 and Q5_1 products run in
-// integer arithmetic (matrix_introws.go): wherever the canvas's integer products are
-// on, with AVX2 and F16C — their AVX2 kernels serve AVX-512 CPUs too (no zmm forms:
-// the codes' high bits and the minimums cost the same either way, and these formats
-// are a small share of a file).
+// dotIQ4NLIntAVX2 and dotIQ4XSIntAVX2 are Σ decoded value · x over nb (> 0) IQ4_NL
+// or IQ4_XS blocks, x quantized by quantizeRow32, in integer arithmetic (vec_amd64.s;
+// AVX2 and F16C).
+//
+//go:noescape
+func dotIQ4NLIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+
+//go:noescape
+func dotIQ4XSIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+
+// dotIQ4Int is dotIQ4NLIntAVX2 or dotIQ4XSIntAVX2 (t) over slices, nb blocks.
+func dotIQ4Int(xq []int8, pairs []float32, src []byte, nb int, t gguf.Type) float32 {
+	_, _, _ = xq[t.BlockSize()*nb-1], pairs[t.BlockSize()/16*nb-1], src[t.BlockBytes()*nb-1]
+	if t == gguf.IQ4_XS {
+		return dotIQ4XSIntAVX2(&xq[0], &pairs[0], &src[0], nb)
+	}
+	return dotIQ4NLIntAVX2(&xq[0], &pairs[0], &src[0], nb)
+}
+
+// ymmIntRuns reports whether the printer's Q5_K, Q6_K, Q3_K, Q2_K, Q4_1, Q5_1, IQ4_NL
+// and IQ4_XS products run in integer arithmetic (matrix_introws.go): wherever the
+// canvas's integer products are on, with AVX2 and F16C — their AVX2 kernels serve
+// AVX-512 CPUs too (no zmm forms: the codes' high bits and the minimums cost the same
+// either way, and these formats are a small share of a file).
 func ymmIntRuns() bool { return qActive != nil && qActive != qGo && useAVX2 && useF16C }
 
 // dotQ5KInt is dotQ5KIntAVX2 over slices: x's codes and scales as q4kIntX wrote them

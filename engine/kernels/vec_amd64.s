@@ -2761,3 +2761,113 @@ q2kint2block:
 	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// iq4kv is ggml's kvalues_iq4nl, IQ4_NL's and IQ4_XS's sixteen levels, for VPSHUFB.
+DATA iq4kv<>+0(SB)/8, $0xf6eaddcfbfad9881
+DATA iq4kv<>+8(SB)/8, $0x7159453526190d01
+GLOBL iq4kv<>(SB), RODATA|NOPTR, $16
+
+// IQ4_DOT dots the 32 nibbles in Y10 (IQ4_NL's layout, NIBBLES32), looked up as their
+// signed levels (Y12), with x's 32 codes at DI: the products' signs moved onto the
+// levels (VPSIGNB) so that VPMADDUBSW takes |x| unsigned (pairs at most 2·127·127),
+// then VPMADDWD by ones (Y13) into eight int32 sums, widened into Y10.
+#define IQ4_DOT \
+	VPSHUFB Y10, Y12, Y10; \
+	VMOVDQU 0(DI), Y11; \
+	VPSIGNB Y11, Y10, Y10; \
+	VPABSB Y11, Y11; \
+	VPMADDUBSW Y10, Y11, Y10; \
+	VPMADDWD Y13, Y10, Y10; \
+	VCVTDQ2PS Y10, Y10
+
+// func dotIQ4NLIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+// Σ decoded value · x over nb (> 0) IQ4_NL blocks {fp16 d; u8 qs[16]}, x quantized by
+// quantizeRow32, in integer arithmetic with AVX2 and F16C: each block's 32 levels
+// (IQ4_DOT) times x's codes, scaled by d·xs.
+TEXT ·dotIQ4NLIntAVX2(SB), NOSPLIT, $0-36
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	NIBBLE_CONSTS
+	VBROADCASTI128 iq4kv<>(SB), Y12
+	VXORPS Y0, Y0, Y0
+	VXORPS X3, X3, X3
+iq4nlint2block:
+	BLOCK32_INT_SCALE
+	NIBBLES32(2, X15)
+	IQ4_DOT
+	VFMADD231PS Y5, Y10, Y0
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $8, R10
+	DECQ CX
+	JNZ  iq4nlint2block
+	BLOCK32_INT_END($0)              // no offset: the levels are signed
+
+// IQ4XS_SCALE writes group g's d·(ls−32)·xs_g (x's scale at xoff(R10) = 8g) to the
+// stack at soff = 4g, d in X4: its 6-bit ls nibble g of scales_l (R9, shifted by s4 =
+// 4g) and bits 2g of scales_h (R8, shifted by s2 = 2g).
+#define IQ4XS_SCALE(xoff, soff, s4, s2) \
+	MOVL R9, AX; \
+	SHRL $s4, AX; \
+	ANDL $15, AX; \
+	MOVL R8, BX; \
+	SHRL $s2, BX; \
+	ANDL $3, BX; \
+	SHLL $4, BX; \
+	ORL  BX, AX; \
+	SUBL $32, AX; \
+	VCVTSI2SSL AX, X5, X5; \
+	VMULSS X4, X5, X5; \
+	VMULSS xoff(R10), X5, X5; \
+	VMOVSS X5, soff(SP)
+
+// func dotIQ4XSIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
+// Σ decoded value · x over nb (> 0) IQ4_XS blocks {fp16 d; u16 scales_h; u8
+// scales_l[4]; u8 qs[128]}, x quantized by quantizeRow32, in integer arithmetic with
+// AVX2 and F16C: each block's eight groups' scales d·(ls−32)·xs unpacked in scalar
+// registers, then each group's 32 levels (IQ4_DOT, IQ4_NL's layout) times x's codes.
+TEXT ·dotIQ4XSIntAVX2(SB), NOSPLIT, $32-36
+	MOVQ xq+0(FP), DI
+	MOVQ xs+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ nb+24(FP), CX
+	NIBBLE_CONSTS
+	VBROADCASTI128 iq4kv<>(SB), Y12
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+iq4xsint2block:
+	MOVWLZX 0(SI), AX
+	VMOVD AX, X4
+	VCVTPH2PS X4, X4                 // d
+	MOVWLZX 2(SI), R8                // scales_h
+	MOVL 4(SI), R9                   // scales_l
+	IQ4XS_SCALE(0, 0, 0, 0)
+	IQ4XS_SCALE(8, 4, 4, 2)
+	IQ4XS_SCALE(16, 8, 8, 4)
+	IQ4XS_SCALE(24, 12, 12, 6)
+	IQ4XS_SCALE(32, 16, 16, 8)
+	IQ4XS_SCALE(40, 20, 20, 10)
+	IQ4XS_SCALE(48, 24, 24, 12)
+	IQ4XS_SCALE(56, 28, 28, 14)
+	ADDQ $8, SI
+	XORQ DX, DX                      // the group
+iq4xsint2group:
+	NIBBLES32(0, X15)
+	IQ4_DOT
+	VBROADCASTSS 0(SP)(DX*4), Y5
+	VFMADD231PS Y5, Y10, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	INCQ DX
+	CMPQ DX, $8
+	JNE  iq4xsint2group
+	ADDQ $64, R10
+	DECQ CX
+	JNZ  iq4xsint2block
+	VADDPS Y1, Y0, Y0
+	SUM_Y0(X1)
+	VMOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
