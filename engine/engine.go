@@ -528,11 +528,10 @@ const (
 // Path says where the model's forward passes run: PathHost or PathGraph.
 func (e *Engine) Path() string { return e.path }
 
-// GGUF reports whether the model's weights came from a GGUF file (its blocks
-// multiplied as stored on the host path), and GGUFMix in which of llama.cpp's mixes
-// (weights.GGUFMixOf; "": none): the speed estimates price them so.
-func (e *Engine) GGUF() bool { return e.gguf != "" }
-
+// GGUFMix is the llama.cpp mix of the GGUF file the model's weights came from, its
+// blocks multiplied as stored on the host path (weights.GGUFMixOf): the speed
+// estimates price them so. "" for any other checkpoint, and for a GGUF file of float
+// tensors (BF16), priced as the checkpoint its config describes.
 func (e *Engine) GGUFMix() gguf.Mix { return e.gguf }
 
 // MeasureMatMul times a raw float32 [m,k]×[k,n] matmul on the engine's own

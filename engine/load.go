@@ -155,12 +155,10 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 	var w loadedWeights
 	var mix gguf.Mix
 	if src.FS == nil {
-		// Map and Load read the GGUF file where there is one; its mix prices it.
+		// Map and Load read the GGUF file where there is one; its mix prices it ("": a
+		// float file, or one whose header cannot be read here, which Map then reports).
 		if path, found, _ := weights.FindGGUF(src.Dir); found {
-			var ok bool
-			if mix, ok = weights.ReadGGUFMix(os.DirFS(src.Dir), filepath.Base(path), cfg); !ok {
-				mix = gguf.Q4KM
-			}
+			mix, _ = weights.ReadGGUFMix(os.DirFS(src.Dir), filepath.Base(path), cfg) // an error Map reports
 		}
 		var ok bool
 		if w.mapped, ok, err = weights.Map(src.Dir, cfg, opts.WeightsProgress); err == nil && !ok {

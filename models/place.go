@@ -135,20 +135,27 @@ func BackendFor(spec string, src engine.Source, detect func() hw.Info) (string, 
 // sourceProfile is the profile a model's files are estimated in, and the mix of
 // their GGUF file's blocks ("": none): a directory holding a .gguf file (the
 // Library's GGUF download, whose config.json is Google's bf16 one) is
-// catalog.GGUFProfile's stand-in (for that mix) over the file's blocks, in the mix its tensors'
-// types say (weights.ReadGGUFMix; Q4_K_M where they cannot be read); any other, its
-// config.json's profile (speed.ProfileOf). Estimated as bf16, a 17 GB GGUF on a 24
-// GB GPU read as 53 GB, too big for the GPU, and ran on the CPU where the RAM held
-// that much.
+// catalog.GGUFProfile's stand-in for the mix its tensors' types say
+// (weights.ReadGGUFMix), over the file's blocks — a file of float tensors is
+// estimated as bf16, one that cannot be read as Q4_K_M —; any other, its
+// config.json's profile (speed.ProfileOf). Estimated as bf16, a 17 GB GGUF on a 24 GB
+// GPU read as 53 GB, too big for the GPU, and ran on the CPU where the RAM held that
+// much.
 func sourceProfile(cfg *config.Model, files fs.FS) (quant.Profile, gguf.Mix) {
 	if m, _ := fs.Glob(files, "*.gguf"); len(m) > 0 {
-		mix := gguf.Q4KM
 		for _, name := range m { // mmproj-*.gguf holds a vision projector (weights.FindGGUF)
-			if got, ok := weights.ReadGGUFMix(files, name, cfg); ok && !strings.HasPrefix(strings.ToLower(name), "mmproj") {
-				mix = got
+			if strings.HasPrefix(strings.ToLower(name), "mmproj") {
+				continue
+			}
+			switch mix, err := weights.ReadGGUFMix(files, name, cfg); {
+			case err != nil:
+				return catalog.GGUFProfile(gguf.Q4KM), gguf.Q4KM // unreadable here: as the Library's own download
+			case mix == "":
+				return quant.BF16Profile, "" // float tensors: as the bf16 checkpoint it holds
+			default:
+				return catalog.GGUFProfile(mix), mix
 			}
 		}
-		return catalog.GGUFProfile(mix), mix
 	}
 	return speed.ProfileOf(cfg), ""
 }

@@ -187,15 +187,18 @@ func (h *headerOnly) Write(p []byte) (int, error) {
 }
 
 // writeGGUFOf writes at path a GGUF file of cfg in mix m — its tensors' names,
-// shapes and the mix's types (weights.GGUFType) — whose data is a hole: what the
-// placement reads of a download (its header), at the download's size.
+// shapes and the mix's types (weights.GGUFType; "": BF16 matrices) — whose data is a
+// hole: what the placement reads of a download (its header), at the download's size.
 func writeGGUFOf(t *testing.T, path string, cfg *config.Model, m gguf.Mix) {
 	t.Helper()
 	zero := make([]byte, 1<<22)
 	var ts []gguf.WriteTensor
 	for _, s := range weights.Specs(cfg) {
 		typ, ok := weights.GGUFType(cfg, m, s)
-		if !ok {
+		switch {
+		case !ok && m == "" && len(s.Shape) >= 2:
+			typ = gguf.BF16 // a float file: Unsloth's BF16 GGUF
+		case !ok:
 			typ = gguf.F32
 		}
 		wt := gguf.WriteTensor{Name: s.GGUF, Shape: s.Shape, Type: typ}
@@ -232,22 +235,26 @@ func writeGGUFOf(t *testing.T, path string, cfg *config.Model, m gguf.Mix) {
 // Unsloth's Q4_K_M and Q5_K_M run there (int4 and int8, about 17 GB), its Q8_0 (int8
 // throughout, about 28 GB) does not, and on a PC with 64 GB of RAM runs on the CPU,
 // saying why — judged as the Q4_K_M every GGUF was, it loaded on the GPU and ran out
-// of its memory.
+// of its memory; nor does its BF16 file, estimated as bf16.
 func TestBackendForGGUFMix(t *testing.T) {
 	gamer := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "RTX 4090", VRAMTotal: 24 << 30, VRAMFree: 23 << 30}}, RAMTotal: 64 << 30}
 	cfg := catalog.DiffusionGemma26B()
 	for _, c := range []struct {
 		mix   gguf.Mix
 		onGPU bool
-	}{{gguf.Q4KM, true}, {gguf.Q5KM, true}, {gguf.Q80M, false}} {
+	}{{gguf.Q4KM, true}, {gguf.Q5KM, true}, {gguf.Q80M, false}, {"", false}} {
 		dir := filepath.Join(t.TempDir(), catalog.GGUFIDs[c.mix])
 		if err := cfg.Save(dir); err != nil {
 			t.Fatal(err)
 		}
 		writeGGUFOf(t, filepath.Join(dir, catalog.GGUFFile(c.mix)), cfg, c.mix)
 		files := os.DirFS(dir)
-		if p, mix := sourceProfile(cfg, files); mix != c.mix || p != catalog.GGUFProfile(c.mix) {
-			t.Errorf("%s: read as %s in profile %s", c.mix, mix, p)
+		want := catalog.GGUFProfile(c.mix)
+		if c.mix == "" {
+			want = quant.BF16Profile // Unsloth's BF16 GGUF, 51 GB: it was estimated as the 17 GB Q4_K_M
+		}
+		if p, mix := sourceProfile(cfg, files); mix != c.mix || p != want {
+			t.Errorf("%q: read as %q in profile %s", c.mix, mix, p)
 		}
 		spec, why := BackendFor("auto", engine.Dir(dir), func() hw.Info { return gamer })
 		if c.onGPU && (spec != "auto" || why != "") || !c.onGPU && (spec != "go" || !strings.Contains(why, "too big for the RTX 4090's")) {

@@ -393,8 +393,8 @@ func testInitGGUF(t *testing.T, m gguf.Mix, wantKinds []gguf.Type) {
 	if err := weights.CheckGGUFConfig(f, cfg); err != nil {
 		t.Errorf("the metadata gives another model: %v", err)
 	}
-	if got, ok := weights.ReadGGUFMix(os.DirFS(dir), InitGGUFFile(m), cfg); got != m || !ok {
-		t.Errorf("the file's mix read as %q (%v), want %s", got, ok, m)
+	if got, err := weights.ReadGGUFMix(os.DirFS(dir), InitGGUFFile(m), cfg); got != m || err != nil {
+		t.Errorf("the file's mix read as %q (%v), want %s", got, err, m)
 	}
 	got, err := f.Config()
 	if err != nil {

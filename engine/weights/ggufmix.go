@@ -1,8 +1,10 @@
 package weights
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -27,8 +29,8 @@ import (
 // download by it, GGUFMixOf recognizes a file's, and `darkroom train init --profile
 // q4_k_m` (or another mix) writes it.
 func GGUFType(cfg *config.Model, m gguf.Mix, s Spec) (gguf.Type, bool) {
-	if !s.Quantizable || len(s.Shape) < 2 {
-		return 0, false
+	if !s.Quantizable || len(s.Shape) < 2 || !slices.Contains(gguf.Mixes, m) {
+		return 0, false // a float tensor, or no mix ("": not a GGUF file)
 	}
 	layer, nl := s.Layer, cfg.Text.NumHiddenLayers
 	more := layer >= 0 && (layer < nl/8 || layer >= 7*nl/8 || (layer-nl/8)%3 == 2)
@@ -82,22 +84,27 @@ func GGUFMixOf(f *gguf.File, cfg *config.Model) (gguf.Mix, bool) {
 	return best, most > 0
 }
 
-// ReadGGUFMix is GGUFMixOf for the GGUF file name in files, its header only read;
-// false where the file cannot be read as GGUF (or read at an offset) or no mix fits it.
-func ReadGGUFMix(files fs.FS, name string, cfg *config.Model) (gguf.Mix, bool) {
+// ReadGGUFMix is GGUFMixOf for the GGUF file name in files, its header only read: ""
+// for a file no mix fits (float tensors), and an error where the file cannot be read
+// as GGUF (or read at an offset).
+func ReadGGUFMix(files fs.FS, name string, cfg *config.Model) (gguf.Mix, error) {
 	f, err := files.Open(name)
 	if err != nil {
-		return "", false
+		return "", err
 	}
 	defer f.Close()
 	r, ok := f.(io.ReaderAt)
+	if !ok {
+		return "", fmt.Errorf("%s: cannot be read at an offset", name)
+	}
 	st, err := f.Stat()
-	if !ok || err != nil {
-		return "", false
+	if err != nil {
+		return "", err
 	}
 	g, err := gguf.Parse(r, st.Size(), name)
 	if err != nil {
-		return "", false
+		return "", err
 	}
-	return GGUFMixOf(g, cfg)
+	mix, _ := GGUFMixOf(g, cfg)
+	return mix, nil
 }
