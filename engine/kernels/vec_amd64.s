@@ -2805,29 +2805,32 @@ iq4nlint2block:
 	JNZ  iq4nlint2block
 	BLOCK32_INT_END($0)              // no offset: the levels are signed
 
-// IQ4XS_SCALE writes group g's d·(ls−32)·xs_g (x's scale at xoff(R10) = 8g) to the
-// stack at soff = 4g, d in X4: its 6-bit ls nibble g of scales_l (R9, shifted by s4 =
-// 4g) and bits 2g of scales_h (R8, shifted by s2 = 2g).
-#define IQ4XS_SCALE(xoff, soff, s4, s2) \
-	MOVL R9, AX; \
-	SHRL $s4, AX; \
-	ANDL $15, AX; \
-	MOVL R8, BX; \
-	SHRL $s2, BX; \
-	ANDL $3, BX; \
-	SHLL $4, BX; \
-	ORL  BX, AX; \
-	SUBL $32, AX; \
-	VCVTSI2SSL AX, X5, X5; \
-	VMULSS X4, X5, X5; \
-	VMULSS xoff(R10), X5, X5; \
-	VMOVSS X5, soff(SP)
+// iq4xsShifts are VPSRLVD counts: lane g takes group g's nibble of scales_l (4g) and
+// its two bits of scales_h (2g).
+DATA iq4xsShifts<>+0(SB)/4, $0
+DATA iq4xsShifts<>+4(SB)/4, $4
+DATA iq4xsShifts<>+8(SB)/4, $8
+DATA iq4xsShifts<>+12(SB)/4, $12
+DATA iq4xsShifts<>+16(SB)/4, $16
+DATA iq4xsShifts<>+20(SB)/4, $20
+DATA iq4xsShifts<>+24(SB)/4, $24
+DATA iq4xsShifts<>+28(SB)/4, $28
+DATA iq4xsShifts<>+32(SB)/4, $0
+DATA iq4xsShifts<>+36(SB)/4, $2
+DATA iq4xsShifts<>+40(SB)/4, $4
+DATA iq4xsShifts<>+44(SB)/4, $6
+DATA iq4xsShifts<>+48(SB)/4, $8
+DATA iq4xsShifts<>+52(SB)/4, $10
+DATA iq4xsShifts<>+56(SB)/4, $12
+DATA iq4xsShifts<>+60(SB)/4, $14
+GLOBL iq4xsShifts<>(SB), RODATA|NOPTR, $64
 
 // func dotIQ4XSIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
 // Σ decoded value · x over nb (> 0) IQ4_XS blocks {fp16 d; u16 scales_h; u8
 // scales_l[4]; u8 qs[128]}, x quantized by quantizeRow32, in integer arithmetic with
-// AVX2 and F16C: each block's eight groups' scales d·(ls−32)·xs unpacked in scalar
-// registers, then each group's 32 levels (IQ4_DOT, IQ4_NL's layout) times x's codes.
+// AVX2 and F16C: each block's eight groups' scales d·(ls−32)·xs unpacked at once (a
+// variable shift per group, VPSRLVD), then each group's 32 levels (IQ4_DOT, IQ4_NL's
+// layout) times x's codes.
 TEXT ·dotIQ4XSIntAVX2(SB), NOSPLIT, $32-36
 	MOVQ xq+0(FP), DI
 	MOVQ xs+8(FP), R10
@@ -2835,22 +2838,41 @@ TEXT ·dotIQ4XSIntAVX2(SB), NOSPLIT, $32-36
 	MOVQ nb+24(FP), CX
 	NIBBLE_CONSTS
 	VBROADCASTI128 iq4kv<>(SB), Y12
+	VMOVDQU iq4xsShifts<>+0(SB), Y8
+	VMOVDQU iq4xsShifts<>+32(SB), Y9
+	MOVL $15, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14            // a nibble
+	MOVL $3, AX
+	VMOVD AX, X7
+	VPBROADCASTD X7, Y7              // two bits
+	MOVL $0x42000000, AX             // 32
+	VMOVD AX, X3
+	VBROADCASTSS X3, Y3
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 iq4xsint2block:
-	MOVWLZX 0(SI), AX
-	VMOVD AX, X4
-	VCVTPH2PS X4, X4                 // d
-	MOVWLZX 2(SI), R8                // scales_h
-	MOVL 4(SI), R9                   // scales_l
-	IQ4XS_SCALE(0, 0, 0, 0)
-	IQ4XS_SCALE(8, 4, 4, 2)
-	IQ4XS_SCALE(16, 8, 8, 4)
-	IQ4XS_SCALE(24, 12, 12, 6)
-	IQ4XS_SCALE(32, 16, 16, 8)
-	IQ4XS_SCALE(40, 20, 20, 10)
-	IQ4XS_SCALE(48, 24, 24, 12)
-	IQ4XS_SCALE(56, 28, 28, 14)
+	VPBROADCASTD 0(SI), X4
+	VCVTPH2PS X4, X4
+	VBROADCASTSS X4, Y4              // d
+	VPBROADCASTD 4(SI), Y5           // scales_l
+	VPSRLVD Y8, Y5, Y5
+	VPAND Y14, Y5, Y5                // ls's low nibbles
+	VPBROADCASTD 0(SI), Y6           // scales_h in the high half of each lane
+	VPSRLD $16, Y6, Y6
+	VPSRLVD Y9, Y6, Y6
+	VPAND Y7, Y6, Y6
+	VPSLLD $4, Y6, Y6
+	VPOR Y6, Y5, Y5                  // ls, 0…63
+	VCVTDQ2PS Y5, Y5
+	VSUBPS Y3, Y5, Y5
+	VMULPS Y4, Y5, Y5                // d·(ls − 32)
+	VMOVUPS 0(R10), Y10              // x's (scale, scale·Σcode) pairs, groups 0–3
+	VMOVUPS 32(R10), Y11             // 4–7
+	VSHUFPS $0x88, Y11, Y10, Y10     // scales 0, 2, 4, 6 | 1, 3, 5, 7 of each half: 0 1 4 5 | 2 3 6 7
+	VPERMPD $0xd8, Y10, Y10          // 0 1 2 3 4 5 6 7
+	VMULPS Y10, Y5, Y5
+	VMOVUPS Y5, 0(SP)
 	ADDQ $8, SI
 	XORQ DX, DX                      // the group
 iq4xsint2group:
