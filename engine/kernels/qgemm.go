@@ -201,14 +201,16 @@ func IntGGUF() []string {
 // rows) run in integer arithmetic now (matrix_introws.go): "int4" with AVX2-class
 // kernels (mulRowsInt4Int; AVX-512's float dots keep the memory's pace), "nvfp4",
 // and GGUF's "Q4_K", "Q5_0", (AVX2-class, as int4) "Q4_0", and (AVX2's on every CPU)
-// "Q5_K", "Q6_K", "Q4_1" and "Q5_1" where their kernels run.
+// "Q5_K", "Q6_K", "Q4_1", "Q5_1", "Q3_K", "Q2_K", "IQ4_NL" and "IQ4_XS" where their
+// kernels run.
 func IntRowFormats() []string {
 	var f []string
 	for _, c := range []struct {
 		name string
 		on   bool
 	}{{"int4", int4IntRuns()}, {"nvfp4", nvfp4IntRuns()}, {"Q4_K", q4kIntRuns()}, {"Q5_0", q50IntRuns()}, {"Q4_0", q40IntRuns()},
-		{"Q5_K", ymmIntRuns()}, {"Q6_K", ymmIntRuns()}, {"Q4_1", ymmIntRuns()}, {"Q5_1", ymmIntRuns()}} {
+		{"Q5_K", ymmIntRuns()}, {"Q6_K", ymmIntRuns()}, {"Q4_1", ymmIntRuns()}, {"Q5_1", ymmIntRuns()},
+		{"Q3_K", ymmIntRuns()}, {"Q2_K", ymmIntRuns()}, {"IQ4_NL", ymmIntRuns()}, {"IQ4_XS", ymmIntRuns()}} {
 		if c.on {
 			f = append(f, c.name)
 		}
