@@ -141,7 +141,8 @@ func (w *Matrix) mulRowsBlocks32Int(out, a []float32, m int) {
 		quantizeRow32(xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb], a[i*k:(i+1)*k], nil)
 	}
 	zmm := intRowsZMM()
-	rowBytes := k / w.GGUF.BlockSize() * bb // IQ4_XS: blocks of 256, a scale per 32
+	blocks := k / w.GGUF.BlockSize() // nb but for IQ4_XS: blocks of 256, a scale per 32
+	rowBytes := blocks * bb
 	parts := dotParts(m * n * k)
 	parallel(parts, func(part int) {
 		for r := n * part / parts; r < n*(part+1)/parts; r++ {
@@ -150,7 +151,7 @@ func (w *Matrix) mulRowsBlocks32Int(out, a []float32, m int) {
 				xq, pairs := xq[i*k:(i+1)*k], pairs[2*i*nb:2*(i+1)*nb]
 				switch w.GGUF {
 				case gguf.IQ4_NL, gguf.IQ4_XS:
-					out[i*n+r] = dotIQ4Int(xq, pairs, row, k/w.GGUF.BlockSize(), w.GGUF)
+					out[i*n+r] = dotIQ4Int(xq, pairs, row, blocks, w.GGUF)
 				case gguf.Q4_0:
 					out[i*n+r] = dotQ4_0Int(xq, pairs, row, nb)
 				case gguf.Q4_1, gguf.Q5_1:

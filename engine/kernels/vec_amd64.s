@@ -2434,6 +2434,32 @@ GLOBL q6kidx<>(SB), RODATA|NOPTR, $192
 	VPOR Y11, Y10, Y10; \
 	Q6K_GROUP(Y10, 96, 96, SC, Y1)
 
+// K16_CONSTS loads the constants of the K types scaled per sixteen (dotQ6KIntAVX2,
+// dotQ3KIntAVX2, dotQ2KIntAVX2) — a code field's mask (Y12, mask in every dword),
+// 16-bit ones (Y13) — and clears their sums (Y0, Y1) and offsets (Y9).
+#define K16_CONSTS(mask) \
+	MOVL mask, AX; \
+	VMOVD AX, X12; \
+	VPBROADCASTD X12, Y12; \
+	MOVL $0x00010001, AX; \
+	VMOVD AX, X13; \
+	VPBROADCASTD X13, Y13; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y9, Y9, Y9
+
+// K16_END returns the sums less off (a float32's bits) times the offsets.
+#define K16_END(off) \
+	VADDPS Y1, Y0, Y0; \
+	MOVL off, AX; \
+	VMOVD AX, X14; \
+	VBROADCASTSS X14, Y14; \
+	VFNMADD231PS Y14, Y9, Y0; \
+	SUM_Y0(X1); \
+	VMOVSS X0, ret+32(FP); \
+	VZEROUPPER; \
+	RET
+
 // func dotQ6KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
 // Σ decoded value · x over nb (> 0) Q6_K blocks {u8 ql[128]; u8 qh[64]; i8
 // scales[16]; fp16 d}, x quantized by q6kIntX (its codes in order, per block its
@@ -2447,16 +2473,10 @@ TEXT ·dotQ6KIntAVX2(SB), NOSPLIT, $0-36
 	MOVQ xs+8(FP), R10
 	MOVQ src+16(FP), SI
 	MOVQ nb+24(FP), CX
-	VPBROADCASTB nibconst<>+0(SB), Y12
-	MOVL $0x00010001, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13            // 16-bit ones
+	K16_CONSTS($0x0f0f0f0f)          // a nibble
 	MOVL $0x30303030, AX
 	VMOVD AX, X3
 	VPBROADCASTD X3, Y3              // a code's high two bits
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y9, Y9, Y9
 q6kint2block:
 	MOVWLZX 208(SI), AX
 	VMOVD AX, X4
@@ -2488,15 +2508,7 @@ q6kint2block:
 	ADDQ $96, R10
 	DECQ CX
 	JNZ  q6kint2block
-	VADDPS Y1, Y0, Y0
-	MOVL $0x42000000, AX             // 32
-	VMOVD AX, X14
-	VBROADCASTSS X14, Y14
-	VFNMADD231PS Y14, Y9, Y0
-	SUM_Y0(X1)
-	VMOVSS X0, ret+32(FP)
-	VZEROUPPER
-	RET
+	K16_END($0x42000000)             // 32
 
 // BLOCK32_INT_SCALE_MIN is BLOCK32_INT_SCALE for a block {fp16 d; fp16 m; …} whose
 // values are d·q + m: Y5 d·xs, and X3 summing m·xs·Σcode (x's pairs).
@@ -2598,21 +2610,13 @@ TEXT ·dotQ3KIntAVX2(SB), NOSPLIT, $0-36
 	MOVQ xs+8(FP), R10
 	MOVQ src+16(FP), SI
 	MOVQ nb+24(FP), CX
-	MOVL $0x03030303, AX
-	VMOVD AX, X12
-	VPBROADCASTD X12, Y12            // a 2-bit field
-	MOVL $0x00010001, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13            // 16-bit ones
+	K16_CONSTS($0x03030303)          // a 2-bit field
 	MOVL $0x04040404, AX
 	VMOVD AX, X3
 	VPBROADCASTD X3, Y3              // bit 2: the hmask bit's place
 	MOVL $0x42000000, AX             // 32
 	VMOVD AX, X15
 	VBROADCASTSS X15, Y15
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y9, Y9, Y9
 q3kint2block:
 	MOVWLZX 108(SI), AX
 	VMOVD AX, X4
@@ -2684,15 +2688,7 @@ q3kint2block:
 	ADDQ $96, R10
 	DECQ CX
 	JNZ  q3kint2block
-	VADDPS Y1, Y0, Y0
-	MOVL $0x40800000, AX             // 4
-	VMOVD AX, X14
-	VBROADCASTSS X14, Y14
-	VFNMADD231PS Y14, Y9, Y0
-	SUM_Y0(X1)
-	VMOVSS X0, ret+32(FP)
-	VZEROUPPER
-	RET
+	K16_END($0x40800000)             // 4
 
 // func dotQ2KIntAVX2(xq *int8, xs *float32, src *byte, nb int) float32
 // Σ decoded value · x over nb (> 0) Q2_K blocks {u8 scales[16]; u8 qs[64]; fp16 d;
@@ -2704,18 +2700,10 @@ TEXT ·dotQ2KIntAVX2(SB), NOSPLIT, $0-36
 	MOVQ xs+8(FP), R10
 	MOVQ src+16(FP), SI
 	MOVQ nb+24(FP), CX
-	MOVL $0x03030303, AX
-	VMOVD AX, X12
-	VPBROADCASTD X12, Y12            // a 2-bit field
-	MOVL $0x00010001, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13            // 16-bit ones
+	K16_CONSTS($0x03030303)          // a 2-bit field
 	MOVL $15, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15            // a scale's four bits
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y9, Y9, Y9
 q2kint2block:
 	VPBROADCASTD 80(SI), X4
 	VCVTPH2PS X4, X4                 // d, dmin, d, dmin
@@ -2755,12 +2743,7 @@ q2kint2block:
 	ADDQ $96, R10
 	DECQ CX
 	JNZ  q2kint2block
-	VADDPS Y1, Y0, Y0
-	VSUBPS Y9, Y0, Y0
-	SUM_Y0(X1)
-	VMOVSS X0, ret+32(FP)
-	VZEROUPPER
-	RET
+	K16_END($0x3f800000)             // 1: the minimums
 
 // iq4kv is ggml's kvalues_iq4nl, IQ4_NL's and IQ4_XS's sixteen levels, for VPSHUFB.
 DATA iq4kv<>+0(SB)/8, $0xf6eaddcfbfad9881

@@ -123,12 +123,6 @@ var GGUFIDs = map[gguf.Mix]string{
 // has it.
 func (e Entry) GGUF() bool { return e.Mix != "" }
 
-// GGUFQuant is llama.cpp's name for the quantization the GGUF entry GGUFID
-// downloads, and GGUFFile its file (unsloth/diffusiongemma-26B-A4B-it-GGUF).
-const (
-	GGUFQuant = string(gguf.Q4KM)
-)
-
 // GGUFFile is the file of Unsloth's GGUF of the 26B model in mix m, named as
 // Unsloth names its quantizations.
 func GGUFFile(m gguf.Mix) string { return "diffusiongemma-26B-A4B-it-" + string(m) + ".gguf" }
