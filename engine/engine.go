@@ -14,9 +14,9 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/sampler"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/backends"
 )
 
@@ -31,12 +31,12 @@ type Engine struct {
 	run       runner
 	prompt    func(req *Request) ([]int, error) // request → prompt ids (chat template etc.)
 	backend   string
-	be        backends.Backend // nil for fakes
-	fallback  string           // why XLA did not start, if it was asked for
-	path      string           // where the model runs: PathHost or PathGraph
-	gguf      gguf.Mix         // the mix of the GGUF file the weights came from ("": none)
-	dir       string           // the model's folder (Source.Dir; "" for one in an fs.FS)
-	release   func()           // frees the model's device memory; nil when nothing to free
+	be        backends.Backend   // nil for fakes
+	fallback  string             // why XLA did not start, if it was asked for
+	path      string             // where the model runs: PathHost or PathGraph
+	gguf      weights.GGUFLayout // the layout of the GGUF file the weights came from (zero: none)
+	dir       string             // the model's folder (Source.Dir; "" for one in an fs.FS)
+	release   func()             // frees the model's device memory; nil when nothing to free
 	closed    bool
 	guideIDs  *guideIDs          // what AR guidance knows of each id's text, built on first use
 	jsonVocab *sampler.JSONVocab // the vocabulary as JSON mode reads it, built on first use
@@ -528,11 +528,11 @@ const (
 // Path says where the model's forward passes run: PathHost or PathGraph.
 func (e *Engine) Path() string { return e.path }
 
-// GGUFMix is the llama.cpp mix of the GGUF file the model's weights came from, its
-// blocks multiplied as stored on the host path (weights.GGUFMixOf): the speed
-// estimates price them so. "" for any other checkpoint, and for a GGUF file of float
-// tensors (BF16), priced as the checkpoint its config describes.
-func (e *Engine) GGUFMix() gguf.Mix { return e.gguf }
+// GGUFLayout is how the GGUF file the model's weights came from stores them — each
+// tensor's block type, read from its header (weights.GGUFLayout) — by which the
+// speed estimates price the blocks the host path multiplies as stored; the zero
+// layout for any other checkpoint.
+func (e *Engine) GGUFLayout() weights.GGUFLayout { return e.gguf }
 
 // MeasureMatMul times a raw float32 [m,k]×[k,n] matmul on the engine's own
 // backend (see backend.MeasureMatMul): the yardstick for the model's forward

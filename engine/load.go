@@ -11,7 +11,6 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 )
@@ -153,16 +152,18 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 	// path copies them out at the "model" stage); what Map declines (F16 tensors, GGUF
 	// experts of mixed types) and an embedded model are read into a Set.
 	var w loadedWeights
-	var mix gguf.Mix
+	var layout weights.GGUFLayout
 	if src.FS == nil {
-		// Map and Load read the GGUF file where there is one; its mix prices it ("": a
-		// float file, or one whose header cannot be read here, which Map then reports).
-		if path, found, _ := weights.FindGGUF(src.Dir); found {
-			mix, _ = weights.ReadGGUFMix(os.DirFS(src.Dir), filepath.Base(path), cfg) // an error Map reports
-		}
+		// Map and Load read the GGUF file where there is one; its layout prices it
+		// (the mapped file's header; a file Map declines is read again for it).
 		var ok bool
 		if w.mapped, ok, err = weights.Map(src.Dir, cfg, opts.WeightsProgress); err == nil && !ok {
 			w.set, err = weights.Load(src.Dir, cfg)
+			if path, found, _ := weights.FindGGUF(src.Dir); err == nil && found {
+				layout, _ = weights.ReadGGUFLayout(os.DirFS(src.Dir), filepath.Base(path), cfg) // Load read it: no error left
+			}
+		} else if err == nil {
+			layout = w.mapped.GGUFLayout()
 		}
 	} else {
 		w.set, err = weights.LoadFS(fsys, ".", cfg)
@@ -191,7 +192,7 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 		be.Finalize()
 		return nil, fmt.Errorf("load %s: %w", src, err)
 	}
-	e = &Engine{cfg: cfg, tokenizer: tok, tok: tok, run: run, backend: be.Spec, be: be.Backend, fallback: be.Fallback, path: path, gguf: mix, dir: src.Dir,
+	e = &Engine{cfg: cfg, tokenizer: tok, tok: tok, run: run, backend: be.Spec, be: be.Backend, fallback: be.Fallback, path: path, gguf: layout, dir: src.Dir,
 		release: func() {
 			release()
 			be.Finalize()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/fit"
 	"github.com/darkroomlabs/darkroom/models/hw"
@@ -58,7 +59,7 @@ func FitTable(budgets []fit.Budget, contextLen int) ([]FitRow, error) {
 			continue
 		}
 		for _, p := range e.Profiles {
-			est, err := fit.Compute(cfg, p, fit.Runtime{Context: contextLen, GPU: gpu, GGUF: e.Mix})
+			est, err := fit.Compute(cfg, p, fit.Runtime{Context: contextLen, GPU: gpu, GGUF: weights.MixLayout(e.Mix)})
 			if err != nil {
 				return nil, err
 			}

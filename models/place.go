@@ -39,16 +39,17 @@ type Placement struct {
 // OnGPU reports whether the placement is the GPU's.
 func (p Placement) OnGPU() bool { return p.Budget.Kind == "gpu" }
 
-// Place is cfg under profile p — a GGUF file's blocks in mix mix where it is one, p
-// its stand-in (catalog.GGUFProfile(mix)) — on the PC info describes (see Placement). A
-// model too big for both the GPU and the RAM is placed on the GPU, judged won't fit.
-func Place(cfg *config.Model, p quant.Profile, mix gguf.Mix, info hw.Info) (Placement, error) {
+// Place is cfg under profile p — a GGUF file's blocks laid out as l where it is one
+// (a mix's rule, or the file's own types), p its stand-in (catalog.GGUFProfile) — on
+// the PC info describes (see Placement). A model too big for both the GPU and the RAM
+// is placed on the GPU, judged won't fit.
+func Place(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, info hw.Info) (Placement, error) {
 	budgets := Budgets(info)
 	if len(budgets) == 0 {
 		return Placement{}, errors.New("this PC's memory is unknown")
 	}
 	first := budgets[0]
-	est, err := fit.Compute(cfg, p, fit.Runtime{GPU: first.Kind == "gpu", GGUF: mix})
+	est, err := fit.Compute(cfg, p, fit.Runtime{GPU: first.Kind == "gpu", GGUF: l})
 	if err != nil {
 		return Placement{}, err
 	}
@@ -56,7 +57,7 @@ func Place(cfg *config.Model, p quant.Profile, mix gguf.Mix, info hw.Info) (Plac
 	if first.Kind != "gpu" || pl.Verdict != fit.WontFit {
 		return pl, nil
 	}
-	if cpu, ok := inRAM(cfg, p, mix, budgets); ok {
+	if cpu, ok := inRAM(cfg, p, l, budgets); ok {
 		from := "from RAM"
 		if cpu.Verdict == fit.FromDisk {
 			from = "from RAM and the disk"
@@ -71,12 +72,12 @@ func Place(cfg *config.Model, p quant.Profile, mix gguf.Mix, info hw.Info) (Plac
 // inRAM is cfg under p placed in the RAM, the last of budgets (Budgets), on the
 // CPU's estimate, where it runs there (tight and from the disk included); ok false
 // where it does not, or the PC's RAM is unknown.
-func inRAM(cfg *config.Model, p quant.Profile, mix gguf.Mix, budgets []fit.Budget) (pl Placement, ok bool) {
+func inRAM(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, budgets []fit.Budget) (pl Placement, ok bool) {
 	ram := budgets[len(budgets)-1]
 	if ram.Kind != "ram" {
 		return Placement{}, false
 	}
-	cpu, err := fit.Compute(cfg, p, fit.Runtime{GGUF: mix})
+	cpu, err := fit.Compute(cfg, p, fit.Runtime{GGUF: l})
 	if err != nil {
 		return Placement{}, false
 	}
@@ -112,8 +113,8 @@ func BackendFor(spec string, src engine.Source, detect func() hw.Info) (string, 
 	if err != nil {
 		return spec, ""
 	}
-	p, mix := sourceProfile(cfg, files)
-	pl, err := Place(cfg, p, mix, info)
+	p, l := sourceProfile(cfg, files)
+	pl, err := Place(cfg, p, l, info)
 	switch {
 	case err != nil:
 		return spec, ""
@@ -124,7 +125,7 @@ func BackendFor(spec string, src engine.Source, detect func() hw.Info) (string, 
 	}
 	// It fits the GPU, but not what is free of it now: the RAM, if it fits there.
 	g := info.GPUs[0]
-	if _, ok := inRAM(cfg, p, mix, Budgets(info)); !ok {
+	if _, ok := inRAM(cfg, p, l, Budgets(info)); !ok {
 		return spec, ""
 	}
 	return "go", fmt.Sprintf("Only %s of the %s's %s of memory are free now (the rest is in use: by another program, a game perhaps, or by a model Darkroom holds there already) "+
@@ -132,30 +133,31 @@ func BackendFor(spec string, src engine.Source, detect func() hw.Info) (string, 
 		store.FormatBytes(g.VRAMFree), g.Name, store.FormatBytes(g.VRAMTotal), store.FormatBytes(pl.Estimate.Total))
 }
 
-// sourceProfile is the profile a model's files are estimated in, and the mix of
-// their GGUF file's blocks ("": none): a directory holding a .gguf file (the
-// Library's GGUF download, whose config.json is Google's bf16 one) is
-// catalog.GGUFProfile's stand-in for the mix its tensors' types say
-// (weights.ReadGGUFMix), over the file's blocks — a file of float tensors is
-// estimated as bf16, one that cannot be read as Q4_K_M —; any other, its
-// config.json's profile (speed.ProfileOf). Estimated as bf16, a 17 GB GGUF on a 24 GB
-// GPU read as 53 GB, too big for the GPU, and ran on the CPU where the RAM held that
-// much.
-func sourceProfile(cfg *config.Model, files fs.FS) (quant.Profile, gguf.Mix) {
+// sourceProfile is the profile a model's files are estimated in, and the layout of
+// their GGUF file's blocks (zero: none): a directory holding a .gguf file (the
+// Library's GGUF download, whose config.json is Google's bf16 one; any other GGUF of
+// the model) is priced by its tensors' own types (weights.ReadGGUFLayout), with
+// catalog.GGUFProfile's stand-in for the mix nearest them — a file of float tensors
+// is estimated as bf16, one that cannot be read as the Library's Q4_K_M —; any
+// other, its config.json's profile (speed.ProfileOf). Estimated as bf16, a 17 GB GGUF
+// on a 24 GB GPU read as 53 GB, too big for the GPU, and ran on the CPU where the RAM
+// held that much; estimated as its nearest mix, a 2-bit file was priced as a 4-bit
+// one, and a pure Q4_0 file, near no mix, as bf16.
+func sourceProfile(cfg *config.Model, files fs.FS) (quant.Profile, weights.GGUFLayout) {
 	if m, _ := fs.Glob(files, "*.gguf"); len(m) > 0 {
 		for _, name := range m { // mmproj-*.gguf holds a vision projector (weights.FindGGUF)
 			if strings.HasPrefix(strings.ToLower(name), "mmproj") {
 				continue
 			}
-			switch mix, err := weights.ReadGGUFMix(files, name, cfg); {
+			switch l, err := weights.ReadGGUFLayout(files, name, cfg); {
 			case err != nil:
-				return catalog.GGUFProfile(gguf.Q4KM), gguf.Q4KM // unreadable here: as the Library's own download
-			case mix == "":
-				return quant.BF16Profile, "" // float tensors: as the bf16 checkpoint it holds
+				return catalog.GGUFProfile(gguf.Q4KM), weights.MixLayout(gguf.Q4KM) // unreadable here: as the Library's own download
+			case !l.Quantized():
+				return quant.BF16Profile, weights.GGUFLayout{} // float tensors: as the bf16 checkpoint it holds
 			default:
-				return catalog.GGUFProfile(mix), mix
+				return catalog.GGUFProfile(l.Mix), l
 			}
 		}
 	}
-	return speed.ProfileOf(cfg), ""
+	return speed.ProfileOf(cfg), weights.GGUFLayout{}
 }

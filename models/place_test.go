@@ -44,7 +44,7 @@ func TestPlace(t *testing.T) {
 		{"12 GB GPU, 8 GB RAM", gpu(12<<30, 8<<30), "gpu", fit.WontFit, ""},
 		{"no GPU, 64 GB RAM", hw.Info{RAMTotal: 64 << 30}, "ram", fit.Fits, ""},
 	} {
-		pl, err := Place(cfg, quant.Int4Profile, "", c.info)
+		pl, err := Place(cfg, quant.Int4Profile, weights.GGUFLayout{}, c.info)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -52,7 +52,7 @@ func TestPlace(t *testing.T) {
 			t.Errorf("%s: on %s, %s, %q; want %s, %s, %q", c.name, pl.Budget.Kind, pl.Verdict, pl.CPUBecause, c.kind, c.verdict, c.why)
 		}
 	}
-	if _, err := Place(cfg, quant.Int4Profile, "", hw.Info{}); err == nil {
+	if _, err := Place(cfg, quant.Int4Profile, weights.GGUFLayout{}, hw.Info{}); err == nil {
 		t.Error("a PC whose memory is unknown was placed")
 	}
 	// The GGUF download on the CPU holds its file's blocks (its Q6_K embedding as
@@ -60,11 +60,11 @@ func TestPlace(t *testing.T) {
 	// says — tight in 24 GiB of RAM where the int4 profile fits. The Library judged
 	// it as the int4 profile.
 	ram := hw.Info{RAMTotal: 24 << 30}
-	asInt4, err := Place(cfg, catalog.GGUFProfile(gguf.Q4KM), "", ram)
+	asInt4, err := Place(cfg, catalog.GGUFProfile(gguf.Q4KM), weights.GGUFLayout{}, ram)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q4km, err := Place(cfg, catalog.GGUFProfile(gguf.Q4KM), gguf.Q4KM, ram)
+	q4km, err := Place(cfg, catalog.GGUFProfile(gguf.Q4KM), weights.MixLayout(gguf.Q4KM), ram)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,9 +191,7 @@ func (h *headerOnly) Write(p []byte) (int, error) {
 // hole: what the placement reads of a download (its header), at the download's size.
 func writeGGUFOf(t *testing.T, path string, cfg *config.Model, m gguf.Mix) {
 	t.Helper()
-	zero := make([]byte, 1<<22)
-	var ts []gguf.WriteTensor
-	for _, s := range weights.Specs(cfg) {
+	writeGGUFTyped(t, path, cfg, func(s weights.Spec) gguf.Type {
 		typ, ok := weights.GGUFType(cfg, m, s)
 		switch {
 		case !ok && m == "" && len(s.Shape) >= 2:
@@ -201,7 +199,17 @@ func writeGGUFOf(t *testing.T, path string, cfg *config.Model, m gguf.Mix) {
 		case !ok:
 			typ = gguf.F32
 		}
-		wt := gguf.WriteTensor{Name: s.GGUF, Shape: s.Shape, Type: typ}
+		return typ
+	})
+}
+
+// writeGGUFTyped is writeGGUFOf with each tensor in the type typeOf gives it.
+func writeGGUFTyped(t *testing.T, path string, cfg *config.Model, typeOf func(weights.Spec) gguf.Type) {
+	t.Helper()
+	zero := make([]byte, 1<<22)
+	var ts []gguf.WriteTensor
+	for _, s := range weights.Specs(cfg) {
+		wt := gguf.WriteTensor{Name: s.GGUF, Shape: s.Shape, Type: typeOf(s)}
 		size, err := wt.Size()
 		if err != nil {
 			t.Fatal(err)
@@ -216,6 +224,14 @@ func writeGGUFOf(t *testing.T, path string, cfg *config.Model, m gguf.Mix) {
 		}
 		ts = append(ts, wt)
 	}
+	// The full layers' proportional RoPE factors, as llama.cpp's converter writes them
+	// (read with the header: the placement checks the file's config as the loader does).
+	rf := gguf.RopeFreqValues(cfg)
+	raw, err := gguf.Quantize(gguf.F32, rf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts = append([]gguf.WriteTensor{{Name: gguf.RopeFreqs, Shape: []int{len(rf)}, Type: gguf.F32, Data: raw}}, ts...) // first: its data in the header's 4 MB
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -230,12 +246,12 @@ func writeGGUFOf(t *testing.T, path string, cfg *config.Model, m gguf.Mix) {
 	}
 }
 
-// TestBackendForGGUFMix: the placement reads a GGUF download's mix from its tensors
-// (weights.ReadGGUFMix) and estimates it as a GPU converts that mix: on a 24 GB GPU
-// Unsloth's Q4_K_M and Q5_K_M run there (int4 and int8, about 17 GB), its Q8_0 (int8
-// throughout, about 28 GB) does not, and on a PC with 64 GB of RAM runs on the CPU,
-// saying why — judged as the Q4_K_M every GGUF was, it loaded on the GPU and ran out
-// of its memory; nor does its BF16 file, estimated as bf16.
+// TestBackendForGGUFMix: the placement reads a GGUF download's types from its header
+// (weights.ReadGGUFLayout), recognizes its mix, and estimates it as a GPU converts
+// it: on a 24 GB GPU Unsloth's Q4_K_M and Q5_K_M run there (int4 and int8, about 17
+// GB), its Q8_0 (int8 throughout, about 28 GB) does not, and on a PC with 64 GB of RAM
+// runs on the CPU, saying why — judged as the Q4_K_M every GGUF was, it loaded on the
+// GPU and ran out of its memory; nor does its BF16 file, estimated as bf16.
 func TestBackendForGGUFMix(t *testing.T) {
 	gamer := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "RTX 4090", VRAMTotal: 24 << 30, VRAMFree: 23 << 30}}, RAMTotal: 64 << 30}
 	cfg := catalog.DiffusionGemma26B()
@@ -253,12 +269,76 @@ func TestBackendForGGUFMix(t *testing.T) {
 		if c.mix == "" {
 			want = quant.BF16Profile // Unsloth's BF16 GGUF, 51 GB: it was estimated as the 17 GB Q4_K_M
 		}
-		if p, mix := sourceProfile(cfg, files); mix != c.mix || p != want {
-			t.Errorf("%q: read as %q in profile %s", c.mix, mix, p)
+		if p, l := sourceProfile(cfg, files); l.Mix != c.mix || l.IsMix(cfg) != (c.mix != "") || l.IsGGUF() != (c.mix != "") || p != want {
+			t.Errorf("%q: read as %q (its mix's own types %v) in profile %s", c.mix, l.Mix, l.IsMix(cfg), p)
 		}
 		spec, why := BackendFor("auto", engine.Dir(dir), func() hw.Info { return gamer })
 		if c.onGPU && (spec != "auto" || why != "") || !c.onGPU && (spec != "go" || !strings.Contains(why, "too big for the RTX 4090's")) {
 			t.Errorf("%s on a 24 GB GPU: %q, %q", c.mix, spec, why)
 		}
+	}
+}
+
+// TestBackendForGGUFOwnTypes: a GGUF file no llama.cpp mix made is placed by its own
+// tensors' types. A pure Q4_0 file (llama-quantize --pure), near no mix, was
+// estimated as bf16 (53 GB) and sent from a 24 GB GPU to the CPU; it holds int4 there
+// (about 16.5 GB) and runs on the GPU. A 2-bit file (Q2_K, its embedding Q6_K) was
+// priced as the Q4_K_M its embedding matched (17 GB on the CPU: from the disk in 16 GB
+// of RAM); it holds about 10.7 there, in memory (tight).
+func TestBackendForGGUFOwnTypes(t *testing.T) {
+	cfg := catalog.DiffusionGemma26B()
+	pure := filepath.Join(t.TempDir(), "pure")
+	if err := cfg.Save(pure); err != nil {
+		t.Fatal(err)
+	}
+	writeGGUFTyped(t, filepath.Join(pure, "model-Q4_0.gguf"), cfg, func(s weights.Spec) gguf.Type {
+		if s.Quantizable && len(s.Shape) >= 2 {
+			return gguf.Q4_0
+		}
+		return gguf.F32
+	})
+	gamer := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "RTX 4090", VRAMTotal: 24 << 30, VRAMFree: 23 << 30}}, RAMTotal: 64 << 30}
+	if spec, why := BackendFor("auto", engine.Dir(pure), func() hw.Info { return gamer }); spec != "auto" || why != "" {
+		t.Errorf("a pure Q4_0 file on a 24 GB GPU: %q, %q; want it on the GPU", spec, why)
+	}
+	p, l := sourceProfile(cfg, os.DirFS(pure))
+	if !l.IsGGUF() || l.Mix != "" || l.Describe(cfg) != "Q4_0" {
+		t.Errorf("the pure Q4_0 file read as mix %q, %q", l.Mix, l.Describe(cfg))
+	}
+	onGPU, err := Place(cfg, p, l, gamer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := onGPU.Estimate.Part(fit.PartWeights); w < 15e9 || w > 18e9 {
+		t.Errorf("a pure Q4_0 file's weights on a GPU: %.2f GB, want about 16.5 (int4, a float32 scale per 32)", float64(w)/1e9)
+	}
+
+	two := filepath.Join(t.TempDir(), "two")
+	if err := cfg.Save(two); err != nil {
+		t.Fatal(err)
+	}
+	writeGGUFTyped(t, filepath.Join(two, "model-Q2_K.gguf"), cfg, func(s weights.Spec) gguf.Type {
+		switch {
+		case s.Name == weights.EmbeddingName:
+			return gguf.Q6_K
+		case s.Quantizable && len(s.Shape) >= 2 && s.Shape[len(s.Shape)-1]%gguf.QK_K == 0:
+			return gguf.Q2_K
+		case s.Quantizable && len(s.Shape) >= 2:
+			return gguf.Q4_0 // rows no 256-block: llama.cpp's fallback
+		}
+		return gguf.F32
+	})
+	p, l = sourceProfile(cfg, os.DirFS(two))
+	if l.IsMix(cfg) || l.Describe(cfg) != "Q2_K, Q4_0, Q6_K" {
+		t.Errorf("the 2-bit file read as mix %q (its own %v), %q", l.Mix, l.IsMix(cfg), l.Describe(cfg))
+	}
+	pc := hw.Info{RAMTotal: 16 << 30}
+	pl, err := Place(cfg, p, l, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := pl.Estimate.Part(fit.PartWeights)
+	if (pl.Verdict != fit.Fits && pl.Verdict != fit.Tight) || w < 9e9 || w > 12e9 {
+		t.Errorf("the 2-bit file in 16 GiB of RAM: %s, weights %.2f GB; want it in memory, about 10.7 GB", pl.Verdict, float64(w)/1e9)
 	}
 }

@@ -23,10 +23,9 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/backend"
 	"github.com/darkroomlabs/darkroom/engine/clock"
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
-	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/fit"
 	"github.com/darkroomlabs/darkroom/models/speed"
 )
@@ -161,10 +160,11 @@ type benchReport struct {
 	ForwardVsMatMul float64            `json:"forward_vs_matmul,omitempty"` // forward FLOP/s ÷ the raw matmul FLOP/s
 	// Path is where forward passes ran: "host" (engine/kernels) or "graph" (GoMLX
 	// on Backend). HostMatMulGFLOPS is kernels's rate on the same shape.
-	Path             string   `json:"path"`
-	GGUF             gguf.Mix `json:"gguf,omitempty"` // the weights are a GGUF file's blocks in this mix: the bounds price them so (speed.Workload.GGUF)
-	HostMatMulGFLOPS float64  `json:"host_matmul_gflops"`
-	ForwardFLOPsNote string   `json:"forward_flops_note,omitempty"`
+	Path             string             `json:"path"`
+	GGUF             string             `json:"gguf,omitempty"` // the weights are a GGUF file's blocks, its mix ("Q4_K_M") or types ("Q3_K, Q4_K, Q6_K"): the bounds price them so
+	layout           weights.GGUFLayout // the GGUF file's layout (speed.Workload.GGUF)
+	HostMatMulGFLOPS float64            `json:"host_matmul_gflops"`
+	ForwardFLOPsNote string             `json:"forward_flops_note,omitempty"`
 }
 
 // headColumns bounds the raw matmul's output width: the head's shape with a slice
@@ -239,10 +239,11 @@ func runBench(env *Env, args []string) error {
 	defer e.Close()
 	cfg := e.Config()
 	rep := benchReport{Model: modelLabel(g.model), Backend: e.Backend(), Modes: *modes, CanvasLength: cfg.CanvasLength,
-		LoadMS: msSince(t0), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Path: e.Path(), GGUF: e.GGUFMix(),
+		LoadMS: msSince(t0), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Path: e.Path(),
 		WeightBytes: fit.WeightBytes(cfg, speed.ProfileOf(cfg))}
-	if mix := e.GGUFMix(); mix != "" { // config.json says bf16 beside a GGUF download: its blocks as held
-		rep.WeightBytes = fit.GGUFWeightBytes(cfg, catalog.GGUFProfile(mix), mix)
+	if l := e.GGUFLayout(); l.IsGGUF() { // config.json says bf16 beside a GGUF download: its blocks as held
+		rep.GGUF, rep.layout = l.Describe(cfg), l
+		rep.WeightBytes = fit.GGUFWeightBytes(cfg, speed.ProfileOf(cfg), l)
 	}
 	s := g.sampling()
 	if s.MaxNewTokens == 0 {
@@ -437,7 +438,7 @@ func runBench(env *Env, args []string) error {
 // guidance rounds) at rates.
 func bounds(rep *benchReport, cfg *config.Model, rates *speed.Rates) error {
 	estimate := func(m *benchMode) (*speed.Estimate, error) {
-		w := speed.Workload{Tokens: max(int(math.Round(m.Tokens)), 1), Prompt: max(rep.PromptTokens-int(math.Round(m.PromptCached)), 1), GGUF: rep.GGUF}
+		w := speed.Workload{Tokens: max(int(math.Round(m.Tokens)), 1), Prompt: max(rep.PromptTokens-int(math.Round(m.PromptCached)), 1), GGUF: rep.layout}
 		if m.Mode == engine.Diffusion {
 			w.Steps, w.GuidanceRounds = m.StepsPerCanvas, m.GuidanceRounds
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/tokenizer"
 	"github.com/darkroomlabs/darkroom/engine/train"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/fit"
 	"github.com/darkroomlabs/darkroom/models/speed"
@@ -278,7 +279,7 @@ func TestBenchGGUFWeights(t *testing.T) {
 	}
 	loaded := got.Config()
 	got.Close()
-	if want := fit.GGUFWeightBytes(loaded, catalog.GGUFProfile(gguf.Q6KM), gguf.Q6KM); rep.GGUF != gguf.Q6KM || rep.WeightBytes != want ||
+	if want := fit.GGUFWeightBytes(loaded, catalog.GGUFProfile(gguf.Q6KM), weights.MixLayout(gguf.Q6KM)); rep.GGUF != string(gguf.Q6KM) || rep.WeightBytes != want ||
 		want == fit.WeightBytes(loaded, speed.ProfileOf(loaded)) {
 		t.Errorf("GGUF %q, weights %d bytes; want Q6_K and %d (the bf16 checkpoint's %d)", rep.GGUF, rep.WeightBytes, want, fit.WeightBytes(loaded, speed.ProfileOf(loaded)))
 	}

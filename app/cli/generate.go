@@ -540,7 +540,7 @@ func autoMode(ctx context.Context, env *Env, model string, e *engine.Engine) (sp
 			fmt.Fprintln(env.Stderr, "darkroom:", err) // the choice says the speed is unknown
 		}
 	}
-	choice, _ := speed.ForLoaded(name, e.Config(), device, rates, speed.LoadedFromDisk(ctx, e))
+	choice, _ := speed.ForLoaded(name, e.Config(), e.GGUFLayout(), device, rates, speed.LoadedFromDisk(ctx, e))
 	return choice, nil
 }
 

@@ -126,7 +126,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "darkroom:", err)
 	}
-	choice, _ := speed.ForLoaded(id, eng.Config(), device, rates, speed.LoadedFromDisk(ctx, eng))
+	choice, _ := speed.ForLoaded(id, eng.Config(), eng.GGUFLayout(), device, rates, speed.LoadedFromDisk(ctx, eng))
 	opts.APIMode, opts.APIModeReason = choice.Mode, choice.Reason
 	if m == "" { // pages in the model's mode too, as the app's Encyclopedia writes them
 		m = choice.Mode

@@ -20,6 +20,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/convert"
@@ -226,7 +227,7 @@ func modeChoice(ctx context.Context, e *engine.Engine, name string) (speed.Choic
 		entry, _ := catalog.ForModel(name, e.Config())
 		return speed.Choose(entry, speed.Unknown(err.Error())), nil
 	}
-	return speed.ForLoaded(name, e.Config(), device, rates, speed.LoadedFromDisk(ctx, e))
+	return speed.ForLoaded(name, e.Config(), e.GGUFLayout(), device, rates, speed.LoadedFromDisk(ctx, e))
 }
 
 // engineModel adapts *engine.Engine to Model.
@@ -367,7 +368,7 @@ func profileFit(e models.Entry, p quant.Profile, info hw.Info) ProfileFit {
 		pf.Verdict, pf.Detail = "unknown", e.ID+": dimensions unknown before download"
 		return pf
 	}
-	pl, err := models.Place(cfg, p, e.Mix, info) // the GPU, or the RAM where the model is too big for the GPU
+	pl, err := models.Place(cfg, p, weights.MixLayout(e.Mix), info) // the GPU, or the RAM where the model is too big for the GPU
 	if err != nil {
 		pf.Verdict, pf.Detail = "unknown", err.Error()
 		return pf

@@ -356,7 +356,7 @@ func TestLoadInitConfig(t *testing.T) {
 // TestInitCheckpointGGUF: a GGUF checkpoint is one file in the llama.cpp mix asked
 // for (weights.GGUFType: each mix's block types, its fallbacks too) with the tokenizer
 // and no config.json; its metadata gives the config back and its tensors the mix
-// (weights.ReadGGUFMix); every tensor holds the values the bf16 profile writes for
+// (weights.ReadGGUFLayout); every tensor holds the values the bf16 profile writes for
 // the same seed, within its block type's quantization error (a mixed-up row or
 // tensor would be off by about √2); and the engine loads it from the folder and
 // generates in both modes.
@@ -393,8 +393,24 @@ func testInitGGUF(t *testing.T, m gguf.Mix, wantKinds []gguf.Type) {
 	if err := weights.CheckGGUFConfig(f, cfg); err != nil {
 		t.Errorf("the metadata gives another model: %v", err)
 	}
-	if got, err := weights.ReadGGUFMix(os.DirFS(dir), InitGGUFFile(m), cfg); got != m || err != nil {
-		t.Errorf("the file's mix read as %q (%v), want %s", got, err, m)
+	// The file's own layout is its mix's rule (weights.MixLayout, which prices a
+	// download before it is read): the same types, bytes as stored and as a GPU
+	// holds them.
+	l, err := weights.ReadGGUFLayout(os.DirFS(dir), InitGGUFFile(m), cfg)
+	if err != nil || l.Mix != m || !l.IsMix(cfg) || l.Describe(cfg) != string(m) {
+		t.Errorf("the file's mix read as %q (its own types %v, %q; %v), want %s", l.Mix, l.IsMix(cfg), l.Describe(cfg), err, m)
+	}
+	rule := weights.MixLayout(m)
+	for _, s := range weights.Specs(cfg) {
+		ft, _ := l.Type(cfg, s)
+		rt, _ := rule.Type(cfg, s)
+		fb, _ := l.StoredBytes(cfg, s)
+		rb, _ := rule.StoredBytes(cfg, s)
+		fd, _ := l.DeviceBytes(cfg, s)
+		rd, _ := rule.DeviceBytes(cfg, s)
+		if ft != rt || fb != rb || fd != rd {
+			t.Errorf("%s: the file has %s, %d B (%d B on a GPU); the %s rule %s, %d B (%d B)", s.Name, ft, fb, fd, m, rt, rb, rd)
+		}
 	}
 	got, err := f.Config()
 	if err != nil {
@@ -460,8 +476,8 @@ func testInitGGUF(t *testing.T, m gguf.Mix, wantKinds []gguf.Type) {
 		t.Fatalf("the graph path refuses the %s file: %v", m, err)
 	}
 	defer e.Close()
-	if e.Path() != engine.PathGraph || e.GGUFMix() != m {
-		t.Errorf("loaded on the %s path, mix %q", e.Path(), e.GGUFMix())
+	if l := e.GGUFLayout(); e.Path() != engine.PathGraph || l.Mix != m || !l.IsMix(cfg) {
+		t.Errorf("loaded on the %s path, mix %q (its own types %v)", e.Path(), l.Mix, l.IsMix(cfg))
 	}
 	if r, err := e.Generate(context.Background(), engine.Request{Prompt: "What is Unix?", Mode: engine.AR, Seed: 1,
 		Sampling: engine.Sampling{MaxNewTokens: 4}}); err != nil || r.ForwardPasses == 0 {

@@ -1,9 +1,6 @@
 package weights
 
 import (
-	"fmt"
-	"io"
-	"io/fs"
 	"slices"
 	"strings"
 
@@ -82,29 +79,4 @@ func GGUFMixOf(f *gguf.File, cfg *config.Model) (gguf.Mix, bool) {
 		}
 	}
 	return best, most > 0
-}
-
-// ReadGGUFMix is GGUFMixOf for the GGUF file name in files, its header only read: ""
-// for a file no mix fits (float tensors), and an error where the file cannot be read
-// as GGUF (or read at an offset).
-func ReadGGUFMix(files fs.FS, name string, cfg *config.Model) (gguf.Mix, error) {
-	f, err := files.Open(name)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	r, ok := f.(io.ReaderAt)
-	if !ok {
-		return "", fmt.Errorf("%s: cannot be read at an offset", name)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	g, err := gguf.Parse(r, st.Size(), name)
-	if err != nil {
-		return "", err
-	}
-	mix, _ := GGUFMixOf(g, cfg)
-	return mix, nil
 }

@@ -127,14 +127,14 @@ func (e Entry) GGUF() bool { return e.Mix != "" }
 // Unsloth names its quantizations.
 func GGUFFile(m gguf.Mix) string { return "diffusiongemma-26B-A4B-it-" + string(m) + ".gguf" }
 
-// GGUFProfile is the profile a GGUF download in mix m is estimated in on a GPU: the
-// Darkroom format a GPU converts most of its blocks to (engine/weights' decideGGUF)
-// — int8 in groups of 32 for the Q6_K and Q8_0 mixes, int4 for Q4_K_M and Q5_K_M
-// (whose Q6_K tensors become int8: the int4 profile's estimate is a little low
-// there, and a little high where its attention is int4 and theirs is not). On the
-// CPU the estimates count the file's blocks themselves (fit.Runtime.GGUF,
-// speed.Workload.GGUF); the Library ranks a download by it too (the 8-bit mixes
-// beside int8 made on this PC from the 52 GB download).
+// GGUFProfile is the Darkroom profile a GGUF download in mix m stands in for: the
+// format a GPU converts most of its blocks to (engine/weights' decideGGUF) — int8 in
+// groups of 32 for the Q6_K and Q8_0 mixes, int4 for the others and for a file near no
+// mix ("") — by which the Library ranks a download (the 8-bit mixes beside int8 made
+// on this PC from the 52 GB download) and a GPU's estimate sizes its dequantization
+// scratch. The weights themselves are counted tensor by tensor, as the file stores
+// them on the CPU and as the graph path converts them on a GPU (fit.Runtime.GGUF,
+// speed.Workload.GGUF: weights.GGUFLayout).
 func GGUFProfile(m gguf.Mix) quant.Profile {
 	if m == gguf.Q6KM || m == gguf.Q80M {
 		return quant.Int8Profile

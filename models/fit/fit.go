@@ -80,12 +80,13 @@ type Runtime struct {
 	Canvas       int  // canvas length (config canvas_length, else 256)
 	ComputeBytes int  // bytes per activation / KV element (4: f32 compute)
 	GPU          bool // overhead of a GPU backend (CUDA/XLA context) instead of the CPU one
-	// GGUF: the weights are a GGUF file's blocks in this llama.cpp mix
-	// (weights.GGUFType; "": not a GGUF file), which the CPU's host path holds as
-	// stored but for a Q6_K embedding, held as int8 (GGUFWeightBytes); a GPU's graphs
-	// hold them converted to the profile's int4 and int8, as the profile's estimate
-	// counts.
-	GGUF gguf.Mix
+	// GGUF: the weights are a GGUF file's blocks, laid out as this says (a llama.cpp
+	// mix's rule, or the file's own types: weights.GGUFLayout; zero: not a GGUF
+	// file), which the CPU's host path holds as stored but for a Q6_K embedding, held
+	// as int8 (GGUFWeightBytes), and a GPU's graphs hold converted to int4, affine
+	// int4 or int8 (GGUFDeviceWeightBytes); the profile prices only what the layout
+	// does not know.
+	GGUF weights.GGUFLayout
 	// Workers is how many parts of a product the CPU's kernels run at once
 	// (default kernels.Workers(): this process's GOMAXPROCS).
 	Workers int
@@ -169,29 +170,45 @@ func WeightBytes(cfg *config.Model, p quant.Profile) int64 {
 func HostWeightBytes(cfg *config.Model, p quant.Profile) int64 {
 	var total int64
 	for _, s := range weights.Specs(cfg) {
-		total += hostTensorBytes(cfg, p, "", s)
+		total += hostTensorBytes(cfg, p, weights.GGUFLayout{}, s)
 	}
 	return total
 }
 
-// ggufNote says what the weights of a GGUF file in mix m are on the CPU.
-func ggufNote(m gguf.Mix) string {
-	switch m {
-	case gguf.Q80M:
-		return "a GGUF file's blocks as stored (llama.cpp's Q8_0)"
-	case gguf.Q6KM:
-		return "a GGUF file's blocks as stored (llama.cpp's Q6_K: Q8_0 where rows are no 256-block), its embedding held as int8"
-	case gguf.Q5KM:
-		return "a GGUF file's blocks as stored (llama.cpp's Q5_K_M: Q5_K and Q6_K, Q5_1/Q8_0 where rows are no 256-block), its Q6_K embedding held as int8"
+// mixTypes says which types each mix gives the 26B's tensors (weights.GGUFType).
+var mixTypes = map[gguf.Mix]string{
+	gguf.Q4KM: "Q4_K_M (Q4_K and Q6_K, Q5_0/Q8_0 where rows are no 256-block)",
+	gguf.Q5KM: "Q5_K_M (Q5_K and Q6_K, Q5_1/Q8_0 where rows are no 256-block)",
+	gguf.Q6KM: "Q6_K (Q8_0 where rows are no 256-block)",
+	gguf.Q80M: "Q8_0",
+}
+
+// ggufNote says what the weights of a GGUF file of cfg laid out as l are on the CPU
+// (gpu false) or a GPU.
+func ggufNote(cfg *config.Model, l weights.GGUFLayout, gpu bool) string {
+	what := "a GGUF file's blocks (" + l.Describe(cfg) + ")"
+	if l.IsMix(cfg) {
+		what = "a GGUF file's blocks in llama.cpp's " + mixTypes[l.Mix]
 	}
-	return "a GGUF file's blocks as stored (llama.cpp's Q4_K_M: Q4_K and Q6_K, Q5_0/Q8_0 where rows are no 256-block), its Q6_K embedding held as int8"
+	switch {
+	case gpu:
+		return what + ", converted at load to int8 (Q8_0, Q6_K) and int4 (the rest; affine for Q4_K, Q4_1)"
+	case l.HostConverted():
+		return what + ", converted at load as a GPU holds them: its gate and up experts differ in type"
+	}
+	for _, s := range weights.Specs(cfg) {
+		if _, held := l.HostHeld(cfg, s); held { // weights.HostHeld: the Q6_K embedding alone
+			return what + " as stored, its Q6_K embedding held as int8"
+		}
+	}
+	return what + " as stored"
 }
 
 // hostTensorBytes is tensor s as the CPU's host path holds it: a GGUF file's
 // (GGUFHeldBytes), else as HostWeightBytes counts it.
-func hostTensorBytes(cfg *config.Model, p quant.Profile, mix gguf.Mix, s weights.Spec) int64 {
-	if mix != "" {
-		return GGUFHeldBytes(cfg, p, mix, s)
+func hostTensorBytes(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, s weights.Spec) int64 {
+	if l.IsGGUF() {
+		return GGUFHeldBytes(cfg, p, l, s)
 	}
 	if held, ok := weights.HostEmbedding(p, s); ok {
 		return held.Bytes(s.Shape)
@@ -205,11 +222,11 @@ func hostTensorBytes(cfg *config.Model, p quant.Profile, mix gguf.Mix, s weights
 // int8 (weights.HostEmbedding), a GGUF file's Q6_K embedding held as int8
 // (weights.HostHeld) — where the rest is mapped from the files. The norms and
 // other vectors some formats read onto the heap too are left out: kilobytes.
-func HostHeapBytes(cfg *config.Model, p quant.Profile, mix gguf.Mix) int64 {
+func HostHeapBytes(cfg *config.Model, p quant.Profile, l weights.GGUFLayout) int64 {
 	var total int64
 	for _, s := range weights.Specs(cfg) {
-		if HostOnHeap(cfg, p, mix, s) {
-			total += hostTensorBytes(cfg, p, mix, s)
+		if HostOnHeap(cfg, p, l, s) {
+			total += hostTensorBytes(cfg, p, l, s)
 		}
 	}
 	return total
@@ -217,13 +234,13 @@ func HostHeapBytes(cfg *config.Model, p quant.Profile, mix gguf.Mix) int64 {
 
 // HostOnHeap reports whether the CPU's host path reads tensor s onto its heap,
 // converted (HostHeapBytes), rather than mapping it from the model's files.
-func HostOnHeap(cfg *config.Model, p quant.Profile, mix gguf.Mix, s weights.Spec) bool {
-	if mix != "" {
-		if t, ok := weights.GGUFType(cfg, mix, s); ok {
-			_, held := weights.HostHeld(t, s.Name)
-			return held
+func HostOnHeap(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, s weights.Spec) bool {
+	if l.IsGGUF() {
+		if l.HostConverted() {
+			return true
 		}
-		return false
+		_, held := l.HostHeld(cfg, s)
+		return held
 	}
 	_, ok := weights.HostEmbedding(p, s)
 	return ok
@@ -284,8 +301,10 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 
 	w, note := WeightBytes(cfg, p), weightNote(p)
 	switch {
-	case rt.GGUF != "" && !rt.GPU:
-		w, note = GGUFWeightBytes(cfg, p, rt.GGUF), ggufNote(rt.GGUF)
+	case rt.GGUF.IsGGUF() && rt.GPU:
+		w, note = GGUFDeviceWeightBytes(cfg, p, rt.GGUF), ggufNote(cfg, rt.GGUF, true)
+	case rt.GGUF.IsGGUF():
+		w, note = GGUFWeightBytes(cfg, p, rt.GGUF), ggufNote(cfg, rt.GGUF, false)
 	case !rt.GPU && HostWeightBytes(cfg, p) != w:
 		w, note = HostWeightBytes(cfg, p), note+"; on the CPU the embedding held as int8 (f32 scales)"
 	}

@@ -234,17 +234,18 @@ func TestTinyModel(t *testing.T) {
 // 21, Q8_0 25, in GiB rounded to whole ones; shared/reference/diffusiongemma.md);
 // each is held on the CPU as stored but for a Q6_K embedding, held as int8 in groups
 // of 32 (weights.HostHeld: 1.125 bytes a weight for 0.8203), while on a GPU it is
-// counted as the profile it is converted to; the CPU estimate's weights part is the
-// held bytes.
+// counted as the graph path converts it (GGUFDeviceWeightBytes: TestEstimateCountsTheGGUFGraphBuffers
+// holds that to the engine); the estimates' weights parts are these.
 func TestGGUFWeights(t *testing.T) {
 	cfg := catalog.DiffusionGemma26B()
 	card := map[gguf.Mix]float64{gguf.Q4KM: 16, gguf.Q5KM: 18, gguf.Q6KM: 21, gguf.Q80M: 25}
 	for _, m := range gguf.Mixes {
+		l := weights.MixLayout(m)
 		e, ok := catalog.Find(catalog.GGUFIDs[m])
 		if !ok || e.Mix != m || e.Size <= 0 {
 			t.Fatalf("%s: no GGUF entry with a size", m)
 		}
-		file := GGUFFileBytes(cfg, quant.Int4Profile, m)
+		file := GGUFFileBytes(cfg, quant.Int4Profile, l)
 		if d := float64(file)/float64(e.Size) - 1; d < -0.01 || d > 0.01 {
 			t.Errorf("%s: GGUF weights %.2f GB, the download %.2f GB", m, float64(file)/gb, float64(e.Size)/gb)
 		}
@@ -257,21 +258,23 @@ func TestGGUFWeights(t *testing.T) {
 				q6k += s.Elements()
 			}
 		}
-		got := GGUFWeightBytes(cfg, quant.Int4Profile, m)
+		got := GGUFWeightBytes(cfg, quant.Int4Profile, l)
 		if want := file + q6k*9/8 - q6k/256*210; (q6k < 738_000_000) != (m == gguf.Q80M) || got != want {
 			t.Errorf("%s: held on the CPU %d bytes, want %d (the file's %d with %d Q6_K weights as int8 g32)", m, got, want, file, q6k)
 		}
-		cpu, err := Compute(cfg, quant.Int4Profile, Runtime{GGUF: m})
+		cpu, err := Compute(cfg, quant.Int4Profile, Runtime{GGUF: l})
 		if err != nil {
 			t.Fatal(err)
 		}
-		gpu, err := Compute(cfg, quant.Int4Profile, Runtime{GGUF: m, GPU: true})
+		gpu, err := Compute(cfg, quant.Int4Profile, Runtime{GGUF: l, GPU: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cpu.Part(PartWeights) != got || gpu.Part(PartWeights) != WeightBytes(cfg, quant.Int4Profile) {
-			t.Errorf("%s: weights on the CPU %d (want %d), on a GPU %d (want the int4 profile's %d)",
-				m, cpu.Part(PartWeights), got, gpu.Part(PartWeights), WeightBytes(cfg, quant.Int4Profile))
+		dev := GGUFDeviceWeightBytes(cfg, quant.Int4Profile, l)
+		t.Logf("%s: file %.2f GB, on the CPU %.2f GB, on a GPU %.2f GB (the int4 profile %.2f, int8 %.2f)", m, float64(file)/gb,
+			float64(got)/gb, float64(dev)/gb, float64(WeightBytes(cfg, quant.Int4Profile))/gb, float64(WeightBytes(cfg, quant.Int8Profile))/gb)
+		if cpu.Part(PartWeights) != got || gpu.Part(PartWeights) != dev {
+			t.Errorf("%s: weights on the CPU %d (want %d), on a GPU %d (want %d)", m, cpu.Part(PartWeights), got, gpu.Part(PartWeights), dev)
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
-// TestHostHeapBytes holds HostHeapBytes to the engine itself: the bytes of the
+// TestHostHeapBytes holds HostHeapBytes (and a GGUF's weights on a GPU) to the engine itself: the bytes of the
 // matrices a mapped checkpoint's first lookups read onto the heap
 // (weights.Mapped.FirstRead), as held there, in an NVFP4 export (its BF16 embedding
 // held as int8) and the GGUFs of each mix (a Q6_K embedding held as int8, the other
@@ -55,16 +55,42 @@ func TestHostHeapBytes(t *testing.T) {
 				}
 				heap += st.Bytes()
 			}
-			want := HostHeapBytes(cfg, c.p, c.opts.GGUF)
+			mix, file := weights.MixLayout(c.opts.GGUF), m.GGUFLayout()
+			if file.IsGGUF() != (c.opts.GGUF != "") {
+				t.Fatalf("the mapped file's layout: GGUF %v", file.IsGGUF())
+			}
+			want := HostHeapBytes(cfg, c.p, mix)
 			if heap != want || (c.name != "int4" && c.name != "q8_0") != (heap > 0) {
 				t.Errorf("the engine reads %d bytes of matrices onto the heap, HostHeapBytes says %d", heap, want)
 			}
-			est, err := Compute(cfg, c.p, Runtime{GGUF: c.opts.GGUF})
+			if got := HostHeapBytes(cfg, c.p, file); got != heap {
+				t.Errorf("by the file's own types HostHeapBytes says %d, the engine reads %d", got, heap)
+			}
+			est, err := Compute(cfg, c.p, Runtime{GGUF: mix})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if est.Pageable != est.Part(PartWeights)-heap {
 				t.Errorf("pageable %d, want the weights' %d less the heap's %d", est.Pageable, est.Part(PartWeights), heap)
+			}
+			if c.opts.GGUF == "" {
+				return
+			}
+			// On a GPU: the weights as the graph path loads them (weights.Load converts
+			// a GGUF's blocks: engine/weights' TestGGUFOnTheGraphPath holds a runner's
+			// device buffers to that set), by the mix's rule and by the file's types.
+			set, err := weights.Load(dir, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range []weights.GGUFLayout{mix, file} {
+				gpu, err := Compute(cfg, c.p, Runtime{GGUF: l, GPU: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if gpu.Part(PartWeights) != set.Bytes() {
+					t.Errorf("on a GPU the estimate counts %d B of weights, the graph path loads %d B", gpu.Part(PartWeights), set.Bytes())
+				}
 			}
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/kernels"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
@@ -94,11 +93,13 @@ type passes struct {
 	bpw     map[string]float64 // by weight name: bytes per weight as stored
 }
 
-func newPasses(cfg *config.Model, p quant.Profile) *passes { return newPassesOf(cfg, p, "") }
+func newPasses(cfg *config.Model, p quant.Profile) *passes {
+	return newPassesOf(cfg, p, weights.GGUFLayout{})
+}
 
 // newPassesOf is newPasses with the weights under profile p, or in the types of a GGUF
-// file in mix (storedAs).
-func newPassesOf(cfg *config.Model, p quant.Profile, mix gguf.Mix) *passes {
+// file laid out as l (storedAs).
+func newPassesOf(cfg *config.Model, p quant.Profile, l weights.GGUFLayout) *passes {
 	ps := &passes{t: &cfg.Text, formats: map[string]string{}, bpw: map[string]float64{}}
 	for _, s := range weights.Specs(cfg) {
 		n := 1
@@ -106,7 +107,7 @@ func newPassesOf(cfg *config.Model, p quant.Profile, mix gguf.Mix) *passes {
 			n *= d
 		}
 		var b int64
-		ps.formats[s.Name], b = storedAs(cfg, p, mix, s, n)
+		ps.formats[s.Name], b = storedAs(cfg, p, l, s, n)
 		if n > 0 {
 			ps.bpw[s.Name] = float64(b) / float64(n)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
@@ -135,22 +136,31 @@ func ForEntry(e catalog.Entry, cfg *config.Model, p quant.Profile, device string
 // ForEntryFrom is ForEntry for a model that runs from the disk (d; nil: from
 // memory, ForEntry).
 func ForEntryFrom(e catalog.Entry, cfg *config.Model, p quant.Profile, device string, r *Rates, tokens int, d *FromDisk) (*Estimate, error) {
+	return forEntry(e, cfg, p, weights.MixLayout(e.Mix), device, r, tokens, d)
+}
+
+// forEntry is ForEntryFrom for weights laid out as l in a GGUF file (zero: none).
+func forEntry(e catalog.Entry, cfg *config.Model, p quant.Profile, l weights.GGUFLayout, device string, r *Rates, tokens int, d *FromDisk) (*Estimate, error) {
 	if device != "cpu" {
 		if device == "gpu" {
 			device = "GPU"
 		}
 		return Unknown(fmt.Sprintf("unknown on the %s (Darkroom measures only its CPU kernels' rates)", device)), nil
 	}
-	return Compute(cfg, p, r, Workload{Tokens: tokens, Steps: e.Steps, GuidanceRounds: e.GuidanceRounds, GGUF: e.Mix, FromDisk: d})
+	return Compute(cfg, p, r, Workload{Tokens: tokens, Steps: e.Steps, GuidanceRounds: e.GuidanceRounds, GGUF: l, FromDisk: d})
 }
 
 // ForLoaded is the default mode of a model Darkroom loaded (name as the user gave
 // it, its config), with the estimate behind it: the catalog says whether its modes
-// write equally well (catalog.ForModel), its config.json which profile it is in; d,
-// where its weights are read from the disk (LoadedFromDisk), prices the reads.
-func ForLoaded(name string, cfg *config.Model, device string, r *Rates, d *FromDisk) (Choice, *Estimate) {
+// write equally well (catalog.ForModel), its config.json which profile it is in, and
+// layout, where its weights came from a GGUF file (engine.Engine.GGUFLayout), the
+// file's own block types — a GGUF file's config.json is the bf16 checkpoint's, and a
+// file the catalog does not list (any quantization of Unsloth's repo, another
+// publisher's) is priced as it is; d, where its weights are read from the disk
+// (LoadedFromDisk), prices the reads.
+func ForLoaded(name string, cfg *config.Model, layout weights.GGUFLayout, device string, r *Rates, d *FromDisk) (Choice, *Estimate) {
 	e, _ := catalog.ForModel(name, cfg)
-	est, err := ForEntryFrom(e, cfg, ProfileOf(cfg), device, r, 0, d)
+	est, err := forEntry(e, cfg, ProfileOf(cfg), layout, device, r, 0, d)
 	if err != nil {
 		est = Unknown(err.Error())
 	}

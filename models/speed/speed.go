@@ -93,7 +93,6 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/config"
-	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -109,13 +108,13 @@ type Workload struct {
 	// canvas (default: the generation config's maximum when guidance is on).
 	Steps          float64
 	GuidanceRounds float64
-	// GGUF: the weights are a GGUF file's blocks, multiplied as stored, in this
-	// llama.cpp mix's types ("": not a GGUF file; weights.GGUFType: llama.cpp's
-	// rules; a Q6_K embedding held as int8 in groups of 32, int8G32) — each tensor's
-	// AR product priced at its block type's measured rate and bytes, its canvas
-	// products at IntGEMM's rate where the integer path took that type when the rates
-	// were measured (Rates.IntGGUF), else on the float path.
-	GGUF gguf.Mix
+	// GGUF: the weights are a GGUF file's blocks, multiplied as stored, laid out as
+	// this says (zero: not a GGUF file; a llama.cpp mix's rule or the file's own
+	// types: weights.GGUFLayout; a Q6_K embedding held as int8 in groups of 32,
+	// int8G32) — each tensor's AR product priced at its block type's measured rate and
+	// bytes, its canvas products at IntGEMM's rate where the integer path took that
+	// type when the rates were measured (Rates.IntGGUF), else on the float path.
+	GGUF weights.GGUFLayout
 	// FromDisk, where the model's mapped weights do not all fit in memory
 	// (models/fit's FromDisk), prices the disk's reads: nil where they fit.
 	FromDisk *FromDisk
@@ -399,7 +398,7 @@ type read struct{ weights, bytes float64 }
 
 // readSet sums, by stored format, the share share(s) of each tensor a pass reads
 // (under profile p, or in a GGUF file's types: storedAs).
-func readSet(cfg *config.Model, p quant.Profile, mix gguf.Mix, share func(weights.Spec) float64) map[string]read {
+func readSet(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, share func(weights.Spec) float64) map[string]read {
 	out := map[string]read{}
 	for _, s := range weights.Specs(cfg) {
 		f := share(s)
@@ -410,7 +409,7 @@ func readSet(cfg *config.Model, p quant.Profile, mix gguf.Mix, share func(weight
 		for _, d := range s.Shape {
 			n *= d
 		}
-		k, b := storedAs(cfg, p, mix, s, n)
+		k, b := storedAs(cfg, p, l, s, n)
 		x := out[k]
 		x.weights += f * float64(n)
 		x.bytes += f * float64(b)
@@ -420,22 +419,37 @@ func readSet(cfg *config.Model, p quant.Profile, mix gguf.Mix, share func(weight
 }
 
 // storedAs names the stored format of tensor s (n weights) and its bytes: under
-// profile p (formatOf), or with a GGUF mix as the host path holds the type the mix
-// stores it in (weights.GGUFType; fit.GGUFHeldBytes; its tensors not quantized, as
-// under p). A tensor held converted (weights.HostHeld: a Q6_K embedding as int8 in
-// groups of 32) is int8G32, and NVFP4's embedding, held in int8
-// (weights.HostEmbedding), int8.
-func storedAs(cfg *config.Model, p quant.Profile, mix gguf.Mix, s weights.Spec, n int) (string, int64) {
-	if held, ok := weights.HostEmbedding(p, s); ok && mix == "" {
-		return "int8", held.Bytes(s.Shape)
-	}
-	if t, ok := weights.GGUFType(cfg, mix, s); mix != "" && ok {
-		if _, held := weights.HostHeld(t, s.Name); held { // int8 g32 (TestGGUFFormats holds it so)
-			return int8G32, fit.GGUFHeldBytes(cfg, p, mix, s)
+// profile p (formatOf), or in a GGUF file laid out as l as the host path holds it
+// (fit.GGUFHeldBytes): its block type as stored (ggufFormat), a tensor held converted
+// (weights.HostHeld: a Q6_K embedding as int8 in groups of 32) int8G32, a file the host
+// holds converted throughout (GGUFLayout.HostConverted) in int8 or int4. NVFP4's
+// embedding, held in int8 (weights.HostEmbedding), is int8.
+func storedAs(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, s weights.Spec, n int) (string, int64) {
+	if !l.IsGGUF() {
+		if held, ok := weights.HostEmbedding(p, s); ok {
+			return "int8", held.Bytes(s.Shape)
 		}
-		return ggufFormat(t), fit.GGUFHeldBytes(cfg, p, mix, s)
+		b := fit.TensorBytes(cfg, p, s)
+		return formatOf(cfg, p, s, b, n), b
 	}
-	b := fit.TensorBytes(cfg, p, s)
+	b := fit.GGUFHeldBytes(cfg, p, l, s)
+	if l.HostConverted() {
+		switch q, ok := l.Converted(cfg, s); {
+		case ok && q.Bits == 8:
+			return "int8", b
+		case ok:
+			return "int4", b
+		case b >= 4*int64(n):
+			return "f32", b
+		}
+		return "bf16", b
+	}
+	if _, held := l.HostHeld(cfg, s); held { // int8 g32 (TestGGUFFormats holds it so)
+		return int8G32, b
+	}
+	if t, ok := l.Type(cfg, s); ok {
+		return ggufFormat(t), b
+	}
 	return formatOf(cfg, p, s, b, n), b
 }
 

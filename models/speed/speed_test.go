@@ -308,7 +308,7 @@ func TestChoose(t *testing.T) {
 		t.Errorf("on a GPU backend: %+v, %+v", onGPU, c)
 	}
 	// A folder holding the 26B's architecture under a name the catalog does not know.
-	if c, _ := ForLoaded("/work/dg26b-int4", cfg, "cpu", cpu, nil); c.Mode != engine.AR {
+	if c, _ := ForLoaded("/work/dg26b-int4", cfg, weights.GGUFLayout{}, "cpu", cpu, nil); c.Mode != engine.AR {
 		t.Errorf("26B folder: %+v", c)
 	}
 }
@@ -810,7 +810,7 @@ func TestGGUFFormats(t *testing.T) {
 		for _, d := range s.Shape {
 			n *= d
 		}
-		f, b := storedAs(cfg, quant.Int4Profile, gguf.Q4KM, s, n)
+		f, b := storedAs(cfg, quant.Int4Profile, weights.MixLayout(gguf.Q4KM), s, n)
 		if f != w && !(w == "f32" && f == "bf16") {
 			t.Errorf("%s: %s, want %s", s.Name, f, w)
 		}
@@ -867,7 +867,7 @@ func TestGGUFIntProducts(t *testing.T) {
 		return r
 	}
 	step := func(r *Rates, g gguf.Mix) float64 {
-		e, err := Compute(cfg, quant.Int4Profile, r, Workload{GGUF: g})
+		e, err := Compute(cfg, quant.Int4Profile, r, Workload{GGUF: weights.MixLayout(g)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -896,7 +896,7 @@ func TestNVFP4Embedding(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		func() {
 			defer kernels.SetIntProducts(kernels.SetIntProducts(on))
-			f, b := storedAs(cfg, quant.NVFP4Profile, "", s, n)
+			f, b := storedAs(cfg, quant.NVFP4Profile, weights.GGUFLayout{}, s, n)
 			want, wantB := "bf16", int64(2*n)
 			if kernels.IntProducts() {
 				want, wantB = "int8", int64(n+4*s.Shape[0])
@@ -904,9 +904,31 @@ func TestNVFP4Embedding(t *testing.T) {
 			if f != want || b != wantB {
 				t.Errorf("integer products %v: %s, %d bytes; want %s, %d", kernels.IntProducts(), f, b, want, wantB)
 			}
-			if i4, _ := storedAs(cfg, quant.Int4Profile, "", s, n); kernels.IntProducts() && f != i4 {
+			if i4, _ := storedAs(cfg, quant.Int4Profile, weights.GGUFLayout{}, s, n); kernels.IntProducts() && f != i4 {
 				t.Errorf("held as %s, the int4 profile's embedding as %s", f, i4)
 			}
 		}()
+	}
+}
+
+// TestForLoadedGGUF: a model loaded from a GGUF file is priced by the file's own
+// blocks (engine.Engine.GGUFLayout) — a GGUF's config.json is the bf16 checkpoint's,
+// and a file the catalog does not list (a folder, another quantization of the repo)
+// was priced as that: three times the bytes a token of a Q4_K_M file reads.
+func TestForLoadedGGUF(t *testing.T) {
+	cfg := catalog.DiffusionGemma26B()
+	r := flat(1e10, 1e10, 1e12, 1e9)
+	l := weights.MixLayout(gguf.Q4KM)
+	_, asBF16 := ForLoaded("/work/my-gguf", cfg, weights.GGUFLayout{}, "cpu", r, nil)
+	_, got := ForLoaded("/work/my-gguf", cfg, l, "cpu", r, nil)
+	e, _ := catalog.ForModel("/work/my-gguf", cfg)
+	want, err := Compute(cfg, ProfileOf(cfg), r, Workload{Steps: e.Steps, GuidanceRounds: e.GuidanceRounds, GGUF: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Known() || got.AR.UnitBytes != want.AR.UnitBytes || got.Diffusion.UnitBytes != want.Diffusion.UnitBytes ||
+		got.AR.UnitBytes > asBF16.AR.UnitBytes/2 {
+		t.Errorf("a loaded Q4_K_M file reads %.3g GB a token (its layout's estimate %.3g, as bf16 %.3g)",
+			got.AR.UnitBytes/1e9, want.AR.UnitBytes/1e9, asBF16.AR.UnitBytes/1e9)
 	}
 }

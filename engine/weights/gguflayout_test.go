@@ -1,0 +1,108 @@
+package weights_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/weights"
+)
+
+// TestGGUFLayoutCounts holds a file's layout (weights.ReadGGUFLayout, and the mapped
+// file's own) to the loader: a file of types no llama.cpp mix gives (the fixture's
+// Q2_K, Q3_K, IQ4_NL, Q4_0 … beside Q4_K, Q6_K, Q8_0) has each tensor's type as
+// written; its tensors' bytes as the graph path holds them (DeviceBytes) sum to the
+// loaded set's, which is what a GPU holds (TestGGUFOnTheGraphPath); and as the host
+// path holds them — stored, but for what it converts (HostHeld) — to the mapped
+// file's.
+func TestGGUFLayoutCounts(t *testing.T) {
+	cfg := ggufConfig()
+	for _, split := range []bool{false, true} {
+		fx := writeGGUF(t, t.TempDir(), cfg, split, nil)
+		dir := filepath.Dir(fx.path)
+		l, err := weights.ReadGGUFLayout(os.DirFS(dir), filepath.Base(fx.path), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !l.IsGGUF() || !l.Quantized() || l.IsMix(cfg) || l.HostConverted() {
+			t.Errorf("split %v: GGUF %v, quantized %v, a mix %v (%q), converted on the host %v", split, l.IsGGUF(), l.Quantized(), l.IsMix(cfg), l.Mix, l.HostConverted())
+		}
+		for _, s := range weights.Specs(cfg) {
+			if typ, ok := l.Type(cfg, s); !ok || typ != fx.types[s.Name] {
+				t.Errorf("%s: type %v (%v), written %v", s.Name, typ, ok, fx.types[s.Name])
+			}
+		}
+		desc := l.Describe(cfg)
+		for _, typ := range []string{"Q2_K", "Q3_K", "IQ4_NL", "Q4_K", "Q6_K", "Q8_0"} {
+			if !strings.Contains(desc, typ) {
+				t.Errorf("described as %q: no %s", desc, typ)
+			}
+		}
+
+		set, err := weights.LoadGGUF(fx.path, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok, err := weights.Map(dir, cfg, nil)
+		if err != nil || !ok {
+			t.Fatalf("map: ok %v, %v", ok, err)
+		}
+		for _, l := range []weights.GGUFLayout{l, m.GGUFLayout()} {
+			var device, host int64
+			for _, s := range weights.Specs(cfg) {
+				d, ok := l.DeviceBytes(cfg, s)
+				b, okB := l.StoredBytes(cfg, s)
+				if !ok || !okB {
+					t.Fatalf("%s: no bytes", s.Name)
+				}
+				device += d
+				if h, held := l.HostHeld(cfg, s); held {
+					b = h
+				}
+				host += b
+			}
+			if device != set.Bytes() || host != m.Bytes() {
+				t.Errorf("split %v: on a device %d B (the loaded set %d B), on the host %d B (mapped %d B)", split, device, set.Bytes(), host, m.Bytes())
+			}
+		}
+		m.Close()
+	}
+}
+
+// TestGGUFLayoutConverted: split gate and up experts of two types, which the host
+// path cannot multiply as stored (Map declines the file, Load converts it), make the
+// layout HostConverted.
+func TestGGUFLayoutConverted(t *testing.T) {
+	cfg := ggufConfig()
+	fx := writeGGUF(t, t.TempDir(), cfg, true, func(ts []gguf.WriteTensor) []gguf.WriteTensor {
+		for i, w := range ts {
+			if !strings.HasSuffix(w.Name, "ffn_up_exps.weight") {
+				continue
+			}
+			n := 1
+			for _, d := range w.Shape {
+				n *= d
+			}
+			vals := make([]float32, n)
+			if err := gguf.Dequantize(w.Type, w.Data, vals); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := gguf.Quantize(gguf.Q8_0, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts[i].Type, ts[i].Data = gguf.Q8_0, raw
+		}
+		return ts
+	})
+	dir := filepath.Dir(fx.path)
+	if _, ok, err := weights.Map(dir, cfg, nil); ok || err != nil {
+		t.Fatalf("map: ok %v, %v; want declined", ok, err)
+	}
+	l, err := weights.ReadGGUFLayout(os.DirFS(dir), filepath.Base(fx.path), cfg)
+	if err != nil || !l.HostConverted() {
+		t.Errorf("layout: converted on the host %v, %v", l.HostConverted(), err)
+	}
+}
