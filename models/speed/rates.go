@@ -27,7 +27,7 @@ import (
 
 // calibrationVersion changes when what Measure measures changes, so that rates
 // cached by an older binary are measured again.
-const calibrationVersion = 17
+const calibrationVersion = 18
 
 // Rates are what this machine's CPU does with Darkroom's own kernels (engine/kernels),
 // measured by Measure.
@@ -1091,14 +1091,17 @@ func vecPass(kind string, width, n int) (func(), error) {
 // streaming from memory.
 var formats = []string{"f32", "bf16", "int8", "int4", "nvfp4"}
 
-// ggufTypes are a GGUF file's block types that the estimates price (weights.GGUFType:
-// the mixes' types; a Q6_K embedding held as int8, int8G32), timed as the formats are
+// ggufTypes are a GGUF file's block types that the estimates price (the mixes' types,
+// weights.GGUFType, and the others a community file may hold that Darkroom multiplies
+// as stored, weights.GGUFLayout; a Q6_K embedding held as int8, int8G32; F16, rare,
+// is priced as f32), timed as the formats are
 // — the AR product (GEMV) in the caches and streaming (GEMVStream, GEMVJob: since the
 // printer's GGUF products run in integers their kernels outrun the memory, and the
 // memory's rate alone priced them a third too fast), the canvas product's decoding
 // (Decode); ggufFormats their formats' names (ggufFormat).
 var (
-	ggufTypes   = []gguf.Type{gguf.Q4_K, gguf.Q5_0, gguf.Q8_0, gguf.Q5_K, gguf.Q5_1, gguf.Q6_K}
+	ggufTypes = []gguf.Type{gguf.Q4_K, gguf.Q5_0, gguf.Q8_0, gguf.Q5_K, gguf.Q5_1, gguf.Q6_K,
+		gguf.Q4_0, gguf.Q4_1, gguf.Q2_K, gguf.Q3_K, gguf.IQ4_NL, gguf.IQ4_XS}
 	ggufFormats = func() (fs []string) {
 		for _, t := range ggufTypes {
 			fs = append(fs, ggufFormat(t))
@@ -1154,10 +1157,16 @@ func matrixOf(f string, rows, cols int) (*kernels.Matrix, error) {
 		for i := range w.Data {
 			w.Data[i] = byte(i * 37)
 		}
-		at := []int{0}
+		at := []int{0} // where the block's fp16 scales are (ggml's block layouts)
 		switch t {
-		case gguf.Q4_K:
-			at = []int{0, 2}
+		case gguf.Q4_K, gguf.Q5_K, gguf.Q4_1, gguf.Q5_1:
+			at = []int{0, 2} // d and dmin (m)
+		case gguf.Q6_K:
+			at = []int{208}
+		case gguf.Q3_K:
+			at = []int{108}
+		case gguf.Q2_K:
+			at = []int{80, 82}
 		}
 		for b := 0; b < len(w.Data); b += bb {
 			for _, o := range at {
