@@ -246,19 +246,25 @@ func tinyHubLibrary(t *testing.T) (*App, *managerLibrary) {
 func chooseAndTap(t *testing.T, l *LibraryScreen, profile, text string) {
 	t.Helper()
 	found := false
-	asUI(func() { // (under uiMu, as libraryCardOf reads the cards: not through it, which takes uiMu itself)
-		c := l.byName[catalog.DiffusionGemmaID]
-		if c == nil {
-			return
-		}
-		c.profile.SetSelected(profile)
-		for _, o := range c.buttons.Objects {
-			if b, ok := o.(*widget.Button); ok && b.Text == text && !found {
-				found = true
-				test.Tap(b)
+	deadline := time.Now().Add(10 * time.Second) // the card rebuilds its buttons after its entry changes, as the UI gets to it
+	for !found && time.Now().Before(deadline) {
+		asUI(func() { // (under uiMu, as libraryCardOf reads the cards: not through it, which takes uiMu itself)
+			c := l.byName[catalog.DiffusionGemmaID]
+			if c == nil {
+				return
 			}
+			c.profile.SetSelected(profile)
+			for _, o := range c.buttons.Objects {
+				if b, ok := o.(*widget.Button); ok && b.Text == text && !found {
+					found = true
+					test.Tap(b)
+				}
+			}
+		})
+		if !found {
+			time.Sleep(5 * time.Millisecond)
 		}
-	})
+	}
 	if !found {
 		t.Fatalf("no %q button on the card with %s chosen", text, profile)
 	}
