@@ -217,7 +217,7 @@ func (m *Manager) Entries() ([]Entry, error) {
 		}
 		for _, l := range locals {
 			switch {
-			case ce.Repo != "" && strings.EqualFold(l.Repo, ce.Repo) && l.Source == "hub":
+			case isDownloadOf(ce, l):
 				e.Local, e.Dir, e.State = l, m.store.ModelDir(l.Name), string(l.State)
 				used[l.Name] = true
 			case (l.BaseOf == ce.ID || (ce.Repo != "" && l.BaseOf == ce.Repo)) && slices.Contains(ce.Profiles, quant.Profile(l.Profile)):
@@ -236,6 +236,55 @@ func (m *Manager) Entries() ([]Entry, error) {
 		add(m.localEntry(l))
 	}
 	return out, nil
+}
+
+// isDownloadOf reports whether local model l is the download of catalog entry ce:
+// fetched from its repo, and for a GGUF entry holding its mix's file (the entries of
+// Unsloth's repo are one file each; a folder named by the repo alone, as the Q4_K_M
+// was before the repo's other mixes were listed, is the Q4_K_M's).
+func isDownloadOf(ce catalog.Entry, l *store.Manifest) bool {
+	if ce.Repo == "" || l.Source != "hub" || !strings.EqualFold(l.Repo, ce.Repo) {
+		return false
+	}
+	if !ce.GGUF() {
+		return true
+	}
+	for _, f := range l.Files {
+		if strings.EqualFold(path.Base(f.Name), catalog.GGUFFile(ce.Mix)) {
+			return true
+		}
+	}
+	return false
+}
+
+// downloadOf is the name of catalog entry e's download in the store: the local model
+// that is its download (isDownloadOf), else the name a new one takes
+// (catalog.Entry.LocalName).
+func (m *Manager) downloadOf(e catalog.Entry) string {
+	if locals, err := m.store.List(); err == nil {
+		for _, l := range locals {
+			if isDownloadOf(e, l) {
+				return l.Name
+			}
+		}
+	}
+	return e.LocalName()
+}
+
+// EntryOf is the catalog entry whose download the local model named model is (a
+// transfer's and its events' name: a repo, or a GGUF repo and its mix), and false
+// for a model the catalog does not list.
+func (m *Manager) EntryOf(model string) (catalog.Entry, bool) {
+	man, err := m.store.Load(model)
+	for _, e := range catalog.Entries() {
+		if e.Repo == "" {
+			continue
+		}
+		if err == nil && isDownloadOf(e, man) || err != nil && e.LocalName() == model {
+			return e, true
+		}
+	}
+	return catalog.Entry{}, false
 }
 
 // localEntry is the entry of a local model the catalog does not list: a
@@ -328,7 +377,7 @@ func (m *Manager) localName(name string) (string, error) {
 		if e.Builtin {
 			return "", fmt.Errorf("%s is built into Darkroom and cannot be deleted", e.Name)
 		}
-		candidates = append([]string{e.Repo, e.ID}, candidates...)
+		candidates = append([]string{m.downloadOf(e), e.ID}, candidates...)
 	}
 	for _, c := range candidates {
 		if c == "" {
@@ -490,7 +539,7 @@ func (m *Manager) Resolve(nameOrDir string) (string, error) {
 	}
 	var candidates []string
 	if e, ok := catalog.Find(nameOrDir); ok {
-		candidates = append(candidates, e.Repo, e.ID)
+		candidates = append(candidates, m.downloadOf(e), e.ID)
 	}
 	candidates = append(candidates, nameOrDir)
 	for _, c := range candidates {
@@ -594,7 +643,7 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		if e.Builtin {
 			return nil, fmt.Errorf("%s is built into Darkroom; nothing to download", e.Name)
 		}
-		repo, modelName = e.Repo, e.Repo
+		repo, modelName = e.Repo, m.downloadOf(e)
 		if len(include) == 0 {
 			include = e.Include
 		}
@@ -946,15 +995,16 @@ func (t *Transfer) Cancel() {
 
 // Transfer returns the running download of a model, nil if none.
 func (m *Manager) Transfer(name string) *Transfer {
+	local := ""
+	if e, ok := catalog.Find(name); ok {
+		local = m.downloadOf(e) // (the store read outside m.mu)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t := m.jobs[name]; t != nil {
 		return t
 	}
-	if e, ok := catalog.Find(name); ok {
-		return m.jobs[e.Repo]
-	}
-	return nil
+	return m.jobs[local]
 }
 
 // Pause, Resume and Cancel act on a model's running download by name. Cancel

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -898,7 +899,7 @@ func TestPullGGUFWithCompanion(t *testing.T) {
 	if err := tr.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	dir := m.store.ModelDir(e.Repo)
+	dir := m.store.ModelDir(e.LocalName())
 	checkModel(t, dir, []*hubtest.File{gguf[0], base[0], base[1]})
 	for _, name := range []string{"diffusiongemma-26B-A4B-it-Q8_0.gguf", "model-00001-of-00002.safetensors"} {
 		if h.Sent(name) != 0 {
@@ -1180,5 +1181,106 @@ func TestIsPath(t *testing.T) {
 		if got := isPath(s); got != want {
 			t.Errorf("isPath(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// TestPullTwoGGUFMixes pulls two of the catalog's GGUF entries of one repo (Unsloth's
+// Q4_K_M, then its Q6_K). Each is a model of its own: its own folder with its one
+// .gguf file (the loader refuses a folder of two), its card alone "complete" while
+// the other is not downloaded, each resolved by its ID and deleted alone. They had
+// shared the repo's folder: after the Q4_K_M every GGUF card said it was downloaded
+// and loaded the Q4_K_M, and the Q6_K's download made the folder unloadable.
+func TestPullTwoGGUFMixes(t *testing.T) {
+	q4, _ := catalog.Find(catalog.GGUFIDs[gguf.Q4KM])
+	q6, _ := catalog.Find(catalog.GGUFIDs[gguf.Q6KM])
+	h := hubtest.New()
+	defer h.Close()
+	cfg, err := config.Tiny().MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []*hubtest.File{
+		{Name: catalog.GGUFFile(gguf.Q4KM), Data: bytes.Repeat([]byte("q4"), 300<<10), LFS: true},
+		{Name: catalog.GGUFFile(gguf.Q6KM), Data: bytes.Repeat([]byte("q6"), 400<<10), LFS: true},
+	}
+	h.Add(q4.Repo, &hubtest.Repo{Files: files})
+	h.Add(q4.Companion.Repo, &hubtest.Repo{Files: []*hubtest.File{
+		{Name: "config.json", Data: cfg}, {Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)}}})
+	m := newManager(t, h, t.TempDir(), "")
+	state := func(id string) string {
+		es, err := m.Entries()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			if e.ID == id {
+				return e.State
+			}
+		}
+		return "absent"
+	}
+	pull := func(id string) {
+		tr, err := m.Pull(context.Background(), id, PullOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pull(q4.ID)
+	if s4, s6 := state(q4.ID), state(q6.ID); s4 != string(store.StateComplete) || s6 != "not downloaded" {
+		t.Errorf("after the Q4_K_M: its card %q, the Q6_K's %q", s4, s6)
+	}
+	pull(q6.ID)
+	// Each transfer's events name its model, which the Library maps to its card.
+	for _, e := range []catalog.Entry{q4, q6} {
+		if got, ok := m.EntryOf(e.LocalName()); !ok || got.ID != e.ID {
+			t.Errorf("the events of %s go to %q", e.LocalName(), got.ID)
+		}
+	}
+	dirs := map[string]bool{}
+	for _, e := range []catalog.Entry{q4, q6} {
+		src, err := m.Source(e.ID)
+		if err != nil {
+			t.Fatalf("%s: %v", e.ID, err)
+		}
+		ggufs, _ := filepath.Glob(filepath.Join(src.Dir, "*.gguf"))
+		if len(ggufs) != 1 || filepath.Base(ggufs[0]) != catalog.GGUFFile(e.Mix) || state(e.ID) != string(store.StateComplete) {
+			t.Errorf("%s: folder %s holds %v, card %q", e.ID, src.Dir, ggufs, state(e.ID))
+		}
+		dirs[src.Dir] = true
+	}
+	if len(dirs) != 2 {
+		t.Errorf("the two mixes share a folder: %v", dirs)
+	}
+	if err := m.Delete(q6.ID); err != nil {
+		t.Fatal(err)
+	}
+	if s4, s6 := state(q4.ID), state(q6.ID); s4 != string(store.StateComplete) || s6 != "not downloaded" {
+		t.Errorf("after deleting the Q6_K: the Q4_K_M's card %q, the Q6_K's %q", s4, s6)
+	}
+	// A Q4_K_M downloaded before the other mixes were listed sits in a folder named by
+	// the repo alone: still the Q4_K_M's, and not the Q6_K's.
+	man, err := m.store.Load(q4.LocalName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(m.store.ModelDir(q4.LocalName()), m.store.ModelDir(q4.Repo)); err != nil {
+		t.Fatal(err)
+	}
+	man.Name = q4.Repo
+	if err := m.store.Save(man); err != nil {
+		t.Fatal(err)
+	}
+	src, err := m.Source(q4.ID)
+	if err != nil || src.Dir != m.store.ModelDir(q4.Repo) || state(q4.ID) != string(store.StateComplete) || state(q6.ID) != "not downloaded" {
+		t.Errorf("a Q4_K_M in the repo's folder: %v, %v; cards %q and %q", src, err, state(q4.ID), state(q6.ID))
+	}
+	if _, err := m.Source(q6.ID); err == nil {
+		t.Error("the Q6_K resolves to the Q4_K_M's folder")
+	}
+	if got, ok := m.EntryOf(q4.Repo); !ok || got.ID != q4.ID {
+		t.Errorf("the events of the repo's folder go to %q", got.ID)
 	}
 }

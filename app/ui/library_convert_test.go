@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/ui/internal/tiny"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hubtest"
@@ -281,4 +283,56 @@ func dgCard(l *LibraryScreen) (card func() *libraryCard, state func() string) {
 		return ""
 	}
 	return card, state
+}
+
+// TestLibraryGGUFMixEvents downloads Unsloth's Q6_K from the Library: its download's
+// events reach the Q6_K's card and no other. Every GGUF entry's download had been
+// named by the repo alone, and the events of any went to the last card of the repo
+// (the Q8_0's); the Q4_K_M's card never showed its progress.
+func TestLibraryGGUFMixEvents(t *testing.T) {
+	q6, _ := catalog.Find(catalog.GGUFIDs[gguf.Q6KM])
+	src := filepath.Join(t.TempDir(), "src")
+	if err := tiny.Write(src); err != nil {
+		t.Fatal(err)
+	}
+	var base []*hubtest.File
+	for _, name := range []string{"config.json", "tokenizer.json"} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		base = append(base, &hubtest.File{Name: name, Data: b})
+	}
+	h := hubtest.New()
+	t.Cleanup(h.Close)
+	h.Add(q6.Repo, &hubtest.Repo{Files: []*hubtest.File{
+		{Name: catalog.GGUFFile(gguf.Q4KM), Data: make([]byte, 1<<20), LFS: true},
+		{Name: catalog.GGUFFile(gguf.Q6KM), Data: make([]byte, 2<<20), LFS: true}}})
+	h.Add(q6.Companion.Repo, &hubtest.Repo{Files: base})
+	_, lib := libraryApp(t, h.URL, download.Options{Interval: 5 * time.Millisecond}, hw.Info{RAMTotal: 64 << 30})
+	var mu sync.Mutex
+	names := map[string]int{}
+	done := make(chan struct{})
+	unsub := lib.Subscribe(func(ev DownloadEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		names[ev.Name]++
+		if ev.State == "done" && ev.Name == q6.ID {
+			close(done)
+		}
+	})
+	defer unsub()
+	if err := lib.Start(q6.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no done event for the Q6_K")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(names) != 1 {
+		t.Errorf("the Q6_K's download sent events named %v, want its ID alone", names)
+	}
 }

@@ -528,15 +528,13 @@ func (l *managerLibrary) convert(name string, p quant.Profile) {
 	l.emit(DownloadEvent{Name: name, State: "done"})
 }
 
-// transferName is the manager's name of a catalog entry's download (its repo).
+// transferName is the manager's name of a download: its transfer's, else name (a
+// catalog ID the manager maps to its download itself: models.Manager.Transfer).
 func (l *managerLibrary) transferName(name string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if t := l.transfers[name]; t != nil {
 		return t.Name()
-	}
-	if e, ok := catalog.Find(name); ok && e.Repo != "" {
-		return e.Repo
 	}
 	return name
 }
@@ -641,11 +639,10 @@ func (l *managerLibrary) Subscribe(fn func(DownloadEvent)) func() {
 	l.mu.Unlock()
 	unsub := l.m.Subscribe(func(ev models.Event) {
 		de := downloadEvent(ev)
-		// The Library card is keyed by catalog ID; the manager names transfers by repo.
-		for _, e := range catalog.Entries() {
-			if e.Repo != "" && e.Repo == ev.Model {
-				de.Name = e.ID
-			}
+		// The Library card is keyed by catalog ID; the manager names transfers by
+		// repo (and a GGUF's mix: models.Manager.EntryOf).
+		if e, ok := l.m.EntryOf(ev.Model); ok {
+			de.Name = e.ID
 		}
 		fn(de)
 	})

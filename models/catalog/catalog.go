@@ -123,6 +123,16 @@ var GGUFIDs = map[gguf.Mix]string{
 // has it.
 func (e Entry) GGUF() bool { return e.Mix != "" }
 
+// LocalName is the name a download of e takes in the models folder: its repo, and for
+// a GGUF entry — Unsloth's repo holds a file per mix, each entry one of them — the
+// repo and the mix, as Find takes it ("unsloth/diffusiongemma-26B-A4B-it-GGUF:Q6_K").
+func (e Entry) LocalName() string {
+	if e.GGUF() {
+		return e.Repo + ":" + string(e.Mix)
+	}
+	return e.Repo
+}
+
 // GGUFFile is the file of Unsloth's GGUF of the 26B model in mix m, named as
 // Unsloth names its quantizations.
 func GGUFFile(m gguf.Mix) string { return "diffusiongemma-26B-A4B-it-" + string(m) + ".gguf" }

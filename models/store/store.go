@@ -161,9 +161,11 @@ func Open(root string) (*Store, error) {
 	return &Store{Root: abs, FreeSpace: FreeSpace}, nil
 }
 
-// DirName maps a model name ("owner/repo" or "darkroom-mini-int4") to its folder name.
+// DirName maps a model name ("owner/repo", "owner/repo:Q6_K" — one quantization of a
+// GGUF repo — or "darkroom-mini-int4") to its folder name: "/" and ":" (which no
+// Windows folder name may hold) become "--", which no Hugging Face name holds.
 func DirName(name string) string {
-	return strings.ReplaceAll(strings.Trim(name, "/"), "/", "--")
+	return strings.NewReplacer("/", "--", ":", "--").Replace(strings.Trim(name, "/"))
 }
 
 // ModelDir is the folder of a model.
