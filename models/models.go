@@ -638,6 +638,7 @@ type PullOptions struct {
 func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Transfer, error) {
 	repo, include, modelName := name, opt.Include, name
 	var companion *catalog.Companion
+	quant := "" // a GGUF repo's quantization named after it (ggufquant.go)
 	if e, ok := catalog.Find(name); ok {
 		companion = e.Companion
 		if e.Builtin {
@@ -649,6 +650,15 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		}
 		if opt.Revision == "" {
 			opt.Revision = e.Revision
+		}
+	} else if r, q := splitQuant(name); q != "" {
+		repo, quant = r, strings.ToUpper(q)
+		modelName = repo + ":" + quant
+		if e, ok := catalog.Find(repo); ok { // Unsloth's repo: its tokenizer comes from the base repo, as its entries'
+			companion = e.Companion
+			if opt.Revision == "" {
+				opt.Revision = e.Revision
+			}
 		}
 	}
 	if err := catalog.CheckLoadable(repo); err != nil {
@@ -681,6 +691,14 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 	if len(files) == 0 {
 		return nil, fmt.Errorf("pull %s: no files match %v at %s", repo, include, rev.Commit)
 	}
+	if quant != "" { // the repo's other files, and of its GGUF files the one named
+		f, err := ggufForQuant(repo, quant, files)
+		if err != nil {
+			return nil, fmt.Errorf("pull %s: %w", name, err)
+		}
+		files = slices.DeleteFunc(files, func(g hub.File) bool { return strings.HasSuffix(strings.ToLower(g.Name), ".gguf") })
+		files = append(files, f)
+	}
 	urls := map[string]string{} // file → where it comes from
 	for _, f := range files {
 		urls[f.Name] = m.hub.ResolveURL(repo, rev.Commit, f.Name)
@@ -697,7 +715,7 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 			}
 		}
 	}
-	if err := checkFormat(files); err != nil {
+	if err := checkFormat(repo, files); err != nil {
 		return nil, fmt.Errorf("pull %s: %w", repo, err)
 	}
 
@@ -1115,7 +1133,7 @@ func hasFile(files []hub.File, name string) bool {
 // checkFormat refuses file sets the engine cannot load: Hugging Face safetensors need
 // config.json; a GGUF (engine/gguf) must be a single file (one quantization) with the
 // Hugging Face tokenizer.json beside it.
-func checkFormat(files []hub.File) error {
+func checkFormat(repo string, files []hub.File) error {
 	hasConfig, hasST, ggufs := false, false, 0
 	for _, f := range files {
 		switch {
@@ -1129,8 +1147,8 @@ func checkFormat(files []hub.File) error {
 	}
 	switch {
 	case ggufs > 0 && !hasST:
-		if ggufs > 1 {
-			return fmt.Errorf("the repo holds %d GGUF files (one per quantization); choose one with --include, e.g. --include '*Q4_K_M.gguf'", ggufs)
+		if qs := ggufQuants(files); ggufs > 1 && len(qs) > 0 {
+			return fmt.Errorf("the repo holds a GGUF file per quantization: %s", quantList(repo, qs))
 		}
 		if !hasFile(files, "tokenizer.json") {
 			return fmt.Errorf("the GGUF comes without tokenizer.json, which Darkroom needs beside it (Darkroom does not rebuild a tokenizer from GGUF metadata); the catalog's GGUF entries fetch it from the base model's repo")

@@ -909,7 +909,7 @@ func TestPullGGUFWithCompanion(t *testing.T) {
 	// A GGUF repo pulled by hand, without a tokenizer: refused before any download.
 	h.Add("acme/two-ggufs", &hubtest.Repo{Files: []*hubtest.File{
 		{Name: "a-Q4_K_M.gguf", Data: []byte("GGUF"), LFS: true}, {Name: "a-Q8_0.gguf", Data: []byte("GGUF"), LFS: true}}})
-	if _, err := m.Pull(context.Background(), "acme/two-ggufs", PullOptions{}); err == nil || !strings.Contains(err.Error(), "--include") {
+	if _, err := m.Pull(context.Background(), "acme/two-ggufs", PullOptions{}); err == nil || !strings.Contains(err.Error(), "as acme/two-ggufs:Q4_K_M") {
 		t.Errorf("two GGUFs: err = %v", err)
 	}
 }

@@ -81,7 +81,7 @@ func (l *libraryFlags) open() (*models.Manager, error) {
 }
 
 func runPull(env *Env, args []string) error {
-	fs := newFlagSet(env, "pull", "[flags] REPO|NAME")
+	fs := newFlagSet(env, "pull", "[flags] REPO|REPO:QUANT|NAME")
 	var lib libraryFlags
 	lib.register(fs, true)
 	rev := fs.String("revision", "", "branch, tag or commit (default main)")
@@ -91,7 +91,7 @@ func runPull(env *Env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return errors.New("pull: give one repo (owner/name) or catalog name, e.g. `darkroom pull diffusiongemma-26b`")
+		return errors.New("pull: give one repo (owner/name; owner/name:QUANT for one quantization of a GGUF repo) or catalog name, e.g. `darkroom pull diffusiongemma-26b`")
 	}
 	name, err := pullName(fs.Arg(0))
 	if err != nil {

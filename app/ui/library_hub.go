@@ -21,7 +21,7 @@ import (
 // hubRepoCard is the Library's "Another model from Hugging Face" box.
 func (l *LibraryScreen) hubRepoCard() fyne.CanvasObject {
 	l.repo = newKeyEntry(l.app)
-	l.repo.SetPlaceHolder("owner/name, or the model's huggingface.co address")
+	l.repo.SetPlaceHolder("owner/name, the model's huggingface.co address, or owner/name:Q4_K_M for a GGUF")
 	l.repoMsg = widget.NewLabel("")
 	l.repoMsg.Wrapping = fyne.TextWrapWord
 	l.repoMsg.Hide()
@@ -31,7 +31,8 @@ func (l *LibraryScreen) hubRepoCard() fyne.CanvasObject {
 		l.repoGet.Disable()
 	}
 	return noteCard("Another model from Hugging Face", "A DiffusionGemma model the list above does not have: a "+
-		"fine-tune, or another export. Darkroom checks its config.json before downloading the weights.",
+		"fine-tune, another export, or another quantization of a GGUF (its name after the repo's: "+
+		"unsloth/diffusiongemma-26B-A4B-it-GGUF:Q3_K_M). Darkroom checks its config before downloading the weights.",
 		container.NewVBox(container.NewBorder(nil, nil, nil, l.repoGet, l.repo), l.repoMsg))
 }
 

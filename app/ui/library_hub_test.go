@@ -68,6 +68,22 @@ func TestLibraryDownloadsAnyHubModel(t *testing.T) {
 	if s := state("acme/llama"); s != "" {
 		t.Errorf("the refused Llama repo has a card (%s)", s)
 	}
+
+	// A GGUF repo: named alone, the box lists its quantizations; one named after it
+	// downloads, alone, into a card of its own.
+	h.Add("acme/dg-GGUF", &hubtest.Repo{Files: []*hubtest.File{files[0], files[1],
+		{Name: "dg-Q3_K_M.gguf", Data: make([]byte, 64<<10), LFS: true},
+		{Name: "dg-Q4_K_M.gguf", Data: make([]byte, 96<<10), LFS: true}}})
+	if got := try("acme/dg-GGUF"); !strings.Contains(got, "Q3_K_M (65.5 kB), Q4_K_M (98.3 kB); name one after the repo, as acme/dg-GGUF:Q3_K_M") {
+		t.Errorf("a GGUF repo named alone: %q", got)
+	}
+	if got := try("hf.co/acme/dg-GGUF:Q3_K_M"); !strings.Contains(got, "Started downloading acme/dg-GGUF:Q3_K_M") {
+		t.Fatalf("a GGUF's Q3_K_M: %q", got)
+	}
+	waitFor(t, "the Q3_K_M's card, ready", func() bool { return state("acme/dg-GGUF:Q3_K_M") == "ready" })
+	if h.Sent("dg-Q4_K_M.gguf") != 0 {
+		t.Error("the Q4_K_M was downloaded too")
+	}
 }
 
 // TestLibraryCardOfADownloadThatEndedWhileListed: a download that ends while

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -225,15 +226,17 @@ func hubMessage(resp *http.Response) string {
 
 func checkRepo(repo string) error {
 	parts := strings.Split(repo, "/")
-	if len(parts) != 2 || parts[0] == "" || parts[1] == "" || strings.ContainsAny(repo, "?#\\ ") ||
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" || strings.ContainsAny(repo, "?#\\ :") ||
 		parts[0] == ".." || parts[1] == ".." {
 		return fmt.Errorf("%q is not a Hugging Face repo name (want owner/name)", repo)
 	}
 	return nil
 }
 
-// ParseRepo reads a model's repo as a user gives it: "owner/name", or the
-// address of its page on the Hub or a mirror, as copied from a browser
+// ParseRepo reads a model's repo as a user gives it: "owner/name" — or
+// "owner/name:QUANT", one quantization of a GGUF repo, as ollama names one
+// (hf.co/{repo}:{quant}), kept so — or the address of its page on the Hub or a
+// mirror, as copied from a browser
 // ("https://huggingface.co/owner/name", "huggingface.co/owner/name/tree/main",
 // ".../blob/main/config.json", with a query or fragment after it). The Hub's
 // "models" prefix is not a repo's owner: datasets and spaces are refused.
@@ -260,11 +263,19 @@ func ParseRepo(s string) (string, error) {
 		parts = parts[:2]
 	}
 	repo = strings.Join(parts, "/")
-	if err := checkRepo(repo); err != nil {
+	repo, quant, named := strings.Cut(repo, ":")
+	if err := checkRepo(repo); err != nil || named && !quantName.MatchString(quant) {
 		return "", fmt.Errorf("%q is not a Hugging Face model: give its name (owner/name) or its page's address", in)
+	}
+	if named {
+		return repo + ":" + quant, nil
 	}
 	return repo, nil
 }
+
+// quantName is a GGUF quantization's name as one follows a repo's ("Q4_K_M",
+// "UD-Q4_K_XL", "bf16").
+var quantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 
 // checkFileName refuses names that would escape the model folder.
 func checkFileName(name string) error {

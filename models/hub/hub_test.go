@@ -111,6 +111,8 @@ func TestParseRepo(t *testing.T) {
 		"https://hf.co/acme/mini-ft":                                        "acme/mini-ft",
 		"https://hf-mirror.com/acme/mini-ft/resolve/main/model.safetensors": "acme/mini-ft",
 		"https://huggingface.co/models/acme/mini-ft":                        "acme/mini-ft",
+		"unsloth/diffusiongemma-26B-A4B-it-GGUF:Q3_K_M":                     "unsloth/diffusiongemma-26B-A4B-it-GGUF:Q3_K_M",
+		"hf.co/unsloth/diffusiongemma-26B-A4B-it-GGUF:UD-Q4_K_XL":           "unsloth/diffusiongemma-26B-A4B-it-GGUF:UD-Q4_K_XL",
 	} {
 		if got, err := ParseRepo(in); err != nil || got != want {
 			t.Errorf("ParseRepo(%q) = %q, %v; want %q", in, got, err, want)
@@ -122,7 +124,9 @@ func TestParseRepo(t *testing.T) {
 		"a/b/c":          "not a Hugging Face model",
 		"https://huggingface.co/datasets/acme/text": "is a Hugging Face dataset, not a model",
 		"https://huggingface.co/spaces/acme/demo":   "is a Hugging Face space, not a model",
-		"acme/../x": "not a Hugging Face model",
+		"acme/../x":   "not a Hugging Face model",
+		"acme/x:":     "not a Hugging Face model",
+		"acme/x:Q4 K": "not a Hugging Face model",
 	} {
 		if got, err := ParseRepo(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseRepo(%q) = %q, %v; want an error saying %q", in, got, err, want)

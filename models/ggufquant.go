@@ -1,0 +1,113 @@
+package models
+
+import (
+	"cmp"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/darkroomlabs/darkroom/models/hub"
+	"github.com/darkroomlabs/darkroom/models/store"
+)
+
+// A GGUF repo holds one file per quantization ("diffusiongemma-26B-A4B-it-Q3_K_M.gguf",
+// "…-UD-Q4_K_XL.gguf"); a user names one after the repo, as ollama names a Hugging
+// Face GGUF (hf.co/{repo}:{quant}): "unsloth/diffusiongemma-26B-A4B-it-GGUF:Q3_K_M".
+// The catalog lists Unsloth's four mixes; any other quantization of any repo is
+// found by its name among the repo's files, and downloaded as a model of its own
+// ("repo:QUANT", store.DirName).
+
+// splitQuant splits "owner/name:QUANT" into the repo and the quantization's name;
+// quant is "" where name names none.
+func splitQuant(name string) (repo, quant string) {
+	i := strings.LastIndex(name, ":")
+	if i < 0 || strings.Contains(name[i:], "/") {
+		return name, ""
+	}
+	return name[:i], name[i+1:]
+}
+
+// ggufQuants are the repo's GGUF model files (mmproj-*.gguf, a vision projector, is
+// none) by the quantization each names (ggufQuantOf): one file, or a split GGUF's
+// parts.
+func ggufQuants(files []hub.File) map[string][]hub.File {
+	out := map[string][]hub.File{}
+	for _, f := range files {
+		if q, ok := ggufQuantOf(f.Name); ok {
+			out[q] = append(out[q], f)
+		}
+	}
+	return out
+}
+
+// splitPart is the end of a part of a split GGUF (llama.cpp's gguf-split):
+// "-00001-of-00003".
+var splitPart = regexp.MustCompile(`-\d{5}-of-\d{5}$`)
+
+// ggufQuantOf is the quantization a GGUF file's name ends with — its last part after
+// a '-' or '.' ("Q4_K_M", "IQ4_XS", "BF16"; Unsloth's dynamic quants "UD-Q4_K_XL"), a
+// split GGUF's part number aside — and false for a file that is no GGUF model file.
+func ggufQuantOf(name string) (string, bool) {
+	base := path.Base(name)
+	stem, ok := strings.CutSuffix(strings.ToLower(base), ".gguf")
+	if !ok || strings.HasPrefix(stem, "mmproj") {
+		return "", false
+	}
+	stem = splitPart.ReplaceAllString(base[:len(stem)], "")
+	parts := strings.FieldsFunc(stem, func(r rune) bool { return r == '-' || r == '.' })
+	if len(parts) == 0 {
+		return "", false
+	}
+	q := parts[len(parts)-1]
+	if len(parts) >= 2 && strings.EqualFold(parts[len(parts)-2], "UD") {
+		q = parts[len(parts)-2] + "-" + q
+	}
+	return strings.ToUpper(q), true
+}
+
+// ggufForQuant picks the file of quantization quant (any case) among a repo's
+// files: the one named by it, or where quant is a dynamic quant's plain part
+// ("Q4_K_XL" for "UD-Q4_K_XL") and the repo has no plain one, that. None is an error
+// that lists the quantizations the repo has, and so is a GGUF split in parts, which
+// Darkroom does not read.
+func ggufForQuant(repo, quant string, files []hub.File) (hub.File, error) {
+	qs := ggufQuants(files)
+	quant = strings.ToUpper(quant)
+	fs, ok := qs[quant]
+	if !ok {
+		fs, ok = qs["UD-"+quant]
+	}
+	switch {
+	case len(qs) == 0:
+		return hub.File{}, fmt.Errorf("%s holds no GGUF file to choose %s from", repo, quant)
+	case !ok:
+		return hub.File{}, fmt.Errorf("%s has no %s GGUF; it has %s", repo, quant, quantList(repo, qs))
+	case len(fs) > 1:
+		return hub.File{}, fmt.Errorf("%s's %s GGUF comes in %d parts (llama.cpp's gguf-split), and Darkroom reads a GGUF in one file: "+
+			"choose another quantization, or merge the parts (llama-gguf-split --merge) and load the folder", repo, quant, len(fs))
+	}
+	return fs[0], nil
+}
+
+// quantList names a repo's quantizations with their sizes, smallest first, and how to
+// choose one.
+func quantList(repo string, qs map[string][]hub.File) string {
+	size := func(q string) (n int64) {
+		for _, f := range qs[q] {
+			n += f.Size
+		}
+		return n
+	}
+	names := make([]string, 0, len(qs))
+	for q := range qs {
+		names = append(names, q)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(size(a), size(b)), strings.Compare(a, b)) })
+	var said []string
+	for _, q := range names {
+		said = append(said, fmt.Sprintf("%s (%s)", q, store.FormatBytes(size(q))))
+	}
+	return strings.Join(said, ", ") + "; name one after the repo, as " + repo + ":" + names[0]
+}

@@ -1,0 +1,106 @@
+package models
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/hubtest"
+)
+
+// TestGGUFQuantOf reads the quantization from GGUF file names as publishers write
+// them.
+func TestGGUFQuantOf(t *testing.T) {
+	for name, want := range map[string]string{
+		"diffusiongemma-26B-A4B-it-Q4_K_M.gguf":           "Q4_K_M",
+		"diffusiongemma-26B-A4B-it-UD-Q4_K_XL.gguf":       "UD-Q4_K_XL",
+		"UD-Q2_K_XL/model-UD-Q2_K_XL-00001-of-00002.gguf": "UD-Q2_K_XL",
+		"model.iq4_xs.gguf":                               "IQ4_XS",
+		"BF16/diffusiongemma-BF16-00002-of-00003.gguf":    "BF16",
+		"mmproj-F16.gguf":                                 "",
+		"README.md":                                       "",
+	} {
+		got, ok := ggufQuantOf(name)
+		if got != want || ok != (want != "") {
+			t.Errorf("%s: %q (%v), want %q", name, got, ok, want)
+		}
+	}
+}
+
+// TestPullGGUFQuant pulls quantizations of GGUF repos by their names after the repo
+// (ollama's hf.co/{repo}:{quant}), which the catalog does not list: the repo's
+// other files and the one GGUF named, into a model of its own; a name the repo has
+// not, a split GGUF and a repo of several GGUFs named alone are refused before any
+// download, saying which it has; a quantization of Unsloth's repo takes its
+// tokenizer from the base repo, as the catalog's GGUF entries do.
+func TestPullGGUFQuant(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	cfg, err := config.Tiny().MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := &hubtest.File{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)}
+	q3 := &hubtest.File{Name: "dg-Q3_K_M.gguf", Data: make([]byte, 300<<10), LFS: true}
+	others := []*hubtest.File{
+		{Name: "dg-Q4_K_M.gguf", Data: make([]byte, 400<<10), LFS: true},
+		{Name: "dg-UD-Q4_K_XL.gguf", Data: make([]byte, 420<<10), LFS: true},
+		{Name: "Q8_0/dg-Q8_0-00001-of-00002.gguf", Data: make([]byte, 500<<10), LFS: true},
+		{Name: "Q8_0/dg-Q8_0-00002-of-00002.gguf", Data: make([]byte, 500<<10), LFS: true},
+		{Name: "mmproj-F16.gguf", Data: make([]byte, 100<<10), LFS: true},
+	}
+	h.Add("acme/dg-GGUF", &hubtest.Repo{Files: append([]*hubtest.File{q3, tok, {Name: "config.json", Data: cfg}}, others...)})
+	m := newManager(t, h, t.TempDir(), "")
+	tr, err := m.Pull(context.Background(), "acme/dg-GGUF:q3_k_m", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	src, err := m.Source("acme/dg-GGUF:Q3_K_M")
+	if err != nil || src.Dir != m.store.ModelDir("acme/dg-GGUF:Q3_K_M") {
+		t.Fatalf("source %v, %v", src, err)
+	}
+	checkModel(t, src.Dir, []*hubtest.File{q3, tok})
+	for _, f := range others {
+		if h.Sent(f.Name) != 0 {
+			t.Errorf("%s was downloaded", f.Name)
+		}
+	}
+	for name, want := range map[string]string{
+		"acme/dg-GGUF:Q9_K": "has no Q9_K GGUF; it has Q3_K_M (307.2 kB), Q4_K_M (409.6 kB), UD-Q4_K_XL (430.1 kB), Q8_0 (1.0 MB); name one after the repo, as acme/dg-GGUF:Q3_K_M",
+		"acme/dg-GGUF:Q8_0": "comes in 2 parts",
+		"acme/dg-GGUF":      "the repo holds a GGUF file per quantization: Q3_K_M (307.2 kB)",
+	} {
+		if _, err := m.Pull(context.Background(), name, PullOptions{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", name, err, want)
+		}
+	}
+	// The dynamic quant by its plain name too.
+	if tr, err := m.Pull(context.Background(), "acme/dg-GGUF:Q4_K_XL", PullOptions{}); err != nil || tr.Wait() != nil {
+		t.Errorf("Q4_K_XL: %v", err)
+	} else if _, err := os.Stat(filepath.Join(m.store.ModelDir("acme/dg-GGUF:Q4_K_XL"), "dg-UD-Q4_K_XL.gguf")); err != nil {
+		t.Error(err)
+	}
+
+	// Unsloth's repo: a quantization the catalog does not list, its tokenizer and
+	// config from Google's.
+	e, _ := catalog.Find(catalog.GGUFID)
+	uq := &hubtest.File{Name: "diffusiongemma-26B-A4B-it-Q3_K_M.gguf", Data: make([]byte, 200<<10), LFS: true}
+	h.Add(e.Repo, &hubtest.Repo{Files: []*hubtest.File{uq, {Name: catalog.GGUFFile("Q4_K_M"), Data: make([]byte, 300<<10), LFS: true}}})
+	base := []*hubtest.File{{Name: "config.json", Data: cfg}, tok}
+	h.Add(e.Companion.Repo, &hubtest.Repo{Files: base})
+	tr, err = m.Pull(context.Background(), e.Repo+":Q3_K_M", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, m.store.ModelDir(e.Repo+":Q3_K_M"), []*hubtest.File{uq, base[0], base[1]})
+}
