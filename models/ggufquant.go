@@ -3,11 +3,18 @@ package models
 import (
 	"cmp"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/hub"
 	"github.com/darkroomlabs/darkroom/models/store"
 )
@@ -110,4 +117,52 @@ func quantList(repo string, qs map[string][]hub.File) string {
 		said = append(said, fmt.Sprintf("%s (%s)", q, store.FormatBytes(size(q))))
 	}
 	return strings.Join(said, ", ") + "; name one after the repo, as " + repo + ":" + names[0]
+}
+
+// layoutCache keeps the layouts of local GGUF files (weights.ReadGGUFLayout: the
+// header of a real one holds its 262,144-token vocabulary), read again where a
+// file's size or time changes.
+type layoutCache struct {
+	mu   sync.Mutex
+	seen map[string]cachedLayout
+}
+
+type cachedLayout struct {
+	size   int64
+	mod    time.Time
+	layout weights.GGUFLayout
+}
+
+// of is the layout of the GGUF file at path, holding cfg; the zero layout where it
+// cannot be read (the loader says why).
+func (c *layoutCache) of(path string, cfg *config.Model) weights.GGUFLayout {
+	st, err := os.Stat(path)
+	if err != nil {
+		return weights.GGUFLayout{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.seen[path]; ok && v.size == st.Size() && v.mod.Equal(st.ModTime()) {
+		return v.layout
+	}
+	l, err := weights.ReadGGUFLayout(os.DirFS(filepath.Dir(path)), filepath.Base(path), cfg)
+	if err != nil {
+		return weights.GGUFLayout{}
+	}
+	if c.seen == nil {
+		c.seen = map[string]cachedLayout{}
+	}
+	c.seen[path] = cachedLayout{st.Size(), st.ModTime(), l}
+	return l
+}
+
+// ggufConfig is the model configuration a GGUF file's metadata gives (a GGUF
+// downloaded without config.json: the engine reads it so too).
+func ggufConfig(path string) (*config.Model, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Config()
 }

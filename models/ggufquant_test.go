@@ -8,8 +8,14 @@ import (
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/train"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/darkroomlabs/darkroom/models/fit"
 	"github.com/darkroomlabs/darkroom/models/hubtest"
+	"github.com/darkroomlabs/darkroom/models/hw"
 )
 
 // TestGGUFQuantOf reads the quantization from GGUF file names as publishers write
@@ -103,4 +109,64 @@ func TestPullGGUFQuant(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkModel(t, m.store.ModelDir(e.Repo+":Q3_K_M"), []*hubtest.File{uq, base[0], base[1]})
+}
+
+// TestLocalGGUFEntry: a GGUF downloaded by its quantization's name, with no
+// config.json, is listed as a GGUF (not "safetensors (bf16)"), with its dimensions
+// from its metadata and its layout from its header — by which the Library prices it:
+// before, it was estimated as a bf16 checkpoint, or not at all (dimensions unknown).
+func TestLocalGGUFEntry(t *testing.T) {
+	cfg := config.Tiny()
+	cfg.Text.HiddenSize = 256 // whole 256-blocks: Q4_K, not only its fallbacks
+	cfg.Text.VocabSize = 4096 // the built-in tokenizer's
+	src := filepath.Join(t.TempDir(), "src")
+	if _, err := train.InitCheckpoint(context.Background(), cfg, src, train.InitOptions{GGUF: gguf.Q4KM, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(src, train.InitGGUFFile(gguf.Q4KM)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := os.ReadFile(filepath.Join(src, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hubtest.New()
+	defer h.Close()
+	h.Add("acme/tiny-GGUF", &hubtest.Repo{Files: []*hubtest.File{
+		{Name: "tiny-Q4_K_M.gguf", Data: data, LFS: true}, {Name: "tiny-Q8_0.gguf", Data: data, LFS: true},
+		{Name: "tokenizer.json", Data: tok}}})
+	m := newManager(t, h, t.TempDir(), "")
+	tr, err := m.Pull(context.Background(), "acme/tiny-GGUF:Q4_K_M", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	es, err := m.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e Entry
+	for _, x := range es {
+		if x.ID == "acme/tiny-GGUF:Q4_K_M" {
+			e = x
+		}
+	}
+	got, err := EntryConfig(e.Entry)
+	if err != nil || got == nil || got.Text.HiddenSize != 256 {
+		t.Fatalf("its config: %v, %v", got, err)
+	}
+	if e.Format != "GGUF Q4_K_M" || e.GGUF.Mix != gguf.Q4KM || !e.GGUF.IsMix(got) || len(e.Profiles) != 1 || e.Profiles[0] != quant.Int4Profile ||
+		!strings.Contains(e.Description, "Its GGUF blocks: Q4_K_M.") {
+		t.Errorf("listed as %q, mix %q, profiles %v: %q", e.Format, e.GGUF.Mix, e.Profiles, e.Description)
+	}
+	pl, err := Place(got, e.Profiles[0], e.GGUF, hw.Info{RAMTotal: 16 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, want := pl.Estimate.Part(fit.PartWeights), fit.GGUFWeightBytes(got, quant.Int4Profile, weights.MixLayout(gguf.Q4KM)); w != want {
+		t.Errorf("placed with %d B of weights, the Q4_K_M's %d", w, want)
+	}
 }

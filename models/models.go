@@ -40,6 +40,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
+	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hub"
@@ -74,6 +75,7 @@ type Manager struct {
 	moving   string                   // where the store is moving to (MoveStore), "" when it is not
 	subs     map[int]func(Event)
 	nextSub  int
+	layouts  layoutCache // local GGUF files' layouts (localEntry)
 }
 
 // New opens the library.
@@ -156,6 +158,11 @@ func (m *Manager) publish(ev Event) {
 // Entry is one row of the library: a catalog model or a local one, with its local state.
 type Entry struct {
 	catalog.Entry
+	// GGUF is how its weights are laid out where they are a GGUF file (its mix's rule
+	// for a catalog GGUF entry; a local GGUF's own types, read from its header), by
+	// which its memory and speed are estimated (models.Place, speed.ForWeights); the
+	// zero layout for any other.
+	GGUF weights.GGUFLayout `json:"-"`
 	// Name is what Resolve accepts for it (the catalog ID, or a local model's name).
 	Local *store.Manifest `json:"local,omitempty"` // nil when not downloaded
 	Dir   string          `json:"dir,omitempty"`
@@ -211,7 +218,7 @@ func (m *Manager) Entries() ([]Entry, error) {
 		out = append(out, e)
 	}
 	for _, ce := range catalog.Entries() {
-		e := Entry{Entry: ce, State: "not downloaded"}
+		e := Entry{Entry: ce, GGUF: weights.MixLayout(ce.Mix), State: "not downloaded"}
 		if ce.Builtin {
 			e.State = "built-in"
 		}
@@ -296,15 +303,40 @@ func (m *Manager) EntryOf(model string) (catalog.Entry, bool) {
 func (m *Manager) localEntry(l *store.Manifest) Entry {
 	dir := m.store.ModelDir(l.Name)
 	profile := cmp.Or(l.Profile, string(quant.BF16Profile))
-	e := Entry{Entry: catalog.Entry{ID: l.Name, Name: l.Name, Repo: l.Repo, Revision: l.Revision,
-		Format: "safetensors (" + profile + ")", Size: l.TotalSize(), Profiles: []quant.Profile{quant.Profile(profile)},
-		Config: func() (*config.Model, error) {
-			m, err := config.Load(dir)
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, nil // not downloaded yet: dimensions unknown
+	format := "safetensors (" + profile + ")"
+	ggufName := "" // its GGUF file, where it is one
+	for _, f := range l.Files {
+		if _, ok := ggufQuantOf(f.Name); ok {
+			ggufName = f.Name
+		}
+	}
+	loadConfig := func() (*config.Model, error) {
+		c, err := config.Load(dir)
+		if errors.Is(err, fs.ErrNotExist) && ggufName != "" && l.State == store.StateComplete {
+			return ggufConfig(filepath.Join(dir, filepath.FromSlash(ggufName))) // a GGUF without config.json: its metadata's
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil // not downloaded yet: dimensions unknown
+		}
+		return c, err
+	}
+	var layout weights.GGUFLayout
+	var types string
+	if ggufName != "" {
+		q, _ := ggufQuantOf(ggufName)
+		format = "GGUF " + q
+		if l.State == store.StateComplete {
+			if cfg, err := loadConfig(); err == nil && cfg != nil {
+				layout = m.layouts.of(filepath.Join(dir, filepath.FromSlash(ggufName)), cfg)
+				types = layout.Describe(cfg)
 			}
-			return m, err
-		}}, Local: l, Dir: dir, State: string(l.State)}
+		}
+		// The profile a GPU converts it to, as the catalog's GGUF entries (catalog.GGUFProfile).
+		profile = string(catalog.GGUFProfile(layout.Mix))
+	}
+	e := Entry{Entry: catalog.Entry{ID: l.Name, Name: l.Name, Repo: l.Repo, Revision: l.Revision,
+		Format: format, Size: l.TotalSize(), Profiles: []quant.Profile{quant.Profile(profile)}, Config: loadConfig},
+		GGUF: layout, Local: l, Dir: dir, State: string(l.State)}
 	switch {
 	case l.BaseOf != "":
 		base := l.BaseOf
@@ -315,6 +347,9 @@ func (m *Manager) localEntry(l *store.Manifest) Entry {
 	case l.Source == "hub":
 		e.Description = "Downloaded from Hugging Face (" + l.Repo + "). Darkroom's catalog does not list it: " +
 			"what it is and what it is for are on its page there."
+	}
+	if types != "" {
+		e.Description += " Its GGUF blocks: " + types + "."
 	}
 	return e
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/chat"
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/quant"
-	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/convert"
@@ -368,7 +367,7 @@ func profileFit(e models.Entry, p quant.Profile, info hw.Info) ProfileFit {
 		pf.Verdict, pf.Detail = "unknown", e.ID+": dimensions unknown before download"
 		return pf
 	}
-	pl, err := models.Place(cfg, p, weights.MixLayout(e.Mix), info) // the GPU, or the RAM where the model is too big for the GPU
+	pl, err := models.Place(cfg, p, e.GGUF, info) // the GPU, or the RAM where the model is too big for the GPU
 	if err != nil {
 		pf.Verdict, pf.Detail = "unknown", err.Error()
 		return pf
@@ -411,7 +410,7 @@ func profileSpeed(e models.Entry, p quant.Profile, info hw.Info, d *speed.FromDi
 	if err != nil {
 		return 0, 0, err.Error()
 	}
-	est, err := speed.ForEntryFrom(e.Entry, cfg, p, info.Device, rates, 0, d)
+	est, err := speed.ForWeights(e.Entry, cfg, p, e.GGUF, info.Device, rates, 0, d)
 	if err != nil {
 		return 0, 0, err.Error()
 	}

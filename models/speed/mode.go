@@ -136,11 +136,12 @@ func ForEntry(e catalog.Entry, cfg *config.Model, p quant.Profile, device string
 // ForEntryFrom is ForEntry for a model that runs from the disk (d; nil: from
 // memory, ForEntry).
 func ForEntryFrom(e catalog.Entry, cfg *config.Model, p quant.Profile, device string, r *Rates, tokens int, d *FromDisk) (*Estimate, error) {
-	return forEntry(e, cfg, p, weights.MixLayout(e.Mix), device, r, tokens, d)
+	return ForWeights(e, cfg, p, weights.MixLayout(e.Mix), device, r, tokens, d)
 }
 
-// forEntry is ForEntryFrom for weights laid out as l in a GGUF file (zero: none).
-func forEntry(e catalog.Entry, cfg *config.Model, p quant.Profile, l weights.GGUFLayout, device string, r *Rates, tokens int, d *FromDisk) (*Estimate, error) {
+// ForWeights is ForEntryFrom for weights laid out as l in a GGUF file (zero: none):
+// a local GGUF the catalog does not list, priced by its own types.
+func ForWeights(e catalog.Entry, cfg *config.Model, p quant.Profile, l weights.GGUFLayout, device string, r *Rates, tokens int, d *FromDisk) (*Estimate, error) {
 	if device != "cpu" {
 		if device == "gpu" {
 			device = "GPU"
@@ -160,7 +161,7 @@ func forEntry(e catalog.Entry, cfg *config.Model, p quant.Profile, l weights.GGU
 // (LoadedFromDisk), prices the reads.
 func ForLoaded(name string, cfg *config.Model, layout weights.GGUFLayout, device string, r *Rates, d *FromDisk) (Choice, *Estimate) {
 	e, _ := catalog.ForModel(name, cfg)
-	est, err := forEntry(e, cfg, ProfileOf(cfg), layout, device, r, 0, d)
+	est, err := ForWeights(e, cfg, ProfileOf(cfg), layout, device, r, 0, d)
 	if err != nil {
 		est = Unknown(err.Error())
 	}
