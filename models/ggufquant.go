@@ -2,7 +2,10 @@ package models
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -165,4 +168,35 @@ func ggufConfig(path string) (*config.Model, error) {
 	}
 	defer f.Close()
 	return f.Config()
+}
+
+// checkGGUF reads the header of GGUF file f from the Hub (by ranges, before any of its
+// weights are downloaded: hub.RemoteFile) and refuses a file the engine cannot load —
+// another architecture, a block type Darkroom does not read (the IQ types of grids:
+// IQ2_XXS, IQ3_S, …), tensors that are not DiffusionGemma's, a configuration other
+// than the config.json downloaded beside it (dir's) — as the loader would refuse it
+// after the whole download (weights.GGUFLayoutOf plans it as the loader does). A read
+// the Hub cannot answer by ranges refuses nothing: the loader checks the file then.
+func (m *Manager) checkGGUF(ctx context.Context, f hub.File, url, dir string) error {
+	r := m.hub.OpenRemote(ctx, url, f.Size)
+	var remote *hub.RangeError
+	err := func() error {
+		g, err := gguf.Parse(r, f.Size, f.Name)
+		if err != nil {
+			return err
+		}
+		cfg, err := config.Load(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			cfg, err = g.Config()
+		}
+		if err != nil {
+			return err
+		}
+		_, err = weights.GGUFLayoutOf(g, cfg)
+		return err
+	}()
+	if err == nil || errors.As(err, &remote) || ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("Darkroom cannot load %s (its header, read before downloading it, says so): %w", path.Base(f.Name), err)
 }

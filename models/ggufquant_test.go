@@ -1,7 +1,9 @@
 package models
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,10 +53,10 @@ func TestPullGGUFQuant(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := &hubtest.File{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)}
-	q3 := &hubtest.File{Name: "dg-Q3_K_M.gguf", Data: make([]byte, 300<<10), LFS: true}
+	q3 := &hubtest.File{Name: "dg-Q3_K_M.gguf", Data: ggufOf(t, config.Tiny(), gguf.Q4KM, 360<<10), LFS: true}
 	others := []*hubtest.File{
 		{Name: "dg-Q4_K_M.gguf", Data: make([]byte, 400<<10), LFS: true},
-		{Name: "dg-UD-Q4_K_XL.gguf", Data: make([]byte, 420<<10), LFS: true},
+		{Name: "dg-UD-Q4_K_XL.gguf", Data: ggufOf(t, config.Tiny(), gguf.Q4KM, 420<<10), LFS: true},
 		{Name: "Q8_0/dg-Q8_0-00001-of-00002.gguf", Data: make([]byte, 500<<10), LFS: true},
 		{Name: "Q8_0/dg-Q8_0-00002-of-00002.gguf", Data: make([]byte, 500<<10), LFS: true},
 		{Name: "mmproj-F16.gguf", Data: make([]byte, 100<<10), LFS: true},
@@ -79,9 +81,9 @@ func TestPullGGUFQuant(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{
-		"acme/dg-GGUF:Q9_K": "has no Q9_K GGUF; it has Q3_K_M (307.2 kB), Q4_K_M (409.6 kB), UD-Q4_K_XL (430.1 kB), Q8_0 (1.0 MB); name one after the repo, as acme/dg-GGUF:Q3_K_M",
+		"acme/dg-GGUF:Q9_K": "has no Q9_K GGUF; it has Q3_K_M (368.6 kB), Q4_K_M (409.6 kB), UD-Q4_K_XL (430.1 kB), Q8_0 (1.0 MB); name one after the repo, as acme/dg-GGUF:Q3_K_M",
 		"acme/dg-GGUF:Q8_0": "comes in 2 parts",
-		"acme/dg-GGUF":      "the repo holds a GGUF file per quantization: Q3_K_M (307.2 kB)",
+		"acme/dg-GGUF":      "the repo holds a GGUF file per quantization: Q3_K_M (368.6 kB)",
 	} {
 		if _, err := m.Pull(context.Background(), name, PullOptions{}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want %q", name, err, want)
@@ -97,7 +99,7 @@ func TestPullGGUFQuant(t *testing.T) {
 	// Unsloth's repo: a quantization the catalog does not list, its tokenizer and
 	// config from Google's.
 	e, _ := catalog.Find(catalog.GGUFID)
-	uq := &hubtest.File{Name: "diffusiongemma-26B-A4B-it-Q3_K_M.gguf", Data: make([]byte, 200<<10), LFS: true}
+	uq := &hubtest.File{Name: "diffusiongemma-26B-A4B-it-Q3_K_M.gguf", Data: ggufOf(t, config.Tiny(), gguf.Q4KM, 200<<10), LFS: true}
 	h.Add(e.Repo, &hubtest.Repo{Files: []*hubtest.File{uq, {Name: catalog.GGUFFile("Q4_K_M"), Data: make([]byte, 300<<10), LFS: true}}})
 	base := []*hubtest.File{{Name: "config.json", Data: cfg}, tok}
 	h.Add(e.Companion.Repo, &hubtest.Repo{Files: base})
@@ -168,5 +170,83 @@ func TestLocalGGUFEntry(t *testing.T) {
 	}
 	if w, want := pl.Estimate.Part(fit.PartWeights), fit.GGUFWeightBytes(got, quant.Int4Profile, weights.MixLayout(gguf.Q4KM)); w != want {
 		t.Errorf("placed with %d B of weights, the Q4_K_M's %d", w, want)
+	}
+}
+
+// ggufOf is a GGUF file of cfg in mix m as the Hub serves it (hubtest.GGUF), padded
+// with zeros to at least n bytes (the download tests' sizes).
+func ggufOf(t *testing.T, cfg *config.Model, m gguf.Mix, n int) []byte {
+	t.Helper()
+	b, err := hubtest.GGUF(cfg, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < n {
+		b = append(b, make([]byte, n-len(b))...)
+	}
+	return b
+}
+
+// TestPullRefusesAGGUFItCannotLoad: a GGUF whose blocks Darkroom does not read (the
+// IQ types of grids, as in Unsloth's smallest dynamic quants), or of another
+// architecture, is refused from its header, read by ranges before the download —
+// a few kilobytes of it fetched, not the file — with what the loader would have said
+// after the whole download; nothing of it is left in the Library.
+func TestPullRefusesAGGUFItCannotLoad(t *testing.T) {
+	cfg := config.Tiny()
+	cfg.Text.HiddenSize = 256 // rows of whole 256-blocks, as the IQ types need
+	js, err := cfg.MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	iq := filepath.Join(t.TempDir(), "iq.gguf")
+	writeGGUFTyped(t, iq, cfg, func(s weights.Spec) gguf.Type {
+		if s.Quantizable && len(s.Shape) >= 2 && s.Shape[len(s.Shape)-1]%256 == 0 {
+			return gguf.IQ2_XXS
+		}
+		if s.Quantizable && len(s.Shape) >= 2 {
+			return gguf.Q8_0
+		}
+		return gguf.F32
+	})
+	iqData, err := os.ReadFile(iq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iqData = append(iqData, make([]byte, 8<<20)...) // the weights: more than the header's reads fetch
+	var other bytes.Buffer
+	if err := gguf.Write(&other, []gguf.KV{{Key: "general.architecture", Value: gguf.Str("gemma3")}}, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	h := hubtest.New()
+	defer h.Close()
+	tok := &hubtest.File{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)}
+	h.Add("acme/dg-GGUF", &hubtest.Repo{Files: []*hubtest.File{{Name: "config.json", Data: js}, tok,
+		{Name: "dg-UD-IQ2_XXS.gguf", Data: iqData, LFS: true}}})
+	h.Add("acme/g3-GGUF", &hubtest.Repo{Files: []*hubtest.File{tok, {Name: "g3-Q4_K_M.gguf", Data: append(other.Bytes(), make([]byte, 8<<20)...), LFS: true}}})
+	m := newManager(t, h, t.TempDir(), "")
+	for name, c := range map[string]struct{ file, says string }{
+		"acme/dg-GGUF:IQ2_XXS": {"dg-UD-IQ2_XXS.gguf", "Darkroom cannot load dg-UD-IQ2_XXS.gguf (its header, read before downloading it, says so): "},
+		"acme/g3-GGUF:Q4_K_M":  {"g3-Q4_K_M.gguf", "gemma3"},
+	} {
+		_, err := m.Pull(context.Background(), name, PullOptions{})
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v; want it refused, saying %q", name, err, c.says)
+		}
+		if sent := h.Sent(c.file); sent > 5<<20 {
+			t.Errorf("%s: %d bytes of %s fetched", name, sent, c.file)
+		}
+	}
+	if strings.Contains(fmt.Sprint(m.Pull(context.Background(), "acme/dg-GGUF:IQ2_XXS", PullOptions{})), "IQ2_XXS, which Darkroom cannot read") == false {
+		t.Error("the refusal does not name the type")
+	}
+	es, err := m.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.Local != nil {
+			t.Errorf("%s is left in the Library (%s)", e.ID, e.State)
+		}
 	}
 }

@@ -802,9 +802,16 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 			return nil, fmt.Errorf("pull %s: %w", repo, err)
 		}
 	}
-	if !hasFile(files, "config.json") {
-		// A GGUF without config.json: the engine reads the config from its metadata.
-	} else if err := checkConfig(filepath.Join(dir, "config.json")); err != nil {
+	err = nil
+	if hasFile(files, "config.json") { // (a GGUF without config.json: the engine reads the config from its metadata)
+		err = checkConfig(filepath.Join(dir, "config.json"))
+	}
+	for _, f := range man.Files {
+		if err == nil && f.State != store.FileComplete && strings.HasSuffix(strings.ToLower(f.Name), ".gguf") {
+			err = m.checkGGUF(ctx, hub.File{Name: f.Name, Size: f.Size}, urls[f.Name], dir)
+		}
+	}
+	if err != nil {
 		err = fmt.Errorf("pull %s: %w", repo, err)
 		m.finish(t, man, err)
 		if fresh { // a config.json the engine cannot load is all there is: no model to list, nor to delete by hand

@@ -1,7 +1,6 @@
 package models
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -876,11 +875,8 @@ func TestPullGGUFWithCompanion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewSource(5))
-	weights := make([]byte, 900<<10)
-	rng.Read(weights)
 	gguf := []*hubtest.File{
-		{Name: catalog.GGUFFile(gguf.Q4KM), Data: weights, LFS: true},
+		{Name: catalog.GGUFFile(gguf.Q4KM), Data: ggufOf(t, config.Tiny(), gguf.Q4KM, 900<<10), LFS: true},
 		{Name: "diffusiongemma-26B-A4B-it-Q8_0.gguf", Data: make([]byte, 2<<20), LFS: true}, // another quant: not fetched
 		{Name: "README.md", Data: []byte("# gguf\n")},
 	}
@@ -1200,8 +1196,8 @@ func TestPullTwoGGUFMixes(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := []*hubtest.File{
-		{Name: catalog.GGUFFile(gguf.Q4KM), Data: bytes.Repeat([]byte("q4"), 300<<10), LFS: true},
-		{Name: catalog.GGUFFile(gguf.Q6KM), Data: bytes.Repeat([]byte("q6"), 400<<10), LFS: true},
+		{Name: catalog.GGUFFile(gguf.Q4KM), Data: ggufOf(t, config.Tiny(), gguf.Q4KM, 300<<10), LFS: true},
+		{Name: catalog.GGUFFile(gguf.Q6KM), Data: ggufOf(t, config.Tiny(), gguf.Q6KM, 400<<10), LFS: true},
 	}
 	h.Add(q4.Repo, &hubtest.Repo{Files: files})
 	h.Add(q4.Companion.Repo, &hubtest.Repo{Files: []*hubtest.File{

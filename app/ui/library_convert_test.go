@@ -14,7 +14,9 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/darkroomlabs/darkroom/app/ui/internal/tiny"
+	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/engine/train"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hubtest"
@@ -305,9 +307,22 @@ func TestLibraryGGUFMixEvents(t *testing.T) {
 	}
 	h := hubtest.New()
 	t.Cleanup(h.Close)
+	// A GGUF of the tiny model (its header is read before the download: models' checkGGUF).
+	cfg, err := config.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gsrc := filepath.Join(t.TempDir(), "gguf")
+	if _, err := train.InitCheckpoint(context.Background(), cfg, gsrc, train.InitOptions{GGUF: gguf.Q6KM, Seed: 1, Tokenizer: os.DirFS(src)}); err != nil {
+		t.Fatal(err)
+	}
+	q6data, err := os.ReadFile(filepath.Join(gsrc, train.InitGGUFFile(gguf.Q6KM)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.Add(q6.Repo, &hubtest.Repo{Files: []*hubtest.File{
 		{Name: catalog.GGUFFile(gguf.Q4KM), Data: make([]byte, 1<<20), LFS: true},
-		{Name: catalog.GGUFFile(gguf.Q6KM), Data: make([]byte, 2<<20), LFS: true}}})
+		{Name: catalog.GGUFFile(gguf.Q6KM), Data: q6data, LFS: true}}})
 	h.Add(q6.Companion.Repo, &hubtest.Repo{Files: base})
 	_, lib := libraryApp(t, h.URL, download.Options{Interval: 5 * time.Millisecond}, hw.Info{RAMTotal: 64 << 30})
 	var mu sync.Mutex

@@ -8,6 +8,8 @@ import (
 
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hubtest"
 	"github.com/darkroomlabs/darkroom/models/hw"
@@ -71,10 +73,14 @@ func TestLibraryDownloadsAnyHubModel(t *testing.T) {
 
 	// A GGUF repo: named alone, the box lists its quantizations; one named after it
 	// downloads, alone, into a card of its own.
+	q3, err := hubtest.GGUF(config.Tiny(), gguf.Q4KM) // (its header is read before the download)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.Add("acme/dg-GGUF", &hubtest.Repo{Files: []*hubtest.File{files[0], files[1],
-		{Name: "dg-Q3_K_M.gguf", Data: make([]byte, 64<<10), LFS: true},
-		{Name: "dg-Q4_K_M.gguf", Data: make([]byte, 96<<10), LFS: true}}})
-	if got := try("acme/dg-GGUF"); !strings.Contains(got, "Q3_K_M (65.5 kB), Q4_K_M (98.3 kB); name one after the repo, as acme/dg-GGUF:Q3_K_M") {
+		{Name: "dg-Q3_K_M.gguf", Data: q3, LFS: true},
+		{Name: "dg-Q4_K_M.gguf", Data: make([]byte, 1<<20), LFS: true}}})
+	if got := try("acme/dg-GGUF"); !strings.Contains(got, "Q4_K_M (1.0 MB); name one after the repo, as acme/dg-GGUF:Q3_K_M") {
 		t.Errorf("a GGUF repo named alone: %q", got)
 	}
 	if got := try("hf.co/acme/dg-GGUF:Q3_K_M"); !strings.Contains(got, "Started downloading acme/dg-GGUF:Q3_K_M") {
