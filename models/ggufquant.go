@@ -18,6 +18,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/weights"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/hub"
 	"github.com/darkroomlabs/darkroom/models/store"
 )
@@ -170,18 +171,18 @@ func ggufConfig(path string) (*config.Model, error) {
 	return f.Config()
 }
 
-// checkGGUF reads the header of GGUF file f from the Hub (by ranges, before any of its
-// weights are downloaded: hub.RemoteFile) and refuses a file the engine cannot load —
-// another architecture, a block type Darkroom does not read (the IQ types of grids:
-// IQ2_XXS, IQ3_S, …), tensors that are not DiffusionGemma's, a configuration other
-// than the config.json downloaded beside it (dir's) — as the loader would refuse it
-// after the whole download (weights.GGUFLayoutOf plans it as the loader does). A read
-// the Hub cannot answer by ranges refuses nothing: the loader checks the file then.
-func (m *Manager) checkGGUF(ctx context.Context, f hub.File, url, dir string) error {
-	r := m.hub.OpenRemote(ctx, url, f.Size)
+// checkGGUF reads the header of GGUF file name (size bytes) from the Hub (by ranges,
+// before any of its weights are downloaded: r) and refuses a file the engine cannot
+// load — another architecture, a block type Darkroom does not read (the IQ types of
+// grids: IQ2_XXS, IQ3_S, …), tensors that are not DiffusionGemma's, a configuration
+// other than the config.json downloaded beside it (dir's) — as the loader would refuse
+// it after the whole download (weights.GGUFLayoutOf plans it as the loader does). A
+// read the Hub cannot answer by ranges refuses nothing: the loader checks the file
+// then.
+func checkGGUF(ctx context.Context, r *hub.RemoteFile, name string, size int64, dir string) error {
 	var remote *hub.RangeError
 	err := func() error {
-		g, err := gguf.Parse(r, f.Size, f.Name)
+		g, err := gguf.Parse(r, size, name)
 		if err != nil {
 			return err
 		}
@@ -198,5 +199,33 @@ func (m *Manager) checkGGUF(ctx context.Context, f hub.File, url, dir string) er
 	if err == nil || errors.As(err, &remote) || ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return fmt.Errorf("Darkroom cannot load %s (its header, read before downloading it, says so): %w", path.Base(f.Name), err)
+	return fmt.Errorf("Darkroom cannot load %s (its header, read before downloading it, says so): %w", path.Base(name), err)
+}
+
+// ggufTokenizer is the companion (catalog.TokenizerFor) of a download that is one
+// GGUF file without tokenizer.json — another publisher's GGUF of a model the catalog
+// lists, its header read by ranges (remote) to know which — and nil for any other.
+func ggufTokenizer(files []hub.File, remote func(hub.File) *hub.RemoteFile) *catalog.Companion {
+	var only *hub.File
+	for i, f := range files {
+		if _, ok := ggufQuantOf(f.Name); ok {
+			if only != nil {
+				return nil // several: checkFormat says which
+			}
+			only = &files[i]
+		}
+	}
+	if only == nil {
+		return nil
+	}
+	g, err := gguf.Parse(remote(*only), only.Size, only.Name)
+	if err != nil {
+		return nil // checkGGUF says why
+	}
+	cfg, err := g.Config()
+	if err != nil {
+		return nil
+	}
+	c, _ := catalog.TokenizerFor(cfg)
+	return c
 }

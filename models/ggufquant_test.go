@@ -250,3 +250,44 @@ func TestPullRefusesAGGUFItCannotLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestPullGGUFOfAnotherPublisher: a GGUF repo of another publisher, without
+// tokenizer.json (as most ship), of a model with the catalog's vocabulary takes the
+// tokenizer from the catalog's base repo, as Unsloth's does — its header, read by
+// ranges, says which model it is — and not that repo's config.json where its other
+// dimensions differ (the loader reads its metadata's). It had been refused: "the GGUF
+// comes without tokenizer.json".
+func TestPullGGUFOfAnotherPublisher(t *testing.T) {
+	cfg := config.Tiny()
+	cfg.Text.VocabSize = catalog.DiffusionGemma26B().Text.VocabSize
+	h := hubtest.New()
+	defer h.Close()
+	g := &hubtest.File{Name: "dg-small.Q4_K_M.gguf", Data: ggufOf(t, cfg, gguf.Q4KM, 0), LFS: true}
+	h.Add("acme/dg-small-GGUF", &hubtest.Repo{Files: []*hubtest.File{g, {Name: "README.md", Data: []byte("# q\n")}}})
+	e, _ := catalog.Find(catalog.GGUFID)
+	big, err := catalog.DiffusionGemma26B().MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := &hubtest.File{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)}
+	tc := &hubtest.File{Name: "tokenizer_config.json", Data: []byte(`{}`)}
+	h.Add(e.Companion.Repo, &hubtest.Repo{Files: []*hubtest.File{{Name: "config.json", Data: big}, tok, tc}})
+	m := newManager(t, h, t.TempDir(), "")
+	tr, err := m.Pull(context.Background(), "acme/dg-small-GGUF:Q4_K_M", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	dir := m.store.ModelDir("acme/dg-small-GGUF:Q4_K_M")
+	checkModel(t, dir, []*hubtest.File{g, tok, tc})
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
+		t.Error("the 26B's config.json came with a smaller model's GGUF")
+	}
+	// Another vocabulary: no tokenizer to take.
+	h.Add("acme/other-GGUF", &hubtest.Repo{Files: []*hubtest.File{{Name: "o-Q4_K_M.gguf", Data: ggufOf(t, config.Tiny(), gguf.Q4KM, 0), LFS: true}}})
+	if _, err := m.Pull(context.Background(), "acme/other-GGUF:Q4_K_M", PullOptions{}); err == nil || !strings.Contains(err.Error(), "without tokenizer.json") {
+		t.Errorf("a GGUF of another vocabulary: %v", err)
+	}
+}

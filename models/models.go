@@ -734,6 +734,16 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		files = slices.DeleteFunc(files, func(g hub.File) bool { return strings.HasSuffix(strings.ToLower(g.Name), ".gguf") })
 		files = append(files, f)
 	}
+	remotes := map[string]*hub.RemoteFile{} // GGUF files read by ranges before their download (checkGGUF)
+	remote := func(f hub.File) *hub.RemoteFile {
+		if remotes[f.Name] == nil {
+			remotes[f.Name] = m.hub.OpenRemote(ctx, m.hub.ResolveURL(repo, rev.Commit, f.Name), f.Size)
+		}
+		return remotes[f.Name]
+	}
+	if companion == nil && !hasFile(files, "tokenizer.json") {
+		companion = ggufTokenizer(files, remote) // another publisher's GGUF of a catalog model
+	}
 	urls := map[string]string{} // file → where it comes from
 	for _, f := range files {
 		urls[f.Name] = m.hub.ResolveURL(repo, rev.Commit, f.Name)
@@ -808,7 +818,7 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 	}
 	for _, f := range man.Files {
 		if err == nil && f.State != store.FileComplete && strings.HasSuffix(strings.ToLower(f.Name), ".gguf") {
-			err = m.checkGGUF(ctx, hub.File{Name: f.Name, Size: f.Size}, urls[f.Name], dir)
+			err = checkGGUF(ctx, remote(hub.File{Name: f.Name, Size: f.Size}), f.Name, f.Size, dir)
 		}
 	}
 	if err != nil {
@@ -1193,7 +1203,8 @@ func checkFormat(repo string, files []hub.File) error {
 			return fmt.Errorf("the repo holds a GGUF file per quantization: %s", quantList(repo, qs))
 		}
 		if !hasFile(files, "tokenizer.json") {
-			return fmt.Errorf("the GGUF comes without tokenizer.json, which Darkroom needs beside it (Darkroom does not rebuild a tokenizer from GGUF metadata); the catalog's GGUF entries fetch it from the base model's repo")
+			return fmt.Errorf("the GGUF comes without tokenizer.json, which Darkroom needs beside it (Darkroom does not rebuild a tokenizer from GGUF metadata), " +
+				"and its vocabulary is not that of a model Darkroom's catalog lists, whose tokenizer it would take from the model's own repo: choose a repo that ships tokenizer.json")
 		}
 		return nil
 	case !hasConfig:

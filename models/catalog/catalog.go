@@ -341,6 +341,33 @@ func sameDims(a, b *config.Text) bool {
 		a.NumKeyValueHeads == b.NumKeyValueHeads && a.HeadDim == b.HeadDim && a.GlobalHeadDim == b.GlobalHeadDim
 }
 
+// TokenizerFor is what a GGUF of a model with configuration cfg (its metadata's) takes
+// from the catalog's base repo where its own repo ships no tokenizer.json — as most
+// GGUF repos do, Darkroom not rebuilding a tokenizer from GGUF metadata: the
+// tokenizer files of the catalog's GGUF entries' companion (Google's repo) where the
+// vocabulary is theirs, and its config.json too where every dimension is; false for
+// another vocabulary.
+func TokenizerFor(cfg *config.Model) (*Companion, bool) {
+	for _, e := range Entries() {
+		if e.Companion == nil || e.Config == nil {
+			continue
+		}
+		c, err := e.Config()
+		if err != nil || c.Text.VocabSize != cfg.Text.VocabSize {
+			continue
+		}
+		out := *e.Companion
+		out.Include = nil
+		for _, g := range e.Companion.Include {
+			if g != config.ConfigFile || sameDims(&c.Text, &cfg.Text) {
+				out.Include = append(out.Include, g)
+			}
+		}
+		return &out, true
+	}
+	return nil, false
+}
+
 // CheckLoadable refuses repos known to hold a format the engine cannot load.
 func CheckLoadable(repo string) error {
 	for _, u := range UnsupportedFormats() {
