@@ -40,6 +40,17 @@ func splitQuant(name string) (repo, quant string) {
 	return name[:i], name[i+1:]
 }
 
+// quantName is the store's name of a quantization of a GGUF repo as a user may type
+// it ("owner/name:q3_k_m"): its quantization in capitals, as Pull names the download;
+// "" for a name that names none.
+func quantName(name string) string {
+	repo, q := splitQuant(name)
+	if q == "" {
+		return ""
+	}
+	return repo + ":" + strings.ToUpper(q)
+}
+
 // ggufQuants are the repo's GGUF model files (mmproj-*.gguf, a vision projector, is
 // none) by the quantization each names (ggufQuantOf): one file, or a split GGUF's
 // parts.

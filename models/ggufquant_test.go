@@ -70,7 +70,7 @@ func TestPullGGUFQuant(t *testing.T) {
 	if err := tr.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	src, err := m.Source("acme/dg-GGUF:Q3_K_M")
+	src, err := m.Source("acme/dg-GGUF:q3_k_m") // named as typed: the download's name has the quantization in capitals
 	if err != nil || src.Dir != m.store.ModelDir("acme/dg-GGUF:Q3_K_M") {
 		t.Fatalf("source %v, %v", src, err)
 	}

@@ -407,7 +407,7 @@ func (m *Manager) Delete(name string) error {
 
 // localName maps what a user typed to a model name in the store.
 func (m *Manager) localName(name string) (string, error) {
-	candidates := []string{name}
+	candidates := []string{name, quantName(name)}
 	if e, ok := catalog.Find(name); ok {
 		if e.Builtin {
 			return "", fmt.Errorf("%s is built into Darkroom and cannot be deleted", e.Name)
@@ -576,7 +576,7 @@ func (m *Manager) Resolve(nameOrDir string) (string, error) {
 	if e, ok := catalog.Find(nameOrDir); ok {
 		candidates = append(candidates, m.downloadOf(e), e.ID)
 	}
-	candidates = append(candidates, nameOrDir)
+	candidates = append(candidates, nameOrDir, quantName(nameOrDir))
 	for _, c := range candidates {
 		if c == "" {
 			continue
