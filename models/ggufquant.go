@@ -182,6 +182,9 @@ func ggufConfig(path string) (*config.Model, error) {
 	return f.Config()
 }
 
+// remoteCheckTime bounds the reads of GGUF headers before a download.
+var remoteCheckTime = 2 * time.Minute
+
 // checkGGUF reads the header of GGUF file name (size bytes) from the Hub (by ranges,
 // before any of its weights are downloaded: r) and refuses a file the engine cannot
 // load — another architecture, a block type Darkroom does not read (the IQ types of

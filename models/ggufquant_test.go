@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/gguf"
@@ -290,4 +291,40 @@ func TestPullGGUFOfAnotherPublisher(t *testing.T) {
 	if _, err := m.Pull(context.Background(), "acme/other-GGUF:Q4_K_M", PullOptions{}); err == nil || !strings.Contains(err.Error(), "without tokenizer.json") {
 		t.Errorf("a GGUF of another vocabulary: %v", err)
 	}
+}
+
+// TestPullGGUFHeaderStalls: a Hub that stalls the header's read before the download
+// delays the pull by the check's time at most, and refuses nothing: the download goes
+// on (and the loader checks the file).
+func TestPullGGUFHeaderStalls(t *testing.T) {
+	defer func(d time.Duration) { remoteCheckTime = d }(remoteCheckTime)
+	remoteCheckTime = 300 * time.Millisecond
+	h := hubtest.New()
+	defer h.Close()
+	cfg, err := config.Tiny().MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &hubtest.File{Name: "dg-Q4_K_M.gguf", Data: ggufOf(t, config.Tiny(), gguf.Q4KM, 0), LFS: true}
+	h.Add("acme/dg-GGUF", &hubtest.Repo{Files: []*hubtest.File{{Name: "config.json", Data: cfg},
+		{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)}, g}})
+	h.Fault = func(name string, n int, start int64) (int64, bool) {
+		if name == g.Name && n == 0 {
+			return 100, true // the header's first read: 100 bytes, then nothing
+		}
+		return -1, false
+	}
+	m := newManager(t, h, t.TempDir(), "")
+	t0 := time.Now()
+	tr, err := m.Pull(context.Background(), "acme/dg-GGUF:Q4_K_M", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("the pull started after %v", d)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, m.store.ModelDir("acme/dg-GGUF:Q4_K_M"), []*hubtest.File{g})
 }

@@ -734,10 +734,14 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		files = slices.DeleteFunc(files, func(g hub.File) bool { return strings.HasSuffix(strings.ToLower(g.Name), ".gguf") })
 		files = append(files, f)
 	}
-	remotes := map[string]*hub.RemoteFile{} // GGUF files read by ranges before their download (checkGGUF)
+	// GGUF files read by ranges before their download (checkGGUF, ggufTokenizer), for a
+	// few minutes at most: a Hub that stalls then refuses nothing (the loader checks).
+	hctx, stop := context.WithTimeout(ctx, remoteCheckTime)
+	defer stop()
+	remotes := map[string]*hub.RemoteFile{}
 	remote := func(f hub.File) *hub.RemoteFile {
 		if remotes[f.Name] == nil {
-			remotes[f.Name] = m.hub.OpenRemote(ctx, m.hub.ResolveURL(repo, rev.Commit, f.Name), f.Size)
+			remotes[f.Name] = m.hub.OpenRemote(hctx, m.hub.ResolveURL(repo, rev.Commit, f.Name), f.Size)
 		}
 		return remotes[f.Name]
 	}
