@@ -91,9 +91,9 @@ func ggufQuantOf(name string) (string, bool) {
 
 // ggufForQuant picks the file of quantization quant (any case) among a repo's
 // files: the one named by it, or where quant is a dynamic quant's plain part
-// ("Q4_K_XL" for "UD-Q4_K_XL") and the repo has no plain one, that. None is an error
-// that lists the quantizations the repo has, and so is a GGUF split in parts, which
-// Darkroom does not read.
+// ("Q4_K_XL" for "UD-Q4_K_XL") and the repo has no plain one, that. None is a
+// *QuantChoice error that lists the quantizations the repo has; a GGUF split in
+// parts, which Darkroom does not read, is an error too.
 func ggufForQuant(repo, quant string, files []hub.File) (hub.File, error) {
 	qs := ggufQuants(files)
 	quant = strings.ToUpper(quant)
@@ -105,7 +105,7 @@ func ggufForQuant(repo, quant string, files []hub.File) (hub.File, error) {
 	case len(qs) == 0:
 		return hub.File{}, fmt.Errorf("%s holds no GGUF file to choose %s from", repo, quant)
 	case !ok:
-		return hub.File{}, fmt.Errorf("%s has no %s GGUF; it has %s", repo, quant, quantList(repo, qs))
+		return hub.File{}, quantChoice(repo, quant, qs)
 	case len(fs) > 1:
 		return hub.File{}, fmt.Errorf("%s's %s GGUF comes in %d parts (llama.cpp's gguf-split), and Darkroom reads a GGUF in one file: "+
 			"choose another quantization, or merge the parts (llama-gguf-split --merge) and load the folder", repo, quant, len(fs))
@@ -113,25 +113,49 @@ func ggufForQuant(repo, quant string, files []hub.File) (hub.File, error) {
 	return fs[0], nil
 }
 
-// quantList names a repo's quantizations with their sizes, smallest first, and how to
-// choose one.
-func quantList(repo string, qs map[string][]hub.File) string {
-	size := func(q string) (n int64) {
-		for _, f := range qs[q] {
-			n += f.Size
-		}
-		return n
-	}
-	names := make([]string, 0, len(qs))
-	for q := range qs {
-		names = append(names, q)
-	}
-	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(size(a), size(b)), strings.Compare(a, b)) })
+// QuantChoice is the error of a GGUF repo named with no quantization, or one it does
+// not hold: the quantizations it holds in one file each, which Darkroom can download
+// (a split GGUF's are left out), for the user to choose one — by name after the repo
+// (Repo + ":" + Name), or from buttons the Library shows.
+type QuantChoice struct {
+	Repo   string
+	Asked  string  // the quantization asked for; "" where none was named
+	Quants []Quant // smallest first
+}
+
+// Quant is one quantization of a GGUF repo: its name and its file's size.
+type Quant struct {
+	Name string
+	Size int64
+}
+
+func (e *QuantChoice) Error() string {
 	var said []string
-	for _, q := range names {
-		said = append(said, fmt.Sprintf("%s (%s)", q, store.FormatBytes(size(q))))
+	for _, q := range e.Quants {
+		said = append(said, fmt.Sprintf("%s (%s)", q.Name, store.FormatBytes(q.Size)))
 	}
-	return strings.Join(said, ", ") + "; name one after the repo, as " + repo + ":" + names[0]
+	has := strings.Join(said, ", ")
+	if len(said) == 0 {
+		has = "none in one file, which Darkroom reads"
+	} else {
+		has += "; name one after the repo, as " + e.Repo + ":" + e.Quants[0].Name
+	}
+	if e.Asked == "" {
+		return "the repo holds a GGUF file per quantization: " + has
+	}
+	return fmt.Sprintf("%s has no %s GGUF; it has %s", e.Repo, e.Asked, has)
+}
+
+// quantChoice is the QuantChoice of a repo's GGUF files qs, quant asked ("": none).
+func quantChoice(repo, quant string, qs map[string][]hub.File) *QuantChoice {
+	e := &QuantChoice{Repo: repo, Asked: quant}
+	for q, fs := range qs {
+		if len(fs) == 1 {
+			e.Quants = append(e.Quants, Quant{q, fs[0].Size})
+		}
+	}
+	slices.SortFunc(e.Quants, func(a, b Quant) int { return cmp.Or(cmp.Compare(a.Size, b.Size), strings.Compare(a.Name, b.Name)) })
+	return e
 }
 
 // layoutCache keeps the layouts of local GGUF files (weights.ReadGGUFLayout: the

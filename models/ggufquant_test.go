@@ -82,7 +82,7 @@ func TestPullGGUFQuant(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{
-		"acme/dg-GGUF:Q9_K": "has no Q9_K GGUF; it has Q3_K_M (368.6 kB), Q4_K_M (409.6 kB), UD-Q4_K_XL (430.1 kB), Q8_0 (1.0 MB); name one after the repo, as acme/dg-GGUF:Q3_K_M",
+		"acme/dg-GGUF:Q9_K": "has no Q9_K GGUF; it has Q3_K_M (368.6 kB), Q4_K_M (409.6 kB), UD-Q4_K_XL (430.1 kB); name one after the repo, as acme/dg-GGUF:Q3_K_M",
 		"acme/dg-GGUF:Q8_0": "comes in 2 parts",
 		"acme/dg-GGUF":      "the repo holds a GGUF file per quantization: Q3_K_M (368.6 kB)",
 	} {

@@ -1204,7 +1204,7 @@ func checkFormat(repo string, files []hub.File) error {
 	switch {
 	case ggufs > 0 && !hasST:
 		if qs := ggufQuants(files); ggufs > 1 && len(qs) > 0 {
-			return fmt.Errorf("the repo holds a GGUF file per quantization: %s", quantList(repo, qs))
+			return quantChoice(repo, "", qs)
 		}
 		if !hasFile(files, "tokenizer.json") {
 			return fmt.Errorf("the GGUF comes without tokenizer.json, which Darkroom needs beside it (Darkroom does not rebuild a tokenizer from GGUF metadata), " +

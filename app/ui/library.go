@@ -141,7 +141,10 @@ type LibraryScreen struct {
 	repo    *keyEntry      // "Another model from Hugging Face": owner/name or its address (library_hub.go)
 	repoGet *widget.Button // its Download
 	repoMsg *widget.Label  // under it: the download begun, or why not
-	content fyne.CanvasObject
+	// repoQuants, under repoMsg, are a GGUF repo's quantizations as buttons where the
+	// repo was named without one it holds (models.QuantChoice).
+	repoQuants *fyne.Container
+	content    fyne.CanvasObject
 
 	entries  []LibraryEntry
 	storeDir string // the models folder, as last read

@@ -8,7 +8,9 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/hub"
+	"github.com/darkroomlabs/darkroom/models/store"
 )
 
 // A model from Hugging Face that the catalog does not list — a fine-tune of
@@ -25,6 +27,8 @@ func (l *LibraryScreen) hubRepoCard() fyne.CanvasObject {
 	l.repoMsg = widget.NewLabel("")
 	l.repoMsg.Wrapping = fyne.TextWrapWord
 	l.repoMsg.Hide()
+	l.repoQuants = container.NewGridWrap(fyne.NewSize(190, 36))
+	l.repoQuants.Hide()
 	l.repoGet = widget.NewButtonWithIcon("Download", theme.DownloadIcon(), l.downloadRepo)
 	l.repo.OnSubmitted = func(string) { l.downloadRepo() }
 	if l.app.deps.Library == nil {
@@ -33,7 +37,7 @@ func (l *LibraryScreen) hubRepoCard() fyne.CanvasObject {
 	return noteCard("Another model from Hugging Face", "A DiffusionGemma model the list above does not have: a "+
 		"fine-tune, another export, or another quantization of a GGUF (its name after the repo's: "+
 		"unsloth/diffusiongemma-26B-A4B-it-GGUF:Q3_K_M). Darkroom checks its config before downloading the weights.",
-		container.NewVBox(container.NewBorder(nil, nil, nil, l.repoGet, l.repo), l.repoMsg))
+		container.NewVBox(container.NewBorder(nil, nil, nil, l.repoGet, l.repo), l.repoMsg, l.repoQuants))
 }
 
 // downloadRepo starts downloading the repo typed in the box (Download, Enter).
@@ -55,6 +59,11 @@ func (l *LibraryScreen) downloadRepo() {
 		err := lib.Start(repo, "")
 		onUI(func() {
 			l.repoGet.Enable()
+			var choice *models.QuantChoice
+			if errors.As(err, &choice) && len(choice.Quants) > 0 {
+				l.offerQuants(choice)
+				return
+			}
 			if err != nil {
 				l.repoSays(repoProblem(repo, err), true)
 				return
@@ -66,8 +75,32 @@ func (l *LibraryScreen) downloadRepo() {
 	}()
 }
 
+// offerQuants says that the GGUF repo typed holds a file per quantization and
+// offers each as a button, which downloads that one (named after the repo, as it
+// could have been typed).
+func (l *LibraryScreen) offerQuants(c *models.QuantChoice) {
+	msg := c.Repo + " holds a GGUF file per quantization: choose one (the smaller the file, the less memory it needs, " +
+		"and the more it loses of the model's quality)."
+	if c.Asked != "" {
+		msg = c.Repo + " has no " + c.Asked + " GGUF: choose one of its quantizations."
+	}
+	l.repoSays(msg, false)
+	var buttons []fyne.CanvasObject
+	for _, q := range c.Quants {
+		name := c.Repo + ":" + q.Name
+		buttons = append(buttons, widget.NewButtonWithIcon(q.Name+" · "+store.FormatBytes(q.Size), theme.DownloadIcon(), func() {
+			l.repo.SetText(name)
+			l.downloadRepo()
+		}))
+	}
+	l.repoQuants.Objects = buttons
+	l.repoQuants.Show()
+	l.repoQuants.Refresh()
+}
+
 // repoSays shows msg under the box, in red where it is a problem.
 func (l *LibraryScreen) repoSays(msg string, problem bool) {
+	l.repoQuants.Hide()
 	l.repoMsg.Importance = widget.MediumImportance
 	if problem {
 		l.repoMsg.Importance = widget.DangerImportance

@@ -80,11 +80,32 @@ func TestLibraryDownloadsAnyHubModel(t *testing.T) {
 	h.Add("acme/dg-GGUF", &hubtest.Repo{Files: []*hubtest.File{files[0], files[1],
 		{Name: "dg-Q3_K_M.gguf", Data: q3, LFS: true},
 		{Name: "dg-Q4_K_M.gguf", Data: make([]byte, 1<<20), LFS: true}}})
-	if got := try("acme/dg-GGUF"); !strings.Contains(got, "Q4_K_M (1.0 MB); name one after the repo, as acme/dg-GGUF:Q3_K_M") {
+	if got := try("acme/dg-GGUF:Q9_K"); !strings.Contains(got, "acme/dg-GGUF has no Q9_K GGUF: choose one of its quantizations") {
+		t.Errorf("a quantization the repo lacks: %q", got)
+	}
+	if got := try("acme/dg-GGUF"); !strings.Contains(got, "acme/dg-GGUF holds a GGUF file per quantization: choose one") {
 		t.Errorf("a GGUF repo named alone: %q", got)
 	}
-	if got := try("hf.co/acme/dg-GGUF:Q3_K_M"); !strings.Contains(got, "Started downloading acme/dg-GGUF:Q3_K_M") {
-		t.Fatalf("a GGUF's Q3_K_M: %q", got)
+	var offered []string
+	var q3Button *widget.Button
+	asUI(func() {
+		for _, o := range l.repoQuants.Objects {
+			b := o.(*widget.Button)
+			offered = append(offered, b.Text)
+			if strings.HasPrefix(b.Text, "Q3_K_M") {
+				q3Button = b
+			}
+		}
+	})
+	if len(offered) != 2 || !uiRead(l.repoQuants.Visible) || q3Button == nil || offered[1] != "Q4_K_M · 1.0 MB" {
+		t.Fatalf("the quantizations offered: %q", offered)
+	}
+	asUI(func() { q3Button.OnTapped() })
+	waitFor(t, "the Q3_K_M's download to start", func() bool {
+		return uiRead(func() bool { return strings.Contains(l.repoMsg.Text, "Started downloading acme/dg-GGUF:Q3_K_M") })
+	})
+	if uiRead(l.repoQuants.Visible) {
+		t.Error("the quantizations are still offered")
 	}
 	waitFor(t, "the Q3_K_M's card, ready", func() bool { return state("acme/dg-GGUF:Q3_K_M") == "ready" })
 	if h.Sent("dg-Q4_K_M.gguf") != 0 {

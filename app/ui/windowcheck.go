@@ -19,6 +19,8 @@ import (
 	"github.com/darkroomlabs/darkroom/app/ui/settings"
 	"github.com/darkroomlabs/darkroom/assets"
 	"github.com/darkroomlabs/darkroom/engine"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/models"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 )
 
@@ -273,6 +275,31 @@ func (a *App) windowCheck(dir string) {
 	} else {
 		report = append(report, "OK Library: a failed download's error stayed on its card through the refreshes, until dismissed")
 	}
+	// A GGUF repo typed without a quantization: its quantizations offered as buttons
+	// under the Hugging Face box (the window check runs offline: the choice the Hub's
+	// listing would give for the catalog's four mixes, at their sizes).
+	fyne.DoAndWait(func() {
+		l := a.Library
+		choice := &models.QuantChoice{Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF"}
+		for _, m := range gguf.Mixes {
+			e, _ := catalog.Find(catalog.GGUFIDs[m])
+			choice.Quants = append(choice.Quants, models.Quant{Name: string(m), Size: e.Size})
+		}
+		l.repo.SetText(choice.Repo)
+		l.offerQuants(choice)
+		d := fyne.CurrentApp().Driver()
+		sc := l.content.(*container.Scroll)
+		sc.Offset.Y = d.AbsolutePositionForObject(l.repo).Y - d.AbsolutePositionForObject(sc.Content).Y - 120
+		sc.Refresh()
+	})
+	time.Sleep(300 * time.Millisecond)
+	shot("library-quants", start, false)
+	fyne.DoAndWait(func() {
+		a.Library.repo.SetText("")
+		a.Library.repoSays("", false)
+		a.Library.repoMsg.Hide()
+		a.Library.content.(*container.Scroll).ScrollToTop()
+	})
 	fyne.DoAndWait(func() { a.Show("Settings") })
 	checkErr("Settings")
 	shot("settings", start, false)
