@@ -159,11 +159,12 @@ func quantChoice(repo, quant string, qs map[string][]hub.File) *QuantChoice {
 }
 
 // layoutCache keeps the layouts of local GGUF files (weights.ReadGGUFLayout: the
-// header of a real one holds its 262,144-token vocabulary), read again where a
-// file's size or time changes.
+// header of a real one holds its 262,144-token vocabulary), and the configurations
+// their metadata give, read again where a file's size or time changes.
 type layoutCache struct {
-	mu   sync.Mutex
-	seen map[string]cachedLayout
+	mu      sync.Mutex
+	seen    map[string]cachedLayout
+	configs map[string]cachedConfig // the metadata's configurations of those without config.json
 }
 
 type cachedLayout struct {
@@ -195,15 +196,39 @@ func (c *layoutCache) of(path string, cfg *config.Model) weights.GGUFLayout {
 	return l
 }
 
-// ggufConfig is the model configuration a GGUF file's metadata gives (a GGUF
-// downloaded without config.json: the engine reads it so too).
-func ggufConfig(path string) (*config.Model, error) {
+// config is the model configuration the metadata of the GGUF file at path gives (a
+// GGUF downloaded without config.json: the engine reads it so too), read once while
+// the file's size and time stay (one value for every caller: not to be changed).
+func (c *layoutCache) config(path string) (*config.Model, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.configs[path]; ok && v.size == st.Size() && v.mod.Equal(st.ModTime()) {
+		return v.cfg, nil
+	}
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return f.Config()
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, err
+	}
+	if c.configs == nil {
+		c.configs = map[string]cachedConfig{}
+	}
+	c.configs[path] = cachedConfig{st.Size(), st.ModTime(), cfg}
+	return cfg, nil
+}
+
+type cachedConfig struct {
+	size int64
+	mod  time.Time
+	cfg  *config.Model
 }
 
 // remoteCheckTime bounds the reads of GGUF headers before a download.

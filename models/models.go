@@ -313,7 +313,7 @@ func (m *Manager) localEntry(l *store.Manifest) Entry {
 	loadConfig := func() (*config.Model, error) {
 		c, err := config.Load(dir)
 		if errors.Is(err, fs.ErrNotExist) && ggufName != "" && l.State == store.StateComplete {
-			return ggufConfig(filepath.Join(dir, filepath.FromSlash(ggufName))) // a GGUF without config.json: its metadata's
+			return m.layouts.config(filepath.Join(dir, filepath.FromSlash(ggufName))) // a GGUF without config.json: its metadata's
 		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil // not downloaded yet: dimensions unknown
