@@ -1359,19 +1359,27 @@ q4kvnniblock:
 	VZEROUPPER
 	RET
 
-// K4INT_CONSTS loads the Q4_K and Q5_K integer dots' constants — the nibble mask
-// (Y12), 16-bit ones (Y13), the sign bit (Y15) — and clears their sums (Y0, Y1, Y9).
-#define K4INT_CONSTS \
-	VPBROADCASTB nibconst<>+0(SB), Y12; \
+// KINT_CONSTS loads the constants every K type's integer dot uses — a code field's
+// mask (Y12, mask in every dword), 16-bit ones (Y13) — and clears their sums (Y0, Y1)
+// and offsets or minimums (Y9).
+#define KINT_CONSTS(mask) \
+	MOVL mask, AX; \
+	VMOVD AX, X12; \
+	VPBROADCASTD X12, Y12; \
 	MOVL $0x00010001, AX; \
 	VMOVD AX, X13; \
 	VPBROADCASTD X13, Y13; \
-	MOVL $0x80000000, AX; \
-	VMOVD AX, X15; \
-	VPBROADCASTD X15, Y15; \
 	VXORPS Y0, Y0, Y0; \
 	VXORPS Y1, Y1, Y1; \
 	VXORPS Y9, Y9, Y9
+
+// K4INT_CONSTS loads the Q4_K and Q5_K integer dots' constants — KINT_CONSTS's with
+// the nibble mask, and the sign bit (Y15).
+#define K4INT_CONSTS \
+	KINT_CONSTS($0x0f0f0f0f); \
+	MOVL $0x80000000, AX; \
+	VMOVD AX, X15; \
+	VPBROADCASTD X15, Y15
 
 // K4INT_SCALES decodes the block at SI's header (Q4K_SCALES) into its groups'
 // d·sc_j·xs_j (on the stack, for K4INT_PAIR_DOT's broadcasts) and adds its minimums
@@ -2434,20 +2442,6 @@ GLOBL q6kidx<>(SB), RODATA|NOPTR, $192
 	VPOR Y11, Y10, Y10; \
 	Q6K_GROUP(Y10, 96, 96, SC, Y1)
 
-// K16_CONSTS loads the constants of the K types scaled per sixteen (dotQ6KIntAVX2,
-// dotQ3KIntAVX2, dotQ2KIntAVX2) — a code field's mask (Y12, mask in every dword),
-// 16-bit ones (Y13) — and clears their sums (Y0, Y1) and offsets (Y9).
-#define K16_CONSTS(mask) \
-	MOVL mask, AX; \
-	VMOVD AX, X12; \
-	VPBROADCASTD X12, Y12; \
-	MOVL $0x00010001, AX; \
-	VMOVD AX, X13; \
-	VPBROADCASTD X13, Y13; \
-	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	VXORPS Y9, Y9, Y9
-
 // K16_END returns the sums less off (a float32's bits) times the offsets.
 #define K16_END(off) \
 	VADDPS Y1, Y0, Y0; \
@@ -2473,7 +2467,7 @@ TEXT ·dotQ6KIntAVX2(SB), NOSPLIT, $0-36
 	MOVQ xs+8(FP), R10
 	MOVQ src+16(FP), SI
 	MOVQ nb+24(FP), CX
-	K16_CONSTS($0x0f0f0f0f)          // a nibble
+	KINT_CONSTS($0x0f0f0f0f)          // a nibble
 	MOVL $0x30303030, AX
 	VMOVD AX, X3
 	VPBROADCASTD X3, Y3              // a code's high two bits
@@ -2610,7 +2604,7 @@ TEXT ·dotQ3KIntAVX2(SB), NOSPLIT, $0-36
 	MOVQ xs+8(FP), R10
 	MOVQ src+16(FP), SI
 	MOVQ nb+24(FP), CX
-	K16_CONSTS($0x03030303)          // a 2-bit field
+	KINT_CONSTS($0x03030303)          // a 2-bit field
 	MOVL $0x04040404, AX
 	VMOVD AX, X3
 	VPBROADCASTD X3, Y3              // bit 2: the hmask bit's place
@@ -2700,7 +2694,7 @@ TEXT ·dotQ2KIntAVX2(SB), NOSPLIT, $0-36
 	MOVQ xs+8(FP), R10
 	MOVQ src+16(FP), SI
 	MOVQ nb+24(FP), CX
-	K16_CONSTS($0x03030303)          // a 2-bit field
+	KINT_CONSTS($0x03030303)          // a 2-bit field
 	MOVL $15, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15            // a scale's four bits
