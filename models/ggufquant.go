@@ -158,117 +158,130 @@ func quantChoice(repo, quant string, qs map[string][]hub.File) *QuantChoice {
 	return e
 }
 
-// layoutCache keeps the layouts of local GGUF files (weights.ReadGGUFLayout: the
-// header of a real one holds its 262,144-token vocabulary), and the configurations
-// their metadata give, read again where a file's size or time changes.
-type layoutCache struct {
-	mu      sync.Mutex
-	seen    map[string]cachedLayout
-	configs map[string]cachedConfig // the metadata's configurations of those without config.json
+// ggufCache keeps what the headers of local GGUF files give (the header of a real one
+// holds its 262,144-token vocabulary; the Library lists the models on every refresh),
+// read again where a file's size or time changes.
+type ggufCache struct {
+	mu   sync.Mutex
+	seen map[string]localGGUF
 }
 
-type cachedLayout struct {
+type localGGUF struct {
 	size   int64
 	mod    time.Time
+	cfg    *config.Model
 	layout weights.GGUFLayout
+	err    error
 }
 
-// of is the layout of the GGUF file at path, holding cfg; the zero layout where it
-// cannot be read (the loader says why).
-func (c *layoutCache) of(path string, cfg *config.Model) weights.GGUFLayout {
+// read is the configuration of the local GGUF file at path (planGGUFIn: its folder's
+// config.json, else its metadata's) and its layout; the zero layout where the file
+// cannot be planned (the loader says why). One configuration for every caller: not to
+// be changed.
+func (c *ggufCache) read(path string) (*config.Model, weights.GGUFLayout, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return weights.GGUFLayout{}
+		return nil, weights.GGUFLayout{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if v, ok := c.seen[path]; ok && v.size == st.Size() && v.mod.Equal(st.ModTime()) {
-		return v.layout
+	v, ok := c.seen[path]
+	if !ok || v.size != st.Size() || !v.mod.Equal(st.ModTime()) {
+		v = localGGUF{size: st.Size(), mod: st.ModTime()}
+		v.cfg, v.layout, v.err = readLocalGGUF(path)
+		if c.seen == nil {
+			c.seen = map[string]localGGUF{}
+		}
+		c.seen[path] = v
 	}
-	l, err := weights.ReadGGUFLayout(os.DirFS(filepath.Dir(path)), filepath.Base(path), cfg)
-	if err != nil {
-		return weights.GGUFLayout{}
-	}
-	if c.seen == nil {
-		c.seen = map[string]cachedLayout{}
-	}
-	c.seen[path] = cachedLayout{st.Size(), st.ModTime(), l}
-	return l
+	return v.cfg, v.layout, v.err
 }
 
-// config is the model configuration the metadata of the GGUF file at path gives (a
-// GGUF downloaded without config.json: the engine reads it so too), read once while
-// the file's size and time stay (one value for every caller: not to be changed).
-func (c *layoutCache) config(path string) (*config.Model, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.configs[path]; ok && v.size == st.Size() && v.mod.Equal(st.ModTime()) {
-		return v.cfg, nil
-	}
+// readLocalGGUF opens the GGUF file at path and plans it (planGGUFIn); a file that
+// does not open or plan still has its folder's config.json, if any.
+func readLocalGGUF(path string) (*config.Model, weights.GGUFLayout, error) {
+	dir := filepath.Dir(path)
 	f, err := gguf.Open(path)
 	if err != nil {
-		return nil, err
+		if cfg, cerr := config.Load(dir); cerr == nil {
+			return cfg, weights.GGUFLayout{}, nil
+		}
+		return nil, weights.GGUFLayout{}, err
 	}
 	defer f.Close()
-	cfg, err := f.Config()
-	if err != nil {
-		return nil, err
+	cfg, l, err := planGGUFIn(f, dir)
+	if cfg != nil {
+		err = nil // the layout unreadable: priced as its profile
 	}
-	if c.configs == nil {
-		c.configs = map[string]cachedConfig{}
-	}
-	c.configs[path] = cachedConfig{st.Size(), st.ModTime(), cfg}
-	return cfg, nil
+	return cfg, l, err
 }
 
-type cachedConfig struct {
-	size int64
-	mod  time.Time
-	cfg  *config.Model
+// planGGUFIn is the configuration of GGUF file g in folder dir — dir's config.json
+// (a download's, or its companion's), else g's metadata (as the engine reads one
+// without it) — and g planned by it as the loader plans it (weights.GGUFLayoutOf). A
+// configuration with no layout comes with the planning's error.
+func planGGUFIn(g *gguf.File, dir string) (*config.Model, weights.GGUFLayout, error) {
+	cfg, err := config.Load(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		cfg, err = g.Config()
+	}
+	if err != nil {
+		return nil, weights.GGUFLayout{}, err
+	}
+	l, err := weights.GGUFLayoutOf(g, cfg)
+	return cfg, l, err
+}
+
+// remoteHeaders parses the headers of a download's GGUF files, read from the Hub by
+// ranges (open: hub.RemoteFile), each once, for ggufTokenizer and checkGGUF.
+type remoteHeaders struct {
+	open func(hub.File) *hub.RemoteFile
+	seen map[string]remoteHeader
+}
+
+type remoteHeader struct {
+	g   *gguf.File
+	err error
+}
+
+func (h *remoteHeaders) parse(f hub.File) (*gguf.File, error) {
+	v, ok := h.seen[f.Name]
+	if !ok {
+		v.g, v.err = gguf.Parse(h.open(f), f.Size, f.Name)
+		if h.seen == nil {
+			h.seen = map[string]remoteHeader{}
+		}
+		h.seen[f.Name] = v
+	}
+	return v.g, v.err
 }
 
 // remoteCheckTime bounds the reads of GGUF headers before a download.
 var remoteCheckTime = 2 * time.Minute
 
-// checkGGUF reads the header of GGUF file name (size bytes) from the Hub (by ranges,
-// before any of its weights are downloaded: r) and refuses a file the engine cannot
-// load — another architecture, a block type Darkroom does not read (the IQ types of
-// grids: IQ2_XXS, IQ3_S, …), tensors that are not DiffusionGemma's, a configuration
-// other than the config.json downloaded beside it (dir's) — as the loader would refuse
-// it after the whole download (weights.GGUFLayoutOf plans it as the loader does). A
-// read the Hub cannot answer by ranges refuses nothing: the loader checks the file
-// then.
-func checkGGUF(ctx context.Context, r *hub.RemoteFile, name string, size int64, dir string) error {
+// checkGGUF reads the header of GGUF file f from the Hub (by ranges, before any of
+// its weights are downloaded: h) and refuses a file the engine cannot load — another
+// architecture, a block type Darkroom does not read (the IQ types of grids: IQ2_XXS,
+// IQ3_S, …), tensors that are not DiffusionGemma's, a configuration other than the
+// config.json downloaded beside it (dir's) — as the loader would refuse it after the
+// whole download (planGGUFIn). A read the Hub cannot answer by ranges refuses
+// nothing: the loader checks the file then.
+func checkGGUF(ctx context.Context, h *remoteHeaders, f hub.File, dir string) error {
+	g, err := h.parse(f)
+	if err == nil {
+		_, _, err = planGGUFIn(g, dir)
+	}
 	var remote *hub.RangeError
-	err := func() error {
-		g, err := gguf.Parse(r, size, name)
-		if err != nil {
-			return err
-		}
-		cfg, err := config.Load(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			cfg, err = g.Config()
-		}
-		if err != nil {
-			return err
-		}
-		_, err = weights.GGUFLayoutOf(g, cfg)
-		return err
-	}()
 	if err == nil || errors.As(err, &remote) || ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return fmt.Errorf("Darkroom cannot load %s (its header, read before downloading it, says so): %w", path.Base(name), err)
+	return fmt.Errorf("Darkroom cannot load %s (its header, read before downloading it, says so): %w", path.Base(f.Name), err)
 }
 
 // ggufTokenizer is the companion (catalog.TokenizerFor) of a download that is one
 // GGUF file without tokenizer.json — another publisher's GGUF of a model the catalog
-// lists, its header read by ranges (remote) to know which — and nil for any other.
-func ggufTokenizer(files []hub.File, remote func(hub.File) *hub.RemoteFile) *catalog.Companion {
+// lists, its header read by ranges (h) to know which — and nil for any other.
+func ggufTokenizer(files []hub.File, h *remoteHeaders) *catalog.Companion {
 	var only *hub.File
 	for i, f := range files {
 		if _, ok := ggufQuantOf(f.Name); ok {
@@ -281,7 +294,7 @@ func ggufTokenizer(files []hub.File, remote func(hub.File) *hub.RemoteFile) *cat
 	if only == nil {
 		return nil
 	}
-	g, err := gguf.Parse(remote(*only), only.Size, only.Name)
+	g, err := h.parse(*only)
 	if err != nil {
 		return nil // checkGGUF says why
 	}

@@ -75,7 +75,7 @@ type Manager struct {
 	moving   string                   // where the store is moving to (MoveStore), "" when it is not
 	subs     map[int]func(Event)
 	nextSub  int
-	layouts  layoutCache // local GGUF files' layouts (localEntry)
+	ggufs    ggufCache // what local GGUF files' headers give (localEntry)
 }
 
 // New opens the library.
@@ -310,11 +310,13 @@ func (m *Manager) localEntry(l *store.Manifest) Entry {
 			ggufName = f.Name
 		}
 	}
+	ggufPath := filepath.Join(dir, filepath.FromSlash(ggufName))
 	loadConfig := func() (*config.Model, error) {
-		c, err := config.Load(dir)
-		if errors.Is(err, fs.ErrNotExist) && ggufName != "" && l.State == store.StateComplete {
-			return m.layouts.config(filepath.Join(dir, filepath.FromSlash(ggufName))) // a GGUF without config.json: its metadata's
+		if ggufName != "" && l.State == store.StateComplete { // config.json, else the GGUF's metadata (m.ggufs)
+			cfg, _, err := m.ggufs.read(ggufPath)
+			return cfg, err
 		}
+		c, err := config.Load(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil // not downloaded yet: dimensions unknown
 		}
@@ -326,9 +328,8 @@ func (m *Manager) localEntry(l *store.Manifest) Entry {
 		q, _ := ggufQuantOf(ggufName)
 		format = "GGUF " + q
 		if l.State == store.StateComplete {
-			if cfg, err := loadConfig(); err == nil && cfg != nil {
-				layout = m.layouts.of(filepath.Join(dir, filepath.FromSlash(ggufName)), cfg)
-				types = layout.Describe(cfg)
+			if cfg, lay, err := m.ggufs.read(ggufPath); err == nil && lay.IsGGUF() {
+				layout, types = lay, lay.Describe(cfg)
 			}
 		}
 		// The profile a GPU converts it to, as the catalog's GGUF entries (catalog.GGUFProfile).
@@ -738,15 +739,11 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 	// few minutes at most: a Hub that stalls then refuses nothing (the loader checks).
 	hctx, stop := context.WithTimeout(ctx, remoteCheckTime)
 	defer stop()
-	remotes := map[string]*hub.RemoteFile{}
-	remote := func(f hub.File) *hub.RemoteFile {
-		if remotes[f.Name] == nil {
-			remotes[f.Name] = m.hub.OpenRemote(hctx, m.hub.ResolveURL(repo, rev.Commit, f.Name), f.Size)
-		}
-		return remotes[f.Name]
-	}
+	headers := &remoteHeaders{open: func(f hub.File) *hub.RemoteFile {
+		return m.hub.OpenRemote(hctx, m.hub.ResolveURL(repo, rev.Commit, f.Name), f.Size)
+	}}
 	if companion == nil && !hasFile(files, "tokenizer.json") {
-		companion = ggufTokenizer(files, remote) // another publisher's GGUF of a catalog model
+		companion = ggufTokenizer(files, headers) // another publisher's GGUF of a catalog model
 	}
 	urls := map[string]string{} // file → where it comes from
 	for _, f := range files {
@@ -822,7 +819,7 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 	}
 	for _, f := range man.Files {
 		if err == nil && f.State != store.FileComplete && strings.HasSuffix(strings.ToLower(f.Name), ".gguf") {
-			err = checkGGUF(ctx, remote(hub.File{Name: f.Name, Size: f.Size}), f.Name, f.Size, dir)
+			err = checkGGUF(ctx, headers, hub.File{Name: f.Name, Size: f.Size}, dir)
 		}
 	}
 	if err != nil {
