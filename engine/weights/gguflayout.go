@@ -1,6 +1,7 @@
 package weights
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"io/fs"
@@ -211,15 +212,9 @@ func (l GGUFLayout) Types(cfg *config.Model) []gguf.Type {
 			}
 		}
 	}
+	perWeight := func(t gguf.Type) float64 { return float64(t.BlockBytes()) / float64(t.BlockSize()) }
 	slices.SortFunc(out, func(a, b gguf.Type) int {
-		x, y := float64(a.BlockBytes())/float64(a.BlockSize()), float64(b.BlockBytes())/float64(b.BlockSize())
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return strings.Compare(a.String(), b.String())
+		return cmp.Or(cmp.Compare(perWeight(a), perWeight(b)), strings.Compare(a.String(), b.String()))
 	})
 	return out
 }
@@ -234,7 +229,7 @@ func (l GGUFLayout) IsMix(cfg *config.Model) bool {
 	for _, s := range Specs(cfg) {
 		a, okA := l.plan(cfg, s)
 		b, okB := m.plan(cfg, s)
-		if okA != okB || len(s.Shape) < 2 || !okA {
+		if !okA || !okB || len(s.Shape) < 2 {
 			continue
 		}
 		for _, t := range a.parts {

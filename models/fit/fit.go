@@ -158,21 +158,13 @@ func floatBytes(cfg *config.Model) int64 { return int64(storedFloat(cfg).Size())
 
 // WeightBytes is the size at rest of cfg's weights under profile p.
 func WeightBytes(cfg *config.Model, p quant.Profile) int64 {
-	var total int64
-	for _, s := range weights.Specs(cfg) {
-		total += TensorBytes(cfg, p, s)
-	}
-	return total
+	return sumSpecs(cfg, func(s weights.Spec) int64 { return TensorBytes(cfg, p, s) })
 }
 
 // HostWeightBytes is WeightBytes as the CPU's host path holds the weights: NVIDIA's
 // NVFP4 export's BF16 embedding in int8 (weights.HostEmbedding), the rest as stored.
 func HostWeightBytes(cfg *config.Model, p quant.Profile) int64 {
-	var total int64
-	for _, s := range weights.Specs(cfg) {
-		total += hostTensorBytes(cfg, p, weights.GGUFLayout{}, s)
-	}
-	return total
+	return sumSpecs(cfg, func(s weights.Spec) int64 { return hostTensorBytes(cfg, p, weights.GGUFLayout{}, s) })
 }
 
 // mixTypes says which types each mix gives the 26B's tensors (weights.GGUFType).
