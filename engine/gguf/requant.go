@@ -31,6 +31,9 @@ const Group = 32
 // bf16 scales change the requantized int4 errors by under 0.01%. Q5_0 would convert
 // exactly to int8 g32 (w = d·(q−16)), but at 9 instead of 4.5 bits a weight — 4.3 GB
 // more for the 26B model's Q5_0 down-projection experts — so it stays requantized.
+// These conversions are what LoadGGUF does by default (a file the host path cannot
+// multiply as stored); the graph path keeps Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1
+// and Q8_0 blocks as they are instead (Split; engine/weights' DeviceGGUF).
 
 // Requantize converts whole rows of ggml blocks (raw, of type t; n elements) into
 // Darkroom's int8 or int4 layout with one float32 scale per Group consecutive elements

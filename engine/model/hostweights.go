@@ -305,10 +305,6 @@ func (c contextSource) Lookup(name string) (weights.Stored, any, bool, error) {
 	if err != nil {
 		return fail(err)
 	}
-	dims := append([]int(nil), qw.Shape().Dimensions...)
-	if len(dims) > 0 && qw.DType() == dtypes.Uint8 {
-		dims[len(dims)-1] *= 2 // int4 and NVFP4: two codes per byte
-	}
 	var mins *tensors.Tensor
 	var minShapes []shapes.Shape
 	if m := c.scope.GetVariable(name + QMinSuffix); m != nil {
@@ -317,9 +313,13 @@ func (c contextSource) Lookup(name string) (weights.Stored, any, bool, error) {
 		}
 		minShapes = append(minShapes, mins.Shape())
 	}
+	dims := quant.LogicalShape(qw.Shape(), scale.Shape(), minShapes...)
 	spec, err := quant.SpecOf(dims, qw.Shape(), scale.Shape(), minShapes...)
 	if err != nil {
 		return fail(err)
+	}
+	if spec.Kept() {
+		return fail(fmt.Errorf("held as %s, which only the graph path reads (the CPU path multiplies the GGUF file's blocks themselves)", spec))
 	}
 	s.Shape, s.Quant = dims, &spec
 	if s.Data, err = tensorBytes(qw); err != nil {

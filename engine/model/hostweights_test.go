@@ -16,6 +16,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
@@ -352,5 +353,23 @@ func TestHostWeightsCompact(t *testing.T) {
 	}
 	if int64(before) > stored+stored/4+8<<20 {
 		t.Errorf("heap %d bytes after load, stored weights %d", before, stored)
+	}
+}
+
+// TestContextSourceRefusesKeptBlocks: a weight held as GGUF blocks kept for the
+// graph path (quant's block formats) is refused by the host's source with an error
+// naming the graph path, not handed to kernels that would misread it.
+func TestContextSourceRefusesKeptBlocks(t *testing.T) {
+	ctx := context.New()
+	w, s := quant.Q8F16.Shapes([]int{4, 64})
+	err := LoadTensors(ctx, map[string]*tensors.Tensor{
+		"w" + QWeightSuffix: tensors.FromShape(shapes.Make(quant.Q8F16.DType(), w...)),
+		"w" + QScaleSuffix:  tensors.FromShape(shapes.Make(quant.Q8F16.ScaleDType(), s...)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := ContextSource(ctx).Lookup("w"); ok || err == nil || !strings.Contains(err.Error(), "graph path") {
+		t.Errorf("Lookup: ok %v, %v; want a refusal naming the graph path", ok, err)
 	}
 }

@@ -12,8 +12,9 @@ import (
 // and models/fit's estimate is built from the same numbers:
 //
 //   - the weights as stored: its context's variables, one per stored tensor (BF16
-//     weights as BF16; int8, int4 g32 and NVFP4 codes and scales; GGUF's Q4_K and
-//     Q8_0 converted exactly to affine int4 and int8 at load), dequantized or widened
+//     weights as BF16; int8, int4 g32 and NVFP4 codes and scales; a GGUF's blocks
+//     in their own bits, taken apart into engine/quant's block formats, or converted
+//     to int4 or int8 at load for the types the graph does not unpack), dequantized or widened
 //     inside the graphs one matmul block at a time (Params, chunk.go), never whole;
 //   - the KV cache at its capacity (CacheShapes; KVCacheBytes(cfg, Capacity(),
 //     CacheDType)), a fixed size once Reserve has sized it for the context;

@@ -24,8 +24,10 @@ const Scope = "dg"
 // holds the codes (Int8 for int8; Uint8 with two nibbles per byte for int4 and for
 // NVFP4's FP4 E2M1 codes), NAME.qscale the scales: Float32 for int8/int4, Uint8 rows of
 // FP8 block-scale codes plus the row's scale for NVFP4 (which is how the two 4-bit
-// formats are told apart; engine/quant). Affine int4 (GGUF Q4_1/Q4_K converted exactly)
-// has a third variable, NAME.qmin, with qscale's shape: its presence marks the format.
+// formats are told apart; engine/quant). Affine int4 has a third variable, NAME.qmin,
+// with qscale's shape: its presence marks the format. GGUF blocks kept as stored
+// (engine/quant's block formats) are two or three variables of their own dtypes;
+// quant.LogicalShape and quant.SpecOf read any of them back.
 const (
 	QWeightSuffix = quant.WeightSuffix
 	QScaleSuffix  = quant.ScaleSuffix
@@ -93,11 +95,11 @@ func (p *Params) Shape(name string) (dims []int, ok bool) {
 	if qw == nil || qs == nil {
 		return nil, false
 	}
-	dims = append([]int(nil), qw.Shape().Dimensions...)
-	if qw.Shape().DType == dtypes.Uint8 {
-		dims[len(dims)-1] *= 2 // int4 and NVFP4: two codes per byte
+	var mins []shapes.Shape
+	if qm := p.variable(name + QMinSuffix); qm != nil {
+		mins = append(mins, qm.Shape())
 	}
-	return dims, true
+	return quant.LogicalShape(qw.Shape(), qs.Shape(), mins...), true
 }
 
 // StorageDType is the dtype a weight is stored in (Int8/Uint8 for quantized weights;
@@ -240,15 +242,12 @@ func (p *Params) minNode(qm *context.Variable, gather func(*Node) *Node) *Node {
 // is not nil, NVFP4) and group size are read back from the stored dtypes and shapes by
 // quant.SpecOf.
 func (p *Params) dequantize(qw, qs, qm *Node, name string) *Node {
-	logical := append([]int{}, qw.Shape().Dimensions...)
-	if qw.DType() == dtypes.Uint8 {
-		logical[len(logical)-1] *= 2
-	}
 	var mins []*Node
 	var minShapes []shapes.Shape
 	if qm != nil {
 		mins, minShapes = []*Node{qm}, []shapes.Shape{qm.Shape()}
 	}
+	logical := quant.LogicalShape(qw.Shape(), qs.Shape(), minShapes...)
 	spec, err := quant.SpecOf(logical, qw.Shape(), qs.Shape(), minShapes...)
 	if err != nil {
 		panic(fmt.Errorf("weight %q: %w", name, err))

@@ -5,15 +5,20 @@ import (
 	"slices"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best dot-imported.
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes" //nolint:revive // GoMLX graph code reads best dot-imported.
 )
 
 // DequantizeGraph rebuilds a Float32 weight inside the graph, right before its matmul.
 //
 //	q:     int8: Int8 [..., n]; int4, affine int4, nvfp4: Uint8 [..., n/2] (two nibbles per byte)
-//	scale: Float32 or BFloat16 (spec.BF16Scales) [..., n/group] (nvfp4: Uint8 [..., n/group + 4], see nvfp4.go)
+//	scale: Float32, BFloat16 (spec.BF16Scales) or Uint16 binary16 bits (spec.F16Scales)
+//	       [..., n/group] (nvfp4: Uint8 [..., n/group + 4], see nvfp4.go)
 //	qmin:  affine int4 only (exactly one): like scale
 //	→ Float32 shape (= [..., n])
+//
+// The kept GGUF block formats (Q4K … Q51) take their parts as blocks.go lays them
+// out.
 //
 // Nibbles are split with float arithmetic (hi = ⌊b/16⌋, lo = b − 16·hi, exact for
 // 0…255), because the go backend has no bit shifts; FP4 E2M1 codes are decoded the
@@ -35,8 +40,11 @@ func DequantizeGraph(q, scale *Node, spec Spec, shape []int, qmin ...*Node) *Nod
 	if wantMin := spec.HasMin(); (len(qmin) == 1) != wantMin || len(qmin) > 1 {
 		panic(fmt.Errorf("quant.DequantizeGraph: %s with %d min operands", spec, len(qmin)))
 	}
-	if spec.HasMin() && (qmin[0].DType() != scale.DType() || !slices.Equal(qmin[0].Shape().Dimensions, wantS)) {
-		panic(fmt.Errorf("quant.DequantizeGraph: qmin is %s, want qscale's %s", qmin[0].Shape(), scale.Shape()))
+	if spec.HasMin() && (qmin[0].DType() != spec.MinDType() || !slices.Equal(qmin[0].Shape().Dimensions, spec.MinShape(shape))) {
+		panic(fmt.Errorf("quant.DequantizeGraph: qmin is %s, want %s%v", qmin[0].Shape(), spec.MinDType(), spec.MinShape(shape)))
+	}
+	if _, ok := blockLayouts[spec.Format]; ok {
+		return blockDequantGraph(q, scale, spec, shape, qmin...)
 	}
 	g := q.Graph()
 	x := ConvertDType(q, dtypes.Float32)
@@ -58,47 +66,29 @@ func DequantizeGraph(q, scale *Node, spec Spec, shape []int, qmin ...*Node) *Nod
 	if spec.Format == FP4 {
 		x = Mul(x, nvfp4ScalesGraph(scale)) // [..., groups, 1]
 	} else {
-		x = Mul(x, ExpandAxes(ConvertDType(scale, dtypes.Float32), -1)) // scale: [..., groups, 1]
+		x = Mul(x, ExpandAxes(scaleGraph(scale), -1)) // scale: [..., groups, 1]
 	}
 	if spec.HasMin() {
-		x = Add(x, ExpandAxes(ConvertDType(qmin[0], dtypes.Float32), -1)) // min: [..., groups, 1]
+		x = Add(x, ExpandAxes(scaleGraph(qmin[0]), -1)) // min: [..., groups, 1]
 	}
 	return Reshape(x, shape...)
 }
 
-// DequantizeNode is DequantizeGraph with the spec read from the operands: int8 for an
-// Int8 q, int4 for Uint8 with a Float32 or BFloat16 scale (affine int4 when a qmin is
-// given), nvfp4 for Uint8 with a Uint8 scale; the group size is cols / (the number of
-// scale groups). Leading axes are free, so it also dequantizes rows gathered from a
-// larger weight (experts, the embedding).
+// DequantizeNode is DequantizeGraph with the spec read from the operands (SpecOf: the
+// dtypes and shapes say the format and the group size), for rows of cols values.
+// Leading axes are free, so it also dequantizes rows gathered from a larger weight
+// (experts, the embedding).
 //
-//	q: [..., cols] Int8 or [..., cols/2] Uint8; scale (and min): [..., groups] Float32
-//	or BFloat16 (nvfp4: Uint8 [..., groups + 4]) → Float32 [..., cols]
+//	q, scale, qmin: as SpecOf takes them for a weight [..., cols] → Float32 [..., cols]
 func DequantizeNode(q, scale *Node, cols int, qmin ...*Node) *Node {
-	var spec Spec
-	switch q.DType() {
-	case dtypes.Int8:
-		spec.Bits = 8
-	case dtypes.Uint8:
-		spec.Bits = 4
-	default:
-		panic(fmt.Errorf("quant.DequantizeNode: qweight dtype %s, want Int8 or Uint8", q.DType()))
-	}
-	groups := scale.Shape().Dimensions[scale.Rank()-1]
-	if spec.Bits == 4 && scale.DType() == dtypes.Uint8 {
-		spec.Format = FP4
-		groups -= NVFP4ScaleBytes
-	}
-	spec.BF16Scales = scale.DType() == dtypes.BFloat16
-	if len(qmin) > 0 {
-		spec.Format = Affine
-	}
-	if groups <= 0 || cols%groups != 0 {
-		panic(fmt.Errorf("quant.DequantizeNode: %d scale groups do not divide %d columns", groups, cols))
-	}
-	if groups > 1 || spec.Bits == 4 {
-		spec.GroupSize = cols / groups
-	}
 	shape := append(append([]int{}, q.Shape().Dimensions[:q.Rank()-1]...), cols)
+	var minShapes []shapes.Shape
+	for _, m := range qmin {
+		minShapes = append(minShapes, m.Shape())
+	}
+	spec, err := SpecOf(shape, q.Shape(), scale.Shape(), minShapes...)
+	if err != nil {
+		panic(fmt.Errorf("quant.DequantizeNode: %w", err))
+	}
 	return DequantizeGraph(q, scale, spec, shape, qmin...)
 }

@@ -24,6 +24,13 @@
 //     engine/gguf converts into it exactly (Float32 scales and minimums) or to within
 //     bf16 rounding of them (BF16Scales).
 //
+//   - GGUF blocks kept as stored (Q4K, Q5K, Q6K, Q40, Q41, Q50, Q51, and int8 with
+//     binary16 scales, Spec.F16Scales, for Q8_0): a GGUF file's blocks taken apart
+//     into dense codes, scales and a third part, the bytes unchanged, so that the
+//     graph path holds the file's own numbers in its own bits and unpacks them per
+//     matmul block (blocks.go). Darkroom does not produce them (Quantize refuses);
+//     engine/weights loads a GGUF into them for the graph path.
+//
 //   - NVFP4 (Spec{Bits: 4, GroupSize: 16, Format: FP4}, the NVFP4 variable): NVIDIA's
 //     4-bit float weights as ModelOpt exports them, kept as they are. Each nibble is an
 //     FP4 E2M1 code (bit 3 sign, bits 0–2 the magnitude index into {0, 0.5, 1, 1.5, 2,
@@ -32,7 +39,8 @@
 //     w = e2m1(code)·float32(fp8·scale_2). Darkroom does not produce this format
 //     (Quantize refuses it); it loads it (engine/weights) and saves it again.
 //
-// A quantized weight NAME is stored as two tensors, NAME.qweight (Int8 or Uint8) and
+// A quantized weight NAME is stored as two tensors (the block formats: their parts,
+// blocks.go), NAME.qweight (Int8 or Uint8) and
 // NAME.qscale: for int8/int4 Float32 (or BFloat16) with the weight's shape, the last
 // axis replaced by the number of groups (1 for per-channel); for NVFP4 Uint8 [..., n/16
 // + 4], each row the FP8 block-scale codes followed by the row's weight_scale_2
@@ -58,6 +66,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/x448/float16"
 )
 
 // Suffixes of the stored tensors of a quantized weight (MinSuffix: affine int4 only).
@@ -81,6 +90,15 @@ const (
 	// Affine codes are unsigned 4-bit integers with a scale and a minimum per group:
 	// w = q·scale + min, q ∈ 0…15 (stored in NAME.qmin).
 	Affine
+	// Q4K, Q5K and Q6K are GGUF's K-quant super-blocks of 256, Q40, Q41, Q50 and Q51
+	// its blocks of 32, kept as ggml stores them (blocks.go).
+	Q4K
+	Q5K
+	Q6K
+	Q40
+	Q41
+	Q50
+	Q51
 )
 
 // Spec is one weight's format.
@@ -91,6 +109,9 @@ type Spec struct {
 	// BF16Scales stores qscale (and qmin) as BFloat16 instead of Float32 (Int and
 	// Affine formats).
 	BF16Scales bool
+	// F16Scales stores qscale as IEEE binary16 bits in Uint16 (int8): GGUF Q8_0's
+	// scales as the file has them (blocks.go).
+	F16Scales bool
 }
 
 // Int8 is int8 per-channel (Float32 scales); Int4 is int4 with groups of 32 and
@@ -110,6 +131,9 @@ func (s Spec) String() string {
 	if s.Format == FP4 {
 		return fmt.Sprintf("nvfp4 (fp4 e2m1) g%d", s.GroupSize)
 	}
+	if k, ok := blockLayouts[s.Format]; ok {
+		return k.name + " blocks"
+	}
 	kind := fmt.Sprintf("int%d", s.Bits)
 	if s.Format == Affine {
 		kind += " affine"
@@ -122,11 +146,18 @@ func (s Spec) String() string {
 	if s.BF16Scales {
 		kind += " (bf16 scales)"
 	}
+	if s.F16Scales {
+		kind += " (f16 scales)"
+	}
 	return kind
 }
 
-// HasMin reports whether the format stores a NAME.qmin tensor (affine int4).
-func (s Spec) HasMin() bool { return s.Format == Affine }
+// HasMin reports whether the format stores a NAME.qmin tensor: affine int4's
+// minimums, a kept GGUF block's third part (blocks.go).
+func (s Spec) HasMin() bool {
+	k, ok := blockLayouts[s.Format]
+	return s.Format == Affine || (ok && k.supers > 0)
+}
 
 func (s Spec) maxQ() float32 {
 	if s.Bits == 4 {
@@ -145,11 +176,23 @@ func (s Spec) group(n int) int {
 
 // Check reports whether a weight of this logical shape can use the spec.
 func (s Spec) Check(shape []int) error {
+	if k, ok := blockLayouts[s.Format]; ok {
+		if s.Bits != k.bits || s.GroupSize != k.group || s.BF16Scales || s.F16Scales {
+			return fmt.Errorf("%s needs %d bits in groups of %d and its own scales, got %d bits, group %d", k.name, k.bits, k.group, s.Bits, s.GroupSize)
+		}
+		if len(shape) < 1 || shape[len(shape)-1] == 0 || shape[len(shape)-1]%k.block != 0 {
+			return fmt.Errorf("%s needs rows of whole blocks of %d, got shape %v", k.name, k.block, shape)
+		}
+		return nil
+	}
 	if s.Bits != 8 && s.Bits != 4 {
 		return fmt.Errorf("unsupported quantization bits %d", s.Bits)
 	}
 	if s.Format != Int && s.Format != FP4 && s.Format != Affine {
 		return fmt.Errorf("unknown quantization format %d", s.Format)
+	}
+	if s.F16Scales && (s.Format != Int || s.Bits != 8 || s.BF16Scales) {
+		return fmt.Errorf("f16 scales go with int8 codes, not %s", s)
 	}
 	if s.Format == FP4 && (s.Bits != 4 || s.GroupSize <= 0 || s.BF16Scales) {
 		return fmt.Errorf("fp4 needs 4 bits, a positive group size and its own scale rows, got %d bits, group %d", s.Bits, s.GroupSize)
@@ -177,6 +220,10 @@ func (s Spec) Check(shape []int) error {
 func (s Spec) Shapes(shape []int) (qweight, qscale []int) {
 	n := shape[len(shape)-1]
 	lead := shape[:len(shape)-1]
+	if k, ok := blockLayouts[s.Format]; ok {
+		nb := n / k.block
+		return append(append([]int{}, lead...), nb*k.codes), append(append([]int{}, lead...), nb*k.scales)
+	}
 	qweight = append(append([]int{}, lead...), n)
 	if s.Bits == 4 {
 		qweight[len(qweight)-1] = n / 2
@@ -188,20 +235,47 @@ func (s Spec) Shapes(shape []int) (qweight, qscale []int) {
 	return
 }
 
+// MinShape is the stored shape of qmin for a weight of the logical shape (HasMin
+// formats): qscale's for affine int4, a kept GGUF block's third part (blocks.go).
+func (s Spec) MinShape(shape []int) []int {
+	if k, ok := blockLayouts[s.Format]; ok {
+		d := append([]int{}, shape...)
+		d[len(d)-1] = shape[len(shape)-1] / k.block * k.supers
+		return d
+	}
+	_, sc := s.Shapes(shape)
+	return sc
+}
+
 // ScaleDType is the stored dtype of qscale (and of an affine format's qmin): Uint8
-// for NVFP4, BFloat16 with BF16Scales, Float32 otherwise.
+// for NVFP4, Q4K and Q5K, Int8 for Q6K, Uint16 (binary16 bits) for the blocks of 32
+// and with F16Scales, BFloat16 with BF16Scales, Float32 otherwise.
 func (s Spec) ScaleDType() dtypes.DType {
+	if k, ok := blockLayouts[s.Format]; ok {
+		return k.scaleDType
+	}
 	switch {
 	case s.Format == FP4:
 		return dtypes.Uint8
+	case s.F16Scales:
+		return dtypes.Uint16
 	case s.BF16Scales:
 		return dtypes.BFloat16
 	}
 	return dtypes.Float32
 }
 
+// MinDType is the stored dtype of qmin: Uint16 (binary16 bits) for a kept GGUF
+// block's, ScaleDType for affine int4.
+func (s Spec) MinDType() dtypes.DType {
+	if _, ok := blockLayouts[s.Format]; ok {
+		return dtypes.Uint16
+	}
+	return s.ScaleDType()
+}
+
 // Bytes is the memory a weight of the logical shape takes in this format (qweight,
-// qscale and an affine format's qmin), for size estimates.
+// qscale and qmin where it has one), for size estimates.
 func (s Spec) Bytes(shape []int) int64 {
 	w, sc := s.Shapes(shape)
 	n := func(d []int) int64 {
@@ -211,25 +285,26 @@ func (s Spec) Bytes(shape []int) int64 {
 		}
 		return v
 	}
-	scales := n(sc) * int64(s.ScaleDType().Size())
+	b := n(w)*int64(s.DType().Size()) + n(sc)*int64(s.ScaleDType().Size())
 	if s.HasMin() {
-		scales *= 2
+		b += n(s.MinShape(shape)) * int64(s.MinDType().Size())
 	}
-	return n(w)*int64(s.DType().Size()) + scales
+	return b
 }
 
-// DType is the stored dtype of qweight.
+// DType is the stored dtype of qweight: Int8 for int8, Uint8 for every packed format.
 func (s Spec) DType() dtypes.DType {
-	if s.Bits == 4 {
-		return dtypes.Uint8
+	if s.Bits == 8 {
+		return dtypes.Int8
 	}
-	return dtypes.Int8
+	return dtypes.Uint8
 }
 
 // SpecOf infers the spec from stored tensors for a weight of the logical shape, and
 // checks the stored shapes: it is how a loader accepts a quantized checkpoint. qmin is
-// the weight's NAME.qmin when it has one (at most one; its presence means affine int4,
-// and it must have qscale's shape and dtype).
+// the weight's NAME.qmin when it has one (at most one): with a float qscale of its
+// own shape and dtype it means affine int4. Kept GGUF blocks (blocks.go) are told
+// by their dtypes and their parts' proportions (blockOf).
 func SpecOf(logical []int, qweight, qscale shapes.Shape, qmin ...shapes.Shape) (Spec, error) {
 	if len(logical) < 1 {
 		return Spec{}, fmt.Errorf("cannot quantize a scalar")
@@ -237,30 +312,45 @@ func SpecOf(logical []int, qweight, qscale shapes.Shape, qmin ...shapes.Shape) (
 	if len(qmin) > 1 {
 		return Spec{}, fmt.Errorf("%d qmin shapes, want at most one", len(qmin))
 	}
+	if f, _, ok := blockOf(qweight, qscale, qmin...); ok {
+		s := blockLayouts[f].spec(f)
+		if err := s.Check(logical); err != nil {
+			return Spec{}, err
+		}
+		wantW, wantS := s.Shapes(logical)
+		if !slices.Equal(qweight.Dimensions, wantW) || !slices.Equal(qscale.Dimensions, wantS) ||
+			(s.HasMin() && !slices.Equal(qmin[0].Dimensions, s.MinShape(logical))) {
+			return Spec{}, fmt.Errorf("stored shapes qweight %v, qscale %v do not fit logical shape %v (%s wants %v and %v)",
+				qweight.Dimensions, qscale.Dimensions, logical, s, wantW, wantS)
+		}
+		return s, nil
+	}
+	n := logical[len(logical)-1]
 	var s Spec
 	switch {
 	case qweight.DType == dtypes.Uint8 && qscale.DType == dtypes.Uint8:
 		s = Spec{Bits: 4, Format: FP4}
+	case qweight.DType == dtypes.Int8 && qscale.DType == dtypes.Uint16:
+		s = Spec{Bits: 8, F16Scales: true}
 	case qscale.DType != dtypes.Float32 && qscale.DType != dtypes.BFloat16:
-		return Spec{}, fmt.Errorf("qscale has dtype %s, want Float32 or BFloat16 (int8, int4) or Uint8 (nvfp4 with a Uint8 qweight)", qscale.DType)
+		return Spec{}, fmt.Errorf("qscale has dtype %s, want Float32 or BFloat16 (int8, int4), Uint8 (nvfp4, with a Uint8 qweight) or a kept GGUF block's", qscale.DType)
 	case qweight.DType == dtypes.Int8:
 		s.Bits = 8
 	case qweight.DType == dtypes.Uint8:
 		s.Bits = 4
 	default:
-		return Spec{}, fmt.Errorf("qweight has dtype %s, want Int8 (int8) or Uint8 (int4, nvfp4)", qweight.DType)
+		return Spec{}, fmt.Errorf("qweight has dtype %s, want Int8 (int8) or Uint8 (int4, nvfp4, GGUF blocks)", qweight.DType)
 	}
 	s.BF16Scales = qscale.DType == dtypes.BFloat16
 	if len(qmin) == 1 {
 		if s.Bits != 4 || s.Format != Int {
-			return Spec{}, fmt.Errorf("a qmin goes with a Uint8 qweight and a float qscale (affine int4), not %s and %s", qweight.DType, qscale.DType)
+			return Spec{}, fmt.Errorf("a qmin goes with a Uint8 qweight and a float qscale (affine int4) or a kept GGUF block's parts, not %s, %s and %s", qweight.DType, qscale.DType, qmin[0].DType)
 		}
 		if qmin[0].DType != qscale.DType || !slices.Equal(qmin[0].Dimensions, qscale.Dimensions) {
 			return Spec{}, fmt.Errorf("qmin is %s, want qscale's %s", qmin[0], qscale)
 		}
 		s.Format = Affine
 	}
-	n := logical[len(logical)-1]
 	if s.Format == FP4 {
 		if qscale.Rank() == len(logical) {
 			if g := qscale.Dimensions[len(logical)-1] - NVFP4ScaleBytes; g > 0 && n%g == 0 {
@@ -271,10 +361,8 @@ func SpecOf(logical []int, qweight, qscale shapes.Shape, qmin ...shapes.Shape) (
 			return Spec{}, fmt.Errorf("nvfp4 qscale %v does not fit logical shape %v", qscale.Dimensions, logical)
 		}
 	} else if qscale.Rank() == len(logical) {
-		if g := qscale.Dimensions[len(logical)-1]; g > 0 && n%g == 0 {
-			if g > 1 {
-				s.GroupSize = n / g
-			}
+		if g := qscale.Dimensions[len(logical)-1]; g > 1 && n%g == 0 {
+			s.GroupSize = n / g
 		}
 	}
 	if s.Bits == 4 && s.Format != FP4 && s.GroupSize == 0 && n > 0 {
@@ -289,6 +377,22 @@ func SpecOf(logical []int, qweight, qscale shapes.Shape, qmin ...shapes.Shape) (
 			qweight.Dimensions, qscale.Dimensions, logical, s, wantW, wantS)
 	}
 	return s, nil
+}
+
+// LogicalShape is the shape of the weight that stored tensors of these shapes
+// hold (qweight's leading axes, the last one as many values as its codes and scales
+// say): how the graph reads a weight's shape before SpecOf checks it.
+func LogicalShape(qweight, qscale shapes.Shape, qmin ...shapes.Shape) []int {
+	d := append([]int{}, qweight.Dimensions...)
+	if len(d) == 0 {
+		return d
+	}
+	if f, nb, ok := blockOf(qweight, qscale, qmin...); ok {
+		d[len(d)-1] = nb * blockLayouts[f].block
+	} else if qweight.DType == dtypes.Uint8 {
+		d[len(d)-1] *= 2 // two codes a byte
+	}
+	return d
 }
 
 // floats returns a tensor's values as float32 (Float32, BFloat16 or Float64).
@@ -310,6 +414,12 @@ func floats(t *tensors.Tensor) ([]float32, error) {
 				out[i] = float32(v)
 			}
 		})
+	case dtypes.Uint16: // binary16 bits: F16Scales
+		err = t.ConstFlatData(func(flat any) {
+			for i, v := range flat.([]uint16) {
+				out[i] = float16.Frombits(v).Float32()
+			}
+		})
 	default:
 		return nil, fmt.Errorf("cannot quantize dtype %s", t.DType())
 	}
@@ -324,7 +434,7 @@ func Quantize(t *tensors.Tensor, s Spec) (qweight, qscale *tensors.Tensor, err e
 	if err := s.Check(shape); err != nil {
 		return nil, nil, err
 	}
-	if s.Format != Int {
+	if s.Format != Int || s.F16Scales {
 		if s.Format == Affine {
 			return nil, nil, fmt.Errorf("quantize to %s: use QuantizeAffine (three tensors)", s)
 		}
@@ -585,6 +695,9 @@ func Dequantize(qweight, qscale *tensors.Tensor, s Spec, shape []int, qmin ...*t
 	}
 	if got.Bits != s.Bits || got.Format != s.Format {
 		return nil, fmt.Errorf("stored tensors are %s, spec says %s", got, s)
+	}
+	if _, ok := blockLayouts[got.Format]; ok {
+		return dequantizeBlocks(qweight, qscale, got, shape, qmin...)
 	}
 	n := shape[len(shape)-1]
 	g := got.group(n)

@@ -35,7 +35,13 @@ import (
 //     Q5_K → int4 are requantized (gguf.Requantize; the int4 scales BFloat16 unless
 //     ExactScales, which changes the error by about 0.01%);
 //   - quantized tensors that must stay float (norms, router, scales) are dequantized to
-//     Float32.
+//     Float32;
+//   - with GGUFOptions.KeepBlocks (the graph path's Set: DeviceGGUF) Q4_K, Q5_K, Q6_K
+//     and Q8_0 matrices are not converted but kept in their own bits, each block taken
+//     apart into quant's kept formats (GGUFKeptTypes: 4.5, 5.5, 6.5625 and 8.5
+//     bits a weight, the same numbers as the file's) and unpacked in the graph; the
+//     other types convert as above. The host path multiplies the blocks themselves
+//     and never sees these formats.
 //
 // Rows are read and converted a chunk at a time straight into the result tensor, so
 // peak memory is the loaded Set plus one chunk (and one tensor's float32 scales).
@@ -48,6 +54,14 @@ var (
 	GGUFInt8Types   = []gguf.Type{gguf.Q8_0, gguf.Q6_K}
 )
 
+// GGUFKeptTypes are the block types the graph path keeps as stored (KeepBlocks),
+// each in its quant format (quant/kquant.go; gguf.Split takes the blocks apart).
+var GGUFKeptTypes = map[gguf.Type]quant.Spec{
+	gguf.Q4_K: quant.KQ4, gguf.Q5_K: quant.KQ5, gguf.Q6_K: quant.KQ6,
+	gguf.Q4_0: quant.BQ40, gguf.Q4_1: quant.BQ41, gguf.Q5_0: quant.BQ50, gguf.Q5_1: quant.BQ51,
+	gguf.Q8_0: quant.Q8F16,
+}
+
 // GGUFOptions controls how GGUF tensors are converted.
 type GGUFOptions struct {
 	// ExactScales keeps every int4 scale (and affine minimum) Float32, so that Q4_1
@@ -55,7 +69,15 @@ type GGUFOptions struct {
 	// 1 bit a weight more for those tensors (the 26B Q4_K_M: about 1.9 GB more).
 	// Default: BFloat16 (see the package comment above for the error).
 	ExactScales bool
+	// KeepBlocks keeps Q4_K, Q5_K, Q6_K and Q8_0 matrices in their own bits
+	// (GGUFKeptTypes) instead of converting them, for the graph path.
+	KeepBlocks bool
 }
+
+// DeviceGGUF is how the graph path loads a GGUF file (Mapped.Set) and what a GPU's
+// estimates count (GGUFLayout.DeviceBytes): its blocks kept where the graph reads
+// them as stored.
+var DeviceGGUF = GGUFOptions{KeepBlocks: true}
 
 // chunkElems is how many elements one conversion step reads.
 const chunkElems = 1 << 22
@@ -300,6 +322,10 @@ func decideGGUF(p *ggufPlan, opts GGUFOptions) error {
 		p.bf16 = allBF16
 		return nil
 	}
+	if kept, ok := keptGGUF(p); ok && opts.KeepBlocks {
+		p.quant = &kept
+		return nil
+	}
 	q := quant.Spec{Bits: 4, GroupSize: gguf.Group}
 	switch {
 	case want8:
@@ -314,6 +340,22 @@ func decideGGUF(p *ggufPlan, opts GGUFOptions) error {
 	}
 	p.quant = &q
 	return nil
+}
+
+// keptGGUF is the format that keeps p's blocks as stored (GGUFKeptTypes), and
+// false where p's parts differ in type or its type has none.
+func keptGGUF(p *ggufPlan) (quant.Spec, bool) {
+	t := p.parts[0].Type
+	for _, part := range p.parts[1:] {
+		if part.Type != t {
+			return quant.Spec{}, false
+		}
+	}
+	s, ok := GGUFKeptTypes[t]
+	if !ok || s.Check(p.spec.Shape) != nil {
+		return quant.Spec{}, false
+	}
+	return s, true
 }
 
 // segments lists the row ranges that make up p's rows in order: the tensor itself, or
@@ -403,6 +445,9 @@ func ggufFloat(f *gguf.File, p ggufPlan) (*tensors.Tensor, error) {
 // as the spec's scale dtype at the end.
 func ggufQuant(f *gguf.File, p ggufPlan) (qw, qs, qm *tensors.Tensor, err error) {
 	spec := *p.quant
+	if spec.Kept() {
+		return ggufKept(f, p)
+	}
 	wShape, sShape := spec.Shapes(p.spec.Shape)
 	qw = tensors.FromShape(shapes.Make(spec.DType(), wShape...))
 	nGroups := int64(1)
@@ -424,6 +469,46 @@ func ggufQuant(f *gguf.File, p ggufPlan) (qw, qs, qm *tensors.Tensor, err error)
 	qs = storeScales(scales, spec.BF16Scales, sShape)
 	if spec.HasMin() {
 		qm = storeScales(mins, spec.BF16Scales, sShape)
+	}
+	return qw, qs, qm, nil
+}
+
+// ggufKept reads p's blocks into its kept format's tensors (qweight, qscale and, for
+// the K-quants, qmin), a chunk of rows at a time, each block taken apart as it is
+// (gguf.Split).
+func ggufKept(f *gguf.File, p ggufPlan) (qw, qs, qm *tensors.Tensor, err error) {
+	spec := *p.quant
+	wShape, sShape := spec.Shapes(p.spec.Shape)
+	qw = tensors.FromShape(shapes.Make(spec.DType(), wShape...))
+	qs = tensors.FromShape(shapes.Make(spec.ScaleDType(), sShape...))
+	ts := []*tensors.Tensor{qw, qs}
+	if spec.HasMin() {
+		qm = tensors.FromShape(shapes.Make(spec.MinDType(), spec.MinShape(p.spec.Shape)...))
+		ts = append(ts, qm)
+	}
+	var parts [3][]byte
+	for i, t := range ts {
+		if err := t.MutableBytes(func(b []byte) { parts[i] = b }); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	rows := int64(1)
+	for _, d := range p.spec.Shape[:len(p.spec.Shape)-1] {
+		rows *= int64(d)
+	}
+	var perRow [3]int64
+	for i := range parts {
+		perRow[i] = int64(len(parts[i])) / rows
+	}
+	err = eachChunk(f, p, func(t gguf.TensorInfo, raw []byte, row, n int64) error {
+		var chunk [3][]byte
+		for i := range parts {
+			chunk[i] = parts[i][row*perRow[i] : (row+n)*perRow[i]]
+		}
+		return gguf.Split(t.Type, raw, chunk[0], chunk[1], chunk[2])
+	})
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	return qw, qs, qm, nil
 }

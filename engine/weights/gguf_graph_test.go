@@ -2,6 +2,7 @@ package weights_test
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/engine/gguf"
@@ -12,15 +13,21 @@ import (
 )
 
 // TestGGUFOnTheGraphPath: a GGUF (Q4_K, Q8_0, Q6_K, … matrices) loaded for the graph
-// path (engine.Load's InGraph, XLA on a GPU) keeps every block-quantized matrix
-// quantized — int8 or (affine) int4 codes and scales, no float32 copy — so the
-// runner's buffers on its device are exactly the set's bytes, a fraction of the
-// float32 model's; and the graph's logits, dequantized next to each product, are
-// those of the float32 twin of the same values.
+// path (engine.Load's InGraph, XLA on a GPU: the mapped file's Set) keeps every
+// block-quantized matrix quantized — Q4_K, Q6_K and Q8_0 blocks in their own bits
+// (GGUFKeptTypes), the others as int8 or (affine) int4 codes and scales, no float32
+// copy — so the runner's buffers on its device are exactly the set's bytes, a
+// fraction of the float32 model's; and the graph's logits, dequantized next to each
+// product, are those of the float32 twin of the same values.
 func TestGGUFOnTheGraphPath(t *testing.T) {
 	cfg := ggufConfig()
 	fx := writeGGUF(t, t.TempDir(), cfg, false, nil)
-	set, err := weights.LoadGGUF(fx.path, cfg)
+	m, ok, err := weights.Map(filepath.Dir(fx.path), cfg, nil)
+	if err != nil || !ok {
+		t.Fatalf("map: %v, %v", ok, err)
+	}
+	set, err := m.Set(nil)
+	m.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +43,12 @@ func TestGGUFOnTheGraphPath(t *testing.T) {
 		if len(sp.Shape) < 2 || typ == gguf.F32 || typ == gguf.F16 || typ == gguf.BF16 {
 			continue
 		}
-		if _, ok := set.Quant[sp.Name]; !ok {
+		q, ok := set.Quant[sp.Name]
+		if !ok {
 			t.Errorf("%s (%s in the file) is not kept quantized for the graph", sp.Name, typ)
+		}
+		if want, kept := weights.GGUFKeptTypes[typ]; kept && q != want {
+			t.Errorf("%s (%s in the file) is held as %s, want its blocks as stored (%s)", sp.Name, typ, q, want)
 		}
 		kept[typ]++
 	}

@@ -148,11 +148,33 @@ func (l GGUFLayout) StoredBytes(cfg *config.Model, s Spec) (int64, bool) {
 	return n, true
 }
 
-// DeviceBytes is tensor s's bytes as the graph path holds it (decideGGUF: int8,
+// DeviceBytes is tensor s's bytes as the graph path holds it (decideGGUF under
+// DeviceGGUF: Q4_K, Q5_K, Q6_K and Q8_0 blocks kept as stored, other types int8,
 // int4 or affine int4 codes and scales; bf16 or f32 values), as Set.Bytes counts
-// them.
+// them. A file the mapping declines (HostConverted) is loaded converted throughout
+// (LoadGGUF's defaults), on a GPU too, and counted so.
 func (l GGUFLayout) DeviceBytes(cfg *config.Model, s Spec) (int64, bool) {
 	p, ok := l.plan(cfg, s)
+	if ok && !l.HostConverted() {
+		p.quant, p.bf16 = nil, false
+		if err := decideGGUF(&p, DeviceGGUF); err != nil {
+			return 0, false // planned under the defaults: no error left
+		}
+	}
+	return p.bytes(ok)
+}
+
+// ConvertedBytes is tensor s's bytes as LoadGGUF converts it by default (int8, int4
+// or affine int4 codes and scales; bf16 or f32 values): as the host path holds a file
+// it cannot multiply as stored (HostConverted).
+func (l GGUFLayout) ConvertedBytes(cfg *config.Model, s Spec) (int64, bool) {
+	p, ok := l.plan(cfg, s)
+	return p.bytes(ok)
+}
+
+// bytes is the memory p's tensor takes as planned, and ok as given.
+func (p ggufPlan) bytes(ok bool) (int64, bool) {
+	s := p.spec
 	switch {
 	case !ok:
 		return 0, false
@@ -164,8 +186,9 @@ func (l GGUFLayout) DeviceBytes(cfg *config.Model, s Spec) (int64, bool) {
 	return 4 * s.Elements(), true
 }
 
-// Converted is the quantized format the graph path converts tensor s to
-// (decideGGUF), and false where it holds s in float values.
+// Converted is the quantized format LoadGGUF converts tensor s to by default
+// (decideGGUF: how the host path holds a HostConverted file), and false where it
+// holds s in float values.
 func (l GGUFLayout) Converted(cfg *config.Model, s Spec) (quant.Spec, bool) {
 	p, ok := l.plan(cfg, s)
 	if !ok || p.quant == nil {
@@ -216,6 +239,20 @@ func (l GGUFLayout) Types(cfg *config.Model) []gguf.Type {
 	slices.SortFunc(out, func(a, b gguf.Type) int {
 		return cmp.Or(cmp.Compare(perWeight(a), perWeight(b)), strings.Compare(a.String(), b.String()))
 	})
+	return out
+}
+
+// DeviceConverted lists the block types of l's matrices that the graph path
+// converts at load (to int4 or int8) instead of keeping them as stored
+// (GGUFKeptTypes), in Types' order: every type of a file the mapping declines
+// (HostConverted), which loads converted throughout.
+func (l GGUFLayout) DeviceConverted(cfg *config.Model) []gguf.Type {
+	var out []gguf.Type
+	for _, t := range l.Types(cfg) {
+		if _, kept := GGUFKeptTypes[t]; !kept || l.HostConverted() {
+			out = append(out, t)
+		}
+	}
 	return out
 }
 

@@ -3,6 +3,7 @@ package weights_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,10 +14,11 @@ import (
 // TestGGUFLayoutCounts holds a file's layout (weights.ReadGGUFLayout, and the mapped
 // file's own) to the loader: a file of types no llama.cpp mix gives (the fixture's
 // Q2_K, Q3_K, IQ4_NL, Q4_0 … beside Q4_K, Q6_K, Q8_0) has each tensor's type as
-// written; its tensors' bytes as the graph path holds them (DeviceBytes) sum to the
-// loaded set's, which is what a GPU holds (TestGGUFOnTheGraphPath); and as the host
-// path holds them — stored, but for what it converts (HostHeld) — to the mapped
-// file's.
+// written; its tensors' bytes as the graph path holds them (DeviceBytes: Q4_K, Q6_K,
+// Q8_0 blocks as stored, the rest converted) sum to the set the graph path loads
+// (Mapped.Set), which is what a GPU holds (TestGGUFOnTheGraphPath); as LoadGGUF
+// converts them by default (ConvertedBytes) to its set's; and as the host path holds
+// them — stored, but for what it converts (HostHeld) — to the mapped file's.
 func TestGGUFLayoutCounts(t *testing.T) {
 	cfg := ggufConfig()
 	for _, split := range []bool{false, true} {
@@ -34,6 +36,15 @@ func TestGGUFLayoutCounts(t *testing.T) {
 				t.Errorf("%s: type %v (%v), written %v", s.Name, typ, ok, fx.types[s.Name])
 			}
 		}
+		var conv []gguf.Type
+		for _, typ := range l.Types(cfg) {
+			if _, kept := weights.GGUFKeptTypes[typ]; !kept {
+				conv = append(conv, typ)
+			}
+		}
+		if got := l.DeviceConverted(cfg); len(conv) == 0 || !slices.Equal(got, conv) {
+			t.Errorf("split %v: converted on a device %v, want %v", split, got, conv)
+		}
 		desc := l.Describe(cfg)
 		for _, typ := range []string{"Q2_K", "Q3_K", "IQ4_NL", "Q4_K", "Q6_K", "Q8_0"} {
 			if !strings.Contains(desc, typ) {
@@ -49,22 +60,37 @@ func TestGGUFLayoutCounts(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("map: ok %v, %v", ok, err)
 		}
+		m2, _, err := weights.Map(dir, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deviceSet, err := m2.Set(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2.Close()
 		for _, l := range []weights.GGUFLayout{l, m.GGUFLayout()} {
-			var device, host int64
+			var device, converted, host int64
 			for _, s := range weights.Specs(cfg) {
 				d, ok := l.DeviceBytes(cfg, s)
+				c, okC := l.ConvertedBytes(cfg, s)
 				b, okB := l.StoredBytes(cfg, s)
-				if !ok || !okB {
+				if !ok || !okB || !okC {
 					t.Fatalf("%s: no bytes", s.Name)
 				}
 				device += d
+				converted += c
 				if h, held := l.HostHeld(cfg, s); held {
 					b = h
 				}
 				host += b
 			}
-			if device != set.Bytes() || host != m.Bytes() {
-				t.Errorf("split %v: on a device %d B (the loaded set %d B), on the host %d B (mapped %d B)", split, device, set.Bytes(), host, m.Bytes())
+			if device != deviceSet.Bytes() || converted != set.Bytes() || host != m.Bytes() {
+				t.Errorf("split %v: on a device %d B (the graph path's set %d B), converted %d B (LoadGGUF's set %d B), on the host %d B (mapped %d B)",
+					split, device, deviceSet.Bytes(), converted, set.Bytes(), host, m.Bytes())
+			}
+			if device >= converted {
+				t.Errorf("split %v: the blocks kept on a device take %d B, converted %d B", split, device, converted)
 			}
 		}
 		m.Close()

@@ -168,7 +168,8 @@ func (m *Mapped) Lookup(name string) (Stored, any, bool, error) {
 func (m *Mapped) Bytes() int64 { return m.bytes }
 
 // Set reads the tensors into a Set (copies, for the graph path: a GGUF file is
-// converted as LoadGGUF converts it); the mapping stays open. progress, if not nil,
+// converted as LoadGGUF converts it, but for the blocks the graph reads as stored:
+// DeviceGGUF); the mapping stays open. progress, if not nil,
 // hears the stored bytes of the tensors done so far of all of theirs, after each
 // (the 26B's GGUF takes a minute to convert on a small PC).
 func (m *Mapped) Set(progress func(done, total int64)) (*Set, error) {
@@ -180,7 +181,9 @@ func (m *Mapped) Set(progress func(done, total int64)) (*Set, error) {
 	}
 	if m.gf != nil {
 		clear(m.tensors) // the tensors read as stored go first, so the two copies never coexist
-		each = func(fn func(string, *tensors.Tensor, *quant.Spec) error) error { return EachFromGGUF(m.gf, m.cfg, fn) }
+		each = func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
+			return EachFromGGUFWith(m.gf, m.cfg, DeviceGGUF, fn)
+		}
 	}
 	sizes := m.sourceSizes()
 	var total, done int64

@@ -12,6 +12,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
@@ -86,19 +87,16 @@ func (s *Set) Float32(name string) (*tensors.Tensor, error) {
 		if qw == nil || qs == nil {
 			return nil, fmt.Errorf("weights: quantized tensor %s lacks its qweight/qscale", name)
 		}
-		shape := qw.Shape().Dimensions
-		logical := append([]int{}, shape...)
-		if spec.Bits == 4 {
-			logical[len(logical)-1] *= 2
-		}
 		var mins []*tensors.Tensor
+		var minShapes []shapes.Shape
 		if spec.HasMin() {
 			qm := s.Tensors[name+quant.MinSuffix]
 			if qm == nil {
-				return nil, fmt.Errorf("weights: affine int4 tensor %s lacks its qmin", name)
+				return nil, fmt.Errorf("weights: %s tensor %s lacks its qmin", spec, name)
 			}
-			mins = append(mins, qm)
+			mins, minShapes = append(mins, qm), append(minShapes, qm.Shape())
 		}
+		logical := quant.LogicalShape(qw.Shape(), qs.Shape(), minShapes...)
 		return quant.Dequantize(qw, qs, spec, logical, mins...)
 	}
 	t, ok := s.Tensors[name]

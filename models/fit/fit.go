@@ -83,9 +83,10 @@ type Runtime struct {
 	// GGUF: the weights are a GGUF file's blocks, laid out as this says (a llama.cpp
 	// mix's rule, or the file's own types: weights.GGUFLayout; zero: not a GGUF
 	// file), which the CPU's host path holds as stored but for a Q6_K embedding, held
-	// as int8 (GGUFWeightBytes), and a GPU's graphs hold converted to int4, affine
-	// int4 or int8 (GGUFDeviceWeightBytes); the profile prices only what the layout
-	// does not know.
+	// as int8 (GGUFWeightBytes), and a GPU's graphs hold as stored too where they
+	// unpack the type (Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), converted to
+	// int4 or int8 otherwise (GGUFDeviceWeightBytes); the profile prices only what the
+	// layout does not know.
 	GGUF weights.GGUFLayout
 	// Workers is how many parts of a product the CPU's kernels run at once
 	// (default kernels.Workers(): this process's GOMAXPROCS).
@@ -175,6 +176,23 @@ var mixTypes = map[gguf.Mix]string{
 	gguf.Q80M: "Q8_0",
 }
 
+// deviceNote says how a GPU holds the blocks of a GGUF file of cfg laid out as l:
+// as stored, but for the types it converts at load (GGUFLayout.DeviceConverted).
+func deviceNote(cfg *config.Model, l weights.GGUFLayout) string {
+	conv := l.DeviceConverted(cfg)
+	if len(conv) == 0 {
+		return "held as stored and unpacked in the graph"
+	}
+	names := make([]string, len(conv))
+	for i, t := range conv {
+		names[i] = t.String()
+	}
+	if len(conv) == len(l.Types(cfg)) {
+		return "converted at load to int4 or int8"
+	}
+	return "held as stored and unpacked in the graph, but for " + strings.Join(names, ", ") + ", converted at load to int4 or int8"
+}
+
 // ggufNote says what the weights of a GGUF file of cfg laid out as l are on the CPU
 // (gpu false) or a GPU.
 func ggufNote(cfg *config.Model, l weights.GGUFLayout, gpu bool) string {
@@ -184,7 +202,7 @@ func ggufNote(cfg *config.Model, l weights.GGUFLayout, gpu bool) string {
 	}
 	switch {
 	case gpu:
-		return what + ", converted at load to int8 (Q8_0, Q6_K) and int4 (the rest; affine for Q4_K, Q4_1)"
+		return what + ", " + deviceNote(cfg, l)
 	case l.HostConverted():
 		return what + ", converted at load as a GPU holds them: its gate and up experts differ in type"
 	}

@@ -1,6 +1,7 @@
 package fit
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
@@ -275,6 +276,10 @@ func TestGGUFWeights(t *testing.T) {
 			float64(got)/gb, float64(dev)/gb, float64(WeightBytes(cfg, quant.Int4Profile))/gb, float64(WeightBytes(cfg, quant.Int8Profile))/gb)
 		if cpu.Part(PartWeights) != got || gpu.Part(PartWeights) != dev {
 			t.Errorf("%s: weights on the CPU %d (want %d), on a GPU %d (want %d)", m, cpu.Part(PartWeights), got, gpu.Part(PartWeights), dev)
+		}
+		// Every type of the four mixes is one the graph unpacks: a GPU holds the file.
+		if note := gpu.Parts[0].Note; dev != file || !strings.Contains(note, "held as stored") || strings.Contains(note, "converted") {
+			t.Errorf("%s: on a GPU %d bytes (%q), want the file's %d, its blocks as stored", m, dev, note, file)
 		}
 	}
 }

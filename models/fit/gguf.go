@@ -19,11 +19,14 @@ func GGUFTensorBytes(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, s
 // GGUFHeldBytes is the bytes the CPU's host path holds tensor s of a GGUF file of cfg
 // laid out as l in: its blocks as stored (GGUFTensorBytes), or the Darkroom format it
 // converts the tensor to at load (weights.HostHeld: a Q6_K embedding as int8 in groups
-// of 32) — every tensor as the graph path holds it where the host path cannot
+// of 32) — every tensor converted as LoadGGUF converts it where the host path cannot
 // multiply the file's blocks as stored (GGUFLayout.HostConverted).
 func GGUFHeldBytes(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, s weights.Spec) int64 {
 	if l.HostConverted() {
-		return GGUFDeviceTensorBytes(cfg, p, l, s)
+		if b, ok := l.ConvertedBytes(cfg, s); ok {
+			return b
+		}
+		return TensorBytes(cfg, p, s)
 	}
 	if b, held := l.HostHeld(cfg, s); held {
 		return b
@@ -32,8 +35,9 @@ func GGUFHeldBytes(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, s w
 }
 
 // GGUFDeviceTensorBytes is tensor s of a GGUF file of cfg laid out as l as a graph
-// path (a GPU) holds it: converted at load to int8, int4 or affine int4 codes and
-// scales, or float values (weights.GGUFLayout.DeviceBytes).
+// path (a GPU) holds it: Q4_K, Q5_K, Q6_K and Q8_0 blocks as stored, other types
+// converted at load to int8, int4 or affine int4 codes and scales, or float values
+// (weights.GGUFLayout.DeviceBytes).
 func GGUFDeviceTensorBytes(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, s weights.Spec) int64 {
 	if b, ok := l.DeviceBytes(cfg, s); ok {
 		return b

@@ -76,10 +76,16 @@ func TestHostHeapBytes(t *testing.T) {
 			if c.opts.GGUF == "" {
 				return
 			}
-			// On a GPU: the weights as the graph path loads them (weights.Load converts
-			// a GGUF's blocks: engine/weights' TestGGUFOnTheGraphPath holds a runner's
-			// device buffers to that set), by the mix's rule and by the file's types.
-			set, err := weights.Load(dir, cfg)
+			// On a GPU: the weights as the graph path loads them (the mapped file's Set:
+			// Q4_K, Q5_K, Q6_K and Q8_0 blocks kept, the rest converted; engine/weights'
+			// TestGGUFOnTheGraphPath holds a runner's device buffers to that set), by the
+			// mix's rule and by the file's types.
+			gm, _, err := weights.Map(dir, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set, err := gm.Set(nil)
+			gm.Close()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,348 @@
+package quant
+
+import (
+	"math"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best dot-imported.
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/x448/float16"
+)
+
+// GGUF blocks kept as stored.
+//
+// On a GPU the graph path holds a GGUF file's Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0,
+// Q5_1 and Q8_0 tensors in their own bits — 4.5, 5.5, 6.5625, 4.5, 5, 5.5, 6 and 8.5
+// a weight, the file's numbers — and unpacks them per matmul block inside the graph
+// (DequantizeGraph), where converting them to Darkroom's groups of 32 had cost 5, 4.5
+// (requantized: a second rounding), 9, 5, 5, 4.5 (requantized), 4.5 (requantized)
+// and 9. Each block is taken apart into up to three dense tensors (engine/gguf's
+// Split), its bytes unchanged, per block of n values along a row:
+//
+//	format             qweight (codes)        qscale                qmin
+//	Q4K (4 bits, g32)  Uint8 128: qs          Uint8 12: 6-bit packed Uint16 2: d, dmin
+//	Q5K (5 bits, g32)  Uint8 160: qh‖qs       Uint8 12: 6-bit packed Uint16 2: d, dmin
+//	Q6K (6 bits, g16)  Uint8 192: ql‖qh       Int8 16               Uint16 1: d
+//	Q40 (4 bits, g32)  Uint8 16: qs           Uint16 1: d           —
+//	Q41 (4 bits, g32)  Uint8 16: qs           Uint16 1: d           Uint16 1: m
+//	Q50 (5 bits, g32)  Uint8 20: qh‖qs        Uint16 1: d           —
+//	Q51 (5 bits, g32)  Uint8 20: qh‖qs        Uint16 1: d           Uint16 1: m
+//	int8 F16Scales g32 Int8 32: Q8_0's qs     Uint16 1: d           —
+//
+// (blocks of 256 for the K-quants, 32 for the rest). Uint16 holds IEEE binary16
+// bits (GoMLX's go backend has no Float16), decoded in the graph by halfGraph and on
+// the host by x448/float16. The values are ggml's own (dequantize_row_q4_K and the
+// rest): every product before the last rounding is exact in float32, so the graph,
+// the host's Dequantize and engine/gguf's Dequantize of the blocks agree bit for bit
+// (TestBlocksGraph). The K-quants' 6-bit scales and minimums stay packed as ggml
+// packs them (get_scale_min_k4) and are unpacked per block with float arithmetic,
+// like the nibbles and the fifth and sixth bits (the go backend has no shifts). This
+// package does not import engine/gguf (whose tests use it): engine/weights maps
+// block types to these formats.
+
+// blockLayout is a kept GGUF block format's stored parts per block.
+type blockLayout struct {
+	name       string
+	bits       int          // Spec.Bits
+	group      int          // Spec.GroupSize: the sub-block a scale covers
+	block      int          // values a block
+	codes      int          // qweight bytes a block
+	scales     int          // qscale elements a block
+	scaleDType dtypes.DType // qscale's dtype
+	supers     int          // qmin elements a block (binary16 bits; 0: no qmin)
+}
+
+var blockLayouts = map[Format]blockLayout{
+	Q4K: {"q4_k", 4, 32, 256, 128, 12, dtypes.Uint8, 2},
+	Q5K: {"q5_k", 5, 32, 256, 160, 12, dtypes.Uint8, 2},
+	Q6K: {"q6_k", 6, 16, 256, 192, 16, dtypes.Int8, 1},
+	Q40: {"q4_0", 4, 32, 32, 16, 1, dtypes.Uint16, 0},
+	Q41: {"q4_1", 4, 32, 32, 16, 1, dtypes.Uint16, 1},
+	Q50: {"q5_0", 5, 32, 32, 20, 1, dtypes.Uint16, 0},
+	Q51: {"q5_1", 5, 32, 32, 20, 1, dtypes.Uint16, 1},
+}
+
+func (k blockLayout) spec(f Format) Spec { return Spec{Bits: k.bits, GroupSize: k.group, Format: f} }
+
+// Kept formats of GGUF blocks (see above), and Q8_0 as int8 with its binary16
+// scales.
+var (
+	KQ4   = blockLayouts[Q4K].spec(Q4K)
+	KQ5   = blockLayouts[Q5K].spec(Q5K)
+	KQ6   = blockLayouts[Q6K].spec(Q6K)
+	BQ40  = blockLayouts[Q40].spec(Q40)
+	BQ41  = blockLayouts[Q41].spec(Q41)
+	BQ50  = blockLayouts[Q50].spec(Q50)
+	BQ51  = blockLayouts[Q51].spec(Q51)
+	Q8F16 = Spec{Bits: 8, GroupSize: 32, F16Scales: true}
+)
+
+// Kept reports whether s is one of the formats that keep GGUF blocks as stored (the
+// block formats, binary16 scales): the graph path reads them, the host kernels do
+// not (the host path multiplies a GGUF's blocks themselves, engine/kernels).
+func (s Spec) Kept() bool {
+	_, k := blockLayouts[s.Format]
+	return k || s.F16Scales
+}
+
+// blockOf finds the block format stored tensors of these dtypes and shapes hold,
+// and their blocks a row: qscale's dtype, qmin's presence and the parts' sizes a
+// row in a block's proportions (no other format has a Uint16 qmin, or a Uint16 or
+// Int8 qscale beside Uint8 codes).
+func blockOf(qweight, qscale shapes.Shape, qmin ...shapes.Shape) (Format, int, bool) {
+	if qweight.DType != dtypes.Uint8 || qweight.Rank() == 0 || qscale.Rank() == 0 || len(qmin) > 1 {
+		return 0, 0, false
+	}
+	last := func(s shapes.Shape) int { return s.Dimensions[s.Rank()-1] }
+	for f, k := range blockLayouts {
+		if qscale.DType != k.scaleDType || (k.supers > 0) != (len(qmin) == 1) {
+			continue
+		}
+		if k.supers > 0 && (qmin[0].DType != dtypes.Uint16 || qmin[0].Rank() == 0) {
+			continue
+		}
+		nb := last(qscale) / k.scales
+		if nb == 0 || last(qscale) != nb*k.scales || last(qweight) != nb*k.codes || (k.supers > 0 && last(qmin[0]) != nb*k.supers) {
+			continue
+		}
+		return f, nb, true
+	}
+	return 0, 0, false
+}
+
+// dequantizeBlocks is Dequantize for the block formats, block by block as ggml's
+// dequantize_row_* compute them.
+func dequantizeBlocks(qweight, qscale *tensors.Tensor, s Spec, shape []int, qmin ...*tensors.Tensor) (*tensors.Tensor, error) {
+	k := blockLayouts[s.Format]
+	var codes, scales []byte
+	var halves, supers []uint16
+	var isc []int8
+	err := qweight.ConstBytes(func(b []byte) { codes = b })
+	if err == nil {
+		switch k.scaleDType {
+		case dtypes.Int8:
+			err = qscale.ConstFlatData(func(f any) { isc = f.([]int8) })
+		case dtypes.Uint16:
+			err = qscale.ConstFlatData(func(f any) { halves = f.([]uint16) })
+		default:
+			err = qscale.ConstBytes(func(b []byte) { scales = b })
+		}
+	}
+	if err == nil && k.supers > 0 {
+		err = qmin[0].ConstFlatData(func(f any) { supers = f.([]uint16) })
+	}
+	if err != nil {
+		return nil, err
+	}
+	half := func(h uint16) float32 { return float16.Frombits(h).Float32() }
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	out := make([]float32, n)
+	for b := range n / k.block {
+		y := out[b*k.block : (b+1)*k.block]
+		c := codes[b*k.codes : (b+1)*k.codes]
+		switch s.Format {
+		case Q40, Q41, Q50, Q51:
+			d := half(halves[b])
+			qs, qh := c[len(c)-16:], uint32(0)
+			if len(c) == 20 {
+				qh = uint32(c[0]) | uint32(c[1])<<8 | uint32(c[2])<<16 | uint32(c[3])<<24
+			}
+			for j := range 32 {
+				q := qs[j%16] & 0xF
+				if j >= 16 {
+					q = qs[j%16] >> 4
+				}
+				q |= uint8(qh>>j&1) << 4
+				switch s.Format {
+				case Q40:
+					y[j] = float32(int(q)-8) * d
+				case Q50:
+					y[j] = float32(int(q)-16) * d
+				default:
+					y[j] = float32(float32(q)*d) + half(supers[b])
+				}
+			}
+		case Q6K:
+			d := half(supers[b])
+			sc := isc[b*16 : (b+1)*16]
+			for h := range 2 {
+				ql, qh, hsc, hy := c[64*h:64*h+64], c[128+32*h:128+32*h+32], sc[8*h:8*h+8], y[128*h:128*h+128]
+				for l := range 32 {
+					is := l / 16
+					q1 := int8(ql[l]&0xF|(qh[l]&3)<<4) - 32
+					q2 := int8(ql[l+32]&0xF|((qh[l]>>2)&3)<<4) - 32
+					q3 := int8(ql[l]>>4|((qh[l]>>4)&3)<<4) - 32
+					q4 := int8(ql[l+32]>>4|((qh[l]>>6)&3)<<4) - 32
+					hy[l] = d * float32(hsc[is]) * float32(q1)
+					hy[l+32] = d * float32(hsc[is+2]) * float32(q2)
+					hy[l+64] = d * float32(hsc[is+4]) * float32(q3)
+					hy[l+96] = d * float32(hsc[is+6]) * float32(q4)
+				}
+			}
+		default: // Q4K, Q5K
+			d, dmin := half(supers[2*b]), half(supers[2*b+1])
+			sc := scales[b*12 : (b+1)*12]
+			qs, qh := c[k.codes-128:], c[:k.codes-128]
+			for j := range 8 {
+				var scale, mn uint8
+				if j < 4 {
+					scale, mn = sc[j]&63, sc[j+4]&63
+				} else {
+					scale, mn = sc[j+4]&0xF|(sc[j-4]>>6)<<4, sc[j+4]>>4|(sc[j]>>6)<<4
+				}
+				d1, m1 := d*float32(scale), dmin*float32(mn)
+				run := qs[32*(j/2) : 32*(j/2)+32]
+				for l := range 32 {
+					q := run[l] & 0xF
+					if j%2 == 1 {
+						q = run[l] >> 4
+					}
+					if s.Format == Q5K && qh[l]>>j&1 != 0 {
+						q += 16
+					}
+					y[32*j+l] = float32(d1*float32(q)) - m1
+				}
+			}
+		}
+	}
+	return tensors.FromFlatDataAndDimensions(out, shape...), nil
+}
+
+// halfPow2 is 2^(max(e, 1) − 25) for a binary16 exponent field e: the factor that
+// turns the 11-bit significand (the implicit bit added by the caller) into the
+// value. e = 31 (infinities and NaNs) is +Inf, so a non-finite scale stays
+// non-finite (a NaN becomes an infinity).
+var halfPow2 = func() [32]float32 {
+	var t [32]float32
+	for e := range t {
+		t[e] = float32(math.Ldexp(1, max(e, 1)-25))
+	}
+	t[31] = float32(math.Inf(1))
+	return t
+}()
+
+// halfGraph decodes binary16 bits (a Uint16 node) to Float32, exactly: the sign, the
+// exponent and the significand split with float arithmetic, the power of two looked
+// up (halfPow2).
+func halfGraph(u *Node) *Node {
+	g := u.Graph()
+	h := ConvertDType(u, dtypes.Float32)
+	sign := Floor(MulScalar(h, 1.0/32768))
+	r := Sub(h, MulScalar(sign, 32768))
+	e := Floor(MulScalar(r, 1.0/1024))
+	m := Sub(r, MulScalar(e, 1024))
+	idx := Reshape(ConvertDType(e, dtypes.Int32), e.Shape().Size(), 1) // flat: the go backend's Gather wants [N, 1]
+	pow := Reshape(Gather(Const(g, halfPow2[:]), idx), e.Shape().Dimensions...)
+	sig := Add(m, MulScalar(MinScalar(e, 1), 1024)) // the implicit bit, but for subnormals
+	return Mul(Mul(sig, pow), OneMinus(MulScalar(sign, 2)))
+}
+
+// scaleGraph is a stored scale (or minimum) as Float32: binary16 bits decoded,
+// anything else converted.
+func scaleGraph(s *Node) *Node {
+	if s.DType() == dtypes.Uint16 {
+		return halfGraph(s)
+	}
+	return ConvertDType(s, dtypes.Float32)
+}
+
+// nibbles splits bytes x (Float32 values 0…255) into low and high nibbles.
+func nibbles(x *Node) (lo, hi *Node) {
+	hi = Floor(MulScalar(x, 1.0/16))
+	return Sub(x, MulScalar(hi, 16)), hi
+}
+
+// bitField is ⌊x / 2^shift⌋ mod 2^width for x of Float32 byte values.
+func bitField(x *Node, shift, width int) *Node {
+	a := Floor(MulScalar(x, 1/float64(int(1)<<shift)))
+	b := Floor(MulScalar(x, 1/float64(int(1)<<(shift+width))))
+	return Sub(a, MulScalar(b, float64(int(1)<<width)))
+}
+
+// bits is the 8·m bits of bytes x [..., m] (Float32 values 0…255) as 0/1 values
+// [..., 8·m], bit i of byte k at 8k + i (a little-endian bit field).
+func bits(x *Node) *Node {
+	var b []*Node
+	for i := range 8 {
+		b = append(b, bitField(x, i, 1))
+	}
+	d := x.Shape().Dimensions
+	return Reshape(Stack(b, -1), append(append([]int{}, d[:len(d)-1]...), 8*d[len(d)-1])...)
+}
+
+// blockDequantGraph is DequantizeGraph for the block formats: q, scale and qmin as
+// the table above, → Float32 shape.
+func blockDequantGraph(q, scale *Node, s Spec, shape []int, qmin ...*Node) *Node {
+	k := blockLayouts[s.Format]
+	lead := shape[:len(shape)-1]
+	nb := shape[len(shape)-1] / k.block
+	dims := func(rest ...int) []int { return append(append(append([]int{}, lead...), nb), rest...) }
+	codes := Reshape(ConvertDType(q, dtypes.Float32), dims(k.codes)...)
+	var sup *Node
+	if k.supers > 0 {
+		sup = Reshape(halfGraph(qmin[0]), dims(k.supers)...)
+	}
+	switch s.Format {
+	case Q40, Q41, Q50, Q51:
+		// Value j < 16 is byte j's low nibble, value 16 + j its high one; Q5's fifth
+		// bit of value j is bit j of qh (a little-endian uint32).
+		lo, hi := nibbles(SliceAxis(codes, -1, AxisRange(k.codes-16, k.codes)))
+		v := Concatenate([]*Node{lo, hi}, -1) // [.., 32]
+		if k.codes == 20 {
+			v = Add(v, MulScalar(bits(SliceAxis(codes, -1, AxisRange(0, 4))), 16))
+		}
+		d := Reshape(halfGraph(scale), dims(1)...)
+		switch s.Format {
+		case Q40:
+			return Reshape(Mul(AddScalar(v, -8), d), shape...)
+		case Q50:
+			return Reshape(Mul(AddScalar(v, -16), d), shape...)
+		}
+		return Reshape(Add(Mul(v, d), sup), shape...) // q·d + m
+	case Q6K:
+		// Per half of 128: ql's 64 bytes give the low 4 bits (byte l's low nibble is
+		// value l, byte l+32's value l+32, their high nibbles values l+64 and l+96),
+		// qh's 32 bytes the high 2 bits (bits 2k, 2k+1 of byte l: value l + 32k).
+		sc := Reshape(ConvertDType(scale, dtypes.Float32), dims(k.scales)...)
+		ql := Reshape(SliceAxis(codes, -1, AxisRange(0, 128)), dims(2, 2, 32)...) // [.., half, l/32, l%32]
+		qh := Reshape(SliceAxis(codes, -1, AxisRange(128, 192)), dims(2, 32)...)
+		lo, hi := nibbles(ql)
+		low := Reshape(Stack([]*Node{lo, hi}, -3), dims(2, 4, 32)...) // [.., half, quarter, l]
+		high := Stack([]*Node{bitField(qh, 0, 2), bitField(qh, 2, 2), bitField(qh, 4, 2), bitField(qh, 6, 2)}, -2)
+		v := AddScalar(Add(low, MulScalar(high, 16)), -32)
+		v = Reshape(v, dims(16, 16)...)                     // sixteen sub-blocks of 16
+		dsc := Mul(ExpandAxes(sc, -1), ExpandAxes(sup, -1)) // [.., 16, 1]: d·scale, exact
+		return Reshape(Mul(dsc, v), shape...)               // (d·scale)·q, as ggml
+	}
+	// Q4K, Q5K: each run of 32 bytes of qs holds two sub-blocks of 32, the low nibbles
+	// then the high ones; Q5K's qh adds bit 2j+i of byte l to sub-block 2j+i's value l.
+	sc := Reshape(ConvertDType(scale, dtypes.Float32), dims(k.scales)...)
+	lo, hi := nibbles(Reshape(SliceAxis(codes, -1, AxisRange(k.codes-128, k.codes)), dims(4, 32)...))
+	v := Reshape(Stack([]*Node{lo, hi}, -2), dims(8, 32)...)
+	if s.Format == Q5K {
+		qh := SliceAxis(codes, -1, AxisRange(0, 32))
+		var b []*Node
+		for i := range 8 {
+			b = append(b, bitField(qh, i, 1))
+		}
+		v = Add(v, MulScalar(Stack(b, -2), 16))
+	}
+	// The 12 scale bytes A, B, C (4 each): sub-block j < 4 has scale A&63, min B&63;
+	// j ≥ 4 scale (C&15) | (A>>6)<<4, min (C>>4) | (B>>6)<<4 (get_scale_min_k4).
+	sc3 := Reshape(sc, dims(3, 4)...)
+	part := func(i int) *Node { return Reshape(SliceAxis(sc3, -2, AxisElem(i)), dims(4)...) }
+	a, b, c := part(0), part(1), part(2)
+	a6, b6 := bitField(a, 6, 2), bitField(b, 6, 2)
+	cLo, cHi := nibbles(c)
+	scales := Concatenate([]*Node{Sub(a, MulScalar(a6, 64)), Add(cLo, MulScalar(a6, 16))}, -1) // [.., 8]
+	mins := Concatenate([]*Node{Sub(b, MulScalar(b6, 64)), Add(cHi, MulScalar(b6, 16))}, -1)
+	d := SliceAxis(sup, -1, AxisElem(0))    // [.., 1]
+	dmin := SliceAxis(sup, -1, AxisElem(1)) // [.., 1]
+	d1 := ExpandAxes(Mul(d, scales), -1)    // [.., 8, 1]: d·sc, exact
+	m1 := ExpandAxes(Mul(dmin, mins), -1)
+	return Reshape(Sub(Mul(v, d1), m1), shape...) // d1·q − m1, as ggml
+}
