@@ -74,7 +74,7 @@ var splitPart = regexp.MustCompile(`-\d{5}-of-\d{5}$`)
 func ggufQuantOf(name string) (string, bool) {
 	base := path.Base(name)
 	stem, ok := strings.CutSuffix(strings.ToLower(base), ".gguf")
-	if !ok || strings.HasPrefix(stem, "mmproj") {
+	if !ok || weights.IsProjectorGGUF(base) {
 		return "", false
 	}
 	stem = splitPart.ReplaceAllString(base[:len(stem)], "")

@@ -328,3 +328,36 @@ func TestPullGGUFHeaderStalls(t *testing.T) {
 	}
 	checkModel(t, m.store.ModelDir("acme/dg-GGUF:Q4_K_M"), []*hubtest.File{g})
 }
+
+// TestPullGGUFBesideProjector: a repo of one model GGUF and a vision projector
+// (mmproj-*.gguf, which Darkroom does not load) pulled by the repo's name alone
+// downloads the model's file and not the projector; it had been answered with a
+// choice of one quantization, the projector counted among the model's files.
+func TestPullGGUFBesideProjector(t *testing.T) {
+	h := hubtest.New()
+	defer h.Close()
+	cfg, err := config.Tiny().MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := &hubtest.File{Name: "dg-Q4_K_M.gguf", Data: ggufOf(t, config.Tiny(), gguf.Q4KM, 300<<10), LFS: true}
+	tok := &hubtest.File{Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)}
+	conf := &hubtest.File{Name: "config.json", Data: cfg}
+	proj := &hubtest.File{Name: "mmproj-F16.gguf", Data: make([]byte, 100<<10), LFS: true}
+	h.Add("acme/one-GGUF", &hubtest.Repo{Files: []*hubtest.File{model, tok, conf, proj}})
+	m := newManager(t, h, t.TempDir(), "")
+	tr, err := m.Pull(context.Background(), "acme/one-GGUF", PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, m.store.ModelDir("acme/one-GGUF"), []*hubtest.File{model, tok, conf})
+	if h.Sent(proj.Name) != 0 {
+		t.Errorf("the vision projector was downloaded")
+	}
+	if _, err := os.Stat(filepath.Join(m.store.ModelDir("acme/one-GGUF"), proj.Name)); !os.IsNotExist(err) {
+		t.Errorf("the projector is in the model's folder (%v)", err)
+	}
+}

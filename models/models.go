@@ -734,6 +734,8 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		}
 		files = slices.DeleteFunc(files, func(g hub.File) bool { return strings.HasSuffix(strings.ToLower(g.Name), ".gguf") })
 		files = append(files, f)
+	} else if len(ggufQuants(files)) > 0 { // a vision projector beside a model's GGUF: not Darkroom's to load
+		files = slices.DeleteFunc(files, func(g hub.File) bool { return weights.IsProjectorGGUF(g.Name) })
 	}
 	// GGUF files read by ranges before their download (checkGGUF, ggufTokenizer), for a
 	// few minutes at most: a Hub that stalls then refuses nothing (the loader checks).
@@ -1187,14 +1189,14 @@ func hasFile(files []hub.File, name string) bool {
 // config.json; a GGUF (engine/gguf) must be a single file (one quantization) with the
 // Hugging Face tokenizer.json beside it.
 func checkFormat(repo string, files []hub.File) error {
-	hasConfig, hasST, ggufs := false, false, 0
+	hasConfig, hasST, ggufs := false, false, 0 // ggufs: the model's files (not a vision projector's)
 	for _, f := range files {
 		switch {
 		case f.Name == "config.json":
 			hasConfig = true
 		case strings.HasSuffix(f.Name, ".safetensors"):
 			hasST = true
-		case strings.HasSuffix(strings.ToLower(f.Name), ".gguf"):
+		case strings.HasSuffix(strings.ToLower(f.Name), ".gguf") && !weights.IsProjectorGGUF(f.Name):
 			ggufs++
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 
 	"github.com/darkroomlabs/darkroom/engine"
 	"github.com/darkroomlabs/darkroom/engine/backend"
@@ -145,8 +144,8 @@ func BackendFor(spec string, src engine.Source, detect func() hw.Info) (string, 
 // one, and a pure Q4_0 file, near no mix, as bf16.
 func sourceProfile(cfg *config.Model, files fs.FS) (quant.Profile, weights.GGUFLayout) {
 	if m, _ := fs.Glob(files, "*.gguf"); len(m) > 0 {
-		for _, name := range m { // mmproj-*.gguf holds a vision projector (weights.FindGGUF)
-			if strings.HasPrefix(strings.ToLower(name), "mmproj") {
+		for _, name := range m {
+			if weights.IsProjectorGGUF(name) {
 				continue
 			}
 			switch l, err := weights.ReadGGUFLayout(files, name, cfg); {

@@ -36,12 +36,12 @@ import (
 //     ExactScales, which changes the error by about 0.01%);
 //   - quantized tensors that must stay float (norms, router, scales) are dequantized to
 //     Float32;
-//   - with GGUFOptions.KeepBlocks (the graph path's Set: DeviceGGUF) Q4_K, Q5_K, Q6_K
-//     and Q8_0 matrices are not converted but kept in their own bits, each block taken
-//     apart into quant's kept formats (GGUFKeptTypes: 4.5, 5.5, 6.5625 and 8.5
-//     bits a weight, the same numbers as the file's) and unpacked in the graph; the
-//     other types convert as above. The host path multiplies the blocks themselves
-//     and never sees these formats.
+//   - with GGUFOptions.KeepBlocks (the graph path's Set: DeviceGGUF) Q4_K, Q5_K, Q6_K,
+//     Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 matrices are not converted but kept in their own
+//     bits, each block taken apart into quant's block formats (GGUFKeptTypes; the
+//     file's numbers, the file's bytes) and unpacked in the graph; Q2_K, Q3_K, IQ4_NL
+//     and IQ4_XS convert as above. The host path multiplies the blocks themselves and
+//     never sees these formats.
 //
 // Rows are read and converted a chunk at a time straight into the result tensor, so
 // peak memory is the loaded Set plus one chunk (and one tensor's float32 scales).
@@ -55,7 +55,8 @@ var (
 )
 
 // GGUFKeptTypes are the block types the graph path keeps as stored (KeepBlocks),
-// each in its quant format (quant/kquant.go; gguf.Split takes the blocks apart).
+// each in its quant format (engine/quant's blocks.go; gguf.Split takes the blocks
+// apart).
 var GGUFKeptTypes = map[gguf.Type]quant.Spec{
 	gguf.Q4_K: quant.KQ4, gguf.Q5_K: quant.KQ5, gguf.Q6_K: quant.KQ6,
 	gguf.Q4_0: quant.BQ40, gguf.Q4_1: quant.BQ41, gguf.Q5_0: quant.BQ50, gguf.Q5_1: quant.BQ51,
@@ -69,8 +70,8 @@ type GGUFOptions struct {
 	// 1 bit a weight more for those tensors (the 26B Q4_K_M: about 1.9 GB more).
 	// Default: BFloat16 (see the package comment above for the error).
 	ExactScales bool
-	// KeepBlocks keeps Q4_K, Q5_K, Q6_K and Q8_0 matrices in their own bits
-	// (GGUFKeptTypes) instead of converting them, for the graph path.
+	// KeepBlocks keeps the matrices of GGUFKeptTypes in their own bits instead of
+	// converting them, for the graph path.
 	KeepBlocks bool
 }
 
@@ -81,6 +82,14 @@ var DeviceGGUF = GGUFOptions{KeepBlocks: true}
 
 // chunkElems is how many elements one conversion step reads.
 const chunkElems = 1 << 22
+
+// IsProjectorGGUF reports whether the GGUF file at path (a name or a path, any
+// case) is a vision projector — llama.cpp's mmproj-*.gguf, published beside a
+// multimodal model's GGUF files — rather than a language model: Darkroom neither
+// loads nor downloads one.
+func IsProjectorGGUF(path string) bool {
+	return strings.HasPrefix(strings.ToLower(filepath.Base(filepath.FromSlash(path))), "mmproj")
+}
 
 // FindGGUF returns the GGUF model file in dir when the directory holds one and no
 // safetensors checkpoint (which takes precedence). Several .gguf files are an error:
@@ -97,8 +106,7 @@ func FindGGUF(dir string) (path string, ok bool, err error) {
 	}
 	var models []string
 	for _, m := range matches {
-		// mmproj-*.gguf files hold a vision projector, not the language model.
-		if strings.HasPrefix(strings.ToLower(filepath.Base(m)), "mmproj") {
+		if IsProjectorGGUF(m) {
 			continue
 		}
 		models = append(models, m)
@@ -322,8 +330,8 @@ func decideGGUF(p *ggufPlan, opts GGUFOptions) error {
 		p.bf16 = allBF16
 		return nil
 	}
-	if kept, ok := keptGGUF(p); ok && opts.KeepBlocks {
-		p.quant = &kept
+	if kept, ok := keptGGUF(p); opts.KeepBlocks && ok {
+		p.quant = &kept // the graph unpacks these blocks as stored
 		return nil
 	}
 	q := quant.Spec{Bits: 4, GroupSize: gguf.Group}
@@ -473,9 +481,9 @@ func ggufQuant(f *gguf.File, p ggufPlan) (qw, qs, qm *tensors.Tensor, err error)
 	return qw, qs, qm, nil
 }
 
-// ggufKept reads p's blocks into its kept format's tensors (qweight, qscale and, for
-// the K-quants, qmin), a chunk of rows at a time, each block taken apart as it is
-// (gguf.Split).
+// ggufKept reads p's blocks into its kept format's tensors (qweight, qscale and,
+// where the format has one, qmin), a chunk of rows at a time, each block taken apart
+// as it is (gguf.Split).
 func ggufKept(f *gguf.File, p ggufPlan) (qw, qs, qm *tensors.Tensor, err error) {
 	spec := *p.quant
 	wShape, sShape := spec.Shapes(p.spec.Shape)
@@ -486,12 +494,29 @@ func ggufKept(f *gguf.File, p ggufPlan) (qw, qs, qm *tensors.Tensor, err error) 
 		qm = tensors.FromShape(shapes.Make(spec.MinDType(), spec.MinShape(p.spec.Shape)...))
 		ts = append(ts, qm)
 	}
-	var parts [3][]byte
-	for i, t := range ts {
-		if err := t.MutableBytes(func(b []byte) { parts[i] = b }); err != nil {
-			return nil, nil, nil, err
-		}
+	err = mutableBytes(ts, nil, func(parts [][]byte) error { return splitInto(f, p, parts) })
+	if err != nil {
+		return nil, nil, nil, err
 	}
+	return qw, qs, qm, nil
+}
+
+// mutableBytes calls fn with the bytes of every tensor of ts (after those in held),
+// each tensor's bytes used within its own MutableBytes call.
+func mutableBytes(ts []*tensors.Tensor, held [][]byte, fn func([][]byte) error) error {
+	if len(ts) == 0 {
+		return fn(held)
+	}
+	var err error
+	if err2 := ts[0].MutableBytes(func(b []byte) { err = mutableBytes(ts[1:], append(held, b), fn) }); err2 != nil {
+		return err2
+	}
+	return err
+}
+
+// splitInto reads p's blocks into parts (its codes, scales and third part, sized for
+// the whole tensor), a chunk of rows at a time.
+func splitInto(f *gguf.File, p ggufPlan, parts [][]byte) error {
 	rows := int64(1)
 	for _, d := range p.spec.Shape[:len(p.spec.Shape)-1] {
 		rows *= int64(d)
@@ -500,17 +525,13 @@ func ggufKept(f *gguf.File, p ggufPlan) (qw, qs, qm *tensors.Tensor, err error) 
 	for i := range parts {
 		perRow[i] = int64(len(parts[i])) / rows
 	}
-	err = eachChunk(f, p, func(t gguf.TensorInfo, raw []byte, row, n int64) error {
+	return eachChunk(f, p, func(t gguf.TensorInfo, raw []byte, row, n int64) error {
 		var chunk [3][]byte
 		for i := range parts {
 			chunk[i] = parts[i][row*perRow[i] : (row+n)*perRow[i]]
 		}
 		return gguf.Split(t.Type, raw, chunk[0], chunk[1], chunk[2])
 	})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return qw, qs, qm, nil
 }
 
 // ggufRequant converts p's blocks into its Darkroom format p.quant, a chunk of rows at
