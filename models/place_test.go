@@ -341,4 +341,17 @@ func TestBackendForGGUFOwnTypes(t *testing.T) {
 	if (pl.Verdict != fit.Fits && pl.Verdict != fit.Tight) || w < 9e9 || w > 12e9 {
 		t.Errorf("the 2-bit file in 16 GiB of RAM: %s, weights %.2f GB; want it in memory, about 10.7 GB", pl.Verdict, float64(w)/1e9)
 	}
+	// On a 16 GB GPU it runs with its blocks as stored (the file's 10.5 GB; converted
+	// to int4 they had taken 14.4).
+	card := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "RTX 4080", VRAMTotal: 16 << 30, VRAMFree: 15 << 30}}, RAMTotal: 32 << 30}
+	if spec, why := BackendFor("auto", engine.Dir(two), func() hw.Info { return card }); spec != "auto" || why != "" {
+		t.Errorf("the 2-bit file on a 16 GB GPU: %q, %q; want it on the GPU", spec, why)
+	}
+	onCard, err := Place(cfg, p, l, card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, file := onCard.Estimate.Part(fit.PartWeights), fit.GGUFFileBytes(cfg, p, l); w != file {
+		t.Errorf("the 2-bit file's weights on a GPU: %.2f GB, want the file's %.2f", float64(w)/1e9, float64(file)/1e9)
+	}
 }

@@ -31,6 +31,14 @@ var blockParts = map[Type][3]blockPart{
 	Q5_0: {{2, 22}, {0, 2}, {0, 0}},
 	// {fp16 d; fp16 m; u8 qh[4]; u8 qs[16]}
 	Q5_1: {{4, 24}, {0, 2}, {2, 4}},
+	// {u8 scales[16]; u8 qs[64]; fp16 d; fp16 dmin}
+	Q2_K: {{16, 80}, {0, 16}, {80, 84}},
+	// {u8 hmask[32]; u8 qs[64]; u8 scales[12]; fp16 d}: codes hmask then qs
+	Q3_K: {{0, 96}, {96, 108}, {108, 110}},
+	// {fp16 d; u8 qs[16]}
+	IQ4_NL: {{2, 18}, {0, 2}, {0, 0}},
+	// {fp16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]}: scales scales_h then scales_l
+	IQ4_XS: {{8, 136}, {2, 8}, {0, 2}},
 }
 
 // PartSizes is the bytes a block of type t puts in each part — codes, scales, the
@@ -58,7 +66,7 @@ func Join(t Type, raw, codes, scales, supers []byte) error {
 func moveParts(t Type, raw []byte, parts [3][]byte, join bool) error {
 	layout, ok := blockParts[t]
 	if !ok {
-		return fmt.Errorf("%s blocks are not kept in parts (Darkroom keeps Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0)", t)
+		return fmt.Errorf("%s blocks are not kept in parts (Darkroom keeps Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and IQ4_XS)", t)
 	}
 	size := t.BlockBytes()
 	if len(raw)%size != 0 {

@@ -11,7 +11,7 @@ import (
 // errors that leave the parts as they were.
 func TestSplitJoin(t *testing.T) {
 	r := rand.New(rand.NewPCG(50, 1))
-	for _, typ := range []Type{Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0} {
+	for _, typ := range []Type{Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, IQ4_XS} {
 		c, s, u, ok := PartSizes(typ)
 		if !ok || c+s+u != typ.BlockBytes() {
 			t.Fatalf("%s: parts %d+%d+%d (%v), a block is %d bytes", typ, c, s, u, ok, typ.BlockBytes())
@@ -40,10 +40,10 @@ func TestSplitJoin(t *testing.T) {
 			t.Errorf("%s: a refused split wrote its parts", typ)
 		}
 	}
-	if _, _, _, ok := PartSizes(Q3_K); ok {
-		t.Error("Q3_K has parts")
+	if _, _, _, ok := PartSizes(Q8_1); ok {
+		t.Error("Q8_1 has parts")
 	}
-	if err := Split(Q3_K, make([]byte, Q3_K.BlockBytes()), nil, nil, nil); err == nil {
-		t.Error("Q3_K split")
+	if err := Split(Q8_1, make([]byte, Q8_1.BlockBytes()), nil, nil, nil); err == nil {
+		t.Error("Q8_1 split")
 	}
 }

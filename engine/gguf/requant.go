@@ -32,8 +32,8 @@ const Group = 32
 // exactly to int8 g32 (w = d·(q−16)), but at 9 instead of 4.5 bits a weight — 4.3 GB
 // more for the 26B model's Q5_0 down-projection experts — so it stays requantized.
 // These conversions are what LoadGGUF does by default (a file the host path cannot
-// multiply as stored); the graph path keeps Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1
-// and Q8_0 blocks as they are instead (Split; engine/weights' DeviceGGUF).
+// multiply as stored); the graph path keeps every type's blocks as they are instead
+// (Split; engine/weights' DeviceGGUF).
 
 // Requantize converts whole rows of ggml blocks (raw, of type t; n elements) into
 // Darkroom's int8 or int4 layout with one float32 scale per Group consecutive elements

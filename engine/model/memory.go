@@ -13,8 +13,7 @@ import (
 //
 //   - the weights as stored: its context's variables, one per stored tensor (BF16
 //     weights as BF16; int8, int4 g32 and NVFP4 codes and scales; a GGUF's blocks
-//     in their own bits, taken apart into engine/quant's block formats, or converted
-//     to int4 or int8 at load for the types the graph does not unpack), dequantized or widened
+//     in their own bits, taken apart into engine/quant's block formats), dequantized or widened
 //     inside the graphs one matmul block at a time (Params, chunk.go), never whole;
 //   - the KV cache at its capacity (CacheShapes; KVCacheBytes(cfg, Capacity(),
 //     CacheDType)), a fixed size once Reserve has sized it for the context;

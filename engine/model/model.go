@@ -20,8 +20,8 @@
 // third time on its reverse-mode tape. Everything computes in float32 except, when Params.Compute asks for it,
 // the weight products: bf16 operands with float32 accumulation, as upstream's bf16
 // model. Weights stay on the device as stored (BF16, int8, int4, NVFP4; a GGUF's
-// Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 blocks in their own bits,
-// engine/quant's block formats) and are converted or dequantized in-graph by
+// blocks in their own bits, engine/quant's block formats) and are converted or
+// dequantized in-graph by
 // Params one matmul block at a time (chunk.go): rows gathered before they are
 // decoded, the tied head and the experts in bounded blocks.
 //

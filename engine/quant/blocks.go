@@ -12,13 +12,14 @@ import (
 
 // GGUF blocks kept as stored.
 //
-// On a GPU the graph path holds a GGUF file's Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0,
-// Q5_1 and Q8_0 tensors in their own bits — 4.5, 5.5, 6.5625, 4.5, 5, 5.5, 6 and 8.5
-// a weight, the file's numbers — and unpacks them per matmul block inside the graph
-// (DequantizeGraph), where converting them to Darkroom's groups of 32 had cost 5, 4.5
-// (requantized: a second rounding), 9, 5, 5, 4.5 (requantized), 4.5 (requantized)
-// and 9. Each block is taken apart into up to three dense tensors (engine/gguf's
-// Split), its bytes unchanged, per block of n values along a row:
+// On a GPU the graph path holds a GGUF file's tensors of every type Darkroom reads in
+// their own bits — Q2_K 2.625 a weight, Q3_K 3.4375, Q4_K 4.5, Q5_K 5.5, Q6_K 6.5625,
+// Q4_0 4.5, Q4_1 5, Q5_0 5.5, Q5_1 6, Q8_0 8.5, IQ4_NL 4.5, IQ4_XS 4.25: the file's
+// numbers — and unpacks them per matmul block inside the graph (DequantizeGraph),
+// where converting them to Darkroom's groups of 32 had cost 4.5 to 9 bits and, for
+// all but Q4_0, Q4_1, Q4_K and Q8_0, a second rounding. Each block is taken apart
+// into up to three dense tensors (engine/gguf's Split), its bytes unchanged, per
+// block along a row:
 //
 //	format             qweight (codes)        qscale                qmin
 //	Q4K (4 bits, g32)  Uint8 128: qs          Uint8 12: 6-bit packed Uint16 2: d, dmin
@@ -28,9 +29,13 @@ import (
 //	Q41 (4 bits, g32)  Uint8 16: qs           Uint16 1: d           Uint16 1: m
 //	Q50 (5 bits, g32)  Uint8 20: qh‖qs        Uint16 1: d           —
 //	Q51 (5 bits, g32)  Uint8 20: qh‖qs        Uint16 1: d           Uint16 1: m
+//	Q2K (2 bits, g16)  Uint8 64: qs           Uint8 16: scale|min<<4 Uint16 2: d, dmin
+//	Q3K (3 bits, g16)  Uint8 96: hmask‖qs     Uint8 12: 6-bit packed Uint16 1: d
+//	IQ4NL (g32)        Uint8 16: qs           Int16 1: d            —
+//	IQ4XS (g32)        Uint8 128: qs          Uint8 6: scales_h‖_l  Uint16 1: d
 //	int8 F16Scales g32 Int8 32: Q8_0's qs     Uint16 1: d           —
 //
-// (blocks of 256 for the K-quants, 32 for the rest). Uint16 holds IEEE binary16
+// (blocks of 256 for the K-quants and IQ4_XS, 32 for the rest). Uint16 holds IEEE binary16
 // bits (GoMLX's go backend has no Float16), decoded in the graph by halfGraph and on
 // the host by x448/float16. The values are ggml's own (dequantize_row_q4_K and the
 // rest): every product before the last rounding is exact in float32, so the graph,
@@ -61,21 +66,36 @@ var blockLayouts = map[Format]blockLayout{
 	Q41: {"q4_1", 4, 32, 32, 16, 1, dtypes.Uint16, 1},
 	Q50: {"q5_0", 5, 32, 32, 20, 1, dtypes.Uint16, 0},
 	Q51: {"q5_1", 5, 32, 32, 20, 1, dtypes.Uint16, 1},
+	Q2K: {"q2_k", 2, 16, 256, 64, 16, dtypes.Uint8, 2},
+	Q3K: {"q3_k", 3, 16, 256, 96, 12, dtypes.Uint8, 1},
+	// IQ4_NL's parts are laid out as Q4_0's: its binary16 scales are stored as Int16
+	// (the same bits) to tell the two apart.
+	IQ4NL: {"iq4_nl", 4, 32, 32, 16, 1, dtypes.Int16, 0},
+	IQ4XS: {"iq4_xs", 4, 32, 256, 128, 6, dtypes.Uint8, 1},
 }
+
+// kvaluesIQ4 are IQ4_NL's and IQ4_XS's sixteen levels, a nibble's value before its
+// scale (ggml's kvalues_iq4nl; engine/gguf's dequantization has the same table,
+// TestBlocksGraph holds the two to each other).
+var kvaluesIQ4 = [16]float32{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
 
 func (k blockLayout) spec(f Format) Spec { return Spec{Bits: k.bits, GroupSize: k.group, Format: f} }
 
 // Kept formats of GGUF blocks (see above), and Q8_0 as int8 with its binary16
 // scales.
 var (
-	KQ4   = blockLayouts[Q4K].spec(Q4K)
-	KQ5   = blockLayouts[Q5K].spec(Q5K)
-	KQ6   = blockLayouts[Q6K].spec(Q6K)
-	BQ40  = blockLayouts[Q40].spec(Q40)
-	BQ41  = blockLayouts[Q41].spec(Q41)
-	BQ50  = blockLayouts[Q50].spec(Q50)
-	BQ51  = blockLayouts[Q51].spec(Q51)
-	Q8F16 = Spec{Bits: 8, GroupSize: 32, F16Scales: true}
+	KQ4    = blockLayouts[Q4K].spec(Q4K)
+	KQ5    = blockLayouts[Q5K].spec(Q5K)
+	KQ6    = blockLayouts[Q6K].spec(Q6K)
+	BQ40   = blockLayouts[Q40].spec(Q40)
+	BQ41   = blockLayouts[Q41].spec(Q41)
+	BQ50   = blockLayouts[Q50].spec(Q50)
+	BQ51   = blockLayouts[Q51].spec(Q51)
+	KQ2    = blockLayouts[Q2K].spec(Q2K)
+	KQ3    = blockLayouts[Q3K].spec(Q3K)
+	BIQ4NL = blockLayouts[IQ4NL].spec(IQ4NL)
+	BIQ4XS = blockLayouts[IQ4XS].spec(IQ4XS)
+	Q8F16  = Spec{Bits: 8, GroupSize: 32, F16Scales: true}
 )
 
 // Kept reports whether s is one of the formats that keep GGUF blocks as stored (the
@@ -125,6 +145,12 @@ func dequantizeBlocks(qweight, qscale *tensors.Tensor, s Spec, shape []int, qmin
 			err = qscale.ConstFlatData(func(f any) { isc = f.([]int8) })
 		case dtypes.Uint16:
 			err = qscale.ConstFlatData(func(f any) { halves = f.([]uint16) })
+		case dtypes.Int16: // IQ4_NL: binary16 bits
+			err = qscale.ConstFlatData(func(f any) {
+				for _, v := range f.([]int16) {
+					halves = append(halves, uint16(v))
+				}
+			})
 		default:
 			err = qscale.ConstBytes(func(b []byte) { scales = b })
 		}
@@ -145,6 +171,45 @@ func dequantizeBlocks(qweight, qscale *tensors.Tensor, s Spec, shape []int, qmin
 		y := out[b*k.block : (b+1)*k.block]
 		c := codes[b*k.codes : (b+1)*k.codes]
 		switch s.Format {
+		case IQ4NL:
+			d := half(halves[b])
+			for j, q := range c {
+				y[j] = d * kvaluesIQ4[q&0xF]
+				y[j+16] = d * kvaluesIQ4[q>>4]
+			}
+		case IQ4XS:
+			d := half(supers[b])
+			sc := scales[b*6 : (b+1)*6]
+			sh := uint16(sc[0]) | uint16(sc[1])<<8
+			for g := range 8 {
+				ls := int(sc[2+g/2]>>(4*(g%2))&0xF) | int(sh>>(2*g)&3)<<4
+				dl := d * float32(ls-32)
+				for j, q := range c[16*g : 16*g+16] {
+					y[32*g+j] = dl * kvaluesIQ4[q&0xF]
+					y[32*g+j+16] = dl * kvaluesIQ4[q>>4]
+				}
+			}
+		case Q2K:
+			d, dmin := half(supers[2*b]), half(supers[2*b+1])
+			sc := scales[b*16 : (b+1)*16]
+			for i := range 256 { // i = 128n + 32j + 16h + l: byte 32n + 16h + l, bits 2j
+				n, j, h, l := i/128, i%128/32, i%32/16, i%16
+				is := 8*n + 2*j + h
+				q := c[32*n+16*h+l] >> (2 * j) & 3
+				y[i] = d*float32(sc[is]&0xF)*float32(q) - dmin*float32(sc[is]>>4)
+			}
+		case Q3K:
+			d := half(supers[b])
+			sc := q3Scales(scales[b*12 : (b+1)*12])
+			hm, qs := c[:32], c[32:]
+			for i := range 256 { // i = 128n + 32j + l: qs byte 32n + l, bits 2j; hmask bit 4n + j of byte l
+				n, j, l := i/128, i%128/32, i%32
+				v := int(qs[32*n+l]>>(2*j)&3) - 4
+				if hm[l]>>(4*n+j)&1 != 0 {
+					v += 4
+				}
+				y[i] = d * float32(sc[8*n+2*j+l/16]) * float32(v)
+			}
 		case Q40, Q41, Q50, Q51:
 			d := half(halves[b])
 			qs, qh := c[len(c)-16:], uint32(0)
@@ -212,6 +277,21 @@ func dequantizeBlocks(qweight, qscale *tensors.Tensor, s Spec, shape []int, qmin
 	return tensors.FromFlatDataAndDimensions(out, shape...), nil
 }
 
+// q3Scales unpacks a Q3_K block's sixteen 6-bit scales, each less 32: scale i's low
+// four bits are nibble i/8 of byte i%8, its high two bits bits 2·(i/4) of byte
+// 8 + i%4 (ggml's kmask shuffle in dequantize_row_q3_K).
+func q3Scales(b []byte) [16]int {
+	var out [16]int
+	for i := range out {
+		lo := b[i%8] & 0xF
+		if i >= 8 {
+			lo = b[i%8] >> 4
+		}
+		out[i] = int(lo|(b[8+i%4]>>(2*(i/4))&3)<<4) - 32
+	}
+	return out
+}
+
 // halfPow2 is 2^(max(e, 1) − 25) for a binary16 exponent field e: the factor that
 // turns the 11-bit significand (the implicit bit added by the caller) into the
 // value. e = 31 (infinities and NaNs) is +Inf, so a non-finite scale stays
@@ -225,12 +305,15 @@ var halfPow2 = func() [32]float32 {
 	return t
 }()
 
-// halfGraph decodes binary16 bits (a Uint16 node) to Float32, exactly: the sign, the
-// exponent and the significand split with float arithmetic, the power of two looked
-// up (halfPow2).
+// halfGraph decodes binary16 bits (a Uint16 node, or Int16: IQ4_NL's) to Float32,
+// exactly: the sign, the exponent and the significand split with float arithmetic,
+// the power of two looked up (halfPow2).
 func halfGraph(u *Node) *Node {
 	g := u.Graph()
 	h := ConvertDType(u, dtypes.Float32)
+	if u.DType() == dtypes.Int16 { // the same bits read as unsigned: +65536 below zero
+		h = Sub(h, MulScalar(Floor(MulScalar(h, 1.0/65536)), 65536))
+	}
 	sign := Floor(MulScalar(h, 1.0/32768))
 	r := Sub(h, MulScalar(sign, 32768))
 	e := Floor(MulScalar(r, 1.0/1024))
@@ -244,7 +327,7 @@ func halfGraph(u *Node) *Node {
 // scaleGraph is a stored scale (or minimum) as Float32: binary16 bits decoded,
 // anything else converted.
 func scaleGraph(s *Node) *Node {
-	if s.DType() == dtypes.Uint16 {
+	if s.DType() == dtypes.Uint16 || s.DType() == dtypes.Int16 {
 		return halfGraph(s)
 	}
 	return ConvertDType(s, dtypes.Float32)
@@ -274,6 +357,13 @@ func bits(x *Node) *Node {
 	return Reshape(Stack(b, -1), append(append([]int{}, d[:len(d)-1]...), 8*d[len(d)-1])...)
 }
 
+// lookup is table[x] for x of Float32 indices 0…len(table)−1 (a gather from a
+// constant; flat: the go backend's Gather wants [N, 1]).
+func lookup(table []float32, x *Node) *Node {
+	idx := Reshape(ConvertDType(x, dtypes.Int32), x.Shape().Size(), 1)
+	return Reshape(Gather(Const(x.Graph(), table), idx), x.Shape().Dimensions...)
+}
+
 // blockDequantGraph is DequantizeGraph for the block formats: q, scale and qmin as
 // the table above, → Float32 shape.
 func blockDequantGraph(q, scale *Node, s Spec, shape []int, qmin ...*Node) *Node {
@@ -287,6 +377,63 @@ func blockDequantGraph(q, scale *Node, s Spec, shape []int, qmin ...*Node) *Node
 		sup = Reshape(halfGraph(qmin[0]), dims(k.supers)...)
 	}
 	switch s.Format {
+	case IQ4NL, IQ4XS:
+		// As Q4_0 (IQ4_XS per group of 32 of 16 bytes), each nibble a level of
+		// kvaluesIQ4 (looked up).
+		lo, hi := nibbles(Reshape(codes, dims(k.block/32, 16)...))
+		v := lookup(kvaluesIQ4[:], Concatenate([]*Node{lo, hi}, -1)) // [.., groups, 32]
+		if s.Format == IQ4NL {
+			return Reshape(Mul(Reshape(halfGraph(scale), dims(1, 1)...), v), shape...) // d·level
+		}
+		// ls of group g: bits 4(g%2) of scales_l[g/2] and bits 2g of scales_h.
+		sc := Reshape(ConvertDType(scale, dtypes.Float32), dims(6)...)
+		slo, shi := nibbles(SliceAxis(sc, -1, AxisRange(2, 6)))
+		low := Reshape(Stack([]*Node{slo, shi}, -1), dims(8)...)
+		sh := SliceAxis(sc, -1, AxisRange(0, 2))
+		high := Reshape(Stack([]*Node{bitField(sh, 0, 2), bitField(sh, 2, 2), bitField(sh, 4, 2), bitField(sh, 6, 2)}, -1), dims(8)...)
+		dl := Mul(sup, AddScalar(Add(low, MulScalar(high, 16)), -32)) // [.., 8]: d·(ls − 32), exact
+		return Reshape(Mul(ExpandAxes(dl, -1), v), shape...)
+	case Q2K:
+		// Byte 32n + 16h + l holds values 128n + 32j + 16h + l in bits 2j; scale byte
+		// 8n + 2j + h: its low nibble the scale, its high one the minimum.
+		q := Reshape(codes, dims(2, 1, 2, 16)...)
+		var f []*Node
+		for j := range 4 {
+			f = append(f, bitField(q, 2*j, 2))
+		}
+		v := Reshape(Concatenate(f, -3), dims(16, 16)...) // [.., 2n·4j·2h, l]
+		sc := Reshape(ConvertDType(scale, dtypes.Float32), dims(16)...)
+		lo, hi := nibbles(sc)
+		d, dmin := SliceAxis(sup, -1, AxisElem(0)), SliceAxis(sup, -1, AxisElem(1))
+		dl, ml := ExpandAxes(Mul(d, lo), -1), ExpandAxes(Mul(dmin, hi), -1)
+		return Reshape(Sub(Mul(dl, v), ml), shape...) // dl·q − ml, as ggml
+	case Q3K:
+		// qs byte 32n + l holds values 128n + 32j + l in bits 2j; bit 4n + j of hmask
+		// byte l adds 4 to it (less 4 either way); sixteen 6-bit scales, less 32.
+		hm := SliceAxis(codes, -1, AxisRange(0, 32))
+		qs := Reshape(SliceAxis(codes, -1, AxisRange(32, 96)), dims(2, 1, 32)...)
+		var f []*Node
+		for j := range 4 {
+			f = append(f, bitField(qs, 2*j, 2))
+		}
+		var hb []*Node
+		for b := range 8 {
+			hb = append(hb, bitField(hm, b, 1))
+		}
+		h := Reshape(Stack(hb, -2), dims(2, 4, 32)...)
+		v := AddScalar(Add(Concatenate(f, -2), MulScalar(h, 4)), -4)
+		v = Reshape(v, dims(16, 16)...)
+		sc3 := Reshape(ConvertDType(scale, dtypes.Float32), dims(3, 4)...)
+		part := func(i int) *Node { return Reshape(SliceAxis(sc3, -2, AxisElem(i)), dims(4)...) }
+		a, b, c := part(0), part(1), part(2)
+		aLo, aHi := nibbles(a)
+		bLo, bHi := nibbles(b)
+		scales := AddScalar(Concatenate([]*Node{
+			Add(aLo, MulScalar(bitField(c, 0, 2), 16)), Add(bLo, MulScalar(bitField(c, 2, 2), 16)),
+			Add(aHi, MulScalar(bitField(c, 4, 2), 16)), Add(bHi, MulScalar(bitField(c, 6, 2), 16)),
+		}, -1), -32) // [.., 16]
+		dl := ExpandAxes(Mul(sup, scales), -1) // d·scale, exact
+		return Reshape(Mul(dl, v), shape...)
 	case Q40, Q41, Q50, Q51:
 		// Value j < 16 is byte j's low nibble, value 16 + j its high one; Q5's fifth
 		// bit of value j is bit j of qh (a little-endian uint32).

@@ -33,8 +33,12 @@ func randomBlocks(r *rand.Rand, typ gguf.Type, shape []int) []byte {
 		halves = []int{0, 2}
 	case gguf.Q6_K:
 		halves = []int{208}
-	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0:
+	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.IQ4_NL, gguf.IQ4_XS:
 		halves = []int{0}
+	case gguf.Q2_K:
+		halves = []int{80, 82}
+	case gguf.Q3_K:
+		halves = []int{108}
 	case gguf.Q4_1, gguf.Q5_1:
 		halves = []int{0, 2}
 	}
@@ -55,7 +59,8 @@ func randomBlocks(r *rand.Rand, typ gguf.Type, shape []int) []byte {
 func keptTensors(t *testing.T, typ gguf.Type, raw []byte, shape []int) (Spec, []*tensors.Tensor) {
 	t.Helper()
 	spec, ok := map[gguf.Type]Spec{gguf.Q4_K: KQ4, gguf.Q5_K: KQ5, gguf.Q6_K: KQ6, gguf.Q4_0: BQ40,
-		gguf.Q4_1: BQ41, gguf.Q5_0: BQ50, gguf.Q5_1: BQ51, gguf.Q8_0: Q8F16}[typ]
+		gguf.Q4_1: BQ41, gguf.Q5_0: BQ50, gguf.Q5_1: BQ51, gguf.Q8_0: Q8F16, gguf.Q2_K: KQ2, gguf.Q3_K: KQ3,
+		gguf.IQ4_NL: BIQ4NL, gguf.IQ4_XS: BIQ4XS}[typ]
 	if !ok {
 		t.Fatalf("%s has no kept format", typ)
 	}
@@ -77,7 +82,7 @@ func keptTensors(t *testing.T, typ gguf.Type, raw []byte, shape []int) (Spec, []
 	return spec, ts
 }
 
-// TestBlocksGraph: GGUF Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 blocks, split into their kept
+// TestBlocksGraph: GGUF blocks of each type Darkroom reads, split into their kept
 // format's tensors, dequantize in the graph (the go backend) and on the host exactly
 // as engine/gguf dequantizes the blocks themselves (ggml's numbers), whole and as
 // gathered rows; the tensors describe themselves (SpecOf, LogicalShape), take
@@ -103,6 +108,10 @@ func TestBlocksGraph(t *testing.T) {
 		{gguf.Q5_0, []int{3, 2, 96}},
 		{gguf.Q5_1, []int{3, 2, 96}},
 		{gguf.Q5_1, []int{4, 32}},
+		{gguf.Q2_K, []int{3, 2, 512}},
+		{gguf.Q3_K, []int{3, 2, 512}},
+		{gguf.IQ4_NL, []int{3, 2, 96}},
+		{gguf.IQ4_XS, []int{3, 2, 512}},
 	} {
 		t.Run(c.typ.String(), func(t *testing.T) {
 			raw := randomBlocks(r, c.typ, c.shape)

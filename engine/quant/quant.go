@@ -90,8 +90,9 @@ const (
 	// Affine codes are unsigned 4-bit integers with a scale and a minimum per group:
 	// w = q·scale + min, q ∈ 0…15 (stored in NAME.qmin).
 	Affine
-	// Q4K, Q5K and Q6K are GGUF's K-quant super-blocks of 256, Q40, Q41, Q50 and Q51
-	// its blocks of 32, kept as ggml stores them (blocks.go).
+	// Q2K … Q6K are GGUF's K-quant super-blocks of 256, Q40, Q41, Q50 and Q51 its
+	// blocks of 32, IQ4NL and IQ4XS its non-linear 4-bit ones, kept as ggml stores
+	// them (blocks.go).
 	Q4K
 	Q5K
 	Q6K
@@ -99,6 +100,10 @@ const (
 	Q41
 	Q50
 	Q51
+	Q2K
+	Q3K
+	IQ4NL
+	IQ4XS
 )
 
 // Spec is one weight's format.

@@ -36,12 +36,12 @@ import (
 //     ExactScales, which changes the error by about 0.01%);
 //   - quantized tensors that must stay float (norms, router, scales) are dequantized to
 //     Float32;
-//   - with GGUFOptions.KeepBlocks (the graph path's Set: DeviceGGUF) Q4_K, Q5_K, Q6_K,
-//     Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 matrices are not converted but kept in their own
-//     bits, each block taken apart into quant's block formats (GGUFKeptTypes; the
-//     file's numbers, the file's bytes) and unpacked in the graph; Q2_K, Q3_K, IQ4_NL
-//     and IQ4_XS convert as above. The host path multiplies the blocks themselves and
-//     never sees these formats.
+//   - with GGUFOptions.KeepBlocks (the graph path's Set: DeviceGGUF) the matrices of
+//     every block type Darkroom reads are not converted but kept in their own bits,
+//     each block taken apart into quant's block formats (GGUFKeptTypes; the file's
+//     numbers, the file's bytes) and unpacked in the graph; only split gate and up
+//     experts of two types convert as above. The host path multiplies the blocks
+//     themselves and never sees these formats.
 //
 // Rows are read and converted a chunk at a time straight into the result tensor, so
 // peak memory is the loaded Set plus one chunk (and one tensor's float32 scales).
@@ -58,9 +58,9 @@ var (
 // each in its quant format (engine/quant's blocks.go; gguf.Split takes the blocks
 // apart).
 var GGUFKeptTypes = map[gguf.Type]quant.Spec{
-	gguf.Q4_K: quant.KQ4, gguf.Q5_K: quant.KQ5, gguf.Q6_K: quant.KQ6,
+	gguf.Q2_K: quant.KQ2, gguf.Q3_K: quant.KQ3, gguf.Q4_K: quant.KQ4, gguf.Q5_K: quant.KQ5, gguf.Q6_K: quant.KQ6,
 	gguf.Q4_0: quant.BQ40, gguf.Q4_1: quant.BQ41, gguf.Q5_0: quant.BQ50, gguf.Q5_1: quant.BQ51,
-	gguf.Q8_0: quant.Q8F16,
+	gguf.Q8_0: quant.Q8F16, gguf.IQ4_NL: quant.BIQ4NL, gguf.IQ4_XS: quant.BIQ4XS,
 }
 
 // GGUFOptions controls how GGUF tensors are converted.

@@ -42,8 +42,8 @@ func TestGGUFLayoutCounts(t *testing.T) {
 				conv = append(conv, typ)
 			}
 		}
-		if got := l.DeviceConverted(cfg); len(conv) == 0 || !slices.Equal(got, conv) {
-			t.Errorf("split %v: converted on a device %v, want %v", split, got, conv)
+		if got := l.DeviceConverted(cfg); len(conv) != 0 || len(got) != 0 {
+			t.Errorf("split %v: converted on a device %v (not kept: %v), want none: every type kept as stored", split, got, conv)
 		}
 		desc := l.Describe(cfg)
 		for _, typ := range []string{"Q2_K", "Q3_K", "IQ4_NL", "Q4_K", "Q6_K", "Q8_0"} {
@@ -130,5 +130,9 @@ func TestGGUFLayoutConverted(t *testing.T) {
 	l, err := weights.ReadGGUFLayout(os.DirFS(dir), filepath.Base(fx.path), cfg)
 	if err != nil || !l.HostConverted() {
 		t.Errorf("layout: converted on the host %v, %v", l.HostConverted(), err)
+	}
+	// Loaded converted throughout (LoadGGUF's defaults), on a GPU too.
+	if got, want := l.DeviceConverted(cfg), l.Types(cfg); !slices.Equal(got, want) {
+		t.Errorf("converted on a device %v, want every type %v", got, want)
 	}
 }

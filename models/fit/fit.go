@@ -83,10 +83,10 @@ type Runtime struct {
 	// GGUF: the weights are a GGUF file's blocks, laid out as this says (a llama.cpp
 	// mix's rule, or the file's own types: weights.GGUFLayout; zero: not a GGUF
 	// file), which the CPU's host path holds as stored but for a Q6_K embedding, held
-	// as int8 (GGUFWeightBytes), and a GPU's graphs hold as stored too where they
-	// unpack the type (Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), converted to
-	// int4 or int8 otherwise (GGUFDeviceWeightBytes); the profile prices only what the
-	// layout does not know.
+	// as int8 (GGUFWeightBytes), and a GPU's graphs hold as stored too, unpacked in
+	// the graph (converted to int4 or int8 only where the CPU's mapping declines the
+	// file too: GGUFDeviceWeightBytes); the profile prices only what the layout does
+	// not know.
 	GGUF weights.GGUFLayout
 	// Workers is how many parts of a product the CPU's kernels run at once
 	// (default kernels.Workers(): this process's GOMAXPROCS).
