@@ -10,7 +10,6 @@ require (
 	github.com/gomlx/go-xla v0.1.4
 	github.com/gomlx/gomlx v0.26.0
 	github.com/microcosm-cc/bluemonday v1.0.27
-	github.com/x448/float16 v0.8.4
 	golang.org/x/image v0.26.0
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0
@@ -46,6 +45,7 @@ require (
 	github.com/srwiley/oksvg v0.0.0-20221011165216-be6e8873101c // indirect
 	github.com/srwiley/rasterx v0.0.0-20220730225603-2ab79fcdd4ef // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/x448/float16 v0.8.4 // indirect
 	github.com/yuin/goldmark v1.7.8 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/exp v0.0.0-20250819193227-8b4c13bb791b // indirect

@@ -6,8 +6,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best dot-imported.
 	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/x448/float16"
 )
 
 // GGUF blocks kept as stored.
@@ -36,11 +34,12 @@ import (
 //	int8 F16Scales g32 Int8 32: Q8_0's qs     Uint16 1: d           —
 //
 // (blocks of 256 for the K-quants and IQ4_XS, 32 for the rest). Uint16 holds IEEE binary16
-// bits (GoMLX's go backend has no Float16), decoded in the graph by halfGraph and on
-// the host by x448/float16. The values are ggml's own (dequantize_row_q4_K and the
-// rest): every product before the last rounding is exact in float32, so the graph,
-// the host's Dequantize and engine/gguf's Dequantize of the blocks agree bit for bit
-// (TestBlocksGraph). The K-quants' 6-bit scales and minimums stay packed as ggml
+// bits (GoMLX's go backend has no Float16), decoded in the graph by halfGraph. The
+// values are ggml's own (dequantize_row_q4_K and the rest): every product before the
+// last rounding is exact in float32, so the graph and engine/gguf's Dequantize of the
+// blocks agree bit for bit (TestBlocksGraph). On the host these formats are not
+// decoded here (Dequantize refuses them): engine/weights' Set.Float32 joins the parts
+// back into the file's blocks for engine/gguf's Dequantize, the one host decoder. The K-quants' 6-bit scales and minimums stay packed as ggml
 // packs them (get_scale_min_k4) and are unpacked per block with float arithmetic,
 // like the nibbles and the fifth and sixth bits (the go backend has no shifts). This
 // package does not import engine/gguf (whose tests use it): engine/weights maps
@@ -99,8 +98,9 @@ var (
 )
 
 // Kept reports whether s is one of the formats that keep GGUF blocks as stored (the
-// block formats, binary16 scales): the graph path reads them, the host kernels do
-// not (the host path multiplies a GGUF's blocks themselves, engine/kernels).
+// block formats, binary16 scales): the graph path reads them; the host kernels and
+// Dequantize do not (the host path multiplies a GGUF's blocks themselves,
+// engine/kernels).
 func (s Spec) Kept() bool {
 	_, k := blockLayouts[s.Format]
 	return k || s.F16Scales
@@ -129,167 +129,6 @@ func blockOf(qweight, qscale shapes.Shape, qmin ...shapes.Shape) (Format, int, b
 		return f, nb, true
 	}
 	return 0, 0, false
-}
-
-// dequantizeBlocks is Dequantize for the block formats, block by block as ggml's
-// dequantize_row_* compute them.
-func dequantizeBlocks(qweight, qscale *tensors.Tensor, s Spec, shape []int, qmin ...*tensors.Tensor) (*tensors.Tensor, error) {
-	k := blockLayouts[s.Format]
-	var codes, scales []byte
-	var halves, supers []uint16
-	var isc []int8
-	err := qweight.ConstBytes(func(b []byte) { codes = b })
-	if err == nil {
-		switch k.scaleDType {
-		case dtypes.Int8:
-			err = qscale.ConstFlatData(func(f any) { isc = f.([]int8) })
-		case dtypes.Uint16:
-			err = qscale.ConstFlatData(func(f any) { halves = f.([]uint16) })
-		case dtypes.Int16: // IQ4_NL: binary16 bits
-			err = qscale.ConstFlatData(func(f any) {
-				for _, v := range f.([]int16) {
-					halves = append(halves, uint16(v))
-				}
-			})
-		default:
-			err = qscale.ConstBytes(func(b []byte) { scales = b })
-		}
-	}
-	if err == nil && k.supers > 0 {
-		err = qmin[0].ConstFlatData(func(f any) { supers = f.([]uint16) })
-	}
-	if err != nil {
-		return nil, err
-	}
-	half := func(h uint16) float32 { return float16.Frombits(h).Float32() }
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	out := make([]float32, n)
-	for b := range n / k.block {
-		y := out[b*k.block : (b+1)*k.block]
-		c := codes[b*k.codes : (b+1)*k.codes]
-		switch s.Format {
-		case IQ4NL:
-			d := half(halves[b])
-			for j, q := range c {
-				y[j] = d * kvaluesIQ4[q&0xF]
-				y[j+16] = d * kvaluesIQ4[q>>4]
-			}
-		case IQ4XS:
-			d := half(supers[b])
-			sc := scales[b*6 : (b+1)*6]
-			sh := uint16(sc[0]) | uint16(sc[1])<<8
-			for g := range 8 {
-				ls := int(sc[2+g/2]>>(4*(g%2))&0xF) | int(sh>>(2*g)&3)<<4
-				dl := d * float32(ls-32)
-				for j, q := range c[16*g : 16*g+16] {
-					y[32*g+j] = dl * kvaluesIQ4[q&0xF]
-					y[32*g+j+16] = dl * kvaluesIQ4[q>>4]
-				}
-			}
-		case Q2K:
-			d, dmin := half(supers[2*b]), half(supers[2*b+1])
-			sc := scales[b*16 : (b+1)*16]
-			for i := range 256 { // i = 128n + 32j + 16h + l: byte 32n + 16h + l, bits 2j
-				n, j, h, l := i/128, i%128/32, i%32/16, i%16
-				is := 8*n + 2*j + h
-				q := c[32*n+16*h+l] >> (2 * j) & 3
-				y[i] = d*float32(sc[is]&0xF)*float32(q) - dmin*float32(sc[is]>>4)
-			}
-		case Q3K:
-			d := half(supers[b])
-			sc := q3Scales(scales[b*12 : (b+1)*12])
-			hm, qs := c[:32], c[32:]
-			for i := range 256 { // i = 128n + 32j + l: qs byte 32n + l, bits 2j; hmask bit 4n + j of byte l
-				n, j, l := i/128, i%128/32, i%32
-				v := int(qs[32*n+l]>>(2*j)&3) - 4
-				if hm[l]>>(4*n+j)&1 != 0 {
-					v += 4
-				}
-				y[i] = d * float32(sc[8*n+2*j+l/16]) * float32(v)
-			}
-		case Q40, Q41, Q50, Q51:
-			d := half(halves[b])
-			qs, qh := c[len(c)-16:], uint32(0)
-			if len(c) == 20 {
-				qh = uint32(c[0]) | uint32(c[1])<<8 | uint32(c[2])<<16 | uint32(c[3])<<24
-			}
-			for j := range 32 {
-				q := qs[j%16] & 0xF
-				if j >= 16 {
-					q = qs[j%16] >> 4
-				}
-				q |= uint8(qh>>j&1) << 4
-				switch s.Format {
-				case Q40:
-					y[j] = float32(int(q)-8) * d
-				case Q50:
-					y[j] = float32(int(q)-16) * d
-				default:
-					y[j] = float32(float32(q)*d) + half(supers[b])
-				}
-			}
-		case Q6K:
-			d := half(supers[b])
-			sc := isc[b*16 : (b+1)*16]
-			for h := range 2 {
-				ql, qh, hsc, hy := c[64*h:64*h+64], c[128+32*h:128+32*h+32], sc[8*h:8*h+8], y[128*h:128*h+128]
-				for l := range 32 {
-					is := l / 16
-					q1 := int8(ql[l]&0xF|(qh[l]&3)<<4) - 32
-					q2 := int8(ql[l+32]&0xF|((qh[l]>>2)&3)<<4) - 32
-					q3 := int8(ql[l]>>4|((qh[l]>>4)&3)<<4) - 32
-					q4 := int8(ql[l+32]>>4|((qh[l]>>6)&3)<<4) - 32
-					hy[l] = d * float32(hsc[is]) * float32(q1)
-					hy[l+32] = d * float32(hsc[is+2]) * float32(q2)
-					hy[l+64] = d * float32(hsc[is+4]) * float32(q3)
-					hy[l+96] = d * float32(hsc[is+6]) * float32(q4)
-				}
-			}
-		default: // Q4K, Q5K
-			d, dmin := half(supers[2*b]), half(supers[2*b+1])
-			sc := scales[b*12 : (b+1)*12]
-			qs, qh := c[k.codes-128:], c[:k.codes-128]
-			for j := range 8 {
-				var scale, mn uint8
-				if j < 4 {
-					scale, mn = sc[j]&63, sc[j+4]&63
-				} else {
-					scale, mn = sc[j+4]&0xF|(sc[j-4]>>6)<<4, sc[j+4]>>4|(sc[j]>>6)<<4
-				}
-				d1, m1 := d*float32(scale), dmin*float32(mn)
-				run := qs[32*(j/2) : 32*(j/2)+32]
-				for l := range 32 {
-					q := run[l] & 0xF
-					if j%2 == 1 {
-						q = run[l] >> 4
-					}
-					if s.Format == Q5K && qh[l]>>j&1 != 0 {
-						q += 16
-					}
-					y[32*j+l] = float32(d1*float32(q)) - m1
-				}
-			}
-		}
-	}
-	return tensors.FromFlatDataAndDimensions(out, shape...), nil
-}
-
-// q3Scales unpacks a Q3_K block's sixteen 6-bit scales, each less 32: scale i's low
-// four bits are nibble i/8 of byte i%8, its high two bits bits 2·(i/4) of byte
-// 8 + i%4 (ggml's kmask shuffle in dequantize_row_q3_K).
-func q3Scales(b []byte) [16]int {
-	var out [16]int
-	for i := range out {
-		lo := b[i%8] & 0xF
-		if i >= 8 {
-			lo = b[i%8] >> 4
-		}
-		out[i] = int(lo|(b[8+i%4]>>(2*(i/4))&3)<<4) - 32
-	}
-	return out
 }
 
 // halfPow2 is 2^(max(e, 1) − 25) for a binary16 exponent field e: the factor that

@@ -5,8 +5,8 @@ import (
 	"slices"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	. "github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/shapes" //nolint:revive // GoMLX graph code reads best dot-imported.
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best dot-imported.
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
 // DequantizeGraph rebuilds a Float32 weight inside the graph, right before its matmul.
@@ -17,7 +17,7 @@ import (
 //	qmin:  affine int4 only (exactly one): like scale
 //	→ Float32 shape (= [..., n])
 //
-// The kept GGUF block formats (Q4K … Q51) take their parts as blocks.go lays them
+// The kept GGUF block formats (Q2K … IQ4XS) take their parts as blocks.go lays them
 // out.
 //
 // Nibbles are split with float arithmetic (hi = ⌊b/16⌋, lo = b − 16·hi, exact for

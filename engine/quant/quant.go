@@ -24,7 +24,7 @@
 //     engine/gguf converts into it exactly (Float32 scales and minimums) or to within
 //     bf16 rounding of them (BF16Scales).
 //
-//   - GGUF blocks kept as stored (Q4K, Q5K, Q6K, Q40, Q41, Q50, Q51, and int8 with
+//   - GGUF blocks kept as stored (Q2K … IQ4XS, one format a block type, and int8 with
 //     binary16 scales, Spec.F16Scales, for Q8_0): a GGUF file's blocks taken apart
 //     into dense codes, scales and a third part, the bytes unchanged, so that the
 //     graph path holds the file's own numbers in its own bits and unpacks them per
@@ -66,7 +66,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/x448/float16"
 )
 
 // Suffixes of the stored tensors of a quantized weight (MinSuffix: affine int4 only).
@@ -252,9 +251,9 @@ func (s Spec) MinShape(shape []int) []int {
 	return sc
 }
 
-// ScaleDType is the stored dtype of qscale (and of an affine format's qmin): Uint8
-// for NVFP4, Q4K and Q5K, Int8 for Q6K, Uint16 (binary16 bits) for the blocks of 32
-// and with F16Scales, BFloat16 with BF16Scales, Float32 otherwise.
+// ScaleDType is the stored dtype of qscale (and of an affine format's qmin): a
+// block format's own (blocks.go), Uint8 for NVFP4, Uint16 (binary16 bits) with
+// F16Scales, BFloat16 with BF16Scales, Float32 otherwise.
 func (s Spec) ScaleDType() dtypes.DType {
 	if k, ok := blockLayouts[s.Format]; ok {
 		return k.scaleDType
@@ -417,12 +416,6 @@ func floats(t *tensors.Tensor) ([]float32, error) {
 		err = t.ConstFlatData(func(flat any) {
 			for i, v := range flat.([]float64) {
 				out[i] = float32(v)
-			}
-		})
-	case dtypes.Uint16: // binary16 bits: F16Scales
-		err = t.ConstFlatData(func(flat any) {
-			for i, v := range flat.([]uint16) {
-				out[i] = float16.Frombits(v).Float32()
 			}
 		})
 	default:
@@ -701,8 +694,8 @@ func Dequantize(qweight, qscale *tensors.Tensor, s Spec, shape []int, qmin ...*t
 	if got.Bits != s.Bits || got.Format != s.Format {
 		return nil, fmt.Errorf("stored tensors are %s, spec says %s", got, s)
 	}
-	if _, ok := blockLayouts[got.Format]; ok {
-		return dequantizeBlocks(qweight, qscale, got, shape, qmin...)
+	if got.Kept() {
+		return nil, fmt.Errorf("stored tensors are %s, GGUF blocks kept as stored: engine/weights decodes them (Set.Float32)", got)
 	}
 	n := shape[len(shape)-1]
 	g := got.group(n)

@@ -494,21 +494,25 @@ func ggufKept(f *gguf.File, p ggufPlan) (qw, qs, qm *tensors.Tensor, err error) 
 		qm = tensors.FromShape(shapes.Make(spec.MinDType(), spec.MinShape(p.spec.Shape)...))
 		ts = append(ts, qm)
 	}
-	err = mutableBytes(ts, nil, func(parts [][]byte) error { return splitInto(f, p, parts) })
+	err = withBytes(ts, true, nil, func(parts [][]byte) error { return splitInto(f, p, parts) })
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return qw, qs, qm, nil
 }
 
-// mutableBytes calls fn with the bytes of every tensor of ts (after those in held),
-// each tensor's bytes used within its own MutableBytes call.
-func mutableBytes(ts []*tensors.Tensor, held [][]byte, fn func([][]byte) error) error {
+// withBytes calls fn with the bytes of every tensor of ts (after those in held), each
+// tensor's bytes used within its own MutableBytes (mutable) or ConstBytes call.
+func withBytes(ts []*tensors.Tensor, mutable bool, held [][]byte, fn func([][]byte) error) error {
 	if len(ts) == 0 {
 		return fn(held)
 	}
 	var err error
-	if err2 := ts[0].MutableBytes(func(b []byte) { err = mutableBytes(ts[1:], append(held, b), fn) }); err2 != nil {
+	access := ts[0].ConstBytes
+	if mutable {
+		access = ts[0].MutableBytes
+	}
+	if err2 := access(func(b []byte) { err = withBytes(ts[1:], mutable, append(held, b), fn) }); err2 != nil {
 		return err2
 	}
 	return err
@@ -591,4 +595,58 @@ func GGUFConfig(dir string) (cfg *config.Model, ok bool, err error) {
 		return nil, false, err
 	}
 	return cfg, true, nil
+}
+
+// keptFloat32 decodes weight name, GGUF blocks kept as stored in format spec
+// (GGUFKeptTypes; qm nil where the format has no third part), on the host: its parts
+// joined back into the file's blocks (gguf.Join), row by row, and dequantized by
+// engine/gguf, the host's one decoder of them.
+func keptFloat32(name string, spec quant.Spec, qw, qs, qm *tensors.Tensor) (*tensors.Tensor, error) {
+	var typ gguf.Type
+	found := false
+	for t, s := range GGUFKeptTypes {
+		if s == spec {
+			typ, found = t, true
+		}
+	}
+	if !found || (spec.HasMin() != (qm != nil)) {
+		return nil, fmt.Errorf("weights: %s tensor %s: no GGUF block type of its parts", spec, name)
+	}
+	ts := []*tensors.Tensor{qw, qs}
+	var minShapes []shapes.Shape
+	if qm != nil {
+		ts, minShapes = append(ts, qm), append(minShapes, qm.Shape())
+	}
+	shape := quant.LogicalShape(qw.Shape(), qs.Shape(), minShapes...)
+	cols := shape[len(shape)-1]
+	out := tensors.FromShape(shapes.Make(dtypes.Float32, shape...))
+	var err error
+	err2 := out.MutableFlatData(func(flat any) {
+		dst := flat.([]float32)
+		rows := len(dst) / cols
+		raw := make([]byte, cols/typ.BlockSize()*typ.BlockBytes())
+		err = withBytes(ts, false, nil, func(parts [][]byte) error {
+			var row [3][]byte
+			for r := range rows {
+				for i, p := range parts {
+					w := len(p) / rows
+					row[i] = p[r*w : (r+1)*w]
+				}
+				if err := gguf.Join(typ, raw, row[0], row[1], row[2]); err != nil {
+					return err
+				}
+				if err := gguf.Dequantize(typ, raw, dst[r*cols:(r+1)*cols]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err == nil {
+		err = err2
+	}
+	if err != nil {
+		return nil, fmt.Errorf("weights: %s tensor %s: %w", spec, name, err)
+	}
+	return out, nil
 }

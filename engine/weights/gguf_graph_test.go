@@ -86,3 +86,48 @@ func TestGGUFOnTheGraphPath(t *testing.T) {
 		t.Errorf("graph logits on the GGUF's codes differ from its float32 twin's by %.3g (scale %.3g)", worst, scale)
 	}
 }
+
+// TestGGUFKeptFloat32: the graph path's set of a GGUF of every block type (split
+// experts too) decodes on the host (Set.Float32: the parts joined back into the
+// file's blocks) to the GGUF's own dequantization, bit for bit, for every tensor
+// kept as stored.
+func TestGGUFKeptFloat32(t *testing.T) {
+	cfg := ggufConfig()
+	for _, split := range []bool{false, true} {
+		fx := writeGGUF(t, t.TempDir(), cfg, split, nil)
+		m, ok, err := weights.Map(filepath.Dir(fx.path), cfg, nil)
+		if err != nil || !ok {
+			t.Fatalf("map: %v, %v", ok, err)
+		}
+		set, err := m.Set(nil)
+		m.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := 0
+		for _, sp := range weights.Specs(cfg) {
+			if q, ok := set.Quant[sp.Name]; !ok || !q.Kept() {
+				continue
+			}
+			kept++
+			got, err := set.Float32(sp.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var vals []float32
+			got.ConstFlatData(func(f any) { vals = f.([]float32) })
+			want := fx.stored[sp.Name]
+			if len(vals) != len(want) {
+				t.Fatalf("%s: %d values, want %d", sp.Name, len(vals), len(want))
+			}
+			for i := range want {
+				if math.Float32bits(vals[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("split %v: %s (%s) element %d: %v, the GGUF's %v", split, sp.Name, set.Quant[sp.Name], i, vals[i], want[i])
+				}
+			}
+		}
+		if kept < 20 {
+			t.Errorf("split %v: only %d tensors kept as stored", split, kept)
+		}
+	}
+}

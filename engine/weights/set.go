@@ -79,13 +79,17 @@ func (s *Set) Bytes() int64 {
 }
 
 // Float32 returns weight name as a Float32 tensor of its logical shape: stored Float32
-// tensors as they are, BFloat16 converted, quantized weights dequantized. For tests and
-// plain-Go reference code; the graph dequantizes in place.
+// tensors as they are, BFloat16 converted, quantized weights dequantized (GGUF blocks
+// kept as stored by engine/gguf, keptFloat32). For tests and plain-Go reference code;
+// the graph dequantizes in place.
 func (s *Set) Float32(name string) (*tensors.Tensor, error) {
 	if spec, ok := s.Quant[name]; ok {
 		qw, qs := s.Tensors[name+quant.WeightSuffix], s.Tensors[name+quant.ScaleSuffix]
 		if qw == nil || qs == nil {
 			return nil, fmt.Errorf("weights: quantized tensor %s lacks its qweight/qscale", name)
+		}
+		if spec.Kept() {
+			return keptFloat32(name, spec, qw, qs, s.Tensors[name+quant.MinSuffix])
 		}
 		var mins []*tensors.Tensor
 		var minShapes []shapes.Shape
