@@ -149,10 +149,10 @@ func (l GGUFLayout) StoredBytes(cfg *config.Model, s Spec) (int64, bool) {
 }
 
 // DeviceBytes is tensor s's bytes as the graph path holds it (decideGGUF under
-// DeviceGGUF: Q4_K, Q5_K, Q6_K and Q8_0 blocks kept as stored, other types int8,
-// int4 or affine int4 codes and scales; bf16 or f32 values), as Set.Bytes counts
-// them. A file the mapping declines (HostConverted) is loaded converted throughout
-// (LoadGGUF's defaults), on a GPU too, and counted so.
+// DeviceGGUF: a matrix's blocks kept as stored, whatever their type; bf16 or f32
+// values), as Set.Bytes counts them. A file the mapping declines (HostConverted) is
+// loaded converted throughout (LoadGGUF's defaults: int8, int4 or affine int4 codes
+// and scales), on a GPU too, and counted so.
 func (l GGUFLayout) DeviceBytes(cfg *config.Model, s Spec) (int64, bool) {
 	p, ok := l.plan(cfg, s)
 	if ok && !l.HostConverted() {
@@ -239,20 +239,6 @@ func (l GGUFLayout) Types(cfg *config.Model) []gguf.Type {
 	slices.SortFunc(out, func(a, b gguf.Type) int {
 		return cmp.Or(cmp.Compare(perWeight(a), perWeight(b)), strings.Compare(a.String(), b.String()))
 	})
-	return out
-}
-
-// DeviceConverted lists the block types of l's matrices that the graph path
-// converts at load (to int4 or int8) instead of keeping them as stored
-// (GGUFKeptTypes), in Types' order: every type of a file the mapping declines
-// (HostConverted), which loads converted throughout.
-func (l GGUFLayout) DeviceConverted(cfg *config.Model) []gguf.Type {
-	var out []gguf.Type
-	for _, t := range l.Types(cfg) {
-		if _, kept := GGUFKeptTypes[t]; !kept || l.HostConverted() {
-			out = append(out, t)
-		}
-	}
 	return out
 }
 

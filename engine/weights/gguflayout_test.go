@@ -3,7 +3,6 @@ package weights_test
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -42,8 +41,15 @@ func TestGGUFLayoutCounts(t *testing.T) {
 				conv = append(conv, typ)
 			}
 		}
-		if got := l.DeviceConverted(cfg); len(conv) != 0 || len(got) != 0 {
-			t.Errorf("split %v: converted on a device %v (not kept: %v), want none: every type kept as stored", split, got, conv)
+		if len(conv) != 0 {
+			t.Errorf("split %v: converted on a device %v, want none: every type kept as stored", split, conv)
+		}
+		for _, s := range weights.Specs(cfg) {
+			typ, _ := l.Type(cfg, s)
+			d, _ := l.DeviceBytes(cfg, s)
+			if b, _ := l.StoredBytes(cfg, s); !typ.IsFloat() && d != b {
+				t.Errorf("split %v: %s (%s) takes %d B on a device, %d B in the file", split, s.Name, typ, d, b)
+			}
 		}
 		desc := l.Describe(cfg)
 		for _, typ := range []string{"Q2_K", "Q3_K", "IQ4_NL", "Q4_K", "Q6_K", "Q8_0"} {
@@ -132,7 +138,22 @@ func TestGGUFLayoutConverted(t *testing.T) {
 		t.Errorf("layout: converted on the host %v, %v", l.HostConverted(), err)
 	}
 	// Loaded converted throughout (LoadGGUF's defaults), on a GPU too.
-	if got, want := l.DeviceConverted(cfg), l.Types(cfg); !slices.Equal(got, want) {
-		t.Errorf("converted on a device %v, want every type %v", got, want)
+	for _, s := range weights.Specs(cfg) {
+		d, okD := l.DeviceBytes(cfg, s)
+		c, okC := l.ConvertedBytes(cfg, s)
+		if !okD || !okC || d != c {
+			t.Errorf("%s: %d B on a device, %d B converted (%v, %v)", s.Name, d, c, okD, okC)
+		}
+	}
+}
+
+// TestGGUFKeptTypes: every block type Darkroom reads is one the graph path keeps
+// as stored, so that a GPU holds any readable file's matrices in their own bits
+// (GGUFLayout.DeviceBytes, the fit's note) but for a file the mapping declines.
+func TestGGUFKeptTypes(t *testing.T) {
+	for typ := gguf.Type(0); typ < 64; typ++ {
+		if _, kept := weights.GGUFKeptTypes[typ]; typ.Supported() && !typ.IsFloat() && !kept {
+			t.Errorf("%s is read but not kept as stored on a device", typ)
+		}
 	}
 }

@@ -176,23 +176,6 @@ var mixTypes = map[gguf.Mix]string{
 	gguf.Q80M: "Q8_0",
 }
 
-// deviceNote says how a GPU holds the blocks of a GGUF file of cfg laid out as l:
-// as stored, but for the types it converts at load (GGUFLayout.DeviceConverted).
-func deviceNote(cfg *config.Model, l weights.GGUFLayout) string {
-	conv := l.DeviceConverted(cfg)
-	if len(conv) == 0 {
-		return "held as stored and unpacked in the graph"
-	}
-	names := make([]string, len(conv))
-	for i, t := range conv {
-		names[i] = t.String()
-	}
-	if len(conv) == len(l.Types(cfg)) {
-		return "converted at load to int4 or int8"
-	}
-	return "held as stored and unpacked in the graph, but for " + strings.Join(names, ", ") + ", converted at load to int4 or int8"
-}
-
 // ggufNote says what the weights of a GGUF file of cfg laid out as l are on the CPU
 // (gpu false) or a GPU.
 func ggufNote(cfg *config.Model, l weights.GGUFLayout, gpu bool) string {
@@ -201,10 +184,10 @@ func ggufNote(cfg *config.Model, l weights.GGUFLayout, gpu bool) string {
 		what = "a GGUF file's blocks in llama.cpp's " + mixTypes[l.Mix]
 	}
 	switch {
-	case gpu:
-		return what + ", " + deviceNote(cfg, l)
-	case l.HostConverted():
-		return what + ", converted at load as a GPU holds them: its gate and up experts differ in type"
+	case l.HostConverted(): // LoadGGUF's conversion, on the CPU and a GPU alike
+		return what + ", converted at load to int4 or int8: its gate and up experts differ in type"
+	case gpu: // every type Darkroom reads is kept (weights.GGUFKeptTypes)
+		return what + ", held as stored and unpacked in the graph"
 	}
 	for _, s := range weights.Specs(cfg) {
 		if _, held := l.HostHeld(cfg, s); held { // weights.HostHeld: the Q6_K embedding alone
