@@ -6,14 +6,15 @@ import "fmt"
 // blocks taken apart into up to three runs of bytes — the codes, the scales, and a
 // third part (the K-quants' fp16 super-block scales, Q4_1 and Q5_1's fp16 minimums)
 // — so that each run is one dense tensor (engine/quant's block formats, and int8
-// with fp16 scales for Q8_0) and the graph unpacks them in place. Split and Join move the bytes only: a block joined from its parts is the
-// block it was split from, bit for bit.
+// with fp16 scales for Q8_0) and the graph unpacks them in place. Split and Join
+// move the bytes only: a block joined from its parts is the block it was split from,
+// bit for bit.
 
 // blockPart is a byte range [from, to) of a block.
 type blockPart struct{ from, to int }
 
-// blockParts lists where a type's codes, sub-block scales and super-block scales lie
-// in one block (an empty range: the type has no such part).
+// blockParts lists where a type's codes, scales and third part lie in one block (an
+// empty range: the type has no such part).
 var blockParts = map[Type][3]blockPart{
 	// {fp16 d; fp16 dmin; u8 scales[12]; u8 qs[128]}
 	Q4_K: {{16, 144}, {4, 16}, {0, 4}},
@@ -66,7 +67,7 @@ func Join(t Type, raw, codes, scales, supers []byte) error {
 func moveParts(t Type, raw []byte, parts [3][]byte, join bool) error {
 	layout, ok := blockParts[t]
 	if !ok {
-		return fmt.Errorf("%s blocks are not kept in parts (Darkroom keeps Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and IQ4_XS)", t)
+		return fmt.Errorf("%s blocks are not taken apart (no part layout for that type)", t)
 	}
 	size := t.BlockBytes()
 	if len(raw)%size != 0 {

@@ -330,9 +330,11 @@ func decideGGUF(p *ggufPlan, opts GGUFOptions) error {
 		p.bf16 = allBF16
 		return nil
 	}
-	if kept, ok := keptGGUF(p); opts.KeepBlocks && ok {
-		p.quant = &kept // the graph unpacks these blocks as stored
-		return nil
+	if opts.KeepBlocks {
+		if kept, ok := keptGGUF(p); ok {
+			p.quant = &kept // the graph unpacks these blocks as stored
+			return nil
+		}
 	}
 	q := quant.Spec{Bits: 4, GroupSize: gguf.Group}
 	switch {
