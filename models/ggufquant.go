@@ -64,6 +64,15 @@ func ggufQuants(files []hub.File) map[string][]hub.File {
 	return out
 }
 
+// modelGGUFs is every file of a repo's GGUF files by quantization (ggufQuants).
+func modelGGUFs(qs map[string][]hub.File) []hub.File {
+	var out []hub.File
+	for _, fs := range qs {
+		out = append(out, fs...)
+	}
+	return out
+}
+
 // splitPart is the end of a part of a split GGUF (llama.cpp's gguf-split):
 // "-00001-of-00003".
 var splitPart = regexp.MustCompile(`-\d{5}-of-\d{5}$`)
@@ -282,19 +291,11 @@ func checkGGUF(ctx context.Context, h *remoteHeaders, f hub.File, dir string) er
 // GGUF file without tokenizer.json — another publisher's GGUF of a model the catalog
 // lists, its header read by ranges (h) to know which — and nil for any other.
 func ggufTokenizer(files []hub.File, h *remoteHeaders) *catalog.Companion {
-	var only *hub.File
-	for i, f := range files {
-		if _, ok := ggufQuantOf(f.Name); ok {
-			if only != nil {
-				return nil // several: checkFormat says which
-			}
-			only = &files[i]
-		}
+	ggufs := modelGGUFs(ggufQuants(files))
+	if len(ggufs) != 1 {
+		return nil // none, or several: checkFormat says which
 	}
-	if only == nil {
-		return nil
-	}
-	g, err := h.parse(*only)
+	g, err := h.parse(ggufs[0])
 	if err != nil {
 		return nil // checkGGUF says why
 	}

@@ -1189,20 +1189,19 @@ func hasFile(files []hub.File, name string) bool {
 // config.json; a GGUF (engine/gguf) must be a single file (one quantization) with the
 // Hugging Face tokenizer.json beside it.
 func checkFormat(repo string, files []hub.File) error {
-	hasConfig, hasST, ggufs := false, false, 0 // ggufs: the model's files (not a vision projector's)
+	hasConfig, hasST := false, false
 	for _, f := range files {
 		switch {
 		case f.Name == "config.json":
 			hasConfig = true
 		case strings.HasSuffix(f.Name, ".safetensors"):
 			hasST = true
-		case strings.HasSuffix(strings.ToLower(f.Name), ".gguf") && !weights.IsProjectorGGUF(f.Name):
-			ggufs++
 		}
 	}
-	switch {
-	case ggufs > 0 && !hasST:
-		if qs := ggufQuants(files); ggufs > 1 && len(qs) > 0 {
+	qs := ggufQuants(files) // the model's GGUF files (not a vision projector's)
+	switch ggufs := modelGGUFs(qs); {
+	case len(ggufs) > 0 && !hasST:
+		if len(ggufs) > 1 {
 			return quantChoice(repo, "", qs)
 		}
 		if !hasFile(files, "tokenizer.json") {
