@@ -26,7 +26,7 @@ import (
 // A GGUF repo holds one file per quantization ("diffusiongemma-26B-A4B-it-Q3_K_M.gguf",
 // "…-UD-Q4_K_XL.gguf"); a user names one after the repo, as ollama names a Hugging
 // Face GGUF (hf.co/{repo}:{quant}): "unsloth/diffusiongemma-26B-A4B-it-GGUF:Q3_K_M".
-// The catalog lists Unsloth's four mixes; any other quantization of any repo is
+// The catalog lists five of Unsloth's mixes (gguf.Mixes); any other quantization of any repo is
 // found by its name among the repo's files, and downloaded as a model of its own
 // ("repo:QUANT", store.DirName).
 

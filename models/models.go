@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
+	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
@@ -332,7 +333,7 @@ func (m *Manager) localEntry(l *store.Manifest) Entry {
 				layout, types = lay, lay.Describe(cfg)
 			}
 		}
-		// The profile a GPU converts it to, as the catalog's GGUF entries (catalog.GGUFProfile).
+		// The estimates' stand-in profile, as the catalog's GGUF entries' (catalog.GGUFProfile).
 		profile = string(catalog.GGUFProfile(layout.Mix))
 	}
 	e := Entry{Entry: catalog.Entry{ID: l.Name, Name: l.Name, Repo: l.Repo, Revision: l.Revision,
@@ -674,7 +675,8 @@ type PullOptions struct {
 func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Transfer, error) {
 	repo, include, modelName := name, opt.Include, name
 	var companion *catalog.Companion
-	quant := "" // a GGUF repo's quantization named after it (ggufquant.go)
+	quant := ""      // a GGUF repo's quantization named after it (ggufquant.go)
+	var mix gguf.Mix // a catalog GGUF entry's, its file found by it where its name is not the repo's
 	if e, ok := catalog.Find(name); ok {
 		companion = e.Companion
 		if e.Builtin {
@@ -682,7 +684,7 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		}
 		repo, modelName = e.Repo, m.downloadOf(e)
 		if len(include) == 0 {
-			include = e.Include
+			include, mix = e.Include, e.Mix
 		}
 		if opt.Revision == "" {
 			opt.Revision = e.Revision
@@ -724,6 +726,16 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		return nil, fmt.Errorf("pull %s: %w", repo, err)
 	}
 	files := filterFiles(rev.Files, include)
+	if len(files) == 0 && mix != "" {
+		// The catalog names the file as Unsloth names its quantizations; a repo that
+		// names it otherwise ("-UD-") has it found by its quantization, and one without
+		// it says which it has (a *QuantChoice), as a repo named with that mix would.
+		f, err := ggufForQuant(repo, string(mix), rev.Files)
+		if err != nil {
+			return nil, fmt.Errorf("pull %s: %w", name, err)
+		}
+		files = []hub.File{f}
+	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("pull %s: no files match %v at %s", repo, include, rev.Commit)
 	}

@@ -910,6 +910,59 @@ func TestPullGGUFWithCompanion(t *testing.T) {
 	}
 }
 
+// TestPullGGUFEntryNamedOtherwise: a catalog GGUF entry whose file the repo names
+// otherwise than the catalog ("…-UD-Q3_K_M.gguf") is pulled as that file, found by
+// its quantization; where the repo has no file of the entry's quantization, the pull
+// says which it has (a *QuantChoice, as for the repo named with that mix), nothing
+// downloaded. It said "no files match [diffusiongemma-26B-A4B-it-Q3_K_M.gguf]".
+func TestPullGGUFEntryNamedOtherwise(t *testing.T) {
+	id := catalog.GGUFIDs[gguf.Q3KM]
+	e, ok := catalog.Find(id)
+	if !ok || e.Companion == nil {
+		t.Fatalf("catalog entry %s with a companion repo is missing", id)
+	}
+	cfg, err := config.Tiny().MarshalConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ud := &hubtest.File{Name: "diffusiongemma-26B-A4B-it-UD-Q3_K_M.gguf", Data: ggufOf(t, config.Tiny(), gguf.Q3KM, 700<<10), LFS: true}
+	other := &hubtest.File{Name: "diffusiongemma-26B-A4B-it-Q4_K_M.gguf", Data: make([]byte, 1<<20), LFS: true}
+	base := []*hubtest.File{{Name: "config.json", Data: cfg}, {Name: "tokenizer.json", Data: []byte(`{"model":{"type":"BPE"}}`)}}
+	for _, c := range []struct {
+		name  string
+		files []*hubtest.File
+	}{{"named otherwise", []*hubtest.File{ud, other}}, {"absent", []*hubtest.File{other}}} {
+		t.Run(c.name, func(t *testing.T) {
+			h := hubtest.New()
+			defer h.Close()
+			h.Add(e.Repo, &hubtest.Repo{Files: c.files})
+			h.Add(e.Companion.Repo, &hubtest.Repo{Files: base})
+			m := newManager(t, h, t.TempDir(), "")
+			tr, err := m.Pull(context.Background(), id, PullOptions{})
+			if len(c.files) == 1 {
+				var choice *QuantChoice
+				if !errors.As(err, &choice) || choice.Asked != "Q3_K_M" || len(choice.Quants) != 1 || choice.Quants[0].Name != "Q4_K_M" {
+					t.Fatalf("err = %v, want the repo's quantizations", err)
+				}
+				if h.Sent(other.Name) != 0 {
+					t.Error("a file was downloaded")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			checkModel(t, m.store.ModelDir(e.LocalName()), []*hubtest.File{ud, base[0], base[1]})
+			if h.Sent(other.Name) != 0 {
+				t.Errorf("%s was downloaded", other.Name)
+			}
+		})
+	}
+}
+
 // TestConvertedMiniIsListed: the built-in Mini converted into a profile
 // (`darkroom quantize --model darkroom-mini --profile int8`) is listed as a model
 // of its own, to use and delete. It was filed under the Mini's conversions, which

@@ -107,7 +107,7 @@ func TestPullUnreachableHub(t *testing.T) {
 func TestPullNameNotInTheCatalog(t *testing.T) {
 	code, _, errOut := runLibCLI("pull", "diffusiongemma", "--models-dir", t.TempDir())
 	want := "darkroom pull diffusiongemma: \"diffusiongemma\" is neither a catalog name (diffusiongemma-26b, diffusiongemma-26b-nvfp4, " +
-		"diffusiongemma-26b-q4km, diffusiongemma-26b-q5km, diffusiongemma-26b-q6k, diffusiongemma-26b-q8_0; `darkroom models` lists them) nor a Hugging Face repo (owner/name, e.g. google/diffusiongemma-26B-A4B-it)\n"
+		"diffusiongemma-26b-q4km, diffusiongemma-26b-q5km, diffusiongemma-26b-q6k, diffusiongemma-26b-q8_0, diffusiongemma-26b-q3km; `darkroom models` lists them) nor a Hugging Face repo (owner/name, e.g. google/diffusiongemma-26B-A4B-it)\n"
 	if code != 1 || errOut != want {
 		t.Errorf("code %d, stderr %q\nwant %q", code, errOut, want)
 	}

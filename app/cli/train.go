@@ -443,10 +443,10 @@ func copyPlain(src, dst string) error {
 }
 
 func runTrainInit(env *Env, args []string) error {
-	fs := newFlagSet(env, "train init", "--config CONFIG.json --profile bf16|int8|int4|nvfp4|q4_k_m|q5_k_m|q6_k|q8_0 --out DIR [--seed N]")
+	fs := newFlagSet(env, "train init", "--config CONFIG.json --profile bf16|int8|int4|nvfp4|q3_k_m|q4_k_m|q5_k_m|q6_k|q8_0 --out DIR [--seed N]")
 	cfgPath := fs.String("config", "", "config.json (or a model directory, or a Library model's name: diffusiongemma-26b) of the model to create (required)")
 	layers := fs.Int("layers", 0, "keep only the config's first N layers (the 26B's first 6: 5 sliding and 1 full), for a model at real width that fits here")
-	profile := fs.String("profile", "bf16", "weight format: bf16, int8 or int4 (as darkroom quantize writes them), nvfp4 (NVIDIA ModelOpt's export, as the NVFP4 download comes), or q4_k_m, q5_k_m, q6_k or q8_0 (one GGUF file in that llama.cpp mix, as a GGUF download comes)")
+	profile := fs.String("profile", "bf16", "weight format: bf16, int8 or int4 (as darkroom quantize writes them), nvfp4 (NVIDIA ModelOpt's export, as the NVFP4 download comes), or q3_k_m, q4_k_m, q5_k_m, q6_k or q8_0 (one GGUF file in that llama.cpp mix, as a GGUF download comes)")
 	out := fs.String("out", "", "output directory, which must not exist or be empty (required)")
 	seed := fs.Uint64("seed", 1, "initialization seed: the same seed writes the same bytes")
 	tokDir := fs.String("tokenizer", "", "directory with tokenizer.json to copy (default: the built-in Darkroom Mini's, 4096 ids)")
@@ -464,7 +464,7 @@ func runTrainInit(env *Env, args []string) error {
 	} else {
 		p, err := train.ParseInitProfile(*profile)
 		if err != nil {
-			return fmt.Errorf("train init: --profile: %w (or nvfp4 for ModelOpt's NVFP4 export, q4_k_m, q5_k_m, q6_k or q8_0 for a GGUF file)", err)
+			return fmt.Errorf("train init: --profile: %w (or nvfp4 for ModelOpt's NVFP4 export, q3_k_m, q4_k_m, q5_k_m, q6_k or q8_0 for a GGUF file)", err)
 		}
 		opts.Profile = p
 	}

@@ -100,6 +100,11 @@ type ProfileFit struct {
 	// OnCPU, where the PC has a GPU the model is too big for, says that it runs
 	// on the CPU instead (models.Placement.CPUBecause; the estimate is the RAM's).
 	OnCPU string
+	// GPU: the estimate is a GPU's, where the model runs (Where its VRAM).
+	GPU bool
+	// Keeps ranks how much of the model the profile keeps (catalog.Entry.Keeps: 2
+	// bf16, 1 the 8-bit ones, 0 the 4-bit ones, −1 a 3-bit GGUF).
+	Keeps int
 	// Printer and Polaroid are each mode's estimated tokens/s on this PC for a
 	// one-canvas answer (models/speed); zero, with SpeedNote saying why, when unknown.
 	Printer, Polaroid float64

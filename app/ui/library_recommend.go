@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"math"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -31,6 +32,10 @@ type recommendation struct {
 	short      bool
 	made       bool // made on this PC from the download (the note's disk sentence says so)
 	fromDisk   bool // it runs here from the disk (nothing fits): the note says so
+	// tight: it is tight on the GPU (where: its VRAM), nothing else to be on it: the
+	// note says so.
+	tight bool
+	where string
 	// diskPrinter is a from-disk recommendation's printer tokens/s counting the
 	// disk's reads (0: the disk was not measured, and printer is the in-memory bound).
 	diskPrinter float64
@@ -41,9 +46,12 @@ type recommendation struct {
 }
 
 // recommended is the download the Library suggests for this PC: of every
-// profile that fits (not tight) of a model to download, those the GPU runs before
-// those placed on the CPU, then the best kept — bf16, then int8 (and the 8-bit
-// GGUFs), then the 4-bit ones — and among those the smallest download, unless
+// profile that fits (not tight, but on a GPU, where tight is still far faster than the
+// CPU) of a model to download, those the GPU runs before those placed on the CPU, and
+// of the GPU's those that fit before the tight ones (on a 16 GB card the 3-bit
+// Q3_K_M GGUF, 15.8 GB there, is tight, and the 4-bit downloads run on the CPU only),
+// then the best kept (ProfileFit.Keeps) — bf16, then int8 (and the 8-bit GGUFs), then
+// the 4-bit ones, then the 3-bit one — and among those the smallest download, unless
 // another writes at least twice as fast in the printer here (both estimated: on
 // a CPU without AVX-512 VNNI NVIDIA's NVFP4 export runs at about a third of the
 // speed of the int4 profile made on this PC, and its small download is no
@@ -75,13 +83,14 @@ func recommended(entries []LibraryEntry, free int64) recommendation {
 // recommendedOf is recommended among the profiles judged verdict.
 func recommendedOf(entries []LibraryEntry, free int64, verdict string) recommendation {
 	var all, onDisk recommendation
-	allTier, diskTier := -1, -1
+	allTier, diskTier := math.MinInt, math.MinInt // any tier beats none: a CPU placement's is −10 and below
 	for _, e := range entries {
 		if e.Builtin {
 			continue
 		}
 		for _, p := range e.Profiles {
-			if p.Verdict != verdict {
+			tight := verdict == "fits" && p.Verdict == "tight" && p.GPU
+			if p.Verdict != verdict && !tight {
 				continue
 			}
 			size := p.Bytes
@@ -92,13 +101,17 @@ func recommendedOf(entries []LibraryEntry, free int64, verdict string) recommend
 				continue
 			}
 			c := recommendation{name: e.Name, title: e.Title, profile: p.Name, download: size, printer: p.Printer,
-				picked: len(e.Profiles) > 1, disk: diskNeed(size, p), made: p.ConvertedFrom != "", fromDisk: verdict == "from disk"}
+				picked: len(e.Profiles) > 1, disk: diskNeed(size, p), made: p.ConvertedFrom != "", fromDisk: verdict == "from disk",
+				tight: tight, where: p.Where}
 			if c.fromDisk && p.DiskRate > 0 {
 				c.diskPrinter = p.Printer
 			}
-			tier := profileTier(p.Name)
+			tier := p.Keeps
 			if c.fromDisk {
 				tier = 0 // from the disk, the bytes a token reads count, not what the profile keeps: int8 reads twice int4's
+			}
+			if tight {
+				tier -= 5 // below what the GPU holds with room to spare, above the CPU's
 			}
 			if p.OnCPU != "" {
 				// Too big for this PC's GPU, it runs on the CPU: below any the GPU runs,
@@ -161,20 +174,6 @@ func publishedBytes(e LibraryEntry, from string) int64 {
 	return 0
 }
 
-// profileTier orders the profiles by how much of the model they keep: bf16 as
-// published, int8 (and the Q6_K and Q8_0 GGUFs, whose stand-in it is:
-// catalog.GGUFProfile), then the 4-bit ones (int4 g32, NVFP4, GGUF Q4_K_M and
-// Q5_K_M alike).
-func profileTier(profile string) int {
-	switch profile {
-	case "bf16":
-		return 2
-	case "int8":
-		return 1
-	}
-	return 0
-}
-
 // note is the recommendation as its card says it, or with the model's title
 // as the line over the cards does.
 func (r recommendation) note(withTitle bool) string {
@@ -188,6 +187,10 @@ func (r recommendation) note(withTitle bool) string {
 		what = r.profile + ", "
 	}
 	note := fmt.Sprintf("Recommended for this PC: %sa %s download that fits here", what, store.FormatBytes(r.download))
+	if r.tight {
+		note = fmt.Sprintf("Recommended for this PC: %sa %s download that just fits the %s: close games and other "+
+			"programs that use the GPU before you load it", what, store.FormatBytes(r.download), r.where)
+	}
 	if r.fromDisk {
 		rate := ""
 		if r.diskPrinter > 0 {

@@ -18,10 +18,13 @@ import (
 // TestLibraryRecommendsADownload: the Library marks the download that suits
 // this PC, its profile picked: on a 24 GB gaming card the 17 GB Q4_K_M GGUF, which
 // runs as the 4-bit profile made from the 52 GB download does (not the 8-bit Q6_K
-// GGUF its 32 GB of RAM would hold, on the CPU); on an 80 GB card DiffusionGemma as
+// GGUF its 32 GB of RAM would hold, on the CPU); on a 16 GB card, which no 4-bit
+// download fits, the 3-bit Q3_K_M GGUF, tight there (the line says to close what
+// else uses the GPU), not the Q4_K_M its RAM runs on the CPU; on an 80 GB card DiffusionGemma as
 // published (bf16); on a PC with 64 GB of RAM and no GPU the 8-bit Q6_K GGUF, a
 // third of the download int8 is made from; on a PC with 16 GB of RAM, where nothing
-// fits, the smallest download that runs from the disk; where nothing runs, nothing.
+// fits, the smallest download that runs from the disk (the Q3_K_M: of all, it reads
+// the fewest bytes a token); where nothing runs, nothing.
 // A gamer had to work it out from four fit lines.
 func TestLibraryRecommendsADownload(t *testing.T) {
 	for _, c := range []struct {
@@ -30,9 +33,10 @@ func TestLibraryRecommendsADownload(t *testing.T) {
 		want, profile string
 	}{
 		{"24 GB GPU", hw.Info{GPUs: []hw.GPU{{Name: "RTX 4090", VRAMTotal: 24 << 30, VRAMFree: 23 << 30}}, RAMTotal: 32 << 30}, catalog.GGUFID, "int4"},
+		{"16 GB GPU", hw.Info{GPUs: []hw.GPU{{Name: "RTX 4080", VRAMTotal: 16 << 30, VRAMFree: 15 << 30}}, RAMTotal: 32 << 30}, catalog.GGUFIDs[gguf.Q3KM], "int4"},
 		{"80 GB GPU", hw.Info{GPUs: []hw.GPU{{Name: "H100", VRAMTotal: 80 << 30, VRAMFree: 79 << 30}}, RAMTotal: 128 << 30}, catalog.DiffusionGemmaID, "bf16"},
 		{"64 GB of RAM, no GPU", hw.Info{RAMTotal: 64 << 30}, catalog.GGUFIDs[gguf.Q6KM], "int8"},
-		{"16 GB of RAM, no GPU", hw.Info{RAMTotal: 16 << 30}, catalog.GGUFID, "int4"}, // from the disk: the smallest download
+		{"16 GB of RAM, no GPU", hw.Info{RAMTotal: 16 << 30}, catalog.GGUFIDs[gguf.Q3KM], "int4"}, // from the disk: the smallest download
 		{"8 GB of RAM, no GPU", hw.Info{RAMTotal: 8 << 30}, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -72,6 +76,9 @@ func TestLibraryRecommendsADownload(t *testing.T) {
 				imp, text := uiRead(func() widget.Importance { return line.Importance }), uiRead(func() string { return line.Text })
 				if fromDisk := strings.Contains(text, "from the disk"); fromDisk != (imp == widget.WarningImportance) || fromDisk != (c.info.RAMTotal == 16<<30) {
 					t.Errorf("the recommendation's line, importance %v: %q", imp, text)
+				}
+				if tight := strings.Contains(text, "just fits the RTX 4080 VRAM: close games"); tight != (c.name == "16 GB GPU") {
+					t.Errorf("the recommendation's line: %q", text)
 				}
 			}
 			if c.want != "" {
@@ -144,8 +151,8 @@ func TestRecommendedWeighsSpeed(t *testing.T) {
 func TestRecommendedWeighsDisk(t *testing.T) {
 	entries := []LibraryEntry{
 		{Name: "dg", Title: "DiffusionGemma", State: "available", Profiles: []ProfileFit{
-			{Name: "bf16", Bytes: 52e9, Verdict: "won't fit"},
-			{Name: "int8", ConvertedFrom: "bf16", Weights: 28e9, Verdict: "fits"},
+			{Name: "bf16", Bytes: 52e9, Verdict: "won't fit", Keeps: 2},
+			{Name: "int8", ConvertedFrom: "bf16", Weights: 28e9, Verdict: "fits", Keeps: 1},
 			{Name: "int4", ConvertedFrom: "bf16", Weights: 15e9, Verdict: "fits"}}},
 		{Name: "gg", Title: "DiffusionGemma GGUF", State: "available", Profiles: []ProfileFit{{Name: "int4", Bytes: 17e9, Verdict: "fits"}}},
 	}
@@ -232,5 +239,36 @@ func TestRecommendedFromDisk(t *testing.T) {
 	}
 	if r := recommended(entries, -1); r.name != "" {
 		t.Errorf("with only a tight profile, recommended %q", r.name)
+	}
+}
+
+// TestRecommendedTightOnTheGPU: a download tight on the GPU is recommended over those
+// that run on the CPU (a 16 GB card: the 3-bit GGUF on it, the 4-bit ones only in the
+// RAM), its note saying to close what else uses the GPU; one that fits the GPU with
+// room to spare comes first even if it keeps less; tight in the RAM is still not
+// recommended.
+func TestRecommendedTightOnTheGPU(t *testing.T) {
+	q4 := ProfileFit{Name: "int4", Bytes: 16.8e9, Verdict: "fits", OnCPU: "too big for the GPU", Where: "RAM"}
+	q3 := ProfileFit{Name: "int4", Bytes: 13.3e9, Verdict: "tight", GPU: true, Where: "RTX 4080 VRAM", Keeps: -1}
+	entries := func(q4, q3 ProfileFit) []LibraryEntry {
+		return []LibraryEntry{{Name: "q4", Title: "Q4_K_M", State: "available", Profiles: []ProfileFit{q4}},
+			{Name: "q3", Title: "Q3_K_M", State: "available", Profiles: []ProfileFit{q3}}}
+	}
+	r := recommended(entries(q4, q3), -1)
+	if want := "Recommended for this PC: Q3_K_M, a 13.3 GB download that just fits the RTX 4080 VRAM: close games and " +
+		"other programs that use the GPU before you load it"; r.name != "q3" || r.note(true) != want {
+		t.Errorf("recommended %q: %q, want q3: %q", r.name, r.note(true), want)
+	}
+	gpu := q4
+	gpu.OnCPU, gpu.GPU, gpu.Verdict = "", true, "tight"
+	fits := q3
+	fits.Verdict = "fits"
+	if r := recommended(entries(gpu, fits), -1); r.name != "q3" || r.tight {
+		t.Errorf("with the 3-bit one fitting the GPU and the 4-bit one tight there, recommended %q (tight %v)", r.name, r.tight)
+	}
+	cpu := q3
+	cpu.GPU, cpu.Where = false, "RAM"
+	if r := recommended(entries(q4, cpu), -1); r.name != "q4" {
+		t.Errorf("with the 3-bit one tight in the RAM, recommended %q", r.name)
 	}
 }

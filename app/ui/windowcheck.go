@@ -277,7 +277,7 @@ func (a *App) windowCheck(dir string) {
 	}
 	// A GGUF repo typed without a quantization: its quantizations offered as buttons
 	// under the Hugging Face box (the window check runs offline: the choice the Hub's
-	// listing would give for the catalog's four mixes, at their sizes).
+	// listing would give for the catalog's mixes, at their sizes).
 	fyne.DoAndWait(func() {
 		l := a.Library
 		choice := &models.QuantChoice{Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF"}

@@ -347,7 +347,7 @@ func publishedProfile(e catalog.Entry) quant.Profile {
 
 // profileFit estimates a profile against the first GPU, else the RAM.
 func profileFit(e models.Entry, p quant.Profile, info hw.Info) ProfileFit {
-	pf := ProfileFit{Name: string(p)}
+	pf := ProfileFit{Name: string(p), Keeps: e.Keeps(p)}
 	if !e.Builtin {
 		if p == publishedProfile(e.Entry) {
 			pf.Bytes = e.Size
@@ -375,8 +375,8 @@ func profileFit(e models.Entry, p quant.Profile, info hw.Info) ProfileFit {
 	est, b := pl.Estimate, pl.Budget
 	pf.Verdict, pf.OnCPU = string(pl.Verdict), pl.CPUBecause
 	pf.Need, pf.Weights, pf.Resident, pf.Context = est.Total, est.Part(fit.PartWeights), est.Resident(), est.Context
-	pf.Budget, pf.Where = b.Bytes, b.Name
-	if b.Kind == "gpu" {
+	pf.Budget, pf.Where, pf.GPU = b.Bytes, b.Name, b.Kind == "gpu"
+	if pf.GPU {
 		pf.Where += " VRAM"
 	}
 	pf.FitsAt, pf.TightAt = fit.Limits(b)

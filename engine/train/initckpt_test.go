@@ -362,6 +362,7 @@ func TestLoadInitConfig(t *testing.T) {
 // generates in both modes.
 func TestInitCheckpointGGUF(t *testing.T) {
 	kindsOf := map[gguf.Mix][]gguf.Type{
+		gguf.Q3KM: {gguf.F32, gguf.Q3_K, gguf.Q5_K, gguf.Q6_K, gguf.Q4_0, gguf.Q5_0},
 		gguf.Q4KM: {gguf.F32, gguf.Q4_K, gguf.Q6_K, gguf.Q5_0, gguf.Q8_0},
 		gguf.Q5KM: {gguf.F32, gguf.Q5_K, gguf.Q6_K, gguf.Q5_1, gguf.Q8_0},
 		gguf.Q6KM: {gguf.F32, gguf.Q6_K, gguf.Q8_0},
@@ -448,7 +449,8 @@ func testInitGGUF(t *testing.T, m gguf.Mix, wantKinds []gguf.Type) {
 		}
 		var ref []float32
 		ft.ConstFlatData(func(a any) { ref = a.([]float32) })
-		bound := map[gguf.Type]float64{gguf.F32: 0.004, gguf.Q8_0: 0.01, gguf.Q6_K: 0.03, gguf.Q5_0: 0.06, gguf.Q5_1: 0.06, gguf.Q5_K: 0.06, gguf.Q4_K: 0.12}[info.Type]
+		bound := map[gguf.Type]float64{gguf.F32: 0.004, gguf.Q8_0: 0.01, gguf.Q6_K: 0.03, gguf.Q5_0: 0.06, gguf.Q5_1: 0.06, gguf.Q5_K: 0.06, gguf.Q4_K: 0.12,
+			gguf.Q4_0: 0.12, gguf.Q3_K: 0.2}[info.Type]
 		if rel := relRMS(vals, ref); !(rel <= bound) {
 			t.Errorf("%s (%s): relative RMS difference from the bf16 checkpoint %.4f, want ≤ %.3f", sp.GGUF, info.Type, rel, bound)
 		}

@@ -15,7 +15,7 @@ import (
 
 // GGUFLayout is how a GGUF file stores a model's tensors, for the estimates that
 // price it (models/fit, models/speed): each tensor's block type and bytes as stored,
-// and the bytes the graph path converts it to (decideGGUF). It is either a mix's
+// and the bytes the graph path holds it in (DeviceBytes). It is either a mix's
 // rule (MixLayout: a download priced before it is read, by GGUFType) or a file's own
 // types (GGUFLayoutOf, ReadGGUFLayout, Mapped.GGUFLayout: what its header says,
 // whatever rule made it — a community file of Q3_K or IQ4_XS, Unsloth's dynamic

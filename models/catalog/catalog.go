@@ -106,12 +106,13 @@ const MiniID = "darkroom-mini"
 // DiffusionGemmaID is the 26B model's ID.
 const DiffusionGemmaID = "diffusiongemma-26b"
 
-// GGUFID is Unsloth's Q4_K_M GGUF of the 26B model, the smallest of its GGUF
-// entries; GGUFIDs lists them all by mix.
+// GGUFID is Unsloth's Q4_K_M GGUF of the 26B model, the first of its GGUF entries
+// (the repo named without a mix: Find); GGUFIDs lists them all by mix.
 const GGUFID = "diffusiongemma-26b-q4km"
 
 // GGUFIDs are the catalog's GGUF entries of the 26B model, by mix.
 var GGUFIDs = map[gguf.Mix]string{
+	gguf.Q3KM: "diffusiongemma-26b-q3km",
 	gguf.Q4KM: GGUFID,
 	gguf.Q5KM: "diffusiongemma-26b-q5km",
 	gguf.Q6KM: "diffusiongemma-26b-q6k",
@@ -137,19 +138,34 @@ func (e Entry) LocalName() string {
 // Unsloth names its quantizations.
 func GGUFFile(m gguf.Mix) string { return "diffusiongemma-26B-A4B-it-" + string(m) + ".gguf" }
 
-// GGUFProfile is the Darkroom profile a GGUF download in mix m stands in for: the
-// format a GPU converts most of its blocks to (engine/weights' decideGGUF) — int8 in
-// groups of 32 for the Q6_K and Q8_0 mixes, int4 for the others and for a file near no
-// mix ("") — by which the Library ranks a download (the 8-bit mixes beside int8 made
-// on this PC from the 52 GB download) and a GPU's estimate sizes its dequantization
-// scratch. The weights themselves are counted tensor by tensor, as the file stores
-// them on the CPU and as the graph path converts them on a GPU (fit.Runtime.GGUF,
-// speed.Workload.GGUF: weights.GGUFLayout).
+// GGUFProfile is the Darkroom profile a GGUF download in mix m stands in for — int8
+// (in groups of 32) for the Q6_K and Q8_0 mixes, int4 for the others and for a file
+// near no mix ("") — in what the profile alone decides: the size of a GPU's
+// dequantization scratch. The weights themselves are counted tensor by tensor, as the
+// file stores them (fit.Runtime.GGUF, speed.Workload.GGUF: weights.GGUFLayout), and
+// how much of the model a download keeps is Entry.Keeps.
 func GGUFProfile(m gguf.Mix) quant.Profile {
 	if m == gguf.Q6KM || m == gguf.Q80M {
 		return quant.Int8Profile
 	}
 	return quant.Int4Profile
+}
+
+// Keeps ranks how much of the model e under profile p keeps, for the Library's
+// recommendation (the more, the better, where several fit): 2 bf16 as published, 1
+// the 8-bit ones (int8; the Q6_K and Q8_0 GGUFs), 0 the 4-bit ones (int4, NVFP4, the
+// Q4_K_M and Q5_K_M GGUFs), −1 the 3-bit Q3_K_M GGUF, for a GPU the 4-bit ones do not
+// fit.
+func (e Entry) Keeps(p quant.Profile) int {
+	switch {
+	case e.Mix == gguf.Q3KM:
+		return -1
+	case p == quant.BF16Profile:
+		return 2
+	case p == quant.Int8Profile:
+		return 1
+	}
+	return 0
 }
 
 // ProfileName is how profile p of e is named to users: a GGUF download by its own
@@ -203,11 +219,14 @@ func Entries() []Entry {
 		ggufEntry(gguf.Q4KM, 16_800_000_000, "16.8 GB", "about 17 GB in memory: "+
 			"for a 24 GB GPU, or a PC with 24 to 32 GB of RAM and no GPU (16 GB runs it from the disk)"),
 		ggufEntry(gguf.Q5KM, 19_100_000_000, "19.1 GB", "closer to the original than Q4_K_M, slower "+
-			"on the CPU (more bytes a token), for a PC with 32 GB of RAM"),
+			"on the CPU (more bytes a token), for a 24 GB GPU or a PC with 32 GB of RAM"),
 		ggufEntry(gguf.Q6KM, 22_600_000_000, "22.6 GB", "nearly the original's quality, "+
-			"for a PC with 32 GB of RAM, or a GPU with 32 GB (as int8)"),
+			"for a PC with 32 GB of RAM, or a GPU with 32 GB (a 24 GB one holds it with nothing else on it)"),
 		ggufEntry(gguf.Q80M, 26_800_000_000, "26.8 GB", "as good as the original for practical purposes, "+
-			"for a PC with 48 GB of RAM or more, or a GPU with 32 GB (as int8)"),
+			"for a PC with 48 GB of RAM or more, or a GPU with 32 GB"),
+		ggufEntry(gguf.Q3KM, 13_300_000_000, "13.3 GB", "about 16 GB in memory on a GPU: for a GPU with 16 GB, "+
+			"which the 4-bit downloads do not fit (close games and other programs using it first); 3-bit, it loses "+
+			"more of the model's quality than Q4_K_M, so choose that one where it fits"),
 	}
 }
 
@@ -218,17 +237,7 @@ func ggufEntry(m gguf.Mix, size int64, sizeText, what string) Entry {
 	if m != gguf.Q80M {
 		cpu += ", its Q6_K embedding held as int8"
 	}
-	gpu := " On a GPU Darkroom converts it while loading: Q4_K and Q4_1 blocks keep their 4-bit codes (affine int4, " +
-		"bf16 scale and min: 0.6% extra error), Q5_0/Q5_K become int4 and Q6_K/Q8_0 int8 (groups of 32) " +
-		"(engine/gguf lists the measured errors)."
-	switch m {
-	case gguf.Q5KM:
-		// Darkroom's GPU kernels have no 5-bit format: the Q5_K blocks are requantized.
-		gpu = " On a GPU Darkroom converts it while loading, as the Q4_K_M above: its Q5_K blocks become int4, so " +
-			"there it keeps no more than the Q4_K_M, a smaller download."
-	case gguf.Q6KM, gguf.Q80M:
-		gpu = " On a GPU Darkroom converts it to int8 (groups of 32) while loading."
-	}
+	gpu := " On a GPU its blocks stay as stored, unpacked next to each product."
 	return Entry{
 		ID: GGUFIDs[m], Name: "DiffusionGemma 26B-A4B " + string(m) + " (Unsloth GGUF)",
 		Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF", Revision: "main",
@@ -236,9 +245,11 @@ func ggufEntry(m gguf.Mix, size int64, sizeText, what string) Entry {
 		Description: "Unsloth's llama.cpp " + string(m) + " quantization of DiffusionGemma 26B-A4B: a " + sizeText +
 			" download instead of 52 GB; " + what + "." + cpu + "." + gpu,
 		Format: "GGUF " + string(m) + " (llama.cpp diffusion-gemma, PR #24423)", Size: size, Mix: m,
-		// The loaded layout on a GPU (GGUFProfile).
+		// The estimates' stand-in profile (GGUFProfile).
 		Profiles: []quant.Profile{GGUFProfile(m)},
 		// One quant only: the loader refuses a directory with several .gguf files.
+		// (The Q3_K_M's file name is Unsloth's naming, unconfirmed: where the repo
+		// has no such file, the download says which quantizations it has.)
 		Include: []string{GGUFFile(m)},
 		// Unsloth's GGUF repos ship .gguf files, not the Hugging Face tokenizer.json
 		// the engine reads (not checked against the live repo: the hub is not

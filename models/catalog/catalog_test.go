@@ -111,6 +111,7 @@ func TestFindGGUFMix(t *testing.T) {
 		repo + ":Q6_K":                          GGUFIDs[gguf.Q6KM],
 		strings.ToLower(repo) + ":q5_k_m":       GGUFIDs[gguf.Q5KM],
 		repo + ":Q8_0":                          GGUFIDs[gguf.Q80M],
+		repo + ":q3_k_m":                        GGUFIDs[gguf.Q3KM],
 		repo + ":IQ2_XXS":                       "",
 		"google/diffusiongemma-26B-A4B-it:Q6_K": "",
 		GGUFIDs[gguf.Q6KM]:                      GGUFIDs[gguf.Q6KM],

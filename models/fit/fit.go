@@ -170,6 +170,7 @@ func HostWeightBytes(cfg *config.Model, p quant.Profile) int64 {
 
 // mixTypes says which types each mix gives the 26B's tensors (weights.GGUFType).
 var mixTypes = map[gguf.Mix]string{
+	gguf.Q3KM: "Q3_K_M (Q3_K, Q4_K, Q5_K and Q6_K, Q4_0/Q5_0/Q5_1 where rows are no 256-block)",
 	gguf.Q4KM: "Q4_K_M (Q4_K and Q6_K, Q5_0/Q8_0 where rows are no 256-block)",
 	gguf.Q5KM: "Q5_K_M (Q5_K and Q6_K, Q5_1/Q8_0 where rows are no 256-block)",
 	gguf.Q6KM: "Q6_K (Q8_0 where rows are no 256-block)",
