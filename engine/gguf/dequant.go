@@ -403,24 +403,29 @@ func dequantQ2_K(dst []float32, src []byte) {
 	}
 }
 
-// q3kScales unpacks a Q3_K block's sixteen 6-bit scales from its 12 scale bytes, each
-// less 32: the low four bits of scale s are byte s's low nibble (s < 8) or byte
+// Q3KScales unpacks a Q3_K block's sixteen 6-bit scales from its 12 scale bytes, each
+// less 32 (−32…31): the low four bits of scale s are byte s's low nibble (s < 8) or byte
 // s−8's high nibble, its high two bits two bits of bytes 8–11 (ggml's kmask
 // shuffle).
-func q3kScales(sc []byte) [16]int {
-	var aux [4]uint32
-	for i := range 3 {
-		aux[i] = binary.LittleEndian.Uint32(sc[4*i:])
-	}
+func Q3KScales(sc []byte) [16]int8 {
+	_ = sc[11]
+	a0, a1 := binary.LittleEndian.Uint32(sc), binary.LittleEndian.Uint32(sc[4:])
+	tmp := binary.LittleEndian.Uint32(sc[8:])
 	const kmask1, kmask2 = 0x03030303, 0x0f0f0f0f
-	tmp := aux[2]
-	aux[2] = (aux[0]>>4)&kmask2 | ((tmp>>4)&kmask1)<<4
-	aux[3] = (aux[1]>>4)&kmask2 | ((tmp>>6)&kmask1)<<4
-	aux[0] = aux[0]&kmask2 | (tmp&kmask1)<<4
-	aux[1] = aux[1]&kmask2 | ((tmp>>2)&kmask1)<<4
-	var out [16]int
-	for i := range out {
-		out[i] = int(int8(aux[i/4]>>(8*(i%4)))) - 32
+	aux := [4]uint32{
+		a0&kmask2 | (tmp&kmask1)<<4,
+		a1&kmask2 | ((tmp>>2)&kmask1)<<4,
+		(a0>>4)&kmask2 | ((tmp>>4)&kmask1)<<4,
+		(a1>>4)&kmask2 | ((tmp>>6)&kmask1)<<4,
+	}
+	var out [16]int8
+	for i, a := range aux {
+		// Each byte (0…63) less 32, none borrowing from the next: its top bit set
+		// first, the difference's flipped back.
+		v := ((a | 0x80808080) - 0x20202020) ^ 0x80808080
+		for j := range 4 {
+			out[4*i+j] = int8(v >> (8 * j))
+		}
 	}
 	return out
 }
@@ -433,7 +438,7 @@ func dequantQ3_K(dst []float32, src []byte) {
 	for b := 0; b < len(dst)/QK_K; b++ {
 		blk, y := src[b*110:], dst[b*QK_K:]
 		hm, q := blk[0:32], blk[32:96]
-		scales := q3kScales(blk[96:108])
+		scales := Q3KScales(blk[96:108])
 		d := fp16(blk[108:])
 		is := 0
 		m := uint8(1)

@@ -41,19 +41,22 @@
 //     scale or block count) is an error, not a panic.
 //   - The integer products (qgemm.go): on CPUs with AVX-512 VNNI, MulNT of Darkroom's
 //     int8 and int4 weights (scale groups of 32 or whole rows) and of GGUF's Q4_K,
-//     Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 blocks (not Q6_K, whose scales are per 16
-//     inputs), and MulNN of a per-row
+//     Q5_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 blocks, and MulNN of a per-row
 //     int8 embedding (the soft embedding) quantize a's rows to int8 in groups of 32,
 //     pack the weights' codes as bytes, and sum each group exactly with VPDPBUSD (64
 //     multiply-adds an instruction, a float32 FMA's 16) before scaling it into
 //     float32: 2.7× the float path at a 26B expert's shape. NVFP4's blocks of 16 take
 //     kernels of their own over groups of 16 (a's rows quantized in 16s too): 2.5×
-//     the float path there over a canvas, 3.2× over an expert's 16 rows. On CPUs with AVX2 and no
+//     the float path there over a canvas, 3.2× over an expert's 16 rows; so do
+//     GGUF's Q3_K, Q2_K and Q6_K, whose scales are per 16 inputs (qgemm_k.go). On CPUs with AVX2 and no
 //     VNNI the same kernel runs on ymm registers with AVX-VNNI's VPDPBUSD (Intel's
 //     cores since Alder Lake; its machine code is tested here through AVX-512 VL's
 //     encoding of the same instructions), and with AVX2 alone the int4, NVFP4, Q4_K,
 //     Q4_0 and Q4_1 products take VPMADDUBSW and 16-bit sums (2.1× the AVX2 float path at that shape
-//     here, 2.8× over an expert's 16 rows); int8 stays float there. a's rounding adds
+//     here, 2.8× over an expert's 16 rows), and so do the 3- and 2-bit Q3_K and Q2_K
+//     and the 5-bit Q5_0, Q5_1 and Q5_K in groups of 16, whose 8 products a word holds
+//     (Q5_0 at that shape 2.3× the AVX2 float path over a canvas, 4.2× over 16 rows;
+//     Q3_K 1.8× and 3.0×); int8, Q8_0 and Q6_K stay float there. a's rounding adds
 //     about 0.5% relative error to a product; the model's logits move less than its
 //     int4 weights move them (darkroom quantize --compare). IntProducts, IntFormats,
 //     IntGGUF, IntKernel and SetIntProducts (and DARKROOM_INT_PRODUCTS=0) say and choose the

@@ -38,9 +38,10 @@ import (
 // (qkernel3x16AVXVNNI, 32 multiply-adds an instruction). CPUs with AVX2 and no VNNI at
 // all (AMD before Zen 4, Intel before 2019) take VPMADDUBSW, which adds pairs of byte
 // products into saturating 16-bit words: exact for 4-bit codes — int4, Q4_K, Q4_0,
-// Q4_1 (a word's 16 products of a group stay below 2¹⁵) — and for NVFP4's, up to 24,
-// in groups of 16 (a word's 8 products), not for int8's or 5-bit ones (Q8_0, Q5_0,
-// Q5_1), whose products keep the float path there (qkernel3x16AVX2; qPath.wide).
+// Q4_1 (a word's 16 products of a group stay below 2¹⁵) — and in groups of 16 (a
+// word's 8 products) for codes up to 31: NVFP4's (up to 24), Q3_K's and Q2_K's, and
+// the 5-bit ones (Q5_0, Q5_1, Q5_K: intGroup), not for int8's or Q8_0's or Q6_K's,
+// whose products keep the float path there (qkernel3x16AVX2; qPath.wide).
 //
 // The weight codes are packed in panels of qNR columns — MulNT's over the whole
 // contraction (mulNTInt), MulNN's a qDepth block at a time — as
@@ -69,8 +70,9 @@ type qPath struct {
 	// path.
 	kern16 qKernelFunc
 	// wide: codes up to 255 — int8 weights (an int8 code + 128) in MulNT and MulNN,
-	// GGUF's Q8_0, Q5_0 and Q5_1 — as well as up to 15 (int4, Q4_K, Q4_0, Q4_1); the
-	// AVX2 kernel's 16-bit sums take only the latter.
+	// GGUF's Q8_0 and Q6_K, and the 5-bit types in their own groups of 32 — as well as
+	// up to 15 in groups of 32 and 31 in groups of 16; the AVX2 kernel's 16-bit sums
+	// take only the latter.
 	wide bool
 	// avx512: its CPUs have AVX-512, whose forms of the helpers (quantizeRow32, …) it
 	// takes; the others take AVX2's (qHelpers2).
@@ -182,14 +184,14 @@ func IntFormats() []string {
 }
 
 // IntGGUF lists the GGUF block types whose canvas products run in integer arithmetic
-// now (intCodes: "Q4_K", "Q4_0", "Q4_1", and with a wide path "Q5_0", "Q5_1",
-// "Q8_0"; none where IntProducts is false).
+// now (intCodes: "Q4_K", "Q3_K", "Q2_K", "Q4_0", "Q4_1", and with a wide path "Q5_K",
+// "Q6_K", "Q5_0", "Q5_1", "Q8_0"; none where IntProducts is false).
 func IntGGUF() []string {
 	if qActive == nil {
 		return nil
 	}
 	var names []string
-	for _, t := range []gguf.Type{gguf.Q4_K, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0, gguf.Q6_K} {
+	for _, t := range []gguf.Type{gguf.Q4_K, gguf.Q3_K, gguf.Q2_K, gguf.Q5_K, gguf.Q6_K, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0} {
 		if (&Matrix{GGUF: t, Cols: gguf.QK_K}).intCodes(qActive) {
 			names = append(names, t.String())
 		}
@@ -270,18 +272,25 @@ var qActs = sync.Pool{New: func() any { return new(qAct) }}
 // intCodes reports whether path p can multiply w on its integer codes: Darkroom's int8
 // (p.wide) and int4 whose scale groups are whole groups of 32 inputs, on rows of whole
 // groups of 32; NVFP4 in its blocks of 16 (kern16); GGUF's Q4_K (a scale and a
-// minimum per 32 of each block of 256), the bulk of a Q4_K_M file; and GGUF's blocks of 32 with one scale
-// (and a minimum) each — Q4_0 and Q4_1, and where p is wide Q5_0, Q5_1 and Q8_0, the
+// minimum per 32 of each block of 256), the bulk of a Q4_K_M file, and the other K
+// types (qgemm_k.go): Q3_K and Q2_K in their groups of 16 (kern16), the bulk of a
+// Q3_K_M or 2-bit file, Q5_K, and where p is wide Q6_K (groups of 16);
+// and GGUF's blocks of 32 with one scale
+// (and a minimum) each — Q4_0, Q4_1, Q5_0, Q5_1, and where p is wide Q8_0, the
 // types llama.cpp writes a K-quant's tensors in when their rows are not whole blocks
 // of 256 (a Q4_K_M 26B's expert and MLP down projections, 704 and 2,112 inputs a row).
+// The 5-bit codes (Q5_0, Q5_1, Q5_K: up to 31) take groups of 16 on a narrow path
+// (intGroup).
 func (w *Matrix) intCodes(p *qPath) bool {
 	if w.Spec.Bits == 0 {
 		switch w.GGUF {
-		case gguf.Q4_K:
+		case gguf.Q4_K, gguf.Q3_K, gguf.Q2_K, gguf.Q5_K:
 			return w.Cols > 0 && w.Cols%gguf.QK_K == 0
-		case gguf.Q4_0, gguf.Q4_1:
+		case gguf.Q6_K:
+			return p.wide && w.Cols > 0 && w.Cols%gguf.QK_K == 0
+		case gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1:
 			return w.Cols > 0 && w.Cols%qGroup == 0
-		case gguf.Q5_0, gguf.Q5_1, gguf.Q8_0:
+		case gguf.Q8_0:
 			return p.wide && w.Cols > 0 && w.Cols%qGroup == 0
 		}
 		return false
@@ -295,13 +304,35 @@ func (w *Matrix) intCodes(p *qPath) bool {
 	return w.Cols > 0 && w.Cols%qGroup == 0 && w.group()%qGroup == 0
 }
 
-// intGroup is the number of inputs per scale in w's integer product (intCodes): 16
-// for NVFP4, else qGroup.
-func (w *Matrix) intGroup() int {
-	if w.Spec.Format == quant.FP4 {
+// intGroup is the number of inputs per scale in w's integer product on path p
+// (intCodes): 16 for NVFP4 and GGUF's Q3_K, Q2_K and Q6_K (codeGroup), else qGroup.
+//
+// On a narrow path (AVX2's VPMADDUBSW, whose 16-bit words each sum a group's
+// products: 16 of them in a group of 32, 8 in one of 16) the 5-bit codes take groups
+// of 16 too, each of their groups' scale and minimum twice (packQB): 8·31·127 = 31,496
+// fits a word, 16·31·127 would not (Q4_K's 16·15·127 = 30,480 does).
+func (w *Matrix) intGroup(p *qPath) int {
+	if g := w.codeGroup(); g == 16 || !p.wide && w.Spec.Bits == 0 && (w.GGUF == gguf.Q5_0 || w.GGUF == gguf.Q5_1 || w.GGUF == gguf.Q5_K) {
 		return 16
 	}
 	return qGroup
+}
+
+// codeGroup is the number of inputs per scale that rowCodes writes for w: 16 for
+// NVFP4 and GGUF's Q3_K, Q2_K and Q6_K, else qGroup.
+func (w *Matrix) codeGroup() int {
+	if w.Spec.Format == quant.FP4 || w.Spec.Bits == 0 && (w.GGUF == gguf.Q3_K || w.GGUF == gguf.Q2_K || w.GGUF == gguf.Q6_K) {
+		return 16
+	}
+	return qGroup
+}
+
+// spreadGroups rewrites n groups' values v[:n], in place, as 2n groups' of half the
+// inputs, each value twice.
+func spreadGroups(v []float32, n int) {
+	for j := n - 1; j >= 0; j-- {
+		v[2*j+1], v[2*j] = v[j], v[j]
+	}
 }
 
 // useIntProduct reports whether MulNT takes the integer product for m rows of a.
@@ -405,6 +436,18 @@ func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r int) {
 	switch {
 	case w.Spec.Bits == 0 && w.GGUF == gguf.Q4_K:
 		w.rowCodesQ4K(dst, s, mn, r)
+		return
+	case w.Spec.Bits == 0 && w.GGUF == gguf.Q3_K:
+		w.rowCodesQ3K(dst, s, mn, r)
+		return
+	case w.Spec.Bits == 0 && w.GGUF == gguf.Q2_K:
+		w.rowCodesQ2K(dst, s, mn, r)
+		return
+	case w.Spec.Bits == 0 && w.GGUF == gguf.Q6_K:
+		w.rowCodesQ6K(dst, s, mn, r)
+		return
+	case w.Spec.Bits == 0 && w.GGUF == gguf.Q5_K:
+		w.rowCodesQ5K(dst, s, mn, r)
 		return
 	case w.Spec.Bits == 0: // GGUF's blocks of 32 (intCodes)
 		w.rowCodes32(dst, s, mn, r)
@@ -732,10 +775,10 @@ func unpackNibblesGo(dst, src []byte, lut *[16]byte) {
 
 // packQB packs rows [j0, j0+cols) of w (cols ≤ qNR) over the whole contraction,
 // padded to kp inputs (a multiple of 64), into one panel in buf.codes and buf.scale:
-// kp/4 quads of 128 code bytes and, per group of gs = w.intGroup() inputs, 64 floats,
+// kp/4 quads of 128 code bytes and, per group of gs = w.intGroup(qActive) inputs, 64 floats,
 // rows past cols and inputs past Cols zero.
 func (w *Matrix) packQB(buf *qBuf, j0, cols, kp int) {
-	gs, k := w.intGroup(), w.Cols
+	gs, k := w.intGroup(qActive), w.Cols
 	groups := kp / gs
 	if cap(buf.codes) < 32*kp {
 		buf.codes = make([]byte, 32*kp)
@@ -762,6 +805,10 @@ func (w *Matrix) packQB(buf *qBuf, j0, cols, kp int) {
 				clear(row[k:])
 			} else if j < cols {
 				w.rowCodes(row, s, mn, j0+j)
+				if cg := w.codeGroup(); gs < cg {
+					spreadGroups(s, k/cg)
+					spreadGroups(mn, k/cg)
+				}
 				clear(row[k:])
 				clear(s[k/gs:])
 				clear(mn[k/gs:])
@@ -810,7 +857,7 @@ type qKernelFunc func(groups int, a *int8, lda int, sa *float32, lds int, b *uin
 // path's micro-kernel for w's groups: a quantized once, the columns split across the
 // worker pool, each worker packing its own a panel at a time.
 func (w *Matrix) mulNTInt(out, a []float32, m int) {
-	gs, n, k := w.intGroup(), w.Rows, w.Cols
+	gs, n, k := w.intGroup(qActive), w.Rows, w.Cols
 	kern := qActive.kernel(gs)
 	q := qActs.Get().(*qAct)
 	defer qActs.Put(q)

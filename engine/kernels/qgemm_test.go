@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -357,7 +358,7 @@ func TestMulNTInt(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/%dx%dx%d", p.name, f.name, m, n, k), func(t *testing.T) {
 					tm := f.make(t, rng, n, k)
 					if !tm.w.intCodes(p) {
-						t.Skipf("%d inputs a row are no whole groups of %d", k, tm.w.intGroup())
+						t.Skipf("%d inputs a row are no whole groups of %d", k, tm.w.intGroup(p))
 					}
 					a := randWeights(rng, m*k)
 					for i := range k { // a row with an outlier, as model activations have
@@ -388,7 +389,7 @@ func TestMulNTInt(t *testing.T) {
 							}
 						}
 					})
-					aq := quantized(a, nil, m, k, tm.w.intGroup())
+					aq := quantized(a, nil, m, k, tm.w.intGroup(p))
 					checkIntProduct(t, got, aq, tm.want, m, n, k)
 					var want []float32
 					withQPath(t, nil, func() {
@@ -536,6 +537,70 @@ func checkIntProduct(t *testing.T, out, a, want []float32, m, n, k int) {
 	}
 }
 
+// TestMulNTIntLargestCodes: every 5-bit code at its largest (31: Q5_0's, Q5_1's and
+// Q5_K's) against activations that round to 127 gives the exact product on every path
+// that takes the format: on AVX2, whose 16-bit words would hold 16 such products of a
+// group of 32 as 62,992, the groups of 16 (intGroup) keep each word at 31,496.
+func TestMulNTIntLargestCodes(t *testing.T) {
+	const n, m, k = 3, dotRows, 512
+	for _, typ := range []gguf.Type{gguf.Q5_0, gguf.Q5_1, gguf.Q5_K} {
+		x := make([]float32, n*k)
+		for i := range x {
+			// Each group of 32 all codes 31 but its first, 0: Q5_1's and Q5_K's
+			// minimum 0 and largest 1; Q5_0's d = −1.5/16 puts 1.5 at code 0 and
+			// −1.4 at 31.
+			x[i] = 1
+			if typ == gguf.Q5_0 {
+				x[i] = -1.4
+			}
+			if i%32 == 0 {
+				x[i] = 0
+				if typ == gguf.Q5_0 {
+					x[i] = 1.5
+				}
+			}
+		}
+		data, err := gguf.Quantize(typ, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &Matrix{Rows: n, Cols: k, GGUF: typ, Data: data}
+		codes, sc, mn := make([]byte, k), make([]float32, k/16), make([]float32, k/16)
+		w.rowCodes(codes, sc, mn, 0)
+		if c := bytes.Count(codes, []byte{31}); c != k/32*31 {
+			t.Fatalf("%s: %d codes of 31 in a row of %d, want 31 of each 32", typ, c, k)
+		}
+		want := make([]float32, n*k)
+		if err := gguf.Dequantize(typ, data, want); err != nil {
+			t.Fatal(err)
+		}
+		a := make([]float32, m*k)
+		for i := range a {
+			a[i] = 3 // rounds to 127 in every group
+		}
+		for _, p := range testPaths() {
+			if !w.intCodes(p) {
+				continue
+			}
+			got := make([]float32, m*n)
+			withQPath(t, p, func() {
+				if err := w.MulNT(got, a, m); err != nil {
+					t.Fatal(err)
+				}
+			})
+			for j := range n {
+				var ref float64
+				for q := range k {
+					ref += 3 * float64(want[j*k+q])
+				}
+				if d := math.Abs(float64(got[j]) - ref); d > 1e-5*math.Abs(ref) {
+					t.Errorf("%s on %s: out[0, %d] = %g, want %g", typ, p.name, j, got[j], ref)
+				}
+			}
+		}
+	}
+}
+
 // TestMulNTIntNonFinite: an infinity or a NaN in a row of a makes that row's products
 // NaN, as the float path's are, and leaves the other rows alone, in groups of 32
 // (int4) and of 16 (NVFP4).
@@ -567,13 +632,13 @@ func TestMulNTIntNonFinite(t *testing.T) {
 
 // BenchmarkMulNTInt: a 26B expert's product [m, 2816]×[2816, 704] at the canvas's 256
 // rows and at 16 (an expert's share of a canvas: 256 positions × 8 of 128 experts),
-// int4, int8, NVFP4 and GGUF's Q4_K, Q5_0 and Q8_0 (a Q4_K_M file's down projections,
+// int4, int8, NVFP4 and GGUF's K types, Q5_0 and Q8_0 (a Q4_K_M file's down projections,
 // whose 704 inputs are no whole K-quant block), each integer path that takes the format
 // against the float path with each float micro-kernel (on an AVX-512 machine, the
 // AVX2 pair too: what a CPU without AVX-512 runs).
 func BenchmarkMulNTInt(b *testing.B) {
 	const n, k = 704, 2816
-	for _, name := range []string{"int4", "int8", "nvfp4", "q4_k", "q5_0", "q8_0"} {
+	for _, name := range []string{"int4", "int8", "nvfp4", "q4_k", "q3_k", "q2_k", "q5_0", "q5_k", "q6_k", "q8_0"} {
 		f := formatNamed(name)
 		for _, m := range []int{16, 256} {
 			tm := f(b, rand.New(rand.NewPCG(1, 1)), n, k)
@@ -697,7 +762,7 @@ func BenchmarkMulNNInt(b *testing.B) {
 // TestRowCodes: for every format the integer product takes, each row's codes, scales
 // and minimums give the stored weights back, s·u + mn (in float64) against the float
 // decoder's values within float32 rounding — and the codes stay below 16 where the
-// AVX2 kernel takes the format in groups of 32 (below 25 in groups of 16).
+// AVX2 kernel takes the format in groups of 32 (below 32 in groups of 16).
 func TestRowCodes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, f := range formats {
@@ -706,9 +771,12 @@ func TestRowCodes(t *testing.T) {
 		if !tm.w.intCodes(qGo) {
 			continue
 		}
-		gs := tm.w.intGroup()
+		gs := tm.w.codeGroup()
 		codes, s, mn := make([]byte, k), make([]float32, k/gs), make([]float32, k/gs)
-		limit := map[int]byte{qGroup: 15, 16: 24}[gs]
+		// A narrow kernel's 16-bit words sum 16 products of a group of 32, 8 of one
+		// of 16: codes to 15, and to 31 (intGroup).
+		narrow := &qPath{kern: qKernelGo}
+		limit := map[int]byte{qGroup: 15, 16: 31}[tm.w.intGroup(narrow)]
 		for r := range n {
 			tm.w.rowCodes(codes, s, mn, r)
 			for p := range k {
@@ -718,7 +786,7 @@ func TestRowCodes(t *testing.T) {
 				if d := math.Abs(got - want); d > 1e-6*(math.Abs(want)+math.Abs(float64(mn[g]))) {
 					t.Fatalf("%s: w[%d, %d] = %g·%d + %g = %g, decoded %g", f.name, r, p, s[g], codes[p], mn[g], got, want)
 				}
-				if codes[p] > limit && tm.w.intCodes(&qPath{kern: qKernelGo}) {
+				if codes[p] > limit && tm.w.intCodes(narrow) {
 					t.Fatalf("%s: code %d above %d in a format the narrow kernels take", f.name, codes[p], limit)
 				}
 			}
@@ -731,9 +799,9 @@ func TestRowCodes(t *testing.T) {
 // integer path takes, over a 26B expert's gate_up rows [1408, 2816]; weights/s.
 func BenchmarkRowCodes(b *testing.B) {
 	const n, k = 1408, 2816
-	for _, name := range []string{"int4", "nvfp4", "q4_k", "q5_0", "q8_0"} {
+	for _, name := range []string{"int4", "nvfp4", "q4_k", "q3_k", "q2_k", "q5_k", "q6_k", "q5_0", "q8_0"} {
 		tm := formatNamed(name)(b, rand.New(rand.NewPCG(1, 1)), n, k)
-		gs := tm.w.intGroup()
+		gs := tm.w.codeGroup()
 		codes, s, mn := make([]byte, k), make([]float32, k/gs), make([]float32, k/gs)
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
