@@ -20,6 +20,7 @@ import (
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/hub"
+	"github.com/darkroomlabs/darkroom/models/hw"
 	"github.com/darkroomlabs/darkroom/models/store"
 )
 
@@ -130,18 +131,84 @@ type QuantChoice struct {
 	Repo   string
 	Asked  string  // the quantization asked for; "" where none was named
 	Quants []Quant // smallest first
+	// Config is the model's configuration as its smallest quantization's header
+	// says it (read by ranges before the choice is offered: withChoiceConfig), where
+	// the catalog does not know the repo; nil where it does, or the header could not
+	// be read in choiceConfigTime.
+	Config *config.Model
 }
 
-// Quant is one quantization of a GGUF repo: its name and its file's size.
+// choiceConfigTime bounds the read of a choice's header (withChoiceConfig): a Hub
+// that stalls leaves the choice unjudged, not the user waiting.
+var choiceConfigTime = 20 * time.Second
+
+// withChoiceConfig returns err, and where it is a *QuantChoice of a repo the catalog
+// does not know, first sets its Config from the header of its smallest quantization
+// among files (at commit), read by ranges (a few MB: the vocabulary), so that
+// JudgeQuants can say where each would run.
+func (m *Manager) withChoiceConfig(ctx context.Context, repo, commit string, files []hub.File, err error) error {
+	var c *QuantChoice
+	if !errors.As(err, &c) || len(c.Quants) == 0 {
+		return err
+	}
+	if _, known := catalog.Find(c.Repo); known {
+		return err
+	}
+	fs := ggufQuants(files)[c.Quants[0].Name]
+	if len(fs) != 1 {
+		return err
+	}
+	hctx, stop := context.WithTimeout(ctx, choiceConfigTime)
+	defer stop()
+	g, perr := gguf.Parse(m.hub.OpenRemote(hctx, m.hub.ResolveURL(repo, commit, fs[0].Name), fs[0].Size), fs[0].Size, fs[0].Name)
+	if perr != nil {
+		return err
+	}
+	if cfg, cerr := g.Config(); cerr == nil {
+		c.Config = cfg
+	}
+	return err
+}
+
+// Quant is one quantization of a GGUF repo: its name and its file's size, and where
+// it would run on this PC (JudgeQuants).
 type Quant struct {
 	Name string
 	Size int64
+	// Fit is its placement on this PC by its file's size (PlaceFile), where the
+	// repo's model is one the catalog knows the dimensions of; nil where unjudged.
+	Fit *Placement
+}
+
+// JudgeQuants places each quantization c offers on the PC info describes, by its
+// file's size (PlaceFile: a GPU holds a GGUF's blocks as stored, so its memory there
+// is the file's and the model's KV cache, activations and runtime), with the
+// dimensions of c's repo as the catalog knows them (Unsloth's GGUF of the 26B) or as
+// its smallest quantization's header says them (c.Config); a repo of unknown
+// dimensions is left unjudged.
+func JudgeQuants(c *QuantChoice, info hw.Info) {
+	cfg := c.Config
+	if e, ok := catalog.Find(c.Repo); ok && e.Config != nil {
+		cfg, _ = e.Config()
+	}
+	if cfg == nil {
+		return
+	}
+	for i, q := range c.Quants {
+		if pl, err := PlaceFile(cfg, q.Size, info); err == nil {
+			c.Quants[i].Fit = &pl
+		}
+	}
 }
 
 func (e *QuantChoice) Error() string {
 	var said []string
 	for _, q := range e.Quants {
-		said = append(said, fmt.Sprintf("%s (%s)", q.Name, store.FormatBytes(q.Size)))
+		where := ""
+		if q.Fit != nil { // judged: where it would run here (JudgeQuants)
+			where = ", " + q.Fit.Where()
+		}
+		said = append(said, fmt.Sprintf("%s (%s%s)", q.Name, store.FormatBytes(q.Size), where))
 	}
 	has := strings.Join(said, ", ")
 	if len(said) == 0 {
@@ -160,7 +227,7 @@ func quantChoice(repo, quant string, qs map[string][]hub.File) *QuantChoice {
 	e := &QuantChoice{Repo: repo, Asked: quant}
 	for q, fs := range qs {
 		if len(fs) == 1 {
-			e.Quants = append(e.Quants, Quant{q, fs[0].Size})
+			e.Quants = append(e.Quants, Quant{Name: q, Size: fs[0].Size})
 		}
 	}
 	slices.SortFunc(e.Quants, func(a, b Quant) int { return cmp.Or(cmp.Compare(a.Size, b.Size), strings.Compare(a.Name, b.Name)) })

@@ -3,6 +3,7 @@ package models
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -89,6 +90,16 @@ func TestPullGGUFQuant(t *testing.T) {
 		if _, err := m.Pull(context.Background(), name, PullOptions{}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want %q", name, err, want)
 		}
+	}
+	// Named alone, the choice carries the model's dimensions from its smallest
+	// quantization's header (read by ranges), by which each is placed on a PC.
+	_, err = m.Pull(context.Background(), "acme/dg-GGUF", PullOptions{})
+	var choice *QuantChoice
+	if !errors.As(err, &choice) || choice.Config == nil || choice.Config.Text.HiddenSize != config.Tiny().Text.HiddenSize {
+		t.Fatalf("the choice %+v (%v) has no dimensions from the header", choice, err)
+	}
+	if JudgeQuants(choice, hw.Info{RAMTotal: 8 << 30}); choice.Quants[0].Fit == nil || choice.Quants[0].Fit.Verdict != fit.Fits {
+		t.Errorf("the Q3_K_M of a tiny model in 8 GB of RAM: %+v", choice.Quants[0].Fit)
 	}
 	// The dynamic quant by its plain name too.
 	if tr, err := m.Pull(context.Background(), "acme/dg-GGUF:Q4_K_XL", PullOptions{}); err != nil || tr.Wait() != nil {

@@ -732,7 +732,7 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		// it says which it has (a *QuantChoice), as a repo named with that mix would.
 		f, err := ggufForQuant(repo, string(mix), rev.Files)
 		if err != nil {
-			return nil, fmt.Errorf("pull %s: %w", name, err)
+			return nil, fmt.Errorf("pull %s: %w", name, m.withChoiceConfig(ctx, repo, rev.Commit, rev.Files, err))
 		}
 		files = []hub.File{f}
 	}
@@ -742,7 +742,7 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 	if quant != "" { // the repo's other files, and of its GGUF files the one named
 		f, err := ggufForQuant(repo, quant, files)
 		if err != nil {
-			return nil, fmt.Errorf("pull %s: %w", name, err)
+			return nil, fmt.Errorf("pull %s: %w", name, m.withChoiceConfig(ctx, repo, rev.Commit, files, err))
 		}
 		files = slices.DeleteFunc(files, func(g hub.File) bool { return strings.HasSuffix(strings.ToLower(g.Name), ".gguf") })
 		files = append(files, f)
@@ -776,7 +776,7 @@ func (m *Manager) Pull(ctx context.Context, name string, opt PullOptions) (*Tran
 		}
 	}
 	if err := checkFormat(repo, files); err != nil {
-		return nil, fmt.Errorf("pull %s: %w", repo, err)
+		return nil, fmt.Errorf("pull %s: %w", repo, m.withChoiceConfig(ctx, repo, rev.Commit, files, err))
 	}
 
 	man, err := m.store.Load(modelName)

@@ -38,17 +38,53 @@ type Placement struct {
 // OnGPU reports whether the placement is the GPU's.
 func (p Placement) OnGPU() bool { return p.Budget.Kind == "gpu" }
 
+// Where says in a few words where the model would run and how it fits: on the GPU,
+// fitting or tight; on the CPU where the PC's GPU is too small for it; in the RAM,
+// from the disk, or nowhere (a quantization's button, a choice's line).
+func (p Placement) Where() string {
+	switch {
+	case p.Verdict == fit.WontFit:
+		return "too big for this PC"
+	case p.OnGPU() && p.Verdict == fit.Tight:
+		return "tight on the GPU"
+	case p.OnGPU():
+		return "fits the GPU"
+	case p.Verdict == fit.FromDisk:
+		return "from the disk, slowly"
+	case p.CPUBecause != "":
+		return "on the CPU: too big for the GPU"
+	case p.Verdict == fit.Tight:
+		return "tight in the RAM"
+	}
+	return "fits the RAM"
+}
+
 // Place is cfg under profile p — a GGUF file's blocks laid out as l where it is one
 // (a mix's rule, or the file's own types), p its stand-in (catalog.GGUFProfile) — on
 // the PC info describes (see Placement). A model too big for both the GPU and the RAM
 // is placed on the GPU, judged won't fit.
 func Place(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, info hw.Info) (Placement, error) {
+	return place(cfg, p, fit.Runtime{GGUF: l}, info)
+}
+
+// PlaceFile is Place for a GGUF file of cfg known only by its size (fit.Runtime's
+// FileBytes): a quantization of a repo offered before any of it downloads.
+func PlaceFile(cfg *config.Model, size int64, info hw.Info) (Placement, error) {
+	if size <= 0 {
+		return Placement{}, errors.New("the file's size is unknown")
+	}
+	return place(cfg, quant.Int4Profile, fit.Runtime{FileBytes: size}, info)
+}
+
+// place is Place with what rt says of the weights (its GPU set here).
+func place(cfg *config.Model, p quant.Profile, rt fit.Runtime, info hw.Info) (Placement, error) {
 	budgets := Budgets(info)
 	if len(budgets) == 0 {
 		return Placement{}, errors.New("this PC's memory is unknown")
 	}
 	first := budgets[0]
-	est, err := fit.Compute(cfg, p, fit.Runtime{GPU: first.Kind == "gpu", GGUF: l})
+	rt.GPU = first.Kind == "gpu"
+	est, err := fit.Compute(cfg, p, rt)
 	if err != nil {
 		return Placement{}, err
 	}
@@ -56,7 +92,7 @@ func Place(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, info hw.Inf
 	if first.Kind != "gpu" || pl.Verdict != fit.WontFit {
 		return pl, nil
 	}
-	if cpu, ok := inRAM(cfg, p, l, budgets); ok {
+	if cpu, ok := inRAM(cfg, p, rt, budgets); ok {
 		from := "from RAM"
 		if cpu.Verdict == fit.FromDisk {
 			from = "from RAM and the disk"
@@ -68,15 +104,16 @@ func Place(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, info hw.Inf
 	return pl, nil
 }
 
-// inRAM is cfg under p placed in the RAM, the last of budgets (Budgets), on the
-// CPU's estimate, where it runs there (tight and from the disk included); ok false
+// inRAM is cfg under p (its weights as rt says) placed in the RAM, the last of
+// budgets (Budgets), on the CPU's estimate, where it runs there (tight and from the disk included); ok false
 // where it does not, or the PC's RAM is unknown.
-func inRAM(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, budgets []fit.Budget) (pl Placement, ok bool) {
+func inRAM(cfg *config.Model, p quant.Profile, rt fit.Runtime, budgets []fit.Budget) (pl Placement, ok bool) {
 	ram := budgets[len(budgets)-1]
 	if ram.Kind != "ram" {
 		return Placement{}, false
 	}
-	cpu, err := fit.Compute(cfg, p, fit.Runtime{GGUF: l})
+	rt.GPU = false
+	cpu, err := fit.Compute(cfg, p, rt)
 	if err != nil {
 		return Placement{}, false
 	}
@@ -124,7 +161,7 @@ func BackendFor(spec string, src engine.Source, detect func() hw.Info) (string, 
 	}
 	// It fits the GPU, but not what is free of it now: the RAM, if it fits there.
 	g := info.GPUs[0]
-	if _, ok := inRAM(cfg, p, l, Budgets(info)); !ok {
+	if _, ok := inRAM(cfg, p, fit.Runtime{GGUF: l}, Budgets(info)); !ok {
 		return spec, ""
 	}
 	return "go", fmt.Sprintf("Only %s of the %s's %s of memory are free now (the rest is in use: by another program, a game perhaps, or by a model Darkroom holds there already) "+

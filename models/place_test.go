@@ -355,3 +355,61 @@ func TestBackendForGGUFOwnTypes(t *testing.T) {
 		t.Errorf("the 2-bit file's weights on a GPU: %.2f GB, want the file's %.2f", float64(w)/1e9, float64(file)/1e9)
 	}
 }
+
+// TestPlaceFile: a GGUF file known by its size alone is placed as its layout would
+// place it — a Q4_K_M's size gives the Q4_K_M rule's estimate to the byte, on a GPU
+// (its blocks as stored) and on the CPU (mapped, its Q6_K embedding held as int8) —
+// and JudgeQuants places each quantization of Unsloth's repo by its size: on a 16 GB
+// card the Q3_K_M tight on the GPU, the Q4_K_M on the CPU, a 52 GB BF16 on the CPU
+// from the disk (32 GB of RAM);
+// another publisher's repo, of dimensions unknown, is left unjudged.
+func TestPlaceFile(t *testing.T) {
+	cfg := catalog.DiffusionGemma26B()
+	l := weights.MixLayout(gguf.Q4KM)
+	size := fit.GGUFFileBytes(cfg, quant.Int4Profile, l)
+	for _, info := range []hw.Info{
+		{Device: "gpu", GPUs: []hw.GPU{{Name: "RTX 4090", VRAMTotal: 24 << 30}}, RAMTotal: 32 << 30},
+		{Device: "cpu", RAMTotal: 32 << 30},
+	} {
+		byLayout, err := Place(cfg, quant.Int4Profile, l, info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bySize, err := PlaceFile(cfg, size, info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := byLayout.Estimate, bySize.Estimate
+		if a.Total != b.Total || a.Pageable != b.Pageable || byLayout.Verdict != bySize.Verdict || byLayout.OnGPU() != bySize.OnGPU() {
+			t.Errorf("%s: by size %d bytes (%d pageable, %s), by the Q4_K_M's layout %d (%d, %s)", info.Device,
+				b.Total, b.Pageable, bySize.Verdict, a.Total, a.Pageable, byLayout.Verdict)
+		}
+	}
+	if _, err := PlaceFile(cfg, 0, hw.Info{RAMTotal: 32 << 30}); err == nil {
+		t.Error("a file of unknown size placed")
+	}
+
+	rtx4080 := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "RTX 4080", VRAMTotal: 16 << 30}}, RAMTotal: 32 << 30}
+	c := &QuantChoice{Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF", Quants: []Quant{
+		{Name: "Q3_K_M", Size: fit.GGUFFileBytes(cfg, quant.Int4Profile, weights.MixLayout(gguf.Q3KM))},
+		{Name: "Q4_K_M", Size: size}, {Name: "BF16", Size: 51_600_000_000}}}
+	JudgeQuants(c, rtx4080)
+	q3, q4, bf16 := c.Quants[0].Fit, c.Quants[1].Fit, c.Quants[2].Fit
+	switch {
+	case q3 == nil || q4 == nil || bf16 == nil:
+		t.Fatalf("unjudged: %+v", c.Quants)
+	case !q3.OnGPU() || q3.Verdict != fit.Tight:
+		t.Errorf("Q3_K_M on a 16 GB card: on the GPU %v, %s", q3.OnGPU(), q3.Verdict)
+	case q4.OnGPU() || q4.CPUBecause == "" || q4.Verdict != fit.Fits:
+		t.Errorf("Q4_K_M on a 16 GB card: on the GPU %v, %s (%q)", q4.OnGPU(), q4.Verdict, q4.CPUBecause)
+	case bf16.OnGPU() || bf16.Verdict != fit.FromDisk:
+		t.Errorf("BF16 on a 16 GB card and 32 GB of RAM: on the GPU %v, %s", bf16.OnGPU(), bf16.Verdict)
+	}
+	if msg := c.Error(); !strings.Contains(msg, "Q3_K_M (13.3 GB, tight on the GPU), Q4_K_M (16.8 GB, on the CPU: too big for the GPU), BF16 (51.6 GB, from the disk, slowly)") {
+		t.Errorf("the choice says %q", msg)
+	}
+	other := &QuantChoice{Repo: "acme/other-GGUF", Quants: []Quant{{Name: "Q4_K_M", Size: size}}}
+	if JudgeQuants(other, rtx4080); other.Quants[0].Fit != nil {
+		t.Error("a repo of unknown dimensions judged")
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hub"
+	"github.com/darkroomlabs/darkroom/models/hw"
 	"github.com/darkroomlabs/darkroom/models/store"
 )
 
@@ -116,6 +117,10 @@ func runPull(env *Env, args []string) error {
 	if err != nil {
 		if hub.Unreachable(err) && ctx.Err() == nil {
 			return unreachableHub(name, m.Hub().Endpoint, "", err)
+		}
+		var choice *models.QuantChoice
+		if errors.As(err, &choice) { // each quantization said with where it would run here
+			models.JudgeQuants(choice, hw.Detect(ctx, m.StorePath()))
 		}
 		return err
 	}

@@ -27,7 +27,7 @@ func (l *LibraryScreen) hubRepoCard() fyne.CanvasObject {
 	l.repoMsg = widget.NewLabel("")
 	l.repoMsg.Wrapping = fyne.TextWrapWord
 	l.repoMsg.Hide()
-	l.repoQuants = container.NewGridWrap(fyne.NewSize(190, 36))
+	l.repoQuants = container.NewGridWrap(fyne.NewSize(330, 36))
 	l.repoQuants.Hide()
 	l.repoGet = widget.NewButtonWithIcon("Download", theme.DownloadIcon(), l.downloadRepo)
 	l.repo.OnSubmitted = func(string) { l.downloadRepo() }
@@ -88,7 +88,11 @@ func (l *LibraryScreen) offerQuants(c *models.QuantChoice) {
 	var buttons []fyne.CanvasObject
 	for _, q := range c.Quants {
 		name := c.Repo + ":" + q.Name
-		buttons = append(buttons, widget.NewButtonWithIcon(q.Name+" · "+store.FormatBytes(q.Size), theme.DownloadIcon(), func() {
+		label := q.Name + " · " + store.FormatBytes(q.Size)
+		if q.Fit != nil {
+			label += " · " + q.Fit.Where()
+		}
+		buttons = append(buttons, widget.NewButtonWithIcon(label, theme.DownloadIcon(), func() {
 			l.repo.SetText(name)
 			l.downloadRepo()
 		}))

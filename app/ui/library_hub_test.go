@@ -10,6 +10,8 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/gguf"
+	"github.com/darkroomlabs/darkroom/models"
+	"github.com/darkroomlabs/darkroom/models/catalog"
 	"github.com/darkroomlabs/darkroom/models/download"
 	"github.com/darkroomlabs/darkroom/models/hubtest"
 	"github.com/darkroomlabs/darkroom/models/hw"
@@ -97,7 +99,9 @@ func TestLibraryDownloadsAnyHubModel(t *testing.T) {
 			}
 		}
 	})
-	if len(offered) != 2 || !uiRead(l.repoQuants.Visible) || q3Button == nil || offered[1] != "Q4_K_M · 1.0 MB" {
+	// Each says where it would run here, by its size and the dimensions in the
+	// smallest one's header (read by ranges): a tiny model fits the GPU.
+	if len(offered) != 2 || !uiRead(l.repoQuants.Visible) || q3Button == nil || offered[1] != "Q4_K_M · 1.0 MB · fits the GPU" {
 		t.Fatalf("the quantizations offered: %q", offered)
 	}
 	asUI(func() { q3Button.OnTapped() })
@@ -144,4 +148,33 @@ func TestLibraryCardOfADownloadThatEndedWhileListed(t *testing.T) {
 	waitFor(t, "the card, ready", func() bool {
 		return uiRead(func() bool { c := l.byName["acme/mini-ft"]; return c != nil && c.entry.State == "ready" })
 	})
+}
+
+// TestLibraryQuantsSayWhereTheyRun: a GGUF repo's quantizations, offered as buttons,
+// say where each would run on this PC (models.JudgeQuants, by the file's size) where
+// the repo is a catalog model's: on a 16 GB card the Q3_K_M tight on the GPU, the
+// Q4_K_M on the CPU, the BF16 from the disk. A gamer had a list of names and sizes.
+func TestLibraryQuantsSayWhereTheyRun(t *testing.T) {
+	info := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "RTX 4080", VRAMTotal: 16 << 30}}, RAMTotal: 32 << 30}
+	a, _ := libraryApp(t, "http://127.0.0.1:9", download.Options{}, info)
+	l := a.Library
+	choice := &models.QuantChoice{Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF"}
+	for _, m := range []gguf.Mix{gguf.Q3KM, gguf.Q4KM} {
+		e, _ := catalog.Find(catalog.GGUFIDs[m])
+		choice.Quants = append(choice.Quants, models.Quant{Name: string(m), Size: e.Size})
+	}
+	choice.Quants = append(choice.Quants, models.Quant{Name: "BF16", Size: 51_600_000_000})
+	models.JudgeQuants(choice, info)
+	asUI(func() { l.offerQuants(choice) })
+	var got []string
+	asUI(func() {
+		for _, o := range l.repoQuants.Objects {
+			got = append(got, o.(*widget.Button).Text)
+		}
+	})
+	want := []string{"Q3_K_M · 13.3 GB · tight on the GPU", "Q4_K_M · 16.8 GB · on the CPU: too big for the GPU",
+		"BF16 · 51.6 GB · from the disk, slowly"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the buttons say %q, want %q", got, want)
+	}
 }

@@ -1,11 +1,13 @@
 package ui
 
 import (
+	"cmp"
 	"fmt"
 	"image"
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -278,13 +280,17 @@ func (a *App) windowCheck(dir string) {
 	// A GGUF repo typed without a quantization: its quantizations offered as buttons
 	// under the Hugging Face box (the window check runs offline: the choice the Hub's
 	// listing would give for the catalog's mixes, at their sizes).
+	choice := &models.QuantChoice{Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF"}
+	for _, m := range gguf.Mixes {
+		e, _ := catalog.Find(catalog.GGUFIDs[m])
+		choice.Quants = append(choice.Quants, models.Quant{Name: string(m), Size: e.Size})
+	}
+	slices.SortFunc(choice.Quants, func(x, y models.Quant) int { return cmp.Compare(x.Size, y.Size) })
+	if lib, ok := a.deps.Library.(*managerLibrary); ok && lib.hardware != nil {
+		models.JudgeQuants(choice, lib.hardware()) // where each would run on this PC, as Start has them judged
+	}
 	fyne.DoAndWait(func() {
 		l := a.Library
-		choice := &models.QuantChoice{Repo: "unsloth/diffusiongemma-26B-A4B-it-GGUF"}
-		for _, m := range gguf.Mixes {
-			e, _ := catalog.Find(catalog.GGUFIDs[m])
-			choice.Quants = append(choice.Quants, models.Quant{Name: string(m), Size: e.Size})
-		}
 		l.repo.SetText(choice.Repo)
 		l.offerQuants(choice)
 		d := fyne.CurrentApp().Driver()

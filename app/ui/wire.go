@@ -464,6 +464,10 @@ func (l *managerLibrary) Start(name, profile string) error {
 		opt.Reserve = madeBytes(name, p)
 	}
 	t, err := l.m.Pull(context.Background(), name, opt)
+	var choice *models.QuantChoice
+	if errors.As(err, &choice) && l.hardware != nil {
+		models.JudgeQuants(choice, l.hardware()) // where each would run here, for its button
+	}
 	if err != nil {
 		return err
 	}

@@ -91,6 +91,13 @@ type Runtime struct {
 	// Workers is how many parts of a product the CPU's kernels run at once
 	// (default kernels.Workers(): this process's GOMAXPROCS).
 	Workers int
+	// FileBytes, where the weights are a GGUF file whose tensors' types are not read
+	// yet (a quantization of a repo offered by its name and size, before anything of
+	// it downloads), is the file's size, taken as its tensors' bytes: a GPU holds them
+	// as stored, the CPU maps them, and holds its embedding as int8 beside them as a
+	// Q6_K one is held (every llama.cpp mix but Q8_0 gives it Q6_K: fileHeld); 0: not
+	// such a file. The header's few MB count as weights.
+	FileBytes int64
 }
 
 func (r Runtime) withDefaults(cfg *config.Model) Runtime {
@@ -294,7 +301,14 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	e := &Estimate{Profile: string(p), Context: rt.Context}
 
 	w, note := WeightBytes(cfg, p), weightNote(p)
+	heap := HostHeapBytes(cfg, p, rt.GGUF)
 	switch {
+	case rt.FileBytes > 0 && rt.GPU:
+		w, note = rt.FileBytes, "the file's size: its blocks held as stored (their types are read when it downloads)"
+	case rt.FileBytes > 0:
+		extra, onHeap := fileHeld(cfg)
+		w, heap = rt.FileBytes+extra, onHeap
+		note = "the file's size, mapped, and its embedding held as int8 as a Q6_K one is (the types are read when it downloads)"
 	case rt.GGUF.IsGGUF() && rt.GPU:
 		w, note = GGUFDeviceWeightBytes(cfg, p, rt.GGUF), ggufNote(cfg, rt.GGUF, true)
 	case rt.GGUF.IsGGUF():
@@ -304,7 +318,7 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	}
 	e.Parts = append(e.Parts, Part{PartWeights, w, note})
 	if !rt.GPU {
-		e.Pageable = w - HostHeapBytes(cfg, p, rt.GGUF)
+		e.Pageable = w - heap
 	}
 
 	capacity := model.CacheCapacity(rt.Context)
@@ -360,6 +374,15 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 		e.Total += p.Bytes
 	}
 	return e, nil
+}
+
+// fileHeld is what the CPU holds of a GGUF file of cfg beyond mapping it, priced as a
+// Q4_K_M's (Runtime.FileBytes): its Q6_K embedding converted onto the heap (onHeap),
+// extra the bytes that adds to the file's.
+func fileHeld(cfg *config.Model) (extra, onHeap int64) {
+	l := weights.MixLayout(gguf.Q4KM)
+	p := quant.Int4Profile
+	return GGUFWeightBytes(cfg, p, l) - GGUFFileBytes(cfg, p, l), HostHeapBytes(cfg, p, l)
 }
 
 // graphScratch is the graph path's dequantization scratch on a GPU: the largest set of
