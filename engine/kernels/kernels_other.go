@@ -88,6 +88,8 @@ func interleave4(dst []byte, panelStride int, rows *[4][]byte, cols int) {
 func unpackNibbles(dst, src []byte, lut *[16]byte) { unpackNibblesGo(dst, src, lut) }
 func xor80(dst, src []byte)                        { xor80Go(dst, src) }
 func unpackQ4K(dst, src []byte, nb int)            { unpackQ4KGo(dst, src, nb) }
+func unpackQ3K(dst, src []byte, nb int)            { unpackQ3KGo(dst, src, nb) }
+func unpackQ2K(dst, src []byte, nb int)            { unpackQ2KGo(dst, src, nb) }
 
 func transposeScalesVector(dst, src []float32, groups int) int { return 0 }
 func transposeWords(dst, src []byte, kc int)                   { transposeWordsGo(dst, src, kc) }

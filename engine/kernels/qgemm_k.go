@@ -32,10 +32,28 @@ func (w *Matrix) rowCodesQ3K(dst []byte, s, mn []float32, r int) {
 	const bb = 110
 	nb := w.Cols / gguf.QK_K
 	row := w.Data[r*nb*bb : (r+1)*nb*bb]
-	dst, s, mn = dst[:gguf.QK_K*nb], s[:16*nb], mn[:16*nb]
+	s, mn = s[:16*nb], mn[:16*nb]
+	unpackQ3K(dst, row, nb)
 	for b := range nb {
-		blk, out := (*[bb]byte)(row[bb*b:]), (*[gguf.QK_K]byte)(dst[gguf.QK_K*b:])
-		var h [4]uint64 // hmask: bit 4n+j of byte l is input 128n + 32j + l's third bit
+		blk := (*[bb]byte)(row[bb*b:])
+		d := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[108:]))
+		sc := gguf.Q3KScales(blk[96:108])
+		bs, bm := (*[16]float32)(s[16*b:]), (*[16]float32)(mn[16*b:])
+		for g := range bs {
+			v := d * float32(sc[g])
+			bs[g], bm[g] = v, -4*v
+		}
+	}
+}
+
+// unpackQ3KGo writes the codes (0…7) of the nb Q3_K blocks in src into dst, 256 a
+// block in input order: input 128n + 32j + l is qs[32n + l]'s bits 2j and 2j + 1
+// with hmask[l]'s bit 4n + j above them, eight inputs a word.
+func unpackQ3KGo(dst, src []byte, nb int) {
+	const bb = 110
+	for b := range nb {
+		blk, out := (*[bb]byte)(src[bb*b:]), (*[gguf.QK_K]byte)(dst[gguf.QK_K*b:])
+		var h [4]uint64 // hmask
 		for i := range h {
 			h[i] = binary.LittleEndian.Uint64(blk[8*i:])
 		}
@@ -53,13 +71,6 @@ func (w *Matrix) rowCodesQ3K(dst []byte, s, mn []float32, r int) {
 				binary.LittleEndian.PutUint64(o[24:], q[3]>>shift&lanes3|(h[3]>>bit&lanes1)<<2)
 			}
 		}
-		d := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[108:]))
-		sc := gguf.Q3KScales(blk[96:108])
-		bs, bm := (*[16]float32)(s[16*b:]), (*[16]float32)(mn[16*b:])
-		for g := range bs {
-			v := d * float32(sc[g])
-			bs[g], bm[g] = v, -4*v
-		}
 	}
 }
 
@@ -71,9 +82,26 @@ func (w *Matrix) rowCodesQ2K(dst []byte, s, mn []float32, r int) {
 	const bb = 84
 	nb := w.Cols / gguf.QK_K
 	row := w.Data[r*nb*bb : (r+1)*nb*bb]
-	dst, s, mn = dst[:gguf.QK_K*nb], s[:16*nb], mn[:16*nb]
+	s, mn = s[:16*nb], mn[:16*nb]
+	unpackQ2K(dst, row, nb)
 	for b := range nb {
-		blk, out := (*[bb]byte)(row[bb*b:]), (*[gguf.QK_K]byte)(dst[gguf.QK_K*b:])
+		blk := (*[bb]byte)(row[bb*b:])
+		d := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[80:]))
+		dmin := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[82:]))
+		bs, bm := (*[16]float32)(s[16*b:]), (*[16]float32)(mn[16*b:])
+		for g, sc := range blk[:16] {
+			bs[g], bm[g] = d*float32(sc&15), -(dmin * float32(sc>>4))
+		}
+	}
+}
+
+// unpackQ2KGo writes the codes (0…3) of the nb Q2_K blocks in src into dst, 256 a
+// block in input order: input 128n + 32j + l is qs[32n + l]'s bits 2j and 2j + 1,
+// eight inputs a word.
+func unpackQ2KGo(dst, src []byte, nb int) {
+	const bb = 84
+	for b := range nb {
+		blk, out := (*[bb]byte)(src[bb*b:]), (*[gguf.QK_K]byte)(dst[gguf.QK_K*b:])
 		for n := range 2 {
 			var q [4]uint64
 			for i := range q {
@@ -87,12 +115,6 @@ func (w *Matrix) rowCodesQ2K(dst []byte, s, mn []float32, r int) {
 				binary.LittleEndian.PutUint64(o[16:], q[2]>>shift&lanes3)
 				binary.LittleEndian.PutUint64(o[24:], q[3]>>shift&lanes3)
 			}
-		}
-		d := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[80:]))
-		dmin := gguf.HalfToFloat32(binary.LittleEndian.Uint16(blk[82:]))
-		bs, bm := (*[16]float32)(s[16*b:]), (*[16]float32)(mn[16*b:])
-		for g, sc := range blk[:16] {
-			bs[g], bm[g] = d*float32(sc&15), -(dmin * float32(sc>>4))
 		}
 	}
 }

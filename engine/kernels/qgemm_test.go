@@ -193,6 +193,38 @@ func TestUnpackQ4K(t *testing.T) {
 	}
 }
 
+// TestUnpackQ3KQ2K: the vector unpacking of Q3_K's and Q2_K's codes (AVX2 where
+// the CPU has it) gives the Go one's bytes, on random blocks; and the Go one reads
+// each code's bits where gguf's decoders do (input 128 + 64 + 5 of a block: qs's
+// bits 4–5, and for Q3_K hmask's bit 6).
+func TestUnpackQ3KQ2K(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, c := range []struct {
+		name        string
+		bb          int
+		fast, plain func(dst, src []byte, nb int)
+	}{{"Q3_K", 110, unpackQ3K, unpackQ3KGo}, {"Q2_K", 84, unpackQ2K, unpackQ2KGo}} {
+		src := make([]byte, 3*c.bb)
+		for i := range src {
+			src[i] = byte(rng.Uint32())
+		}
+		got, want := make([]byte, 3*256), make([]byte, 3*256)
+		c.fast(got, src, 3)
+		c.plain(want, src, 3)
+		if string(got) != string(want) {
+			t.Fatalf("%s: %v\nwant %v", c.name, got, want)
+		}
+		blk, code := src[c.bb:], want[256+128+64+5]
+		wantCode := blk[16+32+5] >> 4 & 3 // Q2_K: qs from byte 16
+		if c.name == "Q3_K" {
+			wantCode = blk[32+32+5]>>4&3 | (blk[5]>>6&1)<<2
+		}
+		if code != wantCode {
+			t.Fatalf("%s: input 197's code %d, want %d", c.name, code, wantCode)
+		}
+	}
+}
+
 func TestInterleave4(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	var rows [4][]byte

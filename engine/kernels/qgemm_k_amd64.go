@@ -1,0 +1,38 @@
+//go:build !noasm
+
+package kernels
+
+// unpackQ3KAVX2 and unpackQ2KAVX2 are unpackQ3KGo and unpackQ2KGo over blocks ≥ 1
+// blocks (qgemm_k_amd64.s).
+//
+//go:noescape
+func unpackQ3KAVX2(dst, src *byte, blocks int)
+
+//go:noescape
+func unpackQ2KAVX2(dst, src *byte, blocks int)
+
+// unpackQ3K writes the codes of the nb Q3_K blocks in src into dst (unpackQ3KGo).
+func unpackQ3K(dst, src []byte, nb int) {
+	if nb == 0 {
+		return
+	}
+	if !useAVX2 {
+		unpackQ3KGo(dst, src, nb)
+		return
+	}
+	_, _ = dst[256*nb-1], src[110*nb-1]
+	unpackQ3KAVX2(&dst[0], &src[0], nb)
+}
+
+// unpackQ2K writes the codes of the nb Q2_K blocks in src into dst (unpackQ2KGo).
+func unpackQ2K(dst, src []byte, nb int) {
+	if nb == 0 {
+		return
+	}
+	if !useAVX2 {
+		unpackQ2KGo(dst, src, nb)
+		return
+	}
+	_, _ = dst[256*nb-1], src[84*nb-1]
+	unpackQ2KAVX2(&dst[0], &src[0], nb)
+}
