@@ -264,17 +264,7 @@ func transposeScalesVector(dst, src []float32, groups int) int {
 //go:noescape
 func unpackQ4KAVX2(dst, src *byte, blocks int)
 
-func unpackQ4K(dst, src []byte, nb int) {
-	if nb == 0 {
-		return
-	}
-	if !useAVX2 {
-		unpackQ4KGo(dst, src, nb)
-		return
-	}
-	_, _ = dst[256*nb-1], src[144*nb-1]
-	unpackQ4KAVX2(&dst[0], &src[0], nb)
-}
+func unpackQ4K(dst, src []byte, nb int) { unpackBlocks(dst, src, nb, 144, unpackQ4KAVX2, unpackQ4KGo) }
 
 // nvfp4ScalesAVX512 and nvfp4ScalesAVX2 are nvfp4PanelScalesGo for 16 rows (8) and
 // groups [0, 4·quads) (qgemm_amd64.s).
