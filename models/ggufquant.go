@@ -176,7 +176,7 @@ type Quant struct {
 	Name string
 	Size int64
 	// Fit is its placement on this PC by its file's size (PlaceFile), where the
-	// repo's model is one the catalog knows the dimensions of; nil where unjudged.
+	// model's dimensions are known (JudgeQuants); nil where unjudged.
 	Fit *Placement
 }
 
