@@ -430,29 +430,27 @@ func quantizeRowGo(q []int8, pairs, a, scale []float32, gs int) {
 }
 
 // rowCodes writes row r of w as unsigned bytes into dst[:Cols], and each group's
-// scale and minimum (of 32 inputs, or NVFP4's 16: intGroup) into s and mn, so that
+// scale and minimum (of 32 inputs, or 16: codeGroup) into s and mn, so that
 // w[r,p] = s·u + mn.
 func (w *Matrix) rowCodes(dst []byte, s, mn []float32, r int) {
-	switch {
-	case w.Spec.Bits == 0 && w.GGUF == gguf.Q4_K:
-		w.rowCodesQ4K(dst, s, mn, r)
+	if w.Spec.Bits == 0 { // GGUF's blocks (intCodes)
+		switch w.GGUF {
+		case gguf.Q4_K:
+			w.rowCodesQ4K(dst, s, mn, r)
+		case gguf.Q3_K:
+			w.rowCodesQ3K(dst, s, mn, r)
+		case gguf.Q2_K:
+			w.rowCodesQ2K(dst, s, mn, r)
+		case gguf.Q6_K:
+			w.rowCodesQ6K(dst, s, mn, r)
+		case gguf.Q5_K:
+			w.rowCodesQ5K(dst, s, mn, r)
+		default: // blocks of 32
+			w.rowCodes32(dst, s, mn, r)
+		}
 		return
-	case w.Spec.Bits == 0 && w.GGUF == gguf.Q3_K:
-		w.rowCodesQ3K(dst, s, mn, r)
-		return
-	case w.Spec.Bits == 0 && w.GGUF == gguf.Q2_K:
-		w.rowCodesQ2K(dst, s, mn, r)
-		return
-	case w.Spec.Bits == 0 && w.GGUF == gguf.Q6_K:
-		w.rowCodesQ6K(dst, s, mn, r)
-		return
-	case w.Spec.Bits == 0 && w.GGUF == gguf.Q5_K:
-		w.rowCodesQ5K(dst, s, mn, r)
-		return
-	case w.Spec.Bits == 0: // GGUF's blocks of 32 (intCodes)
-		w.rowCodes32(dst, s, mn, r)
-		return
-	case w.Spec.Format == quant.FP4:
+	}
+	if w.Spec.Format == quant.FP4 {
 		w.rowCodesNVFP4(dst, s, mn, r)
 		return
 	}
