@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/weights"
@@ -12,16 +13,11 @@ import (
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 )
 
-// TestGGUFOnTheGraphPath: a GGUF (Q4_K, Q8_0, Q6_K, … matrices) loaded for the graph
-// path (engine.Load's InGraph, XLA on a GPU: the mapped file's Set) keeps every
-// block-quantized matrix quantized — Q4_K, Q6_K and Q8_0 blocks in their own bits
-// (GGUFKeptTypes), the others as int8 or (affine) int4 codes and scales, no float32
-// copy — so the runner's buffers on its device are exactly the set's bytes, a
-// fraction of the float32 model's; and the graph's logits, dequantized next to each
-// product, are those of the float32 twin of the same values.
-func TestGGUFOnTheGraphPath(t *testing.T) {
-	cfg := ggufConfig()
-	fx := writeGGUF(t, t.TempDir(), cfg, false, nil)
+// graphSet writes the test GGUF of cfg (its experts split or fused) and returns it
+// with the set the graph path loads from it (the mapped file's Set).
+func graphSet(t *testing.T, cfg *config.Model, split bool) (*ggufFixture, *weights.Set) {
+	t.Helper()
+	fx := writeGGUF(t, t.TempDir(), cfg, split, nil)
 	m, ok, err := weights.Map(filepath.Dir(fx.path), cfg, nil)
 	if err != nil || !ok {
 		t.Fatalf("map: %v, %v", ok, err)
@@ -31,6 +27,18 @@ func TestGGUFOnTheGraphPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fx, set
+}
+
+// TestGGUFOnTheGraphPath: a GGUF (Q4_K, Q8_0, Q6_K, … matrices) loaded for the graph
+// path (engine.Load's InGraph, XLA on a GPU: the mapped file's Set) keeps every
+// block-quantized matrix in its own bits (GGUFKeptTypes), no float32 copy — so the
+// runner's buffers on its device are exactly the set's bytes, a fraction of the
+// float32 model's; and the graph's logits, dequantized next to each product, are
+// those of the float32 twin of the same values.
+func TestGGUFOnTheGraphPath(t *testing.T) {
+	cfg := ggufConfig()
+	fx, set := graphSet(t, cfg, false)
 	var f32Bytes int64
 	kept := map[gguf.Type]int{}
 	for _, sp := range weights.Specs(cfg) {
@@ -94,16 +102,7 @@ func TestGGUFOnTheGraphPath(t *testing.T) {
 func TestGGUFKeptFloat32(t *testing.T) {
 	cfg := ggufConfig()
 	for _, split := range []bool{false, true} {
-		fx := writeGGUF(t, t.TempDir(), cfg, split, nil)
-		m, ok, err := weights.Map(filepath.Dir(fx.path), cfg, nil)
-		if err != nil || !ok {
-			t.Fatalf("map: %v, %v", ok, err)
-		}
-		set, err := m.Set(nil)
-		m.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		fx, set := graphSet(t, cfg, split)
 		kept := 0
 		for _, sp := range weights.Specs(cfg) {
 			if q, ok := set.Quant[sp.Name]; !ok || !q.Kept() {
