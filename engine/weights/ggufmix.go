@@ -22,8 +22,8 @@ import (
 // Q5_K for Q3_K_M's and Q4_K_M's output projections. Where a row is no whole block of
 // 256 (the 26B's 704- and 2,112-input down projections, a small model's every
 // tensor) a K type takes its fallback (ggufFallback). Unsloth's GGUFs are built by
-// llama.cpp's quantizer; by these rules the 26B's weights take 13.2, 16.77, 19.10,
-// 22.62 and 26.84 GB; the last four are 15.6, 17.8, 21.1 and 25.0 GiB, which the
+// llama.cpp's quantizer; by these rules the 26B's weights take 13.28, 16.79, 19.13,
+// 22.64 and 26.86 GB; the last four are 15.6, 17.8, 21.1 and 25.0 GiB, which the
 // model card rounds to 16, 18, 21 and 25, and the Q4_K_M download is 16.8 GB
 // (models/fit's TestGGUFWeights). engine/weights' TestGGUFTypeAsLlamaCpp holds it to
 // llama.cpp's rules restated over the file's tensor names.
@@ -46,8 +46,7 @@ func GGUFType(cfg *config.Model, m gguf.Mix, s Spec) (gguf.Type, bool) {
 // back (GGUFType): llama_tensor_get_type_impl's branches for the tensors of
 // DiffusionGemma, told apart as llama.cpp tells them, by their GGUF names.
 func mixType(t *config.Text, m gguf.Mix, s Spec) gguf.Type {
-	def := map[gguf.Mix]gguf.Type{gguf.Q3KM: gguf.Q3_K, gguf.Q4KM: gguf.Q4_K, gguf.Q5KM: gguf.Q5_K,
-		gguf.Q6KM: gguf.Q6_K}[m]
+	def := mixDefault[m]
 	if m == gguf.Q80M {
 		return gguf.Q8_0 // the embedding too: llama.cpp gives the output Q6_K only where it is not Q8_0
 	}
@@ -94,6 +93,9 @@ func mixType(t *config.Text, m gguf.Mix, s Spec) gguf.Type {
 	return def
 }
 
+// mixDefault is each K mix's default type (llama_ftype_get_default_type).
+var mixDefault = map[gguf.Mix]gguf.Type{gguf.Q3KM: gguf.Q3_K, gguf.Q4KM: gguf.Q4_K, gguf.Q5KM: gguf.Q5_K, gguf.Q6KM: gguf.Q6_K}
+
 // useMoreBits is llama.cpp's use_more_bits: tensor i of n is among those a mix gives
 // more bits — the first and last eighth, and every third between.
 func useMoreBits(i, n int) bool { return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2 }
@@ -113,14 +115,17 @@ func vOrdinal(t *config.Text, layer int) (i, n int) {
 	return i, n
 }
 
+// kFallback is each K type's fallback of blocks of 32 (ggufFallback).
+var kFallback = map[gguf.Type]gguf.Type{gguf.Q2_K: gguf.Q4_0, gguf.Q3_K: gguf.Q4_0, gguf.Q4_K: gguf.Q5_0,
+	gguf.Q5_K: gguf.Q5_1, gguf.Q6_K: gguf.Q8_0}
+
 // ggufFallback is the type llama.cpp writes a tensor of type t in where its rows of
 // cols values are no whole block of t (tensor_type_fallback): a K type's nearest of
 // blocks of 32 — Q4_0 for Q2_K and Q3_K (llama.cpp's source now; older releases wrote
 // IQ4_NL, of the same bytes), Q5_0 for Q4_K, Q5_1 for Q5_K, Q8_0 for Q6_K — and F16
 // where even that does not divide the rows.
 func ggufFallback(t gguf.Type, cols int) gguf.Type {
-	f, ok := map[gguf.Type]gguf.Type{gguf.Q2_K: gguf.Q4_0, gguf.Q3_K: gguf.Q4_0, gguf.Q4_K: gguf.Q5_0,
-		gguf.Q5_K: gguf.Q5_1, gguf.Q6_K: gguf.Q8_0}[t]
+	f, ok := kFallback[t]
 	if !ok || cols%f.BlockSize() != 0 {
 		return gguf.F16
 	}
