@@ -312,7 +312,7 @@ func (w *Matrix) intCodes(p *qPath) bool {
 // of 16 too, each of their groups' scale and minimum twice (packQB): 8·31·127 = 31,496
 // fits a word, 16·31·127 would not (Q4_K's 16·15·127 = 30,480 does).
 func (w *Matrix) intGroup(p *qPath) int {
-	if g := w.codeGroup(); g == 16 || !p.wide && w.Spec.Bits == 0 && (w.GGUF == gguf.Q5_0 || w.GGUF == gguf.Q5_1 || w.GGUF == gguf.Q5_K) {
+	if w.codeGroup() == 16 || !p.wide && w.Spec.Bits == 0 && (w.GGUF == gguf.Q5_0 || w.GGUF == gguf.Q5_1 || w.GGUF == gguf.Q5_K) {
 		return 16
 	}
 	return qGroup
@@ -776,7 +776,7 @@ func unpackNibblesGo(dst, src []byte, lut *[16]byte) {
 // kp/4 quads of 128 code bytes and, per group of gs = w.intGroup(qActive) inputs, 64 floats,
 // rows past cols and inputs past Cols zero.
 func (w *Matrix) packQB(buf *qBuf, j0, cols, kp int) {
-	gs, k := w.intGroup(qActive), w.Cols
+	gs, cg, k := w.intGroup(qActive), w.codeGroup(), w.Cols // cg > gs: rowCodes' groups spread (spreadGroups)
 	groups := kp / gs
 	if cap(buf.codes) < 32*kp {
 		buf.codes = make([]byte, 32*kp)
@@ -803,7 +803,7 @@ func (w *Matrix) packQB(buf *qBuf, j0, cols, kp int) {
 				clear(row[k:])
 			} else if j < cols {
 				w.rowCodes(row, s, mn, j0+j)
-				if cg := w.codeGroup(); gs < cg {
+				if gs < cg {
 					spreadGroups(s, k/cg)
 					spreadGroups(mn, k/cg)
 				}
