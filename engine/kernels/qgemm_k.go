@@ -11,7 +11,8 @@ import (
 // unsigned code widened to a byte, per sub-block of 16 inputs (Q3_K, Q2_K, Q6_K: the
 // integer kernels' groups of 16, kern16, as NVFP4's blocks) or of 32 (Q5_K: its
 // groups as Q4_K's). Q3_K's codes reach 7 and Q2_K's 3, which every path's sums hold
-// exactly (AVX2's 16-bit words included); Q6_K's reach 63 and Q5_K's 31, for the wide
+// exactly (AVX2's 16-bit words included); Q5_K's reach 31, which AVX2's words hold in
+// groups of 16 (intGroup spreads its groups of 32); Q6_K's reach 63, for the wide
 // paths (VNNI's 32-bit sums) only. The layouts and values are ggml's, as engine/gguf's
 // decoders (dequantQ3_K …) state them.
 
