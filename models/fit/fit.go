@@ -301,13 +301,13 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	e := &Estimate{Profile: string(p), Context: rt.Context}
 
 	w, note := WeightBytes(cfg, p), weightNote(p)
-	heap := HostHeapBytes(cfg, p, rt.GGUF)
+	heap := func() int64 { return HostHeapBytes(cfg, p, rt.GGUF) } // on the CPU: what it reads onto its heap
 	switch {
 	case rt.FileBytes > 0 && rt.GPU:
 		w, note = rt.FileBytes, "the file's size: its blocks held as stored (their types are read when it downloads)"
 	case rt.FileBytes > 0:
 		extra, onHeap := fileHeld(cfg)
-		w, heap = rt.FileBytes+extra, onHeap
+		w, heap = rt.FileBytes+extra, func() int64 { return onHeap }
 		note = "the file's size, mapped, and its embedding held as int8 as a Q6_K one is (the types are read when it downloads)"
 	case rt.GGUF.IsGGUF() && rt.GPU:
 		w, note = GGUFDeviceWeightBytes(cfg, p, rt.GGUF), ggufNote(cfg, rt.GGUF, true)
@@ -318,7 +318,7 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	}
 	e.Parts = append(e.Parts, Part{PartWeights, w, note})
 	if !rt.GPU {
-		e.Pageable = w - heap
+		e.Pageable = w - heap()
 	}
 
 	capacity := model.CacheCapacity(rt.Context)
