@@ -84,6 +84,18 @@ type Options struct {
 	// run the graphs. Both paths are held to the same float64 reference by
 	// engine/model's tests.
 	InGraph bool
+	// DeviceLayers, on an accelerator (an XLA backend other than the go one) with
+	// 0 < DeviceLayers < the model's layer count, splits the model between the device
+	// and the CPU, as llama.cpp's --n-gpu-layers does: the embedding, the decoder's
+	// self-conditioning MLP, the final norm and the first DeviceLayers layers (their
+	// weights as stored and their KV cache) on the device, where the output head and
+	// the sampler's step run too; the other layers on the CPU, multiplied in their
+	// stored format straight from the mapped checkpoint, with their KV cache in RAM
+	// (engine/model's Runner.DeviceLayers). Per denoising step only the canvas's
+	// hidden state [C, D] crosses, each way once. For a GPU too small for the whole
+	// model (models.Place says how many layers fit). 0, or the layer count or more:
+	// the whole model on the device.
+	DeviceLayers int
 }
 
 // Load reads a model and prepares it to generate. Either the whole model loads
