@@ -33,7 +33,7 @@ type Engine struct {
 	backend   string
 	be        backends.Backend   // nil for fakes
 	fallback  string             // why XLA did not start, if it was asked for
-	path      string             // where the model runs: PathHost or PathGraph
+	path      string             // where the model runs: PathHost, PathGraph or PathSplit
 	gguf      weights.GGUFLayout // the layout of the GGUF file the weights came from (zero: none)
 	dir       string             // the model's folder (Source.Dir; "" for one in an fs.FS)
 	release   func()             // frees the model's device memory; nil when nothing to free
@@ -523,9 +523,13 @@ const (
 	PathHost = "host"
 	// PathGraph: compiled GoMLX graphs on the backend (always on XLA).
 	PathGraph = "graph"
+	// PathSplit: the model split between the backend's device (its first layers, the
+	// embedding, the head and the sampler, in graphs) and the host (its other layers):
+	// Options.DeviceLayers.
+	PathSplit = "split"
 )
 
-// Path says where the model's forward passes run: PathHost or PathGraph.
+// Path says where the model's forward passes run: PathHost, PathGraph or PathSplit.
 func (e *Engine) Path() string { return e.path }
 
 // GGUFLayout is how the GGUF file the model's weights came from stores them — each

@@ -84,8 +84,9 @@ type Options struct {
 	// run the graphs. Both paths are held to the same float64 reference by
 	// engine/model's tests.
 	InGraph bool
-	// DeviceLayers, on an accelerator (an XLA backend other than the go one) with
-	// 0 < DeviceLayers < the model's layer count, splits the model between the device
+	// DeviceLayers, where the model runs in graphs (an XLA backend, or the pure-Go
+	// one with InGraph, as the tests run it) with 0 < DeviceLayers < the model's
+	// layer count, splits the model between the device
 	// and the CPU, as llama.cpp's --n-gpu-layers does: the embedding, the decoder's
 	// self-conditioning MLP, the final norm and the first DeviceLayers layers (their
 	// weights as stored and their KV cache) on the device, where the output head and
@@ -199,7 +200,7 @@ func Load(ctx context.Context, src Source, opts Options) (e *Engine, err error) 
 		be.Finalize()
 		return nil, err
 	}
-	run, path, release, err := newModelRunner(be, cfg, w, opts.InGraph, opts.WeightsProgress)
+	run, path, release, err := newModelRunner(be, cfg, w, opts, opts.WeightsProgress)
 	if err != nil {
 		be.Finalize()
 		return nil, fmt.Errorf("load %s: %w", src, err)

@@ -286,3 +286,35 @@ func checkCounts(t *testing.T, what string, c [][2]int64) {
 		}
 	}
 }
+
+// TestSplitPathAgrees loads the tiny model split after its first layer
+// (Options.DeviceLayers; graphs on the pure-Go backend stand in for a GPU's): it
+// reports PathSplit, and its greedy AR tokens are the whole graph's; a diffusion
+// answer develops too. A DeviceLayers of the layer count or more is the whole graph.
+func TestSplitPathAgrees(t *testing.T) {
+	dir := writeTinyModel(t)
+	gen := func(layers int, mode Mode) (*Result, string) {
+		e, err := Load(context.Background(), Dir(dir), Options{Backend: "go", InGraph: true, DeviceLayers: layers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		res, err := e.Generate(context.Background(), Request{Prompt: "What is Unix?", Mode: mode, Seed: 7,
+			Sampling: Sampling{MaxNewTokens: 24}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, e.Path()
+	}
+	graph, graphPath := gen(0, AR)
+	split, splitPath := gen(1, AR)
+	if _, all := gen(99, AR); graphPath != PathGraph || splitPath != PathSplit || all != PathGraph {
+		t.Fatalf("paths = %q, %q, %q; want %q, %q, %q", graphPath, splitPath, all, PathGraph, PathSplit, PathGraph)
+	}
+	if !slices.Equal(graph.Tokens, split.Tokens) {
+		t.Errorf("greedy AR, different tokens:\ngraph %v\nsplit %v", graph.Tokens, split.Tokens)
+	}
+	if res, _ := gen(1, Diffusion); len(res.Tokens) == 0 || len(res.Canvases) == 0 {
+		t.Errorf("split diffusion: %d tokens, %d canvases", len(res.Tokens), len(res.Canvases))
+	}
+}

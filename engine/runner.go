@@ -6,6 +6,7 @@ import (
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model"
+	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/sampler"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/gomlx/gomlx/backends"
@@ -31,12 +32,18 @@ func (w loadedWeights) close() {
 	}
 }
 
-// newModelRunner prepares the runner: on the pure-Go backend (unless inGraph) a mapped
-// checkpoint runs on the host straight from its mapping (model.NewHostRunner);
-// otherwise the weights go into a fresh GoMLX context on b (a mapped checkpoint copied
-// out, converted where it is a GGUF file, and unmapped: progress, if not nil, hears
-// the stored bytes done of the total). release frees the KV cache (and the mapping).
-func newModelRunner(b backends.Backend, cfg *config.Model, w loadedWeights, inGraph bool, progress func(done, total int64)) (runner, string, func(), error) {
+// newModelRunner prepares the runner: on the pure-Go backend (unless opts.InGraph) a
+// mapped checkpoint runs on the host straight from its mapping (model.NewHostRunner);
+// on an accelerator with opts.DeviceLayers below the layer count, split between the
+// two (newSplitRunner); otherwise the weights go into a fresh GoMLX context on b (a
+// mapped checkpoint copied out, converted where it is a GGUF file, and unmapped:
+// progress, if not nil, hears the stored bytes done of the total). release frees the
+// KV cache (and the mapping).
+func newModelRunner(b backends.Backend, cfg *config.Model, w loadedWeights, opts Options, progress func(done, total int64)) (runner, string, func(), error) {
+	inGraph := opts.InGraph
+	if k := opts.DeviceLayers; k > 0 && k < cfg.Text.NumHiddenLayers && (inGraph || !model.IsPureGo(b)) {
+		return newSplitRunner(b, cfg, w, k, progress)
+	}
 	if w.mapped != nil && !inGraph && model.IsPureGo(b) {
 		r, err := model.NewHostRunner(&cfg.Text, w.mapped)
 		if err != nil {
@@ -76,6 +83,62 @@ func newModelRunner(b backends.Backend, cfg *config.Model, w loadedWeights, inGr
 		path = PathHost
 	}
 	return modelRunner{r}, path, r.Close, nil
+}
+
+// newSplitRunner is newModelRunner for a model split after layer k−1
+// (model.NewSplitRunner): the global tensors and the first k layers' go into a GoMLX
+// context on b's device (converted as the graph path converts them: progress hears
+// their stored bytes); the host reads its layers' as stored, from the mapping (which
+// stays open until release) or, for weights Load read into a Set, from a host
+// context of their own.
+func newSplitRunner(b backends.Backend, cfg *config.Model, w loadedWeights, k int, progress func(done, total int64)) (runner, string, func(), error) {
+	onDevice := func(s weights.Spec) bool { return s.Layer < k } // global tensors: Layer −1
+	var host model.HostSource
+	set := w.set
+	if w.mapped != nil {
+		var err error
+		if set, err = w.mapped.SetOf(onDevice, progress); err != nil {
+			w.close()
+			return nil, "", nil, err
+		}
+		host = w.mapped
+	} else {
+		device, hostSet := weights.NewSet(), weights.NewSet()
+		for _, s := range weights.Specs(cfg) {
+			to := hostSet
+			if onDevice(s) {
+				to = device
+			}
+			for _, name := range []string{s.Name, s.Name + quant.WeightSuffix, s.Name + quant.ScaleSuffix, s.Name + quant.MinSuffix} {
+				if t, ok := set.Tensors[name]; ok {
+					to.Tensors[name] = t
+				}
+			}
+			if q, ok := set.Quant[s.Name]; ok {
+				to.Quant[s.Name] = q
+			}
+		}
+		hostCtx := context.New()
+		if err := model.LoadSet(hostCtx, hostSet); err != nil {
+			return nil, "", nil, fmt.Errorf("model weights: %w", err)
+		}
+		set, host = device, model.ContextSource(hostCtx)
+	}
+	ctx := context.New()
+	if err := model.LoadSet(ctx, set); err != nil {
+		w.close()
+		return nil, "", nil, fmt.Errorf("model weights: %w", err)
+	}
+	r, err := model.NewSplitRunner(b, &cfg.Text, ctx, host, k)
+	if err != nil {
+		w.close()
+		return nil, "", nil, fmt.Errorf("model: %w", err)
+	}
+	r.ComputeDType = model.ComputeDTypeFor(cmp.Or(cfg.Text.DType, cfg.DType), true)
+	return modelRunner{r}, PathSplit, func() {
+		r.Close()
+		w.close()
+	}, nil
 }
 
 func (m modelRunner) Reset() { m.r.Reset() }

@@ -23,6 +23,11 @@ type hostModel struct {
 	cfg        *config.Text
 	w          *hostWeights
 	embedScale float64
+	// from is the first layer the host runs: 0, or where a model is split between a
+	// device and the host (Runner.DeviceLayers), the first of the host's layers — it
+	// then takes the device's hidden state in and hands its own back (decodeFrom,
+	// encodeHidden), and never embeds a token or applies the final norm.
+	from int
 
 	// ropes are the rotation tables of this forward's positions (ropeTables), shared
 	// by its layers that rotate alike; decode and encode take them from the cache
@@ -85,6 +90,7 @@ type hostCache struct {
 	k, v    [][]float32
 	n       int   // positions cached
 	written []int // per layer: positions written (= n, except inside a failed encode)
+	from    int   // the first layer cached (hostModel.from): the layers before it hold nothing
 
 	// kept are copies of the cache at some length, one per slot (keep), for restore:
 	// every layer's rows, so a copy outlives whatever the cache holds since.
@@ -258,7 +264,7 @@ func hostRingRows(cfg *config.Text, i int) int {
 // canTruncate reports whether every sliding layer's ring still holds the window before
 // position n (ringHolds).
 func (c *hostCache) canTruncate(cfg *config.Text, n int) bool {
-	for i := range c.v {
+	for i := c.from; i < len(c.v); i++ {
 		if r := c.ringRows(cfg, i); r > 0 && !ringHolds(r, c.written[i], n) {
 			return false
 		}
@@ -349,7 +355,7 @@ const KeptSlots = 2
 // in dst's own buffers, grown where they are short: writing to either leaves the
 // other as it is. The rotation table, the kept copies and the scratch are not copied.
 func (c *hostCache) copyRows(dst *hostCache) {
-	dst.n, dst.written = c.n, append(dst.written[:0], c.written...)
+	dst.n, dst.written, dst.from = c.n, append(dst.written[:0], c.written...), c.from
 	for len(dst.v) < len(c.v) {
 		dst.k, dst.v = append(dst.k, nil), append(dst.v, nil)
 	}
@@ -465,6 +471,15 @@ func (h *hostModel) decode(cache *hostCache, canvas []int32, soft []float32, sta
 	return arch.Output(o, h.cfg, arch.Layers(o, h.cfg, x, arch.DecoderScalar))
 }
 
+// decodeFrom is the decoder's layers from h.from on over x [C·D], the output of the
+// layer before them (a split model's device part), for a canvas at positions
+// start…start+C−1: the last layer's output [C·D], before the final norm.
+func (h *hostModel) decodeFrom(cache *hostCache, x []float32, start int) []float32 {
+	h.use(cache)
+	o := &hostOps{h: h, cache: cache, start: start}
+	return arch.LayerRange(o, h.cfg, h.from, h.cfg.NumHiddenLayers, x, arch.DecoderScalar)
+}
+
 // encode runs the causal encoder over tokens at positions start…start+T−1, writes
 // their K/V to the cache (which must hold exactly start positions) and returns the
 // final-normed hidden state of the last token [D].
@@ -477,7 +492,7 @@ func (h *hostModel) encode(cache *hostCache, tokens []int32, start int, encoderS
 // the chunks (hostOps.sub): each layer's attention a chunk at a time, its products
 // over all the pass's rows at once.
 func (h *hostModel) encodePass(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string, sub int) []float32 {
-	hs := h.encodeHidden(cache, tokens, start, encoderScalar, true, sub)
+	hs := h.encodeHidden(cache, h.embed(tokens), start, encoderScalar, true, sub)
 	return arch.Output(&hostOps{h: h}, h.cfg, hs[(len(tokens)-1)*h.cfg.HiddenSize:])
 }
 
@@ -486,29 +501,31 @@ func (h *hostModel) encodePass(cache *hostCache, tokens []int32, start int, enco
 // slot is overwritten and nothing needs copying or truncating after. It returns the
 // final-normed hidden states of tokens from… [(T−from)·D].
 func (h *hostModel) score(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string, from int) []float32 {
-	hs := h.encodeHidden(cache, tokens, start, encoderScalar, false, 0)
+	hs := h.encodeHidden(cache, h.embed(tokens), start, encoderScalar, false, 0)
 	return arch.Output(&hostOps{h: h}, h.cfg, hs[from*h.cfg.HiddenSize:])
 }
 
-// encodeHidden is encode's layers (arch's recipe over hostOps): the last layer's
-// output [T·D], before the final norm; the tokens' K/V go to the cache only if write
-// (then in chunks of sub tokens: encodePass).
-func (h *hostModel) encodeHidden(cache *hostCache, tokens []int32, start int, encoderScalar func(int) string, write bool, sub int) []float32 {
-	nl := h.cfg.NumHiddenLayers
+// encodeHidden is encode's layers from h.from on (arch's recipe over hostOps) over x
+// [T·D], the T tokens' embedding (or, from a split model's device part, the output of
+// layer h.from−1): the last layer's output [T·D], before the final norm; the tokens'
+// K/V go to the cache only if write (then in chunks of sub tokens: encodePass).
+func (h *hostModel) encodeHidden(cache *hostCache, x []float32, start int, encoderScalar func(int) string, write bool, sub int) []float32 {
+	nl, n := h.cfg.NumHiddenLayers, len(x)/h.cfg.HiddenSize
 	if cache.v == nil && write {
 		cache.k, cache.v, cache.written = make([][]float32, nl), make([][]float32, nl), make([]int, nl)
+		cache.from = h.from
 	}
 	if cache.n != start {
 		panic(fmt.Errorf("host cache holds %d positions, encoding at %d", cache.n, start))
 	}
 	h.use(cache)
-	if !write && sub > 0 && len(tokens) > sub {
-		panic(fmt.Errorf("host encoder: %d tokens read-only in chunks of %d", len(tokens), sub))
+	if !write && sub > 0 && n > sub {
+		panic(fmt.Errorf("host encoder: %d tokens read-only in chunks of %d", n, sub))
 	}
 	o := &hostOps{h: h, cache: cache, start: start, causal: true, readOnly: !write, sub: sub}
-	hs := arch.Layers(o, h.cfg, h.embed(tokens), encoderScalar)
+	hs := arch.LayerRange(o, h.cfg, h.from, nl, x, encoderScalar)
 	if write {
-		cache.n = start + len(tokens)
+		cache.n = start + n
 	}
 	return hs
 }

@@ -38,11 +38,11 @@ type hostOps struct {
 
 var _ arch.Ops[[]float32] = (*hostOps)(nil)
 
-// StartLayer reads the next layer's matrices ahead (and layer 0's before the first),
-// and takes the layer's values from its arena (activationArenas).
+// StartLayer reads the next layer's matrices ahead (and the first's before it), and
+// takes the layer's values from its arena (activationArenas).
 func (o *hostOps) StartLayer(i int) {
-	if i == 0 {
-		o.h.prefetchLayer(0)
+	if i == o.h.from {
+		o.h.prefetchLayer(i)
 	}
 	o.h.prefetchLayer(i + 1)
 	if o.h.acts != nil {

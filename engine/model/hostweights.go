@@ -36,6 +36,10 @@ type hostWeights struct {
 	// memory available when populate looked (Runner.FromDisk).
 	mappedBytes, availBytes int64
 	tried                   bool // populate has run (once: at the first pass, or ReadWeights)
+	// from is the first layer the host runs (hostModel.from): where it is above 0 (a
+	// model split with a device), populate reads only the layers from it on, the
+	// device holding the rest.
+	from int
 }
 
 // HostSource hands the host model its weights as stored. Lookup returns the canonical

@@ -478,21 +478,29 @@ func (s *attendSeen) Attend(_ int, q, k, v []float32) []float32 {
 // the logits of a fresh runner encoding all of it. It refuses (returning 0, the cache
 // as it was) below one chunk, beyond what was kept, from an empty slot or one out of
 // range, and where the kept rings no longer hold the window before the point. The
-// host path and the graph path (its copies in host memory) alike.
+// host path and the graph path (its copies in host memory) alike, and a model split
+// between them (NewSplitRunner: a sliding layer's ring on the device, one on the
+// host).
 func TestKeepRestore(t *testing.T) {
-	for _, host := range []bool{true, false} {
-		t.Run(map[bool]string{true: "host", false: "graph"}[host], func(t *testing.T) { testKeepRestore(t, host) })
+	for _, mode := range []string{"host", "graph", "split"} {
+		t.Run(mode, func(t *testing.T) { testKeepRestore(t, mode) })
 	}
 }
 
-func testKeepRestore(t *testing.T, host bool) {
+func testKeepRestore(t *testing.T, mode string) {
 	cfg := tinyConfig()
 	w, _ := randomModel(t, cfg, 23, dtypes.Float32)
 	newHost := func() *Runner {
+		if mode == "split" {
+			r := splitRunner(t, cfg, w, 1)
+			r.MaxChunk = 8
+			return r
+		}
 		r, err := NewRunner(newBackend(t), cfg, newContext(t, w))
 		if err != nil {
 			t.Fatal(err)
 		}
+		host := mode == "host"
 		r.HostDecoder, r.HostHead, r.MaxChunk = host, host, 8
 		return r
 	}

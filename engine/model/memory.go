@@ -40,7 +40,9 @@ func (r *Runner) DeviceMemory() DeviceMemory {
 	for v := range r.ctx.In(Scope).IterVariablesInScope() {
 		m.Weights += int64(v.Shape().Memory())
 	}
-	m.Cache = r.CacheBytes()
+	if m.Cache = r.CacheBytes(); r.split() {
+		m.Cache = r.deviceCacheBytes() // the host layers' cache is in host memory
+	}
 	for _, t := range r.zeroSoft {
 		m.Step += int64(t.Shape().Memory())
 	}

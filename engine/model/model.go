@@ -41,6 +41,10 @@
 // NewHostRunner), so the host path takes no more memory than the weights do. Its
 // encoder reads a prompt in passes of several of the graph's chunks (Runner.HostPass),
 // bit for bit the values of reading the chunks one by one.
+//
+// A model too big for its device can be split with the host (NewSplitRunner, split.go):
+// its first layers, the embedding, the head and the sampler in graphs, its other
+// layers on the host path, per call only the rows' hidden state crossing between.
 // simplego's DotGeneral reaches 1.5–4 GFLOP/s on two cores, the kernels 25–100, so a
 // decoder step is about 10× faster; the tests hold both paths to the float64
 // reference.

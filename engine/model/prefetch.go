@@ -123,6 +123,9 @@ func (w *hostWeights) populate(cfg *config.Text, stop func() bool, progress func
 	var reads []read   // the tensors a Lookup reads onto the heap
 	var total int64
 	for _, s := range weights.Specs(&config.Model{Text: *cfg}) {
+		if w.from > 0 && s.Layer < w.from { // the device's (the model is split)
+			continue
+		}
 		if n := m.FirstRead(s.Name); n > 0 {
 			reads, total = append(reads, read{s.Name, n}), total+n
 			continue
@@ -180,9 +183,10 @@ func (w *hostWeights) populate(cfg *config.Text, stop func() bool, progress func
 // minutes from a hard disk. progress, if not nil, hears the bytes read of the total
 // as they are; stop, if not nil, is asked between tensors and ends the reading early
 // (what is left is read on first use). It does nothing on the graph path, whose
-// weights are on the device already, or when it has run before.
+// weights are on the device already (but for a split model's host layers: only
+// theirs are read), or when it has run before.
 func (r *Runner) ReadWeights(stop func() bool, progress func(done, total int64)) {
-	if r.weights != nil && r.HostDecoder {
+	if r.weights != nil && (r.HostDecoder || r.split()) {
 		r.weights.populate(r.cfg, stop, progress)
 	}
 }

@@ -107,8 +107,11 @@ type Runner struct {
 	compilations                       int           // graphs built (counted)
 	growExecs                          map[int]*Exec // by the capacity they grow from
 	head                               hostHead
-	hcache                             hostCache // HostDecoder's KV cache
+	hcache                             hostCache // HostDecoder's KV cache (a split model's: its host layers')
 	weights                            *hostWeights
+	deviceLayers                       int          // a split model's device layers (NewSplitRunner), else 0
+	front                              *config.Text // a split model's device part (FrontConfig)
+	splitExecs                         splitExecs   // a split model's executables
 
 	scored   []float32            // Score's logits, reused by every call (see Score)
 	cache    []*tensors.Tensor    // CacheShapes(cfg, capacity, CacheDType): per layer K, V (sliding) or V (full)
@@ -248,6 +251,9 @@ func (r *Runner) Keep(slot int) bool {
 		}
 	}
 	k.length, k.capacity = r.length, r.capacity
+	if r.split() {
+		r.hcache.keep(slot)
+	}
 	return true
 }
 
@@ -282,10 +288,14 @@ func (r *Runner) Restore(slot, n int) int {
 	if k.cache == nil || n > k.length {
 		return 0
 	}
-	for i := range r.cfg.NumHiddenLayers {
-		if r.cfg.IsSliding(i) && !ringHolds(cacheSlots(r.cfg, i, k.capacity), k.length, n) {
+	gc := r.graphCfg()
+	for i := range gc.NumHiddenLayers {
+		if gc.IsSliding(i) && !ringHolds(cacheSlots(gc, i, k.capacity), k.length, n) {
 			return 0
 		}
+	}
+	if r.split() && !r.hcache.restore(r.cfg, slot, n) { // the host's layers (Keep kept them with the device's)
+		return 0
 	}
 	for _, t := range r.cache {
 		_ = t.FinalizeAll()
@@ -298,6 +308,7 @@ func (r *Runner) Restore(slot, n int) int {
 			for _, c := range cache[:j] {
 				_ = c.FinalizeAll()
 			}
+			r.hcache.truncate(r.cfg, 0) // a split model's host layers: empty with the device's
 			return 0
 		}
 		cache[j] = c
@@ -329,6 +340,15 @@ func (r *Runner) CacheBytes() int64 {
 	if r.HostDecoder {
 		return r.hcache.bytes()
 	}
+	n := r.deviceCacheBytes()
+	if r.split() {
+		n += r.hcache.bytes()
+	}
+	return n
+}
+
+// deviceCacheBytes is the graph cache's tensors' bytes.
+func (r *Runner) deviceCacheBytes() int64 {
 	var n int64
 	for _, t := range r.cache {
 		n += int64(t.Shape().Memory())
@@ -350,6 +370,9 @@ func (r *Runner) Encode(tokens []int) (lastLogits []float32, err error) {
 	}
 	if r.HostDecoder {
 		return r.encodeOnHost(tokens)
+	}
+	if r.split() {
+		return r.encodeSplit(tokens)
 	}
 	if err := r.ensureCapacity(r.length + len(tokens)); err != nil {
 		return nil, err
@@ -383,7 +406,7 @@ func (r *Runner) encodeChunk(chunk []int) ([]float32, error) {
 func (r *Runner) EncodeNext(tokens []int, plan sampler.TokenPlan) (id int, err error) {
 	switch {
 	case !r.TokensOnDevice():
-		return 0, errors.New("encode next: the model runs on the host (HostDecoder): use Encode and the host sampler")
+		return 0, errors.New("encode next: the model runs on the host (HostDecoder, or a split model's layers): use Encode and the host sampler")
 	case len(tokens) == 0:
 		return 0, errors.New("encode next: no tokens")
 	}
@@ -449,8 +472,9 @@ func vocabRow[T bool | float32](what string, row []T, none *[]T, vocab int) ([]T
 }
 
 // TokensOnDevice reports whether EncodeNext runs: the model is in graphs (not
-// HostDecoder; the encoder's head is in the graph whatever HostHead says).
-func (r *Runner) TokensOnDevice() bool { return !r.HostDecoder }
+// HostDecoder; the encoder's head is in the graph whatever HostHead says), all of it
+// (not split with the host).
+func (r *Runner) TokensOnDevice() bool { return !r.HostDecoder && !r.split() }
 
 // runEncode runs exec, an encoder executable over in = [tokens [1, Tb], count,
 // length, extra…, cache…] (encodeGraph, encodeNextGraph), on chunk (padded to its
@@ -515,6 +539,9 @@ func (r *Runner) Score(tokens []int, from int) (logits []float32, err error) {
 	}
 	if r.HostDecoder {
 		return r.scoreOnHost(ids[:n], from)
+	}
+	if r.split() {
+		return r.scoreSplit(ids, n, from)
 	}
 	if err := r.ensureCapacity(r.length + n); err != nil {
 		return nil, err
@@ -582,6 +609,9 @@ func (r *Runner) Decode(canvas []int, soft *tensors.Tensor, temperature float64)
 	soft, err = r.softInput("decode", soft, c)
 	if err != nil {
 		return nil, nil, err
+	}
+	if r.split() {
+		return r.decodeSplit(ids, soft, temperature)
 	}
 	if r.HostDecoder || r.HostHead {
 		hn, err := r.decodeHidden("decode", ids, soft)
@@ -683,6 +713,9 @@ func (r *Runner) runHead(hn []float32, c int, temperature float64) (logits []flo
 
 // hostModel is the host model over the runner's weights.
 func (r *Runner) hostModel() *hostModel {
+	if r.split() { // the host's layers only: no embedding, no head
+		return &hostModel{cfg: r.cfg, w: r.weights, from: r.deviceLayers}
+	}
 	return &hostModel{cfg: r.cfg, w: r.weights, embedScale: r.weights.embedScale(r.cfg)}
 }
 
@@ -779,14 +812,14 @@ func (r *Runner) ensureCapacity(n int) error {
 		if r.CacheDType == dtypes.InvalidDType {
 			r.CacheDType = dtypes.Float32
 		}
-		for _, s := range CacheShapes(r.cfg, newCap, r.CacheDType) {
+		for _, s := range CacheShapes(r.graphCfg(), newCap, r.CacheDType) {
 			r.cache = append(r.cache, tensors.FromShape(s))
 		}
 		r.capacity = newCap
 		return nil
 	}
 	for r.capacity < newCap { // double, one small graph per capacity
-		from, to := CacheShapes(r.cfg, r.capacity, r.CacheDType), CacheShapes(r.cfg, 2*r.capacity, r.CacheDType)
+		from, to := CacheShapes(r.graphCfg(), r.capacity, r.CacheDType), CacheShapes(r.graphCfg(), 2*r.capacity, r.CacheDType)
 		var grow []int // the entries whose length changes
 		var in []any
 		for j, t := range r.cache {
@@ -890,13 +923,14 @@ func (r *Runner) encoderPass(ctx *context.Context, in, cache []*Node) (p *Params
 	tokens, count, length := in[0], in[1], in[2]
 	tb := tokens.Shape().Dimensions[1]
 	p = r.params(ctx, g)
-	k, v := splitCache(r.cfg, cache)
+	gc := r.graphCfg() // the layers the graph runs: all, or a split model's device's
+	k, v := splitCache(gc, cache)
 	qpos := iotaPositions(g, 1, tb, length)
 	qvalid := LessThan(Iota(g, shapes.Make(dtypes.Int32, 1, tb), 1), count)
 	src = &cacheKeys{p: p, k: k, v: v, length: length, count: count, qpos: qpos, qvalid: qvalid,
 		masks: map[int]*Node{}, writes: map[int]cacheWrite{}}
 	o := &graphOps{p: p, positions: qpos, src: src}
-	return p, arch.Layers(o, r.cfg, p.Embed(tokens), p.encoderScalar), src
+	return p, arch.Layers(o, gc, p.Embed(tokens), p.encoderScalar), src
 }
 
 // runnerDecoder is Decoder over the runner's cache (runnerKeys instead of a KV
@@ -904,20 +938,25 @@ func (r *Runner) encoderPass(ctx *context.Context, in, cache []*Node) (p *Params
 //
 // canvas: [1, C], soft: [1, C, D], length: scalar, cache… → [1, C, D] (before the final norm)
 func (r *Runner) runnerDecoder(p *Params, canvas, soft, length *Node, cache []*Node) *Node {
-	c := canvas.Shape().Dimensions[1]
-	k, v := splitCache(r.cfg, cache)
+	c, gc := canvas.Shape().Dimensions[1], r.graphCfg()
+	k, v := splitCache(gc, cache)
 	src := &runnerKeys{p: p, k: k, v: v, length: length, masks: map[int]*Node{}}
 	o := &graphOps{p: p, positions: iotaPositions(canvas.Graph(), 1, c, length), src: src}
-	return arch.Layers(o, r.cfg, p.SelfCondition(canvas, soft), arch.DecoderScalar)
+	return arch.Layers(o, gc, p.SelfCondition(canvas, soft), arch.DecoderScalar)
 }
 
 // decodeGraph: in = [canvas [1, C], soft [1, C, D], temperature, length, cache…]
 // → [logits [1, C, V], next soft [1, C, D]].
 func (r *Runner) decodeGraph(ctx *context.Context, in []*Node) []*Node {
 	p := r.params(ctx, in[0].Graph())
-	h := r.runnerDecoder(p, in[0], in[1], in[3], in[4:])
+	return r.decodeOutputs(p, r.runnerDecoder(p, in[0], in[1], in[3], in[4:]), in[2])
+}
+
+// decodeOutputs are Decode's outputs from the last layer's output h [1, C, D]:
+// [logits [1, C, V], next soft [1, C, D]].
+func (r *Runner) decodeOutputs(p *Params, h, temperature *Node) []*Node {
 	logits := Logits(p, h)
-	return []*Node{logits, SoftEmbedding(p, logits, in[2])}
+	return []*Node{logits, SoftEmbedding(p, logits, temperature)}
 }
 
 // decodeHiddenGraph: in = [canvas [1, C], soft [1, C, D], length, cache…]

@@ -71,24 +71,8 @@ func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Pla
 	if !r.StepsOnDevice() {
 		return r.stepOnHost(ids, soft, plan)
 	}
-	if r.stepExec == nil {
-		err = try("decode step", func() {
-			r.stepExec = must(context.NewExecAny(r.backend, r.ctx, r.counted(r.stepGraph)))
-			r.stepExec.SetMaxCache(-1)
-		})
-		if err != nil {
-			return res, nil, nil, err
-		}
-	}
-	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, c), soft, plan.Temperature, int32(r.length),
-		tensors.FromFlatDataAndDimensions(plan.Keys[:], 4), tensors.FromFlatDataAndDimensions(held, c),
-		plan.EntropyBound}
-	for _, t := range r.cache {
-		args = append(args, t)
-	}
-	r.compiled[fmt.Sprintf("step/%d/%d", c, r.capacity)] = true
-	var out []*tensors.Tensor
-	if err := try("decode step", func() { out = must(r.stepExec.Exec(args...)) }); err != nil {
+	out, err := r.runStep(ids, soft, plan, held)
+	if err != nil {
 		return res, nil, nil, err
 	}
 	err = try("decode step: read the step", func() {
@@ -106,6 +90,35 @@ func (r *Runner) DecodeStep(canvas []int, soft *tensors.Tensor, plan sampler.Pla
 		return sampler.StepResult{}, nil, nil, err
 	}
 	return res, out[4], &StepLogits{t: out[5]}, nil
+}
+
+// runStep runs DecodeStep's executable — stepGraph, or a split model's front, host
+// layers and tail (stepSplit) — over the canvas ids, the soft embedding, plan and the
+// held ids, and returns stepGraph's outputs.
+func (r *Runner) runStep(ids []int32, soft *tensors.Tensor, plan sampler.Plan, held []int32) ([]*tensors.Tensor, error) {
+	c := len(ids)
+	args := []any{plan.Temperature, tensors.FromFlatDataAndDimensions(plan.Keys[:], 4),
+		tensors.FromFlatDataAndDimensions(held, c), plan.EntropyBound}
+	if r.split() {
+		return r.stepSplit(ids, soft, args)
+	}
+	if r.stepExec == nil {
+		err := try("decode step", func() {
+			r.stepExec = must(context.NewExecAny(r.backend, r.ctx, r.counted(r.stepGraph)))
+			r.stepExec.SetMaxCache(-1)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	in := []any{tensors.FromFlatDataAndDimensions(ids, 1, c), soft, args[0], int32(r.length), args[1], args[2], args[3]}
+	for _, t := range r.cache {
+		in = append(in, t)
+	}
+	r.compiled[fmt.Sprintf("step/%d/%d", c, r.capacity)] = true
+	var out []*tensors.Tensor
+	err := try("decode step", func() { out = must(r.stepExec.Exec(in...)) })
+	return out, err
 }
 
 // stepOnHost is DecodeStep with the head on the host: decodeHidden, the fused head
@@ -168,11 +181,16 @@ func (l *StepLogits) Free() {
 // sampler.StepGraph on its logits.
 func (r *Runner) stepGraph(ctx *context.Context, in []*Node) []*Node {
 	p := r.params(ctx, in[0].Graph())
-	c, v := in[0].Shape().Dimensions[1], r.cfg.VocabSize
-	h := r.runnerDecoder(p, in[0], in[1], in[3], in[7:])
+	return r.stepOutputs(p, r.runnerDecoder(p, in[0], in[1], in[3], in[7:]), in[2], in[4], in[5], in[6])
+}
+
+// stepOutputs are DecodeStep's outputs from the last layer's output h [1, C, D] (see
+// stepGraph).
+func (r *Runner) stepOutputs(p *Params, h, temperature, keys, held, bound *Node) []*Node {
+	c, v := h.Shape().Dimensions[1], r.cfg.VocabSize
 	logits := Logits(p, h) // [1, C, V]
-	draft, accepted, entropy, argmax := sampler.StepGraph(Reshape(logits, c, v), in[2], in[4], in[5], in[6])
-	return []*Node{draft, accepted, entropy, argmax, SoftEmbedding(p, logits, in[2]), logits}
+	draft, accepted, entropy, argmax := sampler.StepGraph(Reshape(logits, c, v), temperature, keys, held, bound)
+	return []*Node{draft, accepted, entropy, argmax, SoftEmbedding(p, logits, temperature), logits}
 }
 
 // counted wraps a graph function so that every graph it builds — one per

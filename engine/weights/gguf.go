@@ -73,6 +73,10 @@ type GGUFOptions struct {
 	// KeepBlocks keeps the matrices of GGUFKeptTypes in their own bits instead of
 	// converting them, for the graph path.
 	KeepBlocks bool
+	// Keep, if set, reads only the tensors it accepts (by their weight-table Spec;
+	// the file is checked against the config whole all the same): a model split
+	// between a device and the host reads onto the device the tensors it holds there.
+	Keep func(Spec) bool
 }
 
 // DeviceGGUF is how the graph path loads a GGUF file (Mapped.Set) and what a GPU's
@@ -179,6 +183,9 @@ func EachFromGGUFWith(f *gguf.File, cfg *config.Model, opts GGUFOptions, fn func
 		return err
 	}
 	for _, p := range plans {
+		if opts.Keep != nil && !opts.Keep(p.spec) {
+			continue
+		}
 		if p.quant == nil {
 			t, err := ggufFloat(f, p)
 			if err != nil {

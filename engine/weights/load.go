@@ -99,14 +99,23 @@ func Each(dir string, cfg *config.Model, fn func(name string, t *tensors.Tensor,
 // EachFromCheckpoint is Each over an open checkpoint. A ModelOpt NVFP4 export is read
 // by its own loader (nvfp4.go) into the same canonical names.
 func EachFromCheckpoint(ck *safetensors.Checkpoint, cfg *config.Model, fn func(name string, t *tensors.Tensor, q *quant.Spec) error) error {
+	return eachFromCheckpoint(ck, cfg, nil, fn)
+}
+
+// eachFromCheckpoint is EachFromCheckpoint over the tensors keep accepts (nil: all):
+// the whole checkpoint is checked against cfg, but only those are read.
+func eachFromCheckpoint(ck *safetensors.Checkpoint, cfg *config.Model, keep func(Spec) bool, fn func(name string, t *tensors.Tensor, q *quant.Spec) error) error {
 	if IsModelOpt(ck) {
-		return eachModelOpt(ck, cfg, fn)
+		return eachModelOpt(ck, cfg, keep, fn)
 	}
 	plans, err := planCheckpoint(ck, cfg)
 	if err != nil {
 		return err
 	}
 	for _, p := range plans {
+		if keep != nil && !keep(p.spec) {
+			continue
+		}
 		if err := p.emit(fn); err != nil {
 			return err
 		}

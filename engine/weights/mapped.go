@@ -173,19 +173,44 @@ func (m *Mapped) Bytes() int64 { return m.bytes }
 // hears the stored bytes of the tensors done so far of all of theirs, after each
 // (the 26B's GGUF takes a minute to convert on a small PC).
 func (m *Mapped) Set(progress func(done, total int64)) (*Set, error) {
+	return m.SetOf(nil, progress)
+}
+
+// SetOf is Set of the tensors keep accepts (by their weight-table Spec; nil: all):
+// what a model split between a device and the host puts on the device (the first
+// layers' and the global tensors), the host reading the others from the mapping,
+// which stays open. progress counts the accepted tensors' bytes only.
+func (m *Mapped) SetOf(keep func(Spec) bool, progress func(done, total int64)) (*Set, error) {
 	if m.tensors == nil {
 		return nil, fmt.Errorf("load weights: the checkpoint is closed")
 	}
 	each := func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
-		return EachFromCheckpoint(m.ck, m.cfg, fn)
+		return eachFromCheckpoint(m.ck, m.cfg, keep, fn)
 	}
 	if m.gf != nil {
-		clear(m.tensors) // the tensors read as stored go first, so the two copies never coexist
+		if keep == nil {
+			clear(m.tensors) // the tensors read as stored go first, so the two copies never coexist
+		} else {
+			for _, s := range Specs(m.cfg) {
+				if keep(s) {
+					delete(m.tensors, s.Name) // the device's: the host never reads them
+				}
+			}
+		}
+		opts := DeviceGGUF
+		opts.Keep = keep
 		each = func(fn func(string, *tensors.Tensor, *quant.Spec) error) error {
-			return EachFromGGUFWith(m.gf, m.cfg, DeviceGGUF, fn)
+			return EachFromGGUFWith(m.gf, m.cfg, opts, fn)
 		}
 	}
 	sizes := m.sourceSizes()
+	if keep != nil {
+		for _, s := range Specs(m.cfg) {
+			if !keep(s) {
+				delete(sizes, s.Name)
+			}
+		}
+	}
 	var total, done int64
 	for _, n := range sizes {
 		total += n

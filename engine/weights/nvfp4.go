@@ -277,7 +277,7 @@ type moPlan struct {
 // eachModelOpt is EachFromCheckpoint for a ModelOpt checkpoint: it checks the whole
 // checkpoint first, then streams canonical tensors (NVFP4 weights as NAME.qweight with
 // their spec, then NAME.qscale).
-func eachModelOpt(ck *safetensors.Checkpoint, cfg *config.Model, fn func(name string, t *tensors.Tensor, q *quant.Spec) error) error {
+func eachModelOpt(ck *safetensors.Checkpoint, cfg *config.Model, keep func(Spec) bool, fn func(name string, t *tensors.Tensor, q *quant.Spec) error) error {
 	mq, err := ReadModelOptQuant(ck)
 	if err != nil {
 		return err
@@ -289,6 +289,9 @@ func eachModelOpt(ck *safetensors.Checkpoint, cfg *config.Model, fn func(name st
 	spec := quant.NVFP4
 	spec.GroupSize = mq.GroupSize
 	for _, p := range plans {
+		if keep != nil && !keep(p.spec) {
+			continue
+		}
 		switch {
 		case p.plain != nil:
 			if err := p.plain.emit(fn); err != nil {

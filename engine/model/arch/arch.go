@@ -183,7 +183,15 @@ func DecoderInput[T any](o Ops[T], cfg *config.Text, x, soft T, withSoft bool) T
 // buffer scalar(i) (DecoderScalar, or the encoder's), and returns the last layer's
 // output, before the final norm (Output).
 func Layers[T any](o Ops[T], cfg *config.Text, h T, scalar func(i int) string) T {
-	for i := range cfg.NumHiddenLayers {
+	return LayerRange(o, cfg, 0, cfg.NumHiddenLayers, h, scalar)
+}
+
+// LayerRange runs layers lo…hi−1 of the stack over h [rows, D] (consumed), the output
+// of layer lo−1 (the embedding's where lo is 0), as Layers does: the part of the
+// stack one device runs where a model is split between two (a GPU too small for all
+// of it, and the CPU).
+func LayerRange[T any](o Ops[T], cfg *config.Text, lo, hi int, h T, scalar func(i int) string) T {
+	for i := lo; i < hi; i++ {
 		o.StartLayer(i)
 		h = Layer(o, cfg, i, h, scalar(i))
 	}
