@@ -41,6 +41,17 @@
 //     weights; on the go backend the weights are mapped from the file, held once in
 //     the page cache, and need none).
 //
+// Split: a model too big for a GPU runs its first layers there and the rest on the
+// CPU (engine.Options.DeviceLayers, as llama.cpp's --n-gpu-layers; models.Place
+// finds how many), and Runtime.DeviceLayers makes the estimate one side's. The GPU's
+// holds every tensor but the other layers', as a GPU holds it, the KV cache of its
+// layers, and the step's activations, scratch and overhead as the whole model's (the
+// head and the sampler run there); the CPU's holds the other layers' tensors as the
+// host path holds them (mapped from the file, Pageable), their host KV cache, the
+// activations of their passes, the kernels' scratch and the Go runtime. Each side
+// sums the whole model's per-tensor and per-layer counts over its own tensors and
+// layers, so the GPU's side of all the layers is the whole model's GPU estimate.
+//
 // Thresholds: on a GPU, fits ≤ 90% of VRAM, tight ≤ 100%; in RAM (CPU), fits ≤ 75%
 // of the total, tight ≤ 95% (the OS and other programs need the rest).
 //
@@ -95,9 +106,61 @@ type Runtime struct {
 	// yet (a quantization of a repo offered by its name and size, before anything of
 	// it downloads), is the file's size, taken as its tensors' bytes: a GPU holds them
 	// as stored, the CPU maps them, and holds its embedding as int8 beside them as a
-	// Q6_K one is held (every llama.cpp mix but Q8_0 gives it Q6_K: fileHeld); 0: not
-	// such a file. The header's few MB count as weights.
+	// Q6_K one is held (every llama.cpp mix but Q8_0 gives it Q6_K: fileShare); 0: not
+	// such a file. The header's few MB count as weights. A side of a split
+	// (DeviceLayers) holds the share of the file a Q4_K_M's tensors of that side have.
 	FileBytes int64
+	// DeviceLayers, with 0 < DeviceLayers < the model's layer count, makes the estimate
+	// one side's of a model split between a GPU and the CPU (engine.Options.DeviceLayers).
+	// With GPU it is the device's: every tensor but those of layers DeviceLayers and
+	// after, as a GPU holds them, the KV cache of the first DeviceLayers layers, and the
+	// step's activations, scratch and overhead as for the whole model (the head and the
+	// sampler run there). Without, the host's: the other layers' tensors as the CPU
+	// holds them, their KV cache as the host path keeps it, the activations of their
+	// passes (not the head's logits nor the self-conditioning embeddings: the
+	// device's), the kernels' scratch and the Go runtime. 0, or the layer count or
+	// more: the whole model.
+	DeviceLayers int
+}
+
+// split reports whether rt is one side of a split of t's layers (DeviceLayers).
+func (r Runtime) split(t *config.Text) bool {
+	return r.DeviceLayers > 0 && r.DeviceLayers < t.NumHiddenLayers
+}
+
+// layers is the range [lo, hi) of t's layers the estimate's side holds: all of them,
+// or the split's first DeviceLayers on the GPU, the rest on the host.
+func (r Runtime) layers(t *config.Text) (lo, hi int) {
+	switch {
+	case !r.split(t):
+		return 0, t.NumHiddenLayers
+	case r.GPU:
+		return 0, r.DeviceLayers
+	}
+	return r.DeviceLayers, t.NumHiddenLayers
+}
+
+// holds reports whether the estimate's side holds tensor s: every tensor, or for a
+// split the GPU every one but those of layers DeviceLayers and after, the host those.
+func (r Runtime) holds(t *config.Text, s weights.Spec) bool {
+	if !r.split(t) {
+		return true
+	}
+	onHost := s.Layer >= r.DeviceLayers
+	return onHost != r.GPU
+}
+
+// layerSpan is what f counts for t's layers [lo, hi): f over a config of t's first
+// hi layers less f over one of its first lo — the engine's own per-layer sums
+// (model.KVCacheBytes, model.HostKVCacheBytes, …) over a range of the layers, each
+// layer's share depending on its own type alone.
+func layerSpan(t *config.Text, lo, hi int, f func(*config.Text) int64) int64 {
+	first := func(n int) *config.Text {
+		c := *t
+		c.NumHiddenLayers, c.LayerTypes = n, t.LayerTypes[:n]
+		return &c
+	}
+	return f(first(hi)) - f(first(lo))
 }
 
 func (r Runtime) withDefaults(cfg *config.Model) Runtime {
@@ -185,8 +248,8 @@ var mixTypes = map[gguf.Mix]string{
 }
 
 // ggufNote says what the weights of a GGUF file of cfg laid out as l are on the CPU
-// (gpu false) or a GPU.
-func ggufNote(cfg *config.Model, l weights.GGUFLayout, gpu bool) string {
+// (gpu false) or a GPU, of the tensors it holds (Runtime.holds).
+func ggufNote(cfg *config.Model, l weights.GGUFLayout, gpu bool, holds func(weights.Spec) bool) string {
 	what := "a GGUF file's blocks (" + l.Describe(cfg) + ")"
 	if l.IsMix(cfg) {
 		what = "a GGUF file's blocks in llama.cpp's " + mixTypes[l.Mix]
@@ -198,7 +261,7 @@ func ggufNote(cfg *config.Model, l weights.GGUFLayout, gpu bool) string {
 		return what + ", held as stored and unpacked in the graph"
 	}
 	for _, s := range weights.Specs(cfg) {
-		if _, held := l.HostHeld(cfg, s); held { // weights.HostHeld: the Q6_K embedding alone
+		if _, held := l.HostHeld(cfg, s); held && holds(s) { // weights.HostHeld: the Q6_K embedding alone
 			return what + " as stored, its Q6_K embedding held as int8"
 		}
 	}
@@ -300,21 +363,59 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	eb := int64(rt.ComputeBytes)
 	e := &Estimate{Profile: string(p), Context: rt.Context}
 
-	w, note := WeightBytes(cfg, p), weightNote(p)
-	heap := func() int64 { return HostHeapBytes(cfg, p, rt.GGUF) } // on the CPU: what it reads onto its heap
+	// The weights of the estimate's side: the whole model's, or a split's part.
+	holds := func(s weights.Spec) bool { return rt.holds(t, s) }
+	sum := func(f func(weights.Spec) int64) int64 {
+		return sumSpecs(cfg, func(s weights.Spec) int64 {
+			if !holds(s) {
+				return 0
+			}
+			return f(s)
+		})
+	}
+	stored := func(s weights.Spec) int64 { return TensorBytes(cfg, p, s) }
+	var w int64
+	note := weightNote(p)
+	heap := func() int64 { // on the CPU: what it reads onto its heap
+		return sum(func(s weights.Spec) int64 {
+			if HostOnHeap(cfg, p, rt.GGUF, s) {
+				return hostTensorBytes(cfg, p, rt.GGUF, s)
+			}
+			return 0
+		})
+	}
 	switch {
+	case rt.FileBytes > 0 && rt.split(t) && rt.GPU:
+		w, _ = fileShare(cfg, rt, sum)
+		note = "these tensors' share of the file's size, as a Q4_K_M's: their blocks held as stored (their types are read when it downloads)"
 	case rt.FileBytes > 0 && rt.GPU:
-		w, note = rt.FileBytes, "the file's size: its blocks held as stored (their types are read when it downloads)"
+		w = rt.FileBytes
+		note = "the file's size: its blocks held as stored (their types are read when it downloads)"
 	case rt.FileBytes > 0:
-		extra, onHeap := fileHeld(cfg)
-		w, heap = rt.FileBytes+extra, func() int64 { return onHeap }
+		var onHeap int64
+		w, onHeap = fileShare(cfg, rt, sum)
+		heap = func() int64 { return onHeap }
 		note = "the file's size, mapped, and its embedding held as int8 as a Q6_K one is (the types are read when it downloads)"
+		if rt.split(t) {
+			note = "these tensors' share of the file's size, as a Q4_K_M's, mapped (their types are read when it downloads)"
+		}
 	case rt.GGUF.IsGGUF() && rt.GPU:
-		w, note = GGUFDeviceWeightBytes(cfg, p, rt.GGUF), ggufNote(cfg, rt.GGUF, true)
+		w = sum(func(s weights.Spec) int64 { return GGUFDeviceTensorBytes(cfg, p, rt.GGUF, s) })
+		note = ggufNote(cfg, rt.GGUF, true, holds)
 	case rt.GGUF.IsGGUF():
-		w, note = GGUFWeightBytes(cfg, p, rt.GGUF), ggufNote(cfg, rt.GGUF, false)
-	case !rt.GPU && HostWeightBytes(cfg, p) != w:
-		w, note = HostWeightBytes(cfg, p), note+"; on the CPU the embedding held as int8 (f32 scales)"
+		w = sum(func(s weights.Spec) int64 { return GGUFHeldBytes(cfg, p, rt.GGUF, s) })
+		note = ggufNote(cfg, rt.GGUF, false, holds)
+	case rt.GPU:
+		w = sum(stored)
+	default:
+		w = sum(func(s weights.Spec) int64 { return hostTensorBytes(cfg, p, weights.GGUFLayout{}, s) })
+		if w != sum(stored) {
+			note += "; on the CPU the embedding held as int8 (f32 scales)"
+		}
+	}
+	lo, hi := rt.layers(t)
+	if rt.split(t) {
+		note += splitNote(t, rt, lo, hi)
 	}
 	e.Parts = append(e.Parts, Part{PartWeights, w, note})
 	if !rt.GPU {
@@ -323,13 +424,17 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 
 	capacity := model.CacheCapacity(rt.Context)
 	if rt.GPU {
-		kv := KVBytes(cfg, rt.Context, rt.ComputeBytes)
+		kv := layerSpan(t, lo, hi, func(t *config.Text) int64 {
+			return KVBytes(&config.Model{Text: *t}, rt.Context, rt.ComputeBytes)
+		})
 		e.Parts = append(e.Parts, Part{PartKV, kv, fmt.Sprintf("%d tokens (cache capacity %d), f32; sliding layers keep the last %d positions (K, V), full layers V only (K = V)",
-			rt.Context, capacity, model.RingSlots(t, capacity))})
+			rt.Context, capacity, model.RingSlots(t, capacity)) + layersNote(t, lo, hi)})
 	} else {
-		kv := model.HostKVCacheBytes(t, rt.Context) + model.HostKeptBytes(t, rt.Context)
+		kv := layerSpan(t, lo, hi, func(t *config.Text) int64 {
+			return model.HostKVCacheBytes(t, rt.Context) + model.HostKeptBytes(t, rt.Context)
+		})
 		e.Parts = append(e.Parts, Part{PartKV, kv, fmt.Sprintf("%d tokens, f32; sliding layers keep the last %d positions (K, V), twice (a copy kept for the next prompt), full layers V only (K = V)",
-			rt.Context, model.RingSlots(t, rt.Context))})
+			rt.Context, model.RingSlots(t, rt.Context)) + layersNote(t, lo, hi)})
 	}
 
 	// One denoising step over the canvas.
@@ -344,9 +449,14 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	nb := int64(model.MoECapacityBlocks(int(assign), max(t.NumExperts, 1), int(bk)))
 	moeRows := nb * bk * (d + 2*int64(t.MoEIntermediateSize)) * eb
 	step := model.StepBufferBytes(t, int(c)) // the self-conditioning embeddings kept across steps
+	head := fmt.Sprintf("logits %s (canvas × vocab, f32: the logits and the tempered logits), ", human(logits))
+	selfCond := ", self-conditioning " + human(step)
+	if rt.split(t) && !rt.GPU { // the head and the sampler run on the GPU
+		logits, step, head, selfCond = 0, 0, "", ""
+	}
 	act := logits + scores + prefix + hidden + qkv + moeRows + step
-	e.Parts = append(e.Parts, Part{PartActivations, act, fmt.Sprintf("canvas %d: logits %s (canvas × vocab, f32: the logits and the tempered logits), attention %s, cached keys/values read %s, MoE rows %s, self-conditioning %s",
-		c, human(logits), human(scores), human(prefix), human(moeRows), human(step))})
+	e.Parts = append(e.Parts, Part{PartActivations, act, fmt.Sprintf("canvas %d: %sattention %s, cached keys/values read %s, MoE rows %s%s",
+		c, head, human(scores), human(prefix), human(moeRows), selfCond)})
 
 	var scratch int64
 	var what string
@@ -376,13 +486,48 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	return e, nil
 }
 
-// fileHeld is what the CPU holds of a GGUF file of cfg beyond mapping it, priced as a
-// Q4_K_M's (Runtime.FileBytes): its Q6_K embedding converted onto the heap (onHeap),
-// extra the bytes that adds to the file's.
-func fileHeld(cfg *config.Model) (extra, onHeap int64) {
+// fileShare is the weights' bytes of the estimate's side (sum: the sum over the
+// tensors it holds) of a GGUF file of cfg known by its size alone (Runtime.FileBytes),
+// priced as a Q4_K_M's: the share of the file its tensors have in a Q4_K_M, and on the
+// CPU what it holds of them beyond mapping them — its Q6_K embedding converted onto
+// the heap (onHeap) — for the bytes that adds. The whole file's share is its size.
+func fileShare(cfg *config.Model, rt Runtime, sum func(func(weights.Spec) int64) int64) (w, onHeap int64) {
 	l := weights.MixLayout(gguf.Q4KM)
 	p := quant.Int4Profile
-	return GGUFWeightBytes(cfg, p, l) - GGUFFileBytes(cfg, p, l), HostHeapBytes(cfg, p, l)
+	file := func(s weights.Spec) int64 { return GGUFTensorBytes(cfg, p, l, s) }
+	w = rt.FileBytes
+	if rt.split(&cfg.Text) {
+		w = int64(float64(rt.FileBytes) * float64(sum(file)) / float64(sumSpecs(cfg, file)))
+	}
+	if rt.GPU {
+		return w, 0
+	}
+	extra := sum(func(s weights.Spec) int64 { return GGUFHeldBytes(cfg, p, l, s) - file(s) })
+	onHeap = sum(func(s weights.Spec) int64 {
+		if HostOnHeap(cfg, p, l, s) {
+			return GGUFHeldBytes(cfg, p, l, s)
+		}
+		return 0
+	})
+	return w + extra, onHeap
+}
+
+// splitNote says which tensors a side of a split (Runtime.DeviceLayers) holds: the
+// layers [lo, hi) of t's, and on the GPU the rest of the model.
+func splitNote(t *config.Text, rt Runtime, lo, hi int) string {
+	if rt.GPU {
+		return fmt.Sprintf("; the embedding, the self-conditioning MLP, the final norm and layers %d–%d of %d (the rest on the CPU)", lo, hi-1, t.NumHiddenLayers)
+	}
+	return fmt.Sprintf("; layers %d–%d of %d (the rest on the GPU)", lo, hi-1, t.NumHiddenLayers)
+}
+
+// layersNote says, for a side of a split, whose KV cache it holds: layers [lo, hi) of
+// t's ("" for the whole model).
+func layersNote(t *config.Text, lo, hi int) string {
+	if lo == 0 && hi == t.NumHiddenLayers {
+		return ""
+	}
+	return fmt.Sprintf("; layers %d–%d's", lo, hi-1)
 }
 
 // graphScratch is the graph path's dequantization scratch on a GPU: the largest set of
