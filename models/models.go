@@ -13,8 +13,8 @@
 //   - store: the models folder, per-model manifests, atomic writes, move and delete,
 //     and the holds that keep two Darkroom processes off one model;
 //   - hw and fit: hardware detection and the "will it fit" estimates — and here,
-//     Place and BackendFor: where a model runs on this PC (the GPU, or the CPU for
-//     one too big for it) and the backend auto loads it with;
+//     Place and BackendFor: where a model runs on this PC (the GPU; for one too big
+//     for it, split between the GPU and the CPU, or the CPU) and how auto loads it;
 //   - convert: `darkroom quantize`, streaming a checkpoint into an int8/int4 profile.
 //
 // Resolve (and Source) turn what a user typed — a catalog name, a repo, a local

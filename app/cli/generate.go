@@ -145,16 +145,18 @@ func (g *generateFlags) load(ctx context.Context, env *Env) (*engine.Engine, err
 
 // loadEngine loads src, saying so on stderr when that takes a moment (a big
 // model read from disk), and telling the user (one line) when XLA could not
-// start and the CPU runs instead.
+// start and the CPU runs instead, or auto's GPU is too small for the model and
+// the CPU runs it, all of it or the layers a split leaves it (models.BackendFor).
 func loadEngine(ctx context.Context, env *Env, src engine.Source, opts engine.Options) (*engine.Engine, error) {
 	var e *engine.Engine
 	var err error
-	var onCPU string // too big for the GPU: the CPU (models.BackendFor)
-	opts.Backend, onCPU = models.BackendFor(opts.Backend, src, func() hw.Info {
+	// Too big for the GPU: split between it and the CPU, or the CPU (models.BackendFor).
+	choice := models.BackendFor(opts.Backend, src, func() hw.Info {
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		return hw.Detect(dctx, "")
 	})
+	opts.Backend, opts.DeviceLayers = choice.Backend, choice.DeviceLayers
 	notes := io.Writer(env.Stderr)
 	if opts.WeightsProgress == nil && opts.Progress == nil {
 		r := newWeightNotes(env.Stderr) // its lines and whileNoting's, from two goroutines, one at a time
@@ -165,7 +167,7 @@ func loadEngine(ctx context.Context, env *Env, src engine.Source, opts engine.Op
 	if err != nil {
 		return nil, err
 	}
-	if f := cmp.Or(onCPU, e.BackendFallback()); f != "" {
+	if f := cmp.Or(choice.Why, e.BackendFallback()); f != "" {
 		fmt.Fprintln(env.Stderr, "darkroom:", strings.TrimSuffix(f, ".")+".")
 	}
 	if f := e.FromDisk(); f != "" {

@@ -92,9 +92,9 @@ func wireEngine(d *Deps) {
 			return nil, err
 		}
 		stage := LoadStage(ctx)
-		// Auto's GPU, unless the model is too big for it: the CPU then, said on the
-		// model's line (models.BackendFor).
-		spec, onCPU := models.BackendFor(st.Get().Backend, src, func() hw.Info {
+		// Auto's GPU, unless the model is too big for it: split between it and the CPU
+		// then, or the CPU, said on the model's line (models.BackendFor).
+		choice := models.BackendFor(st.Get().Backend, src, func() hw.Info {
 			info := detect()
 			if info.Device == "gpu" { // the GPU's free memory now, not at start: a game may have started since
 				if gpus, _ := nvidia.Find(ctx); len(gpus) > 0 {
@@ -103,12 +103,13 @@ func wireEngine(d *Deps) {
 			}
 			return info
 		})
-		e, err := engine.Load(ctx, src, engine.Options{Backend: spec, Progress: stage, WeightsProgress: LoadBytes(ctx)})
+		e, err := engine.Load(ctx, src, engine.Options{Backend: choice.Backend, DeviceLayers: choice.DeviceLayers,
+			Progress: stage, WeightsProgress: LoadBytes(ctx)})
 		if err != nil {
 			return nil, err
 		}
 		m := newEngineModel(e, name, name == miniName)
-		m.onCPU = onCPU
+		m.onCPU = choice.Why
 		stage("speed") // the first load on this PC measures its rates: seconds
 		m.mode, m.speed = modeChoice(ctx, e, name)
 		m.leads = leads
@@ -238,7 +239,7 @@ type engineModel struct {
 	mode     speed.Choice
 	speed    *speed.Estimate
 	leads    *assets.Leads
-	onCPU    string // why a model auto would have run on the GPU runs on the CPU (models.BackendFor)
+	onCPU    string // why a model auto would have run on the GPU runs on the CPU, all or split (models.BackendFor)
 	answer   int    // ModelInfo.AnswerTokens
 }
 
