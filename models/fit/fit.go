@@ -150,17 +150,13 @@ func (r Runtime) holds(t *config.Text, s weights.Spec) bool {
 	return onHost != r.GPU
 }
 
-// layerSpan is what f counts for t's layers [lo, hi): f over a config of t's first
-// hi layers less f over one of its first lo — the engine's own per-layer sums
-// (model.KVCacheBytes, model.HostKVCacheBytes, …) over a range of the layers, each
-// layer's share depending on its own type alone.
+// layerSpan is what f counts for t's layers [lo, hi): f over t cut to its first hi
+// layers (model.FrontConfig, as a split's device cuts it) less f over t cut to its
+// first lo — the engine's own per-layer sums (model.KVCacheBytes,
+// model.HostKVCacheBytes, …) over a range of the layers, each layer's share
+// depending on its own type alone.
 func layerSpan(t *config.Text, lo, hi int, f func(*config.Text) int64) int64 {
-	first := func(n int) *config.Text {
-		c := *t
-		c.NumHiddenLayers, c.LayerTypes = n, t.LayerTypes[:n]
-		return &c
-	}
-	return f(first(hi)) - f(first(lo))
+	return f(model.FrontConfig(t, hi)) - f(model.FrontConfig(t, lo))
 }
 
 func (r Runtime) withDefaults(cfg *config.Model) Runtime {

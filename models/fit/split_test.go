@@ -4,11 +4,14 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/gguf"
 	"github.com/darkroomlabs/darkroom/engine/model"
 	"github.com/darkroomlabs/darkroom/engine/quant"
 	"github.com/darkroomlabs/darkroom/engine/weights"
 	"github.com/darkroomlabs/darkroom/models/catalog"
+	"github.com/gomlx/gomlx/backends"
+	gctx "github.com/gomlx/gomlx/pkg/ml/context"
 )
 
 // TestSplitSides26B: the two sides of the 26B split between a GPU and the CPU
@@ -131,5 +134,55 @@ func TestSplitSides26B(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSplitCountsTheDeviceBuffers: a model split after its first layer
+// (model.NewSplitRunner: config.Tiny's three layers, float32 weights) holds on its
+// device exactly the weights and the KV cache the GPU's side of the estimate counts
+// (Runtime.DeviceLayers): every tensor but the other layers', and the first layer's
+// cache at the context's capacity.
+func TestSplitCountsTheDeviceBuffers(t *testing.T) {
+	cfg := config.Tiny()
+	cfg.Text.DType = "float32" // as weights.Random makes them
+	const k, contextLen = 1, 300
+	all := weights.Random(cfg, 5)
+	device, host := weights.NewSet(), weights.NewSet()
+	for _, s := range weights.Specs(cfg) {
+		to := device
+		if s.Layer >= k {
+			to = host
+		}
+		to.Tensors[s.Name] = all.Tensors[s.Name]
+	}
+	b, err := backends.NewWithConfig("go:ops_sequential")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Finalize()
+	dctx, hctx := gctx.New(), gctx.New()
+	if err := model.LoadSet(dctx, device); err != nil {
+		t.Fatal(err)
+	}
+	if err := model.LoadSet(hctx, host); err != nil {
+		t.Fatal(err)
+	}
+	r, err := model.NewSplitRunner(b, &cfg.Text, dctx, model.ContextSource(hctx), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Reserve(contextLen); err != nil {
+		t.Fatal(err)
+	}
+	got := r.DeviceMemory()
+	e, err := Compute(cfg, quant.BF16Profile, Runtime{Context: contextLen, GPU: true, DeviceLayers: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("split after layer %d: device weights %d B, KV %d B; estimate %d B, %d B", k-1, got.Weights, got.Cache, e.Part(PartWeights), e.Part(PartKV))
+	if got.Weights != e.Part(PartWeights) || got.Weights != device.Bytes() || got.Cache != e.Part(PartKV) || got.Cache == 0 {
+		t.Errorf("the device holds weights %d B (its set %d B) and a KV cache of %d B; the estimate counts %d B and %d B",
+			got.Weights, device.Bytes(), got.Cache, e.Part(PartWeights), e.Part(PartKV))
 	}
 }
