@@ -532,6 +532,15 @@ const (
 // Path says where the model's forward passes run: PathHost, PathGraph or PathSplit.
 func (e *Engine) Path() string { return e.path }
 
+// DeviceLayers is how many of the model's layers run on the device where it is split
+// with the host (PathSplit; Options.DeviceLayers), 0 otherwise.
+func (e *Engine) DeviceLayers() int {
+	if mr, ok := e.run.(modelRunner); ok {
+		return mr.r.DeviceLayers()
+	}
+	return 0
+}
+
 // GGUFLayout is how the GGUF file the model's weights came from stores them — each
 // tensor's block type, read from its header (weights.GGUFLayout) — by which the
 // speed estimates price the blocks the host path multiplies as stored; the zero

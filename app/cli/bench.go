@@ -158,10 +158,12 @@ type benchReport struct {
 	ForwardFLOPs    *forwardFLOPsStats `json:"forward_flops,omitempty"`
 	ForwardGFLOPS   float64            `json:"forward_gflops,omitempty"`
 	ForwardVsMatMul float64            `json:"forward_vs_matmul,omitempty"` // forward FLOP/s ÷ the raw matmul FLOP/s
-	// Path is where forward passes ran: "host" (engine/kernels) or "graph" (GoMLX
-	// on Backend). HostMatMulGFLOPS is kernels's rate on the same shape.
+	// Path is where forward passes ran: "host" (engine/kernels), "graph" (GoMLX on
+	// Backend) or "split" (both: DeviceLayers in graphs, the rest on the host).
+	// HostMatMulGFLOPS is kernels's rate on the same shape.
 	Path             string             `json:"path"`
-	GGUF             string             `json:"gguf,omitempty"` // the weights are a GGUF file's blocks, its mix ("Q4_K_M") or types ("Q3_K, Q4_K, Q6_K"): the bounds price them so
+	DeviceLayers     int                `json:"device_layers,omitempty"` // path "split": the layers on the device (--gpu-layers), the rest on the host
+	GGUF             string             `json:"gguf,omitempty"`          // the weights are a GGUF file's blocks, its mix ("Q4_K_M") or types ("Q3_K, Q4_K, Q6_K"): the bounds price them so
 	layout           weights.GGUFLayout // the GGUF file's layout (speed.Workload.GGUF)
 	HostMatMulGFLOPS float64            `json:"host_matmul_gflops"`
 	ForwardFLOPsNote string             `json:"forward_flops_note,omitempty"`
@@ -239,7 +241,7 @@ func runBench(env *Env, args []string) error {
 	defer e.Close()
 	cfg := e.Config()
 	rep := benchReport{Model: modelLabel(g.model), Backend: e.Backend(), Modes: *modes, CanvasLength: cfg.CanvasLength,
-		LoadMS: msSince(t0), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Path: e.Path(),
+		LoadMS: msSince(t0), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Path: e.Path(), DeviceLayers: e.DeviceLayers(),
 		WeightBytes: fit.WeightBytes(cfg, speed.ProfileOf(cfg))}
 	if l := e.GGUFLayout(); l.IsGGUF() { // config.json says bf16 beside a GGUF download: its blocks as held
 		rep.GGUF, rep.layout = l.Describe(cfg), l

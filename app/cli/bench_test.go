@@ -284,3 +284,19 @@ func TestBenchGGUFWeights(t *testing.T) {
 		t.Errorf("GGUF %q, weights %d bytes; want Q6_K and %d (the bf16 checkpoint's %d)", rep.GGUF, rep.WeightBytes, want, fit.WeightBytes(loaded, speed.ProfileOf(loaded)))
 	}
 }
+
+// TestBenchGPULayers: --gpu-layers splits the model after its first N layers
+// (graphs on the pure-Go backend stand in for the GPU's here): the report says the
+// path is "split" and how many layers ran in graphs; a negative count is refused.
+func TestBenchGPULayers(t *testing.T) {
+	dir := tinyModelDir(t)
+	benchRates(t)
+	raw, rep := benchJSON(t, "--model", dir, "--backend", "go", "--graph", "--gpu-layers", "1", "--mode", "diffusion",
+		"--runs", "1", "--max-new-tokens", "16", "--max-steps", "2", "--json")
+	if rep.Path != engine.PathSplit || rep.DeviceLayers != 1 || string(raw["device_layers"]) != "1" || rep.Diffusion == nil || !(rep.Diffusion.StepMS > 0) {
+		t.Errorf("--gpu-layers 1: path %q, device layers %d (%v), diffusion %+v", rep.Path, rep.DeviceLayers, string(raw["device_layers"]), rep.Diffusion)
+	}
+	if code, _, errOut := runCLI("bench", "--model", dir, "--gpu-layers", "-2"); code == 0 || !strings.Contains(errOut, "--gpu-layers must be ≥ 0") {
+		t.Errorf("--gpu-layers -2: exit %d, %s", code, errOut)
+	}
+}

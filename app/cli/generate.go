@@ -51,6 +51,7 @@ type generateFlags struct {
 	topK                       int
 	seed                       uint64
 	graph                      bool
+	gpuLayers                  int
 }
 
 func (g *generateFlags) register(fs interface {
@@ -64,6 +65,8 @@ func (g *generateFlags) register(fs interface {
 	fs.StringVar(&g.modelsDir, "models-dir", "", "models folder for library names (default $DARKROOM_MODELS_DIR, else the data folder)")
 	fs.StringVar(&g.backend, "backend", "", backend.FlagUsage)
 	fs.BoolVar(&g.graph, "graph", false, "run the model in GoMLX graphs even on the pure-Go backend (slower; the path XLA takes)")
+	fs.IntVar(&g.gpuLayers, "gpu-layers", 0, "run only the model's first N layers on the GPU (with its embedding, head and sampler) and the rest on the CPU, "+
+		"as llama.cpp's --n-gpu-layers (default: all on the GPU where they fit, else the most that fit)")
 	fs.IntVar(&g.maxNew, "max-new-tokens", 0, "most tokens to generate (default: the model's generation_config)")
 	fs.IntVar(&g.maxSteps, "max-steps", 0, "most denoising steps per canvas (default: the model's)")
 	fs.Float64Var(&g.tMin, "t-min", 0, "temperature at the last denoising step (default: the model's)")
@@ -121,6 +124,8 @@ func (g *generateFlags) check() error {
 		return fmt.Errorf("--top-p must be between 0 and 1, got %v", g.topP)
 	case g.topK < 0:
 		return fmt.Errorf("--top-k must be ≥ 0, got %d", g.topK)
+	case g.gpuLayers < 0:
+		return fmt.Errorf("--gpu-layers must be ≥ 0, got %d", g.gpuLayers)
 	}
 	return nil
 }
@@ -140,7 +145,12 @@ func (g *generateFlags) load(ctx context.Context, env *Env) (*engine.Engine, err
 	if err != nil {
 		return nil, err
 	}
-	return loadEngine(ctx, env, src, engine.Options{Backend: g.backend, InGraph: g.graph})
+	return loadEngine(ctx, env, src, g.options())
+}
+
+// options are the engine options the flags give.
+func (g *generateFlags) options() engine.Options {
+	return engine.Options{Backend: g.backend, InGraph: g.graph, DeviceLayers: g.gpuLayers}
 }
 
 // loadEngine loads src, saying so on stderr when that takes a moment (a big
@@ -150,13 +160,17 @@ func (g *generateFlags) load(ctx context.Context, env *Env) (*engine.Engine, err
 func loadEngine(ctx context.Context, env *Env, src engine.Source, opts engine.Options) (*engine.Engine, error) {
 	var e *engine.Engine
 	var err error
-	// Too big for the GPU: split between it and the CPU, or the CPU (models.BackendFor).
-	choice := models.BackendFor(opts.Backend, src, func() hw.Info {
-		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		return hw.Detect(dctx, "")
-	})
-	opts.Backend, opts.DeviceLayers = choice.Backend, choice.DeviceLayers
+	// Too big for the GPU: split between it and the CPU, or the CPU (models.BackendFor),
+	// unless --gpu-layers chose the split.
+	var choice models.BackendChoice
+	if opts.DeviceLayers == 0 {
+		choice = models.BackendFor(opts.Backend, src, func() hw.Info {
+			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			return hw.Detect(dctx, "")
+		})
+		opts.Backend, opts.DeviceLayers = choice.Backend, choice.DeviceLayers
+	}
 	notes := io.Writer(env.Stderr)
 	if opts.WeightsProgress == nil && opts.Progress == nil {
 		r := newWeightNotes(env.Stderr) // its lines and whileNoting's, from two goroutines, one at a time
@@ -410,7 +424,7 @@ func runGenerate(env *Env, args []string) error {
 	if *thinking && g.builtin() { // said before the Mini loads
 		return errors.New("generate: " + noThinking(catalog.NoThinking(true, true)))
 	}
-	e, err := loadEngine(ctx, env, src, engine.Options{Backend: g.backend, InGraph: g.graph})
+	e, err := loadEngine(ctx, env, src, g.options())
 	if err != nil {
 		if ctx.Err() != nil {
 			return errors.New("generate: " + interruptedLoading)
