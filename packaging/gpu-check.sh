@@ -9,7 +9,9 @@
 #      256-token canvas after it) and timings (a canvas at a fixed 16 steps; AR decoding)
 #   2. Darkroom loads the folder unchanged on xla:cuda and writes its logits for the same ids
 #      (`darkroom gpu logits`), then `darkroom bench` times a canvas at 16 steps and AR decoding
-#   3. the same for the model quantized to int4 (`darkroom quantize --profile int4`)
+#   3. the same for the model quantized to int4 (`darkroom quantize --profile int4`), and a canvas of
+#      the int4 model split between the GPU (its first half of the layers, the embedding, head and
+#      sampler) and the CPU (the rest): `bench --gpu-layers`, what a GPU too small for the model runs
 #   4. a table on stdout and OUT/gpu-check.json: logits agreement, tokens/s of both engines,
 #      diffusion vs AR, device memory, and the 30-layer int4 extrapolation
 #
@@ -61,6 +63,7 @@ gpu-check: would run, in $work:
   $bin ${bench[*]} --model $work/model
   $bin quantize --model $work/model --profile int4 --out $work/model-int4
   $bin ${bench[*]} --model $work/model-int4
+  $bin ${bench[*]} --mode diffusion --runs 1 --gpu-layers HALF --model $work/model-int4   # split: half the layers on the CPU
   $py $here/gpu_check.py report $work $out/gpu-check.json   # the table and the JSON
 PLAN
 }
@@ -176,6 +179,15 @@ timeout 240 "$bin" quantize --model "$work/model" --profile int4 --out "$work/mo
 step "Darkroom int4: canvas at 16 steps, AR"
 run_measured dr_bench_int4 timeout 180 "$bin" "${bench[@]}" --model "$work/model-int4"
 printf '{"bf16_peak_bytes": %s, "int4_peak_bytes": %s}\n' "$(cat "$work/dr_bench_bf16.mem")" "$(cat "$work/dr_bench_int4.mem")" >"$work/dr_memory.json"
+# The split (engine.Options.DeviceLayers): the first half of the layers on the GPU, the rest on this
+# machine's CPU, as a PC whose GPU is too small for the model runs it. Its own failure loses its row
+# only. A rehearsal on the go backend runs the GPU's half in graphs (--graph) so the split runs too.
+half=$("$py" -c 'import json,sys; c=json.load(open(sys.argv[1])); print(c.get("text_config", c)["num_hidden_layers"] // 2)' "$work/model-int4/config.json")
+graph=()
+[ "$backend" = go ] && graph=(--graph --max-steps 2) # simplego's graphs: 2 steps take seconds, 16 half a minute
+step "Darkroom int4 split: $half layers on the GPU, the rest on the CPU, a canvas"
+(run_measured dr_bench_split timeout 150 "$bin" "${bench[@]}" "${graph[@]}" --mode diffusion --runs 1 --gpu-layers "$half" --model "$work/model-int4") ||
+	{ echo "gpu-check: the split did not run; its row is left out" >&2; rm -f "$work/dr_bench_split.json"; }
 step "report"
 if [ -n "$rehearse" ]; then
 	"$py" "$here/gpu_check.py" rehearsal "$work" "$out/gpu-check.json"

@@ -250,7 +250,22 @@ def darkroom_half(work):
                 "ar_tokens_s": b["ar"]["tokens_per_s"], "device_memory_bytes": mem[f"{p}_peak_bytes"]}
     d["diffusion_vs_ar_bf16"] = d["bf16"]["diffusion_tokens_s"] / d["bf16"]["ar_tokens_s"]
     d["int4_layer_bytes"], _ = layer_bytes(os.path.join(work, "model-int4"))
+    split = os.path.join(work, "dr_bench_split.json")
+    if os.path.exists(split):  # left out where the split did not run (gpu-check.sh)
+        b = json.load(open(split))
+        d["int4_split"] = {"path": b["path"], "device_layers": b.get("device_layers", 0), "canvas_ms": b["diffusion"]["median_canvas_ms"],
+                           "diffusion_tokens_s": b["diffusion"]["tokens_per_s"],
+                           "device_memory_bytes": int(open(os.path.join(work, "dr_bench_split.mem")).read())}
     return d
+
+
+def split_line(d):
+    """The table's row for the int4 split, or None where it did not run."""
+    s = d.get("int4_split")
+    if not s:
+        return None
+    return (f"| int4 split, {s['device_layers']} of {LAYERS} layers on the GPU: canvas (ms) / diffusion tokens/s / device memory (GB) "
+            f"| {s['canvas_ms']:.1f} / {s['diffusion_tokens_s']:.0f} / {s['device_memory_bytes'] / 1e9:.1f} | | |")
 
 
 def rehearsal(work, out):
@@ -266,12 +281,14 @@ def rehearsal(work, out):
             raise SystemExit(f"gpu-check: {d['logits'][key]} holds values that are not finite")
     res = {"rehearsal": True, "darkroom_backend": d["backend"], "canvas_steps": STEPS, "darkroom_bf16": d["bf16"],
            "darkroom_int4": d["int4"], "darkroom_diffusion_vs_ar_bf16": d["diffusion_vs_ar_bf16"],
-           "int4_layer_bytes": d["int4_layer_bytes"]}
+           "int4_layer_bytes": d["int4_layer_bytes"], "darkroom_int4_split": d.get("int4_split")}
     lines = [f"gpu-check rehearsal: Darkroom's half on {d['backend']}, no transformers to compare with",
              "| what | bf16 | int4 |", "|---|---|---|"]
     for name, key, fmt in (("canvas, %d steps (ms)" % STEPS, "canvas_ms", ".1f"), ("diffusion tokens/s", "diffusion_tokens_s", ".0f"),
                            ("AR tokens/s", "ar_tokens_s", ".0f")):
         lines.append(f"| {name} | {d['bf16'][key]:{fmt}} | {d['int4'][key]:{fmt}} |")
+    if s := d.get("int4_split"):
+        lines.append(f"| int4 split, {s['device_layers']} layers in graphs ({s['path']}): canvas (ms) | | {s['canvas_ms']:.1f} |")
     print("\n".join(lines))
     res["table"] = lines
     with open(out, "w") as f:
@@ -314,6 +331,7 @@ def report(work, out):
         "darkroom_vs_transformers_diffusion": d["bf16"]["diffusion_tokens_s"] / hf["diffusion_tokens_s"],
         "darkroom_diffusion_vs_ar_bf16": d["diffusion_vs_ar_bf16"],
         "extrapolated_30_layers_int4": {"device_memory_bytes": mem30_int4, "canvas_ms_upper_bound": canvas30_int4_ms},
+        "darkroom_int4_split": d.get("int4_split"),
     }
     gb = 1e9
     lines = [
@@ -331,6 +349,8 @@ def report(work, out):
         f"| device memory (GB) | {d['device_memory_bytes'] / gb:.1f} (int4 {res['darkroom_int4']['device_memory_bytes'] / gb:.1f}) | {t['max_memory_bytes'] / gb:.1f} (torch allocated) | |",
         f"| 30 layers int4, extrapolated: memory (GB) / canvas (ms, upper bound) | {mem30_int4 / gb:.1f} / {canvas30_int4_ms:.0f} | | ≤ 18 / ≤ 150 |",
     ]
+    if line := split_line(d):
+        lines.append(line)
     print("\n".join(lines))
     res["table"] = lines
     with open(out, "w") as f:

@@ -41,7 +41,7 @@ func darkroomBinary(t *testing.T) string {
 
 // TestGPUCheckRehearsal runs packaging/gpu-check.sh --rehearse on the CPU: the
 // Darkroom half of the GPU check — `gpu logits`, `bench` with the script's flags,
-// `quantize --profile int4`, `bench` again, and the report's readers over their
+// `quantize --profile int4`, `bench` again, split (`--gpu-layers`), and the report's readers over their
 // real outputs — on a tiny model with the real 26B's canvas (256) and the Mini
 // tokenizer's vocabulary, which the script copies in as it does on the GPU. A
 // flag, a JSON field or a file size the report expects that the CLI no longer
@@ -83,6 +83,11 @@ func TestGPUCheckRehearsal(t *testing.T) {
 		} `json:"darkroom_bf16"`
 		Int4       map[string]float64 `json:"darkroom_int4"`
 		LayerBytes int64              `json:"int4_layer_bytes"`
+		Split      *struct {
+			Path         string  `json:"path"`
+			DeviceLayers int     `json:"device_layers"`
+			CanvasMS     float64 `json:"canvas_ms"`
+		} `json:"darkroom_int4_split"`
 	}
 	raw, err := os.ReadFile(filepath.Join(out, "gpu-check.json"))
 	if err != nil {
@@ -94,6 +99,10 @@ func TestGPUCheckRehearsal(t *testing.T) {
 	if !rep.Rehearsal || rep.Backend != "go" || rep.Steps != 16 || !(rep.BF16.CanvasMS > 0) || !(rep.BF16.Diffusion > 0) ||
 		!(rep.BF16.AR > 0) || !(rep.Int4["canvas_ms"] > 0) || !(rep.Int4["ar_tokens_s"] > 0) || rep.LayerBytes <= 0 {
 		t.Errorf("report %s", raw)
+	}
+	// The split (--gpu-layers half the layers; the go backend's graphs standing in for the GPU's).
+	if sp := rep.Split; sp == nil || sp.Path != "split" || sp.DeviceLayers != cfg.Text.NumHiddenLayers/2 || !(sp.CanvasMS > 0) {
+		t.Errorf("the int4 split's report: %+v", sp)
 	}
 	// The int4 model's layers are its quantized experts and projections: well under bf16's.
 	var bf16Layers int64
