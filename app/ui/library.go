@@ -100,6 +100,14 @@ type ProfileFit struct {
 	// OnCPU, where the PC has a GPU the model is too big for, says that it runs
 	// on the CPU instead (models.Placement.CPUBecause; the estimate is the RAM's).
 	OnCPU string
+	// Split, where the PC has a GPU the model is too big for but its first layers
+	// fit, says that it runs split between the GPU and the CPU
+	// (models.Placement.Split): Need is then the GPU's part, HostNeed the RAM's (of
+	// RAM bytes), HostResident of it what stays in memory, and Verdict the worse of
+	// the two parts'.
+	Split                  string
+	HostNeed, HostResident int64
+	RAM                    int64
 	// GPU: the estimate is a GPU's, where the model runs (Where its VRAM).
 	GPU bool
 	// Keeps ranks how much of the model the profile keeps (catalog.Entry.Keeps: 2
@@ -675,6 +683,9 @@ func (c *libraryCard) showFit(profile string) {
 // fitText says a profile's verdict with the numbers and the threshold behind it,
 // so that "won't fit" beside "tight" one tenth of a gigabyte apart is explained.
 func fitText(p ProfileFit) string {
+	if p.Split != "" {
+		return splitFitText(p)
+	}
 	fitsAt, tightAt := int64(float64(p.Budget)*p.FitsAt), int64(float64(p.Budget)*p.TightAt)
 	of := fmt.Sprintf("%s of %s", formatBytes(p.Budget), p.Where)
 	var s string
@@ -710,6 +721,29 @@ func fitText(p ProfileFit) string {
 		s += " " + p.OnCPU + "."
 	}
 	return s
+}
+
+// splitFitText is fitText for a profile split between the GPU and the CPU
+// (ProfileFit.Split): both parts' memory, the verdict the worse part's, and the
+// sentence saying how many layers run where.
+func splitFitText(p ProfileFit) string {
+	gpu := fmt.Sprintf("%s of the %s of %s", formatBytes(p.Need), formatBytes(p.Budget), p.Where)
+	ram := fmt.Sprintf("%s of the %s of RAM", formatBytes(p.HostNeed), formatBytes(p.RAM))
+	var s string
+	switch p.Verdict {
+	case "fits":
+		s = fmt.Sprintf("✔ Fits, split between the GPU and the CPU — needs about %s for the layers the GPU runs and the "+
+			"rest of the model, and %s for the layers the CPU runs, each with room to spare.", gpu, ram)
+	case "tight":
+		s = fmt.Sprintf("▲ Tight, split between the GPU and the CPU — needs about %s and %s: more than runs "+
+			"comfortably in one of them. Close other programs before using it.", gpu, ram)
+	default: // from disk: the RAM's part (a split's GPU part never is)
+		s = fmt.Sprintf("▲ From the disk, split between the GPU and the CPU — needs about %s, and %s, more than a model "+
+			"may use there, but %s of that must stay in memory and the rest is weights read from the model's files as "+
+			"they are needed: every answer reads what memory cannot keep from the disk again, so it writes slowly.",
+			gpu, ram, formatBytes(p.HostResident))
+	}
+	return s + " " + p.Split + "."
 }
 
 // speedText says how fast each mode would write here, beside the fit.

@@ -205,6 +205,38 @@ func TestFitTextSaysTheThreshold(t *testing.T) {
 	}
 }
 
+// TestFitTextSplit: the 26B at int4 on a PC whose 12 GB GPU is too small for it is
+// split, 17 of its 30 layers on the GPU (models.Placement.Split): its fit line gives
+// both parts' memory, the GPU's and the RAM's, and the sentence saying where its
+// layers run; with 6 GB of RAM the CPU's part reads from the disk, and the line says
+// so.
+func TestFitTextSplit(t *testing.T) {
+	dg, _ := catalog.Find(catalog.DiffusionGemmaID)
+	for _, c := range []struct {
+		ram     int64
+		verdict string
+		want    []string
+	}{
+		{64 << 30, "fits", []string{"✔ Fits, split between the GPU and the CPU — needs about 11.1 GB of the 12.9 GB of RTX 4070 VRAM",
+			"of the 68.7 GB of RAM for the layers the CPU runs",
+			"It is too big for the RTX 4070's 12.9 GB of memory (it needs about 17.9 GB there), so 17 of its 30 layers run on the GPU and the rest on the CPU, from RAM: slower than all on the GPU, faster than all on the CPU."}},
+		{6 << 30, "from disk", []string{"▲ From the disk, split between the GPU and the CPU — needs about 11.1 GB of the 12.9 GB of RTX 4070 VRAM",
+			"of the 6.4 GB of RAM", "must stay in memory", "so 17 of its 30 layers run on the GPU and the rest on the CPU, from RAM and the disk"}},
+	} {
+		pf := profileFit(models.Entry{Entry: dg}, quant.Int4Profile, hw.Info{Device: "gpu", RAMTotal: c.ram,
+			GPUs: []hw.GPU{{Name: "RTX 4070", VRAMTotal: 12 << 30}}})
+		got := fitText(pf)
+		if pf.Split == "" || pf.OnCPU != "" || !pf.GPU || pf.Verdict != c.verdict || pf.HostNeed <= 0 || pf.RAM != c.ram {
+			t.Errorf("%d GiB of RAM: %+v", c.ram>>30, pf)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%d GiB of RAM: %q lacks %q", c.ram>>30, got, w)
+			}
+		}
+	}
+}
+
 // TestLibrarySaysItIsLoading: while the first list is being read (the fit and
 // speed estimates measure this PC once, seconds on a small one), the Library says
 // so instead of showing no models at all; the line goes when the cards come.

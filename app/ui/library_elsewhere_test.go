@@ -142,10 +142,11 @@ func TestLibraryAsksBeforeWhatWontFit(t *testing.T) {
 }
 
 // TestLibraryModelTooBigForTheGPU: on a PC whose GPU holds 12 GB and whose RAM
-// 64, the 26B at int4 (about 18 GB on a GPU) is judged against the RAM, where
-// it runs, and says it runs on the CPU because it is too big for the GPU: it
-// said "Won't fit" on a PC that runs it, and the engine would have loaded it on
-// the GPU.
+// 64, the 26B at int4 (about 18 GB on a GPU) is split, 17 of its 30 layers on the
+// GPU and the rest on the CPU (models.Placement.Split), judged on both and saying
+// so because it is too big for the GPU: it said "Won't fit" on a PC that runs it,
+// the engine would have loaded it on the GPU, and then all of it ran on the CPU;
+// at bf16 (52 GB) fewer of its layers fit the GPU, and the rest the RAM.
 func TestLibraryModelTooBigForTheGPU(t *testing.T) {
 	a, _ := libraryApp(t, "http://127.0.0.1:1", download.Options{},
 		hw.Info{GPUs: []hw.GPU{{Name: "RTX 4070", VRAMTotal: 12 << 30}}, RAMTotal: 64 << 30})
@@ -155,12 +156,14 @@ func TestLibraryModelTooBigForTheGPU(t *testing.T) {
 	selectProfile(c, "int4")
 	pf := uiRead(func() ProfileFit { pf, _ := c.selectedProfile(); return pf })
 	text := uiRead(func() string { return c.fit.Text })
-	if pf.Verdict != "fits" || pf.Where != "RAM" || !strings.Contains(text, "too big for the RTX 4070's") || !strings.Contains(text, "runs on the CPU") {
+	if pf.Verdict != "fits" || pf.Where != "RTX 4070 VRAM" || !strings.Contains(text, "split between the GPU and the CPU") ||
+		!strings.Contains(text, "too big for the RTX 4070's") || !strings.Contains(text, "17 of its 30 layers run on the GPU") {
 		t.Errorf("int4 on a 12 GB GPU: %s in %s; the card says %q", pf.Verdict, pf.Where, text)
 	}
-	selectProfile(c, "bf16") // 52 GB: tight in 64 GB of RAM
-	if pf := uiRead(func() ProfileFit { pf, _ := c.selectedProfile(); return pf }); pf.Verdict != "tight" || pf.Where != "RAM" || pf.OnCPU == "" {
-		t.Errorf("bf16: %s in %s (%q); want tight in RAM, on the CPU", pf.Verdict, pf.Where, pf.OnCPU)
+	selectProfile(c, "bf16")
+	if pf := uiRead(func() ProfileFit { pf, _ := c.selectedProfile(); return pf }); pf.Verdict != "fits" || !pf.GPU || pf.OnCPU != "" ||
+		!strings.Contains(pf.Split, "layers run on the GPU") || strings.Contains(pf.Split, "17 of its") || pf.HostNeed < 30e9 {
+		t.Errorf("bf16: %s in %s (%q, %d B in RAM); want it split, fewer layers on the GPU", pf.Verdict, pf.Where, pf.Split, pf.HostNeed)
 	}
 }
 

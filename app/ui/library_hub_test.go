@@ -153,7 +153,8 @@ func TestLibraryCardOfADownloadThatEndedWhileListed(t *testing.T) {
 // TestLibraryQuantsSayWhereTheyRun: a GGUF repo's quantizations, offered as buttons,
 // say where each would run on this PC (models.JudgeQuants, by the file's size) where
 // the repo is a catalog model's: on a 16 GB card the Q3_K_M tight on the GPU, the
-// Q4_K_M on the CPU, the BF16 from the disk. A gamer had a list of names and sizes.
+// Q4_K_M split between the GPU (23 of its 30 layers) and the CPU, the BF16 split too,
+// its CPU's part from the disk. A gamer had a list of names and sizes.
 func TestLibraryQuantsSayWhereTheyRun(t *testing.T) {
 	info := hw.Info{Device: "gpu", GPUs: []hw.GPU{{Name: "RTX 4080", VRAMTotal: 16 << 30}}, RAMTotal: 32 << 30}
 	a, _ := libraryApp(t, "http://127.0.0.1:9", download.Options{}, info)
@@ -172,8 +173,8 @@ func TestLibraryQuantsSayWhereTheyRun(t *testing.T) {
 			got = append(got, o.(*widget.Button).Text)
 		}
 	})
-	want := []string{"Q3_K_M · 13.3 GB · tight on the GPU", "Q4_K_M · 16.8 GB · on the CPU: too big for the GPU",
-		"BF16 · 51.6 GB · from the disk, slowly"}
+	want := []string{"Q3_K_M · 13.3 GB · tight on the GPU", "Q4_K_M · 16.8 GB · 23 of 30 layers on the GPU",
+		"BF16 · 51.6 GB · 6 of 30 layers on the GPU, the rest from the disk"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("the buttons say %q, want %q", got, want)
 	}

@@ -36,6 +36,7 @@ type recommendation struct {
 	// note says so.
 	tight bool
 	where string
+	split bool // it runs split between the GPU and the CPU (ProfileFit.Split): the note says so
 	// diskPrinter is a from-disk recommendation's printer tokens/s counting the
 	// disk's reads (0: the disk was not measured, and printer is the in-memory bound).
 	diskPrinter float64
@@ -47,9 +48,10 @@ type recommendation struct {
 
 // recommended is the download the Library suggests for this PC: of every
 // profile that fits (not tight, but on a GPU, where tight is still far faster than the
-// CPU) of a model to download, those the GPU runs before those placed on the CPU, and
+// CPU) of a model to download, those the GPU runs whole before those split between
+// it and the CPU (a GPU too small for the whole model) before those placed on the CPU, and
 // of the GPU's those that fit before the tight ones (on a 16 GB card the 3-bit
-// Q3_K_M GGUF, 15.8 GB there, is tight, and the 4-bit downloads run on the CPU only),
+// Q3_K_M GGUF, 15.8 GB there, is tight, and the 4-bit downloads run split),
 // then the best kept (ProfileFit.Keeps) — bf16, then int8 (and the 8-bit GGUFs), then
 // the 4-bit ones, then the 3-bit one — and among those the smallest download, unless
 // another writes at least twice as fast in the printer here (both estimated: on
@@ -89,7 +91,7 @@ func recommendedOf(entries []LibraryEntry, free int64, verdict string) recommend
 			continue
 		}
 		for _, p := range e.Profiles {
-			tight := verdict == "fits" && p.Verdict == "tight" && p.GPU
+			tight := verdict == "fits" && p.Verdict == "tight" && p.GPU && p.Split == "" // a split's may be the RAM's
 			if p.Verdict != verdict && !tight {
 				continue
 			}
@@ -102,7 +104,7 @@ func recommendedOf(entries []LibraryEntry, free int64, verdict string) recommend
 			}
 			c := recommendation{name: e.Name, title: e.Title, profile: p.Name, download: size, printer: p.Printer,
 				picked: len(e.Profiles) > 1, disk: diskNeed(size, p), made: p.ConvertedFrom != "", fromDisk: verdict == "from disk",
-				tight: tight, where: p.Where}
+				tight: tight, where: p.Where, split: p.Split != ""}
 			if c.fromDisk && p.DiskRate > 0 {
 				c.diskPrinter = p.Printer
 			}
@@ -113,11 +115,16 @@ func recommendedOf(entries []LibraryEntry, free int64, verdict string) recommend
 			if tight {
 				tier -= 5 // below what the GPU holds with room to spare, above the CPU's
 			}
-			if p.OnCPU != "" {
+			switch {
+			case p.OnCPU != "":
 				// Too big for this PC's GPU, it runs on the CPU: below any the GPU runs,
 				// whatever it keeps (on a 24 GB card with 32 GB of RAM the 8-bit Q6_K
 				// GGUF fits the RAM, and outranked the Q4_K_M the GPU runs ten times faster).
 				tier -= 10
+			case c.split:
+				// Split between the GPU and the CPU: slower than any the GPU runs whole,
+				// tight included, faster than any the CPU runs alone.
+				tier -= 7
 			}
 			if tier > allTier || (tier == allTier && c.better(all)) {
 				all, allTier = c, tier
@@ -190,6 +197,10 @@ func (r recommendation) note(withTitle bool) string {
 	if r.tight {
 		note = fmt.Sprintf("Recommended for this PC: %sa %s download that just fits the %s: close games and other "+
 			"programs that use the GPU before you load it", what, store.FormatBytes(r.download), r.where)
+	}
+	if r.split {
+		note = fmt.Sprintf("Recommended for this PC: %sa %s download that runs here split between the GPU and the CPU, "+
+			"too big for the GPU alone", what, store.FormatBytes(r.download))
 	}
 	if r.fromDisk {
 		rate := ""

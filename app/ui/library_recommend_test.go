@@ -272,3 +272,40 @@ func TestRecommendedTightOnTheGPU(t *testing.T) {
 		t.Errorf("with the 3-bit one tight in the RAM, recommended %q", r.name)
 	}
 }
+
+// TestRecommendedSplit: a download split between the GPU and the CPU (a 12 GB card:
+// the 4-bit ones hold 17 of their 30 layers there) is recommended over one the CPU
+// runs alone, whatever that keeps (bf16 in 64 GB of RAM), its note saying it is
+// split; one the GPU runs whole, even tight, comes first; from the disk, a split
+// comes before the CPU alone too.
+func TestRecommendedSplit(t *testing.T) {
+	split := ProfileFit{Name: "int4", Bytes: 16.8e9, Verdict: "fits", GPU: true, Where: "RTX 4070 VRAM",
+		Split: "It is too big for the RTX 4070's 12.9 GB of memory", HostNeed: 9e9, RAM: 64 << 30}
+	cpu := ProfileFit{Name: "bf16", Bytes: 51.6e9, Verdict: "fits", OnCPU: "too big for the GPU", Where: "RAM", Keeps: 2}
+	tight := ProfileFit{Name: "int4", Bytes: 13.3e9, Verdict: "tight", GPU: true, Where: "RTX 4070 VRAM", Keeps: -1}
+	entries := func(ps ...ProfileFit) []LibraryEntry {
+		var es []LibraryEntry
+		for _, p := range ps {
+			es = append(es, LibraryEntry{Name: p.Name + p.Verdict, Title: p.Name, State: "available", Profiles: []ProfileFit{p}})
+		}
+		return es
+	}
+	r := recommended(entries(cpu, split), -1)
+	if want := "Recommended for this PC: int4, a 16.8 GB download that runs here split between the GPU and the CPU, too big for the GPU alone"; r.name != "int4fits" || r.note(true) != want {
+		t.Errorf("recommended %q: %q, want the split: %q", r.name, r.note(true), want)
+	}
+	if r := recommended(entries(split, tight), -1); r.name != "int4tight" {
+		t.Errorf("with a download tight on the GPU, recommended %q", r.name)
+	}
+	tightSplit := split
+	tightSplit.Verdict = "tight" // its RAM's part
+	if r := recommended(entries(tightSplit), -1); r.name != "" {
+		t.Errorf("with only a split tight in the RAM, recommended %q", r.name)
+	}
+	diskSplit, diskCPU := split, cpu
+	diskSplit.Verdict, diskCPU.Verdict = "from disk", "from disk"
+	diskSplit.Bytes = 60e9 // bigger: the tier, not the size, decides
+	if r := recommended(entries(diskCPU, diskSplit), -1); r.name != "int4from disk" || !r.fromDisk {
+		t.Errorf("from the disk, recommended %q (from disk %v)", r.name, r.fromDisk)
+	}
+}

@@ -213,8 +213,9 @@ func (r *Race) Start() {
 }
 
 // unequalTerms is the race summary's last sentence where its two copies of the
-// model ran on different backends — the printer's, loaded second, on the CPU
-// where the GPU held the first one (models.BackendFor) — so that its speeds are
+// model ran on different backends — the printer's, loaded second, on the CPU (all
+// of it, or split with the GPU) where the GPU held the first one
+// (models.BackendFor) — so that its speeds are
 // not read as the modes' on one device; "" where they ran alike.
 func unequalTerms(printer, polaroid Model) string {
 	if printer == nil {

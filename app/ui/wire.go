@@ -261,7 +261,11 @@ func (m *engineModel) Decode(ids []int) string { return m.e.Tokenizer().Decode(i
 func (m *engineModel) IsEnd(id int) bool       { return m.e.IsEnd(id) }
 func (m *engineModel) Close() error            { return m.e.Close() }
 func (m *engineModel) Info() ModelInfo {
-	return ModelInfo{Name: m.name, Builtin: m.builtin, Backend: m.e.Backend(), Thinking: m.thinking,
+	backend := m.e.Backend()
+	if m.e.Path() == engine.PathSplit { // its other layers on the CPU (models.BackendFor): not the whole GPU's speed
+		backend += " and go, split"
+	}
+	return ModelInfo{Name: m.name, Builtin: m.builtin, Backend: backend, Thinking: m.thinking,
 		Defaults: m.e.GenerationDefaults(), Mode: m.mode, Speed: m.speed, Fallback: cmp.Or(m.onCPU, m.e.BackendFallback()), FromDisk: m.e.FromDisk(), Leads: m.leads,
 		AnswerTokens: m.answer}
 }
@@ -374,7 +378,10 @@ func profileFit(e models.Entry, p quant.Profile, info hw.Info) ProfileFit {
 		return pf
 	}
 	est, b := pl.Estimate, pl.Budget
-	pf.Verdict, pf.OnCPU = string(pl.Verdict), pl.CPUBecause
+	pf.Verdict, pf.OnCPU = string(pl.Overall()), pl.CPUBecause
+	if s := pl.Split; s != nil { // the estimate is the GPU's part
+		pf.Split, pf.HostNeed, pf.HostResident, pf.RAM = s.Because, s.Host.Total, s.Host.Resident(), s.RAM.Bytes
+	}
 	pf.Need, pf.Weights, pf.Resident, pf.Context = est.Total, est.Part(fit.PartWeights), est.Resident(), est.Context
 	pf.Budget, pf.Where, pf.GPU = b.Bytes, b.Name, b.Kind == "gpu"
 	if pf.GPU {
