@@ -24,6 +24,10 @@ type FitRow struct {
 	Profile  string        `json:"profile"`
 	Estimate *fit.Estimate `json:"estimate"`
 	Verdicts []Judgement   `json:"verdicts"` // one per GPU, then RAM
+	// Where says where auto runs it on this PC (Placement.Where: on the GPU, split
+	// between the GPU and the CPU — "16 of 30 layers on the GPU" —, on the CPU), ""
+	// where it cannot be placed (the PC's memory unknown).
+	Where string `json:"where,omitempty"`
 }
 
 // Budgets are the memories of this machine an estimate is judged against: each
@@ -40,8 +44,10 @@ func Budgets(info hw.Info) []fit.Budget {
 }
 
 // FitTable estimates every catalog model (with known dimensions) under every
-// profile at contextLen tokens and judges each against budgets.
-func FitTable(budgets []fit.Budget, contextLen int) ([]FitRow, error) {
+// profile at contextLen tokens, judges each against the budgets of the PC info
+// describes (Budgets) and says where it runs there (Place).
+func FitTable(info hw.Info, contextLen int) ([]FitRow, error) {
+	budgets := Budgets(info)
 	var rows []FitRow
 	gpu := false
 	for _, b := range budgets {
@@ -64,6 +70,9 @@ func FitTable(budgets []fit.Budget, contextLen int) ([]FitRow, error) {
 				return nil, err
 			}
 			row := FitRow{Model: e.ID, Profile: string(p), Estimate: est}
+			if pl, err := place(cfg, p, fit.Runtime{Context: contextLen, GGUF: weights.MixLayout(e.Mix)}, info); err == nil {
+				row.Where = pl.Where()
+			}
 			for _, b := range budgets {
 				j := Judgement{Budget: b, Verdict: fit.JudgeEstimate(est, b)}
 				if b.Bytes > 0 {

@@ -579,3 +579,35 @@ func TestPlaceFile(t *testing.T) {
 		t.Error("a repo of unknown dimensions judged")
 	}
 }
+
+// TestFitTableSaysWhereItRuns: `darkroom hw`'s fit table says where auto runs each
+// catalog model on the PC, as Place does: on a 12 GB card with 32 GB of RAM the 26B
+// Q4_K_M splits ("16 of 30 layers on the GPU"), the Mini fits the GPU whole.
+func TestFitTableSaysWhereItRuns(t *testing.T) {
+	info := hw.Info{GPUs: []hw.GPU{{Name: "RTX 4070", VRAMTotal: 12 << 30}}, RAMTotal: 32 << 30}
+	rows, err := FitTable(info, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var split, mini bool
+	for _, r := range rows {
+		switch {
+		case r.Model == catalog.GGUFID:
+			split = true
+			if r.Where != "16 of 30 layers on the GPU" {
+				t.Errorf("%s %s: %q", r.Model, r.Profile, r.Where)
+			}
+		case r.Model == catalog.MiniID:
+			mini = true
+			if r.Where != "fits the GPU" {
+				t.Errorf("the Mini: %q", r.Where)
+			}
+		}
+		if r.Where == "" {
+			t.Errorf("%s %s: no placement", r.Model, r.Profile)
+		}
+	}
+	if !split || !mini {
+		t.Errorf("rows for the 26B Q4_K_M %v, the Mini %v", split, mini)
+	}
+}

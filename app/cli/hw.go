@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,7 +75,7 @@ func runHW(env *Env, args []string) error {
 		dir = store.DefaultDir()
 	}
 	info := hw.Detect(context.Background(), dir)
-	rows, err := models.FitTable(models.Budgets(info), *ctxLen)
+	rows, err := models.FitTable(info, *ctxLen)
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func runHW(env *Env, args []string) error {
 	for _, b := range models.Budgets(info) {
 		head = append(head, fmt.Sprintf("%s %s", shortName(b.Name), store.FormatBytes(b.Bytes)))
 	}
-	head = append(head, "WEIGHTS", "KV", "ACTIVATIONS", "DEQUANT", "OVERHEAD", "PRINTER", "POLAROID")
+	head = append(head, "RUNS", "WEIGHTS", "KV", "ACTIVATIONS", "DEQUANT", "OVERHEAD", "PRINTER", "POLAROID")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	fromDiskRows := false
 	for i, r := range rows {
@@ -123,6 +124,7 @@ func runHW(env *Env, args []string) error {
 		for _, v := range r.Verdicts {
 			cols = append(cols, fmt.Sprintf("%s (%.0f%%)", v.Verdict, v.Percent))
 		}
+		cols = append(cols, cmp.Or(r.Where, "?"))
 		for _, p := range []string{fit.PartWeights, fit.PartKV, fit.PartActivations, fit.PartDequant, fit.PartOverhead} {
 			cols = append(cols, store.FormatBytes(r.Estimate.Part(p)))
 		}
