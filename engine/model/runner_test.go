@@ -281,12 +281,17 @@ func TestRunnerScoreBuffer(t *testing.T) {
 		nm.Encode(cache, prompt)
 		return flat(nm.Encode(cache, tokens)[from:])
 	}
-	for _, host := range []bool{false, true} {
+	for _, mode := range []string{"graph", "host", "split"} {
 		r, err := NewRunner(newBackend(t), cfg, newContext(t, w))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.HostDecoder, r.HostHead, r.MinCapacity, r.MaxChunk = host, host, 16, 8
+		host := mode == "host"
+		r.HostDecoder, r.HostHead = host, host
+		if mode == "split" {
+			r = splitRunner(t, cfg, w, 2)
+		}
+		r.MinCapacity, r.MaxChunk = 16, 8
 		if _, err := r.Encode(prompt); err != nil {
 			t.Fatal(err)
 		}
@@ -300,16 +305,16 @@ func TestRunnerScoreBuffer(t *testing.T) {
 			t.Fatal(err)
 		}
 		if &second[0] != &first[0] {
-			t.Errorf("host %v: the second Score allocated new logits instead of reusing the buffer", host)
+			t.Errorf("%s: the second Score allocated new logits instead of reusing the buffer", mode)
 		}
 		if e := relErr(kept, want(a, 0)); e > 1e-4 {
-			t.Errorf("host %v: first Score, copied out: max relative error %.3e", host, e)
+			t.Errorf("%s: first Score, copied out: max relative error %.3e", mode, e)
 		}
 		if e := relErr(second, want(b, 2)); e > 1e-4 {
-			t.Errorf("host %v: second Score: max relative error %.3e", host, e)
+			t.Errorf("%s: second Score: max relative error %.3e", mode, e)
 		}
 		if len(second) != (len(b)-2)*cfg.VocabSize {
-			t.Errorf("host %v: second Score: %d logits, want %d", host, len(second), (len(b)-2)*cfg.VocabSize)
+			t.Errorf("%s: second Score: %d logits, want %d", mode, len(second), (len(b)-2)*cfg.VocabSize)
 		}
 	}
 }

@@ -147,7 +147,7 @@ func (r *Runner) encodeSplit(tokens []int) (lastLogits []float32, err error) {
 			return nil, err
 		}
 	}
-	return r.tailLogits("encode", last, 1)
+	return r.tailLogits("encode", last, 1, nil)
 }
 
 // scoreSplit is Score on a split model: the front and the host's layers read the
@@ -181,17 +181,14 @@ func (r *Runner) scoreSplit(ids []int32, n, from int) (logits []float32, err err
 		return nil, err
 	}
 	rows := n - from
-	all, err := r.tailLogits("score", hs[from*r.cfg.HiddenSize:], rows)
-	if err != nil {
-		return nil, err
-	}
-	return append(r.scoreBuffer(rows * r.cfg.VocabSize)[:0], all...), nil
+	return r.tailLogits("score", hs[from*r.cfg.HiddenSize:], rows, r.scoreBuffer(rows*r.cfg.VocabSize))
 }
 
 // tailLogits is the tail's logits (Logits: the final norm, the head, the soft-cap) of
-// rows hidden states h [rows·D] from the host's last layer: [rows·V]. The rows are
-// padded to a power of two, so the executables are few.
-func (r *Runner) tailLogits(op string, h []float32, rows int) (logits []float32, err error) {
+// rows hidden states h [rows·D] from the host's last layer: [rows·V], in into where it
+// is not nil (it holds as many). The rows are padded to a power of two, so the
+// executables are few.
+func (r *Runner) tailLogits(op string, h []float32, rows int, into []float32) (logits []float32, err error) {
 	exec, err := r.splitExec(&r.splitExecs.logits, r.tailLogitsGraph)
 	if err != nil {
 		return nil, err
@@ -206,7 +203,7 @@ func (r *Runner) tailLogits(op string, h []float32, rows int) (logits []float32,
 	}
 	err = try(op+": read logits", func() {
 		if err := tensors.ConstFlatData(out[0], func(flat []float32) {
-			logits = slices.Clone(flat[:rows*r.cfg.VocabSize])
+			logits = append(into[:0], flat[:rows*r.cfg.VocabSize]...)
 		}); err != nil {
 			panic(err)
 		}
