@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/darkroomlabs/darkroom/engine/config"
 	"github.com/darkroomlabs/darkroom/engine/model/arch"
@@ -667,19 +668,43 @@ func (r *Runner) decodeHidden(op string, ids []int32, soft *tensors.Tensor) ([]f
 // hiddenInGraph is decodeHidden by the graph: it returns the final-normed hidden
 // state and hostHead does the rest.
 func (r *Runner) hiddenInGraph(op string, ids []int32, soft *tensors.Tensor) (hn []float32, err error) {
+	out, err := r.runDecoder(op, "decode-hidden", r.hiddenExec, ids, soft)
+	if err != nil {
+		return nil, err
+	}
+	return r.hiddenRows(op, out, len(ids))
+}
+
+// hiddenRows copies the first n rows [n·D] of a hidden state out of t ([1, ≥n, D]) and
+// frees t.
+func (r *Runner) hiddenRows(op string, t *tensors.Tensor, n int) (x []float32, err error) {
+	err = try(op+": read hidden state", func() {
+		if err := tensors.ConstFlatData(t, func(flat []float32) {
+			x = slices.Clone(flat[:n*r.cfg.HiddenSize])
+		}); err != nil {
+			panic(err)
+		}
+	})
+	_ = t.FinalizeAll()
+	return x, err
+}
+
+// runDecoder runs exec, a decoder executable over in = [canvas [1, C], soft [1, C, D],
+// length, cache…] (decodeHiddenGraph, frontDecodeGraph), on the canvas ids and
+// returns its output [1, C, D]. op names the call in errors, kind the executable in
+// the compiled set.
+func (r *Runner) runDecoder(op, kind string, exec *context.Exec, ids []int32, soft *tensors.Tensor) (*tensors.Tensor, error) {
 	c := len(ids)
 	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, c), soft, int32(r.length)}
 	for _, t := range r.cache {
 		args = append(args, t)
 	}
-	r.compiled[fmt.Sprintf("decode-hidden/%d/%d", c, r.capacity)] = true
+	r.compiled[fmt.Sprintf("%s/%d/%d", kind, c, r.capacity)] = true
 	var out []*tensors.Tensor
-	if err := try(op, func() { out = must(r.hiddenExec.Exec(args...)) }); err != nil {
+	if err := try(op, func() { out = must(exec.Exec(args...)) }); err != nil {
 		return nil, err
 	}
-	err = try(op+": read hidden state", func() { hn = tensors.MustCopyFlatData[float32](out[0]) })
-	_ = out[0].FinalizeAll()
-	return hn, err
+	return out[0], nil
 }
 
 // hiddenOnHost is decodeHidden by the host model.

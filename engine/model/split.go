@@ -99,20 +99,6 @@ func (r *Runner) splitExec(slot **context.Exec, fn func(*context.Context, []*Nod
 	return *slot, err
 }
 
-// hiddenRows copies the first n rows [n·D] of a hidden state out of t ([1, ≥n, D]) and
-// frees t.
-func (r *Runner) hiddenRows(op string, t *tensors.Tensor, n int) (x []float32, err error) {
-	err = try(op+": read hidden state", func() {
-		if err := tensors.ConstFlatData(t, func(flat []float32) {
-			x = slices.Clone(flat[:n*r.cfg.HiddenSize])
-		}); err != nil {
-			panic(err)
-		}
-	})
-	_ = t.FinalizeAll()
-	return x, err
-}
-
 // encodeSplit is Encode on a split model: per chunk of MaxChunk tokens the front
 // (frontEncodeGraph: the device's layers, writing their cache), the host's layers over
 // its hidden state (writing theirs), and for the last token the tail's logits. A
@@ -222,16 +208,11 @@ func (r *Runner) hiddenSplit(op string, ids []int32, soft *tensors.Tensor) (*ten
 		return nil, err
 	}
 	c := len(ids)
-	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, c), soft, int32(r.length)}
-	for _, t := range r.cache {
-		args = append(args, t)
-	}
-	r.compiled[fmt.Sprintf("decode-front/%d/%d", c, r.capacity)] = true
-	var out []*tensors.Tensor
-	if err := try(op, func() { out = must(exec.Exec(args...)) }); err != nil {
+	out, err := r.runDecoder(op, "decode-front", exec, ids, soft)
+	if err != nil {
 		return nil, err
 	}
-	x, err := r.hiddenRows(op, out[0], c)
+	x, err := r.hiddenRows(op, out, c)
 	if err != nil {
 		return nil, err
 	}
