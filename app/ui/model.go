@@ -35,7 +35,7 @@ type Model interface {
 type ModelInfo struct {
 	Name     string // "Darkroom Mini", "DiffusionGemma 26B-A4B-it (int4)"
 	Builtin  bool   // the embedded Darkroom Mini
-	Backend  string // "go", "xla:cuda", … ("xla:cuda and go, split": split between the GPU and the CPU)
+	Backend  string // "go", "xla:cuda", … ("xla:cuda for 16 of 30 layers, the rest on go": split between the GPU and the CPU)
 	Thinking bool   // the model has a thinking channel
 	Defaults engine.Sampling
 	// Mode is the mode chat and the local API run without a choice, and why

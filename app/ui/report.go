@@ -28,7 +28,11 @@ func (a *App) systemReport() string {
 	}
 	b.WriteString("\n")
 	v := a.deps.Settings.Get()
-	line("Backend setting: %s", v.Backend)
+	layers := "auto"
+	if v.GPULayers > 0 {
+		layers = fmt.Sprint(v.GPULayers)
+	}
+	line("Backend setting: %s (GPU layers: %s)", v.Backend, layers)
 	line("Active model: %s", a.activeModelName())
 	if m := a.models.Loaded(); m != nil {
 		info := m.Info()

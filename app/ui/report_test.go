@@ -27,7 +27,7 @@ func TestCopySystemReport(t *testing.T) {
 
 	test.Tap(copyBtn)
 	got := copied()
-	for _, want := range []string{"Darkroom 9.9.9 (build 7", "No NVIDIA GPU found", "Backend: go (cpu)", "Backend setting: auto",
+	for _, want := range []string{"Darkroom 9.9.9 (build 7", "No NVIDIA GPU found", "Backend: go (cpu)", "Backend setting: auto (GPU layers: auto)",
 		"Active model: Darkroom Mini", "Loaded: none yet", "Settings file: " + a.deps.Settings.Path(), "Chats: "} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the report lacks %q:\n%s", want, got)

@@ -56,8 +56,10 @@ type SettingsScreen struct {
 	detected *widget.Label
 	fields   map[string]*widget.Entry
 	seed     *widget.Entry
-	theme    *widget.Select
-	advanced *widget.Accordion // the Backend and Sampling cards, folded
+	// gpuLayers is Values.GPULayers: empty for auto.
+	gpuLayers *widget.Entry
+	theme     *widget.Select
+	advanced  *widget.Accordion // the Backend and Sampling cards, folded
 	// textScale is Text size (settings.TextScales, shown as "100%").
 	textScale *widget.Select
 	server    *widget.Check
@@ -104,8 +106,30 @@ func newSettingsScreen(a *App) *SettingsScreen {
 	s.backend.SetSelected(v.Backend)
 	s.detected = widget.NewLabel("Detected: " + call(a.deps.System.Backends, "unknown"))
 	s.detected.Wrapping = fyne.TextWrapWord
+	s.gpuLayers = widget.NewEntry()
+	noScroller(s.gpuLayers)
+	s.gpuLayers.SetPlaceHolder("auto: as many as fit")
+	if v.GPULayers > 0 {
+		s.gpuLayers.SetText(strconv.Itoa(v.GPULayers))
+	}
+	s.gpuLayers.Validator = func(t string) error {
+		if _, err := gpuLayers(t); err != nil {
+			return err
+		}
+		return nil
+	}
+	s.gpuLayers.OnChanged = func(t string) {
+		n, err := gpuLayers(t)
+		if err != nil || n == a.deps.Settings.Get().GPULayers {
+			return
+		}
+		s.save(func(v *settings.Values) { v.GPULayers = n })
+		a.modelChanged() // the next generation loads the model split anew
+	}
+	layers := widget.NewForm(widget.NewFormItem("GPU layers", s.gpuLayers))
+	layers.Items[0].HintText = "of a model too big for the GPU, how many layers run there (the rest on the CPU)"
 	backendCard := noteCard("Backend", "auto picks XLA on a supported GPU and the pure-Go backend otherwise",
-		container.NewVBox(s.backend, s.detected))
+		container.NewVBox(s.backend, s.detected, layers))
 
 	form := widget.NewForm()
 	for _, b := range settings.SamplingBounds {
@@ -618,4 +642,18 @@ func (s *SettingsScreen) ShowMaxNewTokens() {
 		scrollTo(scroll, e, 40)
 	}
 	s.app.win.Canvas().Focus(e)
+}
+
+// gpuLayers reads the GPU layers field: empty is auto (0), else a whole number from 1
+// to settings.MaxGPULayers.
+func gpuLayers(t string) (int, error) {
+	t = strings.TrimSpace(t)
+	if t == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(t)
+	if err != nil || n < 1 || n > settings.MaxGPULayers {
+		return 0, fmt.Errorf("a whole number of layers from 1 to %d, or empty for auto", settings.MaxGPULayers)
+	}
+	return n, nil
 }

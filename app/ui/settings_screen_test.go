@@ -314,3 +314,41 @@ func TestLocalServerShowsTheAPI(t *testing.T) {
 		t.Error("example requests offered for a server that is off")
 	}
 }
+
+// TestSettingsGPULayers: Settings' GPU layers field (empty: auto) saves a whole
+// number of layers and has the model loaded again with it; anything else is refused
+// with what to type, and not saved; emptying it is auto again.
+func TestSettingsGPULayers(t *testing.T) {
+	a := newTestApp(t, &fakeModel{answers: wikiAnswers}, "")
+	loads := 0
+	a.deps.Loader = LoaderFunc(func(context.Context) (Model, error) { loads++; return a.model, nil })
+	a.models.loader = a.deps.Loader
+	asUI(func() { a.Show("Settings") })
+	e := a.Settings.gpuLayers
+	if e.Text != "" || e.PlaceHolder != "auto: as many as fit" {
+		t.Fatalf("GPU layers %q, placeholder %q; want empty, auto", e.Text, e.PlaceHolder)
+	}
+	if _, err := a.models.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	typeText(e, "16")
+	if got := a.deps.Settings.Get().GPULayers; got != 16 {
+		t.Errorf("typed 16: saved %d", got)
+	}
+	if _, err := a.models.Get(context.Background()); err != nil || loads != 2 {
+		t.Errorf("after the change: %d loads (%v), want the model loaded again", loads, err)
+	}
+	for _, bad := range []string{"abc", "0", "-2", "1001"} {
+		asUI(func() { e.SetText(bad) })
+		if err := e.Validate(); err == nil || !strings.Contains(err.Error(), "or empty for auto") {
+			t.Errorf("%q: %v", bad, err)
+		}
+		if got := a.deps.Settings.Get().GPULayers; got != 16 {
+			t.Errorf("%q saved as %d", bad, got)
+		}
+	}
+	asUI(func() { e.SetText("") })
+	if got := a.deps.Settings.Get().GPULayers; got != 0 {
+		t.Errorf("emptied: saved %d, want 0 (auto)", got)
+	}
+}

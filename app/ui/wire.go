@@ -93,16 +93,20 @@ func wireEngine(d *Deps) {
 		}
 		stage := LoadStage(ctx)
 		// Auto's GPU, unless the model is too big for it: split between it and the CPU
-		// then, or the CPU, said on the model's line (models.BackendFor).
-		choice := models.BackendFor(st.Get().Backend, src, func() hw.Info {
-			info := detect()
-			if info.Device == "gpu" { // the GPU's free memory now, not at start: a game may have started since
-				if gpus, _ := nvidia.Find(ctx); len(gpus) > 0 {
-					info.GPUs = gpus
+		// then, or the CPU, said on the model's line (models.BackendFor) — or the
+		// split Settings' GPU layers ask for.
+		choice := models.BackendChoice{Backend: st.Get().Backend, DeviceLayers: st.Get().GPULayers}
+		if choice.DeviceLayers == 0 {
+			choice = models.BackendFor(choice.Backend, src, func() hw.Info {
+				info := detect()
+				if info.Device == "gpu" { // the GPU's free memory now, not at start: a game may have started since
+					if gpus, _ := nvidia.Find(ctx); len(gpus) > 0 {
+						info.GPUs = gpus
+					}
 				}
-			}
-			return info
-		})
+				return info
+			})
+		}
 		e, err := engine.Load(ctx, src, engine.Options{Backend: choice.Backend, DeviceLayers: choice.DeviceLayers,
 			Progress: stage, WeightsProgress: LoadBytes(ctx)})
 		if err != nil {
@@ -263,7 +267,7 @@ func (m *engineModel) Close() error            { return m.e.Close() }
 func (m *engineModel) Info() ModelInfo {
 	backend := m.e.Backend()
 	if m.e.Path() == engine.PathSplit { // its other layers on the CPU (models.BackendFor): not the whole GPU's speed
-		backend += " and go, split"
+		backend += fmt.Sprintf(" for %d of %d layers, the rest on go", m.e.DeviceLayers(), m.e.Config().Text.NumHiddenLayers)
 	}
 	return ModelInfo{Name: m.name, Builtin: m.builtin, Backend: backend, Thinking: m.thinking,
 		Defaults: m.e.GenerationDefaults(), Mode: m.mode, Speed: m.speed, Fallback: cmp.Or(m.onCPU, m.e.BackendFallback()), FromDisk: m.e.FromDisk(), Leads: m.leads,

@@ -36,8 +36,13 @@ type Sampling struct {
 
 // Values are all settings.
 type Values struct {
-	Backend       string   `json:"backend"` // "auto", "go" or "xla"
-	Theme         string   `json:"theme"`   // "system", "dark" or "light"
+	Backend string `json:"backend"` // "auto", "go" or "xla"
+	// GPULayers is how many of a model's layers run on the GPU where it is split
+	// with the CPU, as LM Studio's GPU offload and llama.cpp's --n-gpu-layers: 0
+	// (auto) as many as fit (models.BackendFor), N the first N (a model of N layers
+	// or fewer runs all on the GPU). The pure-Go backend runs all on the CPU.
+	GPULayers     int      `json:"gpu_layers,omitempty"`
+	Theme         string   `json:"theme"` // "system", "dark" or "light"
 	ServerEnabled bool     `json:"server_enabled"`
 	FirstRunDone  bool     `json:"first_run_done"`
 	Sampling      Sampling `json:"sampling"`
@@ -117,6 +122,9 @@ type Bound struct {
 // ServerPortBound is the range of a fixed server port (0, the default, is
 // allowed besides it: a random port). Ports below 1024 need privileges.
 var ServerPortBound = Bound{Key: "server_port", Label: "Port (empty: a random free port)", Min: 1024, Max: 65535, Step: 1, Int: true}
+
+// MaxGPULayers bounds Values.GPULayers (the 26B has 30 layers).
+const MaxGPULayers = 1000
 
 // Choices of the enumerated settings; the first is the default.
 var (
@@ -243,6 +251,9 @@ func (s *Sampling) Set(key string, v float64) {
 func (v *Values) clamp() {
 	if !contains(BackendChoices, v.Backend) {
 		v.Backend = BackendChoices[0]
+	}
+	if v.GPULayers < 0 || v.GPULayers > MaxGPULayers {
+		v.GPULayers = 0 // auto
 	}
 	if !contains(ThemeChoices, v.Theme) {
 		v.Theme = ThemeChoices[0]

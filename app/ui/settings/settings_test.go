@@ -108,3 +108,25 @@ func TestTextScale(t *testing.T) {
 		}
 	}
 }
+
+// TestGPULayers: GPU layers round-trip; a negative count or one past MaxGPULayers
+// (a hand-edited file) is auto (0).
+func TestGPULayers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ set, want int }{{16, 16}, {-3, 0}, {MaxGPULayers + 1, 0}, {0, 0}} {
+		if err := s.Update(func(v *Values) { v.GPULayers = c.set }); err != nil {
+			t.Fatal(err)
+		}
+		s2, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s2.Get().GPULayers; got != c.want {
+			t.Errorf("GPU layers %d: reloaded %d, want %d", c.set, got, c.want)
+		}
+	}
+}
