@@ -73,7 +73,12 @@ func NewSplitRunner(backend backends.Backend, cfg *config.Text, ctx *context.Con
 
 // DeviceLayers is how many of the model's layers run on the device where it is split
 // with the host (NewSplitRunner), 0 where it is not.
-func (r *Runner) DeviceLayers() int { return r.deviceLayers }
+func (r *Runner) DeviceLayers() int {
+	if !r.split() {
+		return 0
+	}
+	return r.deviceLayers
+}
 
 // split reports whether the runner runs a split model.
 func (r *Runner) split() bool { return r.deviceLayers > 0 && !r.HostDecoder }
