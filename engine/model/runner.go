@@ -423,14 +423,8 @@ func (r *Runner) EncodeNext(tokens []int, plan sampler.TokenPlan) (id int, err e
 			return 0, err
 		}
 	}
-	if r.nextExec == nil {
-		err = try("encode next", func() {
-			r.nextExec = must(context.NewExecAny(r.backend, r.ctx, r.counted(r.encodeNextGraph)))
-			r.nextExec.SetMaxCache(-1)
-		})
-		if err != nil {
-			return 0, err
-		}
+	if _, err := r.execOnce("encode next", &r.nextExec, r.encodeNextGraph); err != nil {
+		return 0, err
 	}
 	seen, err := vocabRow("seen ids' mask", plan.Seen, &r.unseen, r.cfg.VocabSize) // nil: the penalty is off (θ = 1)
 	if err != nil {
@@ -547,27 +541,39 @@ func (r *Runner) Score(tokens []int, from int) (logits []float32, err error) {
 	if err := r.ensureCapacity(r.length + n); err != nil {
 		return nil, err
 	}
-	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, nb), int32(n), int32(r.length)}
-	for _, t := range r.cache {
-		args = append(args, t) // read only: not donated
-	}
-	r.compiled[fmt.Sprintf("score/%d/%d", nb, r.capacity)] = true
-	var out []*tensors.Tensor
-	if err := try("score", func() { out = must(r.scoreExec.Exec(args...)) }); err != nil {
+	out, err := r.runScore("score", r.scoreExec, ids, n)
+	if err != nil {
 		return nil, err
 	}
 	v := r.cfg.VocabSize
 	logits = r.scoreBuffer((n - from) * v)
 	err = try("score: read logits", func() {
-		if err := tensors.ConstFlatData(out[0], func(flat []float32) { copy(logits, flat[from*v:n*v]) }); err != nil {
+		if err := tensors.ConstFlatData(out, func(flat []float32) { copy(logits, flat[from*v:n*v]) }); err != nil {
 			panic(err)
 		}
 	})
-	_ = out[0].FinalizeAll()
+	_ = out.FinalizeAll()
 	if err != nil {
 		return nil, err
 	}
 	return logits, nil
+}
+
+// runScore runs exec, a read-only encoder executable over in = [tokens [1, Tb], count,
+// length, cache…] (scoreGraph, frontScoreGraph), on ids (n of them real, padded to
+// their bucket) with the cache read, not donated, and returns its output. kind names
+// the executable in errors and the compiled set.
+func (r *Runner) runScore(kind string, exec *context.Exec, ids []int32, n int) (*tensors.Tensor, error) {
+	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, len(ids)), int32(n), int32(r.length)}
+	for _, t := range r.cache {
+		args = append(args, t) // read only: not donated
+	}
+	r.compiled[fmt.Sprintf("%s/%d/%d", kind, len(ids), r.capacity)] = true
+	var out []*tensors.Tensor
+	if err := try("score", func() { out = must(exec.Exec(args...)) }); err != nil {
+		return nil, err
+	}
+	return out[0], nil
 }
 
 // scoreBuffer is the Runner's Score buffer, grown to hold n values and cut to n.
@@ -630,12 +636,34 @@ func (r *Runner) Decode(canvas []int, soft *tensors.Tensor, temperature float64)
 	if err := try("decode", func() { out = must(r.decodeExec.Exec(args...)) }); err != nil {
 		return nil, nil, err
 	}
+	return decodeResult(out)
+}
+
+// decodeResult is Decode's result from its executable's outputs [logits, next soft]
+// (decodeOutputs): the logits read to the host and freed, the next soft embedding
+// kept on the device (freed too where the logits cannot be read).
+func decodeResult(out []*tensors.Tensor) (logits []float32, nextSoft *tensors.Tensor, err error) {
 	err = try("decode: read logits", func() { logits = tensors.MustCopyFlatData[float32](out[0]) })
 	_ = out[0].FinalizeAll()
 	if err != nil {
+		_ = out[1].FinalizeAll()
 		return nil, nil, err
 	}
 	return logits, out[1], nil
+}
+
+// execOnce is the executable of graph function fn kept in *slot, made on first use
+// (op names the call in the error): the executables not every runner needs
+// (EncodeNext's, DecodeStep's, a split model's).
+func (r *Runner) execOnce(op string, slot **context.Exec, fn func(*context.Context, []*Node) []*Node) (*context.Exec, error) {
+	if *slot != nil {
+		return *slot, nil
+	}
+	err := try(op, func() {
+		*slot = must(context.NewExecAny(r.backend, r.ctx, r.counted(fn)))
+		(*slot).SetMaxCache(-1)
+	})
+	return *slot, err
 }
 
 // softInput is the soft embedding a decode of c canvas tokens is fed: soft itself

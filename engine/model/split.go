@@ -92,18 +92,6 @@ func (r *Runner) graphCfg() *config.Text {
 	return r.cfg
 }
 
-// splitExec is an executable of the split path, made on first use and kept.
-func (r *Runner) splitExec(slot **context.Exec, fn func(*context.Context, []*Node) []*Node) (*context.Exec, error) {
-	if *slot != nil {
-		return *slot, nil
-	}
-	err := try("split model", func() {
-		*slot = must(context.NewExecAny(r.backend, r.ctx, r.counted(fn)))
-		(*slot).SetMaxCache(-1)
-	})
-	return *slot, err
-}
-
 // encodeSplit is Encode on a split model: per chunk of MaxChunk tokens the front
 // (frontEncodeGraph: the device's layers, writing their cache), the host's layers over
 // its hidden state (writing theirs), and for the last token the tail's logits. A
@@ -113,7 +101,7 @@ func (r *Runner) encodeSplit(tokens []int) (lastLogits []float32, err error) {
 	if err := r.ensureCapacity(r.length + len(tokens)); err != nil {
 		return nil, err
 	}
-	exec, err := r.splitExec(&r.splitExecs.encode, r.frontEncodeGraph)
+	exec, err := r.execOnce("split model", &r.splitExecs.encode, r.frontEncodeGraph)
 	if err != nil {
 		return nil, err
 	}
@@ -147,20 +135,15 @@ func (r *Runner) scoreSplit(ids []int32, n, from int) (logits []float32, err err
 	if err := r.ensureCapacity(r.length + n); err != nil {
 		return nil, err
 	}
-	exec, err := r.splitExec(&r.splitExecs.score, r.frontScoreGraph)
+	exec, err := r.execOnce("split model", &r.splitExecs.score, r.frontScoreGraph)
 	if err != nil {
 		return nil, err
 	}
-	args := []any{tensors.FromFlatDataAndDimensions(ids, 1, len(ids)), int32(n), int32(r.length)}
-	for _, t := range r.cache {
-		args = append(args, t) // read only: not donated
-	}
-	r.compiled[fmt.Sprintf("score-front/%d/%d", len(ids), r.capacity)] = true
-	var out []*tensors.Tensor
-	if err := try("score", func() { out = must(exec.Exec(args...)) }); err != nil {
+	out, err := r.runScore("score-front", exec, ids, n)
+	if err != nil {
 		return nil, err
 	}
-	x, err := r.hiddenRows("score", out[0], n)
+	x, err := r.hiddenRows("score", out, n)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +163,7 @@ func (r *Runner) scoreSplit(ids []int32, n, from int) (logits []float32, err err
 // is not nil (it holds as many). The rows are padded to a power of two, so the
 // executables are few.
 func (r *Runner) tailLogits(op string, h []float32, rows int, into []float32) (logits []float32, err error) {
-	exec, err := r.splitExec(&r.splitExecs.logits, r.tailLogitsGraph)
+	exec, err := r.execOnce("split model", &r.splitExecs.logits, r.tailLogitsGraph)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +191,7 @@ func (r *Runner) tailLogits(op string, h []float32, rows int, into []float32) (l
 // layers: the host's last layer's output [1, C, D], before the final norm, as a tensor
 // for the tail.
 func (r *Runner) hiddenSplit(op string, ids []int32, soft *tensors.Tensor) (*tensors.Tensor, error) {
-	exec, err := r.splitExec(&r.splitExecs.decode, r.frontDecodeGraph)
+	exec, err := r.execOnce("split model", &r.splitExecs.decode, r.frontDecodeGraph)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +219,7 @@ func (r *Runner) decodeSplit(ids []int32, soft *tensors.Tensor, temperature floa
 	if err != nil {
 		return nil, nil, err
 	}
-	exec, err := r.splitExec(&r.splitExecs.decodeTail, r.tailDecodeGraph)
+	exec, err := r.execOnce("split model", &r.splitExecs.decodeTail, r.tailDecodeGraph)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -245,13 +228,7 @@ func (r *Runner) decodeSplit(ids []int32, soft *tensors.Tensor, temperature floa
 	if err := try("decode", func() { out = must(exec.Exec(h, float32(temperature))) }); err != nil {
 		return nil, nil, err
 	}
-	err = try("decode: read logits", func() { logits = tensors.MustCopyFlatData[float32](out[0]) })
-	_ = out[0].FinalizeAll()
-	if err != nil {
-		_ = out[1].FinalizeAll()
-		return nil, nil, err
-	}
-	return logits, out[1], nil
+	return decodeResult(out)
 }
 
 // stepSplit is DecodeStep's executable on a split model: hiddenSplit, then the tail's
@@ -262,7 +239,7 @@ func (r *Runner) stepSplit(ids []int32, soft *tensors.Tensor, args []any) ([]*te
 	if err != nil {
 		return nil, err
 	}
-	exec, err := r.splitExec(&r.splitExecs.stepTail, r.tailStepGraph)
+	exec, err := r.execOnce("split model", &r.splitExecs.stepTail, r.tailStepGraph)
 	if err != nil {
 		return nil, err
 	}

@@ -102,14 +102,8 @@ func (r *Runner) runStep(ids []int32, soft *tensors.Tensor, plan sampler.Plan, h
 	if r.split() {
 		return r.stepSplit(ids, soft, args)
 	}
-	if r.stepExec == nil {
-		err := try("decode step", func() {
-			r.stepExec = must(context.NewExecAny(r.backend, r.ctx, r.counted(r.stepGraph)))
-			r.stepExec.SetMaxCache(-1)
-		})
-		if err != nil {
-			return nil, err
-		}
+	if _, err := r.execOnce("decode step", &r.stepExec, r.stepGraph); err != nil {
+		return nil, err
 	}
 	in := []any{tensors.FromFlatDataAndDimensions(ids, 1, c), soft, args[0], int32(r.length), args[1], args[2], args[3]}
 	for _, t := range r.cache {
