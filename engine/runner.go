@@ -134,7 +134,7 @@ func newSplitRunner(b backends.Backend, cfg *config.Model, w loadedWeights, k in
 		w.close()
 		return nil, "", nil, fmt.Errorf("model: %w", err)
 	}
-	r.ComputeDType = model.ComputeDTypeFor(cmp.Or(cfg.Text.DType, cfg.DType), true)
+	r.ComputeDType = model.ComputeDTypeFor(cmp.Or(cfg.Text.DType, cfg.DType), !model.IsPureGo(b)) // as newModelRunner's graphs
 	return modelRunner{r}, PathSplit, func() {
 		r.Close()
 		w.close()
