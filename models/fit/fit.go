@@ -283,13 +283,16 @@ func hostTensorBytes(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, s
 // (weights.HostHeld) — where the rest is mapped from the files. The norms and
 // other vectors some formats read onto the heap too are left out: kilobytes.
 func HostHeapBytes(cfg *config.Model, p quant.Profile, l weights.GGUFLayout) int64 {
-	var total int64
-	for _, s := range weights.Specs(cfg) {
-		if HostOnHeap(cfg, p, l, s) {
-			total += hostTensorBytes(cfg, p, l, s)
-		}
+	return sumSpecs(cfg, func(s weights.Spec) int64 { return hostHeapTensorBytes(cfg, p, l, s) })
+}
+
+// hostHeapTensorBytes is tensor s's share of HostHeapBytes: its bytes as the host path
+// holds it (hostTensorBytes) where it reads it onto its heap (HostOnHeap), else 0.
+func hostHeapTensorBytes(cfg *config.Model, p quant.Profile, l weights.GGUFLayout, s weights.Spec) int64 {
+	if HostOnHeap(cfg, p, l, s) {
+		return hostTensorBytes(cfg, p, l, s)
 	}
-	return total
+	return 0
 }
 
 // HostOnHeap reports whether the CPU's host path reads tensor s onto its heap,
@@ -373,12 +376,7 @@ func Compute(cfg *config.Model, p quant.Profile, rt Runtime) (*Estimate, error) 
 	var w int64
 	note := weightNote(p)
 	heap := func() int64 { // on the CPU: what it reads onto its heap
-		return sum(func(s weights.Spec) int64 {
-			if HostOnHeap(cfg, p, rt.GGUF, s) {
-				return hostTensorBytes(cfg, p, rt.GGUF, s)
-			}
-			return 0
-		})
+		return sum(func(s weights.Spec) int64 { return hostHeapTensorBytes(cfg, p, rt.GGUF, s) })
 	}
 	switch {
 	case rt.FileBytes > 0 && rt.split(t) && rt.GPU:
@@ -499,12 +497,7 @@ func fileShare(cfg *config.Model, rt Runtime, sum func(func(weights.Spec) int64)
 		return w, 0
 	}
 	extra := sum(func(s weights.Spec) int64 { return GGUFHeldBytes(cfg, p, l, s) - file(s) })
-	onHeap = sum(func(s weights.Spec) int64 {
-		if HostOnHeap(cfg, p, l, s) {
-			return GGUFHeldBytes(cfg, p, l, s)
-		}
-		return 0
-	})
+	onHeap = sum(func(s weights.Spec) int64 { return hostHeapTensorBytes(cfg, p, l, s) })
 	return w + extra, onHeap
 }
 
